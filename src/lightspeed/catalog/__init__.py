@@ -1,0 +1,42 @@
+"""Hardware catalog: the speed of light of accelerators, CPUs, links and systems.
+
+Records are loaded from TOML data files shipped in ``catalog/data`` (one record
+per file, a source for every figure) plus user files that add or override
+records.
+
+>>> from lightspeed.catalog import load_catalog
+>>> catalog = load_catalog()
+>>> catalog.accelerator("h100-sxm").memory_bandwidth_bytes_per_s / 1e12
+3.35
+"""
+
+from lightspeed.catalog.loader import normalize_name
+from lightspeed.catalog.records import (
+    Accelerator,
+    Cluster,
+    ComputeFigure,
+    Conflict,
+    Cpu,
+    Link,
+    LinkAttachment,
+    PrintedTotal,
+    Source,
+    System,
+)
+from lightspeed.catalog.registry import Catalog, load_catalog
+
+__all__ = [
+    "Accelerator",
+    "Catalog",
+    "Cluster",
+    "ComputeFigure",
+    "Conflict",
+    "Cpu",
+    "Link",
+    "LinkAttachment",
+    "PrintedTotal",
+    "Source",
+    "System",
+    "load_catalog",
+    "normalize_name",
+]

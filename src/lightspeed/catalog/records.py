@@ -1,0 +1,251 @@
+"""Typed hardware records: accelerators, CPUs, links, systems, clusters.
+
+Every figure is base SI (bytes, bytes/s, FLOP/s, W, s) and carries the key of
+the source it was read from. Compute figures keep what the vendor printed,
+whether it was printed with 2:4 structured sparsity, and the dense value the
+rest of lightspeed divides by. Links keep per-direction and bidirectional
+bandwidth apart: NVIDIA quotes NVLink and PCIe as bidirectional totals, while
+nccl-tests' busbw compares with the per-direction figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lightspeed.errors import UnsupportedError
+from lightspeed.records import Record
+from lightspeed.units import compute_precision
+
+
+@dataclass(frozen=True)
+class Source(Record):
+    """Where figures were read: a document title, its address and a note."""
+
+    key: str
+    title: str
+    url: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Conflict(Record):
+    """Two vendor documents disagree on a figure; records both and the choice."""
+
+    field: str
+    values: tuple[str, ...]
+    chosen: str
+    sources: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ComputeFigure(Record):
+    """One peak-throughput row of a datasheet.
+
+    ``printed_per_s`` is the number as printed (converted to base units),
+    ``dense_per_s`` the dense peak lightspeed uses as the SOL denominator.
+    ``unit`` is ``"FLOP/s"`` for floating point and ``"OP/s"`` for integer rows.
+    """
+
+    precision: str
+    printed_per_s: float
+    printed_with_sparsity: bool
+    dense_per_s: float
+    unit: str
+    source: str
+    note: str = ""
+
+    @property
+    def sparse_per_s(self) -> float:
+        """Peak with 2:4 structured sparsity where the vendor prints it, else dense x 2."""
+        return self.printed_per_s if self.printed_with_sparsity else 2.0 * self.dense_per_s
+
+
+@dataclass(frozen=True)
+class Link(Record):
+    """One link or port type (an NVLink port, a PCIe x16 slot, an IB port).
+
+    Bandwidths are per link/port. ``per_direction_bytes_per_s`` is what one
+    direction carries after encoding; ``bidirectional_bytes_per_s`` is the
+    vendor's two-way total. ``latency_s`` is a typical small-message latency
+    of one hop (used as the alpha term of collective models).
+    """
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    family: str
+    per_direction_bytes_per_s: float
+    bidirectional_bytes_per_s: float
+    latency_s: float
+    source: str
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    note: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class LinkAttachment(Record):
+    """How many links of which type attach one device (or node) to a fabric."""
+
+    link: Link
+    num_links: int
+    source: str = ""
+
+    @property
+    def per_direction_bytes_per_s(self) -> float:
+        """Total one-way bandwidth of all links of this attachment."""
+        return self.num_links * self.link.per_direction_bytes_per_s
+
+    @property
+    def bidirectional_bytes_per_s(self) -> float:
+        """Total two-way bandwidth (the figure vendors print)."""
+        return self.num_links * self.link.bidirectional_bytes_per_s
+
+
+@dataclass(frozen=True)
+class Accelerator(Record):
+    """A GPU or other accelerator SKU with its speed of light."""
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    architecture: str
+    form_factor: str
+    family: str
+    compute: Mapping[str, ComputeFigure]
+    memory_type: str
+    memory_nominal_bytes: float
+    memory_usable_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    memory_source: str
+    l2_cache_bytes: float | None
+    num_compute_units: int | None
+    boost_clock_hz: float | None
+    tdp_w: float
+    tdp_min_w: float | None
+    power_source: str
+    scale_up: LinkAttachment | None
+    host_link: LinkAttachment | None
+    sources: Mapping[str, Source]
+    conflicts: tuple[Conflict, ...] = ()
+    note: str = ""
+    path: str = ""
+
+    def peak(self, precision: str) -> ComputeFigure:
+        """The compute row for ``precision`` (``bf16``, ``fp8``, ``nvfp4`` ...).
+
+        Raises :class:`UnsupportedError` when the device has no such row.
+        """
+        row = compute_precision(precision)
+        figure = self.compute.get(row)
+        if figure is None:
+            raise UnsupportedError(
+                f"{self.name} has no {row} compute figure; it has: {', '.join(sorted(self.compute))}"
+            )
+        return figure
+
+    def dense_flop_per_s(self, precision: str) -> float:
+        """Dense peak for ``precision`` in FLOP/s (OP/s for integer rows)."""
+        return self.peak(precision).dense_per_s
+
+
+@dataclass(frozen=True)
+class Cpu(Record):
+    """A CPU model with its theoretical peak and memory system."""
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    microarchitecture: str
+    num_cores: int
+    clock_hz: float
+    fp64_flop_per_s: float | None
+    fp32_flop_per_s: float | None
+    memory_type: str
+    memory_capacity_bytes: float | None
+    memory_bandwidth_bytes_per_s: float | None
+    tdp_w: float | None
+    source: str
+    sources: Mapping[str, Source]
+    note: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class PrintedTotal(Record):
+    """A total the vendor prints for a node or rack (checked against derived sums)."""
+
+    key: str
+    value: float
+    unit: str
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class System(Record):
+    """A node (8-GPU HGX/DGX) or rack (NVL72): accelerators, CPUs and fabrics.
+
+    ``scale_up`` is each accelerator's attachment to the fast domain (NVLink,
+    xGMI, ICI); ``scale_up_domain_size`` how many accelerators share it (8 in
+    an HGX node, 72 in an NVL72 rack). ``scale_out`` is each node's attachment
+    to the network between nodes (``nics_per_node`` links).
+    """
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    system_type: str
+    accelerator: Accelerator
+    num_accelerators: int
+    cpu: Cpu | None
+    num_cpus: int
+    scale_up_domain_size: int
+    in_network_reduction: bool
+    scale_out: LinkAttachment | None
+    power_max_w: float | None
+    power_min_w: float | None
+    printed_totals: tuple[PrintedTotal, ...]
+    source: str
+    sources: Mapping[str, Source]
+    note: str = ""
+    path: str = ""
+
+    @property
+    def scale_up(self) -> LinkAttachment | None:
+        """Each accelerator's scale-up attachment (from the accelerator record)."""
+        return self.accelerator.scale_up
+
+
+@dataclass(frozen=True)
+class Cluster(Record):
+    """``num_nodes`` copies of a system joined by a scale-out fabric.
+
+    The fabric defaults to the system's own scale-out NICs; ``nics_per_gpu``
+    overrides how many NICs of ``fabric`` each accelerator has.
+    """
+
+    system: System
+    num_nodes: int
+    fabric: LinkAttachment | None
+
+    @property
+    def num_accelerators(self) -> int:
+        """Accelerators in the whole cluster."""
+        return self.num_nodes * self.system.num_accelerators
+
+    @property
+    def name(self) -> str:
+        """A readable name such as ``'9 x dgx-h100 over ib-ndr'``."""
+        fabric = f" over {self.fabric.link.name}" if self.fabric is not None else ""
+        return f"{self.num_nodes} x {self.system.name}{fabric}"
+
+    def scale_out_per_accelerator_bytes_per_s(self) -> float:
+        """One-way scale-out bandwidth per accelerator (0 without a fabric)."""
+        if self.fabric is None:
+            return 0.0
+        return self.fabric.per_direction_bytes_per_s / self.system.num_accelerators

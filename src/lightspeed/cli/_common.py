@@ -1,0 +1,73 @@
+"""Shared CLI plumbing: the context object, ``--json``, and output.
+
+The CLI stays thin: parse arguments, call the library with keywords, render
+through :mod:`lightspeed.report`. Nothing here computes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from lightspeed.records import to_jsonable
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class CliContext:
+    """Per-invocation state shared by subcommands (``ctx.obj``)."""
+
+    catalog_paths: tuple[Path, ...] = ()
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def catalog(self) -> Any:
+        """The hardware catalog with the user's extra files applied (loaded once)."""
+        if "catalog" not in self._cache:
+            from lightspeed.catalog import load_catalog
+
+            self._cache["catalog"] = load_catalog(extra_paths=self.catalog_paths)
+        return self._cache["catalog"]
+
+    def models(self) -> Any:
+        """The model registry with the user's extra files applied (loaded once)."""
+        if "models" not in self._cache:
+            from lightspeed import workload
+
+            self._cache["models"] = workload.load_models(extra_paths=self.catalog_paths)
+        return self._cache["models"]
+
+
+def get_context() -> CliContext:
+    """The :class:`CliContext` of the running command (a fresh one outside ``main``)."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        if isinstance(ctx.obj, CliContext):
+            return ctx.obj
+        ctx = ctx.parent
+    return CliContext()
+
+
+def json_option(function: F) -> F:
+    """Add ``--json`` (machine-readable output on stdout) to a command."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of tables."
+    )(function)
+
+
+def print_json(payload: Any) -> None:
+    """Write ``payload`` as indented JSON on stdout (records converted with ``to_dict``)."""
+    click.echo(json.dumps(to_jsonable(payload), indent=2, allow_nan=False))
+
+
+def emit(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
+    """Print ``result`` as JSON or through ``render`` (a :mod:`lightspeed.report` function)."""
+    if as_json:
+        print_json(result)
+    else:
+        render(result)

@@ -1,0 +1,127 @@
+"""Entry point of the ``lightspeed`` command.
+
+Subcommands live one per module and are imported only when used, so that
+``lightspeed hw list`` never pays for numpy-heavy analyses it does not run.
+User errors (:class:`lightspeed.errors.LightspeedError` and usage errors) are
+caught here once: one line on stderr, exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from lightspeed import __version__
+from lightspeed.cli._common import CliContext
+from lightspeed.errors import LightspeedError
+
+# name -> (module, one-line help). The module defines ``command``.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "tour": ("lightspeed.cli.tour", "Show the whole loop on this machine: SOL, measure, predict, report."),
+    "hw": ("lightspeed.cli.hw", "Hardware catalog: list, show, compare, detect."),
+    "model": ("lightspeed.cli.model", "Model architectures: list, show."),
+    "memory": ("lightspeed.cli.memory", "Bytes to hold a model and how many GPUs that takes."),
+    "flops": ("lightspeed.cli.flops", "Total training FLOPs for a token budget, formula shown."),
+    "plan": ("lightspeed.cli.plan", "Predict one training or inference plan."),
+    "search": ("lightspeed.cli.search", "Search every training or inference plan."),
+    "validate": ("lightspeed.cli.validate", "Predict published runs and report the error."),
+    "compare": ("lightspeed.cli.compare", "Regression gate between results; or compare systems."),
+    "bench": ("lightspeed.cli.bench", "Microbenchmarks of this machine against its SOL."),
+    "results": ("lightspeed.cli.results", "The results store: list, show, export."),
+    "calibrate": ("lightspeed.cli.calibrate", "Fit engine efficiencies from measurements."),
+    "goodput": ("lightspeed.cli.goodput", "Goodput ledger of runs and logs; checkpoint planning."),
+    "trace": ("lightspeed.cli.trace", "Profiler trace analyses."),
+    "report": ("lightspeed.cli.report", "Write the self-contained HTML report."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in SUBCOMMANDS if _module_exists(SUBCOMMANDS[name][0])]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = SUBCOMMANDS.get(cmd_name)
+        if entry is None or not _module_exists(entry[0]):
+            return None
+        module = importlib.import_module(entry[0])
+        command = module.command
+        assert isinstance(command, click.Command), f"{entry[0]}.command is not a click command"
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBCOMMANDS[name][1]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="lightspeed")
+@click.option(
+    "--catalog",
+    "catalog_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    envvar="LIGHTSPEED_CATALOG",
+    help="Extra hardware/model TOML file or folder that adds or overrides records "
+    "(repeatable; env LIGHTSPEED_CATALOG, paths separated by ':').",
+)
+@click.pass_context
+def cli(ctx: click.Context, catalog_paths: tuple[Path, ...]) -> None:
+    """lightspeed: the speed of light of AI hardware, predictions, measurements and the gap."""
+    ctx.obj = CliContext(catalog_paths=_split_env_paths(catalog_paths))
+
+
+def _split_env_paths(paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    split: list[Path] = []
+    for path in paths:
+        split.extend(Path(part) for part in str(path).split(":") if part)
+    return tuple(split)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = cli.main(args=args, prog_name="lightspeed", standalone_mode=False)
+    except click.exceptions.Exit as exit_:
+        return int(exit_.exit_code)
+    except click.UsageError as error:
+        return _fail(_usage_message(error))
+    except click.ClickException as error:
+        return _fail(error.format_message())
+    except click.Abort:
+        click.echo("lightspeed: aborted", err=True)
+        return 130
+    except LightspeedError as error:
+        return _fail(str(error))
+    except BrokenPipeError:
+        return 0
+    return int(result) if isinstance(result, int) else 0
+
+
+def _usage_message(error: click.UsageError) -> str:
+    command = error.ctx.command_path if error.ctx is not None else "lightspeed"
+    return f"{error.format_message()} (see '{command} --help')"
+
+
+def _fail(message: str) -> int:
+    click.echo(f"lightspeed: error: {' '.join(message.split())}", err=True)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

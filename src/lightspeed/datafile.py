@@ -1,0 +1,279 @@
+"""Data files: safe TOML loading and typed fields with errors that name the fix.
+
+Data files put the unit in every key (``bandwidth_tb_per_s``, ``nominal_gb``,
+``printed_tflop_per_s``). :meth:`Fields.quantity` looks for a base name with
+any suffix of the wanted dimension and converts it to base SI, so a user may
+write ``usable_gib = 132`` or ``usable_gb = 141.7`` and both mean what they say.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from lightspeed.errors import DataFileError
+
+# dimension -> {key suffix: multiplier to base SI}
+UNIT_SUFFIXES: Final[dict[str, dict[str, float]]] = {
+    "bytes": {
+        "bytes": 1.0,
+        "kb": 1e3,
+        "mb": 1e6,
+        "gb": 1e9,
+        "tb": 1e12,
+        "kib": 2.0**10,
+        "mib": 2.0**20,
+        "gib": 2.0**30,
+        "tib": 2.0**40,
+    },
+    "bytes_per_s": {
+        "bytes_per_s": 1.0,
+        "mb_per_s": 1e6,
+        "gb_per_s": 1e9,
+        "tb_per_s": 1e12,
+        "gib_per_s": 2.0**30,
+        "gbit_per_s": 1e9 / 8.0,
+        "tbit_per_s": 1e12 / 8.0,
+    },
+    "per_s": {  # FLOP/s or OP/s
+        "flop_per_s": 1.0,
+        "gflop_per_s": 1e9,
+        "tflop_per_s": 1e12,
+        "pflop_per_s": 1e15,
+        "eflop_per_s": 1e18,
+        "top_per_s": 1e12,
+        "pop_per_s": 1e15,
+    },
+    "seconds": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9},
+    "watts": {"w": 1.0, "kw": 1e3, "mw": 1e6},
+    "hertz": {"hz": 1.0, "mhz": 1e6, "ghz": 1e9},
+}
+
+_DIMENSION_HINT: Final[dict[str, str]] = {
+    "bytes": "_gb, _gib, _tb, _mb, _mib or _bytes",
+    "bytes_per_s": "_gb_per_s, _tb_per_s, _gbit_per_s or _bytes_per_s",
+    "per_s": "_tflop_per_s, _pflop_per_s, _top_per_s or _flop_per_s",
+    "seconds": "_s, _ms, _us or _ns",
+    "watts": "_w or _kw",
+    "hertz": "_mhz, _ghz or _hz",
+}
+
+
+class Fields:
+    """A view of one TOML table that raises :class:`DataFileError` on bad fields."""
+
+    def __init__(self, path: str, data: Mapping[str, Any], prefix: str = "") -> None:
+        self.path = path
+        self.data = data
+        self.prefix = prefix
+
+    def _name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is present."""
+        return key in self.data
+
+    def table(self, key: str, required: bool = True) -> Fields | None:
+        """A sub-table; ``None`` when optional and absent."""
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise DataFileError(
+                    self.path, "missing table", field=self._name(key), fix=f"add a [{self._name(key)}] table"
+                )
+            return None
+        if not isinstance(value, Mapping):
+            raise DataFileError(
+                self.path,
+                "expected a table",
+                field=self._name(key),
+                value=value,
+                fix=f"write [{self._name(key)}] with keys under it",
+            )
+        return Fields(self.path, value, prefix=f"{self._name(key)}.")
+
+    def tables(self, key: str) -> dict[str, Fields]:
+        """Every sub-table of table ``key`` by name (empty when absent)."""
+        outer = self.table(key, required=False)
+        if outer is None:
+            return {}
+        result: dict[str, Fields] = {}
+        for name in outer.data:
+            inner = outer.table(name)
+            assert inner is not None
+            result[name] = inner
+        return result
+
+    def array_of_tables(self, key: str) -> list[Fields]:
+        """Entries of ``[[key]]`` (empty when absent)."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+            raise DataFileError(
+                self.path,
+                "expected an array of tables",
+                field=self._name(key),
+                fix=f"write each entry as [[{self._name(key)}]]",
+            )
+        return [
+            Fields(self.path, item, prefix=f"{self._name(key)}[{index}].") for index, item in enumerate(value)
+        ]
+
+    def string(self, key: str, default: str | None = None) -> str:
+        """A required (or defaulted) string."""
+        value = self.data.get(key, default)
+        if value is None:
+            raise DataFileError(self.path, "missing field", field=self._name(key), fix=f'add {key} = "..."')
+        if not isinstance(value, str):
+            raise DataFileError(
+                self.path, "expected a string", field=self._name(key), value=value, fix=f'write {key} = "..."'
+            )
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        """A list of strings (empty when absent)."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise DataFileError(
+                self.path,
+                "expected a list of strings",
+                field=self._name(key),
+                value=value,
+                fix=f'write {key} = ["a", "b"]',
+            )
+        return tuple(value)
+
+    def boolean(self, key: str, default: bool | None = None) -> bool:
+        """A required (or defaulted) boolean."""
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise DataFileError(
+                self.path,
+                "expected true or false",
+                field=self._name(key),
+                value=value,
+                fix=f"write {key} = true or {key} = false",
+            )
+        return value
+
+    def integer(self, key: str, default: int | None = None, minimum: int = 0) -> int:
+        """A required (or defaulted) integer >= ``minimum``."""
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise DataFileError(
+                self.path,
+                f"expected a whole number >= {minimum}",
+                field=self._name(key),
+                value=value,
+                fix=f"write {key} = <integer>",
+            )
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        """An integer or ``None`` when absent."""
+        return None if key not in self.data else self.integer(key)
+
+    def number(self, key: str, default: float | None = None, positive: bool = True) -> float:
+        """A required (or defaulted) finite number (> 0 when ``positive``)."""
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise DataFileError(
+                self.path,
+                "expected a number",
+                field=self._name(key),
+                value=value,
+                fix=f"write {key} = <number>",
+            )
+        if positive and value <= 0:
+            raise DataFileError(
+                self.path,
+                "expected a positive number",
+                field=self._name(key),
+                value=value,
+                fix=f"write {key} = <number above 0>",
+            )
+        return float(value)
+
+    def _quantity_key(self, base: str, dimension: str) -> tuple[str, float] | None:
+        found = [
+            (f"{base}_{suffix}", factor)
+            for suffix, factor in UNIT_SUFFIXES[dimension].items()
+            if f"{base}_{suffix}" in self.data
+        ]
+        if len(found) > 1:
+            raise DataFileError(
+                self.path,
+                "the same figure is given in two units",
+                field=self._name(base),
+                value=[key for key, _ in found],
+                fix="keep one of them",
+            )
+        return found[0] if found else None
+
+    def quantity(self, base: str, dimension: str) -> float:
+        """A required figure ``base_<unit>`` converted to base SI."""
+        value = self.optional_quantity(base, dimension)
+        if value is None:
+            raise DataFileError(
+                self.path,
+                "missing figure",
+                field=self._name(base),
+                fix=f"add {base} with a unit suffix ({_DIMENSION_HINT[dimension]})",
+            )
+        return value
+
+    def optional_quantity(self, base: str, dimension: str) -> float | None:
+        """A figure ``base_<unit>`` in base SI, or ``None`` when absent."""
+        found = self._quantity_key(base, dimension)
+        if found is None:
+            return None
+        key, factor = found
+        return self.number(key) * factor
+
+    def unknown_keys(self, allowed: set[str]) -> list[str]:
+        """Keys present that are not in ``allowed`` (a typo check)."""
+        return sorted(key for key in self.data if key not in allowed)
+
+    def check_source(self, key: str, sources: Mapping[str, object]) -> str:
+        """The ``source`` key of this table; it must name an entry of [sources]."""
+        source = self.string(key)
+        if source not in sources:
+            raise DataFileError(
+                self.path,
+                "source not declared",
+                field=self._name(key),
+                value=source,
+                fix=f"add [sources.{source}] with title and url, or use one of: {', '.join(sorted(sources))}",
+            )
+        return source
+
+
+MAX_DATA_FILE_BYTES: Final = 16 * 2**20
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Parse one TOML file; a syntax error names the file, line and fix."""
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
+    if size > MAX_DATA_FILE_BYTES:
+        raise DataFileError(
+            path, f"file is {size} bytes, above the {MAX_DATA_FILE_BYTES} limit for data files"
+        )
+    try:
+        with path.open("rb") as handle:
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
+    except tomllib.TOMLDecodeError as error:
+        raise DataFileError(path, f"invalid TOML ({error})", fix="correct the syntax at that line") from None
+    except UnicodeDecodeError:
+        raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8 TOML") from None

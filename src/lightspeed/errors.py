@@ -1,0 +1,131 @@
+"""The error hierarchy.
+
+Every error a user can cause derives from :class:`LightspeedError`. The CLI
+catches that base class once, prints one line to stderr and exits with code 2;
+anything else is a bug and keeps its traceback.
+
+::
+
+    LightspeedError
+     ├── UserInputError            bad argument or value
+     │    ├── UnknownNameError     a device, model or system not in the catalog
+     │    └── InvalidPlanError     a parallel plan or deployment that cannot exist
+     ├── DataFileError             a malformed file: names file, field, value, fix
+     │    └── TraceError           a profiler trace that cannot be read
+     ├── MissingExtraError         an optional dependency is not installed
+     ├── UnsupportedError          the device or machine cannot do what was asked
+     └── StoreError                the results store cannot be read or written
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class LightspeedError(Exception):
+    """Base class of every error a user can cause or fix."""
+
+
+class UserInputError(LightspeedError, ValueError):
+    """An argument or value is not allowed. The message says what is allowed."""
+
+
+class UnknownNameError(UserInputError):
+    """A name (device, model, system, ...) is not known; lists the closest names.
+
+    >>> str(UnknownNameError("device", "h10", ["h100-sxm", "h200-sxm"]))
+    "unknown device 'h10'; closest: h100-sxm, h200-sxm (see 'lightspeed hw list')"
+    """
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], hint: str | None = None) -> None:
+        self.kind = kind
+        self.name = name
+        known_list = sorted(set(known))
+        self.closest = closest_names(name, known_list)
+        listing = ", ".join(self.closest) if self.closest else ", ".join(known_list[:8])
+        label = "closest" if self.closest else "known"
+        message = f"unknown {kind} {name!r}; {label}: {listing}"
+        if hint:
+            message += f" ({hint})"
+        super().__init__(message)
+
+
+class InvalidPlanError(UserInputError):
+    """A parallel plan or deployment that cannot exist; says why and what would."""
+
+
+class DataFileError(LightspeedError, ValueError):
+    """A data file (TOML, JSON, TSV, log) is malformed.
+
+    The message names the file, the field or line, the value and the fix.
+    """
+
+    def __init__(
+        self,
+        path: object,
+        problem: str,
+        *,
+        field: str | None = None,
+        value: object = None,
+        fix: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.field = field
+        self.line = line
+        where = self.path
+        if line is not None:
+            where += f":{line}"
+        parts = [f"{where}: {problem}"]
+        if field is not None:
+            parts.append(f"field {field!r}")
+        if value is not None:
+            parts.append(f"value {value!r}")
+        message = "; ".join(parts)
+        if fix:
+            message += f"; fix: {fix}"
+        super().__init__(message)
+
+
+class TraceError(DataFileError):
+    """A profiler trace is truncated, invalid or lacks what an analysis needs."""
+
+
+class MissingExtraError(LightspeedError, ImportError):
+    """An optional dependency is missing; names the extra that provides it."""
+
+    def __init__(self, module: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the '{module}' package; install it with pip install 'lightspeed[{extra}]'"
+        )
+        self.module = module
+        self.extra = extra
+
+
+class UnsupportedError(LightspeedError):
+    """The device or machine cannot do what was asked (no GPU, no fp8, ...)."""
+
+
+class StoreError(LightspeedError):
+    """The results store cannot be opened, read or written (full disk, corrupt file)."""
+
+
+def closest_names(name: str, known: Iterable[str], limit: int = 5) -> list[str]:
+    """Known names closest to ``name``, best first (case-insensitive)."""
+    by_lower: dict[str, str] = {}
+    for item in known:
+        by_lower.setdefault(item.lower(), item)
+    wanted = name.lower()
+    matches = difflib.get_close_matches(wanted, list(by_lower), n=limit, cutoff=0.5)
+    prefix_hits = [key for key in by_lower if wanted and (wanted in key or key in wanted)]
+    ordered = list(dict.fromkeys([*matches, *sorted(prefix_hits, key=len)]))[:limit]
+    return [by_lower[key] for key in ordered]
+
+
+def require_extra(module: str, extra: str, purpose: str) -> None:
+    """Raise :class:`MissingExtraError` unless ``module`` can be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtraError(module, extra, purpose)

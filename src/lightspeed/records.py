@@ -1,0 +1,64 @@
+"""Base for the frozen dataclasses every library function returns.
+
+``to_dict()`` turns a record into plain JSON types (dicts, lists, str, float,
+int, bool, None) so that every CLI command can offer ``--json`` without
+per-record code. Non-finite floats become ``None`` because JSON has no NaN.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Point(Record):
+...     x_s: float
+...     tags: tuple[str, ...] = ()
+>>> Point(x_s=1.5, tags=("a",)).to_dict()
+{'x_s': 1.5, 'tags': ['a']}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert records, mappings, sequences, enums, paths and numpy scalars to JSON types."""
+    if isinstance(value, Record):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(item) for item in value]
+    item = getattr(value, "item", None)  # numpy scalar
+    if callable(item):
+        return to_jsonable(item())
+    tolist = getattr(value, "tolist", None)  # numpy array
+    if callable(tolist):
+        return to_jsonable(tolist())
+    raise TypeError(f"cannot convert {type(value).__name__} to JSON")
+
+
+class Record:
+    """Mixin for frozen dataclasses: ``to_dict()`` with JSON-safe values."""
+
+    def to_dict(self) -> dict[str, Any]:
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]  # a mixin for dataclasses
+        return {
+            field.name: to_jsonable(getattr(self, field.name))
+            for field in fields
+            if not field.name.startswith("_")
+        }

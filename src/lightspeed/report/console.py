@@ -1,0 +1,45 @@
+"""Terminal output through rich: one console factory and a plain table helper."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+MIN_WIDTH = 120
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that keeps tables readable when stdout is not a terminal (pipes, CI).
+
+    Colors follow rich's detection and respect ``NO_COLOR``; the width is the
+    terminal's, or at least 120 columns when output is redirected so that wide
+    comparison tables do not wrap in logs.
+    """
+    columns = os.environ.get("COLUMNS")
+    width = int(columns) if columns and columns.isdigit() else None
+    if width is None:
+        terminal = shutil.get_terminal_size(fallback=(MIN_WIDTH, 40)).columns
+        width = max(terminal, MIN_WIDTH)
+    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
+
+
+def print_table(
+    title: str | None,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right_align_from: int = 1,
+    caption: str | None = None,
+    console: Console | None = None,
+) -> None:
+    """Print a table; columns from ``right_align_from`` on are right-aligned (numbers)."""
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="right" if index >= right_align_from else "left")
+    for row in rows:
+        table.add_row(*row)
+    (console or make_console()).print(table)

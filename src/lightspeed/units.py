@@ -1,0 +1,299 @@
+"""Quantities: unit constants, parsing and formatting.
+
+Everything inside lightspeed is base SI: bytes, seconds, FLOP (a count),
+FLOP/s (a rate), watts, joules. Convert only when loading data files and when
+rendering. ``GB`` is 1e9 bytes and ``GiB`` is 2**30 bytes; never mix them.
+
+Example:
+    >>> parse_bytes("80GB")
+    80000000000.0
+    >>> format_bytes(200e12)
+    '200 TB'
+    >>> bytes_per_element("fp4")
+    0.5
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Final
+
+from lightspeed.errors import UserInputError
+
+# Decimal (SI) multipliers: storage, bandwidth and FLOP figures in datasheets.
+KILO: Final = 1e3
+MEGA: Final = 1e6
+GIGA: Final = 1e9
+TERA: Final = 1e12
+PETA: Final = 1e15
+EXA: Final = 1e18
+
+# Binary multipliers: only where a source prints GiB/TiB/MiB.
+KIB: Final = 2.0**10
+MIB: Final = 2.0**20
+GIB: Final = 2.0**30
+TIB: Final = 2.0**40
+
+BITS_PER_BYTE: Final = 8.0
+SECONDS_PER_HOUR: Final = 3600.0
+SECONDS_PER_DAY: Final = 86400.0
+
+_BYTE_UNITS: Final[dict[str, float]] = {
+    "b": 1.0,
+    "kb": KILO,
+    "mb": MEGA,
+    "gb": GIGA,
+    "tb": TERA,
+    "pb": PETA,
+    "eb": EXA,
+    "kib": KIB,
+    "mib": MIB,
+    "gib": GIB,
+    "tib": TIB,
+    "pib": 2.0**50,
+}
+
+_COUNT_SUFFIXES: Final[dict[str, float]] = {
+    "": 1.0,
+    "k": KILO,
+    "m": MEGA,
+    "b": GIGA,  # billions, as in "70B parameters"
+    "g": GIGA,
+    "t": TERA,
+    "p": PETA,
+}
+
+_DURATION_UNITS: Final[dict[str, float]] = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "min": 60.0,
+    "h": SECONDS_PER_HOUR,
+    "d": SECONDS_PER_DAY,
+}
+
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+
+# Bytes per element of each numeric format; floats, never integer division.
+# fp4/fp6 variants carry block-scale overhead: NVFP4 stores one FP8 (E4M3)
+# scale per 16 values, MXFP4/MXFP6/MXFP8 one E8M0 byte per 32 values (OCP MX
+# spec v1.0); plain "fp4" is the raw 4-bit payload.
+_BYTES_PER_ELEMENT: Final[dict[str, float]] = {
+    "fp64": 8.0,
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "mxfp8": 1.0 + 1.0 / 32.0,
+    "fp6": 0.75,
+    "mxfp6": 0.75 + 1.0 / 32.0,
+    "fp4": 0.5,
+    "int4": 0.5,
+    "nvfp4": 0.5 + 1.0 / 16.0,
+    "mxfp4": 0.5 + 1.0 / 32.0,
+}
+
+# Which catalog compute row a storage format runs its math on.
+_COMPUTE_PRECISION: Final[dict[str, str]] = {
+    "fp64": "fp64",
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8": "fp8",
+    "mxfp8": "fp8",
+    "int8": "int8",
+    "fp6": "fp6",
+    "mxfp6": "fp6",
+    "fp4": "fp4",
+    "int4": "int4",
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
+}
+
+PRECISIONS: Final[tuple[str, ...]] = tuple(_BYTES_PER_ELEMENT)
+
+
+def _check_precision(precision: str) -> str:
+    key = precision.strip().lower()
+    if key not in _BYTES_PER_ELEMENT:
+        raise UserInputError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}")
+    return key
+
+
+def bytes_per_element(precision: str) -> float:
+    """Bytes one element occupies in ``precision`` (block scales included).
+
+    >>> bytes_per_element("nvfp4")
+    0.5625
+    """
+    return _BYTES_PER_ELEMENT[_check_precision(precision)]
+
+
+def compute_precision(precision: str) -> str:
+    """The catalog compute row (``bf16``, ``fp8``, ``fp4`` ...) a format runs on.
+
+    >>> compute_precision("mxfp4")
+    'fp4'
+    """
+    return _COMPUTE_PRECISION[_check_precision(precision)]
+
+
+def _split_number(text: str, what: str, pattern: str) -> tuple[float, str]:
+    match = re.fullmatch(rf"\s*{_NUMBER}\s*{pattern}\s*", text)
+    if match is None:
+        raise UserInputError(f"cannot read {text!r} as {what}")
+    return float(match.group(1)), match.group(2).lower()
+
+
+def parse_bytes(text: str | float | int) -> float:
+    """Parse a size such as ``80GB``, ``141 GiB`` or ``1e12`` into bytes.
+
+    A bare number is bytes. ``GB`` is 1e9 and ``GiB`` 2**30.
+    """
+    if isinstance(text, int | float):
+        return float(text)
+    value, unit = _split_number(text, "a size (e.g. 80GB, 141GiB, 1e9)", r"([a-zA-Z]*)")
+    unit = unit or "b"
+    if unit not in _BYTE_UNITS:
+        raise UserInputError(
+            f"unknown size unit {unit!r} in {text!r}; use one of B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+        )
+    return value * _BYTE_UNITS[unit]
+
+
+def parse_count(text: str | float | int) -> float:
+    """Parse a count such as ``29e12``, ``29T``, ``405B`` or ``1.5k``.
+
+    >>> parse_count("29T")
+    29000000000000.0
+    """
+    if isinstance(text, int | float):
+        return float(text)
+    value, suffix = _split_number(text, "a count (e.g. 29e12, 29T, 405B, 1.5k)", r"([kKmMbBgGtTpP]?)")
+    return value * _COUNT_SUFFIXES[suffix]
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Parse a duration such as ``50ms``, ``5 s`` or ``2h`` into seconds; bare = seconds."""
+    if isinstance(text, int | float):
+        return float(text)
+    value, unit = _split_number(text, "a duration (e.g. 50ms, 5s, 2h)", r"([a-zµ]*)")
+    unit = unit or "s"
+    if unit not in _DURATION_UNITS:
+        raise UserInputError(f"unknown time unit {unit!r} in {text!r}; use one of ns, us, ms, s, min, h, d")
+    return value * _DURATION_UNITS[unit]
+
+
+def parse_percent(text: str | float) -> float:
+    """Parse ``5%`` or ``0.05`` into a fraction (0.05)."""
+    if isinstance(text, float | int):
+        return float(text)
+    stripped = text.strip()
+    try:
+        if stripped.endswith("%"):
+            return float(stripped[:-1]) / 100.0
+        return float(stripped)
+    except ValueError:
+        raise UserInputError(f"cannot read {text!r} as a percentage (e.g. 5% or 0.05)") from None
+
+
+def _scaled(value: float, steps: tuple[tuple[float, str], ...], unit: str, digits: int) -> str:
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    magnitude = abs(value)
+    factor, prefix = steps[0]
+    for step_factor, step_prefix in steps:
+        if magnitude >= step_factor:
+            factor, prefix = step_factor, step_prefix
+    return f"{_round_sig(value / factor, digits)} {prefix}{unit}"
+
+
+def _round_sig(value: float, digits: int) -> str:
+    """Significant-digit rounding without scientific notation or trailing zeros."""
+    if value == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+_SI_STEPS: Final = (
+    (1.0, ""),
+    (KILO, "k"),
+    (MEGA, "M"),
+    (GIGA, "G"),
+    (TERA, "T"),
+    (PETA, "P"),
+    (EXA, "E"),
+)
+
+
+def format_bytes(num_bytes: float, digits: int = 4, binary: bool = False) -> str:
+    """``200e12`` -> ``'200 TB'``; ``binary=True`` -> ``'181.9 TiB'``."""
+    if binary:
+        steps = ((1.0, ""), (KIB, "Ki"), (MIB, "Mi"), (GIB, "Gi"), (TIB, "Ti"), (2.0**50, "Pi"))
+        return _scaled(num_bytes, steps, "B", digits)
+    return _scaled(num_bytes, _SI_STEPS, "B", digits)
+
+
+def format_bytes_per_s(rate_bytes_per_s: float, digits: int = 4) -> str:
+    """``3.35e12`` -> ``'3.35 TB/s'`` (decimal, as vendors and nccl-tests print)."""
+    return _scaled(rate_bytes_per_s, _SI_STEPS, "B/s", digits)
+
+
+def format_flop(count_flop: float, digits: int = 3) -> str:
+    """A FLOP count in scientific notation: ``1.74e28`` -> ``'1.74e+28 FLOP'``."""
+    return f"{count_flop:.{digits - 1}e} FLOP"
+
+
+def format_flop_per_s(rate_flop_per_s: float, digits: int = 4) -> str:
+    """``989.5e12`` -> ``'989.5 TFLOP/s'``."""
+    return _scaled(rate_flop_per_s, _SI_STEPS, "FLOP/s", digits)
+
+
+def format_count(count: float, digits: int = 4) -> str:
+    """``70.6e9`` -> ``'70.6 B'`` (K, M, B, T as used for parameters and tokens)."""
+    steps = ((1.0, ""), (KILO, "K"), (MEGA, "M"), (GIGA, "B"), (TERA, "T"), (PETA, "P"))
+    return _scaled(count, steps, "", digits).strip()
+
+
+def format_duration(duration_s: float, digits: int = 3) -> str:
+    """Seconds in the most readable unit: ``0.05`` -> ``'50 ms'``, ``90000`` -> ``'1.04 d'``."""
+    magnitude = abs(duration_s)
+    if magnitude == 0 or not math.isfinite(duration_s):
+        return f"{duration_s:g} s"
+    for limit_s, factor, unit in (
+        (1e-6, 1e-9, "ns"),
+        (1e-3, 1e-6, "us"),
+        (1.0, 1e-3, "ms"),
+        (120.0, 1.0, "s"),
+        (2 * SECONDS_PER_HOUR, 60.0, "min"),
+        (2 * SECONDS_PER_DAY, SECONDS_PER_HOUR, "h"),
+    ):
+        if magnitude < limit_s:
+            return f"{_round_sig(duration_s / factor, digits)} {unit}"
+    return f"{_round_sig(duration_s / SECONDS_PER_DAY, digits)} d"
+
+
+def format_percent(fraction: float, decimals: int = 1) -> str:
+    """``0.8333`` -> ``'83.3%'``."""
+    return f"{fraction * 100:.{decimals}f}%"
+
+
+def format_ratio(ratio: float) -> str:
+    """``0.0315`` -> ``'1/32'`` style when the ratio is a clean power-of-two fraction,
+    else ``'0.667x'``."""
+    if ratio > 0 and ratio < 1:
+        inverse = 1.0 / ratio
+        nearest = round(inverse)
+        if nearest >= 2 and abs(inverse - nearest) / nearest < 0.03:
+            return f"1/{nearest}"
+    return f"{_round_sig(ratio, 3)}x"

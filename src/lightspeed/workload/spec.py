@@ -1,0 +1,168 @@
+"""Transformer architecture specs: the shapes every count and estimate starts from.
+
+A :class:`TransformerSpec` describes a decoder-only transformer: dense or MoE
+(routed + shared experts, top-k, dense first layers), attention as MHA, GQA,
+MQA or MLA, SwiGLU or GELU MLP, tied or untied embeddings. Counts (parameters,
+FLOPs, bytes) live in :mod:`lightspeed.workload.counts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+
+ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
+MLP_KINDS = ("swiglu", "gelu")
+POSITION_EMBEDDINGS = ("rope", "learned", "none")
+NORM_KINDS = ("rmsnorm", "layernorm")
+
+
+@dataclass(frozen=True)
+class AttentionSpec(Record):
+    """Self-attention shapes.
+
+    For MHA/GQA/MQA, Q has ``num_heads * head_dim`` outputs and K and V each
+    ``num_kv_heads * head_dim``. For MLA (DeepSeek-V2/V3) queries go through a
+    ``q_lora_rank`` bottleneck (``None`` = no bottleneck), keys and values
+    through a shared ``kv_lora_rank`` latent plus a decoupled RoPE key of
+    ``qk_rope_head_dim``; per-head dims are ``qk_nope_head_dim`` +
+    ``qk_rope_head_dim`` for Q/K and ``v_head_dim`` for V.
+    """
+
+    kind: str
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    qkv_bias: bool = False
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    sliding_window: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ATTENTION_KINDS:
+            raise UserInputError(f"attention kind {self.kind!r} is not one of {', '.join(ATTENTION_KINDS)}")
+        if self.num_heads < 1 or self.num_kv_heads < 1 or self.head_dim < 1:
+            raise UserInputError("attention needs num_heads, num_kv_heads and head_dim >= 1")
+        if self.kind != "mla" and self.num_heads % self.num_kv_heads:
+            raise UserInputError(
+                f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
+            )
+        if self.kind == "mla" and None in (
+            self.kv_lora_rank,
+            self.qk_nope_head_dim,
+            self.qk_rope_head_dim,
+            self.v_head_dim,
+        ):
+            raise UserInputError(
+                "MLA attention needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
+            )
+
+
+@dataclass(frozen=True)
+class MoESpec(Record):
+    """Mixture-of-experts feed-forward layers.
+
+    Layers ``0 .. num_dense_layers - 1`` use the dense MLP of
+    ``TransformerSpec.ffn_hidden_size``; every later layer (every
+    ``layer_frequency``-th one) routes each token to ``top_k`` of
+    ``num_routed_experts`` experts of ``expert_ffn_hidden_size`` and always
+    through ``num_shared_experts`` shared experts of
+    ``shared_expert_ffn_hidden_size``.
+    """
+
+    num_routed_experts: int
+    top_k: int
+    expert_ffn_hidden_size: int
+    num_shared_experts: int = 0
+    shared_expert_ffn_hidden_size: int = 0
+    num_dense_layers: int = 0
+    layer_frequency: int = 1
+    router_bias: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.top_k <= self.num_routed_experts:
+            raise UserInputError(
+                f"MoE top_k ({self.top_k}) must be between 1 and "
+                f"num_routed_experts ({self.num_routed_experts})"
+            )
+        if self.num_shared_experts and self.shared_expert_ffn_hidden_size < 1:
+            raise UserInputError("shared experts need shared_expert_ffn_hidden_size >= 1")
+
+
+@dataclass(frozen=True)
+class TransformerSpec(Record):
+    """A decoder-only transformer.
+
+    ``ffn_hidden_size`` is the dense MLP's inner size (for SwiGLU, the size of
+    each of the gate and up projections). ``mlp_bias``/``qkv_bias`` add biases;
+    ``tied_embeddings`` shares the input embedding with the LM head.
+    ``num_mtp_modules`` counts DeepSeek-style multi-token-prediction modules,
+    which are *not* part of the main model's parameter totals.
+    """
+
+    name: str
+    display_name: str
+    num_layers: int
+    hidden_size: int
+    ffn_hidden_size: int
+    vocab_size: int
+    attention: AttentionSpec
+    mlp: str = "swiglu"
+    moe: MoESpec | None = None
+    tied_embeddings: bool = False
+    position_embedding: str = "rope"
+    max_seq_len: int = 4096
+    norm: str = "rmsnorm"
+    mlp_bias: bool = False
+    num_mtp_modules: int = 0
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("num_layers", self.num_layers),
+            ("hidden_size", self.hidden_size),
+            ("ffn_hidden_size", self.ffn_hidden_size),
+            ("vocab_size", self.vocab_size),
+            ("max_seq_len", self.max_seq_len),
+        ):
+            if value < 1:
+                raise UserInputError(f"{label} must be >= 1 (got {value})")
+        if self.mlp not in MLP_KINDS:
+            raise UserInputError(f"mlp {self.mlp!r} is not one of {', '.join(MLP_KINDS)}")
+        if self.position_embedding not in POSITION_EMBEDDINGS:
+            raise UserInputError(
+                f"position_embedding {self.position_embedding!r} is not one of "
+                f"{', '.join(POSITION_EMBEDDINGS)}"
+            )
+        if self.norm not in NORM_KINDS:
+            raise UserInputError(f"norm {self.norm!r} is not one of {', '.join(NORM_KINDS)}")
+        if self.moe is not None and self.moe.num_dense_layers > self.num_layers:
+            raise UserInputError("MoE num_dense_layers cannot exceed num_layers")
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether any layer routes tokens to experts."""
+        return self.moe is not None
+
+    def is_moe_layer(self, layer_index: int) -> bool:
+        """Whether layer ``layer_index`` (0-based) is an MoE layer."""
+        if self.moe is None or layer_index < self.moe.num_dense_layers:
+            return False
+        return (layer_index - self.moe.num_dense_layers) % self.moe.layer_frequency == 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        """How many layers are MoE layers."""
+        return sum(self.is_moe_layer(index) for index in range(self.num_layers))
+
+    @property
+    def num_dense_layers(self) -> int:
+        """How many layers use the dense MLP."""
+        return self.num_layers - self.num_moe_layers

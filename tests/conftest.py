@@ -1,0 +1,72 @@
+"""Shared fixtures: paths to ../shared data, CLI runner, GPU skip."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _cuda_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def shared() -> Path:
+    """The read-only ../shared folder (data, validation); skips when absent."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not found at {SHARED}")
+    return SHARED
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Every test writes its store and runs under a fresh LIGHTSPEED_HOME."""
+    monkeypatch.setenv("LIGHTSPEED_HOME", str(tmp_path_factory.mktemp("lightspeed-home")))
+    monkeypatch.delenv("LIGHTSPEED_CATALOG", raising=False)
+    monkeypatch.setenv("COLUMNS", "160")
+    return
+
+
+class CliResult:
+    """Exit code and captured streams of one ``lightspeed`` invocation."""
+
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code = code
+        self.out = out
+        self.err = err
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Call ``lightspeed.cli.main.main(args)`` in-process and capture its output."""
+    from lightspeed.cli.main import main
+
+    def _run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return _run
