@@ -1,0 +1,5 @@
+"""Speed-of-light engine: roofline, collectives, parallel plans, estimates, search."""
+
+from lightspeed.sol.efficiency import EfficiencyModel, default_efficiency, load_efficiency_defaults
+
+__all__ = ["EfficiencyModel", "default_efficiency", "load_efficiency_defaults"]

@@ -1,0 +1,114 @@
+"""How close real kernels get to the speed of light: the engine's efficiency model.
+
+A handful of global parameters per device family (no per-run tuning):
+
+* GEMM efficiency rises with size and saturates:
+  ``eff(flop) = gemm_max_efficiency * flop / (flop + gemm_half_saturation_flop)``,
+  further reduced by tile quantization for dimensions that do not fill
+  ``gemm_tile`` (a 4,100-wide GEMM pads to 4,224 on 128-wide tiles).
+* Streaming (memory-bound) kernels reach ``memory_efficiency`` of peak bandwidth.
+* Collectives follow alpha-beta: ``time = latency + bytes / (link bandwidth x
+  collective_bandwidth_efficiency)``.
+* Every kernel pays ``kernel_launch_s`` unless hidden by CUDA graphs.
+
+Defaults per family live in ``sol/data/efficiency.toml`` with the reasoning
+and sources; ``lightspeed calibrate`` fits the same parameters from
+measurements and saves them as a named profile (see :mod:`lightspeed.sol.calibration`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import UnknownNameError
+from lightspeed.records import Record
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class EfficiencyModel(Record):
+    """Fractions of peak that real kernels reach, for one device family or calibration."""
+
+    name: str
+    gemm_max_efficiency: float
+    gemm_half_saturation_flop: float
+    gemm_tile: int
+    memory_efficiency: float
+    collective_bandwidth_efficiency: float
+    kernel_launch_s: float
+    source: str = ""
+
+    def gemm_efficiency(self, m: Any, n: Any, k: Any) -> Any:
+        """Fraction of dense peak a ``(m x k) @ (k x n)`` GEMM reaches (numpy-broadcastable).
+
+        >>> model = default_efficiency("nvidia-hopper")
+        >>> 0.0 < float(model.gemm_efficiency(8192, 8192, 8192)) <= model.gemm_max_efficiency
+        True
+        """
+        m_array = np.asarray(m, dtype=np.float64)
+        n_array = np.asarray(n, dtype=np.float64)
+        k_array = np.asarray(k, dtype=np.float64)
+        flop = 2.0 * m_array * n_array * k_array
+        size_factor = flop / (flop + self.gemm_half_saturation_flop)
+        tile = float(self.gemm_tile)
+        quantization = (m_array / (np.ceil(m_array / tile) * tile)) * (
+            n_array / (np.ceil(n_array / tile) * tile)
+        )
+        return self.gemm_max_efficiency * size_factor * quantization
+
+    def with_overrides(self, **changes: float | str) -> EfficiencyModel:
+        """A copy with some parameters replaced (e.g. from a calibration profile)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+_PARAMETERS = (
+    "gemm_max_efficiency",
+    "gemm_half_saturation_flop",
+    "memory_efficiency",
+    "collective_bandwidth_efficiency",
+    "kernel_launch_s",
+)
+
+
+def _data_file() -> Path:
+    return Path(str(resources.files("lightspeed.sol") / "data" / "efficiency.toml"))
+
+
+def _parse_family(path: str, name: str, table: Fields) -> EfficiencyModel:
+    return EfficiencyModel(
+        name=name,
+        gemm_max_efficiency=table.number("gemm_max_efficiency"),
+        gemm_half_saturation_flop=table.number("gemm_half_saturation_flop"),
+        gemm_tile=table.integer("gemm_tile", minimum=1),
+        memory_efficiency=table.number("memory_efficiency"),
+        collective_bandwidth_efficiency=table.number("collective_bandwidth_efficiency"),
+        kernel_launch_s=table.number("kernel_launch_s"),
+        source=table.string("source"),
+    )
+
+
+def load_efficiency_defaults(path: Path | None = None) -> Mapping[str, EfficiencyModel]:
+    """Every family's default efficiency model from the shipped data file."""
+    file = path or _data_file()
+    fields = Fields(str(file), load_toml(file))
+    return {name: _parse_family(str(file), name, table) for name, table in fields.tables("family").items()}
+
+
+def default_efficiency(family: str) -> EfficiencyModel:
+    """The documented default for a device family (``nvidia-hopper``, ``cpu-x86`` ...)."""
+    defaults = load_efficiency_defaults()
+    if family not in defaults:
+        raise UnknownNameError("device family", family, list(defaults))
+    return defaults[family]
+
+
+__all__ = ["EfficiencyModel", "default_efficiency", "load_efficiency_defaults"]
