@@ -1,0 +1,97 @@
+"""Shared plotting primitives: one style, one palette, SVG/PNG output.
+
+Every chart in lightspeed is drawn with matplotlib's non-interactive Agg
+backend (no display needed) through these helpers, so that terminal commands,
+``--plots DIR`` and the HTML report look alike. Area modules
+(``report/bench.py``, ``report/goodput.py`` ...) build figures with
+:func:`new_figure` and hand them to :func:`figure_svg` or :func:`save_figure`.
+matplotlib is imported on first use only: table-only commands never pay for it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# One color per kind of time, used by every breakdown chart.
+PALETTE: dict[str, str] = {
+    "compute": "#2b6cb0",
+    "communication": "#dd6b20",
+    "memory": "#38a169",
+    "idle": "#a0aec0",
+    "bubble": "#805ad5",
+    "optimizer": "#319795",
+    "other": "#718096",
+    "badput": "#e53e3e",
+    "productive": "#2f855a",
+    "sol": "#1a202c",
+    "measured": "#d69e2e",
+}
+
+SERIES_COLORS: tuple[str, ...] = (
+    "#2b6cb0",
+    "#dd6b20",
+    "#38a169",
+    "#805ad5",
+    "#e53e3e",
+    "#319795",
+    "#d69e2e",
+    "#718096",
+)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def color_for(kind: str, index: int = 0) -> str:
+    """The palette color of ``kind`` (e.g. ``'communication'``), else a series color."""
+    for key, color in PALETTE.items():
+        if kind.lower().startswith(key):
+            return color
+    return SERIES_COLORS[index % len(SERIES_COLORS)]
+
+
+def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Any, Any]:
+    """A ``(figure, axes)`` pair in the house style (white background, light grid)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(width_in, height_in), dpi=100)
+    axes.grid(True, color="#e2e8f0", linewidth=0.8)
+    axes.set_axisbelow(True)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+    return figure, axes
+
+
+def figure_svg(figure: Any) -> str:
+    """The figure as an inline SVG document (text), then closes it."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    close_figure(figure)
+    text = buffer.getvalue()
+    start = text.find("<svg")
+    return text[start:] if start >= 0 else text
+
+
+def save_figure(figure: Any, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
+    """Write ``path_stem.<format>`` for each format, close the figure, return the paths."""
+    path_stem.parent.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for extension in formats:
+        path = path_stem.with_suffix(f".{extension}")
+        figure.savefig(path, format=extension, bbox_inches="tight", dpi=120)
+        written.append(path)
+    close_figure(figure)
+    return written
+
+
+def close_figure(figure: Any) -> None:
+    """Release a figure's memory (pyplot keeps references otherwise)."""
+    _pyplot().close(figure)
