@@ -1,0 +1,32 @@
+"""The results store: benchmark, prediction and goodput records in one SQLite file.
+
+>>> from lightspeed.store import NewRecord, open_store
+>>> with open_store() as store:  # $LIGHTSPEED_HOME/results.sqlite
+...     run_id = store.add_records(kind="prediction", records=[
+...         NewRecord(name="gpt-small step", metric="step_time_s", value=0.42, unit="s")])
+...     [record.value for record in store.records(run_id=run_id)]
+[0.42]
+
+See ``docs/store.md`` for the table layout and the guarantees.
+"""
+
+from lightspeed.store.database import (
+    SCHEMA_VERSION,
+    ResultsStore,
+    default_store_path,
+    new_run_id,
+    open_store,
+)
+from lightspeed.store.records import KNOWN_KINDS, NewRecord, RunSummary, StoredRecord
+
+__all__ = [
+    "KNOWN_KINDS",
+    "SCHEMA_VERSION",
+    "NewRecord",
+    "ResultsStore",
+    "RunSummary",
+    "StoredRecord",
+    "default_store_path",
+    "new_run_id",
+    "open_store",
+]
