@@ -9,6 +9,7 @@ caught here once: one line on stderr, exit code 2, no traceback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path

@@ -18,15 +18,29 @@ from lightspeed.store.database import (
     open_store,
 )
 from lightspeed.store.records import KNOWN_KINDS, NewRecord, RunSummary, StoredRecord
+from lightspeed.store.regression import (
+    GateResult,
+    MetricComparison,
+    MetricSamples,
+    compare_runs,
+    compare_samples,
+    load_metric_samples,
+)
 
 __all__ = [
     "KNOWN_KINDS",
     "SCHEMA_VERSION",
+    "GateResult",
+    "MetricComparison",
+    "MetricSamples",
     "NewRecord",
     "ResultsStore",
     "RunSummary",
     "StoredRecord",
+    "compare_runs",
+    "compare_samples",
     "default_store_path",
+    "load_metric_samples",
     "new_run_id",
     "open_store",
 ]

@@ -1,0 +1,578 @@
+"""Regression statistics: is the current run really worse than the baseline?
+
+A benchmark that is 6% slower on one noisy CI runner is not a regression; a
+benchmark that is 6% slower in every one of twenty repetitions is. The gate
+therefore calls a change a **regression** only when all three hold:
+
+1. the relative change of the median, in the metric's bad direction, exceeds
+   the threshold (5% by default);
+2. a one-sided Mann-Whitney U test says the current samples are worse than the
+   baseline's with p < alpha (0.05 by default);
+3. the bootstrap confidence interval (level ``1 - alpha``) of the relative
+   change of the median excludes zero on the bad side.
+
+Warm-up samples (the first ``num_warmup`` of each series: JIT compilation,
+cache fills, lazy initialisation) are dropped before any statistic. Both
+tests are implemented with numpy and the standard library (scipy is not a
+dependency): the exact null distribution of U for small samples without ties,
+the normal approximation with tie and continuity corrections otherwise.
+
+Example:
+    >>> base = MetricSamples(metric="step_time_s", unit="s", lower_is_better=True,
+    ...                      samples=tuple(1.00 + 0.01 * (i % 5) for i in range(20)))
+    >>> slow = MetricSamples(metric="step_time_s", unit="s", lower_is_better=True,
+    ...                      samples=tuple(1.20 + 0.01 * (i % 5) for i in range(20)))
+    >>> compare_samples(baseline=base, current=slow).verdict
+    'regression'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import numpy as np
+
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import Record
+
+Alternative = Literal["greater", "less", "two-sided"]
+Verdict = Literal["regression", "improvement", "unchanged", "not significant", "too few samples"]
+
+DEFAULT_THRESHOLD_FRACTION: Final = 0.05
+DEFAULT_ALPHA: Final = 0.05
+DEFAULT_NUM_RESAMPLES: Final = 2000
+# Exact U distributions cost O(n1 * n1 * n2) integer operations; beyond this
+# product of sample counts the normal approximation is accurate to ~1e-3.
+_EXACT_MAX_PRODUCT: Final = 2500
+# A sample file larger than this is not a list of timings; refuse to parse it.
+MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
+_BOOTSTRAP_CHUNK: Final = 256
+
+
+@dataclass(frozen=True)
+class MetricSamples(Record):
+    """Repeated measurements of one metric, in the metric's own unit.
+
+    ``num_warmup`` leading samples are warm-up and are excluded from every
+    statistic; ``source`` says where the samples came from (a path, a run id).
+    """
+
+    metric: str
+    unit: str
+    lower_is_better: bool
+    samples: tuple[float, ...]
+    num_warmup: int = 0
+    source: str = ""
+
+    def measured(self) -> tuple[float, ...]:
+        """The samples after the warm-up ones."""
+        return self.samples[self.num_warmup :]
+
+
+@dataclass(frozen=True)
+class MannWhitneyResult(Record):
+    """U statistic of the first sample and the p-value of the chosen alternative."""
+
+    u_statistic: float
+    p_value: float
+    method: Literal["exact", "asymptotic"]
+
+
+@dataclass(frozen=True)
+class MetricComparison(Record):
+    """The gate's decision for one metric, with every number behind it.
+
+    ``change_fraction`` is ``(median(current) - median(baseline)) / |median(baseline)|``
+    (signed: positive when the value grew); ``ci_low_fraction``/``ci_high_fraction``
+    bound it at ``confidence``; ``p_value_worse`` and ``p_value_better`` are
+    one-sided Mann-Whitney p-values that the current run is worse / better.
+    """
+
+    metric: str
+    unit: str
+    lower_is_better: bool
+    num_baseline: int
+    num_current: int
+    num_warmup_baseline: int
+    num_warmup_current: int
+    baseline_median: float
+    current_median: float
+    change_fraction: float
+    ci_low_fraction: float
+    ci_high_fraction: float
+    confidence: float
+    p_value_worse: float
+    p_value_better: float
+    test_method: str
+    threshold_fraction: float
+    alpha: float
+    verdict: Verdict
+    reason: str
+
+
+@dataclass(frozen=True)
+class GateResult(Record):
+    """Every compared metric; ``num_regressions > 0`` fails the gate."""
+
+    baseline_source: str
+    current_source: str
+    comparisons: tuple[MetricComparison, ...]
+    num_regressions: int
+    num_improvements: int
+    skipped_metrics: tuple[str, ...]
+
+
+def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mid-ranks (1-based, ties averaged) and the sizes of the tie groups."""
+    order = np.argsort(values, kind="mergesort")
+    sorted_values = values[order]
+    boundaries = np.flatnonzero(np.diff(sorted_values)) + 1
+    starts = np.concatenate(([0], boundaries))
+    ends = np.concatenate((boundaries, [len(values)]))
+    mid = (starts + ends + 1) / 2.0  # average of 1-based ranks start+1 .. end
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(mid, ends - starts)
+    return ranks, ends - starts
+
+
+@lru_cache(maxsize=256)
+def _exact_u_counts(num_first: int, num_second: int) -> tuple[int, ...]:
+    """Number of orderings giving each U in 0..n1*n2 (coefficients of a Gaussian binomial).
+
+    The generating function of U is ``prod_{i=1..n1} (1 - q^(n2+i)) / (1 - q^i)``;
+    multiplying by ``1 - q^k`` is a shifted subtraction and dividing by
+    ``1 - q^i`` a strided prefix sum, all in exact Python integers.
+    """
+    size = num_first * num_second + 1
+    counts = [0] * size
+    counts[0] = 1
+    for i in range(1, num_first + 1):
+        shift = num_second + i
+        for u in range(size - 1, shift - 1, -1):
+            counts[u] -= counts[u - shift]
+        for u in range(i, size):
+            counts[u] += counts[u - i]
+    return tuple(counts)
+
+
+def _exact_upper_tail(u_statistic: float, num_first: int, num_second: int) -> float:
+    """P(U >= u) under the null hypothesis, exactly."""
+    counts = _exact_u_counts(num_first, num_second)
+    start = math.ceil(u_statistic - 1e-9)
+    total = sum(counts)
+    return sum(counts[start:]) / total
+
+
+def _normal_upper_tail(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def mann_whitney_u(
+    *, first: Sequence[float], second: Sequence[float], alternative: Alternative = "greater"
+) -> MannWhitneyResult:
+    """Mann-Whitney U test of ``first`` against ``second`` (any unit, same for both).
+
+    ``alternative="greater"`` tests whether ``first`` tends to be larger. The
+    p-value is exact when there are no ties and ``len(first) * len(second) <=
+    2500``; otherwise the normal approximation with tie and continuity
+    corrections (as in scipy's ``method="asymptotic"``).
+
+    >>> mann_whitney_u(first=[4, 5, 6], second=[1, 2, 3]).p_value  # 1 / C(6, 3)
+    0.05
+    """
+    x = np.asarray(first, dtype=float)
+    y = np.asarray(second, dtype=float)
+    if len(x) == 0 or len(y) == 0:
+        raise UserInputError("the Mann-Whitney U test needs at least one sample on each side")
+    n1, n2 = len(x), len(y)
+    ranks, tie_sizes = _ranks(np.concatenate((x, y)))
+    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2.0)
+    has_ties = bool((tie_sizes > 1).any())
+    if not has_ties and n1 * n2 <= _EXACT_MAX_PRODUCT:
+        greater = _exact_upper_tail(u1, n1, n2)
+        less = _exact_upper_tail(n1 * n2 - u1, n1, n2)
+        return MannWhitneyResult(u1, _choose_tail(greater, less, alternative), "exact")
+    n = n1 + n2
+    tie_term = float((tie_sizes**3 - tie_sizes).sum()) / (n * (n - 1))
+    variance = n1 * n2 / 12.0 * ((n + 1) - tie_term)
+    if variance <= 0.0:  # every value tied: no evidence either way
+        return MannWhitneyResult(u1, 1.0, "asymptotic")
+    sigma = math.sqrt(variance)
+    mean = n1 * n2 / 2.0
+    greater = _normal_upper_tail((u1 - mean - 0.5) / sigma)
+    less = _normal_upper_tail((mean - u1 - 0.5) / sigma)
+    return MannWhitneyResult(u1, _choose_tail(greater, less, alternative), "asymptotic")
+
+
+def _choose_tail(greater: float, less: float, alternative: Alternative) -> float:
+    if alternative == "greater":
+        return min(1.0, greater)
+    if alternative == "less":
+        return min(1.0, less)
+    return min(1.0, 2.0 * min(greater, less))
+
+
+def bootstrap_median_change(
+    *,
+    baseline: Sequence[float],
+    current: Sequence[float],
+    confidence: float = 1.0 - DEFAULT_ALPHA,
+    num_resamples: int = DEFAULT_NUM_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the relative change of the median,
+    ``(median(current) - median(baseline)) / |median(baseline)|``.
+
+    Both series are resampled with replacement ``num_resamples`` times; the
+    seed makes the interval reproducible from run to run (a gate must not flip
+    on the same inputs). Returns ``(low_fraction, high_fraction)``.
+    """
+    base = np.asarray(baseline, dtype=float)
+    cur = np.asarray(current, dtype=float)
+    rng = np.random.default_rng(seed)
+    changes: list[np.ndarray] = []
+    for start in range(0, num_resamples, _BOOTSTRAP_CHUNK):
+        rows = min(_BOOTSTRAP_CHUNK, num_resamples - start)
+        base_medians = np.median(base[rng.integers(0, len(base), size=(rows, len(base)))], axis=1)
+        cur_medians = np.median(cur[rng.integers(0, len(cur), size=(rows, len(cur)))], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            changes.append(_relative_change(cur_medians, base_medians))
+    distribution = np.concatenate(changes)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(distribution, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def _relative_change(current: Any, baseline: Any) -> Any:
+    """``(current - baseline) / |baseline|``: positive when the value grew, whatever its sign."""
+    return (current - baseline) / np.abs(baseline)
+
+
+def _min_exact_p(num_first: int, num_second: int) -> float:
+    """The smallest one-sided p-value any data can give: 1 / C(n1 + n2, n1)."""
+    return 1.0 / math.comb(num_first + num_second, num_first)
+
+
+def _check_series(samples: MetricSamples, role: str, num_warmup: int) -> tuple[float, ...]:
+    if num_warmup < 0:
+        raise UserInputError(f"--warmup must be 0 or more, got {num_warmup}")
+    measured = samples.samples[num_warmup:]
+    if not measured:
+        raise UserInputError(
+            f"{role} {samples.metric!r} ({samples.source or 'input'}) has {len(samples.samples)} "
+            f"sample(s) and {num_warmup} warm-up sample(s): nothing is left to compare; "
+            "record more samples or lower --warmup"
+        )
+    return measured
+
+
+def compare_samples(
+    *,
+    baseline: MetricSamples,
+    current: MetricSamples,
+    threshold_fraction: float = DEFAULT_THRESHOLD_FRACTION,
+    alpha: float = DEFAULT_ALPHA,
+    num_warmup: int | None = None,
+    num_resamples: int = DEFAULT_NUM_RESAMPLES,
+    seed: int = 0,
+) -> MetricComparison:
+    """Compare one metric of two runs; ``verdict`` is ``'regression'`` only when the
+    median moved the bad way by more than ``threshold_fraction`` (0.05 = 5%) and the
+    move is significant at ``alpha`` (Mann-Whitney U and bootstrap CI agree).
+
+    ``num_warmup`` overrides both series' own warm-up counts when given.
+    """
+    _check_compatible(baseline, current)
+    if not 0.0 < alpha < 1.0:
+        raise UserInputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha}")
+    if threshold_fraction < 0.0:
+        raise UserInputError(f"the threshold must be 0% or more, got {threshold_fraction:.1%}")
+    warm_base = baseline.num_warmup if num_warmup is None else num_warmup
+    warm_cur = current.num_warmup if num_warmup is None else num_warmup
+    base = _check_series(baseline, "baseline", warm_base)
+    cur = _check_series(current, "current", warm_cur)
+    base_median, cur_median = float(np.median(base)), float(np.median(cur))
+    if base_median == 0.0:
+        raise UserInputError(
+            f"baseline {baseline.metric!r} has median 0 {baseline.unit}: a relative change is undefined; "
+            "compare a metric whose baseline is not zero"
+        )
+    change = float(_relative_change(cur_median, base_median))
+    worse_alternative: Alternative = "greater" if baseline.lower_is_better else "less"
+    better_alternative: Alternative = "less" if baseline.lower_is_better else "greater"
+    worse = mann_whitney_u(first=cur, second=base, alternative=worse_alternative)
+    better = mann_whitney_u(first=cur, second=base, alternative=better_alternative)
+    low, high = bootstrap_median_change(
+        baseline=base, current=cur, confidence=1.0 - alpha, num_resamples=num_resamples, seed=seed
+    )
+    verdict, reason = _decide(
+        change_fraction=change,
+        interval=(low, high),
+        p_values=(worse.p_value, better.p_value),
+        lower_is_better=baseline.lower_is_better,
+        threshold_fraction=threshold_fraction,
+        alpha=alpha,
+        counts=(len(base), len(cur)),
+    )
+    return MetricComparison(
+        metric=baseline.metric,
+        unit=baseline.unit,
+        lower_is_better=baseline.lower_is_better,
+        num_baseline=len(base),
+        num_current=len(cur),
+        num_warmup_baseline=warm_base,
+        num_warmup_current=warm_cur,
+        baseline_median=base_median,
+        current_median=cur_median,
+        change_fraction=change,
+        ci_low_fraction=low,
+        ci_high_fraction=high,
+        confidence=1.0 - alpha,
+        p_value_worse=worse.p_value,
+        p_value_better=better.p_value,
+        test_method=f"Mann-Whitney U ({worse.method}) + bootstrap CI of the median",
+        threshold_fraction=threshold_fraction,
+        alpha=alpha,
+        verdict=verdict,
+        reason=reason,
+    )
+
+
+def _decide(
+    *,
+    change_fraction: float,
+    interval: tuple[float, float],
+    p_values: tuple[float, float],
+    lower_is_better: bool,
+    threshold_fraction: float,
+    alpha: float,
+    counts: tuple[int, int],
+) -> tuple[Verdict, str]:
+    """The verdict and a one-line reason; 'worse' is the metric's bad direction."""
+    sign = 1.0 if lower_is_better else -1.0
+    worse_fraction = sign * change_fraction
+    # Interval of the change in the bad direction (positive = worse).
+    worse_low, worse_high = sorted((sign * interval[0], sign * interval[1]))
+    if abs(worse_fraction) <= threshold_fraction:
+        return (
+            "unchanged",
+            f"median moved {change_fraction:+.1%}, within the {threshold_fraction:.1%} threshold",
+        )
+    direction = "worse" if worse_fraction > 0 else "better"
+    p_value = p_values[0] if worse_fraction > 0 else p_values[1]
+    excludes_zero = worse_low > 0.0 if worse_fraction > 0 else worse_high < 0.0
+    if _min_exact_p(*counts) >= alpha:
+        return "too few samples", (
+            f"median {change_fraction:+.1%} ({direction}), but {counts[0]} baseline and {counts[1]} "
+            f"current samples cannot reach significance at alpha={alpha:g}; record more repetitions"
+        )
+    if p_value >= alpha or not excludes_zero:
+        return "not significant", (
+            f"median {change_fraction:+.1%} ({direction}) is within the noise: p={p_value:.3g}, "
+            f"CI [{interval[0]:+.1%}, {interval[1]:+.1%}]"
+        )
+    verdict: Verdict = "regression" if worse_fraction > 0 else "improvement"
+    return verdict, (
+        f"median {change_fraction:+.1%} ({direction}) beyond {threshold_fraction:.1%}: "
+        f"p={p_value:.3g}, CI [{interval[0]:+.1%}, {interval[1]:+.1%}]"
+    )
+
+
+def _check_compatible(baseline: MetricSamples, current: MetricSamples) -> None:
+    if baseline.metric != current.metric:
+        raise UserInputError(
+            f"cannot compare metric {baseline.metric!r} with {current.metric!r}; "
+            "pass results of the same metric (or choose one with --metric)"
+        )
+    if baseline.unit != current.unit:
+        raise UserInputError(
+            f"metric {baseline.metric!r} is in {baseline.unit!r} in the baseline ({baseline.source}) "
+            f"but in {current.unit!r} in the current run ({current.source}); convert one to the other's unit"
+        )
+    if baseline.lower_is_better != current.lower_is_better:
+        raise UserInputError(
+            f"metric {baseline.metric!r} says lower_is_better={baseline.lower_is_better} in the baseline "
+            f"but {current.lower_is_better} in the current run; make both agree"
+        )
+
+
+def compare_runs(
+    *,
+    baseline: Sequence[MetricSamples],
+    current: Sequence[MetricSamples],
+    metrics: Sequence[str] = (),
+    threshold_fraction: float = DEFAULT_THRESHOLD_FRACTION,
+    alpha: float = DEFAULT_ALPHA,
+    num_warmup: int | None = None,
+    num_resamples: int = DEFAULT_NUM_RESAMPLES,
+    seed: int = 0,
+) -> GateResult:
+    """Compare every metric the two runs share (or only ``metrics``).
+
+    A metric named in ``metrics`` but missing on either side is an error; with
+    no ``metrics`` the runs must share at least one metric. Metrics present on
+    one side only are listed in ``skipped_metrics``.
+    """
+    base_by_name = _by_metric(baseline, "baseline")
+    cur_by_name = _by_metric(current, "current")
+    shared = [name for name in base_by_name if name in cur_by_name]
+    if metrics:
+        for name in metrics:
+            for role, table in (("baseline", base_by_name), ("current", cur_by_name)):
+                if name not in table:
+                    raise UserInputError(
+                        f"metric {name!r} is not in the {role} run; it has: {', '.join(sorted(table))}"
+                    )
+        selected = list(dict.fromkeys(metrics))
+    elif not shared:
+        raise UserInputError(
+            f"the runs share no metric: baseline has {', '.join(sorted(base_by_name))}; "
+            f"current has {', '.join(sorted(cur_by_name))}"
+        )
+    else:
+        selected = shared
+    comparisons = tuple(
+        compare_samples(
+            baseline=base_by_name[name],
+            current=cur_by_name[name],
+            threshold_fraction=threshold_fraction,
+            alpha=alpha,
+            num_warmup=num_warmup,
+            num_resamples=num_resamples,
+            seed=seed,
+        )
+        for name in selected
+    )
+    skipped = tuple(sorted((set(base_by_name) ^ set(cur_by_name)) - set(selected)))
+    return GateResult(
+        baseline_source=_sources(baseline),
+        current_source=_sources(current),
+        comparisons=comparisons,
+        num_regressions=sum(c.verdict == "regression" for c in comparisons),
+        num_improvements=sum(c.verdict == "improvement" for c in comparisons),
+        skipped_metrics=skipped,
+    )
+
+
+def _by_metric(series: Sequence[MetricSamples], role: str) -> dict[str, MetricSamples]:
+    if not series:
+        raise UserInputError(f"the {role} input holds no metric samples")
+    table: dict[str, MetricSamples] = {}
+    for item in series:
+        previous = table.get(item.metric)
+        if previous is None:
+            table[item.metric] = item
+        else:  # the same metric twice (e.g. two files): pool the measured samples
+            _check_compatible(previous, item)
+            table[item.metric] = replace(
+                previous,
+                samples=previous.measured() + item.measured(),
+                num_warmup=0,
+                source=f"{previous.source}+{item.source}",
+            )
+    return table
+
+
+def _sources(series: Sequence[MetricSamples]) -> str:
+    return ", ".join(dict.fromkeys(item.source for item in series if item.source))
+
+
+# ---------------------------------------------------------------------------
+# Plain sample files
+
+
+def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
+    """Read a sample file: one object or a list of objects
+
+    ``{"metric": "step_time_s", "unit": "s", "lower_is_better": true,
+    "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0).
+    Raises :class:`DataFileError` naming the file, field and fix.
+    """
+    data = _load_json(path)
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise DataFileError(path, "the file holds an empty list", fix="add at least one metric object")
+    return tuple(parse_sample_object(item, path=path, where=f"[{index}]") for index, item in enumerate(items))
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise DataFileError(path, f"cannot read the file ({error.strerror})") from None
+    if size > MAX_SAMPLE_FILE_BYTES:
+        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_SAMPLE_FILE_BYTES} byte limit")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataFileError(path, f"cannot read the file as UTF-8 text ({error})") from None
+    if not text.strip():
+        raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        raise DataFileError(path, f"not valid JSON ({error})") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> MetricSamples:
+    """One metric object of a sample file as :class:`MetricSamples` (validated)."""
+    if not isinstance(item, Mapping):
+        raise DataFileError(path, f"entry {where} is not a JSON object", fix="see docs/regression-gate.md")
+    metric = _string_field(item, "metric", path, where)
+    unit = _string_field(item, "unit", path, where)
+    lower = item.get("lower_is_better")
+    if not isinstance(lower, bool):
+        raise DataFileError(
+            path, f"entry {where} needs true or false", field="lower_is_better", value=lower,
+            fix="true for times and latencies, false for throughputs",
+        )  # fmt: skip
+    raw = item.get("samples")
+    if not isinstance(raw, list) or not raw:
+        raise DataFileError(
+            path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
+        )
+    samples = tuple(_number(value, path, where) for value in raw)
+    warmup = item.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
+    return MetricSamples(
+        metric=metric, unit=unit, lower_is_better=lower, samples=samples, num_warmup=warmup, source=str(path)
+    )
+
+
+def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFileError(path, f"entry {where} needs a non-empty string", field=key, value=value)
+    return value.strip()
+
+
+def _number(value: object, path: Path | str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
+    return float(value)
+
+
+def load_metric_samples(source: str | Path) -> tuple[MetricSamples, ...]:
+    """The metric samples held by ``source``: a sample file (JSON, see
+    :func:`read_sample_file`).
+
+    Raises :class:`UserInputError` naming the accepted kinds when ``source``
+    is none of them.
+    """
+    path = Path(source)
+    if path.is_file():
+        return read_sample_file(path)
+    if path.is_dir():
+        raise UserInputError(f"{path} is a folder; pass a sample file (JSON)")
+    raise UserInputError(f"{source} does not exist; pass a sample file (JSON)")
