@@ -1,0 +1,49 @@
+"""Goodput: useful throughput against what the hardware could do, and where the rest went.
+
+A :class:`Tracker` in the training loop writes crash-safe event logs;
+:func:`read_run` reads them back and :func:`build_ledger` splits the wall time
+into productive steps and badput buckets, with tokens/s, MFU/HFU and ETTR.
+:func:`read_mllog` and :func:`mllog_ledger` do the same for MLPerf Training
+result logs; :func:`plan_checkpoints` predicts ETTR over checkpoint intervals.
+"""
+
+from lightspeed.goodput.flops import FlopsPerTokenFigures, Utilization
+from lightspeed.goodput.ledger import Ledger, RankView, SegmentView, build_ledger
+from lightspeed.goodput.reader import (
+    PhaseEvent,
+    RankLog,
+    RunLog,
+    Segment,
+    StepEvent,
+    TruncatedLogWarning,
+    Workload,
+    read_run,
+)
+from lightspeed.goodput.schema import BUCKETS, PHASES, SCHEMA_VERSION
+from lightspeed.goodput.stats import Outlier, StepStats, step_stats
+from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
+
+__all__ = [
+    "BUCKETS",
+    "PHASES",
+    "SCHEMA_VERSION",
+    "FlopsPerTokenFigures",
+    "Ledger",
+    "Outlier",
+    "PhaseEvent",
+    "RankLog",
+    "RankView",
+    "RunLog",
+    "Segment",
+    "SegmentView",
+    "StepEvent",
+    "StepStats",
+    "Tracker",
+    "TruncatedLogWarning",
+    "Utilization",
+    "Workload",
+    "build_ledger",
+    "cuda_synchronizer",
+    "read_run",
+    "step_stats",
+]

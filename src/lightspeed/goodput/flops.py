@@ -1,0 +1,142 @@
+"""MFU and HFU: useful FLOPs per second against the accelerators' dense peak.
+
+``mfu = tokens * model_flop_per_token / (seconds * num_accelerators * peak)``
+with the dense peak of the precision run (PaLM's definition, REFERENCE §2);
+HFU uses hardware FLOP per token (counting activation recomputation). Both are
+computed twice: over the whole wall time (``mfu``) and over productive step
+time only (``step_mfu``). Nothing falls back to a default device or model: when
+either is unknown, the figures are ``None`` and ``reason`` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lightspeed.catalog import Accelerator, load_catalog
+from lightspeed.errors import LightspeedError, UnknownNameError, UserInputError
+from lightspeed.goodput.reader import Workload
+from lightspeed.records import Record
+
+
+@dataclass(frozen=True)
+class Utilization(Record):
+    """MFU/HFU with everything they were computed from, or the reason they are unavailable."""
+
+    mfu: float | None = None
+    hfu: float | None = None
+    step_mfu: float | None = None
+    step_hfu: float | None = None
+    model: str | None = None
+    device: str | None = None
+    precision: str = "bf16"
+    seq_len: int | None = None
+    model_flop_per_token: float | None = None
+    hardware_flop_per_token: float | None = None
+    convention: str = ""
+    formula: str = ""
+    peak_flop_per_s: float | None = None
+    num_accelerators: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FlopsPerTokenFigures(Record):
+    """Model and hardware FLOP per token with the convention and formula used."""
+
+    model_flop_per_token: float
+    hardware_flop_per_token: float | None
+    convention: str
+    formula: str
+
+
+def utilization(
+    *,
+    tokens: float,
+    total_s: float,
+    productive_s: float,
+    workload: Workload,
+    num_accelerators: int | None,
+    catalog: Any = None,
+    models: Any = None,
+    flops: FlopsPerTokenFigures | None = None,
+) -> Utilization:
+    """MFU/HFU of ``tokens`` processed in ``total_s`` (wall) and ``productive_s`` (steps)."""
+    base = Utilization(
+        model=workload.model,
+        device=workload.system,
+        precision=workload.precision,
+        seq_len=workload.seq_len,
+        num_accelerators=num_accelerators,
+    )
+    try:
+        figures = flops if flops is not None else model_flops(workload=workload, models=models)
+        peak, device = peak_flop_per_s(workload=workload, catalog=catalog)
+    except LightspeedError as error:
+        return replace(base, reason=str(error))
+    base = replace(
+        base,
+        device=device,
+        model_flop_per_token=figures.model_flop_per_token,
+        hardware_flop_per_token=figures.hardware_flop_per_token,
+        convention=figures.convention,
+        formula=figures.formula,
+        peak_flop_per_s=peak,
+    )
+    if tokens <= 0:
+        return replace(base, reason="no tokens were recorded (pass tokens= to tracker.step)")
+    if not num_accelerators:
+        return replace(base, reason="the number of accelerators is unknown")
+    capacity = num_accelerators * peak
+    hardware = figures.hardware_flop_per_token
+    return replace(
+        base,
+        mfu=_ratio(tokens * figures.model_flop_per_token, total_s * capacity),
+        step_mfu=_ratio(tokens * figures.model_flop_per_token, productive_s * capacity),
+        hfu=_ratio(tokens * hardware, total_s * capacity) if hardware is not None else None,
+        step_hfu=_ratio(tokens * hardware, productive_s * capacity) if hardware is not None else None,
+    )
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator > 0 else None
+
+
+def model_flops(*, workload: Workload, models: Any = None) -> FlopsPerTokenFigures:
+    """FLOP per token of the workload: given directly, else from the model registry."""
+    if workload.model_flop_per_token is not None:
+        hardware = workload.hardware_flop_per_token
+        if hardware is None and workload.recompute == "none":
+            hardware = workload.model_flop_per_token
+        return FlopsPerTokenFigures(
+            model_flop_per_token=workload.model_flop_per_token,
+            hardware_flop_per_token=hardware,
+            convention="given",
+            formula="model FLOP per token given by the user",
+        )
+    raise UserInputError("MFU unavailable: no model recorded (pass model= to the Tracker or --model)")
+
+
+def peak_flop_per_s(*, workload: Workload, catalog: Any = None) -> tuple[float, str]:
+    """Dense peak FLOP/s of one accelerator at the run's precision, and the device's name."""
+    if workload.peak_flop_per_s is not None:
+        return workload.peak_flop_per_s, workload.system or "given"
+    if workload.system is None:
+        raise UserInputError("MFU unavailable: no device recorded (pass system= to the Tracker or --system)")
+    accelerator = resolve_accelerator(catalog=catalog, name=workload.system)
+    return accelerator.dense_flop_per_s(workload.precision), accelerator.name
+
+
+def resolve_accelerator(*, catalog: Any, name: str) -> Accelerator:
+    """The accelerator called ``name``, or the accelerator of the system called ``name``."""
+    if catalog is None:
+        catalog = load_catalog()
+    try:
+        accelerator: Accelerator = catalog.accelerator(name)
+        return accelerator
+    except UnknownNameError as unknown_device:
+        try:
+            system_accelerator: Accelerator = catalog.system(name).accelerator
+            return system_accelerator
+        except UnknownNameError:
+            raise unknown_device from None

@@ -1,0 +1,424 @@
+"""The goodput ledger: where a run's wall time went, and what it produced.
+
+Wall time splits into productive step time and badput buckets that sum to the
+total (:mod:`lightspeed.goodput.timeline`). Definitions follow Google's
+ml-goodput-measurement where they apply:
+
+- a step index repeated by a later job segment marks a restart: the earlier
+  segment's steps from that index on are *wasted progress*;
+- the gap between one segment's last event and the next segment's start is
+  *recovery*;
+- the first step of each segment beyond the ideal step time is *startup*
+  (compilation, warm-up; Google's "program startup");
+- time from a segment's start to its first step not timed otherwise is *init*.
+
+Where lightspeed differs: steps are timed start to end (Google uses step-start
+to step-start gaps), every timed data wait is a data stall (Google counts only
+the first one after a start, assuming later loads overlap), and time no phase
+covers is *other* rather than folded into the neighbouring step.
+
+Multi-rank runs: each rank's timeline covers the run's whole span (its time
+before its own start or after its own end is *other*); the headline buckets are
+the mean over ranks, so they still sum to the total. Tokens add up over ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lightspeed.goodput.flops import Utilization, utilization
+from lightspeed.goodput.reader import RankLog, RunLog, Segment, Workload
+from lightspeed.goodput.schema import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
+from lightspeed.goodput.stats import StepStats, ideal_step_time, median_mad, robust_high, step_stats
+from lightspeed.goodput.timeline import Interval, attribute
+from lightspeed.records import Record
+
+
+@dataclass(frozen=True)
+class SegmentView(Record):
+    """One job segment (process lifetime) of the lowest logged rank."""
+
+    index: int
+    start_s: float
+    end_s: float
+    status: str
+    first_step: int | None
+    last_step: int | None
+    num_steps: int
+    num_wasted_steps: int
+
+
+@dataclass(frozen=True)
+class RankView(Record):
+    """One rank's ledger over the run's span, and whether it straggles."""
+
+    rank: int
+    total_s: float
+    productive_s: float
+    badput_s: Mapping[str, float]
+    goodput_fraction: float
+    tokens: float
+    num_steps: int
+    median_step_s: float | None
+    median_start_lag_s: float | None
+    straggler: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Ledger(Record):
+    """Goodput of one run (a tracker run directory or an MLPerf log).
+
+    ``mfu``/``hfu`` divide useful model FLOPs by the whole wall time;
+    ``step_mfu``/``step_hfu`` by productive step time only (what training
+    frameworks print), so ``mfu = step_mfu * goodput_fraction``.
+    ``efficiency`` is goodput tokens/s over the token-rate SOL
+    (``sol_tokens_per_s``). ``ettr`` counts only restart, checkpoint and lost
+    progress as lost (Kokolis et al. 2024); ``goodput_fraction`` counts every bucket.
+    """
+
+    source: str
+    path: str
+    run_id: str
+    total_s: float
+    productive_s: float
+    badput_s: Mapping[str, float]
+    custom_badput_s: Mapping[str, float]
+    goodput_fraction: float
+    ettr: float
+    tokens: float | None
+    samples: float | None
+    wasted_tokens: float | None
+    tokens_per_s: float | None
+    productive_tokens_per_s: float | None
+    samples_per_s: float | None
+    sol_tokens_per_s: float | None
+    efficiency: float | None
+    mfu: float | None
+    hfu: float | None
+    step_mfu: float | None
+    step_hfu: float | None
+    utilization: Utilization
+    steps: StepStats
+    num_accelerators: int | None
+    num_segments: int
+    num_restarts: int
+    num_failures: int
+    segments: tuple[SegmentView, ...] = ()
+    ranks: tuple[RankView, ...] = ()
+    stragglers: tuple[int, ...] = ()
+    partial: bool = False
+    notes: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _RankResult:
+    rank: int
+    buckets: dict[str, float]
+    custom: dict[str, float]
+    tokens: float
+    samples: float
+    wasted_tokens: float
+    durations: list[float]
+    step_ids: list[int]
+    starts: dict[tuple[int, int], float]
+    segments: tuple[SegmentView, ...]
+
+
+def build_ledger(
+    *,
+    run: RunLog,
+    model: str | None = None,
+    system: str | None = None,
+    seq_len: int | None = None,
+    precision: str | None = None,
+    num_accelerators: int | None = None,
+    model_flop_per_token: float | None = None,
+    peak_flop_per_s: float | None = None,
+    sol_tokens_per_s_per_accelerator: float | None = None,
+    catalog: Any = None,
+    models: Any = None,
+) -> Ledger:
+    """The ledger of a run read with :func:`~lightspeed.goodput.read_run`.
+
+    Keyword arguments override what the tracker recorded at job start
+    (``model``, ``system``, ``seq_len``, ``precision``, ``num_accelerators``,
+    FLOP per token, peak FLOP/s per accelerator, token-rate SOL per
+    accelerator). ``catalog``/``models`` default to the shipped catalog and model registry.
+    """
+    workload = _override(
+        run.workload,
+        model=model,
+        system=system,
+        seq_len=seq_len,
+        precision=precision,
+        num_accelerators=num_accelerators,
+        model_flop_per_token=model_flop_per_token,
+        peak_flop_per_s=peak_flop_per_s,
+        sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
+    )
+    span_start = min(segment.start_s for rank in run.ranks for segment in rank.segments)
+    span_end = max(segment.end_s for rank in run.ranks for segment in rank.segments)
+    results = [_rank_ledger(rank, span_start, span_end) for rank in run.ranks]
+    return _assemble(run, workload, results, span_end - span_start, catalog=catalog, models=models)
+
+
+def _override(workload: Workload, **values: Any) -> Workload:
+    return replace(workload, **{key: value for key, value in values.items() if value is not None})
+
+
+def _rank_ledger(rank: RankLog, span_start: float, span_end: float) -> _RankResult:
+    segments = rank.segments
+    restart_points = _restart_points(segments)
+    good = [
+        step.end_s - step.start_s
+        for segment, point in zip(segments, restart_points, strict=True)
+        for step in segment.steps
+        if not step.error and step.step < point
+    ]
+    ideal = ideal_step_time(good) or 0.0
+    intervals: list[Interval] = []
+    tokens = samples = wasted_tokens = 0.0
+    durations: list[float] = []
+    step_ids: list[int] = []
+    starts: dict[tuple[int, int], float] = {}
+    views = []
+    for index, (segment, point) in enumerate(zip(segments, restart_points, strict=True)):
+        intervals.extend(_phase_intervals(segment))
+        first_productive = True
+        num_wasted = 0
+        for step in segment.steps:
+            wasted = step.error or step.step >= point
+            if wasted:
+                num_wasted += 1
+                wasted_tokens += step.tokens
+                intervals.append(("wasted_progress", "", step.start_s, step.end_s))
+                continue
+            intervals.append((PRODUCTIVE, "", step.start_s, step.end_s))
+            if first_productive and step.end_s - step.start_s > ideal:
+                intervals.append(("startup", "", step.start_s, step.end_s - ideal))
+            first_productive = False
+            tokens += step.tokens
+            samples += step.samples
+            durations.append(step.end_s - step.start_s)
+            step_ids.append(step.step)
+            starts[(index, step.step)] = step.start_s
+        if index + 1 < len(segments):
+            intervals.append(("recovery", "", segment.end_s, segments[index + 1].start_s))
+        views.append(_segment_view(index, segment, num_wasted))
+    buckets, custom = attribute(intervals, start_s=span_start, end_s=span_end)
+    return _RankResult(
+        rank=rank.rank,
+        buckets=buckets,
+        custom=custom,
+        tokens=tokens,
+        samples=samples,
+        wasted_tokens=wasted_tokens,
+        durations=durations,
+        step_ids=step_ids,
+        starts=starts,
+        segments=tuple(views),
+    )
+
+
+def _restart_points(segments: Sequence[Segment]) -> list[float]:
+    """Per segment, the lowest step index a later segment ran (inf if none): steps from there are lost."""
+    points: list[float] = []
+    lowest = float("inf")
+    for segment in reversed(segments):
+        points.append(lowest)
+        if segment.steps:
+            lowest = min(lowest, *(step.step for step in segment.steps))
+    return points[::-1]
+
+
+def _phase_intervals(segment: Segment) -> list[Interval]:
+    intervals: list[Interval] = [
+        (PHASES[phase.phase], phase.name, phase.start_s, phase.end_s) for phase in segment.phases
+    ]
+    first_step = segment.steps[0].start_s if segment.steps else segment.end_s
+    # Untimed time before the first step is start-up work (Google: init, training prep).
+    intervals.append(("init", "", segment.start_s, first_step))
+    return intervals
+
+
+def _segment_view(index: int, segment: Segment, num_wasted: int) -> SegmentView:
+    numbers = [step.step for step in segment.steps]
+    return SegmentView(
+        index=index,
+        start_s=segment.start_s,
+        end_s=segment.end_s,
+        status=segment.status,
+        first_step=min(numbers) if numbers else None,
+        last_step=max(numbers) if numbers else None,
+        num_steps=len(numbers),
+        num_wasted_steps=num_wasted,
+    )
+
+
+def _assemble(
+    run: RunLog, workload: Workload, results: list[_RankResult], total_s: float, *, catalog: Any, models: Any
+) -> Ledger:
+    count = len(results)
+    buckets = {key: sum(result.buckets[key] for result in results) / count for key in results[0].buckets}
+    custom_names = sorted({name for result in results for name in result.custom})
+    custom = {name: sum(result.custom.get(name, 0.0) for result in results) / count for name in custom_names}
+    counted = results if run.tokens_scope == "rank" else results[:1]
+    tokens = sum(result.tokens for result in counted)
+    samples = sum(result.samples for result in counted)
+    wasted_tokens = sum(result.wasted_tokens for result in counted)
+    productive_s = buckets[PRODUCTIVE]
+    accelerators = workload.num_accelerators or run.world_size
+    flops = utilization(
+        tokens=tokens,
+        total_s=total_s,
+        productive_s=productive_s,
+        workload=workload,
+        num_accelerators=accelerators,
+        catalog=catalog,
+        models=models,
+    )
+    ranks, stragglers = _rank_views(results, total_s)
+    durations = [d for result in results for d in result.durations]
+    step_ids = [s for result in results for s in result.step_ids]
+    labels = [result.rank for result in results for _ in result.durations]
+    lowest = results[0]
+    failures = sum(view.status in ("crashed", "error") for view in lowest.segments[:-1])
+    failures += lowest.segments[-1].status == "error"
+    return _ledger(
+        source="tracker",
+        path=run.path,
+        run_id=run.run_id,
+        total_s=total_s,
+        buckets=buckets,
+        custom=custom,
+        tokens=tokens,
+        samples=samples,
+        wasted_tokens=wasted_tokens,
+        workload=workload,
+        accelerators=accelerators,
+        flops=flops,
+        steps=step_stats(durations_s=durations, steps=step_ids, ranks=labels),
+        segments=lowest.segments,
+        failures=failures,
+        ranks=ranks,
+        stragglers=stragglers,
+        partial=run.partial,
+        notes=run.notes,
+    )
+
+
+def _ledger(
+    *,
+    source: str,
+    path: str,
+    run_id: str,
+    total_s: float,
+    buckets: Mapping[str, float],
+    custom: Mapping[str, float],
+    tokens: float,
+    samples: float,
+    wasted_tokens: float,
+    workload: Workload,
+    accelerators: int | None,
+    flops: Utilization,
+    steps: StepStats,
+    segments: tuple[SegmentView, ...] = (),
+    failures: int = 0,
+    ranks: tuple[RankView, ...] = (),
+    stragglers: tuple[int, ...] = (),
+    partial: bool = False,
+    notes: tuple[str, ...] = (),
+    details: Mapping[str, Any] | None = None,
+) -> Ledger:
+    """Derived figures shared by tracker runs and MLPerf logs."""
+    productive_s = buckets[PRODUCTIVE]
+    badput = {key: buckets[key] for key in BUCKETS}
+    lost = sum(buckets[key] for key in ETTR_LOSSES)
+    tokens_per_s = tokens / total_s if tokens > 0 and total_s > 0 else None
+    sol = workload.sol_tokens_per_s_per_accelerator
+    sol_total = sol * accelerators if sol is not None and accelerators else None
+    return Ledger(
+        source=source,
+        path=path,
+        run_id=run_id,
+        total_s=total_s,
+        productive_s=productive_s,
+        badput_s=badput,
+        custom_badput_s=dict(custom),
+        goodput_fraction=productive_s / total_s if total_s > 0 else 0.0,
+        ettr=1.0 - lost / total_s if total_s > 0 else 0.0,
+        tokens=tokens if tokens > 0 else None,
+        samples=samples if samples > 0 else None,
+        wasted_tokens=wasted_tokens if tokens > 0 else None,
+        tokens_per_s=tokens_per_s,
+        productive_tokens_per_s=tokens / productive_s if tokens > 0 and productive_s > 0 else None,
+        samples_per_s=samples / total_s if samples > 0 and total_s > 0 else None,
+        sol_tokens_per_s=sol_total,
+        efficiency=tokens_per_s / sol_total if tokens_per_s is not None and sol_total else None,
+        mfu=flops.mfu,
+        hfu=flops.hfu,
+        step_mfu=flops.step_mfu,
+        step_hfu=flops.step_hfu,
+        utilization=flops,
+        steps=steps,
+        num_accelerators=accelerators,
+        num_segments=len(segments) if segments else 1,
+        num_restarts=max(0, len(segments) - 1),
+        num_failures=failures,
+        segments=segments,
+        ranks=ranks,
+        stragglers=stragglers,
+        partial=partial,
+        notes=notes,
+        details=dict(details or {}),
+    )
+
+
+def _rank_views(results: list[_RankResult], total_s: float) -> tuple[tuple[RankView, ...], tuple[int, ...]]:
+    medians = [median_mad(result.durations)[0] if result.durations else 0.0 for result in results]
+    lags = _start_lags(results)
+    typical_step = median_mad([m for m in medians if m > 0])[0] if any(medians) else 0.0
+    slow_steps = robust_high(medians)
+    late_starts = robust_high(lags, floor=0.05 * typical_step)
+    views = []
+    for result, median, lag, slow, late in zip(results, medians, lags, slow_steps, late_starts, strict=True):
+        reasons = []
+        if slow:
+            reasons.append(f"median step {median:.4g} s is above the other ranks'")
+        if late:
+            reasons.append(f"enters steps {lag:.4g} s after the first rank (median)")
+        views.append(
+            RankView(
+                rank=result.rank,
+                total_s=total_s,
+                productive_s=result.buckets[PRODUCTIVE],
+                badput_s={key: result.buckets[key] for key in BUCKETS},
+                goodput_fraction=result.buckets[PRODUCTIVE] / total_s if total_s > 0 else 0.0,
+                tokens=result.tokens,
+                num_steps=len(result.durations),
+                median_step_s=median if result.durations else None,
+                median_start_lag_s=lag if len(results) > 1 else None,
+                straggler=slow or late,
+                reason="; ".join(reasons),
+            )
+        )
+    return tuple(views), tuple(view.rank for view in views if view.straggler)
+
+
+def _start_lags(results: list[_RankResult]) -> list[float]:
+    """Per rank, the median over shared steps of (its start - the earliest rank's start)."""
+    if len(results) < 2:
+        return [0.0] * len(results)
+    earliest: dict[tuple[int, int], float] = {}
+    for result in results:
+        for key, start in result.starts.items():
+            earliest[key] = min(start, earliest.get(key, start))
+    lags = []
+    for result in results:
+        values = [start - earliest[key] for key, start in result.starts.items()]
+        lags.append(median_mad(values)[0] if values else 0.0)
+    return lags

@@ -1,0 +1,338 @@
+"""The tracker a training loop calls: steps, phases, job start and end.
+
+>>> import tempfile
+>>> from lightspeed.goodput import Tracker, read_run, build_ledger
+>>> run_dir = tempfile.mkdtemp()
+>>> with Tracker(run_dir, flush_interval_s=0.1) as tracker:
+...     with tracker.init():
+...         pass
+...     for _ in range(3):
+...         with tracker.step(tokens=1024):
+...             pass
+>>> build_ledger(run=read_run(run_dir)).steps.count
+3
+
+Recording an event costs two ``time.perf_counter_ns()`` calls and one queue
+put on the caller's thread; the file is written by a background thread (see
+:mod:`lightspeed.goodput.writer`). Job start is recorded when the tracker is
+created and job end when it is closed (``with``, :meth:`Tracker.close`, or at
+interpreter exit). A job restarted with the same ``run_dir`` appends a new
+segment; a step index it repeats marks the progress lost since the last
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.goodput.schema import FLUSH_PHASES, PHASES, TOKENS_SCOPES, rank_file_name
+from lightspeed.goodput.writer import EventWriter
+
+_clock = time.perf_counter_ns
+
+
+class _Span:
+    """A timed ``with`` block that records one event when it ends."""
+
+    __slots__ = ("_kind", "_payload", "_start_ns", "_sync", "_tracker")
+
+    def __init__(self, tracker: Tracker, kind: str, payload: dict[str, Any], sync: bool) -> None:
+        self._tracker = tracker
+        self._kind = kind
+        self._payload = payload
+        self._sync = sync
+        self._start_ns = 0
+
+    def __enter__(self) -> _Span:
+        self._start_ns = _clock()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._sync and kind is None:
+            self._tracker.synchronize()
+        end_ns = _clock()
+        payload = self._payload
+        payload["start_ns"] = self._start_ns
+        payload["end_ns"] = end_ns
+        if self._kind == "step":
+            if kind is not None:
+                payload["error"] = True
+            self._tracker._finish_step(payload)
+        else:
+            self._tracker._put(payload, payload["phase"] in FLUSH_PHASES)
+
+
+class Tracker:
+    """Record a training job's steps and phases into ``run_dir`` (one JSONL file per rank).
+
+    ``model`` names a model of the workload registry (or give
+    ``model_flop_per_token`` directly); ``system`` names a catalog accelerator
+    or system; together with ``seq_len`` and ``precision`` they let the ledger
+    compute MFU/HFU. ``rank`` and ``world_size`` default to the ``RANK`` and
+    ``WORLD_SIZE`` environment variables (torchrun), else 0 and 1.
+    ``tokens_scope="rank"`` means ``tokens=`` counts this rank's tokens (the run
+    total is the sum over ranks); ``"global"`` means the whole job's tokens,
+    logged by one rank. Events are flushed every ``flush_interval_s`` seconds
+    and at the end of init, checkpoint, eval and custom phases; ``fsync=True``
+    also forces them to the disk.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        model: str | None = None,
+        system: str | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        num_nodes: int | None = None,
+        num_accelerators: int | None = None,
+        seq_len: int | None = None,
+        precision: str = "bf16",
+        recompute: str = "none",
+        model_flop_per_token: float | None = None,
+        hardware_flop_per_token: float | None = None,
+        peak_flop_per_s: float | None = None,
+        sol_tokens_per_s_per_accelerator: float | None = None,
+        tokens_scope: str = "rank",
+        run_id: str | None = None,
+        flush_interval_s: float = 1.0,
+        fsync: bool = False,
+        synchronize: Callable[[], None] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.rank = _env_int("RANK", 0) if rank is None else rank
+        self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
+        _check_arguments(self.rank, self.world_size, tokens_scope, flush_interval_s, recompute)
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / rank_file_name(self.rank)
+        self.segment_id = uuid.uuid4().hex[:12]
+        self._synchronize = synchronize
+        self._next_step = 0
+        self._closed = False
+        start_ns = _clock()
+        self._writer = EventWriter(
+            path=self.path,
+            run_id=run_id,
+            segment_id=self.segment_id,
+            anchor_ns=time.time_ns() - _clock(),
+            flush_interval_s=flush_interval_s,
+            fsync=fsync,
+        )
+        workload = {
+            "model": model,
+            "system": system,
+            "seq_len": seq_len,
+            "precision": precision,
+            "recompute": recompute,
+            "num_accelerators": num_accelerators,
+            "model_flop_per_token": model_flop_per_token,
+            "hardware_flop_per_token": hardware_flop_per_token,
+            "peak_flop_per_s": peak_flop_per_s,
+            "sol_tokens_per_s_per_accelerator": sol_tokens_per_s_per_accelerator,
+        }
+        self._put(
+            {
+                "type": "job_start",
+                "t_ns": start_ns,
+                "rank": self.rank,
+                "world_size": self.world_size,
+                "num_nodes": num_nodes if num_nodes is not None else _default_num_nodes(self.world_size),
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "tokens_scope": tokens_scope,
+                **{key: value for key, value in workload.items() if value is not None},
+                "meta": dict(meta or {}),
+            },
+            True,
+        )
+        _OPEN_TRACKERS.add(self)
+
+    # -- recording -----------------------------------------------------------
+
+    def step(
+        self, *, tokens: float = 0, samples: float = 0, step: int | None = None, sync: bool = False
+    ) -> _Span:
+        """Time one optimizer step: ``with tracker.step(tokens=4096): ...``.
+
+        ``step`` is the index of the step about to run (default: one after the
+        previous). After restoring a checkpoint taken when steps ``0..n-1`` were
+        done, pass ``step=n`` (or call :meth:`set_step`); steps that a later
+        segment runs again are counted as wasted progress. ``sync=True`` waits
+        for the device (``torch.cuda.synchronize``) before taking the end time.
+        """
+        index = self._next_step if step is None else step
+        payload = {"type": "step", "step": index, "tokens": tokens, "samples": samples}
+        return _Span(self, "step", payload, sync)
+
+    def init(self) -> _Span:
+        """Time initialization (device setup, model build, compile)."""
+        return self._phase("init")
+
+    def data_wait(self) -> _Span:
+        """Time a wait for the next batch (see also :meth:`wrap_loader`)."""
+        return self._phase("data_wait")
+
+    def checkpoint_save(self) -> _Span:
+        """Time a checkpoint save the training loop waits for."""
+        return self._phase("checkpoint_save")
+
+    def checkpoint_restore(self, *, step: int | None = None) -> _Span:
+        """Time a checkpoint restore; ``step`` is the index of the next step to run."""
+        if step is not None:
+            self.set_step(step)
+        return self._phase("checkpoint_restore")
+
+    def eval(self) -> _Span:
+        """Time an evaluation pass."""
+        return self._phase("eval")
+
+    def badput(self, name: str) -> _Span:
+        """Time custom named badput (garbage collection, profiling, a rebalance ...)."""
+        if not name:
+            raise UserInputError("custom badput needs a non-empty name, e.g. tracker.badput('gc')")
+        span = self._phase("custom")
+        span._payload["name"] = name
+        return span
+
+    def wrap_loader(self, iterable: Iterable[Any]) -> Iterator[Any]:
+        """Yield from ``iterable`` and time every wait for the next item as a data stall."""
+        iterator = iter(iterable)
+        while True:
+            start_ns = _clock()
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            self.record_phase("data_wait", start_ns=start_ns, end_ns=_clock())
+            yield item
+
+    def set_step(self, step: int) -> None:
+        """Set the index of the next step (after a checkpoint restore)."""
+        if step < 0:
+            raise UserInputError(f"step index must be >= 0, got {step}")
+        self._next_step = step
+
+    def now_ns(self) -> int:
+        """The tracker's clock (``time.perf_counter_ns``) for :meth:`record_step`/:meth:`record_phase`."""
+        return _clock()
+
+    def record_step(
+        self, *, start_ns: int, end_ns: int, tokens: float = 0, samples: float = 0, step: int | None = None
+    ) -> None:
+        """Record a step timed elsewhere (framework callbacks) with :meth:`now_ns` stamps."""
+        index = self._next_step if step is None else step
+        payload = {"type": "step", "step": index, "tokens": tokens, "samples": samples}
+        payload["start_ns"], payload["end_ns"] = start_ns, end_ns
+        self._finish_step(payload)
+
+    def record_phase(self, phase: str, *, start_ns: int, end_ns: int, name: str | None = None) -> None:
+        """Record a phase timed elsewhere (``phase`` is one of init, data_wait, ... custom)."""
+        if phase not in PHASES:
+            raise UserInputError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
+        payload: dict[str, Any] = {"type": "phase", "phase": phase, "step": self._next_step}
+        if name is not None:
+            payload["name"] = name
+        payload["start_ns"], payload["end_ns"] = start_ns, end_ns
+        self._put(payload, phase in FLUSH_PHASES)
+
+    def synchronize(self) -> None:
+        """Wait for the device: the ``synchronize`` callable given, else ``torch.cuda.synchronize``."""
+        if self._synchronize is None:
+            self._synchronize = cuda_synchronizer()
+        self._synchronize()
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def close(self, status: str = "ok") -> None:
+        """Record job end, flush and stop the writer (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        _OPEN_TRACKERS.discard(self)
+        self._put({"type": "job_end", "t_ns": _clock(), "status": status}, True)
+        self._writer.close()
+
+    @property
+    def write_error(self) -> str | None:
+        """Why the writer thread stopped writing (disk full, permissions), or ``None``."""
+        return self._writer.error
+
+    def __enter__(self) -> Tracker:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close("ok" if kind is None else "error")
+
+    # -- internals -------------------------------------------------------------
+
+    def _phase(self, phase: str) -> _Span:
+        return _Span(self, "phase", {"type": "phase", "phase": phase, "step": self._next_step}, False)
+
+    def _finish_step(self, payload: dict[str, Any]) -> None:
+        self._next_step = payload["step"] + 1
+        self._put(payload, False)
+
+    def _put(self, payload: dict[str, Any], flush: bool) -> None:
+        if not self._closed or payload["type"] == "job_end":
+            self._writer.put(("event", payload, flush))
+
+
+def cuda_synchronizer() -> Callable[[], None]:
+    """``torch.cuda.synchronize`` when a CUDA device exists, else a no-op (CPU work is synchronous)."""
+    try:
+        import torch
+    except ImportError:
+        raise MissingExtraError("torch", "bench", "synchronizing the device at step end") from None
+    if torch.cuda.is_available():
+        sync: Callable[[], None] = torch.cuda.synchronize
+        return sync
+    return lambda: None
+
+
+def _check_arguments(
+    rank: int, world_size: int, tokens_scope: str, flush_interval_s: float, recompute: str
+) -> None:
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise UserInputError(f"rank {rank} is not in 0..world_size-1 (world_size {world_size})")
+    if tokens_scope not in TOKENS_SCOPES:
+        raise UserInputError(f"tokens_scope {tokens_scope!r} is not one of {', '.join(TOKENS_SCOPES)}")
+    if not flush_interval_s > 0:
+        raise UserInputError(f"flush_interval_s must be > 0 seconds, got {flush_interval_s}")
+    if recompute not in ("none", "selective", "full"):
+        raise UserInputError(f"recompute {recompute!r} is not one of none, selective, full")
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else default
+
+
+def _default_num_nodes(world_size: int) -> int:
+    """Nodes of the job from torchrun's LOCAL_WORLD_SIZE (ranks per node), else 1."""
+    local = _env_int("LOCAL_WORLD_SIZE", 0)
+    return max(1, world_size // local) if local > 0 else 1
+
+
+# Trackers still open at interpreter exit record job end with status "atexit".
+_OPEN_TRACKERS: weakref.WeakSet[Tracker] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_trackers() -> None:
+    for tracker in list(_OPEN_TRACKERS):
+        tracker.close("atexit")
