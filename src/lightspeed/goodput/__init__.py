@@ -19,6 +19,14 @@ from lightspeed.goodput.reader import (
     Workload,
     read_run,
 )
+from lightspeed.goodput.reliability import (
+    CheckpointPlan,
+    FailureEstimate,
+    IntervalRow,
+    estimate_failure_rate,
+    expected_ettr,
+    plan_checkpoints,
+)
 from lightspeed.goodput.schema import BUCKETS, PHASES, SCHEMA_VERSION
 from lightspeed.goodput.stats import Outlier, StepStats, step_stats
 from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
@@ -27,7 +35,10 @@ __all__ = [
     "BUCKETS",
     "PHASES",
     "SCHEMA_VERSION",
+    "CheckpointPlan",
+    "FailureEstimate",
     "FlopsPerTokenFigures",
+    "IntervalRow",
     "Ledger",
     "Outlier",
     "PhaseEvent",
@@ -44,6 +55,9 @@ __all__ = [
     "Workload",
     "build_ledger",
     "cuda_synchronizer",
+    "estimate_failure_rate",
+    "expected_ettr",
+    "plan_checkpoints",
     "read_run",
     "step_stats",
 ]

@@ -1,0 +1,217 @@
+"""Reliability: expected ETTR over checkpoint intervals, optimal intervals, failure rates.
+
+Expected effective training time ratio (Kokolis et al. 2024, "Revisiting
+Reliability in Large-Scale Machine Learning Research Clusters")::
+
+    ETTR ~ (1 - N r_f (u0 + dt/2)) / (1 + w/dt)
+
+with ``N`` nodes, ``r_f`` failures per node per unit time, ``u0`` the restart
+overhead, ``dt`` the checkpoint interval and ``w`` the checkpoint write time.
+Each failure costs the restart plus, on average, half an interval of lost
+progress; every interval pays one checkpoint write.
+
+Optimal intervals with ``M = 1 / (N r_f)`` the job's mean time to failure:
+Young (1974) ``sqrt(2 w M)``; Daly (2006, first order) ``sqrt(2 w M) - w``;
+and the exact maximum of the ETTR expression above,
+``sqrt(w^2 + 2 (1 - N r_f u0) w M) - w`` (set its derivative to zero).
+
+>>> plan = plan_checkpoints(num_nodes=128, failures_per_node_day=6.5e-3,
+...                         checkpoint_write_s=60, restart_s=600)
+>>> round(plan.young_interval_s)
+3530
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lightspeed.errors import UserInputError
+from lightspeed.goodput.reader import RankLog, RunLog, read_run
+from lightspeed.records import Record
+from lightspeed.units import SECONDS_PER_DAY
+
+DEFAULT_NUM_INTERVALS = 13
+
+
+@dataclass(frozen=True)
+class IntervalRow(Record):
+    """Expected ETTR at one checkpoint interval."""
+
+    interval_s: float
+    ettr: float
+    lost_to_failures: float
+    lost_to_checkpoints: float
+
+
+@dataclass(frozen=True)
+class FailureEstimate(Record):
+    """Failures per node-day observed in run directories (restarts after a crash)."""
+
+    num_failures: int
+    node_days: float
+    failures_per_node_day: float
+    num_runs: int
+    num_segments: int
+    runs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CheckpointPlan(Record):
+    """Expected ETTR over checkpoint intervals and the optimal interval by three rules."""
+
+    num_nodes: int
+    failures_per_node_day: float
+    checkpoint_write_s: float
+    restart_s: float
+    job_mttf_s: float
+    young_interval_s: float
+    daly_interval_s: float
+    optimal_interval_s: float
+    optimal_ettr: float
+    rows: tuple[IntervalRow, ...]
+    failure_estimate: FailureEstimate | None = None
+
+
+def expected_ettr(
+    *,
+    num_nodes: int,
+    failures_per_node_day: float,
+    checkpoint_write_s: float,
+    restart_s: float,
+    interval_s: float,
+) -> float:
+    """Expected ETTR (0..1) of a job checkpointing every ``interval_s`` seconds (Kokolis et al.)."""
+    rate_per_s = num_nodes * failures_per_node_day / SECONDS_PER_DAY
+    value = (1.0 - rate_per_s * (restart_s + interval_s / 2.0)) / (1.0 + checkpoint_write_s / interval_s)
+    return max(0.0, value)
+
+
+def plan_checkpoints(
+    *,
+    num_nodes: int,
+    failures_per_node_day: float,
+    checkpoint_write_s: float,
+    restart_s: float,
+    intervals_s: Sequence[float] | None = None,
+    failure_estimate: FailureEstimate | None = None,
+) -> CheckpointPlan:
+    """Expected ETTR over checkpoint intervals (default: a log-spaced sweep around the optimum)."""
+    _check_inputs(num_nodes, failures_per_node_day, checkpoint_write_s, restart_s)
+    rate_per_s = num_nodes * failures_per_node_day / SECONDS_PER_DAY
+    mttf_s = 1.0 / rate_per_s if rate_per_s > 0 else math.inf
+    young = math.sqrt(2.0 * checkpoint_write_s * mttf_s)
+    daly = young - checkpoint_write_s
+    headroom = max(0.0, 1.0 - rate_per_s * restart_s)
+    optimal = (
+        math.sqrt(checkpoint_write_s**2 + 2.0 * headroom * checkpoint_write_s * mttf_s) - checkpoint_write_s
+    )
+    if intervals_s is None:
+        intervals_s = _sweep(optimal if math.isfinite(optimal) and optimal > 0 else SECONDS_PER_DAY)
+    rows = tuple(
+        _row(interval, num_nodes, failures_per_node_day, checkpoint_write_s, restart_s)
+        for interval in intervals_s
+    )
+    return CheckpointPlan(
+        num_nodes=num_nodes,
+        failures_per_node_day=failures_per_node_day,
+        checkpoint_write_s=checkpoint_write_s,
+        restart_s=restart_s,
+        job_mttf_s=mttf_s,
+        young_interval_s=young,
+        daly_interval_s=daly,
+        optimal_interval_s=optimal,
+        optimal_ettr=expected_ettr(
+            num_nodes=num_nodes,
+            failures_per_node_day=failures_per_node_day,
+            checkpoint_write_s=checkpoint_write_s,
+            restart_s=restart_s,
+            interval_s=optimal,
+        )
+        if optimal > 0
+        else 0.0,
+        rows=rows,
+        failure_estimate=failure_estimate,
+    )
+
+
+def _check_inputs(
+    num_nodes: int, failures_per_node_day: float, checkpoint_write_s: float, restart_s: float
+) -> None:
+    if num_nodes < 1:
+        raise UserInputError(f"--nodes must be >= 1, got {num_nodes}")
+    if not failures_per_node_day >= 0 or not math.isfinite(failures_per_node_day):
+        raise UserInputError(f"failures per node-day must be a number >= 0, got {failures_per_node_day}")
+    if not checkpoint_write_s > 0:
+        raise UserInputError(f"checkpoint write time must be > 0 s, got {checkpoint_write_s}")
+    if not restart_s >= 0:
+        raise UserInputError(f"restart time must be >= 0 s, got {restart_s}")
+
+
+def _sweep(center_s: float) -> list[float]:
+    """Log-spaced intervals from center/8 to center*8, with the center itself."""
+    points = np.geomspace(center_s / 8.0, center_s * 8.0, DEFAULT_NUM_INTERVALS)
+    return [float(point) for point in points]
+
+
+def _row(interval_s: float, num_nodes: int, rate: float, write_s: float, restart_s: float) -> IntervalRow:
+    if not interval_s > 0:
+        raise UserInputError(f"checkpoint interval must be > 0 s, got {interval_s}")
+    rate_per_s = num_nodes * rate / SECONDS_PER_DAY
+    return IntervalRow(
+        interval_s=interval_s,
+        ettr=expected_ettr(
+            num_nodes=num_nodes,
+            failures_per_node_day=rate,
+            checkpoint_write_s=write_s,
+            restart_s=restart_s,
+            interval_s=interval_s,
+        ),
+        lost_to_failures=min(1.0, rate_per_s * (restart_s + interval_s / 2.0)),
+        lost_to_checkpoints=write_s / (interval_s + write_s),
+    )
+
+
+def estimate_failure_rate(*, runs: Iterable[str | Path], num_nodes: int | None = None) -> FailureEstimate:
+    """Failures per node-day from tracker run directories.
+
+    A failure is a job segment that ended without a clean job end (killed,
+    crashed, or an exception) and was followed by a restart, plus a last
+    segment that ended with an error. Exposure is each segment's wall time
+    times the run's node count (``num_nodes`` overrides what the tracker recorded).
+    """
+    failures = 0
+    node_seconds = 0.0
+    names = []
+    num_segments = 0
+    for path in runs:
+        run = read_run(path)
+        names.append(run.path)
+        nodes = num_nodes if num_nodes is not None else run.num_nodes
+        segments = _reference_rank(run).segments
+        num_segments += len(segments)
+        failures += sum(segment.status in ("crashed", "error") for segment in segments[:-1])
+        failures += segments[-1].status == "error"
+        node_seconds += nodes * sum(segment.end_s - segment.start_s for segment in segments)
+    if not names:
+        raise UserInputError("--from needs at least one run directory")
+    node_days = node_seconds / SECONDS_PER_DAY
+    if node_days <= 0:
+        raise UserInputError("the runs given cover no time; cannot estimate a failure rate")
+    return FailureEstimate(
+        num_failures=failures,
+        node_days=node_days,
+        failures_per_node_day=failures / node_days,
+        num_runs=len(names),
+        num_segments=num_segments,
+        runs=tuple(names),
+    )
+
+
+def _reference_rank(run: RunLog) -> RankLog:
+    """The lowest logged rank: restarts hit every rank, so one rank counts them once."""
+    return run.ranks[0]

@@ -1,0 +1,81 @@
+"""ETTR model and checkpoint intervals against hand calculations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lightspeed.errors import UserInputError
+from lightspeed.goodput import estimate_failure_rate, expected_ettr, plan_checkpoints
+
+
+def test_expected_ettr_by_hand() -> None:
+    # 10 nodes x 0.01 failures per node-day = 0.1 failures/day = 0.1 / 86400 per second.
+    # ETTR = (1 - 0.1/86400 * (600 + 3600/2)) / (1 + 60/3600) = 0.99722222 / 1.01666667
+    value = expected_ettr(
+        num_nodes=10, failures_per_node_day=0.01, checkpoint_write_s=60, restart_s=600, interval_s=3600
+    )
+    assert value == pytest.approx((1 - 0.1 / 86400 * 2400) / (1 + 60 / 3600))
+    assert value == pytest.approx(0.980874, abs=1e-6)
+
+
+def test_young_and_daly_by_hand() -> None:
+    # One node failing once a day: MTTF = 86400 s; Young = sqrt(2 * 100 * 86400) = 4156.92 s.
+    plan = plan_checkpoints(num_nodes=1, failures_per_node_day=1.0, checkpoint_write_s=100, restart_s=0)
+    assert plan.job_mttf_s == pytest.approx(86400.0)
+    assert plan.young_interval_s == pytest.approx(4156.92, abs=0.01)
+    assert plan.daly_interval_s == pytest.approx(4056.92, abs=0.01)
+
+
+def test_optimal_interval_is_the_maximum_of_the_ettr_curve() -> None:
+    settings = {
+        "num_nodes": 128,
+        "failures_per_node_day": 0.0065,
+        "checkpoint_write_s": 120.0,
+        "restart_s": 900.0,
+    }
+    plan = plan_checkpoints(**settings)
+    grid = np.linspace(60.0, 40_000.0, 200_000)
+    values = [expected_ettr(interval_s=float(point), **settings) for point in grid]
+    best = float(grid[int(np.argmax(values))])
+    assert plan.optimal_interval_s == pytest.approx(best, rel=1e-3)
+    assert plan.optimal_ettr == pytest.approx(max(values), rel=1e-9)
+    # With a small restart overhead the exact optimum sits near Daly's first-order rule.
+    assert plan.optimal_interval_s == pytest.approx(plan.daly_interval_s, rel=0.05)
+    assert max(row.ettr for row in plan.rows) <= plan.optimal_ettr + 1e-12
+
+
+def test_rows_split_losses() -> None:
+    plan = plan_checkpoints(
+        num_nodes=2, failures_per_node_day=0.5, checkpoint_write_s=30, restart_s=300, intervals_s=[600.0]
+    )
+    row = plan.rows[0]
+    assert row.lost_to_failures == pytest.approx(1 / 86400 * (300 + 300))
+    assert row.lost_to_checkpoints == pytest.approx(30 / 630)
+    assert row.ettr == pytest.approx((1 - row.lost_to_failures) * (1 - row.lost_to_checkpoints))
+
+
+def test_no_failures_means_no_optimum_but_still_a_table() -> None:
+    plan = plan_checkpoints(num_nodes=4, failures_per_node_day=0.0, checkpoint_write_s=10, restart_s=60)
+    assert math.isinf(plan.job_mttf_s)
+    assert len(plan.rows) > 3
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(UserInputError, match="--nodes"):
+        plan_checkpoints(num_nodes=0, failures_per_node_day=1, checkpoint_write_s=1, restart_s=1)
+    with pytest.raises(UserInputError, match="checkpoint write time"):
+        plan_checkpoints(num_nodes=1, failures_per_node_day=1, checkpoint_write_s=0, restart_s=1)
+
+
+def test_failure_rate_from_observed_restarts(hand_log) -> None:  # type: ignore[no-untyped-def]
+    log = hand_log().start(0.0, num_nodes=2).step(0, 0.0, 10.0)  # crashes at t = 10 s
+    log.start(20.0, segment="s2").step(1, 20.0, 30.0).end(30.0)
+    run_dir = log.write().parent
+    estimate = estimate_failure_rate(runs=[run_dir], num_nodes=2)
+    # One failure in 2 nodes x 20 s of segments = 40 node-seconds = 40/86400 node-days.
+    assert estimate.num_failures == 1
+    assert estimate.node_days == pytest.approx(40 / 86400)
+    assert estimate.failures_per_node_day == pytest.approx(86400 / 40)
