@@ -159,12 +159,15 @@ def _load(pipe: _Pipe, url: str) -> PageResult:
     )
     result.title = title["result"]["value"]
     height = pipe.send(
-        "Runtime.evaluate", {"expression": "document.documentElement.scrollHeight", "returnByValue": True},
+        "Runtime.evaluate",
+        {"expression": "document.documentElement.scrollHeight", "returnByValue": True},
         session=session,
-    )["result"]["value"]  # fmt: skip
-    pipe.send("Emulation.setDeviceMetricsOverride",
-              {"width": 1200, "height": int(height), "deviceScaleFactor": 1, "mobile": False},
-              session=session)  # fmt: skip
+    )["result"]["value"]
+    pipe.send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1200, "height": int(height), "deviceScaleFactor": 1, "mobile": False},
+        session=session,
+    )
     shot = pipe.send("Page.captureScreenshot", {"format": "png"}, session=session)
     result.screenshot_png = base64.b64decode(shot["data"])
     result.console_errors = _collect_errors(pipe.events)

@@ -73,8 +73,9 @@ def test_section_keys_must_be_distinct() -> None:
 
 
 def test_write_report_and_plots(tmp_path: Path) -> None:
-    written = write_report(path=tmp_path / "out" / "report.html", title="t", sections=_sections(),
-                           plots_dir=tmp_path / "plots")  # fmt: skip
+    written = write_report(
+        path=tmp_path / "out" / "report.html", title="t", sections=_sections(), plots_dir=tmp_path / "plots"
+    )
     assert written.path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert written.num_bytes == written.path.stat().st_size
     names = sorted(p.name for p in written.plot_paths)

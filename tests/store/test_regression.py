@@ -21,14 +21,14 @@ from lightspeed.store.regression import (
     bootstrap_median_change,
     compare_runs,
     compare_samples,
-    load_metric_samples,
     mann_whitney_u,
-    read_sample_file,
 )
+from lightspeed.store.regression_inputs import load_metric_samples, read_sample_file
 
 
-def _series(values: object, metric: str = "step_time_s", unit: str = "s", lower: bool = True,
-            warmup: int = 0) -> MetricSamples:  # fmt: skip
+def _series(
+    values: object, metric: str = "step_time_s", unit: str = "s", lower: bool = True, warmup: int = 0
+) -> MetricSamples:
     return MetricSamples(
         metric=metric,
         unit=unit,
@@ -61,29 +61,39 @@ SCIPY_CASES = [
         [1.1, 2.3, 3.5, 4.2, 5.9, 6.1, 7.7, 8.4, 9.0, 10.6],
         [3.3, 4.4, 5.5, 6.6, 7.9, 8.8, 9.9, 11.2, 12.1, 13.4, 14.5, 15.6],
         "exact",
-        {"greater": (30.0, 0.9787147836683441), "less": (30.0, 0.0251621443571908),
-         "two-sided": (30.0, 0.0503242887143816)},
+        {
+            "greater": (30.0, 0.9787147836683441),
+            "less": (30.0, 0.0251621443571908),
+            "two-sided": (30.0, 0.0503242887143816),
+        },
     ),
     (
         [1, 2, 2, 3, 3, 3, 4, 5],
         [2, 3, 4, 4, 5, 5, 6, 7, 8],
         "asymptotic",
-        {"greater": (13.5, 0.987571816135011), "less": (13.5, 0.01593335271351583),
-         "two-sided": (13.5, 0.03186670542703166)},
+        {
+            "greater": (13.5, 0.987571816135011),
+            "less": (13.5, 0.01593335271351583),
+            "two-sided": (13.5, 0.03186670542703166),
+        },
     ),
     (
         [0.5, 0.52, 0.49, 0.51, 0.53, 0.50, 0.55, 0.48, 0.47, 0.56] * 6,
         [0.51, 0.54, 0.52, 0.53, 0.56, 0.57, 0.50, 0.55, 0.58, 0.49] * 6,
         "asymptotic",
-        {"greater": (1008.0, 0.9999854473541482), "less": (1008.0, 1.4893987421500582e-05),
-         "two-sided": (1008.0, 2.9787974843001164e-05)},
+        {
+            "greater": (1008.0, 0.9999854473541482),
+            "less": (1008.0, 1.4893987421500582e-05),
+            "two-sided": (1008.0, 2.9787974843001164e-05),
+        },
     ),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("first", "second", "method", "expected"), SCIPY_CASES)
-def test_mann_whitney_matches_scipy(first: list[float], second: list[float], method: str,
-                                    expected: dict[str, tuple[float, float]]) -> None:  # fmt: skip
+def test_mann_whitney_matches_scipy(
+    first: list[float], second: list[float], method: str, expected: dict[str, tuple[float, float]]
+) -> None:
     for alternative, (u_statistic, p_value) in expected.items():
         result = mann_whitney_u(first=first, second=second, alternative=alternative)  # type: ignore[arg-type]
         assert result.method == method
@@ -245,8 +255,11 @@ def test_bad_parameters_are_refused() -> None:
 
 def test_compare_runs_matches_metrics_and_counts_regressions() -> None:
     rng = np.random.default_rng(6)
-    base = [_series(rng.normal(1.0, 0.01, 10)), _series(rng.normal(50, 1, 10), metric="mem_gb", unit="GB"),
-            _series([1.0], metric="only_base")]  # fmt: skip
+    base = [
+        _series(rng.normal(1.0, 0.01, 10)),
+        _series(rng.normal(50, 1, 10), metric="mem_gb", unit="GB"),
+        _series([1.0], metric="only_base"),
+    ]
     cur = [_series(rng.normal(1.2, 0.01, 10)), _series(rng.normal(50, 1, 10), metric="mem_gb", unit="GB")]
     result = compare_runs(baseline=base, current=cur)
     assert [c.metric for c in result.comparisons] == ["step_time_s", "mem_gb"]
@@ -322,8 +335,10 @@ def test_power_against_a_real_ten_percent_shift() -> None:
     for _ in range(60):
         base = rng.normal(1.0, 0.03, 12)
         cur = rng.normal(1.1, 0.03, 12)
-        detected += compare_samples(baseline=_series(base), current=_series(cur),
-                                    num_resamples=300).verdict == "regression"  # fmt: skip
+        detected += (
+            compare_samples(baseline=_series(base), current=_series(cur), num_resamples=300).verdict
+            == "regression"
+        )
     assert detected >= 57
 
 
@@ -336,9 +351,10 @@ def test_power_against_a_real_ten_percent_shift() -> None:
 def test_verdict_does_not_depend_on_the_unit(values: list[float], other: list[float], scale: float) -> None:
     plain = compare_samples(baseline=_series(values), current=_series(other), num_resamples=200)
     scaled = compare_samples(
-        baseline=_series(np.asarray(values) * scale), current=_series(np.asarray(other) * scale),
+        baseline=_series(np.asarray(values) * scale),
+        current=_series(np.asarray(other) * scale),
         num_resamples=200,
-    )  # fmt: skip
+    )
     assert plain.p_value_worse == pytest.approx(scaled.p_value_worse)
     assert plain.change_fraction == pytest.approx(scaled.change_fraction, abs=1e-9)
     if not math.isclose(abs(plain.change_fraction), 0.05, abs_tol=1e-6):
@@ -369,8 +385,11 @@ def test_read_sample_file_single_and_list(tmp_path: Path) -> None:
     assert series.samples == (0.5, 0.51)
     assert series.num_warmup == 1
     assert series.source == str(path)
-    two = _write(tmp_path, [one, {**one, "metric": "tokens_per_s", "unit": "tokens/s",
-                                  "lower_is_better": False}], "two.json")  # fmt: skip
+    two = _write(
+        tmp_path,
+        [one, {**one, "metric": "tokens_per_s", "unit": "tokens/s", "lower_is_better": False}],
+        "two.json",
+    )
     assert [s.metric for s in load_metric_samples(two)] == ["step_time_s", "tokens_per_s"]
 
 

@@ -24,8 +24,8 @@ from lightspeed.store.regression import (
     MetricSamples,
     compare_runs,
     compare_samples,
-    load_metric_samples,
 )
+from lightspeed.store.regression_inputs import load_metric_samples, read_sample_file, samples_from_records
 
 __all__ = [
     "KNOWN_KINDS",
@@ -43,4 +43,6 @@ __all__ = [
     "load_metric_samples",
     "new_run_id",
     "open_store",
+    "read_sample_file",
+    "samples_from_records",
 ]

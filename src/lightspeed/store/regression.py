@@ -28,17 +28,15 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Final, Literal
 
 import numpy as np
 
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 
 Alternative = Literal["greater", "less", "two-sided"]
@@ -50,8 +48,6 @@ DEFAULT_NUM_RESAMPLES: Final = 2000
 # Exact U distributions cost O(n1 * n1 * n2) integer operations; beyond this
 # product of sample counts the normal approximation is accurate to ~1e-3.
 _EXACT_MAX_PRODUCT: Final = 2500
-# A sample file larger than this is not a list of timings; refuse to parse it.
-MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
 _BOOTSTRAP_CHUNK: Final = 256
 
 
@@ -481,98 +477,3 @@ def _by_metric(series: Sequence[MetricSamples], role: str) -> dict[str, MetricSa
 
 def _sources(series: Sequence[MetricSamples]) -> str:
     return ", ".join(dict.fromkeys(item.source for item in series if item.source))
-
-
-# ---------------------------------------------------------------------------
-# Plain sample files
-
-
-def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
-    """Read a sample file: one object or a list of objects
-
-    ``{"metric": "step_time_s", "unit": "s", "lower_is_better": true,
-    "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0).
-    Raises :class:`DataFileError` naming the file, field and fix.
-    """
-    data = _load_json(path)
-    items = data if isinstance(data, list) else [data]
-    if not items:
-        raise DataFileError(path, "the file holds an empty list", fix="add at least one metric object")
-    return tuple(parse_sample_object(item, path=path, where=f"[{index}]") for index, item in enumerate(items))
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        size = path.stat().st_size
-    except OSError as error:
-        raise DataFileError(path, f"cannot read the file ({error.strerror})") from None
-    if size > MAX_SAMPLE_FILE_BYTES:
-        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_SAMPLE_FILE_BYTES} byte limit")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataFileError(path, f"cannot read the file as UTF-8 text ({error})") from None
-    if not text.strip():
-        raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
-        raise DataFileError(path, f"not valid JSON ({error})") from None
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> MetricSamples:
-    """One metric object of a sample file as :class:`MetricSamples` (validated)."""
-    if not isinstance(item, Mapping):
-        raise DataFileError(path, f"entry {where} is not a JSON object", fix="see docs/regression-gate.md")
-    metric = _string_field(item, "metric", path, where)
-    unit = _string_field(item, "unit", path, where)
-    lower = item.get("lower_is_better")
-    if not isinstance(lower, bool):
-        raise DataFileError(
-            path, f"entry {where} needs true or false", field="lower_is_better", value=lower,
-            fix="true for times and latencies, false for throughputs",
-        )  # fmt: skip
-    raw = item.get("samples")
-    if not isinstance(raw, list) or not raw:
-        raise DataFileError(
-            path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
-        )
-    samples = tuple(_number(value, path, where) for value in raw)
-    warmup = item.get("warmup", 0)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
-    return MetricSamples(
-        metric=metric, unit=unit, lower_is_better=lower, samples=samples, num_warmup=warmup, source=str(path)
-    )
-
-
-def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: str) -> str:
-    value = item.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise DataFileError(path, f"entry {where} needs a non-empty string", field=key, value=value)
-    return value.strip()
-
-
-def _number(value: object, path: Path | str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
-    return float(value)
-
-
-def load_metric_samples(source: str | Path) -> tuple[MetricSamples, ...]:
-    """The metric samples held by ``source``: a sample file (JSON, see
-    :func:`read_sample_file`).
-
-    Raises :class:`UserInputError` naming the accepted kinds when ``source``
-    is none of them.
-    """
-    path = Path(source)
-    if path.is_file():
-        return read_sample_file(path)
-    if path.is_dir():
-        raise UserInputError(f"{path} is a folder; pass a sample file (JSON)")
-    raise UserInputError(f"{source} does not exist; pass a sample file (JSON)")

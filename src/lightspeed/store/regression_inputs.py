@@ -1,0 +1,202 @@
+"""Inputs of the regression gate: sample files, results-store runs, goodput run folders.
+
+Each source becomes a tuple of :class:`~lightspeed.store.regression.MetricSamples`
+(one per metric). Files come from other machines: JSON is parsed with the
+standard library's parser, size-bounded, and every field is validated with an
+error naming the file, field, value and fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.goodput import read_run
+from lightspeed.store.database import open_store
+from lightspeed.store.records import StoredRecord
+from lightspeed.store.regression import MetricSamples
+
+# A sample file larger than this is not a list of timings; refuse to parse it.
+MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
+
+
+def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
+    """Read a sample file: one object or a list of objects
+
+    ``{"metric": "step_time_s", "unit": "s", "lower_is_better": true,
+    "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0).
+    Raises :class:`DataFileError` naming the file, field and fix.
+    """
+    data = _load_json(path)
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise DataFileError(path, "the file holds an empty list", fix="add at least one metric object")
+    return tuple(parse_sample_object(item, path=path, where=f"[{index}]") for index, item in enumerate(items))
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise DataFileError(path, f"cannot read the file ({error.strerror})") from None
+    if size > MAX_SAMPLE_FILE_BYTES:
+        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_SAMPLE_FILE_BYTES} byte limit")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataFileError(path, f"cannot read the file as UTF-8 text ({error})") from None
+    if not text.strip():
+        raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        raise DataFileError(path, f"not valid JSON ({error})") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> MetricSamples:
+    """One metric object of a sample file as :class:`MetricSamples` (validated)."""
+    if not isinstance(item, Mapping):
+        raise DataFileError(path, f"entry {where} is not a JSON object", fix="see docs/regression-gate.md")
+    metric = _string_field(item, "metric", path, where)
+    unit = _string_field(item, "unit", path, where)
+    lower = item.get("lower_is_better")
+    if not isinstance(lower, bool):
+        raise DataFileError(
+            path, f"entry {where} needs true or false", field="lower_is_better", value=lower,
+            fix="true for times and latencies, false for throughputs",
+        )  # fmt: skip
+    raw = item.get("samples")
+    if not isinstance(raw, list) or not raw:
+        raise DataFileError(
+            path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
+        )
+    samples = tuple(_number(value, path, where) for value in raw)
+    warmup = item.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
+    return MetricSamples(
+        metric=metric, unit=unit, lower_is_better=lower, samples=samples, num_warmup=warmup, source=str(path)
+    )
+
+
+def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFileError(path, f"entry {where} needs a non-empty string", field=key, value=value)
+    return value.strip()
+
+
+def _number(value: object, path: Path | str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
+    return float(value)
+
+
+def load_metric_samples(source: str | Path, *, store_path: Path | None = None) -> tuple[MetricSamples, ...]:
+    """The metric samples held by ``source``.
+
+    ``source`` is a sample file (JSON, see :func:`read_sample_file`), a goodput
+    run folder (step times, see :func:`goodput_step_samples`), or a run of the
+    results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
+    id when no file of that name exists. ``store_path`` defaults to the store
+    in ``$LIGHTSPEED_HOME``.
+    """
+    text = str(source)
+    path = Path(text)
+    if not text.startswith("run:"):
+        if path.is_file():
+            return read_sample_file(path)
+        if path.is_dir():
+            return goodput_step_samples(path)
+        if path.suffix or "/" in text:  # meant as a path, not a run id
+            raise UserInputError(
+                f"{text} does not exist; pass a sample file (JSON), a goodput run folder, or run:ID"
+            )
+    run_ref = text.removeprefix("run:")
+    with open_store(store_path) as store:
+        bare = not text.startswith("run:") and run_ref != "latest"
+        if bare and not any(run.run_id.startswith(run_ref) for run in store.runs(include_incomplete=True)):
+            raise UserInputError(
+                f"{text!r} is neither a file, a folder nor a run of the results store {store.path}; "
+                "pass a sample file (JSON), a goodput run folder, or run:ID (see 'lightspeed results list')"
+            )
+        run = store.run(run_ref)
+        records = store.records(run_id=run.run_id)
+    return samples_from_records(records, source=f"run:{run.run_id}")
+
+
+def samples_from_records(records: Sequence[StoredRecord], *, source: str) -> tuple[MetricSamples, ...]:
+    """Group stored records into one series per (name, metric, unit).
+
+    A record whose payload has a ``samples`` list contributes those repetitions
+    (benchmarks store them); otherwise its ``value`` is one sample. The
+    direction comes from the payload's ``lower_is_better`` when present, else
+    from the unit: times (``s``) are better lower, everything else higher.
+    """
+    groups: dict[tuple[str, str, str], list[StoredRecord]] = {}
+    for record in records:
+        groups.setdefault((record.name, record.metric, record.unit), []).append(record)
+    series: list[MetricSamples] = []
+    for (name, metric, unit), members in groups.items():
+        samples = [value for record in members for value in _record_samples(record)]
+        if not samples:
+            continue
+        hint = members[0].payload.get("lower_is_better")
+        lower = hint if isinstance(hint, bool) else unit == "s"
+        label = metric if name == metric else f"{name} [{metric}]"
+        series.append(MetricSamples(label, unit, lower, tuple(samples), source=source))
+    if not series:
+        raise UserInputError(f"{source} holds no record with a finite value to compare")
+    return tuple(series)
+
+
+def _record_samples(record: StoredRecord) -> list[float]:
+    raw = record.payload.get("samples")
+    if isinstance(raw, list) and raw:
+        values = [float(v) for v in raw if isinstance(v, int | float) and not isinstance(v, bool)]
+        finite = [v for v in values if math.isfinite(v)]
+        if finite:
+            return finite
+    if record.value is not None and math.isfinite(record.value):
+        return [float(record.value)]
+    return []
+
+
+def goodput_step_samples(run_dir: Path) -> tuple[MetricSamples, ...]:
+    """Step times (seconds) of a goodput run folder, one sample per step number.
+
+    With several ranks a step takes as long as its slowest rank; a step
+    repeated after a restart counts once (its last attempt). The first step
+    is warm-up (start-up, compilation) and is excluded by default.
+    """
+    run = read_run(run_dir)
+    by_step: dict[int, float] = {}
+    for rank in run.ranks:
+        durations: dict[int, float] = {}
+        for segment in rank.segments:
+            for step in segment.steps:
+                if not step.error:
+                    durations[step.step] = step.end_s - step.start_s
+        for number, duration_s in durations.items():
+            by_step[number] = max(duration_s, by_step.get(number, 0.0))
+    if not by_step:
+        raise UserInputError(f"goodput run {run_dir} has no completed step to compare")
+    samples = tuple(by_step[number] for number in sorted(by_step))
+    return (
+        MetricSamples(
+            metric="step_time_s",
+            unit="s",
+            lower_is_better=True,
+            samples=samples,
+            num_warmup=1 if len(samples) > 1 else 0,
+            source=str(run_dir),
+        ),
+    )

@@ -1,0 +1,108 @@
+"""Regression-gate inputs from the results store and goodput run folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lightspeed.errors import UserInputError
+from lightspeed.goodput import Tracker
+from lightspeed.store import NewRecord, compare_runs, load_metric_samples, open_store
+
+FINGERPRINT = {"host_name": "test-host"}
+
+
+def _bench_run(store_path: Path, flop_per_s: list[float], step_s: float) -> str:
+    with open_store(store_path) as store:
+        return store.add_records(
+            kind="benchmark",
+            fingerprint=FINGERPRINT,
+            records=[
+                NewRecord(
+                    name="gemm fp32 1024",
+                    metric="flop_per_s",
+                    value=float(np.median(flop_per_s)),
+                    unit="FLOP/s",
+                    sol=1e12,
+                    payload={"samples": flop_per_s},
+                ),
+                NewRecord(name="step", metric="step_time_s", value=step_s, unit="s"),
+            ],
+        )
+
+
+def test_store_runs_give_samples_per_name_and_metric(tmp_path: Path) -> None:
+    store_path = tmp_path / "results.sqlite"
+    rng = np.random.default_rng(0)
+    first = _bench_run(store_path, list(rng.normal(100e9, 1e9, 12)), 0.5)
+    series = {s.metric: s for s in load_metric_samples(f"run:{first}", store_path=store_path)}
+    gemm = series["gemm fp32 1024 [flop_per_s]"]
+    assert len(gemm.samples) == 12  # the repetitions in the payload, not the one headline value
+    assert gemm.lower_is_better is False  # a rate
+    assert gemm.unit == "FLOP/s"
+    step = series["step [step_time_s]"]
+    assert step.samples == (0.5,)
+    assert step.lower_is_better is True  # a time
+    assert gemm.source == f"run:{first}"
+
+
+def test_store_throughput_drop_is_a_regression(tmp_path: Path) -> None:
+    store_path = tmp_path / "results.sqlite"
+    rng = np.random.default_rng(1)
+    base = _bench_run(store_path, list(rng.normal(100e9, 1e9, 12)), 0.5)
+    cur = _bench_run(store_path, list(rng.normal(80e9, 1e9, 12)), 0.5)
+    result = compare_runs(
+        baseline=load_metric_samples(base, store_path=store_path),  # a bare run id, no "run:"
+        current=load_metric_samples("run:latest", store_path=store_path),
+        metrics=["gemm fp32 1024 [flop_per_s]"],
+    )
+    assert result.num_regressions == 1
+    assert result.comparisons[0].change_fraction == pytest.approx(-0.2, abs=0.03)
+    assert result.current_source == f"run:{cur}"
+
+
+def test_unknown_source_names_the_accepted_kinds(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="neither a file, a folder nor a run"):
+        load_metric_samples("nothing-here", store_path=tmp_path / "results.sqlite")
+    with pytest.raises(UserInputError, match="no run"):
+        load_metric_samples("run:abc", store_path=tmp_path / "results.sqlite")
+
+
+def _goodput_run(run_dir: Path, step_s: list[float], rank: int = 0, world_size: int = 1) -> None:
+    with Tracker(run_dir, rank=rank, world_size=world_size, flush_interval_s=0.05) as tracker:
+        clock_ns = tracker.now_ns()
+        for duration_s in step_s:
+            end_ns = clock_ns + int(duration_s * 1e9)
+            tracker.record_step(start_ns=clock_ns, end_ns=end_ns, tokens=1024)
+            clock_ns = end_ns
+
+
+def test_goodput_run_folder_gives_step_times_without_warmup(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    _goodput_run(run_dir, [3.0, 0.50, 0.52, 0.51])
+    (series,) = load_metric_samples(run_dir)
+    assert series.metric == "step_time_s"
+    assert series.samples == pytest.approx((3.0, 0.50, 0.52, 0.51), abs=1e-6)
+    assert series.num_warmup == 1
+    assert series.measured() == pytest.approx((0.50, 0.52, 0.51), abs=1e-6)
+
+
+def test_goodput_step_is_its_slowest_rank(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    _goodput_run(run_dir, [1.0, 0.5, 0.5], rank=0, world_size=2)
+    _goodput_run(run_dir, [1.0, 0.5, 0.9], rank=1, world_size=2)
+    (series,) = load_metric_samples(run_dir)
+    assert series.samples == pytest.approx((1.0, 0.5, 0.9), abs=1e-6)
+
+
+def test_goodput_slowdown_fails_the_gate(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    _goodput_run(tmp_path / "base", [2.0, *rng.normal(0.20, 0.005, 15)])
+    _goodput_run(tmp_path / "cur", [2.0, *rng.normal(0.24, 0.005, 15)])
+    result = compare_runs(
+        baseline=load_metric_samples(tmp_path / "base"), current=load_metric_samples(tmp_path / "cur")
+    )
+    assert result.comparisons[0].verdict == "regression"
+    assert result.comparisons[0].num_current == 15
