@@ -10,8 +10,10 @@ records.
 3.35
 """
 
+from lightspeed.catalog.clusters import SPEC_SYNTAX
 from lightspeed.catalog.loader import normalize_name
 from lightspeed.catalog.records import (
+    COMPUTE_ROWS,
     Accelerator,
     Cluster,
     ComputeFigure,
@@ -24,8 +26,11 @@ from lightspeed.catalog.records import (
     System,
 )
 from lightspeed.catalog.registry import Catalog, load_catalog
+from lightspeed.catalog.totals import SystemTotals, TotalRow, derive_totals
 
 __all__ = [
+    "COMPUTE_ROWS",
+    "SPEC_SYNTAX",
     "Accelerator",
     "Catalog",
     "Cluster",
@@ -37,6 +42,9 @@ __all__ = [
     "PrintedTotal",
     "Source",
     "System",
+    "SystemTotals",
+    "TotalRow",
+    "derive_totals",
     "load_catalog",
     "normalize_name",
 ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.catalog.records import (
+    COMPUTE_ROWS,
     Accelerator,
     ComputeFigure,
     Conflict,
@@ -27,62 +28,70 @@ from lightspeed.catalog.records import (
     Source,
     System,
 )
-from lightspeed.datafile import Fields, load_toml
+from lightspeed.catalog.schema import check_record
+from lightspeed.catalog.totals import TOTAL_KEYS, total_dimension
+from lightspeed.datafile import UNIT_SUFFIXES, Fields, load_toml
 from lightspeed.errors import DataFileError
 
 SCHEMA_VERSION: Final = 1
-KINDS: Final = ("link", "cpu", "accelerator", "system")
+KINDS: Final = ("link", "cpu", "accelerator", "system", "cluster")
 INTEGER_PRECISIONS: Final = frozenset({"int8", "int4"})
+OTHER_KINDS: Final = frozenset({"model"})  # read by other loaders from the same --catalog paths
 
 
 @dataclass
 class RawRecords:
-    """Parsed but unresolved TOML tables, by kind then name, with their paths."""
+    """Parsed TOML tables with ``extends`` applied, by kind then name, with their paths."""
 
     tables: dict[str, dict[str, dict[str, Any]]] = field(default_factory=lambda: {kind: {} for kind in KINDS})
     paths: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def add(self, path: Path, data: dict[str, Any]) -> None:
-        """Add one file's table, applying ``extends`` against what is already known."""
+    def add(self, path: Path, data: dict[str, Any]) -> bool:
+        """Add one file's record; ``False`` (nothing added) when it extends a record not yet known."""
         fields = Fields(str(path), data)
-        version = fields.integer("schema_version", minimum=1)
-        if version != SCHEMA_VERSION:
-            raise DataFileError(
-                path,
-                f"unsupported schema_version {version}",
-                field="schema_version",
-                fix=f"write schema_version = {SCHEMA_VERSION}",
-            )
-        kind = fields.string("kind")
-        if kind not in KINDS:
-            raise DataFileError(
-                path, "unknown kind", field="kind", value=kind, fix=f"use one of {', '.join(KINDS)}"
-            )
+        kind = _check_header(fields)
         name = normalize_name(fields.string("name"))
         base_name = data.get("extends")
         if base_name is not None:
-            data = self._extend(path, kind, str(base_name), data)
-            if normalize_name(str(base_name)) != name and "aliases" not in fields.data:
-                data["aliases"] = []  # aliases name the base record, not the copy
+            base = self.tables[kind].get(normalize_name(str(base_name)))
+            if base is None:
+                return False
+            data = _deep_merge(base, data)
+            if normalize_name(str(base_name)) != name:
+                if "aliases" not in fields.data:
+                    data["aliases"] = []  # aliases name the base record, not the copy
+                if "display_name" not in fields.data:
+                    data["display_name"] = fields.string("name")
+        check_record(Fields(str(path), data), kind)
         self.tables[kind][name] = data
         self.paths[(kind, name)] = str(path)
+        return True
 
-    def _extend(self, path: Path, kind: str, base_name: str, data: dict[str, Any]) -> dict[str, Any]:
-        base = self.tables[kind].get(normalize_name(base_name))
-        if base is None:
-            raise DataFileError(
-                path,
-                f"extends an unknown {kind}",
-                field="extends",
-                value=base_name,
-                fix=f"name a {kind} from 'lightspeed hw list' or load its file first",
-            )
-        return _deep_merge(base, data)
+
+def _check_header(fields: Fields) -> str:
+    version = fields.integer("schema_version", minimum=1)
+    if version != SCHEMA_VERSION:
+        raise DataFileError(
+            fields.path,
+            f"unsupported schema_version {version}",
+            field="schema_version",
+            fix=f"write schema_version = {SCHEMA_VERSION}",
+        )
+    kind = fields.string("kind")
+    if kind not in KINDS:
+        raise DataFileError(
+            fields.path, "unknown kind", field="kind", value=kind, fix=f"use one of {', '.join(KINDS)}"
+        )
+    return kind
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(dict(base))
     for key, value in override.items():
+        quantity = quantity_base(key)
+        if quantity is not None:  # usable_gib overrides usable_gb: drop the base's other units
+            for old in [k for k in merged if k != key and quantity_base(k) == quantity]:
+                del merged[old]
         if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
             merged[key] = _deep_merge(merged[key], value)
         else:
@@ -91,8 +100,25 @@ def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
     return merged
 
 
+_SUFFIXES: Final = sorted(
+    {suffix for table in UNIT_SUFFIXES.values() for suffix in table}, key=len, reverse=True
+)
+
+
+def quantity_base(key: str) -> str | None:
+    """``'usable'`` for ``'usable_gib'``; ``None`` when ``key`` carries no unit suffix."""
+    for suffix in _SUFFIXES:
+        if key.endswith(f"_{suffix}") and len(key) > len(suffix) + 1:
+            return key[: -len(suffix) - 1]
+    return None
+
+
 def normalize_name(name: str) -> str:
-    """Canonical lookup form: lower case, spaces and underscores as hyphens."""
+    """Canonical lookup form: lower case, spaces and underscores as hyphens.
+
+    >>> normalize_name("NVIDIA H100 80GB HBM3")
+    'nvidia-h100-80gb-hbm3'
+    """
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
@@ -121,13 +147,32 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
 
 
 def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
-    """Parse files into :class:`RawRecords`, skipping records of other kinds."""
+    """Parse files into :class:`RawRecords`, skipping records of other kinds.
+
+    A record that ``extends`` one defined in a later file waits until that
+    file is read; a base that never appears is an error naming the file.
+    """
     raw = RawRecords()
     wanted = set(kinds)
+    pending: list[tuple[Path, dict[str, Any]]] = []
     for path in files:
         data = load_toml(path)
-        if data.get("kind") in wanted or data.get("kind") not in {*KINDS, "model"}:
-            raw.add(path, data)
+        kind = data.get("kind")
+        if (kind in wanted or kind not in {*KINDS, *OTHER_KINDS}) and not raw.add(path, data):
+            pending.append((path, data))
+    while pending:
+        waiting = [(path, data) for path, data in pending if not raw.add(path, data)]
+        if len(waiting) == len(pending):
+            path, data = waiting[0]
+            kind = str(data.get("kind"))
+            raise DataFileError(
+                path,
+                f"extends an unknown {kind}",
+                field="extends",
+                value=data.get("extends"),
+                fix=f"name a {kind} from 'lightspeed hw list' or pass its file with --catalog",
+            )
+        pending = waiting
     return raw
 
 
@@ -153,23 +198,38 @@ def parse_link(path: str, data: Mapping[str, Any]) -> Link:
     """A link record (NVLink port, PCIe x16, InfiniBand port, ...)."""
     fields = Fields(path, data)
     sources = parse_sources(fields)
-    bandwidth = fields.table("bandwidth")
-    latency = fields.table("latency")
-    assert bandwidth is not None
-    assert latency is not None
+    bandwidth = _required_table(fields, "bandwidth")
+    latency = _required_table(fields, "latency")
+    latency.check_source("source", sources)
+    per_direction = bandwidth.quantity("per_direction", "bytes_per_s")
+    bidirectional = bandwidth.quantity("bidirectional", "bytes_per_s")
+    if bidirectional < per_direction:
+        raise DataFileError(
+            path,
+            "bidirectional bandwidth is below the per-direction bandwidth",
+            field="bandwidth",
+            value=[per_direction, bidirectional],
+            fix="bidirectional is the two-way total, usually 2 x per_direction",
+        )
     return Link(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
         aliases=_aliases(fields),
         family=fields.string("family"),
-        per_direction_bytes_per_s=bandwidth.quantity("per_direction", "bytes_per_s"),
-        bidirectional_bytes_per_s=bandwidth.quantity("bidirectional", "bytes_per_s"),
+        per_direction_bytes_per_s=per_direction,
+        bidirectional_bytes_per_s=bidirectional,
         latency_s=latency.quantity("typical", "seconds"),
         source=bandwidth.check_source("source", sources),
         sources=sources,
         note=fields.string("note", ""),
         path=path,
     )
+
+
+def _required_table(fields: Fields, key: str) -> Fields:
+    table = fields.table(key)
+    assert table is not None  # required tables raise DataFileError when absent
+    return table
 
 
 def _aliases(fields: Fields) -> tuple[str, ...]:
@@ -180,28 +240,57 @@ def parse_compute(fields: Fields, sources: Mapping[str, Source]) -> dict[str, Co
     """``[compute.<precision>]`` rows: printed value, sparsity flag, dense value, source."""
     rows: dict[str, ComputeFigure] = {}
     for precision, row in fields.tables("compute").items():
+        if precision not in COMPUTE_ROWS:
+            raise DataFileError(
+                fields.path,
+                "unknown compute row",
+                field=f"compute.{precision}",
+                fix=f"use one of: {', '.join(COMPUTE_ROWS)}",
+            )
         printed = row.quantity("printed", "per_s")
         sparse = row.boolean("printed_with_sparsity")
-        dense = row.optional_quantity("dense", "per_s")
-        if dense is None:
-            if sparse:
-                raise DataFileError(
-                    fields.path,
-                    "a sparse printed figure needs its dense value",
-                    field=f"compute.{precision}",
-                    fix="add dense_<unit> (half the printed value unless the vendor prints otherwise)",
-                )
-            dense = printed
         rows[precision] = ComputeFigure(
             precision=precision,
             printed_per_s=printed,
             printed_with_sparsity=sparse,
-            dense_per_s=dense,
+            dense_per_s=_dense_value(row, printed, sparse),
             unit="OP/s" if precision in INTEGER_PRECISIONS else "FLOP/s",
             source=row.check_source("source", sources),
             note=row.string("note", ""),
         )
     return rows
+
+
+def _dense_value(row: Fields, printed: float, sparse: bool) -> float:
+    """The dense figure of one compute row; checks it against the printed one."""
+    dense = row.optional_quantity("dense", "per_s")
+    where = row.prefix.rstrip(".")
+    if dense is None:
+        if sparse:
+            raise DataFileError(
+                row.path,
+                "a sparse printed figure needs its dense value",
+                field=where,
+                fix="add dense_<unit> (half the printed value unless the vendor prints otherwise)",
+            )
+        return printed
+    if not sparse and dense != printed:
+        raise DataFileError(
+            row.path,
+            "a figure printed dense is its own dense value",
+            field=where,
+            value=dense,
+            fix="remove dense_<unit>, or set printed_with_sparsity = true if the vendor printed it sparse",
+        )
+    if dense > printed:
+        raise DataFileError(
+            row.path,
+            "dense value above the printed sparse value",
+            field=where,
+            value=dense,
+            fix="the dense figure is at most the sparse one (half of it for 2:4 sparsity)",
+        )
+    return dense
 
 
 def parse_attachment(
@@ -213,44 +302,73 @@ def parse_attachment(
     """A ``link = "<name>"`` plus a link count, resolved against known links."""
     if fields is None:
         return None
-    link_name = normalize_name(fields.string("link"))
-    link = links.get(link_name)
-    if link is None:
-        raise DataFileError(
-            fields.path,
-            "unknown link",
-            field=f"{fields.prefix}link",
-            value=link_name,
-            fix=f"use one of: {', '.join(sorted(links))}",
-        )
+    link = find_link(fields, links)
     source = fields.check_source("source", sources) if fields.has("source") else link.source
     return LinkAttachment(link=link, num_links=fields.integer(count_key, minimum=1), source=source)
 
 
-def parse_conflicts(fields: Fields) -> tuple[Conflict, ...]:
-    """``[[conflicts]]`` entries: a field two documents disagree on, and the choice made."""
-    return tuple(
-        Conflict(
-            field=entry.string("field"),
-            values=entry.strings("values"),
-            chosen=entry.string("chosen"),
-            sources=entry.strings("sources"),
-            note=entry.string("note", ""),
-        )
-        for entry in fields.array_of_tables("conflicts")
+def find_link(fields: Fields, links: Mapping[str, Link]) -> Link:
+    """The link named by the ``link`` key of ``fields`` (exact name or alias)."""
+    link_name = normalize_name(fields.string("link"))
+    for link in links.values():
+        if link_name == link.name or link_name in link.aliases:
+            return link
+    raise DataFileError(
+        fields.path,
+        "unknown link",
+        field=f"{fields.prefix}link",
+        value=link_name,
+        fix=f"use one of: {', '.join(sorted(links))}",
     )
+
+
+def parse_conflicts(fields: Fields, sources: Mapping[str, Source]) -> tuple[Conflict, ...]:
+    """``[[conflicts]]`` entries: a field two documents disagree on, and the choice made."""
+    conflicts = []
+    for entry in fields.array_of_tables("conflicts"):
+        values = entry.strings("values")
+        chosen = entry.string("chosen")
+        if chosen not in values:
+            raise DataFileError(
+                fields.path,
+                "the chosen value is not one of the conflicting values",
+                field=f"{entry.prefix}chosen",
+                value=chosen,
+                fix=f"use one of: {', '.join(values)}",
+            )
+        cited = entry.strings("sources")
+        for key in cited:
+            if key not in sources:
+                raise DataFileError(
+                    fields.path,
+                    "source not declared",
+                    field=f"{entry.prefix}sources",
+                    value=key,
+                    fix=f"add [sources.{key}] with title and url",
+                )
+        conflicts.append(
+            Conflict(
+                field=entry.string("field"),
+                values=values,
+                chosen=chosen,
+                sources=cited,
+                note=entry.string("note", ""),
+            )
+        )
+    return tuple(conflicts)
 
 
 def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Link]) -> Accelerator:
     """An accelerator record."""
     fields = Fields(path, data)
     sources = parse_sources(fields)
-    memory = fields.table("memory")
-    power = fields.table("power")
-    assert memory is not None
-    assert power is not None
+    memory = _required_table(fields, "memory")
+    power = fields.table("power", required=False)
     chip = fields.table("chip", required=False)
-    clock = chip.optional_quantity("boost_clock", "hertz") if chip else None
+    if chip is not None and len(chip.data) > 0:
+        chip.check_source("source", sources)
+    nominal = memory.quantity("nominal", "bytes")
+    usable = memory.optional_quantity("usable", "bytes")
     return Accelerator(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -261,35 +379,38 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         family=fields.string("family"),
         compute=parse_compute(fields, sources),
         memory_type=memory.string("type"),
-        memory_nominal_bytes=memory.quantity("nominal", "bytes"),
-        memory_usable_bytes=memory.quantity("usable", "bytes"),
+        memory_nominal_bytes=nominal,
+        memory_usable_bytes=nominal if usable is None else usable,
         memory_bandwidth_bytes_per_s=memory.quantity("bandwidth", "bytes_per_s"),
         memory_source=memory.check_source("source", sources),
         l2_cache_bytes=chip.optional_quantity("l2_cache", "bytes") if chip else None,
         num_compute_units=chip.optional_integer("num_compute_units") if chip else None,
-        boost_clock_hz=clock,
-        tdp_w=power.quantity("tdp", "watts"),
-        tdp_min_w=power.optional_quantity("tdp_min", "watts"),
-        power_source=power.check_source("source", sources),
+        boost_clock_hz=chip.optional_quantity("boost_clock", "hertz") if chip else None,
+        tdp_w=power.optional_quantity("tdp", "watts") if power else None,
+        tdp_min_w=power.optional_quantity("tdp_min", "watts") if power else None,
+        power_source=power.check_source("source", sources) if power else "",
         scale_up=parse_attachment(fields.table("scale_up", required=False), links, sources),
         host_link=parse_attachment(fields.table("host_link", required=False), links, sources),
         sources=sources,
-        conflicts=parse_conflicts(fields),
+        conflicts=parse_conflicts(fields, sources),
         note=fields.string("note", ""),
         path=path,
+        num_logical_devices=chip.integer("num_logical_devices", 1, minimum=1) if chip else 1,
     )
 
 
 def parse_cpu(path: str, data: Mapping[str, Any]) -> Cpu:
-    """A CPU record."""
+    """A CPU record (one socket)."""
     fields = Fields(path, data)
     sources = parse_sources(fields)
-    chip = fields.table("chip")
-    memory = fields.table("memory")
-    assert chip is not None
-    assert memory is not None
+    chip = _required_table(fields, "chip")
+    memory = _required_table(fields, "memory")
     compute = fields.table("compute", required=False)
     power = fields.table("power", required=False)
+    memory.check_source("source", sources)
+    for table in (compute, power):
+        if table is not None:
+            table.check_source("source", sources)
     return Cpu(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -308,6 +429,7 @@ def parse_cpu(path: str, data: Mapping[str, Any]) -> Cpu:
         sources=sources,
         note=fields.string("note", ""),
         path=path,
+        max_clock_hz=chip.optional_quantity("max_clock", "hertz"),
     )
 
 
@@ -321,12 +443,12 @@ def parse_system(
     """A node or rack record, resolved against accelerators, CPUs and links."""
     fields = Fields(path, data)
     sources = parse_sources(fields)
-    accelerator = _resolve(fields, "accelerator", accelerators)
-    cpu_name = fields.data.get("cpu")
-    cpu = _resolve(fields, "cpu", cpus) if cpu_name else None
-    scale_up = fields.table("scale_up")
+    accelerator: Accelerator = _resolve(fields, "accelerator", accelerators)
+    cpu: Cpu | None = _resolve(fields, "cpu", cpus) if fields.has("cpu") else None
+    scale_up = _required_table(fields, "scale_up")
     power = fields.table("power", required=False)
-    assert scale_up is not None
+    if power is not None:
+        power.check_source("source", sources)
     return System(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -343,7 +465,7 @@ def parse_system(
         ),
         power_max_w=power.optional_quantity("max", "watts") if power else None,
         power_min_w=power.optional_quantity("min", "watts") if power else None,
-        printed_totals=_printed_totals(fields, sources),
+        printed_totals=_printed_totals(fields, sources, accelerator),
         source=fields.check_source("source", sources),
         sources=sources,
         note=fields.string("note", ""),
@@ -353,25 +475,48 @@ def parse_system(
 
 def _resolve(fields: Fields, key: str, known: Mapping[str, Any]) -> Any:
     name = normalize_name(fields.string(key))
-    if name not in known:
-        raise DataFileError(
-            fields.path,
-            f"unknown {key}",
-            field=key,
-            value=name,
-            fix=f"use one of: {', '.join(sorted(known))}",
-        )
-    return known[name]
-
-
-def _printed_totals(fields: Fields, sources: Mapping[str, Source]) -> tuple[PrintedTotal, ...]:
-    return tuple(
-        PrintedTotal(
-            key=entry.string("key"),
-            value=entry.number("value"),
-            unit=entry.string("unit"),
-            source=entry.check_source("source", sources),
-            note=entry.string("note", ""),
-        )
-        for entry in fields.array_of_tables("printed_totals")
+    for record in known.values():
+        if name == record.name or name in record.aliases:
+            return record
+    raise DataFileError(
+        fields.path,
+        f"unknown {key}",
+        field=key,
+        value=name,
+        fix=f"use one of: {', '.join(sorted(known))}",
     )
+
+
+def _printed_totals(
+    fields: Fields, sources: Mapping[str, Source], accelerator: Accelerator
+) -> tuple[PrintedTotal, ...]:
+    totals = []
+    for entry in fields.array_of_tables("printed_totals"):
+        key = entry.string("key")
+        dimension = total_dimension(key)
+        precision = key.rpartition("_")[0]
+        unknown_row = dimension == "per_s" and precision not in accelerator.compute
+        if dimension is None or key == "power" or unknown_row:
+            rows = ", ".join(f"{row}_dense, {row}_sparse" for row in accelerator.compute)
+            others = ", ".join(name for name in TOTAL_KEYS if name != "power")
+            raise DataFileError(
+                fields.path,
+                "unknown printed total",
+                field=f"{entry.prefix}key",
+                value=key,
+                fix=f"use one of: {rows}, {others} (system power goes in [power])",
+            )
+        totals.append(
+            PrintedTotal(
+                key=key,
+                value=entry.quantity("value", dimension),
+                unit=TOTAL_KEYS[key][1] if key in TOTAL_KEYS else _compute_unit(precision),
+                source=entry.check_source("source", sources),
+                note=entry.string("note", ""),
+            )
+        )
+    return tuple(totals)
+
+
+def _compute_unit(precision: str) -> str:
+    return "OP/s" if precision in INTEGER_PRECISIONS else "FLOP/s"

@@ -12,10 +12,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from lightspeed.errors import UnsupportedError
 from lightspeed.records import Record
 from lightspeed.units import compute_precision
+
+# Compute rows a data file may hold, in display order. ``fp64_tensor`` is
+# NVIDIA's FP64 tensor-core row (AMD's FP64 matrix row).
+COMPUTE_ROWS: Final = (
+    "fp64",
+    "fp64_tensor",
+    "fp32",
+    "tf32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "fp6",
+    "fp4",
+    "int8",
+    "int4",
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +123,14 @@ class LinkAttachment(Record):
 
 @dataclass(frozen=True)
 class Accelerator(Record):
-    """A GPU or other accelerator SKU with its speed of light."""
+    """A GPU or other accelerator SKU with its speed of light.
+
+    Memory keeps the nominal capacity (what the stacks hold, e.g. B200 192 GB)
+    apart from the usable one the vendor lists (B200 180 GB). ``tdp_w`` is
+    ``None`` where the vendor publishes no power figure (Google TPUs).
+    ``num_logical_devices`` is how many devices software reports for one
+    package (2 for an MI250X: each GCD appears with half the figures).
+    """
 
     name: str
     display_name: str
@@ -124,7 +148,7 @@ class Accelerator(Record):
     l2_cache_bytes: float | None
     num_compute_units: int | None
     boost_clock_hz: float | None
-    tdp_w: float
+    tdp_w: float | None
     tdp_min_w: float | None
     power_source: str
     scale_up: LinkAttachment | None
@@ -133,6 +157,7 @@ class Accelerator(Record):
     conflicts: tuple[Conflict, ...] = ()
     note: str = ""
     path: str = ""
+    num_logical_devices: int = 1
 
     def peak(self, precision: str) -> ComputeFigure:
         """The compute row for ``precision`` (``bf16``, ``fp8``, ``nvfp4`` ...).
@@ -154,7 +179,11 @@ class Accelerator(Record):
 
 @dataclass(frozen=True)
 class Cpu(Record):
-    """A CPU model with its theoretical peak and memory system."""
+    """A CPU model (one socket) with its printed peak, if any, and memory system.
+
+    ``clock_hz`` is the base clock, ``max_clock_hz`` the highest boost clock.
+    Memory capacity and bandwidth are per socket as the vendor prints them.
+    """
 
     name: str
     display_name: str
@@ -173,11 +202,16 @@ class Cpu(Record):
     sources: Mapping[str, Source]
     note: str = ""
     path: str = ""
+    max_clock_hz: float | None = None
 
 
 @dataclass(frozen=True)
 class PrintedTotal(Record):
-    """A total the vendor prints for a node or rack (checked against derived sums)."""
+    """A total the vendor prints for a node or rack (checked against derived sums).
+
+    ``key`` names what is totalled (``fp4_sparse``, ``memory_capacity``, ...;
+    see :data:`lightspeed.catalog.totals.TOTAL_KEYS`); ``value`` is base SI in ``unit``.
+    """
 
     key: str
     value: float
@@ -225,13 +259,16 @@ class System(Record):
 class Cluster(Record):
     """``num_nodes`` copies of a system joined by a scale-out fabric.
 
-    The fabric defaults to the system's own scale-out NICs; ``nics_per_gpu``
-    overrides how many NICs of ``fabric`` each accelerator has.
+    ``fabric`` is each node's attachment to the network between nodes: the
+    system's own NICs unless a cluster spec or file names another link or NIC
+    count. ``label`` is the name of a cluster defined in a file (else empty).
     """
 
     system: System
     num_nodes: int
     fabric: LinkAttachment | None
+    label: str = ""
+    path: str = ""
 
     @property
     def num_accelerators(self) -> int:
@@ -240,9 +277,29 @@ class Cluster(Record):
 
     @property
     def name(self) -> str:
-        """A readable name such as ``'9 x dgx-h100 over ib-ndr'``."""
+        """The file's cluster name, else a readable one such as ``'9 x dgx-h100 over ib-ndr'``."""
+        if self.label:
+            return self.label
         fabric = f" over {self.fabric.link.name}" if self.fabric is not None else ""
         return f"{self.num_nodes} x {self.system.name}{fabric}"
+
+    @property
+    def nics_per_accelerator(self) -> float:
+        """Scale-out NICs (links of ``fabric``) per accelerator; 0 without a fabric."""
+        if self.fabric is None:
+            return 0.0
+        return self.fabric.num_links / self.system.num_accelerators
+
+    @property
+    def spec(self) -> str:
+        """The compact spec string that :meth:`Catalog.parse_cluster` reads back.
+
+        >>> # e.g. '9xdgx-h100@ib-ndr:1nic'
+        """
+        text = f"{self.num_nodes}x{self.system.name}"
+        if self.fabric is not None:
+            text += f"@{self.fabric.link.name}:{self.nics_per_accelerator:g}nic"
+        return text
 
     def scale_out_per_accelerator_bytes_per_s(self) -> float:
         """One-way scale-out bandwidth per accelerator (0 without a fabric)."""

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
+from lightspeed.catalog.clusters import (
+    build_cluster,
+    looks_like_file,
+    nodes_for,
+    parse_cluster_file,
+    parse_spec,
+)
 from lightspeed.catalog.loader import (
     builtin_files,
     expand_paths,
@@ -17,7 +24,9 @@ from lightspeed.catalog.loader import (
     parse_system,
     read_raw,
 )
-from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, LinkAttachment, System
+from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
+from lightspeed.catalog.schema import check_record
+from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
@@ -36,6 +45,7 @@ class Catalog:
     cpus: Mapping[str, Cpu]
     links: Mapping[str, Link]
     systems: Mapping[str, System]
+    clusters: Mapping[str, Cluster] = field(default_factory=dict)
 
     def accelerator(self, name: str) -> Accelerator:
         """The accelerator called ``name`` (exact name or alias)."""
@@ -52,6 +62,20 @@ class Catalog:
     def system(self, name: str) -> System:
         """The node or rack called ``name``."""
         return _lookup(self.systems, name, "system")
+
+    def find_device(self, reported_name: str) -> Accelerator | None:
+        """The accelerator a device reports itself as, or ``None`` if no record has that name.
+
+        ``reported_name`` is what PyTorch, nvidia-smi, rocm-smi, JAX or an MLPerf
+        system description prints ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB",
+        "AMD Instinct MI300X", "TPU v5 lite"). Matching is exact on the
+        normalized name (case, spaces and underscores ignored) against record
+        names and aliases: no fuzzy guessing, so an unknown name gives ``None``.
+
+        >>> load_catalog().find_device("NVIDIA H100 80GB HBM3").name
+        'h100-sxm'
+        """
+        return _find(self.accelerators, reported_name)
 
     def any_record(self, name: str) -> Accelerator | Cpu | Link | System:
         """A record of any kind (accelerators first, then systems, links, CPUs)."""
@@ -78,50 +102,83 @@ class Catalog:
         """``num_nodes`` (or enough nodes for ``num_accelerators``) of ``system``.
 
         ``fabric`` names the scale-out link (default: the system's own NICs);
-        ``nics_per_accelerator`` overrides how many such NICs each accelerator has.
+        ``nics_per_accelerator`` sets how many such NICs each accelerator has.
         """
         record = self.system(system)
         nodes = _num_nodes(record, num_nodes, num_accelerators)
-        attachment = record.scale_out
-        if fabric is not None or nics_per_accelerator is not None:
-            link = self.link(fabric) if fabric is not None else _require_scale_out(record).link
-            if nics_per_accelerator is None:
-                count = attachment.num_links if attachment is not None else record.num_accelerators
-            else:
-                count = round(nics_per_accelerator * record.num_accelerators)
-                if count < 1:
-                    raise InvalidPlanError("nics per accelerator must give at least one NIC per node")
-            attachment = LinkAttachment(link=link, num_links=count, source=link.source)
-        return Cluster(system=record, num_nodes=nodes, fabric=attachment)
+        link = self.link(fabric) if fabric is not None else None
+        return build_cluster(record, num_nodes=nodes, link=link, nics_per_accelerator=nics_per_accelerator)
 
+    def parse_cluster(self, text: str) -> Cluster:
+        """A cluster from a spec string such as ``9xdgx-h100@ib-ndr:1nic``.
 
-def _require_scale_out(system: System) -> LinkAttachment:
-    if system.scale_out is None:
-        raise InvalidPlanError(f"{system.name} has no scale-out fabric; name one with fabric=")
-    return system.scale_out
+        Syntax: ``[<nodes>x]<system>[@<link>][:<nics per accelerator>nic]``
+        (see :mod:`lightspeed.catalog.clusters`).
+
+        >>> load_catalog().parse_cluster("9xdgx-h100@ib-ndr:1nic").num_accelerators
+        72
+        """
+        return parse_spec(text, system_lookup=self.system, link_lookup=self.link)
+
+    def load_cluster_file(self, path: Path) -> Cluster:
+        """A cluster from a ``kind = "cluster"`` TOML file."""
+        data = load_toml(path)
+        fields = Fields(str(path), data)
+        kind = fields.string("kind")
+        if kind != "cluster":
+            raise DataFileError(
+                path,
+                f"expected a cluster file, found kind = {kind!r}",
+                field="kind",
+                fix='pass records of other kinds with --catalog; a cluster file has kind = "cluster"',
+            )
+        check_record(fields, "cluster")
+        return parse_cluster_file(str(path), data, system_lookup=self.system, link_lookup=self.link)
+
+    def resolve_cluster(self, text_or_path: str | Path, num_accelerators: int | None = None) -> Cluster:
+        """A cluster from what a user passes as ``--system``: a name, a spec string or a file.
+
+        In order: a path to a cluster TOML file; a cluster defined in a
+        ``--catalog`` file; a system name (``num_accelerators`` then picks
+        enough nodes, else one node); a spec string (:meth:`parse_cluster`).
+        ``num_accelerators`` above what the cluster holds is an error.
+
+        >>> load_catalog().resolve_cluster("dgx-h100", num_accelerators=100).num_nodes
+        13
+        """
+        if looks_like_file(text_or_path):
+            cluster = self.load_cluster_file(Path(text_or_path))
+        elif (named := _find_cluster(self.clusters, str(text_or_path))) is not None:
+            cluster = named
+        elif (system := _find(self.systems, str(text_or_path))) is not None:
+            nodes = nodes_for(system, num_accelerators) if num_accelerators is not None else 1
+            cluster = build_cluster(system, num_nodes=nodes)
+        else:
+            cluster = self.parse_cluster(str(text_or_path))
+        if num_accelerators is not None and num_accelerators > cluster.num_accelerators:
+            raise InvalidPlanError(
+                f"{num_accelerators} accelerators do not fit {cluster.name} "
+                f"({cluster.num_accelerators} accelerators); use more nodes, e.g. "
+                f"{nodes_for(cluster.system, num_accelerators)}x{cluster.system.name}"
+            )
+        return cluster
 
 
 def _num_nodes(system: System, num_nodes: int | None, num_accelerators: int | None) -> int:
     if num_nodes is not None and num_accelerators is not None:
-        if num_nodes * system.num_accelerators != num_accelerators:
+        if num_nodes * system.num_accelerators < num_accelerators:
             raise InvalidPlanError(
                 f"{num_nodes} nodes of {system.name} hold {num_nodes * system.num_accelerators} "
-                f"accelerators, not {num_accelerators}"
+                f"accelerators, fewer than {num_accelerators}"
             )
         return num_nodes
     if num_accelerators is not None:
-        nodes, remainder = divmod(num_accelerators, system.num_accelerators)
-        if remainder or nodes < 1:
-            # A partial node is still a valid single-node cluster (e.g. 1 GPU of an HGX board).
-            if num_accelerators < system.num_accelerators:
-                return 1
-            raise InvalidPlanError(
-                f"{num_accelerators} accelerators is not a whole number of {system.name} nodes "
-                f"({system.num_accelerators} each); "
-                f"use a multiple such as {max(1, nodes) * system.num_accelerators}"
-            )
-        return nodes
+        return nodes_for(system, num_accelerators)
     return num_nodes if num_nodes is not None else 1
+
+
+def _find_cluster(clusters: Mapping[str, Cluster], name: str) -> Cluster | None:
+    return clusters.get(normalize_name(name))
 
 
 def _names(table: Mapping[str, T]) -> list[str]:
@@ -147,7 +204,11 @@ def _lookup(table: Mapping[str, T], name: str, kind: str) -> T:
 
 
 def load_catalog(extra_paths: Iterable[Path] = ()) -> Catalog:
-    """Load the shipped catalog plus user files (which add or replace records by name)."""
+    """Load the shipped catalog plus user files (which add or replace records by name).
+
+    ``extra_paths`` are TOML files or folders (what ``--catalog`` and
+    ``LIGHTSPEED_CATALOG`` name); records of other kinds (models) are skipped.
+    """
     files = [*builtin_files(), *expand_paths(extra_paths)]
     raw = read_raw(files)
     links = {name: parse_link(raw.paths[("link", name)], data) for name, data in raw.tables["link"].items()}
@@ -162,7 +223,13 @@ def load_catalog(extra_paths: Iterable[Path] = ()) -> Catalog:
     }
     catalog = Catalog(accelerators=accelerators, cpus=cpus, links=links, systems=systems)
     _check_unique_aliases(catalog)
-    return catalog
+    clusters = {
+        name: parse_cluster_file(
+            raw.paths[("cluster", name)], data, system_lookup=catalog.system, link_lookup=catalog.link
+        )
+        for name, data in raw.tables["cluster"].items()
+    }
+    return replace(catalog, clusters=clusters)
 
 
 def _check_unique_aliases(catalog: Catalog) -> None:

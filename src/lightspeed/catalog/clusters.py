@@ -1,0 +1,175 @@
+"""Clusters: N nodes of a system over a scale-out fabric, from a spec string or a file.
+
+Spec strings (spaces allowed, case-insensitive)::
+
+    [<nodes> x] <system> [@ <link>] [: <k> nic]
+
+``9xdgx-h100`` is nine DGX H100 nodes over their own NICs (8 x 400G
+ConnectX-7); ``9xdgx-h100@ib-ndr:1nic`` names the fabric and one NIC per
+accelerator; ``2xgb200-nvl72@ib-xdr:0.5nic`` one 800G port per two GPUs.
+``<k>`` is NICs per accelerator and must give a whole number per node.
+
+Cluster files hold one ``kind = "cluster"`` record::
+
+    schema_version = 1
+    kind = "cluster"
+    name = "lab-h100"
+    system = "dgx-h100"
+    num_nodes = 9                 # or num_accelerators = 72
+    [scale_out]                   # optional: defaults to the system's NICs
+    link = "ib-ndr"
+    nics_per_accelerator = 1      # or nics_per_node = 8
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from lightspeed.catalog.records import Cluster, Link, LinkAttachment, System
+from lightspeed.datafile import Fields
+from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
+
+SPEC_SYNTAX: Final = "[<nodes>x]<system>[@<link>][:<nics per accelerator>nic], e.g. 9xdgx-h100@ib-ndr:1nic"
+
+_SPEC: Final = re.compile(
+    r"^(?:(?P<nodes>\d+)[x×*])?(?P<system>[^@:]+)(?:@(?P<fabric>[^:]+))?(?::(?P<nics>\d*\.?\d+)nics?)?$"
+)
+
+
+def build_cluster(
+    system: System,
+    *,
+    num_nodes: int,
+    link: Link | None = None,
+    nics_per_accelerator: float | None = None,
+    nics_per_node: int | None = None,
+    label: str = "",
+    path: str = "",
+) -> Cluster:
+    """``num_nodes`` of ``system``; ``link`` and a NIC count replace the system's own NICs.
+
+    Without ``link`` the system's scale-out link is kept; without a NIC count
+    the system's NICs per node are kept (or one per accelerator for a new link).
+    """
+    if num_nodes < 1:
+        raise InvalidPlanError(f"a cluster needs at least one node, not {num_nodes}")
+    attachment = system.scale_out
+    if link is None and nics_per_accelerator is None and nics_per_node is None:
+        return Cluster(system=system, num_nodes=num_nodes, fabric=attachment, label=label, path=path)
+    if link is None:
+        if attachment is None:
+            raise InvalidPlanError(
+                f"{system.name} has no scale-out NICs of its own; name a link with @<link>"
+            )
+        link = attachment.link
+    count = _nics_per_node(system, attachment, link, nics_per_accelerator, nics_per_node)
+    fabric = LinkAttachment(link=link, num_links=count, source=link.source)
+    return Cluster(system=system, num_nodes=num_nodes, fabric=fabric, label=label, path=path)
+
+
+def _nics_per_node(
+    system: System,
+    attachment: LinkAttachment | None,
+    link: Link,
+    nics_per_accelerator: float | None,
+    nics_per_node: int | None,
+) -> int:
+    if nics_per_node is not None:
+        if nics_per_node < 1:
+            raise InvalidPlanError(f"nics per node must be at least 1, not {nics_per_node}")
+        return nics_per_node
+    if nics_per_accelerator is None:
+        same_link = attachment is not None and attachment.link.name == link.name
+        return attachment.num_links if same_link and attachment is not None else system.num_accelerators
+    count = nics_per_accelerator * system.num_accelerators
+    if count < 1 or abs(count - round(count)) > 1e-9:
+        raise InvalidPlanError(
+            f"{nics_per_accelerator:g} NICs per accelerator x {system.num_accelerators} accelerators of "
+            f"{system.name} is {count:g} NICs per node; use a value giving a whole number of at least 1"
+        )
+    return round(count)
+
+
+def parse_spec(
+    text: str,
+    *,
+    system_lookup: Callable[[str], System],
+    link_lookup: Callable[[str], Link],
+) -> Cluster:
+    """Read a cluster spec string (see the module docstring) into a :class:`Cluster`."""
+    compact = "".join(text.split()).lower()
+    match = _SPEC.fullmatch(compact)
+    if match is None:
+        raise UserInputError(f"cannot read cluster spec {text!r}; write {SPEC_SYNTAX}")
+    nodes = int(match["nodes"]) if match["nodes"] else 1
+    system = system_lookup(match["system"])
+    link = link_lookup(match["fabric"]) if match["fabric"] else None
+    nics = float(match["nics"]) if match["nics"] else None
+    return build_cluster(system, num_nodes=nodes, link=link, nics_per_accelerator=nics)
+
+
+def parse_cluster_file(
+    path: str,
+    data: Mapping[str, Any],
+    *,
+    system_lookup: Callable[[str], System],
+    link_lookup: Callable[[str], Link],
+) -> Cluster:
+    """A ``kind = "cluster"`` record (see the module docstring)."""
+    fields = Fields(path, data)
+    system = system_lookup(fields.string("system"))
+    num_nodes = _file_num_nodes(fields, system)
+    scale_out = fields.table("scale_out", required=False)
+    link = None
+    nics_per_accelerator = None
+    nics_per_node = None
+    if scale_out is not None:
+        link = link_lookup(scale_out.string("link")) if scale_out.has("link") else None
+        if scale_out.has("nics_per_accelerator"):
+            nics_per_accelerator = scale_out.number("nics_per_accelerator")
+        if scale_out.has("nics_per_node"):
+            nics_per_node = scale_out.integer("nics_per_node", minimum=1)
+    return build_cluster(
+        system,
+        num_nodes=num_nodes,
+        link=link,
+        nics_per_accelerator=nics_per_accelerator,
+        nics_per_node=nics_per_node,
+        label=fields.string("name"),
+        path=path,
+    )
+
+
+def _file_num_nodes(fields: Fields, system: System) -> int:
+    if fields.has("num_nodes") == fields.has("num_accelerators"):
+        raise DataFileError(
+            fields.path,
+            "a cluster needs exactly one of num_nodes and num_accelerators",
+            field="num_nodes",
+            fix="write num_nodes = <whole number> or num_accelerators = <whole number>",
+        )
+    if fields.has("num_nodes"):
+        return fields.integer("num_nodes", minimum=1)
+    num_accelerators = fields.integer("num_accelerators", minimum=1)
+    return nodes_for(system, num_accelerators)
+
+
+def nodes_for(system: System, num_accelerators: int) -> int:
+    """Fewest whole nodes of ``system`` that hold ``num_accelerators`` (at least 1).
+
+    >>> # 100 GPUs on 8-GPU nodes -> 13 nodes
+    """
+    if num_accelerators < 1:
+        raise InvalidPlanError(f"the number of accelerators must be at least 1, not {num_accelerators}")
+    return max(1, math.ceil(num_accelerators / system.num_accelerators))
+
+
+def looks_like_file(text: str | Path) -> bool:
+    """Whether ``text`` names a cluster file rather than a name or spec."""
+    if isinstance(text, Path):
+        return True
+    return text.strip().lower().endswith(".toml") or Path(text).is_file()
