@@ -106,3 +106,31 @@ def test_goodput_slowdown_fails_the_gate(tmp_path: Path) -> None:
     )
     assert result.comparisons[0].verdict == "regression"
     assert result.comparisons[0].num_current == 15
+
+
+def test_metric_history_picks_the_most_run_metric_and_flags_regressions(tmp_path: Path) -> None:
+    from lightspeed.store import metric_history
+
+    store_path = tmp_path / "results.sqlite"
+    rng = np.random.default_rng(4)
+    for mean in (100e9, 100e9, 70e9):  # the third run lost 30% of its FLOP/s
+        _bench_run(store_path, list(rng.normal(mean, 0.5e9, 10)), 0.5)
+    with open_store(store_path) as store:
+        store.add_records(
+            kind="benchmark",
+            fingerprint=FINGERPRINT,
+            records=[NewRecord(name="once", metric="x", value=1.0, unit="1")],
+        )
+        history = metric_history(store=store, name="gemm fp32 1024")
+        assert history.metric == "flop_per_s"
+        assert [p.verdict for p in history.points] == ["first run", "unchanged", "regression"]
+        assert history.points[2].value == pytest.approx(70e9, rel=0.01)
+        assert history.points[0].num_samples == 10
+        assert history.points[0].sol == 1e12
+        chosen = metric_history(store=store)  # most runs: the gemm and the step (3 each), not "once"
+        assert chosen.name in {"gemm fp32 1024", "step"}
+        assert len(chosen.points) == 3
+        step = metric_history(store=store, name="step")  # one value per run, all 0.5 s
+        assert [p.verdict for p in step.points] == ["first run", "unchanged", "unchanged"]
+        with pytest.raises(UserInputError, match="no record"):
+            metric_history(store=store, name="missing")

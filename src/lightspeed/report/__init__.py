@@ -1,6 +1,16 @@
 """Rendering: the only code that formats text, draws plots and writes HTML."""
 
 from lightspeed.report.console import make_console, print_table
+from lightspeed.report.html import print_written_report, write_report
+from lightspeed.report.html_sections import build_sections, gather_inputs
 from lightspeed.report.regression import print_gate
 
-__all__ = ["make_console", "print_gate", "print_table"]
+__all__ = [
+    "build_sections",
+    "gather_inputs",
+    "make_console",
+    "print_gate",
+    "print_table",
+    "print_written_report",
+    "write_report",
+]

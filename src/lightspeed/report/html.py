@@ -27,9 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from lightspeed import __version__
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
+from lightspeed.report.console import make_console
 from lightspeed.report.plots import figure_svg
 
 _CSS_PATH = Path(__file__).with_name("html_style.css")
@@ -223,3 +226,20 @@ def write_report(
     return WrittenReport(
         path=path, num_bytes=len(page.encode("utf-8")), sections=summaries, plot_paths=tuple(plot_paths)
     )
+
+
+def print_written_report(written: WrittenReport) -> None:
+    """Where the report went and which sections hold data (terminal)."""
+    console = make_console()
+    size_kib = written.num_bytes / 1024.0
+    console.print(f"wrote {escape(str(written.path))} ({size_kib:.0f} KiB, self-contained)")
+    for section in written.sections:
+        if section.skipped_reason is None:
+            charts = f", {len(section.chart_names)} chart(s)" if section.chart_names else ""
+            console.print(f"  [green]✓[/] {escape(section.title)}{charts}")
+        else:
+            console.print(f"  [yellow]-[/] {escape(section.title)}: {escape(section.skipped_reason)}")
+    if written.plot_paths:
+        console.print(
+            f"plots: {len(written.plot_paths)} file(s) in {escape(str(written.plot_paths[0].parent))}"
+        )

@@ -1,12 +1,17 @@
-"""Terminal rendering of the regression gate (``lightspeed compare A B``)."""
+"""Rendering of the regression gate (``lightspeed compare A B``) and of a metric's history."""
 
 from __future__ import annotations
+
+import time
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from lightspeed.report.console import make_console, print_table
+from lightspeed.report.plots import color_for, new_figure
 from lightspeed.store.regression import GateResult, MetricComparison
+from lightspeed.store.regression_inputs import MetricHistory
 
 _VERDICT_STYLE = {
     "regression": "bold red",
@@ -67,3 +72,38 @@ def print_gate(result: GateResult, console: Console | None = None) -> None:
         console.print(f"[bold red]FAIL[/]: {result.num_regressions} regression(s)")
     else:
         console.print(f"[green]PASS[/]: no regression ({result.num_improvements} improvement(s))")
+
+
+def plain_text(text: str, max_chars: int = 60) -> str:
+    """A label safe for matplotlib: ``$`` would start mathtext (and can raise on
+    untrusted names), and very long names would squeeze the plot."""
+    shortened = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    return shortened.replace("$", r"\$")
+
+
+def history_figure(history: MetricHistory) -> Any:
+    """A metric across runs: median per run, min-max bar, SOL, regressions marked."""
+    figure, axes = new_figure(8.0, 3.6)
+    points = history.points
+    xs = list(range(len(points)))
+    lows, highs = [p.min_value for p in points], [p.max_value for p in points]
+    axes.vlines(xs, lows, highs, color=color_for("measured"), alpha=0.5, linewidth=3)
+    axes.plot(xs, [p.value for p in points], marker="o", color=color_for("measured"), label="median")
+    sols = [(x, p.sol) for x, p in zip(xs, points, strict=True) if p.sol is not None]
+    if sols:
+        axes.plot(
+            [x for x, _ in sols], [s for _, s in sols], linestyle="--", color=color_for("sol"), label="SOL"
+        )
+    for verdict, marker, color in (("regression", "X", "#e53e3e"), ("improvement", "^", "#2f855a")):
+        marked = [(x, p.value) for x, p in zip(xs, points, strict=True) if p.verdict == verdict]
+        if marked:
+            marked_x, marked_y = [x for x, _ in marked], [v for _, v in marked]
+            axes.scatter(marked_x, marked_y, marker=marker, s=120, color=color, zorder=5, label=verdict)
+    # Date and the run id's random suffix: runs of the same minute stay distinguishable.
+    labels = [f"{time.strftime('%m-%d %H:%M', time.gmtime(p.created_s))}\n{p.run_id[-6:]}" for p in points]
+    axes.set_xticks(xs, labels, rotation=30, ha="right", fontsize=8)
+    axes.set_ylabel(plain_text(f"{history.metric} ({history.unit})"))
+    better = "lower" if history.lower_is_better else "higher"
+    axes.set_title(plain_text(f"{history.name}: {better} is better", 90))
+    axes.legend(loc="best", fontsize=8)
+    return figure

@@ -25,13 +25,22 @@ from lightspeed.store.regression import (
     compare_runs,
     compare_samples,
 )
-from lightspeed.store.regression_inputs import load_metric_samples, read_sample_file, samples_from_records
+from lightspeed.store.regression_inputs import (
+    HistoryPoint,
+    MetricHistory,
+    load_metric_samples,
+    metric_history,
+    read_sample_file,
+    samples_from_records,
+)
 
 __all__ = [
     "KNOWN_KINDS",
     "SCHEMA_VERSION",
     "GateResult",
+    "HistoryPoint",
     "MetricComparison",
+    "MetricHistory",
     "MetricSamples",
     "NewRecord",
     "ResultsStore",
@@ -41,6 +50,7 @@ __all__ = [
     "compare_samples",
     "default_store_path",
     "load_metric_samples",
+    "metric_history",
     "new_run_id",
     "open_store",
     "read_sample_file",

@@ -1,4 +1,4 @@
-"""Inputs of the regression gate: sample files, results-store runs, goodput run folders.
+"""Inputs of the regression gate (sample files, store runs, goodput run folders) and metric history.
 
 Each source becomes a tuple of :class:`~lightspeed.store.regression.MetricSamples`
 (one per metric). Files come from other machines: JSON is parsed with the
@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
+
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.goodput import read_run
-from lightspeed.store.database import open_store
+from lightspeed.records import Record
+from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import StoredRecord
-from lightspeed.store.regression import MetricSamples
+from lightspeed.store.regression import MetricSamples, compare_samples
 
 # A sample file larger than this is not a list of timings; refuse to parse it.
 MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
@@ -199,4 +203,91 @@ def goodput_step_samples(run_dir: Path) -> tuple[MetricSamples, ...]:
             num_warmup=1 if len(samples) > 1 else 0,
             source=str(run_dir),
         ),
+    )
+
+
+@dataclass(frozen=True)
+class HistoryPoint(Record):
+    """One run's value of a metric; ``verdict`` compares it with the run before."""
+
+    run_id: str
+    created_s: float
+    value: float
+    sol: float | None
+    num_samples: int
+    min_value: float
+    max_value: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class MetricHistory(Record):
+    """A metric (``name`` + ``metric``) across the runs of the store, oldest first."""
+
+    name: str
+    metric: str
+    unit: str
+    lower_is_better: bool
+    points: tuple[HistoryPoint, ...]
+
+
+def metric_history(
+    *, store: ResultsStore, name: str | None = None, metric: str | None = None, max_runs: int = 50
+) -> MetricHistory:
+    """The history of one stored metric over its last ``max_runs`` runs.
+
+    Without ``name``/``metric``, the (name, metric) pair stored in the most
+    runs is chosen (ties: the most recent). Each point after the first carries
+    the regression gate's verdict against the previous run (``'first run'``
+    for the first; ``'too few samples'`` when a run stored a single value).
+    """
+    records = [r for r in store.records(name=name, metric=metric) if r.value is not None]
+    if not records:
+        wanted = " ".join(part for part in (name, metric) if part) or "any metric"
+        raise UserInputError(f"the results store {store.path} holds no record of {wanted}")
+    if name is None or metric is None:
+        runs_per_key: dict[tuple[str, str], set[str]] = {}
+        for record in records:
+            runs_per_key.setdefault((record.name, record.metric), set()).add(record.run_id)
+        name, metric = max(runs_per_key, key=lambda key: (len(runs_per_key[key]), _latest(records, key)))
+        records = [r for r in records if (r.name, r.metric) == (name, metric)]
+    by_run: dict[str, list[StoredRecord]] = {}
+    for record in records:
+        by_run.setdefault(record.run_id, []).append(record)
+    runs = sorted(by_run.values(), key=lambda group: group[0].created_s)[-max_runs:]
+    series = [samples_from_records(group, source=f"run:{group[0].run_id}")[0] for group in runs]
+    previous_series: list[MetricSamples | None] = [None, *series[:-1]]
+    points = [
+        _history_point(group, current, previous)
+        for group, current, previous in zip(runs, series, previous_series, strict=True)
+    ]
+    return MetricHistory(
+        name=name,
+        metric=metric,
+        unit=series[0].unit,
+        lower_is_better=series[0].lower_is_better,
+        points=tuple(points),
+    )
+
+
+def _latest(records: Sequence[StoredRecord], key: tuple[str, str]) -> float:
+    return max(r.created_s for r in records if (r.name, r.metric) == key)
+
+
+def _history_point(
+    group: Sequence[StoredRecord], current: MetricSamples, previous: MetricSamples | None
+) -> HistoryPoint:
+    verdict = "first run"
+    if previous is not None:
+        verdict = compare_samples(baseline=previous, current=current).verdict
+    values = current.samples
+    return HistoryPoint(
+        run_id=group[0].run_id,
+        created_s=group[0].created_s,
+        value=float(np.median(values)),
+        sol=group[0].sol,
+        num_samples=len(values),
+        min_value=min(values),
+        max_value=max(values),
+        verdict=verdict,
     )

@@ -1,0 +1,58 @@
+"""``lightspeed report``: write the self-contained HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lightspeed.cli._common import emit, json_option
+from lightspeed.report import build_sections, gather_inputs, print_written_report, write_report
+
+
+@click.command("report")
+@click.option(
+    "--from",
+    "sources",
+    multiple=True,
+    metavar="RESULTS|RUN_DIR|TRACE",
+    help="Input to draw (repeatable): a results-store run (run:ID), a goodput run folder or a "
+    "profiler trace. Default: the newest runs of the results store.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("lightspeed-report.html"),
+    show_default=True,
+    help="Where to write the HTML file.",
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write every chart as PNG and SVG into this folder.",
+)
+@click.option("--history", "history_name", default=None, help="Stored record name whose history to plot.")
+@click.option(
+    "--history-metric", default=None, help="Stored metric whose history to plot (e.g. step_time_s)."
+)
+@click.option("--title", default="lightspeed report", show_default=True, help="Title of the page.")
+@json_option
+def command(
+    *,
+    sources: tuple[str, ...],
+    output: Path,
+    plots_dir: Path | None,
+    history_name: str | None,
+    history_metric: str | None,
+    title: str,
+    as_json: bool,
+) -> None:
+    """Write one self-contained HTML file (no network needed to view it) with the roofline of
+    measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
+    breakdown and a metric's history across runs."""
+    inputs = gather_inputs(sources=sources, history_name=history_name, history_metric=history_metric)
+    written = write_report(path=output, title=title, sections=build_sections(inputs), plots_dir=plots_dir)
+    emit(written, as_json, print_written_report)

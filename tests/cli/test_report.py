@@ -1,0 +1,67 @@
+"""``lightspeed report``: the HTML file, its sections, --plots, --json and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from lightspeed.store import NewRecord, open_store
+
+
+def _store_history(values: list[float]) -> None:
+    rng = np.random.default_rng(0)
+    with open_store() as store:  # $LIGHTSPEED_HOME, fresh for each test
+        for mean in values:
+            samples = [float(v) for v in rng.normal(mean, 0.005, 10)]
+            store.add_records(
+                kind="benchmark",
+                fingerprint={"host_name": "test"},
+                records=[
+                    NewRecord(
+                        name="train step",
+                        metric="step_time_s",
+                        value=float(np.median(samples)),
+                        unit="s",
+                        sol=0.5,
+                        payload={"samples": samples},
+                    ),
+                ],
+            )
+
+
+def test_report_draws_the_history_of_the_store(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _store_history([1.0, 1.0, 1.25])
+    out = tmp_path / "report.html"
+    result = run_cli("report", "-o", str(out), "--plots", str(tmp_path / "plots"), "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    sections = {s["key"]: s for s in payload["sections"]}
+    assert sections["history"]["skipped_reason"] is None
+    assert sections["history"]["chart_names"] == ["history"]
+    page = out.read_text(encoding="utf-8")
+    assert page.count("regression") >= 1  # the third run is 25% slower than the second
+    assert (tmp_path / "plots" / "history-history.png").stat().st_size > 1000
+    assert payload["num_bytes"] == out.stat().st_size
+
+
+def test_report_of_an_empty_store_says_what_is_missing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "report.html"
+    result = run_cli("report", "-o", str(out))
+    assert result.code == 0, result.err
+    assert "wrote" in result.out
+    assert "holds no record" in out.read_text(encoding="utf-8")
+
+
+def test_report_bad_input_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _store_history([1.0, 1.0])
+    unknown = run_cli("report", "-o", str(tmp_path / "r.html"), "--history", "nope")
+    assert unknown.code == 2
+    assert unknown.err.count("\n") == 1
+    assert "nope" in unknown.err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    unwritable = run_cli("report", "-o", str(blocker / "r.html"))
+    assert unwritable.code == 2
+    assert "cannot write" in unwritable.err
