@@ -8,7 +8,19 @@ result logs; :func:`plan_checkpoints` predicts ETTR over checkpoint intervals.
 """
 
 from lightspeed.goodput.flops import FlopsPerTokenFigures, Utilization
-from lightspeed.goodput.ledger import Ledger, RankView, SegmentView, build_ledger
+from lightspeed.goodput.ledger import Ledger, RankView, SegmentView, build_ledger, ledger_from_buckets
+from lightspeed.goodput.mllog import (
+    MlperfBenchmark,
+    MlperfBlock,
+    MlperfEval,
+    MlperfLog,
+    MlperfSystem,
+    is_mllog,
+    load_benchmarks,
+    read_mllog,
+    read_system_json,
+)
+from lightspeed.goodput.mlperf import mllog_ledger
 from lightspeed.goodput.reader import (
     PhaseEvent,
     RankLog,
@@ -40,6 +52,11 @@ __all__ = [
     "FlopsPerTokenFigures",
     "IntervalRow",
     "Ledger",
+    "MlperfBenchmark",
+    "MlperfBlock",
+    "MlperfEval",
+    "MlperfLog",
+    "MlperfSystem",
     "Outlier",
     "PhaseEvent",
     "RankLog",
@@ -57,7 +74,13 @@ __all__ = [
     "cuda_synchronizer",
     "estimate_failure_rate",
     "expected_ettr",
+    "is_mllog",
+    "ledger_from_buckets",
+    "load_benchmarks",
+    "mllog_ledger",
     "plan_checkpoints",
+    "read_mllog",
     "read_run",
+    "read_system_json",
     "step_stats",
 ]

@@ -18,6 +18,8 @@ from lightspeed.errors import LightspeedError, UnknownNameError, UserInputError
 from lightspeed.goodput.reader import Workload
 from lightspeed.records import Record
 
+DEFAULT_CONVENTION = "6N+attention"  # PaLM's MFU definition (Chowdhery et al. 2022, appendix B)
+
 
 @dataclass(frozen=True)
 class Utilization(Record):
@@ -59,6 +61,7 @@ def utilization(
     num_accelerators: int | None,
     catalog: Any = None,
     models: Any = None,
+    convention: str = DEFAULT_CONVENTION,
     flops: FlopsPerTokenFigures | None = None,
 ) -> Utilization:
     """MFU/HFU of ``tokens`` processed in ``total_s`` (wall) and ``productive_s`` (steps)."""
@@ -70,7 +73,7 @@ def utilization(
         num_accelerators=num_accelerators,
     )
     try:
-        figures = flops if flops is not None else model_flops(workload=workload, models=models)
+        figures = flops or model_flops(workload=workload, models=models, convention=convention)
         peak, device = peak_flop_per_s(workload=workload, catalog=catalog)
     except LightspeedError as error:
         return replace(base, reason=str(error))
@@ -89,21 +92,40 @@ def utilization(
         return replace(base, reason="the number of accelerators is unknown")
     capacity = num_accelerators * peak
     hardware = figures.hardware_flop_per_token
-    return replace(
+    result = replace(
         base,
         mfu=_ratio(tokens * figures.model_flop_per_token, total_s * capacity),
         step_mfu=_ratio(tokens * figures.model_flop_per_token, productive_s * capacity),
         hfu=_ratio(tokens * hardware, total_s * capacity) if hardware is not None else None,
         step_hfu=_ratio(tokens * hardware, productive_s * capacity) if hardware is not None else None,
     )
+    if max(result.step_hfu or 0.0, result.step_mfu or 0.0) > 1.0:
+        result = replace(
+            result,
+            reason=f"above 100% of the {workload.precision} peak: the run likely computed in a lower "
+            "precision (e.g. fp8); divide by that peak (--precision fp8)",
+        )
+    return result
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator > 0 else None
 
 
-def model_flops(*, workload: Workload, models: Any = None) -> FlopsPerTokenFigures:
-    """FLOP per token of the workload: given directly, else from the model registry."""
+def model_flops(
+    *, workload: Workload, models: Any = None, convention: str = DEFAULT_CONVENTION
+) -> FlopsPerTokenFigures:
+    """Model and hardware FLOP per token of the workload's training.
+
+    Given directly (``model_flop_per_token``), else from the model registry at
+    the workload's sequence length under ``convention``. ``training="lora"``
+    counts a frozen base model: forward plus the backward pass for activation
+    gradients, i.e. twice the forward FLOPs of the weight matmuls, plus three
+    times the forward FLOPs of attention scores and values (both operands are
+    activations, so their backward is complete); the adapters (rank 16 is under
+    0.1% of a 70B model's weights) are left out. Hardware FLOPs add the
+    recomputed forward pass (``recompute="full"``) or attention (``"selective"``).
+    """
     if workload.model_flop_per_token is not None:
         hardware = workload.hardware_flop_per_token
         if hardware is None and workload.recompute == "none":
@@ -114,7 +136,36 @@ def model_flops(*, workload: Workload, models: Any = None) -> FlopsPerTokenFigur
             convention="given",
             formula="model FLOP per token given by the user",
         )
-    raise UserInputError("MFU unavailable: no model recorded (pass model= to the Tracker or --model)")
+    if workload.model is None:
+        raise UserInputError("MFU unavailable: no model recorded (pass model= to the Tracker or --model)")
+    if workload.seq_len is None:
+        raise UserInputError("MFU unavailable: no sequence length recorded (pass seq_len= or --seq-len)")
+    from lightspeed.workload import flops_per_token, load_models  # loaded only when a model is named
+
+    spec = (models if models is not None else load_models()).get(workload.model)
+    plain = flops_per_token(spec, seq_len=workload.seq_len, convention=convention)
+    attention_forward = plain.attention_training_flop / 3.0
+    if workload.training == "lora":
+        model = 2.0 * plain.forward_flop + attention_forward
+        formula = (
+            f"LoRA: 2 x forward + attention forward, forward = {plain.forward_flop:.4g} FLOP "
+            f"({plain.formula})"
+        )
+    else:
+        model = plain.training_flop
+        formula = f"{plain.formula} = {plain.substituted}"
+    extra = 0.0
+    if workload.recompute == "full":
+        recomputed = flops_per_token(spec, seq_len=workload.seq_len, convention=convention, recompute=True)
+        extra = recomputed.training_flop - plain.training_flop
+    elif workload.recompute == "selective":
+        extra = attention_forward
+    return FlopsPerTokenFigures(
+        model_flop_per_token=model,
+        hardware_flop_per_token=model + extra,
+        convention=f"{plain.convention}{' (LoRA)' if workload.training == 'lora' else ''}",
+        formula=formula,
+    )
 
 
 def peak_flop_per_s(*, workload: Workload, catalog: Any = None) -> tuple[float, str]:

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lightspeed.goodput.flops import Utilization, utilization
+from lightspeed.goodput.flops import DEFAULT_CONVENTION, Utilization, utilization
 from lightspeed.goodput.reader import RankLog, RunLog, Segment, Workload
 from lightspeed.goodput.schema import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
 from lightspeed.goodput.stats import StepStats, ideal_step_time, median_mad, robust_high, step_stats
@@ -139,6 +139,7 @@ def build_ledger(
     model_flop_per_token: float | None = None,
     peak_flop_per_s: float | None = None,
     sol_tokens_per_s_per_accelerator: float | None = None,
+    convention: str = DEFAULT_CONVENTION,
     catalog: Any = None,
     models: Any = None,
 ) -> Ledger:
@@ -147,7 +148,9 @@ def build_ledger(
     Keyword arguments override what the tracker recorded at job start
     (``model``, ``system``, ``seq_len``, ``precision``, ``num_accelerators``,
     FLOP per token, peak FLOP/s per accelerator, token-rate SOL per
-    accelerator). ``catalog``/``models`` default to the shipped catalog and model registry.
+    accelerator). ``convention`` names the workload's FLOP-counting convention
+    (default PaLM's ``6N+attention``). ``catalog``/``models`` default to the
+    shipped catalog and model registry.
     """
     workload = _override(
         run.workload,
@@ -163,7 +166,9 @@ def build_ledger(
     span_start = min(segment.start_s for rank in run.ranks for segment in rank.segments)
     span_end = max(segment.end_s for rank in run.ranks for segment in rank.segments)
     results = [_rank_ledger(rank, span_start, span_end) for rank in run.ranks]
-    return _assemble(run, workload, results, span_end - span_start, catalog=catalog, models=models)
+    return _assemble(
+        run, workload, results, span_end - span_start, catalog=catalog, models=models, convention=convention
+    )
 
 
 def _override(workload: Workload, **values: Any) -> Workload:
@@ -260,7 +265,14 @@ def _segment_view(index: int, segment: Segment, num_wasted: int) -> SegmentView:
 
 
 def _assemble(
-    run: RunLog, workload: Workload, results: list[_RankResult], total_s: float, *, catalog: Any, models: Any
+    run: RunLog,
+    workload: Workload,
+    results: list[_RankResult],
+    total_s: float,
+    *,
+    catalog: Any,
+    models: Any,
+    convention: str,
 ) -> Ledger:
     count = len(results)
     buckets = {key: sum(result.buckets[key] for result in results) / count for key in results[0].buckets}
@@ -280,6 +292,7 @@ def _assemble(
         num_accelerators=accelerators,
         catalog=catalog,
         models=models,
+        convention=convention,
     )
     ranks, stragglers = _rank_views(results, total_s)
     durations = [d for result in results for d in result.durations]
@@ -288,7 +301,7 @@ def _assemble(
     lowest = results[0]
     failures = sum(view.status in ("crashed", "error") for view in lowest.segments[:-1])
     failures += lowest.segments[-1].status == "error"
-    return _ledger(
+    return ledger_from_buckets(
         source="tracker",
         path=run.path,
         run_id=run.run_id,
@@ -311,21 +324,21 @@ def _assemble(
     )
 
 
-def _ledger(
+def ledger_from_buckets(
     *,
     source: str,
     path: str,
     run_id: str,
     total_s: float,
     buckets: Mapping[str, float],
-    custom: Mapping[str, float],
     tokens: float,
     samples: float,
-    wasted_tokens: float,
     workload: Workload,
     accelerators: int | None,
     flops: Utilization,
     steps: StepStats,
+    custom: Mapping[str, float] | None = None,
+    wasted_tokens: float = 0.0,
     segments: tuple[SegmentView, ...] = (),
     failures: int = 0,
     ranks: tuple[RankView, ...] = (),
@@ -334,7 +347,8 @@ def _ledger(
     notes: tuple[str, ...] = (),
     details: Mapping[str, Any] | None = None,
 ) -> Ledger:
-    """Derived figures shared by tracker runs and MLPerf logs."""
+    """A :class:`Ledger` from attributed buckets (``productive`` + :data:`BUCKETS`): the
+    derived figures (fractions, rates, ETTR, efficiency) shared by tracker runs and MLPerf logs."""
     productive_s = buckets[PRODUCTIVE]
     badput = {key: buckets[key] for key in BUCKETS}
     lost = sum(buckets[key] for key in ETTR_LOSSES)
@@ -348,7 +362,7 @@ def _ledger(
         total_s=total_s,
         productive_s=productive_s,
         badput_s=badput,
-        custom_badput_s=dict(custom),
+        custom_badput_s=dict(custom or {}),
         goodput_fraction=productive_s / total_s if total_s > 0 else 0.0,
         ettr=1.0 - lost / total_s if total_s > 0 else 0.0,
         tokens=tokens if tokens > 0 else None,

@@ -93,6 +93,7 @@ class Workload(Record):
     seq_len: int | None = None
     precision: str = "bf16"
     recompute: str = "none"
+    training: str = "full"
     num_accelerators: int | None = None
     model_flop_per_token: float | None = None
     hardware_flop_per_token: float | None = None
@@ -461,6 +462,7 @@ _WORKLOAD_KEYS: Final = {
     "seq_len": int,
     "precision": str,
     "recompute": str,
+    "training": str,
     "num_accelerators": int,
     "model_flop_per_token": float,
     "hardware_flop_per_token": float,

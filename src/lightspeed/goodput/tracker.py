@@ -80,8 +80,10 @@ class Tracker:
     ``model`` names a model of the workload registry (or give
     ``model_flop_per_token`` directly); ``system`` names a catalog accelerator
     or system; together with ``seq_len`` and ``precision`` they let the ledger
-    compute MFU/HFU. ``rank`` and ``world_size`` default to the ``RANK`` and
-    ``WORLD_SIZE`` environment variables (torchrun), else 0 and 1.
+    compute MFU/HFU (``recompute``: none, selective or full activation
+    recomputation; ``training="lora"`` for a frozen base model). ``rank`` and
+    ``world_size`` default to the ``RANK`` and ``WORLD_SIZE`` environment
+    variables (torchrun), else 0 and 1.
     ``tokens_scope="rank"`` means ``tokens=`` counts this rank's tokens (the run
     total is the sum over ranks); ``"global"`` means the whole job's tokens,
     logged by one rank. Events are flushed every ``flush_interval_s`` seconds
@@ -102,6 +104,7 @@ class Tracker:
         seq_len: int | None = None,
         precision: str = "bf16",
         recompute: str = "none",
+        training: str = "full",
         model_flop_per_token: float | None = None,
         hardware_flop_per_token: float | None = None,
         peak_flop_per_s: float | None = None,
@@ -116,6 +119,8 @@ class Tracker:
         self.rank = _env_int("RANK", 0) if rank is None else rank
         self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
         _check_arguments(self.rank, self.world_size, tokens_scope, flush_interval_s, recompute)
+        if training not in ("full", "lora"):
+            raise UserInputError(f"training {training!r} is not one of full, lora")
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / rank_file_name(self.rank)
         self.segment_id = uuid.uuid4().hex[:12]
@@ -137,6 +142,7 @@ class Tracker:
             "seq_len": seq_len,
             "precision": precision,
             "recompute": recompute,
+            "training": training,
             "num_accelerators": num_accelerators,
             "model_flop_per_token": model_flop_per_token,
             "hardware_flop_per_token": hardware_flop_per_token,

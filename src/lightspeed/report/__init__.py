@@ -1,16 +1,28 @@
 """Rendering: the only code that formats text, draws plots and writes HTML."""
 
 from lightspeed.report.console import make_console, print_table
+from lightspeed.report.goodput import (
+    checkpoint_plan_figure,
+    goodput_waterfall_figure,
+    render_checkpoint_plan,
+    render_ledgers,
+    save_goodput_plot,
+)
 from lightspeed.report.html import print_written_report, write_report
 from lightspeed.report.html_sections import build_sections, gather_inputs
 from lightspeed.report.regression import print_gate
 
 __all__ = [
     "build_sections",
+    "checkpoint_plan_figure",
     "gather_inputs",
+    "goodput_waterfall_figure",
     "make_console",
     "print_gate",
     "print_table",
     "print_written_report",
+    "render_checkpoint_plan",
+    "render_ledgers",
+    "save_goodput_plot",
     "write_report",
 ]

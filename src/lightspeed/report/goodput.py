@@ -1,0 +1,287 @@
+"""Goodput tables and charts: the ledger, its waterfall, and checkpoint planning."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
+from lightspeed.report.console import make_console, print_table
+from lightspeed.report.plots import PALETTE, color_for, new_figure, save_figure
+from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
+
+_LABELS = {
+    "productive": "productive steps",
+    "init": "init",
+    "startup": "startup (first-step excess)",
+    "data_stall": "data stall",
+    "checkpoint_save": "checkpoint save",
+    "checkpoint_restore": "checkpoint restore",
+    "eval": "evaluation",
+    "wasted_progress": "wasted progress (redone steps)",
+    "recovery": "recovery (between segments)",
+    "custom": "custom badput",
+    "other": "other (untimed)",
+}
+
+
+def _optional(value: float | None, render: Any) -> str:
+    return "-" if value is None else str(render(value))
+
+
+def render_ledgers(ledgers: Sequence[Ledger], console: Console | None = None) -> None:
+    """Print each ledger (headline, buckets, steps, segments, ranks, notes)."""
+    out = console or make_console()
+    for index, ledger in enumerate(ledgers):
+        if index:
+            out.print()
+        render_ledger(ledger, out)
+
+
+def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
+    """Print one ledger."""
+    out = console or make_console()
+    partial = " [bold red](partial)[/]" if ledger.partial else ""
+    out.print(f"[bold]Goodput of {ledger.path}[/]{partial}  run {ledger.run_id}")
+    out.print(_headline(ledger))
+    print_table(
+        "Where the wall time went",
+        ("bucket", "time", "share"),
+        _bucket_rows(ledger),
+        console=out,
+        caption="buckets sum to the wall time; goodput = productive share",
+    )
+    _print_steps(ledger, out)
+    if len(ledger.segments) > 1:
+        print_table(
+            "Job segments (restarts)",
+            ("#", "start", "end", "status", "steps", "first", "last", "wasted"),
+            [
+                (
+                    str(view.index),
+                    format_duration(view.start_s),
+                    format_duration(view.end_s),
+                    view.status,
+                    str(view.num_steps),
+                    _optional(view.first_step, str),
+                    _optional(view.last_step, str),
+                    str(view.num_wasted_steps),
+                )
+                for view in ledger.segments
+            ],
+            console=out,
+        )
+    if len(ledger.ranks) > 1:
+        _print_ranks(ledger, out)
+    notes = list(ledger.notes)
+    if ledger.mfu is not None and ledger.utilization.reason:
+        notes.append(ledger.utilization.reason)
+    for note in notes:
+        out.print(f"[yellow]note:[/] {note}")
+
+
+def _headline(ledger: Ledger) -> str:
+    flops = ledger.utilization
+    parts = [
+        f"wall {format_duration(ledger.total_s)}",
+        f"goodput {format_percent(ledger.goodput_fraction)}",
+        f"ETTR {format_percent(ledger.ettr)}",
+    ]
+    if ledger.tokens_per_s is not None:
+        parts.append(f"{format_count(ledger.tokens_per_s)} tokens/s")
+    if ledger.efficiency is not None and ledger.sol_tokens_per_s is not None:
+        parts.append(
+            f"efficiency {ledger.efficiency:.3f} of {format_count(ledger.sol_tokens_per_s)} tokens/s SOL"
+        )
+    if ledger.mfu is not None and ledger.step_mfu is not None:
+        peak = format_flop_per_s(flops.peak_flop_per_s) if flops.peak_flop_per_s else "?"
+        parts.append(
+            f"MFU {format_percent(ledger.mfu)} (steps {format_percent(ledger.step_mfu)})"
+            + (f", HFU {format_percent(ledger.hfu)}" if ledger.hfu is not None else "")
+            + f" vs {flops.num_accelerators} x {peak} {flops.precision} {flops.device or ''}".rstrip()
+        )
+    elif flops.reason:
+        parts.append(flops.reason)
+    return "  ".join(parts)
+
+
+def _bucket_rows(ledger: Ledger) -> list[tuple[str, str, str]]:
+    def share(seconds: float) -> str:
+        return format_percent(seconds / ledger.total_s) if ledger.total_s > 0 else "-"
+
+    rows = [(_LABELS["productive"], format_duration(ledger.productive_s), share(ledger.productive_s))]
+    for bucket in BUCKETS:
+        seconds = ledger.badput_s[bucket]
+        if abs(seconds) < 1e-9:
+            continue
+        rows.append((_LABELS[bucket], format_duration(seconds), share(seconds)))
+        if bucket == "custom":
+            rows.extend(
+                (f"  {name}", format_duration(value), share(value))
+                for name, value in ledger.custom_badput_s.items()
+            )
+    rows.append(("total", format_duration(ledger.total_s), "100.0%"))
+    return rows
+
+
+def _print_steps(ledger: Ledger, out: Console) -> None:
+    steps = ledger.steps
+    if not steps.count:
+        return
+    unit = steps.unit
+    rows = [
+        (f"{unit}s", str(steps.count)),
+        ("median", _optional(steps.median_s, format_duration)),
+        ("p90", _optional(steps.p90_s, format_duration)),
+        ("mean", _optional(steps.mean_s, format_duration)),
+        ("MAD", _optional(steps.mad_s, format_duration)),
+        ("ideal (mean within median + 3 MAD)", _optional(steps.ideal_s, format_duration)),
+        ("mean deviation from ideal", _optional(steps.mean_deviation, format_percent)),
+        ("outliers (> median + 3 MAD)", str(steps.num_outliers)),
+        ("time above ideal", format_duration(steps.excess_s)),
+    ]
+    print_table(f"{unit.capitalize()} times", ("statistic", "value"), rows, console=out)
+    if steps.outliers:
+        print_table(
+            f"Slowest outlier {unit}s",
+            (unit, "rank", "duration", "above ideal"),
+            [
+                (
+                    str(item.step),
+                    str(item.rank),
+                    format_duration(item.duration_s),
+                    format_duration(item.excess_s),
+                )
+                for item in steps.outliers
+            ],
+            console=out,
+        )
+
+
+def _print_ranks(ledger: Ledger, out: Console) -> None:
+    rows = [
+        (
+            str(view.rank),
+            format_percent(view.goodput_fraction),
+            format_count(view.tokens),
+            _optional(view.median_step_s, format_duration),
+            _optional(view.median_start_lag_s, format_duration),
+            "yes" if view.straggler else "",
+            view.reason,
+        )
+        for view in ledger.ranks
+    ]
+    print_table(
+        "Per rank",
+        ("rank", "goodput", "tokens", "median step", "start lag", "straggler", "why"),
+        rows,
+        console=out,
+    )
+
+
+def goodput_waterfall_figure(ledger: Ledger) -> Any:
+    """A waterfall from wall time down to productive time, one bar per badput bucket."""
+    figure, axes = new_figure(9.0, 4.5)
+    labels = ["wall time"]
+    bottoms = [0.0]
+    heights = [ledger.total_s]
+    colors = [PALETTE["sol"]]
+    level = ledger.total_s
+    for index, bucket in enumerate(BUCKETS):
+        seconds = ledger.badput_s[bucket]
+        if seconds <= 1e-9:
+            continue
+        level -= seconds
+        labels.append(_LABELS[bucket].split(" (")[0])
+        bottoms.append(level)
+        heights.append(seconds)
+        colors.append(color_for("badput") if bucket != "other" else color_for("other", index))
+    labels.append("productive")
+    bottoms.append(0.0)
+    heights.append(ledger.productive_s)
+    colors.append(PALETTE["productive"])
+    positions = list(range(len(labels)))
+    axes.bar(positions, heights, bottom=bottoms, color=colors)
+    for position, bottom, height in zip(positions, bottoms, heights, strict=True):
+        share = height / ledger.total_s if ledger.total_s > 0 else 0.0
+        axes.text(position, bottom + height, format_percent(share), ha="center", va="bottom", fontsize=8)
+    axes.set_xticks(positions)
+    axes.set_xticklabels(labels, rotation=30, ha="right")
+    axes.set_ylabel("seconds")
+    axes.set_title(f"Goodput ledger: {format_percent(ledger.goodput_fraction)} of wall time is productive")
+    return figure
+
+
+def checkpoint_plan_figure(plan: CheckpointPlan) -> Any:
+    """Expected ETTR against the checkpoint interval, with Young, Daly and the exact optimum."""
+    figure, axes = new_figure(8.0, 4.5)
+    intervals = [row.interval_s for row in plan.rows]
+    axes.plot(
+        intervals, [row.ettr for row in plan.rows], marker="o", color=PALETTE["productive"], label="ETTR"
+    )
+    for value, label, style in (
+        (plan.young_interval_s, "Young", ":"),
+        (plan.daly_interval_s, "Daly", "--"),
+        (plan.optimal_interval_s, "optimum", "-"),
+    ):
+        if math.isfinite(value) and value > 0:
+            axes.axvline(
+                value,
+                linestyle=style,
+                color=PALETTE["sol"],
+                linewidth=1,
+                label=f"{label} {format_duration(value)}",
+            )
+    axes.set_xscale("log")
+    axes.set_xlabel("checkpoint interval (s)")
+    axes.set_ylabel("expected ETTR")
+    axes.set_title(
+        f"{plan.num_nodes} nodes, {plan.failures_per_node_day:.3g} failures/node-day, "
+        f"write {format_duration(plan.checkpoint_write_s)}, restart {format_duration(plan.restart_s)}"
+    )
+    axes.legend(loc="lower right", fontsize=8)
+    return figure
+
+
+def save_goodput_plot(figure: Any, path: Path) -> list[Path]:
+    """Write ``figure`` to ``path`` (.png or .svg; no suffix writes both)."""
+    suffix = path.suffix.lower().lstrip(".")
+    formats = (suffix,) if suffix in ("png", "svg") else ("png", "svg")
+    stem = path.with_suffix("") if suffix in ("png", "svg") else path
+    return save_figure(figure, stem, formats)
+
+
+def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None) -> None:
+    """Print the checkpoint plan: failure estimate, optimal intervals and the ETTR table."""
+    out = console or make_console()
+    estimate = plan.failure_estimate
+    if estimate is not None:
+        out.print(
+            f"Observed: {estimate.num_failures} failures in {estimate.node_days:.4g} node-days over "
+            f"{estimate.num_runs} run(s), {estimate.num_segments} segment(s) -> "
+            f"{estimate.failures_per_node_day:.4g} failures per node-day"
+        )
+    out.print(
+        f"Job MTTF {format_duration(plan.job_mttf_s)}; optimal interval: "
+        f"Young {format_duration(plan.young_interval_s)}, "
+        f"Daly {format_duration(plan.daly_interval_s)}, exact {format_duration(plan.optimal_interval_s)} "
+        f"(expected ETTR {format_percent(plan.optimal_ettr)})"
+    )
+    print_table(
+        "Expected ETTR by checkpoint interval (Kokolis et al. 2024)",
+        ("interval", "expected ETTR", "lost to failures", "lost to checkpoints"),
+        [
+            (
+                format_duration(row.interval_s),
+                format_percent(row.ettr),
+                format_percent(row.lost_to_failures),
+                format_percent(row.lost_to_checkpoints),
+            )
+            for row in plan.rows
+        ],
+        console=out,
+    )

@@ -1,0 +1,182 @@
+"""``lightspeed goodput``: the JSON contract, MLPerf logs, checkpoint planning, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+NS = 1_000_000_000
+T0 = 1_700_000_000 * NS
+H200_LORA = "data/mlperf/training_v4.0/NVIDIA/results/h200_ngc24.04_nemo/llama2_70b_lora/result_0.txt"
+
+
+def _run_dir(tmp_path: Path, *, crash: bool = False) -> Path:
+    """Two 1 s steps of 500 tokens after 1 s of init; the job ends at t = 4 s."""
+    lines = [
+        {"type": "job_start", "t_ns": T0, "run_id": "r", "rank": 0, "world_size": 1, "num_nodes": 2},
+        {"type": "phase", "phase": "init", "step": 0, "start_ns": T0, "end_ns": T0 + NS},
+        {"type": "step", "step": 0, "start_ns": T0 + NS, "end_ns": T0 + 2 * NS, "tokens": 500},
+        {"type": "step", "step": 1, "start_ns": T0 + 2 * NS, "end_ns": T0 + 3 * NS, "tokens": 500},
+    ]
+    if not crash:
+        lines.append({"type": "job_end", "t_ns": T0 + 4 * NS, "status": "ok"})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    text = "\n".join(json.dumps({"v": 1, "seg": "a", **line}) for line in lines) + "\n"
+    (run_dir / "rank-00000.jsonl").write_text(text, encoding="utf-8")
+    return run_dir
+
+
+def test_report_json_contract(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "goodput", "report", str(_run_dir(tmp_path)), "--json", "--sol-tokens-per-s-per-gpu", "400"
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    for key in (
+        "total_s",
+        "productive_s",
+        "badput_s",
+        "goodput_fraction",
+        "tokens_per_s",
+        "mfu",
+        "ettr",
+        "steps",
+    ):
+        assert key in payload
+    assert payload["total_s"] == pytest.approx(4.0)
+    assert payload["productive_s"] == pytest.approx(2.0)
+    assert payload["badput_s"]["init"] == pytest.approx(1.0)
+    assert payload["badput_s"]["other"] == pytest.approx(1.0)
+    assert payload["goodput_fraction"] == pytest.approx(0.5)
+    assert payload["tokens_per_s"] == pytest.approx(1000 / 4)
+    assert payload["efficiency"] == pytest.approx(250 / 400)  # 1 accelerator (world size 1)
+    assert payload["mfu"] is None
+    assert "no model recorded" in payload["utilization"]["reason"]
+    assert payload["steps"]["count"] == 2
+    assert payload["steps"]["median_s"] == pytest.approx(1.0)
+    assert payload["ranks"][0]["rank"] == 0
+
+
+def test_report_tables_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "ledger.png"
+    result = run_cli("goodput", "report", str(_run_dir(tmp_path)), "--plot", str(plot))
+    assert result.code == 0, result.err
+    assert "Where the wall time went" in result.out
+    assert "productive steps" in result.out
+    assert plot.stat().st_size > 1000
+
+
+def test_report_mfu_with_a_given_flop_per_token(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "goodput",
+        "report",
+        str(_run_dir(tmp_path)),
+        "--json",
+        "--flop-per-token",
+        "1e9",
+        "--system",
+        "h100-sxm",
+    )
+    payload = json.loads(result.out)
+    # 1000 tokens x 1e9 FLOP over 4 s on one H100 SXM (989.5 TFLOP/s dense bf16)
+    assert payload["mfu"] == pytest.approx(1000 * 1e9 / (4.0 * 989.5e12))
+    assert payload["step_mfu"] == pytest.approx(1000 * 1e9 / (2.0 * 989.5e12))
+
+
+def test_report_mlperf_log_with_system_json(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    system = shared / "data/mlperf/training_v4.0/NVIDIA/h200_ngc24.04_nemo.system.json"
+    result = run_cli("goodput", "report", str(shared / H200_LORA), "--system", str(system), "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["source"] == "mllog"
+    assert payload["details"]["time_to_train_s"] == pytest.approx((1714994988899 - 1714993577687) / 1000)
+    assert payload["num_accelerators"] == 8
+    assert payload["mfu"] is not None
+
+
+def test_truncated_log_warns_on_stderr_and_reports(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run_dir = _run_dir(tmp_path, crash=True)
+    with (run_dir / "rank-00000.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"v": 1, "seg": "a", "type": "st')
+    result = run_cli("goodput", "report", str(run_dir))
+    assert result.code == 0
+    assert "lightspeed: warning:" in result.err
+    assert "rank-00000.jsonl:5" in result.err
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", "no such file or directory"),
+        ("corrupt", "rank-00000.jsonl:2: not a JSON object"),
+    ],
+)
+def test_report_bad_input_is_one_line_exit_2(run_cli, tmp_path: Path, setup: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    if setup == "missing":
+        target = tmp_path / "nope"
+    else:
+        target = _run_dir(tmp_path)
+        lines = (target / "rank-00000.jsonl").read_text().splitlines()
+        lines.insert(1, "garbage")
+        (target / "rank-00000.jsonl").write_text("\n".join(lines) + "\n")
+    result = run_cli("goodput", "report", str(target))
+    assert result.code == 2
+    assert result.err.count("\n") == 1
+    assert message in result.err
+    assert "Traceback" not in result.err
+
+
+def test_plan_checkpoints_json_by_hand(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "goodput",
+        "plan-checkpoints",
+        "--nodes",
+        "1",
+        "--failures-per-node-day",
+        "1",
+        "--checkpoint-write-s",
+        "100",
+        "--restart-s",
+        "0",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["young_interval_s"] == pytest.approx(math.sqrt(2 * 100 * 86400))
+    assert payload["daly_interval_s"] == pytest.approx(math.sqrt(2 * 100 * 86400) - 100)
+    assert len(payload["rows"]) == 13
+
+
+def test_plan_checkpoints_from_runs_with_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "ettr.svg"
+    result = run_cli(
+        "goodput",
+        "plan-checkpoints",
+        "--from",
+        str(_run_dir(tmp_path, crash=True)),
+        "--checkpoint-write-s",
+        "1min",
+        "--restart-s",
+        "10min",
+        "--interval",
+        "1h",
+        "--plot",
+        str(plot),
+    )
+    assert result.code == 0, result.err
+    # A single crashed segment is not a restart: 0 failures observed.
+    assert "Observed: 0 failures" in result.out
+    assert "Expected ETTR by checkpoint interval" in result.out
+    assert plot.read_text().startswith("<?xml")
+
+
+def test_plan_checkpoints_needs_a_rate(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "goodput", "plan-checkpoints", "--nodes", "4", "--checkpoint-write-s", "60", "--restart-s", "60"
+    )
+    assert result.code == 2
+    assert "--failures-per-node-day" in result.err
