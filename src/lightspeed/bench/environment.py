@@ -159,4 +159,3 @@ def environment_fingerprint() -> EnvironmentFingerprint:
         cuda_version=cuda_version,
         nccl_version=nccl_version,
     )
-

@@ -1,5 +1,6 @@
 """Rendering: the only code that formats text, draws plots and writes HTML."""
 
+from lightspeed.report.bench import progress_bar, render_results, roofline_figure, save_roofline
 from lightspeed.report.console import make_console, print_table
 from lightspeed.report.goodput import (
     checkpoint_plan_figure,
@@ -21,8 +22,12 @@ __all__ = [
     "print_gate",
     "print_table",
     "print_written_report",
+    "progress_bar",
     "render_checkpoint_plan",
     "render_ledgers",
+    "render_results",
+    "roofline_figure",
     "save_goodput_plot",
+    "save_roofline",
     "write_report",
 ]

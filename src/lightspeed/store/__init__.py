@@ -10,6 +10,7 @@
 See ``docs/store.md`` for the table layout and the guarantees.
 """
 
+from lightspeed.store.convert import benchmark_records
 from lightspeed.store.database import (
     SCHEMA_VERSION,
     ResultsStore,
@@ -46,6 +47,7 @@ __all__ = [
     "ResultsStore",
     "RunSummary",
     "StoredRecord",
+    "benchmark_records",
     "compare_runs",
     "compare_samples",
     "default_store_path",

@@ -1,0 +1,269 @@
+"""GEMM throughput: a shape sweep per dtype, and a model's own GEMM shapes.
+
+Method (MAMF finder, REFERENCE.md section 5): per shape, ``torch.mm`` on
+``randn`` inputs into a preallocated output (``out=``, no temporaries), warm-up
+calls, then timed repetitions with L2 flushed before each on a GPU; FLOP =
+2 m n k; the headline is the median repetition, with min/median/max kept.
+Every shape is checked against a float64 reference on a slice of rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from lightspeed.bench.results import BenchResult, make_result
+from lightspeed.bench.runtime import (
+    BenchDevice,
+    ProgressCallback,
+    Timer,
+    import_torch,
+    plan_repeats,
+    time_once,
+    torch_dtype,
+)
+from lightspeed.bench.sol import DeviceSol
+from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.records import Record
+from lightspeed.workload import TransformerSpec
+
+GEMM_DTYPES: Final = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+# Relative Frobenius error allowed against the float64 reference (input rounding
+# dominates: bf16 keeps 8 bits of mantissa, fp8 e4m3 three).
+_TOLERANCE: Final = {"fp64": 1e-10, "fp32": 1e-4, "tf32": 5e-3, "bf16": 2e-2, "fp16": 5e-3, "fp8": 1.5e-1}
+_CHECK_ROWS: Final = 64
+
+
+@dataclass(frozen=True)
+class GemmShape(Record):
+    """``(m x k) @ (k x n)``, with a label saying where the shape comes from."""
+
+    m: int
+    n: int
+    k: int
+    label: str = ""
+
+    @property
+    def flop(self) -> float:
+        """2 m n k (one multiply and one add per term)."""
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def text(self) -> str:
+        """``4096x4096x4096`` (m x n x k)."""
+        return f"{self.m}x{self.n}x{self.k}"
+
+
+def sweep_shapes(*, quick: bool, gpu: bool) -> list[GemmShape]:
+    """Square and rectangular shapes from launch-bound to compute-bound sizes."""
+    squares: tuple[int, ...]
+    extra: tuple[tuple[int, int, int], ...]
+    if gpu:
+        squares = (2048, 4096, 8192) if quick else (1024, 2048, 4096, 6144, 8192, 12288, 16384)
+        extra = () if quick else ((16384, 8192, 1280), (8192, 16384, 4096), (4096, 4096, 16384))
+    else:
+        squares = (256, 512, 1024, 2048) if quick else (256, 512, 1024, 1536, 2048, 3072, 4096)
+        extra = () if quick else ((4096, 1024, 4096), (1024, 4096, 4096))
+    shapes = [GemmShape(m=size, n=size, k=size, label="square") for size in squares]
+    shapes += [GemmShape(m=m, n=n, k=k, label="rectangular") for m, n, k in extra]
+    return shapes
+
+
+def model_shapes(model: TransformerSpec, *, tp: int = 1, num_tokens: int = 4096) -> list[GemmShape]:
+    """The GEMMs of one transformer layer and the LM head, per tensor-parallel rank.
+
+    ``num_tokens`` rows (micro-batch x sequence); column-parallel layers split
+    their outputs by ``tp``, row-parallel layers their inputs (Megatron).
+    """
+    if tp < 1:
+        raise UserInputError(f"tensor parallel size must be >= 1 (got {tp})")
+    hidden = model.hidden_size
+    attention = model.attention
+    shapes: list[tuple[str, int, int]] = []  # (label, n, k)
+    if attention.kind == "mla":
+        shapes += _mla_shapes(model)
+    else:
+        qkv = (attention.num_heads + 2 * attention.num_kv_heads) * attention.head_dim
+        shapes += [("qkv", qkv, hidden), ("attention out", hidden, attention.num_heads * attention.head_dim)]
+    ffn = model.ffn_hidden_size
+    up = 2 * ffn if model.mlp == "swiglu" else ffn
+    shapes += [("mlp up", up, hidden), ("mlp down", hidden, ffn), ("lm head", model.vocab_size, hidden)]
+    result: list[GemmShape] = []
+    for label, n, k in shapes:
+        column_parallel = label in ("qkv", "mlp up", "lm head", "q", "kv up")
+        n_rank, k_rank = (n // tp, k) if column_parallel else (n, k // tp)
+        if min(n_rank, k_rank) < 1:
+            raise UserInputError(f"tp={tp} leaves no columns for the {label} GEMM of {model.name}")
+        result.append(GemmShape(m=num_tokens, n=n_rank, k=k_rank, label=f"{model.name} {label} tp={tp}"))
+    return result
+
+
+def _mla_shapes(model: TransformerSpec) -> list[tuple[str, int, int]]:
+    attention = model.attention
+    nope = attention.qk_nope_head_dim or 0
+    rope = attention.qk_rope_head_dim or 0
+    value = attention.v_head_dim or 0
+    latent = attention.kv_lora_rank or 0
+    heads = attention.num_heads
+    query_in = attention.q_lora_rank or model.hidden_size
+    return [
+        ("q", heads * (nope + rope), query_in),
+        ("kv down", latent + rope, model.hidden_size),
+        ("kv up", heads * (nope + value), latent),
+        ("attention out", model.hidden_size, heads * value),
+    ]
+
+
+def check_dtype(torch: Any, device: BenchDevice, precision: str) -> None:
+    """Raise :class:`UnsupportedError` when ``device`` cannot multiply in ``precision``.
+
+    Support is probed with a small multiply (torch's CPU build emulates fp8, an
+    old GPU refuses it), after two rules torch does not enforce itself.
+    """
+    if precision not in GEMM_DTYPES:
+        raise UserInputError(f"unsupported GEMM dtype {precision!r}; use one of {', '.join(GEMM_DTYPES)}")
+    if precision == "tf32" and not device.is_gpu:
+        raise UnsupportedError(
+            "tf32 is a GPU tensor-core mode and the CPU has no such mode; use fp32 on the CPU"
+        )
+    if precision == "fp8" and device.is_gpu:
+        capability = tuple(torch.cuda.get_device_capability(device.index))
+        if capability < (8, 9):
+            raise UnsupportedError(
+                f"fp8 GEMM needs compute capability 8.9 or newer; {device.name} is "
+                f"{capability[0]}.{capability[1]}; drop fp8 or use bf16"
+            )
+    try:
+        _GemmCase(torch, device, GemmShape(m=32, n=32, k=32), precision).run()
+    except (RuntimeError, TypeError, NotImplementedError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UnsupportedError(
+            f"{device.name or device.kind} cannot multiply {precision} matrices with torch "
+            f"{torch.__version__} ({first_line}); choose another dtype"
+        ) from None
+
+
+class _GemmCase:
+    """Operands and the multiply for one shape and dtype."""
+
+    def __init__(self, torch: Any, device: BenchDevice, shape: GemmShape, precision: str) -> None:
+        self.torch = torch
+        self.precision = precision
+        generator = torch.Generator(device=device.torch_name).manual_seed(shape.m * 31 + shape.n)
+        options = {"device": device.torch_name, "generator": generator}
+        # B is stored transposed (n x k) and used as .t(): the layout fp8 kernels need.
+        a32 = torch.randn(shape.m, shape.k, **options)
+        b32 = torch.randn(shape.n, shape.k, **options)
+        if precision == "fp8":
+            self.a = a32.to(torch.float8_e4m3fn)
+            self.b = b32.to(torch.float8_e4m3fn)
+            self.out = torch.empty(shape.m, shape.n, device=device.torch_name, dtype=torch.bfloat16)
+            self.scale = torch.ones((), device=device.torch_name, dtype=torch.float32)
+        else:
+            dtype = torch_dtype(torch, precision)
+            self.a = a32.to(dtype)
+            self.b = b32.to(dtype)
+            self.out = torch.empty(shape.m, shape.n, device=device.torch_name, dtype=dtype)
+
+    def run(self) -> None:
+        if self.precision == "fp8":
+            self.torch._scaled_mm(
+                self.a,
+                self.b.t(),
+                scale_a=self.scale,
+                scale_b=self.scale,
+                out_dtype=self.torch.bfloat16,
+                out=self.out,
+            )
+        else:
+            self.torch.mm(self.a, self.b.t(), out=self.out)
+
+    def correct(self) -> bool:
+        """Relative Frobenius error of the first rows against a float64 product."""
+        torch = self.torch
+        rows = slice(0, _CHECK_ROWS)
+        reference = self.a[rows].to(torch.float64) @ self.b.to(torch.float64).t()
+        error = torch.linalg.vector_norm(self.out[rows].to(torch.float64) - reference)
+        scale = torch.linalg.vector_norm(reference)
+        relative = float(error / scale) if float(scale) > 0 else float(error)
+        return math.isfinite(relative) and relative <= _TOLERANCE[self.precision]
+
+
+def _measure_shape(
+    torch: Any, device: BenchDevice, timer: Timer, shape: GemmShape, precision: str, *, quick: bool
+) -> tuple[list[float], bool]:
+    case = _GemmCase(torch, device, shape, precision)
+    first_s = time_once(case.run, timer)
+    budget_s = (0.3 if quick else 2.0) if not device.is_gpu else (0.2 if quick else 1.0)
+    warmup = (2 if quick else 5) if not device.is_gpu else (10 if quick else 50)
+    repeats = plan_repeats(first_s, budget_s=budget_s, minimum=5, maximum=20 if quick else 100)
+    seconds = timer.time(case.run, warmup=warmup, repeats=repeats)
+    timer.synchronize()
+    return [shape.flop / sample for sample in seconds], case.correct()
+
+
+def run_gemm(
+    *,
+    device: BenchDevice,
+    sol: DeviceSol,
+    dtypes: Sequence[str] = ("fp32",),
+    shapes: Sequence[GemmShape] | None = None,
+    quick: bool = False,
+    flush_l2: bool = True,
+    progress: ProgressCallback | None = None,
+) -> list[BenchResult]:
+    """FLOP/s of each shape and dtype on ``device``, beside the dense peak.
+
+    Unsupported dtypes are refused before anything runs.
+    """
+    torch = import_torch()
+    for precision in dtypes:
+        check_dtype(torch, device, precision)
+    chosen = list(shapes) if shapes is not None else sweep_shapes(quick=quick, gpu=device.is_gpu)
+    timer = Timer(torch, device, flush_l2=flush_l2)
+    previous_tf32 = torch.backends.cuda.matmul.allow_tf32
+    results: list[BenchResult] = []
+    total = len(chosen) * len(dtypes)
+    try:
+        for precision in dtypes:
+            # tf32 is fp32 storage with tensor-core math; fp32 means true fp32 math.
+            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+            peak, note = sol.compute(precision)
+            for shape in chosen:
+                if progress is not None:
+                    progress(f"gemm {precision} {shape.text}", len(results), total)
+                samples, correct = _measure_shape(torch, device, timer, shape, precision, quick=quick)
+                results.append(
+                    make_result(
+                        suite="gemm",
+                        name=f"gemm {shape.text}",
+                        dtype=precision,
+                        size=int(shape.flop),
+                        samples=samples,
+                        unit="FLOP/s",
+                        best="median",
+                        sol=peak,
+                        sol_note=note,
+                        correct=correct,
+                        details={"m": shape.m, "n": shape.n, "k": shape.k, "label": shape.label},
+                    )
+                )
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous_tf32
+    if progress is not None:
+        progress("gemm done", total, total)
+    return results
+
+
+def best_per_dtype(results: Sequence[BenchResult]) -> dict[str, BenchResult]:
+    """The fastest correct GEMM result of each dtype (MAMF's "best shape")."""
+    best: dict[str, BenchResult] = {}
+    for result in results:
+        if result.suite != "gemm" or not result.correct or result.dtype is None:
+            continue
+        current = best.get(result.dtype)
+        if current is None or result.value > current.value:
+            best[result.dtype] = result
+    return best

@@ -1,0 +1,163 @@
+"""Memory bandwidth: the four STREAM kernels (McCalpin) through PyTorch.
+
+=====  ====================  ================
+kernel operation             bytes per element
+=====  ====================  ================
+copy   ``c = a``             2 x 8 (read a, write c)
+scale  ``b = q c``           2 x 8
+add    ``c = a + b``         3 x 8
+triad  ``a = b + q c``       3 x 8
+=====  ====================  ================
+
+float64 arrays each at least 4x the last-level cache (so caches cannot hold
+them), every kernel a single torch call writing into an existing array
+(``out=``, no hidden temporaries that would add uncounted traffic), best of N
+repetitions as STREAM reports, and a check of every kernel's result on sampled
+elements. MB are 1e6 bytes, as in STREAM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from lightspeed.bench.results import BenchResult, make_result
+from lightspeed.bench.runtime import BenchDevice, ProgressCallback, Timer, import_torch
+from lightspeed.bench.sol import DeviceSol
+from lightspeed.errors import UserInputError
+from lightspeed.units import MIB
+
+STREAM_KERNELS: Final = ("copy", "scale", "add", "triad")
+BYTES_PER_ELEMENT: Final = 8  # float64, as STREAM
+_ARRAYS_PER_KERNEL: Final = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
+SCALAR: Final = 3.0
+LLC_MULTIPLE: Final = 4
+_MINIMUM_ARRAY_BYTES: Final = 64 * MIB
+_CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
+_NUM_CHECKED: Final = 4096
+
+
+def _parse_cache_size(text: str) -> int | None:
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)B?\s*", text.upper())
+    if match is None:
+        return None
+    return int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2)]
+
+
+def last_level_cache_bytes(torch: Any, device: BenchDevice) -> int | None:
+    """The GPU's L2 or the CPU's largest cache (from sysfs), in bytes; ``None`` if unknown."""
+    if device.is_gpu:
+        properties = torch.cuda.get_device_properties(device.index)
+        size = getattr(properties, "L2_cache_size", 0)
+        return int(size) if size else None
+    sizes = []
+    for index in sorted(_CACHE_SIZES.glob("index*")):
+        try:
+            size = _parse_cache_size((index / "size").read_text())
+        except OSError:
+            size = None
+        if size:
+            sizes.append(size)
+    return max(sizes) if sizes else None
+
+
+def array_elements(*, cache_bytes: int | None, array_bytes: float | None = None) -> int:
+    """Elements per array: ``array_bytes`` if given, else max(4 x LLC, 64 MiB)."""
+    if array_bytes is not None:
+        if array_bytes < 8 * 1024:
+            raise UserInputError(f"array size {array_bytes:g} B is too small; use at least 8 KiB")
+        return int(array_bytes // BYTES_PER_ELEMENT)
+    target = max(LLC_MULTIPLE * (cache_bytes or 0), _MINIMUM_ARRAY_BYTES)
+    return int(target // BYTES_PER_ELEMENT)
+
+
+class _Stream:
+    """The three STREAM arrays and the four kernels, each one torch call with ``out=``."""
+
+    def __init__(self, torch: Any, device: BenchDevice, num_elements: int) -> None:
+        self.torch = torch
+        generator = torch.Generator(device=device.torch_name).manual_seed(1234)
+        options = {"device": device.torch_name, "dtype": torch.float64, "generator": generator}
+        self.a = torch.rand(num_elements, **options) + 1.0
+        self.b = torch.rand(num_elements, **options) + 1.0
+        self.c = torch.rand(num_elements, **options) + 1.0
+        self.index = torch.randint(
+            0, num_elements, (_NUM_CHECKED,), device=device.torch_name, generator=generator
+        )
+
+    def kernel(self, name: str) -> Callable[[], object]:
+        torch, a, b, c = self.torch, self.a, self.b, self.c
+        kernels: dict[str, Callable[[], object]] = {
+            "copy": lambda: c.copy_(a),
+            "scale": lambda: torch.mul(c, SCALAR, out=b),
+            "add": lambda: torch.add(a, b, out=c),
+            "triad": lambda: torch.add(b, c, alpha=SCALAR, out=a),
+        }
+        return kernels[name]
+
+    def correct(self, name: str) -> bool:
+        """Whether the kernel's output equals its formula on sampled elements."""
+        a, b, c = (array[self.index] for array in (self.a, self.b, self.c))
+        expected, got = {
+            "copy": (a, c),
+            "scale": (SCALAR * c, b),
+            "add": (a + b, c),
+            "triad": (b + SCALAR * c, a),
+        }[name]
+        return bool(self.torch.allclose(got, expected, rtol=1e-12, atol=0.0))
+
+
+def run_membw(
+    *,
+    device: BenchDevice,
+    sol: DeviceSol,
+    kernels: Sequence[str] = STREAM_KERNELS,
+    array_bytes: float | None = None,
+    quick: bool = False,
+    progress: ProgressCallback | None = None,
+) -> list[BenchResult]:
+    """Bytes/s of each STREAM kernel (best of N) beside the device's memory bandwidth."""
+    unknown = [name for name in kernels if name not in STREAM_KERNELS]
+    if unknown:
+        raise UserInputError(
+            f"unknown STREAM kernel(s) {', '.join(unknown)}; use {', '.join(STREAM_KERNELS)}"
+        )
+    torch = import_torch()
+    cache_bytes = last_level_cache_bytes(torch, device)
+    num_elements = array_elements(cache_bytes=cache_bytes, array_bytes=array_bytes)
+    stream = _Stream(torch, device, num_elements)
+    timer = Timer(torch, device, flush_l2=False)  # arrays already dwarf the caches
+    repeats = 5 if quick else 10
+    peak = sol.memory_bandwidth_bytes_per_s
+    note = sol.note if peak is not None else (sol.note or "no memory bandwidth figure for this device")
+    results: list[BenchResult] = []
+    for position, name in enumerate(kernels):
+        if progress is not None:
+            progress(f"membw {name}", position, len(kernels))
+        moved_bytes = _ARRAYS_PER_KERNEL[name] * BYTES_PER_ELEMENT * num_elements
+        seconds = timer.time(stream.kernel(name), warmup=2, repeats=repeats)
+        results.append(
+            make_result(
+                suite="membw",
+                name=f"stream {name}",
+                dtype="fp64",
+                size=num_elements * BYTES_PER_ELEMENT,
+                samples=[moved_bytes / sample for sample in seconds],
+                unit="B/s",
+                best="max",
+                sol=peak,
+                sol_note=note,
+                correct=stream.correct(name),
+                details={
+                    "bytes_moved": moved_bytes,
+                    "num_elements": num_elements,
+                    "last_level_cache_bytes": cache_bytes,
+                    "num_threads": device.num_threads,
+                },
+            )
+        )
+    if progress is not None:
+        progress("membw done", len(kernels), len(kernels))
+    return results

@@ -1,0 +1,141 @@
+"""``lightspeed bench SUITE``: microbenchmarks of this machine beside its SOL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lightspeed.bench import (
+    COLLECTIVES,
+    GEMM_DTYPES,
+    SUITES,
+    BenchDevice,
+    BenchResult,
+    DeviceSol,
+    default_config,
+    device_sol,
+    model_shapes,
+    resolve_device,
+    run_collectives,
+    run_collectives_in_world,
+    run_copy,
+    run_gemm,
+    run_launch,
+    run_membw,
+    torchrun_rank,
+)
+from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.errors import UserInputError
+from lightspeed.report import progress_bar, render_results, save_roofline
+from lightspeed.store import benchmark_records, open_store
+from lightspeed.units import parse_bytes
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    return [part.strip().lower() for value in values for part in value.split(",") if part.strip()]
+
+
+def _run_suite(
+    suite: str, device: BenchDevice, sol: DeviceSol, options: dict[str, Any], progress: Any
+) -> Any:
+    quick = options["quick"]
+    if suite == "gemm":
+        dtypes = _split(options["dtypes"]) or ["fp32" if not device.is_gpu else "bf16"]
+        shapes = None
+        if options["model"]:
+            spec = get_context().models().get(options["model"])
+            shapes = model_shapes(spec, tp=options["tp"], num_tokens=options["tokens"])
+        return run_gemm(device=device, sol=sol, dtypes=dtypes, shapes=shapes, quick=quick, progress=progress)
+    if suite == "membw":
+        array_bytes = parse_bytes(options["array_size"]) if options["array_size"] else None
+        return run_membw(device=device, sol=sol, array_bytes=array_bytes, quick=quick, progress=progress)
+    if suite == "copy":
+        return run_copy(device=device, sol=sol, quick=quick, progress=progress)
+    if suite == "launch":
+        return run_launch(device=device, sol=sol, quick=quick, progress=progress)
+    return _run_collectives(device, sol, options, progress)
+
+
+def _run_collectives(device: BenchDevice, sol: DeviceSol, options: dict[str, Any], progress: Any) -> Any:
+    names = _split(options["collectives"]) or list(COLLECTIVES)
+    config = default_config(quick=options["quick"], gpu=device.is_gpu, collectives=names)
+    if options["sizes"]:
+        sizes = tuple(int(parse_bytes(text)) for text in _split(options["sizes"]))
+        config = type(config)(**{**config.to_dict(), "collectives": tuple(names), "sizes": sizes})
+    if torchrun_rank() is not None:
+        return run_collectives_in_world(
+            config=config, sol=sol, gpu=device.is_gpu, timeout_s=options["timeout"], progress=progress
+        )
+    return run_collectives(
+        config=config,
+        sol=sol,
+        num_processes=options["num_processes"],
+        gpu=device.is_gpu,
+        timeout_s=options["timeout"],
+        progress=progress,
+    )
+
+
+def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
+    with open_store() as store:
+        return store.add_records(kind="benchmark", records=benchmark_records(results), label=label or suite)
+
+
+@click.command("bench")
+@click.argument("suite", type=click.Choice(SUITES))
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
+@click.option("--quick", is_flag=True, help="A reduced sweep (under a minute on a laptop CPU).")
+@click.option(
+    "--dtype", "dtypes", multiple=True, help=f"GEMM dtypes, comma-separated ({', '.join(GEMM_DTYPES)})."
+)
+@click.option(
+    "--model", default=None, help="GEMM: benchmark this model's own GEMM shapes instead of the sweep."
+)
+@click.option(
+    "--tp", default=1, show_default=True, type=click.IntRange(min=1), help="GEMM: tensor-parallel size."
+)
+@click.option(
+    "--tokens", default=4096, show_default=True, type=click.IntRange(min=1), help="GEMM: rows (tokens)."
+)
+@click.option("--array-size", default=None, help="membw: bytes per array (default 4x the last-level cache).")
+@click.option("--collective", "collectives", multiple=True, help="Collectives to run, comma-separated.")
+@click.option("--sizes", multiple=True, help="Collective sizes, comma-separated (e.g. 1MiB,64MiB).")
+@click.option("--num-processes", default=2, show_default=True, type=int, help="Local ranks to spawn.")
+@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for ranks to connect.")
+@click.option("--sol-device", default=None, help="Catalog record to use as the SOL instead of detection.")
+@click.option("--label", default="", help="Label of the stored run (default: the suite).")
+@click.option("--no-save", is_flag=True, help="Do not write the results to the store.")
+@click.option(
+    "--plot", "plot_path", type=click.Path(path_type=Path), default=None, help="Roofline chart file."
+)
+@json_option
+def command(suite: str, as_json: bool, **options: Any) -> int:
+    """Run a microbenchmark SUITE and show each result beside its speed of light.
+
+    Results (with the environment fingerprint) are saved to the results store
+    unless --no-save. Exit code 1 when a result fails its correctness check.
+    """
+    if suite != "gemm" and (options["dtypes"] or options["model"]):
+        raise UserInputError("--dtype and --model apply to the gemm suite only")
+    device = resolve_device(options["device"])
+    sol = device_sol(device=device, catalog=get_context().catalog(), sol_device=options["sol_device"])
+    with progress_bar(enabled=not as_json, title=f"bench {suite}") as progress:
+        results = _run_suite(suite, device, sol, options, progress)
+    if not results:  # a non-zero torchrun rank: rank 0 reports
+        return 0
+    run_id = None if options["no_save"] else _save(results, suite, options["label"])
+    if as_json:
+        print_json(results)
+    else:
+        render_results(results, title=f"bench {suite}", device_name=device.name)
+        if run_id is not None:
+            click.echo(f"saved as run {run_id} (lightspeed results show {run_id})")
+    if options["plot_path"] is not None:
+        precision = results[0].dtype if suite == "gemm" and results[0].dtype else "fp32"
+        written = save_roofline(results, sol=sol, precision=precision, title=f"{suite} on {device.name}",
+                                path=options["plot_path"])  # fmt: skip
+        click.echo(f"roofline written to {', '.join(str(path) for path in written)}", err=as_json)
+    return 0 if all(result.correct for result in results) else 1

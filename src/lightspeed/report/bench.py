@@ -1,0 +1,210 @@
+"""Rendering of benchmark results: progress bars, tables and the roofline chart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
+from lightspeed.report.console import make_console, print_table
+from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.units import (
+    bytes_per_element,
+    format_bytes,
+    format_bytes_per_s,
+    format_duration,
+    format_flop_per_s,
+    format_percent,
+)
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+@contextmanager
+def progress_bar(*, enabled: bool, title: str) -> Iterator[ProgressCallback | None]:
+    """A rich progress bar on stderr driven by the suites' ``progress`` callback.
+
+    Yields ``None`` when disabled (``--json``) or when stderr is not a terminal
+    (logs and pipes get no control codes); the bar starts at the first update,
+    so an error raised before any work leaves stderr with its one line only.
+    """
+    console = make_console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("[bold]{task.fields[title]}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+    )
+    progress = Progress(*columns, console=console, transient=True)
+    task = progress.add_task("starting", total=None, title=title)
+
+    def update(description: str, done: int, total: int) -> None:
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task, description=description, completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if progress.live.is_started:
+            progress.stop()
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A value in its unit, readable (``1.23 TFLOP/s``, ``18.5 GB/s``, ``4.2 us``)."""
+    if value is None:
+        return "-"
+    if unit == "FLOP/s":
+        return format_flop_per_s(value)
+    if unit == "B/s":
+        return format_bytes_per_s(value)
+    if unit == "s":
+        return format_duration(value)
+    return f"{value:.4g} {unit}"
+
+
+def format_size(result: BenchResult) -> str:
+    """The swept size as a reader expects it for the suite."""
+    if result.suite == "gemm":
+        details = result.details
+        return f"{details.get('m')}x{details.get('n')}x{details.get('k')}"
+    if result.suite == "launch":
+        return f"{result.size} ops"
+    return format_bytes(result.size, binary=True)
+
+
+def _row(result: BenchResult) -> list[str]:
+    fraction = format_percent(result.fraction_of_sol) if result.fraction_of_sol is not None else "-"
+    name = str(result.details.get("label") or "gemm") if result.suite == "gemm" else result.name
+    return [
+        name,
+        result.dtype or "-",
+        format_size(result),
+        format_value(result.value, result.unit),
+        format_value(result.sol, result.unit),
+        fraction,
+        format_value(result.stats.min, result.unit),
+        format_value(result.stats.median, result.unit),
+        format_value(result.stats.max, result.unit),
+        "yes" if result.correct else "WRONG",
+    ]
+
+
+def render_results(results: Sequence[BenchResult], *, title: str, device_name: str) -> None:
+    """Print the results table, the best GEMM shape per dtype and the SOL notes."""
+    console = make_console()
+    headers = ["name", "dtype", "size", "value", "SOL", "of SOL", "min", "median", "max", "correct"]
+    notes = sorted({result.sol_note for result in results if result.sol_note})
+    caption = "; ".join(notes) if notes else None
+    print_table(
+        f"{title} on {device_name}",
+        headers,
+        [_row(result) for result in results],
+        right_align_from=2,
+        caption=caption,
+        console=console,
+    )
+    for dtype, best in best_per_dtype(results).items():
+        share = (
+            f" ({format_percent(best.fraction_of_sol)} of SOL)" if best.fraction_of_sol is not None else ""
+        )
+        console.print(
+            f"best {dtype} shape: {format_size(best)} at {format_value(best.value, best.unit)}{share}"
+        )
+    _render_ranks(results, console)
+    wrong = [result for result in results if not result.correct]
+    if wrong:
+        console.print(f"[bold red]{len(wrong)} result(s) failed their correctness check[/]")
+
+
+def _render_ranks(results: Sequence[BenchResult], console: Any) -> None:
+    """Collectives: algbw and the per-rank time spread (stragglers show as max >> min)."""
+    rows = []
+    for result in results:
+        if result.suite != "collectives":
+            continue
+        details = result.details
+        ranks = details["rank_time_s"]
+        rows.append(
+            [
+                str(details["collective"]),
+                format_size(result),
+                str(details["num_ranks"]),
+                format_bytes_per_s(float(details["algbw_bytes_per_s"])),
+                f"{float(details['busbw_factor']):.3g}",
+                format_duration(float(details["time_s"])),
+                " / ".join(format_duration(float(ranks[key])) for key in ("min", "avg", "max")),
+            ]
+        )
+    if rows:
+        headers = [
+            "collective",
+            "size",
+            "ranks",
+            "algbw",
+            "busbw factor",
+            "time",
+            "rank time min / avg / max",
+        ]
+        print_table("algbw and per-rank times", headers, rows, right_align_from=1, console=console)
+
+
+def _intensity(result: BenchResult) -> tuple[float, float] | None:
+    """(FLOP per byte moved, FLOP/s) of a result, when it computes anything."""
+    if result.suite == "gemm" and result.dtype is not None:
+        m, n, k = (float(result.details[key]) for key in ("m", "n", "k"))
+        moved = (m * k + k * n + m * n) * bytes_per_element(result.dtype)
+        return 2.0 * m * n * k / moved, result.value
+    flop_per_element = {"stream scale": 1.0, "stream add": 1.0, "stream triad": 2.0}.get(result.name)
+    if result.suite == "membw" and flop_per_element is not None:
+        moved_per_element = float(result.details["bytes_moved"]) / float(result.details["num_elements"])
+        intensity = flop_per_element / moved_per_element
+        return intensity, result.value * intensity
+    return None
+
+
+def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str) -> Any:
+    """Measured points on the roofline of ``sol`` (peak of ``precision`` and memory bandwidth)."""
+    figure, axes = new_figure()
+    points = [(result, point) for result in results if (point := _intensity(result)) is not None]
+    peak, _ = sol.compute(precision)
+    bandwidth = sol.memory_bandwidth_bytes_per_s
+    intensities = [point[0] for _, point in points] or [0.1, 100.0]
+    low, high = min(intensities) / 4.0, max(intensities) * 4.0
+    if peak is not None and bandwidth is not None:
+        ridge = peak / bandwidth
+        xs = [low, ridge, max(high, ridge * 4.0)]
+        axes.plot(xs, [min(peak, bandwidth * x) for x in xs], color=color_for("sol"), label="SOL roofline")
+    elif peak is not None:
+        axes.axhline(peak, color=color_for("sol"), label=f"{precision} peak")
+    for index, suite in enumerate(sorted({result.suite for result, _ in points})):
+        chosen = [point for result, point in points if result.suite == suite]
+        axes.scatter(
+            [x for x, _ in chosen],
+            [y for _, y in chosen],
+            color=color_for("measured", index + 1),
+            label=suite,
+        )
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("arithmetic intensity (FLOP per byte)")
+    axes.set_ylabel("FLOP/s")
+    axes.set_title(title)
+    axes.legend(loc="lower right")
+    return figure
+
+
+def save_roofline(
+    results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str, path: Path
+) -> list[Path]:
+    """Draw :func:`roofline_figure` and write it as ``path`` (PNG and SVG)."""
+    figure = roofline_figure(results, sol=sol, precision=precision, title=title)
+    return save_figure(figure, path.with_suffix(""), formats=("png", "svg"))

@@ -1,0 +1,145 @@
+"""``lightspeed bench``: JSON contract, storage, and bad input (exit 2, one line, nothing stored)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from lightspeed.store import open_store
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+KEYS = {"suite", "name", "dtype", "size", "value", "unit", "sol", "fraction_of_sol", "stats", "correct"}
+
+
+def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
+    assert result.code == 2
+    assert result.err.startswith("lightspeed: error:")
+    assert result.err.count("\n") == 1
+    assert "Traceback" not in result.err
+
+
+def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("bench", "membw", "--quick", "--array-size", "1MiB", "--sol-device", "h100", "--json")
+    assert result.code == 0, result.err
+    records = json.loads(result.out)
+    assert [record["name"] for record in records] == [
+        "stream copy",
+        "stream scale",
+        "stream add",
+        "stream triad",
+    ]
+    for record in records:
+        assert set(record) >= KEYS
+        assert set(record["stats"]) == {"min", "median", "max"}
+        assert record["sol"] == pytest.approx(3.35e12)  # the named record's HBM bandwidth
+        assert record["fraction_of_sol"] == pytest.approx(record["value"] / 3.35e12)
+        assert record["correct"] is True
+    with open_store() as store:
+        (run,) = store.runs()
+        stored = store.records(run_id=run.run_id)
+    assert run.label == "membw"
+    assert [record.name for record in stored][-1] == "membw stream triad fp64 1048576"
+    assert stored[-1].fingerprint["num_logical_cpus"] >= 1
+
+
+def test_table_output_and_roofline(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "roof.png"
+    result = run_cli(
+        "bench", "gemm", "--model", "llama-3-8b", "--tp", "8", "--tokens", "16", "--quick",
+        "--no-save", "--plot", str(plot), "--sol-device", "h100",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "llama-3-8b mlp down tp=8" in result.out
+    assert "best fp32 shape" in result.out
+    assert plot.is_file()
+    assert plot.with_suffix(".svg").is_file()
+    with open_store() as store:
+        assert store.runs() == []
+
+
+def test_copy_without_gpu_is_refused(run_cli) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    result = run_cli("bench", "copy")
+    _one_line_error(result)
+    assert "needs a CUDA GPU" in result.err
+    with open_store() as store:
+        assert store.runs(include_incomplete=True) == []
+
+
+@pytest.mark.parametrize(("dtype", "message"), [("tf32", "tf32"), ("int3", "unsupported GEMM dtype")])
+def test_bad_dtype_is_refused(run_cli, dtype: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("bench", "gemm", "--device", "cpu", "--dtype", dtype)
+    _one_line_error(result)
+    assert message in result.err
+
+
+def test_unknown_suite_and_misplaced_option(run_cli) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(run_cli("bench", "nvlink"))
+    result = run_cli("bench", "membw", "--dtype", "bf16")
+    _one_line_error(result)
+    assert "gemm suite only" in result.err
+
+
+def test_missing_torch_names_the_extra(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    result = run_cli("bench", "launch")
+    _one_line_error(result)
+    assert "pip install 'lightspeed[bench]'" in result.err
+
+
+def test_world_that_cannot_connect(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for key, value in {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }.items():
+        monkeypatch.setenv(key, value)
+    result = run_cli("bench", "collectives", "--device", "cpu", "--quick", "--timeout", "2")
+    _one_line_error(result)
+    assert "could not join" in result.err
+    with open_store() as store:
+        assert store.runs(include_incomplete=True) == []
+
+
+def test_unwritable_store_saves_nothing(run_cli, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("LIGHTSPEED_HOME", str(blocker / "home"))
+    result = run_cli("bench", "launch", "--quick")
+    _one_line_error(result)
+    assert "LIGHTSPEED_HOME" in result.err
+
+
+def test_full_store_is_one_line(run_cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from lightspeed.store import database
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        # What SQLite raises when the disk fills mid-transaction (after the run row was written).
+        raise sqlite3.OperationalError("database or disk is full")
+
+    original = database.ResultsStore.__dict__["_insert_records"]
+    monkeypatch.setattr(database.ResultsStore, "_insert_records", staticmethod(full_disk))
+    result = run_cli("bench", "launch", "--quick")
+    _one_line_error(result)
+    assert "is full" in result.err
+    monkeypatch.setattr(database.ResultsStore, "_insert_records", original)
+    with open_store() as store:
+        assert store.runs(include_incomplete=True) == []
