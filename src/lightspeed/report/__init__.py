@@ -12,6 +12,7 @@ from lightspeed.report.goodput import (
 from lightspeed.report.html import print_written_report, write_report
 from lightspeed.report.html_sections import build_sections, gather_inputs
 from lightspeed.report.regression import print_gate
+from lightspeed.report.results import print_run, print_runs, records_csv
 
 __all__ = [
     "build_sections",
@@ -20,9 +21,12 @@ __all__ = [
     "goodput_waterfall_figure",
     "make_console",
     "print_gate",
+    "print_run",
+    "print_runs",
     "print_table",
     "print_written_report",
     "progress_bar",
+    "records_csv",
     "render_checkpoint_plan",
     "render_ledgers",
     "render_results",

@@ -1,0 +1,95 @@
+"""``lightspeed results list|show|export``: read the results store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from lightspeed.cli._common import json_option, print_json
+from lightspeed.errors import UserInputError
+from lightspeed.records import to_jsonable
+from lightspeed.report import print_run, print_runs, records_csv
+from lightspeed.store import StoredRecord, open_store
+
+
+@click.group("results")
+def command() -> None:
+    """The results store ($LIGHTSPEED_HOME/results.sqlite): list, show, export."""
+
+
+@command.command("list")
+@click.option("--kind", default=None, help="Only runs of this kind (benchmark, prediction, goodput ...).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Newest N runs.")
+@click.option("--all", "include_incomplete", is_flag=True, help="Also runs whose writer has not finished.")
+@json_option
+def list_runs(kind: str | None, limit: int, include_incomplete: bool, as_json: bool) -> None:
+    """List stored runs, newest first."""
+    with open_store() as store:
+        runs = store.runs(kind=kind, limit=limit, include_incomplete=include_incomplete)
+        path = str(store.path)
+    if as_json:
+        print_json(runs)
+    else:
+        print_runs(runs, store_path=path)
+
+
+@command.command("show")
+@click.argument("run_id")
+@json_option
+def show(run_id: str, as_json: bool) -> None:
+    """Show one run's records beside their SOL (RUN_ID, a unique prefix, or 'latest')."""
+    with open_store() as store:
+        run = store.run(run_id)
+        records = store.records(run_id=run.run_id, include_incomplete=True)
+        fingerprint = store.fingerprint(run.fingerprint_id)
+    if as_json:
+        print_json({"run": run, "records": records})
+    else:
+        print_run(run, records, fingerprint)
+
+
+def _select(run_ids: tuple[str, ...], kind: str | None, name: str | None) -> list[StoredRecord]:
+    with open_store() as store:
+        if not run_ids:
+            return store.records(kind=kind, name=name)
+        selected: list[StoredRecord] = []
+        for run_id in run_ids:
+            run = store.run(run_id)
+            selected += store.records(run_id=run.run_id, kind=kind, name=name, include_incomplete=True)
+        return selected
+
+
+@command.command("export")
+@click.argument("run_ids", nargs=-1)
+@click.option("--kind", default=None, help="Only records of this kind.")
+@click.option("--name", default=None, help="Only records with this exact name.")
+@click.option("--json", "as_json", is_flag=True, help="JSON list of records (the default).")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV, one row per record, payload as a JSON cell.")
+@click.option("--output", type=click.Path(path_type=Path), default=None, help="Write to a file, not stdout.")
+def export(
+    run_ids: tuple[str, ...],
+    *,
+    kind: str | None,
+    name: str | None,
+    as_json: bool,
+    as_csv: bool,
+    output: Path | None,
+) -> None:
+    """Export records of the given runs (default: every complete run) as JSON or CSV."""
+    if as_json and as_csv:
+        raise UserInputError("choose one of --json and --csv")
+    records = _select(run_ids, kind, name)
+    if as_csv:
+        text = records_csv(records)
+    else:
+        text = json.dumps(to_jsonable(records), indent=2, allow_nan=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UserInputError(f"cannot write {output} ({error.strerror}); choose a writable path") from None
+    click.echo(f"wrote {len(records)} records to {output}", err=True)

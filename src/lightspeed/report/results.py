@@ -1,0 +1,126 @@
+"""Rendering of the results store: run lists, one run's records, CSV export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from lightspeed.records import to_jsonable
+from lightspeed.report.console import make_console, print_table
+from lightspeed.store import RunSummary, StoredRecord
+from lightspeed.units import format_bytes_per_s, format_duration, format_flop_per_s, format_percent
+
+CSV_COLUMNS: Final = (
+    "record_id",
+    "run_id",
+    "kind",
+    "created_s",
+    "name",
+    "metric",
+    "value",
+    "unit",
+    "sol",
+    "fraction_of_sol",
+    "fingerprint_id",
+    "payload",
+)
+# A cell starting with one of these is a formula in spreadsheet programs (CSV injection).
+_FORMULA_PREFIXES: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _timestamp(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
+
+
+def _value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "FLOP/s":
+        return format_flop_per_s(value)
+    if unit == "B/s":
+        return format_bytes_per_s(value)
+    if unit == "s":
+        return format_duration(value)
+    return f"{value:.4g} {unit}".strip()
+
+
+def print_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
+    """The runs table, newest first (times in UTC)."""
+    rows = [
+        [
+            run.run_id,
+            run.kind,
+            run.label,
+            _timestamp(run.created_s),
+            str(run.num_records),
+            run.host_name,
+            "complete" if run.complete else "INCOMPLETE",
+        ]
+        for run in runs
+    ]
+    headers = ["run", "kind", "label", "created (UTC)", "records", "host", "status"]
+    caption = None if runs else "no runs yet: 'lightspeed bench membw --quick' stores one"
+    print_table(f"results in {store_path}", headers, rows, right_align_from=4, caption=caption)
+
+
+def print_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Mapping[str, Any]) -> None:
+    """One run: its records beside their SOL, then the environment it ran in."""
+    console = make_console()
+    rows = [
+        [
+            record.name,
+            record.metric,
+            _value(record.value, record.unit),
+            _value(record.sol, record.unit),
+            format_percent(record.fraction_of_sol) if record.fraction_of_sol is not None else "-",
+        ]
+        for record in records
+    ]
+    title = f"run {run.run_id} ({run.kind}, {run.label or 'no label'}, {_timestamp(run.created_s)} UTC)"
+    print_table(
+        title, ["name", "metric", "value", "SOL", "of SOL"], rows, right_align_from=2, console=console
+    )
+    environment = [[key, _environment_text(value)] for key, value in fingerprint.items()]
+    print_table(f"environment {run.fingerprint_id}", ["field", "value"], environment, console=console)
+
+
+def _environment_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return " ".join(str(item) for item in value) or "-"
+    return "-" if value is None else str(value)
+
+
+def _safe_cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def records_csv(records: Sequence[StoredRecord]) -> str:
+    """Records as CSV (one row each, payload as a JSON cell; formula-like text cells quoted with ``'``)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for record in records:
+        row = [
+            record.record_id,
+            record.run_id,
+            record.kind,
+            record.created_s,
+            record.name,
+            record.metric,
+            "" if record.value is None else record.value,
+            record.unit,
+            "" if record.sol is None else record.sol,
+            "" if record.fraction_of_sol is None else record.fraction_of_sol,
+            record.fingerprint_id,
+            json.dumps(to_jsonable(record.payload), sort_keys=True),
+        ]
+        writer.writerow([_safe_cell(cell) for cell in row])
+    return buffer.getvalue()

@@ -1,0 +1,109 @@
+"""``lightspeed results list|show|export`` on a store filled through the public API."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from lightspeed.store import NewRecord, default_store_path, open_store
+
+FINGERPRINT = {"host_name": "bench-host", "cpu_model": "Test CPU"}
+
+
+def _fill() -> tuple[str, str]:
+    with open_store() as store:
+        bench = store.add_records(
+            kind="benchmark",
+            label="membw",
+            fingerprint=FINGERPRINT,
+            records=[
+                NewRecord(
+                    name="membw stream triad fp64 1048576",
+                    metric="bytes_per_s",
+                    value=2e10,
+                    unit="B/s",
+                    sol=4e10,
+                    payload={"samples": [1.9e10, 2e10]},
+                ),
+                NewRecord(name="=HYPERLINK(1)", metric="bytes_per_s", value=1.0, unit="B/s"),
+            ],
+        )
+        predicted = store.add_records(
+            kind="prediction",
+            fingerprint=FINGERPRINT,
+            records=[NewRecord(name="gpt step", metric="step_time_s", value=0.25, unit="s")],
+        )
+    return bench, predicted
+
+
+def test_list_newest_first(run_cli) -> None:  # type: ignore[no-untyped-def]
+    bench, predicted = _fill()
+    result = run_cli("results", "list", "--json")
+    assert result.code == 0
+    runs = json.loads(result.out)
+    assert {run["run_id"] for run in runs} == {bench, predicted}
+    assert [run["num_records"] for run in runs if run["run_id"] == bench] == [2]
+    table = run_cli("results", "list", "--kind", "benchmark")
+    assert bench in table.out
+    assert predicted not in table.out
+    assert str(default_store_path()) in table.out.replace("\n", "")
+
+
+def test_show_by_prefix_with_sol_and_environment(run_cli) -> None:  # type: ignore[no-untyped-def]
+    bench, _ = _fill()
+    result = run_cli("results", "show", bench[:-1])
+    assert result.code == 0, result.err
+    assert "membw stream triad" in result.out
+    assert "50.0%" in result.out  # 2e10 of 4e10
+    assert "bench-host" in result.out
+    data = json.loads(run_cli("results", "show", bench, "--json").out)
+    assert data["run"]["run_id"] == bench
+    assert data["records"][0]["payload"]["samples"] == [1.9e10, 2e10]
+
+
+def test_export_csv_escapes_formulas(run_cli) -> None:  # type: ignore[no-untyped-def]
+    bench, _ = _fill()
+    result = run_cli("results", "export", bench, "--csv")
+    assert result.code == 0, result.err
+    rows = list(csv.DictReader(io.StringIO(result.out)))
+    assert [row["name"] for row in rows] == ["membw stream triad fp64 1048576", "'=HYPERLINK(1)"]
+    assert float(rows[0]["fraction_of_sol"]) == 0.5
+    assert json.loads(rows[0]["payload"]) == {"samples": [1.9e10, 2e10]}
+    assert rows[1]["sol"] == ""
+
+
+def test_export_json_to_file_with_filters(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _fill()
+    target = tmp_path / "out.json"
+    result = run_cli("results", "export", "--kind", "prediction", "--json", "--output", str(target))
+    assert result.code == 0, result.err
+    records = json.loads(target.read_text())
+    assert [(r["name"], r["value"], r["unit"]) for r in records] == [("gpt step", 0.25, "s")]
+    assert "wrote 1 records" in result.err
+
+
+def test_bad_input_is_one_line(run_cli, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _fill()
+    for args, message in (
+        (("results", "show", "nope"), "no run 'nope'"),
+        (("results", "export", "--json", "--csv"), "one of --json and --csv"),
+    ):
+        result = run_cli(*args)
+        assert result.code == 2
+        assert message in result.err
+        assert result.err.count("\n") == 1
+    corrupt = tmp_path / "corrupt-home"
+    corrupt.mkdir()
+    (corrupt / "results.sqlite").write_bytes(b"garbage" * 500)
+    monkeypatch.setenv("LIGHTSPEED_HOME", str(corrupt))
+    result = run_cli("results", "list")
+    assert result.code == 2
+    assert "not a readable lightspeed store" in result.err
+
+
+def test_empty_store_says_how_to_fill_it(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("results", "list")
+    assert result.code == 0
+    assert "no runs yet" in result.out
