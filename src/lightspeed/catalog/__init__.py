@@ -11,7 +11,20 @@ records.
 """
 
 from lightspeed.catalog.clusters import SPEC_SYNTAX
+from lightspeed.catalog.detect import (
+    CpuInfo,
+    LocalCpu,
+    LocalGpu,
+    LocalMachine,
+    detect_cpu,
+    detect_gpus,
+    detect_local,
+    local_cpu_accelerator,
+    local_system,
+    read_cpu_info,
+)
 from lightspeed.catalog.loader import normalize_name
+from lightspeed.catalog.microarch import CpuPeak, Microarchitecture, cpu_peak, load_microarchitectures
 from lightspeed.catalog.records import (
     COMPUTE_ROWS,
     Accelerator,
@@ -27,24 +40,58 @@ from lightspeed.catalog.records import (
 )
 from lightspeed.catalog.registry import Catalog, load_catalog
 from lightspeed.catalog.totals import SystemTotals, TotalRow, derive_totals
+from lightspeed.catalog.views import (
+    CatalogEntry,
+    Comparison,
+    ComparisonRow,
+    Description,
+    compare_hardware,
+    compare_records,
+    cpu_record_peak,
+    describe,
+    list_entries,
+)
 
 __all__ = [
     "COMPUTE_ROWS",
     "SPEC_SYNTAX",
     "Accelerator",
     "Catalog",
+    "CatalogEntry",
     "Cluster",
+    "Comparison",
+    "ComparisonRow",
     "ComputeFigure",
     "Conflict",
     "Cpu",
+    "CpuInfo",
+    "CpuPeak",
+    "Description",
     "Link",
     "LinkAttachment",
+    "LocalCpu",
+    "LocalGpu",
+    "LocalMachine",
+    "Microarchitecture",
     "PrintedTotal",
     "Source",
     "System",
     "SystemTotals",
     "TotalRow",
+    "compare_hardware",
+    "compare_records",
+    "cpu_peak",
+    "cpu_record_peak",
     "derive_totals",
+    "describe",
+    "detect_cpu",
+    "detect_gpus",
+    "detect_local",
+    "list_entries",
     "load_catalog",
+    "load_microarchitectures",
+    "local_cpu_accelerator",
+    "local_system",
     "normalize_name",
+    "read_cpu_info",
 ]

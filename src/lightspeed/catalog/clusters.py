@@ -168,6 +168,16 @@ def nodes_for(system: System, num_accelerators: int) -> int:
     return max(1, math.ceil(num_accelerators / system.num_accelerators))
 
 
+def looks_like_spec(text: str) -> bool:
+    """Whether ``text`` has the marks of a cluster spec (a node count, ``@`` or ``:``).
+
+    >>> looks_like_spec("9xdgx-h100"), looks_like_spec("h100-sxm")
+    (True, False)
+    """
+    compact = "".join(text.split())
+    return "@" in compact or ":" in compact or re.match(r"^\d+[x×*]", compact.lower()) is not None
+
+
 def looks_like_file(text: str | Path) -> bool:
     """Whether ``text`` names a cluster file rather than a name or spec."""
     if isinstance(text, Path):

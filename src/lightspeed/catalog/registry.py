@@ -77,6 +77,14 @@ class Catalog:
         """
         return _find(self.accelerators, reported_name)
 
+    def find_cpu(self, reported_name: str) -> Cpu | None:
+        """The CPU named ``reported_name`` (as /proc/cpuinfo or MLPerf print it), else ``None``.
+
+        >>> load_catalog().find_cpu("Intel(R) Xeon(R) Platinum 8480C").name
+        'xeon-platinum-8480c'
+        """
+        return _find(self.cpus, reported_name)
+
     def any_record(self, name: str) -> Accelerator | Cpu | Link | System:
         """A record of any kind (accelerators first, then systems, links, CPUs)."""
         found: Accelerator | Cpu | Link | System | None = (

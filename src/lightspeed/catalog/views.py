@@ -1,0 +1,386 @@
+"""Side-by-side comparisons, listings and descriptions of catalog records (what ``hw`` shows).
+
+A comparison aligns the figures of several records of one kind row by row.
+Each row keeps what was printed (``values``), whether it was printed with 2:4
+sparsity (``sparse``) and the dense figure (``dense_values``); ``ratios`` and
+``deltas`` compare dense figures with the first record's, so a sparse
+datasheet number never inflates a ratio.
+
+>>> from lightspeed.catalog import load_catalog
+>>> comparison = compare_hardware(catalog=load_catalog(), names=["h100-pcie", "h800-pcie"])
+>>> comparison.row("fp64").ratios[1] < 0.04
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.catalog.clusters import looks_like_file, looks_like_spec
+from lightspeed.catalog.loader import normalize_name
+from lightspeed.catalog.microarch import CpuPeak, cpu_peak, load_microarchitectures
+from lightspeed.catalog.records import COMPUTE_ROWS, Accelerator, Cluster, Cpu, Link, LinkAttachment, System
+from lightspeed.catalog.registry import Catalog
+from lightspeed.catalog.totals import SystemTotals, derive_totals
+from lightspeed.errors import UnknownNameError, UserInputError
+from lightspeed.records import Record
+
+KINDS: Final = ("accelerator", "link", "cpu", "system")
+HardwareRecord = Accelerator | Link | Cpu | System
+
+_ROW_LABELS: Final = {
+    "fp64": "FP64",
+    "fp64_tensor": "FP64 tensor",
+    "fp32": "FP32",
+    "tf32": "TF32 tensor",
+    "bf16": "BF16 tensor",
+    "fp16": "FP16 tensor",
+    "fp8": "FP8 tensor",
+    "fp6": "FP6 tensor",
+    "fp4": "FP4 tensor",
+    "int8": "INT8 tensor",
+    "int4": "INT4 tensor",
+}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One figure of one record: printed value, dense value, sparsity flag (internal)."""
+
+    field: str
+    label: str
+    unit: str
+    printed: float | None
+    dense: float | None = None
+    sparse: bool | None = None
+
+    @property
+    def dense_value(self) -> float | None:
+        """The dense figure (the printed one where the vendor printed it dense)."""
+        return self.dense if self.dense is not None else self.printed
+
+
+@dataclass(frozen=True)
+class ComparisonRow(Record):
+    """One figure across the compared records; ratios and deltas are dense vs the first record."""
+
+    field: str
+    label: str
+    unit: str
+    values: tuple[float | None, ...]
+    dense_values: tuple[float | None, ...]
+    sparse: tuple[bool | None, ...]
+    ratios: tuple[float | None, ...]
+    deltas: tuple[float | None, ...]
+    differs: bool
+
+
+@dataclass(frozen=True)
+class Comparison(Record):
+    """Records of one kind side by side (the ``hw compare --json`` contract)."""
+
+    kind: str
+    devices: tuple[str, ...]
+    display_names: tuple[str, ...]
+    labels: Mapping[str, tuple[str, ...]]
+    rows: tuple[ComparisonRow, ...]
+
+    def row(self, field: str) -> ComparisonRow:
+        """The row for ``field`` (``bf16``, ``memory_bandwidth``, ``scale_up_bidirectional`` ...)."""
+        for row in self.rows:
+            if row.field == field:
+                return row
+        raise UserInputError(f"no row {field!r}; rows: {', '.join(row.field for row in self.rows)}")
+
+
+@dataclass(frozen=True)
+class CatalogEntry(Record):
+    """One line of ``hw list``: a record's kind, names and headline figures (base SI)."""
+
+    kind: str
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    figures: Mapping[str, float | None]
+    path: str
+
+
+@dataclass(frozen=True)
+class Description(Record):
+    """What ``hw show`` prints: the record, plus derived totals (systems) or peak (CPUs)."""
+
+    kind: str
+    name: str
+    record: HardwareRecord | Cluster
+    totals: SystemTotals | None = None
+    cpu_peak: CpuPeak | None = None
+
+
+def kind_of(record: HardwareRecord | Cluster) -> str:
+    """``'accelerator'``, ``'link'``, ``'cpu'``, ``'system'`` or ``'cluster'``."""
+    kinds: dict[type, str] = {Accelerator: "accelerator", Link: "link", Cpu: "cpu", System: "system"}
+    return kinds.get(type(record), "cluster")
+
+
+def _attachment_facts(prefix: str, label: str, attachment: LinkAttachment | None) -> list[Fact]:
+    links = attachment.num_links if attachment else None
+    return [
+        Fact(f"{prefix}_links", f"{label} links", "links", links),
+        Fact(
+            f"{prefix}_per_direction",
+            f"{label} per direction",
+            "B/s",
+            attachment.per_direction_bytes_per_s if attachment else None,
+        ),
+        Fact(
+            f"{prefix}_bidirectional",
+            f"{label} bidirectional",
+            "B/s",
+            attachment.bidirectional_bytes_per_s if attachment else None,
+        ),
+    ]
+
+
+def accelerator_facts(accelerator: Accelerator) -> list[Fact]:
+    """Every comparable figure of an accelerator, in display order."""
+    facts = [
+        Fact("memory_capacity", "memory (nominal)", "B", accelerator.memory_nominal_bytes),
+        Fact("memory_usable", "memory (usable, as listed)", "B", accelerator.memory_usable_bytes),
+        Fact("memory_bandwidth", "memory bandwidth", "B/s", accelerator.memory_bandwidth_bytes_per_s),
+    ]
+    for precision in COMPUTE_ROWS:
+        figure = accelerator.compute.get(precision)
+        unit = "OP/s" if precision.startswith("int") else "FLOP/s"
+        if figure is None:
+            facts.append(Fact(precision, _ROW_LABELS[precision], unit, None))
+        else:
+            facts.append(
+                Fact(
+                    precision,
+                    _ROW_LABELS[precision],
+                    figure.unit,
+                    figure.printed_per_s,
+                    figure.dense_per_s,
+                    figure.printed_with_sparsity,
+                )
+            )
+    facts += _attachment_facts("scale_up", "scale-up", accelerator.scale_up)
+    facts += _attachment_facts("host_link", "host link", accelerator.host_link)[1:]
+    facts += [
+        Fact("tdp", "TDP (max)", "W", accelerator.tdp_w),
+        Fact("tdp_min", "TDP (min of range)", "W", accelerator.tdp_min_w),
+        Fact("l2_cache", "L2 cache", "B", accelerator.l2_cache_bytes),
+        Fact("compute_units", "SMs / CUs", "units", accelerator.num_compute_units),
+        Fact("boost_clock", "boost clock", "Hz", accelerator.boost_clock_hz),
+    ]
+    return facts
+
+
+def link_facts(link: Link) -> list[Fact]:
+    """Bandwidth per direction and bidirectional, and latency, of one link."""
+    return [
+        Fact("per_direction", "per direction", "B/s", link.per_direction_bytes_per_s),
+        Fact("bidirectional", "bidirectional", "B/s", link.bidirectional_bytes_per_s),
+        Fact("latency", "small-message latency", "s", link.latency_s),
+    ]
+
+
+def cpu_record_peak(cpu: Cpu, num_sockets: int = 1) -> CpuPeak | None:
+    """Peak of a catalog CPU from its microarchitecture table entry at its base clock."""
+    table = load_microarchitectures()
+    arch = table.get(cpu.microarchitecture)
+    if arch is None:
+        return None
+    boost = f"; boost up to {cpu.max_clock_hz / 1e9:.3g} GHz" if cpu.max_clock_hz else ""
+    return cpu_peak(
+        microarchitecture=arch,
+        flags=None,
+        num_sockets=num_sockets,
+        num_cores_per_socket=cpu.num_cores,
+        clock_hz=cpu.clock_hz,
+        clock_note=f"base clock of {cpu.display_name}{boost}",
+    )
+
+
+def cpu_facts(cpu: Cpu) -> list[Fact]:
+    """Cores, clocks, printed and derived peaks, memory and power of one CPU (one socket)."""
+    peak = cpu_record_peak(cpu)
+    return [
+        Fact("cores", "cores", "cores", cpu.num_cores),
+        Fact("clock", "base clock", "Hz", cpu.clock_hz),
+        Fact("max_clock", "max boost clock", "Hz", cpu.max_clock_hz),
+        Fact("fp64_printed", "FP64 (printed)", "FLOP/s", cpu.fp64_flop_per_s),
+        Fact("fp64_peak", "FP64 (derived at base clock)", "FLOP/s", peak.fp64_flop_per_s if peak else None),
+        Fact("fp32_peak", "FP32 (derived at base clock)", "FLOP/s", peak.fp32_flop_per_s if peak else None),
+        Fact("memory_capacity", "memory capacity", "B", cpu.memory_capacity_bytes),
+        Fact("memory_bandwidth", "memory bandwidth", "B/s", cpu.memory_bandwidth_bytes_per_s),
+        Fact("tdp", "TDP", "W", cpu.tdp_w),
+    ]
+
+
+def system_facts(system: System) -> list[Fact]:
+    """Counts plus every derived total of a system (what the parts add up to)."""
+    facts = [
+        Fact("num_accelerators", "accelerators", "devices", system.num_accelerators),
+        Fact("scale_up_domain_size", "scale-up domain", "devices", system.scale_up_domain_size),
+    ]
+    facts += [Fact(row.key, row.label, row.unit, row.derived) for row in derive_totals(system=system).rows]
+    return facts
+
+
+def _facts(record: HardwareRecord) -> list[Fact]:
+    if isinstance(record, Accelerator):
+        return accelerator_facts(record)
+    if isinstance(record, Link):
+        return link_facts(record)
+    if isinstance(record, Cpu):
+        return cpu_facts(record)
+    return system_facts(record)
+
+
+def _labels(records: Sequence[HardwareRecord]) -> dict[str, tuple[str, ...]]:
+    labels: dict[str, tuple[str, ...]] = {"display_name": tuple(record.display_name for record in records)}
+    if all(isinstance(record, Accelerator) for record in records):
+        accelerators = [record for record in records if isinstance(record, Accelerator)]
+        for key in ("vendor", "architecture", "form_factor", "family", "memory_type"):
+            labels[key] = tuple(str(getattr(record, key)) for record in accelerators)
+        labels["scale_up_link"] = tuple(a.scale_up.link.name if a.scale_up else "" for a in accelerators)
+        labels["host_link"] = tuple(a.host_link.link.name if a.host_link else "" for a in accelerators)
+    return labels
+
+
+def compare_records(records: Sequence[HardwareRecord]) -> Comparison:
+    """Records of one kind side by side; ratios and deltas are dense figures vs the first record."""
+    if len(records) < 2:
+        raise UserInputError("compare needs at least two records")
+    kinds = {kind_of(record) for record in records}
+    if len(kinds) > 1:
+        raise UserInputError(
+            f"cannot compare records of different kinds ({', '.join(sorted(kinds))}); "
+            "compare accelerators with accelerators, systems with systems, ..."
+        )
+    columns = [{fact.field: fact for fact in _facts(record)} for record in records]
+    order = list(dict.fromkeys(field for column in columns for field in column))
+    rows = tuple(_row([column.get(field) for column in columns]) for field in order)
+    return Comparison(
+        kind=kinds.pop(),
+        devices=tuple(record.name for record in records),
+        display_names=tuple(record.display_name for record in records),
+        labels=_labels(records),
+        rows=tuple(row for row in rows if any(value is not None for value in row.values)),
+    )
+
+
+def _row(facts: Sequence[Fact | None]) -> ComparisonRow:
+    template = next(fact for fact in facts if fact is not None)
+    dense = tuple(fact.dense_value if fact else None for fact in facts)
+    base = dense[0]
+    ratios = tuple(value / base if value is not None and base else None for value in dense)
+    deltas = tuple(value - base if value is not None and base is not None else None for value in dense)
+    known = [value for value in dense if value is not None]
+    differs = base is not None and any(abs(value - base) > 1e-9 * max(abs(base), 1.0) for value in known)
+    return ComparisonRow(
+        field=template.field,
+        label=template.label,
+        unit=template.unit,
+        values=tuple(fact.printed if fact else None for fact in facts),
+        dense_values=dense,
+        sparse=tuple(fact.sparse if fact else None for fact in facts),
+        ratios=ratios,
+        deltas=deltas,
+        differs=differs,
+    )
+
+
+def lookup(catalog: Catalog, name: str, kind: str | None = None) -> HardwareRecord:
+    """A record by name or alias, of ``kind`` if given, else of any kind."""
+    finders: dict[str, Callable[[str], HardwareRecord]] = {
+        "accelerator": catalog.accelerator,
+        "link": catalog.link,
+        "cpu": catalog.cpu,
+        "system": catalog.system,
+    }
+    if kind is None:
+        return catalog.any_record(name)
+    return finders[kind](name)
+
+
+def compare_hardware(*, catalog: Catalog, names: Sequence[str]) -> Comparison:
+    """Compare records named ``names``; all take the kind of the first name."""
+    if len(names) < 2:
+        raise UserInputError("hw compare needs at least two names, e.g. hw compare h100-pcie h800-pcie")
+    first = lookup(catalog, names[0])
+    kind = kind_of(first)
+    return compare_records([first, *(lookup(catalog, name, kind) for name in names[1:])])
+
+
+def describe(*, catalog: Catalog, name: str) -> Description:
+    """A record (or a cluster spec such as ``9xdgx-h100@ib-ndr``) with its derived figures."""
+    try:
+        record: HardwareRecord | Cluster = catalog.any_record(name)
+    except UnknownNameError:
+        if not (looks_like_file(name) or looks_like_spec(name) or normalize_name(name) in catalog.clusters):
+            raise
+        record = catalog.resolve_cluster(name)
+    kind = kind_of(record)
+    totals = derive_totals(system=record) if isinstance(record, System) else None
+    peak = cpu_record_peak(record) if isinstance(record, Cpu) else None
+    return Description(kind=kind, name=record.name, record=record, totals=totals, cpu_peak=peak)
+
+
+def _headline(record: HardwareRecord) -> dict[str, float | None]:
+    if isinstance(record, Accelerator):
+        bf16 = record.compute.get("bf16") or record.compute.get("fp16")
+        return {
+            "bf16_dense_flop_per_s": bf16.dense_per_s if bf16 else None,
+            "memory_bytes": record.memory_usable_bytes,
+            "memory_bandwidth_bytes_per_s": record.memory_bandwidth_bytes_per_s,
+            "scale_up_per_direction_bytes_per_s": (
+                record.scale_up.per_direction_bytes_per_s if record.scale_up else None
+            ),
+        }
+    if isinstance(record, Link):
+        return {
+            "per_direction_bytes_per_s": record.per_direction_bytes_per_s,
+            "bidirectional_bytes_per_s": record.bidirectional_bytes_per_s,
+            "latency_s": record.latency_s,
+        }
+    if isinstance(record, Cpu):
+        return {
+            "num_cores": float(record.num_cores),
+            "clock_hz": record.clock_hz,
+            "memory_bandwidth_bytes_per_s": record.memory_bandwidth_bytes_per_s,
+        }
+    bf16_row = record.accelerator.compute.get("bf16")
+    return {
+        "num_accelerators": float(record.num_accelerators),
+        "bf16_dense_flop_per_s": record.num_accelerators * bf16_row.dense_per_s if bf16_row else None,
+        "memory_bytes": record.num_accelerators * record.accelerator.memory_usable_bytes,
+    }
+
+
+def list_entries(*, catalog: Catalog, kind: str | None = None) -> tuple[CatalogEntry, ...]:
+    """Every record (or every record of ``kind``) with headline figures, sorted by kind then name."""
+    if kind is not None and kind not in KINDS:
+        raise UserInputError(f"unknown kind {kind!r}; use one of: {', '.join(KINDS)}")
+    tables: dict[str, Mapping[str, HardwareRecord]] = {
+        "accelerator": catalog.accelerators,
+        "link": catalog.links,
+        "cpu": catalog.cpus,
+        "system": catalog.systems,
+    }
+    return tuple(
+        CatalogEntry(
+            kind=name_of_kind,
+            name=record.name,
+            display_name=record.display_name,
+            aliases=record.aliases,
+            figures=_headline(record),
+            path=record.path,
+        )
+        for name_of_kind in KINDS
+        if kind in (None, name_of_kind)
+        for record in sorted(tables[name_of_kind].values(), key=lambda item: item.name)
+    )
