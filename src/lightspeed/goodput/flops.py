@@ -74,18 +74,20 @@ def utilization(
     )
     try:
         figures = flops or model_flops(workload=workload, models=models, convention=convention)
-        peak, device = peak_flop_per_s(workload=workload, catalog=catalog)
     except LightspeedError as error:
         return replace(base, reason=str(error))
     base = replace(
         base,
-        device=device,
         model_flop_per_token=figures.model_flop_per_token,
         hardware_flop_per_token=figures.hardware_flop_per_token,
         convention=figures.convention,
         formula=figures.formula,
-        peak_flop_per_s=peak,
     )
+    try:
+        peak, device = peak_flop_per_s(workload=workload, catalog=catalog)
+    except LightspeedError as error:
+        return replace(base, reason=str(error))
+    base = replace(base, device=device, peak_flop_per_s=peak)
     if tokens <= 0:
         return replace(base, reason="no tokens were recorded (pass tokens= to tracker.step)")
     if not num_accelerators:

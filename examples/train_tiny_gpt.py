@@ -1,0 +1,277 @@
+"""Train a tiny GPT on CPU with the goodput tracker, crash it, resume it, report the ledger.
+
+    python examples/train_tiny_gpt.py --run-dir runs/tiny-gpt
+    python examples/train_tiny_gpt.py --run-dir runs/tiny-gpt --quick --json
+    python examples/train_tiny_gpt.py --run-dir runs/tiny --profile-trace runs/tiny/trace.json
+
+The parent process runs the training twice in child processes sharing one
+run directory. The first child initializes, trains, saves a checkpoint every
+``--checkpoint-every`` steps and then kills itself with SIGKILL at step
+``--crash-at`` (no clean shutdown: the event log keeps what its background
+writer had flushed). The second child restores the last checkpoint and
+finishes the run; the steps it repeats are counted as wasted progress. The
+parent then prints the goodput ledger (``lightspeed goodput report RUN_DIR``
+prints the same). ``--profile-trace PATH`` writes a PyTorch profiler (Kineto)
+trace of three training steps of the first child.
+
+Model FLOPs use PaLM's convention, 6 N + 12 L s d per token (N parameters,
+L layers, s sequence length, d model width); MFU needs a peak (``--peak-tflops``,
+e.g. this CPU's fp32 peak), otherwise the report says it is unavailable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+MARKER = ".tiny-gpt-run"
+TEXT = (__doc__ or "lightspeed goodput example").encode() * 8
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--run-dir", type=Path, default=Path("runs/tiny-gpt"), help="where logs and checkpoints go"
+    )
+    parser.add_argument("--steps", type=int, default=60, help="optimizer steps of the whole run")
+    parser.add_argument("--quick", action="store_true", help="a short run (24 steps, smaller model)")
+    parser.add_argument("--crash-at", type=int, default=None, help="step at which the first child dies")
+    parser.add_argument("--checkpoint-every", type=int, default=10, help="steps between checkpoints")
+    parser.add_argument("--eval-every", type=int, default=20, help="steps between evaluations")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="peak of this machine, for MFU")
+    parser.add_argument("--profile-trace", type=Path, default=None, help="write a Kineto trace of 3 steps")
+    parser.add_argument("--json", action="store_true", help="print the ledger as JSON")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps = min(args.steps, 24)
+        args.checkpoint_every = min(args.checkpoint_every, 6)
+        args.eval_every = min(args.eval_every, 12)
+    if args.crash_at is None:
+        args.crash_at = max(2, (args.steps * 3) // 5)
+    if not 1 <= args.crash_at < args.steps:
+        parser.error(f"--crash-at must be between 1 and --steps - 1 ({args.steps - 1})")
+    return args
+
+
+def model_config(quick: bool) -> dict[str, int]:
+    """Layers, width, heads, context and batch of the tiny GPT."""
+    if quick:
+        return {"layers": 2, "width": 64, "heads": 4, "seq_len": 32, "batch": 8, "vocab": 256}
+    return {"layers": 4, "width": 128, "heads": 4, "seq_len": 64, "batch": 16, "vocab": 256}
+
+
+def build_model(config: dict[str, int]) -> Any:
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            width = config["width"]
+            self.norm1 = nn.LayerNorm(width)
+            self.attention = nn.MultiheadAttention(width, config["heads"], batch_first=True)
+            self.norm2 = nn.LayerNorm(width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x: Any) -> Any:
+            length = x.shape[1]
+            mask = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+            h = self.norm1(x)
+            x = x + self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+            return x + self.mlp(self.norm2(x))
+
+    class TinyGPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(config["vocab"], config["width"])
+            self.position = nn.Embedding(config["seq_len"], config["width"])
+            self.blocks = nn.Sequential(*[Block() for _ in range(config["layers"])])
+            self.norm = nn.LayerNorm(config["width"])
+            self.head = nn.Linear(config["width"], config["vocab"], bias=False)
+
+        def forward(self, tokens: Any) -> Any:
+            positions = torch.arange(tokens.shape[1])
+            x = self.embed(tokens) + self.position(positions)
+            return self.head(self.norm(self.blocks(x)))
+
+    return TinyGPT()
+
+
+def flop_per_token(model: Any, config: dict[str, int]) -> float:
+    """PaLM's training FLOP per token: 6 N + 12 L s d."""
+    num_params = sum(parameter.numel() for parameter in model.parameters())
+    return 6.0 * num_params + 12.0 * config["layers"] * config["seq_len"] * config["width"]
+
+
+def batches(config: dict[str, int], seed: int) -> Any:
+    """Endless random windows of the example's own text (bytes as tokens)."""
+    import torch
+
+    data = torch.tensor(list(TEXT), dtype=torch.long)
+    generator = torch.Generator().manual_seed(seed)
+    span = config["seq_len"] + 1
+    while True:
+        starts = torch.randint(0, len(data) - span, (config["batch"],), generator=generator)
+        window = torch.stack([data[start : start + span] for start in starts.tolist()])
+        yield window[:, :-1], window[:, 1:]
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One job segment: build, restore if a checkpoint exists, train, checkpoint, maybe crash."""
+    import torch
+
+    from lightspeed.goodput import Tracker
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)  # steady step times on a shared 2-core machine
+    config = model_config(args.quick)
+    checkpoint = args.run_dir / "checkpoint.pt"
+    flops = flop_per_token(build_model(config), config)  # a throwaway copy, to count parameters
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else None
+    with Tracker(
+        args.run_dir,
+        flush_interval_s=0.5,
+        world_size=1,
+        rank=0,
+        seq_len=config["seq_len"],
+        precision="fp32",
+        model_flop_per_token=flops,
+        peak_flop_per_s=peak,
+        system="cpu" if peak else None,
+    ) as tracker:
+        with tracker.init():
+            model = build_model(config)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+            loss_fn = torch.nn.CrossEntropyLoss()
+        first_step = 0
+        if checkpoint.exists():
+            with tracker.checkpoint_restore():
+                state = torch.load(checkpoint, weights_only=True)  # our own file, tensors only
+                model.load_state_dict(state["model"])
+                optimizer.load_state_dict(state["optimizer"])
+                first_step = int(state["next_step"])
+            tracker.set_step(first_step)
+        loader = tracker.wrap_loader(batches(config, seed=first_step))
+        profiler = start_profiler(args) if first_step == 0 else None
+        for step in range(first_step, args.steps):
+            inputs, targets = next(loader)
+            with tracker.step(tokens=inputs.numel(), samples=inputs.shape[0]):
+                logits = model(inputs)
+                loss = loss_fn(logits.reshape(-1, config["vocab"]), targets.reshape(-1))
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            profiler = step_profiler(profiler, args, step)
+            if (step + 1) % args.eval_every == 0:
+                with tracker.eval(), torch.no_grad():
+                    eval_inputs, eval_targets = next(batches(config, seed=10_000))
+                    loss_fn(model(eval_inputs).reshape(-1, config["vocab"]), eval_targets.reshape(-1))
+            if (step + 1) % args.checkpoint_every == 0:
+                with tracker.checkpoint_save():
+                    state = {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "next_step": step + 1,
+                    }
+                    torch.save(state, checkpoint)
+            if first_step == 0 and step + 1 == args.crash_at:
+                time.sleep(0.6)  # let the background writer flush (interval 0.5 s), then die hard
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+def start_profiler(args: argparse.Namespace) -> Any:
+    if args.profile_trace is None:
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    profiler = profile(activities=[ProfilerActivity.CPU], record_shapes=True)
+    profiler.__enter__()
+    return profiler
+
+
+def step_profiler(profiler: Any, args: argparse.Namespace, step: int) -> Any:
+    """Stop after three profiled steps and write the Kineto trace."""
+    if profiler is None or step < 2:
+        return profiler
+    profiler.__exit__(None, None, None)
+    args.profile_trace.parent.mkdir(parents=True, exist_ok=True)
+    profiler.export_chrome_trace(str(args.profile_trace))
+    return None
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """Start from an empty run directory; only ever delete one this example created."""
+    if run_dir.exists() and any(run_dir.iterdir()):
+        if not (run_dir / MARKER).exists():
+            sys.exit(f"error: {run_dir} exists and was not made by this example; choose another --run-dir")
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / MARKER).write_text("made by examples/train_tiny_gpt.py\n", encoding="utf-8")
+
+
+def run_child(argv: list[str]) -> int:
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", *argv]
+    return subprocess.run(command, check=False).returncode
+
+
+def without_option(argv: list[str], option: str) -> list[str]:
+    """``argv`` without ``option VALUE`` / ``option=VALUE``."""
+    kept: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == option:
+            skip = True
+        elif not item.startswith(f"{option}="):
+            kept.append(item)
+    return kept
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(raw)
+    if args.worker:
+        worker(args)
+        return 0
+    from lightspeed.errors import require_extra
+
+    require_extra("torch", "bench", "the tiny GPT example")
+    prepare_run_dir(args.run_dir)
+    first = run_child(raw)
+    if first != -signal.SIGKILL:
+        print(f"error: the first segment should have been killed, it exited with {first}", file=sys.stderr)
+        return 1
+    second = run_child(without_option(raw, "--profile-trace"))
+    if second != 0:
+        print(f"error: the resumed segment exited with {second}", file=sys.stderr)
+        return 1
+    report(args)
+    return 0
+
+
+def report(args: argparse.Namespace) -> None:
+    from lightspeed.goodput import build_ledger, read_run
+    from lightspeed.records import to_jsonable
+    from lightspeed.report import render_ledgers
+
+    ledger = build_ledger(run=read_run(args.run_dir))
+    if args.json:
+        print(json.dumps(to_jsonable(ledger), indent=2))
+    else:
+        render_ledgers([ledger])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
