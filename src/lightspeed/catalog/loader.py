@@ -200,7 +200,6 @@ def parse_link(path: str, data: Mapping[str, Any]) -> Link:
     sources = parse_sources(fields)
     bandwidth = _required_table(fields, "bandwidth")
     latency = _required_table(fields, "latency")
-    latency.check_source("source", sources)
     per_direction = bandwidth.quantity("per_direction", "bytes_per_s")
     bidirectional = bandwidth.quantity("bidirectional", "bytes_per_s")
     if bidirectional < per_direction:
@@ -223,6 +222,7 @@ def parse_link(path: str, data: Mapping[str, Any]) -> Link:
         sources=sources,
         note=fields.string("note", ""),
         path=path,
+        latency_source=latency.check_source("source", sources),
     )
 
 
@@ -365,8 +365,7 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
     memory = _required_table(fields, "memory")
     power = fields.table("power", required=False)
     chip = fields.table("chip", required=False)
-    if chip is not None and len(chip.data) > 0:
-        chip.check_source("source", sources)
+    chip_source = chip.check_source("source", sources) if chip is not None else ""
     nominal = memory.quantity("nominal", "bytes")
     usable = memory.optional_quantity("usable", "bytes")
     return Accelerator(
@@ -396,6 +395,7 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         note=fields.string("note", ""),
         path=path,
         num_logical_devices=chip.integer("num_logical_devices", 1, minimum=1) if chip else 1,
+        chip_source=chip_source,
     )
 
 
@@ -447,8 +447,6 @@ def parse_system(
     cpu: Cpu | None = _resolve(fields, "cpu", cpus) if fields.has("cpu") else None
     scale_up = _required_table(fields, "scale_up")
     power = fields.table("power", required=False)
-    if power is not None:
-        power.check_source("source", sources)
     return System(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -470,6 +468,7 @@ def parse_system(
         sources=sources,
         note=fields.string("note", ""),
         path=path,
+        power_source=power.check_source("source", sources) if power else "",
     )
 
 

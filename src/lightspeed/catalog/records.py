@@ -100,6 +100,7 @@ class Link(Record):
     sources: Mapping[str, Source] = field(default_factory=dict)
     note: str = ""
     path: str = ""
+    latency_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class Accelerator(Record):
     note: str = ""
     path: str = ""
     num_logical_devices: int = 1
+    chip_source: str = ""
 
     def peak(self, precision: str) -> ComputeFigure:
         """The compute row for ``precision`` (``bf16``, ``fp8``, ``nvfp4`` ...).
@@ -248,6 +250,7 @@ class System(Record):
     sources: Mapping[str, Source]
     note: str = ""
     path: str = ""
+    power_source: str = ""
 
     @property
     def scale_up(self) -> LinkAttachment | None:

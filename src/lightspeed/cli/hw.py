@@ -1,0 +1,92 @@
+"""``lightspeed hw``: the hardware catalog (list, show, compare) and this machine (detect)."""
+
+from __future__ import annotations
+
+import click
+
+from lightspeed.catalog import (
+    compare_hardware,
+    describe,
+    detect_local,
+    list_entries,
+    local_cpu_accelerator,
+)
+from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.report import hardware
+from lightspeed.units import parse_bytes
+
+KIND_CHOICES = ("accelerator", "link", "cpu", "system")
+
+
+@click.group("hw")
+def command() -> None:
+    """Hardware catalog: accelerators, links, CPUs and systems with sourced figures."""
+
+
+@command.command("list")
+@click.option("--kind", type=click.Choice(KIND_CHOICES), default=None, help="Only records of this kind.")
+@json_option
+def list_command(kind: str | None, as_json: bool) -> None:
+    """Every record with headline figures (``--json``: {"records": [...]})."""
+    entries = list_entries(catalog=get_context().catalog(), kind=kind)
+    if as_json:
+        print_json({"records": entries})
+    else:
+        hardware.render_list(entries)
+
+
+@command.command("show")
+@click.argument("name")
+@json_option
+def show_command(name: str, as_json: bool) -> None:
+    """Every figure of NAME (a record, alias, or cluster spec such as 9xdgx-h100@ib-ndr) with sources.
+
+    Systems add their totals derived from components beside the vendor's printed totals.
+    """
+    emit(describe(catalog=get_context().catalog(), name=name), as_json, hardware.render_description)
+
+
+@command.command("compare")
+@click.argument("names", nargs=-1, required=True)
+@json_option
+def compare_command(names: tuple[str, ...], as_json: bool) -> None:
+    """NAMES side by side (same kind as the first) with ratios and deltas vs the first.
+
+    JSON: {"devices": [...], "rows": [{"field", "unit", "values", "ratios", "sparse", ...}]}.
+    """
+    emit(
+        compare_hardware(catalog=get_context().catalog(), names=list(names)),
+        as_json,
+        hardware.render_comparison,
+    )
+
+
+@command.command("detect")
+@click.option("--cpu-ghz", type=float, default=None, help="CPU frequency to assume (when /sys hides it).")
+@click.option(
+    "--memory-bandwidth",
+    default=None,
+    help="Memory bandwidth to assume per second, e.g. 200GB (a measured figure, or one the table lacks).",
+)
+@click.option("--no-gpu", is_flag=True, help="Do not probe GPUs (skips importing NVML and torch).")
+@json_option
+def detect_command(cpu_ghz: float | None, memory_bandwidth: str | None, no_gpu: bool, as_json: bool) -> None:
+    """This machine: CPU peak FLOP/s (formula and assumptions), memory bandwidth, GPUs."""
+    if cpu_ghz is not None and cpu_ghz <= 0:
+        raise UserInputError(f"--cpu-ghz must be above 0, not {cpu_ghz}")
+    clock_hz = cpu_ghz * 1e9 if cpu_ghz else None
+    bandwidth = parse_bytes(memory_bandwidth.removesuffix("/s")) if memory_bandwidth else None
+    catalog = get_context().catalog()
+    machine = detect_local(
+        catalog=catalog, clock_hz=clock_hz, memory_bandwidth_bytes_per_s=bandwidth, probe_gpus=not no_gpu
+    )
+    if not as_json:
+        hardware.render_detect(machine)
+        return
+    try:
+        sol = local_cpu_accelerator(catalog=catalog, cpu=machine.cpu)
+    except UnsupportedError as error:
+        print_json({"machine": machine, "cpu_accelerator": None, "cpu_accelerator_error": str(error)})
+        return
+    print_json({"machine": machine, "cpu_accelerator": sol, "cpu_accelerator_error": None})
