@@ -13,6 +13,12 @@ from lightspeed.report.html import print_written_report, write_report
 from lightspeed.report.html_sections import build_sections, gather_inputs
 from lightspeed.report.regression import print_gate
 from lightspeed.report.results import print_run, print_runs, records_csv
+from lightspeed.report.workload import (
+    print_memory_plan,
+    print_model_list,
+    print_model_summary,
+    print_training_flop,
+)
 
 __all__ = [
     "build_sections",
@@ -21,9 +27,13 @@ __all__ = [
     "goodput_waterfall_figure",
     "make_console",
     "print_gate",
+    "print_memory_plan",
+    "print_model_list",
+    "print_model_summary",
     "print_run",
     "print_runs",
     "print_table",
+    "print_training_flop",
     "print_written_report",
     "progress_bar",
     "records_csv",

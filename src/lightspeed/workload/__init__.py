@@ -3,8 +3,96 @@
 Parameters, FLOPs per token and bytes (weights, optimizer state, KV cache)
 for dense, GQA, MoE and MLA transformers; known models ship as TOML data
 files and Hugging Face ``config.json`` files import without network access.
+
+>>> from lightspeed.workload import load_models, parameter_counts, training_flop
+>>> models = load_models()
+>>> round(parameter_counts(models.get("deepseek-v3")).total_params / 1e9, 1)
+671.0
+>>> f"{training_flop(models.get('dense-100t'), num_tokens=29e12).total_flop:.3g}"
+'1.74e+28'
 """
 
+from lightspeed.workload.counts import (
+    OptimizerState,
+    ParameterCounts,
+    attention_params,
+    kv_cache_bytes_per_token,
+    mlp_params,
+    optimizer_kinds,
+    optimizer_state_bytes,
+    parameter_counts,
+    weight_bytes,
+)
+from lightspeed.workload.flops import (
+    CONVENTIONS,
+    FlopClaimCheck,
+    FlopConvention,
+    FlopsPerToken,
+    TrainingFlop,
+    attention_forward_flop,
+    flops_per_token,
+    get_convention,
+    training_flop,
+)
+from lightspeed.workload.hf_config import SUPPORTED_MODEL_TYPES, spec_from_hf_config
+from lightspeed.workload.registry import (
+    ModelEntry,
+    ModelRegistry,
+    PublishedCounts,
+    Reference,
+    builtin_model_files,
+    load_model_file,
+    load_models,
+    normalize_model_name,
+)
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
+from lightspeed.workload.summary import (
+    ModelRow,
+    ModelSummary,
+    describe_model,
+    entry_from_hf_config,
+    list_models,
+    resolve_model,
+    resolve_model_entry,
+)
 
-__all__ = ["AttentionSpec", "MoESpec", "TransformerSpec"]
+__all__ = [
+    "CONVENTIONS",
+    "SUPPORTED_MODEL_TYPES",
+    "AttentionSpec",
+    "FlopClaimCheck",
+    "FlopConvention",
+    "FlopsPerToken",
+    "MoESpec",
+    "ModelEntry",
+    "ModelRegistry",
+    "ModelRow",
+    "ModelSummary",
+    "OptimizerState",
+    "ParameterCounts",
+    "PublishedCounts",
+    "Reference",
+    "TrainingFlop",
+    "TransformerSpec",
+    "attention_forward_flop",
+    "attention_params",
+    "builtin_model_files",
+    "describe_model",
+    "entry_from_hf_config",
+    "flops_per_token",
+    "get_convention",
+    "kv_cache_bytes_per_token",
+    "list_models",
+    "load_model_file",
+    "load_models",
+    "mlp_params",
+    "normalize_model_name",
+    "optimizer_kinds",
+    "optimizer_state_bytes",
+    "parameter_counts",
+    "resolve_model",
+    "resolve_model_entry",
+    "spec_from_hf_config",
+    "training_flop",
+    "weight_bytes",
+]

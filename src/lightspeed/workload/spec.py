@@ -28,7 +28,11 @@ class AttentionSpec(Record):
     ``q_lora_rank`` bottleneck (``None`` = no bottleneck), keys and values
     through a shared ``kv_lora_rank`` latent plus a decoupled RoPE key of
     ``qk_rope_head_dim``; per-head dims are ``qk_nope_head_dim`` +
-    ``qk_rope_head_dim`` for Q/K and ``v_head_dim`` for V.
+    ``qk_rope_head_dim`` for Q/K and ``v_head_dim`` for V (``head_dim`` is then
+    the Q/K head size, ``qk_nope_head_dim + qk_rope_head_dim``).
+    ``qkv_bias`` adds biases to the Q, K and V projections (Qwen2, GPT-3),
+    ``out_bias`` to the output projection (GPT-3, MPT). ``sliding_window``
+    limits how many earlier tokens each token attends to (``None`` = all).
     """
 
     kind: str
@@ -36,6 +40,7 @@ class AttentionSpec(Record):
     num_kv_heads: int
     head_dim: int
     qkv_bias: bool = False
+    out_bias: bool = False
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
     qk_nope_head_dim: int | None = None
@@ -52,6 +57,13 @@ class AttentionSpec(Record):
             raise UserInputError(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
             )
+        if (self.kind == "mha" and self.num_kv_heads != self.num_heads) or (
+            self.kind == "mqa" and self.num_kv_heads != 1
+        ):
+            raise UserInputError(
+                f"{self.kind} attention with {self.num_heads} heads and {self.num_kv_heads} KV heads: "
+                "MHA has as many KV heads as heads, MQA one, GQA any divisor in between"
+            )
         if self.kind == "mla" and None in (
             self.kv_lora_rank,
             self.qk_nope_head_dim,
@@ -61,6 +73,30 @@ class AttentionSpec(Record):
             raise UserInputError(
                 "MLA attention needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
             )
+        if self.kind == "mla" and self.head_dim != self.qk_head_dim:
+            raise UserInputError(
+                f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim "
+                f"({self.qk_head_dim})"
+            )
+        if self.sliding_window is not None and self.sliding_window < 1:
+            raise UserInputError(f"sliding_window must be >= 1 or absent (got {self.sliding_window})")
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Size of one query/key head (MLA: the no-RoPE part plus the RoPE part)."""
+        if self.kind == "mla":
+            assert self.qk_nope_head_dim is not None
+            assert self.qk_rope_head_dim is not None
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
+        return self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        """Size of one value head."""
+        if self.kind == "mla":
+            assert self.v_head_dim is not None
+            return self.v_head_dim
+        return self.head_dim
 
 
 @dataclass(frozen=True)
@@ -85,6 +121,10 @@ class MoESpec(Record):
     router_bias: bool = False
 
     def __post_init__(self) -> None:
+        if self.expert_ffn_hidden_size < 1 or self.layer_frequency < 1 or self.num_shared_experts < 0:
+            raise UserInputError(
+                "MoE needs expert_ffn_hidden_size >= 1, layer_frequency >= 1 and num_shared_experts >= 0"
+            )
         if not 1 <= self.top_k <= self.num_routed_experts:
             raise UserInputError(
                 f"MoE top_k ({self.top_k}) must be between 1 and "

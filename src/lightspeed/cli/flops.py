@@ -1,0 +1,60 @@
+"""``lightspeed flops``: total training FLOPs for a token budget, formula shown with numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.report import print_training_flop
+from lightspeed.units import parse_count
+from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
+
+
+@click.command("flops")
+@click.option(
+    "--model", "model_name", required=True, help="Model name, alias, or path to a config.json/TOML."
+)
+@click.option("--tokens", required=True, help="Training tokens, e.g. 29e12 or 29T.")
+@click.option(
+    "--seq", "seq_len", type=click.IntRange(min=1), help="Sequence length [default: the model's max_seq_len]."
+)
+@click.option(
+    "--convention",
+    type=click.Choice(list(CONVENTIONS), case_sensitive=False),
+    help="How FLOPs are counted (docs/workload.md) [default: 6N].",
+)
+@click.option("--causal", is_flag=True, help="Halve the attention term (causal mask).")
+@click.option("--recompute", is_flag=True, help="Add the forward pass of full activation recomputation.")
+@click.option("--claim", help="A published FLOP total to check against, e.g. 1.2e29.")
+@json_option
+def command(
+    *,
+    model_name: str,
+    tokens: str,
+    seq_len: int | None,
+    convention: str | None,
+    causal: bool,
+    recompute: bool,
+    claim: str | None,
+    as_json: bool,
+) -> None:
+    """Total training FLOPs of a model for a number of tokens, with the formula and its numbers.
+
+    For MoE models both the active-parameter figure and a dense model of the same
+    total size are shown. --claim explains what a published total would imply.
+    """
+    options: dict[str, Any] = {
+        "seq_len": seq_len,
+        "convention": convention,
+        "claimed_flop": parse_count(claim) if claim is not None else None,
+    }
+    result = training_flop(
+        resolve_model(model_name, get_context().models()),
+        num_tokens=parse_count(tokens),
+        causal=causal,
+        recompute=recompute,
+        **{key: value for key, value in options.items() if value is not None},
+    )
+    emit(result, as_json, print_training_flop)

@@ -1,0 +1,72 @@
+"""``lightspeed memory``: bytes to hold a model and how many GPUs and nodes that takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.report import print_memory_plan
+from lightspeed.sol import plan_memory
+from lightspeed.workload import resolve_model
+
+
+@click.command("memory")
+@click.option(
+    "--model", "model_name", required=True, help="Model name, alias, or path to a config.json/TOML."
+)
+@click.option(
+    "--precision", help="Weight precision: fp32, bf16, fp16, fp8, mxfp4, nvfp4, ... [default: bf16]"
+)
+@click.option("--training", is_flag=True, help="Hold training state: gradients, optimizer, master weights.")
+@click.option("--optimizer", help="Optimizer with --training: adam, adamw, sgd, lion [default: adam].")
+@click.option(
+    "--zero", "zero_stage", type=click.IntRange(0, 3), help="ZeRO stage with --training [default: 0]."
+)
+@click.option("--dp", type=click.IntRange(min=1), help="Data-parallel replicas [default: 1].")
+@click.option(
+    "--grad-precision", help="Gradient precision with --training [default: the weights' precision]."
+)
+@click.option("--gpu", help="Accelerator whose memory holds the state (see 'lightspeed hw list').")
+@click.option("--system", help="A node or rack (e.g. dgx-b200): its GPU and its GPUs per node.")
+@json_option
+def command(
+    *,
+    model_name: str,
+    precision: str | None,
+    training: bool,
+    optimizer: str | None,
+    zero_stage: int | None,
+    dp: int | None,
+    grad_precision: str | None,
+    gpu: str | None,
+    system: str | None,
+    as_json: bool,
+) -> None:
+    """Bytes by component (weights, gradients, optimizer, master weights) and the GPUs and
+    nodes that hold them, at usable and at nominal memory.
+
+    JSON: {"total_bytes", "components": {name: bytes}, "gpus_needed", "nodes_needed",
+    "assumptions": [...], ...}.
+    """
+    if not training and (optimizer or zero_stage or grad_precision):
+        raise click.UsageError("--optimizer, --zero and --grad-precision apply to --training")
+    if gpu and system:
+        raise click.UsageError("give --gpu or --system, not both (a system names its GPU)")
+    context = get_context()
+    options: dict[str, Any] = {
+        "precision": precision,
+        "optimizer": optimizer,
+        "zero_stage": zero_stage,
+        "dp": dp,
+        "gradient_precision": grad_precision,
+        "accelerator": context.catalog().accelerator(gpu) if gpu else None,
+        "system": context.catalog().system(system) if system else None,
+    }
+    plan = plan_memory(
+        model=resolve_model(model_name, context.models()),
+        training=training,
+        **{key: value for key, value in options.items() if value is not None},
+    )
+    emit(plan, as_json, print_memory_plan)

@@ -1,0 +1,68 @@
+"""``lightspeed model list`` and ``lightspeed model show NAME | --config PATH``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.report import print_model_list, print_model_summary
+from lightspeed.workload import (
+    describe_model,
+    entry_from_hf_config,
+    list_models,
+    load_model_file,
+    resolve_model_entry,
+)
+
+
+@click.group("model")
+def command() -> None:
+    """Model architectures: parameters, FLOPs per token and bytes."""
+
+
+@command.command("list")
+@json_option
+def list_command(as_json: bool) -> None:
+    """Every known model (shipped and from --catalog files) with its parameter totals."""
+    rows = list_models(get_context().models())
+    if as_json:
+        print_json({"models": rows})
+    else:
+        print_model_list(rows)
+
+
+@command.command("show")
+@click.argument("name", required=False)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="A Hugging Face config.json (or its folder) or a model TOML file instead of a NAME.",
+)
+@click.option(
+    "--seq",
+    "seq_len",
+    type=click.IntRange(min=1),
+    help="Sequence length (tokens) for FLOPs per token [default: the model's max_seq_len].",
+)
+@json_option
+def show(name: str | None, config_path: Path | None, seq_len: int | None, as_json: bool) -> None:
+    """Shape, total and active parameters, FLOPs per token under each convention, weight and KV bytes.
+
+    NAME is a known model (see 'lightspeed model list'), an alias, or a path to a
+    config.json / model TOML file.
+    """
+    if (name is None) == (config_path is None):
+        raise click.UsageError("give a model NAME or --config PATH (exactly one)")
+    if config_path is not None:
+        entry = (
+            load_model_file(config_path)
+            if config_path.suffix == ".toml"
+            else entry_from_hf_config(config_path)
+        )
+    else:
+        assert name is not None
+        entry = resolve_model_entry(name, get_context().models())
+    emit(describe_model(entry, seq_len=seq_len), as_json, print_model_summary)

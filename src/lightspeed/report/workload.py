@@ -1,0 +1,263 @@
+"""Terminal rendering of workload models, capacity plans and training FLOPs.
+
+``lightspeed model list``, ``model show``, ``memory`` and ``flops`` print
+through these functions. Names and notes may come from user files: they are
+printed without markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+from lightspeed.report.console import make_console, print_table
+from lightspeed.sol import MemoryPlan
+from lightspeed.units import bytes_per_element, format_bytes, format_count
+from lightspeed.workload import ModelRow, ModelSummary, TrainingFlop, TransformerSpec
+
+_COMPONENT_LABELS = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "optimizer state",
+    "master_weights": "fp32 master weights",
+}
+
+
+def _params(count: float) -> str:
+    """``8.030 B (8,030,261,248)``: readable and exact."""
+    return f"{format_count(count)} ({int(count):,})"
+
+
+def _flop(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _bytes(num_bytes: float) -> str:
+    return f"{format_bytes(num_bytes)} ({format_bytes(num_bytes, binary=True)})"
+
+
+def print_model_list(rows: Sequence[ModelRow], console: Console | None = None) -> None:
+    """One line per known model: shape, total and active parameters."""
+    print_table(
+        "Known models",
+        ["name", "model", "type", "attention", "layers", "hidden", "total params", "active params"],
+        [
+            [
+                escape(row.name),
+                escape(row.display_name),
+                row.kind,
+                row.attention.upper(),
+                str(row.num_layers),
+                str(row.hidden_size),
+                format_count(row.total_params),
+                format_count(row.active_params),
+            ]
+            for row in rows
+        ],
+        right_align_from=4,
+        caption="'lightspeed model show NAME' for counts, FLOPs and bytes; aliases are accepted everywhere",
+        console=console,
+    )
+
+
+def _shape_lines(spec: TransformerSpec) -> list[str]:
+    attention = spec.attention
+    positions = {"rope": "RoPE", "learned": "learned positions", "none": "no positions"}[
+        spec.position_embedding
+    ]
+    lines = [
+        f"layers {spec.num_layers} · hidden {spec.hidden_size} · FFN {spec.ffn_hidden_size} ({spec.mlp}) · "
+        f"vocab {spec.vocab_size} · context {spec.max_seq_len} · {spec.norm} · {positions} · "
+        f"{'tied' if spec.tied_embeddings else 'untied'} embeddings",
+        f"attention {attention.kind.upper()}: {attention.num_heads} heads, "
+        f"{attention.num_kv_heads} KV heads, Q/K head {attention.qk_head_dim}, "
+        f"V head {attention.value_head_dim}",
+    ]
+    if attention.kind == "mla":
+        lines.append(
+            f"MLA: q_lora_rank {attention.q_lora_rank}, kv_lora_rank {attention.kv_lora_rank}, "
+            f"RoPE key {attention.qk_rope_head_dim}"
+        )
+    if attention.sliding_window:
+        lines.append(f"sliding window of {attention.sliding_window} tokens")
+    if spec.moe is not None:
+        moe = spec.moe
+        lines.append(
+            f"MoE: {moe.num_routed_experts} routed experts (top-{moe.top_k}) "
+            f"of FFN {moe.expert_ffn_hidden_size}, "
+            f"{moe.num_shared_experts} shared, {spec.num_dense_layers} dense layers first, "
+            f"{spec.num_moe_layers} MoE layers"
+        )
+    return lines
+
+
+def _count_rows(summary: ModelSummary) -> list[list[str]]:
+    counts = summary.parameter_counts
+    rows = [
+        ["total", _params(counts.total_params)],
+        ["active per token", _params(counts.active_params)],
+        ["non-embedding (Kaplan N)", _params(counts.non_embedding_params)],
+        ["embedding tables", _params(counts.embedding_params)],
+        ["LM head", _params(counts.lm_head_params) if counts.lm_head_params else "tied to the embedding"],
+        ["attention, per layer", _params(counts.attention_params_per_layer)],
+        ["attention, all layers", _params(counts.attention_params)],
+        ["dense MLP, all dense layers", _params(counts.dense_mlp_params)],
+        ["norms", _params(counts.norm_params)],
+    ]
+    if counts.num_moe_layers:
+        rows += [
+            ["one routed expert", _params(counts.expert_params)],
+            ["routed experts, all", _params(counts.routed_expert_params)],
+            ["routed experts, active", _params(counts.active_routed_expert_params)],
+            ["shared experts", _params(counts.shared_expert_params)],
+            ["routers", _params(counts.router_params)],
+        ]
+    if counts.mtp_params:
+        rows.append(["MTP modules (excluded above)", _params(counts.mtp_params)])
+    return rows
+
+
+def _published_lines(summary: ModelSummary) -> list[str]:
+    published = summary.published
+    if published is None:
+        return []
+    lines = []
+    for label, printed, computed in (
+        ("total", published.total_params, summary.total_params),
+        ("active", published.active_params, summary.active_params),
+    ):
+        if printed:
+            lines.append(
+                f"published {label} {format_count(printed)} vs computed {format_count(computed)} "
+                f"({computed / printed - 1:+.2%}): {published.source}"
+            )
+    if published.note:
+        lines.append(f"  {published.note}")
+    return lines
+
+
+def print_model_summary(summary: ModelSummary, console: Console | None = None) -> None:
+    """``model show``: shape, parameters by component, FLOPs per token, bytes."""
+    console = console or make_console()
+    console.print(f"{summary.display_name} ({summary.name})", markup=False, style="bold")
+    if summary.aliases:
+        console.print(f"aliases: {', '.join(summary.aliases)}", markup=False)
+    for line in _shape_lines(summary.spec):
+        console.print(f"  {line}", markup=False)
+    print_table("Parameters", ["component", "parameters"], _count_rows(summary), console=console)
+    for line in _published_lines(summary):
+        console.print(line, markup=False)
+    print_table(
+        f"FLOP per token at seq_len {summary.seq_len} (training = forward + backward)",
+        ["convention", "training FLOP per token, with numbers", "N", "forward", "training"],
+        [
+            [
+                item.convention,
+                escape(item.substituted),
+                format_count(item.num_params),
+                _flop(item.forward_flop),
+                _flop(item.training_flop),
+            ]
+            for item in summary.flops_per_token
+        ],
+        right_align_from=2,
+        caption="N: 6N, 6N+attention: all active parameters; 6N-nonembedding: the layers' only "
+        "(see docs/workload.md for who uses which)",
+        console=console,
+    )
+    for item in summary.flops_per_token:
+        for note in item.notes:
+            console.print(f"note ({item.convention}): {note}", markup=False)
+    _print_bytes(summary, console)
+    for source in summary.sources.values():
+        console.print(f"source [{source.key}]: {source.citation}", markup=False)
+    if summary.spec.note:
+        console.print(f"note: {summary.spec.note}", markup=False)
+
+
+def _print_bytes(summary: ModelSummary, console: Console) -> None:
+    print_table(
+        "Weights (every parameter in the precision; block scales included)",
+        ["precision", "bytes/param", "weights"],
+        [
+            [precision, f"{bytes_per_element(precision):g}", _bytes(total)]
+            for precision, total in summary.weight_bytes.items()
+        ],
+        console=console,
+    )
+    cache = ", ".join(
+        f"{precision} {format_bytes(value, binary=True)} ({value:,.0f} bytes)"
+        for precision, value in summary.kv_cache_bytes_per_token.items()
+    )
+    console.print(f"KV cache per token (all layers): {cache}", markup=False)
+
+
+def print_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:
+    """``lightspeed memory``: bytes by component, GPUs and nodes, assumptions."""
+    console = console or make_console()
+    mode = (
+        f"training ({plan.optimizer}, ZeRO-{plan.zero_stage}, dp={plan.dp})" if plan.training else "inference"
+    )
+    console.print(f"Memory to hold {plan.model} at {plan.precision}, {mode}", markup=False, style="bold")
+    rows = [
+        [_COMPONENT_LABELS[name], format_bytes(value), format_bytes(value, binary=True), f"{value:,.0f}"]
+        for name, value in plan.components.items()
+        if value
+    ]
+    total = plan.total_bytes
+    rows.append(["total", format_bytes(total), format_bytes(total, binary=True), f"{total:,.0f}"])
+    print_table(None, ["component", "decimal", "binary", "bytes"], rows, console=console)
+    if plan.gpus_needed is not None and plan.memory_usable_bytes and plan.memory_nominal_bytes:
+        nodes = f"{plan.device} nodes" if plan.device != plan.accelerator else "nodes"
+        console.print(
+            f"{plan.gpus_needed:,} x {plan.accelerator} at {format_bytes(plan.memory_usable_bytes)} usable "
+            f"= {plan.nodes_needed:,} {nodes} of {plan.gpus_per_node}; "
+            f"{plan.gpus_needed_at_nominal:,} at {format_bytes(plan.memory_nominal_bytes)} nominal "
+            f"= {plan.nodes_needed_at_nominal:,} nodes",
+            markup=False,
+            style="bold",
+        )
+    console.print("assumptions:", markup=False)
+    for line in plan.assumptions:
+        console.print(f"  - {line}", markup=False)
+
+
+def print_training_flop(result: TrainingFlop, console: Console | None = None) -> None:
+    """``lightspeed flops``: the formula with numbers, MoE's active-vs-total point, a claim check."""
+    console = console or make_console()
+    per_token = result.per_token
+    console.print(
+        f"Training FLOPs of {result.model} on {format_count(result.num_tokens)} tokens "
+        f"({per_token.convention}, seq_len {per_token.seq_len})",
+        markup=False,
+        style="bold",
+    )
+    console.print(f"  {result.formula}", markup=False)
+    if result.substituted != per_token.substituted and per_token.formula != "6·N":
+        console.print(f"  per token: {per_token.substituted}", markup=False)
+    console.print(f"  = {result.substituted}", markup=False)
+    console.print(f"  N = {per_token.num_params:,}: {per_token.parameter_basis}", markup=False)
+    console.print(
+        f"  per token: {_flop(per_token.training_flop)} FLOP training, "
+        f"{_flop(per_token.forward_flop)} forward "
+        f"({per_token.formula}; used by {per_token.used_by})",
+        markup=False,
+    )
+    for note in per_token.notes:
+        console.print(f"  note: {note}", markup=False)
+    if result.dense_equivalent_flop is not None:
+        console.print(
+            f"MoE: FLOPs follow the {format_count(result.active_params)} active parameters, not the "
+            f"{format_count(result.total_params)} total; "
+            f"a dense model of {format_count(result.total_params)} "
+            f"would need {_flop(result.dense_equivalent_flop)} FLOP "
+            f"({result.dense_equivalent_flop / result.total_flop:.3g}x)",
+            markup=False,
+        )
+    if result.claim is not None:
+        style = "green" if result.claim.agrees else "bold yellow"
+        console.print(f"claim {_flop(result.claim.claimed_flop)} FLOP:", markup=False, style=style)
+        for line in result.claim.explanation:
+            console.print(f"  - {line}", markup=False)

@@ -1,0 +1,315 @@
+"""Capacity planning: the bytes a model's state takes and how many GPUs hold it.
+
+Model state per parameter (REFERENCE.md section 2, the ZeRO paper):
+
+- inference: the weights in the serving precision;
+- training with a mixed-precision optimizer: weights and gradients in the
+  training precision, the optimizer's moments (Adam: 8 bytes) and an FP32
+  master copy of the weights (4 bytes): ``2 + 2 + 12 = 16`` bytes with BF16.
+
+ZeRO over ``dp`` data-parallel ranks divides what it shards by ``dp``:
+stage 1 the optimizer state and master weights (``4 + 12/dp`` bytes per
+parameter per GPU with BF16 Adam), stage 2 also the gradients
+(``2 + 14/dp``), stage 3 also the weights (``16/dp``). Without ZeRO each
+replica holds everything.
+
+The GPU count is the fewest GPUs whose memory holds that state when each
+replica is split over model-parallel GPUs (tensor/pipeline parallel) and
+there are ``dp`` replicas: ``ceil(bytes_per_param·N / memory) · dp``. It is a
+lower bound: activations, KV cache, the CUDA context and fragmentation are
+not counted. Counts use the device's *usable* memory; the *nominal* figure
+(the vendor's headline capacity) is given beside it.
+
+>>> from lightspeed.catalog import load_catalog
+>>> from lightspeed.workload import load_models
+>>> plan = plan_memory(model=load_models().get("llama-3-70b"), precision="bf16",
+...                    accelerator=load_catalog().accelerator("h100-sxm"))
+>>> plan.gpus_needed
+2
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lightspeed.catalog import Accelerator, System
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.units import bytes_per_element, format_bytes, format_count
+from lightspeed.workload import TransformerSpec, optimizer_state_bytes, parameter_counts
+
+COMPONENTS = ("weights", "gradients", "optimizer", "master_weights")
+_FULL_PRECISION_BYTES = 4.0  # fp32: such weights need no separate master copy
+
+
+@dataclass(frozen=True)
+class MemoryPlan(Record):
+    """Bytes of a model's state and the GPUs and nodes that hold it.
+
+    ``components`` (bytes, over the whole job: every data-parallel replica)
+    sum to ``total_bytes``. ``bytes_per_param`` is what one GPU holds per
+    parameter of its replica's share (the ZeRO formula). ``gpus_needed`` and
+    ``nodes_needed`` use usable memory, ``*_at_nominal`` the nominal capacity;
+    all four are ``None`` when no device was given. ``device`` is the GPU or
+    system asked for, ``accelerator`` the GPU whose memory is used.
+    """
+
+    model: str
+    precision: str
+    training: bool
+    optimizer: str | None
+    zero_stage: int
+    dp: int
+    num_params: int
+    bytes_per_param: float
+    components: Mapping[str, float]
+    total_bytes: float
+    device: str | None
+    accelerator: str | None
+    memory_usable_bytes: float | None
+    memory_nominal_bytes: float | None
+    gpus_per_node: int
+    model_parallel_gpus: int | None
+    gpus_needed: int | None
+    nodes_needed: int | None
+    bytes_per_gpu: float | None
+    gpus_needed_at_nominal: int | None
+    nodes_needed_at_nominal: int | None
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _PerParam:
+    weights: float
+    gradients: float
+    optimizer: float
+    master_weights: float
+    gradient_precision: str
+
+
+def _ceil(value: float) -> int:
+    """Ceiling that ignores float noise (160e9 / 80e9 must be 2, not 3)."""
+    return math.ceil(value * (1.0 - 1e-12))
+
+
+def _check(training: bool, zero_stage: int, dp: int, gpus_per_node: int, has_both: bool) -> None:
+    if zero_stage not in (0, 1, 2, 3):
+        raise UserInputError(f"ZeRO stage must be 0, 1, 2 or 3 (got {zero_stage})")
+    if zero_stage and not training:
+        raise UserInputError("ZeRO shards training state (gradients, optimizer): plan with training")
+    if dp < 1 or gpus_per_node < 1:
+        raise UserInputError(
+            f"dp and GPUs per node must be >= 1 (got dp={dp}, gpus_per_node={gpus_per_node})"
+        )
+    if has_both:
+        raise UserInputError("give a GPU or a system, not both (the system names its GPU)")
+
+
+def _per_param(
+    spec: TransformerSpec,
+    *,
+    precision: str,
+    training: bool,
+    optimizer: str,
+    gradient_precision: str | None,
+    master_weights: bool | None,
+) -> _PerParam:
+    weights = bytes_per_element(precision)
+    gradients_in = gradient_precision or precision
+    if not training:
+        return _PerParam(weights, 0.0, 0.0, 0.0, gradients_in)
+    keep_master = weights < _FULL_PRECISION_BYTES if master_weights is None else master_weights
+    state = optimizer_state_bytes(spec, optimizer=optimizer, master_weights=keep_master)
+    return _PerParam(
+        weights=weights,
+        gradients=bytes_per_element(gradients_in),
+        optimizer=state.state_bytes_per_param,
+        master_weights=state.master_weights_bytes_per_param,
+        gradient_precision=gradients_in,
+    )
+
+
+def _components(num_params: int, per: _PerParam, zero_stage: int, dp: int) -> dict[str, float]:
+    """Bytes over the whole job: a sharded component is held once, an unsharded one per replica."""
+
+    def copies(sharded_from_stage: int) -> int:
+        return 1 if zero_stage >= sharded_from_stage else dp
+
+    return {
+        "weights": num_params * per.weights * copies(3),
+        "gradients": num_params * per.gradients * copies(2),
+        "optimizer": num_params * per.optimizer * copies(1),
+        "master_weights": num_params * per.master_weights * copies(1),
+    }
+
+
+def plan_memory(
+    *,
+    model: TransformerSpec,
+    precision: str = "bf16",
+    training: bool = False,
+    optimizer: str = "adam",
+    zero_stage: int = 0,
+    dp: int = 1,
+    accelerator: Accelerator | None = None,
+    system: System | None = None,
+    gradient_precision: str | None = None,
+    master_weights: bool | None = None,
+    gpus_per_node: int = 8,
+) -> MemoryPlan:
+    """Bytes of ``model``'s state and the GPUs (of ``accelerator`` or ``system``) that hold it.
+
+    ``precision`` is the weights' storage precision; ``gradient_precision``
+    defaults to it; ``master_weights`` (FP32 copy) defaults to on below FP32.
+    ``gpus_per_node`` applies to a bare ``accelerator``; a ``system`` brings
+    its own count.
+    """
+    _check(training, zero_stage, dp, gpus_per_node, accelerator is not None and system is not None)
+    num_params = parameter_counts(model).total_params
+    per = _per_param(
+        model,
+        precision=precision,
+        training=training,
+        optimizer=optimizer,
+        gradient_precision=gradient_precision,
+        master_weights=master_weights,
+    )
+    components = _components(num_params, per, zero_stage, dp)
+    per_gpu = _bytes_per_param_per_gpu(per, zero_stage, dp)
+    device = system.accelerator if system is not None else accelerator
+    node_size = system.num_accelerators if system is not None else gpus_per_node
+    counts = _gpu_counts(per_gpu * num_params, dp, node_size, device)
+    return MemoryPlan(
+        model=model.name,
+        precision=precision,
+        training=training,
+        optimizer=optimizer if training else None,
+        zero_stage=zero_stage,
+        dp=dp,
+        num_params=num_params,
+        bytes_per_param=per_gpu,
+        components=components,
+        total_bytes=sum(components.values()),
+        device=(system.name if system is not None else accelerator.name if accelerator is not None else None),
+        accelerator=device.name if device is not None else None,
+        memory_usable_bytes=device.memory_usable_bytes if device is not None else None,
+        memory_nominal_bytes=device.memory_nominal_bytes if device is not None else None,
+        gpus_per_node=node_size,
+        model_parallel_gpus=counts.model_parallel_gpus,
+        gpus_needed=counts.gpus_needed,
+        nodes_needed=counts.nodes_needed,
+        bytes_per_gpu=counts.bytes_per_gpu,
+        gpus_needed_at_nominal=counts.gpus_needed_at_nominal,
+        nodes_needed_at_nominal=counts.nodes_needed_at_nominal,
+        assumptions=_assumptions(
+            model=model,
+            num_params=num_params,
+            precision=precision,
+            per=per,
+            zero_stage=zero_stage,
+            dp=dp,
+            per_gpu=per_gpu,
+            device=device,
+            node_size=node_size,
+            system=system,
+            training=training,
+        ),
+    )
+
+
+def _bytes_per_param_per_gpu(per: _PerParam, zero_stage: int, dp: int) -> float:
+    def share(sharded_from_stage: int) -> float:
+        return 1.0 / dp if zero_stage >= sharded_from_stage else 1.0
+
+    return per.weights * share(3) + per.gradients * share(2) + (per.optimizer + per.master_weights) * share(1)
+
+
+@dataclass(frozen=True)
+class _GpuCounts:
+    model_parallel_gpus: int | None = None
+    gpus_needed: int | None = None
+    nodes_needed: int | None = None
+    bytes_per_gpu: float | None = None
+    gpus_needed_at_nominal: int | None = None
+    nodes_needed_at_nominal: int | None = None
+
+
+def _gpu_counts(replica_bytes: float, dp: int, node_size: int, device: Accelerator | None) -> _GpuCounts:
+    if device is None:
+        return _GpuCounts()
+    per_replica = _ceil(replica_bytes / device.memory_usable_bytes)
+    at_nominal = _ceil(replica_bytes / device.memory_nominal_bytes) * dp
+    return _GpuCounts(
+        model_parallel_gpus=per_replica,
+        gpus_needed=per_replica * dp,
+        nodes_needed=_ceil(per_replica * dp / node_size),
+        bytes_per_gpu=replica_bytes / per_replica,
+        gpus_needed_at_nominal=at_nominal,
+        nodes_needed_at_nominal=_ceil(at_nominal / node_size),
+    )
+
+
+def _assumptions(
+    *,
+    model: TransformerSpec,
+    num_params: int,
+    precision: str,
+    per: _PerParam,
+    zero_stage: int,
+    dp: int,
+    per_gpu: float,
+    device: Accelerator | None,
+    node_size: int,
+    system: System | None,
+    training: bool,
+) -> tuple[str, ...]:
+    lines = [f"{model.name}: {num_params:,} parameters ({format_count(num_params)})"]
+    if model.num_mtp_modules:
+        lines[0] += f", its {model.num_mtp_modules} multi-token-prediction module(s) excluded"
+    if training:
+        total = per.weights + per.gradients + per.optimizer + per.master_weights
+        lines.append(
+            f"mixed-precision training: {per.weights:g} (weights, {precision}) + {per.gradients:g} "
+            f"(gradients, {per.gradient_precision}) + {per.optimizer:g} (optimizer state) + "
+            f"{per.master_weights:g} (fp32 master weights) = {total:g} bytes/parameter"
+        )
+        lines.append("activations and inputs come on top")
+    else:
+        lines.append(f"weights at {precision}: {per.weights:g} bytes/parameter")
+        lines.append(
+            "weights only: activations, optimizer state and inputs come on top (and a KV cache to serve)"
+        )
+    lines.extend(_sharding_lines(zero_stage, dp, per_gpu))
+    lines.extend(_device_lines(device, node_size, system))
+    lines.append("units: GB = 1e9 bytes, TB = 1e12; GiB = 2^30, TiB = 2^40")
+    return tuple(lines)
+
+
+def _sharding_lines(zero_stage: int, dp: int, per_gpu: float) -> list[str]:
+    if dp == 1:
+        return []
+    if zero_stage == 0:
+        return [f"no ZeRO: each of the {dp} data-parallel replicas holds a full copy of the state"]
+    shards = {1: "optimizer state and master weights", 2: "gradients, optimizer state and master weights"}
+    sharded = shards.get(zero_stage, "weights, gradients, optimizer state and master weights")
+    return [f"ZeRO-{zero_stage} shards the {sharded} over dp={dp}: {per_gpu:.4g} bytes/parameter per GPU"]
+
+
+def _device_lines(device: Accelerator | None, node_size: int, system: System | None) -> list[str]:
+    if device is None:
+        return ["no GPU or system given: GPU and node counts not computed"]
+    usable, nominal = device.memory_usable_bytes, device.memory_nominal_bytes
+    lines = [
+        f"{device.name}: {format_bytes(usable)} usable of {format_bytes(nominal)} nominal per GPU "
+        f"({format_bytes(usable, binary=True)} of {format_bytes(nominal, binary=True)}); "
+        "GPU counts use usable memory, nominal is shown for comparison",
+        "all usable memory holds model state (nothing reserved for the CUDA context, "
+        "activations or fragmentation): a lower bound",
+    ]
+    if system is not None:
+        lines.append(f"nodes are {system.name}: {node_size} GPUs each")
+    else:
+        lines.append(f"nodes of {node_size} GPUs (HGX/DGX-style); give a system for another node size")
+    return lines

@@ -1,0 +1,427 @@
+"""FLOPs per token and per training run, under a named, selectable convention.
+
+Peers count "model FLOPs" differently; lightspeed names the convention on
+every figure. ``N`` is the model's *active* parameter count (per token, so an
+MoE model counts only the experts a token is routed to); ``L`` layers, ``s``
+sequence length, ``H`` query heads, ``d`` head size (for MLA the mean of the
+Q/K and V head sizes), ``h`` hidden size, ``V`` vocabulary.
+
+================== ============================================ =====================================
+convention         training FLOP per token                      used by
+================== ============================================ =====================================
+``6N``             ``6·N``, N = all active parameters            Transformer Math 101 (EleutherAI),
+                   (embeddings and LM head included)             Chinchilla's C = 6ND
+``6N-nonembedding`` ``6·N``, N = active parameters of the layers Kaplan et al. 2020
+                   (no token/position tables, no LM head)
+``6N+attention``   ``6·N + 12·L·s·H·d`` (full attention)         PaLM (Chowdhery et al. 2022, app. B),
+                                                                 nanoGPT, llm-foundry, verl
+``6N+causal-attention`` ``6·N + 6·L·s·H·d``                      Megatron-Core (causal mask halves it)
+``megatron``       ``72·l·h²·(1 + s/(6h) + V/(12·l·h))``         Narayanan et al. 2021 (GPT shapes)
+================== ============================================ =====================================
+
+Training is forward + backward = 3 x forward. ``recompute=True`` (full
+activation recomputation) adds one more forward pass of the transformer
+layers but not of the LM head: the hardware FLOPs (HFU) rather than the
+model FLOPs (MFU). For ``megatron`` that gives the paper's
+``96·l·h²·(1 + s/(6h) + V/(16·l·h))``. ``causal=True`` halves the attention
+term of any convention that has one.
+
+>>> from lightspeed.workload import load_models
+>>> llama = load_models().get("llama-3-8b")
+>>> flops_per_token(llama, seq_len=8192, convention="6N").training_flop / 1e9
+48.181567488
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.errors import UnknownNameError, UserInputError
+from lightspeed.records import Record
+from lightspeed.workload.counts import ParameterCounts, parameter_counts
+from lightspeed.workload.spec import TransformerSpec
+
+
+@dataclass(frozen=True)
+class FlopConvention(Record):
+    """How a peer counts model FLOPs: which N, which attention term, who uses it."""
+
+    name: str
+    parameter_basis: str
+    attention: str
+    formula: str
+    used_by: str
+
+
+_ALL = "all active parameters (embeddings and LM head included)"
+_LAYERS = "active parameters of the transformer layers (no embedding tables, no LM head)"
+
+CONVENTIONS: Final[dict[str, FlopConvention]] = {
+    "6N": FlopConvention("6N", _ALL, "none", "6·N", "Transformer Math 101 (EleutherAI); Chinchilla"),
+    "6N-nonembedding": FlopConvention(
+        "6N-nonembedding", _LAYERS, "none", "6·N", "Kaplan et al. 2020 (scaling laws)"
+    ),
+    "6N+attention": FlopConvention(
+        "6N+attention", _ALL, "full", "6·N + 12·L·s·H·d", "PaLM appendix B; nanoGPT; llm-foundry; verl"
+    ),
+    "6N+causal-attention": FlopConvention(
+        "6N+causal-attention", _ALL, "causal", "6·N + 6·L·s·H·d", "Megatron-Core (causal attention halved)"
+    ),
+    "megatron": FlopConvention(
+        "megatron",
+        "l, h, V of a GPT-shaped model (MHA, 4h GELU MLP)",
+        "full",
+        "72·l·h²·(1 + s/(6h) + V/(12·l·h))",
+        "Narayanan et al. 2021 (Megatron-LM, SC21)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FlopsPerToken(Record):
+    """Forward and training FLOP per token of one model under one convention.
+
+    ``num_params`` is the N the convention uses (``parameter_basis`` says which);
+    ``attention_training_flop`` is the part of ``training_flop`` spent in
+    attention scores and values. ``formula`` is symbolic, ``substituted`` the
+    same with this model's numbers.
+    """
+
+    model: str
+    convention: str
+    seq_len: int
+    causal: bool
+    recompute: bool
+    num_params: int
+    parameter_basis: str
+    forward_flop: float
+    training_flop: float
+    attention_training_flop: float
+    formula: str
+    substituted: str
+    used_by: str
+    notes: tuple[str, ...] = ()
+
+
+def get_convention(name: str) -> FlopConvention:
+    """The convention called ``name`` (see :data:`CONVENTIONS`)."""
+    found = CONVENTIONS.get(name.strip())
+    if found is None:
+        lowered = {key.lower(): value for key, value in CONVENTIONS.items()}
+        found = lowered.get(name.strip().lower())
+    if found is None:
+        raise UnknownNameError("FLOP convention", name, CONVENTIONS)
+    return found
+
+
+def number(value: float) -> str:
+    """A number for a formula: small integers as written, others as ``8.030e9``."""
+    if float(value).is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    if abs(value) < 1e6:
+        return f"{value:.4g}"
+    mantissa, exponent = f"{value:.3e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool) -> float:
+    """Forward FLOP per token of attention scores (QKᵀ) and weighted values (AV).
+
+    Per layer ``2·s·H·(d_qk + d_v)``; a sliding window caps ``s``; the causal
+    mask halves it (a token attends to half the sequence on average).
+    """
+    attention = spec.attention
+    context = min(seq_len, attention.sliding_window or seq_len)
+    per_layer = 2.0 * context * attention.num_heads * (attention.qk_head_dim + attention.value_head_dim)
+    return spec.num_layers * per_layer * (0.5 if causal else 1.0)
+
+
+def flops_per_token(
+    spec: TransformerSpec,
+    *,
+    seq_len: int,
+    convention: str = "6N",
+    causal: bool = False,
+    recompute: bool = False,
+) -> FlopsPerToken:
+    """FLOP per token of ``spec`` at sequence length ``seq_len`` (tokens).
+
+    >>> from lightspeed.workload import load_models
+    >>> gpt3 = load_models().get("gpt-3-175b")
+    >>> round(flops_per_token(gpt3, seq_len=2048, convention="megatron").training_flop / 1e12, 4)
+    1.0764
+    """
+    if seq_len < 1:
+        raise UserInputError(f"seq_len must be >= 1 token (got {seq_len})")
+    chosen = get_convention(convention)
+    counts = parameter_counts(spec)
+    causal = causal or chosen.attention == "causal"
+    if chosen.name == "megatron":
+        return _megatron(spec, counts, chosen, seq_len=seq_len, causal=causal, recompute=recompute)
+    num_params = (
+        counts.active_params if chosen.parameter_basis == _ALL else counts.active_non_embedding_params
+    )
+    attention = (
+        0.0 if chosen.attention == "none" else attention_forward_flop(spec, seq_len=seq_len, causal=causal)
+    )
+    forward = 2.0 * num_params + attention
+    extra = 2.0 * counts.active_non_embedding_params + attention if recompute else 0.0
+    formula, substituted = _six_n_text(
+        spec=spec,
+        counts=counts,
+        chosen=chosen,
+        num_params=num_params,
+        attention=attention,
+        seq_len=seq_len,
+        causal=causal,
+        recompute=recompute,
+    )
+    return FlopsPerToken(
+        model=spec.name,
+        convention=chosen.name,
+        seq_len=seq_len,
+        causal=causal,
+        recompute=recompute,
+        num_params=num_params,
+        parameter_basis=chosen.parameter_basis,
+        forward_flop=forward,
+        training_flop=3.0 * forward + extra,
+        attention_training_flop=(4.0 if recompute else 3.0) * attention,
+        formula=formula,
+        substituted=substituted,
+        used_by=chosen.used_by,
+        notes=_seq_notes(spec, seq_len),
+    )
+
+
+def _six_n_text(
+    *,
+    spec: TransformerSpec,
+    counts: ParameterCounts,
+    chosen: FlopConvention,
+    num_params: int,
+    attention: float,
+    seq_len: int,
+    causal: bool,
+    recompute: bool,
+) -> tuple[str, str]:
+    formula = "6·N + 2·N_layers" if recompute else "6·N"
+    terms = [f"6 × {number(num_params)}"]
+    if recompute:
+        terms.append(f"2 × {number(counts.active_non_embedding_params)}")
+    if chosen.attention != "none":
+        factor = (8 if recompute else 6) if causal else (16 if recompute else 12)
+        head = (spec.attention.qk_head_dim + spec.attention.value_head_dim) / 2
+        context = min(seq_len, spec.attention.sliding_window or seq_len)
+        formula += f" + {factor}·L·s·H·d"
+        terms.append(
+            f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {number(head)}"
+        )
+    total = 6.0 * num_params + (2.0 * counts.active_non_embedding_params if recompute else 0.0)
+    total += (4.0 if recompute else 3.0) * attention
+    return formula, f"{' + '.join(terms)} = {number(total)} FLOP/token"
+
+
+def _megatron(
+    spec: TransformerSpec,
+    counts: ParameterCounts,
+    chosen: FlopConvention,
+    *,
+    seq_len: int,
+    causal: bool,
+    recompute: bool,
+) -> FlopsPerToken:
+    layers, hidden, vocab = spec.num_layers, spec.hidden_size, spec.vocab_size
+    attention_denominator = 12 if causal else 6
+    logit_denominator = 16 if recompute else 12
+    lead = 96 if recompute else 72
+    bracket = 1 + seq_len / (attention_denominator * hidden) + vocab / (logit_denominator * layers * hidden)
+    training = lead * layers * hidden**2 * bracket
+    forward = (
+        24.0 * layers * hidden**2 * (1 + seq_len / (attention_denominator * hidden)) + 2.0 * vocab * hidden
+    )
+    attention = lead * layers * hidden * seq_len / attention_denominator
+    formula = f"{lead}·l·h²·(1 + s/({attention_denominator}h) + V/({logit_denominator}·l·h))"
+    substituted = (
+        f"{lead} × {layers} × {hidden}² × (1 + {seq_len}/({attention_denominator} × {hidden}) + "
+        f"{vocab}/({logit_denominator} × {layers} × {hidden})) = {number(training)} FLOP/token"
+    )
+    return FlopsPerToken(
+        model=spec.name,
+        convention=chosen.name,
+        seq_len=seq_len,
+        causal=causal,
+        recompute=recompute,
+        num_params=counts.active_params,
+        parameter_basis=chosen.parameter_basis,
+        forward_flop=forward,
+        training_flop=training,
+        attention_training_flop=attention,
+        formula=formula,
+        substituted=substituted,
+        used_by=chosen.used_by,
+        notes=(*_megatron_shape_notes(spec), *_seq_notes(spec, seq_len)),
+    )
+
+
+def _megatron_shape_notes(spec: TransformerSpec) -> tuple[str, ...]:
+    """Where ``spec`` is not the GPT shape Narayanan et al.'s formula assumes."""
+    differences = []
+    if spec.attention.kind != "mha":
+        differences.append(f"{spec.attention.kind.upper()} attention")
+    if spec.mlp != "gelu" or spec.ffn_hidden_size != 4 * spec.hidden_size:
+        differences.append(f"a {spec.mlp} MLP of {spec.ffn_hidden_size} (the formula assumes 4h GELU)")
+    if spec.is_moe:
+        differences.append("MoE layers")
+    if not differences:
+        return ()
+    return (
+        f"the megatron formula assumes a GPT shape; {spec.name} has {', '.join(differences)}, "
+        "so the figure is approximate: prefer 6N+attention for this model",
+    )
+
+
+def _seq_notes(spec: TransformerSpec, seq_len: int) -> tuple[str, ...]:
+    if seq_len > spec.max_seq_len:
+        return (f"seq_len {seq_len} is above {spec.name}'s max_seq_len {spec.max_seq_len}",)
+    return ()
+
+
+@dataclass(frozen=True)
+class FlopClaimCheck(Record):
+    """A claimed training-FLOP total set against the computed one.
+
+    ``implied_flop_per_param_token`` is ``claimed / (N·D)``: 6 under 6ND.
+    ``implied_params`` and ``implied_tokens`` are the N (at the given D) or the
+    D (at the given N) that 6ND would need to reach the claim.
+    """
+
+    claimed_flop: float
+    computed_flop: float
+    ratio: float
+    agrees: bool
+    tolerance: float
+    implied_flop_per_param_token: float
+    implied_params: float
+    implied_tokens: float
+    explanation: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TrainingFlop(Record):
+    """Total training FLOPs of ``num_tokens`` tokens, with the formula and its numbers.
+
+    ``dense_equivalent_flop`` (MoE models only) is what the same convention
+    gives when every parameter is active, as in a dense model of the same size:
+    FLOPs follow active, not total, parameters.
+    """
+
+    model: str
+    num_tokens: float
+    total_params: int
+    active_params: int
+    per_token: FlopsPerToken
+    total_flop: float
+    formula: str
+    substituted: str
+    dense_equivalent_flop: float | None
+    claim: FlopClaimCheck | None
+
+
+def training_flop(
+    spec: TransformerSpec,
+    *,
+    num_tokens: float,
+    seq_len: int | None = None,
+    convention: str = "6N",
+    causal: bool = False,
+    recompute: bool = False,
+    claimed_flop: float | None = None,
+    tolerance: float = 0.1,
+) -> TrainingFlop:
+    """Training FLOPs for ``num_tokens`` tokens (``seq_len`` defaults to the model's max_seq_len).
+
+    ``claimed_flop`` (optional) is a published total to check against this one;
+    it agrees when within ``tolerance`` (a fraction).
+
+    >>> from lightspeed.workload import load_models
+    >>> result = training_flop(load_models().get("dense-100t"), num_tokens=29e12)
+    >>> f"{result.total_flop:.3g}"
+    '1.74e+28'
+    """
+    if num_tokens <= 0:
+        raise UserInputError(f"num_tokens must be above 0 (got {num_tokens:g})")
+    per_token = flops_per_token(
+        spec,
+        seq_len=seq_len or spec.max_seq_len,
+        convention=convention,
+        causal=causal,
+        recompute=recompute,
+    )
+    counts = parameter_counts(spec)
+    total = per_token.training_flop * num_tokens
+    formula, substituted = _total_text(per_token, num_tokens, total)
+    dense = None
+    if spec.is_moe:
+        per_param = 8.0 if recompute else 6.0
+        dense = total + per_param * (counts.total_params - counts.active_params) * num_tokens
+    claim = (
+        None if claimed_flop is None else _check_claim(per_token, num_tokens, total, claimed_flop, tolerance)
+    )
+    return TrainingFlop(
+        model=spec.name,
+        num_tokens=num_tokens,
+        total_params=counts.total_params,
+        active_params=counts.active_params,
+        per_token=per_token,
+        total_flop=total,
+        formula=formula,
+        substituted=substituted,
+        dense_equivalent_flop=dense,
+        claim=claim,
+    )
+
+
+def _total_text(per_token: FlopsPerToken, num_tokens: float, total: float) -> tuple[str, str]:
+    if per_token.convention.startswith("6N") and per_token.formula == "6·N":
+        return (
+            "C = 6·N·D",
+            f"6 × {number(per_token.num_params)} × {number(num_tokens)} = {number(total)} FLOP",
+        )
+    return (
+        f"C = D·({per_token.formula})",
+        f"{number(num_tokens)} × {number(per_token.training_flop)} = {number(total)} FLOP",
+    )
+
+
+def _check_claim(
+    per_token: FlopsPerToken, num_tokens: float, computed: float, claimed: float, tolerance: float
+) -> FlopClaimCheck:
+    if claimed <= 0:
+        raise UserInputError(f"a claimed FLOP total must be above 0 (got {claimed:g})")
+    ratio = claimed / computed
+    num_params = per_token.num_params
+    factor = claimed / (num_params * num_tokens)
+    implied_params = claimed / (6.0 * num_tokens)
+    implied_tokens = claimed / (6.0 * num_params)
+    agrees = abs(ratio - 1.0) <= tolerance
+    verdict = "agrees with" if agrees else "does not follow from"
+    explanation = (
+        f"claimed {number(claimed)} FLOP is {ratio:.3g}x the computed {number(computed)} FLOP "
+        f"({per_token.convention}): it {verdict} the formula",
+        f"it implies {factor:.3g} FLOP per parameter per token, where 6ND uses 6",
+        f"under 6ND it would take N = {number(implied_params)} parameters at D = {number(num_tokens)} tokens",
+        f"or D = {number(implied_tokens)} tokens at N = {number(num_params)} parameters",
+    )
+    return FlopClaimCheck(
+        claimed_flop=claimed,
+        computed_flop=computed,
+        ratio=ratio,
+        agrees=agrees,
+        tolerance=tolerance,
+        implied_flop_per_param_token=factor,
+        implied_params=implied_params,
+        implied_tokens=implied_tokens,
+        explanation=explanation,
+    )

@@ -1,0 +1,398 @@
+"""Known models: TOML data files (``kind = "model"``) and the registry that looks them up.
+
+One file per model under ``workload/data/models``::
+
+    schema_version = 1
+    kind = "model"
+    name = "llama-3-8b"
+    display_name = "Llama 3 8B"
+    aliases = ["llama-3.1-8b"]
+    source = "hf-config"            # the [sources] entry the dims come from
+
+    [architecture]                  # TransformerSpec fields
+    num_layers = 32
+    hidden_size = 4096
+    ...
+    [attention]                     # AttentionSpec fields
+    [moe]                           # MoESpec fields (MoE models only)
+    [published]                     # totals the authors print, for comparison
+    total_params = 8.03e9
+    source = "model-card"
+    [sources.hf-config]
+    title = "..."
+    url = "..."
+
+Users add or replace models with their own files (``lightspeed --catalog
+PATH``); the same paths may hold hardware records, which are skipped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
+from lightspeed.records import Record
+from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
+
+SCHEMA_VERSION: Final = 1
+MODEL_KIND: Final = "model"
+# Records of these kinds may share --catalog paths with models; the hardware catalog reads them.
+HARDWARE_KINDS: Final = frozenset({"link", "cpu", "accelerator", "system", "cluster"})
+
+_TOP_KEYS: Final = {
+    "schema_version",
+    "kind",
+    "name",
+    "display_name",
+    "aliases",
+    "source",
+    "note",
+    "architecture",
+    "attention",
+    "moe",
+    "published",
+    "sources",
+}
+_ARCHITECTURE_KEYS: Final = {
+    "num_layers",
+    "hidden_size",
+    "ffn_hidden_size",
+    "vocab_size",
+    "max_seq_len",
+    "mlp",
+    "norm",
+    "position_embedding",
+    "tied_embeddings",
+    "mlp_bias",
+    "num_mtp_modules",
+}
+_ATTENTION_INTEGERS: Final = (
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+)
+_ATTENTION_KEYS: Final = {
+    "kind",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+    "qkv_bias",
+    "out_bias",
+    "sliding_window",
+    *_ATTENTION_INTEGERS,
+}
+_MOE_KEYS: Final = {
+    "num_routed_experts",
+    "top_k",
+    "expert_ffn_hidden_size",
+    "num_shared_experts",
+    "shared_expert_ffn_hidden_size",
+    "num_dense_layers",
+    "layer_frequency",
+    "router_bias",
+}
+_PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
+
+
+@dataclass(frozen=True)
+class Reference(Record):
+    """A document figures were read from: title, address, note."""
+
+    key: str
+    title: str
+    url: str = ""
+    note: str = ""
+
+    @property
+    def citation(self) -> str:
+        """``title (url)``, or the title alone when there is no address."""
+        return f"{self.title} ({self.url})" if self.url else self.title
+
+
+@dataclass(frozen=True)
+class PublishedCounts(Record):
+    """Parameter totals as the model's authors print them (rounded, as printed)."""
+
+    total_params: float | None
+    active_params: float | None
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ModelEntry(Record):
+    """One known model: its architecture, where its figures come from, its file."""
+
+    spec: TransformerSpec
+    sources: Mapping[str, Reference]
+    published: PublishedCounts | None
+    path: str
+
+
+def normalize_model_name(name: str) -> str:
+    """Lookup form of a model name: lower case, spaces and underscores as hyphens.
+
+    >>> normalize_model_name("Llama_3.1 8B")
+    'llama-3.1-8b'
+    """
+    return "-".join(name.strip().lower().replace("_", " ").split())
+
+
+@dataclass(frozen=True)
+class ModelRegistry:
+    """Every known model, looked up by exact name or alias (case-insensitive).
+
+    >>> registry = load_models()
+    >>> registry.get("llama-3.1-70b").name
+    'llama-3-70b'
+    """
+
+    entries: Mapping[str, ModelEntry]
+
+    def names(self) -> list[str]:
+        """Canonical names, sorted."""
+        return sorted(self.entries)
+
+    def entry(self, name: str) -> ModelEntry:
+        """The entry called ``name`` (its canonical name or an alias)."""
+        key = normalize_model_name(name)
+        found = self.entries.get(key)
+        if found is None:
+            found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
+        if found is None:
+            known = [
+                *self.entries,
+                *(alias for entry in self.entries.values() for alias in entry.spec.aliases),
+            ]
+            raise UnknownNameError("model", name, known, hint="see 'lightspeed model list'")
+        return found
+
+    def get(self, name: str) -> TransformerSpec:
+        """The architecture of the model called ``name``."""
+        return self.entry(name).spec
+
+
+def builtin_model_files() -> list[Path]:
+    """Every model file shipped in ``lightspeed/workload/data/models`` (sorted)."""
+    folder = Path(str(resources.files("lightspeed.workload") / "data" / "models"))
+    return sorted(folder.glob("*.toml"))
+
+
+def _expand(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly plus every ``*.toml`` below named folders."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.toml")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DataFileError(path, "no such file or folder", fix="check the --catalog path")
+    return files
+
+
+def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
+    """The shipped models plus user files (which add models or replace them by name).
+
+    Hardware records in ``extra_paths`` are skipped (the catalog reads them).
+    """
+    entries: dict[str, ModelEntry] = {}
+    for path in [*builtin_model_files(), *_expand(extra_paths)]:
+        data = load_toml(path)
+        if _is_model(path, data):
+            entry = parse_model(path, data)
+            entries[entry.spec.name] = entry
+    _check_unique_aliases(entries)
+    return ModelRegistry(entries=entries)
+
+
+def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
+    kind = Fields(str(path), data).string("kind")
+    if kind == MODEL_KIND:
+        return True
+    if kind in HARDWARE_KINDS:
+        return False
+    raise DataFileError(
+        path,
+        "unknown kind",
+        field="kind",
+        value=kind,
+        fix=f'write kind = "model" for a model (hardware: {", ".join(sorted(HARDWARE_KINDS))})',
+    )
+
+
+def load_model_file(path: Path) -> ModelEntry:
+    """One model TOML file (``kind = "model"``) read on its own."""
+    data = load_toml(path)
+    kind = Fields(str(path), data).string("kind")
+    if kind != MODEL_KIND:
+        raise DataFileError(path, "not a model file", field="kind", value=kind, fix='write kind = "model"')
+    return parse_model(path, data)
+
+
+def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
+    """A :class:`ModelEntry` from one parsed TOML file; errors name file, field, value and fix."""
+    fields = Fields(str(path), data)
+    _check_keys(fields, _TOP_KEYS, "")
+    version = fields.integer("schema_version", minimum=1)
+    if version != SCHEMA_VERSION:
+        raise DataFileError(
+            path,
+            f"unsupported schema_version {version}",
+            field="schema_version",
+            fix="write schema_version = 1",
+        )
+    sources = parse_references(fields)
+    source_key = fields.check_source("source", sources)
+    try:
+        spec = _build_spec(fields, sources[source_key])
+    except UserInputError as error:
+        raise DataFileError(
+            path, str(error), fix="correct the [architecture]/[attention]/[moe] figures"
+        ) from None
+    return ModelEntry(spec=spec, sources=sources, published=_parse_published(fields, sources), path=str(path))
+
+
+def _check_keys(fields: Fields, allowed: set[str], table: str) -> None:
+    unknown = fields.unknown_keys(allowed)
+    if unknown:
+        raise DataFileError(
+            fields.path,
+            f"unknown field{' in [' + table + ']' if table else ''}",
+            field=f"{fields.prefix}{unknown[0]}",
+            fix=f"use one of: {', '.join(sorted(allowed))}",
+        )
+
+
+def parse_references(fields: Fields) -> dict[str, Reference]:
+    """The ``[sources.<key>]`` tables of a data file (at least one is required)."""
+    sources = {
+        key: Reference(
+            key=key, title=table.string("title"), url=table.string("url", ""), note=table.string("note", "")
+        )
+        for key, table in fields.tables("sources").items()
+    }
+    if not sources:
+        raise DataFileError(
+            fields.path,
+            "no sources",
+            field="sources",
+            fix='add [sources.<key>] with title = "..." and url = "..."',
+        )
+    return sources
+
+
+def _build_spec(fields: Fields, source: Reference) -> TransformerSpec:
+    architecture = _required_table(fields, "architecture", _ARCHITECTURE_KEYS)
+    attention = _required_table(fields, "attention", _ATTENTION_KEYS)
+    moe = fields.table("moe", required=False)
+    if moe is not None:
+        _check_keys(moe, _MOE_KEYS, "moe")
+    hidden = architecture.integer("hidden_size", minimum=1)
+    return TransformerSpec(
+        name=normalize_model_name(fields.string("name")),
+        display_name=fields.string("display_name", fields.string("name")),
+        num_layers=architecture.integer("num_layers", minimum=1),
+        hidden_size=hidden,
+        ffn_hidden_size=architecture.integer("ffn_hidden_size", minimum=1),
+        vocab_size=architecture.integer("vocab_size", minimum=1),
+        attention=_attention(attention, hidden),
+        mlp=architecture.string("mlp", "swiglu"),
+        moe=_moe(moe) if moe is not None else None,
+        tied_embeddings=architecture.boolean("tied_embeddings", False),
+        position_embedding=architecture.string("position_embedding", "rope"),
+        max_seq_len=architecture.integer("max_seq_len", minimum=1),
+        norm=architecture.string("norm", "rmsnorm"),
+        mlp_bias=architecture.boolean("mlp_bias", False),
+        num_mtp_modules=architecture.integer("num_mtp_modules", 0),
+        aliases=tuple(normalize_model_name(alias) for alias in fields.strings("aliases")),
+        source=source.citation,
+        note=fields.string("note", ""),
+    )
+
+
+_REQUIRED: Final = {
+    "architecture": ("num_layers", "hidden_size", "ffn_hidden_size", "vocab_size", "max_seq_len"),
+    "attention": ("kind", "num_heads"),
+}
+
+
+def _required_table(fields: Fields, key: str, allowed: set[str]) -> Fields:
+    table = fields.table(key)
+    assert table is not None  # required=True raises instead of returning None
+    _check_keys(table, allowed, key)
+    for name in _REQUIRED[key]:
+        if not table.has(name):
+            raise DataFileError(
+                fields.path, "missing field", field=f"{key}.{name}", fix=f"add {name} = ... under [{key}]"
+            )
+    return table
+
+
+def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
+    kind = table.string("kind")
+    num_heads = table.integer("num_heads", minimum=1)
+    integers = {key: table.optional_integer(key) for key in _ATTENTION_INTEGERS}
+    if kind == "mla" and integers["qk_nope_head_dim"] and integers["qk_rope_head_dim"]:
+        default_head = integers["qk_nope_head_dim"] + integers["qk_rope_head_dim"]
+    else:
+        default_head = hidden_size // num_heads
+    return AttentionSpec(
+        kind=kind,
+        num_heads=num_heads,
+        num_kv_heads=table.integer("num_kv_heads", num_heads, minimum=1),
+        head_dim=table.integer("head_dim", default_head, minimum=1),
+        qkv_bias=table.boolean("qkv_bias", False),
+        out_bias=table.boolean("out_bias", False),
+        sliding_window=table.optional_integer("sliding_window"),
+        **integers,
+    )
+
+
+def _moe(table: Fields) -> MoESpec:
+    return MoESpec(
+        num_routed_experts=table.integer("num_routed_experts", minimum=1),
+        top_k=table.integer("top_k", minimum=1),
+        expert_ffn_hidden_size=table.integer("expert_ffn_hidden_size", minimum=1),
+        num_shared_experts=table.integer("num_shared_experts", 0),
+        shared_expert_ffn_hidden_size=table.integer("shared_expert_ffn_hidden_size", 0),
+        num_dense_layers=table.integer("num_dense_layers", 0),
+        layer_frequency=table.integer("layer_frequency", 1, minimum=1),
+        router_bias=table.boolean("router_bias", False),
+    )
+
+
+def _parse_published(fields: Fields, sources: Mapping[str, Reference]) -> PublishedCounts | None:
+    table = fields.table("published", required=False)
+    if table is None:
+        return None
+    _check_keys(table, _PUBLISHED_KEYS, "published")
+    key = table.check_source("source", sources)
+    return PublishedCounts(
+        total_params=table.number("total_params") if table.has("total_params") else None,
+        active_params=table.number("active_params") if table.has("active_params") else None,
+        source=sources[key].citation,
+        note=table.string("note", ""),
+    )
+
+
+def _check_unique_aliases(entries: Mapping[str, ModelEntry]) -> None:
+    owner: dict[str, str] = {}
+    for entry in entries.values():
+        for alias in (entry.spec.name, *entry.spec.aliases):
+            previous = owner.setdefault(alias, entry.spec.name)
+            if previous != entry.spec.name:
+                raise DataFileError(
+                    entry.path,
+                    f"alias {alias!r} is already used by model {previous}",
+                    field="aliases",
+                    value=alias,
+                    fix="remove the alias from one of the two files",
+                )

@@ -1,0 +1,172 @@
+"""Everything lightspeed knows about one model, in one record; and name-or-path lookup.
+
+:func:`describe_model` gathers what ``lightspeed model show`` prints: the
+architecture, parameter counts, FLOPs per token under every convention,
+weight bytes per precision and KV-cache bytes per token.
+:func:`resolve_model` accepts a registry name or a path to a Hugging Face
+``config.json`` (or its folder) or a model TOML file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from lightspeed.records import Record
+from lightspeed.units import bytes_per_element
+from lightspeed.workload.counts import ParameterCounts, kv_cache_bytes_per_token, parameter_counts
+from lightspeed.workload.flops import CONVENTIONS, FlopsPerToken, flops_per_token
+from lightspeed.workload.hf_config import spec_from_hf_config
+from lightspeed.workload.registry import (
+    ModelEntry,
+    ModelRegistry,
+    PublishedCounts,
+    Reference,
+    load_model_file,
+)
+from lightspeed.workload.spec import TransformerSpec
+
+# Storage formats ``model show`` lists: dense floats and the block-scaled FP4 formats.
+WEIGHT_PRECISIONS: Final = ("fp32", "bf16", "fp8", "mxfp4", "nvfp4")
+KV_CACHE_PRECISIONS: Final = ("bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class ModelSummary(Record):
+    """One model's architecture and costs (``lightspeed model show``).
+
+    ``weight_bytes`` maps a storage precision to the bytes of all weights;
+    ``kv_cache_bytes_per_token`` a cache precision to the bytes one token adds.
+    ``flops_per_token`` holds every convention at ``seq_len`` tokens.
+    """
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    spec: TransformerSpec
+    total_params: int
+    active_params: int
+    parameter_counts: ParameterCounts
+    seq_len: int
+    flops_per_token: tuple[FlopsPerToken, ...]
+    weight_bytes: Mapping[str, float]
+    kv_cache_bytes_per_token: Mapping[str, float]
+    published: PublishedCounts | None
+    sources: Mapping[str, Reference]
+    path: str
+
+
+def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSummary:
+    """Summary of ``entry`` with FLOPs at ``seq_len`` (default: the model's max_seq_len).
+
+    >>> from lightspeed.workload import load_models
+    >>> summary = describe_model(load_models().entry("mixtral-8x7b"))
+    >>> summary.total_params, summary.active_params
+    (46702792704, 12879925248)
+    """
+    spec = entry.spec
+    tokens = seq_len or spec.max_seq_len
+    counts = parameter_counts(spec)
+    return ModelSummary(
+        name=spec.name,
+        display_name=spec.display_name,
+        aliases=spec.aliases,
+        spec=spec,
+        total_params=counts.total_params,
+        active_params=counts.active_params,
+        parameter_counts=counts,
+        seq_len=tokens,
+        flops_per_token=tuple(flops_per_token(spec, seq_len=tokens, convention=name) for name in CONVENTIONS),
+        weight_bytes={
+            precision: counts.total_params * bytes_per_element(precision) for precision in WEIGHT_PRECISIONS
+        },
+        kv_cache_bytes_per_token={
+            precision: kv_cache_bytes_per_token(spec, precision) for precision in KV_CACHE_PRECISIONS
+        },
+        published=entry.published,
+        sources=entry.sources,
+        path=entry.path,
+    )
+
+
+@dataclass(frozen=True)
+class ModelRow(Record):
+    """One line of ``lightspeed model list``."""
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    kind: str
+    attention: str
+    num_layers: int
+    hidden_size: int
+    total_params: int
+    active_params: int
+    max_seq_len: int
+    source: str
+    path: str
+
+
+def list_models(registry: ModelRegistry) -> tuple[ModelRow, ...]:
+    """Every model of ``registry`` with its shape and parameter totals, sorted by name."""
+    rows = []
+    for name in registry.names():
+        entry = registry.entry(name)
+        spec = entry.spec
+        counts = parameter_counts(spec)
+        rows.append(
+            ModelRow(
+                name=spec.name,
+                display_name=spec.display_name,
+                aliases=spec.aliases,
+                kind="moe" if spec.is_moe else "dense",
+                attention=spec.attention.kind,
+                num_layers=spec.num_layers,
+                hidden_size=spec.hidden_size,
+                total_params=counts.total_params,
+                active_params=counts.active_params,
+                max_seq_len=spec.max_seq_len,
+                source=spec.source,
+                path=entry.path,
+            )
+        )
+    return tuple(rows)
+
+
+def entry_from_hf_config(path: Path) -> ModelEntry:
+    """A :class:`ModelEntry` for a Hugging Face ``config.json`` (or its folder)."""
+    spec = spec_from_hf_config(path)
+    config = path / "config.json" if path.is_dir() else path
+    reference = Reference(key="config", title="Hugging Face config.json", url=str(config))
+    return ModelEntry(spec=spec, sources={"config": reference}, published=None, path=str(config))
+
+
+def _looks_like_path(text: str) -> bool:
+    path = Path(text)
+    return text.endswith((".json", ".toml")) or ("/" in text and path.exists()) or path.is_dir()
+
+
+def resolve_model_entry(text: str, registry: ModelRegistry) -> ModelEntry:
+    """The model named ``text``, or read from the file or folder ``text`` points to.
+
+    A ``.toml`` path is a model data file; a ``.json`` path or a folder holding
+    ``config.json`` is a Hugging Face config; anything else is a registry name.
+    """
+    if not _looks_like_path(text):
+        return registry.entry(text)
+    path = Path(text)
+    if path.suffix == ".toml":
+        return load_model_file(path)
+    return entry_from_hf_config(path)
+
+
+def resolve_model(text: str, registry: ModelRegistry) -> TransformerSpec:
+    """The architecture named ``text`` or stored at path ``text`` (see :func:`resolve_model_entry`).
+
+    >>> from lightspeed.workload import load_models
+    >>> resolve_model("llama-3.3-70b", load_models()).num_layers
+    80
+    """
+    return resolve_model_entry(text, registry).spec

@@ -1,0 +1,88 @@
+"""``lightspeed memory``: the seed's 100T example, the JSON contract, bad input."""
+
+from __future__ import annotations
+
+import json
+
+
+def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
+    assert result.code == 2
+    assert result.err.startswith("lightspeed: error:")
+    assert result.err.count("\n") == 1
+    assert "Traceback" not in result.err
+
+
+def test_seed_example_on_b200(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("memory", "--model", "dense-100t", "--precision", "bf16", "--gpu", "b200")
+    assert result.code == 0
+    assert "200 TB" in result.out
+    assert "181.9 TiB" in result.out
+    assert "1,112 x b200 at 180 GB usable = 139 nodes of 8" in result.out
+    assert "1,042 at 192 GB nominal" in result.out
+    assert "weights only: activations, optimizer state and inputs come on top" in result.out
+    assert "GB = 1e9 bytes" in result.out
+
+
+def test_seed_example_on_b300_json(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("memory", "--model", "dense-100t", "--precision", "bf16", "--gpu", "b300", "--json")
+    assert result.code == 0
+    payload = json.loads(result.out)
+    for key in ("total_bytes", "components", "gpus_needed", "nodes_needed", "assumptions"):
+        assert key in payload
+    assert payload["total_bytes"] == payload["components"]["weights"]
+    assert payload["total_bytes"] / 1e12 == 200.041174925312
+    assert payload["gpus_needed_at_nominal"] == 695  # the seed's "~700 GPUs at 288 GB"
+    assert payload["nodes_needed_at_nominal"] == 87
+    assert isinstance(payload["assumptions"], list)
+
+
+def test_training_with_zero_json(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "memory",
+        "--model",
+        "llama-3-70b",
+        "--training",
+        "--optimizer",
+        "adam",
+        "--zero",
+        "3",
+        "--dp",
+        "16",
+        "--system",
+        "dgx-h100",
+        "--json",
+    )
+    assert result.code == 0
+    payload = json.loads(result.out)
+    num_params = 70_553_706_496
+    assert payload["components"] == {
+        "weights": 2 * num_params,
+        "gradients": 2 * num_params,
+        "optimizer": 8 * num_params,
+        "master_weights": 4 * num_params,
+    }
+    assert payload["bytes_per_param"] == 1.0  # 16 / dp
+    assert payload["gpus_needed"] == 16
+    assert payload["nodes_needed"] == 2
+
+
+def test_no_device_gives_bytes_only(run_cli) -> None:  # type: ignore[no-untyped-def]
+    payload = json.loads(run_cli("memory", "--model", "llama-3-8b", "--json").out)
+    assert payload["gpus_needed"] is None
+    assert payload["nodes_needed"] is None
+    assert payload["total_bytes"] == 2 * 8_030_261_248
+
+
+def test_bad_inputs_are_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+    unknown_gpu = run_cli("memory", "--model", "llama-3-8b", "--gpu", "b2000")
+    _one_line_error(unknown_gpu)
+    assert "b200" in unknown_gpu.err
+    unknown_model = run_cli("memory", "--model", "llama-9-8b")
+    _one_line_error(unknown_model)
+    assert "closest" in unknown_model.err
+    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--precision", "fp5"))
+    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--zero", "2"))
+    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--zero", "5"))
+    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--optimizer", "adan"))
+    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--gpu", "b200", "--system", "dgx-b200"))
+    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--dp", "0"))

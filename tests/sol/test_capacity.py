@@ -1,0 +1,167 @@
+"""Capacity planning: the seed's 100T example, ZeRO formulas of REFERENCE.md, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightspeed.catalog import load_catalog
+from lightspeed.errors import UserInputError
+from lightspeed.sol import plan_memory
+from lightspeed.workload import load_models, parameter_counts
+
+MODELS = load_models()
+CATALOG = load_catalog()
+DENSE_100T = MODELS.get("dense-100t")
+
+
+def test_seed_100t_weights_at_16_bits_are_200_tb() -> None:
+    plan = plan_memory(model=DENSE_100T, precision="bf16")
+    # Seed claim 4: "182 TB" is really 200 TB = 181.9 TiB.
+    assert plan.total_bytes == pytest.approx(200e12, rel=0.001)
+    assert plan.total_bytes / 2**40 == pytest.approx(181.9, abs=0.05)
+    assert plan.components == {
+        "weights": plan.total_bytes,
+        "gradients": 0,
+        "optimizer": 0,
+        "master_weights": 0,
+    }
+    assert plan.gpus_needed is None
+    assert any(
+        "weights only: activations, optimizer state and inputs come on top" in a for a in plan.assumptions
+    )
+
+
+def test_seed_100t_on_b200_at_180_gb_usable() -> None:
+    b200 = CATALOG.accelerator("b200")
+    assert b200.memory_usable_bytes == 180e9  # the seed's "180 GB usable"
+    plan = plan_memory(model=DENSE_100T, precision="bf16", accelerator=b200)
+    # 200.04 TB / 180 GB = 1111.3 -> 1,112 GPUs -> 139 nodes of 8 (the seed: ~1,000 GPUs, ~125 nodes).
+    assert plan.gpus_needed == math.ceil(plan.total_bytes / 180e9) == 1112
+    assert plan.nodes_needed == 139
+    # At the 192 GB nominal capacity: 1,042 GPUs, 131 nodes.
+    assert plan.gpus_needed_at_nominal == 1042
+    assert plan.nodes_needed_at_nominal == 131
+    assert any("180 GB usable of 192 GB nominal" in line for line in plan.assumptions)
+
+
+def test_seed_100t_on_b300_at_288_gb() -> None:
+    plan = plan_memory(model=DENSE_100T, precision="bf16", accelerator=CATALOG.accelerator("b300"))
+    # The seed's B300 figure uses 288 GB (nominal): 200.04 TB / 288 GB = 694.6 -> 695 GPUs, 87 nodes.
+    assert plan.memory_nominal_bytes == 288e9
+    assert plan.gpus_needed_at_nominal == 695
+    assert plan.nodes_needed_at_nominal == 87
+    # The catalog's listed usable memory is lower, so the usable count is higher.
+    assert plan.memory_usable_bytes is not None
+    assert plan.memory_usable_bytes < 288e9
+    assert plan.gpus_needed == math.ceil(plan.total_bytes / plan.memory_usable_bytes)
+
+
+def test_system_brings_its_gpu_and_node_size() -> None:
+    system = CATALOG.system("dgx-b200")
+    plan = plan_memory(model=DENSE_100T, precision="bf16", system=system)
+    assert plan.device == "dgx-b200"
+    assert plan.accelerator == "b200"
+    assert plan.gpus_per_node == system.num_accelerators == 8
+    assert plan.gpus_needed == 1112
+
+
+def test_mixed_precision_adam_is_16_bytes_per_parameter() -> None:
+    spec = MODELS.get("llama-3-70b")
+    num_params = parameter_counts(spec).total_params
+    plan = plan_memory(model=spec, precision="bf16", training=True, optimizer="adam")
+    assert plan.bytes_per_param == 16  # ZeRO paper: 2 + 2 + 12
+    assert plan.components == {
+        "weights": 2 * num_params,
+        "gradients": 2 * num_params,
+        "optimizer": 8 * num_params,
+        "master_weights": 4 * num_params,
+    }
+    assert plan.total_bytes == 16 * num_params
+
+
+@pytest.mark.parametrize(
+    ("stage", "formula"),
+    [
+        (0, lambda n: 16.0),
+        (1, lambda n: 4 + 12 / n),  # REFERENCE.md section 2
+        (2, lambda n: 2 + 14 / n),
+        (3, lambda n: 16 / n),
+    ],
+)
+@pytest.mark.parametrize("dp", [1, 8, 64])
+def test_zero_bytes_per_parameter_per_gpu(stage: int, formula, dp: int) -> None:  # type: ignore[no-untyped-def]
+    plan = plan_memory(
+        model=MODELS.get("llama-3-8b"), precision="bf16", training=True, zero_stage=stage, dp=dp
+    )
+    assert plan.bytes_per_param == pytest.approx(formula(dp))
+    # Over the whole job, the per-GPU share times the GPUs of all replicas.
+    assert plan.total_bytes == pytest.approx(plan.bytes_per_param * plan.num_params * dp)
+
+
+def test_megatron_fp32_gradients_are_18_bytes_per_parameter() -> None:
+    # REFERENCE.md: Megatron BF16 with fp32 grads is 18 B/param.
+    plan = plan_memory(model=MODELS.get("llama-3-8b"), training=True, gradient_precision="fp32")
+    assert plan.bytes_per_param == 18
+
+
+def test_fp32_training_has_no_separate_master_copy() -> None:
+    plan = plan_memory(model=MODELS.get("llama-3-8b"), precision="fp32", training=True)
+    assert plan.components["master_weights"] == 0
+    assert plan.bytes_per_param == 4 + 4 + 8
+
+
+def test_gpus_needed_by_hand_for_zero_1() -> None:
+    spec = MODELS.get("llama-3-70b")
+    num_params = parameter_counts(spec).total_params
+    plan = plan_memory(
+        model=spec, training=True, zero_stage=1, dp=64, accelerator=CATALOG.accelerator("h100-sxm")
+    )
+    per_replica = math.ceil((4 + 12 / 64) * num_params / 80e9)
+    assert plan.model_parallel_gpus == per_replica
+    assert plan.gpus_needed == per_replica * 64
+    assert plan.nodes_needed == math.ceil(per_replica * 64 / 8)
+
+
+def test_exact_fit_does_not_round_up() -> None:
+    # 40 GB of weights on 80 GB GPUs is 1 GPU even when float division is not exact.
+    plan = plan_memory(
+        model=MODELS.get("llama-3-8b"), precision="fp32", accelerator=CATALOG.accelerator("h100")
+    )
+    assert plan.gpus_needed == 1
+
+
+def test_bad_plans_are_user_errors() -> None:
+    spec = MODELS.get("llama-3-8b")
+    with pytest.raises(UserInputError, match="ZeRO stage"):
+        plan_memory(model=spec, training=True, zero_stage=4)
+    with pytest.raises(UserInputError, match="training"):
+        plan_memory(model=spec, zero_stage=1)
+    with pytest.raises(UserInputError, match="dp"):
+        plan_memory(model=spec, dp=0)
+    with pytest.raises(UserInputError, match="not both"):
+        plan_memory(model=spec, accelerator=CATALOG.accelerator("b200"), system=CATALOG.system("dgx-b200"))
+    with pytest.raises(UserInputError, match="unknown precision"):
+        plan_memory(model=spec, precision="fp5")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3), st.integers(1, 512), st.sampled_from(["b200", "h100-sxm", "mi300x"]))
+def test_property_gpus_hold_the_state_and_one_fewer_would_not(stage: int, dp: int, gpu: str) -> None:
+    accelerator = CATALOG.accelerator(gpu)
+    plan = plan_memory(
+        model=MODELS.get("llama-3-405b"), training=True, zero_stage=stage, dp=dp, accelerator=accelerator
+    )
+    assert plan.model_parallel_gpus is not None
+    assert plan.bytes_per_gpu is not None
+    assert plan.bytes_per_gpu <= accelerator.memory_usable_bytes
+    replica = plan.bytes_per_param * plan.num_params
+    assert replica / (plan.model_parallel_gpus - 1 or 1) > accelerator.memory_usable_bytes or (
+        plan.model_parallel_gpus == 1
+    )
+    assert plan.gpus_needed_at_nominal is not None
+    assert plan.gpus_needed is not None
+    assert plan.gpus_needed_at_nominal <= plan.gpus_needed

@@ -1,0 +1,181 @@
+"""Hugging Face config.json import: real-shaped fixtures, and malformed files that say what is wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightspeed.errors import DataFileError
+from lightspeed.workload import load_models, parameter_counts, spec_from_hf_config
+
+HF_CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+MODELS = load_models()
+
+
+@pytest.mark.parametrize(
+    ("folder", "registry_name"),
+    [
+        ("llama-3-8b", "llama-3-8b"),
+        ("mixtral-8x7b", "mixtral-8x7b"),
+        ("deepseek-v3", "deepseek-v3"),
+    ],
+)
+def test_config_gives_the_same_counts_as_the_data_file(folder: str, registry_name: str) -> None:
+    imported = parameter_counts(spec_from_hf_config(HF_CONFIGS / folder / "config.json"))
+    shipped = parameter_counts(MODELS.get(registry_name))
+    assert imported.total_params == shipped.total_params
+    assert imported.active_params == shipped.active_params
+    assert imported.mtp_params == shipped.mtp_params
+
+
+def test_folder_path_reads_its_config_json() -> None:
+    spec = spec_from_hf_config(HF_CONFIGS / "llama-3-8b")
+    assert spec.name == "llama-3-8b"
+    assert spec.attention.kind == "gqa"
+    assert spec.attention.num_kv_heads == 8
+
+
+def test_qwen2_has_qkv_biases_and_matches_a_hand_count() -> None:
+    spec = spec_from_hf_config(HF_CONFIGS / "qwen2-7b" / "config.json")
+    assert spec.attention.qkv_bias
+    assert not spec.attention.out_bias
+    assert spec.attention.sliding_window is None  # use_sliding_window is false
+    h, kv, ffn, layers, vocab = 3584, 4 * 128, 18944, 28, 152064
+    attention = h * h + h + 2 * (h * kv + kv) + h * h  # q (+bias), k and v (+biases), o
+    per_layer = attention + 3 * h * ffn + 2 * h
+    expected = 2 * vocab * h + layers * per_layer + h
+    counts = parameter_counts(spec)
+    assert counts.total_params == expected
+    # Qwen2.5-7B (the same shapes) model card: 7.61B parameters, 6.53B non-embedding.
+    assert counts.total_params == pytest.approx(7.61e9, rel=0.005)
+    assert counts.non_embedding_params == pytest.approx(6.53e9, rel=0.005)
+
+
+def test_deepseek_v3_mla_and_moe_fields() -> None:
+    spec = spec_from_hf_config(HF_CONFIGS / "deepseek-v3" / "config.json")
+    assert spec.attention.kind == "mla"
+    assert (spec.attention.q_lora_rank, spec.attention.kv_lora_rank) == (1536, 512)
+    assert spec.attention.qk_head_dim == 192
+    assert spec.attention.value_head_dim == 128
+    assert spec.moe is not None
+    assert (spec.moe.num_routed_experts, spec.moe.top_k, spec.moe.num_shared_experts) == (256, 8, 1)
+    assert spec.moe.num_dense_layers == 3
+    assert spec.moe.router_bias  # topk_method = "noaux_tc"
+    assert spec.num_mtp_modules == 1
+
+
+def _fixture(folder: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((HF_CONFIGS / folder / "config.json").read_text())
+    return data
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragments"),
+    [
+        (
+            {"model_type": "gpt2"},
+            ["unsupported model_type", "'gpt2'", "llama, mistral, mixtral, qwen2, deepseek_v3"],
+        ),
+        ({"hidden_size": None}, ["field 'hidden_size'", "fix:"]),
+        ({"num_hidden_layers": "32"}, ["field 'num_hidden_layers'", "'32'", "fix:"]),
+        ({"num_hidden_layers": 0}, ["field 'num_hidden_layers'", "value 0"]),
+        ({"num_key_value_heads": 5}, ["not a multiple of num_key_value_heads", "value 5", "fix:"]),
+        ({"num_attention_heads": 24}, ["not a multiple of num_attention_heads 24", "add head_dim"]),
+        ({"tie_word_embeddings": "no"}, ["field 'tie_word_embeddings'", "'no'", "true or"]),
+    ],
+)
+def test_malformed_config_names_file_field_value_and_fix(
+    tmp_path: Path, edit: dict[str, object], fragments: list[str]
+) -> None:
+    data = _fixture("llama-3-8b")
+    data.update(edit)
+    path = _write(tmp_path, data)
+    with pytest.raises(DataFileError) as raised:
+        spec_from_hf_config(path)
+    message = str(raised.value)
+    assert message.startswith(str(path))
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_missing_field_is_named(tmp_path: Path) -> None:
+    data = _fixture("mixtral-8x7b")
+    del data["num_local_experts"]
+    with pytest.raises(DataFileError, match="num_local_experts"):
+        spec_from_hf_config(_write(tmp_path, data))
+
+
+def test_deepseek_moe_layer_frequency_other_than_1_is_refused(tmp_path: Path) -> None:
+    data = _fixture("deepseek-v3")
+    data["moe_layer_freq"] = 2
+    with pytest.raises(DataFileError, match=r"moe_layer_freq.*value 2"):
+        spec_from_hf_config(_write(tmp_path, data))
+
+
+def test_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(DataFileError, match="cannot read file"):
+        spec_from_hf_config(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model_type": "llama",\n "hidden_size": }', encoding="utf-8")
+    with pytest.raises(DataFileError, match=r"bad.json:2: invalid JSON"):
+        spec_from_hf_config(bad)
+    with pytest.raises(DataFileError, match="JSON object"):
+        spec_from_hf_config(_write(tmp_path, [1, 2]))
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(DataFileError):
+        spec_from_hf_config(binary)
+
+
+values = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**6), st.text(max_size=5), st.floats(allow_nan=False)
+)
+keys = st.sampled_from(
+    [
+        "model_type",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "intermediate_size",
+        "vocab_size",
+        "max_position_embeddings",
+        "num_local_experts",
+        "num_experts_per_tok",
+        "kv_lora_rank",
+        "q_lora_rank",
+        "n_routed_experts",
+        "first_k_dense_replace",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(["llama-3-8b", "mixtral-8x7b", "qwen2-7b", "deepseek-v3"]), st.dictionaries(keys, values)
+)
+def test_property_any_edit_gives_a_spec_or_a_data_file_error(
+    tmp_path_factory: pytest.TempPathFactory, folder: str, edits: dict[str, object]
+) -> None:
+    data = _fixture(folder)
+    data.update(edits)
+    path = _write(tmp_path_factory.mktemp("config"), data)
+    try:
+        spec = spec_from_hf_config(path)
+    except DataFileError as error:
+        message = str(error)
+    else:
+        message = str(path)
+        assert parameter_counts(spec).total_params > 0
+    assert message.startswith(str(path))

@@ -1,0 +1,188 @@
+"""Model data files: every shipped file loads with sources; user files add, override, fail clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.workload import (
+    builtin_model_files,
+    load_model_file,
+    load_models,
+    parameter_counts,
+    resolve_model,
+    resolve_model_entry,
+)
+
+REQUIRED = {
+    "gpt-3-175b",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3-405b",
+    "llama-7b",
+    "mixtral-8x7b",
+    "deepseek-v3",
+    "gpt-moe-1.8t",
+    "dense-100t",
+    "mpt-7b",
+    "mpt-13b",
+    "mpt-70b",
+}
+
+USER_MODEL = """
+schema_version = 1
+kind = "model"
+name = "tiny"
+display_name = "Tiny test model"
+aliases = ["tiny-alias"]
+source = "mine"
+
+[architecture]
+num_layers = 2
+hidden_size = 64
+ffn_hidden_size = 256
+vocab_size = 1000
+max_seq_len = 128
+
+[attention]
+kind = "gqa"
+num_heads = 4
+num_kv_heads = 2
+
+[sources.mine]
+title = "a test"
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "model.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_required_model_ships() -> None:
+    assert set(load_models().names()) >= REQUIRED
+
+
+def test_every_shipped_model_is_plausible_and_sourced() -> None:
+    registry = load_models()
+    assert len(builtin_model_files()) == len(registry.names())
+    for name in registry.names():
+        entry = registry.entry(name)
+        counts = parameter_counts(entry.spec)
+        assert 1e9 < counts.total_params < 2e14, name
+        assert 0 < counts.active_params <= counts.total_params, name
+        assert entry.sources, name
+        assert all(source.title for source in entry.sources.values()), name
+        assert entry.spec.source, name
+        if entry.published is not None and entry.published.total_params:
+            # Published totals are rounded to two or three digits (LLaMA's "6.7B" is 6.74B): within
+            # 0.75% here; the 0.5% checks of issue 2 are in test_counts.py.
+            assert counts.total_params == pytest.approx(entry.published.total_params, rel=0.0075), name
+
+
+def test_aliases_resolve_to_one_model() -> None:
+    registry = load_models()
+    assert registry.get("llama-3.1-8b").name == "llama-3-8b"
+    assert registry.get("Llama-3.3-70B").name == "llama-3-70b"
+    assert registry.get("llama-3.1-405b").name == "llama-3-405b"
+    assert registry.get("LLAMA_3.1_70B").name == "llama-3-70b"
+
+
+def test_unknown_model_lists_the_closest() -> None:
+    with pytest.raises(UnknownNameError) as raised:
+        load_models().get("llama-3-7b")
+    message = str(raised.value)
+    assert "unknown model 'llama-3-7b'" in message
+    assert "llama-3-8b" in message
+    assert "lightspeed model list" in message
+
+
+def test_user_file_adds_a_model_and_hardware_files_are_skipped(tmp_path: Path) -> None:
+    _write(tmp_path, USER_MODEL)
+    _write(tmp_path, 'schema_version = 1\nkind = "accelerator"\nname = "x"\n', "gpu.toml")
+    registry = load_models(extra_paths=[tmp_path])
+    spec = registry.get("tiny-alias")
+    assert spec.name == "tiny"
+    assert spec.attention.head_dim == 16  # hidden / heads by default
+    # 2 x 1000 x 64 embeddings + 2 layers x (64x64 x2 + 64x32 x2 + 3x64x256 + 2x64) + 64
+    assert (
+        parameter_counts(spec).total_params
+        == 2 * 1000 * 64 + 2 * (2 * 4096 + 2 * 2048 + 3 * 64 * 256 + 128) + 64
+    )
+    assert "llama-3-8b" in registry.names()
+
+
+def test_user_file_replaces_a_shipped_model_by_name(tmp_path: Path) -> None:
+    text = USER_MODEL.replace('name = "tiny"', 'name = "llama-3-8b"').replace('["tiny-alias"]', "[]")
+    registry = load_models(extra_paths=[_write(tmp_path, text)])
+    assert registry.get("llama-3-8b").num_layers == 2
+    with pytest.raises(UnknownNameError):
+        registry.get("llama-3.1-8b")  # the replacement has no aliases
+
+
+def test_resolve_accepts_names_and_paths(tmp_path: Path) -> None:
+    registry = load_models()
+    assert resolve_model("mixtral-8x7b", registry).is_moe
+    toml_path = _write(tmp_path, USER_MODEL)
+    assert resolve_model(str(toml_path), registry).name == "tiny"
+    assert resolve_model_entry(str(toml_path), registry).path == str(toml_path)
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments"),
+    [
+        (("num_layers = 2", "num_layers = 0"), ["field 'architecture.num_layers'", "value 0", "fix:"]),
+        (("num_layers = 2", 'num_layers = "two"'), ["field 'architecture.num_layers'", "'two'"]),
+        (("num_layers = 2\n", ""), ["missing field", "architecture.num_layers", "add num_layers"]),
+        (
+            ("hidden_size = 64", "hiden_size = 64"),
+            ["unknown field in [architecture]", "hiden_size", "hidden_size"],
+        ),
+        (('kind = "gqa"', 'kind = "gqx"'), ["attention kind 'gqx'", "mha, gqa, mqa, mla"]),
+        (("num_kv_heads = 2", "num_kv_heads = 3"), ["multiple of num_kv_heads (3)", "fix:"]),
+        (('source = "mine"', 'source = "theirs"'), ["source not declared", "theirs", "mine"]),
+        (('[sources.mine]\ntitle = "a test"', ""), ["no sources", "[sources.<key>]"]),
+        (("schema_version = 1", "schema_version = 2"), ["unsupported schema_version 2"]),
+        (("[attention]", "[attentoin]"), ["unknown field", "attentoin"]),
+    ],
+)
+def test_malformed_model_file_names_file_field_value_and_fix(
+    tmp_path: Path, change: tuple[str, str], fragments: list[str]
+) -> None:
+    old, new = change
+    assert old in USER_MODEL
+    path = _write(tmp_path, USER_MODEL.replace(old, new, 1))
+    with pytest.raises(DataFileError) as raised:
+        load_models(extra_paths=[path])
+    message = str(raised.value)
+    assert message.startswith(str(path))
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, USER_MODEL.replace("num_layers = 2", "num_layers = = 2"))
+    with pytest.raises(DataFileError, match=r"invalid TOML .*line \d+"):
+        load_models(extra_paths=[path])
+
+
+def test_unknown_kind_and_missing_path(tmp_path: Path) -> None:
+    path = _write(tmp_path, USER_MODEL.replace('kind = "model"', 'kind = "modle"'))
+    with pytest.raises(DataFileError, match=r"unknown kind.*modle"):
+        load_models(extra_paths=[path])
+    with pytest.raises(DataFileError, match="not a model file"):
+        load_model_file(_write(tmp_path, 'schema_version = 1\nkind = "cpu"\n', "cpu.toml"))
+    with pytest.raises(DataFileError, match="no such file"):
+        load_models(extra_paths=[tmp_path / "absent"])
+
+
+def test_duplicate_alias_is_an_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, USER_MODEL.replace('["tiny-alias"]', '["llama-3.1-8b"]'))
+    with pytest.raises(DataFileError, match=r"alias 'llama-3\.1-8b' is already used"):
+        load_models(extra_paths=[path])
