@@ -240,6 +240,8 @@ def assemble_results(
         results.append(
             make_result(
                 suite="collectives",
+                device="cuda" if backend == "nccl" else "cpu",
+                sol_device=sol.device_name,
                 name=f"{name} busbw",
                 dtype="fp32",
                 size=size_bytes,

@@ -85,6 +85,8 @@ def run_copy(
         results.append(
             make_result(
                 suite="copy",
+                device=device.torch_name,
+                sol_device=sol.device_name,
                 name=f"{direction} {memory}",
                 dtype=None,
                 size=num_bytes,

@@ -238,6 +238,8 @@ def run_gemm(
                 results.append(
                     make_result(
                         suite="gemm",
+                        device=device.torch_name,
+                        sol_device=sol.device_name,
                         name=f"gemm {shape.text}",
                         dtype=precision,
                         size=int(shape.flop),

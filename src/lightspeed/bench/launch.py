@@ -79,6 +79,8 @@ def run_launch(
         results.append(
             make_result(
                 suite="launch",
+                device=device.torch_name,
+                sol_device=sol.device_name,
                 name=name,
                 dtype=None,
                 size=ops_per_sample,

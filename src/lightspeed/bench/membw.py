@@ -141,6 +141,8 @@ def run_membw(
         results.append(
             make_result(
                 suite="membw",
+                device=device.torch_name,
+                sol_device=sol.device_name,
                 name=f"stream {name}",
                 dtype="fp64",
                 size=num_elements * BYTES_PER_ELEMENT,

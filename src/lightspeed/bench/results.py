@@ -6,6 +6,8 @@ the device: then ``sol_note`` says why). ``stats`` summarises the repetitions
 in the same unit. ``size`` is the problem size the suite sweeps: FLOP per call
 for ``gemm``, bytes per array for ``membw``, bytes moved for ``copy`` and
 ``collectives`` (nccl-tests' size), kernels per sample for ``launch``.
+``device`` is where it ran (``cpu``, ``cuda:0``) and ``sol_device`` the
+catalog record the SOL came from.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class BenchResult(Record):
     stats: Stats
     correct: bool
     sol_note: str = ""
+    device: str = ""
+    sol_device: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     samples: tuple[float, ...] = ()
 
@@ -80,6 +84,8 @@ def make_result(
     dtype: str | None,
     size: int,
     samples: Sequence[float],
+    device: str = "",
+    sol_device: str | None = None,
     unit: str,
     best: str,
     sol: float | None,
@@ -107,6 +113,8 @@ def make_result(
         stats=stats,
         correct=correct,
         sol_note=sol_note,
+        device=device,
+        sol_device=sol_device,
         details=dict(details or {}),
         samples=tuple(float(sample) for sample in samples),
     )

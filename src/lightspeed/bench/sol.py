@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lightspeed.bench.runtime import BenchDevice
-from lightspeed.catalog import Accelerator, Catalog
-from lightspeed.errors import UnknownNameError, UnsupportedError
+from lightspeed.catalog import Accelerator, Catalog, detect_cpu
 from lightspeed.records import Record
 from lightspeed.units import compute_precision
 
@@ -75,7 +74,7 @@ def device_sol(*, device: BenchDevice, catalog: Catalog, sol_device: str | None 
         return sol_from_accelerator(catalog.accelerator(sol_device), note=f"SOL of {sol_device} (named)")
     if device.is_gpu:
         return _gpu_sol(device, catalog)
-    return _cpu_sol(catalog)
+    return _cpu_sol()
 
 
 def _gpu_sol(device: BenchDevice, catalog: Catalog) -> DeviceSol:
@@ -87,16 +86,27 @@ def _gpu_sol(device: BenchDevice, catalog: Catalog) -> DeviceSol:
     return sol_from_accelerator(record, note=f"catalog record {record.name} for {device.name!r}")
 
 
-def _cpu_sol(catalog: Catalog) -> DeviceSol:
-    import lightspeed.catalog
+def _cpu_sol() -> DeviceSol:
+    """The local CPU's peak (microarchitecture table) and memory figure, each with its assumptions.
 
-    local_cpu_accelerator = getattr(lightspeed.catalog, "local_cpu_accelerator", None)
-    if local_cpu_accelerator is None:
-        return DeviceSol.unknown(
-            "this catalog cannot detect the local CPU's peak; name a record with --sol-device"
-        )
-    try:
-        record = local_cpu_accelerator(catalog=catalog)
-    except (UnknownNameError, UnsupportedError) as error:
-        return DeviceSol.unknown(f"no CPU peak for this machine ({error}); name a record with --sol-device")
-    return sol_from_accelerator(record)
+    Built from :func:`lightspeed.catalog.detect_cpu` rather than the CPU-as-accelerator
+    record so that a missing bandwidth figure does not hide a known compute peak.
+    """
+    local = detect_cpu()
+    flop: dict[str, float] = {}
+    notes: list[str] = []
+    if local.peak is None:
+        notes.append(f"no CPU peak: {'; '.join(local.assumptions)}")
+    else:
+        flop = {"fp64": local.peak.fp64_flop_per_s, "fp32": local.peak.fp32_flop_per_s}
+        if local.peak.bf16_flop_per_s is not None:
+            flop["bf16"] = local.peak.bf16_flop_per_s
+        notes.append(f"CPU peak {local.peak.formula}")
+    notes.append(f"memory SOL: {local.memory_bandwidth_note}")
+    name = f"local {local.microarchitecture}" if local.microarchitecture else "local cpu"
+    return DeviceSol(
+        device_name=name,
+        flop_per_s=flop,
+        memory_bandwidth_bytes_per_s=local.memory_bandwidth_bytes_per_s,
+        note="; ".join(notes),
+    )

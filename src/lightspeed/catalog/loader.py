@@ -469,6 +469,7 @@ def parse_system(
         note=fields.string("note", ""),
         path=path,
         power_source=power.check_source("source", sources) if power else "",
+        conflicts=parse_conflicts(fields, sources),
     )
 
 

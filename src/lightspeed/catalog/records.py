@@ -251,6 +251,7 @@ class System(Record):
     note: str = ""
     path: str = ""
     power_source: str = ""
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def scale_up(self) -> LinkAttachment | None:

@@ -1,6 +1,12 @@
 """Rendering: the only code that formats text, draws plots and writes HTML."""
 
-from lightspeed.report.bench import progress_bar, render_results, roofline_figure, save_roofline
+from lightspeed.report.bench import (
+    progress_bar,
+    render_calibration,
+    render_results,
+    roofline_figure,
+    save_roofline,
+)
 from lightspeed.report.console import make_console, print_table
 from lightspeed.report.goodput import (
     checkpoint_plan_figure,
@@ -37,6 +43,7 @@ __all__ = [
     "print_written_report",
     "progress_bar",
     "records_csv",
+    "render_calibration",
     "render_checkpoint_plan",
     "render_ledgers",
     "render_results",

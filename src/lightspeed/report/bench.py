@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, print_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
     bytes_per_element,
     format_bytes,
@@ -208,3 +209,32 @@ def save_roofline(
     """Draw :func:`roofline_figure` and write it as ``path`` (PNG and SVG)."""
     figure = roofline_figure(results, sol=sol, precision=precision, title=title)
     return save_figure(figure, path.with_suffix(""), formats=("png", "svg"))
+
+
+def _parameter_text(name: str, value: float) -> str:
+    if name == "kernel_launch_s":
+        return format_duration(value)
+    if name == "gemm_half_saturation_flop":
+        return f"{value:.3g} FLOP"
+    return format_percent(value)
+
+
+def render_calibration(result: CalibrationResult, *, base: EfficiencyModel, path: Path | None) -> None:
+    """The fitted parameters beside the base family's, with point counts and what was kept."""
+    console = make_console()
+    rows = []
+    for name, count in result.num_points.items():
+        before = float(getattr(base, name))
+        after = float(getattr(result.model, name))
+        status = "fitted" if name in result.fitted else f"kept: {result.kept.get(name, '')}"
+        rows.append([name, _parameter_text(name, before), _parameter_text(name, after), str(count), status])
+    headers = ["parameter", f"base ({result.base})", f"calibrated ({result.name})", "points", "status"]
+    print_table(f"calibration {result.name}", headers, rows, right_align_from=1, console=console)
+    if result.gemm_rms_relative_error is not None:
+        console.print(
+            f"GEMM curve fits the measured shapes within {format_percent(result.gemm_rms_relative_error)} RMS"
+        )
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if path is not None:
+        console.print(f"saved to {path}; use it with 'lightspeed plan train ... --calibration {result.name}'")

@@ -411,6 +411,7 @@ def _system(system: System, totals: SystemTotals | None, console: Console) -> No
     )
     if totals is not None:
         render_totals(totals, console)
+    _conflicts(system.conflicts, console)
     _sources(system.sources, console)
 
 

@@ -10,7 +10,7 @@
 See ``docs/store.md`` for the table layout and the guarantees.
 """
 
-from lightspeed.store.convert import benchmark_records
+from lightspeed.store.convert import benchmark_payloads, benchmark_records, calibration_inputs
 from lightspeed.store.database import (
     SCHEMA_VERSION,
     ResultsStore,
@@ -47,7 +47,9 @@ __all__ = [
     "ResultsStore",
     "RunSummary",
     "StoredRecord",
+    "benchmark_payloads",
     "benchmark_records",
+    "calibration_inputs",
     "compare_runs",
     "compare_samples",
     "default_store_path",

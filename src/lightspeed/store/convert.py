@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
 
 from lightspeed.bench import BenchResult
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.sol import CalibrationInputs, CollectivePoint, GemmPoint
+from lightspeed.store.database import ResultsStore
 from lightspeed.store.records import NewRecord
+
+MAX_RESULTS_FILE_BYTES: Final = 64 * 2**20
 
 
 def benchmark_records(results: Sequence[BenchResult]) -> list[NewRecord]:
@@ -26,3 +34,111 @@ def benchmark_records(results: Sequence[BenchResult]) -> list[NewRecord]:
         )
         for result in results
     ]
+
+
+def _is_correct_with_sol(payload: Mapping[str, Any]) -> bool:
+    return bool(payload.get("correct")) and isinstance(payload.get("sol"), int | float) and payload["sol"] > 0
+
+
+def calibration_inputs(
+    payloads: Sequence[Mapping[str, Any]], *, dtype: str, sources: Sequence[str] = ()
+) -> CalibrationInputs:
+    """What :func:`lightspeed.sol.calibrate` fits from benchmark result dicts (``bench --json`` items).
+
+    GEMM points of ``dtype`` with a known peak; the STREAM triad (else any
+    kernel) as a fraction of the memory SOL; collective bus time per size where
+    the link SOL is known; the dispatch latency. Wrong results are ignored.
+    A result missing a field it needs is a :class:`UserInputError`.
+    """
+    try:
+        return _calibration_inputs(payloads, dtype=dtype, sources=sources)
+    except (KeyError, TypeError, ValueError) as error:
+        raise UserInputError(
+            f"a benchmark result lacks a field calibration needs ({type(error).__name__}: {error}); "
+            "pass results written by 'lightspeed bench'"
+        ) from None
+
+
+def _calibration_inputs(
+    payloads: Sequence[Mapping[str, Any]], *, dtype: str, sources: Sequence[str]
+) -> CalibrationInputs:
+    gemm = tuple(
+        GemmPoint(
+            m=int(p["details"]["m"]),
+            n=int(p["details"]["n"]),
+            k=int(p["details"]["k"]),
+            achieved_flop_per_s=float(p["value"]),
+            peak_flop_per_s=float(p["sol"]),
+        )
+        for p in payloads
+        if p.get("suite") == "gemm" and p.get("dtype") == dtype and _is_correct_with_sol(p)
+    )
+    stream = [p for p in payloads if p.get("suite") == "membw" and _is_correct_with_sol(p)]
+    triad = [p for p in stream if p.get("name") == "stream triad"] or stream
+    collectives = tuple(
+        CollectivePoint(
+            bus_bytes=float(p["size"]) * float(p["details"]["busbw_factor"]),
+            time_s=float(p["details"]["time_s"]),
+            link_bytes_per_s=float(p["sol"]),
+        )
+        for p in payloads
+        if p.get("suite") == "collectives" and _is_correct_with_sol(p)
+    )
+    launch = tuple(
+        float(p["value"]) for p in payloads if p.get("suite") == "launch" and p.get("name") == "dispatch"
+    )
+    return CalibrationInputs(
+        gemm=gemm,
+        memory_fractions=tuple(float(p["value"]) / float(p["sol"]) for p in triad),
+        collectives=collectives,
+        launch_s=launch,
+        sources=tuple(sources),
+    )
+
+
+def _read_json_results(path: Path) -> list[Mapping[str, Any]]:
+    size = path.stat().st_size
+    if size > MAX_RESULTS_FILE_BYTES:
+        raise DataFileError(path, f"file is {size} bytes, above the {MAX_RESULTS_FILE_BYTES} limit")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataFileError(
+            path, f"not JSON ({error})", fix="pass the output of 'lightspeed bench --json'"
+        ) from None
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise DataFileError(path, "expected a JSON list of result objects", fix="use 'bench --json' output")
+    # 'results export --json' wraps each result in a stored record: unwrap its payload
+    return [item["payload"] if isinstance(item.get("payload"), dict) else item for item in data]
+
+
+def benchmark_payloads(
+    store: ResultsStore, sources: Sequence[str] = ()
+) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """Benchmark result dicts from JSON files or run ids; default: the newest run of each label.
+
+    Returns the dicts and the names of where they came from.
+    """
+    payloads: list[Mapping[str, Any]] = []
+    used: list[str] = []
+    for source in sources:
+        path = Path(source)
+        if path.suffix == ".json" or path.is_file():
+            if not path.is_file():
+                raise UserInputError(f"results file {path} does not exist")
+            payloads += _read_json_results(path)
+            used.append(str(path))
+            continue
+        run = store.run(source)
+        payloads += [record.payload for record in store.records(run_id=run.run_id)]
+        used.append(run.run_id)
+    if not sources:
+        newest: dict[str, str] = {}
+        for run in store.runs(kind="benchmark"):  # newest first
+            newest.setdefault(run.label, run.run_id)
+        for run_id in newest.values():
+            payloads += [record.payload for record in store.records(run_id=run_id)]
+            used.append(run_id)
+    if not payloads:
+        raise UserInputError("no benchmark results to calibrate from; run 'lightspeed bench gemm' etc. first")
+    return payloads, used

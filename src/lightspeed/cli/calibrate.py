@@ -1,0 +1,95 @@
+"""``lightspeed calibrate``: fit the engine's efficiencies from stored measurements."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.errors import UserInputError
+from lightspeed.report import render_calibration
+from lightspeed.sol import EfficiencyModel, calibrate, default_efficiency, list_calibrations, save_calibration
+from lightspeed.store import benchmark_payloads, calibration_inputs, open_store
+
+
+def _base_family(payloads: Sequence[Mapping[str, Any]], base: str | None) -> str:
+    """The family whose defaults the unfitted parameters keep: named, or from the results' device."""
+    if base is not None:
+        return base
+    devices = {str(p.get("device", "")) for p in payloads}
+    if devices and all(device == "cpu" for device in devices):
+        return "cpu"
+    catalog = get_context().catalog()
+    for payload in payloads:
+        name = payload.get("sol_device")
+        if isinstance(name, str) and name in catalog.accelerators:
+            return str(catalog.accelerators[name].family)
+    raise UserInputError("cannot tell which device family these results come from; name one with --base")
+
+
+def _default_dtype(payloads: Sequence[Mapping[str, Any]]) -> str:
+    dtypes = [str(p["dtype"]) for p in payloads if p.get("suite") == "gemm" and p.get("dtype")]
+    if not dtypes:
+        return "fp32"
+    return max(sorted(set(dtypes)), key=dtypes.count)
+
+
+@click.command("calibrate")
+@click.option(
+    "--from",
+    "sources",
+    multiple=True,
+    help="Run id, 'latest', or a JSON file from 'bench --json' (repeatable; default: newest run per suite).",
+)
+@click.option(
+    "--name", default="local", show_default=True, help="Profile name (saved under $LIGHTSPEED_HOME)."
+)
+@click.option(
+    "--base", default=None, help="Device family for unfitted parameters (default: from the results)."
+)
+@click.option("--dtype", default=None, help="GEMM dtype to fit (default: the one measured most).")
+@click.option("--list", "list_only", is_flag=True, help="List saved profiles and exit.")
+@click.option("--no-save", is_flag=True, help="Show the fit without saving a profile.")
+@json_option
+def command(
+    sources: tuple[str, ...],
+    *,
+    name: str,
+    base: str | None,
+    dtype: str | None,
+    list_only: bool,
+    no_save: bool,
+    as_json: bool,
+) -> None:
+    """Fit GEMM, memory, collective and launch efficiencies from benchmark results.
+
+    The profile is saved as $LIGHTSPEED_HOME/calibrations/NAME.toml and used by
+    'lightspeed plan train ... --calibration NAME'.
+    """
+    if list_only:
+        names = list_calibrations()
+        if as_json:
+            print_json(names)
+        else:
+            click.echo("\n".join(names) or "no calibration profiles yet")
+        return
+    with open_store() as store:
+        payloads, used = benchmark_payloads(store, sources)
+    chosen_dtype = dtype or _default_dtype(payloads)
+    inputs = calibration_inputs(payloads, dtype=chosen_dtype, sources=used)
+    base_model: EfficiencyModel = default_efficiency(_base_family(payloads, base))
+    result = calibrate(inputs=inputs, base=base_model, name=name)
+    if not result.fitted:
+        raise UserInputError(
+            "nothing to fit: the results hold no GEMM, STREAM, collective or launch result with a known SOL; "
+            "run 'lightspeed bench gemm' and 'lightspeed bench membw' first"
+        )
+    path = None if no_save else save_calibration(result)
+    if as_json:
+        print_json(
+            {"calibration": result, "path": None if path is None else str(path), "dtype": chosen_dtype}
+        )
+    else:
+        render_calibration(result, base=base_model, path=path)

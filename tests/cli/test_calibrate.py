@@ -1,0 +1,86 @@
+"""``lightspeed calibrate``: from the store or a JSON file to a saved profile; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lightspeed.bench import BenchResult, make_result
+from lightspeed.sol import load_calibration
+from lightspeed.store import benchmark_records, open_store
+
+
+def _gemm(size: int, efficiency: float, *, device: str = "cpu", sol_device: str | None = None) -> BenchResult:
+    peak = 1e11
+    return make_result(
+        suite="gemm", name=f"gemm {size}x{size}x{size}", dtype="fp32", size=2 * size**3,
+        samples=[efficiency * peak], unit="FLOP/s", best="median", sol=peak, sol_note="",
+        correct=True, device=device, sol_device=sol_device, details={"m": size, "n": size, "k": size},
+    )  # fmt: skip
+
+
+def _triad(fraction: float) -> BenchResult:
+    return make_result(
+        suite="membw", name="stream triad", dtype="fp64", size=2**27, samples=[fraction * 4e10],
+        unit="B/s", best="max", sol=4e10, sol_note="", correct=True, device="cpu",
+        details={"bytes_moved": 3 * 2**27, "num_elements": 2**24},
+    )  # fmt: skip
+
+
+def _store(results: list[BenchResult], label: str) -> str:
+    with open_store() as store:
+        return store.add_records(kind="benchmark", records=benchmark_records(results), label=label)
+
+
+def test_calibrate_from_store_saves_a_loadable_profile(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # eff = 0.8 F / (F + 1e8): the curve the fit must find again
+    _store([_gemm(s, 0.8 * 2 * s**3 / (2 * s**3 + 1e8)) for s in (128, 256, 512, 1024)], "gemm")
+    _store([_triad(0.6)], "membw")
+    result = run_cli("calibrate", "--name", "box", "--json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    fitted = data["calibration"]["fitted"]
+    assert abs(fitted["gemm_max_efficiency"] - 0.8) < 1e-6
+    assert abs(fitted["memory_efficiency"] - 0.6) < 1e-12
+    assert data["dtype"] == "fp32"
+    assert Path(data["path"]).is_file()
+    assert load_calibration("box").gemm_max_efficiency == fitted["gemm_max_efficiency"]
+    assert run_cli("calibrate", "--list").out.split() == ["box"]
+    table = run_cli("calibrate", "--name", "box2", "--no-save")
+    assert "fitted" in table.out
+    assert "kept" in table.out  # no launch or collective results: kept from the cpu family
+    assert run_cli("calibrate", "--list", "--json").out.count("box2") == 0
+
+
+def test_calibrate_from_bench_json_file(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    results = [_gemm(s, 0.5, device="cuda:0", sol_device="h100-sxm") for s in (1024, 2048, 4096)]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps([result.to_dict() for result in results]))
+    result = run_cli("calibrate", "--from", str(path), "--name", "gpu", "--json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert data["calibration"]["base"] == "nvidia-hopper"  # family of the SOL's catalog record
+    assert data["calibration"]["model"]["gemm_tile"] == 128
+
+
+def test_bad_inputs_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    empty = run_cli("calibrate")
+    assert empty.code == 2
+    assert "no benchmark results" in empty.err
+    no_sol = make_result(
+        suite="gemm", name="g", dtype="fp32", size=1, samples=[1.0], unit="FLOP/s", best="median",
+        sol=None, sol_note="", correct=True, device="cpu", details={"m": 1, "n": 1, "k": 1},
+    )  # fmt: skip
+    _store([no_sol], "gemm")
+    nothing = run_cli("calibrate")
+    assert nothing.code == 2
+    assert "nothing to fit" in nothing.err
+    bad_name = run_cli("calibrate", "--name", "../escape")
+    assert bad_name.code == 2
+    assert "not allowed" in bad_name.err
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    parsed = run_cli("calibrate", "--from", str(garbage))
+    assert parsed.code == 2
+    assert "not JSON" in parsed.err
+    assert parsed.err.count("\n") == 1
