@@ -42,14 +42,31 @@ _clock = time.perf_counter_ns
 
 
 class _Span:
-    """A timed ``with`` block that records one event when it ends."""
+    """A timed ``with`` block that records one event when it ends.
 
-    __slots__ = ("_kind", "_payload", "_start_ns", "_sync", "_tracker")
+    ``phase`` is ``"step"`` for optimizer steps, else a phase name; the event
+    is built as a tuple only at exit (see :mod:`lightspeed.goodput.writer`).
+    """
 
-    def __init__(self, tracker: Tracker, kind: str, payload: dict[str, Any], sync: bool) -> None:
+    __slots__ = ("_name", "_phase", "_samples", "_start_ns", "_step", "_sync", "_tokens", "_tracker")
+
+    def __init__(
+        self,
+        tracker: Tracker,
+        phase: str,
+        *,
+        step: int,
+        tokens: float = 0,
+        samples: float = 0,
+        name: str = "",
+        sync: bool = False,
+    ) -> None:
         self._tracker = tracker
-        self._kind = kind
-        self._payload = payload
+        self._phase = phase
+        self._step = step
+        self._tokens = tokens
+        self._samples = samples
+        self._name = name
         self._sync = sync
         self._start_ns = 0
 
@@ -63,15 +80,23 @@ class _Span:
         if self._sync and kind is None:
             self._tracker.synchronize()
         end_ns = _clock()
-        payload = self._payload
-        payload["start_ns"] = self._start_ns
-        payload["end_ns"] = end_ns
-        if self._kind == "step":
-            if kind is not None:
-                payload["error"] = True
-            self._tracker._finish_step(payload)
+        tracker = self._tracker
+        if self._phase == "step":
+            tracker._next_step = self._step + 1
+            event: tuple[Any, ...] = (
+                "step",
+                self._step,
+                self._start_ns,
+                end_ns,
+                self._tokens,
+                self._samples,
+                kind is not None,
+            )
+            tracker._append(event)
         else:
-            self._tracker._put(payload, payload["phase"] in FLUSH_PHASES)
+            tracker._append(("phase", self._phase, self._name, self._step, self._start_ns, end_ns))
+            if self._phase in FLUSH_PHASES:
+                tracker._writer.request_flush()
 
 
 class Tracker:
@@ -136,6 +161,7 @@ class Tracker:
             flush_interval_s=flush_interval_s,
             fsync=fsync,
         )
+        self._append = self._writer.append  # the hot path: one deque.append per event
         workload = {
             "model": model,
             "system": system,
@@ -149,21 +175,23 @@ class Tracker:
             "peak_flop_per_s": peak_flop_per_s,
             "sol_tokens_per_s_per_accelerator": sol_tokens_per_s_per_accelerator,
         }
-        self._put(
-            {
-                "type": "job_start",
-                "t_ns": start_ns,
-                "rank": self.rank,
-                "world_size": self.world_size,
-                "num_nodes": num_nodes if num_nodes is not None else _default_num_nodes(self.world_size),
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "tokens_scope": tokens_scope,
-                **{key: value for key, value in workload.items() if value is not None},
-                "meta": dict(meta or {}),
-            },
-            True,
+        self._append(
+            (
+                "job_start",
+                start_ns,
+                {
+                    "rank": self.rank,
+                    "world_size": self.world_size,
+                    "num_nodes": num_nodes if num_nodes is not None else _default_num_nodes(self.world_size),
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "tokens_scope": tokens_scope,
+                    **{key: value for key, value in workload.items() if value is not None},
+                    "meta": dict(meta or {}),
+                },
+            )
         )
+        self._writer.request_flush()
         _OPEN_TRACKERS.add(self)
 
     # -- recording -----------------------------------------------------------
@@ -180,8 +208,7 @@ class Tracker:
         for the device (``torch.cuda.synchronize``) before taking the end time.
         """
         index = self._next_step if step is None else step
-        payload = {"type": "step", "step": index, "tokens": tokens, "samples": samples}
-        return _Span(self, "step", payload, sync)
+        return _Span(self, "step", step=index, tokens=tokens, samples=samples, sync=sync)
 
     def init(self) -> _Span:
         """Time initialization (device setup, model build, compile)."""
@@ -209,9 +236,7 @@ class Tracker:
         """Time custom named badput (garbage collection, profiling, a rebalance ...)."""
         if not name:
             raise UserInputError("custom badput needs a non-empty name, e.g. tracker.badput('gc')")
-        span = self._phase("custom")
-        span._payload["name"] = name
-        return span
+        return _Span(self, "custom", step=self._next_step, name=name)
 
     def wrap_loader(self, iterable: Iterable[Any]) -> Iterator[Any]:
         """Yield from ``iterable`` and time every wait for the next item as a data stall."""
@@ -240,19 +265,16 @@ class Tracker:
     ) -> None:
         """Record a step timed elsewhere (framework callbacks) with :meth:`now_ns` stamps."""
         index = self._next_step if step is None else step
-        payload = {"type": "step", "step": index, "tokens": tokens, "samples": samples}
-        payload["start_ns"], payload["end_ns"] = start_ns, end_ns
-        self._finish_step(payload)
+        self._next_step = index + 1
+        self._append(("step", index, start_ns, end_ns, tokens, samples, False))
 
     def record_phase(self, phase: str, *, start_ns: int, end_ns: int, name: str | None = None) -> None:
         """Record a phase timed elsewhere (``phase`` is one of init, data_wait, ... custom)."""
         if phase not in PHASES:
             raise UserInputError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
-        payload: dict[str, Any] = {"type": "phase", "phase": phase, "step": self._next_step}
-        if name is not None:
-            payload["name"] = name
-        payload["start_ns"], payload["end_ns"] = start_ns, end_ns
-        self._put(payload, phase in FLUSH_PHASES)
+        self._append(("phase", phase, name or "", self._next_step, start_ns, end_ns))
+        if phase in FLUSH_PHASES:
+            self._writer.request_flush()
 
     def synchronize(self) -> None:
         """Wait for the device: the ``synchronize`` callable given, else ``torch.cuda.synchronize``."""
@@ -268,7 +290,7 @@ class Tracker:
             return
         self._closed = True
         _OPEN_TRACKERS.discard(self)
-        self._put({"type": "job_end", "t_ns": _clock(), "status": status}, True)
+        self._append(("job_end", _clock(), status))
         self._writer.close()
 
     @property
@@ -287,15 +309,7 @@ class Tracker:
     # -- internals -------------------------------------------------------------
 
     def _phase(self, phase: str) -> _Span:
-        return _Span(self, "phase", {"type": "phase", "phase": phase, "step": self._next_step}, False)
-
-    def _finish_step(self, payload: dict[str, Any]) -> None:
-        self._next_step = payload["step"] + 1
-        self._put(payload, False)
-
-    def _put(self, payload: dict[str, Any], flush: bool) -> None:
-        if not self._closed or payload["type"] == "job_end":
-            self._writer.put(("event", payload, flush))
+        return _Span(self, phase, step=self._next_step)
 
 
 def cuda_synchronizer() -> Callable[[], None]:

@@ -1,23 +1,31 @@
-"""The background writer: events leave the training thread as tuples on a queue.
+"""The background writer: events leave the training thread as tuples on a deque.
 
-The caller's cost per event is one ``SimpleQueue.put`` of a tuple. A daemon
-thread turns tuples into JSON lines, appends them to the rank's file, and
-flushes when the flush interval has passed or an important phase ended
-(``flush=True``). Everything that touches the disk, including creating the run
-directory and agreeing on the run id, happens on that thread.
+The caller's cost per event is one ``deque.append`` of a tuple: no lock, no
+thread wake-up, no I/O. A daemon thread sleeps until the flush interval has
+passed or an important phase ended (``flush=True`` sets an event), then
+drains the deque in one batch, encodes JSON lines, appends them to the rank's
+file and flushes. Everything that touches the disk, including creating the
+run directory and agreeing on the run id, happens on that thread.
 
-A process killed with SIGKILL loses only what was still buffered: at most one
+A process killed with SIGKILL loses only what was still pending: at most one
 flush interval of events (a flushed write is in the OS page cache, which
 survives the process). ``fsync=True`` also survives a machine crash, at the
 cost of one fsync per flush.
+
+Pending items are tuples (epoch times are ``anchor_ns + perf_counter_ns``)::
+
+    ("step", step, start_ns, end_ns, tokens, samples, error)
+    ("phase", phase, name, step, start_ns, end_ns)
+    ("job_start", t_ns, fields)
+    ("job_end", t_ns, status)
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
-import queue
 import tempfile
 import threading
 import time
@@ -29,8 +37,7 @@ import msgspec
 
 from lightspeed.goodput.schema import RUN_FILE, SCHEMA_VERSION
 
-# Queue items: (kind, payload, flush). kind "event" carries a dict; "stop" ends the thread.
-_STOP: Final = ("stop", None, True)
+_STOP: Final = ("stop",)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
@@ -38,8 +45,8 @@ class EventWriter:
     """Append JSON lines to ``path`` from a background thread.
 
     ``anchor_ns`` converts the caller's ``time.perf_counter_ns()`` stamps into
-    epoch nanoseconds (``epoch = anchor_ns + perf_counter_ns``); the conversion
-    happens here, off the caller's thread.
+    epoch nanoseconds; the conversion happens here, off the caller's thread.
+    ``append`` is the caller's fast path (a bound ``deque.append``).
     """
 
     def __init__(
@@ -60,18 +67,21 @@ class EventWriter:
         self.error: str | None = None
         self.num_written = 0
         self._run_id = run_id
-        self._queue: queue.SimpleQueue[tuple[str, Any, bool]] = queue.SimpleQueue()
+        self._pending: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.append = self._pending.append
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lightspeed-goodput-writer", daemon=True)
         self._thread.start()
 
-    def put(self, item: tuple[str, Any, bool]) -> None:
-        """Hand one ``(kind, payload, flush)`` item to the writer thread (no I/O here)."""
-        self._queue.put(item)
+    def request_flush(self) -> None:
+        """Wake the writer now (after an important phase) instead of at the next interval."""
+        self._wake.set()
 
     def close(self, timeout_s: float = 30.0) -> None:
-        """Flush everything, close the file and stop the thread (waits up to ``timeout_s``)."""
+        """Write everything pending, close the file and stop the thread (waits up to ``timeout_s``)."""
         if self._thread.is_alive():
-            self._queue.put(_STOP)
+            self._pending.append(_STOP)
+            self._wake.set()
             self._thread.join(timeout_s)
 
     # -- writer thread -------------------------------------------------------
@@ -83,59 +93,57 @@ class EventWriter:
             run_id = resolve_run_id(self.path.parent, self._run_id)
             handle = self.path.open("ab")
             _terminate_partial_line(handle, self.path)
-            self._loop(handle, run_id)
+            while not self._write_pending(handle, run_id):
+                self._wake.wait(self.flush_interval_s)
+                self._wake.clear()
         except OSError as error:  # disk full, permissions: the training job must go on
             self.error = f"{self.path}: {error.strerror or error}"
-            self._drain()
+            self._pending.clear()
         finally:
             if handle is not None:
                 with contextlib.suppress(OSError):
                     handle.close()
 
-    def _loop(self, handle: Any, run_id: str) -> None:
-        buffer: list[bytes] = []
-        next_flush = time.monotonic() + self.flush_interval_s
-        while True:
-            timeout = max(0.0, next_flush - time.monotonic()) if buffer else None
-            try:
-                kind, payload, flush = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                self._flush(handle, buffer)
-                next_flush = time.monotonic() + self.flush_interval_s
-                continue
-            if kind == "stop":
-                self._flush(handle, buffer)
-                return
-            buffer.append(self._encode(payload, run_id))
-            if flush or time.monotonic() >= next_flush:
-                self._flush(handle, buffer)
-                next_flush = time.monotonic() + self.flush_interval_s
+    def _write_pending(self, handle: Any, run_id: str) -> bool:
+        """Encode and write everything pending; ``True`` once the stop item was reached."""
+        lines: list[bytes] = []
+        stop = False
+        pending = self._pending
+        while pending:
+            item = pending.popleft()
+            if item is _STOP:
+                stop = True
+                break
+            lines.append(self._encode(item, run_id))
+        if lines:
+            handle.write(b"".join(lines))
+            handle.flush()
+            if self.fsync:
+                os.fsync(handle.fileno())
+            self.num_written += len(lines)
+        return stop
 
-    def _encode(self, payload: dict[str, Any], run_id: str) -> bytes:
-        line: dict[str, Any] = {"v": SCHEMA_VERSION, "seg": self.segment_id}
-        for key, value in payload.items():
-            if key.endswith("_ns") and isinstance(value, int) and key != "anchor_ns":
-                value = self.anchor_ns + value
-            line[key] = value
-        if line.get("type") == "job_start":
-            line["run_id"] = run_id
+    def _encode(self, item: tuple[Any, ...], run_id: str) -> bytes:
+        anchor = self.anchor_ns
+        kind = item[0]
+        line: dict[str, Any] = {"v": SCHEMA_VERSION, "seg": self.segment_id, "type": kind}
+        if kind == "step":
+            _, step, start_ns, end_ns, tokens, samples, error = item
+            line.update(
+                step=step, start_ns=anchor + start_ns, end_ns=anchor + end_ns, tokens=tokens, samples=samples
+            )
+            if error:
+                line["error"] = True
+        elif kind == "phase":
+            _, phase, name, step, start_ns, end_ns = item
+            line.update(phase=phase, step=step, start_ns=anchor + start_ns, end_ns=anchor + end_ns)
+            if name:
+                line["name"] = name
+        elif kind == "job_start":
+            line.update(t_ns=anchor + item[1], **item[2], run_id=run_id)
+        else:
+            line.update(t_ns=anchor + item[1], status=item[2])
         return _ENCODER.encode(line) + b"\n"
-
-    def _flush(self, handle: Any, buffer: list[bytes]) -> None:
-        if not buffer:
-            return
-        handle.write(b"".join(buffer))
-        handle.flush()
-        if self.fsync:
-            os.fsync(handle.fileno())
-        self.num_written += len(buffer)
-        buffer.clear()
-
-    def _drain(self) -> None:
-        while True:
-            kind, _, _ = self._queue.get()
-            if kind == "stop":
-                return
 
 
 def _terminate_partial_line(handle: Any, path: Path) -> None:
