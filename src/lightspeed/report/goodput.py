@@ -134,7 +134,7 @@ def _print_steps(ledger: Ledger, out: Console) -> None:
         return
     unit = steps.unit
     rows = [
-        (f"{unit}s", str(steps.count)),
+        ("count", str(steps.count)),
         ("median", _optional(steps.median_s, format_duration)),
         ("p90", _optional(steps.p90_s, format_duration)),
         ("mean", _optional(steps.mean_s, format_duration)),
