@@ -103,17 +103,19 @@ def _count_rows(summary: ModelSummary) -> list[list[str]]:
         ["LM head", _params(counts.lm_head_params) if counts.lm_head_params else "tied to the embedding"],
         ["attention, per layer", _params(counts.attention_params_per_layer)],
         ["attention, all layers", _params(counts.attention_params)],
-        ["dense MLP, all dense layers", _params(counts.dense_mlp_params)],
         ["norms", _params(counts.norm_params)],
     ]
+    if counts.num_dense_layers:
+        rows.insert(-1, ["dense MLP, all dense layers", _params(counts.dense_mlp_params)])
     if counts.num_moe_layers:
         rows += [
             ["one routed expert", _params(counts.expert_params)],
             ["routed experts, all", _params(counts.routed_expert_params)],
             ["routed experts, active", _params(counts.active_routed_expert_params)],
-            ["shared experts", _params(counts.shared_expert_params)],
             ["routers", _params(counts.router_params)],
         ]
+        if counts.shared_expert_params:
+            rows.insert(-1, ["shared experts", _params(counts.shared_expert_params)])
     if counts.mtp_params:
         rows.append(["MTP modules (excluded above)", _params(counts.mtp_params)])
     return rows
@@ -123,16 +125,15 @@ def _published_lines(summary: ModelSummary) -> list[str]:
     published = summary.published
     if published is None:
         return []
-    lines = []
-    for label, printed, computed in (
-        ("total", published.total_params, summary.total_params),
-        ("active", published.active_params, summary.active_params),
-    ):
-        if printed:
-            lines.append(
-                f"published {label} {format_count(printed)} vs computed {format_count(computed)} "
-                f"({computed / printed - 1:+.2%}): {published.source}"
-            )
+    figures = [
+        f"{label} {format_count(printed)} (computed {format_count(computed)}, {computed / printed - 1:+.2%})"
+        for label, printed, computed in (
+            ("total", published.total_params, summary.total_params),
+            ("active", published.active_params, summary.active_params),
+        )
+        if printed
+    ]
+    lines = [f"published: {', '.join(figures)}; {published.source}"]
     if published.note:
         lines.append(f"  {published.note}")
     return lines
@@ -178,8 +179,9 @@ def print_model_summary(summary: ModelSummary, console: Console | None = None) -
 
 
 def _print_bytes(summary: ModelSummary, console: Console) -> None:
+    console.print("Weights (every parameter in that precision; block scales included)", markup=False)
     print_table(
-        "Weights (every parameter in the precision; block scales included)",
+        None,
         ["precision", "bytes/param", "weights"],
         [
             [precision, f"{bytes_per_element(precision):g}", _bytes(total)]

@@ -70,7 +70,7 @@ CONVENTIONS: Final[dict[str, FlopConvention]] = {
     ),
     "megatron": FlopConvention(
         "megatron",
-        "l, h, V of a GPT-shaped model (MHA, 4h GELU MLP)",
+        "all active parameters, for reference: the formula itself uses l, h and V of a GPT shape",
         "full",
         "72·l·h²·(1 + s/(6h) + V/(12·l·h))",
         "Narayanan et al. 2021 (Megatron-LM, SC21)",
@@ -137,6 +137,19 @@ def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool)
     return spec.num_layers * per_layer * (0.5 if causal else 1.0)
 
 
+@dataclass(frozen=True)
+class _Figures:
+    """What one convention computes; :func:`flops_per_token` wraps it in a record."""
+
+    num_params: int
+    forward: float
+    training: float
+    attention: float
+    formula: str
+    substituted: str
+    notes: tuple[str, ...] = ()
+
+
 def flops_per_token(
     spec: TransformerSpec,
     *,
@@ -158,59 +171,45 @@ def flops_per_token(
     counts = parameter_counts(spec)
     causal = causal or chosen.attention == "causal"
     if chosen.name == "megatron":
-        return _megatron(spec, counts, chosen, seq_len=seq_len, causal=causal, recompute=recompute)
-    num_params = (
-        counts.active_params if chosen.parameter_basis == _ALL else counts.active_non_embedding_params
-    )
-    attention = (
-        0.0 if chosen.attention == "none" else attention_forward_flop(spec, seq_len=seq_len, causal=causal)
-    )
-    forward = 2.0 * num_params + attention
-    extra = 2.0 * counts.active_non_embedding_params + attention if recompute else 0.0
-    formula, substituted = _six_n_text(
-        spec=spec,
-        counts=counts,
-        chosen=chosen,
-        num_params=num_params,
-        attention=attention,
-        seq_len=seq_len,
-        causal=causal,
-        recompute=recompute,
-    )
+        figures = _megatron(spec, counts, seq_len=seq_len, causal=causal, recompute=recompute)
+    else:
+        figures = _six_n(spec, counts, chosen, seq_len=seq_len, causal=causal, recompute=recompute)
     return FlopsPerToken(
         model=spec.name,
         convention=chosen.name,
         seq_len=seq_len,
         causal=causal,
         recompute=recompute,
-        num_params=num_params,
+        num_params=figures.num_params,
         parameter_basis=chosen.parameter_basis,
-        forward_flop=forward,
-        training_flop=3.0 * forward + extra,
-        attention_training_flop=(4.0 if recompute else 3.0) * attention,
-        formula=formula,
-        substituted=substituted,
+        forward_flop=figures.forward,
+        training_flop=figures.training,
+        attention_training_flop=figures.attention,
+        formula=figures.formula,
+        substituted=figures.substituted,
         used_by=chosen.used_by,
-        notes=_seq_notes(spec, seq_len),
+        notes=(*figures.notes, *_seq_notes(spec, seq_len)),
     )
 
 
-def _six_n_text(
-    *,
+def _six_n(
     spec: TransformerSpec,
     counts: ParameterCounts,
     chosen: FlopConvention,
-    num_params: int,
-    attention: float,
+    *,
     seq_len: int,
     causal: bool,
     recompute: bool,
-) -> tuple[str, str]:
+) -> _Figures:
+    num_params = (
+        counts.active_params if chosen.parameter_basis == _ALL else counts.active_non_embedding_params
+    )
+    layers = counts.active_non_embedding_params
+    attention = 0.0
     formula = "6·N + 2·N_layers" if recompute else "6·N"
-    terms = [f"6 × {number(num_params)}"]
-    if recompute:
-        terms.append(f"2 × {number(counts.active_non_embedding_params)}")
+    terms = [f"6 × {number(num_params)}", *([f"2 × {number(layers)}"] if recompute else [])]
     if chosen.attention != "none":
+        attention = attention_forward_flop(spec, seq_len=seq_len, causal=causal)
         factor = (8 if recompute else 6) if causal else (16 if recompute else 12)
         head = (spec.attention.qk_head_dim + spec.attention.value_head_dim) / 2
         context = min(seq_len, spec.attention.sliding_window or seq_len)
@@ -218,50 +217,39 @@ def _six_n_text(
         terms.append(
             f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {number(head)}"
         )
-    total = 6.0 * num_params + (2.0 * counts.active_non_embedding_params if recompute else 0.0)
-    total += (4.0 if recompute else 3.0) * attention
-    return formula, f"{' + '.join(terms)} = {number(total)} FLOP/token"
+    forward = 2.0 * num_params + attention
+    training = 3.0 * forward + (2.0 * layers + attention if recompute else 0.0)
+    return _Figures(
+        num_params=num_params,
+        forward=forward,
+        training=training,
+        attention=(4.0 if recompute else 3.0) * attention,
+        formula=formula,
+        substituted=f"{' + '.join(terms)} = {number(training)} FLOP/token",
+    )
 
 
 def _megatron(
-    spec: TransformerSpec,
-    counts: ParameterCounts,
-    chosen: FlopConvention,
-    *,
-    seq_len: int,
-    causal: bool,
-    recompute: bool,
-) -> FlopsPerToken:
+    spec: TransformerSpec, counts: ParameterCounts, *, seq_len: int, causal: bool, recompute: bool
+) -> _Figures:
     layers, hidden, vocab = spec.num_layers, spec.hidden_size, spec.vocab_size
     attention_denominator = 12 if causal else 6
     logit_denominator = 16 if recompute else 12
     lead = 96 if recompute else 72
     bracket = 1 + seq_len / (attention_denominator * hidden) + vocab / (logit_denominator * layers * hidden)
     training = lead * layers * hidden**2 * bracket
-    forward = (
-        24.0 * layers * hidden**2 * (1 + seq_len / (attention_denominator * hidden)) + 2.0 * vocab * hidden
-    )
-    attention = lead * layers * hidden * seq_len / attention_denominator
-    formula = f"{lead}·l·h²·(1 + s/({attention_denominator}h) + V/({logit_denominator}·l·h))"
-    substituted = (
-        f"{lead} × {layers} × {hidden}² × (1 + {seq_len}/({attention_denominator} × {hidden}) + "
-        f"{vocab}/({logit_denominator} × {layers} × {hidden})) = {number(training)} FLOP/token"
-    )
-    return FlopsPerToken(
-        model=spec.name,
-        convention=chosen.name,
-        seq_len=seq_len,
-        causal=causal,
-        recompute=recompute,
+    return _Figures(
         num_params=counts.active_params,
-        parameter_basis=chosen.parameter_basis,
-        forward_flop=forward,
-        training_flop=training,
-        attention_training_flop=attention,
-        formula=formula,
-        substituted=substituted,
-        used_by=chosen.used_by,
-        notes=(*_megatron_shape_notes(spec), *_seq_notes(spec, seq_len)),
+        forward=24.0 * layers * hidden**2 * (1 + seq_len / (attention_denominator * hidden))
+        + 2.0 * vocab * hidden,
+        training=training,
+        attention=lead * layers * hidden * seq_len / attention_denominator,
+        formula=f"{lead}·l·h²·(1 + s/({attention_denominator}h) + V/({logit_denominator}·l·h))",
+        substituted=(
+            f"{lead} × {layers} × {hidden}² × (1 + {seq_len}/({attention_denominator} × {hidden}) + "
+            f"{vocab}/({logit_denominator} × {layers} × {hidden})) = {number(training)} FLOP/token"
+        ),
+        notes=_megatron_shape_notes(spec),
     )
 
 
