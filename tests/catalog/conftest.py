@@ -10,8 +10,6 @@ import pytest
 
 from lightspeed.catalog import Catalog, load_catalog
 
-CATALOG_FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:

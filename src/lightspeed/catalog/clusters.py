@@ -59,6 +59,11 @@ def build_cluster(
         raise InvalidPlanError(f"a cluster needs at least one node, not {num_nodes}")
     attachment = system.scale_out
     if link is None and nics_per_accelerator is None and nics_per_node is None:
+        if attachment is None and num_nodes > 1:
+            raise InvalidPlanError(
+                f"{num_nodes} nodes of {system.name} need a scale-out fabric and {system.name} records no "
+                f"NICs of its own; name one with @<link>, e.g. {num_nodes}x{system.name}@ethernet-400g:1nic"
+            )
         return Cluster(system=system, num_nodes=num_nodes, fabric=attachment, label=label, path=path)
     if link is None:
         if attachment is None:
