@@ -7,6 +7,7 @@ into productive steps and badput buckets, with tokens/s, MFU/HFU and ETTR.
 result logs; :func:`plan_checkpoints` predicts ETTR over checkpoint intervals.
 """
 
+from lightspeed.goodput.callbacks import hf_trainer_callback, lightning_callback
 from lightspeed.goodput.flops import FlopsPerTokenFigures, Utilization
 from lightspeed.goodput.ledger import Ledger, RankView, SegmentView, build_ledger, ledger_from_buckets
 from lightspeed.goodput.mllog import (
@@ -74,8 +75,10 @@ __all__ = [
     "cuda_synchronizer",
     "estimate_failure_rate",
     "expected_ettr",
+    "hf_trainer_callback",
     "is_mllog",
     "ledger_from_buckets",
+    "lightning_callback",
     "load_benchmarks",
     "mllog_ledger",
     "plan_checkpoints",
