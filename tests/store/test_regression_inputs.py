@@ -134,3 +134,20 @@ def test_metric_history_picks_the_most_run_metric_and_flags_regressions(tmp_path
         assert [p.verdict for p in step.points] == ["first run", "unchanged", "unchanged"]
         with pytest.raises(UserInputError, match="no record"):
             metric_history(store=store, name="missing")
+
+
+def test_metric_history_prefers_measurements_on_ties(tmp_path: Path) -> None:
+    from lightspeed.store import metric_history
+
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.add_records(
+            kind="benchmark",
+            fingerprint=FINGERPRINT,
+            records=[NewRecord(name="measured", metric="step_time_s", value=1.0, unit="s")],
+        )
+        store.add_records(
+            kind="prediction",
+            fingerprint=FINGERPRINT,
+            records=[NewRecord(name="predicted", metric="step_time_s", value=2.0, unit="s")],
+        )
+        assert metric_history(store=store).name == "measured"  # both in one run; the newer is a prediction

@@ -24,6 +24,8 @@ from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import StoredRecord
 from lightspeed.store.regression import MetricSamples, compare_samples
 
+# Kinds of run that measure something (their history can regress); predictions do not.
+MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 # A sample file larger than this is not a list of timings; refuse to parse it.
 MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
 
@@ -237,19 +239,17 @@ def metric_history(
     """The history of one stored metric over its last ``max_runs`` runs.
 
     Without ``name``/``metric``, the (name, metric) pair stored in the most
-    runs is chosen (ties: the most recent). Each point after the first carries
-    the regression gate's verdict against the previous run (``'first run'``
-    for the first; ``'too few samples'`` when a run stored a single value).
+    runs is chosen (ties: measurements before predictions, then the most
+    recent). Each point after the first carries the regression gate's
+    verdict against the previous run (``'first run'`` for the first;
+    ``'too few samples'`` when a run stored a single value).
     """
     records = [r for r in store.records(name=name, metric=metric) if r.value is not None]
     if not records:
         wanted = " ".join(part for part in (name, metric) if part) or "any metric"
         raise UserInputError(f"the results store {store.path} holds no record of {wanted}")
     if name is None or metric is None:
-        runs_per_key: dict[tuple[str, str], set[str]] = {}
-        for record in records:
-            runs_per_key.setdefault((record.name, record.metric), set()).add(record.run_id)
-        name, metric = max(runs_per_key, key=lambda key: (len(runs_per_key[key]), _latest(records, key)))
+        name, metric = _most_run_key(records)
         records = [r for r in records if (r.name, r.metric) == (name, metric)]
     by_run: dict[str, list[StoredRecord]] = {}
     for record in records:
@@ -270,8 +270,18 @@ def metric_history(
     )
 
 
-def _latest(records: Sequence[StoredRecord], key: tuple[str, str]) -> float:
-    return max(r.created_s for r in records if (r.name, r.metric) == key)
+def _most_run_key(records: Sequence[StoredRecord]) -> tuple[str, str]:
+    """The (name, metric) stored in the most runs; ties go to measurements (a
+    prediction repeats itself), then to the most recent."""
+    runs: dict[tuple[str, str], set[str]] = {}
+    measured: dict[tuple[str, str], bool] = {}
+    latest: dict[tuple[str, str], float] = {}
+    for record in records:
+        key = (record.name, record.metric)
+        runs.setdefault(key, set()).add(record.run_id)
+        measured[key] = measured.get(key, False) or record.kind in MEASURED_KINDS
+        latest[key] = max(latest.get(key, 0.0), record.created_s)
+    return max(runs, key=lambda key: (len(runs[key]), measured[key], latest[key]))
 
 
 def _history_point(
