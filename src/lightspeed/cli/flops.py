@@ -22,7 +22,7 @@ from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 )
 @click.option(
     "--convention",
-    type=click.Choice(list(CONVENTIONS), case_sensitive=False),
+    type=click.Choice(list(CONVENTIONS)),
     help="How FLOPs are counted (docs/workload.md) [default: 6N].",
 )
 @click.option("--causal", is_flag=True, help="Halve the attention term (causal mask).")

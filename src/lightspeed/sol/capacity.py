@@ -165,6 +165,10 @@ def plan_memory(
     defaults to it; ``master_weights`` (FP32 copy) defaults to on below FP32.
     ``gpus_per_node`` applies to a bare ``accelerator``; a ``system`` brings
     its own count.
+
+    >>> from lightspeed.workload import load_models
+    >>> plan_memory(model=load_models().get("dense-100t"), precision="bf16").total_bytes / 1e12  # TB
+    200.041174925312
     """
     _check(training, zero_stage, dp, gpus_per_node, accelerator is not None and system is not None)
     num_params = parameter_counts(model).total_params

@@ -82,7 +82,12 @@ def _norm_size(spec: TransformerSpec) -> int:
 
 
 def mlp_params(spec: TransformerSpec, ffn_hidden_size: int) -> int:
-    """Parameters of one MLP (dense layer or one expert) of inner size ``ffn_hidden_size``."""
+    """Parameters of one MLP (dense layer or one expert) of inner size ``ffn_hidden_size``.
+
+    >>> from lightspeed.workload import load_models
+    >>> mlp_params(load_models().get("llama-3-8b"), 14336)  # SwiGLU: 3·h·f
+    176160768
+    """
     hidden = spec.hidden_size
     if spec.mlp == "swiglu":
         weights = 3 * hidden * ffn_hidden_size
@@ -94,7 +99,12 @@ def mlp_params(spec: TransformerSpec, ffn_hidden_size: int) -> int:
 
 
 def attention_params(spec: TransformerSpec) -> int:
-    """Parameters of one attention block (projections, biases, MLA's latent norms)."""
+    """Parameters of one attention block (projections, biases, MLA's latent norms).
+
+    >>> from lightspeed.workload import load_models
+    >>> attention_params(load_models().get("llama-3-8b"))  # 2·h² + 2·h·(8·128)
+    41943040
+    """
     attention = spec.attention
     hidden = spec.hidden_size
     if attention.kind == "mla":

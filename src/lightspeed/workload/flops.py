@@ -105,7 +105,11 @@ class FlopsPerToken(Record):
 
 
 def get_convention(name: str) -> FlopConvention:
-    """The convention called ``name`` (see :data:`CONVENTIONS`)."""
+    """The convention called ``name`` (see :data:`CONVENTIONS`); case-insensitive.
+
+    >>> get_convention("6n+attention").used_by
+    'PaLM appendix B; nanoGPT; llm-foundry; verl'
+    """
     found = CONVENTIONS.get(name.strip())
     if found is None:
         lowered = {key.lower(): value for key, value in CONVENTIONS.items()}
@@ -115,7 +119,7 @@ def get_convention(name: str) -> FlopConvention:
     return found
 
 
-def number(value: float) -> str:
+def _number(value: float) -> str:
     """A number for a formula: small integers as written, others as ``8.030e9``."""
     if float(value).is_integer() and abs(value) < 1e6:
         return str(int(value))
@@ -130,6 +134,10 @@ def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool)
 
     Per layer ``2·s·H·(d_qk + d_v)``; a sliding window caps ``s``; the causal
     mask halves it (a token attends to half the sequence on average).
+
+    >>> from lightspeed.workload import load_models
+    >>> attention_forward_flop(load_models().get("llama-3-8b"), seq_len=8192, causal=False)  # 4·L·s·h
+    4294967296.0
     """
     attention = spec.attention
     context = min(seq_len, attention.sliding_window or seq_len)
@@ -207,7 +215,7 @@ def _six_n(
     layers = counts.active_non_embedding_params
     attention = 0.0
     formula = "6·N + 2·N_layers" if recompute else "6·N"
-    terms = [f"6 × {number(num_params)}", *([f"2 × {number(layers)}"] if recompute else [])]
+    terms = [f"6 × {_number(num_params)}", *([f"2 × {_number(layers)}"] if recompute else [])]
     if chosen.attention != "none":
         attention = attention_forward_flop(spec, seq_len=seq_len, causal=causal)
         factor = (8 if recompute else 6) if causal else (16 if recompute else 12)
@@ -215,7 +223,7 @@ def _six_n(
         context = min(seq_len, spec.attention.sliding_window or seq_len)
         formula += f" + {factor}·L·s·H·d"
         terms.append(
-            f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {number(head)}"
+            f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {_number(head)}"
         )
     forward = 2.0 * num_params + attention
     training = 3.0 * forward + (2.0 * layers + attention if recompute else 0.0)
@@ -225,7 +233,7 @@ def _six_n(
         training=training,
         attention=(4.0 if recompute else 3.0) * attention,
         formula=formula,
-        substituted=f"{' + '.join(terms)} = {number(training)} FLOP/token",
+        substituted=f"{' + '.join(terms)} = {_number(training)} FLOP/token",
     )
 
 
@@ -247,7 +255,7 @@ def _megatron(
         formula=f"{lead}·l·h²·(1 + s/({attention_denominator}h) + V/({logit_denominator}·l·h))",
         substituted=(
             f"{lead} × {layers} × {hidden}² × (1 + {seq_len}/({attention_denominator} × {hidden}) + "
-            f"{vocab}/({logit_denominator} × {layers} × {hidden})) = {number(training)} FLOP/token"
+            f"{vocab}/({logit_denominator} × {layers} × {hidden})) = {_number(training)} FLOP/token"
         ),
         notes=_megatron_shape_notes(spec),
     )
@@ -375,11 +383,11 @@ def _total_text(per_token: FlopsPerToken, num_tokens: float, total: float) -> tu
     if per_token.convention.startswith("6N") and per_token.formula == "6·N":
         return (
             "C = 6·N·D",
-            f"6 × {number(per_token.num_params)} × {number(num_tokens)} = {number(total)} FLOP",
+            f"6 × {_number(per_token.num_params)} × {_number(num_tokens)} = {_number(total)} FLOP",
         )
     return (
         f"C = D·({per_token.formula})",
-        f"{number(num_tokens)} × {number(per_token.training_flop)} = {number(total)} FLOP",
+        f"{_number(num_tokens)} × {_number(per_token.training_flop)} = {_number(total)} FLOP",
     )
 
 
@@ -396,11 +404,12 @@ def _check_claim(
     agrees = abs(ratio - 1.0) <= tolerance
     verdict = "agrees with" if agrees else "does not follow from"
     explanation = (
-        f"claimed {number(claimed)} FLOP is {ratio:.3g}x the computed {number(computed)} FLOP "
+        f"claimed {_number(claimed)} FLOP is {ratio:.3g}x the computed {_number(computed)} FLOP "
         f"({per_token.convention}): it {verdict} the formula",
         f"it implies {factor:.3g} FLOP per parameter per token, where 6ND uses 6",
-        f"under 6ND it would take N = {number(implied_params)} parameters at D = {number(num_tokens)} tokens",
-        f"or D = {number(implied_tokens)} tokens at N = {number(num_params)} parameters",
+        f"under 6ND it would take N = {_number(implied_params)} parameters "
+        f"at D = {_number(num_tokens)} tokens",
+        f"or D = {_number(implied_tokens)} tokens at N = {_number(num_params)} parameters",
     )
     return FlopClaimCheck(
         claimed_flop=claimed,

@@ -202,6 +202,9 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     """The shipped models plus user files (which add models or replace them by name).
 
     Hardware records in ``extra_paths`` are skipped (the catalog reads them).
+
+    >>> "deepseek-v3" in load_models().names()
+    True
     """
     entries: dict[str, ModelEntry] = {}
     for path in [*builtin_model_files(), *_expand(extra_paths)]:

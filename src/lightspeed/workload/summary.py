@@ -110,7 +110,12 @@ class ModelRow(Record):
 
 
 def list_models(registry: ModelRegistry) -> tuple[ModelRow, ...]:
-    """Every model of ``registry`` with its shape and parameter totals, sorted by name."""
+    """Every model of ``registry`` with its shape and parameter totals, sorted by name.
+
+    >>> from lightspeed.workload import load_models
+    >>> [row.kind for row in list_models(load_models()) if row.name == "mixtral-8x7b"]
+    ['moe']
+    """
     rows = []
     for name in registry.names():
         entry = registry.entry(name)
