@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lightspeed.errors import DataFileError, UnknownNameError
 from lightspeed.workload import (
@@ -15,6 +18,12 @@ from lightspeed.workload import (
     resolve_model,
     resolve_model_entry,
 )
+from lightspeed.workload.registry import parse_model
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 REQUIRED = {
     "gpt-3-175b",
@@ -186,3 +195,31 @@ def test_duplicate_alias_is_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path, USER_MODEL.replace('["tiny-alias"]', '["llama-3.1-8b"]'))
     with pytest.raises(DataFileError, match=r"alias 'llama-3\.1-8b' is already used"):
         load_models(extra_paths=[path])
+
+
+values = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 100_000), st.text(max_size=4), st.floats(allow_nan=False)
+)
+sections = st.sampled_from(["architecture", "attention"])
+fields = st.sampled_from(
+    ["num_layers", "hidden_size", "ffn_hidden_size", "vocab_size", "kind", "num_heads", "num_kv_heads", "mlp"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(sections, fields, values), max_size=4))
+def test_property_any_edit_gives_a_model_or_a_data_file_error(edits) -> None:  # type: ignore[no-untyped-def]
+    data = tomllib.loads(USER_MODEL)
+    for section, key, value in edits:
+        if value is None:
+            data[section].pop(key, None)
+        else:
+            data[section][key] = value
+    try:
+        entry = parse_model(Path("user.toml"), data)
+    except DataFileError as error:
+        message = str(error)
+    else:
+        message = "user.toml: parsed"
+        assert parameter_counts(entry.spec).total_params > 0
+    assert message.startswith("user.toml: ")
