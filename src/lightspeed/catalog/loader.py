@@ -170,7 +170,8 @@ def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
                 f"extends an unknown {kind}",
                 field="extends",
                 value=data.get("extends"),
-                fix=f"name a {kind} from 'lightspeed hw list' or pass its file with --catalog",
+                fix=f"name {'an' if kind[0] in 'aeiou' else 'a'} {kind} from 'lightspeed hw list' "
+                "or pass its file with --catalog",
             )
         pending = waiting
     return raw

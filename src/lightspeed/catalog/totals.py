@@ -155,7 +155,7 @@ def _label_and_unit(key: str) -> tuple[str, str]:
         return label, unit
     precision, _, suffix = key.rpartition("_")
     unit = "OP/s" if precision.startswith("int") else "FLOP/s"
-    return f"{precision} {suffix}", unit
+    return f"{precision.replace('_', ' ')} {suffix}", unit
 
 
 def _derived_values(system: System) -> dict[str, float]:

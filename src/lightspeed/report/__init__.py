@@ -19,6 +19,12 @@ from lightspeed.report.html import print_written_report, write_report
 from lightspeed.report.html_sections import build_sections, gather_inputs
 from lightspeed.report.regression import print_gate
 from lightspeed.report.results import print_run, print_runs, records_csv
+from lightspeed.report.sol import (
+    render_search_result,
+    render_train_estimate,
+    render_validation,
+    step_breakdown_figure,
+)
 from lightspeed.report.workload import (
     print_memory_plan,
     print_model_list,
@@ -47,8 +53,12 @@ __all__ = [
     "render_checkpoint_plan",
     "render_ledgers",
     "render_results",
+    "render_search_result",
+    "render_train_estimate",
+    "render_validation",
     "roofline_figure",
     "save_goodput_plot",
     "save_roofline",
+    "step_breakdown_figure",
     "write_report",
 ]

@@ -121,7 +121,7 @@ def render_list(entries: Sequence[CatalogEntry], console: Console | None = None)
 
 _LIST_COLUMNS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
     "accelerator": (
-        ["BF16 dense", "memory (usable)", "memory bandwidth", "scale-up per direction"],
+        ["BF16 (FP16) dense", "memory (usable)", "memory bandwidth", "scale-up per direction"],
         [
             ("bf16_dense_flop_per_s", "FLOP/s"),
             ("memory_bytes", "B"),
