@@ -69,12 +69,17 @@ def _cpu_name() -> str:
     return environment_fingerprint().cpu_model
 
 
-def resolve_device(device: str = "auto") -> BenchDevice:
+def resolve_device(device: str = "auto", *, num_threads: int | None = None) -> BenchDevice:
     """``auto`` (a GPU when visible, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``.
 
+    ``num_threads`` sets torch's CPU threads (default: torch's choice, all cores).
     Raises :class:`UnsupportedError` when a GPU is asked for and none is visible.
     """
     torch = import_torch()
+    if num_threads is not None:
+        if num_threads < 1:
+            raise UserInputError(f"threads must be >= 1 (got {num_threads})")
+        torch.set_num_threads(num_threads)
     choice = device.strip().lower()
     kind, _, index_text = choice.partition(":")
     if kind not in DEVICE_CHOICES or (index_text and not index_text.isdigit()):

@@ -87,6 +87,7 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
 @click.command("bench")
 @click.argument("suite", type=click.Choice(SUITES))
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
+@click.option("--threads", type=int, default=None, help="CPU threads for torch (default: all cores).")
 @click.option("--quick", is_flag=True, help="A reduced sweep (under a minute on a laptop CPU).")
 @click.option(
     "--dtype", "dtypes", multiple=True, help=f"GEMM dtypes, comma-separated ({', '.join(GEMM_DTYPES)})."
@@ -120,7 +121,7 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
     """
     if suite != "gemm" and (options["dtypes"] or options["model"]):
         raise UserInputError("--dtype and --model apply to the gemm suite only")
-    device = resolve_device(options["device"])
+    device = resolve_device(options["device"], num_threads=options["threads"])
     sol = device_sol(device=device, catalog=get_context().catalog(), sol_device=options["sol_device"])
     with progress_bar(enabled=not as_json, title=f"bench {suite}") as progress:
         results = _run_suite(suite, device, sol, options, progress)

@@ -82,9 +82,21 @@ def format_size(result: BenchResult) -> str:
     return format_bytes(result.size, binary=True)
 
 
+def _spread(result: BenchResult) -> str:
+    """Min and max of the repetitions relative to the headline value (``-3% / +8%``)."""
+    if result.value == 0:
+        return "-"
+    low = result.stats.min / result.value - 1.0
+    high = result.stats.max / result.value - 1.0
+    return f"{low:+.0%} / {high:+.0%}"
+
+
 def _row(result: BenchResult) -> list[str]:
     fraction = format_percent(result.fraction_of_sol) if result.fraction_of_sol is not None else "-"
-    name = str(result.details.get("label") or "gemm") if result.suite == "gemm" else result.name
+    label = str(result.details.get("label") or "")
+    name = label if result.suite == "gemm" and label not in ("", "square", "rectangular") else result.name
+    if result.suite == "gemm" and name == result.name:
+        name = "gemm"
     return [
         name,
         result.dtype or "-",
@@ -92,17 +104,19 @@ def _row(result: BenchResult) -> list[str]:
         format_value(result.value, result.unit),
         format_value(result.sol, result.unit),
         fraction,
-        format_value(result.stats.min, result.unit),
-        format_value(result.stats.median, result.unit),
-        format_value(result.stats.max, result.unit),
+        _spread(result),
         "yes" if result.correct else "WRONG",
     ]
 
 
 def render_results(results: Sequence[BenchResult], *, title: str, device_name: str) -> None:
-    """Print the results table, the best GEMM shape per dtype and the SOL notes."""
+    """Print the results table, the best GEMM shape per dtype and the SOL notes.
+
+    ``value`` is the headline (median; best of N for STREAM); ``min / max`` the
+    spread of the repetitions around it (absolute figures are in ``--json``).
+    """
     console = make_console()
-    headers = ["name", "dtype", "size", "value", "SOL", "of SOL", "min", "median", "max", "correct"]
+    headers = ["name", "dtype", "size", "value", "SOL", "of SOL", "min / max", "correct"]
     notes = sorted({result.sol_note for result in results if result.sol_note})
     caption = "; ".join(notes) if notes else None
     print_table(
