@@ -1,0 +1,277 @@
+"""lightspeed's trace summary against HTA (Holistic Trace Analysis 0.5.0): same answers, time, memory.
+
+For every trace folder of ``../shared/data/traces`` and for a large trace made
+by tiling a real one in time to >= 2 million events (written to a temporary
+folder, never committed), run in separate processes:
+
+- HTA: ``benchmarks/trace_hta_worker.py summary DIR`` in HTA's own virtual
+  environment (temporal breakdown, comm/comp overlap, kernel-type breakdown);
+- lightspeed: ``python -m lightspeed trace summary DIR --json`` (the same
+  three analyses plus step times).
+
+Each process's wall time and peak resident memory come from ``os.wait4`` in a
+small launcher process (see ``measured``).
+Answers are compared in the same run: largest difference, in percentage
+points, of idle/compute/non-compute % and comm/comp overlap %.
+
+HTA is installed into a separate virtual environment (``--hta-venv``,
+default ``/work/venvs/hta``), created here when absent; it is never a
+dependency of lightspeed. ``--write-golden`` also stores HTA's numbers for
+every trace as test fixtures (``tests/fixtures/traces/hta_expected``).
+
+Usage::
+
+    python benchmarks/trace_vs_hta.py [--events 2000000] [--skip-large] [--write-golden]
+                                      [--out out/trace_vs_hta.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACES = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared")) / "data" / "traces"
+WORKER = REPO / "benchmarks" / "trace_hta_worker.py"
+GOLDEN_DIR = REPO / "tests" / "fixtures" / "traces" / "hta_expected"
+HTA_REQUIREMENT = "holistictraceanalysis==0.5.0"
+TILE_SOURCE = "negative_queue_length_values_check/rank0.json.gz"
+COMPARED = ("idle_pct", "compute_pct", "non_compute_pct", "comm_comp_overlap_pct")
+
+
+def ensure_hta(venv: Path) -> Path:
+    """The HTA virtual environment's python, creating the environment when absent."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"creating {venv} with {HTA_REQUIREMENT}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", HTA_REQUIREMENT], check=True)
+    return python
+
+
+def trace_dirs(root: Path) -> list[Path]:
+    """Every folder under ``root`` that directly holds trace files."""
+    return sorted({p.parent for p in root.rglob("*.json.gz")})
+
+
+# Runs one command and reports its own wall time and peak RSS. A child's peak RSS
+# starts from its parent's at fork, so the command is forked from this small
+# launcher rather than from the benchmark process (which holds tiled traces).
+_LAUNCHER = """
+import json, os, sys, time
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    json.dump({"wall_s": time.perf_counter() - started, "max_rss_kib": usage.ru_maxrss,
+               "code": os.waitstatus_to_exitcode(status)}, out)
+"""
+
+
+def measured(command: list[str]) -> tuple[str, float, int, int]:
+    """Run ``command``; return its stdout, wall seconds, peak RSS bytes and exit code."""
+    with tempfile.TemporaryDirectory() as temp:
+        report = Path(temp) / "usage.json"
+        done = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, str(report), *command],
+            capture_output=True,
+            cwd=REPO,
+            check=False,
+        )
+        usage = json.loads(report.read_text())
+    text = done.stdout.decode()
+    if usage["code"] != 0:
+        text = text or done.stderr.decode()[-2000:]
+    return text, usage["wall_s"], usage["max_rss_kib"] * 1024, usage["code"]
+
+
+def run_hta(python: Path, folder: Path, mode: str) -> dict[str, Any]:
+    text, wall_s, rss, code = measured([str(python), str(WORKER), mode, str(folder)])
+    result: dict[str, Any] = json.loads(text) if code == 0 else {"errors": {"process": text}}
+    result.update(process_wall_s=wall_s, process_max_rss_bytes=rss)
+    return result
+
+
+def run_lightspeed(folder: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "lightspeed", "trace", "summary", str(folder), "--json"]
+    text, wall_s, rss, code = measured(command)
+    ranks = json.loads(text) if code == 0 else None
+    return {
+        "ranks": ranks,
+        "error": None if code == 0 else text.strip(),
+        "wall_s": wall_s,
+        "max_rss_bytes": rss,
+    }
+
+
+def compare(hta: dict[str, Any], ours: dict[str, Any]) -> float | None:
+    """Largest |lightspeed - HTA| in percentage points over the compared fields, None if either failed."""
+    if not ours["ranks"] or "temporal_breakdown" not in hta:
+        return None
+    theirs = {row["rank"]: dict(row) for row in hta["temporal_breakdown"]}
+    for row in hta.get("comm_comp_overlap", []):
+        theirs.setdefault(row["rank"], {})["comm_comp_overlap_pct"] = row["comm_comp_overlap_pct"]
+    worst = 0.0
+    for rank in ours["ranks"]:
+        expected = theirs.get(rank["rank"], {})
+        for key in COMPARED:
+            a, b = rank.get(key), expected.get(key)
+            if a is None or b is None:
+                if (a is None) != (b is None):
+                    return float("inf")
+                continue
+            worst = max(worst, abs(a - b))
+    return worst
+
+
+def tile_trace(source: Path, target: Path, min_events: int) -> int:
+    """Repeat ``source``'s events in time (ids and step numbers shifted) until >= ``min_events``."""
+    with gzip.open(source) as handle:
+        document = json.loads(handle.read())
+    events = document["traceEvents"]
+    times = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in events if "ts" in e]
+    span = max(end for _, end in times) - min(start for start, _ in times) + 1000
+    steps = [int(m.group(1)) for e in events if (m := re.match(r"ProfilerStep#(\d+)", e.get("name", "")))]
+    num_steps = max(steps) - min(steps) + 1 if steps else 0
+    repeats = -(-min_events // len(events))
+    tiled = []
+    for copy in range(repeats):
+        for event in events:
+            if copy and event.get("ph") == "M":
+                continue
+            tiled.append(_shifted(event, copy, copy * span, num_steps))
+    document["traceEvents"] = tiled
+    with gzip.open(target, "wt", compresslevel=1) as handle:
+        json.dump(document, handle)
+    return len(tiled)
+
+
+def _shifted(event: dict[str, Any], copy: int, offset: float, num_steps: int) -> dict[str, Any]:
+    shifted = dict(event)
+    if "ts" in shifted:
+        shifted["ts"] = shifted["ts"] + offset
+    if isinstance(shifted.get("id"), int):
+        shifted["id"] += copy * 10**9
+    args = shifted.get("args")
+    if isinstance(args, dict):
+        args = dict(args)
+        for key in ("correlation", "External id"):
+            if isinstance(args.get(key), int) and args[key] > 0:
+                args[key] += copy * 10**9
+        shifted["args"] = args
+    match = re.match(r"ProfilerStep#(\d+)", shifted.get("name", ""))
+    if match:
+        shifted["name"] = f"ProfilerStep#{int(match.group(1)) + copy * num_steps}"
+    return shifted
+
+
+def write_golden(python: Path) -> None:
+    """Store HTA's numbers for every trace of ../shared/data/traces."""
+    GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+    for folder in trace_dirs(SHARED_TRACES):
+        relative = folder.relative_to(SHARED_TRACES).as_posix()
+        result = run_hta(python, folder, "golden")
+        for key in ("wall_s", "max_rss_bytes", "process_wall_s", "process_max_rss_bytes"):
+            result.pop(key, None)
+        golden = {
+            "trace": relative,
+            "tool": f"HTA {result.pop('hta_version', '?')} (holistictraceanalysis on PyPI)",
+            "command": f"python benchmarks/trace_vs_hta.py --write-golden  "
+            f"(runs: benchmarks/trace_hta_worker.py golden ../shared/data/traces/{relative})",
+            **result,
+        }
+        path = GOLDEN_DIR / f"{relative.replace('/', '__')}.json"
+        path.write_text(json.dumps(golden, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path.relative_to(REPO)}", file=sys.stderr)
+
+
+def benchmark(python: Path, folders: list[tuple[str, Path, int]]) -> list[dict[str, Any]]:
+    rows = []
+    for label, folder, num_events in folders:
+        hta = run_hta(python, folder, "summary")
+        ours = run_lightspeed(folder)
+        row = {
+            "trace": label,
+            "num_events": num_events,
+            "hta_wall_s": hta["process_wall_s"],
+            "hta_max_rss_bytes": hta["process_max_rss_bytes"],
+            "hta_errors": hta.get("errors", {}),
+            "lightspeed_wall_s": ours["wall_s"],
+            "lightspeed_max_rss_bytes": ours["max_rss_bytes"],
+            "lightspeed_error": ours["error"],
+            "speedup": hta["process_wall_s"] / ours["wall_s"],
+            "memory_ratio": ours["max_rss_bytes"] / hta["process_max_rss_bytes"],
+            "max_diff_pp": compare(hta, ours),
+        }
+        rows.append(row)
+        print(_line(row), file=sys.stderr)
+    return rows
+
+
+def _line(row: dict[str, Any]) -> str:
+    diff = row["max_diff_pp"]
+    same = "-" if diff is None else f"{diff:.3f}"
+    return (
+        f"| {row['trace']} | {row['num_events']:,} | {row['hta_wall_s']:.2f} "
+        f"| {row['lightspeed_wall_s']:.2f} | {row['speedup']:.1f}x "
+        f"| {row['hta_max_rss_bytes'] / 2**20:.0f} | {row['lightspeed_max_rss_bytes'] / 2**20:.0f} "
+        f"| {row['memory_ratio']:.2f} | {same} |"
+    )
+
+
+def count_events(folder: Path) -> int:
+    """Events in a folder's trace files (all phases, as a trace viewer counts them)."""
+    total = 0
+    for path in folder.glob("*.json.gz"):
+        with gzip.open(path) as handle:
+            total += len(json.loads(handle.read()).get("traceEvents", []))
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--hta-venv", type=Path, default=Path(os.environ.get("LIGHTSPEED_HTA_VENV", "/work/venvs/hta"))
+    )
+    parser.add_argument("--events", type=int, default=2_000_000, help="events of the tiled trace")
+    parser.add_argument("--skip-large", action="store_true", help="only the traces of ../shared")
+    parser.add_argument(
+        "--write-golden", action="store_true", help="also write tests/fixtures/traces/hta_expected"
+    )
+    parser.add_argument("--out", type=Path, default=REPO / "out" / "trace_vs_hta.json")
+    args = parser.parse_args()
+    python = ensure_hta(args.hta_venv)
+    if args.write_golden:
+        write_golden(python)
+    folders = [
+        (d.relative_to(SHARED_TRACES).as_posix(), d, count_events(d)) for d in trace_dirs(SHARED_TRACES)
+    ]
+    with tempfile.TemporaryDirectory(prefix="lightspeed-tiled-") as temp:
+        if not args.skip_large:
+            target = Path(temp) / "rank0.json.gz"
+            num_events = tile_trace(SHARED_TRACES / TILE_SOURCE, target, args.events)
+            folders.append((f"tiled {TILE_SOURCE}", Path(temp), num_events))
+        header = "trace | events | HTA s | lightspeed s | speedup | HTA MiB | lightspeed MiB | memory ratio"
+        print(f"| {header} | max diff (pp) |", file=sys.stderr)
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|", file=sys.stderr)
+        rows = benchmark(python, folders)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"command": " ".join(sys.argv), "rows": rows}, indent=1) + "\n", encoding="utf-8"
+    )
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

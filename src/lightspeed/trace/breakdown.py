@@ -1,0 +1,263 @@
+"""Temporal breakdown per rank, with HTA's definitions, tied to the device's SOL.
+
+For one rank, over the counted GPU events (see :mod:`lightspeed.trace.gpu`):
+
+- kernel span = end of the last GPU event - start of the first;
+- idle = span - union of all GPU events;
+- compute = union of computation kernels;
+- non-compute = span - compute - idle (communication, memory, other, alone);
+- comm/comp overlap = time computing while communicating / time communicating.
+
+Percentages are of the kernel span, as in HTA's ``get_temporal_breakdown``
+and ``get_comm_comp_overlap``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from lightspeed.catalog import Accelerator, Catalog, load_catalog
+from lightspeed.errors import TraceError, UnsupportedError
+from lightspeed.records import Record
+from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
+from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union
+from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
+from lightspeed.trace.loader import RankTrace, Trace
+
+NS: Final = 1e-9
+# Kinds in HTA's overlap breakdown, in HTA's bit order (computation 1, communication 2, memory 4).
+OVERLAP_KINDS: Final = (COMPUTATION, COMMUNICATION, MEMORY)
+PEAK_PRECISIONS: Final = ("bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class KindTime(Record):
+    """Time during which exactly this combination of kinds ran (e.g. computation + communication)."""
+
+    kinds: tuple[str, ...]
+    time_s: float
+    share_pct: float
+
+
+@dataclass(frozen=True)
+class StepTime(Record):
+    """One ``ProfilerStep``: its CPU duration and the GPU time of the work launched in it."""
+
+    step: int
+    cpu_s: float
+    gpu_busy_s: float
+    compute_s: float
+    communication_s: float
+    memory_s: float
+    counted: bool
+
+
+@dataclass(frozen=True)
+class RankSummary(Record):
+    """Temporal breakdown of one rank (seconds and % of the kernel span).
+
+    ``partial`` marks a rank whose numbers are missing or incomplete (no GPU
+    events); ``notes`` say why. SOL fields are NaN when the device is not in
+    the catalog or the trace carries no FLOP counts.
+    """
+
+    rank: int
+    device_name: str | None
+    accelerator: str | None
+    num_gpu_events: int
+    kernel_span_s: float
+    idle_s: float
+    compute_s: float
+    non_compute_s: float
+    communication_s: float
+    idle_pct: float
+    compute_pct: float
+    non_compute_pct: float
+    comm_comp_overlap_pct: float
+    kind_overlaps: tuple[KindTime, ...]
+    steps: tuple[StepTime, ...]
+    flop: float
+    achieved_flop_per_s: float
+    peak_flop_per_s: float
+    sol_pct: float
+    partial: bool
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TraceSummary(Record):
+    """``summarize`` of a whole trace collection: one :class:`RankSummary` per rank."""
+
+    ranks: tuple[RankSummary, ...]
+    last_step_excluded: bool
+    partial: bool
+    notes: tuple[str, ...]
+
+
+def summarize(
+    trace: Trace, *, include_last_step: bool = False, catalog: Catalog | None = None
+) -> TraceSummary:
+    """Temporal breakdown, kind overlaps, comm/comp overlap and step times of every rank.
+
+    ``include_last_step`` keeps the last profiler step (HTA leaves it out).
+    ``catalog`` resolves ``deviceProperties`` names to SOL records (default:
+    the built-in catalog). Raises :class:`TraceError` when no rank has GPU
+    events; ranks without GPU events are kept, marked ``partial``.
+
+    >>> summary = summarize(load_trace("rank-0.json.gz"))  # doctest: +SKIP
+    >>> summary.ranks[0].idle_pct  # doctest: +SKIP
+    2.63
+    """
+    require_gpu_events(trace)
+    catalog = catalog if catalog is not None else load_catalog()
+    drop_last = steps_filter_applies(trace) and not include_last_step
+    ranks = tuple(_summarize_rank(rank, drop_last, catalog) for rank in trace.ranks)
+    notes = trace.notes + tuple(n for r in ranks for n in r.notes)
+    return TraceSummary(
+        ranks=ranks, last_step_excluded=drop_last, partial=any(r.partial for r in ranks), notes=notes
+    )
+
+
+def require_gpu_events(trace: Trace) -> None:
+    """Raise :class:`TraceError` when no rank recorded GPU activity (a CPU-only trace)."""
+    if not any(rank.has_gpu_events for rank in trace.ranks):
+        first = trace.ranks[0]
+        raise TraceError(
+            first.path,
+            "no GPU events (kernels, copies, memsets): a CPU-only trace has no GPU time to analyse",
+            fix="profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        )
+
+
+def _summarize_rank(rank: RankTrace, drop_last: bool, catalog: Catalog) -> RankSummary:
+    events = gpu_events(rank, drop_last_step=drop_last)
+    accelerator = catalog.find_device(rank.device_name) if rank.device_name else None
+    notes = list(rank.notes)
+    if events.size == 0:
+        notes.append(
+            f"rank {rank.rank}: no GPU events" + (" before its last step" if rank.has_gpu_events else "")
+        )
+        return _empty_summary(rank, accelerator, tuple(notes))
+    if accelerator is None:
+        notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
+    all_union = union(events.start_ns, events.end_ns)
+    span = int(all_union[1][-1] - all_union[0][0])
+    idle = span - measure(*all_union)
+    kind_unions = {kind: union(*_of_kind(events, kind)) for kind in OVERLAP_KINDS}
+    compute = measure(*kind_unions[COMPUTATION])
+    communication = measure(*kind_unions[COMMUNICATION])
+    overlap = overlap_measure(kind_unions[COMPUTATION], kind_unions[COMMUNICATION])
+    flop = float(rank.events.flop.sum())  # sparse: only events with a FLOP estimate
+    peak = _peak_flop_per_s(accelerator)
+    achieved = flop / (span * NS) if flop > 0 and span > 0 else math.nan
+    return RankSummary(
+        rank=rank.rank,
+        device_name=rank.device_name,
+        accelerator=accelerator.name if accelerator else None,
+        num_gpu_events=events.size,
+        kernel_span_s=span * NS,
+        idle_s=idle * NS,
+        compute_s=compute * NS,
+        non_compute_s=(span - compute - idle) * NS,
+        communication_s=communication * NS,
+        idle_pct=_pct(idle, span),
+        compute_pct=_pct(compute, span),
+        non_compute_pct=_pct(span - compute - idle, span),
+        comm_comp_overlap_pct=_pct(overlap, communication),
+        kind_overlaps=_kind_overlaps(kind_unions),
+        steps=_step_times(rank, events, drop_last),
+        flop=flop,
+        achieved_flop_per_s=achieved,
+        peak_flop_per_s=peak,
+        sol_pct=100.0 * achieved / peak if math.isfinite(achieved) and math.isfinite(peak) else math.nan,
+        partial=False,
+        notes=tuple(notes),
+    )
+
+
+def _empty_summary(rank: RankTrace, accelerator: Accelerator | None, notes: tuple[str, ...]) -> RankSummary:
+    nan = math.nan
+    return RankSummary(
+        rank=rank.rank,
+        device_name=rank.device_name,
+        accelerator=accelerator.name if accelerator else None,
+        num_gpu_events=0,
+        kernel_span_s=nan,
+        idle_s=nan,
+        compute_s=nan,
+        non_compute_s=nan,
+        communication_s=nan,
+        idle_pct=nan,
+        compute_pct=nan,
+        non_compute_pct=nan,
+        comm_comp_overlap_pct=nan,
+        kind_overlaps=(),
+        steps=(),
+        flop=nan,
+        achieved_flop_per_s=nan,
+        peak_flop_per_s=_peak_flop_per_s(accelerator),
+        sol_pct=nan,
+        partial=True,
+        notes=notes,
+    )
+
+
+def _of_kind(events: GpuEvents, kind: int) -> tuple[np.ndarray, np.ndarray]:
+    mask = events.kind == kind
+    return events.start_ns[mask], events.end_ns[mask]
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else math.nan
+
+
+def _peak_flop_per_s(accelerator: Accelerator | None) -> float:
+    """Dense bf16 peak (fp16 on devices without bf16, e.g. V100); NaN if unknown."""
+    if accelerator is None:
+        return math.nan
+    for precision in PEAK_PRECISIONS:
+        try:
+            return accelerator.dense_flop_per_s(precision)
+        except UnsupportedError:
+            continue
+    return math.nan
+
+
+def _kind_overlaps(kind_unions: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[KindTime, ...]:
+    states = sweep_states([kind_unions[kind] for kind in OVERLAP_KINDS])
+    total = sum(states.values())
+    rows = [
+        KindTime(
+            kinds=tuple(KIND_NAMES[kind] for bit, kind in enumerate(OVERLAP_KINDS) if state & (1 << bit)),
+            time_s=time * NS,
+            share_pct=_pct(time, total),
+        )
+        for state, time in states.items()
+    ]
+    return tuple(sorted(rows, key=lambda row: -row.time_s))
+
+
+def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[StepTime, ...]:
+    steps = rank.steps
+    last = int(steps.number[np.argmax(steps.start_ns)]) if steps.num_steps else None
+    rows: list[StepTime] = []
+    for number, start, end in zip(
+        steps.number.tolist(), steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True
+    ):
+        chosen = events.subset(events.step == number)
+        rows.append(
+            StepTime(
+                step=number,
+                cpu_s=(end - start) * NS,
+                gpu_busy_s=measure(*union(chosen.start_ns, chosen.end_ns)) * NS,
+                compute_s=measure(*union(*_of_kind(chosen, COMPUTATION))) * NS,
+                communication_s=measure(*union(*_of_kind(chosen, COMMUNICATION))) * NS,
+                memory_s=measure(*union(*_of_kind(chosen, MEMORY))) * NS,
+                counted=not (drop_last and number == last),
+            )
+        )
+    return tuple(rows)

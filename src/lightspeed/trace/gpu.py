@@ -1,0 +1,131 @@
+"""The GPU events an analysis counts, linked to their CPU launches and steps.
+
+GPU events are kernels, copies and memsets (not ``cuda_sync`` records: those
+time a CPU thread waiting). Each is linked by ``correlation`` to the CPU
+runtime/driver call that launched it and placed in the ``ProfilerStep`` that
+call fell in (its own start time when it has no launch).
+
+As HTA does, when a trace holds two or more profiler steps the last step is
+left out (the profiler usually cuts it short): only GPU events launched
+before the last step began are kept, unless ``include_last_step``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from lightspeed.trace.kinds import classify_ids
+from lightspeed.trace.loader import RankTrace, StepTable, Trace
+from lightspeed.trace.table import I64, NO_VALUE, EventTable
+
+# CPU-side categories whose events launch GPU work (older Kineto: Runtime/Driver).
+LAUNCH_CATEGORIES: Final = ("cuda_runtime", "cuda_driver", "Runtime", "Driver")
+
+
+@dataclass(frozen=True, eq=False)
+class GpuEvents:
+    """One rank's counted GPU events as columns (ns from the rank's origin).
+
+    ``launch`` is the row of the launching CPU event in the rank's table (-1
+    when unknown), ``step`` the profiler step number (-1 outside any step).
+    """
+
+    rank: int
+    row: I64
+    start_ns: I64
+    end_ns: I64
+    kind: npt.NDArray[np.int8]
+    stream: I64
+    name_id: npt.NDArray[np.int32]
+    launch: I64
+    step: I64
+    last_step_excluded: bool
+
+    @property
+    def size(self) -> int:
+        """Number of GPU events."""
+        return int(self.row.size)
+
+    def subset(self, mask: npt.NDArray[np.bool_]) -> GpuEvents:
+        """The events where ``mask`` is true."""
+        return GpuEvents(
+            rank=self.rank,
+            row=self.row[mask],
+            start_ns=self.start_ns[mask],
+            end_ns=self.end_ns[mask],
+            kind=self.kind[mask],
+            stream=self.stream[mask],
+            name_id=self.name_id[mask],
+            launch=self.launch[mask],
+            step=self.step[mask],
+            last_step_excluded=self.last_step_excluded,
+        )
+
+
+def steps_filter_applies(trace: Trace) -> bool:
+    """Whether the last step is dropped: the collection holds two or more distinct steps (HTA)."""
+    numbers = {int(n) for rank in trace.ranks for n in rank.steps.number}
+    return len(numbers) >= 2
+
+
+def gpu_events(rank: RankTrace, *, drop_last_step: bool) -> GpuEvents:
+    """The GPU events of ``rank``, without those launched in its last step when ``drop_last_step``."""
+    table = rank.events
+    rows = np.flatnonzero(rank.gpu_mask)
+    launch = launch_rows(table, rows)
+    cutoff = _last_step_start(rank.steps) if drop_last_step else None
+    if cutoff is not None:
+        launched = launch >= 0
+        keep = launched.copy()
+        keep[launched] = table.start_ns[launch[launched]] < cutoff
+        rows, launch = rows[keep], launch[keep]
+    start = table.start_ns[rows]
+    when = np.where(launch >= 0, table.start_ns[np.maximum(launch, 0)], start)
+    return GpuEvents(
+        rank=rank.rank,
+        row=rows,
+        start_ns=start,
+        end_ns=start + table.duration_ns[rows],
+        kind=classify_ids(table.name_id[rows], table.category_id[rows], table.names, table.categories),
+        stream=table.stream[rows],
+        name_id=table.name_id[rows],
+        launch=launch,
+        step=step_of(rank.steps, when),
+        last_step_excluded=cutoff is not None,
+    )
+
+
+def _last_step_start(steps: StepTable) -> int | None:
+    return int(steps.start_ns.max()) if steps.num_steps else None
+
+
+def launch_rows(table: EventTable, rows: I64) -> I64:
+    """For each GPU event row, the row of the CPU launch with the same correlation (-1 if none)."""
+    cpu = np.flatnonzero(table.category_mask(LAUNCH_CATEGORIES) & (table.correlation >= 0))
+    result = np.full(rows.size, NO_VALUE, dtype=np.int64)
+    if cpu.size == 0 or rows.size == 0:
+        return result
+    order = np.argsort(table.correlation[cpu], kind="stable")
+    keys = table.correlation[cpu][order]
+    wanted = table.correlation[rows]
+    position = np.searchsorted(keys, wanted)
+    found = (position < keys.size) & (wanted >= 0)
+    found[found] = keys[position[found]] == wanted[found]
+    result[found] = cpu[order][position[found]]
+    return result
+
+
+def step_of(steps: StepTable, when_ns: I64) -> I64:
+    """The profiler step number containing each time (-1 outside every step)."""
+    result = np.full(when_ns.size, NO_VALUE, dtype=np.int64)
+    if steps.num_steps == 0 or when_ns.size == 0:
+        return result
+    index = np.searchsorted(steps.start_ns, when_ns, side="right") - 1
+    inside = index >= 0
+    inside[inside] = when_ns[inside] < steps.end_ns[index[inside]]
+    result[inside] = steps.number[index[inside]]
+    return result

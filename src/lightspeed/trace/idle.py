@@ -1,0 +1,160 @@
+"""Idle GPU time split into host wait, kernel wait and other.
+
+A gap before a GPU event is
+
+- **host wait** when the CPU call that launched the event started after the
+  gap began: the GPU waited for the host to enqueue work;
+- **kernel wait** otherwise, when the gap is shorter than
+  ``kernel_wait_threshold_s`` (back-to-back launch overhead);
+- **other** otherwise (e.g. waiting on an event from another stream).
+
+Two views: per stream, exactly as HTA's ``get_idle_time_breakdown`` (gaps
+between consecutive events of one stream), and per rank over the whole GPU
+(gaps in the union of all streams), whose three parts add up to the idle
+time of :func:`lightspeed.trace.summarize`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.trace.breakdown import NS, require_gpu_events
+from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
+from lightspeed.trace.intervals import union
+from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.table import I64
+
+DEFAULT_KERNEL_WAIT_THRESHOLD_S: Final = 30e-6  # HTA's consecutive_kernel_delay (30, in trace us)
+
+
+@dataclass(frozen=True)
+class IdleSplit(Record):
+    """Idle time of one rank (``stream`` None: the whole GPU) or one of its streams."""
+
+    rank: int
+    stream: int | None
+    idle_s: float
+    host_wait_s: float
+    kernel_wait_s: float
+    other_s: float
+    num_gaps: int
+
+
+@dataclass(frozen=True)
+class IdleReport(Record):
+    """Idle splits per rank (whole GPU) and per stream."""
+
+    ranks: tuple[IdleSplit, ...]
+    streams: tuple[IdleSplit, ...]
+    kernel_wait_threshold_s: float
+    last_step_excluded: bool
+    partial: bool
+    notes: tuple[str, ...]
+
+
+def idle_breakdown(
+    trace: Trace,
+    *,
+    kernel_wait_threshold_s: float = DEFAULT_KERNEL_WAIT_THRESHOLD_S,
+    include_last_step: bool = False,
+) -> IdleReport:
+    """Split each rank's and each stream's idle time into host wait, kernel wait and other.
+
+    >>> report = idle_breakdown(load_trace("rank-0.json.gz"))  # doctest: +SKIP
+    >>> report.ranks[0].host_wait_s  # doctest: +SKIP
+    0.0087
+    """
+    if kernel_wait_threshold_s < 0:
+        raise UserInputError(f"kernel wait threshold must be >= 0 s, got {kernel_wait_threshold_s}")
+    require_gpu_events(trace)
+    drop_last = steps_filter_applies(trace) and not include_last_step
+    threshold_ns = round(kernel_wait_threshold_s / NS)
+    ranks: list[IdleSplit] = []
+    streams: list[IdleSplit] = []
+    notes = list(trace.notes)
+    for rank in trace.ranks:
+        events = gpu_events(rank, drop_last_step=drop_last)
+        if events.size == 0:
+            notes.append(f"rank {rank.rank}: no GPU events")
+            continue
+        ranks.append(_whole_gpu(rank, events, threshold_ns))
+        streams.extend(_per_stream(rank, events, threshold_ns))
+    return IdleReport(
+        ranks=tuple(ranks),
+        streams=tuple(streams),
+        kernel_wait_threshold_s=kernel_wait_threshold_s,
+        last_step_excluded=drop_last,
+        partial=len(ranks) < len(trace.ranks),
+        notes=tuple(notes),
+    )
+
+
+def _launch_start(rank: RankTrace, events: GpuEvents) -> I64:
+    """Start of each event's launching CPU call; events without one never count as host wait."""
+    never = np.iinfo(np.int64).min
+    starts = rank.events.start_ns[np.maximum(events.launch, 0)]
+    return np.where(events.launch >= 0, starts, never)
+
+
+def _split(
+    rank: int, stream: int | None, gaps_ns: I64, *, gap_starts: I64, launches: I64, threshold_ns: int
+) -> IdleSplit:
+    host = launches > gap_starts
+    kernel = ~host & (gaps_ns < threshold_ns)
+    other = ~host & ~kernel
+    return IdleSplit(
+        rank=rank,
+        stream=stream,
+        idle_s=float(gaps_ns.sum()) * NS,
+        host_wait_s=float(gaps_ns[host].sum()) * NS,
+        kernel_wait_s=float(gaps_ns[kernel].sum()) * NS,
+        other_s=float(gaps_ns[other].sum()) * NS,
+        num_gaps=int(gaps_ns.size),
+    )
+
+
+def _whole_gpu(rank: RankTrace, events: GpuEvents, threshold_ns: int) -> IdleSplit:
+    """Gaps in the union of every stream; the event that ends each gap decides its kind."""
+    starts, ends = union(events.start_ns, events.end_ns)
+    order = np.argsort(events.start_ns, kind="stable")
+    # the first event (by start) of each merged interval after the first one
+    first_in_group = np.searchsorted(events.start_ns[order], starts[1:], side="left")
+    next_events = order[first_in_group]
+    launches = _launch_start(rank, events)[next_events]
+    gap_starts = ends[:-1]
+    return _split(
+        rank.rank,
+        None,
+        starts[1:] - gap_starts,
+        gap_starts=gap_starts,
+        launches=launches,
+        threshold_ns=threshold_ns,
+    )
+
+
+def _per_stream(rank: RankTrace, events: GpuEvents, threshold_ns: int) -> list[IdleSplit]:
+    """HTA's per-stream view: the gap before each event since the previous event of its stream."""
+    launches_all = _launch_start(rank, events)
+    rows: list[IdleSplit] = []
+    for stream in np.unique(events.stream).tolist():
+        chosen = np.flatnonzero(events.stream == stream)
+        order = chosen[np.argsort(events.start_ns[chosen], kind="stable")]
+        previous_end = events.end_ns[order][:-1]
+        following = order[1:]
+        gaps = events.start_ns[following] - previous_end
+        rows.append(
+            _split(
+                rank.rank,
+                int(stream),
+                gaps,
+                gap_starts=previous_end,
+                launches=launches_all[following],
+                threshold_ns=threshold_ns,
+            )
+        )
+    return rows

@@ -1,0 +1,89 @@
+"""Interval arithmetic on numpy arrays: unions, measures, overlaps, sweeps.
+
+Intervals are half-open ``[start, end)`` in integer nanoseconds. A union
+merges intervals that overlap or touch, as HTA's ``merge_kernel_intervals``
+does (an interval joins the group when it starts at or before the running
+maximum end).
+
+>>> import numpy as np
+>>> starts, ends = union(np.array([0, 5, 20]), np.array([10, 12, 30]))
+>>> starts.tolist(), ends.tolist()
+([0, 20], [12, 30])
+>>> measure(starts, ends)
+22
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+
+
+def union(starts: I64, ends: I64) -> tuple[I64, I64]:
+    """Merge intervals into sorted, disjoint ones (touching intervals merge)."""
+    if starts.size == 0:
+        return starts.astype(np.int64), ends.astype(np.int64)
+    order = np.argsort(starts, kind="stable")
+    sorted_starts = starts[order]
+    sorted_ends = ends[order]
+    running_end = np.maximum.accumulate(sorted_ends)
+    first = np.ones(sorted_starts.size, dtype=bool)
+    first[1:] = sorted_starts[1:] > running_end[:-1]
+    group_starts = np.flatnonzero(first)
+    # the largest end within each group (as HTA: max of the group, not the running maximum)
+    return sorted_starts[group_starts], np.maximum.reduceat(sorted_ends, group_starts)
+
+
+def measure(starts: I64, ends: I64) -> int:
+    """Total length of disjoint intervals (ns)."""
+    return int(ends.sum() - starts.sum())
+
+
+def union_measure(starts: I64, ends: I64) -> int:
+    """Length of the union of possibly overlapping intervals (ns)."""
+    return measure(*union(starts, ends))
+
+
+def overlap_measure(first: tuple[I64, I64], second: tuple[I64, I64]) -> int:
+    """Length of the intersection of two unions of disjoint intervals (ns).
+
+    |A ∩ B| = |A| + |B| - |A ∪ B| for disjoint-interval sets A and B.
+    """
+    both = union(np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]]))
+    return measure(*first) + measure(*second) - measure(*both)
+
+
+def gaps(starts: I64, ends: I64) -> tuple[I64, I64]:
+    """The gaps between consecutive disjoint intervals (start, end of each gap)."""
+    return ends[:-1], starts[1:]
+
+
+def sweep_states(layers: list[tuple[I64, I64]]) -> dict[int, int]:
+    """Time spent in each combination of layers (bit ``i`` set = layer ``i`` active).
+
+    Each layer is a union of disjoint intervals. Returns ``{bitmask: ns}`` for
+    every non-empty combination seen, as HTA's kernel-type overlap breakdown.
+    """
+    times: list[I64] = []
+    deltas: list[I64] = []
+    for bit, (starts, ends) in enumerate(layers):
+        value = 1 << bit
+        times.extend([starts, ends])
+        deltas.extend([np.full(starts.size, value, np.int64), np.full(ends.size, -value, np.int64)])
+    if not times:
+        return {}
+    time = np.concatenate(times)
+    delta = np.concatenate(deltas)
+    order = np.argsort(time, kind="stable")
+    time, delta = time[order], delta[order]
+    state = np.cumsum(delta)
+    spans = np.diff(time)
+    result: dict[int, int] = {}
+    active = state[:-1]
+    for value in np.unique(active[active > 0]):
+        total = int(spans[active == value].sum())
+        if total:
+            result[int(value)] = total
+    return result

@@ -1,0 +1,154 @@
+"""Kernel launch statistics: launch delay, runtime call duration, short kernels.
+
+Each GPU event is paired (by ``correlation``) with the CPU call that launched
+it (``cudaLaunchKernel``, ``cudaMemcpyAsync``, ... see
+``trace/data/launch_calls.toml``). As in HTA's
+``get_cuda_kernel_launch_stats``:
+
+- launch delay = GPU start - end of the CPU call, clipped at 0;
+- a kernel shorter than its launch call means the GPU outruns the CPU:
+  such kernels are launch-bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.trace.breakdown import NS, require_gpu_events
+from lightspeed.trace.gpu import gpu_events, steps_filter_applies
+from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.stats import Distribution, distribution
+
+LAUNCH_CALLS_FILE: Final = Path(__file__).resolve().parent / "data" / "launch_calls.toml"
+DEFAULT_RUNTIME_CUTOFF_S: Final = 50e-6  # HTA's runtime_cutoff
+DEFAULT_LAUNCH_DELAY_CUTOFF_S: Final = 100e-6  # HTA's launch_delay_cutoff
+DEFAULT_SHORT_KERNEL_S: Final = 10e-6
+
+
+@dataclass(frozen=True)
+class LaunchStats(Record):
+    """Launch statistics of one rank (durations in seconds)."""
+
+    rank: int
+    num_launches: int
+    launch_delay: Distribution
+    runtime: Distribution
+    gpu_duration: Distribution
+    num_runtime_over_cutoff: int
+    num_launch_delay_over_cutoff: int
+    num_gpu_shorter_than_launch: int
+    num_short_kernels: int
+
+
+@dataclass(frozen=True)
+class LaunchReport(Record):
+    """Launch statistics of every rank and the cut-offs used."""
+
+    ranks: tuple[LaunchStats, ...]
+    runtime_cutoff_s: float
+    launch_delay_cutoff_s: float
+    short_kernel_s: float
+    last_step_excluded: bool
+    notes: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def launch_call_names(include_memory: bool = True) -> frozenset[str]:
+    """Names of the CPU calls that launch one GPU event each."""
+    fields = Fields(str(LAUNCH_CALLS_FILE), load_toml(LAUNCH_CALLS_FILE))
+    names = set(fields.strings("kernel_launches"))
+    if include_memory:
+        names |= set(fields.strings("memory_launches"))
+    return frozenset(names)
+
+
+def launch_stats(
+    trace: Trace,
+    *,
+    runtime_cutoff_s: float = DEFAULT_RUNTIME_CUTOFF_S,
+    launch_delay_cutoff_s: float = DEFAULT_LAUNCH_DELAY_CUTOFF_S,
+    short_kernel_s: float = DEFAULT_SHORT_KERNEL_S,
+    include_memory: bool = True,
+    include_last_step: bool = False,
+) -> LaunchReport:
+    """Launch delay, runtime-call and GPU duration statistics of every rank.
+
+    Cut-offs (seconds) count outliers: runtime calls longer than
+    ``runtime_cutoff_s``, delays longer than ``launch_delay_cutoff_s``, GPU
+    events shorter than ``short_kernel_s``. ``include_memory`` also pairs
+    ``cudaMemcpyAsync``/``cudaMemsetAsync`` with their copies.
+
+    >>> report = launch_stats(load_trace("rank-0.json.gz"))  # doctest: +SKIP
+    >>> report.ranks[0].launch_delay.median_s  # doctest: +SKIP
+    1.2e-05
+    """
+    for label, value in (
+        ("runtime cutoff", runtime_cutoff_s),
+        ("launch delay cutoff", launch_delay_cutoff_s),
+        ("short kernel", short_kernel_s),
+    ):
+        if value < 0:
+            raise UserInputError(f"{label} must be >= 0 s, got {value}")
+    require_gpu_events(trace)
+    drop_last = steps_filter_applies(trace) and not include_last_step
+    calls = launch_call_names(include_memory)
+    ranks = tuple(
+        _rank_stats(
+            rank,
+            drop_last,
+            calls,
+            runtime_cutoff_s=runtime_cutoff_s,
+            delay_cutoff_s=launch_delay_cutoff_s,
+            short_kernel_s=short_kernel_s,
+        )
+        for rank in trace.ranks
+    )
+    return LaunchReport(
+        ranks=ranks,
+        runtime_cutoff_s=runtime_cutoff_s,
+        launch_delay_cutoff_s=launch_delay_cutoff_s,
+        short_kernel_s=short_kernel_s,
+        last_step_excluded=drop_last,
+        notes=trace.notes,
+    )
+
+
+def _rank_stats(
+    rank: RankTrace,
+    drop_last: bool,
+    calls: frozenset[str],
+    *,
+    runtime_cutoff_s: float,
+    delay_cutoff_s: float,
+    short_kernel_s: float,
+) -> LaunchStats:
+    table = rank.events
+    events = gpu_events(rank, drop_last_step=drop_last)
+    launched = events.launch >= 0
+    is_call = table.name_mask(lambda name: name in calls)
+    paired = launched.copy()
+    paired[launched] = is_call[events.launch[launched]]
+    launch = events.launch[paired]
+    call_end = table.start_ns[launch] + table.duration_ns[launch]
+    delay = np.maximum(events.start_ns[paired] - call_end, 0) * NS
+    runtime = table.duration_ns[launch] * NS
+    gpu = (events.end_ns[paired] - events.start_ns[paired]) * NS
+    return LaunchStats(
+        rank=rank.rank,
+        num_launches=int(launch.size),
+        launch_delay=distribution(delay),
+        runtime=distribution(runtime),
+        gpu_duration=distribution(gpu),
+        num_runtime_over_cutoff=int((runtime > runtime_cutoff_s).sum()),
+        num_launch_delay_over_cutoff=int((delay > delay_cutoff_s).sum()),
+        num_gpu_shorter_than_launch=int((gpu < runtime).sum()),
+        num_short_kernels=int((gpu < short_kernel_s).sum()),
+    )

@@ -1,0 +1,82 @@
+"""The parts of a PyTorch profiler (Kineto) JSON trace that lightspeed reads.
+
+msgspec decodes straight into these structs and skips every other field
+without building it, which keeps decoding fast and lean. Types are as loose
+as real traces are (ROCm writes some streams as hex strings, some tools write
+string thread ids); anything else is reported by msgspec with its JSON path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class EventArgs(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` of one event: links, placement and collective parameters.
+
+    Absent integers read as -1 (no id, no stream), absent counts likewise.
+    """
+
+    stream: int | str = -1
+    correlation: int = -1
+    device: int = -1
+    flops: int | float = 0
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_elements: int = msgspec.field(default=-1, name="In msg nelems")
+    out_elements: int = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: int = msgspec.field(default=-1, name="Group size")
+    dtype: str | None = None
+    # Kept undecoded: only nccl:* annotations need them, every cpu_op may carry them.
+    # (msgspec.Raw cannot be optional: an empty Raw means absent.)
+    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+
+
+NO_ARGS = EventArgs()
+
+
+class Event(msgspec.Struct, gc=False):
+    """One trace event (complete events ``ph: X`` carry ``dur``)."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: int | float | None = None
+    dur: int | float | None = None
+    args: EventArgs = NO_ARGS
+
+
+class DistributedInfo(msgspec.Struct):
+    """``distributedInfo``: the rank and the job's world size."""
+
+    rank: int | str | None = None
+    world_size: int | str | None = None
+    backend: str | None = None
+
+
+class DeviceProperties(msgspec.Struct):
+    """One entry of ``deviceProperties``."""
+
+    id: int | None = None
+    name: str | None = None
+    totalGlobalMem: int | None = None  # noqa: N815 - the trace's own key
+
+
+class TraceDocument(msgspec.Struct):
+    """The top level of a Kineto trace; events stay raw until decoded in chunks."""
+
+    schemaVersion: int | str | None = None  # noqa: N815 - the trace's own key
+    distributedInfo: DistributedInfo | None = None  # noqa: N815
+    deviceProperties: list[DeviceProperties] | None = None  # noqa: N815
+    displayTimeUnit: str | None = None  # noqa: N815
+    traceEvents: list[msgspec.Raw] | None = None  # noqa: N815
+
+
+EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+DOCUMENT_DECODER = msgspec.json.Decoder(TraceDocument | list[msgspec.Raw])
+DIMS_DECODER = msgspec.json.Decoder(list[Any])
+TYPES_DECODER = msgspec.json.Decoder(list[str | None])

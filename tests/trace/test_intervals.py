@@ -1,0 +1,78 @@
+"""Interval unions, overlaps and sweeps, against hand examples and a brute-force timeline."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measure
+
+
+def _arrays(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.array([s for s, _ in pairs], dtype=np.int64)
+    ends = np.array([s + d for s, d in pairs], dtype=np.int64)
+    return starts, ends
+
+
+def _covered(pairs: list[tuple[int, int]], size: int) -> np.ndarray:
+    """Brute force: which unit cells [t, t+1) any interval covers."""
+    cells = np.zeros(size, dtype=bool)
+    for start, duration in pairs:
+        cells[start : start + duration] = True
+    return cells
+
+
+def test_union_merges_overlapping_and_touching_intervals() -> None:
+    starts, ends = union(np.array([20, 0, 5, 12]), np.array([30, 10, 12, 15]))
+    # [0,10) and [5,12) overlap, [12,15) touches 12: one interval [0,15); [20,30) stays apart
+    assert starts.tolist() == [0, 20]
+    assert ends.tolist() == [15, 30]
+    assert measure(starts, ends) == 25
+
+
+def test_overlap_of_two_unions_by_hand() -> None:
+    first = union(np.array([0, 20]), np.array([10, 30]))
+    second = union(np.array([5]), np.array([25]))
+    # [5,10) and [20,25): 5 + 5
+    assert overlap_measure(first, second) == 10
+
+
+def test_sweep_states_by_hand() -> None:
+    compute = (np.array([0]), np.array([10]))
+    communication = (np.array([5]), np.array([15]))
+    # compute alone [0,5), both [5,10), communication alone [10,15)
+    assert sweep_states([compute, communication]) == {1: 5, 3: 5, 2: 5}
+
+
+def test_empty_union() -> None:
+    starts, ends = union(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert starts.size == 0
+    assert ends.size == 0
+    assert sweep_states([]) == {}
+
+
+_PAIRS = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 15)), max_size=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PAIRS, _PAIRS)
+def test_union_and_overlap_match_a_brute_force_timeline(first: list, second: list) -> None:
+    size = 80
+    covered_first, covered_second = _covered(first, size), _covered(second, size)
+    assert union_measure(*_arrays(first)) == covered_first.sum()
+    overlap = overlap_measure(union(*_arrays(first)), union(*_arrays(second)))
+    assert overlap == (covered_first & covered_second).sum()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PAIRS, _PAIRS, _PAIRS)
+def test_sweep_states_partition_the_busy_time(a: list, b: list, c: list) -> None:
+    size = 80
+    layers = [_covered(pairs, size) for pairs in (a, b, c)]
+    states = sweep_states([union(*_arrays(pairs)) for pairs in (a, b, c)])
+    state_of_cell = sum(layer.astype(int) << bit for bit, layer in enumerate(layers))
+    expected = {int(s): int((state_of_cell == s).sum()) for s in np.unique(state_of_cell) if s > 0}
+    assert states == expected
+    # conservation: the states add up to the union of all layers
+    assert sum(states.values()) == (layers[0] | layers[1] | layers[2]).sum()
