@@ -166,7 +166,9 @@ def _file_num_nodes(fields: Fields, system: System) -> int:
 def nodes_for(system: System, num_accelerators: int) -> int:
     """Fewest whole nodes of ``system`` that hold ``num_accelerators`` (at least 1).
 
-    >>> # 100 GPUs on 8-GPU nodes -> 13 nodes
+    >>> from lightspeed.catalog import load_catalog
+    >>> nodes_for(load_catalog().system("dgx-h100"), 100)
+    13
     """
     if num_accelerators < 1:
         raise InvalidPlanError(f"the number of accelerators must be at least 1, not {num_accelerators}")

@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final, TypeVar
 
+from lightspeed.catalog.loader import parse_sources
 from lightspeed.catalog.records import Source
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError
@@ -118,10 +119,7 @@ def load_microarchitectures(path: Path | None = None) -> Mapping[str, Microarchi
         raise DataFileError(
             file, "not a microarchitecture table", field="kind", fix=f'write kind = "{TABLE_KIND}"'
         )
-    sources = {
-        key: Source(key=key, title=table.string("title"), url=table.string("url", ""))
-        for key, table in fields.tables("sources").items()
-    }
+    sources = parse_sources(fields)
     return {name: _parse(name, table, sources) for name, table in fields.tables("microarchitecture").items()}
 
 

@@ -298,7 +298,9 @@ class Cluster(Record):
     def spec(self) -> str:
         """The compact spec string that :meth:`Catalog.parse_cluster` reads back.
 
-        >>> # e.g. '9xdgx-h100@ib-ndr:1nic'
+        >>> from lightspeed.catalog import load_catalog
+        >>> load_catalog().parse_cluster("9 x DGX-H100 @ ndr").spec
+        '9xdgx-h100@ib-ndr:1nic'
         """
         text = f"{self.num_nodes}x{self.system.name}"
         if self.fabric is not None:
