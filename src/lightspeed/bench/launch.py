@@ -88,7 +88,7 @@ def run_launch(
                 unit="s",
                 best="median",
                 sol=None,
-                sol_note=_NO_SOL_NOTE if not sol.note else f"{_NO_SOL_NOTE}; {sol.note}",
+                sol_note=_NO_SOL_NOTE,
                 correct=correct,
                 details={"device": device.torch_name, "ops_per_sample": ops_per_sample},
             )

@@ -130,8 +130,7 @@ def run_membw(
     stream = _Stream(torch, device, num_elements)
     timer = Timer(torch, device, flush_l2=False)  # arrays already dwarf the caches
     repeats = 5 if quick else 10
-    peak = sol.memory_bandwidth_bytes_per_s
-    note = sol.note if peak is not None else (sol.note or "no memory bandwidth figure for this device")
+    peak, note = sol.memory()
     results: list[BenchResult] = []
     for position, name in enumerate(kernels):
         if progress is not None:

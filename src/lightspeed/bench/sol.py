@@ -32,6 +32,14 @@ class DeviceSol(Record):
     host_link_bytes_per_s: float | None = None
     scale_up_bytes_per_s: float | None = None
     note: str = ""
+    memory_note: str = ""
+
+    def memory(self) -> tuple[float | None, str]:
+        """Memory bandwidth SOL and the note that goes with it (why it is unknown, or its basis)."""
+        note = self.memory_note or self.note
+        if self.memory_bandwidth_bytes_per_s is None and not note:
+            note = "no memory bandwidth figure for this device"
+        return self.memory_bandwidth_bytes_per_s, note
 
     def compute(self, precision: str) -> tuple[float | None, str]:
         """Dense peak FLOP/s for ``precision`` and a note when it is unknown."""
@@ -102,11 +110,11 @@ def _cpu_sol() -> DeviceSol:
         if local.peak.bf16_flop_per_s is not None:
             flop["bf16"] = local.peak.bf16_flop_per_s
         notes.append(f"CPU peak {local.peak.formula}")
-    notes.append(f"memory SOL: {local.memory_bandwidth_note}")
     name = f"local {local.microarchitecture}" if local.microarchitecture else "local cpu"
     return DeviceSol(
         device_name=name,
         flop_per_s=flop,
         memory_bandwidth_bytes_per_s=local.memory_bandwidth_bytes_per_s,
         note="; ".join(notes),
+        memory_note=f"memory SOL: {local.memory_bandwidth_note}",
     )
