@@ -287,3 +287,28 @@ def test_missing_catalog_path(tmp_path: Path) -> None:
 )
 def test_quantity_base(key: str, base: str | None) -> None:
     assert quantity_base(key) == base
+
+
+def test_alias_collision_across_kinds(write_toml: WriteToml) -> None:
+    path = write_toml(
+        "bad.toml",
+        """
+        schema_version = 1
+        kind = "link"
+        name = "lab-link"
+        aliases = ["h100"]
+        family = "lab"
+        [sources.sheet]
+        title = "lab"
+        [bandwidth]
+        per_direction_gb_per_s = 10.0
+        bidirectional_gb_per_s = 20.0
+        source = "sheet"
+        [latency]
+        typical_us = 1.0
+        source = "sheet"
+        """,
+    )
+    message = _error([path])
+    assert "'h100'" in message
+    assert "h100-sxm" in message

@@ -241,15 +241,18 @@ def load_catalog(extra_paths: Iterable[Path] = ()) -> Catalog:
 
 
 def _check_unique_aliases(catalog: Catalog) -> None:
-    for table in (catalog.accelerators, catalog.cpus, catalog.links, catalog.systems):
-        owner: dict[str, str] = {}
+    """Every name and alias names one record across all kinds, so lookups are never ambiguous."""
+    owner: dict[str, tuple[str, str]] = {}
+    tables = {"accelerator": catalog.accelerators, "cpu": catalog.cpus, "link": catalog.links}
+    tables["system"] = catalog.systems
+    for kind, table in tables.items():
         for record in table.values():
-            for alias in (record.name, *record.aliases):
-                previous = owner.setdefault(alias, record.name)
-                if previous != record.name:
+            for alias in dict.fromkeys((record.name, *record.aliases)):
+                previous = owner.setdefault(alias, (kind, record.name))
+                if previous != (kind, record.name):
                     raise DataFileError(
                         record.path,
-                        f"alias {alias!r} is already used by {previous}",
+                        f"alias {alias!r} is already used by {previous[1]}",
                         field="aliases",
                         value=alias,
                         fix="remove the alias from one of the two records",
