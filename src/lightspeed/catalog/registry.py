@@ -242,17 +242,21 @@ def load_catalog(extra_paths: Iterable[Path] = ()) -> Catalog:
 
 def _check_unique_aliases(catalog: Catalog) -> None:
     """Every name and alias names one record across all kinds, so lookups are never ambiguous."""
-    owner: dict[str, tuple[str, str]] = {}
-    tables = {"accelerator": catalog.accelerators, "cpu": catalog.cpus, "link": catalog.links}
-    tables["system"] = catalog.systems
+    owner: dict[str, tuple[str, str, str]] = {}
+    tables: dict[str, Mapping[str, Accelerator | Cpu | Link | System]] = {
+        "accelerator": catalog.accelerators,
+        "cpu": catalog.cpus,
+        "link": catalog.links,
+        "system": catalog.systems,
+    }
     for kind, table in tables.items():
         for record in table.values():
             for alias in dict.fromkeys((record.name, *record.aliases)):
-                previous = owner.setdefault(alias, (kind, record.name))
-                if previous != (kind, record.name):
+                previous = owner.setdefault(alias, (kind, record.name, record.path))
+                if previous[:2] != (kind, record.name):
                     raise DataFileError(
                         record.path,
-                        f"alias {alias!r} is already used by {previous[1]}",
+                        f"alias {alias!r} is already used by {previous[1]} ({previous[2]})",
                         field="aliases",
                         value=alias,
                         fix="remove the alias from one of the two records",
