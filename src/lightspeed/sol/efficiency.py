@@ -10,6 +10,8 @@ A handful of global parameters per device family (no per-run tuning):
 * Collectives follow alpha-beta: ``time = latency + bytes / (link bandwidth x
   collective_bandwidth_efficiency)``.
 * Every kernel pays ``kernel_launch_s`` unless hidden by CUDA graphs.
+* Fused (flash) attention reaches ``attention_efficiency_factor`` of the GEMM
+  ceiling (FlashAttention-2/3 run at 70-75% of peak where cuBLAS runs at 80%).
 
 Defaults per family live in ``sol/data/efficiency.toml`` with the reasoning
 and sources; ``lightspeed calibrate`` fits the same parameters from
@@ -46,6 +48,7 @@ class EfficiencyModel(Record):
     collective_bandwidth_efficiency: float
     kernel_launch_s: float
     source: str = ""
+    attention_efficiency_factor: float = 0.85
 
     def gemm_efficiency(self, m: Any, n: Any, k: Any) -> Any:
         """Fraction of dense peak a ``(m x k) @ (k x n)`` GEMM reaches (numpy-broadcastable).
@@ -93,6 +96,7 @@ def _parse_family(path: str, name: str, table: Fields) -> EfficiencyModel:
         collective_bandwidth_efficiency=table.number("collective_bandwidth_efficiency"),
         kernel_launch_s=table.number("kernel_launch_s"),
         source=table.string("source"),
+        attention_efficiency_factor=table.number("attention_efficiency_factor", 0.85),
     )
 
 

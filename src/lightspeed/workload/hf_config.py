@@ -207,4 +207,6 @@ def _moe(fields: Fields, model_type: str) -> MoESpec | None:
         shared_expert_ffn_hidden_size=expert if num_shared else 0,
         num_dense_layers=fields.integer("first_k_dense_replace", 0),
         router_bias=fields.string("topk_method", "greedy") == "noaux_tc",
+        num_expert_groups=fields.integer("n_group", minimum=1) if fields.has("n_group") else None,
+        top_k_groups=fields.integer("topk_group", minimum=1) if fields.has("topk_group") else None,
     )

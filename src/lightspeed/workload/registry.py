@@ -97,6 +97,8 @@ _MOE_KEYS: Final = {
     "num_dense_layers",
     "layer_frequency",
     "router_bias",
+    "num_expert_groups",
+    "top_k_groups",
 }
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
 
@@ -369,6 +371,10 @@ def _moe(table: Fields) -> MoESpec:
         num_dense_layers=table.integer("num_dense_layers", 0),
         layer_frequency=table.integer("layer_frequency", 1, minimum=1),
         router_bias=table.boolean("router_bias", False),
+        num_expert_groups=table.integer("num_expert_groups", minimum=1)
+        if table.has("num_expert_groups")
+        else None,
+        top_k_groups=table.integer("top_k_groups", minimum=1) if table.has("top_k_groups") else None,
     )
 
 

@@ -108,7 +108,10 @@ class MoESpec(Record):
     ``layer_frequency``-th one) routes each token to ``top_k`` of
     ``num_routed_experts`` experts of ``expert_ffn_hidden_size`` and always
     through ``num_shared_experts`` shared experts of
-    ``shared_expert_ffn_hidden_size``.
+    ``shared_expert_ffn_hidden_size``. With group-limited routing (DeepSeek-V3:
+    ``n_group = 8``, ``topk_group = 4``) experts form ``num_expert_groups`` groups
+    and a token may only reach experts in ``top_k_groups`` of them; when each
+    group lives on one node, a token crosses the network to at most that many nodes.
     """
 
     num_routed_experts: int
@@ -119,6 +122,8 @@ class MoESpec(Record):
     num_dense_layers: int = 0
     layer_frequency: int = 1
     router_bias: bool = False
+    num_expert_groups: int | None = None
+    top_k_groups: int | None = None
 
     def __post_init__(self) -> None:
         if self.expert_ffn_hidden_size < 1 or self.layer_frequency < 1 or self.num_shared_experts < 0:

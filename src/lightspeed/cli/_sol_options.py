@@ -1,0 +1,70 @@
+"""Options shared by ``plan`` and ``search``: model, system, calibration."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from lightspeed.cli._common import get_context
+from lightspeed.errors import UserInputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def model_options(function: F) -> F:
+    """``--model NAME`` or ``--config PATH`` (a Hugging Face config.json or model TOML)."""
+    function = click.option(
+        "--config",
+        "config_path",
+        type=click.Path(path_type=Path),
+        help="Hugging Face config.json or model TOML file.",
+    )(function)
+    return click.option("--model", "model_name", help="Model name (see 'lightspeed model list').")(function)
+
+
+def system_options(function: F) -> F:
+    """``--system`` (name, cluster spec such as 9xdgx-h100@ib-ndr, or cluster file) and ``--gpus``."""
+    function = click.option(
+        "--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs to use (default: one node or rack)."
+    )(function)
+    return click.option(
+        "--system",
+        "system_text",
+        required=True,
+        help="System name, cluster spec (e.g. 9xdgx-h100@ib-ndr) or cluster TOML file.",
+    )(function)
+
+
+def calibration_option(function: F) -> F:
+    """``--calibration NAME``: efficiencies fitted by 'lightspeed calibrate'."""
+    return click.option(
+        "--calibration", help="Calibration profile from 'lightspeed calibrate' (default: family defaults)."
+    )(function)
+
+
+def resolve_model(model_name: str | None, config_path: Path | None) -> Any:
+    """The model named, or read from a config file."""
+    from lightspeed.workload import spec_from_hf_config
+
+    if (model_name is None) == (config_path is None):
+        raise UserInputError("give exactly one of --model NAME or --config PATH")
+    if config_path is not None:
+        return spec_from_hf_config(config_path)
+    return get_context().models().get(model_name)
+
+
+def resolve_cluster(system_text: str, num_gpus: int | None) -> Any:
+    """The cluster a ``--system`` value and ``--gpus`` describe."""
+    return get_context().catalog().resolve_cluster(system_text, num_accelerators=num_gpus)
+
+
+def resolve_efficiency(calibration: str | None) -> Any:
+    """The efficiency model of a calibration profile, or ``None`` for family defaults."""
+    if calibration is None:
+        return None
+    from lightspeed.sol import load_calibration
+
+    return load_calibration(calibration)

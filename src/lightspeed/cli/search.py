@@ -1,0 +1,108 @@
+"""``lightspeed search train|infer``: every valid plan, ranked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._sol_options import (
+    calibration_option,
+    model_options,
+    resolve_cluster,
+    resolve_efficiency,
+    resolve_model,
+    system_options,
+)
+from lightspeed.report import render_search_result
+from lightspeed.sol import TRAINING_PRECISIONS, TrainingPlan, search_training
+from lightspeed.units import parse_count
+
+
+@click.group()
+def command() -> None:
+    """Search every plan of a model on a system and rank them."""
+
+
+@command.command("train")
+@model_options
+@system_options
+@click.option(
+    "--global-batch", type=click.IntRange(min=1), required=True, help="Sequences per optimizer step."
+)
+@click.option(
+    "--seq",
+    "seq_len",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="Tokens per sequence.",
+)
+@click.option("--precision", type=click.Choice(TRAINING_PRECISIONS), default="bf16", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="Plans to show.")
+@click.option("--tokens", "tokens_text", help="Token budget for time-to-train and GPU-hours (e.g. 15T).")
+@click.option(
+    "--allow-cross-domain-tp", is_flag=True, help="Also try TP groups larger than the NVLink domain."
+)
+@click.option(
+    "--schedules",
+    default="1f1b",
+    show_default=True,
+    help="Pipeline schedules to try, comma-separated (1f1b, gpipe, zb1p, dualpipe, dualpipev); "
+    "interleaving is tried through vpp.",
+)
+@click.option("--tp-overlap/--no-tp-overlap", default=False, show_default=True)
+@click.option("--dp-overlap/--no-dp-overlap", default=True, show_default=True)
+@calibration_option
+@json_option
+def train(
+    *,
+    model_name: str | None,
+    config_path: Path | None,
+    system_text: str,
+    num_gpus: int | None,
+    global_batch: int,
+    seq_len: int,
+    precision: str,
+    top: int,
+    tokens_text: str | None,
+    allow_cross_domain_tp: bool,
+    schedules: str,
+    tp_overlap: bool,
+    dp_overlap: bool,
+    calibration: str | None,
+    as_json: bool,
+) -> None:
+    """Every valid training plan, ranked by throughput among those that fit, with why the best wins."""
+    model = resolve_model(model_name, config_path)
+    cluster = resolve_cluster(system_text, num_gpus)
+    result = search_training(
+        model=model,
+        cluster=cluster,
+        global_batch_size=global_batch,
+        seq_len=seq_len,
+        precision=precision,
+        top=top,
+        efficiency=resolve_efficiency(calibration),
+        num_tokens=parse_count(tokens_text) if tokens_text else None,
+        template=TrainingPlan(tp_overlap=tp_overlap, dp_overlap=dp_overlap),
+        schedules=tuple(part.strip() for part in schedules.split(",") if part.strip()),
+        max_tp=None if allow_cross_domain_tp else cluster.system.scale_up_domain_size,
+    )
+    if as_json:
+        print_json(search_json(result))
+    else:
+        render_search_result(result)
+
+
+def search_json(result: Any) -> dict[str, Any]:
+    """The ``search train --json`` contract."""
+    return {
+        "num_plans_evaluated": result.num_plans_evaluated,
+        "num_plans_fitting": result.num_plans_fitting,
+        "elapsed_s": result.elapsed_s,
+        "plans": [estimate.plan_summary() for estimate in result.plans],
+        "why_best": list(result.why_best),
+    }

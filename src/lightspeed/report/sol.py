@@ -1,0 +1,205 @@
+"""Rendering of SOL-engine results: plan estimates, searches, validations, step breakdown chart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightspeed.report.console import make_console, print_table
+from lightspeed.report.plots import color_for, new_figure
+from lightspeed.units import format_bytes, format_count, format_duration, format_percent
+
+PART_NAMES = {
+    "compute": "compute",
+    "recompute": "recompute",
+    "memory_bound": "memory-bound",
+    "tp_comm": "TP comm",
+    "cp_comm": "CP comm",
+    "ep_comm": "EP comm",
+    "pp_comm": "PP send/recv",
+    "bubble": "pipeline bubble",
+    "dp_comm": "DP comm",
+    "optimizer": "optimizer",
+    "other": "launch overhead",
+}
+
+
+def _plan_line(plan: Any) -> str:
+    degrees = f"tp={plan.tp} pp={plan.pp} dp={plan.dp} ep={plan.ep} cp={plan.cp} vpp={plan.vpp}"
+    return (
+        f"{degrees} zero={plan.zero_stage} schedule={plan.effective_schedule} "
+        f"micro-batch={plan.micro_batch_size} global-batch={plan.global_batch_size} seq={plan.seq_len} "
+        f"{plan.precision} recompute={plan.recompute}"
+    )
+
+
+def render_train_estimate(estimate: Any) -> None:
+    """Print a training estimate: headline numbers, breakdown, memory, bound, assumptions."""
+    console = make_console()
+    console.print(
+        f"[bold]{estimate.model}[/bold] on [bold]{estimate.system}[/bold] ({estimate.num_gpus} GPUs)"
+    )
+    console.print(f"plan: {_plan_line(estimate.plan)}")
+    step = estimate.step_time_s
+    rows = [
+        ["step time", format_duration(step)],
+        [
+            "tokens/s",
+            f"{format_count(estimate.tokens_per_s)} "
+            f"({format_count(estimate.tokens_per_s / estimate.num_gpus)} per GPU)",
+        ],
+        [
+            "model TFLOP/s per GPU",
+            f"{estimate.tflop_per_s_per_gpu:,.1f} of {estimate.peak_flop_per_s / 1e12:,.1f} dense peak",
+        ],
+        [
+            "MFU / HFU",
+            f"{format_percent(estimate.mfu)} / {format_percent(estimate.hfu)} ({estimate.flop_convention})",
+        ],
+        [
+            "memory per GPU",
+            f"{format_bytes(estimate.memory_per_gpu_bytes)} of "
+            f"{format_bytes(estimate.usable_memory_bytes)} usable"
+            + ("" if estimate.fits else "  [red]DOES NOT FIT[/red]"),
+        ],
+    ]
+    if estimate.time_to_train_s is not None:
+        rows.append(
+            [
+                "time to train",
+                f"{format_duration(estimate.time_to_train_s)} for {format_count(estimate.num_tokens)} tokens",
+            ]
+        )
+        rows.append(["GPU-hours", f"{format_count(estimate.gpu_hours)}"])
+    print_table(None, ["metric", "value"], rows, console=console)
+    breakdown = [
+        [PART_NAMES[name], format_duration(value), format_percent(value / step)]
+        for name, value in estimate.breakdown_s.items()
+        if value > 0
+    ]
+    print_table("step breakdown (busiest stage)", ["part", "time", "share"], breakdown, console=console)
+    memory = [[name, format_bytes(value)] for name, value in estimate.memory_bytes.items()]
+    print_table("memory per GPU", ["component", "bytes"], memory, console=console)
+    console.print(f"[bold]bound:[/bold] {estimate.bound}")
+    for line in estimate.assumptions:
+        console.print(f"  assumed: {line}", style="dim")
+
+
+def render_search_result(result: Any) -> None:
+    """Print ranked plans and why the best wins."""
+    console = make_console()
+    console.print(
+        f"[bold]{result.model}[/bold] on [bold]{result.system}[/bold]: "
+        f"{result.num_plans_evaluated:,} valid plans "
+        f"evaluated in {format_duration(result.elapsed_s)} ({result.plans_per_s:,.0f} plans/s), "
+        f"{result.num_plans_fitting:,} fit in memory"
+    )
+    rows = []
+    for rank, estimate in enumerate(result.plans, start=1):
+        plan = estimate.plan
+        rows.append(
+            [
+                str(rank),
+                str(plan.tp),
+                str(plan.pp),
+                str(plan.dp),
+                str(plan.ep),
+                str(plan.cp),
+                str(plan.vpp),
+                str(plan.zero_stage),
+                str(plan.micro_batch_size),
+                plan.recompute,
+                plan.effective_schedule,
+                format_duration(estimate.step_time_s),
+                format_percent(estimate.mfu),
+                format_count(estimate.tokens_per_s),
+                format_bytes(estimate.memory_per_gpu_bytes) + ("" if estimate.fits else " (no fit)"),
+            ]
+        )
+    headers = [
+        "#",
+        "tp",
+        "pp",
+        "dp",
+        "ep",
+        "cp",
+        "vpp",
+        "zero",
+        "mb",
+        "recompute",
+        "schedule",
+        "step",
+        "MFU",
+        "tokens/s",
+        "memory/GPU",
+    ]
+    print_table("best plans", headers, rows, console=console, right_align_from=1)
+    if result.plans:
+        console.print(f"[bold]best is bound by:[/bold] {result.plans[0].bound}")
+    for sentence in result.why_best:
+        console.print(f"  {sentence}")
+
+
+def _error_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
+
+
+def render_validation(report: Any) -> None:
+    """Print predicted vs measured per row and the summary per kind."""
+    console = make_console()
+    rows = []
+    for row in report.rows:
+        measured = "-" if row.measured is None else f"{row.measured:,.4g}"
+        predicted = "-" if row.predicted is None else f"{row.predicted:,.4g}"
+        note = row.reason if row.status != "ok" else ""
+        rows.append([row.id, row.kind, row.metric, measured, predicted, _error_text(row.rel_error), note])
+    print_table(
+        f"validation: {report.path}",
+        ["id", "kind", "metric", "measured", "predicted", "error", "note"],
+        rows,
+        console=console,
+        right_align_from=3,
+    )
+    summary_rows = []
+    for kind, summary in report.summary.items():
+
+        def pct(value: float | None) -> str:
+            return "-" if value is None else format_percent(value)
+
+        summary_rows.append(
+            [
+                kind,
+                str(summary.n),
+                pct(summary.median_abs_error),
+                pct(summary.p90_abs_error),
+                pct(summary.max_abs_error),
+                str(summary.num_not_predicted),
+            ]
+        )
+    print_table(
+        "summary (absolute relative error)",
+        ["kind", "n", "median", "p90", "max", "not predicted"],
+        summary_rows,
+        console=console,
+    )
+
+
+def step_breakdown_figure(estimate: Any) -> Any:
+    """A horizontal stacked bar of the predicted step-time breakdown (a matplotlib figure)."""
+    figure, axes = new_figure(8.0, 2.2)
+    left = 0.0
+    for index, (name, value) in enumerate(estimate.breakdown_s.items()):
+        if value <= 0:
+            continue
+        label = PART_NAMES[name]
+        kind = "communication" if name.endswith("_comm") else name
+        axes.barh(
+            [0], [value], left=left, color=color_for(kind, index), label=f"{label} {format_duration(value)}"
+        )
+        left += value
+    axes.set_yticks([])
+    axes.set_xlabel("seconds per step")
+    axes.set_title(
+        f"{estimate.model} on {estimate.system}: predicted step {format_duration(estimate.step_time_s)}"
+    )
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
+    return figure

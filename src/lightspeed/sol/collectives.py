@@ -1,0 +1,189 @@
+"""Collectives on a two-level fabric, alpha-beta cost, vectorized over plans.
+
+Level 0 is the scale-up domain (NVLink/NVSwitch inside an HGX node or an NVL72
+rack, xGMI, ICI); level 1 the scale-out network (InfiniBand, RoCE). A
+parallel group of ``group_size`` ranks with ``local_size`` of them per domain
+spans ``group_size / local_size`` domains. Costs follow nccl-tests' bus
+bandwidth conventions (REFERENCE.md section 4):
+
+* all-reduce, ring inside a domain: ``2(g-1)/g x S / B0``; with in-network
+  reduction (NVLS/SHARP) ``S / B0``; across domains, hierarchical and pipelined
+  (reduce-scatter inside, all-reduce of ``S/l`` across on ``l`` NICs in
+  parallel, all-gather inside): ``max(2(l-1)/l x S / B0, 2(n-1)/n x S / (l x B1))``;
+* all-gather / reduce-scatter: half of that (``(g-1)/g`` instead of ``2(g-1)/g``);
+* all-to-all: each rank sends ``(l-1)/g`` of its buffer inside and ``(g-l)/g``
+  across, both at once: ``max((l-1)/g x S / B0, (g-l)/g x S / B1)``;
+* send/recv: ``S / B``.
+
+``B0``/``B1`` are per-GPU one-way bandwidths times the collective bandwidth
+efficiency; the latency term is ``min(ring, tree)`` steps times the slowest
+level's alpha. Every function accepts numpy arrays and broadcasts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.records import Record
+
+Array = Any  # numpy array or scalar, broadcastable
+
+
+@dataclass(frozen=True)
+class FabricLevel(Record):
+    """One level of the fabric as seen by one GPU."""
+
+    name: str
+    domain_size: int
+    bandwidth_per_gpu_bytes_per_s: float
+    latency_s: float
+    in_network_reduction: bool
+
+
+@dataclass(frozen=True)
+class Fabric(Record):
+    """The two levels a cluster's GPUs talk over, and the efficiency reached on them."""
+
+    scale_up: FabricLevel
+    scale_out: FabricLevel | None
+    bandwidth_efficiency: float
+
+    def level_name(self, crosses_domains: bool) -> str:
+        """Human name of the level a group uses (for 'bound by' sentences)."""
+        if crosses_domains and self.scale_out is not None:
+            return self.scale_out.name
+        return self.scale_up.name
+
+
+def fabric_of(cluster: Cluster, bandwidth_efficiency: float) -> Fabric:
+    """The fabric levels of ``cluster`` from its catalog records."""
+    system = cluster.system
+    accelerator = system.accelerator
+    scale_up = accelerator.scale_up
+    if scale_up is not None and system.scale_up_domain_size > 1:
+        up = FabricLevel(
+            name=f"{scale_up.link.display_name.split(' (')[0]} ({system.scale_up_domain_size}-GPU domain)",
+            domain_size=system.scale_up_domain_size,
+            bandwidth_per_gpu_bytes_per_s=scale_up.per_direction_bytes_per_s,
+            latency_s=scale_up.link.latency_s,
+            in_network_reduction=system.in_network_reduction,
+        )
+    else:
+        # One device per domain: nothing travels at this level.
+        up = FabricLevel("no scale-up link", 1, accelerator.memory_bandwidth_bytes_per_s, 0.0, False)
+    out = None
+    fabric = cluster.fabric
+    if fabric is not None and cluster.num_nodes > 1:
+        out = FabricLevel(
+            name=f"{fabric.link.display_name.split(' (')[0]} (scale-out)",
+            domain_size=cluster.num_accelerators,
+            bandwidth_per_gpu_bytes_per_s=cluster.scale_out_per_accelerator_bytes_per_s(),
+            latency_s=fabric.link.latency_s,
+            in_network_reduction=False,
+        )
+    return Fabric(scale_up=up, scale_out=out, bandwidth_efficiency=bandwidth_efficiency)
+
+
+def local_size(group_size: Array, stride: Array, domain_size: int) -> Array:
+    """Members of a group per scale-up domain, for a group of ``group_size`` ranks
+    ``stride`` apart in rank order (ranks fill domains consecutively)."""
+    group = np.asarray(group_size, dtype=np.float64)
+    step = np.asarray(stride, dtype=np.float64)
+    per_domain = np.maximum(np.floor(domain_size / step), 1.0)
+    return np.where(step >= domain_size, 1.0, np.minimum(group, per_domain))
+
+
+def _levels(fabric: Fabric, group: Array, local: Array) -> tuple[Array, Array, Array, Array]:
+    """(domains, B0, B1, alpha) with efficiencies applied."""
+    efficiency = fabric.bandwidth_efficiency
+    b0 = fabric.scale_up.bandwidth_per_gpu_bytes_per_s * efficiency
+    out = fabric.scale_out
+    b1 = (out.bandwidth_per_gpu_bytes_per_s if out is not None else b0 / efficiency) * efficiency
+    domains = np.maximum(np.asarray(group, dtype=np.float64) / local, 1.0)
+    crosses = domains > 1.0
+    alpha = np.where(crosses, out.latency_s if out is not None else 0.0, fabric.scale_up.latency_s)
+    return domains, b0, b1, alpha
+
+
+def _latency(steps_ring: Array, group: Array, alpha: Array) -> Array:
+    tree_steps = 2.0 * np.ceil(np.log2(np.maximum(group, 1.0)))
+    return np.minimum(steps_ring, tree_steps) * alpha
+
+
+def _nics(local: Array, flat: Array) -> Array:
+    """NICs a group's cross-domain traffic spreads over: all ``local`` members' (hierarchical
+    or multi-channel rings) or one per rank (``flat``: one flat ring per rank, as ZeRO-3
+    parameter gathers run in practice)."""
+    return np.where(np.asarray(flat, dtype=bool), 1.0, local)
+
+
+def all_reduce_s(
+    fabric: Fabric, size_bytes: Array, group_size: Array, stride: Array = 1, flat: Array = False
+) -> Array:
+    """All-reduce of a ``size_bytes`` buffer per rank over ``group_size`` ranks."""
+    group = np.asarray(group_size, dtype=np.float64)
+    size = np.asarray(size_bytes, dtype=np.float64)
+    local = local_size(group, stride, fabric.scale_up.domain_size)
+    domains, b0, b1, alpha = _levels(fabric, group, local)
+    nvls = fabric.scale_up.in_network_reduction
+    intra = np.where(nvls & (local > 1), size, 2.0 * (local - 1.0) / local * size) / b0
+    inter = 2.0 * (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
+    time = np.maximum(intra, inter) + _latency(2.0 * (group - 1.0), group, alpha)
+    return np.where(group > 1, time, 0.0)
+
+
+def all_gather_s(
+    fabric: Fabric, size_bytes: Array, group_size: Array, stride: Array = 1, flat: Array = False
+) -> Array:
+    """All-gather whose *whole output* is ``size_bytes`` (reduce-scatter costs the same)."""
+    group = np.asarray(group_size, dtype=np.float64)
+    size = np.asarray(size_bytes, dtype=np.float64)
+    local = local_size(group, stride, fabric.scale_up.domain_size)
+    domains, b0, b1, alpha = _levels(fabric, group, local)
+    intra = (local - 1.0) / local * size / b0
+    inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
+    time = np.maximum(intra, inter) + _latency(group - 1.0, group, alpha)
+    return np.where(group > 1, time, 0.0)
+
+
+reduce_scatter_s = all_gather_s
+
+
+def all_to_all_s(
+    fabric: Fabric, size_bytes: Array, group_size: Array, stride: Array = 1, remote_scale: Array = 1.0
+) -> Array:
+    """All-to-all where each rank sends a ``size_bytes`` buffer spread over the group.
+
+    ``remote_scale`` shrinks the cross-domain part when senders deduplicate
+    (one copy per destination node, as DeepEP does for group-limited MoE routing).
+    """
+    group = np.asarray(group_size, dtype=np.float64)
+    size = np.asarray(size_bytes, dtype=np.float64)
+    local = local_size(group, stride, fabric.scale_up.domain_size)
+    _, b0, b1, alpha = _levels(fabric, group, local)
+    intra = (local - 1.0) / group * size / b0
+    inter = (group - local) / group * size * remote_scale / b1
+    time = np.maximum(intra, inter) + alpha * (1.0 + np.log2(np.maximum(group, 1.0)))
+    return np.where(group > 1, time, 0.0)
+
+
+def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Array:
+    """Point-to-point transfer of ``size_bytes`` inside a domain or across domains."""
+    size = np.asarray(size_bytes, dtype=np.float64)
+    efficiency = fabric.bandwidth_efficiency
+    up = fabric.scale_up
+    out = fabric.scale_out or up
+    inside = size / (up.bandwidth_per_gpu_bytes_per_s * efficiency) + up.latency_s
+    across = size / (out.bandwidth_per_gpu_bytes_per_s * efficiency) + out.latency_s
+    return np.where(np.asarray(crosses_domains, dtype=bool), across, inside)
+
+
+def crosses_domains(fabric: Fabric, group_size: Array, stride: Array) -> Array:
+    """Whether a group of ``group_size`` ranks ``stride`` apart leaves its scale-up domain."""
+    group = np.asarray(group_size, dtype=np.float64)
+    local = local_size(group, stride, fabric.scale_up.domain_size)
+    return (group / local) > 1.0

@@ -1,0 +1,117 @@
+"""Reading published-result tables (the ``published-dev.tsv`` format).
+
+Each row describes a published training or inference run in free text:
+``24?`` (uncertain), ``128 (8 kv)``, ``4h? (8192)``, ``32/DP; 16M tokens``,
+``n/r`` (not reported). This module turns a row into typed fields and says,
+field by field, what it could not read; it never drops a row silently.
+Defaults for unreported settings are documented in ``docs/sol.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lightspeed.errors import DataFileError
+from lightspeed.records import Record
+
+REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
+MISSING = {"", "n/r", "n/a", "-", "n/p", "?", "none reported"}
+_NUMBER = re.compile(r"[-+]?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+MAX_TABLE_BYTES = 32 * 2**20
+
+
+@dataclass(frozen=True)
+class PublishedRow(Record):
+    """One row of a published-results table, as written (column name -> text)."""
+
+    row_id: str
+    kind: str
+    line: int
+    cells: dict[str, str] = field(default_factory=dict)
+
+    def text(self, column: str) -> str:
+        """The cell's text, stripped ('' when the column is absent)."""
+        return self.cells.get(column, "").strip()
+
+    def joined(self) -> str:
+        """All cells in one lower-case string (for keyword rules)."""
+        return " | ".join(self.cells.values()).lower()
+
+
+def read_table(path: Path) -> list[PublishedRow]:
+    """Rows of a tab-separated published-results file (blank lines skipped)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_TABLE_BYTES:
+            raise DataFileError(path, f"file is {size} bytes, above the {MAX_TABLE_BYTES} limit")
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
+    except UnicodeDecodeError:
+        raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8") from None
+    lines = text.splitlines()
+    if not lines or "\t" not in lines[0]:
+        raise DataFileError(
+            path,
+            "not a tab-separated table with a header line",
+            line=1,
+            fix="use the columns of published-dev.tsv, separated by tabs",
+        )
+    reader = csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = reader.fieldnames or []
+    missing = [column for column in REQUIRED_COLUMNS if column not in header]
+    if missing:
+        raise DataFileError(
+            path, f"missing columns {', '.join(missing)}", line=1, fix="use the header of published-dev.tsv"
+        )
+    return list(_rows(reader))
+
+
+def _rows(reader: csv.DictReader[str]) -> Iterator[PublishedRow]:
+    for index, raw in enumerate(reader, start=2):
+        cells = {key: (value or "") for key, value in raw.items() if key is not None}
+        if not any(value.strip() for value in cells.values()):
+            continue
+        yield PublishedRow(
+            row_id=cells.get("id", "").strip() or f"line{index}",
+            kind=cells.get("kind", "").strip().lower(),
+            line=index,
+            cells=cells,
+        )
+
+
+def is_missing(text: str) -> bool:
+    """Whether a cell says 'not reported' in one of the table's ways."""
+    return text.strip().lower() in MISSING or text.strip().lower().startswith("n/r")
+
+
+def first_number(text: str) -> float | None:
+    """The first number in ``text``, honoring a K/M/B/T suffix right after it
+    (``2.664M`` -> 2.664e6, ``1,513`` -> 1513); ``None`` if there is none."""
+    match = _NUMBER.search(text)
+    if match is None:
+        return None
+    value = float(match.group(0).replace(",", ""))
+    after = text[match.end() : match.end() + 1].lower()
+    if after in _SUFFIX and not text[match.end() : match.end() + 2].lower().endswith(("b/", "bp")):
+        value *= _SUFFIX[after]
+    return value
+
+
+def parenthesized_number(text: str) -> float | None:
+    """A number inside parentheses (``4h? (8192)`` -> 8192), else ``None``."""
+    match = re.search(r"\(([^)]*)\)", text)
+    return first_number(match.group(1)) if match else None
+
+
+def integer_cell(text: str, default: int | None = None) -> int | None:
+    """An integer setting: ``8``, ``1 (recalled)``, ``24?``; ``default`` when missing."""
+    if is_missing(text):
+        return default
+    value = first_number(text)
+    return int(value) if value is not None else default

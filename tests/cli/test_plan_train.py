@@ -1,0 +1,133 @@
+"""``lightspeed plan train``, ``search train`` and ``validate`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PLAN = [
+    "plan",
+    "train",
+    "--model",
+    "llama-3-70b",
+    "--system",
+    "dgx-h100",
+    "--gpus",
+    "64",
+    "--tp",
+    "8",
+    "--pp",
+    "2",
+    "--global-batch",
+    "64",
+    "--seq",
+    "4096",
+]
+
+
+def test_plan_train_json_has_the_plan_object_and_breakdowns(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*PLAN, "--tokens", "1T", "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    for key in (
+        "tp",
+        "pp",
+        "dp",
+        "ep",
+        "cp",
+        "vpp",
+        "zero",
+        "micro_batch",
+        "recompute",
+        "schedule",
+        "step_time_s",
+        "mfu",
+        "tokens_per_s",
+        "memory_per_gpu_bytes",
+        "bound",
+    ):
+        assert key in payload
+    assert (payload["tp"], payload["pp"], payload["dp"]) == (8, 2, 4)
+    assert abs(sum(payload["breakdown_s"].values()) - payload["step_time_s"]) < 1e-9 * payload["step_time_s"]
+    assert set(payload["memory_bytes"]) == {"weights", "gradients", "optimizer", "activations", "reserved"}
+    assert payload["gpu_hours"] > 0
+
+
+def test_plan_train_table(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*PLAN)
+    assert result.code == 0, result.err
+    assert "step breakdown" in result.out
+    assert "bound:" in result.out
+
+
+def test_impossible_plan_is_one_line_exit_2(run_cli) -> None:  # type: ignore[no-untyped-def]
+    args = [
+        "plan",
+        "train",
+        "--model",
+        "llama-3-70b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "48",
+        "--tp",
+        "3",
+        "--pp",
+        "2",
+        "--global-batch",
+        "64",
+    ]
+    result = run_cli(*args)
+    assert result.code == 2
+    assert result.err.count("\n") == 1
+    assert "does not divide the 64 attention heads" in result.err
+    split = run_cli(*[("6" if arg == "8" else arg) for arg in PLAN])
+    assert split.code == 2
+    assert "64 GPUs do not split into tp x pp x cp = 12" in split.err
+
+
+def test_unknown_model_lists_the_closest(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*[("llama-3-70" if arg == "llama-3-70b" else arg) for arg in PLAN])
+    assert result.code == 2
+    assert "llama-3-70b" in result.err
+
+
+def test_search_train_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "search",
+        "train",
+        "--model",
+        "llama-3-8b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "16",
+        "--global-batch",
+        "64",
+        "--seq",
+        "4096",
+        "--top",
+        "3",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert set(payload) >= {"num_plans_evaluated", "num_plans_fitting", "elapsed_s", "plans"}
+    assert len(payload["plans"]) == 3
+    assert payload["plans"][0]["step_time_s"] <= payload["plans"][1]["step_time_s"]
+    assert max(plan["tp"] for plan in payload["plans"]) <= 8
+
+
+def test_validate_json_contract(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", str(shared / "validation/published-dev.tsv"), "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert set(payload) == {"rows", "summary"}
+    assert {"id", "kind", "metric", "measured", "predicted", "rel_error"} <= set(payload["rows"][0])
+    assert set(payload["summary"]["train"]) >= {"n", "median_abs_error", "p90_abs_error"}
+
+
+def test_validate_missing_file_is_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", str(tmp_path / "nope.tsv"))
+    assert result.code == 2
+    assert "nope.tsv" in result.err
