@@ -196,10 +196,10 @@ def calibrate(*, inputs: CalibrationInputs, base: EfficiencyModel, name: str) ->
         "kernel_launch_s": len(inputs.launch_s),
     }
     reasons = {
-        "gemm_max_efficiency": "needs 2+ GEMM results with a known peak",
-        "gemm_half_saturation_flop": "needs 2+ GEMM results with a known peak",
-        "memory_efficiency": "needs a STREAM result with a known memory SOL",
-        "collective_bandwidth_efficiency": "needs 2+ collective sizes with a known link SOL",
+        "gemm_max_efficiency": "needs 2+ GEMM shapes with a SOL",
+        "gemm_half_saturation_flop": "needs 2+ GEMM shapes with a SOL",
+        "memory_efficiency": "needs STREAM with a SOL",
+        "collective_bandwidth_efficiency": "needs 2+ sizes with a link SOL",
         "kernel_launch_s": "needs a launch result",
     }
     kept = {key: reason for key, reason in reasons.items() if key not in fitted}
