@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from lightspeed.catalog.records import (
     COMPUTE_ROWS,
@@ -36,7 +36,10 @@ from lightspeed.errors import DataFileError
 SCHEMA_VERSION: Final = 1
 KINDS: Final = ("link", "cpu", "accelerator", "system", "cluster")
 INTEGER_PRECISIONS: Final = frozenset({"int8", "int4"})
-OTHER_KINDS: Final = frozenset({"model"})  # read by other loaders from the same --catalog paths
+OTHER_KINDS: Final = frozenset({"model"})
+Named = TypeVar(
+    "Named", Accelerator, Cpu, Link, System
+)  # read by other loaders from the same --catalog paths
 
 
 @dataclass
@@ -308,19 +311,18 @@ def parse_attachment(
     return LinkAttachment(link=link, num_links=fields.integer(count_key, minimum=1), source=source)
 
 
+def find_record(known: Mapping[str, Named], name: str) -> Named | None:
+    """The record whose name or alias is ``name`` (normalized), else ``None``."""
+    key = normalize_name(name)
+    if key in known:
+        return known[key]
+    return next((record for record in known.values() if key in record.aliases), None)
+
+
 def find_link(fields: Fields, links: Mapping[str, Link]) -> Link:
     """The link named by the ``link`` key of ``fields`` (exact name or alias)."""
-    link_name = normalize_name(fields.string("link"))
-    for link in links.values():
-        if link_name == link.name or link_name in link.aliases:
-            return link
-    raise DataFileError(
-        fields.path,
-        "unknown link",
-        field=f"{fields.prefix}link",
-        value=link_name,
-        fix=f"use one of: {', '.join(sorted(links))}",
-    )
+    link: Link = _resolve(fields, "link", links)
+    return link
 
 
 def parse_conflicts(fields: Fields, sources: Mapping[str, Source]) -> tuple[Conflict, ...]:
@@ -474,18 +476,18 @@ def parse_system(
     )
 
 
-def _resolve(fields: Fields, key: str, known: Mapping[str, Any]) -> Any:
-    name = normalize_name(fields.string(key))
-    for record in known.values():
-        if name == record.name or name in record.aliases:
-            return record
-    raise DataFileError(
-        fields.path,
-        f"unknown {key}",
-        field=key,
-        value=name,
-        fix=f"use one of: {', '.join(sorted(known))}",
-    )
+def _resolve(fields: Fields, key: str, known: Mapping[str, Named]) -> Named:
+    name = fields.string(key)
+    found = find_record(known, name)
+    if found is None:
+        raise DataFileError(
+            fields.path,
+            f"unknown {key}",
+            field=f"{fields.prefix}{key}",
+            value=normalize_name(name),
+            fix=f"use one of: {', '.join(sorted(known))}",
+        )
+    return found
 
 
 def _printed_totals(

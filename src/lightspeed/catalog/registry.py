@@ -17,6 +17,7 @@ from lightspeed.catalog.clusters import (
 from lightspeed.catalog.loader import (
     builtin_files,
     expand_paths,
+    find_record,
     normalize_name,
     parse_accelerator,
     parse_cpu,
@@ -193,14 +194,7 @@ def _names(table: Mapping[str, T]) -> list[str]:
     return list(table)
 
 
-def _find(table: Mapping[str, T], name: str) -> T | None:
-    key = normalize_name(name)
-    if key in table:
-        return table[key]
-    for record in table.values():
-        if key in record.aliases:
-            return record
-    return None
+_find = find_record
 
 
 def _lookup(table: Mapping[str, T], name: str, kind: str) -> T:
