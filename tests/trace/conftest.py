@@ -1,16 +1,158 @@
-"""Fixtures of the trace tests: writing small traces to a temporary folder."""
+"""Fixtures of the trace tests: small Kineto-like traces whose answers can be worked out by hand.
+
+Times are microseconds, as in Kineto traces. Real traces live in
+``tests/fixtures/traces`` (copies) and ``../shared/data/traces``. The test
+run imports modules by path (``--import-mode=importlib``), so helpers reach
+the tests as the ``kineto`` fixture.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+TRACE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+
+H100_NAME = "NVIDIA H100 80GB HBM3"
+
+
+def _real_trace(shared_root: Path | None, relative: str) -> Path:
+    """A real trace folder: the fixture copy when there is one, else ../shared/data/traces/<relative>."""
+    copy = TRACE_FIXTURES / Path(relative).name
+    if copy.is_dir():
+        return copy
+    if shared_root is None:
+        pytest.skip(f"{relative} is only in ../shared")
+    path = shared_root / "data" / "traces" / relative
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    return path
+
+
+def kernel(
+    name: str,
+    ts: float,
+    dur: float,
+    *,
+    correlation: int = -1,
+    stream: int = 7,
+    cat: str = "kernel",
+    **args: Any,
+) -> dict[str, Any]:
+    """A GPU event (kernel by default)."""
+    payload: dict[str, Any] = {"device": 0, "stream": stream, **args}
+    if correlation >= 0:
+        payload["correlation"] = correlation
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": payload,
+    }
+
+
+def launch(
+    ts: float, dur: float, correlation: int, *, name: str = "cudaLaunchKernel", tid: int = 1
+) -> dict[str, Any]:
+    """The CPU runtime call that launches the GPU event with the same correlation."""
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": name,
+        "pid": 100,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": correlation},
+    }
+
+
+def step(number: int, ts: float, dur: float) -> dict[str, Any]:
+    """A ProfilerStep annotation."""
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"ProfilerStep#{number}",
+        "pid": 100,
+        "tid": 1,
+        "ts": ts,
+        "dur": dur,
+    }
+
+
+def cpu_op(name: str, ts: float, dur: float, *, tid: int = 1, **args: Any) -> dict[str, Any]:
+    """A CPU op or annotation."""
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": 100,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
+
+
+def document(
+    events: list[dict[str, Any]],
+    *,
+    rank: int | None = 0,
+    world_size: int | None = None,
+    schema_version: int | None = 1,
+    device: str | None = H100_NAME,
+) -> dict[str, Any]:
+    """A trace document around ``events``."""
+    result: dict[str, Any] = {}
+    if schema_version is not None:
+        result["schemaVersion"] = schema_version
+    if rank is not None:
+        info: dict[str, Any] = {"rank": rank, "backend": "nccl"}
+        if world_size is not None:
+            info["world_size"] = world_size
+        result["distributedInfo"] = info
+    if device is not None:
+        result["deviceProperties"] = [{"id": 0, "name": device}]
+    result["traceEvents"] = [
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "ts": 0, "args": {}},
+        *events,
+    ]
+    return result
+
+
 WriteTrace = Callable[..., Path]
+
+
+@pytest.fixture
+def kineto() -> SimpleNamespace:
+    """Builders of trace events and documents (``kineto.kernel(...)``, ``kineto.document(...)``)."""
+    return SimpleNamespace(
+        kernel=kernel, launch=launch, step=step, cpu_op=cpu_op, document=document, H100_NAME=H100_NAME
+    )
+
+
+@pytest.fixture
+def shared_root() -> Path | None:
+    """The ../shared folder when present (real traces not copied into fixtures), else None."""
+    root = Path(os.environ.get("LIGHTSPEED_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
+    return root if root.is_dir() else None
+
+
+@pytest.fixture
+def real_trace(shared_root: Path | None) -> Callable[[str], Path]:
+    """Resolve a real trace folder by its path under ../shared/data/traces (fixture copy first)."""
+    return lambda relative: _real_trace(shared_root, relative)
 
 
 @pytest.fixture
@@ -29,12 +171,3 @@ def write_trace(tmp_path: Path) -> WriteTrace:
         return path
 
     return _write
-
-
-@pytest.fixture
-def shared_root() -> Path | None:
-    """The ../shared folder when present (real traces not copied into fixtures), else None."""
-    import os
-
-    root = Path(os.environ.get("LIGHTSPEED_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
-    return root if root.is_dir() else None

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trace_helpers import TRACE_FIXTURES, real_trace
 
 from lightspeed.errors import TraceError
 from lightspeed.trace import (
@@ -29,7 +28,7 @@ from lightspeed.trace import (
     top_kernels,
 )
 
-GOLDEN = sorted((TRACE_FIXTURES / "hta_expected").glob("*.json"))
+GOLDEN = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "hta_expected").glob("*.json"))
 TOLERANCE_PP = 0.5
 # Traces without HTA 0.5 artefacts, where absolute times must agree too. Left out:
 # critical_path/* (HTA counts cuda_sync records, CPU waits, as GPU time) and
@@ -57,8 +56,8 @@ def _cases(key: str, clean_only: bool = False) -> list[Any]:
     return cases
 
 
-def _load(golden: dict[str, Any], shared_root: Path | None) -> Any:
-    return load_trace(real_trace(shared_root, golden["trace"]))
+def _load(golden: dict[str, Any], real_trace: Any) -> Any:
+    return load_trace(real_trace(golden["trace"]))
 
 
 def test_every_shared_trace_has_a_golden_file(shared_root: Path | None) -> None:
@@ -72,8 +71,8 @@ def test_every_shared_trace_has_a_golden_file(shared_root: Path | None) -> None:
 
 
 @pytest.mark.parametrize("golden", _cases("temporal_breakdown"))
-def test_temporal_breakdown_matches_hta(golden: dict[str, Any], shared_root: Path | None) -> None:
-    summary = summarize(_load(golden, shared_root))
+def test_temporal_breakdown_matches_hta(golden: dict[str, Any], real_trace: Any) -> None:
+    summary = summarize(_load(golden, real_trace))
     ours = {rank.rank: rank for rank in summary.ranks}
     for expected in golden["temporal_breakdown"]:
         rank = ours[expected["rank"]]
@@ -87,8 +86,8 @@ def test_temporal_breakdown_matches_hta(golden: dict[str, Any], shared_root: Pat
 
 
 @pytest.mark.parametrize("golden", _cases("temporal_breakdown"))
-def test_comm_comp_overlap_matches_hta(golden: dict[str, Any], shared_root: Path | None) -> None:
-    summary = summarize(_load(golden, shared_root))
+def test_comm_comp_overlap_matches_hta(golden: dict[str, Any], real_trace: Any) -> None:
+    summary = summarize(_load(golden, real_trace))
     ours = {rank.rank: rank.comm_comp_overlap_pct for rank in summary.ranks}
     for expected in golden["comm_comp_overlap"]:
         value = ours[expected["rank"]]
@@ -101,17 +100,15 @@ def test_comm_comp_overlap_matches_hta(golden: dict[str, Any], shared_root: Path
 @pytest.mark.parametrize(
     "golden", [c for c in _cases("errors") if "temporal_breakdown" in c.values[0]["errors"]]
 )
-def test_traces_hta_cannot_break_down_get_one_clear_error(
-    golden: dict[str, Any], shared_root: Path | None
-) -> None:
+def test_traces_hta_cannot_break_down_get_one_clear_error(golden: dict[str, Any], real_trace: Any) -> None:
     # HTA fails with IndexError on these (no GPU events); lightspeed names the problem and the fix
     with pytest.raises(TraceError, match=r"no GPU events.*ProfilerActivity\.CUDA"):
-        summarize(_load(golden, shared_root))
+        summarize(_load(golden, real_trace))
 
 
 @pytest.mark.parametrize("golden", _cases("kernel_breakdown", clean_only=True))
-def test_kernel_kind_overlaps_match_hta(golden: dict[str, Any], shared_root: Path | None) -> None:
-    summary = summarize(_load(golden, shared_root))
+def test_kernel_kind_overlaps_match_hta(golden: dict[str, Any], real_trace: Any) -> None:
+    summary = summarize(_load(golden, real_trace))
     ours: dict[str, float] = defaultdict(float)
     for rank in summary.ranks:  # HTA sums the ranks
         for row in rank.kind_overlaps:
@@ -123,8 +120,8 @@ def test_kernel_kind_overlaps_match_hta(golden: dict[str, Any], shared_root: Pat
 
 
 @pytest.mark.parametrize("golden", _cases("kernel_breakdown", clean_only=True))
-def test_per_kernel_statistics_match_hta(golden: dict[str, Any], shared_root: Path | None) -> None:
-    report = top_kernels(_load(golden, shared_root), top=10**6, per_rank=True)
+def test_per_kernel_statistics_match_hta(golden: dict[str, Any], real_trace: Any) -> None:
+    report = top_kernels(_load(golden, real_trace), top=10**6, per_rank=True)
     ours = {(k.rank, k.kind.upper(), k.name): k for k in report.kernels}
     expected_rows = golden["kernel_breakdown"]["kernels"]
     assert expected_rows
@@ -137,8 +134,8 @@ def test_per_kernel_statistics_match_hta(golden: dict[str, Any], shared_root: Pa
 
 
 @pytest.mark.parametrize("golden", _cases("idle_breakdown", clean_only=True))
-def test_idle_per_stream_matches_hta(golden: dict[str, Any], shared_root: Path | None) -> None:
-    report = idle_breakdown(_load(golden, shared_root))
+def test_idle_per_stream_matches_hta(golden: dict[str, Any], real_trace: Any) -> None:
+    report = idle_breakdown(_load(golden, real_trace))
     ours = {(s.rank, s.stream): s for s in report.streams}
     fields = {"host_wait": "host_wait_s", "kernel_wait": "kernel_wait_s", "other": "other_s"}
     for row in golden["idle_breakdown"]:
@@ -149,9 +146,9 @@ def test_idle_per_stream_matches_hta(golden: dict[str, Any], shared_root: Path |
 @pytest.mark.parametrize(
     "golden", [c for c in _cases("launch_stats", clean_only=True) if c.id != "amd_trace"]
 )
-def test_launch_statistics_match_hta(golden: dict[str, Any], shared_root: Path | None) -> None:
+def test_launch_statistics_match_hta(golden: dict[str, Any], real_trace: Any) -> None:
     # amd_trace is left out: HTA 0.5 pairs CUDA launch calls only, lightspeed also HIP ones
-    report = launch_stats(_load(golden, shared_root))
+    report = launch_stats(_load(golden, real_trace))
     ours = {r.rank: r for r in report.ranks}
     for expected in golden["launch_stats"]:
         stats = ours[expected["rank"]]
@@ -164,16 +161,16 @@ def test_launch_statistics_match_hta(golden: dict[str, Any], shared_root: Path |
         assert stats.num_gpu_shorter_than_launch == expected["gpu_shorter_than_cpu"]
 
 
-def test_amd_launches_are_paired_through_hip_calls(shared_root: Path | None) -> None:
-    report = launch_stats(load_trace(real_trace(shared_root, "amd_trace")))
+def test_amd_launches_are_paired_through_hip_calls(real_trace: Any) -> None:
+    report = launch_stats(load_trace(real_trace("amd_trace")))
     # the trace holds 12 hipLaunchKernel + 2 hipExtModuleLaunchKernel calls, one per kernel
     # (HTA 0.5 pairs none of them); its 2 copies come from hipMemcpyWithStream, a synchronous
     # copy left out as cudaMemcpy is
     assert report.ranks[0].num_launches == 14
 
 
-def test_collectives_of_a_real_nccl_trace(shared_root: Path | None) -> None:
-    report = collectives(load_trace(real_trace(shared_root, "nccl_parser_config")))
+def test_collectives_of_a_real_nccl_trace(real_trace: Any) -> None:
+    report = collectives(load_trace(real_trace("nccl_parser_config")))
     assert {call.collective for call in report.calls} == {"all_reduce", "broadcast"}
     assert all(call.size_source == "kernel args" for call in report.calls)
     assert not report.partial

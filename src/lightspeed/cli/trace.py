@@ -1,0 +1,275 @@
+"""``lightspeed trace``: profiler (Kineto) trace analyses, HTA definitions, faster and leaner.
+
+Every subcommand takes trace files or folders of per-rank files, prints
+tables (or ``--json``), and exits 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.errors import UserInputError
+from lightspeed.report import (
+    print_trace_comms,
+    print_trace_diff,
+    print_trace_idle,
+    print_trace_kernels,
+    print_trace_launch,
+    print_trace_stragglers,
+    print_trace_summary,
+    save_temporal_breakdown,
+    trace_summary_json,
+)
+from lightspeed.trace import (
+    DEFAULT_MAX_BYTES,
+    KIND_NAMES,
+    TIME_UNITS,
+    Trace,
+    collectives,
+    diff_traces,
+    idle_breakdown,
+    launch_stats,
+    load_trace,
+    stragglers,
+    summarize,
+    top_kernels,
+)
+from lightspeed.units import parse_bytes, parse_duration
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _load_options(function: F) -> F:
+    """Options every subcommand shares: how to read traces and which steps count."""
+    options = [
+        click.option(
+            "--max-bytes",
+            envvar="LIGHTSPEED_TRACE_MAX_BYTES",
+            default=None,
+            help=f"Largest decompressed size of one trace file (default {DEFAULT_MAX_BYTES / 2**30:g}GiB; "
+            "env LIGHTSPEED_TRACE_MAX_BYTES).",
+        ),
+        click.option(
+            "--time-unit",
+            type=click.Choice(TIME_UNITS),
+            default="auto",
+            show_default=True,
+            help="Unit of the trace's timestamps (Kineto writes us; auto picks ns for values above 1e17).",
+        ),
+        click.option(
+            "--exact-ns",
+            is_flag=True,
+            help="Keep nanosecond timestamps (default: round inwards to whole us as HTA does, to match it).",
+        ),
+        click.option(
+            "--include-last-step", is_flag=True, help="Count the last ProfilerStep (HTA leaves it out)."
+        ),
+        click.option(
+            "--allow-mixed-schema",
+            is_flag=True,
+            help="Analyse ranks written with different schemaVersion values.",
+        ),
+        json_option,
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
+    max_bytes = options.pop("max_bytes")
+    return load_trace(
+        paths,
+        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes),
+        time_unit=options.pop("time_unit"),
+        round_to_us=not options.pop("exact_ns"),
+        allow_mixed_schema=options.pop("allow_mixed_schema"),
+    )
+
+
+def _traces(function: F) -> F:
+    """Add the PATHS argument and the shared options; pass a loaded ``trace`` to the command."""
+
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @_load_options
+    @functools.wraps(function)
+    def wrapper(paths: tuple[Path, ...], **options: Any) -> Any:
+        trace = _load(paths, options)
+        return function(trace, **options)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group("trace")
+def command() -> None:
+    """Profiler trace analyses (PyTorch/Kineto JSON or .json.gz; a file or a folder of ranks)."""
+
+
+@command.command("summary")
+@_traces
+@click.option(
+    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the per-rank chart (.png/.svg)."
+)
+def summary_command(trace: Trace, *, as_json: bool, include_last_step: bool, plot_path: Path | None) -> None:
+    """Temporal breakdown per rank (idle, compute, non-compute), kernel kinds, overlap, steps.
+
+    Example: lightspeed trace summary traces/ --json
+    """
+    result = summarize(trace, include_last_step=include_last_step, catalog=get_context().catalog())
+    if plot_path is not None:
+        for path in save_temporal_breakdown(result, plot_path):
+            click.echo(f"wrote {path}", err=True)
+    if as_json:
+        print_json(trace_summary_json(result))
+    else:
+        print_trace_summary(result)
+
+
+@command.command("kernels")
+@_traces
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Kernels per kind.")
+@click.option(
+    "--kind", "kinds", multiple=True, type=click.Choice(KIND_NAMES), help="Only these kinds (repeatable)."
+)
+@click.option("--per-rank", is_flag=True, help="One list per rank instead of pooling ranks.")
+@click.option("--full-names", is_flag=True, help="Print whole kernel names (default: shortened).")
+def kernels_command(
+    trace: Trace,
+    *,
+    as_json: bool,
+    include_last_step: bool,
+    top: int,
+    kinds: tuple[str, ...],
+    per_rank: bool,
+    full_names: bool,
+) -> None:
+    """Top kernels by total time, per kind, with count, min, median and max."""
+    result = top_kernels(
+        trace, top=top, kinds=kinds or KIND_NAMES, per_rank=per_rank, include_last_step=include_last_step
+    )
+    emit(result, as_json, lambda r: print_trace_kernels(r, full_names=full_names))
+
+
+@command.command("idle")
+@_traces
+@click.option(
+    "--kernel-wait-threshold",
+    default="30us",
+    show_default=True,
+    help="Gaps shorter than this between launched kernels count as kernel wait (HTA's default).",
+)
+@click.option("--no-streams", is_flag=True, help="Only the whole-GPU view, not each stream.")
+def idle_command(
+    trace: Trace, *, as_json: bool, include_last_step: bool, kernel_wait_threshold: str, no_streams: bool
+) -> None:
+    """Idle GPU time split into host wait, kernel wait and other."""
+    result = idle_breakdown(
+        trace,
+        kernel_wait_threshold_s=parse_duration(kernel_wait_threshold),
+        include_last_step=include_last_step,
+    )
+    emit(result, as_json, lambda r: print_trace_idle(r, per_stream=not no_streams))
+
+
+@command.command("launch")
+@_traces
+@click.option(
+    "--runtime-cutoff", default="50us", show_default=True, help="Runtime calls longer than this are outliers."
+)
+@click.option(
+    "--delay-cutoff", default="100us", show_default=True, help="Launch delays longer than this are outliers."
+)
+@click.option(
+    "--short-kernel", default="10us", show_default=True, help="GPU events shorter than this are short."
+)
+def launch_command(
+    trace: Trace,
+    *,
+    as_json: bool,
+    include_last_step: bool,
+    runtime_cutoff: str,
+    delay_cutoff: str,
+    short_kernel: str,
+) -> None:
+    """Launch delay and runtime statistics, short-kernel counts."""
+    result = launch_stats(
+        trace,
+        runtime_cutoff_s=parse_duration(runtime_cutoff),
+        launch_delay_cutoff_s=parse_duration(delay_cutoff),
+        short_kernel_s=parse_duration(short_kernel),
+        include_last_step=include_last_step,
+    )
+    emit(result, as_json, print_trace_launch)
+
+
+@command.command("comms")
+@_traces
+@click.option(
+    "--link-bandwidth",
+    help="SOL per direction, e.g. 50GB/s for a 400G NIC (default: the device's scale-up link, catalog).",
+)
+@click.option("--link", "link_name", help="SOL from a catalog link record (per direction), e.g. ib-ndr.")
+@click.option(
+    "--num-links", default=1, show_default=True, type=click.IntRange(min=1), help="Links of --link."
+)
+@click.option("--calls", "show_calls", is_flag=True, help="Also list every collective call.")
+def comms_command(
+    trace: Trace,
+    *,
+    as_json: bool,
+    include_last_step: bool,
+    link_bandwidth: str | None,
+    link_name: str | None,
+    num_links: int,
+    show_calls: bool,
+) -> None:
+    """Each NCCL collective's size, duration, algbw and busbw against the link SOL."""
+    if link_bandwidth is not None and link_name is not None:
+        raise UserInputError("give --link-bandwidth or --link, not both")
+    catalog = get_context().catalog()
+    bandwidth = None
+    if link_bandwidth is not None:
+        bandwidth = parse_bytes(link_bandwidth.strip().removesuffix("/s"))
+    elif link_name is not None:
+        bandwidth = catalog.link(link_name).per_direction_bytes_per_s * num_links
+    result = collectives(
+        trace, link_bandwidth_bytes_per_s=bandwidth, include_last_step=include_last_step, catalog=catalog
+    )
+    emit(result, as_json, lambda r: print_trace_comms(r, calls=show_calls))
+
+
+@command.command("stragglers")
+@_traces
+def stragglers_command(trace: Trace, *, as_json: bool, include_last_step: bool) -> None:
+    """Per-step, per-rank lateness of collectives across ranks."""
+    emit(stragglers(trace, include_last_step=include_last_step), as_json, print_trace_stragglers)
+
+
+@command.command("diff")
+@click.argument("trace_a", type=click.Path(path_type=Path))
+@click.argument("trace_b", type=click.Path(path_type=Path))
+@_load_options
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Kernels compared.")
+@click.option(
+    "--alpha", default=0.05, show_default=True, type=float, help="Significance level (after adjustment)."
+)
+@click.option("--full-names", is_flag=True, help="Print whole kernel names (default: shortened).")
+def diff_command(
+    trace_a: Path, trace_b: Path, top: int, alpha: float, full_names: bool, **options: Any
+) -> None:
+    """What got slower or faster from A to B: a per-step Mann-Whitney U test per metric.
+
+    Example: lightspeed trace diff before/ after/
+    """
+    as_json = options.pop("as_json")
+    include_last_step = options.pop("include_last_step")
+    first = _load(trace_a, dict(options))
+    second = _load(trace_b, options)
+    result = diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
+    emit(result, as_json, lambda r: print_trace_diff(r, full_names=full_names))

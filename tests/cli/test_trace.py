@@ -1,0 +1,176 @@
+"""``lightspeed trace``: every subcommand, its --json, and bad input as one line with exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+TWO_RANKS = str(TRACES / "trace_filter")
+CONTRACT = {
+    "rank",
+    "idle_pct",
+    "compute_pct",
+    "non_compute_pct",
+    "idle_us",
+    "compute_us",
+    "non_compute_us",
+    "comm_comp_overlap_pct",
+}
+HTA = json.loads((TRACES / "hta_expected" / "trace_filter.json").read_text(encoding="utf-8"))
+
+
+def _one_line_error(result: Any, *fragments: str) -> None:
+    assert result.code == 2
+    assert result.err.count("\n") == 1
+    assert result.err.startswith("lightspeed: error:")
+    assert "Traceback" not in result.err
+    for fragment in fragments:
+        assert fragment in result.err
+
+
+def test_summary_json_contract_and_hta_numbers(run_cli: Any) -> None:
+    result = run_cli("trace", "summary", TWO_RANKS, "--json")
+    assert result.code == 0
+    payload = json.loads(result.out)
+    assert [row["rank"] for row in payload] == [0, 1]
+    for row, expected in zip(payload, HTA["temporal_breakdown"], strict=True):
+        assert row.keys() >= CONTRACT
+        assert row["idle_pct"] == pytest.approx(expected["idle_pct"], abs=0.5)
+        assert row["idle_us"] == pytest.approx(expected["idle_us"], abs=0.5)
+        assert row["partial"] is False
+    overlap = [row["comm_comp_overlap_pct"] for row in HTA["comm_comp_overlap"]]
+    assert [row["comm_comp_overlap_pct"] for row in payload] == pytest.approx(overlap, abs=0.5)
+
+
+def test_summary_table_and_plot(run_cli: Any, tmp_path: Path) -> None:
+    result = run_cli("trace", "summary", TWO_RANKS, "--plot", str(tmp_path / "breakdown"))
+    assert result.code == 0
+    assert "Temporal breakdown per rank" in result.out
+    assert "53.56%" in result.out  # rank 0 idle, as HTA
+    assert (tmp_path / "breakdown.png").exists()
+    assert (tmp_path / "breakdown.svg").exists()
+
+
+@pytest.mark.parametrize(
+    ("subcommand", "extra", "expected"),
+    [
+        ("kernels", ("--top", "2"), "Top 2 kernels"),
+        ("idle", (), "host wait"),
+        ("launch", (), "launch delay"),
+        ("comms", (), "all_to_all"),
+        ("stragglers", (), "straggler"),
+    ],
+)
+def test_subcommands_print_tables(
+    run_cli: Any, subcommand: str, extra: tuple[str, ...], expected: str
+) -> None:
+    result = run_cli("trace", subcommand, TWO_RANKS, *extra)
+    assert result.code == 0, result.err
+    assert expected in result.out
+
+
+@pytest.mark.parametrize("subcommand", ["kernels", "idle", "launch", "comms", "stragglers"])
+def test_subcommands_json(run_cli: Any, subcommand: str) -> None:
+    result = run_cli("trace", subcommand, TWO_RANKS, "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert isinstance(payload, dict)
+    assert "notes" in payload
+
+
+def test_comms_with_a_catalog_link(run_cli: Any) -> None:
+    result = run_cli("trace", "comms", TWO_RANKS, "--link", "ib-ndr", "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["sol_source"].startswith("given:")
+    assert payload["calls"][0]["sol_bytes_per_s"] > 0
+
+
+def test_comms_link_options_conflict(run_cli: Any) -> None:
+    result = run_cli("trace", "comms", TWO_RANKS, "--link", "ib-ndr", "--link-bandwidth", "50GB/s")
+    _one_line_error(result, "not both")
+
+
+def test_diff_of_a_trace_with_itself(run_cli: Any) -> None:
+    result = run_cli("trace", "diff", TWO_RANKS, TWO_RANKS, "--json", "--top", "2")
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)["rows"]
+    assert len(rows) == 7
+    assert {row["verdict"] for row in rows} <= {"too few steps", "no significant change"}
+    table = run_cli("trace", "diff", TWO_RANKS, TWO_RANKS)
+    assert "Mann-Whitney" in table.out
+
+
+def test_truncated_gzip_is_one_line(run_cli: Any, tmp_path: Path) -> None:
+    source = TRACES / "trace_filter" / "sampled_rank-0.json.gz"
+    cut = tmp_path / "rank-0.json.gz"
+    cut.write_bytes(source.read_bytes()[:5000])
+    _one_line_error(run_cli("trace", "summary", str(cut)), "truncated")
+
+
+def test_truncated_json_is_one_line(run_cli: Any, tmp_path: Path) -> None:
+    text = gzip.decompress((TRACES / "trace_filter" / "sampled_rank-0.json.gz").read_bytes())
+    cut = tmp_path / "rank-0.json"
+    cut.write_bytes(text[:20000])
+    _one_line_error(run_cli("trace", "kernels", str(cut)), "JSON is truncated")
+
+
+def test_invalid_json_is_one_line(run_cli: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "rank-0.json"
+    bad.write_text("{not json", encoding="utf-8")
+    _one_line_error(run_cli("trace", "idle", str(bad)), "not valid JSON")
+
+
+def test_cpu_only_trace_is_one_line(run_cli: Any) -> None:
+    _one_line_error(run_cli("trace", "summary", str(TRACES / "cpu_only")), "no GPU events", "CPU-only")
+
+
+def test_missing_distributed_info_is_noted_not_fatal(run_cli: Any) -> None:
+    # the real negative case is also CPU-only: the rank note comes with the no-GPU error
+    result = run_cli("trace", "summary", str(TRACES / "distributed_info_unavailable"))
+    _one_line_error(result, "no GPU events")
+    triton = run_cli("trace", "summary", str(TRACES / "triton_example"), "--json")
+    assert triton.code == 0
+    assert any("assumed rank 0" in note for note in json.loads(triton.out)[0]["notes"])
+
+
+def test_mixed_schema_versions(run_cli: Any, tmp_path: Path) -> None:
+    for rank, source in enumerate(sorted((TRACES / "trace_filter").glob("*.json.gz"))):
+        data = json.loads(gzip.decompress(source.read_bytes()))
+        data["schemaVersion"] = rank + 1
+        (tmp_path / source.name).write_bytes(gzip.compress(json.dumps(data).encode()))
+    _one_line_error(run_cli("trace", "summary", str(tmp_path)), "schema versions", "--allow-mixed-schema")
+    allowed = run_cli("trace", "summary", str(tmp_path), "--allow-mixed-schema")
+    assert allowed.code == 0
+    assert "mixed schema versions" in allowed.out
+
+
+def test_rank_without_gpu_events_gives_partial_results(run_cli: Any, tmp_path: Path) -> None:
+    data = json.loads(gzip.decompress((TRACES / "rank_non_gpu" / "rank_non_gpu.json.gz").read_bytes()))
+    data["distributedInfo"] = {"rank": 1}
+    (tmp_path / "rank-1.json").write_text(json.dumps(data), encoding="utf-8")
+    gpu_rank = TRACES / "trace_filter" / "sampled_rank-0.json.gz"
+    result = run_cli("trace", "summary", str(gpu_rank), str(tmp_path / "rank-1.json"), "--json")
+    assert result.code == 0
+    rows = json.loads(result.out)
+    assert [row["partial"] for row in rows] == [False, True]
+    assert rows[1]["idle_pct"] is None
+
+
+def test_max_bytes_bound(run_cli: Any) -> None:
+    _one_line_error(run_cli("trace", "summary", TWO_RANKS, "--max-bytes", "10kB"), "limit", "--max-bytes")
+
+
+def test_missing_path_and_bad_unit(run_cli: Any, tmp_path: Path) -> None:
+    _one_line_error(run_cli("trace", "summary", str(tmp_path / "nope.json")), "no such file")
+    _one_line_error(run_cli("trace", "summary", TWO_RANKS, "--time-unit", "ms"), "ms")
+    _one_line_error(run_cli("trace", "idle", TWO_RANKS, "--kernel-wait-threshold", "fast"), "fast")
+
+
+def test_stragglers_needs_two_ranks(run_cli: Any) -> None:
+    _one_line_error(run_cli("trace", "stragglers", str(TRACES / "triton_example")), "compares ranks")
