@@ -258,7 +258,8 @@ def _era_settings(year: int, text: str, zero_stage: int) -> dict[str, object]:
         "sequence_parallel": None if year >= 2022 and "tp all-reduce" not in text else False,
         # ZeRO-3 prefetches parameters and overlaps by design (DeepSpeed overlap_comm, FSDP prefetch).
         "dp_overlap": year >= 2022 or overlap_named or zero_stage >= 3,
-        "tp_overlap": overlap_named and year >= 2023,
+        # By 2024 Megatron-Core (--tp-comm-overlap) and PyTorch (async TP) overlap TP collectives.
+        "tp_overlap": year >= 2024 or (overlap_named and year >= 2023),
     }
 
 
