@@ -170,7 +170,8 @@ def main() -> None:
     for cut in result["nvlink_cut"]:
         print(
             f"NVLink 900 -> 400 GB/s (H100 -> H800), {cut['plan']}: "
-            f"{cut['cost_with_overlap']:+.1%} step time with DualPipe overlap, {cut['cost_without_overlap']:+.1%} without"
+            f"{cut['cost_with_overlap']:+.1%} step time with DualPipe overlap, "
+            f"{cut['cost_without_overlap']:+.1%} without"
         )
     for run in result["llama3_405b"]:
         print(
