@@ -30,10 +30,10 @@ from lightspeed.workload import load_models
 GRID = {
     "ampere_gemm": (0.75, 0.80, 0.87),
     "hopper_gemm": (0.55, 0.60, 0.65, 0.70),
-    "hopper_half_flop": (2e10, 5e10, 1e11, 2e11),
+    "hopper_half_flop": (1e10, 2e10, 5e10, 1e11, 2e11),
     "attention": (0.5, 0.65, 0.85),
     "memory": (0.6, 0.7, 0.85),
-    "links": (0.7, 0.8),
+    "links": (0.8,),
 }
 
 

@@ -20,6 +20,7 @@ measurements and saves them as a named profile (see :mod:`lightspeed.sol.calibra
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -50,23 +51,33 @@ class EfficiencyModel(Record):
     source: str = ""
     attention_efficiency_factor: float = 0.85
 
-    def gemm_efficiency(self, m: Any, n: Any, k: Any) -> Any:
+    def gemm_efficiency(self, m: Any, n: Any, k: Any, num_compute_units: int | None = None) -> Any:
         """Fraction of dense peak a ``(m x k) @ (k x n)`` GEMM reaches (numpy-broadcastable).
+
+        ``num_compute_units`` (SMs or CUs) adds wave quantization: output tiles are
+        dealt to the units in waves, and a last partial wave leaves units idle.
 
         >>> model = default_efficiency("nvidia-hopper")
         >>> 0.0 < float(model.gemm_efficiency(8192, 8192, 8192)) <= model.gemm_max_efficiency
         True
         """
+        return self.gemm_max_efficiency * self.gemm_shape_factor(m, n, k, num_compute_units)
+
+    def gemm_shape_factor(self, m: Any, n: Any, k: Any, num_compute_units: int | None = None) -> Any:
+        """The part of :meth:`gemm_efficiency` that depends on the shape (1 for huge, aligned GEMMs)."""
         m_array = np.asarray(m, dtype=np.float64)
         n_array = np.asarray(n, dtype=np.float64)
         k_array = np.asarray(k, dtype=np.float64)
         flop = 2.0 * m_array * n_array * k_array
         size_factor = flop / (flop + self.gemm_half_saturation_flop)
         tile = float(self.gemm_tile)
-        quantization = (m_array / (np.ceil(m_array / tile) * tile)) * (
-            n_array / (np.ceil(n_array / tile) * tile)
-        )
-        return self.gemm_max_efficiency * size_factor * quantization
+        tiles_m = np.ceil(m_array / tile)
+        tiles_n = np.ceil(n_array / tile)
+        quantization = (m_array / (tiles_m * tile)) * (n_array / (tiles_n * tile))
+        if num_compute_units:
+            tiles = tiles_m * tiles_n
+            quantization = quantization * tiles / (np.ceil(tiles / num_compute_units) * num_compute_units)
+        return size_factor * quantization
 
     def with_overrides(self, **changes: float | str) -> EfficiencyModel:
         """A copy with some parameters replaced (e.g. from a calibration profile)."""
@@ -101,8 +112,12 @@ def _parse_family(path: str, name: str, table: Fields) -> EfficiencyModel:
 
 
 def load_efficiency_defaults(path: Path | None = None) -> Mapping[str, EfficiencyModel]:
-    """Every family's default efficiency model from the shipped data file."""
-    file = path or _data_file()
+    """Every family's default efficiency model from the shipped data file (read once)."""
+    return _load_defaults(path or _data_file())
+
+
+@functools.lru_cache(maxsize=8)
+def _load_defaults(file: Path) -> Mapping[str, EfficiencyModel]:
     fields = Fields(str(file), load_toml(file))
     return {name: _parse_family(str(file), name, table) for name, table in fields.tables("family").items()}
 

@@ -8,6 +8,7 @@ calibration profile). Nothing here is specific to one validation row.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -35,8 +36,9 @@ class RuntimeOverheads(Record):
         return min(self.reserved_bytes, 0.05 * usable_bytes) + self.fragmentation_fraction * usable_bytes
 
 
+@functools.lru_cache(maxsize=1)
 def load_runtime_overheads() -> RuntimeOverheads:
-    """The documented defaults in ``sol/data/runtime.toml``."""
+    """The documented defaults in ``sol/data/runtime.toml`` (read once)."""
     path = Path(str(resources.files("lightspeed.sol") / "data" / "runtime.toml"))
     fields = Fields(str(path), load_toml(path))
     table = fields.table("memory")

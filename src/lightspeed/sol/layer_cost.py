@@ -85,7 +85,8 @@ def gemm_s(hardware: Hardware, m: Array, n: Array, k: Array) -> Array:
     """Roofline time of an ``(m x k) @ (k x n)`` GEMM."""
     efficiency = hardware.efficiency
     flop = 2.0 * m * n * k
-    compute = flop / (hardware.peak_flop_per_s * efficiency.gemm_efficiency(m, n, k))
+    units = hardware.accelerator.num_compute_units
+    compute = flop / (hardware.peak_flop_per_s * efficiency.gemm_efficiency(m, n, k, units))
     traffic = (
         m * k + k * n
     ) * hardware.input_bytes_per_element + m * n * hardware.activation_bytes_per_element
@@ -135,7 +136,8 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     )
     flash_forward = flop / flash_rate
     stacked = ctx.tokens * heads
-    gemm_rate = hardware.peak_flop_per_s * efficiency.gemm_efficiency(stacked, ctx.seq_len, shapes.q_head_dim)
+    units = hardware.accelerator.num_compute_units
+    gemm_rate = hardware.peak_flop_per_s * efficiency.gemm_efficiency(stacked, ctx.seq_len, shapes.q_head_dim, units)
     scores = ctx.tokens * ctx.seq_len * heads
     unfused_forward = flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_FORWARD)
     unfused_backward = 2.0 * flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_BACKWARD)
