@@ -47,8 +47,8 @@ for _ in range(2):  # warm up imports and caches
 started = time.perf_counter()
 for tp, pp, mb in configs:
     train(model_name="decapoda-research_llama-65b-hf", gpu_name="h100-sxm-80gb", dtype_name="w16a16e16",
-          log_level="CRITICAL", tp_size=tp, pp_size=pp, total_num_gpus=64, batch_size_per_gpu=mb, seq_len=2048,
-          global_batch_size=1024, flops_efficiency=0.5, hbm_memory_efficiency=0.9)
+          log_level="CRITICAL", tp_size=tp, pp_size=pp, total_num_gpus=64, batch_size_per_gpu=mb,
+          seq_len=2048, global_batch_size=1024, flops_efficiency=0.5, hbm_memory_efficiency=0.9)
 print(len(configs) / (time.perf_counter() - started))
 """
 
@@ -76,9 +76,20 @@ def per_plan_loop(sample: int) -> float:
     model = models.get("llama-3-405b")
     cluster = catalog.cluster("dgx-h100", num_accelerators=16384)
     plans = [
-        TrainingPlan(tp=tp, pp=pp, dp=16384 // (tp * pp), micro_batch_size=mb, global_batch_size=2048, seq_len=8192,
-                     recompute=recompute, uneven_pipeline=True)
-        for tp in (4, 8) for pp in (8, 16) for mb in (1,) for recompute in ("none", "selective", "full")
+        TrainingPlan(
+            tp=tp,
+            pp=pp,
+            dp=16384 // (tp * pp),
+            micro_batch_size=mb,
+            global_batch_size=2048,
+            seq_len=8192,
+            recompute=recompute,
+            uneven_pipeline=True,
+        )
+        for tp in (4, 8)
+        for pp in (8, 16)
+        for mb in (1,)
+        for recompute in ("none", "selective", "full")
     ]
     plans = (plans * (sample // len(plans) + 1))[:sample]
     started = time.perf_counter()
@@ -93,7 +104,9 @@ def peer_rate() -> float | None:
         subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", "llm-analysis==0.2.2"], check=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    completed = subprocess.run([str(python), "-c", PEER_SCRIPT], capture_output=True, text=True, env=env, check=False)
+    completed = subprocess.run(
+        [str(python), "-c", PEER_SCRIPT], capture_output=True, text=True, env=env, check=False
+    )
     if completed.returncode != 0:
         print(f"llm-analysis failed: {completed.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
@@ -118,11 +131,12 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"lightspeed search: {search['plans_evaluated']:,.0f} plans, {search['plans_per_s']:,.0f} plans/s (median)")
-    print(f"lightspeed plan-by-plan loop: {loop:,.0f} plans/s ({search['plans_per_s'] / loop:,.0f}x slower)")
+    rate = search["plans_per_s"]
+    print(f"lightspeed search: {search['plans_evaluated']:,.0f} plans, {rate:,.0f} plans/s (median)")
+    print(f"lightspeed plan-by-plan loop: {loop:,.0f} plans/s ({rate / loop:,.0f}x slower)")
     if peer is not None:
-        print(f"llm-analysis 0.2.2: {peer:,.0f} configurations/s ({search['plans_per_s'] / peer:,.0f}x slower)")
-    print(f"Calculon (published): 384 plans/s ({search['plans_per_s'] / 384:,.0f}x slower); target 100,000 plans/s")
+        print(f"llm-analysis 0.2.2: {peer:,.0f} configurations/s ({rate / peer:,.0f}x slower)")
+    print(f"Calculon (published): 384 plans/s ({rate / 384:,.0f}x slower); target 100,000 plans/s")
 
 
 if __name__ == "__main__":

@@ -137,7 +137,9 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     flash_forward = flop / flash_rate
     stacked = ctx.tokens * heads
     units = hardware.accelerator.num_compute_units
-    gemm_rate = hardware.peak_flop_per_s * efficiency.gemm_efficiency(stacked, ctx.seq_len, shapes.q_head_dim, units)
+    gemm_rate = hardware.peak_flop_per_s * efficiency.gemm_efficiency(
+        stacked, ctx.seq_len, shapes.q_head_dim, units
+    )
     scores = ctx.tokens * ctx.seq_len * heads
     unfused_forward = flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_FORWARD)
     unfused_backward = 2.0 * flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_BACKWARD)
