@@ -16,7 +16,8 @@ from lightspeed.report.goodput import (
     save_goodput_plot,
 )
 from lightspeed.report.html import print_written_report, write_report
-from lightspeed.report.html_sections import build_sections, gather_inputs
+from lightspeed.report.html_inputs import gather_inputs, metric_history_or_reason, predicted_step
+from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
 from lightspeed.report.regression import print_gate
 from lightspeed.report.results import print_run, print_runs, records_csv
 from lightspeed.report.sol import (
@@ -24,6 +25,14 @@ from lightspeed.report.sol import (
     render_train_estimate,
     render_validation,
     step_breakdown_figure,
+)
+from lightspeed.report.tour import (
+    SAMPLE_TRACE_DIR,
+    TourResult,
+    TourStep,
+    print_tour,
+    print_tour_step,
+    print_tour_summary,
 )
 from lightspeed.report.trace import (
     print_trace_comms,
@@ -46,11 +55,18 @@ from lightspeed.report.workload import (
 )
 
 __all__ = [
+    "SAMPLE_TRACE_DIR",
+    "BenchInputs",
+    "ReportInputs",
+    "TourResult",
+    "TourStep",
     "build_sections",
     "checkpoint_plan_figure",
     "gather_inputs",
     "goodput_waterfall_figure",
     "make_console",
+    "metric_history_or_reason",
+    "predicted_step",
     "print_gate",
     "print_memory_plan",
     "print_model_list",
@@ -58,6 +74,9 @@ __all__ = [
     "print_run",
     "print_runs",
     "print_table",
+    "print_tour",
+    "print_tour_step",
+    "print_tour_summary",
     "print_trace_comms",
     "print_trace_diff",
     "print_trace_idle",

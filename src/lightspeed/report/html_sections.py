@@ -1,51 +1,205 @@
 """The sections of the HTML report, one builder per kind of result.
 
 Each builder takes library records (never files) and returns a
-:class:`~lightspeed.report.html.ReportSection` whose charts come from the
-area's own chart function where the area has one. :func:`build_sections`
-gathers the inputs (``--from`` sources, else the newest runs of the results
-store) and calls the builders; a section whose data is missing says why.
+:class:`~lightspeed.report.html.ReportSection` whose chart comes from the
+area's own chart function (``report/bench.py`` roofline, ``report/sol.py``
+step breakdown, ``report/goodput.py`` waterfall). Inputs are gathered by
+:mod:`lightspeed.report.html_inputs`; a section whose data is missing says why.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from lightspeed.errors import UserInputError
+from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
+from lightspeed.goodput import BUCKETS, Ledger
+from lightspeed.report.bench import format_size, format_value, roofline_figure
+from lightspeed.report.goodput import goodput_waterfall_figure
 from lightspeed.report.html import ReportSection, Table, chart_from_figure, skipped_section
 from lightspeed.report.regression import history_figure
-from lightspeed.store import MetricHistory, metric_history, open_store
+from lightspeed.report.sol import PART_NAMES, step_breakdown_figure
+from lightspeed.store import MetricHistory
+from lightspeed.units import format_duration, format_percent
 
-HISTORY_TITLE = "History of a metric across runs"
+TITLES: dict[str, str] = {
+    "roofline": "Measured points against the speed of light (roofline)",
+    "step": "Predicted step-time breakdown of a plan",
+    "goodput": "Goodput ledger (waterfall from wall time to productive time)",
+    "trace": "Trace temporal breakdown per rank",
+    "history": "History of a metric across runs",
+}
+
+# Shown when a section has no data and nobody said why: the command that makes it.
+HOW_TO_GET: dict[str, str] = {
+    "roofline": "no benchmark results; run 'lightspeed bench gemm' and 'lightspeed bench membw', "
+    "or pass --from run:ID",
+    "step": "no prediction; pass a plan's estimate ('lightspeed plan train ... --json > plan.json', "
+    "then --from plan.json)",
+    "goodput": "no goodput run; pass a tracker run folder with --from RUN_DIR",
+    "trace": "no profiler trace; pass one with --from TRACE.json",
+    "history": "the results store holds no metric stored in two runs yet",
+}
+
+
+@dataclass(frozen=True)
+class PredictedStep:
+    """The fields of a training estimate the report draws (from a live estimate or its JSON)."""
+
+    model: str
+    system: str
+    num_gpus: int
+    step_time_s: float
+    breakdown_s: dict[str, float]
+    mfu: float
+    bound: str
+    bound_part: str
+    fits: bool
+
+
+@dataclass(frozen=True)
+class BenchInputs:
+    """Benchmark results of one device and that device's SOL."""
+
+    results: tuple[BenchResult, ...]
+    sol: DeviceSol
+    label: str
 
 
 @dataclass(frozen=True)
 class ReportInputs:
-    """What the report draws; ``None`` fields become sections that say what is missing."""
+    """Everything the report draws; empty fields become sections that say what is missing.
 
+    ``reasons`` maps a section key to why its data is missing (overrides
+    :data:`HOW_TO_GET`); ``trace_sections`` are built by the trace area.
+    """
+
+    bench: BenchInputs | None = None
+    estimates: tuple[PredictedStep, ...] = ()
+    ledgers: tuple[Ledger, ...] = ()
+    trace_sections: tuple[ReportSection, ...] = ()
     history: MetricHistory | None = None
-    history_reason: str = ""
+    reasons: Mapping[str, str] = field(default_factory=dict)
 
 
-def _format_value(value: float | None) -> str:
+def _missing(key: str, inputs: ReportInputs) -> ReportSection:
+    return skipped_section(key, TITLES[key], inputs.reasons.get(key) or HOW_TO_GET[key])
+
+
+def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.5g}"
 
 
-def history_section(history: MetricHistory | None, reason: str = "") -> ReportSection:
+def roofline_section(bench: BenchInputs) -> ReportSection:
+    """Every measured point beside its SOL; the roofline of the precision benchmarked most."""
+    best = best_per_dtype(bench.results)
+    precision = next(iter(best), "fp32")
+    device = bench.sol.device_name or "this device"
+    rows = tuple(
+        (
+            result.name,
+            result.dtype or "-",
+            format_size(result),
+            format_value(result.value, result.unit),
+            format_value(result.sol, result.unit),
+            format_percent(result.fraction_of_sol) if result.fraction_of_sol is not None else "-",
+            "yes" if result.correct else "WRONG",
+        )
+        for result in bench.results
+    )
+    figure = roofline_figure(
+        bench.results, sol=bench.sol, precision=precision, title=f"{bench.label} on {device}"
+    )
+    notes = sorted({result.sol_note for result in bench.results if result.sol_note} | {bench.sol.note} - {""})
+    return ReportSection(
+        key="roofline",
+        title=TITLES["roofline"],
+        paragraphs=(
+            f"{len(bench.results)} measured point(s) on {device}. The line is the roofline of the "
+            f"device's {precision} peak and memory bandwidth; the gap to it is the SOL not reached.",
+            *notes,
+        ),
+        charts=(chart_from_figure(figure, name="roofline", title=f"roofline of {device} ({precision})"),),
+        tables=(
+            Table(headers=("benchmark", "dtype", "size", "measured", "SOL", "of SOL", "correct"), rows=rows),
+        ),
+    )
+
+
+def step_section(estimates: Sequence[PredictedStep]) -> ReportSection:
+    """Each prediction's step time split into compute, communication, bubble and the rest."""
+    charts = []
+    tables = []
+    for index, estimate in enumerate(estimates):
+        name = f"step-{index + 1}"
+        title = f"{estimate.model} on {estimate.system} ({estimate.num_gpus} GPUs)"
+        charts.append(chart_from_figure(step_breakdown_figure(estimate), name=name, title=title))
+        rows = tuple(
+            (PART_NAMES.get(part, part), format_duration(value), format_percent(value / estimate.step_time_s))
+            for part, value in estimate.breakdown_s.items()
+            if value > 0
+        )
+        tables.append(Table(headers=("part", "time per step", "share"), rows=rows, caption=title))
+    lines = tuple(
+        f"{e.model} on {e.system}: step {format_duration(e.step_time_s)}, MFU {format_percent(e.mfu)}, "
+        f"memory {'fits' if e.fits else 'does NOT fit'}; {e.bound}"
+        for e in estimates
+    )
+    return ReportSection(
+        key="step", title=TITLES["step"], paragraphs=lines, charts=tuple(charts), tables=tuple(tables)
+    )
+
+
+def goodput_section(ledgers: Sequence[Ledger]) -> ReportSection:
+    """The goodput ledger of each run as a waterfall, with its bucket table."""
+    charts = []
+    tables = []
+    lines = []
+    for index, ledger in enumerate(ledgers):
+        label = ledger.run_id or ledger.path
+        figure = goodput_waterfall_figure(ledger)
+        charts.append(chart_from_figure(figure, name=f"waterfall-{index + 1}", title=f"goodput of {label}"))
+        rows = [
+            ("productive steps", format_duration(ledger.productive_s), _share(ledger.productive_s, ledger))
+        ]
+        rows += [
+            (bucket, format_duration(ledger.badput_s[bucket]), _share(ledger.badput_s[bucket], ledger))
+            for bucket in BUCKETS
+            if ledger.badput_s.get(bucket, 0.0) > 0.0
+        ]
+        tables.append(
+            Table(headers=("bucket", "time", "share of wall time"), rows=tuple(rows), caption=label)
+        )
+        rate = f", {ledger.tokens_per_s:.4g} tokens/s" if ledger.tokens_per_s is not None else ""
+        mfu = f", MFU {format_percent(ledger.mfu)}" if ledger.mfu is not None else ""
+        lines.append(
+            f"{label}: {format_percent(ledger.goodput_fraction)} of {format_duration(ledger.total_s)} "
+            f"wall time productive, ETTR {ledger.ettr:.3f}, {ledger.steps.count} steps{rate}{mfu}"
+        )
+    return ReportSection(
+        key="goodput",
+        title=TITLES["goodput"],
+        paragraphs=tuple(lines),
+        charts=tuple(charts),
+        tables=tuple(tables),
+    )
+
+
+def _share(seconds: float, ledger: Ledger) -> str:
+    return format_percent(seconds / ledger.total_s) if ledger.total_s > 0 else "-"
+
+
+def history_section(history: MetricHistory) -> ReportSection:
     """A metric across the runs of the store, with the gate's verdict per run."""
-    if history is None:
-        return skipped_section("history", HISTORY_TITLE, reason or "the results store holds no run yet")
     rows = tuple(
         (
             point.run_id,
             time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(point.created_s)),
-            _format_value(point.value),
-            f"{_format_value(point.min_value)} .. {_format_value(point.max_value)}",
+            _number(point.value),
+            f"{_number(point.min_value)} .. {_number(point.max_value)}",
             str(point.num_samples),
-            _format_value(point.sol),
+            _number(point.sol),
             point.verdict,
         )
         for point in history.points
@@ -59,14 +213,14 @@ def history_section(history: MetricHistory | None, reason: str = "") -> ReportSe
             "min .. max",
             "samples",
             "SOL",
-            "vs previous run",
+            "vs previous",
         ),
         rows=rows,
     )
     figure = history_figure(history)
     return ReportSection(
         key="history",
-        title=HISTORY_TITLE,
+        title=TITLES["history"],
         paragraphs=(
             f"{history.name} [{history.metric}] in {history.unit} over {len(history.points)} run(s) "
             f"({better} is better). Each run is compared with the one before by the regression gate "
@@ -74,31 +228,20 @@ def history_section(history: MetricHistory | None, reason: str = "") -> ReportSe
         ),
         tables=(table,),
         charts=(
-            chart_from_figure(figure, name="history", title=f"{history.name} [{history.metric}] per run"),
+            chart_from_figure(figure, name="history", title=f"{history.name} [{history.metric}] by run"),
         ),
     )
 
 
-def gather_inputs(
-    *,
-    sources: Sequence[str] = (),
-    store_path: Path | None = None,
-    history_name: str | None = None,
-    history_metric: str | None = None,
-) -> ReportInputs:
-    """Load every input of the report from ``sources`` and the results store."""
-    if sources:
-        raise UserInputError(f"cannot read {sources[0]!r} yet")
-    with open_store(store_path) as store:
-        try:
-            history = metric_history(store=store, name=history_name, metric=history_metric)
-        except UserInputError as error:
-            if history_name or history_metric:
-                raise
-            return ReportInputs(history=None, history_reason=str(error))
-    return ReportInputs(history=history)
-
-
 def build_sections(inputs: ReportInputs) -> list[ReportSection]:
     """Every section of the report, in reading order."""
-    return [history_section(inputs.history, inputs.history_reason)]
+    sections = [
+        roofline_section(inputs.bench) if inputs.bench is not None else _missing("roofline", inputs),
+        step_section(inputs.estimates) if inputs.estimates else _missing("step", inputs),
+        goodput_section(inputs.ledgers) if inputs.ledgers else _missing("goodput", inputs),
+    ]
+    sections.extend(inputs.trace_sections or [_missing("trace", inputs)])
+    sections.append(
+        history_section(inputs.history) if inputs.history is not None else _missing("history", inputs)
+    )
+    return sections

@@ -1,0 +1,191 @@
+"""The seed's headline scenarios, predicted through the public APIs for ``lightspeed tour``.
+
+Each scenario returns a :class:`Scenario`: lines for the terminal, records
+for the results store, and the step-time breakdowns the HTML report draws.
+The claims quoted beside each prediction are the seed's (see the project's
+SEED.md); the numbers next to them come from the catalog and the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightspeed.catalog import Catalog, compare_hardware
+from lightspeed.sol import TrainEstimate, TrainingPlan, estimate_training, plan_memory
+from lightspeed.store import NewRecord
+from lightspeed.units import format_bytes, format_duration, format_flop, format_percent
+from lightspeed.workload import ModelRegistry, training_flop
+
+# DeepSeek-V3 Technical Report (DeepSeek-AI 2024): 2.664M H800 GPU-hours of
+# pre-training on 14.8T tokens, 2048 H800, PP16 DualPipe, EP64, ZeRO-1 DP, FP8.
+DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6
+DEEPSEEK_TOKENS = 14.8e12
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What one scenario found: terminal lines, store records, report breakdowns."""
+
+    title: str
+    lines: tuple[str, ...]
+    records: tuple[NewRecord, ...] = ()
+    estimates: tuple[TrainEstimate, ...] = field(default_factory=tuple)
+
+
+ScenarioFunction = Callable[[Catalog, ModelRegistry], Scenario]
+
+
+def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 4: 100T dense parameters, 29T tokens; weights on B200 and B300."""
+    model = models.get("dense-100t")
+    flop = training_flop(model, num_tokens=29e12).total_flop
+    lines = [f"training FLOPs for 29T tokens: {format_flop(flop)} (6ND; the seed says ~1.2e29)"]
+    records = [NewRecord(name="100T training FLOP", metric="flop", value=flop, unit="FLOP")]
+    for device, claim in (("b200-sxm", "~1,000 GPUs, ~125 nodes"), ("b300-sxm", "~700 GPUs, ~86 nodes")):
+        plan = plan_memory(model=model, precision="bf16", accelerator=catalog.accelerator(device))
+        lines.append(
+            f"bf16 weights {format_bytes(plan.total_bytes)} ({format_bytes(plan.total_bytes, binary=True)}) "
+            f"on {device}: {plan.gpus_needed} GPUs, {plan.nodes_needed} nodes of {plan.gpus_per_node} "
+            f"(seed: {claim}; weights only)"
+        )
+        records.append(
+            NewRecord(
+                name=f"100T weights on {device}",
+                metric="gpus_needed",
+                value=float(plan.gpus_needed or 0),
+                unit="GPU",
+                payload=plan.to_dict(),
+            )
+        )
+    return Scenario("100T-parameter memory plan", tuple(lines), tuple(records))
+
+
+def h100_vs_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 1: only NVLink and FP64 differ between H100 and H800."""
+    lines = []
+    records: list[NewRecord] = []
+    for pair in (("h100-pcie", "h800-pcie"), ("h100-sxm", "h800-sxm")):
+        comparison = compare_hardware(catalog=catalog, names=pair)
+        differing = [row for row in comparison.rows if row.differs]
+        same = [row.label for row in comparison.rows if not row.differs and row.field in ("bf16", "fp8")]
+        cuts = ", ".join(
+            f"{row.label} x{row.ratios[1]:.3g}" for row in differing if row.ratios[1] is not None
+        )
+        lines.append(f"{pair[1]} vs {pair[0]}: {cuts or 'no difference'}; same: {', '.join(same) or '-'}")
+        records.extend(
+            NewRecord(
+                name=f"{pair[1]} vs {pair[0]} {row.field}", metric="ratio", value=row.ratios[1], unit="1"
+            )
+            for row in differing
+            if row.ratios[1] is not None
+        )
+    return Scenario("H100 vs H800", tuple(lines), tuple(records))
+
+
+def _estimate_record(name: str, estimate: TrainEstimate) -> NewRecord:
+    return NewRecord(
+        name=name,
+        metric="step_time_s",
+        value=estimate.step_time_s,
+        unit="s",
+        payload={**estimate.to_dict(), "lower_is_better": True},
+    )
+
+
+def _comm_share(estimate: TrainEstimate) -> float:
+    return (
+        sum(value for part, value in estimate.breakdown_s.items() if part.endswith("_comm"))
+        / estimate.step_time_s
+    )
+
+
+def _fits(estimate: TrainEstimate) -> str:
+    return "fits" if estimate.fits else "does NOT fit (per the engine's memory model)"
+
+
+def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 2: DeepSeek-V3 pre-training on 2,048 H800 with DualPipe and EP."""
+    cluster = catalog.resolve_cluster("hgx-h800", num_accelerators=2048)
+    plan = TrainingPlan(
+        tp=1,
+        pp=16,
+        dp=128,
+        ep=64,
+        schedule="dualpipe",
+        zero_stage=1,
+        micro_batch_size=1,
+        global_batch_size=15360,
+        seq_len=4096,
+        precision="fp8",
+        uneven_pipeline=True,
+        ep_overlap=True,
+    )
+    estimate = estimate_training(
+        model=models.get("deepseek-v3"), cluster=cluster, plan=plan, num_tokens=DEEPSEEK_TOKENS
+    )
+    hours = estimate.gpu_hours or 0.0
+    lines = (
+        f"{estimate.system}, PP16 DualPipe, EP64, FP8: step {format_duration(estimate.step_time_s)}, "
+        f"MFU {format_percent(estimate.mfu)}, exposed communication {format_percent(_comm_share(estimate))}",
+        f"14.8T tokens: {hours / 1e6:.2f}M GPU-hours predicted vs 2.664M published "
+        f"({hours / DEEPSEEK_PRETRAIN_GPU_HOURS - 1:+.0%}); memory {_fits(estimate)}",
+        f"bound: {estimate.bound}",
+    )
+    record = NewRecord(
+        name="deepseek-v3 on 2048 h800",
+        metric="gpu_hours",
+        value=hours,
+        unit="h",
+        payload={"published_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS},
+    )
+    step = _estimate_record("deepseek-v3 on 2048 h800 step", estimate)
+    return Scenario("DeepSeek-V3 on H800", lines, (record, step), (estimate,))
+
+
+def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 12: one NVL72 rack vs 9 x 8-GPU servers over InfiniBand (72 GPUs each)."""
+    model = models.get("llama-3-70b")
+    plan = TrainingPlan(
+        tp=8,
+        pp=1,
+        dp=9,
+        zero_stage=1,
+        micro_batch_size=1,
+        global_batch_size=288,
+        seq_len=4096,
+        precision="bf16",
+    )
+    estimates = []
+    lines = []
+    for spec in ("gb200-nvl72", "9xdgx-b200@ib-ndr", "9xdgx-h100@ib-ndr"):
+        estimate = estimate_training(model=model, cluster=catalog.resolve_cluster(spec, 72), plan=plan)
+        estimates.append(estimate)
+        lines.append(
+            f"llama-3-70b TP8 x DP9 on {estimate.system}: step {format_duration(estimate.step_time_s)}, "
+            f"exposed comm {format_percent(_comm_share(estimate))}, MFU {format_percent(estimate.mfu)}"
+        )
+    records = tuple(_estimate_record(f"llama-3-70b on {e.system}", e) for e in estimates)
+    return Scenario("NVL72 vs InfiniBand servers", tuple(lines), records, tuple(estimates))
+
+
+SCENARIOS: Sequence[tuple[str, ScenarioFunction]] = (
+    ("100T memory plan", memory_100t),
+    ("H100 vs H800", h100_vs_h800),
+    ("DeepSeek-V3 on H800", deepseek_v3_on_h800),
+    ("NVL72 vs InfiniBand servers", nvl72_vs_infiniband),
+)
+
+# Scenarios whose engine this version does not have yet, with the reason shown.
+NOT_AVAILABLE: Sequence[tuple[str, str]] = (
+    (
+        "GPT-MoE-1.8T inference on GB200 NVL72 vs H100",
+        "needs the inference engine ('lightspeed plan infer'), which this version does not include",
+    ),
+)
+
+
+def run_scenarios(catalog: Catalog, models: Any) -> list[Scenario]:
+    """Every available scenario, in the seed's order."""
+    return [function(catalog, models) for _, function in SCENARIOS]

@@ -1,0 +1,276 @@
+"""Gather what the HTML report draws: ``--from`` sources, else the results store.
+
+Sources are read with the areas' public readers: a goodput run folder with
+:func:`lightspeed.goodput.read_run`, a profiler trace with the trace area's
+loader, a plan estimate from ``lightspeed plan train --json`` output, a
+results-store run by id. Without sources, the newest benchmark runs and
+predictions of the store are drawn. Every source is untrusted: JSON is parsed
+by the standard library with a size bound and every field is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from lightspeed.bench import BenchResult, DeviceSol, Stats
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.goodput import Ledger, build_ledger, read_run
+from lightspeed.report.html import ReportSection
+from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
+from lightspeed.report.trace import trace_section
+from lightspeed.store import MetricHistory, ResultsStore, StoredRecord, metric_history, open_store
+from lightspeed.trace import load_trace, summarize
+from lightspeed.units import compute_precision
+
+MAX_JSON_BYTES: Final = 64 * 2**20
+_BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
+
+
+def predicted_step(data: Mapping[str, Any], *, source: str) -> PredictedStep:
+    """A :class:`PredictedStep` from a ``plan train --json`` object; checks every field."""
+    breakdown = data.get("breakdown_s")
+    if not isinstance(breakdown, Mapping) or not breakdown:
+        raise DataFileError(
+            source,
+            "not a training estimate",
+            field="breakdown_s",
+            fix="pass the output of 'lightspeed plan train ... --json'",
+        )
+    parts = {str(key): _finite(value, source, f"breakdown_s.{key}") for key, value in breakdown.items()}
+    step_s = _finite(data.get("step_time_s"), source, "step_time_s")
+    if step_s <= 0:
+        raise DataFileError(source, "the step time must be positive", field="step_time_s", value=step_s)
+    return PredictedStep(
+        model=str(data.get("model", "model")),
+        system=str(data.get("system", "system")),
+        num_gpus=int(_finite(data.get("num_gpus", 0), source, "num_gpus")),
+        step_time_s=step_s,
+        breakdown_s=parts,
+        mfu=_finite(data.get("mfu", math.nan), source, "mfu", allow_nan=True),
+        bound=str(data.get("bound", "-")),
+        bound_part=str(data.get("bound_part", "-")),
+        fits=bool(data.get("fits", True)),
+    )
+
+
+def _finite(value: object, source: str, field: str, allow_nan: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataFileError(source, "needs a number", field=field, value=value)
+    number = float(value)
+    if not math.isfinite(number) and not (allow_nan and math.isnan(number)):
+        raise DataFileError(source, "needs a finite number", field=field, value=value)
+    return number
+
+
+def bench_results_from_records(records: Sequence[StoredRecord]) -> list[BenchResult]:
+    """Benchmark results back from the store (the payload keeps every field of the result)."""
+    results = []
+    for record in records:
+        payload = dict(record.payload)
+        if not all(key in payload for key in _BENCH_FIELDS):
+            continue
+        stats = payload.get("stats") or {}
+        samples = payload.get("samples") or ()
+        results.append(
+            BenchResult(
+                suite=str(payload["suite"]),
+                name=str(payload["name"]),
+                dtype=payload.get("dtype"),
+                size=int(payload["size"]),
+                value=float(payload["value"]),
+                unit=str(payload["unit"]),
+                sol=payload.get("sol"),
+                fraction_of_sol=payload.get("fraction_of_sol"),
+                stats=Stats(**{k: float(stats.get(k, payload["value"])) for k in ("min", "median", "max")}),
+                correct=bool(payload["correct"]),
+                sol_note=str(payload.get("sol_note", "")),
+                details=dict(payload.get("details") or {}),
+                samples=tuple(float(s) for s in samples),
+            )
+        )
+    return results
+
+
+def sol_from_results(results: Sequence[BenchResult], device_name: str | None) -> DeviceSol:
+    """The device SOL the results were compared with: GEMM peaks per precision, STREAM bandwidth."""
+    flop: dict[str, float] = {}
+    bandwidth: float | None = None
+    for result in results:
+        if result.sol is None:
+            continue
+        if result.suite == "gemm" and result.dtype is not None:
+            flop[compute_precision(result.dtype)] = result.sol
+        elif result.suite == "membw":
+            bandwidth = result.sol
+    return DeviceSol(device_name=device_name, flop_per_s=flop, memory_bandwidth_bytes_per_s=bandwidth)
+
+
+def _latest_bench(store: ResultsStore) -> BenchInputs | None:
+    """The newest run of each benchmark suite on the host of the newest benchmark run."""
+    runs = store.runs(kind="benchmark")
+    if not runs:
+        return None
+    host = runs[0].host_name
+    chosen: dict[str, list[BenchResult]] = {}
+    for run in runs:
+        if run.host_name != host:
+            continue
+        results = bench_results_from_records(store.records(run_id=run.run_id))
+        for suite in {result.suite for result in results} - set(chosen):
+            chosen[suite] = [result for result in results if result.suite == suite]
+    results = [result for suite in sorted(chosen) for result in chosen[suite]]
+    if not results:
+        return None
+    device = next((str(r.details["device"]) for r in results if r.details.get("device")), host or None)
+    return BenchInputs(results=tuple(results), sol=sol_from_results(results, device), label="benchmarks")
+
+
+def _latest_predictions(store: ResultsStore) -> list[PredictedStep]:
+    runs = store.runs(kind="prediction", limit=1)
+    if not runs:
+        return []
+    records = store.records(run_id=runs[0].run_id)
+    return [
+        predicted_step(record.payload, source=f"run:{record.run_id}")
+        for record in records
+        if "breakdown_s" in record.payload
+    ]
+
+
+def _read_json(path: Path) -> Any:
+    size = path.stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_JSON_BYTES} byte limit")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise DataFileError(path, f"not valid JSON ({error})") from None
+
+
+def _is_trace(path: Path) -> bool:
+    if path.name.endswith(".gz"):
+        return True
+    with path.open("rb") as handle:
+        return b'"traceEvents"' in handle.read(1 << 20)
+
+
+@dataclass
+class _Collected:
+    """Inputs found so far while reading the sources."""
+
+    bench: BenchInputs | None = None
+    steps: list[PredictedStep] = field(default_factory=list)
+    ledgers: list[Ledger] = field(default_factory=list)
+    traces: list[ReportSection] = field(default_factory=list)
+
+
+def gather_inputs(
+    *,
+    sources: Sequence[str] = (),
+    store_path: Path | None = None,
+    history_name: str | None = None,
+    history_metric: str | None = None,
+) -> ReportInputs:
+    """Everything the report draws: from ``sources`` when given, else the store's newest runs.
+
+    A source is a goodput run folder, a profiler trace (a file, or a folder of
+    per-rank files), a plan estimate JSON file, or a store run (``run:ID``).
+    The metric history always comes from the store (``history_name`` /
+    ``history_metric`` choose it; by default the metric stored in the most runs).
+    """
+    found = _Collected()
+    reasons: dict[str, str] = {}
+    with open_store(store_path) as store:
+        for source in sources:
+            _read_source(source, store, found)
+        if not sources:
+            found.bench = _latest_bench(store)
+            found.steps = _latest_predictions(store)
+        history, reason = _history(store, history_name, history_metric)
+        if reason:
+            reasons["history"] = reason
+    return ReportInputs(
+        bench=found.bench,
+        estimates=tuple(found.steps),
+        ledgers=tuple(found.ledgers),
+        trace_sections=tuple(found.traces),
+        history=history,
+        reasons=reasons,
+    )
+
+
+def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
+    path = Path(source)
+    if _is_trace_folder(path) or (path.is_file() and _is_trace(path)):
+        summary = summarize(load_trace(path))
+        section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
+        # Several traces in one report: each section needs its own anchor.
+        found.traces.append(
+            replace(section, key=f"trace-{len(found.traces) + 1}", title=f"{section.title}: {path.name}")
+        )
+    elif path.is_dir():
+        found.ledgers.append(build_ledger(run=read_run(path)))
+    elif path.is_file():
+        data = _read_json(path)
+        items = data if isinstance(data, list) else [data]
+        found.steps.extend(
+            predicted_step(item, source=str(path)) for item in items if isinstance(item, Mapping)
+        )
+    else:
+        found.bench, more = _from_run(store, source, found.bench)
+        found.steps.extend(more)
+
+
+def _is_trace_folder(path: Path) -> bool:
+    """A folder of per-rank trace files (a goodput run folder holds ``.jsonl`` logs instead)."""
+    if not path.is_dir():
+        return False
+    names = [child.name for child in path.iterdir() if child.is_file()]
+    return any(name.endswith((".json", ".json.gz")) for name in names) and not any(
+        name.endswith(".jsonl") for name in names
+    )
+
+
+def _history(store: ResultsStore, name: str | None, metric: str | None) -> tuple[MetricHistory | None, str]:
+    """The chosen history, or why there is none; naming a missing metric is an error."""
+    try:
+        return metric_history(store=store, name=name, metric=metric), ""
+    except UserInputError as error:
+        if name or metric:
+            raise
+        return None, str(error)
+
+
+def metric_history_or_reason(
+    *, store_path: Path | None = None, name: str | None = None, metric: str | None = None
+) -> tuple[MetricHistory | None, str]:
+    """The history of a metric in the store (by default the one stored in the most runs), or why none."""
+    with open_store(store_path) as store:
+        return _history(store, name, metric)
+
+
+def _from_run(
+    store: ResultsStore, source: str, bench: BenchInputs | None
+) -> tuple[BenchInputs | None, list[PredictedStep]]:
+    if Path(source).suffix or "/" in source:
+        raise UserInputError(f"{source} does not exist; pass a goodput run folder, a plan JSON or run:ID")
+    run = store.run(source.removeprefix("run:"))
+    records = store.records(run_id=run.run_id)
+    if run.kind == "prediction":
+        source_name = f"run:{run.run_id}"
+        return bench, [
+            predicted_step(r.payload, source=source_name) for r in records if "breakdown_s" in r.payload
+        ]
+    if run.kind == "benchmark":
+        results = [*(bench.results if bench else ()), *bench_results_from_records(records)]
+        device = run.host_name or None
+        return BenchInputs(results=tuple(results), sol=sol_from_results(results, device), label=run.label), []
+    raise UserInputError(
+        f"run {run.run_id} is a {run.kind!r} run; the report draws benchmark and prediction runs "
+        "(pass goodput run folders and traces as paths)"
+    )

@@ -1,0 +1,224 @@
+"""Report sections from real library records, the inputs readers, and the whole page in Chromium."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from lightspeed.bench import DeviceSol, make_result
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.goodput import Tracker, build_ledger, read_run
+from lightspeed.report.html import write_report
+from lightspeed.report.html_inputs import (
+    bench_results_from_records,
+    gather_inputs,
+    predicted_step,
+    sol_from_results,
+)
+from lightspeed.report.html_sections import (
+    BenchInputs,
+    ReportInputs,
+    build_sections,
+    goodput_section,
+    roofline_section,
+    step_section,
+)
+from lightspeed.store import NewRecord, benchmark_records, open_store
+
+PEAK_FLOP_PER_S = 1.0e12
+BANDWIDTH_BYTES_PER_S = 50e9
+
+
+def _bench_results() -> list:  # type: ignore[type-arg]
+    gemm = make_result(
+        suite="gemm",
+        name="square",
+        dtype="fp32",
+        size=2 * 1024**3,
+        samples=[4.0e11, 5.0e11, 4.5e11],
+        unit="FLOP/s",
+        best="median",
+        sol=PEAK_FLOP_PER_S,
+        sol_note="",
+        correct=True,
+        details={"m": 1024, "n": 1024, "k": 1024, "label": "square"},
+    )
+    triad = make_result(
+        suite="membw",
+        name="stream triad",
+        dtype="fp64",
+        size=2**27,
+        samples=[20e9, 25e9],
+        unit="B/s",
+        best="max",
+        sol=BANDWIDTH_BYTES_PER_S,
+        sol_note="",
+        correct=True,
+        details={"bytes_moved": 3 * 2**27, "num_elements": 2**24},
+    )
+    return [gemm, triad]
+
+
+ESTIMATE = {
+    "model": "llama-3-70b",
+    "system": "8 x dgx-h100 over ib-ndr",
+    "num_gpus": 64,
+    "step_time_s": 10.0,
+    "breakdown_s": {"compute": 6.0, "tp_comm": 3.0, "bubble": 1.0, "dp_comm": 0.0},
+    "mfu": 0.5,
+    "bound": "compute-bound",
+    "bound_part": "compute",
+    "fits": True,
+}
+
+
+def _goodput_dir(path: Path) -> Path:
+    """A real tracker run: 50 ms of init, then six 20 ms steps."""
+    with Tracker(path, flush_interval_s=0.05) as tracker:
+        with tracker.init():
+            time.sleep(0.05)
+        for _ in range(6):
+            with tracker.step(tokens=1000):
+                time.sleep(0.02)
+    return path
+
+
+def test_roofline_section_lists_every_point_against_its_sol() -> None:
+    results = _bench_results()
+    sol = sol_from_results(results, "test-cpu")
+    assert sol.flop_per_s == {"fp32": PEAK_FLOP_PER_S}
+    assert sol.memory_bandwidth_bytes_per_s == BANDWIDTH_BYTES_PER_S
+    section = roofline_section(BenchInputs(results=tuple(results), sol=sol, label="bench"))
+    (table,) = section.tables
+    assert [row[0] for row in table.rows] == ["square", "stream triad"]
+    assert table.rows[0][5] == "45.0%"  # median 4.5e11 of a 1e12 peak
+    assert table.rows[1][5] == "50.0%"  # best 25e9 of 50e9
+    assert section.charts[0].svg.startswith("<svg")
+
+
+def test_step_section_shares_add_up() -> None:
+    step = predicted_step(ESTIMATE, source="test")
+    section = step_section([step])
+    (table,) = section.tables
+    assert [row[0] for row in table.rows] == ["compute", "TP comm", "pipeline bubble"]  # zero parts omitted
+    assert [row[2] for row in table.rows] == ["60.0%", "30.0%", "10.0%"]
+    assert "MFU 50.0%" in section.paragraphs[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"breakdown_s": {}}, "breakdown_s"),
+        ({"step_time_s": "fast"}, "step_time_s"),
+        ({"step_time_s": 0}, "step"),
+    ],
+)
+def test_bad_estimates_name_the_field(change: dict[str, object], field: str) -> None:
+    with pytest.raises(DataFileError, match=field):
+        predicted_step({**ESTIMATE, **change}, source="plan.json")
+
+
+def test_goodput_section_buckets_sum_to_wall_time(tmp_path: Path) -> None:
+    ledger = build_ledger(run=read_run(_goodput_dir(tmp_path / "run")))
+    section = goodput_section([ledger])
+    (table,) = section.tables
+    shares = [float(row[2].rstrip("%")) for row in table.rows]
+    assert sum(shares) == pytest.approx(100.0, abs=0.5)
+    assert table.rows[0][0] == "productive steps"
+    assert 40.0 < shares[0] < 90.0  # 120 ms of steps in ~170 ms of wall time
+    assert "init" in [row[0] for row in table.rows]
+
+
+def test_bench_results_round_trip_through_the_store(tmp_path: Path) -> None:
+    results = _bench_results()
+    with open_store(tmp_path / "s.sqlite") as store:
+        run_id = store.add_records(kind="benchmark", records=benchmark_records(results), label="gemm")
+        back = bench_results_from_records(store.records(run_id=run_id))
+    assert [r.to_dict() for r in back] == [r.to_dict() for r in results]
+
+
+def test_gather_inputs_from_sources_and_store(tmp_path: Path) -> None:
+    store_path = tmp_path / "s.sqlite"
+    with open_store(store_path) as store:
+        run_id = store.add_records(
+            kind="benchmark", records=benchmark_records(_bench_results()), label="gemm"
+        )
+        store.add_records(
+            kind="prediction",
+            records=[NewRecord(name="p", metric="step_time_s", value=10.0, unit="s", payload=ESTIMATE)],
+        )
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(ESTIMATE))
+    run_dir = _goodput_dir(tmp_path / "run")
+    inputs = gather_inputs(sources=[str(plan), str(run_dir), f"run:{run_id}"], store_path=store_path)
+    assert inputs.bench is not None
+    assert len(inputs.bench.results) == 2
+    assert len(inputs.estimates) == 1
+    assert len(inputs.ledgers) == 1
+    from_store = gather_inputs(store_path=store_path)  # no sources: the newest runs of the store
+    assert from_store.bench is not None
+    assert from_store.estimates[0].step_time_s == 10.0
+    assert from_store.ledgers == ()
+    with pytest.raises(UserInputError, match="does not exist"):
+        gather_inputs(sources=[str(tmp_path / "missing.json")], store_path=store_path)
+
+
+def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None:  # type: ignore[no-untyped-def]
+    results = _bench_results()
+    ledger = build_ledger(run=read_run(_goodput_dir(tmp_path / "run")))
+    inputs = ReportInputs(
+        bench=BenchInputs(
+            results=tuple(results),
+            sol=DeviceSol(device_name="<cpu>", flop_per_s={"fp32": 1e12}, memory_bandwidth_bytes_per_s=5e10),
+            label="b",
+        ),
+        estimates=(predicted_step(ESTIMATE, source="t"),),
+        ledgers=(ledger,),
+    )
+    written = write_report(
+        path=tmp_path / "report.html", title="all sections", sections=build_sections(inputs)
+    )
+    page = chromium_page(written.path)
+    assert page.console_errors == []
+    assert len(page.images) == 3  # roofline, step breakdown, waterfall (trace and history have no data here)
+    for image in page.images:
+        assert image["complete"], image
+        assert image["width"] > 200, image
+    (tmp_path / "screenshot.png").write_bytes(page.screenshot_png)
+    assert len(page.screenshot_png) > 20_000
+
+
+def test_traces_as_sources_get_one_section_each(tmp_path: Path) -> None:
+    from lightspeed.report.tour import SAMPLE_TRACE_DIR
+    from lightspeed.trace import load_trace, summarize
+
+    single = SAMPLE_TRACE_DIR / "sampled_rank-0.json.gz"
+    inputs = gather_inputs(sources=[str(SAMPLE_TRACE_DIR), str(single)], store_path=tmp_path / "s.sqlite")
+    assert [s.key for s in inputs.trace_sections] == ["trace-1", "trace-2"]
+    folder_table = inputs.trace_sections[0].tables[0]
+    assert [row[0] for row in folder_table.rows] == ["0", "1"]  # both ranks of the folder
+    idle_pct = summarize(load_trace(SAMPLE_TRACE_DIR)).ranks[0].idle_pct
+    assert folder_table.rows[0][3] == f"{idle_pct:.2f}%"  # the analysis' number reaches the page
+    keys = [section.key for section in build_sections(inputs)]
+    assert keys == ["roofline", "step", "goodput", "trace-1", "trace-2", "history"]
+
+
+def test_cpu_only_trace_is_a_clear_error(tmp_path: Path) -> None:
+    from lightspeed.errors import TraceError
+
+    trace = tmp_path / "cpu.json"
+    trace.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "traceEvents": [
+                    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+                ],
+            }
+        )
+    )
+    with pytest.raises(TraceError, match="no GPU events"):
+        gather_inputs(sources=[str(trace)], store_path=tmp_path / "s.sqlite")
