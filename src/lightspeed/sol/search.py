@@ -154,8 +154,7 @@ def _valid(
     if model.attention.kind != "mla":
         ok &= (np.mod(kv, tp) == 0) | (np.mod(tp, kv) == 0)
     layers = model.num_layers
-    even = np.mod(layers, pp * vpp) == 0
-    ok &= (pp * vpp <= layers) & (even | (vpp == 1))
+    ok &= pp * vpp <= layers  # uneven stages take ceil(L/pp) layers, as Llama 3 405B's 126 on PP16
     ok &= (vpp == 1) | ((pp > 1) & (np.mod(microbatches, pp) == 0))
     dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
     ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))
@@ -247,8 +246,10 @@ def _evaluate_chunks(
     model: TransformerSpec,
     hardware: Hardware,
     num_gpus: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    steps, memories = [], []
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step time, memory per GPU, distinct) of every plan; ``distinct`` is false for
+    'partial' recomputation that recomputes nothing (the same plan as 'none')."""
+    steps, memories, distinct = [], [], []
     size = columns["tp"].shape[0]
     for start in range(0, size, CHUNK_PLANS):
         chunk = {name: values[start : start + CHUNK_PLANS] for name, values in columns.items()}
@@ -257,7 +258,9 @@ def _evaluate_chunks(
         )
         steps.append(np.asarray(arrays.step_time_s))
         memories.append(np.asarray(arrays.memory.total_bytes))
-    return np.concatenate(steps), np.concatenate(memories)
+        partial = chunk["recompute"] == RECOMPUTE_CODES["partial"]
+        distinct.append(~(partial & (np.asarray(arrays.memory.recompute_fraction) == 0.0)))
+    return np.concatenate(steps), np.concatenate(memories), np.concatenate(distinct)
 
 
 def search_training(
@@ -302,9 +305,11 @@ def search_training(
             f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size}: "
             "the batch must split over data-parallel replicas; try a multiple of the GPU count"
         )
-    steps, memory = _evaluate_chunks(columns, base, model, hardware, num_gpus)
+    steps, memory, distinct = _evaluate_chunks(columns, base, model, hardware, num_gpus)
+    columns = {name: values[distinct] for name, values in columns.items()}
+    steps, memory = steps[distinct], memory[distinct]
     fits = memory <= hardware.usable_memory_bytes
-    order = np.lexsort((steps, ~fits))[:top]
+    order = np.lexsort((memory, steps, ~fits))[: max(top, 3)]  # fitting first, then fastest, then leanest
     chosen = {name: values[order] for name, values in columns.items()}
     grid = _grid(chosen, base, num_gpus, model.num_layers)
     arrays = evaluate_grid(grid, model, hardware, seq_len)
@@ -328,7 +333,7 @@ def search_training(
         num_plans_evaluated=int(steps.size),
         num_plans_fitting=int(fits.sum()),
         elapsed_s=time.perf_counter() - started,
-        plans=plans,
+        plans=plans[:top],
         why_best=why_best(plans, hardware),
     )
 
