@@ -135,3 +135,40 @@ def test_help_mentions_exit_codes(run_cli) -> None:  # type: ignore[no-untyped-d
     result = run_cli("compare", "--help")
     assert result.code == 0
     assert "1 regression" in result.out
+
+
+def test_compare_goodput_runs_and_traces(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from lightspeed.goodput import Tracker
+
+    def trace(name: str, step_us: list[int]) -> Path:
+        events, start = [], 0
+        for number, duration in enumerate(step_us):
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{number}",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": start,
+                    "dur": duration,
+                }
+            )
+            start += duration
+        path = tmp_path / name
+        path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+        return path
+
+    base = trace("a.json", [int(v * 1e6) for v in _normal(1, 0.10, 0.001, 12)])
+    cur = trace("b.json", [int(v * 1e6) for v in _normal(2, 0.13, 0.001, 12)])
+    result = run_cli("compare", str(base), str(cur), "--json")
+    assert result.code == 1, result.err
+    assert json.loads(result.out)["comparisons"][0]["num_warmup_current"] == 1
+    run_dir = tmp_path / "run"
+    with Tracker(run_dir, flush_interval_s=0.05) as tracker:
+        clock_ns = tracker.now_ns()
+        for duration_s in _normal(3, 0.10, 0.001, 12):
+            tracker.record_step(start_ns=clock_ns, end_ns=clock_ns + int(duration_s * 1e9))
+            clock_ns += int(duration_s * 1e9)
+    same = run_cli("compare", str(base), str(run_dir))  # a trace against a goodput run: both step times
+    assert same.code == 0, same.err

@@ -24,6 +24,7 @@ from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.trace import trace_section
 from lightspeed.store import MetricHistory, ResultsStore, StoredRecord, metric_history, open_store
+from lightspeed.store.regression_inputs import is_trace_source
 from lightspeed.trace import load_trace, summarize
 from lightspeed.units import compute_precision
 
@@ -152,13 +153,6 @@ def _read_json(path: Path) -> Any:
         raise DataFileError(path, f"not valid JSON ({error})") from None
 
 
-def _is_trace(path: Path) -> bool:
-    if path.name.endswith(".gz"):
-        return True
-    with path.open("rb") as handle:
-        return b'"traceEvents"' in handle.read(1 << 20)
-
-
 @dataclass
 class _Collected:
     """Inputs found so far while reading the sources."""
@@ -206,7 +200,7 @@ def gather_inputs(
 
 def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
     path = Path(source)
-    if _is_trace_folder(path) or (path.is_file() and _is_trace(path)):
+    if is_trace_source(path):
         summary = summarize(load_trace(path))
         section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
         # Several traces in one report: each section needs its own anchor.
@@ -224,16 +218,6 @@ def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
     else:
         found.bench, more = _from_run(store, source, found.bench)
         found.steps.extend(more)
-
-
-def _is_trace_folder(path: Path) -> bool:
-    """A folder of per-rank trace files (a goodput run folder holds ``.jsonl`` logs instead)."""
-    if not path.is_dir():
-        return False
-    names = [child.name for child in path.iterdir() if child.is_file()]
-    return any(name.endswith((".json", ".json.gz")) for name in names) and not any(
-        name.endswith(".jsonl") for name in names
-    )
 
 
 def _history(store: ResultsStore, name: str | None, metric: str | None) -> tuple[MetricHistory | None, str]:

@@ -23,6 +23,7 @@ from lightspeed.records import Record
 from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import StoredRecord
 from lightspeed.store.regression import MetricSamples, compare_samples
+from lightspeed.trace import load_trace
 
 # Kinds of run that measure something (their history can regress); predictions do not.
 MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
@@ -110,14 +111,17 @@ def load_metric_samples(source: str | Path, *, store_path: Path | None = None) -
     """The metric samples held by ``source``.
 
     ``source`` is a sample file (JSON, see :func:`read_sample_file`), a goodput
-    run folder (step times, see :func:`goodput_step_samples`), or a run of the
-    results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
+    run folder (step times, see :func:`goodput_step_samples`), a profiler trace
+    file or folder of rank files (step times, see :func:`trace_step_samples`),
+    or a run of the results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
     id when no file of that name exists. ``store_path`` defaults to the store
     in ``$LIGHTSPEED_HOME``.
     """
     text = str(source)
     path = Path(text)
     if not text.startswith("run:"):
+        if is_trace_source(path):
+            return trace_step_samples(path)
         if path.is_file():
             return read_sample_file(path)
         if path.is_dir():
@@ -176,6 +180,53 @@ def _record_samples(record: StoredRecord) -> list[float]:
     return []
 
 
+def is_trace_source(path: Path) -> bool:
+    """A Kineto trace file (``.json.gz``, or JSON with ``traceEvents`` near its start) or a
+    folder of them (a goodput run folder holds ``.jsonl`` logs instead)."""
+    if path.is_dir():
+        names = [child.name for child in path.iterdir() if child.is_file()]
+        has_traces = any(name.endswith((".json", ".json.gz")) for name in names)
+        return has_traces and not any(name.endswith(".jsonl") for name in names)
+    if not path.is_file():
+        return False
+    if path.name.endswith(".gz"):
+        return True
+    with path.open("rb") as handle:
+        return b'"traceEvents"' in handle.read(1 << 20)
+
+
+def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
+    """Durations (seconds) of the ``ProfilerStep#N`` annotations of a trace, one per step.
+
+    With several ranks a step lasts as long as its slowest rank. The first
+    profiled step is warm-up (the profiler's own start-up) and is excluded
+    by default.
+    """
+    by_step: dict[int, float] = {}
+    for rank in load_trace(path).ranks:
+        durations_s = (rank.steps.end_ns - rank.steps.start_ns) * 1e-9
+        for number, duration_s in zip(rank.steps.number.tolist(), durations_s.tolist(), strict=True):
+            by_step[int(number)] = max(float(duration_s), by_step.get(int(number), 0.0))
+    if not by_step:
+        raise UserInputError(
+            f"trace {path} has no ProfilerStep annotations to compare; call profiler.step() once per "
+            "training step (torch.profiler) so that step times are recorded"
+        )
+    return (_step_series([by_step[number] for number in sorted(by_step)], str(path)),)
+
+
+def _step_series(durations_s: Sequence[float], source: str) -> MetricSamples:
+    """Step times in run order; the first step is warm-up when there are others."""
+    return MetricSamples(
+        metric="step_time_s",
+        unit="s",
+        lower_is_better=True,
+        samples=tuple(durations_s),
+        num_warmup=1 if len(durations_s) > 1 else 0,
+        source=source,
+    )
+
+
 def goodput_step_samples(run_dir: Path) -> tuple[MetricSamples, ...]:
     """Step times (seconds) of a goodput run folder, one sample per step number.
 
@@ -195,17 +246,7 @@ def goodput_step_samples(run_dir: Path) -> tuple[MetricSamples, ...]:
             by_step[number] = max(duration_s, by_step.get(number, 0.0))
     if not by_step:
         raise UserInputError(f"goodput run {run_dir} has no completed step to compare")
-    samples = tuple(by_step[number] for number in sorted(by_step))
-    return (
-        MetricSamples(
-            metric="step_time_s",
-            unit="s",
-            lower_is_better=True,
-            samples=samples,
-            num_warmup=1 if len(samples) > 1 else 0,
-            source=str(run_dir),
-        ),
-    )
+    return (_step_series([by_step[number] for number in sorted(by_step)], str(run_dir)),)
 
 
 @dataclass(frozen=True)
