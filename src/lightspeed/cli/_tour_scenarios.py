@@ -119,8 +119,8 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         global_batch_size=15360,
         seq_len=4096,
         precision="fp8",
-        uneven_pipeline=True,
-        ep_overlap=True,
+        recompute="selective",  # DeepSeek recomputes RMSNorm and MLA up-projections
+        uneven_pipeline=True,  # 61 layers on 16 stages
     )
     estimate = estimate_training(
         model=models.get("deepseek-v3"), cluster=cluster, plan=plan, num_tokens=DEEPSEEK_TOKENS
