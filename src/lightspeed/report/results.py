@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from lightspeed.records import to_jsonable
+from lightspeed.report.bench import format_value
 from lightspeed.report.console import make_console, print_table
 from lightspeed.store import RunSummary, StoredRecord
-from lightspeed.units import format_bytes_per_s, format_duration, format_flop_per_s, format_percent
+from lightspeed.units import format_percent
 
 CSV_COLUMNS: Final = (
     "record_id",
@@ -36,18 +37,6 @@ def _timestamp(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
-
-
-def _value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "FLOP/s":
-        return format_flop_per_s(value)
-    if unit == "B/s":
-        return format_bytes_per_s(value)
-    if unit == "s":
-        return format_duration(value)
-    return f"{value:.4g} {unit}".strip()
 
 
 def print_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
@@ -76,8 +65,8 @@ def print_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Map
         [
             record.name,
             record.metric,
-            _value(record.value, record.unit),
-            _value(record.sol, record.unit),
+            format_value(record.value, record.unit),
+            format_value(record.sol, record.unit),
             format_percent(record.fraction_of_sol) if record.fraction_of_sol is not None else "-",
         ]
         for record in records
