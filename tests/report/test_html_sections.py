@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lightspeed.bench import DeviceSol, make_result
+from lightspeed.bench import make_result
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.goodput import Tracker, build_ledger, read_run
 from lightspeed.report.html import write_report
@@ -20,7 +20,6 @@ from lightspeed.report.html_inputs import (
 )
 from lightspeed.report.html_sections import (
     BenchInputs,
-    ReportInputs,
     build_sections,
     goodput_section,
     roofline_section,
@@ -167,27 +166,33 @@ def test_gather_inputs_from_sources_and_store(tmp_path: Path) -> None:
 
 
 def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None:  # type: ignore[no-untyped-def]
-    results = _bench_results()
-    ledger = build_ledger(run=read_run(_goodput_dir(tmp_path / "run")))
-    inputs = ReportInputs(
-        bench=BenchInputs(
-            results=tuple(results),
-            sol=DeviceSol(device_name="<cpu>", flop_per_s={"fp32": 1e12}, memory_bandwidth_bytes_per_s=5e10),
-            label="b",
-        ),
-        estimates=(predicted_step(ESTIMATE, source="t"),),
-        ledgers=(ledger,),
+    """Every kind of section, each with its chart, in a real browser."""
+    from lightspeed.report.tour import SAMPLE_TRACE_DIR
+
+    store_path = tmp_path / "s.sqlite"
+    with open_store(store_path) as store:
+        for _ in range(2):  # two runs: a history with two points
+            store.add_records(kind="benchmark", records=benchmark_records(_bench_results()), label="gemm")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(ESTIMATE))
+    run_dir = _goodput_dir(tmp_path / "run")
+    inputs = gather_inputs(
+        sources=[str(plan), str(run_dir), str(SAMPLE_TRACE_DIR), "run:latest"], store_path=store_path
     )
     written = write_report(
         path=tmp_path / "report.html", title="all sections", sections=build_sections(inputs)
     )
+    assert all(section.skipped_reason is None for section in written.sections)
     page = chromium_page(written.path)
     assert page.console_errors == []
-    assert len(page.images) == 3  # roofline, step breakdown, waterfall (trace and history have no data here)
+    # roofline, step breakdown, goodput waterfall, per-rank trace breakdown, history
+    assert len(page.images) == 5
     for image in page.images:
         assert image["complete"], image
         assert image["width"] > 200, image
+        assert image["shown_width"] > 200, image
     (tmp_path / "screenshot.png").write_bytes(page.screenshot_png)
+    assert page.screenshot_png.startswith(b"\x89PNG")
     assert len(page.screenshot_png) > 20_000
 
 
