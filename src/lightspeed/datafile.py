@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,6 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from lightspeed.errors import DataFileError
+from lightspeed.records import Record
 
 # dimension -> {key suffix: multiplier to base SI}
 UNIT_SUFFIXES: Final[dict[str, dict[str, float]]] = {
@@ -277,3 +279,36 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise DataFileError(path, f"invalid TOML ({error})", fix="correct the syntax at that line") from None
     except UnicodeDecodeError:
         raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8 TOML") from None
+
+
+@dataclass(frozen=True)
+class Source(Record):
+    """A document figures were read from: its title, address and a note."""
+
+    key: str
+    title: str
+    url: str = ""
+    note: str = ""
+
+    @property
+    def citation(self) -> str:
+        """``title (url)``, or the title alone when there is no address."""
+        return f"{self.title} ({self.url})" if self.url else self.title
+
+
+def parse_sources(fields: Fields) -> dict[str, Source]:
+    """The ``[sources.<key>]`` tables of a data file; at least one is required."""
+    sources = {
+        key: Source(
+            key=key, title=table.string("title"), url=table.string("url", ""), note=table.string("note", "")
+        )
+        for key, table in fields.tables("sources").items()
+    }
+    if not sources:
+        raise DataFileError(
+            fields.path,
+            "record has no sources",
+            field="sources",
+            fix='add [sources.<key>] with title = "..." and url = "..."',
+        )
+    return sources

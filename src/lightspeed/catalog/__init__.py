@@ -35,7 +35,6 @@ from lightspeed.catalog.records import (
     Link,
     LinkAttachment,
     PrintedTotal,
-    Source,
     System,
 )
 from lightspeed.catalog.registry import Catalog, load_catalog
@@ -51,6 +50,7 @@ from lightspeed.catalog.views import (
     describe,
     list_entries,
 )
+from lightspeed.datafile import Source
 
 __all__ = [
     "COMPUTE_ROWS",

@@ -29,8 +29,9 @@ from lightspeed.catalog.microarch import (
     load_microarchitectures,
     match_microarchitecture,
 )
-from lightspeed.catalog.records import Accelerator, ComputeFigure, Cpu, Source, System
+from lightspeed.catalog.records import Accelerator, ComputeFigure, Cpu, System
 from lightspeed.catalog.registry import Catalog
+from lightspeed.datafile import Source
 from lightspeed.errors import UnsupportedError
 from lightspeed.records import Record
 

@@ -25,12 +25,11 @@ from lightspeed.catalog.records import (
     Link,
     LinkAttachment,
     PrintedTotal,
-    Source,
     System,
 )
 from lightspeed.catalog.schema import check_record
 from lightspeed.catalog.totals import TOTAL_KEYS, total_dimension
-from lightspeed.datafile import UNIT_SUFFIXES, Fields, load_toml
+from lightspeed.datafile import UNIT_SUFFIXES, Fields, Source, load_toml, parse_sources
 from lightspeed.errors import DataFileError
 
 SCHEMA_VERSION: Final = 1
@@ -178,24 +177,6 @@ def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
             )
         pending = waiting
     return raw
-
-
-def parse_sources(fields: Fields) -> dict[str, Source]:
-    """The ``[sources.<key>]`` tables of a record."""
-    sources = {
-        key: Source(
-            key=key, title=table.string("title"), url=table.string("url", ""), note=table.string("note", "")
-        )
-        for key, table in fields.tables("sources").items()
-    }
-    if not sources:
-        raise DataFileError(
-            fields.path,
-            "record has no sources",
-            field="sources",
-            fix='add [sources.<key>] with title = "..." and url = "..."',
-        )
-    return sources
 
 
 def parse_link(path: str, data: Mapping[str, Any]) -> Link:

@@ -24,9 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final, TypeVar
 
-from lightspeed.catalog.loader import parse_sources
-from lightspeed.catalog.records import Source
-from lightspeed.datafile import Fields, load_toml
+from lightspeed.datafile import Fields, Source, load_toml, parse_sources
 from lightspeed.errors import DataFileError
 from lightspeed.records import Record
 from lightspeed.units import format_flop_per_s

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from lightspeed.datafile import Source
 from lightspeed.errors import UnsupportedError
 from lightspeed.records import Record
 from lightspeed.units import compute_precision
@@ -33,16 +34,6 @@ COMPUTE_ROWS: Final = (
     "int8",
     "int4",
 )
-
-
-@dataclass(frozen=True)
-class Source(Record):
-    """Where figures were read: a document title, its address and a note."""
-
-    key: str
-    title: str
-    url: str = ""
-    note: str = ""
 
 
 @dataclass(frozen=True)

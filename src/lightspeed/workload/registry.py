@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import Fields, load_toml
+from lightspeed.datafile import Fields, Source, load_toml, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
@@ -103,19 +103,7 @@ _MOE_KEYS: Final = {
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
 
 
-@dataclass(frozen=True)
-class Reference(Record):
-    """A document figures were read from: title, address, note."""
-
-    key: str
-    title: str
-    url: str = ""
-    note: str = ""
-
-    @property
-    def citation(self) -> str:
-        """``title (url)``, or the title alone when there is no address."""
-        return f"{self.title} ({self.url})" if self.url else self.title
+Reference = Source  # models cite documents the same way hardware does
 
 
 @dataclass(frozen=True)
@@ -278,20 +266,7 @@ def _check_keys(fields: Fields, allowed: set[str], table: str) -> None:
 
 def parse_references(fields: Fields) -> dict[str, Reference]:
     """The ``[sources.<key>]`` tables of a data file (at least one is required)."""
-    sources = {
-        key: Reference(
-            key=key, title=table.string("title"), url=table.string("url", ""), note=table.string("note", "")
-        )
-        for key, table in fields.tables("sources").items()
-    }
-    if not sources:
-        raise DataFileError(
-            fields.path,
-            "no sources",
-            field="sources",
-            fix='add [sources.<key>] with title = "..." and url = "..."',
-        )
-    return sources
+    return parse_sources(fields)
 
 
 def _build_spec(fields: Fields, source: Reference) -> TransformerSpec:
