@@ -20,6 +20,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
 from lightspeed.sol.efficiency import EfficiencyModel
+from lightspeed.sol.estimate import estimate_from_arrays
 from lightspeed.sol.grid import grid_from_plans
 from lightspeed.sol.hardware import hardware_for
 from lightspeed.sol.plan import TrainingPlan, validate_plan
@@ -113,22 +114,11 @@ def _train_row(
 ) -> ValidationRow:
     setup = row_setup(row, catalog, models)
     index, arrays, hardware, plan = _best_plan(setup, efficiency)
-    step = float(np.asarray(arrays.step_time_s)[index])
-    predicted = _predicted_metric(setup, plan, step, hardware.peak_flop_per_s)
-    summary = {
-        "tp": plan.tp,
-        "pp": plan.pp,
-        "dp": plan.dp,
-        "ep": plan.ep,
-        "cp": plan.cp,
-        "vpp": plan.vpp,
-        "zero": plan.zero_stage,
-        "micro_batch": plan.micro_batch_size,
-        "recompute": plan.recompute,
-        "schedule": plan.effective_schedule,
-        "step_time_s": step,
-        "memory_per_gpu_bytes": float(np.asarray(arrays.memory.total_bytes)[index]),
-    }
+    estimate = estimate_from_arrays(
+        arrays=arrays, index=index, model=setup.model, hardware=hardware, plan=plan
+    )
+    predicted = _predicted_metric(setup, plan, estimate.step_time_s, hardware.peak_flop_per_s)
+    summary = estimate.plan_summary()
     return ValidationRow(
         id=row.row_id,
         kind="train",
