@@ -227,3 +227,16 @@ def test_cpu_only_trace_is_a_clear_error(tmp_path: Path) -> None:
     )
     with pytest.raises(TraceError, match="no GPU events"):
         gather_inputs(sources=[str(trace)], store_path=tmp_path / "s.sqlite")
+
+
+def test_malformed_stored_benchmark_is_a_store_error(tmp_path: Path) -> None:
+    from lightspeed.errors import StoreError
+
+    payload = {**_bench_results()[0].to_dict(), "size": "huge"}
+    with open_store(tmp_path / "s.sqlite") as store:
+        run_id = store.add_records(
+            kind="benchmark",
+            records=[NewRecord(name="gemm", metric="flop_per_s", value=1.0, unit="FLOP/s", payload=payload)],
+        )
+        with pytest.raises(StoreError, match="malformed payload"):
+            bench_results_from_records(store.records(run_id=run_id))

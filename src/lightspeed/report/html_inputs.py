@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.bench import BenchResult, DeviceSol, Stats
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
@@ -29,6 +29,8 @@ from lightspeed.trace import load_trace, summarize
 from lightspeed.units import compute_precision
 
 MAX_JSON_BYTES: Final = 64 * 2**20
+# How far back the report looks for the newest run of each benchmark suite.
+MAX_BENCH_RUNS: Final = 50
 _BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
 
 
@@ -69,32 +71,45 @@ def _finite(value: object, source: str, field: str, allow_nan: bool = False) -> 
 
 
 def bench_results_from_records(records: Sequence[StoredRecord]) -> list[BenchResult]:
-    """Benchmark results back from the store (the payload keeps every field of the result)."""
+    """Benchmark results back from the store (the payload keeps every field of the result).
+
+    Records that are not benchmark results are skipped; a benchmark payload
+    with a malformed field (another version, a hand-edited store) is a
+    :class:`StoreError` naming the run and the record.
+    """
     results = []
     for record in records:
         payload = dict(record.payload)
         if not all(key in payload for key in _BENCH_FIELDS):
             continue
-        stats = payload.get("stats") or {}
-        samples = payload.get("samples") or ()
-        results.append(
-            BenchResult(
-                suite=str(payload["suite"]),
-                name=str(payload["name"]),
-                dtype=payload.get("dtype"),
-                size=int(payload["size"]),
-                value=float(payload["value"]),
-                unit=str(payload["unit"]),
-                sol=payload.get("sol"),
-                fraction_of_sol=payload.get("fraction_of_sol"),
-                stats=Stats(**{k: float(stats.get(k, payload["value"])) for k in ("min", "median", "max")}),
-                correct=bool(payload["correct"]),
-                sol_note=str(payload.get("sol_note", "")),
-                details=dict(payload.get("details") or {}),
-                samples=tuple(float(s) for s in samples),
-            )
-        )
+        try:
+            results.append(_bench_result(payload))
+        except (TypeError, ValueError, KeyError) as error:
+            raise StoreError(
+                f"run {record.run_id}: benchmark record {record.name!r} has a malformed payload ({error}); "
+                "re-run the benchmark or use another LIGHTSPEED_HOME"
+            ) from None
     return results
+
+
+def _bench_result(payload: Mapping[str, Any]) -> BenchResult:
+    stats = payload.get("stats") or {}
+    value = float(payload["value"])
+    return BenchResult(
+        suite=str(payload["suite"]),
+        name=str(payload["name"]),
+        dtype=None if payload.get("dtype") is None else str(payload["dtype"]),
+        size=int(payload["size"]),
+        value=value,
+        unit=str(payload["unit"]),
+        sol=None if payload.get("sol") is None else float(payload["sol"]),
+        fraction_of_sol=None if payload.get("fraction_of_sol") is None else float(payload["fraction_of_sol"]),
+        stats=Stats(**{key: float(stats.get(key, value)) for key in ("min", "median", "max")}),
+        correct=bool(payload["correct"]),
+        sol_note=str(payload.get("sol_note", "")),
+        details=dict(payload.get("details") or {}),
+        samples=tuple(float(sample) for sample in payload.get("samples") or ()),
+    )
 
 
 def sol_from_results(results: Sequence[BenchResult], device_name: str | None) -> DeviceSol:
@@ -113,7 +128,7 @@ def sol_from_results(results: Sequence[BenchResult], device_name: str | None) ->
 
 def _latest_bench(store: ResultsStore) -> BenchInputs | None:
     """The newest run of each benchmark suite on the host of the newest benchmark run."""
-    runs = store.runs(kind="benchmark")
+    runs = store.runs(kind="benchmark", limit=MAX_BENCH_RUNS)
     if not runs:
         return None
     host = runs[0].host_name
