@@ -65,3 +65,44 @@ def test_report_bad_input_is_one_line(run_cli, tmp_path: Path) -> None:  # type:
     unwritable = run_cli("report", "-o", str(blocker / "r.html"))
     assert unwritable.code == 2
     assert "cannot write" in unwritable.err
+
+
+def test_report_from_sources(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from lightspeed.goodput import Tracker
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "model": "m",
+                "system": "s",
+                "num_gpus": 8,
+                "step_time_s": 2.0,
+                "breakdown_s": {"compute": 1.5, "dp_comm": 0.5},
+            }
+        )
+    )
+    run_dir = tmp_path / "run"
+    with Tracker(run_dir, flush_interval_s=0.05) as tracker, tracker.step(tokens=10):
+        pass
+    out = tmp_path / "r.html"
+    result = run_cli("report", "--from", str(plan), "--from", str(run_dir), "-o", str(out), "--json")
+    assert result.code == 0, result.err
+    drawn = {s["key"] for s in json.loads(result.out)["sections"] if s["skipped_reason"] is None}
+    assert drawn == {"step", "goodput"}
+    page = out.read_text(encoding="utf-8")
+    assert "75.0%" in page  # compute 1.5 s of a 2 s step
+
+
+def test_report_bad_sources_are_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad_plan = tmp_path / "plan.json"
+    bad_plan.write_text(json.dumps({"step_time_s": "slow", "breakdown_s": {"compute": 1.0}}))
+    for source, needle in (
+        (str(bad_plan), "step_time_s"),
+        (str(tmp_path / "missing.json"), "does not exist"),
+        ("run:nope", "no run"),
+    ):
+        result = run_cli("report", "--from", source, "-o", str(tmp_path / "r.html"))
+        assert result.code == 2, source
+        assert result.err.count("\n") == 1, result.err
+        assert needle in result.err, result.err
