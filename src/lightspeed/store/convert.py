@@ -102,7 +102,7 @@ def _read_json_results(path: Path) -> list[Mapping[str, Any]]:
         raise DataFileError(path, f"file is {size} bytes, above the {MAX_RESULTS_FILE_BYTES} limit")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:  # deep nesting too
         raise DataFileError(
             path, f"not JSON ({error})", fix="pass the output of 'lightspeed bench --json'"
         ) from None
