@@ -503,7 +503,7 @@ def print_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Cons
         ),
         [
             (
-                _name(row.metric, full_names),
+                _name(row.metric, full_names) if row.kind.startswith("kernel") else row.metric,
                 row.kind,
                 f"{row.num_a}/{row.num_b}",
                 _time(row.median_a_s),

@@ -176,6 +176,12 @@ def collectives(
         calls.extend(_rank_calls(rank, gpu_events(rank, drop_last_step=drop_last), sol, notes))
     if not calls:
         notes.append("no communication kernels (NCCL) in the counted GPU events")
+    above = sum(1 for call in calls if call.busbw_sol_pct > 100.0)
+    if above:
+        notes.append(
+            f"{above} collectives run above the SOL: the group is smaller than assumed, the link is not "
+            "the one that carried them, or in-network reduction (NVLS/SHARP) is at work"
+        )
     unknown = sum(1 for call in calls if math.isnan(call.size_bytes))
     if unknown:
         notes.append(f"{unknown} of {len(calls)} collectives carry no size in the trace (bandwidth unknown)")

@@ -5,10 +5,10 @@
 >>> trace.ranks[0].events.num_events  # doctest: +SKIP
 45382
 
-Each file is read with a size bound, its top level decoded by msgspec with the
-events kept as raw byte slices, then the events are decoded in chunks of
-``CHUNK_EVENTS`` and appended to numpy columns; each chunk's structs are
-dropped before the next is decoded.
+Each file is read with a size bound and its events decoded chunk by chunk as
+the file is read (see :mod:`lightspeed.trace.stream`); each chunk goes into
+numpy columns and its structs are dropped before the next is decoded, so the
+parsed JSON and the table never coexist in full.
 """
 
 from __future__ import annotations
@@ -21,19 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
 import numpy as np
 
 from lightspeed.errors import TraceError, UserInputError
 from lightspeed.records import Record
-from lightspeed.trace.schema import DOCUMENT_DECODER, EVENTS_DECODER, TraceDocument
-from lightspeed.trace.source import DEFAULT_MAX_BYTES, rank_from_file_name, read_trace_bytes, trace_files
+from lightspeed.trace.schema import TraceDocument
+from lightspeed.trace.source import DEFAULT_MAX_BYTES, rank_from_file_name, trace_files
+from lightspeed.trace.stream import EventStream
 from lightspeed.trace.table import GPU_CATEGORIES, I64, EventTable, TableBuilder
 
-CHUNK_EVENTS: Final = 65536
 TIME_UNITS: Final = ("auto", "us", "ns")
 _STEP_NAME: Final = re.compile(r"ProfilerStep\s*#\s*(\d+)")
-_JSON_PATH_INDEX: Final = re.compile(r"\$\[(\d+)\]([^`]*)`")
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,20 +165,11 @@ class _Loaded:
 
 
 def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool) -> _Loaded:
-    data = read_trace_bytes(path, max_bytes=max_bytes)
-    document = _decode_document(path, data)
-    raw_events = document.traceEvents
-    if raw_events is None:
-        raise TraceError(path, "no traceEvents array", fix="is this a PyTorch profiler (Kineto) JSON trace?")
-    document.traceEvents = None
+    stream = EventStream(path, max_bytes=max_bytes)
     builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
-    start = 0
-    while raw_events:  # drop each chunk's raw views as it is decoded: memory falls as columns grow
-        chunk = raw_events[:CHUNK_EVENTS]
-        del raw_events[:CHUNK_EVENTS]
-        builder.add(_decode_events(path, data, chunk, start))
-        start += len(chunk)
-    del chunk, data
+    for events in stream.chunks():  # each chunk's structs are dropped before the next is decoded
+        builder.add(events)
+    document = stream.document
     table, origin_ns = builder.finish()
     rank, rank_source = _rank_of(path, document)
     notes = (
@@ -203,56 +192,6 @@ def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: boo
         notes=tuple(notes),
     )
     return _Loaded(path=path, rank=rank, rank_source=rank_source, trace=trace)
-
-
-def _decode_document(path: Path, data: bytearray) -> TraceDocument:
-    try:
-        document = DOCUMENT_DECODER.decode(data)
-    except msgspec.DecodeError as error:
-        problem = "JSON is truncated" if "truncated" in str(error) else f"not valid JSON ({error})"
-        raise TraceError(
-            path,
-            problem,
-            fix="re-export the trace; a cut-short file usually means the profiler was killed while writing",
-        ) from None
-    except msgspec.ValidationError as error:
-        raise TraceError(
-            path, f"unexpected trace layout ({error})", fix="is this a PyTorch profiler trace?"
-        ) from None
-    if isinstance(document, list):  # Chrome's JSON Array Format: events only
-        return TraceDocument(traceEvents=document)
-    return document
-
-
-def _decode_events(path: Path, data: bytearray, chunk: list[msgspec.Raw], start: int) -> list[Any]:
-    """Decode a chunk of raw events (the first is event ``start``) in place, without copying their bytes.
-
-    The raw events are views into ``data``; the separator bytes just before
-    the first and just after the last event of the chunk (``[``, ``,``, ``]``
-    or white space) are set to ``[`` and ``]`` for the decode and restored
-    after, so the chunk decodes as one JSON array straight from the buffer.
-    """
-    base = _address(data)
-    low = _address(chunk[0]) - base - 1
-    high = _address(chunk[-1]) - base + len(chunk[-1])
-    saved = data[low], data[high]
-    data[low], data[high] = ord("["), ord("]")
-    try:
-        events: list[Any] = EVENTS_DECODER.decode(memoryview(data)[low : high + 1])
-    except (msgspec.ValidationError, msgspec.DecodeError) as error:
-        message = str(error)
-        match = _JSON_PATH_INDEX.search(message)
-        where = f"traceEvents[{start + int(match.group(1))}]{match.group(2)}" if match else "traceEvents"
-        problem = message.split(" - at ", maxsplit=1)[0]
-        raise TraceError(path, f"unexpected event ({problem})", field=where) from None
-    finally:
-        data[low], data[high] = saved
-    return events
-
-
-def _address(buffer: Any) -> int:
-    """Memory address of a buffer's first byte (msgspec.Raw views point into the decoded bytes)."""
-    return int(np.frombuffer(buffer, dtype=np.uint8).ctypes.data)
 
 
 def _as_int(value: int | str | None) -> int | None:

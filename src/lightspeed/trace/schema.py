@@ -8,6 +8,7 @@ string thread ids); anything else is reported by msgspec with its JSON path.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -23,7 +24,7 @@ class EventArgs(msgspec.Struct, frozen=True, gc=False):
     correlation: int = -1
     device: int = -1
     flops: int | float = 0
-    collective: str | None = msgspec.field(default=None, name="Collective name")
+    collective: str = msgspec.field(default="", name="Collective name")
     in_elements: int = msgspec.field(default=-1, name="In msg nelems")
     out_elements: int = msgspec.field(default=-1, name="Out msg nelems")
     group_size: int = msgspec.field(default=-1, name="Group size")
@@ -38,15 +39,15 @@ NO_ARGS = EventArgs()
 
 
 class Event(msgspec.Struct, gc=False):
-    """One trace event (complete events ``ph: X`` carry ``dur``)."""
+    """One trace event; complete events (``ph: X``) are those with a ``dur`` (``ph`` itself is not read)."""
 
-    ph: str | None = None
     cat: str | None = None
     name: str = ""
     pid: int | str = -1
     tid: int | str = -1
-    ts: int | float | None = None
-    dur: int | float | None = None
+    # absent times read as NaN (columns are built with np.fromiter, which takes no None)
+    ts: int | float = math.nan
+    dur: int | float = math.nan
     args: EventArgs = NO_ARGS
 
 
@@ -74,6 +75,16 @@ class TraceDocument(msgspec.Struct):
     deviceProperties: list[DeviceProperties] | None = None  # noqa: N815
     displayTimeUnit: str | None = None  # noqa: N815
     traceEvents: list[msgspec.Raw] | None = None  # noqa: N815
+
+
+class TraceTail(msgspec.Struct):
+    """The end of a trace: its last events and the top-level keys written after them."""
+
+    schemaVersion: int | str | None = None  # noqa: N815 - the trace's own key
+    distributedInfo: DistributedInfo | None = None  # noqa: N815
+    deviceProperties: list[DeviceProperties] | None = None  # noqa: N815
+    displayTimeUnit: str | None = None  # noqa: N815
+    traceEvents: list[Event] = []  # noqa: N815 - msgspec copies mutable defaults
 
 
 EVENTS_DECODER = msgspec.json.Decoder(list[Event])

@@ -7,9 +7,11 @@ limit, and a truncated or corrupt stream is named as such.
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -17,7 +19,7 @@ from lightspeed.errors import TraceError
 from lightspeed.units import GIB
 
 DEFAULT_MAX_BYTES: Final = 4 * GIB  # decompressed size of one trace file
-_READ_CHUNK_BYTES: Final = 1 << 20
+BLOCK_BYTES: Final = 1 << 22  # 4 MiB read or inflated at a time
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _TRACE_SUFFIXES: Final = (".json", ".json.gz", ".gz")
 # rank-3.json, rank_3.pt.trace.json.gz, sampled_rank-1.json.gz, trace_rank3.json ...
@@ -61,27 +63,52 @@ def rank_from_file_name(path: Path) -> int | None:
 
 
 def read_trace_bytes(path: Path, *, max_bytes: float = DEFAULT_MAX_BYTES) -> bytearray:
-    """The (decompressed) bytes of one trace file, at most ``max_bytes``.
+    """The whole (decompressed) content of one trace file, at most ``max_bytes``."""
+    data = bytearray()
+    for block in trace_blocks(path, max_bytes=max_bytes):
+        data += block
+    return data
 
-    gzip is recognised by its magic number, not the file name. Raises
+
+def trace_blocks(path: Path, *, max_bytes: float = DEFAULT_MAX_BYTES) -> Iterator[bytes]:
+    """The (decompressed) bytes of one trace file, block by block, at most ``max_bytes`` in all.
+
+    gzip is recognised by its magic number, not the file name, and is
+    decompressed in a background thread (zlib releases the GIL) so that the
+    caller decodes one block while the next is inflated. Raises
     :class:`TraceError` for a file over the limit, a truncated or corrupt gzip
     stream, or a file that cannot be read.
     """
     limit = int(max_bytes)
     try:
-        with path.open("rb") as handle:
-            if handle.read(2) == _GZIP_MAGIC:
-                handle.seek(0)
-                return _gunzip(handle, path, limit)
-            handle.seek(0)
-            data = bytearray(handle.read(limit + 1))
+        handle = path.open("rb")
     except OSError as error:
-        raise TraceError(
-            path, f"cannot read file ({error.strerror or error})", fix="check the path and permissions"
-        ) from None
-    if len(data) > limit:
-        raise _too_big(path, limit)
-    return data
+        raise _unreadable(path, error) from None
+    with handle:
+        if handle.read(2) == _GZIP_MAGIC:
+            handle.seek(0)
+            yield from _in_background(_gunzip(handle, path, limit))
+            return
+        handle.seek(0)
+        total = 0
+        while block := _read(handle, path):
+            total += len(block)
+            if total > limit:
+                raise _too_big(path, limit)
+            yield block
+
+
+def _read(handle: BinaryIO, path: Path) -> bytes:
+    try:
+        return handle.read(BLOCK_BYTES)
+    except OSError as error:
+        raise _unreadable(path, error) from None
+
+
+def _unreadable(path: Path, error: OSError) -> TraceError:
+    return TraceError(
+        path, f"cannot read file ({error.strerror or error})", fix="check the path and permissions"
+    )
 
 
 def _too_big(path: Path, limit: int) -> TraceError:
@@ -92,15 +119,12 @@ def _too_big(path: Path, limit: int) -> TraceError:
     )
 
 
-def _gunzip(handle: BinaryIO, path: Path, limit: int) -> bytearray:
-    """Decompress every gzip member of ``handle``, stopping at ``limit`` bytes."""
-    out = bytearray()
+def _gunzip(handle: BinaryIO, path: Path, limit: int) -> Iterator[bytes]:
+    """Decompress every gzip member of ``handle`` in blocks of at most BLOCK_BYTES, up to ``limit``."""
     decompressor = zlib.decompressobj(wbits=31)
     member_started = False
-    while True:
-        chunk = handle.read(_READ_CHUNK_BYTES)
-        if not chunk:
-            break
+    total = 0
+    while chunk := _read(handle, path):
         while chunk:
             if decompressor.eof:  # a new gzip member (or zero padding) follows
                 if not chunk.strip(b"\x00"):
@@ -108,20 +132,63 @@ def _gunzip(handle: BinaryIO, path: Path, limit: int) -> bytearray:
                 decompressor = zlib.decompressobj(wbits=31)
             member_started = True
             try:
-                out += decompressor.decompress(chunk, limit + 1 - len(out))
+                # max_length bounds what one small compressed input may expand to in memory
+                block = decompressor.decompress(chunk, BLOCK_BYTES)
             except zlib.error as error:
                 raise TraceError(
-                    path, f"corrupt gzip data ({error})", fix="re-copy or re-export the trace"
+                    path, f"corrupt gzip data ({error})", fix="copy or export the trace again"
                 ) from None
-            if len(out) > limit:
+            total += len(block)
+            if total > limit:
                 raise _too_big(path, limit)
+            if block:
+                yield block
             chunk = decompressor.unused_data if decompressor.eof else decompressor.unconsumed_tail
     if member_started and not decompressor.eof:
         raise TraceError(
             path,
-            f"gzip stream is truncated after {len(out)} bytes",
+            f"gzip stream is truncated after {total} bytes",
             fix="the file was cut short (profiler killed while writing, or a partial copy); copy it again",
         )
     if not member_started:
-        raise TraceError(path, "empty gzip file", fix="re-export the trace")
-    return out
+        raise TraceError(path, "empty gzip file", fix="export the trace again")
+
+
+_DONE: Final = object()
+
+
+def _in_background(blocks: Iterator[bytes], depth: int = 4) -> Iterator[bytes]:
+    """Run ``blocks`` in a thread, ``depth`` blocks ahead of the consumer; errors re-raise here."""
+    results: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def offer(item: object) -> bool:
+        """Put ``item`` unless the consumer has gone; True when it was put."""
+        while not stop.is_set():
+            try:
+                results.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for block in blocks:
+                if not offer(block):
+                    return
+            offer(_DONE)
+        except BaseException as error:  # handed to the consumer, which raises it
+            offer(error)
+
+    worker = threading.Thread(target=produce, name="lightspeed-gunzip", daemon=True)
+    worker.start()
+    try:
+        while (item := results.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, bytes)
+            yield item
+    finally:
+        stop.set()
+        worker.join(timeout=1.0)

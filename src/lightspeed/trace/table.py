@@ -32,7 +32,9 @@ NS_TIMESTAMP_THRESHOLD: Final = 1e17
 
 # C-level attribute readers: columns are built with map(), not Python loops.
 _TS, _DUR, _CAT, _NAME, _TID, _ARGS = map(attrgetter, ("ts", "dur", "cat", "name", "tid", "args"))
-_STREAM, _CORRELATION, _DEVICE, _FLOPS = map(attrgetter, ("stream", "correlation", "device", "flops"))
+_STREAM, _CORRELATION, _DEVICE, _FLOPS, _COLLECTIVE = map(
+    attrgetter, ("stream", "correlation", "device", "flops", "collective")
+)
 # Categories of events that occupy a GPU (names of older Kineto versions included).
 GPU_CATEGORIES: Final = (
     "kernel",
@@ -162,22 +164,20 @@ class TableBuilder:
         self._num_kept = 0
         self._collective_rows: list[tuple[int, str, int, int, int, float]] = []
         self._device_counts: dict[int, int] = {}
-        self._gpu_category_ids: list[int] = []
 
     def add(self, events: list[Event]) -> None:
         """Append the complete events (with ``ts``, ``dur`` and a category) of one decoded chunk."""
-        if self.time_unit == "auto":
-            self.time_unit = _guess_time_unit(events)
-        ts_values = list(map(_TS, events))
         if not self._float_timestamps:  # HTA rounds only when its ts column is float (any non-int)
-            self._float_timestamps = not set(map(type, ts_values)) <= {int}
-        ts = np.array(ts_values, dtype=np.float64)  # None becomes NaN
-        dur = np.array(list(map(_DUR, events)), dtype=np.float64)
+            self._float_timestamps = not set(map(type, map(_TS, events))) <= {int}
+        count = len(events)
+        ts = np.fromiter(map(_TS, events), dtype=np.float64, count=count)  # absent: NaN
+        if self.time_unit == "auto":
+            self.time_unit = _guess_time_unit(ts)
+        dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)
         category_ids = _intern(self.categories, list(map(_CAT, events)))
         real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
         keep = ~np.isnan(ts) & ~np.isnan(dur) & real[category_ids]
-        keep_list = keep.tolist()
-        kept = list(compress(events, keep_list))
+        kept = list(compress(events, keep.tolist()))
         if not kept:
             return
         add = self._chunks.add
@@ -187,14 +187,18 @@ class TableBuilder:
         add("ts", ts[keep])
         add("dur", dur[keep])
         if self.time_unit == "ns":  # integer nanoseconds stay exact (float64 holds 2**53 only)
-            exact = list(compress(ts_values, keep_list))
-            whole = set(map(type, exact)) <= {int}
-            add("ts_int", np.array(exact, dtype=np.int64) if whole else np.rint(ts[keep]).astype(np.int64))
+            whole = set(map(type, map(_TS, kept))) <= {int}
+            exact = (
+                np.fromiter(map(_TS, kept), np.int64, len(kept))
+                if whole
+                else np.rint(ts[keep]).astype(np.int64)
+            )
+            add("ts_int", exact)
         add("tid", self._id_column(list(map(_TID, kept))))
         args = list(map(_ARGS, kept))
         add("stream", self._id_column(list(map(_STREAM, args))))
-        add("correlation", np.array(list(map(_CORRELATION, args)), dtype=np.int64))
-        flop = np.array(list(map(_FLOPS, args)), dtype=np.float64)
+        add("correlation", np.fromiter(map(_CORRELATION, args), dtype=np.int64, count=len(args)))
+        flop = np.fromiter(map(_FLOPS, args), dtype=np.float64, count=len(args))
         with_flop = np.flatnonzero(flop > 0)
         add("flop_row", with_flop + self._num_kept)
         add("flop", flop[with_flop])
@@ -229,12 +233,12 @@ class TableBuilder:
     def _collect_collectives(
         self, kept: list[Event], args: list[EventArgs], name_ids: npt.NDArray[np.int32]
     ) -> None:
-        with_args = [i for i, arg in enumerate(args) if arg.collective is not None]
+        with_args = list(compress(range(len(args)), map(_COLLECTIVE, args)))  # non-empty names
         annotation_ids = [i for name, i in self.names.items() if name.startswith("nccl:")]
         annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist()
         for offset in sorted({*with_args, *annotations}):
             index, arg = self._num_kept + offset, args[offset]
-            if arg.collective is not None:
+            if arg.collective:
                 size = element_bytes(arg.dtype)
                 row = (
                     index,
@@ -298,9 +302,10 @@ class TableBuilder:
         return start_ns, np.rint(dur * 1000.0).astype(np.int64), origin_us * 1000
 
 
-def _guess_time_unit(events: list[Event]) -> str:
+def _guess_time_unit(ts: F64) -> str:
     """``ns`` when timestamps are too large to be microseconds (past year 5000), else ``us``."""
-    largest = max((abs(e.ts) for e in events if e.ts is not None), default=0.0)
+    present = np.abs(ts[~np.isnan(ts)])
+    largest = float(present.max()) if present.size else 0.0
     return "ns" if largest > NS_TIMESTAMP_THRESHOLD else "us"
 
 
