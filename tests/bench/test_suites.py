@@ -14,6 +14,7 @@ from lightspeed.bench import (
     run_gemm,
     run_launch,
     run_membw,
+    supported_dtypes,
 )
 from lightspeed.bench.gemm import _GemmCase, check_dtype
 from lightspeed.bench.membw import _parse_cache_size, _Stream, array_elements
@@ -84,6 +85,12 @@ def test_gemm_check_catches_a_wrong_product() -> None:
     assert case.correct()
     case.out[0, 0] += 100.0
     assert not case.correct()
+
+
+def test_all_dtypes_are_the_supported_ones() -> None:
+    found = supported_dtypes(resolve_device("cpu"))
+    assert "fp32" in found
+    assert "tf32" not in found  # a GPU tensor-core mode
 
 
 def test_gemm_refuses_dtypes_the_device_lacks() -> None:

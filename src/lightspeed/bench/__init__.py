@@ -21,7 +21,15 @@ from lightspeed.bench.collectives import (
 )
 from lightspeed.bench.copy import run_copy
 from lightspeed.bench.environment import EnvironmentFingerprint, environment_fingerprint
-from lightspeed.bench.gemm import GEMM_DTYPES, GemmShape, best_per_dtype, model_shapes, run_gemm, sweep_shapes
+from lightspeed.bench.gemm import (
+    GEMM_DTYPES,
+    GemmShape,
+    best_per_dtype,
+    model_shapes,
+    run_gemm,
+    supported_dtypes,
+    sweep_shapes,
+)
 from lightspeed.bench.launch import run_launch
 from lightspeed.bench.membw import STREAM_KERNELS, run_membw
 from lightspeed.bench.results import BenchResult, Stats, make_result
@@ -68,6 +76,7 @@ __all__ = [
     "run_launch",
     "run_membw",
     "sol_from_accelerator",
+    "supported_dtypes",
     "sweep_shapes",
     "torchrun_rank",
 ]

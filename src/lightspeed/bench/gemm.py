@@ -145,6 +145,19 @@ def check_dtype(torch: Any, device: BenchDevice, precision: str) -> None:
         ) from None
 
 
+def supported_dtypes(device: BenchDevice) -> list[str]:
+    """Every GEMM dtype ``device`` can multiply (probed), in :data:`GEMM_DTYPES` order."""
+    torch = import_torch()
+    supported = []
+    for precision in GEMM_DTYPES:
+        try:
+            check_dtype(torch, device, precision)
+        except UnsupportedError:
+            continue
+        supported.append(precision)
+    return supported
+
+
 class _GemmCase:
     """Operands and the multiply for one shape and dtype."""
 

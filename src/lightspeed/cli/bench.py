@@ -25,6 +25,7 @@ from lightspeed.bench import (
     run_gemm,
     run_launch,
     run_membw,
+    supported_dtypes,
     torchrun_rank,
 )
 from lightspeed.cli._common import get_context, json_option, print_json
@@ -44,6 +45,8 @@ def _run_suite(
     quick = options["quick"]
     if suite == "gemm":
         dtypes = _split(options["dtypes"]) or ["fp32" if not device.is_gpu else "bf16"]
+        if "all" in dtypes:
+            dtypes = supported_dtypes(device)
         shapes = None
         if options["model"]:
             spec = get_context().models().get(options["model"])
@@ -90,7 +93,10 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
 @click.option("--threads", type=int, default=None, help="CPU threads for torch (default: all cores).")
 @click.option("--quick", is_flag=True, help="A reduced sweep (under a minute on a laptop CPU).")
 @click.option(
-    "--dtype", "dtypes", multiple=True, help=f"GEMM dtypes, comma-separated ({', '.join(GEMM_DTYPES)})."
+    "--dtype",
+    "dtypes",
+    multiple=True,
+    help=f"GEMM dtypes, comma-separated ({', '.join(GEMM_DTYPES)}), or 'all' that the device supports.",
 )
 @click.option(
     "--model", default=None, help="GEMM: benchmark this model's own GEMM shapes instead of the sweep."
