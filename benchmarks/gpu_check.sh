@@ -8,7 +8,7 @@
 #   environment.txt   nvidia-smi, torch/CUDA/NCCL versions
 #   pytest_gpu.txt    the @pytest.mark.gpu tests of tests/bench
 #   gemm_bf16.json    full bf16 shape sweep (MAMF method: randn, warm-up, L2 flush, 2mnk, median)
-#   gemm_other.json   quick sweep of fp32, tf32, fp16 and fp8 (where the GPU supports them)
+#   gemm_other.json   quick sweep of every dtype the GPU supports (fp64, fp32, tf32, bf16, fp16, fp8)
 #   membw.json copy.json launch.json collectives.json (collectives only with 2+ GPUs)
 #   summary.txt       best bf16 shape as a fraction of the catalog's dense peak (target >= 75%)
 set -uo pipefail
@@ -42,10 +42,7 @@ run() { # name, seconds, command...
 timeout 120 "$PY" -m pytest -q -rs -p no:cacheprovider tests/bench/test_gpu.py > "$OUT/pytest_gpu.txt" 2>&1
 echo "pytest_gpu: exit $?" >> "$OUT/exit_codes.txt"
 run gemm_bf16 90 "${LS[@]}" bench gemm --device cuda --dtype bf16 --json
-run gemm_other 60 "${LS[@]}" bench gemm --device cuda --dtype fp32,tf32,fp16,fp8 --quick --json
-if [ ! -s "$OUT/gemm_other.json" ]; then # fp8 refused (older GPU): keep the others
-    run gemm_other 60 "${LS[@]}" bench gemm --device cuda --dtype fp32,tf32,fp16 --quick --json
-fi
+run gemm_other 90 "${LS[@]}" bench gemm --device cuda --dtype all --quick --json # every dtype it supports
 run membw 30 "${LS[@]}" bench membw --device cuda --quick --json
 run copy 30 "${LS[@]}" bench copy --device cuda --quick --json
 run launch 30 "${LS[@]}" bench launch --device cuda --quick --json
