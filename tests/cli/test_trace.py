@@ -174,3 +174,22 @@ def test_missing_path_and_bad_unit(run_cli: Any, tmp_path: Path) -> None:
 
 def test_stragglers_needs_two_ranks(run_cli: Any) -> None:
     _one_line_error(run_cli("trace", "stragglers", str(TRACES / "triton_example")), "compares ranks")
+
+
+def test_exact_ns_keeps_fractions_of_a_microsecond(run_cli: Any, tmp_path: Path) -> None:
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "gemm",
+        "pid": 0,
+        "tid": 7,
+        "ts": 10.25,
+        "dur": 2.5,
+        "args": {"stream": 7},
+    }
+    (tmp_path / "rank-0.json").write_text(json.dumps({"traceEvents": [kernel]}), encoding="utf-8")
+    # HTA rounds inwards to whole microseconds: [10.25, 12.75) becomes [11, 12), 1 us
+    rounded = json.loads(run_cli("trace", "summary", str(tmp_path), "--json").out)[0]
+    exact = json.loads(run_cli("trace", "summary", str(tmp_path), "--json", "--exact-ns").out)[0]
+    assert rounded["compute_us"] == 1.0
+    assert exact["compute_us"] == 2.5
