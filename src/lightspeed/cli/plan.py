@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._infer import plan_infer
 from lightspeed.cli._sol_options import (
     calibration_option,
     model_options,
@@ -37,6 +38,9 @@ def _derive_dp(num_gpus: int, tp: int, pp: int, cp: int, dp: int | None) -> int:
             "choose degrees whose product divides it"
         )
     return num_gpus // other
+
+
+command.add_command(plan_infer)
 
 
 @command.command("train")
@@ -105,7 +109,9 @@ def _derive_dp(num_gpus: int, tp: int, pp: int, cp: int, dp: int | None) -> int:
     default="flash",
     show_default=True,
 )
-@click.option("--no-fit-check", is_flag=True, help="Show the estimate even if the plan does not fit in memory.")
+@click.option(
+    "--no-fit-check", is_flag=True, help="Show the estimate even if the plan does not fit in memory."
+)
 @calibration_option
 @json_option
 def train(
