@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._infer import plan_infer
 from lightspeed.cli._sol_options import (
     calibration_option,
     model_options,
@@ -37,6 +38,9 @@ def _derive_dp(num_gpus: int, tp: int, pp: int, cp: int, dp: int | None) -> int:
             "choose degrees whose product divides it"
         )
     return num_gpus // other
+
+
+command.add_command(plan_infer)
 
 
 @command.command("train")

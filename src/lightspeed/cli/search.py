@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._infer import search_infer
 from lightspeed.cli._sol_options import (
     calibration_option,
     model_options,
@@ -24,6 +25,9 @@ from lightspeed.units import parse_count
 @click.group()
 def command() -> None:
     """Search every plan of a model on a system and rank them."""
+
+
+command.add_command(search_infer)
 
 
 @command.command("train")

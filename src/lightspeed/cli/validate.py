@@ -10,7 +10,7 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
 from lightspeed.report import render_validation
-from lightspeed.sol import validate_published
+from lightspeed.sol import inference_predictor, validate_published
 
 
 @click.command()
@@ -20,11 +20,13 @@ from lightspeed.sol import validate_published
 def command(table: Path, calibration: str | None, as_json: bool) -> None:
     """Predict every row of a published-results TSV (format of published-dev.tsv) and report the error."""
     context = get_context()
+    efficiency = resolve_efficiency(calibration)
     report = validate_published(
         path=table,
         catalog=context.catalog(),
         models=context.models(),
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
+        infer=inference_predictor(efficiency),
     )
     if as_json:
         print_json(validation_json(report))

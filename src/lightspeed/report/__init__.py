@@ -18,6 +18,15 @@ from lightspeed.report.goodput import (
 from lightspeed.report.html import print_written_report, write_report
 from lightspeed.report.html_inputs import gather_inputs, metric_history_or_reason, predicted_step
 from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
+from lightspeed.report.inference import (
+    pareto_figure,
+    render_fabric_comparison,
+    render_inference_estimate,
+    render_inference_search,
+    render_ratio_decomposition,
+    render_system_comparison,
+    save_pareto_plot,
+)
 from lightspeed.report.regression import print_gate
 from lightspeed.report.results import print_run, print_runs, records_csv
 from lightspeed.report.sol import (
@@ -66,6 +75,7 @@ __all__ = [
     "goodput_waterfall_figure",
     "make_console",
     "metric_history_or_reason",
+    "pareto_figure",
     "predicted_step",
     "print_gate",
     "print_memory_plan",
@@ -90,13 +100,19 @@ __all__ = [
     "records_csv",
     "render_calibration",
     "render_checkpoint_plan",
+    "render_fabric_comparison",
+    "render_inference_estimate",
+    "render_inference_search",
     "render_ledgers",
+    "render_ratio_decomposition",
     "render_results",
     "render_search_result",
+    "render_system_comparison",
     "render_train_estimate",
     "render_validation",
     "roofline_figure",
     "save_goodput_plot",
+    "save_pareto_plot",
     "save_roofline",
     "save_temporal_breakdown",
     "step_breakdown_figure",

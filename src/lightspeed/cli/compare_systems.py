@@ -1,0 +1,188 @@
+"""``lightspeed compare systems``: the best plan of one workload on several systems, side by side.
+
+Dispatched from ``lightspeed compare systems ...`` by :mod:`lightspeed.cli.compare`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._infer import load_options, parse_bound
+from lightspeed.cli._sol_options import (
+    calibration_option,
+    model_options,
+    resolve_cluster,
+    resolve_efficiency,
+    resolve_model,
+)
+from lightspeed.errors import UserInputError
+from lightspeed.report import render_fabric_comparison, render_ratio_decomposition, render_system_comparison
+from lightspeed.sol import (
+    PLAN_FAMILIES,
+    WORKLOADS,
+    ServingLoad,
+    compare_systems,
+    decompose_ratio,
+    fabric_comparison,
+)
+
+
+def _systems(option_values: tuple[str, ...], positional: tuple[str, ...]) -> list[str]:
+    names = [name for value in (*option_values, *positional) for name in value.split(",") if name.strip()]
+    if not names:
+        raise UserInputError(
+            "name the systems to compare: --systems A B ... (catalog names or cluster specs)"
+        )
+    return [name.strip() for name in names]
+
+
+def _precisions(values: tuple[str, ...]) -> list[str]:
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _options(workload: str, **values: Any) -> dict[str, Any]:
+    if workload == "train":
+        if values["global_batch"] is None:
+            raise UserInputError("--workload train needs --global-batch (sequences per optimizer step)")
+        return {"global_batch": values["global_batch"], "seq_len": values["seq_len"]}
+    return {
+        "load": ServingLoad(values["isl"], values["osl"]),
+        "max_ttft_s": parse_bound(values["max_ttft"], "--max-ttft"),
+        "max_tpot_s": parse_bound(values["max_tpot"], "--max-tpot"),
+        "disaggregated": values["disaggregated"],
+        "plan_family": values["plan_family"],
+    }
+
+
+class _SystemsContext(click.Context):
+    """Names the command ``lightspeed compare systems`` in usage and errors (its parent, the
+    regression gate, would otherwise show its own BASELINE CURRENT arguments in the path)."""
+
+    @property
+    def command_path(self) -> str:
+        return f"{self.find_root().info_name or 'lightspeed'} compare systems"
+
+
+class _SystemsCommand(click.Command):
+    context_class = _SystemsContext
+
+
+@click.command("systems", cls=_SystemsCommand)
+@click.argument("more_systems", nargs=-1, metavar="[SYSTEM]...")
+@click.option(
+    "--systems",
+    "system_values",
+    multiple=True,
+    help="Systems to compare: catalog names or cluster specs (e.g. gb200-nvl72 9xdgx-h100@ib-ndr).",
+)
+@click.option("--workload", type=click.Choice(WORKLOADS), required=True, help="Training or inference.")
+@model_options
+@click.option(
+    "--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs per system (nodes added as needed)."
+)
+@click.option(
+    "--precision",
+    "precision_values",
+    multiple=True,
+    help="Format for all systems, or one per system (comma-separated); "
+    "'auto' = the narrowest the GPU computes in.",
+)
+@click.option("--global-batch", type=click.IntRange(min=1), help="Training: sequences per optimizer step.")
+@click.option(
+    "--seq",
+    "seq_len",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="Training: tokens per sequence.",
+)
+@load_options
+@click.option("--max-ttft", help="Inference: time-to-first-token bound (e.g. 5s).")
+@click.option("--max-tpot", help="Inference: time-per-output-token bound (e.g. 50ms).")
+@click.option("--disaggregated", is_flag=True, help="Inference: also try separate prefill and decode pools.")
+@click.option("--plan-family", type=click.Choice(PLAN_FAMILIES), default="wide-ep", show_default=True)
+@click.option("--decompose", is_flag=True, help="Inference: split the last/first per-GPU ratio into factors.")
+@calibration_option
+@json_option
+def command(
+    *,
+    more_systems: tuple[str, ...],
+    system_values: tuple[str, ...],
+    workload: str,
+    model_name: str | None,
+    config_path: Path | None,
+    num_gpus: int | None,
+    precision_values: tuple[str, ...],
+    global_batch: int | None,
+    seq_len: int,
+    isl: int,
+    osl: int,
+    max_ttft: str | None,
+    max_tpot: str | None,
+    disaggregated: bool,
+    plan_family: str,
+    decompose: bool,
+    calibration: str | None,
+    as_json: bool,
+) -> None:
+    """Best plan of the same model and plan family on each system: throughput, collectives on the
+    slow fabric level and their share of the step, and the limits each topology puts on TP/EP/PP."""
+    model = resolve_model(model_name, config_path)
+    clusters = [resolve_cluster(name, num_gpus) for name in _systems(system_values, more_systems)]
+    precisions = _precisions(precision_values)
+    options = _options(
+        workload,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        isl=isl,
+        osl=osl,
+        max_ttft=max_ttft,
+        max_tpot=max_tpot,
+        disaggregated=disaggregated,
+        plan_family=plan_family,
+    )
+    efficiency = resolve_efficiency(calibration)
+    comparison = compare_systems(
+        model=model,
+        clusters=clusters,
+        workload=workload,
+        precisions=precisions,
+        options=options,
+        efficiency=efficiency,
+    )
+    fabric = fabric_comparison(clusters, efficiency)
+    decomposition = None
+    if decompose:
+        if workload != "infer" or len(clusters) < 2:
+            raise UserInputError("--decompose needs --workload infer and at least two systems")
+        first, last = comparison.results[0], comparison.results[-1]
+        decomposition = decompose_ratio(
+            model=model,
+            baseline=clusters[0],
+            target=clusters[-1],
+            baseline_precision=first.precision,
+            target_precision=last.precision,
+            options=options,
+            efficiency=efficiency,
+        )
+    if as_json:
+        print_json(
+            {
+                "workload": comparison.workload,
+                "model": comparison.model,
+                "plan_family": comparison.plan_family,
+                "systems": [result.to_dict() for result in comparison.results],
+                "per_gpu_ratio": list(comparison.per_gpu_ratio),
+                "fabric": [item.to_dict() for item in fabric],
+                "decomposition": decomposition.to_dict() if decomposition is not None else None,
+            }
+        )
+        return
+    render_system_comparison(comparison)
+    render_fabric_comparison(fabric)
+    if decomposition is not None:
+        render_ratio_decomposition(decomposition)

@@ -1,0 +1,243 @@
+"""Rendering of inference estimates, searches, the Pareto plot and system comparisons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lightspeed.report.console import make_console, print_table
+from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
+
+PART_NAMES = {
+    "gemm_compute": "GEMMs (compute-bound)",
+    "weight_reads": "weight reads",
+    "attention_compute": "attention math",
+    "kv_cache": "KV-cache reads/writes",
+    "elementwise": "norms/activations",
+    "tp_comm": "TP all-reduce",
+    "ep_comm": "EP all-to-all",
+    "pp_comm": "PP send",
+    "launch": "launch floor",
+    "host": "host overhead",
+}
+
+
+def _rate(value: float) -> str:
+    return f"{format_count(value)} tok/s"
+
+
+def render_inference_estimate(estimate: Any) -> None:
+    """Print an inference estimate: headline numbers, iteration breakdown, memory, bound, assumptions."""
+    console = make_console()
+    load = estimate.load
+    console.print(
+        f"[bold]{estimate.model}[/bold] on [bold]{estimate.system}[/bold] ({estimate.num_gpus} GPUs): "
+        f"{estimate.plan.describe()}, {estimate.batching} batching, "
+        f"ISL/OSL {load.input_tokens}/{load.output_tokens}"
+    )
+    rows = [
+        ["TTFT", format_duration(estimate.ttft_s)],
+        [
+            "TPOT",
+            f"{format_duration(estimate.tpot_s)} "
+            f"({estimate.output_tokens_per_s_per_user:,.1f} tok/s per user)",
+        ],
+        [
+            "output tokens/s",
+            f"{_rate(estimate.output_tokens_per_s)} ({_rate(estimate.output_tokens_per_s_per_gpu)} per GPU)",
+        ],
+        ["requests/s", f"{estimate.requests_per_s:,.3g}"],
+        [
+            "batch per replica",
+            f"{estimate.batch_per_replica:,.4g} in flight, KV-cache limit {estimate.max_batch:,} "
+            f"({estimate.concurrency:,.4g} requests over the deployment)",
+        ],
+    ]
+    if estimate.kv_transfer_s is not None:
+        rows.append(["KV transfer per request", format_duration(estimate.kv_transfer_s)])
+    print_table(None, ["metric", "value"], rows, console=console)
+    step = estimate.iteration_s
+    breakdown = [
+        [PART_NAMES[name], format_duration(value), format_percent(value / step)]
+        for name, value in estimate.iteration_breakdown_s.items()
+        if value > 0
+    ]
+    print_table(
+        f"one iteration of the busiest stage ({format_duration(step)})",
+        ["part", "time", "share"],
+        breakdown,
+        console=console,
+    )
+    memory = [[name.replace("_", " "), format_bytes(value)] for name, value in estimate.memory_bytes.items()]
+    memory.append(["usable", format_bytes(estimate.usable_memory_bytes)])
+    print_table("memory per GPU", ["component", "bytes"], memory, console=console)
+    console.print(f"[bold]bound:[/bold] {estimate.bound}")
+    for line in estimate.assumptions:
+        console.print(f"  assumed: {line}", style="dim")
+
+
+def render_inference_search(result: Any) -> None:
+    """Print the best deployment under the bounds, the Pareto frontier and the topology's constraints."""
+    console = make_console()
+    bounds = ", ".join(
+        text
+        for text in (
+            f"TTFT <= {format_duration(result.max_ttft_s)}" if result.max_ttft_s is not None else "",
+            f"TPOT <= {format_duration(result.max_tpot_s)}" if result.max_tpot_s is not None else "",
+        )
+        if text
+    )
+    console.print(
+        f"[bold]{result.model}[/bold] on [bold]{result.system}[/bold]: {result.num_points_evaluated:,} "
+        f"deployment x batch points in {format_duration(result.elapsed_s)}, {result.num_points_feasible:,} "
+        f"meet {bounds or 'no bound'}"
+    )
+    render_inference_estimate(result.best)
+    rows = [
+        [
+            point.plan,
+            f"{point.batch_per_replica:g}",
+            f"{point.output_tokens_per_s_per_gpu:,.1f}",
+            f"{point.output_tokens_per_s_per_user:,.1f}",
+            format_duration(point.ttft_s),
+            format_duration(point.tpot_s),
+        ]
+        for point in result.frontier
+    ]
+    print_table(
+        "Pareto frontier (tokens/s per GPU vs per user)",
+        ["deployment", "batch", "tok/s/GPU", "tok/s/user", "TTFT", "TPOT"],
+        rows,
+        console=console,
+        right_align_from=1,
+    )
+    for line in result.constraints:
+        console.print(f"  constraint: {line}", style="dim")
+
+
+def pareto_figure(result: Any) -> Any:
+    """Tokens/s per GPU against tokens/s per user along the frontier, the best point marked."""
+    figure, axes = new_figure(7.0, 4.5)
+    users = [point.output_tokens_per_s_per_user for point in result.frontier]
+    gpus = [point.output_tokens_per_s_per_gpu for point in result.frontier]
+    axes.plot(users, gpus, marker="o", color=color_for("compute"), label="Pareto frontier")
+    best = result.best
+    axes.scatter(
+        [best.output_tokens_per_s_per_user],
+        [best.output_tokens_per_s_per_gpu],
+        color=color_for("measured"),
+        zorder=3,
+        s=60,
+        label=f"best under the bounds: {best.plan.describe()}",
+    )
+    if result.max_tpot_s is not None:
+        axes.axvline(
+            1.0 / result.max_tpot_s, color=color_for("sol"), linestyle="--", linewidth=1, label="TPOT bound"
+        )
+    axes.set_xlabel("output tokens/s per user (1 / TPOT)")
+    axes.set_ylabel("output tokens/s per GPU")
+    axes.set_title(f"{result.model} on {result.system}", fontsize=10)
+    axes.legend(fontsize=8, frameon=False)
+    return figure
+
+
+def save_pareto_plot(result: Any, path: Path) -> list[Path]:
+    """Write the Pareto plot to ``path`` (its suffix picks the format; PNG and SVG without one)."""
+    suffix = path.suffix.lstrip(".").lower()
+    formats = (suffix,) if suffix in ("png", "svg", "pdf") else ("png", "svg")
+    return save_figure(pareto_figure(result), path.with_suffix(""), formats)
+
+
+def render_system_comparison(comparison: Any) -> None:
+    """Print each system's best plan, throughput, communication on the slow level and limits."""
+    console = make_console()
+    unit = "tokens/s" if comparison.workload == "train" else "output tok/s"
+    rows = []
+    for result, ratio in zip(comparison.results, comparison.per_gpu_ratio, strict=True):
+        rows.append(
+            [
+                result.system,
+                result.precision,
+                result.plan,
+                format_count(result.throughput_tokens_per_s),
+                f"{result.throughput_tokens_per_s_per_gpu:,.4g}",
+                f"{ratio:.2f}x",
+                format_percent(result.communication_share),
+                format_percent(result.slow_level_share),
+            ]
+        )
+    print_table(
+        f"{comparison.model}: best {comparison.workload} plan per system ({comparison.plan_family})",
+        ["system", "precision", "best plan", unit, "per GPU", "vs first", "comm share", "on slow level"],
+        rows,
+        console=console,
+        right_align_from=3,
+    )
+    for result in comparison.results:
+        console.print(f"[bold]{result.system}[/bold]: {result.bound}")
+        for share in result.collectives:
+            flag = " [red](slow level)[/red]" if share.crosses_slow_level else ""
+            console.print(
+                f"  {share.name} over {share.level}: {format_duration(share.seconds)}, "
+                f"{format_percent(share.share)} of the {'step' if share.per == 'step' else 'TTFT'}{flag}"
+            )
+        for rule in result.limits.rules:
+            console.print(f"  limit: {rule}", style="dim")
+
+
+def render_fabric_comparison(figures: Any) -> None:
+    """Print per-GPU bandwidth, latency and a full-machine all-reduce of each system (seed claim 12)."""
+    rows = [
+        [
+            item.system,
+            f"{item.scale_up} x{item.domain_size}" + (f" + {item.scale_out}" if item.scale_out else ""),
+            f"{format_bytes_per_s(item.slowest_bytes_per_s)} "
+            f"({format_bytes_per_s(item.slowest_bidirectional_bytes_per_s)} bidir.)",
+            format_duration(item.small_message_latency_s),
+            format_duration(item.small_all_reduce_s),
+            f"{format_duration(item.large_all_reduce_s)} "
+            f"({format_bytes_per_s(item.large_all_reduce_bus_bytes_per_s)} bus)",
+        ]
+        for item in figures
+    ]
+    print_table(
+        "fabric seen by one GPU when a group spans every GPU",
+        ["system", "levels", "per-GPU bandwidth", "hop latency", "8 B all-reduce", "1 GiB all-reduce"],
+        rows,
+        console=make_console(),
+    )
+
+
+def render_ratio_decomposition(decomposition: Any) -> None:
+    """Print the one-change-at-a-time factors of a per-GPU throughput ratio."""
+    rows = [
+        [
+            step.name,
+            step.change,
+            step.plan,
+            f"{step.tokens_per_s_per_gpu:,.3g}",
+            f"{step.factor:.2f}x",
+            "-" if step.alone_factor is None else f"{step.alone_factor:.2f}x",
+        ]
+        for step in decomposition.steps
+    ]
+    print_table(
+        f"{decomposition.target} vs {decomposition.baseline}: {decomposition.ratio:.1f}x per GPU",
+        ["step", "change", "best plan", "tok/s/GPU", "factor", "alone"],
+        rows,
+        console=make_console(),
+        right_align_from=3,
+    )
+    make_console().print(f"  {decomposition.note}", style="dim")
+
+
+__all__ = [
+    "pareto_figure",
+    "render_fabric_comparison",
+    "render_inference_estimate",
+    "render_inference_search",
+    "render_ratio_decomposition",
+    "render_system_comparison",
+    "save_pareto_plot",
+]

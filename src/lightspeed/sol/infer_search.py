@@ -1,0 +1,472 @@
+"""Search serving deployments: the best under latency bounds, and the Pareto frontier.
+
+The space is every replica shape (TP, attention data parallelism, EP, PP) that
+divides the cluster, times a ladder of batch sizes per replica up to the KV-cache
+limit, evaluated in one vectorized pass of the same steady-state model that
+``plan infer`` uses. A point is *feasible* when it fits and meets the TTFT and
+TPOT bounds; the best maximizes output tokens per second per GPU. The Pareto
+frontier keeps the points no other point beats on both tokens/s per GPU and
+tokens/s per user (``1 / TPOT``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError
+from lightspeed.records import Record
+from lightspeed.sol.efficiency import EfficiencyModel
+from lightspeed.sol.infer_cost import InferenceHardware, inference_hardware
+from lightspeed.sol.infer_memory import MemoryArrays, inference_memory
+from lightspeed.sol.infer_plan import InferencePlan, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.inference import InferenceEstimate, estimate_inference
+from lightspeed.sol.plan import _divisors
+from lightspeed.sol.serving import (
+    Deployments,
+    PoolSplit,
+    ServingArrays,
+    ServingContext,
+    continuous,
+    disaggregated,
+)
+from lightspeed.sol.shapes import layer_shapes
+from lightspeed.units import format_duration
+from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
+
+BATCH_LADDER = (
+    1,
+    2,
+    4,
+    8,
+    12,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+)
+MAX_PIPELINE = 16
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return [2**i for i in range(0, 12) if 2**i <= limit]
+
+
+def smallest_fitting(
+    model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
+) -> str | None:
+    """The fewest GPUs per replica (TP inside the scale-up domain, then PP) whose memory holds
+    the model and one request, as CLI options; ``None`` if no split of the cluster fits."""
+    domain = ih.hardware.domain_size
+    gpus = ih.hardware.num_gpus
+    heads = model.attention.num_heads
+    kv_heads = model.attention.num_kv_heads
+    candidates = []
+    for tp, pp in itertools.product(_powers_of_two(domain), _powers_of_two(min(gpus, model.num_layers))):
+        if (
+            heads % tp
+            or tp * pp > gpus
+            or (model.attention.kind != "mla" and kv_heads % tp and tp % kv_heads)
+        ):
+            continue
+        ep = max(e for e in _powers_of_two(tp) if model.moe is None or model.moe.num_routed_experts % e == 0)
+        candidates.append((tp * pp, pp, tp, ep if model.moe is not None else 1))
+    if not candidates:
+        return None
+    candidates.sort()
+    tokens = float(load.input_tokens + load.output_tokens)
+    columns = np.asarray([[c[2], c[1], c[3]] for c in candidates], dtype=np.float64)
+    memory = inference_memory(
+        model,
+        layer_shapes(model),
+        ih,
+        tp=columns[:, 0],
+        pp=columns[:, 1],
+        ep=columns[:, 2],
+        dp_attention=np.ones(len(candidates)),
+        tokens_per_sequence=tokens,
+    )
+    for index, (_, pp, tp, ep) in enumerate(candidates):
+        if memory.max_sequences[index] >= 1:
+            replication = " --kv-replication" if model.attention.kind != "mla" and tp > kv_heads else ""
+            expert = f" --ep {ep}" if ep > 1 else ""
+            return (
+                f"--tp {tp} --pp {pp}{expert}{replication} "
+                f"(max batch {int(memory.max_sequences[index])} per replica)"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class FrontierPoint(Record):
+    """One deployment and batch on the throughput-latency Pareto frontier."""
+
+    plan: str
+    batch_per_replica: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    ttft_s: float
+    tpot_s: float
+
+
+@dataclass(frozen=True)
+class InferenceSearchResult(Record):
+    """The best deployment under the bounds, the Pareto frontier, and what constrained the space."""
+
+    model: str
+    system: str
+    num_gpus: int
+    load: ServingLoad
+    max_ttft_s: float | None
+    max_tpot_s: float | None
+    num_points_evaluated: int
+    num_points_feasible: int
+    elapsed_s: float
+    best: InferenceEstimate
+    frontier: tuple[FrontierPoint, ...]
+    constraints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """Replica shapes (one row per shape) as columns."""
+
+    tp: np.ndarray
+    dp_attention: np.ndarray
+    ep: np.ndarray
+    pp: np.ndarray
+    prefill: np.ndarray  # prefill replicas (0: aggregated)
+    decode: np.ndarray  # decode replicas, or all replicas when aggregated
+
+    def select(self, index: np.ndarray) -> _Shapes:
+        return _Shapes(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
+
+
+def _tp_values(model: TransformerSpec, num_gpus: int, max_tp: int) -> list[int]:
+    heads, kv_heads = model.attention.num_heads, model.attention.num_kv_heads
+    values = []
+    for tp in _divisors(heads):
+        if tp > max_tp or num_gpus % tp:
+            continue
+        if model.attention.kind != "mla" and kv_heads % tp and tp % kv_heads:
+            continue
+        values.append(tp)
+    return values
+
+
+def _expert_values(model: TransformerSpec, stage_gpus: int) -> list[int]:
+    if model.moe is None:
+        return [1]
+    moe = model.moe
+    return [
+        ep
+        for ep in _divisors(stage_gpus)
+        if moe.num_routed_experts % ep == 0 and moe.expert_ffn_hidden_size % (stage_gpus // ep) == 0
+    ]
+
+
+def replica_shapes(
+    model: TransformerSpec, num_gpus: int, max_tp: int, split_pools: bool, attention_dp: bool = True
+) -> list[tuple[int, ...]]:
+    """Every (tp, dp_attention, ep, pp, prefill replicas, decode replicas) that tiles ``num_gpus``."""
+    shapes: list[tuple[int, ...]] = []
+    attention_groups = _divisors(num_gpus) if model.moe is not None and attention_dp else [1]
+    for tp in _tp_values(model, num_gpus, max_tp):
+        for dp in attention_groups:
+            stage = tp * dp
+            if num_gpus % stage:
+                continue
+            for pp in _divisors(num_gpus // stage):
+                if pp > min(model.num_layers, MAX_PIPELINE):
+                    continue
+                replicas = num_gpus // (stage * pp)
+                pools = [(0, replicas)]
+                if split_pools:
+                    pools += [(p, replicas - p) for p in range(1, replicas)]
+                for ep in _expert_values(model, stage):
+                    shapes.extend((tp, dp, ep, pp, p, d) for p, d in pools)
+    return shapes
+
+
+def _columns(shapes: list[tuple[int, ...]]) -> _Shapes:
+    array = np.asarray(shapes, dtype=np.float64).reshape(-1, 6)
+    return _Shapes(*(array[:, i] for i in range(6)))
+
+
+def _memory(
+    model: TransformerSpec, ih: InferenceHardware, shapes: _Shapes, load: ServingLoad
+) -> MemoryArrays:
+    return inference_memory(
+        model,
+        layer_shapes(model),
+        ih,
+        tp=shapes.tp,
+        pp=shapes.pp,
+        ep=shapes.ep,
+        dp_attention=shapes.dp_attention,
+        tokens_per_sequence=float(load.input_tokens + load.output_tokens),
+    )
+
+
+def _points(shapes: _Shapes, max_sequences: np.ndarray) -> tuple[_Shapes, np.ndarray]:
+    """Each shape with every batch of the ladder it holds, plus its KV-limited maximum."""
+    ladder = np.asarray(BATCH_LADDER, dtype=np.float64)
+    rows, batches = [], []
+    for index, limit in enumerate(max_sequences):
+        if limit < 1:
+            continue
+        chosen = np.unique(np.append(ladder[ladder < limit], min(limit, ladder[-1])))
+        rows.extend([index] * chosen.size)
+        batches.append(chosen)
+    if not rows:
+        return shapes.select(np.asarray([], dtype=np.int64)), np.asarray([])
+    return shapes.select(np.asarray(rows)), np.concatenate(batches)
+
+
+def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> ServingArrays:
+    """Aggregated and disaggregated points in one pass; rates for the whole deployment."""
+    model, ih = ctx.model, ctx.hardware
+    deployments = Deployments(
+        tp=shapes.tp,
+        pp=shapes.pp,
+        ep=shapes.ep,
+        dp_attention=shapes.dp_attention,
+        kv_replication=(shapes.tp > model.attention.num_kv_heads).astype(np.float64),
+        batch=batch,
+    )
+    aggregated = continuous(deployments, ctx)
+    split = PoolSplit(
+        prefill_replicas=np.maximum(shapes.prefill, 1.0),
+        decode_replicas=shapes.decode,
+        gpus_per_replica=shapes.tp * shapes.pp,
+        kv_bytes_per_token_per_replica=np.full(
+            batch.shape, kv_cache_bytes_per_token(model, ih.precisions.kv_cache)
+        ),
+        crosses_domains=(shapes.prefill + shapes.decode) * shapes.tp * shapes.dp_attention * shapes.pp
+        > ih.hardware.domain_size,
+    )
+    split_arrays = disaggregated(deployments, ctx, split)
+    pooled = shapes.prefill > 0
+
+    def pick(name: str, scale: Any = 1.0) -> np.ndarray:
+        return np.asarray(np.where(pooled, getattr(split_arrays, name), getattr(aggregated, name) * scale))
+
+    return ServingArrays(
+        ttft_s=pick("ttft_s"),
+        tpot_s=pick("tpot_s"),
+        output_tokens_per_s=pick("output_tokens_per_s", shapes.decode),
+        requests_per_s=pick("requests_per_s", shapes.decode),
+        iteration=aggregated.iteration,
+        kv_transfer_s=pick("kv_transfer_s"),
+    )
+
+
+def pareto_front(per_gpu: np.ndarray, per_user: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both axes, by rising per-user speed.
+
+    >>> pareto_front(np.array([10.0, 8.0, 5.0, 4.0]), np.array([1.0, 2.0, 3.0, 2.5])).tolist()
+    [0, 1, 2]
+    """
+    order = np.lexsort((-per_gpu, -per_user))  # fastest per user first, ties by throughput
+    front, best = [], -np.inf
+    for index in order:
+        if per_gpu[index] > best:
+            front.append(int(index))
+            best = per_gpu[index]
+    return np.asarray(front[::-1], dtype=np.int64)
+
+
+def _plan_of(
+    shapes: _Shapes, index: int, precision: str, speculative: SpeculativeDecoding | None
+) -> InferencePlan:
+    tp, dp, ep, pp = (int(getattr(shapes, name)[index]) for name in ("tp", "dp_attention", "ep", "pp"))
+    prefill, decode = int(shapes.prefill[index]), int(shapes.decode[index])
+    return InferencePlan(
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp_attention=dp,
+        replicas=decode if prefill == 0 else 1,
+        precision=precision,
+        speculative=speculative,
+        disaggregated=(prefill, decode) if prefill > 0 else None,
+    )
+
+
+def _unreachable(
+    model: TransformerSpec,
+    cluster: Cluster,
+    arrays: ServingArrays,
+    shapes: _Shapes,
+    *,
+    precision: str,
+    bounds: tuple[float | None, float | None],
+) -> InvalidPlanError:
+    """The error when no point meets the bounds: the best TTFT and TPOT any point reaches."""
+    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
+    fastest_first, fastest_token = int(np.argmin(ttft)), int(np.argmin(tpot))
+    wanted = " and ".join(
+        text
+        for text in (
+            f"TTFT <= {format_duration(bounds[0])}" if bounds[0] is not None else "",
+            f"TPOT <= {format_duration(bounds[1])}" if bounds[1] is not None else "",
+        )
+        if text
+    )
+    first_plan = _plan_of(shapes, fastest_first, precision, None).describe()
+    token_plan = _plan_of(shapes, fastest_token, precision, None).describe()
+    return InvalidPlanError(
+        f"no deployment of {model.name} on {cluster.name} in {precision} meets {wanted}: the lowest TTFT is "
+        f"{format_duration(float(ttft[fastest_first]))} ({first_plan}), "
+        f"the lowest TPOT {format_duration(float(tpot[fastest_token]))} ({token_plan}); "
+        "relax the bounds, shorten the prompts, or use more or faster GPUs"
+    )
+
+
+def _constraints(
+    model: TransformerSpec, ih: InferenceHardware, max_tp: int, num_gpus: int
+) -> tuple[str, ...]:
+    fabric = ih.hardware.fabric
+    domain = ih.hardware.domain_size
+    if fabric.scale_out is not None:
+        reach = f"TP, EP and attention groups beyond it cross {fabric.scale_out.name}"
+    else:
+        reach = "every group stays inside it"
+    lines = [
+        f"TP up to {max_tp} GPUs; the scale-up domain ({fabric.scale_up.name}) holds {domain}: {reach}",
+        f"TP must divide the {model.attention.num_heads} heads"
+        + (
+            f" and divide or be a multiple of the {model.attention.num_kv_heads} KV heads"
+            if model.attention.kind != "mla"
+            else ""
+        ),
+        f"replicas tile the {num_gpus} GPUs; PP up to {MAX_PIPELINE} stages",
+    ]
+    if model.moe is not None:
+        lines.append(
+            f"EP must divide the {model.moe.num_routed_experts} experts and the GPUs of a stage; "
+            "attention data parallelism widens a stage beyond TP"
+        )
+    return tuple(lines)
+
+
+def search_inference(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    load: ServingLoad,
+    precision: str = "bf16",
+    max_ttft_s: float | None = None,
+    max_tpot_s: float | None = None,
+    efficiency: EfficiencyModel | None = None,
+    speculative: SpeculativeDecoding | None = None,
+    disaggregated: bool = False,
+    attention_dp: bool = True,
+    max_tp: int | None = None,
+    frontier_points: int = 24,
+) -> InferenceSearchResult:
+    """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
+
+    Every replica shape that tiles the cluster (TP up to ``max_tp``, default the
+    scale-up domain) and every batch up to its KV-cache limit is tried, with
+    prefill/decode pool splits too when ``disaggregated`` and attention data
+    parallelism for MoE models when ``attention_dp``. Raises
+    :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
+    """
+    started = time.perf_counter()
+    num_gpus = cluster.num_accelerators
+    ih = inference_hardware(cluster, InferencePlan(precision=precision), efficiency)
+    limit = max_tp or ih.hardware.domain_size
+    shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
+    if shapes.tp.size == 0:
+        raise InvalidPlanError(
+            f"no TP size up to {limit} divides the {model.attention.num_heads} heads of {model.name} "
+            f"and the {num_gpus} GPUs"
+        )
+    memory = _memory(model, ih, shapes, load)
+    points, batch = _points(shapes, memory.max_sequences)
+    if batch.size == 0:
+        plan = InferencePlan(tp=int(min(limit, num_gpus)), precision=precision)
+        raise InvalidPlanError(
+            f"{model.name} in {precision} does not fit any split of the {num_gpus} GPUs of {cluster.name} "
+            f"with {load.input_tokens + load.output_tokens} tokens per request; "
+            + (smallest_fitting(model, ih, plan, load) or "use more GPUs or a lower precision")
+        )
+    arrays = _evaluate(ServingContext(model, ih, load, speculative), points, batch)
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / num_gpus
+    per_user = 1.0 / np.asarray(arrays.tpot_s)
+    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
+    meets_ttft = ttft <= max_ttft_s if max_ttft_s is not None else np.ones_like(ttft, dtype=bool)
+    feasible = meets_ttft & (tpot <= max_tpot_s if max_tpot_s is not None else True)
+    if not feasible.any():
+        raise _unreachable(
+            model, cluster, arrays, points, precision=precision, bounds=(max_ttft_s, max_tpot_s)
+        )
+    best = int(np.argmax(np.where(feasible, per_gpu, -np.inf)))
+    front = pareto_front(np.where(meets_ttft, per_gpu, -np.inf), per_user)
+    front = front[np.isfinite(per_gpu[front]) & meets_ttft[front]]
+    if front.size > frontier_points:
+        front = front[np.linspace(0, front.size - 1, frontier_points).round().astype(int)]
+    plan = _plan_of(points, best, precision, speculative)
+    plan = plan.with_changes(kv_replication=plan.tp > model.attention.num_kv_heads)
+    concurrency = round(float(batch[best]) * (plan.disaggregated[1] if plan.disaggregated else plan.replicas))
+    estimate = estimate_inference(
+        model=model,
+        cluster=cluster,
+        plan=plan,
+        load=ServingLoad(load.input_tokens, load.output_tokens, concurrency=max(concurrency, 1)),
+        efficiency=efficiency,
+    )
+    frontier = tuple(
+        FrontierPoint(
+            plan=_plan_of(points, int(i), precision, speculative).describe(),
+            batch_per_replica=float(batch[i]),
+            output_tokens_per_s_per_gpu=float(per_gpu[i]),
+            output_tokens_per_s_per_user=float(per_user[i]),
+            ttft_s=float(ttft[i]),
+            tpot_s=float(tpot[i]),
+        )
+        for i in front
+    )
+    return InferenceSearchResult(
+        model=model.name,
+        system=cluster.name,
+        num_gpus=num_gpus,
+        load=load,
+        max_ttft_s=max_ttft_s,
+        max_tpot_s=max_tpot_s,
+        num_points_evaluated=int(batch.size),
+        num_points_feasible=int(feasible.sum()),
+        elapsed_s=time.perf_counter() - started,
+        best=estimate,
+        frontier=frontier,
+        constraints=_constraints(model, ih, limit, num_gpus),
+    )
+
+
+__all__ = [
+    "FrontierPoint",
+    "InferenceSearchResult",
+    "pareto_front",
+    "replica_shapes",
+    "search_inference",
+    "smallest_fitting",
+]

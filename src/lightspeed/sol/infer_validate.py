@@ -1,0 +1,218 @@
+"""Predict published inference rows (``kind = infer`` in ``published-dev.tsv``).
+
+Rules for reading a row (documented in ``docs/inference.md``; the same for every row):
+
+* **Model**: the registry model the name gives, else one built from the row's
+  dimensions; a name the registry lacks (``LLaMA 70B``) resolves to the
+  registry models whose names hold all its words, earliest generation first
+  (tables keep the unversioned name for the first model of that size).
+* **Hardware**: the accelerator's default catalog system, as for training rows;
+  a row on fewer GPUs than one node uses part of it.
+* **Parallelism**: ``TP``/``PP``/``EP`` cells (default 1); the GPUs left over
+  are replicas.
+* **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
+  TensorRT-LLM ship, 16-value blocks with an FP8 scale), on AMD MXFP4 (32-value
+  blocks with an 8-bit exponent scale); otherwise the cell's
+  format (``fp16 (presumed)`` is fp16); none stated is bf16.
+* **Load**: ``ISL/OSL a/b`` gives the token counts; ``N-token prefill`` is a
+  prompt of N tokens and one output token. ``offline`` / ``max concurrency``
+  is continuous batching at the KV-cache-limited maximum (``trtllm-bench
+  throughput``); ``batch N`` / ``bsN`` is a static batch of N
+  (``gptSessionBenchmark``, LLM-Viewer); ``concurrency N`` is continuous
+  batching with N requests in flight.
+* **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
+  ``tok/s/GPU`` or ``per GPU`` is output tokens/s per GPU; other ``output
+  tokens/s`` is for all the row's GPUs together, as the metric cell says
+  (the version pinned in the source is the one read).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.sol.efficiency import EfficiencyModel
+from lightspeed.sol.infer_plan import InferencePlan, ServingLoad
+from lightspeed.sol.inference import InferenceEstimate, estimate_inference
+from lightspeed.sol.published import PublishedRow, first_number, integer_cell
+from lightspeed.sol.row_config import RowError, resolve_cluster, resolve_model
+from lightspeed.sol.validate import ValidationRow
+from lightspeed.workload import TransformerSpec
+
+INFERENCE_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "ttft_s", "tpot_s")
+_ISL_OSL = re.compile(r"isl\s*/\s*osl\s*(\d[\d,]*)\s*/\s*(\d[\d,]*)")
+_PREFILL = re.compile(r"(\d[\d,]*)\s*-?\s*token prefill")
+_BATCH = re.compile(r"\b(?:batch|bs)\s*(\d+)")
+_CONCURRENCY = re.compile(r"concurrency\s*(\d+)")
+_RATE = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
+
+
+@dataclass(frozen=True)
+class InferenceRowSetup(Record):
+    """Everything needed to predict one inference row, plus what was assumed."""
+
+    model: TransformerSpec
+    plan: InferencePlan
+    load: ServingLoad
+    batching: str
+    metric: str
+    measured: float
+    assumptions: tuple[str, ...]
+
+
+def _resolve_model(registry: object, row: PublishedRow) -> tuple[TransformerSpec, str]:
+    try:
+        return resolve_model(registry, row)
+    except RowError:
+        pass
+    name = re.split(r"[(]", row.text("model"))[0].strip().lower()
+    words = [word for word in re.split(r"[\s_-]+", name) if word]
+    names = getattr(registry, "names", None)
+    candidates = sorted(n for n in (names() if callable(names) else []) if all(word in n for word in words))
+    if not candidates:
+        raise RowError(f"model {row.text('model')!r} is neither in the registry nor described by the row")
+    return registry.get(candidates[0]), (  # type: ignore[attr-defined]
+        f"model '{row.text('model')}' -> {candidates[0]} (registry names holding {', '.join(words)}: "
+        f"{', '.join(candidates)}; earliest generation)"
+    )
+
+
+def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
+    text = row.text("precision").lower()
+    for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
+        if key in text:
+            if key == "fp4" and vendor == "NVIDIA":
+                return "nvfp4", "FP4 on NVIDIA read as NVFP4 (ModelOpt/TensorRT-LLM checkpoints)"
+            if key == "fp4" and vendor == "AMD":
+                return "mxfp4", "FP4 on AMD read as MXFP4 (the OCP MX format AMD's kernels use)"
+            return key, f"precision '{row.text('precision')}' -> {key}"
+    return "bf16", "precision not stated: bf16"
+
+
+def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
+    """(load, batching mode, note) from the row's sequence, batch and metric cells."""
+    text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
+    match = _ISL_OSL.search(text)
+    prefill = _PREFILL.search(text)
+    if match:
+        isl, osl = (int(group.replace(",", "")) for group in match.groups())
+    elif prefill:
+        isl, osl = int(prefill.group(1).replace(",", "")), 1
+    else:
+        raise RowError("the row gives no ISL/OSL or prompt length")
+    batch = _BATCH.search(text)
+    concurrency = _CONCURRENCY.search(text)
+    if "offline" in text or "max concurrency" in text:
+        return (
+            ServingLoad(isl, osl),
+            "continuous",
+            "offline maximum load: continuous batching at the KV limit",
+        )
+    if batch:
+        size = int(batch.group(1))
+        return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
+    if concurrency:
+        size = int(concurrency.group(1))
+        return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
+    return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
+
+
+def _metric(row: PublishedRow) -> tuple[str, float]:
+    metric = row.text("metric").lower()
+    measured_text = row.text("measured")
+    measured = first_number(measured_text)
+    if measured is None:
+        raise RowError(f"measured value {measured_text!r} has no number")
+    if "first-token" in metric or "first token" in metric or "ttft" in metric:
+        return "ttft_s", measured / 1e3 if "ms" in measured_text.lower() else measured
+    if "tpot" in metric or "inter-token" in metric:
+        return "tpot_s", measured / 1e3 if "ms" in measured_text.lower() else measured
+    if _RATE.search(metric) and ("/gpu" in metric or "per gpu" in metric):
+        return "output_tokens_per_s_per_gpu", measured
+    if _RATE.search(metric):
+        return "output_tokens_per_s", measured
+    raise RowError(f"metric {row.text('metric')!r} is not one of {', '.join(INFERENCE_METRICS)}")
+
+
+def inference_row_setup(
+    row: PublishedRow, catalog: Catalog, registry: object
+) -> tuple[InferenceRowSetup, object]:
+    """(setup, cluster) of an inference row (see the module docstring for the rules)."""
+    num_gpus = integer_cell(row.text("GPUs"))
+    if not num_gpus:
+        raise RowError("GPUs is not reported")
+    model, model_note = _resolve_model(registry, row)
+    cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
+    tp = integer_cell(row.text("TP"), 1) or 1
+    pp = integer_cell(row.text("PP"), 1) or 1
+    ep = integer_cell(row.text("EP"), 1) or 1
+    if num_gpus % (tp * pp):
+        raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
+    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
+    load, batching, load_note = _load(row)
+    metric, measured = _metric(row)
+    plan = InferencePlan(
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        replicas=num_gpus // (tp * pp),
+        precision=precision,
+        kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
+    )
+    notes = (model_note, *cluster_notes, precision_note, load_note)
+    return InferenceRowSetup(model, plan, load, batching, metric, measured, notes), cluster
+
+
+def _value(estimate: InferenceEstimate, metric: str) -> float:
+    return float(getattr(estimate, metric))
+
+
+def inference_predictor(
+    efficiency: EfficiencyModel | None = None,
+) -> Callable[[PublishedRow, Catalog, object], ValidationRow]:
+    """A predictor for :func:`~lightspeed.sol.validate.validate_published`'s ``infer`` argument."""
+
+    def predict(row: PublishedRow, catalog: Catalog, registry: object) -> ValidationRow:
+        setup, cluster = inference_row_setup(row, catalog, registry)
+        try:
+            estimate = estimate_inference(
+                model=setup.model,
+                cluster=cluster,  # type: ignore[arg-type]
+                plan=setup.plan,
+                load=setup.load,
+                efficiency=efficiency,
+                batching=setup.batching,
+            )
+        except UserInputError as error:
+            raise RowError(str(error)) from None
+        predicted = _value(estimate, setup.metric)
+        plan = {
+            **setup.plan.to_dict(),
+            "batch_per_replica": estimate.batch_per_replica,
+            "max_batch": estimate.max_batch,
+            "ttft_s": estimate.ttft_s,
+            "tpot_s": estimate.tpot_s,
+            "bound": estimate.bound,
+        }
+        return ValidationRow(
+            id=row.row_id,
+            kind="infer",
+            metric=setup.metric,
+            measured=setup.measured,
+            predicted=predicted,
+            rel_error=(predicted - setup.measured) / setup.measured,
+            status="ok",
+            reason="",
+            plan=plan,
+            assumptions=setup.assumptions + estimate.assumptions,
+            source=row.text("source"),
+        )
+
+    return predict
+
+
+__all__ = ["INFERENCE_METRICS", "InferenceRowSetup", "inference_predictor", "inference_row_setup"]

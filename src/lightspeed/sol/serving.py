@@ -1,0 +1,300 @@
+"""Serving steady state: TTFT, TPOT and throughput from iteration costs, vectorized.
+
+**Continuous batching** (every replica prefills and decodes): a replica keeps
+``B`` sequences in flight. With pipeline parallelism they travel as ``pp``
+micro-batches; each stage iteration runs one of them, so a sequence advances
+once per round of ``pp`` stage iterations. A request spends
+``n = (output - 1) / tau + 1`` iterations in its slot (one prefill iteration,
+then decode iterations of ``tau`` tokens: 1, or the expected accepted drafts
+plus one under speculative decoding), so each iteration carries
+``B / n`` new prompts beside the decoding sequences: prefill rides along with
+decode and shares its weight reads. Then
+
+* ``TPOT = pp x t_iteration / tau`` (plus ``k x draft_cost_fraction`` decode
+  steps of drafting per iteration under speculation),
+* throughput per replica ``= B x output / (n x pp x t_iteration)``,
+* ``TTFT`` = half a round of waiting for the running iteration, then the
+  prompt's chunks (``prefill_chunk_tokens`` each), one per round, beside the
+  other sequences' decode.
+
+**Static batching** (a batch of ``B`` prompts prefilled together, then decoded
+together until all finish: TensorRT-LLM's ``gptSessionBenchmark``): TTFT is the
+batch's prefill, throughput ``B x output / (prefill + (output - 1) x TPOT)``.
+
+**Disaggregated** ``P:D``: P replicas only prefill (prompts packed up to the
+chunk budget), D only decode with ``B`` sequences each; the KV cache of each
+prompt crosses the link between the pools (NVLink when both pools fit in one
+scale-up domain, else the scale-out network), each GPU sending its shard. The
+system serves ``min(P x prefill rate, D x decode rate)`` requests per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.records import Record
+from lightspeed.sol import collectives
+from lightspeed.sol.infer_cost import InferenceHardware, IterationCost, IterationGrid, iteration_cost
+from lightspeed.sol.infer_plan import ServingLoad, SpeculativeDecoding
+from lightspeed.workload import TransformerSpec
+
+Array = Any
+BATCHING_MODES = ("continuous", "static")
+
+
+@dataclass(frozen=True)
+class Deployments:
+    """Parallel degrees of many deployments, and the sequences in flight per (decode) replica."""
+
+    tp: Array
+    pp: Array
+    ep: Array
+    dp_attention: Array
+    kv_replication: Array
+    batch: Array
+
+    def grid(self, *, group_prefill_tokens: Array | None = None, **work: Array) -> IterationGrid:
+        """An iteration grid of these deployments doing ``work``; prompts spread evenly over
+        the attention groups unless ``group_prefill_tokens`` says what the busiest one gets."""
+        if group_prefill_tokens is None:
+            group_prefill_tokens = work["prefill_tokens"] / self.dp_attention
+        return IterationGrid(
+            tp=self.tp,
+            pp=self.pp,
+            ep=self.ep,
+            dp_attention=self.dp_attention,
+            kv_replication=self.kv_replication,
+            group_prefill_tokens=group_prefill_tokens,
+            **work,
+        )
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    """What every steady-state evaluation shares: the model, the hardware, the load, speculation."""
+
+    model: TransformerSpec
+    hardware: InferenceHardware
+    load: ServingLoad
+    speculative: SpeculativeDecoding | None = None
+
+    def cost(self, grid: IterationGrid) -> IterationCost:
+        """Breakdown of one stage iteration of ``grid``."""
+        return iteration_cost(grid, self.model, self.hardware)
+
+
+@dataclass(frozen=True)
+class ServingArrays(Record):
+    """Steady-state metrics per deployment: rates per replica for continuous and static
+    batching, for the whole P:D deployment when disaggregated."""
+
+    ttft_s: Array
+    tpot_s: Array
+    output_tokens_per_s: Array
+    requests_per_s: Array
+    iteration: IterationCost
+    kv_transfer_s: Array
+
+
+def _tau(speculative: SpeculativeDecoding | None) -> tuple[float, float]:
+    """(tokens per decode iteration, query tokens per sequence)."""
+    if speculative is None:
+        return 1.0, 1.0
+    return speculative.tokens_per_iteration, float(speculative.num_draft_tokens + 1)
+
+
+def _draft_s(deployments: Deployments, micro: Array, context: float, ctx: ServingContext) -> Array:
+    """Drafting time per iteration: k draft steps at a fraction of a plain decode step each."""
+    speculative = ctx.speculative
+    if speculative is None:
+        return 0.0
+    plain = ctx.cost(
+        deployments.grid(
+            decode_sequences=micro,
+            query_tokens=1.0,
+            decode_context=context,
+            prefill_tokens=0.0,
+            prefill_context=0.0,
+            prefill_requests=0.0,
+        )
+    ).time_s
+    return speculative.num_draft_tokens * speculative.draft_cost_fraction * plain
+
+
+def _chunks(input_tokens: int, ih: InferenceHardware) -> tuple[int, float]:
+    """(number of prefill chunks of one prompt, tokens per chunk)."""
+    count = -(-input_tokens // ih.parameters.prefill_chunk_tokens)
+    return count, input_tokens / count
+
+
+def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
+    """Continuous batching with ``deployments.batch`` sequences in flight per replica."""
+    tau, query = _tau(ctx.speculative)
+    load, ih = ctx.load, ctx.hardware
+    batch = np.maximum(deployments.batch, 1.0)
+    pp = deployments.pp
+    micro = np.maximum(batch / pp, 1.0)
+    isl, osl = load.input_tokens, load.output_tokens
+    slot_iterations = (osl - 1) / tau + 1.0
+    new = micro / slot_iterations
+    context = isl + osl / 2.0
+    steady = ctx.cost(
+        deployments.grid(
+            decode_sequences=micro - new,
+            query_tokens=query,
+            decode_context=context,
+            prefill_tokens=new * isl,
+            prefill_context=isl / 2.0,
+            prefill_requests=new,
+        )
+    )
+    step = steady.time_s + _draft_s(deployments, micro - new, context, ctx)
+    count, chunk = _chunks(isl, ih)
+    own = ctx.cost(
+        deployments.grid(
+            decode_sequences=micro - 1.0,
+            query_tokens=query,
+            decode_context=context,
+            prefill_tokens=chunk,
+            prefill_context=isl / 2.0,
+            prefill_requests=1.0 / count,
+            group_prefill_tokens=chunk,
+        )
+    ).time_s
+    wait = np.where(batch > 1.0, pp * step / 2.0, 0.0)
+    rate = deployments.batch / (slot_iterations * pp * step)
+    return ServingArrays(
+        ttft_s=wait + count * pp * own,
+        tpot_s=pp * step / tau,
+        output_tokens_per_s=rate * osl,
+        requests_per_s=rate,
+        iteration=steady,
+        kv_transfer_s=np.zeros_like(step),
+    )
+
+
+def static(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
+    """A static batch of ``deployments.batch`` prompts: prefill all, then decode all."""
+    tau, query = _tau(ctx.speculative)
+    load = ctx.load
+    batch = np.maximum(deployments.batch, 1.0)
+    pp = deployments.pp
+    micro = np.maximum(batch / pp, 1.0)
+    isl, osl = load.input_tokens, load.output_tokens
+    prefill = ctx.cost(
+        deployments.grid(
+            decode_sequences=0.0,
+            query_tokens=query,
+            decode_context=0.0,
+            prefill_tokens=micro * isl,
+            prefill_context=isl / 2.0,
+            prefill_requests=micro,
+            group_prefill_tokens=np.ceil(micro / deployments.dp_attention) * isl,
+        )
+    ).time_s
+    context = isl + osl / 2.0
+    decode = ctx.cost(
+        deployments.grid(
+            decode_sequences=micro,
+            query_tokens=query,
+            decode_context=context,
+            prefill_tokens=0.0,
+            prefill_context=0.0,
+            prefill_requests=0.0,
+        )
+    )
+    step = decode.time_s + _draft_s(deployments, micro, context, ctx)
+    ttft = (2.0 * pp - 1.0) * prefill
+    tpot = pp * step / tau
+    total = ttft + (osl - 1) * tpot
+    return ServingArrays(
+        ttft_s=ttft,
+        tpot_s=tpot,
+        output_tokens_per_s=batch * osl / total,
+        requests_per_s=batch / total,
+        iteration=decode,
+        kv_transfer_s=np.zeros_like(step),
+    )
+
+
+@dataclass(frozen=True)
+class PoolSplit(Record):
+    """Replicas of each pool and how the KV cache travels between them."""
+
+    prefill_replicas: Array
+    decode_replicas: Array
+    gpus_per_replica: Array
+    kv_bytes_per_token_per_replica: Array
+    crosses_domains: Array
+
+
+def kv_transfer_s(split: PoolSplit, load: ServingLoad, ih: InferenceHardware) -> Array:
+    """Seconds to move one prompt's KV cache from a prefill replica to a decode replica."""
+    per_gpu = load.input_tokens * split.kv_bytes_per_token_per_replica / split.gpus_per_replica
+    return collectives.send_recv_s(ih.hardware.fabric, per_gpu, split.crosses_domains)
+
+
+def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:
+    """Separate prefill and decode pools (see the module docstring); rates are per deployment."""
+    tau, query = _tau(ctx.speculative)
+    load, ih = ctx.load, ctx.hardware
+    batch = np.maximum(deployments.batch, 1.0)
+    pp = deployments.pp
+    micro = np.maximum(batch / pp, 1.0)
+    isl, osl = load.input_tokens, load.output_tokens
+    context = isl + osl / 2.0
+    decode = ctx.cost(
+        deployments.grid(
+            decode_sequences=micro,
+            query_tokens=query,
+            decode_context=context,
+            prefill_tokens=0.0,
+            prefill_context=0.0,
+            prefill_requests=0.0,
+        )
+    )
+    step = decode.time_s + _draft_s(deployments, micro, context, ctx)
+    tpot = pp * step / tau
+    decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
+    count, chunk = _chunks(isl, ih)
+    packed = max(1, ih.parameters.prefill_chunk_tokens // isl) if count == 1 else 1
+    prefill = ctx.cost(
+        deployments.grid(
+            decode_sequences=0.0,
+            query_tokens=1.0,
+            decode_context=0.0,
+            prefill_tokens=packed * chunk,
+            prefill_context=isl / 2.0,
+            prefill_requests=packed / count,
+            group_prefill_tokens=np.ceil(packed / deployments.dp_attention) * chunk,
+        )
+    ).time_s
+    prefill_rate = split.prefill_replicas * packed / (count * prefill)
+    rate = np.minimum(decode_rate, prefill_rate)
+    transfer = kv_transfer_s(split, load, ih)
+    latency = (count + pp - 1.0) * prefill
+    ttft = prefill / 2.0 + latency + transfer + pp * step / 2.0
+    return ServingArrays(
+        ttft_s=ttft,
+        tpot_s=tpot,
+        output_tokens_per_s=rate * osl,
+        requests_per_s=rate,
+        iteration=decode,
+        kv_transfer_s=transfer,
+    )
+
+
+__all__ = [
+    "BATCHING_MODES",
+    "Deployments",
+    "PoolSplit",
+    "ServingArrays",
+    "ServingContext",
+    "continuous",
+    "disaggregated",
+    "kv_transfer_s",
+    "static",
+]

@@ -1,0 +1,554 @@
+"""Side-by-side systems: the best plan of one workload on each, and what the topology costs.
+
+``compare_systems`` searches the same model and plan family on every system
+(training: :func:`~lightspeed.sol.search.search_training`; inference:
+:func:`~lightspeed.sol.infer_search.search_inference`) and reports, for each,
+the best plan, its throughput, which collectives cross the slow fabric level
+and their share of the step, and the limits the topology puts on TP/EP/PP.
+
+``fabric_comparison`` answers the seed's NVL72-vs-InfiniBand question from the
+catalog and the collective model alone (per-GPU bandwidth, small-message
+latency, one all-reduce over every GPU). ``decompose_ratio`` splits a
+throughput ratio between two systems into factors by changing one thing at a
+time (tensor cores, precision, HBM, scale-up domain) and searching again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.sol import collectives
+from lightspeed.sol.efficiency import EfficiencyModel
+from lightspeed.sol.estimate import TrainEstimate, part_label
+from lightspeed.sol.hardware import hardware_for
+from lightspeed.sol.infer_cost import inference_hardware
+from lightspeed.sol.infer_search import search_inference
+from lightspeed.sol.inference import InferenceEstimate, part_text
+from lightspeed.sol.search import search_training
+from lightspeed.units import format_bytes_per_s
+from lightspeed.workload import TransformerSpec
+
+WORKLOADS = ("train", "infer")
+PLAN_FAMILIES = ("tp-ep-pp", "wide-ep")
+AUTO_PRECISIONS = ("nvfp4", "fp8", "bf16", "fp16")
+SMALL_MESSAGE_BYTES = 8.0
+LARGE_MESSAGE_BYTES = 2.0**30
+_TRAIN_COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
+_INFER_COMM = ("tp_comm", "ep_comm", "pp_comm")
+
+
+@dataclass(frozen=True)
+class TopologyLimits(Record):
+    """How a system's fabric constrains parallel group sizes."""
+
+    scale_up: str
+    domain_size: int
+    scale_up_bytes_per_s: float
+    scale_out: str | None
+    scale_out_bytes_per_s: float | None
+    rules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CollectiveShare(Record):
+    """One kind of communication of the best plan: the level it uses and its share of ``per``
+    (``step``: the training step or decode iteration; ``ttft``: the time to first token)."""
+
+    name: str
+    level: str
+    crosses_slow_level: bool
+    seconds: float
+    share: float
+    per: str = "step"
+
+
+@dataclass(frozen=True)
+class SystemResult(Record):
+    """The best plan of the workload on one system.
+
+    ``throughput_tokens_per_s`` is training tokens/s or output tokens/s;
+    ``step_s`` the training step or the decode iteration it divides.
+    """
+
+    system: str
+    num_gpus: int
+    precision: str
+    plan: str
+    throughput_tokens_per_s: float
+    throughput_tokens_per_s_per_gpu: float
+    step_s: float
+    ttft_s: float | None
+    tpot_s: float | None
+    bound: str
+    collectives: tuple[CollectiveShare, ...]
+    communication_share: float
+    slow_level_share: float
+    limits: TopologyLimits
+    train: TrainEstimate | None
+    infer: InferenceEstimate | None
+
+
+@dataclass(frozen=True)
+class SystemComparison(Record):
+    """Every system's best plan, with per-GPU throughput relative to the first system."""
+
+    workload: str
+    model: str
+    plan_family: str
+    results: tuple[SystemResult, ...]
+    per_gpu_ratio: tuple[float, ...]
+
+
+def topology_limits(cluster: Cluster, efficiency: EfficiencyModel | None = None) -> TopologyLimits:
+    """The fabric levels of ``cluster`` and the rules they put on TP/EP/PP sizes."""
+    fabric = hardware_for(
+        cluster, "bf16" if "bf16" in cluster.system.accelerator.compute else "fp32", efficiency
+    ).fabric
+    up, out = fabric.scale_up, fabric.scale_out
+    domain = up.domain_size
+    rules = [f"TP and EP groups of up to {domain} GPUs stay on {up.name}"]
+    if out is not None:
+        rules.append(
+            f"groups larger than {domain} GPUs (TP, EP, attention-DP stages) and PP stages beyond one "
+            f"domain cross "
+            f"{out.name} at {format_bytes_per_s(out.bandwidth_per_gpu_bytes_per_s)} per GPU instead of "
+            f"{format_bytes_per_s(up.bandwidth_per_gpu_bytes_per_s)}"
+        )
+    else:
+        rules.append(f"all {cluster.num_accelerators} GPUs share one scale-up domain: no slow level")
+    return TopologyLimits(
+        scale_up=up.name,
+        domain_size=domain,
+        scale_up_bytes_per_s=up.bandwidth_per_gpu_bytes_per_s,
+        scale_out=out.name if out is not None else None,
+        scale_out_bytes_per_s=out.bandwidth_per_gpu_bytes_per_s if out is not None else None,
+        rules=tuple(rules),
+    )
+
+
+def auto_precision(cluster: Cluster) -> str:
+    """The narrowest format the GPU has tensor cores for: NVFP4, FP8, else BF16/FP16."""
+    compute = cluster.system.accelerator.compute
+    for precision in AUTO_PRECISIONS:
+        row = "fp4" if precision == "nvfp4" else precision
+        if row in compute:
+            return precision
+    return "fp32"
+
+
+def _shares(
+    names: Sequence[str], parts: dict[str, float], label: Any, slow: str | None
+) -> tuple[CollectiveShare, ...]:
+    total = sum(parts.values())
+    shares = []
+    for name in names:
+        seconds = parts.get(name, 0.0)
+        if seconds <= 0:
+            continue
+        text = label(name)
+        crosses = slow is not None and slow in text
+        level = text.split(" over ", 1)[1] if " over " in text else ""
+        shares.append(CollectiveShare(text.split(" over ", 1)[0], level, crosses, seconds, seconds / total))
+    return tuple(shares)
+
+
+def _result(
+    *,
+    cluster: Cluster,
+    precision: str,
+    plan: str,
+    rate: float,
+    step: float,
+    bound: str,
+    shares: tuple[CollectiveShare, ...],
+    limits: TopologyLimits,
+    train: TrainEstimate | None = None,
+    infer: InferenceEstimate | None = None,
+) -> SystemResult:
+    return SystemResult(
+        system=cluster.name,
+        num_gpus=cluster.num_accelerators,
+        precision=precision,
+        plan=plan,
+        throughput_tokens_per_s=rate,
+        throughput_tokens_per_s_per_gpu=rate / cluster.num_accelerators,
+        step_s=step,
+        ttft_s=infer.ttft_s if infer is not None else None,
+        tpot_s=infer.tpot_s if infer is not None else None,
+        bound=bound,
+        collectives=shares,
+        communication_share=sum(share.share for share in shares if share.per == "step"),
+        slow_level_share=sum(
+            share.share for share in shares if share.crosses_slow_level and share.per == "step"
+        ),
+        limits=limits,
+        train=train,
+        infer=infer,
+    )
+
+
+def _train_result(
+    model: TransformerSpec,
+    cluster: Cluster,
+    precision: str,
+    options: dict[str, Any],
+    efficiency: EfficiencyModel | None,
+) -> SystemResult:
+    domain = cluster.system.scale_up_domain_size
+    search = search_training(
+        model=model,
+        cluster=cluster,
+        global_batch_size=options["global_batch"],
+        seq_len=options["seq_len"],
+        precision=precision,
+        top=1,
+        efficiency=efficiency,
+        max_tp=domain,
+    )
+    best = search.plans[0]
+    hardware = hardware_for(cluster, precision, efficiency)
+    slow = hardware.fabric.scale_out.name if hardware.fabric.scale_out is not None else None
+    shares = _shares(_TRAIN_COMM, best.breakdown_s, lambda name: part_label(name, best.plan, hardware), slow)
+    describe = " ".join(
+        f"{key}={value}"
+        for key, value in best.plan_summary().items()
+        if key in ("tp", "pp", "dp", "ep", "cp", "zero")
+    )
+    return _result(
+        cluster=cluster,
+        precision=precision,
+        plan=describe + f" mb={best.plan.micro_batch_size} {best.plan.recompute}",
+        rate=best.tokens_per_s,
+        step=best.step_time_s,
+        bound=best.bound,
+        shares=shares,
+        limits=topology_limits(cluster, efficiency),
+        train=best,
+    )
+
+
+def _kv_transfer_share(best: InferenceEstimate, fabric: Any, slow: str | None) -> CollectiveShare:
+    """The prefill-to-decode KV-cache transfer of a disaggregated plan, as a share of TTFT."""
+    assert best.kv_transfer_s is not None
+    crosses = best.plan.num_gpus > fabric.scale_up.domain_size and slow is not None
+    return CollectiveShare(
+        name="KV-cache transfer prefill -> decode",
+        level=fabric.level_name(crosses),
+        crosses_slow_level=crosses,
+        seconds=best.kv_transfer_s,
+        share=best.kv_transfer_s / best.ttft_s,
+        per="ttft",
+    )
+
+
+def _infer_result(
+    model: TransformerSpec,
+    cluster: Cluster,
+    precision: str,
+    options: dict[str, Any],
+    efficiency: EfficiencyModel | None,
+) -> SystemResult:
+    search = search_inference(
+        model=model,
+        cluster=cluster,
+        load=options["load"],
+        precision=precision,
+        max_ttft_s=options.get("max_ttft_s"),
+        max_tpot_s=options.get("max_tpot_s"),
+        efficiency=efficiency,
+        disaggregated=options.get("disaggregated", False),
+        attention_dp=options.get("plan_family", "wide-ep") == "wide-ep",
+    )
+    best = search.best
+    ih = inference_hardware(cluster, best.plan, efficiency)
+    slow = ih.hardware.fabric.scale_out.name if ih.hardware.fabric.scale_out is not None else None
+    shares = _shares(
+        _INFER_COMM, best.iteration_breakdown_s, lambda name: part_text(name, ih, best.plan), slow
+    )
+    if best.kv_transfer_s is not None:
+        shares = (*shares, _kv_transfer_share(best, ih.hardware.fabric, slow))
+    return _result(
+        cluster=cluster,
+        precision=precision,
+        plan=f"{best.plan.describe()} batch {best.batch_per_replica:g}",
+        rate=best.output_tokens_per_s,
+        step=best.iteration_s,
+        bound=best.bound,
+        shares=shares,
+        limits=topology_limits(cluster, efficiency),
+        infer=best,
+    )
+
+
+def compare_systems(
+    *,
+    model: TransformerSpec,
+    clusters: Sequence[Cluster],
+    workload: str,
+    precisions: Sequence[str] = (),
+    options: dict[str, Any] | None = None,
+    efficiency: EfficiencyModel | None = None,
+) -> SystemComparison:
+    """The best plan of ``workload`` for ``model`` on each cluster (see the module docstring).
+
+    ``precisions`` gives one format per cluster, or one for all, or ``auto``
+    (the narrowest the GPU computes in); empty means bf16 for training and auto
+    for inference. ``options``: training ``global_batch`` and ``seq_len``;
+    inference ``load`` (a :class:`ServingLoad`), ``max_ttft_s``, ``max_tpot_s``,
+    ``disaggregated`` and ``plan_family`` (``tp-ep-pp`` or ``wide-ep``).
+    """
+    if workload not in WORKLOADS:
+        raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
+    if not clusters:
+        raise UserInputError("name at least one system to compare")
+    settings = dict(options or {})
+    family = settings.get("plan_family", "wide-ep")
+    if family not in PLAN_FAMILIES:
+        raise UserInputError(f"plan family {family!r} is not one of {', '.join(PLAN_FAMILIES)}")
+    chosen = _precisions(precisions, clusters, workload)
+    results = []
+    for cluster, precision in zip(clusters, chosen, strict=True):
+        build = _train_result if workload == "train" else _infer_result
+        results.append(build(model, cluster, precision, settings, efficiency))
+    first = results[0].throughput_tokens_per_s_per_gpu
+    return SystemComparison(
+        workload=workload,
+        model=model.name,
+        plan_family=family if workload == "infer" else "tp-pp-dp-ep-cp",
+        results=tuple(results),
+        per_gpu_ratio=tuple(result.throughput_tokens_per_s_per_gpu / first for result in results),
+    )
+
+
+def _precisions(precisions: Sequence[str], clusters: Sequence[Cluster], workload: str) -> list[str]:
+    values = list(precisions) or ["bf16" if workload == "train" else "auto"]
+    if len(values) == 1:
+        values = values * len(clusters)
+    if len(values) != len(clusters):
+        raise UserInputError(
+            f"{len(values)} precisions for {len(clusters)} systems; give one for all or one per system"
+        )
+    return [
+        auto_precision(cluster) if value == "auto" else value
+        for value, cluster in zip(values, clusters, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
+class FabricFigures(Record):
+    """One system's fabric as one GPU sees it (seed claim 12)."""
+
+    system: str
+    num_gpus: int
+    scale_up: str
+    domain_size: int
+    scale_up_bytes_per_s: float
+    scale_out: str | None
+    scale_out_bytes_per_s: float | None
+    slowest_bytes_per_s: float
+    slowest_bidirectional_bytes_per_s: float
+    small_message_latency_s: float
+    small_all_reduce_s: float
+    large_all_reduce_s: float
+    large_all_reduce_bus_bytes_per_s: float
+
+
+def fabric_figures(cluster: Cluster, efficiency: EfficiencyModel | None = None) -> FabricFigures:
+    """Per-GPU bandwidth of the slowest level a job over every GPU crosses, its one-hop latency,
+    and an 8-byte and a 1 GiB all-reduce over all GPUs on the collective model."""
+    fabric = hardware_for(cluster, "bf16", efficiency).fabric
+    up, out = fabric.scale_up, fabric.scale_out
+    slowest = out if out is not None else up
+    gpus = cluster.num_accelerators
+    small = float(collectives.all_reduce_s(fabric, SMALL_MESSAGE_BYTES, gpus))
+    large = float(collectives.all_reduce_s(fabric, LARGE_MESSAGE_BYTES, gpus))
+    return FabricFigures(
+        system=cluster.name,
+        num_gpus=gpus,
+        scale_up=up.name,
+        domain_size=up.domain_size,
+        scale_up_bytes_per_s=up.bandwidth_per_gpu_bytes_per_s,
+        scale_out=out.name if out is not None else None,
+        scale_out_bytes_per_s=out.bandwidth_per_gpu_bytes_per_s if out is not None else None,
+        slowest_bytes_per_s=slowest.bandwidth_per_gpu_bytes_per_s,
+        slowest_bidirectional_bytes_per_s=2.0 * slowest.bandwidth_per_gpu_bytes_per_s,
+        small_message_latency_s=slowest.latency_s,
+        small_all_reduce_s=small,
+        large_all_reduce_s=large,
+        large_all_reduce_bus_bytes_per_s=2.0 * (gpus - 1) / gpus * LARGE_MESSAGE_BYTES / large,
+    )
+
+
+def fabric_comparison(
+    clusters: Sequence[Cluster], efficiency: EfficiencyModel | None = None
+) -> tuple[FabricFigures, ...]:
+    """:func:`fabric_figures` of each cluster."""
+    return tuple(fabric_figures(cluster, efficiency) for cluster in clusters)
+
+
+@dataclass(frozen=True)
+class RatioStep(Record):
+    """One change on the way from the baseline to the target system, and what it buys."""
+
+    name: str
+    change: str
+    system: str
+    precision: str
+    plan: str
+    tokens_per_s_per_gpu: float
+    factor: float
+    alone_factor: float | None
+
+
+@dataclass(frozen=True)
+class RatioDecomposition(Record):
+    """Per-GPU throughput ratio target/baseline as a product of one-change-at-a-time factors."""
+
+    model: str
+    baseline: str
+    target: str
+    ratio: float
+    steps: tuple[RatioStep, ...]
+    note: str
+
+
+def _with_accelerator(cluster: Cluster, **changes: Any) -> Cluster:
+    system = cluster.system
+    accelerator = replace(system.accelerator, **changes)
+    return replace(cluster, system=replace(system, accelerator=accelerator), label="")
+
+
+def decompose_ratio(
+    *,
+    model: TransformerSpec,
+    baseline: Cluster,
+    target: Cluster,
+    baseline_precision: str,
+    target_precision: str,
+    options: dict[str, Any],
+    efficiency: EfficiencyModel | None = None,
+) -> RatioDecomposition:
+    """Split target/baseline inference tokens/s per GPU into factors, one change at a time:
+
+    1. the target GPU's tensor cores (compute rows and efficiency family) at the baseline precision;
+    2. the target precision;
+    3. the target GPU's HBM capacity and bandwidth;
+    4. the target system's scale-up domain and network (the target itself).
+
+    Each step searches the best deployment again under the same bounds, so a
+    factor includes the re-planning the change allows; the factors multiply to the
+    ratio. ``alone_factor`` applies only that change to the baseline.
+    """
+    goal = target.system.accelerator
+    compute = {"compute": goal.compute, "family": goal.family, "num_compute_units": goal.num_compute_units}
+    memory = {
+        "memory_usable_bytes": goal.memory_usable_bytes,
+        "memory_nominal_bytes": goal.memory_nominal_bytes,
+        "memory_bandwidth_bytes_per_s": goal.memory_bandwidth_bytes_per_s,
+    }
+    stages = (
+        ("baseline", "", baseline, baseline_precision, None),
+        (
+            "tensor cores",
+            f"{goal.name} compute rows at {baseline_precision}",
+            _with_accelerator(baseline, **compute),
+            baseline_precision,
+            (_with_accelerator(baseline, **compute), baseline_precision),
+        ),
+        (
+            "precision",
+            f"{baseline_precision} -> {target_precision}",
+            _with_accelerator(baseline, **compute),
+            target_precision,
+            (baseline, target_precision),
+        ),
+        (
+            "memory",
+            f"HBM of {goal.name}",
+            _with_accelerator(baseline, **compute, **memory),
+            target_precision,
+            (_with_accelerator(baseline, **memory), baseline_precision),
+        ),
+        (
+            "scale-up domain",
+            f"{target.name}: {target.system.scale_up_domain_size}-GPU domain",
+            target,
+            target_precision,
+            None,
+        ),
+    )
+    steps: list[RatioStep] = []
+    base_rate = previous = 0.0
+    for name, change, cluster, precision, alone in stages:
+        result = _infer_result(model, cluster, precision, options, efficiency)
+        rate = result.throughput_tokens_per_s_per_gpu
+        if not steps:
+            base_rate = previous = rate
+        alone_factor = None
+        if alone is not None:
+            alone_factor = _alone(model, alone, options, efficiency, base_rate)
+        steps.append(
+            RatioStep(
+                name=name,
+                change=change or f"{baseline.name} at {baseline_precision}",
+                system=cluster.name
+                if name in ("baseline", "scale-up domain")
+                else f"{baseline.name} ({change})",
+                precision=precision,
+                plan=result.plan,
+                tokens_per_s_per_gpu=rate,
+                factor=rate / previous,
+                alone_factor=alone_factor,
+            )
+        )
+        previous = rate
+    return RatioDecomposition(
+        model=model.name,
+        baseline=f"{baseline.name} at {baseline_precision}",
+        target=f"{target.name} at {target_precision}",
+        ratio=previous / base_rate,
+        steps=tuple(steps),
+        note="factors are measured in order (each given the ones before); their product is the ratio",
+    )
+
+
+def _alone(
+    model: TransformerSpec,
+    change: tuple[Cluster, str],
+    options: dict[str, Any],
+    efficiency: EfficiencyModel | None,
+    base_rate: float,
+) -> float | None:
+    """Factor of one change applied to the baseline alone (``None`` if nothing meets the bounds)."""
+    cluster, precision = change
+    try:
+        return (
+            _infer_result(model, cluster, precision, options, efficiency).throughput_tokens_per_s_per_gpu
+            / base_rate
+        )
+    except UserInputError:
+        return None
+
+
+__all__ = [
+    "PLAN_FAMILIES",
+    "WORKLOADS",
+    "CollectiveShare",
+    "FabricFigures",
+    "RatioDecomposition",
+    "RatioStep",
+    "SystemComparison",
+    "SystemResult",
+    "TopologyLimits",
+    "auto_precision",
+    "compare_systems",
+    "decompose_ratio",
+    "fabric_comparison",
+    "fabric_figures",
+    "topology_limits",
+]

@@ -1,0 +1,139 @@
+"""``lightspeed plan infer``, ``search infer`` and the inference rows of ``validate``, from the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+PLAN = ["plan", "infer", "--model", "llama-3-70b", "--system", "dgx-h100", "--gpus", "2", "--tp", "2"]
+SEARCH = ["search", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--precision", "fp8"]
+
+
+def _one_line_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.code == 2, result.out
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("lightspeed: error:"), result.err
+    assert "Traceback" not in result.err
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_plan_infer_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        *PLAN, "--precision", "fp8", "--isl", "1000", "--osl", "1000", "--concurrency", "64", "--json"
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    for key in (
+        "ttft_s",
+        "tpot_s",
+        "output_tokens_per_s",
+        "output_tokens_per_s_per_gpu",
+        "max_batch",
+        "bound",
+    ):
+        assert key in payload
+    assert payload["output_tokens_per_s_per_gpu"] == pytest.approx(payload["output_tokens_per_s"] / 2)
+    assert payload["batch_per_replica"] == 64 <= payload["max_batch"]
+    assert payload["plan"]["tp"] == 2
+    assert payload["precisions"]["kv_cache"] == "fp8"
+    assert sum(payload["iteration_breakdown_s"].values()) == pytest.approx(payload["iteration_s"])
+
+
+def test_plan_infer_table_and_options(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        *PLAN,
+        "--precision",
+        "fp8",
+        "--draft-tokens",
+        "3",
+        "--acceptance",
+        "0.8",
+        "--arrival-rate",
+        "2",
+    )
+    assert result.code == 0, result.err
+    assert "TTFT" in result.out
+    assert "bound:" in result.out
+    assert "speculative decoding" in result.out
+    pooled = run_cli(
+        "plan", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--disaggregated", "2:6", "--json"
+    )
+    assert pooled.code == 0, pooled.err
+    payload = json.loads(pooled.out)
+    assert payload["batching"] == "disaggregated"
+    assert payload["kv_transfer_s"] > 0
+
+
+BASE = ["plan", "infer", "--model", "llama-3-70b"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--system", "dgx-h100", "--gpus", "1", "--precision", "bf16"], ("does not fit", "what fits")),
+        (["--system", "2xdgx-h100", "--tp", "16", "--precision", "fp8"], ("KV heads", "--kv-replication")),
+        (["--system", "dgx-h100", "--tp", "8", "--precision", "fp8", "--arrival-rate", "1e4"], ("exceed",)),
+        (["--system", "dgx-h100", "--tp", "8", "--disaggregated", "one:two"], ("P:D",)),
+        (
+            ["--system", "dgx-a100", "--tp", "8", "--precision", "fp8", "--activation-precision", "fp8"],
+            ("a100-sxm", "fp8"),
+        ),
+        (["--system", "dgx-h100", "--tp", "3"], ("do not split",)),
+    ],
+)
+def test_plan_infer_bad_input_is_one_line(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(run_cli(*BASE, *args), *words)
+
+
+def test_search_infer_json_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "pareto.png"
+    result = run_cli(
+        *SEARCH,
+        "--isl",
+        "2048",
+        "--osl",
+        "256",
+        "--max-ttft",
+        "1s",
+        "--max-tpot",
+        "30ms",
+        "--plot",
+        str(plot),
+        "--json",
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    best = payload["best"]
+    assert best["ttft_s"] <= 1.0
+    assert best["tpot_s"] <= 0.030
+    assert payload["frontier"]
+    assert payload["num_points_feasible"] >= 1
+    assert plot.is_file()
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert payload["plots"] == [str(plot)]
+
+
+def test_search_infer_table(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*SEARCH, "--max-tpot", "40ms")
+    assert result.code == 0, result.err
+    assert "Pareto frontier" in result.out
+    assert "constraint:" in result.out
+
+
+def test_search_infer_unreachable_bound(run_cli) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(run_cli(*SEARCH, "--max-tpot", "0.1ms"), "no deployment", "lowest TPOT")
+    _one_line_error(run_cli(*SEARCH, "--max-ttft", "-1s"), "--max-ttft")
+
+
+def test_validate_predicts_the_inference_rows(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", str(shared / "validation" / "published-dev.tsv"), "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    infer = [row for row in payload["rows"] if row["kind"] == "infer"]
+    assert infer
+    assert all(row["status"] == "ok" for row in infer)
+    assert payload["summary"]["infer"]["median_abs_error"] <= 0.15

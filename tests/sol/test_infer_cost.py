@@ -1,0 +1,139 @@
+"""One serving iteration on the roofline, checked against hand calculations from the model's dimensions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import InferencePlan
+from lightspeed.sol.infer_cost import (
+    IterationGrid,
+    inference_hardware,
+    iteration_cost,
+    load_inference_parameters,
+)
+from lightspeed.workload import ModelRegistry, TransformerSpec, kv_cache_bytes_per_token
+
+H100_BANDWIDTH = 3.35e12  # B/s, H100 SXM datasheet
+
+
+def _grid(plan: InferencePlan, **work: float) -> IterationGrid:
+    values = {
+        "decode_sequences": 1.0,
+        "query_tokens": 1.0,
+        "decode_context": 0.0,
+        "prefill_tokens": 0.0,
+        "prefill_context": 0.0,
+        "prefill_requests": 0.0,
+    }
+    values.update(work)
+    values.setdefault("group_prefill_tokens", values["prefill_tokens"] / plan.dp_attention)
+    return IterationGrid(
+        tp=np.asarray([float(plan.tp)]),
+        pp=np.asarray([float(plan.pp)]),
+        ep=np.asarray([float(plan.ep)]),
+        dp_attention=np.asarray([float(plan.dp_attention)]),
+        kv_replication=np.asarray([0.0]),
+        **{key: np.asarray([value]) for key, value in values.items()},
+    )
+
+
+def _parts(model: TransformerSpec, catalog: Catalog, plan: InferencePlan, **work: float) -> dict[str, float]:
+    ih = inference_hardware(catalog.cluster("dgx-h100"), plan)
+    cost = iteration_cost(_grid(plan, **work), model, ih)
+    return {name: float(value[0]) for name, value in cost.parts.items()}
+
+
+def _stream_bytes_per_s() -> float:
+    return H100_BANDWIDTH * load_inference_parameters().stream_memory_efficiency
+
+
+def test_one_token_decode_reads_every_weight_once(models: ModelRegistry, catalog: Catalog) -> None:
+    # Llama 3 8B by hand: per layer QKV 4096 x (32 + 2 x 8) x 128, out 4096 x 4096,
+    # SwiGLU up 4096 x 2 x 14336 and down 14336 x 4096; 32 layers; LM head 4096 x 128256; bf16.
+    per_layer = 4096 * 48 * 128 + 4096 * 4096 + 4096 * 2 * 14336 + 14336 * 4096
+    weight_bytes = 2.0 * (32 * per_layer + 4096 * 128256)
+    parts = _parts(models.get("llama-3-8b"), catalog, InferencePlan(precision="bf16"))
+    assert parts["weight_reads"] == pytest.approx(weight_bytes / _stream_bytes_per_s(), rel=0.005)
+    assert parts["gemm_compute"] == 0.0  # one token: every GEMM is bound by its weights
+
+
+def test_decode_reads_the_kv_cache_of_every_sequence(models: ModelRegistry, catalog: Catalog) -> None:
+    model = models.get("llama-3-8b")
+    # 64 sequences of 4,000 cached tokens, FP8 cache: 32 layers x 2 x 8 heads x 128 x 1 byte per token.
+    cached = 64 * 4000 * kv_cache_bytes_per_token(model, "fp8")
+    assert kv_cache_bytes_per_token(model, "fp8") == 32 * 2 * 8 * 128
+    parts = _parts(
+        model, catalog, InferencePlan(precision="fp8"), decode_sequences=64.0, decode_context=4000.0
+    )
+    assert parts["kv_cache"] == pytest.approx(cached / _stream_bytes_per_s(), rel=0.01)
+
+
+def test_moe_reads_only_the_experts_the_tokens_reach(models: ModelRegistry, catalog: Catalog) -> None:
+    mixtral = models.get("mixtral-8x7b")  # 8 experts, top-2, expert MLP 4096 -> 2 x 14336 -> 4096, 32 layers
+    expert_bytes = 2.0 * 3 * 4096 * 14336 * 32  # one expert in every layer, bf16
+    plan = InferencePlan(tp=2, precision="bf16")
+    one = _parts(mixtral, catalog, plan, decode_sequences=1.0)["weight_reads"]
+    two = _parts(mixtral, catalog, plan, decode_sequences=2.0)["weight_reads"]
+    # One token touches top-k = 2 experts; two tokens touch E(1 - (1 - k/E)^2) = 8 x (1 - 0.75^2) = 3.5.
+    extra_experts = 3.5 - 2.0
+    assert (two - one) * _stream_bytes_per_s() == pytest.approx(extra_experts * expert_bytes / 2, rel=0.01)
+
+
+def test_tp_all_reduce_follows_the_nvls_alpha_beta_model(models: ModelRegistry, catalog: Catalog) -> None:
+    model = models.get("llama-3-8b")
+    single = _parts(model, catalog, InferencePlan(tp=1), decode_sequences=64.0)
+    assert single["tp_comm"] == 0.0
+    paired = _parts(model, catalog, InferencePlan(tp=2), decode_sequences=64.0)
+    # NVLink SHARP all-reduce of 64 tokens x 4096 x 2 bytes: S / (450 GB/s x 0.8 link efficiency)
+    # plus 2 latency steps of 1 us (tree over 2 ranks), twice per layer, 32 layers.
+    size = 64 * 4096 * 2
+    expected = 2 * 32 * (size / (450e9 * 0.8) + 2 * 1e-6)
+    assert paired["tp_comm"] == pytest.approx(expected, rel=0.01)
+    assert _parts(model, catalog, InferencePlan(pp=2), decode_sequences=64.0)["pp_comm"] > 0.0
+
+
+def test_prefill_is_compute_bound(models: ModelRegistry, catalog: Catalog) -> None:
+    parts = _parts(
+        models.get("llama-3-70b"),
+        catalog,
+        InferencePlan(tp=8, precision="fp8"),
+        decode_sequences=0.0,
+        prefill_tokens=8192.0,
+        prefill_context=4096.0,
+        prefill_requests=1.0,
+    )
+    assert parts["gemm_compute"] > 10 * parts["weight_reads"]
+    assert parts["attention_compute"] > parts["kv_cache"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sequences=st.floats(1.0, 512.0),
+    extra=st.floats(0.0, 512.0),
+    context=st.floats(0.0, 32768.0),
+    more_context=st.floats(0.0, 32768.0),
+)
+def test_iteration_time_grows_with_batch_and_context(
+    models: ModelRegistry,
+    catalog: Catalog,
+    *,
+    sequences: float,
+    extra: float,
+    context: float,
+    more_context: float,
+) -> None:
+    model = models.get("llama-3-8b")
+    plan = InferencePlan(tp=2, precision="fp8")
+    ih = inference_hardware(catalog.cluster("dgx-h100"), plan)
+
+    def time(batch: float, cached: float) -> float:
+        grid = _grid(plan, decode_sequences=batch, decode_context=cached)
+        return float(iteration_cost(grid, model, ih).time_s[0])
+
+    base = time(sequences, context)
+    assert time(sequences + extra, context) >= base * (1 - 1e-12)
+    assert time(sequences, context + more_context) >= base * (1 - 1e-12)

@@ -1,0 +1,95 @@
+"""Inference plans: degrees, precisions, validity and the errors that say what would fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import InvalidPlanError
+from lightspeed.sol import InferencePlan, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.infer_plan import resolve_precisions, validate_inference_plan
+from lightspeed.workload import ModelRegistry
+
+
+def test_speculative_tokens_per_iteration_follow_leviathan() -> None:
+    # Leviathan et al. 2023, eq. 1: E[tokens] = (1 - a^(k+1)) / (1 - a); hand values below.
+    assert SpeculativeDecoding(3, 0.8).tokens_per_iteration == pytest.approx((1 - 0.8**4) / 0.2)
+    assert SpeculativeDecoding(3, 0.8).tokens_per_iteration == pytest.approx(2.952)
+    assert SpeculativeDecoding(5, 0.0).tokens_per_iteration == 1.0  # every draft rejected: one token
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_draft_tokens": 0, "acceptance_rate": 0.5}, "draft token"),
+        ({"num_draft_tokens": 2, "acceptance_rate": 1.0}, "acceptance rate"),
+        ({"num_draft_tokens": 2, "acceptance_rate": 0.5, "draft_cost_fraction": 2.0}, "draft cost"),
+    ],
+)
+def test_speculative_decoding_rejects_impossible_settings(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(InvalidPlanError, match=message):
+        SpeculativeDecoding(**kwargs)  # type: ignore[arg-type]
+
+
+def test_load_needs_one_of_concurrency_or_rate() -> None:
+    assert ServingLoad(100, 100).offline
+    assert not ServingLoad(100, 100, concurrency=4).offline
+    with pytest.raises(InvalidPlanError, match="not both"):
+        ServingLoad(100, 100, concurrency=4, arrival_rate_per_s=1.0)
+    with pytest.raises(InvalidPlanError, match=">= 1"):
+        ServingLoad(0, 100)
+
+
+def test_plan_counts_gpus_of_replicas_and_pools() -> None:
+    plan = InferencePlan(tp=4, pp=2, dp_attention=2, replicas=3)
+    assert (plan.stage_gpus, plan.gpus_per_replica, plan.num_gpus) == (8, 16, 48)
+    pooled = plan.with_changes(disaggregated=(1, 3))
+    assert pooled.num_replicas == 4
+    assert pooled.num_gpus == 64
+    assert "1P:3D" in pooled.describe()
+    with pytest.raises(InvalidPlanError, match="P:D"):
+        InferencePlan(disaggregated=(0, 2))
+    with pytest.raises(InvalidPlanError, match="precision"):
+        InferencePlan(precision="fp3")
+
+
+def test_tp_beyond_kv_heads_needs_replication(models: ModelRegistry) -> None:
+    llama = models.get("llama-3-8b")  # 32 heads, 8 KV heads
+    with pytest.raises(InvalidPlanError, match=r"exceeds the 8 KV heads.*--kv-replication"):
+        validate_inference_plan(InferencePlan(tp=16), llama)
+    validate_inference_plan(InferencePlan(tp=16, kv_replication=True), llama)
+    with pytest.raises(InvalidPlanError, match="try tp=8"):
+        validate_inference_plan(InferencePlan(tp=12, kv_replication=True), llama)
+
+
+def test_invalid_degrees_name_a_valid_alternative(models: ModelRegistry) -> None:
+    llama = models.get("llama-3-8b")
+    with pytest.raises(InvalidPlanError, match=r"tp=3 does not divide the 32 attention heads.*try tp=2"):
+        validate_inference_plan(InferencePlan(tp=3), llama)
+    with pytest.raises(InvalidPlanError, match="dense"):
+        validate_inference_plan(InferencePlan(ep=2), llama)
+    mixtral = models.get("mixtral-8x7b")
+    with pytest.raises(InvalidPlanError, match="routed experts"):
+        validate_inference_plan(InferencePlan(tp=4, ep=3), mixtral)
+    with pytest.raises(InvalidPlanError, match="must divide the 2 GPUs"):
+        validate_inference_plan(InferencePlan(tp=2, ep=4), mixtral)
+    with pytest.raises(InvalidPlanError, match="--replicas 4"):
+        validate_inference_plan(InferencePlan(tp=2), llama, num_gpus=8)
+
+
+def test_precisions_follow_the_gpu(catalog: Catalog) -> None:
+    # B200 computes in FP4: NVFP4 weights (0.5 + 1/16 bytes with the E4M3 scale per 16 values), FP8 KV.
+    blackwell = resolve_precisions(InferencePlan(precision="nvfp4"), catalog.accelerator("b200"))
+    assert (blackwell.compute, blackwell.kv_cache) == ("fp4", "fp8")
+    assert blackwell.weight_bytes_per_element == pytest.approx(0.5625)
+    # H100 has no FP4 tensor cores: FP4 weights run as weight-only quantization on bf16 GEMMs.
+    hopper = resolve_precisions(InferencePlan(precision="nvfp4"), catalog.accelerator("h100-sxm"))
+    assert hopper.compute == "bf16"
+    assert any("weight-only" in note for note in hopper.notes)
+    # A100 at fp16: no FP8 anywhere, so the KV cache stays 16-bit.
+    ampere = resolve_precisions(InferencePlan(precision="fp16"), catalog.accelerator("a100-sxm"))
+    assert (ampere.compute, ampere.kv_cache, ampere.kv_bytes_per_element) == ("fp16", "fp16", 2.0)
+    explicit = resolve_precisions(
+        InferencePlan(precision="fp8", kv_precision="bf16"), catalog.accelerator("h100-sxm")
+    )
+    assert explicit.kv_cache == "bf16"

@@ -1,0 +1,204 @@
+"""Serving steady state: TTFT, TPOT, throughput, KV-limited batch, queues, speculation, pools."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import InvalidPlanError
+from lightspeed.sol import InferencePlan, ServingLoad, SpeculativeDecoding, estimate_inference
+from lightspeed.sol.infer_cost import load_inference_parameters
+from lightspeed.workload import ModelRegistry, kv_cache_bytes_per_token, parameter_counts
+
+H100_USABLE = 80e9  # bytes, H100 SXM 80 GB
+H100_BANDWIDTH = 3.35e12  # B/s
+A100_FP16 = 312e12  # dense FLOP/s, A100 datasheet
+
+
+def _estimate(
+    models: ModelRegistry,
+    catalog: Catalog,
+    name: str,
+    system: str,
+    plan: InferencePlan,
+    *,
+    load: ServingLoad,
+    **kw,
+):  # type: ignore[no-untyped-def]
+    return estimate_inference(
+        model=models.get(name),
+        cluster=catalog.resolve_cluster(system, plan.num_gpus),
+        plan=plan,
+        load=load,
+        **kw,
+    )
+
+
+def test_kv_limited_batch_matches_a_hand_count(models: ModelRegistry, catalog: Catalog) -> None:
+    model = models.get("llama-3-8b")
+    plan = InferencePlan(precision="fp8")
+    estimate = _estimate(models, catalog, "llama-3-8b", "dgx-h100", plan, load=ServingLoad(1000, 1000))
+    counts = parameter_counts(model)
+    # Linears in FP8 (1 byte), embedding table and LM head in bf16 (2 bytes).
+    tables = counts.embedding_params + counts.lm_head_params
+    weights = (counts.total_params - tables) * 1.0 + tables * 2.0
+    assert estimate.memory_bytes["weights"] == pytest.approx(weights, rel=0.002)
+    free = H100_USABLE - weights - estimate.memory_bytes["workspace"] - estimate.memory_bytes["reserved"]
+    per_request = 2000 * kv_cache_bytes_per_token(model, "fp8")
+    fraction = load_inference_parameters().kv_cache_memory_fraction
+    assert abs(estimate.max_batch - math.floor(free * fraction / per_request)) <= 1
+    assert estimate.batch_per_replica == estimate.max_batch  # offline: the KV limit
+
+
+def test_single_request_decode_reads_the_weights_per_token(models: ModelRegistry, catalog: Catalog) -> None:
+    # One user, short prompt: TPOT is the time to stream the bf16 weights once (16.06 GB incl. embeddings
+    # that decode never reads, so compare with the linears + LM head only: ~15.0 GB).
+    estimate = _estimate(
+        models, catalog, "llama-3-8b", "dgx-h100", InferencePlan(), load=ServingLoad(16, 128, concurrency=1)
+    )
+    stream = H100_BANDWIDTH * load_inference_parameters().stream_memory_efficiency
+    per_layer = 4096 * 48 * 128 + 4096 * 4096 + 3 * 4096 * 14336
+    linear_bytes = 2.0 * (32 * per_layer + 4096 * 128256)
+    assert estimate.tpot_s == pytest.approx(linear_bytes / stream, rel=0.03)
+    assert estimate.output_tokens_per_s_per_user == pytest.approx(1 / estimate.tpot_s)
+
+
+def test_first_token_of_one_prompt_is_its_prefill(models: ModelRegistry, catalog: Catalog) -> None:
+    # LLaMA 7B fp16 on one A100, 2,048-token prompt: 2 x 6.74e9 params x 2048 tokens plus causal
+    # attention 2 x 2 x 32 layers x 2048^2 / 2 x 4096, at the Ampere GEMM ceiling (0.80 of 312 TF).
+    flop = 2 * 6.74e9 * 2048 + 2 * 2 * 32 * 2048**2 / 2 * 4096
+    estimate = _estimate(
+        models,
+        catalog,
+        "llama-7b",
+        "dgx-a100",
+        InferencePlan(precision="fp16"),
+        load=ServingLoad(2048, 1, concurrency=1),
+    )
+    assert estimate.ttft_s == pytest.approx(flop / (A100_FP16 * 0.80), rel=0.15)
+
+
+def test_more_users_raise_throughput_and_per_token_latency(models: ModelRegistry, catalog: Catalog) -> None:
+    plan = InferencePlan(tp=2, precision="fp8")
+    low, high = (
+        _estimate(
+            models, catalog, "llama-3-70b", "dgx-h100", plan, load=ServingLoad(1000, 1000, concurrency=c)
+        )
+        for c in (4, 64)
+    )
+    assert high.output_tokens_per_s > 5 * low.output_tokens_per_s
+    assert high.tpot_s > low.tpot_s
+    assert high.requests_per_s * 1000 == pytest.approx(high.output_tokens_per_s)
+
+
+def test_requests_beyond_the_kv_limit_wait_for_a_slot(models: ModelRegistry, catalog: Catalog) -> None:
+    plan = InferencePlan(precision="fp8")
+    at_limit = _estimate(models, catalog, "llama-3-8b", "dgx-h100", plan, load=ServingLoad(1000, 1000))
+    crowded = _estimate(
+        models,
+        catalog,
+        "llama-3-8b",
+        "dgx-h100",
+        plan,
+        load=ServingLoad(1000, 1000, concurrency=2 * at_limit.max_batch),
+    )
+    assert crowded.output_tokens_per_s == pytest.approx(at_limit.output_tokens_per_s, rel=1e-6)
+    # Little's law: max_batch extra requests wait while slots free up at the request rate.
+    assert crowded.ttft_s - at_limit.ttft_s == pytest.approx(
+        at_limit.max_batch / at_limit.requests_per_s, rel=0.01
+    )
+
+
+def test_an_arrival_rate_is_served_or_refused(models: ModelRegistry, catalog: Catalog) -> None:
+    plan = InferencePlan(precision="fp8")
+    served = _estimate(
+        models, catalog, "llama-3-8b", "dgx-h100", plan, load=ServingLoad(1000, 1000, arrival_rate_per_s=3.0)
+    )
+    assert served.requests_per_s == pytest.approx(3.0, rel=0.02)
+    with pytest.raises(InvalidPlanError, match="exceed"):
+        _estimate(
+            models,
+            catalog,
+            "llama-3-8b",
+            "dgx-h100",
+            plan,
+            load=ServingLoad(1000, 1000, arrival_rate_per_s=1e4),
+        )
+
+
+def test_speculation_divides_the_per_token_time_by_accepted_tokens(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    load = ServingLoad(64, 256, concurrency=1)
+    plain = _estimate(
+        models, catalog, "llama-3-70b", "dgx-h100", InferencePlan(tp=8, precision="fp8"), load=load
+    )
+    spec = SpeculativeDecoding(num_draft_tokens=3, acceptance_rate=0.8, draft_cost_fraction=0.05)
+    fast = _estimate(
+        models,
+        catalog,
+        "llama-3-70b",
+        "dgx-h100",
+        InferencePlan(tp=8, precision="fp8", speculative=spec),
+        load=load,
+    )
+    # Weight-bound at one user: verifying 4 tokens costs one decode step; drafting adds 3 x 5%.
+    expected = plain.tpot_s * (1 + 3 * 0.05) / spec.tokens_per_iteration
+    assert fast.tpot_s == pytest.approx(expected, rel=0.05)
+    useless = SpeculativeDecoding(num_draft_tokens=3, acceptance_rate=0.0, draft_cost_fraction=0.05)
+    slow = _estimate(
+        models,
+        catalog,
+        "llama-3-70b",
+        "dgx-h100",
+        InferencePlan(tp=8, precision="fp8", speculative=useless),
+        load=load,
+    )
+    assert slow.tpot_s > plain.tpot_s
+
+
+def test_static_batch_throughput_is_batch_tokens_over_total_time(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    estimate = _estimate(
+        models,
+        catalog,
+        "llama-7b",
+        "dgx-a100",
+        InferencePlan(precision="fp16"),
+        load=ServingLoad(128, 128, concurrency=64),
+        batching="static",
+    )
+    total = estimate.ttft_s + 127 * estimate.tpot_s
+    assert estimate.output_tokens_per_s == pytest.approx(64 * 128 / total)
+
+
+def test_disaggregated_pools_send_the_kv_cache_over_the_link_between_them(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    model = models.get("llama-3-70b")
+    load = ServingLoad(8192, 256, concurrency=64)
+    plan = InferencePlan(tp=8, precision="fp8", disaggregated=(1, 1))
+    across = estimate_inference(
+        model=model, cluster=catalog.resolve_cluster("2xdgx-h100"), plan=plan, load=load
+    )
+    # 8,192 prompt tokens x 160 KiB (fp8) leave the 8 GPUs of the prefill replica over 50 GB/s NDR
+    # NICs at 80% link efficiency, plus one 5 us hop.
+    kv_bytes = 8192 * kv_cache_bytes_per_token(model, "fp8")
+    assert across.kv_transfer_s == pytest.approx(kv_bytes / 8 / (50e9 * 0.8) + 5e-6, rel=0.01)
+    inside = estimate_inference(
+        model=model,
+        cluster=catalog.resolve_cluster("gb200-nvl72"),
+        plan=plan.with_changes(precision="nvfp4"),
+        load=load,
+    )
+    assert inside.kv_transfer_s is not None
+    assert inside.kv_transfer_s < across.kv_transfer_s / 10
+    assert across.batching == "disaggregated"
+
+
+def test_what_does_not_fit_says_what_would(models: ModelRegistry, catalog: Catalog) -> None:
+    with pytest.raises(InvalidPlanError, match=r"does not fit.*what fits: --tp 2"):
+        _estimate(models, catalog, "llama-3-70b", "dgx-h100", InferencePlan(), load=ServingLoad(1000, 1000))

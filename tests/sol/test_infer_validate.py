@@ -1,0 +1,105 @@
+"""Published inference rows: every row read by the documented rules, predicted, and the error target met."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.sol.infer_validate import _load, inference_row_setup
+from lightspeed.sol.published import PublishedRow, read_table
+from lightspeed.workload import ModelRegistry
+
+HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tPP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+
+
+def _table(tmp_path: Path, *rows: str) -> Path:
+    path = tmp_path / "rows.tsv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_published_inference_rows_meet_the_target(
+    shared: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    report = validate_published(
+        path=shared / "validation" / "published-dev.tsv",
+        catalog=catalog,
+        models=models,
+        infer=inference_predictor(),
+    )
+    rows = {row.id: row for row in report.rows if row.kind == "infer"}
+    assert len(rows) == 7
+    assert all(row.status == "ok" for row in rows.values()), [row.reason for row in rows.values()]
+    summary = report.summary["infer"]
+    assert summary.n == 7
+    assert summary.num_not_predicted == 0
+    assert summary.median_abs_error is not None
+    assert summary.median_abs_error <= 0.15
+    # I14 is a latency in seconds (120.5 ms), I13 a per-GPU rate; the others are totals.
+    assert rows["I14"].metric == "ttft_s"
+    assert rows["I14"].measured == pytest.approx(0.1205)
+    assert rows["I13"].metric == "output_tokens_per_s_per_gpu"
+    assert rows["I4"].plan is not None
+    assert rows["I4"].plan["tp"] == 2
+
+
+def test_rows_are_read_by_the_documented_rules(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _table(
+        tmp_path,
+        "R1\tinfer\tx 2025\tLLaMA 70B\tISL/OSL 128/128\tbatch 64\t4\t1\t4\tH100\tFP8\toutput tokens/s\t3,000",
+        "R2\tinfer\tx\tLlama 3.3 70B\tISL/OSL 1000/1000\toffline, max concurrency (n/r)\t1\t1\t1\tB200\tFP4"
+        "\ttotal output tokens/s\t7,000",
+        "R3\tinfer\tx\tLlama 3.1 8B\tISL/OSL 2,000/500\tconcurrency 32\t1\t1\t8\tH100\tFP8\ttok/s/GPU\t1,000",
+        "R4\tinfer\tx\tLlama 3.1 8B\t4096-token prefill\tn/r\t1\t1\t1\tMI300X\tFP4\tTTFT\t80 ms",
+    )
+    rows = {row.row_id: row for row in read_table(path)}
+    r1, _ = inference_row_setup(rows["R1"], catalog, models)
+    assert (
+        r1.model.name == "llama-2-70b"
+    )  # not in the registry by that name: earliest generation holding its words
+    assert (r1.batching, r1.load.concurrency, r1.plan.tp, r1.plan.replicas) == ("static", 64, 4, 1)
+    r2, _ = inference_row_setup(rows["R2"], catalog, models)
+    assert r2.plan.precision == "nvfp4"
+    assert r2.load.offline
+    assert r2.batching == "continuous"
+    r3, _ = inference_row_setup(rows["R3"], catalog, models)
+    assert (r3.load.input_tokens, r3.load.output_tokens, r3.load.concurrency) == (2000, 500, 32)
+    assert r3.plan.replicas == 8
+    assert r3.metric == "output_tokens_per_s_per_gpu"
+    r4, _ = inference_row_setup(rows["R4"], catalog, models)
+    assert (r4.load.input_tokens, r4.load.output_tokens) == (4096, 1)
+    assert r4.plan.precision == "mxfp4"
+    assert r4.metric == "ttft_s"
+    assert r4.measured == pytest.approx(0.08)
+
+
+def test_unreadable_rows_are_reported_with_a_reason(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _table(
+        tmp_path,
+        "E1\tinfer\tx\tLlama 3.1 8B\tshort prompts\tn/r\t1\t1\t1\tH100\tFP8\toutput tokens/s\t100",
+        "E2\tinfer\tx\tLlama 3.1 8B\tISL/OSL 10/10\tn/r\t1\t1\t1\tH100\tFP8\tjoules per token\t1",
+        "E3\tinfer\tx\tLlama 3 405B\tISL/OSL 1000/1000\tn/r\t1\t1\t1\tA100\tbf16\toutput tokens/s\t100",
+    )
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    reasons = {row.id: row.reason for row in report.rows}
+    assert all(row.status == "error" for row in report.rows)
+    assert "ISL/OSL" in reasons["E1"]
+    assert "metric" in reasons["E2"]
+    assert "does not fit" in reasons["E3"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(isl=st.integers(1, 10**6), osl=st.integers(1, 10**5), batch=st.integers(1, 4096))
+def test_load_cells_round_trip(isl: int, osl: int, batch: int) -> None:
+    cells = {"seq": f"ISL/OSL {isl:,}/{osl}", "global_batch": f"bs{batch}", "metric": "output tok/s"}
+    load, batching, _ = _load(PublishedRow(row_id="P", kind="infer", line=2, cells=cells))
+    assert (load.input_tokens, load.output_tokens, load.concurrency, batching) == (isl, osl, batch, "static")
