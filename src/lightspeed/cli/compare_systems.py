@@ -133,7 +133,8 @@ def command(
     slow fabric level and their share of the step, and the limits each topology puts on TP/EP/PP."""
     model = resolve_model(model_name, config_path)
     clusters = [resolve_cluster(name, num_gpus) for name in _systems(system_values, more_systems)]
-    precisions = _precisions(precision_values)
+    if decompose and (workload != "infer" or len(clusters) < 2):
+        raise UserInputError("--decompose needs --workload infer and at least two systems")
     options = _options(
         workload,
         global_batch=global_batch,
@@ -150,39 +151,41 @@ def command(
         model=model,
         clusters=clusters,
         workload=workload,
-        precisions=precisions,
+        precisions=_precisions(precision_values),
         options=options,
         efficiency=efficiency,
     )
     fabric = fabric_comparison(clusters, efficiency)
-    decomposition = None
-    if decompose:
-        if workload != "infer" or len(clusters) < 2:
-            raise UserInputError("--decompose needs --workload infer and at least two systems")
-        first, last = comparison.results[0], comparison.results[-1]
-        decomposition = decompose_ratio(
+    decomposition = (
+        decompose_ratio(
             model=model,
             baseline=clusters[0],
             target=clusters[-1],
-            baseline_precision=first.precision,
-            target_precision=last.precision,
+            baseline_precision=comparison.results[0].precision,
+            target_precision=comparison.results[-1].precision,
             options=options,
             efficiency=efficiency,
         )
+        if decompose
+        else None
+    )
     if as_json:
-        print_json(
-            {
-                "workload": comparison.workload,
-                "model": comparison.model,
-                "plan_family": comparison.plan_family,
-                "systems": [result.to_dict() for result in comparison.results],
-                "per_gpu_ratio": list(comparison.per_gpu_ratio),
-                "fabric": [item.to_dict() for item in fabric],
-                "decomposition": decomposition.to_dict() if decomposition is not None else None,
-            }
-        )
+        print_json(comparison_json(comparison, fabric, decomposition))
         return
     render_system_comparison(comparison)
     render_fabric_comparison(fabric)
     if decomposition is not None:
         render_ratio_decomposition(decomposition)
+
+
+def comparison_json(comparison: Any, fabric: Any, decomposition: Any) -> dict[str, Any]:
+    """The ``compare systems --json`` contract."""
+    return {
+        "workload": comparison.workload,
+        "model": comparison.model,
+        "plan_family": comparison.plan_family,
+        "systems": [result.to_dict() for result in comparison.results],
+        "per_gpu_ratio": list(comparison.per_gpu_ratio),
+        "fabric": [item.to_dict() for item in fabric],
+        "decomposition": decomposition.to_dict() if decomposition is not None else None,
+    }

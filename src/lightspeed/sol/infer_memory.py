@@ -19,7 +19,7 @@ and ``trtllm-bench``'s sizing do, so no running request is ever evicted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,7 +30,8 @@ from lightspeed.sol.infer_cost import (
     stage_layers,
 )
 from lightspeed.sol.infer_cost import _local as local_dims
-from lightspeed.sol.shapes import LayerShapes, Linear
+from lightspeed.sol.infer_plan import ServingLoad
+from lightspeed.sol.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.workload import TransformerSpec
 
 Array = Any
@@ -130,4 +131,36 @@ def inference_memory(
     )
 
 
-__all__ = ["MemoryArrays", "inference_memory", "stage_weight_bytes"]
+class Degrees(Protocol):
+    """Anything with the parallel degrees as (arrays of) numbers: plans as columns."""
+
+    @property
+    def tp(self) -> Array: ...
+
+    @property
+    def pp(self) -> Array: ...
+
+    @property
+    def ep(self) -> Array: ...
+
+    @property
+    def dp_attention(self) -> Array: ...
+
+
+def memory_of(
+    model: TransformerSpec, ih: InferenceHardware, degrees: Degrees, load: ServingLoad
+) -> MemoryArrays:
+    """:func:`inference_memory` of deployments ``degrees`` serving requests of ``load``."""
+    return inference_memory(
+        model,
+        layer_shapes(model),
+        ih,
+        tp=degrees.tp,
+        pp=degrees.pp,
+        ep=degrees.ep,
+        dp_attention=degrees.dp_attention,
+        tokens_per_sequence=float(load.input_tokens + load.output_tokens),
+    )
+
+
+__all__ = ["Degrees", "MemoryArrays", "inference_memory", "memory_of", "stage_weight_bytes"]

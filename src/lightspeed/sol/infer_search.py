@@ -23,7 +23,7 @@ from lightspeed.errors import InvalidPlanError
 from lightspeed.records import Record
 from lightspeed.sol.efficiency import EfficiencyModel
 from lightspeed.sol.infer_cost import InferenceHardware, inference_hardware
-from lightspeed.sol.infer_memory import MemoryArrays, inference_memory
+from lightspeed.sol.infer_memory import inference_memory, memory_of
 from lightspeed.sol.infer_plan import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.inference import InferenceEstimate, estimate_inference
 from lightspeed.sol.plan import _divisors
@@ -211,21 +211,6 @@ def _columns(shapes: list[tuple[int, ...]]) -> _Shapes:
     return _Shapes(*(array[:, i] for i in range(6)))
 
 
-def _memory(
-    model: TransformerSpec, ih: InferenceHardware, shapes: _Shapes, load: ServingLoad
-) -> MemoryArrays:
-    return inference_memory(
-        model,
-        layer_shapes(model),
-        ih,
-        tp=shapes.tp,
-        pp=shapes.pp,
-        ep=shapes.ep,
-        dp_attention=shapes.dp_attention,
-        tokens_per_sequence=float(load.input_tokens + load.output_tokens),
-    )
-
-
 def _points(shapes: _Shapes, max_sequences: np.ndarray) -> tuple[_Shapes, np.ndarray]:
     """Each shape with every batch of the ladder it holds, plus its KV-limited maximum."""
     ladder = np.asarray(BATCH_LADDER, dtype=np.float64)
@@ -295,7 +280,11 @@ def pareto_front(per_gpu: np.ndarray, per_user: np.ndarray) -> np.ndarray:
 
 
 def _plan_of(
-    shapes: _Shapes, index: int, precision: str, speculative: SpeculativeDecoding | None
+    shapes: _Shapes,
+    index: int,
+    model: TransformerSpec,
+    precision: str,
+    speculative: SpeculativeDecoding | None,
 ) -> InferencePlan:
     tp, dp, ep, pp = (int(getattr(shapes, name)[index]) for name in ("tp", "dp_attention", "ep", "pp"))
     prefill, decode = int(shapes.prefill[index]), int(shapes.decode[index])
@@ -306,6 +295,7 @@ def _plan_of(
         dp_attention=dp,
         replicas=decode if prefill == 0 else 1,
         precision=precision,
+        kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
         speculative=speculative,
         disaggregated=(prefill, decode) if prefill > 0 else None,
     )
@@ -331,8 +321,8 @@ def _unreachable(
         )
         if text
     )
-    first_plan = _plan_of(shapes, fastest_first, precision, None).describe()
-    token_plan = _plan_of(shapes, fastest_token, precision, None).describe()
+    first_plan = _plan_of(shapes, fastest_first, model, precision, None).describe()
+    token_plan = _plan_of(shapes, fastest_token, model, precision, None).describe()
     return InvalidPlanError(
         f"no deployment of {model.name} on {cluster.name} in {precision} meets {wanted}: the lowest TTFT is "
         f"{format_duration(float(ttft[fastest_first]))} ({first_plan}), "
@@ -368,6 +358,79 @@ def _constraints(
     return tuple(lines)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """What a search is asked for, shared by its steps."""
+
+    model: TransformerSpec
+    cluster: Cluster
+    load: ServingLoad
+    precision: str
+    bounds: tuple[float | None, float | None]
+    speculative: SpeculativeDecoding | None
+
+
+def _space(
+    request: _Request, ih: InferenceHardware, limit: int, *, disaggregated: bool, attention_dp: bool
+) -> tuple[_Shapes, np.ndarray]:
+    """Every fitting (replica shape, batch) point, or the error saying why there is none."""
+    model, num_gpus = request.model, request.cluster.num_accelerators
+    shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
+    if shapes.tp.size == 0:
+        raise InvalidPlanError(
+            f"no TP size up to {limit} divides the {model.attention.num_heads} heads of {model.name} "
+            f"and the {num_gpus} GPUs"
+        )
+    points, batch = _points(shapes, memory_of(model, ih, shapes, request.load).max_sequences)
+    if batch.size == 0:
+        plan = InferencePlan(tp=min(limit, num_gpus), precision=request.precision)
+        raise InvalidPlanError(
+            f"{model.name} in {request.precision} does not fit any split of the {num_gpus} GPUs of "
+            f"{request.cluster.name} with {request.load.input_tokens + request.load.output_tokens} tokens "
+            "per request; "
+            + (smallest_fitting(model, ih, plan, request.load) or "use more GPUs or a lower precision")
+        )
+    return points, batch
+
+
+def _frontier(
+    request: _Request, points: _Shapes, batch: np.ndarray, arrays: ServingArrays, front: np.ndarray
+) -> tuple[FrontierPoint, ...]:
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.cluster.num_accelerators
+    return tuple(
+        FrontierPoint(
+            plan=_plan_of(points, int(i), request.model, request.precision, request.speculative).describe(),
+            batch_per_replica=float(batch[i]),
+            output_tokens_per_s_per_gpu=float(per_gpu[i]),
+            output_tokens_per_s_per_user=1.0 / float(arrays.tpot_s[i]),
+            ttft_s=float(arrays.ttft_s[i]),
+            tpot_s=float(arrays.tpot_s[i]),
+        )
+        for i in front
+    )
+
+
+def _select(
+    request: _Request, points: _Shapes, arrays: ServingArrays, frontier_points: int
+) -> tuple[int, np.ndarray, int]:
+    """(index of the best feasible point, indices of the frontier, number feasible)."""
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.cluster.num_accelerators
+    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
+    max_ttft, max_tpot = request.bounds
+    meets_ttft = ttft <= max_ttft if max_ttft is not None else np.ones_like(ttft, dtype=bool)
+    feasible = meets_ttft & (tpot <= max_tpot if max_tpot is not None else True)
+    if not feasible.any():
+        raise _unreachable(
+            request.model, request.cluster, arrays, points, precision=request.precision, bounds=request.bounds
+        )
+    best = int(np.argmax(np.where(feasible, per_gpu, -np.inf)))
+    front = pareto_front(np.where(meets_ttft, per_gpu, -np.inf), 1.0 / tpot)
+    front = front[meets_ttft[front]]
+    if front.size > frontier_points:
+        front = front[np.linspace(0, front.size - 1, frontier_points).round().astype(int)]
+    return best, front, int(feasible.sum())
+
+
 def search_inference(
     *,
     model: TransformerSpec,
@@ -392,73 +455,36 @@ def search_inference(
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
     """
     started = time.perf_counter()
-    num_gpus = cluster.num_accelerators
+    request = _Request(model, cluster, load, precision, (max_ttft_s, max_tpot_s), speculative)
     ih = inference_hardware(cluster, InferencePlan(precision=precision), efficiency)
     limit = max_tp or ih.hardware.domain_size
-    shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
-    if shapes.tp.size == 0:
-        raise InvalidPlanError(
-            f"no TP size up to {limit} divides the {model.attention.num_heads} heads of {model.name} "
-            f"and the {num_gpus} GPUs"
-        )
-    memory = _memory(model, ih, shapes, load)
-    points, batch = _points(shapes, memory.max_sequences)
-    if batch.size == 0:
-        plan = InferencePlan(tp=int(min(limit, num_gpus)), precision=precision)
-        raise InvalidPlanError(
-            f"{model.name} in {precision} does not fit any split of the {num_gpus} GPUs of {cluster.name} "
-            f"with {load.input_tokens + load.output_tokens} tokens per request; "
-            + (smallest_fitting(model, ih, plan, load) or "use more GPUs or a lower precision")
-        )
+    points, batch = _space(request, ih, limit, disaggregated=disaggregated, attention_dp=attention_dp)
     arrays = _evaluate(ServingContext(model, ih, load, speculative), points, batch)
-    per_gpu = np.asarray(arrays.output_tokens_per_s) / num_gpus
-    per_user = 1.0 / np.asarray(arrays.tpot_s)
-    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
-    meets_ttft = ttft <= max_ttft_s if max_ttft_s is not None else np.ones_like(ttft, dtype=bool)
-    feasible = meets_ttft & (tpot <= max_tpot_s if max_tpot_s is not None else True)
-    if not feasible.any():
-        raise _unreachable(
-            model, cluster, arrays, points, precision=precision, bounds=(max_ttft_s, max_tpot_s)
-        )
-    best = int(np.argmax(np.where(feasible, per_gpu, -np.inf)))
-    front = pareto_front(np.where(meets_ttft, per_gpu, -np.inf), per_user)
-    front = front[np.isfinite(per_gpu[front]) & meets_ttft[front]]
-    if front.size > frontier_points:
-        front = front[np.linspace(0, front.size - 1, frontier_points).round().astype(int)]
-    plan = _plan_of(points, best, precision, speculative)
-    plan = plan.with_changes(kv_replication=plan.tp > model.attention.num_kv_heads)
-    concurrency = round(float(batch[best]) * (plan.disaggregated[1] if plan.disaggregated else plan.replicas))
+    best, front, num_feasible = _select(request, points, arrays, frontier_points)
+    plan = _plan_of(points, best, model, precision, speculative)
+    replicas = plan.disaggregated[1] if plan.disaggregated else plan.replicas
     estimate = estimate_inference(
         model=model,
         cluster=cluster,
         plan=plan,
-        load=ServingLoad(load.input_tokens, load.output_tokens, concurrency=max(concurrency, 1)),
+        load=ServingLoad(
+            load.input_tokens, load.output_tokens, concurrency=max(round(batch[best] * replicas), 1)
+        ),
         efficiency=efficiency,
-    )
-    frontier = tuple(
-        FrontierPoint(
-            plan=_plan_of(points, int(i), precision, speculative).describe(),
-            batch_per_replica=float(batch[i]),
-            output_tokens_per_s_per_gpu=float(per_gpu[i]),
-            output_tokens_per_s_per_user=float(per_user[i]),
-            ttft_s=float(ttft[i]),
-            tpot_s=float(tpot[i]),
-        )
-        for i in front
     )
     return InferenceSearchResult(
         model=model.name,
         system=cluster.name,
-        num_gpus=num_gpus,
+        num_gpus=cluster.num_accelerators,
         load=load,
         max_ttft_s=max_ttft_s,
         max_tpot_s=max_tpot_s,
         num_points_evaluated=int(batch.size),
-        num_points_feasible=int(feasible.sum()),
+        num_points_feasible=num_feasible,
         elapsed_s=time.perf_counter() - started,
         best=estimate,
-        frontier=frontier,
-        constraints=_constraints(model, ih, limit, num_gpus),
+        frontier=_frontier(request, points, batch, arrays, front),
+        constraints=_constraints(model, ih, limit, cluster.num_accelerators),
     )
 
 

@@ -22,9 +22,10 @@ from lightspeed.errors import InvalidPlanError
 from lightspeed.records import Record
 from lightspeed.sol.efficiency import EfficiencyModel
 from lightspeed.sol.infer_cost import ITERATION_PARTS, InferenceHardware, inference_hardware
-from lightspeed.sol.infer_memory import MemoryArrays, inference_memory
+from lightspeed.sol.infer_memory import MemoryArrays, memory_of
 from lightspeed.sol.infer_plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
 from lightspeed.sol.serving import (
+    BATCHING_MODES,
     Deployments,
     PoolSplit,
     ServingArrays,
@@ -33,7 +34,6 @@ from lightspeed.sol.serving import (
     disaggregated,
     static,
 )
-from lightspeed.sol.shapes import layer_shapes
 from lightspeed.units import format_bytes, format_bytes_per_s, format_percent
 from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
 
@@ -122,17 +122,7 @@ def deployment_memory(
     model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
 ) -> MemoryArrays:
     """Memory arrays (length one) of ``plan`` serving ``load``."""
-    one = deployments_of(plan, 1.0)
-    return inference_memory(
-        model,
-        layer_shapes(model),
-        ih,
-        tp=one.tp,
-        pp=one.pp,
-        ep=one.ep,
-        dp_attention=one.dp_attention,
-        tokens_per_sequence=float(load.input_tokens + load.output_tokens),
-    )
+    return memory_of(model, ih, deployments_of(plan, 1.0), load)
 
 
 def pool_split(plan: InferencePlan, ih: InferenceHardware, model: TransformerSpec) -> PoolSplit:
@@ -358,14 +348,7 @@ def estimate_inference(
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist,
     does not fit, or cannot sustain the requested arrival rate.
     """
-    if batching not in ("continuous", "static"):
-        raise InvalidPlanError(f"batching {batching!r} is not one of continuous, static")
-    validate_inference_plan(plan, model)
-    check_gpus(plan, cluster)
-    if plan.disaggregated is not None and load.output_tokens < 2:
-        raise InvalidPlanError(
-            "a disaggregated deployment needs at least 2 output tokens (else no decode pool)"
-        )
+    _check(model, cluster, plan, load, batching)
     ih = inference_hardware(cluster, plan, efficiency)
     memory = deployment_memory(model, ih, plan, load)
     if not bool(memory.fits[0]):
@@ -376,40 +359,51 @@ def estimate_inference(
     batch, waiting = _batch_and_queue(ctx, plan, max_batch, batching, split)
     arrays = serve(ctx, plan, batch, batching, split)
     rate = _scalar(arrays.requests_per_s) * _serving_replicas(plan)
-    per_replica_rate = rate / _decode_replicas(plan)
-    ttft = _scalar(arrays.ttft_s) + waiting / per_replica_rate
+    decoders = _decode_replicas(plan)
     tpot = _scalar(arrays.tpot_s)
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
     sentence, part = bound_sentence(parts, ih, plan)
-    output_rate = rate * load.output_tokens
-    in_flight = batch * _decode_replicas(plan) + waiting * _decode_replicas(plan)
-    transfer = _scalar(arrays.kv_transfer_s) if split is not None else None
+    mode = "disaggregated" if split is not None else batching
     return InferenceEstimate(
         model=model.name,
         system=cluster.name,
         num_gpus=plan.num_gpus,
         plan=plan,
         load=load,
-        batching="disaggregated" if split is not None else batching,
+        batching=mode,
         precisions=ih.precisions,
         batch_per_replica=batch,
         max_batch=int(max_batch),
-        concurrency=in_flight,
-        ttft_s=ttft,
+        concurrency=(batch + waiting) * decoders,
+        ttft_s=_scalar(arrays.ttft_s) + waiting / (rate / decoders),  # queued requests wait for a slot
         tpot_s=tpot,
-        output_tokens_per_s=output_rate,
-        output_tokens_per_s_per_gpu=output_rate / plan.num_gpus,
+        output_tokens_per_s=rate * load.output_tokens,
+        output_tokens_per_s_per_gpu=rate * load.output_tokens / plan.num_gpus,
         output_tokens_per_s_per_user=1.0 / tpot,
         requests_per_s=rate,
         iteration_s=sum(parts.values()),
         iteration_breakdown_s=parts,
-        kv_transfer_s=transfer,
+        kv_transfer_s=_scalar(arrays.kv_transfer_s) if split is not None else None,
         memory_bytes=_memory_parts(memory, batch, plan, load),
         usable_memory_bytes=memory.usable_bytes,
         bound=sentence,
         bound_part=part,
-        assumptions=_assumptions(ih, plan, "disaggregated" if split is not None else batching),
+        assumptions=_assumptions(ih, plan, mode),
     )
+
+
+def _check(
+    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, load: ServingLoad, batching: str
+) -> None:
+    """Raise :class:`InvalidPlanError` for a plan or batching mode that cannot serve ``load``."""
+    if batching not in BATCHING_MODES:
+        raise InvalidPlanError(f"batching {batching!r} is not one of {', '.join(BATCHING_MODES)}")
+    validate_inference_plan(plan, model)
+    check_gpus(plan, cluster)
+    if plan.disaggregated is not None and load.output_tokens < 2:
+        raise InvalidPlanError(
+            "a disaggregated deployment needs at least 2 output tokens (else no decode pool)"
+        )
 
 
 __all__ = ["InferenceEstimate", "estimate_inference", "part_text"]

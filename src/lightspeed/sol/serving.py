@@ -106,21 +106,38 @@ def _tau(speculative: SpeculativeDecoding | None) -> tuple[float, float]:
     return speculative.tokens_per_iteration, float(speculative.num_draft_tokens + 1)
 
 
+def _work(
+    deployments: Deployments,
+    ctx: ServingContext,
+    *,
+    decode: Array = 0.0,
+    query: float = 1.0,
+    context: float = 0.0,
+    prompt: Array = 0.0,
+    requests: Array = 0.0,
+    group_prompt: Array | None = None,
+) -> IterationCost:
+    """One stage iteration: ``decode`` sequences adding ``query`` tokens over ``context`` cached
+    ones, beside ``prompt`` prompt tokens of ``requests`` requests (causal: half the prompt attended)."""
+    return ctx.cost(
+        deployments.grid(
+            decode_sequences=decode,
+            query_tokens=query,
+            decode_context=context,
+            prefill_tokens=prompt,
+            prefill_context=ctx.load.input_tokens / 2.0,
+            prefill_requests=requests,
+            group_prefill_tokens=group_prompt,
+        )
+    )
+
+
 def _draft_s(deployments: Deployments, micro: Array, context: float, ctx: ServingContext) -> Array:
     """Drafting time per iteration: k draft steps at a fraction of a plain decode step each."""
     speculative = ctx.speculative
     if speculative is None:
         return 0.0
-    plain = ctx.cost(
-        deployments.grid(
-            decode_sequences=micro,
-            query_tokens=1.0,
-            decode_context=context,
-            prefill_tokens=0.0,
-            prefill_context=0.0,
-            prefill_requests=0.0,
-        )
-    ).time_s
+    plain = _work(deployments, ctx, decode=micro, context=context).time_s
     return speculative.num_draft_tokens * speculative.draft_cost_fraction * plain
 
 
@@ -130,39 +147,39 @@ def _chunks(input_tokens: int, ih: InferenceHardware) -> tuple[int, float]:
     return count, input_tokens / count
 
 
+def _decoding(deployments: Deployments, ctx: ServingContext) -> tuple[Array, IterationCost, Array]:
+    """(sequences per micro-batch, pure decode iteration, its time with drafting) at the batch."""
+    _, query = _tau(ctx.speculative)
+    micro = np.maximum(np.maximum(deployments.batch, 1.0) / deployments.pp, 1.0)
+    context = ctx.load.input_tokens + ctx.load.output_tokens / 2.0
+    decode = _work(deployments, ctx, decode=micro, query=query, context=context)
+    return micro, decode, decode.time_s + _draft_s(deployments, micro, context, ctx)
+
+
 def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
     """Continuous batching with ``deployments.batch`` sequences in flight per replica."""
     tau, query = _tau(ctx.speculative)
-    load, ih = ctx.load, ctx.hardware
     batch = np.maximum(deployments.batch, 1.0)
     pp = deployments.pp
     micro = np.maximum(batch / pp, 1.0)
-    isl, osl = load.input_tokens, load.output_tokens
+    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
     slot_iterations = (osl - 1) / tau + 1.0
     new = micro / slot_iterations
     context = isl + osl / 2.0
-    steady = ctx.cost(
-        deployments.grid(
-            decode_sequences=micro - new,
-            query_tokens=query,
-            decode_context=context,
-            prefill_tokens=new * isl,
-            prefill_context=isl / 2.0,
-            prefill_requests=new,
-        )
+    steady = _work(
+        deployments, ctx, decode=micro - new, query=query, context=context, prompt=new * isl, requests=new
     )
     step = steady.time_s + _draft_s(deployments, micro - new, context, ctx)
-    count, chunk = _chunks(isl, ih)
-    own = ctx.cost(
-        deployments.grid(
-            decode_sequences=micro - 1.0,
-            query_tokens=query,
-            decode_context=context,
-            prefill_tokens=chunk,
-            prefill_context=isl / 2.0,
-            prefill_requests=1.0 / count,
-            group_prefill_tokens=chunk,
-        )
+    count, chunk = _chunks(isl, ctx.hardware)
+    own = _work(
+        deployments,
+        ctx,
+        decode=micro - 1.0,
+        query=query,
+        context=context,
+        prompt=chunk,
+        requests=1.0 / count,
+        group_prompt=chunk,
     ).time_s
     wait = np.where(batch > 1.0, pp * step / 2.0, 0.0)
     rate = deployments.batch / (slot_iterations * pp * step)
@@ -178,35 +195,13 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
 
 def static(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
     """A static batch of ``deployments.batch`` prompts: prefill all, then decode all."""
-    tau, query = _tau(ctx.speculative)
-    load = ctx.load
+    tau, _ = _tau(ctx.speculative)
     batch = np.maximum(deployments.batch, 1.0)
     pp = deployments.pp
-    micro = np.maximum(batch / pp, 1.0)
-    isl, osl = load.input_tokens, load.output_tokens
-    prefill = ctx.cost(
-        deployments.grid(
-            decode_sequences=0.0,
-            query_tokens=query,
-            decode_context=0.0,
-            prefill_tokens=micro * isl,
-            prefill_context=isl / 2.0,
-            prefill_requests=micro,
-            group_prefill_tokens=np.ceil(micro / deployments.dp_attention) * isl,
-        )
-    ).time_s
-    context = isl + osl / 2.0
-    decode = ctx.cost(
-        deployments.grid(
-            decode_sequences=micro,
-            query_tokens=query,
-            decode_context=context,
-            prefill_tokens=0.0,
-            prefill_context=0.0,
-            prefill_requests=0.0,
-        )
-    )
-    step = decode.time_s + _draft_s(deployments, micro, context, ctx)
+    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
+    micro, decode, step = _decoding(deployments, ctx)
+    group_prompt = np.ceil(micro / deployments.dp_attention) * isl
+    prefill = _work(deployments, ctx, prompt=micro * isl, requests=micro, group_prompt=group_prompt).time_s
     ttft = (2.0 * pp - 1.0) * prefill
     tpot = pp * step / tau
     total = ttft + (osl - 1) * tpot
@@ -239,44 +234,21 @@ def kv_transfer_s(split: PoolSplit, load: ServingLoad, ih: InferenceHardware) ->
 
 def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:
     """Separate prefill and decode pools (see the module docstring); rates are per deployment."""
-    tau, query = _tau(ctx.speculative)
-    load, ih = ctx.load, ctx.hardware
-    batch = np.maximum(deployments.batch, 1.0)
+    tau, _ = _tau(ctx.speculative)
     pp = deployments.pp
-    micro = np.maximum(batch / pp, 1.0)
-    isl, osl = load.input_tokens, load.output_tokens
-    context = isl + osl / 2.0
-    decode = ctx.cost(
-        deployments.grid(
-            decode_sequences=micro,
-            query_tokens=query,
-            decode_context=context,
-            prefill_tokens=0.0,
-            prefill_context=0.0,
-            prefill_requests=0.0,
-        )
-    )
-    step = decode.time_s + _draft_s(deployments, micro, context, ctx)
+    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
+    _, decode, step = _decoding(deployments, ctx)
     tpot = pp * step / tau
     decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
-    count, chunk = _chunks(isl, ih)
-    packed = max(1, ih.parameters.prefill_chunk_tokens // isl) if count == 1 else 1
-    prefill = ctx.cost(
-        deployments.grid(
-            decode_sequences=0.0,
-            query_tokens=1.0,
-            decode_context=0.0,
-            prefill_tokens=packed * chunk,
-            prefill_context=isl / 2.0,
-            prefill_requests=packed / count,
-            group_prefill_tokens=np.ceil(packed / deployments.dp_attention) * chunk,
-        )
+    count, chunk = _chunks(isl, ctx.hardware)
+    packed = max(1, ctx.hardware.parameters.prefill_chunk_tokens // isl) if count == 1 else 1
+    group_prompt = np.ceil(packed / deployments.dp_attention) * chunk
+    prefill = _work(
+        deployments, ctx, prompt=packed * chunk, requests=packed / count, group_prompt=group_prompt
     ).time_s
-    prefill_rate = split.prefill_replicas * packed / (count * prefill)
-    rate = np.minimum(decode_rate, prefill_rate)
-    transfer = kv_transfer_s(split, load, ih)
-    latency = (count + pp - 1.0) * prefill
-    ttft = prefill / 2.0 + latency + transfer + pp * step / 2.0
+    rate = np.minimum(decode_rate, split.prefill_replicas * packed / (count * prefill))
+    transfer = kv_transfer_s(split, ctx.load, ctx.hardware)
+    ttft = prefill / 2.0 + (count + pp - 1.0) * prefill + transfer + pp * step / 2.0
     return ServingArrays(
         ttft_s=ttft,
         tpot_s=tpot,

@@ -423,6 +423,62 @@ def _with_accelerator(cluster: Cluster, **changes: Any) -> Cluster:
     return replace(cluster, system=replace(system, accelerator=accelerator), label="")
 
 
+@dataclass(frozen=True)
+class _Stage:
+    """One point on the way from baseline to target: the hardware, the format, and the alone variant."""
+
+    name: str
+    change: str
+    cluster: Cluster
+    precision: str
+    alone: tuple[Cluster, str] | None
+
+
+def _stages(
+    baseline: Cluster, target: Cluster, baseline_precision: str, target_precision: str
+) -> tuple[_Stage, ...]:
+    """Baseline, then tensor cores, precision, HBM, and the target system, each keeping the ones before."""
+    goal = target.system.accelerator
+    compute = {"compute": goal.compute, "family": goal.family, "num_compute_units": goal.num_compute_units}
+    memory = {
+        "memory_usable_bytes": goal.memory_usable_bytes,
+        "memory_nominal_bytes": goal.memory_nominal_bytes,
+        "memory_bandwidth_bytes_per_s": goal.memory_bandwidth_bytes_per_s,
+    }
+    cores = _with_accelerator(baseline, **compute)
+    return (
+        _Stage("baseline", f"{baseline.name} at {baseline_precision}", baseline, baseline_precision, None),
+        _Stage(
+            "tensor cores",
+            f"{goal.name} compute rows at {baseline_precision}",
+            cores,
+            baseline_precision,
+            (cores, baseline_precision),
+        ),
+        _Stage(
+            "precision",
+            f"{baseline_precision} -> {target_precision}",
+            cores,
+            target_precision,
+            (baseline, target_precision),
+        ),
+        _Stage(
+            "memory",
+            f"HBM of {goal.name}",
+            _with_accelerator(baseline, **compute, **memory),
+            target_precision,
+            (_with_accelerator(baseline, **memory), baseline_precision),
+        ),
+        _Stage(
+            "scale-up domain",
+            f"{target.name}: {target.system.scale_up_domain_size}-GPU domain",
+            target,
+            target_precision,
+            None,
+        ),
+    )
+
+
 def decompose_ratio(
     *,
     model: TransformerSpec,
@@ -444,66 +500,26 @@ def decompose_ratio(
     factor includes the re-planning the change allows; the factors multiply to the
     ratio. ``alone_factor`` applies only that change to the baseline.
     """
-    goal = target.system.accelerator
-    compute = {"compute": goal.compute, "family": goal.family, "num_compute_units": goal.num_compute_units}
-    memory = {
-        "memory_usable_bytes": goal.memory_usable_bytes,
-        "memory_nominal_bytes": goal.memory_nominal_bytes,
-        "memory_bandwidth_bytes_per_s": goal.memory_bandwidth_bytes_per_s,
-    }
-    stages = (
-        ("baseline", "", baseline, baseline_precision, None),
-        (
-            "tensor cores",
-            f"{goal.name} compute rows at {baseline_precision}",
-            _with_accelerator(baseline, **compute),
-            baseline_precision,
-            (_with_accelerator(baseline, **compute), baseline_precision),
-        ),
-        (
-            "precision",
-            f"{baseline_precision} -> {target_precision}",
-            _with_accelerator(baseline, **compute),
-            target_precision,
-            (baseline, target_precision),
-        ),
-        (
-            "memory",
-            f"HBM of {goal.name}",
-            _with_accelerator(baseline, **compute, **memory),
-            target_precision,
-            (_with_accelerator(baseline, **memory), baseline_precision),
-        ),
-        (
-            "scale-up domain",
-            f"{target.name}: {target.system.scale_up_domain_size}-GPU domain",
-            target,
-            target_precision,
-            None,
-        ),
-    )
     steps: list[RatioStep] = []
     base_rate = previous = 0.0
-    for name, change, cluster, precision, alone in stages:
-        result = _infer_result(model, cluster, precision, options, efficiency)
+    for stage in _stages(baseline, target, baseline_precision, target_precision):
+        result = _infer_result(model, stage.cluster, stage.precision, options, efficiency)
         rate = result.throughput_tokens_per_s_per_gpu
         if not steps:
             base_rate = previous = rate
-        alone_factor = None
-        if alone is not None:
-            alone_factor = _alone(model, alone, options, efficiency, base_rate)
+        renamed = stage.name in ("baseline", "scale-up domain")
         steps.append(
             RatioStep(
-                name=name,
-                change=change or f"{baseline.name} at {baseline_precision}",
-                system=cluster.name
-                if name in ("baseline", "scale-up domain")
-                else f"{baseline.name} ({change})",
-                precision=precision,
+                name=stage.name,
+                change=stage.change,
+                system=stage.cluster.name if renamed else f"{baseline.name} ({stage.change})",
+                precision=stage.precision,
                 plan=result.plan,
                 tokens_per_s_per_gpu=rate,
                 factor=rate / previous,
-                alone_factor=alone_factor,
+                alone_factor=_alone(model, stage.alone, options, efficiency, base_rate)
+                if stage.alone
+                else None,
             )
         )
         previous = rate
