@@ -40,7 +40,8 @@ def test_quick_tour_runs_every_step_and_writes_the_report(run_cli, tmp_path: Pat
     assert "1.74e+28 FLOP" in predict  # 6 x 1e14 params x 2.9e13 tokens
     assert "200 TB (181.9 TiB)" in predict  # 1e14 params x 2 bytes
     assert "DeepSeek-V3" in predict
-    assert "inference engine" in predict  # GPT-MoE-1.8T: said to be unavailable, not faked
+    assert "GB200 NVL72 / H100 per GPU" in predict  # GPT-MoE-1.8T serving, seed claim 10
+    assert "small-message latency" in predict  # NVL72 vs InfiniBand fabric figures, seed claim 12
     # Both ranks of the shipped GPU trace are analysed.
     assert sum("shipped GPU trace rank" in line for line in steps["trace"]["summary"]) == 2
     report = Path(payload["report_path"])

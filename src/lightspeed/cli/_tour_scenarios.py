@@ -8,16 +8,35 @@ SEED.md); the numbers next to them come from the catalog and the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lightspeed.catalog import Catalog, compare_hardware
-from lightspeed.sol import TrainEstimate, TrainingPlan, estimate_training, plan_memory
+from lightspeed.sol import (
+    ServingLoad,
+    TrainEstimate,
+    TrainingPlan,
+    compare_systems,
+    estimate_training,
+    fabric_comparison,
+    plan_memory,
+)
 from lightspeed.store import NewRecord
-from lightspeed.units import format_bytes, format_duration, format_flop, format_percent
+from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_flop, format_percent
 from lightspeed.workload import ModelRegistry, training_flop
 
+# Seed claim 12 as in examples/seed_nvl72_vs_infiniband.py: 72 GPUs either way.
+NVL72_VS_IB = ("gb200-nvl72", "9xdgx-h100@ib-ndr")
+# Seed claim 10 as in examples/seed_inference_gpt_moe.py: NVIDIA's published comparison.
+GPT_MOE_SYSTEMS = ("8xdgx-h100@ib-ndr", "gb200-nvl72")
+GPT_MOE_SERVING: Mapping[str, Any] = {
+    "load": ServingLoad(input_tokens=32768, output_tokens=1024),
+    "max_ttft_s": 5.0,
+    "max_tpot_s": 0.050,
+    "disaggregated": True,
+    "plan_family": "tp-ep-pp",
+}
 # DeepSeek-V3 Technical Report (DeepSeek-AI 2024): 2.664M H800 GPU-hours of
 # pre-training on 14.8T tokens, 2048 H800, PP16 DualPipe, EP64, ZeRO-1 DP, FP8.
 DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6
@@ -145,29 +164,68 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
 
 
 def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
-    """Seed claim 12: one NVL72 rack vs 9 x 8-GPU servers over InfiniBand (72 GPUs each)."""
-    model = models.get("llama-3-70b")
-    plan = TrainingPlan(
-        tp=8,
-        pp=1,
-        dp=9,
-        zero_stage=1,
-        micro_batch_size=1,
-        global_batch_size=288,
-        seq_len=4096,
-        precision="bf16",
+    """Seed claim 12: one NVL72 rack vs 9 x 8 H100 over InfiniBand (72 GPUs each): fabric
+    figures, then the best Llama-3-70B training plan on each and its exposed communication."""
+    clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_IB]
+    lines = [
+        f"{fabric.system}: slowest link {format_bytes_per_s(fabric.slowest_bidirectional_bytes_per_s)} "
+        f"bidirectional per GPU, small-message latency {format_duration(fabric.small_message_latency_s)}"
+        for fabric in fabric_comparison(clusters)
+    ]
+    lines.append("  (seed: 1.8 TB/s vs 20-80 GB/s per GPU, 1-2 us vs 5-10 us)")
+    training = compare_systems(
+        model=models.get("llama-3-70b"),
+        clusters=clusters,
+        workload="train",
+        options={"global_batch": 288, "seq_len": 4096},
     )
-    estimates = []
-    lines = []
-    for spec in ("gb200-nvl72", "9xdgx-b200@ib-ndr", "9xdgx-h100@ib-ndr"):
-        estimate = estimate_training(model=model, cluster=catalog.resolve_cluster(spec, 72), plan=plan)
-        estimates.append(estimate)
+    for result in training.results:
         lines.append(
-            f"llama-3-70b TP8 x DP9 on {estimate.system}: step {format_duration(estimate.step_time_s)}, "
-            f"exposed comm {format_percent(_comm_share(estimate))}, MFU {format_percent(estimate.mfu)}"
+            f"llama-3-70b best plan on {result.system} ({result.plan}): "
+            f"{result.throughput_tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+            f"exposed communication {format_percent(result.communication_share)} of the step"
         )
+    lines.append("  (seed: collective overhead a few % on NVL72 vs tens of % over InfiniBand)")
+    estimates = tuple(result.train for result in training.results if result.train is not None)
     records = tuple(_estimate_record(f"llama-3-70b on {e.system}", e) for e in estimates)
-    return Scenario("NVL72 vs InfiniBand servers", tuple(lines), records, tuple(estimates))
+    return Scenario("NVL72 vs InfiniBand servers", tuple(lines), records, estimates)
+
+
+def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 10: GPT-MoE-1.8T served on 8 x HGX H100 (FP8) vs one GB200 NVL72 (NVFP4)
+    under NVIDIA's bounds (32,768 in / 1,024 out tokens, TTFT <= 5 s, 50 ms between tokens)."""
+    clusters = [catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS]
+    comparison = compare_systems(
+        model=models.get("gpt-moe-1.8t"),
+        clusters=clusters,
+        workload="infer",
+        precisions=["fp8", "nvfp4"],
+        options=dict(GPT_MOE_SERVING),
+    )
+    lines = []
+    records = []
+    for result in comparison.results:
+        ttft = format_duration(result.ttft_s) if result.ttft_s is not None else "-"
+        tpot = format_duration(result.tpot_s) if result.tpot_s is not None else "-"
+        lines.append(
+            f"{result.system} {result.precision} ({result.plan}): "
+            f"{result.throughput_tokens_per_s_per_gpu:.1f} tokens/s per GPU, TTFT {ttft}, "
+            f"between tokens {tpot}"
+        )
+        records.append(
+            NewRecord(
+                name=f"gpt-moe-1.8t serving on {result.system}",
+                metric="tokens_per_s_per_gpu",
+                value=result.throughput_tokens_per_s_per_gpu,
+                unit="tokens/s",
+                payload={"plan": result.plan, "precision": result.precision},
+            )
+        )
+    lines.append(
+        f"GB200 NVL72 / H100 per GPU: {comparison.per_gpu_ratio[-1]:.1f}x "
+        "(seed: ~3.4 vs ~150 tokens/s per GPU; NVIDIA claims ~30x)"
+    )
+    return Scenario("GPT-MoE-1.8T inference: GB200 NVL72 vs H100", tuple(lines), tuple(records))
 
 
 SCENARIOS: Sequence[tuple[str, ScenarioFunction]] = (
@@ -175,14 +233,7 @@ SCENARIOS: Sequence[tuple[str, ScenarioFunction]] = (
     ("H100 vs H800", h100_vs_h800),
     ("DeepSeek-V3 on H800", deepseek_v3_on_h800),
     ("NVL72 vs InfiniBand servers", nvl72_vs_infiniband),
-)
-
-# Scenarios whose engine this version does not have yet, with the reason shown.
-NOT_AVAILABLE: Sequence[tuple[str, str]] = (
-    (
-        "GPT-MoE-1.8T inference on GB200 NVL72 vs H100",
-        "needs the inference engine ('lightspeed plan infer'), which this version does not include",
-    ),
+    ("GPT-MoE-1.8T inference on GB200 NVL72 vs H100", gpt_moe_inference),
 )
 
 

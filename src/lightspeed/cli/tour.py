@@ -32,7 +32,7 @@ from lightspeed.bench import (
 )
 from lightspeed.catalog import Catalog, detect_local
 from lightspeed.cli._common import get_context, json_option, print_json
-from lightspeed.cli._tour_scenarios import NOT_AVAILABLE, SCENARIOS
+from lightspeed.cli._tour_scenarios import SCENARIOS
 from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, require_extra
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report import (
@@ -253,8 +253,6 @@ def step_predict(state: _State) -> list[str]:
         lines.extend(f"  {line}" for line in scenario.lines)
         records.extend(scenario.records)
         state.estimates.extend(scenario.estimates)
-    for title, reason in NOT_AVAILABLE:
-        lines.append(f"{title}: skipped, {reason}")
     run_id = _store("prediction", records, "tour predictions")
     lines.append(f"stored as run {run_id}")
     return lines
