@@ -37,7 +37,7 @@ import numpy as np
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, StoreError, UnknownNameError, UserInputError
 from lightspeed.records import Record
-from lightspeed.sol.efficiency import EfficiencyModel, default_efficiency
+from lightspeed.sol.efficiency import EfficiencyModel, default_efficiency, gemm_shape_factor
 
 HOME_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_HOME"
 CALIBRATION_FOLDER: Final = "calibrations"
@@ -128,7 +128,9 @@ def _check_name(name: str) -> str:
     return name
 
 
-def fit_gemm(points: Sequence[GemmPoint], *, tile: int) -> tuple[float, float, float]:
+def fit_gemm(
+    points: Sequence[GemmPoint], *, tile: int, num_compute_units: int | None = None
+) -> tuple[float, float, float]:
     """``(max efficiency, half-saturation FLOP, RMS relative error)`` of the GEMM curve.
 
     >>> shapes = [GemmPoint(m=s, n=s, k=s, achieved_flop_per_s=0.9 * (2*s**3) / (2*s**3 + 1e8) * 1e12,
@@ -138,11 +140,12 @@ def fit_gemm(points: Sequence[GemmPoint], *, tile: int) -> tuple[float, float, f
     """
     m, n, k = (np.array([getattr(point, axis) for point in points], dtype=np.float64) for axis in "mnk")
     measured = np.array([p.achieved_flop_per_s / p.peak_flop_per_s for p in points], dtype=np.float64)
-    flop = 2.0 * m * n * k
-    quantization = (m / (np.ceil(m / tile) * tile)) * (n / (np.ceil(n / tile) * tile))
     best: tuple[float, float, float] | None = None
     for half in _HALF_SATURATION_GRID:
-        shape = flop / (flop + half) * quantization / measured  # model / measured per unit max efficiency
+        factor = gemm_shape_factor(
+            m, n, k, half_saturation_flop=half, tile=tile, num_compute_units=num_compute_units
+        )  # the engine's own shape model
+        shape = factor / measured  # model / measured per unit max efficiency
         maximum = float(np.sum(shape) / np.sum(shape * shape))  # least squares of (max x shape - 1)
         error = float(np.sqrt(np.mean((maximum * shape - 1.0) ** 2)))
         if best is None or error < best[2]:

@@ -65,23 +65,41 @@ class EfficiencyModel(Record):
 
     def gemm_shape_factor(self, m: Any, n: Any, k: Any, num_compute_units: int | None = None) -> Any:
         """The part of :meth:`gemm_efficiency` that depends on the shape (1 for huge, aligned GEMMs)."""
-        m_array = np.asarray(m, dtype=np.float64)
-        n_array = np.asarray(n, dtype=np.float64)
-        k_array = np.asarray(k, dtype=np.float64)
-        flop = 2.0 * m_array * n_array * k_array
-        size_factor = flop / (flop + self.gemm_half_saturation_flop)
-        tile = float(self.gemm_tile)
-        tiles_m = np.ceil(m_array / tile)
-        tiles_n = np.ceil(n_array / tile)
-        quantization = (m_array / (tiles_m * tile)) * (n_array / (tiles_n * tile))
-        if num_compute_units:
-            tiles = tiles_m * tiles_n
-            quantization = quantization * tiles / (np.ceil(tiles / num_compute_units) * num_compute_units)
-        return size_factor * quantization
+        return gemm_shape_factor(
+            m,
+            n,
+            k,
+            half_saturation_flop=self.gemm_half_saturation_flop,
+            tile=self.gemm_tile,
+            num_compute_units=num_compute_units,
+        )
 
     def with_overrides(self, **changes: float | str) -> EfficiencyModel:
         """A copy with some parameters replaced (e.g. from a calibration profile)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def gemm_shape_factor(
+    m: Any, n: Any, k: Any, *, half_saturation_flop: Any, tile: int, num_compute_units: int | None = None
+) -> Any:
+    """Size saturation x tile padding x wave quantization of an ``(m x k) @ (k x n)`` GEMM.
+
+    ``flop / (flop + half)`` for size; ``m / padded m x n / padded n`` for tiles of
+    ``tile``; with ``num_compute_units`` (SMs/CUs), tiles dealt in waves waste the
+    idle units of the last wave. Shared by the engine and by calibration's fit.
+    """
+    m_array = np.asarray(m, dtype=np.float64)
+    n_array = np.asarray(n, dtype=np.float64)
+    k_array = np.asarray(k, dtype=np.float64)
+    flop = 2.0 * m_array * n_array * k_array
+    size_factor = flop / (flop + half_saturation_flop)
+    tiles_m = np.ceil(m_array / tile)
+    tiles_n = np.ceil(n_array / tile)
+    quantization = (m_array / (tiles_m * tile)) * (n_array / (tiles_n * tile))
+    if num_compute_units:
+        tiles = tiles_m * tiles_n
+        quantization = quantization * tiles / (np.ceil(tiles / num_compute_units) * num_compute_units)
+    return size_factor * quantization
 
 
 _PARAMETERS = (
@@ -130,4 +148,4 @@ def default_efficiency(family: str) -> EfficiencyModel:
     return defaults[family]
 
 
-__all__ = ["EfficiencyModel", "default_efficiency", "load_efficiency_defaults"]
+__all__ = ["EfficiencyModel", "default_efficiency", "gemm_shape_factor", "load_efficiency_defaults"]
