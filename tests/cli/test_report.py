@@ -106,3 +106,29 @@ def test_report_bad_sources_are_one_line(run_cli, tmp_path: Path) -> None:  # ty
         assert result.code == 2, source
         assert result.err.count("\n") == 1, result.err
         assert needle in result.err, result.err
+
+
+def test_report_from_bench_json(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from lightspeed.bench import make_result
+
+    result = make_result(
+        suite="gemm",
+        name="square",
+        dtype="fp32",
+        size=2 * 512**3,
+        samples=[5e10, 6e10, 7e10],
+        unit="FLOP/s",
+        best="median",
+        sol=1e11,
+        sol_note="",
+        correct=True,
+        details={"m": 512, "n": 512, "k": 512},
+    )
+    results_file = tmp_path / "bench.json"  # what 'lightspeed bench gemm --json' prints
+    results_file.write_text(json.dumps([{**result.to_dict(), "device": "cpu"}]))
+    out = tmp_path / "r.html"
+    written = run_cli("report", "--from", str(results_file), "-o", str(out), "--json")
+    assert written.code == 0, written.err
+    roofline = next(s for s in json.loads(written.out)["sections"] if s["key"] == "roofline")
+    assert roofline["skipped_reason"] is None
+    assert "60.0%" in out.read_text(encoding="utf-8")  # median 6e10 of a 1e11 peak

@@ -2,10 +2,11 @@
 
 Sources are read with the areas' public readers: a goodput run folder with
 :func:`lightspeed.goodput.read_run`, a profiler trace with the trace area's
-loader, a plan estimate from ``lightspeed plan train --json`` output, a
-results-store run by id. Without sources, the newest benchmark runs and
-predictions of the store are drawn. Every source is untrusted: JSON is parsed
-by the standard library with a size bound and every field is checked.
+loader, benchmark results (``lightspeed bench --json``) or a plan estimate
+(``lightspeed plan train --json``) from JSON, a results-store run by id.
+Without sources, the newest benchmark runs and predictions of the store are
+drawn. Every source is untrusted: JSON is parsed by the standard library with
+a size bound and every field is checked.
 """
 
 from __future__ import annotations
@@ -225,14 +226,37 @@ def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
     elif path.is_dir():
         found.ledgers.append(build_ledger(run=read_run(path)))
     elif path.is_file():
-        data = _read_json(path)
-        items = data if isinstance(data, list) else [data]
-        found.steps.extend(
-            predicted_step(item, source=str(path)) for item in items if isinstance(item, Mapping)
-        )
+        _read_json_source(path, found)
     else:
         found.bench, more = _from_run(store, source, found.bench)
         found.steps.extend(more)
+
+
+def _read_json_source(path: Path, found: _Collected) -> None:
+    """``lightspeed bench --json`` results or ``lightspeed plan train --json`` estimates."""
+    data = _read_json(path)
+    items = [item for item in (data if isinstance(data, list) else [data]) if isinstance(item, Mapping)]
+    if not items:
+        raise DataFileError(
+            path, "holds no JSON object", fix="pass 'lightspeed bench --json' or 'plan train --json' output"
+        )
+    bench_items = [item for item in items if all(key in item for key in _BENCH_FIELDS)]
+    found.steps.extend(predicted_step(item, source=str(path)) for item in items if item not in bench_items)
+    if bench_items:
+        try:
+            results = [_bench_result(item) for item in bench_items]
+        except (TypeError, ValueError, KeyError) as error:
+            raise DataFileError(path, f"a benchmark result is malformed ({error})") from None
+        device = str(bench_items[0].get("device") or path.stem)
+        found.bench = _merge_bench(found.bench, results, device=device, label=path.stem)
+
+
+def _merge_bench(
+    bench: BenchInputs | None, results: Sequence[BenchResult], *, device: str | None, label: str
+) -> BenchInputs:
+    """Results added to those already found; the SOL is re-derived from all of them."""
+    merged = [*(bench.results if bench else ()), *results]
+    return BenchInputs(results=tuple(merged), sol=sol_from_results(merged, device), label=label)
 
 
 def _history(store: ResultsStore, name: str | None, metric: str | None) -> tuple[MetricHistory | None, str]:
@@ -257,7 +281,9 @@ def _from_run(
     store: ResultsStore, source: str, bench: BenchInputs | None
 ) -> tuple[BenchInputs | None, list[PredictedStep]]:
     if Path(source).suffix or "/" in source:
-        raise UserInputError(f"{source} does not exist; pass a goodput run folder, a plan JSON or run:ID")
+        raise UserInputError(
+            f"{source} does not exist; pass bench or plan JSON, a goodput run folder, a trace or run:ID"
+        )
     run = store.run(source.removeprefix("run:"))
     records = store.records(run_id=run.run_id)
     if run.kind == "prediction":
@@ -266,9 +292,8 @@ def _from_run(
             predicted_step(r.payload, source=source_name) for r in records if "breakdown_s" in r.payload
         ]
     if run.kind == "benchmark":
-        results = [*(bench.results if bench else ()), *bench_results_from_records(records)]
-        device = run.host_name or None
-        return BenchInputs(results=tuple(results), sol=sol_from_results(results, device), label=run.label), []
+        results = bench_results_from_records(records)
+        return _merge_bench(bench, results, device=run.host_name or None, label=run.label), []
     raise UserInputError(
         f"run {run.run_id} is a {run.kind!r} run; the report draws benchmark and prediction runs "
         "(pass goodput run folders and traces as paths)"
