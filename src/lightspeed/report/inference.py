@@ -64,7 +64,7 @@ def render_inference_estimate(estimate: Any) -> None:
         if value > 0
     ]
     print_table(
-        f"one iteration of the busiest stage ({format_duration(step)})",
+        f"iteration: {format_duration(step)}",
         ["part", "time", "share"],
         breakdown,
         console=console,
