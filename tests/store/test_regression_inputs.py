@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lightspeed.errors import UserInputError
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.goodput import Tracker
 from lightspeed.store import NewRecord, compare_runs, load_metric_samples, open_store
 
@@ -213,3 +213,38 @@ def test_trace_slowdown_fails_the_gate_and_a_trace_without_steps_is_an_error(tmp
     )
     with pytest.raises(UserInputError, match="ProfilerStep"):
         load_metric_samples(no_steps)
+
+
+def test_bench_json_output_is_a_gate_input(tmp_path: Path) -> None:
+    from lightspeed.bench import make_result
+
+    def bench_file(name: str, samples: list[float]) -> Path:
+        result = make_result(
+            suite="membw",
+            name="stream triad",
+            dtype="fp64",
+            size=2**27,
+            samples=samples,
+            unit="B/s",
+            best="max",
+            sol=5e10,
+            sol_note="",
+            correct=True,
+            details={},
+        )
+        path = tmp_path / name  # what 'lightspeed bench membw --json' prints
+        path.write_text(json.dumps([{**result.to_dict(), "device": "cpu"}]))
+        return path
+
+    rng = np.random.default_rng(9)
+    (series,) = load_metric_samples(bench_file("a.json", list(rng.normal(20e9, 0.2e9, 10))))
+    assert series.unit == "B/s"
+    assert series.lower_is_better is False
+    assert len(series.samples) == 10
+    slower = bench_file("b.json", list(rng.normal(15e9, 0.2e9, 10)))
+    result = compare_runs(baseline=[series], current=load_metric_samples(slower))
+    assert result.num_regressions == 1
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps([{**json.loads(slower.read_text())[0], "size": "big"}]))
+    with pytest.raises(DataFileError, match="malformed"):
+        load_metric_samples(broken)

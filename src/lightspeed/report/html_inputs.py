@@ -18,21 +18,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.bench import BenchResult, DeviceSol, Stats
+from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.trace import trace_section
 from lightspeed.store import MetricHistory, ResultsStore, StoredRecord, metric_history, open_store
-from lightspeed.store.regression_inputs import is_trace_source
+from lightspeed.store.regression_inputs import bench_result_from_dict, is_bench_result, is_trace_source
 from lightspeed.trace import load_trace, summarize
 from lightspeed.units import compute_precision
 
 MAX_JSON_BYTES: Final = 64 * 2**20
 # How far back the report looks for the newest run of each benchmark suite.
 MAX_BENCH_RUNS: Final = 50
-_BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
 
 
 def predicted_step(data: Mapping[str, Any], *, source: str) -> PredictedStep:
@@ -81,36 +80,16 @@ def bench_results_from_records(records: Sequence[StoredRecord]) -> list[BenchRes
     results = []
     for record in records:
         payload = dict(record.payload)
-        if not all(key in payload for key in _BENCH_FIELDS):
+        if not is_bench_result(payload):
             continue
         try:
-            results.append(_bench_result(payload))
+            results.append(bench_result_from_dict(payload))
         except (TypeError, ValueError, KeyError) as error:
             raise StoreError(
                 f"run {record.run_id}: benchmark record {record.name!r} has a malformed payload ({error}); "
                 "re-run the benchmark or use another LIGHTSPEED_HOME"
             ) from None
     return results
-
-
-def _bench_result(payload: Mapping[str, Any]) -> BenchResult:
-    stats = payload.get("stats") or {}
-    value = float(payload["value"])
-    return BenchResult(
-        suite=str(payload["suite"]),
-        name=str(payload["name"]),
-        dtype=None if payload.get("dtype") is None else str(payload["dtype"]),
-        size=int(payload["size"]),
-        value=value,
-        unit=str(payload["unit"]),
-        sol=None if payload.get("sol") is None else float(payload["sol"]),
-        fraction_of_sol=None if payload.get("fraction_of_sol") is None else float(payload["fraction_of_sol"]),
-        stats=Stats(**{key: float(stats.get(key, value)) for key in ("min", "median", "max")}),
-        correct=bool(payload["correct"]),
-        sol_note=str(payload.get("sol_note", "")),
-        details=dict(payload.get("details") or {}),
-        samples=tuple(float(sample) for sample in payload.get("samples") or ()),
-    )
 
 
 def sol_from_results(results: Sequence[BenchResult], device_name: str | None) -> DeviceSol:
@@ -240,11 +219,11 @@ def _read_json_source(path: Path, found: _Collected) -> None:
         raise DataFileError(
             path, "holds no JSON object", fix="pass 'lightspeed bench --json' or 'plan train --json' output"
         )
-    bench_items = [item for item in items if all(key in item for key in _BENCH_FIELDS)]
+    bench_items = [item for item in items if is_bench_result(item)]
     found.steps.extend(predicted_step(item, source=str(path)) for item in items if item not in bench_items)
     if bench_items:
         try:
-            results = [_bench_result(item) for item in bench_items]
+            results = [bench_result_from_dict(item) for item in bench_items]
         except (TypeError, ValueError, KeyError) as error:
             raise DataFileError(path, f"a benchmark result is malformed ({error})") from None
         device = str(bench_items[0].get("device") or path.stem)

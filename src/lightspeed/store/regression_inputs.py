@@ -17,14 +17,18 @@ from typing import Any, Final
 
 import numpy as np
 
+from lightspeed.bench import BenchResult, Stats
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.goodput import read_run
 from lightspeed.records import Record
+from lightspeed.store.convert import benchmark_records
 from lightspeed.store.database import ResultsStore, open_store
-from lightspeed.store.records import StoredRecord
+from lightspeed.store.records import NewRecord, StoredRecord
 from lightspeed.store.regression import MetricSamples, compare_samples
 from lightspeed.trace import load_trace
 
+# The fields that make a JSON object a benchmark result.
+BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
 # Kinds of run that measure something (their history can regress); predictions do not.
 MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 # A sample file larger than this is not a list of timings; refuse to parse it.
@@ -35,14 +39,56 @@ def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
     """Read a sample file: one object or a list of objects
 
     ``{"metric": "step_time_s", "unit": "s", "lower_is_better": true,
-    "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0).
+    "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0),
+    or ``lightspeed bench --json`` output (one series per benchmark result).
     Raises :class:`DataFileError` naming the file, field and fix.
     """
     data = _load_json(path)
     items = data if isinstance(data, list) else [data]
     if not items:
         raise DataFileError(path, "the file holds an empty list", fix="add at least one metric object")
+    if all(isinstance(item, Mapping) and is_bench_result(item) for item in items):
+        return _bench_file_samples(items, path)
     return tuple(parse_sample_object(item, path=path, where=f"[{index}]") for index, item in enumerate(items))
+
+
+def is_bench_result(data: Mapping[str, Any]) -> bool:
+    """Whether ``data`` looks like a :class:`~lightspeed.bench.BenchResult` as JSON."""
+    return all(key in data for key in BENCH_FIELDS)
+
+
+def bench_result_from_dict(data: Mapping[str, Any]) -> BenchResult:
+    """A benchmark result from its JSON (``lightspeed bench --json``, a stored payload).
+
+    Raises ``TypeError``/``ValueError``/``KeyError`` on a malformed field; callers
+    turn them into errors that name their file or run.
+    """
+    stats = data.get("stats") or {}
+    value = float(data["value"])
+    return BenchResult(
+        suite=str(data["suite"]),
+        name=str(data["name"]),
+        dtype=None if data.get("dtype") is None else str(data["dtype"]),
+        size=int(data["size"]),
+        value=value,
+        unit=str(data["unit"]),
+        sol=None if data.get("sol") is None else float(data["sol"]),
+        fraction_of_sol=None if data.get("fraction_of_sol") is None else float(data["fraction_of_sol"]),
+        stats=Stats(**{key: float(stats.get(key, value)) for key in ("min", "median", "max")}),
+        correct=bool(data["correct"]),
+        sol_note=str(data.get("sol_note", "")),
+        details=dict(data.get("details") or {}),
+        samples=tuple(float(sample) for sample in data.get("samples") or ()),
+    )
+
+
+def _bench_file_samples(items: Sequence[Mapping[str, Any]], path: Path) -> tuple[MetricSamples, ...]:
+    """``lightspeed bench --json`` output: one series per result, its repetitions as samples."""
+    try:
+        results = [bench_result_from_dict(item) for item in items]
+    except (TypeError, ValueError, KeyError) as error:
+        raise DataFileError(path, f"a benchmark result is malformed ({error})") from None
+    return samples_from_records(benchmark_records(results), source=str(path))
 
 
 def _load_json(path: Path) -> Any:
@@ -143,15 +189,17 @@ def load_metric_samples(source: str | Path, *, store_path: Path | None = None) -
     return samples_from_records(records, source=f"run:{run.run_id}")
 
 
-def samples_from_records(records: Sequence[StoredRecord], *, source: str) -> tuple[MetricSamples, ...]:
-    """Group stored records into one series per (name, metric, unit).
+def samples_from_records(
+    records: Sequence[StoredRecord] | Sequence[NewRecord], *, source: str
+) -> tuple[MetricSamples, ...]:
+    """Group records (stored, or about to be) into one series per (name, metric, unit).
 
     A record whose payload has a ``samples`` list contributes those repetitions
     (benchmarks store them); otherwise its ``value`` is one sample. The
     direction comes from the payload's ``lower_is_better`` when present, else
     from the unit: times (``s``) are better lower, everything else higher.
     """
-    groups: dict[tuple[str, str, str], list[StoredRecord]] = {}
+    groups: dict[tuple[str, str, str], list[StoredRecord | NewRecord]] = {}
     for record in records:
         groups.setdefault((record.name, record.metric, record.unit), []).append(record)
     series: list[MetricSamples] = []
@@ -168,7 +216,7 @@ def samples_from_records(records: Sequence[StoredRecord], *, source: str) -> tup
     return tuple(series)
 
 
-def _record_samples(record: StoredRecord) -> list[float]:
+def _record_samples(record: StoredRecord | NewRecord) -> list[float]:
     raw = record.payload.get("samples")
     if isinstance(raw, list) and raw:
         values = [float(v) for v in raw if isinstance(v, int | float) and not isinstance(v, bool)]
