@@ -23,7 +23,7 @@ _VERDICT_STYLE = {
 
 
 def _value(value: float) -> str:
-    return f"{value:.6g}"
+    return f"{value:.4g}"
 
 
 def _row(item: MetricComparison) -> list[str]:
