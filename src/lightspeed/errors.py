@@ -34,8 +34,8 @@ class UserInputError(LightspeedError, ValueError):
 class UnknownNameError(UserInputError):
     """A name (device, model, system, ...) is not known; lists the closest names.
 
-    >>> str(UnknownNameError("device", "h10", ["h100-sxm", "h200-sxm"]))
-    "unknown device 'h10'; closest: h100-sxm, h200-sxm (see 'lightspeed hw list')"
+    >>> str(UnknownNameError("device", "h10", ["h100-sxm", "h200-sxm"], hint="see 'lightspeed hw list'"))
+    "unknown device 'h10'; closest: h100-sxm (see 'lightspeed hw list')"
     """
 
     def __init__(self, kind: str, name: str, known: Iterable[str], hint: str | None = None) -> None:

@@ -1,7 +1,8 @@
 """Profiler trace analysis: PyTorch (Kineto) traces into columnar tables, one module per analysis.
 
 >>> from lightspeed.trace import load_trace, summarize
->>> trace = load_trace("traces/")  # doctest: +SKIP  (a file, or a folder of per-rank files)
+>>> # a file, or a folder of per-rank files:
+>>> trace = load_trace("traces/")  # doctest: +SKIP
 >>> [rank.idle_pct for rank in summarize(trace).ranks]  # doctest: +SKIP
 [53.56, 54.72]
 
