@@ -36,7 +36,6 @@ def _grid(plan: InferencePlan, **work: float) -> IterationGrid:
         pp=np.asarray([float(plan.pp)]),
         ep=np.asarray([float(plan.ep)]),
         dp_attention=np.asarray([float(plan.dp_attention)]),
-        kv_replication=np.asarray([0.0]),
         **{key: np.asarray([value]) for key, value in values.items()},
     )
 

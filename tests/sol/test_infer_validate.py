@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.infer_validate import _load, inference_row_setup
+from lightspeed.sol.infer_validate import _load, _metric, inference_row_setup
 from lightspeed.sol.published import PublishedRow, read_table
 from lightspeed.workload import ModelRegistry
 
@@ -103,3 +103,47 @@ def test_load_cells_round_trip(isl: int, osl: int, batch: int) -> None:
     cells = {"seq": f"ISL/OSL {isl:,}/{osl}", "global_batch": f"bs{batch}", "metric": "output tok/s"}
     load, batching, _ = _load(PublishedRow(row_id="P", kind="infer", line=2, cells=cells))
     assert (load.input_tokens, load.output_tokens, load.concurrency, batching) == (isl, osl, batch, "static")
+
+
+@pytest.mark.parametrize(
+    ("metric", "measured", "key", "value"),
+    [
+        ("Per User Output Throughput (tokens/sec/user)", "21.5", "output_tokens_per_s_per_user", 21.5),
+        ("Total Token Throughput (tokens/sec)", "94,022", "total_tokens_per_s", 94022.0),
+        ("Request Throughput (req/sec)", "43.2", "requests_per_s", 43.2),
+        ("Average request latency", "75,903 ms", "request_latency_s", 75.903),
+        ("ITL", "850 us", "tpot_s", 850e-6),
+        ("Output tokens/s per GPU", "1,200", "output_tokens_per_s_per_gpu", 1200.0),
+    ],
+)
+def test_metrics_are_read_with_their_units(metric: str, measured: str, key: str, value: float) -> None:
+    row = PublishedRow(row_id="M", kind="infer", line=2, cells={"metric": metric, "measured": measured})
+    assert _metric(row) == (key, pytest.approx(value))
+
+
+@pytest.mark.parametrize(
+    ("seq", "batch", "expected"),
+    [
+        ("input/output 32k/1k", "n/r", (32768, 1024, 1, "continuous")),
+        ("ISL/OSL 2048/128", "batch size 32", (2048, 128, 32, "static")),
+        ("ISL/OSL 2048/128", "64 concurrent users", (2048, 128, 64, "continuous")),
+        ("ISL/OSL 2048/128", "max load", (2048, 128, None, "continuous")),
+    ],
+)
+def test_load_cells_in_their_other_spellings(seq: str, batch: str, expected: tuple[object, ...]) -> None:
+    row = PublishedRow(row_id="L", kind="infer", line=2, cells={"seq": seq, "global_batch": batch})
+    load, batching, _ = _load(row)
+    assert (load.input_tokens, load.output_tokens, load.concurrency, batching) == expected
+
+
+def test_attention_data_parallel_rows_split_attention_over_the_tp_ranks(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _table(
+        tmp_path,
+        "A1\tinfer\tx (enable_attention_dp)\tMixtral 8x7B\tISL/OSL 1000/1000\toffline\t8\t1\t8\tH100\tFP8"
+        "\toutput tokens/s\t10,000",
+    )
+    (row,) = read_table(path)
+    setup, _ = inference_row_setup(row, catalog, models)
+    assert (setup.plan.tp, setup.plan.dp_attention, setup.plan.replicas) == (1, 8, 1)

@@ -163,7 +163,6 @@ class IterationGrid:
     pp: Array
     ep: Array
     dp_attention: Array
-    kv_replication: Array
     decode_sequences: Array
     query_tokens: Array
     decode_context: Array

@@ -234,7 +234,6 @@ def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> Servin
         pp=shapes.pp,
         ep=shapes.ep,
         dp_attention=shapes.dp_attention,
-        kv_replication=(shapes.tp > model.attention.num_kv_heads).astype(np.float64),
         batch=batch,
     )
     aggregated = continuous(deployments, ctx)

@@ -9,21 +9,28 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Hardware**: the accelerator's default catalog system, as for training rows;
   a row on fewer GPUs than one node uses part of it.
 * **Parallelism**: ``TP``/``PP``/``EP`` cells (default 1); the GPUs left over
-  are replicas.
+  are replicas. A MoE row that names attention data parallelism (``attention
+  DP``, ``ADP``, TensorRT-LLM's ``enable_attention_dp``) runs attention on TP
+  groups of one GPU, as many as the TP cell says, with the experts over them.
 * **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
   TensorRT-LLM ship, 16-value blocks with an FP8 scale), on AMD MXFP4 (32-value
   blocks with an 8-bit exponent scale); otherwise the cell's
   format (``fp16 (presumed)`` is fp16); none stated is bf16.
-* **Load**: ``ISL/OSL a/b`` gives the token counts; ``N-token prefill`` is a
-  prompt of N tokens and one output token. ``offline`` / ``max concurrency``
-  is continuous batching at the KV-cache-limited maximum (``trtllm-bench
-  throughput``); ``batch N`` / ``bsN`` is a static batch of N
-  (``gptSessionBenchmark``, LLM-Viewer); ``concurrency N`` is continuous
-  batching with N requests in flight.
+* **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
+  the token counts; ``N-token prefill`` is a prompt of N tokens and one output
+  token. ``offline`` / ``max concurrency`` / ``max load`` is continuous batching
+  at the KV-cache-limited maximum (``trtllm-bench throughput``); ``batch N`` /
+  ``batch size N`` / ``bsN`` is a static batch of N (``gptSessionBenchmark``,
+  LLM-Viewer); ``concurrency N`` / ``N concurrent``
+  is continuous batching with N requests in flight; nothing, one request.
 * **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
-  ``tok/s/GPU`` or ``per GPU`` is output tokens/s per GPU; other ``output
-  tokens/s`` is for all the row's GPUs together, as the metric cell says
-  (the version pinned in the source is the one read).
+  ``TPOT``/``ITL``/``inter-token`` the time per output token; another
+  ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); ``req/s`` requests
+  per second; a tokens/s metric ``per user`` is 1/TPOT, ``/GPU`` or ``per GPU``
+  output tokens/s per GPU, ``total token`` or ``input`` without ``output``
+  input plus output tokens/s; any other tokens/s is output tokens/s for all
+  the row's GPUs together, as the metric cell says (the version pinned in the
+  source is the one read). ``ms`` and ``us`` are converted to seconds.
 """
 
 from __future__ import annotations
@@ -43,12 +50,23 @@ from lightspeed.sol.row_config import RowError, resolve_cluster, resolve_model
 from lightspeed.sol.validate import ValidationRow
 from lightspeed.workload import TransformerSpec
 
-INFERENCE_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "ttft_s", "tpot_s")
-_ISL_OSL = re.compile(r"isl\s*/\s*osl\s*(\d[\d,]*)\s*/\s*(\d[\d,]*)")
-_PREFILL = re.compile(r"(\d[\d,]*)\s*-?\s*token prefill")
-_BATCH = re.compile(r"\b(?:batch|bs)\s*(\d+)")
-_CONCURRENCY = re.compile(r"concurrency\s*(\d+)")
+INFERENCE_METRICS = (
+    "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_user",
+    "total_tokens_per_s",
+    "requests_per_s",
+    "ttft_s",
+    "tpot_s",
+    "request_latency_s",
+)
+_COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
+_ISL_OSL = re.compile(rf"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}")
+_PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
+_BATCH = re.compile(r"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(\d+)")
+_CONCURRENCY = re.compile(r"concurrency\s*[=:]?\s*(\d+)|(\d+)\s*concurrent")
 _RATE = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
+_ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 
 
 @dataclass(frozen=True)
@@ -93,20 +111,27 @@ def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
     return "bf16", "precision not stated: bf16"
 
 
+def _tokens(text: str) -> int:
+    """``1,000`` -> 1000, ``32k`` -> 32768 (a k on a token count is 1024)."""
+    if text.endswith("k"):
+        return round(float(text[:-1].replace(",", "")) * 1024)
+    return int(float(text.replace(",", "")))
+
+
 def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     """(load, batching mode, note) from the row's sequence, batch and metric cells."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     match = _ISL_OSL.search(text)
     prefill = _PREFILL.search(text)
     if match:
-        isl, osl = (int(group.replace(",", "")) for group in match.groups())
+        isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
     elif prefill:
-        isl, osl = int(prefill.group(1).replace(",", "")), 1
+        isl, osl = _tokens(prefill.group(1)), 1
     else:
         raise RowError("the row gives no ISL/OSL or prompt length")
     batch = _BATCH.search(text)
     concurrency = _CONCURRENCY.search(text)
-    if "offline" in text or "max concurrency" in text:
+    if "offline" in text or "max concurrency" in text or "max load" in text:
         return (
             ServingLoad(isl, osl),
             "continuous",
@@ -116,24 +141,42 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
         size = int(batch.group(1))
         return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
     if concurrency:
-        size = int(concurrency.group(1))
+        size = int(concurrency.group(1) or concurrency.group(2))
         return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
     return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
 
 
+def _seconds(text: str, value: float) -> float:
+    lowered = text.lower()
+    if re.search(r"\d\s*ms\b", lowered):
+        return value / 1e3
+    if re.search(r"\d\s*(?:us|µs)\b", lowered):
+        return value / 1e6
+    return value
+
+
 def _metric(row: PublishedRow) -> tuple[str, float]:
+    """(metric key, measured value in base units) of an inference row."""
     metric = row.text("metric").lower()
     measured_text = row.text("measured")
     measured = first_number(measured_text)
     if measured is None:
         raise RowError(f"measured value {measured_text!r} has no number")
     if "first-token" in metric or "first token" in metric or "ttft" in metric:
-        return "ttft_s", measured / 1e3 if "ms" in measured_text.lower() else measured
-    if "tpot" in metric or "inter-token" in metric:
-        return "tpot_s", measured / 1e3 if "ms" in measured_text.lower() else measured
-    if _RATE.search(metric) and ("/gpu" in metric or "per gpu" in metric):
-        return "output_tokens_per_s_per_gpu", measured
+        return "ttft_s", _seconds(measured_text, measured)
+    if "tpot" in metric or "inter-token" in metric or "itl" in metric or "per output token" in metric:
+        return "tpot_s", _seconds(measured_text, measured)
+    if "latency" in metric:
+        return "request_latency_s", _seconds(measured_text, measured)
+    if "req" in metric and ("/s" in metric or "per s" in metric):
+        return "requests_per_s", measured
     if _RATE.search(metric):
+        if "/user" in metric or "per user" in metric:
+            return "output_tokens_per_s_per_user", measured
+        if "/gpu" in metric or "per gpu" in metric:
+            return "output_tokens_per_s_per_gpu", measured
+        if "output" not in metric and ("total token" in metric or "input" in metric):
+            return "total_tokens_per_s", measured
         return "output_tokens_per_s", measured
     raise RowError(f"metric {row.text('metric')!r} is not one of {', '.join(INFERENCE_METRICS)}")
 
@@ -155,19 +198,29 @@ def inference_row_setup(
     precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
     load, batching, load_note = _load(row)
     metric, measured = _metric(row)
+    notes = [model_note, *cluster_notes, precision_note, load_note]
+    attention_groups = 1
+    if model.moe is not None and _ATTENTION_DP.search(row.joined()):
+        attention_groups, tp = tp, 1
+        notes.append(f"attention data parallelism: {attention_groups} attention groups of 1 GPU per stage")
     plan = InferencePlan(
         tp=tp,
         pp=pp,
         ep=ep,
-        replicas=num_gpus // (tp * pp),
+        dp_attention=attention_groups,
+        replicas=num_gpus // (tp * attention_groups * pp),
         precision=precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
-    notes = (model_note, *cluster_notes, precision_note, load_note)
-    return InferenceRowSetup(model, plan, load, batching, metric, measured, notes), cluster
+    return InferenceRowSetup(model, plan, load, batching, metric, measured, tuple(notes)), cluster
 
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
+    load = estimate.load
+    if metric == "total_tokens_per_s":
+        return estimate.requests_per_s * (load.input_tokens + load.output_tokens)
+    if metric == "request_latency_s":
+        return estimate.ttft_s + (load.output_tokens - 1) * estimate.tpot_s
     return float(getattr(estimate, metric))
 
 

@@ -113,7 +113,6 @@ def deployments_of(plan: InferencePlan, batch: Any) -> Deployments:
         pp=column(plan.pp),
         ep=column(plan.ep),
         dp_attention=column(plan.dp_attention),
-        kv_replication=column(float(plan.kv_replication)),
         batch=np.asarray(batch, dtype=np.float64).reshape(size),
     )
 

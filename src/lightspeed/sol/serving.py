@@ -53,7 +53,6 @@ class Deployments:
     pp: Array
     ep: Array
     dp_attention: Array
-    kv_replication: Array
     batch: Array
 
     def grid(self, *, group_prefill_tokens: Array | None = None, **work: Array) -> IterationGrid:
@@ -66,7 +65,6 @@ class Deployments:
             pp=self.pp,
             ep=self.ep,
             dp_attention=self.dp_attention,
-            kv_replication=self.kv_replication,
             group_prefill_tokens=group_prefill_tokens,
             **work,
         )
