@@ -119,3 +119,27 @@ def test_compare_systems_training_table(run_cli) -> None:  # type: ignore[no-unt
 )
 def test_compare_systems_bad_input(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
     _one_line_error(run_cli("compare", "systems", *args), *words)
+
+
+def test_compare_systems_on_one_gpu_each(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "compare",
+        "systems",
+        "--workload",
+        "infer",
+        "--model",
+        "llama-3-8b",
+        "--systems",
+        "dgx-h100",
+        "dgx-b200",
+        "--gpus",
+        "1",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    systems = json.loads(result.out)["systems"]
+    assert [system["num_gpus"] for system in systems] == [1, 1]
+    assert [system["precision"] for system in systems] == [
+        "fp8",
+        "nvfp4",
+    ]  # auto: the narrowest tensor-core format

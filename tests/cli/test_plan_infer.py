@@ -137,3 +137,10 @@ def test_validate_predicts_the_inference_rows(run_cli, shared: Path) -> None:  #
     assert infer
     assert all(row["status"] == "ok" for row in infer)
     assert payload["summary"]["infer"]["median_abs_error"] <= 0.15
+
+
+def test_search_infer_on_part_of_a_node(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*SEARCH, "--gpus", "2", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["estimate"]["num_gpus"] == 2
+    _one_line_error(run_cli(*SEARCH[:4], "--system", "2xdgx-h100", "--gpus", "9"), "part of a single node")

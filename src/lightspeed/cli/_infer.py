@@ -280,6 +280,7 @@ def search_infer(
         disaggregated=disaggregated,
         attention_dp=plan_family == "wide-ep",
         max_tp=cluster.num_accelerators if allow_cross_domain_tp else None,
+        num_gpus=num_gpus,
     )
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
     if as_json:

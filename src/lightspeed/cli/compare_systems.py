@@ -55,6 +55,7 @@ def _options(workload: str, **values: Any) -> dict[str, Any]:
         "max_tpot_s": parse_bound(values["max_tpot"], "--max-tpot"),
         "disaggregated": values["disaggregated"],
         "plan_family": values["plan_family"],
+        "num_gpus": values["num_gpus"],
     }
 
 
@@ -145,6 +146,7 @@ def command(
         max_tpot=max_tpot,
         disaggregated=disaggregated,
         plan_family=plan_family,
+        num_gpus=num_gpus,
     )
     efficiency = resolve_efficiency(calibration)
     comparison = compare_systems(

@@ -363,6 +363,7 @@ class _Request:
 
     model: TransformerSpec
     cluster: Cluster
+    num_gpus: int
     load: ServingLoad
     precision: str
     bounds: tuple[float | None, float | None]
@@ -373,7 +374,7 @@ def _space(
     request: _Request, ih: InferenceHardware, limit: int, *, disaggregated: bool, attention_dp: bool
 ) -> tuple[_Shapes, np.ndarray]:
     """Every fitting (replica shape, batch) point, or the error saying why there is none."""
-    model, num_gpus = request.model, request.cluster.num_accelerators
+    model, num_gpus = request.model, request.num_gpus
     shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
     if shapes.tp.size == 0:
         raise InvalidPlanError(
@@ -395,7 +396,7 @@ def _space(
 def _frontier(
     request: _Request, points: _Shapes, batch: np.ndarray, arrays: ServingArrays, front: np.ndarray
 ) -> tuple[FrontierPoint, ...]:
-    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.cluster.num_accelerators
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
     return tuple(
         FrontierPoint(
             plan=_plan_of(points, int(i), request.model, request.precision, request.speculative).describe(),
@@ -413,7 +414,7 @@ def _select(
     request: _Request, points: _Shapes, arrays: ServingArrays, frontier_points: int
 ) -> tuple[int, np.ndarray, int]:
     """(index of the best feasible point, indices of the frontier, number feasible)."""
-    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.cluster.num_accelerators
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
     ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
     max_ttft, max_tpot = request.bounds
     meets_ttft = ttft <= max_ttft if max_ttft is not None else np.ones_like(ttft, dtype=bool)
@@ -430,6 +431,18 @@ def _select(
     return best, front, int(feasible.sum())
 
 
+def _gpus(cluster: Cluster, num_gpus: int | None) -> int:
+    """GPUs the search may use: all of the cluster, or part of a single node or rack."""
+    total = cluster.num_accelerators
+    if num_gpus is None or num_gpus == total:
+        return total
+    if num_gpus > total or cluster.num_nodes > 1:
+        raise InvalidPlanError(
+            f"{num_gpus} GPUs: a search uses all {total} GPUs of {cluster.name}, or part of a single node"
+        )
+    return num_gpus
+
+
 def search_inference(
     *,
     model: TransformerSpec,
@@ -443,6 +456,7 @@ def search_inference(
     disaggregated: bool = False,
     attention_dp: bool = True,
     max_tp: int | None = None,
+    num_gpus: int | None = None,
     frontier_points: int = 24,
 ) -> InferenceSearchResult:
     """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
@@ -450,11 +464,13 @@ def search_inference(
     Every replica shape that tiles the cluster (TP up to ``max_tp``, default the
     scale-up domain) and every batch up to its KV-cache limit is tried, with
     prefill/decode pool splits too when ``disaggregated`` and attention data
-    parallelism for MoE models when ``attention_dp``. Raises
+    parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
+    single-node cluster (default: every GPU). Raises
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
     """
     started = time.perf_counter()
-    request = _Request(model, cluster, load, precision, (max_ttft_s, max_tpot_s), speculative)
+    gpus = _gpus(cluster, num_gpus)
+    request = _Request(model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative)
     ih = inference_hardware(cluster, InferencePlan(precision=precision), efficiency)
     limit = max_tp or ih.hardware.domain_size
     points, batch = _space(request, ih, limit, disaggregated=disaggregated, attention_dp=attention_dp)
@@ -474,7 +490,7 @@ def search_inference(
     return InferenceSearchResult(
         model=model.name,
         system=cluster.name,
-        num_gpus=cluster.num_accelerators,
+        num_gpus=request.num_gpus,
         load=load,
         max_ttft_s=max_ttft_s,
         max_tpot_s=max_tpot_s,
@@ -483,7 +499,7 @@ def search_inference(
         elapsed_s=time.perf_counter() - started,
         best=estimate,
         frontier=_frontier(request, points, batch, arrays, front),
-        constraints=_constraints(model, ih, limit, cluster.num_accelerators),
+        constraints=_constraints(model, ih, limit, request.num_gpus),
     )
 
 

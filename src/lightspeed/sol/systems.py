@@ -169,14 +169,16 @@ def _result(
     limits: TopologyLimits,
     train: TrainEstimate | None = None,
     infer: InferenceEstimate | None = None,
+    num_gpus: int | None = None,
 ) -> SystemResult:
+    gpus = num_gpus or cluster.num_accelerators
     return SystemResult(
         system=cluster.name,
-        num_gpus=cluster.num_accelerators,
+        num_gpus=gpus,
         precision=precision,
         plan=plan,
         throughput_tokens_per_s=rate,
-        throughput_tokens_per_s_per_gpu=rate / cluster.num_accelerators,
+        throughput_tokens_per_s_per_gpu=rate / gpus,
         step_s=step,
         ttft_s=infer.ttft_s if infer is not None else None,
         tpot_s=infer.tpot_s if infer is not None else None,
@@ -246,6 +248,13 @@ def _kv_transfer_share(best: InferenceEstimate, fabric: Any, slow: str | None) -
     )
 
 
+def _part_of_node(cluster: Cluster, num_gpus: int | None) -> int | None:
+    """``num_gpus`` when it asks for part of a single-node cluster, else ``None`` (all of it)."""
+    if num_gpus is not None and cluster.num_nodes == 1 and num_gpus < cluster.num_accelerators:
+        return num_gpus
+    return None
+
+
 def _infer_result(
     model: TransformerSpec,
     cluster: Cluster,
@@ -263,6 +272,7 @@ def _infer_result(
         efficiency=efficiency,
         disaggregated=options.get("disaggregated", False),
         attention_dp=options.get("plan_family", "wide-ep") == "wide-ep",
+        num_gpus=_part_of_node(cluster, options.get("num_gpus")),
     )
     best = search.best
     ih = inference_hardware(cluster, best.plan, efficiency)
@@ -282,6 +292,7 @@ def _infer_result(
         shares=shares,
         limits=topology_limits(cluster, efficiency),
         infer=best,
+        num_gpus=search.num_gpus,
     )
 
 
@@ -300,7 +311,8 @@ def compare_systems(
     (the narrowest the GPU computes in); empty means bf16 for training and auto
     for inference. ``options``: training ``global_batch`` and ``seq_len``;
     inference ``load`` (a :class:`ServingLoad`), ``max_ttft_s``, ``max_tpot_s``,
-    ``disaggregated`` and ``plan_family`` (``tp-ep-pp`` or ``wide-ep``).
+    ``disaggregated``, ``plan_family`` (``tp-ep-pp`` or ``wide-ep``) and
+    ``num_gpus`` (part of a single-node system).
     """
     if workload not in WORKLOADS:
         raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
