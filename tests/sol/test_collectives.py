@@ -89,3 +89,14 @@ def test_single_rank_groups_cost_nothing(catalog: Catalog) -> None:
     assert float(all_reduce_s(fabric, GB, 1)) == 0.0
     assert float(all_gather_s(fabric, GB, 1)) == 0.0
     assert float(all_to_all_s(fabric, GB, 1)) == 0.0
+
+
+def test_sharp_moves_each_cross_node_byte_once(catalog: Catalog) -> None:
+    cluster = catalog.cluster("dgx-h100", num_nodes=4)
+    plain = fabric_of(cluster, bandwidth_efficiency=1.0)
+    sharp = fabric_of(cluster, bandwidth_efficiency=1.0, scale_out_reduction=True)
+    size = 1 * GB
+    latency = 4 * plain.scale_out.latency_s  # type: ignore[union-attr]
+    assert float(all_reduce_s(plain, size, 4, 8)) == pytest.approx(2 * 3 / 4 * size / (50 * GB) + latency)
+    assert float(all_reduce_s(sharp, size, 4, 8)) == pytest.approx(size / (50 * GB) + latency)
+    assert float(all_reduce_s(sharp, size, 8, 1)) == float(all_reduce_s(plain, size, 8, 1))  # inside a node

@@ -112,6 +112,9 @@ command.add_command(plan_infer)
 @click.option(
     "--no-fit-check", is_flag=True, help="Show the estimate even if the plan does not fit in memory."
 )
+@click.option(
+    "--sharp", is_flag=True, help="In-network reduction on the scale-out switches (InfiniBand SHARP)."
+)
 @calibration_option
 @json_option
 def train(
@@ -142,6 +145,7 @@ def train(
     uneven_pipeline: bool,
     attention_impl: str,
     no_fit_check: bool,
+    sharp: bool,
     calibration: str | None,
     as_json: bool,
 ) -> None:
@@ -179,6 +183,7 @@ def train(
         efficiency=resolve_efficiency(calibration),
         num_tokens=parse_count(tokens_text) if tokens_text else None,
         check_fit=not no_fit_check,
+        sharp=sharp,
     )
     if as_json:
         print_json(train_json(estimate))

@@ -59,6 +59,9 @@ command.add_command(search_infer)
 )
 @click.option("--tp-overlap/--no-tp-overlap", default=False, show_default=True)
 @click.option("--dp-overlap/--no-dp-overlap", default=True, show_default=True)
+@click.option(
+    "--sharp", is_flag=True, help="In-network reduction on the scale-out switches (InfiniBand SHARP)."
+)
 @calibration_option
 @json_option
 def train(
@@ -76,6 +79,7 @@ def train(
     schedules: str,
     tp_overlap: bool,
     dp_overlap: bool,
+    sharp: bool,
     calibration: str | None,
     as_json: bool,
 ) -> None:
@@ -94,6 +98,7 @@ def train(
         template=TrainingPlan(tp_overlap=tp_overlap, dp_overlap=dp_overlap),
         schedules=tuple(part.strip() for part in schedules.split(",") if part.strip()),
         max_tp=None if allow_cross_domain_tp else cluster.system.scale_up_domain_size,
+        sharp=sharp,
     )
     if as_json:
         print_json(search_json(result))

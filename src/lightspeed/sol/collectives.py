@@ -59,8 +59,13 @@ class Fabric(Record):
         return self.scale_up.name
 
 
-def fabric_of(cluster: Cluster, bandwidth_efficiency: float) -> Fabric:
-    """The fabric levels of ``cluster`` from its catalog records."""
+def fabric_of(cluster: Cluster, bandwidth_efficiency: float, scale_out_reduction: bool = False) -> Fabric:
+    """The fabric levels of ``cluster`` from its catalog records.
+
+    ``scale_out_reduction`` says the scale-out switches reduce in the network
+    (InfiniBand SHARP): the cross-node part of an all-reduce then moves each byte
+    once instead of ``2(n-1)/n`` times.
+    """
     system = cluster.system
     accelerator = system.accelerator
     scale_up = accelerator.scale_up
@@ -83,7 +88,7 @@ def fabric_of(cluster: Cluster, bandwidth_efficiency: float) -> Fabric:
             domain_size=cluster.num_accelerators,
             bandwidth_per_gpu_bytes_per_s=cluster.scale_out_per_accelerator_bytes_per_s(),
             latency_s=fabric.link.latency_s,
-            in_network_reduction=False,
+            in_network_reduction=scale_out_reduction,
         )
     return Fabric(scale_up=up, scale_out=out, bandwidth_efficiency=bandwidth_efficiency)
 
@@ -131,7 +136,9 @@ def all_reduce_s(
     domains, b0, b1, alpha = _levels(fabric, group, local)
     nvls = fabric.scale_up.in_network_reduction
     intra = np.where(nvls & (local > 1), size, 2.0 * (local - 1.0) / local * size) / b0
-    inter = 2.0 * (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
+    sharp = fabric.scale_out is not None and fabric.scale_out.in_network_reduction
+    passes = 1.0 if sharp else 2.0 * (domains - 1.0) / domains
+    inter = np.where(domains > 1.0, passes, 0.0) * size / (_nics(local, flat) * b1)
     time = np.maximum(intra, inter) + _latency(2.0 * (group - 1.0), group, alpha)
     return np.where(group > 1, time, 0.0)
 

@@ -244,15 +244,17 @@ def estimate_training(
     flop_convention: str = DEFAULT_FLOP_CONVENTION,
     num_tokens: float | None = None,
     check_fit: bool = False,
+    sharp: bool = False,
 ) -> TrainEstimate:
     """Predict one training plan on ``cluster`` (see :class:`TrainEstimate`).
 
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist
     on ``cluster``, or, with ``check_fit=True``, if it does not fit in memory.
+    ``sharp=True`` models in-network reduction on the scale-out switches.
     """
     check_gpu_count(plan, cluster)
     validate_plan(plan, model)
-    hardware = hardware_for(cluster, plan.precision, efficiency)
+    hardware = hardware_for(cluster, plan.precision, efficiency, sharp)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
     estimate = estimate_from_arrays(
         arrays=arrays,

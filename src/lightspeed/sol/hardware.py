@@ -77,12 +77,15 @@ class Hardware(Record):
         return self.fabric.scale_up.domain_size
 
 
-def hardware_for(cluster: Cluster, precision: str, efficiency: EfficiencyModel | None = None) -> Hardware:
+def hardware_for(
+    cluster: Cluster, precision: str, efficiency: EfficiencyModel | None = None, sharp: bool = False
+) -> Hardware:
     """Bundle the catalog figures an estimate needs for ``precision`` on ``cluster``.
 
     The peak is the accelerator's *dense* figure for the precision the GEMMs run
     in; fp32 training uses the TF32 tensor row when the device has one (as
-    PyTorch does with ``allow_tf32``), else plain FP32.
+    PyTorch does with ``allow_tf32``), else plain FP32. ``sharp`` turns on
+    in-network reduction on the scale-out network (InfiniBand SHARP).
     """
     accelerator = cluster.system.accelerator
     row = compute_precision(precision)
@@ -105,7 +108,7 @@ def hardware_for(cluster: Cluster, precision: str, efficiency: EfficiencyModel |
         usable_memory_bytes=accelerator.memory_usable_bytes,
         input_bytes_per_element=min(bytes_per_element(precision), activation_bytes),
         activation_bytes_per_element=activation_bytes,
-        fabric=fabric_of(cluster, model.collective_bandwidth_efficiency),
+        fabric=fabric_of(cluster, model.collective_bandwidth_efficiency, sharp),
         efficiency=model,
         overheads=load_runtime_overheads(),
     )

@@ -278,6 +278,7 @@ def search_training(
     num_tokens: float | None = None,
     schedules: tuple[str, ...] = ("1f1b",),
     max_tp: int | None = None,
+    sharp: bool = False,
 ) -> SearchResult:
     """Every valid plan of ``model`` on ``cluster``, best ``top`` first (fitting plans first).
 
@@ -296,7 +297,7 @@ def search_training(
     base = (template or TrainingPlan()).with_changes(
         global_batch_size=global_batch_size, seq_len=seq_len, precision=precision
     )
-    hardware = hardware_for(cluster, precision, efficiency)
+    hardware = hardware_for(cluster, precision, efficiency, sharp)
     columns = _product(space)
     valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
     columns = {name: values[valid] for name, values in columns.items()}
