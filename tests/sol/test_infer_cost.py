@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import InferencePlan
+from lightspeed.sol import InferencePlan, default_efficiency
 from lightspeed.sol.infer_cost import (
     IterationGrid,
     inference_hardware,
@@ -136,3 +136,21 @@ def test_iteration_time_grows_with_batch_and_context(
     base = time(sequences, context)
     assert time(sequences + extra, context) >= base * (1 - 1e-12)
     assert time(sequences, context + more_context) >= base * (1 - 1e-12)
+
+
+def test_mla_latent_cache_is_read_whole_by_every_tp_rank(models: ModelRegistry, catalog: Catalog) -> None:
+    deepseek = models.get("deepseek-v3")  # 61 layers, latent 512 + RoPE key 64 per token and layer
+    assert kv_cache_bytes_per_token(deepseek, "fp8") == 61 * (512 + 64)
+    work = {"decode_sequences": 32.0, "decode_context": 8000.0}
+    tp1 = _parts(deepseek, catalog, InferencePlan(tp=1, ep=1, precision="fp8"), **work)
+    tp8 = _parts(deepseek, catalog, InferencePlan(tp=8, ep=8, precision="fp8"), **work)
+    cached = 32 * 8000 * 61 * 576
+    # Every TP rank holds and reads the whole latent: at TP 8 (16 heads per GPU) decode streams it.
+    assert tp8["kv_cache"] == pytest.approx(cached / _stream_bytes_per_s(), rel=0.02)
+    # All 128 heads on one GPU share each latent read: the absorbed decode turns compute-bound, as
+    # FlashMLA's decode kernel does at large batch (REFERENCE.md section 8: 660 TFLOPS on H800).
+    assert tp1["attention_compute"] > cached / _stream_bytes_per_s()
+    hopper = default_efficiency("nvidia-hopper")
+    flop = 61 * 2 * 32 * 8000 * 128 * (2 * 512 + 64)  # QK over latent + RoPE key, AV over the latent
+    rate = 1979e12 * hopper.gemm_max_efficiency * hopper.attention_efficiency_factor  # FP8 attention
+    assert tp1["attention_compute"] == pytest.approx(flop / rate, rel=0.01)

@@ -130,7 +130,7 @@ def inference_hardware(
     attention runs in the KV cache's format when the GPU computes in it (FP8
     attention over an FP8 cache), else in bf16. Inference GEMMs use the family's
     ceiling and tile quantization but not the training fit's size factor, which
-    amounts to a fixed cost per GEMM (0.2-0.4 ms on Hopper) that would swamp a
+    amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
     decode step; the per-kernel launch floor stands in for it.
     """
     accelerator = cluster.system.accelerator
