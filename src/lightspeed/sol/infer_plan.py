@@ -242,7 +242,13 @@ def _compute_row(accelerator: Accelerator, precision: str) -> str | None:
 
 def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisions:
     """Weights, GEMM-input and KV-cache formats of ``plan`` on ``accelerator`` (see
-    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU."""
+    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> formats = resolve_precisions(InferencePlan(precision="nvfp4"), load_catalog().accelerator("b200"))
+    >>> formats.compute, formats.kv_cache, formats.weight_bytes_per_element
+    ('fp4', 'fp8', 0.5625)
+    """
     notes: list[str] = []
     fallback = "bf16" if "bf16" in accelerator.compute else "fp16"
     if plan.activation_precision is not None:

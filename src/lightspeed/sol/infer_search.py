@@ -467,6 +467,14 @@ def search_inference(
     parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
     single-node cluster (default: every GPU). Raises
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.workload import load_models
+    >>> result = search_inference(model=load_models().get("llama-3-8b"),
+    ...     cluster=load_catalog().cluster("dgx-h100"), load=ServingLoad(1024, 256),
+    ...     precision="fp8", max_tpot_s=0.030)
+    >>> result.best.tpot_s <= 0.030 and result.best.num_gpus == 8
+    True
     """
     started = time.perf_counter()
     gpus = _gpus(cluster, num_gpus)

@@ -132,7 +132,13 @@ def topology_limits(cluster: Cluster, efficiency: EfficiencyModel | None = None)
 
 
 def auto_precision(cluster: Cluster) -> str:
-    """The narrowest format the GPU has tensor cores for: NVFP4, FP8, else BF16/FP16."""
+    """The narrowest format the GPU has tensor cores for: NVFP4, FP8, else BF16/FP16.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> catalog = load_catalog()
+    >>> auto_precision(catalog.cluster("gb200-nvl72")), auto_precision(catalog.cluster("dgx-a100"))
+    ('nvfp4', 'bf16')
+    """
     compute = cluster.system.accelerator.compute
     for precision in AUTO_PRECISIONS:
         row = "fp4" if precision == "nvfp4" else precision
@@ -313,6 +319,16 @@ def compare_systems(
     inference ``load`` (a :class:`ServingLoad`), ``max_ttft_s``, ``max_tpot_s``,
     ``disaggregated``, ``plan_family`` (``tp-ep-pp`` or ``wide-ep``) and
     ``num_gpus`` (part of a single-node system).
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.sol import ServingLoad
+    >>> from lightspeed.workload import load_models
+    >>> catalog = load_catalog()
+    >>> comparison = compare_systems(model=load_models().get("llama-3-8b"),
+    ...     clusters=[catalog.cluster("dgx-h100"), catalog.cluster("dgx-b200")], workload="infer",
+    ...     options={"load": ServingLoad(1024, 256)})
+    >>> [result.precision for result in comparison.results], comparison.per_gpu_ratio[1] > 1
+    (['fp8', 'nvfp4'], True)
     """
     if workload not in WORKLOADS:
         raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
@@ -372,7 +388,13 @@ class FabricFigures(Record):
 
 def fabric_figures(cluster: Cluster, efficiency: EfficiencyModel | None = None) -> FabricFigures:
     """Per-GPU bandwidth of the slowest level a job over every GPU crosses, its one-hop latency,
-    and an 8-byte and a 1 GiB all-reduce over all GPUs on the collective model."""
+    and an 8-byte and a 1 GiB all-reduce over all GPUs on the collective model.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> figures = fabric_figures(load_catalog().resolve_cluster("9xdgx-h100@ib-ndr"))
+    >>> figures.slowest_bytes_per_s / 1e9, figures.small_message_latency_s * 1e6  # GB/s, us
+    (50.0, 5.0)
+    """
     fabric = hardware_for(cluster, "bf16", efficiency).fabric
     up, out = fabric.scale_up, fabric.scale_out
     slowest = out if out is not None else up
