@@ -176,7 +176,9 @@ def _batch_for_rate(
     assert wanted is not None
     batches = np.geomspace(1e-3, max_batch, ARRIVAL_GRID_POINTS)
     arrays = serve(ctx, plan, batches, batching, split)
-    rates = np.asarray(arrays.requests_per_s) * _serving_replicas(plan)
+    # The rate grows with the batch; the running maximum keeps the inversion well defined where it
+    # flattens (a batch that buys no rate is never the answer).
+    rates = np.maximum.accumulate(np.asarray(arrays.requests_per_s) * _serving_replicas(plan))
     if wanted > rates[-1]:
         needed = int(np.ceil(wanted / rates[-1] * plan.num_replicas))
         raise InvalidPlanError(
