@@ -1,10 +1,8 @@
 """Statistics for trace analyses: distributions and the Mann-Whitney U test, in numpy.
 
-The two-sided Mann-Whitney U test compares two samples without assuming a
-distribution (step times are skewed by stragglers and hiccups). For small
-samples without ties the p-value is exact (the null distribution of U
-counted by dynamic programming); otherwise it uses the normal approximation
-with tie and continuity corrections, as ``scipy.stats.mannwhitneyu`` does.
+The two-sided Mann-Whitney U test (shared with the regression gate, in
+:mod:`lightspeed.stats`) compares per-step samples of two traces without
+assuming a distribution; this module adds the effect sizes trace diffs report.
 
 >>> result = mann_whitney_u([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
 >>> result.u_b, round(result.p_value, 3), result.rank_biserial
@@ -22,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lightspeed.records import Record
+from lightspeed.stats import mann_whitney_u as shared_mann_whitney_u
 
-EXACT_MAX_SAMPLES: Final = 60  # n_a + n_b up to which the exact null distribution is used
 HODGES_LEHMANN_MAX_PAIRS: Final = 4_000_000
 
 F64 = npt.NDArray[np.float64]
@@ -67,7 +65,7 @@ class MannWhitney(Record):
     ``rank_biserial`` = 2 u_b / (n_a n_b) - 1 is the effect size in [-1, 1]
     (+1: every b above every a); ``shift`` is the Hodges-Lehmann estimate of
     b - a (the median of pairwise differences; the difference of medians
-    when there are too many pairs). ``method`` is ``exact`` or ``normal``.
+    when there are too many pairs). ``method`` is ``exact`` or ``asymptotic``.
     """
 
     num_a: int
@@ -80,83 +78,22 @@ class MannWhitney(Record):
 
 
 def mann_whitney_u(sample_a: Sequence[float] | F64, sample_b: Sequence[float] | F64) -> MannWhitney:
-    """Two-sided Mann-Whitney U test; NaN p-value when a sample is empty."""
+    """Two-sided Mann-Whitney U test (``lightspeed.stats``); NaN p-value when a sample is empty."""
     a = np.asarray(sample_a, dtype=np.float64)
     b = np.asarray(sample_b, dtype=np.float64)
     n_a, n_b = int(a.size), int(b.size)
     if n_a == 0 or n_b == 0:
         return MannWhitney(n_a, n_b, math.nan, math.nan, math.nan, math.nan, "none")
-    pooled = np.concatenate([a, b])
-    ranks = _midranks(pooled)
-    u_b = float(ranks[n_a:].sum() - n_b * (n_b + 1) / 2.0)
-    has_ties = np.unique(pooled).size < pooled.size
-    if not has_ties and n_a + n_b <= EXACT_MAX_SAMPLES:
-        p_value, method = _exact_p(u_b, n_a, n_b), "exact"
-    else:
-        p_value, method = _normal_p(u_b, n_a, n_b, pooled), "normal"
+    test = shared_mann_whitney_u(first=b, second=a, alternative="two-sided")
     return MannWhitney(
         num_a=n_a,
         num_b=n_b,
-        u_b=u_b,
-        p_value=p_value,
-        rank_biserial=2.0 * u_b / (n_a * n_b) - 1.0,
+        u_b=test.u_statistic,
+        p_value=test.p_value,
+        rank_biserial=2.0 * test.u_statistic / (n_a * n_b) - 1.0,
         shift=hodges_lehmann(a, b),
-        method=method,
+        method=test.method,
     )
-
-
-def _midranks(values: F64) -> F64:
-    """Ranks 1..n with ties given their average rank."""
-    order = np.argsort(values, kind="mergesort")
-    sorted_values = values[order]
-    first = np.ones(values.size, dtype=bool)
-    first[1:] = sorted_values[1:] != sorted_values[:-1]
-    starts = np.flatnonzero(first)
-    ends = np.append(starts[1:], values.size)
-    average = (starts + 1 + ends) / 2.0  # mean of ranks start+1 .. end
-    ranks = np.empty(values.size, dtype=np.float64)
-    ranks[order] = np.repeat(average, ends - starts)
-    return ranks
-
-
-def _u_counts(n_a: int, n_b: int) -> npt.NDArray[np.float64]:
-    """Number of arrangements giving each U = 0 .. n_a n_b (no ties).
-
-    f(m, n)(u) = f(m-1, n)(u - n) + f(m, n-1)(u): the largest value belongs
-    either to sample A (adding n to U) or to sample B.
-    """
-    # row[n] holds f(m, n) for the current m; start with m = 0: f(0, n) = [1]
-    row = [np.ones(1) for _ in range(n_b + 1)]
-    for m in range(1, n_a + 1):
-        new_row = [np.ones(1)]  # f(m, 0) = [1]
-        for n in range(1, n_b + 1):
-            counts = np.zeros(m * n + 1)
-            counts[: new_row[n - 1].size] += new_row[n - 1]
-            counts[n : n + row[n].size] += row[n]
-            new_row.append(counts)
-        row = new_row
-    return row[n_b]
-
-
-def _exact_p(u_b: float, n_a: int, n_b: int) -> float:
-    counts = _u_counts(n_a, n_b)
-    total = counts.sum()
-    u = round(u_b)
-    lower = counts[: u + 1].sum() / total
-    upper = counts[u:].sum() / total
-    return float(min(1.0, 2.0 * min(lower, upper)))
-
-
-def _normal_p(u_b: float, n_a: int, n_b: int, pooled: F64) -> float:
-    mean = n_a * n_b / 2.0
-    _, tie_counts = np.unique(pooled, return_counts=True)
-    n = n_a + n_b
-    tie_term = float((tie_counts**3 - tie_counts).sum()) / (n * (n - 1)) if n > 1 else 0.0
-    variance = n_a * n_b / 12.0 * ((n + 1) - tie_term)
-    if variance <= 0:
-        return 1.0
-    z = (abs(u_b - mean) - 0.5) / math.sqrt(variance)
-    return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0))))
 
 
 def hodges_lehmann(a: F64, b: F64) -> float:
