@@ -1,46 +1,39 @@
-"""The seed's training scenarios (examples/seed_training.py) against the published numbers."""
+"""The seed's training scenarios (lightspeed.sol.scenarios, printed by examples/seed_training.py)
+checked against the published numbers."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.sol import (
+    DEEPSEEK_PRETRAIN_GPU_HOURS,
+    deepseek_v3_training,
+    llama3_405b_training,
+    nvlink_cut,
+)
 from lightspeed.workload import ModelRegistry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seed_training.py"
 
 
-@pytest.fixture(scope="module")
-def seed() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("seed_training", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_deepseek_v3_gpu_hours_within_25_percent_of_reported(
-    seed, catalog: Catalog, models: ModelRegistry
-) -> None:  # type: ignore[no-untyped-def]
-    estimate = seed.deepseek_v3(catalog, models)
+def test_deepseek_v3_gpu_hours_within_25_percent_of_reported(catalog: Catalog, models: ModelRegistry) -> None:
+    estimate = deepseek_v3_training(catalog, models)
     # DeepSeek-V3 technical report, Table 1: 2,664K H800 GPU-hours of pre-training on 14.8T tokens.
+    assert DEEPSEEK_PRETRAIN_GPU_HOURS == 2.664e6
     assert estimate.gpu_hours == pytest.approx(2.664e6, rel=0.25)
     assert estimate.plan.effective_schedule == "dualpipe"
     assert estimate.num_gpus == 2048
 
 
-def test_nvlink_cut_costs_little_when_overlapped_or_off_node(
-    seed, catalog: Catalog, models: ModelRegistry
-) -> None:  # type: ignore[no-untyped-def]
-    deepseek = seed.nvlink_cut(catalog, models, 64)
-    inside = seed.nvlink_cut(catalog, models, 8)
+def test_nvlink_cut_costs_little_when_overlapped_or_off_node(catalog: Catalog, models: ModelRegistry) -> None:
+    deepseek = nvlink_cut(catalog, models, 64)
+    inside = nvlink_cut(catalog, models, 8)
     for cut in (deepseek, inside):
         assert cut.h800_overlap_s >= cut.h100_overlap_s  # a slower link never speeds a step up
         assert cut.h800_no_overlap_s >= cut.h100_no_overlap_s
@@ -51,10 +44,20 @@ def test_nvlink_cut_costs_little_when_overlapped_or_off_node(
 
 
 def test_llama3_405b_mfu_within_25_percent_of_the_reported_38_to_43(
-    seed, catalog: Catalog, models: ModelRegistry
-) -> None:  # type: ignore[no-untyped-def]
-    results = seed.llama3_405b(catalog, models)
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    results = llama3_405b_training(catalog, models)
     assert [round(reported, 2) for _, reported in results] == [0.43, 0.41, 0.38]  # Llama 3 paper, Table 4
     for estimate, reported in results:
         assert estimate.mfu == pytest.approx(reported, rel=0.25)
         assert estimate.fits
+
+
+def test_the_example_prints_every_scenario() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--json"], capture_output=True, text=True, check=True, timeout=300
+    )
+    payload = json.loads(completed.stdout)
+    assert payload["deepseek_v3"]["reported_gpu_hours"] == 2.664e6
+    assert [cut["plan"] for cut in payload["nvlink_cut"]] == ["EP64", "EP8"]
+    assert len(payload["llama3_405b"]) == 3

@@ -14,11 +14,11 @@ from typing import Any
 
 from lightspeed.catalog import Catalog, compare_hardware
 from lightspeed.sol import (
+    DEEPSEEK_PRETRAIN_GPU_HOURS,
     ServingLoad,
     TrainEstimate,
-    TrainingPlan,
     compare_systems,
-    estimate_training,
+    deepseek_v3_training,
     fabric_comparison,
     plan_memory,
 )
@@ -37,10 +37,6 @@ GPT_MOE_SERVING: Mapping[str, Any] = {
     "disaggregated": True,
     "plan_family": "tp-ep-pp",
 }
-# DeepSeek-V3 Technical Report (DeepSeek-AI 2024): 2.664M H800 GPU-hours of
-# pre-training on 14.8T tokens, 2048 H800, PP16 DualPipe, EP64, ZeRO-1 DP, FP8.
-DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6
-DEEPSEEK_TOKENS = 14.8e12
 
 
 @dataclass(frozen=True)
@@ -126,24 +122,7 @@ def _fits(estimate: TrainEstimate) -> str:
 
 def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
     """Seed claim 2: DeepSeek-V3 pre-training on 2,048 H800 with DualPipe and EP."""
-    cluster = catalog.resolve_cluster("hgx-h800", num_accelerators=2048)
-    plan = TrainingPlan(
-        tp=1,
-        pp=16,
-        dp=128,
-        ep=64,
-        schedule="dualpipe",
-        zero_stage=1,
-        micro_batch_size=1,
-        global_batch_size=15360,
-        seq_len=4096,
-        precision="fp8",
-        recompute="selective",  # DeepSeek recomputes RMSNorm and MLA up-projections
-        uneven_pipeline=True,  # 61 layers on 16 stages
-    )
-    estimate = estimate_training(
-        model=models.get("deepseek-v3"), cluster=cluster, plan=plan, num_tokens=DEEPSEEK_TOKENS
-    )
+    estimate = deepseek_v3_training(catalog, models)
     hours = estimate.gpu_hours or 0.0
     lines = (
         f"{estimate.system}, PP16 DualPipe, EP64, FP8: step {format_duration(estimate.step_time_s)}, "

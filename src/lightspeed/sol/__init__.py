@@ -26,6 +26,16 @@ from lightspeed.sol.infer_search import FrontierPoint, InferenceSearchResult, se
 from lightspeed.sol.infer_validate import inference_predictor
 from lightspeed.sol.inference import InferenceEstimate, estimate_inference
 from lightspeed.sol.plan import RECOMPUTE, SCHEDULES, TRAINING_PRECISIONS, TrainingPlan, validate_plan
+from lightspeed.sol.scenarios import (
+    DEEPSEEK_PLAN,
+    DEEPSEEK_PRETRAIN_GPU_HOURS,
+    DEEPSEEK_TOKENS,
+    LLAMA3_RUNS,
+    NvlinkCut,
+    deepseek_v3_training,
+    llama3_405b_training,
+    nvlink_cut,
+)
 from lightspeed.sol.search import SearchResult, SearchSpace, default_space, search_training
 from lightspeed.sol.serving import BATCHING_MODES
 from lightspeed.sol.systems import (
@@ -44,8 +54,12 @@ from lightspeed.sol.validate import ValidationReport, ValidationRow, validate_pu
 
 __all__ = [
     "BATCHING_MODES",
+    "DEEPSEEK_PLAN",
+    "DEEPSEEK_PRETRAIN_GPU_HOURS",
+    "DEEPSEEK_TOKENS",
     "INFERENCE_PRECISIONS",
     "KV_PRECISIONS",
+    "LLAMA3_RUNS",
     "PLAN_FAMILIES",
     "RECOMPUTE",
     "SCHEDULES",
@@ -62,6 +76,7 @@ __all__ = [
     "InferencePlan",
     "InferenceSearchResult",
     "MemoryPlan",
+    "NvlinkCut",
     "RatioDecomposition",
     "SearchResult",
     "SearchSpace",
@@ -78,6 +93,7 @@ __all__ = [
     "calibration_path",
     "compare_systems",
     "decompose_ratio",
+    "deepseek_v3_training",
     "default_efficiency",
     "default_space",
     "estimate_inference",
@@ -86,8 +102,10 @@ __all__ = [
     "inference_predictor",
     "lightspeed_home",
     "list_calibrations",
+    "llama3_405b_training",
     "load_calibration",
     "load_efficiency_defaults",
+    "nvlink_cut",
     "plan_memory",
     "save_calibration",
     "search_inference",
