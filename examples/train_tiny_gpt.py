@@ -193,16 +193,26 @@ def worker(args: argparse.Namespace) -> None:
 def start_profiler(args: argparse.Namespace) -> Any:
     if args.profile_trace is None:
         return None
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, schedule
 
-    profiler = profile(activities=[ProfilerActivity.CPU], record_shapes=True)
+    # A schedule makes profiler.step() write ProfilerStep#N spans (torch records step
+    # markers only with one); wait=0, warmup=1 keeps every step after the first.
+    profiler = profile(
+        activities=[ProfilerActivity.CPU],
+        record_shapes=True,
+        schedule=schedule(wait=0, warmup=1, active=1000),
+    )
     profiler.__enter__()
     return profiler
 
 
 def step_profiler(profiler: Any, args: argparse.Namespace, step: int) -> Any:
-    """Stop after three profiled steps and write the Kineto trace."""
-    if profiler is None or step < 2:
+    """Mark a step boundary (a ``ProfilerStep#N`` span in the trace, which per-step
+    analyses and the regression gate need); after three steps write the Kineto trace."""
+    if profiler is None:
+        return None
+    profiler.step()
+    if step < 2:
         return profiler
     profiler.__exit__(None, None, None)
     args.profile_trace.parent.mkdir(parents=True, exist_ok=True)
