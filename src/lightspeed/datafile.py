@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -259,6 +259,19 @@ class Fields:
 
 
 MAX_DATA_FILE_BYTES: Final = 16 * 2**20
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly plus every ``*.toml`` below named folders (``--catalog`` paths)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.toml")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DataFileError(path, "no such file or folder", fix="check the --catalog path")
+    return files
 
 
 def load_toml(path: Path) -> dict[str, Any]:

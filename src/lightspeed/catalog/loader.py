@@ -135,19 +135,6 @@ def builtin_files() -> list[Path]:
     return files
 
 
-def expand_paths(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly plus every ``*.toml`` below named folders."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(path.rglob("*.toml")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise DataFileError(path, "no such file or folder", fix="check the --catalog path")
-    return files
-
-
 def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
     """Parse files into :class:`RawRecords`, skipping records of other kinds.
 

@@ -16,7 +16,6 @@ from lightspeed.catalog.clusters import (
 )
 from lightspeed.catalog.loader import (
     builtin_files,
-    expand_paths,
     find_record,
     normalize_name,
     parse_accelerator,
@@ -27,7 +26,7 @@ from lightspeed.catalog.loader import (
 )
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.catalog.schema import check_record
-from lightspeed.datafile import Fields, load_toml
+from lightspeed.datafile import Fields, expand_paths, load_toml
 from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)

@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import Fields, Source, load_toml, parse_sources
+from lightspeed.datafile import Fields, Source, expand_paths, load_toml, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
@@ -175,19 +175,6 @@ def builtin_model_files() -> list[Path]:
     return sorted(folder.glob("*.toml"))
 
 
-def _expand(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly plus every ``*.toml`` below named folders."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(path.rglob("*.toml")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise DataFileError(path, "no such file or folder", fix="check the --catalog path")
-    return files
-
-
 def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     """The shipped models plus user files (which add models or replace them by name).
 
@@ -197,7 +184,7 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     True
     """
     entries: dict[str, ModelEntry] = {}
-    for path in [*builtin_model_files(), *_expand(extra_paths)]:
+    for path in [*builtin_model_files(), *expand_paths(extra_paths)]:
         data = load_toml(path)
         if _is_model(path, data):
             entry = parse_model(path, data)
