@@ -7,6 +7,7 @@ and docs/inference.md says why.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Iterator
@@ -143,3 +144,26 @@ def test_bad_comparisons_are_refused(catalog: Catalog, models: ModelRegistry) ->
             model=models.get("llama-3-8b"), clusters=[cluster], workload="infer", precisions=["fp8", "bf16"]
         )
     assert fabric_comparison([cluster])[0].scale_out is None
+
+
+def test_examples_print_what_the_tests_check(
+    examples: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpt_moe_example, fabric_example = examples
+    monkeypatch.setattr(sys, "argv", ["seed_inference_gpt_moe.py", "--json"])
+    gpt_moe_example.main()
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["nvidia"] == {"h100": 3.4, "gb200": 150.0, "ratio": 30.0}
+    assert printed["ratio"] == pytest.approx(
+        printed["gb200_tokens_per_s_per_gpu"] / printed["h100_tokens_per_s_per_gpu"]
+    )
+    assert [step["name"] for step in printed["decomposition"]["steps"]][-1] == "scale-up domain"
+    monkeypatch.setattr(sys, "argv", ["seed_inference_gpt_moe.py"])
+    gpt_moe_example.main()
+    assert "NVIDIA: 3.4 vs 150.0 (~30x)" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["seed_nvl72_vs_infiniband.py"])
+    fabric_example.main()
+    text = capsys.readouterr().out
+    assert "1.8 TB/s bidir." in text
+    assert "hop latency" in text
+    assert "best infer plan per system" in text
