@@ -50,7 +50,7 @@ from lightspeed.sol.infer_plan import InferencePlan, Precisions, resolve_precisi
 from lightspeed.sol.layer_cost import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
     KERNELS_PER_MOE_LAYER_FORWARD,
-    _local_dims,
+    local_dims,
 )
 from lightspeed.sol.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.workload import TransformerSpec
@@ -217,11 +217,11 @@ class _Acc:
         return {name: value * factor for name, value in self.parts.items()}
 
 
-def _local(linear: Linear, tp: Array) -> tuple[Array, Array]:
+def inference_local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
     """(k, n) of a linear on one GPU; an expert's up projection splits like a column, its down like a row."""
     if linear.split == "expert":
         linear = replace(linear, split="column" if linear.name.endswith("up") else "row")
-    return _local_dims(linear, tp)
+    return local_dims(linear, tp)
 
 
 def _gemms(
@@ -241,7 +241,7 @@ def _gemms(
     per_weight = precisions.weight_bytes_per_element if weight_bytes is None else weight_bytes
     compute = memory = 0.0
     for linear in linears:
-        k, n = _local(linear, tp)
+        k, n = inference_local_dims(linear, tp)
         flop = 2.0 * m * n * k
         efficiency = ih.gemm_model.gemm_efficiency(m, n, k)
         compute = compute + copies * flop / (hardware.peak_flop_per_s * efficiency)

@@ -29,7 +29,7 @@ from lightspeed.sol.infer_cost import (
     kv_elements_per_token_per_gpu,
     stage_layers,
 )
-from lightspeed.sol.infer_cost import _local as local_dims
+from lightspeed.sol.infer_cost import inference_local_dims as local_dims
 from lightspeed.sol.infer_plan import ServingLoad
 from lightspeed.sol.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.workload import TransformerSpec

@@ -29,7 +29,7 @@ from typing import Final
 from lightspeed.catalog import Accelerator
 from lightspeed.errors import InvalidPlanError
 from lightspeed.records import Record
-from lightspeed.sol.plan import _divisors, _nearest
+from lightspeed.sol.plan import divisors, nearest
 from lightspeed.units import bytes_per_element, compute_precision
 from lightspeed.workload import TransformerSpec
 
@@ -304,7 +304,7 @@ def _check_heads(plan: InferencePlan, model: TransformerSpec) -> None:
     if heads % plan.tp:
         raise InvalidPlanError(
             f"tp={plan.tp} does not divide the {heads} attention heads of {model.name}; "
-            f"try tp={_nearest(plan.tp, _divisors(heads))}"
+            f"try tp={nearest(plan.tp, divisors(heads))}"
         )
     if attention.kind == "mla":
         return  # the latent KV cache is not split by heads: every TP rank holds it
@@ -320,12 +320,12 @@ def _check_heads(plan: InferencePlan, model: TransformerSpec) -> None:
             raise InvalidPlanError(
                 f"tp={plan.tp} is not a multiple of the {kv_heads} KV heads of {model.name}, so heads "
                 "cannot be replicated evenly; "
-                f"try tp={_nearest(plan.tp, [kv_heads * d for d in (1, 2, 4, 8)])}"
+                f"try tp={nearest(plan.tp, [kv_heads * d for d in (1, 2, 4, 8)])}"
             )
     elif kv_heads % plan.tp:
         raise InvalidPlanError(
             f"tp={plan.tp} does not divide the {kv_heads} KV heads of {model.name}; "
-            f"try tp={_nearest(plan.tp, _divisors(kv_heads))}"
+            f"try tp={nearest(plan.tp, divisors(kv_heads))}"
         )
 
 
@@ -341,12 +341,12 @@ def _check_experts(plan: InferencePlan, model: TransformerSpec) -> None:
     if experts % plan.ep:
         raise InvalidPlanError(
             f"ep={plan.ep} does not divide the {experts} routed experts of {model.name}; "
-            f"try ep={_nearest(plan.ep, _divisors(experts))}"
+            f"try ep={nearest(plan.ep, divisors(experts))}"
         )
     if plan.stage_gpus % plan.ep:
         raise InvalidPlanError(
             f"ep={plan.ep} must divide the {plan.stage_gpus} GPUs of a stage (tp x dp-attention = "
-            f"{plan.tp} x {plan.dp_attention}); try ep={_nearest(plan.ep, _divisors(plan.stage_gpus))}"
+            f"{plan.tp} x {plan.dp_attention}); try ep={nearest(plan.ep, divisors(plan.stage_gpus))}"
         )
     expert_tp = plan.stage_gpus // plan.ep
     if model.moe.expert_ffn_hidden_size % expert_tp:

@@ -26,7 +26,7 @@ from lightspeed.sol.infer_cost import InferenceHardware, inference_hardware
 from lightspeed.sol.infer_memory import inference_memory, memory_of
 from lightspeed.sol.infer_plan import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.inference import InferenceEstimate, estimate_inference
-from lightspeed.sol.plan import _divisors
+from lightspeed.sol.plan import divisors
 from lightspeed.sol.serving import (
     Deployments,
     PoolSplit,
@@ -163,7 +163,7 @@ class _Shapes:
 def _tp_values(model: TransformerSpec, num_gpus: int, max_tp: int) -> list[int]:
     heads, kv_heads = model.attention.num_heads, model.attention.num_kv_heads
     values = []
-    for tp in _divisors(heads):
+    for tp in divisors(heads):
         if tp > max_tp or num_gpus % tp:
             continue
         if model.attention.kind != "mla" and kv_heads % tp and tp % kv_heads:
@@ -178,7 +178,7 @@ def _expert_values(model: TransformerSpec, stage_gpus: int) -> list[int]:
     moe = model.moe
     return [
         ep
-        for ep in _divisors(stage_gpus)
+        for ep in divisors(stage_gpus)
         if moe.num_routed_experts % ep == 0 and moe.expert_ffn_hidden_size % (stage_gpus // ep) == 0
     ]
 
@@ -188,13 +188,13 @@ def replica_shapes(
 ) -> list[tuple[int, ...]]:
     """Every (tp, dp_attention, ep, pp, prefill replicas, decode replicas) that tiles ``num_gpus``."""
     shapes: list[tuple[int, ...]] = []
-    attention_groups = _divisors(num_gpus) if model.moe is not None and attention_dp else [1]
+    attention_groups = divisors(num_gpus) if model.moe is not None and attention_dp else [1]
     for tp in _tp_values(model, num_gpus, max_tp):
         for dp in attention_groups:
             stage = tp * dp
             if num_gpus % stage:
                 continue
-            for pp in _divisors(num_gpus // stage):
+            for pp in divisors(num_gpus // stage):
                 if pp > min(model.num_layers, MAX_PIPELINE):
                     continue
                 replicas = num_gpus // (stage * pp)

@@ -99,7 +99,7 @@ def memory_s(hardware: Hardware, num_bytes: Array) -> Array:
     return num_bytes / (hardware.memory_bandwidth_bytes_per_s * hardware.efficiency.memory_efficiency)
 
 
-def _local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
+def local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
     """(k, n) of a linear on one GPU."""
     if linear.split == "column":
         return float(linear.in_features), linear.out_features / tp
@@ -114,7 +114,7 @@ def linears_cost(
     """(forward s, input-grad s, weight-grad s, forward FLOP) of linears on ``m`` tokens."""
     forward = input_grad = weight_grad = flop = 0.0
     for linear in linears:
-        k, n = _local_dims(linear, tp)
+        k, n = local_dims(linear, tp)
         forward = forward + copies * gemm_s(hardware, m, n, k)
         input_grad = input_grad + copies * gemm_s(hardware, m, k, n)
         weight_grad = weight_grad + copies * gemm_s(hardware, k, n, m)

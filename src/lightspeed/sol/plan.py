@@ -151,11 +151,11 @@ def validate_plan(plan: TrainingPlan, model: TransformerSpec, num_gpus: int | No
     _check_context_parallel(plan)
 
 
-def _divisors(value: int) -> list[int]:
+def divisors(value: int) -> list[int]:
     return [d for d in range(1, value + 1) if value % d == 0]
 
 
-def _nearest(value: int, candidates: list[int]) -> int:
+def nearest(value: int, candidates: list[int]) -> int:
     return min(candidates, key=lambda candidate: (abs(candidate - value), candidate))
 
 
@@ -178,21 +178,21 @@ def _check_gpus(plan: TrainingPlan, num_gpus: int | None) -> None:
 def _check_tensor_parallel(plan: TrainingPlan, model: TransformerSpec) -> None:
     heads = model.attention.num_heads
     if heads % plan.tp:
-        valid = [d for d in _divisors(heads) if d <= 64]
+        valid = [d for d in divisors(heads) if d <= 64]
         raise InvalidPlanError(
             f"tp={plan.tp} does not divide the {heads} attention heads of {model.name}; "
-            f"try tp={_nearest(plan.tp, valid)}"
+            f"try tp={nearest(plan.tp, valid)}"
         )
     kv_heads = model.attention.num_kv_heads
     if model.attention.kind != "mla" and kv_heads % plan.tp and plan.tp % kv_heads:
         raise InvalidPlanError(
             f"tp={plan.tp} neither divides nor is a multiple of the {kv_heads} KV heads of "
-            f"{model.name}; try tp={_nearest(plan.tp, _divisors(kv_heads))}"
+            f"{model.name}; try tp={nearest(plan.tp, divisors(kv_heads))}"
         )
     if model.ffn_hidden_size % plan.tp:
         raise InvalidPlanError(
             f"tp={plan.tp} does not divide the MLP size {model.ffn_hidden_size}; "
-            f"try tp={_nearest(plan.tp, [d for d in _divisors(heads) if model.ffn_hidden_size % d == 0])}"
+            f"try tp={nearest(plan.tp, [d for d in divisors(heads) if model.ffn_hidden_size % d == 0])}"
         )
 
 
@@ -203,10 +203,10 @@ def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
             f"pp x vpp = {chunks} pipeline chunks exceed the {model.num_layers} layers of {model.name}"
         )
     if model.num_layers % chunks and not plan.uneven_pipeline:
-        valid = [d for d in _divisors(model.num_layers) if d % plan.vpp == 0 or plan.vpp == 1]
+        valid = [d for d in divisors(model.num_layers) if d % plan.vpp == 0 or plan.vpp == 1]
         raise InvalidPlanError(
             f"pp x vpp = {chunks} does not divide the {model.num_layers} layers of {model.name}; "
-            f"try pp={_nearest(plan.pp, [d // plan.vpp for d in valid if d >= plan.vpp])} "
+            f"try pp={nearest(plan.pp, [d // plan.vpp for d in valid if d >= plan.vpp])} "
             "or allow uneven stages (--uneven-pipeline)"
         )
     schedule = plan.effective_schedule
@@ -235,10 +235,10 @@ def _check_batch(plan: TrainingPlan) -> None:
             f"use a global batch that is a multiple of {plan.dp}, e.g. {plan.dp * max(1, per_replica)}"
         )
     if per_replica % plan.micro_batch_size:
-        valid = _divisors(per_replica)
+        valid = divisors(per_replica)
         raise InvalidPlanError(
             f"micro-batch {plan.micro_batch_size} does not divide the {per_replica} sequences per "
-            f"replica; try --micro-batch {_nearest(plan.micro_batch_size, valid)}"
+            f"replica; try --micro-batch {nearest(plan.micro_batch_size, valid)}"
         )
 
 
@@ -251,7 +251,7 @@ def _check_experts(plan: TrainingPlan, model: TransformerSpec) -> None:
     if experts % plan.ep:
         raise InvalidPlanError(
             f"ep={plan.ep} does not divide the {experts} routed experts; "
-            f"try ep={_nearest(plan.ep, _divisors(experts))}"
+            f"try ep={nearest(plan.ep, divisors(experts))}"
         )
     group = plan.tp * plan.cp * plan.dp
     if group % plan.ep:
