@@ -47,7 +47,7 @@ from lightspeed.sol.infer_plan import InferencePlan, ServingLoad
 from lightspeed.sol.inference import InferenceEstimate, estimate_inference
 from lightspeed.sol.published import PublishedRow, first_number, integer_cell
 from lightspeed.sol.row_config import RowError, resolve_cluster, resolve_model
-from lightspeed.sol.validate import ValidationRow
+from lightspeed.sol.validate import ValidationRow, predicted_row
 from lightspeed.workload import TransformerSpec
 
 INFERENCE_METRICS = (
@@ -251,18 +251,14 @@ def inference_predictor(
             "tpot_s": estimate.tpot_s,
             "bound": estimate.bound,
         }
-        return ValidationRow(
-            id=row.row_id,
+        return predicted_row(
+            row,
             kind="infer",
             metric=setup.metric,
             measured=setup.measured,
             predicted=predicted,
-            rel_error=(predicted - setup.measured) / setup.measured,
-            status="ok",
-            reason="",
             plan=plan,
             assumptions=setup.assumptions + estimate.assumptions,
-            source=row.text("source"),
         )
 
     return predict

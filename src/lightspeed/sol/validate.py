@@ -118,18 +118,39 @@ def _train_row(
         arrays=arrays, index=index, model=setup.model, hardware=hardware, plan=plan
     )
     predicted = _predicted_metric(setup, plan, estimate.step_time_s, hardware.peak_flop_per_s)
-    summary = estimate.plan_summary()
-    return ValidationRow(
-        id=row.row_id,
+    return predicted_row(
+        row,
         kind="train",
         metric=setup.metric,
         measured=setup.measured,
         predicted=predicted,
-        rel_error=(predicted - setup.measured) / setup.measured,
+        plan=estimate.plan_summary(),
+        assumptions=setup.assumptions,
+    )
+
+
+def predicted_row(
+    row: PublishedRow,
+    *,
+    kind: str,
+    metric: str,
+    measured: float,
+    predicted: float,
+    plan: dict[str, Any],
+    assumptions: tuple[str, ...],
+) -> ValidationRow:
+    """The record of a row the engine predicted (relative error against ``measured``)."""
+    return ValidationRow(
+        id=row.row_id,
+        kind=kind,
+        metric=metric,
+        measured=measured,
+        predicted=predicted,
+        rel_error=(predicted - measured) / measured,
         status="ok",
         reason="",
-        plan=summary,
-        assumptions=setup.assumptions,
+        plan=plan,
+        assumptions=assumptions,
         source=row.text("source"),
     )
 
