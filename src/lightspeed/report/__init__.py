@@ -1,67 +1,139 @@
-"""Rendering: the only code that formats text, draws plots and writes HTML."""
+"""Rendering: the only code that formats text, draws plots and writes HTML.
 
-from lightspeed.report.bench import (
-    progress_bar,
-    render_calibration,
-    render_results,
-    roofline_figure,
-    save_roofline,
-)
-from lightspeed.report.console import make_console, print_table
-from lightspeed.report.goodput import (
-    checkpoint_plan_figure,
-    goodput_waterfall_figure,
-    render_checkpoint_plan,
-    render_ledgers,
-    save_goodput_plot,
-)
-from lightspeed.report.html import print_written_report, write_report
-from lightspeed.report.html_inputs import gather_inputs, metric_history_or_reason, predicted_step
-from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
-from lightspeed.report.inference import (
-    pareto_figure,
-    render_fabric_comparison,
-    render_inference_estimate,
-    render_inference_search,
-    render_ratio_decomposition,
-    render_system_comparison,
-    save_pareto_plot,
-)
-from lightspeed.report.regression import print_gate
-from lightspeed.report.results import print_run, print_runs, records_csv
-from lightspeed.report.sol import (
-    render_search_result,
-    render_train_estimate,
-    render_validation,
-    step_breakdown_figure,
-)
-from lightspeed.report.tour import (
-    SAMPLE_TRACE_DIR,
-    TourResult,
-    TourStep,
-    print_tour,
-    print_tour_step,
-    print_tour_summary,
-)
-from lightspeed.report.trace import (
-    print_trace_comms,
-    print_trace_diff,
-    print_trace_idle,
-    print_trace_kernels,
-    print_trace_launch,
-    print_trace_stragglers,
-    print_trace_summary,
-    save_temporal_breakdown,
-    temporal_breakdown_figure,
-    trace_section,
-    trace_summary_json,
-)
-from lightspeed.report.workload import (
-    print_memory_plan,
-    print_model_list,
-    print_model_summary,
-    print_training_flop,
-)
+Names are imported lazily (PEP 562): ``from lightspeed.report import
+print_table`` loads ``report/console.py`` only, so a command pays for the
+renderers it uses (matplotlib, the HTML report, trace tables) and nothing else.
+``_EXPORTS`` maps each public name to its module; a test checks that it agrees
+with the imports below, which are there for type checkers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "progress_bar": "bench",
+    "render_calibration": "bench",
+    "render_results": "bench",
+    "roofline_figure": "bench",
+    "save_roofline": "bench",
+    "make_console": "console",
+    "print_table": "console",
+    "checkpoint_plan_figure": "goodput",
+    "goodput_waterfall_figure": "goodput",
+    "render_checkpoint_plan": "goodput",
+    "render_ledgers": "goodput",
+    "save_goodput_plot": "goodput",
+    "print_written_report": "html",
+    "write_report": "html",
+    "gather_inputs": "html_inputs",
+    "metric_history_or_reason": "html_inputs",
+    "predicted_step": "html_inputs",
+    "BenchInputs": "html_sections",
+    "ReportInputs": "html_sections",
+    "build_sections": "html_sections",
+    "pareto_figure": "inference",
+    "render_fabric_comparison": "inference",
+    "render_inference_estimate": "inference",
+    "render_inference_search": "inference",
+    "render_ratio_decomposition": "inference",
+    "render_system_comparison": "inference",
+    "save_pareto_plot": "inference",
+    "print_gate": "regression",
+    "print_run": "results",
+    "print_runs": "results",
+    "records_csv": "results",
+    "render_search_result": "sol",
+    "render_train_estimate": "sol",
+    "render_validation": "sol",
+    "step_breakdown_figure": "sol",
+    "SAMPLE_TRACE_DIR": "tour",
+    "TourResult": "tour",
+    "TourStep": "tour",
+    "print_tour": "tour",
+    "print_tour_step": "tour",
+    "print_tour_summary": "tour",
+    "print_trace_comms": "trace",
+    "print_trace_diff": "trace",
+    "print_trace_idle": "trace",
+    "print_trace_kernels": "trace",
+    "print_trace_launch": "trace",
+    "print_trace_stragglers": "trace",
+    "print_trace_summary": "trace",
+    "save_temporal_breakdown": "trace",
+    "temporal_breakdown_figure": "trace",
+    "trace_section": "trace",
+    "trace_summary_json": "trace",
+    "print_memory_plan": "workload",
+    "print_model_list": "workload",
+    "print_model_summary": "workload",
+    "print_training_flop": "workload",
+}
+
+if TYPE_CHECKING:
+    from lightspeed.report.bench import (
+        progress_bar,
+        render_calibration,
+        render_results,
+        roofline_figure,
+        save_roofline,
+    )
+    from lightspeed.report.console import make_console, print_table
+    from lightspeed.report.goodput import (
+        checkpoint_plan_figure,
+        goodput_waterfall_figure,
+        render_checkpoint_plan,
+        render_ledgers,
+        save_goodput_plot,
+    )
+    from lightspeed.report.html import print_written_report, write_report
+    from lightspeed.report.html_inputs import gather_inputs, metric_history_or_reason, predicted_step
+    from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
+    from lightspeed.report.inference import (
+        pareto_figure,
+        render_fabric_comparison,
+        render_inference_estimate,
+        render_inference_search,
+        render_ratio_decomposition,
+        render_system_comparison,
+        save_pareto_plot,
+    )
+    from lightspeed.report.regression import print_gate
+    from lightspeed.report.results import print_run, print_runs, records_csv
+    from lightspeed.report.sol import (
+        render_search_result,
+        render_train_estimate,
+        render_validation,
+        step_breakdown_figure,
+    )
+    from lightspeed.report.tour import (
+        SAMPLE_TRACE_DIR,
+        TourResult,
+        TourStep,
+        print_tour,
+        print_tour_step,
+        print_tour_summary,
+    )
+    from lightspeed.report.trace import (
+        print_trace_comms,
+        print_trace_diff,
+        print_trace_idle,
+        print_trace_kernels,
+        print_trace_launch,
+        print_trace_stragglers,
+        print_trace_summary,
+        save_temporal_breakdown,
+        temporal_breakdown_figure,
+        trace_section,
+        trace_summary_json,
+    )
+    from lightspeed.report.workload import (
+        print_memory_plan,
+        print_model_list,
+        print_model_summary,
+        print_training_flop,
+    )
 
 __all__ = [
     "SAMPLE_TRACE_DIR",
@@ -121,3 +193,16 @@ __all__ = [
     "trace_summary_json",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lightspeed.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lightspeed.report.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
