@@ -23,20 +23,17 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.report import make_console, render_ratio_decomposition, render_system_comparison
-from lightspeed.sol import ServingLoad, compare_systems, decompose_ratio
+from lightspeed.sol import (
+    NVIDIA_GPT_MOE_RATIO,
+    NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU,
+    gpt_moe_comparison,
+    gpt_moe_decomposition,
+)
 from lightspeed.workload import AttentionSpec, TransformerSpec, load_models
 
-H100_SYSTEM = "8xdgx-h100@ib-ndr"  # NVIDIA: "8x eight-way HGX H100 GPUs air-cooled"
-GB200_SYSTEM = "gb200-nvl72"
-NVIDIA_H100_PER_GPU = 3.4  # tokens/s per GPU, as the seed quotes NVIDIA
-NVIDIA_GB200_PER_GPU = 150.0
-NVIDIA_RATIO = 30.0
-OPTIONS: dict[str, Any] = {
-    "load": ServingLoad(input_tokens=32768, output_tokens=1024),
-    "max_ttft_s": 5.0,
-    "max_tpot_s": 0.050,
-    "disaggregated": True,
-}
+NVIDIA_H100_PER_GPU = NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU["h100"]
+NVIDIA_GB200_PER_GPU = NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU["gb200"]
+NVIDIA_RATIO = NVIDIA_GPT_MOE_RATIO
 
 
 def model(what_if_gqa: bool = False) -> TransformerSpec:
@@ -54,19 +51,8 @@ def scenario(plan_family: str = "tp-ep-pp", what_if_gqa: bool = False) -> dict[s
     """The comparison of both systems and the factor decomposition of their ratio."""
     catalog = load_catalog()
     spec = model(what_if_gqa)
-    clusters = [catalog.resolve_cluster(H100_SYSTEM), catalog.resolve_cluster(GB200_SYSTEM)]
-    options = {**OPTIONS, "plan_family": plan_family}
-    comparison = compare_systems(
-        model=spec, clusters=clusters, workload="infer", precisions=["fp8", "nvfp4"], options=options
-    )
-    decomposition = decompose_ratio(
-        model=spec,
-        baseline=clusters[0],
-        target=clusters[1],
-        baseline_precision="fp8",
-        target_precision="nvfp4",
-        options=options,
-    )
+    comparison = gpt_moe_comparison(catalog, spec, plan_family)
+    decomposition = gpt_moe_decomposition(catalog, spec, plan_family)
     h100, gb200 = (result.throughput_tokens_per_s_per_gpu for result in comparison.results)
     return {
         "model": spec.name,

@@ -20,35 +20,29 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.report import render_fabric_comparison, render_system_comparison
-from lightspeed.sol import ServingLoad, compare_systems, fabric_comparison
+from lightspeed.sol import (
+    NVL72_VS_INFINIBAND,
+    SEED_FABRIC_CLAIMS,
+    fabric_comparison,
+    nvl72_vs_infiniband_serving,
+    nvl72_vs_infiniband_training,
+)
 from lightspeed.workload import load_models
 
-SYSTEMS = ("gb200-nvl72", "9xdgx-h100@ib-ndr")
-SEED = {
-    "bandwidth_bytes_per_s": {"nvl72": 1.8e12, "infiniband": (20e9, 80e9)},
-    "latency_s": {"nvl72": (1e-6, 2e-6), "infiniband": (5e-6, 10e-6)},
-    "overhead_share": {"nvl72": "a few %", "infiniband": "tens of %"},
-}
+SYSTEMS = NVL72_VS_INFINIBAND
+SEED = SEED_FABRIC_CLAIMS
 
 
 def scenario() -> dict[str, Any]:
     """Fabric figures and the two workloads' comparisons."""
     catalog, models = load_catalog(), load_models()
     clusters = [catalog.resolve_cluster(name) for name in SYSTEMS]
-    training = compare_systems(
-        model=models.get("llama-3-70b"),
-        clusters=clusters,
-        workload="train",
-        options={"global_batch": 288, "seq_len": 4096},
-    )
-    serving = compare_systems(
-        model=models.get("gpt-moe-1.8t"),
-        clusters=clusters,
-        workload="infer",
-        precisions=["fp8"],
-        options={"load": ServingLoad(2048, 512), "max_ttft_s": 2.0, "max_tpot_s": 0.05},
-    )
-    return {"fabric": fabric_comparison(clusters), "training": training, "serving": serving, "seed": SEED}
+    return {
+        "fabric": fabric_comparison(clusters),
+        "training": nvl72_vs_infiniband_training(catalog, models),
+        "serving": nvl72_vs_infiniband_serving(catalog, models),
+        "seed": SEED,
+    }
 
 
 def main() -> None:

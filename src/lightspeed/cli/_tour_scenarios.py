@@ -8,35 +8,24 @@ SEED.md); the numbers next to them come from the catalog and the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lightspeed.catalog import Catalog, compare_hardware
 from lightspeed.sol import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
-    ServingLoad,
+    NVL72_VS_INFINIBAND,
     TrainEstimate,
-    compare_systems,
     deepseek_v3_training,
     fabric_comparison,
+    gpt_moe_comparison,
+    nvl72_vs_infiniband_training,
     plan_memory,
 )
 from lightspeed.store import NewRecord
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_flop, format_percent
 from lightspeed.workload import ModelRegistry, training_flop
-
-# Seed claim 12 as in examples/seed_nvl72_vs_infiniband.py: 72 GPUs either way.
-NVL72_VS_IB = ("gb200-nvl72", "9xdgx-h100@ib-ndr")
-# Seed claim 10 as in examples/seed_inference_gpt_moe.py: NVIDIA's published comparison.
-GPT_MOE_SYSTEMS = ("8xdgx-h100@ib-ndr", "gb200-nvl72")
-GPT_MOE_SERVING: Mapping[str, Any] = {
-    "load": ServingLoad(input_tokens=32768, output_tokens=1024),
-    "max_ttft_s": 5.0,
-    "max_tpot_s": 0.050,
-    "disaggregated": True,
-    "plan_family": "tp-ep-pp",
-}
 
 
 @dataclass(frozen=True)
@@ -145,19 +134,14 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
 def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
     """Seed claim 12: one NVL72 rack vs 9 x 8 H100 over InfiniBand (72 GPUs each): fabric
     figures, then the best Llama-3-70B training plan on each and its exposed communication."""
-    clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_IB]
+    clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_INFINIBAND]
     lines = [
         f"{fabric.system}: slowest link {format_bytes_per_s(fabric.slowest_bidirectional_bytes_per_s)} "
         f"bidirectional per GPU, small-message latency {format_duration(fabric.small_message_latency_s)}"
         for fabric in fabric_comparison(clusters)
     ]
     lines.append("  (seed: 1.8 TB/s vs 20-80 GB/s per GPU, 1-2 us vs 5-10 us)")
-    training = compare_systems(
-        model=models.get("llama-3-70b"),
-        clusters=clusters,
-        workload="train",
-        options={"global_batch": 288, "seq_len": 4096},
-    )
+    training = nvl72_vs_infiniband_training(catalog, models)
     for result in training.results:
         lines.append(
             f"llama-3-70b best plan on {result.system} ({result.plan}): "
@@ -173,14 +157,7 @@ def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
 def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
     """Seed claim 10: GPT-MoE-1.8T served on 8 x HGX H100 (FP8) vs one GB200 NVL72 (NVFP4)
     under NVIDIA's bounds (32,768 in / 1,024 out tokens, TTFT <= 5 s, 50 ms between tokens)."""
-    clusters = [catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS]
-    comparison = compare_systems(
-        model=models.get("gpt-moe-1.8t"),
-        clusters=clusters,
-        workload="infer",
-        precisions=["fp8", "nvfp4"],
-        options=dict(GPT_MOE_SERVING),
-    )
+    comparison = gpt_moe_comparison(catalog, models.get("gpt-moe-1.8t"))
     lines = []
     records = []
     for result in comparison.results:

@@ -1,4 +1,4 @@
-"""The seed's training scenarios, predicted with the library (issue 3).
+"""The seed's scenarios, predicted with the library (issues 3 and 4).
 
 Shared by ``examples/seed_training.py``, the tour and the tests, so that the
 plans and the published figures they are checked against live in one place:
@@ -8,18 +8,24 @@ plans and the published figures they are checked against live in one place:
 * the same plan on H100 SXM vs H800 SXM: what the NVLink cut (900 -> 400 GB/s)
   costs with DualPipe's all-to-all overlap and without it;
 * Llama-3 405B on 8,192 and 16,384 H100 vs the 38-43% BF16 MFU Meta reports
-  (Llama 3 paper, Table 4).
+  (Llama 3 paper, Table 4);
+* GPT-MoE-1.8T served on one GB200 NVL72 (NVFP4) vs 8 x HGX H100 (FP8) under
+  NVIDIA's bounds, and the ratio split into factors (seed claim 10);
+* 72 GPUs as an NVL72 rack vs 9 x 8 H100 over InfiniBand (seed claim 12).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from lightspeed.catalog import Catalog
 from lightspeed.records import Record
 from lightspeed.sol.estimate import TrainEstimate, estimate_training
+from lightspeed.sol.infer_plan import ServingLoad
 from lightspeed.sol.plan import TrainingPlan
-from lightspeed.workload import ModelRegistry
+from lightspeed.sol.systems import RatioDecomposition, SystemComparison, compare_systems, decompose_ratio
+from lightspeed.workload import ModelRegistry, TransformerSpec
 
 DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6  # H800 GPU-hours of DeepSeek-V3 pre-training on 14.8T tokens
 DEEPSEEK_TOKENS = 14.8e12
@@ -119,3 +125,83 @@ def llama3_405b_training(catalog: Catalog, models: ModelRegistry) -> list[tuple[
         estimate = estimate_training(model=model, cluster=cluster, plan=plan, flop_convention="6N+attention")
         results.append((estimate, reported))
     return results
+
+
+# --- Inference and system scenarios (seed claims 10 and 12) -------------------------------------
+
+# Seed claim 12: 72 GPUs either way, one NVL72 rack or 9 x 8 H100 over InfiniBand NDR.
+NVL72_VS_INFINIBAND = ("gb200-nvl72", "9xdgx-h100@ib-ndr")
+SEED_FABRIC_CLAIMS = {
+    "bandwidth_bytes_per_s": {"nvl72": 1.8e12, "infiniband": (20e9, 80e9)},
+    "latency_s": {"nvl72": (1e-6, 2e-6), "infiniband": (5e-6, 10e-6)},
+    "overhead_share": {"nvl72": "a few %", "infiniband": "tens of %"},
+}
+# Seed claim 10: NVIDIA's GPT-MoE-1.8T comparison ("8x eight-way HGX H100 air-cooled" vs one
+# GB200 NVL72): 32,768 input / 1,024 output tokens, TTFT <= 5 s, 50 ms between tokens.
+GPT_MOE_SYSTEMS = ("8xdgx-h100@ib-ndr", "gb200-nvl72")
+GPT_MOE_PRECISIONS = ("fp8", "nvfp4")
+NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU = {"h100": 3.4, "gb200": 150.0}
+NVIDIA_GPT_MOE_RATIO = 30.0
+
+
+def gpt_moe_serving_options(plan_family: str = "tp-ep-pp") -> dict[str, Any]:
+    """NVIDIA's load and latency bounds for the GPT-MoE-1.8T comparison."""
+    return {
+        "load": ServingLoad(input_tokens=32768, output_tokens=1024),
+        "max_ttft_s": 5.0,
+        "max_tpot_s": 0.050,
+        "disaggregated": True,
+        "plan_family": plan_family,
+    }
+
+
+def gpt_moe_comparison(
+    catalog: Catalog, model: TransformerSpec, plan_family: str = "tp-ep-pp"
+) -> SystemComparison:
+    """The best deployment of ``model`` on 8 x HGX H100 (FP8) and on one GB200 NVL72 (NVFP4)."""
+    clusters = [catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS]
+    return compare_systems(
+        model=model,
+        clusters=clusters,
+        workload="infer",
+        precisions=list(GPT_MOE_PRECISIONS),
+        options=gpt_moe_serving_options(plan_family),
+    )
+
+
+def gpt_moe_decomposition(
+    catalog: Catalog, model: TransformerSpec, plan_family: str = "tp-ep-pp"
+) -> RatioDecomposition:
+    """The GB200/H100 ratio split into factors, one change at a time."""
+    baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
+    return decompose_ratio(
+        model=model,
+        baseline=baseline,
+        target=target,
+        baseline_precision=GPT_MOE_PRECISIONS[0],
+        target_precision=GPT_MOE_PRECISIONS[1],
+        options=gpt_moe_serving_options(plan_family),
+    )
+
+
+def nvl72_vs_infiniband_training(catalog: Catalog, models: ModelRegistry) -> SystemComparison:
+    """The best Llama-3 70B training plan on each 72-GPU system (batch 288 x 4,096 tokens)."""
+    clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_INFINIBAND]
+    return compare_systems(
+        model=models.get("llama-3-70b"),
+        clusters=clusters,
+        workload="train",
+        options={"global_batch": 288, "seq_len": 4096},
+    )
+
+
+def nvl72_vs_infiniband_serving(catalog: Catalog, models: ModelRegistry) -> SystemComparison:
+    """The best GPT-MoE-1.8T FP8 serving plan on each 72-GPU system (2,048/512 tokens)."""
+    clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_INFINIBAND]
+    return compare_systems(
+        model=models.get("gpt-moe-1.8t"),
+        clusters=clusters,
+        workload="infer",
+        precisions=["fp8"],
+        options={"load": ServingLoad(2048, 512), "max_ttft_s": 2.0, "max_tpot_s": 0.05},
+    )
