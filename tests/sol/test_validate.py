@@ -14,7 +14,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol import validate_published
-from lightspeed.sol.published import first_number, read_table
+from lightspeed.sol.published import PublishedRow, first_number, read_table
+from lightspeed.sol.row_config import parse_metric
 from lightspeed.workload import ModelRegistry
 
 
@@ -85,3 +86,25 @@ def test_a_file_that_is_not_a_table_is_a_data_file_error(tmp_path: Path) -> None
 )
 def test_first_number_reads_the_table_styles(text: str, value: float | None) -> None:
     assert first_number(text) == value
+
+
+def _row(metric: str, measured: str) -> PublishedRow:
+    return PublishedRow(row_id="X", kind="train", line=2, cells={"metric": metric, "measured": measured})
+
+
+@pytest.mark.parametrize(
+    ("metric", "measured", "key", "value"),
+    [
+        ("iteration time (s)", "1.42", "step_time_s", 1.42),
+        ("iteration time (ms)", "450", "step_time_s", 0.45),
+        ("TFLOP/s per GPU; days for 300B tokens", "153; 84 d", "tflop_per_s_per_gpu", 153.0),
+        ("days for 300B tokens", "84 d", "time_to_train_s", 84 * 86400.0),
+        ("MFU %; HFU %; tokens/s/GPU", "42.57; 56.76; 1039", "mfu", 0.4257),
+        ("tokens/s/GPU", "1039", "tokens_per_s_per_gpu", 1039.0),
+        ("throughput, tokens/s", "2.5M", "tokens_per_s", 2.5e6),
+        ("samples/s", "980", "samples_per_s", 980.0),
+        ("pre-training H800 GPU-hours for 14.8T tokens", "2.664M", "gpu_hours", 2.664e6),
+    ],
+)
+def test_metric_text_styles(metric: str, measured: str, key: str, value: float) -> None:
+    assert parse_metric(_row(metric, measured)) == (key, pytest.approx(value))

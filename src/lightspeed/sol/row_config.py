@@ -33,6 +33,7 @@ from lightspeed.sol.published import (
     is_missing,
     parenthesized_number,
 )
+from lightspeed.units import parse_count
 from lightspeed.workload import AttentionSpec, TransformerSpec
 
 FABRIC_KEYWORDS = (
@@ -44,7 +45,17 @@ FABRIC_KEYWORDS = (
     ("ib 50gb/s", "ib-ndr"),
     ("ib 25gb/s", "ib-hdr"),
 )
-METRICS = ("tflop_per_s_per_gpu", "step_time_s", "gpu_hours", "mfu", "tokens_per_s_per_gpu")
+METRICS = (
+    "tflop_per_s_per_gpu",
+    "step_time_s",
+    "gpu_hours",
+    "time_to_train_s",
+    "mfu",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "samples_per_s",
+    "samples_per_s_per_gpu",
+)
 
 
 class RowError(LightspeedError):
@@ -325,22 +336,49 @@ def candidate_plans(
     return plans, notes
 
 
+_TIME_UNITS = (
+    ("ms", 1e-3),
+    ("min", 60.0),
+    ("hour", 3600.0),
+    ("day", 86400.0),
+    (" d", 86400.0),
+    (" h", 3600.0),
+)
+
+
+def _seconds(value: float, text: str) -> float:
+    """``value`` in seconds, from the first time unit named in ``text`` (seconds if none)."""
+    lowered = f" {text.lower()}"
+    hits = [(lowered.find(unit), factor) for unit, factor in _TIME_UNITS if unit in lowered]
+    return value * min(hits)[1] if hits else value
+
+
 def parse_metric(row: PublishedRow) -> tuple[str, float]:
-    """(metric key, measured value in base units) of a training row."""
+    """(metric key, measured value in base units) of a training row.
+
+    The first metric the text names is the one measured (``137 (44%); 4.4 PF``).
+    Rates are per GPU when the text says so (``per GPU``, ``/GPU``), else for the job.
+    """
     metric = row.text("metric").lower()
-    measured = first_number(row.text("measured"))
+    measured_text = row.text("measured")
+    measured = first_number(measured_text)
     if measured is None:
-        raise RowError(f"measured value {row.text('measured')!r} has no number")
+        raise RowError(f"measured value {measured_text!r} has no number")
+    per_gpu = "per gpu" in metric or "/gpu" in metric
     if "gpu-hours" in metric or "gpu hours" in metric:
         return "gpu_hours", measured
     if "iteration time" in metric or "step time" in metric:
-        return "step_time_s", measured
+        return "step_time_s", _seconds(measured, metric + " " + measured_text)
     if metric.startswith("mfu"):
         return "mfu", measured / 100.0
     if "tflop" in metric:
         return "tflop_per_s_per_gpu", measured
     if "tokens/s" in metric:
-        return "tokens_per_s_per_gpu", measured
+        return ("tokens_per_s_per_gpu" if per_gpu else "tokens_per_s"), measured
+    if "samples/s" in metric or "sequences/s" in metric:
+        return ("samples_per_s_per_gpu" if per_gpu else "samples_per_s"), measured
+    if "time to train" in metric or metric.startswith(("days", "hours", "training time")):
+        return "time_to_train_s", _seconds(measured, metric.split(";")[0] + " " + measured_text)
     raise RowError(f"metric {row.text('metric')!r} is not one lightspeed can predict ({', '.join(METRICS)})")
 
 
@@ -372,10 +410,13 @@ def row_setup(row: PublishedRow, catalog: Catalog, registry: object) -> RowSetup
     plans, plan_notes = candidate_plans(row, model, num_gpus, year)
     metric, measured = parse_metric(row)
     convention, recompute, causal, flop_note = flop_convention(row)
-    tokens_match = re.search(r"([\d.]+)\s*t tokens", row.text("metric").lower())
-    num_tokens = float(tokens_match.group(1)) * 1e12 if tokens_match else None
-    if metric == "gpu_hours" and num_tokens is None:
-        raise RowError("a GPU-hours row must name its token budget in the metric (e.g. 'for 14.8T tokens')")
+    tokens_match = re.search(r"([\d.]+\s*[kmbt]?)\s*tokens", row.text("metric").lower())
+    num_tokens = parse_count(tokens_match.group(1).replace(" ", "").upper()) if tokens_match else None
+    if metric in ("gpu_hours", "time_to_train_s") and num_tokens is None:
+        raise RowError(
+            "a GPU-hours or time-to-train row must name its token budget in the metric "
+            "(e.g. 'for 14.8T tokens')"
+        )
     return RowSetup(
         model=model,
         cluster=cluster,

@@ -93,11 +93,15 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, step_s: float, peak: 
     gpus = plan.num_gpus
     if setup.metric == "step_time_s":
         return step_s
-    if setup.metric == "gpu_hours":
+    if setup.metric in ("gpu_hours", "time_to_train_s"):
         assert setup.num_tokens is not None
-        return setup.num_tokens / tokens * step_s * gpus / SECONDS_PER_HOUR
-    if setup.metric == "tokens_per_s_per_gpu":
-        return tokens / step_s / gpus
+        seconds = setup.num_tokens / tokens * step_s
+        return seconds * gpus / SECONDS_PER_HOUR if setup.metric == "gpu_hours" else seconds
+    per_gpu = 1.0 / gpus if setup.metric.endswith("_per_gpu") else 1.0
+    if setup.metric.startswith("tokens_per_s"):
+        return tokens / step_s * per_gpu
+    if setup.metric.startswith("samples_per_s"):
+        return plan.global_batch_size / step_s * per_gpu
     flops = flops_per_token(
         setup.model,
         seq_len=plan.seq_len,
