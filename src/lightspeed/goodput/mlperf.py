@@ -45,12 +45,7 @@ def mllog_ledger(
     MFU divides by the dense peak of ``precision`` (many v4.0 submissions ran
     FP8: pass ``precision="fp8"`` to divide by that peak).
     """
-    end_s = log.run_stop_s if log.run_stop_s is not None else max(block.end_s for block in log.blocks)
-    intervals: list[Interval] = [(PRODUCTIVE, "", block.start_s, block.end_s) for block in log.blocks]
-    intervals += [("eval", "", item.start_s, item.end_s) for item in log.evals if item.end_s > item.start_s]
-    if log.init_stop_s is not None:
-        intervals.append(("init", "", log.init_start_s, log.init_stop_s))
-    buckets, _ = attribute(intervals, start_s=log.init_start_s, end_s=end_s)
+    buckets, end_s = _log_buckets(log)
     total_s = end_s - log.init_start_s
     notes = list(log.notes)
     benchmark = _benchmark(log, model, notes)
@@ -77,24 +72,9 @@ def mllog_ledger(
         models=models,
         convention=convention,
     )
-    time_to_train = log.time_to_train_s
-    details = {
-        "benchmark": log.benchmark,
-        "submitter": log.submitter,
-        "platform": log.platform,
-        "status": log.status,
-        "init_s": log.init_s,
-        "time_to_train_s": time_to_train,
-        "num_blocks": len(log.blocks),
-        "num_evals": len(log.evals),
-        "eval_accuracies": [item.accuracy for item in log.evals],
-        "global_batch_size": log.global_batch_size,
-        "count_unit": benchmark.count_unit if benchmark else None,
-        "run_samples_per_s": samples / time_to_train if samples and time_to_train else None,
-        "run_tokens_per_s": tokens / time_to_train if tokens and time_to_train else None,
-        "run_mfu": flops.mfu * total_s / time_to_train if flops.mfu is not None and time_to_train else None,
-        "system": used_system.to_dict() if used_system is not None else None,
-    }
+    details = _details(
+        log, benchmark, used_system, tokens=tokens, samples=samples, mfu=flops.mfu, total_s=total_s
+    )
     durations, unit = _block_durations(log)
     segment = SegmentView(
         index=0,
@@ -123,6 +103,48 @@ def mllog_ledger(
         notes=tuple(notes),
         details=details,
     )
+
+
+def _log_buckets(log: MlperfLog) -> tuple[dict[str, float], float]:
+    """(seconds per bucket, end of the run): training blocks productive, evals and init badput."""
+    end_s = log.run_stop_s if log.run_stop_s is not None else max(block.end_s for block in log.blocks)
+    intervals: list[Interval] = [(PRODUCTIVE, "", block.start_s, block.end_s) for block in log.blocks]
+    intervals += [("eval", "", item.start_s, item.end_s) for item in log.evals if item.end_s > item.start_s]
+    if log.init_stop_s is not None:
+        intervals.append(("init", "", log.init_start_s, log.init_stop_s))
+    buckets, _ = attribute(intervals, start_s=log.init_start_s, end_s=end_s)
+    return buckets, end_s
+
+
+def _details(
+    log: MlperfLog,
+    benchmark: Any,
+    system: MlperfSystem | None,
+    *,
+    tokens: float | None,
+    samples: float | None,
+    mfu: float | None,
+    total_s: float,
+) -> dict[str, Any]:
+    """What the ledger's JSON reports about the MLPerf run beyond the buckets."""
+    time_to_train = log.time_to_train_s
+    return {
+        "benchmark": log.benchmark,
+        "submitter": log.submitter,
+        "platform": log.platform,
+        "status": log.status,
+        "init_s": log.init_s,
+        "time_to_train_s": time_to_train,
+        "num_blocks": len(log.blocks),
+        "num_evals": len(log.evals),
+        "eval_accuracies": [item.accuracy for item in log.evals],
+        "global_batch_size": log.global_batch_size,
+        "count_unit": benchmark.count_unit if benchmark else None,
+        "run_samples_per_s": samples / time_to_train if samples and time_to_train else None,
+        "run_tokens_per_s": tokens / time_to_train if tokens and time_to_train else None,
+        "run_mfu": mfu * total_s / time_to_train if mfu is not None and time_to_train else None,
+        "system": system.to_dict() if system is not None else None,
+    }
 
 
 def _block_durations(log: MlperfLog) -> tuple[list[float], str]:

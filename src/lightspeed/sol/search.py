@@ -263,6 +263,30 @@ def _evaluate_chunks(
     return np.concatenate(steps), np.concatenate(memories), np.concatenate(distinct)
 
 
+def _check_schedules(schedules: tuple[str, ...]) -> None:
+    for schedule in schedules:
+        if schedule not in SCHEDULE_CODES or schedule == "interleaved":
+            raise InvalidPlanError(
+                f"schedule {schedule!r} is not one of 1f1b, gpipe, zb1p, dualpipe, dualpipev "
+                "(interleaving is searched through vpp)"
+            )
+
+
+def _valid_columns(
+    space: SearchSpace, model: TransformerSpec, num_gpus: int, global_batch_size: int, seq_len: int
+) -> dict[str, np.ndarray]:
+    """The plan space as columns, invalid combinations removed; an error if none is left."""
+    columns = _product(space)
+    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
+    columns = {name: values[valid] for name, values in columns.items()}
+    if columns["tp"].size == 0:
+        raise InvalidPlanError(
+            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size}: "
+            "the batch must split over data-parallel replicas; try a multiple of the GPU count"
+        )
+    return columns
+
+
 def search_training(
     *,
     model: TransformerSpec,
@@ -287,25 +311,13 @@ def search_training(
     """
     started = time.perf_counter()
     num_gpus = cluster.num_accelerators
-    for schedule in schedules:
-        if schedule not in SCHEDULE_CODES or schedule == "interleaved":
-            raise InvalidPlanError(
-                f"schedule {schedule!r} is not one of 1f1b, gpipe, zb1p, dualpipe, dualpipev "
-                "(interleaving is searched through vpp)"
-            )
+    _check_schedules(schedules)
     space = space or default_space(model, num_gpus, seq_len, schedules, max_tp)
     base = (template or TrainingPlan()).with_changes(
         global_batch_size=global_batch_size, seq_len=seq_len, precision=precision
     )
     hardware = hardware_for(cluster, precision, efficiency, sharp)
-    columns = _product(space)
-    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
-    columns = {name: values[valid] for name, values in columns.items()}
-    if columns["tp"].size == 0:
-        raise InvalidPlanError(
-            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size}: "
-            "the batch must split over data-parallel replicas; try a multiple of the GPU count"
-        )
+    columns = _valid_columns(space, model, num_gpus, global_batch_size, seq_len)
     steps, memory, distinct = _evaluate_chunks(columns, base, model, hardware, num_gpus)
     columns = {name: values[distinct] for name, values in columns.items()}
     steps, memory = steps[distinct], memory[distinct]
