@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,3 +71,32 @@ def run_cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
         return CliResult(code, captured.out, captured.err)
 
     return _run
+
+
+def _write_step_trace(path: Path, step_us: list[int], rank: int | None = None) -> Path:
+    """A minimal Kineto trace: one ProfilerStep#N user annotation per step, back to back."""
+    events, start = [], 1_000
+    for number, duration in enumerate(step_us):
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{number}",
+                "pid": 1,
+                "tid": 1,
+                "ts": start,
+                "dur": duration,
+            }
+        )
+        start += duration
+    document: dict[str, object] = {"schemaVersion": 1, "traceEvents": events}
+    if rank is not None:
+        document["distributedInfo"] = {"rank": rank, "world_size": 2, "backend": "nccl"}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def write_step_trace():  # type: ignore[no-untyped-def]
+    """``write_step_trace(path, step_us, rank=None)`` writes a trace of ProfilerStep spans."""
+    return _write_step_trace

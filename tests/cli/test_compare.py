@@ -137,27 +137,11 @@ def test_help_mentions_exit_codes(run_cli) -> None:  # type: ignore[no-untyped-d
     assert "1 regression" in result.out
 
 
-def test_compare_goodput_runs_and_traces(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_compare_goodput_runs_and_traces(run_cli, tmp_path: Path, write_step_trace) -> None:  # type: ignore[no-untyped-def]
     from lightspeed.goodput import Tracker
 
     def trace(name: str, step_us: list[int]) -> Path:
-        events, start = [], 0
-        for number, duration in enumerate(step_us):
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": f"ProfilerStep#{number}",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": start,
-                    "dur": duration,
-                }
-            )
-            start += duration
-        path = tmp_path / name
-        path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-        return path
+        return write_step_trace(tmp_path / name, step_us)
 
     base = trace("a.json", [int(v * 1e6) for v in _normal(1, 0.10, 0.001, 12)])
     cur = trace("b.json", [int(v * 1e6) for v in _normal(2, 0.13, 0.001, 12)])

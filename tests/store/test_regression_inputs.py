@@ -154,50 +154,29 @@ def test_metric_history_prefers_measurements_on_ties(tmp_path: Path) -> None:
         assert metric_history(store=store).name == "measured"  # both in one run; the newer is a prediction
 
 
-def _kineto(path: Path, step_us: list[int], rank: int | None = None) -> Path:
-    """A minimal Kineto trace: one ProfilerStep#N user annotation per step, back to back."""
-    events, start = [], 1_000
-    for number, duration in enumerate(step_us):
-        events.append(
-            {
-                "ph": "X",
-                "cat": "user_annotation",
-                "name": f"ProfilerStep#{number}",
-                "pid": 1,
-                "tid": 1,
-                "ts": start,
-                "dur": duration,
-            }
-        )
-        start += duration
-    document: dict[str, object] = {"schemaVersion": 1, "traceEvents": events}
-    if rank is not None:
-        document["distributedInfo"] = {"rank": rank, "world_size": 2, "backend": "nccl"}
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
-
-
-def test_trace_step_times_from_profiler_steps(tmp_path: Path) -> None:
-    trace = _kineto(tmp_path / "t.json", [900_000, 100_000, 110_000, 105_000])
+def test_trace_step_times_from_profiler_steps(tmp_path: Path, write_step_trace) -> None:
+    trace = write_step_trace(tmp_path / "t.json", [900_000, 100_000, 110_000, 105_000])
     (series,) = load_metric_samples(trace)
     assert series.metric == "step_time_s"
     assert series.samples == pytest.approx((0.9, 0.1, 0.11, 0.105))
     assert series.num_warmup == 1
 
 
-def test_trace_folder_step_is_its_slowest_rank(tmp_path: Path) -> None:
+def test_trace_folder_step_is_its_slowest_rank(tmp_path: Path, write_step_trace) -> None:
     folder = tmp_path / "ranks"
     folder.mkdir()
-    _kineto(folder / "rank-0.json", [100_000, 100_000, 100_000], rank=0)
-    _kineto(folder / "rank-1.json", [100_000, 150_000, 100_000], rank=1)
+    write_step_trace(folder / "rank-0.json", [100_000, 100_000, 100_000], rank=0)
+    write_step_trace(folder / "rank-1.json", [100_000, 150_000, 100_000], rank=1)
     (series,) = load_metric_samples(folder)
     assert series.samples == pytest.approx((0.1, 0.15, 0.1))
 
 
-def test_trace_slowdown_fails_the_gate_and_a_trace_without_steps_is_an_error(tmp_path: Path) -> None:
+def test_trace_slowdown_fails_the_gate_and_a_trace_without_steps_is_an_error(
+    tmp_path: Path, write_step_trace
+) -> None:
     rng = np.random.default_rng(8)
-    base = _kineto(tmp_path / "a.json", [int(v) for v in rng.normal(100_000, 1_000, 16)])
-    cur = _kineto(tmp_path / "b.json", [int(v) for v in rng.normal(120_000, 1_000, 16)])
+    base = write_step_trace(tmp_path / "a.json", [int(v) for v in rng.normal(100_000, 1_000, 16)])
+    cur = write_step_trace(tmp_path / "b.json", [int(v) for v in rng.normal(120_000, 1_000, 16)])
     result = compare_runs(baseline=load_metric_samples(base), current=load_metric_samples(cur))
     assert result.comparisons[0].verdict == "regression"
     no_steps = tmp_path / "none.json"
