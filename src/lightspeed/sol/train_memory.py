@@ -147,10 +147,16 @@ def _activation_bytes_per_layer(
 
 
 def training_memory(
-    grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes, hardware: Hardware, seq_len: int
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    hardware: Hardware,
+    seq_len: int,
+    *,
+    params: StageParams | None = None,
 ) -> TrainMemory:
-    """Peak bytes per GPU of every plan in ``grid``."""
-    params = stage_params(grid, model, shapes)
+    """Peak bytes per GPU of every plan in ``grid`` (``params``: :func:`stage_params`, if known)."""
+    params = params or stage_params(grid, model, shapes)
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / grid.ep
     weight_bytes = hardware.activation_bytes_per_element

@@ -20,7 +20,7 @@ from lightspeed.sol.hardware import Hardware
 from lightspeed.sol.layer_cost import LayerCost, gemm_s, layer_cost, linears_cost, memory_s
 from lightspeed.sol.schedules import bubble_s
 from lightspeed.sol.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.train_memory import TrainMemory, stage_params, training_memory
+from lightspeed.sol.train_memory import StageParams, TrainMemory, stage_params, training_memory
 from lightspeed.workload import TransformerSpec
 
 Array = Any
@@ -96,8 +96,8 @@ def _stage(
     *,
     seq_len: int,
     recompute: Array,
+    params: StageParams,
 ) -> tuple[_Stage, Array]:
-    params = stage_params(grid, model, shapes)
     num_moe = params.moe_layers_per_stage
     num_dense = params.layers_per_stage - num_moe
     dense = layer_cost(
@@ -155,10 +155,9 @@ def _pipeline_p2p(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, se
 
 
 def _data_parallel(
-    grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes, hardware: Hardware, stage: _Stage
+    grid: PlanGrid, params: StageParams, hardware: Hardware, stage: _Stage
 ) -> tuple[Array, Array]:
     """(exposed DP communication, optimizer time) per step."""
-    params = stage_params(grid, model, shapes)
     fabric = hardware.fabric
     weight_bytes = hardware.activation_bytes_per_element
     replicas = grid.dp * grid.cp
@@ -200,14 +199,15 @@ def _data_parallel(
 def evaluate_grid(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_len: int) -> StepArrays:
     """Step breakdown and memory of every plan in ``grid`` (the vectorized core)."""
     shapes = layer_shapes(model)
-    memory = training_memory(grid, model, shapes, hardware, seq_len)
+    params = stage_params(grid, model, shapes)  # computed once: memory, stage and DP all need it
+    memory = training_memory(grid, model, shapes, hardware, seq_len, params=params)
     stage, flop_per_microbatch = _stage(
-        grid, model, shapes, hardware, seq_len=seq_len, recompute=memory.recompute_fraction
+        grid, model, shapes, hardware, seq_len=seq_len, recompute=memory.recompute_fraction, params=params
     )
     m = grid.num_microbatches
     parts = {name: m * value for name, value in stage.parts_per_microbatch.items()}
     parts["bubble"] = bubble_s(grid, stage.forward_s, stage.backward_s, stage.weight_grad_s)
-    parts["dp_comm"], parts["optimizer"] = _data_parallel(grid, model, shapes, hardware, stage)
+    parts["dp_comm"], parts["optimizer"] = _data_parallel(grid, params, hardware, stage)
     flop = flop_per_microbatch * m * grid.dp
     return StepArrays(parts=parts, memory=memory, hardware_flop_per_step=flop)
 
