@@ -23,8 +23,8 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import hardware as hardware_module
-from lightspeed.sol.efficiency import EfficiencyModel, load_efficiency_defaults
-from lightspeed.sol.validate import validate_published
+from lightspeed.sol.core.efficiency import EfficiencyModel, load_efficiency_defaults
+from lightspeed.sol.validation.validate import validate_published
 from lightspeed.workload import load_models
 
 GRID = {

@@ -40,7 +40,7 @@ from typing import Any
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import ServingLoad, inference_predictor, search_inference, validate_published
 from lightspeed.sol import infer_cost as infer_cost_module
-from lightspeed.sol.published import first_number, read_table
+from lightspeed.sol.validation.published import first_number, read_table
 from lightspeed.workload import load_models
 
 PEER_VENV = Path(os.environ.get("PEER_VENV", "/work/venvs/llm-analysis"))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lightspeed.store import MetricSamples, compare_samples
+from lightspeed.gate import MetricSamples, compare_samples
 
 THRESHOLD = 0.05
 SCENARIOS = {

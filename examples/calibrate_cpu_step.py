@@ -43,6 +43,7 @@ from lightspeed.bench import (
     run_membw,
 )
 from lightspeed.catalog import Cluster, load_catalog, local_system
+from lightspeed.gate import benchmark_payloads, benchmark_records, calibration_inputs
 from lightspeed.sol import (
     EfficiencyModel,
     TrainingPlan,
@@ -51,7 +52,7 @@ from lightspeed.sol import (
     estimate_training,
     save_calibration,
 )
-from lightspeed.store import benchmark_payloads, benchmark_records, calibration_inputs, open_store
+from lightspeed.store import open_store
 from lightspeed.workload import AttentionSpec, TransformerSpec
 
 PROFILE = "cpu-step-example"

@@ -23,7 +23,7 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.report import make_console, render_ratio_decomposition, render_system_comparison
-from lightspeed.sol import (
+from lightspeed.tour.scenarios import (
     NVIDIA_GPT_MOE_RATIO,
     NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU,
     gpt_moe_comparison,

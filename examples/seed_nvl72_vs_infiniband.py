@@ -20,10 +20,10 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.report import render_fabric_comparison, render_system_comparison
-from lightspeed.sol import (
+from lightspeed.sol import fabric_comparison
+from lightspeed.tour.scenarios import (
     NVL72_VS_INFINIBAND,
     SEED_FABRIC_CLAIMS,
-    fabric_comparison,
     nvl72_vs_infiniband_serving,
     nvl72_vs_infiniband_training,
 )

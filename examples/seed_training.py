@@ -9,7 +9,7 @@ Run: ``python examples/seed_training.py [--json]``
 3. Llama-3 405B on 8,192 and 16,384 H100: predicted vs the 38-43% BF16 MFU Meta
    reports (Llama 3 paper, Table 4).
 
-The plans and published figures live in ``lightspeed.sol.scenarios`` (the tour
+The plans and published figures live in ``lightspeed.tour.scenarios`` (the tour
 and the tests use them too); this script prints them.
 """
 
@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from lightspeed.catalog import Catalog, load_catalog
-from lightspeed.sol import (
+from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
     deepseek_v3_training,
     llama3_405b_training,

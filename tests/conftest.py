@@ -1,10 +1,9 @@
-"""Shared fixtures: paths to ../shared data, CLI runner, GPU skip."""
+"""Shared fixtures: paths to ../shared data, CLI runner, GPU skip (the isolated home is in ../conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,17 +36,6 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"shared data not found at {SHARED}")
     return SHARED
-
-
-@pytest.fixture(autouse=True)
-def _isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    """Every test writes its store and runs under a fresh LIGHTSPEED_HOME."""
-    monkeypatch.setenv("LIGHTSPEED_HOME", str(tmp_path_factory.mktemp("lightspeed-home")))
-    monkeypatch.delenv("LIGHTSPEED_CATALOG", raising=False)
-    monkeypatch.setenv("COLUMNS", "160")
-    return
 
 
 class CliResult:

@@ -1,74 +1,191 @@
-"""Imports point up the layer table of DESIGN.md only; the CLI uses public APIs only."""
+"""Imports point up the layer table of DESIGN.md only, no module imports itself in a loop,
+and the CLI uses public APIs only.
+
+A layer is a top-level package (``bench``), a subpackage of ``sol`` (``sol.core``,
+``sol.train``, ``sol.infer``, ``sol.validation``) or a base module (``units``). Imports
+made inside functions count; imports under ``if TYPE_CHECKING:`` do not (they never run).
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightspeed"
-BASE = {"units", "errors", "records", "datafile", "stats"}
+BASE = {"units", "errors", "records", "datafile", "stats", "paths", "environment"}
+MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
+ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.validation", "sol"}
+BELOW_REPORT = {"catalog", "workload", *ENGINES, *MEASUREMENT, "store", "gate"}
 
-# package -> packages it may import (besides itself and the base modules)
+# layer -> layers it may import (besides itself and the base modules)
 ALLOWED: dict[str, set[str]] = {
-    "units": set(),
-    "errors": set(),
-    "records": set(),
-    "datafile": set(),
-    "stats": set(),
+    **{name: set() for name in BASE},
     "catalog": set(),
     "workload": set(),
-    "sol": {"catalog", "workload"},
-    "bench": {"sol", "catalog", "workload"},
-    "goodput": {"sol", "workload", "catalog"},
-    "trace": {"catalog"},
-    "monitor": {"catalog"},
-    "store": {"catalog", "workload", "sol", "bench", "goodput", "trace", "monitor"},
-    "report": {"catalog", "workload", "sol", "bench", "goodput", "trace", "monitor", "store"},
-    "cli": {"catalog", "workload", "sol", "bench", "goodput", "trace", "monitor", "store", "report"},
+    "sol.core": {"catalog", "workload"},
+    "sol.train": {"sol.core", "catalog", "workload"},
+    "sol.infer": {"sol.core", "catalog", "workload"},
+    "sol.validation": {"sol.core", "sol.train", "sol.infer", "catalog", "workload"},
+    "sol": {"sol.core", "sol.train", "sol.infer", "sol.validation", "catalog", "workload"},
+    "bench": {*ENGINES, "catalog", "workload"},
+    "goodput": {*ENGINES, "catalog", "workload"},
+    "trace": {*ENGINES, "catalog", "workload"},
+    "monitor": {*ENGINES, "catalog", "workload", "goodput"},
+    "store": set(),
+    "gate": {"store", *MEASUREMENT, *ENGINES, "catalog", "workload"},
+    "report": BELOW_REPORT,
+    "tour": {*BELOW_REPORT, "report"},
+    "cli": {*BELOW_REPORT, "report", "tour"},
 }
 
 
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node except the bodies of ``if TYPE_CHECKING:`` blocks."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in (child, *_runtime_nodes(child)))
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
+def _module_name(path: Path) -> str:
+    parts = ["lightspeed", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULE_PATHS = sorted(SRC.rglob("*.py"))
+MODULES = {_module_name(path): path for path in MODULE_PATHS}
+
+
 def _imports(path: Path) -> list[str]:
+    """Modules ``path`` imports at run time: ``from a import b`` is ``a.b`` when that is a module."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    return [name for name in names if name.split(".")[0] == "lightspeed"]
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                is_module = submodule in MODULES and alias.name not in _bound_names(node.module)
+                names.append(submodule if is_module else node.module)
+    return [name for name in dict.fromkeys(names) if name.split(".")[0] == "lightspeed"]
 
 
-def _package_of(path: Path) -> str:
-    relative = path.relative_to(SRC)
-    return relative.parts[0].removesuffix(".py")
+def _bound_names(package: str) -> set[str]:
+    """Names a package's ``__init__`` binds itself (a function may share a submodule's name)."""
+    path = MODULES.get(package)
+    if path is None or path.name != "__init__.py":
+        return set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    return bound | {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
 
 
-MODULES = sorted(p for p in SRC.rglob("*.py") if p.parent != SRC or p.stem in ALLOWED)
+def layer_of(module: str) -> str:
+    """``lightspeed.sol.train.plan`` -> ``sol.train``; ``lightspeed.sol.systems`` -> ``sol``."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "lightspeed"
+    if parts[0] == "sol" and len(parts) > 1 and parts[1] in {"core", "train", "infer", "validation"}:
+        return f"sol.{parts[1]}"
+    return parts[0]
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+@pytest.mark.parametrize("path", MODULE_PATHS, ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_point_up_the_layers(path: Path) -> None:
-    package = _package_of(path)
-    allowed = ALLOWED[package] | BASE | {package}
+    module = _module_name(path)
+    layer = layer_of(module)
+    if layer in {"lightspeed", "__main__"}:  # the curated API and `python -m lightspeed` reach everything
+        return
+    allowed = ALLOWED[layer] | BASE | {layer}
     for name in _imports(path):
-        parts = name.split(".")
-        if len(parts) == 1:  # `import lightspeed` (the version)
+        target = layer_of(name)
+        if target == "lightspeed":  # `from lightspeed import __version__`
             continue
-        target = parts[1]
         assert target in allowed, (
-            f"{path.relative_to(SRC)} imports {name}: {package} may import {sorted(allowed)}"
+            f"{path.relative_to(SRC)} imports {name}: {layer} may import {sorted(allowed)}"
         )
-        if package == "cli" and target not in {"cli", *BASE}:
-            assert len(parts) == 2, (
+        if layer == "cli" and target not in {"cli", *BASE}:
+            assert name.count(".") == target.count(".") + 1, (
                 f"{path.relative_to(SRC)} imports {name}: the CLI must use the public API "
                 f"(import from lightspeed.{target}, not its submodules)"
             )
 
 
 def test_every_package_is_in_the_layer_table() -> None:
-    packages = {p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("_")}
-    packages |= {p.stem for p in SRC.glob("*.py") if not p.stem.startswith("_")}
-    assert packages <= set(ALLOWED), f"unlisted packages: {sorted(packages - set(ALLOWED))}"
+    layers = {layer_of(name) for name in MODULES} - {"lightspeed", "__main__"}
+    assert layers <= set(ALLOWED), f"unlisted packages: {sorted(layers - set(ALLOWED))}"
+
+
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), or a module importing itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, []):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, []):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def module_graph() -> dict[str, list[str]]:
+    return {name: [t for t in _imports(path) if t in MODULES and t != name] for name, path in MODULES.items()}
+
+
+def test_no_module_import_cycle() -> None:
+    assert _cycles(module_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import() -> None:
+    graph = {"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    source = "def f():\n    from lightspeed.sol.train.search import search_training\n"
+    tree = ast.parse(source)
+    assert any(isinstance(node, ast.ImportFrom) for node in _runtime_nodes(tree))
+
+
+def test_store_imports_no_measurement_or_engine() -> None:
+    reached: set[str] = set()
+    todo = ["lightspeed.store"]
+    graph = module_graph()
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo.extend(graph.get(name, []))
+    layers = {layer_of(name) for name in reached}
+    assert not layers & {"bench", "goodput", "trace", "monitor", *ENGINES}, sorted(layers)

@@ -10,6 +10,7 @@ anything else is a bug and keeps its traceback.
      ├── UserInputError            bad argument or value
      │    ├── UnknownNameError     a device, model or system not in the catalog
      │    └── InvalidPlanError     a parallel plan or deployment that cannot exist
+     │         └── PlanDoesNotFitError  a valid plan that needs more memory than a GPU has
      ├── DataFileError             a malformed file: names file, field, value, fix
      │    └── TraceError           a profiler trace that cannot be read
      ├── MissingExtraError         an optional dependency is not installed
@@ -20,7 +21,7 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 
 class LightspeedError(Exception):
@@ -53,6 +54,47 @@ class UnknownNameError(UserInputError):
 
 class InvalidPlanError(UserInputError):
     """A parallel plan or deployment that cannot exist; says why and what would."""
+
+
+class PlanDoesNotFitError(InvalidPlanError):
+    """A plan that needs more memory per GPU than is usable, with the nearest plan that fits.
+
+    ``nearest_plan`` holds the settings of the closest fitting plan (names as in
+    the engine's plan records, e.g. ``{"tp": 8, "pp": 2}``), or ``None`` when no
+    plan on these GPUs fits; front ends turn it into their own syntax (the CLI
+    into flags).
+
+    >>> error = PlanDoesNotFitError("needs 93 GB per GPU, 80 GB usable", nearest_plan={"tp": 8, "pp": 4},
+    ...                        nearest_memory_bytes=7.0e10)
+    >>> str(error)
+    'needs 93 GB per GPU, 80 GB usable; a plan that fits: tp=8 pp=4'
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        nearest_plan: Mapping[str, int | float | str | bool] | None,
+        nearest_memory_bytes: float | None = None,
+        no_fit_hint: str = "no plan on these GPUs fits: use more GPUs or a smaller model",
+    ) -> None:
+        self.problem = problem
+        self.nearest_plan = dict(nearest_plan) if nearest_plan is not None else None
+        self.nearest_memory_bytes = nearest_memory_bytes
+        self.no_fit_hint = no_fit_hint
+        super().__init__(self.describe(format_setting))
+
+    def describe(self, render: Callable[[str, int | float | str | bool], str]) -> str:
+        """The message with each setting of the nearest plan written by ``render(name, value)``."""
+        if self.nearest_plan is None:
+            return f"{self.problem}; {self.no_fit_hint}"
+        settings = " ".join(render(name, value) for name, value in self.nearest_plan.items())
+        return f"{self.problem}; a plan that fits: {settings}"
+
+
+def format_setting(name: str, value: int | float | str | bool) -> str:
+    """``name=value``: how a library message writes one plan setting."""
+    return f"{name}={value}"
 
 
 class DataFileError(LightspeedError, ValueError):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from lightspeed.bench import environment_fingerprint
-from lightspeed.bench.environment import _cpuinfo_fields
+from lightspeed.environment import _cpuinfo_fields
 
 # Two sockets x two cores with hyper-threading: 8 logical CPUs, 4 physical cores.
 CPUINFO = "\n\n".join(

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lightspeed.bench.environment import _cpuinfo_fields
 from lightspeed.bench.membw import _parse_cache_size
+from lightspeed.environment import _cpuinfo_fields
 from lightspeed.errors import DataFileError
-from lightspeed.store.convert import _read_json_results
+from lightspeed.gate.history import _read_json_results
 
 
 @given(st.text(max_size=200))

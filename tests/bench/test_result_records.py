@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.bench import BenchResult, Stats, make_result
-from lightspeed.store import benchmark_records
+from lightspeed.gate import benchmark_records
 
 
 def test_stats_of_samples() -> None:

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from lightspeed.bench import BenchResult, make_result
+from lightspeed.gate import benchmark_records
 from lightspeed.sol import load_calibration
-from lightspeed.store import benchmark_records, open_store
+from lightspeed.store import open_store
 
 
 def _gemm(size: int, efficiency: float, *, device: str = "cpu", sol_device: str | None = None) -> BenchResult:

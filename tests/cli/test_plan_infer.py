@@ -74,7 +74,10 @@ BASE = ["plan", "infer", "--model", "llama-3-70b"]
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--system", "dgx-h100", "--gpus", "1", "--precision", "bf16"], ("does not fit", "what fits")),
+        (
+            ["--system", "dgx-h100", "--gpus", "1", "--precision", "bf16"],
+            ("does not fit", "a plan that fits: --tp 2 --pp 1"),
+        ),
         (["--system", "2xdgx-h100", "--tp", "16", "--precision", "fp8"], ("KV heads", "--kv-replication")),
         (["--system", "dgx-h100", "--tp", "8", "--precision", "fp8", "--arrival-rate", "1e4"], ("exceed",)),
         (["--system", "dgx-h100", "--tp", "8", "--disaggregated", "one:two"], ("P:D",)),

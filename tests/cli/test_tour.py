@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lightspeed.cli import tour
 from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.tour import steps as tour
 
 STEP_KEYS = ["hardware", "bench", "train", "trace", "predict", "report"]
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -63,7 +63,7 @@ def test_tour_prints_where_the_report_is(run_cli, tmp_path: Path, monkeypatch: p
 
 
 def test_missing_extra_skips_and_user_error_fails(tmp_path: Path) -> None:
-    state = tour._State(out_dir=tmp_path, quick=True, catalog=None, models=None)
+    state = tour.TourState(out_dir=tmp_path, quick=True, catalog=None, models=None)
 
     def needs_torch(_: object) -> list[str]:
         raise MissingExtraError("torch", "bench", "training")
@@ -81,7 +81,7 @@ def test_missing_extra_skips_and_user_error_fails(tmp_path: Path) -> None:
 
 def test_training_without_the_example_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tour, "EXAMPLE", tmp_path / "missing.py")
-    state = tour._State(out_dir=tmp_path, quick=True, catalog=None, models=None)
+    state = tour.TourState(out_dir=tmp_path, quick=True, catalog=None, models=None)
     step = tour.run_step("train", "train", tour.step_train, state)
     assert step.status == "skipped"
     assert "source repository" in step.reason or "torch" in step.reason

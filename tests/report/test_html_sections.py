@@ -10,6 +10,7 @@ import pytest
 
 from lightspeed.bench import make_result
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.gate import benchmark_records
 from lightspeed.goodput import Tracker, build_ledger, read_run
 from lightspeed.report.html import write_report
 from lightspeed.report.html_inputs import (
@@ -25,7 +26,7 @@ from lightspeed.report.html_sections import (
     roofline_section,
     step_section,
 )
-from lightspeed.store import NewRecord, benchmark_records, open_store
+from lightspeed.store import NewRecord, open_store
 
 PEAK_FLOP_PER_S = 1.0e12
 BANDWIDTH_BYTES_PER_S = 50e9
@@ -167,7 +168,7 @@ def test_gather_inputs_from_sources_and_store(tmp_path: Path) -> None:
 
 def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None:  # type: ignore[no-untyped-def]
     """Every kind of section, each with its chart, in a real browser."""
-    from lightspeed.report.tour import SAMPLE_TRACE_DIR
+    from lightspeed.tour.render import SAMPLE_TRACE_DIR
 
     store_path = tmp_path / "s.sqlite"
     with open_store(store_path) as store:
@@ -197,7 +198,7 @@ def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None
 
 
 def test_traces_as_sources_get_one_section_each(tmp_path: Path) -> None:
-    from lightspeed.report.tour import SAMPLE_TRACE_DIR
+    from lightspeed.tour.render import SAMPLE_TRACE_DIR
     from lightspeed.trace import load_trace, summarize
 
     single = SAMPLE_TRACE_DIR / "sampled_rank-0.json.gz"

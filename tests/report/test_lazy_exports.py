@@ -37,7 +37,7 @@ def test_every_export_resolves_to_its_module() -> None:
 def test_importing_one_renderer_does_not_load_matplotlib_or_the_html_report() -> None:
     code = (
         "import sys\n"
-        "from lightspeed.report import print_table\n"
+        "from lightspeed.report import render_table\n"
         "print('matplotlib' in sys.modules, 'lightspeed.report.html' in sys.modules)\n"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

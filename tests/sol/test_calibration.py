@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
+from lightspeed.gate import calibration_inputs
+from lightspeed.paths import lightspeed_home
 from lightspeed.sol import (
     CalibrationInputs,
     CollectivePoint,
@@ -21,8 +23,7 @@ from lightspeed.sol import (
     load_calibration,
     save_calibration,
 )
-from lightspeed.sol.calibration import fit_collectives, fit_gemm, lightspeed_home
-from lightspeed.store import calibration_inputs
+from lightspeed.sol.core.calibration import fit_collectives, fit_gemm
 
 SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 

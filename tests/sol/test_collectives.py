@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.collectives import (
+from lightspeed.sol.core.collectives import (
     all_gather_s,
     all_reduce_s,
     all_to_all_s,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, default_efficiency
-from lightspeed.sol.infer_cost import (
+from lightspeed.sol.infer.cost import (
     IterationGrid,
     inference_hardware,
     iteration_cost,

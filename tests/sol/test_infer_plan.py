@@ -7,7 +7,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol import InferencePlan, ServingLoad, SpeculativeDecoding
-from lightspeed.sol.infer_plan import resolve_precisions, validate_inference_plan
+from lightspeed.sol.infer.plan import resolve_precisions, validate_inference_plan
 from lightspeed.workload import ModelRegistry
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol import ServingLoad, search_inference
-from lightspeed.sol.infer_search import pareto_front, replica_shapes
+from lightspeed.sol.infer.search import pareto_front, replica_shapes
 from lightspeed.workload import ModelRegistry
 
 

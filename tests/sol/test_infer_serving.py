@@ -9,7 +9,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol import InferencePlan, ServingLoad, SpeculativeDecoding, estimate_inference
-from lightspeed.sol.infer_cost import load_inference_parameters
+from lightspeed.sol.infer.cost import load_inference_parameters
 from lightspeed.workload import ModelRegistry, kv_cache_bytes_per_token, parameter_counts
 
 H100_USABLE = 80e9  # bytes, H100 SXM 80 GB
@@ -200,5 +200,5 @@ def test_disaggregated_pools_send_the_kv_cache_over_the_link_between_them(
 
 
 def test_what_does_not_fit_says_what_would(models: ModelRegistry, catalog: Catalog) -> None:
-    with pytest.raises(InvalidPlanError, match=r"does not fit.*what fits: --tp 2"):
+    with pytest.raises(InvalidPlanError, match=r"does not fit.*a plan that fits: tp=2"):
         _estimate(models, catalog, "llama-3-70b", "dgx-h100", InferencePlan(), load=ServingLoad(1000, 1000))

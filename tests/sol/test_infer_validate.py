@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.infer_validate import _load, _metric, inference_row_setup
-from lightspeed.sol.published import PublishedRow, read_table
+from lightspeed.sol.validation.infer_rows import _load, _metric, inference_row_setup
+from lightspeed.sol.validation.published import PublishedRow, read_table
 from lightspeed.workload import ModelRegistry
 
 HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tPP\tGPUs\thardware\tprecision\tmetric\tmeasured"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.sol import TrainingPlan, estimate_training, validate_plan
 from lightspeed.workload import ModelRegistry
 
@@ -23,7 +23,7 @@ def _plan(**changes: object) -> TrainingPlan:
         ({"pp": 3}, r"pp x vpp = 3 does not divide the 80 layers .* try pp=2 or allow uneven stages"),
         (
             {"micro_batch_size": 3},
-            r"micro-batch 3 does not divide the 32 sequences per replica; try --micro-batch 2",
+            r"micro-batch 3 does not divide the 32 sequences per replica; try micro-batch size 2",
         ),
         ({"global_batch_size": 65}, r"global batch 65 does not split over dp=2 .* e.g. 64"),
         ({"ep": 2}, r"ep=2 needs a mixture-of-experts model"),
@@ -50,11 +50,16 @@ def test_plan_that_does_not_fit_names_one_that_does(catalog: Catalog, models: Mo
     plan = TrainingPlan(tp=1, dp=64, micro_batch_size=1, global_batch_size=64, seq_len=4096, zero_stage=0)
     cluster = catalog.cluster("dgx-h100", num_nodes=8)
     with pytest.raises(
-        InvalidPlanError,
+        PlanDoesNotFitError,
         match=r"plan does not fit: 1.\d+ TB per GPU needed, 80 GB usable"
-        r".* a plan that fits: --tp \d+ --pp \d+",
-    ):
+        r".* a plan that fits: tp=\d+ pp=\d+",
+    ) as raised:
         estimate_training(model=models.get("llama-3-70b"), cluster=cluster, plan=plan, check_fit=True)
+    nearest = raised.value.nearest_plan
+    assert nearest is not None
+    assert raised.value.nearest_memory_bytes is not None
+    assert raised.value.nearest_memory_bytes <= 80e9  # the suggestion itself fits
+    assert nearest["tp"] * nearest["pp"] * nearest["dp"] * nearest["cp"] == 64
     small = TrainingPlan(tp=1, dp=8, micro_batch_size=1, global_batch_size=8, seq_len=4096, zero_stage=0)
     with pytest.raises(InvalidPlanError, match=r"no plan on 8 GPUs fits: use more GPUs"):
         estimate_training(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lightspeed.sol.grid import grid_from_plans
-from lightspeed.sol.plan import TrainingPlan
-from lightspeed.sol.schedules import activations_in_flight, bubble_s, parameter_copies
+from lightspeed.sol.train.grid import grid_from_plans
+from lightspeed.sol.train.plan import TrainingPlan
+from lightspeed.sol.train.schedules import activations_in_flight, bubble_s, parameter_copies
 
 
 def _grid(**changes: object):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""The seed's training scenarios (lightspeed.sol.scenarios, printed by examples/seed_training.py)
+"""The seed's training scenarios (lightspeed.tour.scenarios, printed by examples/seed_training.py)
 checked against the published numbers."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import (
+from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
     deepseek_v3_training,
     llama3_405b_training,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.grid import grid_from_plans
-from lightspeed.sol.hardware import hardware_for
-from lightspeed.sol.plan import TrainingPlan
-from lightspeed.sol.shapes import layer_shapes
-from lightspeed.sol.train_memory import _activation_bytes_per_layer, stage_params, training_memory
+from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.core.shapes import layer_shapes
+from lightspeed.sol.train.grid import grid_from_plans
+from lightspeed.sol.train.memory import _activation_bytes_per_layer, stage_params, training_memory
+from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.workload import AttentionSpec, TransformerSpec
 
 # GPT-3 175B shapes as in Korthikanti et al. Table 3: a=96, h=12288, s=2048, L=96.

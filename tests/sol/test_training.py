@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog, Cluster, LinkAttachment
 from lightspeed.sol import TrainingPlan, estimate_training
-from lightspeed.sol.training import BREAKDOWN_PARTS
+from lightspeed.sol.train.step import BREAKDOWN_PARTS
 from lightspeed.workload import ModelRegistry
 
 PLANS = st.fixed_dictionaries(

@@ -14,8 +14,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol import validate_published
-from lightspeed.sol.published import PublishedRow, first_number, read_table
-from lightspeed.sol.row_config import parse_metric
+from lightspeed.sol.validation.published import PublishedRow, first_number, read_table
+from lightspeed.sol.validation.rows import parse_metric
 from lightspeed.workload import ModelRegistry
 
 

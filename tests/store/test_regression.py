@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lightspeed.errors import DataFileError, LightspeedError, UserInputError
-from lightspeed.store.regression import (
+from lightspeed.gate.compare import (
     MetricSamples,
     bootstrap_median_change,
     compare_runs,
     compare_samples,
     mann_whitney_u,
 )
-from lightspeed.store.regression_inputs import load_metric_samples, read_sample_file
+from lightspeed.gate.inputs import load_metric_samples, read_sample_file
 
 
 def _series(

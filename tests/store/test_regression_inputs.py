@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.gate import compare_runs, load_metric_samples
 from lightspeed.goodput import Tracker
-from lightspeed.store import NewRecord, compare_runs, load_metric_samples, open_store
+from lightspeed.store import NewRecord, open_store
 
 FINGERPRINT = {"host_name": "test-host"}
 
@@ -110,7 +111,7 @@ def test_goodput_slowdown_fails_the_gate(tmp_path: Path) -> None:
 
 
 def test_metric_history_picks_the_most_run_metric_and_flags_regressions(tmp_path: Path) -> None:
-    from lightspeed.store import metric_history
+    from lightspeed.gate import metric_history
 
     store_path = tmp_path / "results.sqlite"
     rng = np.random.default_rng(4)
@@ -138,7 +139,7 @@ def test_metric_history_picks_the_most_run_metric_and_flags_regressions(tmp_path
 
 
 def test_metric_history_prefers_measurements_on_ties(tmp_path: Path) -> None:
-    from lightspeed.store import metric_history
+    from lightspeed.gate import metric_history
 
     with open_store(tmp_path / "s.sqlite") as store:
         store.add_records(

@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 
 from lightspeed.report import (
-    print_trace_kernels,
-    print_trace_summary,
+    render_trace_kernels,
+    render_trace_summary,
     save_temporal_breakdown,
     trace_section,
     trace_summary_json,
@@ -63,7 +63,7 @@ def test_html_section(real_trace: Any) -> None:
 def test_names_from_traces_are_not_read_as_markup(write_trace: Any, kineto: Any) -> None:
     trace = load_trace(write_trace("rank-0.json", kineto.document([kineto.kernel("evil[bold]kernel", 0, 5)])))
     console = _console()
-    print_trace_kernels(top_kernels(trace), full_names=True, console=console)
+    render_trace_kernels(top_kernels(trace), full_names=True, console=console)
     assert "evil[bold]kernel" in console.file.getvalue()
 
 
@@ -71,7 +71,7 @@ def test_summary_table_marks_partial_results(write_trace: Any, kineto: Any) -> N
     gpu = write_trace("r0.json", kineto.document([kineto.kernel("gemm", 0, 10)], rank=0))
     cpu = write_trace("r1.json", kineto.document([kineto.cpu_op("aten::add", 0, 10)], rank=1))
     console = _console()
-    print_trace_summary(summarize(load_trace([gpu, cpu])), console=console)
+    render_trace_summary(summarize(load_trace([gpu, cpu])), console=console)
     text = console.file.getvalue()
     assert "PARTIAL" in text
     assert "rank 1: no GPU events" in text

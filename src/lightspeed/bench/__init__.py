@@ -20,7 +20,6 @@ from lightspeed.bench.collectives import (
     measure_rank,
 )
 from lightspeed.bench.copy import run_copy
-from lightspeed.bench.environment import EnvironmentFingerprint, environment_fingerprint
 from lightspeed.bench.gemm import (
     GEMM_DTYPES,
     GemmShape,
@@ -41,6 +40,7 @@ from lightspeed.bench.world import (
     run_collectives_in_world,
     torchrun_rank,
 )
+from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
 
 SUITES = ("gemm", "membw", "copy", "launch", "collectives")
 

@@ -64,7 +64,7 @@ class BenchDevice(Record):
 
 
 def _cpu_name() -> str:
-    from lightspeed.bench.environment import environment_fingerprint
+    from lightspeed.environment import environment_fingerprint
 
     return environment_fingerprint().cpu_model
 

@@ -30,8 +30,9 @@ from lightspeed.bench import (
 )
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.errors import UserInputError
+from lightspeed.gate import benchmark_records
 from lightspeed.report import progress_bar, render_results, save_roofline
-from lightspeed.store import benchmark_records, open_store
+from lightspeed.store import open_store
 from lightspeed.units import parse_bytes
 
 

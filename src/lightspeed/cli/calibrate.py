@@ -9,9 +9,10 @@ import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.errors import UserInputError
+from lightspeed.gate import benchmark_payloads, calibration_inputs
 from lightspeed.report import render_calibration
 from lightspeed.sol import EfficiencyModel, calibrate, default_efficiency, list_calibrations, save_calibration
-from lightspeed.store import benchmark_payloads, calibration_inputs, open_store
+from lightspeed.store import open_store
 
 
 def _base_family(payloads: Sequence[Mapping[str, Any]], base: str | None) -> str:

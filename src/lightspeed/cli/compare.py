@@ -14,8 +14,8 @@ import click
 
 from lightspeed.cli._common import emit, json_option
 from lightspeed.errors import UnsupportedError
-from lightspeed.report import print_gate
-from lightspeed.store import compare_runs, load_metric_samples
+from lightspeed.gate import compare_runs, load_metric_samples
+from lightspeed.report import render_gate
 from lightspeed.units import parse_percent
 
 _SYSTEMS_MODULE = "lightspeed.cli.compare_systems"
@@ -110,5 +110,5 @@ def command(
         alpha=alpha,
         num_warmup=warmup,
     )
-    emit(result, as_json, print_gate)
+    emit(result, as_json, render_gate)
     return 1 if result.num_regressions else 0

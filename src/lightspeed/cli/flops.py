@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
-from lightspeed.report import print_training_flop
+from lightspeed.report import render_training_flop
 from lightspeed.units import parse_count
 from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 
@@ -57,4 +57,4 @@ def command(
         recompute=recompute,
         **{key: value for key, value in options.items() if value is not None},
     )
-    emit(result, as_json, print_training_flop)
+    emit(result, as_json, render_training_flop)

@@ -13,7 +13,12 @@ from lightspeed.catalog import (
 )
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.errors import UnsupportedError, UserInputError
-from lightspeed.report import hardware
+from lightspeed.report import (
+    render_detected_machine,
+    render_hardware_comparison,
+    render_hardware_description,
+    render_hardware_list,
+)
 from lightspeed.units import parse_bytes
 
 KIND_CHOICES = ("accelerator", "link", "cpu", "system")
@@ -33,7 +38,7 @@ def list_command(kind: str | None, as_json: bool) -> None:
     if as_json:
         print_json({"records": entries})
     else:
-        hardware.render_list(entries)
+        render_hardware_list(entries)
 
 
 @command.command("show")
@@ -44,7 +49,7 @@ def show_command(name: str, as_json: bool) -> None:
 
     Systems add their totals derived from components beside the vendor's printed totals.
     """
-    emit(describe(catalog=get_context().catalog(), name=name), as_json, hardware.render_description)
+    emit(describe(catalog=get_context().catalog(), name=name), as_json, render_hardware_description)
 
 
 @command.command("compare")
@@ -58,7 +63,7 @@ def compare_command(names: tuple[str, ...], as_json: bool) -> None:
     emit(
         compare_hardware(catalog=get_context().catalog(), names=list(names)),
         as_json,
-        hardware.render_comparison,
+        render_hardware_comparison,
     )
 
 
@@ -82,7 +87,7 @@ def detect_command(cpu_ghz: float | None, memory_bandwidth: str | None, no_gpu: 
         catalog=catalog, clock_hz=clock_hz, memory_bandwidth_bytes_per_s=bandwidth, probe_gpus=not no_gpu
     )
     if not as_json:
-        hardware.render_detect(machine)
+        render_detected_machine(machine)
         return
     try:
         sol = local_cpu_accelerator(catalog=catalog, cpu=machine.cpu)

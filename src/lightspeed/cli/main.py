@@ -18,7 +18,7 @@ import click
 
 from lightspeed import __version__
 from lightspeed.cli._common import CliContext
-from lightspeed.errors import LightspeedError
+from lightspeed.errors import LightspeedError, PlanDoesNotFitError
 
 # name -> (module, one-line help). The module defines ``command``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -107,11 +107,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         click.echo("lightspeed: aborted", err=True)
         return 130
+    except PlanDoesNotFitError as error:
+        return _fail(error.describe(plan_flag))
     except LightspeedError as error:
         return _fail(str(error))
     except BrokenPipeError:
         return 0
     return int(result) if isinstance(result, int) else 0
+
+
+# Plan settings whose command-line option is not the setting's name with dashes.
+_FLAG_OF_SETTING = {"zero_stage": "zero", "micro_batch_size": "micro-batch"}
+
+
+def plan_flag(name: str, value: int | float | str | bool) -> str:
+    """One plan setting as the option that sets it: ``--tp 8``, ``--zero 1``, ``--kv-replication``."""
+    flag = "--" + _FLAG_OF_SETTING.get(name, name.replace("_", "-"))
+    if isinstance(value, bool):
+        return flag if value else ""
+    return f"{flag} {value}"
 
 
 def _usage_message(error: click.UsageError) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
-from lightspeed.report import print_memory_plan
+from lightspeed.report import render_memory_plan
 from lightspeed.sol import plan_memory
 from lightspeed.workload import resolve_model
 
@@ -69,4 +69,4 @@ def command(
         training=training,
         **{key: value for key, value in options.items() if value is not None},
     )
-    emit(plan, as_json, print_memory_plan)
+    emit(plan, as_json, render_memory_plan)

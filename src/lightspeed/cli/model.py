@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
-from lightspeed.report import print_model_list, print_model_summary
+from lightspeed.report import render_model_list, render_model_summary
 from lightspeed.workload import (
     describe_model,
     entry_from_hf_config,
@@ -30,7 +30,7 @@ def list_command(as_json: bool) -> None:
     if as_json:
         print_json({"models": rows})
     else:
-        print_model_list(rows)
+        render_model_list(rows)
 
 
 @command.command("show")
@@ -65,4 +65,4 @@ def show(name: str | None, config_path: Path | None, seq_len: int | None, as_jso
     else:
         assert name is not None
         entry = resolve_model_entry(name, get_context().models())
-    emit(describe_model(entry, seq_len=seq_len), as_json, print_model_summary)
+    emit(describe_model(entry, seq_len=seq_len), as_json, render_model_summary)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, json_option
-from lightspeed.report import build_sections, gather_inputs, print_written_report, write_report
+from lightspeed.report import build_sections, gather_inputs, render_written_report, write_report
 
 
 @click.command("report")
@@ -55,4 +55,4 @@ def command(
     breakdown and a metric's history across runs."""
     inputs = gather_inputs(sources=sources, history_name=history_name, history_metric=history_metric)
     written = write_report(path=output, title=title, sections=build_sections(inputs), plots_dir=plots_dir)
-    emit(written, as_json, print_written_report)
+    emit(written, as_json, render_written_report)

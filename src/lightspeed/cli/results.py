@@ -10,7 +10,7 @@ import click
 from lightspeed.cli._common import json_option, print_json
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
-from lightspeed.report import print_run, print_runs, records_csv
+from lightspeed.report import records_csv, render_run, render_runs
 from lightspeed.store import StoredRecord, open_store
 
 
@@ -32,7 +32,7 @@ def list_runs(kind: str | None, limit: int, include_incomplete: bool, as_json: b
     if as_json:
         print_json(runs)
     else:
-        print_runs(runs, store_path=path)
+        render_runs(runs, store_path=path)
 
 
 @command.command("show")
@@ -47,7 +47,7 @@ def show(run_id: str, as_json: bool) -> None:
     if as_json:
         print_json({"run": run, "records": records})
     else:
-        print_run(run, records, fingerprint)
+        render_run(run, records, fingerprint)
 
 
 def _select(run_ids: tuple[str, ...], kind: str | None, name: str | None) -> list[StoredRecord]:

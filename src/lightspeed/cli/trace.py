@@ -16,13 +16,13 @@ import click
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.errors import UserInputError
 from lightspeed.report import (
-    print_trace_comms,
-    print_trace_diff,
-    print_trace_idle,
-    print_trace_kernels,
-    print_trace_launch,
-    print_trace_stragglers,
-    print_trace_summary,
+    render_trace_comms,
+    render_trace_diff,
+    render_trace_idle,
+    render_trace_kernels,
+    render_trace_launch,
+    render_trace_stragglers,
+    render_trace_summary,
     save_temporal_breakdown,
     trace_summary_json,
 )
@@ -128,7 +128,7 @@ def summary_command(trace: Trace, *, as_json: bool, include_last_step: bool, plo
     if as_json:
         print_json(trace_summary_json(result))
     else:
-        print_trace_summary(result)
+        render_trace_summary(result)
 
 
 @command.command("kernels")
@@ -153,7 +153,7 @@ def kernels_command(
     result = top_kernels(
         trace, top=top, kinds=kinds or KIND_NAMES, per_rank=per_rank, include_last_step=include_last_step
     )
-    emit(result, as_json, lambda r: print_trace_kernels(r, full_names=full_names))
+    emit(result, as_json, lambda r: render_trace_kernels(r, full_names=full_names))
 
 
 @command.command("idle")
@@ -174,7 +174,7 @@ def idle_command(
         kernel_wait_threshold_s=parse_duration(kernel_wait_threshold),
         include_last_step=include_last_step,
     )
-    emit(result, as_json, lambda r: print_trace_idle(r, per_stream=not no_streams))
+    emit(result, as_json, lambda r: render_trace_idle(r, per_stream=not no_streams))
 
 
 @command.command("launch")
@@ -205,7 +205,7 @@ def launch_command(
         short_kernel_s=parse_duration(short_kernel),
         include_last_step=include_last_step,
     )
-    emit(result, as_json, print_trace_launch)
+    emit(result, as_json, render_trace_launch)
 
 
 @command.command("comms")
@@ -241,14 +241,14 @@ def comms_command(
     result = collectives(
         trace, link_bandwidth_bytes_per_s=bandwidth, include_last_step=include_last_step, catalog=catalog
     )
-    emit(result, as_json, lambda r: print_trace_comms(r, calls=show_calls))
+    emit(result, as_json, lambda r: render_trace_comms(r, calls=show_calls))
 
 
 @command.command("stragglers")
 @_traces
 def stragglers_command(trace: Trace, *, as_json: bool, include_last_step: bool) -> None:
     """Per-step, per-rank lateness of collectives across ranks."""
-    emit(stragglers(trace, include_last_step=include_last_step), as_json, print_trace_stragglers)
+    emit(stragglers(trace, include_last_step=include_last_step), as_json, render_trace_stragglers)
 
 
 @command.command("diff")
@@ -272,4 +272,4 @@ def diff_command(
     first = _load(trace_a, dict(options))
     second = _load(trace_b, options)
     result = diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
-    emit(result, as_json, lambda r: print_trace_diff(r, full_names=full_names))
+    emit(result, as_json, lambda r: render_trace_diff(r, full_names=full_names))

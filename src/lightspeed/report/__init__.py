@@ -1,7 +1,7 @@
 """Rendering: the only code that formats text, draws plots and writes HTML.
 
 Names are imported lazily (PEP 562): ``from lightspeed.report import
-print_table`` loads ``report/console.py`` only, so a command pays for the
+render_table`` loads ``report/console.py`` only, so a command pays for the
 renderers it uses (matplotlib, the HTML report, trace tables) and nothing else.
 ``_EXPORTS`` maps each public name to its module; a test checks that it agrees
 with the imports below, which are there for type checkers.
@@ -13,19 +13,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
+    "render_detected_machine": "hardware",
+    "render_hardware_comparison": "hardware",
+    "render_hardware_description": "hardware",
+    "render_hardware_list": "hardware",
+    "render_system_totals": "hardware",
     "progress_bar": "bench",
     "render_calibration": "bench",
     "render_results": "bench",
     "roofline_figure": "bench",
     "save_roofline": "bench",
     "make_console": "console",
-    "print_table": "console",
+    "render_table": "console",
     "checkpoint_plan_figure": "goodput",
     "goodput_waterfall_figure": "goodput",
     "render_checkpoint_plan": "goodput",
     "render_ledgers": "goodput",
     "save_goodput_plot": "goodput",
-    "print_written_report": "html",
+    "ReportSection": "html",
+    "render_written_report": "html",
     "write_report": "html",
     "gather_inputs": "html_inputs",
     "metric_history_or_reason": "html_inputs",
@@ -40,35 +46,29 @@ _EXPORTS: dict[str, str] = {
     "render_ratio_decomposition": "inference",
     "render_system_comparison": "inference",
     "save_pareto_plot": "inference",
-    "print_gate": "regression",
-    "print_run": "results",
-    "print_runs": "results",
+    "render_gate": "regression",
+    "render_run": "results",
+    "render_runs": "results",
     "records_csv": "results",
     "render_search_result": "sol",
     "render_train_estimate": "sol",
     "render_validation": "sol",
     "step_breakdown_figure": "sol",
-    "SAMPLE_TRACE_DIR": "tour",
-    "TourResult": "tour",
-    "TourStep": "tour",
-    "print_tour": "tour",
-    "print_tour_step": "tour",
-    "print_tour_summary": "tour",
-    "print_trace_comms": "trace",
-    "print_trace_diff": "trace",
-    "print_trace_idle": "trace",
-    "print_trace_kernels": "trace",
-    "print_trace_launch": "trace",
-    "print_trace_stragglers": "trace",
-    "print_trace_summary": "trace",
+    "render_trace_comms": "trace",
+    "render_trace_diff": "trace",
+    "render_trace_idle": "trace",
+    "render_trace_kernels": "trace",
+    "render_trace_launch": "trace",
+    "render_trace_stragglers": "trace",
+    "render_trace_summary": "trace",
     "save_temporal_breakdown": "trace",
     "temporal_breakdown_figure": "trace",
     "trace_section": "trace",
     "trace_summary_json": "trace",
-    "print_memory_plan": "workload",
-    "print_model_list": "workload",
-    "print_model_summary": "workload",
-    "print_training_flop": "workload",
+    "render_memory_plan": "workload",
+    "render_model_list": "workload",
+    "render_model_summary": "workload",
+    "render_training_flop": "workload",
 }
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
         roofline_figure,
         save_roofline,
     )
-    from lightspeed.report.console import make_console, print_table
+    from lightspeed.report.console import make_console, render_table
     from lightspeed.report.goodput import (
         checkpoint_plan_figure,
         goodput_waterfall_figure,
@@ -87,7 +87,14 @@ if TYPE_CHECKING:
         render_ledgers,
         save_goodput_plot,
     )
-    from lightspeed.report.html import print_written_report, write_report
+    from lightspeed.report.hardware import (
+        render_detected_machine,
+        render_hardware_comparison,
+        render_hardware_description,
+        render_hardware_list,
+        render_system_totals,
+    )
+    from lightspeed.report.html import ReportSection, render_written_report, write_report
     from lightspeed.report.html_inputs import gather_inputs, metric_history_or_reason, predicted_step
     from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
     from lightspeed.report.inference import (
@@ -99,48 +106,38 @@ if TYPE_CHECKING:
         render_system_comparison,
         save_pareto_plot,
     )
-    from lightspeed.report.regression import print_gate
-    from lightspeed.report.results import print_run, print_runs, records_csv
+    from lightspeed.report.regression import render_gate
+    from lightspeed.report.results import records_csv, render_run, render_runs
     from lightspeed.report.sol import (
         render_search_result,
         render_train_estimate,
         render_validation,
         step_breakdown_figure,
     )
-    from lightspeed.report.tour import (
-        SAMPLE_TRACE_DIR,
-        TourResult,
-        TourStep,
-        print_tour,
-        print_tour_step,
-        print_tour_summary,
-    )
     from lightspeed.report.trace import (
-        print_trace_comms,
-        print_trace_diff,
-        print_trace_idle,
-        print_trace_kernels,
-        print_trace_launch,
-        print_trace_stragglers,
-        print_trace_summary,
+        render_trace_comms,
+        render_trace_diff,
+        render_trace_idle,
+        render_trace_kernels,
+        render_trace_launch,
+        render_trace_stragglers,
+        render_trace_summary,
         save_temporal_breakdown,
         temporal_breakdown_figure,
         trace_section,
         trace_summary_json,
     )
     from lightspeed.report.workload import (
-        print_memory_plan,
-        print_model_list,
-        print_model_summary,
-        print_training_flop,
+        render_memory_plan,
+        render_model_list,
+        render_model_summary,
+        render_training_flop,
     )
 
 __all__ = [
-    "SAMPLE_TRACE_DIR",
     "BenchInputs",
     "ReportInputs",
-    "TourResult",
-    "TourStep",
+    "ReportSection",
     "build_sections",
     "checkpoint_plan_figure",
     "gather_inputs",
@@ -149,39 +146,41 @@ __all__ = [
     "metric_history_or_reason",
     "pareto_figure",
     "predicted_step",
-    "print_gate",
-    "print_memory_plan",
-    "print_model_list",
-    "print_model_summary",
-    "print_run",
-    "print_runs",
-    "print_table",
-    "print_tour",
-    "print_tour_step",
-    "print_tour_summary",
-    "print_trace_comms",
-    "print_trace_diff",
-    "print_trace_idle",
-    "print_trace_kernels",
-    "print_trace_launch",
-    "print_trace_stragglers",
-    "print_trace_summary",
-    "print_training_flop",
-    "print_written_report",
     "progress_bar",
     "records_csv",
     "render_calibration",
     "render_checkpoint_plan",
+    "render_detected_machine",
     "render_fabric_comparison",
+    "render_gate",
+    "render_hardware_comparison",
+    "render_hardware_description",
+    "render_hardware_list",
     "render_inference_estimate",
     "render_inference_search",
     "render_ledgers",
+    "render_memory_plan",
+    "render_model_list",
+    "render_model_summary",
     "render_ratio_decomposition",
     "render_results",
+    "render_run",
+    "render_runs",
     "render_search_result",
     "render_system_comparison",
+    "render_system_totals",
+    "render_table",
+    "render_trace_comms",
+    "render_trace_diff",
+    "render_trace_idle",
+    "render_trace_kernels",
+    "render_trace_launch",
+    "render_trace_stragglers",
+    "render_trace_summary",
     "render_train_estimate",
+    "render_training_flop",
     "render_validation",
+    "render_written_report",
     "roofline_figure",
     "save_goodput_plot",
     "save_pareto_plot",

@@ -10,7 +10,7 @@ from typing import Any
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
@@ -119,7 +119,7 @@ def render_results(results: Sequence[BenchResult], *, title: str, device_name: s
     headers = ["name", "dtype", "size", "value", "SOL", "of SOL", "min / max", "correct"]
     notes = sorted({result.sol_note for result in results if result.sol_note})
     caption = "; ".join(notes) if notes else None
-    print_table(
+    render_table(
         f"{title} on {device_name}",
         headers,
         [_row(result) for result in results],
@@ -169,7 +169,7 @@ def _render_ranks(results: Sequence[BenchResult], console: Any) -> None:
             "time",
             "rank time min / avg / max",
         ]
-        print_table("algbw and per-rank times", headers, rows, right_align_from=1, console=console)
+        render_table("algbw and per-rank times", headers, rows, right_align_from=1, console=console)
 
 
 def _intensity(result: BenchResult) -> tuple[float, float] | None:
@@ -243,7 +243,7 @@ def render_calibration(result: CalibrationResult, *, base: EfficiencyModel, path
         status = "fitted" if name in result.fitted else f"kept: {result.kept.get(name, '')}"
         rows.append([name, _parameter_text(name, before), _parameter_text(name, after), str(count), status])
     headers = ["parameter", f"base ({result.base})", f"calibrated ({result.name})", "points", "status"]
-    print_table(f"calibration {result.name}", headers, rows, right_align_from=1, console=console)
+    render_table(f"calibration {result.name}", headers, rows, right_align_from=1, console=console)
     if result.gemm_rms_relative_error is not None:
         console.print(
             f"GEMM curve fits the measured shapes within {format_percent(result.gemm_rms_relative_error)} RMS"

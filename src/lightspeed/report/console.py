@@ -27,7 +27,7 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
 
 
-def print_table(
+def render_table(
     title: str | None,
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import PALETTE, color_for, new_figure, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
 
@@ -48,7 +48,7 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     partial = " [bold red](partial)[/]" if ledger.partial else ""
     out.print(f"[bold]Goodput of {ledger.path}[/]{partial}  run {ledger.run_id}")
     out.print(_headline(ledger))
-    print_table(
+    render_table(
         "Where the wall time went",
         ("bucket", "time", "share"),
         _bucket_rows(ledger),
@@ -57,7 +57,7 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     )
     _print_steps(ledger, out)
     if len(ledger.segments) > 1:
-        print_table(
+        render_table(
             "Job segments (restarts)",
             ("#", "start", "end", "status", "steps", "first", "last", "wasted"),
             [
@@ -144,9 +144,9 @@ def _print_steps(ledger: Ledger, out: Console) -> None:
         ("outliers (> median + 3 MAD)", str(steps.num_outliers)),
         ("time above ideal", format_duration(steps.excess_s)),
     ]
-    print_table(f"{unit.capitalize()} times", ("statistic", "value"), rows, console=out)
+    render_table(f"{unit.capitalize()} times", ("statistic", "value"), rows, console=out)
     if steps.outliers:
-        print_table(
+        render_table(
             f"Slowest outlier {unit}s",
             (unit, "rank", "duration", "above ideal"),
             [
@@ -175,7 +175,7 @@ def _print_ranks(ledger: Ledger, out: Console) -> None:
         )
         for view in ledger.ranks
     ]
-    print_table(
+    render_table(
         "Per rank",
         ("rank", "goodput", "tokens", "median step", "start lag", "straggler", "why"),
         rows,
@@ -271,7 +271,7 @@ def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None)
         f"Daly {format_duration(plan.daly_interval_s)}, exact {format_duration(plan.optimal_interval_s)} "
         f"(expected ETTR {format_percent(plan.optimal_ettr)})"
     )
-    print_table(
+    render_table(
         "Expected ETTR by checkpoint interval (Kokolis et al. 2024)",
         ("interval", "expected ETTR", "lost to failures", "lost to checkpoints"),
         [

@@ -28,7 +28,7 @@ from lightspeed.catalog import (
     SystemTotals,
 )
 from lightspeed.report.bench import format_value
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.units import format_bytes, format_percent, format_ratio
 
 SPARSE_CAPTION = (
@@ -99,13 +99,13 @@ def _versus(row: ComparisonRow, index: int) -> str:
     return f"{format_ratio(ratio)} ({percent})"
 
 
-def render_list(entries: Sequence[CatalogEntry], console: Console | None = None) -> None:
+def render_hardware_list(entries: Sequence[CatalogEntry], console: Console | None = None) -> None:
     """One table per kind with headline figures."""
     console = console or make_console()
     for kind in dict.fromkeys(entry.kind for entry in entries):
         rows = [entry for entry in entries if entry.kind == kind]
         headers, keys = _LIST_COLUMNS[kind]
-        print_table(
+        render_table(
             f"{kind}s ({len(rows)})",
             ["name", "display name", *headers],
             [
@@ -144,7 +144,7 @@ _LIST_COLUMNS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
 }
 
 
-def render_comparison(comparison: Comparison, console: Console | None = None) -> None:
+def render_hardware_comparison(comparison: Comparison, console: Console | None = None) -> None:
     """Records side by side; each later column is followed by its ratio and delta vs the first."""
     headers = ["figure", "unit"]
     for index, name in enumerate(comparison.devices):
@@ -163,7 +163,7 @@ def render_comparison(comparison: Comparison, console: Console | None = None) ->
     for key, values in comparison.labels.items():
         if key != "display_name" and len(set(values)) > 1:
             rows.append([key.replace("_", " "), "", *_label_cells(values)])
-    print_table(
+    render_table(
         f"{comparison.kind}s compared: {', '.join(escape(name) for name in comparison.display_names)}",
         headers,
         rows,
@@ -182,7 +182,7 @@ def _label_cells(values: Sequence[str]) -> list[str]:
     return cells
 
 
-def render_description(description: Description, console: Console | None = None) -> None:
+def render_hardware_description(description: Description, console: Console | None = None) -> None:
     """Every figure of one record with its source; systems add derived vs printed totals."""
     console = console or make_console()
     record = description.record
@@ -219,7 +219,7 @@ def _sources(sources: Mapping[str, Source], console: Console) -> None:
 def _conflicts(conflicts: Sequence[Conflict], console: Console) -> None:
     if not conflicts:
         return
-    print_table(
+    render_table(
         "conflicts between documents",
         ["field", "values", "chosen", "sources", "note"],
         [
@@ -260,14 +260,14 @@ def _accelerator(accelerator: Accelerator, console: Console) -> None:
         ]
         for precision, figure in accelerator.compute.items()
     ]
-    print_table(
+    render_table(
         "compute (dense = the SOL denominator)",
         ["row", "printed", "printed sparse", "dense", "unit", "source", "note"],
         rows,
         right_align_from=1,
         console=console,
     )
-    print_table(
+    render_table(
         "memory, links, power, chip",
         ["figure", "value", "source"],
         _accelerator_rows(accelerator),
@@ -331,7 +331,7 @@ def _link(link: Link, console: Console) -> None:
         f"{link.display_name} ({link.name})",
         [f"aliases: {', '.join(link.aliases) or '-'}", link.note],
     )
-    print_table(
+    render_table(
         "bandwidth and latency (one link or port)",
         ["figure", "value", "source"],
         [
@@ -355,7 +355,7 @@ def _cpu(cpu: Cpu, peak: CpuPeak | None, console: Console) -> None:
             cpu.note,
         ],
     )
-    print_table(
+    render_table(
         "figures (one socket)",
         ["figure", "value"],
         [
@@ -410,12 +410,12 @@ def _system(system: System, totals: SystemTotals | None, console: Console) -> No
         ],
     )
     if totals is not None:
-        render_totals(totals, console)
+        render_system_totals(totals, console)
     _conflicts(system.conflicts, console)
     _sources(system.sources, console)
 
 
-def render_totals(totals: SystemTotals, console: Console | None = None) -> None:
+def render_system_totals(totals: SystemTotals, console: Console | None = None) -> None:
     """Derived totals beside the vendor's printed ones, with their ratio."""
     rows = []
     for row in totals.rows:
@@ -432,7 +432,7 @@ def render_totals(totals: SystemTotals, console: Console | None = None) -> None:
             ]
         )
     notes = sorted({row.note for row in totals.rows if row.note})
-    print_table(
+    render_table(
         f"totals: sum of components vs the vendor's printed figure "
         f"(tolerance {format_percent(totals.tolerance, 0)})",
         ["total", "derived", "printed", "source", "derived/printed", "check"],
@@ -471,7 +471,7 @@ def _cpu_ids(machine: LocalMachine) -> str:
     return f"{info.vendor}; implementer {info.implementer:#x}, part {part}"
 
 
-def render_detect(machine: LocalMachine, console: Console | None = None) -> None:
+def render_detected_machine(machine: LocalMachine, console: Console | None = None) -> None:
     """This machine's CPU, its peak with the formula and assumptions, and its GPUs."""
     console = console or make_console()
     cpu = machine.cpu
@@ -491,7 +491,7 @@ def render_detect(machine: LocalMachine, console: Console | None = None) -> None
     )
     _peak(cpu.peak, console, cpu.assumptions)
     if machine.gpus:
-        print_table(
+        render_table(
             "GPUs",
             ["index", "reported name", "memory", "catalog record", "seen by"],
             [

@@ -228,7 +228,7 @@ def write_report(
     )
 
 
-def print_written_report(written: WrittenReport) -> None:
+def render_written_report(written: WrittenReport) -> None:
     """Where the report went and which sections hold data (terminal)."""
     console = make_console()
     size_kib = written.num_bytes / 1024.0

@@ -20,12 +20,13 @@ from typing import Any, Final
 
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.errors import DataFileError, StoreError, UserInputError
+from lightspeed.gate import MetricHistory, metric_history
+from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.trace import trace_section
-from lightspeed.store import MetricHistory, ResultsStore, StoredRecord, metric_history, open_store
-from lightspeed.store.regression_inputs import bench_result_from_dict, is_bench_result, is_trace_source
+from lightspeed.store import ResultsStore, StoredRecord, open_store
 from lightspeed.trace import load_trace, summarize
 from lightspeed.units import compute_precision
 

@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
+from lightspeed.gate import MetricHistory
 from lightspeed.goodput import BUCKETS, Ledger
 from lightspeed.report.bench import format_size, format_value, roofline_figure
 from lightspeed.report.goodput import goodput_waterfall_figure
 from lightspeed.report.html import ReportSection, Table, chart_from_figure, skipped_section
 from lightspeed.report.regression import history_figure
 from lightspeed.report.sol import PART_NAMES, step_breakdown_figure
-from lightspeed.store import MetricHistory
 from lightspeed.units import format_duration, format_percent
 
 TITLES: dict[str, str] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
 
@@ -56,14 +56,14 @@ def render_inference_estimate(estimate: Any) -> None:
     ]
     if estimate.kv_transfer_s is not None:
         rows.append(["KV transfer per request", format_duration(estimate.kv_transfer_s)])
-    print_table(None, ["metric", "value"], rows, console=console)
+    render_table(None, ["metric", "value"], rows, console=console)
     step = estimate.iteration_s
     breakdown = [
         [PART_NAMES[name], format_duration(value), format_percent(value / step)]
         for name, value in estimate.iteration_breakdown_s.items()
         if value > 0
     ]
-    print_table(
+    render_table(
         f"iteration: {format_duration(step)}",
         ["part", "time", "share"],
         breakdown,
@@ -71,7 +71,7 @@ def render_inference_estimate(estimate: Any) -> None:
     )
     memory = [[name.replace("_", " "), format_bytes(value)] for name, value in estimate.memory_bytes.items()]
     memory.append(["usable", format_bytes(estimate.usable_memory_bytes)])
-    print_table("memory per GPU", ["component", "bytes"], memory, console=console)
+    render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
         console.print(f"  assumed: {line}", style="dim")
@@ -105,7 +105,7 @@ def render_inference_search(result: Any) -> None:
         ]
         for point in result.frontier
     ]
-    print_table(
+    render_table(
         "Pareto frontier (tokens/s per GPU vs per user)",
         ["deployment", "batch", "tok/s/GPU", "tok/s/user", "TTFT", "TPOT"],
         rows,
@@ -167,7 +167,7 @@ def render_system_comparison(comparison: Any) -> None:
                 format_percent(result.slow_level_share),
             ]
         )
-    print_table(
+    render_table(
         f"{comparison.model}: best {comparison.workload} plan per system ({comparison.plan_family})",
         ["system", "precision", "best plan", unit, "per GPU", "vs first", "comm share", "on slow level"],
         rows,
@@ -201,7 +201,7 @@ def render_fabric_comparison(figures: Any) -> None:
         ]
         for item in figures
     ]
-    print_table(
+    render_table(
         "fabric seen by one GPU when a group spans every GPU",
         ["system", "levels", "per-GPU bandwidth", "hop latency", "8 B all-reduce", "1 GiB all-reduce"],
         rows,
@@ -222,7 +222,7 @@ def render_ratio_decomposition(decomposition: Any) -> None:
         ]
         for step in decomposition.steps
     ]
-    print_table(
+    render_table(
         f"{decomposition.target} vs {decomposition.baseline}: {decomposition.ratio:.1f}x per GPU",
         ["step", "change", "best plan", "tok/s/GPU", "factor", "alone"],
         rows,

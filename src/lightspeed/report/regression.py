@@ -8,10 +8,10 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from lightspeed.report.console import make_console, print_table
+from lightspeed.gate.compare import GateResult, MetricComparison
+from lightspeed.gate.inputs import MetricHistory
+from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure
-from lightspeed.store.regression import GateResult, MetricComparison
-from lightspeed.store.regression_inputs import MetricHistory
 
 _VERDICT_STYLE = {
     "regression": "bold red",
@@ -43,11 +43,11 @@ def _row(item: MetricComparison) -> list[str]:
     ]
 
 
-def print_gate(result: GateResult, console: Console | None = None) -> None:
+def render_gate(result: GateResult, console: Console | None = None) -> None:
     """The comparison table, one reason per metric, and the gate's outcome line."""
     console = console or make_console()
     first = result.comparisons[0]
-    print_table(
+    render_table(
         escape(f"Regression gate: {result.current_source} vs baseline {result.baseline_source}"),
         ["metric", "unit", "better", "baseline median", "current median", "change", "CI", "p", "verdict"],
         [_row(item) for item in result.comparisons],

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from lightspeed.records import to_jsonable
 from lightspeed.report.bench import format_value
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.store import RunSummary, StoredRecord
 from lightspeed.units import format_percent
 
@@ -39,7 +39,7 @@ def _timestamp(seconds: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
 
 
-def print_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
+def render_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
     """The runs table, newest first (times in UTC)."""
     rows = [
         [
@@ -55,10 +55,10 @@ def print_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
     ]
     headers = ["run", "kind", "label", "created (UTC)", "records", "host", "status"]
     caption = None if runs else "no runs yet: 'lightspeed bench membw --quick' stores one"
-    print_table(f"results in {store_path}", headers, rows, right_align_from=4, caption=caption)
+    render_table(f"results in {store_path}", headers, rows, right_align_from=4, caption=caption)
 
 
-def print_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Mapping[str, Any]) -> None:
+def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Mapping[str, Any]) -> None:
     """One run: its records beside their SOL, then the environment it ran in."""
     console = make_console()
     rows = [
@@ -72,11 +72,11 @@ def print_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Map
         for record in records
     ]
     title = f"run {run.run_id} ({run.kind}, {run.label or 'no label'}, {_timestamp(run.created_s)} UTC)"
-    print_table(
+    render_table(
         title, ["name", "metric", "value", "SOL", "of SOL"], rows, right_align_from=2, console=console
     )
     environment = [[key, _environment_text(value)] for key, value in fingerprint.items()]
-    print_table(f"environment {run.fingerprint_id}", ["field", "value"], environment, console=console)
+    render_table(f"environment {run.fingerprint_id}", ["field", "value"], environment, console=console)
 
 
 def _environment_text(value: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure
 from lightspeed.units import format_bytes, format_count, format_duration, format_percent
 
@@ -70,15 +70,15 @@ def render_train_estimate(estimate: Any) -> None:
             ]
         )
         rows.append(["GPU-hours", f"{format_count(estimate.gpu_hours)}"])
-    print_table(None, ["metric", "value"], rows, console=console)
+    render_table(None, ["metric", "value"], rows, console=console)
     breakdown = [
         [PART_NAMES[name], format_duration(value), format_percent(value / step)]
         for name, value in estimate.breakdown_s.items()
         if value > 0
     ]
-    print_table("step breakdown (busiest stage)", ["part", "time", "share"], breakdown, console=console)
+    render_table("step breakdown (busiest stage)", ["part", "time", "share"], breakdown, console=console)
     memory = [[name, format_bytes(value)] for name, value in estimate.memory_bytes.items()]
-    print_table("memory per GPU", ["component", "bytes"], memory, console=console)
+    render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
         console.print(f"  assumed: {line}", style="dim")
@@ -132,7 +132,7 @@ def render_search_result(result: Any) -> None:
         "tokens/s",
         "memory/GPU",
     ]
-    print_table("best plans", headers, rows, console=console, right_align_from=1)
+    render_table("best plans", headers, rows, console=console, right_align_from=1)
     if result.plans:
         console.print(f"[bold]best is bound by:[/bold] {result.plans[0].bound}")
     for sentence in result.why_best:
@@ -152,7 +152,7 @@ def render_validation(report: Any) -> None:
         predicted = "-" if row.predicted is None else f"{row.predicted:,.4g}"
         note = row.reason if row.status != "ok" else ""
         rows.append([row.id, row.kind, row.metric, measured, predicted, _error_text(row.rel_error), note])
-    print_table(
+    render_table(
         f"validation: {report.path}",
         ["id", "kind", "metric", "measured", "predicted", "error", "note"],
         rows,
@@ -175,7 +175,7 @@ def render_validation(report: Any) -> None:
                 str(summary.num_not_predicted),
             ]
         )
-    print_table(
+    render_table(
         "summary (absolute relative error)",
         ["kind", "n", "median", "p90", "max", "not predicted"],
         summary_rows,

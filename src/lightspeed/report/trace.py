@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.plots import PALETTE, new_figure, save_figure
 from lightspeed.trace import (
@@ -123,10 +123,10 @@ def _rank_json(rank: RankSummary, summary: TraceSummary) -> dict[str, Any]:
     }
 
 
-def print_trace_summary(summary: TraceSummary, console: Console | None = None) -> None:
+def render_trace_summary(summary: TraceSummary, console: Console | None = None) -> None:
     """Print the temporal breakdown, kind overlaps and step times of every rank."""
     out = console or make_console()
-    print_table(
+    render_table(
         "Temporal breakdown per rank (% of the kernel span, HTA definitions)",
         (
             "rank",
@@ -169,7 +169,7 @@ def print_trace_summary(summary: TraceSummary, console: Console | None = None) -
         for k in r.kind_overlaps
     ]
     if rows:
-        print_table(
+        render_table(
             "GPU time by kernel kind and overlap",
             ("rank", "kinds running", "time", "share"),
             rows,
@@ -202,7 +202,7 @@ def _print_steps(summary: TraceSummary, out: Console) -> None:
         for s in r.steps
     ]
     if rows:
-        print_table(
+        render_table(
             "Profiler steps",
             ("rank", "step", "CPU time", "GPU busy", "compute", "communication", "memory", "counted"),
             rows,
@@ -271,11 +271,11 @@ def trace_section(summary: TraceSummary, *, label: str = "") -> ReportSection:
 # --- other analyses -----------------------------------------------------------------------------
 
 
-def print_trace_kernels(
+def render_trace_kernels(
     report: KernelReport, *, full_names: bool = False, console: Console | None = None
 ) -> None:
     """Print the top kernels of each kind."""
-    print_table(
+    render_table(
         f"Top {report.top} kernels by total time, per kind",
         ("rank", "kind", "kernel", "count", "total", "share of kind", "mean", "min", "median", "max"),
         [
@@ -299,14 +299,14 @@ def print_trace_kernels(
     )
 
 
-def print_trace_idle(report: IdleReport, *, per_stream: bool = True, console: Console | None = None) -> None:
+def render_trace_idle(report: IdleReport, *, per_stream: bool = True, console: Console | None = None) -> None:
     """Print idle time split into host wait, kernel wait and other (per rank, then per stream)."""
     out = console or make_console()
     headers = ("rank", "stream", "idle", "host wait", "kernel wait", "other", "gaps")
     threshold = (
         f"kernel wait: gaps under {format_duration(report.kernel_wait_threshold_s)} between launched kernels"
     )
-    print_table(
+    render_table(
         "GPU idle time per rank (all streams)",
         headers,
         [_idle_row(split) for split in report.ranks],
@@ -315,7 +315,7 @@ def print_trace_idle(report: IdleReport, *, per_stream: bool = True, console: Co
         caption=_caption(report.partial, report.notes, threshold),
     )
     if per_stream and report.streams:
-        print_table(
+        render_table(
             "Idle time per stream (as HTA)", headers, [_idle_row(s) for s in report.streams], console=out
         )
 
@@ -335,7 +335,7 @@ def _idle_row(split: Any) -> tuple[str, ...]:
     )
 
 
-def print_trace_launch(report: LaunchReport, console: Console | None = None) -> None:
+def render_trace_launch(report: LaunchReport, console: Console | None = None) -> None:
     """Print launch delay, runtime call and GPU duration statistics per rank."""
     out = console or make_console()
     rows = []
@@ -356,7 +356,7 @@ def print_trace_launch(report: LaunchReport, console: Console | None = None) -> 
                     _time(dist.max_s),
                 )
             )
-    print_table(
+    render_table(
         "Kernel launches",
         ("rank", "quantity", "count", "mean", "median", "p95", "max"),
         rows,
@@ -364,7 +364,7 @@ def print_trace_launch(report: LaunchReport, console: Console | None = None) -> 
         console=out,
         caption=_caption(False, report.notes),
     )
-    print_table(
+    render_table(
         "Launch outliers and short kernels",
         (
             "rank",
@@ -387,11 +387,11 @@ def print_trace_launch(report: LaunchReport, console: Console | None = None) -> 
     )
 
 
-def print_trace_comms(report: CommsReport, *, calls: bool = False, console: Console | None = None) -> None:
+def render_trace_comms(report: CommsReport, *, calls: bool = False, console: Console | None = None) -> None:
     """Print collectives grouped by kind and size (and each call with ``calls``)."""
     out = console or make_console()
     sol = f"SOL: {report.sol_source}" if report.sol_source else "SOL: none (device not in the catalog)"
-    print_table(
+    render_table(
         "Collectives (busbw as nccl-tests)",
         ("collective", "size", "ranks", "calls", "total", "median time", "algbw", "busbw", "% of SOL"),
         [
@@ -413,7 +413,7 @@ def print_trace_comms(report: CommsReport, *, calls: bool = False, console: Cons
         caption=_caption(report.partial, report.notes, sol),
     )
     if calls and report.calls:
-        print_table(
+        render_table(
             "Every collective call",
             ("rank", "step", "collective", "size", "start", "time", "busbw", "% of SOL", "size from"),
             [
@@ -442,10 +442,10 @@ def _rate(value: float) -> str:
     return "-" if not math.isfinite(value) else format_bytes_per_s(value)
 
 
-def print_trace_stragglers(report: StragglerReport, console: Console | None = None) -> None:
+def render_trace_stragglers(report: StragglerReport, console: Console | None = None) -> None:
     """Print each rank's lateness at collectives, per rank and per step."""
     out = console or make_console()
-    print_table(
+    render_table(
         "Lateness at collectives per rank (latest first)",
         ("rank", "total lateness", "mean per step", "steps", "steps as straggler"),
         [
@@ -466,7 +466,7 @@ def print_trace_stragglers(report: StragglerReport, console: Console | None = No
             "lateness = longest duration among ranks - this rank's duration",
         ),
     )
-    print_table(
+    render_table(
         "Per step",
         ("step", "rank", "lateness", "largest at one collective", "collectives", "straggler"),
         [
@@ -484,9 +484,9 @@ def print_trace_stragglers(report: StragglerReport, console: Console | None = No
     )
 
 
-def print_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Console | None = None) -> None:
+def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Console | None = None) -> None:
     """Print what got slower or faster from A to B, with the per-step test."""
-    print_table(
+    render_table(
         "B against A, per-step samples (Mann-Whitney U, Benjamini-Hochberg adjusted)",
         (
             "metric",

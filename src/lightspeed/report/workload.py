@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from lightspeed.report.console import make_console, print_table
+from lightspeed.report.console import make_console, render_table
 from lightspeed.sol import MemoryPlan
 from lightspeed.units import bytes_per_element, format_bytes, format_count
 from lightspeed.workload import ModelRow, ModelSummary, TrainingFlop, TransformerSpec
@@ -38,9 +38,9 @@ def _bytes(num_bytes: float) -> str:
     return f"{format_bytes(num_bytes)} ({format_bytes(num_bytes, binary=True)})"
 
 
-def print_model_list(rows: Sequence[ModelRow], console: Console | None = None) -> None:
+def render_model_list(rows: Sequence[ModelRow], console: Console | None = None) -> None:
     """One line per known model: shape, total and active parameters."""
-    print_table(
+    render_table(
         "Known models",
         ["name", "model", "type", "attention", "layers", "hidden", "total params", "active params"],
         [
@@ -139,7 +139,7 @@ def _published_lines(summary: ModelSummary) -> list[str]:
     return lines
 
 
-def print_model_summary(summary: ModelSummary, console: Console | None = None) -> None:
+def render_model_summary(summary: ModelSummary, console: Console | None = None) -> None:
     """``model show``: shape, parameters by component, FLOPs per token, bytes."""
     console = console or make_console()
     console.print(f"{summary.display_name} ({summary.name})", markup=False, style="bold")
@@ -147,10 +147,10 @@ def print_model_summary(summary: ModelSummary, console: Console | None = None) -
         console.print(f"aliases: {', '.join(summary.aliases)}", markup=False)
     for line in _shape_lines(summary.spec):
         console.print(f"  {line}", markup=False)
-    print_table("Parameters", ["component", "parameters"], _count_rows(summary), console=console)
+    render_table("Parameters", ["component", "parameters"], _count_rows(summary), console=console)
     for line in _published_lines(summary):
         console.print(line, markup=False)
-    print_table(
+    render_table(
         f"FLOP per token at seq_len {summary.seq_len} (training = forward + backward)",
         ["convention", "training FLOP per token, with numbers", "N", "forward", "training"],
         [
@@ -180,7 +180,7 @@ def print_model_summary(summary: ModelSummary, console: Console | None = None) -
 
 def _print_bytes(summary: ModelSummary, console: Console) -> None:
     console.print("Weights (every parameter in that precision; block scales included)", markup=False)
-    print_table(
+    render_table(
         None,
         ["precision", "bytes/param", "weights"],
         [
@@ -196,7 +196,7 @@ def _print_bytes(summary: ModelSummary, console: Console) -> None:
     console.print(f"KV cache per token (all layers): {cache}", markup=False)
 
 
-def print_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:
+def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:
     """``lightspeed memory``: bytes by component, GPUs and nodes, assumptions."""
     console = console or make_console()
     mode = (
@@ -210,7 +210,7 @@ def print_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:
     ]
     total = plan.total_bytes
     rows.append(["total", format_bytes(total), format_bytes(total, binary=True), f"{total:,.0f}"])
-    print_table(None, ["component", "decimal", "binary", "bytes"], rows, console=console)
+    render_table(None, ["component", "decimal", "binary", "bytes"], rows, console=console)
     if plan.gpus_needed is not None and plan.memory_usable_bytes and plan.memory_nominal_bytes:
         nodes = f"{plan.device} nodes" if plan.device != plan.accelerator else "nodes"
         console.print(
@@ -226,7 +226,7 @@ def print_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:
         console.print(f"  - {line}", markup=False)
 
 
-def print_training_flop(result: TrainingFlop, console: Console | None = None) -> None:
+def render_training_flop(result: TrainingFlop, console: Console | None = None) -> None:
     """``lightspeed flops``: the formula with numbers, MoE's active-vs-total point, a claim check."""
     console = console or make_console()
     per_token = result.per_token

@@ -1,54 +1,41 @@
-"""Speed-of-light engine: roofline, collectives, parallel plans, estimates, search."""
+"""Speed-of-light engines: what a training or inference job should reach on given hardware.
 
-from lightspeed.sol.calibration import (
+Subpackages, bottom up: :mod:`~lightspeed.sol.core` (roofline, efficiency,
+collectives, calibration), :mod:`~lightspeed.sol.train` and
+:mod:`~lightspeed.sol.infer` (the two engines), :mod:`~lightspeed.sol.validation`
+(published rows predicted). Top modules use both engines: :mod:`~lightspeed.sol.capacity`
+and :mod:`~lightspeed.sol.systems`. This package re-exports each one's public names."""
+
+from __future__ import annotations
+
+from lightspeed.sol.capacity import MemoryPlan, plan_memory
+from lightspeed.sol.core import (
     CalibrationInputs,
     CalibrationResult,
     CollectivePoint,
+    EfficiencyModel,
     GemmPoint,
     calibrate,
     calibration_path,
-    lightspeed_home,
+    default_efficiency,
     list_calibrations,
     load_calibration,
+    load_efficiency_defaults,
     save_calibration,
 )
-from lightspeed.sol.capacity import MemoryPlan, plan_memory
-from lightspeed.sol.efficiency import EfficiencyModel, default_efficiency, load_efficiency_defaults
-from lightspeed.sol.estimate import TrainEstimate, estimate_training
-from lightspeed.sol.infer_plan import (
+from lightspeed.sol.infer import (
+    BATCHING_MODES,
     INFERENCE_PRECISIONS,
     KV_PRECISIONS,
+    FrontierPoint,
+    InferenceEstimate,
     InferencePlan,
+    InferenceSearchResult,
     ServingLoad,
     SpeculativeDecoding,
+    estimate_inference,
+    search_inference,
 )
-from lightspeed.sol.infer_search import FrontierPoint, InferenceSearchResult, search_inference
-from lightspeed.sol.infer_validate import inference_predictor
-from lightspeed.sol.inference import InferenceEstimate, estimate_inference
-from lightspeed.sol.plan import RECOMPUTE, SCHEDULES, TRAINING_PRECISIONS, TrainingPlan, validate_plan
-from lightspeed.sol.scenarios import (
-    DEEPSEEK_PLAN,
-    DEEPSEEK_PRETRAIN_GPU_HOURS,
-    DEEPSEEK_TOKENS,
-    GPT_MOE_PRECISIONS,
-    GPT_MOE_SYSTEMS,
-    LLAMA3_RUNS,
-    NVIDIA_GPT_MOE_RATIO,
-    NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU,
-    NVL72_VS_INFINIBAND,
-    SEED_FABRIC_CLAIMS,
-    NvlinkCut,
-    deepseek_v3_training,
-    gpt_moe_comparison,
-    gpt_moe_decomposition,
-    gpt_moe_serving_options,
-    llama3_405b_training,
-    nvl72_vs_infiniband_serving,
-    nvl72_vs_infiniband_training,
-    nvlink_cut,
-)
-from lightspeed.sol.search import SearchResult, SearchSpace, default_space, search_training
-from lightspeed.sol.serving import BATCHING_MODES
 from lightspeed.sol.systems import (
     PLAN_FAMILIES,
     WORKLOADS,
@@ -61,25 +48,28 @@ from lightspeed.sol.systems import (
     decompose_ratio,
     fabric_comparison,
 )
-from lightspeed.sol.validate import ValidationReport, ValidationRow, validate_published
+from lightspeed.sol.train import (
+    RECOMPUTE,
+    SCHEDULES,
+    TRAINING_PRECISIONS,
+    SearchResult,
+    SearchSpace,
+    TrainEstimate,
+    TrainingPlan,
+    default_space,
+    estimate_training,
+    search_training,
+    validate_plan,
+)
+from lightspeed.sol.validation import ValidationReport, ValidationRow, inference_predictor, validate_published
 
 __all__ = [
     "BATCHING_MODES",
-    "DEEPSEEK_PLAN",
-    "DEEPSEEK_PRETRAIN_GPU_HOURS",
-    "DEEPSEEK_TOKENS",
-    "GPT_MOE_PRECISIONS",
-    "GPT_MOE_SYSTEMS",
     "INFERENCE_PRECISIONS",
     "KV_PRECISIONS",
-    "LLAMA3_RUNS",
-    "NVIDIA_GPT_MOE_RATIO",
-    "NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU",
-    "NVL72_VS_INFINIBAND",
     "PLAN_FAMILIES",
     "RECOMPUTE",
     "SCHEDULES",
-    "SEED_FABRIC_CLAIMS",
     "TRAINING_PRECISIONS",
     "WORKLOADS",
     "CalibrationInputs",
@@ -93,7 +83,6 @@ __all__ = [
     "InferencePlan",
     "InferenceSearchResult",
     "MemoryPlan",
-    "NvlinkCut",
     "RatioDecomposition",
     "SearchResult",
     "SearchSpace",
@@ -110,24 +99,15 @@ __all__ = [
     "calibration_path",
     "compare_systems",
     "decompose_ratio",
-    "deepseek_v3_training",
     "default_efficiency",
     "default_space",
     "estimate_inference",
     "estimate_training",
     "fabric_comparison",
-    "gpt_moe_comparison",
-    "gpt_moe_decomposition",
-    "gpt_moe_serving_options",
     "inference_predictor",
-    "lightspeed_home",
     "list_calibrations",
-    "llama3_405b_training",
     "load_calibration",
     "load_efficiency_defaults",
-    "nvl72_vs_infiniband_serving",
-    "nvl72_vs_infiniband_training",
-    "nvlink_cut",
     "plan_memory",
     "save_calibration",
     "search_inference",

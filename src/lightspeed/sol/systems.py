@@ -1,8 +1,8 @@
 """Side-by-side systems: the best plan of one workload on each, and what the topology costs.
 
 ``compare_systems`` searches the same model and plan family on every system
-(training: :func:`~lightspeed.sol.search.search_training`; inference:
-:func:`~lightspeed.sol.infer_search.search_inference`) and reports, for each,
+(training: :func:`~lightspeed.sol.train.search.search_training`; inference:
+:func:`~lightspeed.sol.infer.search.search_inference`) and reports, for each,
 the best plan, its throughput, which collectives cross the slow fabric level
 and their share of the step, and the limits the topology puts on TP/EP/PP.
 
@@ -22,14 +22,14 @@ from typing import Any
 from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
-from lightspeed.sol import collectives
-from lightspeed.sol.efficiency import EfficiencyModel
-from lightspeed.sol.estimate import TrainEstimate, part_label
-from lightspeed.sol.hardware import hardware_for
-from lightspeed.sol.infer_cost import inference_hardware
-from lightspeed.sol.infer_search import search_inference
-from lightspeed.sol.inference import InferenceEstimate, part_text
-from lightspeed.sol.search import search_training
+from lightspeed.sol.core import collectives
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.infer.cost import inference_hardware
+from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
+from lightspeed.sol.infer.search import search_inference
+from lightspeed.sol.train.result import TrainEstimate, part_label
+from lightspeed.sol.train.search import search_training
 from lightspeed.units import format_bytes_per_s
 from lightspeed.workload import TransformerSpec
 

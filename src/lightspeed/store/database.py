@@ -38,10 +38,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from lightspeed.bench import EnvironmentFingerprint, environment_fingerprint
+from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
 from lightspeed.errors import StoreError, UserInputError
+from lightspeed.paths import lightspeed_home
 from lightspeed.records import to_jsonable
-from lightspeed.sol import lightspeed_home
 from lightspeed.store.records import NewRecord, RunSummary, StoredRecord, check_kind
 
 SCHEMA_VERSION: Final = 1
@@ -85,7 +85,7 @@ _RECORD_COLUMNS: Final = (
 
 
 def default_store_path() -> Path:
-    """``results.sqlite`` in :func:`lightspeed.sol.lightspeed_home` (``$LIGHTSPEED_HOME``)."""
+    """``results.sqlite`` in :func:`lightspeed.paths.lightspeed_home` (``$LIGHTSPEED_HOME``)."""
     return lightspeed_home() / STORE_FILE_NAME
 
 

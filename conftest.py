@@ -1,0 +1,19 @@
+"""Fixtures for every test, the docstring examples under src/ included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Every test and docstring example writes its store under a fresh LIGHTSPEED_HOME,
+    never into the user's real one."""
+    monkeypatch.setenv("LIGHTSPEED_HOME", str(tmp_path_factory.mktemp("lightspeed-home")))
+    monkeypatch.delenv("LIGHTSPEED_CATALOG", raising=False)
+    monkeypatch.setenv("COLUMNS", "160")
+    return

@@ -1,0 +1,392 @@
+"""Inputs of the regression gate (sample files, store runs, goodput run folders) and metric history.
+
+Each source becomes a tuple of :class:`~lightspeed.gate.compare.MetricSamples`
+(one per metric). Files come from other machines: JSON is parsed with the
+standard library's parser, size-bounded, and every field is validated with an
+error naming the file, field, value and fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from lightspeed.bench import BenchResult, Stats
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.gate.compare import MetricSamples, compare_samples
+from lightspeed.gate.history import benchmark_records
+from lightspeed.goodput import read_run
+from lightspeed.records import Record
+from lightspeed.store.database import ResultsStore, open_store
+from lightspeed.store.records import NewRecord, StoredRecord
+from lightspeed.trace import load_trace
+
+# The fields that make a JSON object a benchmark result.
+BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
+# Kinds of run that measure something (their history can regress); predictions do not.
+MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
+# A sample file larger than this is not a list of timings; refuse to parse it.
+MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
+
+
+def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
+    """Read a sample file: one object or a list of objects
+
+    ``{"metric": "step_time_s", "unit": "s", "lower_is_better": true,
+    "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0),
+    or ``lightspeed bench --json`` output (one series per benchmark result).
+    Raises :class:`DataFileError` naming the file, field and fix.
+    """
+    data = _load_json(path)
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise DataFileError(path, "the file holds an empty list", fix="add at least one metric object")
+    if all(isinstance(item, Mapping) and is_bench_result(item) for item in items):
+        return _bench_file_samples(items, path)
+    return tuple(parse_sample_object(item, path=path, where=f"[{index}]") for index, item in enumerate(items))
+
+
+def is_bench_result(data: Mapping[str, Any]) -> bool:
+    """Whether ``data`` looks like a :class:`~lightspeed.bench.BenchResult` as JSON."""
+    return all(key in data for key in BENCH_FIELDS)
+
+
+def bench_result_from_dict(data: Mapping[str, Any]) -> BenchResult:
+    """A benchmark result from its JSON (``lightspeed bench --json``, a stored payload).
+
+    Raises ``TypeError``/``ValueError``/``KeyError`` on a malformed field; callers
+    turn them into errors that name their file or run.
+    """
+    stats = data.get("stats") or {}
+    value = float(data["value"])
+    return BenchResult(
+        suite=str(data["suite"]),
+        name=str(data["name"]),
+        dtype=None if data.get("dtype") is None else str(data["dtype"]),
+        size=int(data["size"]),
+        value=value,
+        unit=str(data["unit"]),
+        sol=None if data.get("sol") is None else float(data["sol"]),
+        fraction_of_sol=None if data.get("fraction_of_sol") is None else float(data["fraction_of_sol"]),
+        stats=Stats(**{key: float(stats.get(key, value)) for key in ("min", "median", "max")}),
+        correct=bool(data["correct"]),
+        sol_note=str(data.get("sol_note", "")),
+        details=dict(data.get("details") or {}),
+        samples=tuple(float(sample) for sample in data.get("samples") or ()),
+    )
+
+
+def _bench_file_samples(items: Sequence[Mapping[str, Any]], path: Path) -> tuple[MetricSamples, ...]:
+    """``lightspeed bench --json`` output: one series per result, its repetitions as samples."""
+    try:
+        results = [bench_result_from_dict(item) for item in items]
+    except (TypeError, ValueError, KeyError) as error:
+        raise DataFileError(path, f"a benchmark result is malformed ({error})") from None
+    return samples_from_records(benchmark_records(results), source=str(path))
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise DataFileError(path, f"cannot read the file ({error.strerror})") from None
+    if size > MAX_SAMPLE_FILE_BYTES:
+        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_SAMPLE_FILE_BYTES} byte limit")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataFileError(path, f"cannot read the file as UTF-8 text ({error})") from None
+    if not text.strip():
+        raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        raise DataFileError(path, f"not valid JSON ({error})") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> MetricSamples:
+    """One metric object of a sample file as :class:`MetricSamples` (validated)."""
+    if not isinstance(item, Mapping):
+        raise DataFileError(path, f"entry {where} is not a JSON object", fix="see docs/regression-gate.md")
+    metric = _string_field(item, "metric", path, where)
+    unit = _string_field(item, "unit", path, where)
+    lower = item.get("lower_is_better")
+    if not isinstance(lower, bool):
+        raise DataFileError(
+            path, f"entry {where} needs true or false", field="lower_is_better", value=lower,
+            fix="true for times and latencies, false for throughputs",
+        )  # fmt: skip
+    raw = item.get("samples")
+    if not isinstance(raw, list) or not raw:
+        raise DataFileError(
+            path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
+        )
+    samples = tuple(_number(value, path, where) for value in raw)
+    warmup = item.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
+    return MetricSamples(
+        metric=metric, unit=unit, lower_is_better=lower, samples=samples, num_warmup=warmup, source=str(path)
+    )
+
+
+def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFileError(path, f"entry {where} needs a non-empty string", field=key, value=value)
+    return value.strip()
+
+
+def _number(value: object, path: Path | str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
+    return float(value)
+
+
+def load_metric_samples(source: str | Path, *, store_path: Path | None = None) -> tuple[MetricSamples, ...]:
+    """The metric samples held by ``source``.
+
+    ``source`` is a sample file (JSON, see :func:`read_sample_file`), a goodput
+    run folder (step times, see :func:`goodput_step_samples`), a profiler trace
+    file or folder of rank files (step times, see :func:`trace_step_samples`),
+    or a run of the results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
+    id when no file of that name exists. ``store_path`` defaults to the store
+    in ``$LIGHTSPEED_HOME``.
+    """
+    text = str(source)
+    path = Path(text)
+    if not text.startswith("run:"):
+        if is_trace_source(path):
+            return trace_step_samples(path)
+        if path.is_file():
+            return read_sample_file(path)
+        if path.is_dir():
+            return goodput_step_samples(path)
+        if path.suffix or "/" in text:  # meant as a path, not a run id
+            raise UserInputError(
+                f"{text} does not exist; pass a sample file (JSON), a goodput run folder, or run:ID"
+            )
+    run_ref = text.removeprefix("run:")
+    with open_store(store_path) as store:
+        bare = not text.startswith("run:") and run_ref != "latest"
+        if bare and not any(run.run_id.startswith(run_ref) for run in store.runs(include_incomplete=True)):
+            raise UserInputError(
+                f"{text!r} is neither a file, a folder nor a run of the results store {store.path}; "
+                "pass a sample file (JSON), a goodput run folder, or run:ID (see 'lightspeed results list')"
+            )
+        run = store.run(run_ref)
+        records = store.records(run_id=run.run_id)
+    return samples_from_records(records, source=f"run:{run.run_id}")
+
+
+def samples_from_records(
+    records: Sequence[StoredRecord] | Sequence[NewRecord], *, source: str
+) -> tuple[MetricSamples, ...]:
+    """Group records (stored, or about to be) into one series per (name, metric, unit).
+
+    A record whose payload has a ``samples`` list contributes those repetitions
+    (benchmarks store them); otherwise its ``value`` is one sample. The
+    direction comes from the payload's ``lower_is_better`` when present, else
+    from the unit: times (``s``) are better lower, everything else higher.
+    """
+    groups: dict[tuple[str, str, str], list[StoredRecord | NewRecord]] = {}
+    for record in records:
+        groups.setdefault((record.name, record.metric, record.unit), []).append(record)
+    series: list[MetricSamples] = []
+    for (name, metric, unit), members in groups.items():
+        samples = [value for record in members for value in _record_samples(record)]
+        if not samples:
+            continue
+        hint = members[0].payload.get("lower_is_better")
+        lower = hint if isinstance(hint, bool) else unit == "s"
+        label = metric if name == metric else f"{name} [{metric}]"
+        series.append(MetricSamples(label, unit, lower, tuple(samples), source=source))
+    if not series:
+        raise UserInputError(f"{source} holds no record with a finite value to compare")
+    return tuple(series)
+
+
+def _record_samples(record: StoredRecord | NewRecord) -> list[float]:
+    raw = record.payload.get("samples")
+    if isinstance(raw, list) and raw:
+        values = [float(v) for v in raw if isinstance(v, int | float) and not isinstance(v, bool)]
+        finite = [v for v in values if math.isfinite(v)]
+        if finite:
+            return finite
+    if record.value is not None and math.isfinite(record.value):
+        return [float(record.value)]
+    return []
+
+
+def is_trace_source(path: Path) -> bool:
+    """A Kineto trace file (``.json.gz``, or JSON with ``traceEvents`` near its start) or a
+    folder of them (a goodput run folder holds ``.jsonl`` logs instead)."""
+    if path.is_dir():
+        names = [child.name for child in path.iterdir() if child.is_file()]
+        has_traces = any(name.endswith((".json", ".json.gz")) for name in names)
+        return has_traces and not any(name.endswith(".jsonl") for name in names)
+    if not path.is_file():
+        return False
+    if path.name.endswith(".gz"):
+        return True
+    with path.open("rb") as handle:
+        return b'"traceEvents"' in handle.read(1 << 20)
+
+
+def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
+    """Durations (seconds) of the ``ProfilerStep#N`` annotations of a trace, one per step.
+
+    With several ranks a step lasts as long as its slowest rank. The first
+    profiled step is warm-up (the profiler's own start-up) and is excluded
+    by default.
+    """
+    by_step: dict[int, float] = {}
+    for rank in load_trace(path).ranks:
+        durations_s = (rank.steps.end_ns - rank.steps.start_ns) * 1e-9
+        for number, duration_s in zip(rank.steps.number.tolist(), durations_s.tolist(), strict=True):
+            by_step[int(number)] = max(float(duration_s), by_step.get(int(number), 0.0))
+    if not by_step:
+        raise UserInputError(
+            f"trace {path} has no ProfilerStep annotations to compare; call profiler.step() once per "
+            "training step (torch.profiler) so that step times are recorded"
+        )
+    return (_step_series([by_step[number] for number in sorted(by_step)], str(path)),)
+
+
+def _step_series(durations_s: Sequence[float], source: str) -> MetricSamples:
+    """Step times in run order; the first step is warm-up when there are others."""
+    return MetricSamples(
+        metric="step_time_s",
+        unit="s",
+        lower_is_better=True,
+        samples=tuple(durations_s),
+        num_warmup=1 if len(durations_s) > 1 else 0,
+        source=source,
+    )
+
+
+def goodput_step_samples(run_dir: Path) -> tuple[MetricSamples, ...]:
+    """Step times (seconds) of a goodput run folder, one sample per step number.
+
+    With several ranks a step takes as long as its slowest rank; a step
+    repeated after a restart counts once (its last attempt). The first step
+    is warm-up (start-up, compilation) and is excluded by default.
+    """
+    run = read_run(run_dir)
+    by_step: dict[int, float] = {}
+    for rank in run.ranks:
+        durations: dict[int, float] = {}
+        for segment in rank.segments:
+            for step in segment.steps:
+                if not step.error:
+                    durations[step.step] = step.end_s - step.start_s
+        for number, duration_s in durations.items():
+            by_step[number] = max(duration_s, by_step.get(number, 0.0))
+    if not by_step:
+        raise UserInputError(f"goodput run {run_dir} has no completed step to compare")
+    return (_step_series([by_step[number] for number in sorted(by_step)], str(run_dir)),)
+
+
+@dataclass(frozen=True)
+class HistoryPoint(Record):
+    """One run's value of a metric; ``verdict`` compares it with the run before."""
+
+    run_id: str
+    created_s: float
+    value: float
+    sol: float | None
+    num_samples: int
+    min_value: float
+    max_value: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class MetricHistory(Record):
+    """A metric (``name`` + ``metric``) across the runs of the store, oldest first."""
+
+    name: str
+    metric: str
+    unit: str
+    lower_is_better: bool
+    points: tuple[HistoryPoint, ...]
+
+
+def metric_history(
+    *, store: ResultsStore, name: str | None = None, metric: str | None = None, max_runs: int = 50
+) -> MetricHistory:
+    """The history of one stored metric over its last ``max_runs`` runs.
+
+    Without ``name``/``metric``, the (name, metric) pair stored in the most
+    runs is chosen (ties: measurements before predictions, then the most
+    recent). Each point after the first carries the regression gate's
+    verdict against the previous run (``'first run'`` for the first;
+    ``'too few samples'`` when a run stored a single value).
+    """
+    records = [r for r in store.records(name=name, metric=metric) if r.value is not None]
+    if not records:
+        wanted = " ".join(part for part in (name, metric) if part) or "any metric"
+        raise UserInputError(f"the results store {store.path} holds no record of {wanted}")
+    if name is None or metric is None:
+        name, metric = _most_run_key(records)
+        records = [r for r in records if (r.name, r.metric) == (name, metric)]
+    by_run: dict[str, list[StoredRecord]] = {}
+    for record in records:
+        by_run.setdefault(record.run_id, []).append(record)
+    runs = sorted(by_run.values(), key=lambda group: group[0].created_s)[-max_runs:]
+    series = [samples_from_records(group, source=f"run:{group[0].run_id}")[0] for group in runs]
+    previous_series: list[MetricSamples | None] = [None, *series[:-1]]
+    points = [
+        _history_point(group, current, previous)
+        for group, current, previous in zip(runs, series, previous_series, strict=True)
+    ]
+    return MetricHistory(
+        name=name,
+        metric=metric,
+        unit=series[0].unit,
+        lower_is_better=series[0].lower_is_better,
+        points=tuple(points),
+    )
+
+
+def _most_run_key(records: Sequence[StoredRecord]) -> tuple[str, str]:
+    """The (name, metric) stored in the most runs; ties go to measurements (a
+    prediction repeats itself), then to the most recent."""
+    runs: dict[tuple[str, str], set[str]] = {}
+    measured: dict[tuple[str, str], bool] = {}
+    latest: dict[tuple[str, str], float] = {}
+    for record in records:
+        key = (record.name, record.metric)
+        runs.setdefault(key, set()).add(record.run_id)
+        measured[key] = measured.get(key, False) or record.kind in MEASURED_KINDS
+        latest[key] = max(latest.get(key, 0.0), record.created_s)
+    return max(runs, key=lambda key: (len(runs[key]), measured[key], latest[key]))
+
+
+def _history_point(
+    group: Sequence[StoredRecord], current: MetricSamples, previous: MetricSamples | None
+) -> HistoryPoint:
+    verdict = "first run"
+    if previous is not None:
+        verdict = compare_samples(baseline=previous, current=current).verdict
+    values = current.samples
+    return HistoryPoint(
+        run_id=group[0].run_id,
+        created_s=group[0].created_s,
+        value=float(np.median(values)),
+        sol=group[0].sol,
+        num_samples=len(values),
+        min_value=min(values),
+        max_value=max(values),
+        verdict=verdict,
+    )

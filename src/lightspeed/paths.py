@@ -1,0 +1,32 @@
+"""Where lightspeed keeps its files (the results store, calibration profiles)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Final
+
+HOME_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_HOME"
+
+
+def lightspeed_home() -> Path:
+    """The folder lightspeed writes to: ``$LIGHTSPEED_HOME``, else the user-data directory.
+
+    Linux: ``$XDG_DATA_HOME/lightspeed`` (default ``~/.local/share/lightspeed``);
+    macOS: ``~/Library/Application Support/lightspeed``; Windows:
+    ``%LOCALAPPDATA%\\lightspeed``. The folder is not created here.
+
+    >>> isinstance(lightspeed_home(), Path)
+    True
+    """
+    configured = os.environ.get(HOME_ENVIRONMENT_VARIABLE)
+    if configured:
+        return Path(configured).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "lightspeed"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "lightspeed"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "lightspeed"

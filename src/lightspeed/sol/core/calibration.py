@@ -1,0 +1,289 @@
+"""Calibration: fit the engine's efficiency parameters from measurements, save and load profiles.
+
+``lightspeed calibrate`` turns microbenchmark results into a named
+:class:`~lightspeed.sol.core.efficiency.EfficiencyModel`:
+
+* GEMM: ``gemm_max_efficiency`` and ``gemm_half_saturation_flop`` of
+  ``eff = max x flop / (flop + half) x tile quantization``, fitted to the
+  measured fraction of peak of every shape by least squares on relative error
+  (a grid over ``half``, the best ``max`` in closed form for each).
+* Memory: ``memory_efficiency`` = the best STREAM triad / the memory SOL.
+* Collectives: ``collective_bandwidth_efficiency`` = 1 / (slope x link
+  bandwidth) of the alpha-beta line ``time = alpha + bytes x slope`` fitted to
+  the bus time of every size (only where the link SOL is known).
+* ``kernel_launch_s`` = the measured per-op dispatch time.
+
+A parameter without measurements keeps the base family's value and the result
+says so. Profiles are TOML files in ``$LIGHTSPEED_HOME/calibrations/NAME.toml``
+(this module also decides where ``$LIGHTSPEED_HOME`` is, since profiles are
+the lowest layer that stores anything).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import DataFileError, StoreError, UnknownNameError, UserInputError
+from lightspeed.paths import lightspeed_home
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, gemm_shape_factor
+
+CALIBRATION_FOLDER: Final = "calibrations"
+PROFILE_SCHEMA_VERSION: Final = 1
+FITTED_PARAMETERS: Final = (
+    "gemm_max_efficiency",
+    "gemm_half_saturation_flop",
+    "memory_efficiency",
+    "collective_bandwidth_efficiency",
+    "kernel_launch_s",
+)
+_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_HALF_SATURATION_GRID: Final = np.logspace(3.0, 16.0, 261)  # 1e3 .. 1e16 FLOP, 20 points a decade
+
+
+@dataclass(frozen=True)
+class GemmPoint(Record):
+    """One measured GEMM: its shape, the FLOP/s reached and the dense peak."""
+
+    m: int
+    n: int
+    k: int
+    achieved_flop_per_s: float
+    peak_flop_per_s: float
+
+
+@dataclass(frozen=True)
+class CollectivePoint(Record):
+    """One collective size: bytes on the bus per op (size x busbw factor), seconds per op, link SOL."""
+
+    bus_bytes: float
+    time_s: float
+    link_bytes_per_s: float
+
+
+@dataclass(frozen=True)
+class CalibrationInputs(Record):
+    """Measurements to fit from (any may be empty: that parameter keeps its base value)."""
+
+    gemm: tuple[GemmPoint, ...] = ()
+    memory_fractions: tuple[float, ...] = ()
+    collectives: tuple[CollectivePoint, ...] = ()
+    launch_s: tuple[float, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CalibrationResult(Record):
+    """A fitted efficiency model, what was fitted from how many points, and what was kept."""
+
+    name: str
+    base: str
+    model: EfficiencyModel
+    fitted: Mapping[str, float]
+    num_points: Mapping[str, int]
+    kept: Mapping[str, str]
+    gemm_rms_relative_error: float | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _check_name(name: str) -> str:
+    if not _NAME_PATTERN.fullmatch(name):
+        raise UserInputError(
+            f"calibration name {name!r} is not allowed; use letters, digits, '.', '_' or '-' (at most 64)"
+        )
+    return name
+
+
+def fit_gemm(
+    points: Sequence[GemmPoint], *, tile: int, num_compute_units: int | None = None
+) -> tuple[float, float, float]:
+    """``(max efficiency, half-saturation FLOP, RMS relative error)`` of the GEMM curve.
+
+    >>> shapes = [GemmPoint(m=s, n=s, k=s, achieved_flop_per_s=0.9 * (2*s**3) / (2*s**3 + 1e8) * 1e12,
+    ...                     peak_flop_per_s=1e12) for s in (128, 256, 512, 1024, 2048)]
+    >>> [round(value, 3) for value in fit_gemm(shapes, tile=128)[:2]]
+    [0.9, 100000000.0]
+    """
+    m, n, k = (np.array([getattr(point, axis) for point in points], dtype=np.float64) for axis in "mnk")
+    measured = np.array([p.achieved_flop_per_s / p.peak_flop_per_s for p in points], dtype=np.float64)
+    best: tuple[float, float, float] | None = None
+    for half in _HALF_SATURATION_GRID:
+        factor = gemm_shape_factor(
+            m, n, k, half_saturation_flop=half, tile=tile, num_compute_units=num_compute_units
+        )  # the engine's own shape model
+        shape = factor / measured  # model / measured per unit max efficiency
+        maximum = float(np.sum(shape) / np.sum(shape * shape))  # least squares of (max x shape - 1)
+        error = float(np.sqrt(np.mean((maximum * shape - 1.0) ** 2)))
+        if best is None or error < best[2]:
+            best = (maximum, float(half), error)
+    assert best is not None
+    return best
+
+
+def fit_collectives(points: Sequence[CollectivePoint]) -> tuple[float, float]:
+    """``(bandwidth efficiency, alpha seconds)`` of ``time = alpha + bus_bytes / (link x eff)``."""
+    sizes = np.array([point.bus_bytes for point in points], dtype=np.float64)
+    times = np.array([point.time_s for point in points], dtype=np.float64)
+    link = float(np.median([point.link_bytes_per_s for point in points]))
+    weights = 1.0 / times  # relative error: small messages count as much as large ones
+    design = np.stack([np.ones_like(sizes), sizes], axis=1) * weights[:, None]
+    (alpha, slope), *_ = np.linalg.lstsq(design, times * weights, rcond=None)
+    if slope <= 0:
+        raise UserInputError("collective times do not grow with size; measure larger messages")
+    return 1.0 / (float(slope) * link), max(0.0, float(alpha))
+
+
+def _fit_gemm_into(
+    inputs: CalibrationInputs, base: EfficiencyModel, result: dict[str, float]
+) -> float | None:
+    usable = [p for p in inputs.gemm if p.peak_flop_per_s > 0 and p.achieved_flop_per_s > 0]
+    if len(usable) < 2:
+        return None
+    maximum, half, error = fit_gemm(usable, tile=base.gemm_tile)
+    result["gemm_max_efficiency"] = maximum
+    result["gemm_half_saturation_flop"] = half
+    return error
+
+
+def calibrate(*, inputs: CalibrationInputs, base: EfficiencyModel, name: str) -> CalibrationResult:
+    """Fit every parameter the inputs allow; keep ``base`` values for the rest (with the reason)."""
+    _check_name(name)
+    fitted: dict[str, float] = {}
+    error = _fit_gemm_into(inputs, base, fitted)
+    memory = [fraction for fraction in inputs.memory_fractions if fraction > 0]
+    if memory:
+        fitted["memory_efficiency"] = max(memory)
+    if len(inputs.collectives) >= 2:
+        fitted["collective_bandwidth_efficiency"], _ = fit_collectives(inputs.collectives)
+    if inputs.launch_s:
+        fitted["kernel_launch_s"] = float(np.median(inputs.launch_s))
+    counts = {
+        "gemm_max_efficiency": len(inputs.gemm),
+        "gemm_half_saturation_flop": len(inputs.gemm),
+        "memory_efficiency": len(memory),
+        "collective_bandwidth_efficiency": len(inputs.collectives),
+        "kernel_launch_s": len(inputs.launch_s),
+    }
+    reasons = {
+        "gemm_max_efficiency": "needs 2+ GEMM shapes with a SOL",
+        "gemm_half_saturation_flop": "needs 2+ GEMM shapes with a SOL",
+        "memory_efficiency": "needs STREAM with a SOL",
+        "collective_bandwidth_efficiency": "needs 2+ sizes with a link SOL",
+        "kernel_launch_s": "needs a launch result",
+    }
+    kept = {key: reason for key, reason in reasons.items() if key not in fitted}
+    notes = tuple(f"{key} = {value:.3g} is above 1: the SOL used is below what was measured" for key, value
+                  in fitted.items() if key.endswith("efficiency") and value > 1.0)  # fmt: skip
+    source = f"lightspeed calibrate '{name}' from {', '.join(inputs.sources) or 'measurements'}"
+    model = base.with_overrides(name=name, source=source, **fitted)
+    return CalibrationResult(
+        name=name,
+        base=base.name,
+        model=model,
+        fitted=fitted,
+        num_points=counts,
+        kept=kept,
+        gemm_rms_relative_error=error,
+        notes=notes,
+    )
+
+
+def calibration_path(name: str) -> Path:
+    """Where profile ``name`` lives: ``$LIGHTSPEED_HOME/calibrations/NAME.toml``."""
+    return lightspeed_home() / CALIBRATION_FOLDER / f"{_check_name(name)}.toml"
+
+
+def _toml_value(value: float | int | str) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserInputError(f"cannot save the non-finite value {value} in a calibration profile")
+    return repr(value)
+
+
+def profile_text(result: CalibrationResult) -> str:
+    """The TOML text of a profile (parameters under ``[efficiency]``, the fit under ``[fit]``)."""
+    model = result.model
+    lines = [
+        f"# lightspeed calibration profile, written {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+        f"schema_version = {PROFILE_SCHEMA_VERSION}",
+        f"name = {_toml_value(result.name)}",
+        f"base = {_toml_value(result.base)}",
+        f"source = {_toml_value(model.source)}",
+        "",
+        "[efficiency]",
+    ]
+    for key in (*FITTED_PARAMETERS, "gemm_tile", "attention_efficiency_factor"):
+        if hasattr(model, key):
+            lines.append(f"{key} = {_toml_value(getattr(model, key))}")
+    lines += ["", "[fit]"]
+    lines += [f"{key}_points = {count}" for key, count in result.num_points.items()]
+    if result.gemm_rms_relative_error is not None:
+        lines.append(f"gemm_rms_relative_error = {_toml_value(result.gemm_rms_relative_error)}")
+    lines.append(f"kept = {json.dumps(sorted(result.kept))}")
+    return "\n".join(lines) + "\n"
+
+
+def save_calibration(result: CalibrationResult) -> Path:
+    """Write ``result`` as profile ``result.name`` (replacing it atomically); return the path."""
+    path = calibration_path(result.name)
+    text = profile_text(result)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".toml.partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)  # a reader never sees half a profile
+    except OSError as error:
+        raise StoreError(
+            f"cannot write calibration profile {path} ({error.strerror}); "
+            "fix: free space or set LIGHTSPEED_HOME to a writable folder"
+        ) from None
+    return path
+
+
+def list_calibrations() -> list[str]:
+    """Names of the saved profiles."""
+    folder = lightspeed_home() / CALIBRATION_FOLDER
+    return sorted(path.stem for path in folder.glob("*.toml")) if folder.is_dir() else []
+
+
+def load_calibration(name: str) -> EfficiencyModel:
+    """The efficiency model of profile ``name`` (or of a profile TOML file path).
+
+    Parameters the file lacks come from its base family's defaults.
+    """
+    candidate = Path(name)
+    if candidate.suffix == ".toml" and candidate.is_file():
+        path = candidate
+    else:
+        path = calibration_path(name)
+        if not path.is_file():
+            raise UnknownNameError(
+                "calibration", name, list_calibrations(), hint="run 'lightspeed calibrate'"
+            )
+    fields = Fields(str(path), load_toml(path))
+    version = fields.integer("schema_version", minimum=1)
+    if version != PROFILE_SCHEMA_VERSION:
+        raise DataFileError(
+            path,
+            f"unsupported schema_version {version}",
+            field="schema_version",
+            fix=f"write schema_version = {PROFILE_SCHEMA_VERSION} or recalibrate",
+        )
+    table = fields.table("efficiency")
+    assert table is not None
+    base = default_efficiency(fields.string("base"))
+    overrides: dict[str, float | str] = {key: table.number(key) for key in FITTED_PARAMETERS}
+    if table.has("attention_efficiency_factor") and hasattr(base, "attention_efficiency_factor"):
+        overrides["attention_efficiency_factor"] = table.number("attention_efficiency_factor")
+    return base.with_overrides(name=fields.string("name"), source=fields.string("source", ""), **overrides)

@@ -1,0 +1,114 @@
+"""The hardware side of an estimate: peaks, bandwidths, fabric and efficiencies.
+
+Every SOL figure comes from the catalog (dense peak of the precision run, HBM
+bandwidth, usable memory, links); every efficiency from the
+:class:`~lightspeed.sol.core.efficiency.EfficiencyModel` (family default or a
+calibration profile). Nothing here is specific to one validation row.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from lightspeed.catalog import Accelerator, Cluster
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import UnsupportedError
+from lightspeed.records import Record
+from lightspeed.sol.core.collectives import Fabric, fabric_of
+from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency
+from lightspeed.units import bytes_per_element, compute_precision
+
+
+@dataclass(frozen=True)
+class RuntimeOverheads(Record):
+    """Memory the framework holds outside the model (CUDA context, NCCL buffers,
+    allocator fragmentation) and activation bytes per element."""
+
+    reserved_bytes: float
+    fragmentation_fraction: float
+    source: str
+
+    def reserved_of(self, usable_bytes: float) -> float:
+        """Bytes not available to the model on a device with ``usable_bytes``."""
+        return min(self.reserved_bytes, 0.05 * usable_bytes) + self.fragmentation_fraction * usable_bytes
+
+
+@functools.lru_cache(maxsize=1)
+def load_runtime_overheads() -> RuntimeOverheads:
+    """The documented defaults in ``sol/data/runtime.toml`` (read once)."""
+    path = Path(str(resources.files("lightspeed.sol") / "data" / "runtime.toml"))
+    fields = Fields(str(path), load_toml(path))
+    table = fields.table("memory")
+    assert table is not None
+    return RuntimeOverheads(
+        reserved_bytes=table.quantity("reserved", "bytes"),
+        fragmentation_fraction=table.number("fragmentation_fraction", positive=False),
+        source=table.string("source"),
+    )
+
+
+@dataclass(frozen=True)
+class Hardware(Record):
+    """What one GPU of a cluster can do, and how it talks to the others."""
+
+    cluster: Cluster
+    accelerator: Accelerator
+    precision: str
+    peak_flop_per_s: float
+    memory_bandwidth_bytes_per_s: float
+    usable_memory_bytes: float
+    input_bytes_per_element: float
+    activation_bytes_per_element: float
+    fabric: Fabric
+    efficiency: EfficiencyModel
+    overheads: RuntimeOverheads
+
+    @property
+    def num_gpus(self) -> int:
+        """Accelerators in the cluster."""
+        return self.cluster.num_accelerators
+
+    @property
+    def domain_size(self) -> int:
+        """GPUs per scale-up domain."""
+        return self.fabric.scale_up.domain_size
+
+
+def hardware_for(
+    cluster: Cluster, precision: str, efficiency: EfficiencyModel | None = None, sharp: bool = False
+) -> Hardware:
+    """Bundle the catalog figures an estimate needs for ``precision`` on ``cluster``.
+
+    The peak is the accelerator's *dense* figure for the precision the GEMMs run
+    in; fp32 training uses the TF32 tensor row when the device has one (as
+    PyTorch does with ``allow_tf32``), else plain FP32. ``sharp`` turns on
+    in-network reduction on the scale-out network (InfiniBand SHARP).
+    """
+    accelerator = cluster.system.accelerator
+    row = compute_precision(precision)
+    if row == "fp32" and "tf32" in accelerator.compute and accelerator.family != "cpu":
+        row = "tf32"
+    if row not in accelerator.compute:
+        raise UnsupportedError(
+            f"{accelerator.name} has no {row} compute figure "
+            f"(it has {', '.join(sorted(accelerator.compute))}); "
+            "choose another --precision"
+        )
+    model = efficiency or default_efficiency(accelerator.family)
+    activation_bytes = 4.0 if row in ("fp32", "tf32") else 2.0
+    return Hardware(
+        cluster=cluster,
+        accelerator=accelerator,
+        precision=precision,
+        peak_flop_per_s=accelerator.compute[row].dense_per_s,
+        memory_bandwidth_bytes_per_s=accelerator.memory_bandwidth_bytes_per_s,
+        usable_memory_bytes=accelerator.memory_usable_bytes,
+        input_bytes_per_element=min(bytes_per_element(precision), activation_bytes),
+        activation_bytes_per_element=activation_bytes,
+        fabric=fabric_of(cluster, model.collective_bandwidth_efficiency, sharp),
+        efficiency=model,
+        overheads=load_runtime_overheads(),
+    )

@@ -1,0 +1,63 @@
+"""Roofline time of one operation on one GPU, vectorized over plans.
+
+Each operation takes ``max(FLOP / (peak x GEMM efficiency), bytes / (HBM
+bandwidth x memory efficiency))``: the training and inference engines both time
+their GEMMs and streaming kernels here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lightspeed.sol.core.hardware import Hardware
+from lightspeed.sol.core.shapes import Linear
+
+Array = Any
+
+# Kernel launches per transformer layer forward (norms, GEMMs, attention,
+# activation, residual adds; MoE adds routing, permutation and expert GEMMs).
+KERNELS_PER_DENSE_LAYER_FORWARD = 14.0
+KERNELS_PER_MOE_LAYER_FORWARD = 24.0
+
+
+def gemm_s(hardware: Hardware, m: Array, n: Array, k: Array) -> Array:
+    """Roofline time of an ``(m x k) @ (k x n)`` GEMM."""
+    efficiency = hardware.efficiency
+    flop = 2.0 * m * n * k
+    units = hardware.accelerator.num_compute_units
+    compute = flop / (hardware.peak_flop_per_s * efficiency.gemm_efficiency(m, n, k, units))
+    traffic = (
+        m * k + k * n
+    ) * hardware.input_bytes_per_element + m * n * hardware.activation_bytes_per_element
+    memory = traffic / (hardware.memory_bandwidth_bytes_per_s * efficiency.memory_efficiency)
+    return np.maximum(compute, memory)
+
+
+def memory_s(hardware: Hardware, num_bytes: Array) -> Array:
+    """Time of a streaming (memory-bound) kernel moving ``num_bytes``."""
+    return num_bytes / (hardware.memory_bandwidth_bytes_per_s * hardware.efficiency.memory_efficiency)
+
+
+def local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
+    """(k, n) of a linear on one GPU."""
+    if linear.split == "column":
+        return float(linear.in_features), linear.out_features / tp
+    if linear.split == "row":
+        return linear.in_features / tp, float(linear.out_features)
+    return float(linear.in_features), float(linear.out_features)
+
+
+def linears_cost(
+    hardware: Hardware, linears: tuple[Linear, ...], m: Array, tp: Array, copies: Array = 1.0
+) -> tuple[Array, Array, Array, Array]:
+    """(forward s, input-grad s, weight-grad s, forward FLOP) of linears on ``m`` tokens."""
+    forward = input_grad = weight_grad = flop = 0.0
+    for linear in linears:
+        k, n = local_dims(linear, tp)
+        forward = forward + copies * gemm_s(hardware, m, n, k)
+        input_grad = input_grad + copies * gemm_s(hardware, m, k, n)
+        weight_grad = weight_grad + copies * gemm_s(hardware, k, n, m)
+        flop = flop + copies * 2.0 * m * n * k
+    return forward, input_grad, weight_grad, flop

@@ -1,0 +1,417 @@
+"""Cost of one serving iteration on one pipeline stage, vectorized over deployments.
+
+An iteration runs every layer of a stage once over the tokens scheduled in it:
+``decode_sequences`` sequences that each add ``query_tokens`` tokens (1, or
+the draft tokens plus one when verifying speculation) and attend to
+``decode_context`` cached tokens, plus ``prefill_tokens`` prompt tokens that
+attend to ``prefill_context`` tokens on average (causal: half the prompt).
+Every operation sits on the same roofline as training,
+``max(FLOP / (peak x efficiency), bytes / (HBM bandwidth x efficiency))``:
+
+* **GEMMs** read their weights once per iteration in the weight format (block
+  scales included) and multiply every token of the iteration; with few tokens
+  they are bound by the weight reads, with many by the tensor cores.
+* **MoE layers** read only the experts the iteration's tokens reach: with ``T``
+  tokens routed top-``k`` of ``E`` experts, ``E x (1 - (1 - k/E)^T)`` experts
+  are touched; each GPU holds ``E / ep`` of them, split over ``stage GPUs / ep``.
+* **Attention** reads the KV cache of every decoding sequence once (all its
+  query tokens share the read) and writes the new tokens' K/V; prefill attention
+  is FlashAttention at ``attention_efficiency_factor`` of the GEMM ceiling.
+* **Communication** per layer on the fabric level the group uses: TP all-reduce
+  after attention and after the MLP (the MoE output is all-reduced over the
+  stage when experts are split across TP ranks), EP all-to-all dispatch and
+  combine when attention is data-parallel, a pipeline send per stage boundary.
+* **Launch floor**: a stage cannot run faster than its kernels can be issued
+  (``kernel_launch_s`` each, as in training).
+
+The breakdown attributes each GEMM to ``gemm_compute`` or ``weight_reads`` and
+each attention kernel to ``attention_compute`` or ``kv_cache`` by which side of
+its roofline binds, so the parts sum to the iteration time.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import UnsupportedError
+from lightspeed.records import Record
+from lightspeed.sol.core import collectives
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.core.roofline import (
+    KERNELS_PER_DENSE_LAYER_FORWARD,
+    KERNELS_PER_MOE_LAYER_FORWARD,
+    local_dims,
+)
+from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
+from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
+from lightspeed.workload import TransformerSpec
+
+Array = Any
+
+ITERATION_PARTS = (
+    "gemm_compute",
+    "weight_reads",
+    "attention_compute",
+    "kv_cache",
+    "elementwise",
+    "tp_comm",
+    "ep_comm",
+    "pp_comm",
+    "launch",
+    "host",
+)
+# Norms (read + write) and residual adds (two reads + a write) per token and hidden unit.
+ELEMENTWISE_ACCESSES_PER_HIDDEN = 10.0
+ACTIVATION_BYTES = 2.0  # activations between kernels, logits and collectives stay 16-bit
+
+
+@dataclass(frozen=True)
+class InferenceParameters(Record):
+    """Global serving parameters from the ``[inference]`` table of ``sol/data/efficiency.toml``."""
+
+    kv_cache_memory_fraction: float
+    prefill_chunk_tokens: int
+    stream_memory_efficiency: float
+    iteration_overhead_s: float
+    source: str
+
+
+def _data_file() -> Path:
+    return Path(str(resources.files("lightspeed.sol") / "data" / "efficiency.toml"))
+
+
+@functools.lru_cache(maxsize=4)
+def load_inference_parameters(path: Path | None = None) -> InferenceParameters:
+    """The documented serving defaults (read once)."""
+    file = path or _data_file()
+    fields = Fields(str(file), load_toml(file))
+    table = fields.table("inference")
+    assert table is not None
+    return InferenceParameters(
+        kv_cache_memory_fraction=table.number("kv_cache_memory_fraction"),
+        prefill_chunk_tokens=table.integer("prefill_chunk_tokens", minimum=1),
+        stream_memory_efficiency=table.number("stream_memory_efficiency"),
+        iteration_overhead_s=table.number("iteration_overhead_s", positive=False),
+        source=table.string("source"),
+    )
+
+
+@dataclass(frozen=True)
+class InferenceHardware(Record):
+    """A cluster's figures for one deployment's formats (compute peak, HBM, fabric, efficiencies)."""
+
+    hardware: Hardware
+    precisions: Precisions
+    parameters: InferenceParameters
+    attention_peak_flop_per_s: float
+    gemm_model: EfficiencyModel
+
+    @property
+    def stream_bytes_per_s(self) -> float:
+        """HBM bandwidth that streaming kernels reach."""
+        return self.hardware.memory_bandwidth_bytes_per_s * self.parameters.stream_memory_efficiency
+
+
+def inference_hardware(
+    cluster: Cluster, plan: InferencePlan, efficiency: EfficiencyModel | None = None
+) -> InferenceHardware:
+    """Bundle what an inference estimate needs for ``plan``'s formats on ``cluster``.
+
+    The GEMM peak is the dense figure of the activation format's compute row;
+    attention runs in the KV cache's format when the GPU computes in it (FP8
+    attention over an FP8 cache), else in bf16. Inference GEMMs use the family's
+    ceiling and tile quantization but not the training fit's size factor, which
+    amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
+    decode step; the per-kernel launch floor stands in for it.
+    """
+    accelerator = cluster.system.accelerator
+    precisions = resolve_precisions(plan, accelerator)
+    hardware = hardware_for(cluster, precisions.compute, efficiency)
+    kv_row = precisions.kv_cache if precisions.kv_cache in accelerator.compute else None
+    attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
+    if attention_row not in accelerator.compute:
+        raise UnsupportedError(f"{accelerator.name} has no {attention_row} compute figure for attention")
+    return InferenceHardware(
+        hardware=hardware,
+        precisions=precisions,
+        parameters=load_inference_parameters(),
+        attention_peak_flop_per_s=accelerator.compute[attention_row].dense_per_s,
+        gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
+    )
+
+
+@dataclass(frozen=True)
+class IterationGrid:
+    """What one stage iteration processes, per deployment (aligned numpy arrays).
+
+    Token and sequence counts are for the whole stage (every attention group);
+    decode sequences spread evenly over the attention groups, while
+    ``group_prefill_tokens`` is the prompt share of the busiest group (a prompt
+    chunk belongs to one group).
+    """
+
+    tp: Array
+    pp: Array
+    ep: Array
+    dp_attention: Array
+    decode_sequences: Array
+    query_tokens: Array
+    decode_context: Array
+    prefill_tokens: Array
+    prefill_context: Array
+    prefill_requests: Array
+    group_prefill_tokens: Array
+
+    @property
+    def stage_gpus(self) -> Array:
+        """GPUs per stage."""
+        return self.tp * self.dp_attention
+
+    @property
+    def tokens(self) -> Array:
+        """Tokens every layer of the stage multiplies in this iteration."""
+        return self.decode_sequences * self.query_tokens + self.prefill_tokens
+
+    @property
+    def group_tokens(self) -> Array:
+        """Tokens the busiest attention group multiplies."""
+        return self.decode_sequences * self.query_tokens / self.dp_attention + self.group_prefill_tokens
+
+
+@dataclass(frozen=True)
+class IterationCost(Record):
+    """Seconds of one stage iteration per part (arrays aligned with the grid)."""
+
+    parts: dict[str, Array]
+
+    @property
+    def time_s(self) -> Array:
+        """Sum of the parts."""
+        return sum(self.parts[name] for name in ITERATION_PARTS)
+
+
+class _Acc:
+    """Accumulates roofline times into the breakdown parts."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, Array] = dict.fromkeys(ITERATION_PARTS, 0.0)
+
+    def roofline(self, compute_s: Array, memory_s: Array, compute_part: str, memory_part: str) -> None:
+        bound_by_compute = compute_s >= memory_s
+        self.parts[compute_part] = self.parts[compute_part] + np.where(bound_by_compute, compute_s, 0.0)
+        self.parts[memory_part] = self.parts[memory_part] + np.where(bound_by_compute, 0.0, memory_s)
+
+    def add(self, part: str, seconds: Array) -> None:
+        self.parts[part] = self.parts[part] + seconds
+
+    def scaled(self, factor: Array) -> dict[str, Array]:
+        return {name: value * factor for name, value in self.parts.items()}
+
+
+def inference_local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
+    """(k, n) of a linear on one GPU; an expert's up projection splits like a column, its down like a row."""
+    if linear.split == "expert":
+        linear = replace(linear, split="column" if linear.name.endswith("up") else "row")
+    return local_dims(linear, tp)
+
+
+def _gemms(
+    ih: InferenceHardware,
+    linears: tuple[Linear, ...],
+    m: Array,
+    tp: Array,
+    *,
+    copies: Array = 1.0,
+    weight_bytes: float | None = None,
+) -> tuple[Array, Array]:
+    """(compute s, memory s) of ``linears`` over ``m`` tokens, split ``tp`` ways, ``copies`` times.
+
+    Weights are read in the deployment's weight format unless ``weight_bytes`` says otherwise.
+    """
+    hardware, precisions = ih.hardware, ih.precisions
+    per_weight = precisions.weight_bytes_per_element if weight_bytes is None else weight_bytes
+    compute = memory = 0.0
+    for linear in linears:
+        k, n = inference_local_dims(linear, tp)
+        flop = 2.0 * m * n * k
+        efficiency = ih.gemm_model.gemm_efficiency(m, n, k)
+        compute = compute + copies * flop / (hardware.peak_flop_per_s * efficiency)
+        traffic = k * n * per_weight + m * k * precisions.input_bytes_per_element + m * n * ACTIVATION_BYTES
+        memory = memory + copies * traffic / ih.stream_bytes_per_s
+    return compute, memory
+
+
+def kv_elements_per_token_per_gpu(shapes: LayerShapes, model: TransformerSpec, tp: Array) -> Array:
+    """KV-cache values one token adds per layer on one GPU of a ``tp`` group.
+
+    GQA/MHA heads split over TP (a head replicated on ``tp / kv_heads`` GPUs when
+    ``tp`` exceeds the KV heads); MLA's latent is not split: every TP rank holds it.
+    """
+    if model.attention.kind == "mla":
+        return np.asarray(shapes.kv_cache_elements_per_token, dtype=np.float64) * np.ones_like(tp)
+    kv_heads = float(shapes.num_kv_heads)
+    per_gpu_heads = np.maximum(kv_heads / tp, 1.0)
+    return 2.0 * per_gpu_heads * shapes.k_head_dim
+
+
+def _attention_head_dims(shapes: LayerShapes, model: TransformerSpec) -> tuple[float, float]:
+    """(decode, prefill) MACs per head per attended position: QK plus AV.
+
+    MLA decodes in the absorbed form (queries against the latent + RoPE key,
+    output in the latent), and prefills in the expanded form.
+    """
+    attention = model.attention
+    prefill = float(shapes.q_head_dim + shapes.v_head_dim)
+    if attention.kind == "mla":
+        assert attention.kv_lora_rank is not None
+        assert attention.qk_rope_head_dim is not None
+        return float(2 * attention.kv_lora_rank + attention.qk_rope_head_dim), prefill
+    return prefill, prefill
+
+
+def _attention(
+    acc: _Acc, grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware
+) -> None:
+    """Core attention of one layer on one GPU: decode KV reads, prefill FlashAttention, KV writes."""
+    hardware = ih.hardware
+    heads = shapes.num_heads / grid.tp
+    decode_dims, prefill_dims = _attention_head_dims(shapes, model)
+    kv_elements = kv_elements_per_token_per_gpu(shapes, model, grid.tp)
+    kv_bytes = ih.precisions.kv_bytes_per_element
+    sequences = grid.decode_sequences / grid.dp_attention
+    prompt = grid.group_prefill_tokens
+    rate = ih.attention_peak_flop_per_s * hardware.efficiency.gemm_max_efficiency
+    rate = rate * hardware.efficiency.attention_efficiency_factor
+    decode_flop = 2.0 * sequences * grid.query_tokens * grid.decode_context * heads * decode_dims
+    decode_bytes = sequences * grid.decode_context * kv_elements * kv_bytes
+    acc.roofline(decode_flop / rate, decode_bytes / ih.stream_bytes_per_s, "attention_compute", "kv_cache")
+    prefill_flop = 2.0 * prompt * grid.prefill_context * heads * prefill_dims
+    written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
+    acc.roofline(prefill_flop / rate, written / ih.stream_bytes_per_s, "attention_compute", "kv_cache")
+
+
+def _expert_part(
+    acc: _Acc, grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware
+) -> None:
+    """Routed experts of one MoE layer on one GPU: only the experts the tokens reach are read."""
+    moe = model.moe
+    assert moe is not None
+    experts = float(moe.num_routed_experts)
+    tokens = grid.tokens
+    touched_fraction = 1.0 - (1.0 - moe.top_k / experts) ** tokens
+    local_touched = experts / grid.ep * touched_fraction
+    per_expert = tokens * moe.top_k / (experts * touched_fraction)
+    expert_tp = grid.stage_gpus / grid.ep
+    compute, memory = _gemms(ih, shapes.experts, per_expert, expert_tp, copies=local_touched)
+    acc.roofline(compute, memory, "gemm_compute", "weight_reads")
+
+
+def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> None:
+    """Combining the MoE output: all-reduce over the stage (tokens are already on every GPU), or,
+    with attention DP, an all-to-all dispatch and combine over the stage."""
+    fabric = ih.hardware.fabric
+    group_tokens = grid.group_tokens
+    size = group_tokens * model.hidden_size * ACTIVATION_BYTES
+    tp_mode = grid.dp_attention <= 1
+    reduce = collectives.all_reduce_s(fabric, size, grid.stage_gpus, 1.0)
+    assert model.moe is not None
+    # Each GPU dispatches its share of the group's tokens to every slice of each chosen expert:
+    # top_k x (stage GPUs / ep) copies, at most one per GPU of the stage.
+    copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
+    sent = group_tokens / grid.tp * copies * model.hidden_size
+    dispatch = collectives.all_to_all_s(fabric, sent * ih.precisions.input_bytes_per_element, grid.stage_gpus)
+    combine = collectives.all_to_all_s(fabric, sent * ACTIVATION_BYTES, grid.stage_gpus)
+    shared_reduce = (
+        collectives.all_reduce_s(fabric, size, grid.tp, 1.0) if model.moe.num_shared_experts else 0.0
+    )
+    acc.add("tp_comm", np.where(tp_mode, reduce, shared_reduce))
+    acc.add("ep_comm", np.where(tp_mode, 0.0, dispatch + combine))
+
+
+def _layer(
+    grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware, *, moe: bool
+) -> dict[str, Array]:
+    """Breakdown of one dense or MoE layer on one GPU."""
+    acc = _Acc()
+    group_tokens = grid.group_tokens
+    acc.roofline(*_gemms(ih, shapes.attention, group_tokens, grid.tp), "gemm_compute", "weight_reads")
+    _attention(acc, grid, model, shapes, ih)
+    fabric = ih.hardware.fabric
+    activation = group_tokens * model.hidden_size * ACTIVATION_BYTES
+    acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
+    ffn = model.ffn_hidden_size
+    if moe:
+        assert model.moe is not None
+        _expert_part(acc, grid, model, shapes, ih)
+        for linears in (shapes.shared_experts, shapes.router):
+            acc.roofline(*_gemms(ih, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads")
+        _moe_comm(acc, grid, model, ih)
+        ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
+    else:
+        acc.roofline(*_gemms(ih, shapes.mlp, group_tokens, grid.tp), "gemm_compute", "weight_reads")
+        acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
+    passes = 3.0 if model.mlp == "swiglu" else 2.0
+    elementwise = group_tokens * (
+        ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size + passes * ffn / grid.tp
+    )
+    acc.add("elementwise", elementwise * ACTIVATION_BYTES / ih.stream_bytes_per_s)
+    return acc.parts
+
+
+def _head(grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> dict[str, Array]:
+    """LM head of the last stage over the tokens that sample (16-bit weights, as quantizers leave it)."""
+    acc = _Acc()
+    sampled = (grid.decode_sequences * grid.query_tokens + grid.prefill_requests) / grid.dp_attention
+    head = (Linear("lm_head", model.hidden_size, model.vocab_size, "column"),)
+    compute, memory = _gemms(ih, head, np.maximum(sampled, 1.0), grid.tp, weight_bytes=ACTIVATION_BYTES)
+    acc.roofline(compute, memory, "gemm_compute", "weight_reads")
+    return acc.parts
+
+
+def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
+    """(dense, MoE) layers on the busiest stage: ``ceil(layers / pp)`` in the model's mix."""
+    layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
+    moe_share = model.num_moe_layers / model.num_layers
+    return layers * (1.0 - moe_share), layers * moe_share
+
+
+def iteration_cost(grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> IterationCost:
+    """Breakdown of one iteration of the busiest (last) stage, for every deployment in ``grid``."""
+    shapes = layer_shapes(model)
+    num_dense, num_moe = stage_layers(model, grid.pp)
+    dense = _layer(grid, model, shapes, ih, moe=False)
+    moe = _layer(grid, model, shapes, ih, moe=True) if model.moe is not None else dense
+    head = _head(grid, model, ih)
+    parts = {name: num_dense * dense[name] + num_moe * moe[name] + head[name] for name in ITERATION_PARTS}
+    fabric = ih.hardware.fabric
+    crosses = collectives.crosses_domains(fabric, grid.pp, grid.stage_gpus)
+    boundary = grid.group_tokens * model.hidden_size * ACTIVATION_BYTES
+    parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
+    kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
+    busy = sum(parts[name] for name in ITERATION_PARTS)
+    parts["launch"] = np.maximum(kernels * ih.hardware.efficiency.kernel_launch_s - busy, 0.0)
+    parts["host"] = np.full_like(np.asarray(busy, dtype=np.float64), ih.parameters.iteration_overhead_s)
+    return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
+
+
+__all__ = [
+    "ITERATION_PARTS",
+    "InferenceHardware",
+    "InferenceParameters",
+    "IterationCost",
+    "IterationGrid",
+    "inference_hardware",
+    "iteration_cost",
+    "kv_elements_per_token_per_gpu",
+    "load_inference_parameters",
+    "stage_layers",
+]

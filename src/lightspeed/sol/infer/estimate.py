@@ -1,0 +1,407 @@
+"""``estimate_inference``: one serving deployment under one load, with its bound.
+
+>>> from lightspeed.catalog import load_catalog
+>>> from lightspeed.workload import load_models
+>>> cluster = load_catalog().cluster("dgx-h100")
+>>> estimate = estimate_inference(model=load_models().get("llama-3-8b"), cluster=cluster,
+...     plan=InferencePlan(tp=1, replicas=8, precision="fp8"),
+...     load=ServingLoad(input_tokens=1000, output_tokens=1000))
+>>> 5_000 < estimate.output_tokens_per_s_per_gpu < 50_000
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware
+from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
+from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
+from lightspeed.sol.infer.serving import (
+    BATCHING_MODES,
+    Deployments,
+    PoolSplit,
+    ServingArrays,
+    ServingContext,
+    continuous,
+    disaggregated,
+    static,
+)
+from lightspeed.units import format_bytes, format_bytes_per_s, format_percent
+from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
+
+PART_LABELS = {
+    "gemm_compute": "GEMMs on the tensor cores",
+    "weight_reads": "weight reads from HBM",
+    "attention_compute": "attention math",
+    "kv_cache": "KV-cache reads and writes",
+    "elementwise": "norms, activations and residuals",
+    "tp_comm": "TP all-reduce",
+    "ep_comm": "EP all-to-all",
+    "pp_comm": "pipeline send",
+    "launch": "kernel launch floor",
+    "host": "host overhead",
+}
+ARRIVAL_GRID_POINTS = 96
+
+
+@dataclass(frozen=True)
+class InferenceEstimate(Record):
+    """What one serving deployment reaches under one load.
+
+    Times in seconds, rates per second, memory in bytes per GPU of the busiest
+    stage. ``batch_per_replica`` is the mean number of sequences in flight on a
+    (decode) replica, ``max_batch`` the KV-cache-limited most it can hold.
+    ``iteration_breakdown_s`` splits one steady stage iteration (decode with
+    prefill riding along, or pure decode) and sums to ``iteration_s``.
+    """
+
+    model: str
+    system: str
+    num_gpus: int
+    plan: InferencePlan
+    load: ServingLoad
+    batching: str
+    precisions: Precisions
+    batch_per_replica: float
+    max_batch: int
+    concurrency: float
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    requests_per_s: float
+    iteration_s: float
+    iteration_breakdown_s: dict[str, float]
+    kv_transfer_s: float | None
+    memory_bytes: dict[str, float]
+    usable_memory_bytes: float
+    bound: str
+    bound_part: str
+    assumptions: tuple[str, ...]
+
+    def summary(self) -> dict[str, Any]:
+        """The ``plan infer --json`` contract's headline keys."""
+        return {
+            "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
+            "output_tokens_per_s_per_user": self.output_tokens_per_s_per_user,
+            "max_batch": self.max_batch,
+            "bound": self.bound,
+        }
+
+
+def deployments_of(plan: InferencePlan, batch: Any) -> Deployments:
+    """The one-deployment arrays of ``plan`` with ``batch`` sequences per (decode) replica."""
+    size = np.asarray(batch, dtype=np.float64).shape or (1,)
+
+    def column(value: float) -> np.ndarray:
+        return np.full(size, float(value))
+
+    return Deployments(
+        tp=column(plan.tp),
+        pp=column(plan.pp),
+        ep=column(plan.ep),
+        dp_attention=column(plan.dp_attention),
+        batch=np.asarray(batch, dtype=np.float64).reshape(size),
+    )
+
+
+def deployment_memory(
+    model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
+) -> MemoryArrays:
+    """Memory arrays (length one) of ``plan`` serving ``load``."""
+    return memory_of(model, ih, deployments_of(plan, 1.0), load)
+
+
+def pool_split(plan: InferencePlan, ih: InferenceHardware, model: TransformerSpec) -> PoolSplit:
+    """Prefill and decode pools of a disaggregated plan, placed in rank order (prefill first).
+
+    A prompt's whole KV cache moves; the ``tp x pp`` GPUs of its attention group
+    each send their share at once.
+    """
+    assert plan.disaggregated is not None
+    prefill, decode = plan.disaggregated
+    return PoolSplit(
+        prefill_replicas=prefill,
+        decode_replicas=decode,
+        gpus_per_replica=np.asarray([float(plan.tp * plan.pp)]),
+        kv_bytes_per_token_per_replica=np.asarray(
+            [kv_cache_bytes_per_token(model, ih.precisions.kv_cache)], dtype=np.float64
+        ),
+        crosses_domains=np.asarray([plan.num_gpus > ih.hardware.domain_size]),
+    )
+
+
+def serve(
+    ctx: ServingContext, plan: InferencePlan, batch: Any, batching: str, split: PoolSplit | None
+) -> ServingArrays:
+    """Steady state of ``plan`` at ``batch`` sequences per (decode) replica, any batching mode."""
+    deployments = deployments_of(plan, batch)
+    if split is not None:
+        return disaggregated(deployments, ctx, split)
+    if batching == "static":
+        return static(deployments, ctx)
+    return continuous(deployments, ctx)
+
+
+def _scalar(value: Any) -> float:
+    return float(np.asarray(value, dtype=np.float64).reshape(-1)[0])
+
+
+def _serving_replicas(plan: InferencePlan) -> int:
+    """Replicas whose rates add up (a disaggregated deployment reports its own total)."""
+    return 1 if plan.disaggregated is not None else plan.replicas
+
+
+def _decode_replicas(plan: InferencePlan) -> int:
+    return plan.disaggregated[1] if plan.disaggregated is not None else plan.replicas
+
+
+def _batch_for_rate(
+    ctx: ServingContext, plan: InferencePlan, max_batch: float, batching: str, split: PoolSplit | None
+) -> float:
+    """Sequences per replica at which the deployment serves ``load.arrival_rate_per_s``."""
+    wanted = ctx.load.arrival_rate_per_s
+    assert wanted is not None
+    batches = np.geomspace(1e-3, max_batch, ARRIVAL_GRID_POINTS)
+    arrays = serve(ctx, plan, batches, batching, split)
+    # The rate grows with the batch; the running maximum keeps the inversion well defined where it
+    # flattens (a batch that buys no rate is never the answer).
+    rates = np.maximum.accumulate(np.asarray(arrays.requests_per_s) * _serving_replicas(plan))
+    if wanted > rates[-1]:
+        needed = int(np.ceil(wanted / rates[-1] * plan.num_replicas))
+        raise InvalidPlanError(
+            f"{wanted:g} requests/s exceed what {plan.describe()} can serve ({rates[-1]:.3g} requests/s at "
+            f"its KV-cache limit of {max_batch:g} sequences per replica); use about {needed} replicas, "
+            "more GPUs per replica, or a lower precision"
+        )
+    return float(np.interp(wanted, rates, batches))
+
+
+def _batch_and_queue(
+    ctx: ServingContext, plan: InferencePlan, max_batch: float, batching: str, split: PoolSplit | None
+) -> tuple[float, float]:
+    """(sequences per replica, requests waiting per replica for a free slot)."""
+    load = ctx.load
+    if load.arrival_rate_per_s is not None:
+        return _batch_for_rate(ctx, plan, max_batch, batching, split), 0.0
+    if load.concurrency is None:
+        return max_batch, 0.0
+    per_replica = load.concurrency / _decode_replicas(plan)
+    return min(per_replica, max_batch), max(per_replica - max_batch, 0.0)
+
+
+def _max_batch(memory: MemoryArrays, plan: InferencePlan) -> float:
+    limit = float(memory.max_sequences[0])
+    return min(limit, float(plan.max_batch)) if plan.max_batch is not None else limit
+
+
+def check_gpus(plan: InferencePlan, cluster: Cluster) -> None:
+    """The plan must use the whole cluster, or part of a single node or rack."""
+    gpus = cluster.num_accelerators
+    if plan.num_gpus == gpus or (cluster.num_nodes == 1 and plan.num_gpus < gpus):
+        return
+    per_replica = plan.gpus_per_replica
+    if plan.num_gpus > gpus:
+        raise InvalidPlanError(
+            f"the plan needs {plan.num_gpus} GPUs ({plan.describe()}), {cluster.name} has {gpus}; "
+            f"use at most {gpus // per_replica} replicas or a bigger cluster"
+        )
+    raise InvalidPlanError(
+        f"the plan uses {plan.num_gpus} of the {gpus} GPUs of {cluster.name}; a multi-node cluster is "
+        f"used whole: set --replicas {max(1, gpus // per_replica)} or pass --gpus {plan.num_gpus}"
+    )
+
+
+def raise_not_fitting(
+    model: TransformerSpec,
+    ih: InferenceHardware,
+    plan: InferencePlan,
+    load: ServingLoad,
+    memory: MemoryArrays,
+) -> NoReturn:
+    """Raise :class:`PlanDoesNotFitError`: what does not fit, by how much, and a plan that would."""
+    weights = float(memory.weights_bytes[0])
+    other = float(memory.workspace_bytes[0] + memory.reserved_bytes[0])
+    request = float(memory.kv_bytes_per_token[0]) * (load.input_tokens + load.output_tokens)
+    message = (
+        f"{model.name} in {plan.precision} does not fit {plan.describe()} on "
+        f"{ih.hardware.accelerator.name}: {format_bytes(weights)} of weights + {format_bytes(other)} of "
+        f"workspace and runtime reserve per GPU leave {format_bytes(float(memory.kv_capacity_bytes[0]))} "
+        f"of KV cache, and one {load.input_tokens + load.output_tokens}-token request needs "
+        f"{format_bytes(request)} per GPU ({format_bytes(memory.usable_bytes)} usable)"
+    )
+    raise PlanDoesNotFitError(
+        message,
+        nearest_plan=smallest_fitting(model, ih, plan, load),
+        no_fit_hint="no split of one node fits: use more GPUs per replica or a lower precision",
+    )
+
+
+def bound_sentence(parts: dict[str, float], ih: InferenceHardware, plan: InferencePlan) -> tuple[str, str]:
+    """(sentence, part) naming what bounds the steady iteration."""
+    total = sum(parts.values())
+    groups = {
+        "memory-bound": ("weight_reads", "kv_cache", "elementwise"),
+        "compute-bound": ("gemm_compute", "attention_compute"),
+        "communication-bound": ("tp_comm", "ep_comm", "pp_comm"),
+        "overhead-bound": ("launch", "host"),
+    }
+    shares = {name: sum(parts[p] for p in members) / total for name, members in groups.items()}
+    kind = max(shares, key=lambda name: shares[name])
+    ranked = sorted(ITERATION_PARTS, key=lambda name: parts[name], reverse=True)
+    top = [name for name in ranked if parts[name] > 0][:2]
+    details = ", ".join(
+        f"{part_text(name, ih, plan)} {format_percent(parts[name] / total, 0)}" for name in top
+    )
+    sentence = f"{kind}: {details} of each iteration"
+    if kind == "memory-bound":
+        sentence += f" (HBM {format_bytes_per_s(ih.stream_bytes_per_s)} reached)"
+    return sentence, top[0]
+
+
+def part_text(part: str, ih: InferenceHardware, plan: InferencePlan) -> str:
+    """A readable name for an iteration part, with the fabric level a collective uses."""
+    from lightspeed.sol.core import collectives
+
+    label = PART_LABELS[part]
+    fabric = ih.hardware.fabric
+    groups = {"tp_comm": (plan.tp, 1), "ep_comm": (plan.stage_gpus, 1), "pp_comm": (plan.pp, plan.stage_gpus)}
+    if part in groups:
+        group, stride = groups[part]
+        crosses = bool(collectives.crosses_domains(fabric, group, stride))
+        label += f" over {fabric.level_name(crosses)}"
+    return label
+
+
+def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> tuple[str, ...]:
+    hardware, precisions, parameters = ih.hardware, ih.precisions, ih.parameters
+    efficiency = hardware.efficiency
+    lines = [
+        f"weights {precisions.weights} ({precisions.weight_bytes_per_element:g} B/param, embeddings and "
+        f"LM head 16-bit), GEMMs on dense {precisions.compute} "
+        f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
+        f"per GPU, KV cache {precisions.kv_cache}",
+        f"efficiency '{efficiency.name}': GEMMs up to {format_percent(efficiency.gemm_max_efficiency, 0)} of "
+        f"peak, attention x{efficiency.attention_efficiency_factor:g}, weight/KV streaming at "
+        f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
+        f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
+        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
+        "free memory and reserves input + output tokens per request; prefill chunks of "
+        f"{parameters.prefill_chunk_tokens} tokens",
+        f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
+        *precisions.notes,
+    ]
+    if plan.speculative is not None:
+        spec = plan.speculative
+        lines.append(
+            f"speculative decoding: {spec.num_draft_tokens} drafts accepted at {spec.acceptance_rate:g} each "
+            f"({spec.tokens_per_iteration:.2f} tokens per verify pass), a draft step costs "
+            f"{format_percent(spec.draft_cost_fraction, 0)} of a decode step"
+        )
+    return tuple(lines)
+
+
+def _memory_parts(
+    memory: MemoryArrays, batch: float, plan: InferencePlan, load: ServingLoad
+) -> dict[str, float]:
+    in_use = (
+        float(memory.kv_bytes_per_token[0])
+        * batch
+        / plan.dp_attention
+        * (load.input_tokens + load.output_tokens)
+    )
+    return {
+        "weights": float(memory.weights_bytes[0]),
+        "kv_cache": min(in_use, float(memory.kv_capacity_bytes[0])),
+        "kv_capacity": float(memory.kv_capacity_bytes[0]),
+        "workspace": float(memory.workspace_bytes[0]),
+        "reserved": float(memory.reserved_bytes[0]),
+    }
+
+
+def estimate_inference(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: InferencePlan,
+    load: ServingLoad,
+    efficiency: EfficiencyModel | None = None,
+    batching: str = "continuous",
+) -> InferenceEstimate:
+    """Predict one serving deployment under one load (see :class:`InferenceEstimate`).
+
+    Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist,
+    does not fit, or cannot sustain the requested arrival rate.
+    """
+    _check(model, cluster, plan, load, batching)
+    ih = inference_hardware(cluster, plan, efficiency)
+    memory = deployment_memory(model, ih, plan, load)
+    if not bool(memory.fits[0]):
+        raise_not_fitting(model, ih, plan, load, memory)
+    max_batch = _max_batch(memory, plan)
+    split = pool_split(plan, ih, model) if plan.disaggregated is not None else None
+    ctx = ServingContext(model, ih, load, plan.speculative)
+    batch, waiting = _batch_and_queue(ctx, plan, max_batch, batching, split)
+    arrays = serve(ctx, plan, batch, batching, split)
+    rate = _scalar(arrays.requests_per_s) * _serving_replicas(plan)
+    decoders = _decode_replicas(plan)
+    tpot = _scalar(arrays.tpot_s)
+    parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
+    sentence, part = bound_sentence(parts, ih, plan)
+    mode = "disaggregated" if split is not None else batching
+    return InferenceEstimate(
+        model=model.name,
+        system=cluster.name,
+        num_gpus=plan.num_gpus,
+        plan=plan,
+        load=load,
+        batching=mode,
+        precisions=ih.precisions,
+        batch_per_replica=batch,
+        max_batch=int(max_batch),
+        concurrency=(batch + waiting) * decoders,
+        ttft_s=_scalar(arrays.ttft_s) + waiting / (rate / decoders),  # queued requests wait for a slot
+        tpot_s=tpot,
+        output_tokens_per_s=rate * load.output_tokens,
+        output_tokens_per_s_per_gpu=rate * load.output_tokens / plan.num_gpus,
+        output_tokens_per_s_per_user=1.0 / tpot,
+        requests_per_s=rate,
+        iteration_s=sum(parts.values()),
+        iteration_breakdown_s=parts,
+        kv_transfer_s=_scalar(arrays.kv_transfer_s) if split is not None else None,
+        memory_bytes=_memory_parts(memory, batch, plan, load),
+        usable_memory_bytes=memory.usable_bytes,
+        bound=sentence,
+        bound_part=part,
+        assumptions=_assumptions(ih, plan, mode),
+    )
+
+
+def _check(
+    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, load: ServingLoad, batching: str
+) -> None:
+    """Raise :class:`InvalidPlanError` for a plan or batching mode that cannot serve ``load``."""
+    if batching not in BATCHING_MODES:
+        raise InvalidPlanError(f"batching {batching!r} is not one of {', '.join(BATCHING_MODES)}")
+    validate_inference_plan(plan, model)
+    check_gpus(plan, cluster)
+    if plan.disaggregated is not None and load.output_tokens < 2:
+        raise InvalidPlanError(
+            "a disaggregated deployment needs at least 2 output tokens (else no decode pool)"
+        )
+
+
+__all__ = ["InferenceEstimate", "estimate_inference", "part_text"]

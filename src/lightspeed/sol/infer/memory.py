@@ -1,0 +1,214 @@
+"""Memory of a serving GPU: weights, workspace, runtime reserve, and the KV cache that is left.
+
+Per GPU of the busiest stage (vectorized over deployments):
+
+* **weights**: the stage's linears in the weight format (block scales
+  included), norms, and the embedding table and LM head in 16 bit (quantizers
+  such as ModelOpt leave them unquantized); TP splits heads and MLPs, EP the
+  routed experts (each split over ``stage GPUs / ep``); attention groups of
+  attention data parallelism each hold the attention weights;
+* **workspace**: activations of the largest iteration (the prefill chunk);
+* **reserve**: CUDA context, NCCL buffers and fragmentation (``runtime.toml``);
+* **KV cache**: ``kv_cache_memory_fraction`` of what remains.
+
+The KV-cache-limited batch reserves ``input + output`` tokens for every
+sequence up front, as TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` scheduler
+and ``trtllm-bench``'s sizing do, so no running request is ever evicted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from lightspeed.sol.core.factors import powers_of_two
+from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
+from lightspeed.sol.infer.cost import (
+    ACTIVATION_BYTES,
+    InferenceHardware,
+    kv_elements_per_token_per_gpu,
+    stage_layers,
+)
+from lightspeed.sol.infer.cost import inference_local_dims as local_dims
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.workload import TransformerSpec
+
+Array = Any
+WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output, MLP output per chunk token
+
+
+@dataclass(frozen=True)
+class MemoryArrays:
+    """Bytes per GPU and the KV-limited batch per replica, aligned with the deployments."""
+
+    weights_bytes: Array
+    workspace_bytes: Array
+    reserved_bytes: Array
+    kv_capacity_bytes: Array
+    kv_bytes_per_token: Array
+    max_sequences: Array
+    usable_bytes: float
+
+    @property
+    def fits(self) -> Array:
+        """Whether at least one request of the load fits beside the weights."""
+        return self.max_sequences >= 1.0
+
+
+def _params(linears: tuple[Linear, ...], tp: Array) -> Array:
+    total: Array = 0.0
+    for linear in linears:
+        k, n = local_dims(linear, tp)
+        total = total + k * n + (n if linear.bias else 0.0)
+    return total
+
+
+def stage_weight_bytes(
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    ih: InferenceHardware,
+    *,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    dp_attention: Array,
+) -> Array:
+    """Weight bytes on one GPU of the busiest stage (see the module docstring)."""
+    weight = ih.precisions.weight_bytes_per_element
+    num_dense, num_moe = stage_layers(model, pp)
+    attention = _params(shapes.attention, tp) * weight + shapes.num_norm_params * ACTIVATION_BYTES
+    dense = attention + _params(shapes.mlp, tp) * weight
+    total = num_dense * dense
+    if model.moe is not None:
+        expert_tp = tp * dp_attention / ep
+        experts = model.moe.num_routed_experts / ep * _params(shapes.experts, expert_tp)
+        shared = _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0)
+        total = total + num_moe * (attention + (experts + shared) * weight)
+    table = model.vocab_size * model.hidden_size / tp * ACTIVATION_BYTES
+    ends = np.where(pp > 1, table, table * (1.0 if model.tied_embeddings else 2.0))
+    return total + ends
+
+
+def inference_memory(
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    ih: InferenceHardware,
+    *,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    dp_attention: Array,
+    tokens_per_sequence: Array,
+) -> MemoryArrays:
+    """Memory per GPU and how many sequences of ``tokens_per_sequence`` tokens a replica holds."""
+    hardware = ih.hardware
+    usable = hardware.usable_memory_bytes
+    weights = stage_weight_bytes(model, shapes, ih, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention)
+    ffn = (
+        model.ffn_hidden_size
+        if model.moe is None
+        else max(model.ffn_hidden_size, model.moe.expert_ffn_hidden_size)
+    )
+    chunk = ih.parameters.prefill_chunk_tokens / dp_attention
+    workspace = (
+        chunk * (WORKSPACE_ACCESSES_PER_HIDDEN * model.hidden_size + 3.0 * ffn / tp) * ACTIVATION_BYTES
+    )
+    reserved = hardware.overheads.reserved_of(usable)
+    free = np.maximum(usable - weights - workspace - reserved, 0.0)
+    capacity = free * ih.parameters.kv_cache_memory_fraction
+    layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
+    per_token = layers * kv_elements_per_token_per_gpu(shapes, model, tp) * ih.precisions.kv_bytes_per_element
+    sequences = np.floor(capacity / (per_token * tokens_per_sequence)) * dp_attention
+    return MemoryArrays(
+        weights_bytes=np.asarray(weights, dtype=np.float64),
+        workspace_bytes=np.asarray(workspace, dtype=np.float64),
+        reserved_bytes=np.full_like(np.asarray(weights, dtype=np.float64), reserved),
+        kv_capacity_bytes=np.asarray(capacity, dtype=np.float64),
+        kv_bytes_per_token=np.asarray(per_token, dtype=np.float64),
+        max_sequences=np.asarray(sequences, dtype=np.float64),
+        usable_bytes=usable,
+    )
+
+
+class Degrees(Protocol):
+    """Anything with the parallel degrees as (arrays of) numbers: plans as columns."""
+
+    @property
+    def tp(self) -> Array: ...
+
+    @property
+    def pp(self) -> Array: ...
+
+    @property
+    def ep(self) -> Array: ...
+
+    @property
+    def dp_attention(self) -> Array: ...
+
+
+def memory_of(
+    model: TransformerSpec, ih: InferenceHardware, degrees: Degrees, load: ServingLoad
+) -> MemoryArrays:
+    """:func:`inference_memory` of deployments ``degrees`` serving requests of ``load``."""
+    return inference_memory(
+        model,
+        layer_shapes(model),
+        ih,
+        tp=degrees.tp,
+        pp=degrees.pp,
+        ep=degrees.ep,
+        dp_attention=degrees.dp_attention,
+        tokens_per_sequence=float(load.input_tokens + load.output_tokens),
+    )
+
+
+def smallest_fitting(
+    model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
+) -> dict[str, int | bool] | None:
+    """The fewest GPUs per replica (TP inside the scale-up domain, then PP) whose memory holds
+    the model and one request, as plan settings (``tp``, ``pp``, ``ep``, ``kv_replication``);
+    ``None`` if no split of the cluster fits."""
+    domain = ih.hardware.domain_size
+    gpus = ih.hardware.num_gpus
+    heads = model.attention.num_heads
+    kv_heads = model.attention.num_kv_heads
+    candidates = []
+    for tp, pp in itertools.product(powers_of_two(domain), powers_of_two(min(gpus, model.num_layers))):
+        if (
+            heads % tp
+            or tp * pp > gpus
+            or (model.attention.kind != "mla" and kv_heads % tp and tp % kv_heads)
+        ):
+            continue
+        ep = max(e for e in powers_of_two(tp) if model.moe is None or model.moe.num_routed_experts % e == 0)
+        candidates.append((tp * pp, pp, tp, ep if model.moe is not None else 1))
+    if not candidates:
+        return None
+    candidates.sort()
+    tokens = float(load.input_tokens + load.output_tokens)
+    columns = np.asarray([[c[2], c[1], c[3]] for c in candidates], dtype=np.float64)
+    memory = inference_memory(
+        model,
+        layer_shapes(model),
+        ih,
+        tp=columns[:, 0],
+        pp=columns[:, 1],
+        ep=columns[:, 2],
+        dp_attention=np.ones(len(candidates)),
+        tokens_per_sequence=tokens,
+    )
+    for index, (_, pp, tp, ep) in enumerate(candidates):
+        if memory.max_sequences[index] >= 1:
+            settings: dict[str, int | bool] = {"tp": tp, "pp": pp}
+            if ep > 1:
+                settings["ep"] = ep
+            if model.attention.kind != "mla" and tp > kv_heads:
+                settings["kv_replication"] = True
+            return settings
+    return None
+
+
+__all__ = ["Degrees", "MemoryArrays", "inference_memory", "memory_of", "stage_weight_bytes"]

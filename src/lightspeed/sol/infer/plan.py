@@ -1,0 +1,368 @@
+"""Inference deployments: how a model is split over GPUs and what the requests look like.
+
+An :class:`InferencePlan` names one *replica* of the model (the GPUs that hold
+one copy of the weights) and how many replicas serve side by side:
+
+* ``tp`` splits attention heads and dense MLPs (Megatron column/row split);
+* ``dp_attention`` runs that many attention groups of ``tp`` GPUs side by side
+  inside one stage, each on its own sequences (DeepSeek-style attention data
+  parallelism, MoE models only); a stage has ``tp x dp_attention`` GPUs;
+* ``ep`` spreads the routed experts of a stage over ``ep`` of its GPUs, each
+  expert split over the remaining ``stage GPUs / ep`` (TensorRT-LLM's
+  ``moe_ep x moe_tp = tp`` rule, widened by attention data parallelism);
+* ``pp`` cuts the layers into stages that pass activations on.
+
+A replica has ``tp x dp_attention x pp`` GPUs. ``disaggregated=(P, D)`` runs P
+replicas that only prefill and D that only decode, with the KV cache sent from
+one pool to the other; otherwise every replica does both (continuous batching).
+
+>>> plan = InferencePlan(tp=8, pp=2, replicas=4, precision="fp8")
+>>> plan.gpus_per_replica, plan.num_gpus
+(16, 64)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+from lightspeed.catalog import Accelerator
+from lightspeed.errors import InvalidPlanError
+from lightspeed.records import Record
+from lightspeed.sol.core.factors import divisors, nearest
+from lightspeed.units import bytes_per_element, compute_precision
+from lightspeed.workload import TransformerSpec
+
+INFERENCE_PRECISIONS: Final = (
+    "fp32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "mxfp8",
+    "int8",
+    "nvfp4",
+    "mxfp4",
+    "fp4",
+    "int4",
+)
+KV_PRECISIONS: Final = ("fp32", "bf16", "fp16", "fp8", "int8", "nvfp4", "fp4")
+
+
+@dataclass(frozen=True)
+class SpeculativeDecoding(Record):
+    """Draft-then-verify decoding (Leviathan et al. 2023, Chen et al. 2023).
+
+    Each iteration drafts ``num_draft_tokens`` tokens per sequence, each draft
+    step costing ``draft_cost_fraction`` of one target decode step at the same
+    batch, then the target model verifies all of them in one pass. Each draft
+    token is accepted with probability ``acceptance_rate`` (independently), so an
+    iteration yields ``(1 - a^(k+1)) / (1 - a)`` tokens per sequence.
+
+    >>> round(SpeculativeDecoding(num_draft_tokens=3, acceptance_rate=0.8).tokens_per_iteration, 3)
+    2.952
+    """
+
+    num_draft_tokens: int
+    acceptance_rate: float
+    draft_cost_fraction: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.num_draft_tokens < 1:
+            raise InvalidPlanError(
+                f"speculative decoding needs >= 1 draft token (got {self.num_draft_tokens})"
+            )
+        if not 0.0 <= self.acceptance_rate < 1.0:
+            raise InvalidPlanError(
+                f"acceptance rate {self.acceptance_rate} must be in [0, 1): "
+                "the chance that one draft token is kept"
+            )
+        if not 0.0 <= self.draft_cost_fraction <= 1.0:
+            raise InvalidPlanError(
+                f"draft cost fraction {self.draft_cost_fraction} must be in [0, 1] "
+                "(one draft step relative to one target decode step)"
+            )
+
+    @property
+    def tokens_per_iteration(self) -> float:
+        """Expected tokens each sequence gains per verify pass (accepted drafts + one)."""
+        a, k = self.acceptance_rate, self.num_draft_tokens
+        return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+@dataclass(frozen=True)
+class ServingLoad(Record):
+    """What requests look like and how many arrive.
+
+    ``input_tokens``/``output_tokens`` per request (ISL/OSL). Give at most one
+    of ``concurrency`` (requests in flight over the whole deployment, a closed
+    loop: a user sends the next request when the last one ends) and
+    ``arrival_rate_per_s`` (requests per second, an open loop). With neither,
+    the deployment runs at its KV-cache-limited maximum batch (offline maximum
+    throughput).
+    """
+
+    input_tokens: int = 1024
+    output_tokens: int = 1024
+    concurrency: int | None = None
+    arrival_rate_per_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.input_tokens < 1 or self.output_tokens < 1:
+            raise InvalidPlanError(
+                f"input and output tokens must be >= 1 (got {self.input_tokens}/{self.output_tokens})"
+            )
+        if self.concurrency is not None and self.arrival_rate_per_s is not None:
+            raise InvalidPlanError("give a concurrency or an arrival rate, not both")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise InvalidPlanError(f"concurrency must be >= 1 (got {self.concurrency})")
+        if self.arrival_rate_per_s is not None and not self.arrival_rate_per_s > 0:
+            raise InvalidPlanError(f"arrival rate must be > 0 requests/s (got {self.arrival_rate_per_s})")
+
+    @property
+    def offline(self) -> bool:
+        """Whether the load is 'as many requests as fit' (neither concurrency nor rate given)."""
+        return self.concurrency is None and self.arrival_rate_per_s is None
+
+
+@dataclass(frozen=True)
+class InferencePlan(Record):
+    """One serving deployment (see the module docstring for what each degree splits).
+
+    ``precision`` is how weights are stored (``nvfp4`` and ``mxfp4`` include
+    their block scales); ``activation_precision`` the format GEMM inputs run in
+    (default: the weights' format when the GPU computes in it, else bf16 as in
+    weight-only quantization); ``kv_precision`` the KV cache format (default:
+    fp8 when weights are 8-bit or narrower and the GPU has FP8, else the
+    activation format). ``kv_replication`` allows ``tp`` above the number of KV
+    heads by storing each head on several GPUs. ``max_batch`` caps sequences
+    in flight per replica (the server's ``max_batch_size``).
+    """
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+    replicas: int = 1
+    precision: str = "bf16"
+    activation_precision: str | None = None
+    kv_precision: str | None = None
+    kv_replication: bool = False
+    speculative: SpeculativeDecoding | None = None
+    disaggregated: tuple[int, int] | None = None
+    max_batch: int | None = None
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("tp", self.tp),
+            ("pp", self.pp),
+            ("ep", self.ep),
+            ("dp_attention", self.dp_attention),
+            ("replicas", self.replicas),
+        ):
+            if value < 1:
+                raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
+        _check_choice("precision", self.precision, INFERENCE_PRECISIONS)
+        if self.activation_precision is not None:
+            _check_choice("activation precision", self.activation_precision, INFERENCE_PRECISIONS)
+        if self.kv_precision is not None:
+            _check_choice("KV cache precision", self.kv_precision, KV_PRECISIONS)
+        if self.disaggregated is not None:
+            prefill, decode = self.disaggregated
+            if prefill < 1 or decode < 1:
+                raise InvalidPlanError(
+                    "disaggregated P:D needs at least one prefill and one decode replica "
+                    f"(got {prefill}:{decode})"
+                )
+        if self.max_batch is not None and self.max_batch < 1:
+            raise InvalidPlanError(f"max batch must be >= 1 (got {self.max_batch})")
+
+    @property
+    def stage_gpus(self) -> int:
+        """GPUs of one pipeline stage: ``tp x dp_attention``."""
+        return self.tp * self.dp_attention
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs holding one copy of the model."""
+        return self.stage_gpus * self.pp
+
+    @property
+    def num_replicas(self) -> int:
+        """Replicas serving (prefill + decode pools when disaggregated)."""
+        if self.disaggregated is not None:
+            return self.disaggregated[0] + self.disaggregated[1]
+        return self.replicas
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of the whole deployment."""
+        return self.gpus_per_replica * self.num_replicas
+
+    def with_changes(self, **changes: object) -> InferencePlan:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """Compact text such as ``tp=8 pp=2 ep=8 x4 replicas fp8``."""
+        parts = [f"tp={self.tp}", f"pp={self.pp}"]
+        if self.ep > 1:
+            parts.append(f"ep={self.ep}")
+        if self.dp_attention > 1:
+            parts.append(f"dp-attention={self.dp_attention}")
+        if self.disaggregated is not None:
+            parts.append(f"disaggregated {self.disaggregated[0]}P:{self.disaggregated[1]}D")
+        else:
+            parts.append(f"x{self.replicas} replica{'s' if self.replicas > 1 else ''}")
+        parts.append(self.precision)
+        return " ".join(parts)
+
+
+def _check_choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidPlanError(f"{label} {value!r} is not one of {', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class Precisions(Record):
+    """The formats one deployment runs in, resolved against the GPU."""
+
+    weights: str
+    compute: str
+    kv_cache: str
+    weight_bytes_per_element: float
+    input_bytes_per_element: float
+    kv_bytes_per_element: float
+    notes: tuple[str, ...]
+
+
+def _compute_row(accelerator: Accelerator, precision: str) -> str | None:
+    row = compute_precision(precision)
+    return row if row in accelerator.compute else None
+
+
+def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisions:
+    """Weights, GEMM-input and KV-cache formats of ``plan`` on ``accelerator`` (see
+    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> formats = resolve_precisions(InferencePlan(precision="nvfp4"), load_catalog().accelerator("b200"))
+    >>> formats.compute, formats.kv_cache, formats.weight_bytes_per_element
+    ('fp4', 'fp8', 0.5625)
+    """
+    notes: list[str] = []
+    fallback = "bf16" if "bf16" in accelerator.compute else "fp16"
+    if plan.activation_precision is not None:
+        activation = plan.activation_precision
+    elif _compute_row(accelerator, plan.precision) is not None:
+        activation = plan.precision
+    else:
+        activation = fallback
+        notes.append(
+            f"{accelerator.name} has no {compute_precision(plan.precision)} tensor cores: weights stored in "
+            f"{plan.precision}, GEMMs in {fallback} (weight-only quantization)"
+        )
+    if plan.kv_precision is not None:
+        kv = plan.kv_precision
+    elif bytes_per_element(plan.precision) <= 1.0 and "fp8" in accelerator.compute:
+        kv = "fp8"
+    else:
+        kv = fallback if bytes_per_element(activation) < 2.0 else activation
+    return Precisions(
+        weights=plan.precision,
+        compute=compute_precision(activation),
+        kv_cache=kv,
+        weight_bytes_per_element=bytes_per_element(plan.precision),
+        input_bytes_per_element=min(bytes_per_element(activation), 2.0),
+        kv_bytes_per_element=bytes_per_element(kv),
+        notes=tuple(notes),
+    )
+
+
+def validate_inference_plan(plan: InferencePlan, model: TransformerSpec, num_gpus: int | None = None) -> None:
+    """Raise :class:`InvalidPlanError` with the reason and what would work if ``plan``
+    cannot serve ``model`` (on exactly ``num_gpus`` GPUs when given)."""
+    _check_heads(plan, model)
+    _check_experts(plan, model)
+    if plan.pp > model.num_layers:
+        raise InvalidPlanError(f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.name}")
+    if num_gpus is not None and plan.num_gpus != num_gpus:
+        per_replica = plan.gpus_per_replica
+        hint = (
+            f"; use --replicas {num_gpus // per_replica}"
+            if num_gpus % per_replica == 0 and plan.disaggregated is None
+            else f"; use a multiple of the {per_replica} GPUs per replica"
+        )
+        raise InvalidPlanError(
+            f"the plan uses {plan.num_gpus} GPUs ({plan.num_replicas} replicas of tp x dp-attention x pp = "
+            f"{plan.tp} x {plan.dp_attention} x {plan.pp}), not the {num_gpus} requested{hint}"
+        )
+
+
+def _check_heads(plan: InferencePlan, model: TransformerSpec) -> None:
+    attention = model.attention
+    heads = attention.num_heads
+    if heads % plan.tp:
+        raise InvalidPlanError(
+            f"tp={plan.tp} does not divide the {heads} attention heads of {model.name}; "
+            f"try tp={nearest(plan.tp, divisors(heads))}"
+        )
+    if attention.kind == "mla":
+        return  # the latent KV cache is not split by heads: every TP rank holds it
+    kv_heads = attention.num_kv_heads
+    if plan.tp > kv_heads:
+        if not plan.kv_replication:
+            raise InvalidPlanError(
+                f"tp={plan.tp} exceeds the {kv_heads} KV heads of {model.name}: a GPU would hold part of a "
+                f"KV head; use tp<={kv_heads}, add attention data parallelism (MoE models), or allow "
+                f"--kv-replication (each head stored on {-(-plan.tp // kv_heads)} GPUs, more KV memory)"
+            )
+        if plan.tp % kv_heads:
+            raise InvalidPlanError(
+                f"tp={plan.tp} is not a multiple of the {kv_heads} KV heads of {model.name}, so heads "
+                "cannot be replicated evenly; "
+                f"try tp={nearest(plan.tp, [kv_heads * d for d in (1, 2, 4, 8)])}"
+            )
+    elif kv_heads % plan.tp:
+        raise InvalidPlanError(
+            f"tp={plan.tp} does not divide the {kv_heads} KV heads of {model.name}; "
+            f"try tp={nearest(plan.tp, divisors(kv_heads))}"
+        )
+
+
+def _check_experts(plan: InferencePlan, model: TransformerSpec) -> None:
+    if model.moe is None:
+        if plan.ep > 1 or plan.dp_attention > 1:
+            raise InvalidPlanError(
+                f"ep and dp-attention split mixture-of-experts layers; {model.name} is dense: "
+                "use --replicas for more copies"
+            )
+        return
+    experts = model.moe.num_routed_experts
+    if experts % plan.ep:
+        raise InvalidPlanError(
+            f"ep={plan.ep} does not divide the {experts} routed experts of {model.name}; "
+            f"try ep={nearest(plan.ep, divisors(experts))}"
+        )
+    if plan.stage_gpus % plan.ep:
+        raise InvalidPlanError(
+            f"ep={plan.ep} must divide the {plan.stage_gpus} GPUs of a stage (tp x dp-attention = "
+            f"{plan.tp} x {plan.dp_attention}); try ep={nearest(plan.ep, divisors(plan.stage_gpus))}"
+        )
+    expert_tp = plan.stage_gpus // plan.ep
+    if model.moe.expert_ffn_hidden_size % expert_tp:
+        raise InvalidPlanError(
+            f"each expert would be split over {expert_tp} GPUs, which does not divide its MLP size "
+            f"{model.moe.expert_ffn_hidden_size}; raise ep"
+        )
+
+
+__all__ = [
+    "INFERENCE_PRECISIONS",
+    "KV_PRECISIONS",
+    "InferencePlan",
+    "Precisions",
+    "ServingLoad",
+    "SpeculativeDecoding",
+    "resolve_precisions",
+    "validate_inference_plan",
+]

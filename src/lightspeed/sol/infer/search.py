@@ -1,0 +1,470 @@
+"""Search serving deployments: the best under latency bounds, and the Pareto frontier.
+
+The space is every replica shape (TP, attention data parallelism, EP, PP) that
+divides the cluster, times a ladder of batch sizes per replica up to the KV-cache
+limit, evaluated in one vectorized pass of the same steady-state model that
+``plan infer`` uses. A point is *feasible* when it fits and meets the TTFT and
+TPOT bounds; the best maximizes output tokens per second per GPU. The Pareto
+frontier keeps the points no other point beats on both tokens/s per GPU and
+tokens/s per user (``1 / TPOT``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.factors import divisors
+from lightspeed.sol.infer.cost import InferenceHardware, inference_hardware
+from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
+from lightspeed.sol.infer.memory import memory_of, smallest_fitting
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.infer.serving import (
+    Deployments,
+    PoolSplit,
+    ServingArrays,
+    ServingContext,
+    continuous,
+    disaggregated,
+)
+from lightspeed.units import format_duration
+from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
+
+BATCH_LADDER = (
+    1,
+    2,
+    4,
+    8,
+    12,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+)
+MAX_PIPELINE = 16
+
+
+@dataclass(frozen=True)
+class FrontierPoint(Record):
+    """One deployment and batch on the throughput-latency Pareto frontier."""
+
+    plan: str
+    batch_per_replica: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    ttft_s: float
+    tpot_s: float
+
+
+@dataclass(frozen=True)
+class InferenceSearchResult(Record):
+    """The best deployment under the bounds, the Pareto frontier, and what constrained the space."""
+
+    model: str
+    system: str
+    num_gpus: int
+    load: ServingLoad
+    max_ttft_s: float | None
+    max_tpot_s: float | None
+    num_points_evaluated: int
+    num_points_feasible: int
+    elapsed_s: float
+    best: InferenceEstimate
+    frontier: tuple[FrontierPoint, ...]
+    constraints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """Replica shapes (one row per shape) as columns."""
+
+    tp: np.ndarray
+    dp_attention: np.ndarray
+    ep: np.ndarray
+    pp: np.ndarray
+    prefill: np.ndarray  # prefill replicas (0: aggregated)
+    decode: np.ndarray  # decode replicas, or all replicas when aggregated
+
+    def select(self, index: np.ndarray) -> _Shapes:
+        return _Shapes(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
+
+
+def _tp_values(model: TransformerSpec, num_gpus: int, max_tp: int) -> list[int]:
+    heads, kv_heads = model.attention.num_heads, model.attention.num_kv_heads
+    values = []
+    for tp in divisors(heads):
+        if tp > max_tp or num_gpus % tp:
+            continue
+        if model.attention.kind != "mla" and kv_heads % tp and tp % kv_heads:
+            continue
+        values.append(tp)
+    return values
+
+
+def _expert_values(model: TransformerSpec, stage_gpus: int) -> list[int]:
+    if model.moe is None:
+        return [1]
+    moe = model.moe
+    return [
+        ep
+        for ep in divisors(stage_gpus)
+        if moe.num_routed_experts % ep == 0 and moe.expert_ffn_hidden_size % (stage_gpus // ep) == 0
+    ]
+
+
+def replica_shapes(
+    model: TransformerSpec, num_gpus: int, max_tp: int, split_pools: bool, attention_dp: bool = True
+) -> list[tuple[int, ...]]:
+    """Every (tp, dp_attention, ep, pp, prefill replicas, decode replicas) that tiles ``num_gpus``."""
+    shapes: list[tuple[int, ...]] = []
+    attention_groups = divisors(num_gpus) if model.moe is not None and attention_dp else [1]
+    for tp in _tp_values(model, num_gpus, max_tp):
+        for dp in attention_groups:
+            stage = tp * dp
+            if num_gpus % stage:
+                continue
+            for pp in divisors(num_gpus // stage):
+                if pp > min(model.num_layers, MAX_PIPELINE):
+                    continue
+                replicas = num_gpus // (stage * pp)
+                pools = [(0, replicas)]
+                if split_pools:
+                    pools += [(p, replicas - p) for p in range(1, replicas)]
+                for ep in _expert_values(model, stage):
+                    shapes.extend((tp, dp, ep, pp, p, d) for p, d in pools)
+    return shapes
+
+
+def _columns(shapes: list[tuple[int, ...]]) -> _Shapes:
+    array = np.asarray(shapes, dtype=np.float64).reshape(-1, 6)
+    return _Shapes(*(array[:, i] for i in range(6)))
+
+
+def _points(shapes: _Shapes, max_sequences: np.ndarray) -> tuple[_Shapes, np.ndarray]:
+    """Each shape with every batch of the ladder it holds, plus its KV-limited maximum."""
+    ladder = np.asarray(BATCH_LADDER, dtype=np.float64)
+    rows, batches = [], []
+    for index, limit in enumerate(max_sequences):
+        if limit < 1:
+            continue
+        chosen = np.unique(np.append(ladder[ladder < limit], min(limit, ladder[-1])))
+        rows.extend([index] * chosen.size)
+        batches.append(chosen)
+    if not rows:
+        return shapes.select(np.asarray([], dtype=np.int64)), np.asarray([])
+    return shapes.select(np.asarray(rows)), np.concatenate(batches)
+
+
+def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> ServingArrays:
+    """Aggregated and disaggregated points in one pass; rates for the whole deployment."""
+    model, ih = ctx.model, ctx.hardware
+    deployments = Deployments(
+        tp=shapes.tp,
+        pp=shapes.pp,
+        ep=shapes.ep,
+        dp_attention=shapes.dp_attention,
+        batch=batch,
+    )
+    aggregated = continuous(deployments, ctx)
+    split = PoolSplit(
+        prefill_replicas=np.maximum(shapes.prefill, 1.0),
+        decode_replicas=shapes.decode,
+        gpus_per_replica=shapes.tp * shapes.pp,
+        kv_bytes_per_token_per_replica=np.full(
+            batch.shape, kv_cache_bytes_per_token(model, ih.precisions.kv_cache)
+        ),
+        crosses_domains=(shapes.prefill + shapes.decode) * shapes.tp * shapes.dp_attention * shapes.pp
+        > ih.hardware.domain_size,
+    )
+    split_arrays = disaggregated(deployments, ctx, split)
+    pooled = shapes.prefill > 0
+
+    def pick(name: str, scale: Any = 1.0) -> np.ndarray:
+        return np.asarray(np.where(pooled, getattr(split_arrays, name), getattr(aggregated, name) * scale))
+
+    return ServingArrays(
+        ttft_s=pick("ttft_s"),
+        tpot_s=pick("tpot_s"),
+        output_tokens_per_s=pick("output_tokens_per_s", shapes.decode),
+        requests_per_s=pick("requests_per_s", shapes.decode),
+        iteration=aggregated.iteration,
+        kv_transfer_s=pick("kv_transfer_s"),
+    )
+
+
+def pareto_front(per_gpu: np.ndarray, per_user: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both axes, by rising per-user speed.
+
+    >>> pareto_front(np.array([10.0, 8.0, 5.0, 4.0]), np.array([1.0, 2.0, 3.0, 2.5])).tolist()
+    [0, 1, 2]
+    """
+    order = np.lexsort((-per_gpu, -per_user))  # fastest per user first, ties by throughput
+    front, best = [], -np.inf
+    for index in order:
+        if per_gpu[index] > best:
+            front.append(int(index))
+            best = per_gpu[index]
+    return np.asarray(front[::-1], dtype=np.int64)
+
+
+def _plan_of(
+    shapes: _Shapes,
+    index: int,
+    model: TransformerSpec,
+    precision: str,
+    speculative: SpeculativeDecoding | None,
+) -> InferencePlan:
+    tp, dp, ep, pp = (int(getattr(shapes, name)[index]) for name in ("tp", "dp_attention", "ep", "pp"))
+    prefill, decode = int(shapes.prefill[index]), int(shapes.decode[index])
+    return InferencePlan(
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp_attention=dp,
+        replicas=decode if prefill == 0 else 1,
+        precision=precision,
+        kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
+        speculative=speculative,
+        disaggregated=(prefill, decode) if prefill > 0 else None,
+    )
+
+
+def _unreachable(
+    model: TransformerSpec,
+    cluster: Cluster,
+    arrays: ServingArrays,
+    shapes: _Shapes,
+    *,
+    precision: str,
+    bounds: tuple[float | None, float | None],
+) -> InvalidPlanError:
+    """The error when no point meets the bounds: the best TTFT and TPOT any point reaches."""
+    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
+    fastest_first, fastest_token = int(np.argmin(ttft)), int(np.argmin(tpot))
+    wanted = " and ".join(
+        text
+        for text in (
+            f"TTFT <= {format_duration(bounds[0])}" if bounds[0] is not None else "",
+            f"TPOT <= {format_duration(bounds[1])}" if bounds[1] is not None else "",
+        )
+        if text
+    )
+    first_plan = _plan_of(shapes, fastest_first, model, precision, None).describe()
+    token_plan = _plan_of(shapes, fastest_token, model, precision, None).describe()
+    return InvalidPlanError(
+        f"no deployment of {model.name} on {cluster.name} in {precision} meets {wanted}: the lowest TTFT is "
+        f"{format_duration(float(ttft[fastest_first]))} ({first_plan}), "
+        f"the lowest TPOT {format_duration(float(tpot[fastest_token]))} ({token_plan}); "
+        "relax the bounds, shorten the prompts, or use more or faster GPUs"
+    )
+
+
+def _constraints(
+    model: TransformerSpec, ih: InferenceHardware, max_tp: int, num_gpus: int
+) -> tuple[str, ...]:
+    fabric = ih.hardware.fabric
+    domain = ih.hardware.domain_size
+    if fabric.scale_out is not None:
+        reach = f"TP, EP and attention groups beyond it cross {fabric.scale_out.name}"
+    else:
+        reach = "every group stays inside it"
+    lines = [
+        f"TP up to {max_tp} GPUs; the scale-up domain ({fabric.scale_up.name}) holds {domain}: {reach}",
+        f"TP must divide the {model.attention.num_heads} heads"
+        + (
+            f" and divide or be a multiple of the {model.attention.num_kv_heads} KV heads"
+            if model.attention.kind != "mla"
+            else ""
+        ),
+        f"replicas tile the {num_gpus} GPUs; PP up to {MAX_PIPELINE} stages",
+    ]
+    if model.moe is not None:
+        lines.append(
+            f"EP must divide the {model.moe.num_routed_experts} experts and the GPUs of a stage; "
+            "attention data parallelism widens a stage beyond TP"
+        )
+    return tuple(lines)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What a search is asked for, shared by its steps."""
+
+    model: TransformerSpec
+    cluster: Cluster
+    num_gpus: int
+    load: ServingLoad
+    precision: str
+    bounds: tuple[float | None, float | None]
+    speculative: SpeculativeDecoding | None
+
+
+def _space(
+    request: _Request, ih: InferenceHardware, limit: int, *, disaggregated: bool, attention_dp: bool
+) -> tuple[_Shapes, np.ndarray]:
+    """Every fitting (replica shape, batch) point, or the error saying why there is none."""
+    model, num_gpus = request.model, request.num_gpus
+    shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
+    if shapes.tp.size == 0:
+        raise InvalidPlanError(
+            f"no TP size up to {limit} divides the {model.attention.num_heads} heads of {model.name} "
+            f"and the {num_gpus} GPUs"
+        )
+    points, batch = _points(shapes, memory_of(model, ih, shapes, request.load).max_sequences)
+    if batch.size == 0:
+        plan = InferencePlan(tp=min(limit, num_gpus), precision=request.precision)
+        raise PlanDoesNotFitError(
+            f"{model.name} in {request.precision} does not fit any split of the {num_gpus} GPUs of "
+            f"{request.cluster.name} with {request.load.input_tokens + request.load.output_tokens} tokens "
+            "per request",
+            nearest_plan=smallest_fitting(model, ih, plan, request.load),
+            no_fit_hint="use more GPUs or a lower precision",
+        )
+    return points, batch
+
+
+def _frontier(
+    request: _Request, points: _Shapes, batch: np.ndarray, arrays: ServingArrays, front: np.ndarray
+) -> tuple[FrontierPoint, ...]:
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
+    return tuple(
+        FrontierPoint(
+            plan=_plan_of(points, int(i), request.model, request.precision, request.speculative).describe(),
+            batch_per_replica=float(batch[i]),
+            output_tokens_per_s_per_gpu=float(per_gpu[i]),
+            output_tokens_per_s_per_user=1.0 / float(arrays.tpot_s[i]),
+            ttft_s=float(arrays.ttft_s[i]),
+            tpot_s=float(arrays.tpot_s[i]),
+        )
+        for i in front
+    )
+
+
+def _select(
+    request: _Request, points: _Shapes, arrays: ServingArrays, frontier_points: int
+) -> tuple[int, np.ndarray, int]:
+    """(index of the best feasible point, indices of the frontier, number feasible)."""
+    per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
+    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
+    max_ttft, max_tpot = request.bounds
+    meets_ttft = ttft <= max_ttft if max_ttft is not None else np.ones_like(ttft, dtype=bool)
+    feasible = meets_ttft & (tpot <= max_tpot if max_tpot is not None else True)
+    if not feasible.any():
+        raise _unreachable(
+            request.model, request.cluster, arrays, points, precision=request.precision, bounds=request.bounds
+        )
+    best = int(np.argmax(np.where(feasible, per_gpu, -np.inf)))
+    front = pareto_front(np.where(meets_ttft, per_gpu, -np.inf), 1.0 / tpot)
+    front = front[meets_ttft[front]]
+    if front.size > frontier_points:
+        front = front[np.linspace(0, front.size - 1, frontier_points).round().astype(int)]
+    return best, front, int(feasible.sum())
+
+
+def _gpus(cluster: Cluster, num_gpus: int | None) -> int:
+    """GPUs the search may use: all of the cluster, or part of a single node or rack."""
+    total = cluster.num_accelerators
+    if num_gpus is None or num_gpus == total:
+        return total
+    if num_gpus > total or cluster.num_nodes > 1:
+        raise InvalidPlanError(
+            f"{num_gpus} GPUs: a search uses all {total} GPUs of {cluster.name}, or part of a single node"
+        )
+    return num_gpus
+
+
+def search_inference(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    load: ServingLoad,
+    precision: str = "bf16",
+    max_ttft_s: float | None = None,
+    max_tpot_s: float | None = None,
+    efficiency: EfficiencyModel | None = None,
+    speculative: SpeculativeDecoding | None = None,
+    disaggregated: bool = False,
+    attention_dp: bool = True,
+    max_tp: int | None = None,
+    num_gpus: int | None = None,
+    frontier_points: int = 24,
+) -> InferenceSearchResult:
+    """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
+
+    Every replica shape that tiles the cluster (TP up to ``max_tp``, default the
+    scale-up domain) and every batch up to its KV-cache limit is tried, with
+    prefill/decode pool splits too when ``disaggregated`` and attention data
+    parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
+    single-node cluster (default: every GPU). Raises
+    :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.workload import load_models
+    >>> result = search_inference(model=load_models().get("llama-3-8b"),
+    ...     cluster=load_catalog().cluster("dgx-h100"), load=ServingLoad(1024, 256),
+    ...     precision="fp8", max_tpot_s=0.030)
+    >>> result.best.tpot_s <= 0.030 and result.best.num_gpus == 8
+    True
+    """
+    started = time.perf_counter()
+    gpus = _gpus(cluster, num_gpus)
+    request = _Request(model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative)
+    ih = inference_hardware(cluster, InferencePlan(precision=precision), efficiency)
+    limit = max_tp or ih.hardware.domain_size
+    points, batch = _space(request, ih, limit, disaggregated=disaggregated, attention_dp=attention_dp)
+    arrays = _evaluate(ServingContext(model, ih, load, speculative), points, batch)
+    best, front, num_feasible = _select(request, points, arrays, frontier_points)
+    plan = _plan_of(points, best, model, precision, speculative)
+    replicas = plan.disaggregated[1] if plan.disaggregated else plan.replicas
+    estimate = estimate_inference(
+        model=model,
+        cluster=cluster,
+        plan=plan,
+        load=ServingLoad(
+            load.input_tokens, load.output_tokens, concurrency=max(round(batch[best] * replicas), 1)
+        ),
+        efficiency=efficiency,
+    )
+    return InferenceSearchResult(
+        model=model.name,
+        system=cluster.name,
+        num_gpus=request.num_gpus,
+        load=load,
+        max_ttft_s=max_ttft_s,
+        max_tpot_s=max_tpot_s,
+        num_points_evaluated=int(batch.size),
+        num_points_feasible=num_feasible,
+        elapsed_s=time.perf_counter() - started,
+        best=estimate,
+        frontier=_frontier(request, points, batch, arrays, front),
+        constraints=_constraints(model, ih, limit, request.num_gpus),
+    )
+
+
+__all__ = [
+    "FrontierPoint",
+    "InferenceSearchResult",
+    "pareto_front",
+    "replica_shapes",
+    "search_inference",
+]

@@ -1,0 +1,270 @@
+"""Serving steady state: TTFT, TPOT and throughput from iteration costs, vectorized.
+
+**Continuous batching** (every replica prefills and decodes): a replica keeps
+``B`` sequences in flight. With pipeline parallelism they travel as ``pp``
+micro-batches; each stage iteration runs one of them, so a sequence advances
+once per round of ``pp`` stage iterations. A request spends
+``n = (output - 1) / tau + 1`` iterations in its slot (one prefill iteration,
+then decode iterations of ``tau`` tokens: 1, or the expected accepted drafts
+plus one under speculative decoding), so each iteration carries
+``B / n`` new prompts beside the decoding sequences: prefill rides along with
+decode and shares its weight reads. Then
+
+* ``TPOT = pp x t_iteration / tau`` (plus ``k x draft_cost_fraction`` decode
+  steps of drafting per iteration under speculation),
+* throughput per replica ``= B x output / (n x pp x t_iteration)``,
+* ``TTFT`` = half a round of waiting for the running iteration, then the
+  prompt's chunks (``prefill_chunk_tokens`` each), one per round, beside the
+  other sequences' decode.
+
+**Static batching** (a batch of ``B`` prompts prefilled together, then decoded
+together until all finish: TensorRT-LLM's ``gptSessionBenchmark``): TTFT is the
+batch's prefill, throughput ``B x output / (prefill + (output - 1) x TPOT)``.
+
+**Disaggregated** ``P:D``: P replicas only prefill (prompts packed up to the
+chunk budget), D only decode with ``B`` sequences each; the KV cache of each
+prompt crosses the link between the pools (NVLink when both pools fit in one
+scale-up domain, else the scale-out network), each GPU sending its shard. The
+system serves ``min(P x prefill rate, D x decode rate)`` requests per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.records import Record
+from lightspeed.sol.core import collectives
+from lightspeed.sol.infer.cost import InferenceHardware, IterationCost, IterationGrid, iteration_cost
+from lightspeed.sol.infer.plan import ServingLoad, SpeculativeDecoding
+from lightspeed.workload import TransformerSpec
+
+Array = Any
+BATCHING_MODES = ("continuous", "static")
+
+
+@dataclass(frozen=True)
+class Deployments:
+    """Parallel degrees of many deployments, and the sequences in flight per (decode) replica."""
+
+    tp: Array
+    pp: Array
+    ep: Array
+    dp_attention: Array
+    batch: Array
+
+    def grid(self, *, group_prefill_tokens: Array | None = None, **work: Array) -> IterationGrid:
+        """An iteration grid of these deployments doing ``work``; prompts spread evenly over
+        the attention groups unless ``group_prefill_tokens`` says what the busiest one gets."""
+        if group_prefill_tokens is None:
+            group_prefill_tokens = work["prefill_tokens"] / self.dp_attention
+        return IterationGrid(
+            tp=self.tp,
+            pp=self.pp,
+            ep=self.ep,
+            dp_attention=self.dp_attention,
+            group_prefill_tokens=group_prefill_tokens,
+            **work,
+        )
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    """What every steady-state evaluation shares: the model, the hardware, the load, speculation."""
+
+    model: TransformerSpec
+    hardware: InferenceHardware
+    load: ServingLoad
+    speculative: SpeculativeDecoding | None = None
+
+    def cost(self, grid: IterationGrid) -> IterationCost:
+        """Breakdown of one stage iteration of ``grid``."""
+        return iteration_cost(grid, self.model, self.hardware)
+
+
+@dataclass(frozen=True)
+class ServingArrays(Record):
+    """Steady-state metrics per deployment: rates per replica for continuous and static
+    batching, for the whole P:D deployment when disaggregated."""
+
+    ttft_s: Array
+    tpot_s: Array
+    output_tokens_per_s: Array
+    requests_per_s: Array
+    iteration: IterationCost
+    kv_transfer_s: Array
+
+
+def _tau(speculative: SpeculativeDecoding | None) -> tuple[float, float]:
+    """(tokens per decode iteration, query tokens per sequence)."""
+    if speculative is None:
+        return 1.0, 1.0
+    return speculative.tokens_per_iteration, float(speculative.num_draft_tokens + 1)
+
+
+def _work(
+    deployments: Deployments,
+    ctx: ServingContext,
+    *,
+    decode: Array = 0.0,
+    query: float = 1.0,
+    context: float = 0.0,
+    prompt: Array = 0.0,
+    requests: Array = 0.0,
+    group_prompt: Array | None = None,
+) -> IterationCost:
+    """One stage iteration: ``decode`` sequences adding ``query`` tokens over ``context`` cached
+    ones, beside ``prompt`` prompt tokens of ``requests`` requests (causal: half the prompt attended)."""
+    return ctx.cost(
+        deployments.grid(
+            decode_sequences=decode,
+            query_tokens=query,
+            decode_context=context,
+            prefill_tokens=prompt,
+            prefill_context=ctx.load.input_tokens / 2.0,
+            prefill_requests=requests,
+            group_prefill_tokens=group_prompt,
+        )
+    )
+
+
+def _draft_s(deployments: Deployments, micro: Array, context: float, ctx: ServingContext) -> Array:
+    """Drafting time per iteration: k draft steps at a fraction of a plain decode step each."""
+    speculative = ctx.speculative
+    if speculative is None:
+        return 0.0
+    plain = _work(deployments, ctx, decode=micro, context=context).time_s
+    return speculative.num_draft_tokens * speculative.draft_cost_fraction * plain
+
+
+def _chunks(input_tokens: int, ih: InferenceHardware) -> tuple[int, float]:
+    """(number of prefill chunks of one prompt, tokens per chunk)."""
+    count = -(-input_tokens // ih.parameters.prefill_chunk_tokens)
+    return count, input_tokens / count
+
+
+def _decoding(deployments: Deployments, ctx: ServingContext) -> tuple[Array, IterationCost, Array]:
+    """(sequences per micro-batch, pure decode iteration, its time with drafting) at the batch."""
+    _, query = _tau(ctx.speculative)
+    micro = np.maximum(np.maximum(deployments.batch, 1.0) / deployments.pp, 1.0)
+    context = ctx.load.input_tokens + ctx.load.output_tokens / 2.0
+    decode = _work(deployments, ctx, decode=micro, query=query, context=context)
+    return micro, decode, decode.time_s + _draft_s(deployments, micro, context, ctx)
+
+
+def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
+    """Continuous batching with ``deployments.batch`` sequences in flight per replica."""
+    tau, query = _tau(ctx.speculative)
+    batch = np.maximum(deployments.batch, 1.0)
+    pp = deployments.pp
+    micro = np.maximum(batch / pp, 1.0)
+    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
+    slot_iterations = (osl - 1) / tau + 1.0
+    new = micro / slot_iterations
+    context = isl + osl / 2.0
+    steady = _work(
+        deployments, ctx, decode=micro - new, query=query, context=context, prompt=new * isl, requests=new
+    )
+    step = steady.time_s + _draft_s(deployments, micro - new, context, ctx)
+    count, chunk = _chunks(isl, ctx.hardware)
+    own = _work(
+        deployments,
+        ctx,
+        decode=micro - 1.0,
+        query=query,
+        context=context,
+        prompt=chunk,
+        requests=1.0 / count,
+        group_prompt=chunk,
+    ).time_s
+    wait = np.where(batch > 1.0, pp * step / 2.0, 0.0)
+    rate = deployments.batch / (slot_iterations * pp * step)
+    return ServingArrays(
+        ttft_s=wait + count * pp * own,
+        tpot_s=pp * step / tau,
+        output_tokens_per_s=rate * osl,
+        requests_per_s=rate,
+        iteration=steady,
+        kv_transfer_s=np.zeros_like(step),
+    )
+
+
+def static(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
+    """A static batch of ``deployments.batch`` prompts: prefill all, then decode all."""
+    tau, _ = _tau(ctx.speculative)
+    batch = np.maximum(deployments.batch, 1.0)
+    pp = deployments.pp
+    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
+    micro, decode, step = _decoding(deployments, ctx)
+    group_prompt = np.ceil(micro / deployments.dp_attention) * isl
+    prefill = _work(deployments, ctx, prompt=micro * isl, requests=micro, group_prompt=group_prompt).time_s
+    ttft = (2.0 * pp - 1.0) * prefill
+    tpot = pp * step / tau
+    total = ttft + (osl - 1) * tpot
+    return ServingArrays(
+        ttft_s=ttft,
+        tpot_s=tpot,
+        output_tokens_per_s=batch * osl / total,
+        requests_per_s=batch / total,
+        iteration=decode,
+        kv_transfer_s=np.zeros_like(step),
+    )
+
+
+@dataclass(frozen=True)
+class PoolSplit(Record):
+    """Replicas of each pool and how the KV cache travels between them."""
+
+    prefill_replicas: Array
+    decode_replicas: Array
+    gpus_per_replica: Array
+    kv_bytes_per_token_per_replica: Array
+    crosses_domains: Array
+
+
+def kv_transfer_s(split: PoolSplit, load: ServingLoad, ih: InferenceHardware) -> Array:
+    """Seconds to move one prompt's KV cache from a prefill replica to a decode replica."""
+    per_gpu = load.input_tokens * split.kv_bytes_per_token_per_replica / split.gpus_per_replica
+    return collectives.send_recv_s(ih.hardware.fabric, per_gpu, split.crosses_domains)
+
+
+def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:
+    """Separate prefill and decode pools (see the module docstring); rates are per deployment."""
+    tau, _ = _tau(ctx.speculative)
+    pp = deployments.pp
+    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
+    _, decode, step = _decoding(deployments, ctx)
+    tpot = pp * step / tau
+    decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
+    count, chunk = _chunks(isl, ctx.hardware)
+    packed = max(1, ctx.hardware.parameters.prefill_chunk_tokens // isl) if count == 1 else 1
+    group_prompt = np.ceil(packed / deployments.dp_attention) * chunk
+    prefill = _work(
+        deployments, ctx, prompt=packed * chunk, requests=packed / count, group_prompt=group_prompt
+    ).time_s
+    rate = np.minimum(decode_rate, split.prefill_replicas * packed / (count * prefill))
+    transfer = kv_transfer_s(split, ctx.load, ctx.hardware)
+    ttft = prefill / 2.0 + (count + pp - 1.0) * prefill + transfer + pp * step / 2.0
+    return ServingArrays(
+        ttft_s=ttft,
+        tpot_s=tpot,
+        output_tokens_per_s=rate * osl,
+        requests_per_s=rate,
+        iteration=decode,
+        kv_transfer_s=transfer,
+    )
+
+
+__all__ = [
+    "BATCHING_MODES",
+    "Deployments",
+    "PoolSplit",
+    "ServingArrays",
+    "ServingContext",
+    "continuous",
+    "disaggregated",
+    "kv_transfer_s",
+    "static",
+]

@@ -1,0 +1,23 @@
+"""The training SOL engine: parallel plans, schedules, per-layer costs, memory, the step
+estimate and the vectorized plan search."""
+
+from __future__ import annotations
+
+from lightspeed.sol.train.estimate import estimate_training
+from lightspeed.sol.train.plan import RECOMPUTE, SCHEDULES, TRAINING_PRECISIONS, TrainingPlan, validate_plan
+from lightspeed.sol.train.result import TrainEstimate
+from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
+
+__all__ = [
+    "RECOMPUTE",
+    "SCHEDULES",
+    "TRAINING_PRECISIONS",
+    "SearchResult",
+    "SearchSpace",
+    "TrainEstimate",
+    "TrainingPlan",
+    "default_space",
+    "estimate_training",
+    "search_training",
+    "validate_plan",
+]

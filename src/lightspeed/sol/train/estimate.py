@@ -1,0 +1,101 @@
+"""``estimate_training``: one plan on one cluster, with its breakdown and bound.
+
+>>> from lightspeed.catalog import load_catalog
+>>> from lightspeed.workload import load_models
+>>> catalog, models = load_catalog(), load_models()
+>>> cluster = catalog.cluster("dgx-h100", num_accelerators=64)
+>>> plan = TrainingPlan(tp=8, dp=8, micro_batch_size=1, global_batch_size=64, seq_len=8192)
+>>> estimate = estimate_training(model=models.get("llama-3-70b"), cluster=cluster, plan=plan)
+>>> 0.2 < estimate.mfu < 0.7
+True
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import PlanDoesNotFitError
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.train.grid import grid_from_plans
+from lightspeed.sol.train.plan import TrainingPlan, validate_plan
+from lightspeed.sol.train.result import (
+    DEFAULT_FLOP_CONVENTION,
+    TrainEstimate,
+    check_gpu_count,
+    estimate_from_arrays,
+)
+from lightspeed.sol.train.search import search_training
+from lightspeed.sol.train.step import evaluate_grid
+from lightspeed.units import format_bytes
+from lightspeed.workload import TransformerSpec
+
+# The settings of a plan that a "plan that fits" suggestion names, in this order.
+SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "vpp", "zero_stage", "micro_batch_size", "recompute")
+
+
+def estimate_training(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: TrainingPlan,
+    efficiency: EfficiencyModel | None = None,
+    flop_convention: str = DEFAULT_FLOP_CONVENTION,
+    num_tokens: float | None = None,
+    check_fit: bool = False,
+    sharp: bool = False,
+) -> TrainEstimate:
+    """Predict one training plan on ``cluster`` (see :class:`TrainEstimate`).
+
+    Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist
+    on ``cluster``, or, with ``check_fit=True``, if it does not fit in memory.
+    ``sharp=True`` models in-network reduction on the scale-out switches.
+    """
+    check_gpu_count(plan, cluster)
+    validate_plan(plan, model)
+    hardware = hardware_for(cluster, plan.precision, efficiency, sharp)
+    arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
+    estimate = estimate_from_arrays(
+        arrays=arrays,
+        index=0,
+        model=model,
+        hardware=hardware,
+        plan=plan,
+        flop_convention=flop_convention,
+        num_tokens=num_tokens,
+    )
+    if check_fit and not estimate.fits:
+        raise_not_fitting(estimate, model, cluster, hardware)
+    return estimate
+
+
+def raise_not_fitting(
+    estimate: TrainEstimate, model: TransformerSpec, cluster: Cluster, hardware: Hardware
+) -> NoReturn:
+    """Raise :class:`PlanDoesNotFitError` naming the biggest memory parts and the best fitting plan."""
+    parts = sorted(estimate.memory_bytes.items(), key=lambda item: item[1], reverse=True)
+    largest = ", ".join(f"{name} {format_bytes(value)}" for name, value in parts[:3])
+    plan = estimate.plan
+    message = (
+        f"plan does not fit: {format_bytes(estimate.memory_per_gpu_bytes)} per GPU needed, "
+        f"{format_bytes(hardware.usable_memory_bytes)} usable on {hardware.accelerator.name} ({largest})"
+    )
+    result = search_training(
+        model=model,
+        cluster=cluster,
+        global_batch_size=plan.global_batch_size,
+        seq_len=plan.seq_len,
+        precision=plan.precision,
+        top=1,
+        max_tp=cluster.system.scale_up_domain_size,
+    )
+    best = result.plans[0] if result.plans else None
+    if best is None or not best.fits:
+        raise PlanDoesNotFitError(
+            message,
+            nearest_plan=None,
+            no_fit_hint=f"no plan on {cluster.num_accelerators} GPUs fits: use more GPUs or a smaller model",
+        )
+    settings = {name: getattr(best.plan, name) for name in SUGGESTED_SETTINGS}
+    raise PlanDoesNotFitError(message, nearest_plan=settings, nearest_memory_bytes=best.memory_per_gpu_bytes)

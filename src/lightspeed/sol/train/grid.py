@@ -1,0 +1,136 @@
+"""Plans as columns: the vectorized form the engine evaluates.
+
+The engine never loops over plan objects. A :class:`PlanGrid` holds one numpy
+array per plan field; a single plan is a grid of length one, so ``plan
+train`` and ``search train`` run exactly the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lightspeed.sol.train.plan import RECOMPUTE, SCHEDULES, TrainingPlan
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+SCHEDULE_CODES = {name: code for code, name in enumerate(SCHEDULES)}
+RECOMPUTE_CODES = {name: code for code, name in enumerate(RECOMPUTE)}
+
+
+@dataclass(frozen=True)
+class PlanGrid:
+    """Plan fields as aligned arrays (floats for arithmetic, bools for switches).
+
+    ``schedule`` and ``recompute`` hold codes into ``SCHEDULES`` and ``RECOMPUTE``;
+    ``schedule`` is the effective schedule (1F1B with vpp > 1 is interleaved).
+    """
+
+    tp: FloatArray
+    pp: FloatArray
+    dp: FloatArray
+    ep: FloatArray
+    cp: FloatArray
+    vpp: FloatArray
+    zero_stage: FloatArray
+    micro_batch_size: FloatArray
+    global_batch_size: FloatArray
+    schedule: FloatArray
+    recompute: FloatArray
+    sequence_parallel: BoolArray
+    unfused_attention: BoolArray
+    dropout: BoolArray
+    dp_overlap: BoolArray
+    tp_overlap: BoolArray
+    ep_overlap: BoolArray
+    grad_bytes: FloatArray
+    expert_imbalance: FloatArray
+    uneven_pipeline: BoolArray
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+    @property
+    def num_microbatches(self) -> FloatArray:
+        """Micro-batches per pipeline per step."""
+        return np.floor(self.global_batch_size / (self.dp * self.micro_batch_size))
+
+    @property
+    def num_gpus(self) -> FloatArray:
+        """GPUs each plan occupies."""
+        return self.tp * self.cp * self.dp * self.pp
+
+    def select(self, mask: BoolArray | npt.NDArray[np.int64]) -> PlanGrid:
+        """The plans where ``mask`` is true (or at the given indices)."""
+        return PlanGrid(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+
+    def is_schedule(self, *names: str) -> BoolArray:
+        """Which plans use one of the named schedules."""
+        return np.isin(self.schedule, [SCHEDULE_CODES[name] for name in names])
+
+    def plan_at(
+        self, index: int, *, seq_len: int, precision: str, dropout: bool | None = None
+    ) -> TrainingPlan:
+        """The :class:`TrainingPlan` of row ``index``."""
+        schedule = SCHEDULES[int(self.schedule[index])]
+        return TrainingPlan(
+            tp=int(self.tp[index]),
+            pp=int(self.pp[index]),
+            dp=int(self.dp[index]),
+            ep=int(self.ep[index]),
+            cp=int(self.cp[index]),
+            vpp=int(self.vpp[index]),
+            zero_stage=int(self.zero_stage[index]),
+            schedule=schedule,
+            micro_batch_size=int(self.micro_batch_size[index]),
+            global_batch_size=int(self.global_batch_size[index]),
+            seq_len=seq_len,
+            precision=precision,
+            recompute=RECOMPUTE[int(self.recompute[index])],
+            sequence_parallel=bool(self.sequence_parallel[index]),
+            attention_impl="unfused" if self.unfused_attention[index] else "flash",
+            dropout=bool(self.dropout[index]) if dropout is None else dropout,
+            dp_overlap=bool(self.dp_overlap[index]),
+            tp_overlap=bool(self.tp_overlap[index]),
+            ep_overlap=bool(self.ep_overlap[index]),
+            grad_reduce_precision="fp32" if self.grad_bytes[index] == 4.0 else "bf16",
+            expert_imbalance=float(self.expert_imbalance[index]),
+            uneven_pipeline=bool(self.uneven_pipeline[index]),
+        )
+
+
+def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
+    """Columns of a list of plans (all must share seq_len and precision)."""
+    assert plans, "at least one plan"
+    assert len({(p.seq_len, p.precision) for p in plans}) == 1, "one seq_len and precision per grid"
+
+    def column(values: list[Any], dtype: type = np.float64) -> Any:
+        return np.asarray(values, dtype=dtype)
+
+    return PlanGrid(
+        tp=column([p.tp for p in plans]),
+        pp=column([p.pp for p in plans]),
+        dp=column([p.dp for p in plans]),
+        ep=column([p.ep for p in plans]),
+        cp=column([p.cp for p in plans]),
+        vpp=column([p.vpp for p in plans]),
+        zero_stage=column([p.zero_stage for p in plans]),
+        micro_batch_size=column([p.micro_batch_size for p in plans]),
+        global_batch_size=column([p.global_batch_size for p in plans]),
+        schedule=column([SCHEDULE_CODES[p.effective_schedule] for p in plans]),
+        recompute=column([RECOMPUTE_CODES[p.recompute] for p in plans]),
+        sequence_parallel=column([p.uses_sequence_parallel for p in plans], bool),
+        unfused_attention=column([p.attention_impl == "unfused" for p in plans], bool),
+        dropout=column([p.dropout for p in plans], bool),
+        dp_overlap=column([p.dp_overlap for p in plans], bool),
+        tp_overlap=column([p.tp_overlap for p in plans], bool),
+        ep_overlap=column([p.overlaps_ep for p in plans], bool),
+        grad_bytes=column([4.0 if p.grad_reduce_precision == "fp32" else 2.0 for p in plans]),
+        expert_imbalance=column([p.expert_imbalance for p in plans]),
+        uneven_pipeline=column([p.uneven_pipeline for p in plans], bool),
+    )

@@ -1,0 +1,261 @@
+"""Parallel training plans: what runs where, and whether it can exist.
+
+A :class:`TrainingPlan` names the degree of each kind of parallelism and the
+choices that change cost: ZeRO stage, pipeline schedule, micro-batch,
+activation recomputation, overlap of communication with compute. Ranks are
+laid out in Megatron-Core's default order ``tp-cp-ep-dp-pp``: tensor parallel
+innermost (consecutive ranks, inside a node), pipeline outermost.
+
+>>> plan = TrainingPlan(tp=8, pp=16, dp=64, micro_batch_size=1, global_batch_size=2048, seq_len=8192)
+>>> plan.num_gpus, plan.num_microbatches
+(8192, 32)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+from lightspeed.errors import InvalidPlanError
+from lightspeed.records import Record
+from lightspeed.sol.core.factors import divisors, nearest
+from lightspeed.units import compute_precision
+from lightspeed.workload import TransformerSpec
+
+SCHEDULES: Final = ("1f1b", "gpipe", "interleaved", "zb1p", "dualpipe", "dualpipev")
+RECOMPUTE: Final = ("none", "selective", "partial", "full")
+ATTENTION_IMPLEMENTATIONS: Final = ("flash", "unfused")
+TRAINING_PRECISIONS: Final = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "mxfp8", "nvfp4", "mxfp4")
+GRAD_PRECISIONS: Final = ("fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class TrainingPlan(Record):
+    """A parallel training configuration (degrees are counts of GPUs).
+
+    ``global_batch_size`` and ``micro_batch_size`` count sequences of
+    ``seq_len`` tokens. ``vpp`` is the number of virtual pipeline chunks per
+    GPU (interleaved 1F1B). ``zero_stage`` 3 is FSDP full sharding.
+    Overlap flags say whether that communication can hide behind compute;
+    ``ep_overlap=None`` means "only with DualPipe/DualPipeV", which overlap
+    all-to-all with the paired micro-batch's compute by design.
+    ``recompute="partial"`` recomputes the fewest whole layers per stage that make
+    the plan fit (Megatron's ``--recompute-method block``); ``"selective"``
+    recomputes core attention only. ``expert_imbalance`` multiplies the busiest
+    GPU's expert work (1.0 = perfectly
+    balanced routing). ``attention_impl="unfused"`` and ``dropout=True`` describe
+    pre-FlashAttention frameworks (Megatron-LM 2021-22: softmax over the full
+    score matrix in memory, hidden and attention dropout). ``uneven_pipeline``
+    allows layers not divisible by the
+    pipeline size (the last stages get fewer layers, as Llama 3 405B did).
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    cp: int = 1
+    vpp: int = 1
+    zero_stage: int = 1
+    schedule: str = "1f1b"
+    micro_batch_size: int = 1
+    global_batch_size: int = 1
+    seq_len: int = 4096
+    precision: str = "bf16"
+    recompute: str = "none"
+    sequence_parallel: bool | None = None
+    attention_impl: str = "flash"
+    dropout: bool = False
+    dp_overlap: bool = True
+    tp_overlap: bool = False
+    ep_overlap: bool | None = None
+    grad_reduce_precision: str = "fp32"
+    expert_imbalance: float = 1.0
+    uneven_pipeline: bool = False
+
+    def __post_init__(self) -> None:
+        for label, value in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)):
+            if value < 1:
+                raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
+        for label, value in (("cp", self.cp), ("vpp", self.vpp), ("micro_batch_size", self.micro_batch_size)):
+            if value < 1:
+                raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
+        if self.global_batch_size < 1 or self.seq_len < 1:
+            raise InvalidPlanError("global_batch_size and seq_len must be >= 1")
+        _check_choice("schedule", self.schedule, SCHEDULES)
+        _check_choice("recompute", self.recompute, RECOMPUTE)
+        _check_choice("attention_impl", self.attention_impl, ATTENTION_IMPLEMENTATIONS)
+        _check_choice("precision", self.precision, TRAINING_PRECISIONS)
+        _check_choice("grad_reduce_precision", self.grad_reduce_precision, GRAD_PRECISIONS)
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise InvalidPlanError(f"zero_stage must be 0, 1, 2 or 3 (got {self.zero_stage})")
+        if self.expert_imbalance < 1.0:
+            raise InvalidPlanError("expert_imbalance is a slowdown factor and must be >= 1.0")
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs the plan occupies: tp x cp x dp x pp (EP is carved out of tp x cp x dp)."""
+        return self.tp * self.cp * self.dp * self.pp
+
+    @property
+    def num_microbatches(self) -> int:
+        """Micro-batches each pipeline processes per step (gradient accumulation steps x 1)."""
+        return self.global_batch_size // (self.dp * self.micro_batch_size)
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens the whole job processes per optimizer step."""
+        return self.global_batch_size * self.seq_len
+
+    @property
+    def uses_sequence_parallel(self) -> bool:
+        """Megatron sequence parallelism (on by default whenever TP > 1)."""
+        return self.tp > 1 if self.sequence_parallel is None else self.sequence_parallel and self.tp > 1
+
+    @property
+    def effective_schedule(self) -> str:
+        """The schedule, with 1F1B upgraded to interleaved when vpp > 1."""
+        if self.vpp > 1 and self.schedule == "1f1b":
+            return "interleaved"
+        return self.schedule
+
+    @property
+    def overlaps_ep(self) -> bool:
+        """Whether EP all-to-all hides behind compute."""
+        if self.ep_overlap is None:
+            return self.effective_schedule in ("dualpipe", "dualpipev")
+        return self.ep_overlap
+
+    @property
+    def compute_precision(self) -> str:
+        """The catalog compute row the GEMMs run on (``bf16``, ``fp8`` ...)."""
+        return compute_precision(self.precision)
+
+    def with_changes(self, **changes: object) -> TrainingPlan:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _check_choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidPlanError(f"{label} {value!r} is not one of {', '.join(allowed)}")
+
+
+def validate_plan(plan: TrainingPlan, model: TransformerSpec, num_gpus: int | None = None) -> None:
+    """Raise :class:`InvalidPlanError` with the reason and a valid alternative if the
+    plan cannot run ``model`` (on ``num_gpus`` GPUs when given)."""
+    _check_gpus(plan, num_gpus)
+    _check_tensor_parallel(plan, model)
+    _check_pipeline(plan, model)
+    _check_batch(plan)
+    _check_experts(plan, model)
+    _check_context_parallel(plan)
+
+
+def validate_plan_gpus(plan: TrainingPlan, num_gpus: int) -> None:
+    """Raise :class:`InvalidPlanError` unless the plan uses exactly ``num_gpus`` GPUs."""
+    _check_gpus(plan, num_gpus)
+
+
+def _check_gpus(plan: TrainingPlan, num_gpus: int | None) -> None:
+    if num_gpus is None or plan.num_gpus == num_gpus:
+        return
+    other = plan.tp * plan.cp * plan.pp
+    hint = f"; use --dp {num_gpus // other}" if num_gpus % other == 0 else ""
+    raise InvalidPlanError(
+        f"tp x cp x dp x pp = {plan.tp} x {plan.cp} x {plan.dp} x {plan.pp} = {plan.num_gpus} "
+        f"GPUs, not the {num_gpus} requested{hint}"
+    )
+
+
+def _check_tensor_parallel(plan: TrainingPlan, model: TransformerSpec) -> None:
+    heads = model.attention.num_heads
+    if heads % plan.tp:
+        valid = [d for d in divisors(heads) if d <= 64]
+        raise InvalidPlanError(
+            f"tp={plan.tp} does not divide the {heads} attention heads of {model.name}; "
+            f"try tp={nearest(plan.tp, valid)}"
+        )
+    kv_heads = model.attention.num_kv_heads
+    if model.attention.kind != "mla" and kv_heads % plan.tp and plan.tp % kv_heads:
+        raise InvalidPlanError(
+            f"tp={plan.tp} neither divides nor is a multiple of the {kv_heads} KV heads of "
+            f"{model.name}; try tp={nearest(plan.tp, divisors(kv_heads))}"
+        )
+    if model.ffn_hidden_size % plan.tp:
+        raise InvalidPlanError(
+            f"tp={plan.tp} does not divide the MLP size {model.ffn_hidden_size}; "
+            f"try tp={nearest(plan.tp, [d for d in divisors(heads) if model.ffn_hidden_size % d == 0])}"
+        )
+
+
+def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
+    chunks = plan.pp * plan.vpp
+    if chunks > model.num_layers:
+        raise InvalidPlanError(
+            f"pp x vpp = {chunks} pipeline chunks exceed the {model.num_layers} layers of {model.name}"
+        )
+    if model.num_layers % chunks and not plan.uneven_pipeline:
+        valid = [d for d in divisors(model.num_layers) if d % plan.vpp == 0 or plan.vpp == 1]
+        raise InvalidPlanError(
+            f"pp x vpp = {chunks} does not divide the {model.num_layers} layers of {model.name}; "
+            f"try pp={nearest(plan.pp, [d // plan.vpp for d in valid if d >= plan.vpp])} "
+            "or allow uneven stages (--uneven-pipeline)"
+        )
+    schedule = plan.effective_schedule
+    if schedule in ("dualpipe", "dualpipev"):
+        if plan.pp % 2:
+            raise InvalidPlanError(
+                f"{schedule} needs an even pipeline size (got pp={plan.pp}); try pp={plan.pp + 1}"
+            )
+        if plan.num_microbatches < 2 * plan.pp:
+            raise InvalidPlanError(
+                f"{schedule} needs at least 2 x pp = {2 * plan.pp} micro-batches per step, "
+                f"the plan has {plan.num_microbatches}; raise the global batch or lower pp"
+            )
+    if schedule == "interleaved" and plan.pp > 1 and plan.num_microbatches % plan.pp:
+        raise InvalidPlanError(
+            f"interleaved 1F1B needs the {plan.num_microbatches} micro-batches "
+            f"to be a multiple of pp={plan.pp}"
+        )
+
+
+def _check_batch(plan: TrainingPlan) -> None:
+    per_replica, remainder = divmod(plan.global_batch_size, plan.dp)
+    if remainder:
+        raise InvalidPlanError(
+            f"global batch {plan.global_batch_size} does not split over dp={plan.dp} replicas; "
+            f"use a global batch that is a multiple of {plan.dp}, e.g. {plan.dp * max(1, per_replica)}"
+        )
+    if per_replica % plan.micro_batch_size:
+        valid = divisors(per_replica)
+        raise InvalidPlanError(
+            f"micro-batch {plan.micro_batch_size} does not divide the {per_replica} sequences per "
+            f"replica; try micro-batch size {nearest(plan.micro_batch_size, valid)}"
+        )
+
+
+def _check_experts(plan: TrainingPlan, model: TransformerSpec) -> None:
+    if model.moe is None:
+        if plan.ep > 1:
+            raise InvalidPlanError(f"ep={plan.ep} needs a mixture-of-experts model; {model.name} is dense")
+        return
+    experts = model.moe.num_routed_experts
+    if experts % plan.ep:
+        raise InvalidPlanError(
+            f"ep={plan.ep} does not divide the {experts} routed experts; "
+            f"try ep={nearest(plan.ep, divisors(experts))}"
+        )
+    group = plan.tp * plan.cp * plan.dp
+    if group % plan.ep:
+        raise InvalidPlanError(
+            f"ep={plan.ep} must divide tp x cp x dp = {group} "
+            "(experts are spread over the data-parallel ranks)"
+        )
+
+
+def _check_context_parallel(plan: TrainingPlan) -> None:
+    if plan.seq_len % (2 * plan.cp) and plan.cp > 1:
+        raise InvalidPlanError(
+            f"cp={plan.cp} needs seq_len divisible by 2 x cp = {2 * plan.cp} (load-balanced causal chunks)"
+        )

@@ -1,0 +1,223 @@
+"""What one training plan reaches: the estimate record, built from the evaluated plan grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.records import Record
+from lightspeed.sol.core import collectives
+from lightspeed.sol.core.hardware import Hardware
+from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
+from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
+from lightspeed.units import SECONDS_PER_HOUR, format_bytes, format_percent
+from lightspeed.workload import TransformerSpec
+from lightspeed.workload.flops import flops_per_token
+
+DEFAULT_FLOP_CONVENTION = "6N+causal-attention"
+
+PART_LABELS = {
+    "compute": "compute (GEMMs and attention)",
+    "recompute": "activation recomputation",
+    "memory_bound": "memory-bound kernels (norms, activations, residuals)",
+    "tp_comm": "exposed TP communication",
+    "cp_comm": "exposed CP ring exchange",
+    "ep_comm": "exposed EP all-to-all",
+    "pp_comm": "pipeline send/receive",
+    "bubble": "pipeline bubble",
+    "dp_comm": "exposed DP gradient/parameter traffic",
+    "optimizer": "optimizer step",
+    "other": "kernel launch overhead",
+}
+
+
+@dataclass(frozen=True)
+class TrainEstimate(Record):
+    """What one training plan should reach on one cluster.
+
+    Times in seconds, memory in bytes per GPU, rates per second. ``mfu`` counts
+    model FLOPs under ``flop_convention``; ``hfu`` counts every FLOP executed
+    (recomputation included). Both divide by the dense peak of ``precision``.
+    """
+
+    model: str
+    system: str
+    num_gpus: int
+    plan: TrainingPlan
+    step_time_s: float
+    breakdown_s: dict[str, float]
+    memory_bytes: dict[str, float]
+    memory_per_gpu_bytes: float
+    usable_memory_bytes: float
+    fits: bool
+    tokens_per_step: int
+    tokens_per_s: float
+    flop_convention: str
+    model_flop_per_token: float
+    tflop_per_s_per_gpu: float
+    mfu: float
+    hfu: float
+    peak_flop_per_s: float
+    bound: str
+    bound_part: str
+    efficiency_model: str
+    num_tokens: float | None
+    time_to_train_s: float | None
+    gpu_hours: float | None
+    assumptions: tuple[str, ...]
+
+    def plan_summary(self) -> dict[str, Any]:
+        """The plan object of the ``search``/``plan --json`` contract."""
+        plan = self.plan
+        return {
+            "tp": plan.tp,
+            "pp": plan.pp,
+            "dp": plan.dp,
+            "ep": plan.ep,
+            "cp": plan.cp,
+            "vpp": plan.vpp,
+            "zero": plan.zero_stage,
+            "micro_batch": plan.micro_batch_size,
+            "recompute": plan.recompute,
+            "schedule": plan.effective_schedule,
+            "step_time_s": self.step_time_s,
+            "mfu": self.mfu,
+            "tokens_per_s": self.tokens_per_s,
+            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "bound": self.bound,
+        }
+
+
+def _level_of(hardware: Hardware, group: int, stride: int) -> str:
+    crosses = bool(collectives.crosses_domains(hardware.fabric, group, stride))
+    return hardware.fabric.level_name(crosses)
+
+
+def part_label(part: str, plan: TrainingPlan, hardware: Hardware) -> str:
+    """A readable name for a breakdown part, with the fabric level it uses."""
+    label = PART_LABELS[part]
+    placement = {
+        "tp_comm": (plan.tp, 1),
+        "ep_comm": (plan.ep, 1),
+        "cp_comm": (plan.cp, plan.tp),
+        "dp_comm": (plan.dp * plan.cp, plan.tp),
+        "pp_comm": (plan.pp, plan.tp * plan.cp * plan.dp),
+    }
+    if part in placement:
+        group, stride = placement[part]
+        label += f" over {_level_of(hardware, group, stride)}"
+    if part == "bubble":
+        label += f" ({plan.effective_schedule}, pp={plan.pp}, {plan.num_microbatches} micro-batches)"
+    return label
+
+
+def bound_sentence(
+    parts: dict[str, float], plan: TrainingPlan, hardware: Hardware, mfu: float
+) -> tuple[str, str]:
+    """(sentence, part) naming what bounds the step."""
+    step = sum(parts.values())
+    compute_share = (parts["compute"] + parts["recompute"]) / step
+    overheads = {name: value for name, value in parts.items() if name not in ("compute", "recompute")}
+    largest = max(overheads, key=lambda name: overheads[name])
+    largest_share = overheads[largest] / step
+    if compute_share >= 0.6 or largest_share < 0.1:
+        return (
+            f"compute-bound: GEMMs and attention take {format_percent(compute_share, 0)} of the step "
+            f"(MFU {format_percent(mfu)}); next: {part_label(largest, plan, hardware)} "
+            f"{format_percent(largest_share, 0)}",
+            "compute",
+        )
+    return f"{part_label(largest, plan, hardware)}: {format_percent(largest_share, 0)} of the step", largest
+
+
+def _scalar(value: Any) -> float:
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def estimate_from_arrays(
+    *,
+    arrays: StepArrays,
+    index: int,
+    model: TransformerSpec,
+    hardware: Hardware,
+    plan: TrainingPlan,
+    flop_convention: str = DEFAULT_FLOP_CONVENTION,
+    num_tokens: float | None = None,
+) -> TrainEstimate:
+    """Build the record of row ``index`` of an evaluated grid."""
+    parts = {name: float(np.asarray(arrays.parts[name])[index]) for name in BREAKDOWN_PARTS}
+    step = sum(parts.values())
+    memory = arrays.memory
+    memory_parts = {
+        "weights": float(memory.weights_bytes[index]),
+        "gradients": float(memory.gradients_bytes[index]),
+        "optimizer": float(memory.optimizer_bytes[index]),
+        "activations": float(memory.activations_bytes[index]),
+        "reserved": float(memory.reserved_bytes[index]),
+    }
+    total_memory = sum(memory_parts.values())
+    flops = flops_per_token(model, seq_len=plan.seq_len, convention=flop_convention)
+    tokens = plan.tokens_per_step
+    gpus = plan.num_gpus
+    peak = hardware.peak_flop_per_s
+    model_rate = flops.training_flop * tokens / step
+    mfu = model_rate / (gpus * peak)
+    hfu = float(np.asarray(arrays.hardware_flop_per_step)[index]) / step / (gpus * peak)
+    sentence, part = bound_sentence(parts, plan, hardware, mfu)
+    time_to_train = num_tokens / tokens * step if num_tokens else None
+    return TrainEstimate(
+        model=model.name,
+        system=hardware.cluster.name,
+        num_gpus=gpus,
+        plan=plan,
+        step_time_s=step,
+        breakdown_s=parts,
+        memory_bytes=memory_parts,
+        memory_per_gpu_bytes=total_memory,
+        usable_memory_bytes=hardware.usable_memory_bytes,
+        fits=total_memory <= hardware.usable_memory_bytes,
+        tokens_per_step=tokens,
+        tokens_per_s=tokens / step,
+        flop_convention=flops.convention,
+        model_flop_per_token=flops.training_flop,
+        tflop_per_s_per_gpu=model_rate / gpus / 1e12,
+        mfu=mfu,
+        hfu=hfu,
+        peak_flop_per_s=peak,
+        bound=sentence,
+        bound_part=part,
+        efficiency_model=hardware.efficiency.name,
+        num_tokens=num_tokens,
+        time_to_train_s=time_to_train,
+        gpu_hours=time_to_train * gpus / SECONDS_PER_HOUR if time_to_train is not None else None,
+        assumptions=_assumptions(hardware, plan, flops.formula),
+    )
+
+
+def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[str, ...]:
+    efficiency = hardware.efficiency
+    return (
+        f"peak: dense {plan.compute_precision} {hardware.peak_flop_per_s / 1e12:,.1f} TFLOP/s per GPU "
+        f"({hardware.accelerator.display_name})",
+        f"efficiency model '{efficiency.name}': GEMM up to "
+        f"{format_percent(efficiency.gemm_max_efficiency, 0)} "
+        f"of peak, HBM {format_percent(efficiency.memory_efficiency, 0)}, links "
+        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        f"usable memory {format_bytes(hardware.usable_memory_bytes)} per GPU, "
+        f"{format_bytes(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} reserved for runtime",
+        f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",
+        f"model FLOPs per token: {formula}",
+    )
+
+
+def check_gpu_count(plan: TrainingPlan, cluster: Cluster) -> None:
+    """The plan must use the whole cluster, or part of a single node."""
+    gpus = cluster.num_accelerators
+    if plan.num_gpus == gpus:
+        return
+    single_node = cluster.num_nodes == 1 and plan.num_gpus < gpus and gpus % plan.num_gpus == 0
+    if not single_node:
+        validate_plan_gpus(plan, gpus)

@@ -1,0 +1,72 @@
+"""Pipeline schedules: bubble time and in-flight activations (REFERENCE.md section 3).
+
+With ``p`` stages, ``m`` micro-batches, per-micro-batch stage times ``F``
+(forward) and ``B`` (full backward, of which ``W`` is the weight-gradient part):
+
+=============  ==============================  =====================  =============================
+schedule       bubble                          parameters per GPU     activations held (micro-batches)
+=============  ==============================  =====================  =============================
+GPipe          ``(p-1)(F+B)``                  1x                     ``m``
+1F1B           ``(p-1)(F+B)``                  1x                     ``min(p, m)``
+interleaved    ``(p-1)(F+B)/v``                1x                     ``p(1 + (p-1)/(p v))``
+ZB1P           ``(p-1)(F+B-2W)``               1x                     ``min(p, m)``
+DualPipe       ``(p/2-1)(F&B + B - 3W)``       2x                     ``p + 1``
+DualPipeV      ``(p/2-1)(F&B + B - 3W)``       1x (2 chunks of L/2p)  ``p + 1``
+=============  ==============================  =====================  =============================
+
+``F&B`` (a forward and a backward chunk run overlapped) is taken as ``F + B``:
+overlap hides communication, not compute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lightspeed.sol.train.grid import PlanGrid
+
+Array = Any
+
+
+def bubble_s(grid: PlanGrid, forward_s: Array, backward_s: Array, weight_grad_s: Array) -> Array:
+    """Idle time per step that the schedule leaves on the bottleneck stage."""
+    stages = grid.pp
+    full = (stages - 1.0) * (forward_s + backward_s)
+    interleaved = full / grid.vpp
+    zero_bubble = (stages - 1.0) * np.maximum(forward_s + backward_s - 2.0 * weight_grad_s, 0.0)
+    dual = np.maximum(stages / 2.0 - 1.0, 0.0) * np.maximum(
+        forward_s + 2.0 * backward_s - 3.0 * weight_grad_s, 0.0
+    )
+    bubble = np.select(
+        [
+            grid.is_schedule("interleaved"),
+            grid.is_schedule("zb1p"),
+            grid.is_schedule("dualpipe", "dualpipev"),
+        ],
+        [interleaved, zero_bubble, dual],
+        full,
+    )
+    return np.where(stages > 1, bubble, 0.0)
+
+
+def activations_in_flight(grid: PlanGrid) -> Array:
+    """Micro-batches whose activations the first stage holds at its peak."""
+    stages = grid.pp
+    microbatches = grid.num_microbatches
+    one_f_one_b = np.minimum(stages, microbatches)
+    interleaved = np.minimum(stages * (1.0 + (stages - 1.0) / (stages * grid.vpp)), microbatches * grid.vpp)
+    return np.select(
+        [
+            grid.is_schedule("gpipe"),
+            grid.is_schedule("interleaved"),
+            grid.is_schedule("dualpipe", "dualpipev"),
+        ],
+        [microbatches, interleaved, stages + 1.0],
+        one_f_one_b,
+    )
+
+
+def parameter_copies(grid: PlanGrid) -> Array:
+    """How many stage-sized parameter sets each GPU holds (DualPipe keeps two)."""
+    return np.where(grid.is_schedule("dualpipe"), 2.0, 1.0)

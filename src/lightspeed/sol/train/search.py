@@ -1,0 +1,379 @@
+"""Search every training plan of a model on a cluster, vectorized over the plan space.
+
+The plan space is the cartesian product of TP, CP, PP, EP, VPP, micro-batch,
+recomputation, ZeRO stage and schedule; DP follows from the GPU count. Invalid
+combinations are masked with array arithmetic, the rest evaluated by the same
+:func:`~lightspeed.sol.train.step.evaluate_grid` that ``plan train`` uses, and
+ranked by throughput among the plans that fit in memory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.factors import powers_of_two
+from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.train.grid import RECOMPUTE_CODES, SCHEDULE_CODES, PlanGrid
+from lightspeed.sol.train.plan import RECOMPUTE, TrainingPlan
+from lightspeed.sol.train.result import (
+    DEFAULT_FLOP_CONVENTION,
+    TrainEstimate,
+    estimate_from_arrays,
+    part_label,
+)
+from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays, evaluate_grid
+from lightspeed.workload import TransformerSpec
+
+CHUNK_PLANS = 262_144
+DEFAULT_MICRO_BATCHES = (1, 2, 4, 8, 16)
+DEFAULT_VPPS = (1, 2, 3, 4, 6, 8)
+DEFAULT_CPS = (1, 2, 4, 8, 16)
+DEFAULT_ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class SearchSpace(Record):
+    """Values each plan field may take (DP is derived from the GPU count)."""
+
+    tp: tuple[int, ...]
+    cp: tuple[int, ...]
+    pp: tuple[int, ...]
+    ep: tuple[int, ...]
+    vpp: tuple[int, ...]
+    micro_batch: tuple[int, ...]
+    recompute: tuple[str, ...]
+    zero_stage: tuple[int, ...]
+    schedules: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Combinations before validity filtering."""
+        sizes = (
+            self.tp,
+            self.cp,
+            self.pp,
+            self.ep,
+            self.vpp,
+            self.micro_batch,
+            self.recompute,
+            self.zero_stage,
+            self.schedules,
+        )
+        return int(np.prod([len(values) for values in sizes]))
+
+
+@dataclass(frozen=True)
+class SearchResult(Record):
+    """Ranked plans (best first), counts, timing, and why the best wins."""
+
+    model: str
+    system: str
+    num_gpus: int
+    num_plans_evaluated: int
+    num_plans_fitting: int
+    elapsed_s: float
+    plans: tuple[TrainEstimate, ...]
+    why_best: tuple[str, ...]
+
+    @property
+    def plans_per_s(self) -> float:
+        """Search throughput."""
+        return self.num_plans_evaluated / max(self.elapsed_s, 1e-9)
+
+
+def default_space(
+    model: TransformerSpec,
+    num_gpus: int,
+    seq_len: int,
+    schedules: tuple[str, ...] = ("1f1b",),
+    max_tp: int | None = None,
+) -> SearchSpace:
+    """Every TP/CP/PP/EP/VPP/micro-batch/recompute/ZeRO value worth trying.
+
+    ``max_tp`` caps tensor parallelism (the CLI passes the scale-up domain size:
+    TP across the scale-out network is a known anti-pattern unless asked for).
+    """
+    heads = model.attention.num_heads
+    tp_limit = min(64, num_gpus, max_tp or num_gpus)
+    tp = tuple(t for t in powers_of_two(tp_limit) if heads % t == 0)
+    cp = tuple(c for c in DEFAULT_CPS if c <= num_gpus and (c == 1 or seq_len % (2 * c) == 0))
+    pp = tuple(p for p in range(1, min(model.num_layers, 128, num_gpus) + 1) if num_gpus % p == 0)
+    ep: tuple[int, ...] = (1,)
+    if model.moe is not None:
+        experts = model.moe.num_routed_experts
+        ep = tuple(e for e in range(1, min(experts, num_gpus) + 1) if experts % e == 0 and num_gpus % e == 0)
+    return SearchSpace(
+        tp=tp,
+        cp=cp,
+        pp=pp,
+        ep=ep,
+        vpp=DEFAULT_VPPS,
+        micro_batch=DEFAULT_MICRO_BATCHES,
+        recompute=RECOMPUTE,
+        zero_stage=DEFAULT_ZERO_STAGES,
+        schedules=schedules,
+    )
+
+
+def _product(space: SearchSpace) -> dict[str, np.ndarray]:
+    axes = [
+        np.asarray(space.tp, float),
+        np.asarray(space.cp, float),
+        np.asarray(space.pp, float),
+        np.asarray(space.ep, float),
+        np.asarray(space.vpp, float),
+        np.asarray(space.micro_batch, float),
+        np.asarray([RECOMPUTE_CODES[r] for r in space.recompute], float),
+        np.asarray(space.zero_stage, float),
+        np.asarray([SCHEDULE_CODES[s] for s in space.schedules], float),
+    ]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    names = ("tp", "cp", "pp", "ep", "vpp", "mb", "recompute", "zero", "schedule")
+    return {
+        name: np.asarray(grid, dtype=np.float64).reshape(-1) for name, grid in zip(names, mesh, strict=True)
+    }
+
+
+def _valid(
+    columns: dict[str, np.ndarray], model: TransformerSpec, num_gpus: int, batch: int, seq_len: int
+) -> np.ndarray:
+    tp, cp, pp, ep, vpp, mb = (columns[k] for k in ("tp", "cp", "pp", "ep", "vpp", "mb"))
+    dp = num_gpus / (tp * cp * pp)
+    ok = (dp == np.floor(dp)) & (dp >= 1)
+    dp = np.maximum(np.floor(dp), 1.0)
+    per_replica = batch / dp
+    ok &= (per_replica == np.floor(per_replica)) & (np.mod(per_replica, mb) == 0)
+    microbatches = np.floor(per_replica / mb)
+    heads, kv = model.attention.num_heads, model.attention.num_kv_heads
+    ok &= (np.mod(heads, tp) == 0) & (np.mod(model.ffn_hidden_size, tp) == 0)
+    if model.attention.kind != "mla":
+        ok &= (np.mod(kv, tp) == 0) | (np.mod(tp, kv) == 0)
+    layers = model.num_layers
+    ok &= pp * vpp <= layers  # uneven stages take ceil(L/pp) layers, as Llama 3 405B's 126 on PP16
+    ok &= (vpp == 1) | ((pp > 1) & (np.mod(microbatches, pp) == 0))
+    dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
+    ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))
+    ok &= (columns["schedule"] == SCHEDULE_CODES["1f1b"]) | (pp > 1)
+    ok &= (cp == 1) | (np.mod(seq_len, 2 * cp) == 0)
+    if model.moe is None:
+        ok &= ep == 1
+    else:
+        ok &= (np.mod(model.moe.num_routed_experts, ep) == 0) & (np.mod(tp * cp * dp, ep) == 0)
+    return np.asarray(ok, dtype=bool)
+
+
+def _grid(columns: dict[str, np.ndarray], template: TrainingPlan, num_gpus: int, layers: int) -> PlanGrid:
+    size = columns["tp"].shape[0]
+
+    def full(value: float | bool) -> np.ndarray:
+        return np.full(size, value)
+
+    tp, cp, pp, vpp = columns["tp"], columns["cp"], columns["pp"], columns["vpp"]
+    interleaved = (vpp > 1) & (columns["schedule"] == SCHEDULE_CODES["1f1b"])
+    return PlanGrid(
+        tp=tp,
+        pp=pp,
+        dp=np.floor(num_gpus / (tp * cp * pp)),
+        ep=columns["ep"],
+        cp=cp,
+        vpp=vpp,
+        zero_stage=columns["zero"],
+        micro_batch_size=columns["mb"],
+        global_batch_size=full(float(template.global_batch_size)),
+        schedule=np.where(interleaved, float(SCHEDULE_CODES["interleaved"]), columns["schedule"]),
+        recompute=columns["recompute"],
+        sequence_parallel=tp > 1,
+        unfused_attention=full(template.attention_impl == "unfused"),
+        dropout=full(template.dropout),
+        dp_overlap=full(template.dp_overlap),
+        tp_overlap=full(template.tp_overlap),
+        ep_overlap=np.where(
+            np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]]),
+            True,
+            bool(template.ep_overlap),
+        ),
+        grad_bytes=full(4.0 if template.grad_reduce_precision == "fp32" else 2.0),
+        expert_imbalance=full(template.expert_imbalance),
+        uneven_pipeline=np.mod(layers, pp) != 0,
+    )
+
+
+def _describe(plan: TrainingPlan) -> str:
+    parts = [f"tp={plan.tp}", f"pp={plan.pp}", f"dp={plan.dp}"]
+    parts += [
+        f"{name}={value}"
+        for name, value in (("ep", plan.ep), ("cp", plan.cp), ("vpp", plan.vpp))
+        if value > 1
+    ]
+    parts += [f"zero={plan.zero_stage}", f"mb={plan.micro_batch_size}", f"recompute={plan.recompute}"]
+    if plan.effective_schedule not in ("1f1b", "interleaved"):
+        parts.append(plan.effective_schedule)
+    return " ".join(parts)
+
+
+def why_best(plans: tuple[TrainEstimate, ...], hardware: Hardware) -> tuple[str, ...]:
+    """One sentence per runner-up: by how much the best is faster, and which parts make it."""
+    if not plans:
+        return ()
+    best = plans[0]
+    sentences = []
+    for rank, other in enumerate(plans[1:3], start=2):
+        gain = other.step_time_s / best.step_time_s - 1.0
+        deltas = sorted(
+            ((name, best.breakdown_s[name] - other.breakdown_s[name]) for name in BREAKDOWN_PARTS),
+            key=lambda item: abs(item[1]),
+            reverse=True,
+        )
+        reasons = ", ".join(
+            f"{part_label(name, best.plan, hardware)} {delta:+.3g} s"
+            for name, delta in deltas[:2]
+            if abs(delta) > 0
+        )
+        sentences.append(
+            f"beats #{rank} ({_describe(other.plan)}) by {gain:.1%} per step: {reasons or 'identical'}"
+        )
+    return tuple(sentences)
+
+
+def _evaluate_chunks(
+    columns: dict[str, np.ndarray],
+    template: TrainingPlan,
+    model: TransformerSpec,
+    hardware: Hardware,
+    num_gpus: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step time, memory per GPU, distinct) of every plan; ``distinct`` is false for
+    'partial' recomputation that recomputes nothing (the same plan as 'none')."""
+    steps, memories, distinct = [], [], []
+    size = columns["tp"].shape[0]
+    for start in range(0, size, CHUNK_PLANS):
+        chunk = {name: values[start : start + CHUNK_PLANS] for name, values in columns.items()}
+        arrays = evaluate_grid(
+            _grid(chunk, template, num_gpus, model.num_layers), model, hardware, template.seq_len
+        )
+        steps.append(np.asarray(arrays.step_time_s))
+        memories.append(np.asarray(arrays.memory.total_bytes))
+        partial = chunk["recompute"] == RECOMPUTE_CODES["partial"]
+        distinct.append(~(partial & (np.asarray(arrays.memory.recompute_fraction) == 0.0)))
+    return np.concatenate(steps), np.concatenate(memories), np.concatenate(distinct)
+
+
+def _check_schedules(schedules: tuple[str, ...]) -> None:
+    for schedule in schedules:
+        if schedule not in SCHEDULE_CODES or schedule == "interleaved":
+            raise InvalidPlanError(
+                f"schedule {schedule!r} is not one of 1f1b, gpipe, zb1p, dualpipe, dualpipev "
+                "(interleaving is searched through vpp)"
+            )
+
+
+def _valid_columns(
+    space: SearchSpace, model: TransformerSpec, num_gpus: int, global_batch_size: int, seq_len: int
+) -> dict[str, np.ndarray]:
+    """The plan space as columns, invalid combinations removed; an error if none is left."""
+    columns = _product(space)
+    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
+    columns = {name: values[valid] for name, values in columns.items()}
+    if columns["tp"].size == 0:
+        raise InvalidPlanError(
+            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size}: "
+            "the batch must split over data-parallel replicas; try a multiple of the GPU count"
+        )
+    return columns
+
+
+def search_training(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    global_batch_size: int,
+    seq_len: int,
+    precision: str = "bf16",
+    top: int = 5,
+    space: SearchSpace | None = None,
+    template: TrainingPlan | None = None,
+    efficiency: EfficiencyModel | None = None,
+    flop_convention: str = DEFAULT_FLOP_CONVENTION,
+    num_tokens: float | None = None,
+    schedules: tuple[str, ...] = ("1f1b",),
+    max_tp: int | None = None,
+    sharp: bool = False,
+) -> SearchResult:
+    """Every valid plan of ``model`` on ``cluster``, best ``top`` first (fitting plans first).
+
+    ``template`` carries the settings not searched (overlap flags, attention
+    implementation, gradient precision); ``space`` restricts the values tried.
+    """
+    started = time.perf_counter()
+    num_gpus = cluster.num_accelerators
+    _check_schedules(schedules)
+    space = space or default_space(model, num_gpus, seq_len, schedules, max_tp)
+    base = (template or TrainingPlan()).with_changes(
+        global_batch_size=global_batch_size, seq_len=seq_len, precision=precision
+    )
+    hardware = hardware_for(cluster, precision, efficiency, sharp)
+    columns = _valid_columns(space, model, num_gpus, global_batch_size, seq_len)
+    steps, memory, distinct = _evaluate_chunks(columns, base, model, hardware, num_gpus)
+    columns = {name: values[distinct] for name, values in columns.items()}
+    steps, memory = steps[distinct], memory[distinct]
+    fits = memory <= hardware.usable_memory_bytes
+    order = np.lexsort((memory, steps, ~fits))[: max(top, 3)]  # fitting first, then fastest, then leanest
+    chosen = {name: values[order] for name, values in columns.items()}
+    grid = _grid(chosen, base, num_gpus, model.num_layers)
+    arrays = evaluate_grid(grid, model, hardware, seq_len)
+    plans = tuple(
+        _estimate(
+            arrays,
+            index,
+            grid=grid,
+            base=base,
+            model=model,
+            hardware=hardware,
+            flop_convention=flop_convention,
+            num_tokens=num_tokens,
+        )
+        for index in range(len(order))
+    )
+    return SearchResult(
+        model=model.name,
+        system=cluster.name,
+        num_gpus=num_gpus,
+        num_plans_evaluated=int(steps.size),
+        num_plans_fitting=int(fits.sum()),
+        elapsed_s=time.perf_counter() - started,
+        plans=plans[:top],
+        why_best=why_best(plans, hardware),
+    )
+
+
+def _estimate(
+    arrays: StepArrays,
+    index: int,
+    *,
+    grid: PlanGrid,
+    base: TrainingPlan,
+    model: TransformerSpec,
+    hardware: Hardware,
+    flop_convention: str,
+    num_tokens: float | None,
+) -> TrainEstimate:
+    plan = grid.plan_at(index, seq_len=base.seq_len, precision=base.precision)
+    return estimate_from_arrays(
+        arrays=arrays,
+        index=index,
+        model=model,
+        hardware=hardware,
+        plan=plan,
+        flop_convention=flop_convention,
+        num_tokens=num_tokens,
+    )
+
+
+__all__ = ["SearchResult", "SearchSpace", "default_space", "search_training", "why_best"]

@@ -1,0 +1,13 @@
+"""Published results read and predicted by both engines (``lightspeed validate``)."""
+
+from __future__ import annotations
+
+from lightspeed.sol.validation.infer_rows import inference_predictor
+from lightspeed.sol.validation.validate import ValidationReport, ValidationRow, validate_published
+
+__all__ = [
+    "ValidationReport",
+    "ValidationRow",
+    "inference_predictor",
+    "validate_published",
+]

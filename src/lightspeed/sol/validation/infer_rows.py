@@ -1,0 +1,267 @@
+"""Predict published inference rows (``kind = infer`` in ``published-dev.tsv``).
+
+Rules for reading a row (documented in ``docs/inference.md``; the same for every row):
+
+* **Model**: the registry model the name gives, else one built from the row's
+  dimensions; a name the registry lacks (``LLaMA 70B``) resolves to the
+  registry models whose names hold all its words, earliest generation first
+  (tables keep the unversioned name for the first model of that size).
+* **Hardware**: the accelerator's default catalog system, as for training rows;
+  a row on fewer GPUs than one node uses part of it.
+* **Parallelism**: ``TP``/``PP``/``EP`` cells (default 1); the GPUs left over
+  are replicas. A MoE row that names attention data parallelism (``attention
+  DP``, ``ADP``, TensorRT-LLM's ``enable_attention_dp``) runs attention on TP
+  groups of one GPU, as many as the TP cell says, with the experts over them.
+* **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
+  TensorRT-LLM ship, 16-value blocks with an FP8 scale), on AMD MXFP4 (32-value
+  blocks with an 8-bit exponent scale); otherwise the cell's
+  format (``fp16 (presumed)`` is fp16); none stated is bf16.
+* **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
+  the token counts; ``N-token prefill`` is a prompt of N tokens and one output
+  token. ``offline`` / ``max concurrency`` / ``max load`` is continuous batching
+  at the KV-cache-limited maximum (``trtllm-bench throughput``); ``batch N`` /
+  ``batch size N`` / ``bsN`` is a static batch of N (``gptSessionBenchmark``,
+  LLM-Viewer); ``concurrency N`` / ``N concurrent``
+  is continuous batching with N requests in flight; nothing, one request.
+* **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
+  ``TPOT``/``ITL``/``inter-token`` the time per output token; another
+  ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); ``req/s`` requests
+  per second; a tokens/s metric ``per user`` is 1/TPOT, ``/GPU`` or ``per GPU``
+  output tokens/s per GPU, ``total token`` or ``input`` without ``output``
+  input plus output tokens/s; any other tokens/s is output tokens/s for all
+  the row's GPUs together, as the metric cell says (the version pinned in the
+  source is the one read). ``ms`` and ``us`` are converted to seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.validation.published import PublishedRow, first_number, integer_cell
+from lightspeed.sol.validation.rows import RowError, resolve_cluster, resolve_model
+from lightspeed.sol.validation.validate import ValidationRow, predicted_row
+from lightspeed.workload import TransformerSpec
+
+INFERENCE_METRICS = (
+    "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_user",
+    "total_tokens_per_s",
+    "requests_per_s",
+    "ttft_s",
+    "tpot_s",
+    "request_latency_s",
+)
+_COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
+_ISL_OSL = re.compile(rf"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}")
+_PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
+_BATCH = re.compile(r"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(\d+)")
+_CONCURRENCY = re.compile(r"concurrency\s*[=:]?\s*(\d+)|(\d+)\s*concurrent")
+_RATE = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
+_ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
+
+
+@dataclass(frozen=True)
+class InferenceRowSetup(Record):
+    """Everything needed to predict one inference row, plus what was assumed."""
+
+    model: TransformerSpec
+    plan: InferencePlan
+    load: ServingLoad
+    batching: str
+    metric: str
+    measured: float
+    assumptions: tuple[str, ...]
+
+
+def _resolve_model(registry: object, row: PublishedRow) -> tuple[TransformerSpec, str]:
+    try:
+        return resolve_model(registry, row)
+    except RowError:
+        pass
+    name = re.split(r"[(]", row.text("model"))[0].strip().lower()
+    words = [word for word in re.split(r"[\s_-]+", name) if word]
+    names = getattr(registry, "names", None)
+    candidates = sorted(n for n in (names() if callable(names) else []) if all(word in n for word in words))
+    if not candidates:
+        raise RowError(f"model {row.text('model')!r} is neither in the registry nor described by the row")
+    return registry.get(candidates[0]), (  # type: ignore[attr-defined]
+        f"model '{row.text('model')}' -> {candidates[0]} (registry names holding {', '.join(words)}: "
+        f"{', '.join(candidates)}; earliest generation)"
+    )
+
+
+def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
+    text = row.text("precision").lower()
+    for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
+        if key in text:
+            if key == "fp4" and vendor == "NVIDIA":
+                return "nvfp4", "FP4 on NVIDIA read as NVFP4 (ModelOpt/TensorRT-LLM checkpoints)"
+            if key == "fp4" and vendor == "AMD":
+                return "mxfp4", "FP4 on AMD read as MXFP4 (the OCP MX format AMD's kernels use)"
+            return key, f"precision '{row.text('precision')}' -> {key}"
+    return "bf16", "precision not stated: bf16"
+
+
+def _tokens(text: str) -> int:
+    """``1,000`` -> 1000, ``32k`` -> 32768 (a k on a token count is 1024)."""
+    if text.endswith("k"):
+        return round(float(text[:-1].replace(",", "")) * 1024)
+    return int(float(text.replace(",", "")))
+
+
+def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
+    """(load, batching mode, note) from the row's sequence, batch and metric cells."""
+    text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
+    match = _ISL_OSL.search(text)
+    prefill = _PREFILL.search(text)
+    if match:
+        isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
+    elif prefill:
+        isl, osl = _tokens(prefill.group(1)), 1
+    else:
+        raise RowError("the row gives no ISL/OSL or prompt length")
+    batch = _BATCH.search(text)
+    concurrency = _CONCURRENCY.search(text)
+    if "offline" in text or "max concurrency" in text or "max load" in text:
+        return (
+            ServingLoad(isl, osl),
+            "continuous",
+            "offline maximum load: continuous batching at the KV limit",
+        )
+    if batch:
+        size = int(batch.group(1))
+        return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
+    if concurrency:
+        size = int(concurrency.group(1) or concurrency.group(2))
+        return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
+    return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
+
+
+def _seconds(text: str, value: float) -> float:
+    lowered = text.lower()
+    if re.search(r"\d\s*ms\b", lowered):
+        return value / 1e3
+    if re.search(r"\d\s*(?:us|µs)\b", lowered):
+        return value / 1e6
+    return value
+
+
+def _metric(row: PublishedRow) -> tuple[str, float]:
+    """(metric key, measured value in base units) of an inference row."""
+    metric = row.text("metric").lower()
+    measured_text = row.text("measured")
+    measured = first_number(measured_text)
+    if measured is None:
+        raise RowError(f"measured value {measured_text!r} has no number")
+    if "first-token" in metric or "first token" in metric or "ttft" in metric:
+        return "ttft_s", _seconds(measured_text, measured)
+    if "tpot" in metric or "inter-token" in metric or "itl" in metric or "per output token" in metric:
+        return "tpot_s", _seconds(measured_text, measured)
+    if "latency" in metric:
+        return "request_latency_s", _seconds(measured_text, measured)
+    if "req" in metric and ("/s" in metric or "per s" in metric):
+        return "requests_per_s", measured
+    if _RATE.search(metric):
+        if "/user" in metric or "per user" in metric:
+            return "output_tokens_per_s_per_user", measured
+        if "/gpu" in metric or "per gpu" in metric:
+            return "output_tokens_per_s_per_gpu", measured
+        if "output" not in metric and ("total token" in metric or "input" in metric):
+            return "total_tokens_per_s", measured
+        return "output_tokens_per_s", measured
+    raise RowError(f"metric {row.text('metric')!r} is not one of {', '.join(INFERENCE_METRICS)}")
+
+
+def inference_row_setup(
+    row: PublishedRow, catalog: Catalog, registry: object
+) -> tuple[InferenceRowSetup, object]:
+    """(setup, cluster) of an inference row (see the module docstring for the rules)."""
+    num_gpus = integer_cell(row.text("GPUs"))
+    if not num_gpus:
+        raise RowError("GPUs is not reported")
+    model, model_note = _resolve_model(registry, row)
+    cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
+    tp = integer_cell(row.text("TP"), 1) or 1
+    pp = integer_cell(row.text("PP"), 1) or 1
+    ep = integer_cell(row.text("EP"), 1) or 1
+    if num_gpus % (tp * pp):
+        raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
+    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
+    load, batching, load_note = _load(row)
+    metric, measured = _metric(row)
+    notes = [model_note, *cluster_notes, precision_note, load_note]
+    attention_groups = 1
+    if model.moe is not None and _ATTENTION_DP.search(row.joined()):
+        attention_groups, tp = tp, 1
+        notes.append(f"attention data parallelism: {attention_groups} attention groups of 1 GPU per stage")
+    plan = InferencePlan(
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp_attention=attention_groups,
+        replicas=num_gpus // (tp * attention_groups * pp),
+        precision=precision,
+        kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
+    )
+    return InferenceRowSetup(model, plan, load, batching, metric, measured, tuple(notes)), cluster
+
+
+def _value(estimate: InferenceEstimate, metric: str) -> float:
+    load = estimate.load
+    if metric == "total_tokens_per_s":
+        return estimate.requests_per_s * (load.input_tokens + load.output_tokens)
+    if metric == "request_latency_s":
+        return estimate.ttft_s + (load.output_tokens - 1) * estimate.tpot_s
+    return float(getattr(estimate, metric))
+
+
+def inference_predictor(
+    efficiency: EfficiencyModel | None = None,
+) -> Callable[[PublishedRow, Catalog, object], ValidationRow]:
+    """A predictor for :func:`~lightspeed.sol.validation.validate.validate_published`'s ``infer`` argument."""
+
+    def predict(row: PublishedRow, catalog: Catalog, registry: object) -> ValidationRow:
+        setup, cluster = inference_row_setup(row, catalog, registry)
+        try:
+            estimate = estimate_inference(
+                model=setup.model,
+                cluster=cluster,  # type: ignore[arg-type]
+                plan=setup.plan,
+                load=setup.load,
+                efficiency=efficiency,
+                batching=setup.batching,
+            )
+        except UserInputError as error:
+            raise RowError(str(error)) from None
+        predicted = _value(estimate, setup.metric)
+        plan = {
+            **setup.plan.to_dict(),
+            "batch_per_replica": estimate.batch_per_replica,
+            "max_batch": estimate.max_batch,
+            "ttft_s": estimate.ttft_s,
+            "tpot_s": estimate.tpot_s,
+            "bound": estimate.bound,
+        }
+        return predicted_row(
+            row,
+            kind="infer",
+            metric=setup.metric,
+            measured=setup.measured,
+            predicted=predicted,
+            plan=plan,
+            assumptions=setup.assumptions + estimate.assumptions,
+        )
+
+    return predict
+
+
+__all__ = ["INFERENCE_METRICS", "InferenceRowSetup", "inference_predictor", "inference_row_setup"]

@@ -1,0 +1,227 @@
+"""Predict published runs and report the error, row by row.
+
+``validate_published(path=...)`` reads a table in the format of
+``published-dev.tsv``, predicts every row it can (training rows with the
+training engine, inference rows with the inference engine) and reports
+predicted vs measured with the relative error, plus median and p90 absolute
+error per kind. A row it cannot read is reported with its reason, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import LightspeedError
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.train.grid import grid_from_plans
+from lightspeed.sol.train.plan import TrainingPlan, validate_plan
+from lightspeed.sol.train.result import estimate_from_arrays
+from lightspeed.sol.train.step import evaluate_grid
+from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.sol.validation.rows import RowError, RowSetup, row_setup
+from lightspeed.units import SECONDS_PER_HOUR
+from lightspeed.workload.flops import flops_per_token
+
+
+@dataclass(frozen=True)
+class ValidationRow(Record):
+    """One published row: measured, predicted, relative error, or why it was not predicted."""
+
+    id: str
+    kind: str
+    metric: str
+    measured: float | None
+    predicted: float | None
+    rel_error: float | None
+    status: str
+    reason: str
+    plan: dict[str, Any] | None
+    assumptions: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class ErrorSummary(Record):
+    """Absolute relative error statistics over the predicted rows of one kind."""
+
+    n: int
+    median_abs_error: float | None
+    p90_abs_error: float | None
+    max_abs_error: float | None
+    num_not_predicted: int
+
+
+@dataclass(frozen=True)
+class ValidationReport(Record):
+    """Every row and the summary per kind (``train``, ``infer``)."""
+
+    path: str
+    rows: tuple[ValidationRow, ...]
+    summary: dict[str, ErrorSummary]
+
+
+def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int, Any, Any, TrainingPlan]:
+    """Evaluate the candidate plans; keep the fastest that fits (else the one needing least memory)."""
+    plans = []
+    for plan in setup.plans:
+        try:
+            validate_plan(plan, setup.model)
+        except LightspeedError:
+            continue
+        plans.append(plan)
+    if not plans:
+        validate_plan(setup.plans[0], setup.model)  # raises with the reason
+    hardware = hardware_for(setup.cluster, plans[0].precision, efficiency)
+    arrays = evaluate_grid(grid_from_plans(plans), setup.model, hardware, plans[0].seq_len)
+    step = np.asarray(arrays.step_time_s)
+    memory = np.asarray(arrays.memory.total_bytes)
+    fits = memory <= hardware.usable_memory_bytes
+    index = int(np.argmin(np.where(fits, step, np.inf))) if fits.any() else int(np.argmin(memory))
+    return index, arrays, hardware, plans[index]
+
+
+def _predicted_metric(setup: RowSetup, plan: TrainingPlan, step_s: float, peak: float) -> float:
+    tokens = plan.tokens_per_step
+    gpus = plan.num_gpus
+    if setup.metric == "step_time_s":
+        return step_s
+    if setup.metric in ("gpu_hours", "time_to_train_s"):
+        assert setup.num_tokens is not None
+        seconds = setup.num_tokens / tokens * step_s
+        return seconds * gpus / SECONDS_PER_HOUR if setup.metric == "gpu_hours" else seconds
+    per_gpu = 1.0 / gpus if setup.metric.endswith("_per_gpu") else 1.0
+    if setup.metric.startswith("tokens_per_s"):
+        return tokens / step_s * per_gpu
+    if setup.metric.startswith("samples_per_s"):
+        return plan.global_batch_size / step_s * per_gpu
+    flops = flops_per_token(
+        setup.model,
+        seq_len=plan.seq_len,
+        convention=setup.flop_convention,
+        causal=setup.flop_causal,
+        recompute=setup.flop_recompute,
+    )
+    rate_per_gpu = flops.training_flop * tokens / step_s / gpus
+    return rate_per_gpu / 1e12 if setup.metric == "tflop_per_s_per_gpu" else rate_per_gpu / peak
+
+
+def _train_row(
+    row: PublishedRow, catalog: Catalog, models: object, efficiency: EfficiencyModel | None
+) -> ValidationRow:
+    setup = row_setup(row, catalog, models)
+    index, arrays, hardware, plan = _best_plan(setup, efficiency)
+    estimate = estimate_from_arrays(
+        arrays=arrays, index=index, model=setup.model, hardware=hardware, plan=plan
+    )
+    predicted = _predicted_metric(setup, plan, estimate.step_time_s, hardware.peak_flop_per_s)
+    return predicted_row(
+        row,
+        kind="train",
+        metric=setup.metric,
+        measured=setup.measured,
+        predicted=predicted,
+        plan=estimate.plan_summary(),
+        assumptions=setup.assumptions,
+    )
+
+
+def predicted_row(
+    row: PublishedRow,
+    *,
+    kind: str,
+    metric: str,
+    measured: float,
+    predicted: float,
+    plan: dict[str, Any],
+    assumptions: tuple[str, ...],
+) -> ValidationRow:
+    """The record of a row the engine predicted (relative error against ``measured``)."""
+    return ValidationRow(
+        id=row.row_id,
+        kind=kind,
+        metric=metric,
+        measured=measured,
+        predicted=predicted,
+        rel_error=(predicted - measured) / measured,
+        status="ok",
+        reason="",
+        plan=plan,
+        assumptions=assumptions,
+        source=row.text("source"),
+    )
+
+
+def _failed(row: PublishedRow, status: str, reason: str) -> ValidationRow:
+    return ValidationRow(
+        id=row.row_id,
+        kind=row.kind or "unknown",
+        metric=row.text("metric"),
+        measured=None,
+        predicted=None,
+        rel_error=None,
+        status=status,
+        reason=reason,
+        plan=None,
+        assumptions=(),
+        source=row.text("source"),
+    )
+
+
+InferencePredictor = Callable[[PublishedRow, Catalog, object], ValidationRow]
+
+
+def _predict_row(
+    row: PublishedRow,
+    catalog: Catalog,
+    models: object,
+    efficiency: EfficiencyModel | None,
+    infer: InferencePredictor | None,
+) -> ValidationRow:
+    try:
+        if row.kind == "train":
+            return _train_row(row, catalog, models, efficiency)
+        if row.kind == "infer":
+            if infer is None:
+                return _failed(row, "unsupported", "inference rows need the inference engine")
+            return infer(row, catalog, models)
+        return _failed(row, "error", f"kind {row.kind!r} is neither 'train' nor 'infer'")
+    except (RowError, LightspeedError) as error:
+        return _failed(row, "error", str(error))
+
+
+def summarize(rows: tuple[ValidationRow, ...], kind: str) -> ErrorSummary:
+    """Median, p90 and max absolute relative error of the predicted rows of ``kind``."""
+    errors = np.array([abs(r.rel_error) for r in rows if r.kind == kind and r.rel_error is not None])
+    missing = sum(1 for r in rows if r.kind == kind and r.rel_error is None)
+    if errors.size == 0:
+        return ErrorSummary(0, None, None, None, missing)
+    return ErrorSummary(
+        n=int(errors.size),
+        median_abs_error=float(np.median(errors)),
+        p90_abs_error=float(np.percentile(errors, 90)),
+        max_abs_error=float(errors.max()),
+        num_not_predicted=missing,
+    )
+
+
+def validate_published(
+    *,
+    path: Path,
+    catalog: Catalog,
+    models: object,
+    efficiency: EfficiencyModel | None = None,
+    infer: InferencePredictor | None = None,
+) -> ValidationReport:
+    """Predict every row of a published-results table (see module docs)."""
+    rows = tuple(_predict_row(row, catalog, models, efficiency, infer) for row in read_table(path))
+    return ValidationReport(
+        path=str(path), rows=rows, summary={kind: summarize(rows, kind) for kind in ("train", "infer")}
+    )

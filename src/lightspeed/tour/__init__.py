@@ -1,0 +1,24 @@
+"""The one-command walk through the whole loop (``lightspeed tour``): its steps, the seed's
+scenarios and the data it ships (a real 2-rank GPU trace)."""
+
+from __future__ import annotations
+
+from lightspeed.tour.render import (
+    SAMPLE_TRACE_DIR,
+    TourResult,
+    TourStep,
+    render_tour_step,
+    render_tour_summary,
+)
+from lightspeed.tour.steps import STEPS, TourState, run_tour
+
+__all__ = [
+    "SAMPLE_TRACE_DIR",
+    "STEPS",
+    "TourResult",
+    "TourState",
+    "TourStep",
+    "render_tour_step",
+    "render_tour_summary",
+    "run_tour",
+]

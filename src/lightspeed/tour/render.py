@@ -1,0 +1,93 @@
+"""The tour's records and terminal rendering (``lightspeed tour``).
+
+Each step of the tour returns a :class:`TourStep`: what it found (a few
+lines), how long it took, and, when it could not run (a missing extra such
+as PyTorch), why. Nothing is faked: a skipped step says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rich.console import Console
+from rich.markup import escape
+
+from lightspeed.records import Record
+from lightspeed.report.console import make_console
+
+StepStatus = Literal["ok", "skipped", "failed"]
+
+# A real 2-rank PyTorch profiler trace with NCCL collectives from the test data of
+# Holistic Trace Analysis (facebookresearch/HolisticTraceAnalysis, MIT license in
+# the folder), shipped so that the tour analyses a GPU trace on any machine.
+SAMPLE_TRACE_DIR = Path(__file__).with_name("data") / "traces" / "hta-trace-filter"
+
+_MARKS: dict[str, str] = {"ok": "[green]✓[/]", "skipped": "[yellow]-[/]", "failed": "[bold red]✗[/]"}
+
+
+@dataclass(frozen=True)
+class TourStep(Record):
+    """One step of the tour: ``summary`` lines when it ran, ``reason`` when it did not."""
+
+    key: str
+    title: str
+    status: StepStatus
+    duration_s: float
+    summary: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TourResult(Record):
+    """Every step, where the outputs went, and the whole tour's wall time."""
+
+    out_dir: Path
+    report_path: Path | None
+    store_path: Path
+    steps: tuple[TourStep, ...]
+    duration_s: float
+
+    @property
+    def num_failed(self) -> int:
+        """Steps that raised an error (a bug or a broken machine, not a missing extra)."""
+        return sum(step.status == "failed" for step in self.steps)
+
+
+def render_tour_step(step: TourStep, console: Console | None = None) -> None:
+    """One finished step: mark, title, time, then its summary or reason."""
+    out = console or make_console()
+    out.print(f"{_MARKS[step.status]} [bold]{escape(step.title)}[/] [dim]({step.duration_s:.1f} s)[/]")
+    for line in step.summary:
+        out.print(f"    {escape(line)}")
+    if step.reason:
+        out.print(f"    [dim]{escape(step.status)}: {escape(step.reason)}[/]")
+
+
+def render_tour_summary(result: TourResult, console: Console | None = None) -> None:
+    """The closing lines: counts, total time, where the report and the store are."""
+    out = console or make_console()
+    counts = {status: sum(step.status == status for step in result.steps) for status in _MARKS}
+    out.print()
+    out.print(
+        f"[bold]Tour finished in {result.duration_s:.0f} s[/]: {counts['ok']} step(s) ran, "
+        f"{counts['skipped']} skipped, {counts['failed']} failed"
+    )
+    out.print(f"results store: {escape(str(result.store_path))}")
+    if result.report_path is not None:
+        out.print(f"[bold]report: {escape(str(result.report_path))}[/]")
+
+
+def render_tour(result: TourResult) -> None:
+    """Every step then the summary (used when the steps were not streamed)."""
+    console = make_console()
+    print_steps(result.steps, console)
+    render_tour_summary(result, console)
+
+
+def print_steps(steps: Sequence[TourStep], console: Console | None = None) -> None:
+    """Several steps, in order."""
+    for step in steps:
+        render_tour_step(step, console)

@@ -1,0 +1,196 @@
+"""The seed's headline scenarios, predicted through the public APIs for ``lightspeed tour``.
+
+Each scenario returns a :class:`Scenario`: lines for the terminal, records
+for the results store, and the step-time breakdowns the HTML report draws.
+The claims quoted beside each prediction are the seed's (see the project's
+SEED.md); the numbers next to them come from the catalog and the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightspeed.catalog import Catalog, compare_hardware
+from lightspeed.sol import TrainEstimate, fabric_comparison, plan_memory
+from lightspeed.store import NewRecord
+from lightspeed.tour.scenarios import (
+    DEEPSEEK_PRETRAIN_GPU_HOURS,
+    NVL72_VS_INFINIBAND,
+    deepseek_v3_training,
+    gpt_moe_comparison,
+    nvl72_vs_infiniband_training,
+)
+from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_flop, format_percent
+from lightspeed.workload import ModelRegistry, training_flop
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What one scenario found: terminal lines, store records, report breakdowns."""
+
+    title: str
+    lines: tuple[str, ...]
+    records: tuple[NewRecord, ...] = ()
+    estimates: tuple[TrainEstimate, ...] = field(default_factory=tuple)
+
+
+ScenarioFunction = Callable[[Catalog, ModelRegistry], Scenario]
+
+
+def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 4: 100T dense parameters, 29T tokens; weights on B200 and B300."""
+    model = models.get("dense-100t")
+    flop = training_flop(model, num_tokens=29e12).total_flop
+    lines = [f"training FLOPs for 29T tokens: {format_flop(flop)} (6ND; the seed says ~1.2e29)"]
+    records = [NewRecord(name="100T training FLOP", metric="flop", value=flop, unit="FLOP")]
+    for device, claim in (("b200-sxm", "~1,000 GPUs, ~125 nodes"), ("b300-sxm", "~700 GPUs, ~86 nodes")):
+        plan = plan_memory(model=model, precision="bf16", accelerator=catalog.accelerator(device))
+        lines.append(
+            f"bf16 weights {format_bytes(plan.total_bytes)} ({format_bytes(plan.total_bytes, binary=True)}) "
+            f"on {device}: {plan.gpus_needed} GPUs, {plan.nodes_needed} nodes of {plan.gpus_per_node} "
+            f"(seed: {claim}; weights only)"
+        )
+        records.append(
+            NewRecord(
+                name=f"100T weights on {device}",
+                metric="gpus_needed",
+                value=float(plan.gpus_needed or 0),
+                unit="GPU",
+                payload=plan.to_dict(),
+            )
+        )
+    return Scenario("100T-parameter memory plan", tuple(lines), tuple(records))
+
+
+def h100_vs_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 1: only NVLink and FP64 differ between H100 and H800."""
+    lines = []
+    records: list[NewRecord] = []
+    for pair in (("h100-pcie", "h800-pcie"), ("h100-sxm", "h800-sxm")):
+        comparison = compare_hardware(catalog=catalog, names=pair)
+        differing = [row for row in comparison.rows if row.differs]
+        same = [row.label for row in comparison.rows if not row.differs and row.field in ("bf16", "fp8")]
+        cuts = ", ".join(
+            f"{row.label} x{row.ratios[1]:.3g}" for row in differing if row.ratios[1] is not None
+        )
+        lines.append(f"{pair[1]} vs {pair[0]}: {cuts or 'no difference'}; same: {', '.join(same) or '-'}")
+        records.extend(
+            NewRecord(
+                name=f"{pair[1]} vs {pair[0]} {row.field}", metric="ratio", value=row.ratios[1], unit="1"
+            )
+            for row in differing
+            if row.ratios[1] is not None
+        )
+    return Scenario("H100 vs H800", tuple(lines), tuple(records))
+
+
+def _estimate_record(name: str, estimate: TrainEstimate) -> NewRecord:
+    return NewRecord(
+        name=name,
+        metric="step_time_s",
+        value=estimate.step_time_s,
+        unit="s",
+        payload={**estimate.to_dict(), "lower_is_better": True},
+    )
+
+
+def _comm_share(estimate: TrainEstimate) -> float:
+    return (
+        sum(value for part, value in estimate.breakdown_s.items() if part.endswith("_comm"))
+        / estimate.step_time_s
+    )
+
+
+def _fits(estimate: TrainEstimate) -> str:
+    return "fits" if estimate.fits else "does NOT fit (per the engine's memory model)"
+
+
+def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 2: DeepSeek-V3 pre-training on 2,048 H800 with DualPipe and EP."""
+    estimate = deepseek_v3_training(catalog, models)
+    hours = estimate.gpu_hours or 0.0
+    lines = (
+        f"{estimate.system}, PP16 DualPipe, EP64, FP8: step {format_duration(estimate.step_time_s)}, "
+        f"MFU {format_percent(estimate.mfu)}, exposed communication {format_percent(_comm_share(estimate))}",
+        f"14.8T tokens: {hours / 1e6:.2f}M GPU-hours predicted vs 2.664M published "
+        f"({hours / DEEPSEEK_PRETRAIN_GPU_HOURS - 1:+.0%}); memory {_fits(estimate)}",
+        f"bound: {estimate.bound}",
+    )
+    record = NewRecord(
+        name="deepseek-v3 on 2048 h800",
+        metric="gpu_hours",
+        value=hours,
+        unit="h",
+        payload={"published_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS},
+    )
+    step = _estimate_record("deepseek-v3 on 2048 h800 step", estimate)
+    return Scenario("DeepSeek-V3 on H800", lines, (record, step), (estimate,))
+
+
+def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 12: one NVL72 rack vs 9 x 8 H100 over InfiniBand (72 GPUs each): fabric
+    figures, then the best Llama-3-70B training plan on each and its exposed communication."""
+    clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_INFINIBAND]
+    lines = [
+        f"{fabric.system}: slowest link {format_bytes_per_s(fabric.slowest_bidirectional_bytes_per_s)} "
+        f"bidirectional per GPU, small-message latency {format_duration(fabric.small_message_latency_s)}"
+        for fabric in fabric_comparison(clusters)
+    ]
+    lines.append("  (seed: 1.8 TB/s vs 20-80 GB/s per GPU, 1-2 us vs 5-10 us)")
+    training = nvl72_vs_infiniband_training(catalog, models)
+    for result in training.results:
+        lines.append(
+            f"llama-3-70b best plan on {result.system} ({result.plan}): "
+            f"{result.throughput_tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+            f"exposed communication {format_percent(result.communication_share)} of the step"
+        )
+    lines.append("  (seed: collective overhead a few % on NVL72 vs tens of % over InfiniBand)")
+    estimates = tuple(result.train for result in training.results if result.train is not None)
+    records = tuple(_estimate_record(f"llama-3-70b on {e.system}", e) for e in estimates)
+    return Scenario("NVL72 vs InfiniBand servers", tuple(lines), records, estimates)
+
+
+def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
+    """Seed claim 10: GPT-MoE-1.8T served on 8 x HGX H100 (FP8) vs one GB200 NVL72 (NVFP4)
+    under NVIDIA's bounds (32,768 in / 1,024 out tokens, TTFT <= 5 s, 50 ms between tokens)."""
+    comparison = gpt_moe_comparison(catalog, models.get("gpt-moe-1.8t"))
+    lines = []
+    records = []
+    for result in comparison.results:
+        ttft = format_duration(result.ttft_s) if result.ttft_s is not None else "-"
+        tpot = format_duration(result.tpot_s) if result.tpot_s is not None else "-"
+        lines.append(
+            f"{result.system} {result.precision} ({result.plan}): "
+            f"{result.throughput_tokens_per_s_per_gpu:.1f} tokens/s per GPU, TTFT {ttft}, "
+            f"between tokens {tpot}"
+        )
+        records.append(
+            NewRecord(
+                name=f"gpt-moe-1.8t serving on {result.system}",
+                metric="tokens_per_s_per_gpu",
+                value=result.throughput_tokens_per_s_per_gpu,
+                unit="tokens/s",
+                payload={"plan": result.plan, "precision": result.precision},
+            )
+        )
+    lines.append(
+        f"GB200 NVL72 / H100 per GPU: {comparison.per_gpu_ratio[-1]:.1f}x "
+        "(seed: ~3.4 vs ~150 tokens/s per GPU; NVIDIA claims ~30x)"
+    )
+    return Scenario("GPT-MoE-1.8T inference: GB200 NVL72 vs H100", tuple(lines), tuple(records))
+
+
+SCENARIOS: Sequence[tuple[str, ScenarioFunction]] = (
+    ("100T memory plan", memory_100t),
+    ("H100 vs H800", h100_vs_h800),
+    ("DeepSeek-V3 on H800", deepseek_v3_on_h800),
+    ("NVL72 vs InfiniBand servers", nvl72_vs_infiniband),
+    ("GPT-MoE-1.8T inference on GB200 NVL72 vs H100", gpt_moe_inference),
+)
+
+
+def run_scenarios(catalog: Catalog, models: Any) -> list[Scenario]:
+    """Every available scenario, in the seed's order."""
+    return [function(catalog, models) for _, function in SCENARIOS]

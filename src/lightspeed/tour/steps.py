@@ -1,0 +1,323 @@
+"""The tour's steps: the whole loop on this machine, each step a function of the shared state.
+
+Detect the hardware and its SOL, run a quick benchmark suite, train a tiny
+GPT on the CPU with the goodput tracker and a profiler trace, analyse that
+trace and a shipped real GPU trace, predict the seed's headline scenarios,
+store everything and write the HTML report. A step that cannot run here (no
+PyTorch, no source checkout for the example) is reported as skipped with the
+reason; nothing is faked.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lightspeed.bench import (
+    BenchResult,
+    DeviceSol,
+    best_per_dtype,
+    device_sol,
+    resolve_device,
+    run_gemm,
+    run_membw,
+)
+from lightspeed.catalog import Catalog, detect_local
+from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, require_extra
+from lightspeed.gate import benchmark_records
+from lightspeed.goodput import Ledger, build_ledger, read_run
+from lightspeed.report import (
+    BenchInputs,
+    ReportInputs,
+    ReportSection,
+    build_sections,
+    metric_history_or_reason,
+    predicted_step,
+    trace_section,
+    write_report,
+)
+from lightspeed.sol import InferenceEstimate, TrainEstimate
+from lightspeed.store import NewRecord, default_store_path, open_store
+from lightspeed.tour.render import SAMPLE_TRACE_DIR, TourResult, TourStep
+from lightspeed.tour.seed import SCENARIOS
+from lightspeed.trace import load_trace, summarize
+from lightspeed.units import format_bytes_per_s, format_duration, format_flop_per_s, format_percent
+from lightspeed.workload import ModelRegistry
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "train_tiny_gpt.py"
+# Whole-tour budget on a 2-core machine is 3 minutes; the example takes ~15 s.
+EXAMPLE_TIMEOUT_S = 150.0
+
+
+@dataclass
+class TourState:
+    """What the steps found, for the later steps and the report."""
+
+    out_dir: Path
+    quick: bool
+    catalog: Catalog
+    models: ModelRegistry
+    bench: BenchInputs | None = None
+    ledgers: list[Ledger] = field(default_factory=list)
+    trace_path: Path | None = None
+    trace_sections: list[ReportSection] = field(default_factory=list)
+    estimates: list[TrainEstimate | InferenceEstimate] = field(default_factory=list)
+    report_path: Path | None = None
+
+
+def _store(kind: str, records: list[NewRecord], label: str) -> str:
+    with open_store() as store:
+        return store.add_records(kind=kind, records=records, label=label)
+
+
+def step_hardware(state: TourState) -> list[str]:
+    """This machine's CPU and GPUs, and the speed of light the catalog gives them."""
+    machine = detect_local(catalog=state.catalog)
+    cpu = machine.cpu
+    lines = [
+        f"CPU: {cpu.info.model_name} ({cpu.info.num_physical_cores} cores, {cpu.info.num_sockets} socket(s))"
+    ]
+    if cpu.peak is not None:
+        lines.append(f"SOL: {format_flop_per_s(cpu.peak.fp32_flop_per_s)} fp32 ({cpu.peak.formula})")
+    else:
+        lines.append(
+            f"SOL: no peak for this CPU ({'; '.join(cpu.assumptions) or 'unknown microarchitecture'})"
+        )
+    if cpu.memory_bandwidth_bytes_per_s is not None:
+        lines.append(f"memory bandwidth SOL: {format_bytes_per_s(cpu.memory_bandwidth_bytes_per_s)}")
+    gpus = ", ".join(f"{gpu.name} -> {gpu.accelerator or 'not in catalog'}" for gpu in machine.gpus)
+    lines.append(
+        f"GPUs: {gpus or 'none'}" + (f" ({'; '.join(machine.gpu_notes)})" if machine.gpu_notes else "")
+    )
+    return lines
+
+
+def step_bench(state: TourState) -> list[str]:
+    """Quick GEMM and STREAM benchmarks on the CPU, beside its SOL, saved to the store."""
+    device = resolve_device("cpu")
+    sol = device_sol(device=device, catalog=state.catalog)
+    gemm = run_gemm(device=device, sol=sol, dtypes=("fp32",), quick=True)
+    membw = run_membw(device=device, sol=sol, quick=True)
+    run_ids = [
+        _store("benchmark", benchmark_records(results), f"tour {name}")
+        for name, results in (("gemm", gemm), ("membw", membw))
+    ]
+    state.bench = BenchInputs(results=(*gemm, *membw), sol=sol, label="tour benchmarks")
+    return [*_bench_lines(gemm, membw, sol), f"stored as runs {', '.join(run_ids)}"]
+
+
+def _bench_lines(gemm: list[BenchResult], membw: list[BenchResult], sol: DeviceSol) -> list[str]:
+    lines = []
+    bests = [*best_per_dtype(gemm).values(), max(membw, key=lambda result: result.value)]
+    for best in bests:
+        gemm_point = best.suite == "gemm"
+        what = f"GEMM {best.dtype}" if gemm_point else f"memory ({best.name})"
+        value = format_flop_per_s(best.value) if gemm_point else format_bytes_per_s(best.value)
+        share = (
+            f" = {format_percent(best.fraction_of_sol)} of SOL" if best.fraction_of_sol is not None else ""
+        )
+        lines.append(f"{what}: best {value}{share}")
+    if any(best.fraction_of_sol is not None and best.fraction_of_sol > 1.0 for best in bests):
+        lines.append(
+            "above 100% of SOL: the catalog's peak for this CPU rests on assumptions that understate it"
+        )
+    if sol.note:
+        lines.append(f"SOL assumptions: {sol.note}")
+    return lines
+
+
+def step_train(state: TourState) -> list[str]:
+    """The tiny GPT example on the CPU, with the goodput tracker, a crash, a resume and a trace."""
+    require_extra("torch", "bench", "training the tiny GPT")
+    if not EXAMPLE.is_file():
+        raise UnsupportedError(
+            f"the tiny-GPT example ships with the source repository ({EXAMPLE.name}), "
+            "not with this installation"
+        )
+    run_dir = state.out_dir / "tiny-gpt" / "run"
+    trace = state.out_dir / "tiny-gpt" / "trace.json"
+    command = [
+        sys.executable,
+        str(EXAMPLE),
+        "--run-dir",
+        str(run_dir),
+        "--profile-trace",
+        str(trace),
+        "--json",
+    ]
+    if state.quick:
+        command.append("--quick")
+    try:
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise UnsupportedError(f"the tiny-GPT example took over {EXAMPLE_TIMEOUT_S:.0f} s") from None
+    if completed.returncode != 0:
+        tail = " ".join(completed.stderr.strip().splitlines()[-2:])
+        raise UnsupportedError(f"the tiny-GPT example failed (exit {completed.returncode}): {tail}")
+    json.loads(completed.stdout)  # the example's own ledger: proves it finished
+    ledger = build_ledger(run=read_run(run_dir))
+    state.ledgers.append(ledger)
+    state.trace_path = trace if trace.is_file() else None
+    run_id = _store("goodput", _ledger_records(ledger, run_dir), "tour tiny-gpt")
+    return [
+        f"{ledger.steps.count} steps in {format_duration(ledger.total_s)}, {ledger.num_restarts} restart(s): "
+        f"goodput {format_percent(ledger.goodput_fraction)}, ETTR {ledger.ettr:.3f}",
+        f"badput: {_top_badput(ledger)}",
+        f"run folder {run_dir}; stored as run {run_id}",
+    ]
+
+
+def _top_badput(ledger: Ledger) -> str:
+    worst = sorted(ledger.badput_s.items(), key=lambda item: -item[1])[:3]
+    return ", ".join(f"{name} {format_duration(seconds)}" for name, seconds in worst if seconds > 0) or "none"
+
+
+def _ledger_records(ledger: Ledger, run_dir: Path) -> list[NewRecord]:
+    durations = [
+        step.end_s - step.start_s
+        for rank in read_run(run_dir).ranks
+        for segment in rank.segments
+        for step in segment.steps
+    ]
+    return [
+        NewRecord(
+            name="tiny-gpt",
+            metric="goodput_fraction",
+            value=ledger.goodput_fraction,
+            unit="1",
+            payload={"run_dir": str(run_dir), "lower_is_better": False},
+        ),
+        NewRecord(
+            name="tiny-gpt",
+            metric="step_time_s",
+            value=ledger.steps.median_s,
+            unit="s",
+            payload={"samples": durations, "lower_is_better": True},
+        ),
+    ]
+
+
+def step_trace(state: TourState) -> list[str]:
+    """The tiny GPT's CPU trace (profiler steps) and a shipped real 2-rank GPU trace (HTA's test data)."""
+    lines = []
+    if state.trace_path is not None:
+        rank = load_trace(state.trace_path).ranks[0]
+        steps_s = sorted(float(s) for s in (rank.steps.end_ns - rank.steps.start_ns) * 1e-9)
+        steps = (
+            f"{len(steps_s)} profiler steps, median {format_duration(steps_s[len(steps_s) // 2])}"
+            if steps_s
+            else "no ProfilerStep annotations"
+        )
+        lines.append(
+            f"tiny GPT trace: {rank.events.num_events} events, {steps}; "
+            "CPU only, so there is no GPU time to break down"
+        )
+    else:
+        lines.append("tiny GPT trace: not written (the training step did not run)")
+    summary = summarize(load_trace(SAMPLE_TRACE_DIR), catalog=state.catalog)
+    section = trace_section(summary, label="2-rank NCCL training trace (HTA test data)")
+    state.trace_sections.append(replace(section, key="trace-sample"))
+    for summary_rank in summary.ranks:
+        lines.append(
+            f"shipped GPU trace rank {summary_rank.rank}: idle {summary_rank.idle_pct:.1f}%, "
+            f"compute {summary_rank.compute_pct:.1f}%, non-compute {summary_rank.non_compute_pct:.1f}%, "
+            f"comm/comp overlap {summary_rank.comm_comp_overlap_pct:.1f}%"
+        )
+    records = [
+        NewRecord(name=f"sample trace rank {r.rank}", metric="idle_pct", value=r.idle_pct, unit="%")
+        for r in summary.ranks
+    ]
+    _store("trace", records, "tour sample trace")
+    return lines
+
+
+def step_predict(state: TourState) -> list[str]:
+    """The seed's headline scenarios through the catalog, workload and SOL engine."""
+    lines = []
+    records: list[NewRecord] = []
+    for title, function in SCENARIOS:
+        scenario = function(state.catalog, state.models)
+        lines.append(f"{title}:")
+        lines.extend(f"  {line}" for line in scenario.lines)
+        records.extend(scenario.records)
+        state.estimates.extend(scenario.estimates)
+    run_id = _store("prediction", records, "tour predictions")
+    lines.append(f"stored as run {run_id}")
+    return lines
+
+
+def step_report(state: TourState) -> list[str]:
+    """Everything above in one self-contained HTML file (plus PNG/SVG plots)."""
+    # The tiny GPT's step time is the metric a user re-running the tour can watch regress.
+    name, metric = ("tiny-gpt", "step_time_s") if state.ledgers else (None, None)
+    history, reason = metric_history_or_reason(name=name, metric=metric)
+    inputs = ReportInputs(
+        bench=state.bench,
+        estimates=tuple(predicted_step(e.to_dict(), source="tour") for e in state.estimates),
+        ledgers=tuple(state.ledgers),
+        trace_sections=tuple(state.trace_sections),
+        history=history,
+        reasons={"history": reason} if reason else {},
+    )
+    path = state.out_dir / "report.html"
+    written = write_report(
+        path=path, title="lightspeed tour", sections=build_sections(inputs), plots_dir=state.out_dir / "plots"
+    )
+    state.report_path = written.path
+    drawn = sum(section.skipped_reason is None for section in written.sections)
+    return [f"{drawn} of {len(written.sections)} sections drawn, {len(written.plot_paths)} plot files"]
+
+
+STEPS: tuple[tuple[str, str, Callable[[TourState], list[str]]], ...] = (
+    ("hardware", "Detect the hardware and its speed of light", step_hardware),
+    ("bench", "Quick benchmarks against the SOL", step_bench),
+    ("train", "Train a tiny GPT on the CPU with the goodput tracker", step_train),
+    ("trace", "Analyse the profiler traces", step_trace),
+    ("predict", "Predict the seed's headline scenarios", step_predict),
+    ("report", "Write the HTML report", step_report),
+)
+
+
+def run_step(key: str, title: str, function: Callable[[TourState], list[str]], state: TourState) -> TourStep:
+    """Run one step; a missing extra or an unsupported machine skips it, a user error fails it."""
+    started = time.perf_counter()
+    try:
+        lines = function(state)
+    except (MissingExtraError, UnsupportedError) as error:
+        return TourStep(key, title, "skipped", time.perf_counter() - started, reason=str(error))
+    except LightspeedError as error:
+        return TourStep(key, title, "failed", time.perf_counter() - started, reason=str(error))
+    return TourStep(key, title, "ok", time.perf_counter() - started, summary=tuple(lines))
+
+
+def run_tour(
+    *,
+    out_dir: Path,
+    catalog: Catalog,
+    models: ModelRegistry,
+    quick: bool = False,
+    on_step: Callable[[TourStep], None] | None = None,
+) -> TourResult:
+    """Run every step in order (``on_step`` sees each as it finishes) and return the whole tour."""
+    started = time.perf_counter()
+    state = TourState(out_dir=out_dir, quick=quick, catalog=catalog, models=models)
+    steps = []
+    for key, title, function in STEPS:
+        step = run_step(key, title, function, state)
+        steps.append(step)
+        if on_step is not None:
+            on_step(step)
+    return TourResult(
+        out_dir=out_dir,
+        report_path=state.report_path,
+        store_path=default_store_path(),
+        steps=tuple(steps),
+        duration_s=time.perf_counter() - started,
+    )
