@@ -20,7 +20,12 @@ import enum
 import math
 from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any
+from typing import Any, TypeAlias
+
+# A decoded JSON object (a record's ``to_dict()``, a stored payload): its values are
+# JSON types, checked where they are read. Public signatures name this, never ``Any``.
+JsonObject: TypeAlias = Mapping[str, Any]
+JsonDict: TypeAlias = dict[str, Any]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -55,7 +60,7 @@ def to_jsonable(value: Any) -> Any:
 class Record:
     """Mixin for frozen dataclasses: ``to_dict()`` with JSON-safe values."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         fields = dataclasses.fields(self)  # type: ignore[arg-type]  # a mixin for dataclasses
         return {
             field.name: to_jsonable(getattr(self, field.name))

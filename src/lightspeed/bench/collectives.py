@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.bench.results import BenchResult, make_result
@@ -184,8 +185,8 @@ class _Case:
 
 def measure_rank(
     *,
-    torch: Any,
-    dist: Any,
+    torch: ModuleType,
+    dist: ModuleType,
     config: CollectiveConfig,
     device: str,
     progress: Callable[[str, int, int], None] | None = None,

@@ -13,11 +13,10 @@ catalog record the SOL came from.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from lightspeed.records import Record
+from lightspeed.records import JsonObject, Record
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class BenchResult(Record):
     sol_note: str = ""
     device: str = ""
     sol_device: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
     samples: tuple[float, ...] = ()
 
     @property
@@ -91,7 +90,7 @@ def make_result(
     sol: float | None,
     sol_note: str,
     correct: bool,
-    details: Mapping[str, Any] | None = None,
+    details: JsonObject | None = None,
 ) -> BenchResult:
     """Build a result from per-repetition ``samples`` of the value.
 

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.errors import UnsupportedError, UserInputError, require_extra
@@ -35,7 +36,7 @@ TORCH_DTYPES: Final[dict[str, str]] = {
 ProgressCallback = Callable[[str, int, int], None]
 
 
-def import_torch() -> Any:
+def import_torch() -> ModuleType:
     """``torch``, or :class:`~lightspeed.errors.MissingExtraError` naming the ``bench`` extra."""
     require_extra("torch", "bench", "lightspeed bench")
     import torch

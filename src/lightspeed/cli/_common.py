@@ -71,3 +71,18 @@ def emit(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
         print_json(result)
     else:
         render(result)
+
+
+class DefaultGroup(click.Group):
+    """A group that runs ``default_command`` when the first argument names no subcommand,
+    so ``lightspeed compare A B`` is ``lightspeed compare runs A B``."""
+
+    def __init__(self, *args: Any, default_command: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_command = default_command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        first = args[0] if args else None
+        if first is not None and first not in {"--help", "-h"} and first not in self.list_commands(ctx):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)

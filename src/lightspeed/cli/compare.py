@@ -1,43 +1,32 @@
-"""``lightspeed compare BASELINE CURRENT``: the regression gate (exit 1 on regression).
-
-``lightspeed compare systems ...`` is a different command (the inference
-engine's system comparison); it is dispatched to ``lightspeed.cli.compare_systems``.
-"""
+"""``lightspeed compare``: the regression gate (``compare [runs] BASELINE CURRENT``, exit 1 on
+regression) and the system comparison (``compare systems ...``, in ``cli/compare_systems.py``)."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any
 
 import click
 
-from lightspeed.cli._common import emit, json_option
+from lightspeed.cli._common import DefaultGroup, emit, json_option
 from lightspeed.errors import UnsupportedError
 from lightspeed.gate import compare_runs, load_metric_samples
 from lightspeed.report import render_gate
 from lightspeed.units import parse_percent
 
 _SYSTEMS_MODULE = "lightspeed.cli.compare_systems"
-_SYSTEMS_ARGS = "lightspeed.compare.systems_args"
 
 
-class _CompareCommand(click.Command):
-    """The gate, except that ``compare systems ...`` goes to the system comparison."""
+class _CompareGroup(DefaultGroup):
+    """``compare runs`` (the default) and ``compare systems`` (loaded on first use)."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] == "systems":
-            ctx.meta[_SYSTEMS_ARGS] = args[1:]
-            return []
-        return super().parse_args(ctx, args)
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "systems"})
 
-    def invoke(self, ctx: click.Context) -> Any:
-        systems_args = ctx.meta.pop(_SYSTEMS_ARGS, None)
-        if systems_args is None:
-            return super().invoke(ctx)
-        systems = _systems_command()
-        with systems.make_context("systems", list(systems_args), parent=ctx) as sub_ctx:
-            return systems.invoke(sub_ctx)
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "systems":
+            return _systems_command()
+        return super().get_command(ctx, cmd_name)
 
 
 def _systems_command() -> click.Command:
@@ -51,12 +40,21 @@ def _systems_command() -> click.Command:
     return command
 
 
-@click.command(
+@click.group(
     "compare",
-    cls=_CompareCommand,
-    epilog="Exit codes: 0 no regression, 1 regression, 2 bad input. "
-    "'lightspeed compare systems --help' compares hardware systems instead.",
+    cls=_CompareGroup,
+    default_command="runs",
+    epilog="Exit codes of the gate: 0 no regression, 1 regression, 2 bad input.",
 )
+def command() -> None:
+    """Regression gate between results (default: 'compare BASELINE CURRENT'), or hardware systems.
+
+    'lightspeed compare BASELINE CURRENT' is 'lightspeed compare runs BASELINE CURRENT';
+    'lightspeed compare systems --help' compares hardware systems instead.
+    """
+
+
+@command.command("runs", epilog="Exit codes: 0 no regression, 1 regression, 2 bad input.")
 @click.argument("baseline")
 @click.argument("current")
 @click.option(
@@ -85,7 +83,7 @@ def _systems_command() -> click.Command:
     help="Leading samples of each series to drop as warm-up (default: each input's own 'warmup', else 0).",
 )
 @json_option
-def command(
+def runs(
     *,
     baseline: str,
     current: str,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from lightspeed.bench import BenchResult
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import JsonObject
 from lightspeed.sol import CalibrationInputs, CollectivePoint, GemmPoint
 from lightspeed.store.database import ResultsStore
 from lightspeed.store.records import NewRecord
@@ -36,12 +37,12 @@ def benchmark_records(results: Sequence[BenchResult]) -> list[NewRecord]:
     ]
 
 
-def _is_correct_with_sol(payload: Mapping[str, Any]) -> bool:
+def _is_correct_with_sol(payload: JsonObject) -> bool:
     return bool(payload.get("correct")) and isinstance(payload.get("sol"), int | float) and payload["sol"] > 0
 
 
 def calibration_inputs(
-    payloads: Sequence[Mapping[str, Any]], *, dtype: str, sources: Sequence[str] = ()
+    payloads: Sequence[JsonObject], *, dtype: str, sources: Sequence[str] = ()
 ) -> CalibrationInputs:
     """What :func:`lightspeed.sol.calibrate` fits from benchmark result dicts (``bench --json`` items).
 
@@ -60,7 +61,7 @@ def calibration_inputs(
 
 
 def _calibration_inputs(
-    payloads: Sequence[Mapping[str, Any]], *, dtype: str, sources: Sequence[str]
+    payloads: Sequence[JsonObject], *, dtype: str, sources: Sequence[str]
 ) -> CalibrationInputs:
     gemm = tuple(
         GemmPoint(
@@ -96,7 +97,7 @@ def _calibration_inputs(
     )
 
 
-def _read_json_results(path: Path) -> list[Mapping[str, Any]]:
+def _read_json_results(path: Path) -> list[JsonObject]:
     size = path.stat().st_size
     if size > MAX_RESULTS_FILE_BYTES:
         raise DataFileError(path, f"file is {size} bytes, above the {MAX_RESULTS_FILE_BYTES} limit")
@@ -114,12 +115,12 @@ def _read_json_results(path: Path) -> list[Mapping[str, Any]]:
 
 def benchmark_payloads(
     store: ResultsStore, sources: Sequence[str] = ()
-) -> tuple[list[Mapping[str, Any]], list[str]]:
+) -> tuple[list[JsonObject], list[str]]:
     """Benchmark result dicts from JSON files or run ids; default: the newest run of each label.
 
     Returns the dicts and the names of where they came from.
     """
-    payloads: list[Mapping[str, Any]] = []
+    payloads: list[JsonObject] = []
     used: list[str] = []
     for source in sources:
         path = Path(source)

@@ -11,12 +11,12 @@ either is unknown, the figures are ``None`` and ``reason`` says why.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
-from lightspeed.catalog import Accelerator, load_catalog
+from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import LightspeedError, UnknownNameError, UserInputError
 from lightspeed.goodput.reader import Workload
 from lightspeed.records import Record
+from lightspeed.workload import ModelRegistry
 
 DEFAULT_CONVENTION = "6N+attention"  # PaLM's MFU definition (Chowdhery et al. 2022, appendix B)
 
@@ -59,8 +59,8 @@ def utilization(
     productive_s: float,
     workload: Workload,
     num_accelerators: int | None,
-    catalog: Any = None,
-    models: Any = None,
+    catalog: Catalog | None = None,
+    models: ModelRegistry | None = None,
     convention: str = DEFAULT_CONVENTION,
     flops: FlopsPerTokenFigures | None = None,
 ) -> Utilization:
@@ -115,7 +115,7 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 
 def model_flops(
-    *, workload: Workload, models: Any = None, convention: str = DEFAULT_CONVENTION
+    *, workload: Workload, models: ModelRegistry | None = None, convention: str = DEFAULT_CONVENTION
 ) -> FlopsPerTokenFigures:
     """Model and hardware FLOP per token of the workload's training.
 
@@ -170,7 +170,7 @@ def model_flops(
     )
 
 
-def peak_flop_per_s(*, workload: Workload, catalog: Any = None) -> tuple[float, str]:
+def peak_flop_per_s(*, workload: Workload, catalog: Catalog | None = None) -> tuple[float, str]:
     """Dense peak FLOP/s of one accelerator at the run's precision, and the device's name."""
     if workload.peak_flop_per_s is not None:
         return workload.peak_flop_per_s, workload.system or "given"
@@ -180,7 +180,7 @@ def peak_flop_per_s(*, workload: Workload, catalog: Any = None) -> tuple[float, 
     return accelerator.dense_flop_per_s(workload.precision), accelerator.name
 
 
-def resolve_accelerator(*, catalog: Any, name: str) -> Accelerator:
+def resolve_accelerator(*, catalog: Catalog | None, name: str) -> Accelerator:
     """The accelerator called ``name``, or the accelerator of the system called ``name``."""
     if catalog is None:
         catalog = load_catalog()

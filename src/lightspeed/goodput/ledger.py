@@ -28,12 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lightspeed.catalog import Catalog
 from lightspeed.goodput.flops import DEFAULT_CONVENTION, Utilization, utilization
 from lightspeed.goodput.reader import RankLog, RunLog, Segment, Workload
 from lightspeed.goodput.schema import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
 from lightspeed.goodput.stats import StepStats, ideal_step_time, median_mad, robust_high, step_stats
 from lightspeed.goodput.timeline import Interval, attribute
-from lightspeed.records import Record
+from lightspeed.records import JsonObject, Record
+from lightspeed.workload import ModelRegistry
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class Ledger(Record):
     stragglers: tuple[int, ...] = ()
     partial: bool = False
     notes: tuple[str, ...] = ()
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,8 @@ def build_ledger(
     peak_flop_per_s: float | None = None,
     sol_tokens_per_s_per_accelerator: float | None = None,
     convention: str = DEFAULT_CONVENTION,
-    catalog: Any = None,
-    models: Any = None,
+    catalog: Catalog | None = None,
+    models: ModelRegistry | None = None,
 ) -> Ledger:
     """The ledger of a run read with :func:`~lightspeed.goodput.read_run`.
 
@@ -270,8 +272,8 @@ def _assemble(
     results: list[_RankResult],
     total_s: float,
     *,
-    catalog: Any,
-    models: Any,
+    catalog: Catalog | None,
+    models: ModelRegistry | None,
     convention: str,
 ) -> Ledger:
     count = len(results)
@@ -345,7 +347,7 @@ def ledger_from_buckets(
     stragglers: tuple[int, ...] = (),
     partial: bool = False,
     notes: tuple[str, ...] = (),
-    details: Mapping[str, Any] | None = None,
+    details: JsonObject | None = None,
 ) -> Ledger:
     """A :class:`Ledger` from attributed buckets (``productive`` + :data:`BUCKETS`): the
     derived figures (fractions, rates, ETTR, efficiency) shared by tracker runs and MLPerf logs."""

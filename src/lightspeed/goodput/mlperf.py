@@ -16,6 +16,7 @@ import itertools
 import statistics
 from typing import Any
 
+from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.goodput.flops import DEFAULT_CONVENTION, Utilization, utilization
 from lightspeed.goodput.ledger import Ledger, SegmentView, ledger_from_buckets
@@ -24,6 +25,7 @@ from lightspeed.goodput.reader import Workload
 from lightspeed.goodput.schema import PRODUCTIVE
 from lightspeed.goodput.stats import step_stats
 from lightspeed.goodput.timeline import Interval, attribute
+from lightspeed.workload import ModelRegistry
 
 
 def mllog_ledger(
@@ -35,8 +37,8 @@ def mllog_ledger(
     num_accelerators: int | None = None,
     precision: str = "bf16",
     convention: str = DEFAULT_CONVENTION,
-    catalog: Any = None,
-    models: Any = None,
+    catalog: Catalog | None = None,
+    models: ModelRegistry | None = None,
 ) -> Ledger:
     """Ledger of an MLPerf log read with :func:`~lightspeed.goodput.read_mllog`.
 
@@ -216,8 +218,8 @@ def _utilization(
     total_s: float,
     productive_s: float,
     benchmark: MlperfBenchmark | None,
-    catalog: Any,
-    models: Any,
+    catalog: Catalog | None,
+    models: ModelRegistry | None,
     convention: str,
 ) -> Utilization:
     if tokens is None:

@@ -32,11 +32,12 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.goodput.schema import FLUSH_PHASES, PHASES, TOKENS_SCOPES, rank_file_name
 from lightspeed.goodput.writer import EventWriter
+from lightspeed.records import JsonDict
 
 _clock = time.perf_counter_ns
 
@@ -99,6 +100,9 @@ class _Span:
                 tracker._writer.request_flush()
 
 
+ItemT = TypeVar("ItemT")
+
+
 class Tracker:
     """Record a training job's steps and phases into ``run_dir`` (one JSONL file per rank).
 
@@ -139,7 +143,7 @@ class Tracker:
         flush_interval_s: float = 1.0,
         fsync: bool = False,
         synchronize: Callable[[], None] | None = None,
-        meta: dict[str, Any] | None = None,
+        meta: JsonDict | None = None,
     ) -> None:
         self.rank = _env_int("RANK", 0) if rank is None else rank
         self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
@@ -238,7 +242,7 @@ class Tracker:
             raise UserInputError("custom badput needs a non-empty name, e.g. tracker.badput('gc')")
         return _Span(self, "custom", step=self._next_step, name=name)
 
-    def wrap_loader(self, iterable: Iterable[Any]) -> Iterator[Any]:
+    def wrap_loader(self, iterable: Iterable[ItemT]) -> Iterator[ItemT]:
         """Yield from ``iterable`` and time every wait for the next item as a data stall."""
         iterator = iter(iterable)
         while True:

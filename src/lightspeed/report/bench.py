@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
@@ -21,6 +21,9 @@ from lightspeed.units import (
     format_flop_per_s,
     format_percent,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ProgressCallback = Callable[[str, int, int], None]
 
@@ -186,7 +189,7 @@ def _intensity(result: BenchResult) -> tuple[float, float] | None:
     return None
 
 
-def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str) -> Any:
+def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str) -> Figure:
     """Measured points on the roofline of ``sol`` (peak of ``precision`` and memory bandwidth)."""
     figure, axes = new_figure()
     points = [(result, point) for result in results if (point := _intensity(result)) is not None]

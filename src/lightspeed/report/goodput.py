@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -13,6 +13,9 @@ from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import PALETTE, color_for, new_figure, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _LABELS = {
     "productive": "productive steps",
@@ -183,7 +186,7 @@ def _print_ranks(ledger: Ledger, out: Console) -> None:
     )
 
 
-def goodput_waterfall_figure(ledger: Ledger) -> Any:
+def goodput_waterfall_figure(ledger: Ledger) -> Figure:
     """A waterfall from wall time down to productive time, one bar per badput bucket."""
     figure, axes = new_figure(9.0, 4.5)
     labels = ["wall time"]
@@ -216,7 +219,7 @@ def goodput_waterfall_figure(ledger: Ledger) -> Any:
     return figure
 
 
-def checkpoint_plan_figure(plan: CheckpointPlan) -> Any:
+def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
     """Expected ETTR against the checkpoint interval, with Young, Daly and the exact optimum."""
     figure, axes = new_figure(8.0, 4.5)
     intervals = [row.interval_s for row in plan.rows]
@@ -247,7 +250,7 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Any:
     return figure
 
 
-def save_goodput_plot(figure: Any, path: Path) -> list[Path]:
+def save_goodput_plot(figure: Figure, path: Path) -> list[Path]:
     """Write ``figure`` to ``path`` (.png or .svg; no suffix writes both)."""
     suffix = path.suffix.lower().lstrip(".")
     formats = (suffix,) if suffix in ("png", "svg") else ("png", "svg")

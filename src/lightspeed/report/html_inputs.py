@@ -23,6 +23,7 @@ from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.gate import MetricHistory, metric_history
 from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
 from lightspeed.goodput import Ledger, build_ledger, read_run
+from lightspeed.records import JsonObject
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.trace import trace_section
@@ -35,7 +36,7 @@ MAX_JSON_BYTES: Final = 64 * 2**20
 MAX_BENCH_RUNS: Final = 50
 
 
-def predicted_step(data: Mapping[str, Any], *, source: str) -> PredictedStep:
+def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
     """A :class:`PredictedStep` from a ``plan train --json`` object; checks every field."""
     breakdown = data.get("breakdown_s")
     if not isinstance(breakdown, Mapping) or not breakdown:

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from lightspeed.sol import (
+        FabricFigures,
+        InferenceEstimate,
+        InferenceSearchResult,
+        RatioDecomposition,
+        SystemComparison,
+    )
 
 PART_NAMES = {
     "gemm_compute": "GEMMs (compute-bound)",
@@ -27,7 +39,7 @@ def _rate(value: float) -> str:
     return f"{format_count(value)} tok/s"
 
 
-def render_inference_estimate(estimate: Any) -> None:
+def render_inference_estimate(estimate: InferenceEstimate) -> None:
     """Print an inference estimate: headline numbers, iteration breakdown, memory, bound, assumptions."""
     console = make_console()
     load = estimate.load
@@ -77,7 +89,7 @@ def render_inference_estimate(estimate: Any) -> None:
         console.print(f"  assumed: {line}", style="dim")
 
 
-def render_inference_search(result: Any) -> None:
+def render_inference_search(result: InferenceSearchResult) -> None:
     """Print the best deployment under the bounds, the Pareto frontier and the topology's constraints."""
     console = make_console()
     bounds = ", ".join(
@@ -116,7 +128,7 @@ def render_inference_search(result: Any) -> None:
         console.print(f"  constraint: {line}", style="dim")
 
 
-def pareto_figure(result: Any) -> Any:
+def pareto_figure(result: InferenceSearchResult) -> Figure:
     """Tokens/s per GPU against tokens/s per user along the frontier, the best point marked."""
     figure, axes = new_figure(7.0, 4.5)
     users = [point.output_tokens_per_s_per_user for point in result.frontier]
@@ -142,14 +154,14 @@ def pareto_figure(result: Any) -> Any:
     return figure
 
 
-def save_pareto_plot(result: Any, path: Path) -> list[Path]:
+def save_pareto_plot(result: InferenceSearchResult, path: Path) -> list[Path]:
     """Write the Pareto plot to ``path`` (its suffix picks the format; PNG and SVG without one)."""
     suffix = path.suffix.lstrip(".").lower()
     formats = (suffix,) if suffix in ("png", "svg", "pdf") else ("png", "svg")
     return save_figure(pareto_figure(result), path.with_suffix(""), formats)
 
 
-def render_system_comparison(comparison: Any) -> None:
+def render_system_comparison(comparison: SystemComparison) -> None:
     """Print each system's best plan, throughput, communication on the slow level and limits."""
     console = make_console()
     unit = "tokens/s" if comparison.workload == "train" else "output tok/s"
@@ -186,7 +198,7 @@ def render_system_comparison(comparison: Any) -> None:
             console.print(f"  limit: {rule}", style="dim")
 
 
-def render_fabric_comparison(figures: Any) -> None:
+def render_fabric_comparison(figures: Sequence[FabricFigures]) -> None:
     """Print per-GPU bandwidth, latency and a full-machine all-reduce of each system (seed claim 12)."""
     rows = [
         [
@@ -209,7 +221,7 @@ def render_fabric_comparison(figures: Any) -> None:
     )
 
 
-def render_ratio_decomposition(decomposition: Any) -> None:
+def render_ratio_decomposition(decomposition: RatioDecomposition) -> None:
     """Print the one-change-at-a-time factors of a per-GPU throughput ratio."""
     rows = [
         [

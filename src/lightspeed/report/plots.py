@@ -13,7 +13,11 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # One color per kind of time, used by every breakdown chart.
 PALETTE: dict[str, str] = {
@@ -59,7 +63,7 @@ def color_for(kind: str, index: int = 0) -> str:
     return SERIES_COLORS[index % len(SERIES_COLORS)]
 
 
-def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Any, Any]:
+def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Figure, Axes]:
     """A ``(figure, axes)`` pair in the house style (white background, light grid)."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(width_in, height_in), dpi=100)
@@ -70,7 +74,7 @@ def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Any, Any]
     return figure, axes
 
 
-def figure_svg(figure: Any) -> str:
+def figure_svg(figure: Figure) -> str:
     """The figure as an inline SVG document (text), then closes it."""
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight")
@@ -80,7 +84,7 @@ def figure_svg(figure: Any) -> str:
     return text[start:] if start >= 0 else text
 
 
-def save_figure(figure: Any, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
+def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
     """Write ``path_stem.<format>`` for each format, close the figure, return the paths."""
     path_stem.parent.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -92,6 +96,6 @@ def save_figure(figure: Any, path_stem: Path, formats: Iterable[str] = ("png", "
     return written
 
 
-def close_figure(figure: Any) -> None:
+def close_figure(figure: Figure) -> None:
     """Release a figure's memory (pyplot keeps references otherwise)."""
     _pyplot().close(figure)

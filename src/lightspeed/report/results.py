@@ -6,10 +6,10 @@ import csv
 import io
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
-from lightspeed.records import to_jsonable
+from lightspeed.records import JsonObject, to_jsonable
 from lightspeed.report.bench import format_value
 from lightspeed.report.console import make_console, render_table
 from lightspeed.store import RunSummary, StoredRecord
@@ -58,7 +58,7 @@ def render_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
     render_table(f"results in {store_path}", headers, rows, right_align_from=4, caption=caption)
 
 
-def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Mapping[str, Any]) -> None:
+def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: JsonObject) -> None:
     """One run: its records beside their SOL, then the environment it ran in."""
     console = make_console()
     rows = [

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure
 from lightspeed.units import format_bytes, format_count, format_duration, format_percent
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from lightspeed.sol import SearchResult, TrainEstimate, TrainingPlan, ValidationReport
 
 PART_NAMES = {
     "compute": "compute",
@@ -23,7 +29,7 @@ PART_NAMES = {
 }
 
 
-def _plan_line(plan: Any) -> str:
+def _plan_line(plan: TrainingPlan) -> str:
     degrees = f"tp={plan.tp} pp={plan.pp} dp={plan.dp} ep={plan.ep} cp={plan.cp} vpp={plan.vpp}"
     return (
         f"{degrees} zero={plan.zero_stage} schedule={plan.effective_schedule} "
@@ -32,7 +38,7 @@ def _plan_line(plan: Any) -> str:
     )
 
 
-def render_train_estimate(estimate: Any) -> None:
+def render_train_estimate(estimate: TrainEstimate) -> None:
     """Print a training estimate: headline numbers, breakdown, memory, bound, assumptions."""
     console = make_console()
     console.print(
@@ -63,6 +69,8 @@ def render_train_estimate(estimate: Any) -> None:
         ],
     ]
     if estimate.time_to_train_s is not None:
+        assert estimate.num_tokens is not None  # set with time_to_train_s
+        assert estimate.gpu_hours is not None
         rows.append(
             [
                 "time to train",
@@ -84,7 +92,7 @@ def render_train_estimate(estimate: Any) -> None:
         console.print(f"  assumed: {line}", style="dim")
 
 
-def render_search_result(result: Any) -> None:
+def render_search_result(result: SearchResult) -> None:
     """Print ranked plans and why the best wins."""
     console = make_console()
     console.print(
@@ -143,7 +151,7 @@ def _error_text(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
 
 
-def render_validation(report: Any) -> None:
+def render_validation(report: ValidationReport) -> None:
     """Print predicted vs measured per row and the summary per kind."""
     console = make_console()
     rows = []
@@ -183,7 +191,20 @@ def render_validation(report: Any) -> None:
     )
 
 
-def step_breakdown_figure(estimate: Any) -> Any:
+class StepBreakdown(Protocol):
+    """What a step-breakdown chart needs: a training estimate, or a prediction read from JSON."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def step_time_s(self) -> float: ...
+    @property
+    def breakdown_s(self) -> Mapping[str, float]: ...
+
+
+def step_breakdown_figure(estimate: StepBreakdown) -> Figure:
     """A horizontal stacked bar of the predicted step-time breakdown (a matplotlib figure)."""
     figure, axes = new_figure(8.0, 2.2)
     left = 0.0

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from lightspeed.records import JsonDict
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.plots import PALETTE, new_figure, save_figure
@@ -30,6 +31,9 @@ from lightspeed.trace import (
     shorten_name,
 )
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_flop_per_s
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 US_PER_S = 1e6
 BREAKDOWN_PARTS = (
@@ -71,7 +75,7 @@ def _caption(partial: bool, notes: Sequence[str], extra: str = "") -> str | None
 # --- summary -------------------------------------------------------------------------------------
 
 
-def trace_summary_json(summary: TraceSummary) -> list[dict[str, Any]]:
+def trace_summary_json(summary: TraceSummary) -> list[JsonDict]:
     """The ``trace summary --json`` payload: one object per rank (times in us, shares in %).
 
     Keys of the contract: rank, idle_pct, compute_pct, non_compute_pct,
@@ -82,7 +86,7 @@ def trace_summary_json(summary: TraceSummary) -> list[dict[str, Any]]:
     return [_rank_json(rank, summary) for rank in summary.ranks]
 
 
-def _rank_json(rank: RankSummary, summary: TraceSummary) -> dict[str, Any]:
+def _rank_json(rank: RankSummary, summary: TraceSummary) -> JsonDict:
     return {
         "rank": rank.rank,
         "idle_pct": _number(rank.idle_pct),
@@ -210,7 +214,7 @@ def _print_steps(summary: TraceSummary, out: Console) -> None:
         )
 
 
-def temporal_breakdown_figure(summary: TraceSummary) -> Any:
+def temporal_breakdown_figure(summary: TraceSummary) -> Figure:
     """Stacked bars per rank: compute, non-compute and idle as % of the kernel span."""
     ranks = [r for r in summary.ranks if not r.partial]
     figure, axes = new_figure(max(6.0, min(16.0, 2.0 + 0.4 * len(ranks))), 4.5)

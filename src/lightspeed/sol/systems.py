@@ -21,7 +21,7 @@ from typing import Any
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
@@ -204,7 +204,7 @@ def _train_result(
     model: TransformerSpec,
     cluster: Cluster,
     precision: str,
-    options: dict[str, Any],
+    options: JsonDict,
     efficiency: EfficiencyModel | None,
 ) -> SystemResult:
     domain = cluster.system.scale_up_domain_size
@@ -265,7 +265,7 @@ def _infer_result(
     model: TransformerSpec,
     cluster: Cluster,
     precision: str,
-    options: dict[str, Any],
+    options: JsonDict,
     efficiency: EfficiencyModel | None,
 ) -> SystemResult:
     search = search_inference(
@@ -308,7 +308,7 @@ def compare_systems(
     clusters: Sequence[Cluster],
     workload: str,
     precisions: Sequence[str] = (),
-    options: dict[str, Any] | None = None,
+    options: JsonDict | None = None,
     efficiency: EfficiencyModel | None = None,
 ) -> SystemComparison:
     """The best plan of ``workload`` for ``model`` on each cluster (see the module docstring).
@@ -520,7 +520,7 @@ def decompose_ratio(
     target: Cluster,
     baseline_precision: str,
     target_precision: str,
-    options: dict[str, Any],
+    options: JsonDict,
     efficiency: EfficiencyModel | None = None,
 ) -> RatioDecomposition:
     """Split target/baseline inference tokens/s per GPU into factors, one change at a time:
@@ -570,7 +570,7 @@ def decompose_ratio(
 def _alone(
     model: TransformerSpec,
     change: tuple[Cluster, str],
-    options: dict[str, Any],
+    options: JsonDict,
     efficiency: EfficiencyModel | None,
     base_rate: float,
 ) -> float | None:

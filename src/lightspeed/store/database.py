@@ -32,7 +32,7 @@ import math
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +41,7 @@ from typing import Any, Final
 from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
 from lightspeed.errors import StoreError, UserInputError
 from lightspeed.paths import lightspeed_home
-from lightspeed.records import to_jsonable
+from lightspeed.records import JsonObject, to_jsonable
 from lightspeed.store.records import NewRecord, RunSummary, StoredRecord, check_kind
 
 SCHEMA_VERSION: Final = 1
@@ -116,7 +116,7 @@ def _describe(error: BaseException, path: Path) -> StoreError:
 
 
 def _fingerprint_payload(
-    fingerprint: EnvironmentFingerprint | Mapping[str, Any] | None,
+    fingerprint: EnvironmentFingerprint | JsonObject | None,
 ) -> tuple[str, str]:
     if fingerprint is None:
         fingerprint = environment_fingerprint()
@@ -193,7 +193,7 @@ class ResultsStore:
         kind: str,
         records: Sequence[NewRecord],
         label: str = "",
-        fingerprint: EnvironmentFingerprint | Mapping[str, Any] | None = None,
+        fingerprint: EnvironmentFingerprint | JsonObject | None = None,
         run_id: str | None = None,
     ) -> str:
         """Write a whole run in one transaction (all records or none); return its run id.
@@ -232,7 +232,7 @@ class ResultsStore:
         *,
         kind: str,
         label: str = "",
-        fingerprint: EnvironmentFingerprint | Mapping[str, Any] | None = None,
+        fingerprint: EnvironmentFingerprint | JsonObject | None = None,
         run_id: str | None = None,
     ) -> str:
         """Open a run to write piece by piece; it stays hidden until :meth:`finish_run`."""
@@ -397,12 +397,12 @@ class ResultsStore:
             parameters.append(int(limit))
         return [_stored_record(row) for row in self._read(sql, parameters)]
 
-    def fingerprint(self, fingerprint_id: str) -> Mapping[str, Any]:
+    def fingerprint(self, fingerprint_id: str) -> JsonObject:
         """The environment stored under ``fingerprint_id``."""
         rows = self._read("SELECT payload FROM fingerprints WHERE fingerprint_id = ?", (fingerprint_id,))
         if not rows:
             raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self.path}")
-        loaded: Mapping[str, Any] = json.loads(rows[0][0])
+        loaded: JsonObject = json.loads(rows[0][0])
         return loaded
 
 

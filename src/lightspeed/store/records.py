@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from lightspeed.errors import UserInputError
-from lightspeed.records import Record
+from lightspeed.records import JsonObject, Record
 
 KIND_PATTERN: Final = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 KNOWN_KINDS: Final = ("benchmark", "prediction", "goodput", "trace", "monitor")
@@ -45,7 +44,7 @@ class NewRecord(Record):
     value: float | None
     unit: str
     sol: float | None = None
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: JsonObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.metric:
@@ -66,8 +65,8 @@ class StoredRecord(Record):
     unit: str
     sol: float | None
     fingerprint_id: str
-    fingerprint: Mapping[str, Any]
-    payload: Mapping[str, Any]
+    fingerprint: JsonObject
+    payload: JsonObject
 
     @property
     def fraction_of_sol(self) -> float | None:

@@ -24,7 +24,7 @@ from typing import Any, Final
 import numpy as np
 
 from lightspeed.errors import TraceError, UserInputError
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.trace.schema import TraceDocument
 from lightspeed.trace.source import DEFAULT_MAX_BYTES, rank_from_file_name, trace_files
 from lightspeed.trace.stream import EventStream
@@ -79,7 +79,7 @@ class RankTrace(Record):
         """Whether the rank recorded any GPU activity."""
         return bool(self.gpu_mask.any())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """Metadata only (the event columns are not JSON material)."""
         return {
             "rank": self.rank,
@@ -115,7 +115,7 @@ class Trace(Record):
         known = ", ".join(str(r) for r in self.rank_ids)
         raise UserInputError(f"no rank {rank} in this trace; ranks present: {known}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """Metadata of every rank."""
         return {"ranks": [rank.to_dict() for rank in self.ranks], "notes": list(self.notes)}
 

@@ -9,7 +9,7 @@ full. Times are int64 nanoseconds from the rank's ``origin_ns``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress
@@ -106,7 +106,7 @@ class EventTable:
         wanted = [index for index, name in enumerate(self.categories) if name in categories]
         return np.isin(self.category_id, wanted)
 
-    def name_mask(self, predicate: Any) -> npt.NDArray[np.bool_]:
+    def name_mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
         """Which events have a name for which ``predicate(name)`` is true (tested once per name)."""
         hits = np.fromiter((bool(predicate(name)) for name in self.names), dtype=bool, count=len(self.names))
         return hits[self.name_id] if self.num_events else np.zeros(0, dtype=bool)

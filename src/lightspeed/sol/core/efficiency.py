@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnknownNameError
@@ -51,7 +51,9 @@ class EfficiencyModel(Record):
     source: str = ""
     attention_efficiency_factor: float = 0.85
 
-    def gemm_efficiency(self, m: Any, n: Any, k: Any, num_compute_units: int | None = None) -> Any:
+    def gemm_efficiency(
+        self, m: ArrayLike, n: ArrayLike, k: ArrayLike, num_compute_units: int | None = None
+    ) -> FloatArray:
         """Fraction of dense peak a ``(m x k) @ (k x n)`` GEMM reaches (numpy-broadcastable).
 
         ``num_compute_units`` (SMs or CUs) adds wave quantization: output tiles are
@@ -63,7 +65,9 @@ class EfficiencyModel(Record):
         """
         return self.gemm_max_efficiency * self.gemm_shape_factor(m, n, k, num_compute_units)
 
-    def gemm_shape_factor(self, m: Any, n: Any, k: Any, num_compute_units: int | None = None) -> Any:
+    def gemm_shape_factor(
+        self, m: ArrayLike, n: ArrayLike, k: ArrayLike, num_compute_units: int | None = None
+    ) -> FloatArray:
         """The part of :meth:`gemm_efficiency` that depends on the shape (1 for huge, aligned GEMMs)."""
         return gemm_shape_factor(
             m,
@@ -80,8 +84,14 @@ class EfficiencyModel(Record):
 
 
 def gemm_shape_factor(
-    m: Any, n: Any, k: Any, *, half_saturation_flop: Any, tile: int, num_compute_units: int | None = None
-) -> Any:
+    m: ArrayLike,
+    n: ArrayLike,
+    k: ArrayLike,
+    *,
+    half_saturation_flop: ArrayLike,
+    tile: int,
+    num_compute_units: int | None = None,
+) -> FloatArray:
     """Size saturation x tile padding x wave quantization of an ``(m x k) @ (k x n)`` GEMM.
 
     ``flop / (flop + half)`` for size; ``m / padded m x n / padded n`` for tiles of
@@ -92,14 +102,15 @@ def gemm_shape_factor(
     n_array = np.asarray(n, dtype=np.float64)
     k_array = np.asarray(k, dtype=np.float64)
     flop = 2.0 * m_array * n_array * k_array
-    size_factor = flop / (flop + half_saturation_flop)
+    size_factor = flop / (flop + np.asarray(half_saturation_flop, dtype=np.float64))
     tiles_m = np.ceil(m_array / tile)
     tiles_n = np.ceil(n_array / tile)
     quantization = (m_array / (tiles_m * tile)) * (n_array / (tiles_n * tile))
     if num_compute_units:
         tiles = tiles_m * tiles_n
         quantization = quantization * tiles / (np.ceil(tiles / num_compute_units) * num_compute_units)
-    return size_factor * quantization
+    factor: FloatArray = size_factor * quantization
+    return factor
 
 
 _PARAMETERS = (

@@ -19,7 +19,7 @@ import numpy as np
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
@@ -88,7 +88,7 @@ class InferenceEstimate(Record):
     bound_part: str
     assumptions: tuple[str, ...]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonDict:
         """The ``plan infer --json`` contract's headline keys."""
         return {
             "ttft_s": self.ttft_s,

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from lightspeed.catalog import Cluster
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
@@ -69,7 +69,7 @@ class TrainEstimate(Record):
     gpu_hours: float | None
     assumptions: tuple[str, ...]
 
-    def plan_summary(self) -> dict[str, Any]:
+    def plan_summary(self) -> JsonDict:
         """The plan object of the ``search``/``plan --json`` contract."""
         plan = self.plan
         return {

@@ -48,7 +48,7 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.published import PublishedRow, first_number, integer_cell
 from lightspeed.sol.validation.rows import RowError, resolve_cluster, resolve_model
 from lightspeed.sol.validation.validate import ValidationRow, predicted_row
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
     "output_tokens_per_s",
@@ -82,7 +82,7 @@ class InferenceRowSetup(Record):
     assumptions: tuple[str, ...]
 
 
-def _resolve_model(registry: object, row: PublishedRow) -> tuple[TransformerSpec, str]:
+def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
     try:
         return resolve_model(registry, row)
     except RowError:
@@ -93,7 +93,7 @@ def _resolve_model(registry: object, row: PublishedRow) -> tuple[TransformerSpec
     candidates = sorted(n for n in (names() if callable(names) else []) if all(word in n for word in words))
     if not candidates:
         raise RowError(f"model {row.text('model')!r} is neither in the registry nor described by the row")
-    return registry.get(candidates[0]), (  # type: ignore[attr-defined]
+    return registry.get(candidates[0]), (
         f"model '{row.text('model')}' -> {candidates[0]} (registry names holding {', '.join(words)}: "
         f"{', '.join(candidates)}; earliest generation)"
     )
@@ -182,7 +182,7 @@ def _metric(row: PublishedRow) -> tuple[str, float]:
 
 
 def inference_row_setup(
-    row: PublishedRow, catalog: Catalog, registry: object
+    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
 ) -> tuple[InferenceRowSetup, object]:
     """(setup, cluster) of an inference row (see the module docstring for the rules)."""
     num_gpus = integer_cell(row.text("GPUs"))
@@ -226,10 +226,10 @@ def _value(estimate: InferenceEstimate, metric: str) -> float:
 
 def inference_predictor(
     efficiency: EfficiencyModel | None = None,
-) -> Callable[[PublishedRow, Catalog, object], ValidationRow]:
+) -> Callable[[PublishedRow, Catalog, ModelRegistry], ValidationRow]:
     """A predictor for :func:`~lightspeed.sol.validation.validate.validate_published`'s ``infer`` argument."""
 
-    def predict(row: PublishedRow, catalog: Catalog, registry: object) -> ValidationRow:
+    def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
         setup, cluster = inference_row_setup(row, catalog, registry)
         try:
             estimate = estimate_inference(

@@ -34,7 +34,7 @@ from lightspeed.sol.validation.published import (
     parenthesized_number,
 )
 from lightspeed.units import parse_count
-from lightspeed.workload import AttentionSpec, TransformerSpec
+from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec
 
 FABRIC_KEYWORDS = (
     ("xdr", "ib-xdr"),
@@ -181,13 +181,12 @@ def model_from_dims(row: PublishedRow) -> TransformerSpec:
     )
 
 
-def resolve_model(registry: object, row: PublishedRow) -> tuple[TransformerSpec, str]:
+def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
     """The catalog model a row names (text before any parenthesis), else one built from its dims."""
     name = re.split(r"[(]", row.text("model"))[0].strip()
-    getter = getattr(registry, "get", None)
-    if getter is not None and name:
+    if name:
         try:
-            return getter(name), f"model '{row.text('model')}' -> catalog model {name}"
+            return registry.get(name), f"model '{row.text('model')}' -> catalog model {name}"
         except UserInputError:
             pass
     spec = model_from_dims(row)
@@ -397,7 +396,7 @@ def flop_convention(row: PublishedRow) -> tuple[str, bool, bool, str]:
     return "6N+attention", False, False, "FLOPs as 6N + 12·L·h·s (PaLM convention; the row states none)"
 
 
-def row_setup(row: PublishedRow, catalog: Catalog, registry: object) -> RowSetup:
+def row_setup(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> RowSetup:
     """Model, cluster, candidate plans and metric of a training row."""
     num_gpus = integer_cell(row.text("GPUs"))
     if not num_gpus:

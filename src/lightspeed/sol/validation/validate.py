@@ -18,7 +18,7 @@ import numpy as np
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.sol.train.grid import grid_from_plans
@@ -28,6 +28,7 @@ from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.sol.validation.published import PublishedRow, read_table
 from lightspeed.sol.validation.rows import RowError, RowSetup, row_setup
 from lightspeed.units import SECONDS_PER_HOUR
+from lightspeed.workload import ModelRegistry
 from lightspeed.workload.flops import flops_per_token
 
 
@@ -43,7 +44,7 @@ class ValidationRow(Record):
     rel_error: float | None
     status: str
     reason: str
-    plan: dict[str, Any] | None
+    plan: JsonDict | None
     assumptions: tuple[str, ...]
     source: str
 
@@ -114,7 +115,7 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, step_s: float, peak: 
 
 
 def _train_row(
-    row: PublishedRow, catalog: Catalog, models: object, efficiency: EfficiencyModel | None
+    row: PublishedRow, catalog: Catalog, models: ModelRegistry, efficiency: EfficiencyModel | None
 ) -> ValidationRow:
     setup = row_setup(row, catalog, models)
     index, arrays, hardware, plan = _best_plan(setup, efficiency)
@@ -140,7 +141,7 @@ def predicted_row(
     metric: str,
     measured: float,
     predicted: float,
-    plan: dict[str, Any],
+    plan: JsonDict,
     assumptions: tuple[str, ...],
 ) -> ValidationRow:
     """The record of a row the engine predicted (relative error against ``measured``)."""
@@ -175,13 +176,13 @@ def _failed(row: PublishedRow, status: str, reason: str) -> ValidationRow:
     )
 
 
-InferencePredictor = Callable[[PublishedRow, Catalog, object], ValidationRow]
+InferencePredictor = Callable[[PublishedRow, Catalog, ModelRegistry], ValidationRow]
 
 
 def _predict_row(
     row: PublishedRow,
     catalog: Catalog,
-    models: object,
+    models: ModelRegistry,
     efficiency: EfficiencyModel | None,
     infer: InferencePredictor | None,
 ) -> ValidationRow:
@@ -216,7 +217,7 @@ def validate_published(
     *,
     path: Path,
     catalog: Catalog,
-    models: object,
+    models: ModelRegistry,
     efficiency: EfficiencyModel | None = None,
     infer: InferencePredictor | None = None,
 ) -> ValidationReport:

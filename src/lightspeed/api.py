@@ -1,0 +1,74 @@
+"""Name lookups for the curated API: ``lightspeed.hardware("h100-sxm")``, ``lightspeed.model(...)``,
+``lightspeed.cluster(...)``.
+
+The shipped catalog and model files are read once per process, plus the
+user's own files named by ``LIGHTSPEED_CATALOG`` (paths separated by ``:``),
+as the CLI's ``--catalog`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from lightspeed.catalog import Accelerator, Catalog, Cluster, Cpu, Link, System, load_catalog
+from lightspeed.workload import ModelRegistry, TransformerSpec, load_models
+
+CATALOG_ENVIRONMENT_VARIABLE = "LIGHTSPEED_CATALOG"
+
+
+def _user_paths() -> tuple[Path, ...]:
+    value = os.environ.get(CATALOG_ENVIRONMENT_VARIABLE, "")
+    return tuple(Path(part) for part in value.split(os.pathsep) if part)
+
+
+@functools.cache
+def _catalog(paths: tuple[Path, ...]) -> Catalog:
+    return load_catalog(paths)
+
+
+@functools.cache
+def _models(paths: tuple[Path, ...]) -> ModelRegistry:
+    return load_models(paths)
+
+
+def default_catalog() -> Catalog:
+    """The hardware catalog: shipped records plus ``$LIGHTSPEED_CATALOG`` files (cached)."""
+    return _catalog(_user_paths())
+
+
+def default_models() -> ModelRegistry:
+    """The model registry: shipped models plus ``$LIGHTSPEED_CATALOG`` files (cached)."""
+    return _models(_user_paths())
+
+
+def hardware(name: str) -> Accelerator | Cpu | Link | System:
+    """One catalog record by name or alias: an accelerator, CPU, link or system.
+
+    >>> hardware("h100-sxm").memory_bandwidth_bytes_per_s / 1e12
+    3.35
+    """
+    return default_catalog().any_record(name)
+
+
+def model(name: str) -> TransformerSpec:
+    """One model architecture by name or Hugging Face alias.
+
+    >>> model("llama-3-70b").num_layers
+    80
+    """
+    return default_models().get(name)
+
+
+def cluster(system: str, *, num_gpus: int | None = None) -> Cluster:
+    """A cluster from a system name, a spec such as ``9xdgx-h100@ib-ndr`` or a cluster file;
+    ``num_gpus`` picks enough nodes of a system (or part of one node).
+
+    >>> cluster("dgx-h100", num_gpus=64).num_nodes
+    8
+    """
+    return default_catalog().resolve_cluster(system, num_accelerators=num_gpus)
+
+
+__all__ = ["cluster", "default_catalog", "default_models", "hardware", "model"]
