@@ -25,6 +25,7 @@ from lightspeed.catalog.detect import (
 )
 from lightspeed.catalog.loader import normalize_name
 from lightspeed.catalog.microarch import CpuPeak, Microarchitecture, cpu_peak, load_microarchitectures
+from lightspeed.catalog.power import PowerPart, SystemPower, load_power, power_of
 from lightspeed.catalog.records import (
     COMPUTE_ROWS,
     Accelerator,
@@ -73,9 +74,11 @@ __all__ = [
     "LocalGpu",
     "LocalMachine",
     "Microarchitecture",
+    "PowerPart",
     "PrintedTotal",
     "Source",
     "System",
+    "SystemPower",
     "SystemTotals",
     "TotalRow",
     "compare_hardware",
@@ -90,8 +93,10 @@ __all__ = [
     "list_entries",
     "load_catalog",
     "load_microarchitectures",
+    "load_power",
     "local_cpu_accelerator",
     "local_system",
     "normalize_name",
+    "power_of",
     "read_cpu_info",
 ]

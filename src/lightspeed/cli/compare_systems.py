@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from lightspeed.catalog import load_power
 from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._infer import load_options, parse_bound
 from lightspeed.cli._sol_options import (
@@ -20,7 +21,12 @@ from lightspeed.cli._sol_options import (
     resolve_model,
 )
 from lightspeed.errors import UserInputError
-from lightspeed.report import render_fabric_comparison, render_ratio_decomposition, render_system_comparison
+from lightspeed.report import (
+    render_fabric_comparison,
+    render_ratio_decomposition,
+    render_system_comparison,
+    render_system_costs,
+)
 from lightspeed.sol import (
     PLAN_FAMILIES,
     WORKLOADS,
@@ -28,6 +34,8 @@ from lightspeed.sol import (
     compare_systems,
     decompose_ratio,
     fabric_comparison,
+    load_prices,
+    system_costs,
 )
 
 
@@ -108,6 +116,7 @@ class _SystemsCommand(click.Command):
 @click.option("--plan-family", type=click.Choice(PLAN_FAMILIES), default="wide-ep", show_default=True)
 @click.option("--decompose", is_flag=True, help="Inference: split the last/first per-GPU ratio into factors.")
 @calibration_option
+@click.option("--prices", "prices_path", type=click.Path(path_type=Path), help="Add cost and energy columns.")
 @json_option
 def command(
     *,
@@ -128,6 +137,7 @@ def command(
     plan_family: str,
     decompose: bool,
     calibration: str | None,
+    prices_path: Path | None,
     as_json: bool,
 ) -> None:
     """Best plan of the same model and plan family on each system: throughput, collectives on the
@@ -171,13 +181,24 @@ def command(
         if decompose
         else None
     )
+    costs = _costs(comparison, clusters, prices_path)
     if as_json:
-        print_json(comparison_json(comparison, fabric, decomposition))
+        print_json({**comparison_json(comparison, fabric, decomposition), "costs": costs})
         return
     render_system_comparison(comparison)
+    if costs is not None:
+        render_system_costs(costs, comparison.workload)
     render_fabric_comparison(fabric)
     if decomposition is not None:
         render_ratio_decomposition(decomposition)
+
+
+def _costs(comparison: Any, clusters: list[Any], prices_path: Path | None) -> Any:
+    """The cost and energy columns when ``--prices`` is given, else ``None``."""
+    if prices_path is None:
+        return None
+    prices = load_prices(prices_path)
+    return system_costs(comparison=comparison, clusters=clusters, power=load_power(), prices=prices)
 
 
 def comparison_json(comparison: Any, fabric: Any, decomposition: Any) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
-from lightspeed.cli._common import emit, json_option
-from lightspeed.report import build_sections, gather_inputs, render_written_report, write_report
+from lightspeed.catalog import load_power
+from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
+from lightspeed.sol import load_prices
 
 
 @click.command("report")
@@ -39,6 +41,9 @@ from lightspeed.report import build_sections, gather_inputs, render_written_repo
     "--history-metric", default=None, help="Stored metric whose history to plot (e.g. step_time_s)."
 )
 @click.option("--title", default="lightspeed report", show_default=True, help="Title of the page.")
+@click.option(
+    "--prices", "prices_path", type=click.Path(path_type=Path), help="Add a cost and energy section."
+)
 @json_option
 def command(
     *,
@@ -48,11 +53,16 @@ def command(
     history_name: str | None,
     history_metric: str | None,
     title: str,
+    prices_path: Path | None,
     as_json: bool,
 ) -> None:
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
     measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
     breakdown and a metric's history across runs."""
     inputs = gather_inputs(sources=sources, history_name=history_name, history_metric=history_metric)
-    written = write_report(path=output, title=title, sections=build_sections(inputs), plots_dir=plots_dir)
+    sections = build_sections(inputs)
+    if prices_path is not None and inputs.estimates:
+        catalog, power, prices = get_context().catalog(), load_power(), load_prices(prices_path)
+        sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
+    written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)

@@ -10,14 +10,18 @@ from lightspeed.tour.render import (
     render_tour_step,
     render_tour_summary,
 )
+from lightspeed.tour.scenarios import DEEPSEEK_PRETRAIN_GPU_HOURS, DEEPSEEK_TOKENS, deepseek_v3_training
 from lightspeed.tour.steps import STEPS, TourState, run_tour
 
 __all__ = [
+    "DEEPSEEK_PRETRAIN_GPU_HOURS",
+    "DEEPSEEK_TOKENS",
     "SAMPLE_TRACE_DIR",
     "STEPS",
     "TourResult",
     "TourState",
     "TourStep",
+    "deepseek_v3_training",
     "render_tour_step",
     "render_tour_summary",
     "run_tour",

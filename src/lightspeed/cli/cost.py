@@ -1,0 +1,354 @@
+"""``lightspeed cost``: energy, power, cooling and money of a job, a cluster, an upgrade, a fleet.
+
+Throughput comes from the engines; power from the catalog's system-power
+records (or ``--power-w``, a measured mean); prices only from ``--prices FILE``
+(see ``examples/prices.toml``), and every price-dependent figure lists them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lightspeed.catalog import load_power, power_of
+from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._infer import load_options, parse_bound
+from lightspeed.cli._sol_options import (
+    calibration_option,
+    model_options,
+    resolve_cluster,
+    resolve_efficiency,
+    resolve_model,
+)
+from lightspeed.errors import UserInputError
+from lightspeed.report import (
+    render_deepseek_cost,
+    render_fleet,
+    render_inference_cost,
+    render_rack_plan,
+    render_tco,
+    render_training_cost,
+    render_upgrade,
+    save_tornado,
+)
+from lightspeed.sol import (
+    COST_WORKLOADS,
+    DEFAULT_UPGRADE_WORKLOADS,
+    TRAINING_PRECISIONS,
+    Prices,
+    ServingLoad,
+    auto_precision,
+    compare_upgrade,
+    cost_workload,
+    deepseek_cost,
+    inference_cost,
+    parse_fleet,
+    power_for,
+    rack_plan,
+    search_inference,
+    search_training,
+    size_fleet,
+    tco_per_year,
+    training_cost,
+)
+from lightspeed.tour import DEEPSEEK_PRETRAIN_GPU_HOURS, DEEPSEEK_TOKENS, deepseek_v3_training
+
+SCENARIOS = ("deepseek-v3",)
+_TRAIN_FLAGS = {"system_text": "--system", "global_batch": "--global-batch", "num_tokens": "--tokens"}
+
+
+@click.group("cost")
+def command() -> None:
+    """Energy, power, cooling and cost from predicted throughput: train, infer, cluster, upgrade, fleet."""
+
+
+def prices_option(function: Any) -> Any:
+    """``--prices FILE``: the user's prices (see examples/prices.toml)."""
+    return click.option(
+        "--prices",
+        "prices_path",
+        type=click.Path(path_type=Path),
+        help="Prices TOML (user inputs; see examples/prices.toml). Without it only energy and power.",
+    )(function)
+
+
+def power_option(function: Any) -> Any:
+    """``--power-w W``: a measured mean IT power that replaces the catalog's estimate."""
+    return click.option(
+        "--power-w",
+        "power_w",
+        type=float,
+        help="Measured mean IT power of the whole job in W (from monitor data); replaces rated x draw share.",
+    )(function)
+
+
+def _prices(path: Path | None) -> Prices | None:
+    if path is None:
+        return None
+    from lightspeed.sol import load_prices
+
+    return load_prices(path)
+
+
+def _power_records() -> Any:
+    return load_power()
+
+
+@command.command("train")
+@click.option(
+    "--scenario", type=click.Choice(SCENARIOS), help="A seed scenario: deepseek-v3 (2,048 H800, 14.8T)."
+)
+@model_options
+@click.option("--system", "system_text", help="System name, cluster spec or file (e.g. 64xdgx-h100).")
+@click.option("--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs (nodes added as needed).")
+@click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per optimizer step.")
+@click.option("--seq", "seq_len", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--precision", type=click.Choice(TRAINING_PRECISIONS), default="bf16", show_default=True)
+@click.option("--tokens", "num_tokens", type=float, help="Tokens to train on (e.g. 15e12).")
+@click.option(
+    "--usd-per-gpu-hour", type=float, help="deepseek-v3: price per GPU-hour (default: prices file, else 2)."
+)
+@prices_option
+@power_option
+@calibration_option
+@json_option
+def train_command(**options: Any) -> None:
+    """Time, GPU-hours, energy (per step, per token, per run) and cost of training to N tokens."""
+    prices = _prices(options["prices_path"])
+    power = _power_records()
+    if options["scenario"] == "deepseek-v3":
+        _deepseek(options, prices, power)
+        return
+    missing = [flag for key, flag in _TRAIN_FLAGS.items() if options[key] is None]
+    if missing:
+        raise UserInputError(f"cost train needs {', '.join(missing)} (or --scenario deepseek-v3)")
+    model = resolve_model(options["model_name"], options["config_path"])
+    cluster = resolve_cluster(options["system_text"], options["num_gpus"])
+    search = search_training(
+        model=model,
+        cluster=cluster,
+        global_batch_size=options["global_batch"],
+        seq_len=options["seq_len"],
+        precision=options["precision"],
+        top=1,
+        efficiency=resolve_efficiency(options["calibration"]),
+    )
+    cost = training_cost(
+        estimate=search.plans[0],
+        cluster=cluster,
+        power=power_of(power, cluster.system.name),
+        num_tokens=options["num_tokens"],
+        prices=prices,
+        measured_power_w=options["power_w"],
+    )
+    if options["as_json"]:
+        print_json(cost)
+    else:
+        render_training_cost(cost)
+
+
+def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> None:
+    context = get_context()
+    catalog = context.catalog()
+    cluster = catalog.cluster("hgx-h800", num_accelerators=2048)
+    estimate = deepseek_v3_training(catalog, context.models())
+    rate = options["usd_per_gpu_hour"]
+    if rate is None:
+        rate = prices.cloud_usd_per_gpu_hour.get("h800-sxm", 2.0) if prices is not None else 2.0
+    if prices is None:
+        prices = Prices(electricity_usd_per_kwh=0.0, cloud_usd_per_gpu_hour={"h800-sxm": rate})
+    training = training_cost(
+        estimate=estimate,
+        cluster=cluster,
+        power=power_of(power, "hgx-h800"),
+        num_tokens=DEEPSEEK_TOKENS,
+        prices=prices,
+        measured_power_w=options["power_w"],
+    )
+    result = deepseek_cost(
+        training=training, published_pretrain_gpu_hours=DEEPSEEK_PRETRAIN_GPU_HOURS, usd_per_gpu_hour=rate
+    )
+    if options["as_json"]:
+        print_json(result)
+    else:
+        render_deepseek_cost(result)
+
+
+@command.command("infer")
+@model_options
+@click.option("--system", "system_text", required=True, help="System name, cluster spec or file.")
+@click.option("--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs (nodes added as needed).")
+@load_options
+@click.option("--max-ttft", help="Time-to-first-token bound (e.g. 2s).")
+@click.option("--max-tpot", help="Time-per-output-token bound (e.g. 50ms).")
+@click.option("--precision", default="auto", show_default=True, help="Weight format or auto (the narrowest).")
+@prices_option
+@power_option
+@calibration_option
+@json_option
+def infer_command(**options: Any) -> None:
+    """$ per million output tokens and J per token of the best deployment under TTFT/TPOT bounds."""
+    prices = _prices(options["prices_path"])
+    model = resolve_model(options["model_name"], options["config_path"])
+    cluster = resolve_cluster(options["system_text"], options["num_gpus"])
+    precision = options["precision"]
+    search = search_inference(
+        model=model,
+        cluster=cluster,
+        load=ServingLoad(options["isl"], options["osl"]),
+        precision=auto_precision(cluster) if precision == "auto" else precision,
+        max_ttft_s=parse_bound(options["max_ttft"], "--max-ttft"),
+        max_tpot_s=parse_bound(options["max_tpot"], "--max-tpot"),
+        efficiency=resolve_efficiency(options["calibration"]),
+    )
+    cost = inference_cost(
+        estimate=search.best,
+        cluster=cluster,
+        power=power_of(_power_records(), cluster.system.name),
+        prices=prices,
+        measured_power_w=options["power_w"],
+    )
+    if options["as_json"]:
+        print_json(cost)
+    else:
+        render_inference_cost(cost)
+
+
+@command.command("cluster")
+@click.option("--system", "system_text", default="gb200-nvl72", show_default=True, help="Catalog system.")
+@click.option("--racks", type=click.IntRange(min=1), help="Number of racks (full).")
+@click.option("--gpus", "num_gpus", type=click.IntRange(min=1), help="Or: GPUs (whole systems, whole racks).")
+@click.option("--site-kw", type=float, help="Site power budget in kW (facility power, IT x PUE).")
+@click.option(
+    "--systems-per-rack", type=click.IntRange(min=1), help="Override the catalog's systems per rack."
+)
+@click.option("--workload", type=click.Choice(["train", "infer"]), default="train", show_default=True)
+@prices_option
+@json_option
+def cluster_command(**options: Any) -> None:
+    """Racks, kW per rack (from the catalog's parts), site MW, cooling split, fits a site budget;
+    with --prices, the TCO per year."""
+    catalog = get_context().catalog()
+    prices = _prices(options["prices_path"])
+    record = power_of(_power_records(), catalog.system(options["system_text"]).name)
+    system = catalog.system(options["system_text"])
+    per_rack = options["systems_per_rack"] or record.systems_per_rack
+    if options["racks"] is not None and options["num_gpus"] is not None:
+        raise UserInputError("give --racks or --gpus, not both")
+    if options["num_gpus"] is not None:
+        cluster = catalog.cluster(system.name, num_accelerators=options["num_gpus"])
+    else:
+        cluster = catalog.cluster(system.name, num_nodes=(options["racks"] or 1) * per_rack)
+    site = options["site_kw"] * 1e3 if options["site_kw"] is not None else None
+    plan = rack_plan(
+        cluster=cluster,
+        power=record,
+        pue=prices.pue(record.cooling) if prices is not None else 1.0,
+        site_budget_w=site,
+        systems_per_rack=per_rack,
+    )
+    tco = None
+    if prices is not None and system.name in prices.system_purchase_usd:
+        draw = power_for(cluster=cluster, power=record, workload=options["workload"], prices=prices)
+        tco = tco_per_year(power=draw, prices=prices)
+    if options["as_json"]:
+        print_json({"rack_plan": plan, "tco": tco})
+        return
+    render_rack_plan(plan)
+    if tco is not None:
+        render_tco(tco)
+
+
+@command.command("upgrade")
+@click.option(
+    "--from", "old_text", required=True, help="The cluster today: <GPUs>x<accelerator>, e.g. 100xh100-sxm."
+)
+@click.option(
+    "--to", "new_text", required=True, help="The new accelerator or system, e.g. b200 or gb200-nvl72."
+)
+@click.option(
+    "--workload",
+    "workload_names",
+    multiple=True,
+    type=click.Choice(sorted(COST_WORKLOADS)),
+    help=f"Named workload (repeatable; default: {', '.join(DEFAULT_UPGRADE_WORKLOADS)}).",
+)
+@prices_option
+@click.option(
+    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the payback tornado plot (.png/.svg)."
+)
+@calibration_option
+@json_option
+def upgrade_command(**options: Any) -> None:
+    """How many new GPUs do the old cluster's work (from the engine), power before and after,
+    payback at the stated prices, and what moves each answer most."""
+    context = get_context()
+    catalog = context.catalog()
+    old_system, old_gpus = parse_fleet(catalog, options["old_text"])
+    new_system, _ = parse_fleet(catalog, options["new_text"])
+    if old_gpus is None:
+        raise UserInputError(f"--from {options['old_text']!r} needs a GPU count, e.g. 100x{old_system.name}")
+    prices = _prices(options["prices_path"])
+    if options["plot_path"] is not None and prices is None:
+        raise UserInputError("--plot draws the payback sensitivity: give --prices FILE too")
+    names = options["workload_names"] or DEFAULT_UPGRADE_WORKLOADS
+    upgrade = compare_upgrade(
+        catalog=catalog,
+        models=context.models(),
+        old_system=old_system,
+        old_gpus=old_gpus,
+        new_system=new_system,
+        workloads=[cost_workload(name) for name in names],
+        power=_power_records(),
+        prices=prices,
+        efficiency=resolve_efficiency(options["calibration"]),
+    )
+    written = save_tornado(upgrade, options["plot_path"]) if options["plot_path"] is not None else []
+    if options["as_json"]:
+        print_json({"upgrade": upgrade, "plots": [str(path) for path in written]})
+        return
+    render_upgrade(upgrade)
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+@command.command("fleet")
+@click.option("--workload", "workload_name", required=True, type=click.Choice(sorted(COST_WORKLOADS)))
+@click.option(
+    "--systems",
+    "system_names",
+    default="dgx-h100,dgx-b200,gb200-nvl72",
+    show_default=True,
+    help="Candidate systems or accelerators, comma-separated.",
+)
+@click.option("--tokens-per-day", type=float, help="Training target: tokens per day.")
+@click.option(
+    "--requests-per-s", type=float, help="Serving target: requests per second at the workload's bounds."
+)
+@prices_option
+@calibration_option
+@json_option
+def fleet_command(**options: Any) -> None:
+    """GPUs, systems, racks, power and cost on each candidate system to reach a target."""
+    context = get_context()
+    catalog = context.catalog()
+    systems = [parse_fleet(catalog, name)[0] for name in options["system_names"].split(",") if name.strip()]
+    if not systems:
+        raise UserInputError("--systems names no system; e.g. --systems dgx-h100,dgx-b200")
+    sizing = size_fleet(
+        catalog=catalog,
+        models=context.models(),
+        systems=systems,
+        workload=cost_workload(options["workload_name"]),
+        power=_power_records(),
+        tokens_per_day=options["tokens_per_day"],
+        requests_per_s=options["requests_per_s"],
+        prices=_prices(options["prices_path"]),
+        efficiency=resolve_efficiency(options["calibration"]),
+    )
+    if options["as_json"]:
+        print_json(sizing)
+    else:
+        render_fleet(sizing)

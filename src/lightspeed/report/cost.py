@@ -1,0 +1,405 @@
+"""Rendering of cost, energy, power and cooling: tables, the upgrade comparison and its tornado plot.
+
+Every money figure is printed with the inputs it used (a caption under its table).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lightspeed.records import JsonObject
+from lightspeed.report.console import make_console, render_table
+from lightspeed.report.plots import SERIES_COLORS, new_figure, save_figure
+from lightspeed.sol import (
+    ClusterPower,
+    DeepSeekCost,
+    FleetSizing,
+    InferenceCost,
+    RackPlan,
+    SystemCost,
+    Tco,
+    TrainingCost,
+    Upgrade,
+)
+from lightspeed.sol.cost_upgrade import UpgradeMatch
+from lightspeed.units import format_count, format_duration
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from rich.console import Console
+
+JOULES_PER_KWH = 3.6e6
+
+
+def kw(value_w: float | None) -> str:
+    """``70.0 kW`` (or ``-``)."""
+    return "-" if value_w is None else f"{value_w / 1e3:,.1f} kW"
+
+
+def usd(value: float | None) -> str:
+    """``$1.23M``, ``$45.6k``, ``$7.89`` (or ``-``)."""
+    if value is None:
+        return "-"
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"${value / size:,.4g}{suffix}"
+    return f"${value:,.4g}"
+
+
+def years(value: float | None) -> str:
+    """``1.5 years`` or ``never`` (savings do not cover the running costs)."""
+    return "never" if value is None else f"{value:.2g} years"
+
+
+def energy(value_j: float) -> str:
+    """Energy in kWh, MWh or GWh."""
+    kwh = value_j / JOULES_PER_KWH
+    if kwh < 1.0:
+        return f"{value_j / 1e3:,.4g} kJ"
+    for size, unit in ((1e6, "GWh"), (1e3, "MWh")):
+        if kwh >= size:
+            return f"{kwh / size:,.4g} {unit}"
+    return f"{kwh:,.4g} kWh"
+
+
+def inputs_caption(inputs: JsonObject) -> str:
+    """``inputs: key=value, ...``: the inputs a price-dependent figure used."""
+    return "inputs: " + ", ".join(
+        f"{key}={_number(value)}" for key, value in inputs.items() if value is not None
+    )
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:g}"
+    return str(value)
+
+
+def _print_inputs(inputs: JsonObject, console: Console | None = None) -> None:
+    (console or make_console()).print("  " + inputs_caption(inputs), style="dim")
+
+
+def _power_rows(power: ClusterPower) -> list[list[str]]:
+    return [
+        ["GPU TDP only", kw(power.gpus_tdp_w)],
+        ["systems rated", kw(power.rated_power_w)],
+        [f"IT draw ({power.basis})", kw(power.it_power_w)],
+        [f"facility (x PUE {power.pue:g})", kw(power.facility_power_w)],
+        ["heat to liquid / air", f"{kw(power.liquid_heat_w)} / {kw(power.air_heat_w)}"],
+    ]
+
+
+def render_training_cost(cost: TrainingCost) -> None:
+    """Print a training run's time, GPU-hours, energy and money."""
+    rows = [
+        ["throughput (engine)", f"{format_count(cost.tokens_per_s)} tokens/s on {cost.num_gpus} GPUs"],
+        ["tokens", format_count(cost.num_tokens)],
+        ["time to train", format_duration(cost.time_s)],
+        ["GPU-hours", format_count(cost.gpu_hours)],
+        *_power_rows(cost.power),
+        ["energy per step", energy(cost.energy_per_step_j)],
+        ["energy per token", f"{cost.energy_per_token_j:.3g} J"],
+        ["energy of the run", energy(cost.energy_j)],
+        ["electricity", usd(cost.electricity_usd)],
+        ["cloud cost", usd(cost.cloud_usd)],
+        ["owned cost (TCO share)", usd(cost.owned_usd)],
+    ]
+    render_table(
+        f"{cost.model} training on {cost.num_gpus} x {cost.system} GPUs",
+        ["", "value"],
+        rows,
+    )
+    _print_inputs(cost.inputs)
+
+
+def render_inference_cost(cost: InferenceCost) -> None:
+    """Print a deployment's cost and energy per output token."""
+    rows = [
+        ["deployment", f"{cost.plan} on {cost.num_gpus} GPUs"],
+        ["output tokens/s (engine)", format_count(cost.output_tokens_per_s)],
+        ["TTFT / TPOT", f"{format_duration(cost.ttft_s)} / {format_duration(cost.tpot_s)}"],
+        *_power_rows(cost.power),
+        ["energy per output token", f"{cost.energy_per_token_j:.3g} J"],
+        ["cloud $ per million tokens", usd(cost.cloud_usd_per_million_tokens)],
+        ["owned $ per million tokens", usd(cost.owned_usd_per_million_tokens)],
+    ]
+    render_table(f"{cost.model} served on {cost.system}", ["", "value"], rows)
+    _print_inputs(cost.inputs)
+
+
+def render_tco(tco: Tco) -> None:
+    """Print one TCO per year."""
+    rows = [
+        ["purchase", usd(tco.capex_usd)],
+        ["capex per year", usd(tco.capex_per_year_usd)],
+        ["energy per year", energy(tco.energy_per_year_j)],
+        ["electricity per year", usd(tco.electricity_per_year_usd)],
+        ["other opex per year", usd(tco.other_opex_per_year_usd)],
+        ["total per year", usd(tco.total_per_year_usd)],
+        ["per GPU-hour worked", usd(tco.usd_per_gpu_hour)],
+    ]
+    render_table(
+        f"TCO per year: {tco.num_systems:g} x {tco.system} ({tco.num_gpus} GPUs)",
+        ["", "value"],
+        rows,
+    )
+    _print_inputs(tco.inputs)
+
+
+def render_rack_plan(plan: RackPlan) -> None:
+    """Print racks, power per rack, site power, the cooling split and the parts the rack sums."""
+    console = make_console()
+    if plan.parts:
+        parts = [[part.name, str(part.count), kw(part.power_each_w), kw(part.power_w)] for part in plan.parts]
+        parts.append(["rack total", "", "", kw(sum(part.power_w for part in plan.parts))])
+        render_table(
+            f"{plan.system}: rated power from parts",
+            ["part", "count", "each", "total"],
+            parts,
+            console=console,
+        )
+    fits = "-" if plan.fits_site is None else ("yes" if plan.fits_site else "NO")
+    rows = [
+        ["GPUs / systems / racks", f"{plan.num_gpus} / {plan.num_systems} / {plan.num_racks}"],
+        ["systems per rack", str(plan.systems_per_rack)],
+        ["rated power per rack", kw(plan.rack_power_w)],
+        ["site IT power", f"{plan.site_it_power_w / 1e6:,.3f} MW"],
+        [f"site facility power (x PUE {plan.pue:g})", f"{plan.site_facility_power_w / 1e6:,.3f} MW"],
+        [f"heat to liquid ({plan.cooling} cooled)", kw(plan.liquid_heat_w)],
+        ["heat to air", kw(plan.air_heat_w)],
+        ["site budget", kw(plan.site_budget_w)],
+        ["fits the site budget", fits],
+    ]
+    render_table(f"{plan.system}: rack and site power plan", ["", "value"], rows, console=console)
+    for source in plan.sources:
+        console.print(f"  source: {source}", style="dim")
+
+
+def render_deepseek_cost(result: DeepSeekCost) -> None:
+    """Print DeepSeek-V3's cost from the engine's GPU-hours beside the report's."""
+    rate = result.usd_per_gpu_hour
+    rows = [
+        [
+            "pre-training GPU-hours",
+            format_count(result.predicted_pretrain_gpu_hours),
+            format_count(result.published_pretrain_gpu_hours),
+        ],
+        [
+            "+ context extension and post-training",
+            format_count(result.other_gpu_hours),
+            format_count(result.other_gpu_hours),
+        ],
+        [f"total at ${rate:g}/GPU-hour", usd(result.predicted_total_usd), usd(result.published_total_usd)],
+        ["predicted / published", f"{result.ratio:.3f}", ""],
+        ["energy of pre-training (engine, facility)", energy(result.training.energy_j), ""],
+    ]
+    render_table(
+        "DeepSeek-V3 training cost: engine vs technical report (Table 1)",
+        ["", "engine", "published"],
+        rows,
+    )
+    console = make_console()
+    _print_inputs({"usd_per_gpu_hour": rate, "pue": result.training.power.pue}, console)
+    console.print(f"  note: {result.note}", style="dim")
+
+
+def render_upgrade(upgrade: Upgrade) -> None:
+    """Print the upgrade comparison beside the seed's claim, each workload's payback and sensitivities."""
+    console = make_console()
+    rows = [["seed claim 17", "100", "50", "2.00", "70 -> 50", "", "1-2 y", ""]]
+    for match in upgrade.matches:
+        payback = match.payback
+        rows.append(
+            [
+                match.workload,
+                str(match.old_gpus),
+                f"{match.new_gpus} ({match.new_gpu_equivalent:.1f})",
+                f"{match.gpu_ratio:.2f}",
+                _kw_pair(match.power_before.gpus_tdp_w, match.power_after.gpus_tdp_w),
+                _kw_pair(match.power_before.facility_power_w, match.power_after.facility_power_w),
+                _years_short(payback.vs_renting_years) if payback else "-",
+                _years_short(payback.vs_keeping_years) if payback else "-",
+            ]
+        )
+    render_table(
+        f"{upgrade.old_gpus} GPUs of {upgrade.old_system} -> {upgrade.new_system}: same work",
+        [
+            "workload",
+            "old GPUs",
+            "new (exact)",
+            "old/new",
+            "GPU TDP kW",
+            "facility kW",
+            "payback rent",
+            "payback keep",
+        ],
+        rows,
+        console=console,
+        right_align_from=1,
+        caption="new: whole systems reaching the old throughput (exact: old / new tokens/s per GPU); "
+        "GPU TDP: the seed's convention; facility: systems' draw x PUE; payback rent: the purchase "
+        "repaid by not renting the old GPUs; keep: repaid by running-cost savings alone",
+    )
+    for match in upgrade.matches:
+        _print_match(console, match)
+    if upgrade.prices is not None:
+        _print_inputs(_price_inputs(upgrade.prices), console)
+
+
+def _kw_pair(before_w: float | None, after_w: float | None) -> str:
+    if before_w is None or after_w is None:
+        return "-"
+    return f"{before_w / 1e3:,.0f} -> {after_w / 1e3:,.0f}"
+
+
+def _years_short(value: float | None) -> str:
+    return "never" if value is None else f"{value:.2g} y"
+
+
+def _price_inputs(prices: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in prices.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{name}": price for name, price in value.items()})
+        elif key != "path":
+            flat[key] = value
+    return flat
+
+
+def _print_match(console: Console, match: UpgradeMatch) -> None:
+    console.print(f"[bold]{match.workload}[/bold]: {match.description}")
+    console.print(
+        f"  old: {match.old.plan} on {match.old.num_gpus} GPUs, "
+        f"{format_count(match.old.tokens_per_s_per_gpu)} tokens/s per GPU ({match.old.precision})"
+    )
+    console.print(
+        f"  new: {match.new.plan} on {match.new.num_gpus} GPUs, "
+        f"{format_count(match.new.tokens_per_s_per_gpu)} tokens/s per GPU ({match.new.precision})"
+    )
+    console.print(f"  {match.verdict}")
+    for row in match.sensitivities:
+        console.print(
+            f"  sensitivity of {row.answer} to {row.input}: {_answer(row.low_answer)} .. "
+            f"{_answer(row.high_answer)} (base {_answer(row.base_answer)})",
+            style="dim",
+        )
+
+
+def _answer(value: float | None) -> str:
+    return "never" if value is None else f"{value:.3g}"
+
+
+def render_fleet(sizing: FleetSizing) -> None:
+    """Print each candidate system sized to the target."""
+    rows = []
+    for option in sizing.options:
+        rows.append(
+            [
+                option.system,
+                option.point.precision,
+                str(option.num_gpus),
+                str(option.num_systems),
+                str(option.num_racks),
+                format_count(option.tokens_per_s),
+                kw(option.power.facility_power_w),
+                usd(option.tco.total_per_year_usd) if option.tco else "-",
+                usd(option.cloud_usd_per_day) if option.cloud_usd_per_day is not None else "-",
+            ]
+        )
+    render_table(
+        f"fleet for {sizing.target} ({sizing.workload})",
+        [
+            "system",
+            "precision",
+            "GPUs",
+            "systems",
+            "racks",
+            "tokens/s",
+            "facility power",
+            "TCO/year",
+            "cloud/day",
+        ],
+        rows,
+        right_align_from=2,
+        caption="tokens/s: the engine's best plan on that many systems; TCO and cloud from the prices file",
+    )
+
+
+def render_system_costs(costs: Sequence[SystemCost], workload: str) -> None:
+    """Print the cost and energy columns of ``compare systems --prices``."""
+    unit = "training" if workload == "train" else "output"
+    rows = [
+        [
+            cost.system,
+            str(cost.num_gpus),
+            kw(cost.facility_power_w),
+            "-" if cost.energy_per_token_j is None else f"{cost.energy_per_token_j:.3g} J",
+            usd(cost.cloud_usd_per_million_tokens),
+            usd(cost.owned_usd_per_million_tokens),
+        ]
+        for cost in costs
+    ]
+    console = make_console()
+    render_table(
+        f"cost and energy of each best plan (per {unit} token)",
+        [
+            "system",
+            "GPUs",
+            "facility power",
+            "energy/token",
+            "cloud $/M tokens",
+            "owned $/M tokens",
+        ],
+        rows,
+        right_align_from=1,
+        console=console,
+    )
+    for cost in costs:
+        _print_inputs({"system": cost.system, **cost.inputs}, console)
+        if cost.note:
+            console.print(f"  {cost.system}: {cost.note}", style="dim")
+
+
+def tornado_figure(upgrade: Upgrade, answer: str = "payback vs renting (years)") -> Figure:
+    """A tornado plot per workload: how far ``answer`` moves between each input's low and high value."""
+    matches = [match for match in upgrade.matches if any(row.answer == answer for row in match.sensitivities)]
+    figure, axes = new_figure(8.0, 1.2 + 0.9 * max(1, len(matches) * 3) * 0.45)
+    labels: list[str] = []
+    position = 0
+    for index, match in enumerate(matches):
+        for row in [row for row in match.sensitivities if row.answer == answer]:
+            base = row.base_answer if row.base_answer is not None else 0.0
+            low, high = (_capped(value, base) for value in (row.low_answer, row.high_answer))
+            left, right = min(low, high), max(low, high)
+            axes.barh(position, right - left, left=left, color=SERIES_COLORS[index % len(SERIES_COLORS)])
+            labels.append(f"{match.workload}: {row.input}")
+            position += 1
+        if matches:
+            axes.axvline(
+                match.sensitivities[0].base_answer or 0.0, color="#1a202c", linewidth=0.8, linestyle="--"
+            )
+    axes.set_yticks(range(len(labels)))
+    axes.set_yticklabels(labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel(answer)
+    axes.set_title(
+        f"{upgrade.old_gpus} x {upgrade.old_system} -> {upgrade.new_system}: sensitivity", loc="left"
+    )
+    return figure
+
+
+def _capped(value: float | None, base: float) -> float:
+    """A finite bar end: ``never`` is drawn at 10 x the base (and said so in the label axis)."""
+    if value is None or not math.isfinite(value):
+        return 10.0 * base if base > 0 else 10.0
+    return value
+
+
+def save_tornado(upgrade: Upgrade, path: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
+    """Write the payback tornado plot to ``path`` (suffix chosen by ``formats``)."""
+    suffix = path.suffix.lstrip(".")
+    chosen = [suffix] if suffix in ("png", "svg", "pdf") else list(formats)
+    return save_figure(tornado_figure(upgrade), path.with_suffix(""), chosen)

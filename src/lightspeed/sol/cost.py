@@ -1,0 +1,508 @@
+"""Energy, power and money of a job and a cluster, from the engines' predicted throughput.
+
+Power comes from the catalog's ``system-power`` records (rated maximum x the
+share drawn under training or inference), or from a measured mean power when
+monitor data exists. Money comes from a :class:`~lightspeed.sol.cost_inputs.Prices`
+the user gives; every money figure carries the ``inputs`` it used.
+
+Conventions: power in W, energy in J (kWh and MWh only when rendered), time in
+s, money in US dollars. Facility power = IT power x PUE.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+from lightspeed.catalog import Cluster
+from lightspeed.catalog.power import PowerPart, SystemPower
+from lightspeed.errors import UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.cost_inputs import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
+from lightspeed.sol.infer.estimate import InferenceEstimate
+from lightspeed.sol.train.result import TrainEstimate
+
+WORKLOAD_KINDS: Final = ("train", "infer")
+# DeepSeek-V3 technical report, Table 1: H800 GPU-hours and cost at $2 per GPU-hour.
+DEEPSEEK_CONTEXT_EXTENSION_GPU_HOURS: Final = 119e3
+DEEPSEEK_POST_TRAINING_GPU_HOURS: Final = 5e3
+DEEPSEEK_PUBLISHED_USD: Final = 5.576e6
+DEEPSEEK_USD_PER_GPU_HOUR: Final = 2.0
+
+
+def check_power_w(
+    value: float | None, name: str = "measured power", fix: str = "give the mean draw in W"
+) -> None:
+    """Raise a one-line error unless ``value`` is ``None`` or a finite power in (0, 1 GW]."""
+    if value is None:
+        return
+    if not math.isfinite(value) or not 0.0 < value <= 1e9:
+        raise UserInputError(f"{name} {value!r} W is not a power in (0, 1 GW]; {fix}")
+
+
+@dataclass(frozen=True)
+class ClusterPower(Record):
+    """What ``num_gpus`` GPUs of one system draw, in W.
+
+    ``gpus_tdp_w`` counts GPU TDP only (the seed's convention); ``rated_power_w``
+    the systems' rated maximum (``num_systems`` may be fractional: GPUs / GPUs
+    per system); ``it_power_w`` the draw while working; ``facility_power_w``
+    that times the PUE of the system's cooling kind.
+    """
+
+    system: str
+    num_gpus: int
+    num_systems: float
+    gpus_tdp_w: float | None
+    rated_power_w: float
+    it_power_w: float
+    pue: float
+    facility_power_w: float
+    liquid_heat_w: float
+    air_heat_w: float
+    basis: str
+
+
+def cluster_power(
+    *,
+    power: SystemPower,
+    gpus_per_system: int,
+    num_gpus: int,
+    workload: str = "train",
+    gpu_tdp_w: float | None = None,
+    pue: float = 1.0,
+    measured_power_w: float | None = None,
+) -> ClusterPower:
+    """The power of ``num_gpus`` GPUs working on ``workload`` (``train`` or ``infer``).
+
+    >>> from lightspeed.catalog.power import load_power
+    >>> draw = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=100, gpu_tdp_w=700.0)
+    >>> draw.gpus_tdp_w / 1e3, draw.rated_power_w / 1e3  # kW: 100 x 700 W; 12.5 x 10.2 kW
+    (70.0, 127.5)
+    """
+    if workload not in WORKLOAD_KINDS:
+        raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOAD_KINDS)}")
+    if num_gpus < 1:
+        raise UserInputError(f"{num_gpus} GPUs: give at least 1")
+    check_power_w(measured_power_w)
+    systems = num_gpus / gpus_per_system
+    rated = systems * power.max_power_w
+    share = power.draw_share(workload)
+    if measured_power_w is not None:
+        it_power, basis = measured_power_w, "measured mean power"
+    else:
+        it_power = rated * share
+        basis = f"rated {power.max_power_w / 1e3:g} kW per system x {share:g} drawn under {workload}"
+    liquid = it_power * power.liquid_heat_share
+    return ClusterPower(
+        system=power.system,
+        num_gpus=num_gpus,
+        num_systems=systems,
+        gpus_tdp_w=num_gpus * gpu_tdp_w if gpu_tdp_w is not None else None,
+        rated_power_w=rated,
+        it_power_w=it_power,
+        pue=pue,
+        facility_power_w=it_power * pue,
+        liquid_heat_w=liquid,
+        air_heat_w=it_power - liquid,
+        basis=basis,
+    )
+
+
+def power_for(
+    *,
+    cluster: Cluster,
+    power: SystemPower,
+    num_gpus: int | None = None,
+    workload: str = "train",
+    prices: Prices | None = None,
+    measured_power_w: float | None = None,
+) -> ClusterPower:
+    """:func:`cluster_power` of ``num_gpus`` (default all) GPUs of ``cluster``; PUE from ``prices``."""
+    system = cluster.system
+    return cluster_power(
+        power=power,
+        gpus_per_system=system.num_accelerators,
+        num_gpus=num_gpus or cluster.num_accelerators,
+        workload=workload,
+        gpu_tdp_w=system.accelerator.tdp_w,
+        pue=prices.pue(power.cooling) if prices is not None else 1.0,
+        measured_power_w=measured_power_w,
+    )
+
+
+@dataclass(frozen=True)
+class Tco(Record):
+    """Total cost of ownership per year of ``num_systems`` systems (US dollars).
+
+    capex per year = purchase / depreciation years; electricity = facility
+    power x hours per year x utilisation x price per kWh; other opex = a share
+    of the purchase price per year. ``usd_per_gpu_hour`` divides the total by
+    the GPU-hours actually worked.
+    """
+
+    system: str
+    num_systems: float
+    num_gpus: int
+    capex_usd: float
+    capex_per_year_usd: float
+    energy_per_year_j: float
+    electricity_per_year_usd: float
+    other_opex_per_year_usd: float
+    total_per_year_usd: float
+    usd_per_gpu_hour: float
+    inputs: JsonDict
+
+
+def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
+    """Yearly cost of owning and running the GPUs of ``power`` at ``prices``.
+
+    >>> from lightspeed.catalog.power import load_power
+    >>> draw = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=8, pue=1.0)
+    >>> prices = Prices(electricity_usd_per_kwh=0.1, pue_air=1.0, system_purchase_usd={"dgx-h100": 400e3})
+    >>> round(tco_per_year(power=draw, prices=prices).total_per_year_usd)  # 100k + 8.364 kW x 8766 h x $0.1
+    107332
+    """
+    purchase = prices.purchase_usd(power.system)
+    capex = purchase * power.num_systems
+    hours = HOURS_PER_YEAR * prices.utilisation
+    energy = power.facility_power_w * hours * 3600.0
+    electricity = energy / JOULES_PER_KWH * prices.electricity_usd_per_kwh
+    other = capex * prices.other_opex_share_per_year
+    total = capex / prices.depreciation_years + electricity + other
+    return Tco(
+        system=power.system,
+        num_systems=power.num_systems,
+        num_gpus=power.num_gpus,
+        capex_usd=capex,
+        capex_per_year_usd=capex / prices.depreciation_years,
+        energy_per_year_j=energy,
+        electricity_per_year_usd=electricity,
+        other_opex_per_year_usd=other,
+        total_per_year_usd=total,
+        usd_per_gpu_hour=total / (power.num_gpus * hours),
+        inputs={
+            f"system_purchase_usd.{power.system}": purchase,
+            "depreciation_years": prices.depreciation_years,
+            "electricity_usd_per_kwh": prices.electricity_usd_per_kwh,
+            "pue": power.pue,
+            "utilisation": prices.utilisation,
+            "other_opex_share_per_year": prices.other_opex_share_per_year,
+            "it_power_w": power.it_power_w,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class TrainingCost(Record):
+    """Time, GPU-hours, energy and money of a training run (``num_tokens`` tokens).
+
+    Energies in J at the facility (IT x PUE); ``cloud_usd`` at the cloud price
+    per GPU-hour, ``owned_usd`` at the owned cluster's TCO per GPU-hour,
+    ``electricity_usd`` the electricity alone; ``None`` without prices.
+    """
+
+    model: str
+    system: str
+    num_gpus: int
+    tokens_per_s: float
+    step_s: float
+    num_tokens: float
+    time_s: float
+    gpu_hours: float
+    power: ClusterPower
+    energy_per_step_j: float
+    energy_per_token_j: float
+    energy_j: float
+    electricity_usd: float | None
+    cloud_usd: float | None
+    owned_usd: float | None
+    inputs: JsonDict
+
+
+def _money_inputs(prices: Prices | None, accelerator: str, power: ClusterPower) -> dict[str, Any]:
+    if prices is None:
+        return {"pue": power.pue}
+    inputs: dict[str, Any] = {"electricity_usd_per_kwh": prices.electricity_usd_per_kwh, "pue": power.pue}
+    if accelerator in prices.cloud_usd_per_gpu_hour:
+        inputs[f"cloud_usd_per_gpu_hour.{accelerator}"] = prices.cloud_usd_per_gpu_hour[accelerator]
+    if power.system in prices.system_purchase_usd:
+        inputs[f"system_purchase_usd.{power.system}"] = prices.system_purchase_usd[power.system]
+        inputs["depreciation_years"] = prices.depreciation_years
+        inputs["utilisation"] = prices.utilisation
+        inputs["other_opex_share_per_year"] = prices.other_opex_share_per_year
+    return inputs
+
+
+def _owned_per_gpu_hour(prices: Prices, power: ClusterPower) -> float | None:
+    if power.system not in prices.system_purchase_usd:
+        return None
+    return tco_per_year(power=power, prices=prices).usd_per_gpu_hour
+
+
+def training_cost(
+    *,
+    estimate: TrainEstimate,
+    cluster: Cluster,
+    power: SystemPower,
+    num_tokens: float,
+    prices: Prices | None = None,
+    measured_power_w: float | None = None,
+) -> TrainingCost:
+    """Energy and cost of training on ``num_tokens`` tokens at the estimate's tokens/s.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.catalog.power import load_power
+    >>> from lightspeed.tour.scenarios import deepseek_v3_training
+    >>> from lightspeed.workload import load_models
+    >>> catalog = load_catalog()
+    >>> run = deepseek_v3_training(catalog, load_models())
+    >>> cost = training_cost(estimate=run, cluster=catalog.cluster("hgx-h800", num_accelerators=2048),
+    ...     power=load_power()["hgx-h800"], num_tokens=14.8e12, prices=Prices(electricity_usd_per_kwh=0.1,
+    ...     cloud_usd_per_gpu_hour={"h800-sxm": 2.0}))
+    >>> round(cost.gpu_hours / 1e6, 2), round(cost.cloud_usd / 1e6, 2)  # M GPU-hours, M$
+    (2.38, 4.76)
+    """
+    if not math.isfinite(num_tokens) or num_tokens <= 0:
+        raise UserInputError(f"{num_tokens!r} tokens to train: give a positive number")
+    draw = power_for(
+        cluster=cluster,
+        power=power,
+        num_gpus=estimate.num_gpus,
+        workload="train",
+        prices=prices,
+        measured_power_w=measured_power_w,
+    )
+    time_s = num_tokens / estimate.tokens_per_s
+    gpu_hours = time_s * estimate.num_gpus / 3600.0
+    energy = draw.facility_power_w * time_s
+    accelerator = cluster.system.accelerator.name
+    electricity = cloud = owned = None
+    if prices is not None:
+        electricity = energy / JOULES_PER_KWH * prices.electricity_usd_per_kwh
+        if accelerator in prices.cloud_usd_per_gpu_hour:
+            cloud = gpu_hours * prices.cloud_usd_per_gpu_hour[accelerator]
+        owned_rate = _owned_per_gpu_hour(prices, draw)
+        owned = gpu_hours * owned_rate if owned_rate is not None else None
+    return TrainingCost(
+        model=estimate.model,
+        system=cluster.system.name,
+        num_gpus=estimate.num_gpus,
+        tokens_per_s=estimate.tokens_per_s,
+        step_s=estimate.step_time_s,
+        num_tokens=num_tokens,
+        time_s=time_s,
+        gpu_hours=gpu_hours,
+        power=draw,
+        energy_per_step_j=draw.facility_power_w * estimate.step_time_s,
+        energy_per_token_j=draw.facility_power_w / estimate.tokens_per_s,
+        energy_j=energy,
+        electricity_usd=electricity,
+        cloud_usd=cloud,
+        owned_usd=owned,
+        inputs=_money_inputs(prices, accelerator, draw),
+    )
+
+
+@dataclass(frozen=True)
+class InferenceCost(Record):
+    """Energy and money per token of one serving deployment at its latency.
+
+    ``cloud_usd_per_million_tokens``: the GPUs rented per hour / output tokens
+    per hour x 1e6; ``owned_usd_per_million_tokens`` the same at the owned
+    cluster's TCO per GPU-hour. Energy per output token in J at the facility.
+    """
+
+    model: str
+    system: str
+    num_gpus: int
+    precision: str
+    plan: str
+    output_tokens_per_s: float
+    ttft_s: float
+    tpot_s: float
+    power: ClusterPower
+    energy_per_token_j: float
+    cloud_usd_per_million_tokens: float | None
+    owned_usd_per_million_tokens: float | None
+    inputs: JsonDict
+
+
+def inference_cost(
+    *,
+    estimate: InferenceEstimate,
+    cluster: Cluster,
+    power: SystemPower,
+    prices: Prices | None = None,
+    measured_power_w: float | None = None,
+) -> InferenceCost:
+    """Cost and energy per output token of ``estimate`` (a deployment meeting its bounds)."""
+    draw = power_for(
+        cluster=cluster,
+        power=power,
+        num_gpus=estimate.num_gpus,
+        workload="infer",
+        prices=prices,
+        measured_power_w=measured_power_w,
+    )
+    tokens_per_hour = estimate.output_tokens_per_s * 3600.0
+    accelerator = cluster.system.accelerator.name
+    cloud = owned = None
+    if prices is not None:
+        if accelerator in prices.cloud_usd_per_gpu_hour:
+            cloud = estimate.num_gpus * prices.cloud_usd_per_gpu_hour[accelerator] / tokens_per_hour * 1e6
+        owned_rate = _owned_per_gpu_hour(prices, draw)
+        if owned_rate is not None:
+            owned = estimate.num_gpus * owned_rate / tokens_per_hour * 1e6
+    return InferenceCost(
+        model=estimate.model,
+        system=cluster.system.name,
+        num_gpus=estimate.num_gpus,
+        precision=estimate.precisions.weights,
+        plan=estimate.plan.describe(),
+        output_tokens_per_s=estimate.output_tokens_per_s,
+        ttft_s=estimate.ttft_s,
+        tpot_s=estimate.tpot_s,
+        power=draw,
+        energy_per_token_j=draw.facility_power_w / estimate.output_tokens_per_s,
+        cloud_usd_per_million_tokens=cloud,
+        owned_usd_per_million_tokens=owned,
+        inputs=_money_inputs(prices, accelerator, draw),
+    )
+
+
+@dataclass(frozen=True)
+class RackPlan(Record):
+    """Racks, rated power per rack, site power and the cooling split of a cluster (W).
+
+    ``rack_power_w`` is the rated power of a full rack (the figure to
+    provision); ``site_it_power_w`` that of every system; ``site_facility_power_w``
+    times the PUE. ``fits_site`` compares the facility power with the budget.
+    """
+
+    system: str
+    cooling: str
+    num_gpus: int
+    num_systems: int
+    systems_per_rack: int
+    num_racks: int
+    rack_power_w: float
+    parts: tuple[PowerPart, ...]
+    site_it_power_w: float
+    pue: float
+    site_facility_power_w: float
+    liquid_heat_w: float
+    air_heat_w: float
+    site_budget_w: float | None
+    fits_site: bool | None
+    sources: tuple[str, ...]
+
+
+def rack_plan(
+    *,
+    cluster: Cluster,
+    power: SystemPower,
+    pue: float = 1.0,
+    site_budget_w: float | None = None,
+    systems_per_rack: int | None = None,
+) -> RackPlan:
+    """Racks and rated power for every system of ``cluster`` (whole systems, whole racks).
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.catalog.power import load_power
+    >>> racks = load_catalog().cluster("gb200-nvl72", num_nodes=8)
+    >>> plan = rack_plan(cluster=racks, power=load_power()["gb200-nvl72"])
+    >>> plan.rack_power_w / 1e3, plan.site_it_power_w / 1e6  # kW per rack, MW for 8 racks
+    (128.0, 1.024)
+    """
+    check_power_w(site_budget_w, "site budget", "give the site's facility power budget (--site-kw in kW)")
+    if not math.isfinite(pue) or not 1.0 <= pue <= 5.0:
+        raise UserInputError(f"PUE {pue!r} is not in [1, 5]; PUE is facility power / IT power")
+    per_rack = systems_per_rack or power.systems_per_rack
+    if per_rack < 1:
+        raise UserInputError(f"{per_rack} systems per rack: give at least 1")
+    systems = cluster.num_nodes
+    racks = math.ceil(systems / per_rack)
+    it_power = systems * power.max_power_w
+    liquid = it_power * power.liquid_heat_share
+    facility = it_power * pue
+    return RackPlan(
+        system=power.system,
+        cooling=power.cooling,
+        num_gpus=cluster.num_accelerators,
+        num_systems=systems,
+        systems_per_rack=per_rack,
+        num_racks=racks,
+        rack_power_w=min(per_rack, systems) * power.max_power_w,
+        parts=power.parts,
+        site_it_power_w=it_power,
+        pue=pue,
+        site_facility_power_w=facility,
+        liquid_heat_w=liquid,
+        air_heat_w=it_power - liquid,
+        site_budget_w=site_budget_w,
+        fits_site=facility <= site_budget_w if site_budget_w is not None else None,
+        sources=tuple(
+            power.sources[key].citation for key in dict.fromkeys(part.source for part in power.parts)
+        )
+        or tuple(source.citation for source in power.sources.values()),
+    )
+
+
+@dataclass(frozen=True)
+class DeepSeekCost(Record):
+    """DeepSeek-V3's training cost from the engine's GPU-hours beside the report's (Table 1)."""
+
+    usd_per_gpu_hour: float
+    predicted_pretrain_gpu_hours: float
+    published_pretrain_gpu_hours: float
+    other_gpu_hours: float
+    predicted_total_usd: float
+    published_total_usd: float
+    ratio: float
+    training: TrainingCost
+    note: str
+
+
+def deepseek_cost(
+    *, training: TrainingCost, published_pretrain_gpu_hours: float, usd_per_gpu_hour: float = 2.0
+) -> DeepSeekCost:
+    """The engine's pre-training GPU-hours plus the report's context extension (119K) and
+    post-training (5K), at ``usd_per_gpu_hour``, beside the published $5.576M."""
+    if not math.isfinite(usd_per_gpu_hour) or usd_per_gpu_hour < 0:
+        raise UserInputError(f"{usd_per_gpu_hour!r} USD per GPU-hour: give 0 or more")
+    other = DEEPSEEK_CONTEXT_EXTENSION_GPU_HOURS + DEEPSEEK_POST_TRAINING_GPU_HOURS
+    predicted = (training.gpu_hours + other) * usd_per_gpu_hour
+    published = DEEPSEEK_PUBLISHED_USD * usd_per_gpu_hour / DEEPSEEK_USD_PER_GPU_HOUR
+    return DeepSeekCost(
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        predicted_pretrain_gpu_hours=training.gpu_hours,
+        published_pretrain_gpu_hours=published_pretrain_gpu_hours,
+        other_gpu_hours=other,
+        predicted_total_usd=predicted,
+        published_total_usd=published,
+        ratio=predicted / published,
+        training=training,
+        note="context extension (119K) and post-training (5K GPU-hours) are the report's figures, "
+        "not predicted; the published $5.576M excludes research, ablations, data and staff",
+    )
+
+
+__all__ = [
+    "DEEPSEEK_PUBLISHED_USD",
+    "WORKLOAD_KINDS",
+    "ClusterPower",
+    "DeepSeekCost",
+    "InferenceCost",
+    "RackPlan",
+    "Tco",
+    "TrainingCost",
+    "check_power_w",
+    "cluster_power",
+    "deepseek_cost",
+    "inference_cost",
+    "power_for",
+    "rack_plan",
+    "tco_per_year",
+]

@@ -1,0 +1,164 @@
+"""Prices and site figures: user inputs, never market facts.
+
+A prices file (``examples/prices.toml`` documents one) holds what the user pays
+or assumes: electricity per kWh, PUE for air- and liquid-cooled rooms, years of
+depreciation, utilisation, other yearly costs as a share of the purchase price,
+cloud prices per GPU-hour by accelerator and purchase prices per system. Every
+figure computed from them carries the inputs it used (``inputs`` in each result).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import Record
+
+PRICES_KIND: Final = "prices"
+HOURS_PER_YEAR: Final = 8766.0  # 365.25 days
+JOULES_PER_KWH: Final = 3.6e6
+MAX_PRICE_USD: Final = 1e12
+
+
+def _check(name: str, value: float, low: float, high: float, fix: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UserInputError(f"{name} = {value!r} is not a finite number; {fix}")
+    if not low <= value <= high:
+        raise UserInputError(f"{name} = {value:g} is outside [{low:g}, {high:g}]; {fix}")
+
+
+@dataclass(frozen=True)
+class Prices(Record):
+    """What electricity, rooms, cloud hours and systems cost (user inputs, US dollars).
+
+    ``pue_air`` and ``pue_liquid``: facility power / IT power for air- and
+    liquid-cooled systems (>= 1). ``utilisation``: share of the year the
+    hardware works (1.0 = 24/7). ``other_opex_share_per_year``: yearly costs
+    other than electricity (support, network, space, staff) as a share of the
+    purchase price.
+
+    >>> Prices(electricity_usd_per_kwh=0.1).pue_air
+    1.3
+    >>> Prices(electricity_usd_per_kwh=0.1, pue_air=0.9)
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: pue_air = 0.9 is outside [1, 5]; PUE is facility / IT power, at least 1
+    """
+
+    electricity_usd_per_kwh: float
+    pue_air: float = 1.3
+    pue_liquid: float = 1.15
+    depreciation_years: float = 4.0
+    utilisation: float = 1.0
+    other_opex_share_per_year: float = 0.0
+    cloud_usd_per_gpu_hour: dict[str, float] = field(default_factory=dict)
+    system_purchase_usd: dict[str, float] = field(default_factory=dict)
+    path: str = ""
+
+    def __post_init__(self) -> None:
+        _check(
+            "electricity_usd_per_kwh", self.electricity_usd_per_kwh, 0.0, 100.0, "give a price in USD per kWh"
+        )
+        for name in ("pue_air", "pue_liquid"):
+            _check(name, getattr(self, name), 1.0, 5.0, "PUE is facility / IT power, at least 1")
+        _check(
+            "depreciation_years",
+            self.depreciation_years,
+            0.1,
+            50.0,
+            "give years of straight-line depreciation",
+        )
+        _check("utilisation", self.utilisation, 1e-6, 1.0, "give the working share of the year, 1.0 = 24/7")
+        _check(
+            "other_opex_share_per_year", self.other_opex_share_per_year, 0.0, 10.0, "give a share such as 0.1"
+        )
+        for table in ("cloud_usd_per_gpu_hour", "system_purchase_usd"):
+            for name, price in getattr(self, table).items():
+                _check(f"{table}.{name}", price, 0.0, MAX_PRICE_USD, "give a price in USD, 0 or more")
+
+    def pue(self, cooling: str) -> float:
+        """The PUE for a system cooled by ``cooling`` (``air`` or ``liquid``)."""
+        return self.pue_liquid if cooling == "liquid" else self.pue_air
+
+    def gpu_hour_usd(self, accelerator: str) -> float:
+        """Cloud price of one GPU-hour of ``accelerator``; a missing one says how to add it."""
+        return _lookup(self.cloud_usd_per_gpu_hour, accelerator, "cloud_usd_per_gpu_hour", self.path)
+
+    def purchase_usd(self, system: str) -> float:
+        """Purchase price of one ``system`` (a node, or a rack for rack-scale systems)."""
+        return _lookup(self.system_purchase_usd, system, "system_purchase_usd", self.path)
+
+
+def _lookup(table: dict[str, float], name: str, key: str, path: str) -> float:
+    if name not in table:
+        where = path or "the prices"
+        known = ", ".join(sorted(table)) or "none"
+        raise UserInputError(f"{where} has no {key}.{name} (has: {known}); add {name} = <USD> under [{key}]")
+    return table[name]
+
+
+def _table(fields: Fields, key: str) -> dict[str, float]:
+    inner = fields.table(key, required=False)
+    if inner is None:
+        return {}
+    return {name: inner.number(name, positive=False) for name in inner.data}
+
+
+_TOP_KEYS: Final = {
+    "schema_version",
+    "kind",
+    "currency",
+    "note",
+    "electricity_usd_per_kwh",
+    "pue_air",
+    "pue_liquid",
+    "depreciation_years",
+    "utilisation",
+    "other_opex_share_per_year",
+    "cloud_usd_per_gpu_hour",
+    "system_purchase_usd",
+}
+
+
+def load_prices(path: Path) -> Prices:
+    """Read a prices file (see ``examples/prices.toml``); a bad figure is one line naming it.
+
+    >>> from pathlib import Path
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "p.toml").write_text('kind = "prices"\\nelectricity_usd_per_kwh = 0.12\\n')
+    >>> load_prices(folder / "p.toml").electricity_usd_per_kwh
+    0.12
+    """
+    fields = Fields(str(path), load_toml(path))
+    if fields.string("kind", PRICES_KIND) != PRICES_KIND:
+        raise DataFileError(path, "not a prices file", field="kind", fix=f'write kind = "{PRICES_KIND}"')
+    if fields.string("currency", "USD") != "USD":
+        raise DataFileError(path, "only USD is supported", field="currency", fix='write currency = "USD"')
+    unknown = fields.unknown_keys(_TOP_KEYS)
+    if unknown:
+        raise DataFileError(
+            path, "unknown key", field=unknown[0], fix=f"use one of {', '.join(sorted(_TOP_KEYS))}"
+        )
+    defaults = Prices(electricity_usd_per_kwh=0.0)
+    values = {
+        key: fields.number(key, default=getattr(defaults, key), positive=False)
+        for key in ("pue_air", "pue_liquid", "depreciation_years", "utilisation", "other_opex_share_per_year")
+    }
+    try:
+        return Prices(
+            electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh", positive=False),
+            cloud_usd_per_gpu_hour=_table(fields, "cloud_usd_per_gpu_hour"),
+            system_purchase_usd=_table(fields, "system_purchase_usd"),
+            path=str(path),
+            **values,
+        )
+    except UserInputError as error:
+        raise DataFileError(path, str(error)) from None
+
+
+__all__ = ["HOURS_PER_YEAR", "JOULES_PER_KWH", "Prices", "load_prices"]

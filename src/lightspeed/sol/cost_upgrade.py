@@ -1,0 +1,567 @@
+"""What an upgrade buys and when it pays back; how big a fleet a target needs.
+
+``compare_upgrade`` answers the seed's claim 17 ("100 H100 -> ~50 Blackwell for
+the same work, 70 kW -> 50 kW, payback in 1-2 years for 24/7 work") workload by
+workload: the engine finds how many new GPUs match the old cluster's
+throughput, the power records give the draw before and after, and the prices
+give two paybacks with the sensitivity of each answer to the inputs that move
+it most. ``size_fleet`` turns a target (training tokens/day or serving
+requests/s at TTFT/TPOT bounds) into GPUs, systems, racks, power and cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from lightspeed.catalog import Catalog, System
+from lightspeed.catalog.power import SystemPower, power_of
+from lightspeed.errors import UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.cost import ClusterPower, Tco, cluster_power, tco_per_year
+from lightspeed.sol.cost_inputs import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
+from lightspeed.sol.cost_match import (
+    CostWorkload,
+    ThroughputPoint,
+    best_training_rate,
+    serving_point,
+    smallest_training_fleet,
+)
+from lightspeed.workload import ModelRegistry
+
+SEED_GPU_RATIO: Final = 2.0  # seed claim 17: 100 H100 -> ~50 Blackwell
+SEED_RATIO_TOLERANCE: Final = 0.25  # "~50": 40 to 62 GPUs for 100 (ratio 1.6 to 2.5)
+SEED_POWER_W: Final = (70e3, 50e3)
+SEED_PAYBACK_YEARS: Final = (1.0, 2.0)
+TOP_SENSITIVITIES: Final = 3
+
+
+@dataclass(frozen=True)
+class Payback(Record):
+    """Years until the new cluster's purchase is repaid (``None``: never, savings <= 0).
+
+    ``vs_renting``: savings = renting the old GPUs in the cloud for the same
+    work - the new cluster's electricity and other opex. ``vs_keeping``:
+    savings = the old cluster's running costs - the new one's (no resale).
+    """
+
+    new_capex_usd: float
+    new_opex_per_year_usd: float
+    old_rent_per_year_usd: float
+    old_opex_per_year_usd: float | None
+    vs_renting_years: float | None
+    vs_keeping_years: float | None
+    inputs: JsonDict
+
+
+@dataclass(frozen=True)
+class Sensitivity(Record):
+    """An answer at the low and high value of one input, the others at their base."""
+
+    answer: str
+    input: str
+    low_input: float
+    high_input: float
+    low_answer: float | None
+    high_answer: float | None
+    base_answer: float | None
+
+    @property
+    def swing(self) -> float:
+        """How far the answer moves between the two ends (infinite when one end never pays back)."""
+        if self.low_answer is None or self.high_answer is None:
+            return math.inf if self.low_answer != self.high_answer else 0.0
+        return abs(self.high_answer - self.low_answer)
+
+
+@dataclass(frozen=True)
+class UpgradeMatch(Record):
+    """One workload: how many new GPUs match the old cluster, power before and after, payback."""
+
+    workload: str
+    kind: str
+    description: str
+    old: ThroughputPoint
+    new: ThroughputPoint
+    old_tokens_per_s: float
+    old_gpus: int
+    new_gpus: int
+    new_gpu_equivalent: float
+    per_gpu_ratio: float
+    gpu_ratio: float
+    seed_holds: bool
+    power_before: ClusterPower
+    power_after: ClusterPower
+    payback: Payback | None
+    sensitivities: tuple[Sensitivity, ...]
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Upgrade(Record):
+    """Every workload's match, beside the seed's claim."""
+
+    old_system: str
+    old_gpus: int
+    new_system: str
+    matches: tuple[UpgradeMatch, ...]
+    seed_claim: JsonDict
+    prices: JsonDict | None
+
+
+@dataclass(frozen=True)
+class _Site:
+    """The figures one payback is computed from (so that sensitivities can move them)."""
+
+    old_gpus: int
+    old_gpu_hour_usd: float
+    old_it_w: float
+    old_pue: float
+    old_capex_usd: float | None
+    new_capex_usd: float
+    new_it_w: float
+    new_pue: float
+    electricity_usd_per_kwh: float
+    utilisation: float
+    other_share: float
+
+
+def _payback(site: _Site) -> Payback:
+    hours = HOURS_PER_YEAR * site.utilisation
+
+    def running(it_w: float, pue: float, capex: float) -> float:
+        energy_kwh = it_w * pue * hours * 3600.0 / JOULES_PER_KWH
+        return energy_kwh * site.electricity_usd_per_kwh + capex * site.other_share
+
+    new_opex = running(site.new_it_w, site.new_pue, site.new_capex_usd)
+    rent = site.old_gpus * site.old_gpu_hour_usd * hours
+    old_opex = (
+        running(site.old_it_w, site.old_pue, site.old_capex_usd) if site.old_capex_usd is not None else None
+    )
+    saving_rent = rent - new_opex
+    saving_keep = old_opex - new_opex if old_opex is not None else None
+    return Payback(
+        new_capex_usd=site.new_capex_usd,
+        new_opex_per_year_usd=new_opex,
+        old_rent_per_year_usd=rent,
+        old_opex_per_year_usd=old_opex,
+        vs_renting_years=site.new_capex_usd / saving_rent if saving_rent > 0 else None,
+        vs_keeping_years=site.new_capex_usd / saving_keep
+        if saving_keep is not None and saving_keep > 0
+        else None,
+        inputs={
+            "old_cloud_usd_per_gpu_hour": site.old_gpu_hour_usd,
+            "new_capex_usd": site.new_capex_usd,
+            "old_capex_usd": site.old_capex_usd,
+            "electricity_usd_per_kwh": site.electricity_usd_per_kwh,
+            "pue_old": site.old_pue,
+            "pue_new": site.new_pue,
+            "utilisation": site.utilisation,
+            "other_opex_share_per_year": site.other_share,
+        },
+    )
+
+
+# (input, the _Site field it moves, low and high factor; PUE moves by an added amount)
+_VARIATIONS: Final[tuple[tuple[str, str, float, float], ...]] = (
+    ("old cloud price per GPU-hour", "old_gpu_hour_usd", 0.75, 1.25),
+    ("new purchase price", "new_capex_usd", 0.75, 1.25),
+    ("utilisation", "utilisation", 0.5, 1.0),
+    ("electricity price", "electricity_usd_per_kwh", 0.5, 1.5),
+    ("new GPUs needed (engine throughput -15%/+15%)", "new_scale", 1.0 / 1.15, 1.0 / 0.85),
+    ("PUE (-0.2/+0.2, at least 1)", "pue", -0.2, 0.2),
+    ("power drawn (share of rated -15%/+15%)", "draw", 0.85, 1.15),
+)
+
+
+def _varied(site: _Site, field: str, factor: float) -> tuple[_Site, float]:
+    if field == "new_scale":
+        changed = replace(site, new_capex_usd=site.new_capex_usd * factor, new_it_w=site.new_it_w * factor)
+        return changed, factor
+    if field == "pue":
+        old_pue, new_pue = max(1.0, site.old_pue + factor), max(1.0, site.new_pue + factor)
+        return replace(site, old_pue=old_pue, new_pue=new_pue), new_pue
+    if field == "draw":
+        return replace(site, old_it_w=site.old_it_w * factor, new_it_w=site.new_it_w * factor), factor
+    if field == "utilisation":
+        value = min(1.0, site.utilisation * factor)
+        return replace(site, utilisation=value), value
+    value = getattr(site, field) * factor
+    return replace(site, **{field: value}), value
+
+
+def _sensitivities(site: _Site) -> tuple[Sensitivity, ...]:
+    answers: dict[str, Callable[[_Site], float | None]] = {
+        "payback vs renting (years)": lambda s: _payback(s).vs_renting_years,
+        "facility power after (kW)": lambda s: s.new_it_w * s.new_pue / 1e3,
+    }
+    found = []
+    for answer, compute in answers.items():
+        rows = []
+        for name, field, low, high in _VARIATIONS:
+            low_site, low_value = _varied(site, field, low)
+            high_site, high_value = _varied(site, field, high)
+            rows.append(
+                Sensitivity(
+                    answer, name, low_value, high_value, compute(low_site), compute(high_site), compute(site)
+                )
+            )
+        moving = [row for row in rows if row.swing > 0]
+        found.extend(sorted(moving, key=lambda row: -row.swing)[:TOP_SENSITIVITIES])
+    return tuple(found)
+
+
+def _site(
+    *,
+    prices: Prices,
+    old: ClusterPower,
+    new: ClusterPower,
+    old_system: System,
+    new_system: System,
+) -> _Site:
+    old_capex = (
+        prices.system_purchase_usd[old_system.name] * old.num_systems
+        if old_system.name in prices.system_purchase_usd
+        else None
+    )
+    return _Site(
+        old_gpus=old.num_gpus,
+        old_gpu_hour_usd=prices.gpu_hour_usd(old_system.accelerator.name),
+        old_it_w=old.it_power_w,
+        old_pue=old.pue,
+        old_capex_usd=old_capex,
+        new_capex_usd=prices.purchase_usd(new_system.name) * new.num_systems,
+        new_it_w=new.it_power_w,
+        new_pue=new.pue,
+        electricity_usd_per_kwh=prices.electricity_usd_per_kwh,
+        utilisation=prices.utilisation,
+        other_share=prices.other_opex_share_per_year,
+    )
+
+
+def _verdict(match_ratio: float, per_gpu_ratio: float, holds: bool) -> str:
+    if holds:
+        return f"the seed's ~2x holds: {match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU)"
+    side = "more" if match_ratio > SEED_GPU_RATIO else "less"
+    return (
+        f"the seed's ~2x does not hold: {match_ratio:.2f} old GPUs per new GPU, {side} than 2 "
+        f"({per_gpu_ratio:.2f}x per GPU at matched size)"
+    )
+
+
+def _match_points(
+    *,
+    catalog: Catalog,
+    models: ModelRegistry,
+    old_system: System,
+    old_gpus: int,
+    new_system: System,
+    workload: CostWorkload,
+    efficiency: EfficiencyModel | None,
+) -> tuple[float, ThroughputPoint, ThroughputPoint, int]:
+    """Old tokens/s, the old and new points, and the new GPU count that reaches the old rate."""
+    if workload.kind == "train":
+        old_rate, old_point = best_training_rate(
+            catalog=catalog,
+            models=models,
+            system=old_system,
+            num_gpus=old_gpus,
+            workload=workload,
+            efficiency=efficiency,
+        )
+        new_point = smallest_training_fleet(
+            catalog=catalog,
+            models=models,
+            system=new_system,
+            workload=workload,
+            target_tokens_per_s=old_rate,
+            efficiency=efficiency,
+        )
+        return old_rate, old_point, new_point, new_point.num_gpus
+    old_point = serving_point(
+        catalog=catalog, models=models, system=old_system, workload=workload, efficiency=efficiency
+    )
+    new_point = serving_point(
+        catalog=catalog, models=models, system=new_system, workload=workload, efficiency=efficiency
+    )
+    old_rate = old_point.tokens_per_s_per_gpu * old_gpus
+    systems = math.ceil(old_rate / new_point.tokens_per_s - 1e-9)
+    return old_rate, old_point, new_point, systems * new_system.num_accelerators
+
+
+def match_workload(
+    *,
+    catalog: Catalog,
+    models: ModelRegistry,
+    old_system: System,
+    old_gpus: int,
+    new_system: System,
+    workload: CostWorkload,
+    power: dict[str, SystemPower],
+    prices: Prices | None = None,
+    efficiency: EfficiencyModel | None = None,
+) -> UpgradeMatch:
+    """How many GPUs of ``new_system`` do the work of ``old_gpus`` GPUs of ``old_system`` on ``workload``."""
+    old_rate, old_point, new_point, new_gpus = _match_points(
+        catalog=catalog,
+        models=models,
+        old_system=old_system,
+        old_gpus=old_gpus,
+        new_system=new_system,
+        workload=workload,
+        efficiency=efficiency,
+    )
+    pue_old = prices.pue(power_of(power, old_system.name).cooling) if prices else 1.0
+    pue_new = prices.pue(power_of(power, new_system.name).cooling) if prices else 1.0
+    before = _draw(power, old_system, old_gpus, workload.kind, pue_old)
+    after = _draw(power, new_system, new_gpus, workload.kind, pue_new)
+    equivalent = old_rate / new_point.tokens_per_s_per_gpu
+    ratio = old_gpus / new_gpus
+    holds = abs(new_gpus / old_gpus * SEED_GPU_RATIO - 1.0) <= SEED_RATIO_TOLERANCE
+    payback = sensitivities = None
+    if prices is not None:
+        site = _site(prices=prices, old=before, new=after, old_system=old_system, new_system=new_system)
+        payback, sensitivities = _payback(site), _sensitivities(site)
+    per_gpu = new_point.tokens_per_s_per_gpu / (old_rate / old_gpus)
+    return UpgradeMatch(
+        workload=workload.name,
+        kind=workload.kind,
+        description=workload.description,
+        old=old_point,
+        new=new_point,
+        old_tokens_per_s=old_rate,
+        old_gpus=old_gpus,
+        new_gpus=new_gpus,
+        new_gpu_equivalent=equivalent,
+        per_gpu_ratio=per_gpu,
+        gpu_ratio=ratio,
+        seed_holds=holds,
+        power_before=before,
+        power_after=after,
+        payback=payback,
+        sensitivities=sensitivities or (),
+        verdict=_verdict(ratio, per_gpu, holds),
+    )
+
+
+def _draw(
+    power: dict[str, SystemPower], system: System, num_gpus: int, kind: str, pue: float
+) -> ClusterPower:
+    return cluster_power(
+        power=power_of(power, system.name),
+        gpus_per_system=system.num_accelerators,
+        num_gpus=num_gpus,
+        workload=kind,
+        gpu_tdp_w=system.accelerator.tdp_w,
+        pue=pue,
+    )
+
+
+def compare_upgrade(
+    *,
+    catalog: Catalog,
+    models: ModelRegistry,
+    old_system: System,
+    old_gpus: int,
+    new_system: System,
+    workloads: Sequence[CostWorkload],
+    power: dict[str, SystemPower],
+    prices: Prices | None = None,
+    efficiency: EfficiencyModel | None = None,
+) -> Upgrade:
+    """:func:`match_workload` for each workload, beside the seed's claim 17.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.catalog.power import load_power
+    >>> from lightspeed.sol.cost_match import cost_workload
+    >>> from lightspeed.workload import load_models
+    >>> catalog = load_catalog()
+    >>> upgrade = compare_upgrade(catalog=catalog, models=load_models(),
+    ...     old_system=catalog.system("dgx-h100"), old_gpus=100, new_system=catalog.system("dgx-b200"),
+    ...     workloads=[cost_workload("llama-3-70b-chat")], power=load_power())
+    >>> upgrade.matches[0].new_gpus < 100
+    True
+    """
+    if not workloads:
+        raise UserInputError("name at least one workload (see 'lightspeed cost upgrade --help')")
+    if old_gpus < 1:
+        raise UserInputError(f"{old_gpus} old GPUs: give at least 1")
+    matches = tuple(
+        match_workload(
+            catalog=catalog,
+            models=models,
+            old_system=old_system,
+            old_gpus=old_gpus,
+            new_system=new_system,
+            workload=workload,
+            power=power,
+            prices=prices,
+            efficiency=efficiency,
+        )
+        for workload in workloads
+    )
+    return Upgrade(
+        old_system=old_system.name,
+        old_gpus=old_gpus,
+        new_system=new_system.name,
+        matches=matches,
+        seed_claim={
+            "old_gpus": 100,
+            "new_gpus": 50,
+            "power_before_w": SEED_POWER_W[0],
+            "power_after_w": SEED_POWER_W[1],
+            "payback_years": list(SEED_PAYBACK_YEARS),
+            "source": "SEED.md claim 17 (GPU TDP only: 100 x 700 W, 50 x 1,000 W)",
+        },
+        prices=prices.to_dict() if prices is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class FleetOption(Record):
+    """One candidate system sized to the target: GPUs, systems, racks, power, cost."""
+
+    system: str
+    point: ThroughputPoint
+    num_gpus: int
+    num_systems: int
+    num_racks: int
+    tokens_per_s: float
+    power: ClusterPower
+    tco: Tco | None
+    cloud_usd_per_day: float | None
+
+
+@dataclass(frozen=True)
+class FleetSizing(Record):
+    """Every candidate sized for one target."""
+
+    workload: str
+    kind: str
+    target: str
+    target_tokens_per_s: float
+    options: tuple[FleetOption, ...]
+
+
+def _fleet_option(
+    *,
+    system: System,
+    point: ThroughputPoint,
+    num_systems: int,
+    tokens_per_s: float,
+    kind: str,
+    power: dict[str, SystemPower],
+    prices: Prices | None,
+) -> FleetOption:
+    record = power_of(power, system.name)
+    gpus = num_systems * system.num_accelerators
+    draw = _draw(power, system, gpus, kind, prices.pue(record.cooling) if prices else 1.0)
+    tco = (
+        tco_per_year(power=draw, prices=prices)
+        if prices and system.name in prices.system_purchase_usd
+        else None
+    )
+    accelerator = system.accelerator.name
+    cloud = (
+        gpus * prices.cloud_usd_per_gpu_hour[accelerator] * 24.0
+        if prices and accelerator in prices.cloud_usd_per_gpu_hour
+        else None
+    )
+    return FleetOption(
+        system=system.name,
+        point=point,
+        num_gpus=gpus,
+        num_systems=num_systems,
+        num_racks=math.ceil(num_systems / record.systems_per_rack),
+        tokens_per_s=tokens_per_s,
+        power=draw,
+        tco=tco,
+        cloud_usd_per_day=cloud,
+    )
+
+
+def size_fleet(
+    *,
+    catalog: Catalog,
+    models: ModelRegistry,
+    systems: Sequence[System],
+    workload: CostWorkload,
+    power: dict[str, SystemPower],
+    tokens_per_day: float | None = None,
+    requests_per_s: float | None = None,
+    prices: Prices | None = None,
+    efficiency: EfficiencyModel | None = None,
+) -> FleetSizing:
+    """GPUs, systems, racks, power and cost on each system to reach the target:
+    ``tokens_per_day`` of training or ``requests_per_s`` of serving at the workload's bounds."""
+    target_rate, target = _target(workload, tokens_per_day, requests_per_s)
+    options = []
+    for system in systems:
+        if workload.kind == "train":
+            point = smallest_training_fleet(
+                catalog=catalog,
+                models=models,
+                system=system,
+                workload=workload,
+                target_tokens_per_s=target_rate,
+                efficiency=efficiency,
+            )
+            count, rate = point.num_systems, point.tokens_per_s
+        else:
+            point = serving_point(
+                catalog=catalog, models=models, system=system, workload=workload, efficiency=efficiency
+            )
+            count = math.ceil(target_rate / point.tokens_per_s - 1e-9)
+            rate = count * point.tokens_per_s
+        options.append(
+            _fleet_option(
+                system=system,
+                point=point,
+                num_systems=count,
+                tokens_per_s=rate,
+                kind=workload.kind,
+                power=power,
+                prices=prices,
+            )
+        )
+    return FleetSizing(
+        workload=workload.name,
+        kind=workload.kind,
+        target=target,
+        target_tokens_per_s=target_rate,
+        options=tuple(options),
+    )
+
+
+def _target(
+    workload: CostWorkload, tokens_per_day: float | None, requests_per_s: float | None
+) -> tuple[float, str]:
+    if workload.kind == "train":
+        if tokens_per_day is None or not math.isfinite(tokens_per_day) or not 0 < tokens_per_day <= 1e16:
+            raise UserInputError(
+                f"training fleets need --tokens-per-day in (0, 1e16]; got {tokens_per_day!r}"
+            )
+        return tokens_per_day / 86400.0, f"{tokens_per_day:,.0f} training tokens/day"
+    if requests_per_s is None or not math.isfinite(requests_per_s) or not 0 < requests_per_s <= 1e9:
+        raise UserInputError(f"serving fleets need --requests-per-s in (0, 1e9]; got {requests_per_s!r}")
+    return (
+        requests_per_s * workload.output_tokens,
+        f"{requests_per_s:g} requests/s ({workload.output_tokens} output tokens each)",
+    )
+
+
+__all__ = [
+    "SEED_GPU_RATIO",
+    "FleetOption",
+    "FleetSizing",
+    "Payback",
+    "Sensitivity",
+    "Upgrade",
+    "UpgradeMatch",
+    "compare_upgrade",
+    "match_workload",
+    "size_fleet",
+]

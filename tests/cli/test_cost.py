@@ -1,0 +1,149 @@
+"""``lightspeed cost``: the seed's claims end to end, JSON contracts, the tornado plot, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+EXAMPLE_PRICES = str(Path(__file__).resolve().parents[2] / "examples" / "prices.toml")
+
+
+def _one_line_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.code == 2, result.out
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("lightspeed: error:"), result.err
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_upgrade_json_and_tornado_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "tornado.png"
+    result = run_cli(
+        "cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--workload", "llama-3-70b-pretrain",
+        "--prices", EXAMPLE_PRICES, "--plot", str(plot), "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    match = payload["upgrade"]["matches"][0]
+    assert payload["upgrade"]["seed_claim"]["new_gpus"] == 50
+    assert 40 <= match["new_gpus"] <= 62
+    assert match["power_before"]["gpus_tdp_w"] == pytest.approx(70e3)
+    assert match["payback"]["inputs"]["old_cloud_usd_per_gpu_hour"] == 2.0  # the inputs are stated
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert payload["plots"] == [str(plot)]
+
+
+def test_upgrade_table_says_where_the_seed_holds(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--prices", EXAMPLE_PRICES)
+    assert result.code == 0, result.err
+    assert "seed claim 17" in result.out
+    assert "the seed's ~2x holds" in result.out
+    assert "does not hold" in result.out  # NVFP4 serving goes beyond 2x
+    assert "inputs: electricity_usd_per_kwh=0.1" in result.out
+
+
+def test_cluster_json_gives_the_nvl72_rack_and_site(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "cost", "cluster", "--system", "gb200-nvl72", "--racks", "8", "--site-kw", "1100", "--json"
+    )
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)["rack_plan"]
+    assert 120e3 <= plan["rack_power_w"] <= 132e3
+    assert plan["site_it_power_w"] == pytest.approx(8 * 128e3)
+    assert plan["fits_site"] is True
+
+
+def test_deepseek_scenario_json(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("cost", "train", "--scenario", "deepseek-v3", "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["published_total_usd"] == pytest.approx(5.576e6)
+    assert payload["predicted_total_usd"] == pytest.approx(5.576e6, rel=0.15)
+
+
+def test_infer_and_fleet_tables(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "cost", "infer", "--model", "llama-3-70b", "--system", "dgx-h100", "--isl", "2048", "--osl", "512",
+        "--max-tpot", "50ms", "--prices", EXAMPLE_PRICES,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "cloud $ per million tokens" in result.out
+    assert "cloud_usd_per_gpu_hour.h100-sxm=2" in result.out
+    fleet = run_cli("cost", "fleet", "--workload", "llama-3-70b-chat", "--requests-per-s", "20", "--json")
+    assert fleet.code == 0, fleet.err
+    assert [option["system"] for option in json.loads(fleet.out)["options"]] == [
+        "dgx-h100",
+        "dgx-b200",
+        "gb200-nvl72",
+    ]
+
+
+def _prices(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "prices.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_bad_inputs_are_one_line_errors(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    negative = _prices(tmp_path, 'kind = "prices"\nelectricity_usd_per_kwh = -0.1\n')
+    _one_line_error(run_cli("cost", "cluster", "--prices", negative), "electricity_usd_per_kwh")
+    _one_line_error(
+        run_cli("cost", "train", "--scenario", "deepseek-v3", "--power-w", "nan"), "measured power"
+    )
+    _one_line_error(run_cli("cost", "upgrade", "--from", "h100-sxm", "--to", "b200"), "GPU count")
+    _one_line_error(run_cli("cost", "train", "--model", "llama-3-8b"), "--system", "--tokens")
+    _one_line_error(run_cli("cost", "cluster", "--site-kw", "-1"), "site budget")
+    _one_line_error(
+        run_cli("cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--plot", "x.png"), "--prices"
+    )
+    _one_line_error(run_cli("cost", "fleet", "--workload", "llama-3-70b-pretrain"), "--tokens-per-day")
+
+
+def test_missing_price_key_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = _prices(
+        tmp_path,
+        'kind = "prices"\nelectricity_usd_per_kwh = 0.1\n[cloud_usd_per_gpu_hour]\nh100-sxm = 2.0\n',
+    )
+    result = run_cli(
+        "cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--workload", "llama-3-70b-chat",
+        "--prices", path,
+    )  # fmt: skip
+    _one_line_error(result, "system_purchase_usd.dgx-b200")
+
+
+def test_compare_systems_gains_cost_columns_with_prices(run_cli) -> None:  # type: ignore[no-untyped-def]
+    args = ["compare", "systems", "--workload", "infer", "--model", "llama-3-70b", "--max-tpot", "50ms"]
+    result = run_cli(*args, "--systems", "dgx-h100", "mi300x-platform", "--prices", EXAMPLE_PRICES, "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    h100, mi300x = payload["costs"]
+    rate = payload["systems"][0]["throughput_tokens_per_s"]
+    assert h100["cloud_usd_per_million_tokens"] == pytest.approx(8 * 2.0 / (rate * 3600) * 1e6)
+    assert h100["energy_per_token_j"] == pytest.approx(8.364e3 * 1.3 / rate)  # DGX H100 draw x PUE / tokens/s
+    assert mi300x["facility_power_w"] is None
+    assert "power data for mi300x-platform" in mi300x["note"]
+    plain = run_cli(*args, "--systems", "dgx-h100", "--json")
+    assert json.loads(plain.out)["costs"] is None
+
+
+def test_html_report_gains_a_cost_section_with_prices(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plan = run_cli(
+        "plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "16",
+        "--global-batch", "256", "--zero", "3", "--json",
+    )  # fmt: skip
+    assert plan.code == 0, plan.err
+    step_s = json.loads(plan.out)["step_time_s"]
+    estimate = tmp_path / "plan.json"
+    estimate.write_text(plan.out, encoding="utf-8")
+    page = tmp_path / "report.html"
+    result = run_cli("report", "--from", str(estimate), "--prices", EXAMPLE_PRICES, "-o", str(page))
+    assert result.code == 0, result.err
+    html = page.read_text(encoding="utf-8")
+    assert "Cost and energy of each predicted step" in html
+    # 2 DGX H100 x 10.2 kW x 0.82 drawn x PUE 1.3; 16 GPUs x $2 per GPU-hour
+    assert "21.7 kW" in html
+    assert f"${16 * 2.0 * step_s / 3600:,.4g}" in html
+    assert "cloud_usd_per_gpu_hour.h100-sxm=2" in html
