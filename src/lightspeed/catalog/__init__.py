@@ -25,6 +25,15 @@ from lightspeed.catalog.detect import (
 )
 from lightspeed.catalog.loader import normalize_name
 from lightspeed.catalog.microarch import CpuPeak, Microarchitecture, cpu_peak, load_microarchitectures
+from lightspeed.catalog.mig import (
+    MigGeometry,
+    MigProfile,
+    load_mig_geometries,
+    mig_geometry,
+    single_gpu_system,
+    slice_accelerator,
+)
+from lightspeed.catalog.mig_device import GpuInstance, parse_lgi, read_mig_layout
 from lightspeed.catalog.power import PowerPart, SystemPower, load_power, power_of
 from lightspeed.catalog.records import (
     COMPUTE_ROWS,
@@ -68,12 +77,15 @@ __all__ = [
     "CpuInfo",
     "CpuPeak",
     "Description",
+    "GpuInstance",
     "Link",
     "LinkAttachment",
     "LocalCpu",
     "LocalGpu",
     "LocalMachine",
     "Microarchitecture",
+    "MigGeometry",
+    "MigProfile",
     "PowerPart",
     "PrintedTotal",
     "Source",
@@ -93,10 +105,16 @@ __all__ = [
     "list_entries",
     "load_catalog",
     "load_microarchitectures",
+    "load_mig_geometries",
     "load_power",
     "local_cpu_accelerator",
     "local_system",
+    "mig_geometry",
     "normalize_name",
+    "parse_lgi",
     "power_of",
     "read_cpu_info",
+    "read_mig_layout",
+    "single_gpu_system",
+    "slice_accelerator",
 ]

@@ -35,7 +35,7 @@ from lightspeed.errors import DataFileError
 SCHEMA_VERSION: Final = 1
 KINDS: Final = ("link", "cpu", "accelerator", "system", "cluster")
 INTEGER_PRECISIONS: Final = frozenset({"int8", "int4"})
-OTHER_KINDS: Final = frozenset({"model"})
+OTHER_KINDS: Final = frozenset({"model", "mig"})
 Named = TypeVar(
     "Named", Accelerator, Cpu, Link, System
 )  # read by other loaders from the same --catalog paths

@@ -24,6 +24,7 @@ from lightspeed.catalog.loader import (
     parse_system,
     read_raw,
 )
+from lightspeed.catalog.mig import resolve_slice, single_gpu_system, split_slice_name
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.catalog.schema import check_record
 from lightspeed.datafile import Fields, expand_paths, load_toml
@@ -48,7 +49,9 @@ class Catalog:
     clusters: Mapping[str, Cluster] = field(default_factory=dict)
 
     def accelerator(self, name: str) -> Accelerator:
-        """The accelerator called ``name`` (exact name or alias)."""
+        """The accelerator called ``name`` (exact name or alias), or a MIG slice ``h100-sxm/3g.40gb``."""
+        if split_slice_name(name) is not None:
+            return resolve_slice(name, self.accelerator)
         return _lookup(self.accelerators, name, "device")
 
     def cpu(self, name: str) -> Cpu:
@@ -86,7 +89,9 @@ class Catalog:
         return _find(self.cpus, reported_name)
 
     def any_record(self, name: str) -> Accelerator | Cpu | Link | System:
-        """A record of any kind (accelerators first, then systems, links, CPUs)."""
+        """A record of any kind (accelerators first, MIG slices too, then systems, links, CPUs)."""
+        if split_slice_name(name) is not None:
+            return self.accelerator(name)
         found: Accelerator | Cpu | Link | System | None = (
             _find(self.accelerators, name)
             or _find(self.systems, name)
@@ -148,7 +153,8 @@ class Catalog:
 
         In order: a path to a cluster TOML file; a cluster defined in a
         ``--catalog`` file; a system name (``num_accelerators`` then picks
-        enough nodes, else one node); a spec string (:meth:`parse_cluster`).
+        enough nodes, else one node); one GPU or MIG slice (``h100-sxm/3g.40gb``);
+        a spec string (:meth:`parse_cluster`).
         ``num_accelerators`` above what the cluster holds is an error.
 
         >>> load_catalog().resolve_cluster("dgx-h100", num_accelerators=100).num_nodes
@@ -161,9 +167,15 @@ class Catalog:
         elif (system := _find(self.systems, str(text_or_path))) is not None:
             nodes = nodes_for(system, num_accelerators) if num_accelerators is not None else 1
             cluster = build_cluster(system, num_nodes=nodes)
+        elif split_slice_name(str(text_or_path)) or _find(self.accelerators, str(text_or_path)):
+            cluster = build_cluster(single_gpu_system(self.accelerator(str(text_or_path))), num_nodes=1)
         else:
             cluster = self.parse_cluster(str(text_or_path))
         if num_accelerators is not None and num_accelerators > cluster.num_accelerators:
+            if cluster.system.system_type == "single-gpu":
+                raise InvalidPlanError(
+                    f"{cluster.name} is one GPU; for {num_accelerators} GPUs name a system (e.g. dgx-h100)"
+                )
             raise InvalidPlanError(
                 f"{num_accelerators} accelerators do not fit {cluster.name} "
                 f"({cluster.num_accelerators} accelerators); use more nodes, e.g. "
