@@ -61,6 +61,9 @@ from lightspeed.sol.infer import (
     estimate_inference,
     search_inference,
 )
+from lightspeed.sol.mig import MigPlan, plan_mig
+from lightspeed.sol.mig_layout import MigPlacement, check_layout, gpu_layouts, mig_commands
+from lightspeed.sol.mig_services import MigService, read_workloads
 from lightspeed.sol.systems import (
     PLAN_FAMILIES,
     WORKLOADS,
@@ -115,6 +118,9 @@ __all__ = [
     "InferencePlan",
     "InferenceSearchResult",
     "MemoryPlan",
+    "MigPlacement",
+    "MigPlan",
+    "MigService",
     "Prices",
     "RackPlan",
     "RatioDecomposition",
@@ -135,6 +141,7 @@ __all__ = [
     "auto_precision",
     "calibrate",
     "calibration_path",
+    "check_layout",
     "cluster_power",
     "compare_systems",
     "compare_upgrade",
@@ -146,16 +153,20 @@ __all__ = [
     "estimate_inference",
     "estimate_training",
     "fabric_comparison",
+    "gpu_layouts",
     "inference_cost",
     "inference_predictor",
     "list_calibrations",
     "load_calibration",
     "load_efficiency_defaults",
     "load_prices",
+    "mig_commands",
     "parse_fleet",
     "plan_memory",
+    "plan_mig",
     "power_for",
     "rack_plan",
+    "read_workloads",
     "save_calibration",
     "search_inference",
     "search_training",

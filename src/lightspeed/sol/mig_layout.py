@@ -1,0 +1,279 @@
+"""MIG layouts: which instances fit one GPU together, packing them onto GPUs, and the commands to get there.
+
+A layout is a set of GPU instances, each a profile at a start slot. It is
+valid when every start is one the driver lists for the profile
+(``nvidia-smi mig -lgipp``), no two instances share a memory slot (an
+instance holds ``[start, start + memory slices)``) or a compute slot
+(``[start, start + compute slices)``), and no profile exceeds its instance
+limit (one ``+me`` instance per GPU). :func:`gpu_layouts` enumerates every
+valid layout of a GPU; :func:`min_gpus` packs a demand (instances per
+profile) onto the fewest GPUs; :func:`mig_commands` prints, never runs, the
+``nvidia-smi mig`` commands that turn the machine's layout into a planned one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from lightspeed.catalog.mig import NUM_COMPUTE_SLICES, NUM_MEMORY_SLICES, MigGeometry, MigProfile
+from lightspeed.catalog.mig_device import GpuInstance
+from lightspeed.errors import InvalidPlanError
+from lightspeed.records import Record
+
+MAX_GPUS: Final = 64
+
+
+@dataclass(frozen=True, order=True)
+class MigPlacement(Record):
+    """One GPU instance: ``profile`` starting at memory slot ``start`` of a GPU."""
+
+    start: int
+    profile: str
+
+
+def _slots(geometry: MigGeometry, placement: MigPlacement) -> tuple[set[int], set[int]]:
+    profile = geometry.profile(placement.profile)
+    memory = set(range(placement.start, placement.start + profile.num_memory_slices))
+    compute = set(range(placement.start, placement.start + profile.num_compute_slices))
+    return memory, compute
+
+
+def check_layout(geometry: MigGeometry, placements: Iterable[MigPlacement]) -> tuple[MigPlacement, ...]:
+    """``placements`` sorted, or :class:`InvalidPlanError` saying which instance breaks which rule.
+
+    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> h100 = load_mig_geometries()["h100-sxm"]
+    >>> check_layout(h100, [MigPlacement(0, "4g.40gb"), MigPlacement(4, "3g.40gb")])[1].profile
+    '3g.40gb'
+    """
+    ordered = tuple(sorted(placements))
+    used_memory: set[int] = set()
+    used_compute: set[int] = set()
+    counts: Counter[str] = Counter()
+    for placement in ordered:
+        profile = geometry.profile(placement.profile)
+        if placement.start not in profile.placements:
+            raise InvalidPlanError(
+                f"{profile.name} cannot start at slot {placement.start} on {geometry.display_name}; "
+                f"it may start at {', '.join(map(str, profile.placements))}"
+            )
+        memory, compute = _slots(geometry, placement)
+        if memory & used_memory or compute & used_compute:
+            raise InvalidPlanError(
+                f"{profile.name} at slot {placement.start} overlaps another instance "
+                f"on {geometry.display_name}"
+            )
+        counts[profile.name] += 1
+        if counts[profile.name] > profile.max_instances:
+            raise InvalidPlanError(f"more than {profile.max_instances} {profile.name} instances on one GPU")
+        used_memory |= memory
+        used_compute |= compute
+    if len(used_compute) > NUM_COMPUTE_SLICES or len(used_memory) > NUM_MEMORY_SLICES:
+        raise InvalidPlanError(f"layout uses more than the GPU's slices on {geometry.display_name}")
+    return ordered
+
+
+def gpu_layouts(geometry: MigGeometry) -> tuple[tuple[MigPlacement, ...], ...]:
+    """Every valid layout of one GPU (the empty one included), as sorted placements.
+
+    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> layouts = gpu_layouts(load_mig_geometries()["h100-sxm"])
+    >>> max(len(layout) for layout in layouts)  # seven 1g instances
+    7
+    """
+    return _layouts(geometry.name, geometry.profiles)
+
+
+@functools.lru_cache(maxsize=16)
+def _layouts(name: str, profiles: tuple[MigProfile, ...]) -> tuple[tuple[MigPlacement, ...], ...]:
+    geometry = MigGeometry(name, name, (), NUM_COMPUTE_SLICES, NUM_MEMORY_SLICES, profiles, {})
+    candidates = sorted(
+        MigPlacement(start, profile.name) for profile in geometry.profiles for start in profile.placements
+    )
+    found: list[tuple[MigPlacement, ...]] = []
+
+    def extend(index: int, chosen: list[MigPlacement]) -> None:
+        found.append(tuple(chosen))
+        for next_index in range(index, len(candidates)):
+            trial = [*chosen, candidates[next_index]]
+            try:
+                check_layout(geometry, trial)
+            except InvalidPlanError:
+                continue
+            extend(next_index + 1, trial)
+
+    extend(0, [])
+    return tuple(found)
+
+
+def layout_counts(layout: Iterable[MigPlacement]) -> dict[str, int]:
+    """Instances per profile of a layout."""
+    return dict(Counter(placement.profile for placement in layout))
+
+
+def _maximal_configurations(geometry: MigGeometry, profiles: tuple[str, ...]) -> list[tuple[int, ...]]:
+    """Count vectors (over ``profiles``) of layouts no other layout dominates."""
+    vectors = {
+        tuple(layout_counts(layout).get(name, 0) for name in profiles)
+        for layout in gpu_layouts(geometry)
+        if all(placement.profile in profiles for placement in layout)
+    }
+    return [
+        vector
+        for vector in vectors
+        if not any(
+            other != vector and all(o >= v for o, v in zip(other, vector, strict=True)) for other in vectors
+        )
+    ]
+
+
+def min_gpus(
+    geometry: MigGeometry, demand: Mapping[str, int], limit: int = MAX_GPUS
+) -> list[tuple[MigPlacement, ...]] | None:
+    """Fewest GPUs whose layouts hold ``demand`` instances per profile (one layout per GPU), or ``None``.
+
+    Returns one layout per GPU. ``None`` when more than ``limit`` GPUs would be needed.
+
+    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> layouts = min_gpus(load_mig_geometries()["h100-sxm"], {"3g.40gb": 3, "1g.10gb": 2})
+    >>> len(layouts)
+    2
+    """
+    profiles = tuple(sorted(name for name, count in demand.items() if count > 0))
+    if not profiles:
+        return []
+    configurations = _maximal_configurations(geometry, profiles)
+    need = tuple(demand[name] for name in profiles)
+
+    @functools.cache
+    def solve(remaining: tuple[int, ...]) -> tuple[int, tuple[tuple[int, ...], ...]]:
+        if not any(remaining):
+            return 0, ()
+        best: tuple[int, tuple[tuple[int, ...], ...]] = (limit + 1, ())
+        for vector in configurations:
+            taken = tuple(min(r, v) for r, v in zip(remaining, vector, strict=True))
+            if not any(taken):
+                continue
+            count, rest = solve(tuple(r - t for r, t in zip(remaining, taken, strict=True)))
+            if count + 1 < best[0]:
+                best = (count + 1, (taken, *rest))
+        return best
+
+    count, vectors = solve(need)
+    if count > limit:
+        return None
+    return [_layout_for(geometry, dict(zip(profiles, vector, strict=True))) for vector in vectors]
+
+
+def _layout_for(geometry: MigGeometry, counts: Mapping[str, int]) -> tuple[MigPlacement, ...]:
+    """A valid layout holding exactly ``counts`` instances (the first found, leftmost slots first)."""
+    wanted = {name: count for name, count in counts.items() if count}
+    for layout in gpu_layouts(geometry):
+        if layout_counts(layout) == wanted:
+            return layout
+    raise InvalidPlanError(f"no layout of {geometry.display_name} holds {wanted}")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class LayoutCheck(Record):
+    """How the machine's MIG layout differs from a plan, and the commands that would fix it.
+
+    ``commands`` are printed for the user to run; lightspeed never runs them.
+    """
+
+    matches: bool
+    keep: tuple[str, ...]
+    destroy: tuple[str, ...]
+    create: tuple[str, ...]
+    commands: tuple[str, ...]
+
+
+def mig_commands(
+    geometry: MigGeometry, current: Sequence[GpuInstance], planned: Sequence[Sequence[MigPlacement] | None]
+) -> LayoutCheck:
+    """Compare the current instances with the planned layouts (GPU i gets ``planned[i]``; ``None``: MIG off).
+
+    Instances already at their planned profile and start are kept; the others
+    are destroyed (compute instances first, ``-dci`` then ``-dgi``) and the
+    missing ones created with ``-cgi <profiles> -C``, largest first, as the
+    guide advises so the driver can still find their slots. GPUs beyond the
+    plan are left alone.
+
+    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> check = mig_commands(load_mig_geometries()["h100-sxm"], [], [[MigPlacement(0, "7g.80gb")]])
+    >>> check.commands[-1]
+    'nvidia-smi mig -i 0 -cgi 7g.80gb -C'
+    """
+    changes = _Changes()
+    for gpu, layout in enumerate(planned):
+        on_gpu = [row for row in current if row.gpu == gpu]
+        if layout is None:
+            _turn_off(changes, gpu, on_gpu)
+        else:
+            _repartition(changes, geometry, gpu, check_layout(geometry, layout), on_gpu)
+    changes.keep += [
+        f"GPU {row.gpu}: {row.profile} at slot {row.start} (GPU not in the plan)"
+        for row in current
+        if row.gpu >= len(planned)
+    ]
+    return LayoutCheck(
+        matches=not changes.destroy and not changes.create,
+        keep=tuple(changes.keep),
+        destroy=tuple(changes.destroy),
+        create=tuple(changes.create),
+        commands=tuple(changes.commands),
+    )
+
+
+@dataclass
+class _Changes:
+    keep: list[str] = field(default_factory=list)
+    destroy: list[str] = field(default_factory=list)
+    create: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+    def remove(self, gpu: int, rows: Sequence[GpuInstance], why: str) -> None:
+        self.destroy += [f"GPU {gpu}: {row.profile} at slot {row.start} ({why})" for row in rows]
+        for row in rows:  # compute instances first, then their GPU instance
+            self.commands.append(f"nvidia-smi mig -i {gpu} -gi {row.instance_id} -dci")
+            self.commands.append(f"nvidia-smi mig -i {gpu} -gi {row.instance_id} -dgi")
+
+
+def _turn_off(changes: _Changes, gpu: int, on_gpu: Sequence[GpuInstance]) -> None:
+    """A GPU the plan runs whole: its instances go and MIG mode goes off."""
+    if on_gpu:
+        changes.remove(gpu, on_gpu, "the plan runs this GPU whole, MIG off")
+        changes.commands.append(f"nvidia-smi -i {gpu} -mig 0")
+
+
+def _repartition(
+    changes: _Changes,
+    geometry: MigGeometry,
+    gpu: int,
+    layout: Sequence[MigPlacement],
+    on_gpu: Sequence[GpuInstance],
+) -> None:
+    wanted = {(p.profile, p.start) for p in layout}
+    stale = [row for row in on_gpu if (row.profile, row.start) not in wanted]
+    present = {(row.profile, row.start) for row in on_gpu} & wanted
+    missing = sorted(
+        (p for p in layout if (p.profile, p.start) not in present), key=lambda p: _order(geometry, p)
+    )
+    changes.keep += [
+        f"GPU {gpu}: {name} at slot {start}" for name, start in sorted(present, key=lambda k: k[1])
+    ]
+    changes.remove(gpu, stale, "not in the plan")
+    changes.create += [f"GPU {gpu}: {p.profile} at slot {p.start}" for p in sorted(missing)]
+    if not on_gpu:
+        changes.commands.append(f"nvidia-smi -i {gpu} -mig 1")
+    if missing:
+        changes.commands.append(f"nvidia-smi mig -i {gpu} -cgi {','.join(p.profile for p in missing)} -C")
+
+
+def _order(geometry: MigGeometry, placement: MigPlacement) -> tuple[int, int]:
+    """Largest instances first, then by start slot."""
+    return (-geometry.profile(placement.profile).num_compute_slices, placement.start)
