@@ -32,9 +32,11 @@ def system_options(function: F) -> F:
     )(function)
     return click.option(
         "--system",
+        "--gpu",
         "system_text",
         required=True,
-        help="System name, cluster spec (e.g. 9xdgx-h100@ib-ndr) or cluster TOML file.",
+        help="System name, cluster spec (e.g. 9xdgx-h100@ib-ndr), cluster TOML file, "
+        "or one GPU or MIG slice (--gpu h100-sxm/3g.40gb).",
     )(function)
 
 

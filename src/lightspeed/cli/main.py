@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "flops": ("lightspeed.cli.flops", "Total training FLOPs for a token budget, formula shown."),
     "plan": ("lightspeed.cli.plan", "Predict one training or inference plan."),
     "search": ("lightspeed.cli.search", "Search every training or inference plan."),
+    "mig": ("lightspeed.cli.mig", "MIG profiles; partition plans that serve several models on shared GPUs."),
     "validate": ("lightspeed.cli.validate", "Predict published runs and report the error."),
     "compare": ("lightspeed.cli.compare", "Regression gate between results; or compare systems."),
     "bench": ("lightspeed.cli.bench", "Microbenchmarks of this machine against its SOL."),

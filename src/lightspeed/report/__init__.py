@@ -35,6 +35,11 @@ _EXPORTS: dict[str, str] = {
     "save_tornado": "cost",
     "tornado_figure": "cost",
     "make_console": "console",
+    "mig_figure": "mig",
+    "render_layout_check": "mig",
+    "render_mig_plan": "mig",
+    "render_mig_profiles": "mig",
+    "save_mig_plot": "mig",
     "render_table": "console",
     "checkpoint_plan_figure": "goodput",
     "goodput_waterfall_figure": "goodput",
@@ -132,6 +137,13 @@ if TYPE_CHECKING:
         render_system_comparison,
         save_pareto_plot,
     )
+    from lightspeed.report.mig import (
+        mig_figure,
+        render_layout_check,
+        render_mig_plan,
+        render_mig_profiles,
+        save_mig_plot,
+    )
     from lightspeed.report.regression import render_gate
     from lightspeed.report.results import records_csv, render_run, render_runs
     from lightspeed.report.sol import (
@@ -172,6 +184,7 @@ __all__ = [
     "inputs_caption",
     "make_console",
     "metric_history_or_reason",
+    "mig_figure",
     "pareto_figure",
     "predicted_step",
     "progress_bar",
@@ -189,8 +202,11 @@ __all__ = [
     "render_inference_cost",
     "render_inference_estimate",
     "render_inference_search",
+    "render_layout_check",
     "render_ledgers",
     "render_memory_plan",
+    "render_mig_plan",
+    "render_mig_profiles",
     "render_model_list",
     "render_model_summary",
     "render_rack_plan",
@@ -219,6 +235,7 @@ __all__ = [
     "render_written_report",
     "roofline_figure",
     "save_goodput_plot",
+    "save_mig_plot",
     "save_pareto_plot",
     "save_roofline",
     "save_temporal_breakdown",

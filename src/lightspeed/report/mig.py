@@ -1,0 +1,188 @@
+"""Rendering of MIG plans: the slot diagram per GPU, the strategies side by side, the layout check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from lightspeed.catalog import MigGeometry
+from lightspeed.report.console import make_console, render_table
+from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.sol import MigPlan
+from lightspeed.sol.mig_layout import LayoutCheck
+from lightspeed.units import format_duration
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+NUM_SLOTS: Final = 8
+SLOT_WIDTH: Final = 9
+
+
+def layout_lines(plan: MigPlan, sizes: dict[str, int]) -> list[str]:
+    """One text row per GPU: its 8 memory slots, each instance drawn over the slots it holds.
+
+    ``sizes`` maps a profile name to the memory slots it occupies.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gpu = NS(index=0, mig=True, placements=(NS(start=0, profile="4g.40gb"),
+    ...     NS(start=4, profile="3g.40gb")), services=("big", "small"))
+    >>> print(layout_lines(NS(layout=(gpu,)), {"4g.40gb": 4, "3g.40gb": 4})[1])
+    GPU 0 |4g.40gb: big                           |3g.40gb: small                         |
+    """
+    ruler = "      " + "".join(f"{slot:<{SLOT_WIDTH}}" for slot in range(NUM_SLOTS))
+    lines = [ruler.rstrip()]
+    for gpu in plan.layout:
+        if not gpu.mig:
+            label = f"whole GPU, MIG off: {gpu.services[0]}"
+            lines.append(f"GPU {gpu.index} |{label:<{NUM_SLOTS * SLOT_WIDTH + NUM_SLOTS - 1}}|")
+            continue
+        cells: list[str] = []
+        slot = 0
+        for placement, service in zip(gpu.placements, gpu.services, strict=True):
+            if placement.start > slot:
+                cells.append(_cell("free", placement.start - slot))
+            size = sizes[placement.profile]
+            cells.append(_cell(f"{placement.profile}: {service}", size))
+            slot = placement.start + size
+        if slot < NUM_SLOTS:
+            cells.append(_cell("free", NUM_SLOTS - slot))
+        lines.append(f"GPU {gpu.index} |" + "|".join(cells) + "|")
+    return lines
+
+
+def _cell(text: str, slots: int) -> str:
+    width = slots * SLOT_WIDTH + slots - 1
+    return f"{text[:width]:<{width}}"
+
+
+def _latency(value: float | None) -> str:
+    return "-" if value is None else format_duration(value)
+
+
+def render_mig_plan(plan: MigPlan, sizes: dict[str, int]) -> None:
+    """Print the chosen layout, each strategy's assignments side by side, and why the choice won."""
+    console = make_console()
+    mig = plan.strategy("mig")
+    console.print(f"[bold]MIG plan on {plan.accelerator}[/bold]: {mig.num_gpus} GPU(s), memory slots 0-7")
+    for line in layout_lines(plan, sizes):
+        console.print(line)
+    for strategy in plan.strategies:
+        title = f"{strategy.name}: " + (
+            f"{strategy.num_gpus} GPU(s)"
+            if strategy.num_gpus is not None
+            else f"not possible ({strategy.reason})"
+        )
+        rows = [
+            [
+                a.service,
+                a.target,
+                str(a.num_copies),
+                f"{a.requests_per_s:,.3g}",
+                f"{a.capacity_per_copy_requests_per_s * a.num_copies:,.3g}",
+                _latency(a.ttft_s),
+                _latency(a.tpot_s),
+                f"{a.share:.0%}",
+            ]
+            for a in strategy.assignments
+        ]
+        if rows:
+            render_table(
+                title,
+                ["service", "on", "copies", "req/s asked", "req/s max", "TTFT", "TPOT", "time share"],
+                rows,
+                console=console,
+                right_align_from=2,
+            )
+        else:
+            console.print(f"[bold]{title}[/bold]")
+    console.print(f"[bold]choice: {plan.choice}[/bold]")
+    for line in plan.explanation:
+        console.print(f"  {line}")
+    for line in plan.assumptions:
+        console.print(f"  assumed: {line}", style="dim")
+
+
+def render_layout_check(check: LayoutCheck) -> None:
+    """Print what a plan keeps, destroys and creates, and the commands (never run)."""
+    console = make_console()
+    console.print(
+        "[bold]the machine already has this layout[/bold]" if check.matches else "[bold]changes[/bold]"
+    )
+    for label, rows in (("keep", check.keep), ("destroy", check.destroy), ("create", check.create)):
+        for row in rows:
+            console.print(f"  {label:<8} {row}")
+    if check.commands:
+        console.print("commands to run (printed, not run; stop the processes on those instances first):")
+        for command in check.commands:
+            console.print(f"  {command}")
+
+
+def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
+    """Each GPU as a row of 8 memory slots, each instance a bar labelled with its profile and service."""
+    figure, axes = new_figure(9.0, 0.6 + 0.6 * max(len(plan.layout), 1))
+    names = sorted({service for gpu in plan.layout for service in gpu.services})
+    colors = {name: color_for("series", index) for index, name in enumerate(names)}
+    for row, gpu in enumerate(plan.layout):
+        spans = (
+            [
+                (p.start, sizes[p.profile], f"{p.profile}\n{s}", s)
+                for p, s in zip(gpu.placements, gpu.services, strict=True)
+            ]
+            if gpu.mig
+            else [(0, NUM_SLOTS, f"MIG off\n{gpu.services[0]}", gpu.services[0])]
+        )
+        for start, size, label, service in spans:
+            axes.barh(row, size, left=start, height=0.8, color=colors[service], edgecolor="white")
+            axes.text(start + size / 2, row, label, ha="center", va="center", fontsize=7, color="white")
+    axes.set_yticks(range(len(plan.layout)), [f"GPU {gpu.index}" for gpu in plan.layout])
+    axes.set_xlim(0, NUM_SLOTS)
+    axes.set_xticks(range(NUM_SLOTS + 1))
+    axes.set_xlabel("memory slot")
+    axes.invert_yaxis()
+    axes.set_title(f"MIG plan on {plan.accelerator}")
+    return figure
+
+
+def save_mig_plot(plan: MigPlan, sizes: dict[str, int], path: Path) -> list[Path]:
+    """Write the layout figure as ``path`` (its suffix picks the format; PNG by default)."""
+    formats = (path.suffix.lstrip(".") or "png",)
+    return save_figure(mig_figure(plan, sizes), path.with_suffix(""), formats)
+
+
+def render_mig_profiles(geometry: MigGeometry) -> None:
+    """Print a GPU's MIG profiles as the guide's table plus start slots."""
+    rows = [
+        [
+            profile.name,
+            str(profile.profile_id),
+            f"{profile.num_compute_slices}/7",
+            f"{profile.num_memory_slices}/8",
+            _optional(profile.num_sms),
+            _optional(profile.num_copy_engines),
+            "/".join(
+                _optional(value)
+                for value in (
+                    profile.num_decoders,
+                    profile.num_jpeg_decoders,
+                    profile.num_optical_flow_accelerators,
+                )
+            ),
+            str(profile.max_instances),
+            ",".join(map(str, profile.placements)),
+        ]
+        for profile in geometry.profiles
+    ]
+    console = make_console()
+    render_table(
+        f"{geometry.display_name} ({', '.join(geometry.accelerators)})",
+        ["profile", "id", "compute", "memory", "SMs", "copy engines", "NVDEC/JPEG/OFA", "max", "start slots"],
+        rows,
+        console=console,
+    )
+    for key, source in geometry.sources.items():
+        console.print(f"  source {key}: {source.citation}", style="dim")
+
+
+def _optional(value: int | None) -> str:
+    return "-" if value is None else str(value)

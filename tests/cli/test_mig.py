@@ -1,0 +1,105 @@
+"""``lightspeed mig profiles|plan`` and ``--gpu <accelerator>/<profile>`` in plan/search infer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "mig-workloads.toml"
+LGI = REPO / "tests" / "fixtures" / "mig" / "h100-lgi-dcgm-issue-138.txt"
+
+
+def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
+    assert result.code == 2
+    assert result.err.startswith("lightspeed: error:")
+    assert result.err.count("\n") == 1
+    assert "Traceback" not in result.err
+
+
+def test_profiles_table_and_json(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("mig", "profiles", "--gpu", "h100-sxm")
+    assert result.code == 0
+    assert "3g.40gb" in result.out
+    assert "0,2,4,6" in result.out  # 1g.20gb start slots
+    payload = json.loads(run_cli("mig", "profiles", "--gpu", "h100", "--json").out)
+    assert [p["num_sms"] for p in payload["profiles"]] == [16, 16, 26, 32, 60, 64, 132]
+
+
+def test_plan_json_with_replayed_layout_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "layout.png"
+    result = run_cli(
+        "mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm",
+        "--current", str(LGI), "--plot", str(plot), "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    plan = payload["plan"]
+    assert plan["choice"] == "mig"
+    assert {s["name"] for s in plan["strategies"]} == {"mig", "whole-gpu", "time-sharing"}
+    assert len(plan["layout"]) == next(s["num_gpus"] for s in plan["strategies"] if s["name"] == "mig")
+    assert payload["check"]["matches"] is False
+    assert all(command.startswith("nvidia-smi") for command in payload["check"]["commands"])
+    assert plot.is_file()
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plan_text_draws_the_slots(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm", "--gpus", "8")
+    assert result.code == 0, result.err
+    assert "GPU 0 |" in result.out
+    assert "whole GPU, MIG off: assistant-70b" in result.out
+    assert "time-sharing: not possible" in result.out
+    assert "choice: mig" in result.out
+
+
+def test_plan_bad_inputs_are_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _one_line_error(run_cli("mig", "plan", "--workloads", str(tmp_path / "none.toml"), "--gpu", "h100-sxm"))
+    _one_line_error(run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "mi300x"))
+    garbage = tmp_path / "lgi.txt"
+    garbage.write_bytes(b"\xff\xfe not text")
+    _one_line_error(
+        run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm", "--current", str(garbage))
+    )
+    bad = tmp_path / "w.toml"
+    bad.write_text('schema_version = 1\nkind = "mig-workloads"\n[[services]]\nname = "x"\n', encoding="utf-8")
+    _one_line_error(run_cli("mig", "plan", "--workloads", str(bad), "--gpu", "h100-sxm"))
+    unknown = bad.read_text(encoding="utf-8") + (
+        'model = "no-such-model"\ninput_tokens = 1\noutput_tokens = 1\nrequests_per_s = 1\n'
+        "max_ttft_s = 1\nmax_tpot_s = 1\n"
+    )
+    bad.write_text(unknown, encoding="utf-8")
+    _one_line_error(run_cli("mig", "plan", "--workloads", str(bad), "--gpu", "h100-sxm"))
+
+
+def test_plan_infer_on_a_slice(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "plan", "infer", "--model", "llama-3.1-8b", "--gpu", "h100-sxm/3g.40gb", "--precision", "fp8",
+        "--isl", "1024", "--osl", "256", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["num_gpus"] == 1
+    assert payload["usable_memory_bytes"] == 40e9  # 4 of 8 memory slices of 80 GB
+
+
+def test_search_infer_on_a_slice_is_slower_than_the_whole_gpu(run_cli) -> None:  # type: ignore[no-untyped-def]
+    rates = {}
+    for gpu in ("h100-sxm/3g.40gb", "h100-sxm"):
+        result = run_cli(
+            "search", "infer", "--model", "llama-3-8b", "--gpu", gpu, "--precision", "fp8",
+            "--isl", "1024", "--osl", "256", "--max-tpot", "50ms", "--json",
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        rates[gpu] = json.loads(result.out)["best"]["output_tokens_per_s"]
+    # 60 of 132 SMs and half the bandwidth: between a third and a half of the whole GPU
+    assert rates["h100-sxm"] / 3 < rates["h100-sxm/3g.40gb"] < rates["h100-sxm"] / 2
+
+
+def test_hw_show_a_slice_and_one_gpu_limits(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("hw", "show", "h100-sxm/3g.40gb")
+    assert result.code == 0, result.err
+    assert "449.8 TFLOP/s" in result.out  # 989.5 x 60/132 SMs, dense BF16
+    _one_line_error(
+        run_cli("plan", "infer", "--model", "llama-3-8b", "--gpu", "h100-sxm/3g.40gb", "--gpus", "2")
+    )
