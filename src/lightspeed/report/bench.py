@@ -11,7 +11,8 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import new_figure, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
     bytes_per_element,
@@ -200,15 +201,17 @@ def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision
     if peak is not None and bandwidth is not None:
         ridge = peak / bandwidth
         xs = [low, ridge, max(high, ridge * 4.0)]
-        axes.plot(xs, [min(peak, bandwidth * x) for x in xs], color=color_for("sol"), label="SOL roofline")
+        axes.plot(
+            xs, [min(peak, bandwidth * x) for x in xs], color=category_color("sol"), label="SOL roofline"
+        )
     elif peak is not None:
-        axes.axhline(peak, color=color_for("sol"), label=f"{precision} peak")
-    for index, suite in enumerate(sorted({result.suite for result, _ in points})):
+        axes.axhline(peak, color=category_color("sol"), label=f"{precision} peak")
+    for suite in sorted({result.suite for result, _ in points}):
         chosen = [point for result, point in points if result.suite == suite]
         axes.scatter(
             [x for x, _ in chosen],
             [y for _, y in chosen],
-            color=color_for("measured", index + 1),
+            color=category_color(suite),
             label=suite,
         )
     axes.set_xscale("log")

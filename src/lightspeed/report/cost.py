@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import SERIES_COLORS, new_figure, save_figure
+from lightspeed.report.palette import category_color, series_color
+from lightspeed.report.plots import new_figure, save_figure
 from lightspeed.sol import (
     ClusterPower,
     DeepSeekCost,
@@ -374,12 +375,15 @@ def tornado_figure(upgrade: Upgrade, answer: str = "payback vs renting (years)")
             base = row.base_answer if row.base_answer is not None else 0.0
             low, high = (_capped(value, base) for value in (row.low_answer, row.high_answer))
             left, right = min(low, high), max(low, high)
-            axes.barh(position, right - left, left=left, color=SERIES_COLORS[index % len(SERIES_COLORS)])
+            axes.barh(position, right - left, left=left, color=series_color(index))
             labels.append(f"{match.workload}: {row.input}")
             position += 1
         if matches:
             axes.axvline(
-                match.sensitivities[0].base_answer or 0.0, color="#1a202c", linewidth=0.8, linestyle="--"
+                match.sensitivities[0].base_answer or 0.0,
+                color=category_color("sol"),
+                linewidth=0.8,
+                linestyle="--",
             )
     axes.set_yticks(range(len(labels)))
     axes.set_yticklabels(labels, fontsize=8)

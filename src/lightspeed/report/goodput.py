@@ -11,7 +11,8 @@ from rich.console import Console
 
 from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import PALETTE, color_for, new_figure, save_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import new_figure, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
 
 if TYPE_CHECKING:
@@ -192,9 +193,9 @@ def goodput_waterfall_figure(ledger: Ledger) -> Figure:
     labels = ["wall time"]
     bottoms = [0.0]
     heights = [ledger.total_s]
-    colors = [PALETTE["sol"]]
+    colors = [category_color("total")]
     level = ledger.total_s
-    for index, bucket in enumerate(BUCKETS):
+    for bucket in BUCKETS:
         seconds = ledger.badput_s[bucket]
         if seconds <= 1e-9:
             continue
@@ -202,11 +203,11 @@ def goodput_waterfall_figure(ledger: Ledger) -> Figure:
         labels.append(_LABELS[bucket].split(" (")[0])
         bottoms.append(level)
         heights.append(seconds)
-        colors.append(color_for("badput") if bucket != "other" else color_for("other", index))
+        colors.append(category_color(bucket))
     labels.append("productive")
     bottoms.append(0.0)
     heights.append(ledger.productive_s)
-    colors.append(PALETTE["productive"])
+    colors.append(category_color("productive"))
     positions = list(range(len(labels)))
     axes.bar(positions, heights, bottom=bottoms, color=colors)
     for position, bottom, height in zip(positions, bottoms, heights, strict=True):
@@ -224,7 +225,11 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
     figure, axes = new_figure(8.0, 4.5)
     intervals = [row.interval_s for row in plan.rows]
     axes.plot(
-        intervals, [row.ettr for row in plan.rows], marker="o", color=PALETTE["productive"], label="ETTR"
+        intervals,
+        [row.ettr for row in plan.rows],
+        marker="o",
+        color=category_color("productive"),
+        label="ETTR",
     )
     for value, label, style in (
         (plan.young_interval_s, "Young", ":"),
@@ -235,7 +240,7 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
             axes.axvline(
                 value,
                 linestyle=style,
-                color=PALETTE["sol"],
+                color=category_color("sol"),
                 linewidth=1,
                 label=f"{label} {format_duration(value)}",
             )

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import new_figure, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -133,19 +134,23 @@ def pareto_figure(result: InferenceSearchResult) -> Figure:
     figure, axes = new_figure(7.0, 4.5)
     users = [point.output_tokens_per_s_per_user for point in result.frontier]
     gpus = [point.output_tokens_per_s_per_gpu for point in result.frontier]
-    axes.plot(users, gpus, marker="o", color=color_for("compute"), label="Pareto frontier")
+    axes.plot(users, gpus, marker="o", color=category_color("predicted"), label="Pareto frontier")
     best = result.best
     axes.scatter(
         [best.output_tokens_per_s_per_user],
         [best.output_tokens_per_s_per_gpu],
-        color=color_for("measured"),
+        color=category_color("measured"),
         zorder=3,
         s=60,
         label=f"best under the bounds: {best.plan.describe()}",
     )
     if result.max_tpot_s is not None:
         axes.axvline(
-            1.0 / result.max_tpot_s, color=color_for("sol"), linestyle="--", linewidth=1, label="TPOT bound"
+            1.0 / result.max_tpot_s,
+            color=category_color("sol"),
+            linestyle="--",
+            linewidth=1,
+            label="TPOT bound",
         )
     axes.set_xlabel("output tokens/s per user (1 / TPOT)")
     axes.set_ylabel("output tokens/s per GPU")

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Final
 
 from lightspeed.catalog import MigGeometry
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.report.palette import series_color
+from lightspeed.report.plots import new_figure, save_figure
 from lightspeed.sol import MigPlan
 from lightspeed.sol.mig_layout import LayoutCheck
 from lightspeed.units import format_duration
@@ -122,7 +123,7 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
     """Each GPU as a row of 8 memory slots, each instance a bar labelled with its profile and service."""
     figure, axes = new_figure(9.0, 0.6 + 0.6 * max(len(plan.layout), 1))
     names = sorted({service for gpu in plan.layout for service in gpu.services})
-    colors = {name: color_for("series", index) for index, name in enumerate(names)}
+    colors = {name: series_color(index) for index, name in enumerate(names)}
     for row, gpu in enumerate(plan.layout):
         spans = (
             [

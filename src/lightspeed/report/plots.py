@@ -1,4 +1,4 @@
-"""Shared plotting primitives: one style, one palette, SVG/PNG output.
+"""Shared plotting primitives: one style, SVG/PNG output (colours: :mod:`lightspeed.report.palette`).
 
 Every chart in lightspeed is drawn with matplotlib's non-interactive Agg
 backend (no display needed) through these helpers, so that terminal commands,
@@ -19,32 +19,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-# One color per kind of time, used by every breakdown chart.
-PALETTE: dict[str, str] = {
-    "compute": "#2b6cb0",
-    "communication": "#dd6b20",
-    "memory": "#38a169",
-    "idle": "#a0aec0",
-    "bubble": "#805ad5",
-    "optimizer": "#319795",
-    "other": "#718096",
-    "badput": "#e53e3e",
-    "productive": "#2f855a",
-    "sol": "#1a202c",
-    "measured": "#d69e2e",
-}
-
-SERIES_COLORS: tuple[str, ...] = (
-    "#2b6cb0",
-    "#dd6b20",
-    "#38a169",
-    "#805ad5",
-    "#e53e3e",
-    "#319795",
-    "#d69e2e",
-    "#718096",
-)
-
 
 def _pyplot() -> Any:
     import matplotlib
@@ -53,14 +27,6 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def color_for(kind: str, index: int = 0) -> str:
-    """The palette color of ``kind`` (e.g. ``'communication'``), else a series color."""
-    for key, color in PALETTE.items():
-        if kind.lower().startswith(key):
-            return color
-    return SERIES_COLORS[index % len(SERIES_COLORS)]
 
 
 def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Figure, Axes]:

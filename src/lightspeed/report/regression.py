@@ -11,7 +11,8 @@ from rich.markup import escape
 from lightspeed.gate.compare import GateResult, MetricComparison
 from lightspeed.gate.inputs import MetricHistory
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import color_for, new_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import new_figure
 
 _VERDICT_STYLE = {
     "regression": "bold red",
@@ -87,18 +88,30 @@ def history_figure(history: MetricHistory) -> Any:
     points = history.points
     xs = list(range(len(points)))
     lows, highs = [p.min_value for p in points], [p.max_value for p in points]
-    axes.vlines(xs, lows, highs, color=color_for("measured"), alpha=0.5, linewidth=3)
-    axes.plot(xs, [p.value for p in points], marker="o", color=color_for("measured"), label="median")
+    axes.vlines(xs, lows, highs, color=category_color("measured"), alpha=0.5, linewidth=3)
+    axes.plot(xs, [p.value for p in points], marker="o", color=category_color("measured"), label="median")
     sols = [(x, p.sol) for x, p in zip(xs, points, strict=True) if p.sol is not None]
     if sols:
         axes.plot(
-            [x for x, _ in sols], [s for _, s in sols], linestyle="--", color=color_for("sol"), label="SOL"
+            [x for x, _ in sols],
+            [s for _, s in sols],
+            linestyle="--",
+            color=category_color("sol"),
+            label="SOL",
         )
-    for verdict, marker, color in (("regression", "X", "#e53e3e"), ("improvement", "^", "#2f855a")):
+    for verdict, marker in (("regression", "X"), ("improvement", "^")):
         marked = [(x, p.value) for x, p in zip(xs, points, strict=True) if p.verdict == verdict]
         if marked:
             marked_x, marked_y = [x for x, _ in marked], [v for _, v in marked]
-            axes.scatter(marked_x, marked_y, marker=marker, s=120, color=color, zorder=5, label=verdict)
+            axes.scatter(
+                marked_x,
+                marked_y,
+                marker=marker,
+                s=120,
+                color=category_color(verdict),
+                zorder=5,
+                label=verdict,
+            )
     # Date and the run id's random suffix: runs of the same minute stay distinguishable.
     labels = [f"{time.strftime('%m-%d %H:%M', time.gmtime(p.created_s))}\n{p.run_id[-6:]}" for p in points]
     axes.set_xticks(xs, labels, rotation=30, ha="right", fontsize=8)

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import color_for, new_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import new_figure
 from lightspeed.units import format_bytes, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -208,13 +209,12 @@ def step_breakdown_figure(estimate: StepBreakdown) -> Figure:
     """A horizontal stacked bar of the predicted step-time breakdown (a matplotlib figure)."""
     figure, axes = new_figure(8.0, 2.2)
     left = 0.0
-    for index, (name, value) in enumerate(estimate.breakdown_s.items()):
+    for name, value in estimate.breakdown_s.items():
         if value <= 0:
             continue
         label = PART_NAMES[name]
-        kind = "communication" if name.endswith("_comm") else name
         axes.barh(
-            [0], [value], left=left, color=color_for(kind, index), label=f"{label} {format_duration(value)}"
+            [0], [value], left=left, color=category_color(name), label=f"{label} {format_duration(value)}"
         )
         left += value
     axes.set_yticks([])

@@ -18,7 +18,8 @@ from rich.markup import escape
 from lightspeed.records import JsonDict
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
-from lightspeed.report.plots import PALETTE, new_figure, save_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import new_figure, save_figure
 from lightspeed.trace import (
     CommsReport,
     IdleReport,
@@ -37,9 +38,9 @@ if TYPE_CHECKING:
 
 US_PER_S = 1e6
 BREAKDOWN_PARTS = (
-    ("compute", "compute_pct", PALETTE["compute"]),
-    ("non-compute (communication, memory)", "non_compute_pct", PALETTE["communication"]),
-    ("idle", "idle_pct", PALETTE["idle"]),
+    ("compute", "compute_pct", category_color("compute")),
+    ("non-compute (communication, memory)", "non_compute_pct", category_color("communication")),
+    ("idle", "idle_pct", category_color("idle")),
 )
 
 
