@@ -118,13 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(result) if isinstance(result, int) else 0
 
 
-# Plan settings whose command-line option is not the setting's name with dashes.
-_FLAG_OF_SETTING = {"zero_stage": "zero", "micro_batch_size": "micro-batch"}
-
-
 def plan_flag(name: str, value: int | float | str | bool) -> str:
-    """One plan setting as the option that sets it: ``--tp 8``, ``--zero 1``, ``--kv-replication``."""
-    flag = "--" + _FLAG_OF_SETTING.get(name, name.replace("_", "-"))
+    """One plan setting as the option that sets it: ``--tp 8``, ``--zero-stage 1``, ``--kv-replication``."""
+    flag = "--" + name.replace("_", "-")
     if isinstance(value, bool):
         return flag if value else ""
     return f"{flag} {value}"

@@ -22,7 +22,11 @@ from lightspeed.workload import resolve_model
 @click.option("--training", is_flag=True, help="Hold training state: gradients, optimizer, master weights.")
 @click.option("--optimizer", help="Optimizer with --training: adam, adamw, sgd, lion [default: adam].")
 @click.option(
-    "--zero", "zero_stage", type=click.IntRange(0, 3), help="ZeRO stage with --training [default: 0]."
+    "--zero-stage",
+    "--zero",
+    "zero_stage",
+    type=click.IntRange(0, 3),
+    help="ZeRO stage with --training [default: 0].",
 )
 @click.option("--dp", type=click.IntRange(min=1), help="Data-parallel replicas [default: 1].")
 @click.option(

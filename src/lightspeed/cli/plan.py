@@ -17,27 +17,21 @@ from lightspeed.cli._sol_options import (
     resolve_model,
     system_options,
 )
-from lightspeed.errors import InvalidPlanError
 from lightspeed.report import render_train_estimate
-from lightspeed.sol import RECOMPUTE, SCHEDULES, TRAINING_PRECISIONS, TrainingPlan, estimate_training
+from lightspeed.sol import (
+    RECOMPUTE,
+    SCHEDULES,
+    TRAINING_PRECISIONS,
+    TrainingPlan,
+    data_parallel_degree,
+    estimate_training,
+)
 from lightspeed.units import parse_count
 
 
 @click.group()
 def command() -> None:
     """Predict what one training or inference plan reaches on a system."""
-
-
-def _derive_dp(num_gpus: int, tp: int, pp: int, cp: int, dp: int | None) -> int:
-    if dp is not None:
-        return dp
-    other = tp * pp * cp
-    if num_gpus % other:
-        raise InvalidPlanError(
-            f"{num_gpus} GPUs do not split into tp x pp x cp = {other}; "
-            "choose degrees whose product divides it"
-        )
-    return num_gpus // other
 
 
 command.add_command(plan_infer)
@@ -57,11 +51,19 @@ command.add_command(plan_infer)
     "--vpp", type=click.IntRange(min=1), default=1, show_default=True, help="Virtual pipeline chunks per GPU."
 )
 @click.option(
-    "--zero", type=click.IntRange(0, 3), default=1, show_default=True, help="ZeRO stage (3 = FSDP)."
+    "--zero-stage",
+    "--zero",
+    "zero_stage",
+    type=click.IntRange(0, 3),
+    default=1,
+    show_default=True,
+    help="ZeRO stage (3 = FSDP).",
 )
 @click.option("--schedule", type=click.Choice(SCHEDULES), default="1f1b", show_default=True)
 @click.option(
+    "--micro-batch-size",
     "--micro-batch",
+    "micro_batch_size",
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
@@ -129,9 +131,9 @@ def train(
     ep: int,
     cp: int,
     vpp: int,
-    zero: int,
+    zero_stage: int,
     schedule: str,
-    micro_batch: int,
+    micro_batch_size: int,
     global_batch: int,
     seq_len: int,
     precision: str,
@@ -157,13 +159,13 @@ def train(
     plan = TrainingPlan(
         tp=tp,
         pp=pp,
-        dp=_derive_dp(num_gpus or cluster.num_accelerators, tp, pp, cp, dp),
+        dp=data_parallel_degree(num_gpus or cluster.num_accelerators, tp=tp, pp=pp, cp=cp, dp=dp),
         ep=ep,
         cp=cp,
         vpp=vpp,
-        zero_stage=zero,
+        zero_stage=zero_stage,
         schedule=schedule,
-        micro_batch_size=micro_batch,
+        micro_batch_size=micro_batch_size,
         global_batch_size=global_batch,
         seq_len=seq_len,
         precision=precision,

@@ -225,7 +225,7 @@ def _train_result(
     describe = " ".join(
         f"{key}={value}"
         for key, value in best.plan_summary().items()
-        if key in ("tp", "pp", "dp", "ep", "cp", "zero")
+        if key in ("tp", "pp", "dp", "ep", "cp", "zero_stage")
     )
     return _result(
         cluster=cluster,

@@ -4,7 +4,14 @@ estimate and the vectorized plan search."""
 from __future__ import annotations
 
 from lightspeed.sol.train.estimate import estimate_training
-from lightspeed.sol.train.plan import RECOMPUTE, SCHEDULES, TRAINING_PRECISIONS, TrainingPlan, validate_plan
+from lightspeed.sol.train.plan import (
+    RECOMPUTE,
+    SCHEDULES,
+    TRAINING_PRECISIONS,
+    TrainingPlan,
+    data_parallel_degree,
+    validate_plan,
+)
 from lightspeed.sol.train.result import TrainEstimate
 from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
 
@@ -16,6 +23,7 @@ __all__ = [
     "SearchSpace",
     "TrainEstimate",
     "TrainingPlan",
+    "data_parallel_degree",
     "default_space",
     "estimate_training",
     "search_training",

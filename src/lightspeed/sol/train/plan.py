@@ -136,6 +136,23 @@ class TrainingPlan(Record):
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+def data_parallel_degree(num_gpus: int, *, tp: int, pp: int, cp: int, dp: int | None = None) -> int:
+    """The DP degree of a plan on ``num_gpus`` GPUs: ``dp`` when given, else what fills them.
+
+    >>> data_parallel_degree(64, tp=8, pp=2, cp=1)
+    4
+    """
+    if dp is not None:
+        return dp
+    other = tp * pp * cp
+    if num_gpus % other:
+        raise InvalidPlanError(
+            f"{num_gpus} GPUs do not split into tp x pp x cp = {other}; "
+            "choose degrees whose product divides it"
+        )
+    return num_gpus // other
+
+
 def _check_choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise InvalidPlanError(f"{label} {value!r} is not one of {', '.join(allowed)}")

@@ -79,8 +79,8 @@ class TrainEstimate(Record):
             "ep": plan.ep,
             "cp": plan.cp,
             "vpp": plan.vpp,
-            "zero": plan.zero_stage,
-            "micro_batch": plan.micro_batch_size,
+            "zero_stage": plan.zero_stage,
+            "micro_batch_size": plan.micro_batch_size,
             "recompute": plan.recompute,
             "schedule": plan.effective_schedule,
             "step_time_s": self.step_time_s,
@@ -88,6 +88,9 @@ class TrainEstimate(Record):
             "tokens_per_s": self.tokens_per_s,
             "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
             "bound": self.bound,
+            # Names before 0.2 (CHANGELOG.md): kept so existing consumers keep working.
+            "zero": plan.zero_stage,
+            "micro_batch": plan.micro_batch_size,
         }
 
 
