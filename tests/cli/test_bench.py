@@ -9,19 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from expect import one_line_error
 from lightspeed.store import open_store
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 KEYS = {"suite", "name", "dtype", "size", "value", "unit", "sol", "fraction_of_sol", "stats", "correct"}
-
-
-def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2
-    assert result.err.startswith("lightspeed: error:")
-    assert result.err.count("\n") == 1
-    assert "Traceback" not in result.err
 
 
 def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -69,7 +63,7 @@ def test_copy_without_gpu_is_refused(run_cli) -> None:  # type: ignore[no-untype
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
     result = run_cli("bench", "copy")
-    _one_line_error(result)
+    one_line_error(result)
     assert "needs a CUDA GPU" in result.err
     with open_store() as store:
         assert store.runs(include_incomplete=True) == []
@@ -78,14 +72,14 @@ def test_copy_without_gpu_is_refused(run_cli) -> None:  # type: ignore[no-untype
 @pytest.mark.parametrize(("dtype", "message"), [("tf32", "tf32"), ("int3", "unsupported GEMM dtype")])
 def test_bad_dtype_is_refused(run_cli, dtype: str, message: str) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("bench", "gemm", "--device", "cpu", "--dtype", dtype)
-    _one_line_error(result)
+    one_line_error(result)
     assert message in result.err
 
 
 def test_unknown_suite_and_misplaced_option(run_cli) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli("bench", "nvlink"))
+    one_line_error(run_cli("bench", "nvlink"))
     result = run_cli("bench", "membw", "--dtype", "bf16")
-    _one_line_error(result)
+    one_line_error(result)
     assert "gemm suite only" in result.err
 
 
@@ -95,7 +89,7 @@ def test_missing_torch_names_the_extra(run_cli, monkeypatch: pytest.MonkeyPatch)
         importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
     )
     result = run_cli("bench", "launch")
-    _one_line_error(result)
+    one_line_error(result)
     assert "pip install 'lightspeed[bench]'" in result.err
 
 
@@ -111,7 +105,7 @@ def test_world_that_cannot_connect(run_cli, monkeypatch: pytest.MonkeyPatch) -> 
     }.items():
         monkeypatch.setenv(key, value)
     result = run_cli("bench", "collectives", "--device", "cpu", "--quick", "--timeout", "2")
-    _one_line_error(result)
+    one_line_error(result)
     assert "could not join" in result.err
     with open_store() as store:
         assert store.runs(include_incomplete=True) == []
@@ -122,7 +116,7 @@ def test_unwritable_store_saves_nothing(run_cli, monkeypatch, tmp_path: Path) ->
     blocker.write_text("x")
     monkeypatch.setenv("LIGHTSPEED_HOME", str(blocker / "home"))
     result = run_cli("bench", "launch", "--quick")
-    _one_line_error(result)
+    one_line_error(result)
     assert "LIGHTSPEED_HOME" in result.err
 
 
@@ -138,7 +132,7 @@ def test_full_store_is_one_line(run_cli, monkeypatch) -> None:  # type: ignore[n
     original = database.ResultsStore.__dict__["_insert_records"]
     monkeypatch.setattr(database.ResultsStore, "_insert_records", staticmethod(full_disk))
     result = run_cli("bench", "launch", "--quick")
-    _one_line_error(result)
+    one_line_error(result)
     assert "is full" in result.err
     monkeypatch.setattr(database.ResultsStore, "_insert_records", original)
     with open_store() as store:

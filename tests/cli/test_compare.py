@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from expect import one_line_error
+
 
 def _sample_file(tmp_path: Path, name: str, samples: object, **overrides: object) -> Path:
     payload = {"metric": "step_time_s", "unit": "s", "lower_is_better": True, "samples": samples, **overrides}
@@ -85,15 +87,6 @@ def test_metric_selection(run_cli, tmp_path: Path) -> None:  # type: ignore[no-u
     assert "loss" in missing.err
 
 
-def _one_line_error(result, *needles: str) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2
-    assert result.err.startswith("lightspeed: error:")
-    assert result.err.count("\n") == 1, result.err
-    assert "Traceback" not in result.err
-    for needle in needles:
-        assert needle in result.err, result.err
-
-
 def test_bad_inputs_exit_2_with_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     good = _sample_file(tmp_path, "good.json", [1.0, 1.1, 1.2])
     other_unit = _sample_file(tmp_path, "ms.json", [1000.0, 1100.0], unit="ms")
@@ -101,14 +94,14 @@ def test_bad_inputs_exit_2_with_one_line(run_cli, tmp_path: Path) -> None:  # ty
     empty = _sample_file(tmp_path, "empty.json", [])
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    _one_line_error(run_cli("compare", str(good), str(other_unit)), "'s'", "'ms'")
-    _one_line_error(run_cli("compare", str(good), str(other_metric)), "share no metric")
-    _one_line_error(run_cli("compare", str(good), str(empty)), "samples")
-    _one_line_error(run_cli("compare", str(good), str(broken)), "not valid JSON")
-    _one_line_error(run_cli("compare", str(good), str(tmp_path / "nope.json")), "does not exist")
-    _one_line_error(run_cli("compare", str(good), str(good), "--threshold", "abc"), "percentage")
-    _one_line_error(run_cli("compare", str(good), str(good), "--warmup", "3"), "nothing is left")
-    _one_line_error(run_cli("compare", str(good)), "CURRENT")
+    one_line_error(run_cli("compare", str(good), str(other_unit)), "'s'", "'ms'")
+    one_line_error(run_cli("compare", str(good), str(other_metric)), "share no metric")
+    one_line_error(run_cli("compare", str(good), str(empty)), "samples")
+    one_line_error(run_cli("compare", str(good), str(broken)), "not valid JSON")
+    one_line_error(run_cli("compare", str(good), str(tmp_path / "nope.json")), "does not exist")
+    one_line_error(run_cli("compare", str(good), str(good), "--threshold", "abc"), "percentage")
+    one_line_error(run_cli("compare", str(good), str(good), "--warmup", "3"), "nothing is left")
+    one_line_error(run_cli("compare", str(good)), "CURRENT")
 
 
 def test_untrusted_metric_names_do_not_break_the_table(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -125,7 +118,7 @@ def test_compare_systems_is_dispatched(run_cli) -> None:  # type: ignore[no-unty
 
     result = run_cli("compare", "systems", "--help")
     if importlib.util.find_spec("lightspeed.cli.compare_systems") is None:
-        _one_line_error(result, "compare systems", "inference engine")
+        one_line_error(result, "compare systems", "inference engine")
     else:
         assert result.code == 0
         assert "Usage: lightspeed compare systems" in result.out

@@ -7,6 +7,8 @@ import math
 
 import pytest
 
+from expect import one_line_error
+
 INFER = [
     "compare",
     "systems",
@@ -21,15 +23,6 @@ INFER = [
     "--max-tpot",
     "60ms",
 ]
-
-
-def _one_line_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2, result.out
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("lightspeed: error:"), result.err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def test_compare_systems_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -118,7 +111,7 @@ def test_compare_systems_training_table(run_cli) -> None:  # type: ignore[no-unt
     ],
 )
 def test_compare_systems_bad_input(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli("compare", "systems", *args), *words)
+    one_line_error(run_cli("compare", "systems", *args), *words)
 
 
 def test_compare_systems_on_one_gpu_each(run_cli) -> None:  # type: ignore[no-untyped-def]

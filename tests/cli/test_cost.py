@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from expect import one_line_error
+
 EXAMPLE_PRICES = str(Path(__file__).resolve().parents[2] / "examples" / "prices.toml")
-
-
-def _one_line_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2, result.out
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("lightspeed: error:"), result.err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def test_upgrade_json_and_tornado_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -89,17 +82,17 @@ def _prices(tmp_path: Path, text: str) -> str:
 
 def test_bad_inputs_are_one_line_errors(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     negative = _prices(tmp_path, 'kind = "prices"\nelectricity_usd_per_kwh = -0.1\n')
-    _one_line_error(run_cli("cost", "cluster", "--prices", negative), "electricity_usd_per_kwh")
-    _one_line_error(
+    one_line_error(run_cli("cost", "cluster", "--prices", negative), "electricity_usd_per_kwh")
+    one_line_error(
         run_cli("cost", "train", "--scenario", "deepseek-v3", "--power-w", "nan"), "measured power"
     )
-    _one_line_error(run_cli("cost", "upgrade", "--from", "h100-sxm", "--to", "b200"), "GPU count")
-    _one_line_error(run_cli("cost", "train", "--model", "llama-3-8b"), "--system", "--tokens")
-    _one_line_error(run_cli("cost", "cluster", "--site-kw", "-1"), "site budget")
-    _one_line_error(
+    one_line_error(run_cli("cost", "upgrade", "--from", "h100-sxm", "--to", "b200"), "GPU count")
+    one_line_error(run_cli("cost", "train", "--model", "llama-3-8b"), "--system", "--tokens")
+    one_line_error(run_cli("cost", "cluster", "--site-kw", "-1"), "site budget")
+    one_line_error(
         run_cli("cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--plot", "x.png"), "--prices"
     )
-    _one_line_error(run_cli("cost", "fleet", "--workload", "llama-3-70b-pretrain"), "--tokens-per-day")
+    one_line_error(run_cli("cost", "fleet", "--workload", "llama-3-70b-pretrain"), "--tokens-per-day")
 
 
 def test_missing_price_key_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +104,7 @@ def test_missing_price_key_is_one_line(run_cli, tmp_path: Path) -> None:  # type
         "cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--workload", "llama-3-70b-chat",
         "--prices", path,
     )  # fmt: skip
-    _one_line_error(result, "system_purchase_usd.dgx-b200")
+    one_line_error(result, "system_purchase_usd.dgx-b200")
 
 
 def test_compare_systems_gains_cost_columns_with_prices(run_cli) -> None:  # type: ignore[no-untyped-def]

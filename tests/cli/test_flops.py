@@ -6,12 +6,7 @@ import json
 
 import pytest
 
-
-def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2
-    assert result.err.startswith("lightspeed: error:")
-    assert result.err.count("\n") == 1
-    assert "Traceback" not in result.err
+from expect import one_line_error
 
 
 def test_seed_100t_shows_6nd_with_numbers_and_the_claim(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -65,8 +60,8 @@ def test_convention_and_seq(run_cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_bad_inputs_are_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli("flops", "--model", "dense-100t", "--tokens", "lots"))
-    _one_line_error(run_cli("flops", "--model", "dense-100t", "--tokens", "0"))
-    _one_line_error(run_cli("flops", "--model", "dense-100t", "--tokens", "1e12", "--convention", "7N"))
-    _one_line_error(run_cli("flops", "--model", "dense-10t", "--tokens", "1e12"))
-    _one_line_error(run_cli("flops", "--model", "dense-100t"))
+    one_line_error(run_cli("flops", "--model", "dense-100t", "--tokens", "lots"))
+    one_line_error(run_cli("flops", "--model", "dense-100t", "--tokens", "0"))
+    one_line_error(run_cli("flops", "--model", "dense-100t", "--tokens", "1e12", "--convention", "7N"))
+    one_line_error(run_cli("flops", "--model", "dense-10t", "--tokens", "1e12"))
+    one_line_error(run_cli("flops", "--model", "dense-100t"))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from expect import one_line_error
+
 USER_ACCELERATOR = """
 schema_version = 1
 kind = "accelerator"
@@ -16,14 +18,6 @@ aliases = ["lab"]
 [power]
 tdp_w = 500.0
 """
-
-
-def _one_line_error(result) -> str:  # type: ignore[no-untyped-def]
-    assert result.code == 2, result.out
-    assert result.err.count("\n") == 1, result.err
-    assert result.err.startswith("lightspeed: error:")
-    assert "Traceback" not in result.err
-    return str(result.err)
 
 
 def test_list(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -159,7 +153,7 @@ def test_user_catalog_option_and_environment(  # type: ignore[no-untyped-def]
     ],
 )
 def test_bad_input_is_one_line_exit_2(run_cli, args: list[str], expected: str) -> None:  # type: ignore[no-untyped-def]
-    assert expected in _one_line_error(run_cli(*args))
+    assert expected in one_line_error(run_cli(*args))
 
 
 @pytest.mark.parametrize(
@@ -174,6 +168,6 @@ def test_bad_input_is_one_line_exit_2(run_cli, args: list[str], expected: str) -
 def test_bad_catalog_file_is_one_line_exit_2(run_cli, tmp_path: Path, text: str, expected: str) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "bad.toml"
     path.write_text(text, encoding="utf-8")
-    error = _one_line_error(run_cli("--catalog", str(path), "hw", "list"))
+    error = one_line_error(run_cli("--catalog", str(path), "hw", "list"))
     assert "bad.toml" in error
     assert expected in error

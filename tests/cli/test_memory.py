@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import json
 
-
-def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2
-    assert result.err.startswith("lightspeed: error:")
-    assert result.err.count("\n") == 1
-    assert "Traceback" not in result.err
+from expect import one_line_error
 
 
 def test_seed_example_on_b200(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -75,14 +70,14 @@ def test_no_device_gives_bytes_only(run_cli) -> None:  # type: ignore[no-untyped
 
 def test_bad_inputs_are_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
     unknown_gpu = run_cli("memory", "--model", "llama-3-8b", "--gpu", "b2000")
-    _one_line_error(unknown_gpu)
+    one_line_error(unknown_gpu)
     assert "b200" in unknown_gpu.err
     unknown_model = run_cli("memory", "--model", "llama-9-8b")
-    _one_line_error(unknown_model)
+    one_line_error(unknown_model)
     assert "closest" in unknown_model.err
-    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--precision", "fp5"))
-    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--zero", "2"))
-    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--zero", "5"))
-    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--optimizer", "adan"))
-    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--gpu", "b200", "--system", "dgx-b200"))
-    _one_line_error(run_cli("memory", "--model", "llama-3-8b", "--dp", "0"))
+    one_line_error(run_cli("memory", "--model", "llama-3-8b", "--precision", "fp5"))
+    one_line_error(run_cli("memory", "--model", "llama-3-8b", "--zero", "2"))
+    one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--zero", "5"))
+    one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--optimizer", "adan"))
+    one_line_error(run_cli("memory", "--model", "llama-3-8b", "--gpu", "b200", "--system", "dgx-b200"))
+    one_line_error(run_cli("memory", "--model", "llama-3-8b", "--dp", "0"))

@@ -5,16 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from expect import one_line_error
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "mig-workloads.toml"
 LGI = REPO / "tests" / "fixtures" / "mig" / "h100-lgi-dcgm-issue-138.txt"
-
-
-def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2
-    assert result.err.startswith("lightspeed: error:")
-    assert result.err.count("\n") == 1
-    assert "Traceback" not in result.err
 
 
 def test_profiles_table_and_json(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -54,22 +49,22 @@ def test_plan_text_draws_the_slots(run_cli) -> None:  # type: ignore[no-untyped-
 
 
 def test_plan_bad_inputs_are_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli("mig", "plan", "--workloads", str(tmp_path / "none.toml"), "--gpu", "h100-sxm"))
-    _one_line_error(run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "mi300x"))
+    one_line_error(run_cli("mig", "plan", "--workloads", str(tmp_path / "none.toml"), "--gpu", "h100-sxm"))
+    one_line_error(run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "mi300x"))
     garbage = tmp_path / "lgi.txt"
     garbage.write_bytes(b"\xff\xfe not text")
-    _one_line_error(
+    one_line_error(
         run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm", "--current", str(garbage))
     )
     bad = tmp_path / "w.toml"
     bad.write_text('schema_version = 1\nkind = "mig-workloads"\n[[services]]\nname = "x"\n', encoding="utf-8")
-    _one_line_error(run_cli("mig", "plan", "--workloads", str(bad), "--gpu", "h100-sxm"))
+    one_line_error(run_cli("mig", "plan", "--workloads", str(bad), "--gpu", "h100-sxm"))
     unknown = bad.read_text(encoding="utf-8") + (
         'model = "no-such-model"\ninput_tokens = 1\noutput_tokens = 1\nrequests_per_s = 1\n'
         "max_ttft_s = 1\nmax_tpot_s = 1\n"
     )
     bad.write_text(unknown, encoding="utf-8")
-    _one_line_error(run_cli("mig", "plan", "--workloads", str(bad), "--gpu", "h100-sxm"))
+    one_line_error(run_cli("mig", "plan", "--workloads", str(bad), "--gpu", "h100-sxm"))
 
 
 def test_plan_infer_on_a_slice(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -100,6 +95,6 @@ def test_hw_show_a_slice_and_one_gpu_limits(run_cli) -> None:  # type: ignore[no
     result = run_cli("hw", "show", "h100-sxm/3g.40gb")
     assert result.code == 0, result.err
     assert "449.8 TFLOP/s" in result.out  # 989.5 x 60/132 SMs, dense BF16
-    _one_line_error(
+    one_line_error(
         run_cli("plan", "infer", "--model", "llama-3-8b", "--gpu", "h100-sxm/3g.40gb", "--gpus", "2")
     )

@@ -5,14 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from expect import one_line_error
+
 HF_CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
-
-
-def _one_line_error(result) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2
-    assert result.err.startswith("lightspeed: error:")
-    assert result.err.count("\n") == 1
-    assert "Traceback" not in result.err
 
 
 def test_list_shows_every_model(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -79,14 +74,14 @@ def test_show_user_catalog_model(run_cli, tmp_path: Path) -> None:  # type: igno
 
 def test_unknown_model_lists_the_closest(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("model", "show", "mixtral-8x8b")
-    _one_line_error(result)
+    one_line_error(result)
     assert "unknown model 'mixtral-8x8b'" in result.err
     assert "mixtral-8x7b" in result.err
 
 
 def test_show_needs_exactly_one_of_name_and_config(run_cli) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli("model", "show"))
-    _one_line_error(run_cli("model", "show", "llama-3-8b", "--config", str(HF_CONFIGS / "llama-3-8b")))
+    one_line_error(run_cli("model", "show"))
+    one_line_error(run_cli("model", "show", "llama-3-8b", "--config", str(HF_CONFIGS / "llama-3-8b")))
 
 
 def test_malformed_config_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -95,7 +90,7 @@ def test_malformed_config_is_one_line(run_cli, tmp_path: Path) -> None:  # type:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     result = run_cli("model", "show", "--config", str(path))
-    _one_line_error(result)
+    one_line_error(result)
     assert str(path) in result.err
     assert "num_hidden_layers" in result.err
     assert "value -1" in result.err
@@ -106,10 +101,10 @@ def test_malformed_user_toml_is_one_line(run_cli, tmp_path: Path) -> None:  # ty
     path = tmp_path / "bad.toml"
     path.write_text('schema_version = 1\nkind = "model"\nname = \n', encoding="utf-8")
     result = run_cli("--catalog", str(path), "model", "list")
-    _one_line_error(result)
+    one_line_error(result)
     assert "bad.toml" in result.err
     assert "invalid TOML" in result.err
 
 
 def test_bad_seq_is_a_usage_error(run_cli) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli("model", "show", "llama-3-8b", "--seq", "0"))
+    one_line_error(run_cli("model", "show", "llama-3-8b", "--seq", "0"))

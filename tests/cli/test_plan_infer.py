@@ -7,18 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from expect import one_line_error
+
 PLAN = ["plan", "infer", "--model", "llama-3-70b", "--system", "dgx-h100", "--gpus", "2", "--tp", "2"]
 SEARCH = ["search", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--precision", "fp8"]
-
-
-def _one_line_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2, result.out
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("lightspeed: error:"), result.err
-    assert "Traceback" not in result.err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def test_plan_infer_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -89,7 +81,7 @@ BASE = ["plan", "infer", "--model", "llama-3-70b"]
     ],
 )
 def test_plan_infer_bad_input_is_one_line(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli(*BASE, *args), *words)
+    one_line_error(run_cli(*BASE, *args), *words)
 
 
 def test_search_infer_json_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -128,8 +120,8 @@ def test_search_infer_table(run_cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_search_infer_unreachable_bound(run_cli) -> None:  # type: ignore[no-untyped-def]
-    _one_line_error(run_cli(*SEARCH, "--max-tpot", "0.1ms"), "no deployment", "lowest TPOT")
-    _one_line_error(run_cli(*SEARCH, "--max-ttft", "-1s"), "--max-ttft")
+    one_line_error(run_cli(*SEARCH, "--max-tpot", "0.1ms"), "no deployment", "lowest TPOT")
+    one_line_error(run_cli(*SEARCH, "--max-ttft", "-1s"), "--max-ttft")
 
 
 def test_validate_predicts_the_inference_rows(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
@@ -146,4 +138,4 @@ def test_search_infer_on_part_of_a_node(run_cli) -> None:  # type: ignore[no-unt
     result = run_cli(*SEARCH, "--gpus", "2", "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out)["estimate"]["num_gpus"] == 2
-    _one_line_error(run_cli(*SEARCH[:4], "--system", "2xdgx-h100", "--gpus", "9"), "part of a single node")
+    one_line_error(run_cli(*SEARCH[:4], "--system", "2xdgx-h100", "--gpus", "9"), "part of a single node")

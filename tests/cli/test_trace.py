@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from expect import one_line_error
+
 TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 TWO_RANKS = str(TRACES / "trace_filter")
 CONTRACT = {
@@ -22,15 +24,6 @@ CONTRACT = {
     "comm_comp_overlap_pct",
 }
 HTA = json.loads((TRACES / "hta_expected" / "trace_filter.json").read_text(encoding="utf-8"))
-
-
-def _one_line_error(result: Any, *fragments: str) -> None:
-    assert result.code == 2
-    assert result.err.count("\n") == 1
-    assert result.err.startswith("lightspeed: error:")
-    assert "Traceback" not in result.err
-    for fragment in fragments:
-        assert fragment in result.err
 
 
 def test_summary_json_contract_and_hta_numbers(run_cli: Any) -> None:
@@ -93,7 +86,7 @@ def test_comms_with_a_catalog_link(run_cli: Any) -> None:
 
 def test_comms_link_options_conflict(run_cli: Any) -> None:
     result = run_cli("trace", "comms", TWO_RANKS, "--link", "ib-ndr", "--link-bandwidth", "50GB/s")
-    _one_line_error(result, "not both")
+    one_line_error(result, "not both")
 
 
 def test_diff_of_a_trace_with_itself(run_cli: Any) -> None:
@@ -110,30 +103,30 @@ def test_truncated_gzip_is_one_line(run_cli: Any, tmp_path: Path) -> None:
     source = TRACES / "trace_filter" / "sampled_rank-0.json.gz"
     cut = tmp_path / "rank-0.json.gz"
     cut.write_bytes(source.read_bytes()[:5000])
-    _one_line_error(run_cli("trace", "summary", str(cut)), "truncated")
+    one_line_error(run_cli("trace", "summary", str(cut)), "truncated")
 
 
 def test_truncated_json_is_one_line(run_cli: Any, tmp_path: Path) -> None:
     text = gzip.decompress((TRACES / "trace_filter" / "sampled_rank-0.json.gz").read_bytes())
     cut = tmp_path / "rank-0.json"
     cut.write_bytes(text[:20000])
-    _one_line_error(run_cli("trace", "kernels", str(cut)), "JSON is truncated")
+    one_line_error(run_cli("trace", "kernels", str(cut)), "JSON is truncated")
 
 
 def test_invalid_json_is_one_line(run_cli: Any, tmp_path: Path) -> None:
     bad = tmp_path / "rank-0.json"
     bad.write_text("{not json", encoding="utf-8")
-    _one_line_error(run_cli("trace", "idle", str(bad)), "not valid JSON")
+    one_line_error(run_cli("trace", "idle", str(bad)), "not valid JSON")
 
 
 def test_cpu_only_trace_is_one_line(run_cli: Any) -> None:
-    _one_line_error(run_cli("trace", "summary", str(TRACES / "cpu_only")), "no GPU events", "CPU-only")
+    one_line_error(run_cli("trace", "summary", str(TRACES / "cpu_only")), "no GPU events", "CPU-only")
 
 
 def test_missing_distributed_info_is_noted_not_fatal(run_cli: Any) -> None:
     # the real negative case is also CPU-only: the rank note comes with the no-GPU error
     result = run_cli("trace", "summary", str(TRACES / "distributed_info_unavailable"))
-    _one_line_error(result, "no GPU events")
+    one_line_error(result, "no GPU events")
     triton = run_cli("trace", "summary", str(TRACES / "triton_example"), "--json")
     assert triton.code == 0
     assert any("assumed rank 0" in note for note in json.loads(triton.out)[0]["notes"])
@@ -144,7 +137,7 @@ def test_mixed_schema_versions(run_cli: Any, tmp_path: Path) -> None:
         data = json.loads(gzip.decompress(source.read_bytes()))
         data["schemaVersion"] = rank + 1
         (tmp_path / source.name).write_bytes(gzip.compress(json.dumps(data).encode()))
-    _one_line_error(run_cli("trace", "summary", str(tmp_path)), "schema versions", "--allow-mixed-schema")
+    one_line_error(run_cli("trace", "summary", str(tmp_path)), "schema versions", "--allow-mixed-schema")
     allowed = run_cli("trace", "summary", str(tmp_path), "--allow-mixed-schema")
     assert allowed.code == 0
     assert "mixed schema versions" in allowed.out
@@ -163,17 +156,17 @@ def test_rank_without_gpu_events_gives_partial_results(run_cli: Any, tmp_path: P
 
 
 def test_max_bytes_bound(run_cli: Any) -> None:
-    _one_line_error(run_cli("trace", "summary", TWO_RANKS, "--max-bytes", "10kB"), "limit", "--max-bytes")
+    one_line_error(run_cli("trace", "summary", TWO_RANKS, "--max-bytes", "10kB"), "limit", "--max-bytes")
 
 
 def test_missing_path_and_bad_unit(run_cli: Any, tmp_path: Path) -> None:
-    _one_line_error(run_cli("trace", "summary", str(tmp_path / "nope.json")), "no such file")
-    _one_line_error(run_cli("trace", "summary", TWO_RANKS, "--time-unit", "ms"), "ms")
-    _one_line_error(run_cli("trace", "idle", TWO_RANKS, "--kernel-wait-threshold", "fast"), "fast")
+    one_line_error(run_cli("trace", "summary", str(tmp_path / "nope.json")), "no such file")
+    one_line_error(run_cli("trace", "summary", TWO_RANKS, "--time-unit", "ms"), "ms")
+    one_line_error(run_cli("trace", "idle", TWO_RANKS, "--kernel-wait-threshold", "fast"), "fast")
 
 
 def test_stragglers_needs_two_ranks(run_cli: Any) -> None:
-    _one_line_error(run_cli("trace", "stragglers", str(TRACES / "triton_example")), "compares ranks")
+    one_line_error(run_cli("trace", "stragglers", str(TRACES / "triton_example")), "compares ranks")
 
 
 def test_exact_ns_keeps_fractions_of_a_microsecond(run_cli: Any, tmp_path: Path) -> None:

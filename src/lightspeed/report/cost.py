@@ -79,7 +79,7 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _print_inputs(inputs: JsonObject, console: Console | None = None) -> None:
+def _render_inputs(inputs: JsonObject, console: Console | None = None) -> None:
     (console or make_console()).print("  " + inputs_caption(inputs), style="dim")
 
 
@@ -113,7 +113,7 @@ def render_training_cost(cost: TrainingCost) -> None:
         ["", "value"],
         rows,
     )
-    _print_inputs(cost.inputs)
+    _render_inputs(cost.inputs)
 
 
 def render_inference_cost(cost: InferenceCost) -> None:
@@ -128,7 +128,7 @@ def render_inference_cost(cost: InferenceCost) -> None:
         ["owned $ per million tokens", usd(cost.owned_usd_per_million_tokens)],
     ]
     render_table(f"{cost.model} served on {cost.system}", ["", "value"], rows)
-    _print_inputs(cost.inputs)
+    _render_inputs(cost.inputs)
 
 
 def render_tco(tco: Tco) -> None:
@@ -147,7 +147,7 @@ def render_tco(tco: Tco) -> None:
         ["", "value"],
         rows,
     )
-    _print_inputs(tco.inputs)
+    _render_inputs(tco.inputs)
 
 
 def render_rack_plan(plan: RackPlan) -> None:
@@ -203,7 +203,7 @@ def render_deepseek_cost(result: DeepSeekCost) -> None:
         rows,
     )
     console = make_console()
-    _print_inputs({"usd_per_gpu_hour": rate, "pue": result.training.power.pue}, console)
+    _render_inputs({"usd_per_gpu_hour": rate, "pue": result.training.power.pue}, console)
     console.print(f"  note: {result.note}", style="dim")
 
 
@@ -245,9 +245,9 @@ def render_upgrade(upgrade: Upgrade) -> None:
         "repaid by not renting the old GPUs; keep: repaid by running-cost savings alone",
     )
     for match in upgrade.matches:
-        _print_match(console, match)
+        _render_match(console, match)
     if upgrade.prices is not None:
-        _print_inputs(_price_inputs(upgrade.prices), console)
+        _render_inputs(_price_inputs(upgrade.prices), console)
 
 
 def _kw_pair(before_w: float | None, after_w: float | None) -> str:
@@ -270,7 +270,7 @@ def _price_inputs(prices: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def _print_match(console: Console, match: UpgradeMatch) -> None:
+def _render_match(console: Console, match: UpgradeMatch) -> None:
     console.print(f"[bold]{match.workload}[/bold]: {match.description}")
     console.print(
         f"  old: {match.old.plan} on {match.old.num_gpus} GPUs, "
@@ -359,7 +359,7 @@ def render_system_costs(costs: Sequence[SystemCost], workload: str) -> None:
         console=console,
     )
     for cost in costs:
-        _print_inputs({"system": cost.system, **cost.inputs}, console)
+        _render_inputs({"system": cost.system, **cost.inputs}, console)
         if cost.note:
             console.print(f"  {cost.system}: {cost.note}", style="dim")
 

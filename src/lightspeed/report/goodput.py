@@ -59,7 +59,7 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
         console=out,
         caption="buckets sum to the wall time; goodput = productive share",
     )
-    _print_steps(ledger, out)
+    _render_steps(ledger, out)
     if len(ledger.segments) > 1:
         render_table(
             "Job segments (restarts)",
@@ -80,7 +80,7 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
             console=out,
         )
     if len(ledger.ranks) > 1:
-        _print_ranks(ledger, out)
+        _render_ranks(ledger, out)
     notes = list(ledger.notes)
     if ledger.mfu is not None and ledger.utilization.reason:
         notes.append(ledger.utilization.reason)
@@ -132,7 +132,7 @@ def _bucket_rows(ledger: Ledger) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _print_steps(ledger: Ledger, out: Console) -> None:
+def _render_steps(ledger: Ledger, out: Console) -> None:
     steps = ledger.steps
     if not steps.count:
         return
@@ -166,7 +166,7 @@ def _print_steps(ledger: Ledger, out: Console) -> None:
         )
 
 
-def _print_ranks(ledger: Ledger, out: Console) -> None:
+def _render_ranks(ledger: Ledger, out: Console) -> None:
     rows = [
         (
             str(view.rank),

@@ -180,7 +180,7 @@ def render_trace_summary(summary: TraceSummary, console: Console | None = None) 
             rows,
             console=out,
         )
-    _print_steps(summary, out)
+    _render_steps(summary, out)
 
 
 def _sol_cell(rank: RankSummary) -> str:
@@ -191,7 +191,7 @@ def _sol_cell(rank: RankSummary) -> str:
     return f"{rank.accelerator} (no FLOP counts in trace)"
 
 
-def _print_steps(summary: TraceSummary, out: Console) -> None:
+def _render_steps(summary: TraceSummary, out: Console) -> None:
     rows = [
         (
             str(r.rank),

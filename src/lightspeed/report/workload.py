@@ -171,14 +171,14 @@ def render_model_summary(summary: ModelSummary, console: Console | None = None) 
     for item in summary.flops_per_token:
         for note in item.notes:
             console.print(f"note ({item.convention}): {note}", markup=False)
-    _print_bytes(summary, console)
+    _render_bytes(summary, console)
     for source in summary.sources.values():
         console.print(f"source [{source.key}]: {source.citation}", markup=False)
     if summary.spec.note:
         console.print(f"note: {summary.spec.note}", markup=False)
 
 
-def _print_bytes(summary: ModelSummary, console: Console) -> None:
+def _render_bytes(summary: ModelSummary, console: Console) -> None:
     console.print("Weights (every parameter in that precision; block scales included)", markup=False)
     render_table(
         None,

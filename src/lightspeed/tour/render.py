@@ -83,11 +83,11 @@ def render_tour_summary(result: TourResult, console: Console | None = None) -> N
 def render_tour(result: TourResult) -> None:
     """Every step then the summary (used when the steps were not streamed)."""
     console = make_console()
-    print_steps(result.steps, console)
+    render_steps(result.steps, console)
     render_tour_summary(result, console)
 
 
-def print_steps(steps: Sequence[TourStep], console: Console | None = None) -> None:
+def render_steps(steps: Sequence[TourStep], console: Console | None = None) -> None:
     """Several steps, in order."""
     for step in steps:
         render_tour_step(step, console)
