@@ -10,7 +10,7 @@ import pytest
 from lightspeed.workload import parameter_counts
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

@@ -21,7 +21,7 @@ from lightspeed.bench import (
 from lightspeed.errors import UserInputError
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 
 def _free_port() -> int:

@@ -259,6 +259,7 @@ def test_parse_cpuinfo_never_fails(text: str) -> None:
         max_size=6,
     )
 )
+@pytest.mark.slow
 def test_parse_cpuinfo_reads_back_what_was_written(fields: dict[str, str]) -> None:
     text = "\n".join(f"{key}\t: {value}" for key, value in fields.items())
     blocks = parse_cpuinfo(f"{text}\n\n{text}\n")

@@ -42,6 +42,7 @@ def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-unty
     assert stored[-1].fingerprint["num_logical_cpus"] >= 1
 
 
+@pytest.mark.slow
 def test_table_output_and_roofline(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     plot = tmp_path / "roof.png"
     result = run_cli(
@@ -93,6 +94,7 @@ def test_missing_torch_names_the_extra(run_cli, monkeypatch: pytest.MonkeyPatch)
     assert "pip install 'lightspeed[bench]'" in result.err
 
 
+@pytest.mark.slow
 def test_world_that_cannot_connect(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -122,6 +122,7 @@ def test_compare_systems_gains_cost_columns_with_prices(run_cli) -> None:  # typ
     assert json.loads(plain.out)["costs"] is None
 
 
+@pytest.mark.slow
 def test_html_report_gains_a_cost_section_with_prices(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     plan = run_cli(
         "plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "16",

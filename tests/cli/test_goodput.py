@@ -151,6 +151,7 @@ def test_plan_checkpoints_json_by_hand(run_cli) -> None:  # type: ignore[no-unty
     assert len(payload["rows"]) == 13
 
 
+@pytest.mark.slow
 def test_plan_checkpoints_from_runs_with_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     plot = tmp_path / "ettr.svg"
     result = run_cli(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from expect import one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,6 +23,7 @@ def test_profiles_table_and_json(run_cli) -> None:  # type: ignore[no-untyped-de
     assert [p["num_sms"] for p in payload["profiles"]] == [16, 16, 26, 32, 60, 64, 132]
 
 
+@pytest.mark.slow
 def test_plan_json_with_replayed_layout_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     plot = tmp_path / "layout.png"
     result = run_cli(
@@ -39,6 +42,7 @@ def test_plan_json_with_replayed_layout_and_plot(run_cli, tmp_path: Path) -> Non
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_plan_text_draws_the_slots(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm", "--gpus", "8")
     assert result.code == 0, result.err

@@ -15,6 +15,8 @@ import pytest
 from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.tour import steps as tour
 
+pytestmark = pytest.mark.slow
+
 STEP_KEYS = ["hardware", "bench", "train", "trace", "predict", "report"]
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

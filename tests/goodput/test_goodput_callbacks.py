@@ -13,6 +13,8 @@ import pytest
 from lightspeed.errors import UnsupportedError
 from lightspeed.goodput import Tracker, build_ledger, hf_trainer_callback, lightning_callback, read_run
 
+pytestmark = pytest.mark.slow
+
 
 def _fake_module(monkeypatch: pytest.MonkeyPatch, name: str, **attributes: object) -> None:
     module = types.ModuleType(name)

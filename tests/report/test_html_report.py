@@ -92,6 +92,7 @@ def test_unwritable_report_path_is_a_user_error(tmp_path: Path) -> None:
         write_report(path=blocker / "report.html", title="t", sections=_sections())
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(tmp_path: Path, chromium_page) -> None:  # type: ignore[no-untyped-def]
     written = write_report(path=tmp_path / "report.html", title=f"lightspeed {HOSTILE}", sections=_sections())
     page = chromium_page(written.path)

@@ -166,6 +166,7 @@ def test_gather_inputs_from_sources_and_store(tmp_path: Path) -> None:
         gather_inputs(sources=[str(tmp_path / "missing.json")], store_path=store_path)
 
 
+@pytest.mark.slow
 def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None:  # type: ignore[no-untyped-def]
     """Every kind of section, each with its chart, in a real browser."""
     from lightspeed.tour.render import SAMPLE_TRACE_DIR
