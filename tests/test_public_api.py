@@ -124,7 +124,6 @@ PUBLIC_API: dict[str, list[str]] = {
         "load_model_file",
         "load_models",
         "mlp_params",
-        "normalize_model_name",
         "optimizer_kinds",
         "optimizer_state_bytes",
         "parameter_counts",

@@ -261,6 +261,18 @@ class Fields:
 MAX_DATA_FILE_BYTES: Final = 16 * 2**20
 
 
+def normalize_name(name: str) -> str:
+    """Canonical lookup form of a hardware or model name: lower case, spaces and
+    underscores as hyphens.
+
+    >>> normalize_name("NVIDIA H100 80GB HBM3")
+    'nvidia-h100-80gb-hbm3'
+    >>> normalize_name("Llama_3.1 8B")
+    'llama-3.1-8b'
+    """
+    return "-".join(name.strip().lower().replace("_", " ").split())
+
+
 def expand_paths(paths: Iterable[Path]) -> list[Path]:
     """Files named directly plus every ``*.toml`` below named folders (``--catalog`` paths)."""
     files: list[Path] = []

@@ -23,7 +23,6 @@ from lightspeed.catalog.detect import (
     local_system,
     read_cpu_info,
 )
-from lightspeed.catalog.loader import normalize_name
 from lightspeed.catalog.microarch import CpuPeak, Microarchitecture, cpu_peak, load_microarchitectures
 from lightspeed.catalog.mig import (
     MigGeometry,
@@ -60,7 +59,7 @@ from lightspeed.catalog.views import (
     describe,
     list_entries,
 )
-from lightspeed.datafile import Source
+from lightspeed.datafile import Source, normalize_name
 
 __all__ = [
     "COMPUTE_ROWS",

@@ -29,7 +29,7 @@ from lightspeed.catalog.records import (
 )
 from lightspeed.catalog.schema import check_record
 from lightspeed.catalog.totals import TOTAL_KEYS, total_dimension
-from lightspeed.datafile import UNIT_SUFFIXES, Fields, Source, load_toml, parse_sources
+from lightspeed.datafile import UNIT_SUFFIXES, Fields, Source, load_toml, normalize_name, parse_sources
 from lightspeed.errors import DataFileError
 
 SCHEMA_VERSION: Final = 1
@@ -113,15 +113,6 @@ def quantity_base(key: str) -> str | None:
         if key.endswith(f"_{suffix}") and len(key) > len(suffix) + 1:
             return key[: -len(suffix) - 1]
     return None
-
-
-def normalize_name(name: str) -> str:
-    """Canonical lookup form: lower case, spaces and underscores as hyphens.
-
-    >>> normalize_name("NVIDIA H100 80GB HBM3")
-    'nvidia-h100-80gb-hbm3'
-    """
-    return "-".join(name.strip().lower().replace("_", " ").split())
 
 
 def builtin_files() -> list[Path]:

@@ -30,10 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.catalog.loader import normalize_name
 from lightspeed.catalog.records import Accelerator, System
 from lightspeed.catalog.schema import check_table
-from lightspeed.datafile import Fields, Source, expand_paths, load_toml, parse_sources
+from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normalize_name, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError
 from lightspeed.records import Record
 

@@ -17,7 +17,6 @@ from lightspeed.catalog.clusters import (
 from lightspeed.catalog.loader import (
     builtin_files,
     find_record,
-    normalize_name,
     parse_accelerator,
     parse_cpu,
     parse_link,
@@ -27,7 +26,7 @@ from lightspeed.catalog.loader import (
 from lightspeed.catalog.mig import resolve_slice, single_gpu_system, split_slice_name
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.catalog.schema import check_record
-from lightspeed.datafile import Fields, expand_paths, load_toml
+from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
 from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)

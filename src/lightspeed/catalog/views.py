@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from lightspeed.catalog.clusters import looks_like_file, looks_like_spec
-from lightspeed.catalog.loader import normalize_name
 from lightspeed.catalog.microarch import CpuPeak, cpu_peak, load_microarchitectures
 from lightspeed.catalog.records import COMPUTE_ROWS, Accelerator, Cluster, Cpu, Link, LinkAttachment, System
 from lightspeed.catalog.registry import Catalog
 from lightspeed.catalog.totals import SystemTotals, derive_totals
+from lightspeed.datafile import normalize_name
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
 

@@ -43,7 +43,6 @@ from lightspeed.workload.registry import (
     builtin_model_files,
     load_model_file,
     load_models,
-    normalize_model_name,
 )
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 from lightspeed.workload.summary import (
@@ -86,7 +85,6 @@ __all__ = [
     "load_model_file",
     "load_models",
     "mlp_params",
-    "normalize_model_name",
     "optimizer_kinds",
     "optimizer_state_bytes",
     "parameter_counts",

@@ -26,9 +26,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields
+from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
-from lightspeed.workload.registry import normalize_model_name
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 
 SUPPORTED_MODEL_TYPES: Final = ("llama", "mistral", "mixtral", "qwen2", "deepseek_v3")
@@ -96,7 +95,7 @@ def _model_name(path: Path, data: dict[str, Any]) -> str:
 def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
     hidden = fields.integer("hidden_size", minimum=1)
     return TransformerSpec(
-        name=normalize_model_name(name),
+        name=normalize_name(name),
         display_name=name,
         num_layers=fields.integer("num_hidden_layers", minimum=1),
         hidden_size=hidden,

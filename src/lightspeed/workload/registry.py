@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import Fields, Source, expand_paths, load_toml, parse_sources
+from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normalize_name, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
@@ -126,15 +126,6 @@ class ModelEntry(Record):
     path: str
 
 
-def normalize_model_name(name: str) -> str:
-    """Lookup form of a model name: lower case, spaces and underscores as hyphens.
-
-    >>> normalize_model_name("Llama_3.1 8B")
-    'llama-3.1-8b'
-    """
-    return "-".join(name.strip().lower().replace("_", " ").split())
-
-
 @dataclass(frozen=True)
 class ModelRegistry:
     """Every known model, looked up by exact name or alias (case-insensitive).
@@ -152,7 +143,7 @@ class ModelRegistry:
 
     def entry(self, name: str) -> ModelEntry:
         """The entry called ``name`` (its canonical name or an alias)."""
-        key = normalize_model_name(name)
+        key = normalize_name(name)
         found = self.entries.get(key)
         if found is None:
             found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
@@ -264,7 +255,7 @@ def _build_spec(fields: Fields, source: Reference) -> TransformerSpec:
         _check_keys(moe, _MOE_KEYS, "moe")
     hidden = architecture.integer("hidden_size", minimum=1)
     return TransformerSpec(
-        name=normalize_model_name(fields.string("name")),
+        name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
         num_layers=architecture.integer("num_layers", minimum=1),
         hidden_size=hidden,
@@ -279,7 +270,7 @@ def _build_spec(fields: Fields, source: Reference) -> TransformerSpec:
         norm=architecture.string("norm", "rmsnorm"),
         mlp_bias=architecture.boolean("mlp_bias", False),
         num_mtp_modules=architecture.integer("num_mtp_modules", 0),
-        aliases=tuple(normalize_model_name(alias) for alias in fields.strings("aliases")),
+        aliases=tuple(normalize_name(alias) for alias in fields.strings("aliases")),
         source=source.citation,
         note=fields.string("note", ""),
     )
