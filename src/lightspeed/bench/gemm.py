@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.bench.results import BenchResult, make_result
@@ -116,7 +117,7 @@ def _mla_shapes(model: TransformerSpec) -> list[tuple[str, int, int]]:
     ]
 
 
-def check_dtype(torch: Any, device: BenchDevice, precision: str) -> None:
+def check_dtype(torch: ModuleType, device: BenchDevice, precision: str) -> None:
     """Raise :class:`UnsupportedError` when ``device`` cannot multiply in ``precision``.
 
     Support is probed with a small multiply (torch's CPU build emulates fp8, an

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.bench.results import BenchResult, make_result
@@ -46,7 +47,7 @@ def _parse_cache_size(text: str) -> int | None:
     return int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2)]
 
 
-def last_level_cache_bytes(torch: Any, device: BenchDevice) -> int | None:
+def last_level_cache_bytes(torch: ModuleType, device: BenchDevice) -> int | None:
     """The GPU's L2 or the CPU's largest cache (from sysfs), in bytes; ``None`` if unknown."""
     if device.is_gpu:
         properties = torch.cuda.get_device_properties(device.index)

@@ -112,7 +112,7 @@ def require_gpu(device: BenchDevice, suite: str, what: str) -> None:
         )
 
 
-def torch_dtype(torch: Any, precision: str) -> Any:
+def torch_dtype(torch: ModuleType, precision: str) -> Any:
     """The torch dtype for a lightspeed precision name (``fp32``, ``bf16`` ...)."""
     key = precision.strip().lower()
     if key not in TORCH_DTYPES:

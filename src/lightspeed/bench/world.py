@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.bench.collectives import CollectiveConfig, assemble_results, measure_rank
@@ -51,7 +52,7 @@ def torchrun_rank(environment: Mapping[str, str] | None = None) -> tuple[int, in
         ) from None
 
 
-def choose_backend(torch: Any, gpu: bool) -> str:
+def choose_backend(torch: ModuleType, gpu: bool) -> str:
     """NCCL for GPUs, gloo for CPUs; refuses NCCL when torch lacks it."""
     if gpu:
         if not torch.distributed.is_nccl_available():

@@ -24,7 +24,7 @@ NVLink, so a slice serves a model alone. Slices are named
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -307,11 +307,11 @@ def slice_accelerator(accelerator: Accelerator, profile: MigProfile) -> Accelera
     )
 
 
-def resolve_slice(name: str, lookup: Any) -> Accelerator:
+def resolve_slice(name: str, lookup: Callable[[str], Accelerator]) -> Accelerator:
     """The accelerator of ``'<accelerator>/<profile>'``; ``lookup`` finds the parent by name."""
     parts = split_slice_name(name)
     assert parts is not None
-    parent: Accelerator = lookup(parts[0])
+    parent = lookup(parts[0])
     return slice_accelerator(parent, mig_geometry(parent).profile(parts[1]))
 
 

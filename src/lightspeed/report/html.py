@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
@@ -34,6 +34,9 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.report.console import make_console
 from lightspeed.report.plots import figure_svg
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _CSS_PATH = Path(__file__).with_name("html_style.css")
 _KEY_PATTERN = re.compile(r"[^a-z0-9-]+")
@@ -99,7 +102,7 @@ class WrittenReport(Record):
     plot_paths: tuple[Path, ...] = field(default_factory=tuple)
 
 
-def chart_from_figure(figure: Any, *, name: str, title: str) -> Chart:
+def chart_from_figure(figure: Figure, *, name: str, title: str) -> Chart:
     """Render a matplotlib figure to SVG and PNG once, then close it."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight", dpi=120)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +13,9 @@ from lightspeed.gate.inputs import MetricHistory
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _VERDICT_STYLE = {
     "regression": "bold red",
@@ -82,7 +85,7 @@ def plain_text(text: str, max_chars: int = 60) -> str:
     return shortened.replace("$", r"\$")
 
 
-def history_figure(history: MetricHistory) -> Any:
+def history_figure(history: MetricHistory) -> Figure:
     """A metric across runs: median per run, min-max bar, SOL, regressions marked."""
     figure, axes = new_figure(8.0, 3.6)
     points = history.points

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from lightspeed.catalog import Catalog, compare_hardware
 from lightspeed.sol import TrainEstimate, fabric_comparison, plan_memory
@@ -191,6 +190,6 @@ SCENARIOS: Sequence[tuple[str, ScenarioFunction]] = (
 )
 
 
-def run_scenarios(catalog: Catalog, models: Any) -> list[Scenario]:
+def run_scenarios(catalog: Catalog, models: ModelRegistry) -> list[Scenario]:
     """Every available scenario, in the seed's order."""
     return [function(catalog, models) for _, function in SCENARIOS]

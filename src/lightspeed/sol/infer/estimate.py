@@ -101,7 +101,7 @@ class InferenceEstimate(Record):
         }
 
 
-def deployments_of(plan: InferencePlan, batch: Any) -> Deployments:
+def deployments_of(plan: InferencePlan, batch: float | np.ndarray) -> Deployments:
     """The one-deployment arrays of ``plan`` with ``batch`` sequences per (decode) replica."""
     size = np.asarray(batch, dtype=np.float64).shape or (1,)
 
