@@ -1,0 +1,206 @@
+"""The ``--json`` contract of every command, frozen (as torchtitan freezes its CLI surface):
+the keys listed here are documented in docs/ and scripts depend on them. Removing or
+renaming one is a deliberate edit of this file and a CHANGELOG.md line; a renamed key
+keeps its old name as an alias, and both are listed here.
+
+A path is dotted; ``[]`` means "every element of this list" (and the list is not empty).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PLAN_KEYS = (
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "cp",
+    "vpp",
+    "zero_stage",
+    "micro_batch_size",
+    "recompute",
+    "schedule",
+    "step_time_s",
+    "mfu",
+    "tokens_per_s",
+    "memory_per_gpu_bytes",
+    "bound",
+)
+ALIASES_0_1 = ("zero", "micro_batch")  # CHANGELOG 0.2.0: kept beside zero_stage, micro_batch_size
+TRAIN = ("--model", "llama-3-70b", "--system", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2")
+
+CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "hw list": (("hw", "list"), ("records",)),
+    "hw show": (("hw", "show", "h100-sxm"), ("name", "kind", "record", "totals")),
+    "hw compare": (("hw", "compare", "h100-pcie", "h800-pcie"), ("devices", "rows[]", "labels")),
+    "model list": (("model", "list"), ("models[]",)),
+    "model show": (
+        ("model", "show", "llama-3-70b"),
+        ("name", "total_params", "active_params", "flops_per_token", "kv_cache_bytes_per_token", "spec"),
+    ),
+    "memory": (
+        ("memory", "--model", "dense-100t", "--gpu", "b200"),
+        ("total_bytes", "bytes_per_gpu", "gpus_needed", "nodes_needed", "memory_usable_bytes", "zero_stage"),
+    ),
+    "flops": (
+        ("flops", "--model", "dense-100t", "--tokens", "29e12"),
+        ("total_flop", "per_token", "num_tokens", "formula", "total_params", "active_params"),
+    ),
+    "plan train": (
+        ("plan", "train", *TRAIN, "--global-batch", "256"),
+        (
+            *PLAN_KEYS,
+            *ALIASES_0_1,
+            "breakdown_s",
+            "memory_bytes",
+            "fits",
+            "tflop_per_s_per_gpu",
+            "hfu",
+            "peak_flop_per_s",
+            "bound_part",
+            "gpu_hours",
+            "assumptions",
+            "plan",
+        ),
+    ),
+    "search train": (
+        (
+            "search",
+            "train",
+            "--model",
+            "llama-3-8b",
+            "--system",
+            "dgx-h100",
+            "--gpus",
+            "16",
+            "--global-batch",
+            "64",
+        ),
+        ("num_plans_evaluated", "num_plans_fitting", "why_best", *(f"plans[].{key}" for key in PLAN_KEYS)),
+    ),
+    "plan infer": (
+        (
+            "plan",
+            "infer",
+            *(
+                "--model",
+                "llama-3-70b",
+                "--system",
+                "dgx-h100",
+                "--gpus",
+                "2",
+                "--tp",
+                "2",
+                "--precision",
+                "fp8",
+            ),
+            *("--isl", "1000", "--osl", "1000"),
+        ),
+        (
+            "ttft_s",
+            "tpot_s",
+            "output_tokens_per_s",
+            "output_tokens_per_s_per_gpu",
+            "output_tokens_per_s_per_user",
+            "requests_per_s",
+            "iteration_breakdown_s",
+            "memory_bytes",
+            "max_batch",
+            "bound",
+            "plan",
+            "load",
+        ),
+    ),
+    "search infer": (
+        ("search", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--isl", "1000", "--osl", "200"),
+        ("best", "frontier[]", "constraints", "num_points_evaluated", "num_points_feasible"),
+    ),
+    "validate": (
+        ("validate", "{shared}/validation/published-dev.tsv"),
+        (
+            "rows[].id",
+            "rows[].kind",
+            "rows[].metric",
+            "rows[].measured",
+            "rows[].predicted",
+            "rows[].status",
+            "rows[].source",
+            "summary.train",
+            "summary.infer",
+        ),
+    ),
+    "mig profiles": (("mig", "profiles", "--gpu", "h100-sxm"), ("name", "profiles[]", "sources")),
+    "cost cluster": (("cost", "cluster", "--racks", "8", "--site-kw", "1000"), ("rack_plan", "tco")),
+    "trace summary": (
+        ("trace", "summary", "{shared}/data/traces/trace_filter"),
+        ("[].rank", "[].compute_pct", "[].non_compute_pct", "[].idle_pct", "[].steps", "[].sol"),
+    ),
+    "goodput plan-checkpoints": (
+        (
+            "goodput",
+            "plan-checkpoints",
+            *("--nodes", "1024", "--failures-per-node-day", "0.0065"),
+            *("--checkpoint-write-s", "60", "--restart-s", "600"),
+        ),
+        ("optimal_interval_s", "optimal_ettr", "young_interval_s", "daly_interval_s", "job_mttf_s", "rows[]"),
+    ),
+}
+
+
+def _values_at(payload: Any, path: str) -> list[Any]:
+    """Every value at ``path`` (``a.b``, ``a[].b``, ``[].b``); raises KeyError when absent."""
+    values = [payload]
+    for part in path.replace("[]", ".[]").strip(".").split("."):
+        if part == "[]":
+            assert all(isinstance(value, list) and value for value in values), f"{path}: not a non-empty list"
+            values = [item for value in values for item in value]
+        else:
+            values = [value[part] for value in values]
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_json_contract_keeps_its_documented_keys(name: str, run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    args, paths = CONTRACTS[name]
+    result = run_cli(*(arg.format(shared=shared) for arg in args), "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    missing = []
+    for path in paths:
+        try:
+            _values_at(payload, path)
+        except (KeyError, TypeError):
+            missing.append(path)
+    assert not missing, f"{name} --json lost {missing}"
+
+
+def test_old_plan_keys_equal_the_new_ones(run_cli) -> None:  # type: ignore[no-untyped-def]
+    payload = json.loads(run_cli("plan", "train", *TRAIN, "--global-batch", "256", "--json").out)
+    assert payload["zero"] == payload["zero_stage"] == 1
+    assert payload["micro_batch"] == payload["micro_batch_size"] == 1
+
+
+def test_old_flags_still_set_the_same_settings(run_cli) -> None:  # type: ignore[no-untyped-def]
+    new = run_cli(
+        "plan",
+        "train",
+        *TRAIN,
+        "--global-batch",
+        "256",
+        "--zero-stage",
+        "2",
+        "--micro-batch-size",
+        "2",
+        "--json",
+    )
+    old = run_cli(
+        "plan", "train", *TRAIN, "--global-batch", "256", "--zero", "2", "--micro-batch", "2", "--json"
+    )
+    assert json.loads(new.out)["step_time_s"] == json.loads(old.out)["step_time_s"]
+    assert (json.loads(old.out)["zero_stage"], json.loads(old.out)["micro_batch_size"]) == (2, 2)
