@@ -17,7 +17,14 @@ from typing import Any, Final
 import msgspec
 
 from lightspeed.errors import DataFileError
-from lightspeed.goodput.schema import EVENT_TYPES, JOB_END_STATUSES, PHASES, SCHEMA_VERSION, TOKENS_SCOPES
+from lightspeed.goodput.schema import (
+    EVENT_TYPES,
+    JOB_END_STATUSES,
+    PHASES,
+    READABLE_VERSIONS,
+    SCHEMA_VERSION,
+    TOKENS_SCOPES,
+)
 from lightspeed.records import Record
 
 MAX_LINE_BYTES: Final = 1 << 20
@@ -115,6 +122,7 @@ class RunLog(Record):
     ranks: tuple[RankLog, ...]
     missing_ranks: tuple[int, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    monitor_runs: tuple[str, ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -168,7 +176,14 @@ def read_run(path: str | Path) -> RunLog:
         ranks=rank_logs,
         missing_ranks=missing,
         notes=notes,
+        monitor_runs=_monitor_runs(raw),
     )
+
+
+def _monitor_runs(raw: dict[Path, list[_RawSegment]]) -> tuple[str, ...]:
+    """The ``lightspeed monitor run`` folders the segments' job starts name, in order of appearance."""
+    folders = (segment.header.get("monitor_run") for segments in raw.values() for segment in segments)
+    return tuple(dict.fromkeys(folder for folder in folders if isinstance(folder, str) and folder))
 
 
 def _rank_files(source: Path) -> list[Path]:
@@ -255,10 +270,11 @@ def _warn_skipped(path: Path, line: int) -> None:
 
 def _apply(path: Path, number: int, event: dict[str, Any], segments: list[_RawSegment]) -> None:
     version = event.get("v")
-    if version != SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise DataFileError(
             path,
-            f"event schema version {version!r} is not {SCHEMA_VERSION}",
+            f"event schema version {version!r} is not {' or '.join(map(str, sorted(READABLE_VERSIONS)))} "
+            f"(this lightspeed writes {SCHEMA_VERSION})",
             line=number,
             fix="read it with the lightspeed version that wrote it, or upgrade lightspeed",
         )
