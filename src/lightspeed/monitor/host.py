@@ -55,6 +55,7 @@ class HostBackend(Backend):
         self._psutil: Any = None
         self._last_s = 0.0
         self._cpu: tuple[float, float] | None = None
+        self._cpu_ratio_last = 0.0
         self._io: dict[str, float | None] = {}
         self._tree: dict[int, Any] = {}
         self._tree_cpu: dict[int, float] = {}
@@ -66,6 +67,8 @@ class HostBackend(Backend):
             raise UserInputError(f"no process with id {self.pid} to watch")
         self._last_s = time.perf_counter()
         self._cpu = _cpu_split(psutil.cpu_times())
+        busy, total = self._cpu
+        self._cpu_ratio_last = busy / total if total > 0 else 0.0  # since boot, until a tick passes
         self._io = self._io_totals()
         self._process_cpu_s()
         details = {
@@ -100,13 +103,16 @@ class HostBackend(Backend):
 
     # -- pieces ------------------------------------------------------------
 
-    def _cpu_ratio(self, times: Any) -> float | None:
+    def _cpu_ratio(self, times: Any) -> float:
+        """Busy share since the last reading; the kernel counts in ticks (10 ms), so a read
+        within one tick of the last repeats the last share instead of dividing by zero."""
         busy, total = _cpu_split(times)
         previous = self._cpu
-        self._cpu = (busy, total)
         if previous is None or total <= previous[1]:
-            return None
-        return min(1.0, max(0.0, (busy - previous[0]) / (total - previous[1])))
+            return self._cpu_ratio_last
+        self._cpu = (busy, total)
+        self._cpu_ratio_last = min(1.0, max(0.0, (busy - previous[0]) / (total - previous[1])))
+        return self._cpu_ratio_last
 
     def _io_totals(self) -> dict[str, float | None]:
         psutil = self._psutil

@@ -87,8 +87,8 @@ class ReplayBackend(Backend):
             else:
                 self.exhausted = True
                 index = count - 1
-        elif self.pace == "time" and not self.loop and index == count - 1:
-            self.exhausted = True
+        elif not self.loop and index == count - 1:
+            self.exhausted = True  # the last recorded sample: a sampler stops after it
         return max(index, 0)
 
 

@@ -153,12 +153,13 @@ def _idle(capture: Capture, device: DeviceInfo, shift: float, limits: Thresholds
     if busy is None:
         return []
     metric, values = busy
-    stretches = _runs(capture.times_s, values < limits.idle_busy_ratio, capture.interval_s)
+    idle = values < limits.idle_busy_ratio
+    stretches = _runs(capture.times_s, idle, capture.interval_s)
     long = [(start, end) for start, end in stretches if end - start >= limits.idle_min_s]
     if not long:
         return []
     start, end = max(long, key=lambda span: span[1] - span[0])
-    inside = (capture.times_s > start) & (capture.times_s <= end)
+    inside = (capture.times_s > start) & (capture.times_s <= end) & idle
     observed = float(np.nanmean(values[inside]))
     total = sum(e - s for s, e in long)
     host = _host_mean(capture, "cpu_util_ratio", inside)

@@ -284,7 +284,7 @@ def monitor_folders_of(run_dir: Path) -> tuple[Path, ...]:
     """Monitor folders that belong to a goodput run: named in its job starts, or its ``monitor/``."""
     folders: list[Path] = []
     try:
-        named = read_run(run_dir).monitor_runs
+        named = _read_quietly(run_dir).monitor_runs
     except DataFileError:
         named = ()
     folders.extend(Path(name) for name in named)
