@@ -106,8 +106,8 @@ class MonitorCollector:
         return []  # families depend on what the devices report: no registration-time collect
 
     def collect(self) -> Iterator[Metric]:
-        prometheus = import_prometheus()
-        gauge = prometheus.core.GaugeMetricFamily
+        import_prometheus()
+        from prometheus_client.core import GaugeMetricFamily as gauge  # noqa: N813 - a factory
         sample = self.monitor.latest()
         devices = {device.device_id: device for device in self.monitor.devices}
         families: dict[str, Any] = {}
