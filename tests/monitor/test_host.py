@@ -42,17 +42,16 @@ def test_watched_tree_cpu_matches_the_kernels_rusage() -> None:
     backend.open()
     measured = 0.0
     last = time.perf_counter()
-    while child.poll() is None:
+    while True:
         time.sleep(0.05)
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # this child's own rusage once it exits
         cores = backend.read()["host"]["process_cpu_cores"]
         now = time.perf_counter()
         measured += (cores or 0.0) * (now - last)
         last = now
-    _, _, usage = os.wait4(child.pid, 0) if child.returncode is None else (0, 0, None)
-    if usage is None:  # poll() reaped it; the kernel's figure is then in our children's rusage
-        import resource
-
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            break
     kernel = usage.ru_utime + usage.ru_stime
     # the last partial tick before the exit is lost (at most one tick of one core), nothing is counted twice
     assert kernel - 0.3 <= measured <= kernel + 0.05

@@ -321,3 +321,31 @@ def test_bad_thresholds_are_refused() -> None:
         Thresholds(idle_busy_ratio=1.5)
     with pytest.raises(UserInputError, match="finite number > 0"):
         Thresholds(idle_min_s=float("nan"))
+
+
+def test_a_large_badput_bucket_is_named_with_what_the_machine_did(
+    make_capture, hand_run, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    run_dir = tmp_path / "run"
+    log = hand_run(run_dir).start(0.0).phase("checkpoint_save", 6.0, 10.0)  # 4 s of 10: 40% >= 20%
+    for step in range(5):
+        log.step(step, 1.0 + step, 2.0 + step, tokens=10)
+    log.end(10.0)
+    # the GPU is 2% busy while the checkpoint is written (t = 7..10 cover 6-10 s), the job uses 0.1 core
+    samples = [
+        {
+            "gpu0": {"gpu_util_ratio": 0.02 if t > 6 else 0.9},
+            "host": {"process_cpu_cores": 0.1 if t > 6 else 1.0},
+        }
+        for t in range(11)
+    ]
+    capture = read_capture(make_capture(tmp_path / "c.jsonl", samples, start_ns=T0_NS - NS))
+    run = read_run(run_dir)
+    joined = join_counters(run=run, ledger=build_ledger(run=run), captures=[capture])
+    hotspots = [f for f in diagnose(captures=[capture], joined=joined).findings if f.rule == "badput_hotspot"]
+    (finding,) = hotspots
+    assert finding.title == "checkpoint_save takes 40.0% of the wall time"
+    assert finding.evidence[0].observed == pytest.approx(0.4)
+    assert finding.evidence[1].observed == pytest.approx(0.02)  # GPU busy during the save
+    assert "it mostly waits then" in finding.message
+    assert "async_save" in finding.fix

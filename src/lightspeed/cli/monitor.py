@@ -112,7 +112,7 @@ def run_cmd(
         out_dir=folder,
         interval_s=_interval(interval_text),
         backends=backend_names or None,
-        stdout=sys.stderr if as_json else None,
+        stdout=sys.__stderr__ if as_json else None,  # the real fd 2: keeps our stdout JSON only
     )
     report = analyze_run(path=folder, goodput_run=goodput_run, catalog=get_context().catalog())
     stored = None if no_save else _store(report)

@@ -21,12 +21,13 @@ from lightspeed.monitor.backend import Backend, DeviceInfo, rate
 from lightspeed.monitor.capture import CAPTURE_VERSION, Capture, CaptureWriter, Note, read_capture
 from lightspeed.monitor.dcgm import DcgmBackend
 from lightspeed.monitor.exporter import Exporter, ExporterServer, MonitorCollector
+from lightspeed.monitor.findings import Diagnosis, Evidence, Finding, Thresholds
 from lightspeed.monitor.host import HostBackend
 from lightspeed.monitor.join import BucketCounters, CounterLedger, Counters, StepCounters, join_counters
 from lightspeed.monitor.metrics import METRICS, THROTTLE_BITS, MetricSpec, throttle_names
 from lightspeed.monitor.nvml import NvmlBackend
 from lightspeed.monitor.replay import ReplayBackend
-from lightspeed.monitor.rules import Diagnosis, Evidence, Finding, Thresholds, diagnose
+from lightspeed.monitor.rules import diagnose
 from lightspeed.monitor.runs import (
     BACKEND_NAMES,
     MetricSummary,

@@ -108,6 +108,7 @@ class MonitorCollector:
     def collect(self) -> Iterator[Metric]:
         import_prometheus()
         from prometheus_client.core import GaugeMetricFamily as gauge  # noqa: N813 - a factory
+
         sample = self.monitor.latest()
         devices = {device.device_id: device for device in self.monitor.devices}
         families: dict[str, Any] = {}

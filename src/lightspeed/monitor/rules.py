@@ -7,9 +7,12 @@ for long means idle time (suspect data loading or synchronisation); a GPU idle
 while the job waits for data is loader starvation; link throughput near the
 link's SOL from the catalog means communication is the culprit; clock event
 reasons say when power or heat slowed a busy GPU; one rank or GPU slower than
-the rest is a straggler. Without GPUs, the host rules say whether the steps
-were bound by the host's CPU and whether other processes took CPU from them.
-Thresholds are a :class:`Thresholds` record (the defaults are below).
+the rest is a straggler. A badput bucket that takes a large share of the wall
+time is named with what the machine did during it. Without GPUs, the host
+rules say whether the steps were bound by the host's CPU and whether other
+processes took CPU from them (:mod:`lightspeed.monitor.rules_ledger` holds the
+rules that need a goodput run). Thresholds are a
+:class:`~lightspeed.monitor.findings.Thresholds` record.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -26,71 +28,16 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
 from lightspeed.monitor.backend import DeviceInfo
 from lightspeed.monitor.capture import Capture
+from lightspeed.monitor.findings import Diagnosis, Finding, Thresholds
+from lightspeed.monitor.findings import fact as _fact
+from lightspeed.monitor.findings import label as _label
+from lightspeed.monitor.findings import where as _where
 from lightspeed.monitor.join import CounterLedger
-from lightspeed.monitor.metrics import METRICS, THROTTLE_BITS, throttle_names
-from lightspeed.records import Record
+from lightspeed.monitor.metrics import THROTTLE_BITS, throttle_names
+from lightspeed.monitor.rules_ledger import badput_hotspots, host_rules, rank_stragglers, starvation
 from lightspeed.units import format_duration, format_percent
 
-
-@dataclass(frozen=True)
-class Thresholds(Record):
-    """When a rule fires. Ratios are 0..1; seconds are seconds; cores are CPU seconds per second."""
-
-    idle_busy_ratio: float = 0.10  # a GPU this busy or less is idle ...
-    idle_min_s: float = 5.0  # ... when it stays so for this long
-    starvation_share: float = 0.05  # data waits above this share of the wall time ...
-    starvation_busy_ratio: float = 0.30  # ... with the GPUs this busy or less during them
-    link_sol_ratio: float = 0.80  # link throughput at this share of the catalog SOL ...
-    link_min_share: float = 0.25  # ... in this share of the samples
-    throttle_busy_ratio: float = 0.50  # samples this busy count for throttling ...
-    throttle_min_share: float = 0.10  # ... and throttled in this share of them
-    straggler_ratio: float = 0.90  # a GPU's SM clock below this share of the median GPU's
-    cpu_bound_cores: float = 0.80  # a job keeping this many cores busy during steps is CPU-bound
-    contention_cores: float = 0.50  # other processes using this many cores during steps
-
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if not math.isfinite(value) or value <= 0:
-                raise UserInputError(f"threshold {item.name} must be a finite number > 0, got {value}")
-            if item.name.endswith(("_ratio", "_share")) and value > 1:
-                raise UserInputError(f"threshold {item.name} is a ratio in (0, 1], got {value}")
-
-
-@dataclass(frozen=True)
-class Evidence(Record):
-    """One measured fact behind a finding: ``observed`` compared with ``threshold``."""
-
-    counter: str
-    device: str
-    window_start_s: float
-    window_end_s: float
-    observed: float
-    threshold: float
-    comparison: str
-    unit: str
-
-
-@dataclass(frozen=True)
-class Finding(Record):
-    """A rule that fired: what it says, the evidence, and what to try."""
-
-    rule: str
-    title: str
-    message: str
-    evidence: tuple[Evidence, ...]
-    fix: str
-    device: str = ""
-    rank: int | None = None
-
-
-@dataclass(frozen=True)
-class Diagnosis(Record):
-    """Every finding of a run, and why some rules could not be applied."""
-
-    findings: tuple[Finding, ...]
-    thresholds: Thresholds
-    notes: tuple[str, ...] = ()
+__all__ = ["Diagnosis", "Finding", "Thresholds", "diagnose"]
 
 
 def diagnose(
@@ -124,10 +71,11 @@ def diagnose(
     findings.extend(_gpu_stragglers(captures, origin, limits))
     if joined is not None:
         run_shift = joined.origin_epoch_s - origin
-        findings.extend(_starvation(joined, run_shift, limits))
-        findings.extend(_rank_stragglers(joined, run_shift))
+        findings.extend(starvation(joined, run_shift, limits))
+        findings.extend(badput_hotspots(joined, run_shift, limits))
+        findings.extend(rank_stragglers(joined, run_shift))
         if joined.num_gpus == 0:
-            findings.extend(_host_rules(joined, captures, run_shift, limits))
+            findings.extend(host_rules(joined, captures, run_shift, limits))
     elif not any(device.kind == "gpu" for capture in captures for device in capture.devices):
         notes.append("host counters only and no goodput run joined: the host rules need the tracker's steps")
     return Diagnosis(findings=tuple(findings), thresholds=limits, notes=tuple(dict.fromkeys(notes)))
@@ -142,10 +90,6 @@ def _busy(capture: Capture, device: str) -> tuple[str, Any] | None:
         if values is not None and np.any(~np.isnan(values)):
             return metric, values
     return None
-
-
-def _label(device: DeviceInfo, capture: Capture) -> str:
-    return f"{capture.host}:{device.device_id}" if capture.host else device.device_id
 
 
 def _idle(capture: Capture, device: DeviceInfo, shift: float, limits: Thresholds) -> list[Finding]:
@@ -397,244 +341,6 @@ def _gpu_stragglers(captures: Sequence[Capture], origin: float, limits: Threshol
 # -- rules over the joined ledger ---------------------------------------------------
 
 
-def _run_window(joined: CounterLedger, shift: float) -> tuple[float, float]:
-    return shift, shift + joined.ledger.total_s
-
-
-def _starvation(joined: CounterLedger, shift: float, limits: Thresholds) -> list[Finding]:
-    stall = joined.bucket("data_stall")
-    total = joined.ledger.total_s
-    if stall is None or total <= 0:
-        return []
-    share = stall.seconds / total
-    if share < limits.starvation_share:
-        return []
-    start, end = _run_window(joined, shift)
-    counters = stall.counters
-    evidence = [
-        _fact(
-            "ledger data_stall share",
-            "run",
-            (start, end),
-            share,
-            limits.starvation_share,
-            comparison=">=",
-            unit="ratio",
-        )
-    ]
-    if joined.num_gpus:
-        busy = counters.gpu_busy_ratio
-        if busy is None or busy > limits.starvation_busy_ratio:
-            return []
-        evidence.append(
-            _fact(
-                joined.busy_counter,
-                "gpus",
-                (start, end),
-                busy,
-                limits.starvation_busy_ratio,
-                comparison="<=",
-                unit="ratio",
-            )
-        )
-        where = f"the GPUs were {format_percent(busy)} busy while the job waited for data"
-    else:
-        where = "no GPU: the host waited for the loader"
-    cpu, cores = counters.cpu_util_ratio, counters.process_cpu_cores
-    if cpu is not None:
-        evidence.append(
-            _fact("cpu_util_ratio", "host", (start, end), cpu, 0.0, comparison="info", unit="ratio")
-        )
-    if cores is not None:
-        evidence.append(
-            _fact("process_cpu_cores", "host", (start, end), cores, limits.cpu_bound_cores, comparison="info")
-        )
-    cpu_text = _loader_cpu_text(cpu, cores, limits)
-    return [
-        Finding(
-            rule="loader_starvation",
-            title=f"data loader starves the job ({format_percent(share)} of wall time)",
-            message=(
-                f"data waits took {format_duration(stall.seconds)}, {format_percent(share)} of the wall time "
-                f"(threshold {format_percent(limits.starvation_share)}); {where}{cpu_text}"
-            ),
-            evidence=tuple(evidence),
-            fix="more DataLoader workers, prefetch_factor, pin_memory, faster storage, or pre-tokenised data",
-        )
-    ]
-
-
-def _loader_cpu_text(cpu: float | None, cores: float | None, limits: Thresholds) -> str:
-    """What the host did while the job waited for data: load it (CPU-bound loader) or wait."""
-    if cores is not None:
-        verdict = (
-            "the loader is CPU-bound"
-            if cores >= limits.cpu_bound_cores
-            else "the job's processes mostly waited: I/O or a slow source"
-        )
-        text = f"; the job kept {cores:.2f} cores busy during the waits ({verdict})"
-        return text + (f", the host's CPUs {format_percent(cpu)} busy" if cpu is not None else "")
-    if cpu is not None:
-        verdict = "the loader is CPU-bound" if cpu >= 0.8 else "the loader waits on I/O or its source"
-        return f"; host CPU {format_percent(cpu)} busy during the waits ({verdict})"
-    return ""
-
-
-def _rank_stragglers(joined: CounterLedger, shift: float) -> list[Finding]:
-    views = {view.rank: view for view in joined.ledger.ranks}
-    findings = []
-    start, end = _run_window(joined, shift)
-    for rank in joined.ledger.stragglers:
-        view = views.get(rank)
-        if view is None:
-            continue
-        others = [
-            v.median_step_s for v in joined.ledger.ranks if v.rank != rank and v.median_step_s is not None
-        ]
-        typical = statistics.median(others) if others else math.nan
-        evidence = [
-            _fact(
-                "median step time",
-                f"rank {rank}",
-                (start, end),
-                view.median_step_s or math.nan,
-                typical,
-                comparison=">",
-                unit="s",
-            )
-        ]
-        clock = _rank_clock(joined, rank)
-        clock_text = ""
-        if clock is not None:
-            other_clocks = [c for r in views if r != rank and (c := _rank_clock(joined, r)) is not None]
-            if other_clocks:
-                typical_clock = statistics.median(other_clocks)
-                evidence.append(
-                    _fact(
-                        "sm_clock_hz",
-                        f"rank {rank}",
-                        (start, end),
-                        clock,
-                        typical_clock,
-                        comparison="info",
-                        unit="Hz",
-                    )
-                )
-                clock_text = (
-                    f"; its GPU's SM clock averaged {clock / 1e6:.0f} MHz vs {typical_clock / 1e6:.0f} MHz"
-                )
-        findings.append(
-            Finding(
-                rule="straggler",
-                title=f"rank {rank} straggles",
-                message=f"rank {rank}: {view.reason}{clock_text}",
-                evidence=tuple(evidence),
-                fix="compare that rank's GPU counters and host with the others; check input sharding balance",
-                rank=rank,
-            )
-        )
-    return findings
-
-
-def _rank_clock(joined: CounterLedger, rank: int) -> float | None:
-    values = [
-        s.counters.sm_clock_hz for s in joined.steps if s.rank == rank and s.counters.sm_clock_hz is not None
-    ]
-    return statistics.fmean(values) if values else None
-
-
-def _host_rules(
-    joined: CounterLedger, captures: Sequence[Capture], shift: float, limits: Thresholds
-) -> list[Finding]:
-    productive = joined.bucket("productive")
-    if productive is None or productive.seconds <= 0:
-        return []
-    num_cpus = _num_cpus(captures)
-    start, end = _run_window(joined, shift)
-    cores = joined.productive_process_cpu_cores
-    cpu = joined.productive_cpu_util_ratio
-    findings = []
-    if cores is None and cpu is not None:
-        cores = cpu * num_cpus  # no process tree watched: the whole host
-    if cores is not None and cores >= limits.cpu_bound_cores:
-        idle = num_cpus - cores
-        findings.append(
-            Finding(
-                rule="cpu_bound_steps",
-                title=f"steps are CPU-bound on {cores:.2f} of {num_cpus} cores",
-                message=(
-                    "no GPU counters: the steps ran on the host. During "
-                    f"{format_duration(productive.seconds)} of "
-                    f"productive steps the job kept {cores:.2f} cores busy (threshold "
-                    f"{limits.cpu_bound_cores:g}) "
-                    f"of the host's {num_cpus}"
-                    + (f"; {idle:.2f} cores stayed free for it" if idle >= 0.5 else "; every core was in use")
-                ),
-                evidence=(
-                    _fact(
-                        "process_cpu_cores",
-                        "host",
-                        (start, end),
-                        cores,
-                        limits.cpu_bound_cores,
-                        comparison=">=",
-                        unit="cores",
-                    ),
-                ),
-                fix=(
-                    f"use the idle cores: more intra-op threads (torch.set_num_threads({num_cpus})) or "
-                    "more data workers"
-                    if idle >= 0.5
-                    else "the host CPU is the limit: run the steps on an accelerator, or a smaller model"
-                ),
-                device="host",
-            )
-        )
-    if cpu is not None and joined.productive_process_cpu_cores is not None:
-        others = cpu * num_cpus - joined.productive_process_cpu_cores
-        if others >= limits.contention_cores:
-            findings.append(
-                Finding(
-                    rule="host_contention",
-                    title=f"other processes took {others:.2f} cores during the steps",
-                    message=(
-                        f"while the steps ran the host's CPUs were {format_percent(cpu)} busy "
-                        f"({cpu * num_cpus:.2f} of "
-                        f"{num_cpus} cores) but the job used {joined.productive_process_cpu_cores:.2f}: "
-                        "other processes "
-                        f"used {others:.2f} cores (threshold {limits.contention_cores:g}), so step times "
-                        "include contention"
-                    ),
-                    evidence=(
-                        _fact(
-                            "cpu_util_ratio", "host", (start, end), cpu, 0.0, comparison="info", unit="ratio"
-                        ),
-                        _fact(
-                            "other processes' cores",
-                            "host",
-                            (start, end),
-                            others,
-                            limits.contention_cores,
-                            comparison=">=",
-                            unit="cores",
-                        ),
-                    ),
-                    fix="run on a quiet machine (or pin the job to its own cores) before comparing "
-                    "step times",
-                    device="host",
-                )
-            )
-    return findings
-
-
-def _num_cpus(captures: Sequence[Capture]) -> int:
-    for capture in captures:
-        for device in capture.devices:
-            if device.kind == "host" and isinstance(device.details.get("num_cpus"), int):
-                return int(device.details["num_cpus"])
-    return 1
-
-
 # -- helpers ------------------------------------------------------------------------
 
 
@@ -664,30 +370,3 @@ def _host_mean(capture: Capture, metric: str, mask: Any) -> float | None:
     if values is None or not np.any(~np.isnan(values[mask])):
         return None
     return float(np.nanmean(values[mask]))
-
-
-def _where(device: DeviceInfo | None, capture: Capture) -> str:
-    return _label(device, capture) if device is not None else f"{capture.host}:host"
-
-
-def _fact(
-    counter: str,
-    device: str,
-    window: tuple[float, float],
-    observed: float,
-    threshold: float,
-    *,
-    comparison: str,
-    unit: str | None = None,
-) -> Evidence:
-    spec = METRICS.get(counter)
-    return Evidence(
-        counter=counter,
-        device=device,
-        window_start_s=window[0],
-        window_end_s=window[1],
-        observed=observed,
-        threshold=threshold,
-        comparison=comparison,
-        unit=unit if unit is not None else (spec.unit if spec is not None else "ratio"),
-    )

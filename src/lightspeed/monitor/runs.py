@@ -38,11 +38,12 @@ from lightspeed.goodput import MONITOR_RUN_ENV, TRACKERS_FOLDER, Ledger, build_l
 from lightspeed.monitor.backend import Backend
 from lightspeed.monitor.capture import Capture, read_capture
 from lightspeed.monitor.dcgm import DcgmBackend
+from lightspeed.monitor.findings import Diagnosis, Thresholds
 from lightspeed.monitor.host import HostBackend
 from lightspeed.monitor.join import CounterLedger, join_counters
 from lightspeed.monitor.metrics import METRICS
 from lightspeed.monitor.nvml import NvmlBackend
-from lightspeed.monitor.rules import Diagnosis, Thresholds, diagnose
+from lightspeed.monitor.rules import diagnose
 from lightspeed.monitor.sampler import Monitor
 from lightspeed.records import JsonObject, Record
 
@@ -162,19 +163,23 @@ def run_command(
     out_dir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex[:12]
     child_env = {**os.environ, **(env or {}), MONITOR_RUN_ENV: str(out_dir.resolve())}
-    start = time.time()
-    try:
-        process = subprocess.Popen(list(command), env=child_env, stdout=stdout)
-    except OSError as error:
-        raise UserInputError(f"cannot run {command[0]!r}: {error.strerror or error}") from None
-    chosen, optional = make_backends(backends, interval_s=interval_s, pid=process.pid)
+    chosen, optional = make_backends(backends, interval_s=interval_s)  # checked before anything starts
     monitor = Monitor(
         backends=chosen,
         interval_s=interval_s,
         optional=optional,
         capture_path=out_dir / f"capture-{_safe(socket.gethostname())}-{os.getpid()}.jsonl",
-        meta={"run_id": run_id, "command": list(command), "watched_pid": process.pid},
+        meta={"run_id": run_id, "command": list(command)},
     )
+    start = time.time()
+    try:
+        process = subprocess.Popen(list(command), env=child_env, stdout=stdout)
+    except OSError as error:
+        raise UserInputError(f"cannot run {command[0]!r}: {error.strerror or error}") from None
+    for backend in chosen:
+        if isinstance(backend, HostBackend):
+            backend.pid = process.pid  # watch the command's process tree
+    monitor.meta["watched_pid"] = process.pid
     monitor.start()
     exit_code = _wait(process)
     monitor.stop()
