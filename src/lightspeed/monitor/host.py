@@ -116,9 +116,9 @@ class HostBackend(Backend):
 
     def _io_totals(self) -> dict[str, float | None]:
         psutil = self._psutil
-        nics = psutil.net_io_counters(pernic=True) or {}
+        nics = psutil.net_io_counters(pernic=True, nowrap=False) or {}  # rate() handles wraps
         kept = [counters for name, counters in nics.items() if not name.startswith(_SKIPPED_NICS)]
-        disks = psutil.disk_io_counters()
+        disks = psutil.disk_io_counters(nowrap=False)
         return {
             "net_tx": float(sum(c.bytes_sent for c in kept)) if kept else None,
             "net_rx": float(sum(c.bytes_recv for c in kept)) if kept else None,
