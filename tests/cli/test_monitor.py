@@ -152,7 +152,7 @@ def test_watch_replays_a_capture_as_json_lines(run_cli, tmp_path: Path) -> None:
     assert "cpu_util_ratio" in lines[0]["reading"]["host"]
     table = run_cli("monitor", "watch", "--interval", "100ms", "--backend", "host", "--count", "1")
     assert table.code == 0, table.err
-    assert "cpu util" in table.out
+    assert "CPU" in table.out
 
 
 @pytest.mark.parametrize(

@@ -142,15 +142,14 @@ def badput_hotspots(joined: CounterLedger, shift: float, limits: Thresholds) -> 
                     comparison="info",
                 )
             )
-            work = counters.process_cpu_cores >= limits.cpu_bound_cores
-            said.append(
-                f"the job kept {counters.process_cpu_cores:.2f} cores busy "
-                + (
-                    "(it computes on the host then)"
-                    if work
-                    else "(it mostly waits then: I/O, restarts, sleeps)"
-                )
-            )
+            cores = counters.process_cpu_cores
+            if cores >= limits.cpu_bound_cores:
+                verdict = "it computes on the host then"
+            elif cores < 0.3:
+                verdict = "it mostly waits then: I/O, restarts, sleeps"
+            else:
+                verdict = "it partly computes, partly waits then"
+            said.append(f"the job kept {cores:.2f} cores busy ({verdict})")
         if counters.cpu_util_ratio is not None:
             evidence.append(
                 _fact(

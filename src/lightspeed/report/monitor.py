@@ -261,21 +261,21 @@ def render_monitor_report(report: MonitorReport, console: Console | None = None)
 
 # -- the live view -------------------------------------------------------------------
 
-WATCHED: Final = (
-    "gpu_util_ratio",
-    "sm_active_ratio",
-    "sm_clock_hz",
-    "power_w",
-    "temperature_celsius",
-    "memory_used_bytes",
-    "nvlink_tx_bytes_per_s",
-    "pcie_tx_bytes_per_s",
-    "clock_event_reasons",
-    "cpu_util_ratio",
-    "host_memory_used_bytes",
-    "net_rx_bytes_per_s",
-    "disk_write_bytes_per_s",
-)
+WATCHED: Final[dict[str, str]] = {  # counter -> column title of the live view
+    "gpu_util_ratio": "GPU util",
+    "sm_active_ratio": "SM active",
+    "sm_clock_hz": "SM clock",
+    "power_w": "power",
+    "temperature_celsius": "temp (C)",
+    "memory_used_bytes": "memory",
+    "nvlink_tx_bytes_per_s": "NVLink tx",
+    "pcie_tx_bytes_per_s": "PCIe tx",
+    "clock_event_reasons": "clock reasons",
+    "cpu_util_ratio": "CPU",
+    "host_memory_used_bytes": "memory",
+    "net_rx_bytes_per_s": "net rx",
+    "disk_write_bytes_per_s": "disk write",
+}
 
 
 def watch_table(devices: Sequence[DeviceInfo], sample: Sample | None, *, title: str = "") -> RichTable:
@@ -286,9 +286,7 @@ def watch_table(devices: Sequence[DeviceInfo], sample: Sample | None, *, title: 
     table.add_column("device")
     table.add_column("name")
     for metric in shown:
-        table.add_column(
-            metric.removesuffix("_ratio").removesuffix("_bytes_per_s").replace("_", " "), justify="right"
-        )
+        table.add_column(WATCHED[metric], justify="right")
     for device in devices:
         values = reading.get(device.device_id, {})
         table.add_row(
@@ -339,6 +337,14 @@ def monitor_counters_figure(report: MonitorReport) -> Figure:
     if report.joined is not None:
         title += f" with the goodput run's buckets ({len(report.joined.steps)} steps)"
     axes[0].set_title(title)
+    if report.joined is not None:
+        from matplotlib.patches import Patch
+
+        shading = [
+            Patch(color=PALETTE["productive"], alpha=0.3, label="productive steps"),
+            Patch(color=color_for("badput"), alpha=0.4, label="badput (init, checkpoints, recovery ...)"),
+        ]
+        figure.legend(handles=shading, loc="lower center", ncol=2, fontsize=7, frameon=False)
     return figure
 
 
