@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
-
 from lightspeed.errors import DataFileError
+from lightspeed.goodput.jsonl import decode_object, json_lines
 from lightspeed.goodput.schema import (
     EVENT_TYPES,
     JOB_END_STATUSES,
@@ -210,10 +209,10 @@ def _parse_file(path: Path) -> list[_RawSegment]:
     except OSError as error:
         raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
     with handle:
-        for number, line in enumerate(_lines(handle, path), start=1):
+        for number, line in json_lines(handle, path, MAX_LINE_BYTES):
             if not line.strip():
                 continue
-            event = _decode(line)
+            event = decode_object(line)
             if event is None:
                 if pending_bad is not None:
                     raise _bad_json(path, pending_bad)
@@ -233,26 +232,6 @@ def _parse_file(path: Path) -> list[_RawSegment]:
         raise DataFileError(path, "no job_start event", fix="the file is empty or not a lightspeed event log")
     segments[0].header["_skipped"] = skipped
     return segments
-
-
-def _lines(handle: Any, path: Path) -> Any:
-    number = 0
-    while True:
-        line = handle.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        number += 1
-        if len(line) > MAX_LINE_BYTES:
-            raise DataFileError(path, f"line longer than {MAX_LINE_BYTES} bytes", line=number)
-        yield line
-
-
-def _decode(line: bytes) -> dict[str, Any] | None:
-    try:
-        value = msgspec.json.decode(line)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _bad_json(path: Path, line: int) -> DataFileError:

@@ -36,6 +36,7 @@ import numpy as np
 
 from lightspeed.errors import DataFileError
 from lightspeed.goodput import TruncatedLogWarning
+from lightspeed.goodput.jsonl import decode_object, json_lines
 from lightspeed.monitor.backend import DeviceInfo, Reading
 from lightspeed.monitor.windows import FloatArray
 from lightspeed.records import JsonDict, JsonObject, Record
@@ -245,19 +246,12 @@ def read_capture(path: str | Path) -> Capture:
 def _parse(path: Path, handle: BinaryIO) -> _Parsed:
     parsed: _Parsed | None = None
     pending_bad: int | None = None
-    number = 0
-    while True:
-        line = handle.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            break
-        number += 1
-        if len(line) > MAX_LINE_BYTES:
-            raise DataFileError(path, f"line longer than {MAX_LINE_BYTES} bytes", line=number)
+    for number, line in json_lines(handle, path, MAX_LINE_BYTES):
         if not line.strip():
             continue
         if pending_bad is not None:  # a bad line is allowed only as the very last one
             raise _bad_line(path, pending_bad)
-        event = _decode(line)
+        event = decode_object(line)
         if event is None:
             pending_bad = number
             continue
@@ -274,14 +268,6 @@ def _parse(path: Path, handle: BinaryIO) -> _Parsed:
             f"{path}:{pending_bad}: skipped a line cut short by a crash", TruncatedLogWarning, stacklevel=3
         )
     return parsed
-
-
-def _decode(line: bytes) -> dict[str, Any] | None:
-    try:
-        value = msgspec.json.decode(line)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _bad_line(path: Path, line: int) -> DataFileError:
