@@ -26,6 +26,26 @@ sys.exit(int(sys.argv[2]))
 """
 
 
+def _monitored_job(run_cli, tmp_path: Path, out: Path | str, exit_code: str = "0", *flags: str):  # type: ignore[no-untyped-def]
+    """``monitor run`` (host backend, 100 ms) of the job above, its tracker run in tmp_path/run."""
+    return run_cli(
+        "monitor",
+        "run",
+        "--interval",
+        "100ms",
+        "--backend",
+        "host",
+        "--out",
+        str(out),
+        *flags,
+        "--",
+        sys.executable,
+        str(_job(tmp_path)),
+        str(tmp_path / "run"),
+        exit_code,
+    )
+
+
 def _job(tmp_path: Path) -> Path:
     path = tmp_path / "job.py"
     path.write_text(JOB, encoding="utf-8")
@@ -35,22 +55,7 @@ def _job(tmp_path: Path) -> Path:
 def test_run_joins_the_trackers_steps_and_stores_the_run(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "mon"
     run_dir = tmp_path / "run"
-    result = run_cli(
-        "monitor",
-        "run",
-        "--interval",
-        "100ms",
-        "--backend",
-        "host",
-        "--out",
-        str(out),
-        "--json",
-        "--",
-        sys.executable,
-        str(_job(tmp_path)),
-        str(run_dir),
-        "0",
-    )
+    result = _monitored_job(run_cli, tmp_path, str(out), "0", "--json")
     assert result.code == 0, result.err
     report = json.loads(result.out)
     assert report["run"]["exit_code"] == 0
@@ -74,42 +79,14 @@ def test_run_joins_the_trackers_steps_and_stores_the_run(run_cli, tmp_path: Path
 
 
 def test_run_passes_the_commands_exit_code_on(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli(
-        "monitor",
-        "run",
-        "--backend",
-        "host",
-        "--out",
-        str(tmp_path / "m"),
-        "--no-save",
-        "--",
-        sys.executable,
-        str(_job(tmp_path)),
-        str(tmp_path / "run"),
-        "3",
-    )
+    result = _monitored_job(run_cli, tmp_path, str(tmp_path / "m"), "3", "--no-save")
     assert result.code == 3
     assert "exit code 3" in result.out
 
 
 def test_report_prints_summary_findings_and_a_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "mon"
-    run_cli(
-        "monitor",
-        "run",
-        "--interval",
-        "100ms",
-        "--backend",
-        "host",
-        "--out",
-        str(out),
-        "--no-save",
-        "--",
-        sys.executable,
-        str(_job(tmp_path)),
-        str(tmp_path / "run"),
-        "0",
-    )
+    _monitored_job(run_cli, tmp_path, str(out), "0", "--no-save")
     result = run_cli("monitor", "report", str(out), "--plot", str(tmp_path / "counters.png"))
     assert result.code == 0, result.err
     assert "Counters over the whole capture" in result.out

@@ -18,7 +18,7 @@ counts. "Busy" is SM activity when DCGM sampled it, else NVML utilisation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -310,16 +310,25 @@ def _counters_at(columns: Mapping[str, Any], index: int, duration_s: float) -> C
         number = float(column[index])
         return None if np.isnan(number) else number
 
+    return _counters(
+        value, duration_s=duration_s, covered_s=float(columns["covered"][index]), energy_j=value("energy")
+    )
+
+
+def _counters(
+    value: Callable[[str], float | None], *, duration_s: float, covered_s: float, energy_j: float | None
+) -> Counters:
+    """Counters from ``value(metric)`` (a window's mean or peak of each summarised metric)."""
     sm_active = value("sm_active_ratio")
     return Counters(
         duration_s=duration_s,
-        covered_s=float(columns["covered"][index]),
+        covered_s=covered_s,
         gpu_busy_ratio=sm_active if sm_active is not None else value("gpu_util_ratio"),
         gpu_util_ratio=value("gpu_util_ratio"),
         sm_active_ratio=sm_active,
         sm_clock_hz=value("sm_clock_hz"),
         power_w=value("power_w"),
-        energy_j=value("energy"),
+        energy_j=energy_j,
         memory_peak_bytes=value("memory_used_bytes"),
         nvlink_tx_bytes_per_s=value("nvlink_tx_bytes_per_s"),
         nvlink_rx_bytes_per_s=value("nvlink_rx_bytes_per_s"),
@@ -377,27 +386,13 @@ def _aggregate(windows: Sequence[tuple[_Sources, Any, Any]]) -> Counters:
             energy += float(np.sum(finite))
             energy_seen = True
 
-    def mean(metric: str) -> float | None:
+    def summary(metric: str) -> float | None:
+        if metric in peaks or metric in ("memory_used_bytes", "host_memory_used_bytes"):
+            return peaks.get(metric)
         return areas[metric] / covers[metric] if covers.get(metric, 0.0) > 0 else None
 
-    sm_active = mean("sm_active_ratio")
-    return Counters(
-        duration_s=duration,
-        covered_s=covered,
-        gpu_busy_ratio=sm_active if sm_active is not None else mean("gpu_util_ratio"),
-        gpu_util_ratio=mean("gpu_util_ratio"),
-        sm_active_ratio=sm_active,
-        sm_clock_hz=mean("sm_clock_hz"),
-        power_w=mean("power_w"),
-        energy_j=energy if energy_seen else None,
-        memory_peak_bytes=peaks.get("memory_used_bytes"),
-        nvlink_tx_bytes_per_s=mean("nvlink_tx_bytes_per_s"),
-        nvlink_rx_bytes_per_s=mean("nvlink_rx_bytes_per_s"),
-        pcie_tx_bytes_per_s=mean("pcie_tx_bytes_per_s"),
-        pcie_rx_bytes_per_s=mean("pcie_rx_bytes_per_s"),
-        cpu_util_ratio=mean("cpu_util_ratio"),
-        process_cpu_cores=mean("process_cpu_cores"),
-        host_memory_peak_bytes=peaks.get("host_memory_used_bytes"),
+    return _counters(
+        summary, duration_s=duration, covered_s=covered, energy_j=energy if energy_seen else None
     )
 
 
