@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from rich.markup import escape
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.errors import UserInputError
@@ -23,10 +24,14 @@ from lightspeed.goodput import (
     read_run,
     read_system_json,
 )
+from lightspeed.monitor import MonitorReport, analyze_run, monitor_folders_of
 from lightspeed.report import (
     checkpoint_plan_figure,
     goodput_waterfall_figure,
+    make_console,
     render_checkpoint_plan,
+    render_counter_ledger,
+    render_findings,
     render_ledgers,
     save_goodput_plot,
 )
@@ -94,14 +99,56 @@ def report_command(
         "models": context.models(),
     }
     ledgers = [_with_warnings(functools.partial(_ledger, path, options)) for path in paths]
+    monitors = [_monitors(path, ledger, options) for path, ledger in zip(paths, ledgers, strict=True)]
     if plot_path is not None:
         if len(ledgers) > 1:
             raise UserInputError("--plot draws one ledger: give one path")
         save_goodput_plot(goodput_waterfall_figure(ledgers[0]), plot_path)
     if as_json:
-        print_json(ledgers[0] if len(ledgers) == 1 else ledgers)
-    else:
-        render_ledgers(ledgers)
+        payloads = [_with_monitors(ledger, found) for ledger, found in zip(ledgers, monitors, strict=True)]
+        print_json(payloads[0] if len(payloads) == 1 else payloads)
+        return
+    console = make_console()
+    for index, (ledger, found) in enumerate(zip(ledgers, monitors, strict=True)):
+        if index:
+            console.print()
+        render_ledgers([ledger], console)
+        for report in found:
+            console.print(f"[bold]Counters from monitor run {escape(report.path)}[/]")
+            if report.joined is not None:
+                render_counter_ledger(report.joined, console)
+            render_findings(report.diagnosis, console)
+
+
+def _monitors(path: Path, ledger: Ledger, options: dict[str, Any]) -> list[MonitorReport]:
+    """The monitor runs that watched this tracker run, joined to its ledger."""
+    if not path.is_dir():
+        return []
+    return [
+        _with_warnings(
+            functools.partial(
+                analyze_run, path=folder, goodput_run=path, ledger=ledger, catalog=options["catalog"]
+            )
+        )
+        for folder in monitor_folders_of(path)
+    ]
+
+
+def _with_monitors(ledger: Ledger, reports: list[MonitorReport]) -> Any:
+    """The ledger's JSON, with a ``monitor`` list when monitor runs watched it (old readers ignore it)."""
+    if not reports:
+        return ledger
+    payload = ledger.to_dict()
+    payload["monitor"] = [
+        {
+            "path": report.path,
+            "counters": report.joined.to_dict() | {"ledger": None} if report.joined is not None else None,
+            "findings": [finding.to_dict() for finding in report.findings],
+            "notes": list(report.diagnosis.notes),
+        }
+        for report in reports
+    ]
+    return payload
 
 
 def _ledger(path: Path, options: dict[str, Any]) -> Ledger:

@@ -18,8 +18,8 @@ from lightspeed.sol import load_prices
     "sources",
     multiple=True,
     metavar="RESULTS|RUN_DIR|TRACE",
-    help="Input to draw (repeatable): a results-store run (run:ID), a goodput run folder or a "
-    "profiler trace. Default: the newest runs of the results store.",
+    help="Input to draw (repeatable): a results-store run (run:ID), a goodput run folder, a monitor "
+    "run folder or a profiler trace. Default: the newest runs of the results store.",
 )
 @click.option(
     "-o",

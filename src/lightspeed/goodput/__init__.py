@@ -9,7 +9,15 @@ result logs; :func:`plan_checkpoints` predicts ETTR over checkpoint intervals.
 
 from lightspeed.goodput.callbacks import hf_trainer_callback, lightning_callback
 from lightspeed.goodput.flops import FlopsPerTokenFigures, Utilization
-from lightspeed.goodput.ledger import Ledger, RankView, SegmentView, build_ledger, ledger_from_buckets
+from lightspeed.goodput.ledger import (
+    Ledger,
+    RankTimeline,
+    RankView,
+    SegmentView,
+    bucket_timeline,
+    build_ledger,
+    ledger_from_buckets,
+)
 from lightspeed.goodput.mllog import (
     MlperfBenchmark,
     MlperfBlock,
@@ -40,14 +48,16 @@ from lightspeed.goodput.reliability import (
     expected_ettr,
     plan_checkpoints,
 )
-from lightspeed.goodput.schema import BUCKETS, PHASES, SCHEMA_VERSION
+from lightspeed.goodput.schema import BUCKETS, MONITOR_RUN_ENV, PHASES, SCHEMA_VERSION, TRACKERS_FOLDER
 from lightspeed.goodput.stats import Outlier, StepStats, step_stats
 from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
 
 __all__ = [
     "BUCKETS",
+    "MONITOR_RUN_ENV",
     "PHASES",
     "SCHEMA_VERSION",
+    "TRACKERS_FOLDER",
     "CheckpointPlan",
     "FailureEstimate",
     "FlopsPerTokenFigures",
@@ -61,6 +71,7 @@ __all__ = [
     "Outlier",
     "PhaseEvent",
     "RankLog",
+    "RankTimeline",
     "RankView",
     "RunLog",
     "Segment",
@@ -71,6 +82,7 @@ __all__ = [
     "TruncatedLogWarning",
     "Utilization",
     "Workload",
+    "bucket_timeline",
     "build_ledger",
     "cuda_synchronizer",
     "estimate_failure_rate",

@@ -30,10 +30,10 @@ from typing import Any
 
 from lightspeed.catalog import Catalog
 from lightspeed.goodput.flops import DEFAULT_CONVENTION, Utilization, utilization
-from lightspeed.goodput.reader import RankLog, RunLog, Segment, Workload
+from lightspeed.goodput.reader import RankLog, RunLog, Segment, StepEvent, Workload
 from lightspeed.goodput.schema import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
 from lightspeed.goodput.stats import StepStats, ideal_step_time, median_mad, robust_high, step_stats
-from lightspeed.goodput.timeline import Interval, attribute
+from lightspeed.goodput.timeline import Interval, attribute, partition
 from lightspeed.records import JsonObject, Record
 from lightspeed.workload import ModelRegistry
 
@@ -128,6 +128,55 @@ class _RankResult:
     step_ids: list[int]
     starts: dict[tuple[int, int], float]
     segments: tuple[SegmentView, ...]
+    intervals: tuple[Interval, ...] = ()
+    productive_steps: tuple[StepEvent, ...] = ()
+    wasted_steps: tuple[StepEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class RankTimeline(Record):
+    """One rank's span cut into disjoint pieces ``(bucket, custom name, start_s, end_s)``
+    labelled with the ledger bucket that wins each instant, and its steps split into
+    productive and wasted ones (what a monitor needs to give each bucket and step its counters)."""
+
+    rank: int
+    pieces: tuple[Interval, ...]
+    productive_steps: tuple[StepEvent, ...]
+    wasted_steps: tuple[StepEvent, ...]
+
+
+def bucket_timeline(*, run: RunLog) -> tuple[RankTimeline, ...]:
+    """Per rank, the time pieces whose bucket totals are the ledger's (same rules, same span).
+
+    >>> import tempfile
+    >>> from lightspeed.goodput import Tracker, read_run
+    >>> run_dir = tempfile.mkdtemp()
+    >>> with Tracker(run_dir, flush_interval_s=0.1) as tracker:
+    ...     with tracker.step(tokens=8):
+    ...         pass
+    >>> timeline = bucket_timeline(run=read_run(run_dir))
+    >>> [piece[0] for piece in timeline[0].pieces if piece[0] == "productive"]
+    ['productive']
+    """
+    span_start, span_end = _span(run)
+    timelines = []
+    for rank in run.ranks:
+        result = _rank_ledger(rank, span_start, span_end)
+        timelines.append(
+            RankTimeline(
+                rank=rank.rank,
+                pieces=tuple(partition(result.intervals, start_s=span_start, end_s=span_end)),
+                productive_steps=result.productive_steps,
+                wasted_steps=result.wasted_steps,
+            )
+        )
+    return tuple(timelines)
+
+
+def _span(run: RunLog) -> tuple[float, float]:
+    span_start = min(segment.start_s for rank in run.ranks for segment in rank.segments)
+    span_end = max(segment.end_s for rank in run.ranks for segment in rank.segments)
+    return span_start, span_end
 
 
 def build_ledger(
@@ -165,8 +214,7 @@ def build_ledger(
         peak_flop_per_s=peak_flop_per_s,
         sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
     )
-    span_start = min(segment.start_s for rank in run.ranks for segment in rank.segments)
-    span_end = max(segment.end_s for rank in run.ranks for segment in rank.segments)
+    span_start, span_end = _span(run)
     results = [_rank_ledger(rank, span_start, span_end) for rank in run.ranks]
     return _assemble(
         run, workload, results, span_end - span_start, catalog=catalog, models=models, convention=convention
@@ -193,6 +241,8 @@ def _rank_ledger(rank: RankLog, span_start: float, span_end: float) -> _RankResu
     step_ids: list[int] = []
     starts: dict[tuple[int, int], float] = {}
     views = []
+    productive: list[StepEvent] = []
+    wasted_steps: list[StepEvent] = []
     for index, (segment, point) in enumerate(zip(segments, restart_points, strict=True)):
         intervals.extend(_phase_intervals(segment))
         first_productive = True
@@ -202,8 +252,10 @@ def _rank_ledger(rank: RankLog, span_start: float, span_end: float) -> _RankResu
             if wasted:
                 num_wasted += 1
                 wasted_tokens += step.tokens
+                wasted_steps.append(step)
                 intervals.append(("wasted_progress", "", step.start_s, step.end_s))
                 continue
+            productive.append(step)
             intervals.append((PRODUCTIVE, "", step.start_s, step.end_s))
             if first_productive and step.end_s - step.start_s > ideal:
                 intervals.append(("startup", "", step.start_s, step.end_s - ideal))
@@ -228,6 +280,9 @@ def _rank_ledger(rank: RankLog, span_start: float, span_end: float) -> _RankResu
         step_ids=step_ids,
         starts=starts,
         segments=tuple(views),
+        intervals=tuple(intervals),
+        productive_steps=tuple(productive),
+        wasted_steps=tuple(wasted_steps),
     )
 
 

@@ -14,10 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
-
 from lightspeed.errors import DataFileError
-from lightspeed.goodput.schema import EVENT_TYPES, JOB_END_STATUSES, PHASES, SCHEMA_VERSION, TOKENS_SCOPES
+from lightspeed.goodput.jsonl import decode_object, json_lines
+from lightspeed.goodput.schema import (
+    EVENT_TYPES,
+    JOB_END_STATUSES,
+    PHASES,
+    READABLE_VERSIONS,
+    SCHEMA_VERSION,
+    TOKENS_SCOPES,
+)
 from lightspeed.records import Record
 
 MAX_LINE_BYTES: Final = 1 << 20
@@ -115,6 +121,7 @@ class RunLog(Record):
     ranks: tuple[RankLog, ...]
     missing_ranks: tuple[int, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    monitor_runs: tuple[str, ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -168,7 +175,14 @@ def read_run(path: str | Path) -> RunLog:
         ranks=rank_logs,
         missing_ranks=missing,
         notes=notes,
+        monitor_runs=_monitor_runs(raw),
     )
+
+
+def _monitor_runs(raw: dict[Path, list[_RawSegment]]) -> tuple[str, ...]:
+    """The ``lightspeed monitor run`` folders the segments' job starts name, in order of appearance."""
+    folders = (segment.header.get("monitor_run") for segments in raw.values() for segment in segments)
+    return tuple(dict.fromkeys(folder for folder in folders if isinstance(folder, str) and folder))
 
 
 def _rank_files(source: Path) -> list[Path]:
@@ -195,10 +209,10 @@ def _parse_file(path: Path) -> list[_RawSegment]:
     except OSError as error:
         raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
     with handle:
-        for number, line in enumerate(_lines(handle, path), start=1):
+        for number, line in json_lines(handle, path, MAX_LINE_BYTES):
             if not line.strip():
                 continue
-            event = _decode(line)
+            event = decode_object(line)
             if event is None:
                 if pending_bad is not None:
                     raise _bad_json(path, pending_bad)
@@ -220,26 +234,6 @@ def _parse_file(path: Path) -> list[_RawSegment]:
     return segments
 
 
-def _lines(handle: Any, path: Path) -> Any:
-    number = 0
-    while True:
-        line = handle.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        number += 1
-        if len(line) > MAX_LINE_BYTES:
-            raise DataFileError(path, f"line longer than {MAX_LINE_BYTES} bytes", line=number)
-        yield line
-
-
-def _decode(line: bytes) -> dict[str, Any] | None:
-    try:
-        value = msgspec.json.decode(line)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _bad_json(path: Path, line: int) -> DataFileError:
     return DataFileError(
         path,
@@ -255,10 +249,11 @@ def _warn_skipped(path: Path, line: int) -> None:
 
 def _apply(path: Path, number: int, event: dict[str, Any], segments: list[_RawSegment]) -> None:
     version = event.get("v")
-    if version != SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise DataFileError(
             path,
-            f"event schema version {version!r} is not {SCHEMA_VERSION}",
+            f"event schema version {version!r} is not {' or '.join(map(str, sorted(READABLE_VERSIONS)))} "
+            f"(this lightspeed writes {SCHEMA_VERSION})",
             line=number,
             fix="read it with the lightspeed version that wrote it, or upgrade lightspeed",
         )

@@ -12,12 +12,19 @@ backwards inside a segment.
                optional workload fields ``model``, ``system``, ``seq_len``,
                ``precision``, ``recompute``, ``num_accelerators``,
                ``model_flop_per_token``, ``hardware_flop_per_token``,
-               ``peak_flop_per_s``, ``sol_tokens_per_s_per_accelerator``, ``meta``.
+               ``peak_flop_per_s``, ``sol_tokens_per_s_per_accelerator``, ``meta``,
+               and ``monitor_run`` (the folder of a ``lightspeed monitor run`` that
+               launched the job, from the ``LIGHTSPEED_MONITOR_RUN`` variable).
 ``step``       ``start_ns``, ``end_ns``, ``step`` (index of the optimizer step),
                ``tokens``, ``samples``, ``error`` (true when the step raised).
 ``phase``      ``phase`` (one of :data:`PHASES`), ``name`` (custom badput only),
                ``start_ns``, ``end_ns``, ``step`` (the next step index).
 ``job_end``    ``t_ns``, ``status`` ("ok", "error" or "atexit").
+
+Compatibility: readers ignore keys they do not know, so an optional key added
+to an event (``monitor_run`` was) keeps the version; the version changes only
+when a reader of the old version would misread a new log (a new event type, a
+changed meaning). Readers accept every version in :data:`READABLE_VERSIONS`.
 """
 
 from __future__ import annotations
@@ -25,6 +32,12 @@ from __future__ import annotations
 from typing import Final
 
 SCHEMA_VERSION: Final = 1
+READABLE_VERSIONS: Final = frozenset({1})
+
+# Set by ``lightspeed monitor run`` for the command it launches: a Tracker then
+# records the folder in its job start and announces its run_dir there.
+MONITOR_RUN_ENV: Final = "LIGHTSPEED_MONITOR_RUN"
+TRACKERS_FOLDER: Final = "trackers"
 
 EVENT_TYPES: Final = ("job_start", "step", "phase", "job_end")
 

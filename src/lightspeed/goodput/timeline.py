@@ -31,6 +31,23 @@ def attribute(
 
     Intervals are clipped to ``[start_s, end_s]``; time no interval covers is ``other``.
     """
+    seconds: dict[tuple[str, str], float] = {}
+    for bucket, name, begin, finish in partition(intervals, start_s=start_s, end_s=end_s):
+        if bucket != "other":
+            seconds[(bucket, name)] = seconds.get((bucket, name), 0.0) + (finish - begin)
+    return _totals(seconds, end_s - start_s)
+
+
+def partition(intervals: Iterable[Interval], *, start_s: float, end_s: float) -> list[Interval]:
+    """The span cut into disjoint, time-ordered pieces, each labelled with the bucket that wins it.
+
+    Pieces no interval covers are labelled ``other``; together the pieces tile
+    ``[start_s, end_s]`` (what the monitor needs to give each bucket its counters).
+
+    >>> cut = partition([("productive", "", 0.0, 4.0), ("data_stall", "", 1.0, 2.0)], start_s=0.0, end_s=5.0)
+    >>> [(bucket, start, end) for bucket, _, start, end in cut]
+    [('productive', 0.0, 1.0), ('data_stall', 1.0, 2.0), ('productive', 2.0, 4.0), ('other', 4.0, 5.0)]
+    """
     boundaries: list[tuple[float, int, str, str]] = []
     for bucket, name, begin, finish in intervals:
         begin, finish = max(begin, start_s), min(finish, end_s)
@@ -38,21 +55,31 @@ def attribute(
             boundaries.append((begin, 1, bucket, name))
             boundaries.append((finish, -1, bucket, name))
     boundaries.sort(key=lambda item: item[0])
-    seconds: dict[tuple[str, str], float] = {}
+    pieces: list[Interval] = []
     active: dict[tuple[str, str], int] = {}
     previous = start_s
-    for time_s, delta, bucket, name in boundaries:
-        if active and time_s > previous:
-            winner = min(active, key=lambda key: (_ORDER[key[0]], key[1]))
-            seconds[winner] = seconds.get(winner, 0.0) + (time_s - previous)
-        previous = time_s
+    for time_s, delta, bucket, name in (*boundaries, (end_s, 0, "", "")):
+        if time_s > previous:
+            winner = min(active, key=lambda key: (_ORDER[key[0]], key[1])) if active else ("other", "")
+            _append_piece(pieces, (winner[0], winner[1], previous, time_s))
+        previous = max(previous, time_s)
+        if not delta:
+            continue
         key = (bucket, name)
         count = active.get(key, 0) + delta
         if count:
             active[key] = count
         else:
             del active[key]
-    return _totals(seconds, end_s - start_s)
+    return pieces
+
+
+def _append_piece(pieces: list[Interval], piece: Interval) -> None:
+    """Add ``piece``, merging it into the previous one when they share a label and touch."""
+    if pieces and pieces[-1][:2] == piece[:2] and pieces[-1][3] == piece[2]:
+        pieces[-1] = (piece[0], piece[1], pieces[-1][2], piece[3])
+    else:
+        pieces.append(piece)
 
 
 def _totals(

@@ -35,7 +35,14 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from lightspeed.errors import MissingExtraError, UserInputError
-from lightspeed.goodput.schema import FLUSH_PHASES, PHASES, TOKENS_SCOPES, rank_file_name
+from lightspeed.goodput.schema import (
+    FLUSH_PHASES,
+    MONITOR_RUN_ENV,
+    PHASES,
+    TOKENS_SCOPES,
+    TRACKERS_FOLDER,
+    rank_file_name,
+)
 from lightspeed.goodput.writer import EventWriter
 from lightspeed.records import JsonDict
 
@@ -157,6 +164,7 @@ class Tracker:
         self._next_step = 0
         self._closed = False
         start_ns = _clock()
+        monitor_run = os.environ.get(MONITOR_RUN_ENV) or None
         self._writer = EventWriter(
             path=self.path,
             run_id=run_id,
@@ -164,6 +172,8 @@ class Tracker:
             anchor_ns=time.time_ns() - _clock(),
             flush_interval_s=flush_interval_s,
             fsync=fsync,
+            announce_dir=Path(monitor_run) / TRACKERS_FOLDER if monitor_run else None,
+            rank=self.rank,
         )
         self._append = self._writer.append  # the hot path: one deque.append per event
         workload = {
@@ -191,6 +201,7 @@ class Tracker:
                     "host": socket.gethostname(),
                     "tokens_scope": tokens_scope,
                     **{key: value for key, value in workload.items() if value is not None},
+                    **({"monitor_run": str(Path(monitor_run).resolve())} if monitor_run else {}),
                     "meta": dict(meta or {}),
                 },
             )

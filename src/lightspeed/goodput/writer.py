@@ -58,8 +58,12 @@ class EventWriter:
         anchor_ns: int,
         flush_interval_s: float,
         fsync: bool,
+        announce_dir: Path | None = None,
+        rank: int = 0,
     ) -> None:
         self.path = path
+        self.announce_dir = announce_dir
+        self.rank = rank
         self.segment_id = segment_id
         self.anchor_ns = anchor_ns
         self.flush_interval_s = flush_interval_s
@@ -91,6 +95,7 @@ class EventWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             run_id = resolve_run_id(self.path.parent, self._run_id)
+            self._announce(run_id)
             handle = self.path.open("ab")
             _terminate_partial_line(handle, self.path)
             while not self._write_pending(handle, run_id):
@@ -103,6 +108,26 @@ class EventWriter:
             if handle is not None:
                 with contextlib.suppress(OSError):
                     handle.close()
+
+    def _announce(self, run_id: str) -> None:
+        """Tell the ``lightspeed monitor run`` that launched this job where its log is.
+
+        One small file per segment in the monitor's folder; a monitor folder
+        that cannot be written never stops the training job.
+        """
+        if self.announce_dir is None:
+            return
+        note = {
+            "run_dir": str(self.path.parent.resolve()),
+            "run_id": run_id,
+            "rank": self.rank,
+            "pid": os.getpid(),
+            "segment": self.segment_id,
+        }
+        with contextlib.suppress(OSError):
+            self.announce_dir.mkdir(parents=True, exist_ok=True)
+            target = self.announce_dir / f"{self.segment_id}.json"
+            target.write_text(json.dumps(note), encoding="utf-8")
 
     def _write_pending(self, handle: Any, run_id: str) -> bool:
         """Encode and write everything pending; ``True`` once the stop item was reached."""

@@ -82,6 +82,13 @@ _EXPORTS: dict[str, str] = {
     "temporal_breakdown_figure": "trace",
     "trace_section": "trace",
     "trace_summary_json": "trace",
+    "monitor_counters_figure": "monitor",
+    "monitor_section": "monitor",
+    "render_counter_ledger": "monitor",
+    "render_findings": "monitor",
+    "render_monitor_report": "monitor",
+    "save_monitor_plot": "monitor",
+    "watch_table": "monitor",
     "render_memory_plan": "workload",
     "render_model_list": "workload",
     "render_model_summary": "workload",
@@ -144,6 +151,15 @@ if TYPE_CHECKING:
         render_mig_profiles,
         save_mig_plot,
     )
+    from lightspeed.report.monitor import (
+        monitor_counters_figure,
+        monitor_section,
+        render_counter_ledger,
+        render_findings,
+        render_monitor_report,
+        save_monitor_plot,
+        watch_table,
+    )
     from lightspeed.report.regression import render_gate
     from lightspeed.report.results import records_csv, render_run, render_runs
     from lightspeed.report.sol import (
@@ -185,15 +201,19 @@ __all__ = [
     "make_console",
     "metric_history_or_reason",
     "mig_figure",
+    "monitor_counters_figure",
+    "monitor_section",
     "pareto_figure",
     "predicted_step",
     "progress_bar",
     "records_csv",
     "render_calibration",
     "render_checkpoint_plan",
+    "render_counter_ledger",
     "render_deepseek_cost",
     "render_detected_machine",
     "render_fabric_comparison",
+    "render_findings",
     "render_fleet",
     "render_gate",
     "render_hardware_comparison",
@@ -209,6 +229,7 @@ __all__ = [
     "render_mig_profiles",
     "render_model_list",
     "render_model_summary",
+    "render_monitor_report",
     "render_rack_plan",
     "render_ratio_decomposition",
     "render_results",
@@ -236,6 +257,7 @@ __all__ = [
     "roofline_figure",
     "save_goodput_plot",
     "save_mig_plot",
+    "save_monitor_plot",
     "save_pareto_plot",
     "save_roofline",
     "save_temporal_breakdown",
@@ -245,6 +267,7 @@ __all__ = [
     "tornado_figure",
     "trace_section",
     "trace_summary_json",
+    "watch_table",
     "write_report",
 ]
 

@@ -23,6 +23,7 @@ from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.gate import MetricHistory, metric_history
 from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
 from lightspeed.goodput import Ledger, build_ledger, read_run
+from lightspeed.monitor import MonitorReport, analyze_run, is_monitor_folder, monitor_folders_of
 from lightspeed.records import JsonObject
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
@@ -158,6 +159,7 @@ class _Collected:
     steps: list[PredictedStep] = field(default_factory=list)
     ledgers: list[Ledger] = field(default_factory=list)
     traces: list[ReportSection] = field(default_factory=list)
+    monitors: list[MonitorReport] = field(default_factory=list)
 
 
 def gather_inputs(
@@ -169,7 +171,8 @@ def gather_inputs(
 ) -> ReportInputs:
     """Everything the report draws: from ``sources`` when given, else the store's newest runs.
 
-    A source is a goodput run folder, a profiler trace (a file, or a folder of
+    A source is a goodput run folder (its monitor runs are drawn too), a
+    ``lightspeed monitor run`` folder, a profiler trace (a file, or a folder of
     per-rank files), a plan estimate JSON file, or a store run (``run:ID``).
     The metric history always comes from the store (``history_name`` /
     ``history_metric`` choose it; by default the metric stored in the most runs).
@@ -192,6 +195,7 @@ def gather_inputs(
         trace_sections=tuple(found.traces),
         history=history,
         reasons=reasons,
+        monitors=tuple(found.monitors),
     )
 
 
@@ -204,8 +208,13 @@ def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
         found.traces.append(
             replace(section, key=f"trace-{len(found.traces) + 1}", title=f"{section.title}: {path.name}")
         )
+    elif is_monitor_folder(path):
+        found.monitors.append(analyze_run(path=path))
     elif path.is_dir():
         found.ledgers.append(build_ledger(run=read_run(path)))
+        found.monitors.extend(
+            analyze_run(path=folder, goodput_run=path) for folder in monitor_folders_of(path)
+        )
     elif path.is_file():
         _read_json_source(path, found)
     else:

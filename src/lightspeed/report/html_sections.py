@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.gate import MetricHistory
 from lightspeed.goodput import BUCKETS, Ledger
+from lightspeed.monitor import MonitorReport
 from lightspeed.report.bench import format_size, format_value, roofline_figure
 from lightspeed.report.goodput import goodput_waterfall_figure
 from lightspeed.report.html import ReportSection, Table, chart_from_figure, skipped_section
+from lightspeed.report.monitor import monitor_section
 from lightspeed.report.regression import history_figure
 from lightspeed.report.sol import PART_NAMES, step_breakdown_figure
 from lightspeed.units import format_duration, format_percent
@@ -81,6 +83,7 @@ class ReportInputs:
     trace_sections: tuple[ReportSection, ...] = ()
     history: MetricHistory | None = None
     reasons: Mapping[str, str] = field(default_factory=dict)
+    monitors: tuple[MonitorReport, ...] = ()
 
 
 def _missing(key: str, inputs: ReportInputs) -> ReportSection:
@@ -240,6 +243,8 @@ def build_sections(inputs: ReportInputs) -> list[ReportSection]:
         step_section(inputs.estimates) if inputs.estimates else _missing("step", inputs),
         goodput_section(inputs.ledgers) if inputs.ledgers else _missing("goodput", inputs),
     ]
+    if inputs.monitors:  # counters beside the steps, when a monitor ran (monitor run, or --from its folder)
+        sections.append(monitor_section(inputs.monitors))
     sections.extend(inputs.trace_sections or [_missing("trace", inputs)])
     sections.append(
         history_section(inputs.history) if inputs.history is not None else _missing("history", inputs)

@@ -65,3 +65,25 @@ def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png"
 def close_figure(figure: Figure) -> None:
     """Release a figure's memory (pyplot keeps references otherwise)."""
     _pyplot().close(figure)
+
+
+def new_figure_grid(
+    num_rows: int, *, width_in: float = 8.0, height_per_row_in: float = 2.0
+) -> tuple[Figure, Any]:
+    """A figure of ``num_rows`` stacked axes sharing the x axis, in the house style."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(
+        max(1, num_rows),
+        1,
+        figsize=(width_in, height_per_row_in * max(1, num_rows) + 0.6),
+        dpi=100,
+        sharex=True,
+        squeeze=False,
+    )
+    column = [row[0] for row in axes]
+    for axis in column:
+        axis.grid(True, color="#e2e8f0", linewidth=0.8)
+        axis.set_axisbelow(True)
+        for side in ("top", "right"):
+            axis.spines[side].set_visible(False)
+    return figure, column

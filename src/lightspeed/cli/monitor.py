@@ -1,0 +1,338 @@
+"""``lightspeed monitor run|watch|report|serve``: counters beside a job, joined to its steps."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.errors import UserInputError
+from lightspeed.monitor import (
+    BACKEND_NAMES,
+    ExporterServer,
+    Monitor,
+    MonitorCollector,
+    MonitorReport,
+    ReplayBackend,
+    analyze_run,
+    make_backends,
+    run_command,
+    store_records,
+)
+from lightspeed.paths import lightspeed_home
+from lightspeed.records import to_jsonable
+from lightspeed.report import (
+    make_console,
+    monitor_counters_figure,
+    render_monitor_report,
+    save_monitor_plot,
+    watch_table,
+)
+from lightspeed.store import NewRecord, open_store
+from lightspeed.units import parse_duration
+
+
+@click.group("monitor")
+def command() -> None:
+    """GPU and host counters beside a job: run, watch, report, serve (Prometheus)."""
+
+
+def _interval_option(function: Any) -> Any:
+    return click.option(
+        "--interval",
+        "interval_text",
+        default="1s",
+        show_default=True,
+        help="Sampling interval (e.g. 1s, 100ms; NVML down to 10ms, host 50ms, DCGM 100ms).",
+    )(function)
+
+
+def _backend_option(function: Any) -> Any:
+    return click.option(
+        "--backend",
+        "backend_names",
+        multiple=True,
+        type=click.Choice(BACKEND_NAMES),
+        help="Counter source (repeatable). Default: host, plus NVML and DCGM where they answer.",
+    )(function)
+
+
+def _interval(text: str) -> float:
+    seconds = parse_duration(text)
+    if not 0 < seconds <= 3600:  # NaN fails this too
+        raise UserInputError(f"--interval must be in (0, 1h], got {text!r}")
+    return seconds
+
+
+def _default_out() -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return lightspeed_home() / "monitor" / f"{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+@command.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+@_interval_option
+@_backend_option
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder to write."
+)
+@click.option("--goodput", "goodput_run", type=click.Path(path_type=Path), help="Join this goodput run.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write counters over time.")
+@click.option("--no-save", is_flag=True, help="Do not keep the run in the results store.")
+@json_option
+def run_cmd(
+    *,
+    cmd: tuple[str, ...],
+    interval_text: str,
+    backend_names: tuple[str, ...],
+    out_dir: Path | None,
+    goodput_run: Path | None,
+    plot_path: Path | None,
+    no_save: bool,
+    as_json: bool,
+) -> int:
+    """Run a command while sampling counters; report them joined to its goodput steps.
+
+    Example: lightspeed monitor run --interval 100ms -- python examples/train_tiny_gpt.py --quick.
+    A goodput Tracker in the command finds the monitor by itself (LIGHTSPEED_MONITOR_RUN);
+    the exit code is the command's.
+    """
+    folder = out_dir or _default_out()
+    run = run_command(
+        command=cmd,
+        out_dir=folder,
+        interval_s=_interval(interval_text),
+        backends=backend_names or None,
+        stdout=sys.__stderr__ if as_json else None,  # the real fd 2: keeps our stdout JSON only
+    )
+    report = analyze_run(path=folder, goodput_run=goodput_run, catalog=get_context().catalog())
+    stored = None if no_save else _store(report)
+    _finish(report, plot_path, as_json, extra={"stored_run_id": stored})
+    if not as_json:
+        make_console().print(f"run folder: {folder}" + (f"  stored as run {stored}" if stored else ""))
+    return run.exit_code if run.exit_code is not None and run.exit_code > 0 else 0
+
+
+def _store(report: MonitorReport) -> str | None:
+    records = [NewRecord(**item) for item in store_records(report)]
+    if not records:
+        return None
+    label = " ".join(report.run.command)[:120] if report.run is not None else report.path
+    with open_store() as store:
+        return store.add_records(kind="monitor", records=records, label=label)
+
+
+def _finish(
+    report: MonitorReport, plot_path: Path | None, as_json: bool, extra: dict[str, Any] | None = None
+) -> None:
+    written = save_monitor_plot(monitor_counters_figure(report), plot_path) if plot_path is not None else []
+    if as_json:
+        payload = to_jsonable(report)
+        payload.update(extra or {})
+        payload["plots"] = [str(path) for path in written]
+        print_json(payload)
+        return
+    render_monitor_report(report)
+    if written:
+        make_console().print("plot: " + ", ".join(str(path) for path in written))
+
+
+@command.command("report")
+@click.argument("run", metavar="RUN")
+@click.option("--goodput", "goodput_run", type=click.Path(path_type=Path), help="Join this goodput run.")
+@click.option(
+    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write counters over time (.png/.svg)."
+)
+@json_option
+def report_cmd(*, run: str, goodput_run: Path | None, plot_path: Path | None, as_json: bool) -> None:
+    """Summary, counters per goodput bucket, findings and plots of a monitor run.
+
+    RUN is a run folder, a capture file, or a results-store run id (kind monitor).
+    Example: lightspeed monitor report ~/.local/share/lightspeed/monitor/RUN --plot counters.png
+    """
+    path = _run_path(run)
+    report = analyze_run(path=path, goodput_run=goodput_run, catalog=get_context().catalog())
+    _finish(report, plot_path, as_json)
+
+
+def _run_path(run: str) -> Path:
+    path = Path(run)
+    if path.exists():
+        return path
+    if "/" in run or path.suffix:
+        raise UserInputError(
+            f"{run} does not exist; pass a monitor run folder, a capture file or a store run id"
+        )
+    with open_store() as store:
+        summary = store.run(run)
+        records = store.records(run_id=summary.run_id)
+    if summary.kind != "monitor" or not records:
+        raise UserInputError(f"run {summary.run_id} is a {summary.kind!r} run, not a monitor run")
+    folder = records[0].payload.get("path")
+    if not isinstance(folder, str) or not Path(folder).exists():
+        raise UserInputError(f"run {summary.run_id}'s folder {folder!r} is gone")
+    return Path(folder)
+
+
+def _monitor(
+    *, interval_text: str, backend_names: tuple[str, ...], replay: Path | None, loop: bool
+) -> Monitor:
+    interval = _interval(interval_text)
+    if replay is not None:
+        if backend_names:
+            raise UserInputError("--replay plays a capture back; leave out --backend")
+        return Monitor(backends=[ReplayBackend(replay, pace="time", loop=loop)], interval_s=interval)
+    chosen, optional = make_backends(backend_names or None, interval_s=interval)
+    return Monitor(backends=chosen, interval_s=interval, optional=optional)
+
+
+@command.command("watch")
+@_interval_option
+@_backend_option
+@click.option(
+    "--replay", type=click.Path(dir_okay=False, path_type=Path), help="Watch a capture file play back."
+)
+@click.option("--count", type=click.IntRange(min=1), help="Stop after this many refreshes (default: Ctrl-C).")
+@json_option
+def watch_cmd(
+    *,
+    interval_text: str,
+    backend_names: tuple[str, ...],
+    replay: Path | None,
+    count: int | None,
+    as_json: bool,
+) -> None:
+    """A live view of every device's counters (--json: one JSON line per refresh).
+
+    Example: lightspeed monitor watch --interval 500ms
+    """
+    monitor = _monitor(interval_text=interval_text, backend_names=backend_names, replay=replay, loop=False)
+    monitor.start()
+    try:
+        devices = monitor.wait_ready()
+        _watch(monitor, devices, count, as_json)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        monitor.stop()
+
+
+def _watch(monitor: Monitor, devices: Any, count: int | None, as_json: bool) -> None:
+    console = make_console()
+    seen = 0
+    shown = -1
+    live = None
+    if console.is_terminal and not as_json:
+        from rich.live import Live
+
+        live = Live(watch_table(devices, None), console=console, auto_refresh=False)
+        live.start()
+    try:
+        while count is None or seen < count:
+            time.sleep(min(0.05, monitor.interval_s / 4))
+            if not monitor.running and monitor.num_samples == shown:
+                break
+            if monitor.num_samples == shown:
+                continue
+            shown = monitor.num_samples
+            sample = monitor.latest()
+            seen += 1
+            if as_json:
+                click.echo(json.dumps(to_jsonable(sample), allow_nan=False))
+                continue
+            title = f"lightspeed monitor: sample {shown}, every {monitor.interval_s:g} s"
+            if live is not None:
+                live.update(watch_table(devices, sample, title=title), refresh=True)
+            else:
+                console.print(watch_table(devices, sample, title=title))
+    finally:
+        if live is not None:
+            live.stop()
+
+
+@command.command("serve")
+@click.option("--port", type=click.IntRange(min=0, max=65535), required=True, help="Port (0: any free).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@_interval_option
+@_backend_option
+@click.option(
+    "--replay", type=click.Path(dir_okay=False, path_type=Path), help="Serve a capture file played back."
+)
+@click.option("--loop/--no-loop", default=True, show_default=True, help="Replay the capture over and over.")
+@click.option(
+    "--goodput", "goodput_run", type=click.Path(file_okay=False, path_type=Path), help="Also export this run."
+)
+@click.option("--duration", "duration_text", help="Stop after this long (default: until Ctrl-C or SIGTERM).")
+@json_option
+def serve_cmd(
+    *,
+    port: int,
+    host: str,
+    interval_text: str,
+    backend_names: tuple[str, ...],
+    replay: Path | None,
+    loop: bool,
+    goodput_run: Path | None,
+    duration_text: str | None,
+    as_json: bool,
+) -> None:
+    """A Prometheus exporter: dcgm-exporter's metric names plus lightspeed_step_seconds,
+    lightspeed_goodput_ratio, lightspeed_mfu_ratio and host metrics.
+
+    Example: lightspeed monitor serve --port 9400 --goodput runs/tiny-gpt
+    """
+    duration = parse_duration(duration_text) if duration_text is not None else None
+    if duration is not None and not 0 < duration < float("inf"):
+        raise UserInputError(f"--duration must be a positive time, got {duration_text!r}")
+    if goodput_run is not None and not goodput_run.is_dir():
+        raise UserInputError(f"--goodput {goodput_run} is not a goodput run folder")
+    monitor = _monitor(interval_text=interval_text, backend_names=backend_names, replay=replay, loop=loop)
+    monitor.start()
+    try:
+        monitor.wait_ready()
+        collector = MonitorCollector(monitor, hostname=_hostname(), goodput_run=goodput_run)
+        server = ExporterServer(collector, host=host, port=port)
+        _announce(server, as_json)
+        _serve_until_stopped(duration)
+        server.close()
+    finally:
+        monitor.stop()
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def _announce(server: ExporterServer, as_json: bool) -> None:
+    exporter = server.exporter
+    if as_json:
+        print_json({"url": exporter.url, "host": exporter.host, "port": exporter.port})
+    else:
+        click.echo(f"serving Prometheus metrics on {exporter.url} (Ctrl-C to stop)")
+    sys.stdout.flush()
+
+
+def _serve_until_stopped(duration_s: float | None) -> None:
+    stop = threading.Event()
+
+    def _on_signal(number: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        stop.wait(duration_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,42 @@
+"""Bounded JSON-lines reading shared by the event logs and the monitor's captures (untrusted files).
+
+>>> import io
+>>> [(number, decode_object(line)) for number, line in json_lines(io.BytesIO(b'{"a": 1}\\n[2]\\n'), "x")]
+[(1, {'a': 1}), (2, None)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+import msgspec
+
+from lightspeed.errors import DataFileError
+
+MAX_LINE_BYTES: Final = 1 << 20
+
+
+def json_lines(
+    handle: BinaryIO, path: str | Path, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of every line; a line over ``max_line_bytes`` is a :class:`DataFileError`."""
+    number = 0
+    while True:
+        line = handle.readline(max_line_bytes + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line_bytes:
+            raise DataFileError(path, f"line longer than {max_line_bytes} bytes", line=number)
+        yield number, line
+
+
+def decode_object(line: bytes) -> dict[str, Any] | None:
+    """The JSON object on ``line``, or ``None`` when it is not one (cut short, garbage, a list)."""
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,176 @@
+"""The host's counters through psutil: CPU, memory, network, disks, and the watched process tree.
+
+The CPU share is computed from ``psutil.cpu_times()`` deltas: busy is user +
+nice + system + irq + softirq (guest time is inside user), over busy + idle +
+iowait + steal, the same split ``top`` and nvitop's host panel show. Network
+rates leave out loopback and ``ifb*`` mirror devices (traffic shaping copies
+every packet there). ``process_cpu_cores`` is the CPU seconds per second of the
+watched process and its descendants (the command ``monitor run`` launched):
+1.0 is one core kept busy. The process tree is re-listed at most once a second
+(listing scans all of /proc); the CPU times of known processes are read every
+tick. A process that ends between two ticks loses only its last partial tick.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any, Final
+
+from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.monitor.backend import Backend, DeviceInfo, Reading, Values, rate
+
+TREE_REFRESH_S: Final = 1.0
+_SKIPPED_NICS: Final = ("lo", "ifb")
+
+
+def import_psutil() -> Any:
+    """The psutil module, or one clear error naming the extra."""
+    try:
+        import psutil
+    except ImportError:
+        raise MissingExtraError("psutil", "monitor", "sampling host counters") from None
+    return psutil
+
+
+class HostBackend(Backend):
+    """Host CPU, memory, network and disk counters, and the CPU of process ``pid``'s tree.
+
+    >>> backend = HostBackend()
+    >>> devices = backend.open()
+    >>> devices[0].device_id, devices[0].details["num_cpus"] == os.cpu_count()
+    ('host', True)
+    >>> 0.0 <= backend.read()["host"]["cpu_util_ratio"] <= 1.0
+    True
+    """
+
+    name = "host"
+    min_interval_s = 0.05
+
+    def __init__(self, *, pid: int | None = None) -> None:
+        if pid is not None and pid <= 0:
+            raise UserInputError(f"process id must be > 0, got {pid}")
+        self.pid = pid
+        self._psutil: Any = None
+        self._last_s = 0.0
+        self._cpu: tuple[float, float] | None = None
+        self._cpu_ratio_last = 0.0
+        self._io: dict[str, float | None] = {}
+        self._tree: dict[int, Any] = {}
+        self._tree_cpu: dict[int, float] = {}
+        self._tree_listed_s = -TREE_REFRESH_S
+
+    def open(self) -> tuple[DeviceInfo, ...]:
+        psutil = self._psutil = import_psutil()
+        if self.pid is not None and not psutil.pid_exists(self.pid):
+            raise UserInputError(f"no process with id {self.pid} to watch")
+        self._last_s = time.perf_counter()
+        self._cpu = _cpu_split(psutil.cpu_times())
+        busy, total = self._cpu
+        self._cpu_ratio_last = busy / total if total > 0 else 0.0  # since boot, until a tick passes
+        self._io = self._io_totals()
+        self._process_cpu_s()
+        details = {
+            "num_cpus": os.cpu_count() or 1,
+            "num_physical_cpus": psutil.cpu_count(logical=False),
+            "watched_pid": self.pid,
+        }
+        return (
+            DeviceInfo(
+                device_id="host", kind="host", name=socket.gethostname(), backend="psutil", details=details
+            ),
+        )
+
+    def read(self) -> Reading:
+        psutil = self._psutil
+        now = time.perf_counter()
+        elapsed = now - self._last_s
+        self._last_s = now
+        values: Values = {"cpu_util_ratio": self._cpu_ratio(psutil.cpu_times())}
+        memory = psutil.virtual_memory()
+        values["host_memory_used_bytes"] = float(memory.total - memory.available)
+        values["host_memory_total_bytes"] = float(memory.total)
+        totals = self._io_totals()
+        for name, total in totals.items():
+            values[f"{name}_bytes_per_s"] = rate(self._io.get(name), total, elapsed)
+        self._io = totals
+        if self.pid is not None:
+            cpu_s = self._process_cpu_s()
+            values["process_cpu_cores"] = cpu_s / elapsed if elapsed > 0 else None
+            values["process_rss_bytes"] = self._process_rss_bytes()
+        return {"host": values}
+
+    # -- pieces ------------------------------------------------------------
+
+    def _cpu_ratio(self, times: Any) -> float:
+        """Busy share since the last reading; the kernel counts in ticks (10 ms), so a read
+        within one tick of the last repeats the last share instead of dividing by zero."""
+        busy, total = _cpu_split(times)
+        previous = self._cpu
+        if previous is None or total <= previous[1]:
+            return self._cpu_ratio_last
+        self._cpu = (busy, total)
+        self._cpu_ratio_last = min(1.0, max(0.0, (busy - previous[0]) / (total - previous[1])))
+        return self._cpu_ratio_last
+
+    def _io_totals(self) -> dict[str, float | None]:
+        psutil = self._psutil
+        nics = psutil.net_io_counters(pernic=True, nowrap=False) or {}  # rate() handles wraps
+        kept = [counters for name, counters in nics.items() if not name.startswith(_SKIPPED_NICS)]
+        disks = psutil.disk_io_counters(nowrap=False)
+        return {
+            "net_tx": float(sum(c.bytes_sent for c in kept)) if kept else None,
+            "net_rx": float(sum(c.bytes_recv for c in kept)) if kept else None,
+            "disk_read": float(disks.read_bytes) if disks is not None else None,
+            "disk_write": float(disks.write_bytes) if disks is not None else None,
+        }
+
+    def _process_cpu_s(self) -> float:
+        """CPU seconds the watched tree used since the last call (new processes count from 0)."""
+        if self.pid is None:
+            return 0.0
+        now = time.perf_counter()
+        if now - self._tree_listed_s >= TREE_REFRESH_S:
+            self._tree_listed_s = now
+            self._relist_tree()
+        used = 0.0
+        for pid, process in list(self._tree.items()):
+            try:
+                times = process.cpu_times()
+            except self._psutil.Error:  # it ended; its last partial tick is lost
+                del self._tree[pid]
+                self._tree_cpu.pop(pid, None)
+                continue
+            total = float(times.user + times.system)
+            used += max(0.0, total - self._tree_cpu.get(pid, 0.0))
+            self._tree_cpu[pid] = total
+        return used
+
+    def _relist_tree(self) -> None:
+        psutil = self._psutil
+        try:
+            root = self._tree.get(self.pid) or psutil.Process(self.pid)  # type: ignore[arg-type]
+            members = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            members = []
+        for process in members:
+            self._tree.setdefault(process.pid, process)
+
+    def _process_rss_bytes(self) -> float | None:
+        total = 0.0
+        for process in list(self._tree.values()):
+            try:
+                total += float(process.memory_info().rss)
+            except self._psutil.Error:
+                continue
+        return total if self._tree else None
+
+
+def _cpu_split(times: Any) -> tuple[float, float]:
+    """(busy, total) CPU seconds from ``psutil.cpu_times()``."""
+    busy = (
+        times.user + times.nice + times.system + getattr(times, "irq", 0.0) + getattr(times, "softirq", 0.0)
+    )
+    waiting = times.idle + getattr(times, "iowait", 0.0) + getattr(times, "steal", 0.0)
+    return float(busy), float(busy + waiting)

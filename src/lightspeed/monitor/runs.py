@@ -1,0 +1,423 @@
+"""Monitor runs: a folder of captures beside a command, and what they say about it.
+
+A run folder holds::
+
+    monitor.json                 what ran: command, exit code, times, interval, backends, goodput runs
+    capture-<host>-<pid>.jsonl   the samples (lightspeed.monitor.capture), one file per sampler
+    trackers/<segment>.json      written by each goodput Tracker the command started (its run_dir)
+
+:func:`run_command` launches a command with ``LIGHTSPEED_MONITOR_RUN`` set,
+samples while it runs (the host backend watches its process tree) and writes
+the folder; :func:`analyze_run` reads a folder back, joins the captures to the
+goodput runs the trackers announced and applies the rules. A folder with only
+captures (a :class:`Monitor` started beside a tracker in the job itself) reads too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import numpy as np
+
+from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.goodput import MONITOR_RUN_ENV, TRACKERS_FOLDER, Ledger, build_ledger, read_run
+from lightspeed.monitor.backend import Backend
+from lightspeed.monitor.capture import Capture, read_capture
+from lightspeed.monitor.dcgm import DcgmBackend
+from lightspeed.monitor.findings import Diagnosis, Thresholds
+from lightspeed.monitor.host import HostBackend
+from lightspeed.monitor.join import CounterLedger, join_counters
+from lightspeed.monitor.metrics import METRICS
+from lightspeed.monitor.nvml import NvmlBackend
+from lightspeed.monitor.rules import diagnose
+from lightspeed.monitor.sampler import Monitor
+from lightspeed.records import JsonObject, Record
+
+RUN_FILE: Final = "monitor.json"
+RUN_VERSION: Final = 1
+BACKEND_NAMES: Final = ("host", "nvml", "dcgm")
+MAX_RUN_FILE_BYTES: Final = 1 << 20
+
+
+@dataclass(frozen=True)
+class MonitorRun(Record):
+    """What ``monitor run`` launched (read from ``monitor.json``)."""
+
+    path: str
+    run_id: str
+    command: tuple[str, ...]
+    exit_code: int | None
+    start_epoch_s: float
+    end_epoch_s: float
+    interval_s: float
+    backends: tuple[str, ...]
+    host: str
+    goodput_runs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetricSummary(Record):
+    """One counter of one device over the whole capture."""
+
+    device: str
+    metric: str
+    unit: str
+    num_samples: int
+    mean: float | None
+    minimum: float | None
+    maximum: float | None
+    last: float | None
+
+
+@dataclass(frozen=True)
+class MonitorReport(Record):
+    """A monitor run read back: the run, its captures, counter summaries, the joined ledger, findings."""
+
+    path: str
+    run: MonitorRun | None
+    captures: tuple[Capture, ...]
+    summaries: tuple[MetricSummary, ...]
+    joined: CounterLedger | None
+    diagnosis: Diagnosis
+    goodput_run: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def findings(self) -> tuple[Any, ...]:
+        """The findings of the rules (shortcut for ``diagnosis.findings``)."""
+        return self.diagnosis.findings
+
+
+def make_backends(
+    names: Sequence[str] | None = None, *, interval_s: float = 1.0, pid: int | None = None
+) -> tuple[list[Backend], frozenset[str]]:
+    """Backends by name (``host``, ``nvml``, ``dcgm``) and which of them may fail to open.
+
+    ``None`` (auto) is the host plus NVML and DCGM when their modules import;
+    those two are then optional (left out with a note where no GPU or host
+    engine answers). Named backends are required.
+
+    >>> [backend.name for backend in make_backends(["host"])[0]]
+    ['host']
+    """
+    if names is None:
+        chosen = ["host"]
+        chosen += [
+            name for name, module in (("nvml", "pynvml"), ("dcgm", "dcgm_fields")) if _importable(module)
+        ]
+        optional = frozenset(chosen) - {"host"}
+    else:
+        unknown = sorted(set(names) - set(BACKEND_NAMES))
+        if unknown or not names:
+            raise UserInputError(f"unknown backend(s) {unknown or '(none)'}; use {', '.join(BACKEND_NAMES)}")
+        chosen, optional = list(dict.fromkeys(names)), frozenset()
+    factories: dict[str, Callable[[], Backend]] = {
+        "host": lambda: HostBackend(pid=pid),
+        "nvml": NvmlBackend,
+        "dcgm": lambda: DcgmBackend(interval_s=interval_s),
+    }
+    return [factories[name]() for name in chosen], optional
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def run_command(
+    *,
+    command: Sequence[str],
+    out_dir: Path,
+    interval_s: float = 1.0,
+    backends: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+) -> MonitorRun:
+    """Run ``command`` while sampling; write the run folder ``out_dir``; return what ran.
+
+    The command inherits the terminal; ``LIGHTSPEED_MONITOR_RUN`` tells its
+    goodput trackers where to announce themselves. Ctrl-C reaches the command
+    (it shares the terminal's process group); the sampler stops after it exits.
+    ``stdout`` redirects the command's output (a file object; ``sys.stderr``
+    keeps a caller's own stdout clean for JSON).
+    """
+    if not command:
+        raise UserInputError(
+            "give the command to run after --, e.g. lightspeed monitor run -- python train.py"
+        )
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise UserInputError(f"{out_dir} is not empty; choose a new folder for the monitor run (--out)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_id = uuid.uuid4().hex[:12]
+    child_env = {**os.environ, **(env or {}), MONITOR_RUN_ENV: str(out_dir.resolve())}
+    chosen, optional = make_backends(backends, interval_s=interval_s)  # checked before anything starts
+    monitor = Monitor(
+        backends=chosen,
+        interval_s=interval_s,
+        optional=optional,
+        capture_path=out_dir / f"capture-{_safe(socket.gethostname())}-{os.getpid()}.jsonl",
+        meta={"run_id": run_id, "command": list(command)},
+    )
+    start = time.time()
+    try:
+        process = subprocess.Popen(list(command), env=child_env, stdout=stdout)
+    except OSError as error:
+        raise UserInputError(f"cannot run {command[0]!r}: {error.strerror or error}") from None
+    for backend in chosen:
+        if isinstance(backend, HostBackend):
+            backend.pid = process.pid  # watch the command's process tree
+    monitor.meta["watched_pid"] = process.pid
+    monitor.start()
+    exit_code = _wait(process)
+    monitor.stop()
+    run = MonitorRun(
+        path=str(out_dir),
+        run_id=run_id,
+        command=tuple(command),
+        exit_code=exit_code,
+        start_epoch_s=start,
+        end_epoch_s=time.time(),
+        interval_s=interval_s,
+        backends=tuple(backend.name for backend in chosen),
+        host=socket.gethostname(),
+        goodput_runs=announced_runs(out_dir),
+    )
+    _write_run_file(out_dir, run, monitor.notes)
+    return run
+
+
+def _wait(process: subprocess.Popen[bytes]) -> int:
+    """Wait for the command; while it runs, Ctrl-C is the command's to handle (like ``time``)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return process.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _safe(text: str) -> str:
+    return "".join(char if char.isalnum() or char in "-_." else "_" for char in text)[:64] or "host"
+
+
+def _write_run_file(out_dir: Path, run: MonitorRun, notes: Sequence[Any]) -> None:
+    payload = {"v": RUN_VERSION, **run.to_dict(), "notes": [note.to_dict() for note in notes]}
+    payload.pop("path")
+    (out_dir / RUN_FILE).write_text(json.dumps(payload, indent=2), encoding="utf-8")
+
+
+def announced_runs(folder: Path) -> tuple[str, ...]:
+    """The goodput run folders that trackers started under this monitor run announced."""
+    found: list[str] = []
+    for note in sorted((folder / TRACKERS_FOLDER).glob("*.json")):
+        try:
+            data = json.loads(note.read_text(encoding="utf-8")[:MAX_RUN_FILE_BYTES])
+        except (OSError, ValueError):
+            continue
+        run_dir = data.get("run_dir") if isinstance(data, dict) else None
+        if isinstance(run_dir, str) and run_dir:
+            found.append(run_dir)
+    return tuple(dict.fromkeys(found))
+
+
+def read_monitor_run(path: str | Path) -> MonitorRun | None:
+    """``monitor.json`` of a run folder, or ``None`` when the folder has none (captures only)."""
+    folder = Path(path)
+    target = folder / RUN_FILE
+    if not target.exists():
+        return None
+    data = _read_json(target)
+    try:
+        run = MonitorRun(
+            path=str(folder),
+            run_id=str(data["run_id"]),
+            command=tuple(str(part) for part in data["command"]),
+            exit_code=data["exit_code"] if isinstance(data.get("exit_code"), int) else None,
+            start_epoch_s=float(data["start_epoch_s"]),
+            end_epoch_s=float(data["end_epoch_s"]),
+            interval_s=float(data["interval_s"]),
+            backends=tuple(str(name) for name in data["backends"]),
+            host=str(data.get("host", "")),
+            goodput_runs=tuple(str(run) for run in data.get("goodput_runs", ())),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise DataFileError(
+            target, f"malformed monitor run file ({error})", fix="re-run lightspeed monitor run"
+        ) from None
+    if data.get("v") != RUN_VERSION:
+        raise DataFileError(target, f"monitor run version {data.get('v')!r} is not {RUN_VERSION}", field="v")
+    return run
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if path.stat().st_size > MAX_RUN_FILE_BYTES:
+        raise DataFileError(path, f"over {MAX_RUN_FILE_BYTES} bytes: not a monitor run file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise DataFileError(path, f"not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise DataFileError(path, "not a JSON object")
+    return data
+
+
+def capture_files(folder: Path) -> list[Path]:
+    """The capture files of a monitor folder (or the file itself)."""
+    if folder.is_file():
+        return [folder]
+    return sorted(folder.glob("capture-*.jsonl"))
+
+
+def is_monitor_folder(path: Path) -> bool:
+    """Whether ``path`` holds a monitor run (``monitor.json`` or capture files)."""
+    return path.is_dir() and ((path / RUN_FILE).exists() or bool(capture_files(path)))
+
+
+def monitor_folders_of(run_dir: Path) -> tuple[Path, ...]:
+    """Monitor folders that belong to a goodput run: named in its job starts, or its ``monitor/``."""
+    folders: list[Path] = []
+    try:
+        named = _read_quietly(run_dir).monitor_runs
+    except DataFileError:
+        named = ()
+    folders.extend(Path(name) for name in named)
+    inside = run_dir / "monitor"
+    if is_monitor_folder(inside):
+        folders.append(inside)
+    return tuple(dict.fromkeys(folder for folder in folders if is_monitor_folder(folder)))
+
+
+def analyze_run(
+    *,
+    path: str | Path,
+    goodput_run: str | Path | None = None,
+    catalog: Catalog | None = None,
+    thresholds: Thresholds | None = None,
+    ledger: Ledger | None = None,
+) -> MonitorReport:
+    """Read a monitor folder (or one capture file), join it to its goodput run, apply the rules.
+
+    ``catalog`` (default: the shipped one) gives the link SOLs the
+    communication rule compares with. ``goodput_run`` defaults to the first
+    run a tracker announced; ``ledger`` is that run's ledger when the caller
+    built it already (with overrides).
+    """
+    folder = Path(path)
+    if not folder.exists():
+        raise DataFileError(folder, "no such monitor run folder or capture", fix="check the path")
+    run = read_monitor_run(folder) if folder.is_dir() else None
+    files = capture_files(folder)
+    if not files:
+        raise DataFileError(
+            folder, "no capture-*.jsonl in this folder", fix="point at a 'lightspeed monitor run' folder"
+        )
+    captures = tuple(read_capture(file) for file in files)
+    catalog = catalog if catalog is not None else load_catalog()
+    notes: list[str] = []
+    chosen = Path(goodput_run) if goodput_run is not None else _default_goodput_run(folder, run, notes)
+    joined = None
+    if chosen is not None:
+        log = _read_quietly(chosen)
+        joined = join_counters(
+            run=log, ledger=ledger or build_ledger(run=log, catalog=catalog), captures=captures
+        )
+    return MonitorReport(
+        path=str(folder),
+        run=run,
+        captures=captures,
+        summaries=tuple(summary for capture in captures for summary in summarize_capture(capture)),
+        joined=joined,
+        diagnosis=diagnose(captures=captures, joined=joined, catalog=catalog, thresholds=thresholds),
+        goodput_run=str(chosen) if chosen is not None else None,
+        notes=tuple(notes),
+    )
+
+
+def _default_goodput_run(folder: Path, run: MonitorRun | None, notes: list[str]) -> Path | None:
+    candidates = list(run.goodput_runs) if run is not None and run.goodput_runs else []
+    candidates = candidates or list(announced_runs(folder)) if folder.is_dir() else candidates
+    existing = [Path(candidate) for candidate in candidates if Path(candidate).exists()]
+    if len(existing) > 1:
+        notes.append(
+            f"{len(existing)} goodput runs announced; joined the first ({existing[0]}); pass --goodput to "
+            "choose"
+        )
+    if not existing and candidates:
+        notes.append(f"the goodput run {candidates[0]} is gone; counters are not joined to steps")
+    return existing[0] if existing else None
+
+
+def _read_quietly(path: Path) -> Any:
+    """The goodput run; lines a crash cut short are skipped as the ledger does (with a note)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_run(path)
+
+
+def summarize_capture(capture: Capture) -> list[MetricSummary]:
+    """Mean, minimum, maximum and last value of every counter of every device."""
+    summaries = []
+    for device, metrics in capture.series.items():
+        label = f"{capture.host}:{device}" if capture.host else device
+        for metric, values in sorted(metrics.items()):
+            finite = values[~np.isnan(values)]
+            spec = METRICS.get(metric)
+            summaries.append(
+                MetricSummary(
+                    device=label,
+                    metric=metric,
+                    unit=spec.unit if spec is not None else "",
+                    num_samples=len(finite),
+                    mean=_finite(np.mean(finite)) if len(finite) else None,
+                    minimum=_finite(np.min(finite)) if len(finite) else None,
+                    maximum=_finite(np.max(finite)) if len(finite) else None,
+                    last=_finite(finite[-1]) if len(finite) else None,
+                )
+            )
+    return summaries
+
+
+def _finite(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def store_records(report: MonitorReport) -> list[JsonObject]:
+    """What ``monitor run`` keeps in the results store: one record per headline figure."""
+    joined = report.joined
+    label = " ".join(report.run.command)[:200] if report.run is not None else report.path
+    figures: list[tuple[str, float | None, str]] = [
+        ("duration_s", report.run.end_epoch_s - report.run.start_epoch_s if report.run else None, "s"),
+        ("num_findings", float(len(report.findings)), "count"),
+    ]
+    if joined is not None:
+        figures += [
+            ("energy_j", joined.energy_j, "J"),
+            ("energy_per_step_j", joined.energy_per_step_j, "J"),
+            ("energy_per_token_j", joined.energy_per_token_j, "J"),
+            ("productive_busy_ratio", joined.productive_busy_ratio, "ratio"),
+            ("productive_process_cpu_cores", joined.productive_process_cpu_cores, "cores"),
+            ("goodput_ratio", joined.ledger.goodput_fraction, "ratio"),
+        ]
+    payload = {
+        "path": str(Path(report.path).resolve()),
+        "goodput_run": report.goodput_run,
+        "findings": [finding.to_dict() for finding in report.findings],
+    }
+    return [
+        {"name": f"monitor {label}", "metric": metric, "value": value, "unit": unit, "payload": payload}
+        for metric, value, unit in figures
+        if value is not None
+    ]
