@@ -30,7 +30,8 @@ from lightspeed.monitor import (
 )
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
-from lightspeed.report.plots import PALETTE, SERIES_COLORS, color_for, new_figure_grid, save_figure
+from lightspeed.report.palette import category_color, series_color
+from lightspeed.report.plots import new_figure_grid, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -325,7 +326,7 @@ def monitor_counters_figure(report: MonitorReport) -> Figure:
                     values * scale,
                     where="pre",
                     linewidth=1.0,
-                    color=SERIES_COLORS[index % len(SERIES_COLORS)],
+                    color=series_color(index),
                     label=device.device_id,
                 )
                 index += 1
@@ -340,11 +341,14 @@ def monitor_counters_figure(report: MonitorReport) -> Figure:
     if report.joined is not None:
         from matplotlib.patches import Patch
 
+        buckets = dict.fromkeys(bucket for bucket, _, _ in report.joined.timeline if bucket != "other")
         shading = [
-            Patch(color=PALETTE["productive"], alpha=0.3, label="productive steps"),
-            Patch(color=color_for("badput"), alpha=0.4, label="badput (init, checkpoints, recovery ...)"),
+            Patch(color=category_color(bucket), alpha=0.3, label=bucket.replace("_", " "))
+            for bucket in buckets
         ]
-        figure.legend(handles=shading, loc="lower center", ncol=2, fontsize=7, frameon=False)
+        figure.legend(
+            handles=shading, loc="lower center", ncol=min(6, len(shading) or 1), fontsize=7, frameon=False
+        )
     return figure
 
 
@@ -355,11 +359,10 @@ def _shade(axis: Any, joined: CounterLedger | None, origin: float) -> None:
     for bucket, start, end in joined.timeline:
         if bucket == "other":
             continue
-        color = PALETTE["productive"] if bucket == "productive" else color_for("badput")
         axis.axvspan(
             start + shift,
             end + shift,
-            color=color,
+            color=category_color(bucket),
             alpha=0.12 if bucket == "productive" else 0.22,
             linewidth=0,
         )
@@ -370,7 +373,12 @@ def _shade(axis: Any, joined: CounterLedger | None, origin: float) -> None:
     )
     if 0 < len(starts) <= MAX_STEP_TICKS:
         axis.vlines(
-            starts, 0, 0.04, transform=axis.get_xaxis_transform(), color=PALETTE["productive"], linewidth=0.6
+            starts,
+            0,
+            0.04,
+            transform=axis.get_xaxis_transform(),
+            color=category_color("productive"),
+            linewidth=0.6,
         )
 
 

@@ -33,11 +33,15 @@ def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Figure, A
     """A ``(figure, axes)`` pair in the house style (white background, light grid)."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(width_in, height_in), dpi=100)
+    _house_style(axes)
+    return figure, axes
+
+
+def _house_style(axes: Axes) -> None:
     axes.grid(True, color="#e2e8f0", linewidth=0.8)
     axes.set_axisbelow(True)
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
-    return figure, axes
 
 
 def figure_svg(figure: Figure) -> str:
@@ -82,8 +86,5 @@ def new_figure_grid(
     )
     column = [row[0] for row in axes]
     for axis in column:
-        axis.grid(True, color="#e2e8f0", linewidth=0.8)
-        axis.set_axisbelow(True)
-        for side in ("top", "right"):
-            axis.spines[side].set_visible(False)
+        _house_style(axis)
     return figure, column
