@@ -349,6 +349,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "lightspeed.trace": [
         "DEFAULT_MAX_BYTES",
+        "FORMATS",
         "KIND_NAMES",
         "TIME_UNITS",
         "CollectiveCall",
@@ -377,6 +378,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "TraceSummary",
         "classify_name",
         "collectives",
+        "detect_format",
         "diff_traces",
         "idle_breakdown",
         "launch_stats",

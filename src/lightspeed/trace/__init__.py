@@ -1,4 +1,4 @@
-"""Profiler trace analysis: PyTorch (Kineto) traces into columnar tables, one module per analysis.
+"""Profiler trace analysis: PyTorch (Kineto) and Nsight Systems traces into one columnar table.
 
 >>> from lightspeed.trace import load_trace, summarize
 >>> # a file, or a folder of per-rank files:
@@ -15,17 +15,20 @@ from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSum
 from lightspeed.trace.comms import CollectiveCall, CollectiveGroup, CommsReport, collectives
 from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
 from lightspeed.trace.idle import IdleReport, IdleSplit, idle_breakdown
+from lightspeed.trace.io.formats import FORMATS, detect_format
+from lightspeed.trace.io.source import DEFAULT_MAX_BYTES
 from lightspeed.trace.kernels import KernelReport, KernelStats, shorten_name, top_kernels
 from lightspeed.trace.kinds import KIND_NAMES, classify_name
 from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
-from lightspeed.trace.loader import TIME_UNITS, RankTrace, StepTable, Trace, load_trace
-from lightspeed.trace.source import DEFAULT_MAX_BYTES
+from lightspeed.trace.loader import TIME_UNITS, load_trace
+from lightspeed.trace.model import RankTrace, StepTable, Trace
 from lightspeed.trace.stats import Distribution, MannWhitney, mann_whitney_u
 from lightspeed.trace.stragglers import RankLateness, RankStep, StragglerReport, stragglers
 from lightspeed.trace.table import EventTable
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "FORMATS",
     "KIND_NAMES",
     "TIME_UNITS",
     "CollectiveCall",
@@ -54,6 +57,7 @@ __all__ = [
     "TraceSummary",
     "classify_name",
     "collectives",
+    "detect_format",
     "diff_traces",
     "idle_breakdown",
     "launch_stats",

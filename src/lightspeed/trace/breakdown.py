@@ -26,7 +26,7 @@ from lightspeed.records import Record
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
 from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 
 NS: Final = 1e-9
 # Kinds in HTA's overlap breakdown, in HTA's bit order (computation 1, communication 2, memory 4).

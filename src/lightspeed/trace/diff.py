@@ -24,7 +24,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, summarize
 from lightspeed.trace.gpu import gpu_events, steps_filter_applies
 from lightspeed.trace.kinds import KIND_NAMES
-from lightspeed.trace.loader import Trace
+from lightspeed.trace.model import Trace
 from lightspeed.trace.stats import MannWhitney, benjamini_hochberg, mann_whitney_u
 
 STEP_METRICS: Final = (
