@@ -26,9 +26,10 @@ from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.records import JsonObject
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
+from lightspeed.report.kernels import kernel_section
 from lightspeed.report.trace import trace_section
 from lightspeed.store import ResultsStore, StoredRecord, open_store
-from lightspeed.trace import load_trace, summarize
+from lightspeed.trace import detect_format, kernel_report, load_trace, read_ncu, summarize
 from lightspeed.units import compute_precision
 
 MAX_JSON_BYTES: Final = 64 * 2**20
@@ -158,6 +159,7 @@ class _Collected:
     steps: list[PredictedStep] = field(default_factory=list)
     ledgers: list[Ledger] = field(default_factory=list)
     traces: list[ReportSection] = field(default_factory=list)
+    kernels: list[ReportSection] = field(default_factory=list)
 
 
 def gather_inputs(
@@ -170,7 +172,8 @@ def gather_inputs(
     """Everything the report draws: from ``sources`` when given, else the store's newest runs.
 
     A source is a goodput run folder, a profiler trace (a file, or a folder of
-    per-rank files), a plan estimate JSON file, or a store run (``run:ID``).
+    per-rank files; Kineto or Nsight Systems), Nsight Compute CSV output, a
+    plan estimate JSON file, or a store run (``run:ID``).
     The metric history always comes from the store (``history_name`` /
     ``history_metric`` choose it; by default the metric stored in the most runs).
     """
@@ -190,6 +193,7 @@ def gather_inputs(
         estimates=tuple(found.steps),
         ledgers=tuple(found.ledgers),
         trace_sections=tuple(found.traces),
+        kernel_sections=tuple(found.kernels),
         history=history,
         reasons=reasons,
     )
@@ -197,7 +201,12 @@ def gather_inputs(
 
 def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
     path = Path(source)
-    if is_trace_source(path):
+    if path.is_file() and detect_format(path) == "ncu-csv":
+        section = kernel_section(kernel_report(read_ncu(path)), label=f"{path.name}: Nsight Compute")
+        found.kernels.append(
+            replace(section, key=f"kernels-{len(found.kernels) + 1}", title=f"{section.title}: {path.name}")
+        )
+    elif is_trace_source(path):
         summary = summarize(load_trace(path))
         section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
         # Several traces in one report: each section needs its own anchor.

@@ -129,7 +129,9 @@ def require_gpu_events(trace: Trace) -> None:
         raise TraceError(
             first.path,
             "no GPU events (kernels, copies, memsets): a CPU-only trace has no GPU time to analyse",
-            fix="profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+            fix="profile with nsys profile --trace=cuda,nvtx"
+            if first.source_format == "nsys"
+            else "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
         )
 
 
