@@ -171,3 +171,82 @@ def write_trace(tmp_path: Path) -> WriteTrace:
         return path
 
     return _write
+
+
+# --- Nsight Systems exports built by hand ------------------------------------------------------
+# The tables and columns are those of a real `nsys export --type sqlite` (a subset of the
+# columns of ../shared/data/nsight/nsys/con_kernel.sqlite); times are nanoseconds.
+
+# globalPid of processes 101 and 202 (pid in bits 24..47, a thread's globalTid adds its id below)
+PID_A = (1 << 48) | (101 << 24)
+PID_B = (1 << 48) | (202 << 24)
+
+
+def write_nsys(
+    path: Path,
+    *,
+    kernels: list[tuple[int, int, str, int, int, int]] = (),  # type: ignore[assignment]
+    runtime: list[tuple[int, int, str, int, int]] = (),  # type: ignore[assignment]
+    nvtx: list[tuple[int, int, str, int]] = (),  # type: ignore[assignment]
+    gpu_name: str | None = H100_NAME,
+    kernel_columns: str = "start, end, deviceId, contextId, streamId, correlationId, globalPid, "
+    "demangledName, shortName",
+    meta_version: str | None = "3.11.0",
+) -> Path:
+    """An export with kernels (start, end, name, stream, correlation, globalPid), runtime calls
+    (start, end, name, globalTid, correlation; eventClass 0), NVTX push/pop ranges
+    (start, end, text, globalTid) and one CUDA GPU."""
+    import sqlite3
+
+    strings: dict[str, int] = {}
+
+    def sid(text: str) -> int:
+        return strings.setdefault(text, len(strings))
+
+    db = sqlite3.connect(path)
+    db.execute(f"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL ({kernel_columns})")
+    columns = [c.strip() for c in kernel_columns.split(",")]
+    for start, end, name, stream, correlation, pid in kernels:
+        row = {
+            "start": start,
+            "end": end,
+            "deviceId": 0,
+            "contextId": 1,
+            "streamId": stream,
+            "correlationId": correlation,
+            "globalPid": pid,
+            "demangledName": sid(name + "(int)"),
+            "shortName": sid(name),
+        }
+        db.execute(
+            f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({', '.join('?' * len(columns))})",
+            [row.get(c) for c in columns],
+        )
+    db.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId)"
+    )
+    for start, end, name, tid, correlation in runtime:
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, ?)",
+            (start, end, tid, correlation, sid(name)),
+        )
+    db.execute("CREATE TABLE NVTX_EVENTS (start, end, eventType, text, globalTid, textId)")
+    for start, end, text, tid in nvtx:
+        db.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, NULL)", (start, end, text, tid))
+    if gpu_name is not None:
+        db.execute("CREATE TABLE TARGET_INFO_GPU (id, name, smCount, cuDevice)")
+        db.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?, 132, 0)", (gpu_name,))
+    if meta_version is not None:
+        db.execute("CREATE TABLE EXPORT_META_DATA (name, value)")
+        db.execute("INSERT INTO EXPORT_META_DATA VALUES ('EXPORT_SCHEMA_VERSION', ?)", (meta_version,))
+    db.execute("CREATE TABLE StringIds (id, value)")
+    db.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in strings.items()])
+    db.commit()
+    db.close()
+    return path
+
+
+@pytest.fixture
+def nsys() -> SimpleNamespace:
+    """``nsys.write(path, kernels=..., runtime=..., nvtx=...)`` and the two process ids."""
+    return SimpleNamespace(write=write_nsys, PID_A=PID_A, PID_B=PID_B)
