@@ -250,3 +250,29 @@ def write_nsys(
 def nsys() -> SimpleNamespace:
     """``nsys.write(path, kernels=..., runtime=..., nvtx=...)`` and the two process ids."""
     return SimpleNamespace(write=write_nsys, PID_A=PID_A, PID_B=PID_B)
+
+
+# --- Nsight Compute raw page written by hand ---------------------------------------------------
+# One saxpy kernel launched twice: the raw page's layout (a header of metric names, a row of units,
+# one row per launch) with the metric names ncu uses; the values are made up for the test.
+RAW_PAGE = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","device__attribute_display_name","gpu__time_duration.sum",'
+    '"sm__throughput.avg.pct_of_peak_sustained_elapsed",'
+    '"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","launch__waves_per_multiprocessor",'
+    '"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum","smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",'
+    '"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"\n'
+    '"","","","","","","","","","","","","usecond","%","%","","inst","inst","inst"\n'
+    '"0","42","app","host","saxpy(int, float, float *, float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0",'
+    '"9.0","NVIDIA H100 80GB HBM3","12.50","81.20","12.03","3.88","1,048,576","2,048","0"\n'
+    '"1","42","app","host","saxpy(int, float, float *, float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0",'
+    '"9.0","NVIDIA H100 80GB HBM3","12.70","80.90","12.10","3.88","1,048,576","2,048","0"\n'
+)
+
+
+@pytest.fixture
+def raw_ncu_csv(tmp_path: Path) -> Path:
+    """``ncu --csv --page raw`` output of two saxpy launches (hand-written, see RAW_PAGE)."""
+    path = tmp_path / "raw.csv"
+    path.write_text(RAW_PAGE, encoding="utf-8")
+    return path

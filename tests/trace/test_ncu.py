@@ -116,23 +116,8 @@ def test_preamble_program_output_separators_and_scaled_units(tmp_path: Path) -> 
     assert report.notes == ("4 lines that are not CSV rows (ncu messages, program output) skipped",)
 
 
-RAW_PAGE = (
-    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-    '"Device","CC","device__attribute_display_name","gpu__time_duration.sum",'
-    '"sm__throughput.avg.pct_of_peak_sustained_elapsed",'
-    '"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","launch__waves_per_multiprocessor",'
-    '"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum","smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",'
-    '"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"\n'
-    '"","","","","","","","","","","","","usecond","%","%","","inst","inst","inst"\n'
-    '"0","42","app","host","saxpy(int, float, float *, float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0",'
-    '"9.0","NVIDIA H100 80GB HBM3","12.50","81.20","12.03","3.88","1,048,576","2,048","0"\n'
-    '"1","42","app","host","saxpy(int, float, float *, float *)","1","7","(256, 1, 1)","(4096, 1, 1)","0",'
-    '"9.0","NVIDIA H100 80GB HBM3","12.70","80.90","12.10","3.88","1,048,576","2,048","0"\n'
-)
-
-
-def test_raw_page(tmp_path: Path) -> None:
-    report = read_ncu(_variant(tmp_path, RAW_PAGE))
+def test_raw_page(raw_ncu_csv: Path) -> None:
+    report = read_ncu(raw_ncu_csv)
     assert report.page == "raw"
     assert [launch.launch_id for launch in report.launches] == [0, 1]
     first = report.launches[0]

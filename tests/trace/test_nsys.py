@@ -307,3 +307,15 @@ def test_diff_compares_nvtx_steps(tmp_path: Path, nsys: SimpleNamespace) -> None
     assert (step_time.num_a, step_time.num_b) == (4, 4)
     assert step_time.median_a_s == pytest.approx(9_000e-9)
     assert step_time.change_pct == pytest.approx(0.0)
+
+
+def test_the_regression_gate_reads_step_times_from_an_export(tmp_path: Path, nsys: SimpleNamespace) -> None:
+    from lightspeed.gate.inputs import is_trace_source, trace_step_samples
+
+    path = _two_process_export(tmp_path / "job.sqlite", nsys)
+    assert is_trace_source(path)
+    assert is_trace_source(tmp_path)  # a folder of exports
+    [series] = trace_step_samples(path)
+    assert series.metric == "step_time_s"
+    assert series.samples == pytest.approx((9_000e-9, 9_000e-9))  # steps 0 and 1, the slower rank each
+    assert series.num_warmup == 1
