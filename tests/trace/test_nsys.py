@@ -319,3 +319,19 @@ def test_the_regression_gate_reads_step_times_from_an_export(tmp_path: Path, nsy
     assert series.metric == "step_time_s"
     assert series.samples == pytest.approx((9_000e-9, 9_000e-9))  # steps 0 and 1, the slower rank each
     assert series.num_warmup == 1
+
+
+def test_null_ids_and_undecodable_text_are_read(tmp_path: Path, nsys: SimpleNamespace) -> None:
+    path = nsys.write(
+        tmp_path / "odd.sqlite",
+        kernels=[(0, 1_000, "k", 7, None, nsys.PID_A), (2_000, 2_500, "k", 7, 5, nsys.PID_A)],
+        nvtx=[(0, 3_000, "step 1", nsys.PID_A + 1)],
+    )
+    with sqlite3.connect(path) as db:  # NVTX text that is not UTF-8 (a Latin-1 name, as in real exports)
+        db.execute("UPDATE NVTX_EVENTS SET text = CAST(? AS TEXT)", (b"Gei\xdf step",))
+    table = load_trace(path).ranks[0].events
+    kernels = table.category_mask(("kernel",))
+    assert kernels.sum() == 2
+    assert sorted(table.correlation[kernels].tolist()) == [-1, 5]  # NULL reads as "no id"
+    [annotation] = [table.names[i] for i in table.name_id[table.category_mask(("user_annotation",))]]
+    assert annotation == "Gei\ufffd step"

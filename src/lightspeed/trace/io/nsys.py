@@ -34,6 +34,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import Final
 
@@ -189,13 +190,14 @@ def _read_rows(export: Export) -> _Rows:
     return rows
 
 
-def _gpu_sql(table: str, extra: str, with_pid: bool) -> str:
-    pid = '"globalPid"' if with_pid else "0"
-    return (
-        f'SELECT "start", "end", COALESCE("deviceId", -1), COALESCE("streamId", -1), '
-        f'COALESCE("correlationId", -1), {pid}, {extra} FROM "{table}" '
-        'WHERE "start" IS NOT NULL AND "end" IS NOT NULL AND "end" >= "start"'
-    )
+_VALID_TIMES: Final = '"start" IS NOT NULL AND "end" IS NOT NULL AND "end" >= "start"'
+
+
+def _gpu_rows(export: Export, table: str, extra: list[tuple[str, int]], with_pid: bool) -> I64:
+    """start, end, device, stream, correlation, globalPid and ``extra`` columns of a GPU table."""
+    columns = [('"start"', 0), ('"end"', 0), ('"deviceId"', -1), ('"streamId"', -1), ('"correlationId"', -1)]
+    columns.append(('"globalPid"', 0) if with_pid else ("0", 0))
+    return export.integers(table, [*columns, *extra], _VALID_TIMES)
 
 
 def _gpu_columns(data: I64) -> dict[str, I64]:
@@ -218,7 +220,7 @@ def _kernels(export: Export, rows: _Rows, with_pid: bool) -> None:
     if not found:
         export.require(KERNEL, ("demangledName or shortName",))
     column = found[0]
-    data = export.integers(_gpu_sql(KERNEL, f'COALESCE("{column}", -1)', with_pid))
+    data = _gpu_rows(export, KERNEL, [(f'"{column}"', -1)], with_pid)
     strings = export.strings(
         f'SELECT "id", "value" FROM "{STRINGS}" WHERE "id" IN (SELECT DISTINCT "{column}" FROM "{KERNEL}")'
     )
@@ -231,11 +233,9 @@ def _memcpys(export: Export, rows: _Rows, with_pid: bool) -> None:
         return
     export.require(MEMCPY, (*GPU_COLUMNS, "copyKind"))
     kinds = _names()
-    source = "srcKind" if "srcKind" in export.columns(MEMCPY) else "-1"
-    target = "dstKind" if "dstKind" in export.columns(MEMCPY) else "-1"
-    data = export.integers(
-        _gpu_sql(MEMCPY, f'COALESCE("copyKind", 0), COALESCE({source}, 7), COALESCE({target}, 7)', with_pid)
-    )
+    source = '"srcKind"' if "srcKind" in export.columns(MEMCPY) else "-1"
+    target = '"dstKind"' if "dstKind" in export.columns(MEMCPY) else "-1"
+    data = _gpu_rows(export, MEMCPY, [('"copyKind"', 0), (source, 7), (target, 7)], with_pid)
     key = data[:, 6] * 10_000 + (data[:, 7] + 1) * 100 + (data[:, 8] + 1)
 
     def name(code: int) -> str:
@@ -250,8 +250,8 @@ def _memsets(export: Export, rows: _Rows, with_pid: bool) -> None:
     if not export.has(MEMSET):
         return
     export.require(MEMSET, GPU_COLUMNS)
-    kind = 'COALESCE("memKind", 2)' if "memKind" in export.columns(MEMSET) else "2"
-    data = export.integers(_gpu_sql(MEMSET, kind, with_pid))
+    kind = '"memKind"' if "memKind" in export.columns(MEMSET) else "2"
+    data = _gpu_rows(export, MEMSET, [(kind, 2)], with_pid)
     memory = _names().memory_kind
     rows.add(
         "gpu_memset",
@@ -279,10 +279,16 @@ def _runtime_calls(export: Export, rows: _Rows, with_pid: bool) -> None:
     export.require(RUNTIME, ("start", "end", "globalTid", "correlationId", "nameId"))
     has_class = "eventClass" in export.columns(RUNTIME)
     data = export.integers(
-        'SELECT "start", "end", "globalTid", COALESCE("correlationId", -1), COALESCE("nameId", -1), '
-        + ('COALESCE("eventClass", 0)' if has_class else "0")
-        + f' FROM "{RUNTIME}" WHERE "start" IS NOT NULL AND "end" IS NOT NULL AND "end" >= "start" '
-        'AND "globalTid" IS NOT NULL'
+        RUNTIME,
+        [
+            ('"start"', 0),
+            ('"end"', 0),
+            ('"globalTid"', 0),
+            ('"correlationId"', -1),
+            ('"nameId"', -1),
+            ('"eventClass"' if has_class else "0", 0),
+        ],
+        f'{_VALID_TIMES} AND "globalTid" IS NOT NULL',
     )
     strings = export.strings(
         f'SELECT "id", "value" FROM "{STRINGS}" WHERE "id" IN (SELECT DISTINCT "nameId" FROM "{RUNTIME}")'
@@ -304,12 +310,11 @@ def _nvtx_ranges(export: Export, rows: _Rows, with_pid: bool) -> None:
     text = '"text"' if "text" in columns else "NULL"
     text_id = 'COALESCE("textId", -1)' if "textId" in columns else "-1"
     ranges = ", ".join(str(code) for code in _names().nvtx_ranges)
-    cursor = export.connection.execute(
+    found = export.fetchall(
         f'SELECT "start", "end", "globalTid", {text_id}, {text} FROM "{NVTX}" '
         f'WHERE "eventType" IN ({ranges}) AND "start" IS NOT NULL AND "end" IS NOT NULL '
         'AND "end" >= "start" AND "globalTid" IS NOT NULL'
     )
-    found = cursor.fetchall()
     if not found:
         return
     strings = (
@@ -320,10 +325,15 @@ def _nvtx_ranges(export: Export, rows: _Rows, with_pid: bool) -> None:
         else {}
     )
     try:
-        data = np.array([row[:4] for row in found], dtype=np.int64).reshape(-1, 4)
+        data = np.fromiter(
+            chain.from_iterable(row[:4] for row in found), dtype=np.int64, count=4 * len(found)
+        ).reshape(-1, 4)
     except (TypeError, ValueError, OverflowError):
         raise TraceError(export.path, f"{NVTX} holds a non-integer time or thread") from None
-    texts = [row[4] if isinstance(row[4], str) else strings.get(row[3], "") for row in found]
+    texts = [
+        text if isinstance(text, str) else strings.get(int(data[i, 3]), "")
+        for i, (*_, text) in enumerate(found)
+    ]
     columns_of = _cpu_columns(np.column_stack([data[:, :3], np.full(len(found), NO_VALUE)]), with_pid)
     rows.add("user_annotation", rows.name_ids(texts), columns_of)
 

@@ -32,7 +32,7 @@ def device_names(export: Export) -> dict[int, str]:
 
 def _pairs(export: Export, sql: str) -> dict[int, str]:
     found: dict[int, str] = {}
-    for key, name in export.connection.execute(sql):
+    for key, name in export.fetchall(sql):
         if isinstance(key, int) and isinstance(name, str) and name.strip():
             found.setdefault(key, name.strip())
     return found

@@ -14,6 +14,7 @@ import sqlite3
 import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import Final
 
@@ -69,8 +70,6 @@ def open_export(path: Path) -> Iterator[Export]:
     except sqlite3.Error as error:
         raise TraceError(path, f"cannot open the SQLite file ({error})", fix=_FIX_EXPORT) from None
     try:
-        # names and NVTX text are user strings: undecodable bytes become U+FFFD, never an exception
-        connection.text_factory = lambda data: data.decode("utf-8", "replace")
         connection.execute("PRAGMA query_only = ON")
         connection.execute("PRAGMA trusted_schema = OFF")
         yield Export(path, connection)
@@ -89,6 +88,21 @@ class Export:
         rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
         self.tables = frozenset(str(name) for (name,) in rows)
         self._columns: dict[str, frozenset[str]] = {}
+
+    def fetchall(self, sql: str, parameters: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        """All rows of ``sql``. Text is decoded as UTF-8 by SQLite (fast); should a value not be
+        valid UTF-8 (exports hold user strings: NVTX text, host names), the query runs again with
+        undecodable bytes as U+FFFD, never an exception."""
+        try:
+            return self.connection.execute(sql, tuple(parameters)).fetchall()
+        except sqlite3.OperationalError as error:
+            if "decode" not in str(error):
+                raise
+        self.connection.text_factory = lambda data: data.decode("utf-8", "replace")
+        try:
+            return self.connection.execute(sql, tuple(parameters)).fetchall()
+        finally:
+            self.connection.text_factory = str
 
     def has(self, table: str) -> bool:
         """Whether the export holds ``table`` (a table, not a view)."""
@@ -114,24 +128,40 @@ class Export:
                 "again with a current nsys (nsys export --type sqlite)",
             )
 
-    def integers(self, sql: str, parameters: Sequence[int] = ()) -> npt.NDArray[np.int64]:
-        """The rows of ``sql`` (integer columns, NULL as -1 via COALESCE) as an (n, k) int64 array."""
-        cursor = self.connection.execute(sql, tuple(parameters))
-        width = len(cursor.description)
+    def integers(self, table: str, columns: Sequence[tuple[str, int]], where: str) -> npt.NDArray[np.int64]:
+        """``SELECT columns FROM table WHERE where`` as an (n, k) int64 array.
+
+        ``columns`` are (SQL expression, value for NULL). The rows are read
+        as they are (the fast path: no per-value function call in SQLite) and
+        only when one holds a NULL read again with ``COALESCE``.
+        """
+        plain = ", ".join(expression for expression, _ in columns)
+        try:
+            return self._integer_rows(f'SELECT {plain} FROM "{table}" WHERE {where}', len(columns))
+        except TypeError:  # a NULL: np.fromiter cannot take None
+            pass
+        filled = ", ".join(f"COALESCE({expression}, {default})" for expression, default in columns)
+        try:
+            return self._integer_rows(f'SELECT {filled} FROM "{table}" WHERE {where}', len(columns))
+        except (TypeError, ValueError, OverflowError):
+            raise TraceError(
+                self.path,
+                f"a column of {table} that should hold integers holds something else",
+                fix=_FIX_EXPORT,
+            ) from None
+
+    def _integer_rows(self, sql: str, width: int) -> npt.NDArray[np.int64]:
+        cursor = self.connection.execute(sql)
         parts = []
         while rows := cursor.fetchmany(FETCH_ROWS):
-            try:
-                parts.append(np.array(rows, dtype=np.int64).reshape(-1, width))
-            except (TypeError, ValueError, OverflowError):
-                raise TraceError(
-                    self.path, "a column that should hold integers holds something else", fix=_FIX_EXPORT
-                ) from None
+            flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
+            parts.append(flat.reshape(-1, width))
         return np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
 
     def strings(self, sql: str) -> dict[int, str]:
         """``id -> value`` pairs of ``sql`` (two columns: an integer id and a text)."""
         found: dict[int, str] = {}
-        for key, value in self.connection.execute(sql):
+        for key, value in self.fetchall(sql):
             if isinstance(key, int):
                 found[key] = value if isinstance(value, str) else str(value)
         return found
@@ -140,7 +170,5 @@ class Export:
         """A value of ``EXPORT_META_DATA`` (``EXPORT_SCHEMA_VERSION`` ...), else None."""
         if not {"name", "value"} <= self.columns("EXPORT_META_DATA"):
             return None
-        row = self.connection.execute(
-            "SELECT value FROM EXPORT_META_DATA WHERE name = ? LIMIT 1", (name,)
-        ).fetchone()
-        return None if row is None or row[0] is None else str(row[0])
+        rows = self.fetchall("SELECT value FROM EXPORT_META_DATA WHERE name = ? LIMIT 1", (name,))
+        return None if not rows or rows[0][0] is None else str(rows[0][0])
