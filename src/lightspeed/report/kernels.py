@@ -20,7 +20,7 @@ from rich.markup import escape
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.plots import color_for, new_figure
-from lightspeed.trace import KernelSol, KernelSolReport
+from lightspeed.trace import KernelSol, KernelSolReport, shorten_name
 from lightspeed.units import format_bytes, format_duration, format_flop_per_s
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ def _render_levers(report: KernelSolReport, out: Console) -> None:
         for kernel in report.kernels
     ]
     unprofiled = ", ".join(
-        f"{_short(k.kernel, 40)} ({format_duration(k.gpu_s)})" for k in report.unprofiled[:5]
+        f"{_short(shorten_name(k.kernel), 40)} ({format_duration(k.gpu_s)})" for k in report.unprofiled[:5]
     )
     render_table(
         "Biggest levers first: GPU time in the trace x headroom",
