@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "b200_cublaslt_fp8_gemm.csv"
+from lightspeed.tour.render import SAMPLE_NCU_CSV
+
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
 
 
 def test_json_shows_the_gemm_sol_bound_and_ranked_findings(run_cli) -> None:  # type: ignore[no-untyped-def]

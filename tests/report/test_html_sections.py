@@ -27,8 +27,9 @@ from lightspeed.report.html_sections import (
     step_section,
 )
 from lightspeed.store import NewRecord, open_store
+from lightspeed.tour.render import SAMPLE_NCU_CSV
 
-NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "b200_cublaslt_fp8_gemm.csv"
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
 PEAK_FLOP_PER_S = 1.0e12
 BANDWIDTH_BYTES_PER_S = 50e9
 

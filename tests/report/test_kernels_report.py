@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from matplotlib.colors import to_hex
 
 from lightspeed.report import kernel_section, kernel_sol_figure
 from lightspeed.report.plots import PALETTE, close_figure
+from lightspeed.tour.render import SAMPLE_NCU_CSV
 from lightspeed.trace import kernel_report, read_ncu
 
-NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "b200_cublaslt_fp8_gemm.csv"
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
 
 
 def test_bars_have_the_palette_colors_and_the_csv_values() -> None:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from lightspeed.errors import UnknownNameError, UserInputError
+from lightspeed.tour.render import SAMPLE_NCU_CSV
 from lightspeed.trace import (
     classify_bound,
     kernel_report,
@@ -20,7 +21,7 @@ from lightspeed.trace import (
     read_ncu,
 )
 
-NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "b200_cublaslt_fp8_gemm.csv"
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
 CUTLASS = "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_tnn_align4_1sm_bias_f16_relu_aux_scalemax"  # noqa: E501
 OTHER = "void other_kernel<float>(float*, int)"
 

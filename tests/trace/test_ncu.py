@@ -11,17 +11,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lightspeed.errors import TraceError
+from lightspeed.tour.render import SAMPLE_NCU_CSV
 from lightspeed.trace import read_ncu
 from lightspeed.trace.io.ncu_csv import parse_number
 
-NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "b200_cublaslt_fp8_gemm.csv"
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
 KERNEL = (
     "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_tnn_align4_1sm_bias_"
     "f16_relu_aux_scalemax"
 )
 
 
-def test_the_shared_file_is_the_fixture_copy(shared: Path) -> None:
+def test_the_shipped_copy_is_the_shared_file(shared: Path) -> None:
     assert (shared / "data" / "nsight" / "ncu" / NCU_CSV.name).read_bytes() == NCU_CSV.read_bytes()
 
 
