@@ -224,6 +224,7 @@ REPORTED_NAMES = {
     "NVIDIA A100-SXM4-80GB": "a100-sxm",
     "NVIDIA A100-SXM4-40GB": "a100-sxm-40gb",
     "NVIDIA A100 80GB PCIe": "a100-pcie",
+    "A100-PCIE-40GB": "a100-pcie-40gb",  # Nsight Systems' TARGET_INFO_GPU (shared nsight/nsys/ex-gpu.s10)
     "NVIDIA H100 PCIe": "h100-pcie",
     "NVIDIA H100 NVL": "h100-nvl",
     "NVIDIA H200": "h200-sxm",

@@ -27,7 +27,9 @@ from lightspeed.report.html_sections import (
     step_section,
 )
 from lightspeed.store import NewRecord, open_store
+from lightspeed.tour.render import SAMPLE_NCU_CSV
 
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
 PEAK_FLOP_PER_S = 1.0e12
 BANDWIDTH_BYTES_PER_S = 50e9
 
@@ -179,7 +181,8 @@ def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None
     plan.write_text(json.dumps(ESTIMATE))
     run_dir = _goodput_dir(tmp_path / "run")
     inputs = gather_inputs(
-        sources=[str(plan), str(run_dir), str(SAMPLE_TRACE_DIR), "run:latest"], store_path=store_path
+        sources=[str(plan), str(run_dir), str(SAMPLE_TRACE_DIR), str(NCU_CSV), "run:latest"],
+        store_path=store_path,
     )
     written = write_report(
         path=tmp_path / "report.html", title="all sections", sections=build_sections(inputs)
@@ -187,8 +190,8 @@ def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None
     assert all(section.skipped_reason is None for section in written.sections)
     page = chromium_page(written.path)
     assert page.console_errors == []
-    # roofline, step breakdown, goodput waterfall, per-rank trace breakdown, history
-    assert len(page.images) == 5
+    # roofline, step breakdown, goodput waterfall, per-rank trace breakdown, kernel SOL bars, history
+    assert len(page.images) == 6
     for image in page.images:
         assert image["complete"], image
         assert image["width"] > 200, image
@@ -210,7 +213,7 @@ def test_traces_as_sources_get_one_section_each(tmp_path: Path) -> None:
     idle_pct = summarize(load_trace(SAMPLE_TRACE_DIR)).ranks[0].idle_pct
     assert folder_table.rows[0][3] == f"{idle_pct:.2f}%"  # the analysis' number reaches the page
     keys = [section.key for section in build_sections(inputs)]
-    assert keys == ["roofline", "step", "goodput", "trace-1", "trace-2", "history"]
+    assert keys == ["roofline", "step", "goodput", "trace-1", "trace-2", "kernels", "history"]
 
 
 def test_cpu_only_trace_is_a_clear_error(tmp_path: Path) -> None:

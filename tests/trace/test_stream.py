@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from lightspeed.errors import TraceError
 from lightspeed.trace import load_trace
-from lightspeed.trace import stream as stream_module
-from lightspeed.trace.stream import EventStream
+from lightspeed.trace.io import kineto_stream as stream_module
+from lightspeed.trace.io.kineto_stream import EventStream
 
 
 def _names(path: Path) -> list[str]:

@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("lightspeed.cli.calibrate", "Fit engine efficiencies from measurements."),
     "goodput": ("lightspeed.cli.goodput", "Goodput ledger of runs and logs; checkpoint planning."),
     "trace": ("lightspeed.cli.trace", "Profiler trace analyses."),
+    "kernels": ("lightspeed.cli.kernels", "Nsight Compute kernels against their SOL, joined with a trace."),
     "monitor": ("lightspeed.cli.monitor", "Counters beside a job, joined to its steps; Prometheus exporter."),
     "report": ("lightspeed.cli.report", "Write the self-contained HTML report."),
     "cost": ("lightspeed.cli.cost", "Energy, power and cost of a job, cluster, upgrade or fleet."),

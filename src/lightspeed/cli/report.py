@@ -17,9 +17,10 @@ from lightspeed.sol import load_prices
     "--from",
     "sources",
     multiple=True,
-    metavar="RESULTS|RUN_DIR|TRACE",
+    metavar="RESULTS|RUN_DIR|TRACE|NCU.csv",
     help="Input to draw (repeatable): a results-store run (run:ID), a goodput run folder, a monitor "
-    "run folder or a profiler trace. Default: the newest runs of the results store.",
+    "run folder, a profiler trace (Kineto, Nsight Systems) or Nsight Compute CSV output. Default: the "
+    "newest runs of the results store.",
 )
 @click.option(
     "-o",
@@ -58,7 +59,7 @@ def command(
 ) -> None:
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
     measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
-    breakdown and a metric's history across runs."""
+    breakdown, kernels against their SOL (Nsight Compute) and a metric's history across runs."""
     inputs = gather_inputs(sources=sources, history_name=history_name, history_metric=history_metric)
     sections = build_sections(inputs)
     if prices_path is not None and inputs.estimates:

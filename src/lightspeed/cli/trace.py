@@ -1,4 +1,4 @@
-"""``lightspeed trace``: profiler (Kineto) trace analyses, HTA definitions, faster and leaner.
+"""``lightspeed trace``: profiler trace analyses (Kineto JSON, Nsight Systems exports), HTA definitions.
 
 Every subcommand takes trace files or folders of per-rank files, prints
 tables (or ``--json``), and exits 2 with one line on bad input.
@@ -60,7 +60,7 @@ def _load_options(function: F) -> F:
             type=click.Choice(TIME_UNITS),
             default="auto",
             show_default=True,
-            help="Unit of the trace's timestamps (Kineto writes us; auto picks ns for values above 1e17).",
+            help="Unit of a Kineto trace's timestamps (it writes us; auto picks ns for values above 1e17).",
         ),
         click.option(
             "--exact-ns",
@@ -108,7 +108,8 @@ def _traces(function: F) -> F:
 
 @click.group("trace")
 def command() -> None:
-    """Profiler trace analyses (PyTorch/Kineto JSON or .json.gz; a file or a folder of ranks)."""
+    """Profiler trace analyses (PyTorch/Kineto .json[.gz], Nsight Systems .sqlite or .nsys-rep; a file or
+    a folder of ranks)."""
 
 
 @command.command("summary")

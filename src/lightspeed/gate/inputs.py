@@ -25,7 +25,7 @@ from lightspeed.goodput import read_run
 from lightspeed.records import Record
 from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import NewRecord, StoredRecord
-from lightspeed.trace import load_trace
+from lightspeed.trace import detect_format, load_trace
 
 # The fields that make a JSON object a benchmark result.
 BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
@@ -229,15 +229,16 @@ def _record_samples(record: StoredRecord | NewRecord) -> list[float]:
 
 
 def is_trace_source(path: Path) -> bool:
-    """A Kineto trace file (``.json.gz``, or JSON with ``traceEvents`` near its start) or a
-    folder of them (a goodput run folder holds ``.jsonl`` logs instead)."""
+    """A profiler trace file (Kineto ``.json.gz`` or JSON with ``traceEvents`` near its start, an
+    Nsight Systems SQLite export or ``.nsys-rep``) or a folder of them (a goodput run folder
+    holds ``.jsonl`` logs instead)."""
     if path.is_dir():
         names = [child.name for child in path.iterdir() if child.is_file()]
-        has_traces = any(name.endswith((".json", ".json.gz")) for name in names)
+        has_traces = any(name.endswith((".json", ".json.gz", ".sqlite", ".nsys-rep")) for name in names)
         return has_traces and not any(name.endswith(".jsonl") for name in names)
     if not path.is_file():
         return False
-    if path.name.endswith(".gz"):
+    if path.name.endswith(".gz") or detect_format(path) in ("nsys-sqlite", "nsys-rep"):
         return True
     with path.open("rb") as handle:
         return b'"traceEvents"' in handle.read(1 << 20)
@@ -258,7 +259,8 @@ def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
     if not by_step:
         raise UserInputError(
             f"trace {path} has no ProfilerStep annotations to compare; call profiler.step() once per "
-            "training step (torch.profiler) so that step times are recorded"
+            "training step (torch.profiler), or push one NVTX range per step named 'step N' (Nsight "
+            "Systems), so that step times are recorded"
         )
     return (_step_series([by_step[number] for number in sorted(by_step)], str(path)),)
 

@@ -35,6 +35,9 @@ _EXPORTS: dict[str, str] = {
     "save_tornado": "cost",
     "tornado_figure": "cost",
     "make_console": "console",
+    "kernel_section": "kernels",
+    "kernel_sol_figure": "kernels",
+    "render_kernel_report": "kernels",
     "mig_figure": "mig",
     "render_layout_check": "mig",
     "render_mig_plan": "mig",
@@ -144,6 +147,7 @@ if TYPE_CHECKING:
         render_system_comparison,
         save_pareto_plot,
     )
+    from lightspeed.report.kernels import kernel_section, kernel_sol_figure, render_kernel_report
     from lightspeed.report.mig import (
         mig_figure,
         render_layout_check,
@@ -198,6 +202,8 @@ __all__ = [
     "gather_inputs",
     "goodput_waterfall_figure",
     "inputs_caption",
+    "kernel_section",
+    "kernel_sol_figure",
     "make_console",
     "metric_history_or_reason",
     "mig_figure",
@@ -222,6 +228,7 @@ __all__ = [
     "render_inference_cost",
     "render_inference_estimate",
     "render_inference_search",
+    "render_kernel_report",
     "render_layout_check",
     "render_ledgers",
     "render_memory_plan",

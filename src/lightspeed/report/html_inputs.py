@@ -27,9 +27,10 @@ from lightspeed.monitor import MonitorReport, analyze_run, is_monitor_folder, mo
 from lightspeed.records import JsonObject
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
+from lightspeed.report.kernels import kernel_section
 from lightspeed.report.trace import trace_section
 from lightspeed.store import ResultsStore, StoredRecord, open_store
-from lightspeed.trace import load_trace, summarize
+from lightspeed.trace import detect_format, kernel_report, load_trace, read_ncu, summarize
 from lightspeed.units import compute_precision
 
 MAX_JSON_BYTES: Final = 64 * 2**20
@@ -160,6 +161,7 @@ class _Collected:
     ledgers: list[Ledger] = field(default_factory=list)
     traces: list[ReportSection] = field(default_factory=list)
     monitors: list[MonitorReport] = field(default_factory=list)
+    kernels: list[ReportSection] = field(default_factory=list)
 
 
 def gather_inputs(
@@ -173,7 +175,8 @@ def gather_inputs(
 
     A source is a goodput run folder (its monitor runs are drawn too), a
     ``lightspeed monitor run`` folder, a profiler trace (a file, or a folder of
-    per-rank files), a plan estimate JSON file, or a store run (``run:ID``).
+    per-rank files; Kineto or Nsight Systems), Nsight Compute CSV output, a plan
+    estimate JSON file, or a store run (``run:ID``).
     The metric history always comes from the store (``history_name`` /
     ``history_metric`` choose it; by default the metric stored in the most runs).
     """
@@ -193,6 +196,7 @@ def gather_inputs(
         estimates=tuple(found.steps),
         ledgers=tuple(found.ledgers),
         trace_sections=tuple(found.traces),
+        kernel_sections=tuple(found.kernels),
         history=history,
         reasons=reasons,
         monitors=tuple(found.monitors),
@@ -201,7 +205,12 @@ def gather_inputs(
 
 def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
     path = Path(source)
-    if is_trace_source(path):
+    if path.is_file() and detect_format(path) == "ncu-csv":
+        section = kernel_section(kernel_report(read_ncu(path)), label=f"{path.name}: Nsight Compute")
+        found.kernels.append(
+            replace(section, key=f"kernels-{len(found.kernels) + 1}", title=f"{section.title}: {path.name}")
+        )
+    elif is_trace_source(path):
         summary = summarize(load_trace(path))
         section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
         # Several traces in one report: each section needs its own anchor.

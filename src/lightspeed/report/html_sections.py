@@ -30,6 +30,7 @@ TITLES: dict[str, str] = {
     "step": "Predicted step-time breakdown of a plan",
     "goodput": "Goodput ledger (waterfall from wall time to productive time)",
     "trace": "Trace temporal breakdown per rank",
+    "kernels": "Kernels against their speed of light (Nsight Compute)",
     "history": "History of a metric across runs",
 }
 
@@ -40,7 +41,8 @@ HOW_TO_GET: dict[str, str] = {
     "step": "no prediction; pass a plan's estimate ('lightspeed plan train ... --json > plan.json', "
     "then --from plan.json)",
     "goodput": "no goodput run; pass a tracker run folder with --from RUN_DIR",
-    "trace": "no profiler trace; pass one with --from TRACE.json",
+    "trace": "no profiler trace; pass one with --from TRACE.json (or an Nsight Systems .sqlite)",
+    "kernels": "no Nsight Compute output; pass ncu --csv output with --from NCU.csv",
     "history": "the results store holds no metric stored in two runs yet",
 }
 
@@ -74,13 +76,15 @@ class ReportInputs:
     """Everything the report draws; empty fields become sections that say what is missing.
 
     ``reasons`` maps a section key to why its data is missing (overrides
-    :data:`HOW_TO_GET`); ``trace_sections`` are built by the trace area.
+    :data:`HOW_TO_GET`); ``trace_sections`` and ``kernel_sections`` are built by
+    ``report/trace.py`` and ``report/kernels.py``.
     """
 
     bench: BenchInputs | None = None
     estimates: tuple[PredictedStep, ...] = ()
     ledgers: tuple[Ledger, ...] = ()
     trace_sections: tuple[ReportSection, ...] = ()
+    kernel_sections: tuple[ReportSection, ...] = ()
     history: MetricHistory | None = None
     reasons: Mapping[str, str] = field(default_factory=dict)
     monitors: tuple[MonitorReport, ...] = ()
@@ -246,6 +250,7 @@ def build_sections(inputs: ReportInputs) -> list[ReportSection]:
     if inputs.monitors:  # counters beside the steps, when a monitor ran (monitor run, or --from its folder)
         sections.append(monitor_section(inputs.monitors))
     sections.extend(inputs.trace_sections or [_missing("trace", inputs)])
+    sections.extend(inputs.kernel_sections or [_missing("kernels", inputs)])
     sections.append(
         history_section(inputs.history) if inputs.history is not None else _missing("history", inputs)
     )

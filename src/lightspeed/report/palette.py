@@ -63,6 +63,11 @@ CATEGORY_COLORS: Final[Mapping[str, str]] = MappingProxyType(
         "copy": "#CC79A7",
         "launch": "#D55E00",
         "collectives": "#E69F00",
+        # Nsight Compute's GPU Speed Of Light units (compute and memory as on the roofline)
+        "memory": "#009E73",
+        "dram": "#CC79A7",
+        "l1tex": "#E69F00",
+        "l2": "#56B4E9",
         # references and verdicts
         "sol": "#000000",
         "measured": "#D55E00",
@@ -106,6 +111,7 @@ FIGURE_CATEGORIES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
         "roofline": ("sol", "gemm", "membw", "copy", "launch", "collectives"),
         "history": ("sol", "measured", "regression", "improvement"),
         "pareto": ("sol", "predicted", "measured"),
+        "kernel sol": ("sol", "compute", "memory", "dram", "l1tex", "l2"),
     }
 )
 

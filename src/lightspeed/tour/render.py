@@ -24,6 +24,9 @@ StepStatus = Literal["ok", "skipped", "failed"]
 # Holistic Trace Analysis (facebookresearch/HolisticTraceAnalysis, MIT license in
 # the folder), shipped so that the tour analyses a GPU trace on any machine.
 SAMPLE_TRACE_DIR = Path(__file__).with_name("data") / "traces" / "hta-trace-filter"
+# Real Nsight Compute output (ncu --csv, details page) of one cuBLASLt FP8 GEMM on a B200, from the
+# tests of Microsoft superbenchmark (MIT license in the folder), for the tour's kernel section.
+SAMPLE_NCU_CSV = Path(__file__).with_name("data") / "ncu" / "b200_cublaslt_fp8_gemm.csv"
 
 _MARKS: dict[str, str] = {"ok": "[green]✓[/]", "skipped": "[yellow]-[/]", "failed": "[bold red]✗[/]"}
 

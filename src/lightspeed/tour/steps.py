@@ -36,6 +36,7 @@ from lightspeed.report import (
     ReportInputs,
     ReportSection,
     build_sections,
+    kernel_section,
     metric_history_or_reason,
     predicted_step,
     trace_section,
@@ -43,9 +44,9 @@ from lightspeed.report import (
 )
 from lightspeed.sol import InferenceEstimate, TrainEstimate
 from lightspeed.store import NewRecord, default_store_path, open_store
-from lightspeed.tour.render import SAMPLE_TRACE_DIR, TourResult, TourStep
+from lightspeed.tour.render import SAMPLE_NCU_CSV, SAMPLE_TRACE_DIR, TourResult, TourStep
 from lightspeed.tour.seed import SCENARIOS
-from lightspeed.trace import load_trace, summarize
+from lightspeed.trace import kernel_report, load_trace, read_ncu, summarize
 from lightspeed.units import format_bytes_per_s, format_duration, format_flop_per_s, format_percent
 from lightspeed.workload import ModelRegistry
 
@@ -66,6 +67,7 @@ class TourState:
     ledgers: list[Ledger] = field(default_factory=list)
     trace_path: Path | None = None
     trace_sections: list[ReportSection] = field(default_factory=list)
+    kernel_sections: list[ReportSection] = field(default_factory=list)
     estimates: list[TrainEstimate | InferenceEstimate] = field(default_factory=list)
     report_path: Path | None = None
 
@@ -205,7 +207,8 @@ def _ledger_records(ledger: Ledger, run_dir: Path) -> list[NewRecord]:
 
 
 def step_trace(state: TourState) -> list[str]:
-    """The tiny GPT's CPU trace (profiler steps) and a shipped real 2-rank GPU trace (HTA's test data)."""
+    """The tiny GPT's CPU trace (profiler steps), a shipped real 2-rank GPU trace (HTA's test data)
+    and a shipped real Nsight Compute kernel (superbenchmark's test data)."""
     lines = []
     if state.trace_path is not None:
         rank = load_trace(state.trace_path).ranks[0]
@@ -235,7 +238,20 @@ def step_trace(state: TourState) -> list[str]:
         for r in summary.ranks
     ]
     _store("trace", records, "tour sample trace")
-    return lines
+    return lines + _kernel_lines(state)
+
+
+def _kernel_lines(state: TourState) -> list[str]:
+    """The shipped Nsight Compute GEMM against its SOL (ncu's own view of one kernel)."""
+    report = kernel_report(read_ncu(SAMPLE_NCU_CSV), device="b200", catalog=state.catalog)
+    state.kernel_sections.append(kernel_section(report, label="cuBLASLt FP8 GEMM on a B200 (ncu)"))
+    kernel = report.kernels[0]
+    top = kernel.findings[0] if kernel.findings else None
+    finding = f"; ncu's largest runtime estimate: {top.rule} {top.estimated_speedup_pct:g}%" if top else ""
+    return [
+        f"shipped Nsight Compute FP8 GEMM on a B200: compute {kernel.compute_throughput_pct:.2f}%, "
+        f"memory {kernel.memory_throughput_pct:.2f}% of SOL: {kernel.bound} bound{finding}"
+    ]
 
 
 def step_predict(state: TourState) -> list[str]:
@@ -263,6 +279,7 @@ def step_report(state: TourState) -> list[str]:
         estimates=tuple(predicted_step(e.to_dict(), source="tour") for e in state.estimates),
         ledgers=tuple(state.ledgers),
         trace_sections=tuple(state.trace_sections),
+        kernel_sections=tuple(state.kernel_sections),
         history=history,
         reasons={"history": reason} if reason else {},
     )

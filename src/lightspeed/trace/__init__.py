@@ -1,4 +1,4 @@
-"""Profiler trace analysis: PyTorch (Kineto) traces into columnar tables, one module per analysis.
+"""Profiler traces: PyTorch (Kineto) and Nsight Systems timelines in one table; Nsight Compute kernels.
 
 >>> from lightspeed.trace import load_trace, summarize
 >>> # a file, or a folder of per-rank files:
@@ -8,24 +8,53 @@
 
 Every analysis takes a :class:`Trace` and keywords and returns a frozen
 record (``to_dict()`` gives JSON). Definitions follow HTA's (Holistic Trace
-Analysis) so that numbers agree with it; see ``docs/trace.md``.
+Analysis) so that numbers agree with it; see ``docs/trace.md``. Readers live
+in :mod:`lightspeed.trace.io`. :func:`read_ncu` reads Nsight Compute CSV and
+:func:`kernel_report` puts its kernels against their SOL, joined with a
+trace's GPU time (``docs/kernels.md``).
 """
 
 from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSummary, summarize
 from lightspeed.trace.comms import CollectiveCall, CollectiveGroup, CommsReport, collectives
 from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
 from lightspeed.trace.idle import IdleReport, IdleSplit, idle_breakdown
+from lightspeed.trace.io.formats import FORMATS, detect_format
+from lightspeed.trace.io.ncu import (
+    LaunchConfig,
+    NcuLaunch,
+    NcuMetric,
+    NcuReport,
+    NcuRule,
+    Occupancy,
+    SpeedOfLight,
+    read_ncu,
+)
+from lightspeed.trace.io.source import DEFAULT_MAX_BYTES
+from lightspeed.trace.kernel_sol import (
+    BOUNDS,
+    Finding,
+    GemmShape,
+    KernelSol,
+    KernelSolReport,
+    Thresholds,
+    TraceKernelTime,
+    classify_bound,
+    kernel_report,
+    parse_gemm_shape,
+)
 from lightspeed.trace.kernels import KernelReport, KernelStats, shorten_name, top_kernels
 from lightspeed.trace.kinds import KIND_NAMES, classify_name
 from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
-from lightspeed.trace.loader import TIME_UNITS, RankTrace, StepTable, Trace, load_trace
-from lightspeed.trace.source import DEFAULT_MAX_BYTES
+from lightspeed.trace.loader import TIME_UNITS, load_trace
+from lightspeed.trace.model import RankTrace, StepTable, Trace
 from lightspeed.trace.stats import Distribution, MannWhitney, mann_whitney_u
 from lightspeed.trace.stragglers import RankLateness, RankStep, StragglerReport, stragglers
 from lightspeed.trace.table import EventTable
 
 __all__ = [
+    "BOUNDS",
     "DEFAULT_MAX_BYTES",
+    "FORMATS",
     "KIND_NAMES",
     "TIME_UNITS",
     "CollectiveCall",
@@ -34,31 +63,49 @@ __all__ = [
     "DiffRow",
     "Distribution",
     "EventTable",
+    "Finding",
+    "GemmShape",
     "IdleReport",
     "IdleSplit",
     "KernelReport",
+    "KernelSol",
+    "KernelSolReport",
     "KernelStats",
     "KindTime",
+    "LaunchConfig",
     "LaunchReport",
     "LaunchStats",
     "MannWhitney",
+    "NcuLaunch",
+    "NcuMetric",
+    "NcuReport",
+    "NcuRule",
+    "Occupancy",
     "RankLateness",
     "RankStep",
     "RankSummary",
     "RankTrace",
+    "SpeedOfLight",
     "StepTable",
     "StepTime",
     "StragglerReport",
+    "Thresholds",
     "Trace",
     "TraceDiff",
+    "TraceKernelTime",
     "TraceSummary",
+    "classify_bound",
     "classify_name",
     "collectives",
+    "detect_format",
     "diff_traces",
     "idle_breakdown",
+    "kernel_report",
     "launch_stats",
     "load_trace",
     "mann_whitney_u",
+    "parse_gemm_shape",
+    "read_ncu",
     "shorten_name",
     "stragglers",
     "summarize",

@@ -26,7 +26,7 @@ from lightspeed.records import Record
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
 from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 
 NS: Final = 1e-9
 # Kinds in HTA's overlap breakdown, in HTA's bit order (computation 1, communication 2, memory 4).
@@ -129,7 +129,9 @@ def require_gpu_events(trace: Trace) -> None:
         raise TraceError(
             first.path,
             "no GPU events (kernels, copies, memsets): a CPU-only trace has no GPU time to analyse",
-            fix="profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+            fix="profile with nsys profile --trace=cuda,nvtx"
+            if first.source_format == "nsys"
+            else "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
         )
 
 

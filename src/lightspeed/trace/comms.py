@@ -30,7 +30,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
 from lightspeed.trace.kinds import COMMUNICATION
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import GPU_CATEGORIES, NO_VALUE
 
 COLLECTIVES_FILE: Final = Path(__file__).resolve().parent / "data" / "collectives.toml"

@@ -24,7 +24,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, summarize
 from lightspeed.trace.gpu import gpu_events, steps_filter_applies
 from lightspeed.trace.kinds import KIND_NAMES
-from lightspeed.trace.loader import Trace
+from lightspeed.trace.model import Trace
 from lightspeed.trace.stats import MannWhitney, benjamini_hochberg, mann_whitney_u
 
 STEP_METRICS: Final = (
@@ -129,7 +129,9 @@ def _samples(trace: Trace, label: str, include_last_step: bool) -> _Samples:
         raise TraceError(
             trace.ranks[0].path,
             f"trace {label} has no counted ProfilerStep: diff compares per-step samples",
-            fix="profile several steps (torch.profiler.schedule with prof.step() each iteration)",
+            fix="push one NVTX range per step named 'step N' (torch.cuda.nvtx.range_push)"
+            if trace.ranks[0].source_format == "nsys"
+            else "profile several steps (torch.profiler.schedule with prof.step() each iteration)",
         )
     steps = {name: np.array([getattr(step, field) for _, step in rows]) for name, field in STEP_METRICS}
     keys = [(rank, step.step) for rank, step in rows]

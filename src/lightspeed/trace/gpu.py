@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lightspeed.trace.kinds import classify_ids
-from lightspeed.trace.loader import RankTrace, StepTable, Trace
+from lightspeed.trace.model import RankTrace, StepTable, Trace
 from lightspeed.trace.table import I64, NO_VALUE, EventTable
 
 # CPU-side categories whose events launch GPU work (older Kineto: Runtime/Driver).

@@ -26,7 +26,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
 from lightspeed.trace.intervals import union
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import I64
 
 DEFAULT_KERNEL_WAIT_THRESHOLD_S: Final = 30e-6  # HTA's consecutive_kernel_delay (30, in trace us)

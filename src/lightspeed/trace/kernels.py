@@ -18,7 +18,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
 from lightspeed.trace.kinds import KIND_NAMES
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 
 
 @dataclass(frozen=True)

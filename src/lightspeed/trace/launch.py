@@ -24,7 +24,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.gpu import gpu_events, steps_filter_applies
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.stats import Distribution, distribution
 
 LAUNCH_CALLS_FILE: Final = Path(__file__).resolve().parent / "data" / "launch_calls.toml"

@@ -24,7 +24,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.gpu import gpu_events, steps_filter_applies
 from lightspeed.trace.kinds import COMMUNICATION
-from lightspeed.trace.loader import RankTrace, Trace
+from lightspeed.trace.model import RankTrace, Trace
 
 
 @dataclass(frozen=True)

@@ -1,40 +1,30 @@
 """Columnar event tables: one numpy array per field, names interned once.
 
-A rank's events become a handful of int64/int32 arrays (about 80 bytes per
-event) plus one tuple of distinct names; the decoded JSON is dropped chunk by
-chunk as the columns grow, so the parsed tree and the table never coexist in
-full. Times are int64 nanoseconds from the rank's ``origin_ns``.
+Every reader (Kineto JSON, Nsight Systems SQLite; see :mod:`lightspeed.trace.io`)
+fills the same :class:`EventTable`: a handful of int64/int32 arrays (about 80
+bytes per event) plus one tuple of distinct names. Times are int64
+nanoseconds from the rank's ``origin_ns``. Every analysis reads only this
+table, so each works on every format.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.trace.schema import DIMS_DECODER, TYPES_DECODER, Event, EventArgs
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 NO_VALUE: Final = -1  # an id, stream or link the event does not have
-# 1e17 us after the epoch is the year ~5100; a timestamp that large is in ns.
-NS_TIMESTAMP_THRESHOLD: Final = 1e17
 
-# C-level attribute readers: columns are built with map(), not Python loops.
-_TS, _DUR, _CAT, _NAME, _TID, _ARGS = map(attrgetter, ("ts", "dur", "cat", "name", "tid", "args"))
-_STREAM, _CORRELATION, _DEVICE, _FLOPS, _COLLECTIVE = map(
-    attrgetter, ("stream", "correlation", "device", "flops", "collective")
-)
 # Categories of events that occupy a GPU (names of older Kineto versions included).
 GPU_CATEGORIES: Final = (
     "kernel",
@@ -91,6 +81,26 @@ class EventTable:
     device_counts: dict[int, int]
     collectives: CollectiveArgs
 
+    @classmethod
+    def empty(cls) -> EventTable:
+        """A table without events."""
+        none = np.zeros(0, np.int64)
+        return cls(
+            names=(),
+            categories=(),
+            name_id=np.zeros(0, np.int32),
+            category_id=np.zeros(0, np.int32),
+            start_ns=none,
+            duration_ns=none,
+            tid=none,
+            stream=none,
+            correlation=none,
+            flop_row=none,
+            flop=np.zeros(0, np.float64),
+            device_counts={},
+            collectives=empty_collectives(),
+        )
+
     @property
     def num_events(self) -> int:
         """Number of events in the table."""
@@ -129,212 +139,20 @@ def element_bytes(dtype: str | None) -> float:
     return element_sizes().get(key, math.nan)
 
 
-@dataclass
-class _Chunks:
-    """Column pieces collected chunk by chunk before concatenation."""
-
-    columns: dict[str, list[npt.NDArray[Any]]] = field(default_factory=dict)
-
-    def add(self, name: str, values: npt.NDArray[Any]) -> None:
-        self.columns.setdefault(name, []).append(values)
-
-    def joined(self, name: str, dtype: Any) -> npt.NDArray[Any]:
-        parts = self.columns.get(name, [])
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+def empty_collectives() -> CollectiveArgs:
+    """A :class:`CollectiveArgs` with no rows (a format that carries no collective parameters)."""
+    return CollectiveArgs(
+        event_index=np.zeros(0, np.int64),
+        collective=(),
+        in_elements=np.zeros(0, np.int64),
+        out_elements=np.zeros(0, np.int64),
+        group_size=np.zeros(0, np.int64),
+        element_bytes=np.zeros(0, np.float64),
+    )
 
 
-class TableBuilder:
-    """Builds an :class:`EventTable` from decoded event chunks.
-
-    ``time_unit`` is the unit of ``ts``/``dur`` in the file (``us`` in every
-    Chrome/Kineto trace, ``ns`` for tools that write nanoseconds, ``auto`` to
-    decide from the first chunk: ``ns`` when timestamps exceed 1e17).
-    ``round_to_us`` reproduces HTA 0.5: when any timestamp is fractional it
-    rounds each event inwards to whole microseconds (start up, end down).
-    """
-
-    def __init__(self, *, time_unit: str, round_to_us: bool) -> None:
-        self.time_unit = time_unit
-        self.round_to_us = round_to_us
-        self.names: dict[str, int] = {}
-        self.categories: dict[str, int] = {}
-        self._text_ids: dict[str, int] = {}
-        self._chunks = _Chunks()
-        self._float_timestamps = False
-        self._num_kept = 0
-        self._collective_rows: list[tuple[int, str, int, int, int, float]] = []
-        self._device_counts: dict[int, int] = {}
-
-    def add(self, events: list[Event]) -> None:
-        """Append the complete events (with ``ts``, ``dur`` and a category) of one decoded chunk."""
-        if not self._float_timestamps:  # HTA rounds only when its ts column is float (any non-int)
-            self._float_timestamps = not set(map(type, map(_TS, events))) <= {int}
-        count = len(events)
-        ts = np.fromiter(map(_TS, events), dtype=np.float64, count=count)  # absent: NaN
-        if self.time_unit == "auto":
-            self.time_unit = _guess_time_unit(ts)
-        dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)
-        category_ids = _intern(self.categories, list(map(_CAT, events)))
-        real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
-        keep = ~np.isnan(ts) & ~np.isnan(dur) & real[category_ids]
-        kept = list(compress(events, keep.tolist()))
-        if not kept:
-            return
-        add = self._chunks.add
-        name_ids = _intern(self.names, list(map(_NAME, kept)))
-        add("name_id", name_ids)
-        add("category_id", category_ids[keep])
-        add("ts", ts[keep])
-        add("dur", dur[keep])
-        if self.time_unit == "ns":  # integer nanoseconds stay exact (float64 holds 2**53 only)
-            whole = set(map(type, map(_TS, kept))) <= {int}
-            exact = (
-                np.fromiter(map(_TS, kept), np.int64, len(kept))
-                if whole
-                else np.rint(ts[keep]).astype(np.int64)
-            )
-            add("ts_int", exact)
-        add("tid", self._id_column(list(map(_TID, kept))))
-        args = list(map(_ARGS, kept))
-        add("stream", self._id_column(list(map(_STREAM, args))))
-        add("correlation", np.fromiter(map(_CORRELATION, args), dtype=np.int64, count=len(args)))
-        flop = np.fromiter(map(_FLOPS, args), dtype=np.float64, count=len(args))
-        with_flop = np.flatnonzero(flop > 0)
-        add("flop_row", with_flop + self._num_kept)
-        add("flop", flop[with_flop])
-        self._count_devices(category_ids[keep], args)
-        self._collect_collectives(kept, args, name_ids)
-        self._num_kept += len(kept)
-
-    def _count_devices(self, category_ids: npt.NDArray[np.int32], args: list[EventArgs]) -> None:
-        """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
-        gpu_ids = [i for c, i in self.categories.items() if c in GPU_CATEGORIES]
-        on_gpu = np.flatnonzero(np.isin(category_ids, gpu_ids)).tolist()
-        for device in map(_DEVICE, (args[i] for i in on_gpu)):
-            self._device_counts[device] = self._device_counts.get(device, 0) + 1
-
-    def _id_column(self, values: list[Any]) -> I64:
-        """Integers as int64; strings are parsed (HTA: ``int(s)``) or become stable ids below -1."""
-        try:
-            return np.array(values, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            return np.array([self._as_int(v) for v in values], dtype=np.int64)
-
-    def _as_int(self, value: Any) -> int:
-        if isinstance(value, int):
-            return value if -(2**63) <= value < 2**63 else NO_VALUE
-        text = str(value)
-        try:
-            return int(text)
-        except ValueError:
-            # a label such as "0x7f..." or "Spans": a stable negative id, never a real stream
-            return -2 - self._text_ids.setdefault(text, len(self._text_ids))
-
-    def _collect_collectives(
-        self, kept: list[Event], args: list[EventArgs], name_ids: npt.NDArray[np.int32]
-    ) -> None:
-        with_args = list(compress(range(len(args)), map(_COLLECTIVE, args)))  # non-empty names
-        annotation_ids = [i for name, i in self.names.items() if name.startswith("nccl:")]
-        annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist()
-        for offset in sorted({*with_args, *annotations}):
-            index, arg = self._num_kept + offset, args[offset]
-            if arg.collective:
-                size = element_bytes(arg.dtype)
-                row = (
-                    index,
-                    arg.collective,
-                    _count(arg.in_elements),
-                    _count(arg.out_elements),
-                    _count(arg.group_size),
-                    size,
-                )
-                self._collective_rows.append(row)
-            elif len(arg.input_dims):
-                self._collective_rows.append(_annotation_row(index, kept[offset].name, arg))
-
-    def finish(self) -> tuple[EventTable, int]:
-        """The table and its origin (absolute ns of time zero)."""
-        start_ns, duration_ns, origin_ns = self._times()
-        rows = self._collective_rows
-        collectives = CollectiveArgs(
-            event_index=np.array([r[0] for r in rows], dtype=np.int64),
-            collective=tuple(r[1] for r in rows),
-            in_elements=np.array([r[2] for r in rows], dtype=np.int64),
-            out_elements=np.array([r[3] for r in rows], dtype=np.int64),
-            group_size=np.array([r[4] for r in rows], dtype=np.int64),
-            element_bytes=np.array([r[5] for r in rows], dtype=np.float64),
-        )
-        joined = self._chunks.joined
-        table = EventTable(
-            names=tuple(self.names),
-            categories=tuple(c or "" for c in self.categories),
-            name_id=joined("name_id", np.int32),
-            category_id=joined("category_id", np.int32),
-            start_ns=start_ns,
-            duration_ns=duration_ns,
-            tid=joined("tid", np.int64),
-            stream=joined("stream", np.int64),
-            correlation=joined("correlation", np.int64),
-            flop_row=joined("flop_row", np.int64),
-            flop=joined("flop", np.float64),
-            device_counts=dict(self._device_counts),
-            collectives=collectives,
-        )
-        return table, origin_ns
-
-    def _times(self) -> tuple[I64, I64, int]:
-        ts = self._chunks.joined("ts", np.float64)
-        dur = self._chunks.joined("dur", np.float64)
-        if ts.size == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-        if self.time_unit == "ns":
-            exact = self._chunks.joined("ts_int", np.int64)
-            origin = int(exact.min())
-            return exact - origin, np.rint(dur).astype(np.int64), origin
-        origin_us = math.floor(float(ts.min()))
-        if self.round_to_us and self._float_timestamps:
-            # HTA 0.5 (trace_parser.round_down_time_stamps): ceil the start, floor the end, in float64 us
-            start_us = np.ceil(ts)
-            end_us = np.floor(ts + dur)
-            start_ns = ((start_us - origin_us) * 1000.0).astype(np.int64)
-            return start_ns, ((end_us - start_us) * 1000.0).astype(np.int64), origin_us * 1000
-        start_ns = np.rint((ts - origin_us) * 1000.0).astype(np.int64)
-        return start_ns, np.rint(dur * 1000.0).astype(np.int64), origin_us * 1000
-
-
-def _guess_time_unit(ts: F64) -> str:
-    """``ns`` when timestamps are too large to be microseconds (past year 5000), else ``us``."""
-    present = np.abs(ts[~np.isnan(ts)])
-    largest = float(present.max()) if present.size else 0.0
-    return "ns" if largest > NS_TIMESTAMP_THRESHOLD else "us"
-
-
-def _intern(table: dict[Any, int], values: list[Any]) -> npt.NDArray[np.int32]:
+def intern(table: dict[Any, int], values: list[Any]) -> npt.NDArray[np.int32]:
     """Ids of ``values`` in ``table``, adding new values in first-seen order (C-level loops only)."""
     for value in [v for v in dict.fromkeys(values) if v not in table]:
         table[value] = len(table)
     return np.array(list(map(table.__getitem__, values)), dtype=np.int32)
-
-
-def _count(value: int | None) -> int:
-    return NO_VALUE if value is None or value < 0 else int(value)
-
-
-def _annotation_row(index: int, name: str, arg: EventArgs) -> tuple[int, str, int, int, int, float]:
-    """A ``nccl:<collective>`` annotation: elements from ``Input Dims``, size from ``Input type``."""
-    elements = NO_VALUE
-    size = math.nan
-    try:
-        dims = DIMS_DECODER.decode(arg.input_dims) if len(arg.input_dims) else []
-        types = TYPES_DECODER.decode(arg.input_type) if len(arg.input_type) else []
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        dims, types = [], []
-    shapes = [
-        shape
-        for shape in dims
-        if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape)
-    ]
-    if shapes:
-        elements = sum(math.prod(shape) for shape in shapes)
-        size = element_bytes(next((t for t in types if t), None))
-    return (index, name.removeprefix("nccl:"), elements, NO_VALUE, NO_VALUE, size)

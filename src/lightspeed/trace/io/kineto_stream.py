@@ -25,8 +25,14 @@ from typing import Any, Final
 import msgspec
 
 from lightspeed.errors import TraceError
-from lightspeed.trace.schema import DOCUMENT_DECODER, EVENTS_DECODER, Event, TraceDocument, TraceTail
-from lightspeed.trace.source import DEFAULT_MAX_BYTES, trace_blocks
+from lightspeed.trace.io.kineto_schema import (
+    DOCUMENT_DECODER,
+    EVENTS_DECODER,
+    Event,
+    TraceDocument,
+    TraceTail,
+)
+from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_blocks
 
 CHUNK_BYTES: Final = 8 << 20  # about 40,000 Kineto events
 MAX_FAILED_CUTS: Final = 4

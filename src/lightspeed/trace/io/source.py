@@ -21,13 +21,13 @@ from lightspeed.units import GIB
 DEFAULT_MAX_BYTES: Final = 4 * GIB  # decompressed size of one trace file
 BLOCK_BYTES: Final = 1 << 22  # 4 MiB read or inflated at a time
 _GZIP_MAGIC: Final = b"\x1f\x8b"
-_TRACE_SUFFIXES: Final = (".json", ".json.gz", ".gz")
+_TRACE_SUFFIXES: Final = (".json", ".json.gz", ".gz", ".sqlite", ".nsys-rep", ".qdrep")
 # rank-3.json, rank_3.pt.trace.json.gz, sampled_rank-1.json.gz, trace_rank3.json ...
 _RANK_IN_NAME: Final = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
 
 
 def trace_files(paths: Iterable[Path | str]) -> list[Path]:
-    """The trace files named by ``paths`` (files, or folders holding ``*.json``/``*.json.gz``)."""
+    """The trace files named by ``paths``: files, or folders of ``.json[.gz]``/``.sqlite``/``.nsys-rep``."""
     found: list[Path] = []
     for item in paths:
         path = Path(item)
@@ -37,7 +37,7 @@ def trace_files(paths: Iterable[Path | str]) -> list[Path]:
                 raise TraceError(
                     path,
                     "no trace files in this folder",
-                    fix="point at a folder holding the ranks' *.json or *.json.gz files",
+                    fix="point at a folder holding the ranks' *.json, *.json.gz or *.sqlite files",
                 )
             found.extend(inside)
         elif path.is_file():

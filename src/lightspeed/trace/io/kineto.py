@@ -1,0 +1,91 @@
+"""One PyTorch profiler (Kineto) JSON file into a :class:`~lightspeed.trace.model.RankTrace`.
+
+Each file is read with a size bound and its events decoded chunk by chunk as
+the file is read (see :mod:`lightspeed.trace.io.kineto_stream`); each chunk
+goes into numpy columns and its structs are dropped before the next is
+decoded, so the parsed JSON and the table never coexist in full.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lightspeed.trace.io.kineto_schema import TraceDocument
+from lightspeed.trace.io.kineto_stream import EventStream
+from lightspeed.trace.io.kineto_table import TableBuilder
+from lightspeed.trace.io.source import rank_from_file_name
+from lightspeed.trace.model import PROFILER_STEP, RankTrace, step_table
+from lightspeed.trace.table import EventTable
+
+
+def read_kineto(
+    path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool
+) -> tuple[RankTrace, int | None, str]:
+    """The rank trace of one Kineto file, its rank (None when unknown) and where the rank came from.
+
+    >>> trace, rank, source = read_kineto(Path("rank-0.json.gz"), max_bytes=2**32,
+    ...                                   time_unit="auto", round_to_us=True)  # doctest: +SKIP
+    >>> source  # doctest: +SKIP
+    'distributedInfo'
+    """
+    stream = EventStream(path, max_bytes=max_bytes)
+    builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
+    for events in stream.chunks():  # each chunk's structs are dropped before the next is decoded
+        builder.add(events)
+    document = stream.document
+    table, origin_ns = builder.finish()
+    rank, rank_source = _rank_of(path, document)
+    notes = (
+        [] if rank_source == "distributedInfo" else [f"{path.name}: no distributedInfo.rank; {rank_source}"]
+    )
+    if document.schemaVersion is None:
+        notes.append(f"{path.name}: no schemaVersion")
+    info = document.distributedInfo
+    trace = RankTrace(
+        rank=rank if rank is not None else 0,
+        path=str(path),
+        schema_version="" if document.schemaVersion is None else str(document.schemaVersion),
+        world_size=_as_int(info.world_size) if info else None,
+        backend=info.backend if info else None,
+        device_name=_device_name(document, table),
+        origin_ns=origin_ns,
+        time_unit=builder.time_unit,
+        events=table,
+        steps=step_table(table, pattern=PROFILER_STEP),
+        notes=tuple(notes),
+    )
+    return trace, rank, rank_source
+
+
+def _as_int(value: int | str | None) -> int | None:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _rank_of(path: Path, document: TraceDocument) -> tuple[int | None, str]:
+    info = document.distributedInfo
+    rank = _as_int(info.rank) if info is not None else None
+    if rank is not None:
+        return rank, "distributedInfo"
+    from_name = rank_from_file_name(path)
+    if from_name is not None:
+        return from_name, f"rank {from_name} taken from the file name"
+    return None, "rank unknown"
+
+
+def _device_name(document: TraceDocument, table: EventTable) -> str | None:
+    """The name of the GPU this rank's kernels ran on (``deviceProperties``)."""
+    devices = [d for d in document.deviceProperties or [] if d.name]
+    if not devices:
+        return None
+    used = {device: count for device, count in table.device_counts.items() if device >= 0}
+    if used:
+        device_id = max(used, key=lambda device: (used[device], -device))
+        for device in devices:
+            if device.id == device_id:
+                return device.name
+    names = {d.name for d in devices}
+    return devices[0].name if len(names) == 1 else None

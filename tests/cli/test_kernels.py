@@ -1,0 +1,120 @@
+"""``lightspeed kernels report`` on the real ncu CSV, its joins and its bad input; the HTML kernel
+section from ``lightspeed report --from NCU.csv``."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pytest
+
+from lightspeed.tour.render import SAMPLE_NCU_CSV
+
+NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
+
+
+def test_json_shows_the_gemm_sol_bound_and_ranked_findings(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("kernels", "report", str(NCU_CSV), "--json")
+    assert result.code == 0, result.err
+    [kernel] = json.loads(result.out)["kernels"]
+    assert (kernel["compute_throughput_pct"], kernel["memory_throughput_pct"]) == (23.59, 21.68)
+    assert kernel["bound"] == "latency"
+    first = kernel["findings"][0]
+    assert (first["rule"], first["estimated_speedup_pct"], first["speedup_type"]) == (
+        "LaunchConfiguration",
+        50.0,
+        "global",
+    )
+    assert "partial wave" in first["description"]
+    occupancy = next(f for f in kernel["findings"] if f["rule"] == "TheoreticalOccupancy")
+    assert (
+        "limited by the number of required registers, and the required amount of shared memory"
+        in (occupancy["description"])
+    )
+    assert kernel["occupancy_limiters"] == ["registers", "shared memory"]
+
+
+def test_tables_with_device_and_gemm(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("kernels", "report", str(NCU_CSV), "--device", "b200", "--gemm", "2208x2048x5608")
+    assert result.code == 0, result.err
+    for text in ("Kernels against their speed of light (b200", "latency", "76.41%", "50.00% (global)"):
+        assert text in result.out
+    assert "124.8 TFLOP/s" in result.out  # 2 x 2208 x 2048 x 5608 FLOP / 406.24 us
+    assert "4.5 PFLOP/s" in result.out
+
+
+def test_a_trace_adds_the_levers(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    trace = shared / "data" / "nsight" / "nsys" / "concurrent.s16.sqlite"
+    if not trace.is_file():
+        pytest.skip(f"{trace} not found")
+    result = run_cli("kernels", "report", str(NCU_CSV), "--trace", str(trace))
+    assert result.code == 0, result.err
+    assert "Biggest levers first" in result.out
+    assert "not profiled by ncu: test2" in result.out  # the trace's kernels were not profiled by ncu
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gemm", "22x33"], "is not MxNxK"),
+        (["--device", "b2000"], "b2000"),
+        (["--precision", "fp7"], "fp7"),
+        (["--max-bytes", "1kB"], "over the"),
+    ],
+)
+def test_bad_options_are_one_line(run_cli, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("kernels", "report", str(NCU_CSV), *args)
+    assert result.code == 2
+    assert message in result.err
+    assert result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cut", ["half", "garbage"])
+def test_bad_files_are_one_line(run_cli, tmp_path: Path, cut: str) -> None:  # type: ignore[no-untyped-def]
+    text = NCU_CSV.read_text()
+    path = tmp_path / "bad.csv"
+    path.write_text(text[: len(text) // 2] if cut == "half" else '"ID","Process ID"\n"1","2","3\n')
+    result = run_cli("kernels", "report", str(path))
+    assert result.code == 2
+    assert result.err.startswith("lightspeed: error: ")
+    assert ("truncated" if cut == "half" else "malformed CSV") in result.err
+    assert result.err.count("\n") == 1
+
+
+def test_ncu_csv_given_to_trace_commands_says_what_to_run(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("trace", "summary", str(NCU_CSV))
+    assert result.code == 2
+    assert "lightspeed kernels report" in result.err
+
+
+def test_html_report_has_the_kernel_section(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    hostile = tmp_path / "hostile.csv"
+    # kernel names reach the page: angle brackets read as templates and are cut from the short name,
+    # what is left (& and quotes here) must arrive escaped
+    hostile.write_text(
+        NCU_CSV.read_text().replace("cutlass3x_sm100", "<script>alert(1)</script>x&y'cutlass3x")
+    )
+    out = tmp_path / "report.html"
+    result = run_cli("report", "--from", str(hostile), "-o", str(out), "--json")
+    assert result.code == 0, result.err
+    sections = {s["key"]: s for s in json.loads(result.out)["sections"]}
+    assert sections["kernels-1"]["chart_names"] == ["kernel-sol"]
+    page = out.read_text()
+    assert "<script>" not in page
+    assert html.escape("x&y'cutlass3x") in page
+    assert "x&y'" not in page
+    assert "23.59%" in page
+    assert "latency" in page
+
+
+def test_html_report_reads_nsys_exports(run_cli, tmp_path: Path, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    trace = shared / "data" / "nsight" / "nsys" / "ex-gpu.s10.sqlite"
+    if not trace.is_file():
+        pytest.skip(f"{trace} not found")
+    out = tmp_path / "report.html"
+    result = run_cli("report", "--from", str(trace), "-o", str(out), "--json")
+    assert result.code == 0, result.err
+    keys = [s["key"] for s in json.loads(result.out)["sections"]]
+    assert "trace-1" in keys
+    assert "A100-PCIE-40GB" in out.read_text()
