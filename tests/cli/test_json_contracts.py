@@ -141,6 +141,24 @@ CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("trace", "summary", "{shared}/data/traces/trace_filter"),
         ("[].rank", "[].compute_pct", "[].non_compute_pct", "[].idle_pct", "[].steps", "[].sol"),
     ),
+    "kernels report": (
+        ("kernels", "report", "{shared}/data/nsight/ncu/b200_cublaslt_fp8_gemm.csv"),
+        (
+            "accelerator",
+            "thresholds",
+            "kernels[].kernel",
+            "kernels[].bound",
+            "kernels[].compute_throughput_pct",
+            "kernels[].memory_throughput_pct",
+            "kernels[].headroom_pct",
+            "kernels[].findings",
+            "kernels[].occupancy_limiters",
+        ),
+    ),
+    "trace summary (nsys)": (
+        ("trace", "summary", "{shared}/data/nsight/nsys/concurrent.s16.sqlite"),
+        ("[].rank", "[].compute_pct", "[].non_compute_pct", "[].idle_pct"),
+    ),
     "goodput plan-checkpoints": (
         (
             "goodput",
