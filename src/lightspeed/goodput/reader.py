@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from lightspeed.datafile import check_nesting
 from lightspeed.errors import DataFileError
 from lightspeed.goodput.schema import EVENT_TYPES, JOB_END_STATUSES, PHASES, SCHEMA_VERSION, TOKENS_SCOPES
 from lightspeed.records import Record
@@ -198,7 +199,7 @@ def _parse_file(path: Path) -> list[_RawSegment]:
         for number, line in enumerate(_lines(handle, path), start=1):
             if not line.strip():
                 continue
-            event = _decode(line)
+            event = _decode(line, path, number)
             if event is None:
                 if pending_bad is not None:
                     raise _bad_json(path, pending_bad)
@@ -232,10 +233,11 @@ def _lines(handle: Any, path: Path) -> Any:
         yield line
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
+def _decode(line: bytes, path: Path, number: int) -> dict[str, Any] | None:
+    check_nesting(line, path=path, line=number)
     try:
         value = msgspec.json.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

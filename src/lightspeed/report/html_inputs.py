@@ -11,7 +11,6 @@ a size bound and every field is checked.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.bench import BenchResult, DeviceSol
+from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.gate import MetricHistory, metric_history
 from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
@@ -141,13 +141,7 @@ def _latest_predictions(store: ResultsStore) -> list[PredictedStep]:
 
 
 def _read_json(path: Path) -> Any:
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_JSON_BYTES} byte limit")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise DataFileError(path, f"not valid JSON ({error})") from None
+    return load_json(path, max_bytes=MAX_JSON_BYTES, what="results file")
 
 
 @dataclass
