@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli.options import (
     BANDWIDTH,
     CUTOFF,
@@ -25,6 +25,7 @@ from lightspeed.cli.options import (
     Integer,
 )
 from lightspeed.errors import UserInputError
+from lightspeed.records import to_jsonable
 from lightspeed.report import (
     render_trace_comms,
     render_trace_diff,
@@ -85,6 +86,12 @@ def _load_options(function: F) -> F:
             is_flag=True,
             help="Analyse ranks written with different schemaVersion values.",
         ),
+        click.option(
+            "--skip-bad-events",
+            is_flag=True,
+            help="Leave impossible events out (negative or absurd durations, times far outside the "
+            "trace, no ts) instead of stopping on the first; the count is shown beside every figure.",
+        ),
         json_option,
     ]
     for option in reversed(options):
@@ -100,6 +107,7 @@ def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
         time_unit=options.pop("time_unit"),
         round_to_us=not options.pop("exact_ns"),
         allow_mixed_schema=options.pop("allow_mixed_schema"),
+        skip_bad_events=options.pop("skip_bad_events"),
     )
 
 
@@ -114,6 +122,17 @@ def _traces(function: F) -> F:
         return function(trace, **options)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _emit(result: Any, traces: tuple[Trace, ...], as_json: bool, render: Callable[[Any], None]) -> None:
+    """Print ``result``; JSON carries ``num_skipped_events`` (tables show it in their notes)."""
+    if not as_json:
+        render(result)
+        return
+    payload = to_jsonable(result)
+    if isinstance(payload, dict):
+        payload["num_skipped_events"] = sum(trace.num_skipped_events for trace in traces)
+    print_json(payload)
 
 
 @click.group("trace")
@@ -136,7 +155,10 @@ def summary_command(trace: Trace, *, as_json: bool, include_last_step: bool, plo
         for path in save_temporal_breakdown(result, plot_path):
             click.echo(f"wrote {path}", err=True)
     if as_json:
-        print_json(trace_summary_json(result))
+        skipped = {rank.rank: rank.num_skipped_events for rank in trace.ranks}
+        print_json(
+            [{**row, "num_skipped_events": skipped.get(row["rank"], 0)} for row in trace_summary_json(result)]
+        )
     else:
         render_trace_summary(result)
 
@@ -163,7 +185,7 @@ def kernels_command(
     result = top_kernels(
         trace, top=top, kinds=kinds or KIND_NAMES, per_rank=per_rank, include_last_step=include_last_step
     )
-    emit(result, as_json, lambda r: render_trace_kernels(r, full_names=full_names))
+    _emit(result, (trace,), as_json, lambda r: render_trace_kernels(r, full_names=full_names))
 
 
 @command.command("idle")
@@ -186,7 +208,7 @@ def idle_command(
         kernel_wait_threshold_s=kernel_wait_threshold_s,
         include_last_step=include_last_step,
     )
-    emit(result, as_json, lambda r: render_trace_idle(r, per_stream=not no_streams))
+    _emit(result, (trace,), as_json, lambda r: render_trace_idle(r, per_stream=not no_streams))
 
 
 @command.command("launch")
@@ -232,7 +254,7 @@ def launch_command(
         short_kernel_s=short_kernel_s,
         include_last_step=include_last_step,
     )
-    emit(result, as_json, render_trace_launch)
+    _emit(result, (trace,), as_json, render_trace_launch)
 
 
 @command.command("comms")
@@ -266,14 +288,14 @@ def comms_command(
     result = collectives(
         trace, link_bandwidth_bytes_per_s=bandwidth, include_last_step=include_last_step, catalog=catalog
     )
-    emit(result, as_json, lambda r: render_trace_comms(r, calls=show_calls))
+    _emit(result, (trace,), as_json, lambda r: render_trace_comms(r, calls=show_calls))
 
 
 @command.command("stragglers")
 @_traces
 def stragglers_command(trace: Trace, *, as_json: bool, include_last_step: bool) -> None:
     """Per-step, per-rank lateness of collectives across ranks."""
-    emit(stragglers(trace, include_last_step=include_last_step), as_json, render_trace_stragglers)
+    _emit(stragglers(trace, include_last_step=include_last_step), (trace,), as_json, render_trace_stragglers)
 
 
 @command.command("diff")
@@ -307,4 +329,4 @@ def diff_command(
     first = _load(trace_a, dict(options))
     second = _load(trace_b, options)
     result = diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
-    emit(result, as_json, lambda r: render_trace_diff(r, full_names=full_names))
+    _emit(result, (first, second), as_json, lambda r: render_trace_diff(r, full_names=full_names))

@@ -160,6 +160,7 @@ def gather_inputs(
     store_path: Path | None = None,
     history_name: str | None = None,
     history_metric: str | None = None,
+    skip_bad_events: bool = False,
 ) -> ReportInputs:
     """Everything the report draws: from ``sources`` when given, else the store's newest runs.
 
@@ -167,12 +168,13 @@ def gather_inputs(
     per-rank files), a plan estimate JSON file, or a store run (``run:ID``).
     The metric history always comes from the store (``history_name`` /
     ``history_metric`` choose it; by default the metric stored in the most runs).
+    ``skip_bad_events`` leaves impossible trace events out (counted in the section's notes).
     """
     found = _Collected()
     reasons: dict[str, str] = {}
     with open_store(store_path) as store:
         for source in sources:
-            _read_source(source, store, found)
+            _read_source(source, store, found, skip_bad_events)
         if not sources:
             found.bench = _latest_bench(store)
             found.steps = _latest_predictions(store)
@@ -189,10 +191,10 @@ def gather_inputs(
     )
 
 
-def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
+def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_events: bool) -> None:
     path = Path(source)
     if is_trace_source(path):
-        summary = summarize(load_trace(path))
+        summary = summarize(load_trace(path, skip_bad_events=skip_bad_events))
         section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
         # Several traces in one report: each section needs its own anchor.
         found.traces.append(

@@ -29,6 +29,7 @@ from lightspeed.trace.schema import TraceDocument
 from lightspeed.trace.source import DEFAULT_MAX_BYTES, rank_from_file_name, trace_files
 from lightspeed.trace.stream import EventStream
 from lightspeed.trace.table import GPU_CATEGORIES, I64, EventTable, TableBuilder
+from lightspeed.trace.validate import BadEvent, check_events, skipped_note
 
 TIME_UNITS: Final = ("auto", "us", "ns")
 _STEP_NAME: Final = re.compile(r"ProfilerStep\s*#\s*(\d+)")
@@ -68,6 +69,12 @@ class RankTrace(Record):
     events: EventTable
     steps: StepTable
     notes: tuple[str, ...] = ()
+    skipped_events: tuple[BadEvent, ...] = ()
+
+    @property
+    def num_skipped_events(self) -> int:
+        """Impossible events left out of the table (``skip_bad_events``)."""
+        return len(self.skipped_events)
 
     @property
     def gpu_mask(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -91,6 +98,7 @@ class RankTrace(Record):
             "time_unit": self.time_unit,
             "num_events": self.events.num_events,
             "num_steps": self.steps.num_steps,
+            "num_skipped_events": self.num_skipped_events,
             "notes": list(self.notes),
         }
 
@@ -107,6 +115,11 @@ class Trace(Record):
         """The ranks present."""
         return tuple(rank.rank for rank in self.ranks)
 
+    @property
+    def num_skipped_events(self) -> int:
+        """Impossible events left out over all ranks (``skip_bad_events``)."""
+        return sum(rank.num_skipped_events for rank in self.ranks)
+
     def rank(self, rank: int) -> RankTrace:
         """The trace of ``rank``."""
         for item in self.ranks:
@@ -117,7 +130,11 @@ class Trace(Record):
 
     def to_dict(self) -> JsonDict:
         """Metadata of every rank."""
-        return {"ranks": [rank.to_dict() for rank in self.ranks], "notes": list(self.notes)}
+        return {
+            "ranks": [rank.to_dict() for rank in self.ranks],
+            "num_skipped_events": self.num_skipped_events,
+            "notes": list(self.notes),
+        }
 
 
 def load_trace(
@@ -127,6 +144,7 @@ def load_trace(
     time_unit: str = "auto",
     round_to_us: bool = True,
     allow_mixed_schema: bool = False,
+    skip_bad_events: bool = False,
 ) -> Trace:
     """Load trace files (or folders of per-rank files) into columnar tables.
 
@@ -138,6 +156,9 @@ def load_trace(
     Ranks come from ``distributedInfo.rank``, else from the file name
     (``rank-3``), else a single file is rank 0. Ranks written with different
     ``schemaVersion`` values are refused unless ``allow_mixed_schema``.
+    Impossible events (see :mod:`lightspeed.trace.validate`) stop the load
+    with an error naming the event, unless ``skip_bad_events``: then they are
+    left out and counted (``num_skipped_events``, and a note every analysis shows).
 
     Raises :class:`TraceError` for unreadable, truncated, invalid or
     ambiguous input.
@@ -147,10 +168,16 @@ def load_trace(
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     files = trace_files(items)
     loaded = [
-        _load_file(path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us) for path in files
+        _load_file(
+            path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us, skip_bad=skip_bad_events
+        )
+        for path in files
     ]
     ranks = _assign_ranks(loaded)
     notes = _check_schema_versions(ranks, allow_mixed_schema)
+    skipped = {rank.rank: rank.skipped_events for rank in ranks if rank.skipped_events}
+    if skipped:
+        notes = (*notes, skipped_note(skipped))
     return Trace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), notes=notes)
 
 
@@ -164,13 +191,22 @@ class _Loaded:
     trace: RankTrace
 
 
-def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool) -> _Loaded:
+def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool, skip_bad: bool) -> _Loaded:
     stream = EventStream(path, max_bytes=max_bytes)
     builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
     for events in stream.chunks():  # each chunk's structs are dropped before the next is decoded
         builder.add(events)
     document = stream.document
     table, origin_ns = builder.finish()
+    table, skipped = check_events(
+        table,
+        path=path,
+        reader_bad=[BadEvent(*row) for row in builder.unplaced],
+        skip_bad_events=skip_bad,
+        time_unit=builder.time_unit,
+        origin_ns=origin_ns,
+        rounding_ns=builder.rounding_ns,
+    )
     rank, rank_source = _rank_of(path, document)
     notes = (
         [] if rank_source == "distributedInfo" else [f"{path.name}: no distributedInfo.rank; {rank_source}"]
@@ -190,6 +226,7 @@ def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: boo
         events=table,
         steps=_steps(table),
         notes=tuple(notes),
+        skipped_events=skipped,
     )
     return _Loaded(path=path, rank=rank, rank_source=rank_source, trace=trace)
 
@@ -206,6 +243,15 @@ def _rank_of(path: Path, document: TraceDocument) -> tuple[int | None, str]:
     info = document.distributedInfo
     rank = _as_int(info.rank) if info is not None else None
     if rank is not None:
+        world_size = _as_int(info.world_size) if info is not None else None
+        if rank < 0 or (world_size is not None and not 0 <= rank < world_size):
+            raise TraceError(
+                path,
+                "impossible rank" + (f" for a world size of {world_size}" if world_size is not None else ""),
+                field="distributedInfo.rank",
+                value=rank,
+                fix="a rank is 0 .. world_size - 1; re-export the trace or fix distributedInfo",
+            )
         return rank, "distributedInfo"
     from_name = rank_from_file_name(path)
     if from_name is not None:
