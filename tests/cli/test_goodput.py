@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lightspeed.goodput import Tracker
+
 NS = 1_000_000_000
 T0 = 1_700_000_000 * NS
 H200_LORA = "data/mlperf/training_v4.0/NVIDIA/results/h200_ngc24.04_nemo/llama2_70b_lora/result_0.txt"
@@ -180,3 +182,14 @@ def test_plan_checkpoints_needs_a_rate(run_cli) -> None:  # type: ignore[no-unty
     )
     assert result.code == 2
     assert "--failures-per-node-day" in result.err
+
+
+def test_a_model_name_holding_markup_is_shown_as_written(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Tracker(model="[/]") used to crash the report with rich.errors.MarkupError
+    run_dir = tmp_path / "run"
+    tracker = Tracker(run_dir, model="[/]", system="h100-sxm", seq_len=8, rank=0, world_size=1)
+    with tracker, tracker.step(tokens=8):
+        pass
+    result = run_cli("goodput", "report", str(run_dir))
+    assert result.code == 0, result.err
+    assert "[/]" in result.out

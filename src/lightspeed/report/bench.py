@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
@@ -252,6 +252,6 @@ def render_calibration(result: CalibrationResult, *, base: EfficiencyModel, path
             f"GEMM curve fits the measured shapes within {format_percent(result.gemm_rms_relative_error)} RMS"
         )
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {plain(note)}")
     if path is not None:
         console.print(f"saved to {path}; use it with 'lightspeed plan train ... --calibration {result.name}'")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lightspeed.records import JsonObject
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.plots import SERIES_COLORS, new_figure, save_figure
 from lightspeed.sol import (
     ClusterPower,
@@ -270,7 +270,7 @@ def _price_inputs(prices: dict[str, Any]) -> dict[str, Any]:
 
 
 def _print_match(console: Console, match: UpgradeMatch) -> None:
-    console.print(f"[bold]{match.workload}[/bold]: {match.description}")
+    console.print(f"[bold]{plain(match.workload)}[/bold]: {plain(match.description)}")
     console.print(
         f"  old: {match.old.plan} on {match.old.num_gpus} GPUs, "
         f"{format_count(match.old.tokens_per_s_per_gpu)} tokens/s per GPU ({match.old.precision})"

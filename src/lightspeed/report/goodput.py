@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.plots import PALETTE, color_for, new_figure, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
 
@@ -49,8 +49,8 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     """Print one ledger."""
     out = console or make_console()
     partial = " [bold red](partial)[/]" if ledger.partial else ""
-    out.print(f"[bold]Goodput of {ledger.path}[/]{partial}  run {ledger.run_id}")
-    out.print(_headline(ledger))
+    out.print(f"[bold]Goodput of {plain(ledger.path)}[/]{partial}  run {plain(ledger.run_id)}")
+    out.print(plain(_headline(ledger)))
     render_table(
         "Where the wall time went",
         ("bucket", "time", "share"),
@@ -84,7 +84,7 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     if ledger.mfu is not None and ledger.utilization.reason:
         notes.append(ledger.utilization.reason)
     for note in notes:
-        out.print(f"[yellow]note:[/] {note}")
+        out.print(f"[yellow]note:[/] {plain(note)}")
 
 
 def _headline(ledger: Ledger) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
 
@@ -44,7 +44,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
     console = make_console()
     load = estimate.load
     console.print(
-        f"[bold]{estimate.model}[/bold] on [bold]{estimate.system}[/bold] ({estimate.num_gpus} GPUs): "
+        f"[bold]{plain(estimate.model)}[/bold] on [bold]{plain(estimate.system)}[/bold] "
+        f"({estimate.num_gpus} GPUs): "
         f"{estimate.plan.describe()}, {estimate.batching} batching, "
         f"ISL/OSL {load.input_tokens}/{load.output_tokens}"
     )
@@ -101,7 +102,8 @@ def render_inference_search(result: InferenceSearchResult) -> None:
         if text
     )
     console.print(
-        f"[bold]{result.model}[/bold] on [bold]{result.system}[/bold]: {result.num_points_evaluated:,} "
+        f"[bold]{plain(result.model)}[/bold] on [bold]{plain(result.system)}[/bold]: "
+        f"{result.num_points_evaluated:,} "
         f"deployment x batch points in {format_duration(result.elapsed_s)}, {result.num_points_feasible:,} "
         f"meet {bounds or 'no bound'}"
     )
@@ -187,7 +189,7 @@ def render_system_comparison(comparison: SystemComparison) -> None:
         right_align_from=3,
     )
     for result in comparison.results:
-        console.print(f"[bold]{result.system}[/bold]: {result.bound}")
+        console.print(f"[bold]{plain(result.system)}[/bold]: {plain(result.bound)}")
         for share in result.collectives:
             flag = " [red](slow level)[/red]" if share.crosses_slow_level else ""
             console.print(

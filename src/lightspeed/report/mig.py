@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from lightspeed.catalog import MigGeometry
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
 from lightspeed.sol import MigPlan
 from lightspeed.sol.mig_layout import LayoutCheck
@@ -64,7 +64,9 @@ def render_mig_plan(plan: MigPlan, sizes: dict[str, int]) -> None:
     """Print the chosen layout, each strategy's assignments side by side, and why the choice won."""
     console = make_console()
     mig = plan.strategy("mig")
-    console.print(f"[bold]MIG plan on {plan.accelerator}[/bold]: {mig.num_gpus} GPU(s), memory slots 0-7")
+    console.print(
+        f"[bold]MIG plan on {plain(plan.accelerator)}[/bold]: {mig.num_gpus} GPU(s), memory slots 0-7"
+    )
     for line in layout_lines(plan, sizes):
         console.print(line)
     for strategy in plan.strategies:
