@@ -231,7 +231,7 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
         (plan.daly_interval_s, "Daly", "--"),
         (plan.optimal_interval_s, "optimum", "-"),
     ):
-        if math.isfinite(value) and value > 0:
+        if value is not None and math.isfinite(value) and value > 0:
             axes.axvline(
                 value,
                 linestyle=style,
@@ -258,6 +258,18 @@ def save_goodput_plot(figure: Figure, path: Path) -> list[Path]:
     return save_figure(figure, stem, formats)
 
 
+def _interval(value_s: float | None) -> str:
+    """An interval in words: ``never`` when infinite, ``n/a`` when the rule does not apply."""
+    if value_s is None:
+        return "n/a"
+    return "never" if math.isinf(value_s) else format_duration(value_s)
+
+
+def _limit_ettr(plan: CheckpointPlan) -> float:
+    """The ETTR at the optimum (100% with no failures: the limit of an ever longer interval)."""
+    return 1.0 if math.isinf(plan.optimal_interval_s) else plan.optimal_ettr
+
+
 def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None) -> None:
     """Print the checkpoint plan: failure estimate, optimal intervals and the ETTR table."""
     out = console or make_console()
@@ -269,11 +281,14 @@ def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None)
             f"{estimate.failures_per_node_day:.4g} failures per node-day"
         )
     out.print(
-        f"Job MTTF {format_duration(plan.job_mttf_s)}; optimal interval: "
-        f"Young {format_duration(plan.young_interval_s)}, "
-        f"Daly {format_duration(plan.daly_interval_s)}, exact {format_duration(plan.optimal_interval_s)} "
-        f"(expected ETTR {format_percent(plan.optimal_ettr)})"
+        f"Job MTTF {'infinite' if math.isinf(plan.job_mttf_s) else format_duration(plan.job_mttf_s)}; "
+        "optimal interval: "
+        f"Young {_interval(plan.young_interval_s)}, "
+        f"Daly {_interval(plan.daly_interval_s)}, exact {_interval(plan.optimal_interval_s)} "
+        f"(expected ETTR {format_percent(_limit_ettr(plan))})"
     )
+    if plan.statement:
+        out.print(plain(plan.statement))
     render_table(
         "Expected ETTR by checkpoint interval (Kokolis et al. 2024)",
         ("interval", "expected ETTR", "lost to failures", "lost to checkpoints"),
