@@ -196,6 +196,7 @@ def plan_infer(
         load=ServingLoad(isl, osl, concurrency=concurrency, arrival_rate_per_s=arrival_rate),
         efficiency=resolve_efficiency(calibration),
         batching=batching,
+        num_gpus=num_gpus,
     )
     if as_json:
         print_json(infer_json(estimate))

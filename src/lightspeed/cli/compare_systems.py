@@ -57,7 +57,11 @@ def _options(workload: str, **values: Any) -> dict[str, Any]:
     if workload == "train":
         if values["global_batch"] is None:
             raise UserInputError("--workload train needs --global-batch (sequences per optimizer step)")
-        return {"global_batch": values["global_batch"], "seq_len": values["seq_len"]}
+        return {
+            "global_batch": values["global_batch"],
+            "seq_len": values["seq_len"],
+            "num_gpus": values["num_gpus"],
+        }
     return {
         "load": ServingLoad(values["isl"], values["osl"]),
         "max_ttft_s": values["max_ttft"],

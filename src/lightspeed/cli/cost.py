@@ -147,6 +147,8 @@ def train_command(**options: Any) -> None:
         precision=options["precision"],
         top=1,
         efficiency=resolve_efficiency(options["calibration"]),
+        num_gpus=options["num_gpus"],
+        require_fit=True,
     )
     cost = training_cost(
         estimate=search.plans[0],

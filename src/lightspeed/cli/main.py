@@ -18,7 +18,7 @@ import click
 
 from lightspeed import __version__
 from lightspeed.cli._common import CliContext
-from lightspeed.errors import LightspeedError, PlanDoesNotFitError
+from lightspeed.errors import LightspeedError, PlanDoesNotFitError, PlanMismatchError
 
 # name -> (module, one-line help). The module defines ``command``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         click.echo("lightspeed: aborted", err=True)
         return 130
-    except PlanDoesNotFitError as error:
+    except (PlanDoesNotFitError, PlanMismatchError) as error:
         return _fail(error.describe(plan_flag))
     except LightspeedError as error:
         return _fail(str(error))

@@ -178,6 +178,7 @@ def train(
         num_tokens=num_tokens,
         check_fit=not no_fit_check,
         sharp=sharp,
+        num_gpus=num_gpus,
     )
     if as_json:
         print_json(train_json(estimate))

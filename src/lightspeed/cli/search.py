@@ -99,6 +99,8 @@ def train(
         schedules=tuple(part.strip() for part in schedules.split(",") if part.strip()),
         max_tp=None if allow_cross_domain_tp else cluster.system.scale_up_domain_size,
         sharp=sharp,
+        num_gpus=num_gpus,
+        require_fit=True,
     )
     if as_json:
         print_json(search_json(result))
