@@ -23,7 +23,6 @@ Cluster files hold one ``kind = "cluster"`` record::
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -172,7 +171,7 @@ def nodes_for(system: System, num_accelerators: int) -> int:
     """
     if num_accelerators < 1:
         raise InvalidPlanError(f"the number of accelerators must be at least 1, not {num_accelerators}")
-    return max(1, math.ceil(num_accelerators / system.num_accelerators))
+    return max(1, -(-num_accelerators // system.num_accelerators))  # integer ceiling: exact for any size
 
 
 def looks_like_spec(text: str) -> bool:
