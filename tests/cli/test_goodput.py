@@ -193,3 +193,17 @@ def test_a_model_name_holding_markup_is_shown_as_written(run_cli, tmp_path: Path
     result = run_cli("goodput", "report", str(run_dir))
     assert result.code == 0, result.err
     assert "[/]" in result.out
+
+
+def test_plot_into_an_existing_folder_writes_inside_it(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # used to write plots.png and plots.svg beside the folder, in its parent
+    folder = tmp_path / "plots"
+    folder.mkdir()
+    args = ["goodput", "plan-checkpoints", "--nodes", "8", "--failures-per-node-day", "0.01"]
+    result = run_cli(*args, "--checkpoint-write-s", "60", "--restart-s", "60", "--plot", str(folder))
+    assert result.code == 0, result.err
+    assert sorted(path.name for path in folder.iterdir()) == ["goodput.png", "goodput.svg"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["plots"]
+    bad = run_cli(*args, "--checkpoint-write-s", "60", "--restart-s", "60", "--plot", str(tmp_path / "x.jpg"))
+    assert bad.code == 2
+    assert "not a plot format" in bad.err

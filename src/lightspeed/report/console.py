@@ -59,7 +59,7 @@ def render_table(
 
 
 def plain(value: object) -> str:
-    """``value`` as text that rich shows literally: names, labels, paths, notes from users.
+    r"""``value`` as text that rich shows literally: names, labels, paths, notes from users.
 
     >>> plain("[/bold] x")
     '\\[/bold] x'

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import SERIES_COLORS, new_figure, save_figure
+from lightspeed.report.plots import SERIES_COLORS, new_figure, plot_paths, save_figure
 from lightspeed.sol import (
     ClusterPower,
     DeepSeekCost,
@@ -400,6 +400,5 @@ def _capped(value: float | None, base: float) -> float:
 
 def save_tornado(upgrade: Upgrade, path: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
     """Write the payback tornado plot to ``path`` (suffix chosen by ``formats``)."""
-    suffix = path.suffix.lstrip(".")
-    chosen = [suffix] if suffix in ("png", "svg", "pdf") else list(formats)
-    return save_figure(tornado_figure(upgrade), path.with_suffix(""), chosen)
+    stem, chosen = plot_paths(path, name="tornado", default_formats=tuple(formats))
+    return save_figure(tornado_figure(upgrade), stem, chosen)

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import PALETTE, color_for, new_figure, save_figure
+from lightspeed.report.plots import PALETTE, color_for, new_figure, plot_paths, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
 
 if TYPE_CHECKING:
@@ -252,9 +252,7 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
 
 def save_goodput_plot(figure: Figure, path: Path) -> list[Path]:
     """Write ``figure`` to ``path`` (.png or .svg; no suffix writes both)."""
-    suffix = path.suffix.lower().lstrip(".")
-    formats = (suffix,) if suffix in ("png", "svg") else ("png", "svg")
-    stem = path.with_suffix("") if suffix in ("png", "svg") else path
+    stem, formats = plot_paths(path, name="goodput", default_formats=("png", "svg"))
     return save_figure(figure, stem, formats)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.report.plots import color_for, new_figure, plot_paths, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -158,9 +158,8 @@ def pareto_figure(result: InferenceSearchResult) -> Figure:
 
 def save_pareto_plot(result: InferenceSearchResult, path: Path) -> list[Path]:
     """Write the Pareto plot to ``path`` (its suffix picks the format; PNG and SVG without one)."""
-    suffix = path.suffix.lstrip(".").lower()
-    formats = (suffix,) if suffix in ("png", "svg", "pdf") else ("png", "svg")
-    return save_figure(pareto_figure(result), path.with_suffix(""), formats)
+    stem, formats = plot_paths(path, name="pareto", default_formats=("png", "svg"))
+    return save_figure(pareto_figure(result), stem, formats)
 
 
 def render_system_comparison(comparison: SystemComparison) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Final
 
 from lightspeed.catalog import MigGeometry
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import color_for, new_figure, save_figure
+from lightspeed.report.plots import color_for, new_figure, plot_paths, save_figure
 from lightspeed.sol import MigPlan
 from lightspeed.sol.mig_layout import LayoutCheck
 from lightspeed.units import format_duration
@@ -148,8 +148,8 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
 
 def save_mig_plot(plan: MigPlan, sizes: dict[str, int], path: Path) -> list[Path]:
     """Write the layout figure as ``path`` (its suffix picks the format; PNG by default)."""
-    formats = (path.suffix.lstrip(".") or "png",)
-    return save_figure(mig_figure(plan, sizes), path.with_suffix(""), formats)
+    stem, formats = plot_paths(path, name="mig-layout", default_formats=("png",))
+    return save_figure(mig_figure(plan, sizes), stem, formats)
 
 
 def render_mig_profiles(geometry: MigGeometry) -> None:

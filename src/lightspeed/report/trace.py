@@ -18,7 +18,7 @@ from rich.markup import escape
 from lightspeed.records import JsonDict
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
-from lightspeed.report.plots import PALETTE, new_figure, save_figure
+from lightspeed.report.plots import PALETTE, new_figure, plot_paths, save_figure
 from lightspeed.trace import (
     CommsReport,
     IdleReport,
@@ -235,10 +235,8 @@ def temporal_breakdown_figure(summary: TraceSummary) -> Figure:
 
 def save_temporal_breakdown(summary: TraceSummary, path: Path) -> list[Path]:
     """Write the temporal breakdown chart; a suffix picks one format, none writes .png and .svg."""
-    figure = temporal_breakdown_figure(summary)
-    suffix = path.suffix.lower().lstrip(".")
-    formats = (suffix,) if suffix in ("png", "svg", "pdf") else ("png", "svg")
-    return save_figure(figure, path.with_suffix("") if suffix in formats else path, formats)
+    stem, formats = plot_paths(path, name="trace-breakdown", default_formats=("png", "svg"))
+    return save_figure(temporal_breakdown_figure(summary), stem, formats)
 
 
 def trace_section(summary: TraceSummary, *, label: str = "") -> ReportSection:
