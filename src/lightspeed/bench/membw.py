@@ -131,7 +131,7 @@ def run_membw(
         torch,
         device,
         needed_bytes=3.0 * BYTES_PER_ELEMENT * num_elements,
-        what=f"STREAM's three arrays of {format_bytes(num_elements * BYTES_PER_ELEMENT)}",
+        what=f"STREAM's three arrays of {format_bytes(num_elements * BYTES_PER_ELEMENT)} each",
         fix="use a smaller --array-size",
     )
     stream = _Stream(torch, device, num_elements)

@@ -136,7 +136,7 @@ def require_memory(torch: Any, device: BenchDevice, *, needed_bytes: float, what
             f"free on {device.name or device.torch_name}" if device.is_gpu else "available on this machine"
         )
         raise UserInputError(
-            f"{what} needs {format_bytes(needed_bytes)} of memory, {format_bytes(available)} {where}; {fix}"
+            f"{what}: {format_bytes(needed_bytes)} of memory needed, {format_bytes(available)} {where}; {fix}"
         )
 
 
