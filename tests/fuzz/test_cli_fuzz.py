@@ -223,7 +223,7 @@ def _fill(args: Sequence[str], inputs: dict[str, str]) -> list[str]:
     return [inputs.get(arg[1:-1], arg) if arg.startswith("{") else arg for arg in args]
 
 
-@settings(max_examples=260, **FUZZ)
+@settings(max_examples=600, **FUZZ)
 @given(case=st.sampled_from(VALUE_CASES), value=HOSTILE)
 def test_any_option_value(inputs: dict[str, str], case: tuple[Any, str, Any], value: str) -> None:
     before, option, after = case
@@ -317,7 +317,7 @@ SUFFIX = {
 }
 
 
-@settings(max_examples=200, **FUZZ)
+@settings(max_examples=250, **FUZZ)
 @given(
     kind=st.sampled_from(sorted(FILES)),
     corruption=CORRUPTIONS,
@@ -348,7 +348,7 @@ SAMPLE_VALUES = st.lists(
 )
 
 
-@settings(max_examples=60, **FUZZ)
+@settings(max_examples=100, **FUZZ)
 @given(baseline=SAMPLE_VALUES, current=SAMPLE_VALUES, lower=st.booleans())
 def test_any_samples_in_the_gate(
     tmp_path_factory: pytest.TempPathFactory, baseline: list[float], current: list[float], lower: bool
