@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import color_for, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import add_legend, color_for, new_figure, plot_paths, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
     bytes_per_element,
@@ -216,7 +216,7 @@ def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision
     axes.set_xlabel("arithmetic intensity (FLOP per byte)")
     axes.set_ylabel("FLOP/s")
     axes.set_title(title)
-    axes.legend(loc="lower right")
+    add_legend(axes, loc="lower right")
     return figure
 
 
@@ -225,8 +225,8 @@ def save_roofline(
 ) -> list[Path]:
     """Draw :func:`roofline_figure` and write it as ``path`` (PNG and SVG)."""
     figure = roofline_figure(results, sol=sol, precision=precision, title=title)
-    stem, formats = plot_paths(path, name="roofline", default_formats=("png", "svg"))
-    return save_figure(figure, stem, formats)
+    stem, _ = plot_paths(path, name="roofline", default_formats=("png", "svg"))
+    return save_figure(figure, stem, ("png", "svg"))  # both, whatever the suffix (docs/bench.md)
 
 
 def _parameter_text(name: str, value: float) -> str:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import PALETTE, color_for, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import PALETTE, add_legend, color_for, new_figure, plot_paths, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
         f"{plan.num_nodes} nodes, {plan.failures_per_node_day:.3g} failures/node-day, "
         f"write {format_duration(plan.checkpoint_write_s)}, restart {format_duration(plan.restart_s)}"
     )
-    axes.legend(loc="lower right", fontsize=8)
+    add_legend(axes, loc="lower right", fontsize=8)
     return figure
 
 

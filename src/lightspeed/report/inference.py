@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import color_for, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import add_legend, color_for, new_figure, plot_paths, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def pareto_figure(result: InferenceSearchResult) -> Figure:
     axes.set_xlabel("output tokens/s per user (1 / TPOT)")
     axes.set_ylabel("output tokens/s per GPU")
     axes.set_title(f"{result.model} on {result.system}", fontsize=10)
-    axes.legend(fontsize=8, frameon=False)
+    add_legend(axes, fontsize=8, frameon=False)
     return figure
 
 

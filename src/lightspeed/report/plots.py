@@ -76,6 +76,13 @@ def new_figure(width_in: float = 8.0, height_in: float = 4.5) -> tuple[Figure, A
     return figure, axes
 
 
+def add_legend(axes: Axes, **options: Any) -> None:
+    """A legend when something on ``axes`` has a label (matplotlib warns on an empty one)."""
+    handles, _ = axes.get_legend_handles_labels()
+    if handles:
+        axes.legend(**options)
+
+
 def figure_svg(figure: Figure) -> str:
     """The figure as an inline SVG document (text), then closes it."""
     buffer = io.StringIO()

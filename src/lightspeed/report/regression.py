@@ -11,7 +11,7 @@ from rich.markup import escape
 from lightspeed.gate.compare import GateResult, MetricComparison
 from lightspeed.gate.inputs import MetricHistory
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.plots import color_for, new_figure
+from lightspeed.report.plots import add_legend, color_for, new_figure
 
 _VERDICT_STYLE = {
     "regression": "bold red",
@@ -105,5 +105,5 @@ def history_figure(history: MetricHistory) -> Any:
     axes.set_ylabel(plain_text(f"{history.metric} ({history.unit})"))
     better = "lower" if history.lower_is_better else "higher"
     axes.set_title(plain_text(f"{history.name}: {better} is better", 90))
-    axes.legend(loc="best", fontsize=8)
+    add_legend(axes, loc="best", fontsize=8)
     return figure

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.plots import color_for, new_figure
+from lightspeed.report.plots import add_legend, color_for, new_figure
 from lightspeed.units import format_bytes, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -223,5 +223,5 @@ def step_breakdown_figure(estimate: StepBreakdown) -> Figure:
     axes.set_title(
         f"{estimate.model} on {estimate.system}: predicted step {format_duration(estimate.step_time_s)}"
     )
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
+    add_legend(axes, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
     return figure

@@ -18,7 +18,7 @@ from rich.markup import escape
 from lightspeed.records import JsonDict
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
-from lightspeed.report.plots import PALETTE, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import PALETTE, add_legend, new_figure, plot_paths, save_figure
 from lightspeed.trace import (
     CommsReport,
     IdleReport,
@@ -229,7 +229,7 @@ def temporal_breakdown_figure(summary: TraceSummary) -> Figure:
     axes.set_ylabel("% of kernel span")
     axes.set_ylim(0, 100)
     axes.set_title("Temporal breakdown per rank")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
+    add_legend(axes, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     return figure
 
 
