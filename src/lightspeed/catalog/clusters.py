@@ -39,6 +39,10 @@ _SPEC: Final = re.compile(
 )
 
 
+# The most accelerators one cluster may hold (the CLI's --gpus bound is the same: docs/limits.md).
+MAX_CLUSTER_ACCELERATORS: Final = 10_000_000
+
+
 def build_cluster(
     system: System,
     *,
@@ -56,6 +60,12 @@ def build_cluster(
     """
     if num_nodes < 1:
         raise InvalidPlanError(f"a cluster needs at least one node, not {num_nodes}")
+    if num_nodes * system.num_accelerators > MAX_CLUSTER_ACCELERATORS:
+        raise InvalidPlanError(
+            f"{num_nodes:,} x {system.name} = {num_nodes * system.num_accelerators:,} accelerators, "
+            f"above the {MAX_CLUSTER_ACCELERATORS:,} lightspeed models (50x the largest cluster built); "
+            "use fewer nodes"
+        )
     attachment = system.scale_out
     if link is None and nics_per_accelerator is None and nics_per_node is None:
         if attachment is None and num_nodes > 1:
