@@ -362,3 +362,10 @@ def test_any_samples_in_the_gate(
         path.write_text(json.dumps(payload), encoding="utf-8")
         paths.append(str(path))
     check(["compare", *paths], other_codes=(1,))
+
+
+@settings(max_examples=50, **FUZZ)
+@given(nodes=HOSTILE, nics=HOSTILE)
+def test_any_cluster_spec(nodes: str, nics: str) -> None:
+    # numbers inside --system strings are numbers too: "99999999999999999999xdgx-h100" used to be modelled
+    check(["hw", "show", f"{nodes}xdgx-h100@ib-ndr:{nics}nic"])
