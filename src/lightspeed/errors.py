@@ -87,10 +87,7 @@ class PlanDoesNotFitError(InvalidPlanError):
 
     def describe(self, render: Callable[[str, int | float | str | bool], str]) -> str:
         """The message with each setting of the nearest plan written by ``render(name, value)``."""
-        if self.nearest_plan is None:
-            return f"{self.problem}; {self.no_fit_hint}"
-        settings = " ".join(render(name, value) for name, value in self.nearest_plan.items())
-        return f"{self.problem}; a plan that fits: {settings}"
+        return _with_plan(self.problem, self.nearest_plan, "a plan that fits", self.no_fit_hint, render)
 
 
 class PlanMismatchError(InvalidPlanError):
@@ -117,10 +114,22 @@ class PlanMismatchError(InvalidPlanError):
 
     def describe(self, render: Callable[[str, int | float | str | bool], str]) -> str:
         """The message with each setting of the matching plan written by ``render(name, value)``."""
-        if self.nearest_plan is None:
-            return f"{self.problem}; {self.no_match_hint}"
-        settings = " ".join(render(name, value) for name, value in self.nearest_plan.items())
-        return f"{self.problem}; the plan that matches: {settings}"
+        return _with_plan(
+            self.problem, self.nearest_plan, "the plan that matches", self.no_match_hint, render
+        )
+
+
+def _with_plan(
+    problem: str,
+    plan: Mapping[str, int | float | str | bool] | None,
+    lead: str,
+    hint: str,
+    render: Callable[[str, int | float | str | bool], str],
+) -> str:
+    """``problem; lead: <settings>``, or ``problem; hint`` when there is no plan to name."""
+    if plan is None:
+        return f"{problem}; {hint}"
+    return f"{problem}; {lead}: {' '.join(render(name, value) for name, value in plan.items())}"
 
 
 def format_setting(name: str, value: int | float | str | bool) -> str:

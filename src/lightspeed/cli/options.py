@@ -17,7 +17,7 @@ A bad value is a usage error: one line on stderr, exit code 2::
 
     $ lightspeed plan train ... --gpus 99999999999999999999
     lightspeed: error: Invalid value for '--gpus': 99999999999999999999 GPUs is above the limit of
-    10,000,000 (ten million: 50x the largest cluster built); ...
+    10,000,000 GPUs (50x the largest cluster built); allowed: a whole number from 1 to 10,000,000 GPUs ...
 
 See docs/limits.md for every bound and how new commands adopt these types.
 
