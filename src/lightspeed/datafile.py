@@ -8,12 +8,16 @@ write ``usable_gib = 132`` or ``usable_gb = 141.7`` and both mean what they say.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import numpy as np
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -286,24 +290,131 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return files
 
 
-def load_toml(path: Path) -> dict[str, Any]:
-    """Parse one TOML file; a syntax error names the file, line and fix."""
+# Containers inside containers (arrays, objects, inline tables, dotted keys). Real files nest
+# fewer than ten levels; the parsers recurse once per level and fail near 1,000.
+MAX_NESTING_DEPTH: Final = 100
+_JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_TOML_STRING_OR_COMMENT: Final = re.compile(
+    rb'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*', re.DOTALL
+)
+_NOT_BRACKET: Final = re.compile(rb"[^\[\]{}]+")
+
+
+def read_bounded(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> bytes:
+    """The bytes of ``path``, refusing a file over ``max_bytes`` before reading it.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "x.json"
+    >>> _ = path.write_text("[1]")
+    >>> read_bounded(path)
+    b'[1]'
+    """
     try:
         size = path.stat().st_size
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    if size > MAX_DATA_FILE_BYTES:
-        raise DataFileError(
-            path, f"file is {size} bytes, above the {MAX_DATA_FILE_BYTES} limit for data files"
-        )
-    try:
+        if size > max_bytes:
+            raise DataFileError(
+                path,
+                f"file is {size:,} bytes, above the {max_bytes:,}-byte limit for a {what}",
+                fix="check that this is the right file (docs/limits.md lists every input limit)",
+            )
         with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
+            data = handle.read(max_bytes + 1)  # a file that grew since stat() is still bounded
+    except OSError as error:
+        raise DataFileError(
+            path, f"cannot read file ({error.strerror or error})", fix="check the path"
+        ) from None
+    if len(data) > max_bytes:
+        raise DataFileError(path, f"file is above the {max_bytes:,}-byte limit for a {what}")
+    return data
+
+
+def nesting_depth(data: bytes, *, toml: bool = False) -> int:
+    """How deep containers nest in JSON (or TOML) text, strings and comments left out.
+
+    Computed with C-speed scans (regular expressions, numpy), never by recursion.
+
+    >>> nesting_depth(b'{"a": [[1], "[[["]}')
+    3
+    """
+    if data.count(b"[") + data.count(b"{") <= 1:
+        return min(1, data.count(b"[") + data.count(b"{"))
+    text = (_TOML_STRING_OR_COMMENT if toml else _JSON_STRING).sub(b"", data)
+    dotted = max((line.count(b".") for line in text.splitlines()), default=0) if toml else 0
+    brackets = np.frombuffer(_NOT_BRACKET.sub(b"", text), dtype=np.uint8)
+    if brackets.size == 0:
+        return dotted
+    steps = np.where((brackets == ord("[")) | (brackets == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max()) + dotted
+
+
+def check_nesting(
+    data: bytes,
+    *,
+    path: object,
+    line: int | None = None,
+    toml: bool = False,
+    max_depth: int = MAX_NESTING_DEPTH,
+) -> None:
+    """Raise :class:`DataFileError` when ``data`` nests deeper than ``max_depth`` levels."""
+    if data.count(b"[") + data.count(b"{") + (data.count(b".") if toml else 0) <= max_depth:
+        return  # cannot be deeper: the common case costs two C-level counts
+    depth = nesting_depth(data, toml=toml)
+    if depth > max_depth:
+        raise DataFileError(
+            path,
+            f"nested {depth} levels deep, above the limit of {max_depth}",
+            line=line,
+            fix="real data files nest fewer than 10 levels; check that this is the right file",
+        )
+
+
+def load_json(
+    path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "JSON file", fix: str = ""
+) -> Any:
+    """Parse one JSON file with a size and a depth bound; NaN and Infinity are refused.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "x.json"
+    >>> _ = path.write_text('{"a": [1, 2]}')
+    >>> load_json(path)
+    {'a': [1, 2]}
+    """
+    data = read_bounded(path, max_bytes=max_bytes, what=what)
+    check_nesting(data, path=path)
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise DataFileError(
+            path,
+            f"not valid JSON ({error.msg})",
+            line=error.lineno,
+            fix=fix or "correct the syntax at that line",
+        ) from None
+    except UnicodeDecodeError:
+        raise DataFileError(path, "file is not UTF-8 text", fix=fix or "save it as UTF-8 JSON") from None
+    except (ValueError, RecursionError) as error:
+        raise DataFileError(path, f"not valid JSON ({error})", fix=fix or "correct the file") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Parse one TOML file with a size and a depth bound; a syntax error names the file, line and fix."""
+    data = read_bounded(path, what="data file")
+    check_nesting(data, path=path, toml=True)
+    try:
+        parsed: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise DataFileError(path, f"invalid TOML ({error})", fix="correct the syntax at that line") from None
     except UnicodeDecodeError:
         raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8 TOML") from None
+    except RecursionError:
+        raise DataFileError(
+            path, "nested too deeply to parse", fix="check that it is the right file"
+        ) from None
+    return parsed
 
 
 @dataclass(frozen=True)

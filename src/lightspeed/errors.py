@@ -10,7 +10,8 @@ anything else is a bug and keeps its traceback.
      ├── UserInputError            bad argument or value
      │    ├── UnknownNameError     a device, model or system not in the catalog
      │    └── InvalidPlanError     a parallel plan or deployment that cannot exist
-     │         └── PlanDoesNotFitError  a valid plan that needs more memory than a GPU has
+     │         ├── PlanDoesNotFitError  a valid plan that needs more memory than a GPU has
+     │         └── PlanMismatchError    a plan of another size than asked (GPUs, replicas)
      ├── DataFileError             a malformed file: names file, field, value, fix
      │    └── TraceError           a profiler trace that cannot be read
      ├── MissingExtraError         an optional dependency is not installed
@@ -86,10 +87,49 @@ class PlanDoesNotFitError(InvalidPlanError):
 
     def describe(self, render: Callable[[str, int | float | str | bool], str]) -> str:
         """The message with each setting of the nearest plan written by ``render(name, value)``."""
-        if self.nearest_plan is None:
-            return f"{self.problem}; {self.no_fit_hint}"
-        settings = " ".join(render(name, value) for name, value in self.nearest_plan.items())
-        return f"{self.problem}; a plan that fits: {settings}"
+        return _with_plan(self.problem, self.nearest_plan, "a plan that fits", self.no_fit_hint, render)
+
+
+class PlanMismatchError(InvalidPlanError):
+    """A plan whose size differs from the request (its GPUs or replicas), with the nearest one that matches.
+
+    ``nearest_plan`` holds the settings to change (e.g. ``{"dp": 2}``), or ``None``
+    when no such change makes the sizes agree; front ends write them in their syntax.
+
+    >>> str(PlanMismatchError("tp x dp = 4 GPUs, not the 2 requested", nearest_plan={"dp": 2}))
+    'tp x dp = 4 GPUs, not the 2 requested; the plan that matches: dp=2'
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        nearest_plan: Mapping[str, int | float | str | bool] | None,
+        no_match_hint: str = "choose degrees whose product is the GPU count",
+    ) -> None:
+        self.problem = problem
+        self.nearest_plan = dict(nearest_plan) if nearest_plan is not None else None
+        self.no_match_hint = no_match_hint
+        super().__init__(self.describe(format_setting))
+
+    def describe(self, render: Callable[[str, int | float | str | bool], str]) -> str:
+        """The message with each setting of the matching plan written by ``render(name, value)``."""
+        return _with_plan(
+            self.problem, self.nearest_plan, "the plan that matches", self.no_match_hint, render
+        )
+
+
+def _with_plan(
+    problem: str,
+    plan: Mapping[str, int | float | str | bool] | None,
+    lead: str,
+    hint: str,
+    render: Callable[[str, int | float | str | bool], str],
+) -> str:
+    """``problem; lead: <settings>``, or ``problem; hint`` when there is no plan to name."""
+    if plan is None:
+        return f"{problem}; {hint}"
+    return f"{problem}; {lead}: {' '.join(render(name, value) for name, value in plan.items())}"
 
 
 def format_setting(name: str, value: int | float | str | bool) -> str:

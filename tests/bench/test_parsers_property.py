@@ -59,5 +59,5 @@ def test_results_file_reader_unwraps_exported_records(tmp_path: Path) -> None:
     with pytest.raises(DataFileError, match="JSON list"):
         _read_json_results(path)
     path.write_text("[" * 100_000 + "]" * 100_000)  # nesting deeper than the parser's recursion limit
-    with pytest.raises(DataFileError, match="not JSON"):
+    with pytest.raises(DataFileError, match="nested 100000 levels deep"):
         _read_json_results(path)

@@ -184,3 +184,12 @@ def test_spec_round_trips(catalog: Catalog, nodes: int, system: str, link: str, 
 def test_arbitrary_text_fails_cleanly(catalog: Catalog, text: str) -> None:
     with contextlib.suppress(UserInputError):
         catalog.parse_cluster(text)
+
+
+def test_a_cluster_spec_past_ten_million_gpus_is_refused() -> None:
+    # used to print "99999999999999999999 x dgx-h100 = 799999999999999999992 x h100-sxm"
+    from lightspeed.catalog import load_catalog
+    from lightspeed.errors import InvalidPlanError
+
+    with pytest.raises(InvalidPlanError, match="above the 10,000,000"):
+        load_catalog().resolve_cluster("99999999999999999999xdgx-h100")

@@ -312,3 +312,23 @@ def test_alias_collision_across_kinds(write_toml: WriteToml) -> None:
     message = _error([path])
     assert "'h100'" in message
     assert "h100-sxm" in message
+
+
+def test_an_extends_cycle_is_named_as_a_cycle(write_toml: WriteToml) -> None:
+    # used to say "extends an unknown accelerator ... pass its file with --catalog" though both were passed
+    first = write_toml(
+        "a.toml", 'schema_version = 1\nkind = "accelerator"\nname = "cyc-a"\nextends = "cyc-b"\n'
+    )
+    second = write_toml(
+        "b.toml", 'schema_version = 1\nkind = "accelerator"\nname = "cyc-b"\nextends = "cyc-a"\n'
+    )
+    with pytest.raises(DataFileError, match=r"extends cycle: cyc-a -> cyc-b -> cyc-a"):
+        load_catalog([first, second])
+
+
+def test_an_empty_name_is_refused(write_toml: WriteToml) -> None:
+    path = write_toml(
+        "empty.toml", 'schema_version = 1\nkind = "accelerator"\nname = " "\nextends = "h100-sxm"\n'
+    )
+    with pytest.raises(DataFileError, match=r"empty.toml: empty name; field 'name'"):
+        load_catalog([path])

@@ -83,5 +83,5 @@ def test_bad_inputs_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-
     garbage.write_text("{not json")
     parsed = run_cli("calibrate", "--from", str(garbage))
     assert parsed.code == 2
-    assert "not JSON" in parsed.err
+    assert "not valid JSON" in parsed.err
     assert parsed.err.count("\n") == 1

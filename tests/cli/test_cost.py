@@ -84,11 +84,11 @@ def test_bad_inputs_are_one_line_errors(run_cli, tmp_path: Path) -> None:  # typ
     negative = _prices(tmp_path, 'kind = "prices"\nelectricity_usd_per_kwh = -0.1\n')
     one_line_error(run_cli("cost", "cluster", "--prices", negative), "electricity_usd_per_kwh")
     one_line_error(
-        run_cli("cost", "train", "--scenario", "deepseek-v3", "--power-w", "nan"), "measured power"
+        run_cli("cost", "train", "--scenario", "deepseek-v3", "--power-w", "nan"), "--power-w", "finite"
     )
     one_line_error(run_cli("cost", "upgrade", "--from", "h100-sxm", "--to", "b200"), "GPU count")
     one_line_error(run_cli("cost", "train", "--model", "llama-3-8b"), "--system", "--tokens")
-    one_line_error(run_cli("cost", "cluster", "--site-kw", "-1"), "site budget")
+    one_line_error(run_cli("cost", "cluster", "--site-kw", "-1"), "--site-kw")
     one_line_error(
         run_cli("cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--plot", "x.png"), "--prices"
     )

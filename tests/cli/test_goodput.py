@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lightspeed.goodput import Tracker
+
 NS = 1_000_000_000
 T0 = 1_700_000_000 * NS
 H200_LORA = "data/mlperf/training_v4.0/NVIDIA/results/h200_ngc24.04_nemo/llama2_70b_lora/result_0.txt"
@@ -181,3 +183,28 @@ def test_plan_checkpoints_needs_a_rate(run_cli) -> None:  # type: ignore[no-unty
     )
     assert result.code == 2
     assert "--failures-per-node-day" in result.err
+
+
+def test_a_model_name_holding_markup_is_shown_as_written(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Tracker(model="[/]") used to crash the report with rich.errors.MarkupError
+    run_dir = tmp_path / "run"
+    tracker = Tracker(run_dir, model="[/]", system="h100-sxm", seq_len=8, rank=0, world_size=1)
+    with tracker, tracker.step(tokens=8):
+        pass
+    result = run_cli("goodput", "report", str(run_dir))
+    assert result.code == 0, result.err
+    assert "[/]" in result.out
+
+
+def test_plot_into_an_existing_folder_writes_inside_it(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # used to write plots.png and plots.svg beside the folder, in its parent
+    folder = tmp_path / "plots"
+    folder.mkdir()
+    args = ["goodput", "plan-checkpoints", "--nodes", "8", "--failures-per-node-day", "0.01"]
+    result = run_cli(*args, "--checkpoint-write-s", "60", "--restart-s", "60", "--plot", str(folder))
+    assert result.code == 0, result.err
+    assert sorted(path.name for path in folder.iterdir()) == ["goodput.png", "goodput.svg"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["plots"]
+    bad = run_cli(*args, "--checkpoint-write-s", "60", "--restart-s", "60", "--plot", str(tmp_path / "x.jpg"))
+    assert bad.code == 2
+    assert "not a plot format" in bad.err

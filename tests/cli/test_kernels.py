@@ -60,7 +60,8 @@ def test_a_trace_adds_the_levers(run_cli, shared: Path) -> None:  # type: ignore
         (["--gemm", "22x33"], "is not MxNxK"),
         (["--device", "b2000"], "b2000"),
         (["--precision", "fp7"], "fp7"),
-        (["--max-bytes", "1kB"], "over the"),
+        (["--max-bytes", "2KiB"], "over the"),
+        (["--max-bytes", "1kB"], "below the minimum"),
     ],
 )
 def test_bad_options_are_one_line(run_cli, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]

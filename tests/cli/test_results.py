@@ -107,3 +107,21 @@ def test_empty_store_says_how_to_fill_it(run_cli) -> None:  # type: ignore[no-un
     result = run_cli("results", "list")
     assert result.code == 0
     assert "no runs yet" in result.out
+
+
+def test_labels_holding_markup_are_shown_as_written(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # After one run labelled like this, every 'results list' used to crash (rich.errors.MarkupError).
+    with open_store() as store:
+        run_id = store.add_records(
+            kind="benchmark",
+            label="[/bold] x [red]",
+            fingerprint={"host_name": "[/]", "cpu_model": "[bold]"},
+            records=[NewRecord(name="[/] y", metric="[b]m", value=1.0, unit="s")],
+        )
+    listed = run_cli("results", "list")
+    assert listed.code == 0, listed.err
+    assert "[/bold] x [red]" in listed.out
+    shown = run_cli("results", "show", run_id)
+    assert shown.code == 0, shown.err
+    assert "[/] y" in shown.out
+    assert "[b]m" in shown.out

@@ -186,3 +186,35 @@ def test_exact_ns_keeps_fractions_of_a_microsecond(run_cli: Any, tmp_path: Path)
     exact = json.loads(run_cli("trace", "summary", str(tmp_path), "--json", "--exact-ns").out)[0]
     assert rounded["compute_us"] == 1.0
     assert exact["compute_us"] == 2.5
+
+
+def _with_negative_durations(tmp_path: Path) -> Path:
+    path = TRACES / "trace_filter" / "sampled_rank-0.json.gz"
+    document = json.loads(gzip.decompress(path.read_bytes()))
+    kernels = [event for event in document["traceEvents"] if event.get("cat") == "kernel"]
+    for event in kernels[:3]:
+        event["dur"] = -abs(event["dur"]) * 50
+    bad = tmp_path / "rank-0.json"
+    bad.write_text(json.dumps(document), encoding="utf-8")
+    return bad
+
+
+def test_impossible_events_stop_unless_skipped_then_counted_everywhere(run_cli: Any, tmp_path: Path) -> None:
+    bad = str(_with_negative_durations(tmp_path))
+    one_line_error(
+        run_cli("trace", "summary", bad), "negative duration", "traceEvents[", ".dur", "--skip-bad-events"
+    )
+    summary = run_cli("trace", "summary", bad, "--skip-bad-events", "--json")
+    assert summary.code == 0, summary.err
+    row = json.loads(summary.out)[0]
+    assert row["num_skipped_events"] == 3
+    assert 0 <= row["idle_pct"] <= 100
+    table = run_cli("trace", "summary", bad, "--skip-bad-events")
+    assert "3 impossible events skipped" in " ".join(table.out.split())
+    for command in ("kernels", "idle", "launch", "comms"):
+        result = run_cli("trace", command, bad, "--skip-bad-events", "--json")
+        assert result.code == 0, result.err
+        assert json.loads(result.out)["num_skipped_events"] == 3, command
+    report = run_cli("report", "--from", bad, "--skip-bad-events", "-o", str(tmp_path / "r.html"))
+    assert report.code == 0, report.err
+    assert "3 impossible events skipped" in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lightspeed.errors import UserInputError
 from lightspeed.goodput import estimate_failure_rate, expected_ettr, plan_checkpoints
@@ -61,6 +63,50 @@ def test_no_failures_means_no_optimum_but_still_a_table() -> None:
     plan = plan_checkpoints(num_nodes=4, failures_per_node_day=0.0, checkpoint_write_s=10, restart_s=60)
     assert math.isinf(plan.job_mttf_s)
     assert len(plan.rows) > 3
+    # the plan used to say "expected ETTR 0.0%" here while its rows said 99.9%
+    assert math.isinf(plan.optimal_interval_s)
+    assert plan.optimal_ettr == 1.0
+    assert "no failures" in plan.statement
+    # no failures: ETTR is the checkpoint share alone, 1 / (1 + w / dt), written out by hand
+    for row in plan.rows:
+        assert row.ettr == pytest.approx(1 / (1 + 10 / row.interval_s))
+
+
+def test_failures_faster_than_restarts_are_stated_never_a_negative_interval() -> None:
+    # 1e6 failures per node-day on 8 nodes: one every 86400 / 8e6 = 10.8 ms, a restart takes 60 s
+    plan = plan_checkpoints(num_nodes=8, failures_per_node_day=1e6, checkpoint_write_s=60, restart_s=60)
+    assert plan.job_mttf_s == pytest.approx(86400 / 8e6)
+    assert plan.daly_interval_s is None  # sqrt(2 w M) - w would be -58.9 s
+    assert plan.optimal_interval_s == 0.0
+    assert plan.optimal_ettr == 0.0
+    assert "sooner than it restarts" in plan.statement
+    assert all(row.ettr == 0.0 for row in plan.rows)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    num_nodes=st.integers(min_value=1, max_value=10**7),
+    rate=st.one_of(st.just(0.0), st.floats(min_value=1e-12, max_value=1e9)),
+    write_s=st.floats(min_value=1e-3, max_value=1e7),
+    restart_s=st.floats(min_value=0.0, max_value=1e7),
+)
+def test_plan_is_sane_for_any_inputs(num_nodes: int, rate: float, write_s: float, restart_s: float) -> None:
+    plan = plan_checkpoints(
+        num_nodes=num_nodes, failures_per_node_day=rate, checkpoint_write_s=write_s, restart_s=restart_s
+    )
+    assert plan.optimal_interval_s >= 0
+    assert plan.daly_interval_s is None or plan.daly_interval_s >= 0
+    assert plan.young_interval_s >= 0
+    assert 0.0 <= plan.optimal_ettr <= 1.0
+    for row in plan.rows:
+        assert 0.0 <= row.ettr <= 1.0
+        assert 0.0 <= row.lost_to_failures <= 1.0
+        assert math.isfinite(row.interval_s)
+    if 0 < plan.optimal_interval_s < math.inf:
+        # the optimum is at least as good as every tabulated interval
+        assert all(plan.optimal_ettr >= row.ettr - 1e-9 for row in plan.rows)
+    if rate == 0:
+        assert plan.optimal_ettr == 1.0
 
 
 def test_bad_inputs() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.sol import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.plan import resolve_precisions, validate_inference_plan
 from lightspeed.workload import ModelRegistry
@@ -73,8 +73,9 @@ def test_invalid_degrees_name_a_valid_alternative(models: ModelRegistry) -> None
         validate_inference_plan(InferencePlan(tp=4, ep=3), mixtral)
     with pytest.raises(InvalidPlanError, match="must divide the 2 GPUs"):
         validate_inference_plan(InferencePlan(tp=2, ep=4), mixtral)
-    with pytest.raises(InvalidPlanError, match="--replicas 4"):
+    with pytest.raises(PlanMismatchError, match="the plan that matches: replicas=4") as mismatch:
         validate_inference_plan(InferencePlan(tp=2), llama, num_gpus=8)
+    assert mismatch.value.nearest_plan == {"replicas": 4}
 
 
 def test_precisions_follow_the_gpu(catalog: Catalog) -> None:

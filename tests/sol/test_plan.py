@@ -39,7 +39,9 @@ def test_impossible_plans_name_the_reason_and_an_alternative(
 
 
 def test_gpu_count_must_match_the_cluster(catalog: Catalog, models: ModelRegistry) -> None:
-    with pytest.raises(InvalidPlanError, match=r"= 64 GPUs, not the 128 requested; use --dp 4"):
+    with pytest.raises(
+        InvalidPlanError, match=r"= 64 GPUs, not the 128 requested; the plan that matches: dp=4"
+    ):
         estimate_training(
             model=models.get("llama-3-70b"), cluster=catalog.cluster("dgx-h100", num_nodes=16), plan=_plan()
         )

@@ -108,3 +108,35 @@ def _row(metric: str, measured: str) -> PublishedRow:
 )
 def test_metric_text_styles(metric: str, measured: str, key: str, value: float) -> None:
     assert parse_metric(_row(metric, measured)) == (key, pytest.approx(value))
+
+
+def test_impossible_rows_are_not_predicted(tmp_path: Path, catalog: Catalog, models: ModelRegistry) -> None:
+    table = tmp_path / "rows.tsv"
+    header = "id\tkind\tsource\tmodel\tGPUs\thardware\tmetric\tmeasured\tseq\tglobal_batch\tTP\tDP"
+    rows = [
+        "Z0\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t0\t4096\t64\t1\t8",  # used to divide by 0
+        "Z1\ttrain\tnone\tllama-3-8b\t-8\tH100\titeration time (s)\t1.0\t4096\t64\t1\t-",  # was accepted
+        "Z2\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t1.0\t4096\t64\t2\t8",  # 16 GPUs, not 8
+        "Z3\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t1.0\t4096\t64\t3\t-",  # 8 / 3
+    ]
+    table.write_text("\n".join([header, *rows]) + "\n")
+    report = validate_published(path=table, catalog=catalog, models=models)
+    reasons = {row.id: row.reason for row in report.rows}
+    assert all(row.rel_error is None and row.status == "error" for row in report.rows)
+    assert "measured value 0 is not a number above 0" in reasons["Z0"]
+    assert "'-8' is not a whole number >= 0" in reasons["Z1"]
+    assert "= 16 GPUs, not the 8 GPUs reported" in reasons["Z2"]
+    assert "8 GPUs do not split into TP x PP x CP = 3" in reasons["Z3"]
+
+
+def test_a_cell_over_the_csv_limit_is_one_data_file_error(tmp_path: Path) -> None:
+    table = tmp_path / "rows.tsv"
+    header = "id\tkind\tsource\tmodel\tGPUs\thardware\tmetric\tmeasured"
+    table.write_text(f"{header}\nX\ttrain\t{'x' * 140_000}\tm\t8\tH100\tmfu\t40\n")
+    with pytest.raises(DataFileError, match=r"rows.tsv:2: not a readable table"):
+        read_table(table)
+
+
+def test_a_dash_after_a_letter_is_not_a_sign() -> None:
+    assert first_number("ZeRO-1 (recalled)") == 1.0
+    assert first_number("-8") == -8.0

@@ -128,7 +128,7 @@ def test_unreadable_files(tmp_path: Path) -> None:
         spec_from_hf_config(tmp_path / "absent.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"model_type": "llama",\n "hidden_size": }', encoding="utf-8")
-    with pytest.raises(DataFileError, match=r"bad.json:2: invalid JSON"):
+    with pytest.raises(DataFileError, match=r"bad.json:2: not valid JSON"):
         spec_from_hf_config(bad)
     with pytest.raises(DataFileError, match="JSON object"):
         spec_from_hf_config(_write(tmp_path, [1, 2]))

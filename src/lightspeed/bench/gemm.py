@@ -22,6 +22,7 @@ from lightspeed.bench.runtime import (
     Timer,
     import_torch,
     plan_repeats,
+    require_memory,
     time_once,
     torch_dtype,
 )
@@ -115,6 +116,24 @@ def _mla_shapes(model: TransformerSpec) -> list[tuple[str, int, int]]:
         ("kv up", heads * (nope + value), latent),
         ("attention out", model.hidden_size, heads * value),
     ]
+
+
+def gemm_bytes(shape: GemmShape, precision: str) -> float:
+    """Peak bytes one GEMM case allocates: fp32 operands drawn first, the operands in ``precision``,
+    the output, and the float64 copy of B the correctness check multiplies by.
+
+    >>> gemm_bytes(GemmShape(m=1024, n=1024, k=1024), "fp32") / 2**20
+    30.0
+    """
+    element = 1.0 if precision == "fp8" else _ELEMENT_BYTES.get(precision, 4.0)
+    output = 2.0 if precision == "fp8" else element
+    operands = float(shape.m * shape.k + shape.n * shape.k)
+    checked_rows = min(shape.m, _CHECK_ROWS)
+    check = 8.0 * (shape.n * shape.k + 2 * checked_rows * (shape.k + shape.n))
+    return operands * (4.0 + element) + output * shape.m * shape.n + check
+
+
+_ELEMENT_BYTES: Final = {"fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0}
 
 
 def check_dtype(torch: ModuleType, device: BenchDevice, precision: str) -> None:
@@ -236,6 +255,15 @@ def run_gemm(
     for precision in dtypes:
         check_dtype(torch, device, precision)
     chosen = list(shapes) if shapes is not None else sweep_shapes(quick=quick, gpu=device.is_gpu)
+    if chosen:
+        largest = max(chosen, key=lambda shape: gemm_bytes(shape, "fp64"))
+        require_memory(
+            torch,
+            device,
+            needed_bytes=max(gemm_bytes(largest, precision) for precision in dtypes),
+            what=f"the {largest.m}x{largest.n}x{largest.k} GEMM ({largest.label})",
+            fix="choose a smaller shape (fewer --tokens rows, or a larger --tp)",
+        )
     timer = Timer(torch, device, flush_l2=flush_l2)
     previous_tf32 = torch.backends.cuda.matmul.allow_tf32
     results: list[BenchResult] = []

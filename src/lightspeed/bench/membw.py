@@ -25,10 +25,10 @@ from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.bench.results import BenchResult, make_result
-from lightspeed.bench.runtime import BenchDevice, ProgressCallback, Timer, import_torch
+from lightspeed.bench.runtime import BenchDevice, ProgressCallback, Timer, import_torch, require_memory
 from lightspeed.bench.sol import DeviceSol
 from lightspeed.errors import UserInputError
-from lightspeed.units import MIB
+from lightspeed.units import MIB, format_bytes
 
 STREAM_KERNELS: Final = ("copy", "scale", "add", "triad")
 BYTES_PER_ELEMENT: Final = 8  # float64, as STREAM
@@ -128,6 +128,13 @@ def run_membw(
     torch = import_torch()
     cache_bytes = last_level_cache_bytes(torch, device)
     num_elements = array_elements(cache_bytes=cache_bytes, array_bytes=array_bytes)
+    require_memory(
+        torch,
+        device,
+        needed_bytes=3.0 * BYTES_PER_ELEMENT * num_elements,
+        what=f"STREAM's three arrays of {format_bytes(num_elements * BYTES_PER_ELEMENT)} each",
+        fix="use a smaller --array-size",
+    )
     stream = _Stream(torch, device, num_elements)
     timer = Timer(torch, device, flush_l2=False)  # arrays already dwarf the caches
     repeats = 5 if quick else 10

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from lightspeed.errors import UnsupportedError, UserInputError, require_extra
 from lightspeed.records import Record
-from lightspeed.units import MIB
+from lightspeed.units import MIB, format_bytes
 
 L2_FLUSH_BYTES: Final = 256 * MIB
 DEVICE_CHOICES: Final = ("auto", "cpu", "cuda")
@@ -101,6 +101,43 @@ def resolve_device(device: str = "auto", *, num_threads: int | None = None) -> B
     return BenchDevice(
         kind="cuda", index=index, name=torch.cuda.get_device_name(index), num_threads=torch.get_num_threads()
     )
+
+
+def available_memory_bytes(torch: Any, device: BenchDevice) -> float:
+    """Bytes a suite may allocate on ``device`` now: free GPU memory, or the host's available RAM.
+
+    The host figure is ``MemAvailable`` of /proc/meminfo (what the kernel can hand out without
+    swapping), else physical memory; ``inf`` when neither can be read.
+    """
+    if device.is_gpu:
+        free_bytes, _ = torch.cuda.mem_get_info(device.index)
+        return float(free_bytes)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return float("inf")
+
+
+def require_memory(torch: Any, device: BenchDevice, *, needed_bytes: float, what: str, fix: str) -> None:
+    """Refuse, before allocating anything, a run that needs more memory than ``device`` has free.
+
+    The message names the size, the limit and ``fix``.
+    """
+    available = available_memory_bytes(torch, device)
+    if needed_bytes > available:
+        where = (
+            f"free on {device.name or device.torch_name}" if device.is_gpu else "available on this machine"
+        )
+        raise UserInputError(
+            f"{what}: {format_bytes(needed_bytes)} of memory needed, {format_bytes(available)} {where}; {fix}"
+        )
 
 
 def require_gpu(device: BenchDevice, suite: str, what: str) -> None:

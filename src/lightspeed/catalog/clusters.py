@@ -23,7 +23,6 @@ Cluster files hold one ``kind = "cluster"`` record::
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,6 +37,10 @@ SPEC_SYNTAX: Final = "[<nodes>x]<system>[@<link>][:<nics per accelerator>nic], e
 _SPEC: Final = re.compile(
     r"^(?:(?P<nodes>\d+)[x×*])?(?P<system>[^@:]+)(?:@(?P<fabric>[^:]+))?(?::(?P<nics>\d*\.?\d+)nics?)?$"
 )
+
+
+# The most accelerators one cluster may hold (the CLI's --gpus bound is the same: docs/limits.md).
+MAX_CLUSTER_ACCELERATORS: Final = 10_000_000
 
 
 def build_cluster(
@@ -57,6 +60,12 @@ def build_cluster(
     """
     if num_nodes < 1:
         raise InvalidPlanError(f"a cluster needs at least one node, not {num_nodes}")
+    if num_nodes * system.num_accelerators > MAX_CLUSTER_ACCELERATORS:
+        raise InvalidPlanError(
+            f"{num_nodes:,} x {system.name} = {num_nodes * system.num_accelerators:,} accelerators, "
+            f"above the {MAX_CLUSTER_ACCELERATORS:,} lightspeed models (50x the largest cluster built); "
+            "use fewer nodes"
+        )
     attachment = system.scale_out
     if link is None and nics_per_accelerator is None and nics_per_node is None:
         if attachment is None and num_nodes > 1:
@@ -172,7 +181,7 @@ def nodes_for(system: System, num_accelerators: int) -> int:
     """
     if num_accelerators < 1:
         raise InvalidPlanError(f"the number of accelerators must be at least 1, not {num_accelerators}")
-    return max(1, math.ceil(num_accelerators / system.num_accelerators))
+    return max(1, -(-num_accelerators // system.num_accelerators))  # integer ceiling: exact for any size
 
 
 def looks_like_spec(text: str) -> bool:

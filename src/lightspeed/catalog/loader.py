@@ -53,6 +53,8 @@ class RawRecords:
         fields = Fields(str(path), data)
         kind = _check_header(fields)
         name = normalize_name(fields.string("name"))
+        if not name:
+            raise DataFileError(path, "empty name", field="name", fix='name the record, e.g. name = "my-gpu"')
         base_name = data.get("extends")
         if base_name is not None:
             base = self.tables[kind].get(normalize_name(str(base_name)))
@@ -143,6 +145,7 @@ def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
     while pending:
         waiting = [(path, data) for path, data in pending if not raw.add(path, data)]
         if len(waiting) == len(pending):
+            _raise_cycle(waiting)
             path, data = waiting[0]
             kind = str(data.get("kind"))
             raise DataFileError(
@@ -155,6 +158,26 @@ def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
             )
         pending = waiting
     return raw
+
+
+def _raise_cycle(waiting: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Raise when the records still waiting extend each other in a loop (``a -> b -> a``)."""
+    base_of = {
+        normalize_name(str(data.get("name", ""))): (path, normalize_name(str(data.get("extends", ""))))
+        for path, data in waiting
+    }
+    for start in base_of:
+        chain = [start]
+        while (step := base_of.get(chain[-1])) is not None:
+            if step[1] in chain:
+                loop = [*chain[chain.index(step[1]) :], step[1]]
+                raise DataFileError(
+                    base_of[start][0],
+                    f"extends cycle: {' -> '.join(loop)}",
+                    field="extends",
+                    fix="make one of these records stand alone (drop its extends)",
+                )
+            chain.append(step[1])
 
 
 def parse_link(path: str, data: Mapping[str, Any]) -> Link:

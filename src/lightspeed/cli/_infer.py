@@ -17,7 +17,18 @@ from lightspeed.cli._sol_options import (
     resolve_model,
     system_options,
 )
-from lightspeed.errors import InvalidPlanError, UserInputError
+from lightspeed.cli.options import (
+    DEGREE,
+    DRAFT_TOKENS,
+    FRACTION,
+    LATENCY_BOUND,
+    PER_SECOND,
+    SEQ_LEN,
+    SEQUENCES,
+    Number,
+    PoolSplit,
+)
+from lightspeed.errors import InvalidPlanError
 from lightspeed.report import render_inference_estimate, render_inference_search, save_pareto_plot
 from lightspeed.sol import (
     BATCHING_MODES,
@@ -31,7 +42,6 @@ from lightspeed.sol import (
     estimate_inference,
     search_inference,
 )
-from lightspeed.units import parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,14 +50,14 @@ def load_options(function: F) -> F:
     """``--isl`` and ``--osl``: tokens per request."""
     function = click.option(
         "--osl",
-        type=click.IntRange(min=1),
+        type=SEQ_LEN,
         default=1024,
         show_default=True,
         help="Output tokens per request.",
     )(function)
     return click.option(
         "--isl",
-        type=click.IntRange(min=1),
+        type=SEQ_LEN,
         default=1024,
         show_default=True,
         help="Input (prompt) tokens per request.",
@@ -69,20 +79,20 @@ def speculative_options(function: F) -> F:
     """``--draft-tokens``, ``--acceptance``, ``--draft-cost``: speculative decoding."""
     function = click.option(
         "--draft-cost",
-        type=click.FloatRange(0.0, 1.0),
+        type=FRACTION,
         default=0.05,
         show_default=True,
         help="Cost of one draft step relative to one decode step.",
     )(function)
     function = click.option(
         "--acceptance",
-        type=click.FloatRange(0.0, 1.0, max_open=True),
+        type=Number(minimum=0.0, maximum=1.0, max_open=True),
         default=0.7,
         show_default=True,
         help="Probability that each draft token is accepted.",
     )(function)
     return click.option(
-        "--draft-tokens", type=click.IntRange(min=1), help="Speculative decoding: draft tokens per iteration."
+        "--draft-tokens", type=DRAFT_TOKENS, help="Speculative decoding: draft tokens per iteration."
     )(function)
 
 
@@ -92,28 +102,6 @@ def _speculative(
     if draft_tokens is None:
         return None
     return SpeculativeDecoding(draft_tokens, acceptance, draft_cost)
-
-
-def parse_pools(text: str | None) -> tuple[int, int] | None:
-    """``"2:6"`` -> (2, 6): prefill and decode replicas."""
-    if text is None:
-        return None
-    parts = text.split(":")
-    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
-        raise UserInputError(f"--disaggregated {text!r}: write P:D, prefill and decode replicas, e.g. 1:3")
-    return int(parts[0]), int(parts[1])
-
-
-def parse_bound(text: str | None, flag: str) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = parse_duration(text)
-    except UserInputError as error:
-        raise UserInputError(f"{flag}: {error}") from None
-    if value <= 0:
-        raise UserInputError(f"{flag} {text!r} must be a positive duration (e.g. 5s, 50ms)")
-    return value
 
 
 def _replicas(num_gpus: int, per_replica: int, pools: tuple[int, int] | None, replicas: int | None) -> int:
@@ -130,29 +118,29 @@ def _replicas(num_gpus: int, per_replica: int, pools: tuple[int, int] | None, re
 @click.command("infer")
 @model_options
 @system_options
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallel size.")
-@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline stages.")
-@click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True, help="Expert parallel size.")
+@click.option("--tp", type=DEGREE, default=1, show_default=True, help="Tensor parallel size.")
+@click.option("--pp", type=DEGREE, default=1, show_default=True, help="Pipeline stages.")
+@click.option("--ep", type=DEGREE, default=1, show_default=True, help="Expert parallel size.")
 @click.option(
     "--dp-attention",
-    type=click.IntRange(min=1),
+    type=DEGREE,
     default=1,
     show_default=True,
     help="Attention groups per stage.",
 )
-@click.option("--replicas", type=click.IntRange(min=1), help="Model copies (default: GPUs / replica size).")
+@click.option("--replicas", type=DEGREE, help="Model copies (default: GPUs / replica size).")
 @precision_option
 @click.option("--activation-precision", type=click.Choice(INFERENCE_PRECISIONS), help="GEMM input format.")
 @click.option("--kv-precision", type=click.Choice(KV_PRECISIONS), help="KV cache format.")
 @click.option("--kv-replication", is_flag=True, help="Allow TP above the KV heads by replicating heads.")
 @load_options
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), help="Requests in flight (default: KV-cache limit)."
-)
-@click.option("--arrival-rate", type=click.FloatRange(min=0.0, min_open=True), help="Requests per second.")
+@click.option("--concurrency", type=SEQUENCES, help="Requests in flight (default: KV-cache limit).")
+@click.option("--arrival-rate", type=PER_SECOND, help="Requests per second.")
 @click.option("--batching", type=click.Choice(BATCHING_MODES), default="continuous", show_default=True)
-@click.option("--disaggregated", "pools_text", metavar="P:D", help="P prefill and D decode replicas.")
-@click.option("--max-batch", type=click.IntRange(min=1), help="Cap on sequences per replica.")
+@click.option(
+    "--disaggregated", "pools", type=PoolSplit(), metavar="P:D", help="P prefill and D decode replicas."
+)
+@click.option("--max-batch", type=SEQUENCES, help="Cap on sequences per replica.")
 @speculative_options
 @calibration_option
 @json_option
@@ -176,7 +164,7 @@ def plan_infer(
     concurrency: int | None,
     arrival_rate: float | None,
     batching: str,
-    pools_text: str | None,
+    pools: tuple[int, int] | None,
     max_batch: int | None,
     draft_tokens: int | None,
     acceptance: float,
@@ -187,7 +175,6 @@ def plan_infer(
     """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
-    pools = parse_pools(pools_text)
     plan = InferencePlan(
         tp=tp,
         pp=pp,
@@ -209,6 +196,7 @@ def plan_infer(
         load=ServingLoad(isl, osl, concurrency=concurrency, arrival_rate_per_s=arrival_rate),
         efficiency=resolve_efficiency(calibration),
         batching=batching,
+        num_gpus=num_gpus,
     )
     if as_json:
         print_json(infer_json(estimate))
@@ -226,8 +214,10 @@ def infer_json(estimate: Any) -> dict[str, Any]:
 @system_options
 @precision_option
 @load_options
-@click.option("--max-ttft", "max_ttft_text", help="Time-to-first-token bound (e.g. 5s, 500ms).")
-@click.option("--max-tpot", "max_tpot_text", help="Time-per-output-token bound (e.g. 50ms).")
+@click.option(
+    "--max-ttft", "max_ttft_s", type=LATENCY_BOUND, help="Time-to-first-token bound (e.g. 5s, 500ms)."
+)
+@click.option("--max-tpot", "max_tpot_s", type=LATENCY_BOUND, help="Time-per-output-token bound (e.g. 50ms).")
 @click.option("--disaggregated", is_flag=True, help="Also try separate prefill and decode pools.")
 @click.option(
     "--plan-family",
@@ -252,8 +242,8 @@ def search_infer(
     precision: str,
     isl: int,
     osl: int,
-    max_ttft_text: str | None,
-    max_tpot_text: str | None,
+    max_ttft_s: float | None,
+    max_tpot_s: float | None,
     disaggregated: bool,
     plan_family: str,
     allow_cross_domain_tp: bool,
@@ -273,8 +263,8 @@ def search_infer(
         cluster=cluster,
         load=ServingLoad(isl, osl),
         precision=auto_precision(cluster) if precision == "auto" else precision,
-        max_ttft_s=parse_bound(max_ttft_text, "--max-ttft"),
-        max_tpot_s=parse_bound(max_tpot_text, "--max-tpot"),
+        max_ttft_s=max_ttft_s,
+        max_tpot_s=max_tpot_s,
         efficiency=resolve_efficiency(calibration),
         speculative=_speculative(draft_tokens, acceptance, draft_cost),
         disaggregated=disaggregated,

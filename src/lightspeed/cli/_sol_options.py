@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from lightspeed.cli._common import get_context
+from lightspeed.cli.options import GPUS
 from lightspeed.errors import UserInputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -27,9 +28,9 @@ def model_options(function: F) -> F:
 
 def system_options(function: F) -> F:
     """``--system`` (name, cluster spec such as 9xdgx-h100@ib-ndr, or cluster file) and ``--gpus``."""
-    function = click.option(
-        "--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs to use (default: one node or rack)."
-    )(function)
+    function = click.option("--gpus", "num_gpus", type=GPUS, help="GPUs to use (default: one node or rack).")(
+        function
+    )
     return click.option(
         "--system",
         "--gpu",

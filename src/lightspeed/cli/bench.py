@@ -29,11 +29,20 @@ from lightspeed.bench import (
     torchrun_rank,
 )
 from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli.options import (
+    ARRAY_SIZE,
+    GEMM_ROWS,
+    MAX_BYTES,
+    PROCESSES,
+    THREADS,
+    TIMEOUT,
+    Integer,
+    SizeList,
+)
 from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_records
 from lightspeed.report import progress_bar, render_results, save_roofline
 from lightspeed.store import open_store
-from lightspeed.units import parse_bytes
 
 
 def _split(values: Sequence[str]) -> list[str]:
@@ -54,8 +63,9 @@ def _run_suite(
             shapes = model_shapes(spec, tp=options["tp"], num_tokens=options["tokens"])
         return run_gemm(device=device, sol=sol, dtypes=dtypes, shapes=shapes, quick=quick, progress=progress)
     if suite == "membw":
-        array_bytes = parse_bytes(options["array_size"]) if options["array_size"] else None
-        return run_membw(device=device, sol=sol, array_bytes=array_bytes, quick=quick, progress=progress)
+        return run_membw(
+            device=device, sol=sol, array_bytes=options["array_size"], quick=quick, progress=progress
+        )
     if suite == "copy":
         return run_copy(device=device, sol=sol, quick=quick, progress=progress)
     if suite == "launch":
@@ -67,7 +77,7 @@ def _run_collectives(device: BenchDevice, sol: DeviceSol, options: dict[str, Any
     names = _split(options["collectives"]) or list(COLLECTIVES)
     config = default_config(quick=options["quick"], gpu=device.is_gpu, collectives=names)
     if options["sizes"]:
-        sizes = tuple(int(parse_bytes(text)) for text in _split(options["sizes"]))
+        sizes = tuple(int(size) for group in options["sizes"] for size in group)
         config = type(config)(**{**config.to_dict(), "collectives": tuple(names), "sizes": sizes})
     if torchrun_rank() is not None:
         return run_collectives_in_world(
@@ -91,7 +101,7 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
 @click.command("bench")
 @click.argument("suite", type=click.Choice(SUITES))
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
-@click.option("--threads", type=int, default=None, help="CPU threads for torch (default: all cores).")
+@click.option("--threads", type=THREADS, default=None, help="CPU threads for torch (default: all cores).")
 @click.option("--quick", is_flag=True, help="A reduced sweep (under a minute on a laptop CPU).")
 @click.option(
     "--dtype",
@@ -103,16 +113,30 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
     "--model", default=None, help="GEMM: benchmark this model's own GEMM shapes instead of the sweep."
 )
 @click.option(
-    "--tp", default=1, show_default=True, type=click.IntRange(min=1), help="GEMM: tensor-parallel size."
+    "--tp",
+    default=1,
+    show_default=True,
+    type=Integer(minimum=1, maximum=1024),
+    help="GEMM: tensor-parallel size.",
 )
+@click.option("--tokens", default=4096, show_default=True, type=GEMM_ROWS, help="GEMM: rows (tokens).")
 @click.option(
-    "--tokens", default=4096, show_default=True, type=click.IntRange(min=1), help="GEMM: rows (tokens)."
+    "--array-size",
+    type=ARRAY_SIZE,
+    default=None,
+    help="membw: bytes per array (default 4x the last-level cache).",
 )
-@click.option("--array-size", default=None, help="membw: bytes per array (default 4x the last-level cache).")
 @click.option("--collective", "collectives", multiple=True, help="Collectives to run, comma-separated.")
-@click.option("--sizes", multiple=True, help="Collective sizes, comma-separated (e.g. 1MiB,64MiB).")
-@click.option("--num-processes", default=2, show_default=True, type=int, help="Local ranks to spawn.")
-@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for ranks to connect.")
+@click.option(
+    "--sizes",
+    type=SizeList(minimum=1.0, maximum=MAX_BYTES),
+    multiple=True,
+    help="Collective sizes, comma-separated (e.g. 1MiB,64MiB).",
+)
+@click.option("--num-processes", default=2, show_default=True, type=PROCESSES, help="Local ranks to spawn.")
+@click.option(
+    "--timeout", default=60.0, show_default=True, type=TIMEOUT, help="Seconds for ranks to connect."
+)
 @click.option("--sol-device", default=None, help="Catalog record to use as the SOL instead of detection.")
 @click.option("--label", default="", help="Label of the stored run (default: the suite).")
 @click.option("--no-save", is_flag=True, help="Do not write the results to the store.")

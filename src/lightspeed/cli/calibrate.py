@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from lightspeed.bench import GEMM_DTYPES
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_payloads, calibration_inputs
@@ -50,7 +51,12 @@ def _default_dtype(payloads: Sequence[Mapping[str, Any]]) -> str:
 @click.option(
     "--base", default=None, help="Device family for unfitted parameters (default: from the results)."
 )
-@click.option("--dtype", default=None, help="GEMM dtype to fit (default: the one measured most).")
+@click.option(
+    "--dtype",
+    type=click.Choice(GEMM_DTYPES),
+    default=None,
+    help="GEMM dtype to fit (default: the one measured most).",
+)
 @click.option("--list", "list_only", is_flag=True, help="List saved profiles and exit.")
 @click.option("--no-save", is_flag=True, help="Show the fit without saving a profile.")
 @json_option

@@ -9,10 +9,10 @@ import importlib.util
 import click
 
 from lightspeed.cli._common import DefaultGroup, emit, json_option
+from lightspeed.cli.options import PROBABILITY_OPEN, THRESHOLD, WARMUP
 from lightspeed.errors import UnsupportedError
 from lightspeed.gate import compare_runs, load_metric_samples
 from lightspeed.report import render_gate
-from lightspeed.units import parse_percent
 
 _SYSTEMS_MODULE = "lightspeed.cli.compare_systems"
 
@@ -65,20 +65,22 @@ def command() -> None:
 )
 @click.option(
     "--threshold",
+    "threshold_fraction",
+    type=THRESHOLD,
     default="5%",
     show_default=True,
     help="Smallest relative change of the median that counts (e.g. 5% or 0.05).",
 )
 @click.option(
     "--alpha",
-    type=float,
+    type=PROBABILITY_OPEN,
     default=0.05,
     show_default=True,
     help="Significance level of the Mann-Whitney U test and the bootstrap CI.",
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(min=0),
+    type=WARMUP,
     default=None,
     help="Leading samples of each series to drop as warm-up (default: each input's own 'warmup', else 0).",
 )
@@ -88,7 +90,7 @@ def runs(
     baseline: str,
     current: str,
     metrics: tuple[str, ...],
-    threshold: str,
+    threshold_fraction: float,
     alpha: float,
     warmup: int | None,
     as_json: bool,
@@ -104,7 +106,7 @@ def runs(
         baseline=load_metric_samples(baseline),
         current=load_metric_samples(current),
         metrics=metrics,
-        threshold_fraction=parse_percent(threshold),
+        threshold_fraction=threshold_fraction,
         alpha=alpha,
         num_warmup=warmup,
     )

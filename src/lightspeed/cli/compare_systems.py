@@ -12,7 +12,7 @@ import click
 
 from lightspeed.catalog import load_power
 from lightspeed.cli._common import json_option, print_json
-from lightspeed.cli._infer import load_options, parse_bound
+from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
     model_options,
@@ -20,6 +20,7 @@ from lightspeed.cli._sol_options import (
     resolve_efficiency,
     resolve_model,
 )
+from lightspeed.cli.options import GPUS, LATENCY_BOUND, SEQ_LEN, SEQUENCES
 from lightspeed.errors import UserInputError
 from lightspeed.report import (
     render_fabric_comparison,
@@ -56,11 +57,15 @@ def _options(workload: str, **values: Any) -> dict[str, Any]:
     if workload == "train":
         if values["global_batch"] is None:
             raise UserInputError("--workload train needs --global-batch (sequences per optimizer step)")
-        return {"global_batch": values["global_batch"], "seq_len": values["seq_len"]}
+        return {
+            "global_batch": values["global_batch"],
+            "seq_len": values["seq_len"],
+            "num_gpus": values["num_gpus"],
+        }
     return {
         "load": ServingLoad(values["isl"], values["osl"]),
-        "max_ttft_s": parse_bound(values["max_ttft"], "--max-ttft"),
-        "max_tpot_s": parse_bound(values["max_tpot"], "--max-tpot"),
+        "max_ttft_s": values["max_ttft"],
+        "max_tpot_s": values["max_tpot"],
         "disaggregated": values["disaggregated"],
         "plan_family": values["plan_family"],
         "num_gpus": values["num_gpus"],
@@ -90,9 +95,7 @@ class _SystemsCommand(click.Command):
 )
 @click.option("--workload", type=click.Choice(WORKLOADS), required=True, help="Training or inference.")
 @model_options
-@click.option(
-    "--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs per system (nodes added as needed)."
-)
+@click.option("--gpus", "num_gpus", type=GPUS, help="GPUs per system (nodes added as needed).")
 @click.option(
     "--precision",
     "precision_values",
@@ -100,18 +103,18 @@ class _SystemsCommand(click.Command):
     help="Format for all systems, or one per system (comma-separated); "
     "'auto' = the narrowest the GPU computes in.",
 )
-@click.option("--global-batch", type=click.IntRange(min=1), help="Training: sequences per optimizer step.")
+@click.option("--global-batch", type=SEQUENCES, help="Training: sequences per optimizer step.")
 @click.option(
     "--seq",
     "seq_len",
-    type=click.IntRange(min=1),
+    type=SEQ_LEN,
     default=4096,
     show_default=True,
     help="Training: tokens per sequence.",
 )
 @load_options
-@click.option("--max-ttft", help="Inference: time-to-first-token bound (e.g. 5s).")
-@click.option("--max-tpot", help="Inference: time-per-output-token bound (e.g. 50ms).")
+@click.option("--max-ttft", type=LATENCY_BOUND, help="Inference: time-to-first-token bound (e.g. 5s).")
+@click.option("--max-tpot", type=LATENCY_BOUND, help="Inference: time-per-output-token bound (e.g. 50ms).")
 @click.option("--disaggregated", is_flag=True, help="Inference: also try separate prefill and decode pools.")
 @click.option("--plan-family", type=click.Choice(PLAN_FAMILIES), default="wide-ep", show_default=True)
 @click.option("--decompose", is_flag=True, help="Inference: split the last/first per-GPU ratio into factors.")
@@ -131,8 +134,8 @@ def command(
     seq_len: int,
     isl: int,
     osl: int,
-    max_ttft: str | None,
-    max_tpot: str | None,
+    max_ttft: float | None,
+    max_tpot: float | None,
     disaggregated: bool,
     plan_family: str,
     decompose: bool,

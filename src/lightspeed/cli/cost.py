@@ -14,13 +14,26 @@ import click
 
 from lightspeed.catalog import load_power, power_of
 from lightspeed.cli._common import get_context, json_option, print_json
-from lightspeed.cli._infer import load_options, parse_bound
+from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
     model_options,
     resolve_cluster,
     resolve_efficiency,
     resolve_model,
+)
+from lightspeed.cli.options import (
+    GPUS,
+    LATENCY_BOUND,
+    PER_SECOND,
+    POWER_W,
+    RACKS,
+    SEQ_LEN,
+    SEQUENCES,
+    SITE_KW,
+    SYSTEMS_PER_RACK,
+    TOKENS,
+    USD,
 )
 from lightspeed.errors import UserInputError
 from lightspeed.report import (
@@ -79,7 +92,7 @@ def power_option(function: Any) -> Any:
     return click.option(
         "--power-w",
         "power_w",
-        type=float,
+        type=POWER_W,
         help="Measured mean IT power of the whole job in W (from monitor data); replaces rated x draw share.",
     )(function)
 
@@ -102,13 +115,13 @@ def _power_records() -> Any:
 )
 @model_options
 @click.option("--system", "system_text", help="System name, cluster spec or file (e.g. 64xdgx-h100).")
-@click.option("--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs (nodes added as needed).")
-@click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per optimizer step.")
-@click.option("--seq", "seq_len", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--gpus", "num_gpus", type=GPUS, help="GPUs (nodes added as needed).")
+@click.option("--global-batch", type=SEQUENCES, help="Sequences per optimizer step.")
+@click.option("--seq", "seq_len", type=SEQ_LEN, default=4096, show_default=True)
 @click.option("--precision", type=click.Choice(TRAINING_PRECISIONS), default="bf16", show_default=True)
-@click.option("--tokens", "num_tokens", type=float, help="Tokens to train on (e.g. 15e12).")
+@click.option("--tokens", "num_tokens", type=TOKENS, help="Tokens to train on (e.g. 15e12).")
 @click.option(
-    "--usd-per-gpu-hour", type=float, help="deepseek-v3: price per GPU-hour (default: prices file, else 2)."
+    "--usd-per-gpu-hour", type=USD, help="deepseek-v3: price per GPU-hour (default: prices file, else 2)."
 )
 @prices_option
 @power_option
@@ -134,6 +147,8 @@ def train_command(**options: Any) -> None:
         precision=options["precision"],
         top=1,
         efficiency=resolve_efficiency(options["calibration"]),
+        num_gpus=options["num_gpus"],
+        require_fit=True,
     )
     cost = training_cost(
         estimate=search.plans[0],
@@ -179,10 +194,10 @@ def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> Non
 @command.command("infer")
 @model_options
 @click.option("--system", "system_text", required=True, help="System name, cluster spec or file.")
-@click.option("--gpus", "num_gpus", type=click.IntRange(min=1), help="GPUs (nodes added as needed).")
+@click.option("--gpus", "num_gpus", type=GPUS, help="GPUs (nodes added as needed).")
 @load_options
-@click.option("--max-ttft", help="Time-to-first-token bound (e.g. 2s).")
-@click.option("--max-tpot", help="Time-per-output-token bound (e.g. 50ms).")
+@click.option("--max-ttft", type=LATENCY_BOUND, help="Time-to-first-token bound (e.g. 2s).")
+@click.option("--max-tpot", type=LATENCY_BOUND, help="Time-per-output-token bound (e.g. 50ms).")
 @click.option("--precision", default="auto", show_default=True, help="Weight format or auto (the narrowest).")
 @prices_option
 @power_option
@@ -199,8 +214,8 @@ def infer_command(**options: Any) -> None:
         cluster=cluster,
         load=ServingLoad(options["isl"], options["osl"]),
         precision=auto_precision(cluster) if precision == "auto" else precision,
-        max_ttft_s=parse_bound(options["max_ttft"], "--max-ttft"),
-        max_tpot_s=parse_bound(options["max_tpot"], "--max-tpot"),
+        max_ttft_s=options["max_ttft"],
+        max_tpot_s=options["max_tpot"],
         efficiency=resolve_efficiency(options["calibration"]),
     )
     cost = inference_cost(
@@ -218,12 +233,10 @@ def infer_command(**options: Any) -> None:
 
 @command.command("cluster")
 @click.option("--system", "system_text", default="gb200-nvl72", show_default=True, help="Catalog system.")
-@click.option("--racks", type=click.IntRange(min=1), help="Number of racks (full).")
-@click.option("--gpus", "num_gpus", type=click.IntRange(min=1), help="Or: GPUs (whole systems, whole racks).")
-@click.option("--site-kw", type=float, help="Site power budget in kW (facility power, IT x PUE).")
-@click.option(
-    "--systems-per-rack", type=click.IntRange(min=1), help="Override the catalog's systems per rack."
-)
+@click.option("--racks", type=RACKS, help="Number of racks (full).")
+@click.option("--gpus", "num_gpus", type=GPUS, help="Or: GPUs (whole systems, whole racks).")
+@click.option("--site-kw", type=SITE_KW, help="Site power budget in kW (facility power, IT x PUE).")
+@click.option("--systems-per-rack", type=SYSTEMS_PER_RACK, help="Override the catalog's systems per rack.")
 @click.option("--workload", type=click.Choice(["train", "infer"]), default="train", show_default=True)
 @prices_option
 @json_option
@@ -323,9 +336,9 @@ def upgrade_command(**options: Any) -> None:
     show_default=True,
     help="Candidate systems or accelerators, comma-separated.",
 )
-@click.option("--tokens-per-day", type=float, help="Training target: tokens per day.")
+@click.option("--tokens-per-day", type=TOKENS, help="Training target: tokens per day.")
 @click.option(
-    "--requests-per-s", type=float, help="Serving target: requests per second at the workload's bounds."
+    "--requests-per-s", type=PER_SECOND, help="Serving target: requests per second at the workload's bounds."
 )
 @prices_option
 @calibration_option

@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.cli.options import FLOP_TOTAL, SEQ_LEN, TOKENS
 from lightspeed.report import render_training_flop
-from lightspeed.units import parse_count
 from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 
 
@@ -16,10 +16,10 @@ from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 @click.option(
     "--model", "model_name", required=True, help="Model name, alias, or path to a config.json/TOML."
 )
-@click.option("--tokens", required=True, help="Training tokens, e.g. 29e12 or 29T.")
 @click.option(
-    "--seq", "seq_len", type=click.IntRange(min=1), help="Sequence length [default: the model's max_seq_len]."
+    "--tokens", "num_tokens", type=TOKENS, required=True, help="Training tokens, e.g. 29e12 or 29T."
 )
+@click.option("--seq", "seq_len", type=SEQ_LEN, help="Sequence length [default: the model's max_seq_len].")
 @click.option(
     "--convention",
     type=click.Choice(list(CONVENTIONS)),
@@ -27,17 +27,19 @@ from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 )
 @click.option("--causal", is_flag=True, help="Halve the attention term (causal mask).")
 @click.option("--recompute", is_flag=True, help="Add the forward pass of full activation recomputation.")
-@click.option("--claim", help="A published FLOP total to check against, e.g. 1.2e29.")
+@click.option(
+    "--claim", "claimed_flop", type=FLOP_TOTAL, help="A published FLOP total to check against, e.g. 1.2e29."
+)
 @json_option
 def command(
     *,
     model_name: str,
-    tokens: str,
+    num_tokens: float,
     seq_len: int | None,
     convention: str | None,
     causal: bool,
     recompute: bool,
-    claim: str | None,
+    claimed_flop: float | None,
     as_json: bool,
 ) -> None:
     """Total training FLOPs of a model for a number of tokens, with the formula and its numbers.
@@ -48,11 +50,11 @@ def command(
     options: dict[str, Any] = {
         "seq_len": seq_len,
         "convention": convention,
-        "claimed_flop": parse_count(claim) if claim is not None else None,
+        "claimed_flop": claimed_flop,
     }
     result = training_flop(
         resolve_model(model_name, get_context().models()),
-        num_tokens=parse_count(tokens),
+        num_tokens=num_tokens,
         causal=causal,
         recompute=recompute,
         **{key: value for key, value in options.items() if value is not None},

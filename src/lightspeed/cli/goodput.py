@@ -12,6 +12,16 @@ import click
 from rich.markup import escape
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli.options import (
+    CHECKPOINT_S,
+    FAILURE_RATE,
+    FLOP_PER_TOKEN,
+    GPUS,
+    NODES,
+    PER_SECOND,
+    RESTART_S,
+    SEQ_LEN,
+)
 from lightspeed.errors import UserInputError
 from lightspeed.goodput import (
     Ledger,
@@ -35,7 +45,8 @@ from lightspeed.report import (
     render_ledgers,
     save_goodput_plot,
 )
-from lightspeed.units import parse_count, parse_duration
+from lightspeed.units import PRECISIONS
+from lightspeed.workload import CONVENTIONS
 
 T = TypeVar("T")
 
@@ -52,14 +63,29 @@ def command() -> None:
     help="MLPerf system description (SYSTEM.json) for MLPerf logs, or a catalog accelerator/system name.",
 )
 @click.option("--model", help="Model name of the workload registry (overrides what the run recorded).")
-@click.option("--seq-len", type=int, help="Tokens per sequence (for model FLOPs).")
-@click.option("--precision", help="Precision whose dense peak MFU divides by (default: recorded, else bf16).")
-@click.option("--num-accelerators", type=int, help="Accelerators the job ran on.")
-@click.option("--flop-per-token", help="Model training FLOP per token, given directly (e.g. 1.2e9).")
-@click.option("--convention", default="6N+attention", show_default=True, help="FLOP-counting convention.")
+@click.option("--seq-len", type=SEQ_LEN, help="Tokens per sequence (for model FLOPs).")
+@click.option(
+    "--precision",
+    type=click.Choice(PRECISIONS),
+    help="Precision whose dense peak MFU divides by (default: recorded, else bf16).",
+)
+@click.option("--num-accelerators", type=GPUS, help="Accelerators the job ran on.")
+@click.option(
+    "--flop-per-token",
+    "model_flop_per_token",
+    type=FLOP_PER_TOKEN,
+    help="Model training FLOP per token, given directly (e.g. 1.2e9).",
+)
+@click.option(
+    "--convention",
+    type=click.Choice(list(CONVENTIONS)),
+    default="6N+attention",
+    show_default=True,
+    help="FLOP-counting convention.",
+)
 @click.option(
     "--sol-tokens-per-s-per-gpu",
-    type=float,
+    type=PER_SECOND,
     help="Token-rate SOL of one accelerator, given directly (efficiency = goodput / (SOL x accelerators)).",
 )
 @click.option(
@@ -74,7 +100,7 @@ def report_command(
     seq_len: int | None,
     precision: str | None,
     num_accelerators: int | None,
-    flop_per_token: str | None,
+    model_flop_per_token: float | None,
     convention: str,
     sol_tokens_per_s_per_gpu: float | None,
     plot_path: Path | None,
@@ -92,7 +118,7 @@ def report_command(
         "seq_len": seq_len,
         "precision": precision,
         "num_accelerators": num_accelerators,
-        "model_flop_per_token": parse_count(flop_per_token) if flop_per_token else None,
+        "model_flop_per_token": model_flop_per_token,
         "convention": convention,
         "sol": sol_tokens_per_s_per_gpu,
         "catalog": context.catalog(),
@@ -201,15 +227,26 @@ def _with_warnings(action: Callable[[], T]) -> T:
 
 
 @command.command("plan-checkpoints")
-@click.option("--nodes", type=int, help="Nodes of the job (default: recorded in the --from runs).")
+@click.option("--nodes", type=NODES, help="Nodes of the job (default: recorded in the --from runs).")
 @click.option(
-    "--failures-per-node-day", type=float, help="Failure rate r_f (default: estimated --from runs)."
+    "--failures-per-node-day", type=FAILURE_RATE, help="Failure rate r_f (default: estimated --from runs)."
 )
 @click.option(
-    "--checkpoint-write-s", required=True, help="Time the job stops to write a checkpoint (e.g. 60, 2min)."
+    "--checkpoint-write-s",
+    type=CHECKPOINT_S,
+    required=True,
+    help="Time the job stops to write a checkpoint (e.g. 60, 2min).",
 )
-@click.option("--restart-s", required=True, help="Restart overhead after a failure (e.g. 10min).")
-@click.option("--interval", "intervals", multiple=True, help="Checkpoint interval to tabulate (repeatable).")
+@click.option(
+    "--restart-s", type=RESTART_S, required=True, help="Restart overhead after a failure (e.g. 10min)."
+)
+@click.option(
+    "--interval",
+    "intervals",
+    type=CHECKPOINT_S,
+    multiple=True,
+    help="Checkpoint interval to tabulate (repeatable).",
+)
 @click.option(
     "--from",
     "runs",
@@ -225,9 +262,9 @@ def plan_command(
     *,
     nodes: int | None,
     failures_per_node_day: float | None,
-    checkpoint_write_s: str,
-    restart_s: str,
-    intervals: tuple[str, ...],
+    checkpoint_write_s: float,
+    restart_s: float,
+    intervals: tuple[float, ...],
     runs: tuple[Path, ...],
     plot_path: Path | None,
     as_json: bool,
@@ -254,9 +291,9 @@ def plan_command(
     plan = plan_checkpoints(
         num_nodes=nodes,
         failures_per_node_day=rate,
-        checkpoint_write_s=parse_duration(checkpoint_write_s),
-        restart_s=parse_duration(restart_s),
-        intervals_s=[parse_duration(value) for value in intervals] or None,
+        checkpoint_write_s=checkpoint_write_s,
+        restart_s=restart_s,
+        intervals_s=list(intervals) or None,
         failure_estimate=estimate,
     )
     if plot_path is not None:

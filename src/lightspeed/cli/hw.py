@@ -12,14 +12,14 @@ from lightspeed.catalog import (
     local_cpu_accelerator,
 )
 from lightspeed.cli._common import emit, get_context, json_option, print_json
-from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.cli.options import BANDWIDTH, CPU_GHZ
+from lightspeed.errors import UnsupportedError
 from lightspeed.report import (
     render_detected_machine,
     render_hardware_comparison,
     render_hardware_description,
     render_hardware_list,
 )
-from lightspeed.units import parse_bytes
 
 KIND_CHOICES = ("accelerator", "link", "cpu", "system")
 
@@ -68,23 +68,27 @@ def compare_command(names: tuple[str, ...], as_json: bool) -> None:
 
 
 @command.command("detect")
-@click.option("--cpu-ghz", type=float, default=None, help="CPU frequency to assume (when /sys hides it).")
+@click.option("--cpu-ghz", type=CPU_GHZ, default=None, help="CPU frequency to assume (when /sys hides it).")
 @click.option(
     "--memory-bandwidth",
+    "memory_bandwidth_bytes_per_s",
+    type=BANDWIDTH,
     default=None,
     help="Memory bandwidth to assume per second, e.g. 200GB (a measured figure, or one the table lacks).",
 )
 @click.option("--no-gpu", is_flag=True, help="Do not probe GPUs (skips importing NVML and torch).")
 @json_option
-def detect_command(cpu_ghz: float | None, memory_bandwidth: str | None, no_gpu: bool, as_json: bool) -> None:
+def detect_command(
+    cpu_ghz: float | None, memory_bandwidth_bytes_per_s: float | None, no_gpu: bool, as_json: bool
+) -> None:
     """This machine: CPU peak FLOP/s (formula and assumptions), memory bandwidth, GPUs."""
-    if cpu_ghz is not None and cpu_ghz <= 0:
-        raise UserInputError(f"--cpu-ghz must be above 0, not {cpu_ghz}")
-    clock_hz = cpu_ghz * 1e9 if cpu_ghz else None
-    bandwidth = parse_bytes(memory_bandwidth.removesuffix("/s")) if memory_bandwidth else None
+    clock_hz = cpu_ghz * 1e9 if cpu_ghz is not None else None
     catalog = get_context().catalog()
     machine = detect_local(
-        catalog=catalog, clock_hz=clock_hz, memory_bandwidth_bytes_per_s=bandwidth, probe_gpus=not no_gpu
+        catalog=catalog,
+        clock_hz=clock_hz,
+        memory_bandwidth_bytes_per_s=memory_bandwidth_bytes_per_s,
+        probe_gpus=not no_gpu,
     )
     if not as_json:
         render_detected_machine(machine)

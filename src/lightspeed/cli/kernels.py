@@ -13,9 +13,10 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.cli.options import TRACE_MAX_BYTES
 from lightspeed.report import render_kernel_report
 from lightspeed.trace import DEFAULT_MAX_BYTES, kernel_report, load_trace, parse_gemm_shape, read_ncu
-from lightspeed.units import PRECISIONS, parse_bytes
+from lightspeed.units import PRECISIONS
 
 
 @click.group("kernels")
@@ -50,6 +51,7 @@ def command() -> None:
 @click.option("--include-last-step", is_flag=True, help="Count the trace's last step (HTA leaves it out).")
 @click.option(
     "--max-bytes",
+    type=TRACE_MAX_BYTES,
     default=None,
     help=f"Largest size of one input file (default {DEFAULT_MAX_BYTES / 2**30:g}GiB).",
 )
@@ -62,14 +64,14 @@ def report_command(
     device: str | None,
     precision: str | None,
     include_last_step: bool,
-    max_bytes: str | None,
+    max_bytes: float | None,
     as_json: bool,
 ) -> None:
     """Each kernel's SOL %, bound, ranked findings and FLOP/s; with --trace, biggest lever first.
 
     Example: lightspeed kernels report gemm.csv --device b200 --gemm 2208x2048x5608
     """
-    limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes)
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     ncu = read_ncu(ncu_csv, max_bytes=limit)
     trace = load_trace(traces, max_bytes=limit) if traces else None
     result = kernel_report(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import click
 
 from lightspeed import __version__
 from lightspeed.cli._common import CliContext
-from lightspeed.errors import LightspeedError, PlanDoesNotFitError
+from lightspeed.errors import LightspeedError, PlanDoesNotFitError, PlanMismatchError
 
 # name -> (module, one-line help). The module defines ``command``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -70,6 +71,17 @@ def _module_exists(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+class _CatalogPaths(click.ParamType[str]):
+    """Catalog paths kept as text, so that an empty element stays empty (``Path("")`` is the
+    current folder, which would be read recursively)."""
+
+    name = "path"
+    envvar_list_splitter = os.pathsep
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return str(value)
+
+
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -79,22 +91,20 @@ def _module_exists(module: str) -> bool:
     "--catalog",
     "catalog_paths",
     multiple=True,
-    type=click.Path(path_type=Path),
+    type=_CatalogPaths(),
     envvar="LIGHTSPEED_CATALOG",
     help="Extra hardware/model TOML file or folder that adds or overrides records "
     "(repeatable; env LIGHTSPEED_CATALOG, paths separated by ':').",
 )
 @click.pass_context
-def cli(ctx: click.Context, catalog_paths: tuple[Path, ...]) -> None:
+def cli(ctx: click.Context, catalog_paths: tuple[str, ...]) -> None:
     """lightspeed: the speed of light of AI hardware, predictions, measurements and the gap."""
     ctx.obj = CliContext(catalog_paths=_split_env_paths(catalog_paths))
 
 
-def _split_env_paths(paths: tuple[Path, ...]) -> tuple[Path, ...]:
-    split: list[Path] = []
-    for path in paths:
-        split.extend(Path(part) for part in str(path).split(":") if part)
-    return tuple(split)
+def _split_env_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:
+    """Paths of --catalog values and LIGHTSPEED_CATALOG; empty elements (``/x:``) name nothing."""
+    return tuple(Path(part) for path in paths for part in path.split(os.pathsep) if part.strip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         click.echo("lightspeed: aborted", err=True)
         return 130
-    except PlanDoesNotFitError as error:
+    except (PlanDoesNotFitError, PlanMismatchError) as error:
         return _fail(error.describe(plan_flag))
     except LightspeedError as error:
         return _fail(str(error))

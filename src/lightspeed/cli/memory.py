@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.cli.options import DEGREE, ZERO_STAGE
 from lightspeed.report import render_memory_plan
 from lightspeed.sol import plan_memory
 from lightspeed.workload import resolve_model
@@ -22,13 +23,9 @@ from lightspeed.workload import resolve_model
 @click.option("--training", is_flag=True, help="Hold training state: gradients, optimizer, master weights.")
 @click.option("--optimizer", help="Optimizer with --training: adam, adamw, sgd, lion [default: adam].")
 @click.option(
-    "--zero-stage",
-    "--zero",
-    "zero_stage",
-    type=click.IntRange(0, 3),
-    help="ZeRO stage with --training [default: 0].",
+    "--zero-stage", "--zero", "zero_stage", type=ZERO_STAGE, help="ZeRO stage with --training [default: 0]."
 )
-@click.option("--dp", type=click.IntRange(min=1), help="Data-parallel replicas [default: 1].")
+@click.option("--dp", type=DEGREE, help="Data-parallel replicas [default: 1].")
 @click.option(
     "--grad-precision", help="Gradient precision with --training [default: the weights' precision]."
 )

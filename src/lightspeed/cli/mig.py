@@ -9,6 +9,7 @@ import click
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
+from lightspeed.cli.options import Integer
 
 
 @click.group("mig")
@@ -48,7 +49,10 @@ def profiles(*, gpu: str, as_json: bool) -> None:
 )
 @click.option("--gpu", required=True, help="MIG-capable GPU (e.g. h100-sxm).")
 @click.option(
-    "--gpus", "max_gpus", type=click.IntRange(1, 64), help="Most GPUs any plan may use [default: 64]."
+    "--gpus",
+    "max_gpus",
+    type=Integer(minimum=1, maximum=64, unit="GPUs"),
+    help="Most GPUs any plan may use [default: 64].",
 )
 @click.option(
     "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the layout figure (PNG/SVG)."

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli.options import SEQ_LEN
 from lightspeed.report import render_model_list, render_model_summary
 from lightspeed.workload import (
     describe_model,
@@ -44,7 +45,7 @@ def list_command(as_json: bool) -> None:
 @click.option(
     "--seq",
     "seq_len",
-    type=click.IntRange(min=1),
+    type=SEQ_LEN,
     help="Sequence length (tokens) for FLOPs per token [default: the model's max_seq_len].",
 )
 @json_option

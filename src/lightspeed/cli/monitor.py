@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
 from lightspeed.errors import UserInputError
 from lightspeed.monitor import (
     BACKEND_NAMES,
@@ -38,7 +39,6 @@ from lightspeed.report import (
     watch_table,
 )
 from lightspeed.store import NewRecord, open_store
-from lightspeed.units import parse_duration
 
 
 @click.group("monitor")
@@ -49,7 +49,8 @@ def command() -> None:
 def _interval_option(function: Any) -> Any:
     return click.option(
         "--interval",
-        "interval_text",
+        "interval_s",
+        type=SAMPLE_INTERVAL,
         default="1s",
         show_default=True,
         help="Sampling interval (e.g. 1s, 100ms; NVML down to 10ms, host 50ms, DCGM 100ms).",
@@ -64,13 +65,6 @@ def _backend_option(function: Any) -> Any:
         type=click.Choice(BACKEND_NAMES),
         help="Counter source (repeatable). Default: host, plus NVML and DCGM where they answer.",
     )(function)
-
-
-def _interval(text: str) -> float:
-    seconds = parse_duration(text)
-    if not 0 < seconds <= 3600:  # NaN fails this too
-        raise UserInputError(f"--interval must be in (0, 1h], got {text!r}")
-    return seconds
 
 
 def _default_out() -> Path:
@@ -92,7 +86,7 @@ def _default_out() -> Path:
 def run_cmd(
     *,
     cmd: tuple[str, ...],
-    interval_text: str,
+    interval_s: float,
     backend_names: tuple[str, ...],
     out_dir: Path | None,
     goodput_run: Path | None,
@@ -110,7 +104,7 @@ def run_cmd(
     run = run_command(
         command=cmd,
         out_dir=folder,
-        interval_s=_interval(interval_text),
+        interval_s=interval_s,
         backends=backend_names or None,
         stdout=sys.__stderr__ if as_json else None,  # the real fd 2: keeps our stdout JSON only
     )
@@ -184,9 +178,9 @@ def _run_path(run: str) -> Path:
 
 
 def _monitor(
-    *, interval_text: str, backend_names: tuple[str, ...], replay: Path | None, loop: bool
+    *, interval_s: float, backend_names: tuple[str, ...], replay: Path | None, loop: bool
 ) -> Monitor:
-    interval = _interval(interval_text)
+    interval = interval_s
     if replay is not None:
         if backend_names:
             raise UserInputError("--replay plays a capture back; leave out --backend")
@@ -201,11 +195,11 @@ def _monitor(
 @click.option(
     "--replay", type=click.Path(dir_okay=False, path_type=Path), help="Watch a capture file play back."
 )
-@click.option("--count", type=click.IntRange(min=1), help="Stop after this many refreshes (default: Ctrl-C).")
+@click.option("--count", type=REFRESHES, help="Stop after this many refreshes (default: Ctrl-C).")
 @json_option
 def watch_cmd(
     *,
-    interval_text: str,
+    interval_s: float,
     backend_names: tuple[str, ...],
     replay: Path | None,
     count: int | None,
@@ -215,7 +209,7 @@ def watch_cmd(
 
     Example: lightspeed monitor watch --interval 500ms
     """
-    monitor = _monitor(interval_text=interval_text, backend_names=backend_names, replay=replay, loop=False)
+    monitor = _monitor(interval_s=interval_s, backend_names=backend_names, replay=replay, loop=False)
     monitor.start()
     try:
         devices = monitor.wait_ready()
@@ -260,7 +254,7 @@ def _watch(monitor: Monitor, devices: Any, count: int | None, as_json: bool) -> 
 
 
 @command.command("serve")
-@click.option("--port", type=click.IntRange(min=0, max=65535), required=True, help="Port (0: any free).")
+@click.option("--port", type=PORT, required=True, help="Port (0: any free).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @_interval_option
 @_backend_option
@@ -271,18 +265,20 @@ def _watch(monitor: Monitor, devices: Any, count: int | None, as_json: bool) -> 
 @click.option(
     "--goodput", "goodput_run", type=click.Path(file_okay=False, path_type=Path), help="Also export this run."
 )
-@click.option("--duration", "duration_text", help="Stop after this long (default: until Ctrl-C or SIGTERM).")
+@click.option(
+    "--duration", "duration_s", type=TIMEOUT, help="Stop after this long (default: until Ctrl-C or SIGTERM)."
+)
 @json_option
 def serve_cmd(
     *,
     port: int,
     host: str,
-    interval_text: str,
+    interval_s: float,
     backend_names: tuple[str, ...],
     replay: Path | None,
     loop: bool,
     goodput_run: Path | None,
-    duration_text: str | None,
+    duration_s: float | None,
     as_json: bool,
 ) -> None:
     """A Prometheus exporter: dcgm-exporter's metric names plus lightspeed_step_seconds,
@@ -290,19 +286,16 @@ def serve_cmd(
 
     Example: lightspeed monitor serve --port 9400 --goodput runs/tiny-gpt
     """
-    duration = parse_duration(duration_text) if duration_text is not None else None
-    if duration is not None and not 0 < duration < float("inf"):
-        raise UserInputError(f"--duration must be a positive time, got {duration_text!r}")
     if goodput_run is not None and not goodput_run.is_dir():
         raise UserInputError(f"--goodput {goodput_run} is not a goodput run folder")
-    monitor = _monitor(interval_text=interval_text, backend_names=backend_names, replay=replay, loop=loop)
+    monitor = _monitor(interval_s=interval_s, backend_names=backend_names, replay=replay, loop=loop)
     monitor.start()
     try:
         monitor.wait_ready()
         collector = MonitorCollector(monitor, hostname=_hostname(), goodput_run=goodput_run)
         server = ExporterServer(collector, host=host, port=port)
         _announce(server, as_json)
-        _serve_until_stopped(duration)
+        _serve_until_stopped(duration_s)
         server.close()
     finally:
         monitor.stop()

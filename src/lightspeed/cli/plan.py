@@ -17,6 +17,7 @@ from lightspeed.cli._sol_options import (
     resolve_model,
     system_options,
 )
+from lightspeed.cli.options import DEGREE, EXPERT_IMBALANCE, SEQ_LEN, SEQUENCES, TOKENS, VPP, ZERO_STAGE
 from lightspeed.report import render_train_estimate
 from lightspeed.sol import (
     RECOMPUTE,
@@ -26,7 +27,6 @@ from lightspeed.sol import (
     data_parallel_degree,
     estimate_training,
 )
-from lightspeed.units import parse_count
 
 
 @click.group()
@@ -40,21 +40,17 @@ command.add_command(plan_infer)
 @command.command("train")
 @model_options
 @system_options
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallel size.")
-@click.option(
-    "--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline parallel size."
-)
-@click.option("--dp", type=click.IntRange(min=1), help="Data parallel size (default: GPUs / (tp x pp x cp)).")
-@click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True, help="Expert parallel size.")
-@click.option("--cp", type=click.IntRange(min=1), default=1, show_default=True, help="Context parallel size.")
-@click.option(
-    "--vpp", type=click.IntRange(min=1), default=1, show_default=True, help="Virtual pipeline chunks per GPU."
-)
+@click.option("--tp", type=DEGREE, default=1, show_default=True, help="Tensor parallel size.")
+@click.option("--pp", type=DEGREE, default=1, show_default=True, help="Pipeline parallel size.")
+@click.option("--dp", type=DEGREE, help="Data parallel size (default: GPUs / (tp x pp x cp)).")
+@click.option("--ep", type=DEGREE, default=1, show_default=True, help="Expert parallel size.")
+@click.option("--cp", type=DEGREE, default=1, show_default=True, help="Context parallel size.")
+@click.option("--vpp", type=VPP, default=1, show_default=True, help="Virtual pipeline chunks per GPU.")
 @click.option(
     "--zero-stage",
     "--zero",
     "zero_stage",
-    type=click.IntRange(0, 3),
+    type=ZERO_STAGE,
     default=1,
     show_default=True,
     help="ZeRO stage (3 = FSDP).",
@@ -64,25 +60,25 @@ command.add_command(plan_infer)
     "--micro-batch-size",
     "--micro-batch",
     "micro_batch_size",
-    type=click.IntRange(min=1),
+    type=SEQUENCES,
     default=1,
     show_default=True,
     help="Sequences per micro-batch.",
 )
-@click.option(
-    "--global-batch", type=click.IntRange(min=1), required=True, help="Sequences per optimizer step."
-)
+@click.option("--global-batch", type=SEQUENCES, required=True, help="Sequences per optimizer step.")
 @click.option(
     "--seq",
     "seq_len",
-    type=click.IntRange(min=1),
+    type=SEQ_LEN,
     default=4096,
     show_default=True,
     help="Tokens per sequence.",
 )
 @click.option("--precision", type=click.Choice(TRAINING_PRECISIONS), default="bf16", show_default=True)
 @click.option("--recompute", type=click.Choice(RECOMPUTE), default="none", show_default=True)
-@click.option("--tokens", "tokens_text", help="Token budget for time-to-train and GPU-hours (e.g. 14.8T).")
+@click.option(
+    "--tokens", "num_tokens", type=TOKENS, help="Token budget for time-to-train and GPU-hours (e.g. 14.8T)."
+)
 @click.option("--no-sequence-parallel", is_flag=True, help="Turn Megatron sequence parallelism off.")
 @click.option(
     "--tp-overlap/--no-tp-overlap",
@@ -98,7 +94,7 @@ command.add_command(plan_infer)
 )
 @click.option(
     "--expert-imbalance",
-    type=click.FloatRange(min=1.0),
+    type=EXPERT_IMBALANCE,
     default=1.0,
     show_default=True,
     help="Busiest-GPU expert load factor.",
@@ -138,7 +134,7 @@ def train(
     seq_len: int,
     precision: str,
     recompute: str,
-    tokens_text: str | None,
+    num_tokens: float | None,
     no_sequence_parallel: bool,
     tp_overlap: bool,
     dp_overlap: bool,
@@ -183,9 +179,10 @@ def train(
         cluster=cluster,
         plan=plan,
         efficiency=resolve_efficiency(calibration),
-        num_tokens=parse_count(tokens_text) if tokens_text else None,
+        num_tokens=num_tokens,
         check_fit=not no_fit_check,
         sharp=sharp,
+        num_gpus=num_gpus,
     )
     if as_json:
         print_json(train_json(estimate))

@@ -41,6 +41,11 @@ from lightspeed.sol import load_prices
 @click.option(
     "--history-metric", default=None, help="Stored metric whose history to plot (e.g. step_time_s)."
 )
+@click.option(
+    "--skip-bad-events",
+    is_flag=True,
+    help="Leave impossible trace events out (default: stop on the first); the count is shown.",
+)
 @click.option("--title", default="lightspeed report", show_default=True, help="Title of the page.")
 @click.option(
     "--prices", "prices_path", type=click.Path(path_type=Path), help="Add a cost and energy section."
@@ -54,13 +59,19 @@ def command(
     history_name: str | None,
     history_metric: str | None,
     title: str,
+    skip_bad_events: bool,
     prices_path: Path | None,
     as_json: bool,
 ) -> None:
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
     measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
     breakdown, kernels against their SOL (Nsight Compute) and a metric's history across runs."""
-    inputs = gather_inputs(sources=sources, history_name=history_name, history_metric=history_metric)
+    inputs = gather_inputs(
+        sources=sources,
+        history_name=history_name,
+        history_metric=history_metric,
+        skip_bad_events=skip_bad_events,
+    )
     sections = build_sections(inputs)
     if prices_path is not None and inputs.estimates:
         catalog, power, prices = get_context().catalog(), load_power(), load_prices(prices_path)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli.options import ROWS
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import records_csv, render_run, render_runs
@@ -21,7 +22,7 @@ def command() -> None:
 
 @command.command("list")
 @click.option("--kind", default=None, help="Only runs of this kind (benchmark, prediction, goodput ...).")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Newest N runs.")
+@click.option("--limit", default=50, show_default=True, type=ROWS, help="Newest N runs.")
 @click.option("--all", "include_incomplete", is_flag=True, help="Also runs whose writer has not finished.")
 @json_option
 def list_runs(kind: str | None, limit: int, include_incomplete: bool, as_json: bool) -> None:

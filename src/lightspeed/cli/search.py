@@ -17,9 +17,9 @@ from lightspeed.cli._sol_options import (
     resolve_model,
     system_options,
 )
+from lightspeed.cli.options import ROWS, SEQ_LEN, SEQUENCES, TOKENS
 from lightspeed.report import render_search_result
 from lightspeed.sol import TRAINING_PRECISIONS, TrainingPlan, search_training
-from lightspeed.units import parse_count
 
 
 @click.group()
@@ -33,20 +33,20 @@ command.add_command(search_infer)
 @command.command("train")
 @model_options
 @system_options
-@click.option(
-    "--global-batch", type=click.IntRange(min=1), required=True, help="Sequences per optimizer step."
-)
+@click.option("--global-batch", type=SEQUENCES, required=True, help="Sequences per optimizer step.")
 @click.option(
     "--seq",
     "seq_len",
-    type=click.IntRange(min=1),
+    type=SEQ_LEN,
     default=4096,
     show_default=True,
     help="Tokens per sequence.",
 )
 @click.option("--precision", type=click.Choice(TRAINING_PRECISIONS), default="bf16", show_default=True)
-@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="Plans to show.")
-@click.option("--tokens", "tokens_text", help="Token budget for time-to-train and GPU-hours (e.g. 15T).")
+@click.option("--top", type=ROWS, default=5, show_default=True, help="Plans to show.")
+@click.option(
+    "--tokens", "num_tokens", type=TOKENS, help="Token budget for time-to-train and GPU-hours (e.g. 15T)."
+)
 @click.option(
     "--allow-cross-domain-tp", is_flag=True, help="Also try TP groups larger than the NVLink domain."
 )
@@ -74,7 +74,7 @@ def train(
     seq_len: int,
     precision: str,
     top: int,
-    tokens_text: str | None,
+    num_tokens: float | None,
     allow_cross_domain_tp: bool,
     schedules: str,
     tp_overlap: bool,
@@ -94,11 +94,13 @@ def train(
         precision=precision,
         top=top,
         efficiency=resolve_efficiency(calibration),
-        num_tokens=parse_count(tokens_text) if tokens_text else None,
+        num_tokens=num_tokens,
         template=TrainingPlan(tp_overlap=tp_overlap, dp_overlap=dp_overlap),
         schedules=tuple(part.strip() for part in schedules.split(",") if part.strip()),
         max_tp=None if allow_cross_domain_tp else cluster.system.scale_up_domain_size,
         sharp=sharp,
+        num_gpus=num_gpus,
+        require_fit=True,
     )
     if as_json:
         print_json(search_json(result))

@@ -13,8 +13,19 @@ from typing import Any, TypeVar
 
 import click
 
-from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli.options import (
+    BANDWIDTH,
+    CUTOFF,
+    MAX_ROWS,
+    NUM_LINKS,
+    PROBABILITY_OPEN,
+    ROWS,
+    TRACE_MAX_BYTES,
+    Integer,
+)
 from lightspeed.errors import UserInputError
+from lightspeed.records import to_jsonable
 from lightspeed.report import (
     render_trace_comms,
     render_trace_diff,
@@ -40,7 +51,6 @@ from lightspeed.trace import (
     summarize,
     top_kernels,
 )
-from lightspeed.units import parse_bytes, parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,6 +60,7 @@ def _load_options(function: F) -> F:
     options = [
         click.option(
             "--max-bytes",
+            type=TRACE_MAX_BYTES,
             envvar="LIGHTSPEED_TRACE_MAX_BYTES",
             default=None,
             help=f"Largest decompressed size of one trace file (default {DEFAULT_MAX_BYTES / 2**30:g}GiB; "
@@ -75,6 +86,12 @@ def _load_options(function: F) -> F:
             is_flag=True,
             help="Analyse ranks written with different schemaVersion values.",
         ),
+        click.option(
+            "--skip-bad-events",
+            is_flag=True,
+            help="Leave impossible events out (negative or absurd durations, times far outside the "
+            "trace, no ts) instead of stopping on the first; the count is shown beside every figure.",
+        ),
         json_option,
     ]
     for option in reversed(options):
@@ -86,10 +103,11 @@ def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
     max_bytes = options.pop("max_bytes")
     return load_trace(
         paths,
-        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes),
+        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
         time_unit=options.pop("time_unit"),
         round_to_us=not options.pop("exact_ns"),
         allow_mixed_schema=options.pop("allow_mixed_schema"),
+        skip_bad_events=options.pop("skip_bad_events"),
     )
 
 
@@ -104,6 +122,17 @@ def _traces(function: F) -> F:
         return function(trace, **options)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _emit(result: Any, traces: tuple[Trace, ...], as_json: bool, render: Callable[[Any], None]) -> None:
+    """Print ``result``; JSON carries ``num_skipped_events`` (tables show it in their notes)."""
+    if not as_json:
+        render(result)
+        return
+    payload = to_jsonable(result)
+    if isinstance(payload, dict):
+        payload["num_skipped_events"] = sum(trace.num_skipped_events for trace in traces)
+    print_json(payload)
 
 
 @click.group("trace")
@@ -127,14 +156,17 @@ def summary_command(trace: Trace, *, as_json: bool, include_last_step: bool, plo
         for path in save_temporal_breakdown(result, plot_path):
             click.echo(f"wrote {path}", err=True)
     if as_json:
-        print_json(trace_summary_json(result))
+        skipped = {rank.rank: rank.num_skipped_events for rank in trace.ranks}
+        print_json(
+            [{**row, "num_skipped_events": skipped.get(row["rank"], 0)} for row in trace_summary_json(result)]
+        )
     else:
         render_trace_summary(result)
 
 
 @command.command("kernels")
 @_traces
-@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Kernels per kind.")
+@click.option("--top", default=10, show_default=True, type=ROWS, help="Kernels per kind.")
 @click.option(
     "--kind", "kinds", multiple=True, type=click.Choice(KIND_NAMES), help="Only these kinds (repeatable)."
 )
@@ -154,111 +186,136 @@ def kernels_command(
     result = top_kernels(
         trace, top=top, kinds=kinds or KIND_NAMES, per_rank=per_rank, include_last_step=include_last_step
     )
-    emit(result, as_json, lambda r: render_trace_kernels(r, full_names=full_names))
+    _emit(result, (trace,), as_json, lambda r: render_trace_kernels(r, full_names=full_names))
 
 
 @command.command("idle")
 @_traces
 @click.option(
     "--kernel-wait-threshold",
+    "kernel_wait_threshold_s",
+    type=CUTOFF,
     default="30us",
     show_default=True,
     help="Gaps shorter than this between launched kernels count as kernel wait (HTA's default).",
 )
 @click.option("--no-streams", is_flag=True, help="Only the whole-GPU view, not each stream.")
 def idle_command(
-    trace: Trace, *, as_json: bool, include_last_step: bool, kernel_wait_threshold: str, no_streams: bool
+    trace: Trace, *, as_json: bool, include_last_step: bool, kernel_wait_threshold_s: float, no_streams: bool
 ) -> None:
     """Idle GPU time split into host wait, kernel wait and other."""
     result = idle_breakdown(
         trace,
-        kernel_wait_threshold_s=parse_duration(kernel_wait_threshold),
+        kernel_wait_threshold_s=kernel_wait_threshold_s,
         include_last_step=include_last_step,
     )
-    emit(result, as_json, lambda r: render_trace_idle(r, per_stream=not no_streams))
+    _emit(result, (trace,), as_json, lambda r: render_trace_idle(r, per_stream=not no_streams))
 
 
 @command.command("launch")
 @_traces
 @click.option(
-    "--runtime-cutoff", default="50us", show_default=True, help="Runtime calls longer than this are outliers."
+    "--runtime-cutoff",
+    "runtime_cutoff_s",
+    type=CUTOFF,
+    default="50us",
+    show_default=True,
+    help="Runtime calls longer than this are outliers.",
 )
 @click.option(
-    "--delay-cutoff", default="100us", show_default=True, help="Launch delays longer than this are outliers."
+    "--delay-cutoff",
+    "delay_cutoff_s",
+    type=CUTOFF,
+    default="100us",
+    show_default=True,
+    help="Launch delays longer than this are outliers.",
 )
 @click.option(
-    "--short-kernel", default="10us", show_default=True, help="GPU events shorter than this are short."
+    "--short-kernel",
+    "short_kernel_s",
+    type=CUTOFF,
+    default="10us",
+    show_default=True,
+    help="GPU events shorter than this are short.",
 )
 def launch_command(
     trace: Trace,
     *,
     as_json: bool,
     include_last_step: bool,
-    runtime_cutoff: str,
-    delay_cutoff: str,
-    short_kernel: str,
+    runtime_cutoff_s: float,
+    delay_cutoff_s: float,
+    short_kernel_s: float,
 ) -> None:
     """Launch delay and runtime statistics, short-kernel counts."""
     result = launch_stats(
         trace,
-        runtime_cutoff_s=parse_duration(runtime_cutoff),
-        launch_delay_cutoff_s=parse_duration(delay_cutoff),
-        short_kernel_s=parse_duration(short_kernel),
+        runtime_cutoff_s=runtime_cutoff_s,
+        launch_delay_cutoff_s=delay_cutoff_s,
+        short_kernel_s=short_kernel_s,
         include_last_step=include_last_step,
     )
-    emit(result, as_json, render_trace_launch)
+    _emit(result, (trace,), as_json, render_trace_launch)
 
 
 @command.command("comms")
 @_traces
 @click.option(
     "--link-bandwidth",
+    "link_bandwidth_bytes_per_s",
+    type=BANDWIDTH,
     help="SOL per direction, e.g. 50GB/s for a 400G NIC (default: the device's scale-up link, catalog).",
 )
 @click.option("--link", "link_name", help="SOL from a catalog link record (per direction), e.g. ib-ndr.")
-@click.option(
-    "--num-links", default=1, show_default=True, type=click.IntRange(min=1), help="Links of --link."
-)
+@click.option("--num-links", default=1, show_default=True, type=NUM_LINKS, help="Links of --link.")
 @click.option("--calls", "show_calls", is_flag=True, help="Also list every collective call.")
 def comms_command(
     trace: Trace,
     *,
     as_json: bool,
     include_last_step: bool,
-    link_bandwidth: str | None,
+    link_bandwidth_bytes_per_s: float | None,
     link_name: str | None,
     num_links: int,
     show_calls: bool,
 ) -> None:
     """Each NCCL collective's size, duration, algbw and busbw against the link SOL."""
-    if link_bandwidth is not None and link_name is not None:
+    if link_bandwidth_bytes_per_s is not None and link_name is not None:
         raise UserInputError("give --link-bandwidth or --link, not both")
     catalog = get_context().catalog()
-    bandwidth = None
-    if link_bandwidth is not None:
-        bandwidth = parse_bytes(link_bandwidth.strip().removesuffix("/s"))
-    elif link_name is not None:
+    bandwidth = link_bandwidth_bytes_per_s
+    if link_name is not None:
         bandwidth = catalog.link(link_name).per_direction_bytes_per_s * num_links
     result = collectives(
         trace, link_bandwidth_bytes_per_s=bandwidth, include_last_step=include_last_step, catalog=catalog
     )
-    emit(result, as_json, lambda r: render_trace_comms(r, calls=show_calls))
+    _emit(result, (trace,), as_json, lambda r: render_trace_comms(r, calls=show_calls))
 
 
 @command.command("stragglers")
 @_traces
 def stragglers_command(trace: Trace, *, as_json: bool, include_last_step: bool) -> None:
     """Per-step, per-rank lateness of collectives across ranks."""
-    emit(stragglers(trace, include_last_step=include_last_step), as_json, render_trace_stragglers)
+    _emit(stragglers(trace, include_last_step=include_last_step), (trace,), as_json, render_trace_stragglers)
 
 
 @command.command("diff")
 @click.argument("trace_a", type=click.Path(path_type=Path))
 @click.argument("trace_b", type=click.Path(path_type=Path))
 @_load_options
-@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Kernels compared.")
 @click.option(
-    "--alpha", default=0.05, show_default=True, type=float, help="Significance level (after adjustment)."
+    "--top",
+    default=10,
+    show_default=True,
+    type=Integer(minimum=0, maximum=MAX_ROWS),
+    help="Kernels compared.",
+)
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=PROBABILITY_OPEN,
+    help="Significance level (after adjustment).",
 )
 @click.option("--full-names", is_flag=True, help="Print whole kernel names (default: shortened).")
 def diff_command(
@@ -273,4 +330,4 @@ def diff_command(
     first = _load(trace_a, dict(options))
     second = _load(trace_b, options)
     result = diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
-    emit(result, as_json, lambda r: render_trace_diff(r, full_names=full_names))
+    _emit(result, (first, second), as_json, lambda r: render_trace_diff(r, full_names=full_names))

@@ -138,7 +138,11 @@ def bootstrap_median_change(
             changes.append(_relative_change(cur_medians, base_medians))
     distribution = np.concatenate(changes)
     tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(distribution, [tail, 1.0 - tail])
+    # a resample whose baseline median is 0 has an unbounded change: pick, never interpolate, then
+    if np.isfinite(distribution).all():
+        low, high = np.quantile(distribution, [tail, 1.0 - tail])
+    else:
+        low, high = np.quantile(distribution, [tail, 1.0 - tail], method="nearest")
     return float(low), float(high)
 
 
@@ -162,7 +166,18 @@ def _check_series(samples: MetricSamples, role: str, num_warmup: int) -> tuple[f
             f"sample(s) and {num_warmup} warm-up sample(s): nothing is left to compare; "
             "record more samples or lower --warmup"
         )
+    odd = [v for v in measured if v != 0 and not 1.0 / MAX_SAMPLE_MAGNITUDE <= abs(v) <= MAX_SAMPLE_MAGNITUDE]
+    if odd:
+        raise UserInputError(
+            f"{role} {samples.metric!r} ({samples.source or 'input'}) holds a sample of {odd[0]:g}, outside "
+            f"the 1e-100 .. 1e100 any measurement falls in (ratios of such values overflow); check the input"
+        )
     return measured
+
+
+# No measured quantity in base SI comes near these (FLOP totals of training runs are ~1e27,
+# times ~1e-9 s): ratios and sums of values between them stay finite.
+MAX_SAMPLE_MAGNITUDE = 1e100
 
 
 def compare_samples(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from lightspeed.bench import BenchResult
+from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonObject
 from lightspeed.sol import CalibrationInputs, CollectivePoint, GemmPoint
@@ -98,15 +98,12 @@ def _calibration_inputs(
 
 
 def _read_json_results(path: Path) -> list[JsonObject]:
-    size = path.stat().st_size
-    if size > MAX_RESULTS_FILE_BYTES:
-        raise DataFileError(path, f"file is {size} bytes, above the {MAX_RESULTS_FILE_BYTES} limit")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:  # deep nesting too
-        raise DataFileError(
-            path, f"not JSON ({error})", fix="pass the output of 'lightspeed bench --json'"
-        ) from None
+    data = load_json(
+        path,
+        max_bytes=MAX_RESULTS_FILE_BYTES,
+        what="results file",
+        fix="pass the output of 'lightspeed bench --json'",
+    )
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise DataFileError(path, "expected a JSON list of result objects", fix="use 'bench --json' output")
     # 'results export --json' wraps each result in a stored record: unwrap its payload

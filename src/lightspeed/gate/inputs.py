@@ -8,7 +8,6 @@ error naming the file, field, value and fix.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any, Final
 import numpy as np
 
 from lightspeed.bench import BenchResult, Stats
+from lightspeed.datafile import load_json, read_bounded
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.gate.compare import MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
@@ -92,26 +92,11 @@ def _bench_file_samples(items: Sequence[Mapping[str, Any]], path: Path) -> tuple
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        size = path.stat().st_size
-    except OSError as error:
-        raise DataFileError(path, f"cannot read the file ({error.strerror})") from None
-    if size > MAX_SAMPLE_FILE_BYTES:
-        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_SAMPLE_FILE_BYTES} byte limit")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataFileError(path, f"cannot read the file as UTF-8 text ({error})") from None
-    if not text.strip():
+    if read_bounded(path, max_bytes=MAX_SAMPLE_FILE_BYTES, what="sample file").strip() == b"":
         raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
-        raise DataFileError(path, f"not valid JSON ({error})") from None
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
+    return load_json(
+        path, max_bytes=MAX_SAMPLE_FILE_BYTES, what="sample file", fix="see docs/regression-gate.md"
+    )
 
 
 def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> MetricSamples:

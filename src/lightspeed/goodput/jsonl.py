@@ -1,7 +1,8 @@
 """Bounded JSON-lines reading shared by the event logs and the monitor's captures (untrusted files).
 
 >>> import io
->>> [(number, decode_object(line)) for number, line in json_lines(io.BytesIO(b'{"a": 1}\\n[2]\\n'), "x")]
+>>> lines = json_lines(io.BytesIO(b'{"a": 1}\\n[2]\\n'), "x")
+>>> [(n, decode_object(line, path="x", number=n)) for n, line in lines]
 [(1, {'a': 1}), (2, None)]
 """
 
@@ -13,6 +14,7 @@ from typing import Any, BinaryIO, Final
 
 import msgspec
 
+from lightspeed.datafile import check_nesting
 from lightspeed.errors import DataFileError
 
 MAX_LINE_BYTES: Final = 1 << 20
@@ -33,10 +35,12 @@ def json_lines(
         yield number, line
 
 
-def decode_object(line: bytes) -> dict[str, Any] | None:
-    """The JSON object on ``line``, or ``None`` when it is not one (cut short, garbage, a list)."""
+def decode_object(line: bytes, *, path: str | Path, number: int) -> dict[str, Any] | None:
+    """The JSON object on ``line``, or ``None`` when it is not one (cut short, garbage, a list);
+    a line nested too deeply is a :class:`DataFileError` naming ``path`` and line ``number``."""
+    check_nesting(line, path=path, line=number)
     try:
         value = msgspec.json.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -20,7 +20,6 @@ Time to train is ``run_stop - run_start`` (MLPerf's score); init is
 from __future__ import annotations
 
 import itertools
-import json
 import warnings
 from dataclasses import dataclass, field
 from importlib import resources
@@ -29,7 +28,7 @@ from typing import Any, Final
 
 import msgspec
 
-from lightspeed.datafile import Fields, load_toml
+from lightspeed.datafile import Fields, check_nesting, load_json, load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
 from lightspeed.goodput.reader import MAX_LINE_BYTES, TruncatedLogWarning
 from lightspeed.records import Record
@@ -183,10 +182,10 @@ def _scan(path: Path) -> _State:
             if pending is not None:
                 raise _bad_line(path, pending)
             if line.startswith(SYSJSON_PREFIX) and state.system is None:
-                state.system = _json_object(line[len(SYSJSON_PREFIX) :])
+                state.system = _json_object(line[len(SYSJSON_PREFIX) :], path, number)
                 state.system_line = number
             elif line.startswith(MLLOG_PREFIX):
-                event = _json_object(line[len(MLLOG_PREFIX) :])
+                event = _json_object(line[len(MLLOG_PREFIX) :], path, number)
                 if event is None:
                     pending = number
                     continue
@@ -196,10 +195,11 @@ def _scan(path: Path) -> _State:
     return state
 
 
-def _json_object(text: bytes) -> dict[str, Any] | None:
+def _json_object(text: bytes, path: Path, number: int) -> dict[str, Any] | None:
+    check_nesting(text, path=path, line=number)
     try:
         value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -411,18 +411,12 @@ def _int_or_none(value: Any) -> int | None:
 def read_system_json(path: str | Path) -> MlperfSystem:
     """Read an MLPerf ``<system>.json`` system description (nodes, accelerators per node, model)."""
     source = Path(path)
-    try:
-        size = source.stat().st_size
-    except OSError as error:
-        raise DataFileError(source, f"cannot read file ({error.strerror})", fix="check the path") from None
-    if size > MAX_SYSTEM_JSON_BYTES:
-        raise DataFileError(source, f"file is {size} bytes, above the {MAX_SYSTEM_JSON_BYTES} limit")
-    try:
-        data = json.loads(source.read_bytes())
-    except (ValueError, UnicodeDecodeError) as error:
-        raise DataFileError(
-            source, f"not valid JSON ({error})", fix="pass the submission's systems/*.json"
-        ) from None
+    data = load_json(
+        source,
+        max_bytes=MAX_SYSTEM_JSON_BYTES,
+        what="system description",
+        fix="pass the submission's systems/*.json",
+    )
     if not isinstance(data, dict):
         raise DataFileError(source, "expected a JSON object", fix="pass the submission's systems/*.json")
     return _system_from_dict(source, data)

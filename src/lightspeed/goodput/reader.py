@@ -212,7 +212,7 @@ def _parse_file(path: Path) -> list[_RawSegment]:
         for number, line in json_lines(handle, path, MAX_LINE_BYTES):
             if not line.strip():
                 continue
-            event = decode_object(line)
+            event = decode_object(line, path=path, number=number)
             if event is None:
                 if pending_bad is not None:
                     raise _bad_json(path, pending_bad)

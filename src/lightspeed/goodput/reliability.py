@@ -15,6 +15,12 @@ Young (1974) ``sqrt(2 w M)``; Daly (2006, first order) ``sqrt(2 w M) - w``;
 and the exact maximum of the ETTR expression above,
 ``sqrt(w^2 + 2 (1 - N r_f u0) w M) - w`` (set its derivative to zero).
 
+At the edges: with no failures (``r_f = 0``) the best interval is infinite
+(never checkpoint for failures) and ETTR tends to 100%; Daly's first-order
+rule is only meaningful while ``M > w / 2`` (it is ``None`` below); and when
+failures come faster than the job restarts (``N r_f u0 >= 1``) no interval
+makes progress: the plan says so in ``statement`` and every ETTR is 0.
+
 >>> plan = plan_checkpoints(num_nodes=128, failures_per_node_day=6.5e-3,
 ...                         checkpoint_write_s=60, restart_s=600)
 >>> round(plan.young_interval_s)
@@ -23,6 +29,7 @@ and the exact maximum of the ETTR expression above,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -70,11 +77,12 @@ class CheckpointPlan(Record):
     restart_s: float
     job_mttf_s: float
     young_interval_s: float
-    daly_interval_s: float
+    daly_interval_s: float | None
     optimal_interval_s: float
     optimal_ettr: float
     rows: tuple[IntervalRow, ...]
     failure_estimate: FailureEstimate | None = None
+    statement: str = ""
 
 
 def expected_ettr(
@@ -85,10 +93,18 @@ def expected_ettr(
     restart_s: float,
     interval_s: float,
 ) -> float:
-    """Expected ETTR (0..1) of a job checkpointing every ``interval_s`` seconds (Kokolis et al.)."""
+    """Expected ETTR (0..1) of a job checkpointing every ``interval_s`` seconds (Kokolis et al.).
+
+    ``interval_s`` may be ``inf`` (never checkpoint): 100% without failures, else 0.
+
+    >>> expected_ettr(num_nodes=1, failures_per_node_day=0, checkpoint_write_s=60, restart_s=600,
+    ...               interval_s=math.inf)
+    1.0
+    """
     rate_per_s = num_nodes * failures_per_node_day / SECONDS_PER_DAY
-    value = (1.0 - rate_per_s * (restart_s + interval_s / 2.0)) / (1.0 + checkpoint_write_s / interval_s)
-    return max(0.0, value)
+    lost = rate_per_s * (restart_s + interval_s / 2.0) if rate_per_s > 0 else 0.0
+    value = (1.0 - lost) / (1.0 + checkpoint_write_s / interval_s)
+    return min(1.0, max(0.0, value))
 
 
 def plan_checkpoints(
@@ -105,16 +121,25 @@ def plan_checkpoints(
     rate_per_s = num_nodes * failures_per_node_day / SECONDS_PER_DAY
     mttf_s = 1.0 / rate_per_s if rate_per_s > 0 else math.inf
     young = math.sqrt(2.0 * checkpoint_write_s * mttf_s)
-    daly = young - checkpoint_write_s
-    headroom = max(0.0, 1.0 - rate_per_s * restart_s)
+    daly = young - checkpoint_write_s if mttf_s > checkpoint_write_s / 2.0 else None
+    headroom = 1.0 - rate_per_s * restart_s
     optimal = (
         math.sqrt(checkpoint_write_s**2 + 2.0 * headroom * checkpoint_write_s * mttf_s) - checkpoint_write_s
+        if headroom > 0
+        else 0.0
     )
     if intervals_s is None:
         intervals_s = _sweep(optimal if math.isfinite(optimal) and optimal > 0 else SECONDS_PER_DAY)
     rows = tuple(
         _row(interval, num_nodes, failures_per_node_day, checkpoint_write_s, restart_s)
         for interval in intervals_s
+    )
+    ettr = functools.partial(
+        expected_ettr,
+        num_nodes=num_nodes,
+        failures_per_node_day=failures_per_node_day,
+        checkpoint_write_s=checkpoint_write_s,
+        restart_s=restart_s,
     )
     return CheckpointPlan(
         num_nodes=num_nodes,
@@ -125,18 +150,35 @@ def plan_checkpoints(
         young_interval_s=young,
         daly_interval_s=daly,
         optimal_interval_s=optimal,
-        optimal_ettr=expected_ettr(
-            num_nodes=num_nodes,
-            failures_per_node_day=failures_per_node_day,
-            checkpoint_write_s=checkpoint_write_s,
-            restart_s=restart_s,
-            interval_s=optimal,
-        )
-        if optimal > 0
-        else 0.0,
+        optimal_ettr=ettr(interval_s=optimal) if optimal > 0 else 0.0,
         rows=rows,
         failure_estimate=failure_estimate,
+        statement=_statement(mttf_s, restart_s, checkpoint_write_s, headroom),
     )
+
+
+def _statement(mttf_s: float, restart_s: float, write_s: float, headroom: float) -> str:
+    """What the plan means at its edges ('' in the ordinary case)."""
+    if math.isinf(mttf_s):
+        return (
+            "no failures: never checkpointing for failures is best (ETTR tends to 100% as the interval grows)"
+        )
+    if headroom <= 0:
+        return (
+            f"the job fails every {_seconds(mttf_s)} on average, sooner than it restarts "
+            f"({_seconds(restart_s)}): no checkpoint interval makes progress; "
+            "reduce the failure rate or the restart time"
+        )
+    if mttf_s <= write_s / 2.0:
+        return (
+            f"the job fails every {_seconds(mttf_s)} on average, faster than half a checkpoint write "
+            f"({_seconds(write_s)}): Daly's first-order rule does not apply; the exact optimum is shown"
+        )
+    return ""
+
+
+def _seconds(value_s: float) -> str:
+    return f"{value_s:.3g} s"
 
 
 def _check_inputs(
@@ -146,10 +188,10 @@ def _check_inputs(
         raise UserInputError(f"--nodes must be >= 1, got {num_nodes}")
     if not failures_per_node_day >= 0 or not math.isfinite(failures_per_node_day):
         raise UserInputError(f"failures per node-day must be a number >= 0, got {failures_per_node_day}")
-    if not checkpoint_write_s > 0:
-        raise UserInputError(f"checkpoint write time must be > 0 s, got {checkpoint_write_s}")
-    if not restart_s >= 0:
-        raise UserInputError(f"restart time must be >= 0 s, got {restart_s}")
+    if not checkpoint_write_s > 0 or not math.isfinite(checkpoint_write_s):
+        raise UserInputError(f"checkpoint write time must be a finite number > 0 s, got {checkpoint_write_s}")
+    if not restart_s >= 0 or not math.isfinite(restart_s):
+        raise UserInputError(f"restart time must be a finite number >= 0 s, got {restart_s}")
 
 
 def _sweep(center_s: float) -> list[float]:
@@ -159,8 +201,8 @@ def _sweep(center_s: float) -> list[float]:
 
 
 def _row(interval_s: float, num_nodes: int, rate: float, write_s: float, restart_s: float) -> IntervalRow:
-    if not interval_s > 0:
-        raise UserInputError(f"checkpoint interval must be > 0 s, got {interval_s}")
+    if not interval_s > 0 or not math.isfinite(interval_s):
+        raise UserInputError(f"checkpoint interval must be a finite number > 0 s, got {interval_s}")
     rate_per_s = num_nodes * rate / SECONDS_PER_DAY
     return IntervalRow(
         interval_s=interval_s,
@@ -171,7 +213,7 @@ def _row(interval_s: float, num_nodes: int, rate: float, write_s: float, restart
             restart_s=restart_s,
             interval_s=interval_s,
         ),
-        lost_to_failures=min(1.0, rate_per_s * (restart_s + interval_s / 2.0)),
+        lost_to_failures=min(1.0, rate_per_s * (restart_s + interval_s / 2.0)) if rate_per_s > 0 else 0.0,
         lost_to_checkpoints=write_s / (interval_s + write_s),
     )
 

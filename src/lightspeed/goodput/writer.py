@@ -35,6 +35,8 @@ from typing import Any, Final
 
 import msgspec
 
+from lightspeed.datafile import load_json
+from lightspeed.errors import DataFileError
 from lightspeed.goodput.schema import RUN_FILE, SCHEMA_VERSION
 
 _STOP: Final = ("stop",)
@@ -211,8 +213,8 @@ def resolve_run_id(run_dir: Path, given: str | None) -> str:
 
 def _read_run_id(path: Path) -> str | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(path, max_bytes=1 << 20, what="run.json")
+    except DataFileError:
         return None
     run_id = data.get("run_id") if isinstance(data, dict) else None
     return run_id if isinstance(run_id, str) and run_id else None

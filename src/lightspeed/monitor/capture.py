@@ -251,7 +251,7 @@ def _parse(path: Path, handle: BinaryIO) -> _Parsed:
             continue
         if pending_bad is not None:  # a bad line is allowed only as the very last one
             raise _bad_line(path, pending_bad)
-        event = decode_object(line)
+        event = decode_object(line, path=path, number=number)
         if event is None:
             pending_bad = number
             continue

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure, save_figure
+from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
     bytes_per_element,
@@ -219,7 +219,7 @@ def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision
     axes.set_xlabel("arithmetic intensity (FLOP per byte)")
     axes.set_ylabel("FLOP/s")
     axes.set_title(title)
-    axes.legend(loc="lower right")
+    add_legend(axes, loc="lower right")
     return figure
 
 
@@ -228,7 +228,8 @@ def save_roofline(
 ) -> list[Path]:
     """Draw :func:`roofline_figure` and write it as ``path`` (PNG and SVG)."""
     figure = roofline_figure(results, sol=sol, precision=precision, title=title)
-    return save_figure(figure, path.with_suffix(""), formats=("png", "svg"))
+    stem, _ = plot_paths(path, name="roofline", default_formats=("png", "svg"))
+    return save_figure(figure, stem, ("png", "svg"))  # both, whatever the suffix (docs/bench.md)
 
 
 def _parameter_text(name: str, value: float) -> str:
@@ -255,6 +256,6 @@ def render_calibration(result: CalibrationResult, *, base: EfficiencyModel, path
             f"GEMM curve fits the measured shapes within {format_percent(result.gemm_rms_relative_error)} RMS"
         )
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {plain(note)}")
     if path is not None:
         console.print(f"saved to {path}; use it with 'lightspeed plan train ... --calibration {result.name}'")

@@ -7,7 +7,10 @@ import shutil
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.errors import MarkupError
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 MIN_WIDTH = 120
 
@@ -36,10 +39,36 @@ def render_table(
     caption: str | None = None,
     console: Console | None = None,
 ) -> None:
-    """Print a table; columns from ``right_align_from`` on are right-aligned (numbers)."""
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    """Print a table; columns from ``right_align_from`` on are right-aligned (numbers).
+
+    Cells are rich markup written by lightspeed's renderers, which :func:`plain` every
+    user-written string first; a cell that still does not parse as markup is shown as it is,
+    so no label can break a table.
+    """
+    table = Table(
+        title=_text(title) if title is not None else None,
+        caption=_text(caption) if caption is not None else None,
+        title_justify="left",
+        caption_justify="left",
+    )
     for index, header in enumerate(headers):
-        table.add_column(header, justify="right" if index >= right_align_from else "left")
+        table.add_column(_text(header), justify="right" if index >= right_align_from else "left")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(_text(cell) for cell in row))
     (console or make_console()).print(table)
+
+
+def plain(value: object) -> str:
+    r"""``value`` as text that rich shows literally: names, labels, paths, notes from users.
+
+    >>> plain("[/bold] x")
+    '\\[/bold] x'
+    """
+    return escape(str(value))
+
+
+def _text(markup: str) -> Text:
+    try:
+        return Text.from_markup(markup)
+    except MarkupError:
+        return Text(markup)

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lightspeed.records import JsonObject
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import new_figure, save_figure
+from lightspeed.report.plots import new_figure, plot_paths, save_figure
 from lightspeed.sol import (
     ClusterPower,
     DeepSeekCost,
@@ -271,7 +271,7 @@ def _price_inputs(prices: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render_match(console: Console, match: UpgradeMatch) -> None:
-    console.print(f"[bold]{match.workload}[/bold]: {match.description}")
+    console.print(f"[bold]{plain(match.workload)}[/bold]: {plain(match.description)}")
     console.print(
         f"  old: {match.old.plan} on {match.old.num_gpus} GPUs, "
         f"{format_count(match.old.tokens_per_s_per_gpu)} tokens/s per GPU ({match.old.precision})"
@@ -404,6 +404,5 @@ def _capped(value: float | None, base: float) -> float:
 
 def save_tornado(upgrade: Upgrade, path: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
     """Write the payback tornado plot to ``path`` (suffix chosen by ``formats``)."""
-    suffix = path.suffix.lstrip(".")
-    chosen = [suffix] if suffix in ("png", "svg", "pdf") else list(formats)
-    return save_figure(tornado_figure(upgrade), path.with_suffix(""), chosen)
+    stem, chosen = plot_paths(path, name="tornado", default_formats=tuple(formats))
+    return save_figure(tornado_figure(upgrade), stem, chosen)

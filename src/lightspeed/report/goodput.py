@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from lightspeed.goodput import BUCKETS, CheckpointPlan, Ledger
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure, save_figure
+from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.units import format_count, format_duration, format_flop_per_s, format_percent
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     """Print one ledger."""
     out = console or make_console()
     partial = " [bold red](partial)[/]" if ledger.partial else ""
-    out.print(f"[bold]Goodput of {ledger.path}[/]{partial}  run {ledger.run_id}")
-    out.print(_headline(ledger))
+    out.print(f"[bold]Goodput of {plain(ledger.path)}[/]{partial}  run {plain(ledger.run_id)}")
+    out.print(plain(_headline(ledger)))
     render_table(
         "Where the wall time went",
         ("bucket", "time", "share"),
@@ -85,7 +85,7 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     if ledger.mfu is not None and ledger.utilization.reason:
         notes.append(ledger.utilization.reason)
     for note in notes:
-        out.print(f"[yellow]note:[/] {note}")
+        out.print(f"[yellow]note:[/] {plain(note)}")
 
 
 def _headline(ledger: Ledger) -> str:
@@ -236,7 +236,7 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
         (plan.daly_interval_s, "Daly", "--"),
         (plan.optimal_interval_s, "optimum", "-"),
     ):
-        if math.isfinite(value) and value > 0:
+        if value is not None and math.isfinite(value) and value > 0:
             axes.axvline(
                 value,
                 linestyle=style,
@@ -251,16 +251,26 @@ def checkpoint_plan_figure(plan: CheckpointPlan) -> Figure:
         f"{plan.num_nodes} nodes, {plan.failures_per_node_day:.3g} failures/node-day, "
         f"write {format_duration(plan.checkpoint_write_s)}, restart {format_duration(plan.restart_s)}"
     )
-    axes.legend(loc="lower right", fontsize=8)
+    add_legend(axes, loc="lower right", fontsize=8)
     return figure
 
 
 def save_goodput_plot(figure: Figure, path: Path) -> list[Path]:
     """Write ``figure`` to ``path`` (.png or .svg; no suffix writes both)."""
-    suffix = path.suffix.lower().lstrip(".")
-    formats = (suffix,) if suffix in ("png", "svg") else ("png", "svg")
-    stem = path.with_suffix("") if suffix in ("png", "svg") else path
+    stem, formats = plot_paths(path, name="goodput", default_formats=("png", "svg"))
     return save_figure(figure, stem, formats)
+
+
+def _interval(value_s: float | None) -> str:
+    """An interval in words: ``never`` when infinite, ``n/a`` when the rule does not apply."""
+    if value_s is None:
+        return "n/a"
+    return "never" if math.isinf(value_s) else format_duration(value_s)
+
+
+def _limit_ettr(plan: CheckpointPlan) -> float:
+    """The ETTR at the optimum (100% with no failures: the limit of an ever longer interval)."""
+    return 1.0 if math.isinf(plan.optimal_interval_s) else plan.optimal_ettr
 
 
 def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None) -> None:
@@ -274,11 +284,14 @@ def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None)
             f"{estimate.failures_per_node_day:.4g} failures per node-day"
         )
     out.print(
-        f"Job MTTF {format_duration(plan.job_mttf_s)}; optimal interval: "
-        f"Young {format_duration(plan.young_interval_s)}, "
-        f"Daly {format_duration(plan.daly_interval_s)}, exact {format_duration(plan.optimal_interval_s)} "
-        f"(expected ETTR {format_percent(plan.optimal_ettr)})"
+        f"Job MTTF {'infinite' if math.isinf(plan.job_mttf_s) else format_duration(plan.job_mttf_s)}; "
+        "optimal interval: "
+        f"Young {_interval(plan.young_interval_s)}, "
+        f"Daly {_interval(plan.daly_interval_s)}, exact {_interval(plan.optimal_interval_s)} "
+        f"(expected ETTR {format_percent(_limit_ettr(plan))})"
     )
+    if plan.statement:
+        out.print(plain(plan.statement))
     render_table(
         "Expected ETTR by checkpoint interval (Kokolis et al. 2024)",
         ("interval", "expected ETTR", "lost to failures", "lost to checkpoints"),

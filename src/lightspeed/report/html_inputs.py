@@ -11,7 +11,6 @@ a size bound and every field is checked.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.bench import BenchResult, DeviceSol
+from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.gate import MetricHistory, metric_history
 from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
@@ -143,13 +143,7 @@ def _latest_predictions(store: ResultsStore) -> list[PredictedStep]:
 
 
 def _read_json(path: Path) -> Any:
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise DataFileError(path, f"the file is {size} bytes, over the {MAX_JSON_BYTES} byte limit")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise DataFileError(path, f"not valid JSON ({error})") from None
+    return load_json(path, max_bytes=MAX_JSON_BYTES, what="results file")
 
 
 @dataclass
@@ -170,6 +164,7 @@ def gather_inputs(
     store_path: Path | None = None,
     history_name: str | None = None,
     history_metric: str | None = None,
+    skip_bad_events: bool = False,
 ) -> ReportInputs:
     """Everything the report draws: from ``sources`` when given, else the store's newest runs.
 
@@ -179,12 +174,13 @@ def gather_inputs(
     estimate JSON file, or a store run (``run:ID``).
     The metric history always comes from the store (``history_name`` /
     ``history_metric`` choose it; by default the metric stored in the most runs).
+    ``skip_bad_events`` leaves impossible trace events out (counted in the section's notes).
     """
     found = _Collected()
     reasons: dict[str, str] = {}
     with open_store(store_path) as store:
         for source in sources:
-            _read_source(source, store, found)
+            _read_source(source, store, found, skip_bad_events)
         if not sources:
             found.bench = _latest_bench(store)
             found.steps = _latest_predictions(store)
@@ -203,7 +199,7 @@ def gather_inputs(
     )
 
 
-def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
+def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_events: bool) -> None:
     path = Path(source)
     if path.is_file() and detect_format(path) == "ncu-csv":
         section = kernel_section(kernel_report(read_ncu(path)), label=f"{path.name}: Nsight Compute")
@@ -211,7 +207,7 @@ def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
             replace(section, key=f"kernels-{len(found.kernels) + 1}", title=f"{section.title}: {path.name}")
         )
     elif is_trace_source(path):
-        summary = summarize(load_trace(path))
+        summary = summarize(load_trace(path, skip_bad_events=skip_bad_events))
         section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
         # Several traces in one report: each section needs its own anchor.
         found.traces.append(

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure, save_figure
+from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -45,7 +45,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
     console = make_console()
     load = estimate.load
     console.print(
-        f"[bold]{estimate.model}[/bold] on [bold]{estimate.system}[/bold] ({estimate.num_gpus} GPUs): "
+        f"[bold]{plain(estimate.model)}[/bold] on [bold]{plain(estimate.system)}[/bold] "
+        f"({estimate.num_gpus} GPUs): "
         f"{estimate.plan.describe()}, {estimate.batching} batching, "
         f"ISL/OSL {load.input_tokens}/{load.output_tokens}"
     )
@@ -102,7 +103,8 @@ def render_inference_search(result: InferenceSearchResult) -> None:
         if text
     )
     console.print(
-        f"[bold]{result.model}[/bold] on [bold]{result.system}[/bold]: {result.num_points_evaluated:,} "
+        f"[bold]{plain(result.model)}[/bold] on [bold]{plain(result.system)}[/bold]: "
+        f"{result.num_points_evaluated:,} "
         f"deployment x batch points in {format_duration(result.elapsed_s)}, {result.num_points_feasible:,} "
         f"meet {bounds or 'no bound'}"
     )
@@ -155,15 +157,14 @@ def pareto_figure(result: InferenceSearchResult) -> Figure:
     axes.set_xlabel("output tokens/s per user (1 / TPOT)")
     axes.set_ylabel("output tokens/s per GPU")
     axes.set_title(f"{result.model} on {result.system}", fontsize=10)
-    axes.legend(fontsize=8, frameon=False)
+    add_legend(axes, fontsize=8, frameon=False)
     return figure
 
 
 def save_pareto_plot(result: InferenceSearchResult, path: Path) -> list[Path]:
     """Write the Pareto plot to ``path`` (its suffix picks the format; PNG and SVG without one)."""
-    suffix = path.suffix.lstrip(".").lower()
-    formats = (suffix,) if suffix in ("png", "svg", "pdf") else ("png", "svg")
-    return save_figure(pareto_figure(result), path.with_suffix(""), formats)
+    stem, formats = plot_paths(path, name="pareto", default_formats=("png", "svg"))
+    return save_figure(pareto_figure(result), stem, formats)
 
 
 def render_system_comparison(comparison: SystemComparison) -> None:
@@ -192,7 +193,7 @@ def render_system_comparison(comparison: SystemComparison) -> None:
         right_align_from=3,
     )
     for result in comparison.results:
-        console.print(f"[bold]{result.system}[/bold]: {result.bound}")
+        console.print(f"[bold]{plain(result.system)}[/bold]: {plain(result.bound)}")
         for share in result.collectives:
             flag = " [red](slow level)[/red]" if share.crosses_slow_level else ""
             console.print(

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from lightspeed.catalog import MigGeometry
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import series_color
-from lightspeed.report.plots import new_figure, save_figure
+from lightspeed.report.plots import new_figure, plot_paths, save_figure
 from lightspeed.sol import MigPlan
 from lightspeed.sol.mig_layout import LayoutCheck
 from lightspeed.units import format_duration
@@ -65,7 +65,9 @@ def render_mig_plan(plan: MigPlan, sizes: dict[str, int]) -> None:
     """Print the chosen layout, each strategy's assignments side by side, and why the choice won."""
     console = make_console()
     mig = plan.strategy("mig")
-    console.print(f"[bold]MIG plan on {plan.accelerator}[/bold]: {mig.num_gpus} GPU(s), memory slots 0-7")
+    console.print(
+        f"[bold]MIG plan on {plain(plan.accelerator)}[/bold]: {mig.num_gpus} GPU(s), memory slots 0-7"
+    )
     for line in layout_lines(plan, sizes):
         console.print(line)
     for strategy in plan.strategies:
@@ -147,8 +149,8 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
 
 def save_mig_plot(plan: MigPlan, sizes: dict[str, int], path: Path) -> list[Path]:
     """Write the layout figure as ``path`` (its suffix picks the format; PNG by default)."""
-    formats = (path.suffix.lstrip(".") or "png",)
-    return save_figure(mig_figure(plan, sizes), path.with_suffix(""), formats)
+    stem, formats = plot_paths(path, name="mig-layout", default_formats=("png",))
+    return save_figure(mig_figure(plan, sizes), stem, formats)
 
 
 def render_mig_profiles(geometry: MigGeometry) -> None:

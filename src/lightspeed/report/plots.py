@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lightspeed.errors import UserInputError
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -44,6 +46,13 @@ def _house_style(axes: Axes) -> None:
         axes.spines[side].set_visible(False)
 
 
+def add_legend(axes: Axes, **options: Any) -> None:
+    """A legend when something on ``axes`` has a label (matplotlib warns on an empty one)."""
+    handles, _ = axes.get_legend_handles_labels()
+    if handles:
+        axes.legend(**options)
+
+
 def figure_svg(figure: Figure) -> str:
     """The figure as an inline SVG document (text), then closes it."""
     buffer = io.StringIO()
@@ -54,15 +63,48 @@ def figure_svg(figure: Figure) -> str:
     return text[start:] if start >= 0 else text
 
 
+PLOT_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+
+
+def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+    """Where ``--plot PATH`` writes: ``(stem, formats)``.
+
+    A suffix (``.png``, ``.svg``, ``.pdf``) picks one format; no suffix writes
+    ``default_formats``; an existing folder gets ``NAME.<format>`` inside it
+    (never ``PATH.png`` beside it).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> plot_paths(folder, name="pareto", default_formats=("png",)) == (folder / "pareto", ("png",))
+    True
+    """
+    if path.is_dir():
+        return path / name, default_formats
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix in PLOT_FORMATS:
+        return path.with_suffix(""), (suffix,)
+    if suffix:
+        raise UserInputError(
+            f"cannot draw {path}: {path.suffix!r} is not a plot format; end the name in .png, .svg or .pdf"
+        )
+    return path, default_formats
+
+
 def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
     """Write ``path_stem.<format>`` for each format, close the figure, return the paths."""
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for extension in formats:
-        path = path_stem.with_suffix(f".{extension}")
-        figure.savefig(path, format=extension, bbox_inches="tight", dpi=120)
-        written.append(path)
-    close_figure(figure)
+    try:
+        path_stem.parent.mkdir(parents=True, exist_ok=True)
+        for extension in formats:
+            path = path_stem.parent / f"{path_stem.name}.{extension}"
+            figure.savefig(path, format=extension, bbox_inches="tight", dpi=120)
+            written.append(path)
+    except OSError as error:
+        raise UserInputError(
+            f"cannot write the plot {path_stem} ({error.strerror or error}); choose a writable path"
+        ) from None
+    finally:
+        close_figure(figure)
     return written
 
 

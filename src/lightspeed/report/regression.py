@@ -12,7 +12,7 @@ from lightspeed.gate.compare import GateResult, MetricComparison
 from lightspeed.gate.inputs import MetricHistory
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure
+from lightspeed.report.plots import add_legend, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -121,5 +121,5 @@ def history_figure(history: MetricHistory) -> Figure:
     axes.set_ylabel(plain_text(f"{history.metric} ({history.unit})"))
     better = "lower" if history.lower_is_better else "higher"
     axes.set_title(plain_text(f"{history.name}: {better} is better", 90))
-    axes.legend(loc="best", fontsize=8)
+    add_legend(axes, loc="best", fontsize=8)
     return figure

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from lightspeed.records import JsonObject, to_jsonable
 from lightspeed.report.bench import format_value
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.store import RunSummary, StoredRecord
 from lightspeed.units import format_percent
 
@@ -43,19 +43,19 @@ def render_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
     """The runs table, newest first (times in UTC)."""
     rows = [
         [
-            run.run_id,
-            run.kind,
-            run.label,
+            plain(run.run_id),
+            plain(run.kind),
+            plain(run.label),
             _timestamp(run.created_s),
             str(run.num_records),
-            run.host_name,
+            plain(run.host_name),
             "complete" if run.complete else "INCOMPLETE",
         ]
         for run in runs
     ]
     headers = ["run", "kind", "label", "created (UTC)", "records", "host", "status"]
     caption = None if runs else "no runs yet: 'lightspeed bench membw --quick' stores one"
-    render_table(f"results in {store_path}", headers, rows, right_align_from=4, caption=caption)
+    render_table(f"results in {plain(store_path)}", headers, rows, right_align_from=4, caption=caption)
 
 
 def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: JsonObject) -> None:
@@ -63,20 +63,22 @@ def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Js
     console = make_console()
     rows = [
         [
-            record.name,
-            record.metric,
+            plain(record.name),
+            plain(record.metric),
             format_value(record.value, record.unit),
             format_value(record.sol, record.unit),
             format_percent(record.fraction_of_sol) if record.fraction_of_sol is not None else "-",
         ]
         for record in records
     ]
-    title = f"run {run.run_id} ({run.kind}, {run.label or 'no label'}, {_timestamp(run.created_s)} UTC)"
+    title = plain(
+        f"run {run.run_id} ({run.kind}, {run.label or 'no label'}, {_timestamp(run.created_s)} UTC)"
+    )
     render_table(
         title, ["name", "metric", "value", "SOL", "of SOL"], rows, right_align_from=2, console=console
     )
-    environment = [[key, _environment_text(value)] for key, value in fingerprint.items()]
-    render_table(f"environment {run.fingerprint_id}", ["field", "value"], environment, console=console)
+    environment = [[plain(key), plain(_environment_text(value))] for key, value in fingerprint.items()]
+    render_table(f"environment {plain(run.fingerprint_id)}", ["field", "value"], environment, console=console)
 
 
 def _environment_text(value: Any) -> str:

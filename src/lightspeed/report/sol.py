@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from lightspeed.report.console import make_console, render_table
+from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure
+from lightspeed.report.plots import add_legend, new_figure
 from lightspeed.units import format_bytes, format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ def render_train_estimate(estimate: TrainEstimate) -> None:
     """Print a training estimate: headline numbers, breakdown, memory, bound, assumptions."""
     console = make_console()
     console.print(
-        f"[bold]{estimate.model}[/bold] on [bold]{estimate.system}[/bold] ({estimate.num_gpus} GPUs)"
+        f"[bold]{plain(estimate.model)}[/bold] on [bold]{plain(estimate.system)}[/bold] "
+        f"({estimate.num_gpus} GPUs)"
     )
     console.print(f"plan: {_plan_line(estimate.plan)}")
     step = estimate.step_time_s
@@ -97,7 +98,7 @@ def render_search_result(result: SearchResult) -> None:
     """Print ranked plans and why the best wins."""
     console = make_console()
     console.print(
-        f"[bold]{result.model}[/bold] on [bold]{result.system}[/bold]: "
+        f"[bold]{plain(result.model)}[/bold] on [bold]{plain(result.system)}[/bold]: "
         f"{result.num_plans_evaluated:,} valid plans "
         f"evaluated in {format_duration(result.elapsed_s)} ({result.plans_per_s:,.0f} plans/s), "
         f"{result.num_plans_fitting:,} fit in memory"
@@ -222,5 +223,5 @@ def step_breakdown_figure(estimate: StepBreakdown) -> Figure:
     axes.set_title(
         f"{estimate.model} on {estimate.system}: predicted step {format_duration(estimate.step_time_s)}"
     )
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
+    add_legend(axes, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
     return figure

@@ -19,7 +19,7 @@ from lightspeed.records import JsonDict
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure, save_figure
+from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.trace import (
     CommsReport,
     IdleReport,
@@ -230,16 +230,14 @@ def temporal_breakdown_figure(summary: TraceSummary) -> Figure:
     axes.set_ylabel("% of kernel span")
     axes.set_ylim(0, 100)
     axes.set_title("Temporal breakdown per rank")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
+    add_legend(axes, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     return figure
 
 
 def save_temporal_breakdown(summary: TraceSummary, path: Path) -> list[Path]:
     """Write the temporal breakdown chart; a suffix picks one format, none writes .png and .svg."""
-    figure = temporal_breakdown_figure(summary)
-    suffix = path.suffix.lower().lstrip(".")
-    formats = (suffix,) if suffix in ("png", "svg", "pdf") else ("png", "svg")
-    return save_figure(figure, path.with_suffix("") if suffix in formats else path, formats)
+    stem, formats = plot_paths(path, name="trace-breakdown", default_formats=("png", "svg"))
+    return save_figure(temporal_breakdown_figure(summary), stem, formats)
 
 
 def trace_section(summary: TraceSummary, *, label: str = "") -> ReportSection:

@@ -217,6 +217,8 @@ def _train_result(
         top=1,
         efficiency=efficiency,
         max_tp=domain,
+        num_gpus=_part_of_node(cluster, options.get("num_gpus")),
+        require_fit=True,  # a best plan that cannot run is no comparison
     )
     best = search.plans[0]
     hardware = hardware_for(cluster, precision, efficiency)

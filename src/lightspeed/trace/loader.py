@@ -35,6 +35,7 @@ from lightspeed.trace.io.kineto import read_kineto
 from lightspeed.trace.io.nsys import read_nsys, read_nsys_report
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.model import RankTrace, Trace
+from lightspeed.trace.validate import check_events, skipped_note
 
 TIME_UNITS: Final = ("auto", "us", "ns")
 
@@ -46,6 +47,7 @@ def load_trace(
     time_unit: str = "auto",
     round_to_us: bool = True,
     allow_mixed_schema: bool = False,
+    skip_bad_events: bool = False,
 ) -> Trace:
     """Load trace files (or folders of per-rank files) into columnar tables.
 
@@ -60,6 +62,9 @@ def load_trace(
     process-id order). Ranks written with different schema versions are
     refused unless ``allow_mixed_schema``. ``time_unit`` and ``round_to_us``
     concern Kineto JSON only: Nsight Systems records integer nanoseconds.
+    Impossible events (see :mod:`lightspeed.trace.validate`) stop the load
+    with an error naming the event, unless ``skip_bad_events``: then they are
+    left out and counted (``num_skipped_events``, and a note every analysis shows).
 
     Raises :class:`TraceError` for unreadable, truncated, invalid or
     ambiguous input.
@@ -71,10 +76,15 @@ def load_trace(
     loaded = [
         item
         for path in files
-        for item in _load_file(path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us)
+        for item in _load_file(
+            path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us, skip_bad=skip_bad_events
+        )
     ]
     ranks = _assign_ranks(loaded)
     notes = _check_schema_versions(ranks, allow_mixed_schema)
+    skipped = {rank.rank: rank.skipped_events for rank in ranks if rank.skipped_events}
+    if skipped:
+        notes = (*notes, skipped_note(skipped))
     return Trace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), notes=notes)
 
 
@@ -87,15 +97,22 @@ class _Loaded:
     trace: RankTrace
 
 
-def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool) -> list[_Loaded]:
+def _load_file(
+    path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool, skip_bad: bool
+) -> list[_Loaded]:
     """The ranks one file holds (one, except for Nsight Systems exports of several processes)."""
     found = detect_format(path)
     if found == KINETO:
-        trace, rank, _ = read_kineto(path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us)
+        trace, rank, _ = read_kineto(
+            path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us, skip_bad_events=skip_bad
+        )
         return [_Loaded(path=path, rank=rank, trace=trace)]
     if found in (NSYS_SQLITE, NSYS_REP):
         read = read_nsys if found == NSYS_SQLITE else read_nsys_report
-        return [_Loaded(path=path, rank=rank, trace=trace) for trace, rank in read(path, max_bytes=max_bytes)]
+        return [
+            _Loaded(path=path, rank=rank, trace=_checked(trace, path, skip_bad))
+            for trace, rank in read(path, max_bytes=max_bytes)
+        ]
     if found == NCU_CSV:
         raise TraceError(
             path,
@@ -110,6 +127,21 @@ def _load_file(path: Path, *, max_bytes: float, time_unit: str, round_to_us: boo
             f"then 'lightspeed kernels report {path.stem}.csv'",
         )
     raise TraceError(path, f"unsupported trace format {found!r}")
+
+
+def _checked(trace: RankTrace, path: Path, skip_bad: bool) -> RankTrace:
+    """The impossible-event policy on a table a reader built without it (Nsight Systems rows)."""
+    table, skipped = check_events(
+        trace.events,
+        path=path,
+        skip_bad_events=skip_bad,
+        time_unit="ns",
+        origin_ns=trace.origin_ns,
+        events_field="row",
+    )
+    if not skipped:
+        return trace
+    return dataclasses.replace(trace, events=table, skipped_events=skipped)
 
 
 def _assign_ranks(loaded: list[_Loaded]) -> list[RankTrace]:

@@ -18,6 +18,7 @@ import numpy as np
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.trace.table import GPU_CATEGORIES, I64, EventTable
+from lightspeed.trace.validate import BadEvent
 
 # Kineto's step annotations (HTA matches the same prefix).
 PROFILER_STEP: Final = re.compile(r"ProfilerStep\s*#\s*(\d+)")
@@ -65,6 +66,12 @@ class RankTrace(Record):
     steps: StepTable
     notes: tuple[str, ...] = ()
     source_format: str = "kineto"
+    skipped_events: tuple[BadEvent, ...] = ()
+
+    @property
+    def num_skipped_events(self) -> int:
+        """Impossible events left out of the table (``skip_bad_events``)."""
+        return len(self.skipped_events)
 
     @property
     def gpu_mask(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -89,6 +96,7 @@ class RankTrace(Record):
             "time_unit": self.time_unit,
             "num_events": self.events.num_events,
             "num_steps": self.steps.num_steps,
+            "num_skipped_events": self.num_skipped_events,
             "notes": list(self.notes),
         }
 
@@ -105,6 +113,11 @@ class Trace(Record):
         """The ranks present."""
         return tuple(rank.rank for rank in self.ranks)
 
+    @property
+    def num_skipped_events(self) -> int:
+        """Impossible events left out over all ranks (``skip_bad_events``)."""
+        return sum(rank.num_skipped_events for rank in self.ranks)
+
     def rank(self, rank: int) -> RankTrace:
         """The trace of ``rank``."""
         for item in self.ranks:
@@ -115,7 +128,11 @@ class Trace(Record):
 
     def to_dict(self) -> JsonDict:
         """Metadata of every rank."""
-        return {"ranks": [rank.to_dict() for rank in self.ranks], "notes": list(self.notes)}
+        return {
+            "ranks": [rank.to_dict() for rank in self.ranks],
+            "num_skipped_events": self.num_skipped_events,
+            "notes": list(self.notes),
+        }
 
 
 # Kineto mirrors steps on the GPU timeline as gpu_user_annotation: steps are the CPU annotations.

@@ -80,6 +80,7 @@ class EventTable:
     flop: F64
     device_counts: dict[int, int]
     collectives: CollectiveArgs
+    event_index: I64 | None = None  # each row's index in the file's events (None: not known)
 
     @classmethod
     def empty(cls) -> EventTable:

@@ -22,11 +22,10 @@ dense MLPs in the first ``first_k_dense_replace`` layers, shared experts of
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, normalize_name
+from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 
@@ -37,20 +36,7 @@ def read_config(path: Path) -> dict[str, Any]:
     """Parse ``config.json`` (or the ``config.json`` inside folder ``path``) as a JSON object."""
     if path.is_dir():
         path = path / "config.json"
-    try:
-        size = path.stat().st_size
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    if size > MAX_DATA_FILE_BYTES:
-        raise DataFileError(path, f"file is {size} bytes, above the {MAX_DATA_FILE_BYTES} limit for configs")
-    try:
-        data = json.loads(path.read_bytes())
-    except json.JSONDecodeError as error:
-        raise DataFileError(
-            path, f"invalid JSON ({error.msg})", line=error.lineno, fix="correct the syntax at that line"
-        ) from None
-    except UnicodeDecodeError:
-        raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8 JSON") from None
+    data = load_json(path, max_bytes=MAX_DATA_FILE_BYTES, what="config")
     if not isinstance(data, dict):
         raise DataFileError(
             path, "expected a JSON object at the top level", fix="pass a Hugging Face config.json"

@@ -340,13 +340,16 @@ def estimate_inference(
     load: ServingLoad,
     efficiency: EfficiencyModel | None = None,
     batching: str = "continuous",
+    num_gpus: int | None = None,
 ) -> InferenceEstimate:
     """Predict one serving deployment under one load (see :class:`InferenceEstimate`).
 
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist,
-    does not fit, or cannot sustain the requested arrival rate.
+    does not fit, or cannot sustain the requested arrival rate;
+    :class:`~lightspeed.errors.PlanMismatchError` if it does not use exactly
+    ``num_gpus`` GPUs (when given: the GPUs a user asked for).
     """
-    _check(model, cluster, plan, load, batching)
+    _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
     ih = inference_hardware(cluster, plan, efficiency)
     memory = deployment_memory(model, ih, plan, load)
     if not bool(memory.fits[0]):
@@ -391,12 +394,18 @@ def estimate_inference(
 
 
 def _check(
-    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, load: ServingLoad, batching: str
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: InferencePlan,
+    load: ServingLoad,
+    batching: str,
+    *,
+    num_gpus: int | None = None,
 ) -> None:
     """Raise :class:`InvalidPlanError` for a plan or batching mode that cannot serve ``load``."""
     if batching not in BATCHING_MODES:
         raise InvalidPlanError(f"batching {batching!r} is not one of {', '.join(BATCHING_MODES)}")
-    validate_inference_plan(plan, model)
+    validate_inference_plan(plan, model, num_gpus)
     check_gpus(plan, cluster)
     if plan.disaggregated is not None and load.output_tokens < 2:
         raise InvalidPlanError(

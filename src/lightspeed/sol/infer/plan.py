@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.catalog import Accelerator
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
 from lightspeed.units import bytes_per_element, compute_precision
@@ -287,14 +287,19 @@ def validate_inference_plan(plan: InferencePlan, model: TransformerSpec, num_gpu
         raise InvalidPlanError(f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.name}")
     if num_gpus is not None and plan.num_gpus != num_gpus:
         per_replica = plan.gpus_per_replica
-        hint = (
-            f"; use --replicas {num_gpus // per_replica}"
-            if num_gpus % per_replica == 0 and plan.disaggregated is None
-            else f"; use a multiple of the {per_replica} GPUs per replica"
-        )
-        raise InvalidPlanError(
+        fits = num_gpus % per_replica == 0 and (plan.disaggregated is None or num_gpus >= 2 * per_replica)
+        raise PlanMismatchError(
             f"the plan uses {plan.num_gpus} GPUs ({plan.num_replicas} replicas of tp x dp-attention x pp = "
-            f"{plan.tp} x {plan.dp_attention} x {plan.pp}), not the {num_gpus} requested{hint}"
+            f"{plan.tp} x {plan.dp_attention} x {plan.pp}), not the {num_gpus} requested",
+            nearest_plan={"replicas": num_gpus // per_replica}
+            if fits and plan.disaggregated is None
+            else None,
+            no_match_hint=(
+                f"split the {num_gpus // per_replica} replicas between prefill and decode (P + D)"
+                if fits
+                else f"use a multiple of the {per_replica} GPUs per replica"
+                + (", two replicas at least (one prefill, one decode)" if plan.disaggregated else "")
+            ),
         )
 
 

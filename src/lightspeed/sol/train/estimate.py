@@ -19,7 +19,7 @@ from lightspeed.errors import PlanDoesNotFitError
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.train.grid import grid_from_plans
-from lightspeed.sol.train.plan import TrainingPlan, validate_plan
+from lightspeed.sol.train.plan import TrainingPlan, validate_plan, validate_plan_gpus
 from lightspeed.sol.train.result import (
     DEFAULT_FLOP_CONVENTION,
     TrainEstimate,
@@ -45,13 +45,18 @@ def estimate_training(
     num_tokens: float | None = None,
     check_fit: bool = False,
     sharp: bool = False,
+    num_gpus: int | None = None,
 ) -> TrainEstimate:
     """Predict one training plan on ``cluster`` (see :class:`TrainEstimate`).
 
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist
     on ``cluster``, or, with ``check_fit=True``, if it does not fit in memory.
     ``sharp=True`` models in-network reduction on the scale-out switches.
+    ``num_gpus`` (the GPUs a user asked for) must be the plan's GPU count exactly, else
+    :class:`~lightspeed.errors.PlanMismatchError` names the data-parallel size that makes it.
     """
+    if num_gpus is not None:
+        validate_plan_gpus(plan, num_gpus)
     check_gpu_count(plan, cluster)
     validate_plan(plan, model)
     hardware = hardware_for(cluster, plan.precision, efficiency, sharp)

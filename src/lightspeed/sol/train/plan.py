@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
 from lightspeed.units import compute_precision
@@ -178,10 +178,11 @@ def _check_gpus(plan: TrainingPlan, num_gpus: int | None) -> None:
     if num_gpus is None or plan.num_gpus == num_gpus:
         return
     other = plan.tp * plan.cp * plan.pp
-    hint = f"; use --dp {num_gpus // other}" if num_gpus % other == 0 else ""
-    raise InvalidPlanError(
+    raise PlanMismatchError(
         f"tp x cp x dp x pp = {plan.tp} x {plan.cp} x {plan.dp} x {plan.pp} = {plan.num_gpus} "
-        f"GPUs, not the {num_gpus} requested{hint}"
+        f"GPUs, not the {num_gpus} requested",
+        nearest_plan={"dp": num_gpus // other} if num_gpus % other == 0 else None,
+        no_match_hint=f"tp x cp x pp = {other} does not divide {num_gpus}: choose degrees that do",
     )
 
 
@@ -213,11 +214,20 @@ def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
             f"pp x vpp = {chunks} pipeline chunks exceed the {model.num_layers} layers of {model.name}"
         )
     if model.num_layers % chunks and not plan.uneven_pipeline:
-        valid = [d for d in divisors(model.num_layers) if d % plan.vpp == 0 or plan.vpp == 1]
+        stages = [d // plan.vpp for d in divisors(model.num_layers) if d % plan.vpp == 0]
+        if stages:
+            fix = f"try pp={nearest(plan.pp, stages)}"
+        else:  # no pp at all with this vpp (126 layers in chunks of vpp=4)
+            vpps = [v for v in divisors(model.num_layers) if model.num_layers % (v * plan.pp) == 0]
+            fix = (
+                f"no pp splits them into vpp={plan.vpp} chunks; try vpp={nearest(plan.vpp, vpps)}"
+                if vpps
+                else f"no pp splits them into vpp={plan.vpp} chunks; try vpp=1 with "
+                f"pp={nearest(plan.pp, divisors(model.num_layers))}"
+            )
         raise InvalidPlanError(
             f"pp x vpp = {chunks} does not divide the {model.num_layers} layers of {model.name}; "
-            f"try pp={nearest(plan.pp, [d // plan.vpp for d in valid if d >= plan.vpp])} "
-            "or allow uneven stages (--uneven-pipeline)"
+            f"{fix} or allow uneven stages (--uneven-pipeline)"
         )
     schedule = plan.effective_schedule
     if schedule in ("dualpipe", "dualpipev"):

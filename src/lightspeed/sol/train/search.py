@@ -9,13 +9,15 @@ ranked by throughput among the plans that fit in memory.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
 from lightspeed.catalog import Cluster
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.factors import powers_of_two
@@ -29,6 +31,7 @@ from lightspeed.sol.train.result import (
     part_label,
 )
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays, evaluate_grid
+from lightspeed.units import format_bytes
 from lightspeed.workload import TransformerSpec
 
 CHUNK_PLANS = 262_144
@@ -305,14 +308,19 @@ def search_training(
     schedules: tuple[str, ...] = ("1f1b",),
     max_tp: int | None = None,
     sharp: bool = False,
+    num_gpus: int | None = None,
+    require_fit: bool = False,
 ) -> SearchResult:
     """Every valid plan of ``model`` on ``cluster``, best ``top`` first (fitting plans first).
 
     ``template`` carries the settings not searched (overlap flags, attention
     implementation, gradient precision); ``space`` restricts the values tried.
+    ``num_gpus`` (the GPUs a user asked for; default: the whole cluster) may be part of a
+    single node only. With ``require_fit`` a search where no plan fits raises
+    :class:`~lightspeed.errors.PlanDoesNotFitError` instead of ranking plans that cannot run.
     """
     started = time.perf_counter()
-    num_gpus = cluster.num_accelerators
+    num_gpus = _searched_gpus(cluster, num_gpus)
     _check_schedules(schedules)
     space = space or default_space(model, num_gpus, seq_len, schedules, max_tp)
     base = (template or TrainingPlan()).with_changes(
@@ -341,6 +349,8 @@ def search_training(
         )
         for index in range(len(order))
     )
+    if require_fit and not fits.any():
+        _raise_none_fits(model, cluster, num_gpus, float(memory.min()), hardware.usable_memory_bytes)
     return SearchResult(
         model=model.name,
         system=cluster.name,
@@ -350,6 +360,31 @@ def search_training(
         elapsed_s=time.perf_counter() - started,
         plans=plans[:top],
         why_best=why_best(plans, hardware),
+    )
+
+
+def _searched_gpus(cluster: Cluster, num_gpus: int | None) -> int:
+    """The GPU count to plan for: the request, which must be the cluster or part of one node."""
+    if num_gpus is None or num_gpus == cluster.num_accelerators:
+        return cluster.num_accelerators
+    if cluster.num_nodes == 1 and num_gpus < cluster.num_accelerators:
+        return num_gpus
+    per_node = cluster.system.num_accelerators
+    whole = -(-num_gpus // per_node) * per_node
+    raise PlanMismatchError(
+        f"{num_gpus} GPUs are not a whole number of {cluster.system.name} nodes ({per_node} GPUs each)",
+        nearest_plan={"gpus": whole},
+    )
+
+
+def _raise_none_fits(
+    model: TransformerSpec, cluster: Cluster, num_gpus: int, leanest_bytes: float, usable_bytes: float
+) -> NoReturn:
+    raise PlanDoesNotFitError(
+        f"no plan of {model.name} on {num_gpus} GPUs of {cluster.name} fits: the leanest needs "
+        f"{format_bytes(leanest_bytes)} per GPU, {format_bytes(usable_bytes)} usable",
+        nearest_plan=None,
+        no_fit_hint=f"use about {math.ceil(leanest_bytes / usable_bytes)}x the GPUs or a smaller model",
     )
 
 

@@ -45,8 +45,8 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.published import PublishedRow, first_number, integer_cell
-from lightspeed.sol.validation.rows import RowError, resolve_cluster, resolve_model
+from lightspeed.sol.validation.published import PublishedRow, RowError, first_number, integer_cell
+from lightspeed.sol.validation.rows import resolve_cluster, resolve_model
 from lightspeed.sol.validation.validate import ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 

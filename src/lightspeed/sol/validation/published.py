@@ -10,19 +10,25 @@ Defaults for unreported settings are documented in ``docs/sol.md``.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, LightspeedError
 from lightspeed.records import Record
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
 MISSING = {"", "n/r", "n/a", "-", "n/p", "?", "none reported"}
-_NUMBER = re.compile(r"[-+]?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
+# a sign only where no letter precedes it: "ZeRO-1" holds 1, not -1
+_NUMBER = re.compile(r"(?:(?<![A-Za-z])[-+])?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 MAX_TABLE_BYTES = 32 * 2**20
+
+
+class RowError(LightspeedError):
+    """A row cannot be turned into a prediction; the message says which field and why."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,12 @@ def read_table(path: Path) -> list[PublishedRow]:
         raise DataFileError(
             path, f"missing columns {', '.join(missing)}", line=1, fix="use the header of published-dev.tsv"
         )
-    return list(_rows(reader))
+    try:
+        return list(_rows(reader))
+    except csv.Error as error:
+        raise DataFileError(
+            path, f"not a readable table ({error})", line=reader.line_num + 1, fix="check that line's cells"
+        ) from None
 
 
 def _rows(reader: csv.DictReader[str]) -> Iterator[PublishedRow]:
@@ -97,6 +108,8 @@ def first_number(text: str) -> float | None:
     if match is None:
         return None
     value = float(match.group(0).replace(",", ""))
+    if not math.isfinite(value):
+        raise RowError(f"{match.group(0)!r} is too large to be a number")
     after = text[match.end() : match.end() + 1].lower()
     if after in _SUFFIX and not text[match.end() : match.end() + 2].lower().endswith(("b/", "bp")):
         value *= _SUFFIX[after]
@@ -114,4 +127,8 @@ def integer_cell(text: str, default: int | None = None) -> int | None:
     if is_missing(text):
         return default
     value = first_number(text)
-    return int(value) if value is not None else default
+    if value is None:
+        return default
+    if value < 0 or value != int(value):
+        raise RowError(f"{text!r} is not a whole number >= 0")
+    return int(value)

@@ -23,11 +23,12 @@ import re
 from dataclasses import dataclass, field
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, System
-from lightspeed.errors import LightspeedError, UserInputError
+from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.validation.published import (
     PublishedRow,
+    RowError,
     first_number,
     integer_cell,
     is_missing,
@@ -56,10 +57,6 @@ METRICS = (
     "samples_per_s",
     "samples_per_s_per_gpu",
 )
-
-
-class RowError(LightspeedError):
-    """A row cannot be turned into a prediction; the message says which field and why."""
 
 
 @dataclass(frozen=True)
@@ -254,9 +251,18 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
     pp = integer_cell(row.text("PP"), 1) or 1
     cp = integer_cell(row.text("CP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
-    dp = integer_cell(row.text("DP"), None)
-    if dp is None or tp * pp * cp * dp != num_gpus:
-        dp = max(1, num_gpus // (tp * pp * cp))
+    dp_text = row.text("DP")
+    # a DP cell that starts with a number is the degree; text such as "ZeRO-1" names sharding only
+    dp = integer_cell(dp_text, None) if re.match(r"\s*\d", dp_text) else None
+    if dp is not None and tp * pp * cp * dp != num_gpus:
+        raise RowError(
+            f"TP x PP x CP x DP = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp} GPUs, "
+            f"not the {num_gpus} GPUs reported"
+        )
+    if dp is None:
+        if num_gpus % (tp * pp * cp):
+            raise RowError(f"{num_gpus} GPUs do not split into TP x PP x CP = {tp * pp * cp}")
+        dp = num_gpus // (tp * pp * cp)
     return _Degrees(tp, pp, dp, ep, cp)
 
 

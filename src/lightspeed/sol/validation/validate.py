@@ -9,6 +9,7 @@ error per kind. A row it cannot read is reported with its reason, never dropped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,8 @@ from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.sol.train.result import estimate_from_arrays
 from lightspeed.sol.train.step import evaluate_grid
-from lightspeed.sol.validation.published import PublishedRow, read_table
-from lightspeed.sol.validation.rows import RowError, RowSetup, row_setup
+from lightspeed.sol.validation.published import PublishedRow, RowError, read_table
+from lightspeed.sol.validation.rows import RowSetup, row_setup
 from lightspeed.units import SECONDS_PER_HOUR
 from lightspeed.workload import ModelRegistry
 from lightspeed.workload.flops import flops_per_token
@@ -144,7 +145,15 @@ def predicted_row(
     plan: JsonDict,
     assumptions: tuple[str, ...],
 ) -> ValidationRow:
-    """The record of a row the engine predicted (relative error against ``measured``)."""
+    """The record of a row the engine predicted (relative error against ``measured``).
+
+    Raises :class:`RowError` (the row is reported as not predicted) when ``measured`` is not
+    a number above zero: a relative error against it means nothing.
+    """
+    if not measured > 0 or not math.isfinite(measured):
+        raise RowError(f"measured value {measured:g} is not a number above 0")
+    if not math.isfinite(predicted):
+        raise RowError(f"the prediction is not a finite number ({predicted:g})")
     return ValidationRow(
         id=row.row_id,
         kind=kind,

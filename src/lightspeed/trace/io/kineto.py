@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lightspeed.errors import TraceError
 from lightspeed.trace.io.kineto_schema import TraceDocument
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
 from lightspeed.trace.io.source import rank_from_file_name
 from lightspeed.trace.model import PROFILER_STEP, RankTrace, step_table
 from lightspeed.trace.table import EventTable
+from lightspeed.trace.validate import BadEvent, check_events
 
 
 def read_kineto(
-    path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool
+    path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool, skip_bad_events: bool = False
 ) -> tuple[RankTrace, int | None, str]:
     """The rank trace of one Kineto file, its rank (None when unknown) and where the rank came from.
 
@@ -34,6 +36,15 @@ def read_kineto(
         builder.add(events)
     document = stream.document
     table, origin_ns = builder.finish()
+    table, skipped = check_events(
+        table,
+        path=path,
+        reader_bad=[BadEvent(*row) for row in builder.unplaced],
+        skip_bad_events=skip_bad_events,
+        time_unit=builder.time_unit,
+        origin_ns=origin_ns,
+        rounding_ns=builder.rounding_ns,
+    )
     rank, rank_source = _rank_of(path, document)
     notes = (
         [] if rank_source == "distributedInfo" else [f"{path.name}: no distributedInfo.rank; {rank_source}"]
@@ -53,6 +64,7 @@ def read_kineto(
         events=table,
         steps=step_table(table, pattern=PROFILER_STEP),
         notes=tuple(notes),
+        skipped_events=skipped,
     )
     return trace, rank, rank_source
 
@@ -69,6 +81,15 @@ def _rank_of(path: Path, document: TraceDocument) -> tuple[int | None, str]:
     info = document.distributedInfo
     rank = _as_int(info.rank) if info is not None else None
     if rank is not None:
+        world_size = _as_int(info.world_size) if info is not None else None
+        if rank < 0 or (world_size is not None and not 0 <= rank < world_size):
+            raise TraceError(
+                path,
+                "impossible rank" + (f" for a world size of {world_size}" if world_size is not None else ""),
+                field="distributedInfo.rank",
+                value=rank,
+                fix="a rank is 0 .. world_size - 1; re-export the trace or fix distributedInfo",
+            )
         return rank, "distributedInfo"
     from_name = rank_from_file_name(path)
     if from_name is not None:

@@ -5,9 +5,11 @@ The ``traceEvents`` array is cut into chunks of about ``CHUNK_BYTES`` at a
 array. A cut that falls inside an event or a string cannot decode (the chunk
 would end inside an unclosed object or string), so a failed decode only means
 "try the next ``}, {``": a decoded chunk is always a run of whole events.
-After a few failed cuts in a row (names full of ``}, {``) the rest of the
-file is read and split exactly by msgspec instead. Only a window of the
-decompressed text is held at any time, never the whole file.
+After a few failed cuts in a row (names full of ``}, {``) each next try is
+twice as far. Any other decode error is damage: it stops the read at once,
+with the absolute byte offset in the (decompressed) file. Only a window of
+the decompressed text is held at any time (at most ``MAX_WINDOW_BYTES``),
+never the whole file, whatever it holds.
 
 The other top-level keys (``distributedInfo``, ``deviceProperties`` ...) may
 come before or after the events; both parts are decoded with the events
@@ -16,11 +18,10 @@ replaced by an empty array.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgspec
 
@@ -36,28 +37,24 @@ from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_blocks
 
 CHUNK_BYTES: Final = 8 << 20  # about 40,000 Kineto events
 MAX_FAILED_CUTS: Final = 4
+MAX_WINDOW_BYTES: Final = 256 << 20  # the most text held at once: no real event comes near it
+_ERROR_BYTE: Final = re.compile(r"\(byte (\d+)\)")
 _BOUNDARY: Final = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY: Final = re.compile(rb'"traceEvents"\s*:\s*\[')
 _TAIL_DECODER: Final = msgspec.json.Decoder(TraceTail)
-_RAW_TAIL_DECODER: Final = msgspec.json.Decoder(TraceDocument)
-_RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
 _PREFIX_DECODER: Final = msgspec.json.Decoder(TraceDocument)
-RAW_CHUNK_EVENTS: Final = 65536
 _JSON_PATH_INDEX: Final = re.compile(r"\$(?:\.traceEvents)?\[(\d+)\]([^`]*)`")
 _FIX_TRUNCATED: Final = (
     "export the trace again; a cut-short file usually means the profiler was killed while writing"
 )
 
 
-class _Stop(enum.Enum):
-    """Why no chunk was cut: the tail is left, or cuts kept falling inside events."""
-
-    TAIL = "tail"
-    GIVE_UP = "give up"
-
-
 class EventStream:
     """The events of one trace file in decoded chunks; ``document`` holds the other keys after.
+
+    Memory stays bounded whatever the file holds: at most a window of
+    ``MAX_WINDOW_BYTES`` is buffered, and a byte that cannot be JSON stops the
+    read at once with its absolute offset in the (decompressed) file.
 
     >>> stream = EventStream(Path("rank-0.json.gz"))  # doctest: +SKIP
     >>> sum(len(chunk) for chunk in stream.chunks())  # doctest: +SKIP
@@ -70,6 +67,7 @@ class EventStream:
         self.document = TraceDocument()
         self._blocks = trace_blocks(path, max_bytes=max_bytes)
         self._buffer = bytearray()
+        self._dropped = 0  # bytes of the file before the buffer's first byte
         self._eof = False
         self._array_format = False
         self._index = 0  # events decoded so far
@@ -81,13 +79,9 @@ class EventStream:
             return
         while True:
             cut = self._next_cut(cursor)
-            if cut is _Stop.TAIL:  # no cut left: the rest is the last events and the closing keys
+            if cut is None:  # no cut left: the rest is the last events and the closing keys
                 yield from self._tail(cursor)
                 return
-            if cut is _Stop.GIVE_UP:
-                yield from self._exact_rest(cursor)
-                return
-            assert not isinstance(cut, _Stop)
             events, cursor = cut
             yield events
 
@@ -104,14 +98,24 @@ class EventStream:
         self._buffer += block
         return True
 
+    def _fill(self, size: int) -> bool:
+        """Read until the window holds ``size`` bytes; False when the file ends first."""
+        while len(self._buffer) < size:
+            if not self._more():
+                return False
+        return True
+
     def _find_events_array(self) -> int | None:
         """Offset just past the ``[`` of the top-level ``traceEvents`` array (None: no such array)."""
         while not self._buffer.strip() and self._more():
             pass
         first = len(self._buffer) - len(self._buffer.lstrip())
-        if self._buffer[first : first + 1] == b"[":  # Chrome's JSON Array Format: the file is the array
+        opening = self._buffer[first : first + 1]
+        if opening == b"[":  # Chrome's JSON Array Format: the file is the array
             self._array_format = True
             return first + 1
+        if opening != b"{":
+            self._not_json_error(first)
         searched = 0
         while True:
             for match in _EVENTS_KEY.finditer(self._buffer, max(0, searched - 64)):
@@ -120,22 +124,40 @@ class EventStream:
                     self.document = _PREFIX_DECODER.decode(prefix)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     continue  # the key text sits inside a string or a nested object
+                except RecursionError:
+                    raise self._too_deep(0) from None
                 return match.end()
             searched = len(self._buffer)
-            if not self._more():
+            if searched > MAX_WINDOW_BYTES or not self._more():
                 self._whole_document_error()
                 return None
 
+    def _not_json_error(self, offset: int) -> NoReturn:
+        shown = bytes(self._buffer[offset : offset + 1])
+        raise TraceError(
+            self.path,
+            f"not a JSON trace: byte {self._dropped + offset} is {shown!r}, not '{{' or '['",
+            fix="is this a PyTorch profiler (Kineto) JSON trace? (gzip files are read as gzip)",
+        )
+
     def _whole_document_error(self) -> None:
-        """No top-level traceEvents: say whether the file is even JSON."""
+        """No top-level traceEvents (in the file, or in its first MAX_WINDOW_BYTES): say why."""
         try:
             document = DOCUMENT_DECODER.decode(self._buffer)
         except msgspec.DecodeError as error:
-            raise _json_error(self.path, error) from None
+            if not self._eof and "truncated" in str(error):
+                raise TraceError(
+                    self.path,
+                    f"no traceEvents array in the first {MAX_WINDOW_BYTES >> 20} MiB",
+                    fix="is this a PyTorch profiler (Kineto) JSON trace?",
+                ) from None
+            raise _json_error(self.path, error, self._dropped) from None
         except msgspec.ValidationError as error:
             raise TraceError(
                 self.path, f"unexpected trace layout ({error})", fix="is this a PyTorch profiler trace?"
             ) from None
+        except RecursionError:
+            raise self._too_deep(0) from None
         if isinstance(document, TraceDocument) and document.traceEvents is None:
             raise TraceError(
                 self.path, "no traceEvents array", fix="is this a PyTorch profiler (Kineto) JSON trace?"
@@ -143,29 +165,41 @@ class EventStream:
 
     # --- cutting between events ------------------------------------------------------------------
 
-    def _next_cut(self, cursor: int) -> tuple[list[Event], int] | _Stop:
-        """The next chunk from ``cursor`` and where the one after starts.
+    def _next_cut(self, cursor: int) -> tuple[list[Event], int] | None:
+        """The next chunk from ``cursor`` and where the one after starts; ``None`` at the tail.
 
-        ``_Stop.TAIL`` when no cut is left (the rest is the tail of the file),
-        ``_Stop.GIVE_UP`` after MAX_FAILED_CUTS cuts that fell inside events.
+        A cut that falls inside an event or a string leaves the chunk truncated (try the next
+        ``}, {``; after MAX_FAILED_CUTS, try twice as far each time); any other decode error is
+        real damage, reported at once with its absolute offset.
         """
-        while len(self._buffer) - cursor < 2 * CHUNK_BYTES and self._more():
-            pass
         search_from = cursor + CHUNK_BYTES
-        for _ in range(MAX_FAILED_CUTS):
+        failed = 0
+        while True:
+            self._fill(search_from + CHUNK_BYTES)
             match = _BOUNDARY.search(self._buffer, search_from)
             if match is None:
-                return _Stop.TAIL
+                if len(self._buffer) - cursor > MAX_WINDOW_BYTES:
+                    self._window_error(cursor)
+                search_from = max(search_from, len(self._buffer) - 8)  # a boundary may span blocks
+                if self._more():
+                    continue  # not read far enough yet
+                return None
+            end = match.start() + 1
+            if end - cursor > MAX_WINDOW_BYTES:
+                self._window_error(cursor)
             try:
-                events = self._decode(cursor, match.start() + 1)
-            except msgspec.DecodeError:  # the cut fell inside an event or a string
-                search_from = match.end()
+                events = self._decode(cursor, end)
+            except msgspec.DecodeError as error:
+                if not _is_bad_cut(error, end - cursor + 2):
+                    raise _json_error(self.path, error, self._dropped + cursor - 1) from None
+                failed += 1
+                search_from = match.end() if failed < MAX_FAILED_CUTS else cursor + 2 * (end - cursor)
                 continue
             self._index += len(events)
             next_event = match.end() - 1
             del self._buffer[:next_event]  # keep only the window ahead
+            self._dropped += next_event
             return events, 0
-        return _Stop.GIVE_UP
 
     def _decode(self, start: int, end: int) -> list[Event]:
         with memoryview(self._buffer) as view:
@@ -174,56 +208,70 @@ class EventStream:
             events: list[Event] = EVENTS_DECODER.decode(blob)
         except msgspec.ValidationError as error:
             raise _event_error(self.path, error, self._index) from None
+        except RecursionError:
+            raise self._too_deep(start) from None
         return events
+
+    def _too_deep(self, start: int) -> TraceError:
+        return TraceError(
+            self.path,
+            f"an event after byte {self._dropped + start} nests deeper than the JSON parser allows",
+            fix="this is not what a profiler writes; check the file",
+        )
+
+    def _window_error(self, cursor: int) -> NoReturn:
+        """No event ends within MAX_WINDOW_BYTES: name the first damaged byte if there is one."""
+        with memoryview(self._buffer) as view:
+            blob = b"".join((b"[", view[cursor : cursor + MAX_WINDOW_BYTES]))
+        try:
+            EVENTS_DECODER.decode(blob)
+        except msgspec.DecodeError as error:
+            if "truncated" not in str(error):
+                raise _json_error(self.path, error, self._dropped + cursor - 1) from None
+        except (msgspec.ValidationError, RecursionError):
+            pass
+        raise TraceError(
+            self.path,
+            f"no event ends within {MAX_WINDOW_BYTES >> 20} MiB after byte {self._dropped + cursor} "
+            "(an unterminated string, or damaged JSON)",
+            fix=_FIX_TRUNCATED,
+        )
 
     # --- the end of the array and what follows it --------------------------------------------------
 
     def _tail(self, cursor: int) -> Iterator[list[Event]]:
         """The last events and the keys after the array (the file is read to its end)."""
         while self._more():
-            pass
+            if len(self._buffer) - cursor > MAX_WINDOW_BYTES:
+                self._window_error(cursor)
+        opening = b"[" if self._array_format else b'{"traceEvents":['
         rest = memoryview(self._buffer)[cursor:]
         try:
             if self._array_format:
-                events: list[Event] = EVENTS_DECODER.decode(b"".join((b"[", rest)))
+                events: list[Event] = EVENTS_DECODER.decode(b"".join((opening, rest)))
             else:
-                tail = _TAIL_DECODER.decode(b"".join((b'{"traceEvents":[', rest)))
+                tail = _TAIL_DECODER.decode(b"".join((opening, rest)))
                 events = tail.traceEvents
                 self.document = _merged(self.document, tail)
         except msgspec.DecodeError as error:
-            raise _json_error(self.path, error) from None
+            raise _json_error(self.path, error, self._dropped + cursor - len(opening)) from None
         except msgspec.ValidationError as error:
             raise _event_error(self.path, error, self._index) from None
+        except RecursionError:
+            raise self._too_deep(cursor) from None
         finally:
             rest.release()
         self._index += len(events)
         yield events
 
-    def _exact_rest(self, cursor: int) -> Iterator[list[Event]]:
-        """Too many failed cuts: read the rest and let msgspec split it into raw event views."""
-        while self._more():
-            pass
-        opening = b"[" if self._array_format else b'{"traceEvents":['
-        data = bytearray(opening) + self._buffer[cursor:]
-        self._buffer = bytearray()
-        decoder = _RAW_LIST_DECODER if self._array_format else _RAW_TAIL_DECODER
-        try:
-            decoded = decoder.decode(data)
-        except msgspec.DecodeError as error:
-            raise _json_error(self.path, error) from None
-        if isinstance(decoded, TraceDocument):
-            self.document = _merged(self.document, decoded)
-            views = decoded.traceEvents or []
-        else:
-            views = decoded
-        for start in range(0, len(views), RAW_CHUNK_EVENTS):
-            joined = b"".join((b"[", b",".join(views[start : start + RAW_CHUNK_EVENTS]), b"]"))
-            try:
-                events: list[Event] = EVENTS_DECODER.decode(joined)
-            except msgspec.ValidationError as error:
-                raise _event_error(self.path, error, self._index) from None
-            self._index += len(events)
-            yield events
+
+def _is_bad_cut(error: msgspec.DecodeError, blob_bytes: int) -> bool:
+    """Whether a failed decode only means the cut fell inside an event (truncated at its end)."""
+    message = str(error)
+    if "truncated" in message:
+        return True
+    match = _ERROR_BYTE.search(message)
+    return match is not None and int(match.group(1)) >= blob_bytes - 1
 
 
 def _merged(before: TraceDocument, after: Any) -> TraceDocument:
@@ -236,9 +284,15 @@ def _merged(before: TraceDocument, after: Any) -> TraceDocument:
     return TraceDocument(**values, traceEvents=[])
 
 
-def _json_error(path: Path, error: msgspec.DecodeError) -> TraceError:
-    problem = "JSON is truncated" if "truncated" in str(error) else f"not valid JSON ({error})"
-    return TraceError(path, problem, fix=_FIX_TRUNCATED)
+def _json_error(path: Path, error: msgspec.DecodeError, base: int = 0) -> TraceError:
+    """The decode error with its byte offset made absolute (``base``: the file offset of byte 0)."""
+    message = str(error)
+    if "truncated" in message:
+        return TraceError(path, "JSON is truncated", fix=_FIX_TRUNCATED)
+    absolute = _ERROR_BYTE.sub(lambda match: f"(byte {base + int(match.group(1))} of the file)", message)
+    return TraceError(
+        path, f"not valid JSON ({absolute})", fix="the file is damaged at that byte; copy or export it again"
+    )
 
 
 def _event_error(path: Path, error: msgspec.ValidationError, first_index: int) -> TraceError:

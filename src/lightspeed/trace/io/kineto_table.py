@@ -30,6 +30,8 @@ from lightspeed.trace.table import (
 
 # 1e17 us after the epoch is the year ~5100; a timestamp that large is in ns.
 NS_TIMESTAMP_THRESHOLD: Final = 1e17
+# |ts| or |dur| (ns) a table can hold: the difference of two such times still fits an int64.
+MAX_ABS_TIME_NS: Final = 4e18  # year 2096 in ns since 1970
 
 # C-level attribute readers: columns are built with map(), not Python loops.
 _TS, _DUR, _CAT, _NAME, _TID, _ARGS = map(attrgetter, ("ts", "dur", "cat", "name", "tid", "args"))
@@ -73,6 +75,9 @@ class TableBuilder:
         self._num_kept = 0
         self._collective_rows: list[tuple[int, str, int, int, int, float]] = []
         self._device_counts: dict[int, int] = {}
+        self._num_seen = 0  # events of earlier chunks, kept or not
+        # (index in traceEvents, field, value, problem) of complete events no clock can place
+        self.unplaced: list[tuple[int, str, float, str]] = []
 
     def add(self, events: list[Event]) -> None:
         """Append the complete events (with ``ts``, ``dur`` and a category) of one decoded chunk."""
@@ -85,11 +90,16 @@ class TableBuilder:
         dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)
         category_ids = intern(self.categories, list(map(_CAT, events)))
         real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
-        keep = ~np.isnan(ts) & ~np.isnan(dur) & real[category_ids]
+        complete = ~np.isnan(dur) & real[category_ids]
+        placed = self._placed(ts, dur, complete)
+        keep = complete & placed
+        first_index = self._num_seen
+        self._num_seen += count
         kept = list(compress(events, keep.tolist()))
         if not kept:
             return
         add = self._chunks.add
+        add("event_index", np.flatnonzero(keep) + first_index)
         name_ids = intern(self.names, list(map(_NAME, kept)))
         add("name_id", name_ids)
         add("category_id", category_ids[keep])
@@ -114,6 +124,30 @@ class TableBuilder:
         self._count_devices(category_ids[keep], args)
         self._collect_collectives(kept, args, name_ids)
         self._num_kept += len(kept)
+
+    def _placed(self, ts: F64, dur: F64, complete: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Which complete events have a ``ts`` and times a clock can hold; the others are noted."""
+        limit = MAX_ABS_TIME_NS / (1.0 if self.time_unit == "ns" else 1000.0)
+        with np.errstate(invalid="ignore"):
+            bad_ts = np.isnan(ts) | ~(np.abs(ts) <= limit)
+            bad_dur = ~(np.abs(dur) <= limit) | (dur < 0)  # negative as written, before any rounding
+        for row in np.flatnonzero(complete & (bad_ts | bad_dur)).tolist():
+            field, value = ("ts", ts[row]) if bad_ts[row] else ("dur", dur[row])
+            problem = (
+                "a complete event without a ts"
+                if np.isnan(value)
+                else "a negative duration"
+                if field == "dur" and value < 0 and abs(value) <= limit
+                else "a time no clock holds"
+            )
+            self.unplaced.append((self._num_seen + row, field, float(value), problem))
+        placed: npt.NDArray[np.bool_] = ~(bad_ts | bad_dur)
+        return placed
+
+    @property
+    def rounding_ns(self) -> int:
+        """How far rounding moved an event's end (HTA's inward rounding to whole us: up to 1 us)."""
+        return 1000 if self.round_to_us and self._float_timestamps and self.time_unit != "ns" else 0
 
     def _count_devices(self, category_ids: npt.NDArray[np.int32], args: list[EventArgs]) -> None:
         """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
@@ -188,6 +222,7 @@ class TableBuilder:
             flop=joined("flop", np.float64),
             device_counts=dict(self._device_counts),
             collectives=collectives,
+            event_index=joined("event_index", np.int64),
         )
         return table, origin_ns
 
@@ -212,10 +247,13 @@ class TableBuilder:
 
 
 def _guess_time_unit(ts: F64) -> str:
-    """``ns`` when timestamps are too large to be microseconds (past year 5000), else ``us``."""
-    present = np.abs(ts[~np.isnan(ts)])
-    largest = float(present.max()) if present.size else 0.0
-    return "ns" if largest > NS_TIMESTAMP_THRESHOLD else "us"
+    """``ns`` when timestamps are too large to be microseconds (past year 5000), else ``us``.
+
+    The median decides, so that one absurd timestamp cannot turn a whole trace into ns.
+    """
+    present = np.abs(ts[np.isfinite(ts)])
+    typical = float(np.median(present)) if present.size else 0.0
+    return "ns" if typical > NS_TIMESTAMP_THRESHOLD else "us"
 
 
 def _count(value: int | None) -> int:

@@ -1,0 +1,405 @@
+"""Typed values of every numeric command-line option: finite, in range, exact.
+
+Every numeric option of every command uses one of these click parameter types
+(``tests/cli/test_option_types.py`` walks the whole command tree and fails on
+one that does not). Each type parses the text itself, so that:
+
+- integers are read exactly (``99999999999999999999`` stays that number and is
+  refused against the bound, never rounded through a float);
+- ``nan``, ``inf`` and numbers that overflow a float (``1e400``) are refused;
+- every value lies between bounds that come from physics or memory (no CPU runs
+  above 10 GHz, no cluster holds ten million GPUs), named in the message;
+- sizes, durations, rates and percentages accept the units of
+  :mod:`lightspeed.units` (``80GB``, ``50ms``, ``200GB/s``, ``5%``) and come
+  out in base SI (bytes, seconds, bytes per second, a fraction).
+
+A bad value is a usage error: one line on stderr, exit code 2::
+
+    $ lightspeed plan train ... --gpus 99999999999999999999
+    lightspeed: error: Invalid value for '--gpus': 99999999999999999999 GPUs is above the limit of
+    10,000,000 GPUs (50x the largest cluster built); allowed: a whole number from 1 to 10,000,000 GPUs ...
+
+See docs/limits.md for every bound and how new commands adopt these types.
+
+>>> GPUS.convert("64", None, None)
+64
+>>> Size(minimum=1.0, maximum=2.0**50).convert("1.5GiB", None, None)
+1610612736.0
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+import click
+
+from lightspeed.errors import UserInputError
+from lightspeed.units import (
+    format_bytes,
+    format_bytes_per_s,
+    format_duration,
+    parse_bytes,
+    parse_count,
+    parse_duration,
+    parse_percent,
+)
+
+# --- bounds (documented in docs/limits.md) -----------------------------------------------------
+MAX_ACCELERATORS: Final = 10_000_000  # 50x xAI Colossus (200,000 GPUs, 2025), the largest built
+MAX_NODES: Final = MAX_ACCELERATORS
+MAX_SEQ_LEN: Final = 2**27  # 134M tokens; the longest context windows offered hold 10M
+MAX_SEQUENCES: Final = 2**30  # sequences in a batch, requests in flight
+MAX_TOKENS: Final = 1e18  # 25,000x the largest published pretraining budget (36T, Qwen3)
+MAX_FLOP: Final = 1e35  # a total: 1e8x the largest training run (~5e26 FLOP, 2025)
+MAX_FLOP_PER_TOKEN: Final = 1e18  # 6 x a quadrillion parameters
+MAX_CPU_HZ: Final = 10e9  # the CPU clock record is 9.1 GHz, on liquid helium
+MAX_BYTES_PER_S: Final = 1e15  # 1 PB/s: above the memory of any chip (HBM3e: 8 TB/s per GPU)
+MAX_BYTES: Final = 2.0**50  # 1 PiB: above the memory of any machine a benchmark runs on
+MAX_WATTS: Final = 1e10  # 10 GW: above any data-center site
+MAX_RATE_PER_S: Final = 1e9  # requests or tokens per second of one job
+MAX_DURATION_S: Final = 100 * 365.25 * 86400.0  # a century
+MAX_THREADS: Final = 8192  # Linux's largest NR_CPUS
+MAX_PROCESSES: Final = 1024  # local ranks one machine can spawn
+MAX_ROWS: Final = 1_000_000  # rows or runs a table lists
+MAX_USD: Final = 1e9  # per GPU-hour
+
+_INTEGER: Final = re.compile(r"[+-]?\d[\d_]*")
+_SUFFIXED: Final = re.compile(r"([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)")
+_HAS_UNIT: Final = re.compile(r"[a-zA-Zµ%]")
+_COUNT_SUFFIX: Final = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, "p": 10**15}
+
+
+def _plain(value: float | int) -> str:
+    """``10,000,000`` or ``1e+35``: a bound as people read it."""
+    if isinstance(value, int) or (math.isfinite(value) and value == int(value) and abs(value) < 1e15):
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+class NumericType(click.ParamType[Any]):
+    """Base of every numeric option type: parses text, refuses non-finite and out-of-range values.
+
+    ``minimum``/``maximum`` are the bounds in the value's base unit;
+    ``min_open``/``max_open`` exclude them. ``unit`` names what is counted
+    in messages (``GPUs``, ``s``); ``why`` says where the maximum comes from.
+    """
+
+    name = "number"
+
+    def __init__(
+        self,
+        *,
+        minimum: float | int | None = None,
+        maximum: float | int | None = None,
+        min_open: bool = False,
+        max_open: bool = False,
+        unit: str = "",
+        why: str = "",
+    ) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.min_open = min_open
+        self.max_open = max_open
+        self.unit = unit
+        self.why = why
+
+    def parse(self, text: str) -> float | int:
+        """The value of ``text`` (raise :class:`UserInputError` when it cannot be read)."""
+        try:
+            return float(Decimal(text.replace("_", "")))
+        except (InvalidOperation, ValueError):
+            raise UserInputError(f"cannot read {text!r} as a number") from None
+
+    def describe(self, value: float | int) -> str:
+        """``value`` with its unit, for messages."""
+        return (
+            f"{value:g} {self.unit}".strip() if isinstance(value, float) else f"{value} {self.unit}".strip()
+        )
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, bool):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        text = str(value).strip()
+        try:
+            number = value if isinstance(value, int | float) else self.parse(text)
+        except UserInputError as error:
+            self.fail(f"{error}; {self.allowed()}", param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            reason = "is not a finite number" if _literal_not_finite(text) else "overflows a 64-bit float"
+            self.fail(f"{text} {reason}; {self.allowed()}", param, ctx)
+        problem = self.out_of_range(number)
+        if problem:
+            self.fail(f"{self._shown(value, text, number)} {problem}", param, ctx)
+        return number
+
+    def _shown(self, value: Any, text: str, number: float | int) -> str:
+        """The value as the user wrote it, with the unit when the text has none."""
+        if isinstance(value, int | float):
+            return self.describe(number)
+        return text if _HAS_UNIT.search(text) else f"{text} {self.unit}".strip()
+
+    def out_of_range(self, number: float | int) -> str:
+        """Why ``number`` is outside the bounds ('' when inside)."""
+        low, high = self.minimum, self.maximum
+        if low is not None and (number < low or (self.min_open and number == low)):
+            return f"is {'not above' if self.min_open else 'below'} the minimum; {self.allowed()}"
+        if high is not None and (number > high or (self.max_open and number == high)):
+            why = f" ({self.why})" if self.why else ""
+            words = "not below the maximum" if number == high else "above the limit"
+            return f"is {words} of {self.format_bound(high, unit=True)}{why}; {self.allowed()}"
+        return ""
+
+    def format_bound(self, bound: float | int, *, unit: bool = False) -> str:
+        """A bound as people read it (with the unit when ``unit``)."""
+        return f"{_plain(bound)} {self.unit}".strip() if unit else _plain(bound)
+
+    def allowed(self) -> str:
+        """The allowed range in words: ``allowed: a whole number from 1 to 64 GPUs``."""
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None and not self.min_open and not self.max_open:
+            bounds = f"from {self.format_bound(low)} to {self.format_bound(high)}"
+        else:
+            parts = []
+            if low is not None:
+                parts.append(f"{'above' if self.min_open else 'at least'} {self.format_bound(low)}")
+            if high is not None:
+                parts.append(f"{'below' if self.max_open else 'at most'} {self.format_bound(high)}")
+            bounds = " and ".join(parts)
+        unit = f" {self.unit}" if self.unit and not self.formats_unit() else ""
+        return f"allowed: {self.kind_words} {bounds}{unit}".rstrip()
+
+    kind_words = "a finite number"
+
+    def formats_unit(self) -> bool:
+        """Whether :meth:`format_bound` writes the unit itself (sizes, durations, rates)."""
+        return False
+
+
+def _literal_not_finite(text: str) -> bool:
+    return text.strip().lower().lstrip("+-") in {"nan", "inf", "infinity", "snan"}
+
+
+class Integer(NumericType):
+    """A whole number, read exactly (no float in between); ``4k``/``16M`` suffixes with ``suffixes``.
+
+    >>> Integer(minimum=1, maximum=8).convert("8", None, None)
+    8
+    """
+
+    name = "integer"
+    kind_words = "a whole number"
+
+    def __init__(self, *, suffixes: bool = False, **bounds: Any) -> None:
+        super().__init__(**bounds)
+        self.suffixes = suffixes
+
+    def parse(self, text: str) -> int:
+        if _INTEGER.fullmatch(text):
+            return int(text.replace("_", ""))
+        match = _SUFFIXED.fullmatch(text)
+        suffix = match.group(2).lower() if match else ""
+        if match is None or suffix not in _COUNT_SUFFIX or (suffix and not self.suffixes):
+            raise UserInputError(f"{text!r} is not a whole number")
+        exact = Decimal(match.group(1)) * _COUNT_SUFFIX[suffix]
+        if exact != exact.to_integral_value():
+            raise UserInputError(f"{text!r} is not a whole number")
+        if abs(exact) > Decimal(10) ** 30:  # far past every bound: never build a huge integer
+            return 10**30 if exact > 0 else -(10**30)
+        return int(exact)
+
+    def describe(self, value: float | int) -> str:
+        return f"{value} {self.unit}".strip()
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float):
+            if not value.is_integer():
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+            value = int(value)
+        return super().convert(value, param, ctx)
+
+
+class Number(NumericType):
+    """A finite real number (``0.7``, ``1e-3``)."""
+
+    name = "number"
+
+
+class Quantity(NumericType):
+    """A number read by one of the :mod:`lightspeed.units` parsers (base SI out)."""
+
+    def __init__(
+        self, parser: Callable[[str], float], formatter: Callable[[float], str] | None = None, **bounds: Any
+    ) -> None:
+        super().__init__(**bounds)
+        self.parser = parser
+        self.formatter = formatter
+
+    def formats_unit(self) -> bool:
+        return self.formatter is not None
+
+    def format_bound(self, bound: float | int, *, unit: bool = False) -> str:
+        if self.formatter is None:
+            return super().format_bound(bound, unit=unit)
+        return self.formatter(float(bound))
+
+    def describe(self, value: float | int) -> str:
+        return self.format_bound(value) if self.formatter is not None else super().describe(value)
+
+    def parse(self, text: str) -> float:
+        return float(self.parser(text))
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        return float(result)
+
+
+class Count(Quantity):
+    """A count with an optional suffix: ``29e12``, ``29T``, ``405B``, ``1.5k`` (a float)."""
+
+    name = "count"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(parse_count, **bounds)
+
+
+class Size(Quantity):
+    """Bytes: ``80GB``, ``141GiB``, ``1e9`` (a bare number is bytes)."""
+
+    name = "size"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(parse_bytes, format_bytes, unit="B", **bounds)
+
+
+class Rate(Quantity):
+    """Bytes per second: ``200GB/s`` or ``200GB`` (the ``/s`` is optional)."""
+
+    name = "rate"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(_parse_rate, format_bytes_per_s, unit="B/s", **bounds)
+
+
+def _parse_rate(text: str) -> float:
+    return parse_bytes(text.strip().removesuffix("/s"))
+
+
+class Duration(Quantity):
+    """Seconds: ``50ms``, ``5s``, ``10min``, ``2h`` (a bare number is seconds)."""
+
+    name = "duration"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(parse_duration, format_duration, unit="s", **bounds)
+
+
+def _format_percent(fraction: float) -> str:
+    return f"{fraction * 100:,g}%"
+
+
+class Percent(Quantity):
+    """A fraction: ``5%`` or ``0.05`` both give 0.05."""
+
+    name = "percent"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(parse_percent, _format_percent, **bounds)
+
+
+class PoolSplit(NumericType):
+    """``P:D``: prefill and decode replicas of a disaggregated deployment, each >= 1."""
+
+    name = "pools"
+
+    def __init__(self) -> None:
+        super().__init__(minimum=1, maximum=MAX_ACCELERATORS, unit="replicas")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        parts = str(value).split(":")
+        counter = Integer(minimum=1, maximum=MAX_ACCELERATORS, unit="replicas")
+        try:
+            if len(parts) != 2:
+                raise click.BadParameter("two numbers are needed")
+            return tuple(counter.convert(part.strip(), param, ctx) for part in parts)
+        except click.BadParameter as error:
+            self.fail(
+                f"{value!r}: write P:D, prefill and decode replicas, each a whole number from 1 to "
+                f"{MAX_ACCELERATORS:,}, e.g. 1:3 ({error.message})",
+                param,
+                ctx,
+            )
+
+
+class SizeList(NumericType):
+    """Comma-separated sizes (``1MiB,64MiB``) as a tuple of bytes."""
+
+    name = "sizes"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(**bounds)
+        self.item = Size(**bounds)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        parts = [part.strip() for part in str(value).split(",") if part.strip()]
+        if not parts:
+            self.fail("give at least one size, e.g. 1MiB,64MiB", param, ctx)
+        return tuple(self.item.convert(part, param, ctx) for part in parts)
+
+
+# --- the option types commands share -----------------------------------------------------------
+GPUS: Final = Integer(
+    minimum=1, maximum=MAX_ACCELERATORS, suffixes=True, unit="GPUs", why="50x the largest cluster built"
+)
+NODES: Final = Integer(minimum=1, maximum=MAX_NODES, suffixes=True, unit="nodes")
+DEGREE: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS, unit="GPUs")  # tp, pp, dp, ep, cp, replicas
+SEQ_LEN: Final = Integer(
+    minimum=1, maximum=MAX_SEQ_LEN, suffixes=True, unit="tokens", why="13x the longest context offered"
+)
+SEQUENCES: Final = Integer(minimum=1, maximum=MAX_SEQUENCES, suffixes=True, unit="sequences")
+TOKENS: Final = Count(
+    minimum=0.0, maximum=MAX_TOKENS, min_open=True, unit="tokens", why="25,000x the largest training budget"
+)
+FLOP_TOTAL: Final = Count(minimum=0.0, maximum=MAX_FLOP, min_open=True, unit="FLOP")
+FLOP_PER_TOKEN: Final = Count(minimum=0.0, maximum=MAX_FLOP_PER_TOKEN, min_open=True, unit="FLOP")
+ROWS: Final = Integer(minimum=1, maximum=MAX_ROWS, unit="rows")
+PROBABILITY_OPEN: Final = Number(minimum=0.0, maximum=1.0, min_open=True, max_open=True)
+FRACTION: Final = Number(minimum=0.0, maximum=1.0)
+LATENCY_BOUND: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True)
+CUTOFF: Final = Duration(minimum=0.0, maximum=86400.0, why="one day")
+PER_SECOND: Final = Number(minimum=0.0, maximum=MAX_RATE_PER_S, min_open=True, unit="per s")
+BANDWIDTH: Final = Rate(minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link")
+POWER_W: Final = Number(minimum=0.0, maximum=MAX_WATTS, min_open=True, unit="W", why="10 GW")
+USD: Final = Number(minimum=0.0, maximum=MAX_USD, unit="USD")
+VPP: Final = Integer(minimum=1, maximum=1024, unit="chunks")
+ZERO_STAGE: Final = Integer(minimum=0, maximum=3)
+EXPERT_IMBALANCE: Final = Number(minimum=1.0, maximum=1024.0, why="the busiest GPU holding every token")
+DRAFT_TOKENS: Final = Integer(minimum=1, maximum=1024, unit="tokens")
+RACKS: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS // 8, unit="racks")
+SYSTEMS_PER_RACK: Final = Integer(minimum=1, maximum=64, unit="systems")
+SITE_KW: Final = Number(minimum=0.0, maximum=MAX_WATTS / 1e3, min_open=True, unit="kW", why="10 GW")
+CPU_GHZ: Final = Number(
+    minimum=0.0, maximum=MAX_CPU_HZ / 1e9, min_open=True, unit="GHz", why="the record is 9.1"
+)
+THRESHOLD: Final = Percent(minimum=0.0, maximum=10.0)  # a relative change of the median: 0 to 1,000%
+WARMUP: Final = Integer(minimum=0, maximum=2**31, unit="samples")
+FAILURE_RATE: Final = Number(minimum=0.0, maximum=1e9, unit="failures per node-day")
+CHECKPOINT_S: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True, why="a century")
+RESTART_S: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, why="a century")
+NUM_LINKS: Final = Integer(minimum=1, maximum=1024, unit="links")
+TRACE_MAX_BYTES: Final = Size(minimum=2.0**10, maximum=MAX_BYTES)
+THREADS: Final = Integer(minimum=1, maximum=MAX_THREADS, unit="threads", why="Linux's largest NR_CPUS")
+GEMM_ROWS: Final = Integer(minimum=1, maximum=2**31 - 1, suffixes=True, unit="rows", why="a 32-bit index")
+ARRAY_SIZE: Final = Size(minimum=8.0 * 2**10, maximum=MAX_BYTES)
+PROCESSES: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="processes")
+TIMEOUT: Final = Duration(minimum=0.0, maximum=86400.0, min_open=True, why="one day")
+SAMPLE_INTERVAL: Final = Duration(minimum=0.0, maximum=3600.0, min_open=True, why="one hour")
+PORT: Final = Integer(minimum=0, maximum=65535, why="the largest TCP port")
+REFRESHES: Final = Integer(minimum=1, maximum=2**31, unit="refreshes")
