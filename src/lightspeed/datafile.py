@@ -8,6 +8,7 @@ write ``usable_gib = 132`` or ``usable_gb = 141.7`` and both mean what they say.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -325,3 +326,45 @@ def parse_sources(fields: Fields) -> dict[str, Source]:
             fix='add [sources.<key>] with title = "..." and url = "..."',
         )
     return sources
+
+
+def read_text(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> str:
+    """The UTF-8 text of ``path``, refusing files above ``max_bytes`` and non-text bytes."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise DataFileError(path, f"{what} is {size} bytes, above the {max_bytes} byte limit")
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
+    except UnicodeDecodeError:
+        raise DataFileError(path, "file is not UTF-8 text", fix=f"save the {what} as UTF-8") from None
+
+
+def load_json(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "JSON file") -> Any:
+    """Parse one JSON file safely: bounded size, no NaN/Infinity, no unbounded nesting.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "a.json"
+    ...     _ = path.write_text('{"a": [1, 2]}')
+    ...     load_json(path)
+    {'a': [1, 2]}
+    """
+    text = read_text(path, max_bytes=max_bytes, what=what)
+    if not text.strip():
+        raise DataFileError(path, "file is empty", fix=f"write the {what} into it")
+    try:
+        return json.loads(text, parse_constant=_reject_json_constant)
+    except json.JSONDecodeError as error:
+        raise DataFileError(
+            path, f"invalid JSON ({error.msg})", line=error.lineno, fix="correct the syntax at that line"
+        ) from None
+    except ValueError as error:
+        raise DataFileError(path, str(error), fix="write numbers as finite JSON numbers") from None
+    except RecursionError:
+        raise DataFileError(path, "JSON is nested too deeply", fix="flatten the document") from None
+
+
+def _reject_json_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
