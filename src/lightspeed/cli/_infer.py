@@ -11,14 +11,21 @@ import click
 from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._sol_options import (
     calibration_option,
+    expert_load_options,
     model_options,
     resolve_cluster,
     resolve_efficiency,
+    resolve_expert_balance,
     resolve_model,
     system_options,
 )
 from lightspeed.errors import InvalidPlanError, UserInputError
-from lightspeed.report import render_inference_estimate, render_inference_search, save_pareto_plot
+from lightspeed.report import (
+    render_expert_load_effect,
+    render_inference_estimate,
+    render_inference_search,
+    save_pareto_plot,
+)
 from lightspeed.sol import (
     BATCHING_MODES,
     INFERENCE_PRECISIONS,
@@ -29,6 +36,8 @@ from lightspeed.sol import (
     SpeculativeDecoding,
     auto_precision,
     estimate_inference,
+    inference_load_effect,
+    inference_plan_with_load,
     search_inference,
 )
 from lightspeed.units import parse_duration
@@ -154,6 +163,7 @@ def _replicas(num_gpus: int, per_replica: int, pools: tuple[int, int] | None, re
 @click.option("--disaggregated", "pools_text", metavar="P:D", help="P prefill and D decode replicas.")
 @click.option("--max-batch", type=click.IntRange(min=1), help="Cap on sequences per replica.")
 @speculative_options
+@expert_load_options
 @calibration_option
 @json_option
 def plan_infer(
@@ -181,12 +191,15 @@ def plan_infer(
     draft_tokens: int | None,
     acceptance: float,
     draft_cost: float,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     calibration: str | None,
     as_json: bool,
 ) -> None:
     """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
     pools = parse_pools(pools_text)
     plan = InferencePlan(
         tp=tp,
@@ -202,18 +215,34 @@ def plan_infer(
         disaggregated=pools,
         max_batch=max_batch,
     )
+    if balance is not None:
+        plan = inference_plan_with_load(plan, balance=balance, cluster=cluster)
+    efficiency = resolve_efficiency(calibration)
     estimate = estimate_inference(
         model=model,
         cluster=cluster,
         plan=plan,
         load=ServingLoad(isl, osl, concurrency=concurrency, arrival_rate_per_s=arrival_rate),
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
         batching=batching,
     )
+    effect = _effect(estimate, balance, model, cluster, efficiency)
     if as_json:
-        print_json(infer_json(estimate))
-    else:
-        render_inference_estimate(estimate)
+        payload = infer_json(estimate)
+        print_json(payload if effect is None else {**payload, "expert_load": effect})
+        return
+    render_inference_estimate(estimate)
+    if effect is not None:
+        render_expert_load_effect(effect)
+
+
+def _effect(estimate: Any, balance: Any, model: Any, cluster: Any, efficiency: Any) -> Any:
+    """What the expert load costs ``estimate`` (``None`` without ``--expert-load``)."""
+    if balance is None:
+        return None
+    return inference_load_effect(
+        estimate=estimate, balance=balance, model=model, cluster=cluster, efficiency=efficiency
+    )
 
 
 def infer_json(estimate: Any) -> dict[str, Any]:
@@ -241,6 +270,7 @@ def infer_json(estimate: Any) -> dict[str, Any]:
 )
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the Pareto plot (PNG/SVG).")
 @speculative_options
+@expert_load_options
 @calibration_option
 @json_option
 def search_infer(
@@ -261,6 +291,8 @@ def search_infer(
     draft_tokens: int | None,
     acceptance: float,
     draft_cost: float,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     calibration: str | None,
     as_json: bool,
 ) -> None:
@@ -268,6 +300,8 @@ def search_infer(
     frontier of tokens/s per GPU against tokens/s per user."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
+    efficiency = resolve_efficiency(calibration)
     result = search_inference(
         model=model,
         cluster=cluster,
@@ -275,18 +309,23 @@ def search_infer(
         precision=auto_precision(cluster) if precision == "auto" else precision,
         max_ttft_s=parse_bound(max_ttft_text, "--max-ttft"),
         max_tpot_s=parse_bound(max_tpot_text, "--max-tpot"),
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
         speculative=_speculative(draft_tokens, acceptance, draft_cost),
         disaggregated=disaggregated,
         attention_dp=plan_family == "wide-ep",
         max_tp=cluster.num_accelerators if allow_cross_domain_tp else None,
         num_gpus=num_gpus,
+        expert_balance=balance,
     )
+    effect = _effect(result.best, balance, model, cluster, efficiency)
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
     if as_json:
-        print_json({**search_infer_json(result), "plots": [str(path) for path in written]})
+        payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
+        print_json(payload if effect is None else {**payload, "expert_load": effect})
         return
     render_inference_search(result)
+    if effect is not None:
+        render_expert_load_effect(effect)
     for path in written:
         click.echo(f"wrote {path}")
 

@@ -345,10 +345,15 @@ def read_expert_load(path: Path, *, num_experts: int | None = None) -> ExpertLoa
         text = read_text(path, max_bytes=MAX_LOAD_FILE_BYTES, what="expert-load file")
         if not text.strip():
             raise DataFileError(path, "file is empty", fix="write a header and one row per layer and expert")
-        return _csv_load(text.replace("\t", ","), path, num_experts)
-    load = _json_load(load_json(path, max_bytes=MAX_LOAD_FILE_BYTES, what="expert-load file"), path)
+        load = _csv_load(text.replace("\t", ","), path, num_experts)
+    else:
+        load = _json_load(load_json(path, max_bytes=MAX_LOAD_FILE_BYTES, what="expert-load file"), path)
     if num_experts is not None and load.num_experts != num_experts:
-        raise DataFileError(path, f"{load.num_experts} experts per layer, not the {num_experts} expected")
+        raise DataFileError(
+            path,
+            f"{load.num_experts} experts per layer, not the {num_experts} expected",
+            fix="record the model the prediction is for",
+        )
     return load
 
 

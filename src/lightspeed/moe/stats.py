@@ -74,6 +74,7 @@ class LoadStats(Record):
     layers: tuple[LayerSkew, ...]
     hot_experts: tuple[HotExpert, ...]
     unbalanced_overall_gpu_load_max_over_mean: float | None
+    unbalanced_worst_layer_gpu_load_max_over_mean: float | None
     replicas: tuple[ReplicaEffect, ...]
 
 
@@ -169,6 +170,7 @@ def load_stats(
             if unbalanced is None or means.sum() == 0
             else float((unbalanced * means).sum() / means.sum())
         ),
+        unbalanced_worst_layer_gpu_load_max_over_mean=None if unbalanced is None else float(unbalanced.max()),
         replicas=tuple(effects),
     )
 

@@ -40,6 +40,12 @@ _EXPORTS: dict[str, str] = {
     "render_mig_plan": "mig",
     "render_mig_profiles": "mig",
     "save_mig_plot": "mig",
+    "load_stats_figure": "moe",
+    "render_expert_load_effect": "moe",
+    "render_expert_placement": "moe",
+    "render_load_stats": "moe",
+    "render_synthetic_load": "moe",
+    "save_load_stats_plot": "moe",
     "render_table": "console",
     "checkpoint_plan_figure": "goodput",
     "goodput_waterfall_figure": "goodput",
@@ -144,6 +150,14 @@ if TYPE_CHECKING:
         render_mig_profiles,
         save_mig_plot,
     )
+    from lightspeed.report.moe import (
+        load_stats_figure,
+        render_expert_load_effect,
+        render_expert_placement,
+        render_load_stats,
+        render_synthetic_load,
+        save_load_stats_plot,
+    )
     from lightspeed.report.regression import render_gate
     from lightspeed.report.results import records_csv, render_run, render_runs
     from lightspeed.report.sol import (
@@ -182,6 +196,7 @@ __all__ = [
     "gather_inputs",
     "goodput_waterfall_figure",
     "inputs_caption",
+    "load_stats_figure",
     "make_console",
     "metric_history_or_reason",
     "mig_figure",
@@ -193,6 +208,8 @@ __all__ = [
     "render_checkpoint_plan",
     "render_deepseek_cost",
     "render_detected_machine",
+    "render_expert_load_effect",
+    "render_expert_placement",
     "render_fabric_comparison",
     "render_fleet",
     "render_gate",
@@ -204,6 +221,7 @@ __all__ = [
     "render_inference_search",
     "render_layout_check",
     "render_ledgers",
+    "render_load_stats",
     "render_memory_plan",
     "render_mig_plan",
     "render_mig_profiles",
@@ -215,6 +233,7 @@ __all__ = [
     "render_run",
     "render_runs",
     "render_search_result",
+    "render_synthetic_load",
     "render_system_comparison",
     "render_system_costs",
     "render_system_totals",
@@ -235,6 +254,7 @@ __all__ = [
     "render_written_report",
     "roofline_figure",
     "save_goodput_plot",
+    "save_load_stats_plot",
     "save_mig_plot",
     "save_pareto_plot",
     "save_roofline",

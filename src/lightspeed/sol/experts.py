@@ -54,6 +54,8 @@ IntArray = npt.NDArray[np.int64]
 
 MAX_ENUMERATED_SPLITS: Final = 4096  # node splits enumerated exhaustively below this count
 NODE_SPLIT_CANDIDATES: Final = 4  # lightest node splits carried into replication and packing
+SWAP_GAP: Final = 1e-4  # a row whose busiest bin is this close to its mean is done
+SWAP_PARTNER_BINS: Final = 3  # the lightest bins the heaviest one exchanges with
 SWAP_ITERATIONS_PER_SLOT: Final = 4  # the swap search stops after this many passes per replica
 RELATIVE_TOLERANCE: Final = 1e-12
 REFINE_GAP: Final = 1e-3  # rows within this of their mean GPU load are not refined
@@ -226,38 +228,44 @@ def pack(sizes: FloatArray, num_bins: int, per_bin: int) -> IntArray:
 
 
 def improve_by_swaps(sizes: FloatArray, slots: IntArray) -> None:
-    """Exchange items between the heaviest bin and another while that lowers the heaviest bin
+    """Exchange items between the heaviest bin and a light one while that lowers the heaviest bin
     and leaves the other below where the heaviest was; ``slots`` is changed in place.
 
-    Each pass takes, per row, the exchange that brings the pair's larger load lowest. A row
-    stops when its heaviest bin has no improving exchange (its maximum cannot fall by one
-    swap); the sorted loads fall lexicographically at every step, so the search ends.
+    Each pass takes, per row, the exchange with one of the ``SWAP_PARTNER_BINS`` lightest bins
+    that brings the pair's larger load lowest. A row stops when no such exchange lowers its
+    heaviest bin, or when that bin is within ``SWAP_GAP`` of the mean; the sorted loads fall
+    lexicographically at every step, so the search ends.
     """
     rows, num_bins, per_bin = slots.shape
+    partners = min(SWAP_PARTNER_BINS, num_bins - 1)
     active = np.arange(rows)
-    bin_of = np.repeat(np.arange(num_bins), per_bin)  # bin of each flattened slot
+    mean = sizes.sum(axis=1) / num_bins
     for _ in range(SWAP_ITERATIONS_PER_SLOT * num_bins * per_bin):
-        if active.size == 0:
-            return
         current = slots[active]
         item_sizes = np.take_along_axis(sizes[active], current.reshape(active.size, -1), axis=1)
-        loads = item_sizes.reshape(active.size, num_bins, per_bin).sum(axis=2)
-        heaviest = np.argmax(loads, axis=1)
-        top = loads[np.arange(active.size), heaviest]
-        mine = item_sizes.reshape(active.size, num_bins, per_bin)[np.arange(active.size), heaviest]
-        delta = mine[:, :, None] - item_sizes[:, None, :]  # [rows, per_bin, bins * per_bin]
-        other = loads[:, bin_of][:, None, :] + delta
-        value = np.maximum(other, top[:, None, None] - delta)
-        blocked = (delta <= 0) | (bin_of[None, None, :] == heaviest[:, None, None])
-        value = np.where(blocked, np.inf, value).reshape(active.size, -1)
+        item_sizes = item_sizes.reshape(active.size, num_bins, per_bin)
+        loads = item_sizes.sum(axis=2)
+        unsettled = loads.max(axis=1) > mean[active] * (1.0 + SWAP_GAP)
+        active, item_sizes, loads = active[unsettled], item_sizes[unsettled], loads[unsettled]
+        if active.size == 0:
+            return
+        count = np.arange(active.size)
+        order = np.argsort(loads, axis=1, kind="stable")
+        heaviest, light = order[:, -1], order[:, :partners]  # [rows], [rows, partners]
+        top = loads[count, heaviest]
+        mine = item_sizes[count, heaviest]  # [rows, per_bin]
+        theirs = item_sizes[count[:, None], light]  # [rows, partners, per_bin]
+        delta = mine[:, :, None, None] - theirs[:, None, :, :]  # [rows, per_bin, partners, per_bin]
+        other = np.take_along_axis(loads, light, axis=1)[:, None, :, None] + delta
+        value = np.where(delta > 0, np.maximum(other, top[:, None, None, None] - delta), np.inf)
+        value = value.reshape(active.size, -1)
         best = np.argmin(value, axis=1)
-        gain = value[np.arange(active.size), best] < top * (1.0 - RELATIVE_TOLERANCE)
+        gain = value[count, best] < top * (1.0 - RELATIVE_TOLERANCE)
         if not gain.any():
             return
+        mine_slot, partner, other_slot = np.unravel_index(best[gain], (per_bin, partners, per_bin))
         rows_gain = active[gain]
-        mine_slot, other_flat = np.divmod(best[gain], num_bins * per_bin)
-        other_bin, other_slot = np.divmod(other_flat, per_bin)
-        heavy_bin = heaviest[gain]
+        heavy_bin, other_bin = heaviest[gain], light[count[gain], partner]
         first = slots[rows_gain, heavy_bin, mine_slot].copy()
         slots[rows_gain, heavy_bin, mine_slot] = slots[rows_gain, other_bin, other_slot]
         slots[rows_gain, other_bin, other_slot] = first
