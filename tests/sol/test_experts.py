@@ -235,7 +235,10 @@ def test_invariants(data: st.DataObject) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"num_replicas": 14, "num_gpus": 4}, "14 replicas do not split evenly over 4 GPUs: use a multiple of 4 \\(e.g. 16\\)"),
+        (
+            {"num_replicas": 14, "num_gpus": 4},
+            "14 replicas do not split evenly over 4 GPUs: use a multiple of 4 \\(e.g. 16\\)",
+        ),
         ({"num_replicas": 8, "num_gpus": 8}, "cannot hold the 12 experts"),
         ({"num_replicas": 16, "num_gpus": 8, "num_nodes": 3}, "8 GPUs do not split evenly over 3 nodes"),
         ({"num_replicas": 16, "num_gpus": 8, "num_groups": 5}, "5 groups do not divide the 12 experts"),
