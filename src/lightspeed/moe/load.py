@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import tempfile
@@ -406,12 +407,15 @@ def expert_load_document(load: ExpertLoad) -> JsonDict:
 
 
 def write_expert_load(load: ExpertLoad, path: Path) -> Path:
-    """Write ``load`` in lightspeed's JSON format (atomically: a reader never sees half a file)."""
-    import json
-
+    """Write ``load`` in lightspeed's JSON format, one layer per line (atomically: a reader never
+    sees half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(expert_load_document(load), indent=1, allow_nan=False)
+    document = expert_load_document(load)
+    layers = document.pop("layers")
+    header = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in document.items())
+    rows = ",\n".join(f"    {json.dumps(layer, allow_nan=False)}" for layer in layers)  # a layer per line
+    text = "{\n" + header + ',\n  "layers": [\n' + rows + "\n  ]\n}"
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -68,7 +68,8 @@ class ExpertLoadBalance:
 
     ``load`` is ``[MoE layers, routed experts]`` of ``model`` (or one layer, used for every
     MoE layer); ``num_physical_experts`` the routed experts with their redundant replicas
-    (``None``: no replicas). With group-limited routing (``num_expert_groups`` and
+    (``None``: no replicas; a plan without expert parallelism never gets any). With
+    group-limited routing (``num_expert_groups`` and
     ``top_k_groups``) placement is hierarchical when the groups divide over the nodes.
     """
 
@@ -101,6 +102,11 @@ class ExpertLoadBalance:
     def num_replicas(self) -> int:
         """Physical experts placed (routed experts when there are no replicas)."""
         return self.num_physical_experts or self.num_logical_experts
+
+    def replicas_for(self, ep: int) -> int | None:
+        """The physical experts a plan of EP size ``ep`` holds: none extra without expert
+        parallelism (one GPU holds every expert; copies would balance nothing)."""
+        return self.num_physical_experts if ep > 1 else None
 
     def nodes_for(self, ep: int, num_nodes: int) -> int:
         """The node count placement uses: ``num_nodes`` when it divides the EP GPUs, else 1."""
@@ -256,7 +262,7 @@ def _factors(balance: ExpertLoadBalance, layout: _Layout) -> tuple[FloatArray, F
 def plan_with_load(plan: TrainingPlan, *, balance: ExpertLoadBalance, cluster: Cluster) -> TrainingPlan:
     """``plan`` with the expert imbalance of its layout and the balance's redundant experts."""
     factor = _factors(balance, training_layout(balance, plan, cluster))[3]
-    return plan.with_changes(expert_imbalance=factor, num_physical_experts=balance.num_physical_experts)
+    return plan.with_changes(expert_imbalance=factor, num_physical_experts=balance.replicas_for(plan.ep))
 
 
 def inference_plan_with_load(
@@ -264,7 +270,7 @@ def inference_plan_with_load(
 ) -> InferencePlan:
     """``plan`` with the expert imbalance of its layout and the balance's redundant experts."""
     factor = _factors(balance, inference_layout(balance, plan, cluster))[3]
-    return plan.with_changes(expert_imbalance=factor, num_physical_experts=balance.num_physical_experts)
+    return plan.with_changes(expert_imbalance=factor, num_physical_experts=balance.replicas_for(plan.ep))
 
 
 def _effect(
@@ -276,6 +282,7 @@ def _effect(
 ) -> ExpertLoadEffect:
     per_layer, unbalanced, policy, factor = _factors(balance, layout)
     step, balanced, unbalanced_step = steps
+    physical = balance.replicas_for(layout.ep) or balance.num_logical_experts
     return ExpertLoadEffect(
         workload=workload,
         source=balance.source,
@@ -285,8 +292,8 @@ def _effect(
         pp=layout.pp,
         num_moe_layers=int(balance.moe_layer_index.size),
         num_logical_experts=balance.num_logical_experts,
-        num_physical_experts=balance.num_replicas,
-        num_redundant_experts=balance.num_replicas - balance.num_logical_experts,
+        num_physical_experts=physical,
+        num_redundant_experts=physical - balance.num_logical_experts,
         layer_imbalance=tuple(float(value) for value in per_layer),
         expert_imbalance=factor,
         unbalanced_layer_imbalance=None if unbalanced is None else tuple(float(v) for v in unbalanced),

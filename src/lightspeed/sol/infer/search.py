@@ -178,7 +178,7 @@ def _with_balance(shapes: _Shapes, balance: ExpertBalance | None, domain_size: i
     return replace(
         shapes,
         expert_imbalance=np.asarray(imbalance, dtype=np.float64),
-        physical_experts=np.full(shapes.tp.shape, float(physical or 0)),
+        physical_experts=np.where(shapes.ep > 1, float(physical or 0), 0.0),  # EP 1: nothing to place
     )
 
 

@@ -186,10 +186,11 @@ class _Experts:
             dtype=np.float64,
         )
 
-    def physical(self, template: TrainingPlan) -> float:
+    def physical(self, columns: dict[str, np.ndarray], template: TrainingPlan) -> np.ndarray:
+        """Physical experts per plan; a plan without expert parallelism has no replicas to place."""
         if self.balance is None:
-            return float(template.num_physical_experts or 0)
-        return float(self.balance.num_physical_experts or 0)
+            return np.full(columns["tp"].shape[0], float(template.num_physical_experts or 0))
+        return np.where(columns["ep"] > 1, float(self.balance.num_physical_experts or 0), 0.0)
 
 
 def _grid(
@@ -232,7 +233,7 @@ def _grid(
         grad_bytes=full(4.0 if template.grad_reduce_precision == "fp32" else 2.0),
         expert_imbalance=experts.imbalance(columns, template),
         uneven_pipeline=np.mod(layers, pp) != 0,
-        physical_experts=full(experts.physical(template)),
+        physical_experts=experts.physical(columns, template),
     )
 
 
