@@ -331,7 +331,8 @@ def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: Infere
     # Each GPU dispatches its share of the group's tokens to every slice of each chosen expert:
     # top_k x (stage GPUs / ep) copies, at most one per GPU of the stage.
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
-    sent = group_tokens / grid.tp * copies * model.hidden_size
+    # the GPU with the busiest experts receives expert_imbalance times the mean share
+    sent = group_tokens / grid.tp * copies * model.hidden_size * grid.expert_imbalance
     dispatch = collectives.all_to_all_s(fabric, sent * ih.precisions.input_bytes_per_element, grid.stage_gpus)
     combine = collectives.all_to_all_s(fabric, sent * ACTIVATION_BYTES, grid.stage_gpus)
     shared_reduce = (
