@@ -200,6 +200,12 @@ def render_expert_load_effect(effect: ExpertLoadEffect) -> None:
     step = "step" if effect.workload == "train" else "iteration"
     layers = np.asarray(effect.layer_imbalance)
     console.print(f"[bold]Expert load[/bold] ({effect.source or 'given'})")
+    if effect.ep == 1:
+        console.print(
+            f"  no expert parallelism: every GPU holds all {effect.num_logical_experts} experts, "
+            "so their load cannot be uneven across GPUs"
+        )
+        return
     console.print(
         f"  EP {effect.ep} over {effect.num_nodes} node{'s' if effect.num_nodes > 1 else ''}, "
         f"{effect.num_physical_experts} physical experts ({effect.num_redundant_experts} redundant), "
