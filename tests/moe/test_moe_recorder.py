@@ -207,3 +207,21 @@ def test_without_torch_one_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'lightspeed\[bench\]'"):
         ExpertLoadRecorder(model)
+
+
+@pytest.mark.gpu
+def test_counts_stay_on_the_gpu_until_a_step_closes() -> None:
+    model = _model("mixtral").to("cuda")
+    tokens = torch.randint(0, 96, (2, 12), generator=torch.Generator().manual_seed(3))
+    with ExpertLoadRecorder(model, window_steps=4) as recorder, torch.no_grad():
+        model(tokens.to("cuda"))
+        assert all(counts.device.type == "cuda" for counts in recorder._current)
+        recorder.step()
+    on_gpu = recorder.load().array()
+    cpu_model = _model("mixtral")
+    with ExpertLoadRecorder(cpu_model) as reference, torch.no_grad():
+        cpu_model(tokens)
+    assert on_gpu.sum() == 3 * 24 * 2  # every token of every layer, twice
+    assert (
+        np.abs(on_gpu - reference.load().array()).sum() <= 0.05 * on_gpu.sum()
+    )  # TF32/kernels may flip ties
