@@ -56,6 +56,7 @@ def test_balance_reaches_eplbs_readme_figures(run_cli, readme_load: Path) -> Non
         (["--replicas", "8", "--gpus", "8"], "cannot hold the 12 experts"),
         (["--replicas", "16", "--gpus", "0"], "0 is not in the range"),
         (["--replicas", "16"], "Missing option '--gpus'"),
+        (["--replicas", "1048576", "--gpus", "8"], "above the 65536 this balancer places"),
     ],
 )
 def test_balance_refuses_bad_shapes(run_cli, readme_load: Path, args: list[str], text: str) -> None:  # type: ignore[no-untyped-def]
@@ -64,6 +65,7 @@ def test_balance_refuses_bad_shapes(run_cli, readme_load: Path, args: list[str],
 
 def test_balance_needs_a_readable_load(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _one_line_error(run_cli("moe", "balance", "--replicas", "16", "--gpus", "8"), "--load FILE")
+    _one_line_error(run_cli("moe", "stats"), "lightspeed moe stats FILE")
     broken = tmp_path / "broken.json"
     broken.write_text("[[1, 2], [3")
     _one_line_error(
@@ -116,6 +118,8 @@ def test_synth_writes_a_load_that_balance_reads(run_cli, tmp_path: Path) -> None
     assert sum(document["layers"][0]["counts"]) == 2000
     assert run_cli("moe", "balance", "--load", str(out), "--replicas", "20", "--gpus", "4").code == 0
     _one_line_error(run_cli(*args, "--skew", "nan", "--out", str(out)), "skew must be")
+    huge = ("moe", "synth", "--layers", "4096", "--experts", "65536", "--out", str(out))
+    _one_line_error(run_cli(*huge), "above the 16777216 counts allowed")
     dirichlet = ("moe", "synth", "--layers", "1", "--experts", "4", "--distribution", "dirichlet")
     _one_line_error(run_cli(*dirichlet, "--skew", "0", "--out", str(out)), "skew must be > 0")
 

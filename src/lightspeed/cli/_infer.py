@@ -18,6 +18,7 @@ from lightspeed.cli._sol_options import (
     resolve_expert_balance,
     resolve_model,
     system_options,
+    with_expert_load,
 )
 from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.report import (
@@ -228,8 +229,7 @@ def plan_infer(
     )
     effect = _effect(estimate, balance, model, cluster, efficiency)
     if as_json:
-        payload = infer_json(estimate)
-        print_json(payload if effect is None else {**payload, "expert_load": effect})
+        print_json(with_expert_load(infer_json(estimate), effect))
         return
     render_inference_estimate(estimate)
     if effect is not None:
@@ -321,7 +321,7 @@ def search_infer(
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
     if as_json:
         payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
-        print_json(payload if effect is None else {**payload, "expert_load": effect})
+        print_json(with_expert_load(payload, effect))
         return
     render_inference_search(result)
     if effect is not None:

@@ -106,3 +106,8 @@ def resolve_expert_balance(paths: tuple[Path, ...], replicas: int | None, model:
         num_physical_experts=replicas,
         source=", ".join(str(path) for path in paths),
     )
+
+
+def with_expert_load(payload: dict[str, Any], effect: Any) -> dict[str, Any]:
+    """A command's JSON with ``"expert_load"`` added when ``--expert-load`` was given."""
+    return payload if effect is None else {**payload, "expert_load": effect}

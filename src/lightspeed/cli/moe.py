@@ -16,11 +16,11 @@ def command() -> None:
     """MoE expert load: balance it over GPUs and nodes, describe its skew, synthesize one."""
 
 
-def _load(paths: tuple[Path, ...], num_experts: int | None) -> Any:
+def _load(paths: tuple[Path, ...], num_experts: int | None, how: str = "--load FILE") -> Any:
     from lightspeed.moe import combine_loads, read_expert_load
 
     if not paths:
-        raise click.UsageError("give an expert-load file (--load FILE)")
+        raise click.UsageError(f"give an expert-load file ({how})")
     return combine_loads([read_expert_load(path, num_experts=num_experts) for path in paths])
 
 
@@ -173,7 +173,7 @@ def stats(
     from lightspeed.moe import load_stats
     from lightspeed.report import render_load_stats, save_load_stats_plot
 
-    load = _load(files, num_experts)
+    load = _load(files, num_experts, "lightspeed moe stats FILE")
     result = load_stats(
         load=load,
         num_gpus=num_gpus,

@@ -18,6 +18,7 @@ from lightspeed.cli._sol_options import (
     resolve_expert_balance,
     resolve_model,
     system_options,
+    with_expert_load,
 )
 from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.report import render_expert_load_effect, render_train_estimate
@@ -215,8 +216,7 @@ def train(
             sharp=sharp,
         )
     if as_json:
-        payload = train_json(estimate)
-        print_json(payload if effect is None else {**payload, "expert_load": effect})
+        print_json(with_expert_load(train_json(estimate), effect))
         return
     render_train_estimate(estimate)
     if effect is not None:

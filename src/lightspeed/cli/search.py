@@ -18,6 +18,7 @@ from lightspeed.cli._sol_options import (
     resolve_expert_balance,
     resolve_model,
     system_options,
+    with_expert_load,
 )
 from lightspeed.report import render_expert_load_effect, render_search_result
 from lightspeed.sol import TRAINING_PRECISIONS, TrainingPlan, search_training, training_load_effect
@@ -119,8 +120,7 @@ def train(
             sharp=sharp,
         )
     if as_json:
-        payload = search_json(result)
-        print_json(payload if effect is None else {**payload, "expert_load": effect})
+        print_json(with_expert_load(search_json(result), effect))
         return
     render_search_result(result)
     if effect is not None:

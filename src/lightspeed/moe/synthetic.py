@@ -20,6 +20,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.moe.load import ExpertLoad, expert_load_from_array
 
 DISTRIBUTIONS: Final = ("zipf", "dirichlet", "uniform")
+MAX_CELLS: Final = 1 << 24  # layers x experts of one synthetic load
 
 
 def _shares(rng: np.random.Generator, distribution: str, skew: float, num_experts: int) -> np.ndarray:
@@ -58,6 +59,10 @@ def synthetic_load(
     ):
         if value < 1:
             raise UserInputError(f"synthetic load needs >= 1 {label} (got {value})")
+    if num_layers * num_experts > MAX_CELLS:
+        raise UserInputError(
+            f"{num_layers} layers x {num_experts} experts is above the {MAX_CELLS} counts allowed"
+        )
     if top_k > num_experts:
         raise UserInputError(f"top-k {top_k} exceeds the {num_experts} experts")
     if not np.isfinite(skew) or skew < 0 or (distribution == "dirichlet" and skew <= 0):

@@ -52,6 +52,7 @@ from lightspeed.records import Record
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+MAX_REPLICAS: Final = 65_536  # physical experts per layer, far above any deployment
 MAX_ENUMERATED_SPLITS: Final = 4096  # node splits enumerated exhaustively below this count
 NODE_SPLIT_CANDIDATES: Final = 4  # lightest node splits carried into replication and packing
 SWAP_GAP: Final = 1e-4  # a row whose busiest bin is this close to its mean is done
@@ -143,6 +144,8 @@ def _check_shape(num_experts: int, num_replicas: int, num_groups: int, num_nodes
     ):
         if value < 1:
             raise UserInputError(f"the number of {label} must be >= 1 (got {value})")
+    if num_replicas > MAX_REPLICAS:
+        raise UserInputError(f"{num_replicas} replicas is above the {MAX_REPLICAS} this balancer places")
     if num_replicas < num_experts:
         raise UserInputError(
             f"{num_replicas} replicas cannot hold the {num_experts} experts: use at least {num_experts}"
