@@ -16,7 +16,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightspeed"
 BASE = {"units", "errors", "records", "datafile", "stats", "paths", "environment"}
-MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
+MEASUREMENT = {"bench", "goodput", "trace", "monitor", "moe"}
 ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.validation", "sol"}
 BELOW_REPORT = {"catalog", "workload", *ENGINES, *MEASUREMENT, "store", "gate"}
 
@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "goodput": {*ENGINES, "catalog", "workload"},
     "trace": {*ENGINES, "catalog", "workload"},
     "monitor": {*ENGINES, "catalog", "workload", "goodput"},
+    "moe": {*ENGINES, "catalog", "workload"},
     "store": set(),
     "gate": {"store", *MEASUREMENT, *ENGINES, "catalog", "workload"},
     "report": BELOW_REPORT,

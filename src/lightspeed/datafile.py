@@ -328,6 +328,14 @@ def read_bounded(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str 
     return data
 
 
+def read_text(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> str:
+    """The UTF-8 text of ``path`` (bounded as :func:`read_bounded`); other bytes are a clear error."""
+    try:
+        return read_bounded(path, max_bytes=max_bytes, what=what).decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataFileError(path, "file is not UTF-8 text", fix=f"save the {what} as UTF-8") from None
+
+
 def nesting_depth(data: bytes, *, toml: bool = False) -> int:
     """How deep containers nest in JSON (or TOML) text, strings and comments left out.
 
@@ -380,6 +388,8 @@ def load_json(
     {'a': [1, 2]}
     """
     data = read_bounded(path, max_bytes=max_bytes, what=what)
+    if not data.strip():
+        raise DataFileError(path, "file is empty", fix=fix or f"write the {what} into it")
     check_nesting(data, path=path)
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)

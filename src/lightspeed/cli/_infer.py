@@ -11,11 +11,14 @@ import click
 from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._sol_options import (
     calibration_option,
+    expert_load_options,
     model_options,
     resolve_cluster,
     resolve_efficiency,
+    resolve_expert_balance,
     resolve_model,
     system_options,
+    with_expert_load,
 )
 from lightspeed.cli.options import (
     DEGREE,
@@ -29,7 +32,12 @@ from lightspeed.cli.options import (
     PoolSplit,
 )
 from lightspeed.errors import InvalidPlanError
-from lightspeed.report import render_inference_estimate, render_inference_search, save_pareto_plot
+from lightspeed.report import (
+    render_expert_load_effect,
+    render_inference_estimate,
+    render_inference_search,
+    save_pareto_plot,
+)
 from lightspeed.sol import (
     BATCHING_MODES,
     INFERENCE_PRECISIONS,
@@ -40,6 +48,8 @@ from lightspeed.sol import (
     SpeculativeDecoding,
     auto_precision,
     estimate_inference,
+    inference_load_effect,
+    inference_plan_with_load,
     search_inference,
 )
 
@@ -142,6 +152,7 @@ def _replicas(num_gpus: int, per_replica: int, pools: tuple[int, int] | None, re
 )
 @click.option("--max-batch", type=SEQUENCES, help="Cap on sequences per replica.")
 @speculative_options
+@expert_load_options
 @calibration_option
 @json_option
 def plan_infer(
@@ -169,12 +180,15 @@ def plan_infer(
     draft_tokens: int | None,
     acceptance: float,
     draft_cost: float,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     calibration: str | None,
     as_json: bool,
 ) -> None:
     """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
     plan = InferencePlan(
         tp=tp,
         pp=pp,
@@ -189,19 +203,34 @@ def plan_infer(
         disaggregated=pools,
         max_batch=max_batch,
     )
+    if balance is not None:
+        plan = inference_plan_with_load(plan, balance=balance, cluster=cluster)
+    efficiency = resolve_efficiency(calibration)
     estimate = estimate_inference(
         model=model,
         cluster=cluster,
         plan=plan,
         load=ServingLoad(isl, osl, concurrency=concurrency, arrival_rate_per_s=arrival_rate),
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
         batching=batching,
         num_gpus=num_gpus,
     )
+    effect = _effect(estimate, balance, model, cluster, efficiency)
     if as_json:
-        print_json(infer_json(estimate))
-    else:
-        render_inference_estimate(estimate)
+        print_json(with_expert_load(infer_json(estimate), effect))
+        return
+    render_inference_estimate(estimate)
+    if effect is not None:
+        render_expert_load_effect(effect)
+
+
+def _effect(estimate: Any, balance: Any, model: Any, cluster: Any, efficiency: Any) -> Any:
+    """What the expert load costs ``estimate`` (``None`` without ``--expert-load``)."""
+    if balance is None:
+        return None
+    return inference_load_effect(
+        estimate=estimate, balance=balance, model=model, cluster=cluster, efficiency=efficiency
+    )
 
 
 def infer_json(estimate: Any) -> dict[str, Any]:
@@ -231,6 +260,7 @@ def infer_json(estimate: Any) -> dict[str, Any]:
 )
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the Pareto plot (PNG/SVG).")
 @speculative_options
+@expert_load_options
 @calibration_option
 @json_option
 def search_infer(
@@ -251,6 +281,8 @@ def search_infer(
     draft_tokens: int | None,
     acceptance: float,
     draft_cost: float,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     calibration: str | None,
     as_json: bool,
 ) -> None:
@@ -258,6 +290,8 @@ def search_infer(
     frontier of tokens/s per GPU against tokens/s per user."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
+    efficiency = resolve_efficiency(calibration)
     result = search_inference(
         model=model,
         cluster=cluster,
@@ -265,18 +299,23 @@ def search_infer(
         precision=auto_precision(cluster) if precision == "auto" else precision,
         max_ttft_s=max_ttft_s,
         max_tpot_s=max_tpot_s,
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
         speculative=_speculative(draft_tokens, acceptance, draft_cost),
         disaggregated=disaggregated,
         attention_dp=plan_family == "wide-ep",
         max_tp=cluster.num_accelerators if allow_cross_domain_tp else None,
         num_gpus=num_gpus,
+        expert_balance=balance,
     )
+    effect = _effect(result.best, balance, model, cluster, efficiency)
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
     if as_json:
-        print_json({**search_infer_json(result), "plots": [str(path) for path in written]})
+        payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
+        print_json(with_expert_load(payload, effect))
         return
     render_inference_search(result)
+    if effect is not None:
+        render_expert_load_effect(effect)
     for path in written:
         click.echo(f"wrote {path}")
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from lightspeed.cli._common import get_context
-from lightspeed.cli.options import GPUS
+from lightspeed.cli.options import GPUS, PHYSICAL_EXPERTS
 from lightspeed.errors import UserInputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,3 +71,44 @@ def resolve_efficiency(calibration: str | None) -> Any:
     from lightspeed.sol import load_calibration
 
     return load_calibration(calibration)
+
+
+def expert_load_options(function: F) -> F:
+    """``--expert-load FILE`` (repeatable: ranks' files add up) and ``--expert-replicas R``."""
+    function = click.option(
+        "--expert-replicas",
+        type=PHYSICAL_EXPERTS,
+        help="Physical experts with redundant replicas over the EP group (default: no replicas).",
+    )(function)
+    return click.option(
+        "--expert-load",
+        "expert_load_paths",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        help="Recorded expert load (lightspeed JSON, SGLang CSV, ...; see docs/moe.md): the per-layer "
+        "imbalance after balancing replaces --expert-imbalance.",
+    )(function)
+
+
+def resolve_expert_balance(paths: tuple[Path, ...], replicas: int | None, model: Any) -> Any:
+    """The :class:`~lightspeed.sol.ExpertLoadBalance` of ``--expert-load`` files, or ``None``."""
+    if not paths:
+        if replicas is not None:
+            raise UserInputError("--expert-replicas needs --expert-load FILE (the load to balance)")
+        return None
+    from lightspeed.moe import combine_loads, read_expert_load
+    from lightspeed.sol import expert_load_balance
+
+    experts = model.moe.num_routed_experts if model.moe is not None else None
+    load = combine_loads([read_expert_load(path, num_experts=experts) for path in paths])
+    return expert_load_balance(
+        load=load.array(),
+        model=model,
+        num_physical_experts=replicas,
+        source=", ".join(str(path) for path in paths),
+    )
+
+
+def with_expert_load(payload: dict[str, Any], effect: Any) -> dict[str, Any]:
+    """A command's JSON with ``"expert_load"`` added when ``--expert-load`` was given."""
+    return payload if effect is None else {**payload, "expert_load": effect}

@@ -15,14 +15,17 @@ from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
+    expert_load_options,
     model_options,
     resolve_cluster,
     resolve_efficiency,
+    resolve_expert_balance,
     resolve_model,
 )
 from lightspeed.cli.options import GPUS, LATENCY_BOUND, SEQ_LEN, SEQUENCES
 from lightspeed.errors import UserInputError
 from lightspeed.report import (
+    render_expert_load_effect,
     render_fabric_comparison,
     render_ratio_decomposition,
     render_system_comparison,
@@ -118,6 +121,7 @@ class _SystemsCommand(click.Command):
 @click.option("--disaggregated", is_flag=True, help="Inference: also try separate prefill and decode pools.")
 @click.option("--plan-family", type=click.Choice(PLAN_FAMILIES), default="wide-ep", show_default=True)
 @click.option("--decompose", is_flag=True, help="Inference: split the last/first per-GPU ratio into factors.")
+@expert_load_options
 @calibration_option
 @click.option("--prices", "prices_path", type=click.Path(path_type=Path), help="Add cost and energy columns.")
 @json_option
@@ -139,6 +143,8 @@ def command(
     disaggregated: bool,
     plan_family: str,
     decompose: bool,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     calibration: str | None,
     prices_path: Path | None,
     as_json: bool,
@@ -161,6 +167,9 @@ def command(
         plan_family=plan_family,
         num_gpus=num_gpus,
     )
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
+    if balance is not None:
+        options["expert_balance"] = balance
     efficiency = resolve_efficiency(calibration)
     comparison = compare_systems(
         model=model,
@@ -189,6 +198,10 @@ def command(
         print_json({**comparison_json(comparison, fabric, decomposition), "costs": costs})
         return
     render_system_comparison(comparison)
+    for result in comparison.results:
+        if result.expert_load is not None:
+            click.echo(f"{result.system}:")
+            render_expert_load_effect(result.expert_load)
     if costs is not None:
         render_system_costs(costs, comparison.workload)
     render_fabric_comparison(fabric)

@@ -31,6 +31,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("lightspeed.cli.plan", "Predict one training or inference plan."),
     "search": ("lightspeed.cli.search", "Search every training or inference plan."),
     "mig": ("lightspeed.cli.mig", "MIG profiles; partition plans that serve several models on shared GPUs."),
+    "moe": (
+        "lightspeed.cli.moe",
+        "MoE expert load: balance redundant experts, load statistics, synthetic loads.",
+    ),
     "validate": ("lightspeed.cli.validate", "Predict published runs and report the error."),
     "compare": ("lightspeed.cli.compare", "Regression gate between results; or compare systems."),
     "bench": ("lightspeed.cli.bench", "Microbenchmarks of this machine against its SOL."),

@@ -336,22 +336,36 @@ class PoolSplit(NumericType):
             )
 
 
-class SizeList(NumericType):
-    """Comma-separated sizes (``1MiB,64MiB``) as a tuple of bytes."""
+class ListOf(NumericType):
+    """Comma-separated values of one numeric type, as a tuple (each checked by ``item``).
 
-    name = "sizes"
+    >>> ListOf(Integer(minimum=1, maximum=512), example="256,288").convert("256, 288", None, None)
+    (256, 288)
+    """
 
-    def __init__(self, **bounds: Any) -> None:
-        super().__init__(**bounds)
-        self.item = Size(**bounds)
+    name = "list"
+
+    def __init__(self, item: NumericType, *, example: str) -> None:
+        super().__init__(minimum=item.minimum, maximum=item.maximum, unit=item.unit, why=item.why)
+        self.item = item
+        self.example = example
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, tuple):
             return value
         parts = [part.strip() for part in str(value).split(",") if part.strip()]
         if not parts:
-            self.fail("give at least one size, e.g. 1MiB,64MiB", param, ctx)
+            self.fail(f"give at least one value, e.g. {self.example}", param, ctx)
         return tuple(self.item.convert(part, param, ctx) for part in parts)
+
+
+class SizeList(ListOf):
+    """Comma-separated sizes (``1MiB,64MiB``) as a tuple of bytes."""
+
+    name = "sizes"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(Size(**bounds), example="1MiB,64MiB")
 
 
 # --- the option types commands share -----------------------------------------------------------
@@ -399,6 +413,16 @@ THREADS: Final = Integer(minimum=1, maximum=MAX_THREADS, unit="threads", why="Li
 GEMM_ROWS: Final = Integer(minimum=1, maximum=2**31 - 1, suffixes=True, unit="rows", why="a 32-bit index")
 ARRAY_SIZE: Final = Size(minimum=8.0 * 2**10, maximum=MAX_BYTES)
 PROCESSES: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="processes")
+EXPERTS: Final = Integer(minimum=1, maximum=2**16, unit="experts")  # 65,536: 256x DeepSeek-V3's
+PHYSICAL_EXPERTS: Final = Integer(minimum=1, maximum=2**24, unit="physical experts")
+PHYSICAL_EXPERT_LIST: Final = ListOf(PHYSICAL_EXPERTS, example="256,288")
+EXPERT_GROUPS: Final = Integer(minimum=1, maximum=2**16, unit="groups")
+MOE_LAYERS: Final = Integer(minimum=1, maximum=4096, unit="layers")
+TOP_K: Final = Integer(minimum=1, maximum=2**16, unit="experts per token")
+TOKENS_PER_LAYER: Final = Integer(minimum=1, maximum=10**12, suffixes=True, unit="tokens")
+LOAD_SKEW: Final = Number(minimum=0.0, maximum=1e6)
+SEED: Final = Integer(minimum=0, maximum=2**63 - 1)
+TOP_ROWS: Final = Integer(minimum=1, maximum=2**16, unit="rows")
 TIMEOUT: Final = Duration(minimum=0.0, maximum=86400.0, min_open=True, why="one day")
 SAMPLE_INTERVAL: Final = Duration(minimum=0.0, maximum=3600.0, min_open=True, why="one hour")
 PORT: Final = Integer(minimum=0, maximum=65535, why="the largest TCP port")

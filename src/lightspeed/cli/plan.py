@@ -11,14 +11,18 @@ from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._infer import plan_infer
 from lightspeed.cli._sol_options import (
     calibration_option,
+    expert_load_options,
     model_options,
     resolve_cluster,
     resolve_efficiency,
+    resolve_expert_balance,
     resolve_model,
     system_options,
+    with_expert_load,
 )
 from lightspeed.cli.options import DEGREE, EXPERT_IMBALANCE, SEQ_LEN, SEQUENCES, TOKENS, VPP, ZERO_STAGE
-from lightspeed.report import render_train_estimate
+from lightspeed.errors import UserInputError
+from lightspeed.report import render_expert_load_effect, render_train_estimate
 from lightspeed.sol import (
     RECOMPUTE,
     SCHEDULES,
@@ -26,6 +30,8 @@ from lightspeed.sol import (
     TrainingPlan,
     data_parallel_degree,
     estimate_training,
+    plan_with_load,
+    training_load_effect,
 )
 
 
@@ -97,8 +103,9 @@ command.add_command(plan_infer)
     type=EXPERT_IMBALANCE,
     default=1.0,
     show_default=True,
-    help="Busiest-GPU expert load factor.",
+    help="Busiest-GPU expert load factor (a quick what-if; --expert-load measures it).",
 )
+@expert_load_options
 @click.option("--uneven-pipeline", is_flag=True, help="Allow layers not divisible by pp x vpp.")
 @click.option(
     "--attention",
@@ -140,6 +147,8 @@ def train(
     dp_overlap: bool,
     ep_overlap: bool | None,
     expert_imbalance: float,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     uneven_pipeline: bool,
     attention_impl: str,
     no_fit_check: bool,
@@ -152,6 +161,9 @@ def train(
     if num_gpus is None and dp is not None:
         num_gpus = dp * tp * pp * cp
     cluster = resolve_cluster(system_text, num_gpus)
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
+    if balance is not None and expert_imbalance != 1.0:
+        raise UserInputError("give --expert-load or --expert-imbalance, not both")
     plan = TrainingPlan(
         tp=tp,
         pp=pp,
@@ -174,20 +186,35 @@ def train(
         expert_imbalance=expert_imbalance,
         uneven_pipeline=uneven_pipeline,
     )
+    if balance is not None:
+        plan = plan_with_load(plan, balance=balance, cluster=cluster)
+    efficiency = resolve_efficiency(calibration)
     estimate = estimate_training(
         model=model,
         cluster=cluster,
         plan=plan,
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
         num_tokens=num_tokens,
         check_fit=not no_fit_check,
         sharp=sharp,
         num_gpus=num_gpus,
     )
+    effect = None
+    if balance is not None:
+        effect = training_load_effect(
+            estimate=estimate,
+            balance=balance,
+            model=model,
+            cluster=cluster,
+            efficiency=efficiency,
+            sharp=sharp,
+        )
     if as_json:
-        print_json(train_json(estimate))
-    else:
-        render_train_estimate(estimate)
+        print_json(with_expert_load(train_json(estimate), effect))
+        return
+    render_train_estimate(estimate)
+    if effect is not None:
+        render_expert_load_effect(effect)
 
 
 def train_json(estimate: Any) -> dict[str, Any]:

@@ -11,15 +11,18 @@ from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._infer import search_infer
 from lightspeed.cli._sol_options import (
     calibration_option,
+    expert_load_options,
     model_options,
     resolve_cluster,
     resolve_efficiency,
+    resolve_expert_balance,
     resolve_model,
     system_options,
+    with_expert_load,
 )
 from lightspeed.cli.options import ROWS, SEQ_LEN, SEQUENCES, TOKENS
-from lightspeed.report import render_search_result
-from lightspeed.sol import TRAINING_PRECISIONS, TrainingPlan, search_training
+from lightspeed.report import render_expert_load_effect, render_search_result
+from lightspeed.sol import TRAINING_PRECISIONS, TrainingPlan, search_training, training_load_effect
 
 
 @click.group()
@@ -62,6 +65,7 @@ command.add_command(search_infer)
 @click.option(
     "--sharp", is_flag=True, help="In-network reduction on the scale-out switches (InfiniBand SHARP)."
 )
+@expert_load_options
 @calibration_option
 @json_option
 def train(
@@ -80,12 +84,16 @@ def train(
     tp_overlap: bool,
     dp_overlap: bool,
     sharp: bool,
+    expert_load_paths: tuple[Path, ...],
+    expert_replicas: int | None,
     calibration: str | None,
     as_json: bool,
 ) -> None:
     """Every valid training plan, ranked by throughput among those that fit, with why the best wins."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
+    balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
+    efficiency = resolve_efficiency(calibration)
     result = search_training(
         model=model,
         cluster=cluster,
@@ -93,7 +101,7 @@ def train(
         seq_len=seq_len,
         precision=precision,
         top=top,
-        efficiency=resolve_efficiency(calibration),
+        efficiency=efficiency,
         num_tokens=num_tokens,
         template=TrainingPlan(tp_overlap=tp_overlap, dp_overlap=dp_overlap),
         schedules=tuple(part.strip() for part in schedules.split(",") if part.strip()),
@@ -101,11 +109,24 @@ def train(
         sharp=sharp,
         num_gpus=num_gpus,
         require_fit=True,
+        expert_balance=balance,
     )
+    effect = None
+    if balance is not None and result.plans:
+        effect = training_load_effect(
+            estimate=result.plans[0],
+            balance=balance,
+            model=model,
+            cluster=cluster,
+            efficiency=efficiency,
+            sharp=sharp,
+        )
     if as_json:
-        print_json(search_json(result))
-    else:
-        render_search_result(result)
+        print_json(with_expert_load(search_json(result), effect))
+        return
+    render_search_result(result)
+    if effect is not None:
+        render_expert_load_effect(effect)
 
 
 def search_json(result: Any) -> dict[str, Any]:

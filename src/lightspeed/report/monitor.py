@@ -31,7 +31,7 @@ from lightspeed.monitor import (
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import new_figure_grid, save_figure
+from lightspeed.report.plots import new_figure_grid, plot_paths, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -383,10 +383,9 @@ def _shade(axis: Any, joined: CounterLedger | None, origin: float) -> None:
 
 
 def save_monitor_plot(figure: Figure, path: Path) -> list[Path]:
-    """Write ``figure`` to ``path`` (.png or .svg; no suffix writes both)."""
-    suffix = path.suffix.lower().lstrip(".")
-    formats = (suffix,) if suffix in ("png", "svg") else ("png", "svg")
-    stem = path.with_suffix("") if suffix in ("png", "svg") else path
+    """Write ``figure`` to ``path`` (.png, .svg or .pdf; no suffix writes PNG and SVG; a folder
+    gets ``monitor.<format>`` inside it)."""
+    stem, formats = plot_paths(path, name="monitor", default_formats=("png", "svg"))
     return save_figure(figure, stem, formats)
 
 

@@ -3,8 +3,10 @@
 Subpackages, bottom up: :mod:`~lightspeed.sol.core` (roofline, efficiency,
 collectives, calibration), :mod:`~lightspeed.sol.train` and
 :mod:`~lightspeed.sol.infer` (the two engines), :mod:`~lightspeed.sol.validation`
-(published rows predicted). Top modules use both engines: :mod:`~lightspeed.sol.capacity`
-and :mod:`~lightspeed.sol.systems`. This package re-exports each one's public names."""
+(published rows predicted). Top modules use both engines: :mod:`~lightspeed.sol.capacity`,
+:mod:`~lightspeed.sol.systems`, expert placement (:mod:`~lightspeed.sol.experts`) and measured
+expert load in the predictions (:mod:`~lightspeed.sol.expert_load`). This package re-exports
+each one's public names."""
 
 from __future__ import annotations
 
@@ -48,6 +50,16 @@ from lightspeed.sol.cost_match import (
 )
 from lightspeed.sol.cost_systems import SystemCost, system_costs
 from lightspeed.sol.cost_upgrade import FleetSizing, Upgrade, compare_upgrade, size_fleet
+from lightspeed.sol.expert_load import (
+    ExpertLoadBalance,
+    ExpertLoadEffect,
+    expert_load_balance,
+    inference_load_effect,
+    inference_plan_with_load,
+    plan_with_load,
+    training_load_effect,
+)
+from lightspeed.sol.experts import ExpertPlacement, balance_experts
 from lightspeed.sol.infer import (
     BATCHING_MODES,
     INFERENCE_PRECISIONS,
@@ -110,6 +122,9 @@ __all__ = [
     "CostWorkload",
     "DeepSeekCost",
     "EfficiencyModel",
+    "ExpertLoadBalance",
+    "ExpertLoadEffect",
+    "ExpertPlacement",
     "FabricFigures",
     "FleetSizing",
     "FrontierPoint",
@@ -140,6 +155,7 @@ __all__ = [
     "ValidationReport",
     "ValidationRow",
     "auto_precision",
+    "balance_experts",
     "calibrate",
     "calibration_path",
     "check_layout",
@@ -154,9 +170,12 @@ __all__ = [
     "default_space",
     "estimate_inference",
     "estimate_training",
+    "expert_load_balance",
     "fabric_comparison",
     "gpu_layouts",
     "inference_cost",
+    "inference_load_effect",
+    "inference_plan_with_load",
     "inference_predictor",
     "list_calibrations",
     "load_calibration",
@@ -166,6 +185,7 @@ __all__ = [
     "parse_fleet",
     "plan_memory",
     "plan_mig",
+    "plan_with_load",
     "power_for",
     "rack_plan",
     "read_workloads",
@@ -176,6 +196,7 @@ __all__ = [
     "system_costs",
     "tco_per_year",
     "training_cost",
+    "training_load_effect",
     "validate_plan",
     "validate_published",
 ]

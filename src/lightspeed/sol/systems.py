@@ -25,6 +25,7 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.expert_load import ExpertLoadEffect, inference_load_effect, training_load_effect
 from lightspeed.sol.infer.cost import inference_hardware
 from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
 from lightspeed.sol.infer.search import search_inference
@@ -72,7 +73,8 @@ class SystemResult(Record):
     """The best plan of the workload on one system.
 
     ``throughput_tokens_per_s`` is training tokens/s or output tokens/s;
-    ``step_s`` the training step or the decode iteration it divides.
+    ``step_s`` the training step or the decode iteration it divides. ``expert_load`` is what
+    a measured expert load costs the best plan (``None`` without one).
     """
 
     system: str
@@ -91,6 +93,7 @@ class SystemResult(Record):
     limits: TopologyLimits
     train: TrainEstimate | None
     infer: InferenceEstimate | None
+    expert_load: ExpertLoadEffect | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ def _result(
     train: TrainEstimate | None = None,
     infer: InferenceEstimate | None = None,
     num_gpus: int | None = None,
+    expert_load: ExpertLoadEffect | None = None,
 ) -> SystemResult:
     gpus = num_gpus or cluster.num_accelerators
     return SystemResult(
@@ -197,6 +201,7 @@ def _result(
         limits=limits,
         train=train,
         infer=infer,
+        expert_load=expert_load,
     )
 
 
@@ -219,6 +224,7 @@ def _train_result(
         max_tp=domain,
         num_gpus=_part_of_node(cluster, options.get("num_gpus")),
         require_fit=True,  # a best plan that cannot run is no comparison
+        expert_balance=options.get("expert_balance"),
     )
     best = search.plans[0]
     hardware = hardware_for(cluster, precision, efficiency)
@@ -239,6 +245,18 @@ def _train_result(
         shares=shares,
         limits=topology_limits(cluster, efficiency),
         train=best,
+        expert_load=_train_load(best, model, cluster, options, efficiency),
+    )
+
+
+def _train_load(
+    best: TrainEstimate, model: TransformerSpec, cluster: Cluster, options: JsonDict, efficiency: Any
+) -> ExpertLoadEffect | None:
+    balance = options.get("expert_balance")
+    if balance is None:
+        return None
+    return training_load_effect(
+        estimate=best, balance=balance, model=model, cluster=cluster, efficiency=efficiency
     )
 
 
@@ -281,8 +299,17 @@ def _infer_result(
         disaggregated=options.get("disaggregated", False),
         attention_dp=options.get("plan_family", "wide-ep") == "wide-ep",
         num_gpus=_part_of_node(cluster, options.get("num_gpus")),
+        expert_balance=options.get("expert_balance"),
     )
     best = search.best
+    balance = options.get("expert_balance")
+    effect = (
+        None
+        if balance is None
+        else inference_load_effect(
+            estimate=best, balance=balance, model=model, cluster=cluster, efficiency=efficiency
+        )
+    )
     ih = inference_hardware(cluster, best.plan, efficiency)
     slow = ih.hardware.fabric.scale_out.name if ih.hardware.fabric.scale_out is not None else None
     shares = _shares(
@@ -301,6 +328,7 @@ def _infer_result(
         limits=topology_limits(cluster, efficiency),
         infer=best,
         num_gpus=search.num_gpus,
+        expert_load=effect,
     )
 
 
@@ -320,7 +348,8 @@ def compare_systems(
     for inference. ``options``: training ``global_batch`` and ``seq_len``;
     inference ``load`` (a :class:`ServingLoad`), ``max_ttft_s``, ``max_tpot_s``,
     ``disaggregated``, ``plan_family`` (``tp-ep-pp`` or ``wide-ep``) and
-    ``num_gpus`` (part of a single-node system).
+    ``num_gpus`` (part of a single-node system); either workload ``expert_balance`` (an
+    :class:`~lightspeed.sol.expert_load.ExpertLoadBalance` of a measured expert load).
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.sol import ServingLoad

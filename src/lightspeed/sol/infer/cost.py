@@ -156,7 +156,8 @@ class IterationGrid:
     Token and sequence counts are for the whole stage (every attention group);
     decode sequences spread evenly over the attention groups, while
     ``group_prefill_tokens`` is the prompt share of the busiest group (a prompt
-    chunk belongs to one group).
+    chunk belongs to one group). ``expert_imbalance`` scales the routed tokens of the
+    busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
     """
 
     tp: Array
@@ -170,6 +171,8 @@ class IterationGrid:
     prefill_context: Array
     prefill_requests: Array
     group_prefill_tokens: Array
+    expert_imbalance: Array = 1.0
+    physical_experts: Array = 0.0
 
     @property
     def stage_gpus(self) -> Array:
@@ -302,14 +305,15 @@ def _attention(
 def _expert_part(
     acc: _Acc, grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware
 ) -> None:
-    """Routed experts of one MoE layer on one GPU: only the experts the tokens reach are read."""
+    """Routed experts of one MoE layer on the busiest GPU: only the experts (replicas) the
+    tokens reach are read, and that GPU computes ``expert_imbalance`` times the mean tokens."""
     moe = model.moe
     assert moe is not None
-    experts = float(moe.num_routed_experts)
+    experts = np.where(grid.physical_experts > 0, grid.physical_experts, float(moe.num_routed_experts))
     tokens = grid.tokens
     touched_fraction = 1.0 - (1.0 - moe.top_k / experts) ** tokens
     local_touched = experts / grid.ep * touched_fraction
-    per_expert = tokens * moe.top_k / (experts * touched_fraction)
+    per_expert = tokens * moe.top_k / (experts * touched_fraction) * grid.expert_imbalance
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(ih, shapes.experts, per_expert, expert_tp, copies=local_touched)
     acc.roofline(compute, memory, "gemm_compute", "weight_reads")
@@ -327,7 +331,8 @@ def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: Infere
     # Each GPU dispatches its share of the group's tokens to every slice of each chosen expert:
     # top_k x (stage GPUs / ep) copies, at most one per GPU of the stage.
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
-    sent = group_tokens / grid.tp * copies * model.hidden_size
+    # the GPU with the busiest experts receives expert_imbalance times the mean share
+    sent = group_tokens / grid.tp * copies * model.hidden_size * grid.expert_imbalance
     dispatch = collectives.all_to_all_s(fabric, sent * ih.precisions.input_bytes_per_element, grid.stage_gpus)
     combine = collectives.all_to_all_s(fabric, sent * ACTIVATION_BYTES, grid.stage_gpus)
     shared_reduce = (

@@ -114,6 +114,8 @@ def deployments_of(plan: InferencePlan, batch: float | np.ndarray) -> Deployment
         ep=column(plan.ep),
         dp_attention=column(plan.dp_attention),
         batch=np.asarray(batch, dtype=np.float64).reshape(size),
+        expert_imbalance=column(plan.expert_imbalance),
+        physical_experts=column(plan.num_physical_experts or 0),
     )
 
 
@@ -121,7 +123,7 @@ def deployment_memory(
     model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
 ) -> MemoryArrays:
     """Memory arrays (length one) of ``plan`` serving ``load``."""
-    return memory_of(model, ih, deployments_of(plan, 1.0), load)
+    return memory_of(model, ih, deployments_of(plan, 1.0), load, float(plan.num_physical_experts or 0))
 
 
 def pool_split(plan: InferencePlan, ih: InferenceHardware, model: TransformerSpec) -> PoolSplit:

@@ -75,8 +75,10 @@ def stage_weight_bytes(
     pp: Array,
     ep: Array,
     dp_attention: Array,
+    physical_experts: Array = 0.0,
 ) -> Array:
-    """Weight bytes on one GPU of the busiest stage (see the module docstring)."""
+    """Weight bytes on one GPU of the busiest stage (see the module docstring); with
+    ``physical_experts`` > 0 the stage holds that many routed experts (replicas included)."""
     weight = ih.precisions.weight_bytes_per_element
     num_dense, num_moe = stage_layers(model, pp)
     attention = _params(shapes.attention, tp) * weight + shapes.num_norm_params * ACTIVATION_BYTES
@@ -84,7 +86,8 @@ def stage_weight_bytes(
     total = num_dense * dense
     if model.moe is not None:
         expert_tp = tp * dp_attention / ep
-        experts = model.moe.num_routed_experts / ep * _params(shapes.experts, expert_tp)
+        physical = np.where(np.asarray(physical_experts) > 0, physical_experts, model.moe.num_routed_experts)
+        experts = physical / ep * _params(shapes.experts, expert_tp)
         shared = _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0)
         total = total + num_moe * (attention + (experts + shared) * weight)
     table = model.vocab_size * model.hidden_size / tp * ACTIVATION_BYTES
@@ -102,11 +105,14 @@ def inference_memory(
     ep: Array,
     dp_attention: Array,
     tokens_per_sequence: Array,
+    physical_experts: Array = 0.0,
 ) -> MemoryArrays:
     """Memory per GPU and how many sequences of ``tokens_per_sequence`` tokens a replica holds."""
     hardware = ih.hardware
     usable = hardware.usable_memory_bytes
-    weights = stage_weight_bytes(model, shapes, ih, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention)
+    weights = stage_weight_bytes(
+        model, shapes, ih, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, physical_experts=physical_experts
+    )
     ffn = (
         model.ffn_hidden_size
         if model.moe is None
@@ -150,7 +156,11 @@ class Degrees(Protocol):
 
 
 def memory_of(
-    model: TransformerSpec, ih: InferenceHardware, degrees: Degrees, load: ServingLoad
+    model: TransformerSpec,
+    ih: InferenceHardware,
+    degrees: Degrees,
+    load: ServingLoad,
+    physical_experts: Array = 0.0,
 ) -> MemoryArrays:
     """:func:`inference_memory` of deployments ``degrees`` serving requests of ``load``."""
     return inference_memory(
@@ -162,6 +172,7 @@ def memory_of(
         ep=degrees.ep,
         dp_attention=degrees.dp_attention,
         tokens_per_sequence=float(load.input_tokens + load.output_tokens),
+        physical_experts=physical_experts,
     )
 
 

@@ -135,7 +135,11 @@ class InferencePlan(Record):
     fp8 when weights are 8-bit or narrower and the GPU has FP8, else the
     activation format). ``kv_replication`` allows ``tp`` above the number of KV
     heads by storing each head on several GPUs. ``max_batch`` caps sequences
-    in flight per replica (the server's ``max_batch_size``).
+    in flight per replica (the server's ``max_batch_size``). ``expert_imbalance``
+    multiplies the routed-expert work of the busiest GPU of a stage (1.0 = balanced;
+    :mod:`lightspeed.sol.expert_load` derives it from a recorded load);
+    ``num_physical_experts`` counts the routed experts with their redundant replicas
+    over a stage's ``ep`` GPUs (``None``: no replicas).
     """
 
     tp: int = 1
@@ -150,6 +154,8 @@ class InferencePlan(Record):
     speculative: SpeculativeDecoding | None = None
     disaggregated: tuple[int, int] | None = None
     max_batch: int | None = None
+    expert_imbalance: float = 1.0
+    num_physical_experts: int | None = None
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -175,6 +181,8 @@ class InferencePlan(Record):
                 )
         if self.max_batch is not None and self.max_batch < 1:
             raise InvalidPlanError(f"max batch must be >= 1 (got {self.max_batch})")
+        if not self.expert_imbalance >= 1.0:
+            raise InvalidPlanError("expert_imbalance is a slowdown factor and must be >= 1.0")
 
     @property
     def stage_gpus(self) -> int:
@@ -353,11 +361,28 @@ def _check_experts(plan: InferencePlan, model: TransformerSpec) -> None:
             f"ep={plan.ep} must divide the {plan.stage_gpus} GPUs of a stage (tp x dp-attention = "
             f"{plan.tp} x {plan.dp_attention}); try ep={nearest(plan.ep, divisors(plan.stage_gpus))}"
         )
+    _check_replicas(plan, experts)
     expert_tp = plan.stage_gpus // plan.ep
     if model.moe.expert_ffn_hidden_size % expert_tp:
         raise InvalidPlanError(
             f"each expert would be split over {expert_tp} GPUs, which does not divide its MLP size "
             f"{model.moe.expert_ffn_hidden_size}; raise ep"
+        )
+
+
+def _check_replicas(plan: InferencePlan, num_experts: int) -> None:
+    physical = plan.num_physical_experts
+    if physical is None:
+        return
+    if physical < num_experts:
+        raise InvalidPlanError(
+            f"{physical} physical experts cannot hold the {num_experts} routed experts; "
+            f"use at least {num_experts}"
+        )
+    if physical % plan.ep:
+        raise InvalidPlanError(
+            f"{physical} physical experts do not split over ep={plan.ep}; "
+            f"use a multiple of {plan.ep} (e.g. {-(-physical // plan.ep) * plan.ep})"
         )
 
 

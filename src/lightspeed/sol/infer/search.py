@@ -12,7 +12,7 @@ tokens/s per user (``1 / TPOT``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import divisors
 from lightspeed.sol.infer.cost import InferenceHardware, inference_hardware
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
@@ -104,6 +105,8 @@ class _Shapes:
     pp: np.ndarray
     prefill: np.ndarray  # prefill replicas (0: aggregated)
     decode: np.ndarray  # decode replicas, or all replicas when aggregated
+    expert_imbalance: np.ndarray  # busiest GPU's routed-expert load over the mean
+    physical_experts: np.ndarray  # routed experts with replicas (0: the model's own)
 
     def select(self, index: np.ndarray) -> _Shapes:
         return _Shapes(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
@@ -157,7 +160,26 @@ def replica_shapes(
 
 def _columns(shapes: list[tuple[int, ...]]) -> _Shapes:
     array = np.asarray(shapes, dtype=np.float64).reshape(-1, 6)
-    return _Shapes(*(array[:, i] for i in range(6)))
+    tp, dp_attention, ep, pp, prefill, decode = (array[:, i] for i in range(6))
+    ones, zeros = np.ones(len(array)), np.zeros(len(array))
+    return _Shapes(tp, dp_attention, ep, pp, prefill, decode, expert_imbalance=ones, physical_experts=zeros)
+
+
+def _with_balance(shapes: _Shapes, balance: ExpertBalance | None, domain_size: int) -> _Shapes:
+    """Shapes whose EP size splits the balance's replicas, each with its expert imbalance."""
+    if balance is None:
+        return shapes
+    physical = balance.num_physical_experts
+    if physical:
+        shapes = shapes.select(np.flatnonzero(np.mod(physical, shapes.ep) == 0))
+    stage = shapes.tp * shapes.dp_attention
+    nodes = expert_nodes(shapes.ep, stage / shapes.ep, domain_size)  # an expert's TP slices sit together
+    imbalance = balance.imbalance(ep=shapes.ep, num_nodes=nodes, pp=shapes.pp, vpp=np.ones_like(shapes.pp))
+    return replace(
+        shapes,
+        expert_imbalance=np.asarray(imbalance, dtype=np.float64),
+        physical_experts=np.where(shapes.ep > 1, float(physical or 0), 0.0),  # EP 1: nothing to place
+    )
 
 
 def _points(shapes: _Shapes, max_sequences: np.ndarray) -> tuple[_Shapes, np.ndarray]:
@@ -184,6 +206,8 @@ def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> Servin
         ep=shapes.ep,
         dp_attention=shapes.dp_attention,
         batch=batch,
+        expert_imbalance=shapes.expert_imbalance,
+        physical_experts=shapes.physical_experts,
     )
     aggregated = continuous(deployments, ctx)
     split = PoolSplit(
@@ -246,6 +270,8 @@ def _plan_of(
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
         speculative=speculative,
         disaggregated=(prefill, decode) if prefill > 0 else None,
+        expert_imbalance=float(shapes.expert_imbalance[index]),
+        num_physical_experts=int(shapes.physical_experts[index]) or None,
     )
 
 
@@ -317,6 +343,7 @@ class _Request:
     precision: str
     bounds: tuple[float | None, float | None]
     speculative: SpeculativeDecoding | None
+    expert_balance: ExpertBalance | None = None
 
 
 def _space(
@@ -325,12 +352,15 @@ def _space(
     """Every fitting (replica shape, batch) point, or the error saying why there is none."""
     model, num_gpus = request.model, request.num_gpus
     shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
+    shapes = _with_balance(shapes, request.expert_balance, ih.hardware.domain_size)
     if shapes.tp.size == 0:
         raise InvalidPlanError(
             f"no TP size up to {limit} divides the {model.attention.num_heads} heads of {model.name} "
             f"and the {num_gpus} GPUs"
+            + (" with an EP size that splits the physical experts" if request.expert_balance else "")
         )
-    points, batch = _points(shapes, memory_of(model, ih, shapes, request.load).max_sequences)
+    memory = memory_of(model, ih, shapes, request.load, shapes.physical_experts)
+    points, batch = _points(shapes, memory.max_sequences)
     if batch.size == 0:
         plan = InferencePlan(tp=min(limit, num_gpus), precision=request.precision)
         raise PlanDoesNotFitError(
@@ -408,6 +438,7 @@ def search_inference(
     max_tp: int | None = None,
     num_gpus: int | None = None,
     frontier_points: int = 24,
+    expert_balance: ExpertBalance | None = None,
 ) -> InferenceSearchResult:
     """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
 
@@ -415,7 +446,8 @@ def search_inference(
     scale-up domain) and every batch up to its KV-cache limit is tried, with
     prefill/decode pool splits too when ``disaggregated`` and attention data
     parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
-    single-node cluster (default: every GPU). Raises
+    single-node cluster (default: every GPU). ``expert_balance`` gives each shape the
+    expert imbalance of its EP layout and its redundant experts. Raises
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
 
     >>> from lightspeed.catalog import load_catalog
@@ -428,7 +460,9 @@ def search_inference(
     """
     started = time.perf_counter()
     gpus = _gpus(cluster, num_gpus)
-    request = _Request(model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative)
+    request = _Request(
+        model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative, expert_balance
+    )
     ih = inference_hardware(cluster, InferencePlan(precision=precision), efficiency)
     limit = max_tp or ih.hardware.domain_size
     points, batch = _space(request, ih, limit, disaggregated=disaggregated, attention_dp=attention_dp)

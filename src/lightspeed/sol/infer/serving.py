@@ -47,13 +47,16 @@ BATCHING_MODES = ("continuous", "static")
 
 @dataclass(frozen=True)
 class Deployments:
-    """Parallel degrees of many deployments, and the sequences in flight per (decode) replica."""
+    """Parallel degrees of many deployments, and the sequences in flight per (decode) replica;
+    the busiest GPU's expert-load factor and the physical experts (0: the model's routed ones)."""
 
     tp: Array
     pp: Array
     ep: Array
     dp_attention: Array
     batch: Array
+    expert_imbalance: Array = 1.0
+    physical_experts: Array = 0.0
 
     def grid(self, *, group_prefill_tokens: Array | None = None, **work: Array) -> IterationGrid:
         """An iteration grid of these deployments doing ``work``; prompts spread evenly over
@@ -66,6 +69,8 @@ class Deployments:
             ep=self.ep,
             dp_attention=self.dp_attention,
             group_prefill_tokens=group_prefill_tokens,
+            expert_imbalance=self.expert_imbalance,
+            physical_experts=self.physical_experts,
             **work,
         )
 

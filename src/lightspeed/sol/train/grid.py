@@ -29,6 +29,7 @@ class PlanGrid:
 
     ``schedule`` and ``recompute`` hold codes into ``SCHEDULES`` and ``RECOMPUTE``;
     ``schedule`` is the effective schedule (1F1B with vpp > 1 is interleaved).
+    ``physical_experts`` is 0 where a plan has no redundant experts.
     """
 
     tp: FloatArray
@@ -51,6 +52,7 @@ class PlanGrid:
     grad_bytes: FloatArray
     expert_imbalance: FloatArray
     uneven_pipeline: BoolArray
+    physical_experts: FloatArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -101,6 +103,7 @@ class PlanGrid:
             grad_reduce_precision="fp32" if self.grad_bytes[index] == 4.0 else "bf16",
             expert_imbalance=float(self.expert_imbalance[index]),
             uneven_pipeline=bool(self.uneven_pipeline[index]),
+            num_physical_experts=int(self.physical_experts[index]) or None,
         )
 
 
@@ -133,4 +136,5 @@ def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
         grad_bytes=column([4.0 if p.grad_reduce_precision == "fp32" else 2.0 for p in plans]),
         expert_imbalance=column([p.expert_imbalance for p in plans]),
         uneven_pipeline=column([p.uneven_pipeline for p in plans], bool),
+        physical_experts=column([p.num_physical_experts or 0 for p in plans]),
     )

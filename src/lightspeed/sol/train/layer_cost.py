@@ -223,7 +223,8 @@ def _mlp_part(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array]:
         return linears_cost(hardware, shapes.mlp, ctx.tokens, grid.tp)
     model = ctx.model
     assert model.moe is not None
-    local_experts = model.moe.num_routed_experts / grid.ep
+    physical = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
+    local_experts = physical / grid.ep  # redundant replicas share the GPU's routed tokens
     per_expert = _routed_tokens(ctx) / local_experts
     experts = linears_cost(hardware, shapes.experts, per_expert, grid.tp, local_experts)
     shared = linears_cost(hardware, shapes.shared_experts, ctx.tokens, grid.tp)

@@ -99,7 +99,8 @@ def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) ->
     expert = np.zeros_like(dense)
     if model.moe is not None:
         per_expert = sum(linear.num_params for linear in shapes.experts)
-        expert = moe_layers * per_expert * model.moe.num_routed_experts / grid.ep
+        experts = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
+        expert = moe_layers * per_expert * experts / grid.ep  # redundant replicas included
     copies = parameter_copies(grid)
     return StageParams(dense * copies, expert * copies, layers, moe_layers)
 

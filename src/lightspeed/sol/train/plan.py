@@ -42,11 +42,13 @@ class TrainingPlan(Record):
     ``recompute="partial"`` recomputes the fewest whole layers per stage that make
     the plan fit (Megatron's ``--recompute-method block``); ``"selective"``
     recomputes core attention only. ``expert_imbalance`` multiplies the busiest
-    GPU's expert work (1.0 = perfectly
-    balanced routing). ``attention_impl="unfused"`` and ``dropout=True`` describe
-    pre-FlashAttention frameworks (Megatron-LM 2021-22: softmax over the full
-    score matrix in memory, hidden and attention dropout). ``uneven_pipeline``
-    allows layers not divisible by the
+    GPU's expert work (1.0 = perfectly balanced routing; :mod:`lightspeed.sol.expert_load`
+    derives it from a recorded load). ``num_physical_experts`` counts the routed experts
+    with their redundant replicas over the EP group (``None``: no replicas); each replica
+    holds weights, gradients and optimizer state like the expert it copies.
+    ``attention_impl="unfused"`` and ``dropout=True`` describe pre-FlashAttention
+    frameworks (Megatron-LM 2021-22: softmax over the full score matrix in memory,
+    hidden and attention dropout). ``uneven_pipeline`` allows layers not divisible by the
     pipeline size (the last stages get fewer layers, as Llama 3 405B did).
     """
 
@@ -72,6 +74,7 @@ class TrainingPlan(Record):
     grad_reduce_precision: str = "fp32"
     expert_imbalance: float = 1.0
     uneven_pipeline: bool = False
+    num_physical_experts: int | None = None
 
     def __post_init__(self) -> None:
         for label, value in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)):
@@ -89,8 +92,10 @@ class TrainingPlan(Record):
         _check_choice("grad_reduce_precision", self.grad_reduce_precision, GRAD_PRECISIONS)
         if self.zero_stage not in (0, 1, 2, 3):
             raise InvalidPlanError(f"zero_stage must be 0, 1, 2 or 3 (got {self.zero_stage})")
-        if self.expert_imbalance < 1.0:
+        if not self.expert_imbalance >= 1.0:
             raise InvalidPlanError("expert_imbalance is a slowdown factor and must be >= 1.0")
+        if self.num_physical_experts is not None and self.num_physical_experts < 1:
+            raise InvalidPlanError(f"num_physical_experts must be >= 1 (got {self.num_physical_experts})")
 
     @property
     def num_gpus(self) -> int:
@@ -273,11 +278,27 @@ def _check_experts(plan: TrainingPlan, model: TransformerSpec) -> None:
             f"ep={plan.ep} does not divide the {experts} routed experts; "
             f"try ep={nearest(plan.ep, divisors(experts))}"
         )
+    _check_replicas(plan.num_physical_experts, experts, plan.ep)
     group = plan.tp * plan.cp * plan.dp
     if group % plan.ep:
         raise InvalidPlanError(
             f"ep={plan.ep} must divide tp x cp x dp = {group} "
             "(experts are spread over the data-parallel ranks)"
+        )
+
+
+def _check_replicas(num_physical: int | None, num_experts: int, ep: int) -> None:
+    if num_physical is None:
+        return
+    if num_physical < num_experts:
+        raise InvalidPlanError(
+            f"{num_physical} physical experts cannot hold the {num_experts} routed experts; "
+            f"use at least {num_experts}"
+        )
+    if num_physical % ep:
+        raise InvalidPlanError(
+            f"{num_physical} physical experts do not split over ep={ep}; "
+            f"use a multiple of {ep} (e.g. {-(-num_physical // ep) * ep})"
         )
 
 

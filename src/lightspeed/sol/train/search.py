@@ -20,6 +20,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.train.grid import RECOMPUTE_CODES, SCHEDULE_CODES, PlanGrid
@@ -172,8 +173,38 @@ def _valid(
     return np.asarray(ok, dtype=bool)
 
 
-def _grid(columns: dict[str, np.ndarray], template: TrainingPlan, num_gpus: int, layers: int) -> PlanGrid:
+@dataclass(frozen=True)
+class _Experts:
+    """How a search sets each plan's expert imbalance: from a balance, or the template's scalar."""
+
+    balance: ExpertBalance | None
+    domain_size: int
+
+    def imbalance(self, columns: dict[str, np.ndarray], template: TrainingPlan) -> np.ndarray:
+        if self.balance is None:
+            return np.full(columns["tp"].shape[0], template.expert_imbalance)
+        nodes = expert_nodes(columns["ep"], columns["tp"] * columns["cp"], self.domain_size)
+        return np.asarray(
+            self.balance.imbalance(ep=columns["ep"], num_nodes=nodes, pp=columns["pp"], vpp=columns["vpp"]),
+            dtype=np.float64,
+        )
+
+    def physical(self, columns: dict[str, np.ndarray], template: TrainingPlan) -> np.ndarray:
+        """Physical experts per plan; a plan without expert parallelism has no replicas to place."""
+        if self.balance is None:
+            return np.full(columns["tp"].shape[0], float(template.num_physical_experts or 0))
+        return np.where(columns["ep"] > 1, float(self.balance.num_physical_experts or 0), 0.0)
+
+
+def _grid(
+    columns: dict[str, np.ndarray],
+    template: TrainingPlan,
+    num_gpus: int,
+    layers: int,
+    experts: _Experts | None = None,
+) -> PlanGrid:
     size = columns["tp"].shape[0]
+    experts = experts or _Experts(None, 1)
 
     def full(value: float | bool) -> np.ndarray:
         return np.full(size, value)
@@ -203,8 +234,9 @@ def _grid(columns: dict[str, np.ndarray], template: TrainingPlan, num_gpus: int,
             bool(template.ep_overlap),
         ),
         grad_bytes=full(4.0 if template.grad_reduce_precision == "fp32" else 2.0),
-        expert_imbalance=full(template.expert_imbalance),
+        expert_imbalance=experts.imbalance(columns, template),
         uneven_pipeline=np.mod(layers, pp) != 0,
+        physical_experts=experts.physical(columns, template),
     )
 
 
@@ -250,7 +282,7 @@ def _evaluate_chunks(
     template: TrainingPlan,
     model: TransformerSpec,
     hardware: Hardware,
-    num_gpus: int,
+    experts: _Experts,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(step time, memory per GPU, distinct) of every plan; ``distinct`` is false for
     'partial' recomputation that recomputes nothing (the same plan as 'none')."""
@@ -258,9 +290,8 @@ def _evaluate_chunks(
     size = columns["tp"].shape[0]
     for start in range(0, size, CHUNK_PLANS):
         chunk = {name: values[start : start + CHUNK_PLANS] for name, values in columns.items()}
-        arrays = evaluate_grid(
-            _grid(chunk, template, num_gpus, model.num_layers), model, hardware, template.seq_len
-        )
+        grid = _grid(chunk, template, hardware.num_gpus, model.num_layers, experts)
+        arrays = evaluate_grid(grid, model, hardware, template.seq_len)
         steps.append(np.asarray(arrays.step_time_s))
         memories.append(np.asarray(arrays.memory.total_bytes))
         partial = chunk["recompute"] == RECOMPUTE_CODES["partial"]
@@ -278,11 +309,19 @@ def _check_schedules(schedules: tuple[str, ...]) -> None:
 
 
 def _valid_columns(
-    space: SearchSpace, model: TransformerSpec, num_gpus: int, global_batch_size: int, seq_len: int
+    space: SearchSpace,
+    model: TransformerSpec,
+    num_gpus: int,
+    global_batch_size: int,
+    seq_len: int,
+    *,
+    num_physical_experts: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The plan space as columns, invalid combinations removed; an error if none is left."""
     columns = _product(space)
     valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
+    if num_physical_experts:
+        valid &= np.mod(num_physical_experts, columns["ep"]) == 0  # replicas split evenly over EP
     columns = {name: values[valid] for name, values in columns.items()}
     if columns["tp"].size == 0:
         raise InvalidPlanError(
@@ -310,6 +349,7 @@ def search_training(
     sharp: bool = False,
     num_gpus: int | None = None,
     require_fit: bool = False,
+    expert_balance: ExpertBalance | None = None,
 ) -> SearchResult:
     """Every valid plan of ``model`` on ``cluster``, best ``top`` first (fitting plans first).
 
@@ -318,6 +358,8 @@ def search_training(
     ``num_gpus`` (the GPUs a user asked for; default: the whole cluster) may be part of a
     single node only. With ``require_fit`` a search where no plan fits raises
     :class:`~lightspeed.errors.PlanDoesNotFitError` instead of ranking plans that cannot run.
+    ``expert_balance`` gives each plan the expert imbalance of its EP layout (and
+    its redundant experts) instead of the template's scalar.
     """
     started = time.perf_counter()
     num_gpus = _searched_gpus(cluster, num_gpus)
@@ -327,14 +369,18 @@ def search_training(
         global_batch_size=global_batch_size, seq_len=seq_len, precision=precision
     )
     hardware = hardware_for(cluster, precision, efficiency, sharp)
-    columns = _valid_columns(space, model, num_gpus, global_batch_size, seq_len)
-    steps, memory, distinct = _evaluate_chunks(columns, base, model, hardware, num_gpus)
+    experts = _Experts(expert_balance, hardware.domain_size)
+    physical = expert_balance.num_physical_experts if expert_balance else base.num_physical_experts
+    columns = _valid_columns(
+        space, model, num_gpus, global_batch_size, seq_len, num_physical_experts=physical
+    )
+    steps, memory, distinct = _evaluate_chunks(columns, base, model, hardware, experts)
     columns = {name: values[distinct] for name, values in columns.items()}
     steps, memory = steps[distinct], memory[distinct]
     fits = memory <= hardware.usable_memory_bytes
     order = np.lexsort((memory, steps, ~fits))[: max(top, 3)]  # fitting first, then fastest, then leanest
     chosen = {name: values[order] for name, values in columns.items()}
-    grid = _grid(chosen, base, num_gpus, model.num_layers)
+    grid = _grid(chosen, base, num_gpus, model.num_layers, experts)
     arrays = evaluate_grid(grid, model, hardware, seq_len)
     plans = tuple(
         _estimate(

@@ -1,0 +1,439 @@
+"""Expert load: tokens routed to each expert of each MoE layer, and the files that hold it.
+
+lightspeed's own file is JSON (``lightspeed moe`` and the recorder write it)::
+
+    {
+      "format": "lightspeed-expert-load",
+      "schema_version": 1,
+      "model": "mixtral-tiny",          # optional
+      "top_k": 2,                       # experts per token, optional
+      "num_steps": 16,                  # steps summed into the counts
+      "window_steps": 16,               # the recorder's window, optional
+      "layers": [
+        {"name": "model.layers.0.mlp.gate", "counts": [812, 1290, ...]},
+        ...
+      ]
+    }
+
+Files from other frameworks are read too:
+
+* CSV in long form, one row per (layer, expert): a header naming a layer
+  column (``layer``, ``layer_id``, ``layer_idx``), an expert column
+  (``expert``, ``expert_id``, ``expert_idx``) and a count column (``count``,
+  ``tokens``, ``load``, ``num_tokens``, or the first column starting with
+  ``count``). SGLang's expert-distribution dump (``layer_id,expert_id,count``)
+  is this form; missing rows are zero.
+* CSV in wide form: one row per layer, one number per expert (an optional
+  header row and an optional leading layer-name column).
+* JSON: a bare ``[layers][experts]`` list (EPLB's ``weight``); an object with
+  such a list under ``counts``, ``weight``, ``load``, ``expert_load`` or
+  ``tokens_per_expert``; or an object mapping each layer name to its list.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from lightspeed.datafile import load_json, read_text
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.experts import as_load_array
+
+FORMAT: Final = "lightspeed-expert-load"
+SCHEMA_VERSION: Final = 1
+MAX_LOAD_FILE_BYTES: Final = 64 * 2**20
+MAX_EXPERTS: Final = 65_536
+MAX_LAYERS: Final = 4_096
+LAYER_COLUMNS: Final = ("layer", "layer_id", "layer_idx", "layer_index")
+EXPERT_COLUMNS: Final = ("expert", "expert_id", "expert_idx", "expert_index")
+COUNT_COLUMNS: Final = ("count", "tokens", "load", "num_tokens")
+TABLE_KEYS: Final = ("counts", "weight", "load", "expert_load", "tokens_per_expert")
+
+
+@dataclass(frozen=True)
+class ExpertLoad(Record):
+    """Tokens routed to each expert of each MoE layer, summed over ``num_steps`` steps.
+
+    ``counts[layer][expert]`` counts token-expert pairs (a token routed to
+    ``top_k`` experts counts once at each). ``tokens_per_step`` is the moving
+    average over the window (counts / steps).
+
+    >>> load = ExpertLoad(counts=((3.0, 1.0), (2.0, 2.0)), layer_names=("0", "1"), num_steps=2)
+    >>> load.num_layers, load.num_experts, load.tokens_per_step().tolist()
+    (2, 2, [[1.5, 0.5], [1.0, 1.0]])
+    """
+
+    counts: tuple[tuple[float, ...], ...]
+    layer_names: tuple[str, ...]
+    model: str = ""
+    top_k: int | None = None
+    num_steps: int = 1
+    window_steps: int | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        as_load_array(self.counts)  # finite, >= 0, rectangular
+        if len(self.layer_names) != len(self.counts):
+            raise UserInputError(
+                f"{len(self.layer_names)} layer names for {len(self.counts)} layers of counts"
+            )
+        if self.num_steps < 1:
+            raise UserInputError(f"an expert load sums >= 1 steps (got {self.num_steps})")
+
+    @property
+    def num_layers(self) -> int:
+        """MoE layers."""
+        return len(self.counts)
+
+    @property
+    def num_experts(self) -> int:
+        """Routed experts per layer."""
+        return len(self.counts[0])
+
+    def array(self) -> npt.NDArray[np.float64]:
+        """The counts as a ``[layers, experts]`` float array."""
+        return np.asarray(self.counts, dtype=np.float64)
+
+    def tokens_per_step(self) -> npt.NDArray[np.float64]:
+        """Token-expert pairs per step, ``[layers, experts]``: the window's moving average."""
+        return self.array() / self.num_steps
+
+
+def expert_load_from_array(
+    counts: npt.ArrayLike,
+    *,
+    layer_names: Sequence[str] | None = None,
+    model: str = "",
+    top_k: int | None = None,
+    num_steps: int = 1,
+    window_steps: int | None = None,
+    source: str = "",
+) -> ExpertLoad:
+    """An :class:`ExpertLoad` from a ``[layers, experts]`` table (layers named 0, 1, ... by default).
+
+    >>> expert_load_from_array([[4, 0], [1, 3]]).layer_names
+    ('0', '1')
+    """
+    array = as_load_array(counts)
+    names = tuple(layer_names) if layer_names is not None else tuple(str(i) for i in range(array.shape[0]))
+    return ExpertLoad(
+        counts=tuple(tuple(float(value) for value in row) for row in array),
+        layer_names=names,
+        model=model,
+        top_k=top_k,
+        num_steps=num_steps,
+        window_steps=window_steps,
+        source=source,
+    )
+
+
+def _number(value: object, path: Path, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise DataFileError(path, "expected a token count >= 0", field=where, value=value)
+    return float(value)
+
+
+def _row(values: object, path: Path, where: str) -> list[float]:
+    if not isinstance(values, list) or not values:
+        raise DataFileError(path, "expected a non-empty list of token counts", field=where, value=values)
+    if len(values) > MAX_EXPERTS:
+        raise DataFileError(path, f"more than {MAX_EXPERTS} experts", field=where)
+    return [_number(value, path, f"{where}[{index}]") for index, value in enumerate(values)]
+
+
+def _table(rows: Sequence[Sequence[float]], names: Sequence[str], path: Path, **fields: Any) -> ExpertLoad:
+    if not rows:
+        raise DataFileError(path, "no layers", fix="give one row of counts per MoE layer")
+    if len(rows) > MAX_LAYERS:
+        raise DataFileError(path, f"more than {MAX_LAYERS} layers")
+    widths = {len(row) for row in rows}
+    if len(widths) > 1:
+        raise DataFileError(
+            path,
+            f"layers have different numbers of experts ({', '.join(str(w) for w in sorted(widths))})",
+            fix="give every layer one count per expert",
+        )
+    return expert_load_from_array(rows, layer_names=names, source=str(path), **fields)
+
+
+def _own_format(data: Mapping[str, Any], path: Path) -> ExpertLoad:
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise DataFileError(
+            path,
+            "unsupported schema_version",
+            field="schema_version",
+            value=version,
+            fix=f"write {SCHEMA_VERSION}",
+        )
+    layers = data.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise DataFileError(
+            path, "expected a non-empty list of layers", field="layers", fix="see docs/moe.md"
+        )
+    names, rows = [], []
+    for index, layer in enumerate(layers):
+        if not isinstance(layer, Mapping):
+            raise DataFileError(path, "expected an object with name and counts", field=f"layers[{index}]")
+        name = layer.get("name", str(index))
+        if not isinstance(name, str):
+            raise DataFileError(path, "expected a string", field=f"layers[{index}].name", value=name)
+        names.append(name)
+        rows.append(_row(layer.get("counts"), path, f"layers[{index}].counts"))
+    return _table(rows, names, path, **_metadata(data, path))
+
+
+def _metadata(data: Mapping[str, Any], path: Path) -> JsonDict:
+    fields: JsonDict = {}
+    model = data.get("model")
+    if model is not None:
+        if not isinstance(model, str):
+            raise DataFileError(path, "expected a string", field="model", value=model)
+        fields["model"] = model
+    for key in ("top_k", "num_steps", "window_steps"):
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise DataFileError(path, "expected a whole number >= 1", field=key, value=value)
+        fields[key] = value
+    return fields
+
+
+def _json_load(data: Any, path: Path) -> ExpertLoad:
+    if isinstance(data, Mapping) and data.get("format") == FORMAT:
+        return _own_format(data, path)
+    if isinstance(data, list):
+        return _table([_row(row, path, f"[{i}]") for i, row in enumerate(data)], _names(len(data)), path)
+    if isinstance(data, Mapping):
+        for key in TABLE_KEYS:
+            if isinstance(data.get(key), list):
+                table = data[key]
+                rows = [_row(row, path, f"{key}[{i}]") for i, row in enumerate(table)]
+                return _table(rows, _names(len(rows)), path)
+        if data and all(isinstance(value, list) for value in data.values()):
+            return _table([_row(row, path, str(name)) for name, row in data.items()], list(data), path)
+    raise DataFileError(
+        path,
+        "not an expert-load document",
+        fix=f"write lightspeed's format, a [layers][experts] list, or an object with {TABLE_KEYS[0]!r} "
+        "(see docs/moe.md)",
+    )
+
+
+def _names(count: int) -> list[str]:
+    return [str(index) for index in range(count)]
+
+
+def _column(header: list[str], names: tuple[str, ...], prefix: str | None = None) -> int | None:
+    lowered = [name.strip().lower() for name in header]
+    for name in names:
+        if name in lowered:
+            return lowered.index(name)
+    if prefix is not None:
+        for index, name in enumerate(lowered):
+            if name.startswith(prefix):
+                return index
+    return None
+
+
+def _integer_cell(text: str, path: Path, line: int, what: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise DataFileError(path, f"{what} is not a whole number", line=line, value=text) from None
+    if value < 0:
+        raise DataFileError(path, f"{what} is negative", line=line, value=value)
+    return value
+
+
+def _count_cell(text: str, path: Path, line: int) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise DataFileError(path, "count is not a number", line=line, value=text) from None
+    return _number(value, path, f"line {line}")
+
+
+def _long_csv(
+    rows: list[list[str]], columns: tuple[int, int, int], path: Path, num_experts: int | None
+) -> ExpertLoad:
+    layer_column, expert_column, count_column = columns
+    cells: dict[int, dict[int, float]] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) <= max(columns):
+            raise DataFileError(path, "row has too few columns", line=line, value=",".join(row))
+        layer = _integer_cell(row[layer_column], path, line, "layer")
+        expert = _integer_cell(row[expert_column], path, line, "expert")
+        if expert >= MAX_EXPERTS:
+            raise DataFileError(path, f"expert id above {MAX_EXPERTS}", line=line, value=expert)
+        per_layer = cells.setdefault(layer, {})
+        per_layer[expert] = per_layer.get(expert, 0.0) + _count_cell(row[count_column], path, line)
+    if not cells:
+        raise DataFileError(path, "no rows of counts", fix="one row per layer and expert under the header")
+    if len(cells) > MAX_LAYERS:
+        raise DataFileError(path, f"more than {MAX_LAYERS} layers")
+    width = max(max(per_layer) for per_layer in cells.values()) + 1
+    if num_experts is not None:
+        if width > num_experts:
+            raise DataFileError(path, f"expert id {width - 1} is beyond the {num_experts} experts given")
+        width = num_experts
+    table = [[cells[layer].get(expert, 0.0) for expert in range(width)] for layer in sorted(cells)]
+    return _table(table, [str(layer) for layer in sorted(cells)], path)
+
+
+def _wide_csv(rows: list[list[str]], path: Path) -> ExpertLoad:
+    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if rows and not _numeric(rows[0][-1]):
+        rows = rows[1:]  # a header row
+    labelled = bool(rows) and not _numeric(rows[0][0])
+    names, table = [], []
+    for line, row in enumerate(rows, start=1):
+        cells = row[1:] if labelled else row
+        names.append(row[0].strip() if labelled else str(line - 1))
+        table.append([_count_cell(cell, path, line) for cell in cells])
+    return _table(table, names, path)
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _csv_load(text: str, path: Path, num_experts: int | None) -> ExpertLoad:
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as error:
+        raise DataFileError(path, f"invalid CSV ({error})") from None
+    if not rows:
+        raise DataFileError(path, "file is empty", fix="write a header and one row per layer and expert")
+    header = rows[0]
+    columns = (
+        _column(header, LAYER_COLUMNS),
+        _column(header, EXPERT_COLUMNS),
+        _column(header, COUNT_COLUMNS, prefix="count"),
+    )
+    if all(column is not None for column in columns):
+        return _long_csv(rows, columns, path, num_experts)  # type: ignore[arg-type]
+    return _wide_csv(rows, path)
+
+
+def read_expert_load(path: Path, *, num_experts: int | None = None) -> ExpertLoad:
+    """Read an expert-load file: lightspeed's JSON, or CSV/JSON from other frameworks (see the
+    module docstring). ``num_experts`` pads a sparse long CSV whose last experts got no tokens.
+
+    Raises :class:`~lightspeed.errors.DataFileError` naming the file, the line or field and the fix.
+    """
+    path = Path(path)
+    if path.suffix.lower() in (".csv", ".tsv", ".txt"):
+        text = read_text(path, max_bytes=MAX_LOAD_FILE_BYTES, what="expert-load file")
+        if not text.strip():
+            raise DataFileError(path, "file is empty", fix="write a header and one row per layer and expert")
+        load = _csv_load(text.replace("\t", ","), path, num_experts)
+    else:
+        load = _json_load(load_json(path, max_bytes=MAX_LOAD_FILE_BYTES, what="expert-load file"), path)
+    if num_experts is not None and load.num_experts != num_experts:
+        raise DataFileError(
+            path,
+            f"{load.num_experts} experts per layer, not the {num_experts} expected",
+            fix="record the model the prediction is for",
+        )
+    return load
+
+
+def combine_loads(loads: Sequence[ExpertLoad]) -> ExpertLoad:
+    """Several ranks' loads of the same layers and steps, added (each rank counts its own tokens).
+
+    >>> a = expert_load_from_array([[1, 2]]); b = expert_load_from_array([[3, 0]])
+    >>> combine_loads([a, b]).counts
+    ((4.0, 2.0),)
+    """
+    if not loads:
+        raise UserInputError("no expert loads to combine")
+    first = loads[0]
+    for other in loads[1:]:
+        if (other.num_layers, other.num_experts) != (first.num_layers, first.num_experts):
+            raise UserInputError(
+                f"{other.source or 'a load'} has {other.num_layers} layers x {other.num_experts} experts, "
+                f"{first.source or 'the first'} {first.num_layers} x {first.num_experts}: "
+                "they cannot be added"
+            )
+    if len(loads) == 1:
+        return first
+    total = sum((load.array() for load in loads), start=np.zeros((first.num_layers, first.num_experts)))
+    return expert_load_from_array(
+        total,
+        layer_names=first.layer_names,
+        model=first.model,
+        top_k=first.top_k,
+        num_steps=max(load.num_steps for load in loads),
+        window_steps=first.window_steps,
+        source=" + ".join(load.source for load in loads if load.source),
+    )
+
+
+def expert_load_document(load: ExpertLoad) -> JsonDict:
+    """``load`` as lightspeed's JSON document (whole counts written as integers)."""
+    document: JsonDict = {"format": FORMAT, "schema_version": SCHEMA_VERSION}
+    if load.model:
+        document["model"] = load.model
+    if load.top_k is not None:
+        document["top_k"] = load.top_k
+    document["num_steps"] = load.num_steps
+    if load.window_steps is not None:
+        document["window_steps"] = load.window_steps
+    document["layers"] = [
+        {"name": name, "counts": [int(value) if float(value).is_integer() else value for value in row]}
+        for name, row in zip(load.layer_names, load.counts, strict=True)
+    ]
+    return document
+
+
+def write_expert_load(load: ExpertLoad, path: Path) -> Path:
+    """Write ``load`` in lightspeed's JSON format, one layer per line (atomically: a reader never
+    sees half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = expert_load_document(load)
+    layers = document.pop("layers")
+    header = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in document.items())
+    rows = ",\n".join(f"    {json.dumps(layer, allow_nan=False)}" for layer in layers)  # a layer per line
+    text = "{\n" + header + ',\n  "layers": [\n' + rows + "\n  ]\n}"
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+__all__ = [
+    "FORMAT",
+    "SCHEMA_VERSION",
+    "ExpertLoad",
+    "combine_loads",
+    "expert_load_document",
+    "expert_load_from_array",
+    "read_expert_load",
+    "write_expert_load",
+]

@@ -1,0 +1,43 @@
+"""What the engines need to know about expert load: a busiest-GPU factor per plan layout.
+
+An engine evaluates many plans at once; their expert parallelism differs (EP
+size, how many nodes the EP group spans, how layers split into pipeline
+stages), and so does how well a measured expert load balances over them.
+:class:`ExpertBalance` is that question as an interface: the engines ask it,
+:mod:`lightspeed.sol.expert_load` answers it from a load and a placement.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from lightspeed.sol.core.collectives import local_size
+
+Array = Any
+
+
+class ExpertBalance(Protocol):
+    """Busiest-GPU over mean-GPU expert load of each plan, after placement."""
+
+    @property
+    def num_physical_experts(self) -> int | None:
+        """Routed experts with their redundant replicas (``None``: no replicas)."""
+
+    def imbalance(self, *, ep: Array, num_nodes: Array, pp: Array, vpp: Array) -> Array:
+        """The factor (>= 1) for plans of EP size ``ep`` over ``num_nodes`` nodes, with
+        ``pp`` pipeline stages of ``vpp`` chunks each (aligned arrays)."""
+
+
+def expert_nodes(ep: Array, stride: Array, domain_size: int) -> Array:
+    """Scale-up domains an EP group of ``ep`` ranks ``stride`` apart spans.
+
+    >>> expert_nodes(np.array([8.0, 32.0, 32.0]), np.array([1.0, 1.0, 8.0]), 8).tolist()
+    [1.0, 4.0, 32.0]
+    """
+    group = np.asarray(ep, dtype=np.float64)
+    return np.maximum(group / local_size(group, stride, domain_size), 1.0)
+
+
+__all__ = ["ExpertBalance", "expert_nodes"]
