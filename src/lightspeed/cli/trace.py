@@ -30,14 +30,18 @@ from lightspeed.trace import (
     DEFAULT_MAX_BYTES,
     KIND_NAMES,
     TIME_UNITS,
+    LoadOptions,
     Trace,
     collectives,
+    collectives_ranks,
     diff_traces,
     idle_breakdown,
     launch_stats,
     load_trace,
     stragglers,
+    stragglers_ranks,
     summarize,
+    summarize_ranks,
     top_kernels,
 )
 from lightspeed.units import parse_bytes, parse_duration
@@ -106,22 +110,69 @@ def _traces(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _ranks(function: F) -> F:
+    """Like :func:`_traces`, plus ``--jobs``: with N > 1 the ranks are loaded and analysed in N
+    worker processes and the command gets ``ranks(serial, parallel, **keywords)`` to call."""
+
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @_load_options
+    @click.option(
+        "--jobs",
+        "-j",
+        default=1,
+        show_default=True,
+        type=click.IntRange(min=1, max=1024),
+        help="Worker processes loading and analysing ranks in parallel (one rank at a time each).",
+    )
+    @click.option(
+        "--max-worker-memory",
+        default=None,
+        help="With --jobs: cap each worker's memory (address space), e.g. 8GiB.",
+    )
+    @functools.wraps(function)
+    def wrapper(paths: tuple[Path, ...], jobs: int, max_worker_memory: str | None, **options: Any) -> Any:
+        limit = None if max_worker_memory is None else int(parse_bytes(max_worker_memory))
+        if limit is not None and limit < 2**28:
+            raise UserInputError(f"--max-worker-memory {max_worker_memory} is below 256MiB; give more")
+        if jobs == 1:
+            trace = _load(paths, options)
+            return function(lambda serial, parallel, **keywords: serial(trace, **keywords), **options)
+        max_bytes = options.pop("max_bytes")
+        load = LoadOptions(
+            max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes),
+            time_unit=options.pop("time_unit"),
+            round_to_us=not options.pop("exact_ns"),
+            allow_mixed_schema=options.pop("allow_mixed_schema"),
+        )
+
+        def ranks(serial: Callable[..., Any], parallel: Callable[..., Any], **keywords: Any) -> Any:
+            return parallel(paths, jobs=jobs, load=load, max_worker_bytes=limit, **keywords)
+
+        return function(ranks, **options)
+
+    return wrapper  # type: ignore[return-value]
+
+
 @click.group("trace")
 def command() -> None:
     """Profiler trace analyses (PyTorch/Kineto JSON or .json.gz; a file or a folder of ranks)."""
 
 
 @command.command("summary")
-@_traces
+@_ranks
 @click.option(
     "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the per-rank chart (.png/.svg)."
 )
-def summary_command(trace: Trace, *, as_json: bool, include_last_step: bool, plot_path: Path | None) -> None:
+def summary_command(
+    ranks: Callable[..., Any], *, as_json: bool, include_last_step: bool, plot_path: Path | None
+) -> None:
     """Temporal breakdown per rank (idle, compute, non-compute), kernel kinds, overlap, steps.
 
-    Example: lightspeed trace summary traces/ --json
+    Example: lightspeed trace summary traces/ --json; lightspeed trace summary ranks/ --jobs 8
     """
-    result = summarize(trace, include_last_step=include_last_step, catalog=get_context().catalog())
+    result = ranks(
+        summarize, summarize_ranks, include_last_step=include_last_step, catalog=get_context().catalog()
+    )
     if plot_path is not None:
         for path in save_temporal_breakdown(result, plot_path):
             click.echo(f"wrote {path}", err=True)
@@ -209,7 +260,7 @@ def launch_command(
 
 
 @command.command("comms")
-@_traces
+@_ranks
 @click.option(
     "--link-bandwidth",
     help="SOL per direction, e.g. 50GB/s for a 400G NIC (default: the device's scale-up link, catalog).",
@@ -220,7 +271,7 @@ def launch_command(
 )
 @click.option("--calls", "show_calls", is_flag=True, help="Also list every collective call.")
 def comms_command(
-    trace: Trace,
+    ranks: Callable[..., Any],
     *,
     as_json: bool,
     include_last_step: bool,
@@ -238,17 +289,22 @@ def comms_command(
         bandwidth = parse_bytes(link_bandwidth.strip().removesuffix("/s"))
     elif link_name is not None:
         bandwidth = catalog.link(link_name).per_direction_bytes_per_s * num_links
-    result = collectives(
-        trace, link_bandwidth_bytes_per_s=bandwidth, include_last_step=include_last_step, catalog=catalog
+    result = ranks(
+        collectives,
+        collectives_ranks,
+        link_bandwidth_bytes_per_s=bandwidth,
+        include_last_step=include_last_step,
+        catalog=catalog,
     )
     emit(result, as_json, lambda r: render_trace_comms(r, calls=show_calls))
 
 
 @command.command("stragglers")
-@_traces
-def stragglers_command(trace: Trace, *, as_json: bool, include_last_step: bool) -> None:
+@_ranks
+def stragglers_command(ranks: Callable[..., Any], *, as_json: bool, include_last_step: bool) -> None:
     """Per-step, per-rank lateness of collectives across ranks."""
-    emit(stragglers(trace, include_last_step=include_last_step), as_json, render_trace_stragglers)
+    result = ranks(stragglers, stragglers_ranks, include_last_step=include_last_step)
+    emit(result, as_json, render_trace_stragglers)
 
 
 @command.command("diff")

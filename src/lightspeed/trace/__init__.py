@@ -7,7 +7,9 @@
 [53.56, 54.72]
 
 Every analysis takes a :class:`Trace` and keywords and returns a frozen
-record (``to_dict()`` gives JSON). Definitions follow HTA's (Holistic Trace
+record (``to_dict()`` gives JSON); :func:`summarize_ranks`,
+:func:`collectives_ranks` and :func:`stragglers_ranks` give the same records
+for many rank files analysed in parallel worker processes. Definitions follow HTA's (Holistic Trace
 Analysis) so that numbers agree with it; see ``docs/trace.md``.
 """
 
@@ -19,6 +21,7 @@ from lightspeed.trace.kernels import KernelReport, KernelStats, shorten_name, to
 from lightspeed.trace.kinds import KIND_NAMES, classify_name
 from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
 from lightspeed.trace.loader import TIME_UNITS, RankTrace, StepTable, Trace, load_trace
+from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
 from lightspeed.trace.source import DEFAULT_MAX_BYTES
 from lightspeed.trace.stats import Distribution, MannWhitney, mann_whitney_u
 from lightspeed.trace.stragglers import RankLateness, RankStep, StragglerReport, stragglers
@@ -41,6 +44,7 @@ __all__ = [
     "KindTime",
     "LaunchReport",
     "LaunchStats",
+    "LoadOptions",
     "MannWhitney",
     "RankLateness",
     "RankStep",
@@ -54,6 +58,7 @@ __all__ = [
     "TraceSummary",
     "classify_name",
     "collectives",
+    "collectives_ranks",
     "diff_traces",
     "idle_breakdown",
     "launch_stats",
@@ -61,6 +66,8 @@ __all__ = [
     "mann_whitney_u",
     "shorten_name",
     "stragglers",
+    "stragglers_ranks",
     "summarize",
+    "summarize_ranks",
     "top_kernels",
 ]
