@@ -161,16 +161,23 @@ def test_wandb_offline_run_reads_back(tmp_path: Path, monkeypatch: pytest.Monkey
     publish_ledger(build_ledger(run=read_run(tmp_path / "run")), sinks=[sink])
     sink.close()
     (log,) = sink.run_dir.glob("run-*.wandb")
+    records = _wandb_records(log)
+    deadline = time.monotonic() + 60
+    # W&B's service process writes the log after finish() returns; its last record is the exit
+    while not any(record.WhichOneof("record_type") == "exit" for record in records):
+        assert time.monotonic() < deadline, "the W&B run never wrote its exit record"
+        time.sleep(0.2)
+        records = _wandb_records(log)
     series: dict[str, list[tuple[int, float]]] = {}
-    for record in _wandb_records(log):
+    for record in records:
         if record.WhichOneof("record_type") != "history":
             continue
         items = {
             item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item
         }
         for key, value in items.items():
-            if key.startswith("lightspeed/"):
-                series.setdefault(key, []).append((int(items["_step"]), float(value)))
+            if key.startswith("lightspeed/") and key != "lightspeed/step":
+                series.setdefault(key, []).append((int(items["lightspeed/step"]), float(value)))
     _check_steps(series, rel=1e-9)
     _check_ledger({key: values[-1][1] for key, values in series.items()}, tmp_path / "run", rel=1e-9)
 

@@ -45,6 +45,7 @@ from lightspeed.goodput.reader import RunLog
 from lightspeed.goodput.schema import BUCKETS, PHASES
 
 PREFIX: Final = "lightspeed/"
+STEP_METRIC: Final = "lightspeed/step"  # the x-axis of the W&B sink's metrics
 
 
 class SinkError(LightspeedError):
@@ -195,7 +196,7 @@ class WandbSink(MetricSink):
             import wandb
         except ImportError:
             raise MissingExtraError("wandb", "wandb", "the Weights & Biases sink") from None
-        settings = wandb.Settings(silent=True, console="off", x_disable_stats=True)
+        settings = wandb.Settings(silent=True, console="off", disable_git=True, x_disable_stats=True)
         try:
             self._run = wandb.init(
                 project=project,
@@ -209,11 +210,15 @@ class WandbSink(MetricSink):
             )
         except (wandb.Error, OSError) as error:
             raise SinkError(f"W&B run in {directory or 'the default folder'}: {_first_line(error)}") from None
+        # W&B's own step must only grow, and a restarted job repeats steps: the training step is
+        # logged as lightspeed/step, the x-axis of every lightspeed/ metric (W&B's define_metric).
+        self._run.define_metric(STEP_METRIC)
+        self._run.define_metric(f"{PREFIX}*", step_metric=STEP_METRIC)
         self.run_dir = Path(self._run.dir).parent
         self._closed = False
 
     def log(self, *, step: int, values: Mapping[str, float], wall_time_s: float | None = None) -> None:
-        self._run.log({PREFIX + key: value for key, value in values.items()}, step=int(step))
+        self._run.log({STEP_METRIC: int(step), **{PREFIX + key: value for key, value in values.items()}})
 
     def flush(self) -> None:
         """Nothing to do: W&B's service process writes the run's log as it receives it."""

@@ -167,8 +167,13 @@ def _map(
     if jobs == 1 or len(tasks) == 1:
         _start_worker(catalog, None)
         return _parts([_analyse_file(task) for task in tasks])
-    # forkserver: workers start from a small clean process, not a copy of this one
-    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+    # forkserver: workers fork from a small clean process that imported the analyses once,
+    # not from a copy of this one (which may hold anything)
+    if os.name == "posix":
+        context: Any = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+    else:
+        context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(tasks)),
         mp_context=context,

@@ -1,0 +1,251 @@
+"""A 64-rank trace set: lightspeed serially, lightspeed --jobs N, and HTA's multi-rank analysis.
+
+The set is generated from the two real ranks of ``../shared/data/traces/trace_filter``
+(a 128-rank job's sampled ranks 0 and 1): rank r copies real rank r mod 2,
+tiled ``--tiles`` times in time (ids and step numbers shifted, as
+``trace_vs_hta.py`` tiles), offset by r x 7 us and renumbered
+(``distributedInfo.rank = r``). It is written to a temporary folder, never
+committed.
+
+Three commands run on the same folder, each in its own process tree:
+
+- ``lightspeed trace summary DIR --json`` (one process, ranks one after another);
+- ``lightspeed trace summary DIR --json --jobs N`` (N worker processes);
+- HTA 0.5.0: ``TraceAnalysis(trace_dir=DIR)`` (its own multi-rank parse, with its
+  multiprocessing pool) then ``get_temporal_breakdown()``, in HTA's own virtual
+  environment (``--hta-venv``, created when absent, as ``trace_vs_hta.py`` does).
+
+For each: wall time, the peak resident memory of the whole process tree
+(sampled every 20 ms from /proc: parent, pool and workers added up) and of
+its largest single process (``wait4``). The answers are compared in the same
+run: serial and parallel lightspeed must agree exactly; HTA's idle / compute /
+non-compute % per rank are compared with lightspeed's (largest difference in
+percentage points).
+
+Usage::
+
+    python benchmarks/trace_ranks.py [--ranks 64] [--tiles 10] [--jobs 2] [--skip-hta]
+                                     [--out benchmarks/results/trace_ranks.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACES = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared")) / "data" / "traces"
+SOURCES = ("trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz")
+HTA_REQUIREMENT = "holistictraceanalysis==0.5.0"
+COMPARED = ("idle_pct", "compute_pct", "non_compute_pct")
+
+# HTA's own multi-rank path: TraceAnalysis parses every rank (with its process pool), then the
+# temporal breakdown of all ranks; prints its rows as JSON.
+_HTA_SCRIPT = """
+import json, logging, sys, warnings
+warnings.filterwarnings("ignore")
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+frame = analysis.get_temporal_breakdown(visualize=False)
+print(json.dumps([{"rank": int(r["rank"]), "idle_pct": float(r["idle_time_pctg"]),
+                   "compute_pct": float(r["compute_time_pctg"]),
+                   "non_compute_pct": float(r["non_compute_time_pctg"])} for _, r in frame.iterrows()]))
+"""
+
+
+def _tiled_events(source: Path, tiles: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    with gzip.open(source) as handle:
+        document = json.loads(handle.read())
+    events = document.pop("traceEvents")
+    times = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in events if "ts" in e]
+    span = max(end for _, end in times) - min(start for start, _ in times) + 1000
+    steps = [int(m.group(1)) for e in events if (m := re.match(r"ProfilerStep#(\d+)", e.get("name", "")))]
+    num_steps = max(steps) - min(steps) + 1 if steps else 0
+    tiled = [
+        _shifted(event, copy, copy * span, num_steps)
+        for copy in range(tiles)
+        for event in events
+        if not (copy and event.get("ph") == "M")
+    ]
+    return document, tiled
+
+
+def _shifted(event: dict[str, Any], copy: int, offset: float, num_steps: int) -> dict[str, Any]:
+    shifted = dict(event)
+    if "ts" in shifted:
+        shifted["ts"] = shifted["ts"] + offset
+    if isinstance(shifted.get("id"), int):
+        shifted["id"] += copy * 10**9
+    args = shifted.get("args")
+    if isinstance(args, dict):
+        args = dict(args)
+        for key in ("correlation", "External id"):
+            if isinstance(args.get(key), int) and args[key] > 0:
+                args[key] += copy * 10**9
+        shifted["args"] = args
+    match = re.match(r"ProfilerStep#(\d+)", shifted.get("name", ""))
+    if match:
+        shifted["name"] = f"ProfilerStep#{int(match.group(1)) + copy * num_steps}"
+    return shifted
+
+
+def generate(folder: Path, *, num_ranks: int, tiles: int) -> int:
+    """Write ``num_ranks`` rank files into ``folder``; return the total number of events."""
+    bases = [_tiled_events(SHARED_TRACES / source, tiles) for source in SOURCES]
+    total = 0
+    for rank in range(num_ranks):
+        header, events = bases[rank % 2]
+        offset = 7.0 * rank
+        moved = [{**event, "ts": event["ts"] + offset} if "ts" in event else event for event in events]
+        document = {
+            **header,
+            "distributedInfo": {**header.get("distributedInfo", {}), "rank": rank, "world_size": num_ranks},
+            "traceEvents": moved,
+        }
+        with gzip.open(folder / f"rank-{rank}.json.gz", "wt", compresslevel=1) as handle:
+            json.dump(document, handle)
+        total += len(moved)
+    return total
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """Resident memory of ``root`` and all its descendants now (from /proc)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        rss[int(entry)] = int(fields[21]) * page
+    members, changed = {root}, True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in members and pid not in members:
+                members.add(pid)
+                changed = True
+    return sum(rss.get(pid, 0) for pid in members)
+
+
+def measured(command: list[str]) -> dict[str, Any]:
+    """Run ``command``: its stdout, wall time, peak tree RSS and largest process RSS."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_bytes(process.pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout_chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: stdout_chunks.append(process.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall_s = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    reader.join()
+    stderr = process.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+    return {
+        "stdout": b"".join(stdout_chunks).decode(),
+        "code": os.waitstatus_to_exitcode(status),
+        "stderr": stderr,
+        "wall_s": wall_s,
+        "peak_tree_rss_bytes": peak[0],
+        "max_process_rss_bytes": usage.ru_maxrss * 1024,
+    }
+
+
+def ensure_hta(venv: Path) -> Path:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"creating {venv} with {HTA_REQUIREMENT}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", HTA_REQUIREMENT], check=True)
+    return python
+
+
+def _summary(run: dict[str, Any]) -> dict[str, Any]:
+    return {key: run[key] for key in ("wall_s", "peak_tree_rss_bytes", "max_process_rss_bytes", "code")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ranks", type=int, default=64)
+    parser.add_argument("--tiles", type=int, default=10, help="copies in time of each real rank")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--hta-venv", type=Path, default=Path("/work/venvs/hta"))
+    parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_ranks.json")
+    args = parser.parse_args()
+    lightspeed = [sys.executable, "-m", "lightspeed", "trace", "summary"]
+    with tempfile.TemporaryDirectory(prefix="lightspeed-ranks-") as temp:
+        folder = Path(temp)
+        num_events = generate(folder, num_ranks=args.ranks, tiles=args.tiles)
+        size = sum(path.stat().st_size for path in folder.iterdir())
+        print(f"{args.ranks} ranks, {num_events} events, {size / 2**20:.1f} MiB gzipped", file=sys.stderr)
+        serial = measured([*lightspeed, str(folder), "--json"])
+        parallel = measured([*lightspeed, str(folder), "--json", "--jobs", str(args.jobs)])
+        hta = (
+            None
+            if args.skip_hta
+            else measured([str(ensure_hta(args.hta_venv)), "-c", _HTA_SCRIPT, str(folder)])
+        )
+    for name, run in (("serial", serial), ("parallel", parallel), ("hta", hta)):
+        if run is not None and run["code"] != 0:
+            print(f"{name} failed: {run['stderr']}", file=sys.stderr)
+            return 1
+    ours = json.loads(serial["stdout"])
+    identical = json.loads(parallel["stdout"]) == ours
+    worst_pp = None
+    if hta is not None:
+        theirs = {row["rank"]: row for row in json.loads(hta["stdout"])}
+        worst_pp = max(
+            abs(rank[key] - theirs[rank["rank"]][key]) for rank in ours["ranks"] for key in COMPARED
+        )
+    result = {
+        "command": "python benchmarks/trace_ranks.py "
+        f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs}",
+        "num_ranks": args.ranks,
+        "num_events": num_events,
+        "gzipped_bytes": size,
+        "cpu_count": os.cpu_count(),
+        "lightspeed_serial": _summary(serial),
+        "lightspeed_jobs": {"jobs": args.jobs, **_summary(parallel)},
+        "hta_multirank": None if hta is None else _summary(hta),
+        "parallel_equals_serial": identical,
+        "speedup_jobs_vs_serial": serial["wall_s"] / parallel["wall_s"],
+        "speedup_jobs_vs_hta": None if hta is None else hta["wall_s"] / parallel["wall_s"],
+        "max_difference_vs_hta_pp": worst_pp,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
