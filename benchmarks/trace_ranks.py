@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trace_vs_hta import _shifted  # the same time tiling as the single-trace benchmark
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared")) / "data" / "traces"
 SOURCES = ("trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz")
@@ -81,27 +83,9 @@ def _tiled_events(source: Path, tiles: int) -> tuple[dict[str, Any], list[dict[s
     return document, tiled
 
 
-def _shifted(event: dict[str, Any], copy: int, offset: float, num_steps: int) -> dict[str, Any]:
-    shifted = dict(event)
-    if "ts" in shifted:
-        shifted["ts"] = shifted["ts"] + offset
-    if isinstance(shifted.get("id"), int):
-        shifted["id"] += copy * 10**9
-    args = shifted.get("args")
-    if isinstance(args, dict):
-        args = dict(args)
-        for key in ("correlation", "External id"):
-            if isinstance(args.get(key), int) and args[key] > 0:
-                args[key] += copy * 10**9
-        shifted["args"] = args
-    match = re.match(r"ProfilerStep#(\d+)", shifted.get("name", ""))
-    if match:
-        shifted["name"] = f"ProfilerStep#{int(match.group(1)) + copy * num_steps}"
-    return shifted
-
-
 def generate(folder: Path, *, num_ranks: int, tiles: int) -> int:
-    """Write ``num_ranks`` rank files into ``folder``; return the total number of events."""
+    """Write ``num_ranks`` rank files into ``folder`` (64 ranks of 10 tiles: ~6 minutes on 2 cores);
+    return the total number of events."""
     bases = [_tiled_events(SHARED_TRACES / source, tiles) for source in SOURCES]
     total = 0
     for rank in range(num_ranks):
@@ -199,21 +183,31 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--hta-venv", type=Path, default=Path("/work/venvs/hta"))
     parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument("--folder", type=Path, default=None, help="generate into (or reuse) this folder")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_ranks.json")
     args = parser.parse_args()
     lightspeed = [sys.executable, "-m", "lightspeed", "trace", "summary"]
     with tempfile.TemporaryDirectory(prefix="lightspeed-ranks-") as temp:
-        folder = Path(temp)
-        num_events = generate(folder, num_ranks=args.ranks, tiles=args.tiles)
+        folder = args.folder or Path(temp)
+        folder.mkdir(parents=True, exist_ok=True)
+        if len(list(folder.glob("rank-*.json.gz"))) != args.ranks:
+            generate(folder, num_ranks=args.ranks, tiles=args.tiles)
+        num_events = (
+            args.ranks * sum(len(_tiled_events(SHARED_TRACES / s, args.tiles)[1]) for s in SOURCES) // 2
+        )
         size = sum(path.stat().st_size for path in folder.iterdir())
         print(f"{args.ranks} ranks, {num_events} events, {size / 2**20:.1f} MiB gzipped", file=sys.stderr)
         serial = measured([*lightspeed, str(folder), "--json"])
+        print(f"serial: {_summary(serial)}", file=sys.stderr)
         parallel = measured([*lightspeed, str(folder), "--json", "--jobs", str(args.jobs)])
+        print(f"--jobs {args.jobs}: {_summary(parallel)}", file=sys.stderr)
         hta = (
             None
             if args.skip_hta
             else measured([str(ensure_hta(args.hta_venv)), "-c", _HTA_SCRIPT, str(folder)])
         )
+        if hta is not None:
+            print(f"HTA: {_summary(hta)}", file=sys.stderr)
     for name, run in (("serial", serial), ("parallel", parallel), ("hta", hta)):
         if run is not None and run["code"] != 0:
             print(f"{name} failed: {run['stderr']}", file=sys.stderr)
@@ -223,9 +217,7 @@ def main() -> int:
     worst_pp = None
     if hta is not None:
         theirs = {row["rank"]: row for row in json.loads(hta["stdout"])}
-        worst_pp = max(
-            abs(rank[key] - theirs[rank["rank"]][key]) for rank in ours["ranks"] for key in COMPARED
-        )
+        worst_pp = max(abs(rank[key] - theirs[rank["rank"]][key]) for rank in ours for key in COMPARED)
     result = {
         "command": "python benchmarks/trace_ranks.py "
         f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs}",

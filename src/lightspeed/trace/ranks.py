@@ -24,7 +24,6 @@ be distinct; schema versions must agree (unless allowed).
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import os
 from collections import Counter, defaultdict
@@ -38,11 +37,11 @@ from typing import Any
 from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.errors import LightspeedError, TraceError, UserInputError
 from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
-from lightspeed.trace.comms import CollectiveCall, CommsReport, _groups, _rank_calls, _sol
+from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
 from lightspeed.trace.gpu import gpu_events
 from lightspeed.trace.loader import load_trace
 from lightspeed.trace.source import DEFAULT_MAX_BYTES, trace_files
-from lightspeed.trace.stragglers import StragglerReport, _collective_durations, _rank_steps, _rank_totals
+from lightspeed.trace.stragglers import StragglerReport, _collective_durations, straggler_report
 
 
 @dataclass(frozen=True)
@@ -320,22 +319,7 @@ def stragglers_ranks(
             durations[key][part.rank] = duration
         if part.num_steps == 0:
             notes.append(f"rank {part.rank}: no ProfilerStep annotations; its collectives cannot be matched")
-    matched = {key: by_rank for key, by_rank in durations.items() if len(by_rank) == len(parts)}
-    unmatched = sum(len(by_rank) for key, by_rank in durations.items() if key not in matched)
-    if not matched:
-        notes.append("no collective appears on every rank in the same step: nothing to compare")
-    if unmatched:
-        notes.append(f"{unmatched} collective calls are missing on some ranks and were left out")
-    steps = _rank_steps(matched, tuple(part.rank for part in parts))
-    return StragglerReport(
-        steps=steps,
-        ranks=_rank_totals(steps),
-        num_matched_collectives=len(matched),
-        num_unmatched_collectives=unmatched,
-        last_step_excluded=drop,
-        partial=unmatched > 0 or not matched,
-        notes=tuple(notes),
-    )
+    return straggler_report(durations, tuple(part.rank for part in parts), notes, drop_last=drop)
 
 
 def collectives_ranks(
@@ -367,28 +351,4 @@ def collectives_ranks(
             notes.append(f"rank {part.rank}: no SOL for {part.device_name or 'an unnamed device'}")
         notes.extend(rank_notes)
         calls.extend(rank_calls)
-    return _comms_report(calls, notes, sources, drop)
-
-
-def _comms_report(
-    calls: list[CollectiveCall], notes: list[str], sources: set[str], drop: bool
-) -> CommsReport:
-    if not calls:
-        notes.append("no communication kernels (NCCL) in the counted GPU events")
-    above = sum(1 for call in calls if call.busbw_sol_pct > 100.0)
-    if above:
-        notes.append(
-            f"{above} collectives run above the SOL: the group is smaller than assumed, the link is not "
-            "the one that carried them, or in-network reduction (NVLS/SHARP) is at work"
-        )
-    unknown = sum(1 for call in calls if math.isnan(call.size_bytes))
-    if unknown:
-        notes.append(f"{unknown} of {len(calls)} collectives carry no size in the trace (bandwidth unknown)")
-    return CommsReport(
-        calls=tuple(calls),
-        groups=_groups(calls),
-        sol_source="; ".join(sorted(sources)),
-        last_step_excluded=drop,
-        partial=unknown > 0,
-        notes=tuple(dict.fromkeys(notes)),
-    )
+    return comms_report(calls, notes, sources, drop_last=drop)
