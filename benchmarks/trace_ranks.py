@@ -25,7 +25,7 @@ percentage points).
 Usage::
 
     python benchmarks/trace_ranks.py [--ranks 64] [--tiles 10] [--jobs 2] [--skip-hta]
-                                     [--out benchmarks/results/trace_ranks.json]
+                                     [--repeat 3] [--folder DIR] [--out benchmarks/results/trace_ranks.json]
 """
 
 from __future__ import annotations
@@ -158,6 +158,7 @@ def measured(command: list[str]) -> dict[str, Any]:
         "wall_s": wall_s,
         "peak_tree_rss_bytes": peak[0],
         "max_process_rss_bytes": usage.ru_maxrss * 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,  # the process and every descendant it reaped
     }
 
 
@@ -171,7 +172,14 @@ def ensure_hta(venv: Path) -> Path:
 
 
 def _summary(run: dict[str, Any]) -> dict[str, Any]:
-    return {key: run[key] for key in ("wall_s", "peak_tree_rss_bytes", "max_process_rss_bytes", "code")}
+    keys = ("wall_s", "cpu_s", "peak_tree_rss_bytes", "max_process_rss_bytes", "code")
+    return {key: run[key] for key in keys if key in run}
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median wall time, with every run's wall time beside it (the machine is shared)."""
+    ordered = sorted(runs, key=lambda run: run["wall_s"])
+    return {**ordered[len(ordered) // 2], "all_wall_s": [run["wall_s"] for run in runs]}
 
 
 def main() -> int:
@@ -183,6 +191,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--hta-venv", type=Path, default=Path("/work/venvs/hta"))
     parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3, help="lightspeed runs of each kind, alternated")
     parser.add_argument("--folder", type=Path, default=None, help="generate into (or reuse) this folder")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_ranks.json")
     args = parser.parse_args()
@@ -197,10 +206,13 @@ def main() -> int:
         )
         size = sum(path.stat().st_size for path in folder.iterdir())
         print(f"{args.ranks} ranks, {num_events} events, {size / 2**20:.1f} MiB gzipped", file=sys.stderr)
-        serial = measured([*lightspeed, str(folder), "--json"])
-        print(f"serial: {_summary(serial)}", file=sys.stderr)
-        parallel = measured([*lightspeed, str(folder), "--json", "--jobs", str(args.jobs)])
-        print(f"--jobs {args.jobs}: {_summary(parallel)}", file=sys.stderr)
+        serial_runs, parallel_runs = [], []
+        for _ in range(args.repeat):  # alternated, so that a busy spell on the machine hits both
+            serial_runs.append(measured([*lightspeed, str(folder), "--json"]))
+            print(f"serial: {_summary(serial_runs[-1])}", file=sys.stderr)
+            parallel_runs.append(measured([*lightspeed, str(folder), "--json", "--jobs", str(args.jobs)]))
+            print(f"--jobs {args.jobs}: {_summary(parallel_runs[-1])}", file=sys.stderr)
+        serial, parallel = _median_run(serial_runs), _median_run(parallel_runs)
         hta = (
             None
             if args.skip_hta
@@ -213,20 +225,21 @@ def main() -> int:
             print(f"{name} failed: {run['stderr']}", file=sys.stderr)
             return 1
     ours = json.loads(serial["stdout"])
-    identical = json.loads(parallel["stdout"]) == ours
+    identical = all(json.loads(run["stdout"]) == ours for run in parallel_runs)
     worst_pp = None
     if hta is not None:
         theirs = {row["rank"]: row for row in json.loads(hta["stdout"])}
         worst_pp = max(abs(rank[key] - theirs[rank["rank"]][key]) for rank in ours for key in COMPARED)
     result = {
         "command": "python benchmarks/trace_ranks.py "
-        f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs}",
+        f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs} --repeat {args.repeat}",
+        "load_average_1min_at_end": os.getloadavg()[0],
         "num_ranks": args.ranks,
         "num_events": num_events,
         "gzipped_bytes": size,
         "cpu_count": os.cpu_count(),
-        "lightspeed_serial": _summary(serial),
-        "lightspeed_jobs": {"jobs": args.jobs, **_summary(parallel)},
+        "lightspeed_serial": {**_summary(serial), "all_wall_s": serial["all_wall_s"]},
+        "lightspeed_jobs": {"jobs": args.jobs, **_summary(parallel), "all_wall_s": parallel["all_wall_s"]},
         "hta_multirank": None if hta is None else _summary(hta),
         "parallel_equals_serial": identical,
         "speedup_jobs_vs_serial": serial["wall_s"] / parallel["wall_s"],
