@@ -16,8 +16,8 @@ Three commands run on the same folder, each in its own process tree:
   environment (``--hta-venv``, created when absent, as ``trace_vs_hta.py`` does).
 
 For each: wall time, the peak resident memory of the whole process tree
-(sampled every 20 ms from /proc: parent, pool and workers added up) and of
-its largest single process (``wait4``). The answers are compared in the same
+(sampled every 20 ms from /proc: parent, pool and workers added up), of its
+largest single process, and the CPU time of the whole tree. The answers are compared in the same
 run: serial and parallel lightspeed must agree exactly; HTA's idle / compute /
 non-compute % per rank are compared with lightspeed's (largest difference in
 percentage points).
@@ -103,11 +103,11 @@ def generate(folder: Path, *, num_ranks: int, tiles: int) -> int:
     return total
 
 
-def _tree_rss_bytes(root: int) -> int:
-    """Resident memory of ``root`` and all its descendants now (from /proc)."""
+def _tree(root: int) -> dict[int, tuple[int, float]]:
+    """``pid -> (resident bytes, CPU seconds so far)`` of ``root`` and all its descendants (/proc)."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    usage: dict[int, tuple[int, float]] = {}
+    page, ticks = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -117,7 +117,7 @@ def _tree_rss_bytes(root: int) -> int:
         except OSError:
             continue
         parents[int(entry)] = int(fields[1])
-        rss[int(entry)] = int(fields[21]) * page
+        usage[int(entry)] = (int(fields[21]) * page, (int(fields[11]) + int(fields[12])) / ticks)
     members, changed = {root}, True
     while changed:
         changed = False
@@ -125,7 +125,7 @@ def _tree_rss_bytes(root: int) -> int:
             if parent in members and pid not in members:
                 members.add(pid)
                 changed = True
-    return sum(rss.get(pid, 0) for pid in members)
+    return {pid: usage[pid] for pid in members if pid in usage}
 
 
 def measured(command: list[str]) -> dict[str, Any]:
@@ -133,11 +133,15 @@ def measured(command: list[str]) -> dict[str, Any]:
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     peak = [0]
+    per_process: dict[int, tuple[int, float]] = {}  # pid -> (largest RSS seen, CPU seconds last seen)
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss_bytes(process.pid))
+            now = _tree(process.pid)
+            peak[0] = max(peak[0], sum(rss for rss, _ in now.values()))
+            for pid, (rss, cpu) in now.items():
+                per_process[pid] = (max(rss, per_process.get(pid, (0, 0.0))[0]), cpu)
             done.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -157,8 +161,13 @@ def measured(command: list[str]) -> dict[str, Any]:
         "stderr": stderr,
         "wall_s": wall_s,
         "peak_tree_rss_bytes": peak[0],
-        "max_process_rss_bytes": usage.ru_maxrss * 1024,
-        "cpu_s": usage.ru_utime + usage.ru_stime,  # the process and every descendant it reaped
+        # the largest single process: the command itself (wait4) or any worker (sampled)
+        "max_process_rss_bytes": max([usage.ru_maxrss * 1024, *(rss for rss, _ in per_process.values())]),
+        "num_processes": len(per_process),
+        # CPU of the whole tree: the command's own (wait4) plus what was last sampled of the others
+        "cpu_s": usage.ru_utime
+        + usage.ru_stime
+        + sum(cpu for pid, (_, cpu) in per_process.items() if pid != process.pid),
     }
 
 
@@ -172,7 +181,7 @@ def ensure_hta(venv: Path) -> Path:
 
 
 def _summary(run: dict[str, Any]) -> dict[str, Any]:
-    keys = ("wall_s", "cpu_s", "peak_tree_rss_bytes", "max_process_rss_bytes", "code")
+    keys = ("wall_s", "cpu_s", "peak_tree_rss_bytes", "max_process_rss_bytes", "num_processes", "code")
     return {key: run[key] for key in keys if key in run}
 
 
