@@ -197,6 +197,9 @@ def test_report_publishes_to_tensorboard(run_cli, tmp_path: Path) -> None:  # ty
     assert [e.value for e in board.Scalars("lightspeed/badput/init_s")] == [1.0, 1.0]
     # 2 s of steps in 4 s of wall time
     assert board.Scalars("lightspeed/ledger/goodput_fraction")[-1].value == pytest.approx(0.5)
-    two = run_cli("goodput", "report", str(_run_dir(tmp_path)), str(_run_dir(tmp_path)), "--tensorboard", "x")
+    unused = tmp_path / "unused"
+    run = str(_run_dir(tmp_path))
+    two = run_cli("goodput", "report", run, run, "--tensorboard", str(unused))
     assert two.code == 2
     assert "publish one run" in two.err
+    assert not unused.exists()  # refused before any sink was made

@@ -124,6 +124,8 @@ def report_command(
         if len(ledgers) > 1:
             raise UserInputError("--plot draws one ledger: give one path")
         save_goodput_plot(goodput_waterfall_figure(ledgers[0]), plot_path)
+    if (tensorboard_dir or mlflow_uri or wandb_dir) and len(ledgers) > 1:
+        raise UserInputError("--tensorboard/--mlflow/--wandb publish one run: give one path")
     sinks = _sinks(tensorboard_dir, mlflow_uri, wandb_dir)
     if sinks:
         _publish(paths, ledgers, sinks)
@@ -146,8 +148,6 @@ def _sinks(tensorboard_dir: Path | None, mlflow_uri: str | None, wandb_dir: Path
 
 def _publish(paths: tuple[Path, ...], ledgers: list[Ledger], sinks: list[MetricSink]) -> None:
     """Tracker runs replay their steps, then the ledger; an MLPerf log gives its ledger only."""
-    if len(ledgers) > 1:
-        raise UserInputError("--tensorboard/--mlflow/--wandb publish one run: give one path")
     try:
         if ledgers[0].source == "tracker":
             with warnings.catch_warnings():  # read once more: its warnings were shown already
