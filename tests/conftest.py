@@ -117,6 +117,7 @@ class PostgresServer:
         result = subprocess.run(
             [str(self.bin_dir / args[0]), *args[1:]],
             user=self.user,
+            cwd=self.root,  # a folder the server's user may enter (CI's checkout may be private to root)
             capture_output=True,
             text=True,
             timeout=120,
