@@ -12,8 +12,9 @@ def _isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
     """Every test and docstring example writes its store under a fresh LIGHTSPEED_HOME,
-    never into the user's real one."""
+    never into the user's real one (nor into a shared one named by LIGHTSPEED_STORE)."""
     monkeypatch.setenv("LIGHTSPEED_HOME", str(tmp_path_factory.mktemp("lightspeed-home")))
     monkeypatch.delenv("LIGHTSPEED_CATALOG", raising=False)
+    monkeypatch.delenv("LIGHTSPEED_STORE", raising=False)  # never the team's shared store
     monkeypatch.setenv("COLUMNS", "160")
     return

@@ -3,6 +3,7 @@
     python examples/train_tiny_gpt.py --run-dir runs/tiny-gpt
     python examples/train_tiny_gpt.py --run-dir runs/tiny-gpt --quick --json
     python examples/train_tiny_gpt.py --run-dir runs/tiny --profile-trace runs/tiny/trace.json
+    python examples/train_tiny_gpt.py --quick --tensorboard runs/tb --mlflow runs/mlruns
 
 The parent process runs the training twice in child processes sharing one
 run directory. The first child initializes, trains, saves a checkpoint every
@@ -17,6 +18,13 @@ trace of three training steps of the first child.
 Model FLOPs use PaLM's convention, 6 N + 12 L s d per token (N parameters,
 L layers, s sequence length, d model width); MFU needs a peak (``--peak-tflops``,
 e.g. this CPU's fp32 peak), otherwise the report says it is unavailable.
+
+``--tensorboard DIR`` and ``--mlflow URI`` attach the tracker's sinks: both
+segments log each step's time, tokens/s, MFU and badput so far (the killed one
+up to its last flush), into one TensorBoard folder and one MLflow run (the
+resumed segment continues the run the first one made); the parent then logs
+the ledger (goodput, badput buckets, MFU). A plain folder for ``--mlflow`` is
+an MLflow file store (``MLFLOW_ALLOW_FILE_STORE=true`` is set for it).
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--peak-tflops", type=float, default=None, help="peak of this machine, for MFU")
     parser.add_argument("--profile-trace", type=Path, default=None, help="write a Kineto trace of 3 steps")
     parser.add_argument("--json", action="store_true", help="print the ledger as JSON")
+    parser.add_argument("--tensorboard", type=Path, default=None, help="TensorBoard event folder (sink)")
+    parser.add_argument("--mlflow", default=None, help="MLflow tracking URI or a local folder (sink)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -127,8 +137,42 @@ def batches(config: dict[str, int], seed: int) -> Any:
         yield window[:, :-1], window[:, 1:]
 
 
+def mlflow_uri(text: str) -> str:
+    """A tracking URI; a plain folder becomes a file store (which MLflow 3 allows only when asked)."""
+    if "://" in text:
+        return text
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    return Path(text).resolve().as_uri()
+
+
+def open_sinks(args: argparse.Namespace) -> list[Any]:
+    """The sinks asked for; one MLflow run for the whole job (its id kept in the run folder)."""
+    from lightspeed.goodput import MlflowSink, TensorBoardSink
+
+    sinks: list[Any] = []
+    if args.tensorboard is not None:
+        sinks.append(TensorBoardSink(args.tensorboard, flush_interval_s=0.5))
+    if args.mlflow is not None:
+        id_file = args.run_dir / "mlflow_run_id"
+        known = id_file.read_text().strip() if id_file.exists() else None
+        sink = MlflowSink(tracking_uri=mlflow_uri(args.mlflow), run_name=args.run_dir.name, run_id=known)
+        id_file.write_text(sink.run_id)
+        sinks.append(sink)
+    return sinks
+
+
 def worker(args: argparse.Namespace) -> None:
     """One job segment: build, restore if a checkpoint exists, train, checkpoint, maybe crash."""
+    sinks = open_sinks(args)
+    try:
+        train(args, sinks)
+    finally:
+        for sink in sinks:
+            sink.close()
+
+
+def train(args: argparse.Namespace, sinks: list[Any]) -> None:
+    """Train under the tracker, feeding ``sinks``."""
     import torch
 
     from lightspeed.goodput import Tracker
@@ -149,6 +193,7 @@ def worker(args: argparse.Namespace) -> None:
         model_flop_per_token=flops,
         peak_flop_per_s=peak,
         system="cpu" if peak else None,
+        sinks=sinks,
     ) as tracker:
         with tracker.init():
             model = build_model(config)
@@ -272,11 +317,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(args: argparse.Namespace) -> None:
-    from lightspeed.goodput import build_ledger, read_run
+    from lightspeed.goodput import build_ledger, publish_ledger, read_run
     from lightspeed.records import to_jsonable
     from lightspeed.report import render_ledgers
 
     ledger = build_ledger(run=read_run(args.run_dir))
+    sinks = open_sinks(args)
+    publish_ledger(ledger, sinks=sinks)
+    for sink in sinks:
+        sink.close()
     if args.json:
         print(json.dumps(to_jsonable(ledger), indent=2))
     else:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,129 @@ def _write_step_trace(path: Path, step_us: list[int], rank: int | None = None) -
 def write_step_trace():  # type: ignore[no-untyped-def]
     """``write_step_trace(path, step_us, rank=None)`` writes a trace of ProfilerStep spans."""
     return _write_step_trace
+
+
+# -- a throwaway PostgreSQL server for the store's tests -----------------------
+
+
+class PostgresServer:
+    """A cluster made by initdb in a temporary folder, listening on 127.0.0.1 only."""
+
+    def __init__(self, bin_dir: Path, root: Path, user: str | None) -> None:
+        import secrets
+        import socket
+
+        self.bin_dir = bin_dir
+        self.root = root
+        self.data = root / "data"
+        self.user = user  # the system user the server runs as (PostgreSQL refuses root)
+        self.password = "pw-" + secrets.token_hex(8)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+
+    def _run(self, *args: str) -> None:
+        import subprocess
+
+        result = subprocess.run(
+            [str(self.bin_dir / args[0]), *args[1:]],
+            user=self.user,
+            cwd=self.root,  # a folder the server's user may enter (CI's checkout may be private to root)
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{args[0]} failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+
+    def start(self) -> None:
+        password_file = self.root / "password"
+        password_file.write_text(self.password + "\n", encoding="utf-8")
+        if self.user is not None:
+            shutil.chown(self.root, user=self.user)
+            shutil.chown(password_file, user=self.user)
+        self._run(
+            "initdb", "-D", str(self.data), "-U", "lightspeed", "--auth-host=scram-sha-256",
+            "--auth-local=trust", f"--pwfile={password_file}", "-E", "UTF8", "--no-sync",
+        )  # fmt: skip
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' "
+            "-c fsync=off -c max_connections=60"
+        )
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def url(self, database: str = "postgres", *, password: str | None = None) -> str:
+        secret = self.password if password is None else password
+        return f"postgresql://lightspeed:{secret}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self) -> str:
+        """A fresh, empty database; returns its URL."""
+        import secrets
+
+        import psycopg
+
+        name = "store_" + secrets.token_hex(6)
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {name}")  # a name made here, not input
+        return self.url(name)
+
+
+def _postgres_bin_dir() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    return found[-1].parent if found else None
+
+
+def _missing_postgres(why: str) -> None:
+    """Fail in CI (the PostgreSQL tests must run there), skip elsewhere."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL tests cannot run in CI: {why} (./dev test installs postgresql as root)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():  # type: ignore[no-untyped-def]
+    """A real PostgreSQL server for the whole session (initdb + pg_ctl), stopped at the end."""
+    import importlib.util
+    import pwd
+
+    bin_dir = _postgres_bin_dir()
+    if bin_dir is None:
+        _missing_postgres("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
+    if importlib.util.find_spec("psycopg") is None:
+        _missing_postgres("psycopg is not installed (pip install -e '.[postgres]')")
+    user = None
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres").pw_name
+        except KeyError:
+            _missing_postgres("running as root and there is no 'postgres' system user to run the server")
+    assert bin_dir is not None
+    # Not under pytest's temp folder: that one is private to root, and the server runs as postgres.
+    root = Path(tempfile.mkdtemp(prefix="lightspeed-postgres-"))
+    server = PostgresServer(bin_dir, root, user)
+    try:
+        server.start()
+        yield server
+    finally:
+        if (server.data / "postmaster.pid").exists():
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL (with its password) of a fresh, empty database on the session's server."""
+    return postgres_server.create_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store location on each backend: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results.sqlite")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.create_database()

@@ -18,7 +18,7 @@ def test_headline_value_and_fraction(best: str, expected: float) -> None:
         suite="membw",
         name="stream triad",
         dtype="fp64",
-        size=1024,
+        size_bytes=1024,
         samples=[10.0, 30.0, 20.0],
         unit="B/s",
         best=best,
@@ -36,7 +36,7 @@ def test_unknown_sol_gives_no_fraction() -> None:
         suite="launch",
         name="dispatch",
         dtype=None,
-        size=100,
+        num_ops_per_sample=100,
         samples=[1e-6],
         unit="s",
         best="median",
@@ -45,7 +45,7 @@ def test_unknown_sol_gives_no_fraction() -> None:
         correct=True,
     )
     assert result.fraction_of_sol is None
-    assert result.key == "launch dispatch 100"
+    assert result.key == "launch dispatch 100 ops"
     assert result.metric == "seconds"
 
 
@@ -54,7 +54,7 @@ def test_json_has_the_documented_keys() -> None:
         suite="gemm",
         name="gemm 8x8x8",
         dtype="fp32",
-        size=1024,
+        flop_per_call=1024,
         samples=[1e9],
         unit="FLOP/s",
         best="median",
@@ -77,16 +77,28 @@ def test_json_has_the_documented_keys() -> None:
     }
     assert required <= set(data)
     assert set(data["stats"]) == {"min", "median", "max"}
+    # the swept size carries its unit; 'size' stays as the old key's alias
+    assert (data["flop_per_call"], data["size_bytes"], data["num_ops_per_sample"]) == (1024, None, None)
+    assert data["size"] == 1024
+
+
+def test_exactly_one_size_field() -> None:
+    common = {"suite": "membw", "name": "stream triad", "dtype": "fp64", "samples": [1.0], "unit": "B/s",
+              "best": "max", "sol": None, "sol_note": "", "correct": True}  # fmt: skip
+    with pytest.raises(ValueError, match="exactly one of flop_per_call, size_bytes, num_ops_per_sample"):
+        make_result(**common)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="got flop_per_call, size_bytes"):
+        make_result(**common, size_bytes=8, flop_per_call=8)  # type: ignore[arg-type]
 
 
 def test_store_records_carry_samples_and_direction() -> None:
     latency = make_result(
-        suite="launch", name="dispatch", dtype=None, size=10, samples=[2e-6, 1e-6],
+        suite="launch", name="dispatch", dtype=None, num_ops_per_sample=10, samples=[2e-6, 1e-6],
         unit="s", best="median", sol=None, sol_note="", correct=True,
     )  # fmt: skip
     (record,) = benchmark_records([latency])
     assert isinstance(latency, BenchResult)
-    assert record.name == "launch dispatch 10"
+    assert record.name == "launch dispatch 10 ops"
     assert record.metric == "seconds"
     assert record.payload["samples"] == [2e-6, 1e-6]
     assert record.payload["lower_is_better"] is True

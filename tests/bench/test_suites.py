@@ -67,7 +67,7 @@ def test_gemm_rate_is_flop_over_time_and_checked() -> None:
     ]
     assert all(result.correct for result in results)
     first = results[0]
-    assert first.size == 2 * 64 * 48 * 32
+    assert first.flop_per_call == 2 * 64 * 48 * 32
     assert first.unit == "FLOP/s"
     assert first.fraction_of_sol == pytest.approx(first.value / 1e12)
     assert first.stats.min <= first.value <= first.stats.max

@@ -15,7 +15,8 @@ from lightspeed.store import open_store
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-KEYS = {"suite", "name", "dtype", "size", "value", "unit", "sol", "fraction_of_sol", "stats", "correct"}
+KEYS = {"suite", "name", "dtype", "size", "size_bytes", "value", "unit", "sol", "fraction_of_sol", "stats"}
+KEYS |= {"correct"}
 
 
 def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -38,7 +39,7 @@ def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-unty
         (run,) = store.runs()
         stored = store.records(run_id=run.run_id)
     assert run.label == "membw"
-    assert [record.name for record in stored][-1] == "membw stream triad fp64 1048576"
+    assert [record.name for record in stored][-1] == "membw stream triad fp64 1048576 B"
     assert stored[-1].fingerprint["num_logical_cpus"] >= 1
 
 

@@ -14,7 +14,7 @@ from lightspeed.store import open_store
 def _gemm(size: int, efficiency: float, *, device: str = "cpu", sol_device: str | None = None) -> BenchResult:
     peak = 1e11
     return make_result(
-        suite="gemm", name=f"gemm {size}x{size}x{size}", dtype="fp32", size=2 * size**3,
+        suite="gemm", name=f"gemm {size}x{size}x{size}", dtype="fp32", flop_per_call=2 * size**3,
         samples=[efficiency * peak], unit="FLOP/s", best="median", sol=peak, sol_note="",
         correct=True, device=device, sol_device=sol_device, details={"m": size, "n": size, "k": size},
     )  # fmt: skip
@@ -22,7 +22,7 @@ def _gemm(size: int, efficiency: float, *, device: str = "cpu", sol_device: str 
 
 def _triad(fraction: float) -> BenchResult:
     return make_result(
-        suite="membw", name="stream triad", dtype="fp64", size=2**27, samples=[fraction * 4e10],
+        suite="membw", name="stream triad", dtype="fp64", size_bytes=2**27, samples=[fraction * 4e10],
         unit="B/s", best="max", sol=4e10, sol_note="", correct=True, device="cpu",
         details={"bytes_moved": 3 * 2**27, "num_elements": 2**24},
     )  # fmt: skip
@@ -69,7 +69,7 @@ def test_bad_inputs_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert empty.code == 2
     assert "no benchmark results" in empty.err
     no_sol = make_result(
-        suite="gemm", name="g", dtype="fp32", size=1, samples=[1.0], unit="FLOP/s", best="median",
+        suite="gemm", name="g", dtype="fp32", flop_per_call=1, samples=[1.0], unit="FLOP/s", best="median",
         sol=None, sol_note="", correct=True, device="cpu", details={"m": 1, "n": 1, "k": 1},
     )  # fmt: skip
     _store([no_sol], "gemm")

@@ -208,3 +208,26 @@ def test_plot_into_an_existing_folder_writes_inside_it(run_cli, tmp_path: Path) 
     bad = run_cli(*args, "--checkpoint-write-s", "60", "--restart-s", "60", "--plot", str(tmp_path / "x.jpg"))
     assert bad.code == 2
     assert "not a plot format" in bad.err
+
+
+def test_report_publishes_to_tensorboard(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board_dir = tmp_path / "tb"
+    result = run_cli("goodput", "report", str(_run_dir(tmp_path)), "--tensorboard", str(board_dir), "--json")
+    assert result.code == 0, result.err
+    assert f"TensorBoard events in {board_dir}" in result.err
+    board = EventAccumulator(str(board_dir))
+    board.Reload()
+    # two 1 s steps of 500 tokens (hand-written log above): 500 tokens/s each
+    assert [(e.step, e.value) for e in board.Scalars("lightspeed/step_time_s")] == [(0, 1.0), (1, 1.0)]
+    assert [e.value for e in board.Scalars("lightspeed/tokens_per_s")] == [500.0, 500.0]
+    assert [e.value for e in board.Scalars("lightspeed/badput/init_s")] == [1.0, 1.0]
+    # 2 s of steps in 4 s of wall time
+    assert board.Scalars("lightspeed/ledger/goodput_fraction")[-1].value == pytest.approx(0.5)
+    unused = tmp_path / "unused"
+    run = str(_run_dir(tmp_path))
+    two = run_cli("goodput", "report", run, run, "--tensorboard", str(unused))
+    assert two.code == 2
+    assert "publish one run" in two.err
+    assert not unused.exists()  # refused before any sink was made

@@ -115,7 +115,7 @@ def test_report_from_bench_json(run_cli, tmp_path: Path) -> None:  # type: ignor
         suite="gemm",
         name="square",
         dtype="fp32",
-        size=2 * 512**3,
+        flop_per_call=2 * 512**3,
         samples=[5e10, 6e10, 7e10],
         unit="FLOP/s",
         best="median",

@@ -125,3 +125,76 @@ def test_labels_holding_markup_are_shown_as_written(run_cli) -> None:  # type: i
     assert shown.code == 0, shown.err
     assert "[/] y" in shown.out
     assert "[b]m" in shown.out
+
+
+def _bench_run(store: object, label: str, values: list[float]) -> str:
+    return store.add_records(  # type: ignore[attr-defined, no-any-return]
+        kind="benchmark",
+        label=label,
+        fingerprint=FINGERPRINT,
+        records=[
+            NewRecord(
+                name="membw stream triad fp64 1048576 B",
+                metric="bytes_per_s",
+                value=max(values),
+                unit="B/s",
+                payload={"samples": values},
+            )
+        ],
+    )
+
+
+def test_push_moves_runs_between_sqlite_and_postgres(  # type: ignore[no-untyped-def]
+    run_cli, postgres_url: str, tmp_path: Path, monkeypatch
+) -> None:
+    bench, predicted = _fill()
+    with open_store() as local:
+        unfinished = local.start_run(kind="goodput", fingerprint=FINGERPRINT)
+    first = run_cli("results", "push", "--to", postgres_url, "--json")
+    assert first.code == 0, first.err
+    pushed = json.loads(first.out)
+    assert set(pushed["copied"]) == {bench, predicted}
+    assert pushed["incomplete"] == [unfinished]
+    assert pushed["num_records_copied"] == 3
+    assert postgres_url not in first.out  # the password never shows
+    again = run_cli("results", "push", "--to", postgres_url)
+    assert again.code == 0
+    assert "pushed 0 runs (0 records)" in again.out
+    assert "2 already there" in again.out
+    # the shared store holds the same runs under the same ids, with their environment
+    monkeypatch.setenv("LIGHTSPEED_STORE", postgres_url)
+    listed = json.loads(run_cli("results", "list", "--json").out)
+    assert {run["run_id"] for run in listed} == {bench, predicted}
+    shown = json.loads(run_cli("results", "show", bench, "--json").out)
+    names = [record["name"] for record in shown["records"]]
+    assert names == ["membw stream triad fp64 1048576", "=HYPERLINK(1)"]
+    assert shown["run"]["host_name"] == "bench-host"
+    # and back from PostgreSQL into another file
+    back = run_cli("results", "push", "--to", str(tmp_path / "copy.sqlite"), "--kind", "prediction", "--json")
+    assert json.loads(back.out)["copied"] == [predicted]
+    with open_store(tmp_path / "copy.sqlite") as copy:
+        (record,) = copy.records()
+    assert (record.run_id, record.name, record.value) == (predicted, "gpt step", 0.25)
+
+
+def test_gate_compares_runs_stored_on_postgres(run_cli, postgres_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    with open_store(postgres_url) as shared:
+        baseline = _bench_run(shared, "before", [20.0e9, 20.1e9, 19.9e9, 20.2e9, 20.0e9, 19.8e9])
+        current = _bench_run(shared, "after", [15.0e9, 15.1e9, 14.9e9, 15.2e9, 15.0e9, 14.8e9])
+    monkeypatch.setenv("LIGHTSPEED_STORE", postgres_url)
+    result = run_cli("compare", f"run:{baseline}", f"run:{current}", "--json")
+    assert result.code == 1, result.err  # a 25% drop in bandwidth is a regression
+    verdicts = [row["verdict"] for row in json.loads(result.out)["comparisons"]]
+    assert verdicts == ["regression"]
+
+
+def test_push_to_a_bad_or_unreachable_store_is_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+    _fill()
+    result = run_cli("results", "push", "--to", "postgresql://ci:hunter2@127.0.0.1:9/perf")
+    assert result.code == 2
+    assert result.err.count("\n") == 1
+    assert "hunter2" not in result.err
+    assert "cannot be reached" in result.err
+    same = run_cli("results", "push", "--to", str(default_store_path()))
+    assert same.code == 2
+    assert "the same store" in same.err

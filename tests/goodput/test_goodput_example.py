@@ -16,7 +16,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train_tiny_gpt.py"
 
 
 @pytest.mark.torch
-def test_tiny_gpt_crash_and_resume_buckets(tmp_path: Path) -> None:
+def test_tiny_gpt_crash_and_resume_buckets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     run_dir = tmp_path / "tiny"
     trace = tmp_path / "trace.json"
@@ -30,6 +30,10 @@ def test_tiny_gpt_crash_and_resume_buckets(tmp_path: Path) -> None:
             str(run_dir),
             "--profile-trace",
             str(trace),
+            "--tensorboard",
+            str(tmp_path / "tb"),
+            "--mlflow",
+            str(tmp_path / "mlruns"),
         ],
         capture_output=True,
         text=True,
@@ -55,3 +59,27 @@ def test_tiny_gpt_crash_and_resume_buckets(tmp_path: Path) -> None:
     # The Kineto trace of three steps of the first child.
     events = json.loads(trace.read_text())["traceEvents"]
     assert any(event.get("name") == "aten::addmm" for event in events)
+    _sinks_read_back(tmp_path, ledger, monkeypatch)
+
+
+def _sinks_read_back(tmp_path: Path, ledger: dict, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[type-arg]
+    """TensorBoard and MLflow read what both segments and the parent logged."""
+    from mlflow.tracking import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board = EventAccumulator(str(tmp_path / "tb"))
+    board.Reload()
+    steps = {event.step for event in board.Scalars("lightspeed/step_time_s")}
+    assert steps == set(range(24))  # the killed segment's steps up to its last flush, then the rest
+    goodput = board.Scalars("lightspeed/ledger/goodput_fraction")[-1].value
+    assert goodput == pytest.approx(ledger["goodput_fraction"], rel=1e-6)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    run_id = (tmp_path / "tiny" / "mlflow_run_id").read_text()
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    history = client.get_metric_history(run_id, "lightspeed/step_time_s")
+    assert {metric.step for metric in history} == set(range(24))
+    assert len(history) == 26  # steps 12 and 13 ran twice (wasted progress)
+    wasted = run.data.metrics["lightspeed/ledger/badput/wasted_progress_s"]
+    assert wasted == pytest.approx(ledger["badput_s"]["wasted_progress"], rel=1e-9)

@@ -39,7 +39,7 @@ def _bench_results() -> list:  # type: ignore[type-arg]
         suite="gemm",
         name="square",
         dtype="fp32",
-        size=2 * 1024**3,
+        flop_per_call=2 * 1024**3,
         samples=[4.0e11, 5.0e11, 4.5e11],
         unit="FLOP/s",
         best="median",
@@ -52,7 +52,7 @@ def _bench_results() -> list:  # type: ignore[type-arg]
         suite="membw",
         name="stream triad",
         dtype="fp64",
-        size=2**27,
+        size_bytes=2**27,
         samples=[20e9, 25e9],
         unit="B/s",
         best="max",
@@ -134,16 +134,17 @@ def test_goodput_section_buckets_sum_to_wall_time(tmp_path: Path) -> None:
     assert "init" in [row[0] for row in table.rows]
 
 
-def test_bench_results_round_trip_through_the_store(tmp_path: Path) -> None:
+def test_bench_results_round_trip_through_the_store(store_url: str) -> None:
     results = _bench_results()
-    with open_store(tmp_path / "s.sqlite") as store:
+    with open_store(store_url) as store:
         run_id = store.add_records(kind="benchmark", records=benchmark_records(results), label="gemm")
         back = bench_results_from_records(store.records(run_id=run_id))
     assert [r.to_dict() for r in back] == [r.to_dict() for r in results]
 
 
-def test_gather_inputs_from_sources_and_store(tmp_path: Path) -> None:
-    store_path = tmp_path / "s.sqlite"
+def test_gather_inputs_from_sources_and_store(tmp_path: Path, store_url: str) -> None:
+    """The report reads the same from a SQLite file and from PostgreSQL."""
+    store_path = store_url
     with open_store(store_path) as store:
         run_id = store.add_records(
             kind="benchmark", records=benchmark_records(_bench_results()), label="gemm"

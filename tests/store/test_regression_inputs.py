@@ -203,7 +203,7 @@ def test_bench_json_output_is_a_gate_input(tmp_path: Path) -> None:
             suite="membw",
             name="stream triad",
             dtype="fp64",
-            size=2**27,
+            size_bytes=2**27,
             samples=samples,
             unit="B/s",
             best="max",

@@ -31,7 +31,7 @@ from lightspeed.bench.gemm import (
 )
 from lightspeed.bench.launch import run_launch
 from lightspeed.bench.membw import STREAM_KERNELS, run_membw
-from lightspeed.bench.results import BenchResult, Stats, make_result
+from lightspeed.bench.results import BenchResult, Stats, make_result, size_fields
 from lightspeed.bench.runtime import BenchDevice, import_torch, resolve_device
 from lightspeed.bench.sol import DeviceSol, device_sol, sol_from_accelerator
 from lightspeed.bench.world import (
@@ -75,6 +75,7 @@ __all__ = [
     "run_gemm",
     "run_launch",
     "run_membw",
+    "size_fields",
     "sol_from_accelerator",
     "supported_dtypes",
     "sweep_shapes",

@@ -245,7 +245,7 @@ def assemble_results(
                 sol_device=sol.device_name,
                 name=f"{name} busbw",
                 dtype="fp32",
-                size=size_bytes,
+                size_bytes=size_bytes,
                 samples=busbw,
                 unit="B/s",
                 best="median",

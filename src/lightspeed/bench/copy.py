@@ -94,7 +94,7 @@ def run_copy(
                 sol_device=sol.device_name,
                 name=f"{direction} {memory}",
                 dtype=None,
-                size=num_bytes,
+                size_bytes=num_bytes,
                 samples=samples,
                 unit="B/s",
                 best="median",

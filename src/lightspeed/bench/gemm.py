@@ -284,7 +284,7 @@ def run_gemm(
                         sol_device=sol.device_name,
                         name=f"gemm {shape.text}",
                         dtype=precision,
-                        size=int(shape.flop),
+                        flop_per_call=int(shape.flop),
                         samples=samples,
                         unit="FLOP/s",
                         best="median",

@@ -83,7 +83,7 @@ def run_launch(
                 sol_device=sol.device_name,
                 name=name,
                 dtype=None,
-                size=ops_per_sample,
+                num_ops_per_sample=ops_per_sample,
                 samples=seconds,
                 unit="s",
                 best="median",

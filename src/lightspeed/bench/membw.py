@@ -152,7 +152,7 @@ def run_membw(
                 sol_device=sol.device_name,
                 name=f"stream {name}",
                 dtype="fp64",
-                size=num_elements * BYTES_PER_ELEMENT,
+                size_bytes=num_elements * BYTES_PER_ELEMENT,
                 samples=[moved_bytes / sample for sample in seconds],
                 unit="B/s",
                 best="max",

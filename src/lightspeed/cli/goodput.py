@@ -25,11 +25,17 @@ from lightspeed.cli.options import (
 from lightspeed.errors import UserInputError
 from lightspeed.goodput import (
     Ledger,
+    MetricSink,
+    MlflowSink,
+    TensorBoardSink,
+    WandbSink,
     build_ledger,
     estimate_failure_rate,
     is_mllog,
     mllog_ledger,
     plan_checkpoints,
+    publish_ledger,
+    publish_run,
     read_mllog,
     read_run,
     read_system_json,
@@ -91,6 +97,23 @@ def command() -> None:
 @click.option(
     "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the ledger waterfall (.png/.svg)."
 )
+@click.option(
+    "--tensorboard",
+    "tensorboard_dir",
+    type=click.Path(path_type=Path),
+    help="Also write the steps and the ledger as TensorBoard events into this folder (extra: tensorboard).",
+)
+@click.option(
+    "--mlflow",
+    "mlflow_uri",
+    help="Also log them to a new MLflow run at this tracking URI, e.g. http://mlflow:5000 (extra: mlflow).",
+)
+@click.option(
+    "--wandb",
+    "wandb_dir",
+    type=click.Path(path_type=Path),
+    help="Also log them to an offline W&B run in this folder; 'wandb sync' uploads it (extra: wandb).",
+)
 @json_option
 def report_command(
     *,
@@ -104,6 +127,9 @@ def report_command(
     convention: str,
     sol_tokens_per_s_per_gpu: float | None,
     plot_path: Path | None,
+    tensorboard_dir: Path | None,
+    mlflow_uri: str | None,
+    wandb_dir: Path | None,
     as_json: bool,
 ) -> None:
     """The goodput ledger of tracker run directories, rank logs or MLPerf result files.
@@ -130,6 +156,11 @@ def report_command(
         if len(ledgers) > 1:
             raise UserInputError("--plot draws one ledger: give one path")
         save_goodput_plot(goodput_waterfall_figure(ledgers[0]), plot_path)
+    if (tensorboard_dir or mlflow_uri or wandb_dir) and len(ledgers) > 1:
+        raise UserInputError("--tensorboard/--mlflow/--wandb publish one run: give one path")
+    sinks = _sinks(tensorboard_dir, mlflow_uri, wandb_dir)
+    if sinks:
+        _publish(paths, ledgers, sinks)
     if as_json:
         payloads = [_with_monitors(ledger, found) for ledger, found in zip(ledgers, monitors, strict=True)]
         print_json(payloads[0] if len(payloads) == 1 else payloads)
@@ -175,6 +206,44 @@ def _with_monitors(ledger: Ledger, reports: list[MonitorReport]) -> Any:
         for report in reports
     ]
     return payload
+
+
+def _sinks(tensorboard_dir: Path | None, mlflow_uri: str | None, wandb_dir: Path | None) -> list[MetricSink]:
+    sinks: list[MetricSink] = []
+    if tensorboard_dir is not None:
+        sinks.append(TensorBoardSink(tensorboard_dir))
+    if mlflow_uri is not None:
+        sinks.append(MlflowSink(tracking_uri=mlflow_uri))
+    if wandb_dir is not None:
+        sinks.append(WandbSink(directory=wandb_dir))
+    return sinks
+
+
+def _publish(paths: tuple[Path, ...], ledgers: list[Ledger], sinks: list[MetricSink]) -> None:
+    """Tracker runs replay their steps, then the ledger; an MLPerf log gives its ledger only."""
+    try:
+        if ledgers[0].source == "tracker":
+            with warnings.catch_warnings():  # read once more: its warnings were shown already
+                warnings.simplefilter("ignore")
+                run = read_run(paths[0])
+            publish_run(run, ledgers[0], sinks=sinks)
+        else:
+            publish_ledger(ledgers[0], sinks=sinks)
+    finally:
+        for sink in sinks:
+            sink.close()
+    for sink in sinks:
+        click.echo(f"published the ledger to {_where(sink)}", err=True)
+
+
+def _where(sink: MetricSink) -> str:
+    if isinstance(sink, TensorBoardSink):
+        return f"TensorBoard events in {sink.log_dir}"
+    if isinstance(sink, MlflowSink):
+        return f"MLflow run {sink.run_id}"
+    if isinstance(sink, WandbSink):
+        return f"W&B offline run {sink.run_dir}"
+    return type(sink).__name__
 
 
 def _ledger(path: Path, options: dict[str, Any]) -> Ledger:

@@ -413,6 +413,8 @@ THREADS: Final = Integer(minimum=1, maximum=MAX_THREADS, unit="threads", why="Li
 GEMM_ROWS: Final = Integer(minimum=1, maximum=2**31 - 1, suffixes=True, unit="rows", why="a 32-bit index")
 ARRAY_SIZE: Final = Size(minimum=8.0 * 2**10, maximum=MAX_BYTES)
 PROCESSES: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="processes")
+JOBS: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="worker processes")
+WORKER_MEMORY: Final = Size(minimum=2.0**28, maximum=MAX_BYTES, why="the address space one worker may take")
 EXPERTS: Final = Integer(minimum=1, maximum=2**16, unit="experts")  # 65,536: 256x DeepSeek-V3's
 PHYSICAL_EXPERTS: Final = Integer(minimum=1, maximum=2**24, unit="physical experts")
 PHYSICAL_EXPERT_LIST: Final = ListOf(PHYSICAL_EXPERTS, example="256,288")

@@ -1,4 +1,4 @@
-"""``lightspeed results list|show|export``: read the results store."""
+"""``lightspeed results list|show|export|push``: read the results store, copy runs to a shared one."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli.options import ROWS
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
-from lightspeed.report import records_csv, render_run, render_runs
-from lightspeed.store import StoredRecord, open_store
+from lightspeed.report import records_csv, render_push, render_run, render_runs
+from lightspeed.store import StoredRecord, open_store, push_runs
 
 
 @click.group("results")
 def command() -> None:
-    """The results store ($LIGHTSPEED_HOME/results.sqlite): list, show, export."""
+    """The results store (a file, or PostgreSQL via $LIGHTSPEED_STORE): list, show, export, push."""
 
 
 @command.command("list")
@@ -29,7 +29,7 @@ def list_runs(kind: str | None, limit: int, include_incomplete: bool, as_json: b
     """List stored runs, newest first."""
     with open_store() as store:
         runs = store.runs(kind=kind, limit=limit, include_incomplete=include_incomplete)
-        path = str(store.path)
+        path = store.location
     if as_json:
         print_json(runs)
     else:
@@ -94,3 +94,37 @@ def export(
     except OSError as error:
         raise UserInputError(f"cannot write {output} ({error.strerror}); choose a writable path") from None
     click.echo(f"wrote {len(records)} records to {output}", err=True)
+
+
+@command.command("push")
+@click.argument("run_ids", nargs=-1)
+@click.option(
+    "--to",
+    "destination",
+    required=True,
+    help="The shared store: postgresql://user@host/db (password via PGPASSWORD or ~/.pgpass) or a file.",
+)
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    help="The store to copy from (default: $LIGHTSPEED_STORE, else $LIGHTSPEED_HOME/results.sqlite).",
+)
+@click.option("--kind", default=None, help="Only runs of this kind (benchmark, prediction, goodput ...).")
+@json_option
+def push(
+    run_ids: tuple[str, ...], destination: str, source: str | None, kind: str | None, as_json: bool
+) -> None:
+    """Copy complete runs (default: all; or RUN_IDs) to another store; runs keep their ids.
+
+    Runs already in the destination are skipped, so pushing again never duplicates.
+    Example: lightspeed results push --to postgresql://ci@perf-db/lightspeed
+    """
+    with open_store(source) as origin, open_store(destination) as target:
+        if origin.location == target.location:
+            raise UserInputError(f"--to and --from are the same store ({target.location}); push to another")
+        result = push_runs(source=origin, destination=target, run_ids=run_ids or None, kind=kind)
+    if as_json:
+        print_json(result)
+    else:
+        render_push(result)

@@ -17,11 +17,13 @@ from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli.options import (
     BANDWIDTH,
     CUTOFF,
+    JOBS,
     MAX_ROWS,
     NUM_LINKS,
     PROBABILITY_OPEN,
     ROWS,
     TRACE_MAX_BYTES,
+    WORKER_MEMORY,
     Integer,
 )
 from lightspeed.errors import UserInputError
@@ -41,14 +43,19 @@ from lightspeed.trace import (
     DEFAULT_MAX_BYTES,
     KIND_NAMES,
     TIME_UNITS,
+    BadEvent,
+    LoadOptions,
     Trace,
     collectives,
+    collectives_ranks,
     diff_traces,
     idle_breakdown,
     launch_stats,
     load_trace,
     stragglers,
+    stragglers_ranks,
     summarize,
+    summarize_ranks,
     top_kernels,
 )
 
@@ -124,15 +131,85 @@ def _traces(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _emit(result: Any, traces: tuple[Trace, ...], as_json: bool, render: Callable[[Any], None]) -> None:
+def _emit(result: Any, num_skipped_events: int, as_json: bool, render: Callable[[Any], None]) -> None:
     """Print ``result``; JSON carries ``num_skipped_events`` (tables show it in their notes)."""
     if not as_json:
         render(result)
         return
     payload = to_jsonable(result)
     if isinstance(payload, dict):
-        payload["num_skipped_events"] = sum(trace.num_skipped_events for trace in traces)
+        payload["num_skipped_events"] = num_skipped_events
     print_json(payload)
+
+
+class _Ranks:
+    """What a ``--jobs`` command calls: ``ranks(serial, parallel, **keywords)`` runs the serial
+    analysis on the loaded trace (one job) or the parallel one over the rank files; afterwards
+    ``skipped_by_rank`` counts the impossible events left out (``--skip-bad-events``)."""
+
+    def __init__(
+        self, paths: tuple[Path, ...], options: dict[str, Any], jobs: int, limit: int | None
+    ) -> None:
+        self.skipped_by_rank: dict[int, int] = {}
+        self._trace = _load(paths, options) if jobs == 1 else None
+        self._paths, self._jobs, self._limit = paths, jobs, limit
+        if self._trace is None:
+            max_bytes = options.pop("max_bytes")
+            self._load = LoadOptions(
+                max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+                time_unit=options.pop("time_unit"),
+                round_to_us=not options.pop("exact_ns"),
+                allow_mixed_schema=options.pop("allow_mixed_schema"),
+                skip_bad_events=options.pop("skip_bad_events"),
+            )
+
+    @property
+    def num_skipped_events(self) -> int:
+        return sum(self.skipped_by_rank.values())
+
+    def __call__(self, serial: Callable[..., Any], parallel: Callable[..., Any], **keywords: Any) -> Any:
+        if self._trace is not None:
+            self.skipped_by_rank = {rank.rank: rank.num_skipped_events for rank in self._trace.ranks}
+            return serial(self._trace, **keywords)
+        skipped: dict[int, tuple[BadEvent, ...]] = {}
+        result = parallel(
+            self._paths,
+            jobs=self._jobs,
+            load=self._load,
+            max_worker_bytes=self._limit,
+            skipped=skipped,
+            **keywords,
+        )
+        self.skipped_by_rank = {rank: len(events) for rank, events in skipped.items()}
+        return result
+
+
+def _ranks(function: F) -> F:
+    """Like :func:`_traces`, plus ``--jobs``: with N > 1 the ranks are loaded and analysed in N
+    worker processes; the command gets a :class:`_Ranks` to call."""
+
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @_load_options
+    @click.option(
+        "--jobs",
+        "-j",
+        default=1,
+        show_default=True,
+        type=JOBS,
+        help="Worker processes loading and analysing ranks in parallel (one rank at a time each).",
+    )
+    @click.option(
+        "--max-worker-memory",
+        type=WORKER_MEMORY,
+        default=None,
+        help="With --jobs: cap each worker's memory (address space), e.g. 8GiB.",
+    )
+    @functools.wraps(function)
+    def wrapper(paths: tuple[Path, ...], jobs: int, max_worker_memory: float | None, **options: Any) -> Any:
+        limit = None if max_worker_memory is None else int(max_worker_memory)
+        return function(_Ranks(paths, options, jobs, limit), **options)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.group("trace")
@@ -142,21 +219,23 @@ def command() -> None:
 
 
 @command.command("summary")
-@_traces
+@_ranks
 @click.option(
     "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the per-rank chart (.png/.svg)."
 )
-def summary_command(trace: Trace, *, as_json: bool, include_last_step: bool, plot_path: Path | None) -> None:
+def summary_command(ranks: _Ranks, *, as_json: bool, include_last_step: bool, plot_path: Path | None) -> None:
     """Temporal breakdown per rank (idle, compute, non-compute), kernel kinds, overlap, steps.
 
-    Example: lightspeed trace summary traces/ --json
+    Example: lightspeed trace summary traces/ --json; lightspeed trace summary ranks/ --jobs 8
     """
-    result = summarize(trace, include_last_step=include_last_step, catalog=get_context().catalog())
+    result = ranks(
+        summarize, summarize_ranks, include_last_step=include_last_step, catalog=get_context().catalog()
+    )
     if plot_path is not None:
         for path in save_temporal_breakdown(result, plot_path):
             click.echo(f"wrote {path}", err=True)
     if as_json:
-        skipped = {rank.rank: rank.num_skipped_events for rank in trace.ranks}
+        skipped = ranks.skipped_by_rank
         print_json(
             [{**row, "num_skipped_events": skipped.get(row["rank"], 0)} for row in trace_summary_json(result)]
         )
@@ -186,7 +265,7 @@ def kernels_command(
     result = top_kernels(
         trace, top=top, kinds=kinds or KIND_NAMES, per_rank=per_rank, include_last_step=include_last_step
     )
-    _emit(result, (trace,), as_json, lambda r: render_trace_kernels(r, full_names=full_names))
+    _emit(result, trace.num_skipped_events, as_json, lambda r: render_trace_kernels(r, full_names=full_names))
 
 
 @command.command("idle")
@@ -209,7 +288,9 @@ def idle_command(
         kernel_wait_threshold_s=kernel_wait_threshold_s,
         include_last_step=include_last_step,
     )
-    _emit(result, (trace,), as_json, lambda r: render_trace_idle(r, per_stream=not no_streams))
+    _emit(
+        result, trace.num_skipped_events, as_json, lambda r: render_trace_idle(r, per_stream=not no_streams)
+    )
 
 
 @command.command("launch")
@@ -255,11 +336,11 @@ def launch_command(
         short_kernel_s=short_kernel_s,
         include_last_step=include_last_step,
     )
-    _emit(result, (trace,), as_json, render_trace_launch)
+    _emit(result, trace.num_skipped_events, as_json, render_trace_launch)
 
 
 @command.command("comms")
-@_traces
+@_ranks
 @click.option(
     "--link-bandwidth",
     "link_bandwidth_bytes_per_s",
@@ -270,7 +351,7 @@ def launch_command(
 @click.option("--num-links", default=1, show_default=True, type=NUM_LINKS, help="Links of --link.")
 @click.option("--calls", "show_calls", is_flag=True, help="Also list every collective call.")
 def comms_command(
-    trace: Trace,
+    ranks: _Ranks,
     *,
     as_json: bool,
     include_last_step: bool,
@@ -286,17 +367,22 @@ def comms_command(
     bandwidth = link_bandwidth_bytes_per_s
     if link_name is not None:
         bandwidth = catalog.link(link_name).per_direction_bytes_per_s * num_links
-    result = collectives(
-        trace, link_bandwidth_bytes_per_s=bandwidth, include_last_step=include_last_step, catalog=catalog
+    result = ranks(
+        collectives,
+        collectives_ranks,
+        link_bandwidth_bytes_per_s=bandwidth,
+        include_last_step=include_last_step,
+        catalog=catalog,
     )
-    _emit(result, (trace,), as_json, lambda r: render_trace_comms(r, calls=show_calls))
+    _emit(result, ranks.num_skipped_events, as_json, lambda r: render_trace_comms(r, calls=show_calls))
 
 
 @command.command("stragglers")
-@_traces
-def stragglers_command(trace: Trace, *, as_json: bool, include_last_step: bool) -> None:
+@_ranks
+def stragglers_command(ranks: _Ranks, *, as_json: bool, include_last_step: bool) -> None:
     """Per-step, per-rank lateness of collectives across ranks."""
-    _emit(stragglers(trace, include_last_step=include_last_step), (trace,), as_json, render_trace_stragglers)
+    result = ranks(stragglers, stragglers_ranks, include_last_step=include_last_step)
+    _emit(result, ranks.num_skipped_events, as_json, render_trace_stragglers)
 
 
 @command.command("diff")
@@ -330,4 +416,9 @@ def diff_command(
     first = _load(trace_a, dict(options))
     second = _load(trace_b, options)
     result = diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
-    _emit(result, (first, second), as_json, lambda r: render_trace_diff(r, full_names=full_names))
+    _emit(
+        result,
+        first.num_skipped_events + second.num_skipped_events,
+        as_json,
+        lambda r: render_trace_diff(r, full_names=full_names),
+    )

@@ -78,7 +78,7 @@ def _calibration_inputs(
     triad = [p for p in stream if p.get("name") == "stream triad"] or stream
     collectives = tuple(
         CollectivePoint(
-            bus_bytes=float(p["size"]) * float(p["details"]["busbw_factor"]),
+            bus_bytes=float(p.get("size_bytes") or p["size"]) * float(p["details"]["busbw_factor"]),
             time_s=float(p["details"]["time_s"]),
             link_bytes_per_s=float(p["sol"]),
         )

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from lightspeed.bench import BenchResult, Stats
+from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.gate.compare import MetricSamples, compare_samples
@@ -27,8 +27,9 @@ from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import NewRecord, StoredRecord
 from lightspeed.trace import detect_format, load_trace
 
-# The fields that make a JSON object a benchmark result.
-BENCH_FIELDS: Final = ("suite", "name", "size", "value", "unit", "correct")
+# The fields that make a JSON object a benchmark result (plus one size field: BENCH_SIZE_FIELDS).
+BENCH_FIELDS: Final = ("suite", "name", "value", "unit", "correct")
+BENCH_SIZE_FIELDS: Final = ("size", "flop_per_call", "size_bytes", "num_ops_per_sample")
 # Kinds of run that measure something (their history can regress); predictions do not.
 MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 # A sample file larger than this is not a list of timings; refuse to parse it.
@@ -53,23 +54,24 @@ def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
 
 
 def is_bench_result(data: Mapping[str, Any]) -> bool:
-    """Whether ``data`` looks like a :class:`~lightspeed.bench.BenchResult` as JSON."""
-    return all(key in data for key in BENCH_FIELDS)
+    """Whether ``data`` looks like a :class:`~lightspeed.bench.BenchResult` as JSON (old or new keys)."""
+    return all(key in data for key in BENCH_FIELDS) and any(key in data for key in BENCH_SIZE_FIELDS)
 
 
 def bench_result_from_dict(data: Mapping[str, Any]) -> BenchResult:
     """A benchmark result from its JSON (``lightspeed bench --json``, a stored payload).
 
+    Results written before the size split (only ``size``) are read too.
     Raises ``TypeError``/``ValueError``/``KeyError`` on a malformed field; callers
     turn them into errors that name their file or run.
     """
     stats = data.get("stats") or {}
     value = float(data["value"])
+    sizes = size_fields(data)
     return BenchResult(
         suite=str(data["suite"]),
         name=str(data["name"]),
         dtype=None if data.get("dtype") is None else str(data["dtype"]),
-        size=int(data["size"]),
         value=value,
         unit=str(data["unit"]),
         sol=None if data.get("sol") is None else float(data["sol"]),
@@ -79,6 +81,9 @@ def bench_result_from_dict(data: Mapping[str, Any]) -> BenchResult:
         sol_note=str(data.get("sol_note", "")),
         details=dict(data.get("details") or {}),
         samples=tuple(float(sample) for sample in data.get("samples") or ()),
+        flop_per_call=sizes["flop_per_call"],
+        size_bytes=sizes["size_bytes"],
+        num_ops_per_sample=sizes["num_ops_per_sample"],
     )
 
 
@@ -138,15 +143,17 @@ def _number(value: object, path: Path | str, where: str) -> float:
     return float(value)
 
 
-def load_metric_samples(source: str | Path, *, store_path: Path | None = None) -> tuple[MetricSamples, ...]:
+def load_metric_samples(
+    source: str | Path, *, store_path: str | Path | None = None
+) -> tuple[MetricSamples, ...]:
     """The metric samples held by ``source``.
 
     ``source`` is a sample file (JSON, see :func:`read_sample_file`), a goodput
     run folder (step times, see :func:`goodput_step_samples`), a profiler trace
     file or folder of rank files (step times, see :func:`trace_step_samples`),
     or a run of the results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
-    id when no file of that name exists. ``store_path`` defaults to the store
-    in ``$LIGHTSPEED_HOME``.
+    id when no file of that name exists. ``store_path`` is a store file or URL
+    (``postgresql://...``), default ``$LIGHTSPEED_STORE`` else the file in ``$LIGHTSPEED_HOME``.
     """
     text = str(source)
     path = Path(text)
@@ -166,7 +173,7 @@ def load_metric_samples(source: str | Path, *, store_path: Path | None = None) -
         bare = not text.startswith("run:") and run_ref != "latest"
         if bare and not any(run.run_id.startswith(run_ref) for run in store.runs(include_incomplete=True)):
             raise UserInputError(
-                f"{text!r} is neither a file, a folder nor a run of the results store {store.path}; "
+                f"{text!r} is neither a file, a folder nor a run of the results store {store.location}; "
                 "pass a sample file (JSON), a goodput run folder, or run:ID (see 'lightspeed results list')"
             )
         run = store.run(run_ref)
@@ -323,7 +330,7 @@ def metric_history(
     records = [r for r in store.records(name=name, metric=metric) if r.value is not None]
     if not records:
         wanted = " ".join(part for part in (name, metric) if part) or "any metric"
-        raise UserInputError(f"the results store {store.path} holds no record of {wanted}")
+        raise UserInputError(f"the results store {store.location} holds no record of {wanted}")
     if name is None or metric is None:
         name, metric = _most_run_key(records)
         records = [r for r in records if (r.name, r.metric) == (name, metric)]

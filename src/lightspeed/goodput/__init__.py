@@ -5,6 +5,8 @@ A :class:`Tracker` in the training loop writes crash-safe event logs;
 into productive steps and badput buckets, with tokens/s, MFU/HFU and ETTR.
 :func:`read_mllog` and :func:`mllog_ledger` do the same for MLPerf Training
 result logs; :func:`plan_checkpoints` predicts ETTR over checkpoint intervals.
+Sinks (:class:`TensorBoardSink`, :class:`MlflowSink`, :class:`WandbSink`) put
+the tracker's and the ledger's figures into those dashboards.
 """
 
 from lightspeed.goodput.callbacks import hf_trainer_callback, lightning_callback
@@ -49,6 +51,17 @@ from lightspeed.goodput.reliability import (
     plan_checkpoints,
 )
 from lightspeed.goodput.schema import BUCKETS, MONITOR_RUN_ENV, PHASES, SCHEMA_VERSION, TRACKERS_FOLDER
+from lightspeed.goodput.sinks import (
+    MetricSink,
+    MlflowSink,
+    SinkError,
+    TensorBoardSink,
+    WandbSink,
+    ledger_figures,
+    publish_ledger,
+    publish_run,
+    step_figures,
+)
 from lightspeed.goodput.stats import Outlier, StepStats, step_stats
 from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
 
@@ -63,6 +76,8 @@ __all__ = [
     "FlopsPerTokenFigures",
     "IntervalRow",
     "Ledger",
+    "MetricSink",
+    "MlflowSink",
     "MlperfBenchmark",
     "MlperfBlock",
     "MlperfEval",
@@ -76,11 +91,14 @@ __all__ = [
     "RunLog",
     "Segment",
     "SegmentView",
+    "SinkError",
     "StepEvent",
     "StepStats",
+    "TensorBoardSink",
     "Tracker",
     "TruncatedLogWarning",
     "Utilization",
+    "WandbSink",
     "Workload",
     "bucket_timeline",
     "build_ledger",
@@ -89,13 +107,17 @@ __all__ = [
     "expected_ettr",
     "hf_trainer_callback",
     "is_mllog",
+    "ledger_figures",
     "ledger_from_buckets",
     "lightning_callback",
     "load_benchmarks",
     "mllog_ledger",
     "plan_checkpoints",
+    "publish_ledger",
+    "publish_run",
     "read_mllog",
     "read_run",
     "read_system_json",
+    "step_figures",
     "step_stats",
 ]

@@ -29,12 +29,13 @@ import socket
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.goodput.feed import SinkFeed
 from lightspeed.goodput.schema import (
     FLUSH_PHASES,
     MONITOR_RUN_ENV,
@@ -45,6 +46,9 @@ from lightspeed.goodput.schema import (
 )
 from lightspeed.goodput.writer import EventWriter
 from lightspeed.records import JsonDict
+
+if TYPE_CHECKING:
+    from lightspeed.goodput.sinks import MetricSink
 
 _clock = time.perf_counter_ns
 
@@ -124,7 +128,11 @@ class Tracker:
     total is the sum over ranks); ``"global"`` means the whole job's tokens,
     logged by one rank. Events are flushed every ``flush_interval_s`` seconds
     and at the end of init, checkpoint, eval and custom phases; ``fsync=True``
-    also forces them to the disk.
+    also forces them to the disk. ``sinks`` (:mod:`lightspeed.goodput.sinks`:
+    TensorBoard, MLflow, W&B) receive each step's time, tokens/s, MFU (when
+    ``model_flop_per_token`` and ``peak_flop_per_s`` are given) and the
+    badput timed so far, from the writer thread; the tracker flushes them
+    when it closes, the caller closes them.
     """
 
     def __init__(
@@ -151,6 +159,7 @@ class Tracker:
         fsync: bool = False,
         synchronize: Callable[[], None] | None = None,
         meta: JsonDict | None = None,
+        sinks: Sequence[MetricSink] = (),
     ) -> None:
         self.rank = _env_int("RANK", 0) if rank is None else rank
         self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
@@ -165,15 +174,28 @@ class Tracker:
         self._closed = False
         start_ns = _clock()
         monitor_run = os.environ.get(MONITOR_RUN_ENV) or None
+        anchor_ns = time.time_ns() - _clock()
+        self._feed = (
+            SinkFeed(
+                sinks,
+                anchor_ns=anchor_ns,
+                model_flop_per_token=model_flop_per_token,
+                peak_flop_per_s=peak_flop_per_s,
+                num_accelerators=1 if tokens_scope == "rank" else (num_accelerators or self.world_size),
+            )
+            if sinks
+            else None
+        )
         self._writer = EventWriter(
             path=self.path,
             run_id=run_id,
             segment_id=self.segment_id,
-            anchor_ns=time.time_ns() - _clock(),
+            anchor_ns=anchor_ns,
             flush_interval_s=flush_interval_s,
             fsync=fsync,
             announce_dir=Path(monitor_run) / TRACKERS_FOLDER if monitor_run else None,
             rank=self.rank,
+            on_written=self._feed,
         )
         self._append = self._writer.append  # the hot path: one deque.append per event
         workload = {
@@ -307,6 +329,13 @@ class Tracker:
         _OPEN_TRACKERS.discard(self)
         self._append(("job_end", _clock(), status))
         self._writer.close()
+        if self._feed is not None:
+            self._feed.flush()
+
+    @property
+    def sink_error(self) -> str | None:
+        """Why a sink stopped receiving figures (its library failed), or ``None``."""
+        return self._feed.error if self._feed is not None else None
 
     @property
     def write_error(self) -> str | None:

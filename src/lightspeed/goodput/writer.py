@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,6 +50,8 @@ class EventWriter:
     ``anchor_ns`` converts the caller's ``time.perf_counter_ns()`` stamps into
     epoch nanoseconds; the conversion happens here, off the caller's thread.
     ``append`` is the caller's fast path (a bound ``deque.append``).
+    ``on_written``, when given, receives each batch of items after it was
+    written (on this thread): the tracker's feed into metric sinks.
     """
 
     def __init__(
@@ -62,10 +65,12 @@ class EventWriter:
         fsync: bool,
         announce_dir: Path | None = None,
         rank: int = 0,
+        on_written: Callable[[Sequence[tuple[Any, ...]]], None] | None = None,
     ) -> None:
         self.path = path
         self.announce_dir = announce_dir
         self.rank = rank
+        self.on_written = on_written
         self.segment_id = segment_id
         self.anchor_ns = anchor_ns
         self.flush_interval_s = flush_interval_s
@@ -134,6 +139,7 @@ class EventWriter:
     def _write_pending(self, handle: Any, run_id: str) -> bool:
         """Encode and write everything pending; ``True`` once the stop item was reached."""
         lines: list[bytes] = []
+        items: list[tuple[Any, ...]] = []
         stop = False
         pending = self._pending
         while pending:
@@ -142,12 +148,15 @@ class EventWriter:
                 stop = True
                 break
             lines.append(self._encode(item, run_id))
+            items.append(item)
         if lines:
             handle.write(b"".join(lines))
             handle.flush()
             if self.fsync:
                 os.fsync(handle.fileno())
             self.num_written += len(lines)
+            if self.on_written is not None:
+                self.on_written(items)
         return stop
 
     def _encode(self, item: tuple[Any, ...], run_id: str) -> bytes:

@@ -73,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "render_system_comparison": "inference",
     "save_pareto_plot": "inference",
     "render_gate": "regression",
+    "render_push": "results",
     "render_run": "results",
     "render_runs": "results",
     "records_csv": "results",
@@ -179,7 +180,7 @@ if TYPE_CHECKING:
         watch_table,
     )
     from lightspeed.report.regression import render_gate
-    from lightspeed.report.results import records_csv, render_run, render_runs
+    from lightspeed.report.results import records_csv, render_push, render_run, render_runs
     from lightspeed.report.sol import (
         render_search_result,
         render_train_estimate,
@@ -255,6 +256,7 @@ __all__ = [
     "render_model_list",
     "render_model_summary",
     "render_monitor_report",
+    "render_push",
     "render_rack_plan",
     "render_ratio_decomposition",
     "render_results",

@@ -81,9 +81,11 @@ def format_size(result: BenchResult) -> str:
     if result.suite == "gemm":
         details = result.details
         return f"{details.get('m')}x{details.get('n')}x{details.get('k')}"
-    if result.suite == "launch":
-        return f"{result.size} ops"
-    return format_bytes(result.size, binary=True)
+    if result.num_ops_per_sample is not None:
+        return f"{result.num_ops_per_sample} ops"
+    if result.size_bytes is not None:
+        return format_bytes(result.size_bytes, binary=True)
+    return f"{result.swept_size:.3g} FLOP"
 
 
 def _spread(result: BenchResult) -> str:

@@ -161,7 +161,7 @@ class _Collected:
 def gather_inputs(
     *,
     sources: Sequence[str] = (),
-    store_path: Path | None = None,
+    store_path: str | Path | None = None,
     history_name: str | None = None,
     history_metric: str | None = None,
     skip_bad_events: bool = False,
@@ -265,7 +265,7 @@ def _history(store: ResultsStore, name: str | None, metric: str | None) -> tuple
 
 
 def metric_history_or_reason(
-    *, store_path: Path | None = None, name: str | None = None, metric: str | None = None
+    *, store_path: str | Path | None = None, name: str | None = None, metric: str | None = None
 ) -> tuple[MetricHistory | None, str]:
     """The history of a metric in the store (by default the one stored in the most runs), or why none."""
     with open_store(store_path) as store:

@@ -12,7 +12,7 @@ from typing import Any, Final
 from lightspeed.records import JsonObject, to_jsonable
 from lightspeed.report.bench import format_value
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.store import RunSummary, StoredRecord
+from lightspeed.store import PushResult, RunSummary, StoredRecord
 from lightspeed.units import format_percent
 
 CSV_COLUMNS: Final = (
@@ -56,6 +56,18 @@ def render_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
     headers = ["run", "kind", "label", "created (UTC)", "records", "host", "status"]
     caption = None if runs else "no runs yet: 'lightspeed bench membw --quick' stores one"
     render_table(f"results in {plain(store_path)}", headers, rows, right_align_from=4, caption=caption)
+
+
+def render_push(result: PushResult) -> None:
+    """One line per kind of outcome: runs copied, already there, still being written."""
+    console = make_console()
+    console.print(
+        f"pushed {len(result.copied)} runs ({result.num_records_copied} records) from {result.source} "
+        f"to {result.destination}; {len(result.skipped)} already there"
+        + (f"; {len(result.incomplete)} incomplete, left for a later push" if result.incomplete else ""),
+        highlight=False,
+        markup=False,
+    )
 
 
 def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: JsonObject) -> None:

@@ -1,20 +1,23 @@
-"""The results store: one SQLite file, safe for several writing processes.
+"""The results store: a SQLite file or a PostgreSQL database, safe for many writing processes.
 
-Layout (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
+Layout (versioned by :mod:`~lightspeed.store.migrations`, the same on both backends)::
 
+    schema_version(version PK, applied_s, description)
     fingerprints(fingerprint_id PK, payload JSON)
     runs(run_id PK, kind, label, created_s, completed_s NULL until complete, fingerprint_id)
     records(record_id PK, run_id, kind, created_s, name, metric, value, unit, sol,
             fingerprint_id, payload JSON)
 
-Write-ahead logging lets readers and one writer work at once; writers queue on
-SQLite's lock (``timeout_s``) and every write is one ``BEGIN IMMEDIATE``
-transaction, so concurrent ranks neither corrupt the file nor lose records.
-A run written with :meth:`ResultsStore.add_records` appears complete or not at
-all; a run written piece by piece (:meth:`~ResultsStore.start_run`,
+Every write is one transaction: on SQLite a ``BEGIN IMMEDIATE`` (write-ahead
+logging lets readers and one writer work at once; writers queue on the lock
+for ``timeout_s``), on PostgreSQL an ordinary transaction (writers on many
+machines commit concurrently). A run written with
+:meth:`ResultsStore.add_records` appears complete or not at all; a run written
+piece by piece (:meth:`~ResultsStore.start_run`,
 :meth:`~ResultsStore.append_records`, :meth:`~ResultsStore.finish_run`) stays
-hidden as incomplete until finished. A full disk, a read-only location or a
-corrupt file raises :class:`~lightspeed.errors.StoreError` and rolls back.
+hidden as incomplete until finished. A full disk, a read-only location, a
+corrupt file or an unreachable server raises
+:class:`~lightspeed.errors.StoreError` and rolls back.
 
 >>> import tempfile, pathlib
 >>> with open_store(pathlib.Path(tempfile.mkdtemp()) / "r.sqlite") as store:
@@ -30,89 +33,37 @@ import hashlib
 import json
 import math
 import secrets
-import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
-from lightspeed.errors import StoreError, UserInputError
-from lightspeed.paths import lightspeed_home
+from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject, to_jsonable
-from lightspeed.store.records import NewRecord, RunSummary, StoredRecord, check_kind
+from lightspeed.store.backends import Backend, connect
+from lightspeed.store.location import StoreLocation, store_location
+from lightspeed.store.migrations import SCHEMA_VERSION, migrate
+from lightspeed.store.records import NewRecord, RunSummary, StoredRecord, check_kind, check_label
 
-SCHEMA_VERSION: Final = 1
-STORE_FILE_NAME: Final = "results.sqlite"
+__all__ = ["SCHEMA_VERSION", "ResultsStore", "new_run_id", "open_store"]
+
 DEFAULT_TIMEOUT_S: Final = 60.0
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS fingerprints (
-    fingerprint_id TEXT PRIMARY KEY,
-    payload TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    label TEXT NOT NULL,
-    created_s REAL NOT NULL,
-    completed_s REAL,
-    fingerprint_id TEXT NOT NULL REFERENCES fingerprints(fingerprint_id)
-);
-CREATE TABLE IF NOT EXISTS records (
-    record_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    kind TEXT NOT NULL,
-    created_s REAL NOT NULL,
-    name TEXT NOT NULL,
-    metric TEXT NOT NULL,
-    value REAL,
-    unit TEXT NOT NULL,
-    sol REAL,
-    fingerprint_id TEXT NOT NULL REFERENCES fingerprints(fingerprint_id),
-    payload TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
-CREATE INDEX IF NOT EXISTS records_by_kind_name ON records(kind, name);
-"""
 
 _RECORD_COLUMNS: Final = (
     "r.record_id, r.run_id, r.kind, r.created_s, r.name, r.metric, r.value, r.unit, r.sol, "
     "r.fingerprint_id, f.payload, r.payload"
 )
-
-
-def default_store_path() -> Path:
-    """``results.sqlite`` in :func:`lightspeed.paths.lightspeed_home` (``$LIGHTSPEED_HOME``)."""
-    return lightspeed_home() / STORE_FILE_NAME
+_INSERT_RECORD: Final = (
+    "INSERT INTO records(run_id, kind, created_s, name, metric, value, unit, sol, "
+    "fingerprint_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time then 6 random hex digits (``20260130T101500-1a2b3c``)."""
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def _describe(error: BaseException, path: Path) -> StoreError:
-    text = str(error)
-    lowered = text.lower()
-    if "full" in lowered:
-        problem = "is full (no space left on the disk, or its size limit reached)"
-        fix = "free disk space or set LIGHTSPEED_HOME to a folder on another disk"
-    elif "readonly" in lowered or "read-only" in lowered or "permission" in lowered:
-        problem = "cannot be written (read-only location or missing permission)"
-        fix = "make the folder writable or set LIGHTSPEED_HOME to a writable folder"
-    elif "locked" in lowered or "busy" in lowered:
-        problem = "stayed locked by another writer past the timeout"
-        fix = "retry when the other writer finishes, or raise the timeout"
-    elif "not a database" in lowered or "malformed" in lowered:
-        problem = "is not a readable lightspeed store (corrupt or another kind of file)"
-        fix = "move the file away; a new store is created in its place"
-    else:
-        problem = f"failed ({text})"
-        fix = "check the path and the disk"
-    return StoreError(f"results store {path} {problem}; nothing was saved by this call; fix: {fix}")
 
 
 def _fingerprint_payload(
@@ -141,11 +92,18 @@ def _finite_or_none(value: float | None) -> float | None:
 
 
 class ResultsStore:
-    """An open results store; use :func:`open_store` and close it (or use ``with``)."""
+    """An open results store; use :func:`open_store` and close it (or use ``with``).
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
-        self.path = path
-        self._connection = connection
+    ``location`` says where it is (a file path, or a URL with its password
+    masked); ``path`` is the SQLite file, ``None`` on PostgreSQL; ``backend``
+    is ``sqlite`` or ``postgresql``.
+    """
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self.location = backend.location.display
+        self.path: Path | None = backend.location.path
+        self.backend = backend.name
 
     def __enter__(self) -> ResultsStore:
         return self
@@ -157,35 +115,10 @@ class ResultsStore:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        self._connection.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; any failure rolls it back and raises StoreError."""
-        connection = self._connection
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
-            raise _describe(error, self.path) from None
-        try:
-            yield connection
-            connection.execute("COMMIT")
-        except sqlite3.Error as error:
-            self._rollback()
-            raise _describe(error, self.path) from None
-        except BaseException:
-            self._rollback()
-            raise
-
-    def _rollback(self) -> None:
-        if self._connection.in_transaction:
-            self._connection.execute("ROLLBACK")
+        self._backend.close()
 
     def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._connection.execute(sql, parameters).fetchall())
-        except sqlite3.Error as error:
-            raise _describe(error, self.path) from None
+        return self._backend.read(sql, parameters)
 
     def add_records(
         self,
@@ -198,16 +131,17 @@ class ResultsStore:
     ) -> str:
         """Write a whole run in one transaction (all records or none); return its run id.
 
-        ``fingerprint`` defaults to :func:`lightspeed.bench.environment_fingerprint`.
+        ``fingerprint`` defaults to :func:`lightspeed.environment.environment_fingerprint`.
         """
         check_kind(kind)
+        check_label(label)
         texts = [_payload_text(record) for record in records]
         fingerprint_id, fingerprint_text = _fingerprint_payload(fingerprint)
         run = run_id or new_run_id()
         now = time.time()
-        with self._write() as connection:
+        with self._backend.transaction() as backend:
             self._insert_run(
-                connection,
+                backend,
                 run_id=run,
                 kind=kind,
                 label=label,
@@ -216,7 +150,7 @@ class ResultsStore:
                 fingerprint_text=fingerprint_text,
             )
             self._insert_records(
-                connection,
+                backend,
                 run_id=run,
                 kind=kind,
                 records=records,
@@ -224,7 +158,7 @@ class ResultsStore:
                 fingerprint_id=fingerprint_id,
                 created_s=now,
             )
-            connection.execute("UPDATE runs SET completed_s = ? WHERE run_id = ?", (time.time(), run))
+            backend.execute("UPDATE runs SET completed_s = ? WHERE run_id = ?", (time.time(), run))
         return run
 
     def start_run(
@@ -237,11 +171,12 @@ class ResultsStore:
     ) -> str:
         """Open a run to write piece by piece; it stays hidden until :meth:`finish_run`."""
         check_kind(kind)
+        check_label(label)
         fingerprint_id, fingerprint_text = _fingerprint_payload(fingerprint)
         run = run_id or new_run_id()
-        with self._write() as connection:
+        with self._backend.transaction() as backend:
             self._insert_run(
-                connection,
+                backend,
                 run_id=run,
                 kind=kind,
                 label=label,
@@ -254,16 +189,18 @@ class ResultsStore:
     def append_records(self, run_id: str, records: Sequence[NewRecord]) -> None:
         """Add records to an unfinished run (one transaction; several processes may append)."""
         texts = [_payload_text(record) for record in records]
-        with self._write() as connection:
-            row = connection.execute(
-                "SELECT kind, fingerprint_id, completed_s FROM runs WHERE run_id = ?", (run_id,)
+        with self._backend.transaction() as backend:
+            # FOR SHARE on PostgreSQL: a concurrent finish_run waits for this append to commit.
+            row = backend.execute(
+                f"SELECT kind, fingerprint_id, completed_s FROM runs WHERE run_id = ?{backend.share_lock}",
+                (run_id,),
             ).fetchone()
             if row is None:
-                raise UserInputError(f"no run {run_id!r} in {self.path}; start it with start_run()")
+                raise UserInputError(f"no run {run_id!r} in {self.location}; start it with start_run()")
             if row[2] is not None:
                 raise UserInputError(f"run {run_id!r} is already complete; start a new run")
             self._insert_records(
-                connection,
+                backend,
                 run_id=run_id,
                 kind=row[0],
                 records=records,
@@ -274,17 +211,43 @@ class ResultsStore:
 
     def finish_run(self, run_id: str) -> None:
         """Mark a run complete so that it and its records become visible."""
-        with self._write() as connection:
-            cursor = connection.execute(
+        with self._backend.transaction() as backend:
+            cursor = backend.execute(
                 "UPDATE runs SET completed_s = ? WHERE run_id = ? AND completed_s IS NULL",
                 (time.time(), run_id),
             )
             if cursor.rowcount != 1:
-                raise UserInputError(f"no unfinished run {run_id!r} in {self.path}")
+                raise UserInputError(f"no unfinished run {run_id!r} in {self.location}")
+
+    def copy_run(self, *, run: RunSummary, fingerprint: JsonObject, records: Sequence[StoredRecord]) -> bool:
+        """Copy a complete run from another store, keeping its id and times, in one transaction.
+
+        Returns ``False`` (and writes nothing) when a run with that id is
+        already here. Record ids are this store's own.
+        """
+        if run.completed_s is None:
+            raise UserInputError(f"run {run.run_id!r} is not complete; only complete runs are copied")
+        fingerprint_text = json.dumps(to_jsonable(dict(fingerprint)), sort_keys=True, allow_nan=False)
+        rows = [_copied_row(record) for record in records]
+        with self._backend.transaction() as backend:
+            backend.execute(
+                "INSERT INTO fingerprints(fingerprint_id, payload) VALUES (?, ?) "
+                "ON CONFLICT (fingerprint_id) DO NOTHING",
+                (run.fingerprint_id, fingerprint_text),
+            )
+            cursor = backend.execute(
+                "INSERT INTO runs(run_id, kind, label, created_s, completed_s, fingerprint_id) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+                (run.run_id, run.kind, run.label, run.created_s, run.completed_s, run.fingerprint_id),
+            )
+            if cursor.rowcount != 1:
+                return False  # already there (pushed before, or by another machine just now)
+            backend.executemany(_INSERT_RECORD, rows)
+        return True
 
     @staticmethod
     def _insert_run(
-        connection: sqlite3.Connection,
+        backend: Backend,
         *,
         run_id: str,
         kind: str,
@@ -293,22 +256,25 @@ class ResultsStore:
         fingerprint_id: str,
         fingerprint_text: str,
     ) -> None:
-        connection.execute(
-            "INSERT OR IGNORE INTO fingerprints(fingerprint_id, payload) VALUES (?, ?)",
+        backend.execute(
+            "INSERT INTO fingerprints(fingerprint_id, payload) VALUES (?, ?) "
+            "ON CONFLICT (fingerprint_id) DO NOTHING",
             (fingerprint_id, fingerprint_text),
         )
         try:
-            connection.execute(
+            backend.execute(
                 "INSERT INTO runs(run_id, kind, label, created_s, completed_s, fingerprint_id) "
                 "VALUES (?, ?, ?, ?, NULL, ?)",
                 (run_id, kind, label, created_s, fingerprint_id),
             )
-        except sqlite3.IntegrityError:
-            raise UserInputError(f"run id {run_id!r} already exists; omit run_id for a new one") from None
+        except backend.driver_errors() as error:
+            if backend.is_unique_violation(error):
+                raise UserInputError(f"run id {run_id!r} already exists; omit run_id for a new one") from None
+            raise
 
     @staticmethod
     def _insert_records(
-        connection: sqlite3.Connection,
+        backend: Backend,
         *,
         run_id: str,
         kind: str,
@@ -317,9 +283,8 @@ class ResultsStore:
         fingerprint_id: str,
         created_s: float,
     ) -> None:
-        connection.executemany(
-            "INSERT INTO records(run_id, kind, created_s, name, metric, value, unit, sol, "
-            "fingerprint_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        backend.executemany(
+            _INSERT_RECORD,
             [
                 (
                     run_id,
@@ -342,6 +307,9 @@ class ResultsStore:
     ) -> list[RunSummary]:
         """Runs, newest first; incomplete ones only when ``include_incomplete``."""
         clauses, parameters = _run_filters(kind=kind, include_incomplete=include_incomplete)
+        return self._runs(clauses, parameters, limit)
+
+    def _runs(self, clauses: list[str], parameters: list[Any], limit: int | None) -> list[RunSummary]:
         sql = (
             "SELECT u.run_id, u.kind, u.label, u.created_s, u.completed_s, "
             "(SELECT COUNT(*) FROM records r WHERE r.run_id = u.run_id), u.fingerprint_id, f.payload "
@@ -358,18 +326,23 @@ class ResultsStore:
         if run_id == "latest":
             found = self.runs(limit=1)
             if not found:
-                raise UserInputError(f"the results store {self.path} holds no complete run yet")
+                raise UserInputError(f"the results store {self.location} holds no complete run yet")
             return found[0]
-        matches = [run for run in self.runs(include_incomplete=True) if run.run_id.startswith(run_id)]
+        # substr() rather than LIKE: a run id may hold '_' or '%', which LIKE would treat as wildcards
+        matches = self._runs(["substr(u.run_id, 1, ?) = ?"], [len(run_id), run_id], limit=6)
         exact = [run for run in matches if run.run_id == run_id]
         if exact:
             return exact[0]
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise UserInputError(f"no run {run_id!r} in {self.path}; see 'lightspeed results list'")
+            raise UserInputError(f"no run {run_id!r} in {self.location}; see 'lightspeed results list'")
         names = ", ".join(run.run_id for run in matches[:5])
         raise UserInputError(f"run id prefix {run_id!r} matches several runs ({names}); give more of it")
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether a run with exactly this id exists (complete or not)."""
+        return bool(self._read("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
 
     def records(
         self,
@@ -401,9 +374,29 @@ class ResultsStore:
         """The environment stored under ``fingerprint_id``."""
         rows = self._read("SELECT payload FROM fingerprints WHERE fingerprint_id = ?", (fingerprint_id,))
         if not rows:
-            raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self.path}")
+            raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self.location}")
         loaded: JsonObject = json.loads(rows[0][0])
         return loaded
+
+    def schema_version(self) -> int:
+        """The schema version of this store (:data:`SCHEMA_VERSION` once opened)."""
+        return int(self._read("SELECT MAX(version) FROM schema_version")[0][0])
+
+
+def _copied_row(record: StoredRecord) -> tuple[Any, ...]:
+    payload = json.dumps(to_jsonable(dict(record.payload)), sort_keys=True, allow_nan=False)
+    return (
+        record.run_id,
+        record.kind,
+        record.created_s,
+        record.name,
+        record.metric,
+        _finite_or_none(record.value),
+        record.unit,
+        _finite_or_none(record.sol),
+        record.fingerprint_id,
+        payload,
+    )
 
 
 def _where(clauses: Sequence[str]) -> str:
@@ -429,7 +422,7 @@ def _run_summary(row: tuple[Any, ...]) -> RunSummary:
         label=row[2],
         created_s=row[3],
         completed_s=row[4],
-        num_records=row[5],
+        num_records=int(row[5]),
         fingerprint_id=row[6],
         host_name=str(fingerprint.get("host_name", "")),
     )
@@ -437,7 +430,7 @@ def _run_summary(row: tuple[Any, ...]) -> RunSummary:
 
 def _stored_record(row: tuple[Any, ...]) -> StoredRecord:
     return StoredRecord(
-        record_id=row[0],
+        record_id=int(row[0]),
         run_id=row[1],
         kind=row[2],
         created_s=row[3],
@@ -452,54 +445,21 @@ def _stored_record(row: tuple[Any, ...]) -> StoredRecord:
     )
 
 
-def _connect(path: Path, timeout_s: float) -> sqlite3.Connection:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise StoreError(
-            f"cannot create the results store folder {path.parent} ({error.strerror}); "
-            "fix: set LIGHTSPEED_HOME to a writable folder"
-        ) from None
-    try:
-        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _write).
-        connection = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None)
-    except sqlite3.Error as error:
-        raise _describe(error, path) from None
-    return connection
+def open_store(
+    location: str | Path | StoreLocation | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ResultsStore:
+    """Open (creating and migrating if needed) the results store at ``location``.
 
-
-def _initialise(connection: sqlite3.Connection, path: Path) -> None:
-    try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        connection.execute("PRAGMA foreign_keys=ON")
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"results store {path} has schema version {version}, newer than this lightspeed "
-                f"({SCHEMA_VERSION}); fix: upgrade lightspeed or use another LIGHTSPEED_HOME"
-            )
-        if version < SCHEMA_VERSION:
-            # Statement by statement: executescript() would commit our transaction first.
-            connection.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            connection.execute("COMMIT")
-    except sqlite3.Error as error:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        connection.close()
-        raise _describe(error, path) from None
-
-
-def open_store(path: Path | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> ResultsStore:
-    """Open (creating if needed) the results store at ``path`` (default :func:`default_store_path`).
-
-    ``timeout_s`` is how long a writer waits for another process's lock.
+    ``location`` is a file path, a ``postgresql://`` URL or a ``sqlite://``
+    URL; default ``$LIGHTSPEED_STORE``, else ``$LIGHTSPEED_HOME/results.sqlite``
+    (see :mod:`lightspeed.store.location`). ``timeout_s`` is how long a writer
+    waits for another's lock (and, on PostgreSQL, for the connection).
     """
-    target = Path(path) if path is not None else default_store_path()
-    connection = _connect(target, timeout_s)
-    _initialise(connection, target)
-    return ResultsStore(target, connection)
+    where = location if isinstance(location, StoreLocation) else store_location(location)
+    backend = connect(where, timeout_s=timeout_s)
+    try:
+        migrate(backend)
+    except BaseException:
+        backend.close()
+        raise
+    return ResultsStore(backend)

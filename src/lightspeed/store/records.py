@@ -29,6 +29,22 @@ def check_kind(kind: str) -> str:
     return kind
 
 
+def _check_text(what: str, text: str) -> None:
+    """Refuse text that one of the backends cannot store, alike on every backend."""
+    if "\x00" in text:  # PostgreSQL text cannot hold NUL
+        raise UserInputError(f"{what} {text!r} holds a NUL character; remove it")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. bytes decoded with surrogateescape)
+        raise UserInputError(f"{what} {text!r} is not valid Unicode; remove the stray surrogate") from None
+
+
+def check_label(label: str) -> str:
+    """``label`` if every backend can store it (no NUL character, valid Unicode)."""
+    _check_text("run label", label)
+    return label
+
+
 @dataclass(frozen=True)
 class NewRecord(Record):
     """One result to store.
@@ -49,6 +65,8 @@ class NewRecord(Record):
     def __post_init__(self) -> None:
         if not self.name or not self.metric:
             raise UserInputError("a stored record needs a non-empty name and metric")
+        for label, text in (("name", self.name), ("metric", self.metric), ("unit", self.unit)):
+            _check_text(f"record {label}", text)
 
 
 @dataclass(frozen=True)

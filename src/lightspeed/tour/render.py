@@ -49,7 +49,7 @@ class TourResult(Record):
 
     out_dir: Path
     report_path: Path | None
-    store_path: Path
+    store_path: Path | str  # the SQLite file, or the $LIGHTSPEED_STORE URL (password masked)
     steps: tuple[TourStep, ...]
     duration_s: float
 

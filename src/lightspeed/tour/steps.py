@@ -43,7 +43,7 @@ from lightspeed.report import (
     write_report,
 )
 from lightspeed.sol import InferenceEstimate, TrainEstimate
-from lightspeed.store import NewRecord, default_store_path, open_store
+from lightspeed.store import NewRecord, open_store, store_location
 from lightspeed.tour.render import SAMPLE_NCU_CSV, SAMPLE_TRACE_DIR, TourResult, TourStep
 from lightspeed.tour.seed import SCENARIOS
 from lightspeed.trace import kernel_report, load_trace, read_ncu, summarize
@@ -70,6 +70,11 @@ class TourState:
     kernel_sections: list[ReportSection] = field(default_factory=list)
     estimates: list[TrainEstimate | InferenceEstimate] = field(default_factory=list)
     report_path: Path | None = None
+
+
+def _store_where() -> Path | str:
+    where = store_location()
+    return where.path if where.path is not None else where.display
 
 
 def _store(kind: str, records: list[NewRecord], label: str) -> str:
@@ -334,7 +339,7 @@ def run_tour(
     return TourResult(
         out_dir=out_dir,
         report_path=state.report_path,
-        store_path=default_store_path(),
+        store_path=_store_where(),
         steps=tuple(steps),
         duration_s=time.perf_counter() - started,
     )

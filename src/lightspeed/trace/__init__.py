@@ -7,11 +7,13 @@
 [53.56, 54.72]
 
 Every analysis takes a :class:`Trace` and keywords and returns a frozen
-record (``to_dict()`` gives JSON). Definitions follow HTA's (Holistic Trace
-Analysis) so that numbers agree with it; see ``docs/trace.md``. Readers live
-in :mod:`lightspeed.trace.io`. :func:`read_ncu` reads Nsight Compute CSV and
-:func:`kernel_report` puts its kernels against their SOL, joined with a
-trace's GPU time (``docs/kernels.md``).
+record (``to_dict()`` gives JSON); :func:`summarize_ranks`,
+:func:`collectives_ranks` and :func:`stragglers_ranks` give the same records
+for many rank files analysed in parallel worker processes. Definitions follow
+HTA's (Holistic Trace Analysis) so that numbers agree with it; see
+``docs/trace.md``. Readers live in :mod:`lightspeed.trace.io`. :func:`read_ncu`
+reads Nsight Compute CSV and :func:`kernel_report` puts its kernels against
+their SOL, joined with a trace's GPU time (``docs/kernels.md``).
 """
 
 from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSummary, summarize
@@ -47,9 +49,11 @@ from lightspeed.trace.kinds import KIND_NAMES, classify_name
 from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
 from lightspeed.trace.loader import TIME_UNITS, load_trace
 from lightspeed.trace.model import RankTrace, StepTable, Trace
+from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
 from lightspeed.trace.stats import Distribution, MannWhitney, mann_whitney_u
 from lightspeed.trace.stragglers import RankLateness, RankStep, StragglerReport, stragglers
 from lightspeed.trace.table import EventTable
+from lightspeed.trace.validate import BadEvent
 
 __all__ = [
     "BOUNDS",
@@ -57,6 +61,7 @@ __all__ = [
     "FORMATS",
     "KIND_NAMES",
     "TIME_UNITS",
+    "BadEvent",
     "CollectiveCall",
     "CollectiveGroup",
     "CommsReport",
@@ -75,6 +80,7 @@ __all__ = [
     "LaunchConfig",
     "LaunchReport",
     "LaunchStats",
+    "LoadOptions",
     "MannWhitney",
     "NcuLaunch",
     "NcuMetric",
@@ -97,6 +103,7 @@ __all__ = [
     "classify_bound",
     "classify_name",
     "collectives",
+    "collectives_ranks",
     "detect_format",
     "diff_traces",
     "idle_breakdown",
@@ -108,6 +115,8 @@ __all__ = [
     "read_ncu",
     "shorten_name",
     "stragglers",
+    "stragglers_ranks",
     "summarize",
+    "summarize_ranks",
     "top_kernels",
 ]

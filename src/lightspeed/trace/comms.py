@@ -174,6 +174,13 @@ def collectives(
         else:
             notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
         calls.extend(_rank_calls(rank, gpu_events(rank, drop_last_step=drop_last), sol, notes))
+    return comms_report(calls, notes, sources, drop_last=drop_last)
+
+
+def comms_report(
+    calls: list[CollectiveCall], notes: list[str], sources: set[str], *, drop_last: bool
+) -> CommsReport:
+    """The report of every rank's calls (shared with the parallel analysis in ``ranks``)."""
     if not calls:
         notes.append("no communication kernels (NCCL) in the counted GPU events")
     above = sum(1 for call in calls if call.busbw_sol_pct > 100.0)

@@ -88,13 +88,20 @@ def stragglers(trace: Trace, *, include_last_step: bool = False) -> StragglerRep
             durations[key][rank.rank] = duration
         if rank.steps.num_steps == 0:
             notes.append(f"rank {rank.rank}: no ProfilerStep annotations; its collectives cannot be matched")
-    matched = {key: by_rank for key, by_rank in durations.items() if len(by_rank) == len(trace.ranks)}
+    return straggler_report(durations, trace.rank_ids, notes, drop_last=drop_last)
+
+
+def straggler_report(
+    durations: dict[_Key, dict[int, int]], rank_ids: tuple[int, ...], notes: list[str], *, drop_last: bool
+) -> StragglerReport:
+    """The report of every rank's collective durations (shared with the parallel analysis in ``ranks``)."""
+    matched = {key: by_rank for key, by_rank in durations.items() if len(by_rank) == len(rank_ids)}
     unmatched = sum(len(by_rank) for key, by_rank in durations.items() if key not in matched)
     if not matched:
         notes.append("no collective appears on every rank in the same step: nothing to compare")
     if unmatched:
         notes.append(f"{unmatched} collective calls are missing on some ranks and were left out")
-    steps = _rank_steps(matched, trace.rank_ids)
+    steps = _rank_steps(matched, rank_ids)
     return StragglerReport(
         steps=steps,
         ranks=_rank_totals(steps),

@@ -1,0 +1,137 @@
+"""Where the results store lives: a SQLite file (the default) or a PostgreSQL server, by URL.
+
+``$LIGHTSPEED_STORE`` (or the ``location`` given to :func:`~lightspeed.store.open_store`)
+is one of
+
+- a ``postgresql://user[:password]@host[:port]/database[?options]`` URL
+  (``postgres://`` too): a server shared by a team, CI and many nodes;
+- a plain file path, or a ``sqlite:////absolute/path.sqlite`` URL (SQLAlchemy's form:
+  three slashes then a relative path, four for an absolute one);
+
+and when neither is set, ``$LIGHTSPEED_HOME/results.sqlite``. A password in a
+URL is never printed: :attr:`StoreLocation.display` replaces it with ``***``
+(``PGPASSWORD`` and ``~/.pgpass`` keep it out of the URL altogether).
+
+>>> where = store_location("postgresql://ci:s3cret@db.example:5433/perf")
+>>> (where.backend, where.display)
+('postgresql', 'postgresql://ci:***@db.example:5433/perf')
+>>> store_location("/tmp/r.sqlite").backend
+'sqlite'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from lightspeed.errors import UserInputError
+from lightspeed.paths import lightspeed_home
+
+STORE_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_STORE"
+STORE_FILE_NAME: Final = "results.sqlite"
+POSTGRES_SCHEMES: Final = ("postgresql", "postgres")
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """A resolved store location.
+
+    ``backend`` is ``sqlite`` or ``postgresql``; ``path`` the SQLite file
+    (``None`` for a server); ``url`` the full PostgreSQL URL (secret: never
+    print it); ``display`` what messages show (the password masked).
+    """
+
+    backend: str
+    display: str
+    path: Path | None = None
+    url: str | None = None
+    password: str | None = None
+
+    def __repr__(self) -> str:  # the URL may hold a password: show only the masked form
+        return f"StoreLocation(backend={self.backend!r}, display={self.display!r})"
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the URL and its password masked (for messages built from driver errors)."""
+        if self.url:
+            text = text.replace(self.url, self.display)
+        if self.password:
+            text = text.replace(self.password, "***")
+        return text
+
+
+def default_store_path() -> Path:
+    """``results.sqlite`` in :func:`lightspeed.paths.lightspeed_home` (``$LIGHTSPEED_HOME``)."""
+    return lightspeed_home() / STORE_FILE_NAME
+
+
+def store_location(location: str | Path | None = None) -> StoreLocation:
+    """Resolve ``location``, else ``$LIGHTSPEED_STORE``, else :func:`default_store_path`."""
+    if location is None:
+        location = os.environ.get(STORE_ENVIRONMENT_VARIABLE) or None
+    if location is None:
+        path = default_store_path()
+        return StoreLocation(backend="sqlite", display=str(path), path=path)
+    if isinstance(location, Path):
+        return StoreLocation(backend="sqlite", display=str(location), path=location)
+    text = location.strip()
+    scheme, separator, _ = text.partition("://")
+    if not separator:
+        path = Path(text).expanduser()
+        return StoreLocation(backend="sqlite", display=str(path), path=path)
+    if scheme.lower() == "sqlite":
+        return _sqlite_url(text)
+    if scheme.lower() in POSTGRES_SCHEMES:
+        return _postgres_url(text)
+    raise UserInputError(
+        f"results store URL scheme {scheme!r} is not supported; use postgresql://user@host/database, "
+        "sqlite:////absolute/results.sqlite or a file path"
+    )
+
+
+def _sqlite_url(text: str) -> StoreLocation:
+    """SQLAlchemy's form: ``sqlite:///relative/file`` and ``sqlite:////absolute/file``."""
+    rest = text.split("://", 1)[1]
+    if not rest.startswith("/") or not rest.strip("/"):
+        raise UserInputError(
+            f"results store URL {text!r} names no file; use sqlite:////absolute/path/results.sqlite "
+            "(or a plain file path)"
+        )
+    path = Path(unquote(rest[1:])).expanduser()
+    return StoreLocation(backend="sqlite", display=str(path), path=path)
+
+
+def _postgres_url(text: str) -> StoreLocation:
+    parts = urlsplit(text)
+    try:
+        host = parts.hostname
+        parts.port  # noqa: B018  # raises ValueError for a port that is not a number
+    except ValueError:
+        raise UserInputError(
+            f"results store URL {mask_password(text)!r} has an invalid port; use postgresql://user@host:5432/db"
+        ) from None
+    if not parts.path.strip("/") and not host:
+        raise UserInputError(
+            f"results store URL {mask_password(text)!r} names neither a host nor a database; "
+            "use postgresql://user@host/database"
+        )
+    password = unquote(parts.password) if parts.password else None
+    return StoreLocation(
+        backend="postgresql", display=mask_password(text), url=text, password=password or None
+    )
+
+
+def mask_password(url: str) -> str:
+    """``url`` with the password of its user part replaced by ``***``.
+
+    >>> mask_password("postgresql://me:pw@host/db")
+    'postgresql://me:***@host/db'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))

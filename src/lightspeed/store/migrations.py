@@ -1,0 +1,223 @@
+"""Versioned schema migrations, the same on SQLite and PostgreSQL.
+
+``schema_version(version, applied_s, description)`` holds one row per applied
+migration; the store's version is the largest. Opening a store applies the
+missing migrations in one transaction that also holds the migration lock
+(SQLite's write lock; ``pg_advisory_xact_lock`` on PostgreSQL), so many
+machines opening a fresh shared store at once create it exactly once, and a
+failed migration leaves the previous version intact. A store newer than this
+lightspeed is refused rather than misread. SQLite files also keep ``PRAGMA
+user_version`` equal to the version, which is how lightspeed before schema 2
+recognised (and refuses) a newer file.
+
+Migrations are frozen: once released, one never changes (a later migration
+corrects it); data migrations carry their own copy of what they need rather
+than importing code that may change.
+
+1. the tables (fingerprints, runs, records) and their indexes;
+2. benchmark records: the swept ``size`` (FLOP per call in ``gemm``, bytes in
+   ``membw``/``copy``/``collectives``, operations per sample in ``launch``) is
+   split into ``flop_per_call``, ``size_bytes`` and ``num_ops_per_sample`` in
+   the payload (``size`` kept as an alias), and the record name (the key runs
+   are compared by) carries the unit: ``membw stream triad fp64 134217728 B``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from lightspeed.errors import StoreError
+from lightspeed.store.backends import Backend, SqliteBackend
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: DDL templates (``{real}``, ``{identity}``) and an optional data step."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...] = ()
+    data: Callable[[Backend], None] | None = None
+
+
+_SCHEMA_VERSION_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    applied_s {real} NOT NULL,
+    description TEXT NOT NULL
+)"""
+
+_TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS fingerprints (
+    fingerprint_id TEXT PRIMARY KEY,
+    payload TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    created_s {real} NOT NULL,
+    completed_s {real},
+    fingerprint_id TEXT NOT NULL REFERENCES fingerprints(fingerprint_id)
+)""",
+    """CREATE TABLE IF NOT EXISTS records (
+    record_id {identity},
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    kind TEXT NOT NULL,
+    created_s {real} NOT NULL,
+    name TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value {real},
+    unit TEXT NOT NULL,
+    sol {real},
+    fingerprint_id TEXT NOT NULL REFERENCES fingerprints(fingerprint_id),
+    payload TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id)",
+    "CREATE INDEX IF NOT EXISTS records_by_kind_name ON records(kind, name)",
+)
+
+# -- migration 2: the benchmark size split (frozen copy of the rules at schema 2) --
+
+_SIZE_FIELD_BY_SUITE: Final = {
+    "gemm": "flop_per_call",
+    "membw": "size_bytes",
+    "copy": "size_bytes",
+    "collectives": "size_bytes",
+    "launch": "num_ops_per_sample",
+}
+_SIZE_UNIT: Final = {"flop_per_call": "FLOP", "size_bytes": "B", "num_ops_per_sample": "ops"}
+_SIZE_FIELDS: Final = tuple(_SIZE_UNIT)
+
+
+def split_benchmark_size(payload: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The schema-2 payload and record name of a schema-1 benchmark payload, or ``None`` to keep it.
+
+    >>> payload, name = split_benchmark_size({"suite": "membw", "name": "stream triad",
+    ...                                       "dtype": "fp64", "size": 134217728})
+    >>> (payload["size_bytes"], payload["flop_per_call"], name)
+    (134217728, None, 'membw stream triad fp64 134217728 B')
+    """
+    suite, size = payload.get("suite"), payload.get("size")
+    field = _SIZE_FIELD_BY_SUITE.get(suite) if isinstance(suite, str) else None
+    if field is None or isinstance(size, bool) or not isinstance(size, int | float):
+        return None
+    if any(payload.get(name) is not None for name in _SIZE_FIELDS):
+        return None  # already split
+    updated = dict(payload)
+    for name in _SIZE_FIELDS:
+        updated[name] = int(size) if name == field else None
+    name_text = str(payload.get("name", "")).removeprefix(f"{suite} ")
+    parts = [suite, name_text, str(payload.get("dtype") or ""), f"{int(size)} {_SIZE_UNIT[field]}"]
+    return updated, " ".join(part for part in parts if part)
+
+
+def _split_benchmark_sizes(backend: Backend) -> None:
+    rows = backend.execute("SELECT record_id, payload FROM records WHERE kind = 'benchmark'").fetchall()
+    updates: list[tuple[str, str, int]] = []
+    for record_id, text in rows:
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            continue  # not ours to repair: readers report it
+        split = split_benchmark_size(payload) if isinstance(payload, dict) else None
+        if split is not None:
+            new_payload, name = split
+            updates.append((name, json.dumps(new_payload, sort_keys=True, allow_nan=False), record_id))
+    backend.executemany("UPDATE records SET name = ?, payload = ? WHERE record_id = ?", updates)
+
+
+MIGRATIONS: Final = (
+    Migration(1, "fingerprints, runs and records tables", statements=_TABLES),
+    Migration(
+        2,
+        "benchmark size split into flop_per_call / size_bytes / num_ops_per_sample; unit in the name",
+        data=_split_benchmark_sizes,
+    ),
+)
+SCHEMA_VERSION: Final = MIGRATIONS[-1].version
+
+
+def _ddl(backend: Backend, template: str) -> str:
+    return template.format(real=backend.real_type, identity=backend.identity_type)
+
+
+def _table_exists(backend: Backend, table: str) -> bool:
+    if isinstance(backend, SqliteBackend):
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    else:
+        # pg_tables, not to_regclass(): a catalog-cache lookup can miss a table that another
+        # migrating process committed while this one waited for the advisory lock.
+        sql = "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = ?"
+    return bool(backend.execute(sql, (table,)).fetchall())
+
+
+def _legacy_version(backend: Backend) -> int:
+    """The version of a store without a schema_version table: SQLite's user_version (0 or 1)."""
+    if isinstance(backend, SqliteBackend):
+        return int(backend.execute("PRAGMA user_version").fetchone()[0])
+    return 0
+
+
+def current_version(backend: Backend) -> int:
+    """The schema version of the open store (0 for an empty database)."""
+    if _table_exists(backend, "schema_version"):
+        found = backend.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+        return int(found or 0)
+    return _legacy_version(backend)
+
+
+def _refuse_newer(backend: Backend, version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"results store {backend.location.display} has schema version {version}, newer than this "
+            f"lightspeed ({SCHEMA_VERSION}); fix: upgrade lightspeed or use another store"
+        )
+
+
+def migrate(backend: Backend) -> int:
+    """Bring the store to :data:`SCHEMA_VERSION`; return the version it had before."""
+    try:
+        found = current_version(backend)
+    except backend.driver_errors() as error:
+        raise backend.describe(error, read=True) from None
+    _refuse_newer(backend, found)
+    if found == SCHEMA_VERSION:
+        return found  # the common case takes no lock
+    with backend.transaction(exclusive=True):
+        found = current_version(backend)  # another process may have migrated meanwhile
+        _refuse_newer(backend, found)
+        backend.execute(_ddl(backend, _SCHEMA_VERSION_TABLE))
+        if found and not backend.execute("SELECT 1 FROM schema_version").fetchall():
+            _record(backend, found, "applied before the schema_version table existed")
+        for migration in MIGRATIONS:
+            if migration.version > found:
+                _apply(backend, migration)
+        if isinstance(backend, SqliteBackend):
+            backend.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return found
+
+
+def _apply(backend: Backend, migration: Migration) -> None:
+    for statement in migration.statements:
+        backend.execute(_ddl(backend, statement))
+    if migration.data is not None:
+        migration.data(backend)
+    _record(backend, migration.version, migration.description)
+
+
+def _record(backend: Backend, version: int, description: str) -> None:
+    backend.execute(
+        "INSERT INTO schema_version(version, applied_s, description) VALUES (?, ?, ?)",
+        (version, time.time(), description),
+    )
+
+
+def applied_migrations(backend: Backend) -> list[tuple[int, float, str]]:
+    """``(version, applied_s, description)`` of every applied migration, oldest first."""
+    rows = backend.read("SELECT version, applied_s, description FROM schema_version ORDER BY version")
+    return [(int(version), float(applied), str(text)) for version, applied, text in rows]

@@ -1,0 +1,373 @@
+"""Many-rank traces in parallel: each rank loaded and analysed in a worker process, results merged.
+
+A 64-rank job writes 64 trace files; loading them one after another in one
+process holds every rank's tables at once. Here each rank file goes to one of
+``jobs`` worker processes, which loads it with :func:`~lightspeed.trace.load_trace`,
+runs the per-rank part of the analysis and sends back only that part (a rank
+summary, its collective calls, its collective durations); the rank's event
+tables are dropped before the worker takes the next file. So a worker holds
+one rank at a time (bounded further by ``max_bytes`` per file, and by
+``max_worker_bytes`` of address space when given), and the parent holds only
+the per-rank results. The merged result is the same record the serial
+analysis returns, equal field for field (the tests check it).
+
+What needs every rank is decided after the merge: whether the last
+``ProfilerStep`` is left out depends on the step numbers of all ranks, so a
+worker whose rank alone cannot tell computes its part both ways; ranks must
+be distinct; schema versions must agree (unless allowed).
+
+>>> from lightspeed.trace import summarize_ranks
+>>> summary = summarize_ranks(["traces/"], jobs=4)  # doctest: +SKIP
+>>> len(summary.ranks)  # doctest: +SKIP
+64
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.errors import LightspeedError, TraceError, UserInputError
+from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
+from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
+from lightspeed.trace.gpu import gpu_events
+from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
+from lightspeed.trace.loader import load_trace
+from lightspeed.trace.model import RankTrace
+from lightspeed.trace.stragglers import StragglerReport, _collective_durations, straggler_report
+from lightspeed.trace.validate import BadEvent, skipped_note
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How each rank file is read (the keywords of :func:`~lightspeed.trace.load_trace`)."""
+
+    max_bytes: float = DEFAULT_MAX_BYTES
+    time_unit: str = "auto"
+    round_to_us: bool = True
+    allow_mixed_schema: bool = False
+    skip_bad_events: bool = False
+
+
+@dataclass(frozen=True)
+class _Task:
+    path: Path
+    analysis: str
+    load: LoadOptions
+    include_last_step: bool
+    link_bandwidth_bytes_per_s: float | None
+
+
+@dataclass(frozen=True)
+class _RankPart:
+    """What a worker sends back for one rank file: its metadata and the per-rank results."""
+
+    rank: int
+    path: str
+    rank_known: bool
+    schema_version: str
+    step_numbers: frozenset[int]
+    has_gpu_events: bool
+    num_steps: int
+    device_name: str | None
+    skipped_events: tuple[BadEvent, ...] = ()
+    # per-rank result keyed by "last step dropped"
+    results: dict[bool, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """A user-facing error raised in a worker, sent back whole (its class and its fields)."""
+
+    kind: type[LightspeedError]
+    message: str
+    state: dict[str, Any]
+
+    def rebuild(self) -> LightspeedError:
+        # Errors with their own __init__ (TraceError(path, problem, ...)) do not unpickle: rebuild.
+        error = self.kind.__new__(self.kind)
+        error.args = (self.message,)
+        error.__dict__.update(self.state)
+        return error
+
+
+_WORKER_CATALOG: dict[str, Catalog] = {}
+
+
+def _start_worker(catalog: Catalog, max_worker_bytes: int | None) -> None:
+    _WORKER_CATALOG["catalog"] = catalog
+    if max_worker_bytes is not None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (max_worker_bytes, max_worker_bytes))
+
+
+def _drop_choices(step_numbers: frozenset[int], include_last_step: bool) -> tuple[bool, ...]:
+    """The last-step decisions this rank's part is needed for (it cannot see the other ranks)."""
+    if include_last_step or not step_numbers:
+        return (False,)  # kept, or no step to drop: both decisions give the same part
+    if len(step_numbers) >= 2:
+        return (True,)  # the collection holds two or more steps whatever the others hold
+    return (False, True)
+
+
+def _analyse_file(task: _Task) -> list[_RankPart] | _Failure:
+    """Worker: load one file (one rank; an Nsight Systems export may hold several), compute
+    each rank's part of the analysis, drop the tables."""
+    try:
+        return _analyse(task)
+    except LightspeedError as error:
+        return _Failure(type(error), str(error), dict(vars(error)))
+
+
+def _analyse(task: _Task) -> list[_RankPart]:
+    load = task.load
+    trace = load_trace(
+        [task.path],
+        max_bytes=load.max_bytes,
+        time_unit=load.time_unit,
+        round_to_us=load.round_to_us,
+        allow_mixed_schema=True,  # one file: checked across ranks after the merge
+        skip_bad_events=load.skip_bad_events,
+    )
+    return [_analyse_rank(task, rank) for rank in trace.ranks]
+
+
+def _analyse_rank(task: _Task, rank: RankTrace) -> _RankPart:
+    catalog = _WORKER_CATALOG.get("catalog") or load_catalog()
+    numbers = frozenset(int(number) for number in rank.steps.number)
+    results: dict[bool, Any] = {}
+    for drop in _drop_choices(numbers, task.include_last_step):
+        if task.analysis == "summary":
+            results[drop] = _summarize_rank(rank, drop, catalog)
+        elif task.analysis == "stragglers":
+            results[drop] = _collective_durations(rank, drop)
+        else:
+            notes: list[str] = []
+            sol, source = _sol(rank, catalog, task.link_bandwidth_bytes_per_s)
+            calls = _rank_calls(rank, gpu_events(rank, drop_last_step=drop), sol, notes)
+            results[drop] = (calls, source, tuple(notes))
+    return _RankPart(
+        rank=rank.rank,
+        path=rank.path,
+        # the loader's note for a lone file that names its rank nowhere (tested against the serial load)
+        rank_known=not any("assumed rank 0" in note for note in rank.notes),
+        schema_version=rank.schema_version,
+        step_numbers=numbers,
+        has_gpu_events=rank.has_gpu_events,
+        num_steps=rank.steps.num_steps,
+        device_name=rank.device_name,
+        skipped_events=rank.skipped_events,
+        results=results,
+    )
+
+
+def _map(
+    tasks: Sequence[_Task], *, jobs: int, catalog: Catalog, max_worker_bytes: int | None
+) -> list[_RankPart]:
+    if jobs == 1 or len(tasks) == 1:
+        _start_worker(catalog, None)
+        return _parts([_analyse_file(task) for task in tasks])
+    # forkserver: workers fork from a small clean process that imported the analyses once,
+    # not from a copy of this one (which may hold anything)
+    if os.name == "posix":
+        context: Any = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+    else:
+        context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(tasks)),
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(catalog, max_worker_bytes),
+    ) as pool:
+        try:
+            return _parts(list(pool.map(_analyse_file, tasks)))
+        except (MemoryError, BrokenProcessPool):
+            limit = f"its limit ({max_worker_bytes} bytes)" if max_worker_bytes else "the memory it could get"
+            raise UserInputError(
+                f"a worker ran out of memory analysing a rank file ({limit}); raise --max-worker-memory, "
+                "or lower --jobs so that each worker may take more"
+            ) from None
+
+
+def _parts(outcomes: Sequence[list[_RankPart] | _Failure]) -> list[_RankPart]:
+    for outcome in outcomes:
+        if isinstance(outcome, _Failure):
+            raise outcome.rebuild()
+    return [part for outcome in outcomes if not isinstance(outcome, _Failure) for part in outcome]
+
+
+def _check_ranks(parts: Sequence[_RankPart], allow_mixed_schema: bool) -> tuple[str, ...]:
+    """The loader's checks across ranks: known and distinct ranks, one schema version."""
+    unknown = [part for part in parts if not part.rank_known]
+    if unknown and len(parts) > 1:
+        raise TraceError(
+            unknown[0].path,
+            "cannot tell which rank this file is: no distributedInfo.rank and no rank in the file name",
+            fix="rename the files rank-0.json.gz, rank-1.json.gz, ... or load them one at a time",
+        )
+    seen: dict[int, str] = {}
+    for part in parts:
+        if part.rank in seen:
+            raise TraceError(
+                part.path,
+                f"rank {part.rank} is also the rank of {seen[part.rank]}",
+                fix="load one file per rank (a folder should hold one collection)",
+            )
+        seen[part.rank] = part.path
+    versions = Counter(part.schema_version for part in parts if part.schema_version)
+    if len(versions) <= 1:
+        return ()
+    listing = ", ".join(
+        f"rank {p.rank} ({Path(p.path).name}): {p.schema_version}" for p in parts if p.schema_version
+    )
+    if not allow_mixed_schema:
+        raise TraceError(
+            parts[0].path,
+            f"ranks were written with different trace schema versions ({listing})",
+            fix="analyse traces from one PyTorch version together, or pass --allow-mixed-schema",
+        )
+    return (f"mixed schema versions ({listing}): each rank is read on its own terms",)
+
+
+def _gather(
+    paths: Iterable[Path | str] | Path | str,
+    *,
+    analysis: str,
+    jobs: int,
+    load: LoadOptions,
+    include_last_step: bool,
+    catalog: Catalog | None,
+    max_worker_bytes: int | None,
+    link_bandwidth_bytes_per_s: float | None = None,
+    skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+) -> tuple[list[_RankPart], tuple[str, ...], bool]:
+    """Analyse every rank file; return the parts (by rank), the trace notes and the global decision."""
+    if jobs < 1:
+        raise UserInputError(f"jobs must be >= 1, got {jobs}")
+    if load.time_unit not in ("auto", "us", "ns"):
+        raise UserInputError(f"unknown time unit {load.time_unit!r}; allowed: auto, us, ns")
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    tasks = [
+        _Task(path, analysis, load, include_last_step, link_bandwidth_bytes_per_s)
+        for path in trace_files(items)
+    ]
+    parts = _map(tasks, jobs=jobs, catalog=catalog or load_catalog(), max_worker_bytes=max_worker_bytes)
+    trace_notes = _check_ranks(parts, load.allow_mixed_schema)
+    left_out = {part.rank: part.skipped_events for part in parts if part.skipped_events}
+    if left_out:  # as load_trace notes them for a serial load
+        trace_notes = (*trace_notes, skipped_note(left_out))
+    if skipped is not None:
+        skipped.update(left_out)
+    parts.sort(key=lambda part: part.rank)
+    if not any(part.has_gpu_events for part in parts):
+        raise TraceError(
+            parts[0].path,
+            "no GPU events (kernels, copies, memsets): a CPU-only trace has no GPU time to analyse",
+            fix="profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        )
+    numbers = set().union(*(part.step_numbers for part in parts))
+    drop = len(numbers) >= 2 and not include_last_step
+    return parts, trace_notes, drop
+
+
+def _result(part: _RankPart, drop: bool) -> Any:
+    return part.results[drop] if drop in part.results else part.results[False]
+
+
+def summarize_ranks(
+    paths: Iterable[Path | str] | Path | str,
+    *,
+    jobs: int = 2,
+    load: LoadOptions | None = None,
+    include_last_step: bool = False,
+    catalog: Catalog | None = None,
+    max_worker_bytes: int | None = None,
+    skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+) -> TraceSummary:
+    """:func:`~lightspeed.trace.summarize` of many rank files, ``jobs`` ranks at a time.
+
+    ``load`` says how files are read; ``max_worker_bytes`` caps each worker's
+    address space (a rank that needs more is an error naming the fix).
+    """
+    parts, trace_notes, drop = _gather(
+        paths, analysis="summary", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
+        catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped,
+    )  # fmt: skip
+    ranks = tuple(_result(part, drop) for part in parts)
+    notes = trace_notes + tuple(note for rank in ranks for note in rank.notes)
+    return TraceSummary(
+        ranks=ranks, last_step_excluded=drop, partial=any(rank.partial for rank in ranks), notes=notes
+    )
+
+
+def stragglers_ranks(
+    paths: Iterable[Path | str] | Path | str,
+    *,
+    jobs: int = 2,
+    load: LoadOptions | None = None,
+    include_last_step: bool = False,
+    max_worker_bytes: int | None = None,
+    skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+) -> StragglerReport:
+    """:func:`~lightspeed.trace.stragglers` of many rank files, ``jobs`` ranks at a time."""
+    parts, trace_notes, drop = _gather(
+        paths, analysis="stragglers", jobs=jobs, load=load or LoadOptions(),
+        include_last_step=include_last_step, catalog=None, max_worker_bytes=max_worker_bytes, skipped=skipped,
+    )  # fmt: skip
+    if len(parts) < 2:
+        raise TraceError(
+            parts[0].path,
+            "straggler analysis compares ranks, and this trace has one",
+            fix="pass a folder (or several files) holding every rank's trace",
+        )
+    durations: dict[Any, dict[int, int]] = defaultdict(dict)
+    notes = list(trace_notes)
+    for part in parts:
+        for key, duration in _result(part, drop).items():
+            durations[key][part.rank] = duration
+        if part.num_steps == 0:
+            notes.append(f"rank {part.rank}: no ProfilerStep annotations; its collectives cannot be matched")
+    return straggler_report(durations, tuple(part.rank for part in parts), notes, drop_last=drop)
+
+
+def collectives_ranks(
+    paths: Iterable[Path | str] | Path | str,
+    *,
+    jobs: int = 2,
+    load: LoadOptions | None = None,
+    link_bandwidth_bytes_per_s: float | None = None,
+    include_last_step: bool = False,
+    catalog: Catalog | None = None,
+    max_worker_bytes: int | None = None,
+    skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+) -> CommsReport:
+    """:func:`~lightspeed.trace.collectives` of many rank files, ``jobs`` ranks at a time."""
+    if link_bandwidth_bytes_per_s is not None and not link_bandwidth_bytes_per_s > 0:
+        raise UserInputError(f"link bandwidth must be positive, got {link_bandwidth_bytes_per_s} bytes/s")
+    parts, trace_notes, drop = _gather(
+        paths, analysis="comms", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
+        catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped,
+        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s,
+    )  # fmt: skip
+    calls: list[CollectiveCall] = []
+    notes = list(trace_notes)
+    sources: set[str] = set()
+    for part in parts:
+        rank_calls, source, rank_notes = _result(part, drop)
+        if source:
+            sources.add(source)
+        else:
+            notes.append(f"rank {part.rank}: no SOL for {part.device_name or 'an unnamed device'}")
+        notes.extend(rank_notes)
+        calls.extend(rank_calls)
+    return comms_report(calls, notes, sources, drop_last=drop)
