@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from lightspeed.errors import TraceError, UserInputError
 from lightspeed.trace.io.formats import (
@@ -81,7 +81,7 @@ def load_trace(
         )
     ]
     ranks = _assign_ranks(loaded)
-    notes = _check_schema_versions(ranks, allow_mixed_schema)
+    notes = check_schema_versions(ranks, allow_mixed_schema)
     skipped = {rank.rank: rank.skipped_events for rank in ranks if rank.skipped_events}
     if skipped:
         notes = (*notes, skipped_note(skipped))
@@ -177,7 +177,19 @@ def _with_note(trace: RankTrace, note: str) -> RankTrace:
     return dataclasses.replace(trace, notes=notes)
 
 
-def _check_schema_versions(ranks: list[RankTrace], allow_mixed: bool) -> tuple[str, ...]:
+class RankFile(Protocol):
+    """What the cross-rank checks read of a loaded rank (a RankTrace, or a worker's part of one)."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def schema_version(self) -> str: ...
+
+
+def check_schema_versions(ranks: Sequence[RankFile], allow_mixed: bool) -> tuple[str, ...]:
+    """Refuse ranks written with different schema versions (unless ``allow_mixed``: then a note)."""
     versions = Counter(r.schema_version for r in ranks if r.schema_version)
     if len(versions) <= 1:
         return ()

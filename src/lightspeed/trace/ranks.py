@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -40,7 +40,7 @@ from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
 from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
 from lightspeed.trace.gpu import gpu_events
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
-from lightspeed.trace.loader import load_trace
+from lightspeed.trace.loader import check_schema_versions, load_trace
 from lightspeed.trace.model import RankTrace
 from lightspeed.trace.stragglers import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.validate import BadEvent, skipped_note
@@ -224,19 +224,7 @@ def _check_ranks(parts: Sequence[_RankPart], allow_mixed_schema: bool) -> tuple[
                 fix="load one file per rank (a folder should hold one collection)",
             )
         seen[part.rank] = part.path
-    versions = Counter(part.schema_version for part in parts if part.schema_version)
-    if len(versions) <= 1:
-        return ()
-    listing = ", ".join(
-        f"rank {p.rank} ({Path(p.path).name}): {p.schema_version}" for p in parts if p.schema_version
-    )
-    if not allow_mixed_schema:
-        raise TraceError(
-            parts[0].path,
-            f"ranks were written with different trace schema versions ({listing})",
-            fix="analyse traces from one PyTorch version together, or pass --allow-mixed-schema",
-        )
-    return (f"mixed schema versions ({listing}): each rank is read on its own terms",)
+    return check_schema_versions(parts, allow_mixed_schema)
 
 
 def _gather(
