@@ -15,6 +15,7 @@ from lightspeed.cli._sol_options import (
     resolve_cluster,
     resolve_efficiency,
     resolve_model,
+    stack_option,
     system_options,
 )
 from lightspeed.errors import InvalidPlanError
@@ -84,12 +85,13 @@ command.add_command(plan_infer)
 @click.option("--no-sequence-parallel", is_flag=True, help="Turn Megatron sequence parallelism off.")
 @click.option(
     "--tp-overlap/--no-tp-overlap",
-    default=False,
-    show_default=True,
-    help="Hide TP communication behind GEMMs.",
+    default=None,
+    help="Hide TP communication behind GEMMs (default: the stack's).",
 )
 @click.option(
-    "--dp-overlap/--no-dp-overlap", default=True, show_default=True, help="Hide DP traffic behind backward."
+    "--dp-overlap/--no-dp-overlap",
+    default=None,
+    help="Hide DP traffic behind compute (default: the stack's).",
 )
 @click.option(
     "--ep-overlap/--no-ep-overlap", default=None, help="Hide EP all-to-all (default: only with DualPipe)."
@@ -105,10 +107,12 @@ command.add_command(plan_infer)
 @click.option(
     "--attention",
     "attention_impl",
-    type=click.Choice(["flash", "unfused"]),
-    default="flash",
-    show_default=True,
+    type=click.Choice(["flash", "flash2", "unfused"]),
+    default=None,
+    help="Attention kernel: flash (the device's best fused kernel), flash2 (FlashAttention-2), unfused "
+    "(default: the stack's).",
 )
+@stack_option
 @click.option(
     "--no-fit-check", is_flag=True, help="Show the estimate even if the plan does not fit in memory."
 )
@@ -138,12 +142,13 @@ def train(
     recompute: str,
     tokens_text: str | None,
     no_sequence_parallel: bool,
-    tp_overlap: bool,
-    dp_overlap: bool,
+    tp_overlap: bool | None,
+    dp_overlap: bool | None,
     ep_overlap: bool | None,
     expert_imbalance: float,
     uneven_pipeline: bool,
-    attention_impl: str,
+    attention_impl: str | None,
+    stack_name: str | None,
     no_fit_check: bool,
     sharp: bool,
     calibration: str | None,
@@ -184,6 +189,7 @@ def train(
         num_tokens=parse_count(tokens_text) if tokens_text else None,
         check_fit=not no_fit_check,
         sharp=sharp,
+        stack=stack_name,
     )
     if as_json:
         print_json(train_json(estimate))

@@ -12,9 +12,11 @@ from lightspeed.cli._infer import search_infer
 from lightspeed.cli._sol_options import (
     calibration_option,
     model_options,
+    parse_plan_text,
     resolve_cluster,
     resolve_efficiency,
     resolve_model,
+    stack_option,
     system_options,
 )
 from lightspeed.report import render_search_result
@@ -57,8 +59,22 @@ command.add_command(search_infer)
     help="Pipeline schedules to try, comma-separated (1f1b, gpipe, zb1p, dualpipe, dualpipev); "
     "interleaving is tried through vpp.",
 )
-@click.option("--tp-overlap/--no-tp-overlap", default=False, show_default=True)
-@click.option("--dp-overlap/--no-dp-overlap", default=True, show_default=True)
+@click.option(
+    "--tp-overlap/--no-tp-overlap",
+    default=None,
+    help="Hide TP communication behind GEMMs (default: the stack's).",
+)
+@click.option(
+    "--dp-overlap/--no-dp-overlap",
+    default=None,
+    help="Hide DP traffic behind compute (default: the stack's).",
+)
+@click.option(
+    "--compare-plan",
+    "compare_text",
+    help="A plan to rank against the search, e.g. 'tp=8,pp=16,vpp=6,mb=1,recompute=partial'.",
+)
+@stack_option
 @click.option(
     "--sharp", is_flag=True, help="In-network reduction on the scale-out switches (InfiniBand SHARP)."
 )
@@ -77,15 +93,21 @@ def train(
     tokens_text: str | None,
     allow_cross_domain_tp: bool,
     schedules: str,
-    tp_overlap: bool,
-    dp_overlap: bool,
+    tp_overlap: bool | None,
+    dp_overlap: bool | None,
+    compare_text: str | None,
+    stack_name: str | None,
     sharp: bool,
     calibration: str | None,
     as_json: bool,
 ) -> None:
-    """Every valid training plan, ranked by throughput among those that fit, with why the best wins."""
+    """Every valid training plan, ranked by throughput among those that fit, with why the best wins,
+    its margin, the ties within the model's error (simplest first) and a named plan's rank."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
+    compare_plan = None
+    if compare_text is not None:
+        compare_plan = TrainingPlan(**parse_plan_text(compare_text, cluster.num_accelerators))
     result = search_training(
         model=model,
         cluster=cluster,
@@ -99,6 +121,8 @@ def train(
         schedules=tuple(part.strip() for part in schedules.split(",") if part.strip()),
         max_tp=None if allow_cross_domain_tp else cluster.system.scale_up_domain_size,
         sharp=sharp,
+        stack=stack_name,
+        compare_plan=compare_plan,
     )
     if as_json:
         print_json(search_json(result))
@@ -114,4 +138,16 @@ def search_json(result: Any) -> dict[str, Any]:
         "elapsed_s": result.elapsed_s,
         "plans": [estimate.plan_summary() for estimate in result.plans],
         "why_best": list(result.why_best),
+        "margin_over_runner_up": result.margin_over_runner_up,
+        "tolerance": result.tolerance,
+        "ties": [estimate.plan_summary() for estimate in result.ties],
+        "compared": None
+        if result.compared is None
+        else {
+            **result.compared.estimate.plan_summary(),
+            "margin": result.compared.margin,
+            "rank": result.compared.rank,
+            "within_uncertainty": result.compared.within_uncertainty,
+        },
+        "stack": result.plans[0].stack if result.plans else None,
     }

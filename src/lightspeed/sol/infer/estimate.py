@@ -12,7 +12,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import numpy as np
@@ -21,6 +21,8 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
@@ -31,6 +33,7 @@ from lightspeed.sol.infer.serving import (
     ServingArrays,
     ServingContext,
     continuous,
+    decode_only,
     disaggregated,
     static,
 )
@@ -61,6 +64,9 @@ class InferenceEstimate(Record):
     (decode) replica, ``max_batch`` the KV-cache-limited most it can hold.
     ``iteration_breakdown_s`` splits one steady stage iteration (decode with
     prefill riding along, or pure decode) and sums to ``iteration_s``.
+    ``intervals`` holds the error bars (``level`` of the published rows of the
+    same family landed inside them) of TTFT, TPOT and the throughputs;
+    ``serving`` names the server profile assumed.
     """
 
     model: str
@@ -87,6 +93,8 @@ class InferenceEstimate(Record):
     bound: str
     bound_part: str
     assumptions: tuple[str, ...]
+    serving: str = ""
+    intervals: JsonDict = field(default_factory=dict)
 
     def summary(self) -> JsonDict:
         """The ``plan infer --json`` contract's headline keys."""
@@ -98,6 +106,7 @@ class InferenceEstimate(Record):
             "output_tokens_per_s_per_user": self.output_tokens_per_s_per_user,
             "max_batch": self.max_batch,
             "bound": self.bound,
+            "intervals": self.intervals,
         }
 
 
@@ -152,6 +161,8 @@ def serve(
         return disaggregated(deployments, ctx, split)
     if batching == "static":
         return static(deployments, ctx)
+    if batching == "decode":
+        return decode_only(deployments, ctx)
     return continuous(deployments, ctx)
 
 
@@ -293,8 +304,9 @@ def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> t
         f"LM head 16-bit), GEMMs on dense {precisions.compute} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
         f"per GPU, KV cache {precisions.kv_cache}",
-        f"efficiency '{efficiency.name}': GEMMs up to {format_percent(efficiency.gemm_max_efficiency, 0)} of "
-        f"peak, attention x{efficiency.attention_efficiency_factor:g}, weight/KV streaming at "
+        f"efficiency '{efficiency.name}': GEMMs up to "
+        f"{format_percent(efficiency.gemm_ceiling(precisions.compute), 0)} of peak, attention up to "
+        f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
@@ -340,14 +352,19 @@ def estimate_inference(
     load: ServingLoad,
     efficiency: EfficiencyModel | None = None,
     batching: str = "continuous",
+    serving: str | ServingStack | None = None,
 ) -> InferenceEstimate:
     """Predict one serving deployment under one load (see :class:`InferenceEstimate`).
 
-    Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist,
-    does not fit, or cannot sustain the requested arrival rate.
+    ``batching`` is ``continuous``, ``static`` or ``decode`` (a decode pool on its
+    own); ``serving`` names the server profile (``sol/data/stacks.toml``, default
+    the current TensorRT-LLM). Raises :class:`~lightspeed.errors.InvalidPlanError`
+    if the plan cannot exist, does not fit, or cannot sustain the requested
+    arrival rate.
     """
     _check(model, cluster, plan, load, batching)
-    ih = inference_hardware(cluster, plan, efficiency)
+    profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
+    ih = inference_hardware(cluster, plan, efficiency, profile)
     memory = deployment_memory(model, ih, plan, load)
     if not bool(memory.fits[0]):
         raise_not_fitting(model, ih, plan, load, memory)
@@ -362,6 +379,8 @@ def estimate_inference(
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
     sentence, part = bound_sentence(parts, ih, plan)
     mode = "disaggregated" if split is not None else batching
+    band = interval_for("infer", moe=model.moe is not None, architecture=ih.hardware.accelerator.architecture)
+    ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
     return InferenceEstimate(
         model=model.name,
         system=cluster.name,
@@ -373,7 +392,7 @@ def estimate_inference(
         batch_per_replica=batch,
         max_batch=int(max_batch),
         concurrency=(batch + waiting) * decoders,
-        ttft_s=_scalar(arrays.ttft_s) + waiting / (rate / decoders),  # queued requests wait for a slot
+        ttft_s=ttft,
         tpot_s=tpot,
         output_tokens_per_s=rate * load.output_tokens,
         output_tokens_per_s_per_gpu=rate * load.output_tokens / plan.num_gpus,
@@ -387,7 +406,23 @@ def estimate_inference(
         bound=sentence,
         bound_part=part,
         assumptions=_assumptions(ih, plan, mode),
+        serving=ih.serving.name,
+        intervals=_intervals(band, ttft=ttft, tpot=tpot, rate=rate * load.output_tokens, gpus=plan.num_gpus),
     )
+
+
+def _intervals(band: Band, *, ttft: float, tpot: float, rate: float, gpus: int) -> JsonDict:
+    """Error bars of the headline figures (see :class:`InferenceEstimate`)."""
+    return {
+        "level": band.level,
+        "family": band.family,
+        "num_rows": band.num_rows,
+        "ttft_s": list(band.time(ttft)),
+        "tpot_s": list(band.time(tpot)),
+        "output_tokens_per_s": list(band.speed(rate)),
+        "output_tokens_per_s_per_gpu": list(band.speed(rate / gpus)),
+        "output_tokens_per_s_per_user": list(band.speed(1.0 / tpot)),
+    }
 
 
 def _check(

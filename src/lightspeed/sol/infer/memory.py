@@ -84,7 +84,10 @@ def stage_weight_bytes(
     total = num_dense * dense
     if model.moe is not None:
         expert_tp = tp * dp_attention / ep
-        experts = model.moe.num_routed_experts / ep * _params(shapes.experts, expert_tp)
+        slots = np.ceil(
+            model.moe.num_routed_experts / np.asarray(ep, dtype=np.float64)
+        )  # redundant copies fill
+        experts = slots * _params(shapes.experts, expert_tp)
         shared = _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0)
         total = total + num_moe * (attention + (experts + shared) * weight)
     table = model.vocab_size * model.hidden_size / tp * ACTIVATION_BYTES

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lightspeed.sol.train.estimate import estimate_training
 from lightspeed.sol.train.plan import RECOMPUTE, SCHEDULES, TRAINING_PRECISIONS, TrainingPlan, validate_plan
+from lightspeed.sol.train.ranking import PlanComparison
 from lightspeed.sol.train.result import TrainEstimate
 from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
 
@@ -12,6 +13,7 @@ __all__ = [
     "RECOMPUTE",
     "SCHEDULES",
     "TRAINING_PRECISIONS",
+    "PlanComparison",
     "SearchResult",
     "SearchSpace",
     "TrainEstimate",

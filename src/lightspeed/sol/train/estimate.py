@@ -18,6 +18,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import PlanDoesNotFitError
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.sol.train.result import (
@@ -45,16 +46,22 @@ def estimate_training(
     num_tokens: float | None = None,
     check_fit: bool = False,
     sharp: bool = False,
+    stack: str | Stack | None = None,
 ) -> TrainEstimate:
     """Predict one training plan on ``cluster`` (see :class:`TrainEstimate`).
 
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist
     on ``cluster``, or, with ``check_fit=True``, if it does not fit in memory.
     ``sharp=True`` models in-network reduction on the scale-out switches.
+    ``stack`` names the software profile (``sol/data/stacks.toml``; default the
+    current one): its kernels, overlaps and recompute policy fill what the plan
+    leaves ``None``.
     """
+    profile = stack if isinstance(stack, Stack) else load_stack(stack)
+    plan = plan.resolved(profile)
     check_gpu_count(plan, cluster)
     validate_plan(plan, model)
-    hardware = hardware_for(cluster, plan.precision, efficiency, sharp)
+    hardware = hardware_for(cluster, plan.precision, efficiency, sharp, profile)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
     estimate = estimate_from_arrays(
         arrays=arrays,
@@ -89,6 +96,7 @@ def raise_not_fitting(
         precision=plan.precision,
         top=1,
         max_tp=cluster.system.scale_up_domain_size,
+        stack=hardware.stack,
     )
     best = result.plans[0] if result.plans else None
     if best is None or not best.fits:
