@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
@@ -213,3 +215,79 @@ def test_disaggregated_pools_send_the_kv_cache_over_the_link_between_them(
 def test_what_does_not_fit_says_what_would(models: ModelRegistry, catalog: Catalog) -> None:
     with pytest.raises(InvalidPlanError, match=r"does not fit.*a plan that fits: tp=2"):
         _estimate(models, catalog, "llama-3-70b", "dgx-h100", InferencePlan(), load=ServingLoad(1000, 1000))
+
+
+def test_tpot_of_one_request_is_a_decode_only_step(models: ModelRegistry, catalog: Catalog) -> None:
+    # Issue 13: a request's decode steps carry the other requests' prefill, never its own. With one
+    # request in flight TPOT is one decode step at its context, whatever the prompt length.
+    plan = InferencePlan(tp=2, precision="fp8")
+    for isl in (128, 32768):
+        one = _estimate(
+            models, catalog, "llama-3-70b", "dgx-h100", plan, load=ServingLoad(isl, 1024, concurrency=1)
+        )
+        decode = _estimate(
+            models, catalog, "llama-3-70b", "dgx-h100", plan, load=ServingLoad(isl, 1024, concurrency=1),
+            batching="decode",
+        )  # fmt: skip
+        assert one.tpot_s == pytest.approx(decode.tpot_s, rel=1e-12)
+        assert one.iteration_breakdown_s["attention_compute"] >= 0.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(low=st.integers(1, 200), step=st.integers(1, 40))
+def test_throughput_never_falls_as_concurrency_rises_below_the_kv_limit(
+    low: int, step: int, models: ModelRegistry, catalog: Catalog
+) -> None:
+    plan = InferencePlan(tp=2, precision="fp8")
+    rates = [
+        _estimate(
+            models, catalog, "llama-3-70b", "dgx-h100", plan, load=ServingLoad(1000, 1000, concurrency=c)
+        ).output_tokens_per_s
+        for c in (low, min(low + step, 237))  # 237: the KV-cache limit of this deployment
+    ]
+    assert rates[1] >= rates[0] * (1 - 1e-9)
+
+
+def test_gemm_efficiency_is_smooth_in_the_number_of_rows(models: ModelRegistry, catalog: Catalog) -> None:
+    # Issue 13 measured 4,811 / 3,856 / 4,489 / 4,062 tokens/s at 128 / 136 / 170 / 194 requests:
+    # 128-row tile padding. Throughput must now rise with concurrency, by less than the batch does.
+    plan = InferencePlan(tp=2, precision="fp8")
+    rates = [
+        _estimate(
+            models, catalog, "llama-3-70b", "dgx-h100", plan, load=ServingLoad(1000, 1000, concurrency=c)
+        ).output_tokens_per_s
+        for c in (128, 136, 170, 194)
+    ]
+    assert rates == sorted(rates)
+    assert rates[-1] / rates[0] < 194 / 128
+
+
+def test_weight_only_quantization_is_memory_bound_at_batch_one(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    # INT4 weights on an H100 (no INT4 tensor cores) run bf16 GEMMs: at one token the weights' bytes
+    # bound the step, not the (tiny) FLOPs.
+    estimate = _estimate(
+        models, catalog, "llama-3-8b", "dgx-h100", InferencePlan(precision="int4"),
+        load=ServingLoad(128, 128, concurrency=1),
+    )  # fmt: skip
+    assert estimate.precisions.compute == "bf16"
+    assert estimate.bound.startswith("memory-bound")
+    assert estimate.iteration_breakdown_s["gemm_compute"] == 0.0
+
+
+def test_every_estimate_carries_error_bars(models: ModelRegistry, catalog: Catalog) -> None:
+    estimate = _estimate(
+        models,
+        catalog,
+        "llama-3-8b",
+        "dgx-h100",
+        InferencePlan(precision="fp8"),
+        load=ServingLoad(1000, 1000),
+    )
+    bars = estimate.intervals
+    assert bars["level"] == 0.8
+    low, high = bars["output_tokens_per_s"]
+    assert low < estimate.output_tokens_per_s < high
+    low, high = bars["tpot_s"]
+    assert low < estimate.tpot_s < high
