@@ -66,6 +66,18 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
             f"({estimate.concurrency:,.4g} requests over the deployment)",
         ],
     ]
+    bars = estimate.intervals
+    if bars:
+        tpot_low, tpot_high = bars["tpot_s"]
+        rate_low, rate_high = bars["output_tokens_per_s"]
+        rows.append(
+            [
+                f"error bar ({format_percent(bars['level'], 0)} of published runs)",
+                f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, "
+                f"{_rate(rate_low)}-{_rate(rate_high)} "
+                f"(family {bars['family']}, {bars['num_rows']} rows)",
+            ]
+        )
     if estimate.kv_transfer_s is not None:
         rows.append(["KV transfer per request", format_duration(estimate.kv_transfer_s)])
     render_table(None, ["metric", "value"], rows, console=console)

@@ -69,6 +69,18 @@ def render_train_estimate(estimate: TrainEstimate) -> None:
             + ("" if estimate.fits else "  [red]DOES NOT FIT[/red]"),
         ],
     ]
+    bars = estimate.intervals
+    if bars:
+        low, high = bars["step_time_s"]
+        rate_low, rate_high = bars["model_flop_per_s_per_gpu"]
+        rows.append(
+            [
+                f"error bar ({format_percent(bars['level'], 0)} of published runs)",
+                f"step {format_duration(low)}-{format_duration(high)}, "
+                f"{rate_low / 1e12:,.0f}-{rate_high / 1e12:,.0f} TFLOP/s per GPU "
+                f"(family {bars['family']}, {bars['num_rows']} rows)",
+            ]
+        )
     if estimate.time_to_train_s is not None:
         assert estimate.num_tokens is not None  # set with time_to_train_s
         assert estimate.gpu_hours is not None
