@@ -94,6 +94,22 @@ def test_the_search_reports_margin_ties_and_a_named_plan(catalog: Catalog, model
     assert compared.within_uncertainty == (abs(compared.margin) <= result.tolerance)
 
 
+def test_a_named_plan_gets_uneven_stages_like_the_search(catalog: Catalog, models: ModelRegistry) -> None:
+    # Meta's 405B plan: 126 layers over PP16 x VPP6 (the search takes ceil(L / (pp x vpp)) per chunk).
+    result = search_training(
+        model=models.get("llama-3-405b"),
+        cluster=catalog.cluster("dgx-h100", num_accelerators=2048),
+        global_batch_size=256,
+        seq_len=8192,
+        max_tp=8,
+        compare_plan=TrainingPlan(tp=8, pp=16, vpp=6, dp=16, recompute="selective"),
+        stack="megatron-core-2024",
+    )
+    assert result.compared is not None
+    assert result.compared.estimate.plan.uneven_pipeline
+    assert result.compared.estimate.plan.vpp == 6
+
+
 def test_context_parallelism_costs_what_its_attention_cannot_hide(
     catalog: Catalog, models: ModelRegistry
 ) -> None:

@@ -238,7 +238,7 @@ def _grid(columns: dict[str, np.ndarray], template: TrainingPlan, num_gpus: int,
         ),
         grad_bytes=full(4.0 if template.grad_reduce_precision == "fp32" else 2.0),
         expert_imbalance=full(template.expert_imbalance),
-        uneven_pipeline=np.mod(layers, pp) != 0,
+        uneven_pipeline=np.mod(layers, pp * vpp) != 0,
     )
 
 
@@ -431,9 +431,13 @@ def _estimates(
 
 
 def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainEstimate:
-    """The estimate of a plan the caller names, on the search's batch, sequence, precision and stack."""
+    """The estimate of a plan the caller names, on the search's batch, sequence, precision and stack
+    (uneven stages allowed as in the search, e.g. Llama 3 405B's 126 layers on PP16 x VPP6)."""
     named = plan.with_changes(
-        global_batch_size=ctx.base.global_batch_size, seq_len=ctx.base.seq_len, precision=ctx.base.precision
+        global_batch_size=ctx.base.global_batch_size,
+        seq_len=ctx.base.seq_len,
+        precision=ctx.base.precision,
+        uneven_pipeline=plan.uneven_pipeline or ctx.model.num_layers % (plan.pp * plan.vpp) != 0,
     ).resolved(ctx.hardware.stack)
     validate_plan(named, ctx.model, ctx.num_gpus)
     arrays = evaluate_grid(grid_from_plans([named]), ctx.model, ctx.hardware, named.seq_len)
