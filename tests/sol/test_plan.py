@@ -51,7 +51,7 @@ def test_plan_that_does_not_fit_names_one_that_does(catalog: Catalog, models: Mo
     cluster = catalog.cluster("dgx-h100", num_nodes=8)
     with pytest.raises(
         PlanDoesNotFitError,
-        match=r"plan does not fit: 1.\d+ TB per GPU needed, 85.52 GB usable"  # nvidia-smi: 81,559 MiB
+        match=r"plan does not fit: 1.\d+ TiB per GPU needed, 79.65 GiB usable"  # nvidia-smi: 81,559 MiB
         r".* a plan that fits: tp=\d+ pp=\d+",
     ) as raised:
         estimate_training(model=models.get("llama-3-70b"), cluster=cluster, plan=plan, check_fit=True)

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure, save_figure
-from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
+from lightspeed.units import (
+    format_bytes_per_s,
+    format_count,
+    format_duration,
+    format_memory,
+    format_percent,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -93,8 +99,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         breakdown,
         console=console,
     )
-    memory = [[name.replace("_", " "), format_bytes(value)] for name, value in estimate.memory_bytes.items()]
-    memory.append(["usable", format_bytes(estimate.usable_memory_bytes)])
+    memory = [[name.replace("_", " "), format_memory(value)] for name, value in estimate.memory_bytes.items()]
+    memory.append(["usable", format_memory(estimate.usable_memory_bytes)])
     render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:

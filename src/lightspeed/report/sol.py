@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import color_for, new_figure
-from lightspeed.units import format_bytes, format_count, format_duration, format_percent
+from lightspeed.units import format_count, format_duration, format_memory, format_percent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -64,8 +64,8 @@ def render_train_estimate(estimate: TrainEstimate) -> None:
         ],
         [
             "memory per GPU",
-            f"{format_bytes(estimate.memory_per_gpu_bytes)} of "
-            f"{format_bytes(estimate.usable_memory_bytes)} usable"
+            f"{format_memory(estimate.memory_per_gpu_bytes)} of "
+            f"{format_memory(estimate.usable_memory_bytes)} usable"
             + ("" if estimate.fits else "  [red]DOES NOT FIT[/red]"),
         ],
     ]
@@ -98,7 +98,7 @@ def render_train_estimate(estimate: TrainEstimate) -> None:
         if value > 0
     ]
     render_table("step breakdown (busiest stage)", ["part", "time", "share"], breakdown, console=console)
-    memory = [[name, format_bytes(value)] for name, value in estimate.memory_bytes.items()]
+    memory = [[name, format_memory(value)] for name, value in estimate.memory_bytes.items()]
     render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
@@ -196,7 +196,7 @@ def _plan_row(label: str, estimate: TrainEstimate) -> list[str]:
         format_duration(estimate.step_time_s),
         format_percent(estimate.mfu),
         format_count(estimate.tokens_per_s),
-        format_bytes(estimate.memory_per_gpu_bytes) + ("" if estimate.fits else " (no fit)"),
+        format_memory(estimate.memory_per_gpu_bytes) + ("" if estimate.fits else " (no fit)"),
     ]
 
 

@@ -37,7 +37,7 @@ from lightspeed.sol.infer.serving import (
     disaggregated,
     static,
 )
-from lightspeed.units import format_bytes, format_bytes_per_s, format_percent
+from lightspeed.units import format_bytes_per_s, format_memory, format_percent
 from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
 
 PART_LABELS = {
@@ -248,10 +248,10 @@ def raise_not_fitting(
     request = float(memory.kv_bytes_per_token[0]) * (load.input_tokens + load.output_tokens)
     message = (
         f"{model.name} in {plan.precision} does not fit {plan.describe()} on "
-        f"{ih.hardware.accelerator.name}: {format_bytes(weights)} of weights + {format_bytes(other)} of "
-        f"workspace and runtime reserve per GPU leave {format_bytes(float(memory.kv_capacity_bytes[0]))} "
+        f"{ih.hardware.accelerator.name}: {format_memory(weights)} of weights + {format_memory(other)} of "
+        f"workspace and runtime reserve per GPU leave {format_memory(float(memory.kv_capacity_bytes[0]))} "
         f"of KV cache, and one {load.input_tokens + load.output_tokens}-token request needs "
-        f"{format_bytes(request)} per GPU ({format_bytes(memory.usable_bytes)} usable)"
+        f"{format_memory(request)} per GPU ({format_memory(memory.usable_bytes)} usable)"
     )
     raise PlanDoesNotFitError(
         message,

@@ -29,7 +29,7 @@ from lightspeed.sol.train.result import (
 )
 from lightspeed.sol.train.search import search_training
 from lightspeed.sol.train.step import evaluate_grid
-from lightspeed.units import format_bytes
+from lightspeed.units import format_memory
 from lightspeed.workload import TransformerSpec
 
 # The settings of a plan that a "plan that fits" suggestion names, in this order.
@@ -82,11 +82,11 @@ def raise_not_fitting(
 ) -> NoReturn:
     """Raise :class:`PlanDoesNotFitError` naming the biggest memory parts and the best fitting plan."""
     parts = sorted(estimate.memory_bytes.items(), key=lambda item: item[1], reverse=True)
-    largest = ", ".join(f"{name} {format_bytes(value)}" for name, value in parts[:3])
+    largest = ", ".join(f"{name} {format_memory(value)}" for name, value in parts[:3])
     plan = estimate.plan
     message = (
-        f"plan does not fit: {format_bytes(estimate.memory_per_gpu_bytes)} per GPU needed, "
-        f"{format_bytes(hardware.usable_memory_bytes)} usable on {hardware.accelerator.name} ({largest})"
+        f"plan does not fit: {format_memory(estimate.memory_per_gpu_bytes)} per GPU needed, "
+        f"{format_memory(hardware.usable_memory_bytes)} usable on {hardware.accelerator.name} ({largest})"
     )
     result = search_training(
         model=model,

@@ -14,7 +14,7 @@ from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
-from lightspeed.units import SECONDS_PER_HOUR, format_bytes, format_percent
+from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.flops import flops_per_token
 
@@ -242,8 +242,8 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
             if hardware.clock_fraction < 1
             else ""
         ),
-        f"device memory {format_bytes(hardware.usable_memory_bytes)} per GPU (as the driver reports), "
-        f"{format_bytes(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} framework reserve",
+        f"device memory {format_memory(hardware.usable_memory_bytes)} per GPU (as the driver reports), "
+        f"{format_memory(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} framework reserve",
         f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",
         f"model FLOPs per token: {formula}",
     )
