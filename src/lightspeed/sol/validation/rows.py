@@ -2,18 +2,22 @@
 
 Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
 
-* **Framework era** from the publication year in the source (``SC21``,
-  ``2022``) or, without a year, from the hardware (Hopper and later = modern):
-  up to 2021 Megatron-LM had no sequence parallelism, no overlap of the
-  gradient all-reduce, unfused attention and dropout; 2022 added sequence
-  parallelism; from 2023 FlashAttention, no dropout, overlapped DP.
-* **Unreported micro-batch or interleaving depth**: the fastest plan that fits
-  among the valid values (published runs report tuned configurations).
-* **Sharding**: ``ZeRO-k`` -> k, ``FSDP FULL_SHARD`` -> 3, ``FSDP-style``/
-  ``distributed optimizer`` -> 1, ``none`` -> 0 (DDP), unreported -> 1.
-* **FLOP convention** of a TFLOP/s or MFU figure: ``96-form`` or Narayanan et
-  al. -> Megatron's formula with the recompute pass; ``72-form`` -> Megatron's
-  without; ``6N + 12·L·d·s`` -> PaLM-style; otherwise PaLM-style (6N + full attention).
+* **Software stack** (:func:`lightspeed.sol.core.stacks.stack_for`): the
+  framework the row names (``torchtitan``, ``Megatron-Bridge``, ``llm-foundry``,
+  ...) in the year of its software (:func:`row_year`: a ``YY.MM`` release or
+  container, else the source's year, else 2020 for Ampere/Volta and 2024 for
+  later); a row naming none takes the Megatron profile of its year. The stack
+  sets attention kernel, dropout, sequence parallelism, overlap, FP8 storage and
+  what "selective" recomputation means; the row's own words override
+  (:func:`_stated_settings`).
+* **Unreported micro-batch, interleaving depth or recomputation**: the fastest
+  plan that fits among the valid values (published runs report tuned setups).
+* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (2 with PP),
+  ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
+* **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
+  ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
+  ``model TFLOP/s`` -> 6N + causal attention; else as the named stack counts its
+  own figures; a row naming no framework -> 6N + 12·L·h·s (PaLM).
 """
 
 from __future__ import annotations
