@@ -296,6 +296,19 @@ def part_text(part: str, ih: InferenceHardware, plan: InferencePlan) -> str:
     return label
 
 
+def _serving_line(ih: InferenceHardware) -> str:
+    serving = ih.serving
+    line = (
+        f"serving stack '{serving.name}' ({serving.display_name}): kernels at "
+        f"{format_percent(serving.kernel_efficiency, 0)} of those ceilings"
+    )
+    if serving.moe_efficiency < 1.0:
+        line += f", MoE path at {format_percent(serving.moe_efficiency, 0)} with attention data parallelism"
+    if serving.iteration_overhead_s > 0:
+        line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
+    return line
+
+
 def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> tuple[str, ...]:
     hardware, precisions, parameters = ih.hardware, ih.precisions, ih.parameters
     efficiency = hardware.efficiency
@@ -310,6 +323,7 @@ def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> t
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        _serving_line(ih),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
         f"{parameters.prefill_chunk_tokens} tokens",

@@ -30,7 +30,12 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   output tokens/s per GPU, ``total token`` or ``input`` without ``output``
   input plus output tokens/s; any other tokens/s is output tokens/s for all
   the row's GPUs together, as the metric cell says (the version pinned in the
-  source is the one read). ``ms`` and ``us`` are converted to seconds.
+  source is the one read). ``ms`` and ``us`` are converted to seconds; a
+  metric saying ``decode`` is a decode pool on its own (``batching="decode"``).
+* **Attention data parallelism** groups: the DP cell's number when it gives one
+  (:func:`_attention_groups`); the **KV cache** format the precision cell names
+  (:func:`_kv_precision`); the **serving stack** the source names, dated by its
+  TensorRT-LLM version when it gives one (:func:`row_serving_stack`).
 """
 
 from __future__ import annotations
