@@ -240,7 +240,7 @@ def read_cell(metric_text: str, measured_text: str, *, kind: str = "train") -> t
     tok/s/GPU``), the value goes with the whole metric text.
 
     >>> [(r.key, r.value) for r in read_cell("tokens/s/GPU; model TFLOP/s/GPU", "14,451; 744")]
-    [('tokens_per_s', 14451.0), ('tflop_per_s_per_gpu', 744.0)]
+    [('tokens_per_s_per_gpu', 14451.0), ('tflop_per_s_per_gpu', 744.0)]
     """
     metrics = split_pieces(metric_text)
     values = split_pieces(measured_text)
