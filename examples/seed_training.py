@@ -6,8 +6,9 @@ Run: ``python examples/seed_training.py [--json]``
    tokens vs the 2.664M DeepSeek reports (technical report, Table 1).
 2. The same plan on H100 SXM vs H800 SXM: what the NVLink cut (900 -> 400 GB/s)
    costs with DualPipe's all-to-all overlap and without it.
-3. Llama-3 405B on 8,192 and 16,384 H100: predicted vs the 38-43% BF16 MFU Meta
-   reports (Llama 3 paper, Table 4).
+3. Llama-3 405B on 8,192 and 16,384 H100 (8K, and 131K with CP16): predicted vs
+   the 430 / 400 / 380 TFLOP/s per GPU (43 / 41 / 38% BF16 MFU) Meta reports
+   (Llama 3 paper, Table 4).
 
 The plans and published figures live in ``lightspeed.tour.scenarios`` (the tour
 and the tests use them too); this script prints them.
@@ -28,6 +29,8 @@ from lightspeed.tour.scenarios import (
 )
 from lightspeed.workload import ModelRegistry, load_models
 
+LLAMA3_TFLOPS = (430, 400, 380)  # Llama 3 paper, Table 4: TFLOP/s per GPU of the three runs
+
 
 def summary(catalog: Catalog, models: ModelRegistry) -> dict[str, Any]:
     """Every scenario's headline numbers as plain data."""
@@ -39,6 +42,8 @@ def summary(catalog: Catalog, models: ModelRegistry) -> dict[str, Any]:
             "predicted_gpu_hours": deepseek.gpu_hours,
             "reported_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS,
             "step_time_s": deepseek.step_time_s,
+            "memory_per_gpu_bytes": deepseek.memory_per_gpu_bytes,
+            "fits": deepseek.fits,
             "bound": deepseek.bound,
         },
         "nvlink_cut": [
@@ -55,9 +60,13 @@ def summary(catalog: Catalog, models: ModelRegistry) -> dict[str, Any]:
                 "seq_len": e.plan.seq_len,
                 "predicted_mfu": e.mfu,
                 "reported_mfu": reported,
+                "predicted_tflop_per_s_per_gpu": e.tflop_per_s_per_gpu,
+                "reported_tflop_per_s_per_gpu": tflops,
+                "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
+                "fits": e.fits,
                 "bound": e.bound,
             }
-            for e, reported in llama
+            for (e, reported), tflops in zip(llama, LLAMA3_TFLOPS, strict=True)
         ],
     }
 
@@ -73,7 +82,10 @@ def main() -> None:
     deepseek = result["deepseek_v3"]
     print(
         f"DeepSeek-V3 on 2,048 H800: {deepseek['predicted_gpu_hours'] / 1e6:.2f}M GPU-hours predicted "
-        f"for 14.8T tokens vs {deepseek['reported_gpu_hours'] / 1e6:.3f}M reported; {deepseek['bound']}"
+        f"for 14.8T tokens vs {deepseek['reported_gpu_hours'] / 1e6:.3f}M reported; "
+        f"{deepseek['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU "
+        f"({'fits' if deepseek['fits'] else 'does not fit'}); "
+        f"{deepseek['bound']}"
     )
     for cut in result["nvlink_cut"]:
         print(
@@ -83,8 +95,10 @@ def main() -> None:
         )
     for run in result["llama3_405b"]:
         print(
-            f"Llama-3 405B on {run['num_gpus']:,} H100 at {run['seq_len']:,} tokens: MFU "
-            f"{run['predicted_mfu']:.1%} predicted vs {run['reported_mfu']:.0%} reported; {run['bound']}"
+            f"Llama-3 405B on {run['num_gpus']:,} H100 at {run['seq_len']:,} tokens: "
+            f"{run['predicted_tflop_per_s_per_gpu']:.0f} TFLOP/s per GPU (MFU {run['predicted_mfu']:.1%}) "
+            f"predicted vs {run['reported_tflop_per_s_per_gpu']} ({run['reported_mfu']:.0%}) reported; "
+            f"{run['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU; {run['bound']}"
         )
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PLACEHOLDERS = re.compile(r"\.\.\.|\b[A-Z][A-Z_]{2,}\b|my-cluster\.toml|result_0\.txt|base\.json|load\.json|train\.py|report\.sqlite|ranks/")
+PLACEHOLDERS = re.compile(
+    r"\.\.\.|\b[A-Z][A-Z_]{2,}\b|my-cluster\.toml|result_0\.txt|base\.json|load\.json|train\.py|report\.sqlite|ranks/"
+)
 SKIPPED_COMMANDS = ("tour", "calibrate")  # the tour has its own tests; calibrate runs minutes
 
 

@@ -244,6 +244,15 @@ def format_bytes(num_bytes: float, digits: int = 4, binary: bool = False) -> str
     return _scaled(num_bytes, _SI_STEPS, "B", digits)
 
 
+def format_memory(num_bytes: float, digits: int = 4) -> str:
+    """Device memory in binary units, as nvidia-smi and frameworks print it.
+
+    >>> format_memory(85.52e9)
+    '79.65 GiB'
+    """
+    return format_bytes(num_bytes, digits, binary=True)
+
+
 def format_bytes_per_s(rate_bytes_per_s: float, digits: int = 4) -> str:
     """``3.35e12`` -> ``'3.35 TB/s'`` (decimal, as vendors and nccl-tests print)."""
     return _scaled(rate_bytes_per_s, _SI_STEPS, "B/s", digits)

@@ -80,7 +80,7 @@ def test_extends_overrides_only_given_keys(write_toml: WriteToml) -> None:
     capped = catalog.accelerator("h100-capped")
     assert capped.tdp_w == 500.0
     assert capped.memory_usable_bytes == 74.5 * 2**30  # the GiB key replaced the base's GB key
-    assert capped.memory_nominal_bytes == 80e9
+    assert capped.memory_nominal_bytes == 80 * 2**30  # HBM3 stacks: 5 x 16 GiB
     assert capped.dense_flop_per_s("bf16") == 989.5e12
     assert capped.aliases == ()  # aliases name the base, not the copy
     assert capped.display_name == "h100-capped"

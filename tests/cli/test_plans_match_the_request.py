@@ -37,7 +37,7 @@ def _refused(result: Any, *fragments: str) -> None:
         (
             ("search", "train", "--model", "llama-3-405b", "--system", "dgx-h100", "--gpus", "8",
              "--global-batch", "64"),
-            ("no plan of llama-3-405b on 8 GPUs", "per GPU", "80 GB usable"),
+            ("no plan of llama-3-405b on 8 GPUs", "per GPU", "79.65 GiB usable"),
         ),
         (("search", "train", *TRAIN, "--gpus", "12"), ("not a whole number of dgx-h100 nodes", "--gpus 16")),
         (

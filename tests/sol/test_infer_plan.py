@@ -69,8 +69,10 @@ def test_invalid_degrees_name_a_valid_alternative(models: ModelRegistry) -> None
     with pytest.raises(InvalidPlanError, match="dense"):
         validate_inference_plan(InferencePlan(ep=2), llama)
     mixtral = models.get("mixtral-8x7b")
-    with pytest.raises(InvalidPlanError, match="routed experts"):
-        validate_inference_plan(InferencePlan(tp=4, ep=3), mixtral)
+    with pytest.raises(InvalidPlanError, match="exceeds the 8 routed experts"):
+        validate_inference_plan(InferencePlan(tp=16, ep=16, kv_replication=True), mixtral)
+    # EP need not divide the experts: 8 experts on 3 GPUs are 3 slots each, one holding a redundant copy
+    validate_inference_plan(InferencePlan(tp=3, ep=3, kv_replication=True), models.get("gpt-moe-1.8t"))
     with pytest.raises(InvalidPlanError, match="must divide the 2 GPUs"):
         validate_inference_plan(InferencePlan(tp=2, ep=4), mixtral)
     with pytest.raises(PlanMismatchError, match="the plan that matches: replicas=4") as mismatch:

@@ -118,7 +118,8 @@ def test_load_cells_round_trip(isl: int, osl: int, batch: int) -> None:
 )
 def test_metrics_are_read_with_their_units(metric: str, measured: str, key: str, value: float) -> None:
     row = PublishedRow(row_id="M", kind="infer", line=2, cells={"metric": metric, "measured": measured})
-    assert _metric(row) == (key, pytest.approx(value))
+    reading = _metric(row)
+    assert (reading.key, reading.value) == (key, pytest.approx(value))
 
 
 @pytest.mark.parametrize(

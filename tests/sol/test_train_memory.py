@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.core.shapes import layer_shapes
+from lightspeed.sol.core.stacks import load_stack
 from lightspeed.sol.train.grid import grid_from_plans
-from lightspeed.sol.train.memory import _activation_bytes_per_layer, stage_params, training_memory
+from lightspeed.sol.train.memory import saved_per_layer, stage_params, training_memory
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.workload import AttentionSpec, TransformerSpec
 
@@ -30,51 +31,92 @@ GPT3 = TransformerSpec(
 S, B, H, A = 2048, 1, 12288, 96
 
 
-def _activation(tp: int, sequence_parallel: bool, recompute: str = "none") -> float:
+@pytest.fixture
+def a100(catalog: Catalog) -> Hardware:
+    return hardware_for(catalog.cluster("dgx-a100", num_nodes=1), "bf16", stack=load_stack("megatron-2021"))
+
+
+def _activation(
+    hardware: Hardware,
+    tp: int,
+    sequence_parallel: bool,
+    recompute: str = "none",
+    *,
+    model: TransformerSpec = GPT3,
+    attention: str = "unfused",
+) -> float:
     plan = TrainingPlan(
         tp=tp,
         micro_batch_size=B,
         global_batch_size=1,
         seq_len=S,
-        attention_impl="unfused",
-        dropout=True,
+        attention_impl=attention,
+        dropout=attention == "unfused",
         sequence_parallel=sequence_parallel,
         recompute=recompute,
-    )
-    kept, full = _activation_bytes_per_layer(
-        grid_from_plans([plan]), GPT3, layer_shapes(GPT3), act=2.0, seq_len=S, moe=False
-    )
-    return float((full if recompute == "full" else kept)[0])
+    ).resolved(hardware.stack)
+    grid = grid_from_plans([plan])
+    saved = saved_per_layer(grid, model, layer_shapes(model), hardware, seq_len=S, moe=model.moe is not None)
+    return float((saved.checkpoint if recompute == "full" else saved.kept(grid))[0])
 
 
-def test_no_parallelism_is_sbh_34_plus_5as_over_h() -> None:
-    assert _activation(1, False) == pytest.approx(S * B * H * (34 + 5 * A * S / H))
+def test_no_parallelism_is_sbh_34_plus_5as_over_h(a100: Hardware) -> None:
+    assert _activation(a100, 1, False) == pytest.approx(S * B * H * (34 + 5 * A * S / H))
 
 
-def test_tensor_parallel_is_sbh_10_plus_24_over_t_plus_5as_over_ht() -> None:
+def test_tensor_parallel_is_sbh_10_plus_24_over_t_plus_5as_over_ht(a100: Hardware) -> None:
     t = 8
-    assert _activation(t, False) == pytest.approx(S * B * H * (10 + 24 / t + 5 * A * S / (H * t)))
+    assert _activation(a100, t, False) == pytest.approx(S * B * H * (10 + 24 / t + 5 * A * S / (H * t)))
 
 
-def test_sequence_parallel_divides_everything_by_t() -> None:
+def test_sequence_parallel_divides_everything_by_t(a100: Hardware) -> None:
     t = 8
-    assert _activation(t, True) == pytest.approx(S * B * H / t * (34 + 5 * A * S / H))
+    assert _activation(a100, t, True) == pytest.approx(S * B * H / t * (34 + 5 * A * S / H))
 
 
-def test_selective_recompute_drops_the_score_matrix() -> None:
+def test_selective_recompute_drops_the_score_matrix(a100: Hardware) -> None:
     t = 8
-    assert _activation(t, True, "selective") == pytest.approx(34 * S * B * H / t)
+    assert _activation(a100, t, True, "selective") == pytest.approx(34 * S * B * H / t)
 
 
-def test_full_recompute_keeps_the_layer_input() -> None:
-    assert _activation(8, True, "full") == pytest.approx(2 * S * B * H / 8)
+def test_full_recompute_keeps_the_layer_input(a100: Hardware) -> None:
+    assert _activation(a100, 8, True, "full") == pytest.approx(2 * S * B * H / 8)
 
 
-def test_mixed_precision_adam_is_18_bytes_per_param_and_zero_shards_it(catalog: Catalog) -> None:
-    cluster = catalog.cluster("dgx-a100", num_nodes=1)
-    hardware = hardware_for(cluster, "bf16")
+def test_fused_attention_keeps_outputs_and_softmax_statistics_not_scores(a100: Hardware) -> None:
+    # Flash attention, no dropout: 34 sbh less the 2 dropout masks, plus the fp32 log-sum-exp
+    # (4 bytes per head per token); no score matrix.
+    t = 8
+    flash = _activation(a100, t, True, attention="flash")
+    assert flash == pytest.approx(S * B * H / t * 32 + S * B * A / t * 4)
+
+
+def test_selective_with_fused_attention_drops_norm_and_activation_outputs(a100: Hardware) -> None:
+    # Megatron-Core --recompute-modules layernorm + activation: the two norm outputs (2 sbh each)
+    # and the GELU output (the fc2 input, 8 sbh) are recomputed: 12 sbh fewer.
+    t = 8
+    flash = _activation(a100, t, True, attention="flash")
+    selective = _activation(a100, t, True, "selective", attention="flash")
+    assert flash - selective == pytest.approx(12 * S * B * H / t)
+
+
+def test_fp8_stacks_keep_linear_inputs_in_one_byte(catalog: Catalog) -> None:
+    # Transformer Engine stores the inputs of FP8 linears in FP8: with SP over t the two norm
+    # outputs go from 2 x 2 to 2 x 1 sbh/t bytes (-2), the fc2 input from 8 to 4 (-4), and the
+    # out-projection keeps an FP8 copy of the attention output beside the kernel's own (+1).
+    cluster = catalog.cluster("dgx-h100", num_nodes=1)
+    bf16 = _activation(hardware_for(cluster, "bf16"), 8, True, attention="flash")
+    fp8 = _activation(hardware_for(cluster, "fp8"), 8, True, attention="flash")
+    per = S * B * H / 8
+    assert bf16 - fp8 == pytest.approx(per * (2 + 4 - 1))
+
+
+def test_mixed_precision_adam_is_18_bytes_per_param_and_zero_shards_it(a100: Hardware) -> None:
+    hardware = a100
     shapes = layer_shapes(GPT3)
-    base = TrainingPlan(pp=96, dp=1, global_batch_size=96, micro_batch_size=1, seq_len=S, zero_stage=0)
+    base = TrainingPlan(
+        pp=96, dp=1, global_batch_size=96, micro_batch_size=1, seq_len=S, zero_stage=0
+    ).resolved(hardware.stack)
     params = float(stage_params(grid_from_plans([base]), GPT3, shapes).dense[0])
     memory = training_memory(grid_from_plans([base]), GPT3, shapes, hardware, S)
     state = float(memory.weights_bytes[0] + memory.gradients_bytes[0] + memory.optimizer_bytes[0])

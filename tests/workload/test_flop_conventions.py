@@ -140,9 +140,26 @@ def test_causal_halves_the_attention_term_only() -> None:
     causal = flops_per_token(spec, seq_len=8192, convention="6N+causal-attention")
     assert causal.attention_training_flop == full.attention_training_flop / 2
     assert full.attention_training_flop == 12 * 32 * 8192 * 4096
-    assert full.training_flop - causal.training_flop == full.attention_training_flop / 2
+    # Megatron-Core also leaves the embedding lookup out of N (it is not a matmul): 6 x V x h less.
+    lookup = 6 * 128256 * 4096
+    assert full.training_flop - causal.training_flop == full.attention_training_flop / 2 + lookup
     flag = flops_per_token(spec, seq_len=8192, convention="6N+attention", causal=True)
-    assert flag.training_flop == causal.training_flop
+    assert flag.training_flop == causal.training_flop + lookup
+
+
+@pytest.mark.parametrize(
+    ("model", "tokens_per_s_per_gpu", "model_tflop_per_s_per_gpu"),
+    [("llama-3-8b", 14451, 744), ("llama-3-405b", 292, 737)],
+)
+def test_megatron_core_convention_reproduces_megatron_bridge_figures(
+    model: str, tokens_per_s_per_gpu: float, model_tflop_per_s_per_gpu: float
+) -> None:
+    # Megatron-Bridge performance summary (25.11 container, DGX H100, 8K sequences): tokens/s/GPU
+    # and "model TFLOP/s/GPU" printed side by side; their ratio is the FLOPs per token it counts.
+    per_token = flops_per_token(MODELS.get(model), seq_len=8192, convention="6N+causal-attention")
+    assert per_token.training_flop * tokens_per_s_per_gpu / 1e12 == pytest.approx(
+        model_tflop_per_s_per_gpu, rel=0.005
+    )
 
 
 def test_recompute_adds_one_forward_of_the_layers() -> None:

@@ -23,6 +23,11 @@ MODELS = load_models()
         ("llama-3-8b", "llama-3-8b"),
         ("mixtral-8x7b", "mixtral-8x7b"),
         ("deepseek-v3", "deepseek-v3"),
+        ("qwen3-30b-a3b", "qwen3-30b-a3b"),
+        ("gemma-2-9b", "gemma-2-9b"),
+        ("gemma-3-27b", "gemma-3-27b"),
+        ("gpt-oss-120b", "gpt-oss-120b"),
+        ("deepseek-v2-lite", "deepseek-v2-lite"),
     ],
 )
 def test_config_gives_the_same_counts_as_the_data_file(folder: str, registry_name: str) -> None:
@@ -31,6 +36,43 @@ def test_config_gives_the_same_counts_as_the_data_file(folder: str, registry_nam
     assert imported.total_params == shipped.total_params
     assert imported.active_params == shipped.active_params
     assert imported.mtp_params == shipped.mtp_params
+
+
+@pytest.mark.parametrize(
+    ("folder", "published_total", "published_active"),
+    [
+        # Model cards: Qwen3-30B-A3B "30.5B total, 3.3B activated"; Gemma 2 9B "9.24B"; gpt-oss-120b
+        # "116.8B total" (OpenAI counts 5.1B active without the 0.58B embedding table, we count it);
+        # DeepSeek-V2-Lite "15.7B total".
+        ("qwen3-30b-a3b", 30.5e9, 3.3e9),
+        ("gemma-2-9b", 9.24e9, None),
+        ("gpt-oss-120b", 116.8e9, 5.1e9 + 201088 * 2880),
+        ("deepseek-v2-lite", 15.7e9, None),
+    ],
+)
+def test_new_families_match_their_model_cards(
+    folder: str, published_total: float, published_active: float | None
+) -> None:
+    counts = parameter_counts(spec_from_hf_config(HF_CONFIGS / folder / "config.json"))
+    assert counts.total_params == pytest.approx(published_total, rel=0.01)
+    if published_active is not None:
+        assert counts.active_params == pytest.approx(published_active, rel=0.02)
+
+
+def test_gemma_and_gpt_oss_windows_and_mlp_kinds() -> None:
+    gemma3 = spec_from_hf_config(HF_CONFIGS / "gemma-3-27b")  # read through text_config
+    assert (gemma3.mlp, gemma3.tied_embeddings) == ("geglu", True)
+    assert (gemma3.attention.sliding_window, gemma3.attention.full_attention_interval) == (1024, 6)
+    gemma2 = spec_from_hf_config(HF_CONFIGS / "gemma-2-9b")
+    assert (gemma2.attention.sliding_window, gemma2.attention.full_attention_interval) == (4096, 2)
+    oss = spec_from_hf_config(HF_CONFIGS / "gpt-oss-120b")
+    assert (oss.attention.sliding_window, oss.attention.full_attention_interval) == (128, 2)
+    assert oss.attention.qkv_bias
+    assert oss.attention.out_bias
+    assert oss.moe is not None
+    assert (oss.moe.num_routed_experts, oss.moe.top_k) == (128, 4)
+    # Half the layers attend to 128 tokens: at 8192 tokens the mean context is (8192 + 128) / 2.
+    assert oss.attention.mean_context(8192) == 4160.0
 
 
 def test_folder_path_reads_its_config_json() -> None:
@@ -85,7 +127,7 @@ def _write(tmp_path: Path, data: object) -> Path:
     [
         (
             {"model_type": "gpt2"},
-            ["unsupported model_type", "'gpt2'", "llama, mistral, mixtral, qwen2, deepseek_v3"],
+            ["unsupported model_type", "'gpt2'", "llama, mistral, mixtral, qwen2, qwen3"],
         ),
         ({"hidden_size": None}, ["field 'hidden_size'", "fix:"]),
         ({"num_hidden_layers": "32"}, ["field 'num_hidden_layers'", "'32'", "fix:"]),

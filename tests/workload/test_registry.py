@@ -84,7 +84,7 @@ def test_every_shipped_model_is_plausible_and_sourced() -> None:
     for name in registry.names():
         entry = registry.entry(name)
         counts = parameter_counts(entry.spec)
-        assert 1e9 < counts.total_params < 2e14, name
+        assert 1e8 < counts.total_params < 2e14, name  # Qwen2.5 0.5B and Qwen3 0.6B are below 1e9
         assert 0 < counts.active_params <= counts.total_params, name
         assert entry.sources, name
         assert all(source.title for source in entry.sources.values()), name

@@ -90,7 +90,7 @@ def model_shapes(model: TransformerSpec, *, tp: int = 1, num_tokens: int = 4096)
         qkv = (attention.num_heads + 2 * attention.num_kv_heads) * attention.head_dim
         shapes += [("qkv", qkv, hidden), ("attention out", hidden, attention.num_heads * attention.head_dim)]
     ffn = model.ffn_hidden_size
-    up = 2 * ffn if model.mlp == "swiglu" else ffn
+    up = 2 * ffn if model.gated_mlp else ffn
     shapes += [("mlp up", up, hidden), ("mlp down", hidden, ffn), ("lm head", model.vocab_size, hidden)]
     result: list[GemmShape] = []
     for label, n, k in shapes:

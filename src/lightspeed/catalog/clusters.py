@@ -23,8 +23,10 @@ Cluster files hold one ``kind = "cluster"`` record::
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -170,6 +172,42 @@ def _file_num_nodes(fields: Fields, system: System) -> int:
         return fields.integer("num_nodes", minimum=1)
     num_accelerators = fields.integer("num_accelerators", minimum=1)
     return nodes_for(system, num_accelerators)
+
+
+def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, int]:
+    """(the system as each domain is used, number of domains) for a job of
+    ``num_accelerators`` on a rack-scale system whose size it does not fill.
+
+    Real jobs use part of each NVLink domain (a 128-GPU job on GB200 NVL72 runs
+    64 GPUs in each of two racks): the GPUs are spread evenly over the fewest
+    domains that hold them, so each domain carries ``num_accelerators / domains``
+    of them, with its NICs. A count that no number of domains splits evenly takes
+    the fewest domains that do (73 GPUs: 73 domains of one).
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> used, domains = spread_over_domains(load_catalog().system("gb200-nvl72"), 128)
+    >>> used.num_accelerators, used.scale_up_domain_size, domains
+    (64, 64, 2)
+    """
+    size = system.num_accelerators
+    if num_accelerators % size == 0:
+        return system, num_accelerators // size
+    domains = max(1, math.ceil(num_accelerators / size))
+    while num_accelerators % domains:
+        domains += 1
+    per_domain = num_accelerators // domains
+    scale_out = system.scale_out
+    if scale_out is not None:
+        links = max(1, round(scale_out.num_links * per_domain / size))
+        scale_out = replace(scale_out, num_links=links)
+    used = replace(
+        system,
+        num_accelerators=per_domain,
+        scale_up_domain_size=min(system.scale_up_domain_size, per_domain),
+        scale_out=scale_out,
+        display_name=f"{system.display_name}, {per_domain} of its {size} GPUs used",
+    )
+    return used, domains
 
 
 def nodes_for(system: System, num_accelerators: int) -> int:

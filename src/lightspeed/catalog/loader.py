@@ -353,6 +353,10 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
     chip_source = chip.check_source("source", sources) if chip is not None else ""
     nominal = memory.quantity("nominal", "bytes")
     usable = memory.optional_quantity("usable", "bytes")
+    device_memory = fields.table("device_memory", required=False)
+    reported = device_memory.optional_quantity("reported", "bytes") if device_memory is not None else None
+    if device_memory is not None:
+        device_memory.check_source("source", sources)
     return Accelerator(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -372,6 +376,8 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         boost_clock_hz=chip.optional_quantity("boost_clock", "hertz") if chip else None,
         tdp_w=power.optional_quantity("tdp", "watts") if power else None,
         tdp_min_w=power.optional_quantity("tdp_min", "watts") if power else None,
+        power_limit_w=power.optional_quantity("limit", "watts") if power else None,
+        memory_reported_bytes=reported,
         power_source=power.check_source("source", sources) if power else "",
         scale_up=parse_attachment(fields.table("scale_up", required=False), links, sources),
         host_link=parse_attachment(fields.table("host_link", required=False), links, sources),

@@ -293,6 +293,7 @@ def slice_accelerator(accelerator: Accelerator, profile: MigProfile) -> Accelera
         compute=compute,
         memory_nominal_bytes=accelerator.memory_nominal_bytes * memory_share,
         memory_usable_bytes=accelerator.memory_usable_bytes * memory_share,
+        memory_reported_bytes=None,  # the slice's own memory is its share of the listed size
         memory_bandwidth_bytes_per_s=accelerator.memory_bandwidth_bytes_per_s * memory_share,
         l2_cache_bytes=None
         if accelerator.l2_cache_bytes is None

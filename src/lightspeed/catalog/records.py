@@ -118,10 +118,13 @@ class Accelerator(Record):
     """A GPU or other accelerator SKU with its speed of light.
 
     Memory keeps the nominal capacity (what the stacks hold, e.g. B200 192 GB)
-    apart from the usable one the vendor lists (B200 180 GB). ``tdp_w`` is
+    apart from the usable one the vendor lists (B200 180 GB) and the one the
+    driver reports (``memory_reported_bytes``, B200 183,359 MiB). ``tdp_w`` is
     ``None`` where the vendor publishes no power figure (Google TPUs).
     ``num_logical_devices`` is how many devices software reports for one
     package (2 for an MI250X: each GCD appears with half the figures).
+    ``power_limit_w`` is a configured cap below the TDP (``nvidia-smi -pl``):
+    compute then sustains :attr:`clock_fraction` of its rated clock.
     """
 
     name: str
@@ -151,6 +154,27 @@ class Accelerator(Record):
     path: str = ""
     num_logical_devices: int = 1
     chip_source: str = ""
+    power_limit_w: float | None = None
+    memory_reported_bytes: float | None = None
+
+    @property
+    def memory_device_bytes(self) -> float:
+        """Memory a process on the device can allocate from: what the driver reports
+        (``nvidia-smi`` memory.total) where the catalog records it, else the listed usable figure."""
+        return self.memory_reported_bytes or self.memory_usable_bytes
+
+    @property
+    def clock_fraction(self) -> float:
+        """Sustained compute clock under ``power_limit_w`` relative to the rated TDP.
+
+        Dynamic power goes as ``f V^2`` and voltage tracks frequency in the DVFS
+        range, so power ~ ``f^3`` and a cap of ``P`` sustains ``(P / TDP)^(1/3)``
+        of the clock (1 without a cap, or a cap at or above the TDP). Memory
+        bandwidth is not scaled: HBM runs on its own clock.
+        """
+        if self.power_limit_w is None or self.tdp_w is None or self.power_limit_w >= self.tdp_w:
+            return 1.0
+        return float((self.power_limit_w / self.tdp_w) ** (1.0 / 3.0))
 
     def peak(self, precision: str) -> ComputeFigure:
         """The compute row for ``precision`` (``bf16``, ``fp8``, ``nvfp4`` ...).

@@ -13,6 +13,7 @@ from lightspeed.catalog.clusters import (
     nodes_for,
     parse_cluster_file,
     parse_spec,
+    spread_over_domains,
 )
 from lightspeed.catalog.loader import (
     builtin_files,
@@ -117,7 +118,10 @@ class Catalog:
         ``nics_per_accelerator`` sets how many such NICs each accelerator has.
         """
         record = self.system(system)
-        nodes = _num_nodes(record, num_nodes, num_accelerators)
+        if num_accelerators is not None and num_nodes is None and record.system_type == "rack":
+            record, nodes = spread_over_domains(record, num_accelerators)
+        else:
+            nodes = _num_nodes(record, num_nodes, num_accelerators)
         link = self.link(fabric) if fabric is not None else None
         return build_cluster(record, num_nodes=nodes, link=link, nics_per_accelerator=nics_per_accelerator)
 
@@ -152,7 +156,9 @@ class Catalog:
 
         In order: a path to a cluster TOML file; a cluster defined in a
         ``--catalog`` file; a system name (``num_accelerators`` then picks
-        enough nodes, else one node); one GPU or MIG slice (``h100-sxm/3g.40gb``);
+        enough nodes, else one node; a rack system spreads them evenly over the
+        fewest racks, see :func:`~lightspeed.catalog.clusters.spread_over_domains`);
+        one GPU or MIG slice (``h100-sxm/3g.40gb``);
         a spec string (:meth:`parse_cluster`).
         ``num_accelerators`` above what the cluster holds is an error.
 
@@ -164,7 +170,10 @@ class Catalog:
         elif (named := _find_cluster(self.clusters, str(text_or_path))) is not None:
             cluster = named
         elif (system := _find(self.systems, str(text_or_path))) is not None:
-            nodes = nodes_for(system, num_accelerators) if num_accelerators is not None else 1
+            if num_accelerators is not None and system.system_type == "rack":
+                system, nodes = spread_over_domains(system, num_accelerators)
+            else:
+                nodes = nodes_for(system, num_accelerators) if num_accelerators is not None else 1
             cluster = build_cluster(system, num_nodes=nodes)
         elif split_slice_name(str(text_or_path)) or _find(self.accelerators, str(text_or_path)):
             cluster = build_cluster(single_gpu_system(self.accelerator(str(text_or_path))), num_nodes=1)

@@ -28,7 +28,7 @@ ACCELERATOR: Final[dict[str, Schema]] = {
         (
             *COMMON_TOP,
             *("vendor", "architecture", "form_factor", "family", "compute", "memory", "chip"),
-            *("power", "scale_up", "host_link", "conflicts"),
+            *("power", "scale_up", "host_link", "conflicts", "device_memory"),
         ),
         {},
     ),
@@ -38,7 +38,8 @@ ACCELERATOR: Final[dict[str, Schema]] = {
         ("num_compute_units", "num_logical_devices", *FIGURE),
         {"l2_cache": "bytes", "boost_clock": "hertz"},
     ),
-    "power": (FIGURE, {"tdp": "watts", "tdp_min": "watts"}),
+    "device_memory": (FIGURE, {"reported": "bytes"}),
+    "power": (FIGURE, {"tdp": "watts", "tdp_min": "watts", "limit": "watts"}),
     "scale_up": (("link", "num_links", *FIGURE), {}),
     "host_link": (("link", "num_links", *FIGURE), {}),
 }

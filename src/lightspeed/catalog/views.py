@@ -148,6 +148,7 @@ def accelerator_facts(accelerator: Accelerator) -> list[Fact]:
     facts = [
         Fact("memory_capacity", "memory (nominal)", "B", accelerator.memory_nominal_bytes),
         Fact("memory_usable", "memory (usable, as listed)", "B", accelerator.memory_usable_bytes),
+        Fact("memory_reported", "memory (driver-reported)", "B", accelerator.memory_reported_bytes),
         Fact("memory_bandwidth", "memory bandwidth", "B/s", accelerator.memory_bandwidth_bytes_per_s),
     ]
     for precision in COMPUTE_ROWS:
@@ -171,6 +172,7 @@ def accelerator_facts(accelerator: Accelerator) -> list[Fact]:
     facts += [
         Fact("tdp", "TDP (max)", "W", accelerator.tdp_w),
         Fact("tdp_min", "TDP (min of range)", "W", accelerator.tdp_min_w),
+        Fact("power_limit", "power limit (configured cap)", "W", accelerator.power_limit_w),
         Fact("l2_cache", "L2 cache", "B", accelerator.l2_cache_bytes),
         Fact("compute_units", "SMs / CUs", "units", accelerator.num_compute_units),
         Fact("boost_clock", "boost clock", "Hz", accelerator.boost_clock_hz),

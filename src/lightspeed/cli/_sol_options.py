@@ -48,6 +48,60 @@ def calibration_option(function: F) -> F:
     )(function)
 
 
+def stack_option(function: F) -> F:
+    """``--stack NAME``: the software-stack profile (kernels, overlaps, recompute policy)."""
+    return click.option(
+        "--stack",
+        "stack_name",
+        help="Software-stack profile: megatron-2021, megatron-core-2024, megatron-core-2025 (default), "
+        "torchtitan-2024, deepseek-2024, ... (sol/data/stacks.toml).",
+    )(function)
+
+
+PLAN_KEYS = {
+    "tp": "tp",
+    "pp": "pp",
+    "dp": "dp",
+    "cp": "cp",
+    "ep": "ep",
+    "vpp": "vpp",
+    "zero": "zero_stage",
+    "mb": "micro_batch_size",
+    "micro-batch": "micro_batch_size",
+    "recompute": "recompute",
+    "schedule": "schedule",
+}
+
+
+def parse_plan_text(text: str, num_gpus: int) -> dict[str, Any]:
+    """Plan fields from ``tp=8,pp=16,cp=1,vpp=6,mb=1,recompute=partial`` (``dp`` defaults to the
+    GPUs left over); one clear error naming the bad part otherwise."""
+    fields: dict[str, Any] = {}
+    for part in (piece.strip() for piece in text.split(",") if piece.strip()):
+        key, sep, value = part.partition("=")
+        name = PLAN_KEYS.get(key.strip().lower())
+        if not sep or name is None:
+            raise UserInputError(
+                f"--compare-plan: cannot read {part!r}; "
+                f"write key=value pairs with keys {', '.join(PLAN_KEYS)}"
+            )
+        value = value.strip()
+        if name in ("recompute", "schedule"):
+            fields[name] = value
+            continue
+        if not value.isdigit() or int(value) < (0 if name == "zero_stage" else 1):
+            raise UserInputError(f"--compare-plan: {key.strip()} must be a whole number >= 1, not {value!r}")
+        fields[name] = int(value)
+    other = fields.get("tp", 1) * fields.get("pp", 1) * fields.get("cp", 1)
+    if "dp" not in fields:
+        if num_gpus % other:
+            raise UserInputError(
+                f"--compare-plan: tp x pp x cp = {other} does not divide the {num_gpus} GPUs"
+            )
+        fields["dp"] = num_gpus // other
+    return fields
+
+
 def resolve_model(model_name: str | None, config_path: Path | None) -> Any:
     """The model named, or read from a config file."""
     from lightspeed.workload import spec_from_hf_config

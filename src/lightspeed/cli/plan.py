@@ -17,6 +17,7 @@ from lightspeed.cli._sol_options import (
     resolve_efficiency,
     resolve_expert_balance,
     resolve_model,
+    stack_option,
     system_options,
     with_expert_load,
 )
@@ -88,12 +89,13 @@ command.add_command(plan_infer)
 @click.option("--no-sequence-parallel", is_flag=True, help="Turn Megatron sequence parallelism off.")
 @click.option(
     "--tp-overlap/--no-tp-overlap",
-    default=False,
-    show_default=True,
-    help="Hide TP communication behind GEMMs.",
+    default=None,
+    help="Hide TP communication behind GEMMs (default: the stack's).",
 )
 @click.option(
-    "--dp-overlap/--no-dp-overlap", default=True, show_default=True, help="Hide DP traffic behind backward."
+    "--dp-overlap/--no-dp-overlap",
+    default=None,
+    help="Hide DP traffic behind compute (default: the stack's).",
 )
 @click.option(
     "--ep-overlap/--no-ep-overlap", default=None, help="Hide EP all-to-all (default: only with DualPipe)."
@@ -110,10 +112,12 @@ command.add_command(plan_infer)
 @click.option(
     "--attention",
     "attention_impl",
-    type=click.Choice(["flash", "unfused"]),
-    default="flash",
-    show_default=True,
+    type=click.Choice(["flash", "flash2", "unfused"]),
+    default=None,
+    help="Attention kernel: flash (the device's best fused kernel), flash2 (FlashAttention-2), unfused "
+    "(default: the stack's).",
 )
+@stack_option
 @click.option(
     "--no-fit-check", is_flag=True, help="Show the estimate even if the plan does not fit in memory."
 )
@@ -143,14 +147,15 @@ def train(
     recompute: str,
     num_tokens: float | None,
     no_sequence_parallel: bool,
-    tp_overlap: bool,
-    dp_overlap: bool,
+    tp_overlap: bool | None,
+    dp_overlap: bool | None,
     ep_overlap: bool | None,
     expert_imbalance: float,
     expert_load_paths: tuple[Path, ...],
     expert_replicas: int | None,
     uneven_pipeline: bool,
-    attention_impl: str,
+    attention_impl: str | None,
+    stack_name: str | None,
     no_fit_check: bool,
     sharp: bool,
     calibration: str | None,
@@ -198,6 +203,7 @@ def train(
         check_fit=not no_fit_check,
         sharp=sharp,
         num_gpus=num_gpus,
+        stack=stack_name,
     )
     effect = None
     if balance is not None:

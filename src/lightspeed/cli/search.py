@@ -13,10 +13,12 @@ from lightspeed.cli._sol_options import (
     calibration_option,
     expert_load_options,
     model_options,
+    parse_plan_text,
     resolve_cluster,
     resolve_efficiency,
     resolve_expert_balance,
     resolve_model,
+    stack_option,
     system_options,
     with_expert_load,
 )
@@ -60,8 +62,22 @@ command.add_command(search_infer)
     help="Pipeline schedules to try, comma-separated (1f1b, gpipe, zb1p, dualpipe, dualpipev); "
     "interleaving is tried through vpp.",
 )
-@click.option("--tp-overlap/--no-tp-overlap", default=False, show_default=True)
-@click.option("--dp-overlap/--no-dp-overlap", default=True, show_default=True)
+@click.option(
+    "--tp-overlap/--no-tp-overlap",
+    default=None,
+    help="Hide TP communication behind GEMMs (default: the stack's).",
+)
+@click.option(
+    "--dp-overlap/--no-dp-overlap",
+    default=None,
+    help="Hide DP traffic behind compute (default: the stack's).",
+)
+@click.option(
+    "--compare-plan",
+    "compare_text",
+    help="A plan to rank against the search, e.g. 'tp=8,pp=16,vpp=6,mb=1,recompute=partial'.",
+)
+@stack_option
 @click.option(
     "--sharp", is_flag=True, help="In-network reduction on the scale-out switches (InfiniBand SHARP)."
 )
@@ -81,19 +97,25 @@ def train(
     num_tokens: float | None,
     allow_cross_domain_tp: bool,
     schedules: str,
-    tp_overlap: bool,
-    dp_overlap: bool,
+    tp_overlap: bool | None,
+    dp_overlap: bool | None,
+    compare_text: str | None,
+    stack_name: str | None,
     sharp: bool,
     expert_load_paths: tuple[Path, ...],
     expert_replicas: int | None,
     calibration: str | None,
     as_json: bool,
 ) -> None:
-    """Every valid training plan, ranked by throughput among those that fit, with why the best wins."""
+    """Every valid training plan, ranked by throughput among those that fit, with why the best wins,
+    its margin, the ties within the model's error (simplest first) and a named plan's rank."""
     model = resolve_model(model_name, config_path)
     cluster = resolve_cluster(system_text, num_gpus)
     balance = resolve_expert_balance(expert_load_paths, expert_replicas, model)
     efficiency = resolve_efficiency(calibration)
+    compare_plan = None
+    if compare_text is not None:
+        compare_plan = TrainingPlan(**parse_plan_text(compare_text, cluster.num_accelerators))
     result = search_training(
         model=model,
         cluster=cluster,
@@ -110,6 +132,8 @@ def train(
         num_gpus=num_gpus,
         require_fit=True,
         expert_balance=balance,
+        stack=stack_name,
+        compare_plan=compare_plan,
     )
     effect = None
     if balance is not None and result.plans:
@@ -137,4 +161,16 @@ def search_json(result: Any) -> dict[str, Any]:
         "elapsed_s": result.elapsed_s,
         "plans": [estimate.plan_summary() for estimate in result.plans],
         "why_best": list(result.why_best),
+        "margin_over_runner_up": result.margin_over_runner_up,
+        "tolerance": result.tolerance,
+        "ties": [estimate.plan_summary() for estimate in result.ties],
+        "compared": None
+        if result.compared is None
+        else {
+            **result.compared.estimate.plan_summary(),
+            "margin": result.compared.margin,
+            "rank": result.compared.rank,
+            "within_uncertainty": result.compared.within_uncertainty,
+        },
+        "stack": result.plans[0].stack if result.plans else None,
     }

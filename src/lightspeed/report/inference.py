@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
-from lightspeed.units import format_bytes, format_bytes_per_s, format_count, format_duration, format_percent
+from lightspeed.units import (
+    format_bytes_per_s,
+    format_count,
+    format_duration,
+    format_memory,
+    format_percent,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -68,6 +74,18 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
             f"({estimate.concurrency:,.4g} requests over the deployment)",
         ],
     ]
+    bars = estimate.intervals
+    if bars:
+        tpot_low, tpot_high = bars["tpot_s"]
+        rate_low, rate_high = bars["output_tokens_per_s"]
+        rows.append(
+            [
+                f"error bar ({format_percent(bars['level'], 0)} of published runs)",
+                f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, "
+                f"{_rate(rate_low)}-{_rate(rate_high)} "
+                f"(family {bars['family']}, {bars['num_rows']} rows)",
+            ]
+        )
     if estimate.kv_transfer_s is not None:
         rows.append(["KV transfer per request", format_duration(estimate.kv_transfer_s)])
     render_table(None, ["metric", "value"], rows, console=console)
@@ -83,8 +101,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         breakdown,
         console=console,
     )
-    memory = [[name.replace("_", " "), format_bytes(value)] for name, value in estimate.memory_bytes.items()]
-    memory.append(["usable", format_bytes(estimate.usable_memory_bytes)])
+    memory = [[name.replace("_", " "), format_memory(value)] for name, value in estimate.memory_bytes.items()]
+    memory.append(["usable", format_memory(estimate.usable_memory_bytes)])
     render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:

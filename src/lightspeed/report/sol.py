@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Protocol
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure
-from lightspeed.units import format_bytes, format_count, format_duration, format_percent
+from lightspeed.units import format_count, format_duration, format_memory, format_percent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from rich.console import Console
 
-    from lightspeed.sol import SearchResult, TrainEstimate, TrainingPlan, ValidationReport
+    from lightspeed.sol import SearchResult, TrainEstimate, TrainingPlan, ValidationReport, ValidationRow
 
 PART_NAMES = {
     "compute": "compute",
@@ -65,11 +66,23 @@ def render_train_estimate(estimate: TrainEstimate) -> None:
         ],
         [
             "memory per GPU",
-            f"{format_bytes(estimate.memory_per_gpu_bytes)} of "
-            f"{format_bytes(estimate.usable_memory_bytes)} usable"
+            f"{format_memory(estimate.memory_per_gpu_bytes)} of "
+            f"{format_memory(estimate.usable_memory_bytes)} usable"
             + ("" if estimate.fits else "  [red]DOES NOT FIT[/red]"),
         ],
     ]
+    bars = estimate.intervals
+    if bars:
+        low, high = bars["step_time_s"]
+        rate_low, rate_high = bars["model_flop_per_s_per_gpu"]
+        rows.append(
+            [
+                f"error bar ({format_percent(bars['level'], 0)} of published runs)",
+                f"step {format_duration(low)}-{format_duration(high)}, "
+                f"{rate_low / 1e12:,.0f}-{rate_high / 1e12:,.0f} TFLOP/s per GPU "
+                f"(family {bars['family']}, {bars['num_rows']} rows)",
+            ]
+        )
     if estimate.time_to_train_s is not None:
         assert estimate.num_tokens is not None  # set with time_to_train_s
         assert estimate.gpu_hours is not None
@@ -87,7 +100,7 @@ def render_train_estimate(estimate: TrainEstimate) -> None:
         if value > 0
     ]
     render_table("step breakdown (busiest stage)", ["part", "time", "share"], breakdown, console=console)
-    memory = [[name, format_bytes(value)] for name, value in estimate.memory_bytes.items()]
+    memory = [[name, format_memory(value)] for name, value in estimate.memory_bytes.items()]
     render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
@@ -103,54 +116,116 @@ def render_search_result(result: SearchResult) -> None:
         f"evaluated in {format_duration(result.elapsed_s)} ({result.plans_per_s:,.0f} plans/s), "
         f"{result.num_plans_fitting:,} fit in memory"
     )
-    rows = []
-    for rank, estimate in enumerate(result.plans, start=1):
-        plan = estimate.plan
-        rows.append(
-            [
-                str(rank),
-                str(plan.tp),
-                str(plan.pp),
-                str(plan.dp),
-                str(plan.ep),
-                str(plan.cp),
-                str(plan.vpp),
-                str(plan.zero_stage),
-                str(plan.micro_batch_size),
-                plan.recompute,
-                plan.effective_schedule,
-                format_duration(estimate.step_time_s),
-                format_percent(estimate.mfu),
-                format_count(estimate.tokens_per_s),
-                format_bytes(estimate.memory_per_gpu_bytes) + ("" if estimate.fits else " (no fit)"),
-            ]
-        )
-    headers = [
-        "#",
-        "tp",
-        "pp",
-        "dp",
-        "ep",
-        "cp",
-        "vpp",
-        "zero",
-        "mb",
-        "recompute",
-        "schedule",
-        "step",
-        "MFU",
-        "tokens/s",
-        "memory/GPU",
-    ]
-    render_table("best plans", headers, rows, console=console, right_align_from=1)
+    rows = [_plan_row(str(rank), estimate) for rank, estimate in enumerate(result.plans, start=1)]
+    render_table("best plans", _PLAN_HEADERS, rows, console=console, right_align_from=1)
     if result.plans:
         console.print(f"[bold]best is bound by:[/bold] {result.plans[0].bound}")
+        _print_margins(console, result)
     for sentence in result.why_best:
         console.print(f"  {sentence}")
+    if result.ties:
+        ties = [_plan_row(str(rank), estimate) for rank, estimate in enumerate(result.ties, start=1)]
+        render_table(
+            f"ties within {format_percent(result.tolerance)} of the best (the model's error), simplest first",
+            _PLAN_HEADERS,
+            ties,
+            console=console,
+            right_align_from=1,
+        )
+    if result.compared is not None:
+        compared = result.compared
+        render_table(
+            "the named plan", _PLAN_HEADERS, [_plan_row("named", compared.estimate)], console=console
+        )
+        rank = (
+            "does not fit"
+            if compared.rank is None
+            else f"ranks {compared.rank:,} of {result.num_plans_fitting:,}"
+        )
+        within = "within the model's error" if compared.within_uncertainty else "beyond the model's error"
+        console.print(
+            f"[bold]named plan:[/bold] {rank}; the best is {compared.margin:+.1%} faster per step ({within})"
+        )
+
+
+def _print_margins(console: Console, result: SearchResult) -> None:
+    best = result.plans[0]
+    low, high = best.intervals.get("step_time_s", [best.step_time_s, best.step_time_s])
+    margin = result.margin_over_runner_up
+    if margin is None:
+        return
+    verdict = "a tie" if margin <= result.tolerance else "a clear win"
+    console.print(
+        f"[bold]margin over #2:[/bold] {margin:.1%} per step, {verdict} against the model's error "
+        f"of {format_percent(result.tolerance)} (80% of published runs: step {format_duration(low)}-"
+        f"{format_duration(high)})"
+    )
+
+
+_PLAN_HEADERS = [
+    "#",
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "cp",
+    "vpp",
+    "zero",
+    "mb",
+    "recompute",
+    "schedule",
+    "step",
+    "MFU",
+    "tokens/s",
+    "memory/GPU",
+]
+
+
+def _plan_row(label: str, estimate: TrainEstimate) -> list[str]:
+    plan = estimate.plan
+    return [
+        label,
+        str(plan.tp),
+        str(plan.pp),
+        str(plan.dp),
+        str(plan.ep),
+        str(plan.cp),
+        str(plan.vpp),
+        str(plan.zero_stage),
+        str(plan.micro_batch_size),
+        plan.recompute,
+        plan.effective_schedule,
+        format_duration(estimate.step_time_s),
+        format_percent(estimate.mfu),
+        format_count(estimate.tokens_per_s),
+        format_memory(estimate.memory_per_gpu_bytes) + ("" if estimate.fits else " (no fit)"),
+    ]
 
 
 def _error_text(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _interval_text(row: ValidationRow) -> str:
+    """``[low, high]`` of the prediction's error bars, marked when the measured value is outside."""
+    if row.interval is None:
+        return ""
+    low, high = row.interval
+    return f"{_number(low)}-{_number(high)}" + ("" if row.covered else " (outside)")
+
+
+def _read_as(row: ValidationRow) -> str:
+    """Which metric piece and value a row was read from, e.g. ``'tokens/s/GPU' <- '14,451' (1 of 2)``."""
+    reading = row.reading
+    if reading is None:
+        return ""
+    where = f" ({reading['position']} of {reading['num_pieces']})" if reading["num_pieces"] > 1 else ""
+    notes = "".join(f"; {note}" for note in reading["notes"])
+    return f"'{reading['metric_text']}' <- '{reading['value_text']}'{where}{notes}"
 
 
 def render_validation(report: ValidationReport) -> None:
@@ -158,16 +233,28 @@ def render_validation(report: ValidationReport) -> None:
     console = make_console()
     rows = []
     for row in report.rows:
-        measured = "-" if row.measured is None else f"{row.measured:,.4g}"
-        predicted = "-" if row.predicted is None else f"{row.predicted:,.4g}"
+        measured = "-" if row.measured is None else _number(row.measured)
+        predicted = "-" if row.predicted is None else _number(row.predicted)
         note = row.reason if row.status != "ok" else ""
-        rows.append([row.id, row.kind, row.metric, measured, predicted, _error_text(row.rel_error), note])
+        rows.append(
+            [
+                row.id,
+                row.kind,
+                row.metric,
+                _read_as(row),
+                measured,
+                predicted,
+                _interval_text(row),
+                _error_text(row.rel_error),
+                note,
+            ]
+        )
     render_table(
         f"validation: {report.path}",
-        ["id", "kind", "metric", "measured", "predicted", "error", "note"],
+        ["id", "kind", "metric", "read as", "measured", "predicted", "interval", "error", "note"],
         rows,
         console=console,
-        right_align_from=3,
+        right_align_from=4,
     )
     summary_rows = []
     for kind, summary in report.summary.items():
@@ -175,6 +262,11 @@ def render_validation(report: ValidationReport) -> None:
         def pct(value: float | None) -> str:
             return "-" if value is None else format_percent(value)
 
+        coverage = "-"
+        if summary.coverage is not None and summary.coverage_level is not None:
+            coverage = (
+                f"{format_percent(summary.coverage, 0)} (nominal {format_percent(summary.coverage_level, 0)})"
+            )
         summary_rows.append(
             [
                 kind,
@@ -183,11 +275,12 @@ def render_validation(report: ValidationReport) -> None:
                 pct(summary.p90_abs_error),
                 pct(summary.max_abs_error),
                 str(summary.num_not_predicted),
+                coverage,
             ]
         )
     render_table(
         "summary (absolute relative error)",
-        ["kind", "n", "median", "p90", "max", "not predicted"],
+        ["kind", "n", "median", "p90", "max", "not predicted", "in interval"],
         summary_rows,
         console=console,
     )

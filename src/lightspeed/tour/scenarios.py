@@ -29,6 +29,8 @@ from lightspeed.sol.train.result import TrainEstimate
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6  # H800 GPU-hours of DeepSeek-V3 pre-training on 14.8T tokens
+DEEPSEEK_STACK = "deepseek-2024"  # its own stack: FP8 caching, norm/MLA up-projection recompute, BF16 moments
+LLAMA3_STACK = "megatron-core-2024"  # Meta names no framework: the 2024 profile
 DEEPSEEK_TOKENS = 14.8e12
 # (GPUs, CP, DP, sequence length, sequences per DP replica, reported BF16 MFU): Llama 3 paper, Table 4.
 LLAMA3_RUNS = (
@@ -78,7 +80,11 @@ def deepseek_v3_training(catalog: Catalog, models: ModelRegistry) -> TrainEstima
     """DeepSeek-V3's pre-training plan on 2,048 H800, with 14.8T tokens to train."""
     cluster = catalog.cluster("hgx-h800", num_accelerators=2048)
     return estimate_training(
-        model=models.get("deepseek-v3"), cluster=cluster, plan=DEEPSEEK_PLAN, num_tokens=DEEPSEEK_TOKENS
+        model=models.get("deepseek-v3"),
+        cluster=cluster,
+        plan=DEEPSEEK_PLAN,
+        num_tokens=DEEPSEEK_TOKENS,
+        stack=DEEPSEEK_STACK,
     )
 
 
@@ -94,7 +100,8 @@ def nvlink_cut(catalog: Catalog, models: ModelRegistry, ep: int = 64) -> NvlinkC
         cluster = catalog.cluster(system, num_accelerators=2048)
         for overlap in (True, False):
             plan = DEEPSEEK_PLAN.with_changes(ep=ep, ep_overlap=overlap)
-            steps[(system, overlap)] = estimate_training(model=model, cluster=cluster, plan=plan).step_time_s
+            estimate = estimate_training(model=model, cluster=cluster, plan=plan, stack=DEEPSEEK_STACK)
+            steps[(system, overlap)] = estimate.step_time_s
     return NvlinkCut(
         plan=f"EP{ep}",
         h100_overlap_s=steps[("dgx-h100", True)],
@@ -118,12 +125,13 @@ def llama3_405b_training(catalog: Catalog, models: ModelRegistry) -> list[tuple[
             micro_batch_size=1,
             global_batch_size=per_replica * dp,
             seq_len=seq_len,
-            recompute="partial",
+            recompute="selective",
             uneven_pipeline=True,
-            tp_overlap=True,
         )
         cluster = catalog.cluster("dgx-h100", num_accelerators=gpus)
-        estimate = estimate_training(model=model, cluster=cluster, plan=plan, flop_convention="6N+attention")
+        estimate = estimate_training(
+            model=model, cluster=cluster, plan=plan, flop_convention="6N+attention", stack=LLAMA3_STACK
+        )
         results.append((estimate, reported))
     return results
 

@@ -89,7 +89,7 @@ def mlp_params(spec: TransformerSpec, ffn_hidden_size: int) -> int:
     176160768
     """
     hidden = spec.hidden_size
-    if spec.mlp == "swiglu":
+    if spec.gated_mlp:
         weights = 3 * hidden * ffn_hidden_size
         biases = 2 * ffn_hidden_size + hidden
     else:

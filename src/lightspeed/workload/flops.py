@@ -15,7 +15,8 @@ convention         training FLOP per token                      used by
                    (no token/position tables, no LM head)
 ``6N+attention``   ``6·N + 12·L·s·H·d`` (full attention)         PaLM (Chowdhery et al. 2022, app. B),
                                                                  nanoGPT, llm-foundry, verl
-``6N+causal-attention`` ``6·N + 6·L·s·H·d``                      Megatron-Core (causal mask halves it)
+``6N+causal-attention`` ``6·N + 6·L·s·H·d``, N = the layers and   Megatron-Core (causal mask halves it;
+                   the LM head (the parameters that multiply)    the embedding lookup is no matmul)
 ``megatron``       ``72·l·h²·(1 + s/(6h) + V/(12·l·h))``         Narayanan et al. 2021 (GPT shapes)
 ================== ============================================ =====================================
 
@@ -55,6 +56,9 @@ class FlopConvention(Record):
 
 
 _ALL = "all active parameters (embeddings and LM head included)"
+_MULTIPLIED = (
+    "active parameters that multiply: the layers and the LM head (the embedding lookup is not a matmul)"
+)
 _LAYERS = "active parameters of the transformer layers (no embedding tables, no LM head)"
 
 CONVENTIONS: Final[dict[str, FlopConvention]] = {
@@ -66,7 +70,11 @@ CONVENTIONS: Final[dict[str, FlopConvention]] = {
         "6N+attention", _ALL, "full", "6·N + 12·L·s·H·d", "PaLM appendix B; nanoGPT; llm-foundry; verl"
     ),
     "6N+causal-attention": FlopConvention(
-        "6N+causal-attention", _ALL, "causal", "6·N + 6·L·s·H·d", "Megatron-Core (causal attention halved)"
+        "6N+causal-attention",
+        _MULTIPLIED,
+        "causal",
+        "6·N + 6·L·s·H·d",
+        "Megatron-Core num_floating_point_operations (layers + LM head, causal attention halved)",
     ),
     "megatron": FlopConvention(
         "megatron",
@@ -140,7 +148,7 @@ def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool)
     4294967296.0
     """
     attention = spec.attention
-    context = min(seq_len, attention.sliding_window or seq_len)
+    context = attention.mean_context(seq_len)
     per_layer = 2.0 * context * attention.num_heads * (attention.qk_head_dim + attention.value_head_dim)
     return spec.num_layers * per_layer * (0.5 if causal else 1.0)
 
@@ -209,9 +217,13 @@ def _six_n(
     causal: bool,
     recompute: bool,
 ) -> _Figures:
-    num_params = (
-        counts.active_params if chosen.parameter_basis == _ALL else counts.active_non_embedding_params
-    )
+    if chosen.parameter_basis == _ALL:
+        num_params = counts.active_params
+    elif chosen.parameter_basis == _MULTIPLIED:
+        tied_head = spec.vocab_size * spec.hidden_size if spec.tied_embeddings else 0
+        num_params = counts.active_non_embedding_params + counts.lm_head_params + tied_head
+    else:
+        num_params = counts.active_non_embedding_params
     layers = counts.active_non_embedding_params
     attention = 0.0
     formula = "6·N + 2·N_layers" if recompute else "6·N"
@@ -220,7 +232,7 @@ def _six_n(
         attention = attention_forward_flop(spec, seq_len=seq_len, causal=causal)
         factor = (8 if recompute else 6) if causal else (16 if recompute else 12)
         head = (spec.attention.qk_head_dim + spec.attention.value_head_dim) / 2
-        context = min(seq_len, spec.attention.sliding_window or seq_len)
+        context = spec.attention.mean_context(seq_len)
         formula += f" + {factor}·L·s·H·d"
         terms.append(
             f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {_number(head)}"

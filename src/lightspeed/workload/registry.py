@@ -86,6 +86,7 @@ _ATTENTION_KEYS: Final = {
     "qkv_bias",
     "out_bias",
     "sliding_window",
+    "full_attention_interval",
     *_ATTENTION_INTEGERS,
 }
 _MOE_KEYS: Final = {
@@ -141,12 +142,17 @@ class ModelRegistry:
         """Canonical names, sorted."""
         return sorted(self.entries)
 
-    def entry(self, name: str) -> ModelEntry:
-        """The entry called ``name`` (its canonical name or an alias)."""
-        key = normalize_name(name)
+    def _find(self, key: str) -> ModelEntry | None:
         found = self.entries.get(key)
         if found is None:
             found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
+        return found
+
+    def entry(self, name: str) -> ModelEntry:
+        """The entry called ``name``: its canonical name or an alias, else the same name without
+        a Hugging Face organization (``meta-llama/``) or a fine-tune suffix (``-Instruct``,
+        ``-chat``, ``-it``, ``-base``, ``-hf``), else the first of ``A/B`` (``DeepSeek-V3/R1``)."""
+        found = next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
         if found is None:
             known = [
                 *self.entries,
@@ -158,6 +164,27 @@ class ModelRegistry:
     def get(self, name: str) -> TransformerSpec:
         """The architecture of the model called ``name``."""
         return self.entry(name).spec
+
+
+_TUNE_SUFFIXES: Final = ("-instruct", "-chat", "-it", "-base", "-hf", "-pt")
+
+
+def _lookup_keys(name: str) -> list[str]:
+    """The keys tried for ``name``, most literal first.
+
+    >>> _lookup_keys("meta-llama/Llama-3.3-70B-Instruct")[-1]
+    'llama-3.3-70b'
+    """
+    key = normalize_name(name)
+    keys = [key]
+    if "/" in key:
+        head, tail = key.split("/", 1)
+        keys += [tail.rsplit("/", 1)[-1], head]
+    for candidate in list(keys):
+        for suffix in _TUNE_SUFFIXES:
+            if candidate.endswith(suffix):
+                keys.append(candidate.removesuffix(suffix))
+    return list(dict.fromkeys(keys))
 
 
 def builtin_model_files() -> list[Path]:
@@ -310,6 +337,7 @@ def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
         qkv_bias=table.boolean("qkv_bias", False),
         out_bias=table.boolean("out_bias", False),
         sliding_window=table.optional_integer("sliding_window"),
+        full_attention_interval=table.optional_integer("full_attention_interval"),
         **integers,
     )
 

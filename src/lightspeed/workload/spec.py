@@ -14,7 +14,8 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-MLP_KINDS = ("swiglu", "gelu")
+MLP_KINDS = ("swiglu", "geglu", "gelu", "relu2")
+GATED_MLP_KINDS = ("swiglu", "geglu")
 POSITION_EMBEDDINGS = ("rope", "learned", "none")
 NORM_KINDS = ("rmsnorm", "layernorm")
 
@@ -32,7 +33,9 @@ class AttentionSpec(Record):
     the Q/K head size, ``qk_nope_head_dim + qk_rope_head_dim``).
     ``qkv_bias`` adds biases to the Q, K and V projections (Qwen2, GPT-3),
     ``out_bias`` to the output projection (GPT-3, MPT). ``sliding_window``
-    limits how many earlier tokens each token attends to (``None`` = all).
+    limits how many earlier tokens each token attends to (``None`` = all);
+    with ``full_attention_interval`` N only every N-th layer attends to the whole
+    sequence and the others use the window (Gemma 2 and gpt-oss: 2, Gemma 3: 6).
     """
 
     kind: str
@@ -47,6 +50,7 @@ class AttentionSpec(Record):
     qk_rope_head_dim: int | None = None
     v_head_dim: int | None = None
     sliding_window: int | None = None
+    full_attention_interval: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -80,6 +84,24 @@ class AttentionSpec(Record):
             )
         if self.sliding_window is not None and self.sliding_window < 1:
             raise UserInputError(f"sliding_window must be >= 1 or absent (got {self.sliding_window})")
+        if self.full_attention_interval is not None and self.full_attention_interval < 1:
+            raise UserInputError(
+                f"full_attention_interval must be >= 1 or absent (got {self.full_attention_interval})"
+            )
+
+    def mean_context(self, seq_len: float) -> float:
+        """Tokens a token attends to at most, averaged over layers (a window caps local layers).
+
+        >>> AttentionSpec("gqa", 8, 4, 256, sliding_window=4096, full_attention_interval=2).mean_context(8192)
+        6144.0
+        """
+        if self.sliding_window is None:
+            return float(seq_len)
+        local = float(min(seq_len, self.sliding_window))
+        if self.full_attention_interval is None:
+            return local
+        share = 1.0 / self.full_attention_interval
+        return share * float(seq_len) + (1.0 - share) * local
 
     @property
     def qk_head_dim(self) -> int:
@@ -143,8 +165,9 @@ class MoESpec(Record):
 class TransformerSpec(Record):
     """A decoder-only transformer.
 
-    ``ffn_hidden_size`` is the dense MLP's inner size (for SwiGLU, the size of
-    each of the gate and up projections). ``mlp_bias``/``qkv_bias`` add biases;
+    ``ffn_hidden_size`` is the dense MLP's inner size (for gated MLPs, SwiGLU and
+    GeGLU, the size of each of the gate and up projections; ``gelu`` and
+    ``relu2``, Nemotron's squared ReLU, have one up projection). ``mlp_bias``/``qkv_bias`` add biases;
     ``tied_embeddings`` shares the input embedding with the LM head.
     ``num_mtp_modules`` counts DeepSeek-style multi-token-prediction modules,
     which are *not* part of the main model's parameter totals.
@@ -190,6 +213,11 @@ class TransformerSpec(Record):
             raise UserInputError(f"norm {self.norm!r} is not one of {', '.join(NORM_KINDS)}")
         if self.moe is not None and self.moe.num_dense_layers > self.num_layers:
             raise UserInputError("MoE num_dense_layers cannot exceed num_layers")
+
+    @property
+    def gated_mlp(self) -> bool:
+        """Whether the MLP has a gate projection beside its up projection (SwiGLU, GeGLU)."""
+        return self.mlp in GATED_MLP_KINDS
 
     @property
     def is_moe(self) -> bool:

@@ -16,20 +16,39 @@ from lightspeed.sol.core.calibration import (
 )
 from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, load_efficiency_defaults
 from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.core.stacks import (
+    ServingStack,
+    Stack,
+    default_stack_name,
+    load_serving_stack,
+    load_serving_stacks,
+    load_stack,
+    load_stacks,
+)
+from lightspeed.sol.core.uncertainty import Band, interval_for
 
 __all__ = [
+    "Band",
     "CalibrationInputs",
     "CalibrationResult",
     "CollectivePoint",
     "EfficiencyModel",
     "GemmPoint",
     "Hardware",
+    "ServingStack",
+    "Stack",
     "calibrate",
     "calibration_path",
     "default_efficiency",
+    "default_stack_name",
     "hardware_for",
+    "interval_for",
     "list_calibrations",
     "load_calibration",
     "load_efficiency_defaults",
+    "load_serving_stack",
+    "load_serving_stacks",
+    "load_stack",
+    "load_stacks",
     "save_calibration",
 ]

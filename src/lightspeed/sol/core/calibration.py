@@ -104,13 +104,12 @@ def _check_name(name: str) -> str:
     return name
 
 
-def fit_gemm(
-    points: Sequence[GemmPoint], *, tile: int, num_compute_units: int | None = None
-) -> tuple[float, float, float]:
+def fit_gemm(points: Sequence[GemmPoint], *, tile: int) -> tuple[float, float, float]:
     """``(max efficiency, half-saturation FLOP, RMS relative error)`` of the GEMM curve.
 
-    >>> shapes = [GemmPoint(m=s, n=s, k=s, achieved_flop_per_s=0.9 * (2*s**3) / (2*s**3 + 1e8) * 1e12,
-    ...                     peak_flop_per_s=1e12) for s in (128, 256, 512, 1024, 2048)]
+    >>> curve = lambda s: 0.9 * float(gemm_shape_factor(s, s, s, half_saturation_flop=1e8, tile=128))
+    >>> shapes = [GemmPoint(m=s, n=s, k=s, achieved_flop_per_s=curve(s) * 1e12, peak_flop_per_s=1e12)
+    ...           for s in (128, 256, 512, 1024, 2048)]
     >>> [round(value, 3) for value in fit_gemm(shapes, tile=128)[:2]]
     [0.9, 100000000.0]
     """
@@ -118,9 +117,7 @@ def fit_gemm(
     measured = np.array([p.achieved_flop_per_s / p.peak_flop_per_s for p in points], dtype=np.float64)
     best: tuple[float, float, float] | None = None
     for half in _HALF_SATURATION_GRID:
-        factor = gemm_shape_factor(
-            m, n, k, half_saturation_flop=half, tile=tile, num_compute_units=num_compute_units
-        )  # the engine's own shape model
+        factor = gemm_shape_factor(m, n, k, half_saturation_flop=half, tile=tile)  # the engine's own model
         shape = factor / measured  # model / measured per unit max efficiency
         maximum = float(np.sum(shape) / np.sum(shape * shape))  # least squares of (max x shape - 1)
         error = float(np.sqrt(np.mean((maximum * shape - 1.0) ** 2)))
@@ -223,7 +220,7 @@ def profile_text(result: CalibrationResult) -> str:
         "",
         "[efficiency]",
     ]
-    for key in (*FITTED_PARAMETERS, "gemm_tile", "attention_efficiency_factor"):
+    for key in (*FITTED_PARAMETERS, "gemm_tile"):
         if hasattr(model, key):
             lines.append(f"{key} = {_toml_value(getattr(model, key))}")
     lines += ["", "[fit]"]
@@ -284,6 +281,4 @@ def load_calibration(name: str) -> EfficiencyModel:
     assert table is not None
     base = default_efficiency(fields.string("base"))
     overrides: dict[str, float | str] = {key: table.number(key) for key in FITTED_PARAMETERS}
-    if table.has("attention_efficiency_factor") and hasattr(base, "attention_efficiency_factor"):
-        overrides["attention_efficiency_factor"] = table.number("attention_efficiency_factor")
     return base.with_overrides(name=fields.string("name"), source=fields.string("source", ""), **overrides)

@@ -1,17 +1,21 @@
-"""How close real kernels get to the speed of light: the engine's efficiency model.
+"""How close the best kernels get to the speed of light: the ceilings of each device family.
 
-A handful of global parameters per device family (no per-run tuning):
+A handful of figures per family, each from a published kernel measurement
+(no per-run tuning; ``sol/data/efficiency.toml`` cites them):
 
-* GEMM efficiency rises with size and saturates:
-  ``eff(flop) = gemm_max_efficiency * flop / (flop + gemm_half_saturation_flop)``,
-  further reduced by tile quantization for dimensions that do not fill
-  ``gemm_tile`` (a 4,100-wide GEMM pads to 4,224 on 128-wide tiles).
+* GEMM efficiency: the best-shape ceiling of the precision run (MAMF for BF16
+  and FP8), times a shape factor: it saturates with size (half at
+  ``gemm_half_saturation_flop``), loses to padding of the weight dimension to
+  ``gemm_tile``, and is smooth in the token dimension.
+* Fused attention per kernel (unfused, FlashAttention-2, the best fused kernel
+  of the family), forward and backward, saturating with sequence length.
 * Streaming (memory-bound) kernels reach ``memory_efficiency`` of peak bandwidth.
 * Collectives follow alpha-beta: ``time = latency + bytes / (link bandwidth x
   collective_bandwidth_efficiency)``.
 * Every kernel pays ``kernel_launch_s`` unless hidden by CUDA graphs.
-* Fused (flash) attention reaches ``attention_efficiency_factor`` of the GEMM
-  ceiling (FlashAttention-2/3 run at 70-75% of peak where cuBLAS runs at 80%).
+
+What a software stack sustains of these ceilings is one number per stack
+(:mod:`lightspeed.sol.core.stacks`).
 
 Defaults per family live in ``sol/data/efficiency.toml`` with the reasoning
 and sources; ``lightspeed calibrate`` fits the same parameters from
@@ -31,15 +35,23 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import UnknownNameError
+from lightspeed.errors import DataFileError, UnknownNameError
 from lightspeed.records import Record
 
 FloatArray = npt.NDArray[np.float64]
+EFFICIENCY_SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
 class EfficiencyModel(Record):
-    """Fractions of peak that real kernels reach, for one device family or calibration."""
+    """Fractions of peak that the best public kernels reach, for one device family or calibration.
+
+    ``gemm_max_efficiency`` is the best-shape BF16 GEMM (MAMF); the FP8 and FP4
+    ceilings default to it scaled by Hopper's measured FP8/BF16 ratio when the
+    family has no measurement of its own. Attention ceilings are per kernel
+    (``flash`` = the best fused kernel of the family, ``flash2`` =
+    FlashAttention-2), forward and backward, for long sequences.
+    """
 
     name: str
     gemm_max_efficiency: float
@@ -49,38 +61,79 @@ class EfficiencyModel(Record):
     collective_bandwidth_efficiency: float
     kernel_launch_s: float
     source: str = ""
-    attention_efficiency_factor: float = 0.85
+    gemm_max_efficiency_fp8: float | None = None
+    gemm_max_efficiency_fp4: float | None = None
+    attention_flash_forward_efficiency: float = 0.6
+    attention_flash_backward_efficiency: float = 0.5
+    attention_flash2_forward_efficiency: float = 0.6
+    attention_flash2_backward_efficiency: float = 0.5
+    attention_half_saturation_tokens: float = 500.0
+
+    def gemm_ceiling(self, compute_row: str = "bf16") -> float:
+        """Best-shape GEMM efficiency on the ``compute_row`` tensor cores (``bf16``, ``fp8``, ``fp4`` ...).
+
+        >>> hopper = default_efficiency("nvidia-hopper")
+        >>> hopper.gemm_ceiling("bf16"), hopper.gemm_ceiling("fp8")
+        (0.803, 0.709)
+        """
+        if compute_row in ("fp8", "int8") and self.gemm_max_efficiency_fp8 is not None:
+            return self.gemm_max_efficiency_fp8
+        if compute_row in ("fp8", "int8", "fp6"):
+            return self.gemm_max_efficiency * FP8_TO_BF16_CEILING
+        if compute_row in ("fp4", "int4"):
+            if self.gemm_max_efficiency_fp4 is not None:
+                return self.gemm_max_efficiency_fp4
+            return self.gemm_ceiling("fp8") * FP8_TO_BF16_CEILING
+        return self.gemm_max_efficiency
+
+    def attention_efficiency(self, kernel: str, *, backward: bool, seq_len: ArrayLike = 1e9) -> FloatArray:
+        """Fraction of peak a fused attention kernel reaches at ``seq_len`` (attended tokens).
+
+        >>> round(float(default_efficiency("nvidia-ampere").attention_efficiency("flash", backward=False,
+        ...     seq_len=400)), 3)
+        0.35
+        """
+        if kernel == "flash2":
+            ceiling = (
+                self.attention_flash2_backward_efficiency
+                if backward
+                else self.attention_flash2_forward_efficiency
+            )
+        else:
+            ceiling = (
+                self.attention_flash_backward_efficiency
+                if backward
+                else self.attention_flash_forward_efficiency
+            )
+        tokens = np.maximum(np.asarray(seq_len, dtype=np.float64), 1.0)
+        result: FloatArray = ceiling * tokens / (tokens + self.attention_half_saturation_tokens)
+        return result
 
     def gemm_efficiency(
-        self, m: ArrayLike, n: ArrayLike, k: ArrayLike, num_compute_units: int | None = None
+        self, m: ArrayLike, n: ArrayLike, k: ArrayLike, compute_row: str = "bf16"
     ) -> FloatArray:
         """Fraction of dense peak a ``(m x k) @ (k x n)`` GEMM reaches (numpy-broadcastable).
-
-        ``num_compute_units`` (SMs or CUs) adds wave quantization: output tiles are
-        dealt to the units in waves, and a last partial wave leaves units idle.
 
         >>> model = default_efficiency("nvidia-hopper")
         >>> 0.0 < float(model.gemm_efficiency(8192, 8192, 8192)) <= model.gemm_max_efficiency
         True
         """
-        return self.gemm_max_efficiency * self.gemm_shape_factor(m, n, k, num_compute_units)
+        return self.gemm_ceiling(compute_row) * self.gemm_shape_factor(m, n, k)
 
-    def gemm_shape_factor(
-        self, m: ArrayLike, n: ArrayLike, k: ArrayLike, num_compute_units: int | None = None
-    ) -> FloatArray:
+    def gemm_shape_factor(self, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> FloatArray:
         """The part of :meth:`gemm_efficiency` that depends on the shape (1 for huge, aligned GEMMs)."""
         return gemm_shape_factor(
-            m,
-            n,
-            k,
-            half_saturation_flop=self.gemm_half_saturation_flop,
-            tile=self.gemm_tile,
-            num_compute_units=num_compute_units,
+            m, n, k, half_saturation_flop=self.gemm_half_saturation_flop, tile=self.gemm_tile
         )
 
     def with_overrides(self, **changes: float | str) -> EfficiencyModel:
         """A copy with some parameters replaced (e.g. from a calibration profile)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+# Hopper's measured FP8/BF16 best-shape ratio (MAMF: 1402.6/1979 over 794.5/989), used where a
+# family has no FP8 (or FP4) measurement of its own.
+FP8_TO_BF16_CEILING = 0.709 / 0.803
 
 
 def gemm_shape_factor(
@@ -90,35 +143,40 @@ def gemm_shape_factor(
     *,
     half_saturation_flop: ArrayLike,
     tile: int,
-    num_compute_units: int | None = None,
 ) -> FloatArray:
-    """Size saturation x tile padding x wave quantization of an ``(m x k) @ (k x n)`` GEMM.
+    """Size saturation x weight-dimension padding x row smoothing of an ``(m x k) @ (k x n)`` GEMM.
 
-    ``flop / (flop + half)`` for size; ``m / padded m x n / padded n`` for tiles of
-    ``tile``; with ``num_compute_units`` (SMs/CUs), tiles dealt in waves waste the
-    idle units of the last wave. Shared by the engine and by calibration's fit.
+    ``flop / (flop + half)`` for size; ``n / padded n`` for the weight's output
+    dimension on tiles of ``tile``; the token dimension ``m`` is smooth,
+    ``m / (m + tile / 8)``: cuBLAS picks 64-, 128- or 256-row tiles and split-K by
+    shape, so one more row never costs a whole tile (no 128-row swings).
+    Shared by the engine and by calibration's fit.
+
+    >>> f = lambda rows: float(gemm_shape_factor(rows, 8192, 8192, half_saturation_flop=0.0, tile=128))
+    >>> round(f(128), 3), round(f(136), 3), f(129) < f(136)
+    (0.889, 0.895, True)
     """
     m_array = np.asarray(m, dtype=np.float64)
     n_array = np.asarray(n, dtype=np.float64)
     k_array = np.asarray(k, dtype=np.float64)
     flop = 2.0 * m_array * n_array * k_array
     size_factor = flop / (flop + np.asarray(half_saturation_flop, dtype=np.float64))
-    tiles_m = np.ceil(m_array / tile)
-    tiles_n = np.ceil(n_array / tile)
-    quantization = (m_array / (tiles_m * tile)) * (n_array / (tiles_n * tile))
-    if num_compute_units:
-        tiles = tiles_m * tiles_n
-        quantization = quantization * tiles / (np.ceil(tiles / num_compute_units) * num_compute_units)
-    factor: FloatArray = size_factor * quantization
+    padding = n_array / (np.ceil(n_array / tile) * tile)
+    rows = m_array / (m_array + tile / 8.0)
+    factor: FloatArray = size_factor * padding * rows
     return factor
 
 
-_PARAMETERS = (
-    "gemm_max_efficiency",
-    "gemm_half_saturation_flop",
-    "memory_efficiency",
-    "collective_bandwidth_efficiency",
-    "kernel_launch_s",
+_OPTIONAL_NUMBERS = (
+    "gemm_max_efficiency_fp8",
+    "gemm_max_efficiency_fp4",
+)
+_ATTENTION = (
+    "attention_flash_forward_efficiency",
+    "attention_flash_backward_efficiency",
+    "attention_flash2_forward_efficiency",
+    "attention_flash2_backward_efficiency",
+    "attention_half_saturation_tokens",
 )
 
 
@@ -126,7 +184,7 @@ def _data_file() -> Path:
     return Path(str(resources.files("lightspeed.sol") / "data" / "efficiency.toml"))
 
 
-def _parse_family(path: str, name: str, table: Fields) -> EfficiencyModel:
+def _parse_family(name: str, table: Fields) -> EfficiencyModel:
     return EfficiencyModel(
         name=name,
         gemm_max_efficiency=table.number("gemm_max_efficiency"),
@@ -136,7 +194,8 @@ def _parse_family(path: str, name: str, table: Fields) -> EfficiencyModel:
         collective_bandwidth_efficiency=table.number("collective_bandwidth_efficiency"),
         kernel_launch_s=table.number("kernel_launch_s"),
         source=table.string("source"),
-        attention_efficiency_factor=table.number("attention_efficiency_factor", 0.85),
+        **{key: table.number(key) for key in _OPTIONAL_NUMBERS if table.has(key)},
+        **{key: table.number(key) for key in _ATTENTION},
     )
 
 
@@ -148,7 +207,10 @@ def load_efficiency_defaults(path: Path | None = None) -> Mapping[str, Efficienc
 @functools.lru_cache(maxsize=8)
 def _load_defaults(file: Path) -> Mapping[str, EfficiencyModel]:
     fields = Fields(str(file), load_toml(file))
-    return {name: _parse_family(str(file), name, table) for name, table in fields.tables("family").items()}
+    version = fields.integer("schema_version", minimum=1)
+    if version != EFFICIENCY_SCHEMA_VERSION:
+        raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
+    return {name: _parse_family(name, table) for name, table in fields.tables("family").items()}
 
 
 def default_efficiency(family: str) -> EfficiencyModel:
@@ -159,4 +221,10 @@ def default_efficiency(family: str) -> EfficiencyModel:
     return defaults[family]
 
 
-__all__ = ["EfficiencyModel", "default_efficiency", "gemm_shape_factor", "load_efficiency_defaults"]
+__all__ = [
+    "FP8_TO_BF16_CEILING",
+    "EfficiencyModel",
+    "default_efficiency",
+    "gemm_shape_factor",
+    "load_efficiency_defaults",
+]

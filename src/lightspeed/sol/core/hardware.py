@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from numpy.typing import ArrayLike
+
 from lightspeed.catalog import Accelerator, Cluster
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError
 from lightspeed.records import Record
 from lightspeed.sol.core.collectives import Fabric, fabric_of
-from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency
+from lightspeed.sol.core.efficiency import EfficiencyModel, FloatArray, default_efficiency
+from lightspeed.sol.core.stacks import Stack, capped, load_stack
 from lightspeed.units import bytes_per_element, compute_precision
 
 
@@ -65,6 +68,29 @@ class Hardware(Record):
     fabric: Fabric
     efficiency: EfficiencyModel
     overheads: RuntimeOverheads
+    stack: Stack
+    compute_row: str = "bf16"
+    clock_fraction: float = 1.0
+
+    @property
+    def sustained_flop_per_s(self) -> float:
+        """Peak of the precision run times the clock a power cap leaves and the share of the
+        kernel ceilings the stack sustains: the rate every GEMM and attention efficiency multiplies."""
+        return self.peak_flop_per_s * self.clock_fraction * self.stack.kernel_efficiency
+
+    def gemm_flop_per_s(
+        self, m: ArrayLike, n: ArrayLike, k: ArrayLike, compute_row: str | None = None
+    ) -> FloatArray:
+        """Sustained FLOP/s of an ``(m x k) @ (k x n)`` GEMM on ``compute_row`` (default: the run's)."""
+        row = compute_row or self.compute_row
+        peak = (
+            self.accelerator.compute[row].dense_per_s
+            if row in self.accelerator.compute
+            else self.peak_flop_per_s
+        )
+        scale = self.clock_fraction * self.stack.kernel_efficiency
+        rate: FloatArray = peak * scale * self.efficiency.gemm_efficiency(m, n, k, row)
+        return rate
 
     @property
     def num_gpus(self) -> int:
@@ -78,7 +104,11 @@ class Hardware(Record):
 
 
 def hardware_for(
-    cluster: Cluster, precision: str, efficiency: EfficiencyModel | None = None, sharp: bool = False
+    cluster: Cluster,
+    precision: str,
+    efficiency: EfficiencyModel | None = None,
+    sharp: bool = False,
+    stack: Stack | None = None,
 ) -> Hardware:
     """Bundle the catalog figures an estimate needs for ``precision`` on ``cluster``.
 
@@ -86,6 +116,8 @@ def hardware_for(
     in; fp32 training uses the TF32 tensor row when the device has one (as
     PyTorch does with ``allow_tf32``), else plain FP32. ``sharp`` turns on
     in-network reduction on the scale-out network (InfiniBand SHARP).
+    ``stack`` is the software profile (default: the current one); memory is what
+    the driver reports; a power cap derates compute by the clock it leaves.
     """
     accelerator = cluster.system.accelerator
     row = compute_precision(precision)
@@ -105,10 +137,13 @@ def hardware_for(
         precision=precision,
         peak_flop_per_s=accelerator.compute[row].dense_per_s,
         memory_bandwidth_bytes_per_s=accelerator.memory_bandwidth_bytes_per_s,
-        usable_memory_bytes=accelerator.memory_usable_bytes,
+        usable_memory_bytes=accelerator.memory_device_bytes,
         input_bytes_per_element=min(bytes_per_element(precision), activation_bytes),
         activation_bytes_per_element=activation_bytes,
         fabric=fabric_of(cluster, model.collective_bandwidth_efficiency, sharp),
         efficiency=model,
         overheads=load_runtime_overheads(),
+        stack=capped(stack or load_stack(), accelerator.architecture),
+        compute_row=row,
+        clock_fraction=accelerator.clock_fraction,
     )

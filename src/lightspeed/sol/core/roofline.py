@@ -13,6 +13,7 @@ import numpy as np
 
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.shapes import Linear
+from lightspeed.units import bytes_per_element
 
 Array = Any
 
@@ -22,16 +23,14 @@ KERNELS_PER_DENSE_LAYER_FORWARD = 14.0
 KERNELS_PER_MOE_LAYER_FORWARD = 24.0
 
 
-def gemm_s(hardware: Hardware, m: Array, n: Array, k: Array) -> Array:
-    """Roofline time of an ``(m x k) @ (k x n)`` GEMM."""
-    efficiency = hardware.efficiency
+def gemm_s(hardware: Hardware, m: Array, n: Array, k: Array, compute_row: str | None = None) -> Array:
+    """Roofline time of an ``(m x k) @ (k x n)`` GEMM on ``compute_row`` (default: the run's precision)."""
+    row = compute_row or hardware.compute_row
     flop = 2.0 * m * n * k
-    units = hardware.accelerator.num_compute_units
-    compute = flop / (hardware.peak_flop_per_s * efficiency.gemm_efficiency(m, n, k, units))
-    traffic = (
-        m * k + k * n
-    ) * hardware.input_bytes_per_element + m * n * hardware.activation_bytes_per_element
-    memory = traffic / (hardware.memory_bandwidth_bytes_per_s * efficiency.memory_efficiency)
+    compute = flop / hardware.gemm_flop_per_s(m, n, k, row)
+    inputs = min(bytes_per_element(row), hardware.activation_bytes_per_element)
+    traffic = (m * k + k * n) * inputs + m * n * hardware.activation_bytes_per_element
+    memory = traffic / (hardware.memory_bandwidth_bytes_per_s * hardware.efficiency.memory_efficiency)
     return np.maximum(compute, memory)
 
 
@@ -50,14 +49,30 @@ def local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
 
 
 def linears_cost(
-    hardware: Hardware, linears: tuple[Linear, ...], m: Array, tp: Array, copies: Array = 1.0
+    hardware: Hardware,
+    linears: tuple[Linear, ...],
+    m: Array,
+    tp: Array,
+    copies: Array = 1.0,
+    *,
+    compute_row: str | None = None,
 ) -> tuple[Array, Array, Array, Array]:
     """(forward s, input-grad s, weight-grad s, forward FLOP) of linears on ``m`` tokens."""
     forward = input_grad = weight_grad = flop = 0.0
     for linear in linears:
         k, n = local_dims(linear, tp)
-        forward = forward + copies * gemm_s(hardware, m, n, k)
-        input_grad = input_grad + copies * gemm_s(hardware, m, k, n)
-        weight_grad = weight_grad + copies * gemm_s(hardware, k, n, m)
+        forward = forward + copies * gemm_s(hardware, m, n, k, compute_row)
+        input_grad = input_grad + copies * gemm_s(hardware, m, k, n, compute_row)
+        weight_grad = weight_grad + copies * gemm_s(hardware, k, n, m, compute_row)
         flop = flop + copies * 2.0 * m * n * k
     return forward, input_grad, weight_grad, flop
+
+
+def linear_io_elements(linears: tuple[Linear, ...], m: Array, tp: Array, copies: Array = 1.0) -> Array:
+    """Input plus output elements of ``linears`` on ``m`` tokens: what an FP8 recipe casts
+    (the input forward, the output gradient backward)."""
+    total: Array = 0.0
+    for linear in linears:
+        k, n = local_dims(linear, tp)
+        total = total + copies * m * (k + n)
+    return total

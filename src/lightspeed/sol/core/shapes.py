@@ -54,9 +54,9 @@ class LayerShapes(Record):
 
 
 def _mlp(
-    prefix: str, hidden: int, ffn: int, *, kind: str, bias: bool, split_in: str, split_out: str
+    prefix: str, hidden: int, ffn: int, *, gated: bool, bias: bool, split_in: str, split_out: str
 ) -> tuple[Linear, ...]:
-    up_width = 2 * ffn if kind == "swiglu" else ffn
+    up_width = 2 * ffn if gated else ffn
     return (
         Linear(f"{prefix}up", hidden, up_width, split_in, bias),
         Linear(f"{prefix}down", ffn, hidden, split_out, bias),
@@ -111,7 +111,7 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
         "",
         hidden,
         model.ffn_hidden_size,
-        kind=model.mlp,
+        gated=model.gated_mlp,
         bias=model.mlp_bias,
         split_in="column",
         split_out="row",
@@ -125,7 +125,7 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
             "expert_",
             hidden,
             moe.expert_ffn_hidden_size,
-            kind=model.mlp,
+            gated=model.gated_mlp,
             bias=model.mlp_bias,
             split_in="expert",
             split_out="expert",
@@ -136,7 +136,7 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
                 "shared_",
                 hidden,
                 width,
-                kind=model.mlp,
+                gated=model.gated_mlp,
                 bias=model.mlp_bias,
                 split_in="column",
                 split_out="row",

@@ -16,7 +16,7 @@ Every operation sits on the same roofline as training,
   are touched; each GPU holds ``E / ep`` of them, split over ``stage GPUs / ep``.
 * **Attention** reads the KV cache of every decoding sequence once (all its
   query tokens share the read) and writes the new tokens' K/V; prefill attention
-  is FlashAttention at ``attention_efficiency_factor`` of the GEMM ceiling.
+  is FlashAttention at the family's fused-attention forward efficiency.
 * **Communication** per layer on the fabric level the group uses: TP all-reduce
   after attention and after the MLP (the MoE output is all-reduced over the
   stage when experts are split across TP ranks), EP all-to-all dispatch and
@@ -52,6 +52,7 @@ from lightspeed.sol.core.roofline import (
     local_dims,
 )
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
 from lightspeed.workload import TransformerSpec
 
@@ -81,7 +82,6 @@ class InferenceParameters(Record):
     kv_cache_memory_fraction: float
     prefill_chunk_tokens: int
     stream_memory_efficiency: float
-    iteration_overhead_s: float
     source: str
 
 
@@ -100,7 +100,6 @@ def load_inference_parameters(path: Path | None = None) -> InferenceParameters:
         kv_cache_memory_fraction=table.number("kv_cache_memory_fraction"),
         prefill_chunk_tokens=table.integer("prefill_chunk_tokens", minimum=1),
         stream_memory_efficiency=table.number("stream_memory_efficiency"),
-        iteration_overhead_s=table.number("iteration_overhead_s", positive=False),
         source=table.string("source"),
     )
 
@@ -114,6 +113,12 @@ class InferenceHardware(Record):
     parameters: InferenceParameters
     attention_peak_flop_per_s: float
     gemm_model: EfficiencyModel
+    serving: ServingStack
+
+    @property
+    def sustained_scale(self) -> float:
+        """Clock under a power cap times the serving stack's share of the kernel ceilings."""
+        return self.hardware.clock_fraction * self.serving.kernel_efficiency
 
     @property
     def stream_bytes_per_s(self) -> float:
@@ -122,7 +127,10 @@ class InferenceHardware(Record):
 
 
 def inference_hardware(
-    cluster: Cluster, plan: InferencePlan, efficiency: EfficiencyModel | None = None
+    cluster: Cluster,
+    plan: InferencePlan,
+    efficiency: EfficiencyModel | None = None,
+    serving: ServingStack | None = None,
 ) -> InferenceHardware:
     """Bundle what an inference estimate needs for ``plan``'s formats on ``cluster``.
 
@@ -146,6 +154,7 @@ def inference_hardware(
         parameters=load_inference_parameters(),
         attention_peak_flop_per_s=accelerator.compute[attention_row].dense_per_s,
         gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
+        serving=serving or load_serving_stack(),
     )
 
 
@@ -246,8 +255,8 @@ def _gemms(
     for linear in linears:
         k, n = inference_local_dims(linear, tp)
         flop = 2.0 * m * n * k
-        efficiency = ih.gemm_model.gemm_efficiency(m, n, k)
-        compute = compute + copies * flop / (hardware.peak_flop_per_s * efficiency)
+        efficiency = ih.gemm_model.gemm_efficiency(m, n, k, hardware.compute_row)
+        compute = compute + copies * flop / (hardware.peak_flop_per_s * ih.sustained_scale * efficiency)
         traffic = k * n * per_weight + m * k * precisions.input_bytes_per_element + m * n * ACTIVATION_BYTES
         memory = memory + copies * traffic / ih.stream_bytes_per_s
     return compute, memory
@@ -292,14 +301,20 @@ def _attention(
     kv_bytes = ih.precisions.kv_bytes_per_element
     sequences = grid.decode_sequences / grid.dp_attention
     prompt = grid.group_prefill_tokens
-    rate = ih.attention_peak_flop_per_s * hardware.efficiency.gemm_max_efficiency
-    rate = rate * hardware.efficiency.attention_efficiency_factor
+    efficiency = hardware.efficiency
+    scale = ih.attention_peak_flop_per_s * ih.sustained_scale
+    rate = scale * efficiency.attention_efficiency("flash", backward=False)
+    prefill_rate = scale * efficiency.attention_efficiency(
+        "flash", backward=False, seq_len=2.0 * grid.prefill_context
+    )
     decode_flop = 2.0 * sequences * grid.query_tokens * grid.decode_context * heads * decode_dims
     decode_bytes = sequences * grid.decode_context * kv_elements * kv_bytes
     acc.roofline(decode_flop / rate, decode_bytes / ih.stream_bytes_per_s, "attention_compute", "kv_cache")
     prefill_flop = 2.0 * prompt * grid.prefill_context * heads * prefill_dims
     written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
-    acc.roofline(prefill_flop / rate, written / ih.stream_bytes_per_s, "attention_compute", "kv_cache")
+    acc.roofline(
+        prefill_flop / prefill_rate, written / ih.stream_bytes_per_s, "attention_compute", "kv_cache"
+    )
 
 
 def _expert_part(
@@ -312,11 +327,19 @@ def _expert_part(
     experts = np.where(grid.physical_experts > 0, grid.physical_experts, float(moe.num_routed_experts))
     tokens = grid.tokens
     touched_fraction = 1.0 - (1.0 - moe.top_k / experts) ** tokens
-    local_touched = experts / grid.ep * touched_fraction
+    local_touched = np.ceil(experts / grid.ep) * touched_fraction  # the busiest GPU's slots
     per_expert = tokens * moe.top_k / (experts * touched_fraction) * grid.expert_imbalance
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(ih, shapes.experts, per_expert, expert_tp, copies=local_touched)
-    acc.roofline(compute, memory, "gemm_compute", "weight_reads")
+    slow = _wide_ep_slowdown(grid, ih)
+    acc.roofline(slow * compute, slow * memory, "gemm_compute", "weight_reads")
+
+
+def _wide_ep_slowdown(grid: IterationGrid, ih: InferenceHardware) -> Array:
+    """1 / the serving stack's ``moe_efficiency`` for wide-EP deployments (attention data
+    parallelism with experts spread over the stage: per-layer dispatch/combine barriers across
+    every GPU and expert-load stragglers), else 1."""
+    return np.where(grid.dp_attention > 1, 1.0 / ih.serving.moe_efficiency, 1.0)
 
 
 def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> None:
@@ -339,7 +362,7 @@ def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: Infere
         collectives.all_reduce_s(fabric, size, grid.tp, 1.0) if model.moe.num_shared_experts else 0.0
     )
     acc.add("tp_comm", np.where(tp_mode, reduce, shared_reduce))
-    acc.add("ep_comm", np.where(tp_mode, 0.0, dispatch + combine))
+    acc.add("ep_comm", np.where(tp_mode, 0.0, dispatch + combine) * _wide_ep_slowdown(grid, ih))
 
 
 def _layer(
@@ -364,7 +387,7 @@ def _layer(
     else:
         acc.roofline(*_gemms(ih, shapes.mlp, group_tokens, grid.tp), "gemm_compute", "weight_reads")
         acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
-    passes = 3.0 if model.mlp == "swiglu" else 2.0
+    passes = 3.0 if model.gated_mlp else 2.0
     elementwise = group_tokens * (
         ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size + passes * ffn / grid.tp
     )
@@ -404,7 +427,7 @@ def iteration_cost(grid: IterationGrid, model: TransformerSpec, ih: InferenceHar
     kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
     busy = sum(parts[name] for name in ITERATION_PARTS)
     parts["launch"] = np.maximum(kernels * ih.hardware.efficiency.kernel_launch_s - busy, 0.0)
-    parts["host"] = np.full_like(np.asarray(busy, dtype=np.float64), ih.parameters.iteration_overhead_s)
+    parts["host"] = np.full_like(np.asarray(busy, dtype=np.float64), ih.serving.iteration_overhead_s)
     return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
 
 

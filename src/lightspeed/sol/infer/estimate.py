@@ -12,7 +12,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import numpy as np
@@ -21,6 +21,8 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
@@ -31,10 +33,11 @@ from lightspeed.sol.infer.serving import (
     ServingArrays,
     ServingContext,
     continuous,
+    decode_only,
     disaggregated,
     static,
 )
-from lightspeed.units import format_bytes, format_bytes_per_s, format_percent
+from lightspeed.units import format_bytes_per_s, format_memory, format_percent
 from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
 
 PART_LABELS = {
@@ -61,6 +64,9 @@ class InferenceEstimate(Record):
     (decode) replica, ``max_batch`` the KV-cache-limited most it can hold.
     ``iteration_breakdown_s`` splits one steady stage iteration (decode with
     prefill riding along, or pure decode) and sums to ``iteration_s``.
+    ``intervals`` holds the error bars (``level`` of the published rows of the
+    same family landed inside them) of TTFT, TPOT and the throughputs;
+    ``serving`` names the server profile assumed.
     """
 
     model: str
@@ -87,6 +93,8 @@ class InferenceEstimate(Record):
     bound: str
     bound_part: str
     assumptions: tuple[str, ...]
+    serving: str = ""
+    intervals: JsonDict = field(default_factory=dict)
 
     def summary(self) -> JsonDict:
         """The ``plan infer --json`` contract's headline keys."""
@@ -98,6 +106,7 @@ class InferenceEstimate(Record):
             "output_tokens_per_s_per_user": self.output_tokens_per_s_per_user,
             "max_batch": self.max_batch,
             "bound": self.bound,
+            "intervals": self.intervals,
         }
 
 
@@ -154,6 +163,8 @@ def serve(
         return disaggregated(deployments, ctx, split)
     if batching == "static":
         return static(deployments, ctx)
+    if batching == "decode":
+        return decode_only(deployments, ctx)
     return continuous(deployments, ctx)
 
 
@@ -239,10 +250,10 @@ def raise_not_fitting(
     request = float(memory.kv_bytes_per_token[0]) * (load.input_tokens + load.output_tokens)
     message = (
         f"{model.name} in {plan.precision} does not fit {plan.describe()} on "
-        f"{ih.hardware.accelerator.name}: {format_bytes(weights)} of weights + {format_bytes(other)} of "
-        f"workspace and runtime reserve per GPU leave {format_bytes(float(memory.kv_capacity_bytes[0]))} "
+        f"{ih.hardware.accelerator.name}: {format_memory(weights)} of weights + {format_memory(other)} of "
+        f"workspace and runtime reserve per GPU leave {format_memory(float(memory.kv_capacity_bytes[0]))} "
         f"of KV cache, and one {load.input_tokens + load.output_tokens}-token request needs "
-        f"{format_bytes(request)} per GPU ({format_bytes(memory.usable_bytes)} usable)"
+        f"{format_memory(request)} per GPU ({format_memory(memory.usable_bytes)} usable)"
     )
     raise PlanDoesNotFitError(
         message,
@@ -287,6 +298,19 @@ def part_text(part: str, ih: InferenceHardware, plan: InferencePlan) -> str:
     return label
 
 
+def _serving_line(ih: InferenceHardware) -> str:
+    serving = ih.serving
+    line = (
+        f"serving stack '{serving.name}' ({serving.display_name}): kernels at "
+        f"{format_percent(serving.kernel_efficiency, 0)} of those ceilings"
+    )
+    if serving.moe_efficiency < 1.0:
+        line += f", MoE path at {format_percent(serving.moe_efficiency, 0)} with attention data parallelism"
+    if serving.iteration_overhead_s > 0:
+        line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
+    return line
+
+
 def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> tuple[str, ...]:
     hardware, precisions, parameters = ih.hardware, ih.precisions, ih.parameters
     efficiency = hardware.efficiency
@@ -295,11 +319,13 @@ def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> t
         f"LM head 16-bit), GEMMs on dense {precisions.compute} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
         f"per GPU, KV cache {precisions.kv_cache}",
-        f"efficiency '{efficiency.name}': GEMMs up to {format_percent(efficiency.gemm_max_efficiency, 0)} of "
-        f"peak, attention x{efficiency.attention_efficiency_factor:g}, weight/KV streaming at "
+        f"efficiency '{efficiency.name}': GEMMs up to "
+        f"{format_percent(efficiency.gemm_ceiling(precisions.compute), 0)} of peak, attention up to "
+        f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        _serving_line(ih),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
         f"{parameters.prefill_chunk_tokens} tokens",
@@ -343,16 +369,20 @@ def estimate_inference(
     efficiency: EfficiencyModel | None = None,
     batching: str = "continuous",
     num_gpus: int | None = None,
+    serving: str | ServingStack | None = None,
 ) -> InferenceEstimate:
     """Predict one serving deployment under one load (see :class:`InferenceEstimate`).
 
-    Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist,
-    does not fit, or cannot sustain the requested arrival rate;
-    :class:`~lightspeed.errors.PlanMismatchError` if it does not use exactly
-    ``num_gpus`` GPUs (when given: the GPUs a user asked for).
+    ``batching`` is ``continuous``, ``static`` or ``decode`` (a decode pool on its
+    own); ``serving`` names the server profile (``sol/data/stacks.toml``, default
+    the current TensorRT-LLM). Raises :class:`~lightspeed.errors.InvalidPlanError`
+    if the plan cannot exist, does not fit, or cannot sustain the requested
+    arrival rate; :class:`~lightspeed.errors.PlanMismatchError` if it does not use
+    exactly ``num_gpus`` GPUs (when given: the GPUs a user asked for).
     """
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
-    ih = inference_hardware(cluster, plan, efficiency)
+    profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
+    ih = inference_hardware(cluster, plan, efficiency, profile)
     memory = deployment_memory(model, ih, plan, load)
     if not bool(memory.fits[0]):
         raise_not_fitting(model, ih, plan, load, memory)
@@ -367,6 +397,8 @@ def estimate_inference(
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
     sentence, part = bound_sentence(parts, ih, plan)
     mode = "disaggregated" if split is not None else batching
+    band = interval_for("infer", moe=model.moe is not None, architecture=ih.hardware.accelerator.architecture)
+    ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
     return InferenceEstimate(
         model=model.name,
         system=cluster.name,
@@ -378,7 +410,7 @@ def estimate_inference(
         batch_per_replica=batch,
         max_batch=int(max_batch),
         concurrency=(batch + waiting) * decoders,
-        ttft_s=_scalar(arrays.ttft_s) + waiting / (rate / decoders),  # queued requests wait for a slot
+        ttft_s=ttft,
         tpot_s=tpot,
         output_tokens_per_s=rate * load.output_tokens,
         output_tokens_per_s_per_gpu=rate * load.output_tokens / plan.num_gpus,
@@ -392,7 +424,23 @@ def estimate_inference(
         bound=sentence,
         bound_part=part,
         assumptions=_assumptions(ih, plan, mode),
+        serving=ih.serving.name,
+        intervals=_intervals(band, ttft=ttft, tpot=tpot, rate=rate * load.output_tokens, gpus=plan.num_gpus),
     )
+
+
+def _intervals(band: Band, *, ttft: float, tpot: float, rate: float, gpus: int) -> JsonDict:
+    """Error bars of the headline figures (see :class:`InferenceEstimate`)."""
+    return {
+        "level": band.level,
+        "family": band.family,
+        "num_rows": band.num_rows,
+        "ttft_s": list(band.time(ttft)),
+        "tpot_s": list(band.time(tpot)),
+        "output_tokens_per_s": list(band.speed(rate)),
+        "output_tokens_per_s_per_gpu": list(band.speed(rate / gpus)),
+        "output_tokens_per_s_per_user": list(band.speed(1.0 / tpot)),
+    }
 
 
 def _check(

@@ -87,7 +87,8 @@ def stage_weight_bytes(
     if model.moe is not None:
         expert_tp = tp * dp_attention / ep
         physical = np.where(np.asarray(physical_experts) > 0, physical_experts, model.moe.num_routed_experts)
-        experts = physical / ep * _params(shapes.experts, expert_tp)
+        slots = np.ceil(physical / np.asarray(ep, dtype=np.float64))  # the busiest GPU's expert slots
+        experts = slots * _params(shapes.experts, expert_tp)
         shared = _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0)
         total = total + num_moe * (attention + (experts + shared) * weight)
     table = model.vocab_size * model.hidden_size / tp * ACTIVATION_BYTES

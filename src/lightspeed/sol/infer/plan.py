@@ -9,7 +9,10 @@ one copy of the weights) and how many replicas serve side by side:
   parallelism, MoE models only); a stage has ``tp x dp_attention`` GPUs;
 * ``ep`` spreads the routed experts of a stage over ``ep`` of its GPUs, each
   expert split over the remaining ``stage GPUs / ep`` (TensorRT-LLM's
-  ``moe_ep x moe_tp = tp`` rule, widened by attention data parallelism);
+  ``moe_ep x moe_tp = tp`` rule, widened by attention data parallelism); when
+  ``ep`` does not divide the experts every GPU holds ``ceil(experts / ep)``
+  slots and the spare ones hold redundant copies (DeepSeek's 256 + 32 on 144
+  GPUs, EPLB);
 * ``pp`` cuts the layers into stages that pass activations on.
 
 A replica has ``tp x dp_attention x pp`` GPUs. ``disaggregated=(P, D)`` runs P
@@ -351,9 +354,9 @@ def _check_experts(plan: InferencePlan, model: TransformerSpec) -> None:
             )
         return
     experts = model.moe.num_routed_experts
-    if experts % plan.ep:
+    if plan.ep > experts:
         raise InvalidPlanError(
-            f"ep={plan.ep} does not divide the {experts} routed experts of {model.name}; "
+            f"ep={plan.ep} exceeds the {experts} routed experts of {model.name}; "
             f"try ep={nearest(plan.ep, divisors(experts))}"
         )
     if plan.stage_gpus % plan.ep:

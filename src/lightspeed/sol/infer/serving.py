@@ -6,16 +6,23 @@ micro-batches; each stage iteration runs one of them, so a sequence advances
 once per round of ``pp`` stage iterations. A request spends
 ``n = (output - 1) / tau + 1`` iterations in its slot (one prefill iteration,
 then decode iterations of ``tau`` tokens: 1, or the expected accepted drafts
-plus one under speculative decoding), so each iteration carries
-``B / n`` new prompts beside the decoding sequences: prefill rides along with
-decode and shares its weight reads. Then
+plus one under speculative decoding), so each of its decode iterations
+carries ``(B - 1) / n`` prompts of the *other* requests beside the decoding
+sequences: prefill rides along with decode and shares its weight reads, and a
+request never pays for its own prompt twice. Then
 
 * ``TPOT = pp x t_iteration / tau`` (plus ``k x draft_cost_fraction`` decode
-  steps of drafting per iteration under speculation),
-* throughput per replica ``= B x output / (n x pp x t_iteration)``,
+  steps of drafting per iteration under speculation); one request in flight
+  decodes alone;
 * ``TTFT`` = half a round of waiting for the running iteration, then the
   prompt's chunks (``prefill_chunk_tokens`` each), one per round, beside the
-  other sequences' decode.
+  other sequences' decode;
+* throughput per replica ``= B x output / (prefill + (output - 1) x TPOT)``:
+  the slot is held for the request's prefill and its decode steps.
+
+**Decode only** (``batching="decode"``): a decode pool measured on its own,
+as the decode-side figures of disaggregated deployments are published:
+``B`` sequences decode over ``ISL + OSL / 2`` tokens of context.
 
 **Static batching** (a batch of ``B`` prompts prefilled together, then decoded
 together until all finish: TensorRT-LLM's ``gptSessionBenchmark``): TTFT is the
@@ -42,7 +49,7 @@ from lightspeed.sol.infer.plan import ServingLoad, SpeculativeDecoding
 from lightspeed.workload import TransformerSpec
 
 Array = Any
-BATCHING_MODES = ("continuous", "static")
+BATCHING_MODES = ("continuous", "static", "decode")
 
 
 @dataclass(frozen=True)
@@ -160,19 +167,32 @@ def _decoding(deployments: Deployments, ctx: ServingContext) -> tuple[Array, Ite
 
 
 def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
-    """Continuous batching with ``deployments.batch`` sequences in flight per replica."""
+    """Continuous batching with ``deployments.batch`` sequences in flight per replica.
+
+    A request's decode steps carry the other requests' prefill (``(B - 1) / n``
+    prompts per stage iteration, ``n`` the iterations a request holds its slot),
+    never its own: at one request in flight TPOT is a decode-only step. The slot
+    is held for the request's own prefill and its ``(OSL - 1) / tau`` decode
+    rounds, so a replica serves ``B / slot time`` requests per second.
+    """
     tau, query = _tau(ctx.speculative)
     batch = np.maximum(deployments.batch, 1.0)
     pp = deployments.pp
     micro = np.maximum(batch / pp, 1.0)
     isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
     slot_iterations = (osl - 1) / tau + 1.0
-    new = micro / slot_iterations
+    others = np.maximum(micro - 1.0, 0.0) / slot_iterations  # other requests' prompts per iteration
     context = isl + osl / 2.0
     steady = _work(
-        deployments, ctx, decode=micro - new, query=query, context=context, prompt=new * isl, requests=new
+        deployments,
+        ctx,
+        decode=micro - others,
+        query=query,
+        context=context,
+        prompt=others * isl,
+        requests=others,
     )
-    step = steady.time_s + _draft_s(deployments, micro - new, context, ctx)
+    step = steady.time_s + _draft_s(deployments, micro - others, context, ctx)
     count, chunk = _chunks(isl, ctx.hardware)
     own = _work(
         deployments,
@@ -185,13 +205,33 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
         group_prompt=chunk,
     ).time_s
     wait = np.where(batch > 1.0, pp * step / 2.0, 0.0)
-    rate = deployments.batch / (slot_iterations * pp * step)
+    prefill = count * pp * own
+    tpot = pp * step / tau
+    rate = deployments.batch / (prefill + (osl - 1) * tpot)
     return ServingArrays(
-        ttft_s=wait + count * pp * own,
-        tpot_s=pp * step / tau,
+        ttft_s=wait + prefill,
+        tpot_s=tpot,
         output_tokens_per_s=rate * osl,
         requests_per_s=rate,
         iteration=steady,
+        kv_transfer_s=np.zeros_like(step),
+    )
+
+
+def decode_only(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
+    """A decode pool measured on its own (the decode side of a disaggregated deployment):
+    ``B`` sequences per replica decode over a context of ``ISL + OSL / 2``; TTFT is one round."""
+    tau, _ = _tau(ctx.speculative)
+    _, decode, step = _decoding(deployments, ctx)
+    tpot = deployments.pp * step / tau
+    osl = max(ctx.load.output_tokens, 1)
+    rate = np.maximum(deployments.batch, 1.0) / (osl * tpot)
+    return ServingArrays(
+        ttft_s=tpot,
+        tpot_s=tpot,
+        output_tokens_per_s=rate * osl,
+        requests_per_s=rate,
+        iteration=decode,
         kv_transfer_s=np.zeros_like(step),
     )
 
@@ -269,6 +309,7 @@ __all__ = [
     "ServingArrays",
     "ServingContext",
     "continuous",
+    "decode_only",
     "disaggregated",
     "kv_transfer_s",
     "static",

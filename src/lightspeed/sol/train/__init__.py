@@ -12,6 +12,7 @@ from lightspeed.sol.train.plan import (
     data_parallel_degree,
     validate_plan,
 )
+from lightspeed.sol.train.ranking import PlanComparison
 from lightspeed.sol.train.result import TrainEstimate
 from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
 
@@ -19,6 +20,7 @@ __all__ = [
     "RECOMPUTE",
     "SCHEDULES",
     "TRAINING_PRECISIONS",
+    "PlanComparison",
     "SearchResult",
     "SearchSpace",
     "TrainEstimate",

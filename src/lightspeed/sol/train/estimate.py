@@ -18,6 +18,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import PlanDoesNotFitError
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan, validate_plan_gpus
 from lightspeed.sol.train.result import (
@@ -28,7 +29,7 @@ from lightspeed.sol.train.result import (
 )
 from lightspeed.sol.train.search import search_training
 from lightspeed.sol.train.step import evaluate_grid
-from lightspeed.units import format_bytes
+from lightspeed.units import format_memory
 from lightspeed.workload import TransformerSpec
 
 # The settings of a plan that a "plan that fits" suggestion names, in this order.
@@ -46,20 +47,26 @@ def estimate_training(
     check_fit: bool = False,
     sharp: bool = False,
     num_gpus: int | None = None,
+    stack: str | Stack | None = None,
 ) -> TrainEstimate:
     """Predict one training plan on ``cluster`` (see :class:`TrainEstimate`).
 
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist
     on ``cluster``, or, with ``check_fit=True``, if it does not fit in memory.
     ``sharp=True`` models in-network reduction on the scale-out switches.
-    ``num_gpus`` (the GPUs a user asked for) must be the plan's GPU count exactly, else
-    :class:`~lightspeed.errors.PlanMismatchError` names the data-parallel size that makes it.
+    ``stack`` names the software profile (``sol/data/stacks.toml``; default the
+    current one): its kernels, overlaps and recompute policy fill what the plan
+    leaves ``None``. ``num_gpus`` (the GPUs a user asked for) must be the plan's GPU
+    count exactly, else :class:`~lightspeed.errors.PlanMismatchError` names the
+    data-parallel size that makes it.
     """
     if num_gpus is not None:
         validate_plan_gpus(plan, num_gpus)
+    profile = stack if isinstance(stack, Stack) else load_stack(stack)
+    plan = plan.resolved(profile)
     check_gpu_count(plan, cluster)
     validate_plan(plan, model)
-    hardware = hardware_for(cluster, plan.precision, efficiency, sharp)
+    hardware = hardware_for(cluster, plan.precision, efficiency, sharp, profile)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
     estimate = estimate_from_arrays(
         arrays=arrays,
@@ -80,11 +87,11 @@ def raise_not_fitting(
 ) -> NoReturn:
     """Raise :class:`PlanDoesNotFitError` naming the biggest memory parts and the best fitting plan."""
     parts = sorted(estimate.memory_bytes.items(), key=lambda item: item[1], reverse=True)
-    largest = ", ".join(f"{name} {format_bytes(value)}" for name, value in parts[:3])
+    largest = ", ".join(f"{name} {format_memory(value)}" for name, value in parts[:3])
     plan = estimate.plan
     message = (
-        f"plan does not fit: {format_bytes(estimate.memory_per_gpu_bytes)} per GPU needed, "
-        f"{format_bytes(hardware.usable_memory_bytes)} usable on {hardware.accelerator.name} ({largest})"
+        f"plan does not fit: {format_memory(estimate.memory_per_gpu_bytes)} per GPU needed, "
+        f"{format_memory(hardware.usable_memory_bytes)} usable on {hardware.accelerator.name} ({largest})"
     )
     result = search_training(
         model=model,
@@ -94,6 +101,7 @@ def raise_not_fitting(
         precision=plan.precision,
         top=1,
         max_tp=cluster.system.scale_up_domain_size,
+        stack=hardware.stack,
     )
     best = result.plans[0] if result.plans else None
     if best is None or not best.fits:

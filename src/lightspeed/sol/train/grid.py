@@ -14,21 +14,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lightspeed.sol.train.plan import RECOMPUTE, SCHEDULES, TrainingPlan
+from lightspeed.sol.core.stacks import load_stack
+from lightspeed.sol.train.plan import ATTENTION_IMPLEMENTATIONS, RECOMPUTE, SCHEDULES, TrainingPlan
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 SCHEDULE_CODES = {name: code for code, name in enumerate(SCHEDULES)}
 RECOMPUTE_CODES = {name: code for code, name in enumerate(RECOMPUTE)}
+ATTENTION_CODES = {name: code for code, name in enumerate(ATTENTION_IMPLEMENTATIONS)}
 
 
 @dataclass(frozen=True)
 class PlanGrid:
     """Plan fields as aligned arrays (floats for arithmetic, bools for switches).
 
-    ``schedule`` and ``recompute`` hold codes into ``SCHEDULES`` and ``RECOMPUTE``;
-    ``schedule`` is the effective schedule (1F1B with vpp > 1 is interleaved).
+    ``schedule``, ``recompute`` and ``attention`` hold codes into ``SCHEDULES``,
+    ``RECOMPUTE`` and ``ATTENTION_IMPLEMENTATIONS``; ``schedule`` is the effective
+    schedule (1F1B with vpp > 1 is interleaved). Plans are resolved against their
+    stack first (:meth:`TrainingPlan.resolved`).
     ``physical_experts`` is 0 where a plan has no redundant experts.
     """
 
@@ -44,7 +48,7 @@ class PlanGrid:
     schedule: FloatArray
     recompute: FloatArray
     sequence_parallel: BoolArray
-    unfused_attention: BoolArray
+    attention: FloatArray
     dropout: BoolArray
     dp_overlap: BoolArray
     tp_overlap: BoolArray
@@ -56,6 +60,15 @@ class PlanGrid:
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
+
+    @property
+    def unfused_attention(self) -> BoolArray:
+        """Which plans materialize the score matrix (pre-FlashAttention)."""
+        return np.asarray(self.attention == ATTENTION_CODES["unfused"])
+
+    def uses_recompute(self, name: str) -> BoolArray:
+        """Which plans recompute with policy ``name``."""
+        return np.asarray(self.recompute == RECOMPUTE_CODES[name])
 
     @property
     def num_microbatches(self) -> FloatArray:
@@ -94,9 +107,9 @@ class PlanGrid:
             seq_len=seq_len,
             precision=precision,
             recompute=RECOMPUTE[int(self.recompute[index])],
-            sequence_parallel=bool(self.sequence_parallel[index]),
-            attention_impl="unfused" if self.unfused_attention[index] else "flash",
+            attention_impl=ATTENTION_IMPLEMENTATIONS[int(self.attention[index])],
             dropout=bool(self.dropout[index]) if dropout is None else dropout,
+            sequence_parallel=bool(self.sequence_parallel[index]),
             dp_overlap=bool(self.dp_overlap[index]),
             tp_overlap=bool(self.tp_overlap[index]),
             ep_overlap=bool(self.ep_overlap[index]),
@@ -108,9 +121,13 @@ class PlanGrid:
 
 
 def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
-    """Columns of a list of plans (all must share seq_len and precision)."""
+    """Columns of a list of plans (all must share seq_len and precision); fields left to the
+    stack are filled from the default stack (the engines resolve against their own first)."""
     assert plans, "at least one plan"
     assert len({(p.seq_len, p.precision) for p in plans}) == 1, "one seq_len and precision per grid"
+    if not all(p.is_resolved for p in plans):
+        stack = load_stack()
+        plans = [p if p.is_resolved else p.resolved(stack) for p in plans]
 
     def column(values: list[Any], dtype: type = np.float64) -> Any:
         return np.asarray(values, dtype=dtype)
@@ -128,7 +145,7 @@ def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
         schedule=column([SCHEDULE_CODES[p.effective_schedule] for p in plans]),
         recompute=column([RECOMPUTE_CODES[p.recompute] for p in plans]),
         sequence_parallel=column([p.uses_sequence_parallel for p in plans], bool),
-        unfused_attention=column([p.attention_impl == "unfused" for p in plans], bool),
+        attention=column([ATTENTION_CODES[p.attention_impl or "flash"] for p in plans]),
         dropout=column([p.dropout for p in plans], bool),
         dp_overlap=column([p.dp_overlap for p in plans], bool),
         tp_overlap=column([p.tp_overlap for p in plans], bool),

@@ -1,17 +1,27 @@
 """Per-layer, per-micro-batch cost of training on one GPU, vectorized over plans.
 
-Each operation is timed on a roofline: ``max(FLOP / (peak x GEMM efficiency),
-bytes / (HBM bandwidth x memory efficiency))``. GEMMs run forward, then
-backward as two GEMMs (input gradient and weight gradient) of permuted shapes.
-Fused attention runs at a fraction of the GEMM ceiling and its backward costs
-2.5x its forward (FlashAttention recomputes the scores: 5 matmuls vs 2).
-Unfused attention (pre-2022 Megatron) materializes the score matrix and pays
-memory traffic for softmax and dropout over it.
+Each operation is timed on a roofline: ``max(FLOP / sustained rate, bytes /
+(HBM bandwidth x memory efficiency))``. The sustained rate is the device's
+kernel ceiling (MAMF for GEMMs in the precision run, the attention kernel's
+published fraction) times the clock a power cap leaves and the stack's fitted
+``kernel_efficiency``. GEMMs run forward, then backward as two GEMMs (input
+gradient and weight gradient) of permuted shapes; the LM head stays in BF16
+(Transformer Engine and torchao leave it unquantized), FP8 linears pay the
+stack's cast kernels. Fused attention runs in BF16 at its kernel's forward and
+backward efficiency (the backward does 2.5x the forward's FLOPs: five matmuls
+against two); unfused attention (pre-2022 Megatron) materializes the score
+matrix and pays memory traffic for softmax and dropout over it. Norms,
+residual adds, activations, RoPE, dropout and MoE permutes are memory-bound,
+their bytes scaled by the stack's ``elementwise_traffic_factor`` (eager
+PyTorch moves ~3x what fused kernels do).
 
 Communication inside a layer: tensor-parallel all-reduce (or all-gather +
-reduce-scatter with sequence parallelism) around attention and MLP,
-context-parallel ring exchange of K/V, expert-parallel all-to-all dispatch and
-combine. Each is exposed unless overlap is on and compute can hide it.
+reduce-scatter with sequence parallelism) around attention and MLP; the
+context-parallel ring, where each of the ``cp - 1`` steps sends one K/V chunk
+while the attention of the chunk in hand runs (forward; backward sends the
+K/V gradients too), so only what a step's attention cannot cover is exposed;
+expert-parallel all-to-all dispatch and combine. Each is exposed unless
+overlap is on and compute can hide it.
 """
 
 from __future__ import annotations
@@ -28,10 +38,11 @@ from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
     KERNELS_PER_MOE_LAYER_FORWARD,
     linears_cost,
+    local_dims,
     memory_s,
 )
-from lightspeed.sol.core.shapes import LayerShapes
-from lightspeed.sol.train.grid import RECOMPUTE_CODES, PlanGrid
+from lightspeed.sol.core.shapes import LayerShapes, Linear
+from lightspeed.sol.train.grid import ATTENTION_CODES, PlanGrid
 from lightspeed.workload import TransformerSpec
 
 Array = Any
@@ -43,6 +54,7 @@ Array = Any
 UNFUSED_SCORE_BYTES_FORWARD = 11.0
 UNFUSED_SCORE_BYTES_BACKWARD = 13.0
 FLASH_BACKWARD_FACTOR = 2.5
+MLA_UP_PROJECTIONS = ("q_up", "kv_up")
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,28 @@ class _Context:
         """Tokens each GPU normalizes: split by TP under sequence parallelism."""
         return np.where(self.grid.sequence_parallel, self.tokens / self.grid.tp, self.tokens)
 
+    @property
+    def bf16_flop_per_s(self) -> float:
+        """Sustained BF16 peak (attention and the LM head run in BF16 whatever the GEMM precision)."""
+        hardware = self.hardware
+        figure = hardware.accelerator.compute.get("bf16") or hardware.accelerator.compute.get("fp16")
+        peak = figure.dense_per_s if figure is not None else hardware.peak_flop_per_s
+        return peak * hardware.clock_fraction * hardware.stack.kernel_efficiency
+
+
+def _flash_rates(ctx: _Context) -> tuple[Array, Array]:
+    """(forward, backward) FLOP/s of the fused attention kernel each plan runs, at the
+    sequence block one ring step works on (``seq / cp``)."""
+    efficiency = ctx.hardware.efficiency
+    block = ctx.seq_len / ctx.grid.cp
+    flash2 = ctx.grid.attention == ATTENTION_CODES["flash2"]
+    rates = []
+    for backward in (False, True):
+        best = efficiency.attention_efficiency("flash", backward=backward, seq_len=block)
+        fa2 = efficiency.attention_efficiency("flash2", backward=backward, seq_len=block)
+        rates.append(ctx.bf16_flop_per_s * np.where(flash2, fa2, best))
+    return rates[0], rates[1]
+
 
 def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     """(forward s, backward s, forward FLOP, backward FLOP) of softmax(QK^T)V."""
@@ -93,48 +127,49 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     causal = np.where(unfused, 1.0, 0.5)  # unfused kernels compute the masked half too
     head_dims = shapes.q_head_dim + shapes.v_head_dim
     flop = 2.0 * ctx.tokens * ctx.seq_len * heads * head_dims * causal
-    efficiency = hardware.efficiency
-    flash_rate = (
-        hardware.peak_flop_per_s * efficiency.gemm_max_efficiency * efficiency.attention_efficiency_factor
-    )
-    flash_forward = flop / flash_rate
+    forward_rate, backward_rate = _flash_rates(ctx)
     stacked = ctx.tokens * heads
-    units = hardware.accelerator.num_compute_units
-    gemm_rate = hardware.peak_flop_per_s * efficiency.gemm_efficiency(
-        stacked, ctx.seq_len, shapes.q_head_dim, units
-    )
+    gemm_rate = hardware.gemm_flop_per_s(stacked, ctx.seq_len, shapes.q_head_dim, "bf16")
     scores = ctx.tokens * ctx.seq_len * heads
     unfused_forward = flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_FORWARD)
     unfused_backward = 2.0 * flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_BACKWARD)
-    forward = np.where(unfused, unfused_forward, flash_forward)
-    backward = np.where(unfused, unfused_backward, FLASH_BACKWARD_FACTOR * flash_forward)
+    forward = np.where(unfused, unfused_forward, flop / forward_rate)
+    backward = np.where(unfused, unfused_backward, FLASH_BACKWARD_FACTOR * flop / backward_rate)
     backward_flop = np.where(unfused, 2.0, FLASH_BACKWARD_FACTOR) * flop
     return forward, backward, flop, backward_flop
 
 
-def _elementwise_bytes(ctx: _Context, moe: bool) -> Array:
-    """Forward bytes of norms, residual adds, activations, RoPE, dropout, MoE permutes."""
+def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
+    """Forward HBM bytes of the memory-bound ops by kind (``norm``, ``residual``, ``activation``,
+    ``rope``, ``dropout``, ``permute``), before the stack's traffic factor."""
     grid, model, shapes = ctx.grid, ctx.model, ctx.shapes
     act = ctx.hardware.activation_bytes_per_element
     hidden = model.hidden_size
-    total = 10.0 * hidden * ctx.norm_tokens * act  # 2 norms (r+w), 2 residual adds (2r+w)
-    total = total + np.where(grid.dropout, 2.0 * (2.0 * act + 1.0) * hidden * ctx.norm_tokens, 0.0)
+    parts: dict[str, Array] = {
+        "norm": 4.0 * hidden * ctx.norm_tokens * act,  # two norms, each reads and writes
+        "residual": 6.0 * hidden * ctx.norm_tokens * act,  # two adds, each reads two and writes one
+        "dropout": np.where(grid.dropout, 2.0 * (2.0 * act + 1.0) * hidden * ctx.norm_tokens, 0.0),
+        "rope": 0.0,
+        "permute": 0.0,
+    }
     if model.position_embedding == "rope":
-        total = (
-            total
-            + 2.0 * (shapes.num_heads + shapes.num_kv_heads) * shapes.q_head_dim / grid.tp * ctx.tokens * act
-        )
-    act_passes = 3.0 if model.mlp == "swiglu" else 2.0
+        rotated = 2.0 * (shapes.num_heads + shapes.num_kv_heads) * shapes.q_head_dim / grid.tp
+        parts["rope"] = rotated * ctx.tokens * act
+    passes = 3.0 if model.gated_mlp else 2.0
     if not moe:
-        return total + act_passes * model.ffn_hidden_size / grid.tp * ctx.tokens * act
+        parts["activation"] = passes * model.ffn_hidden_size / grid.tp * ctx.tokens * act
+        return parts
     assert model.moe is not None
-    routed = _routed_tokens(ctx)
-    total = total + act_passes * model.moe.expert_ffn_hidden_size * routed * act + 4.0 * hidden * routed * act
+    routed = routed_tokens(ctx)
     shared = model.moe.num_shared_experts * model.moe.shared_expert_ffn_hidden_size
-    return total + act_passes * shared / grid.tp * ctx.tokens * act
+    parts["activation"] = (
+        passes * model.moe.expert_ffn_hidden_size * routed + passes * shared / grid.tp * ctx.tokens
+    ) * act
+    parts["permute"] = 4.0 * hidden * routed * act / ctx.hardware.stack.moe_efficiency
+    return parts
 
 
-def _routed_tokens(ctx: _Context) -> Array:
+def routed_tokens(ctx: _Context) -> Array:
     """Token-expert pairs the busiest GPU computes per micro-batch (imbalance included)."""
     model = ctx.model
     assert model.moe is not None
@@ -150,6 +185,9 @@ def _tp_comm(ctx: _Context, num_blocks: float, hideable_s: Array) -> tuple[Array
     input gradient backward. With it, forward is all-gather + reduce-scatter, and
     backward adds a third collective: the sequence-sharded input is all-gathered
     again for the weight gradient (Korthikanti et al. 2022, section 4.2.2).
+    Overlap hides it only inside the scale-up domain: TP-overlap kernels
+    (Transformer Engine's userbuffers, PyTorch's async TP) move the chunks over
+    NVLink peer-to-peer copies; a TP group across nodes runs plain collectives.
     """
     grid, hardware = ctx.grid, ctx.hardware
     size = ctx.tokens * ctx.model.hidden_size * hardware.activation_bytes_per_element
@@ -158,29 +196,34 @@ def _tp_comm(ctx: _Context, num_blocks: float, hideable_s: Array) -> tuple[Array
     gather = collectives.all_gather_s(fabric, size, grid.tp, 1.0)
     forward = num_blocks * np.where(grid.sequence_parallel, 2.0 * gather, all_reduce)
     backward = num_blocks * np.where(grid.sequence_parallel, 3.0 * gather, all_reduce)
-    exposed_forward = np.where(grid.tp_overlap, np.maximum(forward - hideable_s, 0.0), forward)
-    exposed_backward = np.where(grid.tp_overlap, np.maximum(backward - 2.0 * hideable_s, 0.0), backward)
+    hide = hardware.stack.exposed_s
+    overlap = grid.tp_overlap & ~collectives.crosses_domains(fabric, grid.tp, 1.0)
+    exposed_forward = np.where(overlap, hide(forward, hideable_s), forward)
+    exposed_backward = np.where(overlap, hide(backward, 2.0 * hideable_s), backward)
     return exposed_forward, exposed_backward
 
 
-def _cp_comm(ctx: _Context, attention_forward_s: Array, attention_backward_s: Array) -> tuple[Array, Array]:
-    """Exposed ring-attention K/V exchange (overlapped with the attention it feeds)."""
+def cp_ring_s(ctx: _Context, attention_forward_s: Array, attention_backward_s: Array) -> tuple[Array, Array]:
+    """Exposed (forward, backward) context-parallel ring exchange.
+
+    ``cp - 1`` steps each send one K/V chunk to the next rank over the level the
+    CP group spans, while the attention of the chunk in hand runs (``1/cp`` of
+    the layer's attention); backward sends K/V and their gradients. A step
+    exposes what its attention cannot cover.
+    """
     grid, shapes, hardware = ctx.grid, ctx.shapes, ctx.hardware
     kv_heads = np.maximum(shapes.num_kv_heads / grid.tp, 1.0)
     if ctx.model.attention.kind == "mla":
         kv_heads = shapes.num_heads / grid.tp
-    chunk = (
-        ctx.tokens
-        * kv_heads
-        * (shapes.k_head_dim + shapes.v_head_dim)
-        * hardware.activation_bytes_per_element
-    )
+    per_token = kv_heads * (shapes.k_head_dim + shapes.v_head_dim) * hardware.activation_bytes_per_element
+    chunk = ctx.tokens * per_token
     crosses = collectives.crosses_domains(hardware.fabric, grid.cp, grid.tp)
     step = collectives.send_recv_s(hardware.fabric, chunk, crosses)
-    forward = np.where(grid.cp > 1, (grid.cp - 1.0) * step, 0.0)
-    return np.maximum(forward - attention_forward_s, 0.0), np.maximum(
-        2.0 * forward - attention_backward_s, 0.0
-    )
+    steps = grid.cp - 1.0
+    hide = hardware.stack.exposed_s
+    forward = steps * hide(step, attention_forward_s / grid.cp)
+    backward = steps * hide(2.0 * step, attention_backward_s / grid.cp)
+    return np.where(grid.cp > 1, forward, 0.0), np.where(grid.cp > 1, backward, 0.0)
 
 
 def _remote_scale(ctx: _Context) -> Array:
@@ -200,7 +243,7 @@ def _remote_scale(ctx: _Context) -> Array:
 def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array) -> tuple[Array, Array]:
     """Exposed expert-parallel all-to-all (dispatch + combine) of one MoE layer."""
     grid, hardware = ctx.grid, ctx.hardware
-    routed_bytes = _routed_tokens(ctx) * ctx.model.hidden_size
+    routed_bytes = routed_tokens(ctx) * ctx.model.hidden_size
     fabric = hardware.fabric
     remote = _remote_scale(ctx)
     dispatch = collectives.all_to_all_s(
@@ -209,33 +252,74 @@ def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array)
     combine = collectives.all_to_all_s(
         fabric, routed_bytes * hardware.activation_bytes_per_element, grid.ep, 1.0, remote
     )
-    forward = dispatch + combine
-    backward = 2.0 * combine
-    exposed_forward = np.where(grid.ep_overlap, np.maximum(forward - forward_compute_s, 0.0), forward)
-    exposed_backward = np.where(grid.ep_overlap, np.maximum(backward - backward_compute_s, 0.0), backward)
+    slow = 1.0 / hardware.stack.moe_efficiency  # the MoE path's dispatch/combine kernels
+    forward = slow * (dispatch + combine)
+    backward = slow * 2.0 * combine
+    hide = hardware.stack.exposed_s
+    exposed_forward = np.where(grid.ep_overlap, hide(forward, forward_compute_s), forward)
+    exposed_backward = np.where(grid.ep_overlap, hide(backward, backward_compute_s), backward)
     return exposed_forward, exposed_backward
 
 
-def _mlp_part(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array]:
-    """(forward s, input-grad s, weight-grad s, FLOP) of the MLP or MoE block."""
-    grid, hardware, shapes = ctx.grid, ctx.hardware, ctx.shapes
+def _block_linears(ctx: _Context, moe: bool) -> list[tuple[tuple[Linear, ...], Array, Array]]:
+    """(linears, tokens per copy, copies) of the attention and MLP/MoE blocks of one layer."""
+    shapes, grid = ctx.shapes, ctx.grid
+    blocks: list[tuple[tuple[Linear, ...], Array, Array]] = [(shapes.attention, ctx.tokens, 1.0)]
     if not moe:
-        return linears_cost(hardware, shapes.mlp, ctx.tokens, grid.tp)
+        return [*blocks, (shapes.mlp, ctx.tokens, 1.0)]
     model = ctx.model
     assert model.moe is not None
     physical = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
     local_experts = physical / grid.ep  # redundant replicas share the GPU's routed tokens
-    per_expert = _routed_tokens(ctx) / local_experts
-    experts = linears_cost(hardware, shapes.experts, per_expert, grid.tp, local_experts)
-    shared = linears_cost(hardware, shapes.shared_experts, ctx.tokens, grid.tp)
-    router = linears_cost(hardware, shapes.router, ctx.tokens, grid.tp)
-    parts = (experts, shared, router)
-    return (
-        sum(part[0] for part in parts),
-        sum(part[1] for part in parts),
-        sum(part[2] for part in parts),
-        sum(part[3] for part in parts),
+    blocks.append((shapes.experts, routed_tokens(ctx) / local_experts, local_experts))
+    blocks.append((shapes.shared_experts, ctx.tokens, 1.0))
+    blocks.append((shapes.router, ctx.tokens, 1.0))
+    return blocks
+
+
+def _gemms(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array, Array]:
+    """(forward s, input-grad s, weight-grad s, forward FLOP, FP8 cast s) of one layer's linears."""
+    forward = input_grad = weight_grad = flop = cast = 0.0
+    hardware, grid = ctx.hardware, ctx.grid
+    fp8 = hardware.compute_row == "fp8"
+    cast_bytes = hardware.stack.fp8_cast_bytes(hardware.precision)
+    routed = (ctx.shapes.experts, ctx.shapes.router)
+    for linears, tokens, copies in _block_linears(ctx, moe):
+        row = "bf16" if linears is ctx.shapes.router else None  # routers stay in 16 bit
+        part = linears_cost(hardware, linears, tokens, grid.tp, copies, compute_row=row)
+        slow = 1.0 / hardware.stack.moe_efficiency if moe and linears in routed else 1.0
+        forward, input_grad = forward + slow * part[0], input_grad + slow * part[1]
+        weight_grad, flop = weight_grad + slow * part[2], flop + part[3]
+        if fp8 and row is None:
+            for linear in linears:
+                k, n = local_dims(linear, grid.tp)
+                cast = cast + memory_s(hardware, copies * tokens * (k + n) * cast_bytes)
+    return forward, input_grad, weight_grad, flop, cast
+
+
+def _recompute(
+    ctx: _Context, core_forward: Array, gemm_forward: Array, elementwise_s: dict[str, Array]
+) -> tuple[Array, Array]:
+    """(seconds, fraction of the linear forward FLOP) recomputed beyond whole recomputed layers.
+
+    ``selective``: core attention when it is unfused; with fused attention the
+    memory-bound modules (norms, activation functions) and MLA's up-projections.
+    ``op`` (torchtitan): the same plus every other matmul.
+    """
+    grid = ctx.grid
+    light = elementwise_s["norm"] + elementwise_s["activation"] + elementwise_s["rope"]
+    up = 0.0
+    if ctx.model.attention.kind == "mla":
+        linears = tuple(linear for linear in ctx.shapes.attention if linear.name in MLA_UP_PROJECTIONS)
+        up = linears_cost(ctx.hardware, linears, ctx.tokens, grid.tp)[0]
+    selective = np.where(grid.unfused_attention, core_forward, light + up)
+    seconds = np.select(
+        [grid.uses_recompute("selective"), grid.uses_recompute("op")],
+        [selective, light + 0.5 * gemm_forward],
+        0.0,
     )
+    fraction = np.where(grid.uses_recompute("op"), 0.5, 0.0)
+    return seconds, fraction
 
 
 def layer_cost(
@@ -254,29 +338,31 @@ def layer_cost(
     before backward (1 for full recomputation, see ``train_memory``).
     """
     ctx = _Context(grid, model, shapes, hardware, seq_len)
-    attention = linears_cost(hardware, shapes.attention, ctx.tokens, grid.tp)
-    mlp = _mlp_part(ctx, moe)
+    gemm_forward, input_grad, weight_grad, gemm_flop, cast_s = _gemms(ctx, moe)
     core_forward, core_backward, core_flop, core_backward_flop = _attention_core(ctx)
-    gemm_forward = attention[0] + mlp[0]
     compute_forward = gemm_forward + core_forward
-    weight_grad = attention[2] + mlp[2]
-    compute_backward = attention[1] + mlp[1] + weight_grad + core_backward
-    elementwise = _elementwise_bytes(ctx, moe)
-    memory_forward = memory_s(hardware, elementwise)
-    memory_backward = 2.0 * memory_forward
+    compute_backward = input_grad + weight_grad + core_backward
+    factor = hardware.stack.elementwise_traffic_factor
+    elementwise = {
+        name: memory_s(hardware, factor * value) for name, value in elementwise_bytes(ctx, moe).items()
+    }
+    streamed = sum(elementwise.values())
+    memory_forward = streamed + 0.5 * cast_s  # inputs cast forward, output gradients backward
+    memory_backward = 2.0 * streamed + 0.5 * cast_s
     shared = model.moe is not None and model.moe.num_shared_experts > 0
-    tp_blocks = 2.0 if (not moe or shared) else 1.0
-    tp_forward, tp_backward = _tp_comm(ctx, tp_blocks, gemm_forward)
-    cp_forward, cp_backward = _cp_comm(ctx, core_forward, core_backward)
+    tp_forward, tp_backward = _tp_comm(ctx, 2.0 if (not moe or shared) else 1.0, gemm_forward)
+    cp_forward, cp_backward = cp_ring_s(ctx, core_forward, core_backward)
     if moe:
         ep_forward, ep_backward = _ep_comm(ctx, compute_forward, compute_backward)
     else:
         ep_forward = ep_backward = np.zeros_like(compute_forward)
     forward_total = compute_forward + memory_forward + tp_forward + cp_forward + ep_forward
-    selective = grid.recompute == RECOMPUTE_CODES["selective"]
-    recompute = recompute_fraction * forward_total + np.where(selective, core_forward, 0.0)
-    forward_flop = attention[3] + mlp[3] + core_flop
-    recompute_flop = recompute_fraction * forward_flop + np.where(selective, core_flop, 0.0)
+    partial_s, gemm_share = _recompute(ctx, core_forward, gemm_forward, elementwise)
+    recompute = recompute_fraction * forward_total + (1.0 - recompute_fraction) * partial_s
+    forward_flop = gemm_flop + core_flop
+    selective_flop = np.where(grid.uses_recompute("selective") & grid.unfused_attention, core_flop, 0.0)
+    extra_flop = selective_flop + gemm_share * gemm_flop
+    recompute_flop = recompute_fraction * forward_flop + (1.0 - recompute_fraction) * extra_flop
     kernels = KERNELS_PER_MOE_LAYER_FORWARD if moe else KERNELS_PER_DENSE_LAYER_FORWARD
     return LayerCost(
         compute_forward_s=compute_forward,
@@ -288,6 +374,6 @@ def layer_cost(
         cp_comm_s=cp_forward + cp_backward,
         ep_comm_s=ep_forward + ep_backward,
         recompute_s=recompute,
-        num_kernels=3.0 * kernels + kernels * recompute_fraction + np.where(selective, 2.0, 0.0),
-        hardware_flop=forward_flop + 2.0 * (attention[3] + mlp[3]) + core_backward_flop + recompute_flop,
+        num_kernels=3.0 * kernels + kernels * recompute_fraction + np.where(partial_s > 0, 2.0, 0.0),
+        hardware_flop=forward_flop + 2.0 * gemm_flop + core_backward_flop + recompute_flop,
     )

@@ -11,9 +11,14 @@ Activations per layer generalize Korthikanti et al. 2022 (``sbh(34 + 5as/h)``
 for GPT) to GQA, SwiGLU, MoE and MLA by counting the tensors each block keeps
 for backward: norm and block inputs (replicated across TP unless sequence
 parallelism splits them), Q/K/V and attention output, MLP intermediates, the
-score matrix for unfused attention, dropout masks (1 byte) when dropout is on.
-Selective recomputation drops the score matrix; full recomputation keeps only
-each layer's input.
+score matrix for unfused attention, dropout masks (1 byte) when dropout is on;
+MoE layers keep the dispatched tokens and expert outputs of their routed
+tokens, MLA its latents and (unless recomputed) the expanded Q/K/V. Stacks that
+keep FP8 linear inputs (Transformer Engine) store those at 1 byte. Megatron's
+selective recomputation drops the score matrix of unfused attention, or with
+fused attention the outputs of norms, activation functions and MLA
+up-projections; torchtitan's per-op policy also every other matmul output;
+full recomputation keeps only each layer's input.
 """
 
 from __future__ import annotations
@@ -26,13 +31,12 @@ import numpy as np
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.shapes import LayerShapes, Linear
-from lightspeed.sol.train.grid import RECOMPUTE_CODES, PlanGrid
+from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
 from lightspeed.workload import TransformerSpec
 
 Array = Any
 
-ADAM_STATE_BYTES_PER_PARAM = 12.0
 FP8_WEIGHT_COPY_BYTES = 1.0
 
 
@@ -105,46 +109,137 @@ def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) ->
     return StageParams(dense * copies, expert * copies, layers, moe_layers)
 
 
-def _activation_bytes_per_layer(
-    grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes, *, act: float, seq_len: int, moe: bool
-) -> tuple[Array, Array]:
-    """(bytes a layer keeps for backward without recomputation, bytes with full recomputation)."""
+@dataclass(frozen=True)
+class _Saved:
+    """Bytes one layer keeps for backward per micro-batch, by what can drop them."""
+
+    always: Array  # layer and block inputs, attention inputs/outputs, GEMM inputs not recomputed
+    light: Array  # outputs of norms, activation functions, MLA up-projections (selective drops them)
+    matmul: Array  # matmul outputs that torchtitan's per-op policy recomputes every other one of
+    scores: Array  # the score matrix of unfused attention (any recompute drops it)
+    checkpoint: Array  # what a fully recomputed layer keeps: its input
+
+    def kept(self, grid: PlanGrid) -> Array:
+        """Bytes kept under each plan's recompute policy (full/partial handled by the caller)."""
+        selective = grid.uses_recompute("selective")
+        op = grid.uses_recompute("op")
+        fused = ~grid.unfused_attention
+        light = np.where((selective & fused) | op, 0.0, self.light)
+        matmul = np.where(op, 0.5 * self.matmul, self.matmul)
+        scores = np.where(grid.uses_recompute("none"), self.scores, 0.0)
+        return self.always + light + matmul + scores
+
+
+@dataclass(frozen=True)
+class _Widths:
+    """Bytes per element of the tensors a layer keeps: 16-bit, FP8 linear inputs, FP8 SwiGLU inputs."""
+
+    act: float
+    linear_in: float
+    cached: float  # SwiGLU inputs and the attention output (DeepSeek caches them in FP8, once)
+
+    @property
+    def attention_output(self) -> float:
+        """O: the kernel's 16-bit copy plus the out-projection's FP8 input, or one cached FP8 copy."""
+        if self.cached < self.act:
+            return self.cached
+        return self.act + (self.linear_in if self.linear_in < self.act else 0.0)
+
+
+def _widths(hardware: Hardware) -> _Widths:
+    act = hardware.activation_bytes_per_element
+    storage = hardware.stack.fp8_activation_storage if hardware.compute_row == "fp8" else "none"
+    linear_in = 1.0 if storage != "none" else act
+    cached = 1.0 if storage == "linear-and-swiglu-inputs" else act
+    return _Widths(act, linear_in, cached)
+
+
+def _attention_saved(
+    grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes, *, tokens: Array, widths: _Widths
+) -> tuple[Array, Array, Array]:
+    """(always, light, matmul) bytes of the attention block beyond its normed input."""
+    act, linear_in = widths.act, widths.linear_in
+    heads = shapes.num_heads / grid.tp
+    kv_heads = np.maximum(shapes.num_kv_heads / grid.tp, 1.0)
+    output = tokens * heads * shapes.v_head_dim
+    stats = tokens * heads * 4.0 * (~grid.unfused_attention)  # fp32 softmax log-sum-exp (flash)
+    out = output * widths.attention_output + stats
+    attention = model.attention
+    if attention.kind == "mla":
+        assert attention.kv_lora_rank is not None
+        assert attention.qk_rope_head_dim is not None
+        latents = tokens * (
+            attention.kv_lora_rank + attention.qk_rope_head_dim + (attention.q_lora_rank or 0)
+        )
+        expanded = tokens * heads * (shapes.q_head_dim + shapes.k_head_dim + shapes.v_head_dim)
+        return out + latents * linear_in, expanded * act, 0.0 * tokens
+    qkv = tokens * (heads * shapes.q_head_dim + kv_heads * (shapes.k_head_dim + shapes.v_head_dim))
+    return out, 0.0 * tokens, qkv * act
+
+
+def _mlp_saved(
+    grid: PlanGrid, model: TransformerSpec, *, tokens: Array, widths: _Widths, moe: bool
+) -> tuple[Array, Array, Array]:
+    """(always, light, matmul) bytes of the MLP or MoE block beyond its normed input."""
+    gates = 2.0 if model.gated_mlp else 1.0
+    act, linear_in = widths.act, widths.linear_in
+
+    def block(rows: Array, width: Array) -> tuple[Array, Array]:
+        # up-projection outputs (the activation's inputs) and the activation output (down's input)
+        return rows * gates * width * widths.cached, rows * width * linear_in
+
+    if not moe:
+        up, activation = block(tokens, model.ffn_hidden_size / grid.tp)
+        return 0.0 * tokens, activation, up
+    assert model.moe is not None
+    moe_tokens = np.where(grid.tp > 1, tokens / grid.tp, tokens)
+    routed = moe_tokens * model.moe.top_k * grid.expert_imbalance
+    hidden = model.hidden_size
+    up, activation = block(routed, float(model.moe.expert_ffn_hidden_size))
+    width = model.moe.num_shared_experts * model.moe.shared_expert_ffn_hidden_size / grid.tp
+    shared_up, shared_activation = block(tokens, width)
+    # The dispatched tokens (the experts' input) are kept; the expert outputs before the weighted
+    # combine are kept too unless recomputed (the combine's gradient needs them, and they follow
+    # from the recomputed activation output).
+    dispatched = routed * hidden * linear_in
+    outputs = routed * hidden * act
+    return dispatched, activation + shared_activation + outputs, up + shared_up
+
+
+def saved_per_layer(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    hardware: Hardware,
+    *,
+    seq_len: int,
+    moe: bool,
+) -> _Saved:
+    """What one layer keeps for backward per micro-batch (Korthikanti et al.'s ``sbh(34 + 5as/h)``
+    for GPT with unfused attention, no parallelism and 16-bit activations; the tests check it).
+
+    Norm and block inputs are split by TP under sequence parallelism; FP8 stacks that keep linear
+    inputs in FP8 (Transformer Engine) store those at one byte; dropout masks are one byte.
+    """
+    widths = _widths(hardware)
+    act, linear_in = widths.act, widths.linear_in
     tokens = grid.micro_batch_size * seq_len / grid.cp
     hidden = model.hidden_size
-    split_tokens = np.where(grid.sequence_parallel, tokens / grid.tp, tokens)
-    replicated = split_tokens * (4.0 * hidden * act + np.where(grid.dropout, 2.0 * hidden, 0.0))
-    kv_heads = np.maximum(shapes.num_kv_heads / grid.tp, 1.0)
-    heads = shapes.num_heads / grid.tp
-    attention = (
-        tokens
-        * act
-        * (
-            heads * (shapes.q_head_dim + shapes.v_head_dim)
-            + kv_heads * (shapes.k_head_dim + shapes.v_head_dim)
-        )
+    split = np.where(grid.sequence_parallel, tokens / grid.tp, tokens)
+    residuals = 2.0 * split * hidden * act  # the layer input and the residual after attention
+    normed = 2.0 * split * hidden * linear_in  # norm outputs: QKV's and the MLP's input
+    masks = np.where(grid.dropout, 2.0 * split * hidden, 0.0)
+    attention = _attention_saved(grid, model, shapes, tokens=tokens, widths=widths)
+    mlp = _mlp_saved(grid, model, tokens=tokens, widths=widths, moe=moe)
+    per_score = np.where(grid.dropout, 5.0, 2.0)  # softmax output (2), dropout mask (1) and output (2)
+    scores = np.where(grid.unfused_attention, per_score * tokens * shapes.num_heads / grid.tp * seq_len, 0.0)
+    return _Saved(
+        always=residuals + masks + attention[0] + mlp[0],
+        light=normed + attention[1] + mlp[1],
+        matmul=attention[2] + mlp[2],
+        scores=scores,
+        checkpoint=split * hidden * act,
     )
-    attention = attention + np.where(
-        grid.unfused_attention, 0.0, tokens * heads * 4.0
-    )  # flash: fp32 softmax stats
-    scores = np.where(
-        grid.unfused_attention & (grid.recompute == RECOMPUTE_CODES["none"]),
-        5.0 * tokens * heads * seq_len,
-        0.0,
-    )
-    gates = 3.0 if model.mlp == "swiglu" else 2.0
-    if moe:
-        assert model.moe is not None
-        moe_tokens = np.where(grid.tp > 1, tokens / grid.tp, tokens)
-        routed = moe_tokens * model.moe.top_k * grid.expert_imbalance
-        shared = model.moe.num_shared_experts * model.moe.shared_expert_ffn_hidden_size
-        mlp = (
-            routed * act * (hidden + gates * model.moe.expert_ffn_hidden_size)
-            + tokens * act * gates * shared / grid.tp
-        )
-    else:
-        mlp = tokens * act * gates * model.ffn_hidden_size / grid.tp
-    full = split_tokens * hidden * act
-    return replicated + attention + scores + mlp, full
 
 
 def training_memory(
@@ -161,9 +256,10 @@ def training_memory(
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / grid.ep
     weight_bytes = hardware.activation_bytes_per_element
-    if hardware.precision.startswith(("fp8", "mxfp8", "fp4", "nvfp4", "mxfp4")):
+    low_precision = hardware.precision.startswith(("fp8", "mxfp8", "fp4", "nvfp4", "mxfp4"))
+    if low_precision and hardware.stack.fp8_weight_copy:
         weight_bytes += FP8_WEIGHT_COPY_BYTES
-    optimizer_per_param = ADAM_STATE_BYTES_PER_PARAM if weight_bytes < 4.0 else 8.0
+    optimizer_per_param = hardware.stack.optimizer_bytes_per_param if weight_bytes < 4.0 else 8.0
 
     def sharded(per_param: Array, from_stage: int) -> Array:
         dense_share = np.where(grid.zero_stage >= from_stage, params.dense / replicas, params.dense)
@@ -177,15 +273,12 @@ def training_memory(
     )  # gathered layers
     gradients = sharded(grid.grad_bytes, 2)
     optimizer = sharded(optimizer_per_param, 1)
-    act = hardware.activation_bytes_per_element
-    dense_kept, dense_full = _activation_bytes_per_layer(
-        grid, model, shapes, act=act, seq_len=seq_len, moe=False
-    )
+    dense = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=False)
+    dense_kept, dense_full = dense.kept(grid), dense.checkpoint
     moe_kept, moe_full = dense_kept, dense_full
     if model.moe is not None:
-        moe_kept, moe_full = _activation_bytes_per_layer(
-            grid, model, shapes, act=act, seq_len=seq_len, moe=True
-        )
+        moe_saved = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=True)
+        moe_kept, moe_full = moe_saved.kept(grid), moe_saved.checkpoint
     num_dense = params.layers_per_stage - params.moe_layers_per_stage
     in_flight = activations_in_flight(grid)
     kept = (num_dense * dense_kept + params.moe_layers_per_stage * moe_kept) * in_flight
@@ -202,14 +295,14 @@ def training_memory(
 def _recompute_fraction(grid: PlanGrid, kept: Array, full: Array, free: Array, layers: Array) -> Array:
     """Share of each stage's layers that run fully recomputed.
 
-    ``full`` -> 1, ``none``/``selective`` -> 0; ``partial`` -> the fewest whole
+    ``full`` -> 1, ``none``/``selective``/``op`` -> 0; ``partial`` -> the fewest whole
     layers that bring activations under the free memory (1 if even that fails).
     """
     saving = np.maximum(kept - full, 1e-9)
     needed = np.clip((kept - free) / saving, 0.0, 1.0)
     whole_layers = np.ceil(needed * layers - 1e-9) / np.maximum(layers, 1.0)
     return np.select(
-        [grid.recompute == RECOMPUTE_CODES["full"], grid.recompute == RECOMPUTE_CODES["partial"]],
+        [grid.uses_recompute("full"), grid.uses_recompute("partial")],
         [1.0, whole_layers],
         0.0,
     )

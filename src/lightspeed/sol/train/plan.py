@@ -19,12 +19,13 @@ from typing import Final
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
+from lightspeed.sol.core.stacks import Stack
 from lightspeed.units import compute_precision
 from lightspeed.workload import TransformerSpec
 
 SCHEDULES: Final = ("1f1b", "gpipe", "interleaved", "zb1p", "dualpipe", "dualpipev")
-RECOMPUTE: Final = ("none", "selective", "partial", "full")
-ATTENTION_IMPLEMENTATIONS: Final = ("flash", "unfused")
+RECOMPUTE: Final = ("none", "selective", "op", "partial", "full")
+ATTENTION_IMPLEMENTATIONS: Final = ("flash", "flash2", "unfused")
 TRAINING_PRECISIONS: Final = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "mxfp8", "nvfp4", "mxfp4")
 GRAD_PRECISIONS: Final = ("fp32", "bf16")
 
@@ -40,16 +41,23 @@ class TrainingPlan(Record):
     ``ep_overlap=None`` means "only with DualPipe/DualPipeV", which overlap
     all-to-all with the paired micro-batch's compute by design.
     ``recompute="partial"`` recomputes the fewest whole layers per stage that make
-    the plan fit (Megatron's ``--recompute-method block``); ``"selective"``
-    recomputes core attention only. ``expert_imbalance`` multiplies the busiest
-    GPU's expert work (1.0 = perfectly balanced routing; :mod:`lightspeed.sol.expert_load`
-    derives it from a recorded load). ``num_physical_experts`` counts the routed experts
-    with their redundant replicas over the EP group (``None``: no replicas); each replica
-    holds weights, gradients and optimizer state like the expert it copies.
-    ``attention_impl="unfused"`` and ``dropout=True`` describe pre-FlashAttention
-    frameworks (Megatron-LM 2021-22: softmax over the full score matrix in memory,
-    hidden and attention dropout). ``uneven_pipeline`` allows layers not divisible by the
-    pipeline size (the last stages get fewer layers, as Llama 3 405B did).
+    the plan fit (Megatron's ``--recompute-method block``); ``"selective"`` is
+    Megatron's: core attention with unfused attention (the score matrix is not kept,
+    Korthikanti et al. 2022), and with fused attention the memory-bound modules (norms,
+    activation functions, MLA up-projections: Megatron-Core ``--recompute-modules
+    layernorm moe_act mla_up_proj``, DeepSeek-V3 section 3.3); ``"op"`` is torchtitan's
+    per-op policy (the same plus every other matmul). ``expert_imbalance`` multiplies
+    the busiest GPU's expert work (1.0 = perfectly balanced routing;
+    :mod:`lightspeed.sol.expert_load` derives it from a recorded load).
+    ``num_physical_experts`` counts the routed experts with their redundant replicas
+    over the EP group (``None``: no replicas); each replica holds weights, gradients and
+    optimizer state like the expert it copies. ``attention_impl`` is ``flash`` (the best
+    fused kernel of the device), ``flash2`` (FlashAttention-2) or ``unfused`` (pre-FlashAttention
+    frameworks: softmax over the full score matrix in memory);
+    ``dropout=True`` adds hidden and attention dropout. Fields left ``None`` (attention,
+    dropout, overlaps) take the software stack's defaults (:meth:`resolved`).
+    ``uneven_pipeline`` allows layers not divisible by the pipeline size (the last
+    stages get fewer layers, as Llama 3 405B did).
     """
 
     tp: int = 1
@@ -66,10 +74,10 @@ class TrainingPlan(Record):
     precision: str = "bf16"
     recompute: str = "none"
     sequence_parallel: bool | None = None
-    attention_impl: str = "flash"
-    dropout: bool = False
-    dp_overlap: bool = True
-    tp_overlap: bool = False
+    attention_impl: str | None = None
+    dropout: bool | None = None
+    dp_overlap: bool | None = None
+    tp_overlap: bool | None = None
     ep_overlap: bool | None = None
     grad_reduce_precision: str = "fp32"
     expert_imbalance: float = 1.0
@@ -87,7 +95,8 @@ class TrainingPlan(Record):
             raise InvalidPlanError("global_batch_size and seq_len must be >= 1")
         _check_choice("schedule", self.schedule, SCHEDULES)
         _check_choice("recompute", self.recompute, RECOMPUTE)
-        _check_choice("attention_impl", self.attention_impl, ATTENTION_IMPLEMENTATIONS)
+        if self.attention_impl is not None:
+            _check_choice("attention_impl", self.attention_impl, ATTENTION_IMPLEMENTATIONS)
         _check_choice("precision", self.precision, TRAINING_PRECISIONS)
         _check_choice("grad_reduce_precision", self.grad_reduce_precision, GRAD_PRECISIONS)
         if self.zero_stage not in (0, 1, 2, 3):
@@ -136,6 +145,28 @@ class TrainingPlan(Record):
         """The catalog compute row the GEMMs run on (``bf16``, ``fp8`` ...)."""
         return compute_precision(self.precision)
 
+    @property
+    def is_resolved(self) -> bool:
+        """Whether every stack-dependent field has a value."""
+        return None not in (self.attention_impl, self.dropout, self.dp_overlap, self.tp_overlap)
+
+    def resolved(self, stack: Stack) -> TrainingPlan:
+        """This plan with the fields left ``None`` taken from ``stack``, sequence parallelism and
+        EP overlap stated (``True``/``False``), and ``selective`` read as the stack means it."""
+        recompute = stack.selective_recompute if self.recompute == "selective" else self.recompute
+        return replace(
+            self,
+            attention_impl=self.attention_impl if self.attention_impl is not None else stack.attention,
+            dropout=self.dropout if self.dropout is not None else stack.dropout,
+            dp_overlap=self.dp_overlap if self.dp_overlap is not None else stack.dp_overlap,
+            tp_overlap=self.tp_overlap if self.tp_overlap is not None else stack.tp_overlap,
+            sequence_parallel=self.uses_sequence_parallel
+            if self.sequence_parallel is not None
+            else stack.sequence_parallel and self.tp > 1,
+            ep_overlap=self.overlaps_ep,
+            recompute=recompute,
+        )
+
     def with_changes(self, **changes: object) -> TrainingPlan:
         """A copy with some fields replaced."""
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -172,6 +203,16 @@ def validate_plan(plan: TrainingPlan, model: TransformerSpec, num_gpus: int | No
     _check_batch(plan)
     _check_experts(plan, model)
     _check_context_parallel(plan)
+    _check_sharding(plan)
+
+
+def _check_sharding(plan: TrainingPlan) -> None:
+    if plan.zero_stage >= 3 and plan.pp > 1:
+        raise InvalidPlanError(
+            f"zero_stage 3 (FSDP) with pp={plan.pp} would gather every stage's parameters for each "
+            "micro-batch in flight; Megatron and DeepSpeed refuse it: use --zero 1 or 2 with PP, "
+            "or --pp 1 with ZeRO-3"
+        )
 
 
 def validate_plan_gpus(plan: TrainingPlan, num_gpus: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,9 +11,10 @@ from lightspeed.catalog import Cluster
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
+from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
-from lightspeed.units import SECONDS_PER_HOUR, format_bytes, format_percent
+from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.flops import flops_per_token
 
@@ -41,6 +42,12 @@ class TrainEstimate(Record):
     Times in seconds, memory in bytes per GPU, rates per second. ``mfu`` counts
     model FLOPs under ``flop_convention``; ``hfu`` counts every FLOP executed
     (recomputation included). Both divide by the dense peak of ``precision``.
+    ``model_flop_per_s_per_gpu`` is in FLOP/s like ``peak_flop_per_s``
+    (``tflop_per_s_per_gpu`` is the same in TFLOP/s, kept for old readers).
+    ``intervals`` holds the error bars: for ``level`` of the published runs of
+    the same family (``train/dense/hopper`` ...) the measured value fell inside
+    ``[low, high]`` of the step time, tokens/s, MFU and model FLOP/s per GPU.
+    ``stack`` names the software profile the estimate assumes.
     """
 
     model: str
@@ -58,6 +65,7 @@ class TrainEstimate(Record):
     flop_convention: str
     model_flop_per_token: float
     tflop_per_s_per_gpu: float
+    model_flop_per_s_per_gpu: float
     mfu: float
     hfu: float
     peak_flop_per_s: float
@@ -68,6 +76,8 @@ class TrainEstimate(Record):
     time_to_train_s: float | None
     gpu_hours: float | None
     assumptions: tuple[str, ...]
+    stack: str = ""
+    intervals: JsonDict = field(default_factory=dict)
 
     def plan_summary(self) -> JsonDict:
         """The plan object of the ``search``/``plan --json`` contract."""
@@ -88,6 +98,8 @@ class TrainEstimate(Record):
             "tokens_per_s": self.tokens_per_s,
             "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
             "bound": self.bound,
+            "step_time_interval_s": self.intervals.get("step_time_s"),
+            "mfu_interval": self.intervals.get("mfu"),
             # Names before 0.2 (CHANGELOG.md): kept so existing consumers keep working.
             "zero": plan.zero_stage,
             "micro_batch": plan.micro_batch_size,
@@ -171,6 +183,7 @@ def estimate_from_arrays(
     hfu = float(np.asarray(arrays.hardware_flop_per_step)[index]) / step / (gpus * peak)
     sentence, part = bound_sentence(parts, plan, hardware, mfu)
     time_to_train = num_tokens / tokens * step if num_tokens else None
+    band = interval_for("train", moe=model.moe is not None, architecture=hardware.accelerator.architecture)
     return TrainEstimate(
         model=model.name,
         system=hardware.cluster.name,
@@ -187,6 +200,7 @@ def estimate_from_arrays(
         flop_convention=flops.convention,
         model_flop_per_token=flops.training_flop,
         tflop_per_s_per_gpu=model_rate / gpus / 1e12,
+        model_flop_per_s_per_gpu=model_rate / gpus,
         mfu=mfu,
         hfu=hfu,
         peak_flop_per_s=peak,
@@ -197,7 +211,22 @@ def estimate_from_arrays(
         time_to_train_s=time_to_train,
         gpu_hours=time_to_train * gpus / SECONDS_PER_HOUR if time_to_train is not None else None,
         assumptions=_assumptions(hardware, plan, flops.formula),
+        stack=hardware.stack.name,
+        intervals=_intervals(band, step=step, tokens_per_s=tokens / step, mfu=mfu, rate=model_rate / gpus),
     )
+
+
+def _intervals(band: Band, *, step: float, tokens_per_s: float, mfu: float, rate: float) -> JsonDict:
+    """The error bars of an estimate's headline figures (see :class:`TrainEstimate`)."""
+    return {
+        "level": band.level,
+        "family": band.family,
+        "num_rows": band.num_rows,
+        "step_time_s": list(band.time(step)),
+        "tokens_per_s": list(band.speed(tokens_per_s)),
+        "mfu": list(band.speed(mfu)),
+        "model_flop_per_s_per_gpu": list(band.speed(rate)),
+    }
 
 
 def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[str, ...]:
@@ -206,11 +235,18 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
         f"peak: dense {plan.compute_precision} {hardware.peak_flop_per_s / 1e12:,.1f} TFLOP/s per GPU "
         f"({hardware.accelerator.display_name})",
         f"efficiency model '{efficiency.name}': GEMM up to "
-        f"{format_percent(efficiency.gemm_max_efficiency, 0)} "
+        f"{format_percent(efficiency.gemm_ceiling(plan.compute_precision), 0)} "
         f"of peak, HBM {format_percent(efficiency.memory_efficiency, 0)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
-        f"usable memory {format_bytes(hardware.usable_memory_bytes)} per GPU, "
-        f"{format_bytes(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} reserved for runtime",
+        f"software stack '{hardware.stack.name}' ({hardware.stack.display_name}): kernels at "
+        f"{format_percent(hardware.stack.kernel_efficiency, 0)} of those ceilings"
+        + (
+            f", clock x{hardware.clock_fraction:.3f} under the power cap"
+            if hardware.clock_fraction < 1
+            else ""
+        ),
+        f"device memory {format_memory(hardware.usable_memory_bytes)} per GPU (as the driver reports), "
+        f"{format_memory(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} framework reserve",
         f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",
         f"model FLOPs per token: {formula}",
     )

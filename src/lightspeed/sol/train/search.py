@@ -23,8 +23,23 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.hardware import Hardware, hardware_for
-from lightspeed.sol.train.grid import RECOMPUTE_CODES, SCHEDULE_CODES, PlanGrid
-from lightspeed.sol.train.plan import RECOMPUTE, TrainingPlan
+from lightspeed.sol.core.stacks import Stack, load_stack
+from lightspeed.sol.core.uncertainty import interval_for
+from lightspeed.sol.train.grid import (
+    ATTENTION_CODES,
+    RECOMPUTE_CODES,
+    SCHEDULE_CODES,
+    PlanGrid,
+    grid_from_plans,
+)
+from lightspeed.sol.train.plan import TrainingPlan, validate_plan
+from lightspeed.sol.train.ranking import (
+    PlanComparison,
+    compare,
+    margin_over_runner_up,
+    tie_indices,
+    tolerance_of,
+)
 from lightspeed.sol.train.result import (
     DEFAULT_FLOP_CONVENTION,
     TrainEstimate,
@@ -32,7 +47,7 @@ from lightspeed.sol.train.result import (
     part_label,
 )
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays, evaluate_grid
-from lightspeed.units import format_bytes
+from lightspeed.units import format_memory
 from lightspeed.workload import TransformerSpec
 
 CHUNK_PLANS = 262_144
@@ -75,7 +90,14 @@ class SearchSpace(Record):
 
 @dataclass(frozen=True)
 class SearchResult(Record):
-    """Ranked plans (best first), counts, timing, and why the best wins."""
+    """Ranked plans (best first), counts, timing, and why the best wins.
+
+    ``margin_over_runner_up`` is the second-fastest fitting plan's step over
+    the best's, minus one; ``tolerance`` the relative difference the model
+    cannot resolve (half its 80% error band); ``ties`` the fitting plans within
+    it, simplest first (the one to start from); ``compared`` the plan the
+    caller named, ranked against the rest.
+    """
 
     model: str
     system: str
@@ -85,6 +107,10 @@ class SearchResult(Record):
     elapsed_s: float
     plans: tuple[TrainEstimate, ...]
     why_best: tuple[str, ...]
+    margin_over_runner_up: float | None = None
+    tolerance: float = 0.0
+    ties: tuple[TrainEstimate, ...] = ()
+    compared: PlanComparison | None = None
 
     @property
     def plans_per_s(self) -> float:
@@ -98,16 +124,26 @@ def default_space(
     seq_len: int,
     schedules: tuple[str, ...] = ("1f1b",),
     max_tp: int | None = None,
+    *,
+    stack: Stack | None = None,
 ) -> SearchSpace:
-    """Every TP/CP/PP/EP/VPP/micro-batch/recompute/ZeRO value worth trying.
+    """Every TP/CP/PP/EP/VPP/micro-batch/recompute/ZeRO value worth trying (CP only on stacks that have it).
 
     ``max_tp`` caps tensor parallelism (the CLI passes the scale-up domain size:
     TP across the scale-out network is a known anti-pattern unless asked for).
+    Recomputation tries the policies the stack has (its ``selective`` is
+    Megatron's or torchtitan's per-op one).
     """
+    profile = stack or load_stack()
+    recompute = ("none", profile.selective_recompute, "partial", "full")
     heads = model.attention.num_heads
     tp_limit = min(64, num_gpus, max_tp or num_gpus)
     tp = tuple(t for t in powers_of_two(tp_limit) if heads % t == 0)
-    cp = tuple(c for c in DEFAULT_CPS if c <= num_gpus and (c == 1 or seq_len % (2 * c) == 0))
+    cp = tuple(
+        c
+        for c in DEFAULT_CPS
+        if c <= num_gpus and (c == 1 or (seq_len % (2 * c) == 0 and profile.context_parallel))
+    )
     pp = tuple(p for p in range(1, min(model.num_layers, 128, num_gpus) + 1) if num_gpus % p == 0)
     ep: tuple[int, ...] = (1,)
     if model.moe is not None:
@@ -120,7 +156,7 @@ def default_space(
         ep=ep,
         vpp=DEFAULT_VPPS,
         micro_batch=DEFAULT_MICRO_BATCHES,
-        recompute=RECOMPUTE,
+        recompute=recompute,
         zero_stage=DEFAULT_ZERO_STAGES,
         schedules=schedules,
     )
@@ -165,6 +201,7 @@ def _valid(
     dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
     ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))
     ok &= (columns["schedule"] == SCHEDULE_CODES["1f1b"]) | (pp > 1)
+    ok &= (columns["zero"] < 3) | (pp == 1)  # ZeRO-3 with PP is refused (validate_plan says why)
     ok &= (cp == 1) | (np.mod(seq_len, 2 * cp) == 0)
     if model.moe is None:
         ok &= ep == 1
@@ -223,11 +260,11 @@ def _grid(
         global_batch_size=full(float(template.global_batch_size)),
         schedule=np.where(interleaved, float(SCHEDULE_CODES["interleaved"]), columns["schedule"]),
         recompute=columns["recompute"],
-        sequence_parallel=tp > 1,
-        unfused_attention=full(template.attention_impl == "unfused"),
-        dropout=full(template.dropout),
-        dp_overlap=full(template.dp_overlap),
-        tp_overlap=full(template.tp_overlap),
+        sequence_parallel=(tp > 1) & bool(template.sequence_parallel),
+        attention=full(float(ATTENTION_CODES[template.attention_impl or "flash"])),
+        dropout=full(bool(template.dropout)),
+        dp_overlap=full(bool(template.dp_overlap)),
+        tp_overlap=full(bool(template.tp_overlap)),
         ep_overlap=np.where(
             np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]]),
             True,
@@ -235,7 +272,7 @@ def _grid(
         ),
         grad_bytes=full(4.0 if template.grad_reduce_precision == "fp32" else 2.0),
         expert_imbalance=experts.imbalance(columns, template),
-        uneven_pipeline=np.mod(layers, pp) != 0,
+        uneven_pipeline=np.mod(layers, pp * vpp) != 0,
         physical_experts=experts.physical(columns, template),
     )
 
@@ -282,6 +319,8 @@ def _evaluate_chunks(
     template: TrainingPlan,
     model: TransformerSpec,
     hardware: Hardware,
+    *,
+    num_gpus: int,
     experts: _Experts,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(step time, memory per GPU, distinct) of every plan; ``distinct`` is false for
@@ -290,7 +329,7 @@ def _evaluate_chunks(
     size = columns["tp"].shape[0]
     for start in range(0, size, CHUNK_PLANS):
         chunk = {name: values[start : start + CHUNK_PLANS] for name, values in columns.items()}
-        grid = _grid(chunk, template, hardware.num_gpus, model.num_layers, experts)
+        grid = _grid(chunk, template, num_gpus, model.num_layers, experts)
         arrays = evaluate_grid(grid, model, hardware, template.seq_len)
         steps.append(np.asarray(arrays.step_time_s))
         memories.append(np.asarray(arrays.memory.total_bytes))
@@ -350,11 +389,15 @@ def search_training(
     num_gpus: int | None = None,
     require_fit: bool = False,
     expert_balance: ExpertBalance | None = None,
+    stack: str | Stack | None = None,
+    compare_plan: TrainingPlan | None = None,
 ) -> SearchResult:
     """Every valid plan of ``model`` on ``cluster``, best ``top`` first (fitting plans first).
 
     ``template`` carries the settings not searched (overlap flags, attention
-    implementation, gradient precision); ``space`` restricts the values tried.
+    implementation, gradient precision; ``None`` fields take the ``stack``'s
+    defaults); ``space`` restricts the values tried. ``compare_plan`` (its batch,
+    sequence and precision are the search's) is ranked against the rest.
     ``num_gpus`` (the GPUs a user asked for; default: the whole cluster) may be part of a
     single node only. With ``require_fit`` a search where no plan fits raises
     :class:`~lightspeed.errors.PlanDoesNotFitError` instead of ranking plans that cannot run.
@@ -364,39 +407,41 @@ def search_training(
     started = time.perf_counter()
     num_gpus = _searched_gpus(cluster, num_gpus)
     _check_schedules(schedules)
-    space = space or default_space(model, num_gpus, seq_len, schedules, max_tp)
-    base = (template or TrainingPlan()).with_changes(
-        global_batch_size=global_batch_size, seq_len=seq_len, precision=precision
+    profile = stack if isinstance(stack, Stack) else load_stack(stack)
+    space = space or default_space(model, num_gpus, seq_len, schedules, max_tp, stack=profile)
+    template = template or TrainingPlan()
+    sequence_parallel = (
+        profile.sequence_parallel if template.sequence_parallel is None else template.sequence_parallel
     )
-    hardware = hardware_for(cluster, precision, efficiency, sharp)
+    base = (
+        template.with_changes(global_batch_size=global_batch_size, seq_len=seq_len, precision=precision)
+        .resolved(profile)
+        .with_changes(sequence_parallel=sequence_parallel)  # "on whenever TP > 1" for the searched TPs
+    )
+    hardware = hardware_for(cluster, precision, efficiency, sharp, profile)
     experts = _Experts(expert_balance, hardware.domain_size)
     physical = expert_balance.num_physical_experts if expert_balance else base.num_physical_experts
     columns = _valid_columns(
         space, model, num_gpus, global_batch_size, seq_len, num_physical_experts=physical
     )
-    steps, memory, distinct = _evaluate_chunks(columns, base, model, hardware, experts)
+    steps, memory, distinct = _evaluate_chunks(
+        columns, base, model, hardware, num_gpus=num_gpus, experts=experts
+    )
     columns = {name: values[distinct] for name, values in columns.items()}
     steps, memory = steps[distinct], memory[distinct]
     fits = memory <= hardware.usable_memory_bytes
     order = np.lexsort((memory, steps, ~fits))[: max(top, 3)]  # fitting first, then fastest, then leanest
-    chosen = {name: values[order] for name, values in columns.items()}
-    grid = _grid(chosen, base, num_gpus, model.num_layers, experts)
-    arrays = evaluate_grid(grid, model, hardware, seq_len)
-    plans = tuple(
-        _estimate(
-            arrays,
-            index,
-            grid=grid,
-            base=base,
-            model=model,
-            hardware=hardware,
-            flop_convention=flop_convention,
-            num_tokens=num_tokens,
-        )
-        for index in range(len(order))
-    )
     if require_fit and not fits.any():
         _raise_none_fits(model, cluster, num_gpus, float(memory.min()), hardware.usable_memory_bytes)
+    band = interval_for("train", moe=model.moe is not None, architecture=hardware.accelerator.architecture)
+    tolerance = tolerance_of(band)
+    tied = tie_indices(columns, steps, fits, tolerance)
+    context = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
+    plans = _estimates(context, columns, order)
+    compared = None
+    if compare_plan is not None:
+        named = _named_estimate(context, compare_plan)
+        compared = compare(named, steps, fits, tolerance)
     return SearchResult(
         model=model.name,
         system=cluster.name,
@@ -406,6 +451,65 @@ def search_training(
         elapsed_s=time.perf_counter() - started,
         plans=plans[:top],
         why_best=why_best(plans, hardware),
+        margin_over_runner_up=margin_over_runner_up(steps, fits),
+        tolerance=tolerance,
+        ties=_estimates(context, columns, tied) if tied.size else (),
+        compared=compared,
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    base: TrainingPlan
+    model: TransformerSpec
+    hardware: Hardware
+    num_gpus: int
+    flop_convention: str
+    num_tokens: float | None
+    experts: _Experts
+
+
+def _estimates(
+    ctx: _Context, columns: dict[str, np.ndarray], indices: np.ndarray
+) -> tuple[TrainEstimate, ...]:
+    """Whole estimates of the plans at ``indices`` of the searched columns."""
+    chosen = {name: values[indices] for name, values in columns.items()}
+    grid = _grid(chosen, ctx.base, ctx.num_gpus, ctx.model.num_layers, ctx.experts)
+    arrays = evaluate_grid(grid, ctx.model, ctx.hardware, ctx.base.seq_len)
+    return tuple(
+        _estimate(
+            arrays,
+            index,
+            grid=grid,
+            base=ctx.base,
+            model=ctx.model,
+            hardware=ctx.hardware,
+            flop_convention=ctx.flop_convention,
+            num_tokens=ctx.num_tokens,
+        )
+        for index in range(len(indices))
+    )
+
+
+def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainEstimate:
+    """The estimate of a plan the caller names, on the search's batch, sequence, precision and stack
+    (uneven stages allowed as in the search, e.g. Llama 3 405B's 126 layers on PP16 x VPP6)."""
+    named = plan.with_changes(
+        global_batch_size=ctx.base.global_batch_size,
+        seq_len=ctx.base.seq_len,
+        precision=ctx.base.precision,
+        uneven_pipeline=plan.uneven_pipeline or ctx.model.num_layers % (plan.pp * plan.vpp) != 0,
+    ).resolved(ctx.hardware.stack)
+    validate_plan(named, ctx.model, ctx.num_gpus)
+    arrays = evaluate_grid(grid_from_plans([named]), ctx.model, ctx.hardware, named.seq_len)
+    return estimate_from_arrays(
+        arrays=arrays,
+        index=0,
+        model=ctx.model,
+        hardware=ctx.hardware,
+        plan=named,
+        flop_convention=ctx.flop_convention,
+        num_tokens=ctx.num_tokens,
     )
 
 
@@ -428,7 +532,7 @@ def _raise_none_fits(
 ) -> NoReturn:
     raise PlanDoesNotFitError(
         f"no plan of {model.name} on {num_gpus} GPUs of {cluster.name} fits: the leanest needs "
-        f"{format_bytes(leanest_bytes)} per GPU, {format_bytes(usable_bytes)} usable",
+        f"{format_memory(leanest_bytes)} per GPU, {format_memory(usable_bytes)} usable",
         nearest_plan=None,
         no_fit_hint=f"use about {math.ceil(leanest_bytes / usable_bytes)}x the GPUs or a smaller model",
     )

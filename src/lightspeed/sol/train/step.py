@@ -78,7 +78,7 @@ def _head_cost(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_l
     """LM head GEMM and fp32 cross-entropy traffic on the last stage, per micro-batch."""
     tokens = grid.micro_batch_size * seq_len / grid.cp
     head = (Linear("lm_head", model.hidden_size, model.vocab_size, "column"),)
-    forward, input_grad, weight_grad, flop = linears_cost(hardware, head, tokens, grid.tp)
+    forward, input_grad, weight_grad, flop = linears_cost(hardware, head, tokens, grid.tp, compute_row="bf16")
     loss_bytes = 4.0 * 4.0 * tokens * model.vocab_size / grid.tp  # write, softmax read/write, grad write
     return {
         "compute_forward_s": forward,
@@ -164,7 +164,8 @@ def _data_parallel(
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / grid.ep
 
-    flat = grid.zero_stage >= 3  # ZeRO-3/FSDP gathers run as one flat ring per rank (see docs/sol.md)
+    stack = hardware.stack
+    flat = (grid.zero_stage >= 3) & stack.zero3_flat_ring  # one ring per rank through its own NIC
 
     def traffic(num_params: Array, group: Array, stride: Array) -> tuple[Array, Array, Array]:
         reduce = collectives.all_reduce_s(fabric, num_params * grid.grad_bytes, group, stride)
@@ -178,13 +179,12 @@ def _data_parallel(
     m = grid.num_microbatches
     forward, backward = stage.forward_s, stage.backward_s
     overlap = grid.dp_overlap
-    ddp = np.where(overlap, np.maximum(reduce - backward, 0.0), reduce)
-    zero12 = np.where(
-        overlap, np.maximum(scatter - backward, 0.0) + np.maximum(gather - forward, 0.0), scatter + gather
-    )
+    hide = stack.exposed_s
+    ddp = np.where(overlap, hide(reduce, backward), reduce)
+    zero12 = np.where(overlap, hide(scatter, backward) + hide(gather, forward), scatter + gather)
     zero3 = m * np.where(
         overlap,
-        np.maximum(gather - forward, 0.0) + np.maximum(gather + scatter - backward, 0.0),
+        hide(gather, forward) + hide(gather + scatter, backward),
         2.0 * gather + scatter,
     )
     exposed = np.select([grid.zero_stage == 0, grid.zero_stage >= 3], [ddp, zero3], zero12)

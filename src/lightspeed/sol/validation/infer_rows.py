@@ -30,7 +30,12 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   output tokens/s per GPU, ``total token`` or ``input`` without ``output``
   input plus output tokens/s; any other tokens/s is output tokens/s for all
   the row's GPUs together, as the metric cell says (the version pinned in the
-  source is the one read). ``ms`` and ``us`` are converted to seconds.
+  source is the one read). ``ms`` and ``us`` are converted to seconds; a
+  metric saying ``decode`` is a decode pool on its own (``batching="decode"``).
+* **Attention data parallelism** groups: the DP cell's number when it gives one
+  (:func:`_attention_groups`); the **KV cache** format the precision cell names
+  (:func:`_kv_precision`); the **serving stack** the source names, dated by its
+  TensorRT-LLM version when it gives one (:func:`row_serving_stack`).
 """
 
 from __future__ import annotations
@@ -43,10 +48,13 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.published import PublishedRow, RowError, first_number, integer_cell
-from lightspeed.sol.validation.rows import resolve_cluster, resolve_model
+from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
+from lightspeed.sol.validation.readings import Reading, read_cell
+from lightspeed.sol.validation.rows import choose_reading, resolve_cluster, resolve_model, row_year
 from lightspeed.sol.validation.validate import ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
@@ -63,9 +71,10 @@ INFERENCE_METRICS = (
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
 _ISL_OSL = re.compile(rf"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}")
 _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
+_INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(?:tokens)?")
+_TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 _BATCH = re.compile(r"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(\d+)")
 _CONCURRENCY = re.compile(r"concurrency\s*[=:]?\s*(\d+)|(\d+)\s*concurrent")
-_RATE = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 
 
@@ -80,6 +89,9 @@ class InferenceRowSetup(Record):
     metric: str
     measured: float
     assumptions: tuple[str, ...]
+    reading: Reading | None = None
+    readings: tuple[Reading, ...] = ()
+    serving: ServingStack | None = None
 
 
 def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
@@ -111,6 +123,12 @@ def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
     return "bf16", "precision not stated: bf16"
 
 
+def _kv_precision(row: PublishedRow) -> str | None:
+    """The KV-cache format the precision cell names (``bf16/FP16 KV cache``, ``FP8 KV``), if any."""
+    match = re.search(r"\b(fp8|fp16|bf16|int8|nvfp4)\s*(?:/\s*\w+\s*)?kv", row.text("precision").lower())
+    return match.group(1) if match else None
+
+
 def _tokens(text: str) -> int:
     """``1,000`` -> 1000, ``32k`` -> 32768 (a k on a token count is 1024)."""
     if text.endswith("k"):
@@ -123,12 +141,22 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     match = _ISL_OSL.search(text)
     prefill = _PREFILL.search(text)
+    decode = "decode" in row.text("metric").lower()
     if match:
         isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
     elif prefill:
         isl, osl = _tokens(prefill.group(1)), 1
+    elif decode and (context := _INPUT_ONLY.search(text)):
+        # A decode pool's figure with only the context stated: decode right after the prompt.
+        return (
+            ServingLoad(_tokens(context.group(1)), 1),
+            "decode",
+            f"decode pool on its own at a context of {context.group(1)} tokens, KV-limited batch",
+        )
     else:
         raise RowError("the row gives no ISL/OSL or prompt length")
+    if decode:
+        return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
     concurrency = _CONCURRENCY.search(text)
     if "offline" in text or "max concurrency" in text or "max load" in text:
@@ -146,39 +174,13 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
 
 
-def _seconds(text: str, value: float) -> float:
-    lowered = text.lower()
-    if re.search(r"\d\s*ms\b", lowered):
-        return value / 1e3
-    if re.search(r"\d\s*(?:us|µs)\b", lowered):
-        return value / 1e6
-    return value
-
-
-def _metric(row: PublishedRow) -> tuple[str, float]:
-    """(metric key, measured value in base units) of an inference row."""
-    metric = row.text("metric").lower()
-    measured_text = row.text("measured")
-    measured = first_number(measured_text)
-    if measured is None:
-        raise RowError(f"measured value {measured_text!r} has no number")
-    if "first-token" in metric or "first token" in metric or "ttft" in metric:
-        return "ttft_s", _seconds(measured_text, measured)
-    if "tpot" in metric or "inter-token" in metric or "itl" in metric or "per output token" in metric:
-        return "tpot_s", _seconds(measured_text, measured)
-    if "latency" in metric:
-        return "request_latency_s", _seconds(measured_text, measured)
-    if "req" in metric and ("/s" in metric or "per s" in metric):
-        return "requests_per_s", measured
-    if _RATE.search(metric):
-        if "/user" in metric or "per user" in metric:
-            return "output_tokens_per_s_per_user", measured
-        if "/gpu" in metric or "per gpu" in metric:
-            return "output_tokens_per_s_per_gpu", measured
-        if "output" not in metric and ("total token" in metric or "input" in metric):
-            return "total_tokens_per_s", measured
-        return "output_tokens_per_s", measured
-    raise RowError(f"metric {row.text('metric')!r} is not one of {', '.join(INFERENCE_METRICS)}")
+def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading:
+    """The first inference metric of the row's cells (paired by position, units and scope
+    read, per-node values made per GPU)."""
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
+    if not readings or all(reading.value is None for reading in readings):
+        raise RowError(f"measured value {row.text('measured')!r} has no number")
+    return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
 
 
 def inference_row_setup(
@@ -196,13 +198,18 @@ def inference_row_setup(
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
     precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
+    kv_precision = _kv_precision(row)
     load, batching, load_note = _load(row)
-    metric, measured = _metric(row)
+    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
+    assert reading.value is not None
+    metric, measured = reading.key, reading.value
     notes = [model_note, *cluster_notes, precision_note, load_note]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
-        attention_groups, tp = tp, 1
-        notes.append(f"attention data parallelism: {attention_groups} attention groups of 1 GPU per stage")
+        attention_groups, tp = _attention_groups(row, tp)
+        notes.append(
+            f"attention data parallelism: {attention_groups} attention groups of {tp} GPU(s) per stage"
+        )
     plan = InferencePlan(
         tp=tp,
         pp=pp,
@@ -210,9 +217,39 @@ def inference_row_setup(
         dp_attention=attention_groups,
         replicas=num_gpus // (tp * attention_groups * pp),
         precision=precision,
+        kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
-    return InferenceRowSetup(model, plan, load, batching, metric, measured, tuple(notes)), cluster
+    if kv_precision is not None:
+        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
+    year, _ = row_year(row, cluster.system.accelerator)
+    serving, serving_note = row_serving_stack(row, year)
+    notes.append(serving_note)
+    setup = InferenceRowSetup(
+        model, plan, load, batching, metric, measured, tuple(notes), reading, readings, serving
+    )
+    return setup, cluster
+
+
+def _attention_groups(row: PublishedRow, tp: int) -> tuple[int, int]:
+    """(attention groups, GPUs per group) of a row naming attention data parallelism: the DP cell
+    when it gives a number (``8 (attention DP)``, ``144 (MLA/shared expert DP)``), groups of the TP
+    cell's GPUs each; else the TP cell's GPUs as one-GPU groups."""
+    groups = integer_cell(row.text("DP"))
+    if groups and groups > 1:
+        return groups, tp
+    return tp, 1
+
+
+def row_serving_stack(row: PublishedRow, year: int) -> tuple[ServingStack, str]:
+    """The serving profile of a row; a TensorRT-LLM version dates it (0.5-0.7: 2023, to 0.16: 2024)."""
+    source = row.text("source")
+    version = _TRT_VERSION.search(source)
+    if version:
+        minor = int(version.group(1))
+        year = 2023 if minor <= 7 else 2024 if minor <= 16 else 2025
+    return serving_stack_for(" ".join((source, row.text("metric"))), year)
 
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
@@ -231,37 +268,62 @@ def inference_predictor(
 
     def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
         setup, cluster = inference_row_setup(row, catalog, registry)
-        try:
-            estimate = estimate_inference(
-                model=setup.model,
-                cluster=cluster,  # type: ignore[arg-type]
-                plan=setup.plan,
-                load=setup.load,
-                efficiency=efficiency,
-                batching=setup.batching,
-            )
-        except UserInputError as error:
-            raise RowError(str(error)) from None
-        predicted = _value(estimate, setup.metric)
-        plan = {
-            **setup.plan.to_dict(),
-            "batch_per_replica": estimate.batch_per_replica,
-            "max_batch": estimate.max_batch,
-            "ttft_s": estimate.ttft_s,
-            "tpot_s": estimate.tpot_s,
-            "bound": estimate.bound,
-        }
-        return predicted_row(
-            row,
-            kind="infer",
-            metric=setup.metric,
-            measured=setup.measured,
-            predicted=predicted,
-            plan=plan,
-            assumptions=setup.assumptions + estimate.assumptions,
-        )
+        return predict_inference_setup(row, setup, cluster, efficiency)
 
     return predict
 
 
-__all__ = ["INFERENCE_METRICS", "InferenceRowSetup", "inference_predictor", "inference_row_setup"]
+def predict_inference_setup(
+    row: PublishedRow, setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None = None
+) -> ValidationRow:
+    """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``)."""
+    try:
+        estimate = estimate_inference(
+            model=setup.model,
+            cluster=cluster,  # type: ignore[arg-type]
+            plan=setup.plan,
+            load=setup.load,
+            efficiency=efficiency,
+            batching=setup.batching,
+            serving=setup.serving,
+        )
+    except UserInputError as error:
+        raise RowError(str(error)) from None
+    plan = {
+        **setup.plan.to_dict(),
+        "batch_per_replica": estimate.batch_per_replica,
+        "max_batch": estimate.max_batch,
+        "ttft_s": estimate.ttft_s,
+        "tpot_s": estimate.tpot_s,
+        "bound": estimate.bound,
+    }
+    return predicted_row(
+        row,
+        kind="infer",
+        metric=setup.metric,
+        measured=setup.measured,
+        predicted=_value(estimate, setup.metric),
+        plan=plan,
+        assumptions=setup.assumptions + estimate.assumptions,
+        reading=setup.reading,
+        readings=setup.readings,
+        band=interval_for(
+            "infer",
+            moe=setup.model.moe is not None,
+            architecture=estimate_cluster_architecture(cluster),
+        ),
+    )
+
+
+def estimate_cluster_architecture(cluster: object) -> str:
+    """The accelerator architecture of a row's cluster (``Hopper`` ...)."""
+    return str(cluster.system.accelerator.architecture)  # type: ignore[attr-defined]
+
+
+__all__ = [
+    "INFERENCE_METRICS",
+    "InferenceRowSetup",
+    "inference_predictor",
+    "inference_row_setup",
+    "predict_inference_setup",
+]

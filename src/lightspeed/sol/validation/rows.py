@@ -2,18 +2,22 @@
 
 Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
 
-* **Framework era** from the publication year in the source (``SC21``,
-  ``2022``) or, without a year, from the hardware (Hopper and later = modern):
-  up to 2021 Megatron-LM had no sequence parallelism, no overlap of the
-  gradient all-reduce, unfused attention and dropout; 2022 added sequence
-  parallelism; from 2023 FlashAttention, no dropout, overlapped DP.
-* **Unreported micro-batch or interleaving depth**: the fastest plan that fits
-  among the valid values (published runs report tuned configurations).
-* **Sharding**: ``ZeRO-k`` -> k, ``FSDP FULL_SHARD`` -> 3, ``FSDP-style``/
-  ``distributed optimizer`` -> 1, ``none`` -> 0 (DDP), unreported -> 1.
-* **FLOP convention** of a TFLOP/s or MFU figure: ``96-form`` or Narayanan et
-  al. -> Megatron's formula with the recompute pass; ``72-form`` -> Megatron's
-  without; ``6N + 12·L·d·s`` -> PaLM-style; otherwise PaLM-style (6N + full attention).
+* **Software stack** (:func:`lightspeed.sol.core.stacks.stack_for`): the
+  framework the row names (``torchtitan``, ``Megatron-Bridge``, ``llm-foundry``,
+  ...) in the year of its software (:func:`row_year`: a ``YY.MM`` release or
+  container, else the source's year, else 2020 for Ampere/Volta and 2024 for
+  later); a row naming none takes the Megatron profile of its year. The stack
+  sets attention kernel, dropout, sequence parallelism, overlap, FP8 storage and
+  what "selective" recomputation means; the row's own words override
+  (:func:`_stated_settings`).
+* **Unreported micro-batch, interleaving depth or recomputation**: the fastest
+  plan that fits among the valid values (published runs report tuned setups).
+* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (2 with PP),
+  ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
+* **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
+  ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
+  ``model TFLOP/s`` -> 6N + causal attention; else as the named stack counts its
+  own figures; a row naming no framework -> 6N + 12·L·h·s (PaLM).
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
+from typing import Final
 
-from lightspeed.catalog import Accelerator, Catalog, Cluster, System
+from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
+from lightspeed.sol.core.stacks import Stack, stack_for
 from lightspeed.sol.train.plan import TrainingPlan
+from lightspeed.sol.validation.hardware_text import resolve_row_cluster
 from lightspeed.sol.validation.published import (
     PublishedRow,
     RowError,
@@ -34,18 +41,9 @@ from lightspeed.sol.validation.published import (
     is_missing,
     parenthesized_number,
 )
-from lightspeed.units import parse_count
+from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec
 
-FABRIC_KEYWORDS = (
-    ("xdr", "ib-xdr"),
-    ("ndr", "ib-ndr"),
-    ("hdr", "ib-hdr"),
-    ("roce 800", "ethernet-800g"),
-    ("roce", "ethernet-400g"),
-    ("ib 50gb/s", "ib-ndr"),
-    ("ib 25gb/s", "ib-hdr"),
-)
 METRICS = (
     "tflop_per_s_per_gpu",
     "step_time_s",
@@ -56,6 +54,8 @@ METRICS = (
     "tokens_per_s_per_gpu",
     "samples_per_s",
     "samples_per_s_per_gpu",
+    "hfu",
+    "memory_per_gpu_bytes",
 )
 
 
@@ -73,63 +73,36 @@ class RowSetup(Record):
     flop_causal: bool
     num_tokens: float | None
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    reading: Reading | None = None
+    readings: tuple[Reading, ...] = ()
+    stack: Stack | None = None
 
 
-def _year(row: PublishedRow, accelerator: Accelerator) -> int:
+_CONTAINER: Final = re.compile(
+    r"\b(2\d)\.(?:0[1-9]|1[0-2])\s+\w*\s*container|\bv(2\d)\.(?:0[1-9]|1[0-2])\b", re.IGNORECASE
+)
+
+
+def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
+    """(year of the software a row ran, where it was read): a ``YY.MM`` release or container
+    (``v25.04``, ``25.11 NeMo Container``), else the first year the source names (``2024-12``,
+    ``SC21``), else 2020 for Ampere/Volta and 2024 for later hardware."""
     source = row.text("source")
+    release = _CONTAINER.search(source)
+    if release:
+        return 2000 + int(release.group(1) or release.group(2)), f"release {release.group(0)}"
     match = re.search(r"\b(20[12]\d)\b", source) or re.search(r"\bSC(\d\d)\b", source)
     if match:
         year = int(match.group(1))
-        return year if year > 100 else 2000 + year
-    return 2020 if accelerator.architecture.lower() in ("ampere", "volta") else 2024
-
-
-def resolve_accelerator(catalog: Catalog, text: str) -> Accelerator:
-    """The accelerator a hardware cell names (``A100-SXM4-80GB (Selene, ...)``, ``H100``)."""
-    pieces = [piece.strip() for piece in re.split(r"[,;()]", text) if piece.strip()]
-    for piece in pieces:
-        words = piece.split()
-        for count in range(len(words), 0, -1):
-            candidate = " ".join(words[:count])
-            for name in _prefixes(candidate):
-                found = catalog.find_device(name) if hasattr(catalog, "find_device") else None
-                if found is None:
-                    try:
-                        found = catalog.accelerator(name)
-                    except UserInputError:
-                        found = None
-                if found is not None:
-                    return found
-    raise RowError(f"hardware {text!r} names no accelerator in the catalog (see 'lightspeed hw list')")
-
-
-def _prefixes(candidate: str) -> list[str]:
-    parts = candidate.split("-")
-    return ["-".join(parts[:count]) for count in range(len(parts), 0, -1)]
-
-
-def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
-    """The catalog's 8-GPU (or rack) system built around ``accelerator``."""
-    candidates = [s for s in catalog.systems.values() if s.accelerator.name == accelerator.name]
-    if not candidates:
-        raise RowError(f"no system in the catalog is built from {accelerator.name}; add one with --catalog")
-    candidates.sort(key=lambda s: (s.system_type != "node", s.num_accelerators != 8, s.name))
-    return candidates[0]
+        return (year if year > 100 else 2000 + year), f"'{match.group(0)}' in the source"
+    if accelerator.architecture.lower() in ("ampere", "volta"):
+        return 2020, "no year in the source: 2020 for Ampere"
+    return 2024, f"no year in the source: 2024 for {accelerator.architecture}"
 
 
 def resolve_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
-    """The cluster of a row: its accelerator's default system, over the fabric the text names."""
-    text = row.text("hardware")
-    accelerator = resolve_accelerator(catalog, text)
-    system = default_system(catalog, accelerator)
-    lowered = text.lower()
-    fabric = next((link for keyword, link in FABRIC_KEYWORDS if keyword in lowered), None)
-    if fabric is not None and fabric not in catalog.links:
-        fabric = None
-    nodes = max(1, -(-num_gpus // system.num_accelerators))
-    cluster = catalog.cluster(system.name, num_nodes=nodes, fabric=fabric)
-    notes = [f"hardware '{text}' -> {nodes} x {system.name}" + (f" over {fabric}" if fabric else "")]
-    return cluster, notes
+    """The cluster of a row (:func:`~lightspeed.sol.validation.hardware_text.resolve_row_cluster`)."""
+    return resolve_row_cluster(catalog, row, num_gpus)
 
 
 def _heads(text: str) -> tuple[int | None, int | None]:
@@ -193,24 +166,39 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     )
 
 
-def _zero_stage(text: str) -> int:
+def zero_stage_of(text: str, pp: int = 1) -> tuple[int, str]:
+    """(ZeRO stage, note) of a sharding cell.
+
+    ``ZeRO-k`` is k; FSDP (v1's default FULL_SHARD, FSDP2's ``fully_shard``,
+    Megatron-FSDP, ``FSDP=N`` with N > 1) shards everything: 3, except with
+    pipeline parallelism, where FSDP keeps parameters gathered across the
+    micro-batches (torchtitan's ``reshard_after_forward=False``, Llama 3's
+    FSDP) and is ZeRO-2; ``FSDP=0``, a distributed optimizer or a bare
+    ``ZeRO`` is 1; ``none`` is 0; unreported 1.
+    """
     lowered = text.lower()
     match = re.search(r"zero-?(\d)", lowered)
     if match:
-        return int(match.group(1))
-    if "full_shard" in lowered or "full shard" in lowered:
-        return 3
-    if "fsdp" in lowered or "zero" in lowered or "distributed optimizer" in lowered:
-        return 1
+        return int(match.group(1)), f"sharding '{text}' -> ZeRO-{match.group(1)}"
+    sized = re.search(r"fsdp\s*=\s*(\d+)", lowered)
+    fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
+    if fsdp or "full_shard" in lowered or "full shard" in lowered:
+        if pp > 1:
+            return 2, f"sharding '{text}' with pp={pp} -> ZeRO-2 (FSDP keeps parameters gathered under PP)"
+        return 3, f"sharding '{text}' -> ZeRO-3 (FSDP full sharding)"
+    if "distributed optimizer" in lowered or "zero" in lowered or "fsdp" in lowered:
+        return 1, f"sharding '{text}' -> ZeRO-1 (distributed optimizer)"
     if lowered.startswith("none"):
-        return 0
-    return 1
+        return 0, "sharding none -> ZeRO-0 (DDP)"
+    return 1, "sharding not reported -> ZeRO-1"
 
 
-def _recompute(text: str) -> str:
+def _recompute(text: str, stack: Stack) -> str:
     lowered = text.lower()
+    if "per-op" in lowered or "(op" in lowered:
+        return "op"
     if "selective" in lowered or "partial" in lowered:
-        return "selective"
+        return stack.selective_recompute
     if lowered.startswith("full") or "full activation" in lowered:
         return "full"
     return "none"
@@ -266,21 +254,22 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
     return _Degrees(tp, pp, dp, ep, cp)
 
 
-def _era_settings(year: int, text: str, zero_stage: int) -> dict[str, object]:
-    overlap_named = "overlap" in text
-    return {
-        "attention_impl": "unfused" if year <= 2022 else "flash",
-        "dropout": year <= 2022,
-        "sequence_parallel": None if year >= 2022 and "tp all-reduce" not in text else False,
-        # ZeRO-3 prefetches parameters and overlaps by design (DeepSpeed overlap_comm, FSDP prefetch).
-        "dp_overlap": year >= 2022 or overlap_named or zero_stage >= 3,
-        # By 2024 Megatron-Core (--tp-comm-overlap) and PyTorch (async TP) overlap TP collectives.
-        "tp_overlap": year >= 2024 or (overlap_named and year >= 2023),
-    }
+def _stated_settings(text: str, zero_stage: int, stack: Stack) -> dict[str, object]:
+    """What the row's own words change from its stack's defaults."""
+    settings: dict[str, object] = {}
+    if "tp all-reduce" in text:
+        settings["sequence_parallel"] = False
+    if zero_stage >= 3:  # ZeRO-3/FSDP prefetch parameters and overlap by design
+        settings["dp_overlap"] = True
+    if "asynctp" in text.replace(" ", "").replace("-", "") and "with asynctp" not in text:
+        settings["tp_overlap"] = True
+    if settings.get("sequence_parallel") is False or stack.sequence_parallel:
+        return settings
+    return {**settings, "sequence_parallel": False}
 
 
 def candidate_plans(
-    row: PublishedRow, model: TransformerSpec, num_gpus: int, year: int
+    row: PublishedRow, model: TransformerSpec, num_gpus: int, stack: Stack
 ) -> tuple[list[TrainingPlan], list[str]]:
     """Every plan the row allows: reported settings fixed, unreported ones enumerated."""
     degrees = _degrees(row, num_gpus)
@@ -300,12 +289,12 @@ def candidate_plans(
     micros = [micro] if micro else [1, 2, 4, 8, 16]
     recompute_text = row.text("recompute")
     recomputes = (
-        ["none", "selective", "partial", "full"]
+        ["none", stack.selective_recompute, "partial", "full"]
         if is_missing(recompute_text)
-        else [_recompute(recompute_text)]
+        else [_recompute(recompute_text, stack)]
     )
     joined = row.joined()
-    zero_stage = _zero_stage(row.text("sharding"))
+    zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp)
     base = dict(
         tp=degrees.tp,
         pp=degrees.pp,
@@ -318,7 +307,7 @@ def candidate_plans(
         seq_len=seq_len,
         precision=_precision(row.text("precision")),
         uneven_pipeline=model.num_layers % degrees.pp != 0,
-        **_era_settings(year, joined, zero_stage),
+        **_stated_settings(joined, zero_stage, stack),
     )
     plans = []
     for vpp, micro_batch, recompute in itertools.product(vpps, micros, recomputes):
@@ -326,12 +315,15 @@ def candidate_plans(
             continue
         if vpp > 1 and (batch // degrees.dp // micro_batch) % degrees.pp:
             continue
-        plans.append(TrainingPlan(vpp=vpp, micro_batch_size=micro_batch, recompute=recompute, **base))  # type: ignore[arg-type]
+        plan = TrainingPlan(vpp=vpp, micro_batch_size=micro_batch, recompute=recompute, **base)  # type: ignore[arg-type]
+        plans.append(plan.resolved(stack))
     if not plans:
         raise RowError(f"no micro-batch in {micros} divides the {batch // degrees.dp} sequences per replica")
+    first = plans[0]
     notes = [
-        f"framework era {year}: attention {base['attention_impl']}, dropout {base['dropout']}, "
-        f"DP overlap {base['dp_overlap']}"
+        zero_note,
+        f"{stack.name}: attention {first.attention_impl}, dropout {first.dropout}, sequence parallel "
+        f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}",
     ]
     if len(plans) > 1:
         notes.append(
@@ -341,64 +333,84 @@ def candidate_plans(
     return plans, notes
 
 
-_TIME_UNITS = (
-    ("ms", 1e-3),
-    ("min", 60.0),
-    ("hour", 3600.0),
-    ("day", 86400.0),
-    (" d", 86400.0),
-    (" h", 3600.0),
-)
+TRAIN_METRICS_NEEDING_TOKENS = ("gpu_hours", "time_to_train_s")
 
 
-def _seconds(value: float, text: str) -> float:
-    """``value`` in seconds, from the first time unit named in ``text`` (seconds if none)."""
-    lowered = f" {text.lower()}"
-    hits = [(lowered.find(unit), factor) for unit, factor in _TIME_UNITS if unit in lowered]
-    return value * min(hits)[1] if hits else value
+def choose_reading(
+    readings: tuple[Reading, ...], keys: tuple[str, ...], num_gpus: int, node_gpus: int
+) -> Reading:
+    """The first reading whose quantity the engine predicts (per-node values made per GPU).
+
+    Readings of a token-budget metric without the budget in the text are skipped
+    (a GPU-hours figure needs ``for 14.8T tokens``); aggregate PFLOP/s becomes TFLOP/s per GPU.
+    """
+    skipped = []
+    for reading in readings:
+        reading = reading.per_gpu(node_gpus)
+        if reading.value is None or reading.key not in keys:
+            skipped.append(reading)
+            continue
+        if reading.key in TRAIN_METRICS_NEEDING_TOKENS and reading.num_tokens is None:
+            skipped.append(reading)
+            continue
+        if reading.key == "pflop_per_s":
+            return _replace_reading(
+                reading, "tflop_per_s_per_gpu", reading.value / num_gpus, "aggregate / GPUs"
+            )
+        return reading
+    texts = "; ".join(f"'{r.metric_text}'" for r in skipped) or "(empty)"
+    needs_budget = [r for r in skipped if r.key in TRAIN_METRICS_NEEDING_TOKENS]
+    if needs_budget and len(needs_budget) == len(skipped):
+        raise RowError(
+            "a GPU-hours or time-to-train row must name its token budget in the metric "
+            "(e.g. 'for 14.8T tokens')"
+        )
+    raise RowError(f"metric {texts} is not one lightspeed can predict ({', '.join(keys)})")
+
+
+def _replace_reading(reading: Reading, key: str, value: float, note: str) -> Reading:
+    data = reading.to_dict()
+    data.update(key=key, value=value, scope="gpu", notes=(*reading.notes, note))
+    return Reading(**data)
 
 
 def parse_metric(row: PublishedRow) -> tuple[str, float]:
-    """(metric key, measured value in base units) of a training row.
+    """(metric key, measured value in base units) of a training row: the first metric
+    piece lightspeed predicts, paired by position with its value (``docs/sol.md``)."""
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
+    if not readings or all(reading.value is None for reading in readings):
+        raise RowError(f"measured value {row.text('measured')!r} has no number")
+    reading = choose_reading(readings, (*METRICS, "pflop_per_s"), 1, 8)
+    assert reading.value is not None
+    return reading.key, reading.value
 
-    The first metric the text names is the one measured (``137 (44%); 4.4 PF``).
-    Rates are per GPU when the text says so (``per GPU``, ``/GPU``), else for the job.
+
+def flop_convention(
+    row: PublishedRow, stack: Stack, reading: Reading | None = None, *, framework_named: bool = True
+) -> tuple[str, bool, bool, str]:
+    """(convention, counts recompute, causal, note) that a row's FLOP figures use.
+
+    What the row says wins (``96-form``, ``72-form``, ``model TFLOP/s``); else a
+    framework's own figures count as its stack does (Megatron-LM 2021 counted the
+    recompute pass); a row naming no framework counts as PaLM (6N + 12·L·h·s).
     """
-    metric = row.text("metric").lower()
-    measured_text = row.text("measured")
-    measured = first_number(measured_text)
-    if measured is None:
-        raise RowError(f"measured value {measured_text!r} has no number")
-    per_gpu = "per gpu" in metric or "/gpu" in metric
-    if "gpu-hours" in metric or "gpu hours" in metric:
-        return "gpu_hours", measured
-    if "iteration time" in metric or "step time" in metric:
-        return "step_time_s", _seconds(measured, metric + " " + measured_text)
-    if metric.startswith("mfu"):
-        return "mfu", measured / 100.0
-    if "tflop" in metric:
-        return "tflop_per_s_per_gpu", measured
-    if "tokens/s" in metric:
-        return ("tokens_per_s_per_gpu" if per_gpu else "tokens_per_s"), measured
-    if "samples/s" in metric or "sequences/s" in metric:
-        return ("samples_per_s_per_gpu" if per_gpu else "samples_per_s"), measured
-    if "time to train" in metric or metric.startswith(("days", "hours", "training time")):
-        return "time_to_train_s", _seconds(measured, metric.split(";")[0] + " " + measured_text)
-    raise RowError(f"metric {row.text('metric')!r} is not one lightspeed can predict ({', '.join(METRICS)})")
-
-
-def flop_convention(row: PublishedRow) -> tuple[str, bool, bool, str]:
-    """(convention, counts recompute, causal, note) that a row's FLOP figures use."""
     joined = row.joined()
-    if "96-form" in joined or ("narayanan" in joined and "full" in row.text("recompute").lower()):
-        return (
-            "megatron",
-            True,
-            False,
-            "FLOPs as Narayanan et al. count them (96-form, recompute pass included)",
-        )
+    full = row.text("recompute").lower().startswith("full")
+    if "96-form" in joined:
+        return "megatron", True, False, "FLOPs by Megatron's 96-form (recompute pass included)"
     if "72-form" in joined:
         return "megatron", False, "non-causal" not in joined, "FLOPs by Megatron's 72-form"
+    if reading is not None and reading.flop_basis == "model":
+        return "6N+causal-attention", False, False, "model FLOPs: 6N + causal attention (Megatron's count)"
+    if framework_named:
+        counts = stack.published_flop_counts_recompute and full
+        return (
+            stack.published_flop_convention,
+            counts,
+            False,
+            f"FLOPs as {stack.name} counts them ({stack.published_flop_convention}"
+            + (", recompute pass included)" if counts else ")"),
+        )
     return "6N+attention", False, False, "FLOPs as 6N + 12·L·h·s (PaLM convention; the row states none)"
 
 
@@ -409,19 +421,19 @@ def row_setup(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> R
         raise RowError("GPUs is not reported")
     model, model_note = resolve_model(registry, row)
     cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
-    if cluster.num_accelerators != num_gpus and cluster.num_nodes > 1:
-        raise RowError(f"{num_gpus} GPUs is not a whole number of {cluster.system.name} nodes")
-    year = _year(row, cluster.system.accelerator)
-    plans, plan_notes = candidate_plans(row, model, num_gpus, year)
-    metric, measured = parse_metric(row)
-    convention, recompute, causal, flop_note = flop_convention(row)
-    tokens_match = re.search(r"([\d.]+\s*[kmbt]?)\s*tokens", row.text("metric").lower())
-    num_tokens = parse_count(tokens_match.group(1).replace(" ", "").upper()) if tokens_match else None
-    if metric in ("gpu_hours", "time_to_train_s") and num_tokens is None:
-        raise RowError(
-            "a GPU-hours or time-to-train row must name its token budget in the metric "
-            "(e.g. 'for 14.8T tokens')"
-        )
+    year, year_note = row_year(row, cluster.system.accelerator)
+    stack, stack_note = stack_for(
+        " ".join((row.text("source"), row.text("sharding"), row.text("precision"))), year
+    )
+    plans, plan_notes = candidate_plans(row, model, num_gpus, stack)
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
+    if not readings or all(reading.value is None for reading in readings):
+        raise RowError(f"measured value {row.text('measured')!r} has no number")
+    reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, cluster.system.num_accelerators)
+    assert reading.value is not None
+    metric, measured, num_tokens = reading.key, reading.value, reading.num_tokens
+    named = "names no framework" not in stack_note
+    convention, recompute, causal, flop_note = flop_convention(row, stack, reading, framework_named=named)
     return RowSetup(
         model=model,
         cluster=cluster,
@@ -432,5 +444,8 @@ def row_setup(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> R
         flop_recompute=recompute,
         flop_causal=causal,
         num_tokens=num_tokens,
-        assumptions=(model_note, *cluster_notes, *plan_notes, flop_note),
+        assumptions=(model_note, *cluster_notes, f"{stack_note} ({year_note})", *plan_notes, flop_note),
+        reading=reading,
+        readings=readings,
+        stack=stack,
     )

@@ -22,11 +22,13 @@ from lightspeed.errors import LightspeedError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.core.uncertainty import LEVEL, Band, interval_for
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
-from lightspeed.sol.train.result import estimate_from_arrays
+from lightspeed.sol.train.result import TrainEstimate, estimate_from_arrays
 from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.sol.validation.published import PublishedRow, RowError, read_table
+from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RowSetup, row_setup
 from lightspeed.units import SECONDS_PER_HOUR
 from lightspeed.workload import ModelRegistry
@@ -48,6 +50,10 @@ class ValidationRow(Record):
     plan: JsonDict | None
     assumptions: tuple[str, ...]
     source: str
+    reading: JsonDict | None = None
+    readings: tuple[JsonDict, ...] = ()
+    interval: tuple[float, float] | None = None
+    covered: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,8 @@ class ErrorSummary(Record):
     p90_abs_error: float | None
     max_abs_error: float | None
     num_not_predicted: int
+    coverage: float | None = None
+    coverage_level: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int
         plans.append(plan)
     if not plans:
         validate_plan(setup.plans[0], setup.model)  # raises with the reason
-    hardware = hardware_for(setup.cluster, plans[0].precision, efficiency)
+    hardware = hardware_for(setup.cluster, plans[0].precision, efficiency, stack=setup.stack)
     arrays = evaluate_grid(grid_from_plans(plans), setup.model, hardware, plans[0].seq_len)
     step = np.asarray(arrays.step_time_s)
     memory = np.asarray(arrays.memory.total_bytes)
@@ -90,11 +98,16 @@ def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int
     return index, arrays, hardware, plans[index]
 
 
-def _predicted_metric(setup: RowSetup, plan: TrainingPlan, step_s: float, peak: float) -> float:
+def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainEstimate, peak: float) -> float:
+    step_s = estimate.step_time_s
     tokens = plan.tokens_per_step
     gpus = plan.num_gpus
     if setup.metric == "step_time_s":
         return step_s
+    if setup.metric == "memory_per_gpu_bytes":
+        return estimate.memory_per_gpu_bytes
+    if setup.metric == "hfu":
+        return estimate.hfu * estimate.peak_flop_per_s / peak
     if setup.metric in ("gpu_hours", "time_to_train_s"):
         assert setup.num_tokens is not None
         seconds = setup.num_tokens / tokens * step_s
@@ -115,15 +128,28 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, step_s: float, peak: 
     return rate_per_gpu / 1e12 if setup.metric == "tflop_per_s_per_gpu" else rate_per_gpu / peak
 
 
+def _peak_of(setup: RowSetup, hardware_peak: float) -> float:
+    """The peak an MFU figure divides by: the one the row names (``MFU vs 2.45 PF``), else the catalog's."""
+    if setup.reading is not None and setup.reading.peak_flop_per_s:
+        return setup.reading.peak_flop_per_s
+    return hardware_peak
+
+
 def _train_row(
     row: PublishedRow, catalog: Catalog, models: ModelRegistry, efficiency: EfficiencyModel | None
 ) -> ValidationRow:
-    setup = row_setup(row, catalog, models)
+    return predict_training_setup(row, row_setup(row, catalog, models), efficiency)
+
+
+def predict_training_setup(
+    row: PublishedRow, setup: RowSetup, efficiency: EfficiencyModel | None = None
+) -> ValidationRow:
+    """The prediction of a training row from its setup (the fit script swaps ``setup.stack``)."""
     index, arrays, hardware, plan = _best_plan(setup, efficiency)
     estimate = estimate_from_arrays(
         arrays=arrays, index=index, model=setup.model, hardware=hardware, plan=plan
     )
-    predicted = _predicted_metric(setup, plan, estimate.step_time_s, hardware.peak_flop_per_s)
+    predicted = _predicted_metric(setup, plan, estimate, _peak_of(setup, hardware.peak_flop_per_s))
     return predicted_row(
         row,
         kind="train",
@@ -132,6 +158,13 @@ def _train_row(
         predicted=predicted,
         plan=estimate.plan_summary(),
         assumptions=setup.assumptions,
+        reading=setup.reading,
+        readings=setup.readings,
+        band=interval_for(
+            "train",
+            moe=setup.model.moe is not None,
+            architecture=setup.cluster.system.accelerator.architecture,
+        ),
     )
 
 
@@ -144,8 +177,12 @@ def predicted_row(
     predicted: float,
     plan: JsonDict,
     assumptions: tuple[str, ...],
+    reading: Reading | None = None,
+    readings: tuple[Reading, ...] = (),
+    band: Band | None = None,
 ) -> ValidationRow:
-    """The record of a row the engine predicted (relative error against ``measured``).
+    """The record of a row the engine predicted (relative error against ``measured``), with the
+    error bars of its family around the prediction and whether the measured value fell inside.
 
     Raises :class:`RowError` (the row is reported as not predicted) when ``measured`` is not
     a number above zero: a relative error against it means nothing.
@@ -154,6 +191,7 @@ def predicted_row(
         raise RowError(f"measured value {measured:g} is not a number above 0")
     if not math.isfinite(predicted):
         raise RowError(f"the prediction is not a finite number ({predicted:g})")
+    interval = band.of(metric, predicted) if band is not None and metric != "memory_per_gpu_bytes" else None
     return ValidationRow(
         id=row.row_id,
         kind=kind,
@@ -166,6 +204,10 @@ def predicted_row(
         plan=plan,
         assumptions=assumptions,
         source=row.text("source"),
+        reading=reading.to_dict() if reading is not None else None,
+        readings=tuple(item.to_dict() for item in readings),
+        interval=interval,
+        covered=None if interval is None else interval[0] <= measured <= interval[1],
     )
 
 
@@ -182,6 +224,9 @@ def _failed(row: PublishedRow, status: str, reason: str) -> ValidationRow:
         plan=None,
         assumptions=(),
         source=row.text("source"),
+        readings=tuple(
+            item.to_dict() for item in read_cell(row.text("metric"), row.text("measured"), kind=row.kind)
+        ),
     )
 
 
@@ -213,12 +258,15 @@ def summarize(rows: tuple[ValidationRow, ...], kind: str) -> ErrorSummary:
     missing = sum(1 for r in rows if r.kind == kind and r.rel_error is None)
     if errors.size == 0:
         return ErrorSummary(0, None, None, None, missing)
+    covered = [r.covered for r in rows if r.kind == kind and r.covered is not None]
     return ErrorSummary(
         n=int(errors.size),
         median_abs_error=float(np.median(errors)),
         p90_abs_error=float(np.percentile(errors, 90)),
         max_abs_error=float(errors.max()),
         num_not_predicted=missing,
+        coverage=sum(covered) / len(covered) if covered else None,
+        coverage_level=LEVEL if covered else None,
     )
 
 

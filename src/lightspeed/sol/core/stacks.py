@@ -1,0 +1,340 @@
+"""Software-stack profiles: what a training framework of a given era runs, as data.
+
+The kernel ceilings of a device family (``sol/data/efficiency.toml``) are what
+the best public kernels reach; a :class:`Stack` says which kernels a framework
+runs on them (unfused attention, FlashAttention-2 or the best fused kernel),
+how much HBM traffic its elementwise ops cost, what it overlaps, how it
+recomputes and casts to FP8, how it counts FLOPs in its own figures, and the
+one fitted number: ``kernel_efficiency``, the share of the ceilings its GEMM and
+attention kernels sustain in a whole step. Profiles live in
+``sol/data/stacks.toml`` with their sources.
+
+>>> stack = load_stack("torchtitan-2024")
+>>> stack.attention, stack.selective_recompute, stack.dp_overlap
+('flash2', 'op', True)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+from numpy.typing import ArrayLike
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.records import Record
+
+FloatArray = npt.NDArray[np.float64]
+ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
+SELECTIVE_POLICIES: Final = ("selective", "op")
+FP8_SCALINGS: Final = ("delayed", "current", "block")
+FP8_STORAGE: Final = ("none", "linear-inputs", "linear-and-swiglu-inputs")
+STACKS_SCHEMA_VERSION: Final = 1
+# Bytes per element of an FP8 cast: read the 16-bit tensor (2), write the row-wise and the
+# column-wise (transposed, for the weight gradient) FP8 copies (1 + 1); current scaling reads
+# the tensor once more for its amax first (2); block scales add a scale byte per 32 values.
+FP8_CAST_BYTES: Final = {"delayed": 4.0, "current": 6.0, "block": 4.0 + 2.0 / 32.0}
+_NO_COMPILE: Final = re.compile(r"\b(?:no|without)\s+(?:torch\.)?compile")
+
+
+@dataclass(frozen=True)
+class Stack(Record):
+    """One software-stack profile (see ``sol/data/stacks.toml`` for every field)."""
+
+    name: str
+    display_name: str
+    frameworks: tuple[str, ...]
+    from_year: int
+    to_year: int
+    attention: str
+    dropout: bool
+    sequence_parallel: bool
+    dp_overlap: bool
+    tp_overlap: bool
+    elementwise_traffic_factor: float
+    selective_recompute: str
+    fp8_scaling: str
+    fp8_activation_storage: str
+    published_flop_convention: str
+    published_flop_counts_recompute: bool
+    kernel_efficiency: float
+    source: str
+    fit_group: str = ""
+    compile: bool = False
+    zero3_flat_ring: bool = False
+    overlap_contention: float = 0.0
+    moe_efficiency: float = 1.0
+    optimizer_bytes_per_param: float = 12.0
+    fp8_weight_copy: bool = True
+    context_parallel: bool = True
+
+    @property
+    def group(self) -> str:
+        """The profile whose fitted ``kernel_efficiency`` this one shares (itself by default)."""
+        return self.fit_group or self.name
+
+    def exposed_s(self, communication_s: ArrayLike, hideable_s: ArrayLike) -> FloatArray:
+        """Seconds an overlapped collective still costs: what compute cannot cover, plus the
+        ``overlap_contention`` share of the covered part (NCCL kernels take SMs and HBM
+        bandwidth from the GEMMs they run beside)."""
+        communication = np.asarray(communication_s, dtype=np.float64)
+        hideable = np.asarray(hideable_s, dtype=np.float64)
+        covered = np.minimum(communication, hideable)
+        exposed: FloatArray = np.maximum(communication - hideable, 0.0) + self.overlap_contention * covered
+        return exposed
+
+    def fp8_cast_bytes(self, precision: str) -> float:
+        """HBM bytes per element of casting a 16-bit tensor to ``precision``'s 8-bit format."""
+        scaling = "block" if precision.startswith("mx") else self.fp8_scaling
+        return FP8_CAST_BYTES[scaling]
+
+    def with_fitted(
+        self,
+        *,
+        kernel_efficiency: float | None = None,
+        overlap_contention: float | None = None,
+        moe_efficiency: float | None = None,
+    ) -> Stack:
+        """A copy with other fitted values (used by the fit script)."""
+        return replace(
+            self,
+            kernel_efficiency=self.kernel_efficiency if kernel_efficiency is None else kernel_efficiency,
+            overlap_contention=self.overlap_contention if overlap_contention is None else overlap_contention,
+            moe_efficiency=self.moe_efficiency if moe_efficiency is None else moe_efficiency,
+        )
+
+
+@dataclass(frozen=True)
+class ServingStack(Record):
+    """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``)."""
+
+    name: str
+    display_name: str
+    frameworks: tuple[str, ...]
+    from_year: int
+    to_year: int
+    kernel_efficiency: float
+    iteration_overhead_s: float
+    source: str
+    fit_group: str = ""
+    moe_efficiency: float = 1.0
+
+    @property
+    def group(self) -> str:
+        """The profile whose fitted values this one shares (itself by default)."""
+        return self.fit_group or self.name
+
+
+def _stacks_file() -> Path:
+    return Path(str(resources.files("lightspeed.sol") / "data" / "stacks.toml"))
+
+
+def _choice(table: Fields, key: str, allowed: tuple[str, ...]) -> str:
+    value = table.string(key)
+    if value not in allowed:
+        raise DataFileError(table.path, f"{key} must be one of {', '.join(allowed)}", field=key, value=value)
+    return value
+
+
+def _parse(name: str, table: Fields, contention: float) -> Stack:
+    return Stack(
+        name=name,
+        display_name=table.string("display_name"),
+        frameworks=tuple(word.lower() for word in table.strings("frameworks")),
+        from_year=table.integer("from_year", minimum=1990),
+        to_year=table.integer("to_year", minimum=1990),
+        attention=_choice(table, "attention", ATTENTION_KERNELS),
+        dropout=table.boolean("dropout"),
+        sequence_parallel=table.boolean("sequence_parallel"),
+        dp_overlap=table.boolean("dp_overlap"),
+        tp_overlap=table.boolean("tp_overlap"),
+        elementwise_traffic_factor=table.number("elementwise_traffic_factor"),
+        selective_recompute=_choice(table, "selective_recompute", SELECTIVE_POLICIES),
+        fp8_scaling=_choice(table, "fp8_scaling", FP8_SCALINGS),
+        fp8_activation_storage=_choice(table, "fp8_activation_storage", FP8_STORAGE),
+        published_flop_convention=table.string("published_flop_convention"),
+        published_flop_counts_recompute=table.boolean("published_flop_counts_recompute"),
+        kernel_efficiency=table.number("kernel_efficiency"),
+        source=table.string("source"),
+        fit_group=table.string("fit_group", ""),
+        compile=table.boolean("compile", False),
+        zero3_flat_ring=table.boolean("zero3_flat_ring", False),
+        overlap_contention=contention,
+        moe_efficiency=table.number("moe_efficiency", 1.0),
+        optimizer_bytes_per_param=table.number("optimizer_bytes_per_param", 12.0),
+        fp8_weight_copy=table.boolean("fp8_weight_copy", True),
+        context_parallel=table.boolean("context_parallel", True),
+    )
+
+
+def _parse_serving(name: str, table: Fields) -> ServingStack:
+    return ServingStack(
+        name=name,
+        display_name=table.string("display_name"),
+        frameworks=tuple(word.lower() for word in table.strings("frameworks")),
+        from_year=table.integer("from_year", minimum=1990),
+        to_year=table.integer("to_year", minimum=1990),
+        kernel_efficiency=table.number("kernel_efficiency"),
+        iteration_overhead_s=table.number("iteration_overhead_s", positive=False),
+        source=table.string("source"),
+        fit_group=table.string("fit_group", ""),
+        moe_efficiency=table.number("moe_efficiency", 1.0),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _load_serving(file: Path) -> Mapping[str, ServingStack]:
+    fields = Fields(str(file), load_toml(file))
+    return {name: _parse_serving(name, table) for name, table in fields.tables("serving").items()}
+
+
+DEFAULT_SERVING_STACK: Final = "trtllm-2025"
+
+
+def load_serving_stacks(path: Path | None = None) -> Mapping[str, ServingStack]:
+    """Every serving profile of the shipped data file, by name."""
+    return _load_serving(path or _stacks_file())
+
+
+def load_serving_stack(name: str | None = None) -> ServingStack:
+    """The serving profile called ``name`` (default: the current TensorRT-LLM one)."""
+    stacks = load_serving_stacks()
+    key = name or DEFAULT_SERVING_STACK
+    if key not in stacks:
+        raise UnknownNameError("serving stack", key, list(stacks), hint="see sol/data/stacks.toml")
+    return stacks[key]
+
+
+def serving_stack_for(text: str, year: int) -> tuple[ServingStack, str]:
+    """(profile, why) for a published inference row: the framework its text names, in its year
+    (the current default when it names none).
+
+    >>> serving_stack_for("NVIDIA/TensorRT-LLM release/0.5.0 docs", 2023)[0].name
+    'trtllm-2023'
+    """
+    lowered = text.lower()
+    stacks = list(load_serving_stacks().values())
+    named = [stack for stack in stacks if any(word in lowered for word in stack.frameworks)]
+    if not named:
+        stack = load_serving_stack()
+        return stack, f"serving stack {stack.name}: the row names no server, the current default"
+    chosen = min(named, key=lambda stack: (_year_distance(stack, year), stack.name))
+    return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]}, {year}"
+
+
+@functools.lru_cache(maxsize=4)
+def _load(file: Path) -> tuple[str, Mapping[str, Stack]]:
+    fields = Fields(str(file), load_toml(file))
+    version = fields.integer("schema_version", minimum=1)
+    if version != STACKS_SCHEMA_VERSION:
+        raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
+    contention = fields.number("overlap_contention", positive=False)
+    stacks = {name: _parse(name, table, contention) for name, table in fields.tables("stack").items()}
+    default = fields.string("default")
+    if default not in stacks:
+        raise DataFileError(file, "default names no profile", field="default", value=default)
+    return default, stacks
+
+
+@functools.lru_cache(maxsize=4)
+def _load_caps(file: Path) -> Mapping[str, float]:
+    fields = Fields(str(file), load_toml(file))
+    table = fields.table("kernel_efficiency_cap", required=False)
+    if table is None:
+        return {}
+    return {key.lower(): table.number(key) for key in table.data}
+
+
+def kernel_efficiency_cap(architecture: str) -> float | None:
+    """The highest ``kernel_efficiency`` any stack was fitted to on ``architecture`` (``None`` if
+    no published row ran on it): a stack is never assumed to do better on a generation than the
+    best one measured there (a 2025 stack on A100 is capped by what 2021-24 stacks reached)."""
+    return _load_caps(_stacks_file()).get(architecture.lower())
+
+
+def capped(stack: Stack, architecture: str) -> Stack:
+    """``stack`` with its kernel efficiency capped for ``architecture`` (:func:`kernel_efficiency_cap`)."""
+    cap = kernel_efficiency_cap(architecture)
+    if cap is None or stack.kernel_efficiency <= cap:
+        return stack
+    return replace(stack, kernel_efficiency=cap)
+
+
+def load_stacks(path: Path | None = None) -> Mapping[str, Stack]:
+    """Every profile of the shipped data file (read once), by name."""
+    return _load(path or _stacks_file())[1]
+
+
+def default_stack_name() -> str:
+    """The profile the CLI and library use unless told otherwise (the current stack)."""
+    return _load(_stacks_file())[0]
+
+
+def load_stack(name: str | None = None) -> Stack:
+    """The profile called ``name`` (default: :func:`default_stack_name`)."""
+    stacks = load_stacks()
+    key = name or default_stack_name()
+    if key not in stacks:
+        raise UnknownNameError("software stack", key, list(stacks), hint="see sol/data/stacks.toml")
+    return stacks[key]
+
+
+def _year_distance(stack: Stack | ServingStack, year: int) -> int:
+    return max(stack.from_year - year, year - stack.to_year, 0)
+
+
+def stack_for(text: str, year: int) -> tuple[Stack, str]:
+    """(profile, why) for a published row: the framework its ``text`` names, in its ``year``.
+
+    The profiles whose framework words occur in the text (the most specific
+    word wins), else the Megatron ones; among them the one whose years hold
+    ``year`` (else the nearest), compiled when the text says ``torch.compile``.
+
+    >>> stack_for("pytorch/torchtitan benchmarks ... no compile", 2024)[0].name
+    'torchtitan-2024'
+    """
+    lowered = text.lower()
+    stacks = list(load_stacks().values())
+    named = [
+        (max(len(w) for w in s.frameworks if w in lowered), s)
+        for s in stacks
+        if any(w in lowered for w in s.frameworks)
+    ]
+    if named:
+        longest = max(length for length, _ in named)
+        candidates = [stack for length, stack in named if length == longest]
+        reason = "names " + next(w for w in candidates[0].frameworks if w in lowered and len(w) == longest)
+    else:
+        candidates = [stack for stack in stacks if "megatron" in stack.frameworks]
+        reason = "names no framework: the Megatron profile of its year"
+    compiled = "compile" in lowered and not _NO_COMPILE.search(lowered)
+    matching = [stack for stack in candidates if stack.compile == compiled] or candidates
+    chosen = min(matching, key=lambda stack: (_year_distance(stack, year), stack.name))
+    return chosen, f"stack {chosen.name}: the row {reason}, {year}" + (
+        " with torch.compile" if compiled else ""
+    )
+
+
+__all__ = [
+    "ATTENTION_KERNELS",
+    "FP8_CAST_BYTES",
+    "ServingStack",
+    "Stack",
+    "capped",
+    "default_stack_name",
+    "kernel_efficiency_cap",
+    "load_serving_stack",
+    "load_serving_stacks",
+    "load_stack",
+    "load_stacks",
+    "serving_stack_for",
+    "stack_for",
+]

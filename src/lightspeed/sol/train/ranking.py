@@ -1,0 +1,100 @@
+"""How much the best plan of a search is worth: margins, ties within the model's error, a named plan.
+
+The engine's own error on published runs (the 80% band of
+:mod:`lightspeed.sol.core.uncertainty`) bounds how far two predicted step
+times can be told apart: plans whose step is within half that band's width of
+the best one are *ties*, and among ties the simplest (fewest parallelism
+techniques and tricks) is the one to start from. A plan the user names
+(``--compare-plan``) is placed in the same ranking: its rank among the
+fitting plans and the best plan's margin over it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.records import Record
+from lightspeed.sol.core.uncertainty import Band
+from lightspeed.sol.train.grid import RECOMPUTE_CODES, SCHEDULE_CODES
+from lightspeed.sol.train.result import TrainEstimate
+
+Array = Any
+MAX_TIES = 5
+
+
+@dataclass(frozen=True)
+class PlanComparison(Record):
+    """A named plan set against the search's best.
+
+    ``margin`` is its step time over the best's, minus one (0.05: the best is 5%
+    faster); ``rank`` its place among the fitting plans (1 is the best; ``None``
+    when it does not fit); ``within_uncertainty`` whether the difference is
+    smaller than the model can resolve.
+    """
+
+    estimate: TrainEstimate
+    margin: float
+    rank: int | None
+    within_uncertainty: bool
+
+
+def tolerance_of(band: Band) -> float:
+    """Relative step-time difference the model cannot resolve: half the width of its 80% band.
+
+    >>> round(tolerance_of(Band("train", 0.8, -0.1, 0.1, 40)), 4)
+    0.1052
+    """
+    return float(np.expm1((band.high - band.low) / 2.0))
+
+
+def complexity(columns: dict[str, Array]) -> Array:
+    """How many techniques each plan uses beyond plain data parallelism (lower is simpler):
+    TP, PP, CP, EP, interleaving, ZeRO-2/3, recomputation, a schedule other than 1F1B."""
+    plain = np.isin(columns["schedule"], [SCHEDULE_CODES["1f1b"], SCHEDULE_CODES["interleaved"]])
+    return (
+        (columns["tp"] > 1).astype(int)
+        + (columns["pp"] > 1)
+        + (columns["cp"] > 1)
+        + (columns["ep"] > 1)
+        + (columns["vpp"] > 1)
+        + (columns["zero"] >= 2)
+        + (columns["recompute"] != RECOMPUTE_CODES["none"])
+        + ~plain
+    )
+
+
+def tie_indices(columns: dict[str, Array], steps: Array, fits: Array, tolerance: float) -> Array:
+    """Indices of the fitting plans within ``tolerance`` of the fastest, simplest first."""
+    if not fits.any():
+        return np.zeros(0, dtype=np.int64)
+    best = float(np.min(np.where(fits, steps, np.inf)))
+    tied = np.flatnonzero(fits & (steps <= best * (1.0 + tolerance)))
+    order = np.lexsort((steps[tied], complexity(columns)[tied]))
+    return tied[order][:MAX_TIES]
+
+
+def margin_over_runner_up(steps: Array, fits: Array) -> float | None:
+    """The second-fastest fitting plan's step over the fastest's, minus one."""
+    fitting = np.sort(steps[fits])
+    if fitting.size < 2:
+        return None
+    return float(fitting[1] / fitting[0] - 1.0)
+
+
+def compare(estimate: TrainEstimate, steps: Array, fits: Array, tolerance: float) -> PlanComparison:
+    """Place ``estimate`` (a plan the user names) in the ranking of a search."""
+    best = float(np.min(np.where(fits, steps, np.inf))) if fits.any() else estimate.step_time_s
+    margin = estimate.step_time_s / best - 1.0
+    rank = int(np.count_nonzero(fits & (steps < estimate.step_time_s * (1.0 - 1e-9)))) + 1
+    return PlanComparison(
+        estimate=estimate,
+        margin=margin,
+        rank=rank if estimate.fits else None,
+        within_uncertainty=abs(margin) <= tolerance,
+    )
+
+
+__all__ = ["PlanComparison", "compare", "complexity", "margin_over_runner_up", "tie_indices", "tolerance_of"]

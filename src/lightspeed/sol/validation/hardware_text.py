@@ -1,0 +1,175 @@
+"""The hardware a published row names, read the way sources write it.
+
+``DGX B200 (8x B200 NVLink5)``, ``H100 SXM 96GB HBM2e @500W (Meta Grand
+Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
+141GB``: the rules, the same for every row (``docs/sol.md``):
+
+* the first run of words, scanning left to right and longest first, that is a
+  catalog *system* name or alias (``DGX B200``, ``DGX GB200``, ``GB200
+  NVL72``) gives the system; else the first that is an *accelerator* name,
+  alias or a dash-prefix of one (``A100-SXM4-80GB``, ``H100 SXM``) gives the
+  accelerator, in its default system (the 8-GPU node, else the rack);
+* a memory size in GB that is neither the part's nominal nor its listed size
+  (``96GB`` on an 80 GB H100) and a power figure below its TDP (``@500W``)
+  make a variant (:func:`lightspeed.catalog.variants.derive_variant`);
+* the scale-out fabric from the words the text uses (``NDR``, ``HDR``, ``RoCE
+  400G``, ``IB 50GB/s``), else the system's own NICs;
+* a job on part of a rack-scale system spreads over the fewest racks
+  (:func:`lightspeed.catalog.clusters.spread_over_domains`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from lightspeed.catalog import Accelerator, Catalog, Cluster, System
+from lightspeed.catalog.clusters import build_cluster, spread_over_domains
+from lightspeed.catalog.variants import derive_variant, system_with
+from lightspeed.errors import LightspeedError, UserInputError
+from lightspeed.sol.validation.published import PublishedRow
+
+FABRIC_KEYWORDS: Final = (
+    ("xdr", "ib-xdr"),
+    ("ndr", "ib-ndr"),
+    ("hdr", "ib-hdr"),
+    ("roce 800", "ethernet-800g"),
+    ("roce", "ethernet-400g"),
+    ("ib 50gb/s", "ib-ndr"),
+    ("ib 25gb/s", "ib-hdr"),
+)
+_WORD_SPLIT: Final = re.compile(r"[\s,;()]+")
+_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
+_POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
+MAX_SPAN_WORDS: Final = 4
+
+
+class HardwareTextError(LightspeedError):
+    """The hardware cell names nothing in the catalog."""
+
+
+def _spans(text: str) -> list[str]:
+    """Runs of up to :data:`MAX_SPAN_WORDS` words, left to right, longest first at each start."""
+    words = [word for word in _WORD_SPLIT.split(text) if word]
+    spans = []
+    for start in range(len(words)):
+        for count in range(min(MAX_SPAN_WORDS, len(words) - start), 0, -1):
+            spans.append(" ".join(words[start : start + count]))
+    return spans
+
+
+def _prefixes(candidate: str) -> list[str]:
+    parts = candidate.split("-")
+    return ["-".join(parts[:count]) for count in range(len(parts), 0, -1)]
+
+
+def _find_system(catalog: Catalog, span: str) -> System | None:
+    try:
+        return catalog.system(span)
+    except UserInputError:
+        return None
+
+
+def _find_accelerator(catalog: Catalog, span: str) -> Accelerator | None:
+    for name in _prefixes(span):
+        found = catalog.find_device(name)
+        if found is not None and "/" not in name:
+            return found
+    return None
+
+
+def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
+    """The catalog's 8-GPU (or rack) system built around ``accelerator``."""
+    candidates = [s for s in catalog.systems.values() if s.accelerator.name == accelerator.name]
+    if not candidates:
+        raise HardwareTextError(
+            f"no system in the catalog is built from {accelerator.name}; add one with --catalog"
+        )
+    candidates.sort(key=lambda s: (s.system_type != "node", s.num_accelerators != 8, s.name))
+    return candidates[0]
+
+
+def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
+    """(system, the words that named it) of a hardware cell (see the module docs)."""
+    spans = _spans(text)
+    for span in spans:
+        system = _find_system(catalog, span)
+        if system is not None and system.system_type != "single-gpu":
+            return system, span
+    for span in spans:
+        accelerator = _find_accelerator(catalog, span)
+        if accelerator is not None:
+            return default_system(catalog, accelerator), span
+    raise HardwareTextError(
+        f"hardware {text!r} names no accelerator in the catalog (see 'lightspeed hw list')"
+    )
+
+
+def variant_of(accelerator: Accelerator, text: str) -> tuple[Accelerator, list[str]]:
+    """The accelerator as the text describes it: another memory size or a power cap make a variant."""
+    listed = {round(accelerator.memory_nominal_bytes / 1e9), round(accelerator.memory_usable_bytes / 1e9)}
+    listed |= {
+        round(accelerator.memory_nominal_bytes / 2**30),
+        round(accelerator.memory_usable_bytes / 2**30),
+    }
+    memory = None
+    for match in _MEMORY.finditer(text):
+        value = float(match.group(1))
+        if all(abs(value - size) > 0.03 * max(size, 1) for size in listed):
+            memory = value
+            break
+    power = None
+    for match in _POWER.finditer(text):
+        watts = float(match.group(1))
+        if accelerator.tdp_w is not None and watts < accelerator.tdp_w:
+            power = watts
+            break
+    if memory is None and power is None:
+        return accelerator, []
+    variant = derive_variant(accelerator, memory_gib=memory, power_limit_w=power)
+    note = f"variant {variant.name}: {variant.display_name}"
+    if power is not None:
+        note += f" (compute clock x{variant.clock_fraction:.3f} under the cap)"
+    return variant, [note]
+
+
+def _fabric(catalog: Catalog, text: str) -> str | None:
+    lowered = text.lower()
+    fabric = next((link for keyword, link in FABRIC_KEYWORDS if keyword in lowered), None)
+    return fabric if fabric is not None and fabric in catalog.links else None
+
+
+def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
+    """The cluster of ``num_gpus`` GPUs a row's hardware cell describes, and how it was read."""
+    text = row.text("hardware")
+    system, span = named_system(catalog, text)
+    accelerator, notes = variant_of(system.accelerator, text)
+    system = system_with(system, accelerator)
+    fabric = _fabric(catalog, text)
+    link = catalog.link(fabric) if fabric is not None else None
+    if system.system_type == "rack" or (
+        num_gpus > system.num_accelerators and num_gpus % system.num_accelerators
+    ):
+        system, nodes = spread_over_domains(system, num_gpus)
+    else:
+        nodes = max(1, -(-num_gpus // system.num_accelerators))
+    cluster = build_cluster(system, num_nodes=nodes, link=link)
+    each = (
+        f" ({system.num_accelerators} GPUs used in each)"
+        if system.num_accelerators * nodes == num_gpus
+        else ""
+    )
+    head = f"hardware '{text}' -> '{span}': {nodes} x {system.name}{each}" + (
+        f" over {fabric}" if fabric else ""
+    )
+    return cluster, [head, *notes]
+
+
+__all__ = [
+    "FABRIC_KEYWORDS",
+    "HardwareTextError",
+    "default_system",
+    "named_system",
+    "resolve_row_cluster",
+    "variant_of",
+]

@@ -1,0 +1,308 @@
+"""Read the metric and measured cells of a published row the way people write them.
+
+A cell often holds several metrics, separated by ``;``, and the measured cell
+the same number of values in the same order (``tokens/s/GPU; model
+TFLOP/s/GPU`` with ``14,451; 744``): they are paired by position. Each piece
+carries its own unit and scope, in the metric text or beside the number:
+
+* time units ``ms``, ``us``, ``s``, ``min``, ``h``/``hours``, ``d``/``days``
+  (``iteration time (ms)``, ``120.5 ms``, ``84 d``);
+* scope ``per GPU`` / ``/GPU``, ``per node`` (``(8 GPUs)`` in the text gives
+  its size, else the row's system does), ``per user``, or the whole job
+  (``aggregate``, ``total``, ``system``, nothing said);
+* numbers with thousands separators and K/M/B/T suffixes (``2,288,843``,
+  ``2.664M``), a leading ``~`` (approximate), a range ``20-22`` (its
+  midpoint), a percent sign (``54.32%``), ``PF``/``TF`` rates.
+
+:func:`read_cell` returns one :class:`Reading` per piece, recognized or not,
+so a row can show exactly how it was read; the engines then predict the first
+reading they can.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.records import Record
+from lightspeed.units import parse_count
+
+_NUMBER: Final = r"\d[\d,]*(?:\.\d+)?"
+_VALUE: Final = re.compile(
+    rf"(?P<approx>~|≈|about\s+)?(?P<low>{_NUMBER})(?:\s*(?:-|–|to)\s*(?P<high>{_NUMBER}))?"
+    r"\s*(?P<unit>%|[kmbt](?![a-z])|pf|tf|ms|us|µs|min|hours?|days?|d\b|h\b|s\b|gib|gb)?",
+    re.IGNORECASE,
+)
+_SUFFIX: Final = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+_TIME_UNITS: Final = (
+    (re.compile(r"\(ms\)|\bms\b|millisecond"), "ms", 1e-3),
+    (re.compile(r"\(us\)|\bus\b|µs|microsecond"), "us", 1e-6),
+    (re.compile(r"\(min\)|\bmin\b|minutes?"), "min", 60.0),
+    (re.compile(r"\(h\)|\bhours?\b|\bh\b"), "h", 3600.0),
+    (re.compile(r"\(d\)|\bdays?\b|\bd\b"), "d", 86400.0),
+    (re.compile(r"\(s\)|\bs\b|seconds?"), "s", 1.0),
+)
+_PER_NODE: Final = re.compile(r"per\s+(?:[\w-]+\s+)?node|/\s*node")
+_NODE_SIZE: Final = re.compile(r"\((\d+)\s*gpus?\)")
+_PEAK: Final = re.compile(r"\bvs\.?\s*(" + _NUMBER + r")\s*(pf|tf)", re.IGNORECASE)
+# Rates that exist per GPU too (``tokens_per_s`` -> ``tokens_per_s_per_gpu``).
+RATE_KEYS: Final = frozenset({"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s"})
+_TOKEN_BUDGET: Final = re.compile(r"(\d[\d.,]*\s*[kmbt]?)\s*tokens", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Reading(Record):
+    """One metric piece of a row paired with its value, converted to base units.
+
+    ``key`` names the quantity (``tokens_per_s_per_gpu``, ``step_time_s``,
+    ``mfu`` ...; empty when the text names nothing lightspeed reads).
+    ``value`` is in base units (seconds, fractions, tokens/s, FLOP/s in
+    TFLOP/s for ``tflop_per_s_per_gpu``, bytes) but still in ``scope``: per
+    node values become per GPU once the node size is known
+    (:meth:`per_gpu`). ``position`` counts from 1 among ``num_pieces``.
+    """
+
+    key: str
+    value: float | None
+    metric_text: str
+    value_text: str
+    unit: str
+    scope: str
+    position: int
+    num_pieces: int
+    gpus_per_scope: int | None = None
+    peak_flop_per_s: float | None = None
+    num_tokens: float | None = None
+    flop_basis: str = ""
+    notes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``'tokens/s/GPU' <- '14,451' (1 of 2)``: what was read, from which text."""
+        where = f" ({self.position} of {self.num_pieces})" if self.num_pieces > 1 else ""
+        return f"'{self.metric_text}' <- '{self.value_text}'{where}"
+
+    def per_gpu(self, node_gpus: int) -> Reading:
+        """This reading with a per-node value divided over the node's GPUs (``node_gpus``
+        unless the text named its own size)."""
+        if self.scope != "node" or self.value is None:
+            return self
+        size = self.gpus_per_scope or node_gpus
+        return _replace(
+            self,
+            key=self.key + "_per_gpu" if self.key in RATE_KEYS else self.key,
+            value=self.value / size,
+            scope="gpu",
+            gpus_per_scope=size,
+            notes=(*self.notes, f"per node of {size} GPUs -> per GPU"),
+        )
+
+
+def _replace(reading: Reading, **changes: object) -> Reading:
+    fields = reading.to_dict()
+    fields.update(changes)
+    fields["notes"] = tuple(fields["notes"])
+    return Reading(**fields)
+
+
+def split_pieces(text: str) -> list[str]:
+    """The ``;``-separated pieces of a cell (one piece when there is no ``;``)."""
+    return [piece.strip() for piece in text.split(";")] if text.strip() else []
+
+
+def parse_value(text: str) -> tuple[float | None, str, tuple[str, ...]]:
+    """(number, unit written beside it, notes) of a measured piece.
+
+    >>> parse_value("2,288,843")
+    (2288843.0, '', ())
+    >>> parse_value("~14,800")[0], parse_value("20-22")[0], parse_value("54.32%")[:2]
+    (14800.0, 21.0, (54.32, '%'))
+    """
+    match = _VALUE.search(text)
+    if match is None:
+        return None, "", ()
+    notes: list[str] = []
+    low = float(match["low"].replace(",", ""))
+    value = low
+    if match["high"]:
+        high = float(match["high"].replace(",", ""))
+        if high > low:
+            value = (low + high) / 2.0
+            notes.append(f"range {match['low']}-{match['high']}: midpoint")
+    if match["approx"]:
+        notes.append("approximate value")
+    unit = (match["unit"] or "").lower()
+    if unit in _SUFFIX:
+        value *= _SUFFIX[unit]
+        unit = ""
+    return value, unit, tuple(notes)
+
+
+def _time_unit(text: str) -> tuple[str, float] | None:
+    for pattern, name, factor in _TIME_UNITS:
+        if pattern.search(text):
+            return name, factor
+    return None
+
+
+def _scope(metric: str) -> tuple[str, int | None]:
+    if "/user" in metric or "per user" in metric:
+        return "user", None
+    if _PER_NODE.search(metric):
+        size = _NODE_SIZE.search(metric)
+        return "node", int(size.group(1)) if size else None
+    if "/gpu" in metric or "per gpu" in metric or "per-gpu" in metric:
+        return "gpu", 1
+    return "job", None
+
+
+_TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens per second|\bwps\b")
+
+
+def _train_key(metric: str) -> str:
+    """The training quantity a lower-case metric piece names ('' if none)."""
+    if "gpu-hours" in metric or "gpu hours" in metric:
+        return "gpu_hours"
+    if "iteration time" in metric or "step time" in metric or "time per step" in metric:
+        return "step_time_s"
+    if "hfu" in metric:
+        return "hfu"
+    if "mfu" in metric:
+        return "mfu"
+    if "pflop" in metric or "aggregate pf" in metric:
+        return "pflop_per_s"
+    if "tflop" in metric:
+        return "tflop_per_s_per_gpu"
+    if "memory" in metric and ("gib" in metric or "gb" in metric):
+        return "memory_per_gpu_bytes"
+    if _TOKEN_RATE.search(metric):
+        return "tokens_per_s"
+    if "samples/s" in metric or "sequences/s" in metric:
+        return "samples_per_s"
+    if "time to train" in metric or metric.startswith(("days", "hours", "training time")):
+        return "time_to_train_s"
+    return ""
+
+
+def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
+    """``value`` in base units for ``key``, and the unit it was read in."""
+    if key in ("mfu", "hfu"):
+        return value / 100.0, "%"
+    if key in ("step_time_s", "time_to_train_s", "ttft_s", "tpot_s", "request_latency_s"):
+        written = _time_unit(unit) if unit else None
+        named = written or _time_unit(metric) or ("s", 1.0)
+        return value * named[1], named[0]
+    if key == "pflop_per_s":
+        return value * (1e3 if unit != "tf" else 1.0), "TFLOP/s"
+    if key == "memory_per_gpu_bytes":
+        gib = unit == "gib" or ("gib" in metric and unit != "gb")
+        return value * (2.0**30 if gib else 1e9), "GiB" if gib else "GB"
+    if key == "tflop_per_s_per_gpu":
+        return value, "TFLOP/s"
+    return value, unit or _UNITS.get(key, "tokens/s")
+
+
+_UNITS: Final = {
+    "gpu_hours": "GPU-hours",
+    "samples_per_s": "samples/s",
+    "requests_per_s": "requests/s",
+}
+
+
+def _token_budget(metric: str) -> float | None:
+    match = _TOKEN_BUDGET.search(metric)
+    if match is None or "per 1" in metric[: match.start()]:
+        return None
+    return parse_count(match.group(1).replace(" ", "").replace(",", "").upper())
+
+
+def _peak(metric: str) -> float | None:
+    match = _PEAK.search(metric)
+    if match is None:
+        return None
+    scale = 1e15 if match.group(2).lower() == "pf" else 1e12
+    return float(match.group(1).replace(",", "")) * scale
+
+
+def _flop_basis(metric: str) -> str:
+    if "model tflop" in metric or "model flop" in metric:
+        return "model"
+    if "hardware" in metric or "achieved" in metric or "hfu" in metric:
+        return "hardware"
+    return ""
+
+
+def read_cell(metric_text: str, measured_text: str, *, kind: str = "train") -> tuple[Reading, ...]:
+    """Every piece of a row's metric cell, paired by position with the measured cell.
+
+    ``kind`` picks the vocabulary (``train`` or ``infer``); with one measured
+    value and several metric pieces (``bs256, ISL/OSL 128/128, output
+    tok/s/GPU``), the value goes with the whole metric text.
+
+    >>> [(r.key, r.value) for r in read_cell("tokens/s/GPU; model TFLOP/s/GPU", "14,451; 744")]
+    [('tokens_per_s_per_gpu', 14451.0), ('tflop_per_s_per_gpu', 744.0)]
+    """
+    metrics = split_pieces(metric_text)
+    values = split_pieces(measured_text)
+    if len(values) <= 1 or len(metrics) <= 1:
+        metrics, values = [metric_text.strip()], [measured_text.strip()]
+    count = min(len(metrics), len(values))
+    readings = []
+    for position, (metric, value_text) in enumerate(zip(metrics, values, strict=False), start=1):
+        readings.append(_reading(metric, value_text, position, count, kind))
+    return tuple(readings[:count])
+
+
+def _reading(metric: str, value_text: str, position: int, count: int, kind: str) -> Reading:
+    lowered = metric.lower()
+    value, unit, notes = parse_value(value_text)
+    key = _train_key(lowered) if kind == "train" else infer_key(lowered)
+    if value is not None and key:
+        value, unit = _convert(key, value, unit, lowered)
+    scope, size = _scope(lowered)
+    if key in RATE_KEYS and scope == "gpu":
+        key += "_per_gpu"
+    return Reading(
+        key=key,
+        value=value,
+        metric_text=metric,
+        value_text=value_text,
+        unit=unit,
+        scope=scope,
+        position=position,
+        num_pieces=count,
+        gpus_per_scope=size,
+        peak_flop_per_s=_peak(metric),
+        num_tokens=_token_budget(metric),
+        flop_basis=_flop_basis(lowered),
+        notes=notes,
+    )
+
+
+_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
+
+
+def infer_key(metric: str) -> str:
+    """The inference quantity a lower-case metric piece names ('' if none).
+
+    >>> infer_key("bs1, 2048-token prefill, first-token latency"), infer_key("output tokens/s/user")
+    ('ttft_s', 'output_tokens_per_s_per_user')
+    """
+    if "first-token" in metric or "first token" in metric or "ttft" in metric:
+        return "ttft_s"
+    if "tpot" in metric or "inter-token" in metric or "itl" in metric or "per output token" in metric:
+        return "tpot_s"
+    if "latency" in metric:
+        return "request_latency_s"
+    if "req" in metric and ("/s" in metric or "per s" in metric):
+        return "requests_per_s"
+    if _RATE.search(metric):
+        if "/user" in metric or "per user" in metric:
+            return "output_tokens_per_s_per_user"
+        if "output" not in metric and ("total token" in metric or "input" in metric):
+            return "total_tokens_per_s"
+        return "output_tokens_per_s"
+    return ""
+
+
+__all__ = ["RATE_KEYS", "Reading", "infer_key", "parse_value", "read_cell", "split_pieces"]

@@ -1,0 +1,86 @@
+"""The hardware a published row names: systems, variants, partial racks (issue 13, points 1 and 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.catalog.clusters import spread_over_domains
+from lightspeed.catalog.variants import derive_variant
+from lightspeed.sol.validation.hardware_text import HardwareTextError, resolve_row_cluster
+from lightspeed.sol.validation.published import PublishedRow
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "catalog" / "h100-96gb-500w.toml"
+
+
+def _row(hardware: str) -> PublishedRow:
+    return PublishedRow(row_id="H", kind="train", line=2, cells={"hardware": hardware})
+
+
+@pytest.mark.parametrize(
+    ("text", "gpus", "expected"),
+    [
+        ("DGX B200 (8x B200 NVLink5)", 128, ("dgx-b200", 16, 8)),
+        ("HGX B200", 8, ("dgx-b200", 1, 8)),
+        ("DGX H100 (H100-SXM-80GB, NVLink 900GB/s, NDR IB 400Gb/s per GPU)", 1024, ("dgx-h100", 128, 8)),
+        ("A100-SXM4-80GB (Selene, DGX A100, HDR IB)", 32, ("dgx-a100", 4, 8)),
+        ("H200 141GB", 1, ("dgx-h200", 1, 8)),
+        # Real GB200 jobs use part of each NVLink domain: 128 GPUs are two racks of 64.
+        ("DGX GB200 (GB200 NVL72 rack; NVLink domain 72)", 128, ("gb200-nvl72", 2, 64)),
+        ("GB200 NVL72", 256, ("gb200-nvl72", 4, 64)),
+        ("GB200 NVL72", 48, ("gb200-nvl72", 1, 48)),
+    ],
+)
+def test_rows_name_systems_the_way_sources_write_them(
+    catalog: Catalog, text: str, gpus: int, expected: tuple[str, int, int]
+) -> None:
+    # expected: (system, nodes or racks, GPUs used in each)
+    cluster, notes = resolve_row_cluster(catalog, _row(text), gpus)
+    assert (cluster.system.name, cluster.num_nodes, cluster.system.num_accelerators) == expected
+    assert notes[0].startswith(f"hardware '{text}'")
+
+
+def test_a_partial_rack_keeps_its_nics_per_gpu(catalog: Catalog) -> None:
+    rack = catalog.system("gb200-nvl72")
+    used, domains = spread_over_domains(rack, 128)
+    assert (used.num_accelerators, used.scale_up_domain_size, domains) == (64, 64, 2)
+    assert used.scale_out is not None
+    assert used.scale_out.num_links == 64  # one ConnectX-7 per GPU, as in the full rack
+    assert spread_over_domains(rack, 73)[1] == 73  # no even split but one GPU per domain
+
+
+def test_memory_and_power_in_the_text_make_a_variant(catalog: Catalog) -> None:
+    cluster, notes = resolve_row_cluster(catalog, _row("H100 SXM 96GB HBM2e @500W (Meta Grand Teton)"), 8)
+    accelerator = cluster.system.accelerator
+    assert accelerator.name == "h100-sxm-96gb-500w"
+    assert accelerator.memory_nominal_bytes == 96 * 2**30
+    # (500 / 700)^(1/3): dynamic power ~ f^3 in the DVFS range
+    assert accelerator.clock_fraction == pytest.approx((500 / 700) ** (1 / 3))
+    assert any("variant h100-sxm-96gb-500w" in note for note in notes)
+    # Figures the text repeats from the datasheet make no variant (80 GB, the 700 W TDP, 400Gb/s NICs).
+    plain, _ = resolve_row_cluster(catalog, _row("H100-80GB 700W, RoCE 400G"), 8)
+    assert plain.system.accelerator.name == "h100-sxm"
+
+
+def test_the_derived_variant_equals_the_documented_extends_file(catalog: Catalog) -> None:
+    from_file = load_catalog([EXAMPLE]).accelerator("h100-sxm-96gb-500w")
+    derived = derive_variant(catalog.accelerator("h100-sxm"), memory_gib=96, power_limit_w=500)
+    assert derived.memory_nominal_bytes == from_file.memory_nominal_bytes
+    assert derived.memory_device_bytes == pytest.approx(from_file.memory_device_bytes, rel=1e-6)
+    assert derived.clock_fraction == from_file.clock_fraction
+    assert derived.compute == from_file.compute
+
+
+def test_unknown_hardware_says_so(catalog: Catalog) -> None:
+    with pytest.raises(HardwareTextError, match="names no accelerator in the catalog"):
+        resolve_row_cluster(catalog, _row("Quantum Abacus 9000"), 8)
+
+
+def test_driver_memory_is_what_the_engines_see(catalog: Catalog) -> None:
+    # nvidia-smi memory.total: H100 SXM 81,559 MiB, B200 183,359 MiB (catalog [device_memory])
+    assert catalog.accelerator("h100-sxm").memory_device_bytes == 81559 * 2**20
+    assert catalog.accelerator("b200").memory_device_bytes == 183359 * 2**20
+    assert catalog.accelerator("h100-sxm").memory_nominal_bytes == 80 * 2**30  # five 16 GiB HBM3 stacks
+    assert catalog.accelerator("h100-sxm/3g.40gb").memory_device_bytes == 40e9  # a slice: its share

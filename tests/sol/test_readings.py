@@ -1,0 +1,109 @@
+"""Reading published metric and measured cells the way sources write them (issue 13, point 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import validate_published
+from lightspeed.sol.validation.readings import parse_value, read_cell
+from lightspeed.workload import ModelRegistry
+
+HEADER = (
+    "id\tkind\tsource\tmodel\tGPUs\thardware\tprecision\tTP\tPP\tseq\tglobal_batch\tmicro_batch"
+    "\tsharding\trecompute\tmetric\tmeasured"
+)
+
+
+def test_several_metrics_pair_by_position() -> None:
+    # Megatron-Bridge writes two metrics in one cell: the first number is tokens/s, the second TFLOP/s.
+    first, second = read_cell("tokens/s/GPU; model TFLOP/s/GPU", "14,451; 744")
+    assert (first.key, first.value, first.position, first.num_pieces) == (
+        "tokens_per_s_per_gpu",
+        14451.0,
+        1,
+        2,
+    )
+    assert (second.key, second.value, second.flop_basis) == ("tflop_per_s_per_gpu", 744.0, "model")
+
+
+@pytest.mark.parametrize(
+    ("metric", "measured", "key", "value"),
+    [
+        ("iteration time (ms)", "450", "step_time_s", 0.45),
+        ("step time (s); aggregate tokens/s; MFU", "14.66; 2,288,843; 54.32%", "step_time_s", 14.66),
+        ("days for 300B tokens", "84 d", "time_to_train_s", 84 * 86400.0),
+        ("first-token latency", "120.5 ms", "ttft_s", 0.1205),
+        ("ITL", "850 us", "tpot_s", 850e-6),
+        ("peak memory GiB", "82.4", "memory_per_gpu_bytes", 82.4 * 2**30),
+        ("aggregate PFLOP/s", "4.4", "pflop_per_s", 4400.0),
+    ],
+)
+def test_units_in_the_metric_text_or_beside_the_number(
+    metric: str, measured: str, key: str, value: float
+) -> None:
+    kind = "infer" if key in ("ttft_s", "tpot_s") else "train"
+    reading = read_cell(metric, measured, kind=kind)[0]
+    assert (reading.key, reading.value) == (key, pytest.approx(value))
+
+
+def test_per_node_values_become_per_gpu() -> None:
+    (named,) = read_cell("output tokens/s per node (8 GPUs), decode", "22,300", kind="infer")
+    assert (named.scope, named.gpus_per_scope) == ("node", 8)
+    per_gpu = named.per_gpu(node_gpus=4)  # the text's "(8 GPUs)" wins over the system's node size
+    assert (per_gpu.key, per_gpu.value) == ("output_tokens_per_s_per_gpu", pytest.approx(2787.5))
+    (unsized,) = read_cell("output tokens/s per H800 node", "~14,800", kind="infer")
+    assert unsized.per_gpu(node_gpus=8).value == pytest.approx(1850.0)
+    assert "approximate value" in unsized.notes
+
+
+def test_ranges_take_the_midpoint_and_say_so() -> None:
+    value, _unit, notes = parse_value("20-22 tokens/s")
+    assert value == 21.0
+    assert notes == ("range 20-22: midpoint",)
+    assert parse_value("1,234.5")[0] == 1234.5
+    assert parse_value("2.664M (180K per 1T tokens)")[0] == pytest.approx(2.664e6)
+
+
+def test_mfu_divides_by_the_peak_the_row_names() -> None:
+    reading = read_cell("step time (s); aggregate tokens/s; MFU vs 2.45 PF", "7.325; 286,300.61; 47.59%")[2]
+    assert (reading.key, reading.value, reading.peak_flop_per_s) == ("mfu", pytest.approx(0.4759), 2.45e15)
+
+
+@settings(max_examples=50, deadline=None)
+@given(values=st.lists(st.integers(1, 10**9), min_size=1, max_size=4))
+def test_thousands_separators_round_trip(values: list[int]) -> None:
+    metric = "; ".join("tokens/s per GPU" for _ in values)
+    measured = "; ".join(f"{value:,}" for value in values)
+    assert [reading.value for reading in read_cell(metric, measured)] == [float(v) for v in values]
+
+
+def _table(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "rows.tsv"
+    path.write_text("\n".join((HEADER, *lines)) + "\n")
+    return path
+
+
+def test_each_row_shows_how_it_was_read(tmp_path: Path, catalog: Catalog, models: ModelRegistry) -> None:
+    path = _table(
+        tmp_path,
+        "X1\ttrain\tNVIDIA-NeMo/Megatron-Bridge 25.11 NeMo Container\tLlama 3 8B\t8\tDGX H100\tFP8-CS\t1\t1"
+        "\t8192\t128\t1\tMegatron-FSDP (FSDP=8)\tn/r\ttokens/s/GPU; model TFLOP/s/GPU\t14,451; 744",
+        "X2\ttrain\tnone\tLlama 3 8B\t8\tDGX H100\tbf16\t1\t1\t8192\t128\t1\tnone\tnone\tsparkle rate\t1.0",
+    )
+    report = validate_published(path=path, catalog=catalog, models=models)
+    read, unread = report.rows
+    assert read.reading is not None
+    assert (read.reading["metric_text"], read.reading["value_text"]) == ("tokens/s/GPU", "14,451")
+    assert read.measured == 14451.0
+    assert [piece["key"] for piece in read.readings] == ["tokens_per_s_per_gpu", "tflop_per_s_per_gpu"]
+    assert read.interval is not None
+    assert read.interval[0] < read.predicted < read.interval[1]
+    assert "sparkle rate" in unread.reason
+    assert "is not one lightspeed can predict" in unread.reason
+    assert json.loads(json.dumps(read.to_dict()))["reading"]["position"] == 1
