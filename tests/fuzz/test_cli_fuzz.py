@@ -69,6 +69,10 @@ TRAIN = (
 INFER = ("plan", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--tp", "1")
 CHECKPOINTS = ("goodput", "plan-checkpoints", "--nodes", "8", "--failures-per-node-day", "0.01")
 TRACE = str(FIXTURES / "traces" / "triton_example" / "triton_example.json.gz")
+NCU = str(REPO / "src" / "lightspeed" / "tour" / "data" / "ncu" / "b200_cublaslt_fp8_gemm.csv")
+SYNTH = ("moe", "synth", "--layers", "2", "--experts", "8", "--out", "{load_out}")
+MOE_TRAIN = ("plan", "train", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "8", "--ep", "8",
+             "--global-batch", "64", "--zero", "1")  # fmt: skip
 
 # (command before the value, option, command after the value); {run} and {samples} are filled in.
 VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
@@ -120,6 +124,26 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (("cost", "cluster"), "--racks", ()),
     (("cost", "cluster"), "--site-kw", ()),
     (("cost", "cluster"), "--systems-per-rack", ()),
+    (("cost", "cluster"), "--gpus", ()),
+    (("trace", "summary", TRACE), "--jobs", ()),
+    (("trace", "summary", TRACE, "--jobs", "2"), "--max-worker-memory", ()),
+    (("kernels", "report", NCU), "--max-bytes", ()),
+    (("moe", "balance", "--load", "{load}", "--gpus", "4"), "--replicas", ()),
+    (("moe", "balance", "--load", "{load}", "--replicas", "8"), "--gpus", ()),
+    (("moe", "balance", "--load", "{load}", "--replicas", "8", "--gpus", "4"), "--groups", ()),
+    (("moe", "balance", "--load", "{load}", "--replicas", "8", "--gpus", "4"), "--nodes", ()),
+    (("moe", "balance", "--replicas", "8", "--gpus", "4", "--load", "{load}"), "--experts", ()),
+    (("moe", "stats", "{load}"), "--replicas", ()),
+    (("moe", "stats", "{load}"), "--hot", ()),
+    (("moe", "stats", "{load}"), "--gpus", ()),
+    (SYNTH, "--layers", ()),
+    (SYNTH, "--experts", ()),
+    (SYNTH, "--skew", ()),
+    (SYNTH, "--tokens", ()),
+    (SYNTH, "--top-k", ()),
+    (SYNTH, "--seed", ()),
+    (MOE_TRAIN, "--expert-replicas", ("--expert-load", "{load}")),
+    (("mig", "profiles"), "--gpu", ()),
 ]  # fmt: skip
 
 
@@ -216,14 +240,21 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ),
         encoding="utf-8",
     )
-    return {"run": str(run), "samples": str(samples)}
+    load = folder / "load.json"
+    load.write_text(json.dumps(LOAD), encoding="utf-8")
+    return {
+        "run": str(run),
+        "samples": str(samples),
+        "load": str(load),
+        "load_out": str(folder / "synth.json"),
+    }
 
 
 def _fill(args: Sequence[str], inputs: dict[str, str]) -> list[str]:
     return [inputs.get(arg[1:-1], arg) if arg.startswith("{") else arg for arg in args]
 
 
-@settings(max_examples=600, **FUZZ)
+@settings(max_examples=800, **FUZZ)
 @given(case=st.sampled_from(VALUE_CASES), value=HOSTILE)
 def test_any_option_value(inputs: dict[str, str], case: tuple[Any, str, Any], value: str) -> None:
     before, option, after = case
@@ -237,6 +268,31 @@ def test_each_option_refuses_nan_and_overflow(
     for value in ("nan", "1e400", "-1"):
         outcome = check([*_fill(before, inputs), f"{option}={value}", *_fill(after, inputs)])
         assert outcome.code == 2, f"{option}={value} was accepted"
+
+
+# an expert load written by hand (lightspeed's format, docs/moe.md): 2 layers of 8 experts
+LOAD = {
+    "format": "lightspeed-expert-load",
+    "schema_version": 1,
+    "num_steps": 4,
+    "layers": [
+        {"name": "layer0", "counts": [90, 132, 40, 61, 104, 165, 39, 4]},
+        {"name": "layer1", "counts": [20, 107, 104, 64, 19, 197, 187, 157]},
+    ],
+}
+
+# a monitor capture written by hand (docs/monitor.md): one GPU and the host, three samples
+CAPTURE_LINES = [
+    {"v": 1, "type": "capture_start", "t_ns": 1_700_000_000 * 10**9, "host": "node1", "pid": 7,
+     "interval_s": 1.0, "backends": ["nvml", "host"], "meta": {},
+     "devices": [{"device_id": "gpu0", "kind": "gpu", "name": "NVIDIA H100 80GB HBM3", "backend": "nvml",
+                  "index": 0},
+                 {"device_id": "host", "kind": "host", "name": "node1", "backend": "psutil"}]},
+    *({"type": "sample", "t_ns": (1_700_000_000 + i) * 10**9,
+       "d": {"gpu0": {"gpu_util": 0.5 * i, "power_w": 400.0 + i}, "host": {"cpu_util": 0.2}}}
+      for i in (1, 2, 3)),
+    {"type": "capture_end", "t_ns": 1_700_000_004 * 10**9},
+]  # fmt: skip
 
 
 # --- corrupted copies of real files -------------------------------------------------------------
@@ -259,10 +315,20 @@ FILES = {
     "system_json": ("data/mlperf/training_v4.0/NVIDIA/h200_ngc24.04_nemo.system.json", None),
     "hf_config": ("", "hf_configs/llama-3-8b/config.json"),
     "published": ("validation/published-dev.tsv", None),
+    "nsys": ("data/nsight/nsys/con_kernel.sqlite", None),
+    "ncu": ("data/nsight/ncu/b200_cublaslt_fp8_gemm.csv", None),
 }  # fmt: skip
+# inputs written here rather than read from disk
+GENERATED = {
+    "moe_load": lambda: json.dumps(LOAD).encode(),
+    "capture": lambda: "".join(json.dumps(line) + "\n" for line in CAPTURE_LINES).encode(),
+    "prices": (REPO / "examples" / "prices.toml").read_bytes,
+}
 
 
 def _original(kind: str) -> bytes:
+    if kind in GENERATED:
+        return GENERATED[kind]()
     relative, fixture = FILES[kind]
     path = _source(relative, fixture) if relative else FIXTURES / str(fixture)
     data = path.read_bytes()
@@ -305,6 +371,11 @@ def _command(kind: str, path: Path) -> list[str]:
         "hf_config": ["plan", "train", "--config", str(path), "--system", "dgx-h100", "--global-batch", "64",
                       "--zero", "3"],
         "published": ["validate", str(path)],
+        "nsys": ["trace", "summary", str(path)],
+        "ncu": ["kernels", "report", str(path)],
+        "moe_load": ["moe", "stats", str(path)],
+        "capture": ["monitor", "report", str(path)],
+        "prices": ["cost", "cluster", "--prices", str(path)],
     }[kind]  # fmt: skip
 
 
@@ -314,12 +385,17 @@ SUFFIX = {
     "system_json": ".json",
     "hf_config": ".json",
     "published": ".tsv",
+    "nsys": ".sqlite",
+    "ncu": ".csv",
+    "moe_load": ".json",
+    "capture": ".jsonl",
+    "prices": ".toml",
 }
 
 
-@settings(max_examples=250, **FUZZ)
+@settings(max_examples=400, **FUZZ)
 @given(
-    kind=st.sampled_from(sorted(FILES)),
+    kind=st.sampled_from(sorted({*FILES, *GENERATED})),
     corruption=CORRUPTIONS,
     where=st.floats(min_value=0.0, max_value=1.0),
     seed=st.integers(min_value=0, max_value=2**16),
@@ -334,7 +410,7 @@ def test_any_corrupted_file(
     shutil.rmtree(folder)
 
 
-@pytest.mark.parametrize("kind", sorted(FILES))
+@pytest.mark.parametrize("kind", sorted({*FILES, *GENERATED}))
 def test_the_originals_pass(kind: str, tmp_path: Path) -> None:
     path = tmp_path / f"input{SUFFIX[kind]}"
     path.write_bytes(_original(kind))

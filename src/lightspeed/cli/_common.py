@@ -7,6 +7,7 @@ through :mod:`lightspeed.report`. Nothing here computes.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ import click
 from lightspeed.records import to_jsonable
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 @dataclass
@@ -86,3 +88,13 @@ class DefaultGroup(click.Group):
         if first is not None and first not in {"--help", "-h"} and first not in self.list_commands(ctx):
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
+
+
+def with_warnings(action: Callable[[], T]) -> T:
+    """Run ``action``; show the warnings it raised (lines skipped in logs) as one line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = action()
+    for warning in caught:
+        click.echo(f"lightspeed: warning: {warning.message}", err=True)
+    return result

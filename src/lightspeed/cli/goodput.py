@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from rich.markup import escape
 
-from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli._common import emit, get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import (
     CHECKPOINT_S,
     FAILURE_RATE,
@@ -150,7 +149,7 @@ def report_command(
         "catalog": context.catalog(),
         "models": context.models(),
     }
-    ledgers = [_with_warnings(functools.partial(_ledger, path, options)) for path in paths]
+    ledgers = [with_warnings(functools.partial(_ledger, path, options)) for path in paths]
     monitors = [_monitors(path, ledger, options) for path, ledger in zip(paths, ledgers, strict=True)]
     if plot_path is not None:
         if len(ledgers) > 1:
@@ -182,7 +181,7 @@ def _monitors(path: Path, ledger: Ledger, options: dict[str, Any]) -> list[Monit
     if not path.is_dir():
         return []
     return [
-        _with_warnings(
+        with_warnings(
             functools.partial(
                 analyze_run, path=folder, goodput_run=path, ledger=ledger, catalog=options["catalog"]
             )
@@ -285,16 +284,6 @@ def _mlperf(path: Path, options: dict[str, Any]) -> Ledger:
     )
 
 
-def _with_warnings(action: Callable[[], T]) -> T:
-    """Run ``action``; show the warnings it raised (lines skipped in logs) as one line each."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = action()
-    for warning in caught:
-        click.echo(f"lightspeed: warning: {warning.message}", err=True)
-    return result
-
-
 @command.command("plan-checkpoints")
 @click.option("--nodes", type=NODES, help="Nodes of the job (default: recorded in the --from runs).")
 @click.option(
@@ -345,7 +334,7 @@ def plan_command(
     """
     estimate = None
     if runs:
-        estimate = _with_warnings(functools.partial(estimate_failure_rate, runs=runs, num_nodes=nodes))
+        estimate = with_warnings(functools.partial(estimate_failure_rate, runs=runs, num_nodes=nodes))
     rate = (
         failures_per_node_day
         if failures_per_node_day is not None

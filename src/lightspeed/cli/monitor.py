@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
 from lightspeed.errors import UserInputError
 from lightspeed.monitor import (
@@ -154,7 +154,8 @@ def report_cmd(*, run: str, goodput_run: Path | None, plot_path: Path | None, as
     Example: lightspeed monitor report ~/.local/share/lightspeed/monitor/RUN --plot counters.png
     """
     path = _run_path(run)
-    report = analyze_run(path=path, goodput_run=goodput_run, catalog=get_context().catalog())
+    catalog = get_context().catalog()
+    report = with_warnings(lambda: analyze_run(path=path, goodput_run=goodput_run, catalog=catalog))
     _finish(report, plot_path, as_json)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.catalog import load_power
-from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.cli._common import emit, get_context, json_option, with_warnings
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
 from lightspeed.sol import load_prices
 
@@ -66,11 +66,13 @@ def command(
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
     measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
     breakdown, kernels against their SOL (Nsight Compute) and a metric's history across runs."""
-    inputs = gather_inputs(
-        sources=sources,
-        history_name=history_name,
-        history_metric=history_metric,
-        skip_bad_events=skip_bad_events,
+    inputs = with_warnings(
+        lambda: gather_inputs(
+            sources=sources,
+            history_name=history_name,
+            history_metric=history_metric,
+            skip_bad_events=skip_bad_events,
+        )
     )
     sections = build_sections(inputs)
     if prices_path is not None and inputs.estimates:

@@ -28,7 +28,8 @@ def _shares(rng: np.random.Generator, distribution: str, skew: float, num_expert
         return np.full(num_experts, 1.0 / num_experts)
     if distribution == "dirichlet":
         return rng.dirichlet(np.full(num_experts, skew))
-    weights = 1.0 / np.arange(1, num_experts + 1, dtype=np.float64) ** skew
+    # 1 / r**skew in log space: a large exponent gives shares that underflow to 0, not r**skew = inf
+    weights = np.exp(-skew * np.log(np.arange(1, num_experts + 1, dtype=np.float64)))
     return rng.permutation(weights / weights.sum())
 
 
