@@ -33,6 +33,22 @@ PLAN_KEYS = (
     "bound",
 )
 ALIASES_0_1 = ("zero", "micro_batch")  # CHANGELOG 0.2.0: kept beside zero_stage, micro_batch_size
+SEARCH = (
+    "search",
+    "train",
+    "--model",
+    "llama-3-8b",
+    "--system",
+    "dgx-h100",
+    "--gpus",
+    "16",
+    "--global-batch",
+    "64",
+)
+EPLB_EXAMPLE = (
+    [90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86],
+    [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27],
+)
 TRAIN = ("--model", "llama-3-70b", "--system", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2")
 
 CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -159,6 +175,57 @@ CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("trace", "summary", "{shared}/data/nsight/nsys/concurrent.s16.sqlite"),
         ("[].rank", "[].compute_pct", "[].non_compute_pct", "[].idle_pct"),
     ),
+    "moe balance": (
+        (
+            "moe",
+            "balance",
+            "--load",
+            "{load}",
+            "--replicas",
+            "16",
+            "--groups",
+            "4",
+            "--nodes",
+            "2",
+            "--gpus",
+            "8",
+        ),
+        (
+            "policy",
+            "gpu_load_max_over_mean",
+            "layers[].phy2log",
+            "layers[].gpu_load_max_over_mean",
+            "layers[].node_load_max_over_mean",
+        ),
+    ),
+    "moe stats": (("moe", "stats", "{load}"), ("layers[]", "hot_experts", "replicas[]")),
+    "cost train (DeepSeek-V3)": (
+        ("cost", "train", "--scenario", "deepseek-v3"),
+        (
+            "predicted_pretrain_gpu_hours",
+            "published_pretrain_gpu_hours",
+            "predicted_total_usd",
+            "published_total_usd",
+            "usd_per_gpu_hour",
+        ),
+    ),
+    "bench membw": (
+        ("bench", "membw", "--quick", "--array-size", "1MiB"),
+        (
+            "[].suite",
+            "[].name",
+            "[].value",
+            "[].unit",
+            "[].sol",
+            "[].fraction_of_sol",
+            "[].size_bytes",
+            "[].size",
+        ),  # size: the 0.1 name of the unit-carrying size fields (CHANGELOG 0.2.0)
+    ),
+    "search train (ranking)": (
+        SEARCH,
+        ("margin_over_runner_up", "tolerance", "ties", "compared", "stack"),
+    ),
     "goodput plan-checkpoints": (
         (
             "goodput",
@@ -184,9 +251,13 @@ def _values_at(payload: Any, path: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACTS))
-def test_json_contract_keeps_its_documented_keys(name: str, run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+def test_json_contract_keeps_its_documented_keys(name: str, run_cli, shared: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     args, paths = CONTRACTS[name]
-    result = run_cli(*(arg.format(shared=shared) for arg in args), "--json")
+    load = tmp_path / "load.json"  # EPLB README's example weights, in lightspeed's load format
+    load.write_text(json.dumps({"format": "lightspeed-expert-load", "schema_version": 1, "num_steps": 1,
+                                "layers": [{"name": "a", "counts": EPLB_EXAMPLE[0]},
+                                           {"name": "b", "counts": EPLB_EXAMPLE[1]}]}))  # fmt: skip
+    result = run_cli(*(arg.format(shared=shared, load=load) for arg in args), "--json")
     assert result.code == 0, result.err
     payload = json.loads(result.out)
     missing = []
