@@ -98,3 +98,12 @@ def test_step_breakdown_draws_every_part_in_its_own_palette_colour() -> None:
     drawn = [matplotlib.colors.to_hex(patch.get_facecolor()).upper() for patch in figure.axes[0].patches]
     assert drawn == [CATEGORY_COLORS[part].upper() for part in parts]
     assert len(set(drawn)) == len(parts)
+
+
+def test_chart_category_sets_follow_the_engine_and_the_ledger() -> None:
+    """The palette stays light (no engine import); this keeps its lists equal to the sources."""
+    from lightspeed.goodput.schema import BUCKETS
+    from lightspeed.sol.train.step import BREAKDOWN_PARTS
+
+    assert FIGURE_CATEGORIES["step breakdown"] == BREAKDOWN_PARTS
+    assert FIGURE_CATEGORIES["goodput waterfall"] == ("total", *BUCKETS, "productive")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +29,7 @@ from lightspeed.catalog.microarch import (
     load_microarchitectures,
     match_microarchitecture,
 )
+from lightspeed.catalog.mig import single_gpu_system
 from lightspeed.catalog.records import Accelerator, ComputeFigure, Cpu, System
 from lightspeed.catalog.registry import Catalog
 from lightspeed.datafile import Source
@@ -460,22 +461,12 @@ def local_system(
     accelerator = local_cpu_accelerator(
         catalog=catalog, cpu=cpu, clock_hz=clock_hz, memory_bandwidth_bytes_per_s=memory_bandwidth_bytes_per_s
     )
-    return System(
+    return replace(
+        single_gpu_system(accelerator),
         name="local",
         display_name=f"this machine: {accelerator.display_name}",
-        aliases=(),
         system_type="node",
-        accelerator=accelerator,
-        num_accelerators=1,
-        cpu=None,
-        num_cpus=0,
-        scale_up_domain_size=1,
-        in_network_reduction=False,
-        scale_out=None,
-        power_max_w=None,
-        power_min_w=None,
-        printed_totals=(),
         source=DETECTION_SOURCE.key,
-        sources=accelerator.sources,
         note=accelerator.note,
+        path="",
     )

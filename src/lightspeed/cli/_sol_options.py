@@ -58,6 +58,20 @@ def stack_option(function: F) -> F:
     )(function)
 
 
+def overlap_options(function: F) -> F:
+    """``--tp-overlap/--no-tp-overlap`` and ``--dp-overlap/--no-dp-overlap`` (default: the stack's)."""
+    function = click.option(
+        "--dp-overlap/--no-dp-overlap",
+        default=None,
+        help="Hide DP traffic behind compute (default: the stack's).",
+    )(function)
+    return click.option(
+        "--tp-overlap/--no-tp-overlap",
+        default=None,
+        help="Hide TP communication behind GEMMs (default: the stack's).",
+    )(function)
+
+
 PLAN_KEYS = {
     "tp": "tp",
     "pp": "pp",

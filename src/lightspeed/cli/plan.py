@@ -13,6 +13,7 @@ from lightspeed.cli._sol_options import (
     calibration_option,
     expert_load_options,
     model_options,
+    overlap_options,
     resolve_cluster,
     resolve_efficiency,
     resolve_expert_balance,
@@ -87,16 +88,7 @@ command.add_command(plan_infer)
     "--tokens", "num_tokens", type=TOKENS, help="Token budget for time-to-train and GPU-hours (e.g. 14.8T)."
 )
 @click.option("--no-sequence-parallel", is_flag=True, help="Turn Megatron sequence parallelism off.")
-@click.option(
-    "--tp-overlap/--no-tp-overlap",
-    default=None,
-    help="Hide TP communication behind GEMMs (default: the stack's).",
-)
-@click.option(
-    "--dp-overlap/--no-dp-overlap",
-    default=None,
-    help="Hide DP traffic behind compute (default: the stack's).",
-)
+@overlap_options
 @click.option(
     "--ep-overlap/--no-ep-overlap", default=None, help="Hide EP all-to-all (default: only with DualPipe)."
 )

@@ -13,6 +13,7 @@ from lightspeed.cli._sol_options import (
     calibration_option,
     expert_load_options,
     model_options,
+    overlap_options,
     parse_plan_text,
     resolve_cluster,
     resolve_efficiency,
@@ -62,16 +63,7 @@ command.add_command(search_infer)
     help="Pipeline schedules to try, comma-separated (1f1b, gpipe, zb1p, dualpipe, dualpipev); "
     "interleaving is tried through vpp.",
 )
-@click.option(
-    "--tp-overlap/--no-tp-overlap",
-    default=None,
-    help="Hide TP communication behind GEMMs (default: the stack's).",
-)
-@click.option(
-    "--dp-overlap/--no-dp-overlap",
-    default=None,
-    help="Hide DP traffic behind compute (default: the stack's).",
-)
+@overlap_options
 @click.option(
     "--compare-plan",
     "compare_text",
