@@ -26,7 +26,7 @@ from lightspeed.sol import (
 )
 from lightspeed.sol.core.shapes import layer_shapes
 from lightspeed.sol.expert_load import training_layout
-from lightspeed.sol.infer.cost import inference_hardware
+from lightspeed.sol.infer.cost import inference_hardware_for
 from lightspeed.sol.infer.memory import stage_weight_bytes
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.memory import stage_params
@@ -117,11 +117,11 @@ def test_inference_weights_count_the_replicas() -> None:
     expert per GPU per layer: 3 x 4096 x 14336 parameters x 32 layers x 1 byte (fp8)."""
     cluster = CATALOG.cluster("dgx-h100")
     plan = InferencePlan(tp=8, ep=8, precision="fp8")
-    ih = inference_hardware(cluster, plan, None)
+    inference_hardware = inference_hardware_for(cluster, plan, None)
     shapes = layer_shapes(MIXTRAL)
     degrees = {"tp": 8.0, "pp": 1.0, "ep": 8.0, "dp_attention": 1.0}
-    plain = stage_weight_bytes(MIXTRAL, shapes, ih, **degrees)
-    more = stage_weight_bytes(MIXTRAL, shapes, ih, **degrees, physical_experts=16.0)
+    plain = stage_weight_bytes(MIXTRAL, shapes, inference_hardware, **degrees)
+    more = stage_weight_bytes(MIXTRAL, shapes, inference_hardware, **degrees, physical_experts=16.0)
     assert float(more - plain) == pytest.approx(3 * 4096 * 14336 * 32 * 1.0)
 
 

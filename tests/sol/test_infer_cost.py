@@ -11,7 +11,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, default_efficiency, load_serving_stack
 from lightspeed.sol.infer.cost import (
     IterationGrid,
-    inference_hardware,
+    inference_hardware_for,
     iteration_cost,
     load_inference_parameters,
 )
@@ -41,8 +41,8 @@ def _grid(plan: InferencePlan, **work: float) -> IterationGrid:
 
 
 def _parts(model: TransformerSpec, catalog: Catalog, plan: InferencePlan, **work: float) -> dict[str, float]:
-    ih = inference_hardware(catalog.cluster("dgx-h100"), plan)
-    cost = iteration_cost(_grid(plan, **work), model, ih)
+    inference_hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan)
+    cost = iteration_cost(_grid(plan, **work), model, inference_hardware)
     return {name: float(value[0]) for name, value in cost.parts.items()}
 
 
@@ -127,11 +127,11 @@ def test_iteration_time_grows_with_batch_and_context(
 ) -> None:
     model = models.get("llama-3-8b")
     plan = InferencePlan(tp=2, precision="fp8")
-    ih = inference_hardware(catalog.cluster("dgx-h100"), plan)
+    inference_hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan)
 
     def time(batch: float, cached: float) -> float:
         grid = _grid(plan, decode_sequences=batch, decode_context=cached)
-        return float(iteration_cost(grid, model, ih).time_s[0])
+        return float(iteration_cost(grid, model, inference_hardware).time_s[0])
 
     base = time(sequences, context)
     assert time(sequences + extra, context) >= base * (1 - 1e-12)

@@ -24,7 +24,7 @@ from lightspeed.cli._sol_options import (
 )
 from lightspeed.cli.options import DEGREE, EXPERT_IMBALANCE, SEQ_LEN, SEQUENCES, TOKENS, VPP, ZERO_STAGE
 from lightspeed.errors import UserInputError
-from lightspeed.report import render_expert_load_effect, render_train_estimate
+from lightspeed.report import render_expert_load_effect, render_training_estimate
 from lightspeed.sol import (
     RECOMPUTE,
     SCHEDULES,
@@ -210,7 +210,7 @@ def train(
     if as_json:
         print_json(with_expert_load(train_json(estimate), effect))
         return
-    render_train_estimate(estimate)
+    render_training_estimate(estimate)
     if effect is not None:
         render_expert_load_effect(effect)
 

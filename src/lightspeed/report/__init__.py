@@ -78,7 +78,7 @@ _EXPORTS: dict[str, str] = {
     "render_runs": "results",
     "records_csv": "results",
     "render_search_result": "sol",
-    "render_train_estimate": "sol",
+    "render_training_estimate": "sol",
     "render_validation": "sol",
     "step_breakdown_figure": "sol",
     "render_trace_comms": "trace",
@@ -183,7 +183,7 @@ if TYPE_CHECKING:
     from lightspeed.report.results import records_csv, render_push, render_run, render_runs
     from lightspeed.report.sol import (
         render_search_result,
-        render_train_estimate,
+        render_training_estimate,
         render_validation,
         step_breakdown_figure,
     )
@@ -276,8 +276,8 @@ __all__ = [
     "render_trace_launch",
     "render_trace_stragglers",
     "render_trace_summary",
-    "render_train_estimate",
     "render_training_cost",
+    "render_training_estimate",
     "render_training_flop",
     "render_upgrade",
     "render_validation",

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from rich.console import Console
 
-    from lightspeed.sol import SearchResult, TrainEstimate, TrainingPlan, ValidationReport, ValidationRow
+    from lightspeed.sol import SearchResult, TrainingEstimate, TrainingPlan, ValidationReport, ValidationRow
 
 PART_NAMES = {
     "compute": "compute",
@@ -40,7 +40,7 @@ def _plan_line(plan: TrainingPlan) -> str:
     )
 
 
-def render_train_estimate(estimate: TrainEstimate) -> None:
+def render_training_estimate(estimate: TrainingEstimate) -> None:
     """Print a training estimate: headline numbers, breakdown, memory, bound, assumptions."""
     console = make_console()
     console.print(
@@ -181,7 +181,7 @@ _PLAN_HEADERS = [
 ]
 
 
-def _plan_row(label: str, estimate: TrainEstimate) -> list[str]:
+def _plan_row(label: str, estimate: TrainingEstimate) -> list[str]:
     plan = estimate.plan
     return [
         label,

@@ -21,7 +21,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.cost_inputs import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
 from lightspeed.sol.infer.estimate import InferenceEstimate
-from lightspeed.sol.train.result import TrainEstimate
+from lightspeed.sol.train.result import TrainingEstimate
 
 WORKLOAD_KINDS: Final = ("train", "infer")
 # DeepSeek-V3 technical report, Table 1: H800 GPU-hours and cost at $2 per GPU-hour.
@@ -243,7 +243,7 @@ def _owned_per_gpu_hour(prices: Prices, power: ClusterPower) -> float | None:
 
 def training_cost(
     *,
-    estimate: TrainEstimate,
+    estimate: TrainingEstimate,
     cluster: Cluster,
     power: SystemPower,
     num_tokens: float,

@@ -40,13 +40,13 @@ from lightspeed.sol.core.collectives import fabric_of
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import expert_nodes
 from lightspeed.sol.experts import as_load_array, balance_experts, contiguous_imbalance
-from lightspeed.sol.infer.cost import inference_hardware
+from lightspeed.sol.infer.cost import inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, deployment_memory, pool_split, serve
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.infer.serving import ServingContext
 from lightspeed.sol.train.estimate import estimate_training
 from lightspeed.sol.train.plan import TrainingPlan
-from lightspeed.sol.train.result import TrainEstimate
+from lightspeed.sol.train.result import TrainingEstimate
 from lightspeed.workload import TransformerSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -309,13 +309,13 @@ def _effect(
     )
 
 
-def _state_bytes(estimate: TrainEstimate) -> float:
+def _state_bytes(estimate: TrainingEstimate) -> float:
     return sum(estimate.memory_bytes[part] for part in ("weights", "gradients", "optimizer"))
 
 
 def training_load_effect(
     *,
-    estimate: TrainEstimate,
+    estimate: TrainingEstimate,
     balance: ExpertLoadBalance,
     model: TransformerSpec,
     cluster: Cluster,
@@ -329,7 +329,7 @@ def training_load_effect(
     layout = training_layout(balance, plan, cluster)
     unbalanced = _factors(balance, layout)[1]
 
-    def step_of(changed: TrainingPlan) -> TrainEstimate:
+    def step_of(changed: TrainingPlan) -> TrainingEstimate:
         return estimate_training(
             model=model, cluster=cluster, plan=changed, efficiency=efficiency, sharp=sharp
         )
@@ -353,9 +353,9 @@ def _iteration_s(
     efficiency: Any,
 ) -> float:
     """The iteration time of ``plan`` at ``estimate``'s batch and load."""
-    ih = inference_hardware(cluster, plan, efficiency)
-    split = pool_split(plan, ih, model) if plan.disaggregated is not None else None
-    ctx = ServingContext(model, ih, estimate.load, plan.speculative)
+    inference_hardware = inference_hardware_for(cluster, plan, efficiency)
+    split = pool_split(plan, inference_hardware, model) if plan.disaggregated is not None else None
+    ctx = ServingContext(model, inference_hardware, estimate.load, plan.speculative)
     batching = "continuous" if estimate.batching == "disaggregated" else estimate.batching
     arrays = serve(ctx, plan, estimate.batch_per_replica, batching, split)
     return float(sum(np.asarray(part).reshape(-1)[0] for part in arrays.iteration.parts.values()))
@@ -381,10 +381,10 @@ def inference_load_effect(
         factor = balance.stage_factor(unbalanced, layout.pp, layout.vpp)
         unbalanced_step = _iteration_s(model, cluster, plain.with_changes(expert_imbalance=factor), estimate,
                                        efficiency)  # fmt: skip
-    ih = inference_hardware(cluster, plan, efficiency)
+    inference_hardware = inference_hardware_for(cluster, plan, efficiency)
     load = ServingLoad(estimate.load.input_tokens, estimate.load.output_tokens)
-    weights = deployment_memory(model, ih, plan, load).weights_bytes[0]
-    redundant = float(weights - deployment_memory(model, ih, plain, load).weights_bytes[0])
+    weights = deployment_memory(model, inference_hardware, plan, load).weights_bytes[0]
+    redundant = float(weights - deployment_memory(model, inference_hardware, plain, load).weights_bytes[0])
     return _effect("infer", balance, layout, (estimate.iteration_s, ideal, unbalanced_step), redundant)
 
 

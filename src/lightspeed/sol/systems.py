@@ -26,10 +26,10 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.sol.expert_load import ExpertLoadEffect, inference_load_effect, training_load_effect
-from lightspeed.sol.infer.cost import inference_hardware
+from lightspeed.sol.infer.cost import inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
 from lightspeed.sol.infer.search import search_inference
-from lightspeed.sol.train.result import TrainEstimate, part_label
+from lightspeed.sol.train.result import TrainingEstimate, part_label
 from lightspeed.sol.train.search import search_training
 from lightspeed.units import format_bytes_per_s
 from lightspeed.workload import TransformerSpec
@@ -91,7 +91,7 @@ class SystemResult(Record):
     communication_share: float
     slow_level_share: float
     limits: TopologyLimits
-    train: TrainEstimate | None
+    train: TrainingEstimate | None
     infer: InferenceEstimate | None
     expert_load: ExpertLoadEffect | None = None
 
@@ -176,7 +176,7 @@ def _result(
     bound: str,
     shares: tuple[CollectiveShare, ...],
     limits: TopologyLimits,
-    train: TrainEstimate | None = None,
+    train: TrainingEstimate | None = None,
     infer: InferenceEstimate | None = None,
     num_gpus: int | None = None,
     expert_load: ExpertLoadEffect | None = None,
@@ -250,7 +250,7 @@ def _train_result(
 
 
 def _train_load(
-    best: TrainEstimate, model: TransformerSpec, cluster: Cluster, options: JsonDict, efficiency: Any
+    best: TrainingEstimate, model: TransformerSpec, cluster: Cluster, options: JsonDict, efficiency: Any
 ) -> ExpertLoadEffect | None:
     balance = options.get("expert_balance")
     if balance is None:
@@ -310,13 +310,20 @@ def _infer_result(
             estimate=best, balance=balance, model=model, cluster=cluster, efficiency=efficiency
         )
     )
-    ih = inference_hardware(cluster, best.plan, efficiency)
-    slow = ih.hardware.fabric.scale_out.name if ih.hardware.fabric.scale_out is not None else None
+    inference_hardware = inference_hardware_for(cluster, best.plan, efficiency)
+    slow = (
+        inference_hardware.hardware.fabric.scale_out.name
+        if inference_hardware.hardware.fabric.scale_out is not None
+        else None
+    )
     shares = _shares(
-        _INFER_COMM, best.iteration_breakdown_s, lambda name: part_text(name, ih, best.plan), slow
+        _INFER_COMM,
+        best.iteration_breakdown_s,
+        lambda name: part_text(name, inference_hardware, best.plan),
+        slow,
     )
     if best.kv_transfer_s is not None:
-        shares = (*shares, _kv_transfer_share(best, ih.hardware.fabric, slow))
+        shares = (*shares, _kv_transfer_share(best, inference_hardware.hardware.fabric, slow))
     return _result(
         cluster=cluster,
         precision=precision,

@@ -25,7 +25,7 @@ from lightspeed.sol.infer.plan import ServingLoad
 from lightspeed.sol.systems import RatioDecomposition, SystemComparison, compare_systems, decompose_ratio
 from lightspeed.sol.train.estimate import estimate_training
 from lightspeed.sol.train.plan import TrainingPlan
-from lightspeed.sol.train.result import TrainEstimate
+from lightspeed.sol.train.result import TrainingEstimate
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6  # H800 GPU-hours of DeepSeek-V3 pre-training on 14.8T tokens
@@ -76,7 +76,7 @@ class NvlinkCut(Record):
         return self.h800_no_overlap_s / self.h100_no_overlap_s - 1.0
 
 
-def deepseek_v3_training(catalog: Catalog, models: ModelRegistry) -> TrainEstimate:
+def deepseek_v3_training(catalog: Catalog, models: ModelRegistry) -> TrainingEstimate:
     """DeepSeek-V3's pre-training plan on 2,048 H800, with 14.8T tokens to train."""
     cluster = catalog.cluster("hgx-h800", num_accelerators=2048)
     return estimate_training(
@@ -111,7 +111,7 @@ def nvlink_cut(catalog: Catalog, models: ModelRegistry, ep: int = 64) -> NvlinkC
     )
 
 
-def llama3_405b_training(catalog: Catalog, models: ModelRegistry) -> list[tuple[TrainEstimate, float]]:
+def llama3_405b_training(catalog: Catalog, models: ModelRegistry) -> list[tuple[TrainingEstimate, float]]:
     """Meta's three Table 4 configurations, each with its reported MFU."""
     model = models.get("llama-3-405b")
     results = []

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lightspeed.catalog import Catalog, compare_hardware
-from lightspeed.sol import TrainEstimate, fabric_comparison, plan_memory
+from lightspeed.sol import TrainingEstimate, fabric_comparison, plan_memory
 from lightspeed.store import NewRecord
 from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
@@ -32,7 +32,7 @@ class Scenario:
     title: str
     lines: tuple[str, ...]
     records: tuple[NewRecord, ...] = ()
-    estimates: tuple[TrainEstimate, ...] = field(default_factory=tuple)
+    estimates: tuple[TrainingEstimate, ...] = field(default_factory=tuple)
 
 
 ScenarioFunction = Callable[[Catalog, ModelRegistry], Scenario]
@@ -85,7 +85,7 @@ def h100_vs_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
     return Scenario("H100 vs H800", tuple(lines), tuple(records))
 
 
-def _estimate_record(name: str, estimate: TrainEstimate) -> NewRecord:
+def _estimate_record(name: str, estimate: TrainingEstimate) -> NewRecord:
     return NewRecord(
         name=name,
         metric="step_time_s",
@@ -95,14 +95,14 @@ def _estimate_record(name: str, estimate: TrainEstimate) -> NewRecord:
     )
 
 
-def _comm_share(estimate: TrainEstimate) -> float:
+def _comm_share(estimate: TrainingEstimate) -> float:
     return (
         sum(value for part, value in estimate.breakdown_s.items() if part.endswith("_comm"))
         / estimate.step_time_s
     )
 
 
-def _fits(estimate: TrainEstimate) -> str:
+def _fits(estimate: TrainingEstimate) -> str:
     return "fits" if estimate.fits else "does NOT fit (per the engine's memory model)"
 
 

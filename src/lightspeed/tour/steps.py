@@ -42,7 +42,7 @@ from lightspeed.report import (
     trace_section,
     write_report,
 )
-from lightspeed.sol import InferenceEstimate, TrainEstimate
+from lightspeed.sol import InferenceEstimate, TrainingEstimate
 from lightspeed.store import NewRecord, open_store, store_location
 from lightspeed.tour.render import SAMPLE_NCU_CSV, SAMPLE_TRACE_DIR, TourResult, TourStep
 from lightspeed.tour.seed import SCENARIOS
@@ -68,7 +68,7 @@ class TourState:
     trace_path: Path | None = None
     trace_sections: list[ReportSection] = field(default_factory=list)
     kernel_sections: list[ReportSection] = field(default_factory=list)
-    estimates: list[TrainEstimate | InferenceEstimate] = field(default_factory=list)
+    estimates: list[TrainingEstimate | InferenceEstimate] = field(default_factory=list)
     report_path: Path | None = None
 
 

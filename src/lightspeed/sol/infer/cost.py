@@ -126,7 +126,7 @@ class InferenceHardware(Record):
         return self.hardware.memory_bandwidth_bytes_per_s * self.parameters.stream_memory_efficiency
 
 
-def inference_hardware(
+def inference_hardware_for(
     cluster: Cluster,
     plan: InferencePlan,
     efficiency: EfficiencyModel | None = None,
@@ -237,7 +237,7 @@ def inference_local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
 
 
 def _gemms(
-    ih: InferenceHardware,
+    inference_hardware: InferenceHardware,
     linears: tuple[Linear, ...],
     m: Array,
     tp: Array,
@@ -249,16 +249,18 @@ def _gemms(
 
     Weights are read in the deployment's weight format unless ``weight_bytes`` says otherwise.
     """
-    hardware, precisions = ih.hardware, ih.precisions
+    hardware, precisions = inference_hardware.hardware, inference_hardware.precisions
     per_weight = precisions.weight_bytes_per_element if weight_bytes is None else weight_bytes
     compute = memory = 0.0
     for linear in linears:
         k, n = inference_local_dims(linear, tp)
         flop = 2.0 * m * n * k
-        efficiency = ih.gemm_model.gemm_efficiency(m, n, k, hardware.compute_row)
-        compute = compute + copies * flop / (hardware.peak_flop_per_s * ih.sustained_scale * efficiency)
+        efficiency = inference_hardware.gemm_model.gemm_efficiency(m, n, k, hardware.compute_row)
+        compute = compute + copies * flop / (
+            hardware.peak_flop_per_s * inference_hardware.sustained_scale * efficiency
+        )
         traffic = k * n * per_weight + m * k * precisions.input_bytes_per_element + m * n * ACTIVATION_BYTES
-        memory = memory + copies * traffic / ih.stream_bytes_per_s
+        memory = memory + copies * traffic / inference_hardware.stream_bytes_per_s
     return compute, memory
 
 
@@ -291,34 +293,50 @@ def _attention_head_dims(shapes: LayerShapes, model: TransformerSpec) -> tuple[f
 
 
 def _attention(
-    acc: _Acc, grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware
+    acc: _Acc,
+    grid: IterationGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    inference_hardware: InferenceHardware,
 ) -> None:
     """Core attention of one layer on one GPU: decode KV reads, prefill FlashAttention, KV writes."""
-    hardware = ih.hardware
+    hardware = inference_hardware.hardware
     heads = shapes.num_heads / grid.tp
     decode_dims, prefill_dims = _attention_head_dims(shapes, model)
     kv_elements = kv_elements_per_token_per_gpu(shapes, model, grid.tp)
-    kv_bytes = ih.precisions.kv_bytes_per_element
+    kv_bytes = inference_hardware.precisions.kv_bytes_per_element
     sequences = grid.decode_sequences / grid.dp_attention
     prompt = grid.group_prefill_tokens
     efficiency = hardware.efficiency
-    scale = ih.attention_peak_flop_per_s * ih.sustained_scale
+    scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
     rate = scale * efficiency.attention_efficiency("flash", backward=False)
     prefill_rate = scale * efficiency.attention_efficiency(
         "flash", backward=False, seq_len=2.0 * grid.prefill_context
     )
     decode_flop = 2.0 * sequences * grid.query_tokens * grid.decode_context * heads * decode_dims
     decode_bytes = sequences * grid.decode_context * kv_elements * kv_bytes
-    acc.roofline(decode_flop / rate, decode_bytes / ih.stream_bytes_per_s, "attention_compute", "kv_cache")
+    acc.roofline(
+        decode_flop / rate,
+        decode_bytes / inference_hardware.stream_bytes_per_s,
+        "attention_compute",
+        "kv_cache",
+    )
     prefill_flop = 2.0 * prompt * grid.prefill_context * heads * prefill_dims
     written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
     acc.roofline(
-        prefill_flop / prefill_rate, written / ih.stream_bytes_per_s, "attention_compute", "kv_cache"
+        prefill_flop / prefill_rate,
+        written / inference_hardware.stream_bytes_per_s,
+        "attention_compute",
+        "kv_cache",
     )
 
 
 def _expert_part(
-    acc: _Acc, grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware
+    acc: _Acc,
+    grid: IterationGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    inference_hardware: InferenceHardware,
 ) -> None:
     """Routed experts of one MoE layer on the busiest GPU: only the experts (replicas) the
     tokens reach are read, and that GPU computes ``expert_imbalance`` times the mean tokens."""
@@ -330,22 +348,24 @@ def _expert_part(
     local_touched = np.ceil(experts / grid.ep) * touched_fraction  # the busiest GPU's slots
     per_expert = tokens * moe.top_k / (experts * touched_fraction) * grid.expert_imbalance
     expert_tp = grid.stage_gpus / grid.ep
-    compute, memory = _gemms(ih, shapes.experts, per_expert, expert_tp, copies=local_touched)
-    slow = _wide_ep_slowdown(grid, ih)
+    compute, memory = _gemms(inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched)
+    slow = _wide_ep_slowdown(grid, inference_hardware)
     acc.roofline(slow * compute, slow * memory, "gemm_compute", "weight_reads")
 
 
-def _wide_ep_slowdown(grid: IterationGrid, ih: InferenceHardware) -> Array:
+def _wide_ep_slowdown(grid: IterationGrid, inference_hardware: InferenceHardware) -> Array:
     """1 / the serving stack's ``moe_efficiency`` for wide-EP deployments (attention data
     parallelism with experts spread over the stage: per-layer dispatch/combine barriers across
     every GPU and expert-load stragglers), else 1."""
-    return np.where(grid.dp_attention > 1, 1.0 / ih.serving.moe_efficiency, 1.0)
+    return np.where(grid.dp_attention > 1, 1.0 / inference_hardware.serving.moe_efficiency, 1.0)
 
 
-def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> None:
+def _moe_comm(
+    acc: _Acc, grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> None:
     """Combining the MoE output: all-reduce over the stage (tokens are already on every GPU), or,
     with attention DP, an all-to-all dispatch and combine over the stage."""
-    fabric = ih.hardware.fabric
+    fabric = inference_hardware.hardware.fabric
     group_tokens = grid.group_tokens
     size = group_tokens * model.hidden_size * ACTIVATION_BYTES
     tp_mode = grid.dp_attention <= 1
@@ -356,51 +376,70 @@ def _moe_comm(acc: _Acc, grid: IterationGrid, model: TransformerSpec, ih: Infere
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
     # the GPU with the busiest experts receives expert_imbalance times the mean share
     sent = group_tokens / grid.tp * copies * model.hidden_size * grid.expert_imbalance
-    dispatch = collectives.all_to_all_s(fabric, sent * ih.precisions.input_bytes_per_element, grid.stage_gpus)
+    dispatch = collectives.all_to_all_s(
+        fabric, sent * inference_hardware.precisions.input_bytes_per_element, grid.stage_gpus
+    )
     combine = collectives.all_to_all_s(fabric, sent * ACTIVATION_BYTES, grid.stage_gpus)
     shared_reduce = (
         collectives.all_reduce_s(fabric, size, grid.tp, 1.0) if model.moe.num_shared_experts else 0.0
     )
     acc.add("tp_comm", np.where(tp_mode, reduce, shared_reduce))
-    acc.add("ep_comm", np.where(tp_mode, 0.0, dispatch + combine) * _wide_ep_slowdown(grid, ih))
+    acc.add(
+        "ep_comm", np.where(tp_mode, 0.0, dispatch + combine) * _wide_ep_slowdown(grid, inference_hardware)
+    )
 
 
 def _layer(
-    grid: IterationGrid, model: TransformerSpec, shapes: LayerShapes, ih: InferenceHardware, *, moe: bool
+    grid: IterationGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    inference_hardware: InferenceHardware,
+    *,
+    moe: bool,
 ) -> dict[str, Array]:
     """Breakdown of one dense or MoE layer on one GPU."""
     acc = _Acc()
     group_tokens = grid.group_tokens
-    acc.roofline(*_gemms(ih, shapes.attention, group_tokens, grid.tp), "gemm_compute", "weight_reads")
-    _attention(acc, grid, model, shapes, ih)
-    fabric = ih.hardware.fabric
+    acc.roofline(
+        *_gemms(inference_hardware, shapes.attention, group_tokens, grid.tp), "gemm_compute", "weight_reads"
+    )
+    _attention(acc, grid, model, shapes, inference_hardware)
+    fabric = inference_hardware.hardware.fabric
     activation = group_tokens * model.hidden_size * ACTIVATION_BYTES
     acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     ffn = model.ffn_hidden_size
     if moe:
         assert model.moe is not None
-        _expert_part(acc, grid, model, shapes, ih)
+        _expert_part(acc, grid, model, shapes, inference_hardware)
         for linears in (shapes.shared_experts, shapes.router):
-            acc.roofline(*_gemms(ih, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads")
-        _moe_comm(acc, grid, model, ih)
+            acc.roofline(
+                *_gemms(inference_hardware, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads"
+            )
+        _moe_comm(acc, grid, model, inference_hardware)
         ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
     else:
-        acc.roofline(*_gemms(ih, shapes.mlp, group_tokens, grid.tp), "gemm_compute", "weight_reads")
+        acc.roofline(
+            *_gemms(inference_hardware, shapes.mlp, group_tokens, grid.tp), "gemm_compute", "weight_reads"
+        )
         acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     passes = 3.0 if model.gated_mlp else 2.0
     elementwise = group_tokens * (
         ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size + passes * ffn / grid.tp
     )
-    acc.add("elementwise", elementwise * ACTIVATION_BYTES / ih.stream_bytes_per_s)
+    acc.add("elementwise", elementwise * ACTIVATION_BYTES / inference_hardware.stream_bytes_per_s)
     return acc.parts
 
 
-def _head(grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> dict[str, Array]:
+def _head(
+    grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> dict[str, Array]:
     """LM head of the last stage over the tokens that sample (16-bit weights, as quantizers leave it)."""
     acc = _Acc()
     sampled = (grid.decode_sequences * grid.query_tokens + grid.prefill_requests) / grid.dp_attention
     head = (Linear("lm_head", model.hidden_size, model.vocab_size, "column"),)
-    compute, memory = _gemms(ih, head, np.maximum(sampled, 1.0), grid.tp, weight_bytes=ACTIVATION_BYTES)
+    compute, memory = _gemms(
+        inference_hardware, head, np.maximum(sampled, 1.0), grid.tp, weight_bytes=ACTIVATION_BYTES
+    )
     acc.roofline(compute, memory, "gemm_compute", "weight_reads")
     return acc.parts
 
@@ -412,22 +451,26 @@ def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
     return layers * (1.0 - moe_share), layers * moe_share
 
 
-def iteration_cost(grid: IterationGrid, model: TransformerSpec, ih: InferenceHardware) -> IterationCost:
+def iteration_cost(
+    grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> IterationCost:
     """Breakdown of one iteration of the busiest (last) stage, for every deployment in ``grid``."""
     shapes = layer_shapes(model)
     num_dense, num_moe = stage_layers(model, grid.pp)
-    dense = _layer(grid, model, shapes, ih, moe=False)
-    moe = _layer(grid, model, shapes, ih, moe=True) if model.moe is not None else dense
-    head = _head(grid, model, ih)
+    dense = _layer(grid, model, shapes, inference_hardware, moe=False)
+    moe = _layer(grid, model, shapes, inference_hardware, moe=True) if model.moe is not None else dense
+    head = _head(grid, model, inference_hardware)
     parts = {name: num_dense * dense[name] + num_moe * moe[name] + head[name] for name in ITERATION_PARTS}
-    fabric = ih.hardware.fabric
+    fabric = inference_hardware.hardware.fabric
     crosses = collectives.crosses_domains(fabric, grid.pp, grid.stage_gpus)
     boundary = grid.group_tokens * model.hidden_size * ACTIVATION_BYTES
     parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
     kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
     busy = sum(parts[name] for name in ITERATION_PARTS)
-    parts["launch"] = np.maximum(kernels * ih.hardware.efficiency.kernel_launch_s - busy, 0.0)
-    parts["host"] = np.full_like(np.asarray(busy, dtype=np.float64), ih.serving.iteration_overhead_s)
+    parts["launch"] = np.maximum(kernels * inference_hardware.hardware.efficiency.kernel_launch_s - busy, 0.0)
+    parts["host"] = np.full_like(
+        np.asarray(busy, dtype=np.float64), inference_hardware.serving.iteration_overhead_s
+    )
     return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
 
 
@@ -437,7 +480,7 @@ __all__ = [
     "InferenceParameters",
     "IterationCost",
     "IterationGrid",
-    "inference_hardware",
+    "inference_hardware_for",
     "iteration_cost",
     "kv_elements_per_token_per_gpu",
     "load_inference_parameters",

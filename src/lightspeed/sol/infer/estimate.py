@@ -23,7 +23,7 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.core.uncertainty import Band, interval_for
-from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware
+from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
 from lightspeed.sol.infer.serving import (
@@ -129,13 +129,17 @@ def deployments_of(plan: InferencePlan, batch: float | np.ndarray) -> Deployment
 
 
 def deployment_memory(
-    model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
+    model: TransformerSpec, inference_hardware: InferenceHardware, plan: InferencePlan, load: ServingLoad
 ) -> MemoryArrays:
     """Memory arrays (length one) of ``plan`` serving ``load``."""
-    return memory_of(model, ih, deployments_of(plan, 1.0), load, float(plan.num_physical_experts or 0))
+    return memory_of(
+        model, inference_hardware, deployments_of(plan, 1.0), load, float(plan.num_physical_experts or 0)
+    )
 
 
-def pool_split(plan: InferencePlan, ih: InferenceHardware, model: TransformerSpec) -> PoolSplit:
+def pool_split(
+    plan: InferencePlan, inference_hardware: InferenceHardware, model: TransformerSpec
+) -> PoolSplit:
     """Prefill and decode pools of a disaggregated plan, placed in rank order (prefill first).
 
     A prompt's whole KV cache moves; the ``tp x pp`` GPUs of its attention group
@@ -148,9 +152,9 @@ def pool_split(plan: InferencePlan, ih: InferenceHardware, model: TransformerSpe
         decode_replicas=decode,
         gpus_per_replica=np.asarray([float(plan.tp * plan.pp)]),
         kv_bytes_per_token_per_replica=np.asarray(
-            [kv_cache_bytes_per_token(model, ih.precisions.kv_cache)], dtype=np.float64
+            [kv_cache_bytes_per_token(model, inference_hardware.precisions.kv_cache)], dtype=np.float64
         ),
-        crosses_domains=np.asarray([plan.num_gpus > ih.hardware.domain_size]),
+        crosses_domains=np.asarray([plan.num_gpus > inference_hardware.hardware.domain_size]),
     )
 
 
@@ -239,7 +243,7 @@ def check_gpus(plan: InferencePlan, cluster: Cluster) -> None:
 
 def raise_not_fitting(
     model: TransformerSpec,
-    ih: InferenceHardware,
+    inference_hardware: InferenceHardware,
     plan: InferencePlan,
     load: ServingLoad,
     memory: MemoryArrays,
@@ -250,19 +254,22 @@ def raise_not_fitting(
     request = float(memory.kv_bytes_per_token[0]) * (load.input_tokens + load.output_tokens)
     message = (
         f"{model.name} in {plan.precision} does not fit {plan.describe()} on "
-        f"{ih.hardware.accelerator.name}: {format_memory(weights)} of weights + {format_memory(other)} of "
-        f"workspace and runtime reserve per GPU leave {format_memory(float(memory.kv_capacity_bytes[0]))} "
-        f"of KV cache, and one {load.input_tokens + load.output_tokens}-token request needs "
+        f"{inference_hardware.hardware.accelerator.name}: {format_memory(weights)} of weights + "
+        f"{format_memory(other)} of workspace and runtime reserve per GPU leave "
+        f"{format_memory(float(memory.kv_capacity_bytes[0]))} of KV cache, and one "
+        f"{load.input_tokens + load.output_tokens}-token request needs "
         f"{format_memory(request)} per GPU ({format_memory(memory.usable_bytes)} usable)"
     )
     raise PlanDoesNotFitError(
         message,
-        nearest_plan=smallest_fitting(model, ih, plan, load),
+        nearest_plan=smallest_fitting(model, inference_hardware, plan, load),
         no_fit_hint="no split of one node fits: use more GPUs per replica or a lower precision",
     )
 
 
-def bound_sentence(parts: dict[str, float], ih: InferenceHardware, plan: InferencePlan) -> tuple[str, str]:
+def bound_sentence(
+    parts: dict[str, float], inference_hardware: InferenceHardware, plan: InferencePlan
+) -> tuple[str, str]:
     """(sentence, part) naming what bounds the steady iteration."""
     total = sum(parts.values())
     groups = {
@@ -276,20 +283,21 @@ def bound_sentence(parts: dict[str, float], ih: InferenceHardware, plan: Inferen
     ranked = sorted(ITERATION_PARTS, key=lambda name: parts[name], reverse=True)
     top = [name for name in ranked if parts[name] > 0][:2]
     details = ", ".join(
-        f"{part_text(name, ih, plan)} {format_percent(parts[name] / total, 0)}" for name in top
+        f"{part_text(name, inference_hardware, plan)} {format_percent(parts[name] / total, 0)}"
+        for name in top
     )
     sentence = f"{kind}: {details} of each iteration"
     if kind == "memory-bound":
-        sentence += f" (HBM {format_bytes_per_s(ih.stream_bytes_per_s)} reached)"
+        sentence += f" (HBM {format_bytes_per_s(inference_hardware.stream_bytes_per_s)} reached)"
     return sentence, top[0]
 
 
-def part_text(part: str, ih: InferenceHardware, plan: InferencePlan) -> str:
+def part_text(part: str, inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
     """A readable name for an iteration part, with the fabric level a collective uses."""
     from lightspeed.sol.core import collectives
 
     label = PART_LABELS[part]
-    fabric = ih.hardware.fabric
+    fabric = inference_hardware.hardware.fabric
     groups = {"tp_comm": (plan.tp, 1), "ep_comm": (plan.stage_gpus, 1), "pp_comm": (plan.pp, plan.stage_gpus)}
     if part in groups:
         group, stride = groups[part]
@@ -298,8 +306,8 @@ def part_text(part: str, ih: InferenceHardware, plan: InferencePlan) -> str:
     return label
 
 
-def _serving_line(ih: InferenceHardware) -> str:
-    serving = ih.serving
+def _serving_line(inference_hardware: InferenceHardware) -> str:
+    serving = inference_hardware.serving
     line = (
         f"serving stack '{serving.name}' ({serving.display_name}): kernels at "
         f"{format_percent(serving.kernel_efficiency, 0)} of those ceilings"
@@ -311,8 +319,14 @@ def _serving_line(ih: InferenceHardware) -> str:
     return line
 
 
-def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> tuple[str, ...]:
-    hardware, precisions, parameters = ih.hardware, ih.precisions, ih.parameters
+def _assumptions(
+    inference_hardware: InferenceHardware, plan: InferencePlan, batching: str
+) -> tuple[str, ...]:
+    hardware, precisions, parameters = (
+        inference_hardware.hardware,
+        inference_hardware.precisions,
+        inference_hardware.parameters,
+    )
     efficiency = hardware.efficiency
     lines = [
         f"weights {precisions.weights} ({precisions.weight_bytes_per_element:g} B/param, embeddings and "
@@ -325,7 +339,7 @@ def _assumptions(ih: InferenceHardware, plan: InferencePlan, batching: str) -> t
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
-        _serving_line(ih),
+        _serving_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
         f"{parameters.prefill_chunk_tokens} tokens",
@@ -382,22 +396,24 @@ def estimate_inference(
     """
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
     profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
-    ih = inference_hardware(cluster, plan, efficiency, profile)
-    memory = deployment_memory(model, ih, plan, load)
+    inference_hardware = inference_hardware_for(cluster, plan, efficiency, profile)
+    memory = deployment_memory(model, inference_hardware, plan, load)
     if not bool(memory.fits[0]):
-        raise_not_fitting(model, ih, plan, load, memory)
+        raise_not_fitting(model, inference_hardware, plan, load, memory)
     max_batch = _max_batch(memory, plan)
-    split = pool_split(plan, ih, model) if plan.disaggregated is not None else None
-    ctx = ServingContext(model, ih, load, plan.speculative)
+    split = pool_split(plan, inference_hardware, model) if plan.disaggregated is not None else None
+    ctx = ServingContext(model, inference_hardware, load, plan.speculative)
     batch, waiting = _batch_and_queue(ctx, plan, max_batch, batching, split)
     arrays = serve(ctx, plan, batch, batching, split)
     rate = _scalar(arrays.requests_per_s) * _serving_replicas(plan)
     decoders = _decode_replicas(plan)
     tpot = _scalar(arrays.tpot_s)
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
-    sentence, part = bound_sentence(parts, ih, plan)
+    sentence, part = bound_sentence(parts, inference_hardware, plan)
     mode = "disaggregated" if split is not None else batching
-    band = interval_for("infer", moe=model.moe is not None, architecture=ih.hardware.accelerator.architecture)
+    band = interval_for(
+        "infer", moe=model.moe is not None, architecture=inference_hardware.hardware.accelerator.architecture
+    )
     ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
     return InferenceEstimate(
         model=model.name,
@@ -406,7 +422,7 @@ def estimate_inference(
         plan=plan,
         load=load,
         batching=mode,
-        precisions=ih.precisions,
+        precisions=inference_hardware.precisions,
         batch_per_replica=batch,
         max_batch=int(max_batch),
         concurrency=(batch + waiting) * decoders,
@@ -423,8 +439,8 @@ def estimate_inference(
         usable_memory_bytes=memory.usable_bytes,
         bound=sentence,
         bound_part=part,
-        assumptions=_assumptions(ih, plan, mode),
-        serving=ih.serving.name,
+        assumptions=_assumptions(inference_hardware, plan, mode),
+        serving=inference_hardware.serving.name,
         intervals=_intervals(band, ttft=ttft, tpot=tpot, rate=rate * load.output_tokens, gpus=plan.num_gpus),
     )
 

@@ -69,7 +69,7 @@ def _params(linears: tuple[Linear, ...], tp: Array) -> Array:
 def stage_weight_bytes(
     model: TransformerSpec,
     shapes: LayerShapes,
-    ih: InferenceHardware,
+    inference_hardware: InferenceHardware,
     *,
     tp: Array,
     pp: Array,
@@ -79,7 +79,7 @@ def stage_weight_bytes(
 ) -> Array:
     """Weight bytes on one GPU of the busiest stage (see the module docstring); with
     ``physical_experts`` > 0 the stage holds that many routed experts (replicas included)."""
-    weight = ih.precisions.weight_bytes_per_element
+    weight = inference_hardware.precisions.weight_bytes_per_element
     num_dense, num_moe = stage_layers(model, pp)
     attention = _params(shapes.attention, tp) * weight + shapes.num_norm_params * ACTIVATION_BYTES
     dense = attention + _params(shapes.mlp, tp) * weight
@@ -99,7 +99,7 @@ def stage_weight_bytes(
 def inference_memory(
     model: TransformerSpec,
     shapes: LayerShapes,
-    ih: InferenceHardware,
+    inference_hardware: InferenceHardware,
     *,
     tp: Array,
     pp: Array,
@@ -109,25 +109,36 @@ def inference_memory(
     physical_experts: Array = 0.0,
 ) -> MemoryArrays:
     """Memory per GPU and how many sequences of ``tokens_per_sequence`` tokens a replica holds."""
-    hardware = ih.hardware
+    hardware = inference_hardware.hardware
     usable = hardware.usable_memory_bytes
     weights = stage_weight_bytes(
-        model, shapes, ih, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention, physical_experts=physical_experts
+        model,
+        shapes,
+        inference_hardware,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp_attention=dp_attention,
+        physical_experts=physical_experts,
     )
     ffn = (
         model.ffn_hidden_size
         if model.moe is None
         else max(model.ffn_hidden_size, model.moe.expert_ffn_hidden_size)
     )
-    chunk = ih.parameters.prefill_chunk_tokens / dp_attention
+    chunk = inference_hardware.parameters.prefill_chunk_tokens / dp_attention
     workspace = (
         chunk * (WORKSPACE_ACCESSES_PER_HIDDEN * model.hidden_size + 3.0 * ffn / tp) * ACTIVATION_BYTES
     )
     reserved = hardware.overheads.reserved_of(usable)
     free = np.maximum(usable - weights - workspace - reserved, 0.0)
-    capacity = free * ih.parameters.kv_cache_memory_fraction
+    capacity = free * inference_hardware.parameters.kv_cache_memory_fraction
     layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
-    per_token = layers * kv_elements_per_token_per_gpu(shapes, model, tp) * ih.precisions.kv_bytes_per_element
+    per_token = (
+        layers
+        * kv_elements_per_token_per_gpu(shapes, model, tp)
+        * inference_hardware.precisions.kv_bytes_per_element
+    )
     sequences = np.floor(capacity / (per_token * tokens_per_sequence)) * dp_attention
     return MemoryArrays(
         weights_bytes=np.asarray(weights, dtype=np.float64),
@@ -158,7 +169,7 @@ class Degrees(Protocol):
 
 def memory_of(
     model: TransformerSpec,
-    ih: InferenceHardware,
+    inference_hardware: InferenceHardware,
     degrees: Degrees,
     load: ServingLoad,
     physical_experts: Array = 0.0,
@@ -167,7 +178,7 @@ def memory_of(
     return inference_memory(
         model,
         layer_shapes(model),
-        ih,
+        inference_hardware,
         tp=degrees.tp,
         pp=degrees.pp,
         ep=degrees.ep,
@@ -178,13 +189,13 @@ def memory_of(
 
 
 def smallest_fitting(
-    model: TransformerSpec, ih: InferenceHardware, plan: InferencePlan, load: ServingLoad
+    model: TransformerSpec, inference_hardware: InferenceHardware, plan: InferencePlan, load: ServingLoad
 ) -> dict[str, int | bool] | None:
     """The fewest GPUs per replica (TP inside the scale-up domain, then PP) whose memory holds
     the model and one request, as plan settings (``tp``, ``pp``, ``ep``, ``kv_replication``);
     ``None`` if no split of the cluster fits."""
-    domain = ih.hardware.domain_size
-    gpus = ih.hardware.num_gpus
+    domain = inference_hardware.hardware.domain_size
+    gpus = inference_hardware.hardware.num_gpus
     heads = model.attention.num_heads
     kv_heads = model.attention.num_kv_heads
     candidates = []
@@ -205,7 +216,7 @@ def smallest_fitting(
     memory = inference_memory(
         model,
         layer_shapes(model),
-        ih,
+        inference_hardware,
         tp=columns[:, 0],
         pp=columns[:, 1],
         ep=columns[:, 2],

@@ -23,7 +23,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import divisors
-from lightspeed.sol.infer.cost import InferenceHardware, inference_hardware
+from lightspeed.sol.infer.cost import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
@@ -199,7 +199,7 @@ def _points(shapes: _Shapes, max_sequences: np.ndarray) -> tuple[_Shapes, np.nda
 
 def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> ServingArrays:
     """Aggregated and disaggregated points in one pass; rates for the whole deployment."""
-    model, ih = ctx.model, ctx.hardware
+    model, inference_hardware = ctx.model, ctx.hardware
     deployments = Deployments(
         tp=shapes.tp,
         pp=shapes.pp,
@@ -215,10 +215,10 @@ def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> Servin
         decode_replicas=shapes.decode,
         gpus_per_replica=shapes.tp * shapes.pp,
         kv_bytes_per_token_per_replica=np.full(
-            batch.shape, kv_cache_bytes_per_token(model, ih.precisions.kv_cache)
+            batch.shape, kv_cache_bytes_per_token(model, inference_hardware.precisions.kv_cache)
         ),
         crosses_domains=(shapes.prefill + shapes.decode) * shapes.tp * shapes.dp_attention * shapes.pp
-        > ih.hardware.domain_size,
+        > inference_hardware.hardware.domain_size,
     )
     split_arrays = disaggregated(deployments, ctx, split)
     pooled = shapes.prefill > 0
@@ -306,10 +306,10 @@ def _unreachable(
 
 
 def _constraints(
-    model: TransformerSpec, ih: InferenceHardware, max_tp: int, num_gpus: int
+    model: TransformerSpec, inference_hardware: InferenceHardware, max_tp: int, num_gpus: int
 ) -> tuple[str, ...]:
-    fabric = ih.hardware.fabric
-    domain = ih.hardware.domain_size
+    fabric = inference_hardware.hardware.fabric
+    domain = inference_hardware.hardware.domain_size
     if fabric.scale_out is not None:
         reach = f"TP, EP and attention groups beyond it cross {fabric.scale_out.name}"
     else:
@@ -347,19 +347,24 @@ class _Request:
 
 
 def _space(
-    request: _Request, ih: InferenceHardware, limit: int, *, disaggregated: bool, attention_dp: bool
+    request: _Request,
+    inference_hardware: InferenceHardware,
+    limit: int,
+    *,
+    disaggregated: bool,
+    attention_dp: bool,
 ) -> tuple[_Shapes, np.ndarray]:
     """Every fitting (replica shape, batch) point, or the error saying why there is none."""
     model, num_gpus = request.model, request.num_gpus
     shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
-    shapes = _with_balance(shapes, request.expert_balance, ih.hardware.domain_size)
+    shapes = _with_balance(shapes, request.expert_balance, inference_hardware.hardware.domain_size)
     if shapes.tp.size == 0:
         raise InvalidPlanError(
             f"no TP size up to {limit} divides the {model.attention.num_heads} heads of {model.name} "
             f"and the {num_gpus} GPUs"
             + (" with an EP size that splits the physical experts" if request.expert_balance else "")
         )
-    memory = memory_of(model, ih, shapes, request.load, shapes.physical_experts)
+    memory = memory_of(model, inference_hardware, shapes, request.load, shapes.physical_experts)
     points, batch = _points(shapes, memory.max_sequences)
     if batch.size == 0:
         plan = InferencePlan(tp=min(limit, num_gpus), precision=request.precision)
@@ -367,7 +372,7 @@ def _space(
             f"{model.name} in {request.precision} does not fit any split of the {num_gpus} GPUs of "
             f"{request.cluster.name} with {request.load.input_tokens + request.load.output_tokens} tokens "
             "per request",
-            nearest_plan=smallest_fitting(model, ih, plan, request.load),
+            nearest_plan=smallest_fitting(model, inference_hardware, plan, request.load),
             no_fit_hint="use more GPUs or a lower precision",
         )
     return points, batch
@@ -463,10 +468,12 @@ def search_inference(
     request = _Request(
         model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative, expert_balance
     )
-    ih = inference_hardware(cluster, InferencePlan(precision=precision), efficiency)
-    limit = max_tp or ih.hardware.domain_size
-    points, batch = _space(request, ih, limit, disaggregated=disaggregated, attention_dp=attention_dp)
-    arrays = _evaluate(ServingContext(model, ih, load, speculative), points, batch)
+    inference_hardware = inference_hardware_for(cluster, InferencePlan(precision=precision), efficiency)
+    limit = max_tp or inference_hardware.hardware.domain_size
+    points, batch = _space(
+        request, inference_hardware, limit, disaggregated=disaggregated, attention_dp=attention_dp
+    )
+    arrays = _evaluate(ServingContext(model, inference_hardware, load, speculative), points, batch)
     best, front, num_feasible = _select(request, points, arrays, frontier_points)
     plan = _plan_of(points, best, model, precision, speculative)
     replicas = plan.disaggregated[1] if plan.disaggregated else plan.replicas
@@ -491,7 +498,7 @@ def search_inference(
         elapsed_s=time.perf_counter() - started,
         best=estimate,
         frontier=_frontier(request, points, batch, arrays, front),
-        constraints=_constraints(model, ih, limit, request.num_gpus),
+        constraints=_constraints(model, inference_hardware, limit, request.num_gpus),
     )
 
 

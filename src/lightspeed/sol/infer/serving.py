@@ -151,9 +151,9 @@ def _draft_s(deployments: Deployments, micro: Array, context: float, ctx: Servin
     return speculative.num_draft_tokens * speculative.draft_cost_fraction * plain
 
 
-def _chunks(input_tokens: int, ih: InferenceHardware) -> tuple[int, float]:
+def _chunks(input_tokens: int, inference_hardware: InferenceHardware) -> tuple[int, float]:
     """(number of prefill chunks of one prompt, tokens per chunk)."""
-    count = -(-input_tokens // ih.parameters.prefill_chunk_tokens)
+    count = -(-input_tokens // inference_hardware.parameters.prefill_chunk_tokens)
     return count, input_tokens / count
 
 
@@ -269,10 +269,10 @@ class PoolSplit(Record):
     crosses_domains: Array
 
 
-def kv_transfer_s(split: PoolSplit, load: ServingLoad, ih: InferenceHardware) -> Array:
+def kv_transfer_s(split: PoolSplit, load: ServingLoad, inference_hardware: InferenceHardware) -> Array:
     """Seconds to move one prompt's KV cache from a prefill replica to a decode replica."""
     per_gpu = load.input_tokens * split.kv_bytes_per_token_per_replica / split.gpus_per_replica
-    return collectives.send_recv_s(ih.hardware.fabric, per_gpu, split.crosses_domains)
+    return collectives.send_recv_s(inference_hardware.hardware.fabric, per_gpu, split.crosses_domains)
 
 
 def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:

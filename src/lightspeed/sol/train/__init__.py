@@ -13,7 +13,7 @@ from lightspeed.sol.train.plan import (
     validate_plan,
 )
 from lightspeed.sol.train.ranking import PlanComparison
-from lightspeed.sol.train.result import TrainEstimate
+from lightspeed.sol.train.result import TrainEstimate, TrainingEstimate
 from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "SearchResult",
     "SearchSpace",
     "TrainEstimate",
+    "TrainingEstimate",
     "TrainingPlan",
     "data_parallel_degree",
     "default_space",

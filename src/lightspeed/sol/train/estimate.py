@@ -23,7 +23,7 @@ from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan, validate_plan_gpus
 from lightspeed.sol.train.result import (
     DEFAULT_FLOP_CONVENTION,
-    TrainEstimate,
+    TrainingEstimate,
     check_gpu_count,
     estimate_from_arrays,
 )
@@ -48,8 +48,8 @@ def estimate_training(
     sharp: bool = False,
     num_gpus: int | None = None,
     stack: str | Stack | None = None,
-) -> TrainEstimate:
-    """Predict one training plan on ``cluster`` (see :class:`TrainEstimate`).
+) -> TrainingEstimate:
+    """Predict one training plan on ``cluster`` (see :class:`TrainingEstimate`).
 
     Raises :class:`~lightspeed.errors.InvalidPlanError` if the plan cannot exist
     on ``cluster``, or, with ``check_fit=True``, if it does not fit in memory.
@@ -83,7 +83,7 @@ def estimate_training(
 
 
 def raise_not_fitting(
-    estimate: TrainEstimate, model: TransformerSpec, cluster: Cluster, hardware: Hardware
+    estimate: TrainingEstimate, model: TransformerSpec, cluster: Cluster, hardware: Hardware
 ) -> NoReturn:
     """Raise :class:`PlanDoesNotFitError` naming the biggest memory parts and the best fitting plan."""
     parts = sorted(estimate.memory_bytes.items(), key=lambda item: item[1], reverse=True)

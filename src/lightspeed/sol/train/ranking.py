@@ -19,7 +19,7 @@ import numpy as np
 from lightspeed.records import Record
 from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.train.grid import RECOMPUTE_CODES, SCHEDULE_CODES
-from lightspeed.sol.train.result import TrainEstimate
+from lightspeed.sol.train.result import TrainingEstimate
 
 Array = Any
 MAX_TIES = 5
@@ -35,7 +35,7 @@ class PlanComparison(Record):
     smaller than the model can resolve.
     """
 
-    estimate: TrainEstimate
+    estimate: TrainingEstimate
     margin: float
     rank: int | None
     within_uncertainty: bool
@@ -84,7 +84,7 @@ def margin_over_runner_up(steps: Array, fits: Array) -> float | None:
     return float(fitting[1] / fitting[0] - 1.0)
 
 
-def compare(estimate: TrainEstimate, steps: Array, fits: Array, tolerance: float) -> PlanComparison:
+def compare(estimate: TrainingEstimate, steps: Array, fits: Array, tolerance: float) -> PlanComparison:
     """Place ``estimate`` (a plan the user names) in the ranking of a search."""
     best = float(np.min(np.where(fits, steps, np.inf))) if fits.any() else estimate.step_time_s
     margin = estimate.step_time_s / best - 1.0

@@ -36,7 +36,7 @@ PART_LABELS = {
 
 
 @dataclass(frozen=True)
-class TrainEstimate(Record):
+class TrainingEstimate(Record):
     """What one training plan should reach on one cluster.
 
     Times in seconds, memory in bytes per GPU, rates per second. ``mfu`` counts
@@ -106,6 +106,10 @@ class TrainEstimate(Record):
         }
 
 
+TrainEstimate = TrainingEstimate
+"""The 0.1 name of :class:`TrainingEstimate`, kept so existing scripts keep working."""
+
+
 def _level_of(hardware: Hardware, group: int, stride: int) -> str:
     crosses = bool(collectives.crosses_domains(hardware.fabric, group, stride))
     return hardware.fabric.level_name(crosses)
@@ -161,7 +165,7 @@ def estimate_from_arrays(
     plan: TrainingPlan,
     flop_convention: str = DEFAULT_FLOP_CONVENTION,
     num_tokens: float | None = None,
-) -> TrainEstimate:
+) -> TrainingEstimate:
     """Build the record of row ``index`` of an evaluated grid."""
     parts = {name: float(np.asarray(arrays.parts[name])[index]) for name in BREAKDOWN_PARTS}
     step = sum(parts.values())
@@ -184,7 +188,7 @@ def estimate_from_arrays(
     sentence, part = bound_sentence(parts, plan, hardware, mfu)
     time_to_train = num_tokens / tokens * step if num_tokens else None
     band = interval_for("train", moe=model.moe is not None, architecture=hardware.accelerator.architecture)
-    return TrainEstimate(
+    return TrainingEstimate(
         model=model.name,
         system=hardware.cluster.name,
         num_gpus=gpus,
@@ -217,7 +221,7 @@ def estimate_from_arrays(
 
 
 def _intervals(band: Band, *, step: float, tokens_per_s: float, mfu: float, rate: float) -> JsonDict:
-    """The error bars of an estimate's headline figures (see :class:`TrainEstimate`)."""
+    """The error bars of an estimate's headline figures (see :class:`TrainingEstimate`)."""
     return {
         "level": band.level,
         "family": band.family,

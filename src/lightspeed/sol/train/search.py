@@ -42,7 +42,7 @@ from lightspeed.sol.train.ranking import (
 )
 from lightspeed.sol.train.result import (
     DEFAULT_FLOP_CONVENTION,
-    TrainEstimate,
+    TrainingEstimate,
     estimate_from_arrays,
     part_label,
 )
@@ -105,11 +105,11 @@ class SearchResult(Record):
     num_plans_evaluated: int
     num_plans_fitting: int
     elapsed_s: float
-    plans: tuple[TrainEstimate, ...]
+    plans: tuple[TrainingEstimate, ...]
     why_best: tuple[str, ...]
     margin_over_runner_up: float | None = None
     tolerance: float = 0.0
-    ties: tuple[TrainEstimate, ...] = ()
+    ties: tuple[TrainingEstimate, ...] = ()
     compared: PlanComparison | None = None
 
     @property
@@ -290,7 +290,7 @@ def _describe(plan: TrainingPlan) -> str:
     return " ".join(parts)
 
 
-def why_best(plans: tuple[TrainEstimate, ...], hardware: Hardware) -> tuple[str, ...]:
+def why_best(plans: tuple[TrainingEstimate, ...], hardware: Hardware) -> tuple[str, ...]:
     """One sentence per runner-up: by how much the best is faster, and which parts make it."""
     if not plans:
         return ()
@@ -471,7 +471,7 @@ class _Context:
 
 def _estimates(
     ctx: _Context, columns: dict[str, np.ndarray], indices: np.ndarray
-) -> tuple[TrainEstimate, ...]:
+) -> tuple[TrainingEstimate, ...]:
     """Whole estimates of the plans at ``indices`` of the searched columns."""
     chosen = {name: values[indices] for name, values in columns.items()}
     grid = _grid(chosen, ctx.base, ctx.num_gpus, ctx.model.num_layers, ctx.experts)
@@ -491,7 +491,7 @@ def _estimates(
     )
 
 
-def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainEstimate:
+def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainingEstimate:
     """The estimate of a plan the caller names, on the search's batch, sequence, precision and stack
     (uneven stages allowed as in the search, e.g. Llama 3 405B's 126 layers on PP16 x VPP6)."""
     named = plan.with_changes(
@@ -548,7 +548,7 @@ def _estimate(
     hardware: Hardware,
     flop_convention: str,
     num_tokens: float | None,
-) -> TrainEstimate:
+) -> TrainingEstimate:
     plan = grid.plan_at(index, seq_len=base.seq_len, precision=base.precision)
     return estimate_from_arrays(
         arrays=arrays,

@@ -25,7 +25,7 @@ from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.sol.core.uncertainty import LEVEL, Band, interval_for
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
-from lightspeed.sol.train.result import TrainEstimate, estimate_from_arrays
+from lightspeed.sol.train.result import TrainingEstimate, estimate_from_arrays
 from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.sol.validation.published import PublishedRow, RowError, read_table
 from lightspeed.sol.validation.readings import Reading, read_cell
@@ -98,7 +98,7 @@ def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int
     return index, arrays, hardware, plans[index]
 
 
-def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainEstimate, peak: float) -> float:
+def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEstimate, peak: float) -> float:
     step_s = estimate.step_time_s
     tokens = plan.tokens_per_step
     gpus = plan.num_gpus
