@@ -80,6 +80,24 @@ def test_rows_are_read_by_the_documented_rules(
     assert r4.measured == pytest.approx(0.08)
 
 
+def test_checkpoint_words_do_not_hide_the_architecture(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # Sources name checkpoints ("... FP8", "... Instruct"); the words that name a format or a tuning
+    # are not part of the architecture's name.
+    path = _table(
+        tmp_path,
+        "M1\tinfer\tx\tLlama 4 Maverick FP8\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tB200\tFP8"
+        "\ttotal output tokens/s\t10,000",
+        "M2\tinfer\tx\tQwen3 Coder 480B Instruct\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tB200\tFP8"
+        "\ttotal output tokens/s\t10,000",
+    )
+    rows = {row.row_id: row for row in read_table(path)}
+    m1, _ = inference_row_setup(rows["M1"], catalog, models)
+    m2, _ = inference_row_setup(rows["M2"], catalog, models)
+    assert (m1.model.name, m2.model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
+
+
 def test_unreadable_rows_are_reported_with_a_reason(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:

@@ -251,3 +251,42 @@ def test_property_one_more_layer_adds_one_layers_worth(shape) -> None:  # type: 
         2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 3 * hidden * ffn + 2 * hidden
     )
     assert larger.total_params - smaller.total_params == one_layer
+
+
+def test_llama_4_maverick_by_hand_from_its_config() -> None:
+    # meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json text_config: MoE in every second
+    # layer (interleave_moe_layer_step 2), 128 experts top-1 plus one shared expert of 8192, dense
+    # MLP of 16384 (intermediate_size_mlp) in the others; Meta's card: 400B total, 17B active.
+    h, vocab, kv_width = 5120, 202048, 8 * 128
+    attention = h * h + 2 * h * kv_width + h * h
+    expert = 3 * h * 8192
+    dense_layer = attention + 3 * h * 16384 + 2 * h
+    moe_layer = attention + 128 * expert + expert + 128 * h + 2 * h  # routed, shared, router, norms
+    moe_active = attention + expert + expert + 128 * h + 2 * h
+    embeddings = 2 * vocab * h
+    counts = parameter_counts(MODELS.get("llama-4-maverick"))
+    assert counts.num_moe_layers == 24
+    assert counts.total_params == embeddings + 24 * dense_layer + 24 * moe_layer + h
+    assert counts.active_params == embeddings + 24 * dense_layer + 24 * moe_active + h
+    assert counts.total_params == pytest.approx(400e9, rel=0.005)
+    assert counts.active_params == pytest.approx(17e9, rel=0.015)
+
+
+def test_kimi_k2_is_deepseek_v3_with_64_heads_384_experts_and_one_dense_layer() -> None:
+    # moonshotai/Kimi-K2-Instruct config.json; the card says 1T total (rounded), 32B activated.
+    h, heads, q_rank, kv_rank, nope, rope, v = 7168, 64, 1536, 512, 128, 64, 128
+    attention = (
+        h * q_rank + q_rank + q_rank * heads * (nope + rope)
+        + h * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v)
+        + heads * v * h
+    )  # fmt: skip
+    expert = 3 * h * 2048
+    dense_layer = attention + 3 * h * 18432 + 2 * h
+    moe_layer = attention + 384 * expert + expert + 384 * h + 384 + 2 * h
+    moe_active = attention + 8 * expert + expert + 384 * h + 384 + 2 * h
+    embeddings = 2 * 163840 * h
+    counts = parameter_counts(MODELS.get("kimi-k2"))
+    assert counts.total_params == embeddings + dense_layer + 60 * moe_layer + h
+    assert counts.active_params == embeddings + dense_layer + 60 * moe_active + h
+    assert 1.0e12 < counts.total_params < 1.05e12
+    assert counts.active_params == pytest.approx(32e9, rel=0.03)

@@ -94,13 +94,21 @@ class InferenceRowSetup(Record):
     serving: ServingStack | None = None
 
 
+# Words that name a checkpoint's format or tuning, not its architecture ("Llama 4 Maverick
+# FP8", "Qwen3 32B Instruct AWQ"): ignored when a model name is matched word by word.
+_CHECKPOINT_WORDS = frozenset(
+    ("fp8", "fp4", "nvfp4", "mxfp4", "bf16", "fp16", "int8", "int4", "w4a16", "w8a8", "awq", "gptq")
+    + ("instruct", "chat", "it", "base", "hf", "preview")
+)
+
+
 def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
     try:
         return resolve_model(registry, row)
     except RowError:
         pass
     name = re.split(r"[(]", row.text("model"))[0].strip().lower()
-    words = [word for word in re.split(r"[\s_-]+", name) if word]
+    words = [word for word in re.split(r"[\s_-]+", name) if word and word not in _CHECKPOINT_WORDS]
     names = getattr(registry, "names", None)
     candidates = sorted(n for n in (names() if callable(names) else []) if all(word in n for word in words))
     if not candidates:
