@@ -97,8 +97,8 @@ class InferenceRowSetup(Record):
 # Words that name a checkpoint's format or tuning, not its architecture ("Llama 4 Maverick
 # FP8", "Qwen3 32B Instruct AWQ"): ignored when a model name is matched word by word.
 _CHECKPOINT_WORDS = frozenset(
-    ("fp8", "fp4", "nvfp4", "mxfp4", "bf16", "fp16", "int8", "int4", "w4a16", "w8a8", "awq", "gptq")
-    + ("instruct", "chat", "it", "base", "hf", "preview")
+    {"fp8", "fp4", "nvfp4", "mxfp4", "bf16", "fp16", "int8", "int4", "w4a16", "w8a8", "awq", "gptq"}
+    | {"instruct", "chat", "it", "base", "hf", "preview"}
 )
 
 
