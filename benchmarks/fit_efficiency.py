@@ -258,7 +258,10 @@ def cross_validate(rows: Sequence[Row], full: Values) -> dict[str, float | None]
             filled = dataclasses.replace(values, kernel=dict(values.kernel), moe=dict(values.moe))
             if row.group not in filled.kernel:
                 filled.kernel[row.group] = _fallback(values, kind_groups)
-            if row.group not in filled.moe:
+            if row.group not in filled.moe and row.group not in present:
+                # a profile left without rows borrows the others' MoE factor; one that kept rows
+                # but had none fitted (no dense rows to separate it from the kernel efficiency)
+                # keeps 1.0, as in the full fit
                 moes = [value for group, value in values.moe.items() if group in kind_groups]
                 filled.moe[row.group] = statistics.median(moes) if moes else 1.0
             predictions[row.row.row_id] = predict(row, filled, 0.9)

@@ -85,11 +85,7 @@ class Stack(Record):
         """Seconds an overlapped collective still costs: what compute cannot cover, plus the
         ``overlap_contention`` share of the covered part (NCCL kernels take SMs and HBM
         bandwidth from the GEMMs they run beside)."""
-        communication = np.asarray(communication_s, dtype=np.float64)
-        hideable = np.asarray(hideable_s, dtype=np.float64)
-        covered = np.minimum(communication, hideable)
-        exposed: FloatArray = np.maximum(communication - hideable, 0.0) + self.overlap_contention * covered
-        return exposed
+        return _exposed_s(communication_s, hideable_s, self.overlap_contention)
 
     def fp8_cast_bytes(self, precision: str) -> float:
         """HBM bytes per element of casting a 16-bit tensor to ``precision``'s 8-bit format."""
@@ -112,6 +108,14 @@ class Stack(Record):
         )
 
 
+def _exposed_s(communication_s: ArrayLike, hideable_s: ArrayLike, contention: float) -> FloatArray:
+    communication = np.asarray(communication_s, dtype=np.float64)
+    hideable = np.asarray(hideable_s, dtype=np.float64)
+    covered = np.minimum(communication, hideable)
+    exposed: FloatArray = np.maximum(communication - hideable, 0.0) + contention * covered
+    return exposed
+
+
 @dataclass(frozen=True)
 class ServingStack(Record):
     """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``)."""
@@ -126,11 +130,17 @@ class ServingStack(Record):
     source: str
     fit_group: str = ""
     moe_efficiency: float = 1.0
+    two_batch_overlap: bool = False
+    overlap_contention: float = 0.0
 
     @property
     def group(self) -> str:
         """The profile whose fitted values this one shares (itself by default)."""
         return self.fit_group or self.name
+
+    def exposed_s(self, communication_s: ArrayLike, hideable_s: ArrayLike) -> FloatArray:
+        """Seconds an overlapped all-to-all still costs (the rule of :meth:`Stack.exposed_s`)."""
+        return _exposed_s(communication_s, hideable_s, self.overlap_contention)
 
 
 def _stacks_file() -> Path:
@@ -175,7 +185,7 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
     )
 
 
-def _parse_serving(name: str, table: Fields) -> ServingStack:
+def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
     return ServingStack(
         name=name,
         display_name=table.string("display_name"),
@@ -187,13 +197,16 @@ def _parse_serving(name: str, table: Fields) -> ServingStack:
         source=table.string("source"),
         fit_group=table.string("fit_group", ""),
         moe_efficiency=table.number("moe_efficiency", 1.0),
+        two_batch_overlap=table.boolean("two_batch_overlap", False),
+        overlap_contention=contention,
     )
 
 
 @functools.lru_cache(maxsize=4)
 def _load_serving(file: Path) -> Mapping[str, ServingStack]:
     fields = Fields(str(file), load_toml(file))
-    return {name: _parse_serving(name, table) for name, table in fields.tables("serving").items()}
+    contention = fields.number("overlap_contention", positive=False)
+    return {name: _parse_serving(name, table, contention) for name, table in fields.tables("serving").items()}
 
 
 DEFAULT_SERVING_STACK: Final = "trtllm-2025"

@@ -389,6 +389,20 @@ def _moe_comm(
     )
 
 
+def _two_batch_overlap(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
+    """Two-batch overlap (DeepSeek's inference system, SGLang's ``--enable-two-batch-overlap``):
+    with attention data parallelism the batch runs as two micro-batches, and one's dispatch and
+    combine travel while the other computes. The all-to-all then costs only what the layer's
+    other work cannot cover (plus the stack's ``overlap_contention`` share of what it does), and
+    each micro-batch reads the layer's weights again."""
+    wide = grid.dp_attention > 1
+    extra_reads = np.where(wide, acc.parts["weight_reads"], 0.0)
+    others = sum(value for name, value in acc.parts.items() if name != "ep_comm") + extra_reads
+    hidden = inference_hardware.serving.exposed_s(acc.parts["ep_comm"], others)
+    acc.parts["ep_comm"] = np.where(wide, hidden, acc.parts["ep_comm"])
+    acc.add("weight_reads", extra_reads)
+
+
 def _layer(
     grid: IterationGrid,
     model: TransformerSpec,
@@ -416,6 +430,8 @@ def _layer(
                 *_gemms(inference_hardware, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads"
             )
         _moe_comm(acc, grid, model, inference_hardware)
+        if inference_hardware.serving.two_batch_overlap:
+            _two_batch_overlap(acc, grid, inference_hardware)
         ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
     else:
         acc.roofline(
