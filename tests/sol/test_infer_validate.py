@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.validation.infer_rows import _load, _metric, inference_row_setup
+from lightspeed.sol.validation.infer_rows import InferenceRowSetup, _load, _metric, inference_row_setup
 from lightspeed.sol.validation.published import PublishedRow, read_table
 from lightspeed.workload import ModelRegistry
 
@@ -21,6 +21,16 @@ def _table(tmp_path: Path, *rows: str) -> Path:
     path = tmp_path / "rows.tsv"
     path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
     return path
+
+
+def _setups(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, *rows: str
+) -> dict[str, InferenceRowSetup]:
+    """Each row's inference setup, by row id."""
+    return {
+        row.row_id: inference_row_setup(row, catalog, models)[0]
+        for row in read_table(_table(tmp_path, *rows))
+    }
 
 
 def test_published_inference_rows_meet_the_target(
@@ -85,17 +95,16 @@ def test_checkpoint_words_do_not_hide_the_architecture(
 ) -> None:
     # Sources name checkpoints ("... FP8", "... Instruct"); the words that name a format or a tuning
     # are not part of the architecture's name.
-    path = _table(
+    setups = _setups(
         tmp_path,
+        catalog,
+        models,
         "M1\tinfer\tx\tLlama 4 Maverick FP8\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tB200\tFP8"
         "\ttotal output tokens/s\t10,000",
         "M2\tinfer\tx\tQwen3 Coder 480B Instruct\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tB200\tFP8"
         "\ttotal output tokens/s\t10,000",
     )
-    rows = {row.row_id: row for row in read_table(path)}
-    m1, _ = inference_row_setup(rows["M1"], catalog, models)
-    m2, _ = inference_row_setup(rows["M2"], catalog, models)
-    assert (m1.model.name, m2.model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
+    assert (setups["M1"].model.name, setups["M2"].model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
 
 
 def test_unreadable_rows_are_reported_with_a_reason(
@@ -158,11 +167,11 @@ def test_load_cells_in_their_other_spellings(seq: str, batch: str, expected: tup
 def test_attention_data_parallel_rows_split_attention_over_the_tp_ranks(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:
-    path = _table(
+    setup = _setups(
         tmp_path,
+        catalog,
+        models,
         "A1\tinfer\tx (enable_attention_dp)\tMixtral 8x7B\tISL/OSL 1000/1000\toffline\t8\t1\t8\tH100\tFP8"
         "\toutput tokens/s\t10,000",
-    )
-    (row,) = read_table(path)
-    setup, _ = inference_row_setup(row, catalog, models)
+    )["A1"]
     assert (setup.plan.tp, setup.plan.dp_attention, setup.plan.replicas) == (1, 8, 1)
