@@ -317,8 +317,12 @@ def write_values(values: Values) -> None:
     """Put the fitted numbers into stacks.toml (each profile's ``kernel_efficiency`` line)."""
     text = STACKS_FILE.read_text()
     text = re.sub(r"(?m)^overlap_contention = .*$", f"overlap_contention = {values.contention:g}", text)
-    for architecture, cap in values.caps.items():
-        text = re.sub(rf"(?m)^{architecture} = .*$", f"{architecture} = {cap:.4g}", text)
+    caps = re.search(r"(?ms)^\[kernel_efficiency_cap\]\n(.*?)(?=^\[|\Z)", text)
+    if caps is not None:  # only that table: other tables key by architecture too
+        body = caps.group(1)
+        for architecture, cap in values.caps.items():
+            body = re.sub(rf"(?m)^{architecture} = .*$", f"{architecture} = {cap:.4g}", body)
+        text = text[: caps.start(1)] + body + text[caps.end(1) :]
     for table, name in re.findall(r"(?m)^\[(stack|serving)\.([\w.-]+)\]", text):
         block = re.search(rf"(?ms)^\[{table}\.{re.escape(name)}\]\n(.*?)(?=^\[|\Z)", text)
         assert block is not None

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import InferencePlan, load_serving_stack
+from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
 from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
 from lightspeed.sol.infer.cost import IterationGrid, inference_hardware_for, iteration_cost
 from lightspeed.workload import ModelRegistry, TransformerSpec
@@ -97,3 +97,29 @@ def test_no_attention_data_parallelism_no_overlap(models: ModelRegistry, catalog
     without = dataclasses.replace(with_tbo, two_batch_overlap=False)
     plan = InferencePlan(tp=16, ep=16, precision="fp8")
     assert _parts(model, catalog, plan, with_tbo, 256.0) == _parts(model, catalog, plan, without, 256.0)
+
+
+def test_wide_ep_decode_batch_stops_at_the_recipes_per_rank_batch(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    # SGLang's 96-H100 recipe (sgl-project/sglang#6017): 72 decode ranks, --max-running-requests
+    # 18432 = 256 per rank; the GB200 recipes: 768 per rank. A plain TP deployment keeps the
+    # KV-cache limit, and so does a stack without such a recipe.
+    model = models.get("deepseek-v3")
+    sglang = load_serving_stack("sglang-2025")
+    assert sglang.decode_batch_limit("hopper") == 256
+    assert sglang.decode_batch_limit("Blackwell") == 768
+    assert load_serving_stack("trtllm-2025").decode_batch_limit("hopper") is None
+    load = ServingLoad(input_tokens=2000, output_tokens=100)
+    cluster = catalog.cluster("dgx-h100", num_nodes=9)
+    wide = InferencePlan(tp=1, ep=72, dp_attention=72, precision="fp8")
+
+    def batch(plan: InferencePlan, serving: ServingStack) -> float:
+        estimate = estimate_inference(
+            model=model, cluster=cluster, plan=plan, load=load, batching="decode", serving=serving
+        )
+        return estimate.batch_per_replica
+
+    unlimited = batch(wide, dataclasses.replace(sglang, decode_batch_per_rank=()))
+    assert unlimited > 256 * 72  # the KV cache alone would hold more
+    assert batch(wide, sglang) == 256 * 72

@@ -132,11 +132,17 @@ class ServingStack(Record):
     moe_efficiency: float = 1.0
     two_batch_overlap: bool = False
     overlap_contention: float = 0.0
+    decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
 
     @property
     def group(self) -> str:
         """The profile whose fitted values this one shares (itself by default)."""
         return self.fit_group or self.name
+
+    def decode_batch_limit(self, architecture: str) -> int | None:
+        """Most decoding sequences one attention-DP rank runs on ``architecture`` in the
+        stack's wide-EP recipe (``None``: only the KV cache limits it)."""
+        return dict(self.decode_batch_per_rank).get(architecture.lower())
 
     def exposed_s(self, communication_s: ArrayLike, hideable_s: ArrayLike) -> FloatArray:
         """Seconds an overlapped all-to-all still costs (the rule of :meth:`Stack.exposed_s`)."""
@@ -199,7 +205,15 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         moe_efficiency=table.number("moe_efficiency", 1.0),
         two_batch_overlap=table.boolean("two_batch_overlap", False),
         overlap_contention=contention,
+        decode_batch_per_rank=_per_architecture(table, "decode_batch_per_rank"),
     )
+
+
+def _per_architecture(table: Fields, key: str) -> tuple[tuple[str, int], ...]:
+    limits = table.table(key, required=False)
+    if limits is None:
+        return ()
+    return tuple((name.lower(), limits.integer(name, minimum=1)) for name in sorted(limits.data))
 
 
 @functools.lru_cache(maxsize=4)

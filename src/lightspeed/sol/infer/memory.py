@@ -42,7 +42,9 @@ WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output,
 
 @dataclass(frozen=True)
 class MemoryArrays:
-    """Bytes per GPU and the KV-limited batch per replica, aligned with the deployments."""
+    """Bytes per GPU and the KV-limited batch per replica, aligned with the deployments
+    (``max_sequences`` also stops at the serving stack's ``decode_batch_per_rank`` for
+    attention-data-parallel deployments, where it has one)."""
 
     weights_bytes: Array
     workspace_bytes: Array
@@ -140,6 +142,10 @@ def inference_memory(
         * inference_hardware.precisions.kv_bytes_per_element
     )
     sequences = np.floor(capacity / (per_token * tokens_per_sequence)) * dp_attention
+    rank_limit = inference_hardware.serving.decode_batch_limit(hardware.accelerator.architecture)
+    if rank_limit is not None:
+        # a wide-EP server runs each attention rank's decode batch up to its dispatch buffer
+        sequences = np.where(dp_attention > 1, np.minimum(sequences, rank_limit * dp_attention), sequences)
     return MemoryArrays(
         weights_bytes=np.asarray(weights, dtype=np.float64),
         workspace_bytes=np.asarray(workspace, dtype=np.float64),
