@@ -107,6 +107,36 @@ def test_checkpoint_words_do_not_hide_the_architecture(
     assert (setups["M1"].model.name, setups["M2"].model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
 
 
+def test_decode_pools_max_throughput_and_attention_dp_over_the_ep_group(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # "saturated decode" in the batch cell is a decode pool even when the metric does not say so;
+    # "max throughput" is the offline maximum load; SGLang's --dp-size = --ep-size with a TP cell
+    # of 1 and no DP cell is one attention group per GPU of the EP group.
+    setups = _setups(
+        tmp_path,
+        catalog,
+        models,
+        "D1\tinfer\tsglang blog\tDeepSeek-R1\tinput 4096 tokens\tsaturated decode\t1 (DP attention)\t1"
+        "\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000",
+        "D2\tinfer\tx\tLlama 3.1 8B\tISL/OSL 1024/2048\tmax throughput (n/r)\t1\t1\t1\tH100\tFP8"
+        "\toutput tokens/s\t10,000",
+    )
+    with_ep = HEADER.replace("\tGPUs", "\tEP\tGPUs")
+    path = tmp_path / "ep.tsv"
+    path.write_text(
+        with_ep + "\nD3\tinfer\tsglang blog\tDeepSeek-R1\tinput 4096 tokens\tsaturated decode"
+        "\t1 (DP attention)\t1\t16\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000\n",
+        encoding="utf-8",
+    )
+    (d3,) = read_table(path)
+    ep_setup, _ = inference_row_setup(d3, catalog, models)
+    assert setups["D1"].batching == "decode"
+    assert (setups["D1"].load.input_tokens, setups["D1"].load.output_tokens) == (4096, 1)
+    assert (setups["D2"].batching, setups["D2"].load.concurrency) == ("continuous", None)
+    assert (ep_setup.plan.tp, ep_setup.plan.ep, ep_setup.plan.dp_attention) == (1, 16, 16)
+
+
 def test_unreadable_rows_are_reported_with_a_reason(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:

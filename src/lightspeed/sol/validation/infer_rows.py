@@ -11,14 +11,15 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Parallelism**: ``TP``/``PP``/``EP`` cells (default 1); the GPUs left over
   are replicas. A MoE row that names attention data parallelism (``attention
   DP``, ``ADP``, TensorRT-LLM's ``enable_attention_dp``) runs attention on TP
-  groups of one GPU, as many as the TP cell says, with the experts over them.
+  groups of one GPU, as many as the TP cell says (as many as the EP cell when
+  the TP cell is 1), with the experts over them.
 * **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
   TensorRT-LLM ship, 16-value blocks with an FP8 scale), on AMD MXFP4 (32-value
   blocks with an 8-bit exponent scale); otherwise the cell's
   format (``fp16 (presumed)`` is fp16); none stated is bf16.
 * **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
   the token counts; ``N-token prefill`` is a prompt of N tokens and one output
-  token. ``offline`` / ``max concurrency`` / ``max load`` is continuous batching
+  token. ``offline`` / ``max concurrency`` / ``max load`` / ``max throughput`` is continuous batching
   at the KV-cache-limited maximum (``trtllm-bench throughput``); ``batch N`` /
   ``batch size N`` / ``bsN`` is a static batch of N (``gptSessionBenchmark``,
   LLM-Viewer); ``concurrency N`` / ``N concurrent``
@@ -31,7 +32,9 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   input plus output tokens/s; any other tokens/s is output tokens/s for all
   the row's GPUs together, as the metric cell says (the version pinned in the
   source is the one read). ``ms`` and ``us`` are converted to seconds; a
-  metric saying ``decode`` is a decode pool on its own (``batching="decode"``).
+  metric saying ``decode``, or a sequence or batch cell saying ``saturated
+  decode``, ``(decode``, ``decode phase``, ``decode pool`` or ``decode-only``, is a
+  decode pool on its own (``batching="decode"``).
 * **Attention data parallelism** groups: the DP cell's number when it gives one
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
@@ -102,6 +105,11 @@ _CHECKPOINT_WORDS = frozenset(
 )
 
 
+def _spellings(registry: ModelRegistry, name: str) -> tuple[str, ...]:
+    """A model's canonical name and its aliases (``llama-4-maverick-17b-128e-instruct``)."""
+    return (name, *registry.entry(name).spec.aliases)
+
+
 def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
     try:
         return resolve_model(registry, row)
@@ -109,8 +117,11 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
         pass
     name = re.split(r"[(]", row.text("model"))[0].strip().lower()
     words = [word for word in re.split(r"[\s_-]+", name) if word and word not in _CHECKPOINT_WORDS]
-    names = getattr(registry, "names", None)
-    candidates = sorted(n for n in (names() if callable(names) else []) if all(word in n for word in words))
+    candidates = sorted(
+        name
+        for name in registry.names()
+        if any(all(word in spelling for word in words) for spelling in _spellings(registry, name))
+    )
     if not candidates:
         raise RowError(f"model {row.text('model')!r} is neither in the registry nor described by the row")
     return registry.get(candidates[0]), (
@@ -144,12 +155,21 @@ def _tokens(text: str) -> int:
     return int(float(text.replace(",", "")))
 
 
+# A decode pool's figure, said in the sequence or batch cell ("saturated decode", "input 2000
+# tokens (decode)", "decode phase"); "prefill/decode" or "PD" alone describe a whole deployment.
+_DECODE_POOL = re.compile(r"saturated decode|\(decode|decode phase|decode pool|decode[- ]only")
+# Phrases for a throughput run at the server's most load (batching up to the KV-cache limit).
+_MAX_LOAD = ("offline", "max concurrency", "max load", "max throughput", "max-throughput", "peak throughput")
+
+
 def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     """(load, batching mode, note) from the row's sequence, batch and metric cells."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     match = _ISL_OSL.search(text)
     prefill = _PREFILL.search(text)
-    decode = "decode" in row.text("metric").lower()
+    decode = "decode" in row.text("metric").lower() or bool(
+        _DECODE_POOL.search(" | ".join(row.text(column) for column in ("seq", "global_batch")).lower())
+    )
     if match:
         isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
     elif prefill:
@@ -167,7 +187,7 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
     concurrency = _CONCURRENCY.search(text)
-    if "offline" in text or "max concurrency" in text or "max load" in text:
+    if any(phrase in text for phrase in _MAX_LOAD):
         return (
             ServingLoad(isl, osl),
             "continuous",
@@ -214,7 +234,7 @@ def inference_row_setup(
     notes = [model_note, *cluster_notes, precision_note, load_note]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
-        attention_groups, tp = _attention_groups(row, tp)
+        attention_groups, tp = _attention_groups(row, tp, ep)
         notes.append(
             f"attention data parallelism: {attention_groups} attention groups of {tp} GPU(s) per stage"
         )
@@ -240,13 +260,17 @@ def inference_row_setup(
     return setup, cluster
 
 
-def _attention_groups(row: PublishedRow, tp: int) -> tuple[int, int]:
+def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
     """(attention groups, GPUs per group) of a row naming attention data parallelism: the DP cell
     when it gives a number (``8 (attention DP)``, ``144 (MLA/shared expert DP)``), groups of the TP
-    cell's GPUs each; else the TP cell's GPUs as one-GPU groups."""
+    cell's GPUs each; else the TP cell's GPUs as one-GPU groups (TensorRT-LLM's ``--tp 8
+    --enable_attention_dp``); with a TP cell of 1, one group per GPU of the EP group (SGLang's
+    ``--dp-size`` equal to ``--ep-size``)."""
     groups = integer_cell(row.text("DP"))
     if groups and groups > 1:
         return groups, tp
+    if tp == 1 and ep > 1:
+        return ep, 1
     return tp, 1
 
 
