@@ -118,6 +118,7 @@ def test_impossible_rows_are_not_predicted(tmp_path: Path, catalog: Catalog, mod
         "Z1\ttrain\tnone\tllama-3-8b\t-8\tH100\titeration time (s)\t1.0\t4096\t64\t1\t-",  # was accepted
         "Z2\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t1.0\t4096\t64\t2\t8",  # 16 GPUs, not 8
         "Z3\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t1.0\t4096\t64\t3\t-",  # 8 / 3
+        "Z4\ttrain\tnone\tllama-3-8b\t6\tH100\titeration time (s)\t1.0\t4096\t64\t1\t6",  # 64 / 6
     ]
     table.write_text("\n".join([header, *rows]) + "\n")
     report = validate_published(path=table, catalog=catalog, models=models)
@@ -127,6 +128,7 @@ def test_impossible_rows_are_not_predicted(tmp_path: Path, catalog: Catalog, mod
     assert "'-8' is not a whole number >= 0" in reasons["Z1"]
     assert "= 16 GPUs, not the 8 GPUs reported" in reasons["Z2"]
     assert "8 GPUs do not split into TP x PP x CP = 3" in reasons["Z3"]
+    assert "global batch of 64 sequences does not split over DP 6 (10.67 per replica)" in reasons["Z4"]
 
 
 def test_a_cell_over_the_csv_limit_is_one_data_file_error(tmp_path: Path) -> None:

@@ -290,3 +290,21 @@ def test_kimi_k2_is_deepseek_v3_with_64_heads_384_experts_and_one_dense_layer() 
     assert counts.active_params == embeddings + dense_layer + 60 * moe_active + h
     assert 1.0e12 < counts.total_params < 1.05e12
     assert counts.active_params == pytest.approx(32e9, rel=0.03)
+
+
+def test_bloom_is_hugging_faces_count_less_the_embedding_layernorm() -> None:
+    # bigscience/bloom has 176,247,271,424 parameters (Hugging Face's safetensors index); the
+    # registry does not model BLOOM's word-embedding LayerNorm (weight + bias of 14,336 each).
+    assert _total("bloom-176b") == 176_247_271_424 - 2 * 14336
+
+
+def test_opt_175b_by_hand_with_biases_relu_and_learned_positions() -> None:
+    # Zhang et al. 2022 Table 1: 96 layers, 96 heads, d_model 12288; ReLU MLP of 4 d_model with
+    # biases everywhere, LayerNorms, 2,048 learned positions, tied 50,272-token embedding.
+    h, layers, vocab = 12288, 96, 50272
+    attention = 4 * h * h + 4 * h
+    mlp = 2 * h * 4 * h + 4 * h + h
+    per_layer = attention + mlp + 4 * h  # two LayerNorms with bias
+    expected = vocab * h + 2048 * h + layers * per_layer + 2 * h
+    assert _total("opt-175b") == expected
+    assert expected == pytest.approx(175e9, rel=0.005)

@@ -14,7 +14,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-MLP_KINDS = ("swiglu", "geglu", "gelu", "relu2")
+MLP_KINDS = ("swiglu", "geglu", "gelu", "relu", "relu2")
 GATED_MLP_KINDS = ("swiglu", "geglu")
 POSITION_EMBEDDINGS = ("rope", "learned", "none")
 NORM_KINDS = ("rmsnorm", "layernorm")
@@ -166,7 +166,7 @@ class TransformerSpec(Record):
     """A decoder-only transformer.
 
     ``ffn_hidden_size`` is the dense MLP's inner size (for gated MLPs, SwiGLU and
-    GeGLU, the size of each of the gate and up projections; ``gelu`` and
+    GeGLU, the size of each of the gate and up projections; ``gelu``, ``relu`` (OPT) and
     ``relu2``, Nemotron's squared ReLU, have one up projection). ``mlp_bias``/``qkv_bias`` add biases;
     ``tied_embeddings`` shares the input embedding with the LM head.
     ``num_mtp_modules`` counts DeepSeek-style multi-token-prediction modules,

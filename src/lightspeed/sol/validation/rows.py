@@ -309,9 +309,14 @@ def candidate_plans(
         uneven_pipeline=model.num_layers % degrees.pp != 0,
         **_stated_settings(joined, zero_stage, stack),
     )
+    if batch % degrees.dp:
+        raise RowError(
+            f"the global batch of {batch} sequences does not split over DP {degrees.dp} "
+            f"({batch / degrees.dp:.4g} per replica); give the batch or the GPU split the run used"
+        )
     plans = []
     for vpp, micro_batch, recompute in itertools.product(vpps, micros, recomputes):
-        if batch % degrees.dp or (batch // degrees.dp) % micro_batch:
+        if (batch // degrees.dp) % micro_batch:
             continue
         if vpp > 1 and (batch // degrees.dp // micro_batch) % degrees.pp:
             continue
