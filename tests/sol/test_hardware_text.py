@@ -31,6 +31,10 @@ def _row(hardware: str) -> PublishedRow:
         ("DGX GB200 (GB200 NVL72 rack; NVLink domain 72)", 128, ("gb200-nvl72", 2, 64)),
         ("GB200 NVL72", 256, ("gb200-nvl72", 4, 64)),
         ("GB200 NVL72", 48, ("gb200-nvl72", 1, 48)),
+        # 2019-2021 papers: DGX-2 (16 V100 on NVSwitch) and the first DGX A100 (40 GB GPUs)
+        ("DGX-2H (16 x V100 32GB, 8 x EDR)", 512, ("dgx-2", 32, 16)),
+        ("A100 40GB", 96, ("dgx-a100-320gb", 12, 8)),
+        ("H20-96G", 16, ("hgx-h20", 2, 8)),
     ],
 )
 def test_rows_name_systems_the_way_sources_write_them(
