@@ -291,3 +291,25 @@ def test_every_estimate_carries_error_bars(models: ModelRegistry, catalog: Catal
     assert low < estimate.output_tokens_per_s < high
     low, high = bars["tpot_s"]
     assert low < estimate.tpot_s < high
+
+
+def test_few_output_tokens_are_bound_by_the_prompts_compute(models: ModelRegistry, catalog: Catalog) -> None:
+    # With 1-8 output tokens per 2,000-token prompt, a saturated server is limited by prefill:
+    # the prompts' FLOPs per second (2 x params per token, attention left out) cannot exceed
+    # the H100's dense FP8 peak (1,979 TFLOP/s, datasheet), and more output tokens per request
+    # can only lower the request rate. (One output token used to give 7,404 requests/s here.)
+    params = parameter_counts(models.get("llama-3-8b")).total_params
+    rates = []
+    for osl in (1, 2, 8):
+        estimate = _estimate(
+            models,
+            catalog,
+            "llama-3-8b",
+            "dgx-h100",
+            InferencePlan(precision="fp8"),
+            load=ServingLoad(2000, osl),
+        )
+        assert estimate.requests_per_s * 2000 * 2 * params < 1979e12
+        rates.append(estimate.requests_per_s)
+    assert rates[0] >= rates[1] >= rates[2]
+    assert rates[0] == pytest.approx(rates[1], rel=0.05)  # both prefill-bound

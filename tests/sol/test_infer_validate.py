@@ -137,6 +137,28 @@ def test_decode_pools_max_throughput_and_attention_dp_over_the_ep_group(
     assert (ep_setup.plan.tp, ep_setup.plan.ep, ep_setup.plan.dp_attention) == (1, 16, 16)
 
 
+def test_prefill_pools_are_read_as_prompts_ending_at_their_first_token(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # SGLang's large-EP posts give the prefill side as input tokens/s per node for 2,000-token
+    # prompts: a prompt-only load, measured per GPU after the per-node conversion.
+    setups = _setups(
+        tmp_path,
+        catalog,
+        models,
+        "P1\tinfer\tsglang blog\tDeepSeek-V3\tinput 2000 tokens (prefill phase)\tsaturated prefill"
+        "\t1 (DP attention)\t1\t32\tH100\tFP8\tinput tokens/s per node (8 GPUs), prefill\t52,300",
+    )
+    prefill = setups["P1"]
+    assert (prefill.load.input_tokens, prefill.load.output_tokens, prefill.batching) == (
+        2000,
+        1,
+        "continuous",
+    )
+    assert prefill.metric == "total_tokens_per_s_per_gpu"
+    assert prefill.measured == pytest.approx(52300 / 8)
+
+
 def test_unreadable_rows_are_reported_with_a_reason(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:

@@ -172,15 +172,17 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
     A request's decode steps carry the other requests' prefill (``(B - 1) / n``
     prompts per stage iteration, ``n`` the iterations a request holds its slot),
     never its own: at one request in flight TPOT is a decode-only step. The slot
-    is held for the request's own prefill and its ``(OSL - 1) / tau`` decode
-    rounds, so a replica serves ``B / slot time`` requests per second.
+    is held for the request's own prefill chunks (iterations no shorter than the
+    steady one, which carries the others' work too) and its ``(OSL - 1) / tau``
+    decode rounds, so a replica serves ``B / slot time`` requests per second.
     """
     tau, query = _tau(ctx.speculative)
     batch = np.maximum(deployments.batch, 1.0)
     pp = deployments.pp
     micro = np.maximum(batch / pp, 1.0)
     isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
-    slot_iterations = (osl - 1) / tau + 1.0
+    count, chunk = _chunks(isl, ctx.hardware)
+    slot_iterations = (osl - 1) / tau + count
     others = np.maximum(micro - 1.0, 0.0) / slot_iterations  # other requests' prompts per iteration
     context = isl + osl / 2.0
     steady = _work(
@@ -193,7 +195,6 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
         requests=others,
     )
     step = steady.time_s + _draft_s(deployments, micro - others, context, ctx)
-    count, chunk = _chunks(isl, ctx.hardware)
     own = _work(
         deployments,
         ctx,
@@ -205,7 +206,9 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
         group_prompt=chunk,
     ).time_s
     wait = np.where(batch > 1.0, pp * step / 2.0, 0.0)
-    prefill = count * pp * own
+    # A prompt's iterations are steady ones too: they also carry the others' decodes and prompts
+    # (at one request in flight, only its own chunk). With few output tokens they set the rate.
+    prefill = count * pp * np.maximum(own, step)
     tpot = pp * step / tau
     rate = deployments.batch / (prefill + (osl - 1) * tpot)
     return ServingArrays(

@@ -34,7 +34,9 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   source is the one read). ``ms`` and ``us`` are converted to seconds; a
   metric saying ``decode``, or a sequence or batch cell saying ``saturated
   decode``, ``(decode``, ``decode phase``, ``decode pool`` or ``decode-only``, is a
-  decode pool on its own (``batching="decode"``).
+  decode pool on its own (``batching="decode"``); the same words with ``prefill``,
+  and a context stated as ``input N tokens``, a prefill pool (N-token prompts,
+  one output token each, at the most load the pool holds).
 * **Attention data parallelism** groups: the DP cell's number when it gives one
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
@@ -66,6 +68,7 @@ INFERENCE_METRICS = (
     "output_tokens_per_s_per_gpu",
     "output_tokens_per_s_per_user",
     "total_tokens_per_s",
+    "total_tokens_per_s_per_gpu",
     "requests_per_s",
     "ttft_s",
     "tpot_s",
@@ -158,6 +161,7 @@ def _tokens(text: str) -> int:
 # A decode pool's figure, said in the sequence or batch cell ("saturated decode", "input 2000
 # tokens (decode)", "decode phase"); "prefill/decode" or "PD" alone describe a whole deployment.
 _DECODE_POOL = re.compile(r"saturated decode|\(decode|decode phase|decode pool|decode[- ]only")
+_PREFILL_POOL = re.compile(r"saturated prefill|\(prefill|prefill phase|prefill pool|prefill[- ]only")
 # Phrases for a throughput run at the server's most load (batching up to the KV-cache limit).
 _MAX_LOAD = ("offline", "max concurrency", "max load", "max throughput", "max-throughput", "peak throughput")
 
@@ -167,9 +171,9 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     match = _ISL_OSL.search(text)
     prefill = _PREFILL.search(text)
-    decode = "decode" in row.text("metric").lower() or bool(
-        _DECODE_POOL.search(" | ".join(row.text(column) for column in ("seq", "global_batch")).lower())
-    )
+    load_cells = " | ".join(row.text(column) for column in ("seq", "global_batch")).lower()
+    decode = "decode" in row.text("metric").lower() or bool(_DECODE_POOL.search(load_cells))
+    prefill_pool = "prefill" in row.text("metric").lower() or bool(_PREFILL_POOL.search(load_cells))
     if match:
         isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
     elif prefill:
@@ -180,6 +184,13 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
             ServingLoad(_tokens(context.group(1)), 1),
             "decode",
             f"decode pool on its own at a context of {context.group(1)} tokens, KV-limited batch",
+        )
+    elif prefill_pool and (context := _INPUT_ONLY.search(text)):
+        # A prefill pool's figure: prompts of the stated length, each ending at its first token.
+        return (
+            ServingLoad(_tokens(context.group(1)), 1),
+            "continuous",
+            f"prefill pool on its own: {context.group(1)}-token prompts at the most load it holds",
         )
     else:
         raise RowError("the row gives no ISL/OSL or prompt length")
@@ -286,8 +297,9 @@ def row_serving_stack(row: PublishedRow, year: int) -> tuple[ServingStack, str]:
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
     load = estimate.load
-    if metric == "total_tokens_per_s":
-        return estimate.requests_per_s * (load.input_tokens + load.output_tokens)
+    if metric in ("total_tokens_per_s", "total_tokens_per_s_per_gpu"):
+        total = estimate.requests_per_s * (load.input_tokens + load.output_tokens)
+        return total / estimate.num_gpus if metric.endswith("_per_gpu") else total
     if metric == "request_latency_s":
         return estimate.ttft_s + (load.output_tokens - 1) * estimate.tpot_s
     return float(getattr(estimate, metric))
