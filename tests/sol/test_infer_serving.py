@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol import (
+    InferenceEstimate,
     InferencePlan,
     ServingLoad,
     SpeculativeDecoding,
@@ -43,6 +44,13 @@ def _estimate(
         load=load,
         **kw,
     )
+
+
+def _llama_3_8b_fp8_on_h100(models: ModelRegistry, catalog: Catalog, load: ServingLoad) -> InferenceEstimate:
+    estimate: InferenceEstimate = _estimate(
+        models, catalog, "llama-3-8b", "dgx-h100", InferencePlan(precision="fp8"), load=load
+    )
+    return estimate
 
 
 def test_kv_limited_batch_matches_a_hand_count(models: ModelRegistry, catalog: Catalog) -> None:
@@ -277,14 +285,7 @@ def test_weight_only_quantization_is_memory_bound_at_batch_one(
 
 
 def test_every_estimate_carries_error_bars(models: ModelRegistry, catalog: Catalog) -> None:
-    estimate = _estimate(
-        models,
-        catalog,
-        "llama-3-8b",
-        "dgx-h100",
-        InferencePlan(precision="fp8"),
-        load=ServingLoad(1000, 1000),
-    )
+    estimate = _llama_3_8b_fp8_on_h100(models, catalog, ServingLoad(1000, 1000))
     bars = estimate.intervals
     assert bars["level"] == 0.8
     low, high = bars["output_tokens_per_s"]
@@ -301,14 +302,7 @@ def test_few_output_tokens_are_bound_by_the_prompts_compute(models: ModelRegistr
     params = parameter_counts(models.get("llama-3-8b")).total_params
     rates = []
     for osl in (1, 2, 8):
-        estimate = _estimate(
-            models,
-            catalog,
-            "llama-3-8b",
-            "dgx-h100",
-            InferencePlan(precision="fp8"),
-            load=ServingLoad(2000, osl),
-        )
+        estimate = _llama_3_8b_fp8_on_h100(models, catalog, ServingLoad(2000, osl))
         assert estimate.requests_per_s * 2000 * 2 * params < 1979e12
         rates.append(estimate.requests_per_s)
     assert rates[0] >= rates[1] >= rates[2]

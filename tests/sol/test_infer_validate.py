@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,19 @@ def _table(tmp_path: Path, *rows: str) -> Path:
     return path
 
 
-def _setups(
-    tmp_path: Path, catalog: Catalog, models: ModelRegistry, *rows: str
-) -> dict[str, InferenceRowSetup]:
-    """Each row's inference setup, by row id."""
-    return {
-        row.row_id: inference_row_setup(row, catalog, models)[0]
-        for row in read_table(_table(tmp_path, *rows))
-    }
+SetupsOf = Callable[..., dict[str, InferenceRowSetup]]
+
+
+@pytest.fixture
+def setups_of(tmp_path: Path, catalog: Catalog, models: ModelRegistry) -> SetupsOf:
+    """Reads rows (under ``header``, default :data:`HEADER`) into their inference setups, by id."""
+
+    def read(*rows: str, header: str = HEADER) -> dict[str, InferenceRowSetup]:
+        path = tmp_path / "setups.tsv"
+        path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+        return {row.row_id: inference_row_setup(row, catalog, models)[0] for row in read_table(path)}
+
+    return read
 
 
 def test_published_inference_rows_meet_the_target(
@@ -90,15 +96,10 @@ def test_rows_are_read_by_the_documented_rules(
     assert r4.measured == pytest.approx(0.08)
 
 
-def test_checkpoint_words_do_not_hide_the_architecture(
-    tmp_path: Path, catalog: Catalog, models: ModelRegistry
-) -> None:
+def test_checkpoint_words_do_not_hide_the_architecture(setups_of: SetupsOf) -> None:
     # Sources name checkpoints ("... FP8", "... Instruct"); the words that name a format or a tuning
     # are not part of the architecture's name.
-    setups = _setups(
-        tmp_path,
-        catalog,
-        models,
+    setups = setups_of(
         "M1\tinfer\tx\tLlama 4 Maverick FP8\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tB200\tFP8"
         "\ttotal output tokens/s\t10,000",
         "M2\tinfer\tx\tQwen3 Coder 480B Instruct\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tB200\tFP8"
@@ -107,45 +108,31 @@ def test_checkpoint_words_do_not_hide_the_architecture(
     assert (setups["M1"].model.name, setups["M2"].model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
 
 
-def test_decode_pools_max_throughput_and_attention_dp_over_the_ep_group(
-    tmp_path: Path, catalog: Catalog, models: ModelRegistry
-) -> None:
+def test_decode_pools_max_throughput_and_attention_dp_over_the_ep_group(setups_of: SetupsOf) -> None:
     # "saturated decode" in the batch cell is a decode pool even when the metric does not say so;
     # "max throughput" is the offline maximum load; SGLang's --dp-size = --ep-size with a TP cell
     # of 1 and no DP cell is one attention group per GPU of the EP group.
-    setups = _setups(
-        tmp_path,
-        catalog,
-        models,
+    setups = setups_of(
         "D1\tinfer\tsglang blog\tDeepSeek-R1\tinput 4096 tokens\tsaturated decode\t1 (DP attention)\t1"
         "\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000",
         "D2\tinfer\tx\tLlama 3.1 8B\tISL/OSL 1024/2048\tmax throughput (n/r)\t1\t1\t1\tH100\tFP8"
         "\toutput tokens/s\t10,000",
     )
-    with_ep = HEADER.replace("\tGPUs", "\tEP\tGPUs")
-    path = tmp_path / "ep.tsv"
-    path.write_text(
-        with_ep + "\nD3\tinfer\tsglang blog\tDeepSeek-R1\tinput 4096 tokens\tsaturated decode"
-        "\t1 (DP attention)\t1\t16\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000\n",
-        encoding="utf-8",
-    )
-    (d3,) = read_table(path)
-    ep_setup, _ = inference_row_setup(d3, catalog, models)
+    ep_setup = setups_of(
+        "D3\tinfer\tsglang blog\tDeepSeek-R1\tinput 4096 tokens\tsaturated decode"
+        "\t1 (DP attention)\t1\t16\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000",
+        header=HEADER.replace("\tGPUs", "\tEP\tGPUs"),
+    )["D3"]
     assert setups["D1"].batching == "decode"
     assert (setups["D1"].load.input_tokens, setups["D1"].load.output_tokens) == (4096, 1)
     assert (setups["D2"].batching, setups["D2"].load.concurrency) == ("continuous", None)
     assert (ep_setup.plan.tp, ep_setup.plan.ep, ep_setup.plan.dp_attention) == (1, 16, 16)
 
 
-def test_prefill_pools_are_read_as_prompts_ending_at_their_first_token(
-    tmp_path: Path, catalog: Catalog, models: ModelRegistry
-) -> None:
+def test_prefill_pools_are_read_as_prompts_ending_at_their_first_token(setups_of: SetupsOf) -> None:
     # SGLang's large-EP posts give the prefill side as input tokens/s per node for 2,000-token
     # prompts: a prompt-only load, measured per GPU after the per-node conversion.
-    setups = _setups(
-        tmp_path,
-        catalog,
-        models,
+    setups = setups_of(
         "P1\tinfer\tsglang blog\tDeepSeek-V3\tinput 2000 tokens (prefill phase)\tsaturated prefill"
         "\t1 (DP attention)\t1\t32\tH100\tFP8\tinput tokens/s per node (8 GPUs), prefill\t52,300",
     )
@@ -216,13 +203,8 @@ def test_load_cells_in_their_other_spellings(seq: str, batch: str, expected: tup
     assert (load.input_tokens, load.output_tokens, load.concurrency, batching) == expected
 
 
-def test_attention_data_parallel_rows_split_attention_over_the_tp_ranks(
-    tmp_path: Path, catalog: Catalog, models: ModelRegistry
-) -> None:
-    setup = _setups(
-        tmp_path,
-        catalog,
-        models,
+def test_attention_data_parallel_rows_split_attention_over_the_tp_ranks(setups_of: SetupsOf) -> None:
+    setup = setups_of(
         "A1\tinfer\tx (enable_attention_dp)\tMixtral 8x7B\tISL/OSL 1000/1000\toffline\t8\t1\t8\tH100\tFP8"
         "\toutput tokens/s\t10,000",
     )["A1"]

@@ -158,12 +158,20 @@ def _tokens(text: str) -> int:
     return int(float(text.replace(",", "")))
 
 
-# A decode pool's figure, said in the sequence or batch cell ("saturated decode", "input 2000
-# tokens (decode)", "decode phase"); "prefill/decode" or "PD" alone describe a whole deployment.
-_DECODE_POOL = re.compile(r"saturated decode|\(decode|decode phase|decode pool|decode[- ]only")
-_PREFILL_POOL = re.compile(r"saturated prefill|\(prefill|prefill phase|prefill pool|prefill[- ]only")
+# A decode or prefill pool's figure, said in the sequence or batch cell ("saturated decode",
+# "input 2000 tokens (prefill)", "decode phase"; {0} is the phase); "prefill/decode" or "PD"
+# alone describe a whole deployment.
+_POOL_PHRASES = r"saturated {0}|\({0}|{0} phase|{0} pool|{0}[- ]only"
 # Phrases for a throughput run at the server's most load (batching up to the KV-cache limit).
 _MAX_LOAD = ("offline", "max concurrency", "max load", "max throughput", "max-throughput", "peak throughput")
+
+
+def _names_pool(row: PublishedRow, phase: str) -> bool:
+    """Whether the row's figure is of a ``phase`` ("decode", "prefill") pool on its own: the
+    metric says so, or the sequence or batch cell does in one of :data:`_POOL_PHRASES`."""
+    load_cells = " | ".join(row.text(column) for column in ("seq", "global_batch")).lower()
+    said_in_cells = re.search(_POOL_PHRASES.format(phase), load_cells) is not None
+    return phase in row.text("metric").lower() or said_in_cells
 
 
 def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
@@ -171,9 +179,7 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     match = _ISL_OSL.search(text)
     prefill = _PREFILL.search(text)
-    load_cells = " | ".join(row.text(column) for column in ("seq", "global_batch")).lower()
-    decode = "decode" in row.text("metric").lower() or bool(_DECODE_POOL.search(load_cells))
-    prefill_pool = "prefill" in row.text("metric").lower() or bool(_PREFILL_POOL.search(load_cells))
+    decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
     if match:
         isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
     elif prefill:
