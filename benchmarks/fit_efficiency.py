@@ -73,6 +73,10 @@ class Row:
     family: str
     setup: Any
     cluster: Any = None
+    kernel_group: str = ""
+
+    def __post_init__(self) -> None:
+        self.kernel_group = self.kernel_group or self.group
 
 
 def source_key(text: str) -> str:
@@ -116,6 +120,7 @@ def _load_rows(
                             family,
                             setup,
                             cluster,
+                            setup.serving.kernel_group,
                         )
                     )
             except LightspeedError as error:
@@ -136,7 +141,7 @@ class Values:
 
 def predict(row: Row, values: Values, fallback: float) -> float | None:
     """The row's prediction under ``values`` (``None`` if the engine refuses the row)."""
-    kernel = values.kernel.get(row.group, fallback)
+    kernel = values.kernel.get(row.kernel_group, fallback)
     moe = values.moe.get(row.group, 1.0)
     try:
         if row.kind == "train":
@@ -149,7 +154,7 @@ def predict(row: Row, values: Values, fallback: float) -> float | None:
                 row.setup.serving,
                 kernel_efficiency=kernel,
                 iteration_overhead_s=values.overhead_s.get(row.group, 0.0),
-                moe_efficiency=moe,
+                attention_dp_efficiency=moe,
             )
             result = predict_inference_setup(
                 row.row, dataclasses.replace(row.setup, serving=serving), row.cluster
@@ -191,23 +196,32 @@ def _is_moe(row: Row) -> bool:
 
 
 def fit(rows: Sequence[Row], start: Values, passes: int = 2) -> Values:
-    """Coordinate descent: each group's kernel efficiency on its dense rows (all its rows if it has
-    none), its MoE efficiency on its MoE rows, then the global contention."""
+    """Coordinate descent: each kernel group's efficiency on its dense rows (all its rows if it has
+    none), each group's MoE efficiency on its MoE rows where dense rows pin the kernels, then the
+    global contention."""
     values = dataclasses.replace(
         start, kernel=dict(start.kernel), overhead_s=dict(start.overhead_s), moe=dict(start.moe)
     )
+    kernel_groups = sorted({row.kernel_group for row in rows})
     groups = sorted({row.group for row in rows})
     for _ in range(passes):
+        pinned = set()
+        for kernel_group in kernel_groups:
+            sharing = [row for row in rows if row.kernel_group == kernel_group]
+            dense = [row for row in sharing if not _is_moe(row)]
+            if dense:
+                pinned.add(kernel_group)
+
+            def kernel_loss(
+                value: float, key: str = kernel_group, chosen: list[Row] = dense or sharing
+            ) -> float:
+                return _loss(chosen, dataclasses.replace(values, kernel={**values.kernel, key: value}), 0.9)
+
+            values.kernel[kernel_group] = _refine(COARSE, 0.0125, kernel_loss)
         for group in groups:
             mine = [row for row in rows if row.group == group]
-            dense = [row for row in mine if not _is_moe(row)] or mine
             moe = [row for row in mine if _is_moe(row)]
-
-            def kernel_loss(value: float, group: str = group, chosen: list[Row] = dense) -> float:
-                return _loss(chosen, dataclasses.replace(values, kernel={**values.kernel, group: value}), 0.9)
-
-            values.kernel[group] = _refine(COARSE, 0.0125, kernel_loss)
-            if moe and len(moe) < len(mine):
+            if moe and mine[0].kernel_group in pinned:
 
                 def moe_loss(value: float, group: str = group, chosen: list[Row] = moe) -> float:
                     return _loss(chosen, dataclasses.replace(values, moe={**values.moe, group: value}), 0.9)
@@ -232,9 +246,9 @@ def _caps(rows: Sequence[Row], values: Values) -> dict[str, float]:
     """Per architecture, the highest kernel efficiency fitted for a training stack with rows on it."""
     caps: dict[str, float] = {}
     for row in rows:
-        if row.kind == "train" and row.group in values.kernel:
+        if row.kind == "train" and row.kernel_group in values.kernel:
             architecture = row.family.split("/")[-1]
-            caps[architecture] = max(caps.get(architecture, 0.0), values.kernel[row.group])
+            caps[architecture] = max(caps.get(architecture, 0.0), values.kernel[row.kernel_group])
     return caps
 
 
@@ -251,13 +265,15 @@ def cross_validate(rows: Sequence[Row], full: Values) -> dict[str, float | None]
         rest = [row for row in rows if row.source != source]
         values = fit(rest, full, passes=1)
         present = {row.group for row in rest}
-        values.kernel = {group: value for group, value in values.kernel.items() if group in present}
+        present_kernels = {row.kernel_group for row in rest}
+        values.kernel = {group: value for group, value in values.kernel.items() if group in present_kernels}
         values.moe = {group: value for group, value in values.moe.items() if group in present}
         for row in held:
             kind_groups = {r.group for r in rest if r.kind == row.kind}
+            kind_kernels = {r.kernel_group for r in rest if r.kind == row.kind}
             filled = dataclasses.replace(values, kernel=dict(values.kernel), moe=dict(values.moe))
-            if row.group not in filled.kernel:
-                filled.kernel[row.group] = _fallback(values, kind_groups)
+            if row.kernel_group not in filled.kernel:
+                filled.kernel[row.kernel_group] = _fallback(values, kind_kernels)
             if row.group not in filled.moe and row.group not in present:
                 # a profile left without rows borrows the others' MoE factor; one that kept rows
                 # but had none fitted (no dense rows to separate it from the kernel efficiency)
@@ -328,16 +344,21 @@ def write_values(values: Values) -> None:
         assert block is not None
         group = re.search(r'(?m)^fit_group = "([\w.-]+)"', block.group(1))
         key = group.group(1) if group else name
-        if key not in values.kernel:
+        kernel_group = re.search(r'(?m)^kernel_fit_group = "([\w.-]+)"', block.group(1))
+        kernel_key = kernel_group.group(1) if kernel_group else key
+        if kernel_key not in values.kernel:
             continue
         body = re.sub(
-            r"(?m)^kernel_efficiency = .*$", f"kernel_efficiency = {values.kernel[key]:.4g}", block.group(1)
+            r"(?m)^kernel_efficiency = .*$",
+            f"kernel_efficiency = {values.kernel[kernel_key]:.4g}",
+            block.group(1),
         )
         moe = values.moe.get(key, 1.0)
-        if re.search(r"(?m)^moe_efficiency = ", body):
-            body = re.sub(r"(?m)^moe_efficiency = .*$", f"moe_efficiency = {moe:.4g}", body)
+        field = "moe_efficiency" if table == "stack" else "attention_dp_efficiency"
+        if re.search(rf"(?m)^{field} = ", body):
+            body = re.sub(rf"(?m)^{field} = .*$", f"{field} = {moe:.4g}", body)
         else:
-            body = re.sub(r"(?m)^(kernel_efficiency = .*)$", rf"\1\nmoe_efficiency = {moe:.4g}", body)
+            body = re.sub(r"(?m)^(kernel_efficiency = .*)$", rf"\1\n{field} = {moe:.4g}", body)
         if key in values.overhead_s:
             body = re.sub(
                 r"(?m)^iteration_overhead_s = .*$", f"iteration_overhead_s = {values.overhead_s[key]:g}", body

@@ -209,3 +209,41 @@ def test_attention_data_parallel_rows_split_attention_over_the_tp_ranks(setups_o
         "\toutput tokens/s\t10,000",
     )["A1"]
     assert (setup.plan.tp, setup.plan.dp_attention, setup.plan.replicas) == (1, 8, 1)
+
+
+@pytest.mark.parametrize(
+    ("precision", "kv"),
+    [
+        ("FP8 weights, bf16/FP16 KV cache", "bf16"),
+        ("FP8 weights, FP8 KV", "fp8"),
+        ("FP8, fp8 kvcache", "fp8"),
+        ("FP8 GEMMs (Blackwell DeepGEMM), bf16 attention (inferred)", "bf16"),
+        ("FP8 block (DeepSeek native) GEMMs, bf16 MLA", "bf16"),
+        ("FP8 GEMMs with attention in fp8", "fp8"),
+        ("FP8", None),
+    ],
+)
+def test_the_attention_format_a_precision_cell_names_is_the_kv_cache_format(
+    setups_of: SetupsOf, precision: str, kv: str | None
+) -> None:
+    # Attention kernels read the cache in the format they compute in: "bf16 attention" or "bf16
+    # MLA" beside FP8 GEMMs is a bf16 cache and bf16 attention math, not FP8 throughout.
+    setup = setups_of(
+        f"K1\tinfer\tx\tDeepSeek-R1\tISL/OSL 1024/1024\tconcurrency 64\t8\t1\t8\tH200\t{precision}"
+        "\ttotal output tokens/s\t10,000",
+    )["K1"]
+    assert (setup.plan.precision, setup.plan.kv_precision) == ("fp8", kv)
+
+
+def test_a_row_naming_both_pools_is_refused_with_a_reason(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _table(
+        tmp_path,
+        "B1\tinfer\tx\tDeepSeek-V3\tinput 2000 tokens (prefill)\tsaturated decode\t1\t1\t16\tH100\tFP8"
+        "\toutput tokens/s per GPU\t1,000",
+    )
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    (row,) = report.rows
+    assert row.status == "error"
+    assert "both a decode pool and a prefill pool" in row.reason

@@ -41,3 +41,22 @@ def expert_nodes(ep: Array, stride: Array, domain_size: int) -> Array:
 
 
 __all__ = ["ExpertBalance", "expert_nodes"]
+
+
+def node_dedupe_scale(moe: Any) -> float:
+    """Cross-node copies per routed token relative to one copy per expert, for dispatch
+    kernels that send a token once per destination node (DeepEP's normal mode).
+
+    With group-limited routing a token reaches at most ``top_k_groups`` nodes, so about
+    ``top_k_groups x (n-1)/n`` copies cross the network instead of ``top_k x (n-1)/n``
+    (DeepSeek-V3 section 3.2.2); without it no bound is known and every copy is counted.
+
+    >>> from types import SimpleNamespace
+    >>> node_dedupe_scale(SimpleNamespace(top_k=8, top_k_groups=4))
+    0.5
+    >>> node_dedupe_scale(SimpleNamespace(top_k=2, top_k_groups=None))
+    1.0
+    """
+    if not moe.top_k_groups:
+        return 1.0
+    return float(min(moe.top_k_groups, moe.top_k) / moe.top_k)

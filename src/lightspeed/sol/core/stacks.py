@@ -17,6 +17,7 @@ attention kernels sustain in a whole step. Profiles live in
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -129,15 +130,22 @@ class ServingStack(Record):
     iteration_overhead_s: float
     source: str
     fit_group: str = ""
-    moe_efficiency: float = 1.0
+    attention_dp_efficiency: float = 1.0
     two_batch_overlap: bool = False
     overlap_contention: float = 0.0
     decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
+    kernel_fit_group: str = ""
 
     @property
     def group(self) -> str:
         """The profile whose fitted values this one shares (itself by default)."""
         return self.fit_group or self.name
+
+    @property
+    def kernel_group(self) -> str:
+        """The profile whose fitted ``kernel_efficiency`` this one shares (``kernel_fit_group``:
+        stacks built on the same kernels), while its ``attention_dp_efficiency`` stays its group's own."""
+        return self.kernel_fit_group or self.group
 
     def decode_batch_limit(self, architecture: str) -> int | None:
         """Most decoding sequences one attention-DP rank runs on ``architecture`` in the
@@ -202,10 +210,11 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         iteration_overhead_s=table.number("iteration_overhead_s", positive=False),
         source=table.string("source"),
         fit_group=table.string("fit_group", ""),
-        moe_efficiency=table.number("moe_efficiency", 1.0),
+        attention_dp_efficiency=table.number("attention_dp_efficiency", 1.0),
         two_batch_overlap=table.boolean("two_batch_overlap", False),
         overlap_contention=contention,
         decode_batch_per_rank=_per_architecture(table, "decode_batch_per_rank"),
+        kernel_fit_group=table.string("kernel_fit_group", ""),
     )
 
 
@@ -220,7 +229,32 @@ def _per_architecture(table: Fields, key: str) -> tuple[tuple[str, int], ...]:
 def _load_serving(file: Path) -> Mapping[str, ServingStack]:
     fields = Fields(str(file), load_toml(file))
     contention = fields.number("overlap_contention", positive=False)
-    return {name: _parse_serving(name, table, contention) for name, table in fields.tables("serving").items()}
+    stacks = {
+        name: _parse_serving(name, table, contention) for name, table in fields.tables("serving").items()
+    }
+    for stack in stacks.values():
+        _check_shared_kernels(file, stack, stacks)
+    return stacks
+
+
+def _check_shared_kernels(file: Path, stack: ServingStack, stacks: Mapping[str, ServingStack]) -> None:
+    """A ``fit_group``/``kernel_fit_group`` names a serving profile whose fitted kernel
+    efficiency this one repeats (the fit script writes both; a hand edit must keep them equal)."""
+    for key in ("fit_group", "kernel_fit_group"):
+        named = getattr(stack, key)
+        if named and named not in stacks:
+            raise DataFileError(
+                file, f"[serving.{stack.name}] {key} names no serving profile", field=key, value=named
+            )
+    shared = stacks[stack.kernel_group]
+    if not math.isclose(shared.kernel_efficiency, stack.kernel_efficiency, rel_tol=1e-9):
+        raise DataFileError(
+            file,
+            f"[serving.{stack.name}] kernel_efficiency {stack.kernel_efficiency:g} differs from "
+            f"{shared.name}'s {shared.kernel_efficiency:g}, whose fitted value it shares",
+            field="kernel_efficiency",
+            value=stack.kernel_efficiency,
+        )
 
 
 DEFAULT_SERVING_STACK: Final = "trtllm-2025"

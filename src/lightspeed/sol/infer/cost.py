@@ -45,6 +45,7 @@ from lightspeed.errors import UnsupportedError
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.experts import node_dedupe_scale
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
@@ -349,22 +350,30 @@ def _expert_part(
     per_expert = tokens * moe.top_k / (experts * touched_fraction) * grid.expert_imbalance
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched)
-    slow = _wide_ep_slowdown(grid, inference_hardware)
-    acc.roofline(slow * compute, slow * memory, "gemm_compute", "weight_reads")
+    acc.roofline(compute, memory, "gemm_compute", "weight_reads")
 
 
-def _wide_ep_slowdown(grid: IterationGrid, inference_hardware: InferenceHardware) -> Array:
-    """1 / the serving stack's ``moe_efficiency`` for wide-EP deployments (attention data
-    parallelism with experts spread over the stage: per-layer dispatch/combine barriers across
-    every GPU and expert-load stragglers), else 1."""
-    return np.where(grid.dp_attention > 1, 1.0 / inference_hardware.serving.moe_efficiency, 1.0)
+def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
+    """With attention data parallelism every rank attends its own requests and computes its own
+    experts, and each MoE layer's dispatch waits for the slowest rank: the layer's compute and
+    memory time is divided by the serving stack's ``attention_dp_efficiency``. Collectives are
+    costed from the links (and the all-to-all from the busiest rank's tokens) already, and are
+    left as they are."""
+    slow = np.where(grid.dp_attention > 1, 1.0 / inference_hardware.serving.attention_dp_efficiency, 1.0)
+    for name in ("gemm_compute", "weight_reads", "attention_compute", "kv_cache", "elementwise"):
+        acc.parts[name] = acc.parts[name] * slow
 
 
 def _moe_comm(
     acc: _Acc, grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
 ) -> None:
     """Combining the MoE output: all-reduce over the stage (tokens are already on every GPU), or,
-    with attention DP, an all-to-all dispatch and combine over the stage."""
+    with attention DP, an all-to-all dispatch and combine over the stage.
+
+    An iteration that carries prompt tokens dispatches them with the throughput kernels that
+    send a token once per destination node (DeepEP's normal mode, which SGLang and DeepSeek's
+    system use for prefill); a decode-only iteration uses the low-latency kernels, which send
+    one copy per chosen expert (DeepEP README, "Low-latency kernels with pure RDMA")."""
     fabric = inference_hardware.hardware.fabric
     group_tokens = grid.group_tokens
     size = group_tokens * model.hidden_size * ACTIVATION_BYTES
@@ -376,17 +385,16 @@ def _moe_comm(
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
     # the GPU with the busiest experts receives expert_imbalance times the mean share
     sent = group_tokens / grid.tp * copies * model.hidden_size * grid.expert_imbalance
+    remote = np.where(grid.group_prefill_tokens > 0, node_dedupe_scale(model.moe), 1.0)
     dispatch = collectives.all_to_all_s(
-        fabric, sent * inference_hardware.precisions.input_bytes_per_element, grid.stage_gpus
+        fabric, sent * inference_hardware.precisions.input_bytes_per_element, grid.stage_gpus, 1.0, remote
     )
-    combine = collectives.all_to_all_s(fabric, sent * ACTIVATION_BYTES, grid.stage_gpus)
+    combine = collectives.all_to_all_s(fabric, sent * ACTIVATION_BYTES, grid.stage_gpus, 1.0, remote)
     shared_reduce = (
         collectives.all_reduce_s(fabric, size, grid.tp, 1.0) if model.moe.num_shared_experts else 0.0
     )
     acc.add("tp_comm", np.where(tp_mode, reduce, shared_reduce))
-    acc.add(
-        "ep_comm", np.where(tp_mode, 0.0, dispatch + combine) * _wide_ep_slowdown(grid, inference_hardware)
-    )
+    acc.add("ep_comm", np.where(tp_mode, 0.0, dispatch + combine))
 
 
 def _two_batch_overlap(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
@@ -430,8 +438,6 @@ def _layer(
                 *_gemms(inference_hardware, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads"
             )
         _moe_comm(acc, grid, model, inference_hardware)
-        if inference_hardware.serving.two_batch_overlap:
-            _two_batch_overlap(acc, grid, inference_hardware)
         ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
     else:
         acc.roofline(
@@ -443,6 +449,9 @@ def _layer(
         ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size + passes * ffn / grid.tp
     )
     acc.add("elementwise", elementwise * ACTIVATION_BYTES / inference_hardware.stream_bytes_per_s)
+    _attention_dp_pace(acc, grid, inference_hardware)
+    if moe and inference_hardware.serving.two_batch_overlap:
+        _two_batch_overlap(acc, grid, inference_hardware)
     return acc.parts
 
 

@@ -312,8 +312,11 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
         f"serving stack '{serving.name}' ({serving.display_name}): kernels at "
         f"{format_percent(serving.kernel_efficiency, 0)} of those ceilings"
     )
-    if serving.moe_efficiency < 1.0:
-        line += f", MoE path at {format_percent(serving.moe_efficiency, 0)} with attention data parallelism"
+    if serving.attention_dp_efficiency < 1.0:
+        line += (
+            f"; with attention data parallelism each layer at "
+            f"{format_percent(serving.attention_dp_efficiency, 0)} of that pace (the slowest rank's)"
+        )
     if serving.iteration_overhead_s > 0:
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
     return line

@@ -33,6 +33,7 @@ import numpy as np
 
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
+from lightspeed.sol.core.experts import node_dedupe_scale
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
@@ -226,26 +227,12 @@ def cp_ring_s(ctx: _Context, attention_forward_s: Array, attention_backward_s: A
     return np.where(grid.cp > 1, forward, 0.0), np.where(grid.cp > 1, backward, 0.0)
 
 
-def _remote_scale(ctx: _Context) -> Array:
-    """Cross-node copies per routed token relative to one copy per expert.
-
-    With group-limited routing a token reaches at most ``top_k_groups`` nodes and
-    is sent once per node, so about ``top_k_groups x (n-1)/n`` copies cross the
-    network instead of ``top_k x (n-1)/n`` (DeepSeek-V3 section 3.2.2).
-    """
-    moe = ctx.model.moe
-    assert moe is not None
-    if not moe.top_k_groups:
-        return 1.0
-    return min(moe.top_k_groups, moe.top_k) / moe.top_k
-
-
 def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array) -> tuple[Array, Array]:
     """Exposed expert-parallel all-to-all (dispatch + combine) of one MoE layer."""
     grid, hardware = ctx.grid, ctx.hardware
     routed_bytes = routed_tokens(ctx) * ctx.model.hidden_size
     fabric = hardware.fabric
-    remote = _remote_scale(ctx)
+    remote = node_dedupe_scale(ctx.model.moe)
     dispatch = collectives.all_to_all_s(
         fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, 1.0, remote
     )

@@ -145,10 +145,21 @@ def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
     return "bf16", "precision not stated: bf16"
 
 
+_KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4)"
+# ``bf16/FP16 KV cache``, ``FP8 KV``; ``bf16 attention``, ``bf16 MLA``, ``attention in bf16``: the
+# attention kernels read the cache in the format they compute in
+_KV_PRECISION = re.compile(
+    rf"\b{_KV_FORMAT}\s*(?:/\s*\w+\s*)?(?:kv\w*|attention|mla)\b|\b(?:attention|mla) in {_KV_FORMAT}\b"
+)
+
+
 def _kv_precision(row: PublishedRow) -> str | None:
-    """The KV-cache format the precision cell names (``bf16/FP16 KV cache``, ``FP8 KV``), if any."""
-    match = re.search(r"\b(fp8|fp16|bf16|int8|nvfp4)\s*(?:/\s*\w+\s*)?kv", row.text("precision").lower())
-    return match.group(1) if match else None
+    """The KV-cache format the precision cell names (``bf16/FP16 KV cache``, ``FP8 KV``, ``bf16
+    attention``, ``bf16 MLA``), if any."""
+    match = _KV_PRECISION.search(row.text("precision").lower())
+    if match is None:
+        return None
+    return match.group(1) or match.group(2)
 
 
 def _tokens(text: str) -> int:
@@ -180,6 +191,11 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     match = _ISL_OSL.search(text)
     prefill = _PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
+    if decode and prefill_pool:
+        raise RowError(
+            "the row names both a decode pool and a prefill pool; say which pool the figure is of "
+            "(e.g. 'saturated decode' or 'input N tokens (prefill)')"
+        )
     if match:
         isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
     elif prefill:

@@ -1,0 +1,116 @@
+"""Serving profiles that share kernels, and the MoE dispatch kernels of prefill and decode."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import DataFileError
+from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stacks
+from lightspeed.sol.infer.cost import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.workload import ModelRegistry
+
+STACKS_TOML = Path(__file__).parents[2] / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"
+WIDE_EP = InferencePlan(tp=1, ep=16, dp_attention=16, precision="fp8")
+
+
+def test_sglang_and_deepseek_share_the_2025_serving_kernels() -> None:
+    # Their published rows are all wide-EP MoE: the dense kernels come from the profile whose
+    # rows pin them (TensorRT-LLM 2025), the MoE path's factor from their own rows.
+    trtllm = load_serving_stack("trtllm-2025")
+    for name in ("sglang-2025", "deepseek-2025"):
+        stack = load_serving_stack(name)
+        assert stack.kernel_group == "trtllm-2025"
+        assert stack.kernel_efficiency == trtllm.kernel_efficiency
+    assert load_serving_stack("deepseek-2025").group == "sglang-2025"
+    assert (
+        load_serving_stack("sglang-2025").attention_dp_efficiency
+        == load_serving_stack("deepseek-2025").attention_dp_efficiency
+    )
+
+
+def test_a_dense_deployment_costs_the_same_on_sglang_and_tensorrt_llm(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    # No MoE path, no attention DP: nothing but the shared kernels decides the step.
+    cluster = catalog.cluster("dgx-h100", num_nodes=1)
+    load = ServingLoad(1024, 1024, concurrency=64)
+    plan = InferencePlan(tp=1, replicas=8, precision="fp8")
+    model = models.get("llama-3.1-8b")
+    on = {
+        name: estimate_inference(model=model, cluster=cluster, plan=plan, load=load, serving=name)
+        for name in ("sglang-2025", "trtllm-2025")
+    }
+    assert on["sglang-2025"].output_tokens_per_s == pytest.approx(on["trtllm-2025"].output_tokens_per_s)
+
+
+def _edited(tmp_path: Path, pattern: str, replacement: str) -> Path:
+    """A copy of the shipped stacks.toml with the first match of ``pattern`` replaced."""
+    text, count = re.subn(pattern, replacement, STACKS_TOML.read_text(encoding="utf-8"), count=1)
+    assert count == 1
+    path = tmp_path / "stacks.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_shared_kernel_efficiency_edited_on_one_side_is_refused(tmp_path: Path) -> None:
+    edited = _edited(
+        tmp_path,
+        r"(\[serving\.sglang-2025\]\n(?:.*\n)*?)kernel_efficiency = .*\n",
+        r"\1kernel_efficiency = 0.31\n",
+    )
+    with pytest.raises(DataFileError, match=r"sglang-2025.*kernel_efficiency 0.31 differs from trtllm-2025"):
+        load_serving_stacks(edited)
+    unknown = _edited(tmp_path, r'kernel_fit_group = "trtllm-2025"', 'kernel_fit_group = "trtllm-2099"')
+    with pytest.raises(DataFileError, match="kernel_fit_group names no serving profile"):
+        load_serving_stacks(unknown)
+
+
+def _grid(decode_sequences: float, prefill_tokens: float, groups: float) -> IterationGrid:
+    def one(value: float) -> np.ndarray:
+        return np.asarray([value])
+
+    return IterationGrid(
+        tp=one(1.0),
+        pp=one(1.0),
+        ep=one(groups),
+        dp_attention=one(groups),
+        decode_sequences=one(decode_sequences),
+        query_tokens=one(1.0),
+        decode_context=one(2000.0),
+        prefill_tokens=one(prefill_tokens),
+        prefill_context=one(prefill_tokens / groups),
+        prefill_requests=one(1.0 if prefill_tokens else 0.0),
+        group_prefill_tokens=one(prefill_tokens / groups),
+    )
+
+
+def _ep_comm(models: ModelRegistry, catalog: Catalog, serving: ServingStack, grid: IterationGrid) -> float:
+    hardware = inference_hardware_for(catalog.cluster("dgx-h100", num_nodes=2), WIDE_EP, None, serving)
+    return float(iteration_cost(grid, models.get("deepseek-v3"), hardware).parts["ep_comm"][0])
+
+
+def test_prompt_tokens_cross_the_network_once_per_node_decode_tokens_once_per_expert(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    # DeepSeek-V3 routes each token to top_k = 8 experts on at most topk_group = 4 nodes. Prefill
+    # runs DeepEP's normal kernels (one copy per destination node); decode its low-latency
+    # kernels (one copy per expert). Over two 8-GPU nodes the InfiniBand half of the all-to-all
+    # bounds it, so the bandwidth part of a prompt token costs 4/8 of a decode token's. The
+    # difference between two loads removes the fixed latency; two-batch overlap is off so the
+    # raw all-to-all is compared.
+    serving = dataclasses.replace(load_serving_stack("sglang-2025"), two_batch_overlap=False)
+    groups = 16.0
+    decode = [
+        _ep_comm(models, catalog, serving, _grid(groups * tokens, 0.0, groups)) for tokens in (256, 512)
+    ]
+    prefill = [
+        _ep_comm(models, catalog, serving, _grid(0.0, groups * tokens, groups)) for tokens in (256, 512)
+    ]
+    assert (prefill[1] - prefill[0]) / (decode[1] - decode[0]) == pytest.approx(4 / 8, rel=1e-9)
