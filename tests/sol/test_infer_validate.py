@@ -247,3 +247,16 @@ def test_a_row_naming_both_pools_is_refused_with_a_reason(
     (row,) = report.rows
     assert row.status == "error"
     assert "both a decode pool and a prefill pool" in row.reason
+
+
+def test_speculative_decoding_a_row_names_is_said_to_be_left_out(setups_of: SetupsOf) -> None:
+    # No acceptance rate in the row: predicted without speculation, and the notes say so.
+    setups = setups_of(
+        "S1\tinfer\tx\tDeepSeek-R1\tISL/OSL 1K/2K\tbatch 1\t8\t1\t8\tH200\tFP8 checkpoint; MTP 3 layers"
+        "\toutput tokens/s/user\t158.1",
+        "S2\tinfer\tx, no MTP\tDeepSeek-R1\tISL/OSL 1K/2K\tbatch 1\t8\t1\t8\tH200\tFP8"
+        "\toutput tokens/s/user\t100",
+    )
+    assert setups["S1"].plan.speculative is None
+    assert any("speculative decoding named but not modelled" in note for note in setups["S1"].assumptions)
+    assert not any("speculative" in note for note in setups["S2"].assumptions)

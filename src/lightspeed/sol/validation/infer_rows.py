@@ -145,6 +145,19 @@ def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
     return "bf16", "precision not stated: bf16"
 
 
+# Draft-then-verify decoding the row names (DeepSeek's MTP layers, EAGLE, Medusa, a draft model).
+_SPECULATIVE = re.compile(r"\b(?:mtp|speculative|eagle\d*|medusa|draft model)\b", re.IGNORECASE)
+_NOT_SPECULATIVE = re.compile(
+    r"\b(?:no|without|w/o|disabled?)\s+(?:mtp|speculative|eagle\d*|medusa)", re.IGNORECASE
+)
+
+
+def _names_speculation(row: PublishedRow) -> bool:
+    """Whether a cell says the run decoded speculatively (``MTP 3 layers``), not that it did not
+    (``no MTP``)."""
+    return any(_SPECULATIVE.search(cell) and not _NOT_SPECULATIVE.search(cell) for cell in row.cells.values())
+
+
 _KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4)"
 # ``bf16/FP16 KV cache``, ``FP8 KV``; ``bf16 attention``, ``bf16 MLA``, ``attention in bf16``: the
 # attention kernels read the cache in the format they compute in
@@ -283,6 +296,11 @@ def inference_row_setup(
     )
     if kv_precision is not None:
         notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+    if _names_speculation(row):
+        notes.append(
+            "speculative decoding named but not modelled: the row states no acceptance rate, "
+            "so it is predicted without it"
+        )
     readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
     year, _ = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year)
