@@ -139,3 +139,32 @@ def test_search_infer_on_part_of_a_node(run_cli) -> None:  # type: ignore[no-unt
     assert result.code == 0, result.err
     assert json.loads(result.out)["estimate"]["num_gpus"] == 2
     one_line_error(run_cli(*SEARCH[:4], "--system", "2xdgx-h100", "--gpus", "9"), "part of a single node")
+
+
+def test_serving_stack_is_chosen_by_name(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # TensorRT-LLM 0.5-0.7 ran without CUDA graphs: its profile pays host time every iteration
+    # (iteration_overhead_s in stacks.toml), the 2025 default none; an SGLang dense deployment
+    # runs on the same fitted kernels as TensorRT-LLM 2025.
+    from lightspeed.sol import load_serving_stack
+
+    args = (*PLAN, "--precision", "fp8", "--isl", "1000", "--osl", "1000", "--concurrency", "64", "--json")
+    runs = {
+        name: json.loads(run_cli(*args, "--serving", name).out) for name in ("trtllm-2023", "sglang-2025")
+    }
+    default = json.loads(run_cli(*args).out)
+    assert default["iteration_breakdown_s"]["host"] == 0.0
+    overhead = load_serving_stack("trtllm-2023").iteration_overhead_s
+    assert overhead > 0
+    assert runs["trtllm-2023"]["iteration_breakdown_s"]["host"] == pytest.approx(overhead)
+    assert runs["trtllm-2023"]["output_tokens_per_s"] < default["output_tokens_per_s"]
+    assert runs["sglang-2025"]["output_tokens_per_s"] == pytest.approx(default["output_tokens_per_s"])
+    search = [
+        run_cli(*SEARCH, "--max-tpot", "40ms", "--json", *extra)
+        for extra in ((), ("--serving", "trtllm-2023"))
+    ]
+    assert all(result.code == 0 for result in search), [result.err for result in search]
+    rates = [json.loads(result.out)["best"]["output_tokens_per_s"] for result in search]
+    assert rates[1] < rates[0]
+    one_line_error(
+        run_cli(*PLAN, "--serving", "sglang-2099"), "unknown serving stack 'sglang-2099'", "sglang-2025"
+    )

@@ -17,6 +17,7 @@ from lightspeed.cli._sol_options import (
     resolve_efficiency,
     resolve_expert_balance,
     resolve_model,
+    serving_option,
     system_options,
     with_expert_load,
 )
@@ -154,6 +155,7 @@ def _replicas(num_gpus: int, per_replica: int, pools: tuple[int, int] | None, re
 @speculative_options
 @expert_load_options
 @calibration_option
+@serving_option
 @json_option
 def plan_infer(
     *,
@@ -183,6 +185,7 @@ def plan_infer(
     expert_load_paths: tuple[Path, ...],
     expert_replicas: int | None,
     calibration: str | None,
+    serving_name: str | None,
     as_json: bool,
 ) -> None:
     """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment."""
@@ -214,6 +217,7 @@ def plan_infer(
         efficiency=efficiency,
         batching=batching,
         num_gpus=num_gpus,
+        serving=serving_name,
     )
     effect = _effect(estimate, balance, model, cluster, efficiency)
     if as_json:
@@ -262,6 +266,7 @@ def infer_json(estimate: Any) -> dict[str, Any]:
 @speculative_options
 @expert_load_options
 @calibration_option
+@serving_option
 @json_option
 def search_infer(
     *,
@@ -284,6 +289,7 @@ def search_infer(
     expert_load_paths: tuple[Path, ...],
     expert_replicas: int | None,
     calibration: str | None,
+    serving_name: str | None,
     as_json: bool,
 ) -> None:
     """Best deployment (TP/EP/PP per replica, replicas, batch) under latency bounds, and the Pareto
@@ -306,6 +312,7 @@ def search_infer(
         max_tp=cluster.num_accelerators if allow_cross_domain_tp else None,
         num_gpus=num_gpus,
         expert_balance=balance,
+        serving=serving_name,
     )
     effect = _effect(result.best, balance, model, cluster, efficiency)
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []

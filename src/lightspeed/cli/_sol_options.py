@@ -58,6 +58,16 @@ def stack_option(function: F) -> F:
     )(function)
 
 
+def serving_option(function: F) -> F:
+    """``--serving NAME``: the inference-server profile (kernel efficiency, host time, attention-DP pace)."""
+    return click.option(
+        "--serving",
+        "serving_name",
+        help="Serving-stack profile: trtllm-2025 (default), vllm-2025, sglang-2025, deepseek-2025, "
+        "trtllm-2023 (sol/data/stacks.toml).",
+    )(function)
+
+
 def overlap_options(function: F) -> F:
     """``--tp-overlap/--no-tp-overlap`` and ``--dp-overlap/--no-dp-overlap`` (default: the stack's)."""
     function = click.option(

@@ -23,6 +23,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import divisors
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.cost import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
@@ -444,6 +445,7 @@ def search_inference(
     num_gpus: int | None = None,
     frontier_points: int = 24,
     expert_balance: ExpertBalance | None = None,
+    serving: str | ServingStack | None = None,
 ) -> InferenceSearchResult:
     """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
 
@@ -452,7 +454,8 @@ def search_inference(
     prefill/decode pool splits too when ``disaggregated`` and attention data
     parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
     single-node cluster (default: every GPU). ``expert_balance`` gives each shape the
-    expert imbalance of its EP layout and its redundant experts. Raises
+    expert imbalance of its EP layout and its redundant experts. ``serving`` names the server
+    profile (``sol/data/stacks.toml``, default the current TensorRT-LLM). Raises
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
 
     >>> from lightspeed.catalog import load_catalog
@@ -468,7 +471,10 @@ def search_inference(
     request = _Request(
         model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative, expert_balance
     )
-    inference_hardware = inference_hardware_for(cluster, InferencePlan(precision=precision), efficiency)
+    profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
+    inference_hardware = inference_hardware_for(
+        cluster, InferencePlan(precision=precision), efficiency, profile
+    )
     limit = max_tp or inference_hardware.hardware.domain_size
     points, batch = _space(
         request, inference_hardware, limit, disaggregated=disaggregated, attention_dp=attention_dp
@@ -485,6 +491,7 @@ def search_inference(
             load.input_tokens, load.output_tokens, concurrency=max(round(batch[best] * replicas), 1)
         ),
         efficiency=efficiency,
+        serving=profile,
     )
     return InferenceSearchResult(
         model=model.name,
