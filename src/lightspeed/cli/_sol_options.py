@@ -48,24 +48,25 @@ def calibration_option(function: F) -> F:
     )(function)
 
 
-def stack_option(function: F) -> F:
-    """``--stack NAME``: the software-stack profile (kernels, overlaps, recompute policy)."""
-    return click.option(
-        "--stack",
-        "stack_name",
-        help="Software-stack profile: megatron-2021, megatron-core-2024, megatron-core-2025 (default), "
-        "torchtitan-2024, deepseek-2024, ... (sol/data/stacks.toml).",
-    )(function)
+def _profile_option(flag: str, profiles: str) -> Callable[[F], F]:
+    """``--FLAG NAME`` picking one profile of ``sol/data/stacks.toml`` (stored as ``FLAG_name``)."""
+
+    def decorate(function: F) -> F:
+        return click.option(f"--{flag}", f"{flag}_name", help=f"{profiles} (sol/data/stacks.toml).")(function)
+
+    return decorate
 
 
-def serving_option(function: F) -> F:
-    """``--serving NAME``: the inference-server profile (kernel efficiency, host time, attention-DP pace)."""
-    return click.option(
-        "--serving",
-        "serving_name",
-        help="Serving-stack profile: trtllm-2025 (default), vllm-2025, sglang-2025, deepseek-2025, "
-        "trtllm-2023 (sol/data/stacks.toml).",
-    )(function)
+stack_option = _profile_option(
+    "stack",
+    "Software-stack profile (kernels, overlaps, recompute policy): megatron-2021, "
+    "megatron-core-2024, megatron-core-2025 (default), torchtitan-2024, deepseek-2024, ...",
+)
+serving_option = _profile_option(
+    "serving",
+    "Serving-stack profile (kernel efficiency, host time, attention-DP pace): trtllm-2025 "
+    "(default), vllm-2025, sglang-2025, deepseek-2025, trtllm-2023",
+)
 
 
 def overlap_options(function: F) -> F:
