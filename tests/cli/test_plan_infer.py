@@ -168,3 +168,5 @@ def test_serving_stack_is_chosen_by_name(run_cli) -> None:  # type: ignore[no-un
     one_line_error(
         run_cli(*PLAN, "--serving", "sglang-2099"), "unknown serving stack 'sglang-2099'", "sglang-2025"
     )
+    # an empty name is a wrong name, not the default
+    one_line_error(run_cli(*PLAN, "--serving", ""), "unknown serving stack ''")

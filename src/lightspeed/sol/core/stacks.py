@@ -268,7 +268,7 @@ def load_serving_stacks(path: Path | None = None) -> Mapping[str, ServingStack]:
 def load_serving_stack(name: str | None = None) -> ServingStack:
     """The serving profile called ``name`` (default: the current TensorRT-LLM one)."""
     stacks = load_serving_stacks()
-    key = name or DEFAULT_SERVING_STACK
+    key = DEFAULT_SERVING_STACK if name is None else name
     if key not in stacks:
         raise UnknownNameError("serving stack", key, list(stacks), hint="see sol/data/stacks.toml")
     return stacks[key]
@@ -342,7 +342,7 @@ def default_stack_name() -> str:
 def load_stack(name: str | None = None) -> Stack:
     """The profile called ``name`` (default: :func:`default_stack_name`)."""
     stacks = load_stacks()
-    key = name or default_stack_name()
+    key = default_stack_name() if name is None else name
     if key not in stacks:
         raise UnknownNameError("software stack", key, list(stacks), hint="see sol/data/stacks.toml")
     return stacks[key]
