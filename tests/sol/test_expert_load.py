@@ -199,6 +199,17 @@ def test_inference_plan_search_and_comparison() -> None:
     assert effect.step_s == estimate.iteration_s
     assert effect.balanced_step_s <= effect.step_s
     assert effect.redundant_expert_bytes == pytest.approx(3 * 4096 * 14336 * 32 * 1.0)
+    # The effect is costed under the estimate's own serving profile: with every expert equally
+    # loaded the balanced step is the deployment's step exactly, on any profile (the 2023
+    # TensorRT-LLM one adds host time per iteration that the default does not).
+    even = expert_load_balance(load=np.full((32, 8), 1000.0), model=MIXTRAL)
+    even_plan = inference_plan_with_load(
+        InferencePlan(tp=8, ep=8, precision="fp8"), balance=even, cluster=cluster
+    )
+    for serving in ("trtllm-2023", "trtllm-2025"):
+        run = estimate_inference(model=MIXTRAL, cluster=cluster, plan=even_plan, load=load, serving=serving)
+        even_effect = inference_load_effect(estimate=run, balance=even, model=MIXTRAL, cluster=cluster)
+        assert even_effect.balanced_step_s == pytest.approx(run.iteration_s, rel=1e-12), serving
     best = search_inference(
         model=MIXTRAL, cluster=cluster, load=load, precision="fp8", expert_balance=balance
     ).best

@@ -39,8 +39,9 @@ from lightspeed.records import Record
 from lightspeed.sol.core.collectives import fabric_of
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import expert_nodes
+from lightspeed.sol.core.stacks import load_serving_stack
 from lightspeed.sol.experts import as_load_array, balance_experts, contiguous_imbalance
-from lightspeed.sol.infer.cost import inference_hardware_for
+from lightspeed.sol.infer.cost import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, deployment_memory, pool_split, serve
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.infer.serving import ServingContext
@@ -345,6 +346,13 @@ def training_load_effect(
     return _effect("train", balance, layout, steps, redundant)
 
 
+def _hardware_of(
+    estimate: InferenceEstimate, cluster: Cluster, plan: InferencePlan, efficiency: Any
+) -> InferenceHardware:
+    """``plan``'s figures on ``cluster`` under the serving profile ``estimate`` was made with."""
+    return inference_hardware_for(cluster, plan, efficiency, load_serving_stack(estimate.serving or None))
+
+
 def _iteration_s(
     model: TransformerSpec,
     cluster: Cluster,
@@ -353,7 +361,7 @@ def _iteration_s(
     efficiency: Any,
 ) -> float:
     """The iteration time of ``plan`` at ``estimate``'s batch and load."""
-    inference_hardware = inference_hardware_for(cluster, plan, efficiency)
+    inference_hardware = _hardware_of(estimate, cluster, plan, efficiency)
     split = pool_split(plan, inference_hardware, model) if plan.disaggregated is not None else None
     ctx = ServingContext(model, inference_hardware, estimate.load, plan.speculative)
     batching = "continuous" if estimate.batching == "disaggregated" else estimate.batching
@@ -381,7 +389,7 @@ def inference_load_effect(
         factor = balance.stage_factor(unbalanced, layout.pp, layout.vpp)
         unbalanced_step = _iteration_s(model, cluster, plain.with_changes(expert_imbalance=factor), estimate,
                                        efficiency)  # fmt: skip
-    inference_hardware = inference_hardware_for(cluster, plan, efficiency)
+    inference_hardware = _hardware_of(estimate, cluster, plan, efficiency)
     load = ServingLoad(estimate.load.input_tokens, estimate.load.output_tokens)
     weights = deployment_memory(model, inference_hardware, plan, load).weights_bytes[0]
     redundant = float(weights - deployment_memory(model, inference_hardware, plain, load).weights_bytes[0])

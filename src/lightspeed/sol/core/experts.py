@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from lightspeed.sol.core.collectives import local_size
+from lightspeed.workload import MoESpec
 
 Array = Any
 
@@ -40,10 +41,7 @@ def expert_nodes(ep: Array, stride: Array, domain_size: int) -> Array:
     return np.maximum(group / local_size(group, stride, domain_size), 1.0)
 
 
-__all__ = ["ExpertBalance", "expert_nodes"]
-
-
-def node_dedupe_scale(moe: Any) -> float:
+def node_dedupe_scale(moe: MoESpec) -> float:
     """Cross-node copies per routed token relative to one copy per expert, for dispatch
     kernels that send a token once per destination node (DeepEP's normal mode).
 
@@ -51,12 +49,15 @@ def node_dedupe_scale(moe: Any) -> float:
     ``top_k_groups x (n-1)/n`` copies cross the network instead of ``top_k x (n-1)/n``
     (DeepSeek-V3 section 3.2.2); without it no bound is known and every copy is counted.
 
-    >>> from types import SimpleNamespace
-    >>> node_dedupe_scale(SimpleNamespace(top_k=8, top_k_groups=4))
+    >>> from lightspeed.workload import load_models
+    >>> node_dedupe_scale(load_models().get("deepseek-v3").moe)  # top-8 experts on at most 4 nodes
     0.5
-    >>> node_dedupe_scale(SimpleNamespace(top_k=2, top_k_groups=None))
+    >>> node_dedupe_scale(load_models().get("mixtral-8x7b").moe)  # no group-limited routing
     1.0
     """
     if not moe.top_k_groups:
         return 1.0
     return float(min(moe.top_k_groups, moe.top_k) / moe.top_k)
+
+
+__all__ = ["ExpertBalance", "expert_nodes", "node_dedupe_scale"]

@@ -360,8 +360,9 @@ def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: Infer
     costed from the links (and the all-to-all from the busiest rank's tokens) already, and are
     left as they are."""
     slow = np.where(grid.dp_attention > 1, 1.0 / inference_hardware.serving.attention_dp_efficiency, 1.0)
-    for name in ("gemm_compute", "weight_reads", "attention_compute", "kv_cache", "elementwise"):
-        acc.parts[name] = acc.parts[name] * slow
+    for name in ITERATION_PARTS:
+        if not name.endswith("_comm"):
+            acc.parts[name] = acc.parts[name] * slow
 
 
 def _moe_comm(

@@ -232,6 +232,7 @@ def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array)
     grid, hardware = ctx.grid, ctx.hardware
     routed_bytes = routed_tokens(ctx) * ctx.model.hidden_size
     fabric = hardware.fabric
+    assert ctx.model.moe is not None
     remote = node_dedupe_scale(ctx.model.moe)
     dispatch = collectives.all_to_all_s(
         fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, 1.0, remote

@@ -146,10 +146,9 @@ def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
 
 
 # Draft-then-verify decoding the row names (DeepSeek's MTP layers, EAGLE, Medusa, a draft model).
-_SPECULATIVE = re.compile(r"\b(?:mtp|speculative|eagle\d*|medusa|draft model)\b", re.IGNORECASE)
-_NOT_SPECULATIVE = re.compile(
-    r"\b(?:no|without|w/o|disabled?)\s+(?:mtp|speculative|eagle\d*|medusa)", re.IGNORECASE
-)
+_SPECULATION = r"(?:mtp|speculative|eagle\d*|medusa|draft model)"
+_SPECULATIVE = re.compile(rf"\b{_SPECULATION}\b", re.IGNORECASE)
+_NOT_SPECULATIVE = re.compile(rf"\b(?:no|without|w/o|disabled?)\s+{_SPECULATION}", re.IGNORECASE)
 
 
 def _names_speculation(row: PublishedRow) -> bool:
