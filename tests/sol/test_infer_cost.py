@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, default_efficiency, load_serving_stack
-from lightspeed.sol.infer.cost import (
+from lightspeed.sol.infer.iteration import (
     IterationGrid,
     inference_hardware_for,
     iteration_cost,

@@ -13,7 +13,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stacks
-from lightspeed.sol.infer.cost import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
 from lightspeed.workload import ModelRegistry
 
 STACKS_TOML = Path(__file__).parents[2] / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"

@@ -23,7 +23,7 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.core.uncertainty import Band, interval_for
-from lightspeed.sol.infer.cost import ITERATION_PARTS, InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
 from lightspeed.sol.infer.serving import (

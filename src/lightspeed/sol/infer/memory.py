@@ -26,13 +26,13 @@ import numpy as np
 
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.infer.cost import (
+from lightspeed.sol.infer.iteration import (
     ACTIVATION_BYTES,
     InferenceHardware,
     kv_elements_per_token_per_gpu,
     stage_layers,
 )
-from lightspeed.sol.infer.cost import inference_local_dims as local_dims
+from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.workload import TransformerSpec
 

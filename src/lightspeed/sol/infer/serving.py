@@ -44,7 +44,7 @@ import numpy as np
 
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
-from lightspeed.sol.infer.cost import InferenceHardware, IterationCost, IterationGrid, iteration_cost
+from lightspeed.sol.infer.iteration import InferenceHardware, IterationCost, IterationGrid, iteration_cost
 from lightspeed.sol.infer.plan import ServingLoad, SpeculativeDecoding
 from lightspeed.workload import TransformerSpec
 
