@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to ../shared data, CLI runner, GPU skip (the isolated home is in ../conftest.py)."""
+"""Shared fixtures: the copy of ../shared data in tests/data/shared, CLI runner, GPU skip (the isolated home
+is in ../conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared"))
+# the repository's copy of ../shared (data and validation rows, with their licences): a plain clone tests fully
+SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO / "tests" / "data" / "shared"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
@@ -34,9 +36,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def shared() -> Path:
-    """The read-only ../shared folder (data, validation); skips when absent."""
+    """The test data copied from ../shared (data, validation); a missing copy is an error, not a skip."""
     if not SHARED.is_dir():
-        pytest.skip(f"shared data not found at {SHARED}")
+        raise FileNotFoundError(f"test data not found at {SHARED} (tests/data/shared is part of the repository)")
     return SHARED
 
 

@@ -46,8 +46,6 @@ def test_tables_with_device_and_gemm(run_cli) -> None:  # type: ignore[no-untype
 
 def test_a_trace_adds_the_levers(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
     trace = shared / "data" / "nsight" / "nsys" / "concurrent.s16.sqlite"
-    if not trace.is_file():
-        pytest.skip(f"{trace} not found")
     result = run_cli("kernels", "report", str(NCU_CSV), "--trace", str(trace))
     assert result.code == 0, result.err
     assert "Biggest levers first" in result.out
@@ -111,8 +109,6 @@ def test_html_report_has_the_kernel_section(run_cli, tmp_path: Path) -> None:  #
 
 def test_html_report_reads_nsys_exports(run_cli, tmp_path: Path, shared: Path) -> None:  # type: ignore[no-untyped-def]
     trace = shared / "data" / "nsight" / "nsys" / "ex-gpu.s10.sqlite"
-    if not trace.is_file():
-        pytest.skip(f"{trace} not found")
     out = tmp_path / "report.html"
     result = run_cli("report", "--from", str(trace), "-o", str(out), "--json")
     assert result.code == 0, result.err

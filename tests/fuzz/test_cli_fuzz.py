@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from lightspeed.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared"))
+SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO / "tests" / "data" / "shared"))
 FIXTURES = REPO / "tests" / "fixtures"
 FUZZ: dict[str, Any] = {
     "derandomize": True,
@@ -68,7 +68,7 @@ TRAIN = (
 )
 INFER = ("plan", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--tp", "1")
 CHECKPOINTS = ("goodput", "plan-checkpoints", "--nodes", "8", "--failures-per-node-day", "0.01")
-TRACE = str(FIXTURES / "traces" / "triton_example" / "triton_example.json.gz")
+TRACE = str(SHARED / "data" / "traces" / "triton_example" / "triton_example.json.gz")
 NCU = str(REPO / "src" / "lightspeed" / "tour" / "data" / "ncu" / "b200_cublaslt_fp8_gemm.csv")
 SYNTH = ("moe", "synth", "--layers", "2", "--experts", "8", "--out", "{load_out}")
 MOE_TRAIN = ("plan", "train", "--model", "mixtral-8x7b", "--system", "dgx-h100", "--gpus", "8", "--ep", "8",
@@ -304,7 +304,7 @@ def _source(relative: str, fixture: str | None = None) -> Path:
         return path
     if fixture is not None and (FIXTURES / fixture).exists():
         return FIXTURES / fixture
-    pytest.skip(f"{relative} is only in ../shared")
+    raise FileNotFoundError(f"{relative} is not in the repository's test data ({SHARED})")
 
 
 MLPERF = "data/mlperf/training_v4.0/NVIDIA/results/h200_ngc24.04_nemo/llama2_70b_lora/result_0.txt"

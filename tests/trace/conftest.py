@@ -1,7 +1,7 @@
 """Fixtures of the trace tests: small Kineto-like traces whose answers can be worked out by hand.
 
 Times are microseconds, as in Kineto traces. Real traces live in
-``tests/fixtures/traces`` (copies) and ``../shared/data/traces``. The test
+``tests/fixtures/traces`` and ``tests/data/shared/data/traces`` (copies of ../shared, MIT). The test
 run imports modules by path (``--import-mode=importlib``), so helpers reach
 the tests as the ``kineto`` fixture.
 """
@@ -23,16 +23,14 @@ TRACE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 H100_NAME = "NVIDIA H100 80GB HBM3"
 
 
-def _real_trace(shared_root: Path | None, relative: str) -> Path:
-    """A real trace folder: the fixture copy when there is one, else ../shared/data/traces/<relative>."""
+def _real_trace(shared_root: Path, relative: str) -> Path:
+    """A real trace folder: the fixture copy when there is one, else the shared copy's data/traces/<relative>."""
     copy = TRACE_FIXTURES / Path(relative).name
     if copy.is_dir():
         return copy
-    if shared_root is None:
-        pytest.skip(f"{relative} is only in ../shared")
     path = shared_root / "data" / "traces" / relative
     if not path.exists():
-        pytest.skip(f"{path} not found")
+        raise FileNotFoundError(f"{path} not found (the test data is part of the repository)")
     return path
 
 
@@ -143,14 +141,13 @@ def kineto() -> SimpleNamespace:
 
 
 @pytest.fixture
-def shared_root() -> Path | None:
-    """The ../shared folder when present (real traces not copied into fixtures), else None."""
-    root = Path(os.environ.get("LIGHTSPEED_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
-    return root if root.is_dir() else None
+def shared_root(shared: Path) -> Path:
+    """The repository's copy of ../shared (tests/data/shared)."""
+    return shared
 
 
 @pytest.fixture
-def real_trace(shared_root: Path | None) -> Callable[[str], Path]:
+def real_trace(shared_root: Path) -> Callable[[str], Path]:
     """Resolve a real trace folder by its path under ../shared/data/traces (fixture copy first)."""
     return lambda relative: _real_trace(shared_root, relative)
 

@@ -60,9 +60,7 @@ def _load(golden: dict[str, Any], real_trace: Any) -> Any:
     return load_trace(real_trace(golden["trace"]))
 
 
-def test_every_shared_trace_has_a_golden_file(shared_root: Path | None) -> None:
-    if shared_root is None:
-        pytest.skip("../shared not found")
+def test_every_shared_trace_has_a_golden_file(shared_root: Path) -> None:
     folders = {
         p.parent.relative_to(shared_root / "data" / "traces").as_posix()
         for p in (shared_root / "data" / "traces").rglob("*.json.gz")
