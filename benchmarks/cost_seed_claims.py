@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from lightspeed.catalog import load_catalog, load_power
-from lightspeed.sol import Prices, compare_upgrade, cost_workload, deepseek_cost, rack_plan, training_cost
+from lightspeed.cost import Prices, compare_upgrade, cost_workload, deepseek_cost, rack_plan, training_cost
 from lightspeed.tour.scenarios import DEEPSEEK_PRETRAIN_GPU_HOURS, DEEPSEEK_TOKENS, deepseek_v3_training
 from lightspeed.workload import load_models
 

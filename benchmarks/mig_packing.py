@@ -7,7 +7,7 @@ Measures, in one run:
 
 1. For ``--mixes`` random demands on an H100 80GB (0-4 instances of each of
    1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb), the GPUs used by
-   :func:`lightspeed.sol.mig_layout.min_gpus` (exact search over valid layouts),
+   :func:`lightspeed.mig.layout.min_gpus` (exact search over valid layouts),
    by first-fit decreasing (largest instances first, each into the first GPU
    where a valid placement is free: what a scheduler placing slices one at a
    time does), and the physical lower bound ``max(ceil(compute slices / 7),
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from lightspeed.catalog import MigGeometry, load_catalog, load_mig_geometries
-from lightspeed.sol import MigPlacement, check_layout, plan_mig, read_workloads
-from lightspeed.sol.mig_layout import min_gpus
+from lightspeed.mig import MigPlacement, check_layout, plan_mig, read_workloads
+from lightspeed.mig.layout import min_gpus
 from lightspeed.workload import load_models
 
 PROFILES = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")

@@ -39,9 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from lightspeed.moe import synthetic_load
-from lightspeed.sol import balance_experts
-from lightspeed.sol.experts import gpu_loads, replicate
+from lightspeed.moe import balance_experts, synthetic_load
+from lightspeed.moe.placement import gpu_loads, replicate
 
 REPO = Path(__file__).resolve().parents[1]
 README_LOAD = [

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# the repository's copy of ../shared (data and validation rows, with their licences): a plain clone tests fully
+# the repository's copy of ../shared (data and validation rows, with their licences)
 SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO / "tests" / "data" / "shared"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# peer programs that no registry has (DeepSeek's EPLB): run beside lightspeed, never copied into it
+PEERS = Path(os.environ.get("LIGHTSPEED_PEERS", REPO.parent / "shared" / "peers"))
 
 
 def _cuda_available() -> bool:
@@ -38,7 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def shared() -> Path:
     """The test data copied from ../shared (data, validation); a missing copy is an error, not a skip."""
     if not SHARED.is_dir():
-        raise FileNotFoundError(f"test data not found at {SHARED} (tests/data/shared is part of the repository)")
+        raise FileNotFoundError(
+            f"test data not found at {SHARED} (tests/data/shared is part of the repository)"
+        )
     return SHARED
 
 

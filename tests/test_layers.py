@@ -1,24 +1,34 @@
 """Imports point up the layer table of DESIGN.md only, no module imports itself in a loop,
-and the CLI uses public APIs only.
+the CLI uses public APIs only, and importing a module loads only its layer and those below.
 
 A layer is a top-level package (``bench``), a subpackage of ``sol`` (``sol.core``,
 ``sol.train``, ``sol.infer``, ``sol.validation``) or a base module (``units``). Imports
 made inside functions count; imports under ``if TYPE_CHECKING:`` do not (they never run).
+The statements tell what a module may import; ``sys.modules`` after importing each module in a
+fresh interpreter tells what it really loads (a package ``__init__``, ``importlib.resources``
+or a re-export can load more than the statements say).
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightspeed"
-BASE = {"units", "errors", "records", "datafile", "stats", "paths", "environment"}
-MEASUREMENT = {"bench", "goodput", "trace", "monitor", "moe"}
+BASE = {"units", "errors", "records", "datafile", "stats", "paths", "environment", "lazy", "nvml"}
+MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
+DOMAINS = {"cost", "mig", "moe"}
 ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.validation", "sol"}
-BELOW_REPORT = {"catalog", "workload", *ENGINES, *MEASUREMENT, "store", "gate"}
+CURATED = {"lightspeed", "api", "jobs", "__main__"}  # the curated API reaches every layer
+BELOW_REPORT = {"catalog", "workload", *ENGINES, *DOMAINS, *MEASUREMENT, "store", "gate"}
 
 # layer -> layers it may import (besides itself and the base modules)
 ALLOWED: dict[str, set[str]] = {
@@ -34,12 +44,14 @@ ALLOWED: dict[str, set[str]] = {
     "goodput": {*ENGINES, "catalog", "workload"},
     "trace": {*ENGINES, "catalog", "workload"},
     "monitor": {*ENGINES, "catalog", "workload", "goodput"},
+    "cost": {*ENGINES, "catalog", "workload"},
+    "mig": {*ENGINES, "catalog", "workload"},
     "moe": {*ENGINES, "catalog", "workload"},
     "store": set(),
     "gate": {"store", *MEASUREMENT, *ENGINES, "catalog", "workload"},
     "report": BELOW_REPORT,
     "tour": {*BELOW_REPORT, "report"},
-    "cli": {*BELOW_REPORT, "report", "tour"},
+    "cli": {*BELOW_REPORT, "report", "tour", "api", "jobs"},
 }
 
 
@@ -106,7 +118,7 @@ def layer_of(module: str) -> str:
 def test_imports_point_up_the_layers(path: Path) -> None:
     module = _module_name(path)
     layer = layer_of(module)
-    if layer in {"lightspeed", "api", "__main__"}:  # the curated API and `-m lightspeed` reach everything
+    if layer in CURATED:  # the curated API, its config runner and `-m lightspeed` reach everything
         return
     allowed = ALLOWED[layer] | BASE | {layer}
     for name in _imports(path):
@@ -124,7 +136,7 @@ def test_imports_point_up_the_layers(path: Path) -> None:
 
 
 def test_every_package_is_in_the_layer_table() -> None:
-    layers = {layer_of(name) for name in MODULES} - {"lightspeed", "api", "__main__"}
+    layers = {layer_of(name) for name in MODULES} - CURATED
     assert layers <= set(ALLOWED), f"unlisted packages: {sorted(layers - set(ALLOWED))}"
 
 
@@ -190,3 +202,90 @@ def test_store_imports_no_measurement_or_engine() -> None:
             todo.extend(graph.get(name, []))
     layers = {layer_of(name) for name in reached}
     assert not layers & {"bench", "goodput", "trace", "monitor", *ENGINES}, sorted(layers)
+
+
+# --- what really loads ---------------------------------------------------------------------------
+
+_LOADED_SCRIPT = r"""
+import json, os, sys
+# third-party libraries the package imports at module level load once here, before the forks
+for name in ("numpy", "click", "rich", "rich.console", "rich.table", "msgspec"):
+    __import__(name)
+modules = json.loads(sys.stdin.read())
+results = {}
+for module in modules:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            __import__(module)
+            loaded = sorted(name for name in sys.modules if name.split(".")[0] == "lightspeed")
+            payload = json.dumps({"ok": True, "loaded": loaded})
+        except BaseException as error:  # reported, not raised: the parent asserts on it
+            payload = json.dumps({"ok": False, "error": repr(error)})
+        with os.fdopen(write, "w") as out:
+            out.write(payload)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as inp:
+        results[module] = json.loads(inp.read() or '{"ok": false, "error": "no answer"}')
+    os.waitpid(pid, 0)
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_modules() -> dict[str, dict[str, Any]]:
+    """For every module: the ``lightspeed`` modules in ``sys.modules`` after importing it alone
+    (one fresh forked interpreter per module; the parent never imports lightspeed)."""
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork (POSIX)")
+    names = sorted(name for name in MODULES if name != "lightspeed.__main__")
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADED_SCRIPT],
+        input=json.dumps(names),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(SRC.parent), os.environ.get("PYTHONPATH", "")]),
+        },
+    )
+    loaded: dict[str, dict[str, Any]] = json.loads(result.stdout)
+    return loaded
+
+
+def test_importing_a_module_loads_only_its_layer_and_those_below(
+    loaded_modules: dict[str, dict[str, Any]],
+) -> None:
+    wrong = []
+    for module, answer in loaded_modules.items():
+        assert answer["ok"], f"import {module} failed: {answer.get('error')}"
+        layer = layer_of(module)
+        if layer in CURATED:
+            continue
+        allowed = ALLOWED[layer] | BASE | {layer, "lightspeed"}
+        loaded = set(answer["loaded"])
+        # a package's lazy __init__ loads with any module below it, and loads nothing itself
+        ancestors = {name.rsplit(".", depth)[0] for name in loaded for depth in range(1, name.count("."))}
+        extra = sorted(name for name in loaded - ancestors if layer_of(name) not in allowed)
+        if extra:
+            wrong.append(f"import {module} ({layer}) loads {', '.join(extra[:4])}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_leaf_of_the_engine_and_the_gate_load_few_modules(
+    loaded_modules: dict[str, dict[str, Any]],
+) -> None:
+    roofline = len(loaded_modules["lightspeed.sol.core.roofline"]["loaded"])
+    gate = len(loaded_modules["lightspeed.gate"]["loaded"])
+    gate_compare = len(loaded_modules["lightspeed.gate.compare"]["loaded"])
+    print(
+        f"lightspeed modules loaded: sol.core.roofline {roofline}, gate {gate}, gate.compare {gate_compare}"
+    )
+    assert roofline <= 25
+    assert gate <= 40
+    assert gate_compare <= 40
+    assert loaded_modules["lightspeed"]["loaded"] == ["lightspeed", "lightspeed.lazy"]  # nothing until used

@@ -20,59 +20,27 @@ Layers, bottom up: ``units``/``errors``/``records``/``datafile``/``stats``/``pat
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import logging
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (imported on first use, PEP 562)
-_EXPORTS: dict[str, str] = {
-    "LightspeedError": "lightspeed.errors",
-    "cluster": "lightspeed.api",
-    "hardware": "lightspeed.api",
-    "model": "lightspeed.api",
-    "InferencePlan": "lightspeed.sol",
-    "ServingLoad": "lightspeed.sol",
-    "TrainingPlan": "lightspeed.sol",
-    "compare_systems": "lightspeed.sol",
-    "estimate_inference": "lightspeed.sol",
-    "estimate_training": "lightspeed.sol",
-    "plan_memory": "lightspeed.sol",
-    "search_inference": "lightspeed.sol",
-    "search_training": "lightspeed.sol",
-    "Tracker": "lightspeed.goodput",
-    "build_ledger": "lightspeed.goodput",
-    "read_run": "lightspeed.goodput",
-    "load_trace": "lightspeed.trace",
-    "open_store": "lightspeed.store",
-    "MetricSamples": "lightspeed.gate",
-    "compare_samples": "lightspeed.gate",
-}
-_PACKAGES = frozenset(
-    {
-        "api",
-        "bench",
-        "catalog",
-        "gate",
-        "goodput",
-        "monitor",
-        "report",
-        "sol",
-        "store",
-        "tour",
-        "trace",
-        "workload",
-    }
-)
+# a library logs, it never prints: messages go nowhere until the application (or the CLI) configures
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from lightspeed.api import cluster, hardware, model
     from lightspeed.errors import LightspeedError
     from lightspeed.gate import MetricSamples, compare_samples
     from lightspeed.goodput import Tracker, build_ledger, read_run
+    from lightspeed.jobs import run
     from lightspeed.sol import (
         InferencePlan,
+        ServingConfig,
         ServingLoad,
+        TrainingConfig,
         TrainingPlan,
         compare_systems,
         estimate_inference,
@@ -88,8 +56,10 @@ __all__ = [
     "InferencePlan",
     "LightspeedError",
     "MetricSamples",
+    "ServingConfig",
     "ServingLoad",
     "Tracker",
+    "TrainingConfig",
     "TrainingPlan",
     "__version__",
     "build_ledger",
@@ -104,21 +74,10 @@ __all__ = [
     "open_store",
     "plan_memory",
     "read_run",
+    "run",
     "search_inference",
     "search_training",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _PACKAGES:
-        return importlib.import_module(f"lightspeed.{name}")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightspeed' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS, *_PACKAGES})
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

@@ -30,3 +30,20 @@ def lightspeed_home() -> Path:
         return Path.home() / "Library" / "Application Support" / "lightspeed"
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "lightspeed"
+
+
+PACKAGE_ROOT: Final = Path(__file__).resolve().parent
+
+
+def package_data(package: str, *parts: str) -> Path:
+    """A data file shipped inside ``lightspeed.<package>``, found without importing that package.
+
+    ``package`` is dotted below ``lightspeed`` (``"sol"``, ``"catalog"``); ``parts`` the path
+    inside it. A lower layer can read a higher package's data this way without loading its code.
+
+    >>> package_data("sol", "data", "stacks.toml").name
+    'stacks.toml'
+    >>> package_data("catalog", "data").is_dir()
+    True
+    """
+    return PACKAGE_ROOT.joinpath(*package.split("."), *parts)

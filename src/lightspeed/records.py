@@ -11,6 +11,9 @@ per-record code. Non-finite floats become ``None`` because JSON has no NaN.
 ...     tags: tuple[str, ...] = ()
 >>> Point(x_s=1.5, tags=("a",)).to_dict()
 {'x_s': 1.5, 'tags': ['a']}
+
+The same concept at other layers: :mod:`lightspeed.catalog.records` (hardware records) and
+:mod:`lightspeed.store.records` (records as stored).
 """
 
 from __future__ import annotations

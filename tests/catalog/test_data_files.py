@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Accelerator, Catalog
-from lightspeed.catalog.loader import builtin_files
+from lightspeed.catalog.parse import builtin_files
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import load_catalog
-from lightspeed.catalog.loader import quantity_base
+from lightspeed.catalog.parse import quantity_base
 from lightspeed.errors import DataFileError
 
 WriteToml = Callable[[str, str], Path]

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog, load_mig_geometries, mig_geometry, single_gpu_system
-from lightspeed.catalog.mig import MigGeometry, parse_mig_geometry
+from lightspeed.catalog.mig_profiles import MigGeometry, parse_mig_geometry
 from lightspeed.datafile import load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
-from lightspeed.sol import gpu_layouts
+from lightspeed.mig import gpu_layouts
 
 # profile: (compute slices of 7, memory slices of 8, NVDEC, JPEG, OFA, copy engines, instances, SMs)
 H100_80GB_GUIDE = {

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from lightspeed.catalog import GpuInstance, load_mig_geometries, read_mig_layout
+from lightspeed.catalog import load_mig_geometries
 from lightspeed.errors import MissingExtraError, UnsupportedError
+from lightspeed.mig import GpuInstance, read_mig_layout
 
 
 class _NvmlError(Exception):

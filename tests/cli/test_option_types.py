@@ -55,7 +55,7 @@ def _commands() -> list[tuple[str, click.Command]]:
 
 
 def _is_numeric(param: click.Parameter) -> bool:
-    if isinstance(param, click.Option) and param.is_flag:
+    if isinstance(param, click.Option) and (param.is_flag or param.count):  # -v, -vv: a counter, not a value
         return False
     if isinstance(param.type, click.Choice | click.Path | click.File):
         return False

@@ -11,7 +11,9 @@ import pytest
 
 from expect import one_line_error
 
-TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+# real traces (HTA's test suite, MIT) in the repository's copy of ../shared; HTA's own numbers in fixtures
+TRACES = Path(__file__).resolve().parents[1] / "data" / "shared" / "data" / "traces"
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "hta_expected"
 TWO_RANKS = str(TRACES / "trace_filter")
 CONTRACT = {
     "rank",
@@ -23,7 +25,7 @@ CONTRACT = {
     "non_compute_us",
     "comm_comp_overlap_pct",
 }
-HTA = json.loads((TRACES / "hta_expected" / "trace_filter.json").read_text(encoding="utf-8"))
+HTA = json.loads((GOLDEN / "trace_filter.json").read_text(encoding="utf-8"))
 
 
 def test_summary_json_contract_and_hta_numbers(run_cli: Any) -> None:

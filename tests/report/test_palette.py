@@ -102,7 +102,7 @@ def test_step_breakdown_draws_every_part_in_its_own_palette_colour() -> None:
 
 def test_chart_category_sets_follow_the_engine_and_the_ledger() -> None:
     """The palette stays light (no engine import); this keeps its lists equal to the sources."""
-    from lightspeed.goodput.schema import BUCKETS
+    from lightspeed.goodput.events import BUCKETS
     from lightspeed.sol.train.step import BREAKDOWN_PARTS
 
     assert FIGURE_CATEGORIES["step breakdown"] == BREAKDOWN_PARTS

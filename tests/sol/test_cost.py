@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog, load_power
-from lightspeed.errors import DataFileError, LightspeedError, UnknownNameError, UserInputError
-from lightspeed.sol import (
+from lightspeed.cost import (
     Prices,
     cluster_power,
     compare_upgrade,
@@ -27,6 +26,7 @@ from lightspeed.sol import (
     tco_per_year,
     training_cost,
 )
+from lightspeed.errors import DataFileError, LightspeedError, UnknownNameError, UserInputError
 from lightspeed.tour.scenarios import DEEPSEEK_PRETRAIN_GPU_HOURS, deepseek_v3_training
 from lightspeed.workload import ModelRegistry
 
@@ -164,7 +164,7 @@ def test_upgrade_reproduces_the_seeds_100_h100_to_about_50_b200(upgrade) -> None
 def test_upgrade_match_is_the_fewest_systems_reaching_the_old_rate(  # type: ignore[no-untyped-def]
     upgrade, catalog: Catalog, models: ModelRegistry
 ) -> None:
-    from lightspeed.sol.cost_match import training_point
+    from lightspeed.cost.workloads import training_point
 
     train, serve = upgrade.matches
     assert train.new.tokens_per_s >= train.old_tokens_per_s

@@ -8,7 +8,15 @@ import pytest
 
 from lightspeed.catalog import load_catalog
 from lightspeed.errors import InvalidPlanError, UserInputError
-from lightspeed.moe import synthetic_load
+from lightspeed.moe import (
+    expert_load_balance,
+    inference_load_effect,
+    inference_plan_with_load,
+    plan_with_load,
+    synthetic_load,
+    training_load_effect,
+)
+from lightspeed.moe.effect import training_layout
 from lightspeed.sol import (
     InferencePlan,
     ServingLoad,
@@ -16,16 +24,10 @@ from lightspeed.sol import (
     compare_systems,
     estimate_inference,
     estimate_training,
-    expert_load_balance,
-    inference_load_effect,
-    inference_plan_with_load,
-    plan_with_load,
     search_inference,
     search_training,
-    training_load_effect,
 )
 from lightspeed.sol.core.shapes import layer_shapes
-from lightspeed.sol.expert_load import training_layout
 from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.memory import stage_weight_bytes
 from lightspeed.sol.train.grid import grid_from_plans

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.conftest import SHARED
+from tests.conftest import PEERS
 
 from lightspeed.errors import UserInputError
-from lightspeed.sol.experts import balance_experts, gpu_loads, place_experts, replicate
+from lightspeed.moe.placement import balance_experts, gpu_loads, place_experts, replicate
 
 README_LOAD = [
     [90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86],
@@ -88,7 +88,7 @@ def test_readme_example_beats_eplbs_published_placement() -> None:
 
 def _eplb() -> ModuleType:
     pytest.importorskip("torch")
-    path = SHARED / "peers" / "eplb" / "eplb.py"
+    path = PEERS / "eplb" / "eplb.py"
     if not path.is_file():
         pytest.skip(f"EPLB not found at {path}")
     spec = importlib.util.spec_from_file_location("eplb_peer", path)

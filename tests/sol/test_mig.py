@@ -11,7 +11,7 @@ import pytest
 
 from lightspeed.catalog import Catalog, load_mig_geometries
 from lightspeed.errors import DataFileError, InvalidPlanError
-from lightspeed.sol import MigPlan, MigService, check_layout, plan_mig, read_workloads
+from lightspeed.mig import MigPlan, MigService, check_layout, plan_mig, read_workloads
 from lightspeed.workload import ModelRegistry
 
 REPO = Path(__file__).resolve().parents[2]

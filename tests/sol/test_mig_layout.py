@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lightspeed.catalog import GpuInstance, MigGeometry, load_mig_geometries, parse_lgi
+from lightspeed.catalog import MigGeometry, load_mig_geometries
 from lightspeed.errors import InvalidPlanError, TraceError
-from lightspeed.sol import MigPlacement, check_layout, mig_commands
-from lightspeed.sol.mig_layout import min_gpus
+from lightspeed.mig import GpuInstance, MigPlacement, check_layout, mig_commands, parse_lgi
+from lightspeed.mig.layout import min_gpus
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mig" / "h100-lgi-dcgm-issue-138.txt"
 

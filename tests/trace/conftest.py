@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,7 +23,7 @@ H100_NAME = "NVIDIA H100 80GB HBM3"
 
 
 def _real_trace(shared_root: Path, relative: str) -> Path:
-    """A real trace folder: the fixture copy when there is one, else the shared copy's data/traces/<relative>."""
+    """A real trace folder: its fixture copy if there is one, else data/traces/<relative> of the copy."""
     copy = TRACE_FIXTURES / Path(relative).name
     if copy.is_dir():
         return copy

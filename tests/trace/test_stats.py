@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lightspeed.trace.stats import benjamini_hochberg, distribution, hodges_lehmann, mann_whitney_u
+from lightspeed.trace.effect_sizes import benjamini_hochberg, distribution, hodges_lehmann, mann_whitney_u
 
 SCIPY_CASES = [
     # (a, b, U of b, p) from scipy 1.17.1

@@ -10,37 +10,45 @@ fingerprint needs no extra.
 ...                     array_bytes=2**20, quick=True)  # doctest: +SKIP
 """
 
-from lightspeed.bench.collectives import (
-    COLLECTIVES,
-    CollectiveConfig,
-    assemble_results,
-    busbw_factor,
-    collective_sizes,
-    default_config,
-    measure_rank,
-)
-from lightspeed.bench.copy import run_copy
-from lightspeed.bench.gemm import (
-    GEMM_DTYPES,
-    GemmShape,
-    best_per_dtype,
-    model_shapes,
-    run_gemm,
-    supported_dtypes,
-    sweep_shapes,
-)
-from lightspeed.bench.launch import run_launch
-from lightspeed.bench.membw import STREAM_KERNELS, run_membw
-from lightspeed.bench.results import BenchResult, Stats, make_result, size_fields
-from lightspeed.bench.runtime import BenchDevice, import_torch, resolve_device
-from lightspeed.bench.sol import DeviceSol, device_sol, sol_from_accelerator
-from lightspeed.bench.world import (
-    WorldConnectionError,
-    run_collectives,
-    run_collectives_in_world,
-    torchrun_rank,
-)
-from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.bench.collectives import (
+        COLLECTIVES,
+        CollectiveConfig,
+        assemble_results,
+        busbw_factor,
+        collective_sizes,
+        default_config,
+        measure_rank,
+    )
+    from lightspeed.bench.copy import run_copy
+    from lightspeed.bench.gemm import (
+        GEMM_DTYPES,
+        GemmShape,
+        best_per_dtype,
+        model_shapes,
+        run_gemm,
+        supported_dtypes,
+        sweep_shapes,
+    )
+    from lightspeed.bench.launch import run_launch
+    from lightspeed.bench.membw import STREAM_KERNELS, run_membw
+    from lightspeed.bench.results import BenchResult, Stats, make_result, size_fields
+    from lightspeed.bench.runtime import BenchDevice, import_torch, resolve_device
+    from lightspeed.bench.sol import DeviceSol, device_sol, sol_from_accelerator
+    from lightspeed.bench.world import (
+        WorldConnectionError,
+        run_collectives,
+        run_collectives_in_world,
+        torchrun_rank,
+    )
+    from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
+
 
 SUITES = ("gemm", "membw", "copy", "launch", "collectives")
 
@@ -81,3 +89,6 @@ __all__ = [
     "sweep_shapes",
     "torchrun_rank",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

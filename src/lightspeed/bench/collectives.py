@@ -19,6 +19,8 @@ sendrecv        buffer                   1
 Every size is checked once with known per-rank data (nccl-tests' ``#wrong``).
 The spread of per-rank times (min/avg/max) exposes stragglers. Worlds come
 from :mod:`lightspeed.bench.world` (local processes or ``torchrun``).
+
+The same concept one layer down, predicted: :mod:`lightspeed.sol.core.collectives` costs them.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@
 
 Each sample averages many ops (one timer read costs about a microsecond); the
 check is that the tensor counted every op.
+
+The same concept read from a profile: :mod:`lightspeed.trace.launch` finds launch overhead in a
+trace.
 """
 
 from __future__ import annotations

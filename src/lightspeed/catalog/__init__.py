@@ -10,56 +10,63 @@ records.
 3.35
 """
 
-from lightspeed.catalog.clusters import SPEC_SYNTAX
-from lightspeed.catalog.detect import (
-    CpuInfo,
-    LocalCpu,
-    LocalGpu,
-    LocalMachine,
-    detect_cpu,
-    detect_gpus,
-    detect_local,
-    local_cpu_accelerator,
-    local_system,
-    read_cpu_info,
-)
-from lightspeed.catalog.microarch import CpuPeak, Microarchitecture, cpu_peak, load_microarchitectures
-from lightspeed.catalog.mig import (
-    MigGeometry,
-    MigProfile,
-    load_mig_geometries,
-    mig_geometry,
-    single_gpu_system,
-    slice_accelerator,
-)
-from lightspeed.catalog.mig_device import GpuInstance, parse_lgi, read_mig_layout
-from lightspeed.catalog.power import PowerPart, SystemPower, load_power, power_of
-from lightspeed.catalog.records import (
-    COMPUTE_ROWS,
-    Accelerator,
-    Cluster,
-    ComputeFigure,
-    Conflict,
-    Cpu,
-    Link,
-    LinkAttachment,
-    PrintedTotal,
-    System,
-)
-from lightspeed.catalog.registry import Catalog, load_catalog
-from lightspeed.catalog.totals import SystemTotals, TotalRow, derive_totals
-from lightspeed.catalog.views import (
-    CatalogEntry,
-    Comparison,
-    ComparisonRow,
-    Description,
-    compare_hardware,
-    compare_records,
-    cpu_record_peak,
-    describe,
-    list_entries,
-)
-from lightspeed.datafile import Source, normalize_name
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.catalog.clusters import SPEC_SYNTAX
+    from lightspeed.catalog.detect import (
+        CpuInfo,
+        LocalCpu,
+        LocalGpu,
+        LocalMachine,
+        detect_cpu,
+        detect_gpus,
+        detect_local,
+        local_cpu_accelerator,
+        local_system,
+        read_cpu_info,
+    )
+    from lightspeed.catalog.microarch import CpuPeak, Microarchitecture, cpu_peak, load_microarchitectures
+    from lightspeed.catalog.mig_profiles import (
+        MigGeometry,
+        MigProfile,
+        load_mig_geometries,
+        mig_geometry,
+        single_gpu_system,
+        slice_accelerator,
+    )
+    from lightspeed.catalog.power import PowerPart, SystemPower, load_power, power_of
+    from lightspeed.catalog.records import (
+        COMPUTE_ROWS,
+        Accelerator,
+        Cluster,
+        ComputeFigure,
+        Conflict,
+        Cpu,
+        Link,
+        LinkAttachment,
+        PrintedTotal,
+        System,
+    )
+    from lightspeed.catalog.registry import Catalog, load_catalog
+    from lightspeed.catalog.totals import SystemTotals, TotalRow, derive_totals
+    from lightspeed.catalog.views import (
+        CatalogEntry,
+        Comparison,
+        ComparisonRow,
+        Description,
+        compare_hardware,
+        compare_records,
+        cpu_record_peak,
+        describe,
+        list_entries,
+    )
+    from lightspeed.datafile import Source, normalize_name
+
 
 __all__ = [
     "COMPUTE_ROWS",
@@ -76,7 +83,6 @@ __all__ = [
     "CpuInfo",
     "CpuPeak",
     "Description",
-    "GpuInstance",
     "Link",
     "LinkAttachment",
     "LocalCpu",
@@ -110,10 +116,11 @@ __all__ = [
     "local_system",
     "mig_geometry",
     "normalize_name",
-    "parse_lgi",
     "power_of",
     "read_cpu_info",
-    "read_mig_layout",
     "single_gpu_system",
     "slice_accelerator",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from lightspeed import nvml
 from lightspeed.catalog.microarch import (
     CpuPeak,
     Microarchitecture,
@@ -29,7 +30,7 @@ from lightspeed.catalog.microarch import (
     load_microarchitectures,
     match_microarchitecture,
 )
-from lightspeed.catalog.mig import single_gpu_system
+from lightspeed.catalog.mig_profiles import single_gpu_system
 from lightspeed.catalog.records import Accelerator, ComputeFigure, Cpu, System
 from lightspeed.catalog.registry import Catalog
 from lightspeed.datafile import Source
@@ -328,24 +329,23 @@ def _mapped(gpu: LocalGpu, catalog: Catalog | None) -> LocalGpu:
 
 
 def _nvml_gpus() -> tuple[list[LocalGpu], str]:
-    if importlib.util.find_spec("pynvml") is None:
+    if not nvml.available():
         return [], "nvidia-ml-py not installed: NVML not probed (pip install 'lightspeed[monitor]')"
-    nvml: Any = importlib.import_module("pynvml")
     try:
-        nvml.nvmlInit()
-    except Exception as error:  # NVMLError subclasses; the library defines no common public base
-        return [], f"NVML found no driver ({error})"
-    try:
-        gpus = []
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            name = nvml.nvmlDeviceGetName(handle)
-            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-            text = name.decode() if isinstance(name, bytes) else str(name)
-            gpus.append(LocalGpu(index, text, float(memory.total), "nvml", None))
-        return gpus, ""
-    finally:
-        nvml.nvmlShutdown()
+        with nvml.session() as module:
+            gpus = [
+                LocalGpu(
+                    index,
+                    nvml.text(module.nvmlDeviceGetName(handle)),
+                    float(module.nvmlDeviceGetMemoryInfo(handle).total),
+                    "nvml",
+                    None,
+                )
+                for index, handle in nvml.device_handles(module)
+            ]
+    except UnsupportedError as error:
+        return [], f"NVML found no driver: {error}"
+    return gpus, ""
 
 
 def _torch_gpus() -> tuple[list[LocalGpu], str]:

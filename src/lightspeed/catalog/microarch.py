@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Final, TypeVar
 
 from lightspeed.datafile import Fields, Source, load_toml, parse_sources
 from lightspeed.errors import DataFileError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.units import format_flop_per_s
 
@@ -105,7 +105,7 @@ _Path = TypeVar("_Path", VectorIsa, Bf16Path)
 
 
 def _data_file() -> Path:
-    return Path(str(resources.files("lightspeed.catalog") / "data" / "cpu-microarchitectures.toml"))
+    return package_data("catalog", "data", "cpu-microarchitectures.toml")
 
 
 @cache

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Final
 
 from lightspeed.datafile import Fields, Source, load_toml, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 
 POWER_KIND: Final = "system-power"
@@ -129,7 +129,7 @@ def parse_power(path: Path) -> SystemPower:
 
 def builtin_power_files() -> list[Path]:
     """The ``system-power`` files shipped in ``catalog/data/power`` (sorted)."""
-    folder = Path(str(resources.files("lightspeed.catalog") / "data" / "power"))
+    folder = package_data("catalog", "data", "power")
     return sorted(folder.glob("*.toml"))
 
 

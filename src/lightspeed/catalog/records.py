@@ -6,6 +6,9 @@ whether it was printed with 2:4 structured sparsity, and the dense value the
 rest of lightspeed divides by. Links keep per-direction and bidirectional
 bandwidth apart: NVIDIA quotes NVLink and PCIe as bidirectional totals, while
 nccl-tests' busbw compares with the per-direction figure.
+
+The same concept as the base :mod:`lightspeed.records` (every record is one) and
+:mod:`lightspeed.store.records` (records as stored).
 """
 
 from __future__ import annotations

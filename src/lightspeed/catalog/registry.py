@@ -1,4 +1,7 @@
-"""The catalog: every known record, looked up by exact name or alias."""
+"""The catalog: every known record, looked up by exact name or alias.
+
+The hardware twin of :mod:`lightspeed.workload.registry` (the same lookup for models).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ from lightspeed.catalog.clusters import (
     parse_spec,
     spread_over_domains,
 )
-from lightspeed.catalog.loader import (
+from lightspeed.catalog.keys import check_record
+from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
+from lightspeed.catalog.parse import (
     builtin_files,
     find_record,
     parse_accelerator,
@@ -24,9 +29,7 @@ from lightspeed.catalog.loader import (
     parse_system,
     read_raw,
 )
-from lightspeed.catalog.mig import resolve_slice, single_gpu_system, split_slice_name
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
-from lightspeed.catalog.schema import check_record
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
 from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
 

@@ -23,7 +23,9 @@ from lightspeed.cli._sol_options import (
     resolve_model,
 )
 from lightspeed.cli.options import GPUS, LATENCY_BOUND, SEQ_LEN, SEQUENCES
+from lightspeed.cost import load_prices, system_costs
 from lightspeed.errors import UserInputError
+from lightspeed.moe import ExpertLoadEffect
 from lightspeed.report import (
     render_expert_load_effect,
     render_fabric_comparison,
@@ -38,8 +40,6 @@ from lightspeed.sol import (
     compare_systems,
     decompose_ratio,
     fabric_comparison,
-    load_prices,
-    system_costs,
 )
 
 
@@ -199,7 +199,7 @@ def command(
         return
     render_system_comparison(comparison)
     for result in comparison.results:
-        if result.expert_load is not None:
+        if isinstance(result.expert_load, ExpertLoadEffect):
             click.echo(f"{result.system}:")
             render_expert_load_effect(result.expert_load)
     if costs is not None:

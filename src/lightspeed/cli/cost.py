@@ -35,6 +35,21 @@ from lightspeed.cli.options import (
     TOKENS,
     USD,
 )
+from lightspeed.cost import (
+    COST_WORKLOADS,
+    DEFAULT_UPGRADE_WORKLOADS,
+    Prices,
+    compare_upgrade,
+    cost_workload,
+    deepseek_cost,
+    inference_cost,
+    parse_fleet,
+    power_for,
+    rack_plan,
+    size_fleet,
+    tco_per_year,
+    training_cost,
+)
 from lightspeed.errors import UserInputError
 from lightspeed.report import (
     render_deepseek_cost,
@@ -46,26 +61,7 @@ from lightspeed.report import (
     render_upgrade,
     save_tornado,
 )
-from lightspeed.sol import (
-    COST_WORKLOADS,
-    DEFAULT_UPGRADE_WORKLOADS,
-    TRAINING_PRECISIONS,
-    Prices,
-    ServingLoad,
-    auto_precision,
-    compare_upgrade,
-    cost_workload,
-    deepseek_cost,
-    inference_cost,
-    parse_fleet,
-    power_for,
-    rack_plan,
-    search_inference,
-    search_training,
-    size_fleet,
-    tco_per_year,
-    training_cost,
-)
+from lightspeed.sol import TRAINING_PRECISIONS, ServingLoad, auto_precision, search_inference, search_training
 from lightspeed.tour import DEEPSEEK_PRETRAIN_GPU_HOURS, DEEPSEEK_TOKENS, deepseek_v3_training
 
 SCENARIOS = ("deepseek-v3",)
@@ -100,7 +96,7 @@ def power_option(function: Any) -> Any:
 def _prices(path: Path | None) -> Prices | None:
     if path is None:
         return None
-    from lightspeed.sol import load_prices
+    from lightspeed.cost import load_prices
 
     return load_prices(path)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -19,7 +20,10 @@ import click
 
 from lightspeed import __version__
 from lightspeed.cli._common import CliContext
+from lightspeed.cli._logging import LOG_ENVIRONMENT_VARIABLE, LOG_LEVELS, configure_logging
 from lightspeed.errors import LightspeedError, PlanDoesNotFitError, PlanMismatchError
+
+LOG = logging.getLogger("lightspeed.cli")
 
 # name -> (module, one-line help). The module defines ``command``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -100,10 +104,26 @@ class _CatalogPaths(click.ParamType[str]):
     help="Extra hardware/model TOML file or folder that adds or overrides records "
     "(repeatable; env LIGHTSPEED_CATALOG, paths separated by ':').",
 )
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Say what lightspeed decided on stderr (profiles, calibration, catalog overrides, caches): "
+    "-v info, -vv debug.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    envvar=LOG_ENVIRONMENT_VARIABLE,
+    help=f"Log level on stderr (env {LOG_ENVIRONMENT_VARIABLE}; default warning, or what -v asks).",
+)
 @click.pass_context
-def cli(ctx: click.Context, catalog_paths: tuple[str, ...]) -> None:
+def cli(ctx: click.Context, catalog_paths: tuple[str, ...], verbose: int, log_level: str | None) -> None:
     """lightspeed: the speed of light of AI hardware, predictions, measurements and the gap."""
+    configure_logging(verbose=verbose, level=log_level)
     ctx.obj = CliContext(catalog_paths=_split_env_paths(catalog_paths))
+    if ctx.obj.catalog_paths:
+        LOG.info("catalog and model files added: %s", ", ".join(map(str, ctx.obj.catalog_paths)))
 
 
 def _split_env_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:

@@ -84,8 +84,8 @@ def plan(
     JSON: {"plan": {"layout", "strategies", "choice", "explanation", "capacities", ...},
     "check": {"matches", "keep", "destroy", "create", "commands"} | null, "plots": [...]}.
     """
+    from lightspeed.mig import mig_commands, plan_mig, read_workloads
     from lightspeed.report import render_layout_check, render_mig_plan, save_mig_plot
-    from lightspeed.sol import mig_commands, plan_mig, read_workloads
 
     if current_path is not None and use_nvml:
         raise click.UsageError("give --current FILE or --nvml, not both")
@@ -114,8 +114,8 @@ def plan(
 
 def _current(geometry: Any, current_path: Path | None, use_nvml: bool) -> Any:
     """The machine's MIG instances: from saved -lgi text, from NVML, or ``None`` when not asked."""
-    from lightspeed.catalog import parse_lgi, read_mig_layout
     from lightspeed.errors import DataFileError
+    from lightspeed.mig import parse_lgi, read_mig_layout
 
     if current_path is not None:
         try:

@@ -319,9 +319,8 @@ class PoolSplit(NumericType):
         super().__init__(minimum=1, maximum=MAX_ACCELERATORS, unit="replicas")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, tuple):
-            return value
-        parts = str(value).split(":")
+        # a plan file writes the split as [P, D]
+        parts = [str(part) for part in value] if isinstance(value, tuple | list) else str(value).split(":")
         counter = Integer(minimum=1, maximum=MAX_ACCELERATORS, unit="replicas")
         try:
             if len(parts) != 2:
@@ -396,6 +395,8 @@ VPP: Final = Integer(minimum=1, maximum=1024, unit="chunks")
 ZERO_STAGE: Final = Integer(minimum=0, maximum=3)
 EXPERT_IMBALANCE: Final = Number(minimum=1.0, maximum=1024.0, why="the busiest GPU holding every token")
 DRAFT_TOKENS: Final = Integer(minimum=1, maximum=1024, unit="tokens")
+ACCEPTANCE: Final = Number(minimum=0.0, maximum=1.0, max_open=True)  # per draft token, below 1
+POOL_SPLIT: Final = PoolSplit()
 RACKS: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS // 8, unit="racks")
 SYSTEMS_PER_RACK: Final = Integer(minimum=1, maximum=64, unit="systems")
 SITE_KW: Final = Number(minimum=0.0, maximum=MAX_WATTS / 1e3, min_open=True, unit="kW", why="10 GW")

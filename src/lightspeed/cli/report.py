@@ -8,8 +8,8 @@ import click
 
 from lightspeed.catalog import load_power
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
+from lightspeed.cost import load_prices
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
-from lightspeed.sol import load_prices
 
 
 @click.command("report")

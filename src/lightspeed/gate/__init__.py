@@ -15,22 +15,30 @@ measurements into store records and back.
 'regression'
 """
 
-from lightspeed.gate.compare import (
-    GateResult,
-    MetricComparison,
-    MetricSamples,
-    compare_runs,
-    compare_samples,
-)
-from lightspeed.gate.history import benchmark_payloads, benchmark_records, calibration_inputs
-from lightspeed.gate.inputs import (
-    HistoryPoint,
-    MetricHistory,
-    load_metric_samples,
-    metric_history,
-    read_sample_file,
-    samples_from_records,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.gate.compare import (
+        GateResult,
+        MetricComparison,
+        MetricSamples,
+        compare_runs,
+        compare_samples,
+    )
+    from lightspeed.gate.history import benchmark_payloads, benchmark_records, calibration_inputs
+    from lightspeed.gate.inputs import (
+        HistoryPoint,
+        MetricHistory,
+        load_metric_samples,
+        metric_history,
+        read_sample_file,
+        samples_from_records,
+    )
+
 
 __all__ = [
     "GateResult",
@@ -48,3 +56,6 @@ __all__ = [
     "read_sample_file",
     "samples_from_records",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

@@ -9,61 +9,69 @@ Sinks (:class:`TensorBoardSink`, :class:`MlflowSink`, :class:`WandbSink`) put
 the tracker's and the ledger's figures into those dashboards.
 """
 
-from lightspeed.goodput.callbacks import hf_trainer_callback, lightning_callback
-from lightspeed.goodput.flops import FlopsPerTokenFigures, Utilization
-from lightspeed.goodput.ledger import (
-    Ledger,
-    RankTimeline,
-    RankView,
-    SegmentView,
-    bucket_timeline,
-    build_ledger,
-    ledger_from_buckets,
-)
-from lightspeed.goodput.mllog import (
-    MlperfBenchmark,
-    MlperfBlock,
-    MlperfEval,
-    MlperfLog,
-    MlperfSystem,
-    is_mllog,
-    load_benchmarks,
-    read_mllog,
-    read_system_json,
-)
-from lightspeed.goodput.mlperf import mllog_ledger
-from lightspeed.goodput.reader import (
-    PhaseEvent,
-    RankLog,
-    RunLog,
-    Segment,
-    StepEvent,
-    TruncatedLogWarning,
-    Workload,
-    read_run,
-)
-from lightspeed.goodput.reliability import (
-    CheckpointPlan,
-    FailureEstimate,
-    IntervalRow,
-    estimate_failure_rate,
-    expected_ettr,
-    plan_checkpoints,
-)
-from lightspeed.goodput.schema import BUCKETS, MONITOR_RUN_ENV, PHASES, SCHEMA_VERSION, TRACKERS_FOLDER
-from lightspeed.goodput.sinks import (
-    MetricSink,
-    MlflowSink,
-    SinkError,
-    TensorBoardSink,
-    WandbSink,
-    ledger_figures,
-    publish_ledger,
-    publish_run,
-    step_figures,
-)
-from lightspeed.goodput.stats import Outlier, StepStats, step_stats
-from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.goodput.callbacks import hf_trainer_callback, lightning_callback
+    from lightspeed.goodput.events import BUCKETS, MONITOR_RUN_ENV, PHASES, SCHEMA_VERSION, TRACKERS_FOLDER
+    from lightspeed.goodput.ledger import (
+        Ledger,
+        RankTimeline,
+        RankView,
+        SegmentView,
+        bucket_timeline,
+        build_ledger,
+        ledger_from_buckets,
+    )
+    from lightspeed.goodput.mllog import (
+        MlperfBenchmark,
+        MlperfBlock,
+        MlperfEval,
+        MlperfLog,
+        MlperfSystem,
+        is_mllog,
+        load_benchmarks,
+        read_mllog,
+        read_system_json,
+    )
+    from lightspeed.goodput.mlperf import mllog_ledger
+    from lightspeed.goodput.reader import (
+        PhaseEvent,
+        RankLog,
+        RunLog,
+        Segment,
+        StepEvent,
+        TruncatedLogWarning,
+        Workload,
+        read_run,
+    )
+    from lightspeed.goodput.reliability import (
+        CheckpointPlan,
+        FailureEstimate,
+        IntervalRow,
+        estimate_failure_rate,
+        expected_ettr,
+        plan_checkpoints,
+    )
+    from lightspeed.goodput.sinks import (
+        MetricSink,
+        MlflowSink,
+        SinkError,
+        TensorBoardSink,
+        WandbSink,
+        ledger_figures,
+        publish_ledger,
+        publish_run,
+        step_figures,
+    )
+    from lightspeed.goodput.step_times import Outlier, StepStats, step_stats
+    from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
+    from lightspeed.goodput.utilization import FlopsPerTokenFigures, Utilization
+
 
 __all__ = [
     "BUCKETS",
@@ -121,3 +129,6 @@ __all__ = [
     "step_figures",
     "step_stats",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

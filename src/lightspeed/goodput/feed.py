@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from lightspeed.goodput.schema import PHASES
+from lightspeed.goodput.events import PHASES
 from lightspeed.goodput.sinks import MetricSink, step_figures
 
 NS: Final = 1e-9

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lightspeed.catalog import Catalog
-from lightspeed.goodput.flops import DEFAULT_CONVENTION, Utilization, utilization
+from lightspeed.goodput.events import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
 from lightspeed.goodput.reader import RankLog, RunLog, Segment, StepEvent, Workload
-from lightspeed.goodput.schema import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
-from lightspeed.goodput.stats import StepStats, ideal_step_time, median_mad, robust_high, step_stats
+from lightspeed.goodput.step_times import StepStats, ideal_step_time, median_mad, robust_high, step_stats
 from lightspeed.goodput.timeline import Interval, attribute, partition
+from lightspeed.goodput.utilization import DEFAULT_CONVENTION, Utilization, utilization
 from lightspeed.records import JsonObject, Record
 from lightspeed.workload import ModelRegistry
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,6 +30,7 @@ import msgspec
 from lightspeed.datafile import Fields, check_nesting, load_json, load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
 from lightspeed.goodput.reader import MAX_LINE_BYTES, TruncatedLogWarning
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 
 MLLOG_PREFIX: Final = b":::MLLOG "
@@ -453,7 +453,7 @@ def _system_from_dict(path: Path, data: dict[str, Any], line: int | None = None)
 
 def load_benchmarks() -> dict[str, MlperfBenchmark]:
     """The MLPerf benchmarks with known models, from ``goodput/data/mlperf.toml``."""
-    path = Path(str(resources.files("lightspeed.goodput") / "data" / "mlperf.toml"))
+    path = package_data("goodput", "data", "mlperf.toml")
     root = Fields(str(path), load_toml(path))
     sources = root.tables("sources")
     benchmarks = {}

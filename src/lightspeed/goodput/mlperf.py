@@ -18,13 +18,13 @@ from typing import Any
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
-from lightspeed.goodput.flops import DEFAULT_CONVENTION, Utilization, utilization
+from lightspeed.goodput.events import PRODUCTIVE
 from lightspeed.goodput.ledger import Ledger, SegmentView, ledger_from_buckets
 from lightspeed.goodput.mllog import MlperfBenchmark, MlperfLog, MlperfSystem, benchmark_info
 from lightspeed.goodput.reader import Workload
-from lightspeed.goodput.schema import PRODUCTIVE
-from lightspeed.goodput.stats import step_stats
+from lightspeed.goodput.step_times import step_stats
 from lightspeed.goodput.timeline import Interval, attribute
+from lightspeed.goodput.utilization import DEFAULT_CONVENTION, Utilization, utilization
 from lightspeed.workload import ModelRegistry
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.errors import DataFileError
-from lightspeed.goodput.jsonl import decode_object, json_lines
-from lightspeed.goodput.schema import (
+from lightspeed.goodput.events import (
     EVENT_TYPES,
     JOB_END_STATUSES,
     PHASES,
@@ -24,6 +23,7 @@ from lightspeed.goodput.schema import (
     SCHEMA_VERSION,
     TOKENS_SCOPES,
 )
+from lightspeed.goodput.jsonl import decode_object, json_lines
 from lightspeed.records import Record
 
 MAX_LINE_BYTES: Final = 1 << 20

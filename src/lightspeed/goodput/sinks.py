@@ -40,9 +40,9 @@ from types import TracebackType
 from typing import Any, Final
 
 from lightspeed.errors import LightspeedError, MissingExtraError, UserInputError
+from lightspeed.goodput.events import BUCKETS, PHASES
 from lightspeed.goodput.ledger import Ledger
 from lightspeed.goodput.reader import RunLog
-from lightspeed.goodput.schema import BUCKETS, PHASES
 
 PREFIX: Final = "lightspeed/"
 STEP_METRIC: Final = "lightspeed/step"  # the x-axis of the W&B sink's metrics

@@ -1,7 +1,7 @@
 """Split a span of wall time among overlapping labelled intervals.
 
 Each instant goes to exactly one bucket: the highest-priority interval active
-then (:data:`lightspeed.goodput.schema.PRIORITY`, e.g. a data wait timed inside
+then (:data:`lightspeed.goodput.events.PRIORITY`, e.g. a data wait timed inside
 a step counts as a data stall), or ``other`` when none is. So the buckets sum
 to the span by construction; ``other`` absorbs floating-point rounding.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from lightspeed.goodput.schema import BUCKETS, PRIORITY, PRODUCTIVE
+from lightspeed.goodput.events import BUCKETS, PRIORITY, PRODUCTIVE
 
 # Recovery gaps lie between segments and never overlap other intervals.
 _ORDER: Final[dict[str, int]] = {bucket: index for index, bucket in enumerate((*PRIORITY, "recovery"))}

@@ -35,8 +35,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lightspeed.errors import MissingExtraError, UserInputError
-from lightspeed.goodput.feed import SinkFeed
-from lightspeed.goodput.schema import (
+from lightspeed.goodput.events import (
     FLUSH_PHASES,
     MONITOR_RUN_ENV,
     PHASES,
@@ -44,6 +43,7 @@ from lightspeed.goodput.schema import (
     TRACKERS_FOLDER,
     rank_file_name,
 )
+from lightspeed.goodput.feed import SinkFeed
 from lightspeed.goodput.writer import EventWriter
 from lightspeed.records import JsonDict
 

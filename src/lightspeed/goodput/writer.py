@@ -38,7 +38,7 @@ import msgspec
 
 from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError
-from lightspeed.goodput.schema import RUN_FILE, SCHEMA_VERSION
+from lightspeed.goodput.events import RUN_FILE, SCHEMA_VERSION
 
 _STOP: Final = ("stop",)
 _ENCODER: Final = msgspec.json.Encoder()

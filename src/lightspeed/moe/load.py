@@ -48,8 +48,8 @@ import numpy.typing as npt
 
 from lightspeed.datafile import load_json, read_text
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.moe.placement import as_load_array
 from lightspeed.records import JsonDict, Record
-from lightspeed.sol.experts import as_load_array
 
 FORMAT: Final = "lightspeed-expert-load"
 SCHEMA_VERSION: Final = 1

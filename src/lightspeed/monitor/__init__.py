@@ -17,34 +17,42 @@ NVML needs ``nvidia-ml-py``, the host backend ``psutil`` and the exporter
 used, and a missing one is one clear error naming the extra.
 """
 
-from lightspeed.monitor.backend import Backend, DeviceInfo, rate
-from lightspeed.monitor.capture import CAPTURE_VERSION, Capture, CaptureWriter, Note, read_capture
-from lightspeed.monitor.dcgm import DcgmBackend
-from lightspeed.monitor.exporter import Exporter, ExporterServer, MonitorCollector
-from lightspeed.monitor.findings import Diagnosis, Evidence, Finding, Thresholds
-from lightspeed.monitor.host import HostBackend
-from lightspeed.monitor.join import BucketCounters, CounterLedger, Counters, StepCounters, join_counters
-from lightspeed.monitor.metrics import METRICS, THROTTLE_BITS, MetricSpec, throttle_names
-from lightspeed.monitor.nvml import NvmlBackend
-from lightspeed.monitor.replay import ReplayBackend
-from lightspeed.monitor.rules import diagnose
-from lightspeed.monitor.runs import (
-    BACKEND_NAMES,
-    MetricSummary,
-    MonitorReport,
-    MonitorRun,
-    analyze_run,
-    capture_files,
-    is_monitor_folder,
-    make_backends,
-    monitor_folders_of,
-    read_monitor_run,
-    run_command,
-    store_records,
-    summarize_capture,
-)
-from lightspeed.monitor.sampler import Monitor, Sample
-from lightspeed.monitor.windows import Series
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.monitor.backend import Backend, DeviceInfo, rate
+    from lightspeed.monitor.capture import CAPTURE_VERSION, Capture, CaptureWriter, Note, read_capture
+    from lightspeed.monitor.dcgm import DcgmBackend
+    from lightspeed.monitor.exporter import Exporter, ExporterServer, MonitorCollector
+    from lightspeed.monitor.findings import Diagnosis, Evidence, Finding, Thresholds
+    from lightspeed.monitor.host import HostBackend
+    from lightspeed.monitor.join import BucketCounters, CounterLedger, Counters, StepCounters, join_counters
+    from lightspeed.monitor.metrics import METRICS, THROTTLE_BITS, MetricSpec, throttle_names
+    from lightspeed.monitor.nvml import NvmlBackend
+    from lightspeed.monitor.replay import ReplayBackend
+    from lightspeed.monitor.rules import diagnose
+    from lightspeed.monitor.runs import (
+        BACKEND_NAMES,
+        MetricSummary,
+        MonitorReport,
+        MonitorRun,
+        analyze_run,
+        capture_files,
+        is_monitor_folder,
+        make_backends,
+        monitor_folders_of,
+        read_monitor_run,
+        run_command,
+        store_records,
+        summarize_capture,
+    )
+    from lightspeed.monitor.sampler import Monitor, Sample
+    from lightspeed.monitor.windows import Series
+
 
 __all__ = [
     "BACKEND_NAMES",
@@ -93,3 +101,6 @@ __all__ = [
     "summarize_capture",
     "throttle_names",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

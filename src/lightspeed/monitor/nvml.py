@@ -1,4 +1,7 @@
-"""NVIDIA GPUs through NVML (``nvidia-ml-py``, the ``monitor`` extra), read only.
+"""NVIDIA GPUs through NVML (``nvidia-ml-py``, the ``monitor`` extra), read only: the sampling backend.
+
+The same concept one layer down, :mod:`lightspeed.nvml`, opens and closes NVML for every part of
+lightspeed; this module samples the counters through it.
 
 Per GPU and tick: utilisation (kernel time and memory time over the driver's
 last sample period), SM and memory clocks, clocks event (throttle) reasons,
@@ -17,13 +20,13 @@ bytes.
 from __future__ import annotations
 
 import functools
-import importlib
 import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Final
 
-from lightspeed.errors import MissingExtraError, UnsupportedError
+from lightspeed import nvml as nvml_access
+from lightspeed.errors import UnsupportedError
 from lightspeed.monitor.backend import Backend, DeviceInfo, Reading, Values, rate
 
 KIB: Final = 1024.0
@@ -32,14 +35,6 @@ FI_NVLINK_LINK_COUNT: Final = 91
 FI_NVLINK_THROUGHPUT_DATA_TX: Final = 138
 FI_NVLINK_THROUGHPUT_DATA_RX: Final = 139
 XID_EVENT: Final = 0x8  # nvmlEventTypeXidCriticalError
-
-
-def import_nvml() -> Any:
-    """The ``pynvml`` module of nvidia-ml-py, or one clear error naming the extra."""
-    try:
-        return importlib.import_module("pynvml")
-    except ImportError:
-        raise MissingExtraError("nvidia-ml-py", "monitor", "sampling NVIDIA GPUs through NVML") from None
 
 
 class NvmlBackend(Backend):
@@ -66,11 +61,8 @@ class NvmlBackend(Backend):
         self._started = False
 
     def open(self) -> tuple[DeviceInfo, ...]:
-        nvml = self._nvml = self._nvml or import_nvml()
-        try:
-            nvml.nvmlInit()
-        except nvml.NVMLError as error:
-            raise UnsupportedError(f"NVML cannot start ({error}): no NVIDIA driver on this machine") from None
+        nvml = self._nvml = self._nvml or nvml_access.import_nvml("sampling NVIDIA GPUs through NVML")
+        nvml_access.start(nvml)
         self._started = True
         count = nvml.nvmlDeviceGetCount()
         chosen = self.indices if self.indices is not None else tuple(range(count))
@@ -99,7 +91,7 @@ class NvmlBackend(Backend):
         if self._events is not None:
             self._quiet(lambda: nvml.nvmlEventSetFree(self._events))
             self._events = None
-        self._quiet(nvml.nvmlShutdown)
+        nvml_access.stop(nvml)
 
     def read(self) -> Reading:
         now = time.perf_counter()
@@ -331,6 +323,4 @@ def _scaled(value: Any, factor: float) -> float | None:
 
 
 def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    return "" if value is None else nvml_access.text(value)

@@ -1,109 +1,16 @@
 """Rendering: the only code that formats text, draws plots and writes HTML.
 
-Names are imported lazily (PEP 562): ``from lightspeed.report import
+Names are imported lazily (PEP 562, :mod:`lightspeed.lazy`): ``from lightspeed.report import
 render_table`` loads ``report/console.py`` only, so a command pays for the
 renderers it uses (matplotlib, the HTML report, trace tables) and nothing else.
-``_EXPORTS`` maps each public name to its module; a test checks that it agrees
-with the imports below, which are there for type checkers.
+The imports under ``TYPE_CHECKING`` below say where each name lives.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-_EXPORTS: dict[str, str] = {
-    "render_detected_machine": "hardware",
-    "render_hardware_comparison": "hardware",
-    "render_hardware_description": "hardware",
-    "render_hardware_list": "hardware",
-    "render_system_totals": "hardware",
-    "progress_bar": "bench",
-    "render_calibration": "bench",
-    "render_results": "bench",
-    "roofline_figure": "bench",
-    "save_roofline": "bench",
-    "inputs_caption": "cost",
-    "render_deepseek_cost": "cost",
-    "render_fleet": "cost",
-    "render_inference_cost": "cost",
-    "render_rack_plan": "cost",
-    "render_system_costs": "cost",
-    "render_tco": "cost",
-    "render_training_cost": "cost",
-    "render_upgrade": "cost",
-    "save_tornado": "cost",
-    "tornado_figure": "cost",
-    "make_console": "console",
-    "kernel_section": "kernels",
-    "kernel_sol_figure": "kernels",
-    "render_kernel_report": "kernels",
-    "mig_figure": "mig",
-    "render_layout_check": "mig",
-    "render_mig_plan": "mig",
-    "render_mig_profiles": "mig",
-    "save_mig_plot": "mig",
-    "load_stats_figure": "moe",
-    "render_expert_load_effect": "moe",
-    "render_expert_placement": "moe",
-    "render_load_stats": "moe",
-    "render_synthetic_load": "moe",
-    "save_load_stats_plot": "moe",
-    "render_table": "console",
-    "checkpoint_plan_figure": "goodput",
-    "goodput_waterfall_figure": "goodput",
-    "render_checkpoint_plan": "goodput",
-    "render_ledgers": "goodput",
-    "save_goodput_plot": "goodput",
-    "ReportSection": "html",
-    "render_written_report": "html",
-    "cost_section": "html_cost",
-    "write_report": "html",
-    "gather_inputs": "html_inputs",
-    "metric_history_or_reason": "html_inputs",
-    "predicted_step": "html_inputs",
-    "BenchInputs": "html_sections",
-    "ReportInputs": "html_sections",
-    "build_sections": "html_sections",
-    "pareto_figure": "inference",
-    "render_fabric_comparison": "inference",
-    "render_inference_estimate": "inference",
-    "render_inference_search": "inference",
-    "render_ratio_decomposition": "inference",
-    "render_system_comparison": "inference",
-    "save_pareto_plot": "inference",
-    "render_gate": "regression",
-    "render_push": "results",
-    "render_run": "results",
-    "render_runs": "results",
-    "records_csv": "results",
-    "render_search_result": "sol",
-    "render_training_estimate": "sol",
-    "render_validation": "sol",
-    "step_breakdown_figure": "sol",
-    "render_trace_comms": "trace",
-    "render_trace_diff": "trace",
-    "render_trace_idle": "trace",
-    "render_trace_kernels": "trace",
-    "render_trace_launch": "trace",
-    "render_trace_stragglers": "trace",
-    "render_trace_summary": "trace",
-    "save_temporal_breakdown": "trace",
-    "temporal_breakdown_figure": "trace",
-    "trace_section": "trace",
-    "trace_summary_json": "trace",
-    "monitor_counters_figure": "monitor",
-    "monitor_section": "monitor",
-    "render_counter_ledger": "monitor",
-    "render_findings": "monitor",
-    "render_monitor_report": "monitor",
-    "save_monitor_plot": "monitor",
-    "watch_table": "monitor",
-    "render_memory_plan": "workload",
-    "render_model_list": "workload",
-    "render_model_summary": "workload",
-    "render_training_flop": "workload",
-}
+from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.report.bench import (
@@ -300,15 +207,5 @@ __all__ = [
     "write_report",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightspeed.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"lightspeed.report.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

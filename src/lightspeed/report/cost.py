@@ -10,11 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lightspeed.records import JsonObject
-from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import new_figure, plot_paths, save_figure
-from lightspeed.sol import (
+from lightspeed.cost import (
     ClusterPower,
     DeepSeekCost,
     FleetSizing,
@@ -25,7 +21,11 @@ from lightspeed.sol import (
     TrainingCost,
     Upgrade,
 )
-from lightspeed.sol.cost_upgrade import UpgradeMatch
+from lightspeed.cost.upgrade import UpgradeMatch
+from lightspeed.records import JsonObject
+from lightspeed.report.console import make_console, plain, render_table
+from lightspeed.report.palette import category_color, series_color
+from lightspeed.report.plots import new_figure, plot_paths, save_figure
 from lightspeed.units import format_count, format_duration
 
 if TYPE_CHECKING:

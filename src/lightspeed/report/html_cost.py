@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lightspeed.catalog import Catalog, SystemPower
+from lightspeed.cost import Prices, cluster_power
 from lightspeed.report.cost import energy, inputs_caption, kw, usd
 from lightspeed.report.html import ReportSection, Table
 from lightspeed.report.html_sections import PredictedStep
-from lightspeed.sol import Prices, cluster_power
 
 COST_TITLE = "Cost and energy of each predicted step"
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from lightspeed.catalog import MigGeometry
+from lightspeed.mig import MigPlan
+from lightspeed.mig.layout import LayoutCheck
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import series_color
 from lightspeed.report.plots import new_figure, plot_paths, save_figure
-from lightspeed.sol import MigPlan
-from lightspeed.sol.mig_layout import LayoutCheck
 from lightspeed.units import format_duration
 
 if TYPE_CHECKING:

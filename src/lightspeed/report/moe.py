@@ -17,8 +17,7 @@ from lightspeed.units import format_bytes, format_count, format_duration, format
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from lightspeed.moe import ExpertLoad, LoadStats
-    from lightspeed.sol import ExpertLoadEffect, ExpertPlacement
+    from lightspeed.moe import ExpertLoad, ExpertLoadEffect, ExpertPlacement, LoadStats
 
 MAX_LISTED_REPLICATED: Final = 4
 

@@ -26,6 +26,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from lightspeed.goodput.events import BUCKETS, PRODUCTIVE
+from lightspeed.sol.train.step import BREAKDOWN_PARTS
+
 # Okabe & Ito (2008): #000000 #E69F00 #56B4E9 #009E73 #F0E442 #0072B2 #D55E00 #CC79A7;
 # Paul Tol's muted and vibrant schemes (personal.sron.nl/~pault): the rest.
 CATEGORY_COLORS: Final[Mapping[str, str]] = MappingProxyType(
@@ -80,34 +83,9 @@ CATEGORY_COLORS: Final[Mapping[str, str]] = MappingProxyType(
 # The categories drawn together in one chart; each set must stay distinguishable.
 FIGURE_CATEGORIES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {
-        "step breakdown": (
-            "compute",
-            "recompute",
-            "memory_bound",
-            "tp_comm",
-            "cp_comm",
-            "ep_comm",
-            "pp_comm",
-            "bubble",
-            "dp_comm",
-            "optimizer",
-            "other",
-        ),
+        "step breakdown": BREAKDOWN_PARTS,  # the engine's list, never a copy
         "trace breakdown": ("compute", "communication", "idle"),
-        "goodput waterfall": (
-            "total",
-            "init",
-            "startup",
-            "data_stall",
-            "checkpoint_save",
-            "checkpoint_restore",
-            "eval",
-            "wasted_progress",
-            "recovery",
-            "custom",
-            "other",
-            "productive",
-        ),
+        "goodput waterfall": ("total", *BUCKETS, PRODUCTIVE),  # the ledger's buckets, in its order
         "roofline": ("sol", "gemm", "membw", "copy", "launch", "collectives"),
         "history": ("sol", "measured", "regression", "improvement"),
         "pareto": ("sol", "predicted", "measured"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
@@ -25,9 +25,9 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
-from lightspeed.sol.expert_load import ExpertLoadEffect, inference_load_effect, training_load_effect
-from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
+from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.plan import PLAN_FAMILIES
 from lightspeed.sol.infer.search import search_inference
 from lightspeed.sol.train.result import TrainingEstimate, part_label
 from lightspeed.sol.train.search import search_training
@@ -35,12 +35,36 @@ from lightspeed.units import format_bytes_per_s
 from lightspeed.workload import TransformerSpec
 
 WORKLOADS = ("train", "infer")
-PLAN_FAMILIES = ("tp-ep-pp", "wide-ep")
 AUTO_PRECISIONS = ("nvfp4", "fp8", "bf16", "fp16")
 SMALL_MESSAGE_BYTES = 8.0
 LARGE_MESSAGE_BYTES = 2.0**30
 _TRAIN_COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
 _INFER_COMM = ("tp_comm", "ep_comm", "pp_comm")
+
+
+class LoadEffects(Protocol):
+    """What a measured expert load costs one best plan (:class:`lightspeed.moe.ExpertLoadBalance`
+    answers it; the engines ask :class:`~lightspeed.sol.core.experts.ExpertBalance` for the factor)."""
+
+    def training_effect(
+        self,
+        *,
+        estimate: TrainingEstimate,
+        model: TransformerSpec,
+        cluster: Cluster,
+        efficiency: EfficiencyModel | None,
+    ) -> Record:
+        """The effect on a training plan's step."""
+
+    def inference_effect(
+        self,
+        *,
+        estimate: InferenceEstimate,
+        model: TransformerSpec,
+        cluster: Cluster,
+        efficiency: EfficiencyModel | None,
+    ) -> Record:
+        """The effect on a serving plan's iteration."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +117,7 @@ class SystemResult(Record):
     limits: TopologyLimits
     train: TrainingEstimate | None
     infer: InferenceEstimate | None
-    expert_load: ExpertLoadEffect | None = None
+    expert_load: Record | None = None
 
 
 @dataclass(frozen=True)
@@ -179,7 +203,7 @@ def _result(
     train: TrainingEstimate | None = None,
     infer: InferenceEstimate | None = None,
     num_gpus: int | None = None,
-    expert_load: ExpertLoadEffect | None = None,
+    expert_load: Record | None = None,
 ) -> SystemResult:
     gpus = num_gpus or cluster.num_accelerators
     return SystemResult(
@@ -251,13 +275,11 @@ def _train_result(
 
 def _train_load(
     best: TrainingEstimate, model: TransformerSpec, cluster: Cluster, options: JsonDict, efficiency: Any
-) -> ExpertLoadEffect | None:
-    balance = options.get("expert_balance")
+) -> Record | None:
+    balance: LoadEffects | None = options.get("expert_balance")
     if balance is None:
         return None
-    return training_load_effect(
-        estimate=best, balance=balance, model=model, cluster=cluster, efficiency=efficiency
-    )
+    return balance.training_effect(estimate=best, model=model, cluster=cluster, efficiency=efficiency)
 
 
 def _kv_transfer_share(best: InferenceEstimate, fabric: Any, slow: str | None) -> CollectiveShare:
@@ -302,13 +324,11 @@ def _infer_result(
         expert_balance=options.get("expert_balance"),
     )
     best = search.best
-    balance = options.get("expert_balance")
+    balance: LoadEffects | None = options.get("expert_balance")
     effect = (
         None
         if balance is None
-        else inference_load_effect(
-            estimate=best, balance=balance, model=model, cluster=cluster, efficiency=efficiency
-        )
+        else balance.inference_effect(estimate=best, model=model, cluster=cluster, efficiency=efficiency)
     )
     inference_hardware = inference_hardware_for(cluster, best.plan, efficiency)
     slow = (
@@ -356,7 +376,7 @@ def compare_systems(
     inference ``load`` (a :class:`ServingLoad`), ``max_ttft_s``, ``max_tpot_s``,
     ``disaggregated``, ``plan_family`` (``tp-ep-pp`` or ``wide-ep``) and
     ``num_gpus`` (part of a single-node system); either workload ``expert_balance`` (an
-    :class:`~lightspeed.sol.expert_load.ExpertLoadBalance` of a measured expert load).
+    :class:`~lightspeed.moe.effect.ExpertLoadBalance` of a measured expert load).
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.sol import ServingLoad

@@ -12,15 +12,23 @@ Doctest with an isolated ``$LIGHTSPEED_HOME`` (the test session sets one):
 See ``docs/store.md`` for the table layout, the backends and the guarantees.
 """
 
-from lightspeed.store.database import (
-    SCHEMA_VERSION,
-    ResultsStore,
-    new_run_id,
-    open_store,
-)
-from lightspeed.store.location import StoreLocation, default_store_path, store_location
-from lightspeed.store.push import PushResult, push_runs
-from lightspeed.store.records import KNOWN_KINDS, NewRecord, RunSummary, StoredRecord
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.store.database import (
+        SCHEMA_VERSION,
+        ResultsStore,
+        new_run_id,
+        open_store,
+    )
+    from lightspeed.store.location import StoreLocation, default_store_path, store_location
+    from lightspeed.store.push import PushResult, push_runs
+    from lightspeed.store.records import KNOWN_KINDS, NewRecord, RunSummary, StoredRecord
+
 
 __all__ = [
     "KNOWN_KINDS",
@@ -37,3 +45,6 @@ __all__ = [
     "push_runs",
     "store_location",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

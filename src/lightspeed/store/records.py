@@ -4,6 +4,9 @@ One layout serves every kind of result (``benchmark``, ``prediction``,
 ``goodput``, ...): a named metric with its value, unit and speed of light, plus
 a JSON payload with whatever else that kind needs. Values are base SI
 (``unit`` says which: ``FLOP/s``, ``B/s``, ``s``).
+
+The same concept at other layers: :mod:`lightspeed.records` (the base every result record derives
+from) and :mod:`lightspeed.catalog.records` (hardware records).
 """
 
 from __future__ import annotations

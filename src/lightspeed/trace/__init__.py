@@ -16,44 +16,52 @@ reads Nsight Compute CSV and :func:`kernel_report` puts its kernels against
 their SOL, joined with a trace's GPU time (``docs/kernels.md``).
 """
 
-from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSummary, summarize
-from lightspeed.trace.comms import CollectiveCall, CollectiveGroup, CommsReport, collectives
-from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
-from lightspeed.trace.idle import IdleReport, IdleSplit, idle_breakdown
-from lightspeed.trace.io.formats import FORMATS, detect_format
-from lightspeed.trace.io.ncu import (
-    LaunchConfig,
-    NcuLaunch,
-    NcuMetric,
-    NcuReport,
-    NcuRule,
-    Occupancy,
-    SpeedOfLight,
-    read_ncu,
-)
-from lightspeed.trace.io.source import DEFAULT_MAX_BYTES
-from lightspeed.trace.kernel_sol import (
-    BOUNDS,
-    Finding,
-    GemmShape,
-    KernelSol,
-    KernelSolReport,
-    Thresholds,
-    TraceKernelTime,
-    classify_bound,
-    kernel_report,
-    parse_gemm_shape,
-)
-from lightspeed.trace.kernels import KernelReport, KernelStats, shorten_name, top_kernels
-from lightspeed.trace.kinds import KIND_NAMES, classify_name
-from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
-from lightspeed.trace.loader import TIME_UNITS, load_trace
-from lightspeed.trace.model import RankTrace, StepTable, Trace
-from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
-from lightspeed.trace.stats import Distribution, MannWhitney, mann_whitney_u
-from lightspeed.trace.stragglers import RankLateness, RankStep, StragglerReport, stragglers
-from lightspeed.trace.table import EventTable
-from lightspeed.trace.validate import BadEvent
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSummary, summarize
+    from lightspeed.trace.comms import CollectiveCall, CollectiveGroup, CommsReport, collectives
+    from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
+    from lightspeed.trace.effect_sizes import Distribution, MannWhitney, mann_whitney_u
+    from lightspeed.trace.idle import IdleReport, IdleSplit, idle_breakdown
+    from lightspeed.trace.io.formats import FORMATS, detect_format
+    from lightspeed.trace.io.ncu import (
+        LaunchConfig,
+        NcuLaunch,
+        NcuMetric,
+        NcuReport,
+        NcuRule,
+        Occupancy,
+        SpeedOfLight,
+        read_ncu,
+    )
+    from lightspeed.trace.io.source import DEFAULT_MAX_BYTES
+    from lightspeed.trace.kernel_sol import (
+        BOUNDS,
+        Finding,
+        GemmShape,
+        KernelSol,
+        KernelSolReport,
+        Thresholds,
+        TraceKernelTime,
+        classify_bound,
+        kernel_report,
+        parse_gemm_shape,
+    )
+    from lightspeed.trace.kernels import KernelReport, KernelStats, shorten_name, top_kernels
+    from lightspeed.trace.kinds import KIND_NAMES, classify_name
+    from lightspeed.trace.lateness import RankLateness, RankStep, StragglerReport, stragglers
+    from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
+    from lightspeed.trace.loader import TIME_UNITS, load_trace
+    from lightspeed.trace.model import RankTrace, StepTable, Trace
+    from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
+    from lightspeed.trace.table import EventTable
+    from lightspeed.trace.validate import BadEvent
+
 
 __all__ = [
     "BOUNDS",
@@ -120,3 +128,6 @@ __all__ = [
     "summarize_ranks",
     "top_kernels",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

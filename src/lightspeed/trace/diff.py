@@ -22,10 +22,10 @@ import numpy as np
 from lightspeed.errors import TraceError, UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, summarize
+from lightspeed.trace.effect_sizes import MannWhitney, benjamini_hochberg, mann_whitney_u
 from lightspeed.trace.gpu import gpu_events, steps_filter_applies
 from lightspeed.trace.kinds import KIND_NAMES
 from lightspeed.trace.model import Trace
-from lightspeed.trace.stats import MannWhitney, benjamini_hochberg, mann_whitney_u
 
 STEP_METRICS: Final = (
     ("step time (CPU)", "cpu_s"),

@@ -8,6 +8,8 @@ it (``cudaLaunchKernel``, ``cudaMemcpyAsync``, ... see
 - launch delay = GPU start - end of the CPU call, clipped at 0;
 - a kernel shorter than its launch call means the GPU outruns the CPU:
   such kernels are launch-bound.
+
+The same concept measured on purpose: :mod:`lightspeed.bench.launch` times launches on this machine.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
+from lightspeed.trace.effect_sizes import Distribution, distribution
 from lightspeed.trace.gpu import gpu_events, steps_filter_applies
 from lightspeed.trace.model import RankTrace, Trace
-from lightspeed.trace.stats import Distribution, distribution
 
 LAUNCH_CALLS_FILE: Final = Path(__file__).resolve().parent / "data" / "launch_calls.toml"
 DEFAULT_RUNTIME_CUTOFF_S: Final = 50e-6  # HTA's runtime_cutoff

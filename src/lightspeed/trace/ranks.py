@@ -40,9 +40,9 @@ from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
 from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
 from lightspeed.trace.gpu import gpu_events
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
+from lightspeed.trace.lateness import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.loader import check_schema_versions, load_trace
 from lightspeed.trace.model import RankTrace
-from lightspeed.trace.stragglers import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.validate import BadEvent, skipped_note
 
 
@@ -307,7 +307,7 @@ def stragglers_ranks(
     max_worker_bytes: int | None = None,
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
 ) -> StragglerReport:
-    """:func:`~lightspeed.trace.stragglers` of many rank files, ``jobs`` ranks at a time."""
+    """:func:`~lightspeed.trace.lateness` of many rank files, ``jobs`` ranks at a time."""
     parts, trace_notes, drop = _gather(
         paths, analysis="stragglers", jobs=jobs, load=load or LoadOptions(),
         include_last_step=include_last_step, catalog=None, max_worker_bytes=max_worker_bytes, skipped=skipped,

@@ -12,48 +12,56 @@ files and Hugging Face ``config.json`` files import without network access.
 '1.74e+28'
 """
 
-from lightspeed.workload.counts import (
-    OptimizerState,
-    ParameterCounts,
-    attention_params,
-    kv_cache_bytes_per_token,
-    mlp_params,
-    optimizer_kinds,
-    optimizer_state_bytes,
-    parameter_counts,
-    weight_bytes,
-)
-from lightspeed.workload.flops import (
-    CONVENTIONS,
-    FlopClaimCheck,
-    FlopConvention,
-    FlopsPerToken,
-    TrainingFlop,
-    attention_forward_flop,
-    flops_per_token,
-    get_convention,
-    training_flop,
-)
-from lightspeed.workload.hf_config import SUPPORTED_MODEL_TYPES, spec_from_hf_config
-from lightspeed.workload.registry import (
-    ModelEntry,
-    ModelRegistry,
-    PublishedCounts,
-    Reference,
-    builtin_model_files,
-    load_model_file,
-    load_models,
-)
-from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
-from lightspeed.workload.summary import (
-    ModelRow,
-    ModelSummary,
-    describe_model,
-    entry_from_hf_config,
-    list_models,
-    resolve_model,
-    resolve_model_entry,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.workload.counts import (
+        OptimizerState,
+        ParameterCounts,
+        attention_params,
+        kv_cache_bytes_per_token,
+        mlp_params,
+        optimizer_kinds,
+        optimizer_state_bytes,
+        parameter_counts,
+        weight_bytes,
+    )
+    from lightspeed.workload.flops import (
+        CONVENTIONS,
+        FlopClaimCheck,
+        FlopConvention,
+        FlopsPerToken,
+        TrainingFlop,
+        attention_forward_flop,
+        flops_per_token,
+        get_convention,
+        training_flop,
+    )
+    from lightspeed.workload.hf_config import SUPPORTED_MODEL_TYPES, spec_from_hf_config
+    from lightspeed.workload.registry import (
+        ModelEntry,
+        ModelRegistry,
+        PublishedCounts,
+        Reference,
+        builtin_model_files,
+        load_model_file,
+        load_models,
+    )
+    from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
+    from lightspeed.workload.summary import (
+        ModelRow,
+        ModelSummary,
+        describe_model,
+        entry_from_hf_config,
+        list_models,
+        resolve_model,
+        resolve_model_entry,
+    )
+
 
 __all__ = [
     "CONVENTIONS",
@@ -94,3 +102,6 @@ __all__ = [
     "training_flop",
     "weight_bytes",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Final
 
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnknownNameError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.units import bytes_per_element
 from lightspeed.workload.registry import parse_references
@@ -290,7 +289,7 @@ MASTER_WEIGHT_PRECISION: Final = "fp32"
 @functools.cache
 def optimizer_kinds() -> dict[str, OptimizerKind]:
     """The optimizers lightspeed knows, read from the shipped data file on first use."""
-    path = Path(str(resources.files("lightspeed.workload") / "data" / "optimizers.toml"))
+    path = package_data("workload", "data", "optimizers.toml")
     fields = Fields(str(path), load_toml(path))
     sources = parse_references(fields)
     return {

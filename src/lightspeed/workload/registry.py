@@ -24,18 +24,21 @@ One file per model under ``workload/data/models``::
 
 Users add or replace models with their own files (``lightspeed --catalog
 PATH``); the same paths may hold hardware records, which are skipped here.
+
+The model twin of :mod:`lightspeed.catalog.registry` (the same lookup for hardware).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normalize_name, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 
@@ -102,6 +105,8 @@ _MOE_KEYS: Final = {
     "top_k_groups",
 }
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
+
+LOG = logging.getLogger(__name__)
 
 
 Reference = Source  # models cite documents the same way hardware does
@@ -189,7 +194,7 @@ def _lookup_keys(name: str) -> list[str]:
 
 def builtin_model_files() -> list[Path]:
     """Every model file shipped in ``lightspeed/workload/data/models`` (sorted)."""
-    folder = Path(str(resources.files("lightspeed.workload") / "data" / "models"))
+    folder = package_data("workload", "data", "models")
     return sorted(folder.glob("*.toml"))
 
 
@@ -206,6 +211,8 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
         data = load_toml(path)
         if _is_model(path, data):
             entry = parse_model(path, data)
+            if entry.spec.name in entries:
+                LOG.info("models: %s replaces model %r", path, entry.spec.name)
             entries[entry.spec.name] = entry
     _check_unique_aliases(entries)
     return ModelRegistry(entries=entries)

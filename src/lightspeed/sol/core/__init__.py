@@ -3,29 +3,35 @@ layer shapes and calibration profiles."""
 
 from __future__ import annotations
 
-from lightspeed.sol.core.calibration import (
-    CalibrationInputs,
-    CalibrationResult,
-    CollectivePoint,
-    GemmPoint,
-    calibrate,
-    calibration_path,
-    list_calibrations,
-    load_calibration,
-    save_calibration,
-)
-from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, load_efficiency_defaults
-from lightspeed.sol.core.hardware import Hardware, hardware_for
-from lightspeed.sol.core.stacks import (
-    ServingStack,
-    Stack,
-    default_stack_name,
-    load_serving_stack,
-    load_serving_stacks,
-    load_stack,
-    load_stacks,
-)
-from lightspeed.sol.core.uncertainty import Band, interval_for
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.sol.core.calibration import (
+        CalibrationInputs,
+        CalibrationResult,
+        CollectivePoint,
+        GemmPoint,
+        calibrate,
+        calibration_path,
+        list_calibrations,
+        load_calibration,
+        save_calibration,
+    )
+    from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, load_efficiency_defaults
+    from lightspeed.sol.core.hardware import Hardware, hardware_for
+    from lightspeed.sol.core.stacks import (
+        ServingStack,
+        Stack,
+        default_stack_name,
+        load_serving_stack,
+        load_serving_stacks,
+        load_stack,
+        load_stacks,
+    )
+    from lightspeed.sol.core.uncertainty import Band, interval_for
+
 
 __all__ = [
     "Band",
@@ -52,3 +58,6 @@ __all__ = [
     "load_stacks",
     "save_calibration",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

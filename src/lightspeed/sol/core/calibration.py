@@ -22,6 +22,7 @@ the lowest layer that stores anything).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import time
@@ -37,6 +38,8 @@ from lightspeed.errors import DataFileError, StoreError, UnknownNameError, UserI
 from lightspeed.paths import lightspeed_home
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, gemm_shape_factor
+
+LOG = logging.getLogger(__name__)
 
 CALIBRATION_FOLDER: Final = "calibrations"
 PROFILE_SCHEMA_VERSION: Final = 1
@@ -268,6 +271,7 @@ def load_calibration(name: str) -> EfficiencyModel:
             raise UnknownNameError(
                 "calibration", name, list_calibrations(), hint="run 'lightspeed calibrate'"
             )
+    LOG.info("calibration %r from %s", name, path)
     fields = Fields(str(path), load_toml(path))
     version = fields.integer("schema_version", minimum=1)
     if version != PROFILE_SCHEMA_VERSION:

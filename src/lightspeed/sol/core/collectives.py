@@ -18,6 +18,9 @@ bandwidth conventions (REFERENCE.md section 4):
 ``B0``/``B1`` are per-GPU one-way bandwidths times the collective bandwidth
 efficiency; the latency term is ``min(ring, tree)`` steps times the slowest
 level's alpha. Every function accepts numpy arrays and broadcasts.
+
+The same concept one layer up, measured: :mod:`lightspeed.bench.collectives` times them on this
+machine.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 
 FloatArray = npt.NDArray[np.float64]
@@ -181,7 +181,7 @@ _ATTENTION = (
 
 
 def _data_file() -> Path:
-    return Path(str(resources.files("lightspeed.sol") / "data" / "efficiency.toml"))
+    return package_data("sol", "data", "efficiency.toml")
 
 
 def _parse_family(name: str, table: Fields) -> EfficiencyModel:

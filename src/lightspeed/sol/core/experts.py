@@ -4,7 +4,7 @@ An engine evaluates many plans at once; their expert parallelism differs (EP
 size, how many nodes the EP group spans, how layers split into pipeline
 stages), and so does how well a measured expert load balances over them.
 :class:`ExpertBalance` is that question as an interface: the engines ask it,
-:mod:`lightspeed.sol.expert_load` answers it from a load and a placement.
+:mod:`lightspeed.moe.effect` answers it from a load and a placement.
 """
 
 from __future__ import annotations

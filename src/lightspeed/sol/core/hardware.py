@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 from numpy.typing import ArrayLike
 
 from lightspeed.catalog import Accelerator, Cluster
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.sol.core.collectives import Fabric, fabric_of
 from lightspeed.sol.core.efficiency import EfficiencyModel, FloatArray, default_efficiency
@@ -42,7 +41,7 @@ class RuntimeOverheads(Record):
 @functools.lru_cache(maxsize=1)
 def load_runtime_overheads() -> RuntimeOverheads:
     """The documented defaults in ``sol/data/runtime.toml`` (read once)."""
-    path = Path(str(resources.files("lightspeed.sol") / "data" / "runtime.toml"))
+    path = package_data("sol", "data", "runtime.toml")
     fields = Fields(str(path), load_toml(path))
     table = fields.table("memory")
     assert table is not None

@@ -21,7 +21,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Final
 
@@ -31,6 +30,7 @@ from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 
 FloatArray = npt.NDArray[np.float64]
@@ -158,7 +158,7 @@ class ServingStack(Record):
 
 
 def _stacks_file() -> Path:
-    return Path(str(resources.files("lightspeed.sol") / "data" / "stacks.toml"))
+    return package_data("sol", "data", "stacks.toml")
 
 
 def _choice(table: Fields, key: str, allowed: tuple[str, ...]) -> str:

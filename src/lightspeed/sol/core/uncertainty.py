@@ -21,13 +21,13 @@ import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Final
 
 from lightspeed.catalog import Accelerator
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.workload import TransformerSpec
 
@@ -75,7 +75,7 @@ def family_of(kind: str, model: TransformerSpec, accelerator: Accelerator) -> st
 
 
 def _data_file() -> Path:
-    return Path(str(resources.files("lightspeed.sol") / "data" / "uncertainty.toml"))
+    return package_data("sol", "data", "uncertainty.toml")
 
 
 @functools.lru_cache(maxsize=2)

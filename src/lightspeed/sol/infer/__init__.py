@@ -3,21 +3,29 @@ the deployment estimate and the search under latency bounds."""
 
 from __future__ import annotations
 
-from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
-from lightspeed.sol.infer.plan import (
-    INFERENCE_PRECISIONS,
-    KV_PRECISIONS,
-    InferencePlan,
-    ServingLoad,
-    SpeculativeDecoding,
-)
-from lightspeed.sol.infer.search import FrontierPoint, InferenceSearchResult, search_inference
-from lightspeed.sol.infer.serving import BATCHING_MODES
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
+    from lightspeed.sol.infer.plan import (
+        INFERENCE_PRECISIONS,
+        KV_PRECISIONS,
+        PLAN_FAMILIES,
+        InferencePlan,
+        ServingLoad,
+        SpeculativeDecoding,
+    )
+    from lightspeed.sol.infer.search import FrontierPoint, InferenceSearchResult, search_inference
+    from lightspeed.sol.infer.serving import BATCHING_MODES
+
 
 __all__ = [
     "BATCHING_MODES",
     "INFERENCE_PRECISIONS",
     "KV_PRECISIONS",
+    "PLAN_FAMILIES",
     "FrontierPoint",
     "InferenceEstimate",
     "InferencePlan",
@@ -27,3 +35,6 @@ __all__ = [
     "estimate_inference",
     "search_inference",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

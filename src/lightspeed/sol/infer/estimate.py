@@ -8,10 +8,13 @@
 ...     load=ServingLoad(input_tokens=1000, output_tokens=1000))
 >>> 5_000 < estimate.output_tokens_per_s_per_gpu < 50_000
 True
+
+The serving engine's twin of :mod:`lightspeed.sol.train.estimate` (the same concept for training).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -39,6 +42,8 @@ from lightspeed.sol.infer.serving import (
 )
 from lightspeed.units import format_bytes_per_s, format_memory, format_percent
 from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
+
+LOG = logging.getLogger(__name__)
 
 PART_LABELS = {
     "gemm_compute": "GEMMs on the tensor cores",
@@ -399,6 +404,7 @@ def estimate_inference(
     """
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
     profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
+    LOG.debug("estimate on the %s serving profile", profile.name)
     inference_hardware = inference_hardware_for(cluster, plan, efficiency, profile)
     memory = deployment_memory(model, inference_hardware, plan, load)
     if not bool(memory.fits[0]):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ import numpy as np
 from lightspeed.catalog import Cluster
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
@@ -87,7 +87,7 @@ class InferenceParameters(Record):
 
 
 def _data_file() -> Path:
-    return Path(str(resources.files("lightspeed.sol") / "data" / "efficiency.toml"))
+    return package_data("sol", "data", "efficiency.toml")
 
 
 @functools.lru_cache(maxsize=4)

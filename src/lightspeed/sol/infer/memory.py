@@ -14,6 +14,8 @@ Per GPU of the busiest stage (vectorized over deployments):
 The KV-cache-limited batch reserves ``input + output`` tokens for every
 sequence up front, as TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` scheduler
 and ``trtllm-bench``'s sizing do, so no running request is ever evicted.
+
+The serving engine's twin of :mod:`lightspeed.sol.train.memory` (the same concept for training).
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ one pool to the other; otherwise every replica does both (continuous batching).
 >>> plan = InferencePlan(tp=8, pp=2, replicas=4, precision="fp8")
 >>> plan.gpus_per_replica, plan.num_gpus
 (16, 64)
+
+The serving engine's twin of :mod:`lightspeed.sol.train.plan` (the same concept for training).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ INFERENCE_PRECISIONS: Final = (
     "int4",
 )
 KV_PRECISIONS: Final = ("fp32", "bf16", "fp16", "fp8", "int8", "nvfp4", "fp4")
+# deployment families the search tries: TP/EP/PP only, or also attention data parallelism (MoE)
+PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,7 @@ class InferencePlan(Record):
     heads by storing each head on several GPUs. ``max_batch`` caps sequences
     in flight per replica (the server's ``max_batch_size``). ``expert_imbalance``
     multiplies the routed-expert work of the busiest GPU of a stage (1.0 = balanced;
-    :mod:`lightspeed.sol.expert_load` derives it from a recorded load);
+    :mod:`lightspeed.moe.effect` derives it from a recorded load);
     ``num_physical_experts`` counts the routed experts with their redundant replicas
     over a stage's ``ep`` GPUs (``None``: no replicas).
     """
@@ -392,6 +396,7 @@ def _check_replicas(plan: InferencePlan, num_experts: int) -> None:
 __all__ = [
     "INFERENCE_PRECISIONS",
     "KV_PRECISIONS",
+    "PLAN_FAMILIES",
     "InferencePlan",
     "Precisions",
     "ServingLoad",

@@ -7,6 +7,8 @@ limit, evaluated in one vectorized pass of the same steady-state model that
 TPOT bounds; the best maximizes output tokens per second per GPU. The Pareto
 frontier keeps the points no other point beats on both tokens/s per GPU and
 tokens/s per user (``1 / TPOT``).
+
+The serving engine's twin of :mod:`lightspeed.sol.train.search` (the same concept for training).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import divisors
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
-from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
+from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.serving import (

@@ -3,18 +3,24 @@ estimate and the vectorized plan search."""
 
 from __future__ import annotations
 
-from lightspeed.sol.train.estimate import estimate_training
-from lightspeed.sol.train.plan import (
-    RECOMPUTE,
-    SCHEDULES,
-    TRAINING_PRECISIONS,
-    TrainingPlan,
-    data_parallel_degree,
-    validate_plan,
-)
-from lightspeed.sol.train.ranking import PlanComparison
-from lightspeed.sol.train.result import TrainEstimate, TrainingEstimate
-from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.sol.train.estimate import estimate_training
+    from lightspeed.sol.train.plan import (
+        RECOMPUTE,
+        SCHEDULES,
+        TRAINING_PRECISIONS,
+        TrainingPlan,
+        data_parallel_degree,
+        validate_plan,
+    )
+    from lightspeed.sol.train.ranking import PlanComparison
+    from lightspeed.sol.train.result import TrainEstimate, TrainingEstimate
+    from lightspeed.sol.train.search import SearchResult, SearchSpace, default_space, search_training
+
 
 __all__ = [
     "RECOMPUTE",
@@ -32,3 +38,6 @@ __all__ = [
     "search_training",
     "validate_plan",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

@@ -8,10 +8,13 @@
 >>> estimate = estimate_training(model=models.get("llama-3-70b"), cluster=cluster, plan=plan)
 >>> 0.2 < estimate.mfu < 0.7
 True
+
+The training engine's twin of :mod:`lightspeed.sol.infer.estimate` (the same concept for serving).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import NoReturn
 
 from lightspeed.catalog import Cluster
@@ -31,6 +34,8 @@ from lightspeed.sol.train.search import search_training
 from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.units import format_memory
 from lightspeed.workload import TransformerSpec
+
+LOG = logging.getLogger(__name__)
 
 # The settings of a plan that a "plan that fits" suggestion names, in this order.
 SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "vpp", "zero_stage", "micro_batch_size", "recompute")
@@ -63,6 +68,7 @@ def estimate_training(
     if num_gpus is not None:
         validate_plan_gpus(plan, num_gpus)
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
+    LOG.debug("estimate on the %s stack profile", profile.name)
     plan = plan.resolved(profile)
     check_gpu_count(plan, cluster)
     validate_plan(plan, model)

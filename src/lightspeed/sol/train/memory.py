@@ -19,6 +19,8 @@ selective recomputation drops the score matrix of unfused attention, or with
 fused attention the outputs of norms, activation functions and MLA
 up-projections; torchtitan's per-op policy also every other matmul output;
 full recomputation keeps only each layer's input.
+
+The training engine's twin of :mod:`lightspeed.sol.infer.memory` (the same concept for serving).
 """
 
 from __future__ import annotations

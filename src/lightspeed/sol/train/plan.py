@@ -9,6 +9,8 @@ innermost (consecutive ranks, inside a node), pipeline outermost.
 >>> plan = TrainingPlan(tp=8, pp=16, dp=64, micro_batch_size=1, global_batch_size=2048, seq_len=8192)
 >>> plan.num_gpus, plan.num_microbatches
 (8192, 32)
+
+The training engine's twin of :mod:`lightspeed.sol.infer.plan` (the same concept for serving).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class TrainingPlan(Record):
     layernorm moe_act mla_up_proj``, DeepSeek-V3 section 3.3); ``"op"`` is torchtitan's
     per-op policy (the same plus every other matmul). ``expert_imbalance`` multiplies
     the busiest GPU's expert work (1.0 = perfectly balanced routing;
-    :mod:`lightspeed.sol.expert_load` derives it from a recorded load).
+    :mod:`lightspeed.moe.effect` derives it from a recorded load).
     ``num_physical_experts`` counts the routed experts with their redundant replicas
     over the EP group (``None``: no replicas); each replica holds weights, gradients and
     optimizer state like the expert it copies. ``attention_impl`` is ``flash`` (the best

@@ -5,6 +5,8 @@ recomputation, ZeRO stage and schedule; DP follows from the GPU count. Invalid
 combinations are masked with array arithmetic, the rest evaluated by the same
 :func:`~lightspeed.sol.train.step.evaluate_grid` that ``plan train`` uses, and
 ranked by throughput among the plans that fit in memory.
+
+The training engine's twin of :mod:`lightspeed.sol.infer.search` (the same concept for serving).
 """
 
 from __future__ import annotations

@@ -26,14 +26,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from lightspeed.catalog.keys import check_table
 from lightspeed.catalog.records import Accelerator, System
-from lightspeed.catalog.schema import check_table
 from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normalize_name, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.paths import package_data
 from lightspeed.records import Record
 
 NUM_COMPUTE_SLICES: Final = 7
@@ -115,7 +115,7 @@ class MigGeometry(Record):
 
 def builtin_mig_files() -> list[Path]:
     """The MIG profile files shipped in ``lightspeed/catalog/data/mig``."""
-    folder = Path(str(resources.files("lightspeed.catalog") / "data" / "mig"))
+    folder = package_data("catalog", "data", "mig")
     return sorted(folder.glob("*.toml")) if folder.is_dir() else []
 
 

@@ -4,7 +4,7 @@
 question from a load (tokens per expert per MoE layer): for a plan whose EP
 group has ``ep`` GPUs over ``num_nodes`` nodes it places the experts (and
 ``num_physical_experts - experts`` redundant replicas) with
-:func:`~lightspeed.sol.experts.balance_experts`, takes each layer's busiest GPU
+:func:`~lightspeed.moe.placement.balance_experts`, takes each layer's busiest GPU
 over the mean GPU, and turns those into the one factor the engines multiply
 the busiest GPU's expert work by: each pipeline stage runs its MoE layers one
 after another (so their factors average within the stage) and the slowest
@@ -35,14 +35,14 @@ import numpy.typing as npt
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
+from lightspeed.moe.placement import as_load_array, balance_experts, contiguous_imbalance
 from lightspeed.records import Record
 from lightspeed.sol.core.collectives import fabric_of
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import expert_nodes
 from lightspeed.sol.core.stacks import load_serving_stack
-from lightspeed.sol.experts import as_load_array, balance_experts, contiguous_imbalance
-from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, deployment_memory, pool_split, serve
+from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.infer.serving import ServingContext
 from lightspeed.sol.train.estimate import estimate_training
@@ -133,6 +133,33 @@ class ExpertLoadBalance:
                 balanced = np.asarray(placement.gpu_load_max_over_mean, dtype=np.float64)
                 self._layers[key] = (balanced, contiguous_imbalance(self.load, ep), placement.policy)
         return self._layers[key]
+
+    def training_effect(
+        self,
+        *,
+        estimate: TrainingEstimate,
+        model: TransformerSpec,
+        cluster: Cluster,
+        efficiency: EfficiencyModel | None,
+    ) -> ExpertLoadEffect:
+        """:func:`training_load_effect` of this load (``compare systems`` asks it through
+        :class:`lightspeed.sol.systems.LoadEffects`)."""
+        return training_load_effect(
+            estimate=estimate, balance=self, model=model, cluster=cluster, efficiency=efficiency
+        )
+
+    def inference_effect(
+        self,
+        *,
+        estimate: InferenceEstimate,
+        model: TransformerSpec,
+        cluster: Cluster,
+        efficiency: EfficiencyModel | None,
+    ) -> ExpertLoadEffect:
+        """:func:`inference_load_effect` of this load."""
+        return inference_load_effect(
+            estimate=estimate, balance=self, model=model, cluster=cluster, efficiency=efficiency
+        )
 
     def stage_factor(self, per_layer: FloatArray, pp: int, vpp: int) -> float:
         """The engines' factor: the largest over pipeline stages of the mean over the stage's MoE

@@ -10,12 +10,13 @@ overrides only the keys given (tables merge key by key).
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.records import (
     COMPUTE_ROWS,
     Accelerator,
@@ -27,10 +28,10 @@ from lightspeed.catalog.records import (
     PrintedTotal,
     System,
 )
-from lightspeed.catalog.schema import check_record
 from lightspeed.catalog.totals import TOTAL_KEYS, total_dimension
 from lightspeed.datafile import UNIT_SUFFIXES, Fields, Source, load_toml, normalize_name, parse_sources
 from lightspeed.errors import DataFileError
+from lightspeed.paths import package_data
 
 SCHEMA_VERSION: Final = 1
 KINDS: Final = ("link", "cpu", "accelerator", "system", "cluster")
@@ -39,6 +40,14 @@ OTHER_KINDS: Final = frozenset({"model", "mig"})
 Named = TypeVar(
     "Named", Accelerator, Cpu, Link, System
 )  # read by other loaders from the same --catalog paths
+
+
+LOG = logging.getLogger(__name__)
+
+
+def _is_shipped(path: Path) -> bool:
+    """Whether ``path`` is one of lightspeed's own data files (not a user's override)."""
+    return path.resolve().is_relative_to(package_data("catalog", "data").resolve())
 
 
 @dataclass
@@ -67,6 +76,11 @@ class RawRecords:
                 if "display_name" not in fields.data:
                     data["display_name"] = fields.string("name")
         check_record(Fields(str(path), data), kind)
+        replaced = self.paths.get((kind, name))
+        if replaced is not None:
+            LOG.info("catalog: %s replaces %s %r of %s", path, kind, name, replaced)
+        elif not _is_shipped(path):
+            LOG.info("catalog: %s adds %s %r", path, kind, name)
         self.tables[kind][name] = data
         self.paths[(kind, name)] = str(path)
         return True
@@ -119,7 +133,7 @@ def quantity_base(key: str) -> str | None:
 
 def builtin_files() -> list[Path]:
     """Every TOML file shipped in ``lightspeed/catalog/data`` (sorted, links first)."""
-    root = resources.files("lightspeed.catalog") / "data"
+    root = package_data("catalog", "data")
     files: list[Path] = []
     for kind_dir in ("links", "cpus", "accelerators", "systems"):
         folder = Path(str(root / kind_dir))

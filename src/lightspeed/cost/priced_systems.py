@@ -13,10 +13,10 @@ from typing import Any
 
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import SystemPower
+from lightspeed.cost.energy import power_for, tco_per_year
+from lightspeed.cost.prices import Prices
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
-from lightspeed.sol.cost import power_for, tco_per_year
-from lightspeed.sol.cost_inputs import Prices
 from lightspeed.sol.systems import SystemComparison
 
 

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from lightspeed.catalog.mig import NUM_COMPUTE_SLICES, NUM_MEMORY_SLICES, MigGeometry, MigProfile
-from lightspeed.catalog.mig_device import GpuInstance
+from lightspeed.catalog.mig_profiles import NUM_COMPUTE_SLICES, NUM_MEMORY_SLICES, MigGeometry, MigProfile
 from lightspeed.errors import InvalidPlanError
+from lightspeed.mig.device import GpuInstance
 from lightspeed.records import Record
 
 MAX_GPUS: Final = 64
@@ -45,7 +45,7 @@ def _slots(geometry: MigGeometry, placement: MigPlacement) -> tuple[set[int], se
 def check_layout(geometry: MigGeometry, placements: Iterable[MigPlacement]) -> tuple[MigPlacement, ...]:
     """``placements`` sorted, or :class:`InvalidPlanError` saying which instance breaks which rule.
 
-    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> from lightspeed.catalog.mig_profiles import load_mig_geometries
     >>> h100 = load_mig_geometries()["h100-sxm"]
     >>> check_layout(h100, [MigPlacement(0, "4g.40gb"), MigPlacement(4, "3g.40gb")])[1].profile
     '3g.40gb'
@@ -80,7 +80,7 @@ def check_layout(geometry: MigGeometry, placements: Iterable[MigPlacement]) -> t
 def gpu_layouts(geometry: MigGeometry) -> tuple[tuple[MigPlacement, ...], ...]:
     """Every valid layout of one GPU (the empty one included), as sorted placements.
 
-    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> from lightspeed.catalog.mig_profiles import load_mig_geometries
     >>> layouts = gpu_layouts(load_mig_geometries()["h100-sxm"])
     >>> max(len(layout) for layout in layouts)  # seven 1g instances
     7
@@ -138,7 +138,7 @@ def min_gpus(
 
     Returns one layout per GPU. ``None`` when more than ``limit`` GPUs would be needed.
 
-    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> from lightspeed.catalog.mig_profiles import load_mig_geometries
     >>> layouts = min_gpus(load_mig_geometries()["h100-sxm"], {"3g.40gb": 3, "1g.10gb": 2})
     >>> len(layouts)
     2
@@ -203,7 +203,7 @@ def mig_commands(
     guide advises so the driver can still find their slots. GPUs beyond the
     plan are left alone.
 
-    >>> from lightspeed.catalog.mig import load_mig_geometries
+    >>> from lightspeed.catalog.mig_profiles import load_mig_geometries
     >>> check = mig_commands(load_mig_geometries()["h100-sxm"], [], [[MigPlacement(0, "7g.80gb")]])
     >>> check.commands[-1]
     'nvidia-smi mig -i 0 -cgi 7g.80gb -C'

@@ -2,7 +2,7 @@
 
 Power comes from the catalog's ``system-power`` records (rated maximum x the
 share drawn under training or inference), or from a measured mean power when
-monitor data exists. Money comes from a :class:`~lightspeed.sol.cost_inputs.Prices`
+monitor data exists. Money comes from a :class:`~lightspeed.cost.prices.Prices`
 the user gives; every money figure carries the ``inputs`` it used.
 
 Conventions: power in W, energy in J (kWh and MWh only when rendered), time in
@@ -17,9 +17,9 @@ from typing import Any, Final
 
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import PowerPart, SystemPower
+from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
-from lightspeed.sol.cost_inputs import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
 from lightspeed.sol.infer.estimate import InferenceEstimate
 from lightspeed.sol.train.result import TrainingEstimate
 

@@ -18,18 +18,18 @@ from typing import Final
 
 from lightspeed.catalog import Catalog, System
 from lightspeed.catalog.power import SystemPower, power_of
-from lightspeed.errors import UserInputError
-from lightspeed.records import JsonDict, Record
-from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.cost import ClusterPower, Tco, cluster_power, tco_per_year
-from lightspeed.sol.cost_inputs import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
-from lightspeed.sol.cost_match import (
+from lightspeed.cost.energy import ClusterPower, Tco, cluster_power, tco_per_year
+from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
+from lightspeed.cost.workloads import (
     CostWorkload,
     ThroughputPoint,
     best_training_rate,
     serving_point,
     smallest_training_fleet,
 )
+from lightspeed.errors import UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.workload import ModelRegistry
 
 SEED_GPU_RATIO: Final = 2.0  # seed claim 17: 100 H100 -> ~50 Blackwell
@@ -376,7 +376,7 @@ def compare_upgrade(
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.catalog.power import load_power
-    >>> from lightspeed.sol.cost_match import cost_workload
+    >>> from lightspeed.cost.workloads import cost_workload
     >>> from lightspeed.workload import load_models
     >>> catalog = load_catalog()
     >>> upgrade = compare_upgrade(catalog=catalog, models=load_models(),

@@ -8,7 +8,7 @@ Three ways to serve the mix are then compared:
 
 * **MIG**: each service on copies of one slice profile (or on whole GPUs with
   MIG off when no slice holds it), the slices packed into valid per-GPU
-  layouts (placement rules of :mod:`lightspeed.sol.mig_layout`) on the fewest GPUs;
+  layouts (placement rules of :mod:`lightspeed.mig.layout`) on the fewest GPUs;
 * **whole GPUs**: each service on its own whole GPUs;
 * **time-sharing**: every model loaded on each unpartitioned GPU (the weights
   of all must fit; the free memory goes to KV caches in proportion to each
@@ -28,15 +28,15 @@ from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.catalog.clusters import build_cluster
-from lightspeed.catalog.mig import MigGeometry, mig_geometry, single_gpu_system, slice_accelerator
+from lightspeed.catalog.mig_profiles import MigGeometry, mig_geometry, single_gpu_system, slice_accelerator
 from lightspeed.errors import InvalidPlanError, LightspeedError
+from lightspeed.mig.layout import MigPlacement, min_gpus
+from lightspeed.mig.services import Capacity, MigService, slice_capacity
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import load_runtime_overheads
 from lightspeed.sol.infer.estimate import estimate_inference
 from lightspeed.sol.infer.plan import ServingLoad
-from lightspeed.sol.mig_layout import MigPlacement, min_gpus
-from lightspeed.sol.mig_services import Capacity, MigService, slice_capacity
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 GROUP_SIZES: Final = (1, 2, 4, 8)

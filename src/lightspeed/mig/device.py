@@ -8,14 +8,13 @@ on a machine without a GPU. Nothing here changes the GPU.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from lightspeed.errors import MissingExtraError, TraceError, UnsupportedError
+from lightspeed import nvml
+from lightspeed.errors import TraceError
 from lightspeed.records import Record
 
 MAX_LGI_BYTES: Final = 1 << 20
@@ -77,26 +76,19 @@ def read_mig_layout(profile_names: Mapping[int, str] | None = None) -> tuple[Gpu
     :class:`MissingExtraError` without ``nvidia-ml-py`` and
     :class:`UnsupportedError` when NVML cannot start (no driver).
     """
-    if importlib.util.find_spec("pynvml") is None:
-        raise MissingExtraError("pynvml", "monitor", "read the machine's MIG layout")
-    nvml: Any = importlib.import_module("pynvml")
-    try:
-        nvml.nvmlInit()
-    except nvml.NVMLError as error:
-        raise UnsupportedError(
-            f"NVML cannot start ({error}); save 'nvidia-smi mig -lgi' output instead"
-        ) from None
-    try:
-        rows: list[GpuInstance] = []
-        for index in range(nvml.nvmlDeviceGetCount()):
-            rows.extend(_device_instances(nvml, index, profile_names or {}))
-        return tuple(rows)
-    finally:
-        nvml.nvmlShutdown()
+    with nvml.session(
+        purpose="reading the machine's MIG layout", fix="save 'nvidia-smi mig -lgi' output instead"
+    ) as module:
+        return tuple(
+            row
+            for index, handle in nvml.device_handles(module)
+            for row in _device_instances(module, index, handle, profile_names or {})
+        )
 
 
-def _device_instances(nvml: Any, index: int, profile_names: Mapping[int, str]) -> list[GpuInstance]:
-    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+def _device_instances(
+    nvml: Any, index: int, handle: Any, profile_names: Mapping[int, str]
+) -> list[GpuInstance]:
     try:
         current, _pending = nvml.nvmlDeviceGetMigMode(handle)
     except nvml.NVMLError:  # not MIG-capable

@@ -16,8 +16,8 @@ import numpy as np
 
 from lightspeed.errors import UserInputError
 from lightspeed.moe.load import ExpertLoad
+from lightspeed.moe.placement import balance_experts, contiguous_imbalance
 from lightspeed.records import Record
-from lightspeed.sol.experts import balance_experts, contiguous_imbalance
 
 NUM_HOT_EXPERTS: Final = 10
 REDUNDANCY_STEPS: Final = (0, 1, 2, 4)  # extra replicas per GPU tried by default
@@ -136,7 +136,7 @@ def load_stats(
 ) -> LoadStats:
     """Skew of every layer of ``load``, its ``num_hot`` hottest experts, and the busiest GPU over
     the mean GPU on ``num_gpus`` GPUs for each of ``num_replicas`` (default
-    :func:`default_replicas`) after :func:`~lightspeed.sol.experts.balance_experts`."""
+    :func:`default_replicas`) after :func:`~lightspeed.moe.placement.balance_experts`."""
     if num_gpus < 1:
         raise UserInputError(f"the number of GPUs must be >= 1 (got {num_gpus})")
     counts = load.array()

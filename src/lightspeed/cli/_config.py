@@ -1,0 +1,172 @@
+"""Command-line options generated from a job configuration (:mod:`lightspeed.sol.config`).
+
+``@config_options(TrainingConfig)`` adds one option per configuration field, with
+the flags, help text, choices and option type (:mod:`lightspeed.cli.options`)
+the field's metadata names, plus:
+
+* ``--config FILE``: a plan file (TOML, or a command's ``--json`` output) whose keys
+  become the options' defaults (what is given on the command line wins), or a model
+  config (Hugging Face ``config.json``, model TOML), as before plan files existed;
+* ``--save-config FILE``: write the configuration as a TOML plan file.
+
+File values go through the same option types as typed values, so a plan file is
+bounded and checked exactly like the command line. The command receives the
+configuration as one object: :func:`configuration`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from lightspeed.cli import options as option_types
+from lightspeed.errors import UserInputError
+from lightspeed.sol import JobConfig, plan_file_kind, read_plan_file
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=JobConfig)
+_FILE_KEY = "_config_file"
+
+
+def config_options(config_type: type[JobConfig]) -> Callable[[F], F]:
+    """Decorate a click command with the options of ``config_type`` (see the module docstring)."""
+    hints = typing.get_type_hints(config_type)
+
+    def decorate(function: F) -> F:
+        function = click.option(
+            "--save-config",
+            "save_config",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Write this configuration as a TOML plan file (run it again with --config).",
+        )(function)
+        for item in reversed(config_type.settings()):
+            function = _option(item, hints[item.name])(function)
+        return click.option(
+            "--config",
+            "config_file",
+            type=click.Path(path_type=Path, dir_okay=False),
+            is_eager=True,
+            callback=_reader(config_type),
+            help=f'Plan file (TOML with kind = "{config_type.KIND}", or this command\'s --json output) '
+            "whose values the other options override; or a Hugging Face config.json / model TOML.",
+        )(function)
+
+    return decorate
+
+
+def _flags(item: dataclasses.Field[Any]) -> list[str]:
+    flags = list(item.metadata.get("flags") or ())
+    return flags or [f"--{item.name.replace('_', '-')}"]
+
+
+def field_options(
+    config_type: type[JobConfig], *names: str, rename: Mapping[str, str] | None = None
+) -> Callable[[F], F]:
+    """The options of some fields of ``config_type``, for commands that share them without running
+    the configuration (``rename`` gives a field's option another parameter name)."""
+    hints = typing.get_type_hints(config_type)
+    chosen = {item.name: item for item in config_type.settings()}
+    unknown = [name for name in names if name not in chosen]
+    assert not unknown, f"{config_type.__name__} has no field {unknown}"
+
+    def decorate(function: F) -> F:
+        for name in reversed(names):
+            parameter = (rename or {}).get(name, name)
+            function = _option(chosen[name], hints[name], parameter)(function)
+        return function
+
+    return decorate
+
+
+def _option(item: dataclasses.Field[Any], hint: Any, parameter: str = "") -> Callable[[F], F]:
+    meta = item.metadata
+    flags = _flags(item)
+    name = parameter or item.name
+    common: dict[str, Any] = {"help": meta["help"]}
+    if meta.get("negative_flag"):
+        return click.option(meta["negative_flag"], name, flag_value=False, default=True, **common)
+    if hint is bool:
+        return click.option(*flags, name, is_flag=True, default=item.default, **common)
+    if hint == (bool | None):
+        word = flags[0].removeprefix("--")
+        return click.option(f"--{word}/--no-{word}", name, default=None, **common)
+    if _is_tuple_of(hint, str):
+        return click.option(*flags, name, multiple=True, type=click.Path(path_type=Path), **common)
+    kind = meta.get("option_type")
+    click_type: Any = click.Choice(meta["choices"]) if meta.get("choices") else None
+    if kind:
+        click_type = getattr(option_types, kind)
+    if item.default is not None:  # no default at all, not None: click checks required options then
+        common.update(default=item.default, show_default=meta.get("show_default", True))
+    return click.option(*flags, name, type=click_type, required=bool(meta.get("required")), **common)
+
+
+def _is_tuple_of(hint: Any, element: type) -> bool:
+    return typing.get_origin(hint) is tuple and typing.get_args(hint) == (element, Ellipsis)
+
+
+def _reader(
+    config_type: type[JobConfig],
+) -> Callable[[click.Context, click.Parameter, Path | None], Path | None]:
+    """The ``--config`` callback: a plan file fills the defaults, anything else is a model config."""
+
+    def read(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+        if path is None:
+            return None
+        if not path.is_file():
+            raise click.BadParameter(f"{path} is not a file", ctx=ctx, param=param)
+        kind = plan_file_kind(path)
+        if kind is None:  # a model config, as --config always took
+            ctx.default_map = {**(ctx.default_map or {}), "model_config": str(path)}
+            return path
+        if kind != config_type.KIND:
+            raise UserInputError(f"{path} is a {kind} file, not a {config_type.KIND}")
+        config = config_type.from_mapping(read_plan_file(path), where=str(path))
+        # the values as read (not to_dict(), which turns a NaN into None): the options' types check them
+        given = {item.name: getattr(config, item.name) for item in config_type.settings()}
+        ctx.default_map = {**(ctx.default_map or {}), **{k: v for k, v in given.items() if v is not None}}
+        ctx.meta[_FILE_KEY] = path
+        return path
+
+    return read
+
+
+def configuration(config_type: type[C], values: dict[str, Any]) -> C:
+    """The configuration a command's option values describe (``values`` as click passes them; the
+    ``--config``, ``--save-config`` and any other options of the command are left out). Writes the
+    plan file when ``--save-config`` was given."""
+    names = {item.name for item in config_type.settings()}
+    fields = {name: _plain(value) for name, value in values.items() if name in names}
+    config = config_type(**fields)
+    target = values.get("save_config")
+    if isinstance(target, Path):
+        try:
+            target.write_text(config.to_toml(), encoding="utf-8")
+        except OSError as error:
+            raise UserInputError(f"cannot write {target}: {error.strerror or error}") from None
+        click.echo(f"wrote {target}", err=True)
+    return config
+
+
+def _plain(value: Any) -> Any:
+    """Option values as configuration values: paths as text, tuples as tuples."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return tuple(_plain(item) for item in value)
+    return value
+
+
+def used_config_file() -> Path | None:
+    """The plan file of the running command, if ``--config`` named one."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(_FILE_KEY) if ctx is not None else None
+    return found if isinstance(found, Path) else None
+
+
+__all__ = ["config_options", "configuration", "field_options", "used_config_file"]

@@ -1,0 +1,322 @@
+"""One call from a job configuration to its prediction: what ``plan`` and ``search`` run.
+
+:func:`run` takes one of the configurations of :mod:`lightspeed.sol.config`
+(a training plan, a serving deployment, or a search over either), resolves the
+model and the system against the catalog, applies a measured expert load when the
+configuration names one (:mod:`lightspeed.moe`), and calls the engine. The CLI
+commands are this call plus rendering, so a plan file, the command line and the
+Python API give the same numbers.
+
+>>> from lightspeed.sol.config import TrainingConfig
+>>> prediction = run(TrainingConfig(model="llama-3-8b", system="dgx-h100", tp=2, global_batch_size=64))
+>>> prediction.estimate.plan.dp, prediction.expert_load is None
+(4, True)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import overload
+
+from lightspeed.api import default_catalog, default_models
+from lightspeed.catalog import Catalog, Cluster
+from lightspeed.errors import UserInputError
+from lightspeed.moe import (
+    ExpertLoadBalance,
+    ExpertLoadEffect,
+    combine_loads,
+    expert_load_balance,
+    inference_load_effect,
+    inference_plan_with_load,
+    plan_with_load,
+    read_expert_load,
+    training_load_effect,
+)
+from lightspeed.records import Record
+from lightspeed.sol.config import (
+    JobConfig,
+    ServingConfig,
+    ServingSearchConfig,
+    TrainingConfig,
+    TrainingSearchConfig,
+    parse_plan_text,
+)
+from lightspeed.sol.core import EfficiencyModel, default_stack_name, load_calibration, load_serving_stack
+from lightspeed.sol.infer import (
+    InferenceEstimate,
+    InferenceSearchResult,
+    estimate_inference,
+    search_inference,
+)
+from lightspeed.sol.systems import auto_precision
+from lightspeed.sol.train import (
+    SearchResult,
+    TrainingEstimate,
+    TrainingPlan,
+    estimate_training,
+    search_training,
+)
+from lightspeed.workload import ModelRegistry, TransformerSpec, spec_from_hf_config
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainingPrediction(Record):
+    """A training plan's estimate, with what a measured expert load costs it (``None`` without one)."""
+
+    config: TrainingConfig
+    estimate: TrainingEstimate
+    expert_load: ExpertLoadEffect | None
+
+
+@dataclass(frozen=True)
+class TrainingSearchPrediction(Record):
+    """Every training plan ranked, with the expert-load effect on the best one."""
+
+    config: TrainingSearchConfig
+    result: SearchResult
+    expert_load: ExpertLoadEffect | None
+
+
+@dataclass(frozen=True)
+class ServingPrediction(Record):
+    """A serving deployment's estimate, with the expert-load effect."""
+
+    config: ServingConfig
+    estimate: InferenceEstimate
+    expert_load: ExpertLoadEffect | None
+
+
+@dataclass(frozen=True)
+class ServingSearchPrediction(Record):
+    """The best deployment under the bounds and the frontier, with the expert-load effect."""
+
+    config: ServingSearchConfig
+    result: InferenceSearchResult
+    expert_load: ExpertLoadEffect | None
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    model: TransformerSpec
+    cluster: Cluster
+    efficiency: EfficiencyModel | None
+    balance: ExpertLoadBalance | None
+
+
+@overload
+def run(
+    config: TrainingConfig, *, catalog: Catalog | None = None, models: ModelRegistry | None = None
+) -> TrainingPrediction: ...
+@overload
+def run(
+    config: TrainingSearchConfig, *, catalog: Catalog | None = None, models: ModelRegistry | None = None
+) -> TrainingSearchPrediction: ...
+@overload
+def run(
+    config: ServingConfig, *, catalog: Catalog | None = None, models: ModelRegistry | None = None
+) -> ServingPrediction: ...
+@overload
+def run(
+    config: ServingSearchConfig, *, catalog: Catalog | None = None, models: ModelRegistry | None = None
+) -> ServingSearchPrediction: ...
+def run(
+    config: JobConfig, *, catalog: Catalog | None = None, models: ModelRegistry | None = None
+) -> TrainingPrediction | TrainingSearchPrediction | ServingPrediction | ServingSearchPrediction:
+    """The prediction of ``config`` (see the module docstring); ``catalog`` and ``models`` default to
+    the shipped records plus ``$LIGHTSPEED_CATALOG`` files."""
+    config.check_complete()
+    if isinstance(config, TrainingConfig):
+        return _train(config, _resolve(config, config.gpus_asked, catalog, models))
+    if isinstance(config, TrainingSearchConfig):
+        return _search_train(config, _resolve(config, config.num_gpus, catalog, models))
+    if isinstance(config, ServingConfig):
+        return _serve(config, _resolve(config, config.num_gpus, catalog, models))
+    if isinstance(config, ServingSearchConfig):
+        return _search_serve(config, _resolve(config, config.num_gpus, catalog, models))
+    raise UserInputError(f"cannot run a {type(config).__name__}")
+
+
+def _resolve(
+    config: JobConfig, num_gpus: int | None, catalog: Catalog | None, models: ModelRegistry | None
+) -> _Resolved:
+    if config.model_config is not None:
+        model = spec_from_hf_config(Path(config.model_config))
+    else:
+        model = (models or default_models()).get(str(config.model))
+    assert config.system is not None  # check_complete
+    cluster = (catalog or default_catalog()).resolve_cluster(config.system, num_accelerators=num_gpus)
+    efficiency = None if config.calibration is None else load_calibration(config.calibration)
+    _log_profile(config)
+    return _Resolved(model, cluster, efficiency, _balance(config, model))
+
+
+def _log_profile(config: JobConfig) -> None:
+    """Which software profile the prediction uses (the user did not always name it)."""
+    if isinstance(config, TrainingConfig | TrainingSearchConfig):
+        named = config.stack
+        LOG.info("training stack profile %s", named or f"{default_stack_name()} (the default)")
+    elif isinstance(config, ServingConfig | ServingSearchConfig):
+        named = config.serving
+        LOG.info("serving stack profile %s", named or f"{load_serving_stack().name} (the default)")
+
+
+def _balance(config: JobConfig, model: TransformerSpec) -> ExpertLoadBalance | None:
+    """The balance of the configuration's ``expert_load`` files, or ``None``."""
+    if not config.expert_load:
+        if config.expert_replicas is not None:
+            raise UserInputError("--expert-replicas needs --expert-load FILE (the load to balance)")
+        return None
+    experts = model.moe.num_routed_experts if model.moe is not None else None
+    load = combine_loads([read_expert_load(Path(path), num_experts=experts) for path in config.expert_load])
+    LOG.info("expert load from %s", ", ".join(config.expert_load))
+    return expert_load_balance(
+        load=load.array(),
+        model=model,
+        num_physical_experts=config.expert_replicas,
+        source=", ".join(config.expert_load),
+    )
+
+
+def _train(config: TrainingConfig, resolved: _Resolved) -> TrainingPrediction:
+    num_gpus = config.gpus_asked
+    plan = config.training_plan(num_gpus=num_gpus or resolved.cluster.num_accelerators)
+    if resolved.balance is not None:
+        plan = plan_with_load(plan, balance=resolved.balance, cluster=resolved.cluster)
+    estimate = estimate_training(
+        model=resolved.model,
+        cluster=resolved.cluster,
+        plan=plan,
+        efficiency=resolved.efficiency,
+        num_tokens=config.num_tokens,
+        check_fit=config.check_fit,
+        sharp=config.sharp,
+        num_gpus=num_gpus,
+        stack=config.stack,
+    )
+    effect = None
+    if resolved.balance is not None:
+        effect = training_load_effect(
+            estimate=estimate,
+            balance=resolved.balance,
+            model=resolved.model,
+            cluster=resolved.cluster,
+            efficiency=resolved.efficiency,
+            sharp=config.sharp,
+        )
+    return TrainingPrediction(config=config, estimate=estimate, expert_load=effect)
+
+
+def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> TrainingSearchPrediction:
+    cluster = resolved.cluster
+    compare_plan = None
+    if config.compare_plan is not None:
+        compare_plan = TrainingPlan(**parse_plan_text(config.compare_plan, cluster.num_accelerators))
+    result = search_training(
+        model=resolved.model,
+        cluster=cluster,
+        global_batch_size=config.global_batch_size or 1,
+        seq_len=config.seq_len,
+        precision=config.precision,
+        top=config.top,
+        efficiency=resolved.efficiency,
+        num_tokens=config.num_tokens,
+        template=TrainingPlan(tp_overlap=config.tp_overlap, dp_overlap=config.dp_overlap),
+        schedules=config.schedule_names(),
+        max_tp=None if config.allow_cross_domain_tp else cluster.system.scale_up_domain_size,
+        sharp=config.sharp,
+        num_gpus=config.num_gpus,
+        require_fit=True,
+        expert_balance=resolved.balance,
+        stack=config.stack,
+        compare_plan=compare_plan,
+    )
+    effect = None
+    if resolved.balance is not None and result.plans:
+        effect = training_load_effect(
+            estimate=result.plans[0],
+            balance=resolved.balance,
+            model=resolved.model,
+            cluster=cluster,
+            efficiency=resolved.efficiency,
+            sharp=config.sharp,
+        )
+    return TrainingSearchPrediction(config=config, result=result, expert_load=effect)
+
+
+def _precision(precision: str, cluster: Cluster) -> str:
+    if precision != "auto":
+        return precision
+    chosen = auto_precision(cluster)
+    LOG.info(
+        "precision auto: %s (the narrowest format %s computes in)", chosen, cluster.system.accelerator.name
+    )
+    return chosen
+
+
+def _serve(config: ServingConfig, resolved: _Resolved) -> ServingPrediction:
+    cluster = resolved.cluster
+    plan = config.inference_plan(
+        num_gpus=config.num_gpus or cluster.num_accelerators, precision=_precision(config.precision, cluster)
+    )
+    if resolved.balance is not None:
+        plan = inference_plan_with_load(plan, balance=resolved.balance, cluster=cluster)
+    estimate = estimate_inference(
+        model=resolved.model,
+        cluster=cluster,
+        plan=plan,
+        load=config.serving_load(),
+        efficiency=resolved.efficiency,
+        batching=config.batching,
+        num_gpus=config.num_gpus,
+        serving=config.serving,
+    )
+    return ServingPrediction(
+        config=config, estimate=estimate, expert_load=_inference_effect(estimate, resolved)
+    )
+
+
+def _inference_effect(estimate: InferenceEstimate, resolved: _Resolved) -> ExpertLoadEffect | None:
+    if resolved.balance is None:
+        return None
+    return inference_load_effect(
+        estimate=estimate,
+        balance=resolved.balance,
+        model=resolved.model,
+        cluster=resolved.cluster,
+        efficiency=resolved.efficiency,
+    )
+
+
+def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSearchPrediction:
+    cluster = resolved.cluster
+    result = search_inference(
+        model=resolved.model,
+        cluster=cluster,
+        load=config.serving_load(),
+        precision=_precision(config.precision, cluster),
+        max_ttft_s=config.max_ttft_s,
+        max_tpot_s=config.max_tpot_s,
+        efficiency=resolved.efficiency,
+        speculative=config.speculative_decoding(),
+        disaggregated=config.disaggregated,
+        attention_dp=config.plan_family == "wide-ep",
+        max_tp=cluster.num_accelerators if config.allow_cross_domain_tp else None,
+        num_gpus=config.num_gpus,
+        expert_balance=resolved.balance,
+        serving=config.serving,
+    )
+    effect = _inference_effect(result.best, resolved)
+    return ServingSearchPrediction(config=config, result=result, expert_load=effect)
+
+
+__all__ = [
+    "ServingPrediction",
+    "ServingSearchPrediction",
+    "TrainingPrediction",
+    "TrainingSearchPrediction",
+    "run",
+]

@@ -1,0 +1,624 @@
+"""One typed configuration per job: a training plan, a serving deployment, and their searches.
+
+Each configuration is a frozen dataclass whose fields are the whole job: the
+model and system, the plan's degrees and choices, the workload and the engine
+options. Every other form is generated from these fields, so a field is
+declared once:
+
+* the command-line options of ``plan train``, ``plan infer``, ``search train`` and
+  ``search infer`` (each field's metadata names its flags, help text and the
+  option type of :mod:`lightspeed.cli.options` that bounds it);
+* the keywords of the Python API (``TrainingConfig(model="llama-3-70b", ...)``
+  passed to :func:`lightspeed.api.predict_training`);
+* the ``"config"`` object of each command's ``--json`` output;
+* a plan file (TOML, ``kind = "training-plan"``), which
+  ``plan train --config plan.toml`` runs again; the JSON output is a plan file too.
+
+Fields left ``None`` take the engine's defaults (the data-parallel size fills
+the GPUs, the stack's overlaps apply). A file is validated like the command
+line: unknown keys and wrong types are one error naming the key and the file.
+
+>>> config = TrainingConfig(model="llama-3-70b", system="dgx-h100", num_gpus=64, tp=8, pp=2,
+...                         global_batch_size=256)
+>>> config.training_plan(num_gpus=64).dp
+4
+>>> TrainingConfig.from_toml_text(config.to_toml()) == config
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Final, TypeVar
+
+import msgspec
+import tomllib
+
+from lightspeed.datafile import load_json, read_text
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.infer.plan import (
+    INFERENCE_PRECISIONS,
+    KV_PRECISIONS,
+    PLAN_FAMILIES,
+    InferencePlan,
+    ServingLoad,
+    SpeculativeDecoding,
+)
+from lightspeed.sol.infer.serving import BATCHING_MODES
+from lightspeed.sol.train.plan import (
+    ATTENTION_IMPLEMENTATIONS,
+    RECOMPUTE,
+    SCHEDULES,
+    TRAINING_PRECISIONS,
+    TrainingPlan,
+    data_parallel_degree,
+)
+
+SCHEMA_VERSION: Final = 1
+C = TypeVar("C", bound="JobConfig")
+
+
+def setting(
+    default: Any,
+    *,
+    help: str,  # the word click uses
+    flags: tuple[str, ...] = (),
+    option_type: str = "",
+    choices: tuple[str, ...] = (),
+    negative_flag: str = "",
+    required: bool = False,
+    show_default: bool = True,
+) -> Any:
+    """A configuration field and how it appears on the command line.
+
+    ``flags`` are the option's names (default ``--field-name``); ``option_type`` names a
+    shared option type of :mod:`lightspeed.cli.options` (``"DEGREE"``) that parses and
+    bounds the value; ``choices`` the allowed words; ``negative_flag`` an ``--no-...``
+    flag that sets a ``True`` default to ``False``; ``required`` that the job cannot run
+    without it (from the command line or a plan file).
+    """
+    metadata = {
+        "help": help,
+        "flags": flags,
+        "option_type": option_type,
+        "choices": choices,
+        "negative_flag": negative_flag,
+        "required": required,
+        "show_default": show_default,
+    }
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class JobConfig(Record):
+    """Fields every job has: what model, on what system, with which calibration."""
+
+    KIND: ClassVar[str] = ""
+
+    model: str | None = setting(None, help="Model name (see 'lightspeed model list').")
+    model_config: str | None = setting(
+        None,
+        flags=("--model-config",),
+        help="Hugging Face config.json or model TOML file, instead of --model (--config takes one too).",
+    )
+    system: str | None = setting(
+        None,
+        flags=("--system", "--gpu"),
+        required=True,
+        help="System name, cluster spec (e.g. 9xdgx-h100@ib-ndr), cluster TOML file, "
+        "or one GPU or MIG slice (--gpu h100-sxm/3g.40gb).",
+    )
+    num_gpus: int | None = setting(
+        None, flags=("--gpus",), option_type="GPUS", help="GPUs to use (default: one node or rack)."
+    )
+    calibration: str | None = setting(
+        None, help="Calibration profile from 'lightspeed calibrate' (default: family defaults)."
+    )
+    expert_load: tuple[str, ...] = setting(
+        (),
+        option_type="path",
+        help="Recorded expert load (lightspeed JSON, SGLang CSV, ...; see docs/moe.md), repeatable: "
+        "the per-layer imbalance after balancing replaces --expert-imbalance.",
+    )
+    expert_replicas: int | None = setting(
+        None,
+        option_type="PHYSICAL_EXPERTS",
+        help="Physical experts with redundant replicas over the EP group (default: no replicas).",
+    )
+
+    def __post_init__(self) -> None:
+        if self.model is not None and self.model_config is not None:
+            raise UserInputError("give one of model or model_config (--model or --config), not both")
+
+    # -- generated forms ------------------------------------------------------------------------
+
+    @classmethod
+    def settings(cls) -> tuple[dataclasses.Field[Any], ...]:
+        """The configuration fields, in declaration order (base fields first)."""
+        return dataclasses.fields(cls)
+
+    def check_complete(self) -> None:
+        """:class:`UserInputError` naming the first required field left empty."""
+        if self.model is None and self.model_config is None:
+            raise UserInputError(
+                "name the model: --model NAME or --config config.json (or model = in the file)"
+            )
+        for item in self.settings():
+            if item.metadata.get("required") and getattr(self, item.name) is None:
+                flag = (item.metadata.get("flags") or (f"--{item.name.replace('_', '-')}",))[0]
+                raise UserInputError(
+                    f"{item.name} is required: give {flag} or {item.name} = ... in the plan file"
+                )
+
+    def changed(self: C, **changes: Any) -> C:
+        """A copy with some fields replaced (checked as a new configuration)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_file_dict(self) -> JsonDict:
+        """What a plan file holds: ``schema_version``, ``kind`` and every field that is set."""
+        values = {key: value for key, value in self.to_dict().items() if value is not None and value != []}
+        return {"schema_version": SCHEMA_VERSION, "kind": self.KIND, **values}
+
+    def to_toml(self) -> str:
+        """The configuration as a TOML plan file (``None`` fields left out: TOML has no null)."""
+        lines = [f"# lightspeed {self.KIND}: run it with 'lightspeed {_command_of(self.KIND)} --config FILE'"]
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in self.to_file_dict().items())
+        return "\n".join(lines) + "\n"
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @classmethod
+    def from_mapping(cls: type[C], data: Mapping[str, Any], *, where: str = "plan file") -> C:
+        """A configuration from plan-file keys; one error naming the key for anything unknown or
+        mistyped (``schema_version`` and ``kind`` are checked when present)."""
+        values = dict(data)
+        _check_header(values, cls.KIND, where)
+        names = [item.name for item in cls.settings()]
+        for key in values:
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f"; keys: {', '.join(names)}"
+                raise DataFileError(Path(where), f"unknown key {key!r} for a {cls.KIND}{hint}")
+        try:
+            return msgspec.convert(values, type=cls, strict=False)
+        except msgspec.ValidationError as error:
+            raise DataFileError(
+                Path(where), f"{error}", fix="see 'docs/plan-files.md' for each key"
+            ) from None
+
+    @classmethod
+    def from_toml_text(cls: type[C], text: str, *, where: str = "plan file") -> C:
+        """A configuration from the text of a TOML plan file."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise DataFileError(Path(where), f"not valid TOML ({error})") from None
+        return cls.from_mapping(data, where=where)
+
+    @classmethod
+    def from_file(cls: type[C], path: Path) -> C:
+        """A configuration from a plan file: TOML, or the JSON a command printed with ``--json``."""
+        return cls.from_mapping(read_plan_file(path), where=str(path))
+
+
+def read_plan_file(path: Path) -> JsonDict:
+    """The keys of a plan file: a TOML file, or a command's ``--json`` output (its ``"config"``)."""
+    if path.suffix.lower() == ".json":
+        document = load_json(path, what="plan file")
+        if isinstance(document, dict) and isinstance(document.get("config"), dict):
+            return dict(document["config"])
+        if isinstance(document, dict) and "kind" in document:
+            return dict(document)
+        raise DataFileError(path, 'no "config" object', fix="give the output of 'lightspeed plan ... --json'")
+    text = read_text(path, what="plan file")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DataFileError(path, f"not valid TOML ({error})") from None
+
+
+def plan_file_kind(path: Path) -> str | None:
+    """The ``kind`` of a plan file, or ``None`` when ``path`` is something else (a model config).
+
+    A ``.toml`` or ``.json`` file that cannot be read is an error here, so that a broken plan file is
+    never taken for a model config."""
+    suffix = path.suffix.lower()
+    if suffix not in (".toml", ".json"):
+        return None
+    data = read_plan_file(path) if suffix == ".toml" else load_json(path, what="plan or model config")
+    if suffix == ".json" and isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) and kind in _COMMANDS else None
+
+
+def _check_header(values: dict[str, Any], kind: str, where: str) -> None:
+    version = values.pop("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise DataFileError(
+            Path(where),
+            f"schema_version {version!r} is not supported (this lightspeed reads {SCHEMA_VERSION})",
+        )
+    found = values.pop("kind", kind)
+    if found != kind:
+        command = _COMMANDS.get(str(found))
+        fix = f"run it with 'lightspeed {command} --config {where}'" if command else ""
+        raise DataFileError(Path(where), f"is a {found!r} file, not a {kind!r}", fix=fix)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UserInputError(f"{value} cannot be written to a plan file")
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+# --- training ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingJob(JobConfig):
+    """What every training prediction needs besides the plan's degrees."""
+
+    global_batch_size: int | None = setting(
+        None, flags=("--global-batch",), option_type="SEQUENCES", required=True,
+        help="Sequences per optimizer step.",
+    )  # fmt: skip
+    seq_len: int = setting(4096, flags=("--seq",), option_type="SEQ_LEN", help="Tokens per sequence.")
+    precision: str = setting("bf16", choices=TRAINING_PRECISIONS, help="Training precision.")
+    num_tokens: float | None = setting(
+        None, flags=("--tokens",), option_type="TOKENS",
+        help="Token budget for time-to-train and GPU-hours (e.g. 15T).",
+    )  # fmt: skip
+    tp_overlap: bool | None = setting(None, help="Hide TP communication behind GEMMs (default: the stack's).")
+    dp_overlap: bool | None = setting(None, help="Hide DP traffic behind compute (default: the stack's).")
+    stack: str | None = setting(
+        None,
+        help="Software-stack profile (kernels, overlaps, recompute policy; sol/data/stacks.toml): "
+        "megatron-2021, megatron-core-2024, megatron-core-2025 (default), torchtitan-2024, "
+        "deepseek-2024, ...",
+    )
+    sharp: bool = setting(False, help="In-network reduction on the scale-out switches (InfiniBand SHARP).")
+
+
+@dataclass(frozen=True)
+class TrainingConfig(TrainingJob):
+    """One training plan on one system: ``lightspeed plan train``."""
+
+    KIND: ClassVar[str] = "training-plan"
+
+    tp: int = setting(1, option_type="DEGREE", help="Tensor parallel size.")
+    pp: int = setting(1, option_type="DEGREE", help="Pipeline parallel size.")
+    dp: int | None = setting(
+        None, option_type="DEGREE", help="Data parallel size (default: GPUs / (tp x pp x cp))."
+    )
+    ep: int = setting(1, option_type="DEGREE", help="Expert parallel size.")
+    cp: int = setting(1, option_type="DEGREE", help="Context parallel size.")
+    vpp: int = setting(1, option_type="VPP", help="Virtual pipeline chunks per GPU.")
+    zero_stage: int = setting(
+        1, flags=("--zero-stage", "--zero"), option_type="ZERO_STAGE", help="ZeRO stage (3 = FSDP)."
+    )
+    schedule: str = setting("1f1b", choices=SCHEDULES, help="Pipeline schedule.")
+    micro_batch_size: int = setting(
+        1,
+        flags=("--micro-batch-size", "--micro-batch"),
+        option_type="SEQUENCES",
+        help="Sequences per micro-batch.",
+    )
+    recompute: str = setting("none", choices=RECOMPUTE, help="Activation recomputation.")
+    sequence_parallel: bool | None = setting(
+        None,
+        help="Megatron sequence parallelism (default: on whenever tp > 1).",
+    )
+    ep_overlap: bool | None = setting(None, help="Hide EP all-to-all (default: only with DualPipe).")
+    expert_imbalance: float = setting(
+        1.0, option_type="EXPERT_IMBALANCE",
+        help="Busiest-GPU expert load factor (a quick what-if; --expert-load measures it).",
+    )  # fmt: skip
+    uneven_pipeline: bool = setting(False, help="Allow layers not divisible by pp x vpp.")
+    attention_impl: str | None = setting(
+        None,
+        flags=("--attention",),
+        choices=ATTENTION_IMPLEMENTATIONS,
+        help="Attention kernel: flash (the device's best fused kernel), flash2 (FlashAttention-2), unfused "
+        "(default: the stack's).",
+    )
+    check_fit: bool = setting(
+        True,
+        negative_flag="--no-fit-check",
+        help="Show the estimate even if the plan does not fit in memory.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.expert_load and self.expert_imbalance != 1.0:
+            raise UserInputError("give --expert-load or --expert-imbalance, not both")
+
+    def training_plan(self, *, num_gpus: int) -> TrainingPlan:
+        """The :class:`TrainingPlan` on ``num_gpus`` GPUs (``dp`` fills them when not set)."""
+        return TrainingPlan(
+            tp=self.tp,
+            pp=self.pp,
+            dp=data_parallel_degree(num_gpus, tp=self.tp, pp=self.pp, cp=self.cp, dp=self.dp),
+            ep=self.ep,
+            cp=self.cp,
+            vpp=self.vpp,
+            zero_stage=self.zero_stage,
+            schedule=self.schedule,
+            micro_batch_size=self.micro_batch_size,
+            global_batch_size=self.global_batch_size or 1,
+            seq_len=self.seq_len,
+            precision=self.precision,
+            recompute=self.recompute,
+            sequence_parallel=self.sequence_parallel,
+            attention_impl=self.attention_impl,
+            tp_overlap=self.tp_overlap,
+            dp_overlap=self.dp_overlap,
+            ep_overlap=self.ep_overlap,
+            expert_imbalance=self.expert_imbalance,
+            uneven_pipeline=self.uneven_pipeline,
+        )
+
+    @property
+    def gpus_asked(self) -> int | None:
+        """The GPUs the configuration names: ``num_gpus``, else ``dp x tp x pp x cp`` when ``dp`` is set."""
+        if self.num_gpus is None and self.dp is not None:
+            return self.dp * self.tp * self.pp * self.cp
+        return self.num_gpus
+
+
+@dataclass(frozen=True)
+class TrainingSearchConfig(TrainingJob):
+    """Every plan of a model on a system, ranked: ``lightspeed search train``."""
+
+    KIND: ClassVar[str] = "training-search"
+
+    top: int = setting(5, option_type="ROWS", help="Plans to show.")
+    schedules: str = setting(
+        "1f1b",
+        help="Pipeline schedules to try, comma-separated (1f1b, gpipe, zb1p, dualpipe, dualpipev); "
+        "interleaving is tried through vpp.",
+    )
+    allow_cross_domain_tp: bool = setting(False, help="Also try TP groups larger than the NVLink domain.")
+    compare_plan: str | None = setting(
+        None, help="A plan to rank against the search, e.g. 'tp=8,pp=16,vpp=6,mb=1,recompute=partial'."
+    )
+
+    def schedule_names(self) -> tuple[str, ...]:
+        """The schedules to try, from the comma-separated text."""
+        return tuple(part.strip() for part in self.schedules.split(",") if part.strip())
+
+
+# keys of a plan written as text (``--compare-plan tp=8,pp=16,...``) -> TrainingPlan fields
+PLAN_KEYS: Final = {
+    "tp": "tp",
+    "pp": "pp",
+    "dp": "dp",
+    "cp": "cp",
+    "ep": "ep",
+    "vpp": "vpp",
+    "zero": "zero_stage",
+    "mb": "micro_batch_size",
+    "micro-batch": "micro_batch_size",
+    "recompute": "recompute",
+    "schedule": "schedule",
+}
+
+
+def parse_plan_text(text: str, num_gpus: int) -> JsonDict:
+    """Plan fields from ``tp=8,pp=16,cp=1,vpp=6,mb=1,recompute=partial`` (``dp`` defaults to the
+    GPUs left over); one clear error naming the bad part otherwise.
+
+    >>> parse_plan_text("tp=8,pp=16,vpp=6,mb=1,recompute=selective", 16384)["dp"]
+    128
+    """
+    fields: dict[str, Any] = {}
+    for part in (piece.strip() for piece in text.split(",") if piece.strip()):
+        key, sep, value = part.partition("=")
+        name = PLAN_KEYS.get(key.strip().lower())
+        if not sep or name is None:
+            raise UserInputError(
+                f"--compare-plan: cannot read {part!r}; "
+                f"write key=value pairs with keys {', '.join(PLAN_KEYS)}"
+            )
+        value = value.strip()
+        if name in ("recompute", "schedule"):
+            fields[name] = value
+            continue
+        if not value.isdigit() or int(value) < (0 if name == "zero_stage" else 1):
+            raise UserInputError(f"--compare-plan: {key.strip()} must be a whole number >= 1, not {value!r}")
+        fields[name] = int(value)
+    other = fields.get("tp", 1) * fields.get("pp", 1) * fields.get("cp", 1)
+    if "dp" not in fields:
+        if num_gpus % other:
+            raise UserInputError(
+                f"--compare-plan: tp x pp x cp = {other} does not divide the {num_gpus} GPUs"
+            )
+        fields["dp"] = num_gpus // other
+    return fields
+
+
+# --- serving -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServingJob(JobConfig):
+    """What every serving prediction needs besides the deployment's degrees."""
+
+    precision: str = setting(
+        "bf16",
+        choices=(*INFERENCE_PRECISIONS, "auto"),
+        help="Weight format (nvfp4/mxfp4 include block scales); auto = narrowest the GPU computes in.",
+    )
+    input_tokens: int = setting(
+        1024, flags=("--isl",), option_type="SEQ_LEN", help="Input (prompt) tokens per request."
+    )
+    output_tokens: int = setting(
+        1024, flags=("--osl",), option_type="SEQ_LEN", help="Output tokens per request."
+    )
+    draft_tokens: int | None = setting(
+        None, option_type="DRAFT_TOKENS", help="Speculative decoding: draft tokens per iteration."
+    )
+    acceptance: float = setting(
+        0.7, option_type="ACCEPTANCE", help="Probability that each draft token is accepted."
+    )
+    draft_cost: float = setting(
+        0.05, option_type="FRACTION", help="Cost of one draft step relative to one decode step."
+    )
+    serving: str | None = setting(
+        None,
+        help="Serving-stack profile (kernel efficiency, host time, attention-DP pace; sol/data/stacks.toml): "
+        "trtllm-2025 (default), vllm-2025, sglang-2025, deepseek-2025, trtllm-2023",
+    )
+
+    def speculative_decoding(self) -> SpeculativeDecoding | None:
+        """The speculation the job names (``None`` without draft tokens)."""
+        if self.draft_tokens is None:
+            return None
+        return SpeculativeDecoding(self.draft_tokens, self.acceptance, self.draft_cost)
+
+
+@dataclass(frozen=True)
+class ServingConfig(ServingJob):
+    """One serving deployment on one system: ``lightspeed plan infer``."""
+
+    KIND: ClassVar[str] = "serving-plan"
+
+    tp: int = setting(1, option_type="DEGREE", help="Tensor parallel size.")
+    pp: int = setting(1, option_type="DEGREE", help="Pipeline stages.")
+    ep: int = setting(1, option_type="DEGREE", help="Expert parallel size.")
+    dp_attention: int = setting(1, option_type="DEGREE", help="Attention groups per stage.")
+    replicas: int | None = setting(
+        None, option_type="DEGREE", help="Model copies (default: GPUs / replica size)."
+    )
+    activation_precision: str | None = setting(None, choices=INFERENCE_PRECISIONS, help="GEMM input format.")
+    kv_precision: str | None = setting(None, choices=KV_PRECISIONS, help="KV cache format.")
+    kv_replication: bool = setting(False, help="Allow TP above the KV heads by replicating heads.")
+    concurrency: int | None = setting(
+        None, option_type="SEQUENCES", help="Requests in flight (default: KV-cache limit)."
+    )
+    arrival_rate: float | None = setting(None, option_type="PER_SECOND", help="Requests per second.")
+    batching: str = setting("continuous", choices=BATCHING_MODES, help="Batching of requests.")
+    disaggregated: tuple[int, int] | None = setting(
+        None, option_type="POOL_SPLIT", help="P prefill and D decode replicas (P:D)."
+    )
+    max_batch: int | None = setting(None, option_type="SEQUENCES", help="Cap on sequences per replica.")
+
+    def serving_load(self) -> ServingLoad:
+        """The request shape and load."""
+        return ServingLoad(
+            self.input_tokens,
+            self.output_tokens,
+            concurrency=self.concurrency,
+            arrival_rate_per_s=self.arrival_rate,
+        )
+
+    def inference_plan(self, *, num_gpus: int, precision: str) -> InferencePlan:
+        """The :class:`InferencePlan` on ``num_gpus`` GPUs with weights in ``precision`` (``auto``
+        resolved by the caller, who knows the GPU)."""
+        return InferencePlan(
+            tp=self.tp,
+            pp=self.pp,
+            ep=self.ep,
+            dp_attention=self.dp_attention,
+            replicas=self._replicas(num_gpus),
+            precision=precision,
+            activation_precision=self.activation_precision,
+            kv_precision=self.kv_precision,
+            kv_replication=self.kv_replication,
+            speculative=self.speculative_decoding(),
+            disaggregated=self.disaggregated,
+            max_batch=self.max_batch,
+        )
+
+    def _replicas(self, num_gpus: int) -> int:
+        if self.disaggregated is not None or self.replicas is not None:
+            return self.replicas or 1
+        per_replica = self.tp * self.dp_attention * self.pp
+        if num_gpus % per_replica:
+            raise UserInputError(
+                f"{num_gpus} GPUs do not split into replicas of tp x dp-attention x pp = {per_replica}; "
+                "choose degrees whose product divides the GPU count, or set --replicas"
+            )
+        return num_gpus // per_replica
+
+
+@dataclass(frozen=True)
+class ServingSearchConfig(ServingJob):
+    """The best deployment under latency bounds: ``lightspeed search infer``."""
+
+    KIND: ClassVar[str] = "serving-search"
+
+    max_ttft_s: float | None = setting(
+        None,
+        flags=("--max-ttft",),
+        option_type="LATENCY_BOUND",
+        help="Time-to-first-token bound (e.g. 5s, 500ms).",
+    )
+    max_tpot_s: float | None = setting(
+        None,
+        flags=("--max-tpot",),
+        option_type="LATENCY_BOUND",
+        help="Time-per-output-token bound (e.g. 50ms).",
+    )
+    disaggregated: bool = setting(False, help="Also try separate prefill and decode pools.")
+    plan_family: str = setting(
+        "wide-ep",
+        choices=PLAN_FAMILIES,
+        help="tp-ep-pp: TP, EP and PP only; wide-ep: also attention data parallelism (MoE).",
+    )
+    allow_cross_domain_tp: bool = setting(False, help="Also try TP groups larger than the scale-up domain.")
+
+    def serving_load(self) -> ServingLoad:
+        """The request shape (the search finds the batch)."""
+        return ServingLoad(self.input_tokens, self.output_tokens)
+
+
+CONFIGS: Final[tuple[type[JobConfig], ...]] = (
+    TrainingConfig,
+    TrainingSearchConfig,
+    ServingConfig,
+    ServingSearchConfig,
+)
+_COMMANDS: Final = {
+    TrainingConfig.KIND: "plan train",
+    TrainingSearchConfig.KIND: "search train",
+    ServingConfig.KIND: "plan infer",
+    ServingSearchConfig.KIND: "search infer",
+}
+
+
+def _command_of(kind: str) -> str:
+    return _COMMANDS.get(kind, "plan")
+
+
+__all__ = [
+    "CONFIGS",
+    "JobConfig",
+    "ServingConfig",
+    "ServingJob",
+    "ServingSearchConfig",
+    "TrainingConfig",
+    "TrainingJob",
+    "TrainingSearchConfig",
+    "parse_plan_text",
+    "plan_file_kind",
+    "read_plan_file",
+    "setting",
+]
