@@ -4,7 +4,9 @@ A report is a list of :class:`ReportSection` (title, paragraphs, tables,
 charts). Charts are matplotlib figures turned into SVG and embedded as
 ``data:`` URIs inside ``<img>`` elements, so that an SVG drawn from an
 untrusted trace (kernel names become text in it) can never run script or
-break the page. Every other string goes through :func:`html.escape`. A
+break the page. The page is a Jinja2 template (``templates/report.html.j2``) with
+autoescaping on, so every string is escaped unless the template marks it safe
+(only the stylesheet, which ships with lightspeed). A
 Content-Security-Policy allows nothing but the page's own stylesheet (by hash)
 and ``data:`` images: viewing the report makes no request at all.
 
@@ -18,8 +20,8 @@ Example:
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
-import html
 import io
 import re
 from collections.abc import Sequence
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import jinja2
 from rich.markup import escape
 
 from lightspeed import __version__
@@ -130,36 +133,34 @@ def _csp(css: str) -> str:
     )
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _table_html(table: Table) -> str:
-    head = "".join(f"<th>{_e(cell)}</th>" for cell in table.headers)
-    body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in table.rows)
-    caption = f"<caption>{_e(table.caption)}</caption>" if table.caption else ""
-    table_html = f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    return f'<div class="table-wrap">{table_html}</div>'
-
-
-def _chart_html(chart: Chart) -> str:
-    data = base64.b64encode(chart.svg.encode("utf-8")).decode("ascii")
-    return (
-        f'<figure class="chart" id="chart-{_e(chart.name)}">'
-        f'<img alt="{_e(chart.title)}" src="data:image/svg+xml;base64,{data}">'
-        f"<figcaption>{_e(chart.title)}</figcaption></figure>"
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """Templates of this package, every value escaped, an undefined name an error (not blank)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
     )
 
 
-def _section_html(section: ReportSection) -> str:
-    parts = [f'<section id="{_e(_section_key(section.key))}"><h2>{_e(section.title)}</h2>']
-    if section.skipped_reason is not None:
-        parts.append(f'<p class="skipped">Not in this report: {_e(section.skipped_reason)}</p>')
-    parts.extend(f"<p>{_e(paragraph)}</p>" for paragraph in section.paragraphs)
-    parts.extend(_chart_html(chart) for chart in section.charts)
-    parts.extend(_table_html(table) for table in section.tables)
-    parts.append("</section>")
-    return "\n".join(parts)
+def _chart_view(chart: Chart) -> dict[str, str]:
+    return {
+        "name": chart.name,
+        "title": chart.title,
+        "data": base64.b64encode(chart.svg.encode("utf-8")).decode("ascii"),
+    }
+
+
+def _section_view(section: ReportSection) -> dict[str, object]:
+    return {
+        "key": _section_key(section.key),
+        "title": section.title,
+        "skipped_reason": section.skipped_reason,
+        "paragraphs": section.paragraphs,
+        "charts": [_chart_view(chart) for chart in section.charts],
+        "tables": section.tables,
+    }
 
 
 def render_html(*, title: str, sections: Sequence[ReportSection], subtitle: str = "") -> str:
@@ -168,24 +169,17 @@ def render_html(*, title: str, sections: Sequence[ReportSection], subtitle: str 
     if len(set(keys)) != len(keys):
         raise UserInputError(f"report sections need distinct keys, got {keys}")
     css = _css()
-    nav = "".join(
-        f'<li><a href="#{_e(key)}">{_e(section.title)}</a>'
-        + (' <span class="muted">(no data)</span>' if section.skipped_reason is not None else "")
-        + "</li>"
-        for key, section in zip(keys, sections, strict=True)
-    )
-    body = "\n".join(_section_html(section) for section in sections)
     return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(_csp(css))}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(title)}</title>\n<style>{css}</style></head>\n"
-        f"<body><header><h1>{_e(title)}</h1>"
-        + (f'<p class="muted">{_e(subtitle)}</p>' if subtitle else "")
-        + f"</header>\n<nav><ol>{nav}</ol></nav>\n<main>\n{body}\n</main>\n"
-        f'<footer class="muted">Written by lightspeed {_e(__version__)}. Self-contained: '
-        "no network is needed to view this file.</footer>\n</body></html>\n"
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            title=title,
+            subtitle=subtitle,
+            csp=_csp(css),
+            css=css,
+            version=__version__,
+            sections=[_section_view(section) for section in sections],
+        )
     )
 
 
