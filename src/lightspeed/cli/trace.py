@@ -39,6 +39,7 @@ from lightspeed.report import (
     save_temporal_breakdown,
     trace_summary_json,
 )
+from lightspeed.report.trace import render_trace_cache
 from lightspeed.trace import (
     DEFAULT_MAX_BYTES,
     KIND_NAMES,
@@ -58,6 +59,7 @@ from lightspeed.trace import (
     summarize_ranks,
     top_kernels,
 )
+from lightspeed.trace.cache import TraceCache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,6 +101,12 @@ def _load_options(function: F) -> F:
             help="Leave impossible events out (negative or absurd durations, times far outside the "
             "trace, no ts) instead of stopping on the first; the count is shown beside every figure.",
         ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Parse every file again and keep nothing (default: parsed tables are kept as Parquet in "
+            "the lightspeed cache, see 'lightspeed trace cache info').",
+        ),
         json_option,
     ]
     for option in reversed(options):
@@ -115,6 +123,7 @@ def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
         round_to_us=not options.pop("exact_ns"),
         allow_mixed_schema=options.pop("allow_mixed_schema"),
         skip_bad_events=options.pop("skip_bad_events"),
+        cache=not options.pop("no_cache"),
     )
 
 
@@ -161,6 +170,7 @@ class _Ranks:
                 round_to_us=not options.pop("exact_ns"),
                 allow_mixed_schema=options.pop("allow_mixed_schema"),
                 skip_bad_events=options.pop("skip_bad_events"),
+                cache=not options.pop("no_cache"),
             )
 
     @property
@@ -422,3 +432,40 @@ def diff_command(
         as_json,
         lambda r: render_trace_diff(r, full_names=full_names),
     )
+
+
+@command.group("cache")
+def cache_group() -> None:
+    """The Parquet cache of parsed traces: what it holds, and clearing it."""
+
+
+def _cache() -> TraceCache:
+    cache = TraceCache.default()
+    if cache is None:
+        raise UserInputError(
+            "the trace cache is off (pyarrow is not installed, or LIGHTSPEED_TRACE_CACHE=off); "
+            "pip install 'lightspeed[trace]' to turn it on"
+        )
+    return cache
+
+
+@cache_group.command("info")
+@json_option
+def cache_info_command(as_json: bool) -> None:
+    """Where the cache is, its entries and bytes, and its limit (LIGHTSPEED_TRACE_CACHE_MAX_BYTES)."""
+    info = _cache().info()
+    if as_json:
+        print_json(info)
+    else:
+        render_trace_cache(info, cleared=False)
+
+
+@cache_group.command("clear")
+@json_option
+def cache_clear_command(as_json: bool) -> None:
+    """Delete every cached trace (each is parsed again on its next use)."""
+    info = _cache().clear()
+    if as_json:
+        print_json({**info.to_dict(), "cleared": True})
+    else:
+        render_trace_cache(info, cleared=True)

@@ -36,6 +36,8 @@ from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from lightspeed.trace.cache import CacheInfo
+
 US_PER_S = 1e6
 BREAKDOWN_PARTS = (
     ("compute", "compute_pct", category_color("compute")),
@@ -530,4 +532,16 @@ def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Con
             f"alpha {diff.alpha}; effect = rank-biserial correlation (+1: B always larger); "
             "shift = Hodges-Lehmann estimate of B - A",
         ),
+    )
+
+
+def render_trace_cache(info: CacheInfo, *, cleared: bool, console: Console | None = None) -> None:
+    """Print where the trace cache is and what it holds (or held, when ``cleared``)."""
+    out = console or make_console()
+    verb = "cleared" if cleared else "holds"
+    out.print(
+        f"trace cache {escape(info.folder)} {verb} {info.num_entries} "
+        f"entr{'y' if info.num_entries == 1 else 'ies'}, {format_bytes(info.total_bytes)} "
+        f"(limit {format_bytes(info.max_bytes)}; LIGHTSPEED_TRACE_CACHE_MAX_BYTES)",
+        highlight=False,
     )

@@ -55,6 +55,7 @@ class LoadOptions:
     round_to_us: bool = True
     allow_mixed_schema: bool = False
     skip_bad_events: bool = False
+    cache: bool = True  # keep and reuse each file's tables as Parquet (lightspeed.trace.cache)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def _analyse(task: _Task) -> list[_RankPart]:
         round_to_us=load.round_to_us,
         allow_mixed_schema=True,  # one file: checked across ranks after the merge
         skip_bad_events=load.skip_bad_events,
+        cache=load.cache,
     )
     return [_analyse_rank(task, rank) for rank in trace.ranks]
 
