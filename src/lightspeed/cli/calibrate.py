@@ -82,7 +82,7 @@ def command(
         else:
             click.echo("\n".join(names) or "no calibration profiles yet")
         return
-    with open_store() as store:
+    with open_store(create=False) as store:
         payloads, used = benchmark_payloads(store, sources)
     chosen_dtype = dtype or _default_dtype(payloads)
     inputs = calibration_inputs(payloads, dtype=chosen_dtype, sources=used)
