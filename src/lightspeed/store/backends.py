@@ -237,9 +237,15 @@ class SqliteBackend(Backend):
         return self.store_error(f"failed ({error})", "check the path and the disk", read=read)
 
 
+def _json_text(data: str | bytes | memoryview) -> str:
+    """A JSON(B) value from PostgreSQL as its text (decoded by the store, like SQLite's TEXT)."""
+    return data if isinstance(data, str) else bytes(data).decode("utf-8")
+
+
 def _import_psycopg() -> Any:
     try:
         import psycopg
+        import psycopg.types.json  # set_json_loads, used per connection
     except ImportError:
         raise MissingExtraError("psycopg", "postgres", "a postgresql:// results store") from None
     return psycopg
@@ -273,6 +279,8 @@ class PostgresBackend(Backend):
                 f"has a URL libpq cannot read ({location.scrub(str(error))})",
                 "use postgresql://user@host:5432/database",
             ) from None
+        # JSONB payloads arrive as their text, as SQLite's do: one decoding path for both
+        self._psycopg.types.json.set_json_loads(_json_text, self.connection)
         try:
             self.connection.execute(
                 "SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout_s * 1000)}ms",)

@@ -442,9 +442,9 @@ def _conditions(where: Sequence[str | Condition]) -> tuple[Condition, ...]:
     return (*parse_conditions(texts), *(item for item in where if isinstance(item, Condition)))
 
 
-def _json(value: Any) -> Any:
-    """A payload column's value: JSON text (SQLite, PostgreSQL before schema 3) or decoded JSONB."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
+def _json(text: str) -> Any:
+    """A payload column's value (JSON text on SQLite; PostgreSQL's JSONB is fetched as text too)."""
+    return json.loads(text)
 
 
 def _run_summary(row: tuple[Any, ...]) -> RunSummary:
