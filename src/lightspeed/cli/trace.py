@@ -60,6 +60,8 @@ from lightspeed.trace import (
     top_kernels,
 )
 from lightspeed.trace.cache import TraceCache
+from lightspeed.trace.ranks import ENGINES
+from lightspeed.trace.ray_engine import import_ray
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -157,11 +159,24 @@ class _Ranks:
     ``skipped_by_rank`` counts the impossible events left out (``--skip-bad-events``)."""
 
     def __init__(
-        self, paths: tuple[Path, ...], options: dict[str, Any], jobs: int, limit: int | None
+        self,
+        paths: tuple[Path, ...],
+        options: dict[str, Any],
+        jobs: int,
+        limit: int | None,
+        *,
+        engine: str = "local",
+        address: str | None = None,
     ) -> None:
         self.skipped_by_rank: dict[int, int] = {}
-        self._trace = _load(paths, options) if jobs == 1 else None
+        if address is not None and engine != "ray":
+            raise UserInputError("--address is a Ray cluster's: give it with --engine ray")
+        if engine == "ray":
+            import_ray()  # a missing extra is one line before any trace is read
+        serial = jobs == 1 and engine == "local"
+        self._trace = _load(paths, options) if serial else None
         self._paths, self._jobs, self._limit = paths, jobs, limit
+        self._engine, self._address = engine, address
         if self._trace is None:
             max_bytes = options.pop("max_bytes")
             self._load = LoadOptions(
@@ -188,6 +203,8 @@ class _Ranks:
             load=self._load,
             max_worker_bytes=self._limit,
             skipped=skipped,
+            engine=self._engine,
+            address=self._address,
             **keywords,
         )
         self.skipped_by_rank = {rank: len(events) for rank, events in skipped.items()}
@@ -214,10 +231,31 @@ def _ranks(function: F) -> F:
         default=None,
         help="With --jobs: cap each worker's memory (address space), e.g. 8GiB.",
     )
+    @click.option(
+        "--engine",
+        type=click.Choice(ENGINES),
+        default="local",
+        show_default=True,
+        help="Where ranks are analysed: this machine (serially, or --jobs processes), or one Ray task per "
+        "rank file (the 'ray' extra; a local Ray unless --address).",
+    )
+    @click.option(
+        "--address",
+        default=None,
+        metavar="ADDRESS",
+        help="With --engine ray: a running Ray cluster (ray://head:10001, or auto on one of its nodes).",
+    )
     @functools.wraps(function)
-    def wrapper(paths: tuple[Path, ...], jobs: int, max_worker_memory: float | None, **options: Any) -> Any:
+    def wrapper(
+        paths: tuple[Path, ...],
+        jobs: int,
+        max_worker_memory: float | None,
+        engine: str,
+        address: str | None,
+        **options: Any,
+    ) -> Any:
         limit = None if max_worker_memory is None else int(max_worker_memory)
-        return function(_Ranks(paths, options, jobs, limit), **options)
+        return function(_Ranks(paths, options, jobs, limit, engine=engine, address=address), **options)
 
     return wrapper  # type: ignore[return-value]
 
