@@ -14,7 +14,14 @@ small launcher process (see ``measured``); both tools also report the time
 of their load + analyses inside the process (imports excluded), the
 "in-process" speedup, since interpreter start-up dominates small traces.
 Answers are compared in the same run: largest difference, in percentage
-points, of idle/compute/non-compute % and comm/comp overlap %.
+points, of idle/compute/non-compute % and comm/comp overlap %. lightspeed runs
+with ``--no-cache`` there (every run parses).
+
+On the tiled trace the floor is measured in the same run too (issue 30):
+``gunzip -c FILE > /dev/null`` as a process, and each installed inflater
+(python-isal, zlib-ng, zlib) inflating the file in-process; then the Parquet
+cache: ``trace summary`` with an empty cache (parse + write) and again (read
+from the cache), in fresh processes, each also timed in-process.
 
 HTA is installed into a separate virtual environment (``--hta-venv``,
 default ``/work/venvs/hta``), created here when absent; it is never a
@@ -111,18 +118,20 @@ from lightspeed.errors import TraceError
 from lightspeed.trace import load_trace, summarize
 started = time.perf_counter()
 try:
-    summarize(load_trace(sys.argv[1]))
+    summarize(load_trace(sys.argv[1], cache=sys.argv[2] == "cache"))
 except TraceError:
     pass
 print(json.dumps({"wall_s": time.perf_counter() - started}))
 """
 
 
-def run_lightspeed(folder: Path) -> dict[str, Any]:
+def run_lightspeed(folder: Path, *, cache: bool = False) -> dict[str, Any]:
+    """One ``trace summary`` process and one in-process timing (both parse unless ``cache``)."""
     command = [sys.executable, "-m", "lightspeed", "trace", "summary", str(folder), "--json"]
-    text, wall_s, rss, code = measured(command)
+    text, wall_s, rss, code = measured(command if cache else [*command, "--no-cache"])
     ranks = json.loads(text) if code == 0 else None
-    timed, _, _, timer_code = measured([sys.executable, "-c", _LIGHTSPEED_TIMER, str(folder)])
+    mode = "cache" if cache else "parse"
+    timed, _, _, timer_code = measured([sys.executable, "-c", _LIGHTSPEED_TIMER, str(folder), mode])
     in_process_s = json.loads(timed)["wall_s"] if timer_code == 0 else float("nan")
     return {
         "ranks": ranks,
@@ -272,6 +281,58 @@ def count_events(folder: Path) -> int:
     return total
 
 
+_INFLATE = """
+import json, os, sys, time
+from pathlib import Path
+from lightspeed.trace.io.source import trace_blocks, inflater
+os.environ["LIGHTSPEED_INFLATER"] = sys.argv[2]
+started, cpu = time.perf_counter(), time.process_time()
+size = sum(len(block) for block in trace_blocks(Path(sys.argv[1])))
+print(json.dumps({"inflater": inflater().name, "wall_s": time.perf_counter() - started,
+                  "cpu_s": time.process_time() - cpu, "bytes": size}))
+"""
+
+
+def floor_and_cache(folder: Path) -> dict[str, Any]:
+    """gunzip and every installed inflater on the tiled file; then summary with an empty and a
+    warm Parquet cache (a fresh cache folder, fresh processes), all in this run."""
+    source = next(folder.glob("*.json.gz"))
+    _, gunzip_s, _, code = measured(["sh", "-c", f"gunzip -c '{source}' > /dev/null"])
+    assert code == 0
+    inflaters = []
+    for name in ("isal", "zlib-ng", "zlib"):
+        text, _, _, code = measured([sys.executable, "-c", _INFLATE, str(source), name])
+        if code == 0:
+            inflaters.append(json.loads(text))
+    parse = run_lightspeed(folder)
+    with tempfile.TemporaryDirectory(prefix="lightspeed-cache-") as cache:
+        os.environ["LIGHTSPEED_CACHE"] = cache
+        try:
+            first = run_lightspeed(folder, cache=True)  # the process parses and writes; the timer reads
+            os.environ["LIGHTSPEED_CACHE"] = str(Path(cache) / "second")
+            cold_in_process = run_lightspeed(folder, cache=True)["in_process_s"]  # empty: parse + write
+            second = run_lightspeed(folder, cache=True)  # both read the entry the timer wrote
+        finally:
+            os.environ.pop("LIGHTSPEED_CACHE", None)
+    same = first["ranks"] == second["ranks"] == parse["ranks"]
+    result = {
+        "gunzip_wall_s": gunzip_s,
+        "inflaters": inflaters,
+        "parse_wall_s": parse["wall_s"],
+        "parse_in_process_s": parse["in_process_s"],
+        "parse_over_gunzip": parse["wall_s"] / gunzip_s,
+        "cache_first_wall_s": first["wall_s"],
+        "cache_first_in_process_s": cold_in_process,
+        "cache_second_wall_s": second["wall_s"],
+        "cache_second_in_process_s": second["in_process_s"],
+        "second_over_first_parse_in_process": second["in_process_s"] / parse["in_process_s"],
+        "second_over_first_parse_wall": second["wall_s"] / parse["wall_s"],
+        "cached_answers_identical": same,
+    }
+    print(json.dumps(result, indent=1), file=sys.stderr)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -282,14 +343,20 @@ def main() -> int:
     parser.add_argument(
         "--write-golden", action="store_true", help="also write tests/fixtures/traces/hta_expected"
     )
+    parser.add_argument("--only-large", action="store_true", help="only the tiled trace")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_vs_hta.json")
     args = parser.parse_args()
     python = ensure_hta(args.hta_venv)
     if args.write_golden:
         write_golden(python)
-    folders = [
-        (d.relative_to(SHARED_TRACES).as_posix(), d, count_events(d)) for d in trace_dirs(SHARED_TRACES)
-    ]
+    folders = (
+        []
+        if args.only_large
+        else [
+            (d.relative_to(SHARED_TRACES).as_posix(), d, count_events(d)) for d in trace_dirs(SHARED_TRACES)
+        ]
+    )
+    floor: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="lightspeed-tiled-") as temp:
         if not args.skip_large:
             target = Path(temp) / "rank0.json.gz"
@@ -297,11 +364,16 @@ def main() -> int:
             folders.append((f"tiled {TILE_SOURCE}", Path(temp), num_events))
         print(HEADER, file=sys.stderr)
         rows = benchmark(python, folders)
+        if not args.skip_large:
+            floor = floor_and_cache(Path(temp))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"command": " ".join(["python", *sys.argv]), "rows": rows}, indent=1) + "\n",
-        encoding="utf-8",
-    )
+    record = {
+        "command": " ".join(["python", *sys.argv]),
+        "load_average_1min_at_end": os.getloadavg()[0],
+        "rows": rows,
+        "tiled_floor_and_cache": floor,
+    }
+    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
