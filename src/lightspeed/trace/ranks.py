@@ -43,6 +43,7 @@ from lightspeed.errors import LightspeedError, TraceError, UserInputError
 from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
 from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
 from lightspeed.trace.gpu import gpu_events
+from lightspeed.trace.io.kineto_parallel import forbid_in_this_process
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.lateness import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.loader import check_schema_versions, load_trace
@@ -112,6 +113,7 @@ _WORKER_CATALOG: dict[str, Catalog] = {}
 
 def _start_worker(catalog: Catalog, max_worker_bytes: int | None) -> None:
     _WORKER_CATALOG["catalog"] = catalog
+    forbid_in_this_process()  # one rank per worker: no pool of parsing processes inside it
     if max_worker_bytes is not None:
         import resource
 
@@ -182,6 +184,7 @@ def _analyse_rank(task: _Task, rank: RankTrace) -> _RankPart:
 def _analyse_on_ray(task: _Task, catalog: Catalog) -> list[_RankPart] | _Failure:
     """A Ray task: one rank file's parts (the catalog comes from Ray's object store)."""
     _WORKER_CATALOG["catalog"] = catalog
+    forbid_in_this_process()  # Ray gives each task one CPU
     return _analyse_file(task)
 
 
@@ -197,7 +200,7 @@ def _map(
     if engine == "ray":
         return _parts(ray_map(_analyse_on_ray, tasks, shared=catalog, address=address))
     if jobs == 1 or len(tasks) == 1:
-        _start_worker(catalog, None)
+        _WORKER_CATALOG["catalog"] = catalog  # this process analyses the files: no worker set-up
         return _parts([_analyse_file(task) for task in tasks])
     # forkserver: workers fork from a small clean process that imported the analyses once,
     # not from a copy of this one (which may hold anything)

@@ -213,6 +213,47 @@ class TableBuilder:
             elif len(arg.input_dims):
                 self._collective_rows.append(_annotation_row(index, kept[offset].name, arg))
 
+    def export(self) -> dict[str, Any] | None:
+        """What this builder made of its chunks, for another builder's :meth:`merge` (a worker
+        process's part); ``None`` when the part cannot be merged (text ids are numbered per builder)."""
+        if self._text_ids:
+            return None
+        return {
+            "names": list(self.names),
+            "categories": list(self.categories),
+            "columns": self._chunks.columns,
+            "float_timestamps": self._float_timestamps,
+            "num_seen": self._num_seen,
+            "num_kept": self._num_kept,
+            "collective_rows": self._collective_rows,
+            "device_counts": self._device_counts,
+            "unplaced": self.unplaced,
+        }
+
+    def merge(self, part: dict[str, Any]) -> None:
+        """Append a part :meth:`export` made from the chunks that follow this builder's, as if
+        :meth:`add` had read them here: ids renumbered into this builder's names, rows offset."""
+        name_map = intern(self.names, part["names"])
+        category_map = intern(self.categories, part["categories"])
+        columns: dict[str, list[npt.NDArray[Any]]] = part["columns"]
+        offsets = {"event_index": self._num_seen, "flop_row": self._num_kept}
+        for name, pieces in columns.items():
+            for values in pieces:
+                if name == "name_id":
+                    values = name_map[values]
+                elif name == "category_id":
+                    values = category_map[values]
+                elif name in offsets:
+                    values = values + offsets[name]
+                self._chunks.add(name, values)
+        self._collective_rows += [(row[0] + self._num_kept, *row[1:]) for row in part["collective_rows"]]
+        self.unplaced += [(row[0] + self._num_seen, *row[1:]) for row in part["unplaced"]]
+        for device, count in part["device_counts"].items():
+            self._device_counts[device] = self._device_counts.get(device, 0) + count
+        self._float_timestamps = self._float_timestamps or part["float_timestamps"]
+        self._num_seen += part["num_seen"]
+        self._num_kept += part["num_kept"]
+
     def finish(self) -> tuple[EventTable, int]:
         """The table and its origin (absolute ns of time zero)."""
         start_ns, duration_ns, origin_ns = self._times()
@@ -259,7 +300,11 @@ class TableBuilder:
             start_us = np.ceil(ts)
             end_us = np.floor(ts + dur)
             start_ns = ((start_us - origin_us) * 1000.0).astype(np.int64)
-            return start_ns, ((end_us - start_us) * 1000.0).astype(np.int64), origin_us * 1000
+            return (
+                start_ns,
+                ((end_us - start_us) * 1000.0).astype(np.int64),
+                origin_us * 1000,
+            )
         start_ns = np.rint((ts - origin_us) * 1000.0).astype(np.int64)
         return start_ns, np.rint(dur * 1000.0).astype(np.int64), origin_us * 1000
 
