@@ -47,6 +47,8 @@ def package_data(package: str, *parts: str) -> Path:
     True
     """
     return PACKAGE_ROOT.joinpath(*package.split("."), *parts)
+
+
 CACHE_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_CACHE"
 
 
