@@ -17,9 +17,16 @@ from lightspeed.cli.options import ROWS
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import records_csv, render_push, render_run, render_runs
-from lightspeed.store import ResultsStore, StoredRecord, StoreLocation, open_store, push_runs, store_location
-from lightspeed.store.backends import StoreMissingError
-from lightspeed.store.query import parse_conditions
+from lightspeed.store import (
+    ResultsStore,
+    StoredRecord,
+    StoreLocation,
+    StoreMissingError,
+    open_store,
+    parse_conditions,
+    push_runs,
+    store_location,
+)
 
 
 @click.group("results")

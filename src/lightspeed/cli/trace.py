@@ -29,6 +29,7 @@ from lightspeed.cli.options import (
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import (
+    render_trace_cache,
     render_trace_comms,
     render_trace_diff,
     render_trace_idle,
@@ -39,14 +40,15 @@ from lightspeed.report import (
     save_temporal_breakdown,
     trace_summary_json,
 )
-from lightspeed.report.trace import render_trace_cache
 from lightspeed.trace import (
     DEFAULT_MAX_BYTES,
+    ENGINES,
     KIND_NAMES,
     TIME_UNITS,
     BadEvent,
     LoadOptions,
     Trace,
+    TraceCache,
     collectives,
     collectives_ranks,
     diff_traces,
@@ -59,9 +61,6 @@ from lightspeed.trace import (
     summarize_ranks,
     top_kernels,
 )
-from lightspeed.trace.cache import TraceCache
-from lightspeed.trace.ranks import ENGINES
-from lightspeed.trace.ray_engine import import_ray
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -171,8 +170,6 @@ class _Ranks:
         self.skipped_by_rank: dict[int, int] = {}
         if address is not None and engine != "ray":
             raise UserInputError("--address is a Ray cluster's: give it with --engine ray")
-        if engine == "ray":
-            import_ray()  # a missing extra is one line before any trace is read
         serial = jobs == 1 and engine == "local"
         self._trace = _load(paths, options) if serial else None
         self._paths, self._jobs, self._limit = paths, jobs, limit

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from lightspeed.errors import UserInputError
 
+JsonScalar = str | int | float | bool | None
 RUN_COLUMNS: Final = ("kind", "label")
 FINGERPRINT_PREFIX: Final = "env."
 _KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_][A-Za-z0-9_\-]*)*$")
@@ -40,7 +41,7 @@ class Condition:
 
     scope: str
     path: tuple[str, ...]
-    value: Any
+    value: JsonScalar
     text: str
 
 
@@ -69,7 +70,7 @@ def _parse(item: str) -> Condition:
     return Condition(scope="record", path=tuple(key.split(".")), value=_value(raw), text=item)
 
 
-def _value(raw: str) -> Any:
+def _value(raw: str) -> JsonScalar:
     try:
         value = json.loads(raw)
     except ValueError:
@@ -79,7 +80,7 @@ def _value(raw: str) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else raw
 
 
-def _nested(path: tuple[str, ...], value: Any) -> str:
+def _nested(path: tuple[str, ...], value: JsonScalar) -> str:
     document: Any = value
     for part in reversed(path):
         document = {part: document}

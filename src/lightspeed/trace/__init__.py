@@ -24,6 +24,7 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSummary, summarize
+    from lightspeed.trace.cache import CacheInfo, TraceCache
     from lightspeed.trace.comms import CollectiveCall, CollectiveGroup, CommsReport, collectives
     from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
     from lightspeed.trace.effect_sizes import Distribution, MannWhitney, mann_whitney_u
@@ -58,7 +59,13 @@ if TYPE_CHECKING:
     from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
     from lightspeed.trace.loader import TIME_UNITS, load_trace
     from lightspeed.trace.model import RankTrace, StepTable, Trace
-    from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
+    from lightspeed.trace.ranks import (
+        ENGINES,
+        LoadOptions,
+        collectives_ranks,
+        stragglers_ranks,
+        summarize_ranks,
+    )
     from lightspeed.trace.table import EventTable
     from lightspeed.trace.validate import BadEvent
 
@@ -66,10 +73,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BOUNDS",
     "DEFAULT_MAX_BYTES",
+    "ENGINES",
     "FORMATS",
     "KIND_NAMES",
     "TIME_UNITS",
     "BadEvent",
+    "CacheInfo",
     "CollectiveCall",
     "CollectiveGroup",
     "CommsReport",
@@ -105,6 +114,7 @@ __all__ = [
     "StragglerReport",
     "Thresholds",
     "Trace",
+    "TraceCache",
     "TraceDiff",
     "TraceKernelTime",
     "TraceSummary",

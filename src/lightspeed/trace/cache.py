@@ -50,6 +50,7 @@ from lightspeed.trace.validate import BadEvent
 from lightspeed.units import GIB
 
 _LOG = logging.getLogger(__name__)
+ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
 
 # Bump when any reader's output changes for the same input (columns, rounding, notes, steps).
 PARSER_VERSION: Final = "2026.12-1"
@@ -146,7 +147,7 @@ class TraceCache:
 
     # -- keys ----------------------------------------------------------------
 
-    def key(self, path: Path, options: dict[str, Any]) -> tuple[str, str]:
+    def key(self, path: Path, options: ReadOptions) -> tuple[str, str]:
         """(entry name, content digest) of ``path`` read with ``options``."""
         digest = file_digest(path)
         text = json.dumps(
@@ -157,7 +158,7 @@ class TraceCache:
 
     # -- reading -------------------------------------------------------------
 
-    def load(self, path: Path, options: dict[str, Any]) -> tuple[list[CachedRank] | None, str, str]:
+    def load(self, path: Path, options: ReadOptions) -> tuple[list[CachedRank] | None, str, str]:
         """The cached ranks of ``path`` (``None`` on a miss), the entry name and the digest.
 
         A stale or damaged entry is deleted (and reported at INFO level) and counts as a miss.
