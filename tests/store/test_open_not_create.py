@@ -151,3 +151,15 @@ def test_a_database_without_tables_is_not_created_by_a_reader(postgres_url: str)
     with psycopg.connect(postgres_url) as connection:
         tables = connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
     assert tables == []
+
+
+def test_a_report_from_files_needs_no_store_and_creates_none(
+    places: tuple[Path, Path], run_cli: Any, shared: Path
+) -> None:
+    work, home = places
+    trace = shared / "data" / "traces" / "trace_filter"
+    result = run_cli("report", "--from", str(trace), "--output", "report.html")
+    assert result.code == 0, result.err
+    assert "results.sqlite does not exist" in result.err + result.out  # why the history is missing
+    created = {path for path in _files(work, home) if home / "cache" not in path.parents}
+    assert {path.name for path in created} == {"report.html", "cache"}  # the trace cache may fill

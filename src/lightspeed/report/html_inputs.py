@@ -186,8 +186,8 @@ def gather_inputs(
             found.bench = _latest_bench(store)
             found.steps = _latest_predictions(store)
         history, reason = _history(store, history_name, history_metric)
-        if reason:
-            reasons["history"] = reason
+        if reason:  # no store at all says more than "the empty store holds no metric"
+            reasons["history"] = reasons.pop("store", None) or reason
     return ReportInputs(
         bench=found.bench,
         estimates=tuple(found.steps),
