@@ -187,7 +187,7 @@ def gather_inputs(
             found.steps = _latest_predictions(store)
         history, reason = _history(store, history_name, history_metric)
         if reason:  # no store at all says more than "the empty store holds no metric"
-            reasons["history"] = reasons.pop("store", None) or reason
+            reasons["history"] = reasons.pop("store", "") or reason
     return ReportInputs(
         bench=found.bench,
         estimates=tuple(found.steps),

@@ -13,9 +13,11 @@ the last (with the keys after the array).
 Anything unusual sends the whole file back to the serial read, which then
 gives its exact answer or error message: a cut that fell inside a string, a
 damaged byte, an unexpected field type, or thread/stream ids written as text.
-``LIGHTSPEED_PARSE_WORKERS`` sets the number of workers (``0``: never); the
-default is one per CPU beyond the first, at most 4, and none inside the
-workers of ``--jobs`` or Ray.
+``LIGHTSPEED_PARSE_WORKERS=N`` turns it on with N workers; it is off by
+default (and always inside the workers of ``--jobs`` or Ray): on the shared
+2-core development machine, with no idle core, it measured slower than the
+serial read (pickling and merging cost more than the second core gave back;
+docs/benchmarks.md). It is for machines with idle cores.
 """
 
 from __future__ import annotations
@@ -56,14 +58,10 @@ def num_workers(path: Path) -> int:
     """How many worker processes to read ``path`` with (0: read it serially)."""
     if _IN_WORKER or multiprocessing.current_process().daemon:
         return 0
-    configured = os.environ.get(WORKERS_VARIABLE, "").strip()
-    if configured:
-        try:
-            wanted = int(configured)
-        except ValueError:
-            wanted = 0
-    else:
-        wanted = min(MAX_WORKERS, (os.cpu_count() or 1) - 1)
+    try:
+        wanted = min(MAX_WORKERS, int(os.environ.get(WORKERS_VARIABLE, "").strip() or 0))
+    except ValueError:
+        wanted = 0
     try:
         large = path.stat().st_size >= MIN_PARALLEL_BYTES
     except OSError:
