@@ -505,6 +505,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "lightspeed.store": [
         "KNOWN_KINDS",
+        "MEMORY_STORE",
         "SCHEMA_VERSION",
         "Condition",
         "NewRecord",

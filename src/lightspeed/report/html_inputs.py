@@ -29,8 +29,7 @@ from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.kernels import kernel_section
 from lightspeed.report.trace import trace_section
-from lightspeed.store import ResultsStore, StoredRecord, open_store
-from lightspeed.store.backends import MEMORY, StoreMissingError
+from lightspeed.store import MEMORY_STORE, ResultsStore, StoredRecord, StoreMissingError, open_store
 from lightspeed.trace import detect_format, kernel_report, load_trace, read_ncu, summarize
 from lightspeed.units import compute_precision
 
@@ -286,7 +285,7 @@ def _reading(store_path: str | Path | None, *, needed: bool, reasons: dict[str, 
         if needed:
             raise
         reasons["store"] = str(error)
-        return open_store(MEMORY)
+        return open_store(MEMORY_STORE, create=False)
 
 
 def _from_run(

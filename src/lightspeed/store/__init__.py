@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
-    from lightspeed.store.backends import StoreMissingError
+    from lightspeed.store.backends import MEMORY_STORE, StoreMissingError
     from lightspeed.store.database import (
         SCHEMA_VERSION,
         ResultsStore,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOWN_KINDS",
+    "MEMORY_STORE",
     "SCHEMA_VERSION",
     "Condition",
     "NewRecord",

@@ -28,7 +28,7 @@ from lightspeed.errors import MissingExtraError, StoreError
 from lightspeed.store.location import StoreLocation
 
 _LOG = logging.getLogger(__name__)
-MEMORY: Final = ":memory:"  # a SQLite store that lives in memory only (nothing on disk)
+MEMORY_STORE: Final = ":memory:"  # a SQLite store that lives in memory only (nothing on disk)
 _HOW_TO_CREATE: Final = (
     "check the path or LIGHTSPEED_STORE; a store is created by the commands that save results "
     "('lightspeed bench', 'lightspeed monitor run', 'lightspeed tour') or by "
@@ -144,7 +144,7 @@ class SqliteBackend(Backend):
         super().__init__(location)
         assert location.path is not None, "a SQLite location has a path"
         path = location.path
-        memory = str(path) == MEMORY
+        memory = str(path) == MEMORY_STORE
         exists = memory or path.exists()
         if exists and not memory and not path.is_file():
             raise StoreError(

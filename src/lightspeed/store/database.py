@@ -42,7 +42,7 @@ from typing import Any, Final
 from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject, to_jsonable
-from lightspeed.store.backends import Backend, StoreMissingError, connect
+from lightspeed.store.backends import MEMORY_STORE, Backend, StoreMissingError, connect
 from lightspeed.store.location import StoreLocation, store_location
 from lightspeed.store.migrations import SCHEMA_VERSION, current_version, migrate
 from lightspeed.store.query import Condition, parse_conditions, payload_match, run_filters
@@ -498,6 +498,7 @@ def open_store(
     another's lock (and, on PostgreSQL, for the connection).
     """
     where = location if isinstance(location, StoreLocation) else store_location(location)
+    create = create or str(where.path) == MEMORY_STORE  # an in-memory store leaves nothing behind
     backend = connect(where, timeout_s=timeout_s, create=create)
     try:
         _prepare(backend, create=create)
