@@ -26,8 +26,8 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.sol.expert_load import ExpertLoadEffect, inference_load_effect, training_load_effect
-from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
+from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.search import search_inference
 from lightspeed.sol.train.result import TrainingEstimate, part_label
 from lightspeed.sol.train.search import search_training

@@ -65,7 +65,7 @@ def estimate_training(
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
     plan = plan.resolved(profile)
     check_gpu_count(plan, cluster)
-    validate_plan(plan, model)
+    validate_plan(plan, model, stack=profile)
     hardware = hardware_for(cluster, plan.precision, efficiency, sharp, profile)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
     estimate = estimate_from_arrays(

@@ -12,8 +12,9 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   (:func:`_stated_settings`).
 * **Unreported micro-batch, interleaving depth or recomputation**: the fastest
   plan that fits among the valid values (published runs report tuned setups).
-* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (2 with PP),
-  ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
+* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (with PP: 2, or
+  the stage of the row's stack that keeps as much), ``distributed optimizer`` or a
+  bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
 * **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
   ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
   ``model TFLOP/s`` -> 6N + causal attention; else as the named stack counts its
@@ -166,15 +167,18 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     )
 
 
-def zero_stage_of(text: str, pp: int = 1) -> tuple[int, str]:
+def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[int, str]:
     """(ZeRO stage, note) of a sharding cell.
 
     ``ZeRO-k`` is k; FSDP (v1's default FULL_SHARD, FSDP2's ``fully_shard``,
     Megatron-FSDP, ``FSDP=N`` with N > 1) shards everything: 3, except with
     pipeline parallelism, where FSDP keeps parameters gathered across the
     micro-batches (torchtitan's ``reshard_after_forward=False``, Llama 3's
-    FSDP) and is ZeRO-2; ``FSDP=0``, a distributed optimizer or a bare
-    ``ZeRO`` is 1; ``none`` is 0; unreported 1.
+    FSDP) and accumulates fp32 gradients whole until the last one (Llama 3
+    paper, section 3.3.2): ZeRO-2 in FSDP's terms, and under a ``stack`` with
+    other memory rules the stage that keeps the same (the distributed
+    optimizer's ZeRO-1 in Megatron's); ``FSDP=0``, a distributed optimizer or
+    a bare ``ZeRO`` is 1; ``none`` is 0; unreported 1.
     """
     lowered = text.lower()
     match = re.search(r"zero-?(\d)", lowered)
@@ -184,13 +188,26 @@ def zero_stage_of(text: str, pp: int = 1) -> tuple[int, str]:
     fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
     if fsdp or "full_shard" in lowered or "full shard" in lowered:
         if pp > 1:
-            return 2, f"sharding '{text}' with pp={pp} -> ZeRO-2 (FSDP keeps parameters gathered under PP)"
+            return _fsdp_under_pipeline(text, pp, stack)
         return 3, f"sharding '{text}' -> ZeRO-3 (FSDP full sharding)"
     if "distributed optimizer" in lowered or "zero" in lowered or "fsdp" in lowered:
         return 1, f"sharding '{text}' -> ZeRO-1 (distributed optimizer)"
     if lowered.startswith("none"):
         return 0, "sharding none -> ZeRO-0 (DDP)"
     return 1, "sharding not reported -> ZeRO-1"
+
+
+def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, str]:
+    """FSDP under PP in the stack's terms: the stage keeping parameters and gradients whole."""
+    kept = {"weights": "whole", "gradients": "whole", "optimizer": "sharded"}
+    stage = None if stack is None else stack.sharding.stage_keeping(**kept, pipeline=True)
+    if stack is None or stage is None or stage == 2:
+        return 2, f"sharding '{text}' with pp={pp} -> ZeRO-2 (FSDP keeps parameters gathered under PP)"
+    return stage, (
+        f"sharding '{text}' with pp={pp} -> ZeRO-{stage} under {stack.name}: FSDP under PP keeps parameters "
+        f"gathered and fp32 gradients whole until the last micro-batch, as the "
+        f"{stack.sharding_rule(stage, pipeline=True).name} does"
+    )
 
 
 def _recompute(text: str, stack: Stack) -> str:
@@ -294,7 +311,7 @@ def candidate_plans(
         else [_recompute(recompute_text, stack)]
     )
     joined = row.joined()
-    zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp)
+    zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
     base = dict(
         tp=degrees.tp,
         pp=degrees.pp,
