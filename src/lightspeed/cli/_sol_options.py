@@ -41,8 +41,21 @@ def system_options(function: F) -> F:
     )(function)
 
 
+def _remember_force(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
+    ctx.meta["calibration_force"] = value
+    return value
+
+
 def calibration_option(function: F) -> F:
-    """``--calibration NAME``: efficiencies fitted by 'lightspeed calibrate'."""
+    """``--calibration NAME``: efficiencies fitted by 'lightspeed calibrate'; ``--force`` applies a
+    profile measured on another device (refused otherwise)."""
+    function = click.option(
+        "--force",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_force,
+        help="Apply a --calibration measured on another device anyway (the output says so).",
+    )(function)
     return click.option(
         "--calibration", help="Calibration profile from 'lightspeed calibrate' (default: family defaults)."
     )(function)
@@ -144,12 +157,21 @@ def resolve_cluster(system_text: str, num_gpus: int | None) -> Any:
 
 
 def resolve_efficiency(calibration: str | None) -> Any:
-    """The efficiency model of a calibration profile, or ``None`` for family defaults."""
+    """The efficiency model of a calibration profile, or ``None`` for family defaults (with
+    ``--force``, one that may apply to another device than it was measured on)."""
     if calibration is None:
         return None
     from lightspeed.sol import load_calibration
 
-    return load_calibration(calibration)
+    force = bool(click.get_current_context().meta.get("calibration_force", False))
+    model = load_calibration(calibration, force=force)
+    if force and model.measured_on:
+        click.echo(
+            f"lightspeed: note: calibration '{model.name}' was measured on {model.measured_on}; "
+            "--force applies it to other devices too",
+            err=True,
+        )
+    return model
 
 
 def expert_load_options(function: F) -> F:

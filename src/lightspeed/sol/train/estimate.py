@@ -32,8 +32,9 @@ from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.units import format_memory
 from lightspeed.workload import TransformerSpec
 
-# The settings of a plan that a "plan that fits" suggestion names, in this order.
-SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "vpp", "zero_stage", "micro_batch_size", "recompute")
+# The settings of a plan that a "plan that fits" suggestion names, in this order: every parallel
+# dimension (``ep`` for mixture-of-experts models), then what else changes the memory.
+SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero_stage", "micro_batch_size", "recompute")
 
 
 def estimate_training(
@@ -110,5 +111,23 @@ def raise_not_fitting(
             nearest_plan=None,
             no_fit_hint=f"no plan on {cluster.num_accelerators} GPUs fits: use more GPUs or a smaller model",
         )
-    settings = {name: getattr(best.plan, name) for name in SUGGESTED_SETTINGS}
-    raise PlanDoesNotFitError(message, nearest_plan=settings, nearest_memory_bytes=best.memory_per_gpu_bytes)
+    raise PlanDoesNotFitError(
+        message,
+        nearest_plan=suggested_settings(best.plan, model),
+        nearest_memory_bytes=best.memory_per_gpu_bytes,
+    )
+
+
+def suggested_settings(plan: TrainingPlan, model: TransformerSpec) -> dict[str, int | str | bool]:
+    """The settings that reproduce ``plan`` from the command line: every parallel dimension (EP for
+    MoE models), ZeRO stage, micro-batch and recomputation, and uneven stages when it needs them.
+
+    >>> from lightspeed.workload import load_models
+    >>> suggested_settings(TrainingPlan(tp=8, ep=8, dp=8), load_models().get("mixtral-8x7b"))["ep"]
+    8
+    """
+    names = [name for name in SUGGESTED_SETTINGS if name != "ep" or model.moe is not None]
+    settings: dict[str, int | str | bool] = {name: getattr(plan, name) for name in names}
+    if plan.uneven_pipeline or model.num_layers % (plan.pp * plan.vpp):
+        settings["uneven_pipeline"] = True
+    return settings

@@ -97,7 +97,8 @@ class SearchResult(Record):
     the best's, minus one; ``tolerance`` the relative difference the model
     cannot resolve (half its 80% error band); ``ties`` the fitting plans within
     it, simplest first (the one to start from); ``compared`` the plan the
-    caller named, ranked against the rest.
+    caller named, ranked against the rest; ``notes`` what the search decided that
+    the caller did not ask for (a calibration from another device applied by force).
     """
 
     model: str
@@ -112,6 +113,7 @@ class SearchResult(Record):
     tolerance: float = 0.0
     ties: tuple[TrainingEstimate, ...] = ()
     compared: PlanComparison | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def plans_per_s(self) -> float:
@@ -464,6 +466,7 @@ def search_training(
         tolerance=tolerance,
         ties=_estimates(context, columns, tied) if tied.size else (),
         compared=compared,
+        notes=(hardware.calibration_note,) if hardware.calibration_note else (),
     )
 
 
