@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from lightspeed.cli._common import json_option, print_json
 from lightspeed.cli._infer import plan_infer
@@ -187,6 +188,7 @@ def train(
         plan = plan_with_load(plan, balance=balance, cluster=cluster)
     efficiency = resolve_efficiency(calibration)
     estimate = estimate_training(
+        free_settings=_left_free(dp),
         model=model,
         cluster=cluster,
         plan=plan,
@@ -213,6 +215,14 @@ def train(
     render_training_estimate(estimate)
     if effect is not None:
         render_expert_load_effect(effect)
+
+
+def _left_free(dp: int | None) -> tuple[str, ...]:
+    """The plan settings the user did not give (searched when the batch does not split over DP)."""
+    context = click.get_current_context()
+    names = ("tp", "pp", "cp", "micro_batch_size")
+    free = tuple(name for name in names if context.get_parameter_source(name) is ParameterSource.DEFAULT)
+    return (*free, "dp") if dp is None else free
 
 
 def train_json(estimate: Any) -> dict[str, Any]:

@@ -12,6 +12,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import replace
 from typing import NoReturn
 
 from lightspeed.catalog import Cluster
@@ -19,6 +21,7 @@ from lightspeed.errors import PlanDoesNotFitError
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.core.stacks import Stack, load_stack
+from lightspeed.sol.train.batch import split_batch
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan, validate_plan_gpus
 from lightspeed.sol.train.result import (
@@ -49,6 +52,7 @@ def estimate_training(
     sharp: bool = False,
     num_gpus: int | None = None,
     stack: str | Stack | None = None,
+    free_settings: Collection[str] = (),
 ) -> TrainingEstimate:
     """Predict one training plan on ``cluster`` (see :class:`TrainingEstimate`).
 
@@ -59,13 +63,19 @@ def estimate_training(
     current one): its kernels, overlaps and recompute policy fill what the plan
     leaves ``None``. ``num_gpus`` (the GPUs a user asked for) must be the plan's GPU
     count exactly, else :class:`~lightspeed.errors.PlanMismatchError` names the
-    data-parallel size that makes it.
+    data-parallel size that makes it. ``free_settings`` (of ``tp``, ``pp``, ``cp``,
+    ``dp``, ``micro_batch_size``) are those the caller left to the tool: when the
+    global batch does not split over the replicas they are searched for the closest
+    plan whose batch does (:func:`~lightspeed.sol.train.batch.split_batch`), and the
+    estimate's assumptions say what was chosen.
     """
     if num_gpus is not None:
         validate_plan_gpus(plan, num_gpus)
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
     plan = plan.resolved(profile)
     check_gpu_count(plan, cluster)
+    split = split_batch(plan, model, free=free_settings, stack=profile) if free_settings else None
+    plan = split.plan if split is not None else plan
     validate_plan(plan, model, stack=profile)
     hardware = hardware_for(cluster, plan.precision, efficiency, sharp, profile)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
@@ -78,6 +88,8 @@ def estimate_training(
         flop_convention=flop_convention,
         num_tokens=num_tokens,
     )
+    if split is not None and split.note:
+        estimate = replace(estimate, assumptions=(split.note, *estimate.assumptions))
     if check_fit and not estimate.fits:
         raise_not_fitting(estimate, model, cluster, hardware)
     return estimate

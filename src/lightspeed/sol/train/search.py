@@ -375,8 +375,10 @@ def _valid_columns(
     columns = {name: values[valid] for name, values in columns.items()}
     if columns["tp"].size == 0:
         raise InvalidPlanError(
-            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size}: "
-            "the batch must split over data-parallel replicas; try a multiple of the GPU count"
+            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size} "
+            f"under stack {stack.name}: no combination of the degrees tried splits the batch over its "
+            "data-parallel replicas, divides the model's heads and layers and is one the stack runs; "
+            "try a global batch that is a multiple of the GPU count, or widen the search space"
         )
     return columns
 

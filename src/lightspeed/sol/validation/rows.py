@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
-from lightspeed.errors import UserInputError
+from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import Stack, stack_for
+from lightspeed.sol.train.batch import split_batch
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.validation.hardware_text import resolve_row_cluster
 from lightspeed.sol.validation.published import (
@@ -285,6 +286,25 @@ def _stated_settings(text: str, zero_stage: int, stack: Stack) -> dict[str, obje
     return {**settings, "sequence_parallel": False}
 
 
+def _split_over_free_degrees(
+    row: PublishedRow, base: dict[str, object], model: TransformerSpec, stack: Stack
+) -> tuple[_Degrees, dict[str, object], str]:
+    """The row's degrees and settings with those it leaves unstated (TP, PP, CP, DP cells empty
+    or n/r) chosen so that its global batch splits over DP, and the sentence saying what was chosen."""
+    cells = {"tp": "TP", "pp": "PP", "cp": "CP"}
+    free = [name for name, cell in cells.items() if is_missing(row.text(cell))]
+    if not re.match(r"\s*\d", row.text("DP")):
+        free.append("dp")
+    try:
+        split = split_batch(TrainingPlan(**base), model, free=free, stack=stack)  # type: ignore[arg-type]
+    except InvalidPlanError as error:
+        raise RowError(f"{error}; give the batch or the GPU split the run used") from None
+    plan = split.plan
+    degrees = _Degrees(plan.tp, plan.pp, plan.dp, plan.ep, plan.cp)
+    changed = {"tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "dp": plan.dp}
+    return degrees, {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
+
+
 def candidate_plans(
     row: PublishedRow, model: TransformerSpec, num_gpus: int, stack: Stack
 ) -> tuple[list[TrainingPlan], list[str]]:
@@ -326,11 +346,9 @@ def candidate_plans(
         uneven_pipeline=model.num_layers % degrees.pp != 0,
         **_stated_settings(joined, zero_stage, stack),
     )
-    if batch % degrees.dp:
-        raise RowError(
-            f"the global batch of {batch} sequences does not split over DP {degrees.dp} "
-            f"({batch / degrees.dp:.4g} per replica); give the batch or the GPU split the run used"
-        )
+    split_note = ""
+    if batch % degrees.dp:  # search the degrees the row leaves unstated (issue 28)
+        degrees, base, split_note = _split_over_free_degrees(row, base, model, stack)
     plans = []
     for vpp, micro_batch, recompute in itertools.product(vpps, micros, recomputes):
         if (batch // degrees.dp) % micro_batch:
@@ -343,6 +361,7 @@ def candidate_plans(
         raise RowError(f"no micro-batch in {micros} divides the {batch // degrees.dp} sequences per replica")
     first = plans[0]
     notes = [
+        *([split_note] if split_note else []),
         zero_note,
         f"{stack.name}: attention {first.attention_impl}, dropout {first.dropout}, sequence parallel "
         f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}",
