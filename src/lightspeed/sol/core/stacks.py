@@ -30,8 +30,14 @@ from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
-from lightspeed.paths import package_data
 from lightspeed.records import Record
+from lightspeed.sol.core.sharding import (
+    MemoryRules,
+    ShardingRule,
+    load_all_memory_rules,
+    load_memory_rules,
+    stacks_file,
+)
 
 FloatArray = npt.NDArray[np.float64]
 ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
@@ -76,11 +82,22 @@ class Stack(Record):
     optimizer_bytes_per_param: float = 12.0
     fp8_weight_copy: bool = True
     context_parallel: bool = True
+    pipeline_parallel: bool = True
+    memory_rules: str = "megatron"
 
     @property
     def group(self) -> str:
         """The profile whose fitted ``kernel_efficiency`` this one shares (itself by default)."""
         return self.fit_group or self.name
+
+    @property
+    def sharding(self) -> MemoryRules:
+        """What the stack keeps per parameter under each ZeRO stage (:mod:`lightspeed.sol.core.sharding`)."""
+        return load_memory_rules(self.memory_rules)
+
+    def sharding_rule(self, zero_stage: int, *, pipeline: bool) -> ShardingRule:
+        """The rule of ``zero_stage`` under this stack, with or without pipeline parallelism."""
+        return self.sharding.rule(zero_stage, pipeline=pipeline)
 
     def exposed_s(self, communication_s: ArrayLike, hideable_s: ArrayLike) -> FloatArray:
         """Seconds an overlapped collective still costs: what compute cannot cover, plus the
@@ -158,7 +175,7 @@ class ServingStack(Record):
 
 
 def _stacks_file() -> Path:
-    return package_data("sol", "data", "stacks.toml")
+    return stacks_file()
 
 
 def _choice(table: Fields, key: str, allowed: tuple[str, ...]) -> str:
@@ -196,6 +213,8 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
         optimizer_bytes_per_param=table.number("optimizer_bytes_per_param", 12.0),
         fp8_weight_copy=table.boolean("fp8_weight_copy", True),
         context_parallel=table.boolean("context_parallel", True),
+        pipeline_parallel=table.boolean("pipeline_parallel", True),
+        memory_rules=table.string("memory_rules", "megatron"),
     )
 
 
@@ -302,6 +321,16 @@ def _load(file: Path) -> tuple[str, Mapping[str, Stack]]:
     default = fields.string("default")
     if default not in stacks:
         raise DataFileError(file, "default names no profile", field="default", value=default)
+    families = load_all_memory_rules(file)
+    for stack in stacks.values():
+        if stack.memory_rules not in families:
+            raise DataFileError(
+                file,
+                f"[stack.{stack.name}] memory_rules names no [memory_rules.*] table "
+                f"(known: {', '.join(sorted(families))})",
+                field="memory_rules",
+                value=stack.memory_rules,
+            )
     return default, stacks
 
 

@@ -354,6 +354,8 @@ def _assumptions(
         f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
         *precisions.notes,
     ]
+    if hardware.calibration_note:
+        lines.append(hardware.calibration_note)
     if plan.speculative is not None:
         spec = plan.speculative
         lines.append(

@@ -241,7 +241,8 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
         f"efficiency model '{efficiency.name}': GEMM up to "
         f"{format_percent(efficiency.gemm_ceiling(plan.compute_precision), 0)} "
         f"of peak, HBM {format_percent(efficiency.memory_efficiency, 0)}, links "
-        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}"
+        + (f"; {hardware.calibration_note}" if hardware.calibration_note else ""),
         f"software stack '{hardware.stack.name}' ({hardware.stack.display_name}): kernels at "
         f"{format_percent(hardware.stack.kernel_efficiency, 0)} of those ceilings"
         + (

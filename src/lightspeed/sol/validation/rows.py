@@ -12,8 +12,9 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   (:func:`_stated_settings`).
 * **Unreported micro-batch, interleaving depth or recomputation**: the fastest
   plan that fits among the valid values (published runs report tuned setups).
-* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (2 with PP),
-  ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
+* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (with PP: 2, or
+  the stage of the row's stack that keeps as much), ``distributed optimizer`` or a
+  bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
 * **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
   ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
   ``model TFLOP/s`` -> 6N + causal attention; else as the named stack counts its
@@ -28,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
-from lightspeed.errors import UserInputError
+from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import Stack, stack_for
+from lightspeed.sol.train.batch import split_batch
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.validation.hardware_text import resolve_row_cluster
 from lightspeed.sol.validation.published import (
@@ -166,15 +168,18 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     )
 
 
-def zero_stage_of(text: str, pp: int = 1) -> tuple[int, str]:
+def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[int, str]:
     """(ZeRO stage, note) of a sharding cell.
 
     ``ZeRO-k`` is k; FSDP (v1's default FULL_SHARD, FSDP2's ``fully_shard``,
     Megatron-FSDP, ``FSDP=N`` with N > 1) shards everything: 3, except with
     pipeline parallelism, where FSDP keeps parameters gathered across the
     micro-batches (torchtitan's ``reshard_after_forward=False``, Llama 3's
-    FSDP) and is ZeRO-2; ``FSDP=0``, a distributed optimizer or a bare
-    ``ZeRO`` is 1; ``none`` is 0; unreported 1.
+    FSDP) and accumulates fp32 gradients whole until the last one (Llama 3
+    paper, section 3.3.2): ZeRO-2 in FSDP's terms, and under a ``stack`` with
+    other memory rules the stage that keeps the same (the distributed
+    optimizer's ZeRO-1 in Megatron's); ``FSDP=0``, a distributed optimizer or
+    a bare ``ZeRO`` is 1; ``none`` is 0; unreported 1.
     """
     lowered = text.lower()
     match = re.search(r"zero-?(\d)", lowered)
@@ -184,13 +189,26 @@ def zero_stage_of(text: str, pp: int = 1) -> tuple[int, str]:
     fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
     if fsdp or "full_shard" in lowered or "full shard" in lowered:
         if pp > 1:
-            return 2, f"sharding '{text}' with pp={pp} -> ZeRO-2 (FSDP keeps parameters gathered under PP)"
+            return _fsdp_under_pipeline(text, pp, stack)
         return 3, f"sharding '{text}' -> ZeRO-3 (FSDP full sharding)"
     if "distributed optimizer" in lowered or "zero" in lowered or "fsdp" in lowered:
         return 1, f"sharding '{text}' -> ZeRO-1 (distributed optimizer)"
     if lowered.startswith("none"):
         return 0, "sharding none -> ZeRO-0 (DDP)"
     return 1, "sharding not reported -> ZeRO-1"
+
+
+def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, str]:
+    """FSDP under PP in the stack's terms: the stage keeping parameters and gradients whole."""
+    kept = {"weights": "whole", "gradients": "whole", "optimizer": "sharded"}
+    stage = None if stack is None else stack.sharding.stage_keeping(**kept, pipeline=True)
+    if stack is None or stage is None or stage == 2:
+        return 2, f"sharding '{text}' with pp={pp} -> ZeRO-2 (FSDP keeps parameters gathered under PP)"
+    return stage, (
+        f"sharding '{text}' with pp={pp} -> ZeRO-{stage} under {stack.name}: FSDP under PP keeps parameters "
+        f"gathered and fp32 gradients whole until the last micro-batch, as the "
+        f"{stack.sharding_rule(stage, pipeline=True).name} does"
+    )
 
 
 def _recompute(text: str, stack: Stack) -> str:
@@ -268,6 +286,25 @@ def _stated_settings(text: str, zero_stage: int, stack: Stack) -> dict[str, obje
     return {**settings, "sequence_parallel": False}
 
 
+def _split_over_free_degrees(
+    row: PublishedRow, base: dict[str, object], model: TransformerSpec, stack: Stack
+) -> tuple[_Degrees, dict[str, object], str]:
+    """The row's degrees and settings with those it leaves unstated (TP, PP, CP, DP cells empty
+    or n/r) chosen so that its global batch splits over DP, and the sentence saying what was chosen."""
+    cells = {"tp": "TP", "pp": "PP", "cp": "CP"}
+    free = [name for name, cell in cells.items() if is_missing(row.text(cell))]
+    if not re.match(r"\s*\d", row.text("DP")):
+        free.append("dp")
+    try:
+        split = split_batch(TrainingPlan(**base), model, free=free, stack=stack)  # type: ignore[arg-type]
+    except InvalidPlanError as error:
+        raise RowError(f"{error}; give the batch or the GPU split the run used") from None
+    plan = split.plan
+    degrees = _Degrees(plan.tp, plan.pp, plan.dp, plan.ep, plan.cp)
+    changed = {"tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "dp": plan.dp}
+    return degrees, {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
+
+
 def candidate_plans(
     row: PublishedRow, model: TransformerSpec, num_gpus: int, stack: Stack
 ) -> tuple[list[TrainingPlan], list[str]]:
@@ -294,7 +331,7 @@ def candidate_plans(
         else [_recompute(recompute_text, stack)]
     )
     joined = row.joined()
-    zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp)
+    zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
     base = dict(
         tp=degrees.tp,
         pp=degrees.pp,
@@ -309,11 +346,9 @@ def candidate_plans(
         uneven_pipeline=model.num_layers % degrees.pp != 0,
         **_stated_settings(joined, zero_stage, stack),
     )
-    if batch % degrees.dp:
-        raise RowError(
-            f"the global batch of {batch} sequences does not split over DP {degrees.dp} "
-            f"({batch / degrees.dp:.4g} per replica); give the batch or the GPU split the run used"
-        )
+    split_note = ""
+    if batch % degrees.dp:  # search the degrees the row leaves unstated (issue 28)
+        degrees, base, split_note = _split_over_free_degrees(row, base, model, stack)
     plans = []
     for vpp, micro_batch, recompute in itertools.product(vpps, micros, recomputes):
         if (batch // degrees.dp) % micro_batch:
@@ -326,6 +361,7 @@ def candidate_plans(
         raise RowError(f"no micro-batch in {micros} divides the {batch // degrees.dp} sequences per replica")
     first = plans[0]
     notes = [
+        *([split_note] if split_note else []),
         zero_note,
         f"{stack.name}: attention {first.attention_impl}, dropout {first.dropout}, sequence parallel "
         f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}",

@@ -83,12 +83,12 @@ def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int
     plans = []
     for plan in setup.plans:
         try:
-            validate_plan(plan, setup.model)
+            validate_plan(plan, setup.model, stack=setup.stack)
         except LightspeedError:
             continue
         plans.append(plan)
     if not plans:
-        validate_plan(setup.plans[0], setup.model)  # raises with the reason
+        validate_plan(setup.plans[0], setup.model, stack=setup.stack)  # raises with the reason
     hardware = hardware_for(setup.cluster, plans[0].precision, efficiency, stack=setup.stack)
     arrays = evaluate_grid(grid_from_plans(plans), setup.model, hardware, plans[0].seq_len)
     step = np.asarray(arrays.step_time_s)
