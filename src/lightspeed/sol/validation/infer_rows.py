@@ -49,17 +49,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lightspeed.catalog import Catalog
+from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.validation.hardware_text import HardwareSpec, cluster_of, read_hardware
 from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
 from lightspeed.sol.validation.readings import Reading, read_cell
-from lightspeed.sol.validation.rows import choose_reading, resolve_cluster, resolve_model, row_year
+from lightspeed.sol.validation.rows import choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
@@ -256,15 +257,36 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
     return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
 
 
-def inference_row_setup(
-    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
-) -> tuple[InferenceRowSetup, object]:
-    """(setup, cluster) of an inference row (see the module docstring for the rules)."""
+@dataclass(frozen=True)
+class InferenceRowSpec(Record):
+    """A published inference run in typed fields, nothing left to read from text: what the
+    structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
+    the server the run used; ``measured`` is in base units (``docs/inference.md``)."""
+
+    row_id: str
+    model: TransformerSpec
+    model_name: str | None
+    hardware: HardwareSpec
+    num_gpus: int
+    plan: InferencePlan
+    load: ServingLoad
+    batching: str
+    metric: str
+    measured: float
+    serving: str
+    assumptions: tuple[str, ...] = ()
+    reading: Reading | None = None
+    readings: tuple[Reading, ...] = ()
+
+
+def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
+    """An inference row of a published-results table in typed fields (the rules in the module docs)."""
     num_gpus = integer_cell(row.text("GPUs"))
     if not num_gpus:
         raise RowError("GPUs is not reported")
     model, model_note = _resolve_model(registry, row)
-    cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
+    hardware, span = read_hardware(catalog, row.text("hardware"))
+    cluster, _ = cluster_of(catalog, hardware, num_gpus)
     tp = integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
@@ -275,8 +297,7 @@ def inference_row_setup(
     load, batching, load_note = _load(row)
     reading = _metric(row, num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None
-    metric, measured = reading.key, reading.value
-    notes = [model_note, *cluster_notes, precision_note, load_note]
+    notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", precision_note, load_note]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
         attention_groups, tp = _attention_groups(row, tp, ep)
@@ -300,14 +321,56 @@ def inference_row_setup(
             "speculative decoding named but not modelled: the row states no acceptance rate, "
             "so it is predicted without it"
         )
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
     year, _ = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year)
     notes.append(serving_note)
+    return InferenceRowSpec(
+        row_id=row.row_id,
+        model=model,
+        model_name=registry_name(registry, model),
+        hardware=hardware,
+        num_gpus=num_gpus,
+        plan=plan,
+        load=load,
+        batching=batching,
+        metric=reading.key,
+        measured=reading.value,
+        serving=serving.name,
+        assumptions=tuple(notes),
+        reading=reading,
+        readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
+    )
+
+
+def inference_setup(
+    spec: InferenceRowSpec, catalog: Catalog, *, serving: ServingStack | None = None
+) -> tuple[InferenceRowSetup, Cluster]:
+    """(setup, cluster) of a typed inference row, on its own serving profile or on ``serving``."""
+    chosen = serving or load_serving_stack(spec.serving)
+    cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
+    notes = [*spec.assumptions, *cluster_notes]
+    if chosen.name != spec.serving:
+        notes.append(f"predicted on the serving profile {chosen.name}, not the run's own {spec.serving}")
     setup = InferenceRowSetup(
-        model, plan, load, batching, metric, measured, tuple(notes), reading, readings, serving
+        spec.model,
+        spec.plan,
+        spec.load,
+        spec.batching,
+        spec.metric,
+        spec.measured,
+        tuple(notes),
+        spec.reading,
+        spec.readings,
+        chosen,
     )
     return setup, cluster
+
+
+def inference_row_setup(
+    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
+) -> tuple[InferenceRowSetup, Cluster]:
+    """(setup, cluster) of an inference row of a table (see the module docstring for the rules)."""
+    return inference_setup(read_inference_row(row, catalog, registry), catalog)
 
 
 def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
@@ -406,7 +469,10 @@ def estimate_cluster_architecture(cluster: object) -> str:
 __all__ = [
     "INFERENCE_METRICS",
     "InferenceRowSetup",
+    "InferenceRowSpec",
     "inference_predictor",
     "inference_row_setup",
+    "inference_setup",
     "predict_inference_setup",
+    "read_inference_row",
 ]

@@ -130,9 +130,7 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEst
 
 def _peak_of(setup: RowSetup, hardware_peak: float) -> float:
     """The peak an MFU figure divides by: the one the row names (``MFU vs 2.45 PF``), else the catalog's."""
-    if setup.reading is not None and setup.reading.peak_flop_per_s:
-        return setup.reading.peak_flop_per_s
-    return hardware_peak
+    return setup.peak_flop_per_s or hardware_peak
 
 
 def _train_row(
