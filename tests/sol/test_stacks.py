@@ -22,7 +22,10 @@ from lightspeed.workload import ModelRegistry
         ("pytorch/torchtitan benchmarks (no compile)", 2024, "torchtitan-2024"),
         ("pytorch/torchtitan benchmarks, FP8 linears, torch.compile", 2024, "torchtitan-2024-compile"),
         ("mosaicml/llm-foundry benchmarking README", 2023, "llm-foundry-2023"),
-        ("Llama Team 2024 (paper text)", 2024, "megatron-core-2024"),  # no framework: its year's
+        # no framework named: the default profile (the median of published runs) from 2023 on,
+        # the Megatron profile of its year before
+        ("Llama Team 2024 (paper text)", 2024, "published-median"),
+        ("Brown et al. 2020 (paper text)", 2020, "megatron-2021"),
     ],
 )
 def test_a_row_picks_the_profile_of_the_framework_it_names(text: str, year: int, name: str) -> None:

@@ -385,8 +385,10 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
     """(profile, why) for a published row: the framework its ``text`` names, in its ``year``.
 
     The profiles whose framework words occur in the text (the most specific
-    word wins), else the Megatron ones; among them the one whose years hold
-    ``year`` (else the nearest), compiled when the text says ``torch.compile``.
+    word wins); among them the one whose years hold ``year`` (else the
+    nearest), compiled when the text says ``torch.compile``. A text that names
+    no framework gets the default profile (the median of published runs) from
+    2023 on, the Megatron profile of its year before.
 
     >>> stack_for("pytorch/torchtitan benchmarks ... no compile", 2024)[0].name
     'torchtitan-2024'
@@ -402,6 +404,9 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
         longest = max(length for length, _ in named)
         candidates = [stack for length, stack in named if length == longest]
         reason = "names " + next(w for w in candidates[0].frameworks if w in lowered and len(w) == longest)
+    elif year >= load_stack().from_year:
+        default = load_stack()
+        return default, f"stack {default.name}: the row names no framework, {year}: the default profile"
     else:
         candidates = [stack for stack in stacks if "megatron" in stack.frameworks]
         reason = "names no framework: the Megatron profile of its year"

@@ -61,7 +61,7 @@ from lightspeed.sol.validation.hardware_text import HardwareSpec, cluster_of, re
 from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import choose_reading, registry_name, resolve_model, row_year
-from lightspeed.sol.validation.validate import ValidationRow, predicted_row
+from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
@@ -414,19 +414,19 @@ def inference_predictor(
 
     def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
         setup, cluster = inference_row_setup(row, catalog, registry)
-        return predict_inference_setup(row, setup, cluster, efficiency)
+        return predict_inference_setup(RowLabel(row.row_id, row.text("source")), setup, cluster, efficiency)
 
     return predict
 
 
 def predict_inference_setup(
-    row: PublishedRow, setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None = None
+    label: RowLabel, setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
     """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``)."""
     try:
         estimate = estimate_inference(
             model=setup.model,
-            cluster=cluster,  # type: ignore[arg-type]
+            cluster=cluster,
             plan=setup.plan,
             load=setup.load,
             efficiency=efficiency,
@@ -444,7 +444,7 @@ def predict_inference_setup(
         "bound": estimate.bound,
     }
     return predicted_row(
-        row,
+        label,
         kind="infer",
         metric=setup.metric,
         measured=setup.measured,
@@ -454,16 +454,10 @@ def predict_inference_setup(
         reading=setup.reading,
         readings=setup.readings,
         band=interval_for(
-            "infer",
-            moe=setup.model.moe is not None,
-            architecture=estimate_cluster_architecture(cluster),
+            "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
         ),
+        stack=setup.serving.name if setup.serving is not None else "",
     )
-
-
-def estimate_cluster_architecture(cluster: object) -> str:
-    """The accelerator architecture of a row's cluster (``Hopper`` ...)."""
-    return str(cluster.system.accelerator.architecture)  # type: ignore[attr-defined]
 
 
 __all__ = [

@@ -295,8 +295,9 @@ def _recompute(text: str) -> str:
 
 
 def _precision(text: str) -> str:
+    """The training precision a cell names; block-scaled formats (``MXFP8``) before their family."""
     lowered = text.lower()
-    for key in ("fp8", "fp4", "fp16", "bf16", "fp32"):
+    for key in ("mxfp8", "nvfp4", "mxfp4", "fp8", "fp4", "fp16", "bf16", "fp32"):
         if key in lowered:
             return key
     return "bf16"
