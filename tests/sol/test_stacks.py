@@ -56,7 +56,7 @@ def test_a_plan_takes_its_stacks_defaults_unless_it_says_otherwise() -> None:
 
 def test_zero3_with_pipeline_parallelism_is_refused(catalog: Catalog, models: ModelRegistry) -> None:
     plan = TrainingPlan(pp=2, dp=4, zero_stage=3, global_batch_size=8, seq_len=4096)
-    with pytest.raises(InvalidPlanError, match=r"zero_stage 3 with pp=2 under stack megatron-core-2025"):
+    with pytest.raises(InvalidPlanError, match=r"zero_stage 3 with pp=2 under stack published-median"):
         estimate_training(model=models.get("llama-3-8b"), cluster=catalog.cluster("dgx-h100"), plan=plan)
 
 
