@@ -18,7 +18,7 @@ from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
 from lightspeed.errors import UserInputError
 from lightspeed.report import render_validation
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.validation.runs import validate_builtin
+from lightspeed.sol.validation import validate_builtin
 
 
 @click.command()
