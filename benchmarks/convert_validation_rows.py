@@ -121,7 +121,10 @@ Schema (version 1; lightspeed.sol.validation.structured, docs/sol.md "Validation
                    (the variant the run used)
   [row.plan]       training: TrainingPlan fields; a list is a setting the source left unsaid,
                    searched over those values (the fastest plan that fits wins); recompute
-                   "selective" is the predicting stack's selective policy
+                   "selective" is the predicting stack's selective policy; fsdp_under_pipeline:
+                   FSDP with PP, whose ZeRO stage is the predicting stack's that keeps parameters
+                   and gradients whole (zero_stage is the run's own stack's); free_degrees: the
+                   degrees the source left unstated, searched if the batch does not split
   [row.flops]      training: how the publisher counted FLOPs (convention, counts_recompute,
                    causal, peak_flop_per_s of an MFU figure when the source names one)
   [row.workload]   training: num_tokens of a GPU-hours or time-to-train figure; inference:

@@ -406,7 +406,6 @@ def main() -> None:
     report["checks"] = checks(catalog, models)
     report["figures"] = figures(report)
     report["command"] = COMMAND
-    report["elapsed_s"] = round(time.perf_counter() - started, 1)
     if args.write:
         for path in DOCS:
             path.write_text(
@@ -416,6 +415,7 @@ def main() -> None:
         args.report.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     summary = {key: value for key, value in report["figures"].items() if not key.startswith("table_")}
     print(json.dumps(summary, indent=1))
+    print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,10 @@ _PLAN_KEYS: Final = {
     "recompute",
     "sequence_parallel",
     "tp_overlap",
+    "fsdp_under_pipeline",
+    "free_degrees",
 }
+_FREE_DEGREES: Final = ("tp", "pp", "cp", "dp")
 _DEPLOYMENT_KEYS: Final = {
     "tp",
     "pp",
@@ -345,6 +348,14 @@ def _strings(fields: Fields, key: str) -> tuple[str, ...]:
     return tuple(values)
 
 
+def _free_degrees(fields: Fields) -> tuple[str, ...]:
+    degrees = fields.strings("free_degrees")
+    unknown = [name for name in degrees if name not in _FREE_DEGREES]
+    if unknown:
+        raise _fail(fields, f"free degrees are among {', '.join(_FREE_DEGREES)}", "free_degrees", unknown[0])
+    return degrees
+
+
 def _optional_boolean(fields: Fields, key: str) -> bool | None:
     return fields.boolean(key) if fields.has(key) else None
 
@@ -369,6 +380,8 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
         recomputes=_strings(plan_fields, "recompute"),
         sequence_parallel=_optional_boolean(plan_fields, "sequence_parallel"),
         tp_overlap=_optional_boolean(plan_fields, "tp_overlap"),
+        fsdp_under_pipeline=plan_fields.boolean("fsdp_under_pipeline", False),
+        free_degrees=_free_degrees(plan_fields),
     )
     gpus = plan.tp * plan.pp * plan.cp * plan.dp
     if gpus != num_gpus:
@@ -508,7 +521,9 @@ def _training_tables(spec: TrainingRowSpec) -> dict[str, Any]:
             "vpp": _one_or_list(plan.vpps),
             "recompute": _one_or_list(plan.recomputes),
         }
-        | _without_none({"sequence_parallel": plan.sequence_parallel, "tp_overlap": plan.tp_overlap}),
+        | _without_none({"sequence_parallel": plan.sequence_parallel, "tp_overlap": plan.tp_overlap})
+        | ({"fsdp_under_pipeline": True} if plan.fsdp_under_pipeline else {})
+        | ({"free_degrees": list(plan.free_degrees)} if plan.free_degrees else {}),
         "flops": _without_none(
             {
                 "convention": spec.flops.convention,
