@@ -57,10 +57,10 @@ from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.hardware_text import HardwareSpec, cluster_of, read_hardware
+from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
 from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
 from lightspeed.sol.validation.readings import Reading, read_cell
-from lightspeed.sol.validation.rows import choose_reading, registry_name, resolve_model, row_year
+from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
@@ -258,16 +258,11 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
 
 
 @dataclass(frozen=True)
-class InferenceRowSpec(Record):
+class InferenceRowSpec(RunSpec):
     """A published inference run in typed fields, nothing left to read from text: what the
     structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
     the server the run used; ``measured`` is in base units (``docs/inference.md``)."""
 
-    row_id: str
-    model: TransformerSpec
-    model_name: str | None
-    hardware: HardwareSpec
-    num_gpus: int
     plan: InferencePlan
     load: ServingLoad
     batching: str

@@ -127,16 +127,23 @@ class FlopCount(Record):
 
 
 @dataclass(frozen=True)
-class TrainingRowSpec(Record):
-    """A published training run in typed fields, nothing left to read from text: what the
-    structured rows hold and what the TSV reader makes of a row. ``stack`` names the profile of
-    the software the run used; ``measured`` is in base units (``docs/sol.md``)."""
+class RunSpec(Record):
+    """What every published run names: its row, model (``model_name`` when it is the registry's,
+    else ``None``: built from the row's dimensions), hardware and GPUs."""
 
     row_id: str
     model: TransformerSpec
     model_name: str | None
     hardware: HardwareSpec
     num_gpus: int
+
+
+@dataclass(frozen=True)
+class TrainingRowSpec(RunSpec):
+    """A published training run in typed fields, nothing left to read from text: what the
+    structured rows hold and what the TSV reader makes of a row. ``stack`` names the profile of
+    the software the run used; ``measured`` is in base units (``docs/sol.md``)."""
+
     plan: PlanSpec
     metric: str
     measured: float

@@ -35,8 +35,6 @@ produces), :func:`dump_runs` writes rows back in this format.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -44,7 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.catalog import Catalog
-from lightspeed.datafile import Fields, load_toml
+from lightspeed.datafile import Fields, load_toml, toml_value
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import load_serving_stacks, load_stacks
@@ -555,24 +553,6 @@ def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
     return {"deployment": deployment, "workload": workload}
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"TOML has no {value}")
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        items = [_toml_value(item) for item in value]
-        one_line = "[" + ", ".join(items) + "]"
-        return one_line if len(one_line) <= 100 else "[\n" + "".join(f"    {item},\n" for item in items) + "]"
-    raise TypeError(f"no TOML form for {type(value).__name__}")
-
-
 def _toml_table(name: str, table: Mapping[str, Any]) -> list[str]:
     lines = [f"[{name}]" if not name.endswith("]]") else name]
     nested = []
@@ -580,7 +560,7 @@ def _toml_table(name: str, table: Mapping[str, Any]) -> list[str]:
         if isinstance(value, Mapping):
             nested.append((key, value))
         else:
-            lines.append(f"{key} = {_toml_value(value)}")
+            lines.append(f"{key} = {toml_value(value, wrap_at=100)}")
     base = name.strip("[]")
     for key, value in nested:
         lines += _toml_table(f"{base}.{key}", value)
