@@ -115,7 +115,8 @@ Schema (version 1; lightspeed.sol.validation.structured, docs/sol.md "Validation
   repository, commit and path or the paper the citation names), stack (the software profile of
   sol/data/stacks.toml the run is predicted on), metric, unit, value (the published figure in
   that unit), metric_text / value_text (as the source printed them), confidence (how it was
-  read), converted_from, notes (what the reader assumed).
+  read), derived (what was derived from the figure or checked against it: an implied step
+  time, a peer's estimate), converted_from, notes (what the reader assumed).
   [row.model]      name = a registry model, or architecture/attention tables (model-file keys)
   [row.hardware]   system (catalog), num_gpus, fabric (catalog link), memory_gib / power_limit_w
                    (the variant the run used)
@@ -157,6 +158,7 @@ def convert(row: PublishedRow, table: Path, catalog: Catalog, models: ModelRegis
         "metric_text": row.text("metric"),
         "value_text": row.text("measured"),
         "confidence": row.text("confidence"),
+        "derived": row.text("derived_or_check"),
         "converted_from": f"{table.name} line {row.line}",
     }
     if row.kind == "train":

@@ -94,6 +94,7 @@ _ROW_KEYS: Final = {
     "metric_text",
     "value_text",
     "confidence",
+    "derived",
     "converted_from",
     "notes",
     "model",
@@ -141,7 +142,8 @@ class PublishedRun(Record):
 
     ``publisher`` is who ran and reported the figure (cross-validation leaves each one
     out in turn); ``metric_text``/``value_text`` are the words and number as the source
-    printed them; exactly one of ``training`` and ``inference`` is set.
+    printed them; ``derived`` what was derived from them or checked against them (a peer's
+    estimate, an implied step time); exactly one of ``training`` and ``inference`` is set.
     """
 
     id: str
@@ -152,6 +154,7 @@ class PublishedRun(Record):
     metric_text: str = ""
     value_text: str = ""
     confidence: str = ""
+    derived: str = ""
     converted_from: str = ""
     training: TrainingRowSpec | None = None
     inference: InferenceRowSpec | None = None
@@ -243,6 +246,7 @@ def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRu
         "metric_text": fields.string("metric_text", ""),
         "value_text": fields.string("value_text", ""),
         "confidence": fields.string("confidence", ""),
+        "derived": fields.string("derived", ""),
         "converted_from": fields.string("converted_from", ""),
     }
     model, model_name = _model(_table(fields, "model"), models, source)
@@ -456,6 +460,7 @@ def run_table(run: PublishedRun) -> dict[str, Any]:
         "metric_text": run.metric_text,
         "value_text": run.value_text,
         "confidence": run.confidence,
+        "derived": run.derived,
         "converted_from": run.converted_from,
         "notes": list(spec.assumptions),
         "model": _model_table(spec.model, spec.model_name),
