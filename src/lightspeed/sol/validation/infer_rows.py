@@ -274,31 +274,26 @@ class InferenceRowSpec(RunSpec):
     readings: tuple[Reading, ...] = ()
 
 
-def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
-    """An inference row of a published-results table in typed fields (the rules in the module docs)."""
-    num_gpus = integer_cell(row.text("GPUs"))
-    if not num_gpus:
-        raise RowError("GPUs is not reported")
-    model, model_note = _resolve_model(registry, row)
-    hardware, span = read_hardware(catalog, row.text("hardware"))
-    cluster, _ = cluster_of(catalog, hardware, num_gpus)
+def _deployment(
+    row: PublishedRow, model: TransformerSpec, num_gpus: int, vendor: str
+) -> tuple[InferencePlan, list[str]]:
+    """The deployment a row describes (degrees, attention data parallelism, formats) and notes."""
     tp = integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
-    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
+    precision, precision_note = _precision(row, vendor)
     kv_precision = _kv_precision(row)
-    load, batching, load_note = _load(row)
-    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
-    assert reading.value is not None
-    notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", precision_note, load_note]
+    notes = [precision_note]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
         attention_groups, tp = _attention_groups(row, tp, ep)
         notes.append(
             f"attention data parallelism: {attention_groups} attention groups of {tp} GPU(s) per stage"
         )
+    if kv_precision is not None:
+        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
     plan = InferencePlan(
         tp=tp,
         pp=pp,
@@ -309,8 +304,22 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
-    if kv_precision is not None:
-        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+    return plan, notes
+
+
+def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
+    """An inference row of a published-results table in typed fields (the rules in the module docs)."""
+    num_gpus = integer_cell(row.text("GPUs"))
+    if not num_gpus:
+        raise RowError("GPUs is not reported")
+    model, model_note = _resolve_model(registry, row)
+    hardware, span = read_hardware(catalog, row.text("hardware"))
+    cluster, _ = cluster_of(catalog, hardware, num_gpus)
+    plan, plan_notes = _deployment(row, model, num_gpus, cluster.system.accelerator.vendor)
+    load, batching, load_note = _load(row)
+    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
+    assert reading.value is not None
+    notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
     if _names_speculation(row):
         notes.append(
             "speculative decoding named but not modelled: the row states no acceptance rate, "
