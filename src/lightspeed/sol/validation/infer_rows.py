@@ -257,21 +257,16 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
     return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InferenceRowSpec(RunSpec):
     """A published inference run in typed fields, nothing left to read from text: what the
     structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
-    the server the run used; ``measured`` is in base units (``docs/inference.md``)."""
+    the server the run used (``docs/inference.md``)."""
 
     plan: InferencePlan
     load: ServingLoad
     batching: str
-    metric: str
-    measured: float
     serving: str
-    assumptions: tuple[str, ...] = ()
-    reading: Reading | None = None
-    readings: tuple[Reading, ...] = ()
 
 
 def _deployment(

@@ -126,34 +126,35 @@ class FlopCount(Record):
     causal: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSpec(Record):
     """What every published run names: its row, model (``model_name`` when it is the registry's,
-    else ``None``: built from the row's dimensions), hardware and GPUs."""
+    else ``None``: built from the row's dimensions), hardware and GPUs, the quantity it reports
+    (``measured`` in base units) and how it was read (``assumptions``, ``reading``)."""
 
     row_id: str
     model: TransformerSpec
     model_name: str | None
     hardware: HardwareSpec
     num_gpus: int
+    metric: str
+    measured: float
+    assumptions: tuple[str, ...] = ()
+    reading: Reading | None = None
+    readings: tuple[Reading, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainingRowSpec(RunSpec):
     """A published training run in typed fields, nothing left to read from text: what the
     structured rows hold and what the TSV reader makes of a row. ``stack`` names the profile of
-    the software the run used; ``measured`` is in base units (``docs/sol.md``)."""
+    the software the run used (``docs/sol.md``)."""
 
     plan: PlanSpec
-    metric: str
-    measured: float
     flops: FlopCount
     stack: str
     num_tokens: float | None = None
     peak_flop_per_s: float | None = None
-    assumptions: tuple[str, ...] = ()
-    reading: Reading | None = None
-    readings: tuple[Reading, ...] = ()
 
 
 _CONTAINER: Final = re.compile(
