@@ -149,7 +149,15 @@ def _resolve(
         model = (models or default_models()).get(str(config.model))
     assert config.system is not None  # check_complete
     cluster = (catalog or default_catalog()).resolve_cluster(config.system, num_accelerators=num_gpus)
-    efficiency = None if config.calibration is None else load_calibration(config.calibration)
+    efficiency = None
+    if config.calibration is not None:
+        efficiency = load_calibration(config.calibration, force=config.force_calibration)
+        if config.force_calibration and efficiency.measured_on:
+            LOG.warning(
+                "calibration %r was measured on %s; --force applies it to other devices too",
+                efficiency.name,
+                efficiency.measured_on,
+            )
     _log_profile(config)
     return _Resolved(model, cluster, efficiency, _balance(config, model))
 
@@ -196,6 +204,7 @@ def _train(config: TrainingConfig, resolved: _Resolved) -> TrainingPrediction:
         sharp=config.sharp,
         num_gpus=num_gpus,
         stack=config.stack,
+        free_settings=config.free_settings(),
     )
     effect = None
     if resolved.balance is not None:

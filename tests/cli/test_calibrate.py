@@ -90,3 +90,49 @@ def test_bad_inputs_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert parsed.code == 2
     assert "not valid JSON" in parsed.err
     assert parsed.err.count("\n") == 1
+
+
+TRAIN = ("plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--tp", "2", "--global-batch", "8")
+
+
+def test_a_calibration_from_another_device_is_refused_unless_forced(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # Issue 28: a CPU calibration was applied to an H100 plan without a word.
+    _store([_gemm(s, 0.5) for s in (128, 256, 512)], "gemm")
+    assert run_cli("calibrate", "--name", "laptop").code == 0
+    assert load_calibration("laptop").measured_on == "cpu"
+    refused = run_cli(*TRAIN, "--calibration", "laptop")
+    assert refused.code == 2
+    assert refused.err.count("\n") == 1
+    assert "calibration 'laptop' was measured on cpu, not on h100-sxm" in refused.err
+    assert "--force" in refused.err
+    forced = run_cli(*TRAIN, "--calibration", "laptop", "--force", "--json")
+    assert forced.code == 0, forced.err
+    assumptions = " ".join(json.loads(forced.out)["assumptions"])
+    assert "measured on cpu, not on h100-sxm (applied anyway: --force)" in assumptions
+    assert "--force applies it to other devices too" in forced.err
+    search = run_cli(
+        "search", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--global-batch", "8",
+        "--calibration", "laptop", "--force",
+    )  # fmt: skip
+    assert search.code == 0, search.err
+    assert "note: calibration 'laptop' was measured on cpu" in search.out
+
+
+def test_a_gpu_calibration_applies_to_its_own_device_only(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    results = [_gemm(s, 0.5, device="cuda:0", sol_device="h100-sxm") for s in (1024, 2048, 4096)]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps([result.to_dict() for result in results]))
+    assert run_cli("calibrate", "--from", str(path), "--name", "h100").code == 0
+    assert run_cli(*TRAIN, "--calibration", "h100").code == 0
+    on_a100 = run_cli(*(("dgx-a100" if arg == "dgx-h100" else arg) for arg in TRAIN), "--calibration", "h100")
+    assert on_a100.code == 2
+    assert "measured on h100-sxm, not on a100-sxm" in on_a100.err
+
+
+def test_results_from_two_devices_make_no_profile(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    results = [_gemm(1024, 0.5, device="cuda:0", sol_device="h100-sxm"), _gemm(2048, 0.5)]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps([result.to_dict() for result in results]))
+    mixed = run_cli("calibrate", "--from", str(path), "--name", "mixed")
+    assert mixed.code == 2
+    assert "several devices (cpu, h100-sxm)" in mixed.err

@@ -71,7 +71,7 @@ def test_a_file_of_another_command_names_the_right_one(run_cli: Any, tmp_path: P
     ("line", "fragments"),
     [
         ("tpp = 2", ("unknown key 'tpp'", "did you mean 'tp'")),
-        ('tp = "two"', ("Expected `int`, got `str`",)),
+        ('tp = "two"', ("Expected `int | null`, got `str`",)),
         ("tp = 100000000000", ("--tp", "above the limit")),  # the option's own bound applies to files
         ("expert_imbalance = nan", ("--expert-imbalance", "not a finite number")),
         ("seq_len = 1.5", ("Expected `int`, got `float`",)),

@@ -128,7 +128,7 @@ def test_impossible_rows_are_not_predicted(tmp_path: Path, catalog: Catalog, mod
     assert "'-8' is not a whole number >= 0" in reasons["Z1"]
     assert "= 16 GPUs, not the 8 GPUs reported" in reasons["Z2"]
     assert "8 GPUs do not split into TP x PP x CP = 3" in reasons["Z3"]
-    assert "global batch of 64 sequences does not split over DP 6 (10.67 per replica)" in reasons["Z4"]
+    assert "global batch 64 does not split over dp=6 (10.67 sequences per replica)" in reasons["Z4"]
 
 
 def test_a_cell_over_the_csv_limit_is_one_data_file_error(tmp_path: Path) -> None:

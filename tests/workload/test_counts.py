@@ -308,3 +308,20 @@ def test_opt_175b_by_hand_with_biases_relu_and_learned_positions() -> None:
     expected = vocab * h + 2048 * h + layers * per_layer + 2 * h
     assert _total("opt-175b") == expected
     assert expected == pytest.approx(175e9, rel=0.005)
+
+
+def test_mosaicml_mpt_checkpoints_count_from_their_hf_configs() -> None:
+    # mosaicml/mpt-7b config.json: d_model 4096, 32 layers, expansion_ratio 4, vocab 50432, ALiBi (no
+    # position table), no biases, tied embeddings. Per layer: Wqkv + out_proj 4 h^2, up + down 2 x 4h x h,
+    # two LayerNorms (counted 2h each); plus the embedding and a final LayerNorm.
+    def by_hand(h: int, layers: int, vocab: int) -> int:
+        return vocab * h + layers * (4 * h * h + 2 * h * 4 * h + 2 * 2 * h) + 2 * h
+
+    assert _total("mosaicml-mpt-7b") == by_hand(4096, 32, 50432) == 6_649_552_896
+    assert _total("mosaicml/mpt-7b") == pytest.approx(6.7e9, rel=0.01)  # the model card's "6.7B"
+    # mosaicml/mpt-30b config.json: d_model 7168, 48 layers, 64 heads, vocab 50432, max_seq_len 8192.
+    assert _total("mpt-30b") == by_hand(7168, 48, 50432) == 29_957_896_192
+    assert MODELS.get("mpt-30b").max_seq_len == 8192
+    # llm-foundry's benchmark yaml of the same name keeps learned positions and biases (its table: 6.66B).
+    assert _total("mpt-7b") == 6_658_859_008
+    assert _total("mpt-7b") - _total("mosaicml-mpt-7b") > 2048 * 4096  # at least the position table

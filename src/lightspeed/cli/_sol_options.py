@@ -29,7 +29,27 @@ def model_options(function: F) -> F:
 
 # options declared once, by the job configurations (lightspeed.sol.config), shared by other commands
 system_options = field_options(JobConfig, "system", "num_gpus", rename={"system": "system_text"})
-calibration_option = field_options(JobConfig, "calibration")
+_calibration = field_options(JobConfig, "calibration")
+
+
+def _remember_force(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
+    ctx.meta["calibration_force"] = value
+    return value
+
+
+def calibration_option(function: F) -> F:
+    """``--calibration NAME`` and ``--force`` (apply a profile measured on another device) for the
+    commands that pass an efficiency model themselves (plan and search read them from the config)."""
+    function = click.option(
+        "--force",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_force,
+        help=JobConfig.settings_by_name()["force_calibration"].metadata["help"],
+    )(function)
+    return _calibration(function)
+
+
 stack_option = field_options(TrainingJob, "stack", rename={"stack": "stack_name"})
 serving_option = field_options(ServingJob, "serving", rename={"serving": "serving_name"})
 overlap_options = field_options(TrainingJob, "tp_overlap", "dp_overlap")
@@ -55,12 +75,21 @@ def resolve_cluster(system_text: str, num_gpus: int | None) -> Any:
 
 
 def resolve_efficiency(calibration: str | None) -> Any:
-    """The efficiency model of a calibration profile, or ``None`` for family defaults."""
+    """The efficiency model of a calibration profile, or ``None`` for family defaults (with
+    ``--force``, one that may apply to another device than it was measured on)."""
     if calibration is None:
         return None
     from lightspeed.sol import load_calibration
 
-    return load_calibration(calibration)
+    force = bool(click.get_current_context().meta.get("calibration_force", False))
+    model = load_calibration(calibration, force=force)
+    if force and model.measured_on:
+        click.echo(
+            f"lightspeed: note: calibration '{model.name}' was measured on {model.measured_on}; "
+            "--force applies it to other devices too",
+            err=True,
+        )
+    return model
 
 
 def resolve_expert_balance(paths: tuple[Path, ...], replicas: int | None, model: Any) -> Any:

@@ -32,6 +32,21 @@ def _base_family(payloads: Sequence[Mapping[str, Any]], base: str | None) -> str
     raise UserInputError("cannot tell which device family these results come from; name one with --base")
 
 
+def _measured_device(payloads: Sequence[Mapping[str, Any]]) -> str:
+    """What the results were measured on: ``cpu``, or the catalog record of the GPU ("" if unknown).
+    Results from several devices cannot make one profile."""
+    devices = {
+        "cpu" if str(p.get("device", "")) == "cpu" else str(p.get("sol_device") or "") for p in payloads
+    }
+    if len(devices) > 1:
+        named = ", ".join(sorted(device or "an unnamed GPU" for device in devices))
+        raise UserInputError(
+            f"the results come from several devices ({named}); calibrate one device at a time "
+            "(pick its runs with --from)"
+        )
+    return devices.pop() if devices else ""
+
+
 def _default_dtype(payloads: Sequence[Mapping[str, Any]]) -> str:
     dtypes = [str(p["dtype"]) for p in payloads if p.get("suite") == "gemm" and p.get("dtype")]
     if not dtypes:
@@ -88,7 +103,7 @@ def command(
     chosen_dtype = dtype or _default_dtype(payloads)
     inputs = calibration_inputs(payloads, dtype=chosen_dtype, sources=used)
     base_model: EfficiencyModel = default_efficiency(_base_family(payloads, base))
-    result = calibrate(inputs=inputs, base=base_model, name=name)
+    result = calibrate(inputs=inputs, base=base_model, name=name, device=_measured_device(payloads))
     if not result.fitted:
         raise UserInputError(
             "nothing to fit: the results hold no GEMM, STREAM, collective or launch result with a known SOL; "

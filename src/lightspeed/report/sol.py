@@ -116,6 +116,8 @@ def render_search_result(result: SearchResult) -> None:
         f"evaluated in {format_duration(result.elapsed_s)} ({result.plans_per_s:,.0f} plans/s), "
         f"{result.num_plans_fitting:,} fit in memory"
     )
+    for note in result.notes:
+        console.print(f"[bold]note:[/bold] {plain(note)}")
     rows = [_plan_row(str(rank), estimate) for rank, estimate in enumerate(result.plans, start=1)]
     render_table("best plans", _PLAN_HEADERS, rows, console=console, right_align_from=1)
     if result.plans:
@@ -240,6 +242,8 @@ def render_validation(report: ValidationReport) -> None:
             [
                 row.id,
                 row.kind,
+                row.publisher or "-",
+                row.stack or "-",
                 row.metric,
                 _read_as(row),
                 measured,
@@ -251,10 +255,22 @@ def render_validation(report: ValidationReport) -> None:
         )
     render_table(
         f"validation: {report.path}",
-        ["id", "kind", "metric", "read as", "measured", "predicted", "interval", "error", "note"],
+        [
+            "id",
+            "kind",
+            "publisher",
+            "stack",
+            "metric",
+            "read as",
+            "measured",
+            "predicted",
+            "interval",
+            "error",
+            "note",
+        ],
         rows,
         console=console,
-        right_align_from=4,
+        right_align_from=6,
     )
     summary_rows = []
     for kind, summary in report.summary.items():

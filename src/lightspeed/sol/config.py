@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Any, ClassVar, Final, TypeVar
 import msgspec
 import tomllib
 
-from lightspeed.datafile import load_json, read_text
+from lightspeed.datafile import load_json, read_text, toml_value
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.plan import (
@@ -121,6 +119,11 @@ class JobConfig(Record):
     calibration: str | None = setting(
         None, help="Calibration profile from 'lightspeed calibrate' (default: family defaults)."
     )
+    force_calibration: bool = setting(
+        False,
+        flags=("--force",),
+        help="Apply a --calibration measured on another device anyway (the output says so).",
+    )
     expert_load: tuple[str, ...] = setting(
         (),
         option_type="path",
@@ -143,6 +146,11 @@ class JobConfig(Record):
     def settings(cls) -> tuple[dataclasses.Field[Any], ...]:
         """The configuration fields, in declaration order (base fields first)."""
         return dataclasses.fields(cls)
+
+    @classmethod
+    def settings_by_name(cls) -> dict[str, dataclasses.Field[Any]]:
+        """The configuration fields by name."""
+        return {item.name: item for item in dataclasses.fields(cls)}
 
     def check_complete(self) -> None:
         """:class:`UserInputError` naming the first required field left empty."""
@@ -169,7 +177,7 @@ class JobConfig(Record):
     def to_toml(self) -> str:
         """The configuration as a TOML plan file (``None`` fields left out: TOML has no null)."""
         lines = [f"# lightspeed {self.KIND}: run it with 'lightspeed {_command_of(self.KIND)} --config FILE'"]
-        lines.extend(f"{key} = {_toml_value(value)}" for key, value in self.to_file_dict().items())
+        lines.extend(f"{key} = {toml_value(value)}" for key, value in self.to_file_dict().items())
         return "\n".join(lines) + "\n"
 
     # -- reading --------------------------------------------------------------------------------
@@ -253,23 +261,9 @@ def _check_header(values: dict[str, Any], kind: str, where: str) -> None:
         raise DataFileError(Path(where), f"is a {found!r} file, not a {kind!r}", fix=fix)
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise UserInputError(f"{value} cannot be written to a plan file")
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+# --- training -----------------------------------------------------------------------------------
 
-
-# --- training ----------------------------------------------------------------------------------
+_FREE = " (default 1; searched when the global batch does not split over the data-parallel size)"
 
 
 @dataclass(frozen=True)
@@ -303,23 +297,23 @@ class TrainingConfig(TrainingJob):
 
     KIND: ClassVar[str] = "training-plan"
 
-    tp: int = setting(1, option_type="DEGREE", help="Tensor parallel size.")
-    pp: int = setting(1, option_type="DEGREE", help="Pipeline parallel size.")
+    tp: int | None = setting(None, option_type="DEGREE", help=f"Tensor parallel size{_FREE}.")
+    pp: int | None = setting(None, option_type="DEGREE", help=f"Pipeline parallel size{_FREE}.")
     dp: int | None = setting(
         None, option_type="DEGREE", help="Data parallel size (default: GPUs / (tp x pp x cp))."
     )
     ep: int = setting(1, option_type="DEGREE", help="Expert parallel size.")
-    cp: int = setting(1, option_type="DEGREE", help="Context parallel size.")
+    cp: int | None = setting(None, option_type="DEGREE", help=f"Context parallel size{_FREE}.")
     vpp: int = setting(1, option_type="VPP", help="Virtual pipeline chunks per GPU.")
     zero_stage: int = setting(
         1, flags=("--zero-stage", "--zero"), option_type="ZERO_STAGE", help="ZeRO stage (3 = FSDP)."
     )
     schedule: str = setting("1f1b", choices=SCHEDULES, help="Pipeline schedule.")
-    micro_batch_size: int = setting(
-        1,
+    micro_batch_size: int | None = setting(
+        None,
         flags=("--micro-batch-size", "--micro-batch"),
         option_type="SEQUENCES",
-        help="Sequences per micro-batch.",
+        help=f"Sequences per micro-batch{_FREE}.",
     )
     recompute: str = setting("none", choices=RECOMPUTE, help="Activation recomputation.")
     sequence_parallel: bool | None = setting(
@@ -351,17 +345,19 @@ class TrainingConfig(TrainingJob):
             raise UserInputError("give --expert-load or --expert-imbalance, not both")
 
     def training_plan(self, *, num_gpus: int) -> TrainingPlan:
-        """The :class:`TrainingPlan` on ``num_gpus`` GPUs (``dp`` fills them when not set)."""
+        """The :class:`TrainingPlan` on ``num_gpus`` GPUs (``dp`` fills them when not set; degrees
+        not set are 1)."""
+        tp, pp, cp = self.tp or 1, self.pp or 1, self.cp or 1
         return TrainingPlan(
-            tp=self.tp,
-            pp=self.pp,
-            dp=data_parallel_degree(num_gpus, tp=self.tp, pp=self.pp, cp=self.cp, dp=self.dp),
+            tp=tp,
+            pp=pp,
+            dp=data_parallel_degree(num_gpus, tp=tp, pp=pp, cp=cp, dp=self.dp),
             ep=self.ep,
-            cp=self.cp,
+            cp=cp,
             vpp=self.vpp,
             zero_stage=self.zero_stage,
             schedule=self.schedule,
-            micro_batch_size=self.micro_batch_size,
+            micro_batch_size=self.micro_batch_size or 1,
             global_batch_size=self.global_batch_size or 1,
             seq_len=self.seq_len,
             precision=self.precision,
@@ -379,8 +375,14 @@ class TrainingConfig(TrainingJob):
     def gpus_asked(self) -> int | None:
         """The GPUs the configuration names: ``num_gpus``, else ``dp x tp x pp x cp`` when ``dp`` is set."""
         if self.num_gpus is None and self.dp is not None:
-            return self.dp * self.tp * self.pp * self.cp
+            return self.dp * (self.tp or 1) * (self.pp or 1) * (self.cp or 1)
         return self.num_gpus
+
+    def free_settings(self) -> tuple[str, ...]:
+        """The plan settings left unset: searched when the global batch does not split over the
+        data-parallel size (:func:`~lightspeed.sol.train.estimate.estimate_training`)."""
+        names = ("tp", "pp", "cp", "micro_batch_size", "dp")
+        return tuple(name for name in names if getattr(self, name) is None)
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ class CalibrationResult(Record):
     kept: Mapping[str, str]
     gemm_rms_relative_error: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    device: str = ""
 
 
 def _check_name(name: str) -> str:
@@ -155,8 +156,14 @@ def _fit_gemm_into(
     return error
 
 
-def calibrate(*, inputs: CalibrationInputs, base: EfficiencyModel, name: str) -> CalibrationResult:
-    """Fit every parameter the inputs allow; keep ``base`` values for the rest (with the reason)."""
+def calibrate(
+    *, inputs: CalibrationInputs, base: EfficiencyModel, name: str, device: str = ""
+) -> CalibrationResult:
+    """Fit every parameter the inputs allow; keep ``base`` values for the rest (with the reason).
+
+    ``device`` names what was measured (``cpu`` or the catalog record of the GPU): a plan on
+    another accelerator refuses the profile unless forced (:func:`check_calibration_device`).
+    """
     _check_name(name)
     fitted: dict[str, float] = {}
     error = _fit_gemm_into(inputs, base, fitted)
@@ -185,7 +192,7 @@ def calibrate(*, inputs: CalibrationInputs, base: EfficiencyModel, name: str) ->
     notes = tuple(f"{key} = {value:.3g} is above 1: the SOL used is below what was measured" for key, value
                   in fitted.items() if key.endswith("efficiency") and value > 1.0)  # fmt: skip
     source = f"lightspeed calibrate '{name}' from {', '.join(inputs.sources) or 'measurements'}"
-    model = base.with_overrides(name=name, source=source, **fitted)
+    model = base.with_overrides(name=name, source=source, measured_on=device, **fitted)
     return CalibrationResult(
         name=name,
         base=base.name,
@@ -195,6 +202,7 @@ def calibrate(*, inputs: CalibrationInputs, base: EfficiencyModel, name: str) ->
         kept=kept,
         gemm_rms_relative_error=error,
         notes=notes,
+        device=device,
     )
 
 
@@ -219,6 +227,7 @@ def profile_text(result: CalibrationResult) -> str:
         f"schema_version = {PROFILE_SCHEMA_VERSION}",
         f"name = {_toml_value(result.name)}",
         f"base = {_toml_value(result.base)}",
+        f"device = {_toml_value(result.device)}",
         f"source = {_toml_value(model.source)}",
         "",
         "[efficiency]",
@@ -257,10 +266,12 @@ def list_calibrations() -> list[str]:
     return sorted(path.stem for path in folder.glob("*.toml")) if folder.is_dir() else []
 
 
-def load_calibration(name: str) -> EfficiencyModel:
+def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
     """The efficiency model of profile ``name`` (or of a profile TOML file path).
 
-    Parameters the file lacks come from its base family's defaults.
+    Parameters the file lacks come from its base family's defaults. The model remembers the
+    device it was measured on (profiles older than that field: ``cpu`` for a CPU base, else
+    unknown); ``force`` lets it apply to another accelerator (:func:`check_calibration_device`).
     """
     candidate = Path(name)
     if candidate.suffix == ".toml" and candidate.is_file():
@@ -283,6 +294,41 @@ def load_calibration(name: str) -> EfficiencyModel:
         )
     table = fields.table("efficiency")
     assert table is not None
-    base = default_efficiency(fields.string("base"))
+    base_name = fields.string("base")
+    base = default_efficiency(base_name)
     overrides: dict[str, float | str] = {key: table.number(key) for key in FITTED_PARAMETERS}
-    return base.with_overrides(name=fields.string("name"), source=fields.string("source", ""), **overrides)
+    device = fields.string("device", "cpu" if base_name == "cpu" else "")
+    return base.with_overrides(
+        name=fields.string("name"),
+        source=fields.string("source", ""),
+        measured_on=device,
+        other_devices_allowed=force,
+        **overrides,
+    )
+
+
+def calibration_device_note(efficiency: EfficiencyModel, *, device: str, family: str) -> str:
+    """Why ``efficiency`` does not describe ``device`` (of catalog ``family``): ``""`` when it does,
+    or when it is not a calibration (family defaults) or does not say where it was measured.
+
+    >>> model = default_efficiency("cpu").with_overrides(name="box", measured_on="cpu")
+    >>> calibration_device_note(model, device="h100-sxm", family="nvidia-hopper")
+    "calibration 'box' was measured on cpu, not on h100-sxm"
+    """
+    measured = efficiency.measured_on
+    if not measured or measured == device or (measured == "cpu" and family == "cpu"):
+        return ""
+    return f"calibration '{efficiency.name}' was measured on {measured}, not on {device}"
+
+
+def check_calibration_device(efficiency: EfficiencyModel, *, device: str, family: str) -> str:
+    """Refuse a calibration measured on another device than ``device`` unless it was loaded with
+    ``force`` (then return the note to show with the result; ``""`` when nothing is amiss)."""
+    note = calibration_device_note(efficiency, device=device, family=family)
+    if note and not efficiency.other_devices_allowed:
+        raise UserInputError(
+            f"{note}: its efficiencies describe that device's kernels and links; "
+            f"calibrate on {device} ('lightspeed bench' there, then 'lightspeed calibrate'), "
+            "or pass --force to apply it anyway"
+        )
+    return f"{note} (applied anyway: --force)" if note else ""

@@ -28,6 +28,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +69,8 @@ class EfficiencyModel(Record):
     attention_flash2_forward_efficiency: float = 0.6
     attention_flash2_backward_efficiency: float = 0.5
     attention_half_saturation_tokens: float = 500.0
+    measured_on: str = ""  # the device a calibration measured ("cpu", a catalog name; "" = family defaults)
+    other_devices_allowed: bool = False  # --force: apply it to another device anyway
 
     def gemm_ceiling(self, compute_row: str = "bf16") -> float:
         """Best-shape GEMM efficiency on the ``compute_row`` tensor cores (``bf16``, ``fp8``, ``fp4`` ...).
@@ -126,7 +129,7 @@ class EfficiencyModel(Record):
             m, n, k, half_saturation_flop=self.gemm_half_saturation_flop, tile=self.gemm_tile
         )
 
-    def with_overrides(self, **changes: float | str) -> EfficiencyModel:
+    def with_overrides(self, **changes: float | str | bool) -> EfficiencyModel:
         """A copy with some parameters replaced (e.g. from a calibration profile)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
@@ -185,6 +188,8 @@ def _data_file() -> Path:
 
 
 def _parse_family(name: str, table: Fields) -> EfficiencyModel:
+    numbers: dict[str, Any] = {key: table.number(key) for key in _OPTIONAL_NUMBERS if table.has(key)}
+    numbers.update({key: table.number(key) for key in _ATTENTION})
     return EfficiencyModel(
         name=name,
         gemm_max_efficiency=table.number("gemm_max_efficiency"),
@@ -194,8 +199,7 @@ def _parse_family(name: str, table: Fields) -> EfficiencyModel:
         collective_bandwidth_efficiency=table.number("collective_bandwidth_efficiency"),
         kernel_launch_s=table.number("kernel_launch_s"),
         source=table.string("source"),
-        **{key: table.number(key) for key in _OPTIONAL_NUMBERS if table.has(key)},
-        **{key: table.number(key) for key in _ATTENTION},
+        **numbers,
     )
 
 

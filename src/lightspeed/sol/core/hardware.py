@@ -18,6 +18,7 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
+from lightspeed.sol.core.calibration import check_calibration_device
 from lightspeed.sol.core.collectives import Fabric, fabric_of
 from lightspeed.sol.core.efficiency import EfficiencyModel, FloatArray, default_efficiency
 from lightspeed.sol.core.stacks import Stack, capped, load_stack
@@ -70,6 +71,7 @@ class Hardware(Record):
     stack: Stack
     compute_row: str = "bf16"
     clock_fraction: float = 1.0
+    calibration_note: str = ""  # set when a calibration from another device is applied by --force
 
     @property
     def sustained_flop_per_s(self) -> float:
@@ -116,7 +118,9 @@ def hardware_for(
     PyTorch does with ``allow_tf32``), else plain FP32. ``sharp`` turns on
     in-network reduction on the scale-out network (InfiniBand SHARP).
     ``stack`` is the software profile (default: the current one); memory is what
-    the driver reports; a power cap derates compute by the clock it leaves.
+    the driver reports; a power cap derates compute by the clock it leaves. A
+    calibrated ``efficiency`` measured on another device is refused unless it was
+    loaded with ``force`` (:func:`~lightspeed.sol.core.calibration.check_calibration_device`).
     """
     accelerator = cluster.system.accelerator
     row = compute_precision(precision)
@@ -129,6 +133,7 @@ def hardware_for(
             "choose another --precision"
         )
     model = efficiency or default_efficiency(accelerator.family)
+    note = check_calibration_device(model, device=accelerator.name, family=accelerator.family)
     activation_bytes = 4.0 if row in ("fp32", "tf32") else 2.0
     return Hardware(
         cluster=cluster,
@@ -145,4 +150,5 @@ def hardware_for(
         stack=capped(stack or load_stack(), accelerator.architecture),
         compute_row=row,
         clock_fraction=accelerator.clock_fraction,
+        calibration_note=note,
     )

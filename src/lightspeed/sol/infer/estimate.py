@@ -324,7 +324,7 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
         )
     if serving.iteration_overhead_s > 0:
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
-    return line
+    return f"{line}; {serving.fit_note()}"
 
 
 def _assumptions(
@@ -354,6 +354,8 @@ def _assumptions(
         f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
         *precisions.notes,
     ]
+    if hardware.calibration_note:
+        lines.append(hardware.calibration_note)
     if plan.speculative is not None:
         spec = plan.speculative
         lines.append(

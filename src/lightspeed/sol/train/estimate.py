@@ -15,6 +15,8 @@ The training engine's twin of :mod:`lightspeed.sol.infer.estimate` (the same con
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
+from dataclasses import replace
 from typing import NoReturn
 
 from lightspeed.catalog import Cluster
@@ -22,6 +24,7 @@ from lightspeed.errors import PlanDoesNotFitError
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.core.stacks import Stack, load_stack
+from lightspeed.sol.train.batch import split_batch
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan, validate_plan_gpus
 from lightspeed.sol.train.result import (
@@ -37,8 +40,9 @@ from lightspeed.workload import TransformerSpec
 
 LOG = logging.getLogger(__name__)
 
-# The settings of a plan that a "plan that fits" suggestion names, in this order.
-SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "vpp", "zero_stage", "micro_batch_size", "recompute")
+# The settings of a plan that a "plan that fits" suggestion names, in this order: every parallel
+# dimension (``ep`` for mixture-of-experts models), then what else changes the memory.
+SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero_stage", "micro_batch_size", "recompute")
 
 
 def estimate_training(
@@ -53,6 +57,7 @@ def estimate_training(
     sharp: bool = False,
     num_gpus: int | None = None,
     stack: str | Stack | None = None,
+    free_settings: Collection[str] = (),
 ) -> TrainingEstimate:
     """Predict one training plan on ``cluster`` (see :class:`TrainingEstimate`).
 
@@ -63,7 +68,11 @@ def estimate_training(
     current one): its kernels, overlaps and recompute policy fill what the plan
     leaves ``None``. ``num_gpus`` (the GPUs a user asked for) must be the plan's GPU
     count exactly, else :class:`~lightspeed.errors.PlanMismatchError` names the
-    data-parallel size that makes it.
+    data-parallel size that makes it. ``free_settings`` (of ``tp``, ``pp``, ``cp``,
+    ``dp``, ``micro_batch_size``) are those the caller left to the tool: when the
+    global batch does not split over the replicas they are searched for the closest
+    plan whose batch does (:func:`~lightspeed.sol.train.batch.split_batch`), and the
+    estimate's assumptions say what was chosen.
     """
     if num_gpus is not None:
         validate_plan_gpus(plan, num_gpus)
@@ -71,7 +80,9 @@ def estimate_training(
     LOG.debug("estimate on the %s stack profile", profile.name)
     plan = plan.resolved(profile)
     check_gpu_count(plan, cluster)
-    validate_plan(plan, model)
+    split = split_batch(plan, model, free=free_settings, stack=profile) if free_settings else None
+    plan = split.plan if split is not None else plan
+    validate_plan(plan, model, stack=profile)
     hardware = hardware_for(cluster, plan.precision, efficiency, sharp, profile)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
     estimate = estimate_from_arrays(
@@ -83,6 +94,8 @@ def estimate_training(
         flop_convention=flop_convention,
         num_tokens=num_tokens,
     )
+    if split is not None and split.note:
+        estimate = replace(estimate, assumptions=(split.note, *estimate.assumptions))
     if check_fit and not estimate.fits:
         raise_not_fitting(estimate, model, cluster, hardware)
     return estimate
@@ -116,5 +129,23 @@ def raise_not_fitting(
             nearest_plan=None,
             no_fit_hint=f"no plan on {cluster.num_accelerators} GPUs fits: use more GPUs or a smaller model",
         )
-    settings = {name: getattr(best.plan, name) for name in SUGGESTED_SETTINGS}
-    raise PlanDoesNotFitError(message, nearest_plan=settings, nearest_memory_bytes=best.memory_per_gpu_bytes)
+    raise PlanDoesNotFitError(
+        message,
+        nearest_plan=suggested_settings(best.plan, model),
+        nearest_memory_bytes=best.memory_per_gpu_bytes,
+    )
+
+
+def suggested_settings(plan: TrainingPlan, model: TransformerSpec) -> dict[str, int | str | bool]:
+    """The settings that reproduce ``plan`` from the command line: every parallel dimension (EP for
+    MoE models), ZeRO stage, micro-batch and recomputation, and uneven stages when it needs them.
+
+    >>> from lightspeed.workload import load_models
+    >>> suggested_settings(TrainingPlan(tp=8, ep=8, dp=8), load_models().get("mixtral-8x7b"))["ep"]
+    8
+    """
+    names = [name for name in SUGGESTED_SETTINGS if name != "ep" or model.moe is not None]
+    settings: dict[str, int | str | bool] = {name: getattr(plan, name) for name in names}
+    if plan.uneven_pipeline or model.num_layers % (plan.pp * plan.vpp):
+        settings["uneven_pipeline"] = True
+    return settings

@@ -1,11 +1,15 @@
 """Training memory per GPU, vectorized over plans.
 
-Model state (mixed precision, Megatron conventions): 16-bit weights, gradients
-of ``grad_reduce_precision`` (fp32 "main grads" by default), and Adam state of
-12 bytes per parameter (fp32 master weights, first and second moments). ZeRO-1
-shards the optimizer state over the data-parallel ranks, ZeRO-2 also the
-gradients, ZeRO-3 (FSDP) everything (REFERENCE.md section 2). FP8 training
-keeps an extra 1-byte weight copy.
+Model state (mixed precision): 16-bit weights, gradients of
+``grad_reduce_precision`` (fp32 "main grads" by default), and Adam state of 12
+bytes per parameter (fp32 master weights, first and second moments). Where each
+lives under a ZeRO stage, with or without pipeline parallelism, is the stack's
+memory rule (:mod:`lightspeed.sol.core.sharding`): Megatron-Core's distributed
+optimizer shards only the optimizer state and keeps the fp32 gradient buffer
+whole (``6 + 12/d`` bytes per parameter), FSDP2 under a pipeline keeps its
+parameters gathered and its fp32 gradients unsharded until the last
+micro-batch, ZeRO-3 gathers two layers' weights at a time. FP8 training keeps
+an extra 1-byte weight copy.
 
 Activations per layer generalize Korthikanti et al. 2022 (``sbh(34 + 5as/h)``
 for GPT) to GQA, SwiGLU, MoE and MLA by counting the tensors each block keeps
@@ -25,6 +29,7 @@ The training engine's twin of :mod:`lightspeed.sol.infer.memory` (the same conce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +38,8 @@ import numpy as np
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.shapes import LayerShapes, Linear
+from lightspeed.sol.core.sharding import GATHERED_LAYERS, ZERO_STAGES, ShardingRule
+from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
 from lightspeed.workload import TransformerSpec
@@ -73,6 +80,60 @@ class TrainMemory(Record):
             + self.activations_bytes
             + self.reserved_bytes
         )
+
+
+@dataclass(frozen=True)
+class ShardingColumns:
+    """Each plan's memory rule (its stack's, for its ZeRO stage, with or without PP) as arrays."""
+
+    weights_whole: Array  # every data-parallel rank keeps the 16-bit copy
+    weights_sharded: Array  # a 16-bit shard rests on each rank
+    gathers_layers: Array  # 16-bit weights gathered a layer at a time (ZeRO-3, FSDP full shard)
+    gradients_sharded: Array
+    optimizer_sharded: Array
+    reduce_per_microbatch: Array  # gradients reduced after every micro-batch, not once per step
+    all_reduce: Array  # gradients all-reduced (else reduce-scattered)
+    gathers_per_microbatch: Array  # parameters gathered before every micro-batch
+    gathers_per_step: Array  # parameters gathered once, after the optimizer step
+    refused: Array  # the stack does not run the combination (the search drops it)
+
+
+def _rule_column(
+    stack: Stack, zero_stage: Array, pp: Array
+) -> Callable[[Callable[[ShardingRule], bool]], Array]:
+    """A function turning a test of one rule into the column of its values for each plan."""
+    rules = [
+        stack.sharding_rule(stage, pipeline=pipeline) for stage in ZERO_STAGES for pipeline in (False, True)
+    ]
+    index = (2 * np.asarray(zero_stage) + (np.asarray(pp) > 1)).astype(np.int64)
+
+    def column(test: Callable[[ShardingRule], bool]) -> Array:
+        return np.asarray([test(rule) for rule in rules], dtype=bool)[index]
+
+    return column
+
+
+def refused_by_stack(stack: Stack, zero_stage: Array, pp: Array) -> Array:
+    """Which (ZeRO stage, pipeline size) pairs ``stack``'s framework does not run."""
+    return _rule_column(stack, zero_stage, pp)(lambda rule: not rule.allowed)
+
+
+def sharding_columns(grid: PlanGrid, stack: Stack) -> ShardingColumns:
+    """The memory rule of every plan in ``grid`` under ``stack``, column by column."""
+    column = _rule_column(stack, grid.zero_stage, grid.pp)
+
+    return ShardingColumns(
+        weights_whole=column(lambda rule: rule.weights == "whole"),
+        weights_sharded=column(lambda rule: rule.weights == "sharded"),
+        gathers_layers=column(lambda rule: rule.gathers_layers),
+        gradients_sharded=column(lambda rule: rule.gradients == "sharded"),
+        optimizer_sharded=column(lambda rule: rule.optimizer == "sharded"),
+        reduce_per_microbatch=column(lambda rule: rule.gradient_reduce == "micro-batch"),
+        all_reduce=column(lambda rule: rule.gradient_collective == "all-reduce"),
+        gathers_per_microbatch=column(lambda rule: rule.parameter_gather == "micro-batch"),
+        gathers_per_step=column(lambda rule: rule.parameter_gather == "step"),
+        refused=column(lambda rule: not rule.allowed),
+    )
 
 
 def _per_gpu(linears: tuple[Linear, ...], tp: Array) -> Array:
@@ -263,18 +324,19 @@ def training_memory(
         weight_bytes += FP8_WEIGHT_COPY_BYTES
     optimizer_per_param = hardware.stack.optimizer_bytes_per_param if weight_bytes < 4.0 else 8.0
 
-    def sharded(per_param: Array, from_stage: int) -> Array:
-        dense_share = np.where(grid.zero_stage >= from_stage, params.dense / replicas, params.dense)
-        expert_share = np.where(grid.zero_stage >= from_stage, params.expert / expert_replicas, params.expert)
-        return per_param * (dense_share + expert_share)
+    rules = sharding_columns(grid, hardware.stack)
 
-    weights = sharded(weight_bytes, 3)
+    def placed(per_param: Array, whole: Array, sharded: Array) -> Array:
+        dense = np.where(whole, params.dense, 0.0) + np.where(sharded, params.dense / replicas, 0.0)
+        expert = np.where(whole, params.expert, 0.0) + np.where(sharded, params.expert / expert_replicas, 0.0)
+        return per_param * (dense + expert)
+
     layer_params = (params.dense + params.expert) / np.maximum(params.layers_per_stage, 1.0)
-    weights = weights + np.where(
-        grid.zero_stage >= 3, 2.0 * layer_params * weight_bytes, 0.0
-    )  # gathered layers
-    gradients = sharded(grid.grad_bytes, 2)
-    optimizer = sharded(optimizer_per_param, 1)
+    weights = placed(weight_bytes, rules.weights_whole, rules.weights_sharded) + np.where(
+        rules.gathers_layers, GATHERED_LAYERS * layer_params * weight_bytes, 0.0
+    )
+    gradients = placed(grid.grad_bytes, ~rules.gradients_sharded, rules.gradients_sharded)
+    optimizer = placed(optimizer_per_param, ~rules.optimizer_sharded, rules.optimizer_sharded)
     dense = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=False)
     dense_kept, dense_full = dense.kept(grid), dense.checkpoint
     moe_kept, moe_full = dense_kept, dense_full

@@ -21,7 +21,7 @@ from typing import Final
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
-from lightspeed.sol.core.stacks import Stack
+from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.units import compute_precision
 from lightspeed.workload import TransformerSpec
 
@@ -196,24 +196,39 @@ def _check_choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
         raise InvalidPlanError(f"{label} {value!r} is not one of {', '.join(allowed)}")
 
 
-def validate_plan(plan: TrainingPlan, model: TransformerSpec, num_gpus: int | None = None) -> None:
+def validate_plan(
+    plan: TrainingPlan, model: TransformerSpec, num_gpus: int | None = None, *, stack: Stack | None = None
+) -> None:
     """Raise :class:`InvalidPlanError` with the reason and a valid alternative if the
-    plan cannot run ``model`` (on ``num_gpus`` GPUs when given)."""
+    plan cannot run ``model`` (on ``num_gpus`` GPUs when given) under ``stack``'s
+    framework (default: the current profile): its parallelisms and memory rules."""
+    profile = stack or load_stack()
     _check_gpus(plan, num_gpus)
     _check_tensor_parallel(plan, model)
     _check_pipeline(plan, model)
     _check_batch(plan)
     _check_experts(plan, model)
     _check_context_parallel(plan)
-    _check_sharding(plan)
+    _check_stack(plan, profile)
 
 
-def _check_sharding(plan: TrainingPlan) -> None:
-    if plan.zero_stage >= 3 and plan.pp > 1:
+def _check_stack(plan: TrainingPlan, stack: Stack) -> None:
+    """Refuse what the stack's framework cannot run: a parallelism it lacks, a ZeRO stage its
+    memory rules refuse (DeepSpeed's pipeline engine and ZeRO-2/3, FSDP and ZeRO-1, ...)."""
+    if plan.pp > 1 and not stack.pipeline_parallel:
         raise InvalidPlanError(
-            f"zero_stage 3 (FSDP) with pp={plan.pp} would gather every stage's parameters for each "
-            "micro-batch in flight; Megatron and DeepSpeed refuse it: use --zero 1 or 2 with PP, "
-            "or --pp 1 with ZeRO-3"
+            f"pp={plan.pp}: {stack.display_name} has no pipeline parallelism; use --pp 1 or another --stack"
+        )
+    if plan.cp > 1 and not stack.context_parallel:
+        raise InvalidPlanError(
+            f"cp={plan.cp}: {stack.display_name} has no context parallelism; use --cp 1 or another --stack"
+        )
+    rule = stack.sharding_rule(plan.zero_stage, pipeline=plan.pp > 1)
+    if rule.refused:
+        where = f" with pp={plan.pp}" if plan.pp > 1 else ""
+        raise InvalidPlanError(
+            f"zero_stage {plan.zero_stage}{where} under stack {stack.name} ({stack.sharding.display_name}): "
+            f"{rule.refused}"
         )
 
 

@@ -241,14 +241,16 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
         f"efficiency model '{efficiency.name}': GEMM up to "
         f"{format_percent(efficiency.gemm_ceiling(plan.compute_precision), 0)} "
         f"of peak, HBM {format_percent(efficiency.memory_efficiency, 0)}, links "
-        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}"
+        + (f"; {hardware.calibration_note}" if hardware.calibration_note else ""),
         f"software stack '{hardware.stack.name}' ({hardware.stack.display_name}): kernels at "
         f"{format_percent(hardware.stack.kernel_efficiency, 0)} of those ceilings"
         + (
             f", clock x{hardware.clock_fraction:.3f} under the power cap"
             if hardware.clock_fraction < 1
             else ""
-        ),
+        )
+        + f"; {hardware.stack.fit_note()}",
         f"device memory {format_memory(hardware.usable_memory_bytes)} per GPU (as the driver reports), "
         f"{format_memory(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} framework reserve",
         f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",

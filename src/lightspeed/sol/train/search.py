@@ -34,6 +34,7 @@ from lightspeed.sol.train.grid import (
     PlanGrid,
     grid_from_plans,
 )
+from lightspeed.sol.train.memory import refused_by_stack
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.sol.train.ranking import (
     PlanComparison,
@@ -98,7 +99,8 @@ class SearchResult(Record):
     the best's, minus one; ``tolerance`` the relative difference the model
     cannot resolve (half its 80% error band); ``ties`` the fitting plans within
     it, simplest first (the one to start from); ``compared`` the plan the
-    caller named, ranked against the rest.
+    caller named, ranked against the rest; ``notes`` what the search decided that
+    the caller did not ask for (a calibration from another device applied by force).
     """
 
     model: str
@@ -113,6 +115,7 @@ class SearchResult(Record):
     tolerance: float = 0.0
     ties: tuple[TrainingEstimate, ...] = ()
     compared: PlanComparison | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def plans_per_s(self) -> float:
@@ -146,7 +149,8 @@ def default_space(
         for c in DEFAULT_CPS
         if c <= num_gpus and (c == 1 or (seq_len % (2 * c) == 0 and profile.context_parallel))
     )
-    pp = tuple(p for p in range(1, min(model.num_layers, 128, num_gpus) + 1) if num_gpus % p == 0)
+    max_pp = min(model.num_layers, 128, num_gpus) if profile.pipeline_parallel else 1
+    pp = tuple(p for p in range(1, max_pp + 1) if num_gpus % p == 0)
     ep: tuple[int, ...] = (1,)
     if model.moe is not None:
         experts = model.moe.num_routed_experts
@@ -184,7 +188,13 @@ def _product(space: SearchSpace) -> dict[str, np.ndarray]:
 
 
 def _valid(
-    columns: dict[str, np.ndarray], model: TransformerSpec, num_gpus: int, batch: int, seq_len: int
+    columns: dict[str, np.ndarray],
+    model: TransformerSpec,
+    num_gpus: int,
+    batch: int,
+    seq_len: int,
+    *,
+    stack: Stack,
 ) -> np.ndarray:
     tp, cp, pp, ep, vpp, mb = (columns[k] for k in ("tp", "cp", "pp", "ep", "vpp", "mb"))
     dp = num_gpus / (tp * cp * pp)
@@ -203,7 +213,7 @@ def _valid(
     dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
     ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))
     ok &= (columns["schedule"] == SCHEDULE_CODES["1f1b"]) | (pp > 1)
-    ok &= (columns["zero"] < 3) | (pp == 1)  # ZeRO-3 with PP is refused (validate_plan says why)
+    ok &= ~refused_by_stack(stack, columns["zero"], pp)  # the stack's memory rules (validate_plan says why)
     ok &= (cp == 1) | (np.mod(seq_len, 2 * cp) == 0)
     if model.moe is None:
         ok &= ep == 1
@@ -356,18 +366,21 @@ def _valid_columns(
     global_batch_size: int,
     seq_len: int,
     *,
+    stack: Stack,
     num_physical_experts: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The plan space as columns, invalid combinations removed; an error if none is left."""
     columns = _product(space)
-    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
+    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len, stack=stack)
     if num_physical_experts:
         valid &= np.mod(num_physical_experts, columns["ep"]) == 0  # replicas split evenly over EP
     columns = {name: values[valid] for name, values in columns.items()}
     if columns["tp"].size == 0:
         raise InvalidPlanError(
-            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size}: "
-            "the batch must split over data-parallel replicas; try a multiple of the GPU count"
+            f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size} "
+            f"under stack {stack.name}: no combination of the degrees tried splits the batch over its "
+            "data-parallel replicas, divides the model's heads and layers and is one the stack runs; "
+            "try a global batch that is a multiple of the GPU count, or widen the search space"
         )
     return columns
 
@@ -424,7 +437,7 @@ def search_training(
     experts = _Experts(expert_balance, hardware.domain_size)
     physical = expert_balance.num_physical_experts if expert_balance else base.num_physical_experts
     columns = _valid_columns(
-        space, model, num_gpus, global_batch_size, seq_len, num_physical_experts=physical
+        space, model, num_gpus, global_batch_size, seq_len, stack=profile, num_physical_experts=physical
     )
     steps, memory, distinct = _evaluate_chunks(
         columns, base, model, hardware, num_gpus=num_gpus, experts=experts
@@ -457,6 +470,7 @@ def search_training(
         tolerance=tolerance,
         ties=_estimates(context, columns, tied) if tied.size else (),
         compared=compared,
+        notes=(hardware.calibration_note,) if hardware.calibration_note else (),
     )
 
 
@@ -502,7 +516,7 @@ def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainingEstimate:
         precision=ctx.base.precision,
         uneven_pipeline=plan.uneven_pipeline or ctx.model.num_layers % (plan.pp * plan.vpp) != 0,
     ).resolved(ctx.hardware.stack)
-    validate_plan(named, ctx.model, ctx.num_gpus)
+    validate_plan(named, ctx.model, ctx.num_gpus, stack=ctx.hardware.stack)
     arrays = evaluate_grid(grid_from_plans([named]), ctx.model, ctx.hardware, named.seq_len)
     return estimate_from_arrays(
         arrays=arrays,

@@ -18,9 +18,17 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.roofline import gemm_s, linears_cost, memory_s
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
+from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.layer_cost import LayerCost, layer_cost
-from lightspeed.sol.train.memory import StageParams, TrainMemory, stage_params, training_memory
+from lightspeed.sol.train.memory import (
+    ShardingColumns,
+    StageParams,
+    TrainMemory,
+    sharding_columns,
+    stage_params,
+    training_memory,
+)
 from lightspeed.sol.train.schedules import bubble_s
 from lightspeed.workload import TransformerSpec
 
@@ -158,43 +166,67 @@ def _pipeline_p2p(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, se
 def _data_parallel(
     grid: PlanGrid, params: StageParams, hardware: Hardware, stage: _Stage
 ) -> tuple[Array, Array]:
-    """(exposed DP communication, optimizer time) per step."""
+    """(exposed DP communication, optimizer time) per step, as the stack's memory rule runs it."""
     fabric = hardware.fabric
     weight_bytes = hardware.activation_bytes_per_element
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / grid.ep
-
     stack = hardware.stack
-    flat = (grid.zero_stage >= 3) & stack.zero3_flat_ring  # one ring per rank through its own NIC
+    rules = sharding_columns(grid, stack)
+    flat_ring = rules.gathers_layers & stack.zero3_flat_ring  # one ring per rank through its own NIC
 
     def traffic(num_params: Array, group: Array, stride: Array) -> tuple[Array, Array, Array]:
         reduce = collectives.all_reduce_s(fabric, num_params * grid.grad_bytes, group, stride)
-        scatter = collectives.reduce_scatter_s(fabric, num_params * grid.grad_bytes, group, stride, flat)
-        gather = collectives.all_gather_s(fabric, num_params * weight_bytes, group, stride, flat)
+        scatter = collectives.reduce_scatter_s(fabric, num_params * grid.grad_bytes, group, stride, flat_ring)
+        gather = collectives.all_gather_s(fabric, num_params * weight_bytes, group, stride, flat_ring)
         return reduce, scatter, gather
 
     dense = traffic(params.dense, replicas, grid.tp)
     expert = traffic(params.expert, expert_replicas, grid.ep)
     reduce, scatter, gather = (dense[i] + expert[i] for i in range(3))
-    m = grid.num_microbatches
-    forward, backward = stage.forward_s, stage.backward_s
-    overlap = grid.dp_overlap
-    hide = stack.exposed_s
-    ddp = np.where(overlap, hide(reduce, backward), reduce)
-    zero12 = np.where(overlap, hide(scatter, backward) + hide(gather, forward), scatter + gather)
-    zero3 = m * np.where(
-        overlap,
-        hide(gather, forward) + hide(gather + scatter, backward),
-        2.0 * gather + scatter,
-    )
-    exposed = np.select([grid.zero_stage == 0, grid.zero_stage >= 3], [ddp, zero3], zero12)
+    exposed = _exposed_data_parallel(grid, rules, stack, stage, reduce=reduce, scatter=scatter, gather=gather)
     updated = np.where(
-        grid.zero_stage >= 1,
+        rules.optimizer_sharded,
         params.dense / replicas + params.expert / expert_replicas,
         params.dense + params.expert,
     )
     optimizer = memory_s(hardware, updated * OPTIMIZER_BYTES_PER_PARAM)
     return exposed, optimizer
+
+
+def _exposed_data_parallel(
+    grid: PlanGrid,
+    rules: ShardingColumns,
+    stack: Stack,
+    stage: _Stage,
+    *,
+    reduce: Array,
+    scatter: Array,
+    gather: Array,
+) -> Array:
+    """Seconds of data-parallel traffic per step that compute does not hide."""
+    m = grid.num_microbatches
+    forward, backward = stage.forward_s, stage.backward_s
+    overlap = grid.dp_overlap
+    hide = stack.exposed_s
+    # Layer-wise gathers (ZeRO-3, FSDP full sharding): each micro-batch gathers for forward, gathers
+    # again for backward and reduce-scatters behind it.
+    layered = m * np.where(
+        overlap,
+        hide(gather, forward) + hide(gather + scatter, backward),
+        2.0 * gather + scatter,
+    )
+    # Otherwise gradients are reduced once per step (DDP, distributed optimizer) or after every
+    # micro-batch (sharded gradients: ZeRO-2, Megatron-FSDP), parameters gathered once or per micro-batch.
+    grads = np.where(rules.all_reduce, reduce, scatter)
+    reductions = np.where(rules.reduce_per_microbatch, m, 1.0)
+    gathers = np.select([rules.gathers_per_microbatch, rules.gathers_per_step], [m, 1.0], 0.0)
+    stepwise = np.where(
+        overlap,
+        reductions * hide(grads, backward) + gathers * hide(gather, forward),
+        reductions * grads + gathers * gather,
+    )
+    return np.where(rules.gathers_layers, layered, stepwise)
 
 
 def evaluate_grid(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_len: int) -> StepArrays:
