@@ -62,11 +62,18 @@ def test_a_second_load_comes_from_the_cache_and_equals_the_parse(
     folder = real_trace(name)
     parsed = load_trace(folder, cache=False)
     assert _entries() == []  # cache=False wrote nothing
-    first = load_trace(folder)
-    assert len(_entries()) == len(list(folder.glob("*.json.gz")))  # one entry per file
+    with caplog.at_level(logging.INFO, logger="lightspeed.trace.cache"):
+        first = load_trace(folder)
+    entries = _entries()
+    assert len(entries) == len(list(folder.glob("*.json.gz")))  # one entry per file
+    assert caplog.text.count("trace cache miss") == len(entries)  # each decision said, with where
+    assert all(f"wrote {entry}" in caplog.text for entry in entries)
+    assert "trace cache hit" not in caplog.text
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="lightspeed.trace.cache"):
         second = load_trace(folder)
-    assert "trace cache hit" in caplog.text
+    assert caplog.text.count("trace cache hit") == len(entries)
+    assert "trace cache miss" not in caplog.text
     for a, b, c in zip(parsed.ranks, first.ranks, second.ranks, strict=True):
         _tables_equal(a, b)
         _tables_equal(a, c)
@@ -224,10 +231,14 @@ def test_without_pyarrow_the_cache_is_off_and_said_once(
 def test_cli_no_cache_info_and_clear(folder: Path, run_cli: Any) -> None:
     assert run_cli("trace", "summary", str(folder), "--json", "--no-cache").code == 0
     assert _entries() == []
-    served = run_cli("trace", "summary", str(folder), "--json")
-    again = run_cli("trace", "summary", str(folder), "--json")
+    served = run_cli("-v", "trace", "summary", str(folder), "--json")
+    again = run_cli("-v", "trace", "summary", str(folder), "--json")
     assert served.code == again.code == 0
     assert served.out == again.out
+    # -v shows each decision: a miss and where the entry went, then a hit
+    assert served.err.count("trace cache miss") == 2
+    assert served.err.count("trace cache: wrote") == 2
+    assert again.err.count("trace cache hit") == 2
     info = run_cli("trace", "cache", "info", "--json")
     assert json.loads(info.out)["num_entries"] == 2
     cleared = run_cli("trace", "cache", "clear", "--json")

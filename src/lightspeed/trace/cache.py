@@ -166,6 +166,7 @@ class TraceCache:
         name, digest = self.key(path, options)
         entry = self.folder / name
         if not entry.is_dir():
+            _LOG.info("trace cache miss: %s (no entry %s); parsing", path, entry)
             return None, name, digest
         try:
             ranks = _read_entry(entry, digest=digest, path=path)
