@@ -254,3 +254,24 @@ def test_cli_cache_commands_say_when_the_cache_is_off(run_cli: Any, monkeypatch:
     assert result.code == 2
     assert "trace cache is off" in result.err
     assert len(result.err.splitlines()) == 1
+
+
+def test_a_cache_hit_imports_neither_pandas_nor_pyarrow_dataset(folder: Path) -> None:
+    """The two imports that once cost more than the whole read (0.3-0.5 s each): pyarrow's
+    ``read_table`` pulls in ``pyarrow.dataset`` and ``to_numpy`` pulls in pandas when installed."""
+    import os
+    import subprocess
+    import sys
+
+    load_trace(folder)  # written here; read in a fresh process, with the same cache folder
+    script = (
+        "import logging, sys; from lightspeed.trace import load_trace; "
+        "logging.basicConfig(level=logging.INFO); "
+        f"trace = load_trace({str(folder)!r}); "
+        "print(sorted(m for m in ('pandas', 'pyarrow.dataset') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=os.environ.copy(), check=True
+    )
+    assert done.stdout.strip() == "[]"
+    assert done.stderr.count("trace cache hit") == 2  # read from the cache, not parsed
