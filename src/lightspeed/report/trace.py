@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from lightspeed.report.html import ReportSection
-
     from lightspeed.trace.cache import CacheInfo
 
 US_PER_S = 1e6
