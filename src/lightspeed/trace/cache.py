@@ -341,6 +341,7 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
         use_dictionary=False,
         write_page_checksum=True,
         write_statistics=False,
+        row_group_size=max(1, arrow.num_rows),  # one chunk per column: read back without a copy
     )
 
 
