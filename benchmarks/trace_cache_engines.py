@@ -122,6 +122,7 @@ def main() -> int:
         "--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_cache_engines.json"
     )
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]  # the machine is shared: say how busy it was
     with tempfile.TemporaryDirectory(prefix="lightspeed-engines-") as temp:
         trace = args.trace
         if trace is None:
@@ -152,6 +153,8 @@ def main() -> int:
         row["total_s"] = row["import_s"] + row["load_s"] + row["query_s"]
     record = {
         "command": " ".join(["python", *sys.argv]),
+        "load_average_1min_at_start": load_at_start,
+        "load_average_1min_at_end": os.getloadavg()[0],
         "parquet_bytes": parquet_bytes,
         "num_kernel_names": len(reference or []),
         "median_of": args.repeat,
