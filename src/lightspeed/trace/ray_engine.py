@@ -18,15 +18,21 @@ lightspeed installed (docs/trace.md says how).
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
-from lightspeed.errors import MissingExtraError
+from lightspeed.errors import MissingExtraError, UserInputError
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 LOCAL_OBJECT_STORE_BYTES = 256 << 20  # per-rank parts are small; keep a local Ray's footprint small
+CONNECT_TIMEOUT_S: Final = 5.0  # Ray itself retries an address that does not answer for minutes
+_FIX_ADDRESS: Final = (
+    "start one with 'ray start --head' on its head node, or give a running cluster's address "
+    "(HOST:6379 on a node of it, ray://HOST:10001 from outside it, auto on a node of it)"
+)
 
 
 def import_ray() -> Any:
@@ -56,7 +62,16 @@ def ray_map(
         }
         if address is None:
             options["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
-        ray.init(address=address, **options)
+        else:
+            check_reachable(address)
+        try:
+            ray.init(address=address, **options)
+        except (ConnectionError, TimeoutError, RuntimeError, ValueError) as error:
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray"
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0].rstrip(".")
+            raise UserInputError(
+                f"cannot start or reach {where}: {first_line}; fix: {_FIX_ADDRESS}"
+            ) from None
         started_here = True
         _LOG.info("Ray started (%s)", address or "local")
     try:
@@ -66,3 +81,30 @@ def ray_map(
     finally:
         if started_here:
             ray.shutdown()
+
+
+def check_reachable(address: str) -> None:
+    """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing answers within
+    ``CONNECT_TIMEOUT_S``, rather than leave Ray retrying it for minutes; ``auto`` is Ray's to find.
+
+    >>> check_reachable("127.0.0.1:1")  # doctest: +SKIP
+    Traceback (most recent call last):
+    lightspeed.errors.UserInputError: no Ray cluster answers at '127.0.0.1:1' (Connection refused); ...
+    """
+    target = address.strip().removeprefix("ray://")
+    if target in ("auto", "local"):
+        return
+    host, _, port_text = target.rpartition(":")
+    host = host.strip("[]")  # an IPv6 host in brackets
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UserInputError(
+            f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
+        )
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UserInputError(
+            f"no Ray cluster answers at {address!r} ({reason}); fix: {_FIX_ADDRESS}"
+        ) from None
