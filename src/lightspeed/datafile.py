@@ -24,6 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from lightspeed import files
 from lightspeed.errors import DataFileError
 from lightspeed.records import Record
 
@@ -262,7 +263,7 @@ class Fields:
         return source
 
 
-MAX_DATA_FILE_BYTES: Final = 16 * 2**20
+MAX_DATA_FILE_BYTES: Final = files.DEFAULT_MAX_BYTES
 
 
 def normalize_name(name: str) -> str:
@@ -279,15 +280,18 @@ def normalize_name(name: str) -> str:
 
 def expand_paths(paths: Iterable[Path]) -> list[Path]:
     """Files named directly plus every ``*.toml`` below named folders (``--catalog`` paths)."""
-    files: list[Path] = []
+    found: list[Path] = []
     for path in paths:
-        if path.is_dir():
-            files.extend(sorted(path.rglob("*.toml")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise DataFileError(path, "no such file or folder", fix="check the --catalog path")
-    return files
+        files.check_input(
+            path, what="catalog TOML file or folder", fix="check the --catalog path", folder_ok=True
+        )
+        inside = sorted(path.rglob("*.toml")) if path.is_dir() else [path]
+        if not inside:
+            raise DataFileError(
+                path, "no *.toml files in this catalog folder", fix="check the --catalog path"
+            )
+        found.extend(inside)
+    return found
 
 
 # Containers inside containers (arrays, objects, inline tables, dotted keys). Real files nest
@@ -301,7 +305,7 @@ _NOT_BRACKET: Final = re.compile(rb"[^\[\]{}]+")
 
 
 def read_bounded(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> bytes:
-    """The bytes of ``path``, refusing a file over ``max_bytes`` before reading it.
+    """The bytes of ``path``: a regular file, at most ``max_bytes`` (see :mod:`lightspeed.files`).
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "x.json"
@@ -309,31 +313,12 @@ def read_bounded(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str 
     >>> read_bounded(path)
     b'[1]'
     """
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise DataFileError(
-                path,
-                f"file is {size:,} bytes, above the {max_bytes:,}-byte limit for a {what}",
-                fix="check that this is the right file (docs/limits.md lists every input limit)",
-            )
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)  # a file that grew since stat() is still bounded
-    except OSError as error:
-        raise DataFileError(
-            path, f"cannot read file ({error.strerror or error})", fix="check the path"
-        ) from None
-    if len(data) > max_bytes:
-        raise DataFileError(path, f"file is above the {max_bytes:,}-byte limit for a {what}")
-    return data
+    return files.read_bounded(path, max_bytes=max_bytes, what=what)
 
 
 def read_text(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> str:
     """The UTF-8 text of ``path`` (bounded as :func:`read_bounded`); other bytes are a clear error."""
-    try:
-        return read_bounded(path, max_bytes=max_bytes, what=what).decode("utf-8")
-    except UnicodeDecodeError:
-        raise DataFileError(path, "file is not UTF-8 text", fix=f"save the {what} as UTF-8") from None
+    return files.read_text(path, max_bytes=max_bytes, what=what)
 
 
 def nesting_depth(data: bytes, *, toml: bool = False) -> int:
@@ -387,7 +372,7 @@ def load_json(
     >>> load_json(path)
     {'a': [1, 2]}
     """
-    data = read_bounded(path, max_bytes=max_bytes, what=what)
+    data = files.strip_bom(read_bounded(path, max_bytes=max_bytes, what=what))
     if not data.strip():
         raise DataFileError(path, "file is empty", fix=fix or f"write the {what} into it")
     check_nesting(data, path=path)
@@ -410,9 +395,11 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def load_toml(path: Path) -> dict[str, Any]:
+def load_toml(path: Path, *, what: str = "data file") -> dict[str, Any]:
     """Parse one TOML file with a size and a depth bound; a syntax error names the file, line and fix."""
-    data = read_bounded(path, what="data file")
+    data = files.strip_bom(read_bounded(path, what=what))
+    if not data.strip():
+        raise DataFileError(path, "file is empty", fix=f"write the {what} into it")
     check_nesting(data, path=path, toml=True)
     try:
         parsed: dict[str, Any] = tomllib.loads(data.decode("utf-8"))

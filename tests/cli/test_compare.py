@@ -98,7 +98,7 @@ def test_bad_inputs_exit_2_with_one_line(run_cli, tmp_path: Path) -> None:  # ty
     one_line_error(run_cli("compare", str(good), str(other_metric)), "share no metric")
     one_line_error(run_cli("compare", str(good), str(empty)), "samples")
     one_line_error(run_cli("compare", str(good), str(broken)), "not valid JSON")
-    one_line_error(run_cli("compare", str(good), str(tmp_path / "nope.json")), "does not exist")
+    one_line_error(run_cli("compare", str(good), str(tmp_path / "nope.json")), "no such file")
     one_line_error(run_cli("compare", str(good), str(good), "--threshold", "abc"), "percentage")
     one_line_error(run_cli("compare", str(good), str(good), "--warmup", "3"), "nothing is left")
     one_line_error(run_cli("compare", str(good)), "CURRENT")

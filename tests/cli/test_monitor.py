@@ -142,9 +142,9 @@ def test_watch_replays_a_capture_as_json_lines(run_cli, tmp_path: Path) -> None:
             "host backend samples at most every 50 ms",
         ),
         (["run", "--backend", "host", "--", "no-such-command-xyz"], "cannot run 'no-such-command-xyz'"),
-        (["report", "nope/nowhere"], "does not exist"),
+        (["report", "nope/nowhere"], "no such file"),
         (["serve", "--port", "99999"], "99999"),
-        (["serve", "--port", "0", "--replay", "missing.jsonl"], "cannot read the capture"),
+        (["serve", "--port", "0", "--replay", "missing.jsonl"], "no such file"),
         (["watch", "--backend", "gpu"], "'gpu' is not one of"),
     ],
 )

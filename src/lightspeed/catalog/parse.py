@@ -152,7 +152,7 @@ def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
     wanted = set(kinds)
     pending: list[tuple[Path, dict[str, Any]]] = []
     for path in files:
-        data = load_toml(path)
+        data = load_toml(path, what="catalog TOML file")
         kind = data.get("kind")
         if (kind in wanted or kind not in {*KINDS, *OTHER_KINDS}) and not raw.add(path, data):
             pending.append((path, data))

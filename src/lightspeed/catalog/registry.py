@@ -141,7 +141,7 @@ class Catalog:
 
     def load_cluster_file(self, path: Path) -> Cluster:
         """A cluster from a ``kind = "cluster"`` TOML file."""
-        data = load_toml(path)
+        data = load_toml(path, what="cluster file (TOML)")
         fields = Fields(str(path), data)
         kind = fields.string("kind")
         if kind != "cluster":

@@ -17,6 +17,7 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
 from lightspeed.errors import UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.monitor import (
     BACKEND_NAMES,
     ExporterServer,
@@ -163,9 +164,12 @@ def _run_path(run: str) -> Path:
     path = Path(run)
     if path.exists():
         return path
-    if "/" in run or path.suffix:
-        raise UserInputError(
-            f"{run} does not exist; pass a monitor run folder, a capture file or a store run id"
+    if looks_like_path(run):
+        check_input(
+            path,
+            what="monitor run folder or capture file",
+            fix="pass a monitor run folder, a capture file or a store run id",
+            folder_ok=True,
         )
     with open_store() as store:
         summary = store.run(run)

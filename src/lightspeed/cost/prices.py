@@ -134,7 +134,7 @@ def load_prices(path: Path) -> Prices:
     >>> load_prices(folder / "p.toml").electricity_usd_per_kwh
     0.12
     """
-    fields = Fields(str(path), load_toml(path))
+    fields = Fields(str(path), load_toml(path, what="prices file (TOML)"))
     if fields.string("kind", PRICES_KIND) != PRICES_KIND:
         raise DataFileError(path, "not a prices file", field="kind", fix=f'write kind = "{PRICES_KIND}"')
     if fields.string("currency", "USD") != "USD":

@@ -19,6 +19,7 @@ import numpy as np
 from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate.compare import MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
 from lightspeed.goodput import read_run
@@ -164,9 +165,12 @@ def load_metric_samples(
             return read_sample_file(path)
         if path.is_dir():
             return goodput_step_samples(path)
-        if path.suffix or "/" in text:  # meant as a path, not a run id
-            raise UserInputError(
-                f"{text} does not exist; pass a sample file (JSON), a goodput run folder, or run:ID"
+        if looks_like_path(text):  # meant as a path, not a run id: missing, or a FIFO, a device...
+            check_input(
+                path,
+                what="sample file (JSON), goodput run folder or trace",
+                fix="pass a sample file (JSON), a goodput run folder, a trace, or run:ID",
+                folder_ok=True,
             )
     run_ref = text.removeprefix("run:")
     with open_store(store_path) as store:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.errors import DataFileError
+from lightspeed.files import open_input
 from lightspeed.goodput.events import (
     EVENT_TYPES,
     JOB_END_STATUSES,
@@ -204,11 +205,7 @@ def _parse_file(path: Path) -> list[_RawSegment]:
     segments: list[_RawSegment] = []
     pending_bad: int | None = None
     skipped = 0
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    with handle:
+    with open_input(path, what="goodput event log (rank-*.jsonl)") as handle:
         for number, line in json_lines(handle, path, MAX_LINE_BYTES):
             if not line.strip():
                 continue

@@ -92,7 +92,7 @@ def _service(fields: Fields) -> MigService:
 
 def read_workloads(path: Path) -> tuple[MigService, ...]:
     """The services of a ``kind = "mig-workloads"`` file (see the module docstring)."""
-    fields = Fields(str(path), load_toml(path))
+    fields = Fields(str(path), load_toml(path, what="MIG workloads file (TOML)"))
     if fields.data.get("kind") != "mig-workloads":
         raise DataFileError(path, "not a workloads file", field="kind", fix='write kind = "mig-workloads"')
     entries = fields.array_of_tables("services")

@@ -35,6 +35,7 @@ import msgspec
 import numpy as np
 
 from lightspeed.errors import DataFileError
+from lightspeed.files import open_input
 from lightspeed.goodput import TruncatedLogWarning
 from lightspeed.goodput.jsonl import decode_object, json_lines
 from lightspeed.monitor.backend import DeviceInfo, Reading
@@ -204,13 +205,7 @@ def read_capture(path: str | Path) -> Capture:
     'host'
     """
     source = Path(path)
-    try:
-        handle = source.open("rb")
-    except OSError as error:
-        raise DataFileError(
-            source, f"cannot read the capture ({error.strerror})", fix="check the path"
-        ) from None
-    with handle:
+    with open_input(source, what="monitor capture (capture-*.jsonl)") as handle:
         parsed = _parse(source, handle)
     header = parsed.header
     origin_ns = int(header["t_ns"])

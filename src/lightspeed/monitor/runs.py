@@ -33,7 +33,9 @@ from typing import Any, Final, TextIO
 import numpy as np
 
 from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_input
 from lightspeed.goodput import MONITOR_RUN_ENV, TRACKERS_FOLDER, Ledger, build_ledger, read_run
 from lightspeed.monitor.backend import Backend
 from lightspeed.monitor.capture import Capture, read_capture
@@ -223,8 +225,8 @@ def announced_runs(folder: Path) -> tuple[str, ...]:
     found: list[str] = []
     for note in sorted((folder / TRACKERS_FOLDER).glob("*.json")):
         try:
-            data = json.loads(note.read_text(encoding="utf-8")[:MAX_RUN_FILE_BYTES])
-        except (OSError, ValueError):
+            data = load_json(note, max_bytes=MAX_RUN_FILE_BYTES, what="tracker note")
+        except DataFileError:  # a note a crash cut short: its run is found from the log instead
             continue
         run_dir = data.get("run_dir") if isinstance(data, dict) else None
         if isinstance(run_dir, str) and run_dir:
@@ -262,12 +264,9 @@ def read_monitor_run(path: str | Path) -> MonitorRun | None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    if path.stat().st_size > MAX_RUN_FILE_BYTES:
-        raise DataFileError(path, f"over {MAX_RUN_FILE_BYTES} bytes: not a monitor run file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise DataFileError(path, f"not valid JSON ({error})") from None
+    data = load_json(
+        path, max_bytes=MAX_RUN_FILE_BYTES, what="monitor run file", fix="re-run lightspeed monitor run"
+    )
     if not isinstance(data, dict):
         raise DataFileError(path, "not a JSON object")
     return data
@@ -315,8 +314,7 @@ def analyze_run(
     built it already (with overrides).
     """
     folder = Path(path)
-    if not folder.exists():
-        raise DataFileError(folder, "no such monitor run folder or capture", fix="check the path")
+    check_input(folder, what="monitor run folder or capture file", folder_ok=True)
     run = read_monitor_run(folder) if folder.is_dir() else None
     files = capture_files(folder)
     if not files:

@@ -208,7 +208,7 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     """
     entries: dict[str, ModelEntry] = {}
     for path in [*builtin_model_files(), *expand_paths(extra_paths)]:
-        data = load_toml(path)
+        data = load_toml(path, what="model TOML file")
         if _is_model(path, data):
             entry = parse_model(path, data)
             if entry.spec.name in entries:
@@ -235,7 +235,7 @@ def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
 
 def load_model_file(path: Path) -> ModelEntry:
     """One model TOML file (``kind = "model"``) read on its own."""
-    data = load_toml(path)
+    data = load_toml(path, what="model TOML file")
     kind = Fields(str(path), data).string("kind")
     if kind != MODEL_KIND:
         raise DataFileError(path, "not a model file", field="kind", value=kind, fix='write kind = "model"')

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -274,8 +275,8 @@ def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
     unknown); ``force`` lets it apply to another accelerator (:func:`check_calibration_device`).
     """
     candidate = Path(name)
-    if candidate.suffix == ".toml" and candidate.is_file():
-        path = candidate
+    if candidate.suffix == ".toml" or "/" in name or os.sep in name:
+        path = candidate  # a profile file: a missing or special one is refused by load_toml
     else:
         path = calibration_path(name)
         if not path.is_file():
@@ -283,7 +284,7 @@ def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
                 "calibration", name, list_calibrations(), hint="run 'lightspeed calibrate'"
             )
     LOG.info("calibration %r from %s", name, path)
-    fields = Fields(str(path), load_toml(path))
+    fields = Fields(str(path), load_toml(path, what="calibration profile (TOML)"))
     version = fields.integer("schema_version", minimum=1)
     if version != PROFILE_SCHEMA_VERSION:
         raise DataFileError(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lightspeed.errors import DataFileError, LightspeedError
+from lightspeed.files import read_text
 from lightspeed.records import Record
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
@@ -51,15 +52,7 @@ class PublishedRow(Record):
 
 def read_table(path: Path) -> list[PublishedRow]:
     """Rows of a tab-separated published-results file (blank lines skipped)."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_TABLE_BYTES:
-            raise DataFileError(path, f"file is {size} bytes, above the {MAX_TABLE_BYTES} limit")
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    except UnicodeDecodeError:
-        raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8") from None
+    text = read_text(path, max_bytes=MAX_TABLE_BYTES, what="published-results table (TSV)")
     lines = text.splitlines()
     if not lines or "\t" not in lines[0]:
         raise DataFileError(

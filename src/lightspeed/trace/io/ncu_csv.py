@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Final
 
 from lightspeed.errors import TraceError
+from lightspeed.files import check_input, read_bounded
 from lightspeed.units import GIB
 
 DEFAULT_MAX_CSV_BYTES: Final = 1 * GIB
@@ -131,19 +132,15 @@ def read_ncu_csv(path: Path, *, max_bytes: float = DEFAULT_MAX_CSV_BYTES) -> Csv
 
 
 def _read_text(path: Path, max_bytes: float) -> str:
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise TraceError(
-                path,
-                f"the file is {size / GIB:.3g} GiB, over the {max_bytes / GIB:.3g} GiB limit",
-                fix="raise it with --max-bytes if the file is trusted",
-            )
-        data = path.read_bytes()
-    except OSError as error:
+    what = "Nsight Compute CSV (ncu --csv)"
+    size = check_input(path, what=what, error=TraceError).st_size
+    if size > max_bytes:
         raise TraceError(
-            path, f"cannot read file ({error.strerror or error})", fix="check the path and permissions"
-        ) from None
+            path,
+            f"the file is {size / GIB:.3g} GiB, over the {max_bytes / GIB:.3g} GiB limit",
+            fix="raise it with --max-bytes if the file is trusted",
+        )
+    data = read_bounded(path, max_bytes=int(max_bytes), what=what, error=TraceError)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
