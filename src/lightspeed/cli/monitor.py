@@ -98,8 +98,10 @@ def run_cmd(
     """Run a command while sampling counters; report them joined to its goodput steps.
 
     Example: lightspeed monitor run --interval 100ms -- python examples/train_tiny_gpt.py --quick.
-    A goodput Tracker in the command finds the monitor by itself (LIGHTSPEED_MONITOR_RUN);
-    the exit code is the command's.
+    A goodput Tracker in the command finds the monitor by itself (LIGHTSPEED_MONITOR_RUN).
+    The exit code is the command's (128 + the signal's number when a signal ended it);
+    SIGINT, SIGTERM and SIGHUP to the monitor are forwarded to the command's process group,
+    and monitor.json says why the run stopped.
     """
     folder = out_dir or _default_out()
     run = run_command(
@@ -114,7 +116,7 @@ def run_cmd(
     _finish(report, plot_path, as_json, extra={"stored_run_id": stored})
     if not as_json:
         make_console().print(f"run folder: {folder}" + (f"  stored as run {stored}" if stored else ""))
-    return run.exit_code if run.exit_code is not None and run.exit_code > 0 else 0
+    return run.exit_code if run.exit_code is not None else 0
 
 
 def _store(report: MonitorReport) -> str | None:
