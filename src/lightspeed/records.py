@@ -33,6 +33,15 @@ JsonDict: TypeAlias = dict[str, Any]
 
 def to_jsonable(value: Any) -> Any:
     """Convert records, mappings, sequences, enums, paths and numpy scalars to JSON types."""
+    kind = type(value)  # the common JSON types first: a large report holds millions of them
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [to_jsonable(item) for item in value]
     if isinstance(value, Record):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -69,6 +69,11 @@ class Catalog:
         """The node or rack called ``name``."""
         return _lookup(self.systems, name, "system")
 
+    def find_system(self, name: str) -> System | None:
+        """The node or rack called ``name`` (name or alias), or ``None``: a probe that costs no
+        list of close names (:meth:`system` builds one for its error)."""
+        return _find(self.systems, name)
+
     def find_device(self, reported_name: str) -> Accelerator | None:
         """The accelerator a device reports itself as, or ``None`` if no record has that name.
 

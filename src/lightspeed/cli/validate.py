@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._progress import progress_bar
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
 from lightspeed.report import render_validation
 from lightspeed.sol import inference_predictor, validate_published
@@ -21,13 +22,15 @@ def command(table: Path, calibration: str | None, as_json: bool) -> None:
     """Predict every row of a published-results TSV (format of published-dev.tsv) and report the error."""
     context = get_context()
     efficiency = resolve_efficiency(calibration)
-    report = validate_published(
-        path=table,
-        catalog=context.catalog(),
-        models=context.models(),
-        efficiency=efficiency,
-        infer=inference_predictor(efficiency),
-    )
+    with progress_bar("predicting rows", total=None, as_json=as_json) as advance:
+        report = validate_published(
+            path=table,
+            catalog=context.catalog(),
+            models=context.models(),
+            efficiency=efficiency,
+            infer=inference_predictor(efficiency),
+            progress=advance,
+        )
     if as_json:
         print_json(validation_json(report))
     else:

@@ -153,11 +153,15 @@ class ModelRegistry:
             found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
         return found
 
+    def find(self, name: str) -> ModelEntry | None:
+        """The entry :meth:`entry` would give, or ``None`` (a probe without a list of close names)."""
+        return next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+
     def entry(self, name: str) -> ModelEntry:
         """The entry called ``name``: its canonical name or an alias, else the same name without
         a Hugging Face organization (``meta-llama/``) or a fine-tune suffix (``-Instruct``,
         ``-chat``, ``-it``, ``-base``, ``-hf``), else the first of ``A/B`` (``DeepSeek-V3/R1``)."""
-        found = next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+        found = self.find(name)
         if found is None:
             known = [
                 *self.entries,
