@@ -184,6 +184,26 @@ class Fields:
             )
         return value
 
+    def schema_version(self, supported: Iterable[int], *, default: int | None = None) -> int:
+        """``schema_version``: one of ``supported`` (``default`` when absent, else required).
+
+        A version this lightspeed does not read is refused naming the ones it does, so a file
+        written by a newer release is never read as if it were an older one.
+        """
+        versions = sorted(supported)
+        listed = " or ".join(str(version) for version in versions)
+        version = self.data.get("schema_version", default)
+        if isinstance(version, bool) or not isinstance(version, int) or version not in versions:
+            raise DataFileError(
+                self.path,
+                f"schema_version {version!r} is not one this lightspeed reads ({listed})"
+                if version is not None
+                else "missing field",
+                field=self._name("schema_version"),
+                fix=f"write schema_version = {versions[-1]} (or use the lightspeed that wrote the file)",
+            )
+        return version
+
     def optional_integer(self, key: str) -> int | None:
         """An integer or ``None`` when absent."""
         return None if key not in self.data else self.integer(key)

@@ -87,14 +87,7 @@ class RawRecords:
 
 
 def _check_header(fields: Fields) -> str:
-    version = fields.integer("schema_version", minimum=1)
-    if version != SCHEMA_VERSION:
-        raise DataFileError(
-            fields.path,
-            f"unsupported schema_version {version}",
-            field="schema_version",
-            fix=f"write schema_version = {SCHEMA_VERSION}",
-        )
+    fields.schema_version({SCHEMA_VERSION})
     kind = fields.string("kind")
     if kind not in KINDS:
         raise DataFileError(

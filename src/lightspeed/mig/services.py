@@ -95,6 +95,7 @@ def read_workloads(path: Path) -> tuple[MigService, ...]:
     fields = Fields(str(path), load_toml(path, what="MIG workloads file (TOML)"))
     if fields.data.get("kind") != "mig-workloads":
         raise DataFileError(path, "not a workloads file", field="kind", fix='write kind = "mig-workloads"')
+    fields.schema_version({1}, default=1)
     entries = fields.array_of_tables("services")
     if not entries or len(entries) > MAX_SERVICES:
         raise DataFileError(

@@ -250,14 +250,7 @@ def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
     """A :class:`ModelEntry` from one parsed TOML file; errors name file, field, value and fix."""
     fields = Fields(str(path), data)
     _check_keys(fields, _TOP_KEYS, "")
-    version = fields.integer("schema_version", minimum=1)
-    if version != SCHEMA_VERSION:
-        raise DataFileError(
-            path,
-            f"unsupported schema_version {version}",
-            field="schema_version",
-            fix="write schema_version = 1",
-        )
+    fields.schema_version({SCHEMA_VERSION})
     sources = parse_references(fields)
     source_key = fields.check_source("source", sources)
     try:

@@ -35,7 +35,7 @@ from typing import Final
 import numpy as np
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, StoreError, UnknownNameError, UserInputError
+from lightspeed.errors import StoreError, UnknownNameError, UserInputError
 from lightspeed.paths import lightspeed_home
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, gemm_shape_factor
@@ -285,14 +285,7 @@ def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
             )
     LOG.info("calibration %r from %s", name, path)
     fields = Fields(str(path), load_toml(path, what="calibration profile (TOML)"))
-    version = fields.integer("schema_version", minimum=1)
-    if version != PROFILE_SCHEMA_VERSION:
-        raise DataFileError(
-            path,
-            f"unsupported schema_version {version}",
-            field="schema_version",
-            fix=f"write schema_version = {PROFILE_SCHEMA_VERSION} or recalibrate",
-        )
+    fields.schema_version({PROFILE_SCHEMA_VERSION})
     table = fields.table("efficiency")
     assert table is not None
     base_name = fields.string("base")
