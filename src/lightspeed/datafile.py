@@ -284,6 +284,39 @@ class Fields:
 
 
 MAX_DATA_FILE_BYTES: Final = files.DEFAULT_MAX_BYTES
+MAX_INT64: Final = 2**63 - 1  # times in ns and counts live in int64 columns
+
+
+def whole_number(event: Mapping[str, Any], key: str, *, path: object, line: int | None = None) -> int:
+    """``event[key]``: a whole number from 0 to the int64 maximum (a time in ns, a count).
+
+    >>> whole_number({"t_ns": 1_700_000_000 * 10**9}, "t_ns", path="log.jsonl", line=3)
+    1700000000000000000
+    >>> whole_number({"t_ns": 2**64}, "t_ns", path="log.jsonl", line=3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.DataFileError: log.jsonl:3: expected a whole number from 0 to 9,223,...,807 (int64); ...
+    """
+    value = event.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT64:
+        raise DataFileError(
+            path,
+            f"expected a whole number from 0 to {MAX_INT64:,} (int64)",
+            line=line,
+            field=key,
+            value=value,
+        )
+    return value
+
+
+def finite_number(
+    event: Mapping[str, Any], key: str, *, path: object, line: int | None = None, default: float | None = None
+) -> float:
+    """``event[key]`` (``default`` when absent): a finite number >= 0."""
+    value = event.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise DataFileError(path, "expected a finite number >= 0", line=line, field=key, value=value)
+    return float(value)
 
 
 def normalize_name(name: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -65,6 +66,17 @@ def test_event_before_its_job_start(hand_log) -> None:  # type: ignore[no-untype
 def test_event_ending_before_it_starts(hand_log) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(DataFileError, match=r":2: event ends before it starts"):
         read_run(hand_log().start(0.0).step(0, 3.0, 2.0).write())
+
+
+def test_a_time_beyond_int64_is_one_line(hand_log) -> None:  # type: ignore[no-untyped-def]
+    path = hand_log().start(0.0).step(0, 1.0, 2.0).write()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = re.sub(r'"end_ns": ?\d+', f'"end_ns": {2**63}', lines[1])
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(
+        DataFileError, match=r":2: expected a whole number from 0 to .* \(int64\); field 'end_ns'"
+    ):
+        read_run(path)
 
 
 def test_two_processes_in_one_rank_file(hand_log) -> None:  # type: ignore[no-untyped-def]

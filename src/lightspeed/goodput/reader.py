@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from lightspeed.datafile import finite_number, whole_number
 from lightspeed.errors import DataFileError
 from lightspeed.files import open_input
 from lightspeed.goodput.events import (
@@ -366,17 +367,11 @@ def _check_order(path: Path, number: int, segment: _RawSegment, start_ns: int, e
 
 
 def _integer(path: Path, number: int, event: dict[str, Any], key: str) -> int:
-    value = event.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DataFileError(path, "expected a whole number >= 0", line=number, field=key, value=value)
-    return value
+    return whole_number(event, key, path=path, line=number)
 
 
 def _number(path: Path, number: int, event: dict[str, Any], key: str) -> float:
-    value = event.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise DataFileError(path, "expected a number >= 0", line=number, field=key, value=value)
-    return float(value)
+    return finite_number(event, key, path=path, line=number, default=0)
 
 
 def _check_ranks(raw: dict[Path, list[_RawSegment]]) -> list[int]:

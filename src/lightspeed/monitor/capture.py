@@ -34,11 +34,13 @@ from typing import Any, BinaryIO, Final
 import msgspec
 import numpy as np
 
+from lightspeed.datafile import whole_number
 from lightspeed.errors import DataFileError
 from lightspeed.files import open_input
 from lightspeed.goodput import TruncatedLogWarning
 from lightspeed.goodput.jsonl import decode_object, json_lines
 from lightspeed.monitor.backend import DeviceInfo, Reading
+from lightspeed.monitor.metrics import out_of_range
 from lightspeed.monitor.windows import FloatArray
 from lightspeed.records import JsonDict, JsonObject, Record
 
@@ -391,6 +393,16 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
                     field=f"d.{device}.{metric}",
                     value=value,
                 )
+            problem = out_of_range(metric, value)
+            if problem:
+                raise DataFileError(
+                    path,
+                    problem,
+                    line=number,
+                    field=f"d.{device}.{metric}",
+                    value=value,
+                    fix="a sampler wrote an impossible value: check the backend that produced this capture",
+                )
             column = parsed.columns.get((device, metric))
             if column is None:
                 column = parsed.columns[(device, metric)] = array.array("d")
@@ -400,7 +412,4 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
 
 
 def _whole(path: Path, number: int, event: dict[str, Any], key: str) -> int:
-    value = event.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DataFileError(path, "expected a whole number >= 0", line=number, field=key, value=value)
-    return value
+    return whole_number(event, key, path=path, line=number)
