@@ -74,6 +74,18 @@ _DIMENSION_HINT: Final[dict[str, str]] = {
 }
 
 
+# What a figure of each dimension can physically be, in base SI, beyond being above 0: no memory
+# or link moves less than 1 MB/s or more than 1 EB/s, no chip computes below 1 MFLOP/s, no clock
+# ticks below 1 kHz or above 1 THz. A value outside is a typo or a unit slip (1e-300 TB/s).
+PHYSICAL_RANGES: Final[dict[str, tuple[float, float, str]]] = {
+    "bytes_per_s": (1e6, 1e18, "1 MB/s to 1 EB/s"),
+    "per_s": (1e6, 1e21, "1 MFLOP/s to 1 ZFLOP/s"),
+    "hertz": (1e3, 1e12, "1 kHz to 1 THz"),
+    "bytes": (1.0, 2.0**60, "1 byte to 1 EiB"),
+    "watts": (1e-3, 1e15, "1 mW to 1 PW"),
+}
+
+
 class Fields:
     """A view of one TOML table that raises :class:`DataFileError` on bad fields."""
 
@@ -144,6 +156,15 @@ class Fields:
                 self.path, "expected a string", field=self._name(key), value=value, fix=f'write {key} = "..."'
             )
         return value
+
+    def name(self, key: str) -> str:
+        """A required name: a string with something in it (an empty name cannot be looked up)."""
+        value = self.string(key)
+        if not value.strip():
+            raise DataFileError(
+                self.path, "empty name", field=self._name(key), fix=f'write {key} = "<a name>"'
+            )
+        return value.strip()
 
     def strings(self, key: str) -> tuple[str, ...]:
         """A list of strings (empty when absent)."""
@@ -263,7 +284,18 @@ class Fields:
         if found is None:
             return None
         key, factor = found
-        return self.number(key) * factor
+        value = self.number(key) * factor
+        if dimension in PHYSICAL_RANGES:
+            low, high, words = PHYSICAL_RANGES[dimension]
+            if not low <= value <= high:
+                raise DataFileError(
+                    self.path,
+                    f"outside the physical range of {words}",
+                    field=self._name(key),
+                    value=self.data[key],
+                    fix=f"check the number and its unit suffix ({_DIMENSION_HINT[dimension]})",
+                )
+        return value
 
     def unknown_keys(self, allowed: set[str]) -> list[str]:
         """Keys present that are not in ``allowed`` (a typo check)."""

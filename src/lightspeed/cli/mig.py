@@ -116,8 +116,9 @@ def plan(
 
 def _current(geometry: Any, current_path: Path | None, use_nvml: bool) -> Any:
     """The machine's MIG instances: from saved -lgi text, from NVML, or ``None`` when not asked."""
+    from lightspeed.errors import DataFileError, UserInputError
     from lightspeed.files import read_text
-    from lightspeed.mig import parse_lgi, read_mig_layout
+    from lightspeed.mig import check_current_layout, parse_lgi, read_mig_layout
 
     if current_path is not None:
         text = read_text(
@@ -126,7 +127,16 @@ def _current(geometry: Any, current_path: Path | None, use_nvml: bool) -> Any:
             what="saved 'nvidia-smi mig -lgi' output",
             fix="save it with: nvidia-smi mig -lgi > current.txt",
         )
-        return parse_lgi(text, path=str(current_path))
+        instances = parse_lgi(text, path=str(current_path))
+        try:
+            check_current_layout(geometry, instances)
+        except UserInputError as error:
+            raise DataFileError(
+                current_path,
+                str(error),
+                fix="save the output of 'nvidia-smi mig -lgi' on the GPUs themselves",
+            ) from None
+        return instances
     if use_nvml:
         return read_mig_layout({profile.profile_id: profile.name for profile in geometry.profiles})
     return None

@@ -79,8 +79,8 @@ def _service(fields: Fields) -> MigService:
         if value > (MAX_RATE_PER_S if key == "requests_per_s" else MAX_TOKENS):
             raise DataFileError(fields.path, "implausibly large", field=f"{fields.prefix}{key}", value=value)
     return MigService(
-        name=fields.string("name"),
-        model=fields.string("model"),
+        name=fields.name("name"),
+        model=fields.name("model"),
         precision=fields.string("precision", "bf16"),
         input_tokens=tokens["input_tokens"],
         output_tokens=tokens["output_tokens"],
