@@ -87,7 +87,7 @@ def check_current_layout(geometry: MigGeometry, current: Sequence[GpuInstance]) 
     >>> check_current_layout(load_mig_geometries()["h100-sxm"], rows)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    lightspeed.errors.InvalidPlanError: GPU 0: 3g.40gb cannot start at slot 2 on H100 ...; it may start at 0, 4
+    lightspeed.errors.InvalidPlanError: GPU 0: 3g.40gb cannot start at slot 2 on ...; it may start at 0, 4
     """
     for gpu in sorted({row.gpu for row in current}):
         rows = [row for row in current if row.gpu == gpu]
