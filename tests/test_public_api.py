@@ -358,6 +358,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "read_mllog",
         "read_run",
         "read_system_json",
+        "resolve_accelerator",
         "step_figures",
         "step_stats",
     ],

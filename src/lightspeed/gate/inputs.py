@@ -122,7 +122,7 @@ def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> M
         raise DataFileError(
             path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
         )
-    samples = tuple(_number(value, path, where) for value in raw)
+    samples = tuple(_number(value, path, where, index) for index, value in enumerate(raw))
     warmup = item.get("warmup", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
@@ -138,9 +138,21 @@ def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: st
     return value.strip()
 
 
-def _number(value: object, path: Path | str, where: str) -> float:
+def _number(value: object, path: Path | str, where: str, index: int) -> float:
+    """One sample: a finite number, 0 or more (times, rates and sizes are never negative)."""
+    field = f"samples[{index}]"
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
+        raise DataFileError(
+            path, f"entry {where} has a sample that is not a finite number", field=field, value=value
+        )
+    if value < 0:
+        raise DataFileError(
+            path,
+            f"entry {where} has a negative sample: a time, rate or size is 0 or more",
+            field=field,
+            value=value,
+            fix="give the measurements themselves (compare differences by comparing the runs)",
+        )
     return float(value)
 
 
