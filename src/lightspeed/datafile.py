@@ -341,6 +341,31 @@ def whole_number(event: Mapping[str, Any], key: str, *, path: object, line: int 
     return value
 
 
+def check_version(
+    data: Mapping[str, Any], readable: Iterable[int], *, path: object, what: str, line: int | None = None
+) -> int:
+    """``data["v"]``, the version of a log or capture line: one this lightspeed reads.
+
+    >>> check_version({}, {1}, path="c.jsonl", what="capture", line=1)
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.DataFileError: c.jsonl:1: capture has no version; field 'v'; fix: ...
+    """
+    versions = sorted(readable)
+    listed = " or ".join(map(str, versions))
+    version = data.get("v")
+    if isinstance(version, bool) or version not in versions:
+        found = "has no version" if version is None else f"version {version!r} is not {listed}"
+        raise DataFileError(
+            path,
+            f"{what} {found}",
+            line=line,
+            field="v",
+            fix=f"this lightspeed reads version {listed}: read the file with the lightspeed that wrote it",
+        )
+    return int(version)
+
+
 def finite_number(
     event: Mapping[str, Any], key: str, *, path: object, line: int | None = None, default: float | None = None
 ) -> float:

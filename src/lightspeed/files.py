@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UserInputError
 
 DEFAULT_MAX_BYTES: Final = 16 * 2**20
 MAX_LINE_BYTES: Final = 1 << 20
@@ -245,3 +245,33 @@ def looks_like_path(text: str) -> bool:
     if text.startswith("run:"):
         return False
     return "/" in text or os.sep in text or bool(Path(text).suffix) or os.path.lexists(text)
+
+
+def check_output(path: Path, *, what: str, example: str = "") -> None:
+    """Refuse to write ``what`` over a folder, a FIFO or a device (a writer that replaces the file
+    atomically would replace the folder entry or the device node); a missing file is fine.
+
+    >>> check_output(Path("/tmp"), what="expert load", example="load.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: /tmp is a folder, not a file to write the expert load to; ...
+    """
+    try:
+        info = path.stat()
+    except OSError:
+        return  # absent (or unreachable: the write itself says why)
+    special = kind_of(info.st_mode)
+    if special is not None:
+        hint = (
+            f"; name a file, e.g. {path / example}"
+            if example and stat.S_ISDIR(info.st_mode)
+            else "; name a file"
+        )
+        raise UserInputError(f"{path} is {special[0]}, not a file to write the {what} to{hint}")
+
+
+def write_failed(path: Path, what: str, error: OSError) -> UserInputError:
+    """The one-line error for an output that cannot be written (no permission, a full disk, /proc)."""
+    return UserInputError(
+        f"cannot write the {what} to {path} ({error.strerror or error}); choose another path"
+    )

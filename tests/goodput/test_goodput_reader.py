@@ -89,7 +89,7 @@ def test_two_processes_in_one_rank_file(hand_log) -> None:  # type: ignore[no-un
 
 def test_newer_schema_version(hand_log) -> None:  # type: ignore[no-untyped-def]
     log = hand_log().raw('{"v": 2, "seg": "s", "type": "job_start"}')
-    with pytest.raises(DataFileError, match=r":1: event schema version 2 is not 1.*upgrade lightspeed"):
+    with pytest.raises(DataFileError, match=r":1: event schema version 2 is not 1.*reads version 1"):
         read_run(log.write())
 
 

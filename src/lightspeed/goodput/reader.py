@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import finite_number, whole_number
+from lightspeed.datafile import check_version, finite_number, whole_number
 from lightspeed.errors import DataFileError
 from lightspeed.files import open_input
 from lightspeed.goodput.events import (
@@ -22,7 +22,6 @@ from lightspeed.goodput.events import (
     JOB_END_STATUSES,
     PHASES,
     READABLE_VERSIONS,
-    SCHEMA_VERSION,
     TOKENS_SCOPES,
 )
 from lightspeed.goodput.jsonl import decode_object, json_lines
@@ -246,15 +245,7 @@ def _warn_skipped(path: Path, line: int) -> None:
 
 
 def _apply(path: Path, number: int, event: dict[str, Any], segments: list[_RawSegment]) -> None:
-    version = event.get("v")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise DataFileError(
-            path,
-            f"event schema version {version!r} is not {' or '.join(map(str, sorted(READABLE_VERSIONS)))} "
-            f"(this lightspeed writes {SCHEMA_VERSION})",
-            line=number,
-            fix="read it with the lightspeed version that wrote it, or upgrade lightspeed",
-        )
+    check_version(event, READABLE_VERSIONS, path=path, what="event schema", line=number)
     kind = event.get("type")
     if kind not in EVENT_TYPES:
         raise DataFileError(path, "unknown event type", line=number, field="type", value=kind)

@@ -34,7 +34,7 @@ from typing import Any, BinaryIO, Final
 import msgspec
 import numpy as np
 
-from lightspeed.datafile import whole_number
+from lightspeed.datafile import check_version, whole_number
 from lightspeed.errors import DataFileError
 from lightspeed.files import open_input
 from lightspeed.goodput import TruncatedLogWarning
@@ -286,14 +286,7 @@ def _start(path: Path, number: int, event: dict[str, Any]) -> _Parsed:
             value=event.get("type"),
             fix="pass a capture written by lightspeed monitor (capture-*.jsonl)",
         )
-    version = event.get("v")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise DataFileError(
-            path,
-            f"capture version {version!r} is not {' or '.join(map(str, sorted(READABLE_VERSIONS)))}",
-            line=number,
-            fix="read it with the lightspeed version that wrote it, or upgrade lightspeed",
-        )
+    check_version(event, READABLE_VERSIONS, path=path, what="capture", line=number)
     _whole(path, number, event, "t_ns")
     interval = event.get("interval_s")
     if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0 < interval < 86_400:

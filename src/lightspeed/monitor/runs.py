@@ -32,7 +32,7 @@ from typing import Any, Final, TextIO
 import numpy as np
 
 from lightspeed.catalog import Catalog, load_catalog
-from lightspeed.datafile import load_json
+from lightspeed.datafile import check_version, load_json
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.files import check_input
 from lightspeed.goodput import MONITOR_RUN_ENV, TRACKERS_FOLDER, Ledger, build_ledger, read_run
@@ -282,8 +282,7 @@ def read_monitor_run(path: str | Path) -> MonitorRun | None:
         raise DataFileError(
             target, f"malformed monitor run file ({error})", fix="re-run lightspeed monitor run"
         ) from None
-    if data.get("v") != RUN_VERSION:
-        raise DataFileError(target, f"monitor run version {data.get('v')!r} is not {RUN_VERSION}", field="v")
+    check_version(data, {RUN_VERSION}, path=target, what="monitor run")
     return run
 
 
