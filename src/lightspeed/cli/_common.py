@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 import msgspec
+from click.core import ParameterSource
 
 from lightspeed.records import to_jsonable
 
@@ -71,6 +72,24 @@ def print_json(payload: Any) -> None:
     """
     encoded = msgspec.json.format(msgspec.json.encode(to_jsonable(payload)), indent=2)
     click.echo(encoded.decode("utf-8"))
+
+
+def given_flags(*names: str) -> list[str]:
+    """The flags, among the parameters ``names`` of the running command, that the user set (on the
+    command line or through the environment), as opposed to left at their defaults."""
+    ctx = click.get_current_context()
+    given = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    return [
+        param.opts[0] if param.opts else str(param.name)
+        for param in ctx.command.params
+        if param.name in names and ctx.get_parameter_source(param.name) in given
+    ]
+
+
+def refuse_together(flags: list[str], reason: str) -> None:
+    """A usage error when any of ``flags`` were given: ``reason`` says what they conflict with."""
+    if flags:
+        raise click.UsageError(f"{', '.join(flags)}: {reason}")
 
 
 def emit(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
