@@ -209,7 +209,11 @@ def read_text(
 
 
 def bounded_lines(
-    handle: BinaryIO, path: str | Path, max_line_bytes: int = MAX_LINE_BYTES
+    handle: BinaryIO,
+    path: str | Path,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    *,
+    error: type[DataFileError] = DataFileError,
 ) -> Iterator[tuple[int, bytes]]:
     """``(line number, line)`` of every line; a line over ``max_line_bytes`` is a :class:`DataFileError`.
 
@@ -226,7 +230,7 @@ def bounded_lines(
         if number == 1:
             line = strip_bom(line)
         if len(line) > max_line_bytes:
-            raise DataFileError(
+            raise error(
                 path,
                 f"line longer than {max_line_bytes:,} bytes",
                 line=number,
