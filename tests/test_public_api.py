@@ -540,6 +540,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "build_sections",
         "checkpoint_plan_figure",
         "cost_section",
+        "delayed_progress",
         "gather_inputs",
         "goodput_waterfall_figure",
         "inputs_caption",

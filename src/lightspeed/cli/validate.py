@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
-from lightspeed.cli._progress import progress_bar
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
-from lightspeed.report import render_validation
+from lightspeed.report import delayed_progress, render_validation
 from lightspeed.sol import inference_predictor, validate_published
 
 
@@ -22,7 +21,7 @@ def command(table: Path, calibration: str | None, as_json: bool) -> None:
     """Predict every row of a published-results TSV (format of published-dev.tsv) and report the error."""
     context = get_context()
     efficiency = resolve_efficiency(calibration)
-    with progress_bar("predicting rows", total=None, as_json=as_json) as advance:
+    with delayed_progress("predicting rows", total=None, as_json=as_json) as advance:
         report = validate_published(
             path=table,
             catalog=context.catalog(),

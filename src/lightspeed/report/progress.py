@@ -5,7 +5,7 @@ nothing), only when stderr is a terminal, and never under ``--json`` (stdout
 stays the JSON alone, stderr stays empty for scripts). It is transient: it
 disappears when the work ends, leaving the command's own output.
 
->>> with progress_bar("rows", total=3, as_json=True) as advance:
+>>> with delayed_progress("rows", total=3, as_json=True) as advance:
 ...     for done in range(1, 4):
 ...         advance(done)
 """
@@ -43,11 +43,12 @@ class _LazyBar:
         self._progress.update(self._task, completed=done, total=self.total, description=text)
 
     def _start(self) -> None:
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+        from lightspeed.report.console import make_console
+
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-        self._progress = Progress(*columns, console=Console(stderr=True), transient=True)
+        self._progress = Progress(*columns, console=make_console(stderr=True), transient=True)
         self._progress.start()
         self._task = self._progress.add_task(self.description, total=self.total)
 
@@ -57,7 +58,7 @@ class _LazyBar:
 
 
 @contextmanager
-def progress_bar(
+def delayed_progress(
     description: str, *, total: int | None, as_json: bool, delay_s: float = DELAY_S
 ) -> Iterator[Callable[..., None]]:
     """A function ``advance(done, total=None, note="")`` that moves the bar (see the module docs)."""
