@@ -81,8 +81,8 @@ def check_current_layout(geometry: MigGeometry, current: Sequence[GpuInstance]) 
     """Refuse a machine's layout (``nvidia-smi mig -lgi``) no GPU can hold: a profile this GPU
     does not have, a start it may not take, instances sharing slices, or one instance id twice.
 
-    >>> from lightspeed.catalog.mig import load_mig_geometries
-    >>> from lightspeed.catalog.mig_device import GpuInstance
+    >>> from lightspeed.catalog import load_mig_geometries
+    >>> from lightspeed.mig.device import GpuInstance
     >>> rows = [GpuInstance(0, "4g.40gb", 5, 1, 0, 4), GpuInstance(0, "3g.40gb", 9, 2, 2, 4)]
     >>> check_current_layout(load_mig_geometries()["h100-sxm"], rows)  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
-from lightspeed.errors import InvalidPlanError, UserInputError
+from lightspeed.errors import InvalidPlanError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import Stack, stack_for
 from lightspeed.sol.train.batch import split_batch
