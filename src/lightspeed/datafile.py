@@ -395,12 +395,7 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
         files.check_input(
             path, what="catalog TOML file or folder", fix="check the --catalog path", folder_ok=True
         )
-        inside = sorted(path.rglob("*.toml")) if path.is_dir() else [path]
-        if not inside:
-            raise DataFileError(
-                path, "no *.toml files in this catalog folder", fix="check the --catalog path"
-            )
-        found.extend(inside)
+        found.extend(sorted(path.rglob("*.toml")) if path.is_dir() else [path])
     return found
 
 

@@ -49,9 +49,9 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        return value
+        return int(value)  # an int subclass (an IntEnum) as the plain number JSON encoders take
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return float(value) if math.isfinite(value) else None  # numpy.float64 is a float subclass
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if isinstance(value, PurePath):

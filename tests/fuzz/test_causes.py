@@ -79,16 +79,22 @@ def _tsv(folder: Path, measured: str) -> Path:
     return _write(folder, "rows.tsv", header + "\n" + "\t".join(cells) + "\n")
 
 
-def _ncu(folder: Path, old: str, new: str) -> Path:
+def _kernels_report(folder: Path, metric: str, old: str, new: str) -> list[str]:
+    """``kernels report`` of the shipped ncu CSV with one metric's value changed."""
     text = NCU.read_text(encoding="utf-8")
-    assert old in text
-    return _write(folder, "ncu.csv", text.replace(old, new, 1))
+    before, after = f'"{metric}","%","{old}"', f'"{metric}","%","{new}"'
+    assert before in text
+    return ["kernels", "report", str(_write(folder, "ncu.csv", text.replace(before, after, 1)))]
 
 
 def _lgi(folder: Path, old: str, new: str) -> Path:
     text = LGI.read_text(encoding="utf-8")
     assert old in text
     return _write(folder, "lgi.txt", text.replace(old, new, 1))
+
+
+def _mig_plan(current: Path) -> list[str]:
+    return ["mig", "plan", "--gpu", "h100-sxm", "--workloads", str(WORKLOADS), "--current", str(current)]
 
 
 def _samples(folder: Path, name: str, samples: list[float]) -> str:
@@ -190,19 +196,11 @@ CAUSES: dict[str, Cause] = {
         fragments=("-500%", "d.host.cpu_util_ratio"),
     ),
     "ncu throughput of 250%": Cause(
-        lambda f: [
-            "kernels",
-            "report",
-            str(_ncu(f, '"Compute (SM) Throughput","%","23.59"', '"Compute (SM) Throughput","%","250"')),
-        ],
+        lambda f: _kernels_report(f, "Compute (SM) Throughput", "23.59", "250"),
         fragments=("250 % is outside 0% to 100% of peak",),
     ),
     "ncu negative throughput": Cause(
-        lambda f: [
-            "kernels",
-            "report",
-            str(_ncu(f, '"Memory Throughput","%","21.68"', '"Memory Throughput","%","-3"')),
-        ],
+        lambda f: _kernels_report(f, "Memory Throughput", "21.68", "-3"),
         fragments=("Memory Throughput = -3 %",),
     ),
     "validate reads -137 as 137": Cause(
@@ -216,29 +214,11 @@ CAUSES: dict[str, Cause] = {
         fragments=("physical range", "memory.bandwidth_tb_per_s"),
     ),
     "mig plan --current with an unknown profile": Cause(
-        lambda f: [
-            "mig",
-            "plan",
-            "--gpu",
-            "h100-sxm",
-            "--workloads",
-            str(WORKLOADS),
-            "--current",
-            str(_lgi(f, "MIG 3g.40gb          9 ", "MIG 5g.99gb          9 ")),
-        ],
+        lambda f: _mig_plan(_lgi(f, "MIG 3g.40gb          9 ", "MIG 5g.99gb          9 ")),
         fragments=("GPU 0: unknown MIG profile",),
     ),
     "mig plan --current with overlapping slices": Cause(
-        lambda f: [
-            "mig",
-            "plan",
-            "--gpu",
-            "h100-sxm",
-            "--workloads",
-            str(WORKLOADS),
-            "--current",
-            str(_lgi(f, "19       10          3:1", "19       10          2:1")),
-        ],
+        lambda f: _mig_plan(_lgi(f, "19       10          3:1", "19       10          2:1")),
         fragments=("overlaps",),
     ),
     "-0 as a price": Cause(

@@ -54,6 +54,7 @@ COMMANDS = [
     "--catalog {} hw list",
 ]
 KINDS = ("dev-zero", "fifo", "folder", "empty", "deep")
+ANSWERS = {("--catalog {} hw list", "folder")}  # a catalog folder is an input: an empty one adds nothing
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +95,9 @@ def test_each_command_against_each_special_file(
 ) -> None:
     path = specials[kind]
     outcome = check(command.replace("{}", str(path)).split())
+    if (command, kind) in ANSWERS:
+        assert outcome.code == 0, outcome.err
+        return
     assert outcome.code == 2, f"{command} accepted {kind}: {outcome.out[:300]}"
     line = outcome.err.strip()
     if kind in ("dev-zero", "fifo"):
