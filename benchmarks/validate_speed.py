@@ -22,11 +22,11 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
+
+from import_time import extract_tree  # benchmarks/ is on the path when this script runs
 
 REPO = Path(__file__).resolve().parents[1]
 DEV = REPO / "tests" / "data" / "shared" / "validation" / "published-dev.tsv"
@@ -60,15 +60,6 @@ def _run(source: Path, table: Path, as_json: bool) -> float:
     return time.perf_counter() - started
 
 
-def _tree_of(commit: str, folder: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", commit, "src"], check=True, capture_output=True
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
-    return folder / "src"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="e45acff", help="commit to compare with (the peer)")
@@ -76,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        before = _tree_of(args.before, folder / "before")
+        before = extract_tree(args.before, folder / "before")
         now = REPO / "src"
         tables = {
             "repeated 2,000": build_table(folder, 2_000, distinct=False),
