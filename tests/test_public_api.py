@@ -626,8 +626,10 @@ PUBLIC_API: dict[str, list[str]] = {
     "lightspeed.tour": [
         "DEEPSEEK_PRETRAIN_GPU_HOURS",
         "DEEPSEEK_TOKENS",
+        "NEXT_COMMANDS",
         "SAMPLE_TRACE_DIR",
         "STEPS",
+        "NextCommand",
         "TourResult",
         "TourState",
         "TourStep",
