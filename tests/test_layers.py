@@ -49,9 +49,10 @@ ALLOWED: dict[str, set[str]] = {
     "moe": {*ENGINES, "catalog", "workload"},
     "store": set(),
     "gate": {"store", *MEASUREMENT, *ENGINES, "catalog", "workload"},
-    "report": BELOW_REPORT,
+    "report": {*BELOW_REPORT, "doctor"},
     "tour": {*BELOW_REPORT, "report"},
-    "cli": {*BELOW_REPORT, "report", "tour", "api", "jobs"},
+    "doctor": {"store", "monitor", *MEASUREMENT, *ENGINES, "catalog", "workload"},
+    "cli": {*BELOW_REPORT, "report", "tour", "doctor", "api", "jobs"},
 }
 
 

@@ -558,6 +558,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "render_counter_ledger",
         "render_deepseek_cost",
         "render_detected_machine",
+        "render_doctor",
         "render_expert_load_effect",
         "render_expert_placement",
         "render_fabric_comparison",

@@ -113,13 +113,19 @@ def installed_extras() -> tuple[InstalledExtra, ...]:
     ['bench', 'mlflow']
     """
     return tuple(
-        InstalledExtra(name=name, versions={dist: _version(dist, module) for dist, module in packages})
-        for name, packages in EXTRAS.items()
+        InstalledExtra(
+            name=extra, versions={dist: installed_version(dist, module) for dist, module in packages}
+        )
+        for extra, packages in EXTRAS.items()
     )
 
 
-def _version(distribution: str, module: str) -> str | None:
-    """The installed version of ``distribution`` when its ``module`` can also be found."""
+def installed_version(distribution: str, module: str) -> str | None:
+    """The installed version of ``distribution`` when its ``module`` can also be found (no import).
+
+    >>> installed_version("surely-not-installed-xyz", "surely_not_installed_xyz") is None
+    True
+    """
     try:
         version = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -131,4 +137,4 @@ def _version(distribution: str, module: str) -> str | None:
     return version if found else None
 
 
-__all__ = ["EXTRAS", "InstalledExtra", "extra_of", "import_extra", "installed_extras"]
+__all__ = ["EXTRAS", "InstalledExtra", "extra_of", "import_extra", "installed_extras", "installed_version"]
