@@ -562,6 +562,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "render_counter_ledger",
         "render_deepseek_cost",
         "render_detected_machine",
+        "render_doctor",
         "render_expert_load_effect",
         "render_expert_placement",
         "render_fabric_comparison",
@@ -630,8 +631,10 @@ PUBLIC_API: dict[str, list[str]] = {
     "lightspeed.tour": [
         "DEEPSEEK_PRETRAIN_GPU_HOURS",
         "DEEPSEEK_TOKENS",
+        "NEXT_COMMANDS",
         "SAMPLE_TRACE_DIR",
         "STEPS",
+        "NextCommand",
         "TourResult",
         "TourState",
         "TourStep",

@@ -38,14 +38,14 @@ def to_jsonable(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else None
-    if kind is dict:
-        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if kind is dict or isinstance(value, Mapping):
+        return _mapping(value)
     if kind is list or kind is tuple:
         return [to_jsonable(item) for item in value]
     if isinstance(value, Record):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return _mapping({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -56,8 +56,6 @@ def to_jsonable(value: Any) -> Any:
         return to_jsonable(value.value)
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, Mapping):
-        return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(item) for item in value]
     item = getattr(value, "item", None)  # numpy scalar
@@ -69,13 +67,42 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot convert {type(value).__name__} to JSON")
 
 
+def _mapping(value: Mapping[Any, Any]) -> JsonDict:
+    converted = {}
+    for key, item in value.items():
+        name = str(key)
+        converted[name] = _counted(name, to_jsonable(item))
+    return converted
+
+
+def _counted(key: str, value: Any) -> Any:
+    """``value`` with byte counts (a key ending in ``_bytes``) as whole numbers: bytes are whole,
+    and a model's reserve of 5.5% of 80 GB is 4,713,107,948 bytes, not 4,713,107,947.52."""
+    return whole_numbers(value) if key.endswith("_bytes") else value
+
+
+def whole_numbers(value: Any) -> Any:
+    """Finite floats rounded to ``int``, inside lists and dicts too (JSON types in, JSON types out).
+
+    >>> whole_numbers({"weights": 8.8e9, "reserved": 4713107947.52, "note": None})
+    {'weights': 8800000000, 'reserved': 4713107948, 'note': None}
+    """
+    if type(value) is float:
+        return round(value) if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
+
+
 class Record:
-    """Mixin for frozen dataclasses: ``to_dict()`` with JSON-safe values."""
+    """Mixin for frozen dataclasses: ``to_dict()`` with JSON-safe values (byte counts whole)."""
 
     def to_dict(self) -> JsonDict:
         fields = dataclasses.fields(self)  # type: ignore[arg-type]  # a mixin for dataclasses
         return {
-            field.name: to_jsonable(getattr(self, field.name))
+            field.name: _counted(field.name, to_jsonable(getattr(self, field.name)))
             for field in fields
             if not field.name.startswith("_")
         }

@@ -27,6 +27,7 @@ from lightspeed.cli.options import (
     LATENCY_BOUND,
     PER_SECOND,
     POWER_W,
+    PUE,
     RACKS,
     SEQ_LEN,
     SEQUENCES,
@@ -249,6 +250,12 @@ def infer_command(**options: Any) -> None:
 @click.option("--racks", type=RACKS, help="Number of racks (full).")
 @click.option("--gpus", "num_gpus", type=GPUS, help="Or: GPUs (whole systems, whole racks).")
 @click.option("--site-kw", type=SITE_KW, help="Site power budget in kW (facility power, IT x PUE).")
+@click.option(
+    "--pue",
+    type=PUE,
+    help="The site's PUE (facility / IT power); default: the prices file's, else the 2024 industry "
+    "average (1.56, Uptime Institute).",
+)
 @click.option("--systems-per-rack", type=SYSTEMS_PER_RACK, help="Override the catalog's systems per rack.")
 @click.option("--workload", type=click.Choice(["train", "infer"]), default="train", show_default=True)
 @prices_option
@@ -268,10 +275,12 @@ def cluster_command(**options: Any) -> None:
     else:
         cluster = catalog.cluster(system.name, num_nodes=(options["racks"] or 1) * per_rack)
     site = options["site_kw"] * 1e3 if options["site_kw"] is not None else None
+    pue, pue_source = _site_pue(options["pue"], prices, record.cooling)
     plan = rack_plan(
         cluster=cluster,
         power=record,
-        pue=prices.pue(record.cooling) if prices is not None else 1.0,
+        pue=pue,
+        pue_source=pue_source,
         site_budget_w=site,
         systems_per_rack=per_rack,
     )
@@ -285,6 +294,16 @@ def cluster_command(**options: Any) -> None:
     render_rack_plan(plan)
     if tco is not None:
         render_tco(tco)
+
+
+def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple[float | None, str]:
+    """The PUE to use and where it comes from: --pue, the prices file, else the library's sourced default."""
+    if given is not None:
+        return given, "--pue"
+    if prices is not None:
+        key = "pue_liquid" if cooling == "liquid" else "pue_air"
+        return prices.pue(cooling), f"{key} in {prices.path or 'the prices'}"
+    return None, ""
 
 
 @command.command("upgrade")

@@ -399,6 +399,7 @@ ACCEPTANCE: Final = Number(minimum=0.0, maximum=1.0, max_open=True)  # per draft
 POOL_SPLIT: Final = PoolSplit()
 RACKS: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS // 8, unit="racks")
 SYSTEMS_PER_RACK: Final = Integer(minimum=1, maximum=64, unit="systems")
+PUE: Final = Number(minimum=1.0, maximum=5.0, why="facility power / IT power: 1 is a site with no overhead")
 SITE_KW: Final = Number(minimum=0.0, maximum=MAX_WATTS / 1e3, min_open=True, unit="kW", why="10 GW")
 CPU_GHZ: Final = Number(
     minimum=0.0, maximum=MAX_CPU_HZ / 1e9, min_open=True, unit="GHz", why="the record is 9.1"

@@ -157,7 +157,7 @@ def _number(value: object, path: Path | str, where: str, index: int) -> float:
 
 
 def load_metric_samples(
-    source: str | Path, *, store_path: str | Path | None = None
+    source: str | Path, *, store_path: str | Path | None = None, include_last_step: bool = False
 ) -> tuple[MetricSamples, ...]:
     """The metric samples held by ``source``.
 
@@ -167,12 +167,13 @@ def load_metric_samples(
     or a run of the results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
     id when no file of that name exists. ``store_path`` is a store file or URL
     (``postgresql://...``), default ``$LIGHTSPEED_STORE`` else the file in ``$LIGHTSPEED_HOME``.
+    ``include_last_step`` keeps a trace's last profiler step (left out by default, as HTA does).
     """
     text = str(source)
     path = Path(text)
     if not text.startswith("run:"):
         if is_trace_source(path):
-            return trace_step_samples(path)
+            return trace_step_samples(path, include_last_step=include_last_step)
         if path.is_file():
             return read_sample_file(path)
         if path.is_dir():
@@ -252,12 +253,15 @@ def is_trace_source(path: Path) -> bool:
         return b'"traceEvents"' in handle.read(1 << 20)
 
 
-def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
+def trace_step_samples(path: Path, *, include_last_step: bool = False) -> tuple[MetricSamples, ...]:
     """Durations (seconds) of the ``ProfilerStep#N`` annotations of a trace, one per step.
 
     With several ranks a step lasts as long as its slowest rank. The first
     profiled step is warm-up (the profiler's own start-up) and is excluded
-    by default.
+    by default. The last step is left out unless ``include_last_step``, as
+    every trace analysis leaves it out (HTA's convention): the profiler stops
+    inside it, so it is often a few microseconds, which would pull the median
+    of an even count halfway down.
     """
     by_step: dict[int, float] = {}
     for rank in load_trace(path).ranks:
@@ -270,7 +274,10 @@ def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
             "training step (torch.profiler), or push one NVTX range per step named 'step N' (Nsight "
             "Systems), so that step times are recorded"
         )
-    return (_step_series([by_step[number] for number in sorted(by_step)], str(path)),)
+    numbers = sorted(by_step)
+    if len(numbers) >= 2 and not include_last_step:
+        numbers = numbers[:-1]
+    return (_step_series([by_step[number] for number in numbers], str(path)),)
 
 
 def _step_series(durations_s: Sequence[float], source: str) -> MetricSamples:

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from lightspeed.errors import MissingExtraError, UnknownNameError, UserInputError
+from lightspeed.errors import UnknownNameError, UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.moe.load import ExpertLoad, expert_load_from_array, write_expert_load
 
 if TYPE_CHECKING:
@@ -42,11 +43,7 @@ INDEX_ATTRIBUTES: Final = ("router_indices", "topk_indices", "topk_idx", "expert
 
 
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        raise MissingExtraError("torch", "bench", "recording expert load") from None
-    return torch
+    return import_extra("torch", extra="bench", purpose="recording expert load")
 
 
 def _is_router(name: str, module: Any, parent: Any) -> bool:

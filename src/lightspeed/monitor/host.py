@@ -18,7 +18,8 @@ import socket
 import time
 from typing import Any, Final
 
-from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.errors import UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.monitor.backend import Backend, DeviceInfo, Reading, Values, rate
 
 TREE_REFRESH_S: Final = 1.0
@@ -27,11 +28,7 @@ _SKIPPED_NICS: Final = ("lo", "ifb")
 
 def import_psutil() -> Any:
     """The psutil module, or one clear error naming the extra."""
-    try:
-        import psutil
-    except ImportError:
-        raise MissingExtraError("psutil", "monitor", "sampling host counters") from None
-    return psutil
+    return import_extra("psutil", extra="monitor", purpose="sampling host counters")
 
 
 class HostBackend(Backend):

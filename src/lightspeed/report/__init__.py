@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         save_tornado,
         tornado_figure,
     )
+    from lightspeed.report.doctor import render_doctor
     from lightspeed.report.goodput import (
         checkpoint_plan_figure,
         goodput_waterfall_figure,
@@ -143,6 +144,7 @@ __all__ = [
     "render_counter_ledger",
     "render_deepseek_cost",
     "render_detected_machine",
+    "render_doctor",
     "render_expert_load_effect",
     "render_expert_placement",
     "render_fabric_comparison",
