@@ -118,6 +118,16 @@ def test_synth_writes_a_load_that_balance_reads(run_cli, tmp_path: Path) -> None
     one_line_error(run_cli(*dirichlet, "--skew", "0", "--out", str(out)), "skew must be > 0")
 
 
+def test_synth_top_8_of_8_gives_every_expert_every_token(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 28's command: 10 tokens, each to 8 distinct experts of 8, so each expert counts 10."""
+    out = tmp_path / "every.json"
+    args = ("moe", "synth", "--layers", "2", "--experts", "8", "--top-k", "8", "--tokens", "10")
+    result = run_cli(*args, "--out", str(out), "--json")
+    assert result.code == 0, result.err
+    assert [layer["counts"] for layer in json.loads(out.read_text())["layers"]] == [[10] * 8] * 2
+    assert json.loads(result.out)["hottest_over_mean"] == [1.0, 1.0]
+
+
 @pytest.fixture
 def mixtral_load(tmp_path: Path) -> Path:
     """A skewed load of Mixtral's routing shape (32 MoE layers x 8 experts)."""
