@@ -306,3 +306,20 @@ def format_ratio(ratio: float) -> str:
         if nearest >= 2 and abs(inverse - nearest) / nearest < 0.03:
             return f"1/{nearest}"
     return f"{_round_sig(ratio, 3)}x"
+
+
+def quotient_of_shown(numerator_text: str, denominator_text: str) -> float:
+    """The ratio of two numbers as printed, so that a printed ratio is the quotient of the printed
+    figures, rounding included (``'36.4'`` over ``'5.7'`` is 6.386, not the 6.33 of 36.4/5.75).
+
+    >>> round(quotient_of_shown("150", "3.4"), 2), quotient_of_shown("1,200", "600")
+    (44.12, 2.0)
+    """
+    return _shown_number(numerator_text) / _shown_number(denominator_text)
+
+
+def _shown_number(text: str) -> float:
+    try:
+        return float(text.replace(",", "").strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a plain printed number") from None

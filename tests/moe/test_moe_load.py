@@ -224,6 +224,8 @@ def test_rare_experts_are_drawn_in_proportion_to_their_shares(rare: float) -> No
         ({"skew": float("nan")}, "skew must be"),
         ({"top_k": 9}, "top-k 9 exceeds the 8 experts"),
         ({"num_tokens": 0}, "needs >= 1 tokens"),
+        ({"num_tokens": 10**9, "top_k": 4}, "token-expert pairs to draw one by one"),
+        ({"num_steps": 0}, "needs >= 1 steps"),
     ],
 )
 def test_synthetic_refuses_bad_parameters(kwargs: dict[str, object], message: str) -> None:

@@ -25,7 +25,8 @@ from lightspeed.errors import UserInputError
 from lightspeed.moe.load import ExpertLoad, expert_load_from_array
 
 DISTRIBUTIONS: Final = ("zipf", "dirichlet", "uniform")
-MAX_CELLS: Final = 1 << 24  # layers x experts of one synthetic load
+MAX_CELLS: Final = 1 << 24  # steps x layers x experts of one synthetic load
+MAX_PAIRS: Final = 1 << 31  # token-expert pairs drawn one by one (1 < top-k < experts): minutes
 
 
 TOKEN_BLOCK: Final = 1 << 16  # tokens drawn at once
@@ -134,9 +135,12 @@ def synthetic_load(
     num_tokens: int = 65_536,
     top_k: int = 1,
     seed: int = 0,
+    num_steps: int = 1,
 ) -> ExpertLoad:
     """A ``[num_layers, num_experts]`` load of ``num_tokens`` tokens per layer, each routed to
     ``top_k`` distinct experts (see the module docstring for ``distribution`` and ``skew``).
+    With ``num_steps`` above 1 each step routes ``num_tokens`` tokens over the same shares and
+    the load keeps every step's counts (to place on some steps and score on later ones).
 
     >>> load = synthetic_load(num_layers=2, num_experts=8, distribution="zipf", skew=1.0, num_tokens=1000)
     >>> load.array().sum(axis=1).tolist()
@@ -149,31 +153,43 @@ def synthetic_load(
         ("experts", num_experts),
         ("tokens", num_tokens),
         ("top-k", top_k),
+        ("steps", num_steps),
     ):
         if value < 1:
             raise UserInputError(f"synthetic load needs >= 1 {label} (got {value})")
-    if num_layers * num_experts > MAX_CELLS:
+    if num_layers * num_experts * num_steps > MAX_CELLS:
         raise UserInputError(
-            f"{num_layers} layers x {num_experts} experts is above the {MAX_CELLS} counts allowed"
+            f"{num_steps} steps x {num_layers} layers x {num_experts} experts is above the {MAX_CELLS} "
+            "counts allowed"
         )
     if top_k > num_experts:
         raise UserInputError(f"top-k {top_k} exceeds the {num_experts} experts")
+    pairs = num_tokens * top_k * num_layers * num_steps
+    if 1 < top_k < num_experts and pairs > MAX_PAIRS:
+        raise UserInputError(
+            f"{pairs:,} token-expert pairs to draw one by one is above the {MAX_PAIRS:,} allowed: "
+            "use fewer tokens, steps or layers"
+        )
     if not np.isfinite(skew) or skew < 0 or (distribution == "dirichlet" and skew <= 0):
         allowed = (
             "> 0 (the Dirichlet concentration)" if distribution == "dirichlet" else ">= 0 (the Zipf exponent)"
         )
         raise UserInputError(f"skew must be {allowed}; got {skew}")
     rng = np.random.default_rng(seed)
-    counts = [
-        _layer_counts(rng, _log_weights(rng, distribution, skew, num_experts), num_tokens, top_k)
-        for _ in range(num_layers)
-    ]
+    shares = [_log_weights(rng, distribution, skew, num_experts) for _ in range(num_layers)]
+    steps = np.asarray(
+        [[_layer_counts(rng, layer, num_tokens, top_k) for layer in shares] for _ in range(num_steps)],
+        dtype=np.float64,
+    )
     label = distribution if distribution == "uniform" else f"{distribution} skew={skew:g}"
+    per_step = f" per step, {num_steps} steps" if num_steps > 1 else ""
     return expert_load_from_array(
-        np.asarray(counts, dtype=np.float64),
+        steps.sum(axis=0),
         model=f"synthetic {label}",
         top_k=top_k,
-        source=f"synthetic: {label}, {num_tokens} tokens per layer, top-{top_k}, seed {seed}",
+        num_steps=num_steps,
+        source=f"synthetic: {label}, {num_tokens} tokens per layer{per_step}, top-{top_k}, seed {seed}",
+        step_counts=steps if num_steps > 1 else None,
     )
 
 
