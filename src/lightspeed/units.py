@@ -308,6 +308,16 @@ def format_ratio(ratio: float) -> str:
     return f"{_round_sig(ratio, 3)}x"
 
 
+def format_significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits (whole numbers keep every integer digit), with
+    thousands separators and no exponent.
+
+    >>> format_significant(36.42694), format_significant(5.74596), format_significant(1234.5)
+    ('36.4', '5.75', '1,234')
+    """
+    return _round_sig(value, digits) if math.isfinite(value) else f"{value:g}"
+
+
 def quotient_of_shown(numerator_text: str, denominator_text: str) -> float:
     """The ratio of two numbers as printed, so that a printed ratio is the quotient of the printed
     figures, rounding included (``'36.4'`` over ``'5.7'`` is 6.386, not the 6.33 of 36.4/5.75).

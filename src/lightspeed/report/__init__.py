@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
     from lightspeed.report.inference import (
         pareto_figure,
+        render_attention_sensitivity,
         render_fabric_comparison,
         render_inference_estimate,
         render_inference_search,
@@ -137,6 +138,7 @@ __all__ = [
     "predicted_step",
     "progress_bar",
     "records_csv",
+    "render_attention_sensitivity",
     "render_calibration",
     "render_checkpoint_plan",
     "render_counter_ledger",
