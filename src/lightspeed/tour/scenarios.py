@@ -187,19 +187,24 @@ def gpt_moe_comparison(
     )
 
 
+def _gpt_moe_ends(catalog: Catalog, model: TransformerSpec, plan_family: str) -> dict[str, Any]:
+    """The keywords of a decomposition of the GB200/H100 ratio under NVIDIA's bounds."""
+    baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
+    return {
+        "model": model,
+        "baseline": baseline,
+        "target": target,
+        "baseline_precision": GPT_MOE_PRECISIONS[0],
+        "target_precision": GPT_MOE_PRECISIONS[1],
+        "options": gpt_moe_serving_options(plan_family),
+    }
+
+
 def gpt_moe_decomposition(
     catalog: Catalog, model: TransformerSpec, plan_family: str = "tp-ep-pp"
 ) -> RatioDecomposition:
-    """The GB200/H100 ratio split into factors, one change at a time."""
-    baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
-    return decompose_ratio(
-        model=model,
-        baseline=baseline,
-        target=target,
-        baseline_precision=GPT_MOE_PRECISIONS[0],
-        target_precision=GPT_MOE_PRECISIONS[1],
-        options=gpt_moe_serving_options(plan_family),
-    )
+    """The GB200/H100 ratio split into order-independent (Shapley) factors."""
+    return decompose_ratio(**_gpt_moe_ends(catalog, model, plan_family))
 
 
 def gpt_moe_attention_sensitivity(
@@ -207,15 +212,7 @@ def gpt_moe_attention_sensitivity(
 ) -> AttentionSensitivity:
     """The decomposition again with MHA, GQA (8 KV heads) and an MLA-like latent: NVIDIA does not
     publish GPT-MoE-1.8T's attention, and the catalogue's 120 MHA heads make it KV-bound."""
-    baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
-    return attention_sensitivity(
-        model=model,
-        baseline=baseline,
-        target=target,
-        baseline_precision=GPT_MOE_PRECISIONS[0],
-        target_precision=GPT_MOE_PRECISIONS[1],
-        options=gpt_moe_serving_options(plan_family),
-    )
+    return attention_sensitivity(**_gpt_moe_ends(catalog, model, plan_family))
 
 
 def nvl72_vs_infiniband_training(catalog: Catalog, models: ModelRegistry) -> SystemComparison:
