@@ -126,26 +126,9 @@ def _layer_counts(
     return counts
 
 
-def synthetic_load(
-    *,
-    num_layers: int,
-    num_experts: int,
-    distribution: str = "zipf",
-    skew: float = 1.0,
-    num_tokens: int = 65_536,
-    top_k: int = 1,
-    seed: int = 0,
-    num_steps: int = 1,
-) -> ExpertLoad:
-    """A ``[num_layers, num_experts]`` load of ``num_tokens`` tokens per layer, each routed to
-    ``top_k`` distinct experts (see the module docstring for ``distribution`` and ``skew``).
-    With ``num_steps`` above 1 each step routes ``num_tokens`` tokens over the same shares and
-    the load keeps every step's counts (to place on some steps and score on later ones).
-
-    >>> load = synthetic_load(num_layers=2, num_experts=8, distribution="zipf", skew=1.0, num_tokens=1000)
-    >>> load.array().sum(axis=1).tolist()
-    [1000.0, 1000.0]
-    """
+def _check(distribution: str, skew: float, sizes: tuple[int, int, int, int, int]) -> None:
+    """Refuse a synthetic load that cannot be drawn (or would take too long to draw)."""
+    num_layers, num_experts, num_tokens, top_k, num_steps = sizes
     if distribution not in DISTRIBUTIONS:
         raise UserInputError(f"distribution {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
     for label, value in (
@@ -175,6 +158,29 @@ def synthetic_load(
             "> 0 (the Dirichlet concentration)" if distribution == "dirichlet" else ">= 0 (the Zipf exponent)"
         )
         raise UserInputError(f"skew must be {allowed}; got {skew}")
+
+
+def synthetic_load(
+    *,
+    num_layers: int,
+    num_experts: int,
+    distribution: str = "zipf",
+    skew: float = 1.0,
+    num_tokens: int = 65_536,
+    top_k: int = 1,
+    seed: int = 0,
+    num_steps: int = 1,
+) -> ExpertLoad:
+    """A ``[num_layers, num_experts]`` load of ``num_tokens`` tokens per layer, each routed to
+    ``top_k`` distinct experts (see the module docstring for ``distribution`` and ``skew``).
+    With ``num_steps`` above 1 each step routes ``num_tokens`` tokens over the same shares and
+    the load keeps every step's counts (to place on some steps and score on later ones).
+
+    >>> load = synthetic_load(num_layers=2, num_experts=8, distribution="zipf", skew=1.0, num_tokens=1000)
+    >>> load.array().sum(axis=1).tolist()
+    [1000.0, 1000.0]
+    """
+    _check(distribution, skew, (num_layers, num_experts, num_tokens, top_k, num_steps))
     rng = np.random.default_rng(seed)
     shares = [_log_weights(rng, distribution, skew, num_experts) for _ in range(num_layers)]
     steps = np.asarray(
