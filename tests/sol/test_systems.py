@@ -310,3 +310,16 @@ def test_shapley_factors_ignore_the_order_of_the_names() -> None:
     assert reference["x"] == pytest.approx(reference["z"])  # symmetric roles, equal shares
     with pytest.raises(ValueError, match="need > 0"):
         shapley_factors(["a"], lambda subset: 0.0)
+
+
+def test_tour_prints_the_quotient_of_its_own_figures(catalog: Catalog, models: ModelRegistry) -> None:
+    """The tour's GPT-MoE line: its ratio is the printed GB200 figure over the printed H100 one
+    (rounding included), and the seed's 3.4 vs 150 is 150 / 3.4 = 44.1 -> 44x, not 30x."""
+    from lightspeed.tour.seed import gpt_moe_inference
+
+    line = gpt_moe_inference(catalog, models).lines[-1]
+    shown = re.search(r"per GPU: ([\d.,]+) / ([\d.,]+) = ([\d.]+)x", line)
+    assert shown is not None, line
+    assert float(shown[3]) == round(float(shown[1].replace(",", "")) / float(shown[2].replace(",", "")), 1)
+    assert "seed: 3.4 vs 150 tokens/s per GPU = 44x" in line
+    assert "NVIDIA's headline: 30x, not the quotient" in line
