@@ -55,7 +55,8 @@ from lightspeed.sol.core.roofline import (
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
+from lightspeed.workload.attention import mean_cached_tokens
 
 Array = Any
 
@@ -168,6 +169,9 @@ class IterationGrid:
     ``group_prefill_tokens`` is the prompt share of the busiest group (a prompt
     chunk belongs to one group). ``expert_imbalance`` scales the routed tokens of the
     busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
+    ``decode_context_span``: the decoding sequences' contexts spread evenly over
+    ``decode_context +- span / 2`` (what a local-attention layer reads depends on where in its
+    window or chunk each sequence is; 0: all at ``decode_context``).
     """
 
     tp: Array
@@ -183,6 +187,7 @@ class IterationGrid:
     group_prefill_tokens: Array
     expert_imbalance: Array = 1.0
     physical_experts: Array = 0.0
+    decode_context_span: Array = 0.0
 
     @property
     def stage_gpus(self) -> Array:
@@ -293,6 +298,25 @@ def _attention_head_dims(shapes: LayerShapes, model: TransformerSpec) -> tuple[f
     return prefill, prefill
 
 
+@functools.cache
+def attention_groups(model: TransformerSpec) -> tuple[LayerGroup, ...]:
+    """The model's layers by attention kind (cached: every iteration of a model asks)."""
+    return layer_groups(model)
+
+
+def attended_contexts(grid: IterationGrid, group: LayerGroup) -> tuple[Array, Array]:
+    """(decode, prefill) tokens a query of a layer of ``group`` attends to: the decoding
+    sequences' contexts spread over ``decode_context +- decode_context_span / 2``; a causal
+    prompt's queries over positions 0 to ``2 x prefill_context``."""
+    half = np.asarray(grid.decode_context_span, dtype=np.float64) / 2.0
+    context = np.asarray(grid.decode_context, dtype=np.float64)
+    decode = mean_cached_tokens(
+        group.kind, group.span_tokens, np.maximum(context - half, 0.0), context + half
+    )
+    prefill = mean_cached_tokens(group.kind, group.span_tokens, 0.0, 2.0 * np.asarray(grid.prefill_context))
+    return decode, prefill
+
+
 def _attention(
     acc: _Acc,
     grid: IterationGrid,
@@ -300,7 +324,8 @@ def _attention(
     shapes: LayerShapes,
     inference_hardware: InferenceHardware,
 ) -> None:
-    """Core attention of one layer on one GPU: decode KV reads, prefill FlashAttention, KV writes."""
+    """Core attention of one (average) layer on one GPU: decode KV reads and prefill
+    FlashAttention of each attention kind, weighted by its share of the layers, and the KV writes."""
     hardware = inference_hardware.hardware
     heads = shapes.num_heads / grid.tp
     decode_dims, prefill_dims = _attention_head_dims(shapes, model)
@@ -311,25 +336,24 @@ def _attention(
     efficiency = hardware.efficiency
     scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
     rate = scale * efficiency.attention_efficiency("flash", backward=False)
-    prefill_rate = scale * efficiency.attention_efficiency(
-        "flash", backward=False, seq_len=2.0 * grid.prefill_context
-    )
-    decode_flop = 2.0 * sequences * grid.query_tokens * grid.decode_context * heads * decode_dims
-    decode_bytes = sequences * grid.decode_context * kv_elements * kv_bytes
-    acc.roofline(
-        decode_flop / rate,
-        decode_bytes / inference_hardware.stream_bytes_per_s,
-        "attention_compute",
-        "kv_cache",
-    )
-    prefill_flop = 2.0 * prompt * grid.prefill_context * heads * prefill_dims
+    prefill_s: Array = 0.0
+    for group in attention_groups(model):
+        decode_context, prefill_context = attended_contexts(grid, group)
+        decode_flop = 2.0 * sequences * grid.query_tokens * decode_context * heads * decode_dims
+        decode_bytes = sequences * decode_context * kv_elements * kv_bytes
+        acc.roofline(
+            group.share * decode_flop / rate,
+            group.share * decode_bytes / inference_hardware.stream_bytes_per_s,
+            "attention_compute",
+            "kv_cache",
+        )
+        prefill_rate = scale * efficiency.attention_efficiency(
+            "flash", backward=False, seq_len=2.0 * prefill_context
+        )
+        prefill_flop = 2.0 * prompt * prefill_context * heads * prefill_dims
+        prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
     written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
-    acc.roofline(
-        prefill_flop / prefill_rate,
-        written / inference_hardware.stream_bytes_per_s,
-        "attention_compute",
-        "kv_cache",
-    )
+    acc.roofline(prefill_s, written / inference_hardware.stream_bytes_per_s, "attention_compute", "kv_cache")
 
 
 def _expert_part(
@@ -506,6 +530,8 @@ __all__ = [
     "InferenceParameters",
     "IterationCost",
     "IterationGrid",
+    "attended_contexts",
+    "attention_groups",
     "inference_hardware_for",
     "iteration_cost",
     "kv_elements_per_token_per_gpu",
