@@ -74,8 +74,9 @@ def test_ratio_decomposes_into_one_change_at_a_time(gpt_moe: dict[str, Any]) -> 
     assert list(steps) == ["baseline", "tensor cores", "precision", "memory", "scale-up domain"]
     assert math.prod(step.factor for step in decomposition.steps) == pytest.approx(decomposition.ratio)
     assert decomposition.ratio == pytest.approx(gpt_moe["ratio"], rel=1e-6)
-    # Mostly memory-bound decode: more tensor-core FLOP/s alone buys little ...
-    assert steps["tensor cores"].factor == pytest.approx(1.0, abs=0.1)
+    # Mostly memory-bound decode: more tensor-core FLOP/s alone buys little (the compute that remains
+    # is not hidden behind a launch floor: kernels cost their fixed GPU time on top, issue 28) ...
+    assert steps["tensor cores"].factor == pytest.approx(1.0, abs=0.15)
     # ... FP4 halves the bytes per weight of FP8 (0.5625 vs 1 with block scales): at most ~2x ...
     assert 1.3 < steps["precision"].factor <= 2.2
     # ... and HBM capacity (186 vs 80 GB: room for KV cache) is the largest factor.

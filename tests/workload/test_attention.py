@@ -10,8 +10,6 @@ import pytest
 
 from lightspeed.errors import UserInputError
 from lightspeed.workload import (
-    AttentionSpec,
-    TransformerSpec,
     attention_forward_flop,
     cached_tokens,
     kv_bytes_per_token_at,
@@ -27,6 +25,7 @@ from lightspeed.workload import (
     reserved_tokens,
 )
 from lightspeed.workload.attention import mean_cached_tokens
+from specs import tiny_spec
 
 MODELS = load_models()
 GIB = 2**30
@@ -123,20 +122,8 @@ def test_interleaved_attention_flops_count_each_layer() -> None:
     assert attention_forward_flop(gemma, seq_len=seq, causal=True) == pytest.approx(62 * 2 * mean * 32 * 256)
 
 
-def _spec(**attention: object) -> TransformerSpec:
-    return TransformerSpec(
-        name="t",
-        display_name="t",
-        num_layers=4,
-        hidden_size=64,
-        ffn_hidden_size=128,
-        vocab_size=100,
-        attention=AttentionSpec("gqa", 4, 2, 16, **attention),  # type: ignore[arg-type]
-    )
-
-
 def test_explicit_layer_types() -> None:
-    spec = _spec(sliding_window=16, layer_types=("full", "sliding", "sliding", "full"))
+    spec = tiny_spec(sliding_window=16, layer_types=("full", "sliding", "sliding", "full"))
     assert layer_attention_kinds(spec) == ("full", "sliding", "sliding", "full")
     assert float(kv_cache_bytes(spec, "bf16", 100)) == (2 * 100 + 2 * 16) * 2 * 2 * 16 * 2
 
@@ -158,7 +145,7 @@ def test_explicit_layer_types() -> None:
 )
 def test_inconsistent_attention_is_refused(attention: dict[str, object], message: str) -> None:
     with pytest.raises(UserInputError, match=message):
-        _spec(**attention)
+        tiny_spec(**attention)
 
 
 def test_token_functions_refuse_bad_input() -> None:

@@ -54,7 +54,7 @@ PART_LABELS = {
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "pipeline send",
-    "launch": "kernel launch floor",
+    "launch": "kernel launch and teardown",
     "host": "host overhead",
 }
 ARRIVAL_GRID_POINTS = 96
@@ -325,8 +325,24 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
             f"{format_percent(serving.attention_dp_efficiency, 0)} of that pace (the slowest rank's)"
         )
     if serving.iteration_overhead_s > 0:
-        line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
+        hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
+        line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
     return line
+
+
+def _floors_line(inference_hardware: InferenceHardware) -> str:
+    floors, serving = inference_hardware.floors, inference_hardware.serving
+    launcher = (
+        "decode replays CUDA graphs"
+        if serving.cuda_graphs
+        else f"no CUDA graphs: the host issues each kernel in "
+        f"{inference_hardware.hardware.efficiency.kernel_launch_s * 1e6:g} us"
+    )
+    return (
+        f"latency floors: each kernel {floors.gpu_kernel_s * 1e6:g} us of GPU time beyond its roofline, "
+        f"each collective {floors.collective_base_latency_s * 1e6:g} us plus the link latency per step; "
+        f"{launcher}"
+    )
 
 
 def _assumptions(
@@ -350,6 +366,7 @@ def _assumptions(
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
         _serving_line(inference_hardware),
+        _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
         f"{parameters.prefill_chunk_tokens} tokens",

@@ -21,8 +21,12 @@ Every operation sits on the same roofline as training,
   after attention and after the MLP (the MoE output is all-reduced over the
   stage when experts are split across TP ranks), EP all-to-all dispatch and
   combine when attention is data-parallel, a pipeline send per stage boundary.
-* **Launch floor**: a stage cannot run faster than its kernels can be issued
-  (``kernel_launch_s`` each, as in training).
+* **Launch and host**: every kernel costs the GPU ``gpu_kernel_s`` beyond its
+  roofline (launch, teardown, the ramp of its memory stream; ``runtime.toml``),
+  and every collective NCCL's base latency (in the collectives). Without CUDA
+  graphs the host issues each kernel too (``kernel_launch_s``), ahead of the
+  GPU: a stage takes at least that long. The serving stack's host time per
+  iteration is serial, or hidden behind the GPU step by an overlap scheduler.
 
 The breakdown attributes each GEMM to ``gemm_compute`` or ``weight_reads`` and
 each attention kernel to ``attention_compute`` or ``kv_cache`` by which side of
@@ -46,7 +50,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import node_dedupe_scale
-from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, load_latency_floors
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
     KERNELS_PER_MOE_LAYER_FORWARD,
@@ -116,6 +120,7 @@ class InferenceHardware(Record):
     attention_peak_flop_per_s: float
     gemm_model: EfficiencyModel
     serving: ServingStack
+    floors: LatencyFloors
 
     @property
     def sustained_scale(self) -> float:
@@ -141,7 +146,7 @@ def inference_hardware_for(
     attention over an FP8 cache), else in bf16. Inference GEMMs use the family's
     ceiling and tile quantization but not the training fit's size factor, which
     amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
-    decode step; the per-kernel launch floor stands in for it.
+    decode step; the fixed GPU time per kernel (``runtime.toml`` ``[launch]``) stands in for it.
     """
     accelerator = cluster.system.accelerator
     precisions = resolve_precisions(plan, accelerator)
@@ -157,6 +162,7 @@ def inference_hardware_for(
         attention_peak_flop_per_s=accelerator.compute[attention_row].dense_per_s,
         gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
         serving=serving or load_serving_stack(),
+        floors=load_latency_floors(),
     )
 
 
@@ -494,6 +500,28 @@ def _head(
     return acc.parts
 
 
+def launch_and_host_s(
+    busy: Array, kernels: Array, inference_hardware: InferenceHardware
+) -> tuple[Array, Array]:
+    """(launch, host) seconds a stage iteration of ``busy`` roofline seconds and ``kernels``
+    kernels adds: each kernel's fixed GPU time, plus whatever the host's kernel issue (no
+    CUDA graphs) outlasts the GPU; the serving stack's host time, serial or (overlap
+    scheduler) only what the GPU step does not cover.
+
+    With 100 kernels of 2.5 us, 1 ms of GPU work and no graphs at 4 us per launch, the
+    GPU needs 1.25 ms and the host 0.4 ms to issue: launch 0.25 ms, the host hidden.
+    """
+    serving, floors = inference_hardware.serving, inference_hardware.floors
+    kernel_s = kernels * floors.gpu_kernel_s
+    gpu = busy + kernel_s
+    issue = 0.0 if serving.cuda_graphs else kernels * inference_hardware.hardware.efficiency.kernel_launch_s
+    ready = np.maximum(gpu, issue)
+    host = serving.iteration_overhead_s
+    total = np.maximum(gpu, issue + host) if serving.overlap_scheduler else ready + host
+    launch = kernel_s + ready - gpu
+    return launch, total - ready
+
+
 def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
     """(dense, MoE) layers on the busiest stage: ``ceil(layers / pp)`` in the model's mix."""
     layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
@@ -517,10 +545,7 @@ def iteration_cost(
     parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
     kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
     busy = sum(parts[name] for name in ITERATION_PARTS)
-    parts["launch"] = np.maximum(kernels * inference_hardware.hardware.efficiency.kernel_launch_s - busy, 0.0)
-    parts["host"] = np.full_like(
-        np.asarray(busy, dtype=np.float64), inference_hardware.serving.iteration_overhead_s
-    )
+    parts["launch"], parts["host"] = launch_and_host_s(busy, kernels, inference_hardware)
     return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
 
 
@@ -535,6 +560,7 @@ __all__ = [
     "inference_hardware_for",
     "iteration_cost",
     "kv_elements_per_token_per_gpu",
+    "launch_and_host_s",
     "load_inference_parameters",
     "stage_layers",
 ]
