@@ -327,7 +327,7 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
     if serving.iteration_overhead_s > 0:
         hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
-    return line
+    return f"{line}; {serving.fit_note()}"
 
 
 def _floors_line(inference_hardware: InferenceHardware) -> str:

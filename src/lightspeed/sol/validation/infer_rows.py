@@ -49,18 +49,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lightspeed.catalog import Catalog
+from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
 from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
 from lightspeed.sol.validation.readings import Reading, read_cell
-from lightspeed.sol.validation.rows import choose_reading, resolve_cluster, resolve_model, row_year
-from lightspeed.sol.validation.validate import ValidationRow, predicted_row
+from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
+from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
@@ -256,33 +257,38 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
     return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
 
 
-def inference_row_setup(
-    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
-) -> tuple[InferenceRowSetup, object]:
-    """(setup, cluster) of an inference row (see the module docstring for the rules)."""
-    num_gpus = integer_cell(row.text("GPUs"))
-    if not num_gpus:
-        raise RowError("GPUs is not reported")
-    model, model_note = _resolve_model(registry, row)
-    cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
+@dataclass(frozen=True, kw_only=True)
+class InferenceRowSpec(RunSpec):
+    """A published inference run in typed fields, nothing left to read from text: what the
+    structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
+    the server the run used (``docs/inference.md``)."""
+
+    plan: InferencePlan
+    load: ServingLoad
+    batching: str
+    serving: str
+
+
+def _deployment(
+    row: PublishedRow, model: TransformerSpec, num_gpus: int, vendor: str
+) -> tuple[InferencePlan, list[str]]:
+    """The deployment a row describes (degrees, attention data parallelism, formats) and notes."""
     tp = integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
-    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
+    precision, precision_note = _precision(row, vendor)
     kv_precision = _kv_precision(row)
-    load, batching, load_note = _load(row)
-    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
-    assert reading.value is not None
-    metric, measured = reading.key, reading.value
-    notes = [model_note, *cluster_notes, precision_note, load_note]
+    notes = [precision_note]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
         attention_groups, tp = _attention_groups(row, tp, ep)
         notes.append(
             f"attention data parallelism: {attention_groups} attention groups of {tp} GPU(s) per stage"
         )
+    if kv_precision is not None:
+        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
     plan = InferencePlan(
         tp=tp,
         pp=pp,
@@ -293,21 +299,77 @@ def inference_row_setup(
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
-    if kv_precision is not None:
-        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+    return plan, notes
+
+
+def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
+    """An inference row of a published-results table in typed fields (the rules in the module docs)."""
+    num_gpus = integer_cell(row.text("GPUs"))
+    if not num_gpus:
+        raise RowError("GPUs is not reported")
+    model, model_note = _resolve_model(registry, row)
+    hardware, span = read_hardware(catalog, row.text("hardware"))
+    cluster, _ = cluster_of(catalog, hardware, num_gpus)
+    plan, plan_notes = _deployment(row, model, num_gpus, cluster.system.accelerator.vendor)
+    load, batching, load_note = _load(row)
+    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
+    assert reading.value is not None
+    notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
     if _names_speculation(row):
         notes.append(
             "speculative decoding named but not modelled: the row states no acceptance rate, "
             "so it is predicted without it"
         )
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
     year, _ = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year)
     notes.append(serving_note)
+    return InferenceRowSpec(
+        row_id=row.row_id,
+        model=model,
+        model_name=registry_name(registry, model),
+        hardware=hardware,
+        num_gpus=num_gpus,
+        plan=plan,
+        load=load,
+        batching=batching,
+        metric=reading.key,
+        measured=reading.value,
+        serving=serving.name,
+        assumptions=tuple(notes),
+        reading=reading,
+        readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
+    )
+
+
+def inference_setup(
+    spec: InferenceRowSpec, catalog: Catalog, *, serving: ServingStack | None = None
+) -> tuple[InferenceRowSetup, Cluster]:
+    """(setup, cluster) of a typed inference row, on its own serving profile or on ``serving``."""
+    chosen = serving or load_serving_stack(spec.serving)
+    cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
+    notes = [*spec.assumptions, *cluster_notes]
+    if chosen.name != spec.serving:
+        notes.append(f"predicted on the serving profile {chosen.name}, not the run's own {spec.serving}")
     setup = InferenceRowSetup(
-        model, plan, load, batching, metric, measured, tuple(notes), reading, readings, serving
+        spec.model,
+        spec.plan,
+        spec.load,
+        spec.batching,
+        spec.metric,
+        spec.measured,
+        tuple(notes),
+        spec.reading,
+        spec.readings,
+        chosen,
     )
     return setup, cluster
+
+
+def inference_row_setup(
+    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
+) -> tuple[InferenceRowSetup, Cluster]:
+    """(setup, cluster) of an inference row of a table (see the module docstring for the rules)."""
+    return inference_setup(read_inference_row(row, catalog, registry), catalog)
 
 
 def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
@@ -351,19 +413,19 @@ def inference_predictor(
 
     def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
         setup, cluster = inference_row_setup(row, catalog, registry)
-        return predict_inference_setup(row, setup, cluster, efficiency)
+        return predict_inference_setup(RowLabel(row.row_id, row.text("source")), setup, cluster, efficiency)
 
     return predict
 
 
 def predict_inference_setup(
-    row: PublishedRow, setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None = None
+    label: RowLabel, setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
     """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``)."""
     try:
         estimate = estimate_inference(
             model=setup.model,
-            cluster=cluster,  # type: ignore[arg-type]
+            cluster=cluster,
             plan=setup.plan,
             load=setup.load,
             efficiency=efficiency,
@@ -381,7 +443,7 @@ def predict_inference_setup(
         "bound": estimate.bound,
     }
     return predicted_row(
-        row,
+        label,
         kind="infer",
         metric=setup.metric,
         measured=setup.measured,
@@ -391,22 +453,19 @@ def predict_inference_setup(
         reading=setup.reading,
         readings=setup.readings,
         band=interval_for(
-            "infer",
-            moe=setup.model.moe is not None,
-            architecture=estimate_cluster_architecture(cluster),
+            "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
         ),
+        stack=setup.serving.name if setup.serving is not None else "",
     )
-
-
-def estimate_cluster_architecture(cluster: object) -> str:
-    """The accelerator architecture of a row's cluster (``Hopper`` ...)."""
-    return str(cluster.system.accelerator.architecture)  # type: ignore[attr-defined]
 
 
 __all__ = [
     "INFERENCE_METRICS",
     "InferenceRowSetup",
+    "InferenceRowSpec",
     "inference_predictor",
     "inference_row_setup",
+    "inference_setup",
     "predict_inference_setup",
+    "read_inference_row",
 ]
