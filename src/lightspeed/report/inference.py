@@ -40,7 +40,7 @@ PART_NAMES = {
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "PP send",
-    "launch": "launch floor",
+    "launch": "kernel launch/teardown",
     "host": "host overhead",
 }
 
