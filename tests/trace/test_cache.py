@@ -168,6 +168,24 @@ def test_a_changed_trace_is_parsed_again(write_trace: Any, kineto: Any) -> None:
     assert len(_entries()) == 2
 
 
+def test_skipped_events_with_values_json_cannot_hold_survive_the_cache(write_trace: Any, kineto: Any) -> None:
+    """A kernel without a dur is skipped with a NaN value, which JSON metadata cannot hold as a
+    number (it is kept as text); the cached entry gives back the same skipped events."""
+    events = [kineto.kernel(f"gemm{i}", 1000 + 20 * i, 10) for i in range(4)]
+    del events[1]["dur"]
+    events[2]["ts"] = 1e300  # a time no clock holds
+    path = write_trace("rank-0.json", kineto.document(events))
+    parsed = load_trace(path, skip_bad_events=True).ranks[0].skipped_events
+    cached = load_trace(path, skip_bad_events=True).ranks[0].skipped_events  # from the entry
+    assert len(_entries()) == 1
+    assert [(bad.event_index, bad.field, bad.problem) for bad in cached] == [
+        (bad.event_index, bad.field, bad.problem) for bad in parsed
+    ]
+    values = [bad.value for bad in cached]
+    assert np.isnan(values[0])
+    assert values[1] == 1e300
+
+
 def test_options_that_change_the_table_are_part_of_the_key(write_trace: Any, kineto: Any) -> None:
     events = [kineto.kernel("gemm", 0.4, 5.2), kineto.kernel("gemm", 10, 5)]
     path = write_trace("rank-0.json.gz", kineto.document(events))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.catalog.mig_profiles import NUM_COMPUTE_SLICES, NUM_MEMORY_SLICES, MigGeometry, MigProfile
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.mig.device import GpuInstance
 from lightspeed.records import Record
 
@@ -77,6 +77,29 @@ def check_layout(geometry: MigGeometry, placements: Iterable[MigPlacement]) -> t
     return ordered
 
 
+def check_current_layout(geometry: MigGeometry, current: Sequence[GpuInstance]) -> None:
+    """Refuse a machine's layout (``nvidia-smi mig -lgi``) no GPU can hold: a profile this GPU
+    does not have, a start it may not take, instances sharing slices, or one instance id twice.
+
+    >>> from lightspeed.catalog import load_mig_geometries
+    >>> from lightspeed.mig.device import GpuInstance
+    >>> rows = [GpuInstance(0, "4g.40gb", 5, 1, 0, 4), GpuInstance(0, "3g.40gb", 9, 2, 2, 4)]
+    >>> check_current_layout(load_mig_geometries()["h100-sxm"], rows)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.InvalidPlanError: GPU 0: 3g.40gb cannot start at slot 2 on ...; it may start at 0, 4
+    """
+    for gpu in sorted({row.gpu for row in current}):
+        rows = [row for row in current if row.gpu == gpu]
+        ids = [row.instance_id for row in rows]
+        if len(set(ids)) != len(ids):
+            raise InvalidPlanError(f"GPU {gpu}: instance id {max(ids, key=ids.count)} appears twice")
+        try:
+            check_layout(geometry, [MigPlacement(row.start, row.profile) for row in rows])
+        except UserInputError as error:
+            raise InvalidPlanError(f"GPU {gpu}: {error}") from None
+
+
 def gpu_layouts(geometry: MigGeometry) -> tuple[tuple[MigPlacement, ...], ...]:
     """Every valid layout of one GPU (the empty one included), as sorted placements.
 
@@ -117,10 +140,11 @@ def layout_counts(layout: Iterable[MigPlacement]) -> dict[str, int]:
 
 def _maximal_configurations(geometry: MigGeometry, profiles: tuple[str, ...]) -> list[tuple[int, ...]]:
     """Count vectors (over ``profiles``) of layouts no other layout dominates."""
+    allowed = set(profiles)
     vectors = {
-        tuple(layout_counts(layout).get(name, 0) for name in profiles)
-        for layout in gpu_layouts(geometry)
-        if all(placement.profile in profiles for placement in layout)
+        tuple(dict(counts).get(name, 0) for name in profiles)
+        for counts in _layouts_by_counts(geometry.name, geometry.profiles)
+        if all(name in allowed for name, _ in counts)
     }
     return [
         vector
@@ -129,6 +153,18 @@ def _maximal_configurations(geometry: MigGeometry, profiles: tuple[str, ...]) ->
             other != vector and all(o >= v for o, v in zip(other, vector, strict=True)) for other in vectors
         )
     ]
+
+
+@functools.lru_cache(maxsize=16)
+def _layouts_by_counts(
+    name: str, profiles: tuple[MigProfile, ...]
+) -> dict[tuple[tuple[str, int], ...], tuple[MigPlacement, ...]]:
+    """The first layout (leftmost slots first) for each count of instances per profile, keyed by
+    the sorted counts: ``mig plan`` asks for thousands of them, and a scan each time took seconds."""
+    index: dict[tuple[tuple[str, int], ...], tuple[MigPlacement, ...]] = {}
+    for layout in _layouts(name, profiles):
+        index.setdefault(tuple(sorted(layout_counts(layout).items())), layout)
+    return index
 
 
 def min_gpus(
@@ -171,11 +207,11 @@ def min_gpus(
 
 def _layout_for(geometry: MigGeometry, counts: Mapping[str, int]) -> tuple[MigPlacement, ...]:
     """A valid layout holding exactly ``counts`` instances (the first found, leftmost slots first)."""
-    wanted = {name: count for name, count in counts.items() if count}
-    for layout in gpu_layouts(geometry):
-        if layout_counts(layout) == wanted:
-            return layout
-    raise InvalidPlanError(f"no layout of {geometry.display_name} holds {wanted}")  # pragma: no cover
+    wanted = tuple(sorted((name, count) for name, count in counts.items() if count))
+    layout = _layouts_by_counts(geometry.name, geometry.profiles).get(wanted)
+    if layout is None:  # pragma: no cover - min_gpus asks only for counts some layout has
+        raise InvalidPlanError(f"no layout of {geometry.display_name} holds {dict(wanted)}")
+    return layout
 
 
 @dataclass(frozen=True)

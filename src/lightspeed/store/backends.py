@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from typing import Any, Final
 from urllib.parse import quote
 
-from lightspeed.errors import MissingExtraError, StoreError
+from lightspeed.errors import StoreError
+from lightspeed.extras import import_extra
 from lightspeed.store.location import StoreLocation
 
 _LOG = logging.getLogger(__name__)
@@ -243,11 +244,9 @@ def _json_text(data: str | bytes | memoryview) -> str:
 
 
 def _import_psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg.types.json  # set_json_loads, used per connection
-    except ImportError:
-        raise MissingExtraError("psycopg", "postgres", "a postgresql:// results store") from None
+    psycopg = import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
+    # set_json_loads, used per connection
+    import_extra("psycopg.types.json", extra="postgres", purpose="a postgresql:// results store")
     return psycopg
 
 

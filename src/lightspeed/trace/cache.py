@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import math
 import os
 import shutil
 import uuid
@@ -45,9 +46,9 @@ import numpy.typing as npt
 from lightspeed.errors import UserInputError
 from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
+from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.model import RankTrace, StepTable
 from lightspeed.trace.table import CollectiveArgs, EventTable
-from lightspeed.trace.validate import BadEvent
 from lightspeed.units import GIB
 
 _LOG = logging.getLogger(__name__)
@@ -288,7 +289,16 @@ def _metadata(item: CachedRank, *, digest: str, part: int, parts: int) -> JsonDi
         "time_unit": trace.time_unit,
         "notes": list(trace.notes),
         "source_format": trace.source_format,
-        "skipped_events": [dataclasses.astuple(bad) for bad in trace.skipped_events],
+        # a value may be NaN (a GPU event without a dur) or infinite: JSON holds those as text
+        "skipped_events": [
+            [
+                bad.event_index,
+                bad.field,
+                bad.value if math.isfinite(bad.value) else repr(bad.value),
+                bad.problem,
+            ]
+            for bad in trace.skipped_events
+        ],
         "names": list(table.names),
         "categories": list(table.categories),
         "device_counts": [[device, count] for device, count in table.device_counts.items()],
@@ -439,5 +449,8 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
         ),
         notes=tuple(meta["notes"]),
         source_format=str(meta["source_format"]),
-        skipped_events=tuple(BadEvent(*row) for row in meta["skipped_events"]),
+        skipped_events=tuple(
+            BadEvent(int(index), str(field), float(value), str(problem))
+            for index, field, value, problem in meta["skipped_events"]
+        ),
     )

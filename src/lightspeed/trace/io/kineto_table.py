@@ -128,6 +128,8 @@ class TableBuilder:
         dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)  # absent: NaN
         has_dur = ~np.isnan(dur)
         rows = np.flatnonzero(has_dur)
+        if len(rows) < count:
+            self._note_gpu_without_dur(events, has_dur)
         timed = list(compress(events, has_dur.tolist()))
         ts = np.fromiter(map(_TS, timed), dtype=np.float64, count=len(timed))  # absent: NaN
         dur = dur[rows]
@@ -139,6 +141,19 @@ class TableBuilder:
             return None
         kept = timed if keep.all() else list(compress(timed, keep.tolist()))
         return kept, rows[keep], ts[keep], dur[keep], category_ids[keep]
+
+    def _note_gpu_without_dur(self, events: list[Event], has_dur: npt.NDArray[np.bool_]) -> None:
+        """A GPU event (kernel, copy, set) with a start and no ``dur`` is as impossible as a negative
+        one: Kineto writes every GPU activity as a complete event. It is never dropped silently.
+        (The events without a ``dur`` are mostly flows: their categories are looked at in one
+        C-level pass, row by row only when a GPU category is among them.)"""
+        untimed = list(compress(events, (~has_dur).tolist()))
+        if set(map(_CAT, untimed)).isdisjoint(GPU_CATEGORIES):
+            return
+        rows = np.flatnonzero(~has_dur).tolist()
+        for row, event in zip(rows, untimed, strict=True):
+            if event.cat in GPU_CATEGORIES and not math.isnan(event.ts):
+                self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
 
     def _placed(self, ts: F64, dur: F64, complete: npt.NDArray[np.bool_], rows: I64) -> npt.NDArray[np.bool_]:
         """Which complete events have a ``ts`` and times a clock can hold; the others are noted
