@@ -147,11 +147,11 @@ class TableBuilder:
         one: Kineto writes every GPU activity as a complete event. It is never dropped silently.
         (The events without a ``dur`` are mostly flows: their categories are looked at in one
         C-level pass, row by row only when a GPU category is among them.)"""
-        untimed = list(compress(events, (~has_dur).tolist()))
-        if set(map(_CAT, untimed)).isdisjoint(GPU_CATEGORIES):
+        without = (~has_dur).tolist()
+        if set(map(_CAT, compress(events, without))).isdisjoint(GPU_CATEGORIES):
             return
         rows = np.flatnonzero(~has_dur).tolist()
-        for row, event in zip(rows, untimed, strict=True):
+        for row, event in zip(rows, compress(events, without), strict=True):
             if event.cat in GPU_CATEGORIES and not math.isnan(event.ts):
                 self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
 
