@@ -224,6 +224,7 @@ def main() -> int:
     parser.add_argument("--folder", type=Path, default=None, help="generate into (or reuse) this folder")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_ranks.json")
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]  # the machine is shared: say how busy it was
     lightspeed = [sys.executable, "-m", "lightspeed", "trace", "summary"]
     with tempfile.TemporaryDirectory(prefix="lightspeed-ranks-") as temp:
         folder = args.folder or Path(temp)
@@ -273,6 +274,7 @@ def main() -> int:
         "command": "python benchmarks/trace_ranks.py "
         f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs} --repeat {args.repeat}"
         + (" --skip-hta" if args.skip_hta else ""),
+        "load_average_1min_at_start": load_at_start,
         "load_average_1min_at_end": os.getloadavg()[0],
         "num_ranks": args.ranks,
         "num_events": num_events,
