@@ -1,10 +1,12 @@
 """Profiler traces: PyTorch (Kineto) and Nsight Systems timelines in one table; Nsight Compute kernels.
 
->>> from lightspeed.trace import load_trace, summarize
->>> # a file, or a folder of per-rank files:
->>> trace = load_trace("traces/")  # doctest: +SKIP
->>> [rank.idle_pct for rank in summarize(trace).ranks]  # doctest: +SKIP
-[53.56, 54.72]
+Example::
+
+    from lightspeed.trace import load_trace, summarize
+    # a file, or a folder of per-rank files:
+    trace = load_trace("traces/")
+    [rank.idle_pct for rank in summarize(trace).ranks]
+    # -> [53.56, 54.72]
 
 Every analysis takes a :class:`Trace` and keywords and returns a frozen
 record (``to_dict()`` gives JSON); :func:`summarize_ranks`,

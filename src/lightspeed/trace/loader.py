@@ -1,9 +1,11 @@
 """Loading profiler traces into columnar tables, one per rank, whatever the profiler.
 
->>> from lightspeed.trace import load_trace
->>> trace = load_trace(["tests/fixtures/traces/ns_resolution/rank-0.json.gz"])  # doctest: +SKIP
->>> trace.ranks[0].events.num_events  # doctest: +SKIP
-45382
+Example::
+
+    from lightspeed.trace import load_trace
+    trace = load_trace(["tests/fixtures/traces/ns_resolution/rank-0.json.gz"])
+    trace.ranks[0].events.num_events
+    # -> 45382
 
 Each file's format is told by its content (:func:`lightspeed.trace.io.detect_format`):
 PyTorch profiler (Kineto) JSON, plain or gzip, is read by

@@ -20,10 +20,12 @@ What needs every rank is decided after the merge: whether the last
 worker whose rank alone cannot tell computes its part both ways; ranks must
 be distinct; schema versions must agree (unless allowed).
 
->>> from lightspeed.trace import summarize_ranks
->>> summary = summarize_ranks(["traces/"], jobs=4)  # doctest: +SKIP
->>> len(summary.ranks)  # doctest: +SKIP
-64
+Example::
+
+    from lightspeed.trace import summarize_ranks
+    summary = summarize_ranks(["traces/"], jobs=4)
+    len(summary.ranks)
+    # -> 64
 """
 
 from __future__ import annotations

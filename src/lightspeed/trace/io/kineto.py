@@ -26,10 +26,12 @@ def read_kineto(
 ) -> tuple[RankTrace, int | None, str]:
     """The rank trace of one Kineto file, its rank (None when unknown) and where the rank came from.
 
-    >>> trace, rank, source = read_kineto(Path("rank-0.json.gz"), max_bytes=2**32,
-    ...                                   time_unit="auto", round_to_us=True)  # doctest: +SKIP
-    >>> source  # doctest: +SKIP
-    'distributedInfo'
+    Example::
+
+        trace, rank, source = read_kineto(Path("rank-0.json.gz"), max_bytes=2**32,
+                                          time_unit="auto", round_to_us=True)
+        source
+        # -> 'distributedInfo'
     """
     builder, stream = _build(path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us)
     document = stream.document

@@ -56,9 +56,11 @@ class EventStream:
     ``MAX_WINDOW_BYTES`` is buffered, and a byte that cannot be JSON stops the
     read at once with its absolute offset in the (decompressed) file.
 
-    >>> stream = EventStream(Path("rank-0.json.gz"))  # doctest: +SKIP
-    >>> sum(len(chunk) for chunk in stream.chunks())  # doctest: +SKIP
-    68692
+    Example::
+
+        stream = EventStream(Path("rank-0.json.gz"))
+        sum(len(chunk) for chunk in stream.chunks())
+        # -> 68692
     """
 
     def __init__(self, path: Path, *, max_bytes: float = DEFAULT_MAX_BYTES) -> None:
