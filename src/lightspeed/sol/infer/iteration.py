@@ -166,8 +166,10 @@ class IterationGrid:
     Token and sequence counts are for the whole stage (every attention group);
     decode sequences spread evenly over the attention groups, while
     ``group_prefill_tokens`` is the prompt share of the busiest group (a prompt
-    chunk belongs to one group). ``expert_imbalance`` scales the routed tokens of the
-    busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
+    chunk belongs to one group). ``group_decode_sequences`` and ``group_decode_context``
+    (``None``: the even spread) say what the busiest group decodes when requests do not land
+    evenly (the serving simulator places them). ``expert_imbalance`` scales the routed tokens
+    of the busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
     """
 
     tp: Array
@@ -183,6 +185,20 @@ class IterationGrid:
     group_prefill_tokens: Array
     expert_imbalance: Array = 1.0
     physical_experts: Array = 0.0
+    group_decode_sequences: Array | None = None
+    group_decode_context: Array | None = None
+
+    @property
+    def group_sequences(self) -> Array:
+        """Sequences the busiest attention group decodes."""
+        if self.group_decode_sequences is None:
+            return self.decode_sequences / self.dp_attention
+        return self.group_decode_sequences
+
+    @property
+    def group_context(self) -> Array:
+        """Mean cached context of the busiest attention group's decoding sequences."""
+        return self.decode_context if self.group_decode_context is None else self.group_decode_context
 
     @property
     def stage_gpus(self) -> Array:
@@ -197,7 +213,7 @@ class IterationGrid:
     @property
     def group_tokens(self) -> Array:
         """Tokens the busiest attention group multiplies."""
-        return self.decode_sequences * self.query_tokens / self.dp_attention + self.group_prefill_tokens
+        return self.group_sequences * self.query_tokens + self.group_prefill_tokens
 
 
 @dataclass(frozen=True)
@@ -306,7 +322,8 @@ def _attention(
     decode_dims, prefill_dims = _attention_head_dims(shapes, model)
     kv_elements = kv_elements_per_token_per_gpu(shapes, model, grid.tp)
     kv_bytes = inference_hardware.precisions.kv_bytes_per_element
-    sequences = grid.decode_sequences / grid.dp_attention
+    sequences = grid.group_sequences
+    context = grid.group_context
     prompt = grid.group_prefill_tokens
     efficiency = hardware.efficiency
     scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
@@ -314,8 +331,8 @@ def _attention(
     prefill_rate = scale * efficiency.attention_efficiency(
         "flash", backward=False, seq_len=2.0 * grid.prefill_context
     )
-    decode_flop = 2.0 * sequences * grid.query_tokens * grid.decode_context * heads * decode_dims
-    decode_bytes = sequences * grid.decode_context * kv_elements * kv_bytes
+    decode_flop = 2.0 * sequences * grid.query_tokens * context * heads * decode_dims
+    decode_bytes = sequences * context * kv_elements * kv_bytes
     acc.roofline(
         decode_flop / rate,
         decode_bytes / inference_hardware.stream_bytes_per_s,
@@ -477,6 +494,13 @@ def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
     return layers * (1.0 - moe_share), layers * moe_share
 
 
+def launch_floor_s(model: TransformerSpec, pp: Array, inference_hardware: InferenceHardware) -> Array:
+    """Seconds to issue the kernels of the busiest stage: no stage iteration (host time aside) is shorter."""
+    num_dense, num_moe = stage_layers(model, pp)
+    kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
+    return kernels * inference_hardware.hardware.efficiency.kernel_launch_s
+
+
 def iteration_cost(
     grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
 ) -> IterationCost:
@@ -491,9 +515,8 @@ def iteration_cost(
     crosses = collectives.crosses_domains(fabric, grid.pp, grid.stage_gpus)
     boundary = grid.group_tokens * model.hidden_size * ACTIVATION_BYTES
     parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
-    kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
     busy = sum(parts[name] for name in ITERATION_PARTS)
-    parts["launch"] = np.maximum(kernels * inference_hardware.hardware.efficiency.kernel_launch_s - busy, 0.0)
+    parts["launch"] = np.maximum(launch_floor_s(model, grid.pp, inference_hardware) - busy, 0.0)
     parts["host"] = np.full_like(
         np.asarray(busy, dtype=np.float64), inference_hardware.serving.iteration_overhead_s
     )
@@ -509,6 +532,7 @@ __all__ = [
     "inference_hardware_for",
     "iteration_cost",
     "kv_elements_per_token_per_gpu",
+    "launch_floor_s",
     "load_inference_parameters",
     "stage_layers",
 ]
