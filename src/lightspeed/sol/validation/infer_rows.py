@@ -41,6 +41,10 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
   TensorRT-LLM version when it gives one (:func:`row_serving_stack`).
+* **Load-dependent figures** (continuous batching at a concurrency or a request rate,
+  MLPerf Server, Interactive and Offline rows) are simulated request by request
+  (:mod:`lightspeed.sol.validation.infer_load`); an MLPerf row without a TP cell runs the
+  TP whose analytic offline throughput is highest, the rest of the GPUs as replicas.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lightspeed.catalog import Catalog
+from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
@@ -57,7 +61,14 @@ from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
+from lightspeed.sol.validation.infer_load import (
+    RowSimulation,
+    loaded_row_simulation,
+    mlperf_row_simulation,
+    names_mlperf,
+    simulate_row,
+)
+from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, is_missing
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import choose_reading, resolve_cluster, resolve_model, row_year
 from lightspeed.sol.validation.validate import ValidationRow, predicted_row
@@ -98,6 +109,7 @@ class InferenceRowSetup(Record):
     reading: Reading | None = None
     readings: tuple[Reading, ...] = ()
     serving: ServingStack | None = None
+    simulation: RowSimulation | None = None
 
 
 # Words that name a checkpoint's format or tuning, not its architecture ("Llama 4 Maverick
@@ -256,6 +268,54 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
     return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
 
 
+def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation | None]:
+    """(load, batching, note, simulation): an MLPerf row's benchmark, else the row's cells; a
+    figure that depends on load gets the simulation that predicts it."""
+    if not names_mlperf(row):
+        load, batching, note = _load(row)
+        return load, batching, note, loaded_row_simulation(row, load, batching)
+    try:
+        stated: ServingLoad | None = _load(row)[0]
+    except RowError:
+        stated = None  # the benchmark's published lengths
+    simulation, _ = mlperf_row_simulation(row, stated)
+    workload = simulation.workload
+    load = ServingLoad(
+        max(round(workload.input_lengths.mean_tokens), 1), max(round(workload.output_lengths.mean_tokens), 1)
+    )
+    return load, "continuous", simulation.note, simulation
+
+
+def _mlperf_degrees(
+    row: PublishedRow, model: TransformerSpec, cluster: Cluster, precision: str, load: ServingLoad
+) -> tuple[int, int, str | None]:
+    """(TP, PP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the
+    scale-up domain, replicas filling the GPUs) whose analytic offline throughput is highest,
+    as a submitter tunes it."""
+    if not (names_mlperf(row) and is_missing(row.text("TP"))):
+        return integer_cell(row.text("TP"), 1) or 1, integer_cell(row.text("PP"), 1) or 1, None
+    gpus = cluster.num_accelerators
+    best: tuple[float, int] | None = None
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
+            continue
+        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
+        try:
+            rate = estimate_inference(model=model, cluster=cluster, plan=plan, load=load).output_tokens_per_s
+        except UserInputError:
+            continue
+        if best is None or rate > best[0]:
+            best = (rate, tp)
+    if best is None:
+        raise RowError(f"{model.name} in {precision} fits no split of {cluster.name}")
+    tp = best[1]
+    return (
+        tp,
+        1,
+        f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the split with the most analytic throughput",
+    )
+
+
 def inference_row_setup(
     row: PublishedRow, catalog: Catalog, registry: ModelRegistry
 ) -> tuple[InferenceRowSetup, object]:
@@ -265,18 +325,16 @@ def inference_row_setup(
         raise RowError("GPUs is not reported")
     model, model_note = _resolve_model(registry, row)
     cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
-    tp = integer_cell(row.text("TP"), 1) or 1
-    pp = integer_cell(row.text("PP"), 1) or 1
+    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
+    load, batching, load_note, simulation = _row_load(row)
+    tp, pp, split_note = _mlperf_degrees(row, model, cluster, precision, load)
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
-    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
     kv_precision = _kv_precision(row)
-    load, batching, load_note = _load(row)
     reading = _metric(row, num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None
-    metric, measured = reading.key, reading.value
-    notes = [model_note, *cluster_notes, precision_note, load_note]
+    notes = [model_note, *cluster_notes, precision_note, load_note, *([split_note] if split_note else [])]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
         attention_groups, tp = _attention_groups(row, tp, ep)
@@ -293,6 +351,29 @@ def inference_row_setup(
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
+    notes.extend(_plan_notes(row, kv_precision))
+    year, _ = row_year(row, cluster.system.accelerator)
+    serving, serving_note = row_serving_stack(row, year)
+    notes.append(serving_note)
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
+    setup = InferenceRowSetup(
+        model,
+        plan,
+        load,
+        batching,
+        reading.key,
+        reading.value,
+        tuple(notes),
+        reading,
+        readings,
+        serving,
+        simulation,
+    )
+    return setup, cluster
+
+
+def _plan_notes(row: PublishedRow, kv_precision: str | None) -> list[str]:
+    notes = []
     if kv_precision is not None:
         notes.append(f"KV cache {kv_precision} (the precision cell says so)")
     if _names_speculation(row):
@@ -300,14 +381,7 @@ def inference_row_setup(
             "speculative decoding named but not modelled: the row states no acceptance rate, "
             "so it is predicted without it"
         )
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
-    year, _ = row_year(row, cluster.system.accelerator)
-    serving, serving_note = row_serving_stack(row, year)
-    notes.append(serving_note)
-    setup = InferenceRowSetup(
-        model, plan, load, batching, metric, measured, tuple(notes), reading, readings, serving
-    )
-    return setup, cluster
+    return notes
 
 
 def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
@@ -359,19 +433,54 @@ def inference_predictor(
 def predict_inference_setup(
     row: PublishedRow, setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
-    """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``)."""
+    """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``):
+    simulated when the figure depends on load, else the analytic steady state."""
+    band = interval_for(
+        "infer", moe=setup.model.moe is not None, architecture=estimate_cluster_architecture(cluster)
+    )
     try:
-        estimate = estimate_inference(
-            model=setup.model,
-            cluster=cluster,  # type: ignore[arg-type]
-            plan=setup.plan,
-            load=setup.load,
-            efficiency=efficiency,
-            batching=setup.batching,
-            serving=setup.serving,
-        )
+        if setup.simulation is not None:
+            predicted, reached = simulate_row(
+                setup.simulation,
+                model=setup.model,
+                cluster=cluster,  # type: ignore[arg-type]
+                plan=setup.plan,
+                metric=setup.metric,
+                serving=setup.serving,
+                efficiency=efficiency,
+            )
+            plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
+            assumptions = (*setup.assumptions, setup.simulation.note)
+        else:
+            predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
     except UserInputError as error:
         raise RowError(str(error)) from None
+    return predicted_row(
+        row,
+        kind="infer",
+        metric=setup.metric,
+        measured=setup.measured,
+        predicted=predicted,
+        plan=plan,
+        assumptions=assumptions,
+        reading=setup.reading,
+        readings=setup.readings,
+        band=band,
+    )
+
+
+def _analytic(
+    setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None
+) -> tuple[float, dict[str, object], tuple[str, ...]]:
+    estimate = estimate_inference(
+        model=setup.model,
+        cluster=cluster,  # type: ignore[arg-type]
+        plan=setup.plan,
+        load=setup.load,
+        efficiency=efficiency,
+        batching=setup.batching,
+        serving=setup.serving,
+    )
     plan = {
         **setup.plan.to_dict(),
         "batch_per_replica": estimate.batch_per_replica,
@@ -380,22 +489,7 @@ def predict_inference_setup(
         "tpot_s": estimate.tpot_s,
         "bound": estimate.bound,
     }
-    return predicted_row(
-        row,
-        kind="infer",
-        metric=setup.metric,
-        measured=setup.measured,
-        predicted=_value(estimate, setup.metric),
-        plan=plan,
-        assumptions=setup.assumptions + estimate.assumptions,
-        reading=setup.reading,
-        readings=setup.readings,
-        band=interval_for(
-            "infer",
-            moe=setup.model.moe is not None,
-            architecture=estimate_cluster_architecture(cluster),
-        ),
-    )
+    return _value(estimate, setup.metric), plan, setup.assumptions + estimate.assumptions
 
 
 def estimate_cluster_architecture(cluster: object) -> str:
