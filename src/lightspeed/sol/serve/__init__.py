@@ -12,6 +12,13 @@ and a metrics collector (:mod:`~lightspeed.sol.serve.metrics`). Seeded and deter
 
 from __future__ import annotations
 
+from lightspeed.sol.serve.capacity import (
+    CapacityResult,
+    LoadPoint,
+    load_sweep,
+    max_rate_at_slo,
+    saturation_rate,
+)
 from lightspeed.sol.serve.deployment import (
     KV_POLICIES,
     PREEMPTION_MODES,
@@ -21,6 +28,14 @@ from lightspeed.sol.serve.deployment import (
     simulated_deployment,
 )
 from lightspeed.sol.serve.metrics import LatencyStats, ServiceLevel, SloResult, TimeSeries
+from lightspeed.sol.serve.mlperf import (
+    MLPERF_SCENARIOS,
+    MlperfWorkload,
+    find_mlperf_workload,
+    load_mlperf_workload,
+    load_mlperf_workloads,
+)
+from lightspeed.sol.serve.ranking import GoodputSearchResult, RankedDeployment, search_goodput
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.workload import (
@@ -39,12 +54,18 @@ __all__ = [
     "ARRIVAL_KINDS",
     "KV_POLICIES",
     "LENGTH_KINDS",
+    "MLPERF_SCENARIOS",
     "PREEMPTION_MODES",
     "ROUTERS",
     "AcceptanceProcess",
     "ArrivalProcess",
+    "CapacityResult",
+    "GoodputSearchResult",
     "LatencyStats",
     "LengthDistribution",
+    "LoadPoint",
+    "MlperfWorkload",
+    "RankedDeployment",
     "RequestTrace",
     "SchedulerConfig",
     "ServiceLevel",
@@ -53,9 +74,16 @@ __all__ = [
     "SimulationResult",
     "SloResult",
     "TimeSeries",
+    "find_mlperf_workload",
     "generate_requests",
     "load_lengths",
+    "load_mlperf_workload",
+    "load_mlperf_workloads",
     "load_request_trace",
+    "load_sweep",
+    "max_rate_at_slo",
+    "saturation_rate",
+    "search_goodput",
     "simulate",
     "simulate_deployment",
     "simulated_deployment",

@@ -8,7 +8,9 @@
   trtllm-bench and MLPerf's LoadGen count it).
 * **Goodput at an SLO** (DistServe, Zhong et al. OSDI 2024): a request is good if
   it meets both its TTFT and its TPOT limit; ``attainment`` is the share of
-  good requests, ``goodput`` the good requests per second. MLPerf's Server
+  good requests, ``goodput`` the attainment times the rate requests are served at
+  (for arrivals at a rate: the completions while requests still arrive, which is the
+  arrival rate when the deployment keeps up; otherwise completions over the run). MLPerf's Server
   scenario asks instead that the 99th percentiles of TTFT and TPOT meet the limits.
 * **Time series** (queue length, running sequences, requests in flight, KV use)
   at up to :data:`MAX_SERIES_POINTS` times, each the mean over its slice of the run.
@@ -117,17 +119,18 @@ def slo_result(
     tpot_s: Array,
     ttft: LatencyStats,
     tpot: LatencyStats,
-    duration_s: float,
+    requests_per_s: float,
     num_gpus: int,
 ) -> SloResult:
-    """Score requests' TTFT and TPOT (aligned arrays; NaN TPOT: one output token) against ``slo``."""
+    """Score requests' TTFT and TPOT (aligned arrays; NaN TPOT: one output token) against ``slo``;
+    goodput is the attainment times the rate requests are served at (``requests_per_s``)."""
     count = max(int(np.isfinite(ttft_s).sum()), 1)
     ttft_ok = np.ones(ttft_s.shape, dtype=bool) if slo.ttft_s is None else ttft_s <= slo.ttft_s
     tpot_ok = (
         np.ones(tpot_s.shape, dtype=bool) if slo.tpot_s is None else ~(tpot_s > slo.tpot_s)  # NaN passes
     )
     good = ttft_ok & tpot_ok & np.isfinite(ttft_s)
-    goodput = float(good.sum()) / duration_s if duration_s > 0 else 0.0
+    goodput = float(good.sum()) / count * requests_per_s
     p99 = (slo.ttft_s is None or ttft.p99_s <= slo.ttft_s) and (
         slo.tpot_s is None or not tpot.p99_s > slo.tpot_s
     )

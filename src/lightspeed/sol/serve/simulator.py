@@ -134,10 +134,17 @@ def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
         )
 
 
+def _sequence_cap(deployment: SimulatedDeployment) -> str:
+    block = deployment.scheduler.block_tokens
+    if (deployment.max_sequences_per_rank + 1) * block > deployment.kv_tokens_per_rank:
+        return "as many sequences as the KV cache holds"
+    return f"up to {deployment.max_sequences_per_rank:,} sequences"
+
+
 def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
     config = deployment.scheduler
     lines = [
-        f"scheduler: continuous batching, up to {deployment.max_sequences_per_rank:,} sequences and "
+        f"scheduler: continuous batching, {_sequence_cap(deployment)} and "
         f"{deployment.max_batched_tokens_per_rank:,} tokens per iteration per rank (chunked prefill), "
         f"KV cache {deployment.kv_tokens_per_rank:,} tokens per rank in {config.block_tokens}-token blocks, "
         f"{config.kv_policy} allocation"
@@ -275,7 +282,7 @@ def _result(
             tpot_s=tpot,
             ttft=ttft_stats,
             tpot=tpot_stats,
-            duration_s=duration,
+            requests_per_s=_served_rate(outcome, float(completed.sum()) / duration),
             num_gpus=plan.num_gpus,
         ),
         series=time_series(
@@ -291,6 +298,19 @@ def _result(
         assumptions=_assumptions(deployment),
         _outcome=outcome,
     )
+
+
+def _served_rate(outcome: EngineOutput, overall: float) -> float:
+    """Requests per second the deployment serves: the arrival rate when it keeps up (requests over
+    the span of arrivals), the completion rate when it does not (completions over the span of
+    completions), whichever is lower; ``overall`` when requests do not arrive over time."""
+    arrival = np.sort(outcome.arrival_s[np.isfinite(outcome.arrival_s)])
+    finish = np.sort(outcome.finish_s[np.isfinite(outcome.finish_s)])
+    if arrival.size < 2 or finish.size < 2 or arrival[-1] <= arrival[0] or finish[-1] <= finish[0]:
+        return overall
+    offered = (arrival.size - 1) / float(arrival[-1] - arrival[0])
+    completing = (finish.size - 1) / float(finish[-1] - finish[0])
+    return min(offered, completing)
 
 
 def _weighted_mean(values: Array, weights: Array) -> float:
