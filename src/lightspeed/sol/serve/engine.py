@@ -175,7 +175,7 @@ class Engine:
         self._build_replicas()
         self.events: list[tuple[float, int, int, int, int]] = []
         self.sequence = 0
-        self.records: tuple[list[float], ...] = tuple([] for _ in range(8))
+        self.records: list[list[float]] = []
 
         self.num_waiting = 0
         self.num_running = 0
@@ -265,9 +265,9 @@ class Engine:
         replica.duration = done * per_step
         replica.version += 1
         self._push(replica.started + replica.duration, ITERATION_END, replica.index, replica.version)
-        records = self.records
-        records[1][replica.record] = replica.duration
-        records[7][replica.record] = done
+        row = self.records[replica.record]
+        row[1] = replica.duration
+        row[7] = done
 
     # --- forming an iteration ---------------------------------------------------------------
 
@@ -300,7 +300,7 @@ class Engine:
         replica.started = time
         replica.duration = duration
         replica.version += 1
-        replica.record = len(self.records[0])
+        replica.record = len(self.records)
         self._push(time + duration, ITERATION_END, replica.index, replica.version)
         self._record(replica, time, duration, steps)
 
@@ -313,7 +313,7 @@ class Engine:
         grows linearly, so their time is the mean of the first and the last (trapezoid). A request
         that reaches the replica meanwhile cuts the run short (:meth:`_split`)."""
         finishing = replica.finishing
-        if not finishing or any(rank.swapped for rank in replica.ranks):
+        if not finishing or (self.swap and any(rank.swapped for rank in replica.ranks)):
             return 1, duration
         limit = finishing[0][0] - replica.step
         if not self.reserve:
@@ -459,21 +459,20 @@ class Engine:
         return decoding, context, tokens, (weighted / tokens if tokens else 0.0), total
 
     def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
-        records = self.records
+        """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
+        running, the fullest rank's KV use, decode steps (columns of :class:`EngineOutput`)."""
         ranks = replica.ranks
-        records[0].append(time)
-        records[1].append(duration)
-        records[4].append(self.num_waiting)
-        records[5].append(self.num_running)
-        records[7].append(steps)
         if len(ranks) == 1:
             rank = ranks[0]
-            records[2].append(rank.num_decoding)
-            records[6].append(self._kv_used(rank, replica.step) / rank.capacity)
+            decoding: float = rank.num_decoding
+            used = rank.used if self.reserve else self._kv_used(rank, replica.step)
+            kv = used / rank.capacity
         else:
-            records[2].append(sum(rank.num_decoding for rank in ranks))
-            records[6].append(max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks))
-        records[3].append(self.prompt_tokens)
+            decoding = sum(rank.num_decoding for rank in ranks)
+            kv = max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks)
+        self.records.append(
+            [time, duration, decoding, self.prompt_tokens, self.num_waiting, self.num_running, kv, steps]
+        )
 
     # --- ending an iteration ----------------------------------------------------------------
 
@@ -622,7 +621,8 @@ class Engine:
         return self.front if self.back is self.front else [*self.front, *self.back]
 
     def _output(self) -> EngineOutput:
-        records = [np.asarray(values, dtype=np.float64) for values in self.records]
+        table = np.asarray(self.records, dtype=np.float64).reshape(-1, 8)
+        records = [table[:, column] for column in range(8)]
         return EngineOutput(
             arrival_s=np.asarray(self.arrival, dtype=np.float64),
             first_token_s=np.asarray(self.first, dtype=np.float64),

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
@@ -61,6 +61,8 @@ from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.serve.simulator import simulate
+from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
     loaded_row_simulation,
@@ -286,13 +288,33 @@ def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation |
     return load, "continuous", simulation.note, simulation
 
 
+MLPERF_SPLIT_REQUESTS = 800  # requests per replica when choosing an MLPerf row's split
+
+
+def _offline_rate(
+    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
+) -> float:
+    """Simulated Offline output tokens per second of ``plan`` (one replica, scaled, on one node)."""
+    single = cluster.num_nodes == 1 and plan.replicas > 1
+    run = plan.with_changes(replicas=1) if single else plan
+    offline = replace(
+        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * run.replicas
+    )
+    rate = simulate(model=model, cluster=cluster, plan=run, workload=offline).output_tokens_per_s
+    return rate * (plan.replicas if single else 1)
+
+
 def _mlperf_degrees(
-    row: PublishedRow, model: TransformerSpec, cluster: Cluster, precision: str, load: ServingLoad
+    row: PublishedRow,
+    model: TransformerSpec,
+    cluster: Cluster,
+    precision: str,
+    simulation: RowSimulation | None,
 ) -> tuple[int, int, str | None]:
     """(TP, PP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the
-    scale-up domain, replicas filling the GPUs) whose analytic offline throughput is highest,
+    scale-up domain, replicas filling the GPUs) whose simulated Offline throughput is highest,
     as a submitter tunes it."""
-    if not (names_mlperf(row) and is_missing(row.text("TP"))):
+    if simulation is None or not simulation.mlperf or not is_missing(row.text("TP")):
         return integer_cell(row.text("TP"), 1) or 1, integer_cell(row.text("PP"), 1) or 1, None
     gpus = cluster.num_accelerators
     best: tuple[float, int] | None = None
@@ -301,7 +323,7 @@ def _mlperf_degrees(
             continue
         plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
         try:
-            rate = estimate_inference(model=model, cluster=cluster, plan=plan, load=load).output_tokens_per_s
+            rate = _offline_rate(model, cluster, plan, simulation.workload)
         except UserInputError:
             continue
         if best is None or rate > best[0]:
@@ -312,7 +334,8 @@ def _mlperf_degrees(
     return (
         tp,
         1,
-        f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the split with the most analytic throughput",
+        f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the split with the most simulated "
+        "throughput",
     )
 
 
@@ -327,7 +350,7 @@ def inference_row_setup(
     cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
     precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
     load, batching, load_note, simulation = _row_load(row)
-    tp, pp, split_note = _mlperf_degrees(row, model, cluster, precision, load)
+    tp, pp, split_note = _mlperf_degrees(row, model, cluster, precision, simulation)
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
