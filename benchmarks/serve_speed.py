@@ -1,7 +1,8 @@
 """Serving-simulator speed: 100,000 requests, against a bare event loop and a per-iteration loop.
 
 Usage:
-    python benchmarks/serve_speed.py [--requests 100000] [--repeats 3] [--out benchmarks/results/serve_speed.json]
+    python benchmarks/serve_speed.py [--requests 100000] [--repeats 3]
+        [--out benchmarks/results/serve_speed.json]
 
 Measures, in one run on this machine (median of ``--repeats``):
 
@@ -150,7 +151,8 @@ def main() -> None:
         print(
             f"{name}: {row['requests']:,.0f} requests in {row['wall_s']:.2f} s "
             f"({row['events']:,.0f} events, {row['events_per_s']:,.0f} events/s, "
-            f"{row['decode_steps_represented']:,.0f} decode steps, {row['cost_model_evaluations']:.0f} cost evaluations); "
+            f"{row['decode_steps_represented']:,.0f} decode steps, "
+            f"{row['cost_model_evaluations']:.0f} cost evaluations); "
             f"bare heapq loop on as many events {row['bare_heapq_loop_s']:.2f} s; "
             f"one event per iteration {row['step_by_step_s_extrapolated']:.1f} s (from a tenth)"
         )
