@@ -1,421 +1,421 @@
-"""Fit the few fitted numbers of the software-stack profiles, with leave-one-source-out CV.
+"""Fit the software-stack profiles on the structured published rows and measure the error honestly.
 
-Usage:
-    python benchmarks/fit_efficiency.py [--table FILE.tsv ...] [--out benchmarks/results/fit_efficiency.json]
-        [--write]
+One command regenerates the fitted values, the error bars, the fit report and
+every figure the documentation quotes from it:
 
-What is fitted (everything else is a cited kernel ceiling or a framework
-default, ``sol/data/efficiency.toml`` and ``sol/data/stacks.toml``):
+    python benchmarks/fit_efficiency.py --report docs/fit-report.json --write
 
-* one ``kernel_efficiency`` per training-stack group and per serving-stack
-  group: the share of the kernel ceilings that stack sustains;
-* one global ``overlap_contention`` for training;
-* ``iteration_overhead_s`` of the 2023 TensorRT-LLM profile (its host time per
-  iteration: no CUDA graphs then).
+Without ``--write`` it only reports (``--report FILE`` to save the JSON). What it
+does (``lightspeed.sol.validation.fitting``, ``.crossval``, ``.fit_report``):
 
-Each is fitted on the published rows of its profile alone by a coarse grid
-then a fine one, minimizing the mean absolute log error (robust to one bad
-row, symmetric in over/under-prediction). Rows come from the tables (by
-default both ``published-dev.tsv`` and ``published-dev-2025.tsv``); a row's
-*source* is the first two words of its ``source`` cell (``pytorch/torchtitan
-benchmarks/llama3_h100_202412_torchtitan.md``, ``Narayanan et al.``).
-
-Leave-one-source-out: for every source, everything is fitted again on the
-other sources' rows and that source's rows are predicted; a profile left
-without rows takes the median of the other profiles' values. The report gives
-the fitted and the cross-validated error side by side, per row, per source,
-per file, per kind, and which rows each profile was fitted on. ``--write``
-writes the fitted values into ``stacks.toml`` and the CV residual quantiles
-per family into ``sol/data/uncertainty.toml`` (the error bars of every
-estimate).
+1. reads ``sol/validation/data/published-runs.toml`` (or ``--rows FILE``);
+2. chooses, per kind, how profiles share fitted values (variants), by
+   leave-one-publisher-out cross-validation and the one-standard-error rule, and
+   fits the chosen values on every row (what ships);
+3. runs the nested leave-one-publisher-out cross-validation: each publisher's
+   rows are predicted by the whole procedure (choice, fit, error bands) run
+   without them; that is the error and the 80% coverage reported;
+4. with ``--write``: writes the values into ``sol/data/stacks.toml`` (with the
+   rows each profile is fitted and validated on), the error bands from the
+   out-of-fold residuals into ``sol/data/uncertainty.toml``, then checks Meta's
+   Llama 3 405B plans and the best Llama 3 70B plan on the default stack, and
+   replaces the figures marked ``<!-- fit:KEY -->...<!-- /fit -->`` in README.md,
+   docs/benchmarks.md and docs/sol.md with the report's
+   (``tests/sol/test_fit_report.py`` checks they match).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import math
 import re
-import statistics
+import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from lightspeed.catalog import Catalog, load_catalog
-from lightspeed.errors import LightspeedError
-from lightspeed.sol.core.stacks import ServingStack, Stack
-from lightspeed.sol.core.uncertainty import family_of, write_uncertainty
-from lightspeed.sol.validation.infer_rows import inference_row_setup, predict_inference_setup
-from lightspeed.sol.validation.published import PublishedRow, read_table
-from lightspeed.sol.validation.rows import row_setup
-from lightspeed.sol.validation.validate import predict_training_setup
+from lightspeed.sol import search_training
+from lightspeed.sol.core import stacks as stacks_module
+from lightspeed.sol.core.stacks import default_stack_name
+from lightspeed.sol.core.uncertainty import write_uncertainty
+from lightspeed.sol.validation.fit_report import fit_report
+from lightspeed.tour.scenarios import LLAMA3_RUNS, llama3_405b_training
 from lightspeed.workload import ModelRegistry, load_models
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "validation"
 STACKS_FILE = ROOT / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"
-COARSE = [round(0.30 + 0.05 * step, 3) for step in range(15)]  # 0.30 .. 1.00: never above the ceilings
-CONTENTION = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
-OVERHEAD_S = [0.0, 0.002, 0.005, 0.010, 0.015, 0.020, 0.030]
+UNCERTAINTY_FILE = ROOT / "src" / "lightspeed" / "sol" / "data" / "uncertainty.toml"
+DOCS = (ROOT / "README.md", ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "sol.md")
+COMMAND = "python benchmarks/fit_efficiency.py --report docs/fit-report.json --write"
+# Llama 3 paper, Table 4: TFLOP/s per GPU of Meta's three runs (8K tokens on 8,192 and 16,384
+# H100, 131K tokens on 16,384 with CP16), in Meta's 6N + full-attention count.
+LLAMA3_TFLOPS = (430.0, 400.0, 380.0)
+# The highest MFU published for a BF16 run on H100 among the rows: NVIDIA dgxc-benchmarking
+# v25.04, Llama 3.1 70B on 2,048 H100, 54.32% (row T108).
+MAX_PUBLISHED_H100_BF16_MFU = 0.5432
+MARKER = re.compile(r"<!-- fit:(?P<key>[\w-]+) -->(?P<text>.*?)<!-- /fit -->", re.DOTALL)
 
 
-@dataclasses.dataclass
-class Row:
-    """One predictable published row: its setup and how to predict it under fitted values."""
-
-    row: PublishedRow
-    file: str
-    source: str
-    kind: str
-    group: str
-    family: str
-    setup: Any
-    cluster: Any = None
-    kernel_group: str = ""
-
-    def __post_init__(self) -> None:
-        self.kernel_group = self.kernel_group or self.group
+# --- writing the data files ------------------------------------------------------------------
 
 
-def source_key(text: str) -> str:
-    """The first two words of a source cell: the document a row comes from."""
-    return " ".join(text.split()[:2])
-
-
-def _load_rows(
-    tables: Sequence[Path], catalog: Catalog, models: ModelRegistry
-) -> tuple[list[Row], list[str]]:
-    rows, skipped = [], []
-    for table in tables:
-        for row in read_table(table):
-            try:
-                if row.kind == "train":
-                    setup = row_setup(row, catalog, models)
-                    assert setup.stack is not None
-                    family = family_of("train", setup.model, setup.cluster.system.accelerator)
-                    rows.append(
-                        Row(
-                            row,
-                            table.name,
-                            source_key(row.text("source")),
-                            "train",
-                            setup.stack.group,
-                            family,
-                            setup,
-                        )
-                    )
-                elif row.kind == "infer":
-                    setup, cluster = inference_row_setup(row, catalog, models)
-                    assert setup.serving is not None
-                    family = family_of("infer", setup.model, cluster.system.accelerator)  # type: ignore[attr-defined]
-                    rows.append(
-                        Row(
-                            row,
-                            table.name,
-                            source_key(row.text("source")),
-                            "infer",
-                            setup.serving.group,
-                            family,
-                            setup,
-                            cluster,
-                            setup.serving.kernel_group,
-                        )
-                    )
-            except LightspeedError as error:
-                skipped.append(f"{row.row_id}: {error}")
-    return rows, skipped
-
-
-@dataclasses.dataclass
-class Values:
-    """The fitted numbers: kernel efficiency per group, overlap contention, the 2023 TRT-LLM overhead."""
-
-    kernel: dict[str, float]
-    contention: float
-    overhead_s: dict[str, float]
-    moe: dict[str, float] = dataclasses.field(default_factory=dict)
-    caps: dict[str, float] = dataclasses.field(default_factory=dict)
-
-
-def predict(row: Row, values: Values, fallback: float) -> float | None:
-    """The row's prediction under ``values`` (``None`` if the engine refuses the row)."""
-    kernel = values.kernel.get(row.kernel_group, fallback)
-    moe = values.moe.get(row.group, 1.0)
-    try:
-        if row.kind == "train":
-            stack: Stack = row.setup.stack.with_fitted(
-                kernel_efficiency=kernel, overlap_contention=values.contention, moe_efficiency=moe
-            )
-            result = predict_training_setup(row.row, dataclasses.replace(row.setup, stack=stack))
-        else:
-            serving: ServingStack = dataclasses.replace(
-                row.setup.serving,
-                kernel_efficiency=kernel,
-                iteration_overhead_s=values.overhead_s.get(row.group, 0.0),
-                attention_dp_efficiency=moe,
-            )
-            result = predict_inference_setup(
-                row.row, dataclasses.replace(row.setup, serving=serving), row.cluster
-            )
-    except LightspeedError:
-        return None
-    return result.predicted
-
-
-def _loss(rows: Sequence[Row], values: Values, fallback: float) -> float:
-    """Median absolute log error plus a quarter of the mean: the majority of a profile's rows
-    set its value, one row the physics does not explain cannot drag it far."""
-    errors = []
-    for row in rows:
-        predicted = predict(row, values, fallback)
-        measured = row.setup.measured
-        errors.append(abs(math.log(predicted / measured)) if predicted and predicted > 0 else 5.0)
-    if not errors:
-        return 0.0
-    return statistics.median(errors) + 0.25 * sum(errors) / len(errors)
-
-
-def _search(candidates: Sequence[float], loss: Callable[[float], float]) -> float:
-    scored = [(loss(value), value) for value in candidates]
-    return min(scored)[1]
-
-
-def _refine(coarse: Sequence[float], step: float, loss: Callable[[float], float]) -> float:
-    best = _search(coarse, loss)
-    fine = [round(best + step * offset, 4) for offset in range(-4, 5) if 0.05 < best + step * offset <= 1.0]
-    return _search(fine, loss)
-
-
-MOE_GRID = [round(0.20 + 0.05 * step, 3) for step in range(17)]  # 0.20 .. 1.00
-
-
-def _is_moe(row: Row) -> bool:
-    return row.setup.model.moe is not None
-
-
-def fit(rows: Sequence[Row], start: Values, passes: int = 2) -> Values:
-    """Coordinate descent: each kernel group's efficiency on its dense rows (all its rows if it has
-    none), each group's MoE efficiency on its MoE rows where dense rows pin the kernels, then the
-    global contention."""
-    values = dataclasses.replace(
-        start, kernel=dict(start.kernel), overhead_s=dict(start.overhead_s), moe=dict(start.moe)
+def _toml_list(ids: list[str]) -> str:
+    if not ids:
+        return "[]"
+    lines, line = [], ""
+    for item in (f'"{value}"' for value in ids):
+        if len(line) + len(item) > 90:
+            lines.append(line.rstrip())
+            line = ""
+        line += item + ", "
+    lines.append(line.rstrip(", "))
+    return (
+        "[\n    " + "\n    ".join(lines) + ",\n]" if len(lines) > 1 or len(lines[0]) > 80 else f"[{lines[0]}]"
     )
-    kernel_groups = sorted({row.kernel_group for row in rows})
-    groups = sorted({row.group for row in rows})
-    for _ in range(passes):
-        pinned = set()
-        for kernel_group in kernel_groups:
-            sharing = [row for row in rows if row.kernel_group == kernel_group]
-            dense = [row for row in sharing if not _is_moe(row)]
-            if dense:
-                pinned.add(kernel_group)
-
-            def kernel_loss(
-                value: float, key: str = kernel_group, chosen: list[Row] = dense or sharing
-            ) -> float:
-                return _loss(chosen, dataclasses.replace(values, kernel={**values.kernel, key: value}), 0.9)
-
-            values.kernel[kernel_group] = _refine(COARSE, 0.0125, kernel_loss)
-        for group in groups:
-            mine = [row for row in rows if row.group == group]
-            moe = [row for row in mine if _is_moe(row)]
-            if moe and mine[0].kernel_group in pinned:
-
-                def moe_loss(value: float, group: str = group, chosen: list[Row] = moe) -> float:
-                    return _loss(chosen, dataclasses.replace(values, moe={**values.moe, group: value}), 0.9)
-
-                values.moe[group] = _refine(MOE_GRID, 0.0125, moe_loss)
-            if group == "trtllm-2023":
-
-                def overhead_loss(value: float, group: str = group, chosen: list[Row] = mine) -> float:
-                    return _loss(chosen, dataclasses.replace(values, overhead_s={group: value}), 0.9)
-
-                values.overhead_s[group] = _search(OVERHEAD_S, overhead_loss)
-        train = [row for row in rows if row.kind == "train"]
-
-        def contention_loss(value: float, train: list[Row] = train) -> float:
-            return _loss(train, dataclasses.replace(values, contention=value), 0.9)
-
-        values.contention = _search(CONTENTION, contention_loss)
-    return values
 
 
-def _caps(rows: Sequence[Row], values: Values) -> dict[str, float]:
-    """Per architecture, the highest kernel efficiency fitted for a training stack with rows on it."""
-    caps: dict[str, float] = {}
-    for row in rows:
-        if row.kind == "train" and row.kernel_group in values.kernel:
-            architecture = row.family.split("/")[-1]
-            caps[architecture] = max(caps.get(architecture, 0.0), values.kernel[row.kernel_group])
-    return caps
+def _set(body: str, key: str, value: str, after: str = "kernel_efficiency") -> str:
+    """``key = value`` in a table's body: replaced where it is, else added after ``after``."""
+    pattern = re.compile(rf"(?ms)^{key} = (?:\[.*?\]|[^\n]*)$")
+    if pattern.search(body):
+        return pattern.sub(lambda _: f"{key} = {value}", body, count=1)
+    previous = re.compile(rf"(?ms)^({after} = (?:\[.*?\]|[^\n]*))$")
+    return previous.sub(lambda match: f"{match.group(1)}\n{key} = {value}", body, count=1)
 
 
-def _fallback(values: Values, kind_groups: set[str]) -> float:
-    known = [value for group, value in values.kernel.items() if group in kind_groups]
-    return statistics.median(known) if known else 0.9
+def _profile_values(report: dict[str, Any], name: str, table: str) -> dict[str, str]:
+    values, choice = report["values"], report["choice"]
+    rows = report["rows"]
+    fitted_on = {item["name"]: item["fitted_on"] for item in report["parameters"]}
+    validated = [row["id"] for row in rows if row["profile"] == name]
+    if table == "stack":
+        if name == default_stack_name():
+            kernel, key = values["default"], "default"
+        else:
+            variant = next(v for v in _variants("train") if v.name == choice["train"]["variant"])
+            group = variant.group(name)
+            kernel = values["kernel"].get(group, values["default"])
+            key = f"kernel {group}" if group in values["kernel"] else "default"
+        return {
+            "kernel_efficiency": f"{kernel:.4g}",
+            "fitted_on": _toml_list(fitted_on.get(key, [])),
+            "validated_on": _toml_list(validated),
+        }
+    return _serving_values(report, name, fitted_on, validated)
 
 
-def cross_validate(rows: Sequence[Row], full: Values) -> dict[str, float | None]:
-    """Leave-one-source-out predictions, by row id."""
-    predictions: dict[str, float | None] = {}
-    for source in sorted({row.source for row in rows}):
-        held = [row for row in rows if row.source == source]
-        rest = [row for row in rows if row.source != source]
-        values = fit(rest, full, passes=1)
-        present = {row.group for row in rest}
-        present_kernels = {row.kernel_group for row in rest}
-        values.kernel = {group: value for group, value in values.kernel.items() if group in present_kernels}
-        values.moe = {group: value for group, value in values.moe.items() if group in present}
-        for row in held:
-            kind_groups = {r.group for r in rest if r.kind == row.kind}
-            kind_kernels = {r.kernel_group for r in rest if r.kind == row.kind}
-            filled = dataclasses.replace(values, kernel=dict(values.kernel), moe=dict(values.moe))
-            if row.kernel_group not in filled.kernel:
-                filled.kernel[row.kernel_group] = _fallback(values, kind_kernels)
-            if row.group not in filled.moe and row.group not in present:
-                # a profile left without rows borrows the others' MoE factor; one that kept rows
-                # but had none fitted (no dense rows to separate it from the kernel efficiency)
-                # keeps 1.0, as in the full fit
-                moes = [value for group, value in values.moe.items() if group in kind_groups]
-                filled.moe[row.group] = statistics.median(moes) if moes else 1.0
-            predictions[row.row.row_id] = predict(row, filled, 0.9)
-    return predictions
+def _serving_values(
+    report: dict[str, Any], name: str, fitted_on: dict[str, list[str]], validated: list[str]
+) -> dict[str, str]:
+    from lightspeed.sol.validation.fitting import adp_group
+
+    values, choice = report["values"], report["choice"]
+    variant = next(v for v in _variants("infer") if v.name == choice["infer"]["variant"])
+    if variant.kernel_from_training:
+        kernel, kernel_key = values["default"], "default"
+    else:
+        group = variant.group(name)
+        fitted = values["serving_kernel"]
+        kernel = fitted.get(group, sorted(fitted.values())[len(fitted) // 2] if fitted else values["default"])
+        kernel_key = f"serving kernel {group}"
+    adp_key = adp_group(variant, name)
+    adp_values = values["attention_dp"]
+    adp = adp_values.get(adp_key, sorted(adp_values.values())[len(adp_values) // 2] if adp_values else 1.0)
+    used = {*fitted_on.get(kernel_key, []), *fitted_on.get(f"attention_dp {adp_key}", [])}
+    used |= set(fitted_on.get(f"iteration_overhead_s {name}", []))
+    rows = [row["id"] for row in report["rows"] if row["id"] in used]
+    return {
+        "kernel_efficiency": f"{kernel:.4g}",
+        "attention_dp_efficiency": f"{adp:.4g}",
+        "iteration_overhead_s": f"{values['overhead_s'].get(name, 0.0):g}",
+        "fitted_on": _toml_list(rows),
+        "validated_on": _toml_list(validated),
+    }
 
 
-def _summary(errors: Sequence[float]) -> dict[str, float | int | None]:
-    absolute = sorted(abs(error) for error in errors)
-    if not absolute:
-        return {"n": 0, "median_abs_error": None, "p90_abs_error": None}
-    p90 = absolute[min(len(absolute) - 1, math.ceil(0.9 * len(absolute)) - 1)]
-    return {"n": len(absolute), "median_abs_error": statistics.median(absolute), "p90_abs_error": p90}
+def _variants(kind: str) -> tuple[Any, ...]:
+    from lightspeed.sol.validation.fitting import inference_variants, training_variants
+
+    return training_variants() if kind == "train" else inference_variants()
 
 
-def _rel(predicted: float | None, measured: float) -> float | None:
-    return None if predicted is None else predicted / measured - 1.0
-
-
-def report(rows: Sequence[Row], values: Values, cv: dict[str, float | None]) -> dict[str, Any]:
-    table = []
-    for row in rows:
-        fitted = predict(row, values, 0.9)
-        measured = row.setup.measured
-        table.append(
-            {
-                "id": row.row.row_id,
-                "file": row.file,
-                "source": row.source,
-                "kind": row.kind,
-                "profile": row.group,
-                "family": row.family,
-                "metric": row.setup.metric,
-                "measured": measured,
-                "fitted": fitted,
-                "fitted_error": _rel(fitted, measured),
-                "cv": cv.get(row.row.row_id),
-                "cv_error": _rel(cv.get(row.row.row_id), measured),
-            }
-        )
-    summary: dict[str, Any] = {}
-    for label, key in (("kind", "kind"), ("file", "file"), ("source", "source"), ("profile", "profile")):
-        for value in sorted({entry[key] for entry in table}):
-            chosen = [entry for entry in table if entry[key] == value]
-            summary[f"{label}={value}"] = {
-                "fitted": _summary([e["fitted_error"] for e in chosen if e["fitted_error"] is not None]),
-                "cv": _summary([e["cv_error"] for e in chosen if e["cv_error"] is not None]),
-                "rows": [e["id"] for e in chosen],
-            }
-    return {"values": dataclasses.asdict(values), "rows": table, "summary": summary}
-
-
-def write_values(values: Values) -> None:
-    """Put the fitted numbers into stacks.toml (each profile's ``kernel_efficiency`` line)."""
-    text = STACKS_FILE.read_text()
-    text = re.sub(r"(?m)^overlap_contention = .*$", f"overlap_contention = {values.contention:g}", text)
-    caps = re.search(r"(?ms)^\[kernel_efficiency_cap\]\n(.*?)(?=^\[|\Z)", text)
-    if caps is not None:  # only that table: other tables key by architecture too
-        body = caps.group(1)
-        for architecture, cap in values.caps.items():
-            body = re.sub(rf"(?m)^{architecture} = .*$", f"{architecture} = {cap:.4g}", body)
-        text = text[: caps.start(1)] + body + text[caps.end(1) :]
-    for table, name in re.findall(r"(?m)^\[(stack|serving)\.([\w.-]+)\]", text):
+def write_stacks(report: dict[str, Any]) -> None:
+    """The fitted values, and the rows each profile is fitted and validated on, into stacks.toml."""
+    text = STACKS_FILE.read_text(encoding="utf-8")
+    values = report["values"]
+    text = re.sub(r"(?m)^overlap_contention = .*$", f"overlap_contention = {values['contention']:g}", text)
+    text = re.sub(
+        r'(?m)^training_sharing = ".*"$', f'training_sharing = "{report["choice"]["train"]["variant"]}"', text
+    )
+    text = re.sub(
+        r'(?m)^serving_sharing = ".*"$', f'serving_sharing = "{report["choice"]["infer"]["variant"]}"', text
+    )
+    for table, name in re.findall(r"(?m)^\[(stack|serving)\.([\w.-]+)\]$", text):
         block = re.search(rf"(?ms)^\[{table}\.{re.escape(name)}\]\n(.*?)(?=^\[|\Z)", text)
         assert block is not None
-        group = re.search(r'(?m)^fit_group = "([\w.-]+)"', block.group(1))
-        key = group.group(1) if group else name
-        kernel_group = re.search(r'(?m)^kernel_fit_group = "([\w.-]+)"', block.group(1))
-        kernel_key = kernel_group.group(1) if kernel_group else key
-        if kernel_key not in values.kernel:
-            continue
-        body = re.sub(
-            r"(?m)^kernel_efficiency = .*$",
-            f"kernel_efficiency = {values.kernel[kernel_key]:.4g}",
-            block.group(1),
-        )
-        moe = values.moe.get(key, 1.0)
-        field = "moe_efficiency" if table == "stack" else "attention_dp_efficiency"
-        if re.search(rf"(?m)^{field} = ", body):
-            body = re.sub(rf"(?m)^{field} = .*$", f"{field} = {moe:.4g}", body)
-        else:
-            body = re.sub(r"(?m)^(kernel_efficiency = .*)$", rf"\1\n{field} = {moe:.4g}", body)
-        if key in values.overhead_s:
-            body = re.sub(
-                r"(?m)^iteration_overhead_s = .*$", f"iteration_overhead_s = {values.overhead_s[key]:g}", body
-            )
+        body, after = block.group(1), "kernel_efficiency"
+        for key, value in _profile_values(report, name, table).items():
+            body = _set(body, key, value, after=after)
+            after = key
         text = text[: block.start(1)] + body + text[block.end(1) :]
-    STACKS_FILE.write_text(text)
+    STACKS_FILE.write_text(_write_caps(text, report), encoding="utf-8")
+    stacks_module._load.cache_clear()
+    stacks_module._load_serving.cache_clear()
+    stacks_module._load_caps.cache_clear()
 
 
-def _print(result: dict[str, Any]) -> None:
-    print("fitted values:", json.dumps(result["values"]))
-    print(f"{'id':6} {'profile':24} {'measured':>12} {'fitted':>9} {'cv':>9}")
-    for entry in result["rows"]:
-        fitted = "-" if entry["fitted_error"] is None else f"{entry['fitted_error']:+.1%}"
-        cv = "-" if entry["cv_error"] is None else f"{entry['cv_error']:+.1%}"
-        print(f"{entry['id']:6} {entry['profile']:24} {entry['measured']:12.5g} {fitted:>9} {cv:>9}")
-    for key, entry in result["summary"].items():
-        if key.startswith(("kind=", "file=", "profile=")):
-            f, c = entry["fitted"], entry["cv"]
-            med = lambda s: "-" if s["median_abs_error"] is None else f"{s['median_abs_error']:.1%}"  # noqa: E731
-            print(f"{key:40} n={f['n']:3} fitted median {med(f):>6}  cv median {med(c):>6}")
+def _write_caps(text: str, report: dict[str, Any]) -> str:
+    """Per generation, the highest training kernel efficiency fitted for a profile with rows on it."""
+    caps: dict[str, float] = {}
+    for row in report["rows"]:
+        if row["kind"] == "train":
+            architecture = row["family"].split("/")[-1]
+            kernel = float(_profile_values(report, row["profile"], "stack")["kernel_efficiency"])
+            caps[architecture] = max(caps.get(architecture, 0.0), kernel)
+    block = re.search(r"(?ms)^\[kernel_efficiency_cap\]\n(.*?)(?=^\[|\Z)", text)
+    assert block is not None
+    body = block.group(1)
+    for architecture, cap in caps.items():
+        body = re.sub(rf"(?m)^{architecture} = .*$", f"{architecture} = {cap:.4g}", body)
+    return text[: block.start(1)] + body + text[block.end(1) :]
+
+
+def write_bands(report: dict[str, Any]) -> None:
+    """The error bars from the out-of-fold residuals of the shipped choice."""
+    lookup = {row["id"]: row for row in report["rows"]}
+    oof = report["final_out_of_fold"]
+    write_uncertainty(
+        [
+            (lookup[key]["family"], lookup[key]["metric"], lookup[key]["measured"], value)
+            for key, value in oof.items()
+        ],
+        source=(
+            f"benchmarks/fit_efficiency.py: symmetric split-conformal bounds of the leave-one-publisher-out "
+            f"residuals of {len(oof)} rows"
+        ),
+        path=UNCERTAINTY_FILE,
+    )
+
+
+# --- checks on the default stack --------------------------------------------------------------
+
+
+def checks(catalog: Catalog, models: ModelRegistry) -> dict[str, Any]:
+    """Meta's Llama 3 405B plans and the best Llama 3 70B BF16 plan on 64 H100, default stack."""
+    llama = []
+    for (estimate, _), run, published in zip(
+        llama3_405b_training(catalog, models), LLAMA3_RUNS, LLAMA3_TFLOPS, strict=True
+    ):
+        predicted = estimate.tflop_per_s_per_gpu
+        llama.append(
+            {
+                "num_gpus": run[0],
+                "cp": run[1],
+                "seq_len": run[3],
+                "published_tflop_per_s_per_gpu": published,
+                "predicted_tflop_per_s_per_gpu": predicted,
+                "error": predicted / published - 1.0,
+                "fits": estimate.fits,
+                "stack": estimate.stack,
+            }
+        )
+    search = search_training(
+        model=models.get("llama-3-70b"),
+        cluster=catalog.cluster("dgx-h100", num_accelerators=64),
+        global_batch_size=128,
+        seq_len=8192,
+    )
+    best = search.plans[0]
+    return {
+        "llama3_405b_default_stack": llama,
+        "llama3_70b_64_h100_best_plan": {
+            "mfu": best.mfu,
+            "plan": best.plan.to_dict(),
+            "max_published_h100_bf16_mfu": MAX_PUBLISHED_H100_BF16_MFU,
+            "stack": best.stack,
+        },
+    }
+
+
+# --- figures quoted in the documentation ------------------------------------------------------
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def figures(report: dict[str, Any]) -> dict[str, str]:
+    """Every figure the documentation quotes, as it is written there."""
+    kind = report["summary"]["kind"]
+    everything = report["summary"]["all"]
+    train, infer = kind["train"], kind["infer"]
+    check = report["checks"]
+    llama = check["llama3_405b_default_stack"]
+    numbers = {
+        "num_rows": str(report["num_rows"]),
+        "num_publishers": str(len(report["summary"]["publisher"])),
+        "train_rows": str(len(train["rows"])),
+        "infer_rows": str(len(infer["rows"])),
+        "train_fitted_median": _pct(train["fitted"]["median_abs_error"]),
+        "infer_fitted_median": _pct(infer["fitted"]["median_abs_error"]),
+        "train_oof_median": _pct(train["out_of_fold"]["median_abs_error"]),
+        "infer_oof_median": _pct(infer["out_of_fold"]["median_abs_error"]),
+        "train_oof_p90": _pct(train["out_of_fold"]["p90_abs_error"]),
+        "infer_oof_p90": _pct(infer["out_of_fold"]["p90_abs_error"]),
+        "train_oof_coverage": _pct(train["out_of_fold_coverage"], 0),
+        "infer_oof_coverage": _pct(infer["out_of_fold_coverage"], 0),
+        "all_oof_coverage": _pct(everything["out_of_fold_coverage"], 0),
+        "share_predicted": _pct(everything["share_predicted"], 0),
+        "num_parameters": str(len(report["parameters"])),
+        "train_variant": report["choice"]["train"]["variant"],
+        "infer_variant": report["choice"]["infer"]["variant"],
+        "default_kernel": f"{report['values']['default']:.4g}",
+        "train_kernel_values": _kernel_values(report),
+        "llama405_8k_8192": f"{llama[0]['predicted_tflop_per_s_per_gpu']:.0f}",
+        "llama405_8k_16384": f"{llama[1]['predicted_tflop_per_s_per_gpu']:.0f}",
+        "llama405_131k_16384": f"{llama[2]['predicted_tflop_per_s_per_gpu']:.0f}",
+        "llama405_errors": " / ".join(_signed(item["error"]) for item in llama),
+        "llama70_best_mfu": _pct(check["llama3_70b_64_h100_best_plan"]["mfu"]),
+    }
+    return numbers | {
+        "table_rows": table_rows(report),
+        "table_publishers": table_publishers(report),
+        "table_parameters": table_parameters(report),
+    }
+
+
+def _kernel_values(report: dict[str, Any]) -> str:
+    """The training kernel efficiencies in words: ``one value, 0.825, for every named stack``."""
+    kernel = report["values"]["kernel"]
+    variant = report["choice"]["train"]["variant"]
+    if variant == "one":
+        return f"one kernel efficiency for every named stack, {kernel['all']:.4g}"
+    listed = ", ".join(f"{group} {value:.4g}" for group, value in sorted(kernel.items()))
+    return f"one kernel efficiency per {variant} group ({listed})"
+
+
+def _interval(row: dict[str, Any]) -> str:
+    interval = row["out_of_fold_interval"]
+    if interval is None:
+        return "-"
+    text = f"{interval[0]:.4g}-{interval[1]:.4g}"
+    return text if row["out_of_fold_covered"] else f"{text} (outside)"
+
+
+def table_rows(report: dict[str, Any]) -> str:
+    """Every row: fitted and out-of-fold error, and the out-of-fold 80% interval."""
+    lines = [
+        "| row | publisher | stack | metric | measured | fitted | out of fold | out-of-fold 80% interval |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        errors = f"{_signed(row['fitted_error'])} | {_signed(row['out_of_fold_error'])}"
+        lines.append(
+            f"| {row['id']} | {row['publisher']} | {row['profile']} | {row['metric']} "
+            f"| {row['measured']:.4g} | {errors} | {_interval(row)} |"
+        )
+    return "\n".join(lines)
+
+
+def table_publishers(report: dict[str, Any]) -> str:
+    """Per publisher and kind: rows, fitted and out-of-fold median error, out-of-fold coverage."""
+    lines = [
+        "| publisher held out | rows | train: fitted / out of fold | infer: fitted / out of fold | "
+        "out-of-fold coverage | chosen without it (train / infer) |",
+        "|---|---|---|---|---|---|",
+    ]
+    folds = {fold["publisher"]: fold for fold in report["folds"]}
+    for publisher, summary in report["summary"]["publisher"].items():
+        rows = [row for row in report["rows"] if row["publisher"] == publisher]
+        cells = []
+        for kind in ("train", "infer"):
+            errors = [row for row in rows if row["kind"] == kind]
+            if not errors:
+                cells.append("-")
+                continue
+            fitted = _median([abs(row["fitted_error"]) for row in errors if row["fitted_error"] is not None])
+            oof = _median(
+                [abs(row["out_of_fold_error"]) for row in errors if row["out_of_fold_error"] is not None]
+            )
+            cells.append(f"{len(errors)} row{'s' if len(errors) > 1 else ''}: {_pct(fitted)} / {_pct(oof)}")
+        fold = folds[publisher]
+        chosen = f"{fold['train_variant']} / {fold['infer_variant']}"
+        lines.append(
+            f"| {publisher} | {len(rows)} | {cells[0]} | {cells[1]} "
+            f"| {_pct(summary['out_of_fold_coverage'], 0)} | {chosen} |"
+        )
+    return "\n".join(lines)
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def table_parameters(report: dict[str, Any]) -> str:
+    """Every fitted number, its value and the rows it is fitted on."""
+    lines = ["| fitted number | value | what | rows it is fitted on |", "|---|---|---|---|"]
+    for item in report["parameters"]:
+        ids = item["fitted_on"]
+        shown = ", ".join(ids) if len(ids) <= 8 else f"{', '.join(ids[:8])} and {len(ids) - 8} more"
+        lines.append(f"| {item['name']} | {item['value']:.4g} | {item['what']} | {len(ids)}: {shown} |")
+    return "\n".join(lines)
+
+
+def replace_figures(text: str, numbers: dict[str, str]) -> str:
+    """``text`` with every ``<!-- fit:KEY -->...<!-- /fit -->`` holding ``numbers[KEY]``."""
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group("key")
+        if key not in numbers:
+            raise SystemExit(f"no figure {key!r} in the report")
+        value = numbers[key]
+        body = f"\n{value}\n" if "\n" in value else value
+        return f"<!-- fit:{key} -->{body}<!-- /fit -->"
+
+    return MARKER.sub(fill, text)
+
+
+# --- main ---------------------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", type=Path, action="append")
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--write", action="store_true", help="write the fitted values into the data files")
-    parser.add_argument("--from-json", type=Path, help="write the values of an earlier --out file, no refit")
-    args = parser.parse_args()
-    if args.from_json:
-        earlier = json.loads(args.from_json.read_text())
-        _write(Values(**earlier["values"]), earlier["rows"])
-        return
-    tables = args.table or [SHARED / "published-dev.tsv", SHARED / "published-dev-2025.tsv"]
-    started = time.perf_counter()
-    rows, skipped = _load_rows(tables, load_catalog(), load_models())
-    start = Values(kernel={}, contention=0.2, overhead_s={})
-    values = fit(rows, start)
-    values.caps = _caps(rows, values)
-    cv = cross_validate(rows, values)
-    result = report(rows, values, cv)
-    result["skipped"] = skipped
-    result["elapsed_s"] = time.perf_counter() - started
-    _print(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-    if args.write:
-        _write(values, result["rows"])
-
-
-def _write(values: Values, rows: list[dict[str, Any]]) -> None:
-    write_values(values)
-    write_uncertainty(
-        [(entry["family"], entry["metric"], entry["measured"], entry["cv"]) for entry in rows],
-        source=f"benchmarks/fit_efficiency.py, leave-one-source-out residuals of {len(rows)} rows",
+    parser.add_argument("--rows", type=Path, help="structured rows (default: the shipped ones)")
+    parser.add_argument("--report", type=Path, help="write the report here (JSON)")
+    parser.add_argument(
+        "--write", action="store_true", help="write the data files and the documented figures"
     )
-    print(f"wrote {STACKS_FILE} and the uncertainty table")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    catalog, models = load_catalog(), load_models()
+    report = fit_report(
+        catalog=catalog, models=models, path=args.rows, progress=lambda text: print(text, file=sys.stderr)
+    )
+    if args.write:
+        write_stacks(report)
+        write_bands(report)
+    report["checks"] = checks(catalog, models)
+    report["figures"] = figures(report)
+    report["command"] = COMMAND
+    if args.write:
+        for path in DOCS:
+            path.write_text(
+                replace_figures(path.read_text(encoding="utf-8"), report["figures"]), encoding="utf-8"
+            )
+    if args.report:
+        args.report.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    summary = {key: value for key, value in report["figures"].items() if not key.startswith("table_")}
+    print(json.dumps(summary, indent=1))
+    print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

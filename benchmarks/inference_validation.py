@@ -1,20 +1,21 @@
 """Inference validation accuracy against published rows, beside two peer estimators, in one run.
 
 Usage:
-    python benchmarks/inference_validation.py [--table ../shared/validation/published-dev.tsv]
+    python benchmarks/inference_validation.py [--table FILE.tsv]
         [--out benchmarks/results/inference_validation.json]
 
 Measures, in one run on this machine:
 
-1. lightspeed's prediction of every inference row (``kind = infer``) of the
-   table with the shipped defaults: per-row error, median, p90, max
-   (target, issue 4: median absolute error <= 15%).
+1. lightspeed's prediction of every inference row of the structured rows shipped
+   with lightspeed (or of ``--table``, a free-text table) with the shipped
+   values: per-row error, median, p90, max.
 2. Peer llm-analysis 0.2.2 (``analysis.infer``, in its own virtual environment
    under ``/work/venvs/llm-analysis`` or ``$PEER_VENV``) on the rows it can
    express: static batches on GPUs it knows (A100, H100), twice: with its
    default efficiencies (1.0) and with lightspeed's family defaults (GEMM
    ceiling, streaming efficiency), so that the comparison is of models, not knobs.
-3. Peer LLM-Viewer, as quoted in the table's ``derived_or_check`` column.
+3. Peer LLM-Viewer, as quoted in the rows' ``derived`` field (the table's
+   ``derived_or_check`` column).
 4. Sensitivity: the median error when each of the two inference parameters that
    move predictions (streaming efficiency, KV-cache memory fraction) is moved
    by about +-10%: the defaults were set from sources, not fit, and this shows
@@ -40,7 +41,9 @@ from typing import Any
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import ServingLoad, inference_predictor, search_inference, validate_published
 from lightspeed.sol.infer import iteration as infer_cost_module
+from lightspeed.sol.validation import ValidationReport, validate_builtin
 from lightspeed.sol.validation.published import first_number, read_table
+from lightspeed.sol.validation.structured import load_published_runs
 from lightspeed.workload import load_models
 
 PEER_VENV = Path(os.environ.get("PEER_VENV", "/work/venvs/llm-analysis"))
@@ -67,10 +70,16 @@ print(json.dumps(out))
 """
 
 
-def lightspeed_rows(table: Path) -> dict[str, Any]:
-    report = validate_published(
-        path=table, catalog=load_catalog(), models=load_models(), infer=inference_predictor()
-    )
+def _report(table: Path | None) -> ValidationReport:
+    """Every row predicted with the shipped values: the structured rows, or a free-text table."""
+    catalog, models = load_catalog(), load_models()
+    if table is None:
+        return validate_builtin(catalog=catalog, models=models)
+    return validate_published(path=table, catalog=catalog, models=models, infer=inference_predictor())
+
+
+def lightspeed_rows(table: Path | None) -> dict[str, Any]:
+    report = _report(table)
     rows = {
         row.id: {
             "metric": row.metric,
@@ -84,17 +93,24 @@ def lightspeed_rows(table: Path) -> dict[str, Any]:
     return {"rows": rows, "summary": report.summary["infer"].to_dict()}
 
 
-def llm_viewer_rows(table: Path) -> dict[str, Any]:
-    """LLM-Viewer's estimates where the table quotes them ('LLM-Viewer est 8,934.54', '... 100.9 ms')."""
+def _quoted(texts: dict[str, str]) -> dict[str, float]:
     quoted = {}
-    for row in read_table(table):
-        text = row.text("derived_or_check")
-        if row.kind != "infer" or "llm-viewer" not in text.lower():
+    for row_id, text in texts.items():
+        if "llm-viewer" not in text.lower():
             continue
         value = first_number(text.split("est", 1)[-1])
         if value is not None:
-            quoted[row.row_id] = value / 1e3 if re.search(r"\bms\b", text) else value
+            quoted[row_id] = value / 1e3 if re.search(r"\bms\b", text) else value
     return quoted
+
+
+def llm_viewer_rows(table: Path | None) -> dict[str, float]:
+    """LLM-Viewer's estimates where the rows quote them ('LLM-Viewer est 8,934.54', '... 100.9 ms')."""
+    if table is None:
+        runs = load_published_runs(catalog=load_catalog(), models=load_models())
+        return _quoted({run.id: run.derived for run in runs if run.kind == "infer"})
+    rows = read_table(table)
+    return _quoted({row.row_id: row.text("derived_or_check") for row in rows if row.kind == "infer"})
 
 
 def llm_analysis_rows(measured: dict[str, float]) -> dict[str, Any]:
@@ -126,9 +142,8 @@ def llm_analysis_rows(measured: dict[str, float]) -> dict[str, Any]:
     }
 
 
-def sensitivity(table: Path) -> dict[str, dict[str, float]]:
+def sensitivity(table: Path | None) -> dict[str, dict[str, float]]:
     """Median and mean absolute error with one inference parameter moved (the shipped file is not touched)."""
-    catalog, models = load_catalog(), load_models()
     base = infer_cost_module.load_inference_parameters()
     original = infer_cost_module.load_inference_parameters
     medians: dict[str, dict[str, float]] = {}
@@ -140,9 +155,7 @@ def sensitivity(table: Path) -> dict[str, dict[str, float]]:
             changed = dataclasses.replace(base, **{field: value})
             setattr(infer_cost_module, "load_inference_parameters", lambda path=None, p=changed: p)  # noqa: B010
             try:
-                report = validate_published(
-                    path=table, catalog=catalog, models=models, infer=inference_predictor()
-                )
+                report = _report(table)
             finally:
                 setattr(infer_cost_module, "load_inference_parameters", original)  # noqa: B010
             errors = [
@@ -177,7 +190,7 @@ def search_speed(repeats: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = Path(__file__).resolve().parents[1]
-    parser.add_argument("--table", type=Path, default=root.parent / "shared/validation/published-dev.tsv")
+    parser.add_argument("--table", type=Path, help="a free-text table (default: the shipped structured rows)")
     parser.add_argument("--out", type=Path, default=root / "benchmarks/results/inference_validation.json")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
@@ -185,7 +198,7 @@ def main() -> None:
     measured = {row_id: row["measured"] for row_id, row in ours["rows"].items()}
     viewer = llm_viewer_rows(args.table)
     result = {
-        "table": str(args.table),
+        "table": str(args.table) if args.table else "structured rows shipped with lightspeed",
         "lightspeed": ours,
         "llm_viewer_quoted": {
             row_id: {"predicted": value, "error": (value - measured[row_id]) / measured[row_id]}

@@ -309,6 +309,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ValidationReport",
         "ValidationRow",
         "inference_predictor",
+        "validate_builtin",
         "validate_published",
     ],
     "lightspeed.bench": [

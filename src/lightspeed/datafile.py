@@ -24,7 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import Record
 
 # dimension -> {key suffix: multiplier to base SI}
@@ -408,6 +408,37 @@ def load_json(
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+def toml_value(value: Any, *, wrap_at: int | None = None) -> str:
+    """``value`` (a bool, int, finite float, string, or a list or tuple of them) written as TOML;
+    a list longer than ``wrap_at`` characters is written one item per line.
+
+    >>> toml_value(["a", 1, 2.5, True])
+    '["a", 1, 2.5, true]'
+    >>> print(toml_value(["abc", "def"], wrap_at=10))
+    [
+        "abc",
+        "def",
+    ]
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UserInputError(f"{value} cannot be written to TOML")
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list | tuple):
+        items = [toml_value(item) for item in value]
+        one_line = "[" + ", ".join(items) + "]"
+        if wrap_at is None or len(one_line) <= wrap_at:
+            return one_line
+        return "[\n" + "".join(f"    {item},\n" for item in items) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
 def load_toml(path: Path) -> dict[str, Any]:

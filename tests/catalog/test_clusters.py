@@ -193,3 +193,10 @@ def test_a_cluster_spec_past_ten_million_gpus_is_refused() -> None:
 
     with pytest.raises(InvalidPlanError, match="above the 10,000,000"):
         load_catalog().resolve_cluster("99999999999999999999xdgx-h100")
+
+
+def test_a_spec_longer_than_a_file_name_is_not_a_file() -> None:
+    # a path component over NAME_MAX (255 bytes) made is_file() raise ENAMETOOLONG: a traceback
+    from lightspeed.catalog.clusters import looks_like_file
+
+    assert looks_like_file("9xdgx-h100@" + "a" * 300) is False

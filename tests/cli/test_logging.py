@@ -26,7 +26,7 @@ def test_verbose_names_the_profile_and_leaves_stdout_alone(run_cli: Any) -> None
     assert quiet.code == loud.code == 0
     assert loud.out == quiet.out
     assert quiet.err == ""
-    assert "lightspeed: INFO: training stack profile megatron-core-2025 (the default)" in loud.err
+    assert "lightspeed: INFO: training stack profile published-median (the default)" in loud.err
 
 
 def test_the_environment_sets_the_level(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:

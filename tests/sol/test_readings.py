@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import validate_published
+from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.readings import parse_value, read_cell
 from lightspeed.workload import ModelRegistry
 
@@ -107,3 +107,39 @@ def test_each_row_shows_how_it_was_read(tmp_path: Path, catalog: Catalog, models
     assert "sparkle rate" in unread.reason
     assert "is not one lightspeed can predict" in unread.reason
     assert json.loads(json.dumps(read.to_dict()))["reading"]["position"] == 1
+
+
+@pytest.mark.parametrize(
+    ("metric", "key"),
+    [
+        # Issue 28: this text was read as a request latency (-98.8%): the formula explains the
+        # number, its "latency" names a divisor, not the metric.
+        ("output tokens/s/GPU (offline, out_tps=OSL*BS/latency/TP)", "output_tokens_per_s_per_gpu"),
+        ("output tokens/s/GPU, out_tps = OSL*BS/latency/TP", "output_tokens_per_s_per_gpu"),
+        ("TTFT (ms; ttft=first token time - arrival)", "ttft_s"),
+    ],
+)
+def test_a_formula_in_the_metric_text_does_not_name_the_metric(metric: str, key: str) -> None:
+    (reading,) = read_cell(metric, "2,941", kind="infer")
+    assert reading.key == key
+    assert reading.value == pytest.approx(2.941 if key == "ttft_s" else 2941.0)
+    if key != "ttft_s":
+        assert (reading.scope, reading.unit) == ("gpu", "tokens/s")
+
+
+def test_a_formula_row_is_predicted_as_a_throughput(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tPP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    row = (
+        "F1\tinfer\tTensorRT-LLM blog 2024\tLlama 2 70B\tISL/OSL 128/2048\tbatch 192\t1\t1\t1\tH200 141GB"
+        "\tFP8"
+        "\toutput tokens/s/GPU (offline, out_tps=OSL*BS/latency/TP)\t2,941"
+    )
+    table = tmp_path / "formula.tsv"
+    table.write_text(f"{header}\n{row}\n", encoding="utf-8")
+    report = validate_published(path=table, catalog=catalog, models=models, infer=inference_predictor())
+    (result,) = report.rows
+    assert result.metric == "output_tokens_per_s_per_gpu"
+    assert result.rel_error is not None
+    assert abs(result.rel_error) < 0.9  # was -98.8%, read as a latency

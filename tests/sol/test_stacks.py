@@ -22,7 +22,10 @@ from lightspeed.workload import ModelRegistry
         ("pytorch/torchtitan benchmarks (no compile)", 2024, "torchtitan-2024"),
         ("pytorch/torchtitan benchmarks, FP8 linears, torch.compile", 2024, "torchtitan-2024-compile"),
         ("mosaicml/llm-foundry benchmarking README", 2023, "llm-foundry-2023"),
-        ("Llama Team 2024 (paper text)", 2024, "megatron-core-2024"),  # no framework: its year's
+        # no framework named: the default profile (the median of published runs) from 2023 on,
+        # the Megatron profile of its year before
+        ("Llama Team 2024 (paper text)", 2024, "published-median"),
+        ("Brown et al. 2020 (paper text)", 2020, "megatron-2021"),
     ],
 )
 def test_a_row_picks_the_profile_of_the_framework_it_names(text: str, year: int, name: str) -> None:
@@ -53,7 +56,7 @@ def test_a_plan_takes_its_stacks_defaults_unless_it_says_otherwise() -> None:
 
 def test_zero3_with_pipeline_parallelism_is_refused(catalog: Catalog, models: ModelRegistry) -> None:
     plan = TrainingPlan(pp=2, dp=4, zero_stage=3, global_batch_size=8, seq_len=4096)
-    with pytest.raises(InvalidPlanError, match=r"zero_stage 3 with pp=2 under stack megatron-core-2025"):
+    with pytest.raises(InvalidPlanError, match=r"zero_stage 3 with pp=2 under stack published-median"):
         estimate_training(model=models.get("llama-3-8b"), cluster=catalog.cluster("dgx-h100"), plan=plan)
 
 

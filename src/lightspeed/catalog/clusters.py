@@ -236,4 +236,9 @@ def looks_like_file(text: str | Path) -> bool:
     """Whether ``text`` names a cluster file rather than a name or spec."""
     if isinstance(text, Path):
         return True
-    return text.strip().lower().endswith(".toml") or Path(text).is_file()
+    if text.strip().lower().endswith(".toml"):
+        return True
+    try:
+        return Path(text).is_file()
+    except OSError:  # a name longer than the file system allows (ENAMETOOLONG) is no file
+        return False

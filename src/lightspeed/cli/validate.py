@@ -1,4 +1,10 @@
-"""``lightspeed validate FILE.tsv``: predict published runs, report the error."""
+"""``lightspeed validate [FILE]``: predict published runs, report the error.
+
+With no file (or ``--builtin``), the structured published rows shipped with
+lightspeed (``sol/validation/data/published-runs.toml``); a ``.toml`` file in
+that format, or a tab-separated table in the format of ``published-dev.tsv``
+(free text read by the documented rules, docs/sol.md).
+"""
 
 from __future__ import annotations
 
@@ -9,25 +15,40 @@ import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
+from lightspeed.errors import UserInputError
 from lightspeed.report import render_validation
 from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.sol.validation import validate_builtin
 
 
 @click.command()
-@click.argument("table", type=click.Path(path_type=Path))
+@click.argument("table", type=click.Path(path_type=Path), required=False)
+@click.option(
+    "--builtin",
+    is_flag=True,
+    help="Predict the structured published rows shipped with lightspeed (the default without FILE).",
+)
 @calibration_option
 @json_option
-def command(table: Path, calibration: str | None, as_json: bool) -> None:
-    """Predict every row of a published-results TSV (format of published-dev.tsv) and report the error."""
+def command(table: Path | None, builtin: bool, calibration: str | None, as_json: bool) -> None:
+    """Predict published runs and report the error: the shipped rows, a structured .toml file, or a
+    free-text TSV table (format of published-dev.tsv)."""
+    if table is not None and builtin:
+        raise UserInputError("give a FILE or --builtin, not both (without either, the shipped rows)")
     context = get_context()
     efficiency = resolve_efficiency(calibration)
-    report = validate_published(
-        path=table,
-        catalog=context.catalog(),
-        models=context.models(),
-        efficiency=efficiency,
-        infer=inference_predictor(efficiency),
-    )
+    if table is None or table.suffix.lower() == ".toml":
+        report = validate_builtin(
+            catalog=context.catalog(), models=context.models(), efficiency=efficiency, path=table
+        )
+    else:
+        report = validate_published(
+            path=table,
+            catalog=context.catalog(),
+            models=context.models(),
+            efficiency=efficiency,
+            infer=inference_predictor(efficiency),
+        )
     if as_json:
         print_json(validation_json(report))
     else:

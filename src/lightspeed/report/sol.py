@@ -242,6 +242,8 @@ def render_validation(report: ValidationReport) -> None:
             [
                 row.id,
                 row.kind,
+                row.publisher or "-",
+                row.stack or "-",
                 row.metric,
                 _read_as(row),
                 measured,
@@ -253,10 +255,22 @@ def render_validation(report: ValidationReport) -> None:
         )
     render_table(
         f"validation: {report.path}",
-        ["id", "kind", "metric", "read as", "measured", "predicted", "interval", "error", "note"],
+        [
+            "id",
+            "kind",
+            "publisher",
+            "stack",
+            "metric",
+            "read as",
+            "measured",
+            "predicted",
+            "interval",
+            "error",
+            "note",
+        ],
         rows,
         console=console,
-        right_align_from=4,
+        right_align_from=6,
     )
     summary_rows = []
     for kind, summary in report.summary.items():

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Any, ClassVar, Final, TypeVar
 import msgspec
 import tomllib
 
-from lightspeed.datafile import load_json, read_text
+from lightspeed.datafile import load_json, read_text, toml_value
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.plan import (
@@ -179,7 +177,7 @@ class JobConfig(Record):
     def to_toml(self) -> str:
         """The configuration as a TOML plan file (``None`` fields left out: TOML has no null)."""
         lines = [f"# lightspeed {self.KIND}: run it with 'lightspeed {_command_of(self.KIND)} --config FILE'"]
-        lines.extend(f"{key} = {_toml_value(value)}" for key, value in self.to_file_dict().items())
+        lines.extend(f"{key} = {toml_value(value)}" for key, value in self.to_file_dict().items())
         return "\n".join(lines) + "\n"
 
     # -- reading --------------------------------------------------------------------------------
@@ -261,22 +259,6 @@ def _check_header(values: dict[str, Any], kind: str, where: str) -> None:
         command = _COMMANDS.get(str(found))
         fix = f"run it with 'lightspeed {command} --config {where}'" if command else ""
         raise DataFileError(Path(where), f"is a {found!r} file, not a {kind!r}", fix=fix)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise UserInputError(f"{value} cannot be written to a plan file")
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
 # --- training -----------------------------------------------------------------------------------

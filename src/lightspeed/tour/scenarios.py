@@ -30,7 +30,8 @@ from lightspeed.workload import ModelRegistry, TransformerSpec
 
 DEEPSEEK_PRETRAIN_GPU_HOURS = 2.664e6  # H800 GPU-hours of DeepSeek-V3 pre-training on 14.8T tokens
 DEEPSEEK_STACK = "deepseek-2024"  # its own stack: FP8 caching, norm/MLA up-projection recompute, BF16 moments
-LLAMA3_STACK = "megatron-core-2024"  # Meta names no framework: the 2024 profile
+# Meta names no framework: the default profile (the median of published runs), as for any such row
+LLAMA3_STACK: str | None = None
 DEEPSEEK_TOKENS = 14.8e12
 # (GPUs, CP, DP, sequence length, sequences per DP replica, reported BF16 MFU): Llama 3 paper, Table 4.
 LLAMA3_RUNS = (

@@ -16,10 +16,12 @@ attention kernels sustain in a whole step. Profiles live in
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -84,6 +86,8 @@ class Stack(Record):
     context_parallel: bool = True
     pipeline_parallel: bool = True
     memory_rules: str = "megatron"
+    fitted_on: tuple[str, ...] = ()
+    validated_on: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -98,6 +102,10 @@ class Stack(Record):
     def sharding_rule(self, zero_stage: int, *, pipeline: bool) -> ShardingRule:
         """The rule of ``zero_stage`` under this stack, with or without pipeline parallelism."""
         return self.sharding.rule(zero_stage, pipeline=pipeline)
+
+    def fit_note(self) -> str:
+        """Which published rows its fitted values rest on (:func:`fit_note`)."""
+        return fit_note(self.fitted_on, self.validated_on)
 
     def exposed_s(self, communication_s: ArrayLike, hideable_s: ArrayLike) -> FloatArray:
         """Seconds an overlapped collective still costs: what compute cannot cover, plus the
@@ -126,6 +134,30 @@ class Stack(Record):
         )
 
 
+def _ids(ids: tuple[str, ...], shown: int = 6) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def fit_note(fitted_on: tuple[str, ...], validated_on: tuple[str, ...]) -> str:
+    """``fitted on 25 published rows (T34, ...); 1 ran on this profile`` or ``not fitted on any
+    published row``: the rows of ``sol/validation/data/published-runs.toml`` a profile's fitted
+    values come from, and those run on the profile itself (``validated_on``).
+
+    >>> fit_note((), ())
+    'not fitted on any published row'
+    >>> fit_note(("T1", "T2"), ())
+    'fitted on 2 published rows (T1, T2), none of them run on this profile'
+    """
+    if not fitted_on:
+        return "not fitted on any published row"
+    own = (
+        f"{len(validated_on)} of them run on this profile"
+        if validated_on
+        else "none of them run on this profile"
+    )
+    return f"fitted on {len(fitted_on)} published rows ({_ids(fitted_on)}), {own}"
+
+
 def _exposed_s(communication_s: ArrayLike, hideable_s: ArrayLike, contention: float) -> FloatArray:
     communication = np.asarray(communication_s, dtype=np.float64)
     hideable = np.asarray(hideable_s, dtype=np.float64)
@@ -152,6 +184,12 @@ class ServingStack(Record):
     overlap_contention: float = 0.0
     decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
     kernel_fit_group: str = ""
+    fitted_on: tuple[str, ...] = ()
+    validated_on: tuple[str, ...] = ()
+
+    def fit_note(self) -> str:
+        """Which published rows its fitted values rest on (:func:`fit_note`)."""
+        return fit_note(self.fitted_on, self.validated_on)
 
     @property
     def group(self) -> str:
@@ -215,6 +253,8 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
         context_parallel=table.boolean("context_parallel", True),
         pipeline_parallel=table.boolean("pipeline_parallel", True),
         memory_rules=table.string("memory_rules", "megatron"),
+        fitted_on=table.strings("fitted_on"),
+        validated_on=table.strings("validated_on"),
     )
 
 
@@ -234,6 +274,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         overlap_contention=contention,
         decode_batch_per_rank=_per_architecture(table, "decode_batch_per_rank"),
         kernel_fit_group=table.string("kernel_fit_group", ""),
+        fitted_on=table.strings("fitted_on"),
+        validated_on=table.strings("validated_on"),
     )
 
 
@@ -350,8 +392,25 @@ def kernel_efficiency_cap(architecture: str) -> float | None:
     return _load_caps(_stacks_file()).get(architecture.lower())
 
 
+# Off while the profiles are fitted: the caps are written from the fitted values, so a fit that
+# saw them would be bounded by the fit before it.
+_CAPS_ON: Final = contextvars.ContextVar("kernel_efficiency_caps_on", default=True)
+
+
+@contextlib.contextmanager
+def caps_off() -> Iterator[None]:
+    """Within the block, :func:`capped` leaves every stack as it is (the fit script's predictions)."""
+    token = _CAPS_ON.set(False)
+    try:
+        yield
+    finally:
+        _CAPS_ON.reset(token)
+
+
 def capped(stack: Stack, architecture: str) -> Stack:
     """``stack`` with its kernel efficiency capped for ``architecture`` (:func:`kernel_efficiency_cap`)."""
+    if not _CAPS_ON.get():
+        return stack
     cap = kernel_efficiency_cap(architecture)
     if cap is None or stack.kernel_efficiency <= cap:
         return stack
@@ -385,8 +444,10 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
     """(profile, why) for a published row: the framework its ``text`` names, in its ``year``.
 
     The profiles whose framework words occur in the text (the most specific
-    word wins), else the Megatron ones; among them the one whose years hold
-    ``year`` (else the nearest), compiled when the text says ``torch.compile``.
+    word wins); among them the one whose years hold ``year`` (else the
+    nearest), compiled when the text says ``torch.compile``. A text that names
+    no framework gets the default profile (the median of published runs) from
+    2023 on, the Megatron profile of its year before.
 
     >>> stack_for("pytorch/torchtitan benchmarks ... no compile", 2024)[0].name
     'torchtitan-2024'
@@ -402,6 +463,9 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
         longest = max(length for length, _ in named)
         candidates = [stack for length, stack in named if length == longest]
         reason = "names " + next(w for w in candidates[0].frameworks if w in lowered and len(w) == longest)
+    elif year >= load_stack().from_year:
+        default = load_stack()
+        return default, f"stack {default.name}: the row names no framework, {year}: the default profile"
     else:
         candidates = [stack for stack in stacks if "megatron" in stack.frameworks]
         reason = "names no framework: the Megatron profile of its year"
@@ -419,7 +483,9 @@ __all__ = [
     "ServingStack",
     "Stack",
     "capped",
+    "caps_off",
     "default_stack_name",
+    "fit_note",
     "kernel_efficiency_cap",
     "load_serving_stack",
     "load_serving_stacks",

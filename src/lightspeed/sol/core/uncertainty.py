@@ -1,8 +1,8 @@
 """Error bars: how far published runs of the same family land from the engine's predictions.
 
 ``benchmarks/fit_efficiency.py --write`` predicts every published row with the
-profiles fitted on the *other* sources (leave-one-source-out) and stores, per
-family, the 10th and 90th percentiles of the speed residual
+profiles fitted without its publisher (leave-one-publisher-out) and stores, per
+family, the symmetric split-conformal 80% bound on the speed residual
 ``log(measured speed / predicted speed)`` in ``sol/data/uncertainty.toml``. A
 family is ``kind/dense|moe/architecture`` (``train/dense/hopper``); a family
 with fewer than :data:`MIN_ROWS` rows borrows from its parent
@@ -101,57 +101,83 @@ def load_bands(path: Path | None = None) -> Mapping[str, Band]:
 
 def interval_for(kind: str, *, moe: bool, architecture: str) -> Band:
     """The band of the most specific family with enough rows (``kind/moe/arch``, ``kind/moe``, ``kind``)."""
-    bands = load_bands()
-    name = family_name(kind, moe=moe, architecture=architecture)
-    parts = name.split("/")
+    return band_for(load_bands(), family_name(kind, moe=moe, architecture=architecture))
+
+
+def band_for(bands: Mapping[str, Band], family: str) -> Band:
+    """The band of ``family`` among ``bands``, or of its nearest parent with :data:`MIN_ROWS`
+    rows or more (``train/dense/hopper``, ``train/dense``, ``train``)."""
+    parts = family.split("/")
     for depth in (3, 2, 1):
         candidate = "/".join(parts[:depth])
         band = bands.get(candidate)
         if band is not None and band.num_rows >= MIN_ROWS:
             return Band(candidate, band.level, band.low, band.high, band.num_rows)
-    return bands.get(kind) or Band(kind, LEVEL, -0.3, 0.3, 0)
+    return bands.get(parts[0]) or Band(parts[0], LEVEL, -0.3, 0.3, 0)
 
 
-def _quantile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    position = share * (len(ordered) - 1)
-    below, above = math.floor(position), math.ceil(position)
-    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+def conformal_bounds(values: Iterable[float], level: float = LEVEL) -> tuple[float, float]:
+    """The symmetric split-conformal interval of ``level`` from out-of-fold residuals: ``+-q``
+    with q the k-th smallest of the n magnitudes, k = ceil(level * (n + 1)) (at most n). Under
+    exchangeable rows a new row falls inside with probability >= ``level``. Symmetric because a
+    new publisher's runs may sit above or below the model, whichever way the publishers the
+    residuals come from happened to (asymmetric percentiles covered 71% out of fold, not 80%).
+
+    >>> conformal_bounds([r / 10 for r in range(-5, 6)])
+    (-0.5, 0.5)
+    >>> conformal_bounds([r / 100 for r in range(100)])
+    (-0.8, 0.8)
+    """
+    magnitudes = sorted(abs(value) for value in values)
+    count = len(magnitudes)
+    quantile = magnitudes[min(count, math.ceil(level * (count + 1))) - 1]
+    return -quantile, quantile
 
 
 def bands_from_residuals(residuals: Iterable[tuple[str, float]], level: float = LEVEL) -> dict[str, Band]:
-    """Bands of every family and of its parents from ``(family, speed residual)`` pairs.
+    """Bands (:func:`conformal_bounds`) of every family and of its parents from
+    ``(family, speed residual)`` pairs.
 
     >>> bands = bands_from_residuals([("train/dense/hopper", r / 10) for r in range(-5, 6)])
-    >>> round(bands["train"].low, 2), round(bands["train"].high, 2)
-    (-0.4, 0.4)
+    >>> round(bands["train"].low, 2), round(bands["train"].high, 2), bands["train"].num_rows
+    (-0.5, 0.5, 11)
     """
     grouped: dict[str, list[float]] = {}
     for family, residual in residuals:
         parts = family.split("/")
         for depth in range(1, len(parts) + 1):
             grouped.setdefault("/".join(parts[:depth]), []).append(residual)
-    tail = (1.0 - level) / 2.0
     return {
-        name: Band(name, level, _quantile(values, tail), _quantile(values, 1.0 - tail), len(values))
+        name: Band(name, level, *conformal_bounds(values, level), len(values))
         for name, values in sorted(grouped.items())
     }
+
+
+def speed_residual(metric: str, measured: float, predicted: float) -> float:
+    """``log(measured speed / predicted speed)``: positive when the run was faster than predicted
+    (for a time metric the ratio of the times is flipped).
+
+    >>> round(speed_residual("step_time_s", measured=1.0, predicted=1.1), 4)
+    0.0953
+    """
+    ratio = math.log(measured / predicted)
+    return -ratio if metric in TIME_METRICS else ratio
 
 
 def write_uncertainty(
     rows: Iterable[tuple[str, str, float, float | None]], *, source: str, path: Path | None = None
 ) -> Path:
-    """Write the bands of ``(family, metric, measured, predicted)`` rows to ``uncertainty.toml``."""
+    """Write the bands of ``(family, metric, measured, predicted)`` rows to ``uncertainty.toml``;
+    the predictions are out-of-fold (each row predicted by values fitted without its publisher)."""
     residuals = []
     for family, metric, measured, predicted in rows:
         if predicted is None or predicted <= 0 or measured <= 0 or metric == "memory_per_gpu_bytes":
             continue
-        ratio = math.log(measured / predicted)
-        residuals.append((family, -ratio if metric in TIME_METRICS else ratio))
+        residuals.append((family, speed_residual(metric, measured, predicted)))
     bands = bands_from_residuals(residuals)
     lines = [
         "# Error bars of the SOL estimates: speed residuals log(measured / predicted) of the published",
-        "# rows, predicted with profiles fitted on the other sources (leave-one-source-out).",
+        "# rows, each predicted with values fitted without its publisher (leave-one-publisher-out).",
         "# Written by `python benchmarks/fit_efficiency.py --write`; do not edit by hand.",
         f"schema_version = {UNCERTAINTY_SCHEMA_VERSION}",
         f"level = {LEVEL}",
@@ -175,10 +201,13 @@ __all__ = [
     "LEVEL",
     "TIME_METRICS",
     "Band",
+    "band_for",
     "bands_from_residuals",
+    "conformal_bounds",
     "family_name",
     "family_of",
     "interval_for",
     "load_bands",
+    "speed_residual",
     "write_uncertainty",
 ]

@@ -324,7 +324,7 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
         )
     if serving.iteration_overhead_s > 0:
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
-    return line
+    return f"{line}; {serving.fit_note()}"
 
 
 def _assumptions(

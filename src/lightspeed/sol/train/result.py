@@ -249,7 +249,8 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
             f", clock x{hardware.clock_fraction:.3f} under the power cap"
             if hardware.clock_fraction < 1
             else ""
-        ),
+        )
+        + f"; {hardware.stack.fit_note()}",
         f"device memory {format_memory(hardware.usable_memory_bytes)} per GPU (as the driver reports), "
         f"{format_memory(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} framework reserve",
         f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",

@@ -1,4 +1,5 @@
-"""Published results read and predicted by both engines (``lightspeed validate``)."""
+"""Published results read and predicted by both engines (``lightspeed validate``): the structured
+rows shipped with lightspeed, free-text tables of a user's own, and the honest fit of the profiles."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.sol.validation.infer_rows import inference_predictor
+    from lightspeed.sol.validation.runs import validate_builtin
     from lightspeed.sol.validation.validate import ValidationReport, ValidationRow, validate_published
 
 
@@ -15,6 +17,7 @@ __all__ = [
     "ValidationReport",
     "ValidationRow",
     "inference_predictor",
+    "validate_builtin",
     "validate_published",
 ]
 

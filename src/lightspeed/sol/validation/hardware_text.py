@@ -21,12 +21,14 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, System
 from lightspeed.catalog.clusters import build_cluster, spread_over_domains
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError, UserInputError
+from lightspeed.records import Record
 from lightspeed.sol.validation.published import PublishedRow
 
 FABRIC_KEYWORDS: Final = (
@@ -105,8 +107,19 @@ def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
     )
 
 
-def variant_of(accelerator: Accelerator, text: str) -> tuple[Accelerator, list[str]]:
-    """The accelerator as the text describes it: another memory size or a power cap make a variant."""
+@dataclass(frozen=True)
+class HardwareSpec(Record):
+    """The hardware of a published run in catalog terms: a system, the variant its accelerator
+    ran as (another memory size, a power cap) and the scale-out fabric (``None``: the system's)."""
+
+    system: str
+    memory_gib: float | None = None
+    power_limit_w: float | None = None
+    fabric: str | None = None
+
+
+def _variant_figures(accelerator: Accelerator, text: str) -> tuple[float | None, float | None]:
+    """(memory in GB, power cap in W) the text gives where they are not the part's own."""
     listed = {round(accelerator.memory_nominal_bytes / 1e9), round(accelerator.memory_usable_bytes / 1e9)}
     listed |= {
         round(accelerator.memory_nominal_bytes / 2**30),
@@ -124,13 +137,24 @@ def variant_of(accelerator: Accelerator, text: str) -> tuple[Accelerator, list[s
         if accelerator.tdp_w is not None and watts < accelerator.tdp_w:
             power = watts
             break
-    if memory is None and power is None:
+    return memory, power
+
+
+def _variant(
+    accelerator: Accelerator, memory_gib: float | None, power_limit_w: float | None
+) -> tuple[Accelerator, list[str]]:
+    if memory_gib is None and power_limit_w is None:
         return accelerator, []
-    variant = derive_variant(accelerator, memory_gib=memory, power_limit_w=power)
+    variant = derive_variant(accelerator, memory_gib=memory_gib, power_limit_w=power_limit_w)
     note = f"variant {variant.name}: {variant.display_name}"
-    if power is not None:
+    if power_limit_w is not None:
         note += f" (compute clock x{variant.clock_fraction:.3f} under the cap)"
     return variant, [note]
+
+
+def variant_of(accelerator: Accelerator, text: str) -> tuple[Accelerator, list[str]]:
+    """The accelerator as the text describes it: another memory size or a power cap make a variant."""
+    return _variant(accelerator, *_variant_figures(accelerator, text))
 
 
 def _fabric(catalog: Catalog, text: str) -> str | None:
@@ -139,14 +163,20 @@ def _fabric(catalog: Catalog, text: str) -> str | None:
     return fabric if fabric is not None and fabric in catalog.links else None
 
 
-def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
-    """The cluster of ``num_gpus`` GPUs a row's hardware cell describes, and how it was read."""
-    text = row.text("hardware")
+def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
+    """(hardware, the words that named its system) of a hardware cell (see the module docs)."""
     system, span = named_system(catalog, text)
-    accelerator, notes = variant_of(system.accelerator, text)
+    memory, power = _variant_figures(system.accelerator, text)
+    return HardwareSpec(system.name, memory, power, _fabric(catalog, text)), span
+
+
+def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple[Cluster, list[str]]:
+    """The cluster of ``num_gpus`` GPUs of ``hardware`` (a job on part of a rack-scale system
+    spreads over the fewest racks), and notes on how it was built."""
+    system = catalog.system(hardware.system)
+    accelerator, notes = _variant(system.accelerator, hardware.memory_gib, hardware.power_limit_w)
     system = system_with(system, accelerator)
-    fabric = _fabric(catalog, text)
-    link = catalog.link(fabric) if fabric is not None else None
+    link = catalog.link(hardware.fabric) if hardware.fabric is not None else None
     if system.system_type == "rack" or (
         num_gpus > system.num_accelerators and num_gpus % system.num_accelerators
     ):
@@ -159,17 +189,26 @@ def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> t
         if system.num_accelerators * nodes == num_gpus
         else ""
     )
-    head = f"hardware '{text}' -> '{span}': {nodes} x {system.name}{each}" + (
-        f" over {fabric}" if fabric else ""
-    )
+    head = f"{nodes} x {system.name}{each}" + (f" over {hardware.fabric}" if hardware.fabric else "")
     return cluster, [head, *notes]
+
+
+def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
+    """The cluster of ``num_gpus`` GPUs a row's hardware cell describes, and how it was read."""
+    text = row.text("hardware")
+    hardware, span = read_hardware(catalog, text)
+    cluster, notes = cluster_of(catalog, hardware, num_gpus)
+    return cluster, [f"hardware '{text}' -> '{span}': {notes[0]}", *notes[1:]]
 
 
 __all__ = [
     "FABRIC_KEYWORDS",
+    "HardwareSpec",
     "HardwareTextError",
+    "cluster_of",
     "default_system",
     "named_system",
+    "read_hardware",
     "resolve_row_cluster",
     "variant_of",
 ]

@@ -9,12 +9,19 @@ and decode-pool figures stay with the analytic steady state.
   next request when the last completes; the run has the row's request count
   (``49,152 requests``) or ten times the concurrency (at least 1,000, at most 20,000), and no
   more than four rounds of the concurrency (longer runs move the throughput by under 1%).
-* **Open loop** (``request rate R``, ``R req/s arrival``): Poisson arrivals.
+* **Open loop** (``request rate R``, ``R req/s arrival``; a load with an arrival rate):
+  Poisson arrivals, the row's request count or 1,000.
 * **MLPerf** (a cell names MLPerf and a benchmark of ``sol/serve/data/mlperf.toml``):
   the workload's published lengths (the row's ISL/OSL override them). Offline is the
   simulated throughput with every sample waiting; Server and Interactive are the
   highest Poisson rate whose 99th-percentile TTFT and TPOT meet the benchmark's limits
-  (:func:`~lightspeed.sol.serve.capacity.max_rate_at_slo`), times the mean output.
+  (:func:`~lightspeed.sol.serve.capacity.max_rate_at_slo`), times the mean output. A row
+  without a TP cell runs the TP whose simulated Offline throughput is highest
+  (:func:`mlperf_split`), as a submitter tunes it.
+
+Typed rows (``sol/validation/data/published-runs.toml``) are simulated from their load alone
+(:func:`load_simulation`); the TSV reader also reads a request rate or count and MLPerf from
+the row's text.
 
 Metrics: throughputs over the whole run (first arrival to last completion, as the
 benchmarks count them), per-user speed the mean of each request's ``1 / TPOT``,
@@ -24,10 +31,11 @@ TTFT/TPOT/latency the means over requests.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.catalog import Cluster
+from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack
@@ -35,8 +43,8 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.capacity import max_rate_at_slo
 from lightspeed.sol.serve.deployment import simulated_deployment
 from lightspeed.sol.serve.metrics import ServiceLevel
-from lightspeed.sol.serve.mlperf import MlperfWorkload, find_mlperf_workload
-from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
+from lightspeed.sol.serve.mlperf import find_mlperf_workload
+from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
 from lightspeed.sol.validation.published import PublishedRow, RowError
 from lightspeed.workload import TransformerSpec
@@ -49,6 +57,7 @@ MIN_CLOSED_REQUESTS: Final = 1000
 MAX_SIMULATED_REQUESTS: Final = 20_000
 CLOSED_WAVES: Final = 4
 MLPERF_SIMULATED_REQUESTS: Final = 4000  # per probe: LoadGen's 24,576 samples need not all run
+MLPERF_SPLIT_REQUESTS: Final = 800  # requests per replica when choosing an MLPerf row's split
 
 
 @dataclass(frozen=True)
@@ -63,35 +72,44 @@ class RowSimulation(Record):
     note: str = ""
 
 
-def _count(text: str, default: int) -> int:
-    match = _REQUESTS.search(text)
-    count = int(match.group(1).replace(",", "")) if match else default
-    return max(1, min(count, MAX_SIMULATED_REQUESTS * 3))
+def row_requests(row: PublishedRow) -> int | None:
+    """The request count a row states (``49,152 requests``), if any."""
+    match = _REQUESTS.search(row.joined().lower())
+    return int(match.group(1).replace(",", "")) if match else None
+
+
+def row_rate(row: PublishedRow) -> float | None:
+    """The request rate a row states (``request rate 4``, ``qps 2``), if any."""
+    match = _RATE.search(row.joined().lower())
+    return float(match.group(1)) if match else None
 
 
 def _fixed(load: ServingLoad) -> tuple[LengthDistribution, LengthDistribution]:
     return LengthDistribution.fixed(load.input_tokens), LengthDistribution.fixed(load.output_tokens)
 
 
-def loaded_row_simulation(row: PublishedRow, load: ServingLoad, batching: str) -> RowSimulation | None:
-    """The simulation of a continuous-batching row at a concurrency or rate (``None`` otherwise)."""
+def load_simulation(
+    load: ServingLoad, batching: str, num_requests: int | None = None
+) -> RowSimulation | None:
+    """The simulation of continuous batching at a concurrency (closed loop) or an arrival rate
+    (Poisson), with ``num_requests`` when the row states it (see the module); ``None`` for other
+    loads (offline, static batches, decode pools, one request at a time)."""
     if batching != "continuous":
         return None
-    text = row.joined().lower()
     inputs, outputs = _fixed(load)
-    rate = _RATE.search(text)
-    if rate is not None:
-        count = _count(text, MIN_CLOSED_REQUESTS)
-        workload = ServingWorkload(ArrivalProcess.poisson(float(rate.group(1))), inputs, outputs, count)
-        return RowSimulation(
-            "open", workload, note=f"simulated: Poisson {rate.group(1)} req/s, {count} requests"
-        )
+    cap = MAX_SIMULATED_REQUESTS * 3
+    if load.arrival_rate_per_s is not None:
+        count = max(1, min(num_requests or MIN_CLOSED_REQUESTS, cap))
+        rate = load.arrival_rate_per_s
+        workload = ServingWorkload(ArrivalProcess.poisson(rate), inputs, outputs, count)
+        return RowSimulation("open", workload, note=f"simulated: Poisson {rate:g} req/s, {count} requests")
     if load.concurrency is None or load.concurrency <= 1:
         return None
     default = min(max(10 * load.concurrency, MIN_CLOSED_REQUESTS), MAX_SIMULATED_REQUESTS)
     # at most CLOSED_WAVES rounds of the concurrency: longer runs change the throughput by under 1%
     # (I101: 49,152 requests or 12,288 give 35,314 and 35,302 tokens/s) and cost the fit script time
-    count = min(_count(text, default), max(CLOSED_WAVES * load.concurrency, MIN_CLOSED_REQUESTS))
+    stated = max(1, min(num_requests or default, cap))
+    count = min(stated, max(CLOSED_WAVES * load.concurrency, MIN_CLOSED_REQUESTS))
     workload = ServingWorkload(ArrivalProcess.closed(load.concurrency), inputs, outputs, count)
     return RowSimulation(
         "closed",
@@ -105,9 +123,7 @@ def names_mlperf(row: PublishedRow) -> bool:
     return _MLPERF.search(row.joined()) is not None
 
 
-def mlperf_row_simulation(
-    row: PublishedRow, load: ServingLoad | None
-) -> tuple[RowSimulation, MlperfWorkload]:
+def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSimulation:
     """The simulation of an MLPerf row: its benchmark, scenario and lengths (see the module)."""
     text = row.joined()
     workload = find_mlperf_workload(" ".join((row.text("model"), text)))
@@ -137,7 +153,44 @@ def mlperf_row_simulation(
     if load is None and workload.input_assumption:
         note += f" (prompt lengths: {workload.input_assumption})"
     mode = "offline" if scenario == "offline" else "capacity"
-    return RowSimulation(mode, simulated, slo, workload.name, note), workload
+    return RowSimulation(mode, simulated, slo, workload.name, note)
+
+
+def _offline_rate(
+    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
+) -> float:
+    """Simulated Offline output tokens per second of ``plan`` (one replica, scaled, on one node)."""
+    single = cluster.num_nodes == 1 and plan.replicas > 1
+    run = plan.with_changes(replicas=1) if single else plan
+    offline = replace(
+        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * run.replicas
+    )
+    rate = simulate(model=model, cluster=cluster, plan=run, workload=offline).output_tokens_per_s
+    return rate * (plan.replicas if single else 1)
+
+
+def mlperf_split(
+    model: TransformerSpec, cluster: Cluster, precision: str, workload: ServingWorkload
+) -> tuple[int, str]:
+    """(TP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the scale-up
+    domain, replicas filling the GPUs) whose simulated Offline throughput is highest."""
+    gpus = cluster.num_accelerators
+    best: tuple[float, int] | None = None
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
+            continue
+        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
+        try:
+            rate = _offline_rate(model, cluster, plan, workload)
+        except UserInputError:
+            continue
+        if best is None or rate > best[0]:
+            best = (rate, tp)
+    if best is None:
+        raise RowError(f"{model.name} in {precision} fits no split of {cluster.name}")
+    tp = best[1]
+    note = f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the most simulated throughput"
+    return tp, note
 
 
 def _metric_value(result: SimulationResult, metric: str, num_gpus: int) -> float:
@@ -201,8 +254,11 @@ def simulate_row(
 
 __all__ = [
     "RowSimulation",
-    "loaded_row_simulation",
+    "load_simulation",
     "mlperf_row_simulation",
+    "mlperf_split",
     "names_mlperf",
+    "row_rate",
+    "row_requests",
     "simulate_row",
 ]

@@ -44,7 +44,7 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Load-dependent figures** (continuous batching at a concurrency or a request rate,
   MLPerf Server, Interactive and Offline rows) are simulated request by request
   (:mod:`lightspeed.sol.validation.infer_load`); an MLPerf row without a TP cell runs the
-  TP whose analytic offline throughput is highest, the rest of the GPUs as replicas.
+  TP whose simulated Offline throughput is highest, the rest of the GPUs as replicas.
 """
 
 from __future__ import annotations
@@ -57,23 +57,25 @@ from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.serve.simulator import simulate
-from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
+from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
-    loaded_row_simulation,
+    load_simulation,
     mlperf_row_simulation,
+    mlperf_split,
     names_mlperf,
+    row_rate,
+    row_requests,
     simulate_row,
 )
 from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, is_missing
 from lightspeed.sol.validation.readings import Reading, read_cell
-from lightspeed.sol.validation.rows import choose_reading, resolve_cluster, resolve_model, row_year
-from lightspeed.sol.validation.validate import ValidationRow, predicted_row
+from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
+from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
@@ -270,100 +272,43 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
     return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
 
 
-def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation | None]:
-    """(load, batching, note, simulation): an MLPerf row's benchmark, else the row's cells; a
-    figure that depends on load gets the simulation that predicts it."""
-    if not names_mlperf(row):
-        load, batching, note = _load(row)
-        return load, batching, note, loaded_row_simulation(row, load, batching)
-    try:
-        stated: ServingLoad | None = _load(row)[0]
-    except RowError:
-        stated = None  # the benchmark's published lengths
-    simulation, _ = mlperf_row_simulation(row, stated)
-    workload = simulation.workload
-    load = ServingLoad(
-        max(round(workload.input_lengths.mean_tokens), 1), max(round(workload.output_lengths.mean_tokens), 1)
-    )
-    return load, "continuous", simulation.note, simulation
+@dataclass(frozen=True, kw_only=True)
+class InferenceRowSpec(RunSpec):
+    """A published inference run in typed fields, nothing left to read from text: what the
+    structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
+    the server the run used (``docs/inference.md``); ``simulation`` how the TSV reader found a
+    load-dependent figure is to be simulated (an MLPerf scenario, a request rate or count), else
+    ``None``: :func:`inference_setup` simulates continuous batching at a concurrency or rate from
+    ``load`` alone."""
+
+    plan: InferencePlan
+    load: ServingLoad
+    batching: str
+    serving: str
+    simulation: RowSimulation | None = None
 
 
-MLPERF_SPLIT_REQUESTS = 800  # requests per replica when choosing an MLPerf row's split
-
-
-def _offline_rate(
-    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
-) -> float:
-    """Simulated Offline output tokens per second of ``plan`` (one replica, scaled, on one node)."""
-    single = cluster.num_nodes == 1 and plan.replicas > 1
-    run = plan.with_changes(replicas=1) if single else plan
-    offline = replace(
-        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * run.replicas
-    )
-    rate = simulate(model=model, cluster=cluster, plan=run, workload=offline).output_tokens_per_s
-    return rate * (plan.replicas if single else 1)
-
-
-def _mlperf_degrees(
-    row: PublishedRow,
-    model: TransformerSpec,
-    cluster: Cluster,
-    precision: str,
-    simulation: RowSimulation | None,
-) -> tuple[int, int, str | None]:
-    """(TP, PP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the
-    scale-up domain, replicas filling the GPUs) whose simulated Offline throughput is highest,
-    as a submitter tunes it."""
-    if simulation is None or not simulation.mlperf or not is_missing(row.text("TP")):
-        return integer_cell(row.text("TP"), 1) or 1, integer_cell(row.text("PP"), 1) or 1, None
-    gpus = cluster.num_accelerators
-    best: tuple[float, int] | None = None
-    for tp in (1, 2, 4, 8, 16, 32, 64):
-        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
-            continue
-        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
-        try:
-            rate = _offline_rate(model, cluster, plan, simulation.workload)
-        except UserInputError:
-            continue
-        if best is None or rate > best[0]:
-            best = (rate, tp)
-    if best is None:
-        raise RowError(f"{model.name} in {precision} fits no split of {cluster.name}")
-    tp = best[1]
-    return (
-        tp,
-        1,
-        f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the split with the most simulated "
-        "throughput",
-    )
-
-
-def inference_row_setup(
-    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
-) -> tuple[InferenceRowSetup, object]:
-    """(setup, cluster) of an inference row (see the module docstring for the rules)."""
-    num_gpus = integer_cell(row.text("GPUs"))
-    if not num_gpus:
-        raise RowError("GPUs is not reported")
-    model, model_note = _resolve_model(registry, row)
-    cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
-    precision, precision_note = _precision(row, cluster.system.accelerator.vendor)
-    load, batching, load_note, simulation = _row_load(row)
-    tp, pp, split_note = _mlperf_degrees(row, model, cluster, precision, simulation)
+def _deployment(
+    row: PublishedRow, model: TransformerSpec, num_gpus: int, vendor: str, tp: int | None = None
+) -> tuple[InferencePlan, list[str]]:
+    """The deployment a row describes (degrees, attention data parallelism, formats) and notes;
+    ``tp`` replaces a missing TP cell."""
+    tp = tp or integer_cell(row.text("TP"), 1) or 1
+    pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
+    precision, precision_note = _precision(row, vendor)
     kv_precision = _kv_precision(row)
-    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
-    assert reading.value is not None
-    notes = [model_note, *cluster_notes, precision_note, load_note, *([split_note] if split_note else [])]
+    notes = [precision_note]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
         attention_groups, tp = _attention_groups(row, tp, ep)
         notes.append(
             f"attention data parallelism: {attention_groups} attention groups of {tp} GPU(s) per stage"
         )
+    if kv_precision is not None:
+        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
     plan = InferencePlan(
         tp=tp,
         pp=pp,
@@ -374,37 +319,107 @@ def inference_row_setup(
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
-    notes.extend(_plan_notes(row, kv_precision))
-    year, _ = row_year(row, cluster.system.accelerator)
-    serving, serving_note = row_serving_stack(row, year)
-    notes.append(serving_note)
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
-    setup = InferenceRowSetup(
-        model,
-        plan,
-        load,
-        batching,
-        reading.key,
-        reading.value,
-        tuple(notes),
-        reading,
-        readings,
-        serving,
-        simulation,
-    )
-    return setup, cluster
+    return plan, notes
 
 
-def _plan_notes(row: PublishedRow, kv_precision: str | None) -> list[str]:
-    notes = []
-    if kv_precision is not None:
-        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
+    """An inference row of a published-results table in typed fields (the rules in the module docs)."""
+    num_gpus = integer_cell(row.text("GPUs"))
+    if not num_gpus:
+        raise RowError("GPUs is not reported")
+    model, model_note = _resolve_model(registry, row)
+    hardware, span = read_hardware(catalog, row.text("hardware"))
+    cluster, _ = cluster_of(catalog, hardware, num_gpus)
+    vendor = cluster.system.accelerator.vendor
+    load, batching, load_note, simulation = _row_load(row)
+    split_tp, split_note = None, ""
+    if simulation is not None and simulation.mlperf and is_missing(row.text("TP")):
+        split_tp, split_note = mlperf_split(model, cluster, _precision(row, vendor)[0], simulation.workload)
+    plan, plan_notes = _deployment(row, model, num_gpus, vendor, split_tp)
+    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
+    assert reading.value is not None
+    notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    notes.extend([split_note] if split_note else [])
     if _names_speculation(row):
         notes.append(
             "speculative decoding named but not modelled: the row states no acceptance rate, "
             "so it is predicted without it"
         )
-    return notes
+    year, _ = row_year(row, cluster.system.accelerator)
+    serving, serving_note = row_serving_stack(row, year)
+    notes.append(serving_note)
+    return InferenceRowSpec(
+        row_id=row.row_id,
+        model=model,
+        model_name=registry_name(registry, model),
+        hardware=hardware,
+        num_gpus=num_gpus,
+        plan=plan,
+        load=load,
+        batching=batching,
+        metric=reading.key,
+        measured=reading.value,
+        serving=serving.name,
+        simulation=simulation,
+        assumptions=tuple(notes),
+        reading=reading,
+        readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
+    )
+
+
+def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation | None]:
+    """(load, batching, note, simulation): an MLPerf row's benchmark, else the row's cells (a
+    request rate the row states makes the load an open loop); a figure that depends on load gets
+    the simulation that predicts it."""
+    if not names_mlperf(row):
+        load, batching, note = _load(row)
+        rate = row_rate(row)
+        if rate is not None and batching == "continuous":
+            load = replace(load, concurrency=None, arrival_rate_per_s=rate)
+            note = f"continuous batching, Poisson arrivals at {rate:g} requests/s"
+        return load, batching, note, load_simulation(load, batching, row_requests(row))
+    try:
+        stated: ServingLoad | None = _load(row)[0]
+    except RowError:
+        stated = None  # the benchmark's published lengths
+    simulation = mlperf_row_simulation(row, stated)
+    workload = simulation.workload
+    load = ServingLoad(
+        max(round(workload.input_lengths.mean_tokens), 1), max(round(workload.output_lengths.mean_tokens), 1)
+    )
+    return load, "continuous", simulation.note, simulation
+
+
+def inference_setup(
+    spec: InferenceRowSpec, catalog: Catalog, *, serving: ServingStack | None = None
+) -> tuple[InferenceRowSetup, Cluster]:
+    """(setup, cluster) of a typed inference row, on its own serving profile or on ``serving``."""
+    chosen = serving or load_serving_stack(spec.serving)
+    cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
+    notes = [*spec.assumptions, *cluster_notes]
+    if chosen.name != spec.serving:
+        notes.append(f"predicted on the serving profile {chosen.name}, not the run's own {spec.serving}")
+    setup = InferenceRowSetup(
+        spec.model,
+        spec.plan,
+        spec.load,
+        spec.batching,
+        spec.metric,
+        spec.measured,
+        tuple(notes),
+        spec.reading,
+        spec.readings,
+        chosen,
+        spec.simulation or load_simulation(spec.load, spec.batching),
+    )
+    return setup, cluster
+
+
+def inference_row_setup(
+    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
+) -> tuple[InferenceRowSetup, Cluster]:
+    """(setup, cluster) of an inference row of a table (see the module docstring for the rules)."""
+    return inference_setup(read_inference_row(row, catalog, registry), catalog)
 
 
 def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
@@ -448,25 +463,22 @@ def inference_predictor(
 
     def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
         setup, cluster = inference_row_setup(row, catalog, registry)
-        return predict_inference_setup(row, setup, cluster, efficiency)
+        return predict_inference_setup(RowLabel(row.row_id, row.text("source")), setup, cluster, efficiency)
 
     return predict
 
 
 def predict_inference_setup(
-    row: PublishedRow, setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None = None
+    label: RowLabel, setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
     """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``):
     simulated when the figure depends on load, else the analytic steady state."""
-    band = interval_for(
-        "infer", moe=setup.model.moe is not None, architecture=estimate_cluster_architecture(cluster)
-    )
     try:
         if setup.simulation is not None:
             predicted, reached = simulate_row(
                 setup.simulation,
                 model=setup.model,
-                cluster=cluster,  # type: ignore[arg-type]
+                cluster=cluster,
                 plan=setup.plan,
                 metric=setup.metric,
                 serving=setup.serving,
@@ -479,7 +491,7 @@ def predict_inference_setup(
     except UserInputError as error:
         raise RowError(str(error)) from None
     return predicted_row(
-        row,
+        label,
         kind="infer",
         metric=setup.metric,
         measured=setup.measured,
@@ -488,16 +500,19 @@ def predict_inference_setup(
         assumptions=assumptions,
         reading=setup.reading,
         readings=setup.readings,
-        band=band,
+        band=interval_for(
+            "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
+        ),
+        stack=setup.serving.name if setup.serving is not None else "",
     )
 
 
 def _analytic(
-    setup: InferenceRowSetup, cluster: object, efficiency: EfficiencyModel | None
+    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
 ) -> tuple[float, dict[str, object], tuple[str, ...]]:
     estimate = estimate_inference(
         model=setup.model,
-        cluster=cluster,  # type: ignore[arg-type]
+        cluster=cluster,
         plan=setup.plan,
         load=setup.load,
         efficiency=efficiency,
@@ -515,15 +530,13 @@ def _analytic(
     return _value(estimate, setup.metric), plan, setup.assumptions + estimate.assumptions
 
 
-def estimate_cluster_architecture(cluster: object) -> str:
-    """The accelerator architecture of a row's cluster (``Hopper`` ...)."""
-    return str(cluster.system.accelerator.architecture)  # type: ignore[attr-defined]
-
-
 __all__ = [
     "INFERENCE_METRICS",
     "InferenceRowSetup",
+    "InferenceRowSpec",
     "inference_predictor",
     "inference_row_setup",
+    "inference_setup",
     "predict_inference_setup",
+    "read_inference_row",
 ]

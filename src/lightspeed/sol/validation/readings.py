@@ -12,7 +12,12 @@ carries its own unit and scope, in the metric text or beside the number:
   (``aggregate``, ``total``, ``system``, nothing said);
 * numbers with thousands separators and K/M/B/T suffixes (``2,288,843``,
   ``2.664M``), a leading ``~`` (approximate), a range ``20-22`` (its
-  midpoint), a percent sign (``54.32%``), ``PF``/``TF`` rates.
+  midpoint), a percent sign (``54.32%``), ``PF``/``TF`` rates;
+* a formula the text gives for its number (``out_tps=OSL*BS/latency/TP``)
+  explains the metric, it does not name it: what follows an ``=`` up to the
+  next ``,``, ``;`` or ``)`` is left out when the quantity, unit and scope are
+  read, so ``output tokens/s/GPU (offline, out_tps=OSL*BS/latency/TP)`` is a
+  throughput per GPU, not a latency.
 
 :func:`read_cell` returns one :class:`Reading` per piece, recognized or not,
 so a row can show exactly how it was read; the engines then predict the first
@@ -49,6 +54,8 @@ _PEAK: Final = re.compile(r"\bvs\.?\s*(" + _NUMBER + r")\s*(pf|tf)", re.IGNORECA
 # Rates that exist per GPU too (``tokens_per_s`` -> ``tokens_per_s_per_gpu``).
 RATE_KEYS: Final = frozenset({"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s"})
 _TOKEN_BUDGET: Final = re.compile(r"(\d[\d.,]*\s*[kmbt]?)\s*tokens", re.IGNORECASE)
+# The right-hand side of a formula written in a metric cell ("out_tps=OSL*BS/latency/TP").
+_FORMULA: Final = re.compile(r"=[^,;)]*")
 
 
 @dataclass(frozen=True)
@@ -253,8 +260,17 @@ def read_cell(metric_text: str, measured_text: str, *, kind: str = "train") -> t
     return tuple(readings[:count])
 
 
+def without_formulas(metric: str) -> str:
+    """``metric`` with the right-hand side of every formula in it left out.
+
+    >>> without_formulas("output tokens/s/GPU (offline, out_tps=OSL*BS/latency/TP)")
+    'output tokens/s/GPU (offline, out_tps)'
+    """
+    return _FORMULA.sub("", metric)
+
+
 def _reading(metric: str, value_text: str, position: int, count: int, kind: str) -> Reading:
-    lowered = metric.lower()
+    lowered = without_formulas(metric.lower())
     value, unit, notes = parse_value(value_text)
     key = _train_key(lowered) if kind == "train" else infer_key(lowered)
     if value is not None and key:
@@ -308,4 +324,12 @@ def infer_key(metric: str) -> str:
     return ""
 
 
-__all__ = ["RATE_KEYS", "Reading", "infer_key", "parse_value", "read_cell", "split_pieces"]
+__all__ = [
+    "RATE_KEYS",
+    "Reading",
+    "infer_key",
+    "parse_value",
+    "read_cell",
+    "split_pieces",
+    "without_formulas",
+]

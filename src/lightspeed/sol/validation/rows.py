@@ -13,8 +13,11 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
 * **Unreported micro-batch, interleaving depth or recomputation**: the fastest
   plan that fits among the valid values (published runs report tuned setups).
 * **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (with PP: 2, or
-  the stage of the row's stack that keeps as much), ``distributed optimizer`` or a
+  the stage of the predicting stack that keeps as much), ``distributed optimizer`` or a
   bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
+* **A global batch that does not split over DP**: the degrees the row leaves
+  unstated (TP, PP, CP, DP cells empty) are searched for a split
+  (:func:`lightspeed.sol.train.batch.split_batch`).
 * **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
   ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
   ``model TFLOP/s`` -> 6N + causal attention; else as the named stack counts its
@@ -31,10 +34,14 @@ from typing import Final
 from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
-from lightspeed.sol.core.stacks import Stack, stack_for
+from lightspeed.sol.core.stacks import Stack, load_stack, stack_for
 from lightspeed.sol.train.batch import split_batch
 from lightspeed.sol.train.plan import TrainingPlan
-from lightspeed.sol.validation.hardware_text import resolve_row_cluster
+from lightspeed.sol.validation.hardware_text import (
+    HardwareSpec,
+    cluster_of,
+    read_hardware,
+)
 from lightspeed.sol.validation.published import (
     PublishedRow,
     RowError,
@@ -78,6 +85,76 @@ class RowSetup(Record):
     reading: Reading | None = None
     readings: tuple[Reading, ...] = ()
     stack: Stack | None = None
+    peak_flop_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class PlanSpec(Record):
+    """A published run's parallel plan: what it reported, and for each setting it left unsaid the
+    values searched (the fastest plan that fits wins). ``recompute`` values are policies, where
+    ``selective`` is the predicting stack's own (Megatron's core attention, torchtitan's per-op).
+    ``fsdp_under_pipeline``: FSDP with PP, whose ZeRO stage is the predicting stack's that keeps
+    parameters and gradients whole (``zero_stage`` is the run's own stack's);
+    ``free_degrees``: the degrees the source left unstated, searched if the batch does not split."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    cp: int
+    zero_stage: int
+    schedule: str
+    global_batch_size: int
+    seq_len: int
+    precision: str
+    micro_batch_sizes: tuple[int, ...]
+    vpps: tuple[int, ...]
+    recomputes: tuple[str, ...]
+    sequence_parallel: bool | None = None
+    tp_overlap: bool | None = None
+    fsdp_under_pipeline: bool = False
+    free_degrees: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FlopCount(Record):
+    """How the publisher counted the FLOPs of a TFLOP/s or MFU figure
+    (:func:`lightspeed.workload.flops.flops_per_token`'s arguments)."""
+
+    convention: str
+    counts_recompute: bool
+    causal: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec(Record):
+    """What every published run names: its row, model (``model_name`` when it is the registry's,
+    else ``None``: built from the row's dimensions), hardware and GPUs, the quantity it reports
+    (``measured`` in base units) and how it was read (``assumptions``, ``reading``)."""
+
+    row_id: str
+    model: TransformerSpec
+    model_name: str | None
+    hardware: HardwareSpec
+    num_gpus: int
+    metric: str
+    measured: float
+    assumptions: tuple[str, ...] = ()
+    reading: Reading | None = None
+    readings: tuple[Reading, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingRowSpec(RunSpec):
+    """A published training run in typed fields, nothing left to read from text: what the
+    structured rows hold and what the TSV reader makes of a row. ``stack`` names the profile of
+    the software the run used (``docs/sol.md``)."""
+
+    plan: PlanSpec
+    flops: FlopCount
+    stack: str
+    num_tokens: float | None = None
+    peak_flop_per_s: float | None = None
 
 
 _CONTAINER: Final = re.compile(
@@ -100,11 +177,6 @@ def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
     if accelerator.architecture.lower() in ("ampere", "volta"):
         return 2020, "no year in the source: 2020 for Ampere"
     return 2024, f"no year in the source: 2024 for {accelerator.architecture}"
-
-
-def resolve_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
-    """The cluster of a row (:func:`~lightspeed.sol.validation.hardware_text.resolve_row_cluster`)."""
-    return resolve_row_cluster(catalog, row, num_gpus)
 
 
 def _heads(text: str) -> tuple[int | None, int | None]:
@@ -185,9 +257,7 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
     match = re.search(r"zero-?(\d)", lowered)
     if match:
         return int(match.group(1)), f"sharding '{text}' -> ZeRO-{match.group(1)}"
-    sized = re.search(r"fsdp\s*=\s*(\d+)", lowered)
-    fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
-    if fsdp or "full_shard" in lowered or "full shard" in lowered:
+    if _is_fsdp(lowered):
         if pp > 1:
             return _fsdp_under_pipeline(text, pp, stack)
         return 3, f"sharding '{text}' -> ZeRO-3 (FSDP full sharding)"
@@ -196,6 +266,15 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
     if lowered.startswith("none"):
         return 0, "sharding none -> ZeRO-0 (DDP)"
     return 1, "sharding not reported -> ZeRO-1"
+
+
+def _is_fsdp(lowered: str) -> bool:
+    """Whether a lower-case sharding cell names full FSDP sharding (not ``FSDP=0``, not ZeRO-k)."""
+    if re.search(r"zero-?(\d)", lowered):
+        return False
+    sized = re.search(r"fsdp\s*=\s*(\d+)", lowered)
+    fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
+    return fsdp or "full_shard" in lowered or "full shard" in lowered
 
 
 def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, str]:
@@ -211,20 +290,22 @@ def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, 
     )
 
 
-def _recompute(text: str, stack: Stack) -> str:
+def _recompute(text: str) -> str:
+    """The policy a recompute cell names (``selective``: the predicting stack's selective one)."""
     lowered = text.lower()
     if "per-op" in lowered or "(op" in lowered:
         return "op"
     if "selective" in lowered or "partial" in lowered:
-        return stack.selective_recompute
+        return "selective"
     if lowered.startswith("full") or "full activation" in lowered:
         return "full"
     return "none"
 
 
 def _precision(text: str) -> str:
+    """The training precision a cell names; block-scaled formats (``MXFP8``) before their family."""
     lowered = text.lower()
-    for key in ("fp8", "fp4", "fp16", "bf16", "fp32"):
+    for key in ("mxfp8", "nvfp4", "mxfp4", "fp8", "fp4", "fp16", "bf16", "fp32"):
         if key in lowered:
             return key
     return "bf16"
@@ -272,43 +353,26 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
     return _Degrees(tp, pp, dp, ep, cp)
 
 
-def _stated_settings(text: str, zero_stage: int, stack: Stack) -> dict[str, object]:
-    """What the row's own words change from its stack's defaults."""
-    settings: dict[str, object] = {}
+def _stated_settings(text: str) -> dict[str, bool]:
+    """What the row's own words change from its stack's defaults (``TP all-reduce``, ``AsyncTP``)."""
+    settings = {}
     if "tp all-reduce" in text:
         settings["sequence_parallel"] = False
-    if zero_stage >= 3:  # ZeRO-3/FSDP prefetch parameters and overlap by design
-        settings["dp_overlap"] = True
     if "asynctp" in text.replace(" ", "").replace("-", "") and "with asynctp" not in text:
         settings["tp_overlap"] = True
-    if settings.get("sequence_parallel") is False or stack.sequence_parallel:
-        return settings
-    return {**settings, "sequence_parallel": False}
+    return settings
 
 
-def _split_over_free_degrees(
-    row: PublishedRow, base: dict[str, object], model: TransformerSpec, stack: Stack
-) -> tuple[_Degrees, dict[str, object], str]:
-    """The row's degrees and settings with those it leaves unstated (TP, PP, CP, DP cells empty
-    or n/r) chosen so that its global batch splits over DP, and the sentence saying what was chosen."""
-    cells = {"tp": "TP", "pp": "PP", "cp": "CP"}
-    free = [name for name, cell in cells.items() if is_missing(row.text(cell))]
-    if not re.match(r"\s*\d", row.text("DP")):
-        free.append("dp")
-    try:
-        split = split_batch(TrainingPlan(**base), model, free=free, stack=stack)  # type: ignore[arg-type]
-    except InvalidPlanError as error:
-        raise RowError(f"{error}; give the batch or the GPU split the run used") from None
-    plan = split.plan
-    degrees = _Degrees(plan.tp, plan.pp, plan.dp, plan.ep, plan.cp)
-    changed = {"tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "dp": plan.dp}
-    return degrees, {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
+SEARCHED_MICRO_BATCH_SIZES: Final = (1, 2, 4, 8, 16)
+SEARCHED_VPPS: Final = (2, 3, 4, 6, 8)
+SEARCHED_RECOMPUTES: Final = ("none", "selective", "partial", "full")
 
 
-def candidate_plans(
+def read_plan(
     row: PublishedRow, model: TransformerSpec, num_gpus: int, stack: Stack
-) -> tuple[list[TrainingPlan], list[str]]:
-    """Every plan the row allows: reported settings fixed, unreported ones enumerated."""
+) -> tuple[PlanSpec, list[str]]:
+    """The plan a row reports (ZeRO stage in ``stack``'s terms); for a micro-batch, interleaving
+    depth or recompute policy it leaves unsaid, the values searched."""
     degrees = _degrees(row, num_gpus)
     seq_len = integer_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
@@ -316,60 +380,116 @@ def candidate_plans(
         raise RowError("global_batch is not reported; a prediction needs it")
     micro = integer_cell(row.text("micro_batch"))
     vpp_text = row.text("VPP").lower()
-    schedule = "dualpipe" if "dualpipe" in vpp_text else "1f1b"
     fixed_vpp = integer_cell(vpp_text) if not is_missing(vpp_text) and "yes" not in vpp_text else None
-    vpps = (
-        [fixed_vpp]
-        if fixed_vpp
-        else ([2, 3, 4, 6, 8] if "yes" in vpp_text or "interleav" in vpp_text else [1])
-    )
-    micros = [micro] if micro else [1, 2, 4, 8, 16]
+    interleaved = "yes" in vpp_text or "interleav" in vpp_text
     recompute_text = row.text("recompute")
-    recomputes = (
-        ["none", stack.selective_recompute, "partial", "full"]
-        if is_missing(recompute_text)
-        else [_recompute(recompute_text, stack)]
-    )
-    joined = row.joined()
     zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
-    base = dict(
+    free = [name for name, cell in (("tp", "TP"), ("pp", "PP"), ("cp", "CP")) if is_missing(row.text(cell))]
+    plan = PlanSpec(
         tp=degrees.tp,
         pp=degrees.pp,
         dp=degrees.dp,
         ep=degrees.ep,
         cp=degrees.cp,
         zero_stage=zero_stage,
-        schedule=schedule,
+        schedule="dualpipe" if "dualpipe" in vpp_text else "1f1b",
         global_batch_size=batch,
         seq_len=seq_len,
         precision=_precision(row.text("precision")),
-        uneven_pipeline=model.num_layers % degrees.pp != 0,
-        **_stated_settings(joined, zero_stage, stack),
+        micro_batch_sizes=(micro,) if micro else SEARCHED_MICRO_BATCH_SIZES,
+        vpps=(fixed_vpp,) if fixed_vpp else (SEARCHED_VPPS if interleaved else (1,)),
+        recomputes=SEARCHED_RECOMPUTES if is_missing(recompute_text) else (_recompute(recompute_text),),
+        fsdp_under_pipeline=degrees.pp > 1 and _is_fsdp(row.text("sharding").lower()),
+        free_degrees=(*free, *(() if re.match(r"\s*\d", row.text("DP")) else ("dp",))),
+        **_stated_settings(row.joined()),
     )
-    split_note = ""
-    if batch % degrees.dp:  # search the degrees the row leaves unstated (issue 28)
-        degrees, base, split_note = _split_over_free_degrees(row, base, model, stack)
+    return plan, [zero_note]
+
+
+def _plan_settings(spec: PlanSpec, stack: Stack) -> dict[str, bool]:
+    """The settings a plan fixes against its stack's defaults: what the row says, no sequence
+    parallelism where the stack has none, and DP overlap under ZeRO-3/FSDP (they prefetch
+    parameters and overlap by design)."""
+    settings: dict[str, bool] = {}
+    if spec.sequence_parallel is False or not stack.sequence_parallel:
+        settings["sequence_parallel"] = False
+    if spec.zero_stage >= 3:
+        settings["dp_overlap"] = True
+    if spec.tp_overlap:
+        settings["tp_overlap"] = True
+    return settings
+
+
+def _zero_stage(spec: PlanSpec, stack: Stack) -> tuple[int, list[str]]:
+    """The run's ZeRO stage on ``stack``: FSDP under PP takes the stage of ``stack`` that keeps as
+    much (on another stack than the run's it may differ from ``spec.zero_stage``)."""
+    if not spec.fsdp_under_pipeline:
+        return spec.zero_stage, []
+    stage, note = _fsdp_under_pipeline("FSDP", spec.pp, stack)
+    return stage, [note] if stage != spec.zero_stage else []
+
+
+def _split(
+    spec: PlanSpec, base: dict[str, object], model: TransformerSpec, stack: Stack
+) -> tuple[dict[str, object], str]:
+    """``base`` with the degrees the row leaves unstated chosen so that its global batch splits over
+    DP, and the sentence saying what was chosen."""
+    try:
+        split = split_batch(TrainingPlan(**base), model, free=spec.free_degrees, stack=stack)  # type: ignore[arg-type]
+    except InvalidPlanError as error:
+        raise RowError(f"{error}; give the batch or the GPU split the run used") from None
+    plan = split.plan
+    changed = {"tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "dp": plan.dp}
+    return {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
+
+
+def candidate_plans(
+    spec: PlanSpec, model: TransformerSpec, stack: Stack
+) -> tuple[list[TrainingPlan], list[str]]:
+    """Every plan ``spec`` allows on ``stack``: reported settings fixed, unreported ones enumerated."""
+    zero_stage, notes = _zero_stage(spec, stack)
+    base: dict[str, object] = dict(
+        tp=spec.tp,
+        pp=spec.pp,
+        dp=spec.dp,
+        ep=spec.ep,
+        cp=spec.cp,
+        zero_stage=zero_stage,
+        schedule=spec.schedule,
+        global_batch_size=spec.global_batch_size,
+        seq_len=spec.seq_len,
+        precision=spec.precision,
+        uneven_pipeline=model.num_layers % spec.pp != 0,
+        **_plan_settings(spec, stack),
+    )
+    if spec.global_batch_size % spec.dp:  # search the degrees the row leaves unstated
+        base, split_note = _split(spec, base, model, stack)
+        notes.append(split_note)
+    batch, dp, pp = spec.global_batch_size, int(str(base["dp"])), int(str(base["pp"]))
+    recomputes = [
+        stack.selective_recompute if policy == "selective" else policy for policy in spec.recomputes
+    ]
     plans = []
-    for vpp, micro_batch, recompute in itertools.product(vpps, micros, recomputes):
-        if (batch // degrees.dp) % micro_batch:
+    for vpp, micro_batch, recompute in itertools.product(spec.vpps, spec.micro_batch_sizes, recomputes):
+        if (batch // dp) % micro_batch:
             continue
-        if vpp > 1 and (batch // degrees.dp // micro_batch) % degrees.pp:
+        if vpp > 1 and (batch // dp // micro_batch) % pp:
             continue
         plan = TrainingPlan(vpp=vpp, micro_batch_size=micro_batch, recompute=recompute, **base)  # type: ignore[arg-type]
         plans.append(plan.resolved(stack))
     if not plans:
-        raise RowError(f"no micro-batch in {micros} divides the {batch // degrees.dp} sequences per replica")
+        micros = list(spec.micro_batch_sizes)
+        raise RowError(f"no micro-batch in {micros} divides the {batch // dp} sequences per replica")
     first = plans[0]
-    notes = [
-        *([split_note] if split_note else []),
-        zero_note,
+    notes.append(
         f"{stack.name}: attention {first.attention_impl}, dropout {first.dropout}, sequence parallel "
-        f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}",
-    ]
+        f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}"
+    )
     if len(plans) > 1:
         notes.append(
-            f"unreported settings searched over {len(plans)} plans (micro-batch {micros}, vpp {vpps}, "
-            f"recompute {recomputes}): the fastest that fits"
+            f"unreported settings searched over {len(plans)} plans (micro-batch "
+            f"{list(spec.micro_batch_sizes)}, vpp {list(spec.vpps)}, recompute {recomputes}): "
+            "the fastest that fits"
         )
     return plans, notes
 
@@ -455,38 +575,85 @@ def flop_convention(
     return "6N+attention", False, False, "FLOPs as 6N + 12·L·h·s (PaLM convention; the row states none)"
 
 
-def row_setup(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> RowSetup:
-    """Model, cluster, candidate plans and metric of a training row."""
+def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None:
+    """``model``'s registry name when it is the registry's model, else ``None`` (built from dims)."""
+    try:
+        return model.name if registry.get(model.name) == model else None
+    except UserInputError:
+        return None
+
+
+def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> TrainingRowSpec:
+    """A training row of a published-results table in typed fields (the rules in the module docs)."""
     num_gpus = integer_cell(row.text("GPUs"))
     if not num_gpus:
         raise RowError("GPUs is not reported")
     model, model_note = resolve_model(registry, row)
-    cluster, cluster_notes = resolve_cluster(catalog, row, num_gpus)
+    hardware, span = read_hardware(catalog, row.text("hardware"))
+    cluster, _ = cluster_of(catalog, hardware, num_gpus)
     year, year_note = row_year(row, cluster.system.accelerator)
     stack, stack_note = stack_for(
         " ".join((row.text("source"), row.text("sharding"), row.text("precision"))), year
     )
-    plans, plan_notes = candidate_plans(row, model, num_gpus, stack)
+    plan, plan_notes = read_plan(row, model, num_gpus, stack)
     readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
     reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None
-    metric, measured, num_tokens = reading.key, reading.value, reading.num_tokens
     named = "names no framework" not in stack_note
     convention, recompute, causal, flop_note = flop_convention(row, stack, reading, framework_named=named)
-    return RowSetup(
+    return TrainingRowSpec(
+        row_id=row.row_id,
         model=model,
-        cluster=cluster,
-        plans=tuple(plans),
-        metric=metric,
-        measured=measured,
-        flop_convention=convention,
-        flop_recompute=recompute,
-        flop_causal=causal,
-        num_tokens=num_tokens,
-        assumptions=(model_note, *cluster_notes, f"{stack_note} ({year_note})", *plan_notes, flop_note),
+        model_name=registry_name(registry, model),
+        hardware=hardware,
+        num_gpus=num_gpus,
+        plan=plan,
+        metric=reading.key,
+        measured=reading.value,
+        flops=FlopCount(convention, recompute, causal),
+        stack=stack.name,
+        num_tokens=reading.num_tokens,
+        peak_flop_per_s=reading.peak_flop_per_s,
+        assumptions=(
+            model_note,
+            f"hardware '{row.text('hardware')}' -> '{span}'",
+            f"{stack_note} ({year_note})",
+            *plan_notes,
+            flop_note,
+        ),
         reading=reading,
         readings=readings,
-        stack=stack,
     )
+
+
+def training_setup(spec: TrainingRowSpec, catalog: Catalog, *, stack: Stack | None = None) -> RowSetup:
+    """Cluster and candidate plans of a typed training row, on its own stack or on ``stack``."""
+    chosen = stack or load_stack(spec.stack)
+    cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
+    plans, plan_notes = candidate_plans(spec.plan, spec.model, chosen)
+    notes = [*spec.assumptions, *cluster_notes, *plan_notes]
+    if chosen.name != spec.stack:
+        notes.append(f"predicted on the stack {chosen.name}, not the run's own {spec.stack}")
+    return RowSetup(
+        model=spec.model,
+        cluster=cluster,
+        plans=tuple(plans),
+        metric=spec.metric,
+        measured=spec.measured,
+        flop_convention=spec.flops.convention,
+        flop_recompute=spec.flops.counts_recompute,
+        flop_causal=spec.flops.causal,
+        num_tokens=spec.num_tokens,
+        assumptions=tuple(notes),
+        reading=spec.reading,
+        readings=spec.readings,
+        stack=chosen,
+        peak_flop_per_s=spec.peak_flop_per_s,
+    )
+
+
+def row_setup(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> RowSetup:
+    """Model, cluster, candidate plans and metric of a training row of a table."""
+    return training_setup(read_training_row(row, catalog, registry), catalog)

@@ -54,6 +54,8 @@ class ValidationRow(Record):
     readings: tuple[JsonDict, ...] = ()
     interval: tuple[float, float] | None = None
     covered: bool | None = None
+    publisher: str = ""
+    stack: str = ""
 
 
 @dataclass(frozen=True)
@@ -130,19 +132,27 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEst
 
 def _peak_of(setup: RowSetup, hardware_peak: float) -> float:
     """The peak an MFU figure divides by: the one the row names (``MFU vs 2.45 PF``), else the catalog's."""
-    if setup.reading is not None and setup.reading.peak_flop_per_s:
-        return setup.reading.peak_flop_per_s
-    return hardware_peak
+    return setup.peak_flop_per_s or hardware_peak
 
 
 def _train_row(
     row: PublishedRow, catalog: Catalog, models: ModelRegistry, efficiency: EfficiencyModel | None
 ) -> ValidationRow:
-    return predict_training_setup(row, row_setup(row, catalog, models), efficiency)
+    label = RowLabel(row.row_id, row.text("source"))
+    return predict_training_setup(label, row_setup(row, catalog, models), efficiency)
+
+
+@dataclass(frozen=True)
+class RowLabel(Record):
+    """What a prediction record says of the row it predicts: its id, source and publisher."""
+
+    id: str
+    source: str = ""
+    publisher: str = ""
 
 
 def predict_training_setup(
-    row: PublishedRow, setup: RowSetup, efficiency: EfficiencyModel | None = None
+    label: RowLabel, setup: RowSetup, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
     """The prediction of a training row from its setup (the fit script swaps ``setup.stack``)."""
     index, arrays, hardware, plan = _best_plan(setup, efficiency)
@@ -151,7 +161,7 @@ def predict_training_setup(
     )
     predicted = _predicted_metric(setup, plan, estimate, _peak_of(setup, hardware.peak_flop_per_s))
     return predicted_row(
-        row,
+        label,
         kind="train",
         metric=setup.metric,
         measured=setup.measured,
@@ -165,11 +175,12 @@ def predict_training_setup(
             moe=setup.model.moe is not None,
             architecture=setup.cluster.system.accelerator.architecture,
         ),
+        stack=setup.stack.name if setup.stack is not None else "",
     )
 
 
 def predicted_row(
-    row: PublishedRow,
+    label: RowLabel,
     *,
     kind: str,
     metric: str,
@@ -180,6 +191,7 @@ def predicted_row(
     reading: Reading | None = None,
     readings: tuple[Reading, ...] = (),
     band: Band | None = None,
+    stack: str = "",
 ) -> ValidationRow:
     """The record of a row the engine predicted (relative error against ``measured``), with the
     error bars of its family around the prediction and whether the measured value fell inside.
@@ -193,7 +205,7 @@ def predicted_row(
         raise RowError(f"the prediction is not a finite number ({predicted:g})")
     interval = band.of(metric, predicted) if band is not None and metric != "memory_per_gpu_bytes" else None
     return ValidationRow(
-        id=row.row_id,
+        id=label.id,
         kind=kind,
         metric=metric,
         measured=measured,
@@ -203,11 +215,13 @@ def predicted_row(
         reason="",
         plan=plan,
         assumptions=assumptions,
-        source=row.text("source"),
+        source=label.source,
         reading=reading.to_dict() if reading is not None else None,
         readings=tuple(item.to_dict() for item in readings),
         interval=interval,
         covered=None if interval is None else interval[0] <= measured <= interval[1],
+        publisher=label.publisher,
+        stack=stack,
     )
 
 

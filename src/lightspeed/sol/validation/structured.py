@@ -1,0 +1,597 @@
+"""Structured validation rows: published runs as typed data, each with its source and publisher.
+
+``sol/validation/data/published-runs.toml`` holds the published training and
+inference runs lightspeed is validated and fitted on, one ``[[row]]`` each,
+nothing left to read from free text (the schema is documented at the top of
+that file and in ``docs/sol.md``)::
+
+    [[row]]
+    id = "T45"
+    kind = "train"                     # train | infer
+    publisher = "Meta"                 # who ran and reported it: cross-validation leaves one out
+    source = "Llama Team 2024, The Llama 3 Herd of Models, Table 4"
+    url = "https://arxiv.org/abs/2407.21783"
+    stack = "published-median"         # the software profile (sol/data/stacks.toml)
+    metric = "tflop_per_s_per_gpu"     # the quantity, in ``unit``
+    unit = "TFLOP/s"
+    value = 430.0
+    [row.model]                        # a registry model, or [row.model.architecture] + [.attention]
+    name = "llama-3-405b"
+    [row.hardware]                     # a catalog system, GPUs, and optionally fabric/variant
+    system = "dgx-h100"
+    num_gpus = 8192
+    [row.plan]                         # training: TrainingPlan fields; a list is "not reported:
+    tp = 8                             # searched over these, the fastest that fits wins"
+    vpp = [2, 3, 4, 6, 8]
+    [row.flops]                        # how the publisher counted FLOPs
+    convention = "6N+attention"
+
+Inference rows have ``[row.deployment]`` (InferencePlan fields) and
+``[row.workload]`` (``input_tokens``, ``output_tokens``, ``concurrency``,
+``batching``) instead of a plan. :func:`load_published_runs` turns each row into
+the typed spec the engines predict (the same one the free-text TSV reader
+produces), :func:`dump_runs` writes rows back in this format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from lightspeed.catalog import Catalog
+from lightspeed.datafile import Fields, load_toml, toml_value
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import Record
+from lightspeed.sol.core.stacks import load_serving_stacks, load_stacks
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.validation.hardware_text import HardwareSpec
+from lightspeed.sol.validation.infer_rows import InferenceRowSpec
+from lightspeed.sol.validation.readings import Reading
+from lightspeed.sol.validation.rows import FlopCount, PlanSpec, TrainingRowSpec
+from lightspeed.workload import ModelRegistry, TransformerSpec
+from lightspeed.workload.flops import get_convention
+from lightspeed.workload.registry import parse_model
+
+SCHEMA_VERSION: Final = 1
+KINDS: Final = ("train", "infer")
+BATCHING: Final = ("continuous", "static", "decode")
+# The unit each metric's value is written in (base units but for TFLOP/s and GPU-hours).
+METRIC_UNITS: Final = {
+    "tflop_per_s_per_gpu": "TFLOP/s",
+    "step_time_s": "s",
+    "gpu_hours": "GPU-hours",
+    "time_to_train_s": "s",
+    "mfu": "fraction",
+    "hfu": "fraction",
+    "tokens_per_s": "tokens/s",
+    "tokens_per_s_per_gpu": "tokens/s",
+    "samples_per_s": "samples/s",
+    "samples_per_s_per_gpu": "samples/s",
+    "memory_per_gpu_bytes": "bytes",
+    "output_tokens_per_s": "tokens/s",
+    "output_tokens_per_s_per_gpu": "tokens/s",
+    "output_tokens_per_s_per_user": "tokens/s",
+    "total_tokens_per_s": "tokens/s",
+    "total_tokens_per_s_per_gpu": "tokens/s",
+    "requests_per_s": "requests/s",
+    "ttft_s": "s",
+    "tpot_s": "s",
+    "request_latency_s": "s",
+}
+_ROW_KEYS: Final = {
+    "id",
+    "kind",
+    "publisher",
+    "source",
+    "url",
+    "stack",
+    "metric",
+    "unit",
+    "value",
+    "metric_text",
+    "value_text",
+    "confidence",
+    "derived",
+    "converted_from",
+    "notes",
+    "model",
+    "hardware",
+    "plan",
+    "flops",
+    "deployment",
+    "workload",
+}
+_PLAN_KEYS: Final = {
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "cp",
+    "zero_stage",
+    "schedule",
+    "global_batch_size",
+    "seq_len",
+    "precision",
+    "micro_batch_size",
+    "vpp",
+    "recompute",
+    "sequence_parallel",
+    "tp_overlap",
+    "fsdp_under_pipeline",
+    "free_degrees",
+}
+_FREE_DEGREES: Final = ("tp", "pp", "cp", "dp")
+_DEPLOYMENT_KEYS: Final = {
+    "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "replicas",
+    "precision",
+    "kv_precision",
+    "kv_replication",
+}
+
+
+@dataclass(frozen=True)
+class PublishedRun(Record):
+    """One structured validation row: a published run in typed fields, with where it comes from.
+
+    ``publisher`` is who ran and reported the figure (cross-validation leaves each one
+    out in turn); ``metric_text``/``value_text`` are the words and number as the source
+    printed them; ``derived`` what was derived from them or checked against them (a peer's
+    estimate, an implied step time); exactly one of ``training`` and ``inference`` is set.
+    """
+
+    id: str
+    kind: str
+    publisher: str
+    source: str
+    url: str
+    metric_text: str = ""
+    value_text: str = ""
+    confidence: str = ""
+    derived: str = ""
+    converted_from: str = ""
+    training: TrainingRowSpec | None = None
+    inference: InferenceRowSpec | None = None
+
+    @property
+    def spec(self) -> TrainingRowSpec | InferenceRowSpec:
+        """The typed run the engines predict."""
+        spec = self.training if self.training is not None else self.inference
+        assert spec is not None  # the loader sets one of them
+        return spec
+
+    @property
+    def metric(self) -> str:
+        """The quantity the row reports (a key of :data:`METRIC_UNITS`)."""
+        return self.spec.metric
+
+    @property
+    def measured(self) -> float:
+        """The published value, in the metric's unit."""
+        return self.spec.measured
+
+    @property
+    def stack(self) -> str:
+        """The software profile of the run (a training or a serving stack)."""
+        return self.training.stack if self.training is not None else self.spec.serving  # type: ignore[union-attr]
+
+
+def builtin_runs_file() -> Path:
+    """The shipped structured rows (``sol/validation/data/published-runs.toml``)."""
+    return Path(str(resources.files("lightspeed.sol.validation") / "data" / "published-runs.toml"))
+
+
+def load_published_runs(
+    *, catalog: Catalog, models: ModelRegistry, path: Path | None = None
+) -> tuple[PublishedRun, ...]:
+    """Every row of a structured rows file (default: the shipped one), checked and typed.
+
+    Raises :class:`~lightspeed.errors.DataFileError` naming the row and field of the first
+    problem (an unknown model, system, stack or metric; degrees that do not multiply to the GPUs).
+    """
+    file = path or builtin_runs_file()
+    fields = Fields(str(file), load_toml(file))
+    version = fields.integer("schema_version", minimum=1)
+    if version != SCHEMA_VERSION:
+        raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
+    runs = [_run(row, catalog, models) for row in fields.array_of_tables("row")]
+    seen: set[str] = set()
+    for run in runs:
+        if run.id in seen:
+            raise DataFileError(file, "the same id twice", field="row.id", value=run.id, fix="give ids once")
+        seen.add(run.id)
+    return tuple(runs)
+
+
+def _fail(
+    fields: Fields, message: str, key: str, value: object = None, fix: str | None = None
+) -> DataFileError:
+    return DataFileError(fields.path, message, field=f"{fields.prefix}{key}", value=value, fix=fix)
+
+
+def _check_keys(fields: Fields, allowed: set[str]) -> None:
+    unknown = fields.unknown_keys(allowed)
+    if unknown:
+        raise _fail(fields, "unknown field", unknown[0], fix=f"use one of: {', '.join(sorted(allowed))}")
+
+
+def _choice(fields: Fields, key: str, allowed: Iterable[str], default: str | None = None) -> str:
+    value = fields.string(key, default)
+    options = list(allowed)
+    if value not in options:
+        raise _fail(fields, f"must be one of {', '.join(options)}", key, value)
+    return value
+
+
+def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRun:
+    _check_keys(fields, _ROW_KEYS)
+    kind = _choice(fields, "kind", KINDS)
+    metric = _choice(fields, "metric", METRIC_UNITS)
+    unit = fields.string("unit")
+    if unit != METRIC_UNITS[metric]:
+        raise _fail(fields, f"{metric} is written in {METRIC_UNITS[metric]}", "unit", unit)
+    source = fields.string("source")
+    common: dict[str, Any] = {
+        "id": fields.string("id"),
+        "kind": kind,
+        "publisher": fields.string("publisher"),
+        "source": source,
+        "url": fields.string("url", ""),
+        "metric_text": fields.string("metric_text", ""),
+        "value_text": fields.string("value_text", ""),
+        "confidence": fields.string("confidence", ""),
+        "derived": fields.string("derived", ""),
+        "converted_from": fields.string("converted_from", ""),
+    }
+    model, model_name = _model(_table(fields, "model"), models, source)
+    hardware, num_gpus = _hardware(_table(fields, "hardware"), catalog)
+    reading = _reading(metric, unit, fields.number("value"), common["metric_text"], common["value_text"])
+    base: dict[str, Any] = {
+        "row_id": common["id"],
+        "model": model,
+        "model_name": model_name,
+        "hardware": hardware,
+        "num_gpus": num_gpus,
+        "metric": metric,
+        "measured": reading.value,
+        "assumptions": fields.strings("notes"),
+        "reading": reading,
+        "readings": (reading,),
+    }
+    if kind == "train":
+        stack = _choice(fields, "stack", load_stacks())
+        return PublishedRun(**common, training=_training(fields, base, stack, num_gpus))
+    serving = _choice(fields, "stack", load_serving_stacks())
+    return PublishedRun(**common, inference=_inference(fields, base, serving, num_gpus))
+
+
+def _table(fields: Fields, key: str) -> Fields:
+    table = fields.table(key)
+    assert table is not None  # required tables raise instead
+    return table
+
+
+def _reading(metric: str, unit: str, value: float, metric_text: str, value_text: str) -> Reading:
+    scope = "gpu" if metric.endswith("_per_gpu") else "user" if metric.endswith("_per_user") else "job"
+    return Reading(
+        key=metric,
+        value=value,
+        metric_text=metric_text or metric,
+        value_text=value_text or f"{value:g}",
+        unit=unit,
+        scope=scope,
+        position=1,
+        num_pieces=1,
+    )
+
+
+def _model(fields: Fields, models: ModelRegistry, source: str) -> tuple[TransformerSpec, str | None]:
+    """A registry model by name, or one described by ``architecture``/``attention`` tables (the
+    keys of a model file, ``docs/workload.md``)."""
+    if not fields.has("architecture"):
+        _check_keys(fields, {"name"})
+        name = fields.string("name")
+        try:
+            model = models.get(name)
+        except UserInputError as error:
+            raise _fail(fields, str(error), "name", name) from None
+        return model, model.name
+    _check_keys(fields, {"name", "display_name", "architecture", "attention"})
+    data = {
+        "schema_version": 1,
+        "kind": "model",
+        "name": fields.string("name"),
+        "display_name": fields.string("display_name", fields.string("name")),
+        "source": "row",
+        "architecture": fields.data["architecture"],
+        "attention": fields.data.get("attention", {}),
+        "sources": {"row": {"title": source}},
+    }
+    return parse_model(Path(fields.path), data).spec, None
+
+
+def _hardware(fields: Fields, catalog: Catalog) -> tuple[HardwareSpec, int]:
+    _check_keys(fields, {"system", "num_gpus", "fabric", "memory_gib", "power_limit_w"})
+    system = fields.string("system")
+    try:
+        catalog.system(system)
+    except UserInputError as error:
+        raise _fail(fields, str(error), "system", system) from None
+    fabric = fields.string("fabric", "") or None
+    if fabric is not None and fabric not in catalog.links:
+        raise _fail(fields, "not a link of the catalog", "fabric", fabric, fix="see 'lightspeed hw list'")
+    memory = fields.number("memory_gib") if fields.has("memory_gib") else None
+    power = fields.number("power_limit_w") if fields.has("power_limit_w") else None
+    return HardwareSpec(system, memory, power, fabric), fields.integer("num_gpus", minimum=1)
+
+
+def _integers(fields: Fields, key: str, default: int | None = None) -> tuple[int, ...]:
+    """One integer, or a list of them (a setting the source left unsaid: the values searched)."""
+    value = fields.data.get(key, default)
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(
+        isinstance(item, int) and not isinstance(item, bool) and item >= 1 for item in values
+    ):
+        raise _fail(fields, "expected a whole number >= 1 or a list of them", key, value)
+    return tuple(values)
+
+
+def _strings(fields: Fields, key: str) -> tuple[str, ...]:
+    value = fields.data.get(key)
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(item, str) and item for item in values):
+        raise _fail(fields, "expected a name or a list of names", key, value)
+    return tuple(values)
+
+
+def _free_degrees(fields: Fields) -> tuple[str, ...]:
+    degrees = fields.strings("free_degrees")
+    unknown = [name for name in degrees if name not in _FREE_DEGREES]
+    if unknown:
+        raise _fail(fields, f"free degrees are among {', '.join(_FREE_DEGREES)}", "free_degrees", unknown[0])
+    return degrees
+
+
+def _optional_boolean(fields: Fields, key: str) -> bool | None:
+    return fields.boolean(key) if fields.has(key) else None
+
+
+def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -> TrainingRowSpec:
+    plan_fields, flops = _table(fields, "plan"), _table(fields, "flops")
+    _check_keys(plan_fields, _PLAN_KEYS)
+    _check_keys(flops, {"convention", "counts_recompute", "causal", "peak_flop_per_s"})
+    plan = PlanSpec(
+        tp=plan_fields.integer("tp", 1, minimum=1),
+        pp=plan_fields.integer("pp", 1, minimum=1),
+        dp=plan_fields.integer("dp", 1, minimum=1),
+        ep=plan_fields.integer("ep", 1, minimum=1),
+        cp=plan_fields.integer("cp", 1, minimum=1),
+        zero_stage=plan_fields.integer("zero_stage", 1),
+        schedule=plan_fields.string("schedule", "1f1b"),
+        global_batch_size=plan_fields.integer("global_batch_size", minimum=1),
+        seq_len=plan_fields.integer("seq_len", minimum=1),
+        precision=plan_fields.string("precision", "bf16"),
+        micro_batch_sizes=_integers(plan_fields, "micro_batch_size"),
+        vpps=_integers(plan_fields, "vpp", 1),
+        recomputes=_strings(plan_fields, "recompute"),
+        sequence_parallel=_optional_boolean(plan_fields, "sequence_parallel"),
+        tp_overlap=_optional_boolean(plan_fields, "tp_overlap"),
+        fsdp_under_pipeline=plan_fields.boolean("fsdp_under_pipeline", False),
+        free_degrees=_free_degrees(plan_fields),
+    )
+    gpus = plan.tp * plan.pp * plan.cp * plan.dp
+    if gpus != num_gpus:
+        raise _fail(plan_fields, f"tp x pp x cp x dp = {gpus}, not the row's {num_gpus} GPUs", "dp", plan.dp)
+    convention = flops.string("convention", "6N+attention")
+    try:
+        get_convention(convention)
+    except UserInputError as error:
+        raise _fail(flops, str(error), "convention", convention) from None
+    workload = fields.table("workload", required=False)
+    num_tokens = (
+        workload.number("num_tokens") if workload is not None and workload.has("num_tokens") else None
+    )
+    if base["metric"] in ("gpu_hours", "time_to_train_s") and num_tokens is None:
+        raise _fail(fields, f"a {base['metric']} row needs its token budget", "workload.num_tokens")
+    return TrainingRowSpec(
+        **base,
+        plan=plan,
+        flops=FlopCount(convention, flops.boolean("counts_recompute", False), flops.boolean("causal", False)),
+        stack=stack,
+        num_tokens=num_tokens,
+        peak_flop_per_s=flops.number("peak_flop_per_s") if flops.has("peak_flop_per_s") else None,
+    )
+
+
+def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int) -> InferenceRowSpec:
+    deployment, workload = _table(fields, "deployment"), _table(fields, "workload")
+    _check_keys(deployment, _DEPLOYMENT_KEYS)
+    _check_keys(workload, {"input_tokens", "output_tokens", "concurrency", "batching"})
+    plan = InferencePlan(
+        tp=deployment.integer("tp", 1, minimum=1),
+        pp=deployment.integer("pp", 1, minimum=1),
+        ep=deployment.integer("ep", 1, minimum=1),
+        dp_attention=deployment.integer("dp_attention", 1, minimum=1),
+        replicas=deployment.integer("replicas", 1, minimum=1),
+        precision=deployment.string("precision", "bf16"),
+        kv_precision=deployment.string("kv_precision", "") or None,
+        kv_replication=deployment.boolean("kv_replication", False),
+    )
+    gpus = plan.tp * plan.pp * plan.dp_attention * plan.replicas
+    if gpus != num_gpus:
+        raise _fail(
+            deployment,
+            f"tp x pp x dp_attention x replicas = {gpus}, not the row's {num_gpus} GPUs",
+            "replicas",
+            plan.replicas,
+        )
+    load = ServingLoad(
+        input_tokens=workload.integer("input_tokens", minimum=1),
+        output_tokens=workload.integer("output_tokens", minimum=1),
+        concurrency=workload.optional_integer("concurrency"),
+    )
+    return InferenceRowSpec(
+        **base, plan=plan, load=load, batching=_choice(workload, "batching", BATCHING), serving=serving
+    )
+
+
+# --- writing rows in the structured format -----------------------------------------------------
+
+
+def run_table(run: PublishedRun) -> dict[str, Any]:
+    """The TOML table of one row (:func:`dump_runs` writes a file of them)."""
+    spec = run.spec
+    table: dict[str, Any] = {
+        "id": run.id,
+        "kind": run.kind,
+        "publisher": run.publisher,
+        "source": run.source,
+        "url": run.url,
+        "stack": run.stack,
+        "metric": spec.metric,
+        "unit": METRIC_UNITS[spec.metric],
+        "value": spec.measured,
+        "metric_text": run.metric_text,
+        "value_text": run.value_text,
+        "confidence": run.confidence,
+        "derived": run.derived,
+        "converted_from": run.converted_from,
+        "notes": list(spec.assumptions),
+        "model": _model_table(spec.model, spec.model_name),
+        "hardware": _without_none(spec.hardware.to_dict()) | {"num_gpus": spec.num_gpus},
+    }
+    if run.training is not None:
+        table.update(_training_tables(run.training))
+    elif run.inference is not None:
+        table.update(_inference_tables(run.inference))
+    return table
+
+
+def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def _model_table(model: TransformerSpec, name: str | None) -> dict[str, Any]:
+    if name is not None:
+        return {"name": name}
+    attention = model.attention
+    return {
+        "name": model.name,
+        "display_name": model.display_name,
+        "architecture": {
+            "num_layers": model.num_layers,
+            "hidden_size": model.hidden_size,
+            "ffn_hidden_size": model.ffn_hidden_size,
+            "vocab_size": model.vocab_size,
+            "max_seq_len": model.max_seq_len,
+            "mlp": model.mlp,
+            "norm": model.norm,
+            "position_embedding": model.position_embedding,
+            "tied_embeddings": model.tied_embeddings,
+            "mlp_bias": model.mlp_bias,
+        },
+        "attention": {
+            "kind": attention.kind,
+            "num_heads": attention.num_heads,
+            "num_kv_heads": attention.num_kv_heads,
+            "head_dim": attention.head_dim,
+            "qkv_bias": attention.qkv_bias,
+            "out_bias": attention.out_bias,
+        },
+    }
+
+
+def _one_or_list(values: tuple[Any, ...]) -> Any:
+    return values[0] if len(values) == 1 else list(values)
+
+
+def _training_tables(spec: TrainingRowSpec) -> dict[str, Any]:
+    plan = spec.plan
+    fixed = {key: getattr(plan, key) for key in ("tp", "pp", "dp", "ep", "cp", "zero_stage", "schedule")}
+    tables: dict[str, Any] = {
+        "plan": fixed
+        | {
+            "global_batch_size": plan.global_batch_size,
+            "seq_len": plan.seq_len,
+            "precision": plan.precision,
+            "micro_batch_size": _one_or_list(plan.micro_batch_sizes),
+            "vpp": _one_or_list(plan.vpps),
+            "recompute": _one_or_list(plan.recomputes),
+        }
+        | _without_none({"sequence_parallel": plan.sequence_parallel, "tp_overlap": plan.tp_overlap})
+        | ({"fsdp_under_pipeline": True} if plan.fsdp_under_pipeline else {})
+        | ({"free_degrees": list(plan.free_degrees)} if plan.free_degrees else {}),
+        "flops": _without_none(
+            {
+                "convention": spec.flops.convention,
+                "counts_recompute": spec.flops.counts_recompute,
+                "causal": spec.flops.causal,
+                "peak_flop_per_s": spec.peak_flop_per_s,
+            }
+        ),
+    }
+    if spec.num_tokens is not None:
+        tables["workload"] = {"num_tokens": spec.num_tokens}
+    return tables
+
+
+def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
+    plan, load = spec.plan, spec.load
+    deployment = {
+        key: getattr(plan, key) for key in ("tp", "pp", "ep", "dp_attention", "replicas", "precision")
+    }
+    deployment |= _without_none({"kv_precision": plan.kv_precision}) | {"kv_replication": plan.kv_replication}
+    workload = _without_none(
+        {
+            "input_tokens": load.input_tokens,
+            "output_tokens": load.output_tokens,
+            "concurrency": load.concurrency,
+            "batching": spec.batching,
+        }
+    )
+    return {"deployment": deployment, "workload": workload}
+
+
+def _toml_table(name: str, table: Mapping[str, Any]) -> list[str]:
+    lines = [f"[{name}]" if not name.endswith("]]") else name]
+    nested = []
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            nested.append((key, value))
+        else:
+            lines.append(f"{key} = {toml_value(value, wrap_at=100)}")
+    base = name.strip("[]")
+    for key, value in nested:
+        lines += _toml_table(f"{base}.{key}", value)
+    return lines
+
+
+def dump_runs(runs: Iterable[PublishedRun], header: str = "") -> str:
+    """TOML text of ``runs`` in the structured format (``header`` lines become comments on top).
+
+    >>> dump_runs([]).splitlines()[-1]
+    'schema_version = 1'
+    """
+    lines = [f"# {line}".rstrip() for line in header.splitlines()]
+    lines.append(f"schema_version = {SCHEMA_VERSION}")
+    for run in runs:
+        lines += ["", *_toml_table("[[row]]", run_table(run))]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "KINDS",
+    "METRIC_UNITS",
+    "SCHEMA_VERSION",
+    "PublishedRun",
+    "builtin_runs_file",
+    "dump_runs",
+    "load_published_runs",
+    "run_table",
+]

@@ -1,0 +1,94 @@
+"""The fit report (docs/fit-report.json, written by `python benchmarks/fit_efficiency.py --report
+docs/fit-report.json --write`) describes the shipped data files, and every figure the documentation
+quotes from it equals the report (issue 28, point 7)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stacks
+from lightspeed.sol.core.uncertainty import load_bands
+from lightspeed.sol.validation.fitting import adp_group, inference_variants, training_variants
+from lightspeed.sol.validation.runs import validate_builtin
+from lightspeed.workload import ModelRegistry
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER = re.compile(r"<!-- fit:(?P<key>[\w-]+) -->(?P<text>.*?)<!-- /fit -->", re.DOTALL)
+# What README's "Accuracy and speed" and docs/benchmarks.md must quote from the report.
+README_FIGURES = {"train_oof_median", "infer_oof_median", "all_oof_coverage", "train_fitted_median"}
+BENCHMARK_FIGURES = README_FIGURES | {
+    "infer_fitted_median",
+    "train_oof_coverage",
+    "infer_oof_coverage",
+    "num_parameters",
+    "table_rows",
+    "table_publishers",
+    "table_parameters",
+}
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((REPO / "docs" / "fit-report.json").read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("document", "required"),
+    [("README.md", README_FIGURES), ("docs/benchmarks.md", BENCHMARK_FIGURES), ("docs/sol.md", set())],
+)
+def test_documented_figures_equal_the_report(
+    report: dict[str, Any], document: str, required: set[str]
+) -> None:
+    markers = list(MARKER.finditer((REPO / document).read_text(encoding="utf-8")))
+    assert {match["key"] for match in markers} >= required
+    for match in markers:
+        assert match["text"].strip() == report["figures"][match["key"]].strip(), (document, match["key"])
+
+
+def test_the_report_meets_the_targets_it_can(report: dict[str, Any]) -> None:
+    summary = report["summary"]
+    train = summary["kind"]["train"]["out_of_fold"]
+    assert train["median_abs_error"] <= 0.08  # out of fold, leave-one-publisher-out, nested
+    assert summary["all"]["share_predicted"] >= 0.90
+    assert 0.75 <= summary["all"]["out_of_fold_coverage"] <= 0.85
+    # Every fold held out one publisher, and every row was held out exactly once.
+    assert sorted(fold["publisher"] for fold in report["folds"]) == sorted(summary["publisher"])
+    assert len({row["id"] for row in report["rows"]}) == report["num_rows"]
+
+
+def test_the_report_describes_the_shipped_values(
+    report: dict[str, Any], catalog: Catalog, models: ModelRegistry
+) -> None:
+    shipped = {row.id: row.predicted for row in validate_builtin(catalog=catalog, models=models).rows}
+    for row in report["rows"]:
+        assert shipped[row["id"]] == pytest.approx(row["fitted"], rel=1e-9), row["id"]
+
+
+def test_the_data_files_hold_the_reported_values(report: dict[str, Any]) -> None:
+    values, choice = report["values"], report["choice"]
+    train = next(variant for variant in training_variants() if variant.name == choice["train"]["variant"])
+    for stack in load_stacks().values():
+        default = stack.name == default_stack_name()
+        expected = values["default"] if default else values["kernel"][train.group(stack.name)]
+        assert stack.kernel_efficiency == pytest.approx(expected, abs=5e-5), stack.name
+        assert stack.overlap_contention == pytest.approx(values["contention"])
+    serving = next(variant for variant in inference_variants() if variant.name == choice["infer"]["variant"])
+    for stack in load_serving_stacks().values():
+        if serving.kernel_from_training:
+            assert stack.kernel_efficiency == pytest.approx(values["default"], abs=5e-5), stack.name
+        pace = values["attention_dp"].get(adp_group(serving, stack.name))
+        if pace is not None:
+            assert stack.attention_dp_efficiency == pytest.approx(pace, abs=5e-5), stack.name
+        overhead = values["overhead_s"].get(stack.name, 0.0)
+        assert stack.iteration_overhead_s == pytest.approx(overhead), stack.name
+    bands = load_bands()
+    for name, band in report["bands"].items():
+        assert (bands[name].low, bands[name].high) == pytest.approx((band["low"], band["high"]), abs=5e-5)
+        assert bands[name].num_rows == band["num_rows"]
