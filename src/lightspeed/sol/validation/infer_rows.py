@@ -485,7 +485,8 @@ def predict_inference_setup(
                 efficiency=efficiency,
             )
             plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
-            assumptions = (*setup.assumptions, setup.simulation.note)
+            note = setup.simulation.note
+            assumptions = setup.assumptions if note in setup.assumptions else (*setup.assumptions, note)
         else:
             predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
     except UserInputError as error:
