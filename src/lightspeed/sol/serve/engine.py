@@ -42,6 +42,7 @@ from lightspeed.sol.serve.workload import Requests
 Array = Any
 WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
 ITERATION_END, KV_ARRIVAL = 0, 1
+RECORD_WIDTH = 8  # values per iteration record (see Engine._record)
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ class Engine:
         self._build_replicas()
         self.events: list[tuple[float, int, int, int, int]] = []
         self.sequence = 0
-        self.records: list[list[float]] = []
+        self.records: list[float] = []  # RECORD_WIDTH values per iteration, flat (one array at the end)
 
         self.num_waiting = 0
         self.num_running = 0
@@ -265,9 +266,9 @@ class Engine:
         replica.duration = done * per_step
         replica.version += 1
         self._push(replica.started + replica.duration, ITERATION_END, replica.index, replica.version)
-        row = self.records[replica.record]
-        row[1] = replica.duration
-        row[7] = done
+        records, start = self.records, replica.record
+        records[start + 1] = replica.duration
+        records[start + 7] = done
 
     # --- forming an iteration ---------------------------------------------------------------
 
@@ -470,8 +471,8 @@ class Engine:
         else:
             decoding = sum(rank.num_decoding for rank in ranks)
             kv = max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks)
-        self.records.append(
-            [time, duration, decoding, self.prompt_tokens, self.num_waiting, self.num_running, kv, steps]
+        self.records.extend(
+            (time, duration, decoding, self.prompt_tokens, self.num_waiting, self.num_running, kv, steps)
         )
 
     # --- ending an iteration ----------------------------------------------------------------
@@ -621,8 +622,8 @@ class Engine:
         return self.front if self.back is self.front else [*self.front, *self.back]
 
     def _output(self) -> EngineOutput:
-        table = np.asarray(self.records, dtype=np.float64).reshape(-1, 8)
-        records = [table[:, column] for column in range(8)]
+        table = np.array(self.records, dtype=np.float64).reshape(-1, RECORD_WIDTH)
+        records = [table[:, column] for column in range(RECORD_WIDTH)]
         return EngineOutput(
             arrival_s=np.asarray(self.arrival, dtype=np.float64),
             first_token_s=np.asarray(self.first, dtype=np.float64),
