@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lightspeed.catalog import Cluster
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack
@@ -105,6 +105,18 @@ class SimulationResult(Record):
         """Per-request and per-iteration arrays of the run."""
         assert self._outcome is not None
         return self._outcome
+
+    def percentile_s(self, latency: str, percentile: float) -> float:
+        """The ``percentile`` (0-100) of ``latency`` (``ttft``, ``tpot`` or ``e2e``) over the
+        requests that have it, seconds (any percentile, not only the reported p50/p90/p99)."""
+        per_request = dict(zip(("ttft", "tpot", "e2e"), _per_request(self.outcome), strict=True))
+        if latency not in per_request:
+            raise UserInputError(f"latency {latency!r} is not one of ttft, tpot, e2e")
+        if not 0.0 <= percentile <= 100.0:
+            raise UserInputError(f"percentile {percentile} is not in 0..100")
+        values = per_request[latency]
+        values = values[np.isfinite(values)]
+        return float(np.percentile(values, percentile)) if values.size else math.nan
 
     def summary(self) -> JsonDict:
         """The headline figures (the first keys of ``simulate --json``)."""

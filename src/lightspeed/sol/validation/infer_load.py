@@ -25,7 +25,9 @@ the row's text.
 
 Metrics: throughputs over the whole run (first arrival to last completion, as the
 benchmarks count them), per-user speed the mean of each request's ``1 / TPOT``,
-TTFT/TPOT/latency the means over requests.
+TTFT/TPOT/latency the statistic the metric names (``median TTFT``, ``P99 TPOT``, ``p95``,
+``90th percentile``: that percentile over requests, as vLLM's and trtllm-bench's reports
+give them), else the mean.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ _REQUESTS: Final = re.compile(r"(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 _RATE: Final = re.compile(r"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*(\d+(?:\.\d+)?)")
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
 _MLPERF: Final = re.compile(r"\bml\s*perf\b|\bloadgen\b", re.IGNORECASE)
+_PERCENTILE: Final = re.compile(
+    r"\bp(\d{1,2}(?:\.\d+)?)\b|\b(\d{1,2}(?:\.\d+)?)(?:th|st|nd|rd)?[ -]percentile\b"
+)
+_MEDIAN: Final = re.compile(r"\bmedian\b")
 MIN_CLOSED_REQUESTS: Final = 1000
 MAX_SIMULATED_REQUESTS: Final = 20_000
 CLOSED_WAVES: Final = 4
@@ -193,7 +199,22 @@ def mlperf_split(
     return tp, note
 
 
-def _metric_value(result: SimulationResult, metric: str, num_gpus: int) -> float:
+def latency_percentile(metric_text: str) -> float | None:
+    """The percentile a latency metric names (``median TTFT`` 50, ``P99 TPOT`` 99, ``90th
+    percentile``), ``None`` for a mean (``mean``, ``average`` or nothing said)."""
+    text = metric_text.lower()
+    match = _PERCENTILE.search(text)
+    if match is not None:
+        return float(match.group(1) or match.group(2))
+    return 50.0 if _MEDIAN.search(text) else None
+
+
+_LATENCIES: Final = {"ttft_s": "ttft", "tpot_s": "tpot", "request_latency_s": "e2e"}
+
+
+def _metric_value(result: SimulationResult, metric: str, num_gpus: int, percentile: float | None) -> float:
+    if percentile is not None and metric in _LATENCIES:
+        return result.percentile_s(_LATENCIES[metric], percentile)
     output = result.output_tokens_per_s
     values = {
         "output_tokens_per_s": output,
@@ -220,8 +241,10 @@ def simulate_row(
     metric: str,
     serving: ServingStack | None,
     efficiency: EfficiencyModel | None = None,
+    percentile: float | None = None,
 ) -> tuple[float, JsonDict]:
-    """(predicted value of ``metric``, what the run reached) for a load-dependent row."""
+    """(predicted value of ``metric``, what the run reached) for a load-dependent row; a latency
+    metric is its ``percentile`` over requests when one is given, else the mean."""
     deployment = simulated_deployment(
         model=model, cluster=cluster, plan=plan, efficiency=efficiency, serving=serving
     )
@@ -249,11 +272,14 @@ def simulate_row(
         "mean_running": result.mean_running,
         "num_requests": result.num_requests,
     }
-    return _metric_value(result, metric, plan.num_gpus), reached
+    if percentile is not None and metric in _LATENCIES:
+        reached["percentile"] = percentile
+    return _metric_value(result, metric, plan.num_gpus, percentile), reached
 
 
 __all__ = [
     "RowSimulation",
+    "latency_percentile",
     "load_simulation",
     "mlperf_row_simulation",
     "mlperf_split",

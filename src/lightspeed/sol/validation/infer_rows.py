@@ -64,6 +64,7 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
+    latency_percentile,
     load_simulation,
     mlperf_row_simulation,
     mlperf_split,
@@ -483,6 +484,7 @@ def predict_inference_setup(
                 metric=setup.metric,
                 serving=setup.serving,
                 efficiency=efficiency,
+                percentile=latency_percentile(setup.reading.metric_text) if setup.reading else None,
             )
             plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
             note = setup.simulation.note
