@@ -11,6 +11,8 @@ from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve import ArrivalProcess, LengthDistribution, ServingWorkload, simulate
 from lightspeed.sol.validation.infer_load import latency_percentile
+from lightspeed.sol.validation.runs import validate_builtin
+from lightspeed.sol.validation.structured import dump_runs, load_published_runs
 from lightspeed.workload import ModelRegistry
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -108,3 +110,31 @@ def test_a_percentile_row_is_predicted_at_that_percentile(
     assert rows["L3"].predicted == pytest.approx(result.ttft.p99_s, rel=1e-9)
     assert result.percentile_s("ttft", 100.0) == pytest.approx(result.ttft.max_s)
     assert result.percentile_s("e2e", 50.0) == pytest.approx(result.e2e.p50_s)
+
+
+def test_a_structured_row_at_an_arrival_rate_is_simulated_in_an_open_loop(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    """The shipped I102 row (DeepSeek-R1 on 8 H200, a closed loop of 1,024 users) rewritten as
+    Poisson arrivals at 2 requests/s reads back with the rate and runs as an open loop (far
+    below the closed loop's saturation: every request is served as it comes)."""
+    runs = load_published_runs(catalog=catalog, models=models)
+    i102 = next(run for run in runs if run.id == "I102")
+    text = dump_runs([i102])
+    assert "concurrency = 1024" in text
+    path = tmp_path / "open.toml"
+    path.write_text(text.replace("concurrency = 1024", "arrival_rate_per_s = 2.0"), encoding="utf-8")
+    report = validate_builtin(catalog=catalog, models=models, path=path)
+    (row,) = report.rows
+    assert row.status == "ok", row.reason
+    assert row.plan is not None
+    assert row.plan["simulated"] == "open"
+    # Output tokens over first arrival to last completion: 1,000 requests arrive over about
+    # 1,000 / 2 = 500 s (a sum of exponentials: +-3%), and the last finishes one request
+    # latency (TTFT + 2,047 TPOT, the run's own means) after it arrives.
+    ttft_s, tpot_s = float(row.plan["ttft_s"]), float(row.plan["tpot_s"])
+    assert row.predicted == pytest.approx(1000 * 2048 / (1000 / 2.0 + ttft_s + 2047 * tpot_s), rel=0.08)
+    (again,) = load_published_runs(catalog=catalog, models=models, path=path)
+    assert again.inference is not None
+    assert again.inference.load.arrival_rate_per_s == 2.0
+    assert "arrival_rate_per_s = 2.0" in dump_runs([again])
