@@ -24,7 +24,7 @@ segments log each step's time, tokens/s, MFU and badput so far (the killed one
 up to its last flush), into one TensorBoard folder and one MLflow run (the
 resumed segment continues the run the first one made); the parent then logs
 the ledger (goodput, badput buckets, MFU). A plain folder for ``--mlflow`` is
-an MLflow file store (``MLFLOW_ALLOW_FILE_STORE=true`` is set for it).
+an MLflow file store (the sink sets ``MLFLOW_ALLOW_FILE_STORE`` while opening it).
 """
 
 from __future__ import annotations
@@ -138,10 +138,9 @@ def batches(config: dict[str, int], seed: int) -> Any:
 
 
 def mlflow_uri(text: str) -> str:
-    """A tracking URI; a plain folder becomes a file store (which MLflow 3 allows only when asked)."""
+    """A tracking URI; a plain folder becomes a file store (the sink opens MLflow's folder store)."""
     if "://" in text:
         return text
-    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     return Path(text).resolve().as_uri()
 
 

@@ -23,7 +23,19 @@ from typing import Any
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightspeed"
-BASE = {"units", "errors", "records", "datafile", "stats", "paths", "environment", "lazy", "nvml"}
+BASE = {
+    "units",
+    "errors",
+    "records",
+    "files",
+    "datafile",
+    "stats",
+    "paths",
+    "environment",
+    "lazy",
+    "nvml",
+    "extras",
+}
 MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
 DOMAINS = {"cost", "mig", "moe"}
 ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.serve", "sol.validation", "sol"}
@@ -50,9 +62,10 @@ ALLOWED: dict[str, set[str]] = {
     "moe": {*ENGINES, "catalog", "workload"},
     "store": set(),
     "gate": {"store", *MEASUREMENT, *ENGINES, "catalog", "workload"},
-    "report": BELOW_REPORT,
+    "report": {*BELOW_REPORT, "doctor"},
     "tour": {*BELOW_REPORT, "report"},
-    "cli": {*BELOW_REPORT, "report", "tour", "api", "jobs"},
+    "doctor": {"store", "monitor", *MEASUREMENT, *ENGINES, "catalog", "workload"},
+    "cli": {*BELOW_REPORT, "report", "tour", "doctor", "api", "jobs"},
 }
 
 

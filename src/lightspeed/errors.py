@@ -44,10 +44,12 @@ class UnknownNameError(UserInputError):
         self.kind = kind
         self.name = name
         known_list = sorted(set(known))
-        self.closest = closest_names(name, known_list)
+        self.closest = closest_names(name, known_list) if name.strip() else []
         listing = ", ".join(self.closest) if self.closest else ", ".join(known_list[:8])
         label = "closest" if self.closest else "known"
         message = f"unknown {kind} {name!r}; {label}: {listing}"
+        if not name.strip():  # '' or ' ': say so rather than look it up
+            message = f"the {kind} name is empty; name one of: {listing}"
         if hint:
             message += f" ({hint})"
         super().__init__(message)
@@ -175,14 +177,32 @@ class TraceError(DataFileError):
 
 
 class MissingExtraError(LightspeedError, ImportError):
-    """An optional dependency is missing; names the extra that provides it."""
+    """An optional dependency is missing, or installed but cannot be imported (``problem``, the
+    library's first line); names the extra that provides it.
 
-    def __init__(self, module: str, extra: str, purpose: str) -> None:
-        super().__init__(
-            f"{purpose} needs the '{module}' package; install it with pip install 'lightspeed[{extra}]'"
-        )
+    >>> str(MissingExtraError("wandb", "wandb", "the W&B sink", problem="protobuf too old"))
+    "the W&B sink needs the 'wandb' package, which is installed but cannot be imported (protobuf too old); \
+reinstall it with pip install --upgrade 'lightspeed[wandb]'"
+    """
+
+    def __init__(self, module: str, extra: str, purpose: str, *, problem: str | None = None) -> None:
+        if problem is None:
+            message = (
+                f"{purpose} needs the '{module}' package; install it with pip install 'lightspeed[{extra}]'"
+            )
+        else:
+            message = (
+                f"{purpose} needs the '{module}' package, which is installed but cannot be imported "
+                f"({problem}); reinstall it with pip install --upgrade '{_extra(extra)}'"
+            )
+        super().__init__(message)
         self.module = module
         self.extra = extra
+        self.problem = problem
+
+
+def _extra(extra: str) -> str:
+    return f"lightspeed[{extra}]"
 
 
 class UnsupportedError(LightspeedError):

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lightspeed.errors import MissingExtraError, UnsupportedError
+from lightspeed.extras import import_extra
 
 
 def available() -> bool:
@@ -33,10 +34,7 @@ def import_nvml(purpose: str = "talking to NVIDIA GPUs through NVML") -> Any:
     """The ``pynvml`` module of nvidia-ml-py, or one clear error naming the extra."""
     if not available():
         raise MissingExtraError("nvidia-ml-py", "monitor", purpose)
-    try:
-        return importlib.import_module("pynvml")
-    except ImportError:
-        raise MissingExtraError("nvidia-ml-py", "monitor", purpose) from None
+    return import_extra("pynvml", extra="monitor", purpose=purpose)
 
 
 def _errors(nvml: Any) -> tuple[type[BaseException], ...]:

@@ -33,22 +33,29 @@ JsonDict: TypeAlias = dict[str, Any]
 
 def to_jsonable(value: Any) -> Any:
     """Convert records, mappings, sequences, enums, paths and numpy scalars to JSON types."""
+    kind = type(value)  # the common JSON types first: a large report holds millions of them
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict or isinstance(value, Mapping):
+        return _mapping(value)
+    if kind is list or kind is tuple:
+        return [to_jsonable(item) for item in value]
     if isinstance(value, Record):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return _mapping({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        return value
+        return int(value)  # an int subclass (an IntEnum) as the plain number JSON encoders take
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return float(value) if math.isfinite(value) else None  # numpy.float64 is a float subclass
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, Mapping):
-        return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(item) for item in value]
     item = getattr(value, "item", None)  # numpy scalar
@@ -60,13 +67,42 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot convert {type(value).__name__} to JSON")
 
 
+def _mapping(value: Mapping[Any, Any]) -> JsonDict:
+    converted = {}
+    for key, item in value.items():
+        name = str(key)
+        converted[name] = _counted(name, to_jsonable(item))
+    return converted
+
+
+def _counted(key: str, value: Any) -> Any:
+    """``value`` with byte counts (a key ending in ``_bytes``) as whole numbers: bytes are whole,
+    and a model's reserve of 5.5% of 80 GB is 4,713,107,948 bytes, not 4,713,107,947.52."""
+    return whole_numbers(value) if key.endswith("_bytes") else value
+
+
+def whole_numbers(value: Any) -> Any:
+    """Finite floats rounded to ``int``, inside lists and dicts too (JSON types in, JSON types out).
+
+    >>> whole_numbers({"weights": 8.8e9, "reserved": 4713107947.52, "note": None})
+    {'weights': 8800000000, 'reserved': 4713107948, 'note': None}
+    """
+    if type(value) is float:
+        return round(value) if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
+
+
 class Record:
-    """Mixin for frozen dataclasses: ``to_dict()`` with JSON-safe values."""
+    """Mixin for frozen dataclasses: ``to_dict()`` with JSON-safe values (byte counts whole)."""
 
     def to_dict(self) -> JsonDict:
         fields = dataclasses.fields(self)  # type: ignore[arg-type]  # a mixin for dataclasses
         return {
-            field.name: to_jsonable(getattr(self, field.name))
+            field.name: _counted(field.name, to_jsonable(getattr(self, field.name)))
             for field in fields
             if not field.name.startswith("_")
         }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from lightspeed.bench import (
@@ -155,3 +157,33 @@ def test_device_choice() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(UnsupportedError, match="no CUDA GPU is visible"):
             resolve_device("cuda")
+
+
+def test_gemm_warms_the_device_first_and_keeps_no_warmup_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first size of a sweep used to be timed on a cold device (thread pools, BLAS heuristics,
+    clocks): 1.2 GFLOP/s at 256^3 went into the store and its history. Now the device runs the
+    first shape untimed for warmup_s before any timing, and only the timed sizes are results."""
+    from lightspeed.bench.runtime import Timer
+
+    events: list[tuple[str, tuple[int, ...], float]] = []
+    run, timed = _GemmCase.run, Timer.time
+
+    def counted_run(self: _GemmCase) -> None:
+        events.append(("call", tuple(self.out.shape), time.perf_counter()))
+        run(self)
+
+    def counted_time(self: Timer, work: object, **options: int) -> list[float]:
+        events.append(("timed", (), time.perf_counter()))
+        return timed(self, work, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_GemmCase, "run", counted_run)
+    monkeypatch.setattr(Timer, "time", counted_time)
+    shapes = [GemmShape(m=16, n=16, k=16, label="first"), GemmShape(m=24, n=24, k=24, label="second")]
+    results = run_gemm(
+        device=resolve_device("cpu"), sol=CPU_SOL, dtypes=["fp32"], shapes=shapes, quick=True, warmup_s=0.05
+    )
+    first_timed = next(index for index, event in enumerate(events) if event[0] == "timed")
+    warm = [event for event in events[:first_timed] if event[1] == (16, 16)]
+    assert len(warm) >= 3
+    assert events[first_timed][2] - warm[0][2] >= 0.05  # the warm-up ran its whole budget first
+    assert [result.details["label"] for result in results] == ["first", "second"]  # no warm-up result

@@ -9,6 +9,7 @@ A path is dotted; ``[]`` means "every element of this list" (and the list is not
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +239,60 @@ CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+# Documented aliases (CHANGELOG 0.2.0): the old name beside the new, both written on purpose.
+ALIASES = {("zero", "zero_stage"), ("micro_batch", "micro_batch_size"), ("size", "size_bytes")}
+
+
+def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    assert len(keys) == len(set(keys)), f"a key written twice in one object: {keys}"
+    return dict(pairs)
+
+
+def _objects(payload: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(payload, dict):
+        yield path, payload
+        for key, value in payload.items():
+            yield from _objects(value, f"{path}.{key}")
+    elif isinstance(payload, list):
+        for item in payload:
+            yield from _objects(item, f"{path}[]")
+
+
+def _fractional_byte_counts(payload: Any) -> Iterator[str]:
+    """Values under ``*_bytes`` keys that are not whole numbers written as integers (bytes are whole)."""
+
+    def numbers(value: Any) -> Iterator[Any]:
+        if isinstance(value, dict):
+            for item in value.values():
+                yield from numbers(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from numbers(item)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            yield value
+
+    for path, item in _objects(payload):
+        for key, value in item.items():
+            if key.endswith("_bytes"):
+                yield from (
+                    f"{path}.{key}={number}" for number in numbers(value) if isinstance(number, float)
+                )
+
+
+def _undocumented_aliases(payload: Any) -> Iterator[str]:
+    """A key and a longer key that starts with it (``x`` and ``x_...``) holding the same value:
+    one figure written twice, allowed only for the documented aliases."""
+    for path, item in _objects(payload):
+        for key, value in item.items():
+            for other, twin in item.items():
+                same = value == twin and isinstance(value, int | float | list) and not isinstance(value, bool)
+                if other.startswith(f"{key}_") and same and (key, other) not in ALIASES:
+                    yield f"{path}: {key} = {other}"
+        if "intervals" in item:  # a train estimate's intervals are not repeated beside it
+            yield from (f"{path}.{key}" for key in ("step_time_interval_s", "mfu_interval") if key in item)
+
+
 def _values_at(payload: Any, path: str) -> list[Any]:
     """Every value at ``path`` (``a.b``, ``a[].b``, ``[].b``); raises KeyError when absent."""
     values = [payload]
@@ -259,7 +314,9 @@ def test_json_contract_keeps_its_documented_keys(name: str, run_cli, shared: Pat
                                            {"name": "b", "counts": EPLB_EXAMPLE[1]}]}))  # fmt: skip
     result = run_cli(*(arg.format(shared=shared, load=load) for arg in args), "--json")
     assert result.code == 0, result.err
-    payload = json.loads(result.out)
+    payload = json.loads(result.out, object_pairs_hook=_no_key_twice)
+    assert not list(_fractional_byte_counts(payload)), f"{name} --json has fractional byte counts"
+    assert not list(_undocumented_aliases(payload)), f"{name} --json writes a figure twice"
     missing = []
     for path in paths:
         try:

@@ -99,7 +99,7 @@ def test_report_bad_sources_are_one_line(run_cli, tmp_path: Path) -> None:  # ty
     bad_plan.write_text(json.dumps({"step_time_s": "slow", "breakdown_s": {"compute": 1.0}}))
     for source, needle in (
         (str(bad_plan), "step_time_s"),
-        (str(tmp_path / "missing.json"), "does not exist"),
+        (str(tmp_path / "missing.json"), "no such file"),
         ("run:nope", "no run"),
     ):
         result = run_cli("report", "--from", source, "-o", str(tmp_path / "r.html"))
@@ -132,3 +132,53 @@ def test_report_from_bench_json(run_cli, tmp_path: Path) -> None:  # type: ignor
     roofline = next(s for s in json.loads(written.out)["sections"] if s["key"] == "roofline")
     assert roofline["skipped_reason"] is None
     assert "60.0%" in out.read_text(encoding="utf-8")  # median 6e10 of a 1e11 peak
+
+
+def _store_runs(run_dir: Path, trace_dir: Path) -> tuple[str, str]:
+    """A goodput run and a trace run in the store, as the tour and 'monitor run' store them: the
+    records name the folder they came from."""
+    with open_store() as store:
+        goodput = store.add_records(
+            kind="goodput",
+            records=[NewRecord(name="job", metric="goodput_fraction", value=0.5, unit="1",
+                               payload={"run_dir": str(run_dir)})],
+        )  # fmt: skip
+        trace = store.add_records(
+            kind="trace",
+            records=[NewRecord(name="job rank 0", metric="idle_pct", value=50.0, unit="%",
+                               payload={"path": str(trace_dir)})],
+        )  # fmt: skip
+    return goodput, trace
+
+
+def test_report_draws_every_kind_of_stored_run(run_cli, tmp_path: Path, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    """'report' draws the goodput and trace runs of the results store, not only its benchmarks and
+    predictions: a user no longer has to find their folders and pass them with --from."""
+    from lightspeed.goodput import Tracker
+
+    run_dir = tmp_path / "run"
+    with Tracker(run_dir, flush_interval_s=0.05) as tracker, tracker.step(tokens=10):
+        pass
+    goodput, _ = _store_runs(run_dir, shared / "data" / "traces" / "trace_filter")
+    result = run_cli("report", "-o", str(tmp_path / "r.html"), "--json")
+    assert result.code == 0, result.err
+    drawn = {s["key"] for s in json.loads(result.out)["sections"] if s["skipped_reason"] is None}
+    assert {"goodput", "trace-1"} <= drawn
+    one = run_cli("report", "--from", f"run:{goodput}", "-o", str(tmp_path / "one.html"), "--json")
+    assert one.code == 0, one.err
+    drawn_one = {s["key"] for s in json.loads(one.out)["sections"] if s["skipped_reason"] is None}
+    assert "goodput" in drawn_one
+    assert "trace-1" not in drawn_one  # only the run named
+
+
+def test_a_stored_run_whose_folder_is_gone_is_said(run_cli, tmp_path: Path, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    goodput, _ = _store_runs(tmp_path / "moved-away", shared / "data" / "traces" / "trace_filter")
+    result = run_cli("report", "-o", str(tmp_path / "r.html"), "--json")
+    assert result.code == 0, result.err
+    sections = {s["key"]: s for s in json.loads(result.out)["sections"]}
+    assert goodput in sections["goodput"]["skipped_reason"]
+    assert "moved-away" in sections["goodput"]["skipped_reason"]
+    named = run_cli("report", "--from", f"run:{goodput}", "-o", str(tmp_path / "r.html"))
+    assert named.code == 2
+    assert named.err.count("\n") == 1
+    assert "moved-away" in named.err

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.tour import NEXT_COMMANDS
 from lightspeed.tour import steps as tour
 
 pytestmark = pytest.mark.slow
@@ -62,6 +63,11 @@ def test_tour_prints_where_the_report_is(run_cli, tmp_path: Path, monkeypatch: p
     assert result.code == 0, result.err
     assert "Detect the hardware" in result.out
     assert f"report: {tmp_path / 't' / 'report.html'}" in result.out.replace("\n", "")
+    # it ends with what to try next on the user's own model, cluster and trace
+    tail = result.out[result.out.index("Next, on your own") :]
+    assert [line.strip() for line in tail.splitlines() if line.strip().startswith("lightspeed ")] == [
+        command.command for command in NEXT_COMMANDS
+    ]
 
 
 def test_missing_extra_skips_and_user_error_fails(tmp_path: Path) -> None:

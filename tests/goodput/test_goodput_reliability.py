@@ -54,9 +54,34 @@ def test_rows_split_losses() -> None:
         num_nodes=2, failures_per_node_day=0.5, checkpoint_write_s=30, restart_s=300, intervals_s=[600.0]
     )
     row = plan.rows[0]
-    assert row.lost_to_failures == pytest.approx(1 / 86400 * (300 + 300))
-    assert row.lost_to_checkpoints == pytest.approx(30 / 630)
-    assert row.ettr == pytest.approx((1 - row.lost_to_failures) * (1 - row.lost_to_checkpoints))
+    # shares of the wall time, by hand: failures cost r (u0 + dt/2) of it, 2 nodes x 0.5 per day:
+    # 600 / 86400; of what is left, checkpoints take w / (dt + w) = 30 / 630; the rest is ETTR
+    lost_to_failures = 1 / 86400 * (300 + 300)
+    assert row.lost_to_failures == pytest.approx(lost_to_failures)
+    assert row.lost_to_checkpoints == pytest.approx((1 - lost_to_failures) * 30 / 630)
+    assert row.ettr == pytest.approx((1 - lost_to_failures) * 600 / 630)
+    # the three columns split the wall time: they add to 100% (they added to 100.2% before)
+    assert row.ettr + row.lost_to_failures + row.lost_to_checkpoints == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_table_columns_add_up_and_say_how_they_are_rounded(capsys: pytest.CaptureFixture[str]) -> None:
+    from lightspeed.report import render_checkpoint_plan
+
+    # the README example: 128 nodes, 6.5 failures per 1,000 node-days, 60 s writes, 10 min restarts
+    plan = plan_checkpoints(num_nodes=128, failures_per_node_day=0.0065, checkpoint_write_s=60, restart_s=600)
+    for row in plan.rows:
+        assert row.ettr + row.lost_to_failures + row.lost_to_checkpoints == pytest.approx(1.0, abs=1e-12)
+    render_checkpoint_plan(plan)
+    out = capsys.readouterr().out
+    shown = [
+        [float(cell.strip().rstrip("%")) for cell in line.split("│")[2:5]]
+        for line in out.splitlines()
+        if line.startswith("│") and "%" in line
+    ]
+    assert len(shown) == len(plan.rows)
+    for cells in shown:  # each figure rounded on its own to 0.1%: a row adds to 100% within 0.15
+        assert sum(cells) == pytest.approx(100.0, abs=0.15)
+    assert "add to 100% of the wall time" in out
 
 
 def test_no_failures_means_no_optimum_but_still_a_table() -> None:

@@ -9,6 +9,7 @@ its LevelDB-style framing is decoded here, documented in leveldb's log_format).
 from __future__ import annotations
 
 import json
+import os
 import struct
 import sys
 import time
@@ -22,6 +23,7 @@ from lightspeed.goodput import (
     BUCKETS,
     MetricSink,
     MlflowSink,
+    SinkError,
     TensorBoardSink,
     Tracker,
     WandbSink,
@@ -240,3 +242,73 @@ def test_missing_extras_name_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path
             patch.setitem(sys.modules, module, None)
             with pytest.raises(MissingExtraError, match=rf"lightspeed\[{extra}\]"):
                 make()
+
+
+def test_mlflow_folder_uri_needs_no_environment_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Naming a folder asks for MLflow's folder store: it opens without MLFLOW_ALLOW_FILE_STORE
+    (MLflow 3 refuses it otherwise), and the variable is not left set afterwards."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    for uri in ((tmp_path / "a").as_uri(), str(tmp_path / "b")):
+        sink = MlflowSink(tracking_uri=uri, experiment="tests")
+        sink.log(step=3, values={"step_time_s": 0.25})
+        sink.close()
+        assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+        with monkeypatch.context() as patch:  # the test's own reader opts in
+            patch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+            history = MlflowClient(tracking_uri=uri).get_metric_history(sink.run_id, "lightspeed/step_time_s")
+        assert [(metric.step, metric.value) for metric in history] == [(3, 0.25)]
+
+
+def test_mlflow_folder_store_refused_by_the_user_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "false")
+    with pytest.raises(SinkError, match=r"MLFLOW_ALLOW_FILE_STORE=false.*sqlite:///") as caught:
+        MlflowSink(tracking_uri=(tmp_path / "runs").as_uri())
+    assert "\n" not in str(caught.value)
+
+
+def test_mlflow_database_uri_without_sqlalchemy_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """mlflow-skinny's SQL store needs SQLAlchemy and Alembic; without them MLflow only says the
+    URI is unsupported, so the sink names the extra that brings them."""
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    with pytest.raises(MissingExtraError, match=r"sqlalchemy.*lightspeed\[mlflow\]"):
+        MlflowSink(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(
+    "ignore:The ``noload`` loader strategy is deprecated"
+)  # MLflow's, on SQLAlchemy 2.1
+def test_mlflow_sqlite_store_reads_back(tmp_path: Path) -> None:
+    """The mlflow extra logs to a database too (MLflow creates its tables on first use: slow)."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sink = MlflowSink(tracking_uri=uri, experiment="tests")
+    sink.log(step=1, values={"tokens_per_s": 4096.0})
+    sink.close()
+    history = MlflowClient(tracking_uri=uri).get_metric_history(sink.run_id, "lightspeed/tokens_per_s")
+    assert [(metric.step, metric.value) for metric in history] == [(1, 4096.0)]
+
+
+def test_a_broken_extra_is_named_not_leaked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An extra that is installed but fails to import (a protobuf built for another version is the
+    usual case) gives the extra to reinstall, not the library's TypeError."""
+    package = tmp_path / "wandb"
+    package.mkdir()
+    (package / "__init__.py").write_text('raise TypeError("Descriptors cannot be created directly.")\n')
+    for name in [name for name in sys.modules if name == "wandb" or name.startswith("wandb.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(
+        MissingExtraError, match=r"installed but cannot be imported \(Descriptors.*lightspeed\[wandb\]"
+    ):
+        WandbSink(directory=tmp_path)

@@ -156,18 +156,33 @@ def test_metric_history_prefers_measurements_on_ties(tmp_path: Path) -> None:
 
 
 def test_trace_step_times_from_profiler_steps(tmp_path: Path, write_step_trace) -> None:
-    trace = write_step_trace(tmp_path / "t.json", [900_000, 100_000, 110_000, 105_000])
+    trace = write_step_trace(tmp_path / "t.json", [900_000, 100_000, 110_000, 105_000, 100_000])
     (series,) = load_metric_samples(trace)
     assert series.metric == "step_time_s"
-    assert series.samples == pytest.approx((0.9, 0.1, 0.11, 0.105))
+    assert series.samples == pytest.approx((0.9, 0.1, 0.11, 0.105))  # the last profiler step is left out
     assert series.num_warmup == 1
+    (every,) = load_metric_samples(trace, include_last_step=True)
+    assert every.samples == pytest.approx((0.9, 0.1, 0.11, 0.105, 0.1))
+
+
+def test_the_profilers_empty_last_step_does_not_halve_the_median(tmp_path: Path, write_step_trace) -> None:
+    """torch.profiler stops inside its last step: that step is a few microseconds, not a step. Kept,
+    it pulls the median of an even count halfway down and the interval to absurd widths; it is
+    left out as every trace analysis leaves it out (HTA's convention)."""
+    base = write_step_trace(tmp_path / "a.json", [900_000, *[100_000] * 6, 5])
+    current = write_step_trace(tmp_path / "b.json", [900_000, *[100_000] * 5, 5])
+    result = compare_runs(baseline=load_metric_samples(base), current=load_metric_samples(current))
+    (comparison,) = result.comparisons
+    assert comparison.current_median == pytest.approx(0.1)  # kept, the median of 5 x 0.1 and 5 us is 0.1
+    assert comparison.baseline_median == pytest.approx(0.1)  # kept: (0.1 + 5e-6) / 2, about 0.05
+    assert comparison.verdict == "unchanged"
 
 
 def test_trace_folder_step_is_its_slowest_rank(tmp_path: Path, write_step_trace) -> None:
     folder = tmp_path / "ranks"
     folder.mkdir()
-    write_step_trace(folder / "rank-0.json", [100_000, 100_000, 100_000], rank=0)
-    write_step_trace(folder / "rank-1.json", [100_000, 150_000, 100_000], rank=1)
+    write_step_trace(folder / "rank-0.json", [100_000, 100_000, 100_000, 100_000], rank=0)
+    write_step_trace(folder / "rank-1.json", [100_000, 150_000, 100_000, 3], rank=1)
     (series,) = load_metric_samples(folder)
     assert series.samples == pytest.approx((0.1, 0.15, 0.1))
 

@@ -17,7 +17,8 @@ sendrecv        buffer                   1
 ==============  =======================  ==============
 
 Every size is checked once with known per-rank data (nccl-tests' ``#wrong``).
-The spread of per-rank times (min/avg/max) exposes stragglers. Worlds come
+The spread of per-rank times (each rank's median over the trials: min/median/max)
+exposes stragglers; the headline is never faster than the slowest rank's figure. Worlds come
 from :mod:`lightspeed.bench.world` (local processes or ``torchrun``).
 
 The same concept one layer down, predicted: :mod:`lightspeed.sol.core.collectives` costs them.
@@ -237,7 +238,9 @@ def assemble_results(
         trials = list(zip(*(row[2] for row in rows), strict=True))  # trials[k][r]
         block_s = [max(per_trial) for per_trial in trials]
         factor = busbw_factor(name, num_ranks)
-        rank_means = [sum(row[2]) / len(row[2]) for row in rows]
+        # each rank's own figure is, like the headline, a median over the trials: the median of the
+        # per-trial slowest is then never below any rank's median (the collective ends with its last rank)
+        rank_medians = [statistics.median(row[2]) for row in rows]
         busbw = [size_bytes / seconds * factor for seconds in block_s]
         median_s = size_bytes * factor / statistics.median(busbw)  # the headline's time
         results.append(
@@ -259,7 +262,7 @@ def assemble_results(
                     size_bytes=size_bytes,
                     median_s=median_s,
                     factor=factor,
-                    rank_means=rank_means,
+                    rank_medians=rank_medians,
                     backend=backend,
                 ),
             )
@@ -268,18 +271,18 @@ def assemble_results(
 
 
 def _details(
-    *, name: str, size_bytes: int, median_s: float, factor: float, rank_means: Sequence[float], backend: str
+    *, name: str, size_bytes: int, median_s: float, factor: float, rank_medians: Sequence[float], backend: str
 ) -> Mapping[str, Any]:
     return {
         "collective": name,
         "backend": backend,
-        "num_ranks": len(rank_means),
+        "num_ranks": len(rank_medians),
         "time_s": median_s,
         "algbw_bytes_per_s": size_bytes / median_s,
         "busbw_factor": factor,
         "rank_time_s": {
-            "min": min(rank_means),
-            "avg": sum(rank_means) / len(rank_means),
-            "max": max(rank_means),
+            "min": min(rank_medians),
+            "median": statistics.median(rank_medians),
+            "max": max(rank_medians),
         },
     }

@@ -1,15 +1,19 @@
 """GEMM throughput: a shape sweep per dtype, and a model's own GEMM shapes.
 
-Method (MAMF finder, REFERENCE.md section 5): per shape, ``torch.mm`` on
-``randn`` inputs into a preallocated output (``out=``, no temporaries), warm-up
-calls, then timed repetitions with L2 flushed before each on a GPU; FLOP =
-2 m n k; the headline is the median repetition, with min/median/max kept.
-Every shape is checked against a float64 reference on a slice of rows.
+Method (MAMF finder, REFERENCE.md section 5): first the device is warmed on the
+sweep's first shape for a time budget (lazy initialisation, BLAS heuristics,
+thread pools and clocks: MAMF warms 30 s), untimed and never a result; then per
+shape, ``torch.mm`` on ``randn`` inputs into a preallocated output (``out=``, no
+temporaries), warm-up calls, then timed repetitions with L2 flushed before each
+on a GPU; FLOP = 2 m n k; the headline is the median repetition, with
+min/median/max kept. Every shape is checked against a float64 reference on a
+slice of rows.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -95,11 +99,23 @@ def model_shapes(model: TransformerSpec, *, tp: int = 1, num_tokens: int = 4096)
     result: list[GemmShape] = []
     for label, n, k in shapes:
         column_parallel = label in ("qkv", "mlp up", "lm head", "q", "kv up")
+        split = n if column_parallel else k
+        if split % tp:  # a rank cannot hold a fraction of a column: Megatron refuses such a TP too
+            raise UserInputError(
+                f"tp={tp} does not divide the {split:,} {'columns' if column_parallel else 'rows'} of the "
+                f"{label} GEMM of {model.name}; use a TP that divides it (e.g. {_divisor_near(split, tp)})"
+            )
         n_rank, k_rank = (n // tp, k) if column_parallel else (n, k // tp)
-        if min(n_rank, k_rank) < 1:
-            raise UserInputError(f"tp={tp} leaves no columns for the {label} GEMM of {model.name}")
         result.append(GemmShape(m=num_tokens, n=n_rank, k=k_rank, label=f"{model.name} {label} tp={tp}"))
     return result
+
+
+def _divisor_near(size: int, tp: int) -> int:
+    """The largest power of two up to ``tp`` that divides ``size`` (1 at least)."""
+    power = 1
+    while power * 2 <= tp and size % (power * 2) == 0:
+        power *= 2
+    return power
 
 
 def _mla_shapes(model: TransformerSpec) -> list[tuple[str, int, int]]:
@@ -224,6 +240,27 @@ class _GemmCase:
         return math.isfinite(relative) and relative <= _TOLERANCE[self.precision]
 
 
+def default_warmup_s(*, quick: bool, gpu: bool) -> float:
+    """Seconds the device is warmed before a sweep: enough for a CPU's thread pool and a GPU's
+    clocks to settle (MAMF warms a GPU for 30 s; a quick sweep trades some of that for time)."""
+    if gpu:
+        return 2.0 if quick else 10.0
+    return 0.25 if quick else 1.0
+
+
+def warm_device(case: _GemmCase, timer: Timer, *, seconds: float) -> int:
+    """Run ``case`` untimed for ``seconds`` (at least 3 calls); returns the calls made."""
+    deadline = time.perf_counter() + seconds
+    calls = 0
+    while calls < 3 or time.perf_counter() < deadline:
+        case.run()
+        calls += 1
+        if calls % 16 == 0:
+            timer.synchronize()  # a GPU's queue stays short, so the deadline means device time
+    timer.synchronize()
+    return calls
+
+
 def _measure_shape(
     torch: Any, device: BenchDevice, timer: Timer, shape: GemmShape, precision: str, *, quick: bool
 ) -> tuple[list[float], bool]:
@@ -246,10 +283,14 @@ def run_gemm(
     quick: bool = False,
     flush_l2: bool = True,
     progress: ProgressCallback | None = None,
+    warmup_s: float | None = None,
 ) -> list[BenchResult]:
     """FLOP/s of each shape and dtype on ``device``, beside the dense peak.
 
-    Unsupported dtypes are refused before anything runs.
+    Unsupported dtypes are refused before anything runs. Before the first timed shape of
+    each dtype the device runs the sweep's first shape untimed for ``warmup_s`` seconds
+    (default: :func:`default_warmup_s`), so that no size is measured cold; the warm-up is
+    never a result.
     """
     torch = import_torch()
     for precision in dtypes:
@@ -273,6 +314,14 @@ def run_gemm(
             # tf32 is fp32 storage with tensor-core math; fp32 means true fp32 math.
             torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
             peak, note = sol.compute(precision)
+            if chosen:
+                warm_device(
+                    _GemmCase(torch, device, chosen[0], precision),
+                    timer,
+                    seconds=default_warmup_s(quick=quick, gpu=device.is_gpu)
+                    if warmup_s is None
+                    else warmup_s,
+                )
             for shape in chosen:
                 if progress is not None:
                     progress(f"gemm {precision} {shape.text}", len(results), total)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final
 
-from lightspeed.errors import UnsupportedError, UserInputError, require_extra
+from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.records import Record
 from lightspeed.units import MIB, format_bytes
 
@@ -38,10 +39,7 @@ ProgressCallback = Callable[[str, int, int], None]
 
 def import_torch() -> ModuleType:
     """``torch``, or :class:`~lightspeed.errors.MissingExtraError` naming the ``bench`` extra."""
-    require_extra("torch", "bench", "lightspeed bench")
-    import torch
-
-    return torch
+    return import_extra("torch", extra="bench", purpose="lightspeed bench")
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ import dataclasses
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import click
 
 from lightspeed.cli import options as option_types
+from lightspeed.cli._completion import hardware_names, model_names
 from lightspeed.errors import UserInputError
+from lightspeed.files import check_input
 from lightspeed.sol import JobConfig, plan_file_kind, read_plan_file
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,6 +99,9 @@ def _option(item: dataclasses.Field[Any], hint: Any, parameter: str = "") -> Cal
         return click.option(f"--{word}/--no-{word}", name, default=None, **common)
     if _is_tuple_of(hint, str):
         return click.option(*flags, name, multiple=True, type=click.Path(path_type=Path), **common)
+    complete = _COMPLETIONS.get(item.name)
+    if complete is not None:
+        common["shell_complete"] = complete
     kind = meta.get("option_type")
     click_type: Any = click.Choice(meta["choices"]) if meta.get("choices") else None
     if kind:
@@ -104,6 +109,10 @@ def _option(item: dataclasses.Field[Any], hint: Any, parameter: str = "") -> Cal
     if item.default is not None:  # no default at all, not None: click checks required options then
         common.update(default=item.default, show_default=meta.get("show_default", True))
     return click.option(*flags, name, type=click_type, required=bool(meta.get("required")), **common)
+
+
+# configuration fields whose values the shell completes from the catalog and the model registry
+_COMPLETIONS: Final = {"model": model_names, "system": hardware_names}
 
 
 def _is_tuple_of(hint: Any, element: type) -> bool:
@@ -118,8 +127,7 @@ def _reader(
     def read(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
         if path is None:
             return None
-        if not path.is_file():
-            raise click.BadParameter(f"{path} is not a file", ctx=ctx, param=param)
+        check_input(path, what="plan file or model config (TOML or config.json)")  # missing, a FIFO, a device
         kind = plan_file_kind(path)
         if kind is None:  # a model config, as --config always took
             ctx.default_map = {**(ctx.default_map or {}), "model_config": str(path)}

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from lightspeed.cli._common import get_context
+from lightspeed.cli._completion import model_names
 from lightspeed.cli._config import field_options
 from lightspeed.errors import UserInputError
 from lightspeed.sol import JobConfig, ServingJob, TrainingJob
@@ -24,7 +25,9 @@ def model_options(function: F) -> F:
         type=click.Path(path_type=Path),
         help="Hugging Face config.json or model TOML file.",
     )(function)
-    return click.option("--model", "model_name", help="Model name (see 'lightspeed model list').")(function)
+    return click.option(
+        "--model", "model_name", help="Model name (see 'lightspeed model list').", shell_complete=model_names
+    )(function)
 
 
 # options declared once, by the job configurations (lightspeed.sol.config), shared by other commands

@@ -84,6 +84,11 @@ def command() -> None:
     default=None,
     help="Leading samples of each series to drop as warm-up (default: each input's own 'warmup', else 0).",
 )
+@click.option(
+    "--include-last-step",
+    is_flag=True,
+    help="Traces: keep the last ProfilerStep (left out by default, as HTA does: the profiler stops in it).",
+)
 @json_option
 def runs(
     *,
@@ -93,6 +98,7 @@ def runs(
     threshold_fraction: float,
     alpha: float,
     warmup: int | None,
+    include_last_step: bool,
     as_json: bool,
 ) -> int:
     """Regression gate: is CURRENT significantly worse than BASELINE?
@@ -103,8 +109,8 @@ def runs(
     than --threshold AND the move is statistically significant.
     """
     result = compare_runs(
-        baseline=load_metric_samples(baseline),
-        current=load_metric_samples(current),
+        baseline=load_metric_samples(baseline, include_last_step=include_last_step),
+        current=load_metric_samples(current, include_last_step=include_last_step),
         metrics=metrics,
         threshold_fraction=threshold_fraction,
         alpha=alpha,

@@ -8,12 +8,12 @@ records (or ``--power-w``, a measured mean); prices only from ``--prices FILE``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
 from lightspeed.catalog import load_power, power_of
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
@@ -27,6 +27,7 @@ from lightspeed.cli.options import (
     LATENCY_BOUND,
     PER_SECOND,
     POWER_W,
+    PUE,
     RACKS,
     SEQ_LEN,
     SEQUENCES,
@@ -125,6 +126,7 @@ def _power_records() -> Any:
 @json_option
 def train_command(**options: Any) -> None:
     """Time, GPU-hours, energy (per step, per token, per run) and cost of training to N tokens."""
+    _refuse_conflicts(options["scenario"])
     prices = _prices(options["prices_path"])
     power = _power_records()
     if options["scenario"] == "deepseek-v3":
@@ -158,6 +160,22 @@ def train_command(**options: Any) -> None:
         print_json(cost)
     else:
         render_training_cost(cost)
+
+
+_SCENARIO_FIXES: Final = (
+    *("model_name", "config_path", "system_text", "num_gpus", "global_batch"),
+    *("seq_len", "precision", "num_tokens", "calibration"),
+)
+
+
+def _refuse_conflicts(scenario: str | None) -> None:
+    """Options the chosen mode would ignore are refused, never dropped silently."""
+    if scenario is not None:
+        refuse_together(given_flags(*_SCENARIO_FIXES), f"--scenario {scenario} fixes them: leave them out")
+    else:
+        refuse_together(
+            given_flags("usd_per_gpu_hour"), "only with --scenario deepseek-v3 (price plans with --prices)"
+        )
 
 
 def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> None:
@@ -232,6 +250,12 @@ def infer_command(**options: Any) -> None:
 @click.option("--racks", type=RACKS, help="Number of racks (full).")
 @click.option("--gpus", "num_gpus", type=GPUS, help="Or: GPUs (whole systems, whole racks).")
 @click.option("--site-kw", type=SITE_KW, help="Site power budget in kW (facility power, IT x PUE).")
+@click.option(
+    "--pue",
+    type=PUE,
+    help="The site's PUE (facility / IT power); default: the prices file's, else the 2024 industry "
+    "average (1.56, Uptime Institute).",
+)
 @click.option("--systems-per-rack", type=SYSTEMS_PER_RACK, help="Override the catalog's systems per rack.")
 @click.option("--workload", type=click.Choice(["train", "infer"]), default="train", show_default=True)
 @prices_option
@@ -251,10 +275,12 @@ def cluster_command(**options: Any) -> None:
     else:
         cluster = catalog.cluster(system.name, num_nodes=(options["racks"] or 1) * per_rack)
     site = options["site_kw"] * 1e3 if options["site_kw"] is not None else None
+    pue, pue_source = _site_pue(options["pue"], prices, record.cooling)
     plan = rack_plan(
         cluster=cluster,
         power=record,
-        pue=prices.pue(record.cooling) if prices is not None else 1.0,
+        pue=pue,
+        pue_source=pue_source,
         site_budget_w=site,
         systems_per_rack=per_rack,
     )
@@ -268,6 +294,16 @@ def cluster_command(**options: Any) -> None:
     render_rack_plan(plan)
     if tco is not None:
         render_tco(tco)
+
+
+def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple[float | None, str]:
+    """The PUE to use and where it comes from: --pue, the prices file, else the library's sourced default."""
+    if given is not None:
+        return given, "--pue"
+    if prices is not None:
+        key = "pue_liquid" if cooling == "liquid" else "pue_air"
+        return prices.pue(cooling), f"{key} in {prices.path or 'the prices'}"
+    return None, ""
 
 
 @command.command("upgrade")

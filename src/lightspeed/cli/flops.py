@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.cli._completion import model_names
 from lightspeed.cli.options import FLOP_TOTAL, SEQ_LEN, TOKENS
 from lightspeed.report import render_training_flop
 from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
@@ -14,7 +15,11 @@ from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 
 @click.command("flops")
 @click.option(
-    "--model", "model_name", required=True, help="Model name, alias, or path to a config.json/TOML."
+    "--model",
+    "model_name",
+    required=True,
+    help="Model name, alias, or path to a config.json/TOML.",
+    shell_complete=model_names,
 )
 @click.option(
     "--tokens", "num_tokens", type=TOKENS, required=True, help="Training tokens, e.g. 29e12 or 29T."

@@ -12,6 +12,7 @@ from lightspeed.catalog import (
     local_cpu_accelerator,
 )
 from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli._completion import any_hardware_names
 from lightspeed.cli.options import BANDWIDTH, CPU_GHZ
 from lightspeed.errors import UnsupportedError
 from lightspeed.report import (
@@ -42,7 +43,7 @@ def list_command(kind: str | None, as_json: bool) -> None:
 
 
 @command.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=any_hardware_names)
 @json_option
 def show_command(name: str, as_json: bool) -> None:
     """Every figure of NAME (a record, alias, or cluster spec such as 9xdgx-h100@ib-ndr) with sources.
@@ -53,7 +54,7 @@ def show_command(name: str, as_json: bool) -> None:
 
 
 @command.command("compare")
-@click.argument("names", nargs=-1, required=True)
+@click.argument("names", nargs=-1, required=True, shell_complete=any_hardware_names)
 @json_option
 def compare_command(names: tuple[str, ...], as_json: bool) -> None:
     """NAMES side by side (same kind as the first) with ratios and deltas vs the first.

@@ -28,6 +28,7 @@ LOG = logging.getLogger("lightspeed.cli")
 # name -> (module, one-line help). The module defines ``command``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tour": ("lightspeed.cli.tour", "Show the whole loop on this machine: SOL, measure, predict, report."),
+    "doctor": ("lightspeed.cli.doctor", "Which optional parts are installed and which backends answer."),
     "hw": ("lightspeed.cli.hw", "Hardware catalog: list, show, compare, detect."),
     "model": ("lightspeed.cli.model", "Model architectures: list, show."),
     "memory": ("lightspeed.cli.memory", "Bytes to hold a model and how many GPUs that takes."),

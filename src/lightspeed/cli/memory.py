@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
+from lightspeed.cli._completion import hardware_names, model_names
 from lightspeed.cli.options import DEGREE, ZERO_STAGE
 from lightspeed.report import render_memory_plan
 from lightspeed.sol import plan_memory
@@ -15,7 +16,11 @@ from lightspeed.workload import resolve_model
 
 @click.command("memory")
 @click.option(
-    "--model", "model_name", required=True, help="Model name, alias, or path to a config.json/TOML."
+    "--model",
+    "model_name",
+    required=True,
+    help="Model name, alias, or path to a config.json/TOML.",
+    shell_complete=model_names,
 )
 @click.option(
     "--precision", help="Weight precision: fp32, bf16, fp16, fp8, mxfp4, nvfp4, ... [default: bf16]"
@@ -29,8 +34,16 @@ from lightspeed.workload import resolve_model
 @click.option(
     "--grad-precision", help="Gradient precision with --training [default: the weights' precision]."
 )
-@click.option("--gpu", help="Accelerator whose memory holds the state (see 'lightspeed hw list').")
-@click.option("--system", help="A node or rack (e.g. dgx-b200): its GPU and its GPUs per node.")
+@click.option(
+    "--gpu",
+    help="Accelerator whose memory holds the state (see 'lightspeed hw list').",
+    shell_complete=hardware_names,
+)
+@click.option(
+    "--system",
+    help="A node or rack (e.g. dgx-b200): its GPU and its GPUs per node.",
+    shell_complete=hardware_names,
+)
 @json_option
 def command(
     *,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
+from lightspeed.cli._completion import model_names
 from lightspeed.cli.options import SEQ_LEN
 from lightspeed.report import render_model_list, render_model_summary
 from lightspeed.workload import (
@@ -35,7 +36,7 @@ def list_command(as_json: bool) -> None:
 
 
 @command.command("show")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=model_names)
 @click.option(
     "--config",
     "config_path",

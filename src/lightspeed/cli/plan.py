@@ -39,6 +39,12 @@ def train(*, as_json: bool, **values: Any) -> None:
         render_expert_load_effect(prediction.expert_load)
 
 
+# A search's plan summaries carry their intervals under these names; a whole estimate has them in
+# ``intervals`` already, so plan train writes them once.
+_SUMMARY_ONLY = ("step_time_interval_s", "mfu_interval")
+
+
 def train_json(estimate: Any) -> dict[str, Any]:
     """``plan train --json``: the plan object of the search contract plus the breakdowns."""
-    return {**estimate.plan_summary(), **estimate.to_dict()}
+    summary = {key: value for key, value in estimate.plan_summary().items() if key not in _SUMMARY_ONLY}
+    return {**summary, **estimate.to_dict()}

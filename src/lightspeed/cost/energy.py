@@ -18,6 +18,7 @@ from typing import Any, Final
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import PowerPart, SystemPower
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
+from lightspeed.cost.pue import MAX_PUE, MIN_PUE, default_pue
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.estimate import InferenceEstimate
@@ -153,6 +154,7 @@ class Tco(Record):
     total_per_year_usd: float
     usd_per_gpu_hour: float
     inputs: JsonDict
+    currency: str = "USD"  # every *_usd figure (prices files hold US dollars)
 
 
 def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
@@ -397,17 +399,23 @@ class RackPlan(Record):
     site_budget_w: float | None
     fits_site: bool | None
     sources: tuple[str, ...]
+    pue_source: str = ""
 
 
 def rack_plan(
     *,
     cluster: Cluster,
     power: SystemPower,
-    pue: float = 1.0,
+    pue: float | None = None,
+    pue_source: str = "given",
     site_budget_w: float | None = None,
     systems_per_rack: int | None = None,
 ) -> RackPlan:
     """Racks and rated power for every system of ``cluster`` (whole systems, whole racks).
+
+    ``pue`` (facility / IT power) is the site's, ``pue_source`` says where it comes from;
+    without one, the industry average of :func:`~lightspeed.cost.pue.default_pue` (1.56,
+    Uptime Institute 2024) with its citation, never an unstated 1.
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.catalog.power import load_power
@@ -417,7 +425,10 @@ def rack_plan(
     (128.0, 1.024)
     """
     check_power_w(site_budget_w, "site budget", "give the site's facility power budget (--site-kw in kW)")
-    if not math.isfinite(pue) or not 1.0 <= pue <= 5.0:
+    if pue is None:
+        site = default_pue()
+        pue, pue_source = site.value, site.source
+    if not math.isfinite(pue) or not MIN_PUE <= pue <= MAX_PUE:
         raise UserInputError(f"PUE {pue!r} is not in [1, 5]; PUE is facility power / IT power")
     per_rack = systems_per_rack or power.systems_per_rack
     if per_rack < 1:
@@ -447,6 +458,7 @@ def rack_plan(
             power.sources[key].citation for key in dict.fromkeys(part.source for part in power.parts)
         )
         or tuple(source.citation for source in power.sources.values()),
+        pue_source=pue_source,
     )
 
 

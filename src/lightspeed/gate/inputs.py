@@ -19,6 +19,7 @@ import numpy as np
 from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate.compare import MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
 from lightspeed.goodput import read_run
@@ -121,7 +122,7 @@ def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> M
         raise DataFileError(
             path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
         )
-    samples = tuple(_number(value, path, where) for value in raw)
+    samples = tuple(_number(value, path, where, index) for index, value in enumerate(raw))
     warmup = item.get("warmup", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
@@ -137,14 +138,26 @@ def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: st
     return value.strip()
 
 
-def _number(value: object, path: Path | str, where: str) -> float:
+def _number(value: object, path: Path | str, where: str, index: int) -> float:
+    """One sample: a finite number, 0 or more (times, rates and sizes are never negative)."""
+    field = f"samples[{index}]"
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
+        raise DataFileError(
+            path, f"entry {where} has a sample that is not a finite number", field=field, value=value
+        )
+    if value < 0:
+        raise DataFileError(
+            path,
+            f"entry {where} has a negative sample: a time, rate or size is 0 or more",
+            field=field,
+            value=value,
+            fix="give the measurements themselves (compare differences by comparing the runs)",
+        )
     return float(value)
 
 
 def load_metric_samples(
-    source: str | Path, *, store_path: str | Path | None = None
+    source: str | Path, *, store_path: str | Path | None = None, include_last_step: bool = False
 ) -> tuple[MetricSamples, ...]:
     """The metric samples held by ``source``.
 
@@ -154,19 +167,23 @@ def load_metric_samples(
     or a run of the results store: ``run:ID`` (an id, a unique prefix or ``latest``), or a bare
     id when no file of that name exists. ``store_path`` is a store file or URL
     (``postgresql://...``), default ``$LIGHTSPEED_STORE`` else the file in ``$LIGHTSPEED_HOME``.
+    ``include_last_step`` keeps a trace's last profiler step (left out by default, as HTA does).
     """
     text = str(source)
     path = Path(text)
     if not text.startswith("run:"):
         if is_trace_source(path):
-            return trace_step_samples(path)
+            return trace_step_samples(path, include_last_step=include_last_step)
         if path.is_file():
             return read_sample_file(path)
         if path.is_dir():
             return goodput_step_samples(path)
-        if path.suffix or "/" in text:  # meant as a path, not a run id
-            raise UserInputError(
-                f"{text} does not exist; pass a sample file (JSON), a goodput run folder, or run:ID"
+        if looks_like_path(text):  # meant as a path, not a run id: missing, or a FIFO, a device...
+            check_input(
+                path,
+                what="sample file (JSON), goodput run folder or trace",
+                fix="pass a sample file (JSON), a goodput run folder, a trace, or run:ID",
+                folder_ok=True,
             )
     run_ref = text.removeprefix("run:")
     with open_store(store_path) as store:
@@ -236,12 +253,15 @@ def is_trace_source(path: Path) -> bool:
         return b'"traceEvents"' in handle.read(1 << 20)
 
 
-def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
+def trace_step_samples(path: Path, *, include_last_step: bool = False) -> tuple[MetricSamples, ...]:
     """Durations (seconds) of the ``ProfilerStep#N`` annotations of a trace, one per step.
 
     With several ranks a step lasts as long as its slowest rank. The first
     profiled step is warm-up (the profiler's own start-up) and is excluded
-    by default.
+    by default. The last step is left out unless ``include_last_step``, as
+    every trace analysis leaves it out (HTA's convention): the profiler stops
+    inside it, so it is often a few microseconds, which would pull the median
+    of an even count halfway down.
     """
     by_step: dict[int, float] = {}
     for rank in load_trace(path).ranks:
@@ -254,7 +274,10 @@ def trace_step_samples(path: Path) -> tuple[MetricSamples, ...]:
             "training step (torch.profiler), or push one NVTX range per step named 'step N' (Nsight "
             "Systems), so that step times are recorded"
         )
-    return (_step_series([by_step[number] for number in sorted(by_step)], str(path)),)
+    numbers = sorted(by_step)
+    if len(numbers) >= 2 and not include_last_step:
+        numbers = numbers[:-1]
+    return (_step_series([by_step[number] for number in numbers], str(path)),)
 
 
 def _step_series(durations_s: Sequence[float], source: str) -> MetricSamples:

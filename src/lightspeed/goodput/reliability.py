@@ -47,7 +47,12 @@ DEFAULT_NUM_INTERVALS = 13
 
 @dataclass(frozen=True)
 class IntervalRow(Record):
-    """Expected ETTR at one checkpoint interval."""
+    """Expected ETTR at one checkpoint interval, and where the rest of the wall time goes.
+
+    The three are shares of the wall time that add to 1: ``lost_to_failures`` (restarts and
+    the work redone since the last checkpoint), ``lost_to_checkpoints`` (writing them) and
+    ``ettr`` (the time that trains).
+    """
 
     interval_s: float
     ettr: float
@@ -204,17 +209,21 @@ def _row(interval_s: float, num_nodes: int, rate: float, write_s: float, restart
     if not interval_s > 0 or not math.isfinite(interval_s):
         raise UserInputError(f"checkpoint interval must be a finite number > 0 s, got {interval_s}")
     rate_per_s = num_nodes * rate / SECONDS_PER_DAY
+    # Shares of the wall time that add to 1: failures take r (u0 + dt/2) of it; of the rest,
+    # checkpoint writes take w / (dt + w) and the remainder is ETTR (Kokolis et al.'s expression).
+    lost_to_failures = min(1.0, rate_per_s * (restart_s + interval_s / 2.0)) if rate_per_s > 0 else 0.0
+    ettr = expected_ettr(
+        num_nodes=num_nodes,
+        failures_per_node_day=rate,
+        checkpoint_write_s=write_s,
+        restart_s=restart_s,
+        interval_s=interval_s,
+    )
     return IntervalRow(
         interval_s=interval_s,
-        ettr=expected_ettr(
-            num_nodes=num_nodes,
-            failures_per_node_day=rate,
-            checkpoint_write_s=write_s,
-            restart_s=restart_s,
-            interval_s=interval_s,
-        ),
-        lost_to_failures=min(1.0, rate_per_s * (restart_s + interval_s / 2.0)) if rate_per_s > 0 else 0.0,
-        lost_to_checkpoints=write_s / (interval_s + write_s),
+        ettr=ettr,
+        lost_to_failures=lost_to_failures,
+        lost_to_checkpoints=max(0.0, 1.0 - lost_to_failures - ettr),
     )
 
 

@@ -31,19 +31,24 @@ training loop; a sink that fails stops receiving and the training goes on
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from lightspeed.errors import LightspeedError, MissingExtraError, UserInputError
+from lightspeed.errors import LightspeedError, UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.goodput.events import BUCKETS, PHASES
 from lightspeed.goodput.ledger import Ledger
 from lightspeed.goodput.reader import RunLog
 
+LOG = logging.getLogger(__name__)
 PREFIX: Final = "lightspeed/"
 STEP_METRIC: Final = "lightspeed/step"  # the x-axis of the W&B sink's metrics
 
@@ -88,16 +93,16 @@ class TensorBoardSink(MetricSink):
     """
 
     def __init__(self, log_dir: str | Path, *, flush_interval_s: float = 2.0) -> None:
-        try:
-            from tensorboard.compat.proto.event_pb2 import Event
-            from tensorboard.compat.proto.summary_pb2 import Summary
-            from tensorboard.summary.writer.event_file_writer import EventFileWriter
-        except ImportError:
-            raise MissingExtraError("tensorboard", "tensorboard", "the TensorBoard sink") from None
+        purpose = "the TensorBoard sink"
+        event = import_extra("tensorboard.compat.proto.event_pb2", extra="tensorboard", purpose=purpose)
+        summary = import_extra("tensorboard.compat.proto.summary_pb2", extra="tensorboard", purpose=purpose)
+        writer = import_extra(
+            "tensorboard.summary.writer.event_file_writer", extra="tensorboard", purpose=purpose
+        )
         self.log_dir = Path(log_dir)
-        self._event, self._summary = Event, Summary
+        self._event, self._summary = event.Event, summary.Summary
         try:
-            self._writer = EventFileWriter(str(self.log_dir), flush_secs=flush_interval_s)
+            self._writer = writer.EventFileWriter(str(self.log_dir), flush_secs=flush_interval_s)
         except OSError as error:
             raise SinkError(f"cannot write TensorBoard events under {self.log_dir} ({error})") from None
         self._closed = False
@@ -123,10 +128,13 @@ class MlflowSink(MetricSink):
     """Metrics of one MLflow run (a new one, or ``run_id`` to continue one).
 
     ``tracking_uri`` is an MLflow tracking server (``http://...``), a
-    database (``sqlite:///mlflow.db``) or a local folder (``file:///...``,
-    which MLflow 3 allows only with ``MLFLOW_ALLOW_FILE_STORE=true``);
-    default MLflow's own (``MLFLOW_TRACKING_URI``). Needs the ``mlflow``
-    extra (mlflow-skinny). :attr:`run_id` names the run.
+    database (``sqlite:///mlflow.db``: the ``mlflow`` extra brings the
+    SQLAlchemy and Alembic that mlflow-skinny needs for it) or a local folder
+    (``file:///...`` or a path: MLflow 3 keeps its folder store only behind
+    ``MLFLOW_ALLOW_FILE_STORE``, which the sink sets while it opens the store,
+    since naming a folder asks for one; set it to ``false`` to refuse);
+    default MLflow's own (``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``).
+    Needs the ``mlflow`` extra. :attr:`run_id` names the run.
     """
 
     def __init__(
@@ -137,23 +145,32 @@ class MlflowSink(MetricSink):
         run_name: str | None = None,
         run_id: str | None = None,
     ) -> None:
-        try:
-            from mlflow.entities import Metric
-            from mlflow.exceptions import MlflowException
-            from mlflow.tracking import MlflowClient
-        except ImportError:
-            raise MissingExtraError("mlflow", "mlflow", "the MLflow sink") from None
-        self._metric, self._mlflow_error = Metric, MlflowException
+        purpose = "the MLflow sink"
+        entities = import_extra("mlflow.entities", extra="mlflow", purpose=purpose)
+        exceptions = import_extra("mlflow.exceptions", extra="mlflow", purpose=purpose)
+        tracking = import_extra("mlflow.tracking", extra="mlflow", purpose=purpose)
+        self._metric, self._mlflow_error = entities.Metric, exceptions.MlflowException
         self._closed = False
+        uri = str(tracking_uri or tracking.get_tracking_uri())
+        kind = mlflow_store_kind(uri)
+        if kind == "database":  # mlflow-skinny's SQL store needs these; MLflow's own error does not say so
+            for module in ("sqlalchemy", "alembic"):
+                import_extra(module, extra="mlflow", purpose=f"an MLflow database store ({uri})")
         try:
-            self._client = MlflowClient(tracking_uri=tracking_uri)
-            if run_id is None:
-                found = self._client.get_experiment_by_name(experiment)
-                experiment_id = found.experiment_id if found else self._client.create_experiment(experiment)
-                run_id = self._client.create_run(experiment_id, run_name=run_name).info.run_id
-        except MlflowException as error:
-            raise SinkError(f"MLflow at {tracking_uri or 'the default URI'}: {_first_line(error)}") from None
+            with _folder_store_allowed(uri, allow=kind == "folder"):
+                self._client = tracking.MlflowClient(tracking_uri=tracking_uri)
+                if run_id is None:
+                    run_id = self._new_run(experiment, run_name)
+                else:
+                    self._client.get_run(run_id)  # opens the store now, and checks the run exists
+        except exceptions.MlflowException as error:
+            raise SinkError(f"MLflow at {uri}: {_first_line(error)}") from None
         self.run_id: str = str(run_id)
+
+    def _new_run(self, experiment: str, run_name: str | None) -> str:
+        found = self._client.get_experiment_by_name(experiment)
+        experiment_id = found.experiment_id if found else self._client.create_experiment(experiment)
+        return str(self._client.create_run(experiment_id, run_name=run_name).info.run_id)
 
     def log(self, *, step: int, values: Mapping[str, float], wall_time_s: float | None = None) -> None:
         stamp_ms = int(1000 * (wall_time_s or time.time()))
@@ -192,10 +209,7 @@ class WandbSink(MetricSink):
     ) -> None:
         if mode not in ("offline", "online"):
             raise UserInputError(f"W&B mode {mode!r} is not one of offline, online")
-        try:
-            import wandb
-        except ImportError:
-            raise MissingExtraError("wandb", "wandb", "the Weights & Biases sink") from None
+        wandb = import_extra("wandb", extra="wandb", purpose="the Weights & Biases sink")
         settings = wandb.Settings(silent=True, console="off", disable_git=True, x_disable_stats=True)
         try:
             self._run = wandb.init(
@@ -227,6 +241,52 @@ class WandbSink(MetricSink):
         if not self._closed:
             self._closed = True
             self._run.finish()
+
+
+def mlflow_store_kind(uri: str) -> str:
+    """What an MLflow tracking URI names: ``folder``, ``database`` or ``server``.
+
+    >>> [mlflow_store_kind(uri) for uri in ("file:///runs", "mlruns", "sqlite:///m.db", "http://h:5000")]
+    ['folder', 'database', 'database', 'server']
+    """
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else uri.split(":", 1)[0].lower()
+    if uri in ("databricks", "databricks-uc", "uc"):
+        return "server"
+    if "://" not in uri and not uri.startswith("file:"):
+        return "folder"  # a plain path (MLflow reads it as a folder)
+    if scheme == "file":
+        return "folder"
+    if scheme.split("+", 1)[0] in _DATABASE_SCHEMES:
+        return "database"
+    return "server"
+
+
+_DATABASE_SCHEMES: Final = ("sqlite", "postgresql", "mysql", "mssql")
+_FILE_STORE_VARIABLE: Final = "MLFLOW_ALLOW_FILE_STORE"
+
+
+@contextmanager
+def _folder_store_allowed(uri: str, *, allow: bool) -> Iterator[None]:
+    """MLflow 3 opens a folder store only with ``MLFLOW_ALLOW_FILE_STORE`` set: the user named a
+    folder, so it is set while the store opens (MLflow keeps the opened store); an explicit
+    ``false`` is respected and said in one line."""
+    value = os.environ.get(_FILE_STORE_VARIABLE)
+    if not allow or (value is not None and value.strip().lower() in ("true", "1", "yes")):
+        yield
+        return
+    if value is not None:
+        raise SinkError(
+            f"MLflow refuses the folder store {uri} while {_FILE_STORE_VARIABLE}={value}; unset it to "
+            "log to a folder, or log to a database instead (--mlflow sqlite:///mlflow.db)"
+        )
+    LOG.info(
+        "MLflow's folder store is in maintenance mode; opening %s with %s=true", uri, _FILE_STORE_VARIABLE
+    )
+    os.environ[_FILE_STORE_VARIABLE] = "true"
+    try:
+        yield
+    finally:
+        os.environ.pop(_FILE_STORE_VARIABLE, None)
 
 
 def _first_line(error: BaseException) -> str:

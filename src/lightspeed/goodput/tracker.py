@@ -34,7 +34,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.errors import UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.goodput.events import (
     FLUSH_PHASES,
     MONITOR_RUN_ENV,
@@ -358,10 +359,7 @@ class Tracker:
 
 def cuda_synchronizer() -> Callable[[], None]:
     """``torch.cuda.synchronize`` when a CUDA device exists, else a no-op (CPU work is synchronous)."""
-    try:
-        import torch
-    except ImportError:
-        raise MissingExtraError("torch", "bench", "synchronizing the device at step end") from None
+    torch = import_extra("torch", extra="bench", purpose="synchronizing the device at step end")
     if torch.cuda.is_available():
         sync: Callable[[], None] = torch.cuda.synchronize
         return sync

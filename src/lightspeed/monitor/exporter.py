@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from lightspeed.errors import DataFileError, MissingExtraError
+from lightspeed.errors import DataFileError
+from lightspeed.extras import import_extra
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.monitor.backend import DeviceInfo
 from lightspeed.monitor.metrics import METRICS
@@ -44,11 +45,7 @@ DEFAULT_REFRESH_S: Final = 5.0
 
 def import_prometheus() -> Any:
     """The prometheus_client module, or one clear error naming the extra."""
-    try:
-        import prometheus_client
-    except ImportError:
-        raise MissingExtraError("prometheus_client", "monitor", "the Prometheus exporter") from None
-    return prometheus_client
+    return import_extra("prometheus_client", extra="monitor", purpose="the Prometheus exporter")
 
 
 class _GoodputSource:

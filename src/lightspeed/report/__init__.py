@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         save_tornado,
         tornado_figure,
     )
+    from lightspeed.report.doctor import render_doctor
     from lightspeed.report.goodput import (
         checkpoint_plan_figure,
         goodput_waterfall_figure,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
     from lightspeed.report.inference import (
         pareto_figure,
+        render_attention_sensitivity,
         render_fabric_comparison,
         render_inference_estimate,
         render_inference_search,
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
         load_stats_figure,
         render_expert_load_effect,
         render_expert_placement,
+        render_holdout_score,
         render_load_stats,
         render_synthetic_load,
         save_load_stats_plot,
@@ -86,6 +89,7 @@ if TYPE_CHECKING:
         save_monitor_plot,
         watch_table,
     )
+    from lightspeed.report.progress import delayed_progress
     from lightspeed.report.regression import render_gate
     from lightspeed.report.results import records_csv, render_push, render_run, render_runs
     from lightspeed.report.serving import (
@@ -133,6 +137,7 @@ __all__ = [
     "build_sections",
     "checkpoint_plan_figure",
     "cost_section",
+    "delayed_progress",
     "gather_inputs",
     "goodput_waterfall_figure",
     "inputs_caption",
@@ -150,12 +155,14 @@ __all__ = [
     "predicted_step",
     "progress_bar",
     "records_csv",
+    "render_attention_sensitivity",
     "render_calibration",
     "render_capacity",
     "render_checkpoint_plan",
     "render_counter_ledger",
     "render_deepseek_cost",
     "render_detected_machine",
+    "render_doctor",
     "render_expert_load_effect",
     "render_expert_placement",
     "render_fabric_comparison",
@@ -166,6 +173,7 @@ __all__ = [
     "render_hardware_comparison",
     "render_hardware_description",
     "render_hardware_list",
+    "render_holdout_score",
     "render_inference_cost",
     "render_inference_estimate",
     "render_inference_search",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,7 +162,7 @@ def _render_ranks(results: Sequence[BenchResult], console: Any) -> None:
                 format_bytes_per_s(float(details["algbw_bytes_per_s"])),
                 f"{float(details['busbw_factor']):.3g}",
                 format_duration(float(details["time_s"])),
-                " / ".join(format_duration(float(ranks[key])) for key in ("min", "avg", "max")),
+                " / ".join(format_duration(float(ranks[key])) for key in ("min", _middle(ranks), "max")),
             ]
         )
     if rows:
@@ -173,9 +173,14 @@ def _render_ranks(results: Sequence[BenchResult], console: Any) -> None:
             "algbw",
             "busbw factor",
             "time",
-            "rank time min / avg / max",
+            "rank time min / median / max",
         ]
         render_table("algbw and per-rank times", headers, rows, right_align_from=1, console=console)
+
+
+def _middle(ranks: Mapping[str, Any]) -> str:
+    """The middle rank figure: ``median`` (``avg`` in results stored before 0.2)."""
+    return "median" if "median" in ranks else "avg"
 
 
 def _intensity(result: BenchResult) -> tuple[float, float] | None:

@@ -13,6 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 MIN_WIDTH = 120
+# A name column kept whole (render_table's ``whole``) grows up to this; a longer name wraps.
+MAX_WHOLE_WIDTH = 72
+MIN_WHOLE_WIDTH = 24  # what a whole column keeps on a terminal too narrow for the rest
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -38,8 +41,13 @@ def render_table(
     right_align_from: int = 1,
     caption: str | None = None,
     console: Console | None = None,
+    whole: Sequence[int] = (),
 ) -> None:
     """Print a table; columns from ``right_align_from`` on are right-aligned (numbers).
+
+    No cell is ever cut: one too long for its column wraps onto the next line. Columns in
+    ``whole`` (kernel and op names: what people search for) are as wide as their longest cell,
+    up to :data:`MAX_WHOLE_WIDTH`, and the other columns give way first.
 
     Cells are rich markup written by lightspeed's renderers, which :func:`plain` every
     user-written string first; a cell that still does not parse as markup is shown as it is,
@@ -51,11 +59,71 @@ def render_table(
         title_justify="left",
         caption_justify="left",
     )
+    out = console or make_console()
+    cells = [[_text(cell) for cell in row] for row in rows]
+    widths = column_widths([str(header) for header in headers], cells, whole=whole, width=out.width)
     for index, header in enumerate(headers):
-        table.add_column(_text(header), justify="right" if index >= right_align_from else "left")
-    for row in rows:
-        table.add_row(*(_text(cell) for cell in row))
-    (console or make_console()).print(table)
+        table.add_column(
+            _text(header),
+            justify="right" if index >= right_align_from else "left",
+            overflow="fold",
+            width=None if widths is None else widths[index],
+        )
+    for row in cells:
+        table.add_row(*row)
+    out.print(table)
+
+
+def column_widths(
+    headers: Sequence[str], cells: Sequence[Sequence[Text]], *, whole: Sequence[int] = (), width: int
+) -> list[int] | None:
+    """Column widths that fit ``width`` without cutting a cell, or ``None`` when the table fits as is.
+
+    Too wide a table gives way from its widest columns down to their longest word or, for
+    short cells (a number and its unit), the whole cell (they then wrap at spaces); ``whole``
+    columns last (down to :data:`MIN_WHOLE_WIDTH`); only then are words folded. Rich alone
+    shrinks the widest column first, which is the kernel name.
+
+    >>> from rich.text import Text
+    >>> cells = [[Text("a" * 30), Text("1 2 3 4 5 6")]]
+    >>> column_widths(["name", "n"], cells, whole=[0], width=50) is None  # fits: rich lays it out
+    True
+    >>> column_widths(["name", "n"], cells, whole=[0], width=44)  # the name gives way last
+    [26, 11]
+    """
+    count = len(headers)
+    budget = width - 3 * count - 1  # rich: a space each side of a cell, a border between and around
+
+    def lengths(index: int, words: bool) -> list[int]:
+        texts = [headers[index], *(row[index].plain for row in cells if index < len(row))]
+        return [len(piece) for text in texts for line in text.splitlines() or [""]
+                for piece in (line.split() or [""] if words else [line])]  # fmt: skip
+
+    natural = [max(lengths(index, words=False)) for index in range(count)]
+    if sum(natural) <= budget:
+        return None
+    widths = [min(size, MAX_WHOLE_WIDTH) if index in whole else size for index, size in enumerate(natural)]
+    floors = [  # a short cell (a number and its unit) stays on one line; headers and prose wrap
+        min(natural[index], MIN_WHOLE_WIDTH)
+        if index in whole
+        else max(*lengths(index, words=True), min(max(lengths(index, words=False)[1:] or [0]), 16))
+        for index in range(count)
+    ]
+    order = [index for index in range(count) if index not in whole] + list(whole)
+    for stage in (order[: count - len(whole)], list(whole), order):
+        _shrink(widths, floors if stage is not order else [1] * count, stage, sum(widths) - budget)
+    return widths
+
+
+def _shrink(widths: list[int], floors: Sequence[int], columns: Sequence[int], excess: int) -> None:
+    """Take ``excess`` characters from ``columns``, always from the widest one above its floor."""
+    while excess > 0:
+        room = [index for index in columns if widths[index] > floors[index]]
+        if not room:
+            return
+        widest = max(room, key=lambda index: widths[index])
+        widths[widest] -= 1
+        excess -= 1
 
 
 def plain(value: object) -> str:

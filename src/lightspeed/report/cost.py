@@ -143,7 +143,7 @@ def render_tco(tco: Tco) -> None:
         ["per GPU-hour worked", usd(tco.usd_per_gpu_hour)],
     ]
     render_table(
-        f"TCO per year: {tco.num_systems:g} x {tco.system} ({tco.num_gpus} GPUs)",
+        f"TCO per year in {tco.currency}: {tco.num_systems:g} x {tco.system} ({tco.num_gpus} GPUs)",
         ["", "value"],
         rows,
     )
@@ -176,7 +176,12 @@ def render_rack_plan(plan: RackPlan) -> None:
     ]
     render_table(f"{plan.system}: rack and site power plan", ["", "value"], rows, console=console)
     for source in plan.sources:
-        console.print(f"  source: {source}", style="dim")
+        console.print(f"  source: {plain(source)}", style="dim")
+    console.print(
+        f"  PUE {plan.pue:g}: {plain(plan.pue_source or 'given')}"
+        + ("" if plan.pue_source == "--pue" else "; --pue sets your site's"),
+        style="dim",
+    )
 
 
 def render_deepseek_cost(result: DeepSeekCost) -> None:

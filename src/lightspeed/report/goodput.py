@@ -305,4 +305,6 @@ def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None)
             for row in plan.rows
         ],
         console=out,
+        caption="the three shares add to 100% of the wall time; each is rounded to 0.1% on its own, "
+        "so a row may show 99.9% or 100.1%",
     )

@@ -3,10 +3,12 @@
 Sources are read with the areas' public readers: a goodput run folder with
 :func:`lightspeed.goodput.read_run`, a profiler trace with the trace area's
 loader, benchmark results (``lightspeed bench --json``) or a plan estimate
-(``lightspeed plan train --json``) from JSON, a results-store run by id.
-Without sources, the newest benchmark runs and predictions of the store are
-drawn. Every source is untrusted: JSON is parsed by the standard library with
-a size bound and every field is checked.
+(``lightspeed plan train --json``) from JSON, a results-store run by id. Without
+sources, the store's newest runs are drawn: benchmarks and predictions from
+their records, goodput, trace and monitor runs from the folders their records
+name (a folder no longer on this machine is said in its section). Every source
+is untrusted: JSON is parsed by the standard library with a size bound and every
+field is checked.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Final
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, StoreError, UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate import MetricHistory, metric_history
 from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
 from lightspeed.goodput import Ledger, build_ledger, read_run
@@ -30,13 +33,17 @@ from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportIn
 from lightspeed.report.kernels import kernel_section
 from lightspeed.report.serving import is_simulation_result, serving_section
 from lightspeed.report.trace import trace_section
-from lightspeed.store import ResultsStore, StoredRecord, open_store
+from lightspeed.store import ResultsStore, RunSummary, StoredRecord, open_store
 from lightspeed.trace import detect_format, kernel_report, load_trace, read_ncu, summarize
 from lightspeed.units import compute_precision
 
 MAX_JSON_BYTES: Final = 64 * 2**20
 # How far back the report looks for the newest run of each benchmark suite.
 MAX_BENCH_RUNS: Final = 50
+# Kinds of stored run drawn from the folder their records name (payload keys, in order), and the
+# report section a missing folder is said in.
+FOLDER_KINDS: Final = {"goodput": "goodput", "trace": "trace", "monitor": "monitor"}
+FOLDER_KEYS: Final = ("run_dir", "path")
 
 
 def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
@@ -158,6 +165,7 @@ class _Collected:
     monitors: list[MonitorReport] = field(default_factory=list)
     kernels: list[ReportSection] = field(default_factory=list)
     serving: list[ReportSection] = field(default_factory=list)
+    folders: set[Path] = field(default_factory=set)  # read already (a monitor run names its goodput run)
 
 
 def gather_inputs(
@@ -186,6 +194,7 @@ def gather_inputs(
         if not sources:
             found.bench = _latest_bench(store)
             found.steps = _latest_predictions(store)
+            reasons.update(_latest_folders(store, found, skip_bad_events))
         history, reason = _history(store, history_name, history_metric)
         if reason:
             reasons["history"] = reason
@@ -204,6 +213,10 @@ def gather_inputs(
 
 def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_events: bool) -> None:
     path = Path(source)
+    if path.exists():
+        if path.resolve() in found.folders:
+            return
+        found.folders.add(path.resolve())
     if path.is_file() and detect_format(path) == "ncu-csv":
         section = kernel_section(kernel_report(read_ncu(path)), label=f"{path.name}: Nsight Compute")
         found.kernels.append(
@@ -226,8 +239,7 @@ def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_e
     elif path.is_file():
         _read_json_source(path, found)
     else:
-        found.bench, more = _from_run(store, source, found.bench)
-        found.steps.extend(more)
+        _from_run(store, source, found, skip_bad_events)
 
 
 def _read_json_source(path: Path, found: _Collected) -> None:
@@ -282,24 +294,68 @@ def metric_history_or_reason(
         return _history(store, name, metric)
 
 
-def _from_run(
-    store: ResultsStore, source: str, bench: BenchInputs | None
-) -> tuple[BenchInputs | None, list[PredictedStep]]:
-    if Path(source).suffix or "/" in source:
-        raise UserInputError(
-            f"{source} does not exist; pass bench or plan JSON, a goodput run folder, a trace or run:ID"
+def _from_run(store: ResultsStore, source: str, found: _Collected, skip_bad_events: bool) -> None:
+    if looks_like_path(source):
+        check_input(
+            Path(source),
+            what="bench or plan JSON file, goodput run folder or trace",
+            fix="pass bench or plan JSON, a goodput run folder, a trace or run:ID",
+            folder_ok=True,
         )
     run = store.run(source.removeprefix("run:"))
     records = store.records(run_id=run.run_id)
     if run.kind == "prediction":
         source_name = f"run:{run.run_id}"
-        return bench, [
+        found.steps.extend(
             predicted_step(r.payload, source=source_name) for r in records if "breakdown_s" in r.payload
-        ]
-    if run.kind == "benchmark":
+        )
+    elif run.kind == "benchmark":
         results = bench_results_from_records(records)
-        return _merge_bench(bench, results, device=run.host_name or None, label=run.label), []
-    raise UserInputError(
-        f"run {run.run_id} is a {run.kind!r} run; the report draws benchmark and prediction runs "
-        "(pass goodput run folders and traces as paths)"
-    )
+        found.bench = _merge_bench(found.bench, results, device=run.host_name or None, label=run.label)
+    elif run.kind in FOLDER_KINDS:
+        _read_source(str(stored_folder(run, records)), store, found, skip_bad_events)
+    else:
+        raise UserInputError(
+            f"run {run.run_id} is a {run.kind!r} run; the report draws {', '.join(_DRAWN_KINDS)} runs"
+        )
+
+
+_DRAWN_KINDS: Final = ("benchmark", "prediction", *FOLDER_KINDS)
+
+
+def stored_folder(run: RunSummary, records: Sequence[StoredRecord]) -> Path:
+    """The folder (or trace file) the records of a goodput, trace or monitor run name, when it is
+    still on this machine; else a :class:`UserInputError` that says which and where it was."""
+    named = [
+        str(record.payload[key])
+        for record in records
+        for key in FOLDER_KEYS
+        if isinstance(record.payload.get(key), str) and record.payload[key]
+    ]
+    if not named:
+        raise UserInputError(
+            f"{run.kind} run {run.run_id} names no folder to draw; pass its folder with --from PATH"
+        )
+    path = Path(named[0])
+    if not path.exists():
+        raise UserInputError(
+            f"{run.kind} run {run.run_id} was read from {path}, which is not on this machine (moved, "
+            "deleted or another host); copy it back or pass its new place with --from PATH"
+        )
+    return path
+
+
+def _latest_folders(store: ResultsStore, found: _Collected, skip_bad_events: bool) -> dict[str, str]:
+    """The newest goodput, trace and monitor runs, drawn from their folders; a reason per section
+    whose newest run's folder is gone."""
+    reasons: dict[str, str] = {}
+    for kind, section in FOLDER_KINDS.items():
+        runs = store.runs(kind=kind, limit=1)
+        if not runs:
+            continue
+        try:
+            _read_source(str(stored_folder(runs[0], store.records(run_id=runs[0].run_id))), store, found,
+                         skip_bad_events)  # fmt: skip
+        except UserInputError as error:
+            reasons[section] = str(error)
+    return reasons

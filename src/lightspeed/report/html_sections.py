@@ -40,8 +40,9 @@ HOW_TO_GET: dict[str, str] = {
     "or pass --from run:ID",
     "step": "no prediction; pass a plan's estimate ('lightspeed plan train ... --json > plan.json', "
     "then --from plan.json)",
-    "goodput": "no goodput run; pass a tracker run folder with --from RUN_DIR",
-    "trace": "no profiler trace; pass one with --from TRACE.json (or an Nsight Systems .sqlite)",
+    "goodput": "no goodput run in the store or the sources; pass a tracker run folder with --from RUN_DIR",
+    "trace": "no profiler trace in the store or the sources; pass one with --from TRACE.json (or an Nsight "
+    "Systems .sqlite)",
     "kernels": "no Nsight Compute output; pass ncu --csv output with --from NCU.csv",
     "history": "the results store holds no metric stored in two runs yet",
 }

@@ -35,7 +35,7 @@ SOL_BARS = (
     ("L1/TEX", "l1tex_throughput_pct", "l1tex", 1.0),
     ("L2", "l2_throughput_pct", "l2", 1.0),
 )
-NAME_WIDTH = 48
+NAME_WIDTH = 48  # a chart's tick labels only: tables show names whole
 # a sentence ends at ". " before a capital letter (not inside "1.9" or "e.g.")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 FINDING_WIDTH = 100
@@ -75,6 +75,7 @@ def render_kernel_report(report: KernelSolReport, console: Console | None = None
         [_sol_row(kernel) for kernel in report.kernels],
         right_align_from=1,
         console=out,
+        whole=(0,),
         caption=escape(
             f"bound by ncu's SOLBottleneck rule: latency when compute and memory are both under "
             f"{report.thresholds.latency_bound_pct:g}% of peak; headroom = 100% - the busiest unit"
@@ -86,6 +87,7 @@ def render_kernel_report(report: KernelSolReport, console: Console | None = None
         [_launch_row(kernel) for kernel in report.kernels],
         right_align_from=1,
         console=out,
+        whole=(0,),
     )
     _render_findings(report, out)
     _render_flop(report, out)
@@ -97,7 +99,7 @@ def render_kernel_report(report: KernelSolReport, console: Console | None = None
 
 def _sol_row(kernel: KernelSol, *, markup: bool = True) -> tuple[str, ...]:
     """One kernel's SOL cells; ``markup`` escapes the name for rich (not for HTML, which escapes itself)."""
-    name = _short(kernel.short_name)
+    name = kernel.short_name
     return (
         escape(name) if markup else name,
         str(kernel.num_launches),
@@ -119,7 +121,7 @@ def _shape(shape: tuple[int, int, int] | None) -> str:
 def _launch_row(kernel: KernelSol) -> tuple[str, ...]:
     memory = kernel.shared_memory_per_block_bytes
     return (
-        escape(_short(kernel.short_name)),
+        escape(kernel.short_name),
         _shape(kernel.grid),
         _shape(kernel.block),
         _number(kernel.waves_per_sm),
@@ -145,7 +147,7 @@ def finding_gist(description: str, width: int = FINDING_WIDTH * 3) -> str:
 def _render_findings(report: KernelSolReport, out: Console) -> None:
     rows = [
         (
-            escape(_short(finding.kernel, 28)),
+            escape(finding.kernel),
             escape(finding.rule),
             escape(finding_gist(finding.description)),
             _speedup(finding.estimated_speedup_pct, finding.speedup_type),
@@ -160,13 +162,14 @@ def _render_findings(report: KernelSolReport, out: Console) -> None:
             rows,
             right_align_from=3,
             console=out,
+            whole=(0,),
         )
 
 
 def _render_flop(report: KernelSolReport, out: Console) -> None:
     rows = [
         (
-            escape(_short(kernel.short_name)),
+            escape(kernel.short_name),
             kernel.precision or "-",
             escape(kernel.flop_source),
             _rate(kernel.achieved_flop_per_s),
@@ -194,13 +197,14 @@ def _render_flop(report: KernelSolReport, out: Console) -> None:
             rows,
             right_align_from=3,
             console=out,
+            whole=(0,),
         )
 
 
 def _render_levers(report: KernelSolReport, out: Console) -> None:
     rows = [
         (
-            escape(_short(kernel.short_name)),
+            escape(kernel.short_name),
             str(kernel.trace_count),
             _time(kernel.trace_gpu_s),
             _pct(kernel.headroom_pct),
@@ -209,7 +213,7 @@ def _render_levers(report: KernelSolReport, out: Console) -> None:
         for kernel in report.kernels
     ]
     unprofiled = ", ".join(
-        f"{_short(shorten_name(k.kernel), 40)} ({format_duration(k.gpu_s)})" for k in report.unprofiled[:5]
+        f"{shorten_name(k.kernel)} ({format_duration(k.gpu_s)})" for k in report.unprofiled[:5]
     )
     render_table(
         "Biggest levers first: GPU time in the trace x headroom",
@@ -217,6 +221,7 @@ def _render_levers(report: KernelSolReport, out: Console) -> None:
         rows,
         right_align_from=1,
         console=out,
+        whole=(0,),
         caption=escape(
             f"trace: {_time(report.matched_trace_gpu_s)} of {_time(report.trace_gpu_s)} of kernel time "
             "matched by name" + (f"; not profiled by ncu: {unprofiled}" if unprofiled else "")

@@ -298,6 +298,7 @@ def render_trace_kernels(
         ],
         right_align_from=3,
         console=console,
+        whole=(2,),
         caption=_caption(False, report.notes),
     )
 
@@ -524,6 +525,7 @@ def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Con
         ],
         right_align_from=2,
         console=console,
+        whole=(0,),
         caption=_caption(
             False,
             diff.notes,

@@ -21,7 +21,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
-from lightspeed.errors import MissingExtraError, StoreError
+from lightspeed.errors import StoreError
+from lightspeed.extras import import_extra
 from lightspeed.store.location import StoreLocation
 
 # Serialises schema migrations between processes and machines (pg_advisory_xact_lock key).
@@ -198,11 +199,7 @@ class SqliteBackend(Backend):
 
 
 def _import_psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise MissingExtraError("psycopg", "postgres", "a postgresql:// results store") from None
-    return psycopg
+    return import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
 
 
 class PostgresBackend(Backend):

@@ -9,7 +9,9 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.tour.render import (
+        NEXT_COMMANDS,
         SAMPLE_TRACE_DIR,
+        NextCommand,
         TourResult,
         TourStep,
         render_tour_step,
@@ -22,8 +24,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEEPSEEK_PRETRAIN_GPU_HOURS",
     "DEEPSEEK_TOKENS",
+    "NEXT_COMMANDS",
     "SAMPLE_TRACE_DIR",
     "STEPS",
+    "NextCommand",
     "TourResult",
     "TourState",
     "TourStep",

@@ -44,6 +44,40 @@ class TourStep(Record):
 
 
 @dataclass(frozen=True)
+class NextCommand(Record):
+    """A command to try next on the user's own ``subject`` (model, cluster or trace), and why."""
+
+    subject: str
+    command: str
+    why: str
+
+
+# What the tour ends with: the same loop on the user's own job (placeholders are paths to replace).
+NEXT_COMMANDS: tuple[NextCommand, ...] = (
+    NextCommand(
+        subject="model",
+        command="lightspeed search train --model-config path/to/config.json --system dgx-h100 --gpus 64 "
+        "--global-batch 512",
+        why="the best parallel plan for your model (its Hugging Face config.json) on 64 H100s, and what "
+        "bounds it",
+    ),
+    NextCommand(
+        subject="cluster",
+        command="lightspeed plan train --model llama-3-70b --system 16xdgx-h100@ib-ndr --tp 8 --pp 2 "
+        "--global-batch 512",
+        why="your cluster as N systems over a network (or a cluster TOML: docs/catalog.md): step time, "
+        "MFU, memory",
+    ),
+    NextCommand(
+        subject="trace",
+        command="lightspeed trace summary path/to/traces/",
+        why="your profiler traces (a Kineto .json.gz per rank, or an Nsight Systems .sqlite): where the GPU "
+        "time went",
+    ),
+)
+
+
+@dataclass(frozen=True)
 class TourResult(Record):
     """Every step, where the outputs went, and the whole tour's wall time."""
 
@@ -52,6 +86,7 @@ class TourResult(Record):
     store_path: Path | str  # the SQLite file, or the $LIGHTSPEED_STORE URL (password masked)
     steps: tuple[TourStep, ...]
     duration_s: float
+    next_commands: tuple[NextCommand, ...] = NEXT_COMMANDS
 
     @property
     def num_failed(self) -> int:
@@ -81,6 +116,11 @@ def render_tour_summary(result: TourResult, console: Console | None = None) -> N
     out.print(f"results store: {escape(str(result.store_path))}")
     if result.report_path is not None:
         out.print(f"[bold]report: {escape(str(result.report_path))}[/]")
+    out.print()
+    out.print("[bold]Next, on your own model, cluster and trace:[/]")
+    for next_command in result.next_commands:
+        out.print(f"  {escape(next_command.command)}", soft_wrap=True)
+        out.print(f"      [dim]{escape(next_command.why)}[/]")
 
 
 def render_tour(result: TourResult) -> None:

@@ -238,8 +238,14 @@ def step_trace(state: TourState) -> list[str]:
             f"compute {summary_rank.compute_pct:.1f}%, non-compute {summary_rank.non_compute_pct:.1f}%, "
             f"comm/comp overlap {summary_rank.comm_comp_overlap_pct:.1f}%"
         )
-    records = [
-        NewRecord(name=f"sample trace rank {r.rank}", metric="idle_pct", value=r.idle_pct, unit="%")
+    records = [  # the path lets 'lightspeed report' draw this run again from the store
+        NewRecord(
+            name=f"sample trace rank {r.rank}",
+            metric="idle_pct",
+            value=r.idle_pct,
+            unit="%",
+            payload={"path": str(SAMPLE_TRACE_DIR)},
+        )
         for r in summary.ranks
     ]
     _store("trace", records, "tour sample trace")

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.infer.iteration import (
+    IterationGrid,
+    inference_hardware_for,
+    iteration_cost,
+    launch_and_host_s,
+    stage_kernels,
+)
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.timing import IterationTimer, bucket, bucket_center
 from lightspeed.workload import ModelRegistry
@@ -67,3 +74,18 @@ def test_lookups_match_the_engine(
     for shape in shapes:
         timer.seconds(*shape)
     assert timer.evaluations == evaluations  # the second pass is served from the cache
+
+
+@pytest.mark.parametrize("serving", ["trtllm-2023", "trtllm-2025", "vllm-2025"])
+def test_launch_and_host_time_is_the_engines(catalog: Catalog, models: ModelRegistry, serving: str) -> None:
+    """The timer's scalar launch/host time equals the engine's launch_and_host_s for stacks with and
+    without CUDA graphs and an overlap scheduler, at pp = 2 (a round of two stage iterations)."""
+    model = models.get("llama-3-8b")
+    plan = InferencePlan(tp=1, pp=2, precision="fp8")
+    hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan, serving=load_serving_stack(serving))
+    timer = IterationTimer(model=model, hardware=hardware, plan=plan, max_sequences=64)
+    kernels = stage_kernels(model, 2.0)
+    for stage_busy_s in (1e-5, 1e-4, 1e-3, 2e-2):
+        launch, host = launch_and_host_s(np.asarray(stage_busy_s), kernels, hardware)
+        expected = 2 * (stage_busy_s + float(launch) + float(host))
+        assert timer.replica_s(2 * stage_busy_s) == pytest.approx(expected, rel=1e-12)

@@ -12,43 +12,48 @@ and a metrics collector (:mod:`~lightspeed.sol.serve.metrics`). Seeded and deter
 
 from __future__ import annotations
 
-from lightspeed.sol.serve.capacity import (
-    CapacityResult,
-    LoadPoint,
-    load_sweep,
-    max_rate_at_slo,
-    saturation_rate,
-)
-from lightspeed.sol.serve.deployment import (
-    KV_POLICIES,
-    PREEMPTION_MODES,
-    ROUTERS,
-    SchedulerConfig,
-    SimulatedDeployment,
-    simulated_deployment,
-)
-from lightspeed.sol.serve.metrics import LatencyStats, ServiceLevel, SloResult, TimeSeries
-from lightspeed.sol.serve.mlperf import (
-    MLPERF_SCENARIOS,
-    MlperfWorkload,
-    find_mlperf_workload,
-    load_mlperf_workload,
-    load_mlperf_workloads,
-)
-from lightspeed.sol.serve.ranking import GoodputSearchResult, RankedDeployment, search_goodput
-from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
-from lightspeed.sol.serve.speculation import AcceptanceProcess
-from lightspeed.sol.serve.workload import (
-    ARRIVAL_KINDS,
-    LENGTH_KINDS,
-    ArrivalProcess,
-    LengthDistribution,
-    RequestTrace,
-    ServingWorkload,
-    generate_requests,
-    load_lengths,
-    load_request_trace,
-)
+from typing import TYPE_CHECKING
+
+from lightspeed.lazy import attach
+
+if TYPE_CHECKING:
+    from lightspeed.sol.serve.capacity import (
+        CapacityResult,
+        LoadPoint,
+        load_sweep,
+        max_rate_at_slo,
+        saturation_rate,
+    )
+    from lightspeed.sol.serve.deployment import (
+        KV_POLICIES,
+        PREEMPTION_MODES,
+        ROUTERS,
+        SchedulerConfig,
+        SimulatedDeployment,
+        simulated_deployment,
+    )
+    from lightspeed.sol.serve.metrics import LatencyStats, ServiceLevel, SloResult, TimeSeries
+    from lightspeed.sol.serve.mlperf import (
+        MLPERF_SCENARIOS,
+        MlperfWorkload,
+        find_mlperf_workload,
+        load_mlperf_workload,
+        load_mlperf_workloads,
+    )
+    from lightspeed.sol.serve.ranking import GoodputSearchResult, RankedDeployment, search_goodput
+    from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
+    from lightspeed.sol.serve.speculation import AcceptanceProcess
+    from lightspeed.sol.serve.workload import (
+        ARRIVAL_KINDS,
+        LENGTH_KINDS,
+        ArrivalProcess,
+        LengthDistribution,
+        RequestTrace,
+        ServingWorkload,
+        generate_requests,
+        load_lengths,
+        load_request_trace,
+    )
 
 __all__ = [
     "ARRIVAL_KINDS",
@@ -88,3 +93,6 @@ __all__ = [
     "simulate_deployment",
     "simulated_deployment",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = attach(__name__, __file__)

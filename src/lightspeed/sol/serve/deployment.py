@@ -37,7 +37,7 @@ from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, validate_inference_plan
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.timing import IterationTimer
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import TransformerSpec, kv_cache_bytes
 
 Array = Any
 KV_POLICIES: Final = ("reserve", "on-demand")
@@ -99,7 +99,7 @@ class SimulatedDeployment:
     max_sequences_per_rank: int
     max_batched_tokens_per_rank: int
     host_bytes_per_s: float
-    transfer_bytes_per_token_per_gpu: float
+    transfer_gpus: float  # GPUs of a replica that each send their share of a prompt's KV cache
     transfer_crosses_domains: bool
     speculation: AcceptanceProcess | None
     timer: IterationTimer
@@ -120,8 +120,11 @@ class SimulatedDeployment:
         return self.plan.disaggregated[1] if self.plan.disaggregated is not None else 0
 
     def kv_transfer_s(self, input_tokens: Array) -> Array:
-        """Seconds to move each prompt's KV cache between the pools (each GPU sends its share)."""
-        size = np.asarray(input_tokens, dtype=np.float64) * self.transfer_bytes_per_token_per_gpu
+        """Seconds to move each prompt's KV cache between the pools (each GPU sends its share; local
+        attention layers hold only their window or chunk of a long prompt)."""
+        tokens = np.asarray(input_tokens, dtype=np.float64)
+        held = kv_cache_bytes(self.model, self.hardware.precisions.kv_cache, tokens)
+        size = held / max(self.transfer_gpus, 1.0)
         return collectives.send_recv_s(self.hardware.hardware.fabric, size, self.transfer_crosses_domains)
 
     def swap_s(self, tokens: float) -> float:
@@ -187,8 +190,8 @@ def simulated_deployment(
     budget = config.max_batched_tokens_per_rank or hardware.parameters.prefill_chunk_tokens
     transfer, crosses = 0.0, False
     if plan.disaggregated is not None:
-        split = pool_split(plan, hardware, model)
-        transfer = float(split.kv_bytes_per_token_per_replica[0] / split.gpus_per_replica[0])
+        split = pool_split(plan, hardware, model, ServingLoad(1, 1))
+        transfer = float(split.gpus_per_replica[0])
         crosses = bool(split.crosses_domains[0])
     timer = IterationTimer(
         model=model, hardware=hardware, plan=plan, max_sequences=max_sequences, speculation=speculation
@@ -205,7 +208,7 @@ def simulated_deployment(
         max_sequences_per_rank=max_sequences,
         max_batched_tokens_per_rank=budget,
         host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
-        transfer_bytes_per_token_per_gpu=transfer,
+        transfer_gpus=transfer,
         transfer_crosses_domains=crosses,
         speculation=speculation,
         timer=timer,

@@ -14,7 +14,7 @@ prefill attention); decoding sequences are exact. A miss evaluates a whole row
 
 A decode-only iteration is one row lookup. An iteration with prompt tokens uses
 the engine's own additivity: its parts are sums of per-operation times, so the
-time is ``max(busy, launch floor) + host`` with ``busy`` = the row of its prompt
+time is the engine's launch and host time on top of ``busy`` = the row of its prompt
 tokens at a reference context, plus what its decode context changes (from the
 decode rows), plus what its prompts' attended context changes (prefill
 attention, computed per prompt bucket). Where the parts do not add (two-batch
@@ -43,7 +43,7 @@ from lightspeed.sol.infer.iteration import (
     IterationCost,
     IterationGrid,
     iteration_cost,
-    launch_floor_s,
+    stage_kernels,
 )
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.speculation import AcceptanceProcess
@@ -72,7 +72,7 @@ def bucket_center(index: int, per_octave: int) -> float:
 
 
 def _busy_s(cost: IterationCost) -> Array:
-    """Seconds of a stage iteration's work: everything but the launch floor's top-up and host time."""
+    """Seconds of a stage iteration's roofline work: everything but the kernels' fixed time and host time."""
     parts = cost.parts
     return cost.time_s - parts["launch"] - parts["host"]
 
@@ -104,8 +104,18 @@ class IterationTimer:
         )
         self.row_length = min(max(-(-max_sequences // self.pp), 1), INITIAL_ROW) + 1
         self.exact = self.ranks > 1 or self.hardware.serving.two_batch_overlap
-        self.floor_s = float(np.asarray(launch_floor_s(model, float(self.pp), self.hardware))) * self.pp
-        self.host_s = self.hardware.serving.iteration_overhead_s * self.pp
+        # launch_and_host_s's constants for a round of pp stage iterations (it is homogeneous:
+        # pp stage iterations of busy / pp take pp times its terms), applied per lookup in Python
+        kernels = float(np.asarray(stage_kernels(model, float(self.pp))))
+        serving = self.hardware.serving
+        self.kernel_s = self.pp * kernels * self.hardware.floors.gpu_kernel_s
+        self.issue_s = (
+            0.0
+            if serving.cuda_graphs
+            else self.pp * kernels * self.hardware.hardware.efficiency.kernel_launch_s
+        )
+        self.host_s = self.pp * serving.iteration_overhead_s
+        self.overlap = serving.overlap_scheduler
         self.reference_bucket = bucket(REFERENCE_CONTEXT, CONTEXT_PER_OCTAVE)
         self._rows: dict[tuple[int, ...], list[float]] = {}
         self._prompt_context: dict[int, tuple[list[float], int]] = {}
@@ -254,7 +264,16 @@ class IterationTimer:
                     + self._lookup((context, 0, 0, 0), micro)
                     - self._lookup((reference, 0, 0, 0), micro)
                 )
-        return max(busy, self.floor_s) + self.host_s
+        return self.replica_s(busy)
+
+    def replica_s(self, busy: float) -> float:
+        """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) with the
+        engine's kernel, launch and host time: :func:`~lightspeed.sol.infer.iteration.launch_and_host_s`
+        on scalars (``tests/sol/serve/test_serve_timing.py`` holds the two equal)."""
+        gpu = busy + self.kernel_s
+        if self.overlap:
+            return max(gpu, self.issue_s + self.host_s)
+        return max(gpu, self.issue_s) + self.host_s
 
 
 __all__ = ["IterationTimer", "bucket", "bucket_center"]

@@ -1,0 +1,44 @@
+"""``lightspeed doctor``: which optional parts are installed and which backends this machine reaches."""
+
+from __future__ import annotations
+
+import click
+
+from lightspeed.cli._common import emit, json_option
+from lightspeed.cli.options import TIMEOUT
+from lightspeed.doctor import run_checks
+from lightspeed.report import render_doctor
+
+
+@click.command("doctor")
+@click.option(
+    "--exporter",
+    metavar="HOST:PORT",
+    help="Also scrape this Prometheus exporter (a running 'lightspeed monitor serve --port P').",
+)
+@click.option(
+    "--ray-address",
+    metavar="HOST:PORT",
+    help="The Ray cluster to reach (default: $RAY_ADDRESS; none: a local Ray is started when needed).",
+)
+@click.option("--dcgm-host", default="localhost", show_default=True, help="Where DCGM's nv-hostengine runs.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=TIMEOUT,
+    default=2.0,
+    show_default=True,
+    help="Seconds to wait for each backend.",
+)
+@json_option
+def command(
+    *, exporter: str | None, ray_address: str | None, dcgm_host: str, timeout_s: float, as_json: bool
+) -> int:
+    """Each optional extra (installed or not, with versions) and each backend (NVML, DCGM, Ray,
+    PostgreSQL at $LIGHTSPEED_STORE, a Prometheus exporter) with whether it answers: one line each.
+
+    Exit code 0 whatever is missing: the doctor reports, it does not fail.
+    """
+    report = run_checks(exporter=exporter, ray_address=ray_address, dcgm_host=dcgm_host, timeout_s=timeout_s)
+    emit(report, as_json, render_doctor)
+    return 0

@@ -1,0 +1,54 @@
+"""The PUE a site is assumed to have when the user gives none: a sourced industry average.
+
+Facility power is IT power x PUE. ``lightspeed cost cluster`` used to multiply by 1
+when no prices file was given, as if cooling and power conversion were free; the
+default is now the industry average of the Uptime Institute's 2024 survey, shown
+with its source beside every figure it changes (``data/pue.toml``). ``--pue`` or
+a prices file (``pue_air``, ``pue_liquid``) replace it with the site's own.
+
+>>> default_pue().value
+1.56
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.datafile import Fields, load_toml, parse_sources
+from lightspeed.errors import DataFileError
+from lightspeed.paths import package_data
+from lightspeed.records import Record
+
+PUE_FILE: Final = package_data("cost", "data", "pue.toml")
+MIN_PUE: Final = 1.0
+MAX_PUE: Final = 5.0
+
+
+@dataclass(frozen=True)
+class SitePue(Record):
+    """A PUE and where it comes from (a citation, a prices file, or the user's ``--pue``)."""
+
+    value: float
+    source: str
+    note: str = ""
+
+
+@functools.cache
+def default_pue() -> SitePue:
+    """The industry-average PUE lightspeed assumes without the user's own (sourced, ``data/pue.toml``)."""
+    fields = Fields(str(PUE_FILE), load_toml(PUE_FILE))
+    sources = parse_sources(fields)
+    table = fields.table("pue")
+    assert table is not None, "required table"
+    value = table.number("value")
+    if not MIN_PUE <= value <= MAX_PUE:
+        raise DataFileError(
+            PUE_FILE, "PUE out of range", field="pue.value", value=value, fix="a PUE is 1 to 5"
+        )
+    key = table.check_source("source", sources)
+    return SitePue(value=value, source=sources[key].citation, note=table.string("note", ""))
+
+
+__all__ = ["MAX_PUE", "MIN_PUE", "SitePue", "default_pue"]

@@ -1,0 +1,287 @@
+"""First-run guidance (``lightspeed doctor``): which optional parts are installed, which backends answer.
+
+One :class:`Check` per extra (its distributions and versions, read from the installed
+metadata without importing them) and per backend: NVML (the driver), DCGM (its host engine),
+Ray (the cluster at ``RAY_ADDRESS``), PostgreSQL (the results store at ``$LIGHTSPEED_STORE``
+when it is a URL) and a Prometheus exporter (``lightspeed monitor serve``) when one is named.
+A backend is probed the way lightspeed uses it, with a short timeout; a missing part is
+reported, never raised: the doctor itself always succeeds. Tests pass stand-in NVML and DCGM
+modules (``nvml``, ``dcgm``); everything else is probed for real.
+
+>>> report = run_checks(nvml=_NoDriver())
+>>> {check.name: check.status for check in report.backends}["NVML"]
+'unreachable'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from lightspeed import __version__, nvml
+from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError
+from lightspeed.extras import extra_of, import_extra, installed_extras, installed_version
+from lightspeed.records import Record
+from lightspeed.store.location import store_location
+
+Status = Literal["ok", "missing", "unreachable", "not configured"]
+DEFAULT_TIMEOUT_S: Final = 2.0
+
+
+@dataclass(frozen=True)
+class Check(Record):
+    """One optional part: an ``extra`` or a ``backend``, its status and one line of detail."""
+
+    kind: Literal["extra", "backend"]
+    name: str
+    status: Status
+    detail: str
+    versions: dict[str, str | None] | None = None  # an extra's distributions (None: not installed)
+
+
+@dataclass(frozen=True)
+class DoctorReport(Record):
+    """Every check, and the lightspeed and Python they ran under."""
+
+    lightspeed_version: str
+    python_version: str
+    platform: str
+    checks: tuple[Check, ...]
+
+    @property
+    def extras(self) -> tuple[Check, ...]:
+        """The extras' checks, in ``pyproject.toml`` order."""
+        return tuple(check for check in self.checks if check.kind == "extra")
+
+    @property
+    def backends(self) -> tuple[Check, ...]:
+        """The backends' checks."""
+        return tuple(check for check in self.checks if check.kind == "backend")
+
+
+def run_checks(
+    *,
+    nvml: Any = None,
+    dcgm: tuple[ModuleType, Callable[..., Any]] | None = None,
+    dcgm_host: str = "localhost",
+    ray_address: str | None = None,
+    exporter: str | None = None,
+    store: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> DoctorReport:
+    """Check every extra and backend (see the module docstring); never raises for a missing part.
+
+    ``nvml`` and ``dcgm`` are stand-in modules (tests); ``ray_address`` defaults to
+    ``$RAY_ADDRESS``, ``store`` to ``$LIGHTSPEED_STORE``; ``exporter`` is ``HOST:PORT`` or a URL of a
+    Prometheus exporter to scrape (none: not checked).
+    """
+    import os
+
+    backends = (
+        check_nvml(nvml),
+        check_dcgm(dcgm, hostname=dcgm_host),
+        check_ray(ray_address if ray_address is not None else os.environ.get("RAY_ADDRESS"), timeout_s),
+        check_postgres(store, timeout_s),
+        check_exporter(exporter, timeout_s),
+    )
+    return DoctorReport(
+        lightspeed_version=__version__,
+        python_version=platform.python_version(),
+        platform=f"{platform.system()} {platform.machine()}",
+        checks=(*extra_checks(), *backends),
+    )
+
+
+def extra_checks() -> tuple[Check, ...]:
+    """One check per extra: ``ok`` with each distribution's version, or what is missing and the fix."""
+    checks = []
+    for extra in installed_extras():
+        present = ", ".join(f"{name} {version}" for name, version in extra.versions.items() if version)
+        if extra.complete:
+            status: Status = "ok"
+            detail = present
+        else:
+            status = "missing"
+            missing = ", ".join(extra.missing)
+            detail = "; ".join(
+                part
+                for part in (present, f"missing {missing}", f"pip install 'lightspeed[{extra.name}]'")
+                if part
+            )
+        checks.append(Check("extra", extra.name, status, detail, versions=dict(extra.versions)))
+    return tuple(checks)
+
+
+def check_nvml(module: Any = None) -> Check:
+    """NVML: the NVIDIA driver's management library, through nvidia-ml-py (``monitor`` extra)."""
+    try:
+        with nvml.session(module, purpose="talking to NVIDIA GPUs through NVML") as library:
+            count = int(library.nvmlDeviceGetCount())
+            driver = nvml.text(library.nvmlSystemGetDriverVersion())
+            names = [nvml.text(library.nvmlDeviceGetName(library.nvmlDeviceGetHandleByIndex(i))) for i in
+                     range(count)]  # fmt: skip
+    except MissingExtraError as error:
+        return Check("backend", "NVML", "missing", str(error))
+    except UnsupportedError as error:
+        return Check("backend", "NVML", "unreachable", str(error))
+    gpus = ", ".join(sorted(set(names))) or "no GPU"
+    return Check("backend", "NVML", "ok", f"driver {driver}, {count} GPU(s): {gpus}")
+
+
+def check_dcgm(modules: tuple[ModuleType, Callable[..., Any]] | None = None, *, hostname: str) -> Check:
+    """DCGM: its Python bindings (shipped with DCGM) and the host engine (``nv-hostengine``)."""
+    from lightspeed.monitor.dcgm import DcgmBackend
+
+    backend = DcgmBackend(hostname=hostname, modules=modules)
+    try:
+        devices = backend.open()
+    except MissingExtraError:
+        return Check(
+            "backend", "DCGM", "missing",
+            "DCGM's Python bindings are not importable: they ship with DCGM; put "
+            "/usr/local/dcgm/bindings/python3 on PYTHONPATH",
+        )  # fmt: skip
+    except UnsupportedError as error:
+        return Check("backend", "DCGM", "unreachable", str(error))
+    except Exception as error:  # the bindings raise their own DCGMError when nv-hostengine is not running
+        return Check("backend", "DCGM", "unreachable", f"host engine at {hostname}: {_first_line(error)}")
+    finally:
+        with contextlib.suppress(Exception):
+            backend.close()
+    return Check("backend", "DCGM", "ok", f"host engine at {hostname}, {len(devices)} GPU(s)")
+
+
+def check_ray(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
+    """Ray: installed (read from its metadata, not imported), and the cluster at ``address``
+    (``RAY_ADDRESS``) answering on its port."""
+    version = installed_version("ray", "ray")
+    if version is None:
+        return Check(
+            "backend", "Ray", "missing", f"ray is not installed; pip install '{_install_name('ray')}'"
+        )
+    if not address or address in ("auto", "local"):
+        return Check(
+            "backend", "Ray", "not configured",
+            f"ray {version}; no cluster address (RAY_ADDRESS): a local Ray starts when a command needs one",
+        )  # fmt: skip
+    host, port = _host_port(address, default_port=10001 if address.startswith("ray://") else 6379)
+    problem = _connect(host, port, timeout_s)
+    if problem:
+        detail = f"ray {version}; nothing answers at {host}:{port} ({problem})"
+        return Check("backend", "Ray", "unreachable", detail)
+    return Check("backend", "Ray", "ok", f"ray {version}; the cluster at {host}:{port} answers")
+
+
+def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
+    """PostgreSQL: the results store at ``$LIGHTSPEED_STORE`` when it is a ``postgresql://`` URL."""
+    try:
+        location = store_location(store)
+    except LightspeedError as error:
+        return Check("backend", "PostgreSQL", "unreachable", str(error))
+    if location.url is None:
+        return Check(
+            "backend", "PostgreSQL", "not configured",
+            f"LIGHTSPEED_STORE is not a postgresql:// URL; results go to the SQLite file {location.display}",
+        )  # fmt: skip
+    try:
+        psycopg = import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
+    except MissingExtraError as error:
+        return Check("backend", "PostgreSQL", "missing", str(error))
+    try:
+        with psycopg.connect(location.url, connect_timeout=max(1, round(timeout_s))) as connection:
+            version = connection.info.server_version
+    except (psycopg.Error, ValueError) as error:
+        detail = f"{location.display}: {location.scrub(_first_line(error))}"
+        return Check("backend", "PostgreSQL", "unreachable", detail)
+    major, minor = divmod(int(version), 10000)
+    return Check("backend", "PostgreSQL", "ok", f"{location.display}: server {major}.{minor}")
+
+
+def check_exporter(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
+    """A Prometheus exporter (``lightspeed monitor serve --port P``) at ``HOST:PORT`` or a URL."""
+    if not address:
+        return Check(
+            "backend", "Prometheus exporter", "not configured",
+            "none named: --exporter HOST:PORT checks a running 'lightspeed monitor serve'",
+        )  # fmt: skip
+    url = address if "://" in address else f"http://{address}"
+    if urlsplit(url).scheme not in ("http", "https"):
+        return Check(
+            "backend", "Prometheus exporter", "unreachable", f"{address}: give HOST:PORT or an http:// URL"
+        )
+    if not urlsplit(url).path.strip("/"):
+        url = url.rstrip("/") + "/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            text = response.read(1 << 22).decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        return Check("backend", "Prometheus exporter", "unreachable", f"{url}: {_first_line(error)}")
+    families = sum(line.startswith("# TYPE ") for line in text.splitlines())
+    if not families:
+        detail = f"{url} answers, but not with Prometheus metrics"
+        return Check("backend", "Prometheus exporter", "unreachable", detail)
+    return Check("backend", "Prometheus exporter", "ok", f"{url}: {families} metric families")
+
+
+def _install_name(module: str) -> str:
+    """What to ``pip install`` for ``module``: its extra (``lightspeed[ray]``), else the module."""
+    found = extra_of(module)
+    return f"lightspeed[{found[0]}]" if found is not None else module
+
+
+def _host_port(address: str, *, default_port: int) -> tuple[str, int]:
+    """``host`` and ``port`` of ``ray://host:port``, ``host:port`` or ``host``."""
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.hostname or address, port or default_port
+
+
+def _connect(host: str, port: int, timeout_s: float) -> str:
+    """'' when a TCP connection to ``host:port`` opens within ``timeout_s``, else why not."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return ""
+    except OSError as error:
+        return _first_line(error)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class _NoDriver:
+    """A stand-in NVML on a machine without a driver (the docstring example)."""
+
+    class NVMLError(Exception):
+        """NVML's error class."""
+
+    def nvmlInit(self) -> None:  # noqa: N802 - NVML's name
+        raise self.NVMLError("Driver Not Loaded")
+
+    def nvmlShutdown(self) -> None:  # noqa: N802 - NVML's name
+        return
+
+
+__all__ = [
+    "Check",
+    "DoctorReport",
+    "check_dcgm",
+    "check_exporter",
+    "check_nvml",
+    "check_postgres",
+    "check_ray",
+    "extra_checks",
+    "run_checks",
+]
