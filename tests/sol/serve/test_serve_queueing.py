@@ -168,6 +168,21 @@ def test_closed_loop_keeps_its_concurrency(catalog: Catalog, models: ModelRegist
     assert result.mean_in_flight == pytest.approx(16, rel=0.08)
 
 
+def test_a_closed_loop_with_more_users_than_requests_runs_them_all(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """64 users, 5 requests (found by the CLI fuzz suite: it indexed past the requests): the five
+    start at once and all complete, five in flight at most."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.closed(64), 300, 20, 5),
+    )
+    assert result.num_completed == 5
+    assert result.max_running == 5
+
+
 def test_same_seed_same_result(catalog: Catalog, models: ModelRegistry) -> None:
     def run(seed: int) -> dict[str, object]:
         result = simulate(

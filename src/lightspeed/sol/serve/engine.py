@@ -204,7 +204,8 @@ class Engine:
         left undone: their requests stay in flight)."""
         arrival = self.arrival
         open_loop = self.concurrency is None
-        order = range(len(arrival)) if open_loop else range(self.concurrency or 0)
+        # a closed loop starts min(users, requests) requests; each completion sends the next
+        order = range(len(arrival)) if open_loop else range(min(self.concurrency or 0, len(arrival)))
         pointer, stop = 0, len(order)
         events = self.events
         while True:
