@@ -11,7 +11,7 @@ from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve import ArrivalProcess, LengthDistribution, ServingWorkload, simulate
 from lightspeed.sol.validation.infer_load import latency_percentile
-from lightspeed.sol.validation.runs import validate_builtin
+from lightspeed.sol.validation.predict_runs import validate_builtin
 from lightspeed.sol.validation.structured import dump_runs, load_published_runs
 from lightspeed.workload import ModelRegistry
 

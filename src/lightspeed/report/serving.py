@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from lightspeed.sol.serve import GoodputSearchResult, LatencyStats, SimulationResult
-    from lightspeed.sol.serve.capacity import CapacityResult, LoadPoint
+    from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
 
 
 def _time(value: float) -> str:

@@ -8,8 +8,12 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve import LengthDistribution, ServiceLevel, ServingWorkload, simulated_deployment
-from lightspeed.sol.serve.capacity import load_sweep, max_rate_at_slo
-from lightspeed.sol.serve.mlperf import find_mlperf_workload, load_mlperf_workload, load_mlperf_workloads
+from lightspeed.sol.serve.capacity_at_slo import load_sweep, max_rate_at_slo
+from lightspeed.sol.serve.mlperf_inference import (
+    find_mlperf_workload,
+    load_mlperf_workload,
+    load_mlperf_workloads,
+)
 from lightspeed.workload import ModelRegistry
 
 

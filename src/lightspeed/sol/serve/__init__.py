@@ -7,7 +7,7 @@ batching, chunked prefill, caps and preemption, a paged KV cache
 (:mod:`~lightspeed.sol.serve.engine`), prefill/decode pools, speculative decoding
 as an acceptance process (:mod:`~lightspeed.sol.serve.speculation`), the
 execution-time model (the ``sol/infer`` iteration cost, :mod:`~lightspeed.sol.serve.timing`)
-and a metrics collector (:mod:`~lightspeed.sol.serve.metrics`). Seeded and deterministic.
+and a metrics collector (:mod:`~lightspeed.sol.serve.run_metrics`). Seeded and deterministic.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
-    from lightspeed.sol.serve.capacity import (
+    from lightspeed.sol.serve.capacity_at_slo import (
         CapacityResult,
         LoadPoint,
         load_sweep,
@@ -32,15 +32,15 @@ if TYPE_CHECKING:
         SimulatedDeployment,
         simulated_deployment,
     )
-    from lightspeed.sol.serve.metrics import LatencyStats, ServiceLevel, SloResult, TimeSeries
-    from lightspeed.sol.serve.mlperf import (
+    from lightspeed.sol.serve.goodput_search import GoodputSearchResult, RankedDeployment, search_goodput
+    from lightspeed.sol.serve.mlperf_inference import (
         MLPERF_SCENARIOS,
         MlperfWorkload,
         find_mlperf_workload,
         load_mlperf_workload,
         load_mlperf_workloads,
     )
-    from lightspeed.sol.serve.ranking import GoodputSearchResult, RankedDeployment, search_goodput
+    from lightspeed.sol.serve.run_metrics import LatencyStats, ServiceLevel, SloResult, TimeSeries
     from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
     from lightspeed.sol.serve.speculation import AcceptanceProcess
     from lightspeed.sol.serve.workload import (

@@ -28,7 +28,7 @@ from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.engine import Engine, EngineOutput
-from lightspeed.sol.serve.metrics import (
+from lightspeed.sol.serve.run_metrics import (
     LatencyStats,
     ServiceLevel,
     SloResult,

@@ -15,7 +15,7 @@ and decode-pool figures stay with the analytic steady state.
   the workload's published lengths (the row's ISL/OSL override them). Offline is the
   simulated throughput with every sample waiting; Server and Interactive are the
   highest Poisson rate whose 99th-percentile TTFT and TPOT meet the benchmark's limits
-  (:func:`~lightspeed.sol.serve.capacity.max_rate_at_slo`), times the mean output. A row
+  (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), times the mean output. A row
   without a TP cell runs the TP whose simulated Offline throughput is highest
   (:func:`mlperf_split`), as a submitter tunes it.
 
@@ -42,10 +42,10 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.serve.capacity import max_rate_at_slo
+from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
 from lightspeed.sol.serve.deployment import simulated_deployment
-from lightspeed.sol.serve.metrics import ServiceLevel
-from lightspeed.sol.serve.mlperf import find_mlperf_workload
+from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
+from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
 from lightspeed.sol.validation.published import PublishedRow, RowError

@@ -12,7 +12,7 @@ simulation of the same requests' lengths on the same (cached) deployment.
 >>> from lightspeed.workload import load_models
 >>> from lightspeed.sol.infer.plan import InferencePlan
 >>> from lightspeed.sol.serve.deployment import simulated_deployment
->>> from lightspeed.sol.serve.metrics import ServiceLevel
+>>> from lightspeed.sol.serve.run_metrics import ServiceLevel
 >>> from lightspeed.sol.serve.workload import LengthDistribution, ServingWorkload
 >>> deployment = simulated_deployment(model=load_models().get("llama-3-8b"),
 ...     cluster=load_catalog().cluster("dgx-h100"), plan=InferencePlan(tp=1, precision="fp8"))
@@ -31,7 +31,7 @@ from typing import Final
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.serve.deployment import SimulatedDeployment
-from lightspeed.sol.serve.metrics import ServiceLevel
+from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
 from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
 

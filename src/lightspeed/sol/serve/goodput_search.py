@@ -9,7 +9,7 @@ analytic throughput per GPU first), then simulates each under load:
 * at a given arrival rate (``rate_per_s``): goodput is the requests per second
   that meet both limits (DistServe), divided by the GPUs;
 * without one: the highest rate each sustains at the SLO
-  (:func:`~lightspeed.sol.serve.capacity.max_rate_at_slo`), per GPU.
+  (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), per GPU.
 
 The analytic model sees a batch of identical requests; the simulator sees the
 queue, so the order can change.
@@ -27,9 +27,9 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.search import InferenceSearchResult, search_inference
-from lightspeed.sol.serve.capacity import max_rate_at_slo
+from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
-from lightspeed.sol.serve.metrics import ServiceLevel
+from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import simulate_deployment
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
 from lightspeed.workload import TransformerSpec

@@ -5,7 +5,7 @@ throughput; **Server** issues them as a Poisson process at a target rate and
 is valid when the 99th percentiles of TTFT and TPOT meet the benchmark's
 limits; **Interactive** is Server with tighter limits. A benchmark's result
 in the Server scenarios is the highest rate that stays valid
-(:func:`lightspeed.sol.serve.capacity.max_rate_at_slo` finds it).
+(:func:`lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo` finds it).
 
 Each workload keeps the samples and length statistics MLCommons publishes
 (a source per figure). Where a length distribution is not published, the
@@ -29,7 +29,7 @@ from typing import Final
 from lightspeed.datafile import Fields, load_toml, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.records import Record
-from lightspeed.sol.serve.metrics import ServiceLevel
+from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
 
 MLPERF_SCENARIOS: Final = ("offline", "server", "interactive")
