@@ -37,7 +37,7 @@ from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, validate_inference_plan
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.timing import IterationTimer
-from lightspeed.workload import TransformerSpec, kv_cache_bytes
+from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at, kv_cache_bytes
 
 Array = Any
 KV_POLICIES: Final = ("reserve", "on-demand")
@@ -45,6 +45,7 @@ PREEMPTION_MODES: Final = ("recompute", "swap")
 ROUTERS: Final = ("least-loaded", "round-robin")
 # vLLM's default KV block (``--block-size 16``, vllm/config.py CacheConfig)
 DEFAULT_BLOCK_TOKENS: Final = 16
+LONG_CONTEXT: Final = 1 << 20  # tokens: past every local layer's span in the catalog
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,20 @@ class SimulatedDeployment:
         held = kv_cache_bytes(self.model, self.hardware.precisions.kv_cache, tokens)
         size = held / max(self.transfer_gpus, 1.0)
         return collectives.send_recv_s(self.hardware.hardware.fabric, size, self.transfer_crosses_domains)
+
+    @property
+    def local_kv(self) -> bool:
+        """Whether some layers hold only a window or chunk of a long context (Gemma 3, Mistral)."""
+        kv = self.hardware.precisions.kv_cache
+        return bool(
+            kv_bytes_per_token_at(self.model, kv, LONG_CONTEXT) < kv_bytes_per_token_at(self.model, kv, 1)
+        )
+
+    def kv_equivalent_tokens(self, tokens: float) -> float:
+        """KV cache a sequence of ``tokens`` holds, in tokens of a short sequence (every layer
+        holds every token): ``tokens`` itself unless local layers stop at their span."""
+        kv = self.hardware.precisions.kv_cache
+        return float(kv_cache_bytes(self.model, kv, tokens) / kv_bytes_per_token_at(self.model, kv, 1))
 
     def swap_s(self, tokens: float) -> float:
         """Seconds to copy ``tokens`` tokens of one sequence's KV cache over the host link."""

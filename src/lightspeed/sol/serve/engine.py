@@ -141,6 +141,7 @@ class Engine:
         self.swap = config.preemption == "swap"
         self.round_robin = config.router == "round-robin"
         self.block = config.block_tokens
+        self.local_kv = deployment.local_kv  # admission sized by what local layers really hold
         self.budget = deployment.max_batched_tokens_per_rank
         self.max_sequences = deployment.max_sequences_per_rank
         self.timer = deployment.timer
@@ -366,6 +367,8 @@ class Engine:
             tokens = self.prefill_length[request] + self.output[request]
         else:
             tokens = self.prefill_length[request]
+        if self.local_kv:
+            tokens = self.deployment.kv_equivalent_tokens(tokens)
         return float(-(-tokens // block) * block)
 
     def _pick_rank(self, replica: _Replica, budgets: list[float], need: float) -> int | None:
