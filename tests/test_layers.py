@@ -38,7 +38,7 @@ BASE = {
 }
 MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
 DOMAINS = {"cost", "mig", "moe"}
-ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.validation", "sol"}
+ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.serve", "sol.validation", "sol"}
 CURATED = {"lightspeed", "api", "jobs", "__main__"}  # the curated API reaches every layer
 BELOW_REPORT = {"catalog", "workload", *ENGINES, *DOMAINS, *MEASUREMENT, "store", "gate"}
 
@@ -50,8 +50,9 @@ ALLOWED: dict[str, set[str]] = {
     "sol.core": {"catalog", "workload"},
     "sol.train": {"sol.core", "catalog", "workload"},
     "sol.infer": {"sol.core", "catalog", "workload"},
-    "sol.validation": {"sol.core", "sol.train", "sol.infer", "catalog", "workload"},
-    "sol": {"sol.core", "sol.train", "sol.infer", "sol.validation", "catalog", "workload"},
+    "sol.serve": {"sol.infer", "sol.core", "catalog", "workload"},
+    "sol.validation": {"sol.core", "sol.train", "sol.infer", "sol.serve", "catalog", "workload"},
+    "sol": {"sol.core", "sol.train", "sol.infer", "sol.serve", "sol.validation", "catalog", "workload"},
     "bench": {*ENGINES, "catalog", "workload"},
     "goodput": {*ENGINES, "catalog", "workload"},
     "trace": {*ENGINES, "catalog", "workload"},
@@ -122,7 +123,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")[1:]
     if not parts:
         return "lightspeed"
-    if parts[0] == "sol" and len(parts) > 1 and parts[1] in {"core", "train", "infer", "validation"}:
+    if parts[0] == "sol" and len(parts) > 1 and parts[1] in {"core", "train", "infer", "serve", "validation"}:
         return f"sol.{parts[1]}"
     return parts[0]
 

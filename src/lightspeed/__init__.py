@@ -49,15 +49,26 @@ if TYPE_CHECKING:
         search_inference,
         search_training,
     )
+    from lightspeed.sol.serve import (
+        ArrivalProcess,
+        LengthDistribution,
+        ServiceLevel,
+        ServingWorkload,
+        simulate,
+    )
     from lightspeed.store import open_store
     from lightspeed.trace import load_trace
 
 __all__ = [
+    "ArrivalProcess",
     "InferencePlan",
+    "LengthDistribution",
     "LightspeedError",
     "MetricSamples",
+    "ServiceLevel",
     "ServingConfig",
     "ServingLoad",
+    "ServingWorkload",
     "Tracker",
     "TrainingConfig",
     "TrainingPlan",
@@ -77,6 +88,7 @@ __all__ = [
     "run",
     "search_inference",
     "search_training",
+    "simulate",
 ]
 
 if not TYPE_CHECKING:

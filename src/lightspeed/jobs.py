@@ -46,6 +46,7 @@ from lightspeed.sol.config import (
 from lightspeed.sol.core import EfficiencyModel, default_stack_name, load_calibration, load_serving_stack
 from lightspeed.sol.infer import (
     InferenceEstimate,
+    InferencePlan,
     InferenceSearchResult,
     estimate_inference,
     search_inference,
@@ -266,13 +267,43 @@ def _precision(precision: str, cluster: Cluster) -> str:
     return chosen
 
 
-def _serve(config: ServingConfig, resolved: _Resolved) -> ServingPrediction:
+@dataclass(frozen=True)
+class ServingParts:
+    """What a serving configuration resolves to: the model, the cluster, the calibration and (for
+    a deployment) the plan, with a measured expert load applied (what the simulator needs)."""
+
+    model: TransformerSpec
+    cluster: Cluster
+    efficiency: EfficiencyModel | None
+    plan: InferencePlan | None
+
+
+def serving_parts(
+    config: ServingConfig | ServingSearchConfig,
+    *,
+    catalog: Catalog | None = None,
+    models: ModelRegistry | None = None,
+) -> ServingParts:
+    """Resolve ``config`` against the catalog (see :class:`ServingParts`)."""
+    config.check_complete()
+    resolved = _resolve(config, config.num_gpus, catalog, models)
+    plan = _serving_plan(config, resolved) if isinstance(config, ServingConfig) else None
+    return ServingParts(resolved.model, resolved.cluster, resolved.efficiency, plan)
+
+
+def _serving_plan(config: ServingConfig, resolved: _Resolved) -> InferencePlan:
     cluster = resolved.cluster
     plan = config.inference_plan(
         num_gpus=config.num_gpus or cluster.num_accelerators, precision=_precision(config.precision, cluster)
     )
     if resolved.balance is not None:
         plan = inference_plan_with_load(plan, balance=resolved.balance, cluster=cluster)
+    return plan
+
+
+def _serve(config: ServingConfig, resolved: _Resolved) -> ServingPrediction:
+    cluster = resolved.cluster
+    plan = _serving_plan(config, resolved)
     estimate = estimate_inference(
         model=resolved.model,
         cluster=cluster,
@@ -323,9 +354,11 @@ def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSe
 
 
 __all__ = [
+    "ServingParts",
     "ServingPrediction",
     "ServingSearchPrediction",
     "TrainingPrediction",
     "TrainingSearchPrediction",
     "run",
+    "serving_parts",
 ]

@@ -9,15 +9,28 @@ import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration, field_options
+from lightspeed.cli._serve_options import goodput_search_options, resolve_slo, simulation_options
 from lightspeed.cli._sol_options import with_expert_load
-from lightspeed.jobs import run
+from lightspeed.errors import UserInputError
+from lightspeed.jobs import run, serving_parts
 from lightspeed.report import (
     render_expert_load_effect,
+    render_goodput_ranking,
     render_inference_estimate,
     render_inference_search,
+    render_simulation,
     save_pareto_plot,
 )
 from lightspeed.sol import ServingConfig, ServingJob, ServingSearchConfig
+from lightspeed.sol.serve import (
+    ArrivalProcess,
+    GoodputSearchResult,
+    LengthDistribution,
+    ServingWorkload,
+    SimulationResult,
+    search_goodput,
+    simulate,
+)
 
 # ``--isl`` and ``--osl`` for commands that take a request shape without a whole deployment
 load_options = field_options(
@@ -27,18 +40,49 @@ load_options = field_options(
 
 @click.command("infer")
 @config_options(ServingConfig)
+@simulation_options
 @json_option
-def plan_infer(*, as_json: bool, **values: Any) -> None:
-    """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment."""
+def plan_infer(*, as_json: bool, num_requests: int, seed: int, **values: Any) -> None:
+    """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment; under
+    a concurrency or an arrival rate, also the simulated latency percentiles."""
     config = configuration(ServingConfig, values)
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
+    simulated = _simulated_under_load(config, num_requests=num_requests, seed=seed)
     if as_json:
         payload = with_expert_load(infer_json(prediction.estimate), prediction.expert_load)
+        if simulated is not None:
+            payload["simulated"] = {**simulated.summary(), **simulated.to_dict()}
         print_json({**payload, "config": config.to_file_dict()})
         return
     render_inference_estimate(prediction.estimate)
+    if simulated is not None:
+        render_simulation(simulated, title="simulated under this load (request by request)")
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
+
+
+def _simulated_under_load(config: ServingConfig, *, num_requests: int, seed: int) -> SimulationResult | None:
+    """The deployment simulated at the configuration's concurrency or arrival rate (``None`` without
+    one, or for static batches and decode pools)."""
+    if config.batching != "continuous" or (config.concurrency is None and config.arrival_rate is None):
+        return None
+    parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
+    assert parts.plan is not None
+    if config.concurrency is not None:
+        arrivals = ArrivalProcess.closed(config.concurrency)
+    else:
+        arrivals = ArrivalProcess.poisson(float(config.arrival_rate or 0.0))
+    lengths = (LengthDistribution.fixed(config.input_tokens), LengthDistribution.fixed(config.output_tokens))
+    return simulate(
+        model=parts.model,
+        cluster=parts.cluster,
+        plan=parts.plan,
+        workload=ServingWorkload(arrivals, *lengths, num_requests),
+        seed=seed,
+        efficiency=parts.efficiency,
+        serving=config.serving,
+        num_gpus=config.num_gpus,
+    )
 
 
 def infer_json(estimate: Any) -> dict[str, Any]:
@@ -49,23 +93,58 @@ def infer_json(estimate: Any) -> dict[str, Any]:
 @click.command("infer")
 @config_options(ServingSearchConfig)
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the Pareto plot (PNG/SVG).")
+@goodput_search_options
 @json_option
 def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> None:
     """Best deployment (TP/EP/PP per replica, replicas, batch) under latency bounds, and the Pareto
-    frontier of tokens/s per GPU against tokens/s per user."""
+    frontier of tokens/s per GPU against tokens/s per user; with --slo, the finalists simulated
+    under load and ranked by goodput per GPU (at --rate, or at the highest rate each sustains)."""
     config = configuration(ServingSearchConfig, values)
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
     result = prediction.result
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
+    goodput = _goodput_ranking(config, values, precision=result.best.plan.precision)
     if as_json:
         payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
+        payload["goodput"] = None if goodput is None else goodput.to_dict()
         print_json({**with_expert_load(payload, prediction.expert_load), "config": config.to_file_dict()})
         return
     render_inference_search(result)
+    if goodput is not None:
+        render_goodput_ranking(goodput)
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _goodput_ranking(
+    config: ServingSearchConfig, options: dict[str, Any], *, precision: str
+) -> GoodputSearchResult | None:
+    """The finalists ranked by goodput per GPU at ``--slo`` (``None`` without it)."""
+    slo = resolve_slo(options["slo_spec"])
+    if slo is None:
+        if options["rate_per_s"] is not None or options["max_rate_at_slo"]:
+            raise UserInputError("--rate and --max-rate-at-slo rank by goodput at an SLO: give --slo too")
+        return None
+    parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
+    return search_goodput(
+        model=parts.model,
+        cluster=parts.cluster,
+        load=config.serving_load(),
+        slo=slo,
+        rate_per_s=options["rate_per_s"],
+        precision=precision,
+        num_requests=options["num_requests"],
+        seed=options["seed"],
+        finalists=options["finalists"],
+        efficiency=parts.efficiency,
+        speculative=config.speculative_decoding(),
+        disaggregated=config.disaggregated,
+        attention_dp=config.plan_family == "wide-ep",
+        num_gpus=config.num_gpus,
+        serving=config.serving,
+    )
 
 
 def search_infer_json(result: Any) -> dict[str, Any]:

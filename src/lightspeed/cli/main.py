@@ -35,6 +35,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "flops": ("lightspeed.cli.flops", "Total training FLOPs for a token budget, formula shown."),
     "plan": ("lightspeed.cli.plan", "Predict one training or inference plan."),
     "search": ("lightspeed.cli.search", "Search every training or inference plan."),
+    "simulate": (
+        "lightspeed.cli.simulate",
+        "Serve a workload request by request: latency percentiles, goodput at an SLO, capacity.",
+    ),
     "mig": ("lightspeed.cli.mig", "MIG profiles; partition plans that serve several models on shared GPUs."),
     "moe": (
         "lightspeed.cli.moe",

@@ -367,6 +367,94 @@ class SizeList(ListOf):
         super().__init__(Size(**bounds), example="1MiB,64MiB")
 
 
+class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]):
+    """``ttft=2s,tpot=50ms[,attainment=90%]``: latency limits of an SLO and the share of requests
+    that must meet both (default 90%, DistServe's), as ``(ttft_s, tpot_s, attainment)``.
+
+    >>> ServiceLevelSpec().convert("ttft=2s,tpot=50ms", None, None)
+    (2.0, 0.05, 0.9)
+    """
+
+    name = "slo"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        limits: dict[str, float] = {"attainment": 0.9}
+        for part in (piece.strip() for piece in str(value).split(",") if piece.strip()):
+            key, _, text = part.partition("=")
+            key = key.strip().lower()
+            try:
+                if key in ("ttft", "tpot"):
+                    limits[key] = LATENCY_BOUND.convert(text.strip(), param, ctx)
+                elif key == "attainment":
+                    limits[key] = PROBABILITY_OPEN.convert(
+                        str(parse_percent(text.strip())) if "%" in text else text.strip(), param, ctx
+                    )
+                else:
+                    raise click.BadParameter(f"unknown limit {key!r}")
+            except (click.BadParameter, UserInputError) as error:
+                message = error.message if isinstance(error, click.BadParameter) else str(error)
+                self.fail(
+                    f"{value!r}: write ttft=TIME,tpot=TIME[,attainment=SHARE], e.g. ttft=2s,tpot=50ms "
+                    f"({message})",
+                    param,
+                    ctx,
+                )
+        if "ttft" not in limits and "tpot" not in limits:
+            self.fail(f"{value!r}: give a TTFT or a TPOT limit, e.g. ttft=2s,tpot=50ms", param, ctx)
+        return (limits.get("ttft"), limits.get("tpot"), limits["attainment"])
+
+
+class LengthSpec(NumericType):
+    """How token counts spread around ``--isl``/``--osl``: ``fixed``, ``uniform:MIN-MAX``,
+    ``lognormal:STD`` or ``lognormal:STD:MIN-MAX``, ``file:PATH`` (one count per line) or
+    ``file:PATH:COLUMN`` (a CSV/JSONL column), as a tuple of its parts.
+
+    >>> LengthSpec().convert("uniform:100-300", None, None)
+    ('uniform', '100', '300')
+    """
+
+    name = "lengths"
+
+    def __init__(self) -> None:
+        super().__init__(minimum=1, maximum=MAX_SEQ_LEN, unit="tokens")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip()
+        kind, _, rest = text.partition(":")
+        kind = kind.lower()
+        try:
+            if kind == "fixed" and not rest:
+                return ("fixed",)
+            if kind == "file" and rest:
+                path, _, column = rest.partition(":")
+                return ("file", path, column) if column else ("file", path)
+            if kind == "uniform":
+                low, high = rest.split("-")
+                return (
+                    "uniform",
+                    str(SEQ_LEN.convert(low, param, ctx)),
+                    str(SEQ_LEN.convert(high, param, ctx)),
+                )
+            if kind == "lognormal":
+                std, _, bounds = rest.partition(":")
+                spread: tuple[str, ...] = ("lognormal", str(SPREAD_TOKENS.convert(std, param, ctx)))
+                if bounds:
+                    low, high = bounds.split("-")
+                    spread += (str(SEQ_LEN.convert(low, param, ctx)), str(SEQ_LEN.convert(high, param, ctx)))
+                return spread
+        except (ValueError, click.BadParameter):
+            pass
+        return self.fail(
+            f"{text!r}: write fixed, uniform:MIN-MAX, lognormal:STD[:MIN-MAX] or file:PATH[:COLUMN]",
+            param,
+            ctx,
+        )
+
+
 # --- the option types commands share -----------------------------------------------------------
 GPUS: Final = Integer(
     minimum=1, maximum=MAX_ACCELERATORS, suffixes=True, unit="GPUs", why="50x the largest cluster built"
@@ -433,3 +521,10 @@ TIMEOUT: Final = Duration(minimum=0.0, maximum=86400.0, min_open=True, why="one 
 SAMPLE_INTERVAL: Final = Duration(minimum=0.0, maximum=3600.0, min_open=True, why="one hour")
 PORT: Final = Integer(minimum=0, maximum=65535, why="the largest TCP port")
 REFRESHES: Final = Integer(minimum=1, maximum=2**31, unit="refreshes")
+MAX_SIMULATED_REQUESTS: Final = 10_000_000  # a day of traffic at over 100 requests/s
+REQUESTS: Final = Integer(minimum=1, maximum=MAX_SIMULATED_REQUESTS, suffixes=True, unit="requests")
+BURSTINESS_CV: Final = Number(minimum=0.0, maximum=1000.0, min_open=True)
+SPREAD_TOKENS: Final = Number(minimum=0.0, maximum=MAX_SEQ_LEN, min_open=True, unit="tokens")
+BLOCK_TOKENS: Final = Integer(minimum=1, maximum=2**20, unit="tokens")
+FINALISTS: Final = Integer(minimum=1, maximum=64, unit="deployments")
+SIMULATED_S: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True, why="a century")

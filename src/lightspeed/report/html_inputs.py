@@ -31,6 +31,7 @@ from lightspeed.records import JsonObject
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.kernels import kernel_section
+from lightspeed.report.serving import is_simulation_result, serving_section
 from lightspeed.report.trace import trace_section
 from lightspeed.store import (
     MEMORY_STORE,
@@ -170,6 +171,7 @@ class _Collected:
     traces: list[ReportSection] = field(default_factory=list)
     monitors: list[MonitorReport] = field(default_factory=list)
     kernels: list[ReportSection] = field(default_factory=list)
+    serving: list[ReportSection] = field(default_factory=list)
     folders: set[Path] = field(default_factory=set)  # read already (a monitor run names its goodput run)
 
 
@@ -212,6 +214,7 @@ def gather_inputs(
         history=history,
         reasons=reasons,
         monitors=tuple(found.monitors),
+        serving_sections=tuple(found.serving),
     )
 
 
@@ -247,13 +250,20 @@ def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_e
 
 
 def _read_json_source(path: Path, found: _Collected) -> None:
-    """``lightspeed bench --json`` results or ``lightspeed plan train --json`` estimates."""
+    """``lightspeed bench --json`` results, ``lightspeed plan train --json`` estimates or
+    ``lightspeed simulate --json`` serving runs."""
     data = _read_json(path)
     items = [item for item in (data if isinstance(data, list) else [data]) if isinstance(item, Mapping)]
     if not items:
         raise DataFileError(
             path, "holds no JSON object", fix="pass 'lightspeed bench --json' or 'plan train --json' output"
         )
+    simulated = [item for item in items if is_simulation_result(item)]
+    for item in simulated:
+        found.serving.append(serving_section(item, source=path.name, index=len(found.serving) + 1))
+    items = [item for item in items if item not in simulated]
+    if not items:
+        return
     bench_items = [item for item in items if is_bench_result(item)]
     found.steps.extend(predicted_step(item, source=str(path)) for item in items if item not in bench_items)
     if bench_items:

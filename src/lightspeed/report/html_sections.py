@@ -78,7 +78,8 @@ class ReportInputs:
 
     ``reasons`` maps a section key to why its data is missing (overrides
     :data:`HOW_TO_GET`); ``trace_sections`` and ``kernel_sections`` are built by
-    ``report/trace.py`` and ``report/kernels.py``.
+    ``report/trace.py`` and ``report/kernels.py``; ``serving_sections`` by ``report/serving.py``
+    from ``lightspeed simulate --json`` output.
     """
 
     bench: BenchInputs | None = None
@@ -89,6 +90,7 @@ class ReportInputs:
     history: MetricHistory | None = None
     reasons: Mapping[str, str] = field(default_factory=dict)
     monitors: tuple[MonitorReport, ...] = ()
+    serving_sections: tuple[ReportSection, ...] = ()
 
 
 def _missing(key: str, inputs: ReportInputs) -> ReportSection:
@@ -248,6 +250,7 @@ def build_sections(inputs: ReportInputs) -> list[ReportSection]:
         step_section(inputs.estimates) if inputs.estimates else _missing("step", inputs),
         goodput_section(inputs.ledgers) if inputs.ledgers else _missing("goodput", inputs),
     ]
+    sections.extend(inputs.serving_sections)  # simulated serving runs, when one was passed
     if inputs.monitors:  # counters beside the steps, when a monitor ran (monitor run, or --from its folder)
         sections.append(monitor_section(inputs.monitors))
     sections.extend(inputs.trace_sections or [_missing("trace", inputs)])

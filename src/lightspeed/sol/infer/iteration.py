@@ -173,8 +173,10 @@ class IterationGrid:
     Token and sequence counts are for the whole stage (every attention group);
     decode sequences spread evenly over the attention groups, while
     ``group_prefill_tokens`` is the prompt share of the busiest group (a prompt
-    chunk belongs to one group). ``expert_imbalance`` scales the routed tokens of the
-    busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
+    chunk belongs to one group). ``group_decode_sequences`` and ``group_decode_context``
+    (``None``: the even spread) say what the busiest group decodes when requests do not land
+    evenly (the serving simulator places them). ``expert_imbalance`` scales the routed tokens
+    of the busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
     ``decode_context_span``: the decoding sequences' contexts spread evenly over
     ``decode_context +- span / 2`` (what a local-attention layer reads depends on where in its
     window or chunk each sequence is; 0: all at ``decode_context``).
@@ -194,6 +196,20 @@ class IterationGrid:
     expert_imbalance: Array = 1.0
     physical_experts: Array = 0.0
     decode_context_span: Array = 0.0
+    group_decode_sequences: Array | None = None
+    group_decode_context: Array | None = None
+
+    @property
+    def group_sequences(self) -> Array:
+        """Sequences the busiest attention group decodes."""
+        if self.group_decode_sequences is None:
+            return self.decode_sequences / self.dp_attention
+        return self.group_decode_sequences
+
+    @property
+    def group_context(self) -> Array:
+        """Mean cached context of the busiest attention group's decoding sequences."""
+        return self.decode_context if self.group_decode_context is None else self.group_decode_context
 
     @property
     def stage_gpus(self) -> Array:
@@ -208,7 +224,7 @@ class IterationGrid:
     @property
     def group_tokens(self) -> Array:
         """Tokens the busiest attention group multiplies."""
-        return self.decode_sequences * self.query_tokens / self.dp_attention + self.group_prefill_tokens
+        return self.group_sequences * self.query_tokens + self.group_prefill_tokens
 
 
 @dataclass(frozen=True)
@@ -315,7 +331,7 @@ def attended_contexts(grid: IterationGrid, group: LayerGroup) -> tuple[Array, Ar
     sequences' contexts spread over ``decode_context +- decode_context_span / 2``; a causal
     prompt's queries over positions 0 to ``2 x prefill_context``."""
     half = np.asarray(grid.decode_context_span, dtype=np.float64) / 2.0
-    context = np.asarray(grid.decode_context, dtype=np.float64)
+    context = np.asarray(grid.group_context, dtype=np.float64)
     decode = mean_cached_tokens(
         group.kind, group.span_tokens, np.maximum(context - half, 0.0), context + half
     )
@@ -337,7 +353,7 @@ def _attention(
     decode_dims, prefill_dims = _attention_head_dims(shapes, model)
     kv_elements = kv_elements_per_token_per_gpu(shapes, model, grid.tp)
     kv_bytes = inference_hardware.precisions.kv_bytes_per_element
-    sequences = grid.decode_sequences / grid.dp_attention
+    sequences = grid.group_sequences
     prompt = grid.group_prefill_tokens
     efficiency = hardware.efficiency
     scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
@@ -529,6 +545,12 @@ def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
     return layers * (1.0 - moe_share), layers * moe_share
 
 
+def stage_kernels(model: TransformerSpec, pp: Array) -> Array:
+    """Kernels one iteration of the busiest stage launches."""
+    num_dense, num_moe = stage_layers(model, pp)
+    return num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
+
+
 def iteration_cost(
     grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
 ) -> IterationCost:
@@ -543,7 +565,7 @@ def iteration_cost(
     crosses = collectives.crosses_domains(fabric, grid.pp, grid.stage_gpus)
     boundary = grid.group_tokens * model.hidden_size * ACTIVATION_BYTES
     parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
-    kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
+    kernels = stage_kernels(model, grid.pp)
     busy = sum(parts[name] for name in ITERATION_PARTS)
     parts["launch"], parts["host"] = launch_and_host_s(busy, kernels, inference_hardware)
     return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
@@ -562,5 +584,6 @@ __all__ = [
     "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
     "load_inference_parameters",
+    "stage_kernels",
     "stage_layers",
 ]

@@ -41,13 +41,17 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
   TensorRT-LLM version when it gives one (:func:`row_serving_stack`).
+* **Load-dependent figures** (continuous batching at a concurrency or a request rate,
+  MLPerf Server, Interactive and Offline rows) are simulated request by request
+  (:mod:`lightspeed.sol.validation.infer_load`); an MLPerf row without a TP cell runs the
+  TP whose simulated Offline throughput is highest, the rest of the GPUs as replicas.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
@@ -58,7 +62,18 @@ from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
-from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
+from lightspeed.sol.validation.infer_load import (
+    RowSimulation,
+    latency_percentile,
+    load_simulation,
+    mlperf_row_simulation,
+    mlperf_split,
+    names_mlperf,
+    row_rate,
+    row_requests,
+    simulate_row,
+)
+from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, is_missing
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
@@ -99,6 +114,7 @@ class InferenceRowSetup(Record):
     reading: Reading | None = None
     readings: tuple[Reading, ...] = ()
     serving: ServingStack | None = None
+    simulation: RowSimulation | None = None
 
 
 # Words that name a checkpoint's format or tuning, not its architecture ("Llama 4 Maverick
@@ -261,19 +277,24 @@ def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading
 class InferenceRowSpec(RunSpec):
     """A published inference run in typed fields, nothing left to read from text: what the
     structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
-    the server the run used (``docs/inference.md``)."""
+    the server the run used (``docs/inference.md``); ``simulation`` how the TSV reader found a
+    load-dependent figure is to be simulated (an MLPerf scenario, a request rate or count), else
+    ``None``: :func:`inference_setup` simulates continuous batching at a concurrency or rate from
+    ``load`` alone."""
 
     plan: InferencePlan
     load: ServingLoad
     batching: str
     serving: str
+    simulation: RowSimulation | None = None
 
 
 def _deployment(
-    row: PublishedRow, model: TransformerSpec, num_gpus: int, vendor: str
+    row: PublishedRow, model: TransformerSpec, num_gpus: int, vendor: str, tp: int | None = None
 ) -> tuple[InferencePlan, list[str]]:
-    """The deployment a row describes (degrees, attention data parallelism, formats) and notes."""
-    tp = integer_cell(row.text("TP"), 1) or 1
+    """The deployment a row describes (degrees, attention data parallelism, formats) and notes;
+    ``tp`` replaces a missing TP cell."""
+    tp = tp or integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
@@ -310,11 +331,16 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     model, model_note = _resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
-    plan, plan_notes = _deployment(row, model, num_gpus, cluster.system.accelerator.vendor)
-    load, batching, load_note = _load(row)
+    vendor = cluster.system.accelerator.vendor
+    load, batching, load_note, simulation = _row_load(row)
+    split_tp, split_note = None, ""
+    if simulation is not None and simulation.mlperf and is_missing(row.text("TP")):
+        split_tp, split_note = mlperf_split(model, cluster, _precision(row, vendor)[0], simulation.workload)
+    plan, plan_notes = _deployment(row, model, num_gpus, vendor, split_tp)
     reading = _metric(row, num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    notes.extend([split_note] if split_note else [])
     if _names_speculation(row):
         notes.append(
             "speculative decoding named but not modelled: the row states no acceptance rate, "
@@ -335,10 +361,34 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         metric=reading.key,
         measured=reading.value,
         serving=serving.name,
+        simulation=simulation,
         assumptions=tuple(notes),
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
     )
+
+
+def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation | None]:
+    """(load, batching, note, simulation): an MLPerf row's benchmark, else the row's cells (a
+    request rate the row states makes the load an open loop); a figure that depends on load gets
+    the simulation that predicts it."""
+    if not names_mlperf(row):
+        load, batching, note = _load(row)
+        rate = row_rate(row)
+        if rate is not None and batching == "continuous":
+            load = replace(load, concurrency=None, arrival_rate_per_s=rate)
+            note = f"continuous batching, Poisson arrivals at {rate:g} requests/s"
+        return load, batching, note, load_simulation(load, batching, row_requests(row))
+    try:
+        stated: ServingLoad | None = _load(row)[0]
+    except RowError:
+        stated = None  # the benchmark's published lengths
+    simulation = mlperf_row_simulation(row, stated)
+    workload = simulation.workload
+    load = ServingLoad(
+        max(round(workload.input_lengths.mean_tokens), 1), max(round(workload.output_lengths.mean_tokens), 1)
+    )
+    return load, "continuous", simulation.note, simulation
 
 
 def inference_setup(
@@ -361,6 +411,7 @@ def inference_setup(
         spec.reading,
         spec.readings,
         chosen,
+        spec.simulation or load_simulation(spec.load, spec.batching),
     )
     return setup, cluster
 
@@ -421,19 +472,56 @@ def inference_predictor(
 def predict_inference_setup(
     label: RowLabel, setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
-    """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``)."""
+    """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``):
+    simulated when the figure depends on load, else the analytic steady state."""
     try:
-        estimate = estimate_inference(
-            model=setup.model,
-            cluster=cluster,
-            plan=setup.plan,
-            load=setup.load,
-            efficiency=efficiency,
-            batching=setup.batching,
-            serving=setup.serving,
-        )
+        if setup.simulation is not None:
+            predicted, reached = simulate_row(
+                setup.simulation,
+                model=setup.model,
+                cluster=cluster,
+                plan=setup.plan,
+                metric=setup.metric,
+                serving=setup.serving,
+                efficiency=efficiency,
+                percentile=latency_percentile(setup.reading.metric_text) if setup.reading else None,
+            )
+            plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
+            note = setup.simulation.note
+            assumptions = setup.assumptions if note in setup.assumptions else (*setup.assumptions, note)
+        else:
+            predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
     except UserInputError as error:
         raise RowError(str(error)) from None
+    return predicted_row(
+        label,
+        kind="infer",
+        metric=setup.metric,
+        measured=setup.measured,
+        predicted=predicted,
+        plan=plan,
+        assumptions=assumptions,
+        reading=setup.reading,
+        readings=setup.readings,
+        band=interval_for(
+            "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
+        ),
+        stack=setup.serving.name if setup.serving is not None else "",
+    )
+
+
+def _analytic(
+    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
+) -> tuple[float, dict[str, object], tuple[str, ...]]:
+    estimate = estimate_inference(
+        model=setup.model,
+        cluster=cluster,
+        plan=setup.plan,
+        load=setup.load,
+        efficiency=efficiency,
+        batching=setup.batching,
+        serving=setup.serving,
+    )
     plan = {
         **setup.plan.to_dict(),
         "batch_per_replica": estimate.batch_per_replica,
@@ -442,21 +530,7 @@ def predict_inference_setup(
         "tpot_s": estimate.tpot_s,
         "bound": estimate.bound,
     }
-    return predicted_row(
-        label,
-        kind="infer",
-        metric=setup.metric,
-        measured=setup.measured,
-        predicted=_value(estimate, setup.metric),
-        plan=plan,
-        assumptions=setup.assumptions + estimate.assumptions,
-        reading=setup.reading,
-        readings=setup.readings,
-        band=interval_for(
-            "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
-        ),
-        stack=setup.serving.name if setup.serving is not None else "",
-    )
+    return _value(estimate, setup.metric), plan, setup.assumptions + estimate.assumptions
 
 
 __all__ = [

@@ -313,6 +313,7 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
 
 
 _RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
+_SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per second)|\bqps\b")
 
 
 def infer_key(metric: str) -> str:
@@ -328,6 +329,8 @@ def infer_key(metric: str) -> str:
     if "latency" in metric:
         return "request_latency_s"
     if "req" in metric and ("/s" in metric or "per s" in metric):
+        return "requests_per_s"
+    if _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) per second
         return "requests_per_s"
     if _RATE.search(metric):
         if "/user" in metric or "per user" in metric:

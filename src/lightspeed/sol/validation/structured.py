@@ -27,8 +27,8 @@ that file and in ``docs/sol.md``)::
     convention = "6N+attention"
 
 Inference rows have ``[row.deployment]`` (InferencePlan fields) and
-``[row.workload]`` (``input_tokens``, ``output_tokens``, ``concurrency``,
-``batching``) instead of a plan. :func:`load_published_runs` turns each row into
+``[row.workload]`` (``input_tokens``, ``output_tokens``, ``concurrency`` or
+``arrival_rate_per_s``, ``batching``) instead of a plan. :func:`load_published_runs` turns each row into
 the typed spec the engines predict (the same one the free-text TSV reader
 produces), :func:`dump_runs` writes rows back in this format.
 """
@@ -412,7 +412,7 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
 def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int) -> InferenceRowSpec:
     deployment, workload = _table(fields, "deployment"), _table(fields, "workload")
     _check_keys(deployment, _DEPLOYMENT_KEYS)
-    _check_keys(workload, {"input_tokens", "output_tokens", "concurrency", "batching"})
+    _check_keys(workload, {"input_tokens", "output_tokens", "concurrency", "arrival_rate_per_s", "batching"})
     plan = InferencePlan(
         tp=deployment.integer("tp", 1, minimum=1),
         pp=deployment.integer("pp", 1, minimum=1),
@@ -431,10 +431,12 @@ def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int
             "replicas",
             plan.replicas,
         )
+    rate = workload.number("arrival_rate_per_s") if workload.has("arrival_rate_per_s") else None
     load = ServingLoad(
         input_tokens=workload.integer("input_tokens", minimum=1),
         output_tokens=workload.integer("output_tokens", minimum=1),
         concurrency=workload.optional_integer("concurrency"),
+        arrival_rate_per_s=rate,
     )
     return InferenceRowSpec(
         **base, plan=plan, load=load, batching=_choice(workload, "batching", BATCHING), serving=serving
@@ -543,6 +545,11 @@ def _training_tables(spec: TrainingRowSpec) -> dict[str, Any]:
 
 def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
     plan, load = spec.plan, spec.load
+    if spec.simulation is not None and spec.simulation.mlperf:
+        raise UserInputError(
+            f"row {spec.row_id}: an MLPerf row (its benchmark's length spread and scenario) has no "
+            "structured form yet; keep it in a TSV table (lightspeed validate FILE.tsv)"
+        )
     deployment = {
         key: getattr(plan, key) for key in ("tp", "pp", "ep", "dp_attention", "replicas", "precision")
     }
@@ -552,6 +559,7 @@ def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
             "input_tokens": load.input_tokens,
             "output_tokens": load.output_tokens,
             "concurrency": load.concurrency,
+            "arrival_rate_per_s": load.arrival_rate_per_s,
             "batching": spec.batching,
         }
     )

@@ -1,0 +1,299 @@
+"""The serving simulator's options, declared once: workload, SLO, scheduler, simulation size.
+
+``lightspeed simulate``, ``plan infer`` (under load) and ``search infer`` (goodput ranking) take
+them from here, and the ``resolve_*`` functions turn them into library records, so a later
+typed deployment configuration can generate them from one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from lightspeed.cli.options import (
+    BLOCK_TOKENS,
+    BURSTINESS_CV,
+    FINALISTS,
+    FRACTION,
+    PER_SECOND,
+    REQUESTS,
+    SEED,
+    SEQUENCES,
+    TOKENS_PER_LAYER,
+    LengthSpec,
+    ServiceLevelSpec,
+)
+from lightspeed.errors import UserInputError
+from lightspeed.sol.serve import (
+    KV_POLICIES,
+    PREEMPTION_MODES,
+    ROUTERS,
+    ArrivalProcess,
+    LengthDistribution,
+    SchedulerConfig,
+    ServiceLevel,
+    ServingWorkload,
+    load_lengths,
+    load_request_trace,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_REQUESTS = 2000
+
+
+def stack_options(function: F, options: Sequence[Callable[[Any], Any]]) -> F:
+    """``function`` under ``options`` in the order listed (the first shows first in --help)."""
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def arrival_options(function: F) -> F:
+    """Arrivals beyond the deployment configuration's ``--arrival-rate`` (Poisson) and
+    ``--concurrency`` (closed loop): ``--burstiness``, ``--offline``, ``--trace``."""
+    return stack_options(
+        function,
+        [
+            click.option(
+                "--burstiness",
+                "cv",
+                type=BURSTINESS_CV,
+                help="Gamma arrivals: coefficient of variation of the gaps (1 = Poisson; above 1 bursty).",
+            ),
+            click.option("--offline", is_flag=True, help="Every request at time zero (MLPerf Offline)."),
+            click.option(
+                "--trace",
+                "trace_path",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Replay a CSV/JSONL trace of arrival time, input and output tokens.",
+            ),
+        ],
+    )
+
+
+def length_options(function: F) -> F:
+    """``--isl-dist`` and ``--osl-dist``: how lengths spread around ``--isl``/``--osl``."""
+    spread = "fixed, uniform:MIN-MAX, lognormal:STD[:MIN-MAX] or file:PATH[:COLUMN]"
+    return stack_options(
+        function,
+        [
+            click.option(
+                "--isl-dist",
+                type=LengthSpec(),
+                default="fixed",
+                show_default=True,
+                help=f"Prompt lengths: {spread}.",
+            ),
+            click.option(
+                "--osl-dist",
+                type=LengthSpec(),
+                default="fixed",
+                show_default=True,
+                help=f"Output lengths: {spread}.",
+            ),
+            click.option(
+                "--prefix-hit-rate",
+                type=FRACTION,
+                default=0.0,
+                show_default=True,
+                help="Share of each prompt found in the prefix cache.",
+            ),
+        ],
+    )
+
+
+def simulation_options(function: F) -> F:
+    """``--requests`` and ``--seed``."""
+    return stack_options(
+        function,
+        [
+            click.option(
+                "--requests",
+                "num_requests",
+                type=REQUESTS,
+                default=DEFAULT_REQUESTS,
+                show_default=True,
+                help="Requests to simulate.",
+            ),
+            click.option(
+                "--seed", type=SEED, default=0, show_default=True, help="Seed of the request generator."
+            ),
+        ],
+    )
+
+
+def slo_option(function: F) -> F:
+    """``--slo ttft=..,tpot=..[,attainment=..]``."""
+    return click.option(
+        "--slo",
+        "slo_spec",
+        type=ServiceLevelSpec(),
+        help="Latency SLO, e.g. ttft=2s,tpot=50ms[,attainment=90%] (DistServe: the share meeting both).",
+    )(function)
+
+
+def scheduler_options(function: F) -> F:
+    """The server's scheduler knobs (per attention rank)."""
+    return stack_options(
+        function,
+        [
+            click.option(
+                "--max-num-seqs",
+                type=SEQUENCES,
+                help="Sequences per rank (default: what the KV cache holds).",
+            ),
+            click.option(
+                "--max-num-batched-tokens",
+                type=TOKENS_PER_LAYER,
+                help="Tokens per iteration per rank (default 8192).",
+            ),
+            click.option(
+                "--block-size",
+                type=BLOCK_TOKENS,
+                default=16,
+                show_default=True,
+                help="KV-cache block, tokens.",
+            ),
+            click.option("--kv-policy", type=click.Choice(KV_POLICIES), default="reserve", show_default=True),
+            click.option(
+                "--preemption", type=click.Choice(PREEMPTION_MODES), default="recompute", show_default=True
+            ),
+            click.option("--router", type=click.Choice(ROUTERS), default="least-loaded", show_default=True),
+        ],
+    )
+
+
+def goodput_search_options(function: F) -> F:
+    """``search infer``'s ranking by goodput at an SLO: ``--slo``, ``--rate`` or ``--max-rate-at-slo``,
+    ``--finalists`` and the simulation size."""
+    return stack_options(
+        function,
+        [
+            slo_option,
+            click.option(
+                "--rate",
+                "rate_per_s",
+                type=PER_SECOND,
+                help="Rank by goodput per GPU at this rate (req/s).",
+            ),
+            click.option(
+                "--max-rate-at-slo",
+                is_flag=True,
+                help="Rank by the highest rate each finalist sustains at --slo (the default without --rate).",
+            ),
+            click.option(
+                "--finalists",
+                type=FINALISTS,
+                default=6,
+                show_default=True,
+                help="Deployments to simulate.",
+            ),
+            simulation_options,
+        ],
+    )
+
+
+def resolve_slo(spec: tuple[float | None, float | None, float] | None) -> ServiceLevel | None:
+    """The SLO of ``--slo`` (``None`` without it)."""
+    if spec is None:
+        return None
+    ttft, tpot, attainment = spec
+    return ServiceLevel(ttft_s=ttft, tpot_s=tpot, attainment=attainment)
+
+
+def resolve_scheduler(
+    *,
+    max_num_seqs: int | None,
+    max_num_batched_tokens: int | None,
+    block_size: int,
+    kv_policy: str,
+    preemption: str,
+    router: str,
+) -> SchedulerConfig:
+    """The scheduler of the scheduler options."""
+    return SchedulerConfig(
+        max_sequences_per_rank=max_num_seqs,
+        max_batched_tokens_per_rank=max_num_batched_tokens,
+        block_tokens=block_size,
+        kv_policy=kv_policy,
+        preemption=preemption,
+        router=router,
+    )
+
+
+def resolve_lengths(tokens: int, spec: tuple[str, ...]) -> LengthDistribution:
+    """``--isl``/``--osl`` spread as ``--isl-dist``/``--osl-dist`` says."""
+    kind = spec[0]
+    if kind == "fixed":
+        return LengthDistribution.fixed(tokens)
+    if kind == "uniform":
+        return LengthDistribution.uniform(int(spec[1]), int(spec[2]))
+    if kind == "lognormal":
+        bounds = (int(spec[2]), int(spec[3])) if len(spec) == 4 else (1, None)
+        return LengthDistribution.lognormal(float(tokens), float(spec[1]), bounds[0], bounds[1])
+    return load_lengths(Path(spec[1]), spec[2] if len(spec) == 3 else None)
+
+
+def resolve_arrivals(
+    *, rate_per_s: float | None, cv: float | None, offline: bool, concurrency: int | None
+) -> ArrivalProcess:
+    """One arrival process from the options (a closed loop when only ``--concurrency`` is given)."""
+    given = [
+        name
+        for name, value in (
+            ("--arrival-rate", rate_per_s),
+            ("--offline", offline or None),
+            ("--concurrency", concurrency),
+        )
+        if value
+    ]
+    if len(given) > 1:
+        raise UserInputError(f"give one of {', '.join(given)}: they are different arrival processes")
+    if cv is not None and rate_per_s is None:
+        raise UserInputError("--burstiness shapes Poisson arrivals: give --arrival-rate too")
+    if rate_per_s is not None:
+        return ArrivalProcess.gamma(rate_per_s, cv) if cv is not None else ArrivalProcess.poisson(rate_per_s)
+    if concurrency is not None:
+        return ArrivalProcess.closed(concurrency)
+    return ArrivalProcess.offline()
+
+
+def resolve_workload(
+    *,
+    isl: int,
+    osl: int,
+    isl_dist: tuple[str, ...],
+    osl_dist: tuple[str, ...],
+    prefix_hit_rate: float,
+    arrivals: ArrivalProcess,
+    num_requests: int,
+    trace_path: Path | None = None,
+) -> ServingWorkload:
+    """The simulated workload of the options."""
+    return ServingWorkload(
+        arrivals=arrivals,
+        input_lengths=resolve_lengths(isl, isl_dist),
+        output_lengths=resolve_lengths(osl, osl_dist),
+        num_requests=num_requests,
+        prefix_hit_rate=prefix_hit_rate,
+        trace=load_request_trace(trace_path) if trace_path is not None else None,
+    )
+
+
+__all__ = [
+    "arrival_options",
+    "goodput_search_options",
+    "length_options",
+    "resolve_arrivals",
+    "resolve_lengths",
+    "resolve_scheduler",
+    "resolve_slo",
+    "resolve_workload",
+    "scheduler_options",
+    "simulation_options",
+    "slo_option",
+    "stack_options",
+]

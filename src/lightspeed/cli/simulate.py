@@ -1,0 +1,191 @@
+"""``lightspeed simulate``: one serving deployment under a workload, request by request."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._config import config_options, configuration
+from lightspeed.cli._serve_options import (
+    arrival_options,
+    length_options,
+    resolve_arrivals,
+    resolve_scheduler,
+    resolve_slo,
+    resolve_workload,
+    scheduler_options,
+    simulation_options,
+    slo_option,
+)
+from lightspeed.cli.options import SIMULATED_S
+from lightspeed.errors import UserInputError
+from lightspeed.jobs import serving_parts
+from lightspeed.report import (
+    render_capacity,
+    render_load_sweep,
+    render_simulation,
+    save_latency_load_plot,
+)
+from lightspeed.sol import ServingConfig
+from lightspeed.sol.serve import (
+    MLPERF_SCENARIOS,
+    ArrivalProcess,
+    LoadPoint,
+    ServiceLevel,
+    ServingWorkload,
+    SimulatedDeployment,
+    load_mlperf_workload,
+    load_sweep,
+    max_rate_at_slo,
+    simulate_deployment,
+    simulated_deployment,
+)
+
+_SCHEDULER_KEYS = (
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "block_size",
+    "kv_policy",
+    "preemption",
+    "router",
+)
+
+
+@click.command("simulate")
+@config_options(ServingConfig)
+@arrival_options
+@length_options
+@simulation_options
+@click.option("--mlperf", "mlperf_name", help="An MLPerf LLM benchmark (llama2-70b, mixtral-8x7b ...).")
+@click.option(
+    "--scenario",
+    type=click.Choice(MLPERF_SCENARIOS),
+    default="server",
+    show_default=True,
+    help="MLPerf scenario (with --mlperf).",
+)
+@slo_option
+@click.option("--max-rate-at-slo", is_flag=True, help="Find the highest arrival rate that meets --slo.")
+@click.option("--sweep", is_flag=True, help="Latency against load, 10% to 100% of the saturation rate.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the latency-load figure.")
+@click.option("--horizon", "horizon_s", type=SIMULATED_S, help="Stop at this simulated time (e.g. 10min).")
+@scheduler_options
+@json_option
+def command(*, as_json: bool, **values: Any) -> None:
+    """Simulate requests through a deployment's scheduler (continuous batching, chunked prefill,
+    paged KV cache, preemption, P/D pools, speculation): TTFT, TPOT, ITL and end-to-end
+    percentiles, throughput, SLO goodput, queue and KV use over time. The deployment options
+    are plan infer's (--arrival-rate: Poisson arrivals; --concurrency: a closed loop)."""
+    config = configuration(ServingConfig, values)
+    if config.batching != "continuous":
+        raise UserInputError(
+            "simulate runs continuous batching; drop --batching (static and decode are analytic)"
+        )
+    parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
+    assert parts.plan is not None
+    slo = resolve_slo(values["slo_spec"])
+    workload, slo, find_capacity = _workload(config, values, slo=slo)
+    deployment = simulated_deployment(
+        model=parts.model,
+        cluster=parts.cluster,
+        plan=parts.plan,
+        scheduler=resolve_scheduler(**{key: values[key] for key in _SCHEDULER_KEYS}),
+        efficiency=parts.efficiency,
+        serving=config.serving,
+        num_gpus=config.num_gpus,
+    )
+    _run(deployment, workload, slo, values, find_capacity=find_capacity, as_json=as_json, config=config)
+
+
+def _workload(
+    config: ServingConfig, values: dict[str, Any], *, slo: ServiceLevel | None
+) -> tuple[ServingWorkload, ServiceLevel | None, bool]:
+    """(workload, SLO, whether to search the highest rate at the SLO) of the options; ``--mlperf``
+    brings its lengths (unless ``--isl``/``--osl`` are given) and its scenario's SLO, and a Server
+    or Interactive scenario without ``--arrival-rate`` is the benchmark's own question: the highest rate."""
+    name, scenario = values["mlperf_name"], values["scenario"]
+    find_capacity = bool(values["max_rate_at_slo"])
+    arrivals = resolve_arrivals(
+        rate_per_s=config.arrival_rate,
+        cv=values["cv"],
+        offline=values["offline"],
+        concurrency=config.concurrency,
+    )
+    source = click.get_current_context().get_parameter_source
+    stated = any(
+        source(key) == click.core.ParameterSource.COMMANDLINE for key in ("input_tokens", "output_tokens")
+    )
+    generic = resolve_workload(
+        isl=config.input_tokens,
+        osl=config.output_tokens,
+        isl_dist=values["isl_dist"],
+        osl_dist=values["osl_dist"],
+        prefix_hit_rate=values["prefix_hit_rate"],
+        arrivals=arrivals,
+        num_requests=values["num_requests"],
+        trace_path=values["trace_path"],
+    )
+    if name is None:
+        return generic, slo, find_capacity
+    benchmark = load_mlperf_workload(name)
+    rate = arrivals.rate_per_s if arrivals.kind in ("poisson", "gamma") else None
+    loaded = scenario != "offline" and rate is not None
+    workload = benchmark.workload(
+        scenario if loaded else "offline",
+        rate_per_s=rate if loaded else None,
+        num_requests=generic.num_requests,
+        input_lengths=generic.input_lengths if stated else None,
+        output_lengths=generic.output_lengths if stated else None,
+    )
+    return workload, slo or benchmark.slo(scenario), find_capacity or (scenario != "offline" and rate is None)
+
+
+def _run(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    slo: ServiceLevel | None,
+    values: dict[str, Any],
+    *,
+    find_capacity: bool,
+    as_json: bool,
+    config: ServingConfig,
+) -> None:
+    seed, plot_path = values["seed"], values["plot_path"]
+    capacity = None
+    if find_capacity:
+        if slo is None:
+            raise UserInputError(
+                "--max-rate-at-slo needs --slo (or --mlperf with a Server or Interactive scenario)"
+            )
+        capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed)
+        # the run shown is the one at the highest rate that meets the SLO
+        workload = replace(workload, arrivals=ArrivalProcess.poisson(max(capacity.max_rate_per_s, 1e-6)))
+    result = simulate_deployment(deployment, workload, seed=seed, slo=slo, horizon_s=values["horizon_s"])
+    sweep: tuple[LoadPoint, ...] = ()
+    if values["sweep"] or plot_path is not None:
+        sweep = load_sweep(deployment, workload=workload, slo=slo, seed=seed)
+    title = f"{deployment.model.name}, {deployment.plan.describe()}"
+    written = save_latency_load_plot(sweep, plot_path, title=title) if plot_path is not None else []
+    if as_json:
+        print_json(
+            {
+                **result.summary(),
+                **result.to_dict(),
+                "capacity": None if capacity is None else capacity.to_dict(),
+                "sweep": [point.to_dict() for point in sweep],
+                "plots": [str(path) for path in written],
+                "config": config.to_file_dict(),
+            }
+        )
+        return
+    render_simulation(result)
+    if capacity is not None:
+        render_capacity(capacity)
+    if sweep:
+        render_load_sweep(sweep)
+    for path in written:
+        click.echo(f"wrote {path}")

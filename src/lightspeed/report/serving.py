@@ -1,0 +1,295 @@
+"""Rendering of simulated serving runs: percentiles, SLO goodput, time series, latency vs load,
+and the HTML report's section for a ``lightspeed simulate --json`` result."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lightspeed.errors import DataFileError
+from lightspeed.records import JsonObject
+from lightspeed.report.console import make_console, plain, render_table
+from lightspeed.report.html import Chart, ReportSection, Table, chart_from_figure
+from lightspeed.report.palette import category_color
+from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
+from lightspeed.units import format_count, format_duration, format_percent
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from lightspeed.sol.serve import GoodputSearchResult, LatencyStats, SimulationResult
+    from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
+
+
+def _time(value: float) -> str:
+    return "-" if not math.isfinite(value) else format_duration(value)
+
+
+def _stats_row(name: str, stats: LatencyStats) -> list[str]:
+    return [
+        name,
+        *(_time(value) for value in (stats.mean_s, stats.p50_s, stats.p90_s, stats.p99_s, stats.max_s)),
+    ]
+
+
+def render_simulation(result: SimulationResult, *, title: str | None = None) -> None:
+    """Print one simulated run: latency percentiles, throughput, SLO goodput, load over time."""
+    console = make_console()
+    heading = title or (
+        f"[bold]{plain(result.model)}[/bold] on [bold]{plain(result.system)}[/bold] "
+        f"({result.num_gpus} GPUs): {result.plan.describe()}"
+    )
+    console.print(heading)
+    console.print(f"workload: {plain(result.workload.describe())}; seed {result.seed}")
+    rows = [
+        _stats_row("TTFT", result.ttft),
+        _stats_row("TPOT", result.tpot),
+        _stats_row("ITL", result.itl),
+        _stats_row("end to end", result.e2e),
+    ]
+    render_table(
+        f"simulated latencies ({result.num_completed:,} of {result.num_requests:,} requests completed)",
+        ["latency", "mean", "p50", "p90", "p99", "max"],
+        rows,
+        console=console,
+        right_align_from=1,
+    )
+    render_table(None, ["metric", "value"], _throughput_rows(result), console=console)
+    if result.slo is not None:
+        render_slo(result)
+    for line in result.assumptions:
+        console.print(f"  assumed: {line}", style="dim")
+
+
+def _throughput_rows(result: SimulationResult) -> list[list[str]]:
+    rows = [
+        [
+            "output tokens/s",
+            f"{format_count(result.output_tokens_per_s)} tok/s "
+            f"({format_count(result.output_tokens_per_s_per_gpu)} per GPU)",
+        ],
+        ["requests/s", f"{result.requests_per_s:,.4g} over {format_duration(result.duration_s)}"],
+        ["per user", f"{result.output_tokens_per_s_per_user:,.1f} tok/s (mean of 1 / TPOT)"],
+        [
+            "in flight",
+            f"{result.mean_in_flight:,.1f} mean; running {result.mean_running:,.1f} mean, "
+            f"{result.max_running:,.0f} max; queue {result.mean_queue:,.1f} mean, "
+            f"{result.max_queue:,.0f} max",
+        ],
+        ["KV cache", f"fullest rank at {format_percent(result.max_kv_use)} at most"],
+        [
+            "preemptions",
+            f"{result.num_preemptions:,}" + (f" ({result.num_swaps:,} swapped)" if result.num_swaps else ""),
+        ],
+        [
+            "simulation",
+            f"{result.num_iterations:,} iterations, {result.num_cost_evaluations:,} cost-model calls, "
+            f"{format_duration(result.elapsed_s)}",
+        ],
+    ]
+    if result.num_in_flight:
+        rows.insert(4, ["stopped with", f"{result.num_in_flight:,} requests in flight"])
+    return rows
+
+
+def render_slo(result: SimulationResult) -> None:
+    """Print how a run meets its SLO (DistServe's attainment and goodput, and the p99 test)."""
+    slo = result.slo
+    if slo is None:
+        return
+    console = make_console()
+    verdict = "[green]met[/green]" if slo.meets else "[red]missed[/red]"
+    console.print(
+        f"SLO {plain(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of requests "
+        f"within both (TTFT {format_percent(slo.ttft_attainment)}, "
+        f"TPOT {format_percent(slo.tpot_attainment)}); goodput "
+        f"{slo.goodput_requests_per_s:,.4g} req/s ({slo.goodput_requests_per_s_per_gpu:,.4g} per GPU); "
+        f"p99s {'within' if slo.p99_meets else 'outside'} the limits"
+    )
+
+
+def render_load_sweep(points: Sequence[LoadPoint], *, title: str = "latency against load") -> None:
+    """Print one row per arrival rate."""
+    rows = [
+        [
+            f"{point.rate_per_s:,.4g}",
+            _time(point.ttft_p50_s),
+            _time(point.ttft_p99_s),
+            _time(point.tpot_p50_s),
+            _time(point.tpot_p99_s),
+            format_count(point.output_tokens_per_s),
+            "-" if point.attainment is None else format_percent(point.attainment),
+        ]
+        for point in points
+    ]
+    render_table(
+        title,
+        ["req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s", "within SLO"],
+        rows,
+        console=make_console(),
+        right_align_from=0,
+    )
+
+
+def render_capacity(capacity: CapacityResult) -> None:
+    """Print the highest rate meeting an SLO and the probes that found it."""
+    console = make_console()
+    console.print(
+        f"highest rate meeting {plain(capacity.slo.describe())}: "
+        f"[bold]{capacity.max_rate_per_s:,.4g} req/s[/bold] (goodput {capacity.goodput_requests_per_s:,.4g} "
+        f"req/s, {capacity.goodput_requests_per_s_per_gpu:,.4g} per GPU; saturation "
+        f"{capacity.saturation_rate_per_s:,.4g} req/s; {len(capacity.probes)} simulations)"
+    )
+    render_load_sweep(capacity.probes, title="probes (in the order simulated)")
+
+
+def render_goodput_ranking(result: GoodputSearchResult) -> None:
+    """Print the finalists of a goodput search, best goodput per GPU first."""
+    at = (
+        f"at {result.rate_per_s:,.4g} req/s"
+        if result.rate_per_s is not None
+        else "at each one's highest rate"
+    )
+    rows = [
+        [
+            str(index),
+            entry.plan.describe(),
+            f"{entry.analytic_output_tokens_per_s_per_gpu:,.4g}",
+            f"{entry.rate_per_s:,.4g}",
+            f"{entry.goodput_requests_per_s_per_gpu:,.4g}",
+            format_percent(entry.attainment),
+            _time(entry.ttft_p99_s),
+            _time(entry.tpot_p99_s),
+        ]
+        for index, entry in enumerate(result.ranking, start=1)
+    ]
+    render_table(
+        f"finalists simulated {at}, ranked by goodput per GPU ({plain(result.slo.describe())})",
+        [
+            "#",
+            "deployment",
+            "analytic tok/s/GPU",
+            "req/s",
+            "goodput/GPU",
+            "within SLO",
+            "TTFT p99",
+            "TPOT p99",
+        ],
+        rows,
+        console=make_console(),
+        right_align_from=2,
+    )
+
+
+def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figure:
+    """TTFT and TPOT (p50 solid, p99 dashed) against the arrival rate, on two axes."""
+    figure, axes = new_figure(7.0, 4.5)
+    rates = [point.rate_per_s for point in points]
+    for key, label, color in (("ttft", "TTFT", "predicted"), ("tpot", "TPOT", "measured")):
+        p50 = [getattr(point, f"{key}_p50_s") * 1e3 for point in points]
+        p99 = [getattr(point, f"{key}_p99_s") * 1e3 for point in points]
+        target = axes if key == "ttft" else axes.twinx()
+        target.plot(rates, p50, marker="o", color=category_color(color), label=f"{label} p50")
+        target.plot(rates, p99, marker="o", linestyle="--", color=category_color(color), label=f"{label} p99")
+        target.set_ylabel(f"{label} (ms)")
+        add_legend(target, fontsize=8, frameon=False, loc="upper left" if key == "ttft" else "upper center")
+    axes.set_xlabel("arrival rate (requests/s)")
+    if title:
+        axes.set_title(title, fontsize=10)
+    return figure
+
+
+def save_latency_load_plot(points: Sequence[LoadPoint], path: Path, *, title: str = "") -> list[Path]:
+    """Write the latency-versus-load figure to ``path`` (its suffix picks the format)."""
+    stem, formats = plot_paths(path, name="latency-load", default_formats=("png", "svg"))
+    return save_figure(latency_load_figure(points, title=title), stem, formats)
+
+
+def _number_field(data: JsonObject, key: str) -> float:
+    value = data.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+
+
+def _stats_from(data: JsonObject, key: str) -> list[str]:
+    stats = data.get(key)
+    if not isinstance(stats, Mapping):
+        raise DataFileError("simulation JSON", f"no {key} statistics", field=key)
+    return [_time(_number_field(stats, name)) for name in ("mean_s", "p50_s", "p90_s", "p99_s", "max_s")]
+
+
+def series_figure(series: JsonObject) -> Figure:
+    """Requests waiting, sequences running and in flight over time, KV use on a second axis."""
+    figure, axes = new_figure(7.0, 3.5)
+    times = [float(value) for value in series.get("time_s", ())]
+    for key, label, color in (
+        ("in_flight", "in flight", "predicted"),
+        ("running", "running", "measured"),
+        ("queue_length", "waiting", "sol"),
+    ):
+        values = [float(value) for value in series.get(key, ())]
+        if len(values) == len(times):
+            axes.plot(times, values, color=category_color(color), label=label, linewidth=1.2)
+    axes.set_xlabel("time (s)")
+    axes.set_ylabel("requests")
+    kv = [float(value) * 100.0 for value in series.get("kv_use", ())]
+    if len(kv) == len(times):
+        other = axes.twinx()
+        other.plot(times, kv, color="#94a3b8", linestyle=":", label="KV use (%)")
+        other.set_ylabel("KV cache use (%)")
+        add_legend(other, fontsize=8, frameon=False, loc="upper right")
+    add_legend(axes, fontsize=8, frameon=False, loc="upper left")
+    return figure
+
+
+def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportSection:
+    """The report section of one ``lightspeed simulate --json`` result (its JSON object)."""
+    rows = tuple(
+        (name, *_stats_from(data, key))
+        for name, key in (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("end to end", "e2e"))
+    )
+    paragraphs = [
+        f"{data.get('model', '?')} on {data.get('system', '?')} ({source}): "
+        f"{format_count(_number_field(data, 'output_tokens_per_s'))} output tok/s, "
+        f"{_number_field(data, 'requests_per_s'):,.4g} req/s, "
+        f"{int(_number_field(data, 'num_preemptions') or 0):,} preemptions.",
+    ]
+    slo = data.get("slo")
+    if isinstance(slo, Mapping):
+        paragraphs.append(
+            f"{format_percent(_number_field(slo, 'attainment'))} of requests met both SLO limits; goodput "
+            f"{_number_field(slo, 'goodput_requests_per_s'):,.4g} req/s."
+        )
+    charts: tuple[Chart, ...] = ()
+    series = data.get("series")
+    if isinstance(series, Mapping) and series.get("time_s"):
+        charts = (
+            chart_from_figure(series_figure(series), name=f"serving-{index}", title="load over the run"),
+        )
+    return ReportSection(
+        key=f"serving-{index}",
+        title=f"Simulated serving: {data.get('model', '?')}",
+        paragraphs=tuple(paragraphs),
+        tables=(Table(headers=("latency", "mean", "p50", "p90", "p99", "max"), rows=rows),),
+        charts=charts,
+    )
+
+
+def is_simulation_result(data: JsonObject) -> bool:
+    """Whether a JSON object is ``lightspeed simulate --json`` output."""
+    return all(key in data for key in ("ttft", "tpot", "series", "workload"))
+
+
+__all__ = [
+    "is_simulation_result",
+    "latency_load_figure",
+    "render_capacity",
+    "render_goodput_ranking",
+    "render_load_sweep",
+    "render_simulation",
+    "render_slo",
+    "save_latency_load_plot",
+    "series_figure",
+    "serving_section",
+]

@@ -1,0 +1,169 @@
+"""Load against latency: sweeps of arrival rate, the highest rate a deployment sustains at an SLO.
+
+A deployment's capacity at an SLO is DistServe's goodput (Zhong et al., OSDI
+2024): the highest Poisson arrival rate at which the SLO's share of requests
+(``attainment``, 90% by default; 99% for MLPerf's Server scenario) meets both
+the TTFT and the TPOT limit. :func:`max_rate_at_slo` brackets it between zero
+and the rate the deployment completes requests at when every request is
+waiting (the simulated Offline throughput) and bisects, each probe a full
+simulation of the same requests' lengths on the same (cached) deployment.
+
+>>> from lightspeed.catalog import load_catalog
+>>> from lightspeed.workload import load_models
+>>> from lightspeed.sol.infer.plan import InferencePlan
+>>> from lightspeed.sol.serve.deployment import simulated_deployment
+>>> from lightspeed.sol.serve.run_metrics import ServiceLevel
+>>> from lightspeed.sol.serve.workload import LengthDistribution, ServingWorkload
+>>> deployment = simulated_deployment(model=load_models().get("llama-3-8b"),
+...     cluster=load_catalog().cluster("dgx-h100"), plan=InferencePlan(tp=1, precision="fp8"))
+>>> workload = ServingWorkload(input_lengths=LengthDistribution.fixed(500),
+...     output_lengths=LengthDistribution.fixed(100), num_requests=300)
+>>> capacity = max_rate_at_slo(deployment, workload=workload, slo=ServiceLevel(ttft_s=0.5, tpot_s=0.02))
+>>> 0.0 < capacity.max_rate_per_s < capacity.saturation_rate_per_s
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.sol.serve.deployment import SimulatedDeployment
+from lightspeed.sol.serve.run_metrics import ServiceLevel
+from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
+from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
+
+DEFAULT_RATE_TOLERANCE: Final = 0.02  # bisect until the bracket is within 2% of the rate
+MAX_PROBES: Final = 12
+SWEEP_FRACTIONS: Final = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+
+@dataclass(frozen=True)
+class LoadPoint(Record):
+    """One simulated arrival rate (requests per second) and what it reached (seconds, per second)."""
+
+    rate_per_s: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p99_s: float
+    e2e_p50_s: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    attainment: float | None
+    meets: bool | None
+
+    @classmethod
+    def of(cls, rate_per_s: float, result: SimulationResult) -> LoadPoint:
+        """The point of one run."""
+        slo = result.slo
+        return cls(
+            rate_per_s=rate_per_s,
+            ttft_p50_s=result.ttft.p50_s,
+            ttft_p99_s=result.ttft.p99_s,
+            tpot_p50_s=result.tpot.p50_s,
+            tpot_p99_s=result.tpot.p99_s,
+            e2e_p50_s=result.e2e.p50_s,
+            output_tokens_per_s=result.output_tokens_per_s,
+            requests_per_s=result.requests_per_s,
+            attainment=None if slo is None else slo.attainment,
+            meets=None if slo is None else slo.meets,
+        )
+
+
+@dataclass(frozen=True)
+class CapacityResult(Record):
+    """The highest rate meeting ``slo`` (0 when even the lowest probe misses it), the goodput there
+    (good requests per second, and per GPU), the saturation rate that bounded the search, and
+    every probe in the order simulated."""
+
+    slo: ServiceLevel
+    max_rate_per_s: float
+    goodput_requests_per_s: float
+    goodput_requests_per_s_per_gpu: float
+    saturation_rate_per_s: float
+    num_gpus: int
+    probes: tuple[LoadPoint, ...]
+
+
+def _at_rate(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    rate: float,
+    slo: ServiceLevel | None,
+    seed: int,
+) -> SimulationResult:
+    arrivals = (
+        ArrivalProcess.gamma(rate, workload.arrivals.cv)
+        if workload.arrivals.kind == "gamma"
+        else (ArrivalProcess.poisson(rate))
+    )
+    return simulate_deployment(deployment, replace(workload, arrivals=arrivals), seed=seed, slo=slo)
+
+
+def saturation_rate(deployment: SimulatedDeployment, workload: ServingWorkload, seed: int = 0) -> float:
+    """Requests per second the deployment completes with every request waiting from the start."""
+    offline = replace(workload, arrivals=ArrivalProcess.offline())
+    return simulate_deployment(deployment, offline, seed=seed).requests_per_s
+
+
+def max_rate_at_slo(
+    deployment: SimulatedDeployment,
+    *,
+    workload: ServingWorkload,
+    slo: ServiceLevel,
+    seed: int = 0,
+    tolerance: float = DEFAULT_RATE_TOLERANCE,
+) -> CapacityResult:
+    """Bisect for the highest arrival rate whose run meets ``slo`` (see the module docstring).
+    ``workload`` gives the lengths and the number of requests per probe (its arrivals are
+    replaced by Poisson ones, or gamma ones with its CV)."""
+    if not 0.0 < tolerance < 1.0:
+        raise UserInputError(f"rate tolerance {tolerance} must be in (0, 1)")
+    ceiling = saturation_rate(deployment, workload, seed)
+    low, high, best = 0.0, ceiling, None
+    probes: list[LoadPoint] = []
+    for _ in range(MAX_PROBES):
+        rate = (low + high) / 2.0
+        result = _at_rate(deployment, workload, rate, slo, seed)
+        assert result.slo is not None
+        probes.append(LoadPoint.of(rate, result))
+        if result.slo.meets:
+            low, best = rate, result
+        else:
+            high = rate
+        if high - low <= tolerance * max(low, 1e-9):
+            break
+    goodput = 0.0 if best is None or best.slo is None else best.slo.goodput_requests_per_s
+    gpus = deployment.plan.num_gpus
+    return CapacityResult(
+        slo=slo,
+        max_rate_per_s=low,
+        goodput_requests_per_s=goodput,
+        goodput_requests_per_s_per_gpu=goodput / gpus,
+        saturation_rate_per_s=ceiling,
+        num_gpus=gpus,
+        probes=tuple(probes),
+    )
+
+
+def load_sweep(
+    deployment: SimulatedDeployment,
+    *,
+    workload: ServingWorkload,
+    rates: tuple[float, ...] | None = None,
+    slo: ServiceLevel | None = None,
+    seed: int = 0,
+) -> tuple[LoadPoint, ...]:
+    """Latency and throughput at each of ``rates`` (default: fractions of the saturation rate
+    from 10% to 100%), for a latency-versus-load figure."""
+    chosen = rates
+    if chosen is None:
+        ceiling = saturation_rate(deployment, workload, seed)
+        chosen = tuple(ceiling * fraction for fraction in SWEEP_FRACTIONS)
+    return tuple(LoadPoint.of(rate, _at_rate(deployment, workload, rate, slo, seed)) for rate in chosen)
+
+
+__all__ = ["CapacityResult", "LoadPoint", "load_sweep", "max_rate_at_slo", "saturation_rate"]

@@ -1,0 +1,241 @@
+"""What the simulator needs of one deployment: ranks, KV blocks, caps, links, the timer.
+
+Built from the same pieces as ``estimate_inference`` (plan checks, the memory
+model, the serving stack, the fabric), so a simulated deployment is the one the
+analytic model describes:
+
+* **ranks**: each replica has ``dp_attention`` attention ranks (one otherwise),
+  each with its own KV cache of ``kv_capacity_bytes / kv_bytes_per_token``
+  tokens per GPU (``sol/infer/memory.py``), cut in blocks of ``block_tokens``;
+* **caps per rank** (:class:`SchedulerConfig`): sequences (``max_num_seqs``,
+  ``--max-running-requests``, ``max_batch_size``; default the plan's
+  ``max_batch`` spread over the ranks, else the serving stack's published decode
+  batch per rank, else only the KV cache), and tokens per iteration
+  (``max_num_batched_tokens``, ``--chunked-prefill-size``, ``max_num_tokens``;
+  default the ``prefill_chunk_tokens`` of ``sol/data/efficiency.toml``);
+* **links**: swapping a preempted sequence moves its KV cache over the GPU's host
+  link (the catalog's, PCIe 5 x16 on an H100 SXM); a disaggregated deployment
+  moves each prompt's KV cache from the prefill pool to the decode pool over
+  the fabric level the pools share (``sol/infer/serving.kv_transfer_s``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError, UserInputError
+from lightspeed.records import Record
+from lightspeed.sol.core import collectives
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.infer.estimate import check_gpus, deployment_memory, pool_split
+from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, validate_inference_plan
+from lightspeed.sol.serve.speculation import AcceptanceProcess
+from lightspeed.sol.serve.timing import IterationTimer
+from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at, kv_cache_bytes
+
+Array = Any
+KV_POLICIES: Final = ("reserve", "on-demand")
+PREEMPTION_MODES: Final = ("recompute", "swap")
+ROUTERS: Final = ("least-loaded", "round-robin")
+# vLLM's default KV block (``--block-size 16``, vllm/config.py CacheConfig)
+DEFAULT_BLOCK_TOKENS: Final = 16
+LONG_CONTEXT: Final = 1 << 20  # tokens: past every local layer's span in the catalog
+
+
+@dataclass(frozen=True)
+class SchedulerConfig(Record):
+    """The server's scheduler knobs (see the module docstring for the defaults).
+
+    ``kv_policy``: ``reserve`` holds a request's whole prompt + output in the KV
+    cache from admission (TensorRT-LLM's default ``GUARANTEED_NO_EVICT``: no
+    preemption); ``on-demand`` allocates blocks as sequences grow and preempts the
+    most recently admitted one when the cache is full (vLLM, TensorRT-LLM's
+    ``MAX_UTILIZATION``), by ``preemption``: ``recompute`` (drop its cache, prefill
+    prompt and output again later) or ``swap`` (copy it to host memory and back).
+    ``router`` places requests on replicas and on a replica's attention ranks.
+    """
+
+    max_sequences_per_rank: int | None = None
+    max_batched_tokens_per_rank: int | None = None
+    block_tokens: int = DEFAULT_BLOCK_TOKENS
+    kv_policy: str = "reserve"
+    preemption: str = "recompute"
+    router: str = "least-loaded"
+
+    def __post_init__(self) -> None:
+        for label, value, allowed in (
+            ("KV policy", self.kv_policy, KV_POLICIES),
+            ("preemption", self.preemption, PREEMPTION_MODES),
+            ("router", self.router, ROUTERS),
+        ):
+            if value not in allowed:
+                raise UserInputError(f"{label} {value!r} is not one of {', '.join(allowed)}")
+        for label, number in (
+            ("max sequences per rank", self.max_sequences_per_rank),
+            ("max batched tokens per rank", self.max_batched_tokens_per_rank),
+            ("block tokens", self.block_tokens),
+        ):
+            if number is not None and number < 1:
+                raise UserInputError(f"{label} must be >= 1 (got {number})")
+
+
+@dataclass(frozen=True)
+class SimulatedDeployment:
+    """One deployment as the simulator runs it (built by :func:`simulated_deployment`)."""
+
+    model: TransformerSpec
+    cluster_name: str
+    plan: InferencePlan
+    hardware: InferenceHardware
+    scheduler: SchedulerConfig
+    num_ranks: int
+    kv_tokens_per_rank: int
+    kv_bytes_per_token_per_gpu: float
+    max_sequences_per_rank: int
+    max_batched_tokens_per_rank: int
+    host_bytes_per_s: float
+    transfer_gpus: float  # GPUs of a replica that each send their share of a prompt's KV cache
+    transfer_crosses_domains: bool
+    speculation: AcceptanceProcess | None
+    timer: IterationTimer
+
+    @property
+    def serving_replicas(self) -> int:
+        """Replicas that prefill and decode (0 when disaggregated)."""
+        return 0 if self.plan.disaggregated is not None else self.plan.replicas
+
+    @property
+    def prefill_replicas(self) -> int:
+        """Replicas that only prefill."""
+        return self.plan.disaggregated[0] if self.plan.disaggregated is not None else 0
+
+    @property
+    def decode_replicas(self) -> int:
+        """Replicas that only decode."""
+        return self.plan.disaggregated[1] if self.plan.disaggregated is not None else 0
+
+    def kv_transfer_s(self, input_tokens: Array) -> Array:
+        """Seconds to move each prompt's KV cache between the pools (each GPU sends its share; local
+        attention layers hold only their window or chunk of a long prompt)."""
+        tokens = np.asarray(input_tokens, dtype=np.float64)
+        held = kv_cache_bytes(self.model, self.hardware.precisions.kv_cache, tokens)
+        size = held / max(self.transfer_gpus, 1.0)
+        return collectives.send_recv_s(self.hardware.hardware.fabric, size, self.transfer_crosses_domains)
+
+    @property
+    def local_kv(self) -> bool:
+        """Whether some layers hold only a window or chunk of a long context (Gemma 3, Mistral)."""
+        kv = self.hardware.precisions.kv_cache
+        return bool(
+            kv_bytes_per_token_at(self.model, kv, LONG_CONTEXT) < kv_bytes_per_token_at(self.model, kv, 1)
+        )
+
+    def kv_equivalent_tokens(self, tokens: float) -> float:
+        """KV cache a sequence of ``tokens`` holds, in tokens of a short sequence (every layer
+        holds every token): ``tokens`` itself unless local layers stop at their span."""
+        kv = self.hardware.precisions.kv_cache
+        return float(kv_cache_bytes(self.model, kv, tokens) / kv_bytes_per_token_at(self.model, kv, 1))
+
+    def swap_s(self, tokens: float) -> float:
+        """Seconds to copy ``tokens`` tokens of one sequence's KV cache over the host link."""
+        return tokens * self.kv_bytes_per_token_per_gpu / self.host_bytes_per_s
+
+
+def _host_bytes_per_s(cluster: Cluster) -> float:
+    link = cluster.system.accelerator.host_link
+    if link is None:
+        raise UserInputError(
+            f"{cluster.system.accelerator.name} has no host link in the catalog: swap preemption cannot "
+            "be costed; use --preemption recompute"
+        )
+    return link.per_direction_bytes_per_s
+
+
+def _max_sequences(
+    plan: InferencePlan, serving: ServingStack, architecture: str, config: SchedulerConfig, kv_tokens: int
+) -> int:
+    if config.max_sequences_per_rank is not None:
+        return config.max_sequences_per_rank
+    if plan.max_batch is not None:
+        return max(plan.max_batch // plan.dp_attention, 1)
+    limit = serving.decode_batch_limit(architecture) if plan.dp_attention > 1 else None
+    by_memory = max(kv_tokens // config.block_tokens, 1)  # every sequence holds a block at least
+    return min(limit, by_memory) if limit is not None else by_memory
+
+
+def simulated_deployment(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: InferencePlan,
+    scheduler: SchedulerConfig | None = None,
+    efficiency: EfficiencyModel | None = None,
+    serving: str | ServingStack | None = None,
+    speculation: AcceptanceProcess | None = None,
+    num_gpus: int | None = None,
+) -> SimulatedDeployment:
+    """Check ``plan`` on ``cluster`` and size its ranks (see the module docstring).
+
+    ``speculation`` defaults to the plan's :class:`SpeculativeDecoding` as a process with
+    one acceptance rate.
+    """
+    config = scheduler or SchedulerConfig()
+    validate_inference_plan(plan, model, num_gpus)
+    check_gpus(plan, cluster)
+    profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
+    hardware = inference_hardware_for(cluster, plan, efficiency, profile)
+    memory = deployment_memory(model, hardware, plan, ServingLoad(1, 1))
+    per_token = float(memory.kv_bytes_per_token[0])
+    kv_tokens = int(float(memory.kv_capacity_bytes[0]) / per_token) if per_token > 0 else 0
+    if kv_tokens < config.block_tokens:
+        raise InvalidPlanError(
+            f"{model.name} leaves no KV cache on {plan.describe()} ({hardware.hardware.accelerator.name}): "
+            "use more GPUs per replica or a lower precision"
+        )
+    if speculation is None and plan.speculative is not None:
+        speculation = AcceptanceProcess.from_speculative(plan.speculative)
+    architecture = hardware.hardware.accelerator.architecture
+    max_sequences = _max_sequences(plan, profile, architecture, config, kv_tokens)
+    budget = config.max_batched_tokens_per_rank or hardware.parameters.prefill_chunk_tokens
+    transfer, crosses = 0.0, False
+    if plan.disaggregated is not None:
+        split = pool_split(plan, hardware, model, ServingLoad(1, 1))
+        transfer = float(split.gpus_per_replica[0])
+        crosses = bool(split.crosses_domains[0])
+    timer = IterationTimer(
+        model=model, hardware=hardware, plan=plan, max_sequences=max_sequences, speculation=speculation
+    )
+    return SimulatedDeployment(
+        model=model,
+        cluster_name=cluster.name,
+        plan=plan,
+        hardware=hardware,
+        scheduler=config,
+        num_ranks=plan.dp_attention,
+        kv_tokens_per_rank=kv_tokens,
+        kv_bytes_per_token_per_gpu=per_token,
+        max_sequences_per_rank=max_sequences,
+        max_batched_tokens_per_rank=budget,
+        host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
+        transfer_gpus=transfer,
+        transfer_crosses_domains=crosses,
+        speculation=speculation,
+        timer=timer,
+    )
+
+
+__all__ = [
+    "DEFAULT_BLOCK_TOKENS",
+    "KV_POLICIES",
+    "PREEMPTION_MODES",
+    "ROUTERS",
+    "SchedulerConfig",
+    "SimulatedDeployment",
+    "simulated_deployment",
+]

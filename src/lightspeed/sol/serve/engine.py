@@ -1,0 +1,653 @@
+"""The event loop: requests through a router, replica schedulers and KV block pools.
+
+Events are iteration ends of replicas and KV transfers between pools, in one
+heap, merged with the (sorted) open-loop arrivals. A replica runs one
+iteration at a time and forms the next at the end of the last
+(continuous batching, Orca/vLLM/Sarathi-Serve):
+
+1. **decode first**: every decoding sequence of every rank takes part (one
+   token each, or a verify pass under speculation); with an on-demand KV
+   cache, sequences that would overflow their rank's blocks preempt the most
+   recently admitted ones first (recompute: back to the front of the queue;
+   swap: copied to host memory, the copy time added to the iteration);
+2. **prompts fill the token budget**: partly prefilled prompts continue in
+   arrival order, then waiting requests are admitted while the rank's token
+   budget, sequence cap and KV blocks allow (first come, first served: a
+   request that does not fit stops admission, as vLLM's scheduler does), each
+   placed on a rank by the router; a prompt longer than the budget left runs in
+   chunks over several iterations (chunked prefill);
+3. the iteration lasts what the execution-time model says for that shape.
+
+No per-token state is kept: a replica counts its decode steps, and a decoding
+sequence is (join step, context at join, passes left); its context, the rank's
+context sum and KV use follow from the step count. A request's completion is a
+heap entry keyed by the step it finishes on. Work per iteration is constant
+plus a little per request that starts, finishes or moves.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lightspeed.sol.serve.deployment import SimulatedDeployment
+from lightspeed.sol.serve.speculation import verify_passes
+from lightspeed.sol.serve.workload import Requests
+
+Array = Any
+WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
+ITERATION_END, KV_ARRIVAL = 0, 1
+RECORD_WIDTH = 8  # values per iteration record (see Engine._record)
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """Raw outcome of one run: per request and per iteration arrays (seconds, tokens)."""
+
+    arrival_s: Array
+    first_token_s: Array
+    finish_s: Array
+    input_tokens: Array
+    output_tokens: Array
+    iteration_start_s: Array
+    iteration_s: Array
+    iteration_decode_sequences: Array
+    iteration_prefill_tokens: Array
+    iteration_queue: Array
+    iteration_running: Array
+    iteration_kv_use: Array
+    iteration_steps: Array
+    num_in_flight: int
+    num_preemptions: int
+    num_swaps: int
+    cost_evaluations: int
+
+
+class _Rank:
+    """One attention rank: its KV pool, decoding sequences (as sums) and prompts in progress."""
+
+    __slots__ = (
+        "capacity",
+        "context_base",
+        "num_decoding",
+        "num_sequences",
+        "prefilling",
+        "running",
+        "swapped",
+        "used",
+    )
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0.0  # reserved tokens (reserve), or prompt blocks of prefilling requests (on-demand)
+        self.num_decoding = 0
+        self.num_sequences = 0
+        self.context_base = 0.0  # sum of (context at join - join step x growth) of decoding sequences
+        self.prefilling: deque[int] = deque()
+        self.running: list[int] = []  # admission order, for last-in-first-out preemption
+        self.swapped: deque[int] = deque()
+
+
+class _Replica:
+    __slots__ = (
+        "busy",
+        "duration",
+        "finishing",
+        "in_flight",
+        "index",
+        "pending",
+        "rank_pointer",
+        "ranks",
+        "record",
+        "role",
+        "started",
+        "step",
+        "stride",
+        "version",
+        "waiting",
+    )
+
+    def __init__(self, index: int, role: str, num_ranks: int, capacity: int) -> None:
+        self.index = index
+        self.role = role  # "both", "prefill", "decode"
+        self.ranks = [_Rank(capacity) for _ in range(num_ranks)]
+        self.waiting: deque[int] = deque()
+        self.step = 0
+        self.finishing: list[tuple[int, int, int]] = []  # (finish step, epoch, request)
+        self.busy = False
+        self.in_flight = 0
+        self.pending: list[tuple[int, _Rank]] = []  # prompts that complete in the running iteration
+        self.rank_pointer = 0  # the round-robin router's next rank
+        self.stride = 1  # decode steps the running iteration stands for
+        self.started = 0.0  # when it started, how long it lasts, its record and event version
+        self.duration = 0.0
+        self.record = 0
+        self.version = 0
+
+
+class Engine:
+    """One simulated run of ``deployment`` over ``requests`` (call :meth:`run` once)."""
+
+    def __init__(self, deployment: SimulatedDeployment, requests: Requests, seed: int) -> None:
+        self.deployment = deployment
+        config = deployment.scheduler
+        count = requests.num_requests
+        self.reserve = config.kv_policy == "reserve"
+        self.swap = config.preemption == "swap"
+        self.round_robin = config.router == "round-robin"
+        self.block = config.block_tokens
+        self.local_kv = deployment.local_kv  # admission sized by what local layers really hold
+        self.budget = deployment.max_batched_tokens_per_rank
+        self.max_sequences = deployment.max_sequences_per_rank
+        self.timer = deployment.timer
+        self.query = self.timer.query_tokens
+        speculation = deployment.speculation
+        self.growth = 1.0 if speculation is None else speculation.expected_tokens_per_pass
+        decode_tokens = np.maximum(requests.output_tokens - 1, 0)
+        if speculation is None:
+            passes = decode_tokens
+        else:
+            rng = np.random.Generator(np.random.PCG64([seed, 1]))
+            passes = verify_passes(speculation, decode_tokens, rng)
+        self.arrival = requests.arrival_s.tolist()
+        self.input = requests.input_tokens.tolist()
+        self.output = requests.output_tokens.tolist()
+        self.passes_left = passes.tolist()
+        self.prefill_length = self.input[:]
+        self.prefill_done = requests.cached_tokens.tolist()
+        self.first = [math.nan] * count
+        self.finish = [math.nan] * count
+        self.state = [WAITING] * count
+        self.epoch = [0] * count
+        self.join_step = [0] * count
+        self.join_context = [0.0] * count
+        self.replica_of = [0] * count
+        self.held = [0.0] * count  # KV tokens held from admission (reserve) or for the prompt (on-demand)
+        self.rank_for: list[_Rank | None] = [None] * count
+        self.transfer_s = (
+            deployment.kv_transfer_s(requests.input_tokens).tolist() if deployment.plan.disaggregated else []
+        )
+        self.concurrency = requests.concurrency
+        self.next_closed = requests.concurrency or 0
+        self._build_replicas()
+        self.events: list[tuple[float, int, int, int, int]] = []
+        self.sequence = 0
+        self.records: list[float] = []  # RECORD_WIDTH values per iteration, flat (one array at the end)
+
+        self.num_waiting = 0
+        self.num_running = 0
+        self.num_preemptions = 0
+        self.num_swaps = 0
+        self.prompt_tokens = 0.0  # of the iteration being formed
+        self.chunks: list[tuple[_Rank, float, float]] = []  # (rank, tokens, attended context x tokens)
+
+    def _build_replicas(self) -> None:
+        deployment = self.deployment
+        ranks, capacity = deployment.num_ranks, deployment.kv_tokens_per_rank
+        if deployment.plan.disaggregated is None:
+            self.front = [_Replica(i, "both", ranks, capacity) for i in range(deployment.plan.replicas)]
+            self.back = self.front
+        else:
+            prefill, decode = deployment.plan.disaggregated
+            self.front = [_Replica(i, "prefill", ranks, capacity) for i in range(prefill)]
+            self.back = [_Replica(prefill + i, "decode", ranks, capacity) for i in range(decode)]
+        self.route_counter = {id(self.front): 0, id(self.back): 0}
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self, horizon_s: float = math.inf) -> EngineOutput:
+        """Simulate until every request has completed, or until ``horizon_s`` (later events are
+        left undone: their requests stay in flight)."""
+        arrival = self.arrival
+        open_loop = self.concurrency is None
+        # a closed loop starts min(users, requests) requests; each completion sends the next
+        order = range(len(arrival)) if open_loop else range(min(self.concurrency or 0, len(arrival)))
+        pointer, stop = 0, len(order)
+        events = self.events
+        while True:
+            next_arrival = arrival[order[pointer]] if pointer < stop else math.inf
+            if min(next_arrival, events[0][0] if events else math.inf) > horizon_s:
+                break
+            if events and events[0][0] <= next_arrival:
+                time, _, kind, subject, version = heapq.heappop(events)
+                if kind == KV_ARRIVAL:
+                    self._enter(subject, time, self.back)
+                    continue
+                replica = self._replica(subject)
+                if version == replica.version:
+                    self._end(replica, time)
+            elif pointer < stop:
+                self._enter(order[pointer], next_arrival, self.front)
+                pointer += 1
+            else:
+                break
+        return self._output()
+
+    def _replica(self, index: int) -> _Replica:
+        front = self.front
+        return front[index] if index < len(front) else self.back[index - len(front)]
+
+    def _push(self, time: float, kind: int, subject: int, version: int = 0) -> None:
+        self.sequence += 1
+        heapq.heappush(self.events, (time, self.sequence, kind, subject, version))
+
+    def _route(self, pool: list[_Replica]) -> _Replica:
+        if len(pool) == 1:
+            return pool[0]
+        if self.round_robin:
+            key = id(pool)
+            counter = self.route_counter[key]
+            self.route_counter[key] = counter + 1
+            return pool[counter % len(pool)]
+        return min(pool, key=lambda replica: replica.in_flight)
+
+    def _enter(self, request: int, time: float, pool: list[_Replica]) -> None:
+        """A request arrives at a pool (or its KV cache arrives at the decode pool)."""
+        replica = self._route(pool)
+        replica.in_flight += 1
+        self.replica_of[request] = replica.index
+        replica.waiting.append(request)
+        self.num_waiting += 1
+        if not replica.busy:
+            self._start(replica, time)
+        elif replica.stride > 1:
+            self._split(replica, time)
+
+    def _split(self, replica: _Replica, time: float) -> None:
+        """Cut a run of decode steps at the first step boundary after ``time`` (a request has come)."""
+        per_step = replica.duration / replica.stride
+        done = max(math.ceil((time - replica.started) / per_step - 1e-9), 1)
+        if done >= replica.stride:
+            return
+        replica.stride = done
+        replica.duration = done * per_step
+        replica.version += 1
+        self._push(replica.started + replica.duration, ITERATION_END, replica.index, replica.version)
+        records, start = self.records, replica.record
+        records[start + 1] = replica.duration
+        records[start + 7] = done
+
+    # --- forming an iteration ---------------------------------------------------------------
+
+    def _kv_used(self, rank: _Rank, step: int) -> float:
+        if self.reserve:
+            return rank.used
+        growth = self.growth
+        return rank.used + rank.context_base + rank.num_decoding * (step * growth + self.block / 2.0)
+
+    def _start(self, replica: _Replica, time: float) -> None:
+        """Form and launch the next iteration of ``replica`` at ``time`` (idle if nothing to run)."""
+        extra_s = 0.0
+        if not self.reserve:
+            extra_s += self._make_room(replica)
+        if self.swap:
+            extra_s += self._resume_swapped(replica)
+        budget = self._continue_prompts(replica)
+        self._admit(replica, budget, time)
+        shape = self._shape(replica, budget)
+        if shape is None:
+            replica.busy = False
+            return
+        duration = self.timer.seconds(*shape)
+        steps = 1
+        if not (self.chunks or extra_s or replica.waiting):
+            steps, duration = self._stretch(replica, time, duration, shape)
+        duration += extra_s
+        replica.busy = True
+        replica.stride = steps
+        replica.started = time
+        replica.duration = duration
+        replica.version += 1
+        replica.record = len(self.records)
+        self._push(time + duration, ITERATION_END, replica.index, replica.version)
+        self._record(replica, time, duration, steps)
+
+    def _stretch(
+        self, replica: _Replica, time: float, duration: float, shape: tuple[Any, ...]
+    ) -> tuple[int, float]:
+        """(decode steps, seconds) to run at once while nothing can change the batch: no prompt,
+        nobody waiting, no completion before the next finish step, no arrival (or, when replicas
+        feed each other, no event elsewhere) before it ends, no KV overflow. The steps' context
+        grows linearly, so their time is the mean of the first and the last (trapezoid). A request
+        that reaches the replica meanwhile cuts the run short (:meth:`_split`)."""
+        finishing = replica.finishing
+        if not finishing or (self.swap and any(rank.swapped for rank in replica.ranks)):
+            return 1, duration
+        limit = finishing[0][0] - replica.step
+        if not self.reserve:
+            step = replica.step
+            for rank in replica.ranks:
+                grow = rank.num_decoding * self.growth
+                if grow > 0:
+                    limit = min(limit, 1 + int((rank.capacity - self._kv_used(rank, step + 1)) // grow))
+        if limit <= 1:
+            return 1, duration
+        decoding, context, prompt, attended, total = shape
+        last = self.timer.seconds(decoding, context + (limit - 1) * self.growth, prompt, attended, total)
+        return limit, limit * (duration + last) / 2.0
+
+    def _continue_prompts(self, replica: _Replica) -> list[float]:
+        """Token budget left per rank after decodes and the chunks of prompts in progress;
+        fills ``replica.pending`` with the prompts this iteration completes and ``self.chunks``."""
+        budgets = []
+        self.chunks = []
+        replica.pending = []
+        for rank in replica.ranks:
+            left = self.budget - rank.num_decoding * self.query
+            for request in rank.prefilling:
+                if left <= 0:
+                    break
+                left -= self._chunk(replica, rank, request, left)
+            budgets.append(left)
+        return budgets
+
+    def _chunk(self, replica: _Replica, rank: _Rank, request: int, left: float) -> float:
+        done = self.prefill_done[request]
+        tokens = min(self.prefill_length[request] - done, left)
+        if tokens <= 0:
+            return 0.0
+        self.prefill_done[request] = done + tokens
+        self.chunks.append((rank, tokens, tokens * (done + tokens / 2.0)))
+        if done + tokens >= self.prefill_length[request]:
+            replica.pending.append((request, rank))
+        return float(tokens)
+
+    def _admission_need(self, replica: _Replica, request: int) -> float:
+        """KV tokens (whole blocks) a request takes on admission: its prompt (on-demand), its
+        prompt and output (reserve); a transferred sequence its context now (+ output: reserve)."""
+        block = self.block
+        if replica.role == "decode":
+            tokens = self.input[request] + (self.output[request] if self.reserve else 1)
+        elif self.reserve:
+            tokens = self.prefill_length[request] + self.output[request]
+        else:
+            tokens = self.prefill_length[request]
+        if self.local_kv:
+            tokens = self.deployment.kv_equivalent_tokens(tokens)
+        return float(-(-tokens // block) * block)
+
+    def _pick_rank(self, replica: _Replica, budgets: list[float], need: float) -> int | None:
+        """The rank the router places a request on (``None``: no rank has room for it now)."""
+        ranks, step, best = replica.ranks, replica.step, None
+        transfer = replica.role == "decode"
+        count = len(ranks)
+        for offset in range(count):
+            index = (replica.rank_pointer + offset) % count if self.round_robin else offset
+            rank = ranks[index]
+            if rank.num_sequences >= self.max_sequences or (budgets[index] <= 0 and not transfer):
+                continue
+            if self._kv_used(rank, step + 1) + need > rank.capacity:
+                continue
+            if self.round_robin:
+                replica.rank_pointer = index + 1
+                return index
+            if best is None or rank.num_sequences < ranks[best].num_sequences:
+                best = index
+        return best
+
+    def _admit(self, replica: _Replica, budgets: list[float], time: float) -> None:
+        """Admit waiting requests in arrival order while a rank has room (see the module)."""
+        waiting = replica.waiting
+        while waiting:
+            request = waiting[0]
+            need = self._admission_need(replica, request)
+            index = self._pick_rank(replica, budgets, need)
+            if index is None:
+                return
+            rank = replica.ranks[index]
+            waiting.popleft()
+            self.num_waiting -= 1
+            self.num_running += 1
+            rank.num_sequences += 1
+            rank.running.append(request)
+            self.rank_for[request] = rank
+            self.epoch[request] += 1
+            if replica.role == "decode":
+                if self.reserve:
+                    rank.used += need
+                    self.held[request] = need
+                self._join(replica, rank, request, float(self.input[request] + 1))
+                if math.isnan(self.first[request]):
+                    self.first[request] = time
+                continue
+            rank.used += need
+            self.held[request] = need
+            self.state[request] = PREFILL
+            rank.prefilling.append(request)
+            if budgets[index] > 0:
+                budgets[index] -= self._chunk(replica, rank, request, budgets[index])
+
+    def _shape(
+        self, replica: _Replica, budgets: list[float]
+    ) -> tuple[int, float, float, float, float] | None:
+        """(decoding sequences, their mean context, prompt tokens, prompts' attended context,
+        stage tokens) of the busiest rank, or ``None`` when the replica has nothing to run."""
+        ranks = replica.ranks
+        step = replica.step * self.growth
+        prompt = {id(rank): [0.0, 0.0] for rank in ranks} if len(ranks) > 1 else None
+        total_prompt, total_weighted = 0.0, 0.0
+        for rank, tokens, weighted in self.chunks:
+            total_prompt += tokens
+            total_weighted += weighted
+            if prompt is not None:
+                entry = prompt[id(rank)]
+                entry[0] += tokens
+                entry[1] += weighted
+        self.prompt_tokens = total_prompt
+        if len(ranks) == 1:
+            rank = ranks[0]
+            decoding = rank.num_decoding
+            if not decoding and not total_prompt:
+                return None
+            context = (rank.context_base / decoding + step) if decoding else 0.0
+            attended = total_weighted / total_prompt if total_prompt else 0.0
+            return decoding, context, total_prompt, attended, 0.0
+        assert prompt is not None
+        busiest = max(
+            ranks,
+            key=lambda rank: (
+                prompt[id(rank)][0] + rank.num_decoding * self.query,
+                rank.context_base + rank.num_decoding * step,
+            ),
+        )
+        total = sum(rank.num_decoding for rank in ranks) * self.query + total_prompt
+        if not total:
+            return None
+        decoding = busiest.num_decoding
+        context = (busiest.context_base / decoding + step) if decoding else 0.0
+        tokens, weighted = prompt[id(busiest)]
+        return decoding, context, tokens, (weighted / tokens if tokens else 0.0), total
+
+    def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
+        """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
+        running, the fullest rank's KV use, decode steps (columns of :class:`EngineOutput`)."""
+        ranks = replica.ranks
+        if len(ranks) == 1:
+            rank = ranks[0]
+            decoding: float = rank.num_decoding
+            used = rank.used if self.reserve else self._kv_used(rank, replica.step)
+            kv = used / rank.capacity
+        else:
+            decoding = sum(rank.num_decoding for rank in ranks)
+            kv = max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks)
+        self.records.extend(
+            (time, duration, decoding, self.prompt_tokens, self.num_waiting, self.num_running, kv, steps)
+        )
+
+    # --- ending an iteration ----------------------------------------------------------------
+
+    def _end(self, replica: _Replica, time: float) -> None:
+        replica.step += replica.stride
+        step = replica.step
+        finishing = replica.finishing
+        while finishing and finishing[0][0] <= step:
+            _, epoch, request = heapq.heappop(finishing)
+            if self.epoch[request] == epoch and self.state[request] == DECODE:
+                self._leave_decode(request)
+                self._complete(replica, request, time)
+        for request, rank in replica.pending:
+            self._prompt_done(replica, rank, request, time)
+        replica.pending = []
+        self._start(replica, time)
+
+    def _release(self, rank: _Rank, request: int) -> None:
+        rank.used -= self.held[request]
+        self.held[request] = 0.0
+
+    def _prompt_done(self, replica: _Replica, rank: _Rank, request: int, time: float) -> None:
+        rank.prefilling.remove(request)
+        if math.isnan(self.first[request]):
+            self.first[request] = time
+        finished = self.passes_left[request] == 0
+        if not self.reserve or finished or replica.role == "prefill":
+            self._release(rank, request)
+        if finished:
+            rank.num_sequences -= 1
+            self._complete(replica, request, time)
+        elif replica.role == "prefill":
+            rank.num_sequences -= 1
+            self.num_running -= 1
+            replica.in_flight -= 1
+            self.state[request] = TRANSFER
+            self._push(time + self.transfer_s[request], KV_ARRIVAL, request)
+        else:
+            self._join(replica, rank, request, float(self.prefill_length[request]))
+
+    def _join(self, replica: _Replica, rank: _Rank, request: int, context: float) -> None:
+        """Start decoding ``request`` on ``rank`` with ``context`` tokens cached."""
+        step = replica.step
+        self.state[request] = DECODE
+        self.join_step[request] = step
+        self.join_context[request] = context
+        rank.num_decoding += 1
+        rank.context_base += context - step * self.growth
+        heapq.heappush(replica.finishing, (step + self.passes_left[request], self.epoch[request], request))
+
+    def _leave_decode(self, request: int) -> _Rank:
+        rank = self.rank_for[request]
+        assert rank is not None
+        rank.num_decoding -= 1
+        rank.num_sequences -= 1
+        rank.context_base -= self.join_context[request] - self.join_step[request] * self.growth
+        self._release(rank, request)
+        return rank
+
+    def _complete(self, replica: _Replica, request: int, time: float) -> None:
+        self.state[request] = DONE
+        self.finish[request] = time
+        self.num_running -= 1
+        replica.in_flight -= 1
+        if self.concurrency is not None and self.next_closed < len(self.arrival):
+            follower = self.next_closed
+            self.next_closed += 1
+            self.arrival[follower] = time
+            self._enter(follower, time, self.front)
+
+    # --- preemption ---------------------------------------------------------------------------
+
+    def _make_room(self, replica: _Replica) -> float:
+        """Preempt the newest sequences of ranks whose decodes would overflow their KV pool."""
+        extra_s = 0.0
+        step = replica.step
+        for rank in replica.ranks:
+            while rank.num_decoding and self._kv_used(rank, step + 1) > rank.capacity:
+                extra_s += self._preempt(replica, rank)
+        return extra_s
+
+    def _preempt(self, replica: _Replica, rank: _Rank) -> float:
+        running = rank.running
+        while running:
+            victim = running.pop()
+            state = self.state[victim]
+            if state in (DECODE, PREFILL):
+                break
+        else:  # pragma: no cover - num_decoding > 0 means a running sequence exists
+            raise AssertionError("no running sequence to preempt")
+        self.num_preemptions += 1
+        self.epoch[victim] += 1
+        if state == PREFILL:
+            rank.prefilling.remove(victim)
+            rank.num_sequences -= 1
+            self._release(rank, victim)
+            self.prefill_done[victim] = 0
+            return self._requeue(replica, victim)
+        done = replica.step - self.join_step[victim]
+        context = self.join_context[victim] + done * self.growth
+        self.passes_left[victim] -= done
+        self._leave_decode(victim)
+        if self.swap:
+            self.num_swaps += 1
+            self.state[victim] = SWAPPED
+            self.join_context[victim] = context
+            rank.swapped.append(victim)
+            self.num_running -= 1
+            return self.deployment.swap_s(context)
+        self.prefill_length[victim] = round(context)
+        self.prefill_done[victim] = 0
+        return self._requeue(replica, victim)
+
+    def _requeue(self, replica: _Replica, victim: int) -> float:
+        self.state[victim] = WAITING
+        replica.waiting.appendleft(victim)
+        self.num_waiting += 1
+        self.num_running -= 1
+        return 0.0
+
+    def _resume_swapped(self, replica: _Replica) -> float:
+        extra_s = 0.0
+        step = replica.step
+        for rank in replica.ranks:
+            while rank.swapped and rank.num_sequences < self.max_sequences:
+                request = rank.swapped[0]
+                context = self.join_context[request]
+                growth = (rank.num_decoding + 1) * self.growth + self.block
+                if self._kv_used(rank, step + 1) + context + growth > rank.capacity:
+                    break
+                rank.swapped.popleft()
+                rank.num_sequences += 1
+                rank.running.append(request)
+                self.rank_for[request] = rank
+                self.num_running += 1
+                self.epoch[request] += 1
+                self._join(replica, rank, request, context)
+                extra_s += self.deployment.swap_s(context)
+        return extra_s
+
+    def waiting_requests(self) -> list[int]:
+        """Requests that have arrived and wait for admission (or, in the decode pool, for a slot)."""
+        return [request for replica in self._replicas() for request in replica.waiting]
+
+    def _replicas(self) -> list[_Replica]:
+        return self.front if self.back is self.front else [*self.front, *self.back]
+
+    def _output(self) -> EngineOutput:
+        table = np.array(self.records, dtype=np.float64).reshape(-1, RECORD_WIDTH)
+        records = [table[:, column] for column in range(RECORD_WIDTH)]
+        return EngineOutput(
+            arrival_s=np.asarray(self.arrival, dtype=np.float64),
+            first_token_s=np.asarray(self.first, dtype=np.float64),
+            finish_s=np.asarray(self.finish, dtype=np.float64),
+            input_tokens=np.asarray(self.input, dtype=np.int64),
+            output_tokens=np.asarray(self.output, dtype=np.int64),
+            iteration_start_s=records[0],
+            iteration_s=records[1],
+            iteration_decode_sequences=records[2],
+            iteration_prefill_tokens=records[3],
+            iteration_queue=records[4],
+            iteration_running=records[5],
+            iteration_kv_use=records[6],
+            num_in_flight=sum(1 for state in self.state if state not in (WAITING, DONE))
+            + len(self.waiting_requests()),
+            iteration_steps=records[7],
+            num_preemptions=self.num_preemptions,
+            num_swaps=self.num_swaps,
+            cost_evaluations=self.timer.evaluations,
+        )
+
+
+__all__ = ["Engine", "EngineOutput"]

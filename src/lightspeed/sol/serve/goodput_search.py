@@ -1,0 +1,212 @@
+"""Deployments ranked by goodput per GPU at an SLO: the analytic search prunes, the simulator ranks.
+
+:func:`search_goodput` runs the vectorized analytic search
+(:func:`~lightspeed.sol.infer.search.search_inference`) with the SLO's limits
+as its bounds, keeps the best deployment and those of the Pareto frontier
+(the finalists: at most ``finalists``, distinct replica shapes, highest
+analytic throughput per GPU first), then simulates each under load:
+
+* at a given arrival rate (``rate_per_s``): goodput is the requests per second
+  that meet both limits (DistServe), divided by the GPUs;
+* without one: the highest rate each sustains at the SLO
+  (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), per GPU.
+
+The analytic model sees a batch of identical requests; the simulator sees the
+queue, so the order can change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError, UserInputError
+from lightspeed.records import Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.infer.search import InferenceSearchResult, search_inference
+from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
+from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
+from lightspeed.sol.serve.run_metrics import ServiceLevel
+from lightspeed.sol.serve.simulator import simulate_deployment
+from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
+from lightspeed.workload import TransformerSpec
+
+DEFAULT_FINALISTS: Final = 6
+_DESCRIPTION: Final = re.compile(
+    r"tp=(?P<tp>\d+) pp=(?P<pp>\d+)(?: ep=(?P<ep>\d+))?(?: dp-attention=(?P<dp>\d+))?"
+    r"(?: disaggregated (?P<prefill>\d+)P:(?P<decode>\d+)D| x(?P<replicas>\d+) replicas?) (?P<precision>\S+)$"
+)
+
+
+def plan_from_description(text: str) -> InferencePlan:
+    """The plan :meth:`InferencePlan.describe` wrote (``tp=4 pp=1 ep=8 x2 replicas fp8``).
+
+    >>> plan_from_description(InferencePlan(tp=4, ep=4, replicas=2, precision="fp8").describe()).replicas
+    2
+    """
+    match = _DESCRIPTION.match(text.strip())
+    if match is None:
+        raise UserInputError(f"cannot read the deployment {text!r}")
+    fields = match.groupdict()
+    pools = None if fields["prefill"] is None else (int(fields["prefill"]), int(fields["decode"]))
+    return InferencePlan(
+        tp=int(fields["tp"]),
+        pp=int(fields["pp"]),
+        ep=int(fields["ep"] or 1),
+        dp_attention=int(fields["dp"] or 1),
+        replicas=int(fields["replicas"] or 1),
+        precision=fields["precision"],
+        disaggregated=pools,
+    )
+
+
+@dataclass(frozen=True)
+class RankedDeployment(Record):
+    """One finalist: its analytic throughput per GPU, and what the simulation gave at the SLO
+    (good requests per second and per GPU, the share within both limits, the latencies)."""
+
+    plan: InferencePlan
+    analytic_output_tokens_per_s_per_gpu: float
+    rate_per_s: float
+    goodput_requests_per_s: float
+    goodput_requests_per_s_per_gpu: float
+    attainment: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    meets: bool
+
+
+@dataclass(frozen=True)
+class GoodputSearchResult(Record):
+    """Finalists ranked by goodput per GPU (best first), the SLO and rate, and the analytic search."""
+
+    slo: ServiceLevel
+    rate_per_s: float | None
+    ranking: tuple[RankedDeployment, ...]
+    analytic: InferenceSearchResult
+
+    @property
+    def best(self) -> RankedDeployment:
+        """The finalist with the most goodput per GPU."""
+        return self.ranking[0]
+
+
+def _finalists(
+    result: InferenceSearchResult, count: int, speculative: SpeculativeDecoding | None
+) -> list[tuple[InferencePlan, float]]:
+    chosen: dict[str, float] = {result.best.plan.describe(): result.best.output_tokens_per_s_per_gpu}
+    for point in sorted(result.frontier, key=lambda point: -point.output_tokens_per_s_per_gpu):
+        chosen.setdefault(point.plan, point.output_tokens_per_s_per_gpu)
+    plans = []
+    for text, rate in list(chosen.items())[:count]:
+        plan = plan_from_description(text)
+        plans.append((plan.with_changes(speculative=speculative) if speculative else plan, rate))
+    return plans
+
+
+def search_goodput(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    load: ServingLoad,
+    slo: ServiceLevel,
+    rate_per_s: float | None = None,
+    precision: str = "bf16",
+    num_requests: int = 1000,
+    seed: int = 0,
+    finalists: int = DEFAULT_FINALISTS,
+    scheduler: SchedulerConfig | None = None,
+    efficiency: EfficiencyModel | None = None,
+    speculative: SpeculativeDecoding | None = None,
+    disaggregated: bool = False,
+    attention_dp: bool = True,
+    num_gpus: int | None = None,
+    serving: str | None = None,
+) -> GoodputSearchResult:
+    """Rank deployments by goodput per GPU at ``slo`` (see the module docstring); requests of
+    ``load``'s lengths, ``num_requests`` per simulation."""
+    if finalists < 1:
+        raise UserInputError(f"finalists must be >= 1 (got {finalists})")
+    analytic = search_inference(
+        model=model,
+        cluster=cluster,
+        load=load,
+        precision=precision,
+        max_ttft_s=slo.ttft_s,
+        max_tpot_s=slo.tpot_s,
+        efficiency=efficiency,
+        speculative=speculative,
+        disaggregated=disaggregated,
+        attention_dp=attention_dp,
+        num_gpus=num_gpus,
+        serving=serving,
+    )
+    workload = ServingWorkload(
+        input_lengths=LengthDistribution.fixed(load.input_tokens),
+        output_lengths=LengthDistribution.fixed(load.output_tokens),
+        num_requests=num_requests,
+    )
+    ranked = []
+    for plan, analytic_rate in _finalists(analytic, finalists, speculative):
+        try:
+            deployment = simulated_deployment(
+                model=model,
+                cluster=cluster,
+                plan=plan,
+                scheduler=scheduler,
+                efficiency=efficiency,
+                serving=serving,
+            )
+        except InvalidPlanError:
+            continue
+        ranked.append(
+            _rank(deployment, workload, slo, rate=rate_per_s, seed=seed, analytic_rate=analytic_rate)
+        )
+    if not ranked:
+        raise InvalidPlanError("no finalist of the analytic search could be simulated")
+    ranked.sort(key=lambda entry: (-entry.goodput_requests_per_s_per_gpu, -entry.attainment))
+    return GoodputSearchResult(slo=slo, rate_per_s=rate_per_s, ranking=tuple(ranked), analytic=analytic)
+
+
+def _rank(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    slo: ServiceLevel,
+    *,
+    rate: float | None,
+    seed: int,
+    analytic_rate: float,
+) -> RankedDeployment:
+    gpus = deployment.plan.num_gpus
+    if rate is None:
+        capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed)
+        rate = capacity.max_rate_per_s
+    result = simulate_deployment(
+        deployment,
+        ServingWorkload(
+            ArrivalProcess.poisson(max(rate, 1e-9)),
+            workload.input_lengths,
+            workload.output_lengths,
+            workload.num_requests,
+        ),
+        seed=seed,
+        slo=slo,
+    )
+    assert result.slo is not None
+    return RankedDeployment(
+        plan=deployment.plan,
+        analytic_output_tokens_per_s_per_gpu=analytic_rate,
+        rate_per_s=rate,
+        goodput_requests_per_s=result.slo.goodput_requests_per_s,
+        goodput_requests_per_s_per_gpu=result.slo.goodput_requests_per_s / gpus,
+        attainment=result.slo.attainment,
+        ttft_p99_s=result.ttft.p99_s,
+        tpot_p99_s=result.tpot.p99_s,
+        meets=result.slo.meets,
+    )
+
+
+__all__ = ["GoodputSearchResult", "RankedDeployment", "plan_from_description", "search_goodput"]

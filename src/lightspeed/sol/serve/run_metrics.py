@@ -1,0 +1,218 @@
+"""Metrics of a simulated run: latency percentiles, throughput, SLO goodput, time series.
+
+* **TTFT**: arrival to first token; **TPOT**: ``(finish - first token) / (output - 1)``
+  per request (vLLM's and trtllm-bench's definition); **ITL**: the gap between a
+  sequence's successive streamed tokens (or speculative bursts), i.e. iteration
+  times weighted by the sequences decoding in them; **E2E**: arrival to last token.
+* **Throughput** over the run, first arrival to last completion (as
+  trtllm-bench and MLPerf's LoadGen count it).
+* **Goodput at an SLO** (DistServe, Zhong et al. OSDI 2024): a request is good if
+  it meets both its TTFT and its TPOT limit; ``attainment`` is the share of
+  good requests, ``goodput`` the attainment times the rate requests are served at
+  (for arrivals at a rate: the completions while requests still arrive, which is the
+  arrival rate when the deployment keeps up; otherwise completions over the run). MLPerf's Server
+  scenario asks instead that the 99th percentiles of TTFT and TPOT meet the limits.
+* **Time series** (queue length, running sequences, requests in flight, KV use)
+  at up to :data:`MAX_SERIES_POINTS` times, each the mean over its slice of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+
+Array = Any
+MAX_SERIES_POINTS: Final = 400
+DISTSERVE_ATTAINMENT: Final = 0.9  # DistServe's goodput target: 90% of requests within both SLOs
+
+
+@dataclass(frozen=True)
+class LatencyStats(Record):
+    """Mean and percentiles of one latency, seconds (NaN when no request has it)."""
+
+    mean_s: float
+    p50_s: float
+    p90_s: float
+    p99_s: float
+    max_s: float
+
+    @classmethod
+    def of(cls, values: Array, weights: Array | None = None) -> LatencyStats:
+        """Statistics of ``values`` (optionally weighted); NaN values are left out."""
+        data = np.asarray(values, dtype=np.float64)
+        keep = np.isfinite(data)
+        data = data[keep]
+        if not data.size:
+            return cls(*(math.nan,) * 5)
+        if weights is None:
+            p50, p90, p99 = np.percentile(data, (50.0, 90.0, 99.0))
+            return cls(float(data.mean()), float(p50), float(p90), float(p99), float(data.max()))
+        weight = np.asarray(weights, dtype=np.float64)[keep]
+        order = np.argsort(data, kind="stable")
+        data, weight = data[order], weight[order]
+        total = weight.sum()
+        if total <= 0:
+            return cls(*(math.nan,) * 5)
+        cumulative = np.cumsum(weight) / total
+        p50, p90, p99 = (
+            float(data[min(int(np.searchsorted(cumulative, q)), data.size - 1)]) for q in (0.5, 0.9, 0.99)
+        )
+        return cls(float((data * weight).sum() / total), p50, p90, p99, float(data.max()))
+
+
+@dataclass(frozen=True)
+class ServiceLevel(Record):
+    """Latency limits of an SLO and the share of requests that must meet both (DistServe: 90%)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    attainment: float = DISTSERVE_ATTAINMENT
+
+    def __post_init__(self) -> None:
+        if self.ttft_s is None and self.tpot_s is None:
+            raise UserInputError("an SLO needs a TTFT or a TPOT limit (e.g. ttft=2s,tpot=50ms)")
+        for label, value in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise UserInputError(f"the {label} limit must be a finite time above 0 (got {value})")
+        if not 0.0 < self.attainment <= 1.0:
+            raise UserInputError(f"SLO attainment {self.attainment} must be in (0, 1]")
+
+    def describe(self) -> str:
+        """``TTFT <= 2 s, TPOT <= 50 ms for 90% of requests``."""
+        parts = []
+        if self.ttft_s is not None:
+            parts.append(f"TTFT <= {_seconds(self.ttft_s)}")
+        if self.tpot_s is not None:
+            parts.append(f"TPOT <= {_seconds(self.tpot_s)}")
+        return f"{', '.join(parts)} for {self.attainment:.0%} of requests"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e3:g} ms" if value < 1.0 else f"{value:g} s"
+
+
+@dataclass(frozen=True)
+class SloResult(Record):
+    """How a run meets an SLO: shares of requests within each limit and within both, goodput
+    (good requests per second, and per GPU), and whether the 99th percentiles meet the limits."""
+
+    slo: ServiceLevel
+    ttft_attainment: float
+    tpot_attainment: float
+    attainment: float
+    goodput_requests_per_s: float
+    goodput_requests_per_s_per_gpu: float
+    meets: bool
+    p99_meets: bool
+
+
+def slo_result(
+    slo: ServiceLevel,
+    *,
+    ttft_s: Array,
+    tpot_s: Array,
+    ttft: LatencyStats,
+    tpot: LatencyStats,
+    requests_per_s: float,
+    num_gpus: int,
+) -> SloResult:
+    """Score requests' TTFT and TPOT (aligned arrays; NaN TPOT: one output token) against ``slo``;
+    goodput is the attainment times the rate requests are served at (``requests_per_s``)."""
+    count = max(int(np.isfinite(ttft_s).sum()), 1)
+    ttft_ok = np.ones(ttft_s.shape, dtype=bool) if slo.ttft_s is None else ttft_s <= slo.ttft_s
+    tpot_ok = (
+        np.ones(tpot_s.shape, dtype=bool) if slo.tpot_s is None else ~(tpot_s > slo.tpot_s)  # NaN passes
+    )
+    good = ttft_ok & tpot_ok & np.isfinite(ttft_s)
+    goodput = float(good.sum()) / count * requests_per_s
+    p99 = (slo.ttft_s is None or ttft.p99_s <= slo.ttft_s) and (
+        slo.tpot_s is None or not tpot.p99_s > slo.tpot_s
+    )
+    attainment = float(good.sum()) / count
+    return SloResult(
+        slo=slo,
+        ttft_attainment=float(ttft_ok.sum()) / count,
+        tpot_attainment=float(tpot_ok.sum()) / count,
+        attainment=attainment,
+        goodput_requests_per_s=goodput,
+        goodput_requests_per_s_per_gpu=goodput / num_gpus,
+        meets=attainment >= slo.attainment,
+        p99_meets=bool(p99),
+    )
+
+
+@dataclass(frozen=True)
+class TimeSeries(Record):
+    """The run over time (means over equal slices): requests waiting, sequences running,
+    requests in flight (arrived, not completed) and the fullest rank's KV use (0-1)."""
+
+    time_s: tuple[float, ...]
+    queue_length: tuple[float, ...]
+    running: tuple[float, ...]
+    in_flight: tuple[float, ...]
+    kv_use: tuple[float, ...]
+
+
+def in_flight_mean(arrival_s: Array, finish_s: Array, start_s: float, end_s: float) -> float:
+    """Time-averaged number of requests arrived and not completed over ``[start_s, end_s]``."""
+    if end_s <= start_s:
+        return 0.0
+    begin = np.clip(arrival_s, start_s, end_s)
+    finish = np.clip(np.where(np.isfinite(finish_s), finish_s, end_s), start_s, end_s)
+    return float(np.maximum(finish - begin, 0.0).sum() / (end_s - start_s))
+
+
+def _slice_means(times: Array, values: Array, weights: Array, edges: Array) -> tuple[float, ...]:
+    index = np.clip(np.searchsorted(edges, times, side="right") - 1, 0, edges.size - 2)
+    total = np.bincount(index, weights=values * weights, minlength=edges.size - 1)
+    weight = np.bincount(index, weights=weights, minlength=edges.size - 1)
+    means = np.divide(total, weight, out=np.zeros_like(total), where=weight > 0)
+    return tuple(float(value) for value in means)
+
+
+def time_series(
+    *,
+    arrival_s: Array,
+    finish_s: Array,
+    start_s: Array,
+    duration_s: Array,
+    queue: Array,
+    running: Array,
+    kv_use: Array,
+    end_s: float,
+) -> TimeSeries:
+    """Slice the run into at most :data:`MAX_SERIES_POINTS` equal parts (see :class:`TimeSeries`)."""
+    points = max(min(MAX_SERIES_POINTS, start_s.size), 1)
+    edges = np.linspace(0.0, max(end_s, 1e-12), points + 1)
+    weights = np.maximum(duration_s, 1e-12)
+    events = np.concatenate([arrival_s, finish_s[np.isfinite(finish_s)]])
+    steps = np.concatenate([np.ones(arrival_s.size), -np.ones(int(np.isfinite(finish_s).sum()))])
+    order = np.argsort(events, kind="stable")
+    count = np.cumsum(steps[order])
+    at = np.searchsorted(events[order], edges[:-1] + np.diff(edges) / 2.0, side="right") - 1
+    flight = np.where(at >= 0, count[np.maximum(at, 0)], 0.0)
+    return TimeSeries(
+        time_s=tuple(float(value) for value in edges[:-1]),
+        queue_length=_slice_means(start_s, queue, weights, edges),
+        running=_slice_means(start_s, running, weights, edges),
+        in_flight=tuple(float(value) for value in flight),
+        kv_use=_slice_means(start_s, kv_use, weights, edges),
+    )
+
+
+__all__ = [
+    "DISTSERVE_ATTAINMENT",
+    "LatencyStats",
+    "ServiceLevel",
+    "SloResult",
+    "TimeSeries",
+    "in_flight_mean",
+    "slo_result",
+    "time_series",
+]

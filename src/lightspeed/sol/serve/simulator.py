@@ -1,0 +1,374 @@
+"""``simulate``: one serving deployment under one workload, request by request.
+
+>>> from lightspeed.catalog import load_catalog
+>>> from lightspeed.workload import load_models
+>>> from lightspeed.sol.infer.plan import InferencePlan
+>>> result = simulate(model=load_models().get("llama-3-8b"), cluster=load_catalog().cluster("dgx-h100"),
+...     plan=InferencePlan(tp=1, replicas=8, precision="fp8"),
+...     workload=ServingWorkload(arrivals=ArrivalProcess.poisson(20.0), num_requests=200,
+...         input_lengths=LengthDistribution.fixed(1000), output_lengths=LengthDistribution.fixed(200)))
+>>> result.num_completed, 0.0 < result.ttft.p50_s < 1.0
+(200, True)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import InvalidPlanError, UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.infer.plan import InferencePlan
+from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
+from lightspeed.sol.serve.engine import Engine, EngineOutput
+from lightspeed.sol.serve.run_metrics import (
+    LatencyStats,
+    ServiceLevel,
+    SloResult,
+    TimeSeries,
+    in_flight_mean,
+    slo_result,
+    time_series,
+)
+from lightspeed.sol.serve.speculation import AcceptanceProcess
+from lightspeed.sol.serve.workload import (
+    ArrivalProcess,
+    LengthDistribution,
+    Requests,
+    ServingWorkload,
+    generate_requests,
+)
+from lightspeed.workload import TransformerSpec
+
+Array = Any
+
+
+@dataclass(frozen=True)
+class SimulationResult(Record):
+    """What one simulated run reached (times in seconds, rates per second).
+
+    ``output_tokens_per_s_per_user`` is the mean over requests of their decode speed
+    (``1 / TPOT``); ``mean_in_flight`` counts requests arrived and not completed,
+    ``mean_running`` / ``max_running`` sequences admitted to a batch, ``mean_queue`` /
+    ``max_queue`` requests waiting for admission (time-weighted over iterations);
+    ``max_kv_use`` is the fullest rank's share of its KV cache. ``slo`` is filled when an
+    SLO was given. ``elapsed_s`` is the wall time the simulation took.
+    """
+
+    model: str
+    system: str
+    num_gpus: int
+    plan: InferencePlan
+    workload: ServingWorkload
+    scheduler: SchedulerConfig
+    serving: str
+    seed: int
+    num_requests: int
+    num_arrived: int
+    num_completed: int
+    num_in_flight: int
+    duration_s: float
+    ttft: LatencyStats
+    tpot: LatencyStats
+    itl: LatencyStats
+    e2e: LatencyStats
+    requests_per_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    total_tokens_per_s: float
+    mean_in_flight: float
+    mean_running: float
+    max_running: float
+    mean_queue: float
+    max_queue: float
+    max_kv_use: float
+    num_preemptions: int
+    num_swaps: int
+    num_iterations: int
+    num_cost_evaluations: int
+    elapsed_s: float
+    slo: SloResult | None
+    series: TimeSeries
+    assumptions: tuple[str, ...]
+    _outcome: EngineOutput | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def outcome(self) -> EngineOutput:
+        """Per-request and per-iteration arrays of the run."""
+        assert self._outcome is not None
+        return self._outcome
+
+    def percentile_s(self, latency: str, percentile: float) -> float:
+        """The ``percentile`` (0-100) of ``latency`` (``ttft``, ``tpot`` or ``e2e``) over the
+        requests that have it, seconds (any percentile, not only the reported p50/p90/p99)."""
+        per_request = dict(zip(("ttft", "tpot", "e2e"), _per_request(self.outcome), strict=True))
+        if latency not in per_request:
+            raise UserInputError(f"latency {latency!r} is not one of ttft, tpot, e2e")
+        if not 0.0 <= percentile <= 100.0:
+            raise UserInputError(f"percentile {percentile} is not in 0..100")
+        values = per_request[latency]
+        values = values[np.isfinite(values)]
+        return float(np.percentile(values, percentile)) if values.size else math.nan
+
+    def summary(self) -> JsonDict:
+        """The headline figures (the first keys of ``simulate --json``)."""
+        return {
+            "ttft_p50_s": self.ttft.p50_s,
+            "ttft_p99_s": self.ttft.p99_s,
+            "tpot_p50_s": self.tpot.p50_s,
+            "tpot_p99_s": self.tpot.p99_s,
+            "e2e_p50_s": self.e2e.p50_s,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
+            "requests_per_s": self.requests_per_s,
+            "slo_attainment": None if self.slo is None else self.slo.attainment,
+            "goodput_requests_per_s": None if self.slo is None else self.slo.goodput_requests_per_s,
+        }
+
+
+def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
+    """Every request must fit one rank's KV cache alone, or it could never run."""
+    longest = int((requests.input_tokens + requests.output_tokens).max())
+    block = deployment.scheduler.block_tokens
+    if -(-longest // block) * block > deployment.kv_tokens_per_rank:
+        raise InvalidPlanError(
+            f"a request of {longest:,} tokens (prompt + output) does not fit the KV cache of one rank of "
+            f"{deployment.plan.describe()} ({deployment.kv_tokens_per_rank:,} tokens); shorten the requests, "
+            "use more GPUs per replica, or a narrower KV format"
+        )
+
+
+def _sequence_cap(deployment: SimulatedDeployment) -> str:
+    block = deployment.scheduler.block_tokens
+    if (deployment.max_sequences_per_rank + 1) * block > deployment.kv_tokens_per_rank:
+        return "as many sequences as the KV cache holds"
+    return f"up to {deployment.max_sequences_per_rank:,} sequences"
+
+
+def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
+    config = deployment.scheduler
+    lines = [
+        f"scheduler: continuous batching, {_sequence_cap(deployment)} and "
+        f"{deployment.max_batched_tokens_per_rank:,} tokens per iteration per rank (chunked prefill), "
+        f"KV cache {deployment.kv_tokens_per_rank:,} tokens per rank in {config.block_tokens}-token blocks, "
+        f"{config.kv_policy} allocation"
+        + (f", preemption by {config.preemption}" if config.kv_policy == "on-demand" else ""),
+        f"router: {config.router} over replicas and attention ranks",
+        "iteration time: the inference engine's iteration cost of the batch each iteration forms "
+        "(cached by shape: context and prompt tokens within 2.2%)",
+    ]
+    if deployment.num_ranks > 1:
+        lines.append(
+            f"attention data parallelism: {deployment.num_ranks} ranks; each iteration runs at the pace of "
+            "the busiest rank (where requests land), times the serving stack's fitted attention_dp_efficiency"
+        )
+    if deployment.speculation is not None:
+        process = deployment.speculation
+        lines.append(
+            "speculative decoding: acceptance per draft position "
+            + ", ".join(f"{rate:g}" for rate in process.acceptance)
+            + f" ({process.expected_tokens_per_pass:.2f} tokens per verify pass on average, drawn per "
+            f"sequence), a draft step at {process.draft_cost_fraction:.0%} of a decode step"
+        )
+    if deployment.plan.disaggregated is not None:
+        lines.append(
+            "disaggregated: prompts prefill in the prefill pool, their KV cache crosses "
+            + ("the scale-out network" if deployment.transfer_crosses_domains else "the scale-up domain")
+            + " to the decode pool; the first token reaches the user when the decode pool takes the sequence"
+        )
+    return tuple(lines)
+
+
+def simulate_deployment(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    *,
+    seed: int = 0,
+    slo: ServiceLevel | None = None,
+    requests: Requests | None = None,
+    horizon_s: float | None = None,
+) -> SimulationResult:
+    """Run ``workload`` (or pre-drawn ``requests``) through an already built deployment (its
+    iteration-cost cache is reused: sweeps of many rates build it once); with ``horizon_s``,
+    stop at that time and count the requests still in flight."""
+    drawn = requests if requests is not None else generate_requests(workload, seed=seed)
+    _check_fits(deployment, drawn)
+    clock = time.perf_counter()
+    outcome = Engine(deployment, drawn, seed).run(math.inf if horizon_s is None else horizon_s)
+    return _result(
+        deployment,
+        workload,
+        outcome,
+        seed=seed,
+        slo=slo,
+        elapsed_s=time.perf_counter() - clock,
+        horizon_s=horizon_s,
+    )
+
+
+def _per_request(outcome: EngineOutput) -> tuple[Array, Array, Array]:
+    """(TTFT, TPOT, end-to-end) per request; TPOT is NaN for one-token outputs."""
+    ttft = outcome.first_token_s - outcome.arrival_s
+    decoded = outcome.output_tokens - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(decoded > 0, (outcome.finish_s - outcome.first_token_s) / decoded, np.nan)
+    return ttft, tpot, outcome.finish_s - outcome.arrival_s
+
+
+def _result(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    outcome: EngineOutput,
+    *,
+    seed: int,
+    slo: ServiceLevel | None,
+    elapsed_s: float,
+    horizon_s: float | None = None,
+) -> SimulationResult:
+    plan = deployment.plan
+    ttft, tpot, e2e = _per_request(outcome)
+    completed = np.isfinite(outcome.finish_s)
+    start = float(np.nanmin(outcome.arrival_s))
+    if horizon_s is not None:
+        end = horizon_s
+    else:
+        end = float(np.nanmax(outcome.finish_s)) if completed.any() else start
+    arrived = np.isfinite(outcome.arrival_s) & (outcome.arrival_s <= end)
+    duration = max(end - start, 1e-12)
+    output_tokens = float(outcome.output_tokens[completed].sum())
+    total_tokens = output_tokens + float(outcome.input_tokens[completed].sum())
+    ttft_stats, tpot_stats = LatencyStats.of(ttft), LatencyStats.of(tpot)
+    weights = np.maximum(outcome.iteration_s, 1e-12)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_user = float(np.nanmean(1.0 / tpot)) if np.isfinite(tpot).any() else math.nan
+    return SimulationResult(
+        model=deployment.model.name,
+        system=deployment.cluster_name,
+        num_gpus=plan.num_gpus,
+        plan=plan,
+        workload=workload,
+        scheduler=deployment.scheduler,
+        serving=deployment.hardware.serving.name,
+        seed=seed,
+        num_requests=int(outcome.arrival_s.size),
+        num_arrived=int(arrived.sum()),
+        num_completed=int(completed.sum()),
+        num_in_flight=outcome.num_in_flight,
+        duration_s=duration,
+        ttft=ttft_stats,
+        tpot=tpot_stats,
+        itl=LatencyStats.of(
+            outcome.iteration_s / outcome.iteration_steps,
+            outcome.iteration_decode_sequences * outcome.iteration_steps,
+        ),
+        e2e=LatencyStats.of(e2e),
+        requests_per_s=float(completed.sum()) / duration,
+        output_tokens_per_s=output_tokens / duration,
+        output_tokens_per_s_per_gpu=output_tokens / duration / plan.num_gpus,
+        output_tokens_per_s_per_user=per_user,
+        total_tokens_per_s=total_tokens / duration,
+        mean_in_flight=in_flight_mean(outcome.arrival_s[arrived], outcome.finish_s[arrived], start, end),
+        mean_running=_weighted_mean(outcome.iteration_running, weights),
+        max_running=float(outcome.iteration_running.max(initial=0.0)),
+        mean_queue=_weighted_mean(outcome.iteration_queue, weights),
+        max_queue=float(outcome.iteration_queue.max(initial=0.0)),
+        max_kv_use=float(outcome.iteration_kv_use.max(initial=0.0)),
+        num_preemptions=outcome.num_preemptions,
+        num_swaps=outcome.num_swaps,
+        num_iterations=int(outcome.iteration_steps.sum()),
+        num_cost_evaluations=outcome.cost_evaluations,
+        elapsed_s=elapsed_s,
+        slo=None
+        if slo is None
+        else slo_result(
+            slo,
+            ttft_s=ttft,
+            tpot_s=tpot,
+            ttft=ttft_stats,
+            tpot=tpot_stats,
+            requests_per_s=_served_rate(outcome, float(completed.sum()) / duration),
+            num_gpus=plan.num_gpus,
+        ),
+        series=time_series(
+            arrival_s=outcome.arrival_s[arrived] - start,
+            finish_s=outcome.finish_s[arrived] - start,
+            start_s=outcome.iteration_start_s - start,
+            duration_s=outcome.iteration_s,
+            queue=outcome.iteration_queue,
+            running=outcome.iteration_running,
+            kv_use=outcome.iteration_kv_use,
+            end_s=duration,
+        ),
+        assumptions=_assumptions(deployment),
+        _outcome=outcome,
+    )
+
+
+def _served_rate(outcome: EngineOutput, overall: float) -> float:
+    """Requests per second the deployment serves: the arrival rate when it keeps up (requests over
+    the span of arrivals), the completion rate when it does not (completions over the span of
+    completions), whichever is lower; ``overall`` when requests do not arrive over time."""
+    arrival = np.sort(outcome.arrival_s[np.isfinite(outcome.arrival_s)])
+    finish = np.sort(outcome.finish_s[np.isfinite(outcome.finish_s)])
+    if arrival.size < 2 or finish.size < 2 or arrival[-1] <= arrival[0] or finish[-1] <= finish[0]:
+        return overall
+    offered = (arrival.size - 1) / float(arrival[-1] - arrival[0])
+    completing = (finish.size - 1) / float(finish[-1] - finish[0])
+    return min(offered, completing)
+
+
+def _weighted_mean(values: Array, weights: Array) -> float:
+    return float((values * weights).sum() / weights.sum()) if values.size else 0.0
+
+
+def simulate(
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: InferencePlan,
+    workload: ServingWorkload,
+    scheduler: SchedulerConfig | None = None,
+    slo: ServiceLevel | None = None,
+    seed: int = 0,
+    efficiency: EfficiencyModel | None = None,
+    serving: str | ServingStack | None = None,
+    speculation: AcceptanceProcess | None = None,
+    num_gpus: int | None = None,
+    horizon_s: float | None = None,
+) -> SimulationResult:
+    """Simulate ``workload`` on ``plan`` (see :mod:`lightspeed.sol.serve`) until every request
+    completes (or until ``horizon_s``); the same seed gives the same result. Raises
+    :class:`~lightspeed.errors.InvalidPlanError` for a plan that cannot exist or a request that
+    could never fit its KV cache."""
+    requests = generate_requests(workload, seed=seed)
+    deployment = simulated_deployment(
+        model=model,
+        cluster=cluster,
+        plan=plan,
+        scheduler=scheduler,
+        efficiency=efficiency,
+        serving=serving,
+        speculation=speculation,
+        num_gpus=num_gpus,
+    )
+    return simulate_deployment(
+        deployment, workload, seed=seed, slo=slo, requests=requests, horizon_s=horizon_s
+    )
+
+
+__all__ = [
+    "ArrivalProcess",
+    "LengthDistribution",
+    "ServingWorkload",
+    "SimulationResult",
+    "simulate",
+    "simulate_deployment",
+]

@@ -1,0 +1,279 @@
+"""Execution-time model of the simulator: ``sol/infer``'s iteration cost, cached by batch shape.
+
+One simulated iteration of a replica is a round of its ``pp`` pipeline stages,
+each running one micro-batch (``1 / pp`` of the sequences and prompt tokens),
+so it lasts ``pp`` stage iterations of :func:`~lightspeed.sol.infer.iteration.iteration_cost`
+(the analytic model's ``TPOT = pp x step`` too). Nothing here adds a constant:
+the seconds are the engine's, evaluated on the shape the scheduler formed.
+
+Shapes are bucketed so that a run evaluates the cost model a few hundred times,
+not once per iteration: mean decode context and prompt tokens to 1/16 of an
+octave (within 2.2%), the prompts' attended context to 1/8 (4.4%; it only moves
+prefill attention); decoding sequences are exact. A miss evaluates a whole row
+(every decode count up to the rank's cap) in one vectorized call.
+
+A decode-only iteration is one row lookup. An iteration with prompt tokens uses
+the engine's own additivity: its parts are sums of per-operation times, so the
+time is the engine's launch and host time on top of ``busy`` = the row of its prompt
+tokens at a reference context, plus what its decode context changes (from the
+decode rows), plus what its prompts' attended context changes (prefill
+attention, computed per prompt bucket). Where the parts do not add (two-batch
+overlap hides the all-to-all behind the rest) and with attention data
+parallelism, every shape is looked up whole.
+
+With attention data parallelism the shape is the busiest rank's: its decoding
+sequences, their context and its prompt tokens set the attention work, the
+whole stage's tokens the MoE layers' (the iteration waits for the slowest rank
+at every MoE dispatch). Where requests land is thus simulated; the serving
+stack's fitted ``attention_dp_efficiency`` still applies on top, because the
+placement explains little of it: on the published DeepSeek-R1 rows (I101, I102)
+the busiest rank's pace is 4-6% below the even spread, the fitted factor 2.5x
+(``docs/serving.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from lightspeed.sol.infer.iteration import (
+    InferenceHardware,
+    IterationCost,
+    IterationGrid,
+    iteration_cost,
+    stage_kernels,
+)
+from lightspeed.sol.infer.plan import InferencePlan
+from lightspeed.sol.serve.speculation import AcceptanceProcess
+from lightspeed.workload import TransformerSpec
+
+Array = Any
+CONTEXT_PER_OCTAVE = 16
+PROMPT_PER_OCTAVE = 16
+PROMPT_CONTEXT_PER_OCTAVE = 8
+INITIAL_ROW = 512  # decode counts per row at first; a row doubles when a batch outgrows it
+REFERENCE_CONTEXT = 1024.0  # context of the prompt rows; the decode rows correct it
+MAX_PROMPT_CONTEXT_BUCKET = 8 * 28  # attended contexts up to 2^28 tokens
+_INVERSE_LN2 = 1.0 / math.log(2.0)
+
+
+def bucket(value: float, per_octave: int) -> int:
+    """0 for values below 1, else ``1 + round(log2(value) x per_octave)``."""
+    if value < 1.0:
+        return 0
+    return int(math.log(value) * _INVERSE_LN2 * per_octave + 0.5) + 1
+
+
+def bucket_center(index: int, per_octave: int) -> float:
+    """The value a bucket stands for (0 for bucket 0)."""
+    return 0.0 if index == 0 else 2.0 ** ((index - 1) / per_octave)
+
+
+def _busy_s(cost: IterationCost) -> Array:
+    """Seconds of a stage iteration's roofline work: everything but the kernels' fixed time and host time."""
+    parts = cost.parts
+    return cost.time_s - parts["launch"] - parts["host"]
+
+
+class IterationTimer:
+    """Seconds of one replica iteration for a batch shape (see the module docstring).
+
+    ``max_sequences`` is the most sequences one attention rank decodes (rows grow past it if
+    needed). ``lookups`` counts shapes asked, ``evaluations`` calls of the cost model.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: TransformerSpec,
+        hardware: InferenceHardware,
+        plan: InferencePlan,
+        max_sequences: int,
+        speculation: AcceptanceProcess | None = None,
+    ) -> None:
+        self.model = model
+        self.hardware = hardware
+        self.plan = plan
+        self.pp = plan.pp
+        self.ranks = plan.dp_attention
+        self.query_tokens = 1.0 if speculation is None else float(speculation.num_draft_tokens + 1)
+        self.draft_steps = (
+            0.0 if speculation is None else speculation.num_draft_tokens * speculation.draft_cost_fraction
+        )
+        self.row_length = min(max(-(-max_sequences // self.pp), 1), INITIAL_ROW) + 1
+        self.exact = self.ranks > 1 or self.hardware.serving.two_batch_overlap
+        # launch_and_host_s's constants for a round of pp stage iterations (it is homogeneous:
+        # pp stage iterations of busy / pp take pp times its terms), applied per lookup in Python
+        kernels = float(np.asarray(stage_kernels(model, float(self.pp))))
+        serving = self.hardware.serving
+        self.kernel_s = self.pp * kernels * self.hardware.floors.gpu_kernel_s
+        self.issue_s = (
+            0.0
+            if serving.cuda_graphs
+            else self.pp * kernels * self.hardware.hardware.efficiency.kernel_launch_s
+        )
+        self.host_s = self.pp * serving.iteration_overhead_s
+        self.overlap = serving.overlap_scheduler
+        self.reference_bucket = bucket(REFERENCE_CONTEXT, CONTEXT_PER_OCTAVE)
+        self._rows: dict[tuple[int, ...], list[float]] = {}
+        self._prompt_context: dict[int, tuple[list[float], int]] = {}
+        self.lookups = 0
+        self.evaluations = 0
+
+    def _grid(
+        self,
+        decode: Array,
+        *,
+        context: float,
+        query: float,
+        prefill: Array,
+        prompt_context: Array,
+        total_tokens: float | None = None,
+    ) -> IterationGrid:
+        plan = self.plan
+        ones = np.ones(np.broadcast(decode, prefill, prompt_context).shape)
+        group_decode = None
+        if total_tokens is not None:  # decode = the busiest rank's; the stage's tokens are total_tokens
+            group_decode = decode * ones
+            decode = np.maximum(total_tokens - prefill, 0.0) / query
+        return IterationGrid(
+            tp=plan.tp * ones,
+            pp=plan.pp * ones,
+            ep=plan.ep * ones,
+            dp_attention=plan.dp_attention * ones,
+            decode_sequences=decode * ones,
+            query_tokens=query * ones,
+            decode_context=context * ones,
+            prefill_tokens=prefill * ones,
+            prefill_context=prompt_context * ones,
+            prefill_requests=np.where(np.asarray(prefill) > 0, 1.0, 0.0) * ones,
+            group_prefill_tokens=prefill * ones,
+            expert_imbalance=plan.expert_imbalance * ones,
+            physical_experts=float(plan.num_physical_experts or 0) * ones,
+            group_decode_sequences=group_decode,
+            group_decode_context=None if group_decode is None else context * ones,
+        )
+
+    def _busy(self, grid: IterationGrid) -> Array:
+        self.evaluations += 1
+        with np.errstate(invalid="ignore", divide="ignore"):  # the empty batch of row 0
+            return _busy_s(iteration_cost(grid, self.model, self.hardware)) * self.pp
+
+    def _row(self, key: tuple[int, ...], length: int) -> list[float]:
+        """Busy seconds per replica iteration for 0 .. length - 1 decoding sequences per micro-batch,
+        at (context, prompt tokens, attended context, stage tokens) buckets ``key`` (drafting included)."""
+        context_bucket, prompt_bucket, prompt_context_bucket, total_bucket = key
+        context = bucket_center(context_bucket, CONTEXT_PER_OCTAVE)
+        prefill = bucket_center(prompt_bucket, PROMPT_PER_OCTAVE)
+        prompt_context = bucket_center(prompt_context_bucket, PROMPT_CONTEXT_PER_OCTAVE)
+        total = bucket_center(total_bucket, PROMPT_PER_OCTAVE) if self.ranks > 1 else None
+        decode = np.arange(length, dtype=np.float64)
+        busy = self._busy(
+            self._grid(
+                decode,
+                context=context,
+                query=self.query_tokens,
+                prefill=prefill,
+                prompt_context=prompt_context,
+                total_tokens=total,
+            )
+        )
+        if self.draft_steps:
+            plain_total = None if total is None else (total - prefill) / self.query_tokens
+            busy = busy + self.draft_steps * self._busy(
+                self._grid(
+                    decode,
+                    context=context,
+                    query=1.0,
+                    prefill=0.0,
+                    prompt_context=0.0,
+                    total_tokens=plain_total,
+                )
+            )
+        return [float(value) for value in np.asarray(busy, dtype=np.float64)]
+
+    def _lookup(self, key: tuple[int, ...], micro: int) -> float:
+        row = self._rows.get(key)
+        if row is None or micro >= len(row):
+            length = max(self.row_length if row is None else 2 * len(row), micro + 1)
+            row = self._rows[key] = self._row(key, length)
+        return row[micro]
+
+    def _prompt_context_column(self, prompt_bucket: int) -> tuple[list[float], int]:
+        """(busy seconds of a prompt bucket alone at every attended-context bucket, the bucket of
+        its reference context: half the prompt)."""
+        prefill = bucket_center(prompt_bucket, PROMPT_PER_OCTAVE)
+        contexts = np.asarray(
+            [bucket_center(index, PROMPT_CONTEXT_PER_OCTAVE) for index in range(MAX_PROMPT_CONTEXT_BUCKET)]
+        )
+        column = [
+            float(value)
+            for value in self._busy(
+                self._grid(0.0, context=0.0, query=1.0, prefill=prefill, prompt_context=contexts)
+            )
+        ]
+        entry = self._prompt_context[prompt_bucket] = (
+            column,
+            bucket(prefill / 2.0, PROMPT_CONTEXT_PER_OCTAVE),
+        )
+        return entry
+
+    def seconds(
+        self,
+        decode_sequences: int,
+        decode_context: float,
+        prefill_tokens: float,
+        prompt_context: float,
+        total_tokens: float = 0.0,
+    ) -> float:
+        """One replica iteration: ``decode_sequences`` sequences (of the busiest rank) at a mean
+        ``decode_context``, beside ``prefill_tokens`` prompt tokens attending ``prompt_context`` on
+        average; ``total_tokens`` is the whole stage's token count (attention DP only)."""
+        self.lookups += 1
+        pp = self.pp
+        micro = -(-decode_sequences // pp)
+        context = bucket(decode_context, CONTEXT_PER_OCTAVE) if decode_sequences else 0
+        rows = self._rows
+        if not prefill_tokens:
+            total = bucket(total_tokens / pp, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
+            key: tuple[int, ...] = (context, 0, 0, total)
+            row = rows.get(key)
+            busy = row[micro] if row is not None and micro < len(row) else self._lookup(key, micro)
+        elif self.exact:
+            key = (
+                context,
+                bucket(prefill_tokens / pp, PROMPT_PER_OCTAVE),
+                bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE),
+                bucket(total_tokens / pp, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0,
+            )
+            busy = self._lookup(key, micro)
+        else:
+            prompt = bucket(prefill_tokens / pp, PROMPT_PER_OCTAVE)
+            entry = self._prompt_context.get(prompt) or self._prompt_context_column(prompt)
+            column, half = entry
+            busy = column[
+                min(bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE), MAX_PROMPT_CONTEXT_BUCKET - 1)
+            ]
+            if micro:
+                reference = self.reference_bucket
+                busy += (
+                    self._lookup((reference, prompt, half, 0), micro)
+                    - column[half]
+                    + self._lookup((context, 0, 0, 0), micro)
+                    - self._lookup((reference, 0, 0, 0), micro)
+                )
+        return self.replica_s(busy)
+
+    def replica_s(self, busy: float) -> float:
+        """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) with the
+        engine's kernel, launch and host time: :func:`~lightspeed.sol.infer.iteration.launch_and_host_s`
+        on scalars (``tests/sol/serve/test_serve_timing.py`` holds the two equal)."""
+        gpu = busy + self.kernel_s
+        if self.overlap:
+            return max(gpu, self.issue_s + self.host_s)
+        return max(gpu, self.issue_s) + self.host_s
+
+
+__all__ = ["IterationTimer", "bucket", "bucket_center"]

@@ -1,0 +1,438 @@
+"""What arrives at a serving deployment: when requests come and how long they are.
+
+A :class:`ServingWorkload` pairs an :class:`ArrivalProcess` with two
+:class:`LengthDistribution` (prompt and output tokens), or replays a
+:class:`RequestTrace`. :func:`generate_requests` draws the requests with a seeded
+generator (PCG64), so the same seed gives the same requests.
+
+Arrival processes:
+
+* ``poisson``: independent exponential gaps at ``rate_per_s`` (vLLM's
+  ``benchmark_serving --request-rate``, MLPerf's Server scenario);
+* ``gamma``: gamma-distributed gaps with the same mean and coefficient of
+  variation ``cv`` (1 is Poisson, above 1 bursty: vLLM's ``--burstiness`` is
+  ``1 / cv^2``);
+* ``closed``: a fixed ``concurrency`` of users, each sending its next request
+  the moment the last one completes (trtllm-bench's and vLLM's
+  ``--max-concurrency``);
+* ``offline``: every request at time zero (MLPerf's Offline scenario);
+* ``trace``: arrival times and token counts read from a CSV or JSONL file.
+
+>>> workload = ServingWorkload(arrivals=ArrivalProcess.poisson(2.0),
+...     input_lengths=LengthDistribution.fixed(1000), output_lengths=LengthDistribution.uniform(100, 300),
+...     num_requests=4)
+>>> requests = generate_requests(workload, seed=1)
+>>> requests.input_tokens.tolist(), bool((requests.output_tokens >= 100).all())
+([1000, 1000, 1000, 1000], True)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from lightspeed.datafile import read_text
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.records import Record
+
+ARRIVAL_KINDS: Final = ("poisson", "gamma", "closed", "offline", "trace")
+LENGTH_KINDS: Final = ("fixed", "uniform", "lognormal", "empirical")
+MAX_TRACE_REQUESTS: Final = 10_000_000
+MAX_REQUEST_TOKENS: Final = 2**27  # the CLI's longest sequence (docs/limits.md)
+Array = Any
+
+
+def _positive(label: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise UserInputError(f"{label} must be a finite number above 0 (got {value})")
+
+
+@dataclass(frozen=True)
+class ArrivalProcess(Record):
+    """When requests arrive (see the module docstring for each ``kind``)."""
+
+    kind: str = "offline"
+    rate_per_s: float | None = None
+    cv: float = 1.0
+    concurrency: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ARRIVAL_KINDS:
+            raise UserInputError(f"arrival process {self.kind!r} is not one of {', '.join(ARRIVAL_KINDS)}")
+        if self.kind in ("poisson", "gamma"):
+            if self.rate_per_s is None:
+                raise UserInputError(f"{self.kind} arrivals need a rate (requests per second)")
+            _positive("arrival rate", self.rate_per_s)
+        _positive("coefficient of variation", self.cv)
+        if self.kind == "closed" and (self.concurrency is None or self.concurrency < 1):
+            raise UserInputError("closed-loop arrivals need a concurrency of at least 1")
+
+    @classmethod
+    def poisson(cls, rate_per_s: float) -> ArrivalProcess:
+        """Exponential gaps at ``rate_per_s``."""
+        return cls("poisson", rate_per_s=rate_per_s)
+
+    @classmethod
+    def gamma(cls, rate_per_s: float, cv: float) -> ArrivalProcess:
+        """Gamma gaps at ``rate_per_s`` with coefficient of variation ``cv``."""
+        return cls("gamma", rate_per_s=rate_per_s, cv=cv)
+
+    @classmethod
+    def closed(cls, concurrency: int) -> ArrivalProcess:
+        """``concurrency`` users, each sending its next request when the last completes."""
+        return cls("closed", concurrency=concurrency)
+
+    @classmethod
+    def offline(cls) -> ArrivalProcess:
+        """Every request at time zero."""
+        return cls("offline")
+
+    def describe(self) -> str:
+        """``Poisson 4 req/s``, ``closed loop, 64 in flight`` ..."""
+        if self.kind == "poisson":
+            return f"Poisson {self.rate_per_s:g} req/s"
+        if self.kind == "gamma":
+            return f"gamma {self.rate_per_s:g} req/s (CV {self.cv:g})"
+        if self.kind == "closed":
+            return f"closed loop, {self.concurrency} in flight"
+        if self.kind == "trace":
+            return "trace replay"
+        return "offline (all at once)"
+
+
+@dataclass(frozen=True)
+class LengthDistribution(Record):
+    """Token counts per request: ``fixed`` (``mean_tokens``), ``uniform`` (``minimum_tokens`` to
+    ``maximum_tokens``), ``lognormal`` (``mean_tokens`` and ``std_tokens``, clipped to the
+    bounds when given) or ``empirical`` (drawn from ``values``, e.g. a file of lengths)."""
+
+    kind: str = "fixed"
+    mean_tokens: float = 1024.0
+    std_tokens: float = 0.0
+    minimum_tokens: int = 1
+    maximum_tokens: int = MAX_REQUEST_TOKENS
+    values: tuple[int, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in LENGTH_KINDS:
+            raise UserInputError(f"length distribution {self.kind!r} is not one of {', '.join(LENGTH_KINDS)}")
+        if not 1 <= self.minimum_tokens <= self.maximum_tokens <= MAX_REQUEST_TOKENS:
+            raise UserInputError(
+                f"token bounds {self.minimum_tokens}..{self.maximum_tokens} must satisfy "
+                f"1 <= minimum <= maximum <= {MAX_REQUEST_TOKENS:,}"
+            )
+        if self.kind == "empirical" and not self.values:
+            raise UserInputError("an empirical length distribution needs at least one value")
+        if self.kind in ("fixed", "lognormal"):
+            _positive("mean tokens", self.mean_tokens)
+        if self.kind == "lognormal":
+            _positive("token standard deviation", self.std_tokens)
+
+    @classmethod
+    def fixed(cls, tokens: int) -> LengthDistribution:
+        """Every request ``tokens`` long."""
+        return cls("fixed", mean_tokens=float(tokens), minimum_tokens=1, maximum_tokens=max(int(tokens), 1))
+
+    @classmethod
+    def uniform(cls, minimum_tokens: int, maximum_tokens: int) -> LengthDistribution:
+        """Uniform whole numbers from ``minimum_tokens`` to ``maximum_tokens``."""
+        mean = (minimum_tokens + maximum_tokens) / 2.0
+        return cls("uniform", mean_tokens=mean, minimum_tokens=minimum_tokens, maximum_tokens=maximum_tokens)
+
+    @classmethod
+    def lognormal(
+        cls, mean_tokens: float, std_tokens: float, minimum_tokens: int = 1, maximum_tokens: int | None = None
+    ) -> LengthDistribution:
+        """Log-normal with the given mean and standard deviation (of the tokens, not their log)."""
+        return cls(
+            "lognormal",
+            mean_tokens=mean_tokens,
+            std_tokens=std_tokens,
+            minimum_tokens=minimum_tokens,
+            maximum_tokens=maximum_tokens or MAX_REQUEST_TOKENS,
+        )
+
+    @classmethod
+    def empirical(cls, values: tuple[int, ...] | list[int]) -> LengthDistribution:
+        """Draw (with replacement) from observed lengths."""
+        items = tuple(int(value) for value in values)
+        if not items:
+            raise UserInputError("an empirical length distribution needs at least one value")
+        return cls(
+            "empirical",
+            mean_tokens=float(np.mean(items)),
+            std_tokens=float(np.std(items)),
+            minimum_tokens=max(min(items), 1),
+            maximum_tokens=max(*items, 1),
+            values=items,
+        )
+
+    def sample(self, rng: np.random.Generator, count: int) -> Array:
+        """``count`` lengths (int64), at least 1 each."""
+        if self.kind == "fixed":
+            drawn = np.full(count, round(self.mean_tokens), dtype=np.int64)
+        elif self.kind == "uniform":
+            drawn = rng.integers(self.minimum_tokens, self.maximum_tokens + 1, size=count)
+        elif self.kind == "lognormal":
+            sigma2 = math.log1p((self.std_tokens / self.mean_tokens) ** 2)
+            mu = math.log(self.mean_tokens) - sigma2 / 2.0
+            drawn = np.rint(rng.lognormal(mu, math.sqrt(sigma2), size=count)).astype(np.int64)
+        else:
+            drawn = rng.choice(np.asarray(self.values, dtype=np.int64), size=count)
+        return np.clip(drawn, max(self.minimum_tokens, 1), self.maximum_tokens).astype(np.int64)
+
+    def describe(self) -> str:
+        """``1000``, ``uniform 100-300``, ``lognormal mean 294 (sd 210)``, ``empirical (24,576 values)``."""
+        if self.kind == "fixed":
+            return f"{self.mean_tokens:g}"
+        if self.kind == "uniform":
+            return f"uniform {self.minimum_tokens}-{self.maximum_tokens}"
+        if self.kind == "lognormal":
+            return f"lognormal mean {self.mean_tokens:g} (sd {self.std_tokens:g})"
+        return f"empirical mean {self.mean_tokens:.0f} ({len(self.values):,} values)"
+
+
+@dataclass(frozen=True)
+class RequestTrace(Record):
+    """Requests read from a file: arrival seconds (from the first), prompt and output tokens."""
+
+    arrival_s: tuple[float, ...]
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    path: str = ""
+
+    @property
+    def num_requests(self) -> int:
+        """Requests in the trace."""
+        return len(self.arrival_s)
+
+
+@dataclass(frozen=True)
+class ServingWorkload(Record):
+    """The requests of one simulated run (see the module docstring).
+
+    ``prefix_hit_rate`` is the share of each prompt found in the prefix cache
+    (vLLM's and SGLang's reported hit rate: cached prompt tokens over prompt
+    tokens); those tokens are not prefilled. With a ``trace``, its requests are
+    replayed (``num_requests`` of them at most) and the other fields are ignored.
+    """
+
+    arrivals: ArrivalProcess = field(default_factory=ArrivalProcess)
+    input_lengths: LengthDistribution = field(default_factory=lambda: LengthDistribution.fixed(1024))
+    output_lengths: LengthDistribution = field(default_factory=lambda: LengthDistribution.fixed(1024))
+    num_requests: int = 1000
+    prefix_hit_rate: float = 0.0
+    trace: RequestTrace | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.num_requests < 1:
+            raise UserInputError(f"a simulation needs at least 1 request (got {self.num_requests})")
+        if not 0.0 <= self.prefix_hit_rate < 1.0:
+            raise UserInputError(
+                f"prefix hit rate {self.prefix_hit_rate} must be in [0, 1): the share of each prompt cached"
+            )
+
+    def describe(self) -> str:
+        """One line: arrivals, lengths, count."""
+        if self.trace is not None:
+            count = min(self.num_requests, self.trace.num_requests)
+            return f"{count:,} requests replayed from {self.trace.path}"
+        text = (
+            f"{self.num_requests:,} requests, {self.arrivals.describe()}, "
+            f"ISL {self.input_lengths.describe()}, OSL {self.output_lengths.describe()}"
+        )
+        if self.prefix_hit_rate:
+            text += f", prefix cache hits {self.prefix_hit_rate:.0%}"
+        return f"{self.name}: {text}" if self.name else text
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The drawn requests as aligned arrays. ``arrival_s`` is NaN for closed-loop requests
+    beyond the first ``concurrency`` (they arrive when an earlier one completes)."""
+
+    arrival_s: Array
+    input_tokens: Array
+    output_tokens: Array
+    cached_tokens: Array
+    concurrency: int | None
+
+    @property
+    def num_requests(self) -> int:
+        """Requests drawn."""
+        return int(self.input_tokens.shape[0])
+
+
+def _gaps(arrivals: ArrivalProcess, rng: np.random.Generator, count: int) -> Array:
+    assert arrivals.rate_per_s is not None
+    mean = 1.0 / arrivals.rate_per_s
+    if arrivals.kind == "poisson":
+        return rng.exponential(mean, size=count)
+    shape = 1.0 / arrivals.cv**2
+    return rng.gamma(shape, mean / shape, size=count)
+
+
+def generate_requests(workload: ServingWorkload, *, seed: int = 0) -> Requests:
+    """Draw the requests of ``workload`` (lengths first, then arrival gaps, from one seeded generator)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if workload.trace is not None:
+        trace = workload.trace
+        count = min(workload.num_requests, trace.num_requests)
+        arrival = np.asarray(trace.arrival_s[:count], dtype=np.float64)
+        inputs = np.asarray(trace.input_tokens[:count], dtype=np.int64)
+        outputs = np.asarray(trace.output_tokens[:count], dtype=np.int64)
+        concurrency = None
+    else:
+        count = workload.num_requests
+        inputs = workload.input_lengths.sample(rng, count)
+        outputs = workload.output_lengths.sample(rng, count)
+        arrival, concurrency = _arrival_times(workload.arrivals, rng, count)
+    cached = np.floor(inputs * workload.prefix_hit_rate).astype(np.int64)
+    cached = np.minimum(cached, inputs - 1)  # the last prompt token always runs: it samples the first token
+    return Requests(arrival, inputs, outputs, cached, concurrency)
+
+
+def _arrival_times(
+    arrivals: ArrivalProcess, rng: np.random.Generator, count: int
+) -> tuple[Array, int | None]:
+    if arrivals.kind in ("poisson", "gamma"):
+        gaps = _gaps(arrivals, rng, count)
+        gaps[0] = 0.0  # the run starts with the first request
+        return np.cumsum(gaps), None
+    if arrivals.kind == "closed":
+        assert arrivals.concurrency is not None
+        times = np.full(count, np.nan)
+        times[: arrivals.concurrency] = 0.0
+        return times, arrivals.concurrency
+    return np.zeros(count), None
+
+
+# --- reading traces and length files ------------------------------------------------------------
+
+_ARRIVAL_KEYS: Final = ("arrival_s", "arrival_time", "timestamp", "time_s", "time")
+_INPUT_KEYS: Final = ("input_tokens", "input_length", "prompt_tokens", "isl", "input_len", "context_tokens")
+_OUTPUT_KEYS: Final = ("output_tokens", "output_length", "generated_tokens", "osl", "output_len")
+
+
+def _pick(record: dict[str, Any], keys: tuple[str, ...], path: Path, line: int) -> float:
+    for key in keys:
+        if key in record and record[key] not in (None, ""):
+            try:
+                value = float(record[key])
+            except (TypeError, ValueError):
+                raise DataFileError(path, "not a number", field=key, value=record[key], line=line) from None
+            if not math.isfinite(value) or value < 0:
+                raise DataFileError(
+                    path, "must be a finite number >= 0", field=key, value=record[key], line=line
+                )
+            return value
+    raise DataFileError(
+        path,
+        f"no {keys[0]} column",
+        line=line,
+        fix=f"name the column one of {', '.join(keys)}",
+    )
+
+
+def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line, record) of a CSV file with a header, or of a JSONL file (one object per line)."""
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        rows = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataFileError(path, f"not a JSON object ({error.msg})", line=number) from None
+            if not isinstance(record, dict):
+                raise DataFileError(path, "each line must be a JSON object", line=number)
+            rows.append((number, record))
+        return rows
+    reader = csv.DictReader(io.StringIO(text))
+    return [(number, dict(row)) for number, row in enumerate(reader, start=2)]
+
+
+def load_request_trace(path: Path) -> RequestTrace:
+    """Read a trace of requests: CSV with a header, or JSONL, with an arrival time in seconds
+    (``arrival_s``, ``timestamp`` ...), prompt tokens (``input_tokens``, ``prompt_tokens``, ``isl``
+    ...) and output tokens (``output_tokens``, ``osl`` ...) per request. Arrivals are sorted and
+    shifted to start at zero."""
+    records = _records(path, read_text(path, what="request trace"))
+    if not records:
+        raise DataFileError(path, "the trace holds no requests", fix="write one request per line")
+    if len(records) > MAX_TRACE_REQUESTS:
+        raise DataFileError(path, f"more than {MAX_TRACE_REQUESTS:,} requests", fix="split the trace")
+    arrival: list[float] = []
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for line, record in records:
+        arrival.append(_pick(record, _ARRIVAL_KEYS, path, line))
+        for keys, target in ((_INPUT_KEYS, inputs), (_OUTPUT_KEYS, outputs)):
+            tokens = _pick(record, keys, path, line)
+            if tokens < 1 or tokens > MAX_REQUEST_TOKENS or tokens != int(tokens):
+                raise DataFileError(
+                    path,
+                    f"token counts must be whole numbers from 1 to {MAX_REQUEST_TOKENS:,}",
+                    field=keys[0],
+                    value=tokens,
+                    line=line,
+                )
+            target.append(int(tokens))
+    order = np.argsort(np.asarray(arrival), kind="stable")
+    start = min(arrival)
+    return RequestTrace(
+        arrival_s=tuple(float(arrival[i] - start) for i in order),
+        input_tokens=tuple(inputs[i] for i in order),
+        output_tokens=tuple(outputs[i] for i in order),
+        path=str(path),
+    )
+
+
+def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
+    """An empirical distribution from a file of lengths: one whole number per line, or a
+    CSV/JSONL column (``column``, e.g. ``input_tokens``)."""
+    text = read_text(path, what="length file")
+    values: list[int] = []
+    if column is None:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                values.append(int(line.strip().replace(",", "")))
+            except ValueError:
+                raise DataFileError(
+                    path,
+                    "not a whole number",
+                    value=line.strip(),
+                    line=number,
+                    fix="write one token count per line, or name a --column",
+                ) from None
+    else:
+        for row, record in _records(path, text):
+            values.append(int(_pick(record, (column,), path, row)))
+    if not values or min(values) < 1 or max(values) > MAX_REQUEST_TOKENS:
+        raise DataFileError(path, f"lengths must be whole numbers from 1 to {MAX_REQUEST_TOKENS:,}")
+    return LengthDistribution.empirical(values)
+
+
+__all__ = [
+    "ARRIVAL_KINDS",
+    "LENGTH_KINDS",
+    "ArrivalProcess",
+    "LengthDistribution",
+    "RequestTrace",
+    "Requests",
+    "ServingWorkload",
+    "generate_requests",
+    "load_lengths",
+    "load_request_trace",
+]

@@ -1,0 +1,290 @@
+"""Inference rows whose figure depends on load, predicted by the serving simulator.
+
+A figure measured at a concurrency (trtllm-bench's and vLLM's closed loops),
+at a request rate, or in an MLPerf Server or Interactive scenario depends on how
+requests queue, so :mod:`lightspeed.sol.serve` simulates it; offline, static-batch
+and decode-pool figures stay with the analytic steady state.
+
+* **Closed loop** (``concurrency N``, ``N concurrent``): ``N`` users each send the
+  next request when the last completes; the run has the row's request count
+  (``49,152 requests``) or ten times the concurrency (at least 1,000, at most 20,000), and no
+  more than four rounds of the concurrency (longer runs move the throughput by under 1%).
+* **Open loop** (``request rate R``, ``R req/s arrival``; a load with an arrival rate):
+  Poisson arrivals, the row's request count or 1,000.
+* **MLPerf** (a cell names MLPerf and a benchmark of ``sol/serve/data/mlperf.toml``):
+  the workload's published lengths (the row's ISL/OSL override them). Offline is the
+  simulated throughput with every sample waiting; Server and Interactive are the
+  highest Poisson rate whose 99th-percentile TTFT and TPOT meet the benchmark's limits
+  (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), times the mean output. A row
+  without a TP cell runs the TP whose simulated Offline throughput is highest
+  (:func:`mlperf_split`), as a submitter tunes it.
+
+Typed rows (``sol/validation/data/published-runs.toml``) are simulated from their load alone
+(:func:`load_simulation`); the TSV reader also reads a request rate or count and MLPerf from
+the row's text.
+
+Metrics: throughputs over the whole run (first arrival to last completion, as the
+benchmarks count them), per-user speed the mean of each request's ``1 / TPOT``,
+TTFT/TPOT/latency the statistic the metric names (``median TTFT``, ``P99 TPOT``, ``p95``,
+``90th percentile``: that percentile over requests, as vLLM's and trtllm-bench's reports
+give them), else the mean.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Final
+
+from lightspeed.catalog import Cluster
+from lightspeed.errors import UserInputError
+from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
+from lightspeed.sol.serve.deployment import simulated_deployment
+from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
+from lightspeed.sol.serve.run_metrics import ServiceLevel
+from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
+from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
+from lightspeed.sol.validation.published import PublishedRow, RowError
+from lightspeed.workload import TransformerSpec
+
+_REQUESTS: Final = re.compile(r"(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
+_RATE: Final = re.compile(r"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*(\d+(?:\.\d+)?)")
+_SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
+_MLPERF: Final = re.compile(r"\bml\s*perf\b|\bloadgen\b", re.IGNORECASE)
+_PERCENTILE: Final = re.compile(
+    r"\bp(\d{1,2}(?:\.\d+)?)\b|\b(\d{1,2}(?:\.\d+)?)(?:th|st|nd|rd)?[ -]percentile\b"
+)
+_MEDIAN: Final = re.compile(r"\bmedian\b")
+MIN_CLOSED_REQUESTS: Final = 1000
+MAX_SIMULATED_REQUESTS: Final = 20_000
+CLOSED_WAVES: Final = 4
+MLPERF_SIMULATED_REQUESTS: Final = 4000  # per probe: LoadGen's 24,576 samples need not all run
+MLPERF_SPLIT_REQUESTS: Final = 800  # requests per replica when choosing an MLPerf row's split
+
+
+@dataclass(frozen=True)
+class RowSimulation(Record):
+    """How a load-dependent row is simulated: ``closed``, ``open``, ``offline`` (every request
+    waiting) or ``capacity`` (the highest rate meeting ``slo``)."""
+
+    mode: str
+    workload: ServingWorkload
+    slo: ServiceLevel | None = None
+    mlperf: str = ""
+    note: str = ""
+
+
+def row_requests(row: PublishedRow) -> int | None:
+    """The request count a row states (``49,152 requests``), if any."""
+    match = _REQUESTS.search(row.joined().lower())
+    return int(match.group(1).replace(",", "")) if match else None
+
+
+def row_rate(row: PublishedRow) -> float | None:
+    """The request rate a row states (``request rate 4``, ``qps 2``), if any."""
+    match = _RATE.search(row.joined().lower())
+    return float(match.group(1)) if match else None
+
+
+def _fixed(load: ServingLoad) -> tuple[LengthDistribution, LengthDistribution]:
+    return LengthDistribution.fixed(load.input_tokens), LengthDistribution.fixed(load.output_tokens)
+
+
+def load_simulation(
+    load: ServingLoad, batching: str, num_requests: int | None = None
+) -> RowSimulation | None:
+    """The simulation of continuous batching at a concurrency (closed loop) or an arrival rate
+    (Poisson), with ``num_requests`` when the row states it (see the module); ``None`` for other
+    loads (offline, static batches, decode pools, one request at a time)."""
+    if batching != "continuous":
+        return None
+    inputs, outputs = _fixed(load)
+    cap = MAX_SIMULATED_REQUESTS * 3
+    if load.arrival_rate_per_s is not None:
+        count = max(1, min(num_requests or MIN_CLOSED_REQUESTS, cap))
+        rate = load.arrival_rate_per_s
+        workload = ServingWorkload(ArrivalProcess.poisson(rate), inputs, outputs, count)
+        return RowSimulation("open", workload, note=f"simulated: Poisson {rate:g} req/s, {count} requests")
+    if load.concurrency is None or load.concurrency <= 1:
+        return None
+    default = min(max(10 * load.concurrency, MIN_CLOSED_REQUESTS), MAX_SIMULATED_REQUESTS)
+    # at most CLOSED_WAVES rounds of the concurrency: longer runs change the throughput by under 1%
+    # (I101: 49,152 requests or 12,288 give 35,314 and 35,302 tokens/s) and cost the fit script time
+    stated = max(1, min(num_requests or default, cap))
+    count = min(stated, max(CLOSED_WAVES * load.concurrency, MIN_CLOSED_REQUESTS))
+    workload = ServingWorkload(ArrivalProcess.closed(load.concurrency), inputs, outputs, count)
+    return RowSimulation(
+        "closed",
+        workload,
+        note=f"simulated: closed loop of {load.concurrency} users, {count:,} requests",
+    )
+
+
+def names_mlperf(row: PublishedRow) -> bool:
+    """Whether a cell names MLPerf (or LoadGen)."""
+    return _MLPERF.search(row.joined()) is not None
+
+
+def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSimulation:
+    """The simulation of an MLPerf row: its benchmark, scenario and lengths (see the module)."""
+    text = row.joined()
+    workload = find_mlperf_workload(" ".join((row.text("model"), text)))
+    if workload is None:
+        raise RowError("the row names MLPerf but none of its LLM benchmarks (see sol/serve/data/mlperf.toml)")
+    scenarios = {match.group(1) for match in _SCENARIO.finditer(text.lower())}
+    if len(scenarios) != 1:
+        raise RowError(
+            "an MLPerf row must name one scenario (Offline, Server or Interactive); "
+            f"found {', '.join(sorted(scenarios)) or 'none'}"
+        )
+    scenario = scenarios.pop()
+    lengths = _fixed(load) if load is not None else (None, None)
+    simulated = workload.workload(
+        "offline" if scenario == "offline" else "server",
+        rate_per_s=1.0,
+        num_requests=MLPERF_SIMULATED_REQUESTS,
+        input_lengths=lengths[0],
+        output_lengths=lengths[1],
+    )
+    slo = workload.slo(scenario)
+    target = "every sample waiting" if slo is None else f"highest rate meeting {slo.describe()}"
+    note = (
+        f"MLPerf {workload.display_name}, {scenario}: {target}; lengths ISL "
+        f"{simulated.input_lengths.describe()}, OSL {simulated.output_lengths.describe()}"
+    )
+    if load is None and workload.input_assumption:
+        note += f" (prompt lengths: {workload.input_assumption})"
+    mode = "offline" if scenario == "offline" else "capacity"
+    return RowSimulation(mode, simulated, slo, workload.name, note)
+
+
+def _offline_rate(
+    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
+) -> float:
+    """Simulated Offline output tokens per second of ``plan`` (one replica, scaled, on one node)."""
+    single = cluster.num_nodes == 1 and plan.replicas > 1
+    run = plan.with_changes(replicas=1) if single else plan
+    offline = replace(
+        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * run.replicas
+    )
+    rate = simulate(model=model, cluster=cluster, plan=run, workload=offline).output_tokens_per_s
+    return rate * (plan.replicas if single else 1)
+
+
+def mlperf_split(
+    model: TransformerSpec, cluster: Cluster, precision: str, workload: ServingWorkload
+) -> tuple[int, str]:
+    """(TP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the scale-up
+    domain, replicas filling the GPUs) whose simulated Offline throughput is highest."""
+    gpus = cluster.num_accelerators
+    best: tuple[float, int] | None = None
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
+            continue
+        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
+        try:
+            rate = _offline_rate(model, cluster, plan, workload)
+        except UserInputError:
+            continue
+        if best is None or rate > best[0]:
+            best = (rate, tp)
+    if best is None:
+        raise RowError(f"{model.name} in {precision} fits no split of {cluster.name}")
+    tp = best[1]
+    note = f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the most simulated throughput"
+    return tp, note
+
+
+def latency_percentile(metric_text: str) -> float | None:
+    """The percentile a latency metric names (``median TTFT`` 50, ``P99 TPOT`` 99, ``90th
+    percentile``), ``None`` for a mean (``mean``, ``average`` or nothing said)."""
+    text = metric_text.lower()
+    match = _PERCENTILE.search(text)
+    if match is not None:
+        return float(match.group(1) or match.group(2))
+    return 50.0 if _MEDIAN.search(text) else None
+
+
+_LATENCIES: Final = {"ttft_s": "ttft", "tpot_s": "tpot", "request_latency_s": "e2e"}
+
+
+def _metric_value(result: SimulationResult, metric: str, num_gpus: int, percentile: float | None) -> float:
+    if percentile is not None and metric in _LATENCIES:
+        return result.percentile_s(_LATENCIES[metric], percentile)
+    output = result.output_tokens_per_s
+    values = {
+        "output_tokens_per_s": output,
+        "output_tokens_per_s_per_gpu": output / num_gpus,
+        "output_tokens_per_s_per_user": result.output_tokens_per_s_per_user,
+        "total_tokens_per_s": result.total_tokens_per_s,
+        "total_tokens_per_s_per_gpu": result.total_tokens_per_s / num_gpus,
+        "requests_per_s": result.requests_per_s,
+        "ttft_s": result.ttft.mean_s,
+        "tpot_s": result.tpot.mean_s,
+        "request_latency_s": result.e2e.mean_s,
+    }
+    if metric not in values:
+        raise RowError(f"metric {metric!r} has no simulated value")
+    return values[metric]
+
+
+def simulate_row(
+    simulation: RowSimulation,
+    *,
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: InferencePlan,
+    metric: str,
+    serving: ServingStack | None,
+    efficiency: EfficiencyModel | None = None,
+    percentile: float | None = None,
+) -> tuple[float, JsonDict]:
+    """(predicted value of ``metric``, what the run reached) for a load-dependent row; a latency
+    metric is its ``percentile`` over requests when one is given, else the mean."""
+    deployment = simulated_deployment(
+        model=model, cluster=cluster, plan=plan, efficiency=efficiency, serving=serving
+    )
+    workload = simulation.workload
+    if simulation.mode == "capacity":
+        assert simulation.slo is not None
+        capacity = max_rate_at_slo(deployment, workload=workload, slo=simulation.slo)
+        output_mean = workload.output_lengths.mean_tokens
+        rates = {
+            "requests_per_s": capacity.max_rate_per_s,
+            "output_tokens_per_s": capacity.max_rate_per_s * output_mean,
+            "output_tokens_per_s_per_gpu": capacity.max_rate_per_s * output_mean / plan.num_gpus,
+        }
+        if metric not in rates:
+            raise RowError(f"an MLPerf Server row's metric must be a rate (got {metric})")
+        return rates[metric], {"max_rate_per_s": capacity.max_rate_per_s, "num_probes": len(capacity.probes)}
+    if simulation.mode == "offline":
+        workload = ServingWorkload(
+            ArrivalProcess.offline(), workload.input_lengths, workload.output_lengths, workload.num_requests
+        )
+    result = simulate_deployment(deployment, workload)
+    reached = {
+        "ttft_s": result.ttft.mean_s,
+        "tpot_s": result.tpot.mean_s,
+        "mean_running": result.mean_running,
+        "num_requests": result.num_requests,
+    }
+    if percentile is not None and metric in _LATENCIES:
+        reached["percentile"] = percentile
+    return _metric_value(result, metric, plan.num_gpus, percentile), reached
+
+
+__all__ = [
+    "RowSimulation",
+    "latency_percentile",
+    "load_simulation",
+    "mlperf_row_simulation",
+    "mlperf_split",
+    "names_mlperf",
+    "row_rate",
+    "row_requests",
+    "simulate_row",
+]

@@ -1,0 +1,187 @@
+"""``lightspeed simulate``, ``plan infer`` under load and ``search infer --slo``, from the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from expect import one_line_error
+
+SIMULATE = ["simulate", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "1", "--precision", "fp8"]
+
+
+def test_simulate_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        *SIMULATE,
+        "--isl",
+        "500",
+        "--osl",
+        "100",
+        "--arrival-rate",
+        "10",
+        "--requests",
+        "300",
+        "--slo",
+        "ttft=500ms,tpot=30ms",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    for key in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment"):
+        assert key in payload
+    assert payload["num_completed"] == payload["num_requests"] == 300
+    assert payload["ttft"]["p50_s"] <= payload["ttft"]["p99_s"]
+    assert payload["workload"]["arrivals"] == {
+        "kind": "poisson",
+        "rate_per_s": 10.0,
+        "cv": 1.0,
+        "concurrency": None,
+    }
+    assert payload["slo"]["slo"] == {"ttft_s": 0.5, "tpot_s": 0.03, "attainment": 0.9}
+    assert payload["capacity"] is None
+    assert len(payload["series"]["time_s"]) == len(payload["series"]["kv_use"])
+
+
+def test_simulate_table_capacity_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        *SIMULATE,
+        "--isl",
+        "500",
+        "--osl",
+        "100",
+        "--requests",
+        "200",
+        "--slo",
+        "ttft=300ms,tpot=20ms",
+        "--max-rate-at-slo",
+        "--plot",
+        str(tmp_path / "load.svg"),
+    )
+    assert result.code == 0, result.err
+    for words in ("TTFT", "p99", "highest rate meeting", "probes", "latency against load", "wrote"):
+        assert words in result.out
+    assert (tmp_path / "load.svg").exists()
+
+
+def test_simulate_mlperf_server_finds_the_rate(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "simulate",
+        "--model",
+        "llama-2-70b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "2",
+        "--tp",
+        "2",
+        "--precision",
+        "fp8",
+        "--mlperf",
+        "llama2-70b",
+        "--scenario",
+        "server",
+        "--requests",
+        "300",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["slo"]["slo"]["ttft_s"] == 2.0  # mlperf.conf: llama2-70b Server ttft_latency = 2000 ms
+    assert payload["capacity"]["max_rate_per_s"] > 0
+    assert payload["workload"]["name"].startswith("MLPerf Llama 2 70B")
+
+
+def test_plan_infer_reports_simulated_percentiles(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "plan",
+        "infer",
+        "--model",
+        "llama-3-8b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "1",
+        "--precision",
+        "fp8",
+        "--isl",
+        "1000",
+        "--osl",
+        "100",
+        "--arrival-rate",
+        "20",
+        "--requests",
+        "300",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    simulated = payload["simulated"]
+    assert simulated["num_requests"] == 300
+    # queueing: the simulated mean TTFT is at least the analytic (no-wait) one
+    assert simulated["ttft"]["mean_s"] >= 0.9 * payload["ttft_s"]
+    assert simulated["ttft"]["p99_s"] > simulated["ttft"]["p50_s"]
+
+
+def test_search_infer_ranks_by_goodput(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "search",
+        "infer",
+        "--model",
+        "llama-3-8b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "2",
+        "--precision",
+        "fp8",
+        "--isl",
+        "500",
+        "--osl",
+        "100",
+        "--slo",
+        "ttft=1s,tpot=40ms",
+        "--rate",
+        "20",
+        "--requests",
+        "200",
+        "--finalists",
+        "2",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    ranking = json.loads(result.out)["goodput"]["ranking"]
+    assert 1 <= len(ranking) <= 2
+    goodputs = [entry["goodput_requests_per_s_per_gpu"] for entry in ranking]
+    assert goodputs == sorted(goodputs, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--arrival-rate", "5", "--concurrency", "4"], ("--arrival-rate", "--concurrency")),
+        (["--max-rate-at-slo"], ("needs --slo",)),
+        (["--slo", "ttft=fast"], ("ttft=TIME",)),
+        (["--isl-dist", "uniform:5"], ("uniform:MIN-MAX",)),
+        (["--mlperf", "gpt-9"], ("unknown MLPerf workload",)),
+        (["--burstiness", "2"], ("give --arrival-rate too",)),
+    ],
+)
+def test_simulate_bad_input_is_one_line(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    one_line_error(run_cli(*SIMULATE, "--requests", "10", *args), *words)
+
+
+def test_report_draws_a_simulated_run(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    simulated = run_cli(
+        *SIMULATE, "--isl", "500", "--osl", "50", "--arrival-rate", "5", "--requests", "100", "--json"
+    )
+    assert simulated.code == 0, simulated.err
+    source = tmp_path / "sim.json"
+    source.write_text(simulated.out)
+    report = tmp_path / "report.html"
+    result = run_cli("report", "--from", str(source), "-o", str(report))
+    assert result.code == 0, result.err
+    page = report.read_text()
+    assert "Simulated serving: llama-3-8b" in page
+    assert "load over the run" in page

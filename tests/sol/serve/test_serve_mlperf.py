@@ -1,0 +1,99 @@
+"""MLPerf LLM scenarios as data, and SLO capacity search."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import UnknownNameError, UserInputError
+from lightspeed.sol.infer.plan import InferencePlan
+from lightspeed.sol.serve import LengthDistribution, ServiceLevel, ServingWorkload, simulated_deployment
+from lightspeed.sol.serve.capacity_at_slo import load_sweep, max_rate_at_slo
+from lightspeed.sol.serve.mlperf_inference import (
+    find_mlperf_workload,
+    load_mlperf_workload,
+    load_mlperf_workloads,
+)
+from lightspeed.workload import ModelRegistry
+
+
+def test_llama2_70b_limits_and_lengths_match_mlcommons() -> None:
+    """loadgen/mlperf.conf: llama2-70b Server TTFT 2,000 ms and TPOT 200 ms, interactive 450 / 40 ms,
+    24,576 samples; the reference README's 294.45 tokens per sample."""
+    workload = load_mlperf_workload("llama2-70b")
+    assert workload.num_samples == 24576
+    assert (workload.server_slo.ttft_s, workload.server_slo.tpot_s) == (2.0, 0.2)
+    assert workload.interactive_slo is not None
+    assert (workload.interactive_slo.ttft_s, workload.interactive_slo.tpot_s) == (0.45, 0.04)
+    assert workload.server_slo.attainment == 0.99  # target_latency_percentile = 99
+    prompt, output = workload.lengths()
+    assert output is not None
+    assert output.mean_tokens == pytest.approx(294.45, abs=0.5)
+    assert prompt is not None
+    assert prompt.maximum_tokens == 1023  # processorca keeps prompts under 1,024 tokens
+
+
+def test_every_workload_cites_its_sources() -> None:
+    for workload in load_mlperf_workloads().values():
+        assert "loadgen-conf" in workload.sources
+        if workload.output_mean_tokens is not None:
+            assert len(workload.sources) >= 3
+
+
+def test_workloads_are_found_by_name_and_in_text() -> None:
+    assert load_mlperf_workload("Mixtral").name == "mixtral-8x7b"
+    found = find_mlperf_workload("MLPerf Inference v4.1 Llama 2 70B Server")
+    assert found is not None
+    assert found.name == "llama2-70b"
+    with pytest.raises(UnknownNameError):
+        load_mlperf_workload("gpt-5")
+
+
+def test_scenarios_need_what_they_need() -> None:
+    workload = load_mlperf_workload("llama2-70b")
+    assert workload.workload("offline").arrivals.kind == "offline"
+    assert workload.workload("server", rate_per_s=3.0).arrivals.rate_per_s == 3.0
+    with pytest.raises(UserInputError, match="arrival rate"):
+        workload.workload("server")
+    with pytest.raises(UserInputError, match="no prompt lengths"):
+        load_mlperf_workload("llama3_1-405b").workload("offline")
+    with pytest.raises(UserInputError, match="no Interactive"):
+        load_mlperf_workload("mixtral").slo("interactive")
+
+
+def test_capacity_is_the_highest_rate_that_meets_the_slo(catalog: Catalog, models: ModelRegistry) -> None:
+    deployment = simulated_deployment(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=InferencePlan(tp=1, precision="fp8"),
+    )
+    workload = ServingWorkload(
+        input_lengths=LengthDistribution.fixed(1000),
+        output_lengths=LengthDistribution.fixed(100),
+        num_requests=400,
+    )
+    loose = max_rate_at_slo(deployment, workload=workload, slo=ServiceLevel(ttft_s=1.0, tpot_s=0.03))
+    tight = max_rate_at_slo(deployment, workload=workload, slo=ServiceLevel(ttft_s=0.2, tpot_s=0.012))
+    assert 0.0 < tight.max_rate_per_s < loose.max_rate_per_s < loose.saturation_rate_per_s
+    meeting = [probe.rate_per_s for probe in loose.probes if probe.meets]
+    missing = [probe.rate_per_s for probe in loose.probes if not probe.meets]
+    assert max(meeting) == loose.max_rate_per_s
+    assert not missing or min(missing) > loose.max_rate_per_s
+    assert loose.goodput_requests_per_s_per_gpu == pytest.approx(loose.goodput_requests_per_s)  # one GPU
+
+
+def test_load_sweep_latency_grows_with_load(catalog: Catalog, models: ModelRegistry) -> None:
+    deployment = simulated_deployment(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=InferencePlan(tp=1, precision="fp8"),
+    )
+    workload = ServingWorkload(
+        input_lengths=LengthDistribution.fixed(1000),
+        output_lengths=LengthDistribution.fixed(100),
+        num_requests=300,
+    )
+    points = load_sweep(deployment, workload=workload, rates=(2.0, 20.0, 60.0))
+    assert [point.rate_per_s for point in points] == [2.0, 20.0, 60.0]
+    assert points[0].ttft_p99_s < points[-1].ttft_p99_s
+    assert points[0].tpot_p50_s < points[-1].tpot_p50_s

@@ -1,0 +1,206 @@
+"""The simulator against queueing theory and the analytic engine (issue 27, point 7).
+
+Each expected value comes from a closed form written out here (Little's law, the M/D/1
+waiting time) or from the inference engine's iteration cost evaluated directly on the
+shape a request must see, not from the simulator's own output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol.infer.estimate import estimate_inference
+from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.serve import (
+    ArrivalProcess,
+    LengthDistribution,
+    SchedulerConfig,
+    ServingWorkload,
+    simulate,
+)
+from lightspeed.workload import ModelRegistry
+
+PLAN = InferencePlan(tp=1, precision="fp8")
+
+
+def _workload(arrivals: ArrivalProcess, isl: int, osl: int, count: int) -> ServingWorkload:
+    return ServingWorkload(
+        arrivals=arrivals,
+        input_lengths=LengthDistribution.fixed(isl),
+        output_lengths=LengthDistribution.fixed(osl),
+        num_requests=count,
+    )
+
+
+def _stage_s(catalog: Catalog, models: ModelRegistry, **shape: float) -> float:
+    """One stage iteration of llama-3-8b on an H100 in fp8, straight from the engine."""
+    model = models.get("llama-3-8b")
+    hardware = inference_hardware_for(catalog.cluster("dgx-h100"), PLAN)
+    one = np.ones(1)
+    work = {
+        "decode_sequences": 0.0,
+        "query_tokens": 1.0,
+        "decode_context": 0.0,
+        "prefill_tokens": 0.0,
+        "prefill_context": 0.0,
+        "prefill_requests": 0.0,
+    } | shape
+    grid = IterationGrid(
+        tp=one,
+        pp=one,
+        ep=one,
+        dp_attention=one,
+        group_prefill_tokens=work["prefill_tokens"] * one,
+        **{key: value * one for key, value in work.items()},
+    )
+    return float(iteration_cost(grid, model, hardware).time_s[0])
+
+
+def test_littles_law_holds_on_a_steady_window(catalog: Catalog, models: ModelRegistry) -> None:
+    """L = lambda W (mean requests in the system = arrival rate x mean time in it), measured on
+    the middle of a Poisson run: L from the time-integral of the in-flight count, lambda from the
+    arrivals, W from the requests' own sojourn times."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.poisson(20.0), 500, 100, 4000),
+        seed=3,
+    )
+    outcome = result.outcome
+    arrival, finish = outcome.arrival_s, outcome.finish_s
+    start, end = np.quantile(arrival, 0.1), np.quantile(arrival, 0.9)
+    clipped_in = np.clip(arrival, start, end)
+    clipped_out = np.clip(finish, start, end)
+    in_system = float(np.maximum(clipped_out - clipped_in, 0.0).sum() / (end - start))
+    inside = (arrival >= start) & (arrival < end)
+    rate = inside.sum() / (end - start)
+    sojourn = float((finish - arrival)[inside].mean())
+    assert in_system > 5.0  # a real queue, not an empty system
+    assert in_system == pytest.approx(rate * sojourn, rel=0.02)
+
+
+def test_vanishing_rate_gives_the_unloaded_prefill_and_a_batch_one_decode(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """Requests that never overlap: TTFT is the prompt's prefill alone, TPOT one decode step of one
+    sequence (its context grows from 1,001 to 1,050 tokens: the middle is 1,025)."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.poisson(0.001), 1000, 50, 20),
+    )
+    prefill = _stage_s(catalog, models, prefill_tokens=1000.0, prefill_context=500.0, prefill_requests=1.0)
+    decode = _stage_s(catalog, models, decode_sequences=1.0, decode_context=1025.0)
+    assert result.ttft.max_s == pytest.approx(prefill, rel=0.03)
+    assert result.ttft.p50_s == pytest.approx(prefill, rel=0.03)
+    assert result.tpot.p50_s == pytest.approx(decode, rel=0.03)
+
+
+def test_saturated_throughput_matches_the_analytic_maximum(catalog: Catalog, models: ModelRegistry) -> None:
+    """A closed loop at the KV-cache-limited batch serves what the analytic engine's offline
+    estimate says, within 10% (steady window: the middle half of the completions)."""
+    model, cluster = models.get("llama-3-8b"), catalog.cluster("dgx-h100")
+    analytic = estimate_inference(model=model, cluster=cluster, plan=PLAN, load=ServingLoad(1000, 500))
+    concurrency = analytic.max_batch
+    result = simulate(
+        model=model,
+        cluster=cluster,
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.closed(concurrency), 1000, 500, 6 * concurrency),
+    )
+    finish = np.sort(result.outcome.finish_s)
+    first, last = finish[len(finish) // 4], finish[3 * len(finish) // 4]
+    steady = (3 * len(finish) // 4 - len(finish) // 4) * 500 / (last - first)
+    assert result.max_running == pytest.approx(concurrency, rel=0.01)  # 16-token blocks round up
+    assert steady == pytest.approx(analytic.output_tokens_per_s, rel=0.10)
+
+
+def test_single_server_with_fixed_service_is_m_d_1(catalog: Catalog, models: ModelRegistry) -> None:
+    """One sequence at a time, one-token outputs: each request is one prefill iteration of fixed
+    length D, so the replica is an M/D/1 queue. Pollaczek-Khinchine for deterministic service:
+    mean wait Wq = rho D / (2 (1 - rho)), and TTFT = Wq + D."""
+    service = _stage_s(catalog, models, prefill_tokens=512.0, prefill_context=256.0, prefill_requests=1.0)
+    rho = 0.6
+    rate = rho / service
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.poisson(rate), 512, 1, 30000),
+        scheduler=SchedulerConfig(max_sequences_per_rank=1),
+        seed=11,
+    )
+    expected = rho * service / (2.0 * (1.0 - rho)) + service
+    assert result.ttft.mean_s == pytest.approx(expected, rel=0.05)
+    assert result.requests_per_s == pytest.approx(rate, rel=0.03)
+
+
+def test_no_request_is_lost(catalog: Catalog, models: ModelRegistry) -> None:
+    """Stopped halfway, every request that arrived has either completed or is still in flight."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=InferencePlan(tp=1, replicas=2, precision="fp8"),
+        workload=_workload(ArrivalProcess.poisson(40.0), 800, 200, 2000),
+        scheduler=SchedulerConfig(kv_policy="on-demand"),
+        horizon_s=25.0,
+    )
+    assert 0 < result.num_completed < result.num_arrived < result.num_requests
+    assert result.num_in_flight > 0
+    assert result.num_arrived == result.num_completed + result.num_in_flight
+
+
+def test_closed_loop_keeps_its_concurrency(catalog: Catalog, models: ModelRegistry) -> None:
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.closed(16), 300, 100, 400),
+    )
+    assert result.num_completed == 400
+    assert result.max_running == 16
+    # 16 in flight except while the last ones drain
+    assert result.mean_in_flight == pytest.approx(16, rel=0.08)
+
+
+def test_a_closed_loop_with_more_users_than_requests_runs_them_all(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """64 users, 5 requests (found by the CLI fuzz suite: it indexed past the requests): the five
+    start at once and all complete, five in flight at most."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.closed(64), 300, 20, 5),
+    )
+    assert result.num_completed == 5
+    assert result.max_running == 5
+
+
+def test_same_seed_same_result(catalog: Catalog, models: ModelRegistry) -> None:
+    def run(seed: int) -> dict[str, object]:
+        result = simulate(
+            model=models.get("llama-3-8b"),
+            cluster=catalog.cluster("dgx-h100"),
+            plan=PLAN,
+            workload=ServingWorkload(
+                arrivals=ArrivalProcess.gamma(15.0, 2.0),
+                input_lengths=LengthDistribution.lognormal(600, 400, 1, 4000),
+                output_lengths=LengthDistribution.uniform(20, 300),
+                num_requests=500,
+            ),
+            seed=seed,
+        )
+        payload = result.to_dict()
+        payload.pop("elapsed_s")
+        return payload
+
+    first, again, other = run(5), run(5), run(6)
+    assert first == again
+    assert first != other
