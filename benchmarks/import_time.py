@@ -65,7 +65,8 @@ def _measure(code: str, repeat: int, pythonpath: Path | None, baseline_s: float)
     }
 
 
-def _extract(commit: str, into: Path) -> Path:
+def extract_tree(commit: str, into: Path) -> Path:
+    """The ``src`` tree of ``commit``, extracted under ``into`` (also used by validate_speed.py)."""
     archive = subprocess.run(
         ["git", "-C", str(REPO), "archive", commit, "src"], check=True, capture_output=True
     ).stdout
@@ -88,7 +89,7 @@ def main() -> int:
     results: dict[str, object] = {"python_empty_min_ms": round(baseline_s * 1e3, 1), "repeat": args.repeat}
     now = {name: _measure(code, args.repeat, None, baseline_s) for name, code in CASES_NOW.items()}
     with tempfile.TemporaryDirectory() as folder:
-        src = _extract(args.before, Path(folder))
+        src = extract_tree(args.before, Path(folder))
         before = {name: _measure(code, args.repeat, src, baseline_s) for name, code in CASES_BEFORE.items()}
     results["now"] = now
     results[f"before ({args.before})"] = before

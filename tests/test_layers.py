@@ -23,7 +23,19 @@ from typing import Any
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightspeed"
-BASE = {"units", "errors", "records", "datafile", "stats", "paths", "environment", "lazy", "nvml", "extras"}
+BASE = {
+    "units",
+    "errors",
+    "records",
+    "files",
+    "datafile",
+    "stats",
+    "paths",
+    "environment",
+    "lazy",
+    "nvml",
+    "extras",
+}
 MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
 DOMAINS = {"cost", "mig", "moe"}
 ENGINES = {"sol.core", "sol.train", "sol.infer", "sol.validation", "sol"}

@@ -24,6 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from lightspeed import files
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import Record
 
@@ -70,6 +71,18 @@ _DIMENSION_HINT: Final[dict[str, str]] = {
     "seconds": "_s, _ms, _us or _ns",
     "watts": "_w or _kw",
     "hertz": "_mhz, _ghz or _hz",
+}
+
+
+# What a figure of each dimension can physically be, in base SI, beyond being above 0: no memory
+# or link moves less than 1 MB/s or more than 1 EB/s, no chip computes below 1 MFLOP/s, no clock
+# ticks below 1 kHz or above 1 THz. A value outside is a typo or a unit slip (1e-300 TB/s).
+PHYSICAL_RANGES: Final[dict[str, tuple[float, float, str]]] = {
+    "bytes_per_s": (1e6, 1e18, "1 MB/s to 1 EB/s"),
+    "per_s": (1e6, 1e21, "1 MFLOP/s to 1 ZFLOP/s"),
+    "hertz": (1e3, 1e12, "1 kHz to 1 THz"),
+    "bytes": (1.0, 2.0**60, "1 byte to 1 EiB"),
+    "watts": (1e-3, 1e15, "1 mW to 1 PW"),
 }
 
 
@@ -144,6 +157,15 @@ class Fields:
             )
         return value
 
+    def name(self, key: str) -> str:
+        """A required name: a string with something in it (an empty name cannot be looked up)."""
+        value = self.string(key)
+        if not value.strip():
+            raise DataFileError(
+                self.path, "empty name", field=self._name(key), fix=f'write {key} = "<a name>"'
+            )
+        return value.strip()
+
     def strings(self, key: str) -> tuple[str, ...]:
         """A list of strings (empty when absent)."""
         value = self.data.get(key, [])
@@ -182,6 +204,26 @@ class Fields:
                 fix=f"write {key} = <integer>",
             )
         return value
+
+    def schema_version(self, supported: Iterable[int], *, default: int | None = None) -> int:
+        """``schema_version``: one of ``supported`` (``default`` when absent, else required).
+
+        A version this lightspeed does not read is refused naming the ones it does, so a file
+        written by a newer release is never read as if it were an older one.
+        """
+        versions = sorted(supported)
+        listed = " or ".join(str(version) for version in versions)
+        version = self.data.get("schema_version", default)
+        if isinstance(version, bool) or not isinstance(version, int) or version not in versions:
+            raise DataFileError(
+                self.path,
+                f"schema_version {version!r} is not one this lightspeed reads ({listed})"
+                if version is not None
+                else "missing field",
+                field=self._name("schema_version"),
+                fix=f"write schema_version = {versions[-1]} (or use the lightspeed that wrote the file)",
+            )
+        return version
 
     def optional_integer(self, key: str) -> int | None:
         """An integer or ``None`` when absent."""
@@ -242,7 +284,18 @@ class Fields:
         if found is None:
             return None
         key, factor = found
-        return self.number(key) * factor
+        value = self.number(key) * factor
+        if dimension in PHYSICAL_RANGES:
+            low, high, words = PHYSICAL_RANGES[dimension]
+            if not low <= value <= high:
+                raise DataFileError(
+                    self.path,
+                    f"outside the physical range of {words}",
+                    field=self._name(key),
+                    value=self.data[key],
+                    fix=f"check the number and its unit suffix ({_DIMENSION_HINT[dimension]})",
+                )
+        return value
 
     def unknown_keys(self, allowed: set[str]) -> list[str]:
         """Keys present that are not in ``allowed`` (a typo check)."""
@@ -262,7 +315,65 @@ class Fields:
         return source
 
 
-MAX_DATA_FILE_BYTES: Final = 16 * 2**20
+MAX_DATA_FILE_BYTES: Final = files.DEFAULT_MAX_BYTES
+MAX_INT64: Final = 2**63 - 1  # times in ns and counts live in int64 columns
+
+
+def whole_number(event: Mapping[str, Any], key: str, *, path: object, line: int | None = None) -> int:
+    """``event[key]``: a whole number from 0 to the int64 maximum (a time in ns, a count).
+
+    >>> whole_number({"t_ns": 1_700_000_000 * 10**9}, "t_ns", path="log.jsonl", line=3)
+    1700000000000000000
+    >>> whole_number({"t_ns": 2**64}, "t_ns", path="log.jsonl", line=3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.DataFileError: log.jsonl:3: expected a whole number from 0 to 9,223,...,807 (int64); ...
+    """
+    value = event.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT64:
+        raise DataFileError(
+            path,
+            f"expected a whole number from 0 to {MAX_INT64:,} (int64)",
+            line=line,
+            field=key,
+            value=value,
+        )
+    return value
+
+
+def check_version(
+    data: Mapping[str, Any], readable: Iterable[int], *, path: object, what: str, line: int | None = None
+) -> int:
+    """``data["v"]``, the version of a log or capture line: one this lightspeed reads.
+
+    >>> check_version({}, {1}, path="c.jsonl", what="capture", line=1)
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.DataFileError: c.jsonl:1: capture has no version; field 'v'; fix: ...
+    """
+    versions = sorted(readable)
+    listed = " or ".join(map(str, versions))
+    version = data.get("v")
+    if isinstance(version, bool) or version not in versions:
+        found = "has no version" if version is None else f"version {version!r} is not {listed}"
+        raise DataFileError(
+            path,
+            f"{what} {found}",
+            line=line,
+            field="v",
+            fix=f"this lightspeed reads version {listed}: read the file with the lightspeed that wrote it",
+        )
+    return int(version)
+
+
+def finite_number(
+    event: Mapping[str, Any], key: str, *, path: object, line: int | None = None, default: float | None = None
+) -> float:
+    """``event[key]`` (``default`` when absent): a finite number >= 0."""
+    value = event.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise DataFileError(path, "expected a finite number >= 0", line=line, field=key, value=value)
+    return float(value)
 
 
 def normalize_name(name: str) -> str:
@@ -279,15 +390,13 @@ def normalize_name(name: str) -> str:
 
 def expand_paths(paths: Iterable[Path]) -> list[Path]:
     """Files named directly plus every ``*.toml`` below named folders (``--catalog`` paths)."""
-    files: list[Path] = []
+    found: list[Path] = []
     for path in paths:
-        if path.is_dir():
-            files.extend(sorted(path.rglob("*.toml")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise DataFileError(path, "no such file or folder", fix="check the --catalog path")
-    return files
+        files.check_input(
+            path, what="catalog TOML file or folder", fix="check the --catalog path", folder_ok=True
+        )
+        found.extend(sorted(path.rglob("*.toml")) if path.is_dir() else [path])
+    return found
 
 
 # Containers inside containers (arrays, objects, inline tables, dotted keys). Real files nest
@@ -301,7 +410,7 @@ _NOT_BRACKET: Final = re.compile(rb"[^\[\]{}]+")
 
 
 def read_bounded(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> bytes:
-    """The bytes of ``path``, refusing a file over ``max_bytes`` before reading it.
+    """The bytes of ``path``: a regular file, at most ``max_bytes`` (see :mod:`lightspeed.files`).
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "x.json"
@@ -309,31 +418,12 @@ def read_bounded(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str 
     >>> read_bounded(path)
     b'[1]'
     """
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise DataFileError(
-                path,
-                f"file is {size:,} bytes, above the {max_bytes:,}-byte limit for a {what}",
-                fix="check that this is the right file (docs/limits.md lists every input limit)",
-            )
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)  # a file that grew since stat() is still bounded
-    except OSError as error:
-        raise DataFileError(
-            path, f"cannot read file ({error.strerror or error})", fix="check the path"
-        ) from None
-    if len(data) > max_bytes:
-        raise DataFileError(path, f"file is above the {max_bytes:,}-byte limit for a {what}")
-    return data
+    return files.read_bounded(path, max_bytes=max_bytes, what=what)
 
 
 def read_text(path: Path, *, max_bytes: int = MAX_DATA_FILE_BYTES, what: str = "data file") -> str:
     """The UTF-8 text of ``path`` (bounded as :func:`read_bounded`); other bytes are a clear error."""
-    try:
-        return read_bounded(path, max_bytes=max_bytes, what=what).decode("utf-8")
-    except UnicodeDecodeError:
-        raise DataFileError(path, "file is not UTF-8 text", fix=f"save the {what} as UTF-8") from None
+    return files.read_text(path, max_bytes=max_bytes, what=what)
 
 
 def nesting_depth(data: bytes, *, toml: bool = False) -> int:
@@ -387,7 +477,7 @@ def load_json(
     >>> load_json(path)
     {'a': [1, 2]}
     """
-    data = read_bounded(path, max_bytes=max_bytes, what=what)
+    data = files.strip_bom(read_bounded(path, max_bytes=max_bytes, what=what))
     if not data.strip():
         raise DataFileError(path, "file is empty", fix=fix or f"write the {what} into it")
     check_nesting(data, path=path)
@@ -441,9 +531,11 @@ def toml_value(value: Any, *, wrap_at: int | None = None) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def load_toml(path: Path) -> dict[str, Any]:
+def load_toml(path: Path, *, what: str = "data file") -> dict[str, Any]:
     """Parse one TOML file with a size and a depth bound; a syntax error names the file, line and fix."""
-    data = read_bounded(path, what="data file")
+    data = files.strip_bom(read_bounded(path, what=what))
+    if not data.strip():
+        raise DataFileError(path, "file is empty", fix=f"write the {what} into it")
     check_nesting(data, path=path, toml=True)
     try:
         parsed: dict[str, Any] = tomllib.loads(data.decode("utf-8"))

@@ -44,10 +44,12 @@ class UnknownNameError(UserInputError):
         self.kind = kind
         self.name = name
         known_list = sorted(set(known))
-        self.closest = closest_names(name, known_list)
+        self.closest = closest_names(name, known_list) if name.strip() else []
         listing = ", ".join(self.closest) if self.closest else ", ".join(known_list[:8])
         label = "closest" if self.closest else "known"
         message = f"unknown {kind} {name!r}; {label}: {listing}"
+        if not name.strip():  # '' or ' ': say so rather than look it up
+            message = f"the {kind} name is empty; name one of: {listing}"
         if hint:
             message += f" ({hint})"
         super().__init__(message)

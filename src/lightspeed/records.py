@@ -33,6 +33,15 @@ JsonDict: TypeAlias = dict[str, Any]
 
 def to_jsonable(value: Any) -> Any:
     """Convert records, mappings, sequences, enums, paths and numpy scalars to JSON types."""
+    kind = type(value)  # the common JSON types first: a large report holds millions of them
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [to_jsonable(item) for item in value]
     if isinstance(value, Record):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -40,9 +49,9 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        return value
+        return int(value)  # an int subclass (an IntEnum) as the plain number JSON encoders take
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return float(value) if math.isfinite(value) else None  # numpy.float64 is a float subclass
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if isinstance(value, PurePath):

@@ -137,3 +137,20 @@ def test_full_store_is_one_line(run_cli, monkeypatch) -> None:  # type: ignore[n
     monkeypatch.setattr(database.ResultsStore, "_insert_records", original)
     with open_store() as store:
         assert store.runs(include_incomplete=True) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # --tp without --model used to run the whole default sweep (190 s) as if it were not there
+        (["gemm", "--tp", "3"], "--tp: only with --model NAME"),
+        (
+            ["gemm", "--tp", "3", "--model", "llama-3-8b"],
+            "tp=3 does not divide the 4,096 rows of the attention out",
+        ),
+        (["gemm", "--array-size", "1MiB"], "--array-size: only with the membw suite"),
+        (["membw", "--collective", "all_reduce"], "--collective: only with the collectives suite"),
+    ],
+)
+def test_options_the_suite_would_ignore_are_refused_at_once(run_cli, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    one_line_error(run_cli("bench", *args, "--no-save"), message)

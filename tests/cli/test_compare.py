@@ -98,7 +98,7 @@ def test_bad_inputs_exit_2_with_one_line(run_cli, tmp_path: Path) -> None:  # ty
     one_line_error(run_cli("compare", str(good), str(other_metric)), "share no metric")
     one_line_error(run_cli("compare", str(good), str(empty)), "samples")
     one_line_error(run_cli("compare", str(good), str(broken)), "not valid JSON")
-    one_line_error(run_cli("compare", str(good), str(tmp_path / "nope.json")), "does not exist")
+    one_line_error(run_cli("compare", str(good), str(tmp_path / "nope.json")), "no such file")
     one_line_error(run_cli("compare", str(good), str(good), "--threshold", "abc"), "percentage")
     one_line_error(run_cli("compare", str(good), str(good), "--warmup", "3"), "nothing is left")
     one_line_error(run_cli("compare", str(good)), "CURRENT")
@@ -149,3 +149,15 @@ def test_compare_goodput_runs_and_traces(run_cli, tmp_path: Path, write_step_tra
             clock_ns += int(duration_s * 1e9)
     same = run_cli("compare", str(base), str(run_dir))  # a trace against a goodput run: both step times
     assert same.code == 0, same.err
+
+
+def test_a_negative_sample_is_refused_naming_it(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # step times of -1 s used to be compared as if they were measurements
+    good, negative = tmp_path / "good.json", tmp_path / "negative.json"
+    for path, samples in ((good, [1.0, 1.1, 0.9]), (negative, [1.0, -2.0, 0.9])):
+        path.write_text(
+            json.dumps({"metric": "step_time_s", "unit": "s", "lower_is_better": True, "samples": samples})
+        )
+    one_line_error(
+        run_cli("compare", str(good), str(negative)), "negative.json", "negative sample", "samples[1]"
+    )

@@ -168,3 +168,18 @@ def test_html_report_gains_a_cost_section_with_prices(run_cli, tmp_path: Path) -
     assert "21.7 kW" in html
     assert f"${16 * 2.0 * step_s / 3600:,.4g}" in html
     assert "cloud_usd_per_gpu_hour.h100-sxm=2" in html
+
+
+def test_options_a_mode_would_ignore_are_refused(run_cli) -> None:  # type: ignore[no-untyped-def]
+    one_line_error(
+        run_cli("cost", "train", "--scenario", "deepseek-v3", "--model", "llama-3-8b"), "--model", "fixes"
+    )
+    one_line_error(
+        run_cli("cost", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--global-batch", "64",
+                "--tokens", "1e12", "--usd-per-gpu-hour", "2"),
+        "--usd-per-gpu-hour: only with --scenario deepseek-v3",
+    )  # fmt: skip
+    # a price of 0 divided by zero in the seed's cost comparison
+    one_line_error(
+        run_cli("cost", "train", "--scenario", "deepseek-v3", "--usd-per-gpu-hour", "0"), "not above"
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from expect import one_line_error
 from lightspeed.goodput import Tracker
 
 NS = 1_000_000_000
@@ -231,3 +232,22 @@ def test_report_publishes_to_tensorboard(run_cli, tmp_path: Path) -> None:  # ty
     assert two.code == 2
     assert "publish one run" in two.err
     assert not unused.exists()  # refused before any sink was made
+
+
+def test_a_system_or_model_named_on_the_command_line_must_exist(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    # '--system nope' used to exit 0 with the lookup error folded into the MFU column
+    one_line_error(
+        run_cli("goodput", "report", str(shared / H200_LORA), "--system", "nope"), "unknown device 'nope'"
+    )
+    one_line_error(
+        run_cli("goodput", "report", str(shared / H200_LORA), "--model", "nope"), "unknown model 'nope'"
+    )
+
+
+def test_mfu_above_the_peak_from_given_options_is_refused(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    # one H200 cannot have trained what eight did: MFU came out at about 1000% and was printed
+    result = run_cli(
+        "goodput", "report", str(shared / H200_LORA), "--system", "h200-sxm", "--num-accelerators", "1"
+    )
+    line = one_line_error(result, "MFU would be", "above the peak", "--num-accelerators")
+    assert "--system" in line

@@ -102,3 +102,37 @@ def test_hw_show_a_slice_and_one_gpu_limits(run_cli) -> None:  # type: ignore[no
     one_line_error(
         run_cli("plan", "infer", "--model", "llama-3-8b", "--gpu", "h100-sxm/3g.40gb", "--gpus", "2")
     )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # the real -lgi of the fixture with one row changed; each was accepted before
+        (("MIG 3g.40gb          9 ", "MIG 5g.99gb          9 "), "GPU 0: unknown MIG profile"),
+        (
+            ("MIG 3g.40gb          9        2          4:4", "MIG 3g.40gb          9        2          0:4"),
+            "GPU 0",
+        ),
+        (("19       10          3:1", "19       10          2:1"), "GPU 0: 1g.10gb at slot 2 overlaps"),
+        (("19       10          3:1", "19        9          3:1"), "GPU 0: instance id 9 appears twice"),
+    ],
+)
+def test_a_current_layout_no_gpu_can_hold_is_refused(run_cli, tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
+    text = LGI.read_text(encoding="utf-8")
+    assert edit[0] in text
+    current = tmp_path / "lgi.txt"
+    current.write_text(text.replace(edit[0], edit[1], 1), encoding="utf-8")
+    line = one_line_error(
+        run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm", "--current", str(current)),
+        message,
+    )
+    assert str(current) in line
+
+
+def test_an_empty_name_is_refused_as_empty(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    one_line_error(run_cli("mig", "profiles", "--gpu", ""), "the device name is empty")
+    workloads = tmp_path / "w.toml"
+    workloads.write_text(
+        EXAMPLE.read_text(encoding="utf-8").replace('name = "chat"', 'name = " "'), encoding="utf-8"
+    )
+    one_line_error(run_cli("mig", "plan", "--workloads", str(workloads), "--gpu", "h100-sxm"), "empty name")

@@ -165,7 +165,7 @@ def test_expert_load_errors_are_one_line(run_cli, mixtral_load: Path, tmp_path: 
         "8 experts per layer, not the 256 expected",
     )  # fmt: skip
     missing = tmp_path / "missing.json"
-    one_line_error(run_cli(*PLAN_TRAIN, "--expert-load", str(missing)), "cannot read file")
+    one_line_error(run_cli(*PLAN_TRAIN, "--expert-load", str(missing)), "no such file")
 
 
 def test_search_plan_infer_and_compare_take_the_load(run_cli, mixtral_load: Path) -> None:  # type: ignore[no-untyped-def]

@@ -84,6 +84,22 @@ def test_run_passes_the_commands_exit_code_on(run_cli, tmp_path: Path) -> None: 
     assert "exit code 3" in result.out
 
 
+def test_a_command_shorter_than_the_first_sample_is_a_run(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 'monitor run -- true' used to exit 2 with "no process with id N to watch"
+    out = tmp_path / "m"
+    result = run_cli(
+        "monitor", "run", "--backend", "host", "--out", str(out), "--no-save", "--json", "--", "true"
+    )
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["run"]["exit_code"] == 0
+    assert report["captures"][0]["num_samples"] >= 1
+    killed = run_cli("monitor", "run", "--backend", "host", "--out", str(tmp_path / "k"), "--no-save", "--",
+                     "sh", "-c", "kill -KILL $$")  # fmt: skip
+    assert killed.code == 137  # 128 + SIGKILL, as a shell reports it (it used to be 0)
+    assert "ended by SIGKILL" in killed.out
+
+
 def test_report_prints_summary_findings_and_a_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "mon"
     _monitored_job(run_cli, tmp_path, str(out), "0", "--no-save")
@@ -142,14 +158,15 @@ def test_watch_replays_a_capture_as_json_lines(run_cli, tmp_path: Path) -> None:
             "host backend samples at most every 50 ms",
         ),
         (["run", "--backend", "host", "--", "no-such-command-xyz"], "cannot run 'no-such-command-xyz'"),
-        (["report", "nope/nowhere"], "does not exist"),
+        (["report", "nope/nowhere"], "no such file"),
+        (["run", "--out", "/proc/nope", "--", "true"], "cannot create the monitor run folder /proc/nope"),
         (["serve", "--port", "99999"], "99999"),
-        (["serve", "--port", "0", "--replay", "missing.jsonl"], "cannot read the capture"),
+        (["serve", "--port", "0", "--replay", "missing.jsonl"], "no such file"),
         (["watch", "--backend", "gpu"], "'gpu' is not one of"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(run_cli, tmp_path: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
-    if args[0] == "run":
+    if args[0] == "run" and "--out" not in args:
         args = [*args[:1], "--out", str(tmp_path / "m"), *args[1:]]
     result = run_cli("monitor", *args)
     assert result.code == 2

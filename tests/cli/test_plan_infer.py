@@ -169,4 +169,4 @@ def test_serving_stack_is_chosen_by_name(run_cli) -> None:  # type: ignore[no-un
         run_cli(*PLAN, "--serving", "sglang-2099"), "unknown serving stack 'sglang-2099'", "sglang-2025"
     )
     # an empty name is a wrong name, not the default
-    one_line_error(run_cli(*PLAN, "--serving", ""), "unknown serving stack ''")
+    one_line_error(run_cli(*PLAN, "--serving", ""), "the serving stack name is empty")

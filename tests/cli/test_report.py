@@ -99,7 +99,7 @@ def test_report_bad_sources_are_one_line(run_cli, tmp_path: Path) -> None:  # ty
     bad_plan.write_text(json.dumps({"step_time_s": "slow", "breakdown_s": {"compute": 1.0}}))
     for source, needle in (
         (str(bad_plan), "step_time_s"),
-        (str(tmp_path / "missing.json"), "does not exist"),
+        (str(tmp_path / "missing.json"), "no such file"),
         ("run:nope", "no run"),
     ):
         result = run_cli("report", "--from", source, "-o", str(tmp_path / "r.html"))

@@ -39,13 +39,13 @@ def test_seed_example_tokens_per_s_and_efficiency(hand_log) -> None:  # type: ig
 
 
 def _crash_and_restart_log(hand_log):  # type: ignore[no-untyped-def]
-    log = hand_log().start(0.0, model_flop_per_token=600.0, peak_flop_per_s=1000.0)
+    log = hand_log().start(0.0, model_flop_per_token=600.0, peak_flop_per_s=100_000.0)
     log.phase("init", 0.0, 2.0)
     for index in range(5):  # steps 0..4, 1 s each, from t = 2 to 7
         log.step(index, 2.0 + index, 3.0 + index, tokens=100)
     log.phase("checkpoint_save", 7.0, 7.5)  # checkpoint after steps 0..4: resume at step 5
     log.step(5, 7.5, 8.5, tokens=100).step(6, 8.5, 9.5, tokens=100)  # then the process dies
-    log.start(12.0, segment="s2", model_flop_per_token=600.0, peak_flop_per_s=1000.0)
+    log.start(12.0, segment="s2", model_flop_per_token=600.0, peak_flop_per_s=100_000.0)
     log.phase("checkpoint_restore", 12.0, 13.0)
     log.step(5, 13.0, 15.0, tokens=100)  # first step after restart: 2 s (1 s of it is startup)
     for index in range(6, 10):
@@ -78,9 +78,9 @@ def test_crash_restart_buckets_by_hand(hand_log) -> None:  # type: ignore[no-unt
     assert (ledger.num_segments, ledger.num_restarts, ledger.num_failures) == (2, 1, 1)
     assert [view.status for view in ledger.segments] == ["crashed", "ok"]
     assert ledger.segments[0].num_wasted_steps == 2
-    # MFU: 1000 tokens x 600 FLOP over 19.5 s of a 1000 FLOP/s device.
-    assert ledger.mfu == pytest.approx(1000 * 600 / (19.5 * 1000))
-    assert ledger.step_mfu == pytest.approx(1000 * 600 / (10.0 * 1000))
+    # MFU: 1000 tokens x 600 FLOP over 19.5 s of a 100,000 FLOP/s device (0.31; 0.6 over the 10 s of steps).
+    assert ledger.mfu == pytest.approx(1000 * 600 / (19.5 * 100_000))
+    assert ledger.step_mfu == pytest.approx(1000 * 600 / (10.0 * 100_000))
     assert ledger.mfu == pytest.approx(ledger.step_mfu * ledger.goodput_fraction)
 
 

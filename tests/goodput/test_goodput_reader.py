@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -67,6 +68,17 @@ def test_event_ending_before_it_starts(hand_log) -> None:  # type: ignore[no-unt
         read_run(hand_log().start(0.0).step(0, 3.0, 2.0).write())
 
 
+def test_a_time_beyond_int64_is_one_line(hand_log) -> None:  # type: ignore[no-untyped-def]
+    path = hand_log().start(0.0).step(0, 1.0, 2.0).write()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = re.sub(r'"end_ns": ?\d+', f'"end_ns": {2**63}', lines[1])
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(
+        DataFileError, match=r":2: expected a whole number from 0 to .* \(int64\); field 'end_ns'"
+    ):
+        read_run(path)
+
+
 def test_two_processes_in_one_rank_file(hand_log) -> None:  # type: ignore[no-untyped-def]
     log = hand_log().start(0.0)
     stranger = {"v": 1, "seg": "other", "type": "step", "step": 0, "start_ns": 1, "end_ns": 2}
@@ -77,7 +89,7 @@ def test_two_processes_in_one_rank_file(hand_log) -> None:  # type: ignore[no-un
 
 def test_newer_schema_version(hand_log) -> None:  # type: ignore[no-untyped-def]
     log = hand_log().raw('{"v": 2, "seg": "s", "type": "job_start"}')
-    with pytest.raises(DataFileError, match=r":1: event schema version 2 is not 1.*upgrade lightspeed"):
+    with pytest.raises(DataFileError, match=r":1: event schema version 2 is not 1.*reads version 1"):
         read_run(log.write())
 
 

@@ -119,7 +119,7 @@ def test_malformed_files_name_the_problem(tmp_path: Path, name: str, text: str, 
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(DataFileError, match="cannot read file"):
+    with pytest.raises(DataFileError, match="no such file"):
         read_expert_load(tmp_path / "none.json")
 
 

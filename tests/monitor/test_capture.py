@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,19 @@ def test_line_cut_by_a_crash_is_skipped_with_a_warning(make_capture, tmp_path: P
         ),
         (lambda lines: [lines[0].replace('"interval_s": 1.0', '"interval_s": -1')], r"interval_s"),
         (lambda lines: [lines[0], lines[0]], r":2: a second capture_start"),
+        # -500% CPU used to be accepted; a time beyond int64 was an OverflowError traceback
+        (
+            lambda lines: [lines[0], lines[1].replace("0.1", "-5")],
+            r":2: cpu_util_ratio = -5 \(-500%\) is outside its range 0 to 1.*field 'd.host.cpu_util_ratio'",
+        ),
+        (
+            lambda lines: [lines[0], lines[1].replace("0.1", "1.5")],
+            r":2: cpu_util_ratio = 1.5 \(150%\) is outside",
+        ),
+        (
+            lambda lines: [lines[0], re.sub(r'"t_ns": ?\d+', f'"t_ns": {2**64}', lines[1])],
+            r":2: expected a whole number from 0 to 9,223,372,036,854,775,807 \(int64\); field 't_ns'",
+        ),
     ],
 )
 def test_malformed_captures_name_the_line(make_capture, tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -101,7 +115,7 @@ def test_empty_and_missing_files(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(DataFileError, match="empty file"):
         read_capture(tmp_path / "empty.jsonl")
-    with pytest.raises(DataFileError, match="cannot read the capture"):
+    with pytest.raises(DataFileError, match=r"no such file \(expected a monitor capture"):
         read_capture(tmp_path / "nope.jsonl")
 
 

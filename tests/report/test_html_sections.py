@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.bench import make_result
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError
 from lightspeed.gate import benchmark_records
 from lightspeed.goodput import Tracker, build_ledger, read_run
 from lightspeed.report.html import write_report
@@ -165,7 +165,7 @@ def test_gather_inputs_from_sources_and_store(tmp_path: Path, store_url: str) ->
     assert from_store.bench is not None
     assert from_store.estimates[0].step_time_s == 10.0
     assert from_store.ledgers == ()
-    with pytest.raises(UserInputError, match="does not exist"):
+    with pytest.raises(DataFileError, match="no such file"):
         gather_inputs(sources=[str(tmp_path / "missing.json")], store_path=store_path)
 
 

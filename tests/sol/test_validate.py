@@ -142,3 +142,43 @@ def test_a_cell_over_the_csv_limit_is_one_data_file_error(tmp_path: Path) -> Non
 def test_a_dash_after_a_letter_is_not_a_sign() -> None:
     assert first_number("ZeRO-1 (recalled)") == 1.0
     assert first_number("-8") == -8.0
+
+
+HEADER = "id\tkind\tsource\tmodel\tGPUs\thardware\tmetric\tmeasured\tseq\tglobal_batch\tTP\tDP"
+ROW = "{id}\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t{measured}\t4096\t64\t1\t8"
+
+
+@pytest.mark.parametrize(
+    ("measured", "problem"),
+    [("-137", "a negative number"), ("inf (44%)", "not a finite number"), ("NaN", "not a finite number")],
+)
+def test_an_impossible_measured_value_stops_the_table_naming_the_row(
+    tmp_path: Path, measured: str, problem: str
+) -> None:
+    # '-137' used to be read as 137 and 'inf (44%)' as 44: the prediction was compared with a number
+    # the source never gave
+    table = tmp_path / "rows.tsv"
+    table.write_text(
+        "\n".join([HEADER, ROW.format(id="A", measured="1.0"), ROW.format(id="B", measured=measured)])
+    )
+    with pytest.raises(
+        DataFileError, match=rf"rows.tsv:3: row B: the measured value is {problem}; field 'measured'"
+    ):
+        read_table(table)
+
+
+def test_a_byte_order_mark_and_repeated_setups(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # Excel saves UTF-8 with a BOM; repeated setups are predicted once and each keeps its own id
+    table = tmp_path / "rows.tsv"
+    rows = [ROW.format(id=f"R{index}", measured="1.0") for index in range(3)]
+    table.write_bytes(b"\xef\xbb\xbf" + "\n".join([HEADER, *rows]).encode())
+    seen: list[tuple[int, int]] = []
+    report = validate_published(
+        path=table, catalog=catalog, models=models, progress=lambda done, total: seen.append((done, total))
+    )
+    assert [row.id for row in report.rows] == ["R0", "R1", "R2"]
+    assert len({row.predicted for row in report.rows}) == 1
+    assert report.rows[0].predicted is not None
+    assert seen == [(1, 3), (2, 3), (3, 3)]

@@ -428,7 +428,7 @@ def test_unreadable_sample_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(DataFileError, match="UTF-8"):
         read_sample_file(binary)
-    with pytest.raises(UserInputError, match="does not exist"):
+    with pytest.raises(DataFileError, match="no such file"):
         load_metric_samples(tmp_path / "missing.json")
 
 

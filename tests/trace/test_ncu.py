@@ -143,6 +143,21 @@ def test_raw_page(raw_ncu_csv: Path) -> None:
             lambda text: text.replace('"0","371693"', '"x","371693"', 1),
             "ID of a kernel launch is not a number",
         ),
+        # impossible values were accepted: 250% of peak, a negative throughput or duration
+        (
+            lambda text: text.replace(
+                '"Compute (SM) Throughput","%","23.59"', '"Compute (SM) Throughput","%","250"'
+            ),
+            r"launch ID 0: Compute \(SM\) Throughput = 250 % is outside 0% to 100% of peak",
+        ),
+        (
+            lambda text: text.replace('"Memory Throughput","%","21.68"', '"Memory Throughput","%","-21.68"'),
+            r"Memory Throughput = -21.68 % is outside",
+        ),
+        (
+            lambda text: text.replace('"Duration","ns","406240"', '"Duration","ns","-406240"'),
+            r"variant.csv:\d+: kernel launch ID 0: Duration = -406240 ns is outside 0 or more",
+        ),
     ],
 )
 def test_malformed_csv_is_one_clear_error(tmp_path: Path, mangle, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -334,3 +334,21 @@ def test_null_ids_and_undecodable_text_are_read(tmp_path: Path, nsys: SimpleName
     assert sorted(table.correlation[kernels].tolist()) == [-1, 5]  # NULL reads as "no id"
     [annotation] = [table.names[i] for i in table.name_id[table.category_mask(("user_annotation",))]]
     assert annotation == "Gei\ufffd step"
+
+
+def test_rows_that_end_before_they_start_are_counted_not_dropped_silently(
+    shared: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "reversed.sqlite"
+    shutil.copyfile(_nsys_file(shared, "con_kernel.sqlite"), copy)
+    with sqlite3.connect(copy) as db:  # two kernels whose end comes before their start
+        db.execute(
+            'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 1 '
+            "WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 2)"
+        )
+    [(kernels,)] = _sql(copy, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    rank = load_trace(copy).ranks[0]
+    assert int(rank.events.category_mask(("kernel",)).sum()) == kernels - 2
+    assert any(
+        "2 rows of CUPTI_ACTIVITY_KIND_KERNEL left out: they end before they start" in n for n in rank.notes
+    )

@@ -47,6 +47,17 @@ def test_a_kernel_without_ts_is_not_dropped_silently(write_trace: Any, kineto: A
         load_trace(write_trace("rank-0.json", kineto.document(events)))
 
 
+def test_a_kernel_without_dur_is_not_dropped_silently(write_trace: Any, kineto: Any) -> None:
+    # it used to vanish from every table: a kernel the GPU ran, left out without a word
+    events = _kernels(kineto)
+    del events[6]["dur"]
+    path = write_trace("rank-0.json", kineto.document(events))
+    with pytest.raises(TraceError, match=r"a GPU event without a dur.*traceEvents\[7\]\.dur"):
+        load_trace(path)
+    rank = load_trace(path, skip_bad_events=True).ranks[0]
+    assert (rank.num_skipped_events, rank.events.num_events) == (1, 9)
+
+
 def test_skipped_events_are_counted_and_the_rest_analysed(write_trace: Any, kineto: Any) -> None:
     events = _kernels(kineto)
     events[3]["dur"] = -500  # would make idle above 100% if kept

@@ -157,7 +157,10 @@ def test_resolve_accepts_names_and_paths(tmp_path: Path) -> None:
         (("num_kv_heads = 2", "num_kv_heads = 3"), ["multiple of num_kv_heads (3)", "fix:"]),
         (('source = "mine"', 'source = "theirs"'), ["source not declared", "theirs", "mine"]),
         (('[sources.mine]\ntitle = "a test"', ""), ["no sources", "[sources.<key>]"]),
-        (("schema_version = 1", "schema_version = 2"), ["unsupported schema_version 2"]),
+        (
+            ("schema_version = 1", "schema_version = 2"),
+            ["schema_version 2 is not one this lightspeed reads (1)"],
+        ),
         (("[attention]", "[attentoin]"), ["unknown field", "attentoin"]),
     ],
 )

@@ -99,11 +99,23 @@ def model_shapes(model: TransformerSpec, *, tp: int = 1, num_tokens: int = 4096)
     result: list[GemmShape] = []
     for label, n, k in shapes:
         column_parallel = label in ("qkv", "mlp up", "lm head", "q", "kv up")
+        split = n if column_parallel else k
+        if split % tp:  # a rank cannot hold a fraction of a column: Megatron refuses such a TP too
+            raise UserInputError(
+                f"tp={tp} does not divide the {split:,} {'columns' if column_parallel else 'rows'} of the "
+                f"{label} GEMM of {model.name}; use a TP that divides it (e.g. {_divisor_near(split, tp)})"
+            )
         n_rank, k_rank = (n // tp, k) if column_parallel else (n, k // tp)
-        if min(n_rank, k_rank) < 1:
-            raise UserInputError(f"tp={tp} leaves no columns for the {label} GEMM of {model.name}")
         result.append(GemmShape(m=num_tokens, n=n_rank, k=k_rank, label=f"{model.name} {label} tp={tp}"))
     return result
+
+
+def _divisor_near(size: int, tp: int) -> int:
+    """The largest power of two up to ``tp`` that divides ``size`` (1 at least)."""
+    power = 1
+    while power * 2 <= tp and size % (power * 2) == 0:
+        power *= 2
+    return power
 
 
 def _mla_shapes(model: TransformerSpec) -> list[tuple[str, int, int]]:

@@ -24,6 +24,7 @@ Cluster files hold one ``kind = "cluster"`` record::
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -236,9 +237,5 @@ def looks_like_file(text: str | Path) -> bool:
     """Whether ``text`` names a cluster file rather than a name or spec."""
     if isinstance(text, Path):
         return True
-    if text.strip().lower().endswith(".toml"):
-        return True
-    try:
-        return Path(text).is_file()
-    except OSError:  # a name longer than the file system allows (ENAMETOOLONG) is no file
-        return False
+    # os.path.isfile says False where Path.is_file raises (a name too long for the file system)
+    return text.strip().lower().endswith(".toml") or os.path.isfile(text)

@@ -189,6 +189,7 @@ def parse_mig_geometry(path: str, data: Mapping[str, Any]) -> MigGeometry:
     """One ``kind = "mig"`` record: the GPUs it applies to and their profiles."""
     fields = Fields(path, data)
     check_table(fields, (_TOP_KEYS, {}))
+    fields.schema_version({1})
     sources = parse_sources(fields)
     entries = fields.array_of_tables("profiles")
     if not entries:

@@ -87,14 +87,7 @@ class RawRecords:
 
 
 def _check_header(fields: Fields) -> str:
-    version = fields.integer("schema_version", minimum=1)
-    if version != SCHEMA_VERSION:
-        raise DataFileError(
-            fields.path,
-            f"unsupported schema_version {version}",
-            field="schema_version",
-            fix=f"write schema_version = {SCHEMA_VERSION}",
-        )
+    fields.schema_version({SCHEMA_VERSION})
     kind = fields.string("kind")
     if kind not in KINDS:
         raise DataFileError(
@@ -152,7 +145,7 @@ def read_raw(files: Iterable[Path], kinds: Iterable[str] = KINDS) -> RawRecords:
     wanted = set(kinds)
     pending: list[tuple[Path, dict[str, Any]]] = []
     for path in files:
-        data = load_toml(path)
+        data = load_toml(path, what="catalog TOML file")
         kind = data.get("kind")
         if (kind in wanted or kind not in {*KINDS, *OTHER_KINDS}) and not raw.add(path, data):
             pending.append((path, data))

@@ -69,6 +69,11 @@ class Catalog:
         """The node or rack called ``name``."""
         return _lookup(self.systems, name, "system")
 
+    def find_system(self, name: str) -> System | None:
+        """The node or rack called ``name`` (name or alias), or ``None``: a probe that costs no
+        list of close names (:meth:`system` builds one for its error)."""
+        return _find(self.systems, name)
+
     def find_device(self, reported_name: str) -> Accelerator | None:
         """The accelerator a device reports itself as, or ``None`` if no record has that name.
 
@@ -141,7 +146,7 @@ class Catalog:
 
     def load_cluster_file(self, path: Path) -> Cluster:
         """A cluster from a ``kind = "cluster"`` TOML file."""
-        data = load_toml(path)
+        data = load_toml(path, what="cluster file (TOML)")
         fields = Fields(str(path), data)
         kind = fields.string("kind")
         if kind != "cluster":

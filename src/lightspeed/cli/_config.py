@@ -27,6 +27,7 @@ import click
 from lightspeed.cli import options as option_types
 from lightspeed.cli._completion import hardware_names, model_names
 from lightspeed.errors import UserInputError
+from lightspeed.files import check_input
 from lightspeed.sol import JobConfig, plan_file_kind, read_plan_file
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,8 +127,7 @@ def _reader(
     def read(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
         if path is None:
             return None
-        if not path.is_file():
-            raise click.BadParameter(f"{path} is not a file", ctx=ctx, param=param)
+        check_input(path, what="plan file or model config (TOML or config.json)")  # missing, a FIFO, a device
         kind = plan_file_kind(path)
         if kind is None:  # a model config, as --config always took
             ctx.default_map = {**(ctx.default_map or {}), "model_config": str(path)}

@@ -28,7 +28,7 @@ from lightspeed.bench import (
     supported_dtypes,
     torchrun_rank,
 )
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli.options import (
     ARRAY_SIZE,
     GEMM_ROWS,
@@ -152,6 +152,19 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
     """
     if suite != "gemm" and (options["dtypes"] or options["model"]):
         raise UserInputError("--dtype and --model apply to the gemm suite only")
+    if not options["model"]:  # the sweep has its own shapes: --tp and --tokens would change nothing
+        refuse_together(given_flags("tp", "tokens"), "only with --model NAME (they shape a model's GEMMs)")
+    if suite != "membw":
+        refuse_together(given_flags("array_size"), "only with the membw suite")
+    if suite != "collectives":
+        refuse_together(
+            given_flags("collectives", "sizes", "num_processes", "timeout"),
+            "only with the collectives suite",
+        )
+    if options["model"]:  # shapes first: a TP that does not split the model fails before any timing
+        model_shapes(
+            get_context().models().get(options["model"]), tp=options["tp"], num_tokens=options["tokens"]
+        )
     device = resolve_device(options["device"], num_threads=options["threads"])
     sol = device_sol(device=device, catalog=get_context().catalog(), sol_device=options["sol_device"])
     with progress_bar(enabled=not as_json, title=f"bench {suite}") as progress:

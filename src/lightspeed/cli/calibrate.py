@@ -10,7 +10,7 @@ import click
 from lightspeed.bench import GEMM_DTYPES
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.errors import UserInputError
-from lightspeed.gate import benchmark_payloads, calibration_inputs
+from lightspeed.gate import benchmark_payloads, calibration_inputs, check_result_files
 from lightspeed.report import render_calibration
 from lightspeed.sol import EfficiencyModel, calibrate, default_efficiency, list_calibrations, save_calibration
 from lightspeed.store import open_store
@@ -97,6 +97,7 @@ def command(
         else:
             click.echo("\n".join(names) or "no calibration profiles yet")
         return
+    check_result_files(sources)  # a mistyped file name is not looked up as a run id
     with open_store() as store:
         payloads, used = benchmark_payloads(store, sources)
     chosen_dtype = dtype or _default_dtype(payloads)

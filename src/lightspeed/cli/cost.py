@@ -8,12 +8,12 @@ records (or ``--power-w``, a measured mean); prices only from ``--prices FILE``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
 from lightspeed.catalog import load_power, power_of
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
@@ -126,6 +126,7 @@ def _power_records() -> Any:
 @json_option
 def train_command(**options: Any) -> None:
     """Time, GPU-hours, energy (per step, per token, per run) and cost of training to N tokens."""
+    _refuse_conflicts(options["scenario"])
     prices = _prices(options["prices_path"])
     power = _power_records()
     if options["scenario"] == "deepseek-v3":
@@ -159,6 +160,22 @@ def train_command(**options: Any) -> None:
         print_json(cost)
     else:
         render_training_cost(cost)
+
+
+_SCENARIO_FIXES: Final = (
+    *("model_name", "config_path", "system_text", "num_gpus", "global_batch"),
+    *("seq_len", "precision", "num_tokens", "calibration"),
+)
+
+
+def _refuse_conflicts(scenario: str | None) -> None:
+    """Options the chosen mode would ignore are refused, never dropped silently."""
+    if scenario is not None:
+        refuse_together(given_flags(*_SCENARIO_FIXES), f"--scenario {scenario} fixes them: leave them out")
+    else:
+        refuse_together(
+            given_flags("usd_per_gpu_hour"), "only with --scenario deepseek-v3 (price plans with --prices)"
+        )
 
 
 def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> None:

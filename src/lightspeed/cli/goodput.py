@@ -38,6 +38,7 @@ from lightspeed.goodput import (
     read_mllog,
     read_run,
     read_system_json,
+    resolve_accelerator,
 )
 from lightspeed.monitor import MonitorReport, analyze_run, monitor_folders_of
 from lightspeed.report import (
@@ -149,7 +150,9 @@ def report_command(
         "catalog": context.catalog(),
         "models": context.models(),
     }
+    _check_names(options)
     ledgers = [with_warnings(functools.partial(_ledger, path, options)) for path in paths]
+    _refuse_above_peak(ledgers, options)
     monitors = [_monitors(path, ledger, options) for path, ledger in zip(paths, ledgers, strict=True)]
     if plot_path is not None:
         if len(ledgers) > 1:
@@ -174,6 +177,31 @@ def report_command(
             if report.joined is not None:
                 render_counter_ledger(report.joined, console)
             render_findings(report.diagnosis, console)
+
+
+def _check_names(options: dict[str, Any]) -> None:
+    """A --system or --model the user named must exist (a name the run recorded is the ledger's note)."""
+    system, model = options["system"], options["model"]
+    if system is not None and not (system.endswith(".json") or Path(system).is_file()):
+        resolve_accelerator(catalog=options["catalog"], name=system)  # UnknownNameError: exit 2
+    if model is not None:
+        options["models"].get(model)
+
+
+_FLOP_OPTIONS = ("system", "model", "seq_len", "precision", "num_accelerators", "model_flop_per_token")
+
+
+def _refuse_above_peak(ledgers: list[Ledger], options: dict[str, Any]) -> None:
+    """MFU above 100% from options the user gave is their mistake to fix: refuse, naming them."""
+    given = [f"--{name.replace('_', '-')}" for name in _FLOP_OPTIONS if options[name] is not None]
+    for ledger in ledgers:
+        ratio = ledger.utilization.above_peak_ratio
+        if ratio is not None and ledger.step_mfu is None and given:  # MFU itself above the peak
+            raise UserInputError(
+                f"{ledger.path}: MFU would be {ratio:.0%}, above the peak no run exceeds; check "
+                f"{', '.join(given).replace('--model-flop-per-token', '--flop-per-token')} "
+                f"(the {ledger.utilization.precision} peak of {ledger.utilization.device} is the divisor)"
+            )
 
 
 def _monitors(path: Path, ledger: Ledger, options: dict[str, Any]) -> list[MonitorReport]:

@@ -11,6 +11,8 @@ from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
 from lightspeed.cli.options import Integer
 
+MAX_LGI_BYTES = 1 << 20  # the -lgi table of a 8-GPU node is a few KiB
+
 
 @click.group("mig")
 def command() -> None:
@@ -114,17 +116,27 @@ def plan(
 
 def _current(geometry: Any, current_path: Path | None, use_nvml: bool) -> Any:
     """The machine's MIG instances: from saved -lgi text, from NVML, or ``None`` when not asked."""
-    from lightspeed.errors import DataFileError
-    from lightspeed.mig import parse_lgi, read_mig_layout
+    from lightspeed.errors import DataFileError, UserInputError
+    from lightspeed.files import read_text
+    from lightspeed.mig import check_current_layout, parse_lgi, read_mig_layout
 
     if current_path is not None:
+        text = read_text(
+            current_path,
+            max_bytes=MAX_LGI_BYTES,
+            what="saved 'nvidia-smi mig -lgi' output",
+            fix="save it with: nvidia-smi mig -lgi > current.txt",
+        )
+        instances = parse_lgi(text, path=str(current_path))
         try:
-            text = current_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
+            check_current_layout(geometry, instances)
+        except UserInputError as error:
             raise DataFileError(
-                current_path, f"cannot read ({error})", fix="save the output of 'nvidia-smi mig -lgi'"
+                current_path,
+                str(error),
+                fix="save the output of 'nvidia-smi mig -lgi' on the GPUs themselves",
             ) from None
-        return parse_lgi(text, path=str(current_path))
+        return instances
     if use_nvml:
         return read_mig_layout({profile.profile_id: profile.name for profile in geometry.profiles})
     return None

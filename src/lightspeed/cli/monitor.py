@@ -17,6 +17,7 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
 from lightspeed.errors import UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.monitor import (
     BACKEND_NAMES,
     ExporterServer,
@@ -97,8 +98,10 @@ def run_cmd(
     """Run a command while sampling counters; report them joined to its goodput steps.
 
     Example: lightspeed monitor run --interval 100ms -- python examples/train_tiny_gpt.py --quick.
-    A goodput Tracker in the command finds the monitor by itself (LIGHTSPEED_MONITOR_RUN);
-    the exit code is the command's.
+    A goodput Tracker in the command finds the monitor by itself (LIGHTSPEED_MONITOR_RUN).
+    The exit code is the command's (128 + the signal's number when a signal ended it);
+    SIGINT, SIGTERM and SIGHUP to the monitor are forwarded to the command's process group,
+    and monitor.json says why the run stopped.
     """
     folder = out_dir or _default_out()
     run = run_command(
@@ -113,7 +116,7 @@ def run_cmd(
     _finish(report, plot_path, as_json, extra={"stored_run_id": stored})
     if not as_json:
         make_console().print(f"run folder: {folder}" + (f"  stored as run {stored}" if stored else ""))
-    return run.exit_code if run.exit_code is not None and run.exit_code > 0 else 0
+    return run.exit_code if run.exit_code is not None else 0
 
 
 def _store(report: MonitorReport) -> str | None:
@@ -163,9 +166,12 @@ def _run_path(run: str) -> Path:
     path = Path(run)
     if path.exists():
         return path
-    if "/" in run or path.suffix:
-        raise UserInputError(
-            f"{run} does not exist; pass a monitor run folder, a capture file or a store run id"
+    if looks_like_path(run):
+        check_input(
+            path,
+            what="monitor run folder or capture file",
+            fix="pass a monitor run folder, a capture file or a store run id",
+            folder_ok=True,
         )
     with open_store() as store:
         summary = store.run(run)

@@ -16,7 +16,7 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
 from lightspeed.errors import UserInputError
-from lightspeed.report import render_validation
+from lightspeed.report import delayed_progress, render_validation
 from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation import validate_builtin
 
@@ -41,14 +41,21 @@ def command(table: Path | None, builtin: bool, calibration: str | None, as_json:
         report = validate_builtin(
             catalog=context.catalog(), models=context.models(), efficiency=efficiency, path=table
         )
-    else:
+        _show(report, as_json)
+        return
+    with delayed_progress("predicting rows", total=None, as_json=as_json) as advance:
         report = validate_published(
             path=table,
             catalog=context.catalog(),
             models=context.models(),
             efficiency=efficiency,
             infer=inference_predictor(efficiency),
+            progress=advance,
         )
+    _show(report, as_json)
+
+
+def _show(report: Any, as_json: bool) -> None:
     if as_json:
         print_json(validation_json(report))
     else:

@@ -24,11 +24,14 @@ JOULES_PER_KWH: Final = 3.6e6
 MAX_PRICE_USD: Final = 1e12
 
 
-def _check(name: str, value: float, low: float, high: float, fix: str) -> None:
+def _check(name: str, value: float, low: float, high: float, fix: str, *, low_open: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise UserInputError(f"{name} = {value!r} is not a finite number; {fix}")
-    if not low <= value <= high:
-        raise UserInputError(f"{name} = {value:g} is outside [{low:g}, {high:g}]; {fix}")
+    if math.copysign(1.0, value) < 0:  # -0 is a typo for a price, not a price
+        raise UserInputError(f"{name} = {value:g} is negative; {fix}")
+    if not low <= value <= high or (low_open and value == low):
+        bounds = f"({low:g}, {high:g}]" if low_open else f"[{low:g}, {high:g}]"
+        raise UserInputError(f"{name} = {value:g} is outside {bounds}; {fix}")
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,9 @@ class Prices(Record):
         )
         for table in ("cloud_usd_per_gpu_hour", "system_purchase_usd"):
             for name, price in getattr(self, table).items():
-                _check(f"{table}.{name}", price, 0.0, MAX_PRICE_USD, "give a price in USD, 0 or more")
+                _check(
+                    f"{table}.{name}", price, 0.0, MAX_PRICE_USD, "give a price in USD above 0", low_open=True
+                )
 
     def pue(self, cooling: str) -> float:
         """The PUE for a system cooled by ``cooling`` (``air`` or ``liquid``)."""
@@ -105,7 +110,7 @@ def _table(fields: Fields, key: str) -> dict[str, float]:
     inner = fields.table(key, required=False)
     if inner is None:
         return {}
-    return {name: inner.number(name, positive=False) for name in inner.data}
+    return {name: inner.number(name) for name in inner.data}  # prices: above 0
 
 
 _TOP_KEYS: Final = {
@@ -134,9 +139,10 @@ def load_prices(path: Path) -> Prices:
     >>> load_prices(folder / "p.toml").electricity_usd_per_kwh
     0.12
     """
-    fields = Fields(str(path), load_toml(path))
+    fields = Fields(str(path), load_toml(path, what="prices file (TOML)"))
     if fields.string("kind", PRICES_KIND) != PRICES_KIND:
         raise DataFileError(path, "not a prices file", field="kind", fix=f'write kind = "{PRICES_KIND}"')
+    fields.schema_version({1}, default=1)
     if fields.string("currency", "USD") != "USD":
         raise DataFileError(path, "only USD is supported", field="currency", fix='write currency = "USD"')
     unknown = fields.unknown_keys(_TOP_KEYS)
@@ -151,7 +157,7 @@ def load_prices(path: Path) -> Prices:
     }
     try:
         return Prices(
-            electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh", positive=False),
+            electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh"),  # a price: above 0
             cloud_usd_per_gpu_hour=_table(fields, "cloud_usd_per_gpu_hour"),
             system_purchase_usd=_table(fields, "system_purchase_usd"),
             path=str(path),

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
         compare_runs,
         compare_samples,
     )
-    from lightspeed.gate.history import benchmark_payloads, benchmark_records, calibration_inputs
+    from lightspeed.gate.history import (
+        benchmark_payloads,
+        benchmark_records,
+        calibration_inputs,
+        check_result_files,
+    )
     from lightspeed.gate.inputs import (
         HistoryPoint,
         MetricHistory,
@@ -49,6 +54,7 @@ __all__ = [
     "benchmark_payloads",
     "benchmark_records",
     "calibration_inputs",
+    "check_result_files",
     "compare_runs",
     "compare_samples",
     "load_metric_samples",

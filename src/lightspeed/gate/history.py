@@ -9,6 +9,7 @@ from typing import Final
 from lightspeed.bench import BenchResult
 from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.records import JsonObject
 from lightspeed.sol import CalibrationInputs, CollectivePoint, GemmPoint
 from lightspeed.store.database import ResultsStore
@@ -110,6 +111,18 @@ def _read_json_results(path: Path) -> list[JsonObject]:
     return [item["payload"] if isinstance(item.get("payload"), dict) else item for item in data]
 
 
+def check_result_files(sources: Sequence[str]) -> None:
+    """Refuse a source meant as a results file (a path) that is missing or not a regular file,
+    before any store is opened for the run ids among them."""
+    for source in sources:
+        if looks_like_path(source):
+            check_input(
+                Path(source),
+                what="results file ('lightspeed bench --json' output)",
+                fix="pass the output of 'lightspeed bench --json', a run id or 'latest'",
+            )
+
+
 def benchmark_payloads(
     store: ResultsStore, sources: Sequence[str] = ()
 ) -> tuple[list[JsonObject], list[str]]:
@@ -121,9 +134,8 @@ def benchmark_payloads(
     used: list[str] = []
     for source in sources:
         path = Path(source)
-        if path.suffix == ".json" or path.is_file():
-            if not path.is_file():
-                raise UserInputError(f"results file {path} does not exist")
+        if looks_like_path(source):
+            check_result_files([source])
             payloads += _read_json_results(path)
             used.append(str(path))
             continue

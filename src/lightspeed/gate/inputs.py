@@ -19,6 +19,7 @@ import numpy as np
 from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate.compare import MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
 from lightspeed.goodput import read_run
@@ -121,7 +122,7 @@ def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> M
         raise DataFileError(
             path, f"entry {where} needs a non-empty list of numbers", field="samples", value=raw
         )
-    samples = tuple(_number(value, path, where) for value in raw)
+    samples = tuple(_number(value, path, where, index) for index, value in enumerate(raw))
     warmup = item.get("warmup", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
@@ -137,9 +138,21 @@ def _string_field(item: Mapping[str, Any], key: str, path: Path | str, where: st
     return value.strip()
 
 
-def _number(value: object, path: Path | str, where: str) -> float:
+def _number(value: object, path: Path | str, where: str, index: int) -> float:
+    """One sample: a finite number, 0 or more (times, rates and sizes are never negative)."""
+    field = f"samples[{index}]"
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise DataFileError(path, f"entry {where} has a sample that is not a finite number", value=value)
+        raise DataFileError(
+            path, f"entry {where} has a sample that is not a finite number", field=field, value=value
+        )
+    if value < 0:
+        raise DataFileError(
+            path,
+            f"entry {where} has a negative sample: a time, rate or size is 0 or more",
+            field=field,
+            value=value,
+            fix="give the measurements themselves (compare differences by comparing the runs)",
+        )
     return float(value)
 
 
@@ -165,9 +178,12 @@ def load_metric_samples(
             return read_sample_file(path)
         if path.is_dir():
             return goodput_step_samples(path)
-        if path.suffix or "/" in text:  # meant as a path, not a run id
-            raise UserInputError(
-                f"{text} does not exist; pass a sample file (JSON), a goodput run folder, or run:ID"
+        if looks_like_path(text):  # meant as a path, not a run id: missing, or a FIFO, a device...
+            check_input(
+                path,
+                what="sample file (JSON), goodput run folder or trace",
+                fix="pass a sample file (JSON), a goodput run folder, a trace, or run:ID",
+                folder_ok=True,
             )
     run_ref = text.removeprefix("run:")
     with open_store(store_path) as store:

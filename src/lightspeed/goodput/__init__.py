@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     )
     from lightspeed.goodput.step_times import Outlier, StepStats, step_stats
     from lightspeed.goodput.tracker import Tracker, cuda_synchronizer
-    from lightspeed.goodput.utilization import FlopsPerTokenFigures, Utilization
+    from lightspeed.goodput.utilization import FlopsPerTokenFigures, Utilization, resolve_accelerator
 
 
 __all__ = [
@@ -126,6 +126,7 @@ __all__ = [
     "read_mllog",
     "read_run",
     "read_system_json",
+    "resolve_accelerator",
     "step_figures",
     "step_stats",
 ]

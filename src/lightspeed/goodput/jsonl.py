@@ -10,29 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO
 
 import msgspec
 
 from lightspeed.datafile import check_nesting
-from lightspeed.errors import DataFileError
-
-MAX_LINE_BYTES: Final = 1 << 20
+from lightspeed.files import MAX_LINE_BYTES, bounded_lines
 
 
 def json_lines(
     handle: BinaryIO, path: str | Path, max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, bytes]]:
     """``(line number, line)`` of every line; a line over ``max_line_bytes`` is a :class:`DataFileError`."""
-    number = 0
-    while True:
-        line = handle.readline(max_line_bytes + 1)
-        if not line:
-            return
-        number += 1
-        if len(line) > max_line_bytes:
-            raise DataFileError(path, f"line longer than {max_line_bytes} bytes", line=number)
-        yield number, line
+    return bounded_lines(handle, path, max_line_bytes)
 
 
 def decode_object(line: bytes, *, path: str | Path, number: int) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ import msgspec
 
 from lightspeed.datafile import Fields, check_nesting, load_json, load_toml
 from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.files import open_input
 from lightspeed.goodput.reader import MAX_LINE_BYTES, TruncatedLogWarning
 from lightspeed.paths import package_data
 from lightspeed.records import Record
@@ -137,9 +138,9 @@ class MlperfLog(Record):
 def is_mllog(path: Path) -> bool:
     """Whether ``path`` is a file whose first 64 KiB hold an ``:::MLLOG`` line."""
     try:
-        with path.open("rb") as handle:
+        with open_input(path) as handle:
             head = handle.read(65536)
-    except OSError:
+    except (OSError, DataFileError):
         return False
     return MLLOG_PREFIX.strip() in head
 
@@ -168,11 +169,7 @@ def read_mllog(path: str | Path) -> MlperfLog:
 def _scan(path: Path) -> _State:
     state = _State()
     pending: int | None = None
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    with handle:
+    with open_input(path, what="MLPerf log (result_*.txt)") as handle:
         for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
             if len(raw) > MAX_LINE_BYTES:
                 raise DataFileError(path, f"line longer than {MAX_LINE_BYTES} bytes", line=number)

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from lightspeed.datafile import check_version, finite_number, whole_number
 from lightspeed.errors import DataFileError
+from lightspeed.files import open_input
 from lightspeed.goodput.events import (
     EVENT_TYPES,
     JOB_END_STATUSES,
     PHASES,
     READABLE_VERSIONS,
-    SCHEMA_VERSION,
     TOKENS_SCOPES,
 )
 from lightspeed.goodput.jsonl import decode_object, json_lines
@@ -204,11 +205,7 @@ def _parse_file(path: Path) -> list[_RawSegment]:
     segments: list[_RawSegment] = []
     pending_bad: int | None = None
     skipped = 0
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    with handle:
+    with open_input(path, what="goodput event log (rank-*.jsonl)") as handle:
         for number, line in json_lines(handle, path, MAX_LINE_BYTES):
             if not line.strip():
                 continue
@@ -248,15 +245,7 @@ def _warn_skipped(path: Path, line: int) -> None:
 
 
 def _apply(path: Path, number: int, event: dict[str, Any], segments: list[_RawSegment]) -> None:
-    version = event.get("v")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise DataFileError(
-            path,
-            f"event schema version {version!r} is not {' or '.join(map(str, sorted(READABLE_VERSIONS)))} "
-            f"(this lightspeed writes {SCHEMA_VERSION})",
-            line=number,
-            fix="read it with the lightspeed version that wrote it, or upgrade lightspeed",
-        )
+    check_version(event, READABLE_VERSIONS, path=path, what="event schema", line=number)
     kind = event.get("type")
     if kind not in EVENT_TYPES:
         raise DataFileError(path, "unknown event type", line=number, field="type", value=kind)
@@ -369,17 +358,11 @@ def _check_order(path: Path, number: int, segment: _RawSegment, start_ns: int, e
 
 
 def _integer(path: Path, number: int, event: dict[str, Any], key: str) -> int:
-    value = event.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DataFileError(path, "expected a whole number >= 0", line=number, field=key, value=value)
-    return value
+    return whole_number(event, key, path=path, line=number)
 
 
 def _number(path: Path, number: int, event: dict[str, Any], key: str) -> float:
-    value = event.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise DataFileError(path, "expected a number >= 0", line=number, field=key, value=value)
-    return float(value)
+    return finite_number(event, key, path=path, line=number, default=0)
 
 
 def _check_ranks(raw: dict[Path, list[_RawSegment]]) -> list[int]:

@@ -40,6 +40,7 @@ class Utilization(Record):
     peak_flop_per_s: float | None = None
     num_accelerators: int | None = None
     reason: str = ""
+    above_peak_ratio: float | None = None  # set (and the figures left out) when MFU/HFU came out above 100%
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,28 @@ def utilization(
         hfu=_ratio(tokens * hardware, total_s * capacity) if hardware is not None else None,
         step_hfu=_ratio(tokens * hardware, productive_s * capacity) if hardware is not None else None,
     )
-    if max(result.step_hfu or 0.0, result.step_mfu or 0.0) > 1.0:
-        result = replace(
-            result,
-            reason=f"above 100% of the {workload.precision} peak: the run likely computed in a lower "
-            "precision (e.g. fp8); divide by that peak (--precision fp8)",
-        )
-    return result
+    return _above_peak_left_out(result, workload.precision)
+
+
+def _above_peak_left_out(result: Utilization, precision: str) -> Utilization:
+    """MFU or HFU above 100% of the peak is no measurement (an input is wrong): that figure is left
+    out, ``above_peak_ratio`` keeps what it came to and ``reason`` says which inputs to check."""
+    mfu_high = (result.step_mfu or 0.0) > 1.0
+    hfu_high = (result.step_hfu or 0.0) > 1.0
+    if not (mfu_high or hfu_high):
+        return result
+    name, ratio = ("MFU", result.step_mfu) if mfu_high else ("HFU", result.step_hfu)
+    return replace(
+        result,
+        mfu=None if mfu_high else result.mfu,
+        step_mfu=None if mfu_high else result.step_mfu,
+        hfu=None,
+        step_hfu=None,
+        above_peak_ratio=ratio,
+        reason=f"{name} n/a: it comes out at {ratio:.0%} of the {precision} peak, which no run reaches: "
+        "the precision (a lower one such as fp8: --precision fp8), the FLOP per token, the model or the "
+        "number of accelerators does not match this run",
+    )
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

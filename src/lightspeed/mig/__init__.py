@@ -24,7 +24,13 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.mig.device import GpuInstance, parse_lgi, read_mig_layout
-    from lightspeed.mig.layout import MigPlacement, check_layout, gpu_layouts, mig_commands
+    from lightspeed.mig.layout import (
+        MigPlacement,
+        check_current_layout,
+        check_layout,
+        gpu_layouts,
+        mig_commands,
+    )
     from lightspeed.mig.planner import MigPlan, plan_mig
     from lightspeed.mig.services import MigService, read_workloads
 
@@ -33,6 +39,7 @@ __all__ = [
     "MigPlacement",
     "MigPlan",
     "MigService",
+    "check_current_layout",
     "check_layout",
     "gpu_layouts",
     "mig_commands",

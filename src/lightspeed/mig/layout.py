@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.catalog.mig_profiles import NUM_COMPUTE_SLICES, NUM_MEMORY_SLICES, MigGeometry, MigProfile
-from lightspeed.errors import InvalidPlanError
+from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.mig.device import GpuInstance
 from lightspeed.records import Record
 
@@ -75,6 +75,29 @@ def check_layout(geometry: MigGeometry, placements: Iterable[MigPlacement]) -> t
     if len(used_compute) > NUM_COMPUTE_SLICES or len(used_memory) > NUM_MEMORY_SLICES:
         raise InvalidPlanError(f"layout uses more than the GPU's slices on {geometry.display_name}")
     return ordered
+
+
+def check_current_layout(geometry: MigGeometry, current: Sequence[GpuInstance]) -> None:
+    """Refuse a machine's layout (``nvidia-smi mig -lgi``) no GPU can hold: a profile this GPU
+    does not have, a start it may not take, instances sharing slices, or one instance id twice.
+
+    >>> from lightspeed.catalog import load_mig_geometries
+    >>> from lightspeed.mig.device import GpuInstance
+    >>> rows = [GpuInstance(0, "4g.40gb", 5, 1, 0, 4), GpuInstance(0, "3g.40gb", 9, 2, 2, 4)]
+    >>> check_current_layout(load_mig_geometries()["h100-sxm"], rows)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.InvalidPlanError: GPU 0: 3g.40gb cannot start at slot 2 on ...; it may start at 0, 4
+    """
+    for gpu in sorted({row.gpu for row in current}):
+        rows = [row for row in current if row.gpu == gpu]
+        ids = [row.instance_id for row in rows]
+        if len(set(ids)) != len(ids):
+            raise InvalidPlanError(f"GPU {gpu}: instance id {max(ids, key=ids.count)} appears twice")
+        try:
+            check_layout(geometry, [MigPlacement(row.start, row.profile) for row in rows])
+        except UserInputError as error:
+            raise InvalidPlanError(f"GPU {gpu}: {error}") from None
 
 
 def gpu_layouts(geometry: MigGeometry) -> tuple[tuple[MigPlacement, ...], ...]:

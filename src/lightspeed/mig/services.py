@@ -79,8 +79,8 @@ def _service(fields: Fields) -> MigService:
         if value > (MAX_RATE_PER_S if key == "requests_per_s" else MAX_TOKENS):
             raise DataFileError(fields.path, "implausibly large", field=f"{fields.prefix}{key}", value=value)
     return MigService(
-        name=fields.string("name"),
-        model=fields.string("model"),
+        name=fields.name("name"),
+        model=fields.name("model"),
         precision=fields.string("precision", "bf16"),
         input_tokens=tokens["input_tokens"],
         output_tokens=tokens["output_tokens"],
@@ -92,9 +92,10 @@ def _service(fields: Fields) -> MigService:
 
 def read_workloads(path: Path) -> tuple[MigService, ...]:
     """The services of a ``kind = "mig-workloads"`` file (see the module docstring)."""
-    fields = Fields(str(path), load_toml(path))
+    fields = Fields(str(path), load_toml(path, what="MIG workloads file (TOML)"))
     if fields.data.get("kind") != "mig-workloads":
         raise DataFileError(path, "not a workloads file", field="kind", fix='write kind = "mig-workloads"')
+    fields.schema_version({1}, default=1)
     entries = fields.array_of_tables("services")
     if not entries or len(entries) > MAX_SERVICES:
         raise DataFileError(

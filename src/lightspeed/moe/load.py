@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from lightspeed.datafile import load_json, read_text
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_output, write_failed
 from lightspeed.moe.placement import as_load_array
 from lightspeed.records import JsonDict, Record
 
@@ -410,19 +411,25 @@ def write_expert_load(load: ExpertLoad, path: Path) -> Path:
     """Write ``load`` in lightspeed's JSON format, one layer per line (atomically: a reader never
     sees half a file)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_output(path, what="expert load", example="load.json")
     document = expert_load_document(load)
     layers = document.pop("layers")
     header = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in document.items())
     rows = ",\n".join(f"    {json.dumps(layer, allow_nan=False)}" for layer in layers)  # a layer per line
     text = "{\n" + header + ',\n  "layers": [\n' + rows + "\n  ]\n}"
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise write_failed(path, "expert load", error) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text + "\n")
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise write_failed(path, "expert load", error) from None
         raise
     return path
 

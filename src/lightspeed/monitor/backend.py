@@ -57,6 +57,11 @@ class Backend(ABC):
     def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
         """Release what :meth:`open` took (NVML handles, DCGM connections)."""
 
+    def why_missing(self, device: str, metric: str) -> str | None:
+        """Why the last reading has no value for ``metric`` of ``device``, when it is not that the
+        device lacks the counter (the default, ``None``)."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

@@ -34,10 +34,13 @@ from typing import Any, BinaryIO, Final
 import msgspec
 import numpy as np
 
+from lightspeed.datafile import check_version, whole_number
 from lightspeed.errors import DataFileError
+from lightspeed.files import open_input
 from lightspeed.goodput import TruncatedLogWarning
 from lightspeed.goodput.jsonl import decode_object, json_lines
 from lightspeed.monitor.backend import DeviceInfo, Reading
+from lightspeed.monitor.metrics import out_of_range
 from lightspeed.monitor.windows import FloatArray
 from lightspeed.records import JsonDict, JsonObject, Record
 
@@ -204,13 +207,7 @@ def read_capture(path: str | Path) -> Capture:
     'host'
     """
     source = Path(path)
-    try:
-        handle = source.open("rb")
-    except OSError as error:
-        raise DataFileError(
-            source, f"cannot read the capture ({error.strerror})", fix="check the path"
-        ) from None
-    with handle:
+    with open_input(source, what="monitor capture (capture-*.jsonl)") as handle:
         parsed = _parse(source, handle)
     header = parsed.header
     origin_ns = int(header["t_ns"])
@@ -289,14 +286,7 @@ def _start(path: Path, number: int, event: dict[str, Any]) -> _Parsed:
             value=event.get("type"),
             fix="pass a capture written by lightspeed monitor (capture-*.jsonl)",
         )
-    version = event.get("v")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise DataFileError(
-            path,
-            f"capture version {version!r} is not {' or '.join(map(str, sorted(READABLE_VERSIONS)))}",
-            line=number,
-            fix="read it with the lightspeed version that wrote it, or upgrade lightspeed",
-        )
+    check_version(event, READABLE_VERSIONS, path=path, what="capture", line=number)
     _whole(path, number, event, "t_ns")
     interval = event.get("interval_s")
     if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0 < interval < 86_400:
@@ -396,6 +386,16 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
                     field=f"d.{device}.{metric}",
                     value=value,
                 )
+            problem = out_of_range(metric, value)
+            if problem:
+                raise DataFileError(
+                    path,
+                    problem,
+                    line=number,
+                    field=f"d.{device}.{metric}",
+                    value=value,
+                    fix="a sampler wrote an impossible value: check the backend that produced this capture",
+                )
             column = parsed.columns.get((device, metric))
             if column is None:
                 column = parsed.columns[(device, metric)] = array.array("d")
@@ -405,7 +405,4 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
 
 
 def _whole(path: Path, number: int, event: dict[str, Any], key: str) -> int:
-    value = event.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DataFileError(path, "expected a whole number >= 0", line=number, field=key, value=value)
-    return value
+    return whole_number(event, key, path=path, line=number)

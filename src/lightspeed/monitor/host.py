@@ -49,6 +49,7 @@ class HostBackend(Backend):
         if pid is not None and pid <= 0:
             raise UserInputError(f"process id must be > 0, got {pid}")
         self.pid = pid
+        self._may_have_ended = False
         self._psutil: Any = None
         self._last_s = 0.0
         self._cpu: tuple[float, float] | None = None
@@ -58,9 +59,17 @@ class HostBackend(Backend):
         self._tree_cpu: dict[int, float] = {}
         self._tree_listed_s = -TREE_REFRESH_S
 
+    def watch(self, pid: int) -> None:
+        """Watch the tree of process ``pid``, which this program started: it may end before the
+        backend opens (a short command), and then its counters are ``None``, not an error."""
+        if pid <= 0:
+            raise UserInputError(f"process id must be > 0, got {pid}")
+        self.pid = pid
+        self._may_have_ended = True
+
     def open(self) -> tuple[DeviceInfo, ...]:
         psutil = self._psutil = import_psutil()
-        if self.pid is not None and not psutil.pid_exists(self.pid):
+        if self.pid is not None and not self._may_have_ended and not psutil.pid_exists(self.pid):
             raise UserInputError(f"no process with id {self.pid} to watch")
         self._last_s = time.perf_counter()
         self._cpu = _cpu_split(psutil.cpu_times())
@@ -94,9 +103,15 @@ class HostBackend(Backend):
         self._io = totals
         if self.pid is not None:
             cpu_s = self._process_cpu_s()
-            values["process_cpu_cores"] = cpu_s / elapsed if elapsed > 0 else None
+            alive = bool(self._tree)  # none left: the watched command ended (no figure, not zero)
+            values["process_cpu_cores"] = cpu_s / elapsed if elapsed > 0 and alive else None
             values["process_rss_bytes"] = self._process_rss_bytes()
         return {"host": values}
+
+    def why_missing(self, device: str, metric: str) -> str | None:
+        if metric.startswith("process_") and self.pid is not None and not self._tree:
+            return "no value: the watched command had ended (or had not started) when sampled"
+        return None
 
     # -- pieces ------------------------------------------------------------
 

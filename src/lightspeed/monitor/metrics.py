@@ -17,6 +17,7 @@ summarised over a window: a ``gauge`` by its time-weighted mean, a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -177,6 +178,36 @@ _SPECS: Final = (
 )
 
 METRICS: Final[dict[str, MetricSpec]] = {spec.name: spec for spec in _SPECS}
+
+# What a value of each unit can physically be (base SI). A ratio is a share of time or
+# cycles (0 to 1: NVML's and DCGM's percentages over 100); temperatures lie between absolute
+# zero and 200 C (solder melts near 220 C); everything else counts or rates something.
+UNIT_RANGES: Final[dict[str, tuple[float, float]]] = {
+    "ratio": (0.0, 1.0),
+    "C": (-273.15, 200.0),
+    **dict.fromkeys(("B", "B/s", "W", "J", "Hz", "count", "cores", "bitmask", "code"), (0.0, math.inf)),
+}
+
+
+def out_of_range(metric: str, value: float) -> str:
+    """Why ``value`` cannot be a reading of ``metric`` (``''`` when it can, or the metric is unknown).
+
+    >>> out_of_range("cpu_util_ratio", -5.0)
+    'cpu_util_ratio = -5 (-500%) is outside its range 0 to 1 (0% to 100%)'
+    >>> out_of_range("power_w", 612.0)
+    ''
+    """
+    spec = METRICS.get(metric)
+    if spec is None or spec.unit not in UNIT_RANGES:
+        return ""
+    low, high = UNIT_RANGES[spec.unit]
+    if low <= value <= high:
+        return ""
+    if spec.unit == "ratio":
+        return f"{metric} = {value:g} ({value:.0%}) is outside its range 0 to 1 (0% to 100%)"
+    upper = "" if math.isinf(high) else f" to {high:g}"
+    return f"{metric} = {value:g} is outside its range {low:g}{upper} {spec.unit}"
+
 
 # NVML clocks event reasons that slow a busy GPU down (nvml.h); idle, application
 # clocks, sync boost and display clocks are not a loss.

@@ -19,9 +19,8 @@ import importlib.util
 import json
 import math
 import os
-import signal
+import shutil
 import socket
-import subprocess
 import time
 import uuid
 import warnings
@@ -33,10 +32,13 @@ from typing import Any, Final, TextIO
 import numpy as np
 
 from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.datafile import check_version, load_json
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import check_input
 from lightspeed.goodput import MONITOR_RUN_ENV, TRACKERS_FOLDER, Ledger, build_ledger, read_run
 from lightspeed.monitor.backend import Backend
 from lightspeed.monitor.capture import Capture, read_capture
+from lightspeed.monitor.child import run_child
 from lightspeed.monitor.dcgm import DcgmBackend
 from lightspeed.monitor.findings import Diagnosis, Thresholds
 from lightspeed.monitor.host import HostBackend
@@ -67,6 +69,9 @@ class MonitorRun(Record):
     backends: tuple[str, ...]
     host: str
     goodput_runs: tuple[str, ...] = ()
+    signal_name: str | None = None
+    forwarded_signals: tuple[str, ...] = ()
+    stop_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,22 +153,22 @@ def run_command(
 ) -> MonitorRun:
     """Run ``command`` while sampling; write the run folder ``out_dir``; return what ran.
 
-    The command inherits the terminal; ``LIGHTSPEED_MONITOR_RUN`` tells its
-    goodput trackers where to announce themselves. Ctrl-C reaches the command
-    (it shares the terminal's process group); the sampler stops after it exits.
-    ``stdout`` redirects the command's output (a file object; ``sys.stderr``
-    keeps a caller's own stdout clean for JSON).
+    The command runs in its own process group (:mod:`lightspeed.monitor.child`):
+    SIGINT, SIGTERM and SIGHUP sent to the monitor are forwarded to it, and
+    the monitor reaps it and writes ``monitor.json`` with the reason it
+    stopped. A command that ends before the first sample is still a run (its
+    exit code, duration and whatever was sampled). ``LIGHTSPEED_MONITOR_RUN``
+    tells its goodput trackers where to announce themselves. ``stdout``
+    redirects the command's output (a file object; ``sys.stderr`` keeps a
+    caller's own stdout clean for JSON).
     """
     if not command:
         raise UserInputError(
             "give the command to run after --, e.g. lightspeed monitor run -- python train.py"
         )
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise UserInputError(f"{out_dir} is not empty; choose a new folder for the monitor run (--out)")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run_id = uuid.uuid4().hex[:12]
-    child_env = {**os.environ, **(env or {}), MONITOR_RUN_ENV: str(out_dir.resolve())}
     chosen, optional = make_backends(backends, interval_s=interval_s)  # checked before anything starts
+    created = _make_run_folder(out_dir)
+    run_id = uuid.uuid4().hex[:12]
     monitor = Monitor(
         backends=chosen,
         interval_s=interval_s,
@@ -171,41 +176,59 @@ def run_command(
         capture_path=out_dir / f"capture-{_safe(socket.gethostname())}-{os.getpid()}.jsonl",
         meta={"run_id": run_id, "command": list(command)},
     )
+
+    def started(pid: int) -> None:
+        for backend in chosen:
+            if isinstance(backend, HostBackend):
+                backend.watch(pid)  # the command's process tree, which may end before the first sample
+        monitor.meta["watched_pid"] = pid
+        monitor.start()
+
     start = time.time()
+    child_env = {**os.environ, **(env or {}), MONITOR_RUN_ENV: str(out_dir.resolve())}
     try:
-        process = subprocess.Popen(list(command), env=child_env, stdout=stdout)
-    except OSError as error:
-        raise UserInputError(f"cannot run {command[0]!r}: {error.strerror or error}") from None
-    for backend in chosen:
-        if isinstance(backend, HostBackend):
-            backend.pid = process.pid  # watch the command's process tree
-    monitor.meta["watched_pid"] = process.pid
-    monitor.start()
-    exit_code = _wait(process)
-    monitor.stop()
-    run = MonitorRun(
-        path=str(out_dir),
-        run_id=run_id,
-        command=tuple(command),
-        exit_code=exit_code,
-        start_epoch_s=start,
-        end_epoch_s=time.time(),
-        interval_s=interval_s,
-        backends=tuple(backend.name for backend in chosen),
-        host=socket.gethostname(),
-        goodput_runs=announced_runs(out_dir),
-    )
-    _write_run_file(out_dir, run, monitor.notes)
+        ended = run_child(command, env=child_env, stdout=stdout, on_start=started)
+    except UserInputError:
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)  # the command never ran: leave nothing behind
+        raise
+    end = time.time()
+    try:
+        monitor.stop()
+    finally:  # the run file is written whatever the sampler says
+        run = MonitorRun(
+            path=str(out_dir),
+            run_id=run_id,
+            command=tuple(command),
+            exit_code=ended.exit_code,
+            start_epoch_s=start,
+            end_epoch_s=end,
+            interval_s=interval_s,
+            backends=tuple(backend.name for backend in chosen),
+            host=socket.gethostname(),
+            goodput_runs=announced_runs(out_dir),
+            signal_name=ended.signal_name,
+            forwarded_signals=ended.forwarded_signals,
+            stop_reason=ended.reason,
+        )
+        _write_run_file(out_dir, run, monitor.notes)
     return run
 
 
-def _wait(process: subprocess.Popen[bytes]) -> int:
-    """Wait for the command; while it runs, Ctrl-C is the command's to handle (like ``time``)."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _make_run_folder(out_dir: Path) -> bool:
+    """Create the run folder (``True``) or check that the existing one is empty (``False``)."""
+    if out_dir.is_dir():
+        if any(out_dir.iterdir()):
+            raise UserInputError(f"{out_dir} is not empty; choose a new folder for the monitor run (--out)")
+        return False
     try:
-        return process.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        out_dir.mkdir(parents=True)
+    except OSError as error:
+        raise UserInputError(
+            f"cannot create the monitor run folder {out_dir} ({error.strerror or error}); "
+            "choose another --out"
+        ) from None
+    return True
 
 
 def _safe(text: str) -> str:
@@ -223,8 +246,8 @@ def announced_runs(folder: Path) -> tuple[str, ...]:
     found: list[str] = []
     for note in sorted((folder / TRACKERS_FOLDER).glob("*.json")):
         try:
-            data = json.loads(note.read_text(encoding="utf-8")[:MAX_RUN_FILE_BYTES])
-        except (OSError, ValueError):
+            data = load_json(note, max_bytes=MAX_RUN_FILE_BYTES, what="tracker note")
+        except DataFileError:  # a note a crash cut short: its run is found from the log instead
             continue
         run_dir = data.get("run_dir") if isinstance(data, dict) else None
         if isinstance(run_dir, str) and run_dir:
@@ -251,23 +274,22 @@ def read_monitor_run(path: str | Path) -> MonitorRun | None:
             backends=tuple(str(name) for name in data["backends"]),
             host=str(data.get("host", "")),
             goodput_runs=tuple(str(run) for run in data.get("goodput_runs", ())),
+            signal_name=data["signal_name"] if isinstance(data.get("signal_name"), str) else None,
+            forwarded_signals=tuple(str(name) for name in data.get("forwarded_signals", ())),
+            stop_reason=str(data.get("stop_reason", "")),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise DataFileError(
             target, f"malformed monitor run file ({error})", fix="re-run lightspeed monitor run"
         ) from None
-    if data.get("v") != RUN_VERSION:
-        raise DataFileError(target, f"monitor run version {data.get('v')!r} is not {RUN_VERSION}", field="v")
+    check_version(data, {RUN_VERSION}, path=target, what="monitor run")
     return run
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    if path.stat().st_size > MAX_RUN_FILE_BYTES:
-        raise DataFileError(path, f"over {MAX_RUN_FILE_BYTES} bytes: not a monitor run file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise DataFileError(path, f"not valid JSON ({error})") from None
+    data = load_json(
+        path, max_bytes=MAX_RUN_FILE_BYTES, what="monitor run file", fix="re-run lightspeed monitor run"
+    )
     if not isinstance(data, dict):
         raise DataFileError(path, "not a JSON object")
     return data
@@ -315,8 +337,7 @@ def analyze_run(
     built it already (with overrides).
     """
     folder = Path(path)
-    if not folder.exists():
-        raise DataFileError(folder, "no such monitor run folder or capture", fix="check the path")
+    check_input(folder, what="monitor run folder or capture file", folder_ok=True)
     run = read_monitor_run(folder) if folder.is_dir() else None
     files = capture_files(folder)
     if not files:

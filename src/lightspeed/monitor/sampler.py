@@ -247,10 +247,14 @@ class Monitor:
             for metric, value in values.items():
                 if value is None and (device, metric) not in self._said:
                     self._said.add((device, metric))
+                    reasons = (backend.why_missing(device, metric) for backend in self._open)
                     note = Note(
                         device=device,
                         metric=metric,
-                        text="no value: the device does not report it (said once)",
+                        text=next(
+                            (reason for reason in reasons if reason),
+                            "no value: the device does not report it (said once)",
+                        ),
                         t_s=(t_ns - self._start_ns) / 1e9,
                     )
                     self.notes.append(note)

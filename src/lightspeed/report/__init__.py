@@ -87,6 +87,7 @@ if TYPE_CHECKING:
         save_monitor_plot,
         watch_table,
     )
+    from lightspeed.report.progress import delayed_progress
     from lightspeed.report.regression import render_gate
     from lightspeed.report.results import records_csv, render_push, render_run, render_runs
     from lightspeed.report.sol import (
@@ -122,6 +123,7 @@ __all__ = [
     "build_sections",
     "checkpoint_plan_figure",
     "cost_section",
+    "delayed_progress",
     "gather_inputs",
     "goodput_waterfall_figure",
     "inputs_caption",

@@ -22,6 +22,7 @@ from typing import Any, Final
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, StoreError, UserInputError
+from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate import MetricHistory, metric_history
 from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_trace_source
 from lightspeed.goodput import Ledger, build_ledger, read_run
@@ -284,9 +285,12 @@ def metric_history_or_reason(
 
 
 def _from_run(store: ResultsStore, source: str, found: _Collected, skip_bad_events: bool) -> None:
-    if Path(source).suffix or "/" in source:
-        raise UserInputError(
-            f"{source} does not exist; pass bench or plan JSON, a goodput run folder, a trace or run:ID"
+    if looks_like_path(source):
+        check_input(
+            Path(source),
+            what="bench or plan JSON file, goodput run folder or trace",
+            fix="pass bench or plan JSON, a goodput run folder, a trace or run:ID",
+            folder_ok=True,
         )
     run = store.run(source.removeprefix("run:"))
     records = store.records(run_id=run.run_id)

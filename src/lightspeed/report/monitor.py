@@ -233,6 +233,8 @@ def render_monitor_report(report: MonitorReport, console: Console | None = None)
                 f"interval {format_duration(run.interval_s)}  backends {', '.join(run.backends)}"
             )
         )
+        if run.forwarded_signals or run.signal_name:
+            out.print(escape(f"stopped: {run.stop_reason}"))
     for capture in report.captures:
         devices = ", ".join(f"{d.device_id} ({d.name})" for d in capture.devices)
         out.print(

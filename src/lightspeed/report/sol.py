@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from lightspeed.report.console import make_console, plain, render_table
@@ -230,11 +230,38 @@ def _read_as(row: ValidationRow) -> str:
     return f"'{reading['metric_text']}' <- '{reading['value_text']}'{where}{notes}"
 
 
+MAX_VALIDATION_ROWS_SHOWN = 200
+
+
+def shown_validation_rows(rows: Sequence[ValidationRow], limit: int = MAX_VALIDATION_ROWS_SHOWN) -> list[int]:
+    """The indices of the rows a terminal table shows: all of them up to ``limit``; past it, the
+    rows not predicted and those with the largest errors (``limit`` in all), in table order.
+
+    >>> from types import SimpleNamespace as Row
+    >>> shown_validation_rows([Row(rel_error=e) for e in (0.1, None, -0.5, 0.01)], limit=2)
+    [1, 2]
+    """
+    if len(rows) <= limit:
+        return list(range(len(rows)))
+    failed = [index for index, row in enumerate(rows) if row.rel_error is None][:limit]
+    worst = sorted(
+        (index for index, row in enumerate(rows) if row.rel_error is not None),
+        key=lambda index: -abs(rows[index].rel_error or 0.0),
+    )[: limit - len(failed)]
+    return sorted([*failed, *worst])
+
+
 def render_validation(report: ValidationReport) -> None:
-    """Print predicted vs measured per row and the summary per kind."""
+    """Print predicted vs measured per row (at most MAX_VALIDATION_ROWS_SHOWN, said so) and the summary."""
     console = make_console()
+    shown = shown_validation_rows(report.rows)
+    if len(shown) < len(report.rows):
+        console.print(
+            f"{len(report.rows):,} rows: the table shows the {len(shown)} not predicted or with the largest "
+            "errors; --json has every row"
+        )
     rows = []
-    for row in report.rows:
+    for row in (report.rows[index] for index in shown):
         measured = "-" if row.measured is None else _number(row.measured)
         predicted = "-" if row.predicted is None else _number(row.predicted)
         note = row.reason if row.status != "ok" else ""

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Final, TypeVar
 import msgspec
 import tomllib
 
-from lightspeed.datafile import load_json, read_text, toml_value
+from lightspeed.datafile import load_json, load_toml, toml_value
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.plan import (
@@ -225,11 +225,7 @@ def read_plan_file(path: Path) -> JsonDict:
         if isinstance(document, dict) and "kind" in document:
             return dict(document)
         raise DataFileError(path, 'no "config" object', fix="give the output of 'lightspeed plan ... --json'")
-    text = read_text(path, what="plan file")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise DataFileError(path, f"not valid TOML ({error})") from None
+    return load_toml(path, what="plan file")  # bounded in size and depth, a BOM accepted
 
 
 def plan_file_kind(path: Path) -> str | None:

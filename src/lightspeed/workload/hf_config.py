@@ -60,7 +60,7 @@ def read_config(path: Path) -> dict[str, Any]:
     """Parse ``config.json`` (or the ``config.json`` inside folder ``path``) as a JSON object."""
     if path.is_dir():
         path = path / "config.json"
-    data = load_json(path, max_bytes=MAX_DATA_FILE_BYTES, what="config")
+    data = load_json(path, max_bytes=MAX_DATA_FILE_BYTES, what="model config (config.json)")
     if not isinstance(data, dict):
         raise DataFileError(
             path, "expected a JSON object at the top level", fix="pass a Hugging Face config.json"

@@ -153,11 +153,15 @@ class ModelRegistry:
             found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
         return found
 
+    def find(self, name: str) -> ModelEntry | None:
+        """The entry :meth:`entry` would give, or ``None`` (a probe without a list of close names)."""
+        return next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+
     def entry(self, name: str) -> ModelEntry:
         """The entry called ``name``: its canonical name or an alias, else the same name without
         a Hugging Face organization (``meta-llama/``) or a fine-tune suffix (``-Instruct``,
         ``-chat``, ``-it``, ``-base``, ``-hf``), else the first of ``A/B`` (``DeepSeek-V3/R1``)."""
-        found = next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+        found = self.find(name)
         if found is None:
             known = [
                 *self.entries,
@@ -208,7 +212,7 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     """
     entries: dict[str, ModelEntry] = {}
     for path in [*builtin_model_files(), *expand_paths(extra_paths)]:
-        data = load_toml(path)
+        data = load_toml(path, what="model TOML file")
         if _is_model(path, data):
             entry = parse_model(path, data)
             if entry.spec.name in entries:
@@ -235,7 +239,7 @@ def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
 
 def load_model_file(path: Path) -> ModelEntry:
     """One model TOML file (``kind = "model"``) read on its own."""
-    data = load_toml(path)
+    data = load_toml(path, what="model TOML file")
     kind = Fields(str(path), data).string("kind")
     if kind != MODEL_KIND:
         raise DataFileError(path, "not a model file", field="kind", value=kind, fix='write kind = "model"')
@@ -246,14 +250,7 @@ def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
     """A :class:`ModelEntry` from one parsed TOML file; errors name file, field, value and fix."""
     fields = Fields(str(path), data)
     _check_keys(fields, _TOP_KEYS, "")
-    version = fields.integer("schema_version", minimum=1)
-    if version != SCHEMA_VERSION:
-        raise DataFileError(
-            path,
-            f"unsupported schema_version {version}",
-            field="schema_version",
-            fix="write schema_version = 1",
-        )
+    fields.schema_version({SCHEMA_VERSION})
     sources = parse_references(fields)
     source_key = fields.check_source("source", sources)
     try:

@@ -9,6 +9,7 @@ FLOPs, bytes) live in :mod:`lightspeed.workload.counts`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
@@ -18,6 +19,9 @@ MLP_KINDS = ("swiglu", "geglu", "gelu", "relu", "relu2")
 GATED_MLP_KINDS = ("swiglu", "geglu")
 POSITION_EMBEDDINGS = ("rope", "learned", "none")
 NORM_KINDS = ("rmsnorm", "layernorm")
+
+
+MAX_HEADS_OR_HEAD_DIM: Final = 2**14
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,12 @@ class AttentionSpec(Record):
             raise UserInputError(f"attention kind {self.kind!r} is not one of {', '.join(ATTENTION_KINDS)}")
         if self.num_heads < 1 or self.num_kv_heads < 1 or self.head_dim < 1:
             raise UserInputError("attention needs num_heads, num_kv_heads and head_dim >= 1")
+        if max(self.num_heads, self.num_kv_heads, self.head_dim) > MAX_HEADS_OR_HEAD_DIM:
+            raise UserInputError(
+                f"attention with {self.num_heads:,} heads, {self.num_kv_heads:,} KV heads and head_dim "
+                f"{self.head_dim:,}: each is at most {MAX_HEADS_OR_HEAD_DIM:,} (models use up to 128 heads "
+                "and head_dim 256)"
+            )
         if self.kind != "mla" and self.num_heads % self.num_kv_heads:
             raise UserInputError(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
@@ -161,6 +171,18 @@ class MoESpec(Record):
             raise UserInputError("shared experts need shared_expert_ffn_hidden_size >= 1")
 
 
+# Bounds on a model's dimensions: 64x the largest published (GPT-4-class and Llama 3.1 405B have
+# 126 layers and a hidden size of 16,384; vocabularies reach 262,144; contexts 10M tokens).
+MAX_DIMENSION: Final[dict[str, int]] = {
+    "num_layers": 2**14,
+    "hidden_size": 2**20,
+    "ffn_hidden_size": 2**22,
+    "vocab_size": 2**24,
+    "max_seq_len": 2**30,
+}
+DIMENSION_REASON: Final = "64x the largest published"
+
+
 @dataclass(frozen=True)
 class TransformerSpec(Record):
     """A decoder-only transformer.
@@ -202,6 +224,11 @@ class TransformerSpec(Record):
         ):
             if value < 1:
                 raise UserInputError(f"{label} must be >= 1 (got {value})")
+            if value > MAX_DIMENSION[label]:
+                raise UserInputError(
+                    f"{label} = {value:,} is above {MAX_DIMENSION[label]:,}, far past any model built "
+                    f"({DIMENSION_REASON}); check the number"
+                )
         if self.mlp not in MLP_KINDS:
             raise UserInputError(f"mlp {self.mlp!r} is not one of {', '.join(MLP_KINDS)}")
         if self.position_embedding not in POSITION_EMBEDDINGS:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -34,7 +35,7 @@ from typing import Final
 import numpy as np
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, StoreError, UnknownNameError, UserInputError
+from lightspeed.errors import StoreError, UnknownNameError, UserInputError
 from lightspeed.paths import lightspeed_home
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, gemm_shape_factor
@@ -274,8 +275,8 @@ def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
     unknown); ``force`` lets it apply to another accelerator (:func:`check_calibration_device`).
     """
     candidate = Path(name)
-    if candidate.suffix == ".toml" and candidate.is_file():
-        path = candidate
+    if candidate.suffix == ".toml" or "/" in name or os.sep in name:
+        path = candidate  # a profile file: a missing or special one is refused by load_toml
     else:
         path = calibration_path(name)
         if not path.is_file():
@@ -283,15 +284,8 @@ def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
                 "calibration", name, list_calibrations(), hint="run 'lightspeed calibrate'"
             )
     LOG.info("calibration %r from %s", name, path)
-    fields = Fields(str(path), load_toml(path))
-    version = fields.integer("schema_version", minimum=1)
-    if version != PROFILE_SCHEMA_VERSION:
-        raise DataFileError(
-            path,
-            f"unsupported schema_version {version}",
-            field="schema_version",
-            fix=f"write schema_version = {PROFILE_SCHEMA_VERSION} or recalibrate",
-        )
+    fields = Fields(str(path), load_toml(path, what="calibration profile (TOML)"))
+    fields.schema_version({PROFILE_SCHEMA_VERSION})
     table = fields.table("efficiency")
     assert table is not None
     base_name = fields.string("base")

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.errors import UnknownNameError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 
@@ -211,9 +211,7 @@ def load_efficiency_defaults(path: Path | None = None) -> Mapping[str, Efficienc
 @functools.lru_cache(maxsize=8)
 def _load_defaults(file: Path) -> Mapping[str, EfficiencyModel]:
     fields = Fields(str(file), load_toml(file))
-    version = fields.integer("schema_version", minimum=1)
-    if version != EFFICIENCY_SCHEMA_VERSION:
-        raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
+    fields.schema_version({EFFICIENCY_SCHEMA_VERSION})
     return {name: _parse_family(name, table) for name, table in fields.tables("family").items()}
 
 

@@ -27,7 +27,7 @@ from typing import Final
 from lightspeed.catalog import Accelerator, Catalog, Cluster, System
 from lightspeed.catalog.clusters import build_cluster, spread_over_domains
 from lightspeed.catalog.variants import derive_variant, system_with
-from lightspeed.errors import LightspeedError, UserInputError
+from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
 from lightspeed.sol.validation.published import PublishedRow
 
@@ -66,10 +66,7 @@ def _prefixes(candidate: str) -> list[str]:
 
 
 def _find_system(catalog: Catalog, span: str) -> System | None:
-    try:
-        return catalog.system(span)
-    except UserInputError:
-        return None
+    return catalog.find_system(span)
 
 
 def _find_accelerator(catalog: Catalog, span: str) -> Accelerator | None:

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lightspeed.errors import DataFileError, LightspeedError
+from lightspeed.files import read_text
 from lightspeed.records import Record
+from lightspeed.sol.validation.readings import impossible_value, split_pieces
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
 MISSING = {"", "n/r", "n/a", "-", "n/p", "?", "none reported"}
@@ -51,15 +53,7 @@ class PublishedRow(Record):
 
 def read_table(path: Path) -> list[PublishedRow]:
     """Rows of a tab-separated published-results file (blank lines skipped)."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_TABLE_BYTES:
-            raise DataFileError(path, f"file is {size} bytes, above the {MAX_TABLE_BYTES} limit")
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise DataFileError(path, f"cannot read file ({error.strerror})", fix="check the path") from None
-    except UnicodeDecodeError:
-        raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8") from None
+    text = read_text(path, max_bytes=MAX_TABLE_BYTES, what="published-results table (TSV)")
     lines = text.splitlines()
     if not lines or "\t" not in lines[0]:
         raise DataFileError(
@@ -76,11 +70,30 @@ def read_table(path: Path) -> list[PublishedRow]:
             path, f"missing columns {', '.join(missing)}", line=1, fix="use the header of published-dev.tsv"
         )
     try:
-        return list(_rows(reader))
+        rows = list(_rows(reader))
     except csv.Error as error:
         raise DataFileError(
             path, f"not a readable table ({error})", line=reader.line_num + 1, fix="check that line's cells"
         ) from None
+    for row in rows:
+        _check_measured(path, row)
+    return rows
+
+
+def _check_measured(path: Path, row: PublishedRow) -> None:
+    """Refuse a measured value no measurement can have (``-137``, ``inf (44%)``), naming the row:
+    reading it as 137 or 44 would compare a prediction with a number the source never gave."""
+    for piece in split_pieces(row.text("measured")):
+        problem = impossible_value(piece)
+        if problem:
+            raise DataFileError(
+                path,
+                f"row {row.row_id}: the measured value is {problem}",
+                line=row.line,
+                field="measured",
+                value=piece,
+                fix="write the value the source reports (a number above 0), or n/r when it reports none",
+            )
 
 
 def _rows(reader: csv.DictReader[str]) -> Iterator[PublishedRow]:

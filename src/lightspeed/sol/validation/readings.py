@@ -40,6 +40,7 @@ _VALUE: Final = re.compile(
     re.IGNORECASE,
 )
 _SUFFIX: Final = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+_NOT_FINITE: Final = re.compile(r"(?<![a-z])[-+−]?(?:inf(?:inity)?|nan|∞)(?![a-z])", re.IGNORECASE)
 _TIME_UNITS: Final = (
     (re.compile(r"\(ms\)|\bms\b|millisecond"), "ms", 1e-3),
     (re.compile(r"\(us\)|\bus\b|µs|microsecond"), "us", 1e-6),
@@ -124,15 +125,18 @@ def parse_value(text: str) -> tuple[float | None, str, tuple[str, ...]]:
     (2288843.0, '', ())
     >>> parse_value("~14,800")[0], parse_value("20-22")[0], parse_value("54.32%")[:2]
     (14800.0, 21.0, (54.32, '%'))
+    >>> parse_value("-137")[0]  # the sign is kept: a negative measurement is refused, never flipped
+    -137.0
     """
     match = _VALUE.search(text)
     if match is None:
         return None, "", ()
     notes: list[str] = []
-    low = float(match["low"].replace(",", ""))
+    sign = -1.0 if text[: match.start("low")].rstrip().endswith(("-", "−")) else 1.0
+    low = sign * float(match["low"].replace(",", ""))
     value = low
     if match["high"]:
-        high = float(match["high"].replace(",", ""))
+        high = sign * float(match["high"].replace(",", ""))
         if high > low:
             value = (low + high) / 2.0
             notes.append(f"range {match['low']}-{match['high']}: midpoint")
@@ -143,6 +147,19 @@ def parse_value(text: str) -> tuple[float | None, str, tuple[str, ...]]:
         value *= _SUFFIX[unit]
         unit = ""
     return value, unit, tuple(notes)
+
+
+def impossible_value(text: str) -> str:
+    """Why a measured piece cannot be a measurement (``''`` when it can): a word that is not a
+    finite number (``inf``, ``nan``), or a negative number.
+
+    >>> [impossible_value(text) for text in ("inf (44%)", "-137", "20-22", "n/r")]
+    ['not a finite number', 'a negative number', '', '']
+    """
+    if _NOT_FINITE.search(text):
+        return "not a finite number"
+    value = parse_value(text)[0]
+    return "a negative number" if value is not None and value < 0 else ""
 
 
 def _time_unit(text: str) -> tuple[str, float] | None:

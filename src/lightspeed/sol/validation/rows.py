@@ -228,11 +228,9 @@ def model_from_dims(row: PublishedRow) -> TransformerSpec:
 def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
     """The catalog model a row names (text before any parenthesis), else one built from its dims."""
     name = re.split(r"[(]", row.text("model"))[0].strip()
-    if name:
-        try:
-            return registry.get(name), f"model '{row.text('model')}' -> catalog model {name}"
-        except UserInputError:
-            pass
+    found = registry.find(name) if name else None
+    if found is not None:
+        return found.spec, f"model '{row.text('model')}' -> catalog model {name}"
     spec = model_from_dims(row)
     return (
         spec,

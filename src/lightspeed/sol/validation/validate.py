@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +266,11 @@ def _predict_row(
         return _failed(row, "error", str(error))
 
 
+def _setup_key(row: PublishedRow) -> tuple[str, ...]:
+    """What a prediction depends on: every cell of the row but its id (the line is not a cell)."""
+    return (row.kind, *(f"{column}\t{text}" for column, text in sorted(row.cells.items()) if column != "id"))
+
+
 def summarize(rows: tuple[ValidationRow, ...], kind: str) -> ErrorSummary:
     """Median, p90 and max absolute relative error of the predicted rows of ``kind``."""
     errors = np.array([abs(r.rel_error) for r in rows if r.kind == kind and r.rel_error is not None])
@@ -291,9 +296,25 @@ def validate_published(
     models: ModelRegistry,
     efficiency: EfficiencyModel | None = None,
     infer: InferencePredictor | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ValidationReport:
-    """Predict every row of a published-results table (see module docs)."""
-    rows = tuple(_predict_row(row, catalog, models, efficiency, infer) for row in read_table(path))
+    """Predict every row of a published-results table (see module docs).
+
+    Rows that describe the same setup (every cell but the id alike: a sweep's repeats, a table
+    pasted twice) are predicted once. ``progress(done, total)`` is called after each row.
+    """
+    table = read_table(path)
+    predicted: dict[tuple[str, ...], ValidationRow] = {}
+    rows: list[ValidationRow] = []
+    for done, row in enumerate(table, start=1):
+        key = _setup_key(row)
+        if key not in predicted:
+            predicted[key] = _predict_row(row, catalog, models, efficiency, infer)
+        rows.append(replace(predicted[key], id=row.row_id))
+        if progress is not None:
+            progress(done, len(table))
     return ValidationReport(
-        path=str(path), rows=rows, summary={kind: summarize(rows, kind) for kind in ("train", "infer")}
+        path=str(path),
+        rows=tuple(rows),
+        summary={kind: summarize(tuple(rows), kind) for kind in ("train", "infer")},
     )

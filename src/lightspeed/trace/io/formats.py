@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from lightspeed.errors import TraceError
+from lightspeed.files import open_input
 
 KINETO: Final = "kineto"
 NSYS_SQLITE: Final = "nsys-sqlite"
@@ -43,7 +44,7 @@ def detect_format(path: Path) -> str:
     errors say what is wrong with it.
     """
     try:
-        with path.open("rb") as handle:
+        with open_input(path, what="profiler trace or report", error=TraceError) as handle:
             head = handle.read(_PEEK_BYTES)
     except OSError as error:
         raise TraceError(

@@ -134,6 +134,12 @@ class EventStream:
 
     def _not_json_error(self, offset: int) -> NoReturn:
         shown = bytes(self._buffer[offset : offset + 1])
+        if not shown:
+            raise TraceError(
+                self.path,
+                "file is empty (or only whitespace)",
+                fix="pass a PyTorch profiler (Kineto) JSON trace",
+            )
         raise TraceError(
             self.path,
             f"not a JSON trace: byte {self._dropped + offset} is {shown!r}, not '{{' or '['",

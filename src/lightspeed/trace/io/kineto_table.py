@@ -91,6 +91,7 @@ class TableBuilder:
         category_ids = intern(self.categories, list(map(_CAT, events)))
         real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
         complete = ~np.isnan(dur) & real[category_ids]
+        self._note_gpu_without_dur(ts, dur, category_ids)
         placed = self._placed(ts, dur, complete)
         keep = complete & placed
         first_index = self._num_seen
@@ -124,6 +125,14 @@ class TableBuilder:
         self._count_devices(category_ids[keep], args)
         self._collect_collectives(kept, args, name_ids)
         self._num_kept += len(kept)
+
+    def _note_gpu_without_dur(self, ts: F64, dur: F64, category_ids: npt.NDArray[np.int32]) -> None:
+        """A GPU event (kernel, copy, set) with a start and no ``dur`` is as impossible as a negative
+        one: Kineto writes every GPU activity as a complete event. It is never dropped silently."""
+        gpu_ids = [i for c, i in self.categories.items() if c in GPU_CATEGORIES]
+        missing = np.isin(category_ids, gpu_ids) & np.isnan(dur) & ~np.isnan(ts)
+        for row in np.flatnonzero(missing).tolist():
+            self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
 
     def _placed(self, ts: F64, dur: F64, complete: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
         """Which complete events have a ``ts`` and times a clock can hold; the others are noted."""

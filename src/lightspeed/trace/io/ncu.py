@@ -17,14 +17,16 @@ estimated speedups. Every metric is also kept as printed
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
 from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import TraceError
 from lightspeed.records import Record
 from lightspeed.trace.io.ncu_csv import (
     DEFAULT_MAX_CSV_BYTES,
@@ -216,7 +218,9 @@ def read_ncu(path: Path | str, *, max_bytes: float = DEFAULT_MAX_CSV_BYTES) -> N
 def _launch(page: CsvPage, launch_id: int, rows: list[CsvRow], notes: list[str]) -> NcuLaunch:
     first = rows[0].cells
     metrics = _details_metrics(rows) if page.page == DETAILS else _raw_metrics(page, rows[0])
-    values = _field_values(metrics, notes)
+    values = _field_values(
+        metrics, notes, functools.partial(_check_range, page=page, launch_id=launch_id, rows=rows)
+    )
     by_name = {metric.name: metric for metric in metrics}
     device_name = by_name[DEVICE_NAME_METRIC].text.strip() if DEVICE_NAME_METRIC in by_name else None
     return NcuLaunch(
@@ -291,8 +295,11 @@ def _metric(section: str, name: str, unit: str, text: str) -> NcuMetric:
     )
 
 
-def _field_values(metrics: list[NcuMetric], notes: list[str]) -> dict[str, float]:
-    """Field name -> value in base units, the first metric of the map found for each field."""
+def _field_values(
+    metrics: list[NcuMetric], notes: list[str], check: Callable[[NcuMetric, str, float], None]
+) -> dict[str, float]:
+    """Field name -> value in base units, the first metric of the map found for each field
+    (``check(metric, kind, value)`` refuses one out of range)."""
     mapping = _mapping().fields
     values: dict[str, float] = {}
     for metric in metrics:
@@ -304,8 +311,32 @@ def _field_values(metrics: list[NcuMetric], notes: list[str]) -> dict[str, float
         if value is None:
             notes.append(f"unit {metric.unit!r} of {metric.name!r} not understood; the value is left out")
             continue
+        check(metric, kind, value)
         values[field] = value
     return values
+
+
+# ncu's % of peak is at most 100; it rounds, and a sub-unit's sustained peak can be beaten by a
+# hair, so up to 101 is measurement noise (documented in docs/kernels.md); 250% is not.
+MAX_PERCENT_OF_PEAK: Final = 101.0
+
+
+def _check_range(
+    metric: NcuMetric, kind: str, value: float, *, page: CsvPage, launch_id: int, rows: list[CsvRow]
+) -> None:
+    """Refuse a value no profiler measures: a negative time, count or size, a % of peak above 100."""
+    if value >= 0 and not (kind == "pct" and value > MAX_PERCENT_OF_PEAK):
+        return
+    named = (row.line for row in rows if row.cells.get("Metric Name", "").strip() == metric.name)
+    shown = f"{metric.text} {metric.unit}".strip()
+    raise TraceError(
+        page.path,
+        f"kernel launch ID {launch_id}: {metric.name} = {shown} is outside "
+        + ("0% to 100% of peak" if kind == "pct" else "0 or more"),
+        line=next(named, rows[0].line),
+        field=f"{metric.section}/{metric.name}".lstrip("/"),
+        fix="the CSV was edited or damaged: export it again with ncu --csv",
+    )
 
 
 def _flop(by_name: Mapping[str, NcuMetric]) -> dict[str, float]:

@@ -24,11 +24,13 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from lightspeed.errors import TraceError
+from lightspeed.files import MAX_LINE_BYTES, bounded_lines, check_input, open_input
 from lightspeed.units import GIB
 
 DEFAULT_MAX_CSV_BYTES: Final = 1 * GIB
@@ -75,38 +77,85 @@ class CsvPage:
 
 
 def read_ncu_csv(path: Path, *, max_bytes: float = DEFAULT_MAX_CSV_BYTES) -> CsvPage:
-    """The header and rows of an ``ncu --csv`` file; :class:`TraceError` for anything malformed."""
-    text = _read_text(path, max_bytes)
-    lines = text.splitlines()
-    start = next((index for index, line in enumerate(lines) if line.startswith(_HEADER_START)), None)
-    if start is None:
+    """The header and rows of an ``ncu --csv`` file; :class:`TraceError` for anything malformed.
+
+    The file is read line by line (each at most ``MAX_LINE_BYTES``), so memory follows what
+    the file holds, not its size: a file of garbage is refused at its first overlong line.
+    """
+    what = "Nsight Compute CSV (ncu --csv)"
+    size = check_input(path, what=what, error=TraceError).st_size
+    if size > max_bytes:
         raise TraceError(
             path,
-            'no Nsight Compute CSV header (a line starting with "ID","Process ID")',
-            fix="write it with ncu --csv --page details (or --page raw) and save all of its output",
+            f"the file is {size / GIB:.3g} GiB, over the {max_bytes / GIB:.3g} GiB limit",
+            fix="raise it with --max-bytes if the file is trusted",
         )
-    header = tuple(_cells(path, start + 1, lines[start]))
-    if len(set(header)) != len(header):
-        raise TraceError(path, "the CSV header names a column twice", line=start + 1, fix=_FIX_CSV)
-    page = DETAILS if {"Metric Name", "Metric Value"} <= set(header) else RAW
+    with open_input(path, what=what, error=TraceError) as handle:
+        lines = _text_lines(path, handle)
+        header, skipped = _header(path, lines)
+        page = DETAILS if {"Metric Name", "Metric Value"} <= set(header) else RAW
+        rows, units, after = _rows(path, lines, header, page)
+    if not rows:
+        raise TraceError(path, "no kernel launches in this CSV (a header and nothing else)", fix=_FIX_CSV)
+    return CsvPage(
+        path=path, page=page, header=header, units=units, rows=tuple(rows), num_skipped_lines=skipped + after
+    )
+
+
+def _text_lines(path: Path, handle: BinaryIO) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text without its end, whether the line was cut short) of each line."""
+    offset = 0
+    for number, raw in bounded_lines(handle, path, MAX_LINE_BYTES, error=TraceError):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise TraceError(
+                path,
+                f"not UTF-8 text (byte {offset + error.start})",
+                line=number,
+                fix="is this ncu --csv output?",
+            ) from None
+        offset += len(raw)
+        yield number, text.rstrip("\r\n"), not raw.endswith(b"\n")
+
+
+def _header(path: Path, lines: Iterator[tuple[int, str, bool]]) -> tuple[tuple[str, ...], int]:
+    """The header's cells and how many non-empty lines came before it."""
+    skipped = 0
+    for number, line, _ in lines:
+        if line.startswith(_HEADER_START):
+            header = tuple(_cells(path, number, line))
+            if len(set(header)) != len(header):
+                raise TraceError(path, "the CSV header names a column twice", line=number, fix=_FIX_CSV)
+            return header, skipped
+        skipped += bool(line.strip())  # ==PROF== messages, program output
+    raise TraceError(
+        path,
+        'no Nsight Compute CSV header (a line starting with "ID","Process ID")',
+        fix="write it with ncu --csv --page details (or --page raw) and save all of its output",
+    )
+
+
+def _rows(
+    path: Path, lines: Iterator[tuple[int, str, bool]], header: tuple[str, ...], page: str
+) -> tuple[list[CsvRow], dict[str, str], int]:
+    """The kernel rows after the header, the raw page's units, and the non-CSV lines skipped."""
     rows: list[CsvRow] = []
     units: dict[str, str] = {}
-    skipped = sum(1 for line in lines[:start] if line.strip())  # ==PROF== messages, program output
+    skipped = 0
     # metric rows of the details page stop after "Metric Value" (the rule cells are left off)
     fewest = header.index("Metric Value") + 1 if page == DETAILS else len(header)
-    for index in range(start + 1, len(lines)):
-        line = lines[index]
+    for number, line, cut in lines:
         if not line.startswith('"'):
             skipped += bool(line.strip())
             continue
-        cut = index == len(lines) - 1 and not text.endswith("\n")
-        cells = _cells(path, index + 1, line, cut=cut)
+        cells = _cells(path, number, line, cut=cut)
         if not fewest <= len(cells) <= len(header):
             problem = "the file is truncated" if cut else "a row does not match the header"
             raise TraceError(
                 path,
                 f"{problem}: {len(cells)} cells where the header has {len(header)}",
-                line=index + 1,
+                line=number,
                 fix=_FIX_CSV,
             )
         cells += [""] * (len(header) - len(cells))
@@ -118,38 +167,12 @@ def read_ncu_csv(path: Path, *, max_bytes: float = DEFAULT_MAX_CSV_BYTES) -> Csv
             raise TraceError(
                 path,
                 "the ID of a kernel launch is not a number",
-                line=index + 1,
+                line=number,
                 value=named["ID"],
                 fix=_FIX_CSV,
             )
-        rows.append(CsvRow(line=index + 1, cells=named))
-    if not rows:
-        raise TraceError(path, "no kernel launches in this CSV (a header and nothing else)", fix=_FIX_CSV)
-    return CsvPage(
-        path=path, page=page, header=header, units=units, rows=tuple(rows), num_skipped_lines=skipped
-    )
-
-
-def _read_text(path: Path, max_bytes: float) -> str:
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise TraceError(
-                path,
-                f"the file is {size / GIB:.3g} GiB, over the {max_bytes / GIB:.3g} GiB limit",
-                fix="raise it with --max-bytes if the file is trusted",
-            )
-        data = path.read_bytes()
-    except OSError as error:
-        raise TraceError(
-            path, f"cannot read file ({error.strerror or error})", fix="check the path and permissions"
-        ) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise TraceError(
-            path, f"not UTF-8 text (byte {error.start})", fix="is this ncu --csv output?"
-        ) from None
+        rows.append(CsvRow(line=number, cells=named))
+    return rows, units, skipped
 
 
 def _cells(path: Path, line_number: int, line: str, *, cut: bool = False) -> list[str]:

@@ -103,6 +103,8 @@ class _Rows:
     names: dict[str, int] = field(default_factory=dict)
     categories: dict[str, int] = field(default_factory=dict)
     parts: dict[str, list[npt.NDArray[np.int64]]] = field(default_factory=dict)
+    # table -> rows left out because they end before they start or lack a time (said in notes)
+    left_out: dict[str, int] = field(default_factory=dict)
 
     def add(self, category: str, name_ids: npt.NDArray[np.int64], columns: dict[str, I64]) -> None:
         """Append rows of one category (``columns``: start, end, tid, stream, correlation, device, pid)."""
@@ -193,11 +195,20 @@ def _read_rows(export: Export) -> _Rows:
 _VALID_TIMES: Final = '"start" IS NOT NULL AND "end" IS NOT NULL AND "end" >= "start"'
 
 
-def _gpu_rows(export: Export, table: str, extra: list[tuple[str, int]], with_pid: bool) -> I64:
+def _gpu_rows(export: Export, table: str, extra: list[tuple[str, int]], with_pid: bool, rows: _Rows) -> I64:
     """start, end, device, stream, correlation, globalPid and ``extra`` columns of a GPU table."""
     columns = [('"start"', 0), ('"end"', 0), ('"deviceId"', -1), ('"streamId"', -1), ('"correlationId"', -1)]
     columns.append(('"globalPid"', 0) if with_pid else ("0", 0))
+    _count_left_out(export, table, _VALID_TIMES, rows)
     return export.integers(table, [*columns, *extra], _VALID_TIMES)
+
+
+def _count_left_out(export: Export, table: str, valid: str, rows: _Rows) -> None:
+    """Count the rows ``valid`` leaves out (a time missing, an end before the start): never silently."""
+    found = export.fetchall(f'SELECT COUNT(*) FROM "{table}" WHERE NOT ({valid})')
+    count = found[0][0] if found else 0
+    if isinstance(count, int) and count > 0:
+        rows.left_out[table] = count
 
 
 def _gpu_columns(data: I64) -> dict[str, I64]:
@@ -220,7 +231,7 @@ def _kernels(export: Export, rows: _Rows, with_pid: bool) -> None:
     if not found:
         export.require(KERNEL, ("demangledName or shortName",))
     column = found[0]
-    data = _gpu_rows(export, KERNEL, [(f'"{column}"', -1)], with_pid)
+    data = _gpu_rows(export, KERNEL, [(f'"{column}"', -1)], with_pid, rows)
     strings = export.strings(
         f'SELECT "id", "value" FROM "{STRINGS}" WHERE "id" IN (SELECT DISTINCT "{column}" FROM "{KERNEL}")'
     )
@@ -235,7 +246,7 @@ def _memcpys(export: Export, rows: _Rows, with_pid: bool) -> None:
     kinds = _names()
     source = '"srcKind"' if "srcKind" in export.columns(MEMCPY) else "-1"
     target = '"dstKind"' if "dstKind" in export.columns(MEMCPY) else "-1"
-    data = _gpu_rows(export, MEMCPY, [('"copyKind"', 0), (source, 7), (target, 7)], with_pid)
+    data = _gpu_rows(export, MEMCPY, [('"copyKind"', 0), (source, 7), (target, 7)], with_pid, rows)
     key = data[:, 6] * 10_000 + (data[:, 7] + 1) * 100 + (data[:, 8] + 1)
 
     def name(code: int) -> str:
@@ -251,7 +262,7 @@ def _memsets(export: Export, rows: _Rows, with_pid: bool) -> None:
         return
     export.require(MEMSET, GPU_COLUMNS)
     kind = '"memKind"' if "memKind" in export.columns(MEMSET) else "2"
-    data = _gpu_rows(export, MEMSET, [(kind, 2)], with_pid)
+    data = _gpu_rows(export, MEMSET, [(kind, 2)], with_pid, rows)
     memory = _names().memory_kind
     rows.add(
         "gpu_memset",
@@ -278,6 +289,7 @@ def _runtime_calls(export: Export, rows: _Rows, with_pid: bool) -> None:
         return
     export.require(RUNTIME, ("start", "end", "globalTid", "correlationId", "nameId"))
     has_class = "eventClass" in export.columns(RUNTIME)
+    _count_left_out(export, RUNTIME, f'{_VALID_TIMES} AND "globalTid" IS NOT NULL', rows)
     data = export.integers(
         RUNTIME,
         [
@@ -370,6 +382,10 @@ def _ranks(
     names = tuple(rows.names)
     categories = tuple(rows.categories)
     notes = [] if version else [f"{path.name}: no EXPORT_META_DATA; export schema version unknown"]
+    notes += [
+        f"{path.name}: {count:,} rows of {table} left out: they end before they start or lack a time"
+        for table, count in rows.left_out.items()
+    ]
     result: list[tuple[RankTrace, int | None]] = []
     for index, process in enumerate(processes):
         chosen = np.flatnonzero(pid == process) if len(processes) > 1 else np.arange(pid.size)

@@ -10,6 +10,7 @@ file) before SQLite sees it; any other damage becomes a :class:`TraceError`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import struct
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lightspeed.errors import TraceError
+from lightspeed.files import open_input
 from lightspeed.trace.io.formats import SQLITE_MAGIC
 from lightspeed.units import GIB
 
@@ -33,8 +35,8 @@ _FIX_EXPORT: Final = "export the report again: nsys export --type sqlite --outpu
 def check_header(path: Path, *, max_bytes: float) -> None:
     """Refuse files over ``max_bytes``, without the SQLite magic, or cut short (from the header)."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
+        with open_input(path, what="Nsight Systems SQLite export", error=TraceError) as handle:
+            size = os.fstat(handle.fileno()).st_size
             header = handle.read(HEADER_BYTES)
     except OSError as error:
         raise TraceError(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from lightspeed.errors import TraceError
+from lightspeed.files import check_input, open_input
 from lightspeed.units import GIB
 
 DEFAULT_MAX_BYTES: Final = 4 * GIB  # decompressed size of one trace file
@@ -43,7 +44,8 @@ def trace_files(paths: Iterable[Path | str]) -> list[Path]:
         elif path.is_file():
             found.append(path)
         else:
-            raise TraceError(path, "no such file or folder", fix="check the path")
+            check_input(path, what="trace file or folder", folder_ok=True, error=TraceError)
+            found.append(path)  # a regular file that appeared after is_file()
     if not found:
         raise TraceError("<none>", "no trace given", fix="name at least one trace file or folder")
     duplicates = {p for p in found if found.count(p) > 1}
@@ -80,11 +82,7 @@ def trace_blocks(path: Path, *, max_bytes: float = DEFAULT_MAX_BYTES) -> Iterato
     stream, or a file that cannot be read.
     """
     limit = int(max_bytes)
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise _unreadable(path, error) from None
-    with handle:
+    with open_input(path, what="trace", error=TraceError) as handle:
         if handle.read(2) == _GZIP_MAGIC:
             handle.seek(0)
             yield from _in_background(_gunzip(handle, path, limit))
