@@ -39,13 +39,15 @@ def to_jsonable(value: Any) -> Any:
     if kind is float:
         return value if math.isfinite(value) else None
     if kind is dict:
-        return {str(key): to_jsonable(item) for key, item in value.items()}
+        return {str(key): _counted(str(key), to_jsonable(item)) for key, item in value.items()}
     if kind is list or kind is tuple:
         return [to_jsonable(item) for item in value]
     if isinstance(value, Record):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: _counted(f.name, to_jsonable(getattr(value, f.name))) for f in dataclasses.fields(value)
+        }
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
