@@ -38,16 +38,14 @@ def to_jsonable(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else None
-    if kind is dict:
-        return {str(key): _counted(str(key), to_jsonable(item)) for key, item in value.items()}
+    if kind is dict or isinstance(value, Mapping):
+        return _mapping(value)
     if kind is list or kind is tuple:
         return [to_jsonable(item) for item in value]
     if isinstance(value, Record):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: _counted(f.name, to_jsonable(getattr(value, f.name))) for f in dataclasses.fields(value)
-        }
+        return _mapping({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -58,8 +56,6 @@ def to_jsonable(value: Any) -> Any:
         return to_jsonable(value.value)
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, Mapping):
-        return {str(key): _counted(str(key), to_jsonable(item)) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(item) for item in value]
     item = getattr(value, "item", None)  # numpy scalar
@@ -69,6 +65,14 @@ def to_jsonable(value: Any) -> Any:
     if callable(tolist):
         return to_jsonable(tolist())
     raise TypeError(f"cannot convert {type(value).__name__} to JSON")
+
+
+def _mapping(value: Mapping[Any, Any]) -> JsonDict:
+    converted = {}
+    for key, item in value.items():
+        name = str(key)
+        converted[name] = _counted(name, to_jsonable(item))
+    return converted
 
 
 def _counted(key: str, value: Any) -> Any:
