@@ -27,7 +27,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from lightspeed import __version__, nvml
-from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError
+from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, first_line
 from lightspeed.extras import extra_of, import_extra, installed_extras, installed_version
 from lightspeed.records import Record
 from lightspeed.store.location import store_location
@@ -152,7 +152,7 @@ def check_dcgm(modules: tuple[ModuleType, Callable[..., Any]] | None = None, *, 
     except UnsupportedError as error:
         return Check("backend", "DCGM", "unreachable", str(error))
     except Exception as error:  # the bindings raise their own DCGMError when nv-hostengine is not running
-        return Check("backend", "DCGM", "unreachable", f"host engine at {hostname}: {_first_line(error)}")
+        return Check("backend", "DCGM", "unreachable", f"host engine at {hostname}: {first_line(error)}")
     finally:
         with contextlib.suppress(Exception):
             backend.close()
@@ -199,7 +199,7 @@ def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_
         with psycopg.connect(location.url, connect_timeout=max(1, round(timeout_s))) as connection:
             version = connection.info.server_version
     except (psycopg.Error, ValueError) as error:
-        detail = f"{location.display}: {location.scrub(_first_line(error))}"
+        detail = f"{location.display}: {location.scrub(first_line(error))}"
         return Check("backend", "PostgreSQL", "unreachable", detail)
     major, minor = divmod(int(version), 10000)
     return Check("backend", "PostgreSQL", "ok", f"{location.display}: server {major}.{minor}")
@@ -223,7 +223,7 @@ def check_exporter(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             text = response.read(1 << 22).decode("utf-8", errors="replace")
     except (urllib.error.URLError, OSError, ValueError) as error:
-        return Check("backend", "Prometheus exporter", "unreachable", f"{url}: {_first_line(error)}")
+        return Check("backend", "Prometheus exporter", "unreachable", f"{url}: {first_line(error)}")
     families = sum(line.startswith("# TYPE ") for line in text.splitlines())
     if not families:
         detail = f"{url} answers, but not with Prometheus metrics"
@@ -253,12 +253,7 @@ def _connect(host: str, port: int, timeout_s: float) -> str:
         with socket.create_connection((host, port), timeout=timeout_s):
             return ""
     except OSError as error:
-        return _first_line(error)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+        return first_line(error)
 
 
 class _NoDriver:

@@ -31,7 +31,7 @@ from lightspeed.bench.runtime import (
     torch_dtype,
 )
 from lightspeed.bench.sol import DeviceSol
-from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.errors import UnsupportedError, UserInputError, first_line
 from lightspeed.records import Record
 from lightspeed.workload import TransformerSpec
 
@@ -174,10 +174,9 @@ def check_dtype(torch: ModuleType, device: BenchDevice, precision: str) -> None:
     try:
         _GemmCase(torch, device, GemmShape(m=32, n=32, k=32), precision).run()
     except (RuntimeError, TypeError) as error:  # torch's 'not implemented for dtype' errors are RuntimeErrors
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UnsupportedError(
             f"{device.name or device.kind} cannot multiply {precision} matrices with torch "
-            f"{torch.__version__} ({first_line}); choose another dtype"
+            f"{torch.__version__} ({first_line(error)}); choose another dtype"
         ) from None
 
 
