@@ -306,3 +306,30 @@ def format_ratio(ratio: float) -> str:
         if nearest >= 2 and abs(inverse - nearest) / nearest < 0.03:
             return f"1/{nearest}"
     return f"{_round_sig(ratio, 3)}x"
+
+
+def format_significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits (whole numbers keep every integer digit), with
+    thousands separators and no exponent.
+
+    >>> format_significant(36.42694), format_significant(5.74596), format_significant(1234.5)
+    ('36.4', '5.75', '1,234')
+    """
+    return _round_sig(value, digits) if math.isfinite(value) else f"{value:g}"
+
+
+def quotient_of_shown(numerator_text: str, denominator_text: str) -> float:
+    """The ratio of two numbers as printed, so that a printed ratio is the quotient of the printed
+    figures, rounding included (``'36.4'`` over ``'5.7'`` is 6.386, not the 6.33 of 36.4/5.75).
+
+    >>> round(quotient_of_shown("150", "3.4"), 2), quotient_of_shown("1,200", "600")
+    (44.12, 2.0)
+    """
+    return _shown_number(numerator_text) / _shown_number(denominator_text)
+
+
+def _shown_number(text: str) -> float:
+    try:
+        return float(text.replace(",", "").strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a plain printed number") from None

@@ -54,9 +54,19 @@ def test_compare_systems_json_contract(run_cli) -> None:  # type: ignore[no-unty
             "slow_level_share",
         } <= set(system)
     decomposition = payload["decomposition"]
-    factors = [step["factor"] for step in decomposition["steps"]]
+    factors = [factor["factor"] for factor in decomposition["factors"]]
     assert math.prod(factors) == pytest.approx(decomposition["ratio"])
     assert decomposition["ratio"] == pytest.approx(payload["per_gpu_ratio"][1], rel=1e-6)
+    assert len(decomposition["coalitions"]) == 16
+    assert {"name", "change", "factor", "alone_factor", "last_factor", "log_share"} <= set(
+        decomposition["factors"][0]
+    )
+    # Llama 3 70B has 8 KV heads: its own attention, then MHA and an MLA-like latent
+    sensitivity = payload["attention_sensitivity"]
+    assert [case["name"] for case in sensitivity["cases"]] == ["as catalogued", "MHA", "MLA-like latent"]
+    assert sensitivity["cases"][0]["decomposition"]["ratio"] == pytest.approx(decomposition["ratio"])
+    ratios = [case["decomposition"]["ratio"] for case in sensitivity["cases"]]
+    assert sensitivity["spread"] == pytest.approx(max(ratios) / min(ratios))
 
 
 def test_compare_systems_training_table(run_cli) -> None:  # type: ignore[no-untyped-def]

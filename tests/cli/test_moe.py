@@ -118,6 +118,68 @@ def test_synth_writes_a_load_that_balance_reads(run_cli, tmp_path: Path) -> None
     one_line_error(run_cli(*dirichlet, "--skew", "0", "--out", str(out)), "skew must be > 0")
 
 
+def test_synth_top_8_of_8_gives_every_expert_every_token(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 28's command: 10 tokens, each to 8 distinct experts of 8, so each expert counts 10."""
+    out = tmp_path / "every.json"
+    args = ("moe", "synth", "--layers", "2", "--experts", "8", "--top-k", "8", "--tokens", "10")
+    result = run_cli(*args, "--out", str(out), "--json")
+    assert result.code == 0, result.err
+    assert [layer["counts"] for layer in json.loads(out.read_text())["layers"]] == [[10] * 8] * 2
+    assert json.loads(result.out)["hottest_over_mean"] == [1.0, 1.0]
+
+
+def test_balance_scores_the_placement_on_a_later_window(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 28: EPLB places on one window and serves the next; the in-sample figure flatters.
+    By hand (tests/moe/test_moe_holdout.py): 6, 2, 4, 4 splits 8 + 8; 6, 6, 2, 2 on it is 12 vs 8."""
+    earlier, later = tmp_path / "earlier.json", tmp_path / "later.json"
+    earlier.write_text(json.dumps([[6, 2, 4, 4]]))
+    later.write_text(json.dumps([[6, 6, 2, 2]]))
+    args = ("moe", "balance", "--load", str(earlier), "--replicas", "4", "--gpus", "2")
+    result = run_cli(*args, "--holdout", str(later), "--json")
+    assert result.code == 0, result.err
+    holdout = json.loads(result.out)["holdout"]
+    assert holdout["overall_in_sample"] == 1.0
+    assert holdout["overall_out_of_sample"] == 1.5
+    assert holdout["refit_gpu_load_max_over_mean"] == [1.0]
+    text = run_cli(*args, "--holdout", str(later)).out
+    assert "in-sample 1.000" in text
+    assert "out-of-sample 1.500" in text
+    steps = tmp_path / "steps.json"
+    run_cli(
+        "moe",
+        "synth",
+        "--layers",
+        "2",
+        "--experts",
+        "8",
+        "--tokens",
+        "64",
+        "--steps",
+        "4",
+        "--out",
+        str(steps),
+    )
+    split = run_cli(
+        "moe",
+        "balance",
+        "--load",
+        str(steps),
+        "--replicas",
+        "8",
+        "--gpus",
+        "4",
+        "--holdout-fraction",
+        "25%",
+        "--json",
+    )
+    assert split.code == 0, split.err
+    scored = json.loads(split.out)["holdout"]
+    assert (scored["num_steps_placed"], scored["num_steps_scored"]) == (3, 1)
+    one_line_error(run_cli(*args, "--holdout-fraction", "0.5"), "per-step counts")
+    one_line_error(run_cli(*args, "--holdout", str(later), "--holdout-fraction", "0.5"), "not both")
+    one_line_error(run_cli(*args, "--holdout-fraction", "1"), "--holdout-fraction")
+
+
 @pytest.fixture
 def mixtral_load(tmp_path: Path) -> Path:
     """A skewed load of Mixtral's routing shape (32 MoE layers x 8 experts)."""

@@ -138,6 +138,8 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (SYNTH, "--tokens", ()),
     (SYNTH, "--top-k", ()),
     (SYNTH, "--seed", ()),
+    (SYNTH, "--steps", ()),
+    (("moe", "balance", "--load", "{load}", "--replicas", "8", "--gpus", "4"), "--holdout-fraction", ()),
     (MOE_TRAIN, "--expert-replicas", ("--expert-load", "{load}")),
     (("mig", "profiles"), "--gpu", ()),
 ]  # fmt: skip

@@ -20,6 +20,7 @@ from lightspeed.moe import (
     synthetic_load,
     write_expert_load,
 )
+from lightspeed.moe.synthetic import _draw_distinct
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -150,16 +151,18 @@ def test_combine_adds_ranks_and_refuses_other_shapes() -> None:
 
 
 def test_synthetic_skew_orders_as_stated() -> None:
-    def hottest_over_mean(distribution: str, skew: float) -> float:
+    def hottest_over_mean(distribution: str, skew: float, top_k: int = 4) -> float:
         load = synthetic_load(
-            num_layers=8, num_experts=64, distribution=distribution, skew=skew, num_tokens=20_000, top_k=4
+            num_layers=8, num_experts=64, distribution=distribution, skew=skew, num_tokens=20_000, top_k=top_k
         )
         counts = load.array()
-        assert counts.sum(axis=1).tolist() == [80_000.0] * 8  # tokens x top-k pairs per layer
+        assert counts.sum(axis=1).tolist() == [20_000.0 * top_k] * 8  # tokens x top-k pairs per layer
         return float((counts.max(axis=1) / counts.mean(axis=1)).mean())
 
-    # Zipf s over 64 experts: the hottest share is 1/H(64, s); H(64, 1) = 4.74 -> 64/4.74 = 13.5x
-    assert hottest_over_mean("zipf", 1.0) == pytest.approx(64 / sum(1 / r for r in range(1, 65)), rel=0.05)
+    # Zipf s over 64 experts, top-1: the hottest share is 1/H(64, s); H(64, 1) = 4.74 -> 64/4.74 = 13.5x
+    assert hottest_over_mean("zipf", 1.0, top_k=1) == pytest.approx(
+        64 / sum(1 / r for r in range(1, 65)), rel=0.05
+    )
     assert hottest_over_mean("zipf", 0.0) < hottest_over_mean("zipf", 0.5) < hottest_over_mean("zipf", 1.0)
     assert (
         hottest_over_mean("dirichlet", 0.3)
@@ -172,6 +175,46 @@ def test_synthetic_skew_orders_as_stated() -> None:
     )
 
 
+def test_synthetic_top_k_experts_are_distinct() -> None:
+    """Issue 28: a token goes to k different experts, so no expert gets more tokens than there are."""
+    # top-8 of 8: every token reaches every expert, each exactly 10 times (was 35 of 10 for one)
+    every = synthetic_load(num_layers=2, num_experts=8, top_k=8, num_tokens=10, skew=1.0)
+    assert every.counts == ((10.0,) * 8,) * 2
+    for distribution, skew in (("zipf", 3.0), ("zipf", 1.2), ("dirichlet", 0.05), ("uniform", 0.0)):
+        load = synthetic_load(
+            num_layers=3, num_experts=16, top_k=6, num_tokens=500, distribution=distribution, skew=skew
+        )
+        counts = load.array()
+        assert counts.max() <= 500, distribution
+        assert counts.sum(axis=1).tolist() == [3000.0] * 3
+
+
+def test_synthetic_top_k_draws_one_expert_after_another() -> None:
+    """Successive sampling, by hand: Zipf 1 over 3 experts has shares 6/11, 3/11, 2/11; with top-2 the
+    hottest is drawn first (6/11), or second after expert 2 (3/11 x (6/11)/(8/11)) or after expert 3
+    (2/11 x (6/11)/(9/11)): 6/11 + 9/44 + 4/33 = 0.8712 of the tokens."""
+    tokens = 200_000
+    load = synthetic_load(num_layers=4, num_experts=3, top_k=2, num_tokens=tokens, skew=1.0, seed=5)
+    hottest = load.array().max(axis=1) / tokens
+    expected = 6 / 11 + 9 / 44 + 4 / 33
+    np.testing.assert_allclose(hottest, expected, atol=0.004)  # 5 sigma of the binomial noise (0.00075)
+
+
+@pytest.mark.parametrize("rare", [1e-3, 1e-10])
+def test_rare_experts_are_drawn_in_proportion_to_their_shares(rare: float) -> None:
+    """Shares 1, 2r, r with top-2: expert 1 is in a token's pair when drawn first, or second after
+    expert 0 or expert 2: 2r/t + (1/t)(2r/3r) + (r/t)(2r/(1+2r)), t = 1 + 3r (about 2/3). With
+    r = 1e-10 the share left after expert 0 is too small for a point in [0, 1): those tokens finish
+    by the Gumbel top-k of the experts left, which must give the same odds."""
+    tokens = 100_000
+    counts = _draw_distinct(np.random.default_rng(11), np.log([1.0, 2 * rare, rare]), tokens, 2)
+    assert counts.sum() == 2 * tokens
+    assert counts[0] <= tokens
+    total = 1 + 3 * rare
+    expected = 2 * rare / total + (1 / total) * (2 / 3) + (rare / total) * (2 * rare / (1 + 2 * rare))
+    assert counts[1] / tokens == pytest.approx(expected, abs=0.0075)  # 5 sigma (0.0015)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -181,6 +224,8 @@ def test_synthetic_skew_orders_as_stated() -> None:
         ({"skew": float("nan")}, "skew must be"),
         ({"top_k": 9}, "top-k 9 exceeds the 8 experts"),
         ({"num_tokens": 0}, "needs >= 1 tokens"),
+        ({"num_tokens": 10**9, "top_k": 4}, "token-expert pairs to draw one by one"),
+        ({"num_steps": 0}, "needs >= 1 steps"),
     ],
 )
 def test_synthetic_refuses_bad_parameters(kwargs: dict[str, object], message: str) -> None:

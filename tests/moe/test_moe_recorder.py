@@ -155,6 +155,10 @@ def test_window_keeps_the_last_steps_and_averages_them() -> None:
     assert load.num_steps == 2
     assert recorder.num_steps == 4
     np.testing.assert_allclose(load.tokens_per_step().sum(axis=1), [2 * 24 * 2] * 3)
+    # each step of the window on its own, for placing on one and scoring on the next
+    steps = recorder.load(steps=True).steps_array()
+    for step, batch in zip(steps, inputs[-2:], strict=True):
+        np.testing.assert_array_equal(step, _expected(model, [batch], route))
 
 
 class _ToyMoE(torch.nn.Module):

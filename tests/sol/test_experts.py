@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import sys
 from collections.abc import Iterator
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.conftest import PEERS
+from tests.conftest import FIXTURES, PEERS
 
 from lightspeed.errors import UserInputError
 from lightspeed.moe.placement import balance_experts, gpu_loads, place_experts, replicate
@@ -86,11 +88,48 @@ def test_readme_example_beats_eplbs_published_placement() -> None:
     assert max(placement.gpu_load[0]) == pytest.approx(151.0)
 
 
+GOLDEN = FIXTURES / "eplb" / "rebalance_experts.json"
+
+
+def _golden() -> list[dict[str, Any]]:
+    """EPLB's outputs on fixed inputs, written by benchmarks/eplb_golden.py (provenance in the file)."""
+    cases: list[dict[str, Any]] = json.loads(GOLDEN.read_text(encoding="utf-8"))["cases"]
+    return cases
+
+
+def _layout(case: dict[str, Any]) -> tuple[int, int, int, int]:
+    return case["num_replicas"], case["num_groups"], case["num_nodes"], case["num_gpus"]
+
+
+def test_golden_file_names_its_source_and_holds_eplbs_readme() -> None:
+    provenance = json.loads(GOLDEN.read_text(encoding="utf-8"))["provenance"]
+    assert "deepseek-ai/EPLB" in provenance["peer"]
+    assert provenance["command"].startswith("python benchmarks/eplb_golden.py")
+    readme = _golden()[0]
+    assert readme["load"] == README_LOAD
+    assert readme["phy2log"] == EPLB_README_PHY2LOG  # what EPLB's README prints
+    assert readme["busiest_gpu_load"] == [156.0, 179.5]  # the hand figures above
+
+
+@pytest.mark.parametrize("index", range(1, 6))
+def test_as_balanced_as_eplbs_golden_placement(index: int) -> None:
+    case = _golden()[index]
+    load = np.array(case["load"], dtype=float)
+    replicas, groups, nodes, gpus = _layout(case)
+    theirs_max = np.array(case["busiest_gpu_load"])
+    # lightspeed's scoring of EPLB's placement agrees with the script's, which lightspeed did not write
+    np.testing.assert_allclose(gpu_loads(load, np.array(case["phy2log"]), gpus).max(axis=1), theirs_max)
+    ours = place_experts(load, num_replicas=replicas, num_groups=groups, num_nodes=nodes, num_gpus=gpus)
+    ours_max = gpu_loads(load, ours, gpus).max(axis=1)
+    assert ours_max.sum() <= theirs_max.sum() * (1 + 1e-12)
+    assert (ours_max <= theirs_max * (1 + 1e-9)).mean() >= 0.9  # and layer by layer, nearly always
+
+
 def _eplb() -> ModuleType:
     pytest.importorskip("torch")
     path = PEERS / "eplb" / "eplb.py"
     if not path.is_file():
-        pytest.skip(f"EPLB not found at {path}")
+        pytest.skip(f"EPLB not found at {path} (the golden-file tests above cover it)")
     spec = importlib.util.spec_from_file_location("eplb_peer", path)
     assert spec is not None
     assert spec.loader is not None
@@ -105,6 +144,17 @@ def test_eplb_reproduces_its_readme() -> None:
 
     phy2log, _, _ = _eplb().rebalance_experts(torch.tensor(README_LOAD), 16, 4, 2, 8)
     assert phy2log.tolist() == EPLB_README_PHY2LOG
+
+
+def test_golden_file_is_what_eplb_says_now() -> None:
+    """With the peer present, EPLB run again on the golden inputs gives the golden outputs."""
+    import torch
+
+    eplb = _eplb()
+    for case in _golden():
+        phy2log, _, logcnt = eplb.rebalance_experts(torch.tensor(case["load"]), *_layout(case))
+        assert phy2log.tolist() == case["phy2log"], case["name"]
+        assert logcnt.tolist() == case["logcnt"], case["name"]
 
 
 def _synthetic(seed: int, layers: int, experts: int, skew: float) -> np.ndarray:

@@ -88,9 +88,10 @@ def test_tp_all_reduce_follows_the_nvls_alpha_beta_model(models: ModelRegistry, 
     assert single["tp_comm"] == 0.0
     paired = _parts(model, catalog, InferencePlan(tp=2), decode_sequences=64.0)
     # NVLink SHARP all-reduce of 64 tokens x 4096 x 2 bytes: S / (450 GB/s x 0.8 link efficiency)
-    # plus 2 latency steps of 1 us (tree over 2 ranks), twice per layer, 32 layers.
+    # plus NCCL's 6.6 us base latency (tuning.cc, LL) and 2 latency steps of 1 us (tree over 2
+    # ranks), twice per layer, 32 layers.
     size = 64 * 4096 * 2
-    expected = 2 * 32 * (size / (450e9 * 0.8) + 2 * 1e-6)
+    expected = 2 * 32 * (size / (450e9 * 0.8) + 6.6e-6 + 2 * 1e-6)
     assert paired["tp_comm"] == pytest.approx(expected, rel=0.01)
     assert _parts(model, catalog, InferencePlan(pp=2), decode_sequences=64.0)["pp_comm"] > 0.0
 

@@ -75,9 +75,32 @@ def test_example_plan_against_the_alternatives(example_plan: MigPlan) -> None:
     assert whole.num_gpus is not None
     assert mig.num_gpus is not None
     assert mig.num_gpus <= whole.num_gpus  # whole GPUs are one of MIG's options
-    # Llama-3-70B in FP8 is ~70 GB of weights: with three 8B models (~9 GB each) it cannot share one GPU
+    # Llama-3-70B in FP8 is ~70 GB of weights: beside one copy of Llama-3.1-8B (~8 GB) it cannot share
+    # one 80 GB GPU (the 8B model counts once, not once per service)
     assert shared.num_gpus is None
     assert "exceed one GPU" in shared.reason
+    assert "2 models" in shared.reason
+
+
+def test_whole_gpus_load_one_model_once_for_its_services(example_plan: MigPlan) -> None:
+    """Issue 28: the whole-GPU baseline counted Llama-3.1-8B once per service (4 GPUs). One H100 with
+    the model loaded once serves chat, summarize and code (each uses 7-21% of a GPU alone) in time
+    shares, and the 70B takes one more: 2 GPUs, as many as the MIG plan."""
+    whole = example_plan.strategy("whole-gpu")
+    assert whole.num_gpus == 2
+    shared = [a for a in whole.assignments if a.model == "llama-3.1-8b"]
+    assert {a.service for a in shared} == {"chat", "summarize", "code"}
+    assert len({a.engine for a in shared}) == 1  # one engine, one copy of the weights
+    assert all(a.num_copies * a.gpus_per_copy == 1 for a in shared)
+    assert sum(a.share for a in shared) <= 1.0
+    services = {s.name: s for s in example_plan.services}
+    for assignment in shared:
+        assert assignment.num_copies * assignment.capacity_per_copy_requests_per_s >= (
+            services[assignment.service].requests_per_s
+        )
+        assert assignment.tpot_s is not None
+        assert assignment.tpot_s <= services[assignment.service].max_tpot_s
+    assert "whole-gpu needs 2 GPU(s)" in example_plan.explanation
     assert example_plan.choice == "mig"
     assert example_plan.explanation[0].startswith("mig serves every service")
 
@@ -112,9 +135,25 @@ def test_time_sharing_when_the_models_fit(catalog: Catalog, models: ModelRegistr
     assert sum(a.share for a in shared.assignments) <= 1.0
     for assignment in shared.assignments:
         assert assignment.num_copies * assignment.capacity_per_copy_requests_per_s >= 0.5
-    assert plan.strategy("whole-gpu").num_gpus == 3
+    assert plan.strategy("whole-gpu").num_gpus == 1  # one model, loaded once, serves all three
     assert plan.strategy("mig").num_gpus == 1
     assert plan.choice == "mig"  # ties go to the isolated slices
+
+
+def test_one_big_model_for_two_services_is_loaded_once(catalog: Catalog, models: ModelRegistry) -> None:
+    """Two services of Llama-3-70B FP8 (~71 GB of weights each copy) on H200 (141 GB): loaded twice the
+    weights fill the GPU, loaded once they leave ~60 GB of KV cache for both, so one GPU serves them."""
+    light = MigService("a", "llama-3-70b", "fp8", 1024, 256, 0.5, 2.0, 0.1)
+    plan = plan_mig(
+        services=[light, replace(light, name="b")],
+        accelerator=catalog.accelerator("h200-sxm"),
+        catalog=catalog,
+        models=models,
+    )
+    assert plan.strategy("whole-gpu").num_gpus == 1
+    assert plan.strategy("time-sharing").num_gpus == 1
+    assert plan.strategy("mig").num_gpus == 1  # MIG off on that GPU: the two services share it
+    assert [gpu.services for gpu in plan.layout] == [("a", "b")]
 
 
 def test_gpu_cap_makes_a_plan_impossible(catalog: Catalog, models: ModelRegistry) -> None:

@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightspeed.errors import DataFileError
-from lightspeed.workload import load_models, parameter_counts, spec_from_hf_config
+from lightspeed.workload import (
+    layer_attention_kinds,
+    load_models,
+    mean_attended_tokens,
+    parameter_counts,
+    spec_from_hf_config,
+)
 
 HF_CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
 MODELS = load_models()
@@ -28,6 +34,8 @@ MODELS = load_models()
         ("gemma-3-27b", "gemma-3-27b"),
         ("gpt-oss-120b", "gpt-oss-120b"),
         ("deepseek-v2-lite", "deepseek-v2-lite"),
+        ("llama-4-scout", "llama-4-scout"),
+        ("mistral-7b-v0.1", "mistral-7b-v0.1"),
     ],
 )
 def test_config_gives_the_same_counts_as_the_data_file(folder: str, registry_name: str) -> None:
@@ -71,8 +79,70 @@ def test_gemma_and_gpt_oss_windows_and_mlp_kinds() -> None:
     assert oss.attention.out_bias
     assert oss.moe is not None
     assert (oss.moe.num_routed_experts, oss.moe.top_k) == (128, 4)
-    # Half the layers attend to 128 tokens: at 8192 tokens the mean context is (8192 + 128) / 2.
-    assert oss.attention.mean_context(8192) == 4160.0
+    # Half the layers attend to 128 tokens: counted as a full square, at 8192 tokens a query
+    # attends to (8192 + 128) / 2 tokens on average over the layers.
+    assert float(mean_attended_tokens(oss, 8192, causal=False)) == 4160.0
+    # Gemma 3 27B: layers 5, 11, ..., 59 (every 6th, 0-based i with (i + 1) % 6 == 0) are global.
+    kinds = layer_attention_kinds(gemma3)
+    assert [index for index, kind in enumerate(kinds) if kind == "full"] == list(range(5, 62, 6))
+    assert kinds.count("sliding") == 52
+
+
+def test_llama4_reads_text_config_chunked_attention_and_moe() -> None:
+    scout = spec_from_hf_config(HF_CONFIGS / "llama-4-scout")
+    assert scout.attention.attention_chunk_size == 8192
+    assert scout.attention.sliding_window is None
+    # no_rope_layers is empty: transformers' no_rope_layer_interval 4 makes layers 3, 7, ... global.
+    kinds = layer_attention_kinds(scout)
+    assert [index for index, kind in enumerate(kinds) if kind == "full"] == list(range(3, 48, 4))
+    assert kinds.count("chunked") == 36
+    assert scout.ffn_hidden_size == 16384  # intermediate_size_mlp
+    assert scout.moe is not None
+    assert (scout.moe.num_routed_experts, scout.moe.top_k, scout.moe.num_shared_experts) == (16, 1, 1)
+    assert scout.moe.expert_ffn_hidden_size == 8192
+    # The shipped record says the same: its parameters match the import's.
+    assert parameter_counts(scout).total_params == parameter_counts(MODELS.get("llama-4-scout")).total_params
+
+
+def test_llama4_explicit_no_rope_layers(tmp_path: Path) -> None:
+    data = _fixture("llama-4-scout")
+    data["text_config"]["no_rope_layers"] = [1, 0] * 24  # every other layer global
+    spec = spec_from_hf_config(_write(tmp_path, data))
+    assert (spec.attention.attention_chunk_size, spec.attention.full_attention_interval) == (8192, 2)
+    data["text_config"]["no_rope_layers"] = [1, 2]
+    with pytest.raises(DataFileError, match="no_rope_layers"):
+        spec_from_hf_config(_write(tmp_path, data))
+
+
+def test_mistral_v01_windows_every_layer() -> None:
+    spec = spec_from_hf_config(HF_CONFIGS / "mistral-7b-v0.1")
+    assert (spec.attention.sliding_window, spec.attention.full_attention_interval) == (4096, None)
+    assert set(layer_attention_kinds(spec)) == {"sliding"}
+
+
+def test_qwen2_windows_start_at_max_window_layers(tmp_path: Path) -> None:
+    data = _fixture("qwen2-7b")
+    data.update(use_sliding_window=True, sliding_window=4096, max_window_layers=20)
+    spec = spec_from_hf_config(_write(tmp_path, data))
+    kinds = layer_attention_kinds(spec)
+    # transformers' Qwen2Config: layers i >= max_window_layers use the window, the first 20 do not.
+    assert kinds == ("full",) * 20 + ("sliding",) * 8
+    assert spec.attention.layer_types == kinds  # not periodic: kept layer by layer
+    data["max_window_layers"] = 28  # the published default: no layer windowed
+    assert spec_from_hf_config(_write(tmp_path, data)).attention.sliding_window is None
+
+
+def test_irregular_or_unknown_layer_types(tmp_path: Path) -> None:
+    data = _fixture("gpt-oss-120b")
+    data["layer_types"] = ["full_attention"] * 2 + ["sliding_attention"] * 34
+    spec = spec_from_hf_config(_write(tmp_path, data))
+    assert spec.attention.layer_types[:3] == ("full", "full", "sliding")
+    data["layer_types"] = ["linear_attention"] * 36
+    with pytest.raises(DataFileError, match="linear_attention"):
+        spec_from_hf_config(_write(tmp_path, data))
+    data["layer_types"] = ["full_attention"] * 35
+    with pytest.raises(DataFileError, match="36 layers"):
+        spec_from_hf_config(_write(tmp_path, data))
 
 
 def test_folder_path_reads_its_config_json() -> None:
@@ -127,7 +197,7 @@ def _write(tmp_path: Path, data: object) -> Path:
     [
         (
             {"model_type": "gpt2"},
-            ["unsupported model_type", "'gpt2'", "llama, mistral, mixtral, qwen2, qwen3"],
+            ["unsupported model_type", "'gpt2'", "llama, llama4, llama4_text, mistral, mixtral, qwen2"],
         ),
         ({"hidden_size": None}, ["field 'hidden_size'", "fix:"]),
         ({"num_hidden_layers": "32"}, ["field 'num_hidden_layers'", "'32'", "fix:"]),

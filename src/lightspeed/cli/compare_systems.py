@@ -27,6 +27,7 @@ from lightspeed.cost import load_prices, system_costs
 from lightspeed.errors import UserInputError
 from lightspeed.moe import ExpertLoadEffect
 from lightspeed.report import (
+    render_attention_sensitivity,
     render_expert_load_effect,
     render_fabric_comparison,
     render_ratio_decomposition,
@@ -37,6 +38,7 @@ from lightspeed.sol import (
     PLAN_FAMILIES,
     WORKLOADS,
     ServingLoad,
+    attention_sensitivity,
     compare_systems,
     decompose_ratio,
     fabric_comparison,
@@ -120,7 +122,12 @@ class _SystemsCommand(click.Command):
 @click.option("--max-tpot", type=LATENCY_BOUND, help="Inference: time-per-output-token bound (e.g. 50ms).")
 @click.option("--disaggregated", is_flag=True, help="Inference: also try separate prefill and decode pools.")
 @click.option("--plan-family", type=click.Choice(PLAN_FAMILIES), default="wide-ep", show_default=True)
-@click.option("--decompose", is_flag=True, help="Inference: split the last/first per-GPU ratio into factors.")
+@click.option(
+    "--decompose",
+    is_flag=True,
+    help="Inference: split the last/first per-GPU ratio into order-independent (Shapley) factors, "
+    "and repeat it with MHA, GQA-8 and MLA-like attention.",
+)
 @expert_load_options
 @calibration_option
 @click.option("--prices", "prices_path", type=click.Path(path_type=Path), help="Add cost and energy columns.")
@@ -180,22 +187,24 @@ def command(
         efficiency=efficiency,
     )
     fabric = fabric_comparison(clusters, efficiency)
-    decomposition = (
-        decompose_ratio(
-            model=model,
-            baseline=clusters[0],
-            target=clusters[-1],
-            baseline_precision=comparison.results[0].precision,
-            target_precision=comparison.results[-1].precision,
-            options=options,
-            efficiency=efficiency,
-        )
-        if decompose
-        else None
-    )
+    decomposition = sensitivity = None
+    if decompose:
+        ends = {
+            "model": model,
+            "baseline": clusters[0],
+            "target": clusters[-1],
+            "baseline_precision": comparison.results[0].precision,
+            "target_precision": comparison.results[-1].precision,
+            "options": options,
+            "efficiency": efficiency,
+        }
+        decomposition = decompose_ratio(**ends)
+        sensitivity = attention_sensitivity(**ends)
     costs = _costs(comparison, clusters, prices_path)
     if as_json:
-        print_json({**comparison_json(comparison, fabric, decomposition), "costs": costs})
+        payload = comparison_json(comparison, fabric, decomposition)
+        payload["attention_sensitivity"] = sensitivity.to_dict() if sensitivity is not None else None
+        print_json({**payload, "costs": costs})
         return
     render_system_comparison(comparison)
     for result in comparison.results:
@@ -207,6 +216,8 @@ def command(
     render_fabric_comparison(fabric)
     if decomposition is not None:
         render_ratio_decomposition(decomposition)
+    if sensitivity is not None:
+        render_attention_sensitivity(sensitivity)
 
 
 def _costs(comparison: Any, clusters: list[Any], prices_path: Path | None) -> Any:

@@ -12,7 +12,9 @@ from lightspeed.cli.options import (
     DEGREE,
     EXPERT_GROUPS,
     EXPERTS,
+    HOLDOUT_FRACTION,
     LOAD_SKEW,
+    LOAD_STEPS,
     MOE_LAYERS,
     NODES,
     PHYSICAL_EXPERT_LIST,
@@ -75,6 +77,18 @@ def _layout_options(function: Any) -> Any:
 )
 @_layout_options
 @click.option("--gpus", "num_gpus", type=DEGREE, required=True, help="GPUs of the EP group.")
+@click.option(
+    "--holdout",
+    "holdout_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A later window's expert-load file(s): score the placement on it (out-of-sample).",
+)
+@click.option(
+    "--holdout-fraction",
+    type=HOLDOUT_FRACTION,
+    help="Place on the earlier steps of a load with per-step counts, score on its last fraction (e.g. 25%).",
+)
 @json_option
 def balance(
     *,
@@ -84,19 +98,25 @@ def balance(
     num_groups: int,
     num_nodes: int,
     num_gpus: int,
+    holdout_paths: tuple[Path, ...],
+    holdout_fraction: float | None,
     as_json: bool,
 ) -> None:
     """Place REPLICAS physical experts on GPUS GPUs for every layer of the load, busiest GPU first.
 
+    With --holdout or --holdout-fraction the placement is made on one window and also scored on a
+    later one (in-sample and out-of-sample busiest GPU over mean), as a deployment that rebalances
+    periodically serves the next window with the last placement.
+
     JSON: {"policy", "num_replicas", ..., "layers": [{"name", "phy2log", "replica_counts",
     "gpu_load", "gpu_load_max_over_mean", "node_load_max_over_mean",
-    "unbalanced_gpu_load_max_over_mean"}], "gpu_load_max_over_mean"}; GPU g holds slots
-    g x (REPLICAS / GPUS) onward of phy2log.
+    "unbalanced_gpu_load_max_over_mean"}], "gpu_load_max_over_mean", "holdout": {...} | null};
+    GPU g holds slots g x (REPLICAS / GPUS) onward of phy2log.
     """
-    from lightspeed.moe import balance_experts
-    from lightspeed.report import render_expert_placement
+    from lightspeed.moe import balance_experts, holdout_score
+    from lightspeed.report import render_expert_placement, render_holdout_score
 
-    load = _load(load_paths, num_experts)
+    load, later = _windows(load_paths, holdout_paths, holdout_fraction, num_experts)
     placement = balance_experts(
         load=load.array(),
         num_replicas=num_replicas,
@@ -104,10 +124,43 @@ def balance(
         num_nodes=num_nodes,
         num_gpus=num_gpus,
     )
+    score = None
+    if later is not None:
+        score = holdout_score(
+            placement=placement,
+            later=later.array(),
+            num_steps_placed=load.num_steps,
+            num_steps_scored=later.num_steps,
+        )
     if as_json:
-        print_json(balance_json(placement, load.layer_names))
-    else:
-        render_expert_placement(placement, load.layer_names)
+        print_json({**balance_json(placement, load.layer_names), "holdout": _holdout_json(score)})
+        return
+    render_expert_placement(placement, load.layer_names)
+    if score is not None:
+        render_holdout_score(score, load.layer_names)
+
+
+def _windows(
+    load_paths: tuple[Path, ...],
+    holdout_paths: tuple[Path, ...],
+    holdout_fraction: float | None,
+    num_experts: int | None,
+) -> tuple[Any, Any]:
+    """The window to place on and the later one to score on (``None`` without a holdout)."""
+    from lightspeed.moe import split_steps
+
+    if holdout_paths and holdout_fraction is not None:
+        raise click.UsageError("give --holdout FILE or --holdout-fraction F, not both")
+    load = _load(load_paths, num_experts)
+    if holdout_paths:
+        return load, _load(holdout_paths, num_experts, "--holdout FILE")
+    if holdout_fraction is not None:
+        return split_steps(load, holdout_fraction=holdout_fraction)
+    return load, None
+
+
+def _holdout_json(score: Any) -> dict[str, Any] | None:
+    return None if score is None else dict(score.to_dict())
 
 
 def balance_json(placement: Any, layer_names: tuple[str, ...]) -> dict[str, Any]:
@@ -220,9 +273,17 @@ def stats(
     type=TOKENS_PER_LAYER,
     default=65536,
     show_default=True,
-    help="Tokens per layer.",
+    help="Tokens per layer (per step with --steps).",
 )
-@click.option("--top-k", type=TOP_K, default=1, show_default=True, help="Experts per token.")
+@click.option("--top-k", type=TOP_K, default=1, show_default=True, help="Distinct experts per token.")
+@click.option(
+    "--steps",
+    "num_steps",
+    type=LOAD_STEPS,
+    default=1,
+    show_default=True,
+    help="Steps of --tokens tokens each, kept one by one (for moe balance --holdout-fraction).",
+)
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option(
     "--out", "out_path", type=click.Path(path_type=Path), required=True, help="Expert-load file to write."
@@ -236,6 +297,7 @@ def synth(
     skew: float,
     num_tokens: int,
     top_k: int,
+    num_steps: int,
     seed: int,
     out_path: Path,
     as_json: bool,
@@ -255,6 +317,7 @@ def synth(
         num_tokens=num_tokens,
         top_k=top_k,
         seed=seed,
+        num_steps=num_steps,
     )
     path = write_expert_load(load, out_path)
     if as_json:

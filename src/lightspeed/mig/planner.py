@@ -9,11 +9,15 @@ Three ways to serve the mix are then compared:
 * **MIG**: each service on copies of one slice profile (or on whole GPUs with
   MIG off when no slice holds it), the slices packed into valid per-GPU
   layouts (placement rules of :mod:`lightspeed.mig.layout`) on the fewest GPUs;
-* **whole GPUs**: each service on its own whole GPUs;
-* **time-sharing**: every model loaded on each unpartitioned GPU (the weights
-  of all must fit; the free memory goes to KV caches in proportion to each
-  service's share of time), each service running a fraction f of the time, so
-  it needs its bounds met at f times the bound and f times its solo rate.
+* **whole GPUs**: each model on its own whole GPUs, loaded once: the services
+  of one model (and precision) either take GPUs of their own or share copies of
+  the smallest GPU group that holds the model in time shares, whichever needs
+  fewer GPUs (MIG's whole-GPU option may share them the same way);
+* **time-sharing**: every model loaded once on each unpartitioned GPU (the
+  weights of all must fit; the free memory goes to KV caches in proportion to
+  each service's share of time), each service running a fraction f of the
+  time, so it needs its bounds met at f times the bound and f times its solo
+  rate.
 
 The plan with the fewest GPUs wins; ties go to MIG (isolated), then whole GPUs.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -54,7 +58,9 @@ class Assignment(Record):
     ``share`` is the fraction of time the service runs (time-sharing only).
     TTFT/TPOT are predicted at the requested rate spread over the copies when
     ``latency_at`` is ``"requested rate"``, else at the most-loaded point that
-    meets the bounds (``"capacity"``, an upper bound).
+    meets the bounds (``"capacity"``, an upper bound). Assignments with the same ``engine``
+    serve their services from one copy of the model on the same GPUs (time shares): their GPUs
+    count once.
     """
 
     service: str
@@ -70,6 +76,7 @@ class Assignment(Record):
     headroom: float
     share: float = 1.0
     latency_at: str = "capacity"
+    engine: str = ""
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,24 @@ def _assignment(service: MigService, capacity: Capacity, copies: int, share: flo
     )
 
 
+def _model_key(service: MigService) -> str:
+    """Services with the same key can share one copy of the weights (same model and precision)."""
+    return f"{service.model} {service.precision}"
+
+
+def _by_model(services: Sequence[MigService]) -> dict[str, list[MigService]]:
+    groups: dict[str, list[MigService]] = {}
+    for service in services:
+        groups.setdefault(_model_key(service), []).append(service)
+    return groups
+
+
+def count_gpus(assignments: Sequence[Assignment]) -> int:
+    """GPUs of whole-GPU assignments, the GPUs of a shared engine counted once."""
+    engines = {a.engine: a.num_copies * a.gpus_per_copy for a in assignments if a.engine}
+    return sum(a.num_copies * a.gpus_per_copy for a in assignments if not a.engine) + sum(engines.values())
+
+
 def _best_whole(service: MigService, whole: list[Capacity]) -> Assignment | None:
     """The group size that serves the service on the fewest GPUs (more headroom breaks ties)."""
     options = [
@@ -194,17 +219,29 @@ def _best_whole(service: MigService, whole: list[Capacity]) -> Assignment | None
 
 
 def whole_gpu_strategy(
-    services: Sequence[MigService], whole: dict[str, list[Capacity]], max_gpus: int = DEFAULT_MAX_GPUS
+    services: Sequence[MigService],
+    whole: dict[str, list[Capacity]],
+    max_gpus: int = DEFAULT_MAX_GPUS,
+    shared: Mapping[str, tuple[Assignment, ...]] | None = None,
 ) -> Strategy:
-    """Each service on its own whole GPUs (NVLink groups of 1-8)."""
-    assignments = []
-    for service in services:
-        best = _best_whole(service, whole[service.name])
-        if best is None:
+    """Each model on its own whole GPUs (NVLink groups of 1-8): its services on GPUs of their own,
+    or on the ``shared`` engine of their model (one copy of the weights) when that needs fewer."""
+    assignments: list[Assignment] = []
+    for key, group in _by_model(services).items():
+        separate = [_best_whole(service, whole[service.name]) for service in group]
+        merged = (shared or {}).get(key)
+        if None in separate and merged is None:
+            service = group[separate.index(None)]
             reasons = "; ".join(c.reason for c in whole[service.name] if c.reason)
             return Strategy("whole-gpu", None, (), reason=f"{service.name}: {reasons}")
-        assignments.append(best)
-    total = sum(a.num_copies * a.gpus_per_copy for a in assignments)
+        own = [a for a in separate if a is not None]
+        if merged is not None and (len(own) < len(group) or count_gpus(merged) < count_gpus(own)):
+            assignments.extend(merged)
+        else:
+            assignments.extend(own)
+    order = {service.name: index for index, service in enumerate(services)}
+    assignments.sort(key=lambda a: order[a.service])
+    total = count_gpus(assignments)
     if total > max_gpus:
         return Strategy("whole-gpu", None, (), reason=f"needs {total} GPUs, more than {max_gpus}")
     return Strategy("whole-gpu", total, tuple(assignments))
@@ -229,6 +266,12 @@ def _profile_slices(geometry: MigGeometry, assignment: Assignment) -> int:
     return 7 * assignment.num_copies * assignment.gpus_per_copy
 
 
+def _slices(geometry: MigGeometry, combination: Sequence[Assignment]) -> int:
+    """Compute slices a combination takes, a shared engine's GPUs counted once."""
+    engines = {a.engine: _profile_slices(geometry, a) for a in combination if a.engine}
+    return sum(_profile_slices(geometry, a) for a in combination if not a.engine) + sum(engines.values())
+
+
 def _trim(geometry: MigGeometry, options: list[list[Assignment]]) -> list[list[Assignment]]:
     """Keep each service's cheapest options (by compute slices) until the combinations are few enough."""
     keep = max(len(option) for option in options)
@@ -242,16 +285,38 @@ def _pack(
 ) -> tuple[int, list[tuple[MigPlacement, ...]]] | None:
     profiles = {p.name for p in context.geometry.profiles}
     demand: dict[str, int] = {}
-    whole = 0
     for assignment in combination:
         if assignment.target in profiles:
             demand[assignment.target] = demand.get(assignment.target, 0) + assignment.num_copies
-        else:
-            whole += assignment.num_copies * assignment.gpus_per_copy
+    whole = count_gpus([a for a in combination if a.target not in profiles])
     if whole > context.max_gpus:
         return None
     layouts = min_gpus(context.geometry, demand, limit=context.max_gpus - whole)
     return None if layouts is None else (whole + len(layouts), layouts)
+
+
+def _choices(
+    context: _Context,
+    services: Sequence[MigService],
+    slices: dict[str, list[Capacity]],
+    whole: dict[str, list[Capacity]],
+    shared: Mapping[str, tuple[Assignment, ...]],
+) -> list[list[tuple[Assignment, ...]]] | str:
+    """Per model, the ways to serve its services: each on its own slices or GPUs (the cheapest
+    few combinations), or all on the model's shared engine. A string says which service cannot."""
+    groups = list(_by_model(services).items())
+    options = {s.name: _options(s, slices[s.name], _best_whole(s, whole[s.name])) for s in services}
+    trimmed = dict(zip(options, _trim(context.geometry, list(options.values())), strict=True))
+    choices = []
+    for key, group in groups:
+        ways = [tuple(c) for c in itertools.product(*(trimmed[s.name] for s in group))]
+        if key in shared:
+            ways.append(shared[key])
+        if not ways:
+            lacking = next(s.name for s in group if not options[s.name])
+            return f"{lacking} fits no slice and no whole GPU group"
+        choices.append(ways)
+    return choices
 
 
 def mig_strategy(
@@ -259,22 +324,22 @@ def mig_strategy(
     services: Sequence[MigService],
     slices: dict[str, list[Capacity]],
     whole: dict[str, list[Capacity]],
+    shared: Mapping[str, tuple[Assignment, ...]] | None = None,
 ) -> tuple[Strategy, tuple[GpuLayout, ...]]:
-    """Each service on copies of one slice profile (or whole GPUs), packed on the fewest GPUs."""
-    options = [_options(s, slices[s.name], _best_whole(s, whole[s.name])) for s in services]
-    for service, option in zip(services, options, strict=True):
-        if not option:
-            return Strategy(
-                "mig", None, (), reason=f"{service.name} fits no slice and no whole GPU group"
-            ), ()
+    """Each service on copies of one slice profile (or whole GPUs, alone or on its model's shared
+    engine), packed on the fewest GPUs."""
+    choices = _choices(context, services, slices, whole, shared or {})
+    if isinstance(choices, str):
+        return Strategy("mig", None, (), reason=choices), ()
     best: tuple[tuple[int, int, float], Sequence[Assignment], list[tuple[MigPlacement, ...]]] | None = None
-    for combination in itertools.product(*_trim(context.geometry, options)):
+    for parts in itertools.product(*choices):
+        combination = [assignment for part in parts for assignment in part]
         packed = _pack(context, combination)
         if packed is None:
             continue
         key = (
             packed[0],
-            sum(_profile_slices(context.geometry, a) for a in combination),
+            _slices(context.geometry, combination),
             -min(a.headroom for a in combination),
         )
         if best is None or key < best[0]:
@@ -297,75 +362,128 @@ def _layouts(
         for index, layout in enumerate(layouts)
     ]
     profiles = {p.name for p in context.geometry.profiles}
+    engines: dict[str, list[Assignment]] = {}
     for assignment in combination:
         if assignment.target not in profiles:
-            for _ in range(assignment.num_copies * assignment.gpus_per_copy):
-                result.append(GpuLayout(len(result), False, (), (assignment.service,)))
+            engines.setdefault(assignment.engine or assignment.service, []).append(assignment)
+    for together in engines.values():
+        names = tuple(a.service for a in together)
+        for _ in range(together[0].num_copies * together[0].gpus_per_copy):
+            result.append(GpuLayout(len(result), False, (), names))
     return tuple(result)
+
+
+def _free_bytes(context: _Context, weights_per_gpu_bytes: float) -> float:
+    """Memory per GPU left for KV caches next to the weights and the runtime reserve."""
+    usable = context.accelerator.memory_usable_bytes
+    return usable - load_runtime_overheads().reserved_of(usable) - weights_per_gpu_bytes
+
+
+def _fit_shares(
+    services: Sequence[MigService], curves: Sequence[list[tuple[float, Capacity]]], max_copies: int
+) -> tuple[int, list[tuple[float, Capacity]]] | None:
+    """The fewest copies on which every service gets a share of time, the shares adding up to 1."""
+    for copies in range(1, max_copies + 1):
+        picks = [
+            _smallest_share(curve, s.requests_per_s / copies)
+            for s, curve in zip(services, curves, strict=True)
+        ]
+        found = [pick for pick in picks if pick is not None]
+        if len(found) == len(picks) and sum(share for share, _ in found) <= 1.0 + 1e-9:
+            return copies, found
+    return None
+
+
+def shared_engine(
+    context: _Context, group: Sequence[MigService], whole: dict[str, list[Capacity]]
+) -> tuple[Assignment, ...] | None:
+    """The services of one model on copies of the smallest NVLink group of whole GPUs that serves
+    each alone, the model loaded once per copy and the services in time shares (``None`` if none)."""
+    sizes = [size for size in GROUP_SIZES if size <= context.node.num_accelerators]
+    solo: list[Capacity] = []
+    for size in sizes:
+        solo = [next(c for c in whole[s.name] if c.num_gpus == size) for s in group]
+        if all(c.serves for c in solo):
+            break
+    else:
+        return None
+    size = solo[0].num_gpus
+    weights = max(c.weights_bytes or 0.0 for c in solo)
+    free = _free_bytes(context, weights / size)
+    curves = [_share_curve(context, s, weights, free, num_gpus=size) for s in group]
+    fitted = _fit_shares(group, curves, context.max_gpus // size)
+    if fitted is None:
+        return None
+    copies, picks = fitted
+    engine = f"{group[0].model} {group[0].precision} on {size} x {context.accelerator.name}"
+    return tuple(
+        replace(_assignment(s, capacity, copies, share=share), engine=engine)
+        for s, (share, capacity) in zip(group, picks, strict=True)
+    )
 
 
 def time_sharing_strategy(
     context: _Context, services: Sequence[MigService], whole: dict[str, list[Capacity]]
 ) -> Strategy:
-    """Every model on each unpartitioned GPU; each service runs a share of the time (module docstring)."""
+    """Every model, loaded once, on each unpartitioned GPU; each service runs a share of the time
+    (module docstring)."""
     solo = [next((c for c in whole[s.name] if c.num_gpus == 1), None) for s in services]
     missing = [s.name for s, c in zip(services, solo, strict=True) if c is None or not c.serves]
     if missing:
         return Strategy("time-sharing", None, (), reason=f"{', '.join(missing)} does not fit one GPU alone")
     weights = [c.weights_bytes or 0.0 for c in solo if c is not None]
-    usable = context.accelerator.memory_usable_bytes
-    free = usable - load_runtime_overheads().reserved_of(usable) - sum(weights)
+    per_model = {_model_key(s): w for s, w in zip(services, weights, strict=True)}  # loaded once
+    free = _free_bytes(context, sum(per_model.values()))
     if free <= 0:
         return Strategy(
             "time-sharing",
             None,
             (),
-            reason=f"the weights of all models ({sum(weights) / 1e9:.1f} GB) exceed one GPU's "
-            f"{usable / 1e9:.0f} GB with the runtime reserve",
+            reason=f"the weights of the {len(per_model)} models ({sum(per_model.values()) / 1e9:.1f} GB, "
+            f"each loaded once) exceed one GPU's {context.accelerator.memory_usable_bytes / 1e9:.0f} GB with "
+            "the runtime reserve",
         )
     curves = [_share_curve(context, s, w, free) for s, w in zip(services, weights, strict=True)]
-    for num_gpus in range(1, context.max_gpus + 1):
-        picks = [
-            _smallest_share(curve, s.requests_per_s / num_gpus)
-            for s, curve in zip(services, curves, strict=True)
-        ]
-        if all(p is not None for p in picks) and sum(p[0] for p in picks if p is not None) <= 1.0 + 1e-9:
-            assignments = tuple(
-                _assignment(s, p[1], num_gpus, share=p[0])
-                for s, p in zip(services, picks, strict=True)
-                if p is not None
-            )
-            return Strategy("time-sharing", num_gpus, assignments)
-    return Strategy("time-sharing", None, (), reason=f"the shares do not fit in {context.max_gpus} GPUs")
+    fitted = _fit_shares(services, curves, context.max_gpus)
+    if fitted is None:
+        return Strategy("time-sharing", None, (), reason=f"the shares do not fit in {context.max_gpus} GPUs")
+    num_gpus, picks = fitted
+    assignments = tuple(
+        _assignment(s, capacity, num_gpus, share=share)
+        for s, (share, capacity) in zip(services, picks, strict=True)
+    )
+    return Strategy("time-sharing", num_gpus, assignments)
 
 
 def _share_curve(
-    context: _Context, service: MigService, weights_bytes: float, free_bytes: float
+    context: _Context, service: MigService, weights_bytes: float, free_bytes: float, num_gpus: int = 1
 ) -> list[tuple[float, Capacity]]:
-    """(share, capacity while running) for each share of time: KV memory and bounds scale with it."""
+    """(share, capacity while running) for each share of time: KV memory and bounds scale with it.
+
+    ``weights_bytes`` is one copy of the model, spread over ``num_gpus`` GPUs joined by NVLink;
+    ``free_bytes`` the memory per GPU beside them."""
     model = context.models[service.model]
     curve = []
     for share in SHARES:
         device = replace(
             context.accelerator,
             name=f"{context.accelerator.name} ({share:.0%} of the time)",
-            memory_usable_bytes=weights_bytes + share * free_bytes,
-            scale_up=None,
+            memory_usable_bytes=weights_bytes / num_gpus + share * free_bytes,
+            scale_up=context.accelerator.scale_up if num_gpus > 1 else None,
         )
-        cluster = build_cluster(single_gpu_system(device), num_nodes=1)
-        curve.append(
-            (
-                share,
-                slice_capacity(
-                    service=service,
-                    model=model,
-                    cluster=cluster,
-                    target=f"{context.accelerator.name} shared",
-                    bound_scale=share,
-                    efficiency=context.efficiency,
-                ),
-            )
+        system = (
+            replace(context.node.system, accelerator=device) if num_gpus > 1 else single_gpu_system(device)
         )
+        capacity = slice_capacity(
+            service=service,
+            model=model,
+            cluster=build_cluster(system, num_nodes=1),
+            target=f"{num_gpus} x {context.accelerator.name} shared",
+            num_gpus=num_gpus,
+            bound_scale=share,
+            efficiency=context.efficiency,
+        )
+        curve.append((share, capacity))
     return curve
 
 
@@ -389,8 +507,9 @@ def _at_requested_rate(
     updated = []
     for assignment in strategy.assignments:
         service = by_name[assignment.service]
-        capacity = capacities[(assignment.service, assignment.target)]
-        if capacity.deployment is None:
+        capacity = capacities.get((assignment.service, assignment.target))
+        if assignment.engine or capacity is None or capacity.deployment is None:
+            # a shared engine keeps its stretched capacity-point latencies (an upper bound)
             updated.append(assignment)
             continue
         names = {p.name for p in context.geometry.profiles}
@@ -477,12 +596,17 @@ def plan_mig(
     )
     slices = {s.name: _slice_capacities(context, s) for s in services}
     whole = {s.name: _whole_capacities(context, s) for s in services}
-    mig, layout = mig_strategy(context, services, slices, whole)
+    shared = {
+        key: engine
+        for key, group in _by_model(services).items()
+        if len(group) > 1 and (engine := shared_engine(context, group, whole)) is not None
+    }
+    mig, layout = mig_strategy(context, services, slices, whole, shared)
     capacities = {(c.service, c.target): c for s in services for c in (*slices[s.name], *whole[s.name])}
     strategies = (
         _at_requested_rate(context, services, mig, capacities),
         _at_requested_rate(
-            context, services, whole_gpu_strategy(services, whole, context.max_gpus), capacities
+            context, services, whole_gpu_strategy(services, whole, context.max_gpus, shared), capacities
         ),
         time_sharing_strategy(context, services, whole),
     )
@@ -504,7 +628,10 @@ ASSUMPTIONS: Final = (
     "(memory slices / 8) and no NVLink",
     "capacity is the inference search's most-loaded deployment that meets both bounds (continuous batching)",
     "each service uses copies of one slice profile, or whole GPUs (TP/PP over NVLink) when that is cheaper",
-    "time-sharing: each GPU holds every model; a service running a fraction f of the time gets f of the "
-    "free memory for its KV cache and must meet f x its bounds at f x its solo throughput "
+    "services of one model and precision on whole GPUs may share copies of it (weights loaded once per "
+    "copy) in time shares, as in time-sharing: conservative, since one engine batching them together "
+    "reads the weights once for all",
+    "time-sharing: each GPU holds every model once; a service running a fraction f of the time gets f of "
+    "the free memory for its KV cache and must meet f x its bounds at f x its solo throughput "
     "(no overlap between models)",
 )

@@ -4,7 +4,8 @@ One home for the concept: :mod:`~lightspeed.moe.load` (load files from lightspee
 frameworks), :mod:`~lightspeed.moe.recorder` (record the router's choices from a PyTorch
 model), :mod:`~lightspeed.moe.synthetic`, :mod:`~lightspeed.moe.skew` (how skewed, which
 experts are hot, what redundant experts buy), :mod:`~lightspeed.moe.placement` (redundant
-experts over nodes and GPUs, EPLB's problem) and :mod:`~lightspeed.moe.effect` (a measured load
+experts over nodes and GPUs, EPLB's problem), :mod:`~lightspeed.moe.holdout` (a placement
+scored on a later window) and :mod:`~lightspeed.moe.effect` (a measured load
 in the engines' predictions). The physics the engines need (a busiest-GPU factor per layout,
 dispatch copies per node) stays in :mod:`lightspeed.sol.core.experts`. Rendering is in
 :mod:`lightspeed.report.moe`, the command group in :mod:`lightspeed.cli.moe`.
@@ -32,12 +33,14 @@ if TYPE_CHECKING:
         plan_with_load,
         training_load_effect,
     )
+    from lightspeed.moe.holdout import HoldoutScore, holdout_score
     from lightspeed.moe.load import (
         ExpertLoad,
         combine_loads,
         expert_load_document,
         expert_load_from_array,
         read_expert_load,
+        split_steps,
         write_expert_load,
     )
     from lightspeed.moe.placement import ExpertPlacement, balance_experts
@@ -59,6 +62,7 @@ __all__ = [
     "ExpertLoadEffect",
     "ExpertLoadRecorder",
     "ExpertPlacement",
+    "HoldoutScore",
     "HotExpert",
     "LayerSkew",
     "LoadStats",
@@ -70,11 +74,13 @@ __all__ = [
     "expert_load_document",
     "expert_load_from_array",
     "find_routers",
+    "holdout_score",
     "inference_load_effect",
     "inference_plan_with_load",
     "load_stats",
     "plan_with_load",
     "read_expert_load",
+    "split_steps",
     "synthetic_load",
     "training_load_effect",
     "write_expert_load",

@@ -389,8 +389,9 @@ def _iteration_s(
 ) -> float:
     """The iteration time of ``plan`` at ``estimate``'s batch and load."""
     inference_hardware = _hardware_of(estimate, cluster, plan, efficiency)
-    split = pool_split(plan, inference_hardware, model) if plan.disaggregated is not None else None
-    ctx = ServingContext(model, inference_hardware, estimate.load, plan.speculative)
+    load = estimate.load
+    split = pool_split(plan, inference_hardware, model, load) if plan.disaggregated is not None else None
+    ctx = ServingContext(model, inference_hardware, load, plan.speculative)
     batching = "continuous" if estimate.batching == "disaggregated" else estimate.batching
     arrays = serve(ctx, plan, estimate.batch_per_replica, batching, split)
     return float(sum(np.asarray(part).reshape(-1)[0] for part in arrays.iteration.parts.values()))

@@ -12,8 +12,13 @@ lightspeed's own file is JSON (``lightspeed moe`` and the recorder write it)::
       "layers": [
         {"name": "model.layers.0.mlp.gate", "counts": [812, 1290, ...]},
         ...
-      ]
+      ],
+      "step_counts": [[[...], ...], ...]  # optional: [steps][layers][experts], adding up to counts
     }
+
+``step_counts`` keeps each step's counts (the recorder's ``save(path, steps=True)``,
+``moe synth --steps N``), so a load can be split in time: placed on the earlier
+steps and scored on the later ones (:func:`split_steps`).
 
 Files from other frameworks are read too:
 
@@ -57,6 +62,7 @@ SCHEMA_VERSION: Final = 1
 MAX_LOAD_FILE_BYTES: Final = 64 * 2**20
 MAX_EXPERTS: Final = 65_536
 MAX_LAYERS: Final = 4_096
+MAX_STEPS: Final = 100_000
 LAYER_COLUMNS: Final = ("layer", "layer_id", "layer_idx", "layer_index")
 EXPERT_COLUMNS: Final = ("expert", "expert_id", "expert_idx", "expert_index")
 COUNT_COLUMNS: Final = ("count", "tokens", "load", "num_tokens")
@@ -69,7 +75,9 @@ class ExpertLoad(Record):
 
     ``counts[layer][expert]`` counts token-expert pairs (a token routed to
     ``top_k`` experts counts once at each). ``tokens_per_step`` is the moving
-    average over the window (counts / steps).
+    average over the window (counts / steps). ``step_counts[step][layer][expert]``
+    holds each step's counts when they were kept (empty otherwise); they add up to
+    ``counts``.
 
     >>> load = ExpertLoad(counts=((3.0, 1.0), (2.0, 2.0)), layer_names=("0", "1"), num_steps=2)
     >>> load.num_layers, load.num_experts, load.tokens_per_step().tolist()
@@ -83,15 +91,18 @@ class ExpertLoad(Record):
     num_steps: int = 1
     window_steps: int | None = None
     source: str = ""
+    step_counts: tuple[tuple[tuple[float, ...], ...], ...] = ()
 
     def __post_init__(self) -> None:
-        as_load_array(self.counts)  # finite, >= 0, rectangular
+        total = as_load_array(self.counts)  # finite, >= 0, rectangular
         if len(self.layer_names) != len(self.counts):
             raise UserInputError(
                 f"{len(self.layer_names)} layer names for {len(self.counts)} layers of counts"
             )
         if self.num_steps < 1:
             raise UserInputError(f"an expert load sums >= 1 steps (got {self.num_steps})")
+        if self.step_counts:
+            _check_steps(self.steps_array(), total, self.num_steps)
 
     @property
     def num_layers(self) -> int:
@@ -111,6 +122,25 @@ class ExpertLoad(Record):
         """Token-expert pairs per step, ``[layers, experts]``: the window's moving average."""
         return self.array() / self.num_steps
 
+    def steps_array(self) -> npt.NDArray[np.float64]:
+        """Each step's counts, ``[steps, layers, experts]`` (empty when they were not kept)."""
+        return np.asarray(self.step_counts, dtype=np.float64)
+
+
+def _check_steps(steps: npt.NDArray[np.float64], total: npt.NDArray[np.float64], num_steps: int) -> None:
+    """Per-step counts: one table per step, each the shape of ``total``, finite, >= 0, adding up to it."""
+    if steps.ndim != 3 or steps.shape[1:] != total.shape:
+        raise UserInputError(
+            f"step counts must be [steps][{total.shape[0]} layers][{total.shape[1]} experts], "
+            f"got shape {list(steps.shape)}"
+        )
+    if steps.shape[0] != num_steps:
+        raise UserInputError(f"{steps.shape[0]} steps of counts for a load of {num_steps} steps")
+    if not np.isfinite(steps).all() or (steps < 0).any():
+        raise UserInputError("step counts must be finite and >= 0")
+    if not np.allclose(steps.sum(axis=0), total, rtol=1e-9, atol=1e-6):
+        raise UserInputError("the step counts do not add up to the counts")
+
 
 def expert_load_from_array(
     counts: npt.ArrayLike,
@@ -121,14 +151,17 @@ def expert_load_from_array(
     num_steps: int = 1,
     window_steps: int | None = None,
     source: str = "",
+    step_counts: npt.ArrayLike | None = None,
 ) -> ExpertLoad:
-    """An :class:`ExpertLoad` from a ``[layers, experts]`` table (layers named 0, 1, ... by default).
+    """An :class:`ExpertLoad` from a ``[layers, experts]`` table (layers named 0, 1, ... by default);
+    ``step_counts`` (``[steps, layers, experts]``) keeps each step's counts.
 
     >>> expert_load_from_array([[4, 0], [1, 3]]).layer_names
     ('0', '1')
     """
     array = as_load_array(counts)
     names = tuple(layer_names) if layer_names is not None else tuple(str(i) for i in range(array.shape[0]))
+    steps = () if step_counts is None else _nested(np.asarray(step_counts, dtype=np.float64))
     return ExpertLoad(
         counts=tuple(tuple(float(value) for value in row) for row in array),
         layer_names=names,
@@ -137,6 +170,49 @@ def expert_load_from_array(
         num_steps=num_steps,
         window_steps=window_steps,
         source=source,
+        step_counts=steps,
+    )
+
+
+def _nested(steps: npt.NDArray[np.float64]) -> tuple[tuple[tuple[float, ...], ...], ...]:
+    if steps.ndim != 3:
+        raise UserInputError(f"step counts must be [steps][layers][experts], got {steps.ndim} dimensions")
+    return tuple(tuple(tuple(row) for row in step.tolist()) for step in steps)
+
+
+def split_steps(load: ExpertLoad, *, holdout_fraction: float) -> tuple[ExpertLoad, ExpertLoad]:
+    """``load`` split in time: the earlier steps, and the last ``holdout_fraction`` of them (at least
+    one each), each with its own counts and steps. Needs the per-step counts.
+
+    >>> load = expert_load_from_array([[3, 1]], num_steps=2, step_counts=[[[2, 0]], [[1, 1]]])
+    >>> [part.counts for part in split_steps(load, holdout_fraction=0.5)]
+    [((2.0, 0.0),), ((1.0, 1.0),)]
+    """
+    if not 0.0 < holdout_fraction < 1.0:
+        raise UserInputError(f"the holdout fraction must be between 0 and 1 (got {holdout_fraction:g})")
+    if not load.step_counts:
+        raise UserInputError(
+            f"{load.source or 'the load'} has no per-step counts, only their sum over {load.num_steps} "
+            "steps: record with ExpertLoadRecorder(...).save(path, steps=True), make one with "
+            "moe synth --steps N, or give a later window's file with --holdout FILE"
+        )
+    steps = load.steps_array()
+    if steps.shape[0] < 2:
+        raise UserInputError("splitting a load in time needs at least 2 steps of counts")
+    num_later = min(steps.shape[0] - 1, max(1, round(steps.shape[0] * holdout_fraction)))
+    return _window(load, steps[:-num_later], "earlier"), _window(load, steps[-num_later:], "later")
+
+
+def _window(load: ExpertLoad, steps: npt.NDArray[np.float64], which: str) -> ExpertLoad:
+    return expert_load_from_array(
+        steps.sum(axis=0),
+        layer_names=load.layer_names,
+        model=load.model,
+        top_k=load.top_k,
+        num_steps=steps.shape[0],
+        window_steps=load.window_steps,
+        source=f"{load.source} ({which} {steps.shape[0]} steps)" if load.source else f"{which} steps",
+        step_counts=steps,
     )
 
 
@@ -193,7 +269,26 @@ def _own_format(data: Mapping[str, Any], path: Path) -> ExpertLoad:
             raise DataFileError(path, "expected a string", field=f"layers[{index}].name", value=name)
         names.append(name)
         rows.append(_row(layer.get("counts"), path, f"layers[{index}].counts"))
-    return _table(rows, names, path, **_metadata(data, path))
+    fields = _metadata(data, path)
+    if data.get("step_counts") is not None:
+        fields["step_counts"] = _steps(data["step_counts"], path)
+    try:
+        return _table(rows, names, path, **fields)
+    except UserInputError as error:
+        raise DataFileError(path, str(error), field="step_counts") from None
+
+
+def _steps(value: object, path: Path) -> list[list[list[float]]]:
+    if not isinstance(value, list) or not value or len(value) > MAX_STEPS:
+        raise DataFileError(
+            path, f"expected 1 to {MAX_STEPS} steps of [layers][experts] counts", field="step_counts"
+        )
+    steps = []
+    for step, tables in enumerate(value):
+        if not isinstance(tables, list) or not tables or len(tables) > MAX_LAYERS:
+            raise DataFileError(path, "expected a [layers][experts] table", field=f"step_counts[{step}]")
+        steps.append([_row(row, path, f"step_counts[{step}][{layer}]") for layer, row in enumerate(tables)])
+    return steps
 
 
 def _metadata(data: Mapping[str, Any], path: Path) -> JsonDict:
@@ -379,6 +474,8 @@ def combine_loads(loads: Sequence[ExpertLoad]) -> ExpertLoad:
     if len(loads) == 1:
         return first
     total = sum((load.array() for load in loads), start=np.zeros((first.num_layers, first.num_experts)))
+    shapes = {load.steps_array().shape for load in loads}
+    kept = all(load.step_counts for load in loads) and len(shapes) == 1  # ranks of the same steps
     return expert_load_from_array(
         total,
         layer_names=first.layer_names,
@@ -387,6 +484,7 @@ def combine_loads(loads: Sequence[ExpertLoad]) -> ExpertLoad:
         num_steps=max(load.num_steps for load in loads),
         window_steps=first.window_steps,
         source=" + ".join(load.source for load in loads if load.source),
+        step_counts=sum(load.steps_array() for load in loads) if kept else None,
     )
 
 
@@ -401,10 +499,17 @@ def expert_load_document(load: ExpertLoad) -> JsonDict:
     if load.window_steps is not None:
         document["window_steps"] = load.window_steps
     document["layers"] = [
-        {"name": name, "counts": [int(value) if float(value).is_integer() else value for value in row]}
+        {"name": name, "counts": _numbers(row)}
         for name, row in zip(load.layer_names, load.counts, strict=True)
     ]
+    if load.step_counts:
+        document["step_counts"] = [[_numbers(row) for row in step] for step in load.step_counts]
     return document
+
+
+def _numbers(row: Sequence[float]) -> list[float | int]:
+    """Whole counts as integers (shorter files), the rest as they are."""
+    return [int(value) if float(value).is_integer() else value for value in row]
 
 
 def write_expert_load(load: ExpertLoad, path: Path) -> Path:
@@ -414,9 +519,13 @@ def write_expert_load(load: ExpertLoad, path: Path) -> Path:
     check_output(path, what="expert load", example="load.json")
     document = expert_load_document(load)
     layers = document.pop("layers")
+    steps = document.pop("step_counts", None)
     header = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in document.items())
     rows = ",\n".join(f"    {json.dumps(layer, allow_nan=False)}" for layer in layers)  # a layer per line
-    text = "{\n" + header + ',\n  "layers": [\n' + rows + "\n  ]\n}"
+    text = "{\n" + header + ',\n  "layers": [\n' + rows + "\n  ]"
+    if steps is not None:  # a step per line
+        text += ',\n  "step_counts": [\n' + ",\n".join(f"    {json.dumps(step)}" for step in steps) + "\n  ]"
+    text += "\n}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -442,5 +551,6 @@ __all__ = [
     "expert_load_document",
     "expert_load_from_array",
     "read_expert_load",
+    "split_steps",
     "write_expert_load",
 ]

@@ -197,13 +197,15 @@ class ExpertLoadRecorder:
         self._current = [None] * len(self.routers)
         self.num_steps += 1
 
-    def load(self) -> ExpertLoad:
-        """Counts summed over the window's steps (the current partial step alone if none closed yet)."""
+    def load(self, *, steps: bool = False) -> ExpertLoad:
+        """Counts summed over the window's steps (the current partial step alone if none closed yet);
+        ``steps`` keeps each step's counts too (to place on early steps and score on later ones)."""
         if not self._window:
             if all(counts is None for counts in self._current):
                 raise UserInputError("nothing recorded yet: run the model forward first")
             self.step()
-        total = np.sum(np.stack(list(self._window)), axis=0)
+        window = np.stack(list(self._window))
+        total = np.sum(window, axis=0)
         top_ks = {k for k in self._top_k if k is not None}
         return expert_load_from_array(
             total,
@@ -213,11 +215,13 @@ class ExpertLoadRecorder:
             num_steps=len(self._window),
             window_steps=self.window_steps,
             source="ExpertLoadRecorder",
+            step_counts=window if steps else None,
         )
 
-    def save(self, path: str | Path) -> Path:
-        """Write :meth:`load` to ``path`` in lightspeed's expert-load format."""
-        return write_expert_load(self.load(), Path(path))
+    def save(self, path: str | Path, *, steps: bool = False) -> Path:
+        """Write :meth:`load` to ``path`` in lightspeed's expert-load format (``steps``: with each
+        step's counts, for ``moe balance --holdout-fraction``)."""
+        return write_expert_load(self.load(steps=steps), Path(path))
 
     def close(self) -> None:
         """Remove the hooks (the counts stay readable)."""

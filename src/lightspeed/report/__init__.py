@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from lightspeed.report.html_sections import BenchInputs, ReportInputs, build_sections
     from lightspeed.report.inference import (
         pareto_figure,
+        render_attention_sensitivity,
         render_fabric_comparison,
         render_inference_estimate,
         render_inference_search,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
         load_stats_figure,
         render_expert_load_effect,
         render_expert_placement,
+        render_holdout_score,
         render_load_stats,
         render_synthetic_load,
         save_load_stats_plot,
@@ -139,6 +141,7 @@ __all__ = [
     "predicted_step",
     "progress_bar",
     "records_csv",
+    "render_attention_sensitivity",
     "render_calibration",
     "render_checkpoint_plan",
     "render_counter_ledger",
@@ -154,6 +157,7 @@ __all__ = [
     "render_hardware_comparison",
     "render_hardware_description",
     "render_hardware_list",
+    "render_holdout_score",
     "render_inference_cost",
     "render_inference_estimate",
     "render_inference_search",

@@ -15,12 +15,15 @@ from lightspeed.units import (
     format_duration,
     format_memory,
     format_percent,
+    format_significant,
+    quotient_of_shown,
 )
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from lightspeed.sol import (
+        AttentionSensitivity,
         FabricFigures,
         InferenceEstimate,
         InferenceSearchResult,
@@ -37,7 +40,7 @@ PART_NAMES = {
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "PP send",
-    "launch": "launch floor",
+    "launch": "kernel launch/teardown",
     "host": "host overhead",
 }
 
@@ -190,15 +193,16 @@ def render_system_comparison(comparison: SystemComparison) -> None:
     console = make_console()
     unit = "tokens/s" if comparison.workload == "train" else "output tok/s"
     rows = []
-    for result, ratio in zip(comparison.results, comparison.per_gpu_ratio, strict=True):
+    per_gpu = [format_significant(result.throughput_tokens_per_s_per_gpu, 4) for result in comparison.results]
+    for result, shown in zip(comparison.results, per_gpu, strict=True):
         rows.append(
             [
                 result.system,
                 result.precision,
                 result.plan,
                 format_count(result.throughput_tokens_per_s),
-                f"{result.throughput_tokens_per_s_per_gpu:,.4g}",
-                f"{ratio:.2f}x",
+                shown,
+                f"{quotient_of_shown(shown, per_gpu[0]):.2f}x",  # the quotient of the figures shown
                 format_percent(result.communication_share),
                 format_percent(result.slow_level_share),
             ]
@@ -245,31 +249,104 @@ def render_fabric_comparison(figures: Sequence[FabricFigures]) -> None:
     )
 
 
+def _factor(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def render_ratio_decomposition(decomposition: RatioDecomposition) -> None:
-    """Print the one-change-at-a-time factors of a per-GPU throughput ratio."""
-    rows = [
-        [
-            step.name,
-            step.change,
-            step.plan,
-            f"{step.tokens_per_s_per_gpu:,.3g}",
-            f"{step.factor:.2f}x",
-            "-" if step.alone_factor is None else f"{step.alone_factor:.2f}x",
-        ]
-        for step in decomposition.steps
-    ]
+    """Print every combination of changes searched, then each change's order-independent
+    (Shapley) factor beside what it buys applied first and applied last."""
+    console = make_console()
+    shown = {
+        c.changes: "-" if c.tokens_per_s_per_gpu is None else format_significant(c.tokens_per_s_per_gpu)
+        for c in decomposition.coalitions
+    }
+    base, goal = shown[()], shown[max(shown, key=len)]
     render_table(
-        f"{decomposition.target} vs {decomposition.baseline}: {decomposition.ratio:.1f}x per GPU",
-        ["step", "change", "best plan", "tok/s/GPU", "factor", "alone"],
-        rows,
-        console=make_console(),
+        f"{decomposition.target} vs {decomposition.baseline}: {goal} / {base} tok/s per GPU = "
+        f"{quotient_of_shown(goal, base):.1f}x",
+        ["changes applied to the baseline", "system", "best plan", "tok/s/GPU"],
+        [
+            [" + ".join(c.changes) or "none (baseline)", c.system, c.plan or c.reason, shown[c.changes]]
+            for c in decomposition.coalitions
+        ],
+        console=console,
         right_align_from=3,
     )
-    make_console().print(f"  {decomposition.note}", style="dim")
+    everything = max(shown, key=len)
+    rows = []
+    for factor in decomposition.factors:
+        others = tuple(name for name in everything if name != factor.name)
+        rows.append(
+            [
+                factor.name,
+                factor.change,
+                _shown_factor(shown.get((factor.name,)), base),
+                f"{factor.factor:.2f}x",
+                _shown_factor(goal, shown.get(others)),
+            ]
+        )
+    if rows:
+        render_table(
+            "factors (Shapley: each change's geometric mean over every order of applying them)",
+            ["factor", "change", "alone (first)", "Shapley", "last"],
+            rows,
+            console=console,
+            right_align_from=2,
+        )
+        product = " x ".join(f"{factor.factor:.2f}" for factor in decomposition.factors)
+        console.print(f"  {product}: unrounded, the factors multiply exactly to the ratio")
+    console.print(f"  {decomposition.note}", style="dim")
+
+
+def _shown_factor(top: str | None, bottom: str | None) -> str:
+    """The quotient of two printed rates ('-' when either is missing)."""
+    if top is None or bottom is None or "-" in (top, bottom):
+        return "-"
+    return f"{quotient_of_shown(top, bottom):.2f}x"
+
+
+def render_attention_sensitivity(sensitivity: AttentionSensitivity) -> None:
+    """Print the ratio and its factors under each attention, and how far the ratio moves."""
+    console = make_console()
+    names = next((c.decomposition.factors for c in sensitivity.cases if c.decomposition), ())
+    rows, ratios = [], []
+    for case in sensitivity.cases:
+        decomposition = case.decomposition
+        label = case.name + (" (catalogue)" if case.catalogued and case.name != "as catalogued" else "")
+        kv = f"{format_memory(case.kv_cache_bytes_per_token)} ({case.kv_precision})"
+        if decomposition is None:
+            rows.append([label, case.attention, kv, "-", "-", "-", *("-" for _ in names)])
+            continue
+        base = format_significant(decomposition.baseline_tokens_per_s_per_gpu)
+        goal = format_significant(decomposition.target_tokens_per_s_per_gpu)
+        ratio = f"{quotient_of_shown(goal, base):.1f}"
+        ratios.append((ratio, label))
+        factors = [f"{factor.factor:.2f}x" for factor in decomposition.factors] or ["-" for _ in names]
+        rows.append([label, case.attention, kv, base, goal, f"{ratio}x", *factors])
+    render_table(
+        f"{sensitivity.model}: the ratio under each attention",
+        ["attention", "shape", "KV per token", "baseline tok/s/GPU", "target tok/s/GPU", "ratio"]
+        + [factor.name for factor in names],
+        rows,
+        console=console,
+        right_align_from=2,
+    )
+    if len(ratios) > 1:
+        (low, low_name), (high, high_name) = (
+            min(ratios, key=lambda r: float(r[0])),
+            max(ratios, key=lambda r: float(r[0])),
+        )
+        console.print(
+            f"  the ratio runs from {low}x ({low_name}) to {high}x ({high_name}): "
+            f"{quotient_of_shown(high, low):.1f}-fold on an assumption about attention"
+        )
+    console.print(f"  {sensitivity.note}", style="dim")
 
 
 __all__ = [
     "pareto_figure",
+    "render_attention_sensitivity",
     "render_fabric_comparison",
     "render_inference_estimate",
     "render_inference_search",

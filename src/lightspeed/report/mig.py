@@ -35,7 +35,7 @@ def layout_lines(plan: MigPlan, sizes: dict[str, int]) -> list[str]:
     lines = [ruler.rstrip()]
     for gpu in plan.layout:
         if not gpu.mig:
-            label = f"whole GPU, MIG off: {gpu.services[0]}"
+            label = f"whole GPU, MIG off: {', '.join(gpu.services)}"
             lines.append(f"GPU {gpu.index} |{label:<{NUM_SLOTS * SLOT_WIDTH + NUM_SLOTS - 1}}|")
             continue
         cells: list[str] = []
@@ -133,7 +133,7 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
                 for p, s in zip(gpu.placements, gpu.services, strict=True)
             ]
             if gpu.mig
-            else [(0, NUM_SLOTS, f"MIG off\n{gpu.services[0]}", gpu.services[0])]
+            else [(0, NUM_SLOTS, "MIG off\n" + ", ".join(gpu.services), gpu.services[0])]
         )
         for start, size, label, service in spans:
             axes.barh(row, size, left=start, height=0.8, color=colors[service], edgecolor="white")

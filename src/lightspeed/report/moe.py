@@ -12,12 +12,12 @@ import numpy as np
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.palette import category_color, series_color
 from lightspeed.report.plots import new_figure, plot_paths, save_figure
-from lightspeed.units import format_bytes, format_count, format_duration, format_percent
+from lightspeed.units import format_bytes, format_count, format_duration, format_percent, quotient_of_shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from lightspeed.moe import ExpertLoad, ExpertLoadEffect, ExpertPlacement, LoadStats
+    from lightspeed.moe import ExpertLoad, ExpertLoadEffect, ExpertPlacement, HoldoutScore, LoadStats
 
 MAX_LISTED_REPLICATED: Final = 4
 
@@ -66,6 +66,36 @@ def render_expert_placement(placement: ExpertPlacement, layer_names: Sequence[st
     console.print(
         f"all layers: busiest GPU over mean {placement.overall_gpu_load_max_over_mean:.3f} "
         "(sum over layers of the busiest GPU's tokens / sum of the mean GPU's)"
+    )
+
+
+def render_holdout_score(score: HoldoutScore, layer_names: Sequence[str]) -> None:
+    """Print a placement's busiest GPU over mean on the window it was made on and on a later one."""
+    console = make_console()
+    unbalanced = score.unbalanced_gpu_load_max_over_mean
+    rows = [
+        [
+            name,
+            _ratio(score.in_sample_gpu_load_max_over_mean[index]),
+            _ratio(score.out_of_sample_gpu_load_max_over_mean[index]),
+            _ratio(score.refit_gpu_load_max_over_mean[index]),
+            _ratio(None if unbalanced is None else unbalanced[index]),
+        ]
+        for index, name in enumerate(layer_names)
+    ]
+    render_table(
+        f"Placed on {score.num_steps_placed} step{'s' if score.num_steps_placed > 1 else ''}, "
+        f"scored on the next {score.num_steps_scored}: busiest GPU over mean",
+        ["layer", "in-sample", "out-of-sample", "placed afresh on it", "in order, no replicas"],
+        rows,
+        right_align_from=1,
+        console=console,
+    )
+    out_of_sample, refit = _ratio(score.overall_out_of_sample), _ratio(score.overall_refit)
+    console.print(
+        f"all layers: in-sample {score.overall_in_sample:.3f}, out-of-sample {out_of_sample} (placed "
+        f"afresh {refit}, in order {_ratio(score.overall_unbalanced)}); serving the later window with "
+        f"this placement costs {quotient_of_shown(out_of_sample, refit):.3f}x a fresh one"
     )
 
 

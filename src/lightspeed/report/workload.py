@@ -15,7 +15,9 @@ from rich.markup import escape
 from lightspeed.report.console import make_console, render_table
 from lightspeed.sol import MemoryPlan
 from lightspeed.units import bytes_per_element, format_bytes, format_count
-from lightspeed.workload import ModelRow, ModelSummary, TrainingFlop, TransformerSpec
+from lightspeed.workload import ModelRow, ModelSummary, TrainingFlop, TransformerSpec, layer_groups
+
+_LOCAL_WORDS = {"sliding": "within a sliding window", "chunked": "within chunks"}
 
 _COMPONENT_LABELS = {
     "weights": "weights",
@@ -80,8 +82,12 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
             f"MLA: q_lora_rank {attention.q_lora_rank}, kv_lora_rank {attention.kv_lora_rank}, "
             f"RoPE key {attention.qk_rope_head_dim}"
         )
-    if attention.sliding_window:
-        lines.append(f"sliding window of {attention.sliding_window} tokens")
+    lines.extend(
+        f"{group.num_layers} of {spec.num_layers} layers attend {_LOCAL_WORDS[group.kind]} "
+        f"of {group.span_tokens:,} tokens"
+        for group in layer_groups(spec)
+        if group.kind != "full"
+    )
     if spec.moe is not None:
         moe = spec.moe
         lines.append(
@@ -194,6 +200,11 @@ def _render_bytes(summary: ModelSummary, console: Console) -> None:
         for precision, value in summary.kv_cache_bytes_per_token.items()
     )
     console.print(f"KV cache per token (all layers): {cache}", markup=False)
+    held = ", ".join(
+        f"{precision} {format_bytes(value, binary=True)}"
+        for precision, value in summary.kv_cache_bytes_per_sequence.items()
+    )
+    console.print(f"KV cache of one {summary.seq_len:,}-token sequence: {held}", markup=False)
 
 
 def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:

@@ -4,7 +4,8 @@ Subpackages, bottom up: :mod:`~lightspeed.sol.core` (roofline, efficiency,
 collectives, calibration), :mod:`~lightspeed.sol.train` and
 :mod:`~lightspeed.sol.infer` (the two engines), :mod:`~lightspeed.sol.validation`
 (published rows predicted). Top modules use both engines: :mod:`~lightspeed.sol.capacity`
-and :mod:`~lightspeed.sol.systems`. This package re-exports each one's public names,
+and :mod:`~lightspeed.sol.systems` (its ratios split by :mod:`~lightspeed.sol.decomposition`).
+This package re-exports each one's public names,
 loaded on first use. Domain tools built on the engines have packages of their own:
 :mod:`lightspeed.cost`, :mod:`lightspeed.mig`, :mod:`lightspeed.moe`."""
 
@@ -51,6 +52,13 @@ if TYPE_CHECKING:
         load_stacks,
         save_calibration,
     )
+    from lightspeed.sol.decomposition import (
+        AttentionSensitivity,
+        RatioDecomposition,
+        attention_sensitivity,
+        decompose_ratio,
+        shapley_factors,
+    )
     from lightspeed.sol.infer import (
         BATCHING_MODES,
         INFERENCE_PRECISIONS,
@@ -68,12 +76,10 @@ if TYPE_CHECKING:
     from lightspeed.sol.systems import (
         WORKLOADS,
         FabricFigures,
-        RatioDecomposition,
         SystemComparison,
         SystemResult,
         auto_precision,
         compare_systems,
-        decompose_ratio,
         fabric_comparison,
     )
     from lightspeed.sol.train import (
@@ -109,6 +115,7 @@ __all__ = [
     "SCHEDULES",
     "TRAINING_PRECISIONS",
     "WORKLOADS",
+    "AttentionSensitivity",
     "Band",
     "CalibrationInputs",
     "CalibrationResult",
@@ -143,6 +150,7 @@ __all__ = [
     "TrainingSearchConfig",
     "ValidationReport",
     "ValidationRow",
+    "attention_sensitivity",
     "auto_precision",
     "calibrate",
     "calibration_path",
@@ -171,6 +179,7 @@ __all__ = [
     "save_calibration",
     "search_inference",
     "search_training",
+    "shapley_factors",
     "validate_plan",
     "validate_published",
 ]

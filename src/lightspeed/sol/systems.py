@@ -8,15 +8,15 @@ and their share of the step, and the limits the topology puts on TP/EP/PP.
 
 ``fabric_comparison`` answers the seed's NVL72-vs-InfiniBand question from the
 catalog and the collective model alone (per-GPU bandwidth, small-message
-latency, one all-reduce over every GPU). ``decompose_ratio`` splits a
-throughput ratio between two systems into factors by changing one thing at a
-time (tensor cores, precision, HBM, scale-up domain) and searching again.
+latency, one all-reduce over every GPU).
+:func:`~lightspeed.sol.decomposition.decompose_ratio` splits a throughput ratio
+between two systems into order-independent factors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lightspeed.catalog import Cluster
@@ -303,13 +303,15 @@ def _part_of_node(cluster: Cluster, num_gpus: int | None) -> int | None:
     return None
 
 
-def _infer_result(
+def best_infer_result(
     model: TransformerSpec,
     cluster: Cluster,
     precision: str,
     options: JsonDict,
     efficiency: EfficiencyModel | None,
 ) -> SystemResult:
+    """The best serving deployment of ``model`` on ``cluster`` in ``precision`` under ``options``
+    (as for :func:`compare_systems`); raises :class:`UserInputError` when none meets the bounds."""
     search = search_inference(
         model=model,
         cluster=cluster,
@@ -399,7 +401,7 @@ def compare_systems(
     chosen = _precisions(precisions, clusters, workload)
     results = []
     for cluster, precision in zip(clusters, chosen, strict=True):
-        build = _train_result if workload == "train" else _infer_result
+        build = _train_result if workload == "train" else best_infer_result
         results.append(build(model, cluster, precision, settings, efficiency))
     first = results[0].throughput_tokens_per_s_per_gpu
     return SystemComparison(
@@ -483,179 +485,17 @@ def fabric_comparison(
     return tuple(fabric_figures(cluster, efficiency) for cluster in clusters)
 
 
-@dataclass(frozen=True)
-class RatioStep(Record):
-    """One change on the way from the baseline to the target system, and what it buys."""
-
-    name: str
-    change: str
-    system: str
-    precision: str
-    plan: str
-    tokens_per_s_per_gpu: float
-    factor: float
-    alone_factor: float | None
-
-
-@dataclass(frozen=True)
-class RatioDecomposition(Record):
-    """Per-GPU throughput ratio target/baseline as a product of one-change-at-a-time factors."""
-
-    model: str
-    baseline: str
-    target: str
-    ratio: float
-    steps: tuple[RatioStep, ...]
-    note: str
-
-
-def _with_accelerator(cluster: Cluster, **changes: Any) -> Cluster:
-    system = cluster.system
-    accelerator = replace(system.accelerator, **changes)
-    return replace(cluster, system=replace(system, accelerator=accelerator), label="")
-
-
-@dataclass(frozen=True)
-class _Stage:
-    """One point on the way from baseline to target: the hardware, the format, and the alone variant."""
-
-    name: str
-    change: str
-    cluster: Cluster
-    precision: str
-    alone: tuple[Cluster, str] | None
-
-
-def _stages(
-    baseline: Cluster, target: Cluster, baseline_precision: str, target_precision: str
-) -> tuple[_Stage, ...]:
-    """Baseline, then tensor cores, precision, HBM, and the target system, each keeping the ones before."""
-    goal = target.system.accelerator
-    compute = {"compute": goal.compute, "family": goal.family, "num_compute_units": goal.num_compute_units}
-    memory = {
-        "memory_usable_bytes": goal.memory_usable_bytes,
-        "memory_nominal_bytes": goal.memory_nominal_bytes,
-        "memory_bandwidth_bytes_per_s": goal.memory_bandwidth_bytes_per_s,
-    }
-    cores = _with_accelerator(baseline, **compute)
-    return (
-        _Stage("baseline", f"{baseline.name} at {baseline_precision}", baseline, baseline_precision, None),
-        _Stage(
-            "tensor cores",
-            f"{goal.name} compute rows at {baseline_precision}",
-            cores,
-            baseline_precision,
-            (cores, baseline_precision),
-        ),
-        _Stage(
-            "precision",
-            f"{baseline_precision} -> {target_precision}",
-            cores,
-            target_precision,
-            (baseline, target_precision),
-        ),
-        _Stage(
-            "memory",
-            f"HBM of {goal.name}",
-            _with_accelerator(baseline, **compute, **memory),
-            target_precision,
-            (_with_accelerator(baseline, **memory), baseline_precision),
-        ),
-        _Stage(
-            "scale-up domain",
-            f"{target.name}: {target.system.scale_up_domain_size}-GPU domain",
-            target,
-            target_precision,
-            None,
-        ),
-    )
-
-
-def decompose_ratio(
-    *,
-    model: TransformerSpec,
-    baseline: Cluster,
-    target: Cluster,
-    baseline_precision: str,
-    target_precision: str,
-    options: JsonDict,
-    efficiency: EfficiencyModel | None = None,
-) -> RatioDecomposition:
-    """Split target/baseline inference tokens/s per GPU into factors, one change at a time:
-
-    1. the target GPU's tensor cores (compute rows and efficiency family) at the baseline precision;
-    2. the target precision;
-    3. the target GPU's HBM capacity and bandwidth;
-    4. the target system's scale-up domain and network (the target itself).
-
-    Each step searches the best deployment again under the same bounds, so a
-    factor includes the re-planning the change allows; the factors multiply to the
-    ratio. ``alone_factor`` applies only that change to the baseline.
-    """
-    steps: list[RatioStep] = []
-    base_rate = previous = 0.0
-    for stage in _stages(baseline, target, baseline_precision, target_precision):
-        result = _infer_result(model, stage.cluster, stage.precision, options, efficiency)
-        rate = result.throughput_tokens_per_s_per_gpu
-        if not steps:
-            base_rate = previous = rate
-        renamed = stage.name in ("baseline", "scale-up domain")
-        steps.append(
-            RatioStep(
-                name=stage.name,
-                change=stage.change,
-                system=stage.cluster.name if renamed else f"{baseline.name} ({stage.change})",
-                precision=stage.precision,
-                plan=result.plan,
-                tokens_per_s_per_gpu=rate,
-                factor=rate / previous,
-                alone_factor=_alone(model, stage.alone, options, efficiency, base_rate)
-                if stage.alone
-                else None,
-            )
-        )
-        previous = rate
-    return RatioDecomposition(
-        model=model.name,
-        baseline=f"{baseline.name} at {baseline_precision}",
-        target=f"{target.name} at {target_precision}",
-        ratio=previous / base_rate,
-        steps=tuple(steps),
-        note="factors are measured in order (each given the ones before); their product is the ratio",
-    )
-
-
-def _alone(
-    model: TransformerSpec,
-    change: tuple[Cluster, str],
-    options: JsonDict,
-    efficiency: EfficiencyModel | None,
-    base_rate: float,
-) -> float | None:
-    """Factor of one change applied to the baseline alone (``None`` if nothing meets the bounds)."""
-    cluster, precision = change
-    try:
-        return (
-            _infer_result(model, cluster, precision, options, efficiency).throughput_tokens_per_s_per_gpu
-            / base_rate
-        )
-    except UserInputError:
-        return None
-
-
 __all__ = [
     "PLAN_FAMILIES",
     "WORKLOADS",
     "CollectiveShare",
     "FabricFigures",
-    "RatioDecomposition",
-    "RatioStep",
     "SystemComparison",
     "SystemResult",
     "TopologyLimits",
     "auto_precision",
+    "best_infer_result",
     "compare_systems",
-    "decompose_ratio",
     "fabric_comparison",
     "fabric_figures",
     "topology_limits",

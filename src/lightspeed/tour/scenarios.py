@@ -21,8 +21,14 @@ from typing import Any
 
 from lightspeed.catalog import Catalog
 from lightspeed.records import Record
+from lightspeed.sol.decomposition import (
+    AttentionSensitivity,
+    RatioDecomposition,
+    attention_sensitivity,
+    decompose_ratio,
+)
 from lightspeed.sol.infer.plan import ServingLoad
-from lightspeed.sol.systems import RatioDecomposition, SystemComparison, compare_systems, decompose_ratio
+from lightspeed.sol.systems import SystemComparison, compare_systems
 from lightspeed.sol.train.estimate import estimate_training
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.train.result import TrainingEstimate
@@ -150,8 +156,10 @@ SEED_FABRIC_CLAIMS = {
 # GB200 NVL72): 32,768 input / 1,024 output tokens, TTFT <= 5 s, 50 ms between tokens.
 GPT_MOE_SYSTEMS = ("8xdgx-h100@ib-ndr", "gb200-nvl72")
 GPT_MOE_PRECISIONS = ("fp8", "nvfp4")
+# The seed's reading of NVIDIA's chart (3.4 and 150 tokens/s per GPU: 150 / 3.4 = 44x) and NVIDIA's
+# headline ("30x faster real-time LLM inference"), a separate claim: not the quotient of the two
 NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU = {"h100": 3.4, "gb200": 150.0}
-NVIDIA_GPT_MOE_RATIO = 30.0
+NVIDIA_GPT_MOE_HEADLINE_RATIO = 30.0
 
 
 def gpt_moe_serving_options(plan_family: str = "tp-ep-pp") -> dict[str, Any]:
@@ -179,19 +187,32 @@ def gpt_moe_comparison(
     )
 
 
+def _gpt_moe_ends(catalog: Catalog, model: TransformerSpec, plan_family: str) -> dict[str, Any]:
+    """The keywords of a decomposition of the GB200/H100 ratio under NVIDIA's bounds."""
+    baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
+    return {
+        "model": model,
+        "baseline": baseline,
+        "target": target,
+        "baseline_precision": GPT_MOE_PRECISIONS[0],
+        "target_precision": GPT_MOE_PRECISIONS[1],
+        "options": gpt_moe_serving_options(plan_family),
+    }
+
+
 def gpt_moe_decomposition(
     catalog: Catalog, model: TransformerSpec, plan_family: str = "tp-ep-pp"
 ) -> RatioDecomposition:
-    """The GB200/H100 ratio split into factors, one change at a time."""
-    baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
-    return decompose_ratio(
-        model=model,
-        baseline=baseline,
-        target=target,
-        baseline_precision=GPT_MOE_PRECISIONS[0],
-        target_precision=GPT_MOE_PRECISIONS[1],
-        options=gpt_moe_serving_options(plan_family),
-    )
+    """The GB200/H100 ratio split into order-independent (Shapley) factors."""
+    return decompose_ratio(**_gpt_moe_ends(catalog, model, plan_family))
+
+
+def gpt_moe_attention_sensitivity(
+    catalog: Catalog, model: TransformerSpec, plan_family: str = "tp-ep-pp"
+) -> AttentionSensitivity:
+    """The decomposition again with MHA, GQA (8 KV heads) and an MLA-like latent: NVIDIA does not
+    publish GPT-MoE-1.8T's attention, and the catalogue's 120 MHA heads make it KV-bound."""
+    return attention_sensitivity(**_gpt_moe_ends(catalog, model, plan_family))
 
 
 def nvl72_vs_infiniband_training(catalog: Catalog, models: ModelRegistry) -> SystemComparison:

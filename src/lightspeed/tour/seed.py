@@ -16,12 +16,22 @@ from lightspeed.sol import TrainingEstimate, fabric_comparison, plan_memory
 from lightspeed.store import NewRecord
 from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
+    NVIDIA_GPT_MOE_HEADLINE_RATIO,
+    NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU,
     NVL72_VS_INFINIBAND,
     deepseek_v3_training,
     gpt_moe_comparison,
     nvl72_vs_infiniband_training,
 )
-from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_flop, format_percent
+from lightspeed.units import (
+    format_bytes,
+    format_bytes_per_s,
+    format_duration,
+    format_flop,
+    format_percent,
+    format_significant,
+    quotient_of_shown,
+)
 from lightspeed.workload import ModelRegistry, training_flop
 
 
@@ -157,13 +167,13 @@ def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
     comparison = gpt_moe_comparison(catalog, models.get("gpt-moe-1.8t"))
     lines = []
     records = []
-    for result in comparison.results:
+    shown = [format_significant(result.throughput_tokens_per_s_per_gpu) for result in comparison.results]
+    for result, per_gpu in zip(comparison.results, shown, strict=True):
         ttft = format_duration(result.ttft_s) if result.ttft_s is not None else "-"
         tpot = format_duration(result.tpot_s) if result.tpot_s is not None else "-"
         lines.append(
-            f"{result.system} {result.precision} ({result.plan}): "
-            f"{result.throughput_tokens_per_s_per_gpu:.1f} tokens/s per GPU, TTFT {ttft}, "
-            f"between tokens {tpot}"
+            f"{result.system} {result.precision} ({result.plan}): {per_gpu} tokens/s per GPU, "
+            f"TTFT {ttft}, between tokens {tpot}"
         )
         records.append(
             NewRecord(
@@ -174,9 +184,12 @@ def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
                 payload={"plan": result.plan, "precision": result.precision},
             )
         )
+    h100, gb200 = (f"{NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU[key]:g}" for key in ("h100", "gb200"))
+    ratio = quotient_of_shown(shown[-1], shown[0])
     lines.append(
-        f"GB200 NVL72 / H100 per GPU: {comparison.per_gpu_ratio[-1]:.1f}x "
-        "(seed: ~3.4 vs ~150 tokens/s per GPU; NVIDIA claims ~30x)"
+        f"GB200 NVL72 / H100 per GPU: {shown[-1]} / {shown[0]} = {ratio:.1f}x "
+        f"(seed: {h100} vs {gb200} tokens/s per GPU = {quotient_of_shown(gb200, h100):.0f}x; "
+        f"NVIDIA's headline: {NVIDIA_GPT_MOE_HEADLINE_RATIO:g}x, not the quotient of those figures)"
     )
     return Scenario("GPT-MoE-1.8T inference: GB200 NVL72 vs H100", tuple(lines), tuple(records))
 

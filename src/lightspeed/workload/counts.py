@@ -232,26 +232,37 @@ def weight_bytes(spec: TransformerSpec, precision: str) -> float:
     return parameter_counts(spec).total_params * bytes_per_element(precision)
 
 
-def kv_cache_bytes_per_token(spec: TransformerSpec, precision: str) -> float:
-    """Bytes of KV cache one token adds, over all layers, in ``precision``.
+def kv_values_per_token_per_layer(spec: TransformerSpec) -> int:
+    """Values of KV cache one token adds in one layer.
 
     MHA/GQA/MQA cache ``2·G·d`` values per layer (K and V of every KV head);
     MLA caches the compressed latent and the decoupled RoPE key,
-    ``kv_lora_rank + qk_rope_head_dim`` values per layer. A sliding window
-    bounds how many tokens stay cached, not what one token costs.
+    ``kv_lora_rank + qk_rope_head_dim`` values per layer.
 
     >>> from lightspeed.workload import load_models
-    >>> kv_cache_bytes_per_token(load_models().get("llama-3-8b"), "bf16")  # 128 KiB
-    131072.0
+    >>> kv_values_per_token_per_layer(load_models().get("llama-3-8b"))  # 2 x 8 KV heads x 128
+    2048
     """
     attention = spec.attention
     if attention.kind == "mla":
         assert attention.kv_lora_rank is not None
         assert attention.qk_rope_head_dim is not None
-        values_per_layer = attention.kv_lora_rank + attention.qk_rope_head_dim
-    else:
-        values_per_layer = 2 * attention.num_kv_heads * attention.head_dim
-    return spec.num_layers * values_per_layer * bytes_per_element(precision)
+        return attention.kv_lora_rank + attention.qk_rope_head_dim
+    return 2 * attention.num_kv_heads * attention.head_dim
+
+
+def kv_cache_bytes_per_token(spec: TransformerSpec, precision: str) -> float:
+    """Bytes of KV cache one token adds, over all layers, in ``precision``.
+
+    A sliding window or a chunk bounds how many tokens a local layer keeps,
+    not what one token costs: :func:`lightspeed.workload.kv_cache_bytes` gives
+    what a sequence holds at a given context.
+
+    >>> from lightspeed.workload import load_models
+    >>> kv_cache_bytes_per_token(load_models().get("llama-3-8b"), "bf16")  # 128 KiB
+    131072.0
+    """
+    return spec.num_layers * kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
 
 
 @dataclass(frozen=True)

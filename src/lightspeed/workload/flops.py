@@ -40,6 +40,7 @@ from typing import Final
 
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
+from lightspeed.workload.attention import layer_groups, mean_attended_tokens
 from lightspeed.workload.counts import ParameterCounts, parameter_counts
 from lightspeed.workload.spec import TransformerSpec
 
@@ -140,17 +141,19 @@ def _number(value: float) -> str:
 def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool) -> float:
     """Forward FLOP per token of attention scores (QKᵀ) and weighted values (AV).
 
-    Per layer ``2·s·H·(d_qk + d_v)``; a sliding window caps ``s``; the causal
-    mask halves it (a token attends to half the sequence on average).
+    Per layer ``2·s̄·H·(d_qk + d_v)``, where ``s̄`` is the tokens a query attends to
+    (:func:`~lightspeed.workload.mean_attended_tokens`): ``s`` counted as a full
+    square, ``s/2`` under the causal mask; local layers stop at their window or
+    chunk (a causal sliding layer attends ``W - W²/2s``).
 
     >>> from lightspeed.workload import load_models
     >>> attention_forward_flop(load_models().get("llama-3-8b"), seq_len=8192, causal=False)  # 4·L·s·h
     4294967296.0
     """
     attention = spec.attention
-    context = attention.mean_context(seq_len)
+    context = float(mean_attended_tokens(spec, seq_len, causal=causal))
     per_layer = 2.0 * context * attention.num_heads * (attention.qk_head_dim + attention.value_head_dim)
-    return spec.num_layers * per_layer * (0.5 if causal else 1.0)
+    return spec.num_layers * per_layer
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,8 @@ def _six_n(
         attention = attention_forward_flop(spec, seq_len=seq_len, causal=causal)
         factor = (8 if recompute else 6) if causal else (16 if recompute else 12)
         head = (spec.attention.qk_head_dim + spec.attention.value_head_dim) / 2
-        context = spec.attention.mean_context(seq_len)
+        # the s the formula's factor multiplies: the attended tokens, before the causal halving
+        context = float(mean_attended_tokens(spec, seq_len, causal=causal)) * (2 if causal else 1)
         formula += f" + {factor}·L·s·H·d"
         terms.append(
             f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {_number(head)}"
@@ -246,6 +250,7 @@ def _six_n(
         attention=(4.0 if recompute else 3.0) * attention,
         formula=formula,
         substituted=f"{' + '.join(terms)} = {_number(training)} FLOP/token",
+        notes=_local_notes(spec) if chosen.attention != "none" else (),
     )
 
 
@@ -282,11 +287,22 @@ def _megatron_shape_notes(spec: TransformerSpec) -> tuple[str, ...]:
         differences.append(f"a {spec.mlp} MLP of {spec.ffn_hidden_size} (the formula assumes 4h GELU)")
     if spec.is_moe:
         differences.append("MoE layers")
+    if spec.attention.local_span is not None:
+        differences.append("local attention layers (counted here as full)")
     if not differences:
         return ()
     return (
         f"the megatron formula assumes a GPT shape; {spec.name} has {', '.join(differences)}, "
         "so the figure is approximate: prefer 6N+attention for this model",
+    )
+
+
+def _local_notes(spec: TransformerSpec) -> tuple[str, ...]:
+    """The model's local-attention layers, which the attention term counts at their span."""
+    return tuple(
+        f"{group.num_layers} of {spec.num_layers} layers attend {group.kind} ({group.span_tokens:,} tokens)"
+        for group in layer_groups(spec)
+        if group.kind != "full"
     )
 
 

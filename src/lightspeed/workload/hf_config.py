@@ -1,5 +1,5 @@
-"""Import a Hugging Face ``config.json`` (Llama, Mistral, Mixtral, Qwen2/2.5, Qwen3 dense and
-MoE, DeepSeek-V2/V3, Gemma 2/3, gpt-oss, Nemotron).
+"""Import a Hugging Face ``config.json`` (Llama, Llama 4, Mistral, Mixtral, Qwen2/2.5, Qwen3 dense
+and MoE, DeepSeek-V2/V3, Gemma 2/3, gpt-oss, Nemotron).
 
 The file is read as data with :func:`json.loads` (no code, no network): only
 the fields the transformers implementation of each ``model_type`` uses to
@@ -18,10 +18,21 @@ with experts of ``intermediate_size``, Qwen3-MoE to ``num_experts`` experts of
 ``moe_intermediate_size``; DeepSeek-V2/V3 use MLA, dense MLPs in the first
 ``first_k_dense_replace`` layers, shared experts of ``moe_intermediate_size``
 each and (V3) a router expert-bias vector (``topk_method = "noaux_tc"``).
-Gemma 2 alternates sliding-window and global layers, Gemma 3 uses five local
-layers per global one (``sliding_window_pattern``), gpt-oss alternates them
-(``layer_types``); Gemma ties its embeddings unless told otherwise. A Gemma 3
-multimodal config is read through its ``text_config``.
+Llama 4 has a dense MLP of ``intermediate_size_mlp`` and, every
+``interleave_moe_layer_step``-th layer, ``num_local_experts`` routed experts and
+one shared expert of ``intermediate_size``.
+
+Attention variants (:mod:`lightspeed.workload.attention`): a config's
+``layer_types`` (``full_attention``, ``sliding_attention``,
+``chunked_attention``) is read first, as transformers does; without it,
+Mistral/Mixtral window every layer with ``sliding_window``, Qwen2/Qwen3 the
+layers from ``max_window_layers`` on when ``use_sliding_window`` is set, Gemma 2
+every other layer, Gemma 3 all but every ``sliding_window_pattern``-th (default
+6), gpt-oss every other layer, and Llama 4 chunks (``attention_chunk_size``) the
+RoPE layers of ``no_rope_layers`` (default: all but every
+``no_rope_layer_interval``-th, 4). Gemma ties its embeddings unless told
+otherwise. Gemma 3 and Llama 4 multimodal configs are read through their
+``text_config``.
 
 >>> from pathlib import Path
 >>> spec_from_hf_config(Path("tests/fixtures/hf_configs/llama-3-8b/config.json")).attention.kind
@@ -39,6 +50,8 @@ from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 
 SUPPORTED_MODEL_TYPES: Final = (
     "llama",
+    "llama4",
+    "llama4_text",
     "mistral",
     "mixtral",
     "qwen2",
@@ -54,6 +67,18 @@ SUPPORTED_MODEL_TYPES: Final = (
 )
 _MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3")
 _GEMMA_TYPES: Final = ("gemma2", "gemma3_text")
+_QWEN_TYPES: Final = ("qwen2", "qwen3", "qwen3_moe")
+# multimodal wrappers whose decoder is described by text_config
+_TEXT_CONFIG_TYPES: Final = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+# transformers' defaults where a config leaves sliding_window out (Gemma2Config, Gemma3TextConfig,
+# GptOssConfig)
+_WINDOW_DEFAULTS: Final = {"gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128}
+# HF layer_types names -> lightspeed's layer kinds
+_HF_LAYER_KINDS: Final = {
+    "full_attention": "full",
+    "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
+}
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -88,10 +113,10 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
             "describe other architectures in a model TOML file (docs/workload.md)",
         )
     name = _model_name(config_path, data)
-    if model_type == "gemma3":  # multimodal: the decoder is described by text_config
+    if model_type in _TEXT_CONFIG_TYPES:  # multimodal: the decoder is described by text_config
         text = fields.table("text_config")
         assert text is not None
-        fields, model_type = text, "gemma3_text"
+        fields, model_type = text, _TEXT_CONFIG_TYPES[model_type]
     try:
         return _build(fields, model_type, name)
     except UserInputError as error:
@@ -115,14 +140,18 @@ def _mlp_kind(model_type: str) -> str:
 
 def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
     hidden = fields.integer("hidden_size", minimum=1)
+    dense_key = "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size"
+    num_layers = fields.integer("num_hidden_layers", minimum=1)
     return TransformerSpec(
         name=normalize_name(name),
         display_name=name,
-        num_layers=fields.integer("num_hidden_layers", minimum=1),
+        num_layers=num_layers,
         hidden_size=hidden,
-        ffn_hidden_size=fields.integer("intermediate_size", minimum=1),
+        ffn_hidden_size=fields.integer(dense_key, minimum=1),
         vocab_size=fields.integer("vocab_size", minimum=1),
-        attention=_mla(fields) if model_type in _MLA_TYPES else _attention(fields, model_type, hidden),
+        attention=(
+            _mla(fields) if model_type in _MLA_TYPES else _attention(fields, model_type, hidden, num_layers)
+        ),
         mlp=_mlp_kind(model_type),
         moe=_moe(fields, model_type),
         tied_embeddings=fields.boolean("tie_word_embeddings", model_type in _GEMMA_TYPES),
@@ -140,7 +169,7 @@ def _optional(fields: Fields, key: str) -> int | None:
     return None if fields.data.get(key) is None else fields.integer(key, minimum=1)
 
 
-def _attention(fields: Fields, model_type: str, hidden: int) -> AttentionSpec:
+def _attention(fields: Fields, model_type: str, hidden: int, num_layers: int) -> AttentionSpec:
     num_heads = fields.integer("num_attention_heads", minimum=1)
     num_kv_heads = fields.integer("num_key_value_heads", num_heads, minimum=1)
     if num_heads % num_kv_heads:
@@ -162,9 +191,10 @@ def _attention(fields: Fields, model_type: str, hidden: int) -> AttentionSpec:
                 fix="add head_dim or correct num_attention_heads",
             )
         head_dim = hidden // num_heads
-    window, interval = _window(fields, model_type)
     kind = "mha" if num_kv_heads == num_heads else "mqa" if num_kv_heads == 1 else "gqa"
-    bias = model_type in ("llama", "gpt_oss", "nemotron") and fields.boolean("attention_bias", False)
+    bias = model_type in ("llama", "llama4_text", "gpt_oss", "nemotron") and fields.boolean(
+        "attention_bias", False
+    )
     return AttentionSpec(
         kind=kind,
         num_heads=num_heads,
@@ -172,27 +202,99 @@ def _attention(fields: Fields, model_type: str, hidden: int) -> AttentionSpec:
         head_dim=head_dim,
         qkv_bias=model_type == "qwen2" or bias,
         out_bias=bias,
-        sliding_window=window,
-        full_attention_interval=interval,
+        **_local_attention(fields, model_type, num_layers),
     )
 
 
-def _window(fields: Fields, model_type: str) -> tuple[int | None, int | None]:
-    """(sliding window, every how many layers one is global) of a config."""
-    if model_type in ("mistral", "mixtral") or (
-        model_type in ("qwen2", "qwen3", "qwen3_moe") and fields.boolean("use_sliding_window", False)
-    ):
-        return _optional(fields, "sliding_window"), None
-    if model_type not in (*_GEMMA_TYPES, "gpt_oss"):
-        return None, None
-    window = _optional(fields, "sliding_window")
-    layer_types = fields.data.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
-        full = sum(1 for kind in layer_types if kind == "full_attention")
-        return window, (round(len(layer_types) / full) if full else None)
+def _local_attention(fields: Fields, model_type: str, num_layers: int) -> dict[str, Any]:
+    """``AttentionSpec`` keywords for a config's local attention (see the module docstring)."""
+    kinds = _hf_layer_types(fields, num_layers) or _default_layer_types(fields, model_type, num_layers)
+    if kinds is None or set(kinds) == {"full"}:
+        return {}
+    local = next(kind for kind in kinds if kind != "full")
+    key = "attention_chunk_size" if local == "chunked" else "sliding_window"
+    span = _optional(fields, key) or (_WINDOW_DEFAULTS.get(model_type) if local == "sliding" else None)
+    if span is None or any(kind not in ("full", local) for kind in kinds):
+        raise DataFileError(
+            fields.path,
+            f"layer kinds {', '.join(sorted(set(kinds)))} need one local kind and its {key}",
+            field=key,
+            value=fields.data.get(key),
+            fix="describe the model in a TOML file (docs/workload.md) with its layer_types",
+        )
+    keywords: dict[str, Any] = {key: span}
+    interval = _interval(kinds, local)
+    if interval is not None:
+        keywords["full_attention_interval"] = interval if interval > 0 else None
+    else:
+        keywords["layer_types"] = kinds
+    return keywords
+
+
+def _interval(kinds: tuple[str, ...], local: str) -> int | None:
+    """N when every N-th layer is full and the others ``local`` (0: all local); else ``None``."""
+    if "full" not in kinds:
+        return 0
+    interval = kinds.index("full") + 1
+    periodic = tuple("full" if (index + 1) % interval == 0 else local for index in range(len(kinds)))
+    return interval if periodic == kinds else None
+
+
+def _hf_layer_types(fields: Fields, num_layers: int) -> tuple[str, ...] | None:
+    """The config's own ``layer_types``, as lightspeed's kinds (``None`` when absent)."""
+    if fields.data.get("layer_types") is None:
+        return None
+    names = fields.strings("layer_types")
+    unknown = sorted(set(names) - set(_HF_LAYER_KINDS))
+    if unknown or len(names) != num_layers:
+        raise DataFileError(
+            fields.path,
+            f"layer_types must name {num_layers} layers, each one of {', '.join(_HF_LAYER_KINDS)}",
+            field="layer_types",
+            value=unknown[0] if unknown else len(names),
+            fix="other attention kinds (linear, state-space) are not modelled; "
+            "describe the model in a TOML file",
+        )
+    return tuple(_HF_LAYER_KINDS[name] for name in names)
+
+
+def _default_layer_types(fields: Fields, model_type: str, num_layers: int) -> tuple[str, ...] | None:
+    """Layer kinds transformers derives when the config has no ``layer_types``."""
+    if model_type in ("mistral", "mixtral"):
+        return ("sliding",) * num_layers if _optional(fields, "sliding_window") else None
+    if model_type in _QWEN_TYPES:
+        windowed = fields.boolean("use_sliding_window", False)
+        if not windowed or _optional(fields, "sliding_window") is None:
+            return None
+        first = fields.integer("max_window_layers", 28)
+        return tuple("sliding" if index >= first else "full" for index in range(num_layers))
+    if model_type == "llama4_text":
+        return _llama4_layer_types(fields, num_layers)
+    pattern = {"gemma2": 2, "gpt_oss": 2}.get(model_type)
     if model_type == "gemma3_text":
-        return window, fields.integer("sliding_window_pattern", 6, minimum=1)
-    return window, 2
+        pattern = fields.integer("sliding_window_pattern", 6, minimum=1)
+    if pattern is None:
+        return None
+    return tuple("full" if (index + 1) % pattern == 0 else "sliding" for index in range(num_layers))
+
+
+def _llama4_layer_types(fields: Fields, num_layers: int) -> tuple[str, ...] | None:
+    """Llama 4: the RoPE layers (``no_rope_layers`` 1) chunk their attention, the others are full."""
+    if _optional(fields, "attention_chunk_size") is None:
+        return None
+    flags = fields.data.get("no_rope_layers") or []
+    if not flags:
+        interval = fields.integer("no_rope_layer_interval", 4, minimum=1)
+        return tuple("full" if (index + 1) % interval == 0 else "chunked" for index in range(num_layers))
+    if len(flags) != num_layers or any(flag not in (0, 1) for flag in flags):
+        raise DataFileError(
+            fields.path,
+            f"no_rope_layers must hold {num_layers} flags of 0 or 1",
+            field="no_rope_layers",
+            value=flags,
+            fix="use the published config's list, or leave it empty for the default interval",
+        )
+    return tuple("chunked" if flag else "full" for flag in flags)
 
 
 def _qwen3_moe(fields: Fields) -> MoESpec:
@@ -208,6 +310,18 @@ def _qwen3_moe(fields: Fields) -> MoESpec:
         num_routed_experts=fields.integer("num_experts", minimum=1),
         top_k=fields.integer("num_experts_per_tok", minimum=1),
         expert_ffn_hidden_size=fields.integer("moe_intermediate_size", minimum=1),
+    )
+
+
+def _llama4_moe(fields: Fields) -> MoESpec:
+    expert = fields.integer("intermediate_size", minimum=1)
+    return MoESpec(
+        num_routed_experts=fields.integer("num_local_experts", minimum=1),
+        top_k=fields.integer("num_experts_per_tok", minimum=1),
+        expert_ffn_hidden_size=expert,
+        num_shared_experts=1,
+        shared_expert_ffn_hidden_size=expert,
+        layer_frequency=fields.integer("interleave_moe_layer_step", 1, minimum=1),
     )
 
 
@@ -242,6 +356,8 @@ def _moe(fields: Fields, model_type: str) -> MoESpec | None:
         )
     if model_type == "qwen3_moe":
         return _qwen3_moe(fields)
+    if model_type == "llama4_text":
+        return _llama4_moe(fields)
     if model_type not in _MLA_TYPES or fields.data.get("n_routed_experts") is None:
         return None
     frequency = fields.integer("moe_layer_freq", 1, minimum=1)

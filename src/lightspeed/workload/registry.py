@@ -90,6 +90,8 @@ _ATTENTION_KEYS: Final = {
     "out_bias",
     "sliding_window",
     "full_attention_interval",
+    "attention_chunk_size",
+    "layer_types",
     *_ATTENTION_INTEGERS,
 }
 _MOE_KEYS: Final = {
@@ -342,6 +344,8 @@ def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
         out_bias=table.boolean("out_bias", False),
         sliding_window=table.optional_integer("sliding_window"),
         full_attention_interval=table.optional_integer("full_attention_interval"),
+        attention_chunk_size=table.optional_integer("attention_chunk_size"),
+        layer_types=table.strings("layer_types"),
         **integers,
     )
 

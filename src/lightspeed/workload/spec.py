@@ -15,6 +15,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
+LAYER_ATTENTION_KINDS = ("full", "sliding", "chunked")
 MLP_KINDS = ("swiglu", "geglu", "gelu", "relu", "relu2")
 GATED_MLP_KINDS = ("swiglu", "geglu")
 POSITION_EMBEDDINGS = ("rope", "learned", "none")
@@ -36,10 +37,16 @@ class AttentionSpec(Record):
     ``qk_rope_head_dim`` for Q/K and ``v_head_dim`` for V (``head_dim`` is then
     the Q/K head size, ``qk_nope_head_dim + qk_rope_head_dim``).
     ``qkv_bias`` adds biases to the Q, K and V projections (Qwen2, GPT-3),
-    ``out_bias`` to the output projection (GPT-3, MPT). ``sliding_window``
-    limits how many earlier tokens each token attends to (``None`` = all);
-    with ``full_attention_interval`` N only every N-th layer attends to the whole
-    sequence and the others use the window (Gemma 2 and gpt-oss: 2, Gemma 3: 6).
+    ``out_bias`` to the output projection (GPT-3, MPT).
+
+    Local attention (:mod:`lightspeed.workload.attention`): ``sliding_window``
+    limits each token to the last ``sliding_window`` tokens (Mistral 7B v0.1);
+    ``attention_chunk_size`` to the tokens of its own chunk (Llama 4). With
+    ``full_attention_interval`` N, layer ``i`` (0-based) attends to the whole
+    sequence when ``(i + 1) % N == 0`` and locally otherwise (Gemma 2 and gpt-oss:
+    2, Gemma 3: 6, Llama 4: 4); without it every layer is local. ``layer_types``
+    names each layer's kind (``full``, ``sliding``, ``chunked``) where the
+    pattern is not periodic.
     """
 
     kind: str
@@ -55,6 +62,8 @@ class AttentionSpec(Record):
     v_head_dim: int | None = None
     sliding_window: int | None = None
     full_attention_interval: int | None = None
+    attention_chunk_size: int | None = None
+    layer_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -92,26 +101,52 @@ class AttentionSpec(Record):
                 f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim "
                 f"({self.qk_head_dim})"
             )
-        if self.sliding_window is not None and self.sliding_window < 1:
-            raise UserInputError(f"sliding_window must be >= 1 or absent (got {self.sliding_window})")
-        if self.full_attention_interval is not None and self.full_attention_interval < 1:
+        self._check_local_attention()
+
+    def _check_local_attention(self) -> None:
+        for label, value in (
+            ("sliding_window", self.sliding_window),
+            ("attention_chunk_size", self.attention_chunk_size),
+            ("full_attention_interval", self.full_attention_interval),
+        ):
+            if value is not None and value < 1:
+                raise UserInputError(f"{label} must be >= 1 or absent (got {value})")
+        if self.sliding_window is not None and self.attention_chunk_size is not None:
             raise UserInputError(
-                f"full_attention_interval must be >= 1 or absent (got {self.full_attention_interval})"
+                "attention has both sliding_window and attention_chunk_size; a model's local layers use "
+                "one of them (Mistral/Gemma/gpt-oss: sliding_window, Llama 4: attention_chunk_size)"
             )
+        local = self.sliding_window or self.attention_chunk_size
+        if self.full_attention_interval is not None and local is None:
+            raise UserInputError(
+                "full_attention_interval says which layers attend globally, but no sliding_window or "
+                "attention_chunk_size says how the others attend; add one or drop the interval"
+            )
+        unknown = sorted(set(self.layer_types) - set(LAYER_ATTENTION_KINDS))
+        if unknown:
+            raise UserInputError(
+                f"layer_types {', '.join(unknown)} not one of {', '.join(LAYER_ATTENTION_KINDS)}"
+            )
+        if self.layer_types and self.full_attention_interval is not None:
+            raise UserInputError("give layer_types or full_attention_interval, not both")
+        for kind, span, key in (
+            ("sliding", self.sliding_window, "sliding_window"),
+            ("chunked", self.attention_chunk_size, "attention_chunk_size"),
+        ):
+            if kind in self.layer_types and span is None:
+                raise UserInputError(f"layer_types has {kind} layers but no {key}")
 
-    def mean_context(self, seq_len: float) -> float:
-        """Tokens a token attends to at most, averaged over layers (a window caps local layers).
+    @property
+    def local_span(self) -> int | None:
+        """Tokens a local layer reaches: the sliding window or the chunk size (``None``: none)."""
+        return self.sliding_window or self.attention_chunk_size
 
-        >>> AttentionSpec("gqa", 8, 4, 256, sliding_window=4096, full_attention_interval=2).mean_context(8192)
-        6144.0
-        """
-        if self.sliding_window is None:
-            return float(seq_len)
-        local = float(min(seq_len, self.sliding_window))
-        if self.full_attention_interval is None:
-            return local
-        share = 1.0 / self.full_attention_interval
-        return share * float(seq_len) + (1.0 - share) * local
+    @property
+    def local_kind(self) -> str:
+        """How the local layers attend: ``sliding`` or ``chunked`` (``full`` when there are none)."""
+        if self.attention_chunk_size is not None:
+            return "chunked"
+        return "sliding" if self.sliding_window is not None else "full"
 
     @property
     def qk_head_dim(self) -> int:
@@ -240,6 +275,11 @@ class TransformerSpec(Record):
             raise UserInputError(f"norm {self.norm!r} is not one of {', '.join(NORM_KINDS)}")
         if self.moe is not None and self.moe.num_dense_layers > self.num_layers:
             raise UserInputError("MoE num_dense_layers cannot exceed num_layers")
+        if self.attention.layer_types and len(self.attention.layer_types) != self.num_layers:
+            raise UserInputError(
+                f"attention layer_types names {len(self.attention.layer_types)} layers, "
+                f"the model has {self.num_layers}"
+            )
 
     @property
     def gated_mlp(self) -> bool:

@@ -16,6 +16,7 @@ from typing import Final
 
 from lightspeed.records import Record
 from lightspeed.units import bytes_per_element
+from lightspeed.workload.attention import kv_cache_bytes
 from lightspeed.workload.counts import ParameterCounts, kv_cache_bytes_per_token, parameter_counts
 from lightspeed.workload.flops import CONVENTIONS, FlopsPerToken, flops_per_token
 from lightspeed.workload.hf_config import spec_from_hf_config
@@ -38,7 +39,9 @@ class ModelSummary(Record):
     """One model's architecture and costs (``lightspeed model show``).
 
     ``weight_bytes`` maps a storage precision to the bytes of all weights;
-    ``kv_cache_bytes_per_token`` a cache precision to the bytes one token adds.
+    ``kv_cache_bytes_per_token`` a cache precision to the bytes one token adds,
+    ``kv_cache_bytes_per_sequence`` to what one sequence of ``seq_len`` tokens holds
+    (local-attention layers keep only their window or chunk).
     ``flops_per_token`` holds every convention at ``seq_len`` tokens.
     """
 
@@ -53,6 +56,7 @@ class ModelSummary(Record):
     flops_per_token: tuple[FlopsPerToken, ...]
     weight_bytes: Mapping[str, float]
     kv_cache_bytes_per_token: Mapping[str, float]
+    kv_cache_bytes_per_sequence: Mapping[str, float]
     published: PublishedCounts | None
     sources: Mapping[str, Reference]
     path: str
@@ -84,6 +88,9 @@ def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSum
         },
         kv_cache_bytes_per_token={
             precision: kv_cache_bytes_per_token(spec, precision) for precision in KV_CACHE_PRECISIONS
+        },
+        kv_cache_bytes_per_sequence={
+            precision: float(kv_cache_bytes(spec, precision, tokens)) for precision in KV_CACHE_PRECISIONS
         },
         published=entry.published,
         sources=entry.sources,

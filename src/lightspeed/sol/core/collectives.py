@@ -16,8 +16,12 @@ bandwidth conventions (REFERENCE.md section 4):
 * send/recv: ``S / B``.
 
 ``B0``/``B1`` are per-GPU one-way bandwidths times the collective bandwidth
-efficiency; the latency term is ``min(ring, tree)`` steps times the slowest
-level's alpha. Every function accepts numpy arrays and broadcasts.
+efficiency; the latency term is the fabric's ``base_latency_s`` (what NCCL's
+tuner charges every collective before its first hop: 6.6 us for the LL
+protocol of small messages, ``sol/data/runtime.toml``) plus ``min(ring,
+tree)`` steps times the slowest level's alpha (the link's small-message
+latency): a decode step's all-reduce of a few KiB is all latency. Every
+function accepts numpy arrays and broadcasts.
 
 The same concept one layer up, measured: :mod:`lightspeed.bench.collectives` times them on this
 machine.
@@ -49,11 +53,13 @@ class FabricLevel(Record):
 
 @dataclass(frozen=True)
 class Fabric(Record):
-    """The two levels a cluster's GPUs talk over, and the efficiency reached on them."""
+    """The two levels a cluster's GPUs talk over, the efficiency reached on them, and the
+    fixed latency of one collective before its first hop (``base_latency_s``)."""
 
     scale_up: FabricLevel
     scale_out: FabricLevel | None
     bandwidth_efficiency: float
+    base_latency_s: float = 0.0
 
     def level_name(self, crosses_domains: bool) -> str:
         """Human name of the level a group uses (for 'bound by' sentences)."""
@@ -62,12 +68,19 @@ class Fabric(Record):
         return self.scale_up.name
 
 
-def fabric_of(cluster: Cluster, bandwidth_efficiency: float, scale_out_reduction: bool = False) -> Fabric:
+def fabric_of(
+    cluster: Cluster,
+    bandwidth_efficiency: float,
+    scale_out_reduction: bool = False,
+    *,
+    base_latency_s: float = 0.0,
+) -> Fabric:
     """The fabric levels of ``cluster`` from its catalog records.
 
     ``scale_out_reduction`` says the scale-out switches reduce in the network
     (InfiniBand SHARP): the cross-node part of an all-reduce then moves each byte
-    once instead of ``2(n-1)/n`` times.
+    once instead of ``2(n-1)/n`` times. ``base_latency_s`` is charged once per
+    collective (NCCL's base latency; the engines pass ``runtime.toml``'s).
     """
     system = cluster.system
     accelerator = system.accelerator
@@ -93,7 +106,9 @@ def fabric_of(cluster: Cluster, bandwidth_efficiency: float, scale_out_reduction
             latency_s=fabric.link.latency_s,
             in_network_reduction=scale_out_reduction,
         )
-    return Fabric(scale_up=up, scale_out=out, bandwidth_efficiency=bandwidth_efficiency)
+    return Fabric(
+        scale_up=up, scale_out=out, bandwidth_efficiency=bandwidth_efficiency, base_latency_s=base_latency_s
+    )
 
 
 def local_size(group_size: Array, stride: Array, domain_size: int) -> Array:
@@ -117,9 +132,10 @@ def _levels(fabric: Fabric, group: Array, local: Array) -> tuple[Array, Array, A
     return domains, b0, b1, alpha
 
 
-def _latency(steps_ring: Array, group: Array, alpha: Array) -> Array:
+def _latency(fabric: Fabric, steps_ring: Array, group: Array, alpha: Array) -> Array:
+    """The collective's base latency plus ``min(ring, tree)`` steps of ``alpha`` each."""
     tree_steps = 2.0 * np.ceil(np.log2(np.maximum(group, 1.0)))
-    return np.minimum(steps_ring, tree_steps) * alpha
+    return fabric.base_latency_s + np.minimum(steps_ring, tree_steps) * alpha
 
 
 def _nics(local: Array, flat: Array) -> Array:
@@ -142,7 +158,7 @@ def all_reduce_s(
     sharp = fabric.scale_out is not None and fabric.scale_out.in_network_reduction
     passes = 1.0 if sharp else 2.0 * (domains - 1.0) / domains
     inter = np.where(domains > 1.0, passes, 0.0) * size / (_nics(local, flat) * b1)
-    time = np.maximum(intra, inter) + _latency(2.0 * (group - 1.0), group, alpha)
+    time = np.maximum(intra, inter) + _latency(fabric, 2.0 * (group - 1.0), group, alpha)
     return np.where(group > 1, time, 0.0)
 
 
@@ -156,7 +172,7 @@ def all_gather_s(
     domains, b0, b1, alpha = _levels(fabric, group, local)
     intra = (local - 1.0) / local * size / b0
     inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
-    time = np.maximum(intra, inter) + _latency(group - 1.0, group, alpha)
+    time = np.maximum(intra, inter) + _latency(fabric, group - 1.0, group, alpha)
     return np.where(group > 1, time, 0.0)
 
 
@@ -177,7 +193,8 @@ def all_to_all_s(
     _, b0, b1, alpha = _levels(fabric, group, local)
     intra = (local - 1.0) / group * size / b0
     inter = (group - local) / group * size * remote_scale / b1
-    time = np.maximum(intra, inter) + alpha * (1.0 + np.log2(np.maximum(group, 1.0)))
+    steps = 1.0 + np.log2(np.maximum(group, 1.0))
+    time = np.maximum(intra, inter) + fabric.base_latency_s + alpha * steps
     return np.where(group > 1, time, 0.0)
 
 
@@ -187,8 +204,8 @@ def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Ar
     efficiency = fabric.bandwidth_efficiency
     up = fabric.scale_up
     out = fabric.scale_out or up
-    inside = size / (up.bandwidth_per_gpu_bytes_per_s * efficiency) + up.latency_s
-    across = size / (out.bandwidth_per_gpu_bytes_per_s * efficiency) + out.latency_s
+    inside = size / (up.bandwidth_per_gpu_bytes_per_s * efficiency) + up.latency_s + fabric.base_latency_s
+    across = size / (out.bandwidth_per_gpu_bytes_per_s * efficiency) + out.latency_s + fabric.base_latency_s
     return np.where(np.asarray(crosses_domains, dtype=bool), across, inside)
 
 

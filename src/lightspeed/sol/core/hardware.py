@@ -39,17 +39,52 @@ class RuntimeOverheads(Record):
         return min(self.reserved_bytes, 0.05 * usable_bytes) + self.fragmentation_fraction * usable_bytes
 
 
+def _runtime_fields() -> Fields:
+    path = package_data("sol", "data", "runtime.toml")
+    return Fields(str(path), load_toml(path))
+
+
 @functools.lru_cache(maxsize=1)
 def load_runtime_overheads() -> RuntimeOverheads:
     """The documented defaults in ``sol/data/runtime.toml`` (read once)."""
-    path = package_data("sol", "data", "runtime.toml")
-    fields = Fields(str(path), load_toml(path))
-    table = fields.table("memory")
+    table = _runtime_fields().table("memory")
     assert table is not None
     return RuntimeOverheads(
         reserved_bytes=table.quantity("reserved", "bytes"),
         fragmentation_fraction=table.number("fragmentation_fraction", positive=False),
         source=table.string("source"),
+    )
+
+
+@dataclass(frozen=True)
+class LatencyFloors(Record):
+    """Fixed costs no bandwidth or FLOP figure covers (``[launch]`` and ``[collectives]`` of
+    ``sol/data/runtime.toml``, cited there): the GPU time each kernel costs beyond its
+    roofline, and what every NCCL collective costs before its first hop."""
+
+    gpu_kernel_s: float
+    collective_base_latency_s: float
+    launch_source: str
+    collectives_source: str
+
+
+@functools.lru_cache(maxsize=1)
+def load_latency_floors() -> LatencyFloors:
+    """The cited fixed costs per kernel and per collective (read once).
+
+    >>> load_latency_floors().collective_base_latency_s
+    6.6e-06
+    """
+    fields = _runtime_fields()
+    launch = fields.table("launch")
+    collectives_table = fields.table("collectives")
+    assert launch is not None
+    assert collectives_table is not None
+    return LatencyFloors(
+        gpu_kernel_s=launch.quantity("gpu_kernel", "seconds"),
+        collective_base_latency_s=collectives_table.quantity("base_latency", "seconds"),
+        launch_source=launch.string("source"),
+        collectives_source=collectives_table.string("source"),
     )
 
 
@@ -144,7 +179,12 @@ def hardware_for(
         usable_memory_bytes=accelerator.memory_device_bytes,
         input_bytes_per_element=min(bytes_per_element(precision), activation_bytes),
         activation_bytes_per_element=activation_bytes,
-        fabric=fabric_of(cluster, model.collective_bandwidth_efficiency, sharp),
+        fabric=fabric_of(
+            cluster,
+            model.collective_bandwidth_efficiency,
+            sharp,
+            base_latency_s=load_latency_floors().collective_base_latency_s,
+        ),
         efficiency=model,
         overheads=load_runtime_overheads(),
         stack=capped(stack or load_stack(), accelerator.architecture),

@@ -168,7 +168,13 @@ def _exposed_s(communication_s: ArrayLike, hideable_s: ArrayLike, contention: fl
 
 @dataclass(frozen=True)
 class ServingStack(Record):
-    """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``)."""
+    """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``).
+
+    ``cuda_graphs``: decode steps replay CUDA graphs, so the host issues no kernel
+    (else it issues each one, ``kernel_launch_s``, ahead of the GPU);
+    ``overlap_scheduler``: the host's per-step work (``iteration_overhead_s``) runs
+    while the GPU computes the previous step, so it costs only what the GPU time
+    does not cover. Both read from the server's documentation (``launch_source``)."""
 
     name: str
     display_name: str
@@ -184,6 +190,9 @@ class ServingStack(Record):
     overlap_contention: float = 0.0
     decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
     kernel_fit_group: str = ""
+    cuda_graphs: bool = False
+    overlap_scheduler: bool = False
+    launch_source: str = ""
     fitted_on: tuple[str, ...] = ()
     validated_on: tuple[str, ...] = ()
 
@@ -274,6 +283,9 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         overlap_contention=contention,
         decode_batch_per_rank=_per_architecture(table, "decode_batch_per_rank"),
         kernel_fit_group=table.string("kernel_fit_group", ""),
+        cuda_graphs=table.boolean("cuda_graphs", False),
+        overlap_scheduler=table.boolean("overlap_scheduler", False),
+        launch_source=table.string("launch_source", ""),
         fitted_on=table.strings("fitted_on"),
         validated_on=table.strings("validated_on"),
     )

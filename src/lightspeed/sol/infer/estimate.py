@@ -41,7 +41,7 @@ from lightspeed.sol.infer.serving import (
     static,
 )
 from lightspeed.units import format_bytes_per_s, format_memory, format_percent
-from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
+from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at
 
 LOG = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ PART_LABELS = {
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "pipeline send",
-    "launch": "kernel launch floor",
+    "launch": "kernel launch and teardown",
     "host": "host overhead",
 }
 ARRIVAL_GRID_POINTS = 96
@@ -143,11 +143,12 @@ def deployment_memory(
 
 
 def pool_split(
-    plan: InferencePlan, inference_hardware: InferenceHardware, model: TransformerSpec
+    plan: InferencePlan, inference_hardware: InferenceHardware, model: TransformerSpec, load: ServingLoad
 ) -> PoolSplit:
     """Prefill and decode pools of a disaggregated plan, placed in rank order (prefill first).
 
-    A prompt's whole KV cache moves; the ``tp x pp`` GPUs of its attention group
+    A prompt's whole KV cache moves (what its layers hold at the prompt's length: local
+    layers only their window or chunk); the ``tp x pp`` GPUs of its attention group
     each send their share at once.
     """
     assert plan.disaggregated is not None
@@ -157,7 +158,8 @@ def pool_split(
         decode_replicas=decode,
         gpus_per_replica=np.asarray([float(plan.tp * plan.pp)]),
         kv_bytes_per_token_per_replica=np.asarray(
-            [kv_cache_bytes_per_token(model, inference_hardware.precisions.kv_cache)], dtype=np.float64
+            [kv_bytes_per_token_at(model, inference_hardware.precisions.kv_cache, load.input_tokens)],
+            dtype=np.float64,
         ),
         crosses_domains=np.asarray([plan.num_gpus > inference_hardware.hardware.domain_size]),
     )
@@ -256,7 +258,7 @@ def raise_not_fitting(
     """Raise :class:`PlanDoesNotFitError`: what does not fit, by how much, and a plan that would."""
     weights = float(memory.weights_bytes[0])
     other = float(memory.workspace_bytes[0] + memory.reserved_bytes[0])
-    request = float(memory.kv_bytes_per_token[0]) * (load.input_tokens + load.output_tokens)
+    request = float(memory.kv_bytes_per_sequence[0])
     message = (
         f"{model.name} in {plan.precision} does not fit {plan.describe()} on "
         f"{inference_hardware.hardware.accelerator.name}: {format_memory(weights)} of weights + "
@@ -323,8 +325,24 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
             f"{format_percent(serving.attention_dp_efficiency, 0)} of that pace (the slowest rank's)"
         )
     if serving.iteration_overhead_s > 0:
-        line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration"
+        hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
+        line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
     return f"{line}; {serving.fit_note()}"
+
+
+def _floors_line(inference_hardware: InferenceHardware) -> str:
+    floors, serving = inference_hardware.floors, inference_hardware.serving
+    launcher = (
+        "decode replays CUDA graphs"
+        if serving.cuda_graphs
+        else f"no CUDA graphs: the host issues each kernel in "
+        f"{inference_hardware.hardware.efficiency.kernel_launch_s * 1e6:g} us"
+    )
+    return (
+        f"latency floors: each kernel {floors.gpu_kernel_s * 1e6:g} us of GPU time beyond its roofline, "
+        f"each collective {floors.collective_base_latency_s * 1e6:g} us plus the link latency per step; "
+        f"{launcher}"
+    )
 
 
 def _assumptions(
@@ -348,6 +366,7 @@ def _assumptions(
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
         _serving_line(inference_hardware),
+        _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
         f"{parameters.prefill_chunk_tokens} tokens",
@@ -369,15 +388,11 @@ def _assumptions(
 def _memory_parts(
     memory: MemoryArrays, batch: float, plan: InferencePlan, load: ServingLoad
 ) -> dict[str, float]:
-    in_use = (
-        float(memory.kv_bytes_per_token[0])
-        * batch
-        / plan.dp_attention
-        * (load.input_tokens + load.output_tokens)
-    )
+    in_use = float(memory.kv_bytes_per_sequence[0]) * batch / plan.dp_attention
     return {
         "weights": float(memory.weights_bytes[0]),
         "kv_cache": min(in_use, float(memory.kv_capacity_bytes[0])),
+        "kv_cache_per_request": float(memory.kv_bytes_per_sequence[0]),
         "kv_capacity": float(memory.kv_capacity_bytes[0]),
         "workspace": float(memory.workspace_bytes[0]),
         "reserved": float(memory.reserved_bytes[0]),
@@ -412,7 +427,7 @@ def estimate_inference(
     if not bool(memory.fits[0]):
         raise_not_fitting(model, inference_hardware, plan, load, memory)
     max_batch = _max_batch(memory, plan)
-    split = pool_split(plan, inference_hardware, model) if plan.disaggregated is not None else None
+    split = pool_split(plan, inference_hardware, model, load) if plan.disaggregated is not None else None
     ctx = ServingContext(model, inference_hardware, load, plan.speculative)
     batch, waiting = _batch_and_queue(ctx, plan, max_batch, batching, split)
     arrays = serve(ctx, plan, batch, batching, split)

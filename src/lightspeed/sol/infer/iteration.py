@@ -21,8 +21,12 @@ Every operation sits on the same roofline as training,
   after attention and after the MLP (the MoE output is all-reduced over the
   stage when experts are split across TP ranks), EP all-to-all dispatch and
   combine when attention is data-parallel, a pipeline send per stage boundary.
-* **Launch floor**: a stage cannot run faster than its kernels can be issued
-  (``kernel_launch_s`` each, as in training).
+* **Launch and host**: every kernel costs the GPU ``gpu_kernel_s`` beyond its
+  roofline (launch, teardown, the ramp of its memory stream; ``runtime.toml``),
+  and every collective NCCL's base latency (in the collectives). Without CUDA
+  graphs the host issues each kernel too (``kernel_launch_s``), ahead of the
+  GPU: a stage takes at least that long. The serving stack's host time per
+  iteration is serial, or hidden behind the GPU step by an overlap scheduler.
 
 The breakdown attributes each GEMM to ``gemm_compute`` or ``weight_reads`` and
 each attention kernel to ``attention_compute`` or ``kv_cache`` by which side of
@@ -46,7 +50,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import node_dedupe_scale
-from lightspeed.sol.core.hardware import Hardware, hardware_for
+from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, load_latency_floors
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
     KERNELS_PER_MOE_LAYER_FORWARD,
@@ -55,7 +59,8 @@ from lightspeed.sol.core.roofline import (
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
+from lightspeed.workload.attention import mean_cached_tokens
 
 Array = Any
 
@@ -115,6 +120,7 @@ class InferenceHardware(Record):
     attention_peak_flop_per_s: float
     gemm_model: EfficiencyModel
     serving: ServingStack
+    floors: LatencyFloors
 
     @property
     def sustained_scale(self) -> float:
@@ -140,7 +146,7 @@ def inference_hardware_for(
     attention over an FP8 cache), else in bf16. Inference GEMMs use the family's
     ceiling and tile quantization but not the training fit's size factor, which
     amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
-    decode step; the per-kernel launch floor stands in for it.
+    decode step; the fixed GPU time per kernel (``runtime.toml`` ``[launch]``) stands in for it.
     """
     accelerator = cluster.system.accelerator
     precisions = resolve_precisions(plan, accelerator)
@@ -156,6 +162,7 @@ def inference_hardware_for(
         attention_peak_flop_per_s=accelerator.compute[attention_row].dense_per_s,
         gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
         serving=serving or load_serving_stack(),
+        floors=load_latency_floors(),
     )
 
 
@@ -168,6 +175,9 @@ class IterationGrid:
     ``group_prefill_tokens`` is the prompt share of the busiest group (a prompt
     chunk belongs to one group). ``expert_imbalance`` scales the routed tokens of the
     busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
+    ``decode_context_span``: the decoding sequences' contexts spread evenly over
+    ``decode_context +- span / 2`` (what a local-attention layer reads depends on where in its
+    window or chunk each sequence is; 0: all at ``decode_context``).
     """
 
     tp: Array
@@ -183,6 +193,7 @@ class IterationGrid:
     group_prefill_tokens: Array
     expert_imbalance: Array = 1.0
     physical_experts: Array = 0.0
+    decode_context_span: Array = 0.0
 
     @property
     def stage_gpus(self) -> Array:
@@ -293,6 +304,25 @@ def _attention_head_dims(shapes: LayerShapes, model: TransformerSpec) -> tuple[f
     return prefill, prefill
 
 
+@functools.cache
+def attention_groups(model: TransformerSpec) -> tuple[LayerGroup, ...]:
+    """The model's layers by attention kind (cached: every iteration of a model asks)."""
+    return layer_groups(model)
+
+
+def attended_contexts(grid: IterationGrid, group: LayerGroup) -> tuple[Array, Array]:
+    """(decode, prefill) tokens a query of a layer of ``group`` attends to: the decoding
+    sequences' contexts spread over ``decode_context +- decode_context_span / 2``; a causal
+    prompt's queries over positions 0 to ``2 x prefill_context``."""
+    half = np.asarray(grid.decode_context_span, dtype=np.float64) / 2.0
+    context = np.asarray(grid.decode_context, dtype=np.float64)
+    decode = mean_cached_tokens(
+        group.kind, group.span_tokens, np.maximum(context - half, 0.0), context + half
+    )
+    prefill = mean_cached_tokens(group.kind, group.span_tokens, 0.0, 2.0 * np.asarray(grid.prefill_context))
+    return decode, prefill
+
+
 def _attention(
     acc: _Acc,
     grid: IterationGrid,
@@ -300,7 +330,8 @@ def _attention(
     shapes: LayerShapes,
     inference_hardware: InferenceHardware,
 ) -> None:
-    """Core attention of one layer on one GPU: decode KV reads, prefill FlashAttention, KV writes."""
+    """Core attention of one (average) layer on one GPU: decode KV reads and prefill
+    FlashAttention of each attention kind, weighted by its share of the layers, and the KV writes."""
     hardware = inference_hardware.hardware
     heads = shapes.num_heads / grid.tp
     decode_dims, prefill_dims = _attention_head_dims(shapes, model)
@@ -311,25 +342,24 @@ def _attention(
     efficiency = hardware.efficiency
     scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
     rate = scale * efficiency.attention_efficiency("flash", backward=False)
-    prefill_rate = scale * efficiency.attention_efficiency(
-        "flash", backward=False, seq_len=2.0 * grid.prefill_context
-    )
-    decode_flop = 2.0 * sequences * grid.query_tokens * grid.decode_context * heads * decode_dims
-    decode_bytes = sequences * grid.decode_context * kv_elements * kv_bytes
-    acc.roofline(
-        decode_flop / rate,
-        decode_bytes / inference_hardware.stream_bytes_per_s,
-        "attention_compute",
-        "kv_cache",
-    )
-    prefill_flop = 2.0 * prompt * grid.prefill_context * heads * prefill_dims
+    prefill_s: Array = 0.0
+    for group in attention_groups(model):
+        decode_context, prefill_context = attended_contexts(grid, group)
+        decode_flop = 2.0 * sequences * grid.query_tokens * decode_context * heads * decode_dims
+        decode_bytes = sequences * decode_context * kv_elements * kv_bytes
+        acc.roofline(
+            group.share * decode_flop / rate,
+            group.share * decode_bytes / inference_hardware.stream_bytes_per_s,
+            "attention_compute",
+            "kv_cache",
+        )
+        prefill_rate = scale * efficiency.attention_efficiency(
+            "flash", backward=False, seq_len=2.0 * prefill_context
+        )
+        prefill_flop = 2.0 * prompt * prefill_context * heads * prefill_dims
+        prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
     written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
-    acc.roofline(
-        prefill_flop / prefill_rate,
-        written / inference_hardware.stream_bytes_per_s,
-        "attention_compute",
-        "kv_cache",
-    )
+    acc.roofline(prefill_s, written / inference_hardware.stream_bytes_per_s, "attention_compute", "kv_cache")
 
 
 def _expert_part(
@@ -470,6 +500,28 @@ def _head(
     return acc.parts
 
 
+def launch_and_host_s(
+    busy: Array, kernels: Array, inference_hardware: InferenceHardware
+) -> tuple[Array, Array]:
+    """(launch, host) seconds a stage iteration of ``busy`` roofline seconds and ``kernels``
+    kernels adds: each kernel's fixed GPU time, plus whatever the host's kernel issue (no
+    CUDA graphs) outlasts the GPU; the serving stack's host time, serial or (overlap
+    scheduler) only what the GPU step does not cover.
+
+    With 100 kernels of 2.5 us, 1 ms of GPU work and no graphs at 4 us per launch, the
+    GPU needs 1.25 ms and the host 0.4 ms to issue: launch 0.25 ms, the host hidden.
+    """
+    serving, floors = inference_hardware.serving, inference_hardware.floors
+    kernel_s = kernels * floors.gpu_kernel_s
+    gpu = busy + kernel_s
+    issue = 0.0 if serving.cuda_graphs else kernels * inference_hardware.hardware.efficiency.kernel_launch_s
+    ready = np.maximum(gpu, issue)
+    host = serving.iteration_overhead_s
+    total = np.maximum(gpu, issue + host) if serving.overlap_scheduler else ready + host
+    launch = kernel_s + ready - gpu
+    return launch, total - ready
+
+
 def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
     """(dense, MoE) layers on the busiest stage: ``ceil(layers / pp)`` in the model's mix."""
     layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
@@ -493,10 +545,7 @@ def iteration_cost(
     parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
     kernels = num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
     busy = sum(parts[name] for name in ITERATION_PARTS)
-    parts["launch"] = np.maximum(kernels * inference_hardware.hardware.efficiency.kernel_launch_s - busy, 0.0)
-    parts["host"] = np.full_like(
-        np.asarray(busy, dtype=np.float64), inference_hardware.serving.iteration_overhead_s
-    )
+    parts["launch"], parts["host"] = launch_and_host_s(busy, kernels, inference_hardware)
     return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
 
 
@@ -506,9 +555,12 @@ __all__ = [
     "InferenceParameters",
     "IterationCost",
     "IterationGrid",
+    "attended_contexts",
+    "attention_groups",
     "inference_hardware_for",
     "iteration_cost",
     "kv_elements_per_token_per_gpu",
+    "launch_and_host_s",
     "load_inference_parameters",
     "stage_layers",
 ]

@@ -13,7 +13,10 @@ Per GPU of the busiest stage (vectorized over deployments):
 
 The KV-cache-limited batch reserves ``input + output`` tokens for every
 sequence up front, as TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` scheduler
-and ``trtllm-bench``'s sizing do, so no running request is ever evicted.
+and ``trtllm-bench``'s sizing do, so no running request is ever evicted; a
+local-attention layer reserves only its window or chunk
+(:func:`lightspeed.workload.reserved_tokens`: Gemma 3 keeps 1,024 tokens on
+five layers of six, gpt-oss 128 on every other).
 
 The serving engine's twin of :mod:`lightspeed.sol.train.memory` (the same concept for training).
 """
@@ -37,6 +40,7 @@ from lightspeed.sol.infer.iteration import (
 from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.workload import TransformerSpec
+from lightspeed.workload.attention import reserved_token_layers
 
 Array = Any
 WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output, MLP output per chunk token
@@ -46,13 +50,16 @@ WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output,
 class MemoryArrays:
     """Bytes per GPU and the KV-limited batch per replica, aligned with the deployments
     (``max_sequences`` also stops at the serving stack's ``decode_batch_per_rank`` for
-    attention-data-parallel deployments, where it has one)."""
+    attention-data-parallel deployments, where it has one). ``kv_bytes_per_sequence`` is
+    what one request of the load reserves on a GPU of the busiest stage,
+    ``kv_bytes_per_token`` the same per token of the request."""
 
     weights_bytes: Array
     workspace_bytes: Array
     reserved_bytes: Array
     kv_capacity_bytes: Array
     kv_bytes_per_token: Array
+    kv_bytes_per_sequence: Array
     max_sequences: Array
     usable_bytes: float
 
@@ -137,13 +144,12 @@ def inference_memory(
     reserved = hardware.overheads.reserved_of(usable)
     free = np.maximum(usable - weights - workspace - reserved, 0.0)
     capacity = free * inference_hardware.parameters.kv_cache_memory_fraction
-    layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
-    per_token = (
-        layers
-        * kv_elements_per_token_per_gpu(shapes, model, tp)
-        * inference_hardware.precisions.kv_bytes_per_element
+    stage_share = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64)) / model.num_layers
+    per_token_layer = (
+        kv_elements_per_token_per_gpu(shapes, model, tp) * inference_hardware.precisions.kv_bytes_per_element
     )
-    sequences = np.floor(capacity / (per_token * tokens_per_sequence)) * dp_attention
+    per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
+    sequences = np.floor(capacity / per_sequence) * dp_attention
     rank_limit = inference_hardware.serving.decode_batch_limit(hardware.accelerator.architecture)
     if rank_limit is not None:
         # a wide-EP server runs each attention rank's decode batch up to its dispatch buffer
@@ -153,7 +159,8 @@ def inference_memory(
         workspace_bytes=np.asarray(workspace, dtype=np.float64),
         reserved_bytes=np.full_like(np.asarray(weights, dtype=np.float64), reserved),
         kv_capacity_bytes=np.asarray(capacity, dtype=np.float64),
-        kv_bytes_per_token=np.asarray(per_token, dtype=np.float64),
+        kv_bytes_per_token=np.asarray(per_sequence / tokens_per_sequence, dtype=np.float64),
+        kv_bytes_per_sequence=np.asarray(per_sequence, dtype=np.float64),
         max_sequences=np.asarray(sequences, dtype=np.float64),
         usable_bytes=usable,
     )

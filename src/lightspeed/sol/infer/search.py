@@ -39,7 +39,7 @@ from lightspeed.sol.infer.serving import (
     disaggregated,
 )
 from lightspeed.units import format_duration
-from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token
+from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at
 
 BATCH_LADDER = (
     1,
@@ -213,13 +213,12 @@ def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> Servin
         physical_experts=shapes.physical_experts,
     )
     aggregated = continuous(deployments, ctx)
+    prompt_kv = kv_bytes_per_token_at(model, inference_hardware.precisions.kv_cache, ctx.load.input_tokens)
     split = PoolSplit(
         prefill_replicas=np.maximum(shapes.prefill, 1.0),
         decode_replicas=shapes.decode,
         gpus_per_replica=shapes.tp * shapes.pp,
-        kv_bytes_per_token_per_replica=np.full(
-            batch.shape, kv_cache_bytes_per_token(model, inference_hardware.precisions.kv_cache)
-        ),
+        kv_bytes_per_token_per_replica=np.full(batch.shape, float(prompt_kv)),
         crosses_domains=(shapes.prefill + shapes.decode) * shapes.tp * shapes.dp_attention * shapes.pp
         > inference_hardware.hardware.domain_size,
     )

@@ -128,12 +128,14 @@ def _work(
     group_prompt: Array | None = None,
 ) -> IterationCost:
     """One stage iteration: ``decode`` sequences adding ``query`` tokens over ``context`` cached
-    ones, beside ``prompt`` prompt tokens of ``requests`` requests (causal: half the prompt attended)."""
+    ones on average (spread over the request's output, ``ISL`` to ``ISL + OSL``), beside
+    ``prompt`` prompt tokens of ``requests`` requests (causal: half the prompt attended)."""
     return ctx.cost(
         deployments.grid(
             decode_sequences=decode,
             query_tokens=query,
             decode_context=context,
+            decode_context_span=float(ctx.load.output_tokens) if context > 0 else 0.0,
             prefill_tokens=prompt,
             prefill_context=ctx.load.input_tokens / 2.0,
             prefill_requests=requests,

@@ -26,6 +26,7 @@ overlap is on and compute can hide it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ from lightspeed.sol.core.roofline import (
 )
 from lightspeed.sol.core.shapes import LayerShapes, Linear
 from lightspeed.sol.train.grid import ATTENTION_CODES, PlanGrid
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import TransformerSpec, mean_attended_tokens
 
 Array = Any
 
@@ -120,14 +121,24 @@ def _flash_rates(ctx: _Context) -> tuple[Array, Array]:
     return rates[0], rates[1]
 
 
+@functools.cache
+def _fused_attended(model: TransformerSpec, seq_len: int) -> float:
+    """Keys a query attends to under the causal mask, over the model's layers (cached per model)."""
+    return float(mean_attended_tokens(model, seq_len, causal=True))
+
+
 def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
-    """(forward s, backward s, forward FLOP, backward FLOP) of softmax(QK^T)V."""
+    """(forward s, backward s, forward FLOP, backward FLOP) of softmax(QK^T)V.
+
+    Fused kernels skip what the causal mask and a local window or chunk leave out (a query
+    attends to :func:`~lightspeed.workload.mean_attended_tokens` keys, averaged over the
+    model's layers); unfused ones compute the whole ``s x s`` score matrix."""
     grid, hardware, shapes = ctx.grid, ctx.hardware, ctx.shapes
     heads = shapes.num_heads / grid.tp
     unfused = grid.unfused_attention
-    causal = np.where(unfused, 1.0, 0.5)  # unfused kernels compute the masked half too
+    attended = np.where(unfused, float(ctx.seq_len), _fused_attended(ctx.model, ctx.seq_len))
     head_dims = shapes.q_head_dim + shapes.v_head_dim
-    flop = 2.0 * ctx.tokens * ctx.seq_len * heads * head_dims * causal
+    flop = 2.0 * ctx.tokens * attended * heads * head_dims
     forward_rate, backward_rate = _flash_rates(ctx)
     stacked = ctx.tokens * heads
     gemm_rate = hardware.gemm_flop_per_s(stacked, ctx.seq_len, shapes.q_head_dim, "bf16")

@@ -1,0 +1,279 @@
+"""Attention variants: which layers attend to the whole context, and how many tokens each keeps.
+
+Every layer of a model is of one kind:
+
+* ``full``: a token attends to every earlier token and itself;
+* ``sliding``: to the last ``sliding_window`` tokens (Mistral 7B v0.1: 4,096 on
+  every layer; Gemma 2: 4,096 on every other layer; Gemma 3: 1,024 on five
+  layers of six; gpt-oss: 128 on every other layer);
+* ``chunked``: to the earlier tokens of its own ``attention_chunk_size``-token
+  chunk (Llama 4: 8,192 on three layers of four; the fourth attends to
+  everything, without RoPE).
+
+With ``full_attention_interval`` N, layer ``i`` (0-based) is full when
+``(i + 1) % N == 0``: the placement of the transformers implementations
+(Gemma 2 ``is_sliding = not bool(layer_idx % 2)``, Gemma 3 ``(layer_idx + 1) %
+sliding_window_pattern``, gpt-oss ``layer_types``, Llama 4 ``no_rope_layers``).
+
+What a layer keeps in its KV cache for a sequence of ``c`` tokens so far
+(:func:`cached_tokens`): ``c`` (full), ``min(c, W)`` (sliding: the window, as
+TensorRT-LLM's cyclic cache of ``max_attention_window`` tokens, vLLM's sliding-
+window manager and SGLang's SWA pool keep it), ``c mod C`` (chunked: the
+tokens of the current chunk; vLLM frees the earlier chunks). A server that
+never evicts a running request reserves, for a request that will reach ``t``
+tokens, ``t``, ``min(t, W)`` or ``min(t, C)`` per layer (:func:`reserved_tokens`).
+
+The tokens a query attends to, averaged over a causal prompt of ``s`` tokens
+(:func:`attended_tokens`), set the attention FLOPs: ``s/2`` (full), ``W - W²/2s``
+(sliding, ``s > W``), about ``C/2`` (chunked, ``s > C``); counted without the
+causal mask (the full-square convention) they are ``s``, ``min(s, W)`` and
+``min(s, C)``. Averages are over a continuum of positions (a token more or less
+per layer is below what any estimate resolves).
+
+>>> from lightspeed.workload import load_models
+>>> gemma = load_models().get("gemma-3-27b")
+>>> layer_attention_kinds(gemma).count("full"), round(kv_cache_bytes(gemma, "bf16", 32768) / 2**30, 3)
+(10, 2.906)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from numpy.typing import ArrayLike
+
+from lightspeed.errors import UserInputError
+from lightspeed.records import Record
+from lightspeed.units import bytes_per_element
+from lightspeed.workload.counts import kv_values_per_token_per_layer
+from lightspeed.workload.spec import LAYER_ATTENTION_KINDS, TransformerSpec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def layer_attention_kinds(spec: TransformerSpec) -> tuple[str, ...]:
+    """The kind of every layer of ``spec``: ``full``, ``sliding`` or ``chunked``.
+
+    >>> from lightspeed.workload import load_models
+    >>> layer_attention_kinds(load_models().get("gpt-oss-20b"))[:4]
+    ('sliding', 'full', 'sliding', 'full')
+    """
+    attention = spec.attention
+    if attention.layer_types:
+        return attention.layer_types
+    local = attention.local_kind
+    interval = attention.full_attention_interval
+    if local == "full":
+        return ("full",) * spec.num_layers
+    if interval is None:
+        return (local,) * spec.num_layers
+    return tuple("full" if (index + 1) % interval == 0 else local for index in range(spec.num_layers))
+
+
+@dataclass(frozen=True)
+class LayerGroup(Record):
+    """Layers of one attention kind: how many, what share of the model, and their span."""
+
+    kind: str
+    num_layers: int
+    share: float
+    span_tokens: int | None
+
+
+def layer_groups(spec: TransformerSpec) -> tuple[LayerGroup, ...]:
+    """The model's layers grouped by kind (full first), with their share of all layers.
+
+    >>> from lightspeed.workload import load_models
+    >>> [(g.kind, g.num_layers) for g in layer_groups(load_models().get("llama-4-scout"))]
+    [('full', 12), ('chunked', 36)]
+    """
+    counts = Counter(layer_attention_kinds(spec))
+    span = spec.attention.local_span
+    return tuple(
+        LayerGroup(
+            kind=kind,
+            num_layers=counts[kind],
+            share=counts[kind] / spec.num_layers,
+            span_tokens=None if kind == "full" else span,
+        )
+        for kind in LAYER_ATTENTION_KINDS
+        if counts[kind]
+    )
+
+
+def _tokens(values: ArrayLike, what: str) -> FloatArray:
+    array = np.asarray(values, dtype=np.float64)
+    if np.any(~np.isfinite(array)) or np.any(array < 0):
+        raise UserInputError(f"{what} must be finite token counts >= 0 (got {values!r})")
+    return array
+
+
+def _check_kind(kind: str, span: int | None) -> int:
+    if kind not in LAYER_ATTENTION_KINDS:
+        raise UserInputError(f"layer kind {kind!r} is not one of {', '.join(LAYER_ATTENTION_KINDS)}")
+    if kind == "full":
+        return 0
+    if span is None or span < 1:
+        raise UserInputError(f"a {kind} layer needs a span of >= 1 token (got {span})")
+    return span
+
+
+def cached_tokens(kind: str, span: int | None, context_tokens: ArrayLike) -> FloatArray:
+    """Tokens one layer of ``kind`` keeps for a sequence of ``context_tokens`` tokens so far.
+
+    >>> cached_tokens("sliding", 1024, [512, 32768]).tolist(), cached_tokens("chunked", 8192, 20000).item()
+    ([512.0, 1024.0], 3616.0)
+    """
+    window = _check_kind(kind, span)
+    context = _tokens(context_tokens, "context_tokens")
+    if kind == "full":
+        return context
+    if kind == "sliding":
+        return np.minimum(context, float(window))
+    return np.mod(context, float(window))
+
+
+def reserved_tokens(kind: str, span: int | None, total_tokens: ArrayLike) -> FloatArray:
+    """Most tokens one layer of ``kind`` keeps over the life of a request of ``total_tokens``:
+    what a scheduler that never evicts a running request reserves for it.
+
+    >>> reserved_tokens("chunked", 8192, [4096, 33792]).tolist()
+    [4096.0, 8192.0]
+    """
+    window = _check_kind(kind, span)
+    total = _tokens(total_tokens, "total_tokens")
+    return total if kind == "full" else np.minimum(total, float(window))
+
+
+def _integral(kind: str, window: float, x: FloatArray) -> FloatArray:
+    """Integral over ``[0, x]`` of the tokens a layer keeps (its :func:`cached_tokens`)."""
+    if kind == "full":
+        return x * x / 2.0
+    if kind == "sliding":
+        return np.where(x <= window, x * x / 2.0, window * window / 2.0 + window * (x - window))
+    remainder = np.mod(x, window)
+    integral: FloatArray = np.floor(x / window) * window * window / 2.0 + remainder * remainder / 2.0
+    return integral
+
+
+def mean_cached_tokens(
+    kind: str, span: int | None, first_tokens: ArrayLike, last_tokens: ArrayLike
+) -> FloatArray:
+    """Tokens one layer of ``kind`` keeps, averaged over contexts spread evenly from
+    ``first_tokens`` to ``last_tokens`` (a decode from ISL to ISL + OSL; ``0`` to ``s``
+    is what the queries of a causal prompt of ``s`` tokens attend to).
+
+    >>> float(mean_cached_tokens("sliding", 4096, 0, 32768))  # W - W^2 / 2s
+    3840.0
+    """
+    window = float(_check_kind(kind, span))
+    first = _tokens(first_tokens, "first_tokens")
+    last = _tokens(last_tokens, "last_tokens")
+    low, high = np.minimum(first, last), np.maximum(first, last)
+    width = high - low
+    spread = (_integral(kind, window, high) - _integral(kind, window, low)) / np.where(width > 0, width, 1.0)
+    mean: FloatArray = np.where(width > 0, spread, cached_tokens(kind, span, low))
+    return mean
+
+
+def attended_tokens(kind: str, span: int | None, seq_len: ArrayLike, *, causal: bool) -> FloatArray:
+    """Tokens a query of a ``seq_len``-token sequence attends to in one layer of ``kind``, on
+    average: causal, over the prompt's positions; without the mask, the full square's row."""
+    if causal:
+        return mean_cached_tokens(kind, span, 0.0, seq_len)
+    return reserved_tokens(kind, span, seq_len)
+
+
+def _per_layer_sum(spec: TransformerSpec, tokens: Any) -> FloatArray:
+    """Sum over the model's layers of ``tokens(kind, span)``."""
+    total: FloatArray = sum(
+        (group.num_layers * tokens(group.kind, group.span_tokens) for group in layer_groups(spec)),
+        start=np.zeros(()),
+    )
+    return total
+
+
+def cached_token_layers(spec: TransformerSpec, context_tokens: ArrayLike) -> FloatArray:
+    """Tokens cached over all layers (a token counted once per layer that keeps it) for a
+    sequence of ``context_tokens`` tokens so far."""
+    return _per_layer_sum(spec, lambda kind, span: cached_tokens(kind, span, context_tokens))
+
+
+def reserved_token_layers(spec: TransformerSpec, total_tokens: ArrayLike) -> FloatArray:
+    """Tokens over all layers a never-evicting server reserves for a request of ``total_tokens``."""
+    return _per_layer_sum(spec, lambda kind, span: reserved_tokens(kind, span, total_tokens))
+
+
+def mean_attended_tokens(spec: TransformerSpec, seq_len: ArrayLike, *, causal: bool) -> FloatArray:
+    """Tokens a query attends to, averaged over positions and layers (sets attention FLOPs).
+
+    >>> from lightspeed.workload import load_models
+    >>> float(mean_attended_tokens(load_models().get("llama-3-8b"), 8192, causal=True))
+    4096.0
+    """
+    summed = _per_layer_sum(spec, lambda kind, span: attended_tokens(kind, span, seq_len, causal=causal))
+    mean: FloatArray = summed / spec.num_layers
+    return mean
+
+
+def kv_cache_tokens_per_layer(spec: TransformerSpec, context_tokens: float) -> tuple[float, ...]:
+    """Tokens each layer (in order) keeps for a sequence of ``context_tokens`` tokens so far.
+
+    >>> from lightspeed.workload import load_models
+    >>> kv_cache_tokens_per_layer(load_models().get("gemma-3-27b"), 32768)[:6]
+    (1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 32768.0)
+    """
+    span = spec.attention.local_span
+    return tuple(float(cached_tokens(kind, span, context_tokens)) for kind in layer_attention_kinds(spec))
+
+
+def kv_cache_bytes(spec: TransformerSpec, precision: str, context_tokens: ArrayLike) -> FloatArray:
+    """Bytes of KV cache one sequence of ``context_tokens`` tokens so far holds, all layers,
+    in ``precision`` (unsplit: a tensor-parallel group shares it)."""
+    per_token_layer = kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
+    held: FloatArray = cached_token_layers(spec, context_tokens) * per_token_layer
+    return held
+
+
+def kv_cache_reserved_bytes(spec: TransformerSpec, precision: str, total_tokens: ArrayLike) -> FloatArray:
+    """Bytes of KV cache a never-evicting server reserves for a request of ``total_tokens``."""
+    per_token_layer = kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
+    reserved: FloatArray = reserved_token_layers(spec, total_tokens) * per_token_layer
+    return reserved
+
+
+def kv_bytes_per_token_at(spec: TransformerSpec, precision: str, context_tokens: ArrayLike) -> FloatArray:
+    """KV bytes per token of context a sequence holds at ``context_tokens`` (all layers): the
+    full-attention figure of :func:`~lightspeed.workload.kv_cache_bytes_per_token` where every
+    layer is full, less where local layers stop at their span.
+
+    >>> from lightspeed.workload import load_models
+    >>> float(kv_bytes_per_token_at(load_models().get("mistral-7b-v0.1"), "bf16", 8192))  # half: window 4096
+    65536.0
+    """
+    context = _tokens(context_tokens, "context_tokens")
+    held = kv_cache_bytes(spec, precision, context)
+    per_token: FloatArray = held / np.where(context > 0, context, 1.0)
+    return per_token
+
+
+__all__ = [
+    "LayerGroup",
+    "attended_tokens",
+    "cached_token_layers",
+    "cached_tokens",
+    "kv_bytes_per_token_at",
+    "kv_cache_bytes",
+    "kv_cache_reserved_bytes",
+    "kv_cache_tokens_per_layer",
+    "layer_attention_kinds",
+    "layer_groups",
+    "mean_attended_tokens",
+    "mean_cached_tokens",
+    "reserved_token_layers",
+    "reserved_tokens",
+]
