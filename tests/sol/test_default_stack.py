@@ -12,7 +12,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol import search_training
 from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stack, load_stacks
 from lightspeed.sol.core.uncertainty import speed_residual
-from lightspeed.sol.validation.runs import predict_run
+from lightspeed.sol.validation.predict_runs import predict_run
 from lightspeed.sol.validation.structured import PublishedRun, load_published_runs
 from lightspeed.tour.scenarios import llama3_405b_training
 from lightspeed.workload import ModelRegistry

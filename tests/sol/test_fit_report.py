@@ -15,7 +15,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stacks
 from lightspeed.sol.core.uncertainty import load_bands
 from lightspeed.sol.validation.fitting import adp_group, inference_variants, training_variants
-from lightspeed.sol.validation.runs import validate_builtin
+from lightspeed.sol.validation.predict_runs import validate_builtin
 from lightspeed.workload import ModelRegistry
 
 REPO = Path(__file__).resolve().parents[2]

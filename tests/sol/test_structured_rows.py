@@ -12,9 +12,9 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol.validation.infer_rows import read_inference_row
+from lightspeed.sol.validation.predict_runs import validate_builtin
 from lightspeed.sol.validation.published import read_table
 from lightspeed.sol.validation.rows import read_training_row
-from lightspeed.sol.validation.runs import validate_builtin
 from lightspeed.sol.validation.structured import (
     METRIC_UNITS,
     PublishedRun,

@@ -247,7 +247,7 @@ def mlflow_store_kind(uri: str) -> str:
     """What an MLflow tracking URI names: ``folder``, ``database`` or ``server``.
 
     >>> [mlflow_store_kind(uri) for uri in ("file:///runs", "mlruns", "sqlite:///m.db", "http://h:5000")]
-    ['folder', 'database', 'database', 'server']
+    ['folder', 'folder', 'database', 'server']
     """
     scheme = uri.split("://", 1)[0].lower() if "://" in uri else uri.split(":", 1)[0].lower()
     if uri in ("databricks", "databricks-uc", "uc"):

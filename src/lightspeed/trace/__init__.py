@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
     from lightspeed.trace.effect_sizes import Distribution, MannWhitney, mann_whitney_u
     from lightspeed.trace.idle import IdleReport, IdleSplit, idle_breakdown
+    from lightspeed.trace.integrity import BadEvent
     from lightspeed.trace.io.formats import FORMATS, detect_format
     from lightspeed.trace.io.ncu import (
         LaunchConfig,
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
     from lightspeed.trace.model import RankTrace, StepTable, Trace
     from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
     from lightspeed.trace.table import EventTable
-    from lightspeed.trace.validate import BadEvent
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from lightspeed.errors import TraceError, UserInputError
+from lightspeed.trace.integrity import check_events, skipped_note
 from lightspeed.trace.io.formats import (
     KINETO,
     NCU_CSV,
@@ -35,7 +36,6 @@ from lightspeed.trace.io.kineto import read_kineto
 from lightspeed.trace.io.nsys import read_nsys, read_nsys_report
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.model import RankTrace, Trace
-from lightspeed.trace.validate import check_events, skipped_note
 
 TIME_UNITS: Final = ("auto", "us", "ns")
 
@@ -62,7 +62,7 @@ def load_trace(
     process-id order). Ranks written with different schema versions are
     refused unless ``allow_mixed_schema``. ``time_unit`` and ``round_to_us``
     concern Kineto JSON only: Nsight Systems records integer nanoseconds.
-    Impossible events (see :mod:`lightspeed.trace.validate`) stop the load
+    Impossible events (see :mod:`lightspeed.trace.integrity`) stop the load
     with an error naming the event, unless ``skip_bad_events``: then they are
     left out and counted (``num_skipped_events``, and a note every analysis shows).
 

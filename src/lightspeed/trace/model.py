@@ -17,8 +17,8 @@ import numpy as np
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
+from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.table import GPU_CATEGORIES, I64, EventTable
-from lightspeed.trace.validate import BadEvent
 
 # Kineto's step annotations (HTA matches the same prefix).
 PROFILER_STEP: Final = re.compile(r"ProfilerStep\s*#\s*(\d+)")

@@ -39,11 +39,11 @@ from lightspeed.errors import LightspeedError, TraceError, UserInputError
 from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
 from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
 from lightspeed.trace.gpu import gpu_events
+from lightspeed.trace.integrity import BadEvent, skipped_note
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.lateness import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.loader import check_schema_versions, load_trace
 from lightspeed.trace.model import RankTrace
-from lightspeed.trace.validate import BadEvent, skipped_note
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ per layer is below what any estimate resolves).
 
 >>> from lightspeed.workload import load_models
 >>> gemma = load_models().get("gemma-3-27b")
->>> layer_attention_kinds(gemma).count("full"), round(kv_cache_bytes(gemma, "bf16", 32768) / 2**30, 3)
+>>> layer_attention_kinds(gemma).count("full"), round(float(kv_cache_bytes(gemma, "bf16", 32768)) / 2**30, 3)
 (10, 2.906)
 """
 

@@ -72,7 +72,7 @@ class LatencyFloors(Record):
 def load_latency_floors() -> LatencyFloors:
     """The cited fixed costs per kernel and per collective (read once).
 
-    >>> load_latency_floors().collective_base_latency_s
+    >>> round(load_latency_floors().collective_base_latency_s, 12)
     6.6e-06
     """
     fields = _runtime_fields()

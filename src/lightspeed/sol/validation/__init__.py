@@ -9,7 +9,7 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.sol.validation.infer_rows import inference_predictor
-    from lightspeed.sol.validation.runs import validate_builtin
+    from lightspeed.sol.validation.predict_runs import validate_builtin
     from lightspeed.sol.validation.validate import ValidationReport, ValidationRow, validate_published
 
 

@@ -45,8 +45,8 @@ from lightspeed.sol.core.stacks import (
 )
 from lightspeed.sol.core.uncertainty import family_name, speed_residual
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_setup, predict_inference_setup
+from lightspeed.sol.validation.predict_runs import label_of
 from lightspeed.sol.validation.rows import RowSetup, training_setup
-from lightspeed.sol.validation.runs import label_of
 from lightspeed.sol.validation.structured import PublishedRun
 from lightspeed.sol.validation.validate import predict_training_setup
 

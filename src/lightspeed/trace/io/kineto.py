@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from lightspeed.errors import TraceError
+from lightspeed.trace.integrity import BadEvent, check_events
 from lightspeed.trace.io.kineto_schema import TraceDocument
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
 from lightspeed.trace.io.source import rank_from_file_name
 from lightspeed.trace.model import PROFILER_STEP, RankTrace, step_table
 from lightspeed.trace.table import EventTable
-from lightspeed.trace.validate import BadEvent, check_events
 
 
 def read_kineto(

@@ -9,7 +9,7 @@ import pytest
 
 from lightspeed.errors import TraceError
 from lightspeed.trace import load_trace, summarize, top_kernels
-from lightspeed.trace.validate import impossible_events, subset
+from lightspeed.trace.integrity import impossible_events, subset
 
 T0 = 1_700_000_000_000_000.0  # us since the epoch, as Kineto writes
 
