@@ -140,10 +140,11 @@ def layout_counts(layout: Iterable[MigPlacement]) -> dict[str, int]:
 
 def _maximal_configurations(geometry: MigGeometry, profiles: tuple[str, ...]) -> list[tuple[int, ...]]:
     """Count vectors (over ``profiles``) of layouts no other layout dominates."""
+    allowed = set(profiles)
     vectors = {
-        tuple(layout_counts(layout).get(name, 0) for name in profiles)
-        for layout in gpu_layouts(geometry)
-        if all(placement.profile in profiles for placement in layout)
+        tuple(dict(counts).get(name, 0) for name in profiles)
+        for counts in _layouts_by_counts(geometry.name, geometry.profiles)
+        if all(name in allowed for name, _ in counts)
     }
     return [
         vector
@@ -152,6 +153,18 @@ def _maximal_configurations(geometry: MigGeometry, profiles: tuple[str, ...]) ->
             other != vector and all(o >= v for o, v in zip(other, vector, strict=True)) for other in vectors
         )
     ]
+
+
+@functools.lru_cache(maxsize=16)
+def _layouts_by_counts(
+    name: str, profiles: tuple[MigProfile, ...]
+) -> dict[tuple[tuple[str, int], ...], tuple[MigPlacement, ...]]:
+    """The first layout (leftmost slots first) for each count of instances per profile, keyed by
+    the sorted counts: ``mig plan`` asks for thousands of them, and a scan each time took seconds."""
+    index: dict[tuple[tuple[str, int], ...], tuple[MigPlacement, ...]] = {}
+    for layout in _layouts(name, profiles):
+        index.setdefault(tuple(sorted(layout_counts(layout).items())), layout)
+    return index
 
 
 def min_gpus(
@@ -194,11 +207,11 @@ def min_gpus(
 
 def _layout_for(geometry: MigGeometry, counts: Mapping[str, int]) -> tuple[MigPlacement, ...]:
     """A valid layout holding exactly ``counts`` instances (the first found, leftmost slots first)."""
-    wanted = {name: count for name, count in counts.items() if count}
-    for layout in gpu_layouts(geometry):
-        if layout_counts(layout) == wanted:
-            return layout
-    raise InvalidPlanError(f"no layout of {geometry.display_name} holds {wanted}")  # pragma: no cover
+    wanted = tuple(sorted((name, count) for name, count in counts.items() if count))
+    layout = _layouts_by_counts(geometry.name, geometry.profiles).get(wanted)
+    if layout is None:  # pragma: no cover - min_gpus asks only for counts some layout has
+        raise InvalidPlanError(f"no layout of {geometry.display_name} holds {dict(wanted)}")
+    return layout
 
 
 @dataclass(frozen=True)
