@@ -397,8 +397,10 @@ def local_cpu_accelerator(
     catalog use that record's memory bandwidth. Raises :class:`UnsupportedError`
     when the peak or the bandwidth is unknown, saying which argument supplies it.
 
-    >>> local_cpu_accelerator().family  # doctest: +SKIP
-    'cpu'
+    Example::
+
+        local_cpu_accelerator().family
+        # -> 'cpu'
     """
     local = cpu or detect_cpu(
         catalog=catalog, clock_hz=clock_hz, memory_bandwidth_bytes_per_s=memory_bandwidth_bytes_per_s

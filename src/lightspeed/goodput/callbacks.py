@@ -37,8 +37,10 @@ from lightspeed.goodput.tracker import Tracker
 def hf_trainer_callback(tracker: Tracker, *, tokens_per_step: float = 0.0) -> Any:
     """A ``transformers.TrainerCallback`` that records into ``tracker``.
 
-    >>> callback = hf_trainer_callback(tracker, tokens_per_step=8 * 2048)  # doctest: +SKIP
-    >>> trainer = Trainer(..., callbacks=[callback])  # doctest: +SKIP
+    Example::
+
+        callback = hf_trainer_callback(tracker, tokens_per_step=8 * 2048)
+        trainer = Trainer(..., callbacks=[callback])
     """
     base = _import_base(("transformers",), "TrainerCallback", "transformers")
     return _hf_class(base)(tracker, tokens_per_step)
@@ -94,8 +96,10 @@ def lightning_callback(
 ) -> Any:
     """A Lightning ``Callback`` that records into ``tracker``.
 
-    >>> callback = lightning_callback(tracker, tokens_fn=lambda batch: batch[0].numel())  # doctest: +SKIP
-    >>> trainer = L.Trainer(callbacks=[callback])  # doctest: +SKIP
+    Example::
+
+        callback = lightning_callback(tracker, tokens_fn=lambda batch: batch[0].numel())
+        trainer = L.Trainer(callbacks=[callback])
     """
     base = _import_base(
         ("lightning.pytorch.callbacks", "pytorch_lightning.callbacks"), "Callback", "lightning"

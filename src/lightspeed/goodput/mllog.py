@@ -155,9 +155,11 @@ class _State:
 def read_mllog(path: str | Path) -> MlperfLog:
     """Read an MLPerf Training ``result_*.txt`` file.
 
-    >>> log = read_mllog("result_0.txt")  # doctest: +SKIP
-    >>> log.time_to_train_s  # doctest: +SKIP
-    1411.212
+    Example::
+
+        log = read_mllog("result_0.txt")
+        log.time_to_train_s
+        # -> 1411.212
     """
     source = Path(path)
     state = _scan(source)

@@ -144,8 +144,15 @@ class _RawSegment:
 def read_run(path: str | Path) -> RunLog:
     """Read a run directory (``rank-*.jsonl`` files) or one rank's ``.jsonl`` file.
 
-    >>> read_run("runs/tiny").ranks[0].segments[0].status  # doctest: +SKIP
-    'ok'
+    >>> import tempfile
+    >>> from lightspeed.goodput import Tracker
+    >>> folder = tempfile.mkdtemp()
+    >>> with Tracker(folder) as tracker:
+    ...     with tracker.step(tokens=4096):
+    ...         pass
+    >>> run = read_run(folder)
+    >>> run.ranks[0].segments[0].status, len(run.ranks[0].segments[0].steps)
+    ('ok', 1)
     """
     source = Path(path)
     files = _rank_files(source)

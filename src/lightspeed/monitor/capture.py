@@ -203,8 +203,10 @@ class _Parsed:
 def read_capture(path: str | Path) -> Capture:
     """Read a capture file (untrusted input); every problem names the file and line.
 
-    >>> read_capture("runs/monitor/capture-node1-42.jsonl").devices[0].device_id  # doctest: +SKIP
-    'host'
+    Example::
+
+        read_capture("runs/monitor/capture-node1-42.jsonl").devices[0].device_id
+        # -> 'host'
     """
     source = Path(path)
     with open_input(source, what="monitor capture (capture-*.jsonl)") as handle:

@@ -147,9 +147,11 @@ class _Sources:
 def join_counters(*, run: RunLog, ledger: Ledger, captures: Sequence[Capture]) -> CounterLedger:
     """The ledger of ``run`` with the counters of ``captures`` over each step and bucket.
 
-    >>> joined = join_counters(run=read_run("runs/tiny"), ledger=ledger, captures=[capture])  # doctest: +SKIP
-    >>> joined.energy_per_token_j  # doctest: +SKIP
-    0.0021
+    Example::
+
+        joined = join_counters(run=read_run("runs/tiny"), ledger=ledger, captures=[capture])
+        joined.energy_per_token_j
+        # -> 0.0021
     """
     timelines = bucket_timeline(run=run)
     sources = _rank_sources(run, captures)

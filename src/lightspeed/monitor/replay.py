@@ -24,9 +24,11 @@ from lightspeed.monitor.capture import Capture, read_capture
 class ReplayBackend(Backend):
     """The devices and samples of a capture file (or a :class:`Capture` already read).
 
-    >>> backend = ReplayBackend(capture_path)  # doctest: +SKIP
-    >>> backend.open()[0].device_id, backend.read()["gpu0"]["power_w"]  # doctest: +SKIP
-    ('gpu0', 612.0)
+    Example::
+
+        backend = ReplayBackend(capture_path)
+        backend.open()[0].device_id, backend.read()["gpu0"]["power_w"]
+        # -> ('gpu0', 612.0)
     """
 
     name = "replay"

@@ -49,8 +49,10 @@ def diagnose(
 ) -> Diagnosis:
     """Apply every rule to ``captures`` (and to their join with a goodput run, when given).
 
-    >>> diagnose(captures=[read_capture(path)]).findings  # doctest: +SKIP
-    (Finding(rule='idle_gpu', ...),)
+    Example::
+
+        diagnose(captures=[read_capture(path)]).findings
+        # -> (Finding(rule='idle_gpu', ...),)
     """
     limits = thresholds or Thresholds()
     if not captures:
