@@ -1,4 +1,4 @@
-"""A 64-rank trace set: lightspeed serially, lightspeed --jobs N, and HTA's multi-rank analysis.
+"""A 64-rank trace set: lightspeed serially, with --jobs N, on a local Ray, and HTA's multi-rank analysis.
 
 The set is generated from the two real ranks of ``../shared/data/traces/trace_filter``
 (a 128-rank job's sampled ranks 0 and 1): rank r copies real rank r mod 2,
@@ -11,6 +11,10 @@ Three commands run on the same folder, each in its own process tree:
 
 - ``lightspeed trace summary DIR --json`` (one process, ranks one after another);
 - ``lightspeed trace summary DIR --json --jobs N`` (N worker processes);
+- ``lightspeed trace summary DIR --json --engine ray`` (one Ray task per rank file on a local Ray
+  started by the command; its start-up is part of the time). These three run with ``--no-cache``
+  (every run parses); then Ray again with an empty Parquet cache (each task writes its rank's
+  Parquet) and with that cache warm (a second analysis);
 - HTA 0.5.0: ``TraceAnalysis(trace_dir=DIR)`` (its own multi-rank parse, with its
   multiprocessing pool) then ``get_temporal_breakdown()``, in HTA's own virtual
   environment (``--hta-venv``, created when absent, as ``trace_vs_hta.py`` does).
@@ -191,6 +195,21 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {**ordered[len(ordered) // 2], "all_wall_s": [run["wall_s"] for run in runs]}
 
 
+def _ray_with_cache(lightspeed: list[str], folder: Path) -> dict[str, Any]:
+    """Ray with an empty Parquet cache (each task writes its rank's Parquet), then with it warm."""
+    runs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="lightspeed-cache-") as cache:
+        os.environ["LIGHTSPEED_CACHE"] = cache
+        try:
+            for name in ("empty_cache", "warm_cache"):
+                run = measured([*lightspeed, str(folder), "--json", "--engine", "ray"])
+                print(f"--engine ray, {name}: {_summary(run)}", file=sys.stderr)
+                runs[name] = {**_summary(run), "stdout": run["stdout"]}
+        finally:
+            os.environ.pop("LIGHTSPEED_CACHE", None)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -200,10 +219,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--hta-venv", type=Path, default=Path("/work/venvs/hta"))
     parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="lightspeed runs of each kind, alternated")
     parser.add_argument("--folder", type=Path, default=None, help="generate into (or reuse) this folder")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_ranks.json")
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]  # the machine is shared: say how busy it was
     lightspeed = [sys.executable, "-m", "lightspeed", "trace", "summary"]
     with tempfile.TemporaryDirectory(prefix="lightspeed-ranks-") as temp:
         folder = args.folder or Path(temp)
@@ -215,13 +236,19 @@ def main() -> int:
         )
         size = sum(path.stat().st_size for path in folder.iterdir())
         print(f"{args.ranks} ranks, {num_events} events, {size / 2**20:.1f} MiB gzipped", file=sys.stderr)
-        serial_runs, parallel_runs = [], []
-        for _ in range(args.repeat):  # alternated, so that a busy spell on the machine hits both
-            serial_runs.append(measured([*lightspeed, str(folder), "--json"]))
+        serial_runs, parallel_runs, ray_runs = [], [], []
+        plain = [*lightspeed, str(folder), "--json", "--no-cache"]
+        for _ in range(args.repeat):  # alternated, so that a busy spell on the machine hits all
+            serial_runs.append(measured(plain))
             print(f"serial: {_summary(serial_runs[-1])}", file=sys.stderr)
-            parallel_runs.append(measured([*lightspeed, str(folder), "--json", "--jobs", str(args.jobs)]))
+            parallel_runs.append(measured([*plain, "--jobs", str(args.jobs)]))
             print(f"--jobs {args.jobs}: {_summary(parallel_runs[-1])}", file=sys.stderr)
+            if not args.skip_ray:
+                ray_runs.append(measured([*plain, "--engine", "ray"]))
+                print(f"--engine ray: {_summary(ray_runs[-1])}", file=sys.stderr)
         serial, parallel = _median_run(serial_runs), _median_run(parallel_runs)
+        ray = _median_run(ray_runs) if ray_runs else None
+        ray_cached = None if args.skip_ray else _ray_with_cache(lightspeed, folder)
         hta = (
             None
             if args.skip_hta
@@ -229,19 +256,25 @@ def main() -> int:
         )
         if hta is not None:
             print(f"HTA: {_summary(hta)}", file=sys.stderr)
-    for name, run in (("serial", serial), ("parallel", parallel), ("hta", hta)):
+    for name, run in (("serial", serial), ("parallel", parallel), ("ray", ray), ("hta", hta)):
         if run is not None and run["code"] != 0:
             print(f"{name} failed: {run['stderr']}", file=sys.stderr)
             return 1
     ours = json.loads(serial["stdout"])
     identical = all(json.loads(run["stdout"]) == ours for run in parallel_runs)
+    cached_outputs = [json.loads(run.pop("stdout")) for run in (ray_cached or {}).values()]
+    ray_identical = all(json.loads(run["stdout"]) == ours for run in ray_runs) and all(
+        output == ours for output in cached_outputs
+    )
     worst_pp = None
     if hta is not None:
         theirs = {row["rank"]: row for row in json.loads(hta["stdout"])}
         worst_pp = max(abs(rank[key] - theirs[rank["rank"]][key]) for rank in ours for key in COMPARED)
     result = {
         "command": "python benchmarks/trace_ranks.py "
-        f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs} --repeat {args.repeat}",
+        f"--ranks {args.ranks} --tiles {args.tiles} --jobs {args.jobs} --repeat {args.repeat}"
+        + (" --skip-hta" if args.skip_hta else ""),
+        "load_average_1min_at_start": load_at_start,
         "load_average_1min_at_end": os.getloadavg()[0],
         "num_ranks": args.ranks,
         "num_events": num_events,
@@ -249,8 +282,13 @@ def main() -> int:
         "cpu_count": os.cpu_count(),
         "lightspeed_serial": {**_summary(serial), "all_wall_s": serial["all_wall_s"]},
         "lightspeed_jobs": {"jobs": args.jobs, **_summary(parallel), "all_wall_s": parallel["all_wall_s"]},
+        "lightspeed_ray": None if ray is None else {**_summary(ray), "all_wall_s": ray["all_wall_s"]},
+        "lightspeed_ray_cache": ray_cached,
         "hta_multirank": None if hta is None else _summary(hta),
         "parallel_equals_serial": identical,
+        "ray_equals_serial": ray_identical,
+        "speedup_ray_vs_serial": None if ray is None else serial["wall_s"] / ray["wall_s"],
+        "ranks_per_s_ray_one_node": None if ray is None else args.ranks / ray["wall_s"],
         "speedup_jobs_vs_serial": serial["wall_s"] / parallel["wall_s"],
         "speedup_jobs_vs_hta": None if hta is None else hta["wall_s"] / parallel["wall_s"],
         "max_difference_vs_hta_pp": worst_pp,

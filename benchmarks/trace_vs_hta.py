@@ -14,7 +14,14 @@ small launcher process (see ``measured``); both tools also report the time
 of their load + analyses inside the process (imports excluded), the
 "in-process" speedup, since interpreter start-up dominates small traces.
 Answers are compared in the same run: largest difference, in percentage
-points, of idle/compute/non-compute % and comm/comp overlap %.
+points, of idle/compute/non-compute % and comm/comp overlap %. lightspeed runs
+with ``--no-cache`` there (every run parses).
+
+On the tiled trace the floor is measured in the same run too (issue 30):
+``gunzip -c FILE > /dev/null`` as a process, and each installed inflater
+(python-isal, zlib-ng, zlib) inflating the file in-process; then the Parquet
+cache: ``trace summary`` with an empty cache (parse + write) and again (read
+from the cache), in fresh processes, each also timed in-process.
 
 HTA is installed into a separate virtual environment (``--hta-venv``,
 default ``/work/venvs/hta``), created here when absent; it is never a
@@ -76,8 +83,13 @@ if pid == 0:
 _, status, usage = os.wait4(pid, 0)
 with open(sys.argv[1], "w") as out:
     json.dump({"wall_s": time.perf_counter() - started, "max_rss_kib": usage.ru_maxrss,
-               "code": os.waitstatus_to_exitcode(status)}, out)
+               "cpu_s": usage.ru_utime + usage.ru_stime, "code": os.waitstatus_to_exitcode(status)}, out)
 """
+
+# CPU seconds (user + system) of the last process ``measured`` ran: on this shared 2-core machine
+# wall time includes waiting for a core; CPU time is the work, and is what the ratios are also
+# given in (docs/benchmarks.md states the load each run saw).
+LAST_CPU_S: dict[str, float] = {}
 
 
 def measured(command: list[str]) -> tuple[str, float, int, int]:
@@ -92,6 +104,7 @@ def measured(command: list[str]) -> tuple[str, float, int, int]:
         )
         usage = json.loads(report.read_text())
     text = done.stdout.decode()
+    LAST_CPU_S["cpu_s"] = usage["cpu_s"]
     if usage["code"] != 0:
         text = text or done.stderr.decode()[-2000:]
     return text, usage["wall_s"], usage["max_rss_kib"] * 1024, usage["code"]
@@ -100,7 +113,7 @@ def measured(command: list[str]) -> tuple[str, float, int, int]:
 def run_hta(python: Path, folder: Path, mode: str) -> dict[str, Any]:
     text, wall_s, rss, code = measured([str(python), str(WORKER), mode, str(folder)])
     result: dict[str, Any] = json.loads(text) if code == 0 else {"errors": {"process": text}}
-    result.update(process_wall_s=wall_s, process_max_rss_bytes=rss)
+    result.update(process_wall_s=wall_s, process_max_rss_bytes=rss, process_cpu_s=LAST_CPU_S["cpu_s"])
     return result
 
 
@@ -109,28 +122,41 @@ _LIGHTSPEED_TIMER = """
 import json, sys, time
 from lightspeed.errors import TraceError
 from lightspeed.trace import load_trace, summarize
+# lightspeed's packages are lazy: load the modules the analysis uses before the clock, as HTA's
+# worker has imported its own (their cost is in each process's wall and CPU time)
+import lightspeed.trace.breakdown, lightspeed.trace.cache, lightspeed.trace.io.kineto, lightspeed.trace.loader
+if sys.argv[2] == "cache":
+    import pyarrow.parquet
 started = time.perf_counter()
 try:
-    summarize(load_trace(sys.argv[1]))
+    summarize(load_trace(sys.argv[1], cache=sys.argv[2] == "cache"))
 except TraceError:
     pass
 print(json.dumps({"wall_s": time.perf_counter() - started}))
 """
 
 
-def run_lightspeed(folder: Path) -> dict[str, Any]:
+def run_lightspeed(folder: Path, *, cache: bool = False) -> dict[str, Any]:
+    """One ``trace summary`` process and one in-process timing (both parse unless ``cache``)."""
     command = [sys.executable, "-m", "lightspeed", "trace", "summary", str(folder), "--json"]
-    text, wall_s, rss, code = measured(command)
+    text, wall_s, rss, code = measured(command if cache else [*command, "--no-cache"])
+    cpu_s = LAST_CPU_S["cpu_s"]
     ranks = json.loads(text) if code == 0 else None
-    timed, _, _, timer_code = measured([sys.executable, "-c", _LIGHTSPEED_TIMER, str(folder)])
-    in_process_s = json.loads(timed)["wall_s"] if timer_code == 0 else float("nan")
+    in_process_s = time_in_process(folder, "cache" if cache else "parse")
     return {
         "ranks": ranks,
         "error": None if code == 0 else text.strip(),
         "wall_s": wall_s,
+        "cpu_s": cpu_s,
         "in_process_s": in_process_s,
         "max_rss_bytes": rss,
     }
+
+
+def time_in_process(folder: Path, mode: str) -> float:
+    """Seconds of load + summary inside a fresh process (imports excluded); ``mode``: parse or cache."""
+    timed, _, _, timer_code = measured([sys.executable, "-c", _LIGHTSPEED_TIMER, str(folder), mode])
+    return float(json.loads(timed)["wall_s"]) if timer_code == 0 else float("nan")
 
 
 def compare(hta: dict[str, Any], ours: dict[str, Any]) -> float | None:
@@ -229,6 +255,9 @@ def benchmark(python: Path, folders: list[tuple[str, Path, int]]) -> list[dict[s
             "lightspeed_max_rss_bytes": ours["max_rss_bytes"],
             "lightspeed_error": ours["error"],
             "speedup": hta["process_wall_s"] / ours["wall_s"],
+            "hta_cpu_s": hta["process_cpu_s"],
+            "lightspeed_cpu_s": ours["cpu_s"],
+            "cpu_speedup": hta["process_cpu_s"] / ours["cpu_s"],
             "hta_in_process_s": hta.get("wall_s", float("nan")),
             "lightspeed_in_process_s": ours["in_process_s"],
             "in_process_speedup": hta.get("wall_s", float("nan")) / ours["in_process_s"],
@@ -248,6 +277,9 @@ def _line(row: dict[str, Any]) -> str:
         f"{row['hta_wall_s']:.2f}",
         f"{row['lightspeed_wall_s']:.2f}",
         f"{row['speedup']:.1f}x",
+        f"{row['hta_cpu_s']:.2f}",
+        f"{row['lightspeed_cpu_s']:.2f}",
+        f"{row['cpu_speedup']:.1f}x",
         f"{row['in_process_speedup']:.1f}x",
         f"{row['hta_max_rss_bytes'] / 2**20:.0f}",
         f"{row['lightspeed_max_rss_bytes'] / 2**20:.0f}",
@@ -258,8 +290,9 @@ def _line(row: dict[str, Any]) -> str:
 
 
 HEADER = (
-    "| trace | events | HTA s | lightspeed s | speedup | in-process speedup | HTA MiB | lightspeed MiB "
-    "| memory ratio | max diff (pp) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| trace | events | HTA s | lightspeed s | speedup | HTA CPU s | lightspeed CPU s | CPU speedup "
+    "| in-process speedup | HTA MiB | lightspeed MiB | memory ratio | max diff (pp) |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -272,6 +305,66 @@ def count_events(folder: Path) -> int:
     return total
 
 
+_INFLATE = """
+import json, os, sys, time
+from pathlib import Path
+from lightspeed.trace.io.source import trace_blocks, inflater
+os.environ["LIGHTSPEED_INFLATER"] = sys.argv[2]
+started, cpu = time.perf_counter(), time.process_time()
+size = sum(len(block) for block in trace_blocks(Path(sys.argv[1])))
+print(json.dumps({"inflater": inflater().name, "wall_s": time.perf_counter() - started,
+                  "cpu_s": time.process_time() - cpu, "bytes": size}))
+"""
+
+
+def floor_and_cache(folder: Path) -> dict[str, Any]:
+    """gunzip and every installed inflater on the tiled file; then summary with an empty and a
+    warm Parquet cache (a fresh cache folder, fresh processes), all in this run."""
+    source = next(folder.glob("*.json.gz"))
+    _, gunzip_s, _, code = measured(["sh", "-c", f"gunzip -c '{source}' > /dev/null"])
+    assert code == 0
+    gunzip_cpu_s = LAST_CPU_S["cpu_s"]
+    inflaters = []
+    for name in ("isal", "zlib-ng", "zlib"):
+        text, _, _, code = measured([sys.executable, "-c", _INFLATE, str(source), name])
+        if code == 0:
+            inflaters.append(json.loads(text))
+    parse = run_lightspeed(folder)
+    with tempfile.TemporaryDirectory(prefix="lightspeed-cache-") as cache:
+        os.environ["LIGHTSPEED_CACHE"] = cache
+        try:
+            os.environ["LIGHTSPEED_CACHE"] = str(Path(cache) / "cold")
+            cold_in_process = time_in_process(folder, "cache")  # an empty cache: parse + write
+            os.environ["LIGHTSPEED_CACHE"] = str(Path(cache) / "warm")
+            first = run_lightspeed(folder, cache=True)  # the command parses and writes; its timer reads
+            second = run_lightspeed(folder, cache=True)  # both read the entry the command wrote
+        finally:
+            os.environ.pop("LIGHTSPEED_CACHE", None)
+    same = first["ranks"] == second["ranks"] == parse["ranks"]
+    result = {
+        "gunzip_wall_s": gunzip_s,
+        "gunzip_cpu_s": gunzip_cpu_s,
+        "inflaters": inflaters,
+        "parse_wall_s": parse["wall_s"],
+        "parse_cpu_s": parse["cpu_s"],
+        "parse_over_gunzip_cpu": parse["cpu_s"] / gunzip_cpu_s,
+        "parse_in_process_s": parse["in_process_s"],
+        "parse_over_gunzip": parse["wall_s"] / gunzip_s,
+        "cache_first_wall_s": first["wall_s"],
+        "cache_first_cpu_s": first["cpu_s"],
+        "cache_first_in_process_s": cold_in_process,
+        "cache_second_wall_s": second["wall_s"],
+        "cache_second_cpu_s": second["cpu_s"],
+        "second_over_first_parse_cpu": second["cpu_s"] / parse["cpu_s"],
+        "cache_second_in_process_s": second["in_process_s"],
+        "second_over_first_parse_in_process": second["in_process_s"] / parse["in_process_s"],
+        "second_over_first_parse_wall": second["wall_s"] / parse["wall_s"],
+        "cached_answers_identical": same,
+    }
+    print(json.dumps(result, indent=1), file=sys.stderr)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -282,14 +375,21 @@ def main() -> int:
     parser.add_argument(
         "--write-golden", action="store_true", help="also write tests/fixtures/traces/hta_expected"
     )
+    parser.add_argument("--only-large", action="store_true", help="only the tiled trace")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_vs_hta.json")
     args = parser.parse_args()
     python = ensure_hta(args.hta_venv)
+    load_at_start = os.getloadavg()[0]
     if args.write_golden:
         write_golden(python)
-    folders = [
-        (d.relative_to(SHARED_TRACES).as_posix(), d, count_events(d)) for d in trace_dirs(SHARED_TRACES)
-    ]
+    folders = (
+        []
+        if args.only_large
+        else [
+            (d.relative_to(SHARED_TRACES).as_posix(), d, count_events(d)) for d in trace_dirs(SHARED_TRACES)
+        ]
+    )
+    floor: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="lightspeed-tiled-") as temp:
         if not args.skip_large:
             target = Path(temp) / "rank0.json.gz"
@@ -297,11 +397,17 @@ def main() -> int:
             folders.append((f"tiled {TILE_SOURCE}", Path(temp), num_events))
         print(HEADER, file=sys.stderr)
         rows = benchmark(python, folders)
+        if not args.skip_large:
+            floor = floor_and_cache(Path(temp))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"command": " ".join(["python", *sys.argv]), "rows": rows}, indent=1) + "\n",
-        encoding="utf-8",
-    )
+    record = {
+        "command": " ".join(["python", *sys.argv]),
+        "load_average_1min_at_start": load_at_start,
+        "load_average_1min_at_end": os.getloadavg()[0],
+        "rows": rows,
+        "tiled_floor_and_cache": floor,
+    }
+    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -44,6 +44,9 @@ EXTRAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     # SQLAlchemy and Alembic are what mlflow-skinny needs for a database (sqlite://) tracking store
     "mlflow": (("mlflow-skinny", "mlflow"), ("sqlalchemy", "sqlalchemy"), ("alembic", "alembic")),
     "wandb": (("wandb", "wandb"),),
+    # the Parquet cache of parsed traces and ISA-L's gzip inflater (python-isal is 'isal' on PyPI)
+    "trace": (("pyarrow", "pyarrow"), ("isal", "isal")),
+    "ray": (("ray", "ray"),),
 }
 
 

@@ -47,3 +47,30 @@ def package_data(package: str, *parts: str) -> Path:
     True
     """
     return PACKAGE_ROOT.joinpath(*package.split("."), *parts)
+
+
+CACHE_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_CACHE"
+
+
+def lightspeed_cache() -> Path:
+    """The folder of files lightspeed can rebuild (parsed traces): ``$LIGHTSPEED_CACHE``, else
+    ``$LIGHTSPEED_HOME/cache`` when ``LIGHTSPEED_HOME`` is set, else the user cache directory.
+
+    Linux: ``$XDG_CACHE_HOME/lightspeed`` (default ``~/.cache/lightspeed``); macOS:
+    ``~/Library/Caches/lightspeed``; Windows: ``%LOCALAPPDATA%\\lightspeed\\cache``. The
+    folder is not created here; deleting it loses nothing that cannot be rebuilt.
+
+    >>> lightspeed_cache().name in ("cache", "lightspeed") or "LIGHTSPEED_CACHE" in os.environ
+    True
+    """
+    configured = os.environ.get(CACHE_ENVIRONMENT_VARIABLE)
+    if configured:
+        return Path(configured).expanduser()
+    if os.environ.get(HOME_ENVIRONMENT_VARIABLE):
+        return lightspeed_home() / "cache"
+    if sys.platform == "win32":
+        return lightspeed_home() / "cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "lightspeed"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lightspeed"

@@ -66,6 +66,10 @@ def test_calibrate_from_bench_json_file(run_cli, tmp_path: Path) -> None:  # typ
 
 
 def test_bad_inputs_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    missing = run_cli("calibrate")  # no store: named, and not created
+    assert missing.code == 2
+    assert "does not exist" in missing.err
+    open_store(create=True).close()
     empty = run_cli("calibrate")
     assert empty.code == 2
     assert "no benchmark results" in empty.err

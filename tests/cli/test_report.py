@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +48,23 @@ def test_report_draws_the_history_of_the_store(run_cli, tmp_path: Path) -> None:
 
 
 def test_report_of_an_empty_store_says_what_is_missing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    open_store().close()  # an empty store that exists
     out = tmp_path / "report.html"
     result = run_cli("report", "-o", str(out))
     assert result.code == 0, result.err
     assert "wrote" in result.out
     assert "holds no record" in out.read_text(encoding="utf-8")
+
+
+def test_report_without_a_store_or_sources_is_one_line_and_creates_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # issue 29 point 1: a command that only reads the store opens it, never creates it
+    out = tmp_path / "report.html"
+    result = run_cli("report", "-o", str(out))
+    assert result.code == 2
+    assert result.err.count("\n") == 1
+    assert "results.sqlite does not exist" in result.err
+    assert not out.exists()
+    assert not list(Path(os.environ["LIGHTSPEED_HOME"]).glob("results.sqlite*"))
 
 
 def test_report_bad_input_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

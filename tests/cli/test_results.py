@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+from expect import one_line_error
 from lightspeed.store import NewRecord, default_store_path, open_store
 
 FINGERPRINT = {"host_name": "bench-host", "cpu_model": "Test CPU"}
@@ -104,9 +105,17 @@ def test_bad_input_is_one_line(run_cli, monkeypatch, tmp_path: Path) -> None:  #
 
 
 def test_empty_store_says_how_to_fill_it(run_cli) -> None:  # type: ignore[no-untyped-def]
+    with open_store():  # created empty
+        pass
     result = run_cli("results", "list")
     assert result.code == 0
     assert "no runs yet" in result.out
+
+
+def test_a_missing_store_is_named_with_how_to_create_it_and_not_created(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("results", "list")
+    one_line_error(result, "does not exist", str(default_store_path()), "results push --to")
+    assert not default_store_path().exists()
 
 
 def test_labels_holding_markup_are_shown_as_written(run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -70,7 +70,7 @@ def test_round_trip_keeps_every_field(store_url: str) -> None:
         )
         records = store.records(run_id=run_id)
         (run,) = store.runs()
-        assert store.schema_version() == 2
+        assert store.schema_version() == 3
     assert [record.name for record in records] == ["triad 0", "triad 1"]
     first = records[0]
     assert (first.kind, first.metric, first.value, first.unit, first.sol) == (
@@ -239,7 +239,7 @@ def test_many_machines_opening_a_fresh_store_migrate_it_once(postgres_url: str) 
 
     with psycopg.connect(postgres_url) as connection:
         versions = connection.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
-    assert versions == [(1,), (2,)]
+    assert versions == [(1,), (2,), (3,)]
     with open_store(postgres_url) as store:
         assert len(store.runs()) == 5
 

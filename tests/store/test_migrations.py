@@ -103,7 +103,7 @@ def _legacy_store(store_url: str) -> None:
 def test_schema_1_store_is_migrated_and_its_old_rows_stay_readable(store_url: str) -> None:
     _legacy_store(store_url)
     with open_store(store_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 2
+        assert store.schema_version() == SCHEMA_VERSION == 3
         records = store.records(run_id="old-run")
     benchmarks = [record for record in records if record.payload.get("suite") in ("membw", "gemm", "launch")]
     assert [record.name for record in benchmarks] == NEW_NAMES
@@ -122,7 +122,7 @@ def test_schema_1_store_is_migrated_and_its_old_rows_stay_readable(store_url: st
     untouched = {record.name: record.payload for record in records if record not in benchmarks}
     assert untouched == {"custom thing": {"suite": "mine"}, "step": {}}
     if not store_url.startswith("postgresql://"):
-        assert sqlite3.connect(store_url).execute("PRAGMA user_version").fetchone()[0] == 2
+        assert sqlite3.connect(store_url).execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_migration_runs_once(store_url: str) -> None:
@@ -131,7 +131,7 @@ def test_migration_runs_once(store_url: str) -> None:
     with open_store(store_url) as store:
         rows = store._backend.read("SELECT version, description FROM schema_version ORDER BY version")  # type: ignore[attr-defined]
         names = [record.name for record in store.records(kind="benchmark")]
-    assert [version for version, _ in rows] == [1, 2]
+    assert [version for version, _ in rows] == [1, 2, 3]
     assert names[:3] == NEW_NAMES  # not '... B B' after a second open
 
 

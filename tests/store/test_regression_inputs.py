@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.gate import compare_runs, load_metric_samples
 from lightspeed.goodput import Tracker
 from lightspeed.store import NewRecord, open_store
@@ -68,6 +68,11 @@ def test_store_throughput_drop_is_a_regression(tmp_path: Path) -> None:
 def test_unknown_source_names_the_accepted_kinds(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="neither a file, a folder nor a run"):
         load_metric_samples("nothing-here", store_path=tmp_path / "results.sqlite")
+    with pytest.raises(StoreError, match="does not exist"):  # a store is read, never created
+        load_metric_samples("run:abc", store_path=tmp_path / "results.sqlite")
+    assert not (tmp_path / "results.sqlite").exists()
+    with open_store(tmp_path / "results.sqlite"):  # an empty store
+        pass
     with pytest.raises(UserInputError, match="no run"):
         load_metric_samples("run:abc", store_path=tmp_path / "results.sqlite")
 

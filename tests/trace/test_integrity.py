@@ -58,6 +58,22 @@ def test_a_kernel_without_dur_is_not_dropped_silently(write_trace: Any, kineto: 
     assert (rank.num_skipped_events, rank.events.num_events) == (1, 9)
 
 
+def test_a_kernel_without_dur_among_flows_is_named_by_its_own_index(write_trace: Any, kineto: Any) -> None:
+    # events without a dur (flows, instants) are set aside before their categories are read; the
+    # kernel among them must still be found, at its own position in traceEvents
+    events = _kernels(kineto)
+    flow = {"ph": "f", "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": T0, "id": 1, "bp": "e"}
+    instant = {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 0, "tid": 1, "ts": T0}
+    events[2:2] = [flow, instant, dict(flow, id=2)]
+    del events[8]["dur"]  # kernel 5
+    path = write_trace("rank-0.json", kineto.document(events))
+    with pytest.raises(TraceError, match=r"a GPU event without a dur.*traceEvents\[9\]\.dur"):
+        load_trace(path)
+    rank = load_trace(path, skip_bad_events=True).ranks[0]
+    assert [bad.event_index for bad in rank.skipped_events] == [9]
+    assert rank.events.num_events == 9
+
+
 def test_skipped_events_are_counted_and_the_rest_analysed(write_trace: Any, kineto: Any) -> None:
     events = _kernels(kineto)
     events[3]["dur"] = -500  # would make idle above 100% if kept

@@ -94,7 +94,7 @@ def _run_collectives(device: BenchDevice, sol: DeviceSol, options: dict[str, Any
 
 
 def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
-    with open_store() as store:
+    with open_store(create=True) as store:
         return store.add_records(kind="benchmark", records=benchmark_records(results), label=label or suite)
 
 

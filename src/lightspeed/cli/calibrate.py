@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,7 +14,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_payloads, calibration_inputs, check_result_files
 from lightspeed.report import render_calibration
 from lightspeed.sol import EfficiencyModel, calibrate, default_efficiency, list_calibrations, save_calibration
-from lightspeed.store import open_store
+from lightspeed.store import MEMORY_STORE, ResultsStore, StoreMissingError, open_store
 
 
 def _base_family(payloads: Sequence[Mapping[str, Any]], base: str | None) -> str:
@@ -98,7 +99,7 @@ def command(
             click.echo("\n".join(names) or "no calibration profiles yet")
         return
     check_result_files(sources)  # a mistyped file name is not looked up as a run id
-    with open_store() as store:
+    with _store(sources) as store:
         payloads, used = benchmark_payloads(store, sources)
     chosen_dtype = dtype or _default_dtype(payloads)
     inputs = calibration_inputs(payloads, dtype=chosen_dtype, sources=used)
@@ -116,3 +117,14 @@ def command(
         )
     else:
         render_calibration(result, base=base_model, path=path)
+
+
+def _store(sources: tuple[str, ...]) -> ResultsStore:
+    """The results store, read only (nothing is created); result files alone need none (an empty
+    store in memory stands in for it)."""
+    try:
+        return open_store(create=False)
+    except StoreMissingError:
+        if not sources or any(not Path(source).exists() for source in sources):
+            raise  # the store's runs were asked for
+        return open_store(MEMORY_STORE, create=False)

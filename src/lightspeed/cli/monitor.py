@@ -124,7 +124,7 @@ def _store(report: MonitorReport) -> str | None:
     if not records:
         return None
     label = " ".join(report.run.command)[:120] if report.run is not None else report.path
-    with open_store() as store:
+    with open_store(create=True) as store:
         return store.add_records(kind="monitor", records=records, label=label)
 
 
@@ -173,7 +173,7 @@ def _run_path(run: str) -> Path:
             fix="pass a monitor run folder, a capture file or a store run id",
             folder_ok=True,
         )
-    with open_store() as store:
+    with open_store(create=False) as store:
         summary = store.run(run)
         records = store.records(run_id=summary.run_id)
     if summary.kind != "monitor" or not records:

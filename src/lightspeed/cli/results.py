@@ -1,4 +1,9 @@
-"""``lightspeed results list|show|export|push``: read the results store, copy runs to a shared one."""
+"""``lightspeed results list|show|export|push``: read the results store, copy runs to a shared one.
+
+Commands that only read a store open it and never create it: a missing store is
+one line naming it (exit 2). ``push`` creates its destination when needed and
+says so on stderr.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,16 @@ from lightspeed.cli.options import ROWS
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import records_csv, render_push, render_run, render_runs
-from lightspeed.store import StoredRecord, open_store, push_runs
+from lightspeed.store import (
+    ResultsStore,
+    StoredRecord,
+    StoreLocation,
+    StoreMissingError,
+    open_store,
+    parse_conditions,
+    push_runs,
+    store_location,
+)
 
 
 @click.group("results")
@@ -20,15 +34,28 @@ def command() -> None:
     """The results store (a file, or PostgreSQL via $LIGHTSPEED_STORE): list, show, export, push."""
 
 
+WHERE_HELP = (
+    "Only runs with a record whose payload holds VALUE at KEY (dots for nested fields, env.KEY for the "
+    "environment, kind/label for the run); repeatable, all must hold. E.g. --where model=llama-3-8b"
+)
+
+
 @command.command("list")
 @click.option("--kind", default=None, help="Only runs of this kind (benchmark, prediction, goodput ...).")
+@click.option("--where", "where", multiple=True, metavar="KEY=VALUE", help=WHERE_HELP)
 @click.option("--limit", default=50, show_default=True, type=ROWS, help="Newest N runs.")
 @click.option("--all", "include_incomplete", is_flag=True, help="Also runs whose writer has not finished.")
 @json_option
-def list_runs(kind: str | None, limit: int, include_incomplete: bool, as_json: bool) -> None:
-    """List stored runs, newest first."""
-    with open_store() as store:
-        runs = store.runs(kind=kind, limit=limit, include_incomplete=include_incomplete)
+def list_runs(
+    kind: str | None, where: tuple[str, ...], limit: int, include_incomplete: bool, as_json: bool
+) -> None:
+    """List stored runs, newest first.
+
+    Example: lightspeed results list --where system=dgx-h100 --where git_commit=1a2b3c
+    """
+    conditions = parse_conditions(where)
+    with open_store(create=False) as store:
+        runs = store.runs(kind=kind, limit=limit, include_incomplete=include_incomplete, where=conditions)
         path = store.location
     if as_json:
         print_json(runs)
@@ -41,7 +68,7 @@ def list_runs(kind: str | None, limit: int, include_incomplete: bool, as_json: b
 @json_option
 def show(run_id: str, as_json: bool) -> None:
     """Show one run's records beside their SOL (RUN_ID, a unique prefix, or 'latest')."""
-    with open_store() as store:
+    with open_store(create=False) as store:
         run = store.run(run_id)
         records = store.records(run_id=run.run_id, include_incomplete=True)
         fingerprint = store.fingerprint(run.fingerprint_id)
@@ -51,14 +78,19 @@ def show(run_id: str, as_json: bool) -> None:
         render_run(run, records, fingerprint)
 
 
-def _select(run_ids: tuple[str, ...], kind: str | None, name: str | None) -> list[StoredRecord]:
-    with open_store() as store:
+def _select(
+    run_ids: tuple[str, ...], kind: str | None, name: str | None, where: tuple[str, ...]
+) -> list[StoredRecord]:
+    conditions = parse_conditions(where)
+    with open_store(create=False) as store:
         if not run_ids:
-            return store.records(kind=kind, name=name)
+            return store.records(kind=kind, name=name, where=conditions)
         selected: list[StoredRecord] = []
         for run_id in run_ids:
             run = store.run(run_id)
-            selected += store.records(run_id=run.run_id, kind=kind, name=name, include_incomplete=True)
+            selected += store.records(
+                run_id=run.run_id, kind=kind, name=name, include_incomplete=True, where=conditions
+            )
         return selected
 
 
@@ -66,6 +98,13 @@ def _select(run_ids: tuple[str, ...], kind: str | None, name: str | None) -> lis
 @click.argument("run_ids", nargs=-1)
 @click.option("--kind", default=None, help="Only records of this kind.")
 @click.option("--name", default=None, help="Only records with this exact name.")
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only records whose payload holds VALUE at KEY.",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON list of records (the default).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV, one row per record, payload as a JSON cell.")
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write to a file, not stdout.")
@@ -74,6 +113,7 @@ def export(
     *,
     kind: str | None,
     name: str | None,
+    where: tuple[str, ...],
     as_json: bool,
     as_csv: bool,
     output: Path | None,
@@ -81,7 +121,7 @@ def export(
     """Export records of the given runs (default: every complete run) as JSON or CSV."""
     if as_json and as_csv:
         raise UserInputError("choose one of --json and --csv")
-    records = _select(run_ids, kind, name)
+    records = _select(run_ids, kind, name, where)
     if as_csv:
         text = records_csv(records)
     else:
@@ -120,7 +160,8 @@ def push(
     Runs already in the destination are skipped, so pushing again never duplicates.
     Example: lightspeed results push --to postgresql://ci@perf-db/lightspeed
     """
-    with open_store(source) as origin, open_store(destination) as target:
+    target_location = store_location(destination)  # a malformed --to is refused before anything opens
+    with open_store(source, create=False) as origin, _destination(target_location) as target:
         if origin.location == target.location:
             raise UserInputError(f"--to and --from are the same store ({target.location}); push to another")
         result = push_runs(source=origin, destination=target, run_ids=run_ids or None, kind=kind)
@@ -128,3 +169,13 @@ def push(
         print_json(result)
     else:
         render_push(result)
+
+
+def _destination(location: StoreLocation) -> ResultsStore:
+    """The store pushed to: opened, or created (and said so on stderr) when it does not exist yet."""
+    try:
+        return open_store(location, create=False)
+    except StoreMissingError:
+        store = open_store(location, create=True)
+        click.echo(f"created the results store {store.location}", err=True)
+        return store

@@ -29,6 +29,7 @@ from lightspeed.cli.options import (
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import (
+    render_trace_cache,
     render_trace_comms,
     render_trace_diff,
     render_trace_idle,
@@ -41,11 +42,13 @@ from lightspeed.report import (
 )
 from lightspeed.trace import (
     DEFAULT_MAX_BYTES,
+    ENGINES,
     KIND_NAMES,
     TIME_UNITS,
     BadEvent,
     LoadOptions,
     Trace,
+    TraceCache,
     collectives,
     collectives_ranks,
     diff_traces,
@@ -99,6 +102,12 @@ def _load_options(function: F) -> F:
             help="Leave impossible events out (negative or absurd durations, times far outside the "
             "trace, no ts) instead of stopping on the first; the count is shown beside every figure.",
         ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Parse every file again and keep nothing (default: parsed tables are kept as Parquet in "
+            "the lightspeed cache, see 'lightspeed trace cache info').",
+        ),
         json_option,
     ]
     for option in reversed(options):
@@ -115,6 +124,7 @@ def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
         round_to_us=not options.pop("exact_ns"),
         allow_mixed_schema=options.pop("allow_mixed_schema"),
         skip_bad_events=options.pop("skip_bad_events"),
+        cache=not options.pop("no_cache"),
     )
 
 
@@ -148,11 +158,22 @@ class _Ranks:
     ``skipped_by_rank`` counts the impossible events left out (``--skip-bad-events``)."""
 
     def __init__(
-        self, paths: tuple[Path, ...], options: dict[str, Any], jobs: int, limit: int | None
+        self,
+        paths: tuple[Path, ...],
+        options: dict[str, Any],
+        jobs: int,
+        limit: int | None,
+        *,
+        engine: str = "local",
+        address: str | None = None,
     ) -> None:
         self.skipped_by_rank: dict[int, int] = {}
-        self._trace = _load(paths, options) if jobs == 1 else None
+        if address is not None and engine != "ray":
+            raise UserInputError("--address is a Ray cluster's: give it with --engine ray")
+        serial = jobs == 1 and engine == "local"
+        self._trace = _load(paths, options) if serial else None
         self._paths, self._jobs, self._limit = paths, jobs, limit
+        self._engine, self._address = engine, address
         if self._trace is None:
             max_bytes = options.pop("max_bytes")
             self._load = LoadOptions(
@@ -161,6 +182,7 @@ class _Ranks:
                 round_to_us=not options.pop("exact_ns"),
                 allow_mixed_schema=options.pop("allow_mixed_schema"),
                 skip_bad_events=options.pop("skip_bad_events"),
+                cache=not options.pop("no_cache"),
             )
 
     @property
@@ -178,6 +200,8 @@ class _Ranks:
             load=self._load,
             max_worker_bytes=self._limit,
             skipped=skipped,
+            engine=self._engine,
+            address=self._address,
             **keywords,
         )
         self.skipped_by_rank = {rank: len(events) for rank, events in skipped.items()}
@@ -204,10 +228,31 @@ def _ranks(function: F) -> F:
         default=None,
         help="With --jobs: cap each worker's memory (address space), e.g. 8GiB.",
     )
+    @click.option(
+        "--engine",
+        type=click.Choice(ENGINES),
+        default="local",
+        show_default=True,
+        help="Where ranks are analysed: this machine (serially, or --jobs processes), or one Ray task per "
+        "rank file (the 'ray' extra; a local Ray unless --address).",
+    )
+    @click.option(
+        "--address",
+        default=None,
+        metavar="ADDRESS",
+        help="With --engine ray: a running Ray cluster (ray://head:10001, or auto on one of its nodes).",
+    )
     @functools.wraps(function)
-    def wrapper(paths: tuple[Path, ...], jobs: int, max_worker_memory: float | None, **options: Any) -> Any:
+    def wrapper(
+        paths: tuple[Path, ...],
+        jobs: int,
+        max_worker_memory: float | None,
+        engine: str,
+        address: str | None,
+        **options: Any,
+    ) -> Any:
         limit = None if max_worker_memory is None else int(max_worker_memory)
-        return function(_Ranks(paths, options, jobs, limit), **options)
+        return function(_Ranks(paths, options, jobs, limit, engine=engine, address=address), **options)
 
     return wrapper  # type: ignore[return-value]
 
@@ -422,3 +467,40 @@ def diff_command(
         as_json,
         lambda r: render_trace_diff(r, full_names=full_names),
     )
+
+
+@command.group("cache")
+def cache_group() -> None:
+    """The Parquet cache of parsed traces: what it holds, and clearing it."""
+
+
+def _cache() -> TraceCache:
+    cache = TraceCache.default()
+    if cache is None:
+        raise UserInputError(
+            "the trace cache is off (pyarrow is not installed, or LIGHTSPEED_TRACE_CACHE=off); "
+            "pip install 'lightspeed[trace]' to turn it on"
+        )
+    return cache
+
+
+@cache_group.command("info")
+@json_option
+def cache_info_command(as_json: bool) -> None:
+    """Where the cache is, its entries and bytes, and its limit (LIGHTSPEED_TRACE_CACHE_MAX_BYTES)."""
+    info = _cache().info()
+    if as_json:
+        print_json(info)
+    else:
+        render_trace_cache(info, cleared=False)
+
+
+@cache_group.command("clear")
+@json_option
+def cache_clear_command(as_json: bool) -> None:
+    """Delete every cached trace (each is parsed again on its next use)."""
+    info = _cache().clear()
+    if as_json:
+        print_json({**info.to_dict(), "cleared": True})
+    else:
+        render_trace_cache(info, cleared=True)

@@ -24,6 +24,7 @@ from lightspeed.gate.compare import MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
 from lightspeed.goodput import read_run
 from lightspeed.records import Record
+from lightspeed.store.backends import StoreMissingError
 from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import NewRecord, StoredRecord
 from lightspeed.trace import detect_format, load_trace
@@ -186,8 +187,16 @@ def load_metric_samples(
                 folder_ok=True,
             )
     run_ref = text.removeprefix("run:")
-    with open_store(store_path) as store:
-        bare = not text.startswith("run:") and run_ref != "latest"
+    bare = not text.startswith("run:") and run_ref != "latest"
+    try:
+        opened = open_store(store_path, create=False)
+    except StoreMissingError as error:
+        if bare:
+            raise UserInputError(
+                f"{text!r} is neither a file, a folder nor a run (and there is no results store: {error})"
+            ) from None
+        raise
+    with opened as store:
         if bare and not any(run.run_id.startswith(run_ref) for run in store.runs(include_incomplete=True)):
             raise UserInputError(
                 f"{text!r} is neither a file, a folder nor a run of the results store {store.location}; "

@@ -99,6 +99,7 @@ if TYPE_CHECKING:
         step_breakdown_figure,
     )
     from lightspeed.report.trace import (
+        render_trace_cache,
         render_trace_comms,
         render_trace_diff,
         render_trace_idle,
@@ -184,6 +185,7 @@ __all__ = [
     "render_system_totals",
     "render_table",
     "render_tco",
+    "render_trace_cache",
     "render_trace_comms",
     "render_trace_diff",
     "render_trace_idle",

@@ -32,7 +32,14 @@ from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.kernels import kernel_section
 from lightspeed.report.trace import trace_section
-from lightspeed.store import ResultsStore, RunSummary, StoredRecord, open_store
+from lightspeed.store import (
+    MEMORY_STORE,
+    ResultsStore,
+    RunSummary,
+    StoredRecord,
+    StoreMissingError,
+    open_store,
+)
 from lightspeed.trace import detect_format, kernel_report, load_trace, read_ncu, summarize
 from lightspeed.units import compute_precision
 
@@ -186,7 +193,7 @@ def gather_inputs(
     """
     found = _Collected()
     reasons: dict[str, str] = {}
-    with open_store(store_path) as store:
+    with _reading(store_path, needed=not sources, reasons=reasons) as store:
         for source in sources:
             _read_source(source, store, found, skip_bad_events)
         if not sources:
@@ -194,8 +201,8 @@ def gather_inputs(
             found.steps = _latest_predictions(store)
             reasons.update(_latest_folders(store, found, skip_bad_events))
         history, reason = _history(store, history_name, history_metric)
-        if reason:
-            reasons["history"] = reason
+        if reason:  # no store at all says more than "the empty store holds no metric"
+            reasons["history"] = reasons.pop("store", "") or reason
     return ReportInputs(
         bench=found.bench,
         estimates=tuple(found.steps),
@@ -280,8 +287,24 @@ def metric_history_or_reason(
     *, store_path: str | Path | None = None, name: str | None = None, metric: str | None = None
 ) -> tuple[MetricHistory | None, str]:
     """The history of a metric in the store (by default the one stored in the most runs), or why none."""
-    with open_store(store_path) as store:
+    try:
+        store = open_store(store_path, create=False)
+    except StoreMissingError as error:
+        return None, str(error)
+    with store:
         return _history(store, name, metric)
+
+
+def _reading(store_path: str | Path | None, *, needed: bool, reasons: dict[str, str]) -> ResultsStore:
+    """The store, opened for reading; when it does not exist and the report has other sources,
+    an empty in-memory store (the report says why its history is missing). Nothing is created."""
+    try:
+        return open_store(store_path, create=False)
+    except StoreMissingError as error:
+        if needed:
+            raise
+        reasons["store"] = str(error)
+        return open_store(MEMORY_STORE, create=False)
 
 
 def _from_run(store: ResultsStore, source: str, found: _Collected, skip_bad_events: bool) -> None:

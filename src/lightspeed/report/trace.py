@@ -17,8 +17,6 @@ from rich.markup import escape
 
 from lightspeed.records import JsonDict
 from lightspeed.report.console import make_console, render_table
-from lightspeed.report.html import ReportSection, Table, chart_from_figure
-from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.trace import (
     CommsReport,
@@ -36,12 +34,25 @@ from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from lightspeed.report.html import ReportSection
+    from lightspeed.trace.cache import CacheInfo
+
 US_PER_S = 1e6
-BREAKDOWN_PARTS = (
-    ("compute", "compute_pct", category_color("compute")),
-    ("non-compute (communication, memory)", "non_compute_pct", category_color("communication")),
-    ("idle", "idle_pct", category_color("idle")),
-)
+
+
+def breakdown_parts() -> tuple[tuple[str, str, str], ...]:
+    """(label, field, color) of each bar of the temporal breakdown chart.
+
+    A function, not a module constant: the palette imports the training engine (~0.3 s), which
+    every ``trace`` command would pay at start-up for a chart it rarely draws.
+    """
+    from lightspeed.report.palette import category_color
+
+    return (
+        ("compute", "compute_pct", category_color("compute")),
+        ("non-compute (communication, memory)", "non_compute_pct", category_color("communication")),
+        ("idle", "idle_pct", category_color("idle")),
+    )
 
 
 def _pct(value: float) -> str:
@@ -221,7 +232,7 @@ def temporal_breakdown_figure(summary: TraceSummary) -> Figure:
     figure, axes = new_figure(max(6.0, min(16.0, 2.0 + 0.4 * len(ranks))), 4.5)
     positions = list(range(len(ranks)))
     bottoms = [0.0] * len(ranks)
-    for label, field, color in BREAKDOWN_PARTS:
+    for label, field, color in breakdown_parts():
         values = [getattr(r, field) for r in ranks]
         axes.bar(positions, values, bottom=bottoms, color=color, label=label, width=0.7)
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
@@ -242,6 +253,8 @@ def save_temporal_breakdown(summary: TraceSummary, path: Path) -> list[Path]:
 
 def trace_section(summary: TraceSummary, *, label: str = "") -> ReportSection:
     """The HTML report's trace section: the per-rank chart and the breakdown table."""
+    from lightspeed.report.html import ReportSection, Table, chart_from_figure  # jinja2: only for HTML
+
     rows = tuple(
         (
             str(r.rank),
@@ -532,4 +545,16 @@ def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Con
             f"alpha {diff.alpha}; effect = rank-biserial correlation (+1: B always larger); "
             "shift = Hodges-Lehmann estimate of B - A",
         ),
+    )
+
+
+def render_trace_cache(info: CacheInfo, *, cleared: bool, console: Console | None = None) -> None:
+    """Print where the trace cache is and what it holds (or held, when ``cleared``)."""
+    out = console or make_console()
+    verb = "cleared" if cleared else "holds"
+    out.print(
+        f"trace cache {escape(info.folder)} {verb} {info.num_entries} "
+        f"entr{'y' if info.num_entries == 1 else 'ies'}, {format_bytes(info.total_bytes)} "
+        f"(limit {format_bytes(info.max_bytes)}; LIGHTSPEED_TRACE_CACHE_MAX_BYTES)",
+        highlight=False,
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
+    from lightspeed.store.backends import MEMORY_STORE, StoreMissingError
     from lightspeed.store.database import (
         SCHEMA_VERSION,
         ResultsStore,
@@ -27,21 +28,26 @@ if TYPE_CHECKING:
     )
     from lightspeed.store.location import StoreLocation, default_store_path, store_location
     from lightspeed.store.push import PushResult, push_runs
+    from lightspeed.store.query import Condition, parse_conditions
     from lightspeed.store.records import KNOWN_KINDS, NewRecord, RunSummary, StoredRecord
 
 
 __all__ = [
     "KNOWN_KINDS",
+    "MEMORY_STORE",
     "SCHEMA_VERSION",
+    "Condition",
     "NewRecord",
     "PushResult",
     "ResultsStore",
     "RunSummary",
     "StoreLocation",
+    "StoreMissingError",
     "StoredRecord",
     "default_store_path",
     "new_run_id",
     "open_store",
+    "parse_conditions",
     "push_runs",
     "store_location",
 ]

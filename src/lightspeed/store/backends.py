@@ -15,15 +15,31 @@ opened.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
+from urllib.parse import quote
 
 from lightspeed.errors import StoreError
 from lightspeed.extras import import_extra
 from lightspeed.store.location import StoreLocation
+
+_LOG = logging.getLogger(__name__)
+MEMORY_STORE: Final = ":memory:"  # a SQLite store that lives in memory only (nothing on disk)
+_HOW_TO_CREATE: Final = (
+    "check the path or LIGHTSPEED_STORE; a store is created by the commands that save results "
+    "('lightspeed bench', 'lightspeed monitor run', 'lightspeed tour') or by "
+    "'lightspeed results push --to PATH_OR_URL'"
+)
+
+
+class StoreMissingError(StoreError):
+    """A store that a reading command was pointed at does not exist (nothing is created for it)."""
+
 
 # Serialises schema migrations between processes and machines (pg_advisory_xact_lock key).
 MIGRATION_LOCK_KEY: Final = 0x6C5F_5354_4F52  # "l_STOR"
@@ -39,6 +55,8 @@ class Backend(ABC):
     identity_type: str = ""
     # appended to a SELECT that must hold a run row steady until the transaction ends
     share_lock: str = ""
+    # opened without write access (a read-only SQLite file or folder)
+    read_only: bool = False
 
     def __init__(self, location: StoreLocation) -> None:
         self.location = location
@@ -123,10 +141,44 @@ class SqliteBackend(Backend):
     identity_type = "INTEGER PRIMARY KEY AUTOINCREMENT"
     share_lock = ""  # BEGIN IMMEDIATE already holds the whole database
 
-    def __init__(self, location: StoreLocation, *, timeout_s: float) -> None:
+    def __init__(self, location: StoreLocation, *, timeout_s: float, create: bool = True) -> None:
         super().__init__(location)
         assert location.path is not None, "a SQLite location has a path"
         path = location.path
+        memory = str(path) == MEMORY_STORE
+        exists = memory or path.exists()
+        if exists and not memory and not path.is_file():
+            raise StoreError(
+                f"results store {location.display} is not a file (a folder?); fix: {_HOW_TO_CREATE}"
+            )
+        if not exists and not create:
+            raise StoreMissingError(f"results store {location.display} does not exist; fix: {_HOW_TO_CREATE}")
+        # a store this process may not write (file or folder read-only) is opened read-only, so
+        # that reading it works and a write says "read-only" rather than failing obscurely
+        self.read_only = exists and not memory and not _writable(path)
+        if not exists:
+            self._make_folder(path)
+        try:
+            # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _begin).
+            target = f"file:{quote(str(path))}?mode=ro" if self.read_only else str(path)
+            self.connection = sqlite3.connect(
+                target, timeout=timeout_s, isolation_level=None, uri=self.read_only
+            )
+        except sqlite3.Error as error:
+            raise self.describe(error) from None
+        try:
+            if not self.read_only:
+                self.connection.execute("PRAGMA journal_mode=WAL")
+                self.connection.execute("PRAGMA synchronous=NORMAL")
+            self.connection.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as error:
+            self.connection.close()
+            raise self.describe(error) from None
+        if not exists:
+            _LOG.info("created the results store %s", location.display)
+
+    @staticmethod
+    def _make_folder(path: Any) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -134,18 +186,6 @@ class SqliteBackend(Backend):
                 f"cannot create the results store folder {path.parent} ({error.strerror}); "
                 "fix: set LIGHTSPEED_HOME to a writable folder"
             ) from None
-        try:
-            # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _begin).
-            self.connection = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None)
-        except sqlite3.Error as error:
-            raise self.describe(error) from None
-        try:
-            self.connection.execute("PRAGMA journal_mode=WAL")
-            self.connection.execute("PRAGMA synchronous=NORMAL")
-            self.connection.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.Error as error:
-            self.connection.close()
-            raise self.describe(error) from None
 
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
         return self.connection.execute(sql, tuple(parameters))
@@ -177,9 +217,9 @@ class SqliteBackend(Backend):
                 "free disk space or set LIGHTSPEED_HOME to a folder on another disk",
                 read=read,
             )
-        if "readonly" in lowered or "read-only" in lowered or "permission" in lowered:
+        if self.read_only or "readonly" in lowered or "read-only" in lowered or "permission" in lowered:
             return self.store_error(
-                "cannot be written (read-only location or missing permission)",
+                "is read-only (a read-only file or folder, or missing permission)",
                 "make the folder writable or set LIGHTSPEED_HOME to a writable folder",
                 read=read,
             )
@@ -198,8 +238,16 @@ class SqliteBackend(Backend):
         return self.store_error(f"failed ({error})", "check the path and the disk", read=read)
 
 
+def _json_text(data: str | bytes | memoryview) -> str:
+    """A JSON(B) value from PostgreSQL as its text (decoded by the store, like SQLite's TEXT)."""
+    return data if isinstance(data, str) else bytes(data).decode("utf-8")
+
+
 def _import_psycopg() -> Any:
-    return import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
+    psycopg = import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
+    # set_json_loads, used per connection
+    import_extra("psycopg.types.json", extra="postgres", purpose="a postgresql:// results store")
+    return psycopg
 
 
 class PostgresBackend(Backend):
@@ -230,6 +278,8 @@ class PostgresBackend(Backend):
                 f"has a URL libpq cannot read ({location.scrub(str(error))})",
                 "use postgresql://user@host:5432/database",
             ) from None
+        # JSONB payloads arrive as their text, as SQLite's do: one decoding path for both
+        self._psycopg.types.json.set_json_loads(_json_text, self.connection)
         try:
             self.connection.execute(
                 "SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout_s * 1000)}ms",)
@@ -316,8 +366,13 @@ def _connection_problem(text: str) -> tuple[str, str] | None:
     return None
 
 
-def connect(location: StoreLocation, *, timeout_s: float) -> Backend:
-    """Open the backend for ``location``."""
+def _writable(path: Any) -> bool:
+    """Whether this process may write the SQLite file and its folder (WAL needs both)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def connect(location: StoreLocation, *, timeout_s: float, create: bool = True) -> Backend:
+    """Open the backend for ``location`` (a missing SQLite file is created only when ``create``)."""
     if location.backend == "postgresql":
         return PostgresBackend(location, timeout_s=timeout_s)
-    return SqliteBackend(location, timeout_s=timeout_s)
+    return SqliteBackend(location, timeout_s=timeout_s, create=create)

@@ -42,9 +42,10 @@ from typing import Any, Final
 from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject, to_jsonable
-from lightspeed.store.backends import Backend, connect
+from lightspeed.store.backends import MEMORY_STORE, Backend, StoreMissingError, connect
 from lightspeed.store.location import StoreLocation, store_location
-from lightspeed.store.migrations import SCHEMA_VERSION, migrate
+from lightspeed.store.migrations import SCHEMA_VERSION, current_version, migrate
+from lightspeed.store.query import Condition, parse_conditions, payload_match, run_filters
 from lightspeed.store.records import NewRecord, RunSummary, StoredRecord, check_kind, check_label
 
 __all__ = ["SCHEMA_VERSION", "ResultsStore", "new_run_id", "open_store"]
@@ -303,11 +304,22 @@ class ResultsStore:
         )
 
     def runs(
-        self, *, kind: str | None = None, limit: int | None = None, include_incomplete: bool = False
+        self,
+        *,
+        kind: str | None = None,
+        limit: int | None = None,
+        include_incomplete: bool = False,
+        where: Sequence[str | Condition] = (),
     ) -> list[RunSummary]:
-        """Runs, newest first; incomplete ones only when ``include_incomplete``."""
+        """Runs, newest first; incomplete ones only when ``include_incomplete``.
+
+        ``where`` holds ``key=value`` conditions on the records' payloads (a run matches when
+        one of its records matches them all), ``env.KEY=value`` on the run's environment and
+        ``kind=``/``label=`` on the run (see :mod:`lightspeed.store.query`).
+        """
         clauses, parameters = _run_filters(kind=kind, include_incomplete=include_incomplete)
-        return self._runs(clauses, parameters, limit)
+        more, values = run_filters(self.backend, _conditions(where))
+        return self._runs(clauses + more, parameters + values, limit)
 
     def _runs(self, clauses: list[str], parameters: list[Any], limit: int | None) -> list[RunSummary]:
         sql = (
@@ -353,9 +365,20 @@ class ResultsStore:
         metric: str | None = None,
         limit: int | None = None,
         include_incomplete: bool = False,
+        where: Sequence[str | Condition] = (),
     ) -> list[StoredRecord]:
-        """Records matching every filter given, oldest first (exact matches)."""
+        """Records matching every filter given, oldest first (exact matches; ``where`` as in
+        :meth:`runs`, each record matched on its own payload)."""
         clauses, parameters = _run_filters(kind=None, include_incomplete=include_incomplete)
+        for condition in _conditions(where):
+            if condition.scope == "run":
+                clauses.append(f"u.{condition.path[0]} = ?")  # a name from RUN_COLUMNS, not input
+                parameters.append(condition.value)
+                continue
+            column = "f.payload" if condition.scope == "fingerprint" else "r.payload"
+            sql, values = payload_match(self.backend, column, condition)
+            clauses.append(sql)
+            parameters.extend(values)
         for column, value in (("r.run_id", run_id), ("r.kind", kind), ("r.name", name), ("r.metric", metric)):
             if value is not None:
                 clauses.append(f"{column} = ?")
@@ -375,7 +398,7 @@ class ResultsStore:
         rows = self._read("SELECT payload FROM fingerprints WHERE fingerprint_id = ?", (fingerprint_id,))
         if not rows:
             raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self.location}")
-        loaded: JsonObject = json.loads(rows[0][0])
+        loaded: JsonObject = _json(rows[0][0])
         return loaded
 
     def schema_version(self) -> int:
@@ -414,8 +437,18 @@ def _run_filters(*, kind: str | None, include_incomplete: bool) -> tuple[list[st
     return clauses, parameters
 
 
+def _conditions(where: Sequence[str | Condition]) -> tuple[Condition, ...]:
+    texts = [item for item in where if isinstance(item, str)]
+    return (*parse_conditions(texts), *(item for item in where if isinstance(item, Condition)))
+
+
+def _json(text: str) -> Any:
+    """A payload column's value (JSON text on SQLite; PostgreSQL's JSONB is fetched as text too)."""
+    return json.loads(text)
+
+
 def _run_summary(row: tuple[Any, ...]) -> RunSummary:
-    fingerprint = json.loads(row[7])
+    fingerprint = _json(row[7])
     return RunSummary(
         run_id=row[0],
         kind=row[1],
@@ -440,26 +473,59 @@ def _stored_record(row: tuple[Any, ...]) -> StoredRecord:
         unit=row[7],
         sol=row[8],
         fingerprint_id=row[9],
-        fingerprint=json.loads(row[10]),
-        payload=json.loads(row[11]),
+        fingerprint=_json(row[10]),
+        payload=_json(row[11]),
     )
 
 
 def open_store(
-    location: str | Path | StoreLocation | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    location: str | Path | StoreLocation | None = None,
+    *,
+    create: bool = True,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> ResultsStore:
-    """Open (creating and migrating if needed) the results store at ``location``.
+    """Open (migrating if needed) the results store at ``location``; create it only if ``create``.
 
     ``location`` is a file path, a ``postgresql://`` URL or a ``sqlite://``
     URL; default ``$LIGHTSPEED_STORE``, else ``$LIGHTSPEED_HOME/results.sqlite``
-    (see :mod:`lightspeed.store.location`). ``timeout_s`` is how long a writer
-    waits for another's lock (and, on PostgreSQL, for the connection).
+    (see :mod:`lightspeed.store.location`). Code that only reads passes
+    ``create=False``: a missing store (a SQLite file that is not there, a
+    database without lightspeed's tables) is then a
+    :class:`~lightspeed.store.backends.StoreMissingError` and nothing is
+    created. A store this process may not write is opened read-only (reads
+    work; a write says it is read-only). A store that is created is logged at
+    INFO level with its location. ``timeout_s`` is how long a writer waits for
+    another's lock (and, on PostgreSQL, for the connection).
     """
     where = location if isinstance(location, StoreLocation) else store_location(location)
-    backend = connect(where, timeout_s=timeout_s)
+    create = create or str(where.path) == MEMORY_STORE  # an in-memory store leaves nothing behind
+    backend = connect(where, timeout_s=timeout_s, create=create)
     try:
-        migrate(backend)
+        _prepare(backend, create=create)
     except BaseException:
         backend.close()
         raise
     return ResultsStore(backend)
+
+
+def _prepare(backend: Backend, *, create: bool) -> None:
+    """Migrate the store, except one that must not be created or cannot be written."""
+    if not create or backend.read_only:
+        try:
+            found = current_version(backend)
+        except backend.driver_errors() as error:
+            raise backend.describe(error, read=True) from None
+        if found == 0:
+            fix = (
+                "check LIGHTSPEED_STORE; it is created by the first write to it "
+                "('lightspeed results push --to URL', or any command that saves results)"
+            )
+            where = backend.location.display
+            raise StoreMissingError(
+                f"results store {where} holds no lightspeed results (no tables yet); fix: {fix}"
+            )
+        if backend.read_only:
+            if found > SCHEMA_VERSION:
+                migrate(backend)  # refuses a newer store with its own message
+            return  # an older read-only store is read as it is (every schema reads alike)
+    migrate(backend)

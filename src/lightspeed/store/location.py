@@ -22,6 +22,7 @@ URL is never printed: :attr:`StoreLocation.display` replaces it with ``***``
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -104,7 +105,13 @@ def _sqlite_url(text: str) -> StoreLocation:
 
 
 def _postgres_url(text: str) -> StoreLocation:
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as error:  # e.g. "Invalid IPv6 URL" for an unclosed [
+        raise UserInputError(
+            f"results store URL {_masked(text)!r} is not a valid URL ({error}); "
+            "use postgresql://user@host:5432/database (an IPv6 host in brackets: [::1])"
+        ) from None
     try:
         host = parts.hostname
         parts.port  # noqa: B018  # raises ValueError for a port that is not a number
@@ -121,6 +128,17 @@ def _postgres_url(text: str) -> StoreLocation:
     return StoreLocation(
         backend="postgresql", display=mask_password(text), url=text, password=password or None
     )
+
+
+_USER_PASSWORD: Final = re.compile(r"(://[^:/@\[\]]*:)[^@]*@")
+
+
+def _masked(text: str) -> str:
+    """``text`` with a password masked even when it does not parse as a URL."""
+    try:
+        return mask_password(text)
+    except ValueError:
+        return _USER_PASSWORD.sub(r"\1***@", text)
 
 
 def mask_password(url: str) -> str:

@@ -19,7 +19,13 @@ than importing code that may change.
    ``membw``/``copy``/``collectives``, operations per sample in ``launch``) is
    split into ``flop_per_call``, ``size_bytes`` and ``num_ops_per_sample`` in
    the payload (``size`` kept as an alias), and the record name (the key runs
-   are compared by) carries the unit: ``membw stream triad fp64 134217728 B``.
+   are compared by) carries the unit: ``membw stream triad fp64 134217728 B``;
+3. payloads queryable: on PostgreSQL the ``payload`` columns become JSONB (a
+   payload that is not JSON is kept whole as a JSON string, so nothing is
+   lost), with a GIN index for ``results list --where`` and expression indexes
+   on the fields teams filter by (``system``, ``model``, ``git_commit``); on
+   SQLite (TEXT read by JSON1) the same expression indexes. Both get
+   ``runs(kind)``.
 """
 
 from __future__ import annotations
@@ -131,12 +137,57 @@ def _split_benchmark_sizes(backend: Backend) -> None:
     backend.executemany("UPDATE records SET name = ?, payload = ? WHERE record_id = ?", updates)
 
 
+# -- migration 3: payloads as JSONB on PostgreSQL, indexes on the fields people filter by --
+
+INDEXED_PAYLOAD_FIELDS: Final = ("system", "model", "git_commit")
+
+
+def _queryable_payloads(backend: Backend) -> None:
+    backend.execute("CREATE INDEX IF NOT EXISTS runs_by_kind ON runs(kind)")
+    if isinstance(backend, SqliteBackend):
+        for field in INDEXED_PAYLOAD_FIELDS:  # constant names, not input
+            expression = f"json_extract(payload, '$.{field}')"
+            backend.execute(f"CREATE INDEX IF NOT EXISTS records_by_{field} ON records({expression})")
+        return
+    for table, key in (("records", "record_id"), ("fingerprints", "fingerprint_id")):
+        _keep_non_json_as_strings(backend, table, key)
+        backend.execute(f"ALTER TABLE {table} ALTER COLUMN payload TYPE JSONB USING payload::jsonb")
+    backend.execute(
+        "CREATE INDEX IF NOT EXISTS records_payload ON records USING GIN (payload jsonb_path_ops)"
+    )
+    for field in INDEXED_PAYLOAD_FIELDS:
+        backend.execute(f"CREATE INDEX IF NOT EXISTS records_by_{field} ON records ((payload ->> '{field}'))")
+
+
+def _keep_non_json_as_strings(backend: Backend, table: str, key: str) -> None:
+    """Rows whose payload text is not JSON (hand-edited, damaged) become a JSON string of that
+    exact text, so the conversion to JSONB neither fails nor loses them."""
+    rows = backend.execute(f"SELECT {key}, payload FROM {table}").fetchall()  # constant names
+    updates: list[tuple[str, Any]] = []
+    for row_key, text in rows:
+        try:
+            json.loads(text, parse_constant=_refuse_constant)
+        except ValueError:
+            updates.append((json.dumps(text), row_key))
+    backend.executemany(f"UPDATE {table} SET payload = ? WHERE {key} = ?", updates)
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN and Infinity parse in Python's json but not in PostgreSQL's."""
+    raise ValueError(f"{name} is not JSON")
+
+
 MIGRATIONS: Final = (
     Migration(1, "fingerprints, runs and records tables", statements=_TABLES),
     Migration(
         2,
         "benchmark size split into flop_per_call / size_bytes / num_ops_per_sample; unit in the name",
         data=_split_benchmark_sizes,
+    ),
+    Migration(
+        3,
+        "payloads as JSONB on PostgreSQL; indexes on runs.kind and payload system, model, git_commit",
+        data=_queryable_payloads,
     ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1].version

@@ -78,7 +78,7 @@ def _store_where() -> Path | str:
 
 
 def _store(kind: str, records: list[NewRecord], label: str) -> str:
-    with open_store() as store:
+    with open_store(create=True) as store:
         return store.add_records(kind=kind, records=records, label=label)
 
 

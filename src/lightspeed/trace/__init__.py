@@ -1,10 +1,12 @@
 """Profiler traces: PyTorch (Kineto) and Nsight Systems timelines in one table; Nsight Compute kernels.
 
->>> from lightspeed.trace import load_trace, summarize
->>> # a file, or a folder of per-rank files:
->>> trace = load_trace("traces/")  # doctest: +SKIP
->>> [rank.idle_pct for rank in summarize(trace).ranks]  # doctest: +SKIP
-[53.56, 54.72]
+Example::
+
+    from lightspeed.trace import load_trace, summarize
+    # a file, or a folder of per-rank files:
+    trace = load_trace("traces/")
+    [rank.idle_pct for rank in summarize(trace).ranks]
+    # -> [53.56, 54.72]
 
 Every analysis takes a :class:`Trace` and keywords and returns a frozen
 record (``to_dict()`` gives JSON); :func:`summarize_ranks`,
@@ -24,6 +26,7 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.trace.breakdown import KindTime, RankSummary, StepTime, TraceSummary, summarize
+    from lightspeed.trace.cache import CacheInfo, TraceCache
     from lightspeed.trace.comms import CollectiveCall, CollectiveGroup, CommsReport, collectives
     from lightspeed.trace.diff import DiffRow, TraceDiff, diff_traces
     from lightspeed.trace.effect_sizes import Distribution, MannWhitney, mann_whitney_u
@@ -59,17 +62,25 @@ if TYPE_CHECKING:
     from lightspeed.trace.launch import LaunchReport, LaunchStats, launch_stats
     from lightspeed.trace.loader import TIME_UNITS, load_trace
     from lightspeed.trace.model import RankTrace, StepTable, Trace
-    from lightspeed.trace.ranks import LoadOptions, collectives_ranks, stragglers_ranks, summarize_ranks
+    from lightspeed.trace.ranks import (
+        ENGINES,
+        LoadOptions,
+        collectives_ranks,
+        stragglers_ranks,
+        summarize_ranks,
+    )
     from lightspeed.trace.table import EventTable
 
 
 __all__ = [
     "BOUNDS",
     "DEFAULT_MAX_BYTES",
+    "ENGINES",
     "FORMATS",
     "KIND_NAMES",
     "TIME_UNITS",
     "BadEvent",
+    "CacheInfo",
     "CollectiveCall",
     "CollectiveGroup",
     "CommsReport",
@@ -105,6 +116,7 @@ __all__ = [
     "StragglerReport",
     "Thresholds",
     "Trace",
+    "TraceCache",
     "TraceDiff",
     "TraceKernelTime",
     "TraceSummary",

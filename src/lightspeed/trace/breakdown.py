@@ -108,9 +108,11 @@ def summarize(
     the built-in catalog). Raises :class:`TraceError` when no rank has GPU
     events; ranks without GPU events are kept, marked ``partial``.
 
-    >>> summary = summarize(load_trace("rank-0.json.gz"))  # doctest: +SKIP
-    >>> summary.ranks[0].idle_pct  # doctest: +SKIP
-    2.63
+    Example::
+
+        summary = summarize(load_trace("rank-0.json.gz"))
+        summary.ranks[0].idle_pct
+        # -> 2.63
     """
     require_gpu_events(trace)
     catalog = catalog if catalog is not None else load_catalog()

@@ -155,9 +155,11 @@ def collectives(
     scale-up bandwidth per direction is used ("no SOL for <device>" when the
     device is unknown).
 
-    >>> report = collectives(load_trace("nccl_data.json.gz"))  # doctest: +SKIP
-    >>> report.groups[0].collective  # doctest: +SKIP
-    'all_reduce'
+    Example::
+
+        report = collectives(load_trace("nccl_data.json.gz"))
+        report.groups[0].collective
+        # -> 'all_reduce'
     """
     if link_bandwidth_bytes_per_s is not None and link_bandwidth_bytes_per_s <= 0:
         raise UserInputError(f"link bandwidth must be positive, got {link_bandwidth_bytes_per_s} bytes/s")

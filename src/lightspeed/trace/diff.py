@@ -70,9 +70,11 @@ def diff_traces(
 ) -> TraceDiff:
     """Compare B against A per step: step, GPU and top-``top`` kernel times.
 
-    >>> result = diff_traces(load_trace("before/"), load_trace("after/"))  # doctest: +SKIP
-    >>> [row.metric for row in result.rows if row.verdict == "slower"]  # doctest: +SKIP
-    ['communication']
+    Example::
+
+        result = diff_traces(load_trace("before/"), load_trace("after/"))
+        [row.metric for row in result.rows if row.verdict == "slower"]
+        # -> ['communication']
     """
     if not 0 < alpha < 1:
         raise UserInputError(f"alpha must be between 0 and 1, got {alpha}")

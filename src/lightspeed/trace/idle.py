@@ -65,9 +65,11 @@ def idle_breakdown(
 ) -> IdleReport:
     """Split each rank's and each stream's idle time into host wait, kernel wait and other.
 
-    >>> report = idle_breakdown(load_trace("rank-0.json.gz"))  # doctest: +SKIP
-    >>> report.ranks[0].host_wait_s  # doctest: +SKIP
-    0.0087
+    Example::
+
+        report = idle_breakdown(load_trace("rank-0.json.gz"))
+        report.ranks[0].host_wait_s
+        # -> 0.0087
     """
     if kernel_wait_threshold_s < 0:
         raise UserInputError(f"kernel wait threshold must be >= 0 s, got {kernel_wait_threshold_s}")

@@ -275,9 +275,11 @@ def kernel_report(
     ``gemm_shapes`` give FLOP counts (``parse_gemm_shape``); ``precision``
     picks the peak (default: from ncu's instruction counts or the kernel name).
 
-    >>> report = kernel_report(read_ncu("gemm.csv"), device="b200")  # doctest: +SKIP
-    >>> report.kernels[0].bound  # doctest: +SKIP
-    'latency'
+    Example::
+
+        report = kernel_report(read_ncu("gemm.csv"), device="b200")
+        report.kernels[0].bound
+        # -> 'latency'
     """
     catalog = catalog if catalog is not None else load_catalog()
     if precision is not None:

@@ -57,9 +57,11 @@ def top_kernels(
 ) -> KernelReport:
     """The ``top`` kernels by total time for each of ``kinds`` (and each rank when ``per_rank``).
 
-    >>> report = top_kernels(load_trace("rank-0.json.gz"), top=5)  # doctest: +SKIP
-    >>> report.kernels[0].name  # doctest: +SKIP
-    'volta_scudnn_128x128_relu_small_nn_v1'
+    Example::
+
+        report = top_kernels(load_trace("rank-0.json.gz"), top=5)
+        report.kernels[0].name
+        # -> 'volta_scudnn_128x128_relu_small_nn_v1'
     """
     if top < 1:
         raise UserInputError(f"top must be at least 1, got {top}")

@@ -69,9 +69,11 @@ _Key = tuple[int, str, int]  # (step, kernel name, order within the step)
 def stragglers(trace: Trace, *, include_last_step: bool = False) -> StragglerReport:
     """Per-step, per-rank lateness of collectives across ranks (needs two or more ranks).
 
-    >>> report = stragglers(load_trace("traces/"))  # doctest: +SKIP
-    >>> report.ranks[0].rank  # the latest rank  # doctest: +SKIP
-    1
+    Example::
+
+        report = stragglers(load_trace("traces/"))
+        report.ranks[0].rank  # the latest rank
+        # -> 1
     """
     if len(trace.ranks) < 2:
         raise TraceError(

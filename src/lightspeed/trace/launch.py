@@ -88,9 +88,11 @@ def launch_stats(
     events shorter than ``short_kernel_s``. ``include_memory`` also pairs
     ``cudaMemcpyAsync``/``cudaMemsetAsync`` with their copies.
 
-    >>> report = launch_stats(load_trace("rank-0.json.gz"))  # doctest: +SKIP
-    >>> report.ranks[0].launch_delay.median_s  # doctest: +SKIP
-    1.2e-05
+    Example::
+
+        report = launch_stats(load_trace("rank-0.json.gz"))
+        report.ranks[0].launch_delay.median_s
+        # -> 1.2e-05
     """
     for label, value in (
         ("runtime cutoff", runtime_cutoff_s),

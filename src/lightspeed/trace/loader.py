@@ -1,9 +1,11 @@
 """Loading profiler traces into columnar tables, one per rank, whatever the profiler.
 
->>> from lightspeed.trace import load_trace
->>> trace = load_trace(["tests/fixtures/traces/ns_resolution/rank-0.json.gz"])  # doctest: +SKIP
->>> trace.ranks[0].events.num_events  # doctest: +SKIP
-45382
+Example::
+
+    from lightspeed.trace import load_trace
+    trace = load_trace(["tests/fixtures/traces/ns_resolution/rank-0.json.gz"])
+    trace.ranks[0].events.num_events
+    # -> 45382
 
 Each file's format is told by its content (:func:`lightspeed.trace.io.detect_format`):
 PyTorch profiler (Kineto) JSON, plain or gzip, is read by
@@ -20,9 +22,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from lightspeed.errors import TraceError, UserInputError
+from lightspeed.trace.cache import CachedRank, TraceCache
 from lightspeed.trace.integrity import check_events, skipped_note
 from lightspeed.trace.io.formats import (
     KINETO,
@@ -48,6 +51,7 @@ def load_trace(
     round_to_us: bool = True,
     allow_mixed_schema: bool = False,
     skip_bad_events: bool = False,
+    cache: TraceCache | bool = True,
 ) -> Trace:
     """Load trace files (or folders of per-rank files) into columnar tables.
 
@@ -65,6 +69,9 @@ def load_trace(
     Impossible events (see :mod:`lightspeed.trace.integrity`) stop the load
     with an error naming the event, unless ``skip_bad_events``: then they are
     left out and counted (``num_skipped_events``, and a note every analysis shows).
+    ``cache`` (default: the lightspeed cache folder, when pyarrow is installed) keeps each
+    file's tables as Parquet, so the next load of the same file skips parsing
+    (:mod:`lightspeed.trace.cache`); ``False`` neither reads nor writes it.
 
     Raises :class:`TraceError` for unreadable, truncated, invalid or
     ambiguous input.
@@ -73,13 +80,14 @@ def load_trace(
         raise UserInputError(f"unknown time unit {time_unit!r}; allowed: {', '.join(TIME_UNITS)}")
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     files = trace_files(items)
-    loaded = [
-        item
-        for path in files
-        for item in _load_file(
-            path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us, skip_bad=skip_bad_events
-        )
-    ]
+    chosen = TraceCache.default() if cache is True else cache or None
+    options = {
+        "max_bytes": float(max_bytes),
+        "time_unit": time_unit,
+        "round_to_us": round_to_us,
+        "skip_bad": skip_bad_events,
+    }
+    loaded = [item for path in files for item in _load_cached(path, chosen, options)]
     ranks = _assign_ranks(loaded)
     notes = check_schema_versions(ranks, allow_mixed_schema)
     skipped = {rank.rank: rank.skipped_events for rank in ranks if rank.skipped_events}
@@ -95,6 +103,18 @@ class _Loaded:
     path: Path
     rank: int | None
     trace: RankTrace
+
+
+def _load_cached(path: Path, cache: TraceCache | None, options: dict[str, Any]) -> list[_Loaded]:
+    """The ranks of one file, from the cache when it holds them (parsed and kept otherwise)."""
+    if cache is None:
+        return _load_file(path, **options)
+    found, name, digest = cache.load(path, options)
+    if found is not None:
+        return [_Loaded(path=path, rank=item.rank, trace=item.trace) for item in found]
+    loaded = _load_file(path, **options)
+    cache.save(name, digest, path, [CachedRank(rank=item.rank, trace=item.trace) for item in loaded])
+    return loaded
 
 
 def _load_file(

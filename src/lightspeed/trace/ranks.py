@@ -1,4 +1,5 @@
-"""Many-rank traces in parallel: each rank loaded and analysed in a worker process, results merged.
+"""Many-rank traces in parallel: each rank loaded and analysed in a worker (a local process, or a
+Ray task on a cluster), results merged.
 
 A 64-rank job writes 64 trace files; loading them one after another in one
 process holds every rank's tables at once. Here each rank file goes to one of
@@ -9,17 +10,22 @@ tables are dropped before the worker takes the next file. So a worker holds
 one rank at a time (bounded further by ``max_bytes`` per file, and by
 ``max_worker_bytes`` of address space when given), and the parent holds only
 the per-rank results. The merged result is the same record the serial
-analysis returns, equal field for field (the tests check it).
+analysis returns, equal field for field (the tests check it). With
+``engine="ray"`` the workers are Ray tasks, one per rank file, on a local Ray
+or on the cluster at ``address`` (:mod:`lightspeed.trace.ray_engine`); the
+reduction is the same.
 
 What needs every rank is decided after the merge: whether the last
 ``ProfilerStep`` is left out depends on the step numbers of all ranks, so a
 worker whose rank alone cannot tell computes its part both ways; ranks must
 be distinct; schema versions must agree (unless allowed).
 
->>> from lightspeed.trace import summarize_ranks
->>> summary = summarize_ranks(["traces/"], jobs=4)  # doctest: +SKIP
->>> len(summary.ranks)  # doctest: +SKIP
-64
+Example::
+
+    from lightspeed.trace import summarize_ranks
+    summary = summarize_ranks(["traces/"], jobs=4)
+    len(summary.ranks)
+    # -> 64
 """
 
 from __future__ import annotations
@@ -40,10 +46,14 @@ from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
 from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
 from lightspeed.trace.gpu import gpu_events
 from lightspeed.trace.integrity import BadEvent, skipped_note
+from lightspeed.trace.io.kineto_parallel import forbid_in_this_process
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.lateness import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.loader import check_schema_versions, load_trace
 from lightspeed.trace.model import RankTrace
+from lightspeed.trace.ray_engine import ray_map
+
+ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class LoadOptions:
     round_to_us: bool = True
     allow_mixed_schema: bool = False
     skip_bad_events: bool = False
+    cache: bool = True  # keep and reuse each file's tables as Parquet (lightspeed.trace.cache)
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,7 @@ _WORKER_CATALOG: dict[str, Catalog] = {}
 
 def _start_worker(catalog: Catalog, max_worker_bytes: int | None) -> None:
     _WORKER_CATALOG["catalog"] = catalog
+    forbid_in_this_process()  # one rank per worker: no pool of parsing processes inside it
     if max_worker_bytes is not None:
         import resource
 
@@ -137,6 +149,7 @@ def _analyse(task: _Task) -> list[_RankPart]:
         round_to_us=load.round_to_us,
         allow_mixed_schema=True,  # one file: checked across ranks after the merge
         skip_bad_events=load.skip_bad_events,
+        cache=load.cache,
     )
     return [_analyse_rank(task, rank) for rank in trace.ranks]
 
@@ -170,11 +183,26 @@ def _analyse_rank(task: _Task, rank: RankTrace) -> _RankPart:
     )
 
 
+def _analyse_on_ray(task: _Task, catalog: Catalog) -> list[_RankPart] | _Failure:
+    """A Ray task: one rank file's parts (the catalog comes from Ray's object store)."""
+    _WORKER_CATALOG["catalog"] = catalog
+    forbid_in_this_process()  # Ray gives each task one CPU
+    return _analyse_file(task)
+
+
 def _map(
-    tasks: Sequence[_Task], *, jobs: int, catalog: Catalog, max_worker_bytes: int | None
+    tasks: Sequence[_Task],
+    *,
+    jobs: int,
+    catalog: Catalog,
+    max_worker_bytes: int | None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> list[_RankPart]:
+    if engine == "ray":
+        return _parts(ray_map(_analyse_on_ray, tasks, shared=catalog, address=address))
     if jobs == 1 or len(tasks) == 1:
-        _start_worker(catalog, None)
+        _WORKER_CATALOG["catalog"] = catalog  # this process analyses the files: no worker set-up
         return _parts([_analyse_file(task) for task in tasks])
     # forkserver: workers fork from a small clean process that imported the analyses once,
     # not from a copy of this one (which may hold anything)
@@ -238,10 +266,16 @@ def _gather(
     max_worker_bytes: int | None,
     link_bandwidth_bytes_per_s: float | None = None,
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> tuple[list[_RankPart], tuple[str, ...], bool]:
     """Analyse every rank file; return the parts (by rank), the trace notes and the global decision."""
     if jobs < 1:
         raise UserInputError(f"jobs must be >= 1, got {jobs}")
+    if engine not in ENGINES:
+        raise UserInputError(f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    if address is not None and engine != "ray":
+        raise UserInputError("an address is a Ray cluster's: give it with engine 'ray' (--engine ray)")
     if load.time_unit not in ("auto", "us", "ns"):
         raise UserInputError(f"unknown time unit {load.time_unit!r}; allowed: auto, us, ns")
     items = [paths] if isinstance(paths, str | Path) else list(paths)
@@ -249,7 +283,14 @@ def _gather(
         _Task(path, analysis, load, include_last_step, link_bandwidth_bytes_per_s)
         for path in trace_files(items)
     ]
-    parts = _map(tasks, jobs=jobs, catalog=catalog or load_catalog(), max_worker_bytes=max_worker_bytes)
+    parts = _map(
+        tasks,
+        jobs=jobs,
+        catalog=catalog or load_catalog(),
+        max_worker_bytes=max_worker_bytes,
+        engine=engine,
+        address=address,
+    )
     trace_notes = _check_ranks(parts, load.allow_mixed_schema)
     left_out = {part.rank: part.skipped_events for part in parts if part.skipped_events}
     if left_out:  # as load_trace notes them for a serial load
@@ -281,15 +322,20 @@ def summarize_ranks(
     catalog: Catalog | None = None,
     max_worker_bytes: int | None = None,
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> TraceSummary:
     """:func:`~lightspeed.trace.summarize` of many rank files, ``jobs`` ranks at a time.
 
     ``load`` says how files are read; ``max_worker_bytes`` caps each worker's
     address space (a rank that needs more is an error naming the fix).
+    ``engine="ray"`` runs one Ray task per file instead (``address``: a running
+    cluster's; default a local Ray), and ``jobs`` and ``max_worker_bytes`` are
+    Ray's to decide.
     """
     parts, trace_notes, drop = _gather(
         paths, analysis="summary", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
-        catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped,
+        catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped, engine=engine, address=address,
     )  # fmt: skip
     ranks = tuple(_result(part, drop) for part in parts)
     notes = trace_notes + tuple(note for rank in ranks for note in rank.notes)
@@ -306,11 +352,14 @@ def stragglers_ranks(
     include_last_step: bool = False,
     max_worker_bytes: int | None = None,
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> StragglerReport:
-    """:func:`~lightspeed.trace.lateness` of many rank files, ``jobs`` ranks at a time."""
+    """:func:`~lightspeed.trace.lateness` of many rank files, ``jobs`` ranks at a time (or on Ray)."""
     parts, trace_notes, drop = _gather(
         paths, analysis="stragglers", jobs=jobs, load=load or LoadOptions(),
         include_last_step=include_last_step, catalog=None, max_worker_bytes=max_worker_bytes, skipped=skipped,
+        engine=engine, address=address,
     )  # fmt: skip
     if len(parts) < 2:
         raise TraceError(
@@ -338,14 +387,16 @@ def collectives_ranks(
     catalog: Catalog | None = None,
     max_worker_bytes: int | None = None,
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> CommsReport:
-    """:func:`~lightspeed.trace.collectives` of many rank files, ``jobs`` ranks at a time."""
+    """:func:`~lightspeed.trace.collectives` of many rank files, ``jobs`` ranks at a time (or on Ray)."""
     if link_bandwidth_bytes_per_s is not None and not link_bandwidth_bytes_per_s > 0:
         raise UserInputError(f"link bandwidth must be positive, got {link_bandwidth_bytes_per_s} bytes/s")
     parts, trace_notes, drop = _gather(
         paths, analysis="comms", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
         catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped,
-        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s,
+        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, engine=engine, address=address,
     )  # fmt: skip
     calls: list[CollectiveCall] = []
     notes = list(trace_notes)

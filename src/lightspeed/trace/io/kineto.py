@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lightspeed.errors import TraceError
 from lightspeed.trace.integrity import BadEvent, check_events
+from lightspeed.trace.io.kineto_parallel import ParallelReadError, num_workers, read_parallel
 from lightspeed.trace.io.kineto_schema import TraceDocument
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
@@ -25,15 +26,14 @@ def read_kineto(
 ) -> tuple[RankTrace, int | None, str]:
     """The rank trace of one Kineto file, its rank (None when unknown) and where the rank came from.
 
-    >>> trace, rank, source = read_kineto(Path("rank-0.json.gz"), max_bytes=2**32,
-    ...                                   time_unit="auto", round_to_us=True)  # doctest: +SKIP
-    >>> source  # doctest: +SKIP
-    'distributedInfo'
+    Example::
+
+        trace, rank, source = read_kineto(Path("rank-0.json.gz"), max_bytes=2**32,
+                                          time_unit="auto", round_to_us=True)
+        source
+        # -> 'distributedInfo'
     """
-    stream = EventStream(path, max_bytes=max_bytes)
-    builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
-    for events in stream.chunks():  # each chunk's structs are dropped before the next is decoded
-        builder.add(events)
+    builder, stream = _build(path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us)
     document = stream.document
     table, origin_ns = builder.finish()
     table, skipped = check_events(
@@ -67,6 +67,24 @@ def read_kineto(
         skipped_events=skipped,
     )
     return trace, rank, rank_source
+
+
+def _build(
+    path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool
+) -> tuple[TableBuilder, EventStream]:
+    """The filled table builder and the stream it read (in worker processes for a large file)."""
+    workers = num_workers(path)
+    if workers:
+        builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
+        try:
+            return builder, read_parallel(path, max_bytes=max_bytes, builder=builder, workers=workers)
+        except ParallelReadError:
+            pass
+    stream = EventStream(path, max_bytes=max_bytes)
+    builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
+    for events in stream.chunks():  # each chunk's structs are dropped before the next is decoded
+        builder.add(events)
+    return builder, stream
 
 
 def _as_int(value: int | str | None) -> int | None:

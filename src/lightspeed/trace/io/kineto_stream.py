@@ -56,9 +56,11 @@ class EventStream:
     ``MAX_WINDOW_BYTES`` is buffered, and a byte that cannot be JSON stops the
     read at once with its absolute offset in the (decompressed) file.
 
-    >>> stream = EventStream(Path("rank-0.json.gz"))  # doctest: +SKIP
-    >>> sum(len(chunk) for chunk in stream.chunks())  # doctest: +SKIP
-    68692
+    Example::
+
+        stream = EventStream(Path("rank-0.json.gz"))
+        sum(len(chunk) for chunk in stream.chunks())
+        # -> 68692
     """
 
     def __init__(self, path: Path, *, max_bytes: float = DEFAULT_MAX_BYTES) -> None:
@@ -71,8 +73,17 @@ class EventStream:
         self._eof = False
         self._array_format = False
         self._index = 0  # events decoded so far
+        self._raw = False  # pieces(): hand chunks over undecoded
 
-    def chunks(self) -> Iterator[list[Event]]:
+    def pieces(self) -> Iterator[list[Event] | bytes]:
+        """Like :meth:`chunks`, but every chunk before the last comes undecoded: the bytes of a JSON
+        array of events (``[{...}, ...]``) for another process to decode. A cut is not checked
+        here, so such a piece may fail to decode as a truncated array (a cut inside a string);
+        the last chunk (and the keys after the array) is decoded here as usual."""
+        self._raw = True
+        return self.chunks()
+
+    def chunks(self) -> Iterator[Any]:
         """Decoded events, a chunk at a time, in file order."""
         cursor = self._find_events_array()
         if cursor is None:
@@ -171,7 +182,7 @@ class EventStream:
 
     # --- cutting between events ------------------------------------------------------------------
 
-    def _next_cut(self, cursor: int) -> tuple[list[Event], int] | None:
+    def _next_cut(self, cursor: int) -> tuple[list[Event] | bytes, int] | None:
         """The next chunk from ``cursor`` and where the one after starts; ``None`` at the tail.
 
         A cut that falls inside an event or a string leaves the chunk truncated (try the next
@@ -193,6 +204,8 @@ class EventStream:
             end = match.start() + 1
             if end - cursor > MAX_WINDOW_BYTES:
                 self._window_error(cursor)
+            if self._raw:
+                return self._undecoded(cursor, end, match.end() - 1)
             try:
                 events = self._decode(cursor, end)
             except msgspec.DecodeError as error:
@@ -206,6 +219,13 @@ class EventStream:
             del self._buffer[:next_event]  # keep only the window ahead
             self._dropped += next_event
             return events, 0
+
+    def _undecoded(self, start: int, end: int, next_event: int) -> tuple[bytes, int]:
+        with memoryview(self._buffer) as view:
+            blob = b"".join((b"[", view[start:end], b"]"))
+        del self._buffer[:next_event]
+        self._dropped += next_event
+        return blob, 0
 
     def _decode(self, start: int, end: int) -> list[Event]:
         with memoryview(self._buffer) as view:

@@ -81,37 +81,23 @@ class TableBuilder:
 
     def add(self, events: list[Event]) -> None:
         """Append the complete events (with ``ts``, ``dur`` and a category) of one decoded chunk."""
-        if not self._float_timestamps:  # HTA rounds only when its ts column is float (any non-int)
-            self._float_timestamps = not set(map(type, map(_TS, events))) <= {int}
-        count = len(events)
-        ts = np.fromiter(map(_TS, events), dtype=np.float64, count=count)  # absent: NaN
-        if self.time_unit == "auto":
-            self.time_unit = _guess_time_unit(ts)
-        dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)
-        category_ids = intern(self.categories, list(map(_CAT, events)))
-        real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
-        complete = ~np.isnan(dur) & real[category_ids]
-        self._note_gpu_without_dur(ts, dur, category_ids)
-        placed = self._placed(ts, dur, complete)
-        keep = complete & placed
         first_index = self._num_seen
-        self._num_seen += count
-        kept = list(compress(events, keep.tolist()))
-        if not kept:
+        selected = self._complete(events)
+        self._num_seen += len(events)
+        if selected is None:
             return
+        kept, rows, ts, dur, category_ids = selected
         add = self._chunks.add
-        add("event_index", np.flatnonzero(keep) + first_index)
+        add("event_index", rows + first_index)
         name_ids = intern(self.names, list(map(_NAME, kept)))
         add("name_id", name_ids)
-        add("category_id", category_ids[keep])
-        add("ts", ts[keep])
-        add("dur", dur[keep])
+        add("category_id", category_ids)
+        add("ts", ts)
+        add("dur", dur)
         if self.time_unit == "ns":  # integer nanoseconds stay exact (float64 holds 2**53 only)
             whole = set(map(type, map(_TS, kept))) <= {int}
             exact = (
-                np.fromiter(map(_TS, kept), np.int64, len(kept))
-                if whole
-                else np.rint(ts[keep]).astype(np.int64)
+                np.fromiter(map(_TS, kept), np.int64, len(kept)) if whole else np.rint(ts).astype(np.int64)
             )
             add("ts_int", exact)
         add("tid", self._id_column(list(map(_TID, kept))))
@@ -122,20 +108,56 @@ class TableBuilder:
         with_flop = np.flatnonzero(flop > 0)
         add("flop_row", with_flop + self._num_kept)
         add("flop", flop[with_flop])
-        self._count_devices(category_ids[keep], args)
+        self._count_devices(category_ids, args)
         self._collect_collectives(kept, args, name_ids)
         self._num_kept += len(kept)
 
-    def _note_gpu_without_dur(self, ts: F64, dur: F64, category_ids: npt.NDArray[np.int32]) -> None:
-        """A GPU event (kernel, copy, set) with a start and no ``dur`` is as impossible as a negative
-        one: Kineto writes every GPU activity as a complete event. It is never dropped silently."""
-        gpu_ids = [i for c, i in self.categories.items() if c in GPU_CATEGORIES]
-        missing = np.isin(category_ids, gpu_ids) & np.isnan(dur) & ~np.isnan(ts)
-        for row in np.flatnonzero(missing).tolist():
-            self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
+    def _complete(
+        self, events: list[Event]
+    ) -> tuple[list[Event], I64, F64, F64, npt.NDArray[np.int32]] | None:
+        """The chunk's complete, placeable events: themselves, their rows in the chunk, ts, dur, category ids.
 
-    def _placed(self, ts: F64, dur: F64, complete: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-        """Which complete events have a ``ts`` and times a clock can hold; the others are noted."""
+        Events without a ``dur`` (flows, instants, metadata: about 40% of a Kineto trace) are
+        dropped first, so that only complete events pay for their timestamps and categories.
+        """
+        count = len(events)
+        if not self._float_timestamps:  # HTA rounds only when its ts column is float (any non-int)
+            self._float_timestamps = not set(map(type, map(_TS, events))) <= {int}
+        if self.time_unit == "auto":
+            self.time_unit = _guess_time_unit(np.fromiter(map(_TS, events), dtype=np.float64, count=count))
+        dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)  # absent: NaN
+        has_dur = ~np.isnan(dur)
+        rows = np.flatnonzero(has_dur)
+        if len(rows) < count:
+            self._note_gpu_without_dur(events, has_dur)
+        timed = list(compress(events, has_dur.tolist()))
+        ts = np.fromiter(map(_TS, timed), dtype=np.float64, count=len(timed))  # absent: NaN
+        dur = dur[rows]
+        category_ids = intern(self.categories, list(map(_CAT, timed)))
+        real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
+        complete = real[category_ids]
+        keep = complete & self._placed(ts, dur, complete, rows)
+        if not keep.any():
+            return None
+        kept = timed if keep.all() else list(compress(timed, keep.tolist()))
+        return kept, rows[keep], ts[keep], dur[keep], category_ids[keep]
+
+    def _note_gpu_without_dur(self, events: list[Event], has_dur: npt.NDArray[np.bool_]) -> None:
+        """A GPU event (kernel, copy, set) with a start and no ``dur`` is as impossible as a negative
+        one: Kineto writes every GPU activity as a complete event. It is never dropped silently.
+        (The events without a ``dur`` are mostly flows: their categories are looked at in one
+        C-level pass, row by row only when a GPU category is among them.)"""
+        without = (~has_dur).tolist()
+        if set(map(_CAT, compress(events, without))).isdisjoint(GPU_CATEGORIES):
+            return
+        rows = np.flatnonzero(~has_dur).tolist()
+        for row, event in zip(rows, compress(events, without), strict=True):
+            if event.cat in GPU_CATEGORIES and not math.isnan(event.ts):
+                self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
+
+    def _placed(self, ts: F64, dur: F64, complete: npt.NDArray[np.bool_], rows: I64) -> npt.NDArray[np.bool_]:
+        """Which complete events have a ``ts`` and times a clock can hold; the others are noted
+        (``rows``: each event's position in the chunk)."""
         limit = MAX_ABS_TIME_NS / (1.0 if self.time_unit == "ns" else 1000.0)
         with np.errstate(invalid="ignore"):
             bad_ts = np.isnan(ts) | ~(np.abs(ts) <= limit)
@@ -149,7 +171,7 @@ class TableBuilder:
                 if field == "dur" and value < 0 and abs(value) <= limit
                 else "a time no clock holds"
             )
-            self.unplaced.append((self._num_seen + row, field, float(value), problem))
+            self.unplaced.append((self._num_seen + int(rows[row]), field, float(value), problem))
         placed: npt.NDArray[np.bool_] = ~(bad_ts | bad_dur)
         return placed
 
@@ -161,9 +183,11 @@ class TableBuilder:
     def _count_devices(self, category_ids: npt.NDArray[np.int32], args: list[EventArgs]) -> None:
         """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
         gpu_ids = [i for c, i in self.categories.items() if c in GPU_CATEGORIES]
-        on_gpu = np.flatnonzero(np.isin(category_ids, gpu_ids)).tolist()
-        for device in map(_DEVICE, (args[i] for i in on_gpu)):
-            self._device_counts[device] = self._device_counts.get(device, 0) + 1
+        on_gpu = np.isin(category_ids, gpu_ids).tolist()
+        devices = np.fromiter(map(_DEVICE, compress(args, on_gpu)), dtype=np.int64)
+        found, counts = np.unique(devices, return_counts=True)
+        for device, count in zip(found.tolist(), counts.tolist(), strict=True):
+            self._device_counts[device] = self._device_counts.get(device, 0) + count
 
     def _id_column(self, values: list[Any]) -> I64:
         """Integers as int64; strings are parsed (HTA: ``int(s)``) or become stable ids below -1."""
@@ -203,6 +227,47 @@ class TableBuilder:
                 self._collective_rows.append(row)
             elif len(arg.input_dims):
                 self._collective_rows.append(_annotation_row(index, kept[offset].name, arg))
+
+    def export(self) -> dict[str, Any] | None:
+        """What this builder made of its chunks, for another builder's :meth:`merge` (a worker
+        process's part); ``None`` when the part cannot be merged (text ids are numbered per builder)."""
+        if self._text_ids:
+            return None
+        return {
+            "names": list(self.names),
+            "categories": list(self.categories),
+            "columns": self._chunks.columns,
+            "float_timestamps": self._float_timestamps,
+            "num_seen": self._num_seen,
+            "num_kept": self._num_kept,
+            "collective_rows": self._collective_rows,
+            "device_counts": self._device_counts,
+            "unplaced": self.unplaced,
+        }
+
+    def merge(self, part: dict[str, Any]) -> None:
+        """Append a part :meth:`export` made from the chunks that follow this builder's, as if
+        :meth:`add` had read them here: ids renumbered into this builder's names, rows offset."""
+        name_map = intern(self.names, part["names"])
+        category_map = intern(self.categories, part["categories"])
+        columns: dict[str, list[npt.NDArray[Any]]] = part["columns"]
+        offsets = {"event_index": self._num_seen, "flop_row": self._num_kept}
+        for name, pieces in columns.items():
+            for values in pieces:
+                if name == "name_id":
+                    values = name_map[values]
+                elif name == "category_id":
+                    values = category_map[values]
+                elif name in offsets:
+                    values = values + offsets[name]
+                self._chunks.add(name, values)
+        self._collective_rows += [(row[0] + self._num_kept, *row[1:]) for row in part["collective_rows"]]
+        self.unplaced += [(row[0] + self._num_seen, *row[1:]) for row in part["unplaced"]]
+        for device, count in part["device_counts"].items():
+            self._device_counts[device] = self._device_counts.get(device, 0) + count
+        self._float_timestamps = self._float_timestamps or part["float_timestamps"]
+        self._num_seen += part["num_seen"]
+        self._num_kept += part["num_kept"]
 
     def finish(self) -> tuple[EventTable, int]:
         """The table and its origin (absolute ns of time zero)."""
@@ -250,7 +315,11 @@ class TableBuilder:
             start_us = np.ceil(ts)
             end_us = np.floor(ts + dur)
             start_ns = ((start_us - origin_us) * 1000.0).astype(np.int64)
-            return start_ns, ((end_us - start_us) * 1000.0).astype(np.int64), origin_us * 1000
+            return (
+                start_ns,
+                ((end_us - start_us) * 1000.0).astype(np.int64),
+                origin_us * 1000,
+            )
         start_ns = np.rint((ts - origin_us) * 1000.0).astype(np.int64)
         return start_ns, np.rint(dur * 1000.0).astype(np.int64), origin_us * 1000
 

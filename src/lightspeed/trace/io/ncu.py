@@ -1,8 +1,10 @@
 """Nsight Compute ``--csv`` output into typed records: one :class:`NcuLaunch` per kernel launch.
 
->>> report = read_ncu("b200_cublaslt_fp8_gemm.csv")  # doctest: +SKIP
->>> report.launches[0].sol.compute_throughput_pct  # doctest: +SKIP
-23.59
+Example::
+
+    report = read_ncu("b200_cublaslt_fp8_gemm.csv")
+    report.launches[0].sol.compute_throughput_pct
+    # -> 23.59
 
 Each launch keeps the GPU Speed Of Light section (duration, Compute (SM),
 Memory, DRAM, L1/TEX and L2 throughput, % of peak), its launch statistics

@@ -125,9 +125,11 @@ class _Rows:
 def read_nsys(path: Path, *, max_bytes: float) -> list[tuple[RankTrace, int | None]]:
     """Every process with GPU work in one export, as ``(rank trace, rank or None when unknown)``.
 
-    >>> ranks = read_nsys(Path("concurrent.s16.sqlite"), max_bytes=2**32)  # doctest: +SKIP
-    >>> ranks[0][0].device_name  # doctest: +SKIP
-    'GeForce GTX 1060 with Max-Q Design'
+    Example::
+
+        ranks = read_nsys(Path("concurrent.s16.sqlite"), max_bytes=2**32)
+        ranks[0][0].device_name
+        # -> 'GeForce GTX 1060 with Max-Q Design'
     """
     check_header(path, max_bytes=max_bytes)
     with open_export(path) as export:

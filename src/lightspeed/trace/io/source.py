@@ -3,21 +3,33 @@
 Traces are untrusted input: a gzip file may claim to expand to anything, so
 decompression stops at ``max_bytes`` with an error that says how to raise the
 limit, and a truncated or corrupt stream is named as such.
+
+gzip is inflated by the fastest inflater installed: python-isal (Intel's ISA-L)
+or zlib-ng (both in the ``trace`` extra), else the standard library's zlib;
+``$LIGHTSPEED_INFLATER`` (``isal``, ``zlib-ng`` or ``zlib``) picks one
+(``docs/benchmarks.md`` has the measurement behind the order).
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import os
 import queue
 import re
 import threading
 import zlib
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
-from lightspeed.errors import TraceError
+from lightspeed.errors import TraceError, UserInputError
 from lightspeed.files import check_input, open_input
 from lightspeed.units import GIB
+
+_LOG = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES: Final = 4 * GIB  # decompressed size of one trace file
 BLOCK_BYTES: Final = 1 << 22  # 4 MiB read or inflated at a time
@@ -25,6 +37,54 @@ _GZIP_MAGIC: Final = b"\x1f\x8b"
 _TRACE_SUFFIXES: Final = (".json", ".json.gz", ".gz", ".sqlite", ".nsys-rep", ".qdrep")
 # rank-3.json, rank_3.pt.trace.json.gz, sampled_rank-1.json.gz, trace_rank3.json ...
 _RANK_IN_NAME: Final = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
+INFLATER_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_INFLATER"
+# name -> module with zlib's decompressobj API; fastest first (benchmarks/trace_vs_hta.py --inflaters)
+INFLATERS: Final = {"isal": "isal.isal_zlib", "zlib-ng": "zlib_ng.zlib_ng", "zlib": "zlib"}
+
+
+@dataclass(frozen=True)
+class Inflater:
+    """A gzip inflater: its name, a ``decompressobj`` factory and the error it raises."""
+
+    name: str
+    module: Any
+
+    def decompressor(self) -> Any:
+        """A decompressor of gzip members (``wbits=31``) with zlib's streaming API."""
+        return self.module.decompressobj(wbits=31)
+
+    @property
+    def error(self) -> type[Exception]:
+        """The exception class of corrupt data."""
+        error: type[Exception] = self.module.error
+        return error
+
+
+@lru_cache(maxsize=4)
+def inflater(name: str | None = None) -> Inflater:
+    """The inflater ``name`` (``isal``, ``zlib-ng``, ``zlib``), else ``$LIGHTSPEED_INFLATER``, else the
+    fastest installed.
+
+    >>> inflater("zlib").name
+    'zlib'
+    """
+    wanted = name or os.environ.get(INFLATER_ENVIRONMENT_VARIABLE, "").strip() or None
+    if wanted is not None and wanted not in INFLATERS:
+        raise UserInputError(
+            f"unknown inflater {wanted!r} (${INFLATER_ENVIRONMENT_VARIABLE}); allowed: {', '.join(INFLATERS)}"
+        )
+    for candidate in [wanted] if wanted else list(INFLATERS):
+        try:
+            module = importlib.import_module(INFLATERS[candidate])
+        except ImportError:
+            if wanted:
+                raise UserInputError(
+                    f"inflater {wanted!r} is not installed; pip install 'lightspeed[trace]'"
+                ) from None
+            continue
+        _LOG.debug("gzip inflater: %s", candidate)
+        return Inflater(name=candidate, module=module)
+    return Inflater(name="zlib", module=zlib)  # not reached: zlib is always there
 
 
 def trace_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -119,7 +179,8 @@ def _too_big(path: Path, limit: int) -> TraceError:
 
 def _gunzip(handle: BinaryIO, path: Path, limit: int) -> Iterator[bytes]:
     """Decompress every gzip member of ``handle`` in blocks of at most BLOCK_BYTES, up to ``limit``."""
-    decompressor = zlib.decompressobj(wbits=31)
+    chosen = inflater()
+    decompressor = chosen.decompressor()
     member_started = False
     total = 0
     while chunk := _read(handle, path):
@@ -127,12 +188,12 @@ def _gunzip(handle: BinaryIO, path: Path, limit: int) -> Iterator[bytes]:
             if decompressor.eof:  # a new gzip member (or zero padding) follows
                 if not chunk.strip(b"\x00"):
                     break
-                decompressor = zlib.decompressobj(wbits=31)
+                decompressor = chosen.decompressor()
             member_started = True
             try:
                 # max_length bounds what one small compressed input may expand to in memory
                 block = decompressor.decompress(chunk, BLOCK_BYTES)
-            except zlib.error as error:
+            except chosen.error as error:
                 raise TraceError(
                     path, f"corrupt gzip data ({error})", fix="copy or export the trace again"
                 ) from None

@@ -1,0 +1,149 @@
+"""A large Kineto file's chunks decoded in worker processes while this one reads the next.
+
+Decoding JSON (msgspec) and building columns hold the GIL: one process parses
+at one core's speed whatever the machine has. For a large file (at least
+``MIN_PARALLEL_BYTES`` on disk) the reader hands each chunk's bytes, cut between
+two events, to a small pool of worker processes; each decodes its chunk and
+builds its part of the columns with the same :class:`TableBuilder` code the
+serial read runs, and this process merges the parts in file order (names
+renumbered, rows offset), so the table is the serial table, column for
+column. The first chunk is read here (it settles the time unit) and so is
+the last (with the keys after the array).
+
+Anything unusual sends the whole file back to the serial read, which then
+gives its exact answer or error message: a cut that fell inside a string, a
+damaged byte, an unexpected field type, or thread/stream ids written as text.
+``LIGHTSPEED_PARSE_WORKERS=N`` turns it on with N workers; it is off by
+default (and always inside the workers of ``--jobs`` or Ray): on the shared
+2-core development machine, with no idle core, it measured slower than the
+serial read (pickling and merging cost more than the second core gave back;
+docs/benchmarks.md). It is for machines with idle cores.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from lightspeed.trace.io.kineto_schema import EVENTS_DECODER, Event
+from lightspeed.trace.io.kineto_stream import EventStream
+from lightspeed.trace.io.kineto_table import TableBuilder
+
+_LOG = logging.getLogger(__name__)
+WORKERS_VARIABLE: Final = "LIGHTSPEED_PARSE_WORKERS"
+MIN_PARALLEL_BYTES: Final = 16 << 20  # on disk; below this the pool's start costs more than it saves
+MAX_WORKERS: Final = 4
+_POOL: dict[str, Any] = {}
+_IN_WORKER: dict[str, bool] = {}
+
+
+class ParallelReadError(Exception):
+    """This file is read serially instead (its answer or its error is the serial one)."""
+
+
+def forbid_in_this_process() -> None:
+    """Called in worker processes of ``--jobs`` and Ray: they never start a pool of their own."""
+    _IN_WORKER["yes"] = True
+
+
+def num_workers(path: Path) -> int:
+    """How many worker processes to read ``path`` with (0: read it serially)."""
+    if _IN_WORKER or multiprocessing.current_process().daemon:
+        return 0
+    try:
+        wanted = min(MAX_WORKERS, int(os.environ.get(WORKERS_VARIABLE, "").strip() or 0))
+    except ValueError:
+        wanted = 0
+    try:
+        large = path.stat().st_size >= MIN_PARALLEL_BYTES
+    except OSError:
+        return 0
+    return max(0, wanted) if large else 0
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    pool = _POOL.get("pool")
+    if pool is None or _POOL.get("workers") != workers:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        context: Any = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+        if os.name == "posix":
+            context.set_forkserver_preload([__name__])
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=forbid_in_this_process
+        )
+        _POOL.update(pool=pool, workers=workers)
+    return pool
+
+
+@atexit.register
+def _shutdown() -> None:
+    pool = _POOL.pop("pool", None)
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _decode_part(blob: bytes, time_unit: str, round_to_us: bool) -> dict[str, Any] | None:
+    """Worker: one chunk's columns (``None``: the chunk does not decode cleanly; read serially)."""
+    try:
+        events: list[Event] = EVENTS_DECODER.decode(blob)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
+    builder.add(events)
+    return builder.export()
+
+
+def read_parallel(path: Path, *, max_bytes: float, builder: TableBuilder, workers: int) -> EventStream:
+    """Fill ``builder`` from ``path`` with ``workers`` processes; return the stream (its document).
+
+    Raises :class:`ParallelReadError` when the file must be read serially (``builder`` is then spoiled),
+    including for any error: the serial read finds the first one and words it exactly.
+    """
+    stream = EventStream(path, max_bytes=max_bytes)
+    pending: deque[Future[dict[str, Any] | None]] = deque()
+    try:
+        pool = _pool(workers)
+        first = True
+        for piece in stream.pieces():
+            if isinstance(piece, list):  # the last chunk, decoded by the stream
+                _drain(pending, builder, 0)
+                builder.add(piece)
+            elif first:  # read here: it settles the time unit before any worker needs it
+                builder.add(EVENTS_DECODER.decode(piece))
+                first = False
+            else:
+                pending.append(pool.submit(_decode_part, piece, builder.time_unit, builder.round_to_us))
+                _drain(pending, builder, 2 * workers)
+        _drain(pending, builder, 0)
+    except ParallelReadError:
+        _LOG.debug("parallel read of %s falls back to serial: a chunk did not decode cleanly", path)
+        raise
+    except Exception as error:  # anything at all: the serial read gives the answer
+        _LOG.debug("parallel read of %s falls back to serial: %r", path, error)
+        raise ParallelReadError from None
+    finally:
+        for future in pending:
+            future.cancel()
+    _LOG.debug("read %s with %d worker processes", path, workers)
+    return stream
+
+
+def _drain(pending: deque[Future[dict[str, Any] | None]], builder: TableBuilder, keep: int) -> None:
+    """Merge finished parts in file order until at most ``keep`` are in flight."""
+    while len(pending) > keep:
+        _merge(pending.popleft().result(), builder)
+
+
+def _merge(part: dict[str, Any] | None, builder: TableBuilder) -> None:
+    if part is None:
+        raise ParallelReadError
+    builder.merge(part)

@@ -1,0 +1,112 @@
+"""Rank files on Ray: one task per file, on a local Ray or a running cluster.
+
+:func:`lightspeed.trace.summarize_ranks` and its siblings take
+``engine="ray"``: each rank file becomes one Ray task that loads it (writing
+its Parquet to the trace cache of the node it runs on, so a second analysis
+there skips parsing) and computes that rank's part of the analysis, the same
+function the local process pool runs. Only these partial results come back
+to the caller, which reduces them exactly as the serial path does, so the
+numbers are the same to the last digit.
+
+``address`` is a running cluster's (``ray://head:10001``, or ``auto`` on a
+node of it); without one a local Ray is started for the call (and stopped
+after it) unless one is already running in this process. Ray is the ``ray``
+extra (``pip install 'lightspeed[ray]'``); every node of a cluster needs
+lightspeed installed (docs/trace.md says how).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
+
+from lightspeed.errors import MissingExtraError, UserInputError
+
+_LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+R = TypeVar("R")
+LOCAL_OBJECT_STORE_BYTES = 256 << 20  # per-rank parts are small; keep a local Ray's footprint small
+CONNECT_TIMEOUT_S: Final = 5.0  # Ray itself retries an address that does not answer for minutes
+_FIX_ADDRESS: Final = (
+    "start one with 'ray start --head' on its head node, or give a running cluster's address "
+    "(HOST:6379 on a node of it, ray://HOST:10001 from outside it, auto on a node of it)"
+)
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or a :class:`MissingExtraError` naming the extra."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("ray", "ray", "--engine ray (rank traces on Ray)") from None
+    return ray
+
+
+def ray_map(
+    function: Callable[[T, Any], R], items: Sequence[T], *, shared: Any, address: str | None = None
+) -> list[R]:
+    """``[function(item, shared) for item in items]``, one Ray task per item, results in order.
+
+    ``shared`` is put in Ray's object store once (the hardware catalog) rather than sent
+    with every task.
+    """
+    ray = import_ray()
+    started_here = False
+    if not ray.is_initialized():
+        options: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": logging.WARNING,
+        }
+        if address is None:
+            options["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
+        else:
+            check_reachable(address)
+        try:
+            ray.init(address=address, **options)
+        except (ConnectionError, TimeoutError, RuntimeError, ValueError) as error:
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray"
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0].rstrip(".")
+            raise UserInputError(
+                f"cannot start or reach {where}: {first_line}; fix: {_FIX_ADDRESS}"
+            ) from None
+        started_here = True
+        _LOG.info("Ray started (%s)", address or "local")
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(function)
+        shared_ref = ray.put(shared)
+        return list(ray.get([task.remote(item, shared_ref) for item in items]))
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def check_reachable(address: str) -> None:
+    """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing answers within
+    ``CONNECT_TIMEOUT_S``, rather than leave Ray retrying it for minutes; ``auto`` is Ray's to find.
+
+    >>> check_reachable("auto")  # Ray finds the cluster of this node itself
+    >>> check_reachable("head-node")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: --address 'head-node' is not HOST:PORT, ray://HOST:PORT or auto; ...
+    """
+    target = address.strip().removeprefix("ray://")
+    if target in ("auto", "local"):
+        return
+    host, _, port_text = target.rpartition(":")
+    host = host.strip("[]")  # an IPv6 host in brackets
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UserInputError(
+            f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
+        )
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UserInputError(
+            f"no Ray cluster answers at {address!r} ({reason}); fix: {_FIX_ADDRESS}"
+        ) from None
