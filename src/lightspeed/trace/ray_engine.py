@@ -22,7 +22,8 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.errors import UserInputError
+from lightspeed.extras import import_extra
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,11 +38,7 @@ _FIX_ADDRESS: Final = (
 
 def import_ray() -> Any:
     """The ``ray`` module, or a :class:`MissingExtraError` naming the extra."""
-    try:
-        import ray
-    except ImportError:
-        raise MissingExtraError("ray", "ray", "--engine ray (rank traces on Ray)") from None
-    return ray
+    return import_extra("ray", extra="ray", purpose="--engine ray (rank traces on Ray)")
 
 
 def ray_map(
