@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import platform
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from lightspeed import __version__, nvml
-from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, first_line
+from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, UserInputError, first_line
 from lightspeed.extras import extra_of, import_extra, installed_extras, installed_version
 from lightspeed.records import Record
 from lightspeed.store.location import store_location
@@ -172,12 +171,13 @@ def check_ray(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Chec
             "backend", "Ray", "not configured",
             f"ray {version}; no cluster address (RAY_ADDRESS): a local Ray starts when a command needs one",
         )  # fmt: skip
-    host, port = _host_port(address, default_port=10001 if address.startswith("ray://") else 6379)
-    problem = _connect(host, port, timeout_s)
-    if problem:
-        detail = f"ray {version}; nothing answers at {host}:{port} ({problem})"
-        return Check("backend", "Ray", "unreachable", detail)
-    return Check("backend", "Ray", "ok", f"ray {version}; the cluster at {host}:{port} answers")
+    from lightspeed.trace.ray_engine import check_reachable  # the address grammar of --engine ray
+
+    try:
+        check_reachable(address, timeout_s=timeout_s)
+    except UserInputError as error:
+        return Check("backend", "Ray", "unreachable", f"ray {version}; {error}")
+    return Check("backend", "Ray", "ok", f"ray {version}; the cluster at {address} answers")
 
 
 def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
@@ -235,25 +235,6 @@ def _install_name(module: str) -> str:
     """What to ``pip install`` for ``module``: its extra (``lightspeed[ray]``), else the module."""
     found = extra_of(module)
     return f"lightspeed[{found[0]}]" if found is not None else module
-
-
-def _host_port(address: str, *, default_port: int) -> tuple[str, int]:
-    """``host`` and ``port`` of ``ray://host:port``, ``host:port`` or ``host``."""
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return parts.hostname or address, port or default_port
-
-
-def _connect(host: str, port: int, timeout_s: float) -> str:
-    """'' when a TCP connection to ``host:port`` opens within ``timeout_s``, else why not."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return ""
-    except OSError as error:
-        return first_line(error)
 
 
 class _NoDriver:
