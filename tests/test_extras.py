@@ -117,3 +117,51 @@ def test_a_missing_dependency_of_an_extra_is_not_called_the_extra_itself(tmp_pat
 def test_extra_of_names_the_distribution() -> None:
     assert extra_of("prometheus_client.core") == ("monitor", "prometheus-client")
     assert extra_of("numpy") is None
+
+
+def _break(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, package: str) -> None:
+    """``package`` installed but failing to import, as a library built against another protobuf does
+    (the real one, already imported by other tests, is put back afterwards)."""
+    folder = tmp_path / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text("raise TypeError('Descriptors cannot be created directly')\n")
+    for name in [name for name in sys.modules if name == package or name.startswith(f"{package}.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_a_broken_ray_names_the_ray_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from lightspeed.trace.ray_engine import import_ray
+
+    _break(monkeypatch, tmp_path, "ray")
+    with pytest.raises(MissingExtraError, match=r"Descriptors cannot.*'lightspeed\[ray\]'"):
+        import_ray()
+
+
+def test_a_broken_pyarrow_turns_the_trace_cache_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The cache is optional: a pyarrow that cannot be imported turns it off with a note naming the
+    extra, as a missing one does, instead of failing the first trace write."""
+    from lightspeed.trace import cache as cache_module
+
+    _break(monkeypatch, tmp_path, "pyarrow")
+    cache_module.pyarrow_available.cache_clear()
+    try:
+        assert cache_module.TraceCache.default() is None
+    finally:
+        cache_module.pyarrow_available.cache_clear()
+
+
+def test_a_broken_inflater_is_passed_over_or_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """python-isal installed but broken: the automatic choice takes the next inflater; asking for it
+    by name is one error naming the extra."""
+    from lightspeed.errors import UserInputError
+    from lightspeed.trace.io.source import inflater
+
+    _break(monkeypatch, tmp_path, "isal")
+    inflater.cache_clear()
+    try:
+        assert inflater().name in ("zlib-ng", "zlib")
+        with pytest.raises(UserInputError, match=r"Descriptors cannot.*'lightspeed\[trace\]'"):
+            inflater("isal")
+    finally:
+        inflater.cache_clear()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import platform
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from lightspeed import __version__, nvml
-from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError
+from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, UserInputError, first_line
 from lightspeed.extras import extra_of, import_extra, installed_extras, installed_version
 from lightspeed.records import Record
 from lightspeed.store.location import store_location
@@ -152,7 +151,7 @@ def check_dcgm(modules: tuple[ModuleType, Callable[..., Any]] | None = None, *, 
     except UnsupportedError as error:
         return Check("backend", "DCGM", "unreachable", str(error))
     except Exception as error:  # the bindings raise their own DCGMError when nv-hostengine is not running
-        return Check("backend", "DCGM", "unreachable", f"host engine at {hostname}: {_first_line(error)}")
+        return Check("backend", "DCGM", "unreachable", f"host engine at {hostname}: {first_line(error)}")
     finally:
         with contextlib.suppress(Exception):
             backend.close()
@@ -172,12 +171,13 @@ def check_ray(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Chec
             "backend", "Ray", "not configured",
             f"ray {version}; no cluster address (RAY_ADDRESS): a local Ray starts when a command needs one",
         )  # fmt: skip
-    host, port = _host_port(address, default_port=10001 if address.startswith("ray://") else 6379)
-    problem = _connect(host, port, timeout_s)
-    if problem:
-        detail = f"ray {version}; nothing answers at {host}:{port} ({problem})"
-        return Check("backend", "Ray", "unreachable", detail)
-    return Check("backend", "Ray", "ok", f"ray {version}; the cluster at {host}:{port} answers")
+    from lightspeed.trace.ray_engine import check_reachable  # the address grammar of --engine ray
+
+    try:
+        check_reachable(address, timeout_s=timeout_s)
+    except UserInputError as error:
+        return Check("backend", "Ray", "unreachable", f"ray {version}; {error}")
+    return Check("backend", "Ray", "ok", f"ray {version}; the cluster at {address} answers")
 
 
 def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
@@ -199,7 +199,7 @@ def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_
         with psycopg.connect(location.url, connect_timeout=max(1, round(timeout_s))) as connection:
             version = connection.info.server_version
     except (psycopg.Error, ValueError) as error:
-        detail = f"{location.display}: {location.scrub(_first_line(error))}"
+        detail = f"{location.display}: {location.scrub(first_line(error))}"
         return Check("backend", "PostgreSQL", "unreachable", detail)
     major, minor = divmod(int(version), 10000)
     return Check("backend", "PostgreSQL", "ok", f"{location.display}: server {major}.{minor}")
@@ -223,7 +223,7 @@ def check_exporter(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             text = response.read(1 << 22).decode("utf-8", errors="replace")
     except (urllib.error.URLError, OSError, ValueError) as error:
-        return Check("backend", "Prometheus exporter", "unreachable", f"{url}: {_first_line(error)}")
+        return Check("backend", "Prometheus exporter", "unreachable", f"{url}: {first_line(error)}")
     families = sum(line.startswith("# TYPE ") for line in text.splitlines())
     if not families:
         detail = f"{url} answers, but not with Prometheus metrics"
@@ -235,30 +235,6 @@ def _install_name(module: str) -> str:
     """What to ``pip install`` for ``module``: its extra (``lightspeed[ray]``), else the module."""
     found = extra_of(module)
     return f"lightspeed[{found[0]}]" if found is not None else module
-
-
-def _host_port(address: str, *, default_port: int) -> tuple[str, int]:
-    """``host`` and ``port`` of ``ray://host:port``, ``host:port`` or ``host``."""
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return parts.hostname or address, port or default_port
-
-
-def _connect(host: str, port: int, timeout_s: float) -> str:
-    """'' when a TCP connection to ``host:port`` opens within ``timeout_s``, else why not."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return ""
-    except OSError as error:
-        return _first_line(error)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 class _NoDriver:

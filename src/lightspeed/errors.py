@@ -225,6 +225,18 @@ def closest_names(name: str, known: Iterable[str], limit: int = 5) -> list[str]:
     return [by_lower[key] for key in ordered]
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (a library's error can run to pages), else its type.
+
+    >>> first_line(OSError("connection refused\\n  at socket.connect"))
+    'connection refused'
+    >>> first_line(TimeoutError())
+    'TimeoutError'
+    """
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def require_extra(module: str, extra: str, purpose: str) -> None:
     """Raise :class:`MissingExtraError` unless ``module`` can be imported."""
     import importlib.util

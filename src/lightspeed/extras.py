@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
-from lightspeed.errors import MissingExtraError
+from lightspeed.errors import MissingExtraError, first_line
 from lightspeed.records import Record
 
 LOG = logging.getLogger(__name__)
@@ -80,15 +80,10 @@ def import_extra(module: str, *, extra: str, purpose: str, package: str | None =
         if error.name is not None and (module == error.name or module.startswith(error.name + ".")):
             raise MissingExtraError(label, extra, purpose) from None
         LOG.debug("importing %s failed", module, exc_info=True)
-        raise MissingExtraError(label, extra, purpose, problem=_first_line(error)) from None
+        raise MissingExtraError(label, extra, purpose, problem=first_line(error)) from None
     except Exception as error:  # a broken install raises anything: TypeError, OSError, AttributeError
         LOG.debug("importing %s failed", module, exc_info=True)
-        raise MissingExtraError(label, extra, purpose, problem=_first_line(error)) from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+        raise MissingExtraError(label, extra, purpose, problem=first_line(error)) from None
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,26 @@ def test_gpus_from_torch_when_nvml_is_absent(monkeypatch: pytest.MonkeyPatch, ca
     assert any("NVML found no driver" in note for note in notes)
 
 
+def test_a_broken_torch_is_a_note_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, catalog: Catalog, tmp_path: Path
+) -> None:
+    """torch installed but failing to import (a CUDA build without its libraries) is a note that
+    names the extra, never torch's own OSError out of 'hw detect'."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: the torch probe runs
+    package = tmp_path / "torch"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "raise OSError('libcudart.so.12: cannot open shared object file: No such file or directory')\n"
+    )
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gpus, notes = detect_gpus(catalog)
+    assert gpus == ()
+    (torch_note,) = [note for note in notes if "torch" in note]
+    assert "libcudart.so.12" in torch_note
+    assert "'lightspeed[bench]'" in torch_note
+
+
 @pytest.mark.parametrize(
     ("ids", "expected"),
     [

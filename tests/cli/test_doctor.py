@@ -114,6 +114,11 @@ def test_ray_address_is_reached_for_real(monkeypatch: pytest.MonkeyPatch, listen
     assert check_ray(f"ray://127.0.0.1:{listener}").detail.endswith(f"127.0.0.1:{listener} answers")
     closed = check_ray(f"127.0.0.1:{_closed_port()}", timeout_s=1.0)
     assert closed.status == "unreachable"
+    assert "ray start --head" in closed.detail  # the fix, as '--engine ray --address' says it
+    # the address grammar of '--engine ray': an address it would refuse is not called reachable
+    malformed = check_ray(f"127.0.0.1/{listener}")
+    assert malformed.status == "unreachable"
+    assert "is not HOST:PORT, ray://HOST:PORT or auto" in malformed.detail
     assert check_ray(None).status == "not configured"
     monkeypatch.setattr("lightspeed.doctor.installed_version", lambda dist, module: None)
     assert check_ray(None).status == "missing"

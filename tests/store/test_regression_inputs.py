@@ -174,13 +174,21 @@ def test_the_profilers_empty_last_step_does_not_halve_the_median(tmp_path: Path,
     """torch.profiler stops inside its last step: that step is a few microseconds, not a step. Kept,
     it pulls the median of an even count halfway down and the interval to absurd widths; it is
     left out as every trace analysis leaves it out (HTA's convention)."""
-    base = write_step_trace(tmp_path / "a.json", [900_000, *[100_000] * 6, 5])
-    current = write_step_trace(tmp_path / "b.json", [900_000, *[100_000] * 5, 5])
+    base = write_step_trace(tmp_path / "a.json", [900_000, 100_000, 101_000, 99_000, 100_000, 5])
+    current = write_step_trace(tmp_path / "b.json", [900_000, 100_000, 99_000, 101_000, 5])
+    (samples,) = load_metric_samples(current)
+    assert samples.samples == pytest.approx((0.9, 0.1, 0.099, 0.101))  # no 5e-6 s step
     result = compare_runs(baseline=load_metric_samples(base), current=load_metric_samples(current))
     (comparison,) = result.comparisons
-    assert comparison.current_median == pytest.approx(0.1)  # kept, the median of 5 x 0.1 and 5 us is 0.1
-    assert comparison.baseline_median == pytest.approx(0.1)  # kept: (0.1 + 5e-6) / 2, about 0.05
+    # after the warm-up step: baseline 0.100, 0.101, 0.099, 0.100 and current 0.100, 0.099, 0.101, so
+    # both medians are 0.100 s; kept, the 5 us step made the current median (0.099 + 0.1) / 2 and
+    # the interval -99.99% .. +1,989,900%
+    assert comparison.current_median == pytest.approx(0.1)
+    assert comparison.baseline_median == pytest.approx(0.1)
+    assert -0.05 < comparison.ci_low_fraction <= 0 <= comparison.ci_high_fraction < 0.05
     assert comparison.verdict == "unchanged"
+    (two,) = load_metric_samples(write_step_trace(tmp_path / "c.json", [900_000, 100_000, 5]))
+    assert two.samples == pytest.approx((0.9, 0.1))  # the median of the steps after warm-up is 0.1, not 0.05
 
 
 def test_trace_folder_step_is_its_slowest_rank(tmp_path: Path, write_step_trace) -> None:

@@ -31,7 +31,7 @@ from lightspeed.bench.runtime import (
     torch_dtype,
 )
 from lightspeed.bench.sol import DeviceSol
-from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.errors import UnsupportedError, UserInputError, first_line
 from lightspeed.records import Record
 from lightspeed.workload import TransformerSpec
 
@@ -174,10 +174,9 @@ def check_dtype(torch: ModuleType, device: BenchDevice, precision: str) -> None:
     try:
         _GemmCase(torch, device, GemmShape(m=32, n=32, k=32), precision).run()
     except (RuntimeError, TypeError) as error:  # torch's 'not implemented for dtype' errors are RuntimeErrors
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UnsupportedError(
             f"{device.name or device.kind} cannot multiply {precision} matrices with torch "
-            f"{torch.__version__} ({first_line}); choose another dtype"
+            f"{torch.__version__} ({first_line(error)}); choose another dtype"
         ) from None
 
 
@@ -296,15 +295,8 @@ def run_gemm(
     for precision in dtypes:
         check_dtype(torch, device, precision)
     chosen = list(shapes) if shapes is not None else sweep_shapes(quick=quick, gpu=device.is_gpu)
-    if chosen:
-        largest = max(chosen, key=lambda shape: gemm_bytes(shape, "fp64"))
-        require_memory(
-            torch,
-            device,
-            needed_bytes=max(gemm_bytes(largest, precision) for precision in dtypes),
-            what=f"the {largest.m}x{largest.n}x{largest.k} GEMM ({largest.label})",
-            fix="choose a smaller shape (fewer --tokens rows, or a larger --tp)",
-        )
+    _require_memory(torch, device, chosen, dtypes)
+    warm_s = default_warmup_s(quick=quick, gpu=device.is_gpu) if warmup_s is None else warmup_s
     timer = Timer(torch, device, flush_l2=flush_l2)
     previous_tf32 = torch.backends.cuda.matmul.allow_tf32
     results: list[BenchResult] = []
@@ -315,13 +307,7 @@ def run_gemm(
             torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
             peak, note = sol.compute(precision)
             if chosen:
-                warm_device(
-                    _GemmCase(torch, device, chosen[0], precision),
-                    timer,
-                    seconds=default_warmup_s(quick=quick, gpu=device.is_gpu)
-                    if warmup_s is None
-                    else warmup_s,
-                )
+                warm_device(_GemmCase(torch, device, chosen[0], precision), timer, seconds=warm_s)
             for shape in chosen:
                 if progress is not None:
                     progress(f"gemm {precision} {shape.text}", len(results), total)
@@ -348,6 +334,22 @@ def run_gemm(
     if progress is not None:
         progress("gemm done", total, total)
     return results
+
+
+def _require_memory(
+    torch: Any, device: BenchDevice, shapes: Sequence[GemmShape], dtypes: Sequence[str]
+) -> None:
+    """Refuse, before anything runs, a sweep whose largest GEMM does not fit on ``device``."""
+    if not shapes:
+        return
+    largest = max(shapes, key=lambda shape: gemm_bytes(shape, "fp64"))
+    require_memory(
+        torch,
+        device,
+        needed_bytes=max(gemm_bytes(largest, precision) for precision in dtypes),
+        what=f"the {largest.m}x{largest.n}x{largest.k} GEMM ({largest.label})",
+        fix="choose a smaller shape (fewer --tokens rows, or a larger --tp)",
+    )
 
 
 def best_per_dtype(results: Sequence[BenchResult]) -> dict[str, BenchResult]:

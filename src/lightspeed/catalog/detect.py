@@ -15,8 +15,6 @@ can predict a PyTorch-on-CPU step with the same code as for a GPU.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +32,8 @@ from lightspeed.catalog.mig_profiles import single_gpu_system
 from lightspeed.catalog.records import Accelerator, ComputeFigure, Cpu, System
 from lightspeed.catalog.registry import Catalog
 from lightspeed.datafile import Source
-from lightspeed.errors import UnsupportedError
+from lightspeed.errors import MissingExtraError, UnsupportedError
+from lightspeed.extras import import_extra
 from lightspeed.records import Record
 
 PROC: Final = Path("/proc")
@@ -349,9 +348,10 @@ def _nvml_gpus() -> tuple[list[LocalGpu], str]:
 
 
 def _torch_gpus() -> tuple[list[LocalGpu], str]:
-    if importlib.util.find_spec("torch") is None:
-        return [], "torch not installed: torch.cuda not probed (pip install 'lightspeed[bench]')"
-    torch: Any = importlib.import_module("torch")
+    try:
+        torch: Any = import_extra("torch", extra="bench", purpose="probing GPUs through torch.cuda")
+    except MissingExtraError as error:  # not installed, or installed but failing to import
+        return [], str(error)
     if not torch.cuda.is_available():
         return [], "torch sees no CUDA or ROCm device"
     gpus = []

@@ -18,7 +18,7 @@ from typing import Any, Final
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import PowerPart, SystemPower
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
-from lightspeed.cost.pue import MAX_PUE, MIN_PUE, default_pue
+from lightspeed.cost.pue import site_pue
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.estimate import InferenceEstimate
@@ -425,11 +425,7 @@ def rack_plan(
     (128.0, 1.024)
     """
     check_power_w(site_budget_w, "site budget", "give the site's facility power budget (--site-kw in kW)")
-    if pue is None:
-        site = default_pue()
-        pue, pue_source = site.value, site.source
-    if not math.isfinite(pue) or not MIN_PUE <= pue <= MAX_PUE:
-        raise UserInputError(f"PUE {pue!r} is not in [1, 5]; PUE is facility power / IT power")
+    site = site_pue(pue, pue_source)
     per_rack = systems_per_rack or power.systems_per_rack
     if per_rack < 1:
         raise UserInputError(f"{per_rack} systems per rack: give at least 1")
@@ -437,7 +433,7 @@ def rack_plan(
     racks = math.ceil(systems / per_rack)
     it_power = systems * power.max_power_w
     liquid = it_power * power.liquid_heat_share
-    facility = it_power * pue
+    facility = it_power * site.value
     return RackPlan(
         system=power.system,
         cooling=power.cooling,
@@ -448,18 +444,21 @@ def rack_plan(
         rack_power_w=min(per_rack, systems) * power.max_power_w,
         parts=power.parts,
         site_it_power_w=it_power,
-        pue=pue,
+        pue=site.value,
         site_facility_power_w=facility,
         liquid_heat_w=liquid,
         air_heat_w=it_power - liquid,
         site_budget_w=site_budget_w,
         fits_site=facility <= site_budget_w if site_budget_w is not None else None,
-        sources=tuple(
-            power.sources[key].citation for key in dict.fromkeys(part.source for part in power.parts)
-        )
-        or tuple(source.citation for source in power.sources.values()),
-        pue_source=pue_source,
+        sources=_part_sources(power),
+        pue_source=site.source,
     )
+
+
+def _part_sources(power: SystemPower) -> tuple[str, ...]:
+    """The citations of the parts' power figures, in order (else every source of the system)."""
+    cited = tuple(power.sources[key].citation for key in dict.fromkeys(part.source for part in power.parts))
+    return cited or tuple(source.citation for source in power.sources.values())
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ a prices file (``pue_air``, ``pue_liquid``) replace it with the site's own.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Final
 
 from lightspeed.datafile import Fields, load_toml, parse_sources
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 
@@ -51,4 +52,17 @@ def default_pue() -> SitePue:
     return SitePue(value=value, source=sources[key].citation, note=table.string("note", ""))
 
 
-__all__ = ["MAX_PUE", "MIN_PUE", "SitePue", "default_pue"]
+def site_pue(pue: float | None, source: str = "given") -> SitePue:
+    """``pue`` (from ``source``), checked to be a PUE; ``None``: :func:`default_pue`.
+
+    >>> site_pue(1.2, "--pue").value, site_pue(None).value
+    (1.2, 1.56)
+    """
+    if pue is None:
+        return default_pue()
+    if not math.isfinite(pue) or not MIN_PUE <= pue <= MAX_PUE:
+        raise UserInputError(f"PUE {pue!r} is not in [1, 5]; PUE is facility power / IT power")
+    return SitePue(value=pue, source=source)
+
+
+__all__ = ["MAX_PUE", "MIN_PUE", "SitePue", "default_pue", "site_pue"]

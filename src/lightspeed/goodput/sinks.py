@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from lightspeed.errors import LightspeedError, UserInputError
+from lightspeed.errors import LightspeedError, UserInputError, first_line
 from lightspeed.extras import import_extra
 from lightspeed.goodput.events import BUCKETS, PHASES
 from lightspeed.goodput.ledger import Ledger
@@ -164,7 +164,7 @@ class MlflowSink(MetricSink):
                 else:
                     self._client.get_run(run_id)  # opens the store now, and checks the run exists
         except exceptions.MlflowException as error:
-            raise SinkError(f"MLflow at {uri}: {_first_line(error)}") from None
+            raise SinkError(f"MLflow at {uri}: {first_line(error)}") from None
         self.run_id: str = str(run_id)
 
     def _new_run(self, experiment: str, run_name: str | None) -> str:
@@ -178,7 +178,7 @@ class MlflowSink(MetricSink):
         try:
             self._client.log_batch(self.run_id, metrics=metrics)
         except self._mlflow_error as error:
-            raise SinkError(f"MLflow run {self.run_id}: {_first_line(error)}") from None
+            raise SinkError(f"MLflow run {self.run_id}: {first_line(error)}") from None
 
     def flush(self) -> None:
         """Nothing to do: each ``log`` is one ``log_batch`` call, stored when it returns."""
@@ -223,7 +223,7 @@ class WandbSink(MetricSink):
                 reinit="create_new",
             )
         except (wandb.Error, OSError) as error:
-            raise SinkError(f"W&B run in {directory or 'the default folder'}: {_first_line(error)}") from None
+            raise SinkError(f"W&B run in {directory or 'the default folder'}: {first_line(error)}") from None
         # W&B's own step must only grow, and a restarted job repeats steps: the training step is
         # logged as lightspeed/step, the x-axis of every lightspeed/ metric (W&B's define_metric).
         self._run.define_metric(STEP_METRIC)
@@ -287,11 +287,6 @@ def _folder_store_allowed(uri: str, *, allow: bool) -> Iterator[None]:
         yield
     finally:
         os.environ.pop(_FILE_STORE_VARIABLE, None)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 # -- the figures -----------------------------------------------------------------

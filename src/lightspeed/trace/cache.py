@@ -43,7 +43,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from lightspeed.errors import UserInputError
+from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
 from lightspeed.trace.integrity import BadEvent
@@ -100,11 +101,16 @@ class CacheInfo(Record):
 
 @lru_cache(maxsize=1)
 def pyarrow_available() -> bool:
-    """Whether pyarrow is installed (said once, at INFO level, when it is not)."""
-    if importlib.util.find_spec("pyarrow") is not None:
-        return True
-    _LOG.info("trace cache off: pyarrow is not installed (pip install 'lightspeed[trace]')")
-    return False
+    """Whether pyarrow is installed and imports (said once, at INFO level, when it does not)."""
+    if importlib.util.find_spec("pyarrow") is None:
+        _LOG.info("trace cache off: pyarrow is not installed (pip install 'lightspeed[trace]')")
+        return False
+    try:  # installed but broken (built for another NumPy): the cache is off, the analysis goes on
+        import_extra("pyarrow.parquet", extra="trace", purpose="the trace cache")
+    except MissingExtraError as error:
+        _LOG.info("trace cache off: %s", error)
+        return False
+    return True
 
 
 def cache_limit_bytes() -> int:

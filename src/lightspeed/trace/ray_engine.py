@@ -22,7 +22,8 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from lightspeed.errors import MissingExtraError, UserInputError
+from lightspeed.errors import UserInputError
+from lightspeed.extras import import_extra
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,11 +38,7 @@ _FIX_ADDRESS: Final = (
 
 def import_ray() -> Any:
     """The ``ray`` module, or a :class:`MissingExtraError` naming the extra."""
-    try:
-        import ray
-    except ImportError:
-        raise MissingExtraError("ray", "ray", "--engine ray (rank traces on Ray)") from None
-    return ray
+    return import_extra("ray", extra="ray", purpose="--engine ray (rank traces on Ray)")
 
 
 def ray_map(
@@ -83,9 +80,9 @@ def ray_map(
             ray.shutdown()
 
 
-def check_reachable(address: str) -> None:
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing answers within
-    ``CONNECT_TIMEOUT_S``, rather than leave Ray retrying it for minutes; ``auto`` is Ray's to find.
+    ``timeout_s``, rather than leave Ray retrying it for minutes; ``auto`` is Ray's to find.
 
     >>> check_reachable("auto")  # Ray finds the cluster of this node itself
     >>> check_reachable("head-node")  # doctest: +ELLIPSIS
@@ -103,7 +100,7 @@ def check_reachable(address: str) -> None:
             f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
         )
     try:
-        with socket.create_connection((host, int(port_text)), timeout=CONNECT_TIMEOUT_S):
+        with socket.create_connection((host, int(port_text)), timeout=timeout_s):
             pass
     except OSError as error:
         reason = error.strerror or type(error).__name__

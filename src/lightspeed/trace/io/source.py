@@ -12,7 +12,6 @@ or zlib-ng (both in the ``trace`` extra), else the standard library's zlib;
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import queue
@@ -25,7 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from lightspeed.errors import TraceError, UserInputError
+from lightspeed.errors import MissingExtraError, TraceError, UserInputError
+from lightspeed.extras import import_extra
 from lightspeed.files import check_input, open_input
 from lightspeed.units import GIB
 
@@ -75,12 +75,16 @@ def inflater(name: str | None = None) -> Inflater:
         )
     for candidate in [wanted] if wanted else list(INFLATERS):
         try:
-            module = importlib.import_module(INFLATERS[candidate])
-        except ImportError:
+            module = import_extra(INFLATERS[candidate], extra="trace", purpose=f"the {candidate} inflater")
+        except MissingExtraError as error:  # not installed, or installed but failing to import
             if wanted:
-                raise UserInputError(
-                    f"inflater {wanted!r} is not installed; pip install 'lightspeed[trace]'"
-                ) from None
+                install = (
+                    "pip install 'lightspeed[trace]'" if candidate == "isal" else f"pip install {candidate}"
+                )
+                state = (
+                    "is not installed" if error.problem is None else f"cannot be imported ({error.problem})"
+                )
+                raise UserInputError(f"inflater {wanted!r} {state}; {install}") from None
             continue
         _LOG.debug("gzip inflater: %s", candidate)
         return Inflater(name=candidate, module=module)
