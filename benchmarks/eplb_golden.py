@@ -2,6 +2,7 @@
 
 Usage:
     python benchmarks/eplb_golden.py [--eplb PATH] [--out tests/fixtures/eplb/rebalance_experts.json]
+    python benchmarks/eplb_golden.py --check     # EPLB now still says what the file holds (exit 1 if not)
 
 EPLB (deepseek-ai/EPLB, MIT) is a peer program kept outside the repository
 (``../shared/peers/eplb/eplb.py``, or ``--eplb PATH``; it needs torch). This
@@ -12,8 +13,10 @@ replica of expert ``e`` takes ``load[e] / logcnt[e]``; GPU ``g`` holds slots
 ``g * replicas / gpus`` onward), with provenance: the peer's commit and file
 hash, the command, torch's version and the date. lightspeed's code is not
 used to make the file, so tests/sol/test_experts.py can hold lightspeed's
-balancer to it; a test re-runs EPLB on the same inputs when the peer is
-present and checks that the file is still what EPLB says.
+balancer to it in any clone, with no test skipped for want of the peer.
+``--check`` re-runs EPLB on the same inputs and compares with the file (run it
+when the peer changes; ``benchmarks/moe_balance.py`` compares the balancers on
+DeepSeek-V3-size loads in one run).
 
 Cases: EPLB's README example (2 layers x 12 experts, 16 replicas, 4 groups, 2
 nodes, 8 GPUs); four 12-layer x 64-expert Zipf loads (200,000 tokens per
@@ -108,14 +111,32 @@ def compact_json(document: Any) -> str:
     return re.sub(r"\[[\d.,\s-]*\]", lambda match: re.sub(r"\s+", "", match.group()).replace(",", ", "), text)
 
 
+def check(found: list[dict[str, Any]], path: Path) -> int:
+    """0 when EPLB's outputs now equal the golden file's, case by case; 1 (naming the cases) if not."""
+    golden = {case["name"]: case for case in json.loads(path.read_text(encoding="utf-8"))["cases"]}
+    differ = [
+        case["name"]
+        for case in found
+        if case["name"] not in golden
+        or any(case[key] != golden[case["name"]][key] for key in ("phy2log", "logcnt"))
+    ]
+    print(f"{path}: {len(found) - len(differ)} of {len(found)} cases as EPLB says now")
+    if differ:
+        print("differ: " + ", ".join(differ) + " (rerun without --check to rewrite the file)")
+    return 1 if differ else 0
+
+
 def main() -> None:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eplb", type=Path, default=DEFAULT_EPLB)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--check", action="store_true", help="compare EPLB now with --out; write nothing")
     args = parser.parse_args()
     eplb = load_eplb(args.eplb)
+    if args.check:
+        sys.exit(check(cases(eplb), args.out))
     document = {
         "provenance": {
             "peer": f"DeepSeek EPLB, {EPLB_REPOSITORY} at commit {EPLB_COMMIT} (MIT licence)",

@@ -15,8 +15,6 @@ REPO = Path(__file__).resolve().parents[1]
 # the repository's copy of ../shared (data and validation rows, with their licences)
 SHARED = Path(os.environ.get("LIGHTSPEED_SHARED", REPO / "tests" / "data" / "shared"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-# peer programs that no registry has (DeepSeek's EPLB): run beside lightspeed, never copied into it
-PEERS = Path(os.environ.get("LIGHTSPEED_PEERS", REPO.parent / "shared" / "peers"))
 
 
 def _cuda_available() -> bool:
