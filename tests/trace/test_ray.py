@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import builtins
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,14 +115,7 @@ def test_address_without_ray_engine_is_refused(run_cli: Any, real_trace: Any) ->
 def test_a_missing_ray_is_one_line_naming_the_extra(
     run_cli: Any, real_trace: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_import = builtins.__import__
-
-    def no_ray(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "ray" or name.startswith("ray."):
-            raise ImportError("No module named 'ray'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ray)
+    monkeypatch.setitem(sys.modules, "ray", None)  # what Python does for a module that is not there
     result = run_cli("trace", "summary", str(real_trace("trace_filter")), "--engine", "ray")
     one_line_error(result, "pip install 'lightspeed[ray]'")
     with pytest.raises(MissingExtraError, match=r"lightspeed\[ray\]"):
