@@ -25,6 +25,10 @@ SEARCH_TRAIN = ("search", "train", "--model", "llama-3-8b", "--system", "dgx-h10
                 "--top", "2")  # fmt: skip
 SEARCH_INFER = ("search", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "2",
                 "--max-ttft", "1s", "--isl", "512", "--osl", "128")  # fmt: skip
+# the simulated parts (requests, seed, SLO, rate, finalists) are plan fields too: a file keeps them
+INFER_UNDER_LOAD = (*INFER, "--requests", "300", "--seed", "3")
+SEARCH_AT_SLO = (*SEARCH_INFER, "--slo", "ttft=2s,tpot=50ms", "--rate", "2", "--finalists", "2",
+                 "--requests", "200", "--seed", "5")  # fmt: skip
 
 
 def _json(run_cli: Any, *args: str) -> dict[str, Any]:
@@ -34,21 +38,30 @@ def _json(run_cli: Any, *args: str) -> dict[str, Any]:
     return payload
 
 
-@pytest.mark.parametrize("args", [TRAIN, INFER, SEARCH_TRAIN, SEARCH_INFER], ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize(
+    "args",
+    [TRAIN, INFER, SEARCH_TRAIN, SEARCH_INFER, INFER_UNDER_LOAD, SEARCH_AT_SLO],
+    ids=["plan train", "plan infer", "search train", "search infer", "plan infer load", "search infer slo"],
+)
 def test_a_saved_plan_runs_to_the_same_json(run_cli: Any, tmp_path: Path, args: tuple[str, ...]) -> None:
     saved = tmp_path / "plan.toml"
     first = _json(run_cli, *args, "--save-config", str(saved))
     assert saved.is_file()
     again = _json(run_cli, *args[:2], "--config", str(saved))
-    for volatile in ("elapsed_s",):  # a search's wall time
-        first.pop(volatile, None)
-        again.pop(volatile, None)
-    assert again == first
+    assert _without_wall_times(again) == _without_wall_times(first)
     printed = tmp_path / "out.json"  # the JSON output is a plan file too
     printed.write_text(json.dumps(first), encoding="utf-8")
     from_json = _json(run_cli, *args[:2], "--config", str(printed))
-    from_json.pop("elapsed_s", None)
-    assert from_json == first
+    assert _without_wall_times(from_json) == _without_wall_times(first)
+
+
+def _without_wall_times(payload: Any) -> Any:
+    """``payload`` less every ``elapsed_s`` (a search's or a simulation's wall time), at any depth."""
+    if isinstance(payload, dict):
+        return {key: _without_wall_times(value) for key, value in payload.items() if key != "elapsed_s"}
+    if isinstance(payload, list):
+        return [_without_wall_times(item) for item in payload]
+    return payload
 
 
 def test_the_command_line_wins_over_the_file(run_cli: Any, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import click
 
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration, field_options
-from lightspeed.cli._serve_options import goodput_search_options, resolve_slo, simulation_options
+from lightspeed.cli._serve_options import resolve_slo, slo_of_text
 from lightspeed.cli._sol_options import with_expert_load
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import run, serving_parts
@@ -40,14 +40,13 @@ load_options = field_options(
 
 @click.command("infer")
 @config_options(ServingConfig)
-@simulation_options
 @json_option
-def plan_infer(*, as_json: bool, num_requests: int, seed: int, **values: Any) -> None:
+def plan_infer(*, as_json: bool, **values: Any) -> None:
     """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment; under
     a concurrency or an arrival rate, also the simulated latency percentiles."""
     config = configuration(ServingConfig, values)
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
-    simulated = _simulated_under_load(config, num_requests=num_requests, seed=seed)
+    simulated = _simulated_under_load(config, num_requests=config.num_requests, seed=config.seed)
     if as_json:
         payload = with_expert_load(infer_json(prediction.estimate), prediction.expert_load)
         if simulated is not None:
@@ -93,7 +92,6 @@ def infer_json(estimate: Any) -> dict[str, Any]:
 @click.command("infer")
 @config_options(ServingSearchConfig)
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the Pareto plot (PNG/SVG).")
-@goodput_search_options
 @json_option
 def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> None:
     """Best deployment (TP/EP/PP per replica, replicas, batch) under latency bounds, and the Pareto
@@ -103,7 +101,7 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
     result = prediction.result
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
-    goodput = _goodput_ranking(config, values, precision=result.best.plan.precision)
+    goodput = _goodput_ranking(config, precision=result.best.plan.precision)
     if as_json:
         payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
         payload["goodput"] = None if goodput is None else goodput.to_dict()
@@ -118,13 +116,11 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
         click.echo(f"wrote {path}")
 
 
-def _goodput_ranking(
-    config: ServingSearchConfig, options: dict[str, Any], *, precision: str
-) -> GoodputSearchResult | None:
+def _goodput_ranking(config: ServingSearchConfig, *, precision: str) -> GoodputSearchResult | None:
     """The finalists ranked by goodput per GPU at ``--slo`` (``None`` without it)."""
-    slo = resolve_slo(options["slo_spec"])
+    slo = resolve_slo(slo_of_text(config.slo))
     if slo is None:
-        if options["rate_per_s"] is not None or options["max_rate_at_slo"]:
+        if config.rate_per_s is not None or config.max_rate_at_slo:
             raise UserInputError("--rate and --max-rate-at-slo rank by goodput at an SLO: give --slo too")
         return None
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
@@ -133,11 +129,11 @@ def _goodput_ranking(
         cluster=parts.cluster,
         load=config.serving_load(),
         slo=slo,
-        rate_per_s=options["rate_per_s"],
+        rate_per_s=config.rate_per_s,
         precision=precision,
-        num_requests=options["num_requests"],
-        seed=options["seed"],
-        finalists=options["finalists"],
+        num_requests=config.num_requests,
+        seed=config.seed,
+        finalists=config.finalists,
         efficiency=parts.efficiency,
         speculative=config.speculative_decoding(),
         disaggregated=config.disaggregated,

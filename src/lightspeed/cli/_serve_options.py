@@ -16,11 +16,7 @@ import click
 from lightspeed.cli.options import (
     BLOCK_TOKENS,
     BURSTINESS_CV,
-    FINALISTS,
     FRACTION,
-    PER_SECOND,
-    REQUESTS,
-    SEED,
     SEQUENCES,
     TOKENS_PER_LAYER,
     LengthSpec,
@@ -41,7 +37,6 @@ from lightspeed.sol.serve import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_REQUESTS = 2000
 
 
 def stack_options(function: F, options: Sequence[Callable[[Any], Any]]) -> F:
@@ -105,26 +100,6 @@ def length_options(function: F) -> F:
     )
 
 
-def simulation_options(function: F) -> F:
-    """``--requests`` and ``--seed``."""
-    return stack_options(
-        function,
-        [
-            click.option(
-                "--requests",
-                "num_requests",
-                type=REQUESTS,
-                default=DEFAULT_REQUESTS,
-                show_default=True,
-                help="Requests to simulate.",
-            ),
-            click.option(
-                "--seed", type=SEED, default=0, show_default=True, help="Seed of the request generator."
-            ),
-        ],
-    )
-
-
 def slo_option(function: F) -> F:
     """``--slo ttft=..,tpot=..[,attainment=..]``."""
     return click.option(
@@ -166,34 +141,12 @@ def scheduler_options(function: F) -> F:
     )
 
 
-def goodput_search_options(function: F) -> F:
-    """``search infer``'s ranking by goodput at an SLO: ``--slo``, ``--rate`` or ``--max-rate-at-slo``,
-    ``--finalists`` and the simulation size."""
-    return stack_options(
-        function,
-        [
-            slo_option,
-            click.option(
-                "--rate",
-                "rate_per_s",
-                type=PER_SECOND,
-                help="Rank by goodput per GPU at this rate (req/s).",
-            ),
-            click.option(
-                "--max-rate-at-slo",
-                is_flag=True,
-                help="Rank by the highest rate each finalist sustains at --slo (the default without --rate).",
-            ),
-            click.option(
-                "--finalists",
-                type=FINALISTS,
-                default=6,
-                show_default=True,
-                help="Deployments to simulate.",
-            ),
-            simulation_options,
-        ],
-    )
+def slo_of_text(text: str | None) -> tuple[float | None, float | None, float] | None:
+    """The ``(ttft_s, tpot_s, attainment)`` of an SLO as a configuration keeps it (``None``: none)."""
+    if text is None:
+        return None
+    limits: tuple[float | None, float | None, float] = ServiceLevelSpec().convert(text, None, None)
+    return limits
 
 
 def resolve_slo(spec: tuple[float | None, float | None, float] | None) -> ServiceLevel | None:
@@ -285,7 +238,6 @@ def resolve_workload(
 
 __all__ = [
     "arrival_options",
-    "goodput_search_options",
     "length_options",
     "resolve_arrivals",
     "resolve_lengths",
@@ -293,7 +245,7 @@ __all__ = [
     "resolve_slo",
     "resolve_workload",
     "scheduler_options",
-    "simulation_options",
+    "slo_of_text",
     "slo_option",
     "stack_options",
 ]

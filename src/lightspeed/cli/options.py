@@ -406,6 +406,20 @@ class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]
         return (limits.get("ttft"), limits.get("tpot"), limits["attainment"])
 
 
+class ServiceLevelText(click.ParamType[str]):
+    """An SLO as a plan file keeps it: the text of :class:`ServiceLevelSpec`, checked the same way.
+
+    >>> ServiceLevelText().convert(" ttft=2s,tpot=50ms ", None, None)
+    'ttft=2s,tpot=50ms'
+    """
+
+    name = "slo"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        ServiceLevelSpec().convert(str(value), param, ctx)  # one line naming the problem, or fine
+        return str(value).strip()
+
+
 class LengthSpec(NumericType):
     """How token counts spread around ``--isl``/``--osl``: ``fixed``, ``uniform:MIN-MAX``,
     ``lognormal:STD`` or ``lognormal:STD:MIN-MAX``, ``file:PATH`` (one count per line) or
@@ -527,4 +541,5 @@ BURSTINESS_CV: Final = Number(minimum=0.0, maximum=1000.0, min_open=True)
 SPREAD_TOKENS: Final = Number(minimum=0.0, maximum=MAX_SEQ_LEN, min_open=True, unit="tokens")
 BLOCK_TOKENS: Final = Integer(minimum=1, maximum=2**20, unit="tokens")
 FINALISTS: Final = Integer(minimum=1, maximum=64, unit="deployments")
+SLO_TEXT: Final = ServiceLevelText()
 SIMULATED_S: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True, why="a century")

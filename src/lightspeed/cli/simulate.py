@@ -18,7 +18,6 @@ from lightspeed.cli._serve_options import (
     resolve_slo,
     resolve_workload,
     scheduler_options,
-    simulation_options,
     slo_option,
 )
 from lightspeed.cli.options import SIMULATED_S
@@ -59,7 +58,6 @@ _SCHEDULER_KEYS = (
 @config_options(ServingConfig)
 @arrival_options
 @length_options
-@simulation_options
 @click.option("--mlperf", "mlperf_name", help="An MLPerf LLM benchmark (llama2-70b, mixtral-8x7b ...).")
 @click.option(
     "--scenario",

@@ -63,6 +63,9 @@ SCHEMA_VERSION: Final = 1
 C = TypeVar("C", bound="JobConfig")
 
 
+DEFAULT_SIMULATED_REQUESTS: Final = 2000  # enough for p99 latencies to settle (docs/serving.md)
+
+
 def setting(
     default: Any,
     *,
@@ -484,6 +487,13 @@ class ServingJob(JobConfig):
         help="Serving-stack profile (kernel efficiency, host time, attention-DP pace; sol/data/stacks.toml): "
         "trtllm-2025 (default), vllm-2025, sglang-2025, deepseek-2025, trtllm-2023",
     )
+    num_requests: int = setting(
+        DEFAULT_SIMULATED_REQUESTS,
+        flags=("--requests",),
+        option_type="REQUESTS",
+        help="Requests to simulate (under a load; see docs/serving.md).",
+    )
+    seed: int = setting(0, option_type="SEED", help="Seed of the simulated request generator.")
 
     def speculative_decoding(self) -> SpeculativeDecoding | None:
         """The speculation the job names (``None`` without draft tokens)."""
@@ -582,6 +592,22 @@ class ServingSearchConfig(ServingJob):
         help="tp-ep-pp: TP, EP and PP only; wide-ep: also attention data parallelism (MoE).",
     )
     allow_cross_domain_tp: bool = setting(False, help="Also try TP groups larger than the scale-up domain.")
+    slo: str | None = setting(
+        None,
+        option_type="SLO_TEXT",
+        help="Latency SLO, e.g. ttft=2s,tpot=50ms[,attainment=90%] (DistServe: the share meeting both): "
+        "the finalists are simulated and ranked by goodput per GPU.",
+    )
+    rate_per_s: float | None = setting(
+        None,
+        flags=("--rate",),
+        option_type="PER_SECOND",
+        help="Rank by goodput per GPU at this rate (req/s).",
+    )
+    max_rate_at_slo: bool = setting(
+        False, help="Rank by the highest rate each finalist sustains at --slo (the default without --rate)."
+    )
+    finalists: int = setting(6, option_type="FINALISTS", help="Deployments to simulate.")
 
     def serving_load(self) -> ServingLoad:
         """The request shape (the search finds the batch)."""
