@@ -99,6 +99,26 @@ def test_a_bad_plan_file_is_one_line(
     one_line_error(run_cli("plan", "train", "--config", str(path)), *fragments)
 
 
+@pytest.mark.parametrize(
+    ("line", "fragments"),
+    [
+        ('slo = "ttft=nan"', ("--slo", "cannot read 'nan' as a duration")),
+        ('slo = ""', ("--slo", "give a TTFT or a TPOT limit")),
+        ("rate_per_s = 0.0", ("--rate", "not above the minimum")),
+        ("finalists = 0", ("--finalists", "below the minimum")),
+        ("num_requests = -1", ("--requests", "below the minimum")),
+    ],
+)
+def test_a_bad_simulated_load_in_a_plan_file_is_one_line(
+    run_cli: Any, tmp_path: Path, line: str, fragments: tuple[str, ...]
+) -> None:
+    """The simulated load's fields are checked in a file as their options are on the command line."""
+    path = tmp_path / "plan.toml"
+    path.write_text(f'kind = "serving-search"\nmodel = "llama-3-8b"\nsystem = "dgx-h100"\n{line}\n',
+                    encoding="utf-8")  # fmt: skip
+    one_line_error(run_cli("search", "infer", "--config", str(path)), *fragments)
+
+
 def test_a_model_config_still_goes_to_config(run_cli: Any, tmp_path: Path) -> None:
     hf = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs" / "llama-3-8b" / "config.json"
     job = ("--system", "dgx-h100", "--tp", "2", "--global-batch", "64")
