@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lightspeed.monitor import analyze_run, read_capture, run_command
@@ -117,7 +118,12 @@ def test_a_command_that_ends_before_the_first_sample_is_still_a_run(tmp_path: Pa
     capture = read_capture(capture_path)
     assert capture.num_samples >= 1  # whatever was sampled: the host at least once
     notes = {note.metric: note.text for note in capture.notes}
-    assert "had ended" in notes["process_cpu_cores"]
+    cores = capture.series["host"].get("process_cpu_cores")
+    sampled_alive = cores is not None and bool(np.isfinite(cores).any())
+    # Whether the first sample still saw the command is a race with the kernel (it usually has
+    # ended; on a loaded machine it may not have): a figure, or a note saying why there is none,
+    # never a silent gap.
+    assert sampled_alive or "had ended" in notes.get("process_cpu_cores", "")
     report = analyze_run(path=out)
     assert report.run is not None
     assert report.run.exit_code == 5
