@@ -108,6 +108,57 @@ def test_checkpoint_words_do_not_hide_the_architecture(setups_of: SetupsOf) -> N
     assert (setups["M1"].model.name, setups["M2"].model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
 
 
+@pytest.mark.parametrize(
+    ("lengths", "expected"),
+    [
+        ("ISL 128 OSL 2048", (128, 2048)),
+        ("ISL=1,024, OSL=512", (1024, 512)),
+        ("input 1024 output 512", (1024, 512)),
+        ("input length 8192 / output length 1024", (8192, 1024)),
+        ("input sequence length 3200, output sequence length 800", (3200, 800)),
+        ("1024 input / 512 output tokens", (1024, 512)),
+        ("128 input tokens and 2048 output tokens", (128, 2048)),
+        ("1k in, 2k out", (1024, 2048)),
+        ("2000-token prompts, 200 output tokens", (2000, 200)),
+    ],
+)
+def test_lengths_said_one_at_a_time(setups_of: SetupsOf, lengths: str, expected: tuple[int, int]) -> None:
+    # Sources write the two lengths separately, label before or after the number.
+    setup = setups_of(
+        f"L1\tinfer\tx\tLlama 3.1 8B\t{lengths}\tconcurrency 16\t1\t1\t1\tH100\tFP8\toutput tokens/s\t5,000"
+    )["L1"]
+    assert (setup.load.input_tokens, setup.load.output_tokens, setup.load.concurrency) == (*expected, 16)
+
+
+def test_lengths_in_different_cells_are_not_paired(setups_of: SetupsOf) -> None:
+    # "input 2000 tokens" in one cell and "output tokens/s" in the metric are a decode pool's
+    # context and its metric, not an ISL/OSL pair.
+    setup = setups_of(
+        "L2\tinfer\tsglang blog\tDeepSeek-R1\tinput 2000 tokens\tsaturated decode\t1 (DP attention)\t1"
+        "\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000"
+    )["L2"]
+    assert (setup.batching, setup.load.input_tokens, setup.load.output_tokens) == ("decode", 2000, 1)
+
+
+def test_a_throughput_without_a_stated_load_is_the_servers_most_load(setups_of: SetupsOf) -> None:
+    # Throughput tables (trtllm-bench, vLLM's throughput benchmark) publish the server at load; a
+    # per-user speed or a latency with no load stated is one request at a time; a stated request
+    # rate stays an open loop.
+    setups = setups_of(
+        "T1\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\t\t2\t1\t2\tH200\tFP8\tThroughput (tokens/sec/GPU)"
+        "\t3,900",
+        "T2\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\t\t2\t1\t2\tH200\tFP8\toutput tokens/s/user\t40",
+        "T3\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\t\t2\t1\t2\tH200\tFP8\tTTFT (ms)\t60",
+        "T4\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\trequest rate 4\t2\t1\t2\tH200\tFP8"
+        "\toutput tokens/s\t1,000",
+    )
+    assert (setups["T1"].batching, setups["T1"].load.concurrency) == ("continuous", None)
+    assert setups["T1"].simulation is None
+    assert setups["T2"].load.concurrency == 1
+    assert setups["T3"].load.concurrency == 1
+    assert setups["T4"].load.arrival_rate_per_s == pytest.approx(4.0)
+
+
 def test_decode_pools_max_throughput_and_attention_dp_over_the_ep_group(setups_of: SetupsOf) -> None:
     # "saturated decode" in the batch cell is a decode pool even when the metric does not say so;
     # "max throughput" is the offline maximum load; SGLang's --dp-size = --ep-size with a TP cell
