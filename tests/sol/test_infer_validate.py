@@ -140,6 +140,29 @@ def test_lengths_in_different_cells_are_not_paired(setups_of: SetupsOf) -> None:
     assert (setup.batching, setup.load.input_tokens, setup.load.output_tokens) == ("decode", 2000, 1)
 
 
+@pytest.mark.parametrize(
+    ("load", "metric", "expected"),
+    [
+        ("max concurrency 256", "Output Throughput (tok/s)", (256, "output_tokens_per_s")),
+        ("conc=64", "TPS/GPU", (64, "output_tokens_per_s_per_gpu")),
+        ("64 users", "Interactivity (tok/s/user)", (64, "output_tokens_per_s_per_user")),
+        ("c=32", "E2E latency (s)", (32, "request_latency_s")),
+        ("concurrency: 128", "TTFT P99 (ms)", (128, "ttft_s")),
+        ("16 concurrent clients", "TPS per user", (16, "output_tokens_per_s_per_user")),
+    ],
+)
+def test_loads_and_metrics_as_serving_tables_write_them(
+    setups_of: SetupsOf, load: str, metric: str, expected: tuple[int, str]
+) -> None:
+    # vLLM's --max-concurrency N is N in flight (a bare "max concurrency" is the most load);
+    # "TPS" is tokens per second; "N users" are closed-loop users.
+    setup = setups_of(
+        f"C1\tinfer\tvllm\tLlama 3.1 70B\tISL/OSL 1024/1024\t{load}\t4\t1\t4\tH100\tFP8\t{metric}\t100"
+    )["C1"]
+    assert (setup.load.concurrency, setup.metric) == expected
+    assert setup.batching == "continuous"
+
+
 def test_a_throughput_without_a_stated_load_is_the_servers_most_load(setups_of: SetupsOf) -> None:
     # Throughput tables (trtllm-bench, vLLM's throughput benchmark) publish the server at load; a
     # per-user speed or a latency with no load stated is one request at a time; a stated request

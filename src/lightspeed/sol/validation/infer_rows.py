@@ -136,7 +136,12 @@ _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
 _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(?:tokens)?")
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 _BATCH = re.compile(r"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(\d+)")
-_CONCURRENCY = re.compile(r"concurrency\s*[=:]?\s*(\d+)|(\d+)\s*concurrent")
+# ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``, ``c=64``,
+# ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one request each in flight).
+_CONCURRENCY = re.compile(
+    r"(?:concurrency|\bconc|\bc)\s*[=:]?\s*(\d+)(?![\d.])"
+    r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel )?(?:users|clients)\b)"
+)
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 
 
@@ -243,7 +248,8 @@ def _tokens(text: str) -> int:
 # alone describe a whole deployment.
 _POOL_PHRASES = r"saturated {0}|\({0}|{0} phase|{0} pool|{0}[- ]only"
 # Phrases for a throughput run at the server's most load (batching up to the KV-cache limit).
-_MAX_LOAD = ("offline", "max concurrency", "max load", "max throughput", "max-throughput", "peak throughput")
+# (``max concurrency N`` with a number is vLLM's ``--max-concurrency``: N in flight.)
+_MAX_LOAD = re.compile(r"offline|max concurrency(?!\s*[=:]?\s*\d)|max load|max[ -]throughput|peak throughput")
 
 
 def _names_pool(row: PublishedRow, phase: str) -> bool:
@@ -291,7 +297,7 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
     concurrency = _CONCURRENCY.search(text)
-    if any(phrase in text for phrase in _MAX_LOAD):
+    if _MAX_LOAD.search(text):
         return (
             ServingLoad(isl, osl),
             "continuous",
