@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, _load, _metric, inference_row_setup
-from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.sol.validation.published import PublishedRow, RowError, read_table
 from lightspeed.workload import ModelRegistry
 
 HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tPP\tGPUs\thardware\tprecision\tmetric\tmeasured"
@@ -161,6 +161,35 @@ def test_loads_and_metrics_as_serving_tables_write_them(
     )["C1"]
     assert (setup.load.concurrency, setup.metric) == expected
     assert setup.batching == "continuous"
+
+
+@pytest.mark.parametrize(
+    ("hardware", "gpus"), [("4x H100 SXM", 4), ("8×H100", 8), ("8xH100 80GB", 8), ("2x DGX H100", 16)]
+)
+def test_a_missing_gpu_count_is_read_from_the_hardware_cell(
+    setups_of: SetupsOf, hardware: str, gpus: int
+) -> None:
+    # Sources write the count before the part and leave no GPUs column; a count of systems
+    # counts their GPUs.
+    setup = setups_of(
+        f"G1\tinfer\tx\tLlama 3.1 70B\tISL/OSL 1024/1024\tconcurrency 8\t4\t1\t\t{hardware}\tFP8"
+        "\toutput tokens/s\t3,000"
+    )["G1"]
+    assert setup.plan.num_gpus == gpus
+    assert any("GPUs from the hardware cell" in note for note in setup.assumptions)
+
+
+def test_a_row_with_no_gpu_count_anywhere_says_where_to_give_it(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _table(
+        tmp_path,
+        "G2\tinfer\tx\tLlama 3.1 70B\tISL/OSL 1024/1024\tconcurrency 8\t4\t1\t\tH100 SXM\tFP8"
+        "\toutput tokens/s\t3,000",
+    )
+    (row,) = read_table(path)
+    with pytest.raises(RowError, match="GPUs column.*hardware cell"):
+        inference_row_setup(row, catalog, models)
 
 
 def test_a_throughput_without_a_stated_load_is_the_servers_most_load(setups_of: SetupsOf) -> None:

@@ -64,7 +64,7 @@ from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
+from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
     latency_percentile,
@@ -390,9 +390,7 @@ def _deployment(
 
 def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
-    num_gpus = integer_cell(row.text("GPUs"))
-    if not num_gpus:
-        raise RowError("GPUs is not reported")
+    num_gpus, gpus_note = row_gpus(catalog, row)
     model, model_note = _resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
@@ -405,6 +403,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     reading = _metric(row, num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    notes.extend([gpus_note] if gpus_note else [])
     notes.extend([split_note] if split_note else [])
     if _names_speculation(row):
         notes.append(
