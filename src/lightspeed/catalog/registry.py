@@ -20,9 +20,9 @@ from lightspeed.catalog.clusters import (
 )
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
+from lightspeed.catalog.names import find_by_text, unknown_hint
 from lightspeed.catalog.parse import (
     builtin_files,
-    find_record,
     parse_accelerator,
     parse_cpu,
     parse_link,
@@ -109,7 +109,7 @@ class Catalog:
         if found is not None:
             return found
         every = [*_names(self.accelerators), *_names(self.systems), *_names(self.links), *_names(self.cpus)]
-        raise UnknownNameError("hardware name", name, every, hint="see 'lightspeed hw list'")
+        raise UnknownNameError("hardware name", name, every, hint=unknown_hint(self.accelerators, name))
 
     def cluster(
         self,
@@ -221,14 +221,14 @@ def _names(table: Mapping[str, T]) -> list[str]:
     return list(table)
 
 
-_find = find_record
+_find = find_by_text
 
 
 def _lookup(table: Mapping[str, T], name: str, kind: str) -> T:
     found = _find(table, name)
     if found is None:
         known = [*table, *(alias for record in table.values() for alias in record.aliases)]
-        raise UnknownNameError(kind, name, known, hint="see 'lightspeed hw list'")
+        raise UnknownNameError(kind, name, known, hint=unknown_hint(table, name))
     return found
 
 
