@@ -52,6 +52,14 @@ PUBLISHED_NAMES = [
     ("Llama3 70B", "llama-3-70b"),
     ("Llama 3 8B Instruct FP8", "llama-3-8b"),
     ("Llama-3.2-1B-Instruct-FP8", "llama-3.2-1b"),
+    # models added for the names published rows use (issue 28, coverage)
+    ("microsoft/phi-4", "phi-4"),
+    ("Qwen/Qwen2-72B-Instruct", "qwen2-72b"),
+    ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-24b"),
+    ("Mistral NeMo 12B Instruct FP8", "mistral-nemo-12b"),
+    ("databricks/dbrx-instruct", "dbrx"),
+    ("01-ai/Yi-34B-Chat", "yi-34b"),
+    ("Command R+", "command-r-plus"),
 ]
 
 
