@@ -34,6 +34,15 @@ PUBLISHED_HARDWARE = [
     ("NVIDIA A100 SXM 40GB", "a100-sxm-40gb"),
     ("A100 PCIe 40GB", "a100-pcie-40gb"),
     ("A100 PCIe 80GB", "a100-pcie"),
+    # records added for names published rows use (issue 28, coverage); L40 is not the L40S
+    ("Intel Gaudi 2", "gaudi2"),
+    ("Habana Gaudi2 96GB HBM2e", "gaudi2"),
+    ("Intel Gaudi 3 128GB", "gaudi3"),
+    ("NVIDIA L40", "l40"),
+    ("NVIDIA L40 48GB", "l40"),
+    ("RTX 6000 Ada Generation", "rtx-6000-ada"),
+    ("AMD Instinct MI300A", "mi300a"),
+    ("NVIDIA B100", "b100"),
 ]
 
 
