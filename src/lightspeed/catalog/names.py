@@ -21,6 +21,8 @@ record (``GH200 Grace Hopper`` -> ``gh200``); with a size, every record spelled 
 a form factor whose memory fits is a candidate (``H100 80GB`` is the SXM and the PCIe card:
 no match), and two candidates are no match.
 
+The hardware twin of :mod:`lightspeed.workload.names` (the same reduction for model names).
+
 >>> from lightspeed.catalog import load_catalog
 >>> find_by_text(load_catalog().accelerators, "NVIDIA H100 SXM5 80GB HBM3").name
 'h100-sxm'

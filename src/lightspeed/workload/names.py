@@ -8,6 +8,7 @@ MLPerf accuracy target, and the organization before a ``/``; it also writes a fa
 word and its number the same way glued or apart (``llama3.1`` = ``llama-3.1``, spaces =
 dashes). Version tags (``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
 vocabulary, so a name's version must be one the model lists (:class:`ReducedName`).
+The model twin of :mod:`lightspeed.catalog.names` (the same reduction for hardware names).
 
 >>> reduce_name("meta-llama/Llama-2-70b-chat-hf").base
 'llama2-70b'
