@@ -39,6 +39,7 @@ from typing import Final
 from lightspeed.catalog.parse import Named, find_record
 from lightspeed.catalog.records import Accelerator, System
 from lightspeed.datafile import normalize_name
+from lightspeed.errors import UnknownNameError
 
 LEADING_WORDS: Final = frozenset({"nvidia", "amd", "instinct", "intel", "habana", "google", "cloud"})
 DROPPED_WORDS: Final = frozenset(
@@ -148,15 +149,24 @@ def memory_mismatches(known: Mapping[str, Named], name: str) -> list[Named]:
     return near
 
 
-def unknown_hint(known: Mapping[str, Named], name: str) -> str:
-    """What an unknown-name error adds: the records whose memory differs, else the list command."""
+def unknown_name_error(
+    known: Mapping[str, Named], name: str, kind: str, every: list[str]
+) -> UnknownNameError:
+    """The error for a ``name`` no record of ``known`` is: the records it may mean when it is
+    ambiguous, the record whose memory differs when only the size is wrong, else the closest of
+    ``every`` (the names and aliases to suggest)."""
+    candidates = [record.name for record in matching_records(known, name)]
+    if len(candidates) > 1:
+        hint = f"it may mean any of {', '.join(candidates)}; name one"
+        return UnknownNameError(kind, name, candidates, hint=hint)
     near = memory_mismatches(known, name)
-    if not near:
-        return "see 'lightspeed hw list'"
-    return (
-        f"{', '.join(record.name for record in near)} has other memory; for a variant with this memory "
-        "write a --catalog file (docs/catalog.md, 'Adding or overriding records')"
-    )
+    if near:
+        hint = (
+            f"{', '.join(record.name for record in near)} has other memory; for a variant with this "
+            "memory write a --catalog file (docs/catalog.md, 'Adding or overriding records')"
+        )
+        return UnknownNameError(kind, name, every, hint=hint)
+    return UnknownNameError(kind, name, every, hint="see 'lightspeed hw list'")
 
 
 def find_by_text(known: Mapping[str, Named], name: str) -> Named | None:
@@ -171,5 +181,5 @@ __all__ = [
     "matching_records",
     "memory_mismatches",
     "reduce_hardware_name",
-    "unknown_hint",
+    "unknown_name_error",
 ]

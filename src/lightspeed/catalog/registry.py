@@ -20,7 +20,7 @@ from lightspeed.catalog.clusters import (
 )
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
-from lightspeed.catalog.names import find_by_text, unknown_hint
+from lightspeed.catalog.names import find_by_text, unknown_name_error
 from lightspeed.catalog.parse import (
     builtin_files,
     parse_accelerator,
@@ -31,7 +31,7 @@ from lightspeed.catalog.parse import (
 )
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
-from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
+from lightspeed.errors import DataFileError, InvalidPlanError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
 
@@ -109,7 +109,7 @@ class Catalog:
         if found is not None:
             return found
         every = [*_names(self.accelerators), *_names(self.systems), *_names(self.links), *_names(self.cpus)]
-        raise UnknownNameError("hardware name", name, every, hint=unknown_hint(self.accelerators, name))
+        raise unknown_name_error(self.accelerators, name, "hardware name", every)
 
     def cluster(
         self,
@@ -228,7 +228,7 @@ def _lookup(table: Mapping[str, T], name: str, kind: str) -> T:
     found = _find(table, name)
     if found is None:
         known = [*table, *(alias for record in table.values() for alias in record.aliases)]
-        raise UnknownNameError(kind, name, known, hint=unknown_hint(table, name))
+        raise unknown_name_error(table, name, kind, known)
     return found
 
 
