@@ -83,6 +83,9 @@ def test_a_reduced_name_two_records_share_is_no_match(catalog: Catalog) -> None:
     assert catalog.accelerator("H100").name == "h100-sxm"
     with pytest.raises(UnknownNameError, match="may mean any of h100-pcie, h100-sxm"):
         catalog.accelerator("H100 80GB")
+    with pytest.raises(UnknownNameError, match="may mean any of h100-pcie, h100-sxm"):
+        catalog.resolve_cluster("H100 80GB")  # as --system: not read as a cluster spec
+    assert catalog.resolve_cluster("NVIDIA H200 141GB").system.accelerator.name == "h200-sxm"
     # A name that is exactly one record's stays that record's: "A100 PCIe" is the 80 GB card.
     assert catalog.accelerator("NVIDIA A100 PCIe").name == "a100-pcie"
 

@@ -20,7 +20,7 @@ from lightspeed.catalog.clusters import (
 )
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
-from lightspeed.catalog.names import find_by_text, unknown_name_error
+from lightspeed.catalog.names import find_by_text, matching_records, unknown_name_error
 from lightspeed.catalog.parse import (
     builtin_files,
     parse_accelerator,
@@ -185,6 +185,8 @@ class Catalog:
             cluster = build_cluster(system, num_nodes=nodes)
         elif split_slice_name(str(text_or_path)) or _find(self.accelerators, str(text_or_path)):
             cluster = build_cluster(single_gpu_system(self.accelerator(str(text_or_path))), num_nodes=1)
+        elif len(matching_records(self.accelerators, str(text_or_path))) > 1:
+            raise unknown_name_error(self.accelerators, str(text_or_path), "device", [])
         else:
             cluster = self.parse_cluster(str(text_or_path))
         if num_accelerators is not None and num_accelerators > cluster.num_accelerators:
