@@ -30,7 +30,20 @@ def test_llama2_70b_limits_and_lengths_match_mlcommons() -> None:
     assert output is not None
     assert output.mean_tokens == pytest.approx(294.45, abs=0.5)
     assert prompt is not None
-    assert prompt.maximum_tokens == 1023  # processorca keeps prompts under 1,024 tokens
+    # the 24,576 samples' tok_input_length (openshift-psap's summary of the MLCommons pickle):
+    # mean 222.33, sd 171.50, 48 to 1,021 tokens (processorca keeps prompts under 1,024)
+    assert (prompt.kind, prompt.mean_tokens, prompt.std_tokens) == ("lognormal", 222.33, 171.50)
+    assert (prompt.minimum_tokens, prompt.maximum_tokens) == (48, 1021)
+
+
+def test_405b_lengths_match_the_readme_and_the_dataset() -> None:
+    """language/llama3.1-405b README: 684.68 tokens per sample, which the dataset summary's
+    output mean (684.7) matches; prompts average 9,428.6 tokens."""
+    prompt, output = load_mlperf_workload("llama3.1-405b").lengths()
+    assert prompt is not None
+    assert output is not None
+    assert output.mean_tokens == 684.68
+    assert prompt.mean_tokens == 9428.6
 
 
 def test_every_workload_cites_its_sources() -> None:
@@ -56,7 +69,9 @@ def test_scenarios_need_what_they_need() -> None:
     with pytest.raises(UserInputError, match="arrival rate"):
         workload.workload("server")
     with pytest.raises(UserInputError, match="no prompt lengths"):
-        load_mlperf_workload("llama3_1-405b").workload("offline")
+        load_mlperf_workload("mixtral").workload("offline")
+    with pytest.raises(UserInputError, match="no output lengths"):
+        load_mlperf_workload("llama3_1-8b").workload("offline")
     with pytest.raises(UserInputError, match="no Interactive"):
         load_mlperf_workload("mixtral").slo("interactive")
 

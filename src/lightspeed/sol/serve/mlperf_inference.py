@@ -8,9 +8,11 @@ in the Server scenarios is the highest rate that stays valid
 (:func:`lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo` finds it).
 
 Each workload keeps the samples and length statistics MLCommons publishes
-(a source per figure). Where a length distribution is not published, the
-workload says what the simulator draws instead (``input_assumption``), and a
-row's or user's ISL/OSL overrides it.
+and the statistics of its datasets' token counts (a source per figure): a
+length with a mean and a standard deviation is drawn log-normal between its
+bounds; an output with only a mean, uniform about it. Where no statistic is
+known, the workload says what the simulator draws instead
+(``input_assumption``), and a row's or user's ISL/OSL overrides it.
 
 >>> workload = load_mlperf_workload("llama 2 70b")
 >>> workload.name, workload.server_slo.ttft_s, workload.interactive_slo.tpot_s
@@ -54,6 +56,10 @@ class MlperfWorkload(Record):
     interactive_slo: ServiceLevel | None
     aliases: tuple[str, ...]
     sources: tuple[str, ...]
+    input_mean_tokens: float | None = None
+    input_std_tokens: float | None = None
+    input_minimum_tokens: int = 1
+    output_std_tokens: float | None = None
 
     def slo(self, scenario: str) -> ServiceLevel | None:
         """The latency limits of ``scenario`` (``None`` for Offline)."""
@@ -67,17 +73,29 @@ class MlperfWorkload(Record):
         return self.server_slo
 
     def lengths(self) -> tuple[LengthDistribution | None, LengthDistribution | None]:
-        """(prompt, output) distributions from the published statistics, ``None`` where unpublished.
+        """(prompt, output) distributions from the published statistics, ``None`` where unknown.
 
-        Outputs: a uniform spread with the published mean between the published bounds where
-        the mean allows one (symmetric about the mean), else the mean for every sample."""
+        A mean with a standard deviation is log-normal between the bounds; an output mean alone a
+        uniform spread about it from the published minimum; a prompt bound alone uniform up to it."""
         output = None
         if self.output_mean_tokens is not None:
             mean = self.output_mean_tokens
             low = self.output_minimum_tokens
-            output = LengthDistribution.uniform(low, max(round(2 * mean - low), low))
+            if self.output_std_tokens is not None:
+                output = LengthDistribution.lognormal(
+                    mean, self.output_std_tokens, low, self.output_maximum_tokens
+                )
+            else:
+                output = LengthDistribution.uniform(low, max(round(2 * mean - low), low))
         prompt = None
-        if self.input_maximum_tokens is not None:
+        if self.input_mean_tokens is not None and self.input_std_tokens is not None:
+            prompt = LengthDistribution.lognormal(
+                self.input_mean_tokens,
+                self.input_std_tokens,
+                self.input_minimum_tokens,
+                self.input_maximum_tokens,
+            )
+        elif self.input_maximum_tokens is not None:
             prompt = LengthDistribution.uniform(1, self.input_maximum_tokens)
         return prompt, output
 
@@ -136,7 +154,14 @@ def _slo(table: Fields, prefix: str) -> ServiceLevel | None:
 def _workload(name: str, table: Fields, sources: Mapping[str, object]) -> MlperfWorkload:
     cited = tuple(
         table.check_source(key, sources)
-        for key in ("samples_source", "limits_source", "lengths_source", "output_mean_source")
+        for key in (
+            "samples_source",
+            "limits_source",
+            "lengths_source",
+            "output_mean_source",
+            "input_stats_source",
+            "output_stats_source",
+        )
         if table.has(key)
     )
     server = _slo(table, "server")
@@ -154,6 +179,10 @@ def _workload(name: str, table: Fields, sources: Mapping[str, object]) -> Mlperf
         output_maximum_tokens=table.optional_integer("output_maximum_tokens"),
         input_maximum_tokens=table.optional_integer("input_maximum_tokens"),
         input_assumption=table.string("input_assumption", default=""),
+        input_mean_tokens=table.number("input_mean_tokens") if table.has("input_mean_tokens") else None,
+        input_std_tokens=table.number("input_std_tokens") if table.has("input_std_tokens") else None,
+        input_minimum_tokens=table.integer("input_minimum_tokens", default=1, minimum=1),
+        output_std_tokens=table.number("output_std_tokens") if table.has("output_std_tokens") else None,
         server_slo=server,
         interactive_slo=_slo(table, "interactive"),
         aliases=table.strings("aliases") if table.has("aliases") else (),
