@@ -124,6 +124,15 @@ def test_missing_file(tmp_path: Path) -> None:
         read_expert_load(tmp_path / "none.json")
 
 
+def test_a_csv_of_names_without_counts_is_a_data_file_error(tmp_path: Path) -> None:
+    # found by the property test below: rows that are labels only made a (2, 0) table, which
+    # failed later as a plain input error without naming the file
+    path = tmp_path / "names.csv"
+    path.write_text("layer a\nlayer b\n", encoding="utf-8")
+    with pytest.raises(DataFileError, match="no expert counts"):
+        read_expert_load(path)
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.binary(max_size=200))
 def test_any_bytes_give_a_load_or_a_data_file_error(data: bytes) -> None:

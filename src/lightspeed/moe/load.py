@@ -236,6 +236,10 @@ def _table(rows: Sequence[Sequence[float]], names: Sequence[str], path: Path, **
     if len(rows) > MAX_LAYERS:
         raise DataFileError(path, f"more than {MAX_LAYERS} layers")
     widths = {len(row) for row in rows}
+    if widths == {0}:
+        raise DataFileError(
+            path, "the rows hold no expert counts", fix="give every layer one count per expert after its name"
+        )
     if len(widths) > 1:
         raise DataFileError(
             path,
