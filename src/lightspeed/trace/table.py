@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Final
 
@@ -164,9 +163,10 @@ def intern(table: dict[Any, int], values: list[Any]) -> npt.NDArray[np.int32]:
     ([1, 0, 2, 1], {'a': 0, 'b': 1, 'c': 2})
     """
     count = len(values)
-    ids = np.fromiter(map(table.get, values, repeat(-1, count)), dtype=np.int32, count=count)
-    if count and int(ids.min()) < 0:
-        for value in [v for v in dict.fromkeys(values) if v not in table]:
-            table[value] = len(table)
-        ids = np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=count)
-    return ids
+    try:  # one C-level pass of plain lookups (a single-iterable map is the cheapest)
+        return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=count)
+    except KeyError:
+        pass
+    for value in [v for v in dict.fromkeys(values) if v not in table]:
+        table[value] = len(table)
+    return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=count)

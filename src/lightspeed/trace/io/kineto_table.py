@@ -7,6 +7,7 @@ tree and the table never coexist in full.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
@@ -100,9 +101,9 @@ class TableBuilder:
                 np.fromiter(map(_TS, kept), np.int64, len(kept)) if whole else np.rint(ts).astype(np.int64)
             )
             add("ts_int", exact)
-        add("tid", self._id_column(list(map(_TID, kept))))
+        add("tid", self._id_column(_TID, kept))
         args = list(map(_ARGS, kept))
-        add("stream", self._id_column(list(map(_STREAM, args))))
+        add("stream", self._id_column(_STREAM, args))
         add("correlation", np.fromiter(map(_CORRELATION, args), dtype=np.int64, count=len(args)))
         flop = np.fromiter(map(_FLOPS, args), dtype=np.float64, count=len(args))
         with_flop = np.flatnonzero(flop > 0)
@@ -189,12 +190,13 @@ class TableBuilder:
         for device, count in zip(found.tolist(), counts.tolist(), strict=True):
             self._device_counts[device] = self._device_counts.get(device, 0) + count
 
-    def _id_column(self, values: list[Any]) -> I64:
-        """Integers as int64; strings are parsed (HTA: ``int(s)``) or become stable ids below -1."""
+    def _id_column(self, field: Callable[[Any], Any], items: list[Any]) -> I64:
+        """``field`` of each item: integers as int64; strings are parsed (HTA: ``int(s)``) or become
+        stable ids below -1 (one C-level pass when they are all integers, as they usually are)."""
         try:
-            return np.array(values, dtype=np.int64)
+            return np.fromiter(map(field, items), dtype=np.int64, count=len(items))
         except (TypeError, ValueError, OverflowError):
-            return np.array([self._as_int(v) for v in values], dtype=np.int64)
+            return np.array([self._as_int(v) for v in map(field, items)], dtype=np.int64)
 
     def _as_int(self, value: Any) -> int:
         if isinstance(value, int):
