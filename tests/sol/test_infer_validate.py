@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, _load, _metric, inference_row_setup
-from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.sol.validation.published import PublishedRow, RowError, read_table
 from lightspeed.workload import ModelRegistry
 
 HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tPP\tGPUs\thardware\tprecision\tmetric\tmeasured"
@@ -106,6 +106,109 @@ def test_checkpoint_words_do_not_hide_the_architecture(setups_of: SetupsOf) -> N
         "\ttotal output tokens/s\t10,000",
     )
     assert (setups["M1"].model.name, setups["M2"].model.name) == ("llama-4-maverick", "qwen3-coder-480b-a35b")
+
+
+@pytest.mark.parametrize(
+    ("lengths", "expected"),
+    [
+        ("ISL 128 OSL 2048", (128, 2048)),
+        ("ISL=1,024, OSL=512", (1024, 512)),
+        ("input 1024 output 512", (1024, 512)),
+        ("input length 8192 / output length 1024", (8192, 1024)),
+        ("input sequence length 3200, output sequence length 800", (3200, 800)),
+        ("1024 input / 512 output tokens", (1024, 512)),
+        ("128 input tokens and 2048 output tokens", (128, 2048)),
+        ("1k in, 2k out", (1024, 2048)),
+        ("2000-token prompts, 200 output tokens", (2000, 200)),
+    ],
+)
+def test_lengths_said_one_at_a_time(setups_of: SetupsOf, lengths: str, expected: tuple[int, int]) -> None:
+    # Sources write the two lengths separately, label before or after the number.
+    setup = setups_of(
+        f"L1\tinfer\tx\tLlama 3.1 8B\t{lengths}\tconcurrency 16\t1\t1\t1\tH100\tFP8\toutput tokens/s\t5,000"
+    )["L1"]
+    assert (setup.load.input_tokens, setup.load.output_tokens, setup.load.concurrency) == (*expected, 16)
+
+
+def test_lengths_in_different_cells_are_not_paired(setups_of: SetupsOf) -> None:
+    # "input 2000 tokens" in one cell and "output tokens/s" in the metric are a decode pool's
+    # context and its metric, not an ISL/OSL pair.
+    setup = setups_of(
+        "L2\tinfer\tsglang blog\tDeepSeek-R1\tinput 2000 tokens\tsaturated decode\t1 (DP attention)\t1"
+        "\t16\tH200\tFP8\toutput tokens/s per GPU\t1,000"
+    )["L2"]
+    assert (setup.batching, setup.load.input_tokens, setup.load.output_tokens) == ("decode", 2000, 1)
+
+
+@pytest.mark.parametrize(
+    ("load", "metric", "expected"),
+    [
+        ("max concurrency 256", "Output Throughput (tok/s)", (256, "output_tokens_per_s")),
+        ("conc=64", "TPS/GPU", (64, "output_tokens_per_s_per_gpu")),
+        ("64 users", "Interactivity (tok/s/user)", (64, "output_tokens_per_s_per_user")),
+        ("c=32", "E2E latency (s)", (32, "request_latency_s")),
+        ("concurrency: 128", "TTFT P99 (ms)", (128, "ttft_s")),
+        ("16 concurrent clients", "TPS per user", (16, "output_tokens_per_s_per_user")),
+    ],
+)
+def test_loads_and_metrics_as_serving_tables_write_them(
+    setups_of: SetupsOf, load: str, metric: str, expected: tuple[int, str]
+) -> None:
+    # vLLM's --max-concurrency N is N in flight (a bare "max concurrency" is the most load);
+    # "TPS" is tokens per second; "N users" are closed-loop users.
+    setup = setups_of(
+        f"C1\tinfer\tvllm\tLlama 3.1 70B\tISL/OSL 1024/1024\t{load}\t4\t1\t4\tH100\tFP8\t{metric}\t100"
+    )["C1"]
+    assert (setup.load.concurrency, setup.metric) == expected
+    assert setup.batching == "continuous"
+
+
+@pytest.mark.parametrize(
+    ("hardware", "gpus"), [("4x H100 SXM", 4), ("8×H100", 8), ("8xH100 80GB", 8), ("2x DGX H100", 16)]
+)
+def test_a_missing_gpu_count_is_read_from_the_hardware_cell(
+    setups_of: SetupsOf, hardware: str, gpus: int
+) -> None:
+    # Sources write the count before the part and leave no GPUs column; a count of systems
+    # counts their GPUs.
+    setup = setups_of(
+        f"G1\tinfer\tx\tLlama 3.1 70B\tISL/OSL 1024/1024\tconcurrency 8\t4\t1\t\t{hardware}\tFP8"
+        "\toutput tokens/s\t3,000"
+    )["G1"]
+    assert setup.plan.num_gpus == gpus
+    assert any("GPUs from the hardware cell" in note for note in setup.assumptions)
+
+
+def test_a_row_with_no_gpu_count_anywhere_says_where_to_give_it(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _table(
+        tmp_path,
+        "G2\tinfer\tx\tLlama 3.1 70B\tISL/OSL 1024/1024\tconcurrency 8\t4\t1\t\tH100 SXM\tFP8"
+        "\toutput tokens/s\t3,000",
+    )
+    (row,) = read_table(path)
+    with pytest.raises(RowError, match="GPUs column.*hardware cell"):
+        inference_row_setup(row, catalog, models)
+
+
+def test_a_throughput_without_a_stated_load_is_the_servers_most_load(setups_of: SetupsOf) -> None:
+    # Throughput tables (trtllm-bench, vLLM's throughput benchmark) publish the server at load; a
+    # per-user speed or a latency with no load stated is one request at a time; a stated request
+    # rate stays an open loop.
+    setups = setups_of(
+        "T1\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\t\t2\t1\t2\tH200\tFP8\tThroughput (tokens/sec/GPU)"
+        "\t3,900",
+        "T2\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\t\t2\t1\t2\tH200\tFP8\toutput tokens/s/user\t40",
+        "T3\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\t\t2\t1\t2\tH200\tFP8\tTTFT (ms)\t60",
+        "T4\tinfer\tx\tLlama 3.3 70B\tISL 128 OSL 2048\trequest rate 4\t2\t1\t2\tH200\tFP8"
+        "\toutput tokens/s\t1,000",
+    )
+    assert (setups["T1"].batching, setups["T1"].load.concurrency) == ("continuous", None)
+    assert setups["T1"].simulation is None
+    assert setups["T2"].load.concurrency == 1
+    assert setups["T3"].load.concurrency == 1
+    assert setups["T4"].load.arrival_rate_per_s == pytest.approx(4.0)
 
 
 def test_decode_pools_max_throughput_and_attention_dp_over_the_ep_group(setups_of: SetupsOf) -> None:

@@ -89,6 +89,15 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
             f"{format_duration(result.elapsed_s)}",
         ],
     ]
+    if result.plan.dp_attention > 1:
+        rows.insert(
+            -1,
+            [
+                "attention DP",
+                f"balance {format_percent(result.attention_dp_balance)} (mean tokens per rank over the "
+                f"busiest's); perfect balance would be {result.attention_dp_balanced_speedup:,.2f}x faster",
+            ],
+        )
     if result.num_in_flight:
         rows.insert(4, ["stopped with", f"{result.num_in_flight:,} requests in flight"])
     return rows

@@ -16,11 +16,14 @@ from lightspeed.sol.serve import (
     SchedulerConfig,
     ServiceLevel,
     ServingWorkload,
+    SimulationResult,
     generate_requests,
     simulate,
+    simulate_deployment,
     simulated_deployment,
 )
 from lightspeed.sol.serve.engine import Engine
+from lightspeed.sol.serve.workload import Requests
 from lightspeed.workload import ModelRegistry
 
 H100 = "dgx-h100"
@@ -227,6 +230,54 @@ def test_attention_ranks_run_at_the_busiest_ranks_pace(catalog: Catalog, models:
     per_step = (outcome.iteration_s / outcome.iteration_steps)[prompt == 0]
     assert np.median(one_prompt) > 1.3 * np.median(per_step)
     assert result.max_running == 64
+
+
+def test_attention_dp_balance_is_the_ranks_mean_tokens_over_the_busiest(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """TensorRT-LLM's balance ratio by hand, eight one-token requests at time zero routed one per
+    rank. The first request starts the idle replica alone: its 1,000-token prompt on rank 0 and
+    nothing elsewhere, a mean of 125 tokens over the busiest's 1,000 (0.125). The next iteration
+    prefills the other seven 10-token prompts on ranks 1-7 and nothing on rank 0: 8.75 over 10
+    (0.875). Perfect balance would shrink each iteration by its ratio. Without attention DP a run is
+    balanced by definition."""
+    deployment = simulated_deployment(
+        model=models.get("deepseek-v3"),
+        cluster=catalog.cluster("dgx-h200"),
+        plan=InferencePlan(tp=1, dp_attention=8, ep=8, precision="fp8"),
+        scheduler=SchedulerConfig(router="round-robin"),
+    )
+
+    def run(inputs: list[int]) -> SimulationResult:
+        requests = Requests(
+            arrival_s=np.zeros(8),
+            input_tokens=np.asarray(inputs),
+            output_tokens=np.ones(8, dtype=np.int64),
+            cached_tokens=np.zeros(8),
+            concurrency=None,
+        )
+        workload = _workload(ArrivalProcess.offline(), 1000, 1, 8)
+        return simulate_deployment(deployment, workload, requests=requests)
+
+    uneven = run([1000] + [10] * 7)
+    outcome = uneven.outcome
+    assert list(outcome.iteration_prefill_tokens) == [1000.0, 70.0]
+    assert list(outcome.iteration_balance) == pytest.approx([125 / 1000, 8.75 / 10])
+    assert uneven.attention_dp_balance == pytest.approx(0.5)
+    first, second = outcome.iteration_s
+    assert uneven.attention_dp_balanced_speedup == pytest.approx(
+        (first + second) / (0.125 * first + 0.875 * second)
+    )
+    assert uneven.attention_dp_balanced_speedup > 2.0  # the lone long prompt dominates the run
+    even = run([1000] * 8)
+    assert list(even.outcome.iteration_balance) == pytest.approx([1 / 8, 7 / 8])  # one alone, then seven
+    one_rank = simulate_deployment(
+        simulated_deployment(
+            model=models.get("llama-3-8b"), cluster=catalog.cluster(H100), plan=InferencePlan(tp=1)
+        ),
+        _workload(ArrivalProcess.closed(4), 200, 20, 16),
+    )
+    assert (one_rank.attention_dp_balance, one_rank.attention_dp_balanced_speedup) == (1.0, 1.0)
 
 
 def test_slo_goodput_counts_requests_within_both_limits(catalog: Catalog, models: ModelRegistry) -> None:

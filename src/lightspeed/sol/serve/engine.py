@@ -42,7 +42,7 @@ from lightspeed.sol.serve.workload import Requests
 Array = Any
 WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
 ITERATION_END, KV_ARRIVAL = 0, 1
-RECORD_WIDTH = 8  # values per iteration record (see Engine._record)
+RECORD_WIDTH = 9  # values per iteration record (see Engine._record)
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class EngineOutput:
     iteration_running: Array
     iteration_kv_use: Array
     iteration_steps: Array
+    iteration_balance: Array
     num_in_flight: int
     num_preemptions: int
     num_swaps: int
@@ -184,6 +185,7 @@ class Engine:
         self.num_preemptions = 0
         self.num_swaps = 0
         self.prompt_tokens = 0.0  # of the iteration being formed
+        self.balance = 1.0  # of the iteration being formed: mean tokens per rank over the busiest's
         self.chunks: list[tuple[_Rank, float, float]] = []  # (rank, tokens, attended context x tokens)
 
     def _build_replicas(self) -> None:
@@ -439,6 +441,7 @@ class Engine:
                 entry[0] += tokens
                 entry[1] += weighted
         self.prompt_tokens = total_prompt
+        self.balance = 1.0
         if len(ranks) == 1:
             rank = ranks[0]
             decoding = rank.num_decoding
@@ -458,6 +461,8 @@ class Engine:
         total = sum(rank.num_decoding for rank in ranks) * self.query + total_prompt
         if not total:
             return None
+        # TensorRT-LLM's attention-DP balance ratio: the ranks' mean tokens over the busiest's
+        self.balance = total / len(ranks) / (prompt[id(busiest)][0] + busiest.num_decoding * self.query)
         decoding = busiest.num_decoding
         context = (busiest.context_base / decoding + step) if decoding else 0.0
         tokens, weighted = prompt[id(busiest)]
@@ -465,7 +470,8 @@ class Engine:
 
     def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
         """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
-        running, the fullest rank's KV use, decode steps (columns of :class:`EngineOutput`)."""
+        running, the fullest rank's KV use, decode steps, attention-DP balance (columns of
+        :class:`EngineOutput`)."""
         ranks = replica.ranks
         if len(ranks) == 1:
             rank = ranks[0]
@@ -476,7 +482,17 @@ class Engine:
             decoding = sum(rank.num_decoding for rank in ranks)
             kv = max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks)
         self.records.extend(
-            (time, duration, decoding, self.prompt_tokens, self.num_waiting, self.num_running, kv, steps)
+            (
+                time,
+                duration,
+                decoding,
+                self.prompt_tokens,
+                self.num_waiting,
+                self.num_running,
+                kv,
+                steps,
+                self.balance,
+            )
         )
 
     # --- ending an iteration ----------------------------------------------------------------
@@ -644,6 +660,7 @@ class Engine:
             num_in_flight=sum(1 for state in self.state if state not in (WAITING, DONE))
             + len(self.waiting_requests()),
             iteration_steps=records[7],
+            iteration_balance=records[8],
             num_preemptions=self.num_preemptions,
             num_swaps=self.num_swaps,
             cost_evaluations=self.timer.evaluations,

@@ -58,8 +58,13 @@ class SimulationResult(Record):
     (``1 / TPOT``); ``mean_in_flight`` counts requests arrived and not completed,
     ``mean_running`` / ``max_running`` sequences admitted to a batch, ``mean_queue`` /
     ``max_queue`` requests waiting for admission (time-weighted over iterations);
-    ``max_kv_use`` is the fullest rank's share of its KV cache. ``slo`` is filled when an
-    SLO was given. ``elapsed_s`` is the wall time the simulation took.
+    ``max_kv_use`` is the fullest rank's share of its KV cache. With attention data
+    parallelism, ``attention_dp_balance`` is TensorRT-LLM's balance ratio (the ranks' mean
+    tokens over the busiest rank's, per iteration, averaged over iterations; 1 without it) and
+    ``attention_dp_balanced_speedup`` what perfect balance would gain (the run's busy time over
+    the sum of each iteration's time times its balance: TensorRT-LLM's "SOL TPS" over the
+    actual, its tech blog 10). ``slo`` is filled when an SLO was given. ``elapsed_s`` is the
+    wall time the simulation took.
     """
 
     model: str
@@ -93,6 +98,8 @@ class SimulationResult(Record):
     num_preemptions: int
     num_swaps: int
     num_iterations: int
+    attention_dp_balance: float
+    attention_dp_balanced_speedup: float
     num_cost_evaluations: int
     elapsed_s: float
     slo: SloResult | None
@@ -132,6 +139,18 @@ class SimulationResult(Record):
             "slo_attainment": None if self.slo is None else self.slo.attainment,
             "goodput_requests_per_s": None if self.slo is None else self.slo.goodput_requests_per_s,
         }
+
+
+def _balanced_speedup(iteration_s: Array, balance: Array) -> float:
+    """What perfect attention-DP balance would gain: the iterations' seconds over the same
+    seconds each scaled by its balance ratio (1 for no iterations or a balanced run).
+
+    >>> _balanced_speedup(np.array([1.0, 1.0]), np.array([1.0, 0.5]))
+    1.3333333333333333
+    """
+    seconds = np.asarray(iteration_s, dtype=np.float64)
+    balanced = float((seconds * np.asarray(balance, dtype=np.float64)).sum())
+    return float(seconds.sum()) / balanced if balanced > 0 else 1.0
 
 
 def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
@@ -284,6 +303,12 @@ def _result(
         num_preemptions=outcome.num_preemptions,
         num_swaps=outcome.num_swaps,
         num_iterations=int(outcome.iteration_steps.sum()),
+        attention_dp_balance=(
+            _weighted_mean(outcome.iteration_balance, outcome.iteration_steps)
+            if outcome.iteration_steps.size
+            else 1.0
+        ),
+        attention_dp_balanced_speedup=_balanced_speedup(outcome.iteration_s, outcome.iteration_balance),
         num_cost_evaluations=outcome.cost_evaluations,
         elapsed_s=elapsed_s,
         slo=None

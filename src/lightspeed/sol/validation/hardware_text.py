@@ -15,7 +15,9 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
 * the scale-out fabric from the words the text uses (``NDR``, ``HDR``, ``RoCE
   400G``, ``IB 50GB/s``), else the system's own NICs;
 * a job on part of a rack-scale system spreads over the fewest racks
-  (:func:`lightspeed.catalog.clusters.spread_over_domains`).
+  (:func:`lightspeed.catalog.clusters.spread_over_domains`);
+* a row with no GPUs cell counts what the hardware cell writes before a part: ``4x H100`` and
+  ``8×H100`` are 4 and 8 GPUs, ``2x DGX H100`` two systems of 8 (:func:`row_gpus`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from lightspeed.catalog.clusters import build_cluster, spread_over_domains
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
-from lightspeed.sol.validation.published import PublishedRow
+from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
 
 FABRIC_KEYWORDS: Final = (
     ("xdr", "ib-xdr"),
@@ -44,6 +46,8 @@ _WORD_SPLIT: Final = re.compile(r"[\s,;()]+")
 _MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
 _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 MAX_SPAN_WORDS: Final = 4
+# ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
+_COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
 
 
 class HardwareTextError(LightspeedError):
@@ -51,8 +55,9 @@ class HardwareTextError(LightspeedError):
 
 
 def _spans(text: str) -> list[str]:
-    """Runs of up to :data:`MAX_SPAN_WORDS` words, left to right, longest first at each start."""
-    words = [word for word in _WORD_SPLIT.split(text) if word]
+    """Runs of up to :data:`MAX_SPAN_WORDS` words, left to right, longest first at each start
+    (a count glued to a part, ``8xH100`` or ``8×H100``, is set apart from it)."""
+    words = [word for word in _WORD_SPLIT.split(_COUNT_BEFORE_PART.sub(r"\1x ", text)) if word]
     spans = []
     for start in range(len(words)):
         for count in range(min(MAX_SPAN_WORDS, len(words) - start), 0, -1):
@@ -188,6 +193,29 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
     )
     head = f"{nodes} x {system.name}{each}" + (f" over {hardware.fabric}" if hardware.fabric else "")
     return cluster, [head, *notes]
+
+
+def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
+    """(GPUs, note) of a row: its GPUs cell (no note), else the count its hardware cell writes
+    before a part, times the part's GPUs when the part is a system (``2x DGX H100`` is 16)."""
+    cell = integer_cell(row.text("GPUs"))
+    if cell:
+        return cell, ""
+    text = row.text("hardware")
+    match = _COUNT_BEFORE_PART.search(text)
+    if match is None:
+        raise RowError(
+            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
+            "(e.g. '8x H100')"
+        )
+    count = int(match.group(1))
+    if count < 1:
+        raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
+    system, span = named_system(catalog, text[match.end() :])
+    whole = _find_system(catalog, span) is not None and system.system_type != "single-gpu"
+    gpus = count * system.num_accelerators if whole else count
+    what = f"{count} x {system.num_accelerators} GPUs" if whole else f"{count} GPUs"
+    return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}"
 
 
 def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:

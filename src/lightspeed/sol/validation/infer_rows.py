@@ -18,12 +18,15 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   blocks with an 8-bit exponent scale); otherwise the cell's
   format (``fp16 (presumed)`` is fp16); none stated is bf16.
 * **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
-  the token counts; ``N-token prefill`` is a prompt of N tokens and one output
-  token. ``offline`` / ``max concurrency`` / ``max load`` / ``max throughput`` is continuous batching
-  at the KV-cache-limited maximum (``trtllm-bench throughput``); ``batch N`` /
-  ``batch size N`` / ``bsN`` is a static batch of N (``gptSessionBenchmark``,
-  LLM-Viewer); ``concurrency N`` / ``N concurrent``
-  is continuous batching with N requests in flight; nothing, one request.
+  the token counts, as do the two lengths said one at a time in one cell, label
+  before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
+  ``1024 input / 512 output tokens``: :func:`_input_output`); ``N-token prefill`` is a
+  prompt of N tokens and one output token. ``offline`` / ``max concurrency`` / ``max load``
+  / ``max throughput`` is continuous batching at the KV-cache-limited maximum
+  (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
+  of N (``gptSessionBenchmark``, LLM-Viewer); ``concurrency N`` / ``N concurrent`` is
+  continuous batching with N requests in flight; nothing stated, a throughput metric is
+  the server at its most load and a per-user speed or a latency one request at a time.
 * **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
   ``TPOT``/``ITL``/``inter-token`` the time per output token; another
   ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); ``req/s`` requests
@@ -61,7 +64,7 @@ from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
+from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
     latency_percentile,
@@ -92,11 +95,53 @@ INFERENCE_METRICS = (
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
 _ISL_OSL = re.compile(rf"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}")
+# Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
+# OSL=2048``, ``input 1024 output 512``, ``input length 1,024 / output length 512``, ``1024 input /
+# 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``. Both halves sit
+# in one cell (no ``|`` between them) and the input comes first.
+_LENGTH_WORD = r"(?:\s+(?:sequence\s+)?(?:length|len|tokens?))?"
+_IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|in)"
+_OUT_LABEL = rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|gen|out)"
+_TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
+_HALF_SEPARATOR = r"[\s,;/&+()]*(?:and\s+)?"
+
+
+def _length_half(label: str, group: str) -> str:
+    """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
+    return (
+        rf"(?:\b{label}\s*[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]})(?![\d.]){_TOKEN_WORD}"
+        rf"|(?P<{group}_b>{_COUNT[1:-1]})(?![\d.]){_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
+    )
+
+
+_LABELLED_LENGTHS = re.compile(
+    _length_half(_IN_LABEL, "isl") + _HALF_SEPARATOR + _length_half(_OUT_LABEL, "osl")
+)
+
+
+def _input_output(text: str) -> tuple[int, int] | None:
+    """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any."""
+    match = _ISL_OSL.search(text)
+    if match:
+        return _tokens(match.group(1)), _tokens(match.group(2))
+    labelled = _LABELLED_LENGTHS.search(text)
+    if labelled is None:
+        return None
+    isl = labelled.group("isl_a") or labelled.group("isl_b")
+    osl = labelled.group("osl_a") or labelled.group("osl_b")
+    return _tokens(isl), _tokens(osl)
+
+
 _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
 _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(?:tokens)?")
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 _BATCH = re.compile(r"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(\d+)")
-_CONCURRENCY = re.compile(r"concurrency\s*[=:]?\s*(\d+)|(\d+)\s*concurrent")
+# ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``, ``c=64``,
+# ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one request each in flight).
+_CONCURRENCY = re.compile(
+    r"(?:concurrency|\bconc|\bc)\s*[=:]?\s*(\d+)(?![\d.])"
+    r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel )?(?:users|clients)\b)"
+)
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 
 
@@ -203,7 +248,8 @@ def _tokens(text: str) -> int:
 # alone describe a whole deployment.
 _POOL_PHRASES = r"saturated {0}|\({0}|{0} phase|{0} pool|{0}[- ]only"
 # Phrases for a throughput run at the server's most load (batching up to the KV-cache limit).
-_MAX_LOAD = ("offline", "max concurrency", "max load", "max throughput", "max-throughput", "peak throughput")
+# (``max concurrency N`` with a number is vLLM's ``--max-concurrency``: N in flight.)
+_MAX_LOAD = re.compile(r"offline|max concurrency(?!\s*[=:]?\s*\d)|max load|max[ -]throughput|peak throughput")
 
 
 def _names_pool(row: PublishedRow, phase: str) -> bool:
@@ -217,7 +263,7 @@ def _names_pool(row: PublishedRow, phase: str) -> bool:
 def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     """(load, batching mode, note) from the row's sequence, batch and metric cells."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
-    match = _ISL_OSL.search(text)
+    lengths = _input_output(text)
     prefill = _PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
     if decode and prefill_pool:
@@ -225,8 +271,8 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
             "the row names both a decode pool and a prefill pool; say which pool the figure is of "
             "(e.g. 'saturated decode' or 'input N tokens (prefill)')"
         )
-    if match:
-        isl, osl = _tokens(match.group(1)), _tokens(match.group(2))
+    if lengths:
+        isl, osl = lengths
     elif prefill:
         isl, osl = _tokens(prefill.group(1)), 1
     elif decode and (context := _INPUT_ONLY.search(text)):
@@ -244,12 +290,14 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
             f"prefill pool on its own: {context.group(1)}-token prompts at the most load it holds",
         )
     else:
-        raise RowError("the row gives no ISL/OSL or prompt length")
+        raise RowError(
+            "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
+        )
     if decode:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
     concurrency = _CONCURRENCY.search(text)
-    if any(phrase in text for phrase in _MAX_LOAD):
+    if _MAX_LOAD.search(text):
         return (
             ServingLoad(isl, osl),
             "continuous",
@@ -261,7 +309,24 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     if concurrency:
         size = int(concurrency.group(1) or concurrency.group(2))
         return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
+    if _is_throughput(row.text("metric")) and row_rate(row) is None:
+        return (
+            ServingLoad(isl, osl),
+            "continuous",
+            "a throughput with no load stated: the server at its most load (continuous batching at the "
+            "KV limit), as throughput benchmarks run",
+        )
     return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
+
+
+_THROUGHPUT = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per s|throughput|req(?:uest)?s?\s*/\s*s|\bqps\b")
+_PER_USER_OR_LATENCY = re.compile(r"user|latency|ttft|tpot|\bitl\b|inter-token|first[- ]token|per request")
+
+
+def _is_throughput(metric: str) -> bool:
+    """Whether a metric cell is a server's throughput (tokens or requests per second, not per user)."""
+    lowered = metric.lower()
+    return _THROUGHPUT.search(lowered) is not None and _PER_USER_OR_LATENCY.search(lowered) is None
 
 
 def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading:
@@ -325,9 +390,7 @@ def _deployment(
 
 def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
-    num_gpus = integer_cell(row.text("GPUs"))
-    if not num_gpus:
-        raise RowError("GPUs is not reported")
+    num_gpus, gpus_note = row_gpus(catalog, row)
     model, model_note = _resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
@@ -340,6 +403,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     reading = _metric(row, num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    notes.extend([gpus_note] if gpus_note else [])
     notes.extend([split_note] if split_note else [])
     if _names_speculation(row):
         notes.append(

@@ -170,7 +170,7 @@ def _time_unit(text: str) -> tuple[str, float] | None:
 
 
 def _scope(metric: str) -> tuple[str, int | None]:
-    if "/user" in metric or "per user" in metric:
+    if "/user" in metric or "per user" in metric or "interactivity" in metric:
         return "user", None
     if _PER_NODE.search(metric):
         size = _NODE_SIZE.search(metric)
@@ -312,7 +312,9 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
     )
 
 
-_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second")
+# ``tokens/s``, ``tok/sec``, ``tokens per second``, and the ``TPS`` of serving tables (``TPS/GPU``,
+# ``TPS/user``).
+_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\btps\b")
 _SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per second)|\bqps\b")
 
 
@@ -333,7 +335,7 @@ def infer_key(metric: str) -> str:
     if _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) per second
         return "requests_per_s"
     if _RATE.search(metric):
-        if "/user" in metric or "per user" in metric:
+        if "/user" in metric or "per user" in metric or "interactivity" in metric:
             return "output_tokens_per_s_per_user"
         if "output" not in metric and ("total token" in metric or "input" in metric):
             return "total_tokens_per_s"

@@ -41,6 +41,7 @@ from lightspeed.sol.validation.hardware_text import (
     HardwareSpec,
     cluster_of,
     read_hardware,
+    row_gpus,
 )
 from lightspeed.sol.validation.published import (
     PublishedRow,
@@ -583,9 +584,7 @@ def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None
 
 def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> TrainingRowSpec:
     """A training row of a published-results table in typed fields (the rules in the module docs)."""
-    num_gpus = integer_cell(row.text("GPUs"))
-    if not num_gpus:
-        raise RowError("GPUs is not reported")
+    num_gpus, gpus_note = row_gpus(catalog, row)
     model, model_note = resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
@@ -620,6 +619,7 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
             f"{stack_note} ({year_note})",
             *plan_notes,
             flop_note,
+            *([gpus_note] if gpus_note else []),
         ),
         reading=reading,
         readings=readings,

@@ -1,0 +1,113 @@
+"""Out-of-sample check: TensorRT-LLM's perf-overview throughput table for dense models.
+
+Usage:
+    python benchmarks/perf_overview_check.py [--out benchmarks/results/perf_overview_check.json]
+
+The table (``benchmarks/data/trtllm-perf-overview-dense.tsv``, read from
+NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md @00f37686) lists
+``trtllm-bench throughput`` results for Llama 3.3 70B, Llama 3.1 405B and Llama 3.1 8B
+on B200, GB200, H200 and H100 at ten ISL/OSL pairs: 100 rows, of which four (the
+1000/1000 column of 70B on B200, H200 and H100 and of 8B on H100) are shipped
+validation rows the engine's values are fitted on. The other 96 were never fitted on;
+this script predicts every row with ``validate`` and reports the error per model and GPU,
+signed (positive: predicted faster than measured), and split by whether the outputs are
+longer than the prompts (decode-heavy) or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from lightspeed.catalog import load_catalog
+from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.workload import load_models
+
+TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-dense.tsv"
+IN_SAMPLE = {"L70-B200-1000-1000", "L70-H200-1000-1000", "L70-H100-1000-1000", "L8-H100-1000-1000"}
+
+
+def _lengths(row_id: str) -> tuple[int, int]:
+    """(ISL, OSL) from an id such as ``L70-B200-1000-2000``."""
+    parts = row_id.split("-")
+    return int(parts[-2]), int(parts[-1])
+
+
+def _group(row_id: str) -> str:
+    model, gpu = row_id.split("-")[:2]
+    return f"{model} {gpu}"
+
+
+def _summary(errors: list[float]) -> dict[str, float]:
+    return {
+        "n": len(errors),
+        "median_error": statistics.median(errors),
+        "median_abs_error": statistics.median(abs(error) for error in errors),
+        "max_abs_error": max(abs(error) for error in errors),
+    }
+
+
+def check() -> dict[str, Any]:
+    """Predict the table and summarise the errors (see the module docs)."""
+    report = validate_published(
+        path=TABLE, catalog=load_catalog(), models=load_models(), infer=inference_predictor()
+    )
+    rows = [row for row in report.rows if row.kind == "infer"]
+    refused = [f"{row.id}: {row.reason}" for row in rows if row.status != "ok"]
+    errors = {
+        row.id: row.predicted / row.measured - 1.0
+        for row in rows
+        if row.status == "ok" and row.predicted is not None
+    }
+    held_out = {key: value for key, value in errors.items() if key not in IN_SAMPLE}
+    by_group: dict[str, list[float]] = defaultdict(list)
+    by_regime: dict[str, list[float]] = defaultdict(list)
+    for row_id, error in held_out.items():
+        by_group[_group(row_id)].append(error)
+        isl, osl = _lengths(row_id)
+        by_regime["decode-heavy (OSL > ISL)" if osl > isl else "prefill-heavy or even"].append(error)
+    return {
+        "table": str(TABLE),
+        "num_rows": len(rows),
+        "refused": refused,
+        "held_out": _summary(list(held_out.values())),
+        "in_sample": {row_id: errors[row_id] for row_id in sorted(IN_SAMPLE) if row_id in errors},
+        "by_group": {name: _summary(values) for name, values in sorted(by_group.items())},
+        "by_regime": {name: _summary(values) for name, values in sorted(by_regime.items())},
+        "rows": errors,
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    held = result["held_out"]
+    print(
+        f"{held['n']} held-out rows: median |error| {held['median_abs_error']:.1%}, "
+        f"median signed {held['median_error']:+.1%}, max {held['max_abs_error']:.1%}; "
+        f"refused {len(result['refused'])}"
+    )
+    print("| model GPU | n | median signed | median abs | max abs |")
+    print("|---|---:|---:|---:|---:|")
+    for name, values in [*result["by_group"].items(), *result["by_regime"].items()]:
+        print(
+            f"| {name} | {values['n']} | {values['median_error']:+.1%} | "
+            f"{values['median_abs_error']:.1%} | {values['max_abs_error']:.1%} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/perf_overview_check.json"))
+    args = parser.parse_args()
+    result = check()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    _print(result)
+    print(f"results: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
