@@ -77,6 +77,8 @@ class TableBuilder:
         self._collective_rows: list[tuple[int, str, int, int, int, float]] = []
         self._device_counts: dict[int, int] = {}
         self._num_seen = 0  # events of earlier chunks, kept or not
+        self._annotation_ids: list[int] = []  # ids of nccl:* names (annotations of older PyTorch)
+        self._num_names_checked = 0  # names looked at for nccl:* so far (names are only appended)
         # (index in traceEvents, field, value, problem) of complete events no clock can place
         self.unplaced: list[tuple[int, str, float, str]] = []
 
@@ -183,8 +185,10 @@ class TableBuilder:
 
     def _count_devices(self, category_ids: npt.NDArray[np.int32], args: list[EventArgs]) -> None:
         """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
-        gpu_ids = [i for c, i in self.categories.items() if c in GPU_CATEGORIES]
-        on_gpu = np.isin(category_ids, gpu_ids).tolist()
+        on_gpu_category = np.fromiter(
+            (c in GPU_CATEGORIES for c in self.categories), bool, len(self.categories)
+        )
+        on_gpu = on_gpu_category[category_ids].tolist()  # a lookup per id: no sort, as np.isin does
         devices = np.fromiter(map(_DEVICE, compress(args, on_gpu)), dtype=np.int64)
         found, counts = np.unique(devices, return_counts=True)
         for device, count in zip(found.tolist(), counts.tolist(), strict=True):
@@ -212,8 +216,8 @@ class TableBuilder:
         self, kept: list[Event], args: list[EventArgs], name_ids: npt.NDArray[np.int32]
     ) -> None:
         with_args = list(compress(range(len(args)), map(_COLLECTIVE, args)))  # non-empty names
-        annotation_ids = [i for name, i in self.names.items() if name.startswith("nccl:")]
-        annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist()
+        annotation_ids = self._nccl_annotation_ids()
+        annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist() if annotation_ids else []
         for offset in sorted({*with_args, *annotations}):
             index, arg = self._num_kept + offset, args[offset]
             if arg.collective:
@@ -229,6 +233,16 @@ class TableBuilder:
                 self._collective_rows.append(row)
             elif len(arg.input_dims):
                 self._collective_rows.append(_annotation_row(index, kept[offset].name, arg))
+
+    def _nccl_annotation_ids(self) -> list[int]:
+        """Ids of the ``nccl:*`` names so far; only names added since the last call are looked at
+        (a name's id is its position: names are only ever appended)."""
+        if len(self.names) > self._num_names_checked:
+            added = list(self.names)[self._num_names_checked :]
+            first = self._num_names_checked
+            self._annotation_ids += [first + i for i, name in enumerate(added) if name.startswith("nccl:")]
+            self._num_names_checked = len(self.names)
+        return self._annotation_ids
 
     def export(self) -> dict[str, Any] | None:
         """What this builder made of its chunks, for another builder's :meth:`merge` (a worker
