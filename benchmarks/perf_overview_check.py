@@ -1,4 +1,4 @@
-"""Out-of-sample check: TensorRT-LLM's perf-overview throughput table for dense models.
+"""Out-of-sample check: TensorRT-LLM's perf-overview throughput tables (dense and MoE models).
 
 Usage:
     python benchmarks/perf_overview_check.py [--out benchmarks/results/perf_overview_check.json]
@@ -11,7 +11,10 @@ on B200, GB200, H200 and H100 at ten ISL/OSL pairs: 100 rows, of which four (the
 validation rows the engine's values are fitted on. The other 96 were never fitted on;
 this script predicts every row with ``validate`` and reports the error per model and GPU,
 signed (positive: predicted faster than measured), and split by whether the outputs are
-longer than the prompts (decode-heavy) or not.
+longer than the prompts (decode-heavy) or not. The MoE tables of the same page (Llama 4
+Scout and Maverick, Qwen3 235B-A22B and 30B-A3B: 110 rows,
+``benchmarks/data/trtllm-perf-overview-moe.tsv``, none fitted on) are reported the same way
+and apart.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.workload import load_models
 
 TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-dense.tsv"
+MOE_TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-moe.tsv"
 IN_SAMPLE = {"L70-B200-1000-1000", "L70-H200-1000-1000", "L70-H100-1000-1000", "L8-H100-1000-1000"}
 
 
@@ -51,10 +55,10 @@ def _summary(errors: list[float]) -> dict[str, float]:
     }
 
 
-def check() -> dict[str, Any]:
-    """Predict the table and summarise the errors (see the module docs)."""
+def check(table: Path = TABLE) -> dict[str, Any]:
+    """Predict ``table`` and summarise the errors (see the module docs)."""
     report = validate_published(
-        path=TABLE, catalog=load_catalog(), models=load_models(), infer=inference_predictor()
+        path=table, catalog=load_catalog(), models=load_models(), infer=inference_predictor()
     )
     rows = [row for row in report.rows if row.kind == "infer"]
     refused = [f"{row.id}: {row.reason}" for row in rows if row.status != "ok"]
@@ -71,7 +75,7 @@ def check() -> dict[str, Any]:
         isl, osl = _lengths(row_id)
         by_regime["decode-heavy (OSL > ISL)" if osl > isl else "prefill-heavy or even"].append(error)
     return {
-        "table": str(TABLE),
+        "table": str(table),
         "num_rows": len(rows),
         "refused": refused,
         "held_out": _summary(list(held_out.values())),
@@ -102,10 +106,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/perf_overview_check.json"))
     args = parser.parse_args()
-    result = check()
+    results = {"dense": check(TABLE), "moe": check(MOE_TABLE)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    _print(result)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    for name, result in results.items():
+        print(f"## {name}")
+        _print(result)
     print(f"results: {args.out}")
 
 

@@ -88,3 +88,19 @@ def test_driver_memory_is_what_the_engines_see(catalog: Catalog) -> None:
     assert catalog.accelerator("b200").memory_device_bytes == 183359 * 2**20
     assert catalog.accelerator("h100-sxm").memory_nominal_bytes == 80 * 2**30  # five 16 GiB HBM3 stacks
     assert catalog.accelerator("h100-sxm/3g.40gb").memory_device_bytes == 40e9  # a slice: its share
+
+
+@pytest.mark.parametrize(
+    ("text", "card"), [("NVIDIA L4 24GB", "l4"), ("A10G (AWS g5)", "a10g"), ("H200 NVL", "h200-nvl")]
+)
+def test_a_card_no_system_is_built_from_runs_on_its_own(catalog: Catalog, text: str, card: str) -> None:
+    # PCIe cards have no 8-GPU system in the catalog: a row on one of them runs on the card alone,
+    # and more of them have no interconnect to model, which the error says.
+    cluster, _ = resolve_row_cluster(catalog, _row(text), 1)
+    assert (cluster.system.system_type, cluster.system.accelerator.name, cluster.num_accelerators) == (
+        "single-gpu",
+        card,
+        1,
+    )
+    with pytest.raises(HardwareTextError, match=f"no system in the catalog is built from {card}, so 2"):
+        resolve_row_cluster(catalog, _row(text), 2)

@@ -188,7 +188,7 @@ def test_a_row_with_no_gpu_count_anywhere_says_where_to_give_it(
         "\toutput tokens/s\t3,000",
     )
     (row,) = read_table(path)
-    with pytest.raises(RowError, match="GPUs column.*hardware cell"):
+    with pytest.raises(RowError, match=r"GPUs column.*hardware cell"):
         inference_row_setup(row, catalog, models)
 
 

@@ -20,9 +20,9 @@ from lightspeed.catalog.clusters import (
 )
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
+from lightspeed.catalog.names import find_by_text, matching_records, unknown_name_error
 from lightspeed.catalog.parse import (
     builtin_files,
-    find_record,
     parse_accelerator,
     parse_cpu,
     parse_link,
@@ -31,7 +31,7 @@ from lightspeed.catalog.parse import (
 )
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
-from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
+from lightspeed.errors import DataFileError, InvalidPlanError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
 
@@ -109,7 +109,7 @@ class Catalog:
         if found is not None:
             return found
         every = [*_names(self.accelerators), *_names(self.systems), *_names(self.links), *_names(self.cpus)]
-        raise UnknownNameError("hardware name", name, every, hint="see 'lightspeed hw list'")
+        raise unknown_name_error(self.accelerators, name, "hardware name", every)
 
     def cluster(
         self,
@@ -185,6 +185,8 @@ class Catalog:
             cluster = build_cluster(system, num_nodes=nodes)
         elif split_slice_name(str(text_or_path)) or _find(self.accelerators, str(text_or_path)):
             cluster = build_cluster(single_gpu_system(self.accelerator(str(text_or_path))), num_nodes=1)
+        elif len(matching_records(self.accelerators, str(text_or_path))) > 1:
+            raise unknown_name_error(self.accelerators, str(text_or_path), "device", [])
         else:
             cluster = self.parse_cluster(str(text_or_path))
         if num_accelerators is not None and num_accelerators > cluster.num_accelerators:
@@ -221,14 +223,14 @@ def _names(table: Mapping[str, T]) -> list[str]:
     return list(table)
 
 
-_find = find_record
+_find = find_by_text
 
 
 def _lookup(table: Mapping[str, T], name: str, kind: str) -> T:
     found = _find(table, name)
     if found is None:
         known = [*table, *(alias for record in table.values() for alias in record.aliases)]
-        raise UnknownNameError(kind, name, known, hint="see 'lightspeed hw list'")
+        raise unknown_name_error(table, name, kind, known)
     return found
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,6 +41,7 @@ from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normali
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
+from lightspeed.workload.names import reduce_name
 from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 
 SCHEMA_VERSION: Final = 1
@@ -155,22 +157,57 @@ class ModelRegistry:
             found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
         return found
 
+    @cached_property
+    def _reduced(self) -> dict[tuple[str, tuple[str, ...]], set[str]]:
+        """(reduced base, version tags) of every name and alias -> the models spelled so."""
+        index: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+        for entry in self.entries.values():
+            for spelling in (entry.spec.name, *entry.spec.aliases):
+                reduced = reduce_name(spelling)
+                index.setdefault((reduced.base, reduced.versions), set()).add(entry.spec.name)
+        return index
+
+    def matches(self, name: str) -> list[str]:
+        """The models ``name`` may mean: one exact name or alias (also without organization or
+        fine-tune suffix), else every model one of whose spellings reduces to the same base and
+        version tags (:func:`~lightspeed.workload.names.reduce_name`); sorted.
+
+        >>> load_models().matches("meta-llama/Llama-2-70b-chat-hf")
+        ['llama-2-70b']
+        """
+        exact = next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+        if exact is not None:
+            return [exact.spec.name]
+        reduced = reduce_name(name)
+        return sorted(self._reduced.get((reduced.base, reduced.versions), set()))
+
     def find(self, name: str) -> ModelEntry | None:
-        """The entry :meth:`entry` would give, or ``None`` (a probe without a list of close names)."""
-        return next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+        """The entry :meth:`entry` would give, or ``None`` (no model, or more than one)."""
+        found = self.matches(name)
+        return self.entries[found[0]] if len(found) == 1 else None
 
     def entry(self, name: str) -> ModelEntry:
         """The entry called ``name``: its canonical name or an alias, else the same name without
         a Hugging Face organization (``meta-llama/``) or a fine-tune suffix (``-Instruct``,
-        ``-chat``, ``-it``, ``-base``, ``-hf``), else the first of ``A/B`` (``DeepSeek-V3/R1``)."""
-        found = self.find(name)
-        if found is None:
+        ``-chat``, ``-it``, ``-base``, ``-hf``), else the first of ``A/B`` (``DeepSeek-V3/R1``),
+        else the one model whose name reduces to the same (tuning, format, date and MLPerf tags
+        taken off, see :mod:`lightspeed.workload.names`). A name two models reduce to is refused
+        with both named."""
+        found = self.matches(name)
+        if len(found) > 1:
+            raise UnknownNameError(
+                "model",
+                name,
+                found,
+                hint=f"it may mean any of {', '.join(found)} once its tags are taken off; name one",
+            )
+        if not found:
             known = [
                 *self.entries,
                 *(alias for entry in self.entries.values() for alias in entry.spec.aliases),
             ]
             raise UnknownNameError("model", name, known, hint="see 'lightspeed model list'")
-        return found
+        return self.entries[found[0]]
 
     def get(self, name: str) -> TransformerSpec:
         """The architecture of the model called ``name``."""

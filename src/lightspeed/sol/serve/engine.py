@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,11 +225,22 @@ class Engine:
                 if version == replica.version:
                     self._end(replica, time)
             elif pointer < stop:
-                self._enter(order[pointer], next_arrival, self.front)
-                pointer += 1
+                pointer = self._arrive_together(order, pointer, stop, next_arrival)
             else:
                 break
         return self._output()
+
+    def _arrive_together(self, order: Sequence[int], pointer: int, stop: int, time: float) -> int:
+        """Let in every request arriving at ``time`` before an idle replica forms its iteration
+        (requests sent at the same instant meet in one scheduling pass); the next pointer."""
+        arrival, touched = self.arrival, {}
+        while pointer < stop and arrival[order[pointer]] == time:
+            replica = self._enter(order[pointer], time, self.front, start=False)
+            touched[replica.index] = replica
+            pointer += 1
+        for replica in touched.values():
+            self._wake(replica, time)
+        return pointer
 
     def _replica(self, index: int) -> _Replica:
         front = self.front
@@ -248,13 +260,21 @@ class Engine:
             return pool[counter % len(pool)]
         return min(pool, key=lambda replica: replica.in_flight)
 
-    def _enter(self, request: int, time: float, pool: list[_Replica]) -> None:
-        """A request arrives at a pool (or its KV cache arrives at the decode pool)."""
+    def _enter(self, request: int, time: float, pool: list[_Replica], *, start: bool = True) -> _Replica:
+        """A request arrives at a pool (or its KV cache arrives at the decode pool); with ``start``,
+        its replica starts an iteration if idle (or cuts a run of decode steps short)."""
         replica = self._route(pool)
         replica.in_flight += 1
         self.replica_of[request] = replica.index
         replica.waiting.append(request)
         self.num_waiting += 1
+        if start:
+            self._wake(replica, time)
+        return replica
+
+    def _wake(self, replica: _Replica, time: float) -> None:
+        """A request is waiting at ``replica``: start an iteration if it is idle, else cut its run
+        of decode steps at the next step boundary."""
         if not replica.busy:
             self._start(replica, time)
         elif replica.stride > 1:

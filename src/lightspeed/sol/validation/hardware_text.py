@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from lightspeed.catalog import Accelerator, Catalog, Cluster, System
+from lightspeed.catalog import Accelerator, Catalog, Cluster, System, single_gpu_system
 from lightspeed.catalog.clusters import build_cluster, spread_over_domains
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError
@@ -83,14 +83,26 @@ def _find_accelerator(catalog: Catalog, span: str) -> Accelerator | None:
 
 
 def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
-    """The catalog's 8-GPU (or rack) system built around ``accelerator``."""
+    """The catalog's 8-GPU (or rack) system built around ``accelerator``; for a card no catalog
+    system is built from (L4, L40S, A10G, H100 PCIe ...), the card on its own (one GPU)."""
     candidates = [s for s in catalog.systems.values() if s.accelerator.name == accelerator.name]
     if not candidates:
-        raise HardwareTextError(
-            f"no system in the catalog is built from {accelerator.name}; add one with --catalog"
-        )
+        return single_gpu_system(accelerator)
     candidates.sort(key=lambda s: (s.system_type != "node", s.num_accelerators != 8, s.name))
     return candidates[0]
+
+
+def _system_named(catalog: Catalog, name: str, num_gpus: int) -> System:
+    """A catalog system by name, or a card on its own (a row on one GPU of it)."""
+    if name in catalog.systems:
+        return catalog.system(name)
+    accelerator = catalog.accelerator(name)
+    if num_gpus > 1:
+        raise HardwareTextError(
+            f"no system in the catalog is built from {accelerator.name}, so {num_gpus} of them have no "
+            "interconnect to model; add a system with --catalog (a system TOML naming its links)"
+        )
+    return single_gpu_system(accelerator)
 
 
 def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
@@ -175,7 +187,7 @@ def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
 def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple[Cluster, list[str]]:
     """The cluster of ``num_gpus`` GPUs of ``hardware`` (a job on part of a rack-scale system
     spreads over the fewest racks), and notes on how it was built."""
-    system = catalog.system(hardware.system)
+    system = _system_named(catalog, hardware.system, num_gpus)
     accelerator, notes = _variant(system.accelerator, hardware.memory_gib, hardware.power_limit_w)
     system = system_with(system, accelerator)
     link = catalog.link(hardware.fabric) if hardware.fabric is not None else None
@@ -187,12 +199,16 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
         nodes = max(1, -(-num_gpus // system.num_accelerators))
     cluster = build_cluster(system, num_nodes=nodes, link=link)
     each = (
-        f" ({system.num_accelerators} GPUs used in each)"
+        f" ({_gpus(system.num_accelerators)} used in each)"
         if system.num_accelerators * nodes == num_gpus
         else ""
     )
     head = f"{nodes} x {system.name}{each}" + (f" over {hardware.fabric}" if hardware.fabric else "")
     return cluster, [head, *notes]
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU" if count == 1 else f"{count} GPUs"
 
 
 def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
@@ -214,7 +230,7 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     system, span = named_system(catalog, text[match.end() :])
     whole = _find_system(catalog, span) is not None and system.system_type != "single-gpu"
     gpus = count * system.num_accelerators if whole else count
-    what = f"{count} x {system.num_accelerators} GPUs" if whole else f"{count} GPUs"
+    what = f"{count} x {_gpus(system.num_accelerators)}" if whole else _gpus(count)
     return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}"
 
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Final
 
 from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
@@ -81,6 +82,7 @@ from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
+from lightspeed.workload.names import checkpoint_format
 
 INFERENCE_METRICS = (
     "output_tokens_per_s",
@@ -195,16 +197,43 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
     )
 
 
+# Checkpoint formats a model name states that run as one of the engine's precisions; AWQ, GPTQ,
+# INT4 and W4A16 are weight-only 4-bit formats computed in 16 bits, which the engine has no row for.
+_NAMED_FORMATS: Final = {
+    **{key: key for key in ("fp8", "fp4", "nvfp4", "mxfp4", "int8", "bf16", "fp16")},
+    "w8a8": "int8",
+}
+
+
 def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
     text = row.text("precision").lower()
     for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
         if key in text:
-            if key == "fp4" and vendor == "NVIDIA":
-                return "nvfp4", "FP4 on NVIDIA read as NVFP4 (ModelOpt/TensorRT-LLM checkpoints)"
-            if key == "fp4" and vendor == "AMD":
-                return "mxfp4", "FP4 on AMD read as MXFP4 (the OCP MX format AMD's kernels use)"
-            return key, f"precision '{row.text('precision')}' -> {key}"
-    return "bf16", "precision not stated: bf16"
+            return _vendor_format(key, vendor) or (key, f"precision '{row.text('precision')}' -> {key}")
+    return _named_precision(row.text("model"), vendor)
+
+
+def _named_precision(model: str, vendor: str) -> tuple[str, str]:
+    """The precision a model name states (``nvidia/DeepSeek-R1-FP4``), else bf16, with a note."""
+    named = checkpoint_format(re.split(r"[(]", model)[0])
+    key = _NAMED_FORMATS.get(named or "")
+    if key is None:
+        if named is not None:
+            return "bf16", f"the model name '{model}' states {named} (weight-only 4-bit, not modelled): bf16"
+        return "bf16", "precision not stated: bf16"
+    precision, note = _vendor_format(key, vendor) or (key, "")
+    return precision, f"precision not stated; the model name '{model}' states {named}: {precision}" + (
+        f" ({note})" if note else ""
+    )
+
+
+def _vendor_format(key: str, vendor: str) -> tuple[str, str] | None:
+    """A bare FP4 read as the vendor's FP4 format, with the note saying so; else ``None``."""
+    if key == "fp4" and vendor == "NVIDIA":
+        return "nvfp4", "FP4 on NVIDIA read as NVFP4 (ModelOpt/TensorRT-LLM checkpoints)"
+    if key == "fp4" and vendor == "AMD":
+        return "mxfp4", "FP4 on AMD read as MXFP4 (the OCP MX format AMD's kernels use)"
+    return None
 
 
 # Draft-then-verify decoding the row names (DeepSeek's MTP layers, EAGLE, Medusa, a draft model).

@@ -1,0 +1,114 @@
+"""Model names the way sources write them, reduced to the form the registry compares.
+
+Published rows name checkpoints, not architectures: ``meta-llama/Llama-2-70b-chat-hf``,
+``Llama 3.3 70B Instruct FP8``, ``nvidia/DeepSeek-R1-FP4``, ``Mixtral 8x7B Instruct
+v0.1``, ``llama2-70b-99.9`` (MLPerf). :func:`reduce_name` takes off, from the end and
+repeatedly (so in any order), the words that name a tuning, a format, a release or an
+MLPerf accuracy target, and the organization before a ``/``; it also writes a family
+word and its number the same way glued or apart (``llama3.1`` = ``llama-3.1``, spaces =
+dashes). Version tags (``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
+vocabulary, so a name's version must be one the model lists (:class:`ReducedName`).
+The model twin of :mod:`lightspeed.catalog.names` (the same reduction for hardware names).
+
+>>> reduce_name("meta-llama/Llama-2-70b-chat-hf").base
+'llama2-70b'
+>>> reduce_name("Mixtral 8x7B Instruct v0.1")
+ReducedName(base='mixtral8x7b', versions=('v0.1',), formats=())
+>>> reduce_name("nvidia/DeepSeek-R1-FP4").formats
+('fp4',)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.datafile import normalize_name
+
+# Fine-tunes of one architecture: chat, instruction, reasoning and base checkpoints.
+TUNE_TAGS: Final = frozenset({"instruct", "chat", "it", "base", "hf", "pt", "thinking"})
+# Checkpoint formats (the weights' precision or quantization method), one word or two.
+FORMAT_TAGS: Final = frozenset(
+    {"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "bf16", "fp16"}
+    | {"quantized.w4a16", "quantized.w8a8"}
+)
+FORMAT_PAIRS: Final = frozenset({"fp8-dynamic", "fp8-kv", "awq-int4", "gptq-int4", "gptq-int8"})
+# MLPerf's benchmark names: the accuracy target (99% or 99.9% of the reference) and the
+# interactive (tighter latency) scenario of the same model.
+MLPERF_TAGS: Final = frozenset({"99", "99.9", "interactive"})
+_DATE: Final = re.compile(r"\d{4}")  # release dates: -2407, -0528, -2501
+_VERSION: Final = re.compile(r"v\d+\.\d+")  # v0.1, v0.3 (not v2/v3: DeepSeek-V3 is a name)
+_GLUE: Final = re.compile(r"(?<=[a-z])-(?=\d)")  # llama-3.1 -> llama3.1, gpt-3 -> gpt3
+
+
+@dataclass(frozen=True)
+class ReducedName:
+    """A model name without organization, tuning, format, date and MLPerf tags.
+
+    ``base`` is what names compare on; ``versions`` the version tags taken off (a name
+    matches a model only with a version the model lists, or none); ``formats`` the
+    checkpoint formats taken off, in the order written (``fp8``, ``fp4``, ``awq``).
+    """
+
+    base: str
+    versions: tuple[str, ...]
+    formats: tuple[str, ...]
+
+
+def _trailing_tag(tokens: list[str]) -> tuple[int, str] | None:
+    """(how many tokens, which kind) the name's last tag spans, else ``None``."""
+    if len(tokens) > 2 and "-".join(tokens[-2:]) in FORMAT_PAIRS:
+        return 2, "format"
+    last = tokens[-1]
+    if last in FORMAT_TAGS:
+        return 1, "format"
+    if last in TUNE_TAGS or last in MLPERF_TAGS or _DATE.fullmatch(last):
+        return 1, "other"
+    if _VERSION.fullmatch(last):
+        return 1, "version"
+    return None
+
+
+def reduce_name(name: str) -> ReducedName:
+    """``name`` reduced for comparison (see the module docs); the base keeps at least one word.
+
+    >>> reduce_name("Llama 3.1 405B FP8").base == reduce_name("llama-3.1-405b").base
+    True
+    >>> reduce_name("Qwen3-235B-A22B-Instruct-2507-FP8").base
+    'qwen3-235b-a22b'
+    """
+    key = normalize_name(name).rsplit("/", 1)[-1]
+    key = re.sub(r"^meta-(?=llama)", "", key)
+    tokens = [token for token in key.split("-") if token]
+    versions: list[str] = []
+    formats: list[str] = []
+    while len(tokens) > 1 and (tag := _trailing_tag(tokens)) is not None:
+        count, kind = tag
+        removed = "-".join(tokens[-count:])
+        del tokens[-count:]
+        if kind == "version":
+            versions.append(removed)
+        elif kind == "format":
+            formats.append(removed)
+    base = _GLUE.sub("", "-".join(tokens))
+    return ReducedName(base=base, versions=tuple(sorted(versions)), formats=tuple(reversed(formats)))
+
+
+def checkpoint_format(name: str) -> str | None:
+    """The format a checkpoint's name states (``nvidia/DeepSeek-R1-FP4`` -> ``fp4``;
+    ``...-FP8-dynamic`` -> ``fp8``; ``...-quantized.w8a8`` -> ``w8a8``), else ``None``.
+
+    >>> checkpoint_format("RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic")
+    'fp8'
+    >>> checkpoint_format("Llama 3.3 70B Instruct") is None
+    True
+    """
+    formats = reduce_name(name).formats
+    if not formats:
+        return None
+    first = formats[0].split("-")[0]
+    return first.removeprefix("quantized.")
+
+
+__all__ = ["FORMAT_TAGS", "MLPERF_TAGS", "TUNE_TAGS", "ReducedName", "checkpoint_format", "reduce_name"]

@@ -1,0 +1,35 @@
+"""Out-of-sample accuracy on TensorRT-LLM's perf-overview table (benchmarks/data, 96 rows never
+fitted on): every row is read and predicted, and the median error stays within the issue's
+inference target (12%). The per-group figures are in docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _benchmark() -> ModuleType:
+    path = REPO / "benchmarks" / "perf_overview_check.py"
+    spec = importlib.util.spec_from_file_location("perf_overview_check", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_held_out_table_is_read_whole_and_within_the_target() -> None:
+    result = _benchmark().check()
+    assert result["num_rows"] == 100
+    assert result["refused"] == []
+    held = result["held_out"]
+    assert held["n"] == 96  # four rows are shipped validation rows, reported apart
+    assert held["median_abs_error"] <= 0.12
+    # Hopper FP8 rows of the 8B and 70B models, the engine's best-covered ground, stay close.
+    for group in ("L8 H100", "L8 H200", "L70 H100", "L70 H200"):
+        assert result["by_group"][group]["median_abs_error"] <= 0.10, group
