@@ -21,7 +21,11 @@ On the tiled trace the floor is measured in the same run too (issue 30):
 ``gunzip -c FILE > /dev/null`` as a process, and each installed inflater
 (python-isal, zlib-ng, zlib) inflating the file in-process; then the Parquet
 cache: ``trace summary`` with an empty cache (parse + write) and again (read
-from the cache), in fresh processes, each also timed in-process.
+from the cache), in fresh processes, each also timed in-process; the cached
+command's time is split into interpreter start-up (``python -c pass``), imports
+(``-X importtime``), load (hash the file, read and check the entry), catalog,
+summary and the rest (argument parsing, JSON output, exit). lightspeed's
+modules are compiled to bytecode first, as an installed package has them.
 
 HTA is installed into a separate virtual environment (``--hta-venv``,
 default ``/work/venvs/hta``), created here when absent; it is never a
@@ -54,6 +58,14 @@ GOLDEN_DIR = REPO / "tests" / "fixtures" / "traces" / "hta_expected"
 HTA_REQUIREMENT = "holistictraceanalysis==0.5.0"
 TILE_SOURCE = "negative_queue_length_values_check/rank0.json.gz"
 COMPARED = ("idle_pct", "compute_pct", "non_compute_pct", "comm_comp_overlap_pct")
+
+
+def compile_bytecode() -> None:
+    """Compile lightspeed's modules once (``__pycache__`` beside them, which git ignores), as an
+    installed package ships them: with ``PYTHONDONTWRITEBYTECODE`` set, as in some shells, each
+    lightspeed process would otherwise compile every module it imports again (~0.1-0.15 s, a fifth
+    of a cached command). Python reads bytecode that exists whatever that variable says."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "lightspeed")], check=True)
 
 
 def ensure_hta(venv: Path) -> Path:
@@ -117,9 +129,11 @@ def run_hta(python: Path, folder: Path, mode: str) -> dict[str, Any]:
     return result
 
 
-# In-process time of lightspeed's load + summary (imports excluded), as the HTA worker reports its own.
+# In-process time of lightspeed's load + summary (imports excluded), as the HTA worker reports its own;
+# also its parts: load (for a cache hit: hash the file, read and check the entry), catalog, summary.
 _LIGHTSPEED_TIMER = """
 import json, sys, time
+from lightspeed.catalog import load_catalog
 from lightspeed.errors import TraceError
 from lightspeed.trace import load_trace, summarize
 # lightspeed's packages are lazy: load the modules the analysis uses before the clock, as HTA's
@@ -128,11 +142,17 @@ import lightspeed.trace.breakdown, lightspeed.trace.cache, lightspeed.trace.io.k
 if sys.argv[2] == "cache":
     import pyarrow.parquet
 started = time.perf_counter()
+parts = {}
 try:
-    summarize(load_trace(sys.argv[1], cache=sys.argv[2] == "cache"))
+    trace = load_trace(sys.argv[1], cache=sys.argv[2] == "cache")
+    parts["load_s"] = time.perf_counter() - started
+    catalog = load_catalog()
+    parts["catalog_s"] = time.perf_counter() - started - parts["load_s"]
+    summarize(trace, catalog=catalog)
+    parts["summary_s"] = time.perf_counter() - started - parts["load_s"] - parts["catalog_s"]
 except TraceError:
     pass
-print(json.dumps({"wall_s": time.perf_counter() - started}))
+print(json.dumps({"wall_s": time.perf_counter() - started, **parts}))
 """
 
 
@@ -142,21 +162,33 @@ def run_lightspeed(folder: Path, *, cache: bool = False) -> dict[str, Any]:
     text, wall_s, rss, code = measured(command if cache else [*command, "--no-cache"])
     cpu_s = LAST_CPU_S["cpu_s"]
     ranks = json.loads(text) if code == 0 else None
-    in_process_s = time_in_process(folder, "cache" if cache else "parse")
+    in_process = time_in_process(folder, "cache" if cache else "parse")
     return {
         "ranks": ranks,
         "error": None if code == 0 else text.strip(),
         "wall_s": wall_s,
         "cpu_s": cpu_s,
-        "in_process_s": in_process_s,
+        "in_process_s": in_process["wall_s"],
+        "in_process_parts": in_process,
         "max_rss_bytes": rss,
     }
 
 
-def time_in_process(folder: Path, mode: str) -> float:
-    """Seconds of load + summary inside a fresh process (imports excluded); ``mode``: parse or cache."""
+def time_in_process(folder: Path, mode: str) -> dict[str, float]:
+    """Seconds of load + summary inside a fresh process (imports excluded; ``wall_s``) and of each
+    part (``load_s``, ``catalog_s``, ``summary_s``); ``mode``: parse or cache."""
     timed, _, _, timer_code = measured([sys.executable, "-c", _LIGHTSPEED_TIMER, str(folder), mode])
-    return float(json.loads(timed)["wall_s"]) if timer_code == 0 else float("nan")
+    return json.loads(timed) if timer_code == 0 else {"wall_s": float("nan")}
+
+
+def import_seconds(command: list[str]) -> float:
+    """Seconds ``command`` (a Python command line) spends importing modules: the top-level entries
+    of ``-X importtime`` (which itself adds a little)."""
+    done = subprocess.run(
+        [command[0], "-X", "importtime", *command[1:]], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    top = re.findall(r"^import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", done.stderr, flags=re.MULTILINE)
+    return sum(int(micro_s) for micro_s, _ in top) / 1e6
 
 
 def compare(hta: dict[str, Any], ours: dict[str, Any]) -> float | None:
@@ -334,13 +366,23 @@ def floor_and_cache(folder: Path) -> dict[str, Any]:
         os.environ["LIGHTSPEED_CACHE"] = cache
         try:
             os.environ["LIGHTSPEED_CACHE"] = str(Path(cache) / "cold")
-            cold_in_process = time_in_process(folder, "cache")  # an empty cache: parse + write
+            cold_in_process = time_in_process(folder, "cache")["wall_s"]  # an empty cache: parse + write
             os.environ["LIGHTSPEED_CACHE"] = str(Path(cache) / "warm")
             first = run_lightspeed(folder, cache=True)  # the command parses and writes; its timer reads
             second = run_lightspeed(folder, cache=True)  # both read the entry the command wrote
+            command = [sys.executable, "-m", "lightspeed", "trace", "summary", str(folder), "--json"]
+            second_imports_s = import_seconds(command)
         finally:
             os.environ.pop("LIGHTSPEED_CACHE", None)
     same = first["ranks"] == second["ranks"] == parse["ranks"]
+    _, start_up_s, _, _ = measured([sys.executable, "-c", "pass"])
+    parts = second["in_process_parts"]
+    breakdown = {
+        "interpreter_start_s": start_up_s,
+        "imports_s": second_imports_s,
+        **{f"{name}_s": parts.get(f"{name}_s", float("nan")) for name in ("load", "catalog", "summary")},
+    }
+    breakdown["rest_s"] = second["wall_s"] - sum(breakdown.values())
     result = {
         "gunzip_wall_s": gunzip_s,
         "gunzip_cpu_s": gunzip_cpu_s,
@@ -360,6 +402,8 @@ def floor_and_cache(folder: Path) -> dict[str, Any]:
         "second_over_first_parse_in_process": second["in_process_s"] / parse["in_process_s"],
         "second_over_first_parse_wall": second["wall_s"] / parse["wall_s"],
         "cached_answers_identical": same,
+        "cache_second_breakdown": breakdown,
+        "parse_in_process_parts": parse["in_process_parts"],
     }
     print(json.dumps(result, indent=1), file=sys.stderr)
     return result
@@ -379,6 +423,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_vs_hta.json")
     args = parser.parse_args()
     python = ensure_hta(args.hta_venv)
+    compile_bytecode()
     load_at_start = os.getloadavg()[0]
     if args.write_golden:
         write_golden(python)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+import lightspeed.trace as trace_api
+from lightspeed import report  # lazy packages: each command loads only what it uses
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli.options import (
     BANDWIDTH,
@@ -28,39 +30,10 @@ from lightspeed.cli.options import (
 )
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
-from lightspeed.report import (
-    render_trace_cache,
-    render_trace_comms,
-    render_trace_diff,
-    render_trace_idle,
-    render_trace_kernels,
-    render_trace_launch,
-    render_trace_stragglers,
-    render_trace_summary,
-    save_temporal_breakdown,
-    trace_summary_json,
-)
-from lightspeed.trace import (
-    DEFAULT_MAX_BYTES,
-    ENGINES,
-    KIND_NAMES,
-    TIME_UNITS,
-    BadEvent,
-    LoadOptions,
-    Trace,
-    TraceCache,
-    collectives,
-    collectives_ranks,
-    diff_traces,
-    idle_breakdown,
-    launch_stats,
-    load_trace,
-    stragglers,
-    stragglers_ranks,
-    summarize,
-    summarize_ranks,
-    top_kernels,
-)
+from lightspeed.trace import DEFAULT_MAX_BYTES, ENGINES, KIND_NAMES, TIME_UNITS
+
+if TYPE_CHECKING:
+    from lightspeed.trace import BadEvent, Trace, TraceCache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -117,7 +90,7 @@ def _load_options(function: F) -> F:
 
 def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
     max_bytes = options.pop("max_bytes")
-    return load_trace(
+    return trace_api.load_trace(
         paths,
         max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
         time_unit=options.pop("time_unit"),
@@ -153,9 +126,11 @@ def _emit(result: Any, num_skipped_events: int, as_json: bool, render: Callable[
 
 
 class _Ranks:
-    """What a ``--jobs`` command calls: ``ranks(serial, parallel, **keywords)`` runs the serial
-    analysis on the loaded trace (one job) or the parallel one over the rank files; afterwards
-    ``skipped_by_rank`` counts the impossible events left out (``--skip-bad-events``)."""
+    """What a ``--jobs`` command calls: ``ranks(analysis, **keywords)`` runs the analysis of
+    :mod:`lightspeed.trace` named ``analysis`` on the loaded trace (one job), or its ``_ranks``
+    sibling over the rank files; afterwards ``skipped_by_rank`` counts the impossible events left
+    out (``--skip-bad-events``). Only the one that runs is imported (the parallel machinery and
+    Ray cost a serial command nothing)."""
 
     def __init__(
         self,
@@ -176,7 +151,7 @@ class _Ranks:
         self._engine, self._address = engine, address
         if self._trace is None:
             max_bytes = options.pop("max_bytes")
-            self._load = LoadOptions(
+            self._load = trace_api.LoadOptions(
                 max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
                 time_unit=options.pop("time_unit"),
                 round_to_us=not options.pop("exact_ns"),
@@ -189,12 +164,12 @@ class _Ranks:
     def num_skipped_events(self) -> int:
         return sum(self.skipped_by_rank.values())
 
-    def __call__(self, serial: Callable[..., Any], parallel: Callable[..., Any], **keywords: Any) -> Any:
+    def __call__(self, analysis: str, **keywords: Any) -> Any:
         if self._trace is not None:
             self.skipped_by_rank = {rank.rank: rank.num_skipped_events for rank in self._trace.ranks}
-            return serial(self._trace, **keywords)
+            return getattr(trace_api, analysis)(self._trace, **keywords)
         skipped: dict[int, tuple[BadEvent, ...]] = {}
-        result = parallel(
+        result = getattr(trace_api, f"{analysis}_ranks")(
             self._paths,
             jobs=self._jobs,
             load=self._load,
@@ -273,19 +248,20 @@ def summary_command(ranks: _Ranks, *, as_json: bool, include_last_step: bool, pl
 
     Example: lightspeed trace summary traces/ --json; lightspeed trace summary ranks/ --jobs 8
     """
-    result = ranks(
-        summarize, summarize_ranks, include_last_step=include_last_step, catalog=get_context().catalog()
-    )
+    result = ranks("summarize", include_last_step=include_last_step, catalog=get_context().catalog())
     if plot_path is not None:
-        for path in save_temporal_breakdown(result, plot_path):
+        for path in report.save_temporal_breakdown(result, plot_path):
             click.echo(f"wrote {path}", err=True)
     if as_json:
         skipped = ranks.skipped_by_rank
         print_json(
-            [{**row, "num_skipped_events": skipped.get(row["rank"], 0)} for row in trace_summary_json(result)]
+            [
+                {**row, "num_skipped_events": skipped.get(row["rank"], 0)}
+                for row in report.trace_summary_json(result)
+            ]
         )
     else:
-        render_trace_summary(result)
+        report.render_trace_summary(result)
 
 
 @command.command("kernels")
@@ -307,10 +283,15 @@ def kernels_command(
     full_names: bool,
 ) -> None:
     """Top kernels by total time, per kind, with count, min, median and max."""
-    result = top_kernels(
+    result = trace_api.top_kernels(
         trace, top=top, kinds=kinds or KIND_NAMES, per_rank=per_rank, include_last_step=include_last_step
     )
-    _emit(result, trace.num_skipped_events, as_json, lambda r: render_trace_kernels(r, full_names=full_names))
+    _emit(
+        result,
+        trace.num_skipped_events,
+        as_json,
+        lambda r: report.render_trace_kernels(r, full_names=full_names),
+    )
 
 
 @command.command("idle")
@@ -328,13 +309,16 @@ def idle_command(
     trace: Trace, *, as_json: bool, include_last_step: bool, kernel_wait_threshold_s: float, no_streams: bool
 ) -> None:
     """Idle GPU time split into host wait, kernel wait and other."""
-    result = idle_breakdown(
+    result = trace_api.idle_breakdown(
         trace,
         kernel_wait_threshold_s=kernel_wait_threshold_s,
         include_last_step=include_last_step,
     )
     _emit(
-        result, trace.num_skipped_events, as_json, lambda r: render_trace_idle(r, per_stream=not no_streams)
+        result,
+        trace.num_skipped_events,
+        as_json,
+        lambda r: report.render_trace_idle(r, per_stream=not no_streams),
     )
 
 
@@ -374,14 +358,14 @@ def launch_command(
     short_kernel_s: float,
 ) -> None:
     """Launch delay and runtime statistics, short-kernel counts."""
-    result = launch_stats(
+    result = trace_api.launch_stats(
         trace,
         runtime_cutoff_s=runtime_cutoff_s,
         launch_delay_cutoff_s=delay_cutoff_s,
         short_kernel_s=short_kernel_s,
         include_last_step=include_last_step,
     )
-    _emit(result, trace.num_skipped_events, as_json, render_trace_launch)
+    _emit(result, trace.num_skipped_events, as_json, report.render_trace_launch)
 
 
 @command.command("comms")
@@ -413,21 +397,20 @@ def comms_command(
     if link_name is not None:
         bandwidth = catalog.link(link_name).per_direction_bytes_per_s * num_links
     result = ranks(
-        collectives,
-        collectives_ranks,
+        "collectives",
         link_bandwidth_bytes_per_s=bandwidth,
         include_last_step=include_last_step,
         catalog=catalog,
     )
-    _emit(result, ranks.num_skipped_events, as_json, lambda r: render_trace_comms(r, calls=show_calls))
+    _emit(result, ranks.num_skipped_events, as_json, lambda r: report.render_trace_comms(r, calls=show_calls))
 
 
 @command.command("stragglers")
 @_ranks
 def stragglers_command(ranks: _Ranks, *, as_json: bool, include_last_step: bool) -> None:
     """Per-step, per-rank lateness of collectives across ranks."""
-    result = ranks(stragglers, stragglers_ranks, include_last_step=include_last_step)
-    _emit(result, ranks.num_skipped_events, as_json, render_trace_stragglers)
+    result = ranks("stragglers", include_last_step=include_last_step)
+    _emit(result, ranks.num_skipped_events, as_json, report.render_trace_stragglers)
 
 
 @command.command("diff")
@@ -460,12 +443,12 @@ def diff_command(
     include_last_step = options.pop("include_last_step")
     first = _load(trace_a, dict(options))
     second = _load(trace_b, options)
-    result = diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
+    result = trace_api.diff_traces(first, second, top=top, alpha=alpha, include_last_step=include_last_step)
     _emit(
         result,
         first.num_skipped_events + second.num_skipped_events,
         as_json,
-        lambda r: render_trace_diff(r, full_names=full_names),
+        lambda r: report.render_trace_diff(r, full_names=full_names),
     )
 
 
@@ -475,7 +458,7 @@ def cache_group() -> None:
 
 
 def _cache() -> TraceCache:
-    cache = TraceCache.default()
+    cache = trace_api.TraceCache.default()
     if cache is None:
         raise UserInputError(
             "the trace cache is off (pyarrow is not installed, or LIGHTSPEED_TRACE_CACHE=off); "
@@ -492,7 +475,7 @@ def cache_info_command(as_json: bool) -> None:
     if as_json:
         print_json(info)
     else:
-        render_trace_cache(info, cleared=False)
+        report.render_trace_cache(info, cleared=False)
 
 
 @cache_group.command("clear")
@@ -503,4 +486,4 @@ def cache_clear_command(as_json: bool) -> None:
     if as_json:
         print_json({**info.to_dict(), "cleared": True})
     else:
-        render_trace_cache(info, cleared=True)
+        report.render_trace_cache(info, cleared=True)

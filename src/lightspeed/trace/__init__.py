@@ -63,12 +63,12 @@ if TYPE_CHECKING:
     from lightspeed.trace.loader import TIME_UNITS, load_trace
     from lightspeed.trace.model import RankTrace, StepTable, Trace
     from lightspeed.trace.ranks import (
-        ENGINES,
         LoadOptions,
         collectives_ranks,
         stragglers_ranks,
         summarize_ranks,
     )
+    from lightspeed.trace.ray_engine import ENGINES
     from lightspeed.trace.table import EventTable
 
 

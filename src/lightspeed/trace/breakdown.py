@@ -24,7 +24,7 @@ from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import TraceError, UnsupportedError
 from lightspeed.records import Record
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
-from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union
+from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measure
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
 from lightspeed.trace.model import RankTrace, Trace
 
@@ -248,20 +248,29 @@ def _kind_overlaps(kind_unions: dict[int, tuple[np.ndarray, np.ndarray]]) -> tup
 def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[StepTime, ...]:
     steps = rank.steps
     last = int(steps.number[np.argmax(steps.start_ns)]) if steps.num_steps else None
+    # each step's events in their original order: one stable sort, then a slice per step
+    # (not a mask over every GPU event per step)
+    order = np.argsort(events.step, kind="stable")
+    sorted_steps = events.step[order]
     rows: list[StepTime] = []
     for number, start, end in zip(
         steps.number.tolist(), steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True
     ):
-        chosen = events.subset(events.step == number)
+        chosen = order[sorted_steps.searchsorted(number, "left") : sorted_steps.searchsorted(number, "right")]
+        starts, ends, kinds = events.start_ns[chosen], events.end_ns[chosen], events.kind[chosen]
         rows.append(
             StepTime(
                 step=number,
                 cpu_s=(end - start) * NS,
-                gpu_busy_s=measure(*union(chosen.start_ns, chosen.end_ns)) * NS,
-                compute_s=measure(*union(*_of_kind(chosen, COMPUTATION))) * NS,
-                communication_s=measure(*union(*_of_kind(chosen, COMMUNICATION))) * NS,
-                memory_s=measure(*union(*_of_kind(chosen, MEMORY))) * NS,
+                gpu_busy_s=union_measure(starts, ends) * NS,
+                compute_s=union_measure(*_where(kinds == COMPUTATION, starts, ends)) * NS,
+                communication_s=union_measure(*_where(kinds == COMMUNICATION, starts, ends)) * NS,
+                memory_s=union_measure(*_where(kinds == MEMORY, starts, ends)) * NS,
                 counted=not (drop_last and number == last),
             )
         )
     return tuple(rows)
+
+
+def _where(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return starts[mask], ends[mask]

@@ -397,7 +397,8 @@ def _numpy(column: Any, dtype: Any) -> npt.NDArray[Any]:
     imports pandas when it is installed (0.3-0.5 s, more than reading the whole entry)."""
     import pyarrow as pa
 
-    array = column.combine_chunks()
+    # one chunk (as written, one row group) is used as is: combine_chunks() would copy it
+    array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     expected = np.dtype(dtype)
     if array.null_count or array.type != pa.from_numpy_dtype(expected):
         raise ValueError(f"column {column!r:.40} is not {expected} without nulls")

@@ -35,8 +35,6 @@ from lightspeed.trace.io.formats import (
     NSYS_SQLITE,
     detect_format,
 )
-from lightspeed.trace.io.kineto import read_kineto
-from lightspeed.trace.io.nsys import read_nsys, read_nsys_report
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.model import RankTrace, Trace
 
@@ -122,12 +120,17 @@ def _load_file(
 ) -> list[_Loaded]:
     """The ranks one file holds (one, except for Nsight Systems exports of several processes)."""
     found = detect_format(path)
+    # readers load on first use: a file the cache holds needs no JSON decoder, pool or SQLite
     if found == KINETO:
+        from lightspeed.trace.io.kineto import read_kineto
+
         trace, rank, _ = read_kineto(
             path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us, skip_bad_events=skip_bad
         )
         return [_Loaded(path=path, rank=rank, trace=trace)]
     if found in (NSYS_SQLITE, NSYS_REP):
+        from lightspeed.trace.io.nsys import read_nsys, read_nsys_report
+
         read = read_nsys if found == NSYS_SQLITE else read_nsys_report
         return [
             _Loaded(path=path, rank=rank, trace=_checked(trace, path, skip_bad))

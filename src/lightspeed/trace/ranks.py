@@ -51,9 +51,7 @@ from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.lateness import StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.loader import check_schema_versions, load_trace
 from lightspeed.trace.model import RankTrace
-from lightspeed.trace.ray_engine import ray_map
-
-ENGINES = ("local", "ray")
+from lightspeed.trace.ray_engine import ENGINES, ray_map
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.extras import import_extra
 
 _LOG = logging.getLogger(__name__)
+ENGINES: Final = ("local", "ray")  # where the ranks of a job are analysed (here, or Ray)
 T = TypeVar("T")
 R = TypeVar("R")
 LOCAL_OBJECT_STORE_BYTES = 256 << 20  # per-rank parts are small; keep a local Ray's footprint small

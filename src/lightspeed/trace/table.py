@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Final
 
@@ -115,8 +114,9 @@ class EventTable:
 
     def category_mask(self, categories: Sequence[str]) -> npt.NDArray[np.bool_]:
         """Which events belong to any of ``categories``."""
-        wanted = [index for index, name in enumerate(self.categories) if name in categories]
-        return np.isin(self.category_id, wanted)
+        # a lookup per category id, indexed by the column: one gather, no sort (np.isin sorts)
+        wanted = np.fromiter((name in categories for name in self.categories), bool, len(self.categories))
+        return wanted[self.category_id] if self.num_events else np.zeros(0, dtype=bool)
 
     def name_mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
         """Which events have a name for which ``predicate(name)`` is true (tested once per name)."""
@@ -164,9 +164,10 @@ def intern(table: dict[Any, int], values: list[Any]) -> npt.NDArray[np.int32]:
     ([1, 0, 2, 1], {'a': 0, 'b': 1, 'c': 2})
     """
     count = len(values)
-    ids = np.fromiter(map(table.get, values, repeat(-1, count)), dtype=np.int32, count=count)
-    if count and int(ids.min()) < 0:
-        for value in [v for v in dict.fromkeys(values) if v not in table]:
-            table[value] = len(table)
-        ids = np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=count)
-    return ids
+    try:  # one C-level pass of plain lookups (a single-iterable map is the cheapest)
+        return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=count)
+    except KeyError:
+        pass
+    for value in [v for v in dict.fromkeys(values) if v not in table]:
+        table[value] = len(table)
+    return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=count)

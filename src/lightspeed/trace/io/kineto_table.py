@@ -7,6 +7,7 @@ tree and the table never coexist in full.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
@@ -76,6 +77,8 @@ class TableBuilder:
         self._collective_rows: list[tuple[int, str, int, int, int, float]] = []
         self._device_counts: dict[int, int] = {}
         self._num_seen = 0  # events of earlier chunks, kept or not
+        self._annotation_ids: list[int] = []  # ids of nccl:* names (annotations of older PyTorch)
+        self._num_names_checked = 0  # names looked at for nccl:* so far (names are only appended)
         # (index in traceEvents, field, value, problem) of complete events no clock can place
         self.unplaced: list[tuple[int, str, float, str]] = []
 
@@ -100,9 +103,9 @@ class TableBuilder:
                 np.fromiter(map(_TS, kept), np.int64, len(kept)) if whole else np.rint(ts).astype(np.int64)
             )
             add("ts_int", exact)
-        add("tid", self._id_column(list(map(_TID, kept))))
+        add("tid", self._id_column(_TID, kept))
         args = list(map(_ARGS, kept))
-        add("stream", self._id_column(list(map(_STREAM, args))))
+        add("stream", self._id_column(_STREAM, args))
         add("correlation", np.fromiter(map(_CORRELATION, args), dtype=np.int64, count=len(args)))
         flop = np.fromiter(map(_FLOPS, args), dtype=np.float64, count=len(args))
         with_flop = np.flatnonzero(flop > 0)
@@ -182,19 +185,22 @@ class TableBuilder:
 
     def _count_devices(self, category_ids: npt.NDArray[np.int32], args: list[EventArgs]) -> None:
         """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
-        gpu_ids = [i for c, i in self.categories.items() if c in GPU_CATEGORIES]
-        on_gpu = np.isin(category_ids, gpu_ids).tolist()
+        on_gpu_category = np.fromiter(
+            (c in GPU_CATEGORIES for c in self.categories), bool, len(self.categories)
+        )
+        on_gpu = on_gpu_category[category_ids].tolist()  # a lookup per id: no sort, as np.isin does
         devices = np.fromiter(map(_DEVICE, compress(args, on_gpu)), dtype=np.int64)
         found, counts = np.unique(devices, return_counts=True)
         for device, count in zip(found.tolist(), counts.tolist(), strict=True):
             self._device_counts[device] = self._device_counts.get(device, 0) + count
 
-    def _id_column(self, values: list[Any]) -> I64:
-        """Integers as int64; strings are parsed (HTA: ``int(s)``) or become stable ids below -1."""
+    def _id_column(self, field: Callable[[Any], Any], items: list[Any]) -> I64:
+        """``field`` of each item: integers as int64; strings are parsed (HTA: ``int(s)``) or become
+        stable ids below -1 (one C-level pass when they are all integers, as they usually are)."""
         try:
-            return np.array(values, dtype=np.int64)
+            return np.fromiter(map(field, items), dtype=np.int64, count=len(items))
         except (TypeError, ValueError, OverflowError):
-            return np.array([self._as_int(v) for v in values], dtype=np.int64)
+            return np.array([self._as_int(v) for v in map(field, items)], dtype=np.int64)
 
     def _as_int(self, value: Any) -> int:
         if isinstance(value, int):
@@ -210,8 +216,8 @@ class TableBuilder:
         self, kept: list[Event], args: list[EventArgs], name_ids: npt.NDArray[np.int32]
     ) -> None:
         with_args = list(compress(range(len(args)), map(_COLLECTIVE, args)))  # non-empty names
-        annotation_ids = [i for name, i in self.names.items() if name.startswith("nccl:")]
-        annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist()
+        annotation_ids = self._nccl_annotation_ids()
+        annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist() if annotation_ids else []
         for offset in sorted({*with_args, *annotations}):
             index, arg = self._num_kept + offset, args[offset]
             if arg.collective:
@@ -227,6 +233,16 @@ class TableBuilder:
                 self._collective_rows.append(row)
             elif len(arg.input_dims):
                 self._collective_rows.append(_annotation_row(index, kept[offset].name, arg))
+
+    def _nccl_annotation_ids(self) -> list[int]:
+        """Ids of the ``nccl:*`` names so far; only names added since the last call are looked at
+        (a name's id is its position: names are only ever appended)."""
+        if len(self.names) > self._num_names_checked:
+            added = list(self.names)[self._num_names_checked :]
+            first = self._num_names_checked
+            self._annotation_ids += [first + i for i, name in enumerate(added) if name.startswith("nccl:")]
+            self._num_names_checked = len(self.names)
+        return self._annotation_ids
 
     def export(self) -> dict[str, Any] | None:
         """What this builder made of its chunks, for another builder's :meth:`merge` (a worker
