@@ -22,7 +22,6 @@ install it with pip install 'lightspeed[bench]'
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import logging
 from dataclasses import dataclass
@@ -124,6 +123,8 @@ def installed_version(distribution: str, module: str) -> str | None:
     >>> installed_version("surely-not-installed-xyz", "surely_not_installed_xyz") is None
     True
     """
+    import importlib.metadata  # only `doctor` asks; ~30 ms at import (email parsing) for every command
+
     try:
         version = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

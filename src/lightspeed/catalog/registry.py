@@ -29,6 +29,7 @@ from lightspeed.catalog.parse import (
     parse_system,
     read_raw,
 )
+from lightspeed.catalog.parsed_cache import cached
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
 from lightspeed.errors import DataFileError, InvalidPlanError
@@ -241,6 +242,11 @@ def load_catalog(extra_paths: Iterable[Path] = ()) -> Catalog:
     ``LIGHTSPEED_CATALOG`` name); records of other kinds (models) are skipped.
     """
     files = [*builtin_files(), *expand_paths(extra_paths)]
+    return cached(files, Catalog, lambda: _parse_catalog(files))
+
+
+def _parse_catalog(files: list[Path]) -> Catalog:
+    """The catalog the TOML ``files`` hold (every record checked, aliases unique)."""
     raw = read_raw(files)
     links = {name: parse_link(raw.paths[("link", name)], data) for name, data in raw.tables["link"].items()}
     cpus = {name: parse_cpu(raw.paths[("cpu", name)], data) for name, data in raw.tables["cpu"].items()}

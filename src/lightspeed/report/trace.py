@@ -12,11 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-
 from lightspeed.records import JsonDict
-from lightspeed.report.console import make_console, render_table
 from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.trace import (
     CommsReport,
@@ -33,11 +29,35 @@ from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, 
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from rich.console import Console
 
     from lightspeed.report.html import ReportSection
     from lightspeed.trace.cache import CacheInfo
 
 US_PER_S = 1e6
+
+
+# rich is loaded when a table is drawn, not for --json (a cached `trace summary --json` is mostly
+# start-up: issue 30)
+def _escape(text: str) -> str:
+    """``text`` with rich markup escaped."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _console() -> Console:
+    """The console tables are drawn on (:func:`lightspeed.report.console.make_console`)."""
+    from lightspeed.report.console import make_console as console_of
+
+    return console_of()
+
+
+def _render_table(*args: Any, **kwargs: Any) -> None:
+    """:func:`lightspeed.report.console.render_table`, loaded on first use."""
+    from lightspeed.report.console import render_table as draw
+
+    draw(*args, **kwargs)
 
 
 def breakdown_parts() -> tuple[tuple[str, str, str], ...]:
@@ -73,7 +93,7 @@ def _number(value: float) -> float | None:
 
 
 def _name(name: str, full: bool) -> str:
-    return escape(name if full else shorten_name(name))
+    return _escape(name if full else shorten_name(name))
 
 
 def _caption(partial: bool, notes: Sequence[str], extra: str = "") -> str | None:
@@ -81,7 +101,7 @@ def _caption(partial: bool, notes: Sequence[str], extra: str = "") -> str | None
     if partial:
         lines.append("PARTIAL: some ranks or values are missing (see notes)")
     lines.extend(f"note: {note}" for note in dict.fromkeys(notes))
-    return escape("\n".join(lines)) if lines else None
+    return _escape("\n".join(lines)) if lines else None
 
 
 # --- summary -------------------------------------------------------------------------------------
@@ -141,8 +161,8 @@ def _rank_json(rank: RankSummary, summary: TraceSummary) -> JsonDict:
 
 def render_trace_summary(summary: TraceSummary, console: Console | None = None) -> None:
     """Print the temporal breakdown, kind overlaps and step times of every rank."""
-    out = console or make_console()
-    render_table(
+    out = console or _console()
+    _render_table(
         "Temporal breakdown per rank (% of the kernel span, HTA definitions)",
         (
             "rank",
@@ -158,7 +178,7 @@ def render_trace_summary(summary: TraceSummary, console: Console | None = None) 
         [
             (
                 str(r.rank),
-                escape(r.device_name or "-"),
+                _escape(r.device_name or "-"),
                 str(r.num_gpu_events),
                 _time(r.kernel_span_s),
                 _pct(r.idle_pct),
@@ -185,7 +205,7 @@ def render_trace_summary(summary: TraceSummary, console: Console | None = None) 
         for k in r.kind_overlaps
     ]
     if rows:
-        render_table(
+        _render_table(
             "GPU time by kernel kind and overlap",
             ("rank", "kinds running", "time", "share"),
             rows,
@@ -196,7 +216,7 @@ def render_trace_summary(summary: TraceSummary, console: Console | None = None) 
 
 def _sol_cell(rank: RankSummary) -> str:
     if rank.accelerator is None:
-        return "no SOL for " + escape(rank.device_name or "unnamed device")
+        return "no SOL for " + _escape(rank.device_name or "unnamed device")
     if math.isfinite(rank.sol_pct):
         return f"{format_flop_per_s(rank.achieved_flop_per_s)} = {rank.sol_pct:.1f}% of {rank.accelerator}"
     return f"{rank.accelerator} (no FLOP counts in trace)"
@@ -218,7 +238,7 @@ def _render_steps(summary: TraceSummary, out: Console) -> None:
         for s in r.steps
     ]
     if rows:
-        render_table(
+        _render_table(
             "Profiler steps",
             ("rank", "step", "CPU time", "GPU busy", "compute", "communication", "memory", "counted"),
             rows,
@@ -291,7 +311,7 @@ def render_trace_kernels(
     report: KernelReport, *, full_names: bool = False, console: Console | None = None
 ) -> None:
     """Print the top kernels of each kind."""
-    render_table(
+    _render_table(
         f"Top {report.top} kernels by total time, per kind",
         ("rank", "kind", "kernel", "count", "total", "share of kind", "mean", "min", "median", "max"),
         [
@@ -318,12 +338,12 @@ def render_trace_kernels(
 
 def render_trace_idle(report: IdleReport, *, per_stream: bool = True, console: Console | None = None) -> None:
     """Print idle time split into host wait, kernel wait and other (per rank, then per stream)."""
-    out = console or make_console()
+    out = console or _console()
     headers = ("rank", "stream", "idle", "host wait", "kernel wait", "other", "gaps")
     threshold = (
         f"kernel wait: gaps under {format_duration(report.kernel_wait_threshold_s)} between launched kernels"
     )
-    render_table(
+    _render_table(
         "GPU idle time per rank (all streams)",
         headers,
         [_idle_row(split) for split in report.ranks],
@@ -332,7 +352,7 @@ def render_trace_idle(report: IdleReport, *, per_stream: bool = True, console: C
         caption=_caption(report.partial, report.notes, threshold),
     )
     if per_stream and report.streams:
-        render_table(
+        _render_table(
             "Idle time per stream (as HTA)", headers, [_idle_row(s) for s in report.streams], console=out
         )
 
@@ -354,7 +374,7 @@ def _idle_row(split: Any) -> tuple[str, ...]:
 
 def render_trace_launch(report: LaunchReport, console: Console | None = None) -> None:
     """Print launch delay, runtime call and GPU duration statistics per rank."""
-    out = console or make_console()
+    out = console or _console()
     rows = []
     for r in report.ranks:
         for label, dist in (
@@ -373,7 +393,7 @@ def render_trace_launch(report: LaunchReport, console: Console | None = None) ->
                     _time(dist.max_s),
                 )
             )
-    render_table(
+    _render_table(
         "Kernel launches",
         ("rank", "quantity", "count", "mean", "median", "p95", "max"),
         rows,
@@ -381,7 +401,7 @@ def render_trace_launch(report: LaunchReport, console: Console | None = None) ->
         console=out,
         caption=_caption(False, report.notes),
     )
-    render_table(
+    _render_table(
         "Launch outliers and short kernels",
         (
             "rank",
@@ -406,14 +426,14 @@ def render_trace_launch(report: LaunchReport, console: Console | None = None) ->
 
 def render_trace_comms(report: CommsReport, *, calls: bool = False, console: Console | None = None) -> None:
     """Print collectives grouped by kind and size (and each call with ``calls``)."""
-    out = console or make_console()
+    out = console or _console()
     sol = f"SOL: {report.sol_source}" if report.sol_source else "SOL: none (device not in the catalog)"
-    render_table(
+    _render_table(
         "Collectives (busbw as nccl-tests)",
         ("collective", "size", "ranks", "calls", "total", "median time", "algbw", "busbw", "% of SOL"),
         [
             (
-                escape(g.collective),
+                _escape(g.collective),
                 _bytes(g.size_bytes),
                 "-" if g.group_size is None else str(g.group_size),
                 str(g.count),
@@ -430,14 +450,14 @@ def render_trace_comms(report: CommsReport, *, calls: bool = False, console: Con
         caption=_caption(report.partial, report.notes, sol),
     )
     if calls and report.calls:
-        render_table(
+        _render_table(
             "Every collective call",
             ("rank", "step", "collective", "size", "start", "time", "busbw", "% of SOL", "size from"),
             [
                 (
                     str(c.rank),
                     str(c.step),
-                    escape(c.collective),
+                    _escape(c.collective),
                     _bytes(c.size_bytes),
                     _time(c.start_s),
                     _time(c.duration_s),
@@ -461,8 +481,8 @@ def _rate(value: float) -> str:
 
 def render_trace_stragglers(report: StragglerReport, console: Console | None = None) -> None:
     """Print each rank's lateness at collectives, per rank and per step."""
-    out = console or make_console()
-    render_table(
+    out = console or _console()
+    _render_table(
         "Lateness at collectives per rank (latest first)",
         ("rank", "total lateness", "mean per step", "steps", "steps as straggler"),
         [
@@ -483,7 +503,7 @@ def render_trace_stragglers(report: StragglerReport, console: Console | None = N
             "lateness = longest duration among ranks - this rank's duration",
         ),
     )
-    render_table(
+    _render_table(
         "Per step",
         ("step", "rank", "lateness", "largest at one collective", "collectives", "straggler"),
         [
@@ -503,7 +523,7 @@ def render_trace_stragglers(report: StragglerReport, console: Console | None = N
 
 def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Console | None = None) -> None:
     """Print what got slower or faster from A to B, with the per-step test."""
-    render_table(
+    _render_table(
         "B against A, per-step samples (Mann-Whitney U, Benjamini-Hochberg adjusted)",
         (
             "metric",
@@ -550,10 +570,10 @@ def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Con
 
 def render_trace_cache(info: CacheInfo, *, cleared: bool, console: Console | None = None) -> None:
     """Print where the trace cache is and what it holds (or held, when ``cleared``)."""
-    out = console or make_console()
+    out = console or _console()
     verb = "cleared" if cleared else "holds"
     out.print(
-        f"trace cache {escape(info.folder)} {verb} {info.num_entries} "
+        f"trace cache {_escape(info.folder)} {verb} {info.num_entries} "
         f"entr{'y' if info.num_entries == 1 else 'ies'}, {format_bytes(info.total_bytes)} "
         f"(limit {format_bytes(info.max_bytes)}; LIGHTSPEED_TRACE_CACHE_MAX_BYTES)",
         highlight=False,
