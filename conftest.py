@@ -17,4 +17,7 @@ def _isolated_home(
     monkeypatch.delenv("LIGHTSPEED_CATALOG", raising=False)
     monkeypatch.delenv("LIGHTSPEED_STORE", raising=False)  # never the team's shared store
     monkeypatch.setenv("COLUMNS", "160")
+    # the CLI reads large traces on idle cores unless told; tests read them here (deterministic
+    # timing on a busy CI machine; tests/trace/test_parallel_read.py asks for workers itself)
+    monkeypatch.setenv("LIGHTSPEED_PARSE_WORKERS", "0")
     return

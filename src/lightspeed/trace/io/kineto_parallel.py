@@ -13,11 +13,15 @@ the last (with the keys after the array).
 Anything unusual sends the whole file back to the serial read, which then
 gives its exact answer or error message: a cut that fell inside a string, a
 damaged byte, an unexpected field type, or thread/stream ids written as text.
-``LIGHTSPEED_PARSE_WORKERS=N`` turns it on with N workers; it is off by
-default (and always inside the workers of ``--jobs`` or Ray): on the shared
-2-core development machine, with no idle core, it measured slower than the
-serial read (pickling and merging cost more than the second core gave back;
-docs/benchmarks.md). It is for machines with idle cores.
+How many workers: ``LIGHTSPEED_PARSE_WORKERS=N`` asks for N (``0``: never); ``auto``, as many as
+the machine has idle cores (the cores this process may use minus the 1-minute load average,
+rounded), at most :data:`MAX_WORKERS`, and none unless at least 1.5 are idle: with no idle core
+the pool measured slower than the serial read (pickling and merging cost more than the second
+core gave back), with the second core of a 2-core machine free 2 workers read the 2M-event
+tiled trace in 3.3-4.1 s against 4.2-4.8 s (docs/benchmarks.md). The CLI sets ``auto`` unless
+the variable is set; a Python program that leaves it unset reads serially, because worker
+processes import the program's main module (``multiprocessing``'s rule: it must guard its top
+level with ``if __name__ == "__main__":``). Never inside the workers of ``--jobs`` or Ray.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ _LOG = logging.getLogger(__name__)
 WORKERS_VARIABLE: Final = "LIGHTSPEED_PARSE_WORKERS"
 MIN_PARALLEL_BYTES: Final = 16 << 20  # on disk; below this the pool's start costs more than it saves
 MAX_WORKERS: Final = 4
+AUTO: Final = "auto"  # what the CLI asks for (see the module docs)
+MIN_IDLE_CORES: Final = 1.5  # rounded to the two workers the pool needs to beat the serial read
 _POOL: dict[str, Any] = {}
 _IN_WORKER: dict[str, bool] = {}
 
@@ -59,14 +65,34 @@ def num_workers(path: Path) -> int:
     if _IN_WORKER or multiprocessing.current_process().daemon:
         return 0
     try:
-        wanted = min(MAX_WORKERS, int(os.environ.get(WORKERS_VARIABLE, "").strip() or 0))
-    except ValueError:
-        wanted = 0
-    try:
         large = path.stat().st_size >= MIN_PARALLEL_BYTES
     except OSError:
         return 0
-    return max(0, wanted) if large else 0
+    if not large:
+        return 0
+    asked = os.environ.get(WORKERS_VARIABLE, "").strip().lower()
+    if asked != AUTO:
+        try:
+            return max(0, min(MAX_WORKERS, int(asked or 0)))
+        except ValueError:
+            return 0
+    idle = idle_cores()
+    workers = min(MAX_WORKERS, round(idle)) if idle >= MIN_IDLE_CORES else 0
+    _LOG.info("parallel read of %s: %d workers (%.1f idle cores)", path.name, workers, idle)
+    return workers
+
+
+def idle_cores() -> float:
+    """Cores this process may use minus the 1-minute load average (0 where it is unknown)."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+    return max(0.0, usable - load)
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
