@@ -120,6 +120,8 @@ def test_checkpoint_words_do_not_hide_the_architecture(setups_of: SetupsOf) -> N
         ("128 input tokens and 2048 output tokens", (128, 2048)),
         ("1k in, 2k out", (1024, 2048)),
         ("2000-token prompts, 200 output tokens", (2000, 200)),
+        ("128/2048 (ISL/OSL)", (128, 2048)),
+        ("(ISL/OSL) 1k/1k", (1024, 1024)),
     ],
 )
 def test_lengths_said_one_at_a_time(setups_of: SetupsOf, lengths: str, expected: tuple[int, int]) -> None:

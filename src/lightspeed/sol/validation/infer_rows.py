@@ -96,7 +96,12 @@ INFERENCE_METRICS = (
     "request_latency_s",
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
-_ISL_OSL = re.compile(rf"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}")
+_PAIR_LABEL = r"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)"
+# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``; or the pair first: ``128/2048 (ISL/OSL)``
+_ISL_OSL = re.compile(
+    rf"{_PAIR_LABEL}\s*\)?\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}"
+    rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
+)
 # Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
 # OSL=2048``, ``input 1024 output 512``, ``input length 1,024 / output length 512``, ``1024 input /
 # 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``. Both halves sit
@@ -125,7 +130,8 @@ def _input_output(text: str) -> tuple[int, int] | None:
     """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any."""
     match = _ISL_OSL.search(text)
     if match:
-        return _tokens(match.group(1)), _tokens(match.group(2))
+        isl, osl = (group for group in match.groups() if group is not None)
+        return _tokens(isl), _tokens(osl)
     labelled = _LABELLED_LENGTHS.search(text)
     if labelled is None:
         return None
