@@ -1,11 +1,11 @@
-"""Out-of-sample check: MLPerf Inference v5.1 Llama 2 70B results on one 8-accelerator node.
+"""Out-of-sample check: MLPerf Inference v5.1 LLM results on one 8-accelerator node.
 
 Usage:
     python benchmarks/mlperf_check.py [--out benchmarks/results/mlperf_check.json]
 
-``benchmarks/data/mlperf-v5.1-llama2-70b.tsv`` holds, per accelerator (H200 SXM, B200, MI300X,
-MI325X), the median of the closed-division, one-node, eight-accelerator submissions in the
-Offline and Server scenarios (read from the MLCommons v5.1 results table as
+``benchmarks/data/mlperf-v5.1.tsv`` holds, per accelerator, the median of the closed-division,
+one-node, eight-accelerator submissions: Llama 2 70B Offline and Server (H200 SXM, B200, MI300X,
+MI325X) and Llama 3.1 405B Offline (H200 SXM, B200) (read from the MLCommons v5.1 results table as
 openshift-psap/performance-dashboard republishes it; each row lists its submission IDs). None of
 these rows is fitted on. The script predicts them with ``validate`` (the MLPerf workload's
 dataset lengths, the TP split with the most simulated Offline throughput, Server at the highest
@@ -25,7 +25,7 @@ from lightspeed.catalog import load_catalog
 from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.workload import load_models
 
-TABLE = Path(__file__).parent / "data" / "mlperf-v5.1-llama2-70b.tsv"
+TABLE = Path(__file__).parent / "data" / "mlperf-v5.1.tsv"
 
 
 def main() -> None:
