@@ -95,12 +95,30 @@ def test_driver_memory_is_what_the_engines_see(catalog: Catalog) -> None:
 )
 def test_a_card_no_system_is_built_from_runs_on_its_own(catalog: Catalog, text: str, card: str) -> None:
     # PCIe cards have no 8-GPU system in the catalog: a row on one of them runs on the card alone,
-    # and more of them have no interconnect to model, which the error says.
+    # and more than a server's eight have no interconnect to model, which the error says.
     cluster, _ = resolve_row_cluster(catalog, _row(text), 1)
     assert (cluster.system.system_type, cluster.system.accelerator.name, cluster.num_accelerators) == (
         "single-gpu",
         card,
         1,
     )
-    with pytest.raises(HardwareTextError, match=f"no system in the catalog is built from {card}, so 2"):
-        resolve_row_cluster(catalog, _row(text), 2)
+    with pytest.raises(HardwareTextError, match=f"no system in the catalog is built from {card}, so 9"):
+        resolve_row_cluster(catalog, _row(text), 9)
+
+
+@pytest.mark.parametrize(
+    ("text", "gpus", "link"),
+    [
+        ("L40S", 2, "pcie-4-x16"),  # no NVLink: the cards talk over their host link
+        ("NVIDIA L4 24GB", 8, "pcie-4-x16"),
+        ("H200 NVL", 4, "nvlink-4"),  # a 4-way NVLink bridge
+        ("H200 NVL", 8, "pcie-5-x16"),  # bridges join at most four cards
+    ],
+)
+def test_several_cards_make_a_pcie_server(catalog: Catalog, text: str, gpus: int, link: str) -> None:
+    cluster, _ = resolve_row_cluster(catalog, _row(text), gpus)
+    system = cluster.system
+    assert (system.system_type, system.num_accelerators, system.scale_up_domain_size) == ("node", gpus, gpus)
+    assert system.scale_up is not None
+    assert system.scale_up.link.name == link
+    assert (cluster.num_nodes, system.scale_out) == (1, None)

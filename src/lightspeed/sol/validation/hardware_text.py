@@ -23,7 +23,7 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, System, single_gpu_system
@@ -46,6 +46,8 @@ _WORD_SPLIT: Final = re.compile(r"[\s,;()]+")
 _MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
 _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 MAX_SPAN_WORDS: Final = 4
+MAX_PCIE_SERVER_CARDS: Final = 8  # a PCIe server holds at most eight double-width cards
+MAX_NVLINK_BRIDGE_CARDS: Final = 4  # NVLink bridges join two or four H100/H200 NVL cards
 # ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
 _COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
 
@@ -93,16 +95,49 @@ def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
 
 
 def _system_named(catalog: Catalog, name: str, num_gpus: int) -> System:
-    """A catalog system by name, or a card on its own (a row on one GPU of it)."""
+    """A catalog system by name, or a card no system is built from: on its own (one GPU), or
+    :func:`pcie_server` (two to eight)."""
     if name in catalog.systems:
         return catalog.system(name)
     accelerator = catalog.accelerator(name)
-    if num_gpus > 1:
+    if num_gpus == 1:
+        return single_gpu_system(accelerator)
+    if num_gpus > MAX_PCIE_SERVER_CARDS or accelerator.host_link is None:
         raise HardwareTextError(
             f"no system in the catalog is built from {accelerator.name}, so {num_gpus} of them have no "
             "interconnect to model; add a system with --catalog (a system TOML naming its links)"
         )
-    return single_gpu_system(accelerator)
+    return pcie_server(accelerator, num_gpus)
+
+
+def pcie_server(accelerator: Accelerator, num_cards: int) -> System:
+    """``num_cards`` PCIe cards in one server: they reach each other over their host link
+    (PCIe, the record's ``host_link``), or over their NVLink bridge when the card has one and at
+    most :data:`MAX_NVLINK_BRIDGE_CARDS` are used (H100/H200 NVL bridges join two or four cards);
+    no scale-out fabric."""
+    bridged = accelerator.scale_up is not None and num_cards <= MAX_NVLINK_BRIDGE_CARDS
+    card = accelerator if bridged else replace(accelerator, scale_up=accelerator.host_link)
+    way = "NVLink bridge" if bridged else "PCIe"
+    return System(
+        name=f"{num_cards}x{accelerator.name}",
+        display_name=f"{num_cards} x {accelerator.display_name} ({way} between cards)",
+        aliases=(),
+        system_type="node",
+        accelerator=card,
+        num_accelerators=num_cards,
+        cpu=None,
+        num_cpus=0,
+        scale_up_domain_size=num_cards,
+        in_network_reduction=False,
+        scale_out=None,
+        power_max_w=None,
+        power_min_w=None,
+        printed_totals=(),
+        source=accelerator.memory_source,
+        sources=accelerator.sources,
+        note=f"{num_cards} cards in one server over {way} (built by the row reader: no catalog system)",
+        path=accelerator.path,
+    )
 
 
 def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
