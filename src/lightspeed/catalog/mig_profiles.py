@@ -324,16 +324,31 @@ def single_gpu_system(accelerator: Accelerator) -> System:
     >>> single_gpu_system(load_catalog().accelerator("h100-sxm/1g.10gb")).num_accelerators
     1
     """
-    return System(
+    return cards_system(
+        accelerator,
+        1,
         name=accelerator.name,
         display_name=accelerator.display_name,
-        aliases=(),
         system_type="single-gpu",
+        note="one GPU on its own",
+    )
+
+
+def cards_system(
+    accelerator: Accelerator, num_cards: int, *, name: str, display_name: str, system_type: str, note: str
+) -> System:
+    """A "system" of ``num_cards`` copies of ``accelerator`` that no catalog record describes: one
+    scale-up domain over the accelerator's own ``scale_up`` link, no CPUs, no NICs, no power figures."""
+    return System(
+        name=name,
+        display_name=display_name,
+        aliases=(),
+        system_type=system_type,
         accelerator=accelerator,
-        num_accelerators=1,
+        num_accelerators=num_cards,
         cpu=None,
         num_cpus=0,
-        scale_up_domain_size=1,
+        scale_up_domain_size=num_cards,
         in_network_reduction=False,
         scale_out=None,
         power_max_w=None,
@@ -341,6 +356,6 @@ def single_gpu_system(accelerator: Accelerator) -> System:
         printed_totals=(),
         source=accelerator.memory_source,
         sources=accelerator.sources,
-        note="one GPU on its own",
+        note=note,
         path=accelerator.path,
     )

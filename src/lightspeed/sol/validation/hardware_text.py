@@ -28,6 +28,7 @@ from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, System, single_gpu_system
 from lightspeed.catalog.clusters import build_cluster, spread_over_domains
+from lightspeed.catalog.mig_profiles import cards_system
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
@@ -118,25 +119,13 @@ def pcie_server(accelerator: Accelerator, num_cards: int) -> System:
     bridged = accelerator.scale_up is not None and num_cards <= MAX_NVLINK_BRIDGE_CARDS
     card = accelerator if bridged else replace(accelerator, scale_up=accelerator.host_link)
     way = "NVLink bridge" if bridged else "PCIe"
-    return System(
+    return cards_system(
+        card,
+        num_cards,
         name=f"{num_cards}x{accelerator.name}",
         display_name=f"{num_cards} x {accelerator.display_name} ({way} between cards)",
-        aliases=(),
         system_type="node",
-        accelerator=card,
-        num_accelerators=num_cards,
-        cpu=None,
-        num_cpus=0,
-        scale_up_domain_size=num_cards,
-        in_network_reduction=False,
-        scale_out=None,
-        power_max_w=None,
-        power_min_w=None,
-        printed_totals=(),
-        source=accelerator.memory_source,
-        sources=accelerator.sources,
         note=f"{num_cards} cards in one server over {way} (built by the row reader: no catalog system)",
-        path=accelerator.path,
     )
 
 
@@ -284,7 +273,9 @@ __all__ = [
     "cluster_of",
     "default_system",
     "named_system",
+    "pcie_server",
     "read_hardware",
     "resolve_row_cluster",
+    "row_gpus",
     "variant_of",
 ]
