@@ -82,8 +82,9 @@ def sweep_states(layers: list[tuple[I64, I64]]) -> dict[int, int]:
     spans = np.diff(time)
     result: dict[int, int] = {}
     active = state[:-1]
-    for value in np.unique(active[active > 0]):
-        total = int(spans[active == value].sum())
-        if total:
-            result[int(value)] = total
+    # the states' sums by bincount (np.unique would load numpy.ma, ~13 ms of a cached command)
+    positive = active > 0
+    totals = np.bincount(active[positive].astype(np.int64), weights=spans[positive])
+    for combination in np.flatnonzero(totals).tolist():
+        result[combination] = int(totals[combination])
     return result
