@@ -344,7 +344,7 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     if concurrency:
         size = int(concurrency.group(1) or concurrency.group(2))
         return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
-    if _is_throughput(row.text("metric")) and row_rate(row) is None:
+    if _is_throughput(row) and row_rate(row) is None:
         return (
             ServingLoad(isl, osl),
             "continuous",
@@ -354,14 +354,22 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
 
 
-_THROUGHPUT = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per s|throughput|req(?:uest)?s?\s*/\s*s|\bqps\b")
-_PER_USER_OR_LATENCY = re.compile(r"user|latency|ttft|tpot|\bitl\b|inter-token|first[- ]token|per request")
+# The metrics a server's load sets from outside (per-user speeds and latencies are read at one request).
+_THROUGHPUT_KEYS = frozenset(
+    {
+        "output_tokens_per_s",
+        "output_tokens_per_s_per_gpu",
+        "total_tokens_per_s",
+        "total_tokens_per_s_per_gpu",
+        "requests_per_s",
+    }
+)
 
 
-def _is_throughput(metric: str) -> bool:
-    """Whether a metric cell is a server's throughput (tokens or requests per second, not per user)."""
-    lowered = metric.lower()
-    return _THROUGHPUT.search(lowered) is not None and _PER_USER_OR_LATENCY.search(lowered) is None
+def _is_throughput(row: PublishedRow) -> bool:
+    """Whether the row's (first) metric is a server's throughput, read by the metric reader."""
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
+    return bool(readings) and readings[0].key in _THROUGHPUT_KEYS
 
 
 def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading:
