@@ -53,3 +53,19 @@ def test_a_small_file_is_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_idle_cores_is_never_negative() -> None:
     assert kineto_parallel.idle_cores() >= 0.0
+
+
+def test_only_trace_commands_ask_for_idle_cores(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the setting would otherwise reach the programs other commands start (`monitor run -- CMD`)
+    import os
+
+    from lightspeed.cli.main import main
+
+    monkeypatch.delenv(kineto_parallel.WORKERS_VARIABLE, raising=False)
+    assert main(["hw", "show", "h100-sxm", "--json"]) == 0
+    assert kineto_parallel.WORKERS_VARIABLE not in os.environ
+    assert main(["trace", "cache", "info", "--json"]) == 0
+    assert os.environ[kineto_parallel.WORKERS_VARIABLE] == "auto"
+    capsys.readouterr()

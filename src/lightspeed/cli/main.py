@@ -155,9 +155,6 @@ def _split_env_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    # a large trace file is read on the machine's idle cores (lightspeed.trace.io.kineto_parallel);
-    # safe here, where the main module is lightspeed's own
-    os.environ.setdefault("LIGHTSPEED_PARSE_WORKERS", "auto")
     try:
         result = cli.main(args=args, prog_name="lightspeed", standalone_mode=False)
     except click.exceptions.Exit as exit_:

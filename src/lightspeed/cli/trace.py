@@ -7,6 +7,7 @@ tables (or ``--json``), and exits 2 with one line on bad input.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -236,6 +237,10 @@ def _ranks(function: F) -> F:
 def command() -> None:
     """Profiler trace analyses (PyTorch/Kineto .json[.gz], Nsight Systems .sqlite or .nsys-rep; a file or
     a folder of ranks)."""
+    # A large trace file is read on the machine's idle cores (lightspeed.trace.io.kineto_parallel): safe
+    # in this process, whose main module is lightspeed's own. Set here, for trace commands only, so that
+    # no other command hands it to the programs it starts (`monitor run -- CMD`).
+    os.environ.setdefault("LIGHTSPEED_PARSE_WORKERS", "auto")
 
 
 @command.command("summary")

@@ -18,7 +18,7 @@ the machine has idle cores (the cores this process may use minus the 1-minute lo
 rounded), at most :data:`MAX_WORKERS`, and none unless at least 1.5 are idle: with no idle core
 the pool measured slower than the serial read (pickling and merging cost more than the second
 core gave back), with the second core of a 2-core machine free 2 workers read the 2M-event
-tiled trace in 3.3-4.1 s against 4.2-4.8 s (docs/benchmarks.md). The CLI sets ``auto`` unless
+tiled trace in 3.3-4.1 s against 4.2-4.8 s (docs/benchmarks.md). The trace commands set ``auto`` unless
 the variable is set; a Python program that leaves it unset reads serially, because worker
 processes import the program's main module (``multiprocessing``'s rule: it must guard its top
 level with ``if __name__ == "__main__":``). Never inside the workers of ``--jobs`` or Ray.
