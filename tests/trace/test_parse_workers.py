@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lightspeed.errors import UserInputError
 from lightspeed.trace.io import kineto_parallel
 
 
@@ -34,7 +35,7 @@ def test_a_program_that_asks_nothing_reads_serially(large: Path, monkeypatch: py
     assert kineto_parallel.num_workers(large) == 0
 
 
-@pytest.mark.parametrize(("asked", "workers"), [("0", 0), ("3", 3), ("9", 4), ("-2", 0), ("many", 0)])
+@pytest.mark.parametrize(("asked", "workers"), [("0", 0), ("3", 3), ("9", 4), (" AUTO ", 4)])
 def test_what_the_user_asks_wins(
     large: Path, monkeypatch: pytest.MonkeyPatch, asked: str, workers: int
 ) -> None:
@@ -69,3 +70,12 @@ def test_only_trace_commands_ask_for_idle_cores(
     assert main(["trace", "cache", "info", "--json"]) == 0
     assert os.environ[kineto_parallel.WORKERS_VARIABLE] == "auto"
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("asked", ["-2", "many", "nan", "1e400", "2.5"])
+def test_a_bad_worker_count_says_what_to_give(
+    large: Path, monkeypatch: pytest.MonkeyPatch, asked: str
+) -> None:
+    monkeypatch.setenv(kineto_parallel.WORKERS_VARIABLE, asked)
+    with pytest.raises(UserInputError, match=r"LIGHTSPEED_PARSE_WORKERS=.* give 0 .* or auto"):
+        kineto_parallel.num_workers(large)

@@ -37,6 +37,7 @@ from typing import Any, Final
 
 import msgspec
 
+from lightspeed.errors import UserInputError
 from lightspeed.trace.io.kineto_schema import EVENTS_DECODER, Event
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
@@ -73,9 +74,15 @@ def num_workers(path: Path) -> int:
     asked = os.environ.get(WORKERS_VARIABLE, "").strip().lower()
     if asked != AUTO:
         try:
-            return max(0, min(MAX_WORKERS, int(asked or 0)))
+            workers = int(asked or 0)
         except ValueError:
-            return 0
+            workers = -1
+        if workers < 0:
+            raise UserInputError(
+                f"{WORKERS_VARIABLE}={asked!r} is not a number of worker processes; "
+                f"give 0 (read here), 1-{MAX_WORKERS}, or auto"
+            )
+        return min(MAX_WORKERS, workers)
     idle = idle_cores()
     workers = min(MAX_WORKERS, round(idle)) if idle >= MIN_IDLE_CORES else 0
     _LOG.info("parallel read of %s: %d workers (%.1f idle cores)", path.name, workers, idle)
