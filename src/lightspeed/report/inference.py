@@ -73,7 +73,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         ["requests/s", f"{estimate.requests_per_s:,.3g}"],
         [
             "batch per replica",
-            f"{estimate.batch_per_replica:,.4g} in flight, KV-cache limit {estimate.max_batch:,} "
+            f"{estimate.batch_per_replica:,.4g} in flight, limit {estimate.max_batch:,} "
+            "(KV cache, server cap) "
             f"({estimate.concurrency:,.4g} requests over the deployment)",
         ],
     ]
