@@ -73,9 +73,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         ["requests/s", f"{estimate.requests_per_s:,.3g}"],
         [
             "batch per replica",
-            f"{estimate.batch_per_replica:,.4g} in flight, limit {estimate.max_batch:,} "
-            "(KV cache, server cap) "
-            f"({estimate.concurrency:,.4g} requests over the deployment)",
+            f"{estimate.batch_per_replica:,.4g} in flight of at most {estimate.max_batch:,} (KV cache, "
+            f"server cap); {estimate.concurrency:,.4g} requests over the deployment",
         ],
     ]
     bars = estimate.intervals
