@@ -126,8 +126,12 @@ def render_inference_search(result: InferenceSearchResult) -> None:
     console.print(
         f"[bold]{plain(result.model)}[/bold] on [bold]{plain(result.system)}[/bold]: "
         f"{result.num_points_evaluated:,} "
-        f"deployment x batch points in {format_duration(result.elapsed_s)}, {result.num_points_feasible:,} "
-        f"meet {bounds or 'no bound'}"
+        f"deployment x batch points in {format_duration(result.elapsed_s)}, "
+        + (
+            f"{result.num_points_feasible:,} meet {bounds}"
+            if bounds
+            else "no latency bound given (--max-ttft, --max-tpot, --slo)"
+        )
     )
     render_inference_estimate(result.best)
     rows = [
