@@ -220,3 +220,36 @@ def test_impossible_events_stop_unless_skipped_then_counted_everywhere(run_cli: 
     report = run_cli("report", "--from", bad, "--skip-bad-events", "-o", str(tmp_path / "r.html"))
     assert report.code == 0, report.err
     assert "3 impossible events skipped" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+ALEXNET = str(TRACES / "critical_path" / "alexnet")
+
+
+def test_device_gives_a_sol_to_a_trace_that_names_none(run_cli: Any) -> None:
+    # trace_filter's ranks carry no deviceProperties: no SOL without --device
+    plain = json.loads(run_cli("trace", "summary", TWO_RANKS, "--json").out)
+    assert [row["accelerator"] for row in plain] == [None, None]
+    assert all(any("no SOL" in note for note in row["notes"]) for row in plain)
+    for jobs in ("1", "2"):  # the worker processes get it too
+        result = run_cli("trace", "summary", TWO_RANKS, "--device", "H100 SXM", "--jobs", jobs, "--json")
+        assert result.code == 0, result.err
+        named = json.loads(result.out)
+        assert [row["accelerator"] for row in named] == ["h100-sxm", "h100-sxm"]
+        assert not any("no SOL" in note for row in named for note in row["notes"])
+        # the figures themselves do not depend on the device
+        assert [row["idle_us"] for row in named] == [row["idle_us"] for row in plain]
+
+
+def test_device_replaces_a_name_the_catalog_does_not_know(run_cli: Any) -> None:
+    # HTA's alexnet trace was taken on "NVIDIA A100-PG509-200", a name no datasheet prints
+    plain = json.loads(run_cli("trace", "summary", ALEXNET, "--json").out)
+    assert plain[0]["accelerator"] is None
+    named = json.loads(run_cli("trace", "summary", ALEXNET, "--device", "a100-40gb", "--json").out)
+    assert named[0]["accelerator"] == "a100-sxm-40gb"
+    assert any("the trace names NVIDIA A100-PG509-200" in note for note in named[0]["notes"])
+
+
+def test_an_unknown_device_is_one_line(run_cli: Any) -> None:
+    one_line_error(
+        run_cli("trace", "summary", TWO_RANKS, "--device", "h900"), "unknown device 'h900'", "hw list"
+    )

@@ -77,6 +77,13 @@ def _load_options(function: F) -> F:
             "trace, no ts) instead of stopping on the first; the count is shown beside every figure.",
         ),
         click.option(
+            "--device",
+            default=None,
+            metavar="NAME",
+            help="The accelerator the ranks ran on, e.g. h100, for traces that name none (no "
+            "deviceProperties) or one the catalog does not know, so their figures get a SOL.",
+        ),
+        click.option(
             "--no-cache",
             is_flag=True,
             help="Parse every file again and keep nothing (default: parsed tables are kept as Parquet in "
@@ -90,16 +97,32 @@ def _load_options(function: F) -> F:
 
 
 def _load(paths: tuple[Path, ...] | Path, options: dict[str, Any]) -> Trace:
+    return trace_api.load_trace(paths, **_load_keywords(options))
+
+
+def _load_keywords(options: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of :func:`lightspeed.trace.load_trace` (and of its ``LoadOptions``), taken out
+    of ``options`` (the command's own stay)."""
     max_bytes = options.pop("max_bytes")
-    return trace_api.load_trace(
-        paths,
-        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-        time_unit=options.pop("time_unit"),
-        round_to_us=not options.pop("exact_ns"),
-        allow_mixed_schema=options.pop("allow_mixed_schema"),
-        skip_bad_events=options.pop("skip_bad_events"),
-        cache=not options.pop("no_cache"),
-    )
+    return {
+        "max_bytes": DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+        "time_unit": options.pop("time_unit"),
+        "round_to_us": not options.pop("exact_ns"),
+        "allow_mixed_schema": options.pop("allow_mixed_schema"),
+        "skip_bad_events": options.pop("skip_bad_events"),
+        "cache": not options.pop("no_cache"),
+        "device": _device_name(options.pop("device")),
+    }
+
+
+def _device_name(text: str | None) -> str | None:
+    """The catalog name of ``--device`` (a record name, alias or the name a driver reports)."""
+    if text is None:
+        return None
+    catalog = get_context().catalog()
+    found = catalog.find_device(text)
+    name: str = (found or catalog.accelerator(text)).name
+    return name
 
 
 def _traces(function: F) -> F:
@@ -151,15 +174,7 @@ class _Ranks:
         self._paths, self._jobs, self._limit = paths, jobs, limit
         self._engine, self._address = engine, address
         if self._trace is None:
-            max_bytes = options.pop("max_bytes")
-            self._load = trace_api.LoadOptions(
-                max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-                time_unit=options.pop("time_unit"),
-                round_to_us=not options.pop("exact_ns"),
-                allow_mixed_schema=options.pop("allow_mixed_schema"),
-                skip_bad_events=options.pop("skip_bad_events"),
-                cache=not options.pop("no_cache"),
-            )
+            self._load = trace_api.LoadOptions(**_load_keywords(options))
 
     @property
     def num_skipped_events(self) -> int:

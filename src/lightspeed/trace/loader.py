@@ -50,6 +50,7 @@ def load_trace(
     allow_mixed_schema: bool = False,
     skip_bad_events: bool = False,
     cache: TraceCache | bool = True,
+    device: str | None = None,
 ) -> Trace:
     """Load trace files (or folders of per-rank files) into columnar tables.
 
@@ -67,6 +68,9 @@ def load_trace(
     Impossible events (see :mod:`lightspeed.trace.integrity`) stop the load
     with an error naming the event, unless ``skip_bad_events``: then they are
     left out and counted (``num_skipped_events``, and a note every analysis shows).
+    ``device`` names the accelerator every rank ran on, for traces that name none (a Kineto trace
+    without ``deviceProperties``) or one the catalog does not know, so their figures get a SOL
+    (a note names what the trace said where it differs).
     ``cache`` (default: the lightspeed cache folder, when pyarrow is installed) keeps each
     file's tables as Parquet, so the next load of the same file skips parsing
     (:mod:`lightspeed.trace.cache`); ``False`` neither reads nor writes it.
@@ -88,10 +92,21 @@ def load_trace(
     loaded = [item for path in files for item in _load_cached(path, chosen, options)]
     ranks = _assign_ranks(loaded)
     notes = check_schema_versions(ranks, allow_mixed_schema)
+    if device is not None:
+        ranks = [_with_device(rank, device) for rank in ranks]
     skipped = {rank.rank: rank.skipped_events for rank in ranks if rank.skipped_events}
     if skipped:
         notes = (*notes, skipped_note(skipped))
     return Trace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), notes=notes)
+
+
+def _with_device(rank: RankTrace, device: str) -> RankTrace:
+    """``rank`` on ``device``, with a note where its trace names another one (a name the catalog
+    may not know, such as "NVIDIA A100-PG509-200": the user's word wins)."""
+    notes = rank.notes
+    if rank.device_name and rank.device_name != device:
+        notes = (*notes, f"rank {rank.rank}: the trace names {rank.device_name}; --device {device} is used")
+    return dataclasses.replace(rank, device_name=device, notes=notes)
 
 
 @dataclass

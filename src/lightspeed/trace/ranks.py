@@ -64,6 +64,7 @@ class LoadOptions:
     allow_mixed_schema: bool = False
     skip_bad_events: bool = False
     cache: bool = True  # keep and reuse each file's tables as Parquet (lightspeed.trace.cache)
+    device: str | None = None  # the accelerator every rank ran on (--device), over what the trace says
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ def _analyse(task: _Task) -> list[_RankPart]:
         allow_mixed_schema=True,  # one file: checked across ranks after the merge
         skip_bad_events=load.skip_bad_events,
         cache=load.cache,
+        device=load.device,
     )
     return [_analyse_rank(task, rank) for rank in trace.ranks]
 
