@@ -33,6 +33,12 @@ PCIE_SERVER_NIC_SOURCE: Final = (
 )
 
 
+def is_pcie_card(accelerator: Accelerator) -> bool:
+    """Whether ``accelerator`` is a PCIe card (its form factor says so): only those are put in
+    :func:`pcie_server` servers; an OAM or SXM part without a catalog system is refused."""
+    return accelerator.form_factor.lower().startswith("pcie")
+
+
 def pcie_server(accelerator: Accelerator, num_cards: int) -> System:
     """``num_cards`` PCIe cards in one server: they reach each other over their host link
     (PCIe, the record's ``host_link``), or over their NVLink bridge when the card has one and two
@@ -46,6 +52,12 @@ def pcie_server(accelerator: Accelerator, num_cards: int) -> System:
     """
     if not 1 <= num_cards <= MAX_PCIE_SERVER_CARDS:
         raise InvalidPlanError(f"a PCIe server holds 1 to {MAX_PCIE_SERVER_CARDS} cards, not {num_cards}")
+    if not is_pcie_card(accelerator):
+        raise InvalidPlanError(
+            f"no system in the catalog is built from {accelerator.name} ({accelerator.form_factor}), so "
+            f"{num_cards} of them have no interconnect to model; add a system with --catalog "
+            "(a system TOML naming its links)"
+        )
     bridged = accelerator.scale_up is not None and num_cards in NVLINK_BRIDGE_SIZES
     if accelerator.host_link is None and not bridged:
         raise InvalidPlanError(
@@ -120,6 +132,7 @@ __all__ = [
     "PCIE_SERVER_NIC_LINK",
     "assumed_nics",
     "has_assumed_nics",
+    "is_pcie_card",
     "pcie_server",
     "pcie_servers",
 ]

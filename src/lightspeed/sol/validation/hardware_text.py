@@ -37,6 +37,7 @@ from lightspeed.catalog.cards import (
     PCIE_SERVER_NIC_LINK,
     assumed_nics,
     has_assumed_nics,
+    is_pcie_card,
     pcie_server,
     pcie_servers,
 )
@@ -118,9 +119,8 @@ def _system_named(catalog: Catalog, name: str, num_gpus: int) -> System:
     accelerator = catalog.accelerator(name)
     if num_gpus == 1:
         return single_gpu_system(accelerator)
-    if accelerator.host_link is None and not (
-        accelerator.scale_up is not None and num_gpus in NVLINK_BRIDGE_SIZES
-    ):
+    bridged = accelerator.scale_up is not None and num_gpus in NVLINK_BRIDGE_SIZES
+    if not is_pcie_card(accelerator) or (accelerator.host_link is None and not bridged):
         raise HardwareTextError(
             f"no system in the catalog is built from {accelerator.name}, so {num_gpus} of them have no "
             "interconnect to model; add a system with --catalog (a system TOML naming its links)"
