@@ -185,3 +185,10 @@ def test_the_cli_plans_on_them(run_cli, args: list[str]) -> None:  # type: ignor
     result = run_cli(*args, "--json")
     assert result.code == 0, result.err
     assert '"gpus"' in result.out or '"num_gpus"' in result.out or result.out.strip().startswith("{")
+
+
+def test_hw_show_resolves_a_slice_name(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("hw", "show", "v5p-128")
+    assert result.code == 0, result.err
+    assert "64 x tpu-v5p" in result.out
+    assert "4x4x4" in result.out
