@@ -157,6 +157,54 @@ def test_search_infer_ranks_by_goodput(run_cli) -> None:  # type: ignore[no-unty
     assert goodputs == sorted(goodputs, reverse=True)
 
 
+SEARCH_AT_SLO = (
+    "search",
+    "infer",
+    "--model",
+    "llama-3-70b",
+    "--system",
+    "dgx-h100",
+    "--gpus",
+    "8",
+    "--isl",
+    "2000",
+    "--osl",
+    "200",
+    "--slo",
+    "ttft=500ms,tpot=50ms",
+    "--requests",
+    "200",
+    "--finalists",
+    "2",
+)
+
+
+def test_search_infer_at_an_slo_shows_a_best_deployment_within_its_limits(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # the analytic best shown above the ranking used to be the unbounded one (TPOT 228 ms here)
+    result = run_cli(*SEARCH_AT_SLO, "--rate", "1", "--json")
+    assert result.code == 0, result.err
+    best = json.loads(result.out)["best"]
+    assert best["ttft_s"] <= 0.5
+    assert best["tpot_s"] <= 0.05
+
+
+@pytest.mark.parametrize(
+    ("rate", "verdict"),
+    [
+        # 0.2 req/s: requests barely overlap, and the unloaded TTFT (~0.1 s) and TPOT (~13 ms) of
+        # TP8 are far inside the limits
+        ("0.2", "best: "),
+        # 50 req/s x 200 tokens = 10,000 tokens/s, above the 2,597 tokens/s the best of all 124
+        # deployments reaches at its KV-cache limit (324.6 per GPU x 8): nobody can keep up
+        ("50", "no finalist meets TTFT <= 500 ms, TPOT <= 50 ms for 90% of requests at 50 req/s"),
+    ],
+)
+def test_search_infer_at_an_slo_ends_with_a_verdict(run_cli, rate: str, verdict: str) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*SEARCH_AT_SLO, "--rate", rate)
+    assert result.code == 0, result.err
+    assert verdict in " ".join(result.out.split())
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

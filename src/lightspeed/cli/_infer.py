@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
     frontier of tokens/s per GPU against tokens/s per user; with --slo, the finalists simulated
     under load and ranked by goodput per GPU (at --rate, or at the highest rate each sustains)."""
     config = configuration(ServingSearchConfig, values)
-    prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
+    prediction = run(_bounded_by_slo(config), catalog=get_context().catalog(), models=get_context().models())
     result = prediction.result
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
     goodput = _goodput_ranking(config, precision=result.best.plan.precision)
@@ -114,6 +115,19 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
         render_expert_load_effect(prediction.expert_load)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _bounded_by_slo(config: ServingSearchConfig) -> ServingSearchConfig:
+    """The analytic search under the SLO's limits where --max-ttft / --max-tpot leave them open, so
+    the best deployment shown is one that can meet the SLO the finalists are ranked by."""
+    slo = resolve_slo(slo_of_text(config.slo))
+    if slo is None:
+        return config
+    return dataclasses.replace(
+        config,
+        max_ttft_s=config.max_ttft_s if config.max_ttft_s is not None else slo.ttft_s,
+        max_tpot_s=config.max_tpot_s if config.max_tpot_s is not None else slo.tpot_s,
+    )
 
 
 def _goodput_ranking(config: ServingSearchConfig, *, precision: str) -> GoodputSearchResult | None:

@@ -73,8 +73,8 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         ["requests/s", f"{estimate.requests_per_s:,.3g}"],
         [
             "batch per replica",
-            f"{estimate.batch_per_replica:,.4g} in flight, KV-cache limit {estimate.max_batch:,} "
-            f"({estimate.concurrency:,.4g} requests over the deployment)",
+            f"{estimate.batch_per_replica:,.4g} in flight of at most {estimate.max_batch:,} (KV cache, "
+            f"server cap); {estimate.concurrency:,.4g} requests over the deployment",
         ],
     ]
     bars = estimate.intervals
@@ -126,8 +126,12 @@ def render_inference_search(result: InferenceSearchResult) -> None:
     console.print(
         f"[bold]{plain(result.model)}[/bold] on [bold]{plain(result.system)}[/bold]: "
         f"{result.num_points_evaluated:,} "
-        f"deployment x batch points in {format_duration(result.elapsed_s)}, {result.num_points_feasible:,} "
-        f"meet {bounds or 'no bound'}"
+        f"deployment x batch points in {format_duration(result.elapsed_s)}, "
+        + (
+            f"{result.num_points_feasible:,} meet {bounds}"
+            if bounds
+            else "no latency bound given (--max-ttft, --max-tpot, --slo)"
+        )
     )
     render_inference_estimate(result.best)
     rows = [

@@ -190,6 +190,23 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
         console=make_console(),
         right_align_from=2,
     )
+    make_console().print(goodput_verdict(result))
+
+
+def goodput_verdict(result: GoodputSearchResult) -> str:
+    """One line: the finalist to deploy, or that none meets the SLO at the rate and what to change."""
+    best, slo = result.best, result.slo
+    if best.meets:
+        return (
+            f"best: {best.plan.describe()}, {best.goodput_requests_per_s_per_gpu:,.4g} good req/s per GPU "
+            f"({format_percent(best.attainment)} within the SLO at {best.rate_per_s:,.4g} req/s)"
+        )
+    at = f"at {result.rate_per_s:,.4g} req/s" if result.rate_per_s is not None else "at any rate probed"
+    return (
+        f"no finalist meets {plain(slo.describe())} {at}: the closest, {best.plan.describe()}, keeps "
+        f"{format_percent(best.attainment)} of requests within it; lower the rate, add GPUs or relax the SLO "
+        "(without --rate, each finalist's highest rate at the SLO is searched)"
+    )
 
 
 def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figure:

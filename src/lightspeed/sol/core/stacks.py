@@ -166,6 +166,65 @@ def _exposed_s(communication_s: ArrayLike, hideable_s: ArrayLike, contention: fl
     return exposed
 
 
+GIB_BYTES: Final = 1024.0**3
+
+
+@dataclass(frozen=True)
+class SequenceCap(Record):
+    """The most sequences one scheduler (a replica, or one attention-data-parallel rank) keeps
+    in flight when the user sets no cap: the server's own default, read from its source.
+
+    ``sequences`` is the cap; a server that derives it from its KV cache (SGLang:
+    ``kv_tokens / context_length * per_context_window``, kept within ``sequences`` ..
+    ``most`` and at most half the KV tokens) gives ``per_context_window``; a server whose
+    default depends on the GPU (vLLM: 1,024 on GPUs of at least 70 GiB that are not A100s,
+    else 256) gives ``large_gpu_sequences`` with the memory bound and the names excluded.
+
+    >>> cap = SequenceCap(2048, most=4096, per_context_window=512.0)
+    >>> int(cap.limit(kv_tokens=1_000_000, context_tokens=131072, accelerator="H100", memory_bytes=80e9))
+    3906
+    """
+
+    sequences: int
+    most: int | None = None
+    per_context_window: float = 0.0
+    large_gpu_sequences: int | None = None
+    large_gpu_memory_gib: float = 0.0
+    large_gpu_excludes: tuple[str, ...] = ()
+    source: str = ""
+
+    def limit(
+        self, *, kv_tokens: ArrayLike, context_tokens: int, accelerator: str, memory_bytes: float
+    ) -> FloatArray:
+        """The cap for a scheduler holding ``kv_tokens`` of KV cache on ``accelerator``."""
+        tokens = np.asarray(kv_tokens, dtype=np.float64)
+        if self.per_context_window > 0.0:
+            derived = np.floor(tokens / context_tokens * self.per_context_window)
+            capped = np.clip(derived, self.sequences, self.most or np.inf)
+            result: FloatArray = np.minimum(capped, np.floor(tokens / 2.0))
+            return result
+        large = (
+            self.large_gpu_sequences is not None
+            and memory_bytes >= self.large_gpu_memory_gib * GIB_BYTES
+            and not any(word in accelerator.lower() for word in self.large_gpu_excludes)
+        )
+        value = self.large_gpu_sequences if large and self.large_gpu_sequences is not None else self.sequences
+        return np.full_like(tokens, float(value))
+
+    def describe(self) -> str:
+        """The rule in words, for a plan's assumptions."""
+        if self.per_context_window > 0.0:
+            return (
+                f"KV tokens / context length x {self.per_context_window:g}, within "
+                f"{self.sequences:,}-{self.most or 0:,} and at most half the KV tokens"
+            )
+        if self.large_gpu_sequences is not None:
+            excluded = f" (not {', '.join(self.large_gpu_excludes)})" if self.large_gpu_excludes else ""
+            large = f"{self.large_gpu_sequences:,} on GPUs of {self.large_gpu_memory_gib:g} GiB or more"
+            return f"{large}{excluded}, else {self.sequences:,}"
+        return f"{self.sequences:,}"
+
+
 @dataclass(frozen=True)
 class ServingStack(Record):
     """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``).
@@ -189,6 +248,7 @@ class ServingStack(Record):
     two_batch_overlap: bool = False
     overlap_contention: float = 0.0
     decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
+    sequence_cap: SequenceCap | None = None
     kernel_fit_group: str = ""
     cuda_graphs: bool = False
     overlap_scheduler: bool = False
@@ -282,12 +342,29 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         two_batch_overlap=table.boolean("two_batch_overlap", False),
         overlap_contention=contention,
         decode_batch_per_rank=_per_architecture(table, "decode_batch_per_rank"),
+        sequence_cap=_sequence_cap(table.table("max_sequences", required=False)),
         kernel_fit_group=table.string("kernel_fit_group", ""),
         cuda_graphs=table.boolean("cuda_graphs", False),
         overlap_scheduler=table.boolean("overlap_scheduler", False),
         launch_source=table.string("launch_source", ""),
         fitted_on=table.strings("fitted_on"),
         validated_on=table.strings("validated_on"),
+    )
+
+
+def _sequence_cap(table: Fields | None) -> SequenceCap | None:
+    if table is None:
+        return None
+    most = table.optional_integer("most")
+    large = table.optional_integer("large_gpu_sequences")
+    return SequenceCap(
+        sequences=table.integer("sequences", minimum=1),
+        most=most,
+        per_context_window=table.number("per_context_window", 0.0, positive=False),
+        large_gpu_sequences=large,
+        large_gpu_memory_gib=table.number("large_gpu_memory_gib", 0.0, positive=False),
+        large_gpu_excludes=tuple(word.lower() for word in table.strings("large_gpu_excludes")),
+        source=table.string("source"),
     )
 
 

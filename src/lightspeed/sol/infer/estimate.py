@@ -227,8 +227,10 @@ def _batch_and_queue(
 
 
 def _max_batch(memory: MemoryArrays, plan: InferencePlan) -> float:
-    limit = float(memory.max_sequences[0])
-    return min(limit, float(plan.max_batch)) if plan.max_batch is not None else limit
+    """Sequences per replica: the user's cap within the KV cache, else the server's defaults."""
+    if plan.max_batch is not None:
+        return min(float(memory.kv_sequences[0]), float(plan.max_batch))
+    return float(memory.max_sequences[0])
 
 
 def check_gpus(plan: InferencePlan, cluster: Cluster) -> None:
@@ -330,6 +332,15 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
     return f"{line}; {serving.fit_note()}"
 
 
+def _sequence_cap_note(inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
+    """The server's default cap on sequences per scheduler, where it has one and --max-batch is unset."""
+    cap = inference_hardware.serving.sequence_cap
+    if cap is None or plan.max_batch is not None:
+        return ""
+    scheduler = "attention-DP rank" if plan.dp_attention > 1 else "replica"
+    return f"; the server's default cap on sequences per {scheduler}: {cap.describe()} (--max-batch sets it)"
+
+
 def _floors_line(inference_hardware: InferenceHardware) -> str:
     floors, serving = inference_hardware.floors, inference_hardware.serving
     launcher = (
@@ -369,7 +380,7 @@ def _assumptions(
         _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
-        f"{parameters.prefill_chunk_tokens} tokens",
+        f"{parameters.prefill_chunk_tokens} tokens{_sequence_cap_note(inference_hardware, plan)}",
         f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
         *precisions.notes,
     ]

@@ -49,8 +49,10 @@ WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output,
 @dataclass(frozen=True)
 class MemoryArrays:
     """Bytes per GPU and the KV-limited batch per replica, aligned with the deployments
-    (``max_sequences`` also stops at the serving stack's ``decode_batch_per_rank`` for
-    attention-data-parallel deployments, where it has one). ``kv_bytes_per_sequence`` is
+    (``max_sequences`` also stops at the serving stack's default cap on sequences per
+    scheduler, its ``max_sequences``, and at its ``decode_batch_per_rank`` for
+    attention-data-parallel deployments, where it has them; ``kv_sequences`` is the KV cache's
+    limit alone, which a user's own cap replaces those defaults under). ``kv_bytes_per_sequence`` is
     what one request of the load reserves on a GPU of the busiest stage,
     ``kv_bytes_per_token`` the same per token of the request."""
 
@@ -62,6 +64,7 @@ class MemoryArrays:
     kv_bytes_per_sequence: Array
     max_sequences: Array
     usable_bytes: float
+    kv_sequences: Array = 0.0
 
     @property
     def fits(self) -> Array:
@@ -150,6 +153,18 @@ def inference_memory(
     )
     per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
     sequences = np.floor(capacity / per_sequence) * dp_attention
+    kv_sequences = sequences
+    cap = inference_hardware.serving.sequence_cap
+    if cap is not None:
+        # the server's own default cap on sequences per scheduler (a replica or an attention-DP rank)
+        kv_tokens = capacity * np.asarray(tokens_per_sequence, dtype=np.float64) / per_sequence
+        limit = cap.limit(
+            kv_tokens=kv_tokens,
+            context_tokens=model.max_seq_len,
+            accelerator=hardware.accelerator.name,
+            memory_bytes=hardware.accelerator.memory_usable_bytes,
+        )
+        sequences = np.minimum(sequences, limit * dp_attention)
     rank_limit = inference_hardware.serving.decode_batch_limit(hardware.accelerator.architecture)
     if rank_limit is not None:
         # a wide-EP server runs each attention rank's decode batch up to its dispatch buffer
@@ -163,6 +178,7 @@ def inference_memory(
         kv_bytes_per_sequence=np.asarray(per_sequence, dtype=np.float64),
         max_sequences=np.asarray(sequences, dtype=np.float64),
         usable_bytes=usable,
+        kv_sequences=np.asarray(kv_sequences, dtype=np.float64),
     )
 
 

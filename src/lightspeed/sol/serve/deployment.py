@@ -158,15 +158,33 @@ def _host_bytes_per_s(cluster: Cluster) -> float:
 
 
 def _max_sequences(
-    plan: InferencePlan, serving: ServingStack, architecture: str, config: SchedulerConfig, kv_tokens: int
+    *,
+    plan: InferencePlan,
+    serving: ServingStack,
+    hardware: InferenceHardware,
+    model: TransformerSpec,
+    config: SchedulerConfig,
+    kv_tokens: int,
 ) -> int:
+    """Sequences one rank's scheduler admits: the user's cap, else the least of the server's
+    default cap, its wide-EP recipe's decode batch (attention DP) and one KV block each."""
     if config.max_sequences_per_rank is not None:
         return config.max_sequences_per_rank
     if plan.max_batch is not None:
         return max(plan.max_batch // plan.dp_attention, 1)
-    limit = serving.decode_batch_limit(architecture) if plan.dp_attention > 1 else None
-    by_memory = max(kv_tokens // config.block_tokens, 1)  # every sequence holds a block at least
-    return min(limit, by_memory) if limit is not None else by_memory
+    accelerator = hardware.hardware.accelerator
+    limits = [max(kv_tokens // config.block_tokens, 1)]  # every sequence holds a block at least
+    if plan.dp_attention > 1 and (recipe := serving.decode_batch_limit(accelerator.architecture)) is not None:
+        limits.append(recipe)
+    if serving.sequence_cap is not None:
+        cap = serving.sequence_cap.limit(
+            kv_tokens=kv_tokens,
+            context_tokens=model.max_seq_len,
+            accelerator=accelerator.name,
+            memory_bytes=accelerator.memory_usable_bytes,
+        )
+        limits.append(max(int(cap), 1))
+    return min(limits)
 
 
 def simulated_deployment(
@@ -200,8 +218,9 @@ def simulated_deployment(
         )
     if speculation is None and plan.speculative is not None:
         speculation = AcceptanceProcess.from_speculative(plan.speculative)
-    architecture = hardware.hardware.accelerator.architecture
-    max_sequences = _max_sequences(plan, profile, architecture, config, kv_tokens)
+    max_sequences = _max_sequences(
+        plan=plan, serving=profile, hardware=hardware, model=model, config=config, kv_tokens=kv_tokens
+    )
     budget = config.max_batched_tokens_per_rank or hardware.parameters.prefill_chunk_tokens
     transfer, crosses = 0.0, False
     if plan.disaggregated is not None:
