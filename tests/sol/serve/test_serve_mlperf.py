@@ -95,6 +95,11 @@ def test_capacity_is_the_highest_rate_that_meets_the_slo(catalog: Catalog, model
     assert max(meeting) == loose.max_rate_per_s
     assert not missing or min(missing) > loose.max_rate_per_s
     assert loose.goodput_requests_per_s_per_gpu == pytest.approx(loose.goodput_requests_per_s)  # one GPU
+    # DistServe's goodput: the highest rate times the share within the SLO there (not the probe's
+    # completions per second, which the run's final drain lowers)
+    best = next(probe for probe in loose.probes if probe.rate_per_s == loose.max_rate_per_s)
+    assert loose.goodput_requests_per_s == pytest.approx(loose.max_rate_per_s * best.attainment)
+    assert loose.goodput_requests_per_s > 0.9 * loose.max_rate_per_s  # the SLO's 90% is met there
 
 
 def test_load_sweep_latency_grows_with_load(catalog: Catalog, models: ModelRegistry) -> None:

@@ -181,6 +181,7 @@ def _rank(
     analytic_rate: float,
 ) -> RankedDeployment:
     gpus = deployment.plan.num_gpus
+    capacity = None
     if rate is None:
         capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed)
         rate = capacity.max_rate_per_s
@@ -196,12 +197,15 @@ def _rank(
         slo=slo,
     )
     assert result.slo is not None
+    # at each one's highest rate, DistServe's goodput (that rate times the share within the SLO);
+    # at a given rate, the good share of the rate the run served (lower where it cannot keep up)
+    goodput = capacity.goodput_requests_per_s if capacity is not None else result.slo.goodput_requests_per_s
     return RankedDeployment(
         plan=deployment.plan,
         analytic_output_tokens_per_s_per_gpu=analytic_rate,
         rate_per_s=rate,
-        goodput_requests_per_s=result.slo.goodput_requests_per_s,
-        goodput_requests_per_s_per_gpu=result.slo.goodput_requests_per_s / gpus,
+        goodput_requests_per_s=goodput,
+        goodput_requests_per_s_per_gpu=goodput / gpus,
         attainment=result.slo.attainment,
         ttft_p99_s=result.ttft.p99_s,
         tpot_p99_s=result.tpot.p99_s,
