@@ -94,7 +94,7 @@ COVERAGE = {
     "tpu-v4": (275.0, 32 * 2**30 / 1e9, 1.2, 192.0),
 }
 # Families the sol engine has no efficiency defaults for (kept for traces from older machines).
-FAMILIES_WITHOUT_EFFICIENCY = {"nvidia-volta", "amd-cdna2", "intel-gaudi"}
+FAMILIES_WITHOUT_EFFICIENCY = {"nvidia-volta", "amd-cdna2"}
 
 
 def test_required_records_exist(catalog: Catalog) -> None:

@@ -67,8 +67,9 @@ def test_a_system_accepts_its_memory_per_gpu_or_in_total(catalog: Catalog) -> No
 
 
 def test_a_reduced_name_two_records_share_is_no_match(catalog: Catalog) -> None:
-    # "RoCE" is both the 400G and the 800G Ethernet link: refused with both named, not guessed.
+    # "RoCE" is the 200G, 400G and 800G Ethernet link: refused with all named, not guessed.
     assert [record.name for record in matching_records(catalog.links, "RoCE")] == [
+        "ethernet-200g",
         "ethernet-400g",
         "ethernet-800g",
     ]

@@ -95,15 +95,16 @@ def test_driver_memory_is_what_the_engines_see(catalog: Catalog) -> None:
 )
 def test_a_card_no_system_is_built_from_runs_on_its_own(catalog: Catalog, text: str, card: str) -> None:
     # PCIe cards have no 8-GPU system in the catalog: a row on one of them runs on the card alone,
-    # and more than a server's eight have no interconnect to model, which the error says.
+    # and more than a server's eight run on several servers with assumed NICs (issue 28 point 9).
     cluster, _ = resolve_row_cluster(catalog, _row(text), 1)
     assert (cluster.system.system_type, cluster.system.accelerator.name, cluster.num_accelerators) == (
         "single-gpu",
         card,
         1,
     )
-    with pytest.raises(HardwareTextError, match=f"no system in the catalog is built from {card}, so 9"):
-        resolve_row_cluster(catalog, _row(text), 9)
+    cluster, notes = resolve_row_cluster(catalog, _row(text), 9)
+    assert (cluster.num_nodes, cluster.system.num_accelerators) == (3, 3)  # 9 does not split in two
+    assert any(note.startswith("assumed:") for note in notes)
 
 
 @pytest.mark.parametrize(

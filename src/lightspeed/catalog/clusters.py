@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.catalog.records import Cluster, Link, LinkAttachment, System
+from lightspeed.catalog.torus import torus_slice
 from lightspeed.datafile import Fields
 from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 
@@ -41,6 +42,10 @@ _SPEC: Final = re.compile(
     r"^(?:(?P<nodes>\d+)[x×*])?(?P<system>[^@:]+)(?:@(?P<fabric>[^:]+))?(?::(?P<nics>\d*\.?\d+)nics?)?$"
 )
 
+
+# Systems a job may take part of (a rack-scale NVLink domain, a TPU pod): it runs on
+# as many accelerators of each as it needs (spread_over_domains).
+DOMAIN_SYSTEM_TYPES: Final = ("rack", "pod")
 
 # The most accelerators one cluster may hold (the CLI's --gpus bound is the same: docs/limits.md).
 MAX_CLUSTER_ACCELERATORS: Final = 10_000_000
@@ -175,6 +180,17 @@ def _file_num_nodes(fields: Fields, system: System) -> int:
     return nodes_for(system, num_accelerators)
 
 
+def takes_part_of_domain(system: System) -> bool:
+    """Whether a job may use part of one ``system`` (a rack-scale domain or a TPU pod).
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> catalog = load_catalog()
+    >>> takes_part_of_domain(catalog.system("tpu-v5e-pod")), takes_part_of_domain(catalog.system("dgx-h100"))
+    (True, False)
+    """
+    return system.system_type in DOMAIN_SYSTEM_TYPES
+
+
 def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, int]:
     """(the system as each domain is used, number of domains) for a job of
     ``num_accelerators`` on a rack-scale system whose size it does not fill.
@@ -183,7 +199,8 @@ def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, 
     64 GPUs in each of two racks): the GPUs are spread evenly over the fewest
     domains that hold them, so each domain carries ``num_accelerators / domains``
     of them, with its NICs. A count that no number of domains splits evenly takes
-    the fewest domains that do (73 GPUs: 73 domains of one).
+    the fewest domains that do (73 GPUs: 73 domains of one). On a TPU pod the
+    chips used form a slice of the torus (:func:`lightspeed.catalog.torus.torus_slice`).
 
     >>> from lightspeed.catalog import load_catalog
     >>> used, domains = spread_over_domains(load_catalog().system("gb200-nvl72"), 128)
@@ -206,9 +223,13 @@ def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, 
         num_accelerators=per_domain,
         scale_up_domain_size=min(system.scale_up_domain_size, per_domain),
         scale_out=scale_out,
-        display_name=f"{system.display_name}, {per_domain} of its {size} GPUs used",
+        display_name=f"{system.display_name}, {per_domain} of its {size} {_unit(system)} used",
     )
-    return used, domains
+    return torus_slice(used, per_domain), domains
+
+
+def _unit(system: System) -> str:
+    return "chips" if system.torus_dimensions else "GPUs"
 
 
 def nodes_for(system: System, num_accelerators: int) -> int:

@@ -64,7 +64,13 @@ SYSTEM: Final[dict[str, Schema]] = {
         ),
         {},
     ),
-    "scale_up": (("domain_size", "in_network_reduction", *FIGURE), {}),
+    "scale_up": (
+        (
+            *("domain_size", "in_network_reduction", "topology", "torus_dimensions"),
+            *("wraparound_unit", "wraparound_whole_slice", *FIGURE),
+        ),
+        {},
+    ),
     "scale_out": (("link", "nics_per_node", *FIGURE), {}),
     "power": (FIGURE, {"max": "watts", "min": "watts"}),
 }

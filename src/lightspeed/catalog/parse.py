@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -468,7 +469,45 @@ def parse_system(
         path=path,
         power_source=power.check_source("source", sources) if power else "",
         conflicts=parse_conflicts(fields, sources),
+        **_torus(scale_up),
     )
+
+
+def _torus(scale_up: Fields) -> dict[str, Any]:
+    """The torus fields of a ``[scale_up]`` table with ``topology = "torus"`` (none for a switch)."""
+    topology = scale_up.string("topology", "switch")
+    if topology not in ("switch", "torus"):
+        raise DataFileError(
+            scale_up.path,
+            "unknown topology",
+            field=f"{scale_up.prefix}topology",
+            value=topology,
+            fix='write topology = "switch" (the default) or "torus"',
+        )
+    if topology == "switch":
+        return {}
+    value = scale_up.data.get("torus_dimensions")
+    if not isinstance(value, list) or not value or not all(isinstance(x, int) and x >= 1 for x in value):
+        raise DataFileError(
+            scale_up.path,
+            "a torus needs its shape",
+            field=f"{scale_up.prefix}torus_dimensions",
+            value=value,
+            fix="write torus_dimensions = [16, 16] (one whole number per axis)",
+        )
+    size = scale_up.integer("domain_size", minimum=1)
+    if math.prod(value) != size:
+        raise DataFileError(
+            scale_up.path,
+            f"torus_dimensions {value} hold {math.prod(value)} chips, not domain_size {size}",
+            field=f"{scale_up.prefix}torus_dimensions",
+            fix="make the product of the axes equal domain_size",
+        )
+    return {
+        "torus_dimensions": tuple(sorted(value)),
+        "torus_wraparound_unit": scale_up.integer("wraparound_unit", 0),
+        "torus_wraparound_whole_slice": scale_up.boolean("wraparound_whole_slice", False),
+    }
 
 
 def _resolve(fields: Fields, key: str, known: Mapping[str, Named]) -> Named:

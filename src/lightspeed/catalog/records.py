@@ -248,6 +248,13 @@ class System(Record):
     xGMI, ICI); ``scale_up_domain_size`` how many accelerators share it (8 in
     an HGX node, 72 in an NVL72 rack). ``scale_out`` is each node's attachment
     to the network between nodes (``nics_per_node`` links).
+
+    A TPU slice's scale-up domain is a torus, not a switch: ``torus_dimensions``
+    is its shape (``(16, 16)`` for a v5e pod, empty for a switched domain), and an
+    axis has its wraparound link when its length is a multiple of
+    ``torus_wraparound_unit`` (v5e/v6e: 16, a full pod axis); with
+    ``torus_wraparound_whole_slice`` only when every axis is (v4/v5p: whole
+    4x4x4 cubes joined by optical switches). See :mod:`lightspeed.catalog.torus`.
     """
 
     name: str
@@ -270,11 +277,30 @@ class System(Record):
     path: str = ""
     power_source: str = ""
     conflicts: tuple[Conflict, ...] = ()
+    torus_dimensions: tuple[int, ...] = ()
+    torus_wraparound_unit: int = 0
+    torus_wraparound_whole_slice: bool = False
 
     @property
     def scale_up(self) -> LinkAttachment | None:
         """Each accelerator's scale-up attachment (from the accelerator record)."""
         return self.accelerator.scale_up
+
+    @property
+    def torus_wraparound(self) -> tuple[bool, ...]:
+        """Which axes of ``torus_dimensions`` close into a ring (empty for a switched domain).
+
+        >>> from dataclasses import replace
+        >>> from lightspeed.catalog import load_catalog
+        >>> pod = load_catalog().system("tpu-v5e-pod")
+        >>> pod.torus_wraparound, replace(pod, torus_dimensions=(8, 16)).torus_wraparound
+        ((True, True), (False, True))
+        """
+        unit = self.torus_wraparound_unit
+        wraps = tuple(unit > 0 and size > 2 and size % unit == 0 for size in self.torus_dimensions)
+        if self.torus_wraparound_whole_slice and not all(wraps):
+            return tuple(False for _ in wraps)
+        return wraps
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ The hardware twin of :mod:`lightspeed.workload.registry` (the same lookup for mo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
+from lightspeed.catalog.cards import PCIE_SERVER_NIC_LINK, assumed_nics, has_assumed_nics, pcie_servers
 from lightspeed.catalog.clusters import (
     build_cluster,
     looks_like_file,
@@ -17,6 +19,7 @@ from lightspeed.catalog.clusters import (
     parse_cluster_file,
     parse_spec,
     spread_over_domains,
+    takes_part_of_domain,
 )
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
@@ -31,10 +34,26 @@ from lightspeed.catalog.parse import (
 )
 from lightspeed.catalog.parsed_cache import cached
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
+from lightspeed.catalog.torus import describe_torus, slice_name
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
 from lightspeed.errors import DataFileError, InvalidPlanError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
+logger = logging.getLogger(__name__)
+
+
+def described(cluster: Cluster) -> Cluster:
+    """``cluster`` named with what a reader cannot see in its parts: the torus shape of a TPU slice,
+    the NICs assumed between PCIe servers (a cluster file's own name is kept)."""
+    if cluster.label:
+        return cluster
+    system = cluster.system
+    if system.torus_dimensions:
+        return replace(cluster, label=f"{cluster.name}, slice {describe_torus(system)}")
+    if has_assumed_nics(system) and cluster.num_nodes > 1 and system.scale_out is not None:
+        nics = f"{system.scale_out.num_links} x {system.scale_out.link.name} per server"
+        return replace(cluster, label=f"{cluster.name} (assumed NICs: {nics}, NVIDIA 2-8-5 PCIe reference)")
+    return cluster
 
 
 @dataclass(frozen=True)
@@ -127,7 +146,7 @@ class Catalog:
         ``nics_per_accelerator`` sets how many such NICs each accelerator has.
         """
         record = self.system(system)
-        if num_accelerators is not None and num_nodes is None and record.system_type == "rack":
+        if num_accelerators is not None and num_nodes is None and takes_part_of_domain(record):
             record, nodes = spread_over_domains(record, num_accelerators)
         else:
             nodes = _num_nodes(record, num_nodes, num_accelerators)
@@ -174,22 +193,26 @@ class Catalog:
         >>> load_catalog().resolve_cluster("dgx-h100", num_accelerators=100).num_nodes
         13
         """
+        text = str(text_or_path)
         if looks_like_file(text_or_path):
             cluster = self.load_cluster_file(Path(text_or_path))
-        elif (named := _find_cluster(self.clusters, str(text_or_path))) is not None:
+        elif (named := _find_cluster(self.clusters, text)) is not None:
             cluster = named
-        elif (system := _find(self.systems, str(text_or_path))) is not None:
-            if num_accelerators is not None and system.system_type == "rack":
+        elif (system := _find(self.systems, text)) is not None:
+            if num_accelerators is not None and takes_part_of_domain(system):
                 system, nodes = spread_over_domains(system, num_accelerators)
             else:
                 nodes = nodes_for(system, num_accelerators) if num_accelerators is not None else 1
             cluster = build_cluster(system, num_nodes=nodes)
-        elif split_slice_name(str(text_or_path)) or _find(self.accelerators, str(text_or_path)):
-            cluster = build_cluster(single_gpu_system(self.accelerator(str(text_or_path))), num_nodes=1)
-        elif len(matching_records(self.accelerators, str(text_or_path))) > 1:
-            raise unknown_name_error(self.accelerators, str(text_or_path), "device", [])
+        elif (tpu_slice := slice_name(text)) is not None:
+            cluster = self._slice_cluster(text, *tpu_slice, num_accelerators)
+        elif split_slice_name(text) or _find(self.accelerators, text):
+            cluster = self.accelerator_cluster(text, num_accelerators or 1)
+        elif len(matching_records(self.accelerators, text)) > 1:
+            raise unknown_name_error(self.accelerators, text, "device", [])
         else:
-            cluster = self.parse_cluster(str(text_or_path))
+            cluster = self.parse_cluster(text)
+        cluster = described(cluster)
         if num_accelerators is not None and num_accelerators > cluster.num_accelerators:
             if cluster.system.system_type == "single-gpu":
                 raise InvalidPlanError(
@@ -201,6 +224,50 @@ class Catalog:
                 f"{nodes_for(cluster.system, num_accelerators)}x{cluster.system.name}"
             )
         return cluster
+
+    def accelerator_cluster(self, name: str, num_accelerators: int) -> Cluster:
+        """``num_accelerators`` of the accelerator ``name`` where no system is named.
+
+        One is the device on its own (a MIG slice too); more take part of the rack or TPU pod
+        built from it (:func:`~lightspeed.catalog.clusters.spread_over_domains`), else, for a
+        PCIe card no catalog system is built from, servers of up to eight cards with the NICs
+        :mod:`lightspeed.catalog.cards` assumes. A part that only comes in catalog nodes
+        (``h100-sxm``) is refused, naming the node.
+
+        >>> load_catalog().accelerator_cluster("l40s", 16).spec
+        '2x8xl40s@ethernet-400g:0.5nic'
+        """
+        accelerator = self.accelerator(name)
+        if num_accelerators == 1 or split_slice_name(name):
+            return build_cluster(single_gpu_system(accelerator), num_nodes=1)
+        built = sorted(
+            (system for system in self.systems.values() if system.accelerator.name == accelerator.name),
+            key=lambda system: (not takes_part_of_domain(system), system.name),
+        )
+        if built and takes_part_of_domain(built[0]):
+            system, nodes = spread_over_domains(built[0], num_accelerators)
+            return build_cluster(system, num_nodes=nodes)
+        if built:
+            raise InvalidPlanError(
+                f"{accelerator.name} is one GPU; for {num_accelerators} GPUs name a system "
+                f"(e.g. {built[0].name})"
+            )
+        server, servers = pcie_servers(accelerator, num_accelerators, self.link(PCIE_SERVER_NIC_LINK))
+        if servers > 1:
+            logger.info("%s", assumed_nics(server))
+        return build_cluster(server, num_nodes=servers)
+
+    def _slice_cluster(
+        self, text: str, system_name: str, chips: int, num_accelerators: int | None
+    ) -> Cluster:
+        """A Google slice name (``v5p-128``: 64 chips of the v5p pod), checked against ``--gpus``."""
+        if num_accelerators is not None and num_accelerators != chips:
+            raise InvalidPlanError(
+                f"{text.strip()} is {chips} chips, not the {num_accelerators} asked for; give one of the two "
+                f"(or name the pod, {system_name}, with the chip count)"
+            )
+        system, nodes = spread_over_domains(self.system(system_name), chips)
+        return build_cluster(system, num_nodes=nodes)
 
 
 def _num_nodes(system: System, num_nodes: int | None, num_accelerators: int | None) -> int:

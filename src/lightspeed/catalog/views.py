@@ -22,6 +22,7 @@ from lightspeed.catalog.clusters import looks_like_file, looks_like_spec
 from lightspeed.catalog.microarch import CpuPeak, cpu_peak, load_microarchitectures
 from lightspeed.catalog.records import COMPUTE_ROWS, Accelerator, Cluster, Cpu, Link, LinkAttachment, System
 from lightspeed.catalog.registry import Catalog
+from lightspeed.catalog.torus import slice_name
 from lightspeed.catalog.totals import SystemTotals, derive_totals
 from lightspeed.datafile import normalize_name
 from lightspeed.errors import UnknownNameError, UserInputError
@@ -319,11 +320,13 @@ def compare_hardware(*, catalog: Catalog, names: Sequence[str]) -> Comparison:
 
 
 def describe(*, catalog: Catalog, name: str) -> Description:
-    """A record (or a cluster spec such as ``9xdgx-h100@ib-ndr``) with its derived figures."""
+    """A record (or a cluster spec such as ``9xdgx-h100@ib-ndr``, a TPU slice such as ``v5e-8``)
+    with its derived figures."""
     try:
         record: HardwareRecord | Cluster = catalog.any_record(name)
     except UnknownNameError:
-        if not (looks_like_file(name) or looks_like_spec(name) or normalize_name(name) in catalog.clusters):
+        known_cluster = normalize_name(name) in catalog.clusters or slice_name(name) is not None
+        if not (looks_like_file(name) or looks_like_spec(name) or known_cluster):
             raise
         record = catalog.resolve_cluster(name)
     kind = kind_of(record)

@@ -15,6 +15,21 @@ bandwidth conventions (REFERENCE.md section 4):
   across, both at once: ``max((l-1)/g x S / B0, (g-l)/g x S / B1)``;
 * send/recv: ``S / B``.
 
+A TPU slice's scale-up level is a torus, not a switch (``torus_dimensions``):
+a chip has a port to each side of each axis, ``B_port = B0 / (2 x axes)`` one
+way. A ring collective over a group uses only the axes the group spans, each
+at ``2 B_port`` where the group closes the axis's wraparound ring and ``B_port``
+where it is a line (no wraparound; the JAX scaling book, "Sharded matrices":
+an all-gather over one axis takes ``V / W_bidirectional``, over ``n`` axes
+``V / (n W_bidirectional)``, and twice as long without the wraparound). So
+``B0`` above becomes ``B_port x sum over spanned axes (2 if ring else 1)``,
+which is the whole ``B0`` for a group spanning every axis of a full torus (as
+Google's all-reduce bandwidth per pod, chips x one-way ICI per chip, assumes).
+An all-to-all on a ring of ``X`` chips moves each byte ``X/4`` hops on average
+(``X/8`` per direction with the wraparound): ``(l/g) x S x max_axis(X / c) /
+B_port`` with ``c = 8`` on a ring and ``4`` on a line. A point-to-point
+transfer uses two ports (``2 B_port``).
+
 ``B0``/``B1`` are per-GPU one-way bandwidths times the collective bandwidth
 efficiency; the latency term is the fabric's ``base_latency_s`` (what NCCL's
 tuner charges every collective before its first hop: 6.6 us for the LL
@@ -49,6 +64,13 @@ class FabricLevel(Record):
     bandwidth_per_gpu_bytes_per_s: float
     latency_s: float
     in_network_reduction: bool
+    torus_dimensions: tuple[int, ...] = ()
+    torus_wraparound: tuple[bool, ...] = ()
+
+    @property
+    def port_bytes_per_s(self) -> float:
+        """One-way bandwidth of one torus port (``B0 / (2 x axes)``); ``B0`` for a switch."""
+        return self.bandwidth_per_gpu_bytes_per_s / max(1, 2 * len(self.torus_dimensions))
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,8 @@ def fabric_of(
             bandwidth_per_gpu_bytes_per_s=scale_up.per_direction_bytes_per_s,
             latency_s=scale_up.link.latency_s,
             in_network_reduction=system.in_network_reduction,
+            torus_dimensions=system.torus_dimensions,
+            torus_wraparound=system.torus_wraparound,
         )
     else:
         # One device per domain: nothing travels at this level.
@@ -120,10 +144,59 @@ def local_size(group_size: Array, stride: Array, domain_size: int) -> Array:
     return np.where(step >= domain_size, 1.0, np.minimum(group, per_domain))
 
 
-def _levels(fabric: Fabric, group: Array, local: Array) -> tuple[Array, Array, Array, Array]:
-    """(domains, B0, B1, alpha) with efficiencies applied."""
+def _torus_axes(level: FabricLevel, group: Array, stride: Array) -> list[tuple[Array, Array]]:
+    """Per torus axis: (whether the group spans it, its ring factor: 2 where the group closes the
+    axis's wraparound ring, 1 on a line). Ranks fill the axes in order, the shortest first."""
+    g = np.asarray(group, dtype=np.float64)
+    step = np.asarray(stride, dtype=np.float64)
+    axes = []
+    block = 1.0
+    for size, wraps in zip(level.torus_dimensions, level.torus_wraparound, strict=True):
+        period = block * size
+        spans = (g > 1) & ((g - 1.0) * step >= block) & (np.mod(step, period) != 0)
+        whole = spans & (g * step >= period) & (step <= block)
+        axes.append((spans, np.where(whole & wraps, 2.0, 1.0)))
+        block = period
+    return axes
+
+
+def torus_bandwidth_bytes_per_s(level: FabricLevel, group: Array, stride: Array = 1) -> Array:
+    """One-way bandwidth a group of ``group`` ranks ``stride`` apart drives per chip inside the
+    level: ``B_port x sum over spanned axes of the ring factor`` on a torus, ``B0`` on a switch.
+
+    >>> pod = FabricLevel("ici", 256, 200e9, 1e-6, False, (16, 16), (True, True))
+    >>> float(torus_bandwidth_bytes_per_s(pod, 256)) / 1e9, float(torus_bandwidth_bytes_per_s(pod, 16)) / 1e9
+    (200.0, 100.0)
+    """
+    if not level.torus_dimensions:
+        return np.broadcast_to(level.bandwidth_per_gpu_bytes_per_s, np.shape(np.asarray(group))) * 1.0
+    total = sum((np.where(spans, factor, 0.0) for spans, factor in _torus_axes(level, group, stride)), 0.0)
+    return level.port_bytes_per_s * np.maximum(total, 1.0)
+
+
+def _torus_all_to_all_hops(level: FabricLevel, group: Array, stride: Array) -> Array:
+    """``max over spanned axes of X / c`` (``X`` the group's extent on the axis, ``c`` 8 on a ring
+    and 4 on a line), the all-to-all's bytes per port relative to ``S``; 0 on a switch."""
+    if not level.torus_dimensions:
+        return np.zeros(np.shape(np.asarray(group)))
+    g = np.asarray(group, dtype=np.float64)
+    step = np.asarray(stride, dtype=np.float64)
+    worst = np.zeros(np.broadcast(g, step).shape)
+    block = 1.0
+    for size, (spans, factor) in zip(level.torus_dimensions, _torus_axes(level, group, stride), strict=True):
+        contiguous = np.minimum(size, np.ceil(g * step / block))
+        extent = np.where(step <= block, contiguous, np.minimum(size, g))
+        worst = np.maximum(worst, np.where(spans, extent / (4.0 * factor), 0.0))
+        block *= size
+    return worst
+
+
+def _levels(
+    fabric: Fabric, group: Array, local: Array, stride: Array = 1
+) -> tuple[Array, Array, Array, Array]:
+    """(domains, B0, B1, alpha) with efficiencies applied (``B0`` for this group on a torus)."""
     efficiency = fabric.bandwidth_efficiency
-    b0 = fabric.scale_up.bandwidth_per_gpu_bytes_per_s * efficiency
+    b0 = torus_bandwidth_bytes_per_s(fabric.scale_up, local, stride) * efficiency
     out = fabric.scale_out
     b1 = (out.bandwidth_per_gpu_bytes_per_s if out is not None else b0 / efficiency) * efficiency
     domains = np.maximum(np.asarray(group, dtype=np.float64) / local, 1.0)
@@ -152,7 +225,7 @@ def all_reduce_s(
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     local = local_size(group, stride, fabric.scale_up.domain_size)
-    domains, b0, b1, alpha = _levels(fabric, group, local)
+    domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     nvls = fabric.scale_up.in_network_reduction
     intra = np.where(nvls & (local > 1), size, 2.0 * (local - 1.0) / local * size) / b0
     sharp = fabric.scale_out is not None and fabric.scale_out.in_network_reduction
@@ -169,7 +242,7 @@ def all_gather_s(
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     local = local_size(group, stride, fabric.scale_up.domain_size)
-    domains, b0, b1, alpha = _levels(fabric, group, local)
+    domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     intra = (local - 1.0) / local * size / b0
     inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
     time = np.maximum(intra, inter) + _latency(fabric, group - 1.0, group, alpha)
@@ -190,8 +263,12 @@ def all_to_all_s(
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     local = local_size(group, stride, fabric.scale_up.domain_size)
-    _, b0, b1, alpha = _levels(fabric, group, local)
+    _, b0, b1, alpha = _levels(fabric, group, local, stride)
     intra = (local - 1.0) / group * size / b0
+    if fabric.scale_up.torus_dimensions:
+        port = fabric.scale_up.port_bytes_per_s * fabric.bandwidth_efficiency
+        hops = _torus_all_to_all_hops(fabric.scale_up, local, stride)
+        intra = np.maximum(intra, local / group * size * hops / port)
     inter = (group - local) / group * size * remote_scale / b1
     steps = 1.0 + np.log2(np.maximum(group, 1.0))
     time = np.maximum(intra, inter) + fabric.base_latency_s + alpha * steps
@@ -204,7 +281,8 @@ def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Ar
     efficiency = fabric.bandwidth_efficiency
     up = fabric.scale_up
     out = fabric.scale_out or up
-    inside = size / (up.bandwidth_per_gpu_bytes_per_s * efficiency) + up.latency_s + fabric.base_latency_s
+    inside_bandwidth = 2.0 * up.port_bytes_per_s if up.torus_dimensions else up.bandwidth_per_gpu_bytes_per_s
+    inside = size / (inside_bandwidth * efficiency) + up.latency_s + fabric.base_latency_s
     across = size / (out.bandwidth_per_gpu_bytes_per_s * efficiency) + out.latency_s + fabric.base_latency_s
     return np.where(np.asarray(crosses_domains, dtype=bool), across, inside)
 

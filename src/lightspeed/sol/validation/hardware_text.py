@@ -17,18 +17,32 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
 * a job on part of a rack-scale system spreads over the fewest racks
   (:func:`lightspeed.catalog.clusters.spread_over_domains`);
 * a row with no GPUs cell counts what the hardware cell writes before a part: ``4x H100`` and
-  ``8×H100`` are 4 and 8 GPUs, ``2x DGX H100`` two systems of 8 (:func:`row_gpus`).
+  ``8×H100`` are 4 and 8 GPUs, ``2x DGX H100`` two systems of 8; or after it (``TPU v5e x8``,
+  ``TPU v6e (Trillium) 256 chips``); a Google slice name counts its chips (``v5p-128`` is 64:
+  v4 and v5p slices count TensorCores, two per chip) (:func:`row_gpus`);
+* a TPU names its pod, and the row's chips are a slice of it
+  (:func:`lightspeed.catalog.torus.torus_slice`); PCIe cards no catalog system is built from run
+  in servers of up to eight, joined by assumed NICs beyond that (:mod:`lightspeed.catalog.cards`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, System, single_gpu_system
-from lightspeed.catalog.clusters import build_cluster, spread_over_domains
-from lightspeed.catalog.mig_profiles import cards_system
+from lightspeed.catalog.cards import (
+    NVLINK_BRIDGE_SIZES,
+    PCIE_SERVER_NIC_LINK,
+    assumed_nics,
+    has_assumed_nics,
+    is_pcie_card,
+    pcie_server,
+    pcie_servers,
+)
+from lightspeed.catalog.clusters import build_cluster, spread_over_domains, takes_part_of_domain
+from lightspeed.catalog.torus import describe_torus, slice_name
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
@@ -47,10 +61,12 @@ _WORD_SPLIT: Final = re.compile(r"[\s,;()]+")
 _MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
 _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 MAX_SPAN_WORDS: Final = 4
-MAX_PCIE_SERVER_CARDS: Final = 8  # a PCIe server holds at most eight double-width cards
-MAX_NVLINK_BRIDGE_CARDS: Final = 4  # NVLink bridges join two or four H100/H200 NVL cards
 # ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
 _COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
+# ``TPU v5e x8``, ``v6e x 256``, ``256 chips``: a count written after the part
+_COUNT_AFTER_PART: Final = re.compile(
+    r"(?<=[\w)])\s+[x×]\s*(\d+)(?![\w.])|(?<![\w.])(\d+)\s*(?:chips|gpus|accelerators|cards)\b", re.IGNORECASE
+)
 
 
 class HardwareTextError(LightspeedError):
@@ -97,36 +113,19 @@ def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
 
 def _system_named(catalog: Catalog, name: str, num_gpus: int) -> System:
     """A catalog system by name, or a card no system is built from: on its own (one GPU), or
-    :func:`pcie_server` (two to eight)."""
+    PCIe servers of up to eight (:func:`lightspeed.catalog.cards.pcie_servers`, one of them)."""
     if name in catalog.systems:
         return catalog.system(name)
     accelerator = catalog.accelerator(name)
     if num_gpus == 1:
         return single_gpu_system(accelerator)
-    if num_gpus > MAX_PCIE_SERVER_CARDS or accelerator.host_link is None:
+    bridged = accelerator.scale_up is not None and num_gpus in NVLINK_BRIDGE_SIZES
+    if not is_pcie_card(accelerator) or (accelerator.host_link is None and not bridged):
         raise HardwareTextError(
             f"no system in the catalog is built from {accelerator.name}, so {num_gpus} of them have no "
             "interconnect to model; add a system with --catalog (a system TOML naming its links)"
         )
-    return pcie_server(accelerator, num_gpus)
-
-
-def pcie_server(accelerator: Accelerator, num_cards: int) -> System:
-    """``num_cards`` PCIe cards in one server: they reach each other over their host link
-    (PCIe, the record's ``host_link``), or over their NVLink bridge when the card has one and at
-    most :data:`MAX_NVLINK_BRIDGE_CARDS` are used (H100/H200 NVL bridges join two or four cards);
-    no scale-out fabric."""
-    bridged = accelerator.scale_up is not None and num_cards <= MAX_NVLINK_BRIDGE_CARDS
-    card = accelerator if bridged else replace(accelerator, scale_up=accelerator.host_link)
-    way = "NVLink bridge" if bridged else "PCIe"
-    return cards_system(
-        card,
-        num_cards,
-        name=f"{num_cards}x{accelerator.name}",
-        display_name=f"{num_cards} x {accelerator.display_name} ({way} between cards)",
-        system_type="node",
-        note=f"{num_cards} cards in one server over {way} (built by the row reader: no catalog system)",
-    )
+    return pcie_servers(accelerator, num_gpus, catalog.link(PCIE_SERVER_NIC_LINK))[0]
 
 
 def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
@@ -215,7 +214,7 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
     accelerator, notes = _variant(system.accelerator, hardware.memory_gib, hardware.power_limit_w)
     system = system_with(system, accelerator)
     link = catalog.link(hardware.fabric) if hardware.fabric is not None else None
-    if system.system_type == "rack" or (
+    if takes_part_of_domain(system) or (
         num_gpus > system.num_accelerators and num_gpus % system.num_accelerators
     ):
         system, nodes = spread_over_domains(system, num_gpus)
@@ -228,6 +227,16 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
         else ""
     )
     head = f"{nodes} x {system.name}{each}" + (f" over {hardware.fabric}" if hardware.fabric else "")
+    if system.torus_dimensions:
+        notes.append(f"a slice of {system.name}: {describe_torus(system)}")
+    own = system.scale_out
+    if (
+        has_assumed_nics(system)
+        and own is not None
+        and nodes > 1
+        and (link is None or link.name == own.link.name)
+    ):
+        notes.append(assumed_nics(system))
     return cluster, [head, *notes]
 
 
@@ -244,10 +253,7 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     text = row.text("hardware")
     match = _COUNT_BEFORE_PART.search(text)
     if match is None:
-        raise RowError(
-            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
-            "(e.g. '8x H100')"
-        )
+        return _count_after_part(catalog, text)
     count = int(match.group(1))
     if count < 1:
         raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
@@ -256,6 +262,26 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     gpus = count * system.num_accelerators if whole else count
     what = f"{count} x {_gpus(system.num_accelerators)}" if whole else _gpus(count)
     return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}"
+
+
+def _count_after_part(catalog: Catalog, text: str) -> tuple[int, str]:
+    """(GPUs, note) from a Google slice name (``v5p-128``) or a count after the part (``x8``,
+    ``256 chips``) in a hardware cell."""
+    for span in _spans(text):
+        found = slice_name(span) if len(span) < 40 else None
+        if found is not None:
+            return found[1], f"GPUs from the hardware cell: slice '{span}' is {found[1]} chips"
+    match = _COUNT_AFTER_PART.search(text)
+    if match is None:
+        raise RowError(
+            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
+            "(e.g. '8x H100')"
+        )
+    count = int(match.group(1) or match.group(2))
+    if count < 1:
+        raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
+    named_system(catalog, text)  # the cell must name a part
+    return count, f"GPUs from the hardware cell: '{match.group(0).strip()}' is {_gpus(count)}"
 
 
 def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:

@@ -1,0 +1,46 @@
+"""Intel Gaudi: the HLS-3 box from Intel's network documentation, and plans on an assumed family."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.errors import InvalidPlanError
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def test_an_hls3_box_is_intels_wiring(catalog: Catalog) -> None:
+    # Intel: 21 scale-up ports x 25 GB/s = 525 GB/s one way per Gaudi 3;
+    # 3 x 8 x 200 Gbps = 600 GB/s out of the box.
+    box = catalog.system("hls-gaudi3")
+    assert box.scale_up is not None
+    assert box.scale_up.per_direction_bytes_per_s == pytest.approx(525e9)
+    assert box.scale_out is not None
+    assert box.scale_out.per_direction_bytes_per_s == pytest.approx(600e9)
+    cluster = catalog.resolve_cluster("hls-gaudi3", num_accelerators=32)
+    assert (cluster.num_nodes, cluster.scale_out_per_accelerator_bytes_per_s()) == (4, pytest.approx(75e9))
+
+
+def test_oam_parts_are_not_pcie_cards(catalog: Catalog) -> None:
+    # Gaudi 2 talks to its peers over on-chip RoCE whose box wiring is not recorded:
+    # no PCIe server is made up.
+    with pytest.raises(InvalidPlanError, match=r"no system in the catalog is built from gaudi2 \(OAM\)"):
+        catalog.resolve_cluster("gaudi2", num_accelerators=8)
+    with pytest.raises(InvalidPlanError, match=r"name a system \(e.g. hls-gaudi3\)"):
+        catalog.resolve_cluster("gaudi3", num_accelerators=16)
+
+
+def test_gaudi_plans_run_on_the_assumed_family(run_cli) -> None:  # type: ignore[no-untyped-def]
+    args = ["plan", "infer", "--model", "llama-3-8b", "--isl", "1000", "--osl", "1000"]
+    one = run_cli(*args, "--system", "gaudi2")
+    assert one.code == 0, one.err
+    assert "efficiency 'intel-gaudi'" in one.out
+    box = run_cli(*args, "--system", "hls-gaudi3", "--tp", "8")
+    assert box.code == 0, box.err
+    refused = run_cli(*args, "--system", "gaudi2", "--gpus", "8")
+    assert refused.code == 2
+    assert len(refused.err.strip().splitlines()) == 1
