@@ -38,7 +38,8 @@ def test_gaudi_plans_run_on_the_assumed_family(run_cli) -> None:  # type: ignore
     args = ["plan", "infer", "--model", "llama-3-8b", "--isl", "1000", "--osl", "1000"]
     one = run_cli(*args, "--system", "gaudi2")
     assert one.code == 0, one.err
-    assert "efficiency 'intel-gaudi'" in one.out
+    # its figures are assumed (no public measurement of Gaudi kernels), and the plan says so
+    assert "efficiency 'intel-gaudi' (assumed, not measured" in " ".join(one.out.split())
     box = run_cli(*args, "--system", "hls-gaudi3", "--tp", "8")
     assert box.code == 0, box.err
     refused = run_cli(*args, "--system", "gaudi2", "--gpus", "8")

@@ -72,6 +72,17 @@ class EfficiencyModel(Record):
     measured_on: str = ""  # the device a calibration measured ("cpu", a catalog name; "" = family defaults)
     other_devices_allowed: bool = False  # --force: apply it to another device anyway
 
+    @property
+    def label(self) -> str:
+        """The family's name as plans print it, marked where its figures are assumed rather than
+        measured (its ``source`` says so: TPU, Gaudi, Ada, CDNA 2/4, CPU).
+
+        >>> default_efficiency("nvidia-hopper").label, default_efficiency("google-tpu").label
+        ("'nvidia-hopper'", "'google-tpu' (assumed, not measured: calibrate)")
+        """
+        assumed = self.source.lower().startswith("assumed")
+        return f"'{self.name}'" + (" (assumed, not measured: calibrate)" if assumed else "")
+
     def gemm_ceiling(self, compute_row: str = "bf16") -> float:
         """Best-shape GEMM efficiency on the ``compute_row`` tensor cores (``bf16``, ``fp8``, ``fp4`` ...).
 

@@ -370,7 +370,7 @@ def _assumptions(
         f"LM head 16-bit), GEMMs on dense {precisions.compute} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
         f"per GPU, KV cache {precisions.kv_cache}",
-        f"efficiency '{efficiency.name}': GEMMs up to "
+        f"efficiency {efficiency.label}: GEMMs up to "
         f"{format_percent(efficiency.gemm_ceiling(precisions.compute), 0)} of peak, attention up to "
         f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "

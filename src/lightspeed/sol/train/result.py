@@ -238,7 +238,7 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
     return (
         f"peak: dense {plan.compute_precision} {hardware.peak_flop_per_s / 1e12:,.1f} TFLOP/s per GPU "
         f"({hardware.accelerator.display_name})",
-        f"efficiency model '{efficiency.name}': GEMM up to "
+        f"efficiency model {efficiency.label}: GEMM up to "
         f"{format_percent(efficiency.gemm_ceiling(plan.compute_precision), 0)} "
         f"of peak, HBM {format_percent(efficiency.memory_efficiency, 0)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}"
