@@ -175,9 +175,13 @@ def _scope(metric: str) -> tuple[str, int | None]:
     if _PER_NODE.search(metric):
         size = _NODE_SIZE.search(metric)
         return "node", int(size.group(1)) if size else None
-    if "/gpu" in metric or "per gpu" in metric or "per-gpu" in metric:
+    if _PER_ACCELERATOR.search(metric):
         return "gpu", 1
     return "job", None
+
+
+# Per accelerator, as sources write it: a GPU, a TPU chip, a Gaudi card, an NPU, a device.
+_PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerator|device|card|[hnx]pu)s?\b")
 
 
 _TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens per second|\bwps\b")
