@@ -207,9 +207,15 @@ def _train_key(metric: str) -> str:
         return "tokens_per_s"
     if "samples/s" in metric or "sequences/s" in metric:
         return "samples_per_s"
-    if "time to train" in metric or metric.startswith(("days", "hours", "training time")):
+    if _TIME_TO_TRAIN.search(metric) or metric.startswith(("days", "hours")):
         return "time_to_train_s"
     return ""
+
+
+# "time to train", "time-to-train", "train(ing) time to/for N tokens", "wall-clock (time) to N tokens"
+_TIME_TO_TRAIN: Final = re.compile(
+    r"time[\s-]+to[\s-]+train|train(?:ing)?[\s-]+time|wall[\s-]*clock(?:[\s-]+time)?\s+(?:to|for)\b"
+)
 
 
 def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
