@@ -15,8 +15,10 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
 * **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (with PP: 2, or
   the stage of the predicting stack that keeps as much), ``distributed optimizer`` or a
   bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
-* **A global batch that does not split over DP**: the degrees the row leaves
-  unstated (TP, PP, CP, DP cells empty) are searched for a split
+* **Unreported TP or PP**: every split of the GPUs (:func:`_free_splits`), the fastest
+  that fits kept with the other unreported settings.
+* **A global batch that does not split over DP** (TP and PP stated): the degrees the row
+  leaves unstated (CP, DP cells empty) are searched for a split
   (:func:`lightspeed.sol.train.batch.split_batch`).
 * **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
   ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
@@ -442,10 +444,43 @@ def _split(
     return {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
 
 
+FREE_TP_MOST: Final = 8  # an unreported TP stays within one 8-GPU server, as published runs keep it
+FREE_PP_VALUES: Final = (1, 2, 4, 8, 16, 32)
+
+
+def _free_splits(spec: PlanSpec, model: TransformerSpec) -> list[tuple[int, int, int]]:
+    """(tp, pp, dp) of every split of the GPUs a row leaving TP and/or PP unstated allows: TP a
+    power of two up to one server dividing the heads, PP a power of two up to the layers, DP the
+    GPUs left, dividing the global batch (the fastest that fits is kept, as for the other
+    unreported settings)."""
+    gpus = spec.tp * spec.pp * spec.cp * spec.dp
+    heads = model.attention.num_heads
+    tps = (
+        [tp for tp in (1, 2, 4, 8) if tp <= FREE_TP_MOST and heads % tp == 0]
+        if "tp" in spec.free_degrees
+        else [spec.tp]
+    )
+    pps = [pp for pp in FREE_PP_VALUES if pp <= model.num_layers] if "pp" in spec.free_degrees else [spec.pp]
+    splits = []
+    for tp, pp in itertools.product(tps, pps):
+        share, rest = divmod(gpus, tp * pp * spec.cp)
+        if rest == 0 and share >= 1 and spec.global_batch_size % share == 0:
+            splits.append((tp, pp, share))
+    return splits
+
+
+def _with_split(
+    base: dict[str, object], split: tuple[int, int, int], model: TransformerSpec
+) -> dict[str, object]:
+    tp, pp, dp = split
+    return {**base, "tp": tp, "pp": pp, "dp": dp, "uneven_pipeline": model.num_layers % pp != 0}
+
+
 def candidate_plans(
     spec: PlanSpec, model: TransformerSpec, stack: Stack
 ) -> tuple[list[TrainingPlan], list[str]]:
-    """Every plan ``spec`` allows on ``stack``: reported settings fixed, unreported ones enumerated."""
+    """Every plan ``spec`` allows on ``stack``: reported settings fixed, unreported ones enumerated
+    (with TP or PP unreported, every split of the GPUs: :func:`_free_splits`)."""
     zero_stage, notes = _zero_stage(spec, stack)
     base: dict[str, object] = dict(
         tp=spec.tp,
@@ -461,24 +496,26 @@ def candidate_plans(
         uneven_pipeline=model.num_layers % spec.pp != 0,
         **_plan_settings(spec, stack),
     )
-    if spec.global_batch_size % spec.dp:  # search the degrees the row leaves unstated
-        base, split_note = _split(spec, base, model, stack)
-        notes.append(split_note)
-    batch, dp, pp = spec.global_batch_size, int(str(base["dp"])), int(str(base["pp"]))
+    free_splits = _free_splits(spec, model) if {"tp", "pp"} & set(spec.free_degrees) else []
+    if free_splits:
+        bases = [_with_split(base, split, model) for split in free_splits]
+        notes.append(
+            f"TP/PP not reported: {len(free_splits)} splits of the GPUs searched (TP up to "
+            f"{FREE_TP_MOST}, the batch dividing DP); the fastest that fits"
+        )
+    else:
+        if spec.global_batch_size % spec.dp:  # search the degrees the row leaves unstated
+            base, split_note = _split(spec, base, model, stack)
+            notes.append(split_note)
+        bases = [base]
     recomputes = [
         stack.selective_recompute if policy == "selective" else policy for policy in spec.recomputes
     ]
-    plans = []
-    for vpp, micro_batch, recompute in itertools.product(spec.vpps, spec.micro_batch_sizes, recomputes):
-        if (batch // dp) % micro_batch:
-            continue
-        if vpp > 1 and (batch // dp // micro_batch) % pp:
-            continue
-        plan = TrainingPlan(vpp=vpp, micro_batch_size=micro_batch, recompute=recompute, **base)  # type: ignore[arg-type]
-        plans.append(plan.resolved(stack))
+    plans = [plan for each in bases for plan in _settings_plans(spec, each, recomputes, stack)]
     if not plans:
+        per_replica = spec.global_batch_size // int(str(bases[0]["dp"]))
         micros = list(spec.micro_batch_sizes)
-        raise RowError(f"no micro-batch in {micros} divides the {batch // dp} sequences per replica")
+        raise RowError(f"no micro-batch in {micros} divides the {per_replica} sequences per replica")
     first = plans[0]
     notes.append(
         f"{stack.name}: attention {first.attention_impl}, dropout {first.dropout}, sequence parallel "
@@ -491,6 +528,22 @@ def candidate_plans(
             "the fastest that fits"
         )
     return plans, notes
+
+
+def _settings_plans(
+    spec: PlanSpec, base: dict[str, object], recomputes: list[str], stack: Stack
+) -> list[TrainingPlan]:
+    """The plans of one split: every unreported micro-batch, interleaving depth and recompute."""
+    batch, dp, pp = spec.global_batch_size, int(str(base["dp"])), int(str(base["pp"]))
+    plans = []
+    for vpp, micro_batch, recompute in itertools.product(spec.vpps, spec.micro_batch_sizes, recomputes):
+        if (batch // dp) % micro_batch:
+            continue
+        if vpp > 1 and (batch // dp // micro_batch) % pp:
+            continue
+        plan = TrainingPlan(vpp=vpp, micro_batch_size=micro_batch, recompute=recompute, **base)  # type: ignore[arg-type]
+        plans.append(plan.resolved(stack))
+    return plans
 
 
 TRAIN_METRICS_NEEDING_TOKENS = ("gpu_hours", "time_to_train_s")
