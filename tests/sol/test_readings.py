@@ -62,6 +62,38 @@ def test_per_node_values_become_per_gpu() -> None:
     assert "approximate value" in unsized.notes
 
 
+@pytest.mark.parametrize(
+    ("metric", "kind", "key"),
+    [
+        # TPU and Gaudi sources count per chip or card; a rate per accelerator is per GPU
+        ("tokens/sec/chip", "train", "tokens_per_s_per_gpu"),
+        ("Throughput (tokens/s per chip)", "train", "tokens_per_s_per_gpu"),
+        ("output tokens/s per card", "infer", "output_tokens_per_s_per_gpu"),
+        ("tok/s/HPU", "infer", "output_tokens_per_s_per_gpu"),  # as tok/s/GPU reads
+        ("output tokens/s per device", "infer", "output_tokens_per_s_per_gpu"),
+        # and a rate of the whole job stays one
+        ("tokens/sec", "train", "tokens_per_s"),
+    ],
+)
+def test_rates_per_chip_or_card_are_per_gpu(metric: str, kind: str, key: str) -> None:
+    (reading,) = read_cell(metric, "3,500", kind=kind)
+    assert reading.key == key
+
+
+@pytest.mark.parametrize(
+    ("metric", "seconds", "tokens"),
+    [
+        ("train time to 1.3B tokens (min)", 20 * 60.0, 1.3e9),
+        ("time-to-train (min)", 20 * 60.0, None),
+        ("wall-clock to 2T tokens (days)", 20 * 86400.0, 2e12),
+        ("training time (hours)", 20 * 3600.0, None),
+    ],
+)
+def test_times_to_train_as_sources_word_them(metric: str, seconds: float, tokens: float | None) -> None:
+    (reading,) = read_cell(metric, "20", kind="train")
+    assert (reading.key, reading.value, reading.num_tokens) == ("time_to_train_s", seconds, tokens)
+
+
 def test_ranges_take_the_midpoint_and_say_so() -> None:
     value, _unit, notes = parse_value("20-22 tokens/s")
     assert value == 21.0

@@ -40,7 +40,9 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.infer.estimate import deployment_memory
+from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
 from lightspeed.sol.serve.deployment import simulated_deployment
@@ -197,6 +199,31 @@ def mlperf_split(
     tp = best[1]
     note = f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the most simulated throughput"
     return tp, note
+
+
+def fitting_split(
+    model: TransformerSpec, cluster: Cluster, precision: str, load: ServingLoad
+) -> tuple[int, str] | None:
+    """(TP, note) of a row that names no TP, EP or attention DP and whose model one GPU cannot
+    hold with one request of the row's lengths: the smallest TP (a power of two inside the
+    scale-up domain, dividing the GPUs) that can, replicas filling the rest, as an operator
+    sizes a deployment. ``None`` when one GPU holds it (the row keeps tp=1) or no split does."""
+    gpus = cluster.num_accelerators
+    one_request = ServingLoad(load.input_tokens, load.output_tokens)
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
+            continue
+        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
+        hardware = inference_hardware_for(cluster, plan, None, load_serving_stack())
+        if bool(deployment_memory(model, hardware, plan, one_request).fits[0]):
+            if tp == 1:
+                return None
+            note = (
+                f"row without TP: tp={tp} x{gpus // tp} replicas, the smallest TP whose GPUs hold "
+                f"{model.name} in {precision} and a request of the row's lengths"
+            )
+            return tp, note
+    return None
 
 
 def latency_percentile(metric_text: str) -> float | None:

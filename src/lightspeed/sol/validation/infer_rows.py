@@ -68,6 +68,7 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
+    fitting_split,
     latency_percentile,
     load_simulation,
     mlperf_row_simulation,
@@ -442,6 +443,9 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     split_tp, split_note = None, ""
     if simulation is not None and simulation.mlperf and is_missing(row.text("TP")):
         split_tp, split_note = mlperf_split(model, cluster, _precision(row, vendor)[0], simulation.workload)
+    elif all(is_missing(row.text(cell)) for cell in ("TP", "EP", "DP")):
+        fitted = fitting_split(model, cluster, _precision(row, vendor)[0], load)
+        split_tp, split_note = fitted if fitted is not None else (None, "")
     plan, plan_notes = _deployment(row, model, num_gpus, vendor, split_tp)
     reading = _metric(row, num_gpus, cluster.system.num_accelerators)
     assert reading.value is not None

@@ -175,9 +175,13 @@ def _scope(metric: str) -> tuple[str, int | None]:
     if _PER_NODE.search(metric):
         size = _NODE_SIZE.search(metric)
         return "node", int(size.group(1)) if size else None
-    if "/gpu" in metric or "per gpu" in metric or "per-gpu" in metric:
+    if _PER_ACCELERATOR.search(metric):
         return "gpu", 1
     return "job", None
+
+
+# Per accelerator, as sources write it: a GPU, a TPU chip, a Gaudi card, an NPU, a device.
+_PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerator|device|card|[hnx]pu)s?\b")
 
 
 _TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens per second|\bwps\b")
@@ -203,9 +207,15 @@ def _train_key(metric: str) -> str:
         return "tokens_per_s"
     if "samples/s" in metric or "sequences/s" in metric:
         return "samples_per_s"
-    if "time to train" in metric or metric.startswith(("days", "hours", "training time")):
+    if _TIME_TO_TRAIN.search(metric) or metric.startswith(("days", "hours")):
         return "time_to_train_s"
     return ""
+
+
+# "time to train", "time-to-train", "train(ing) time to/for N tokens", "wall-clock (time) to N tokens"
+_TIME_TO_TRAIN: Final = re.compile(
+    r"time[\s-]+to[\s-]+train|train(?:ing)?[\s-]+time|wall[\s-]*clock(?:[\s-]+time)?\s+(?:to|for)\b"
+)
 
 
 def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
