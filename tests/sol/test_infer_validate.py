@@ -122,6 +122,11 @@ def test_checkpoint_words_do_not_hide_the_architecture(setups_of: SetupsOf) -> N
         ("2000-token prompts, 200 output tokens", (2000, 200)),
         ("128/2048 (ISL/OSL)", (128, 2048)),
         ("(ISL/OSL) 1k/1k", (1024, 1024)),
+        # a sequence cell holding only a pair is ISL/OSL, as every serving benchmark orders them
+        ("1k/1k", (1024, 1024)),
+        ("8192 / 1024 tokens", (8192, 1024)),
+        ("prompt 512 tokens, 256 generated", (512, 256)),
+        ("input 128, max_new_tokens 64", (128, 64)),
     ],
 )
 def test_lengths_said_one_at_a_time(setups_of: SetupsOf, lengths: str, expected: tuple[int, int]) -> None:

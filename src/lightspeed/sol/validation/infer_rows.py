@@ -109,7 +109,9 @@ _ISL_OSL = re.compile(
 # in one cell (no ``|`` between them) and the input comes first.
 _LENGTH_WORD = r"(?:\s+(?:sequence\s+)?(?:length|len|tokens?))?"
 _IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|in)"
-_OUT_LABEL = rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|gen|out)"
+_OUT_LABEL = (
+    rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated|max[\s_]new[\s_]tokens|gen|out)"
+)
 _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
 _HALF_SEPARATOR = r"[\s,;/&+()]*(?:and\s+)?"
 
@@ -127,8 +129,17 @@ _LABELLED_LENGTHS = re.compile(
 )
 
 
-def _input_output(text: str) -> tuple[int, int] | None:
-    """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any."""
+# A sequence cell that is only a pair, ``1k/1k`` or ``1024 / 128 tokens``: ISL/OSL, the order every
+# serving benchmark writes them in.
+_BARE_PAIR = re.compile(rf"\s*{_COUNT}\s*/\s*{_COUNT}(?:\s*tokens?)?\s*")
+
+
+def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
+    """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any; a
+    ``seq`` cell holding only ``N/M`` reads as ISL/OSL."""
+    bare = _BARE_PAIR.fullmatch(seq.lower())
+    if bare:
+        return _tokens(bare.group(1)), _tokens(bare.group(2))
     match = _ISL_OSL.search(text)
     if match:
         isl, osl = (group for group in match.groups() if group is not None)
@@ -299,7 +310,7 @@ def _names_pool(row: PublishedRow, phase: str) -> bool:
 def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     """(load, batching mode, note) from the row's sequence, batch and metric cells."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
-    lengths = _input_output(text)
+    lengths = _input_output(text, row.text("seq"))
     prefill = _PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
     if decode and prefill_pool:
