@@ -86,6 +86,7 @@ def test_launch_and_host_time_is_the_engines(catalog: Catalog, models: ModelRegi
     timer = IterationTimer(model=model, hardware=hardware, plan=plan, max_sequences=64)
     kernels = stage_kernels(model, 2.0)
     for stage_busy_s in (1e-5, 1e-4, 1e-3, 2e-2):
-        launch, host = launch_and_host_s(np.asarray(stage_busy_s), kernels, hardware)
-        expected = 2 * (stage_busy_s + float(launch) + float(host))
-        assert timer.replica_s(2 * stage_busy_s) == pytest.approx(expected, rel=1e-12)
+        for sequences in (0, 64, 4096):  # a stage iteration runs half the replica's sequences
+            launch, host = launch_and_host_s(np.asarray(stage_busy_s), kernels, hardware, sequences / 2)
+            expected = 2 * (stage_busy_s + float(launch) + float(host))
+            assert timer.replica_s(2 * stage_busy_s, sequences) == pytest.approx(expected, rel=1e-12)

@@ -255,10 +255,21 @@ class ServingStack(Record):
     launch_source: str = ""
     fitted_on: tuple[str, ...] = ()
     validated_on: tuple[str, ...] = ()
+    host_per_sequence_s: float = 0.0
+    host_per_sequence_source: str = ""
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
         return fit_note(self.fitted_on, self.validated_on)
+
+    def host_s(self, sequences: ArrayLike) -> FloatArray:
+        """The host's work for one step of a scheduler running ``sequences`` sequences: the fixed
+        ``iteration_overhead_s`` and ``host_per_sequence_s`` for each sequence (the server's own
+        per-request bookkeeping: scheduling, sampling, stop checks, responses)."""
+        result: FloatArray = self.iteration_overhead_s + self.host_per_sequence_s * np.asarray(
+            sequences, dtype=np.float64
+        )
+        return result
 
     @property
     def group(self) -> str:
@@ -349,6 +360,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         launch_source=table.string("launch_source", ""),
         fitted_on=table.strings("fitted_on"),
         validated_on=table.strings("validated_on"),
+        host_per_sequence_s=table.number("host_per_sequence_s", 0.0, positive=False),
+        host_per_sequence_source=table.string("host_per_sequence_source", ""),
     )
 
 

@@ -326,9 +326,11 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
             f"; with attention data parallelism each layer at "
             f"{format_percent(serving.attention_dp_efficiency, 0)} of that pace (the slowest rank's)"
         )
+    hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
     if serving.iteration_overhead_s > 0:
-        hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
+    if serving.host_per_sequence_s > 0:
+        line += f", {serving.host_per_sequence_s * 1e6:.3g} us of host work per sequence per step{hidden}"
     return f"{line}; {serving.fit_note()}"
 
 

@@ -115,6 +115,7 @@ class IterationTimer:
             else self.pp * kernels * self.hardware.hardware.efficiency.kernel_launch_s
         )
         self.host_s = self.pp * serving.iteration_overhead_s
+        self.host_per_sequence_s = serving.host_per_sequence_s
         self.overlap = serving.overlap_scheduler
         self.reference_bucket = bucket(REFERENCE_CONTEXT, CONTEXT_PER_OCTAVE)
         self._rows: dict[tuple[int, ...], list[float]] = {}
@@ -264,16 +265,18 @@ class IterationTimer:
                     + self._lookup((context, 0, 0, 0), micro)
                     - self._lookup((reference, 0, 0, 0), micro)
                 )
-        return self.replica_s(busy)
+        return self.replica_s(busy, float(decode_sequences))
 
-    def replica_s(self, busy: float) -> float:
-        """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) with the
-        engine's kernel, launch and host time: :func:`~lightspeed.sol.infer.iteration.launch_and_host_s`
-        on scalars (``tests/sol/serve/test_serve_timing.py`` holds the two equal)."""
+    def replica_s(self, busy: float, sequences: float = 0.0) -> float:
+        """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) over
+        ``sequences`` decoding sequences (the busiest rank's) with the engine's kernel, launch and
+        host time: :func:`~lightspeed.sol.infer.iteration.launch_and_host_s` on scalars
+        (``tests/sol/serve/test_serve_timing.py`` holds the two equal)."""
         gpu = busy + self.kernel_s
+        host = self.host_s + self.host_per_sequence_s * sequences
         if self.overlap:
-            return max(gpu, self.issue_s + self.host_s)
-        return max(gpu, self.issue_s) + self.host_s
+            return max(gpu, self.issue_s + host)
+        return max(gpu, self.issue_s) + host
 
 
 __all__ = ["IterationTimer", "bucket", "bucket_center"]
