@@ -43,6 +43,10 @@ REQUIRED = {
     "mpt-70b",
 }
 
+# Cards whose total leaves out the embedding table and LM head, as their active figure does:
+# GLM-4.5-Air's 106B total / 12B active are 105.6B / 12.2B without them (106.9B / 13.4B with).
+NON_EMBEDDING_TOTALS = {"glm-4.5-air"}
+
 USER_MODEL = """
 schema_version = 1
 kind = "model"
@@ -92,7 +96,8 @@ def test_every_shipped_model_is_plausible_and_sourced() -> None:
         if entry.published is not None and entry.published.total_params:
             # Published totals are rounded to two or three digits (LLaMA's "6.7B" is 6.74B): within
             # 0.75% here; the 0.5% checks of issue 2 are in test_counts.py.
-            assert counts.total_params == pytest.approx(entry.published.total_params, rel=0.0075), name
+            total = counts.non_embedding_params if name in NON_EMBEDDING_TOTALS else counts.total_params
+            assert total == pytest.approx(entry.published.total_params, rel=0.0075), name
 
 
 def test_aliases_resolve_to_one_model() -> None:

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Final
 
@@ -46,6 +46,7 @@ from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
 
 SCHEMA_VERSION: Final = 1
 MODEL_KIND: Final = "model"
+UNSUPPORTED_KIND: Final = "unsupported-models"
 # Records of these kinds may share --catalog paths with models; the hardware catalog reads them.
 HARDWARE_KINDS: Final = frozenset({"link", "cpu", "accelerator", "system", "cluster"})
 
@@ -137,8 +138,38 @@ class ModelEntry(Record):
 
 
 @dataclass(frozen=True)
+class UnsupportedModel(Record):
+    """A model lightspeed knows by name but refuses to predict: part of its architecture
+    (``feature``) is not modelled, for the ``reason`` given (``workload/data/unsupported_models.toml``)."""
+
+    name: str
+    display_name: str
+    spellings: tuple[str, ...]
+    feature: str
+    reason: str
+    source: str
+
+    def refusal(self, name: str) -> str:
+        """One line saying why ``name`` (which means this model) cannot be predicted."""
+        return (
+            f"model {name!r} is {self.display_name}, whose {self.feature} lightspeed does not model: "
+            f"{self.reason} (see 'lightspeed model list' for the models it has)"
+        )
+
+
+class UnsupportedModelError(UserInputError):
+    """A model name that means a model whose architecture lightspeed does not model."""
+
+    def __init__(self, name: str, model: UnsupportedModel) -> None:
+        self.name = name
+        self.model = model
+        super().__init__(model.refusal(name))
+
+
+@dataclass(frozen=True)
 class ModelRegistry:
-    """Every known model, looked up by exact name or alias (case-insensitive).
+    """Every known model, looked up by exact name or alias (case-insensitive); names of
+    models with an architecture lightspeed does not model (``unsupported``) are refused.
 
     >>> registry = load_models()
     >>> registry.get("llama-3.1-70b").name
@@ -146,6 +177,7 @@ class ModelRegistry:
     """
 
     entries: Mapping[str, ModelEntry]
+    unsupported: Mapping[str, UnsupportedModel] = field(default_factory=dict)
 
     def names(self) -> list[str]:
         """Canonical names, sorted."""
@@ -181,8 +213,30 @@ class ModelRegistry:
         reduced = reduce_name(name)
         return sorted(self._reduced.get((reduced.base, reduced.versions), set()))
 
+    @cached_property
+    def _unsupported_index(self) -> dict[tuple[str, tuple[str, ...]], UnsupportedModel]:
+        """(reduced base, version tags) of every unsupported model's spellings -> that model."""
+        index: dict[tuple[str, tuple[str, ...]], UnsupportedModel] = {}
+        for model in self.unsupported.values():
+            for spelling in (model.name, *model.spellings):
+                reduced = reduce_name(spelling)
+                index[(reduced.base, reduced.versions)] = model
+        return index
+
+    def unsupported_model(self, name: str) -> UnsupportedModel | None:
+        """The unsupported model ``name`` means, when it names no known model; else ``None``.
+
+        >>> load_models().unsupported_model("Qwen/Qwen3-Next-80B-A3B-Instruct").feature
+        'Gated DeltaNet linear-attention layers'
+        """
+        if self.matches(name):
+            return None
+        reduced = reduce_name(name)
+        return self._unsupported_index.get((reduced.base, reduced.versions))
+
     def find(self, name: str) -> ModelEntry | None:
-        """The entry :meth:`entry` would give, or ``None`` (no model, or more than one)."""
+        """The entry :meth:`entry` would give, or ``None`` (no model, more than one, or a model
+        lightspeed does not model: :meth:`unsupported_model` says which and why)."""
         found = self.matches(name)
         return self.entries[found[0]] if len(found) == 1 else None
 
@@ -192,8 +246,12 @@ class ModelRegistry:
         ``-chat``, ``-it``, ``-base``, ``-hf``), else the first of ``A/B`` (``DeepSeek-V3/R1``),
         else the one model whose name reduces to the same (tuning, format, date and MLPerf tags
         taken off, see :mod:`lightspeed.workload.names`). A name two models reduce to is refused
-        with both named."""
+        with both named; a name of an unsupported model (:meth:`unsupported_model`) with the part
+        of its architecture lightspeed does not model (:class:`UnsupportedModelError`)."""
         found = self.matches(name)
+        unsupported = None if found else self.unsupported_model(name)
+        if unsupported is not None:
+            raise UnsupportedModelError(name, unsupported)
         if len(found) > 1:
             raise UnknownNameError(
                 "model",
@@ -258,7 +316,32 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
                 LOG.info("models: %s replaces model %r", path, entry.spec.name)
             entries[entry.spec.name] = entry
     _check_unique_aliases(entries)
-    return ModelRegistry(entries=entries)
+    return ModelRegistry(entries=entries, unsupported=unsupported_models())
+
+
+@cache
+def unsupported_models() -> dict[str, UnsupportedModel]:
+    """The models lightspeed refuses by name (``workload/data/unsupported_models.toml``).
+
+    >>> unsupported_models()["deepseek-v3.2"].feature
+    'DeepSeek Sparse Attention (DSA)'
+    """
+    path = package_data("workload", "data", "unsupported_models.toml")
+    fields = Fields(str(path), load_toml(path, what="unsupported models file"))
+    fields.schema_version({SCHEMA_VERSION})
+    sources = parse_references(fields)
+    models: dict[str, UnsupportedModel] = {}
+    for name, table in fields.tables("unsupported").items():
+        _check_keys(table, {"display_name", "spellings", "feature", "reason", "source"}, "unsupported")
+        models[name] = UnsupportedModel(
+            name=normalize_name(name),
+            display_name=table.string("display_name", name),
+            spellings=tuple(normalize_name(spelling) for spelling in table.strings("spellings")),
+            feature=table.string("feature"),
+            reason=table.string("reason"),
+            source=sources[table.check_source("source", sources)].citation,
+        )
+    return models
 
 
 def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
