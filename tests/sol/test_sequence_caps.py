@@ -111,3 +111,32 @@ def test_the_plan_says_which_cap_applies(models: ModelRegistry, catalog: Catalog
     )
     expected = "default cap on sequences per replica: 1,024 on GPUs of 70 GiB"
     assert any(expected in line for line in estimate.assumptions)
+
+
+@pytest.mark.parametrize(
+    ("serving", "system", "expected"),
+    [
+        # SGLang: below 35 GiB 2,048, below 160 GiB 8,192, else 16,384 (the L4 holds 24 GB, the
+        # H100 80 GB, the B200 180 GB)
+        ("sglang-2025", "l4", 2048),
+        ("sglang-2025", "h100", 8192),
+        ("sglang-2025", "b200", 16384),
+        # vLLM's server: 8,192 on 70 GiB or more unless an A100, else 2,048
+        ("vllm-2025", "h100", 8192),
+        ("vllm-2025", "a100", 2048),
+        ("vllm-2025", "l40s", 2048),
+        # TensorRT-LLM's LLM API: max_num_tokens 8,192 (the global default)
+        ("trtllm-2025", "b200", 8192),
+    ],
+)
+def test_each_server_chunks_prompts_by_its_own_default(
+    models: ModelRegistry, catalog: Catalog, serving: str, system: str, expected: int
+) -> None:
+    deployment = simulated_deployment(
+        model=models.get("llama-3.2-1b"),
+        cluster=catalog.resolve_cluster(system, 1),
+        plan=ONE_GPU,
+        serving=load_serving_stack(serving),
+    )
+    assert deployment.max_batched_tokens_per_rank == expected
+    assert deployment.hardware.parameters.prefill_chunk_tokens == expected

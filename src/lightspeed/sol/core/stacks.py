@@ -226,6 +226,34 @@ class SequenceCap(Record):
 
 
 @dataclass(frozen=True)
+class TokenBudget(Record):
+    """Prompt tokens one scheduler's iteration takes at most (the chunked-prefill budget) when the
+    user sets none: the server's default by the GPU's memory, read from its source.
+
+    ``tiers`` are ``(memory below GiB, tokens)`` in increasing memory; a GPU at or above the last
+    bound takes ``largest``; a GPU whose name holds a word of ``excludes`` takes the first tier's.
+
+    >>> sglang = TokenBudget(((35.0, 2048), (160.0, 8192)), 16384)
+    >>> [sglang.tokens(accelerator="x", memory_bytes=gib * 2**30) for gib in (24, 80, 180)]
+    [2048, 8192, 16384]
+    """
+
+    tiers: tuple[tuple[float, int], ...]
+    largest: int
+    excludes: tuple[str, ...] = ()
+    source: str = ""
+
+    def tokens(self, *, accelerator: str, memory_bytes: float) -> int:
+        """The budget on ``accelerator`` with ``memory_bytes`` of memory."""
+        if self.tiers and any(word in accelerator.lower() for word in self.excludes):
+            return self.tiers[0][1]
+        for below_gib, tokens in self.tiers:
+            if memory_bytes < below_gib * GIB_BYTES:
+                return tokens
+        return self.largest
+
+
+@dataclass(frozen=True)
 class ServingStack(Record):
     """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``).
 
@@ -249,6 +277,7 @@ class ServingStack(Record):
     overlap_contention: float = 0.0
     decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
     sequence_cap: SequenceCap | None = None
+    token_budget: TokenBudget | None = None
     kernel_fit_group: str = ""
     cuda_graphs: bool = False
     overlap_scheduler: bool = False
@@ -354,6 +383,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         overlap_contention=contention,
         decode_batch_per_rank=_per_architecture(table, "decode_batch_per_rank"),
         sequence_cap=_sequence_cap(table.table("max_sequences", required=False)),
+        token_budget=_token_budget(table.table("max_batched_tokens", required=False)),
         kernel_fit_group=table.string("kernel_fit_group", ""),
         cuda_graphs=table.boolean("cuda_graphs", False),
         overlap_scheduler=table.boolean("overlap_scheduler", False),
@@ -362,6 +392,30 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         validated_on=table.strings("validated_on"),
         host_per_sequence_s=table.number("host_per_sequence_s", 0.0, positive=False),
         host_per_sequence_source=table.string("host_per_sequence_source", ""),
+    )
+
+
+def _token_budget(table: Fields | None) -> TokenBudget | None:
+    if table is None:
+        return None
+    tiers = table.data.get("tiers", [])
+    valid = isinstance(tiers, list) and all(
+        isinstance(tier, list)
+        and len(tier) == 2
+        and all(isinstance(v, int | float) for v in tier)
+        and tier[0] > 0
+        and tier[1] >= 1
+        for tier in tiers
+    )
+    if not valid:
+        raise DataFileError(
+            table.path, "tiers must be [[memory below GiB, tokens], ...]", field="tiers", value=tiers
+        )
+    return TokenBudget(
+        tiers=tuple((float(below), int(tokens)) for below, tokens in tiers),
+        largest=table.integer("largest", minimum=1),
+        excludes=tuple(word.lower() for word in table.strings("excludes")),
+        source=table.string("source"),
     )
 
 

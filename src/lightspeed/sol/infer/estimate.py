@@ -382,7 +382,9 @@ def _assumptions(
         _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "
-        f"{parameters.prefill_chunk_tokens} tokens{_sequence_cap_note(inference_hardware, plan)}",
+        f"{parameters.prefill_chunk_tokens} tokens"
+        f"{' (the server default for this GPU)' if inference_hardware.serving.token_budget else ''}"
+        f"{_sequence_cap_note(inference_hardware, plan)}",
         f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
         *precisions.notes,
     ]

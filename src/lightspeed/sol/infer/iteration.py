@@ -155,13 +155,20 @@ def inference_hardware_for(
     attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
     if attention_row not in accelerator.compute:
         raise UnsupportedError(f"{accelerator.name} has no {attention_row} compute figure for attention")
+    profile = serving or load_serving_stack()
+    parameters = load_inference_parameters()
+    if profile.token_budget is not None:  # the server's own default prompt-token budget
+        budget = profile.token_budget.tokens(
+            accelerator=accelerator.name, memory_bytes=accelerator.memory_usable_bytes
+        )
+        parameters = replace(parameters, prefill_chunk_tokens=budget)
     return InferenceHardware(
         hardware=hardware,
         precisions=precisions,
-        parameters=load_inference_parameters(),
+        parameters=parameters,
         attention_peak_flop_per_s=accelerator.compute[attention_row].dense_per_s,
         gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
-        serving=serving or load_serving_stack(),
+        serving=profile,
         floors=load_latency_floors(),
     )
 

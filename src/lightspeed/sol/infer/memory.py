@@ -157,7 +157,9 @@ def inference_memory(
     cap = inference_hardware.serving.sequence_cap
     if cap is not None:
         # the server's own default cap on sequences per scheduler (a replica or an attention-DP rank)
-        kv_tokens = capacity * np.asarray(tokens_per_sequence, dtype=np.float64) / per_sequence
+        per_token = per_sequence / np.asarray(tokens_per_sequence, dtype=np.float64)
+        # a model whose layers keep no per-token cache holds any number of tokens
+        kv_tokens = np.divide(capacity, per_token, out=np.full_like(per_token, np.inf), where=per_token > 0)
         limit = cap.limit(
             kv_tokens=kv_tokens,
             context_tokens=model.max_seq_len,
