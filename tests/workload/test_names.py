@@ -60,6 +60,24 @@ PUBLISHED_NAMES = [
     ("databricks/dbrx-instruct", "dbrx"),
     ("01-ai/Yi-34B-Chat", "yi-34b"),
     ("Command R+", "command-r-plus"),
+    # GLM-4.5, Phi-3 and Phi-3.5-MoE (issue 28, 2025-26 rows); V3.1 is V3's architecture
+    ("GLM-4.5", "glm-4.5"),
+    ("zai-org/GLM-4.5", "glm-4.5"),
+    ("THUDM/GLM-4.5", "glm-4.5"),
+    ("zai-org/GLM-4.5-FP8", "glm-4.5"),
+    ("zai-org/GLM-4.5-Base", "glm-4.5"),
+    ("GLM-4.5-Air", "glm-4.5-air"),
+    ("zai-org/GLM-4.5-Air", "glm-4.5-air"),
+    ("zai-org/GLM-4.5-Air-FP8", "glm-4.5-air"),
+    ("Phi-3 mini", "phi-3-mini"),
+    ("microsoft/Phi-3-mini-4k-instruct", "phi-3-mini"),
+    ("Phi-3 medium", "phi-3-medium"),
+    ("microsoft/Phi-3-medium-4k-instruct", "phi-3-medium"),
+    ("Phi-3.5-MoE", "phi-3.5-moe"),
+    ("Phi-3.5-MoE-instruct", "phi-3.5-moe"),
+    ("microsoft/Phi-3.5-MoE-instruct", "phi-3.5-moe"),
+    ("DeepSeek-V3.1", "deepseek-v3"),  # same architecture as V3
+    ("phi-4", "phi-4"),  # Phi-4 stays Phi-4
 ]
 
 
