@@ -9,7 +9,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.infer_rows import inference_row_setup
-from lightspeed.sol.validation.published import read_table
+from lightspeed.sol.validation.published import RowError, read_table
 from lightspeed.workload import ModelRegistry
 
 HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
@@ -48,3 +48,18 @@ def test_a_model_one_gpu_holds_and_a_named_tp_are_kept(
     row = "Llama 3.1 8B\tISL/OSL 1000/1000\tconcurrency 16\t{tp}\t8\t8x H100 SXM\tBF16"
     assert _plan(tmp_path, catalog, models, row.format(tp=""))[:2] == (1, 8)
     assert _plan(tmp_path, catalog, models, row.format(tp="8"))[:2] == (8, 1)
+
+
+def test_a_model_with_unmodelled_layers_is_refused_even_with_dimensions(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # Qwen3-Next's Gated DeltaNet layers are not a transformer's: the row's layer and width cells
+    # must not turn it into a plain dense model
+    columns = ("id", "kind", "source", "model", "layers", "hidden", "heads(kv)", "vocab", "seq")
+    header = "\t".join((*columns, "global_batch", "GPUs", "hardware", "metric", "measured"))
+    cells = ("R1", "infer", "x", "Qwen/Qwen3-Next-80B-A3B-Instruct", "48", "2048", "16(2)", "151936")
+    row = "\t".join((*cells, "ISL/OSL 1000/1000", "concurrency 8", "1", "H200", "output tokens/s", "1,000"))
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"{header}\n{row}\n", encoding="utf-8")
+    with pytest.raises(RowError, match="Gated DeltaNet"):
+        inference_row_setup(read_table(path)[0], catalog, models)

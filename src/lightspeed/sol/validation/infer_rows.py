@@ -196,6 +196,10 @@ def _spellings(registry: ModelRegistry, name: str) -> tuple[str, ...]:
 
 
 def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
+    stated = re.split(r"[(]", row.text("model"))[0].strip()
+    unsupported = registry.unsupported_model(stated) if stated else None
+    if unsupported is not None:  # not a near name either: its layers are not modelled
+        raise RowError(unsupported.refusal(stated))
     try:
         return resolve_model(registry, row)
     except RowError:

@@ -234,6 +234,9 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     found = registry.find(name) if name else None
     if found is not None:
         return found.spec, f"model '{row.text('model')}' -> catalog model {name}"
+    unsupported = registry.unsupported_model(name) if name else None
+    if unsupported is not None:  # never a plain transformer built from its dimensions
+        raise RowError(unsupported.refusal(name))
     spec = model_from_dims(row)
     return (
         spec,
