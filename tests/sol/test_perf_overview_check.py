@@ -33,3 +33,16 @@ def test_the_held_out_table_is_read_whole_and_within_the_target() -> None:
     # Hopper FP8 rows of the 8B and 70B models, the engine's best-covered ground, stay close.
     for group in ("L8 H100", "L8 H200", "L70 H100", "L70 H200"):
         assert result["by_group"][group]["median_abs_error"] <= 0.10, group
+
+
+def test_the_moe_table_is_read_whole_and_its_gap_does_not_grow_back() -> None:
+    # 110 MoE rows, none fitted on: 47% at the median before the servers' batch caps, the rows'
+    # own attention-DP setting and TensorRT-LLM's host work per sequence (PR #10273's figure);
+    # 22% after. What is left (one-GPU prefill-heavy rows) is in docs/benchmarks.md.
+    module = _benchmark()
+    result = module.check(module.MOE_TABLE)
+    assert result["num_rows"] == 110
+    assert result["refused"] == []
+    assert result["held_out"]["median_abs_error"] <= 0.25
+    # the short-sequence one-GPU rows the host bounds, 4x too fast before
+    assert abs(result["rows"]["Q30-B200-128-128"]) <= 0.25
