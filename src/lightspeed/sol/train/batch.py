@@ -68,7 +68,7 @@ def split_batch(
     if batch_splits(plan):
         return BatchSplit(plan, {}, "")
     best: tuple[tuple[int, float, int], TrainingPlan] | None = None
-    for candidate in _candidates(plan, model, set(free)):
+    for candidate in candidate_splits(plan, model, free):
         try:
             validate_plan(candidate, model, plan.num_gpus, stack=stack)
         except InvalidPlanError:
@@ -85,8 +85,11 @@ def split_batch(
     return BatchSplit(chosen, changed, _note(plan, chosen, changed))
 
 
-def _candidates(plan: TrainingPlan, model: TransformerSpec, free: set[str]) -> Iterator[TrainingPlan]:
-    """Every plan on the same GPUs that varies only the free settings and whose batch splits."""
+def candidate_splits(
+    plan: TrainingPlan, model: TransformerSpec, free: Collection[str]
+) -> Iterator[TrainingPlan]:
+    """Every plan on the same GPUs that varies only the ``free`` settings (of :data:`FREE_SETTINGS`)
+    and whose batch splits."""
     gpus = plan.num_gpus
     heads = model.attention.num_heads
     tps = [t for t in powers_of_two(min(64, gpus)) if heads % t == 0] if "tp" in free else [plan.tp]
@@ -146,4 +149,4 @@ def _note(plan: TrainingPlan, chosen: TrainingPlan, changed: dict[str, int]) -> 
     )
 
 
-__all__ = ["FREE_SETTINGS", "BatchSplit", "batch_splits", "split_batch"]
+__all__ = ["FREE_SETTINGS", "BatchSplit", "batch_splits", "candidate_splits", "split_batch"]

@@ -37,7 +37,7 @@ from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import Stack, load_stack, stack_for
-from lightspeed.sol.train.batch import split_batch
+from lightspeed.sol.train.batch import candidate_splits, split_batch
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.validation.hardware_text import (
     HardwareSpec,
@@ -447,38 +447,6 @@ def _split(
     return {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
 
 
-FREE_TP_MOST: Final = 8  # an unreported TP stays within one 8-GPU server, as published runs keep it
-FREE_PP_VALUES: Final = (1, 2, 4, 8, 16, 32)
-
-
-def _free_splits(spec: PlanSpec, model: TransformerSpec) -> list[tuple[int, int, int]]:
-    """(tp, pp, dp) of every split of the GPUs a row leaving TP and/or PP unstated allows: TP a
-    power of two up to one server dividing the heads, PP a power of two up to the layers, DP the
-    GPUs left, dividing the global batch (the fastest that fits is kept, as for the other
-    unreported settings)."""
-    gpus = spec.tp * spec.pp * spec.cp * spec.dp
-    heads = model.attention.num_heads
-    tps = (
-        [tp for tp in (1, 2, 4, 8) if tp <= FREE_TP_MOST and heads % tp == 0]
-        if "tp" in spec.free_degrees
-        else [spec.tp]
-    )
-    pps = [pp for pp in FREE_PP_VALUES if pp <= model.num_layers] if "pp" in spec.free_degrees else [spec.pp]
-    splits = []
-    for tp, pp in itertools.product(tps, pps):
-        share, rest = divmod(gpus, tp * pp * spec.cp)
-        if rest == 0 and share >= 1 and spec.global_batch_size % share == 0:
-            splits.append((tp, pp, share))
-    return splits
-
-
-def _with_split(
-    base: dict[str, object], split: tuple[int, int, int], model: TransformerSpec
-) -> dict[str, object]:
-    tp, pp, dp = split
-    return {**base, "tp": tp, "pp": pp, "dp": dp, "uneven_pipeline": model.num_layers % pp != 0}
-
-
 def candidate_plans(
     spec: PlanSpec, model: TransformerSpec, stack: Stack
 ) -> tuple[list[TrainingPlan], list[str]]:
@@ -499,12 +467,12 @@ def candidate_plans(
         uneven_pipeline=model.num_layers % spec.pp != 0,
         **_plan_settings(spec, stack),
     )
-    free_splits = _free_splits(spec, model) if {"tp", "pp"} & set(spec.free_degrees) else []
-    if free_splits:
-        bases = [_with_split(base, split, model) for split in free_splits]
+    splits = _free_splits(spec, base, model) if {"tp", "pp"} & set(spec.free_degrees) else []
+    if splits:
+        bases = [{**base, **split} for split in splits]
         notes.append(
-            f"TP/PP not reported: {len(free_splits)} splits of the GPUs searched (TP up to "
-            f"{FREE_TP_MOST}, the batch dividing DP); the fastest that fits"
+            f"TP/PP not reported: {len(splits)} splits of the GPUs searched (the batch dividing DP); "
+            "the fastest that fits"
         )
     else:
         if spec.global_batch_size % spec.dp:  # search the degrees the row leaves unstated
@@ -531,6 +499,23 @@ def candidate_plans(
             "the fastest that fits"
         )
     return plans, notes
+
+
+def _free_splits(spec: PlanSpec, base: dict[str, object], model: TransformerSpec) -> list[dict[str, object]]:
+    """The degrees of every split of the GPUs a row leaving TP or PP unstated allows
+    (:func:`lightspeed.sol.train.batch.candidate_splits` over its free degrees; the plans a
+    split makes invalid are dropped with the others when the fastest that fits is chosen)."""
+    plan = TrainingPlan(**{**base, "micro_batch_size": 1})  # type: ignore[arg-type]
+    return [
+        {
+            "tp": split.tp,
+            "pp": split.pp,
+            "cp": split.cp,
+            "dp": split.dp,
+            "uneven_pipeline": model.num_layers % split.pp != 0,
+        }
+        for split in candidate_splits(plan, model, spec.free_degrees)
+    ]
 
 
 def _settings_plans(
