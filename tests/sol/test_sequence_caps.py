@@ -15,7 +15,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.stacks import SequenceCap, ServingStack
+from lightspeed.sol.core.stacks import GpuDefault, SequenceCap, ServingStack
 from lightspeed.sol.serve.deployment import simulated_deployment
 from lightspeed.workload import ModelRegistry
 
@@ -84,7 +84,7 @@ def test_sglang_derives_its_cap_from_the_kv_cache(kv_tokens: int, expected: int)
 def test_stacks_without_a_default_cap_keep_the_kv_limit() -> None:
     assert load_serving_stack("trtllm-2023").sequence_cap is None
     assert load_serving_stack("deepseek-2025").sequence_cap is None
-    fixed = SequenceCap(4096)
+    fixed = SequenceCap(GpuDefault((), 4096))
     assert int(fixed.limit(kv_tokens=10, context_tokens=1, accelerator="x", memory_bytes=0.0)) == 4096
 
 
@@ -109,7 +109,7 @@ def test_the_plan_says_which_cap_applies(models: ModelRegistry, catalog: Catalog
         batching="continuous",
         serving=load_serving_stack("vllm-2025"),
     )
-    expected = "default cap on sequences per replica: 1,024 on GPUs of 70 GiB"
+    expected = "default cap on sequences per replica: 256 below 70 GiB, else 1,024 (a100: 256)"
     assert any(expected in line for line in estimate.assumptions)
 
 

@@ -22,7 +22,7 @@ from lightspeed.report import (
     render_simulation,
     save_pareto_plot,
 )
-from lightspeed.sol import ServingConfig, ServingJob, ServingSearchConfig
+from lightspeed.sol import InferenceSearchResult, ServingConfig, ServingJob, ServingSearchConfig
 from lightspeed.sol.serve import (
     ArrivalProcess,
     GoodputSearchResult,
@@ -102,7 +102,7 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
     prediction = run(_bounded_by_slo(config), catalog=get_context().catalog(), models=get_context().models())
     result = prediction.result
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
-    goodput = _goodput_ranking(config, precision=result.best.plan.precision)
+    goodput = _goodput_ranking(config, result)
     if as_json:
         payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
         payload["goodput"] = None if goodput is None else goodput.to_dict()
@@ -130,8 +130,11 @@ def _bounded_by_slo(config: ServingSearchConfig) -> ServingSearchConfig:
     )
 
 
-def _goodput_ranking(config: ServingSearchConfig, *, precision: str) -> GoodputSearchResult | None:
-    """The finalists ranked by goodput per GPU at ``--slo`` (``None`` without it)."""
+def _goodput_ranking(
+    config: ServingSearchConfig, analytic: InferenceSearchResult
+) -> GoodputSearchResult | None:
+    """The finalists of ``analytic`` (the search under the SLO's limits, :func:`_bounded_by_slo`)
+    ranked by goodput per GPU at ``--slo`` (``None`` without it)."""
     slo = resolve_slo(slo_of_text(config.slo))
     if slo is None:
         if config.rate_per_s is not None or config.max_rate_at_slo:
@@ -144,7 +147,7 @@ def _goodput_ranking(config: ServingSearchConfig, *, precision: str) -> GoodputS
         load=config.serving_load(),
         slo=slo,
         rate_per_s=config.rate_per_s,
-        precision=precision,
+        precision=analytic.best.plan.precision,
         num_requests=config.num_requests,
         seed=config.seed,
         finalists=config.finalists,
@@ -154,6 +157,7 @@ def _goodput_ranking(config: ServingSearchConfig, *, precision: str) -> GoodputS
         attention_dp=config.plan_family == "wide-ep",
         num_gpus=config.num_gpus,
         serving=config.serving,
+        analytic=analytic,
     )
 
 

@@ -170,72 +170,18 @@ GIB_BYTES: Final = 1024.0**3
 
 
 @dataclass(frozen=True)
-class SequenceCap(Record):
-    """The most sequences one scheduler (a replica, or one attention-data-parallel rank) keeps
-    in flight when the user sets no cap: the server's own default, read from its source.
+class GpuDefault(Record):
+    """A server setting whose default depends on the GPU, read from the server's source.
 
-    ``sequences`` is the cap; a server that derives it from its KV cache (SGLang:
-    ``kv_tokens / context_length * per_context_window``, kept within ``sequences`` ..
-    ``most`` and at most half the KV tokens) gives ``per_context_window``; a server whose
-    default depends on the GPU (vLLM: 1,024 on GPUs of at least 70 GiB that are not A100s,
-    else 256) gives ``large_gpu_sequences`` with the memory bound and the names excluded.
+    ``tiers`` are ``(memory below GiB, value)`` in increasing memory; a GPU at or above the last
+    bound (or any GPU, without tiers) takes ``largest``; a GPU whose name holds a word of
+    ``excludes`` takes the first tier's value.
 
-    >>> cap = SequenceCap(2048, most=4096, per_context_window=512.0)
-    >>> int(cap.limit(kv_tokens=1_000_000, context_tokens=131072, accelerator="H100", memory_bytes=80e9))
-    3906
-    """
-
-    sequences: int
-    most: int | None = None
-    per_context_window: float = 0.0
-    large_gpu_sequences: int | None = None
-    large_gpu_memory_gib: float = 0.0
-    large_gpu_excludes: tuple[str, ...] = ()
-    source: str = ""
-
-    def limit(
-        self, *, kv_tokens: ArrayLike, context_tokens: int, accelerator: str, memory_bytes: float
-    ) -> FloatArray:
-        """The cap for a scheduler holding ``kv_tokens`` of KV cache on ``accelerator``."""
-        tokens = np.asarray(kv_tokens, dtype=np.float64)
-        if self.per_context_window > 0.0:
-            derived = np.floor(tokens / context_tokens * self.per_context_window)
-            capped = np.clip(derived, self.sequences, self.most or np.inf)
-            result: FloatArray = np.minimum(capped, np.floor(tokens / 2.0))
-            return result
-        large = (
-            self.large_gpu_sequences is not None
-            and memory_bytes >= self.large_gpu_memory_gib * GIB_BYTES
-            and not any(word in accelerator.lower() for word in self.large_gpu_excludes)
-        )
-        value = self.large_gpu_sequences if large and self.large_gpu_sequences is not None else self.sequences
-        return np.full_like(tokens, float(value))
-
-    def describe(self) -> str:
-        """The rule in words, for a plan's assumptions."""
-        if self.per_context_window > 0.0:
-            return (
-                f"KV tokens / context length x {self.per_context_window:g}, within "
-                f"{self.sequences:,}-{self.most or 0:,} and at most half the KV tokens"
-            )
-        if self.large_gpu_sequences is not None:
-            excluded = f" (not {', '.join(self.large_gpu_excludes)})" if self.large_gpu_excludes else ""
-            large = f"{self.large_gpu_sequences:,} on GPUs of {self.large_gpu_memory_gib:g} GiB or more"
-            return f"{large}{excluded}, else {self.sequences:,}"
-        return f"{self.sequences:,}"
-
-
-@dataclass(frozen=True)
-class TokenBudget(Record):
-    """Prompt tokens one scheduler's iteration takes at most (the chunked-prefill budget) when the
-    user sets none: the server's default by the GPU's memory, read from its source.
-
-    ``tiers`` are ``(memory below GiB, tokens)`` in increasing memory; a GPU at or above the last
-    bound takes ``largest``; a GPU whose name holds a word of ``excludes`` takes the first tier's.
-
-    >>> sglang = TokenBudget(((35.0, 2048), (160.0, 8192)), 16384)
-    >>> [sglang.tokens(accelerator="x", memory_bytes=gib * 2**30) for gib in (24, 80, 180)]
+    >>> sglang_tokens = GpuDefault(((35.0, 2048), (160.0, 8192)), 16384)
+    >>> [sglang_tokens.value(accelerator="x", memory_bytes=gib * 2**30) for gib in (24, 80, 180)]
     [2048, 8192, 16384]
+    >>> GpuDefault(((70.0, 256),), 1024, ("a100",)).describe()
+    '256 below 70 GiB, else 1,024 (a100: 256)'
     """
 
     tiers: tuple[tuple[float, int], ...]
@@ -243,14 +189,64 @@ class TokenBudget(Record):
     excludes: tuple[str, ...] = ()
     source: str = ""
 
-    def tokens(self, *, accelerator: str, memory_bytes: float) -> int:
-        """The budget on ``accelerator`` with ``memory_bytes`` of memory."""
+    def value(self, *, accelerator: str, memory_bytes: float) -> int:
+        """The default on ``accelerator`` with ``memory_bytes`` of memory."""
         if self.tiers and any(word in accelerator.lower() for word in self.excludes):
             return self.tiers[0][1]
-        for below_gib, tokens in self.tiers:
+        for below_gib, value in self.tiers:
             if memory_bytes < below_gib * GIB_BYTES:
-                return tokens
+                return value
         return self.largest
+
+    def describe(self) -> str:
+        """The rule in words, for a plan's assumptions."""
+        if not self.tiers:
+            return f"{self.largest:,}"
+        tiers = ", ".join(f"{value:,} below {below:g} GiB" for below, value in self.tiers)
+        excluded = f" ({', '.join(self.excludes)}: {self.tiers[0][1]:,})" if self.excludes else ""
+        return f"{tiers}, else {self.largest:,}{excluded}"
+
+
+@dataclass(frozen=True)
+class SequenceCap(Record):
+    """The most sequences one scheduler (a replica, or one attention-data-parallel rank) keeps
+    in flight when the user sets no cap: the server's own default, read from its source.
+
+    ``by_gpu`` is the cap (vLLM: 1,024 on GPUs of at least 70 GiB that are not A100s, else 256);
+    a server that derives it from its KV cache (SGLang: ``kv_tokens / context_length *
+    per_context_window``, kept between ``by_gpu``'s value and ``most`` and at most half the KV
+    tokens) gives ``per_context_window``.
+
+    >>> cap = SequenceCap(GpuDefault((), 2048), most=4096, per_context_window=512.0)
+    >>> int(cap.limit(kv_tokens=1_000_000, context_tokens=131072, accelerator="H100", memory_bytes=80e9))
+    3906
+    """
+
+    by_gpu: GpuDefault
+    most: int | None = None
+    per_context_window: float = 0.0
+
+    def limit(
+        self, *, kv_tokens: ArrayLike, context_tokens: int, accelerator: str, memory_bytes: float
+    ) -> FloatArray:
+        """The cap for a scheduler holding ``kv_tokens`` of KV cache on ``accelerator``."""
+        tokens = np.asarray(kv_tokens, dtype=np.float64)
+        value = float(self.by_gpu.value(accelerator=accelerator, memory_bytes=memory_bytes))
+        if self.per_context_window <= 0.0:
+            return np.full_like(tokens, value)
+        derived = np.floor(tokens / context_tokens * self.per_context_window)
+        capped = np.clip(derived, value, self.most or np.inf)
+        result: FloatArray = np.minimum(capped, np.floor(tokens / 2.0))
+        return result
+
+    def describe(self) -> str:
+        """The rule in words, for a plan's assumptions."""
+        if self.per_context_window > 0.0:
+            return (
+                f"KV tokens / context length x {self.per_context_window:g}, within "
+                f"{self.by_gpu.describe()}-{self.most or 0:,} and at most half the KV tokens"
+            )
+        return self.by_gpu.describe()
 
 
 @dataclass(frozen=True)
@@ -277,7 +273,7 @@ class ServingStack(Record):
     overlap_contention: float = 0.0
     decode_batch_per_rank: tuple[tuple[str, int], ...] = ()
     sequence_cap: SequenceCap | None = None
-    token_budget: TokenBudget | None = None
+    token_budget: GpuDefault | None = None
     kernel_fit_group: str = ""
     cuda_graphs: bool = False
     overlap_scheduler: bool = False
@@ -395,43 +391,39 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
     )
 
 
-def _token_budget(table: Fields | None) -> TokenBudget | None:
-    if table is None:
-        return None
+def _gpu_default(table: Fields) -> GpuDefault:
     tiers = table.data.get("tiers", [])
     valid = isinstance(tiers, list) and all(
         isinstance(tier, list)
         and len(tier) == 2
-        and all(isinstance(v, int | float) for v in tier)
+        and all(isinstance(number, int | float) for number in tier)
         and tier[0] > 0
         and tier[1] >= 1
         for tier in tiers
     )
     if not valid:
         raise DataFileError(
-            table.path, "tiers must be [[memory below GiB, tokens], ...]", field="tiers", value=tiers
+            table.path, "tiers must be [[memory below GiB, value], ...]", field="tiers", value=tiers
         )
-    return TokenBudget(
-        tiers=tuple((float(below), int(tokens)) for below, tokens in tiers),
+    return GpuDefault(
+        tiers=tuple((float(below), int(value)) for below, value in tiers),
         largest=table.integer("largest", minimum=1),
         excludes=tuple(word.lower() for word in table.strings("excludes")),
         source=table.string("source"),
     )
 
 
+def _token_budget(table: Fields | None) -> GpuDefault | None:
+    return None if table is None else _gpu_default(table)
+
+
 def _sequence_cap(table: Fields | None) -> SequenceCap | None:
     if table is None:
         return None
-    most = table.optional_integer("most")
-    large = table.optional_integer("large_gpu_sequences")
     return SequenceCap(
-        sequences=table.integer("sequences", minimum=1),
-        most=most,
+        by_gpu=_gpu_default(table),
+        most=table.optional_integer("most"),
         per_context_window=table.number("per_context_window", 0.0, positive=False),
-        large_gpu_sequences=large,
-        large_gpu_memory_gib=table.number("large_gpu_memory_gib", 0.0, positive=False),
-        large_gpu_excludes=tuple(word.lower() for word in table.strings("large_gpu_excludes")),
-        source=table.string("source"),
     )
 
 

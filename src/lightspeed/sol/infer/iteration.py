@@ -158,7 +158,7 @@ def inference_hardware_for(
     profile = serving or load_serving_stack()
     parameters = load_inference_parameters()
     if profile.token_budget is not None:  # the server's own default prompt-token budget
-        budget = profile.token_budget.tokens(
+        budget = profile.token_budget.value(
             accelerator=accelerator.name, memory_bytes=accelerator.memory_usable_bytes
         )
         parameters = replace(parameters, prefill_chunk_tokens=budget)

@@ -34,6 +34,7 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.estimate import check_gpus, deployment_memory, pool_split
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.memory import MemoryArrays
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, validate_inference_plan
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.timing import IterationTimer
@@ -157,34 +158,16 @@ def _host_bytes_per_s(cluster: Cluster) -> float:
     return link.per_direction_bytes_per_s
 
 
-def _max_sequences(
-    *,
-    plan: InferencePlan,
-    serving: ServingStack,
-    hardware: InferenceHardware,
-    model: TransformerSpec,
-    config: SchedulerConfig,
-    kv_tokens: int,
-) -> int:
-    """Sequences one rank's scheduler admits: the user's cap, else the least of the server's
-    default cap, its wide-EP recipe's decode batch (attention DP) and one KV block each."""
+def _max_sequences(plan: InferencePlan, config: SchedulerConfig, memory: MemoryArrays, kv_tokens: int) -> int:
+    """Sequences one rank's scheduler admits: the user's cap, else the least of one KV block each
+    and the server's defaults as the analytic engine applies them (its cap on sequences, a wide-EP
+    recipe's decode batch under attention DP: ``memory.max_sequences``, per rank)."""
     if config.max_sequences_per_rank is not None:
         return config.max_sequences_per_rank
     if plan.max_batch is not None:
         return max(plan.max_batch // plan.dp_attention, 1)
-    accelerator = hardware.hardware.accelerator
-    limits = [max(kv_tokens // config.block_tokens, 1)]  # every sequence holds a block at least
-    if plan.dp_attention > 1 and (recipe := serving.decode_batch_limit(accelerator.architecture)) is not None:
-        limits.append(recipe)
-    if serving.sequence_cap is not None:
-        cap = serving.sequence_cap.limit(
-            kv_tokens=kv_tokens,
-            context_tokens=model.max_seq_len,
-            accelerator=accelerator.name,
-            memory_bytes=accelerator.memory_usable_bytes,
-        )
-        limits.append(max(int(cap), 1))
-    return min(limits)
+    defaults = int(float(memory.max_sequences[0]) // plan.dp_attention)
+    return max(min(kv_tokens // config.block_tokens, defaults), 1)  # every sequence holds a block
 
 
 def simulated_deployment(
@@ -218,9 +201,7 @@ def simulated_deployment(
         )
     if speculation is None and plan.speculative is not None:
         speculation = AcceptanceProcess.from_speculative(plan.speculative)
-    max_sequences = _max_sequences(
-        plan=plan, serving=profile, hardware=hardware, model=model, config=config, kv_tokens=kv_tokens
-    )
+    max_sequences = _max_sequences(plan, config, memory, kv_tokens)
     budget = config.max_batched_tokens_per_rank or hardware.parameters.prefill_chunk_tokens
     transfer, crosses = 0.0, False
     if plan.disaggregated is not None:

@@ -125,12 +125,14 @@ def search_goodput(
     attention_dp: bool = True,
     num_gpus: int | None = None,
     serving: str | None = None,
+    analytic: InferenceSearchResult | None = None,
 ) -> GoodputSearchResult:
     """Rank deployments by goodput per GPU at ``slo`` (see the module docstring); requests of
-    ``load``'s lengths, ``num_requests`` per simulation."""
+    ``load``'s lengths, ``num_requests`` per simulation. ``analytic``: the analytic search under
+    the SLO's limits when the caller has run it already (it is not run again)."""
     if finalists < 1:
         raise UserInputError(f"finalists must be >= 1 (got {finalists})")
-    analytic = search_inference(
+    analytic = analytic or search_inference(
         model=model,
         cluster=cluster,
         load=load,
