@@ -115,6 +115,7 @@ def extra_checks() -> tuple[Check, ...]:
                 for part in (present, f"missing {missing}", f"pip install 'lightspeed[{extra.name}]'")
                 if part
             )
+        detail += f"; {_scanner_line()}" if extra.name == "trace" else ""  # the C scanner is core
         checks.append(Check("extra", extra.name, status, detail, versions=dict(extra.versions)))
     return tuple(checks)
 
@@ -229,6 +230,12 @@ def check_exporter(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         detail = f"{url} answers, but not with Prometheus metrics"
         return Check("backend", "Prometheus exporter", "unreachable", detail)
     return Check("backend", "Prometheus exporter", "ok", f"{url}: {families} metric families")
+
+
+def _scanner_line() -> str:
+    from lightspeed.trace.io.kineto_columns import scanner_summary
+
+    return scanner_summary()
 
 
 def _install_name(module: str) -> str:

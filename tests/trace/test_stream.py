@@ -19,7 +19,7 @@ from lightspeed.trace.io.kineto_stream import EventStream
 
 
 def _names(path: Path) -> list[str]:
-    return [event.name for chunk in EventStream(path).chunks() for event in chunk]
+    return [name for chunk in EventStream(path).chunks() for name in chunk.event_names()]
 
 
 def _expected_names(document: dict[str, Any] | list[Any]) -> list[str]:

@@ -38,7 +38,7 @@ from typing import Any, Final
 import msgspec
 
 from lightspeed.errors import UserInputError
-from lightspeed.trace.io.kineto_schema import EVENTS_DECODER, Event
+from lightspeed.trace.io.kineto_columns import decode_chunk
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
 
@@ -127,11 +127,11 @@ def _shutdown() -> None:
 def _decode_part(blob: bytes, time_unit: str, round_to_us: bool) -> dict[str, Any] | None:
     """Worker: one chunk's columns (``None``: the chunk does not decode cleanly; read serially)."""
     try:
-        events: list[Event] = EVENTS_DECODER.decode(blob)
+        chunk = decode_chunk(blob)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
-    builder.add(events)
+    builder.add(chunk)
     return builder.export()
 
 
@@ -147,11 +147,11 @@ def read_parallel(path: Path, *, max_bytes: float, builder: TableBuilder, worker
         pool = _pool(workers)
         first = True
         for piece in stream.pieces():
-            if isinstance(piece, list):  # the last chunk, decoded by the stream
+            if not isinstance(piece, bytes):  # the last chunk, read by the stream
                 _drain(pending, builder, 0)
                 builder.add(piece)
             elif first:  # read here: it settles the time unit before any worker needs it
-                builder.add(EVENTS_DECODER.decode(piece))
+                builder.add(decode_chunk(piece))
                 first = False
             else:
                 pending.append(pool.submit(_decode_part, piece, builder.time_unit, builder.round_to_us))

@@ -26,6 +26,7 @@ from typing import Any, Final, NoReturn
 import msgspec
 
 from lightspeed.errors import TraceError
+from lightspeed.trace.io.kineto_columns import ChunkColumns, DecodedChunk, decode_chunk
 from lightspeed.trace.io.kineto_schema import (
     DOCUMENT_DECODER,
     EVENTS_DECODER,
@@ -75,16 +76,17 @@ class EventStream:
         self._index = 0  # events decoded so far
         self._raw = False  # pieces(): hand chunks over undecoded
 
-    def pieces(self) -> Iterator[list[Event] | bytes]:
+    def pieces(self) -> Iterator[ChunkColumns | bytes]:
         """Like :meth:`chunks`, but every chunk before the last comes undecoded: the bytes of a JSON
         array of events (``[{...}, ...]``) for another process to decode. A cut is not checked
         here, so such a piece may fail to decode as a truncated array (a cut inside a string);
-        the last chunk (and the keys after the array) is decoded here as usual."""
+        the last chunk (and the keys after the array) is read here as usual."""
         self._raw = True
         return self.chunks()
 
     def chunks(self) -> Iterator[Any]:
-        """Decoded events, a chunk at a time, in file order."""
+        """The events a chunk at a time, in file order, as columns (:class:`ChunkColumns`: read by the
+        compiled scanner where it is built and handles the chunk, else decoded by msgspec)."""
         cursor = self._find_events_array()
         if cursor is None:
             return
@@ -182,7 +184,7 @@ class EventStream:
 
     # --- cutting between events ------------------------------------------------------------------
 
-    def _next_cut(self, cursor: int) -> tuple[list[Event] | bytes, int] | None:
+    def _next_cut(self, cursor: int) -> tuple[ChunkColumns | bytes, int] | None:
         """The next chunk from ``cursor`` and where the one after starts; ``None`` at the tail.
 
         A cut that falls inside an event or a string leaves the chunk truncated (try the next
@@ -227,11 +229,11 @@ class EventStream:
         self._dropped += next_event
         return blob, 0
 
-    def _decode(self, start: int, end: int) -> list[Event]:
+    def _decode(self, start: int, end: int) -> ChunkColumns:
         with memoryview(self._buffer) as view:
             blob = b"".join((b"[", view[start:end], b"]"))
         try:
-            events: list[Event] = EVENTS_DECODER.decode(blob)
+            events = decode_chunk(blob)
         except msgspec.ValidationError as error:
             raise _event_error(self.path, error, self._index) from None
         except RecursionError:
@@ -265,7 +267,7 @@ class EventStream:
 
     # --- the end of the array and what follows it --------------------------------------------------
 
-    def _tail(self, cursor: int) -> Iterator[list[Event]]:
+    def _tail(self, cursor: int) -> Iterator[ChunkColumns]:
         """The last events and the keys after the array (the file is read to its end)."""
         while self._more():
             if len(self._buffer) - cursor > MAX_WINDOW_BYTES:
@@ -288,7 +290,7 @@ class EventStream:
         finally:
             rest.release()
         self._index += len(events)
-        yield events
+        yield DecodedChunk(events)
 
 
 def _is_bad_cut(error: msgspec.DecodeError, blob_bytes: int) -> bool:

@@ -7,16 +7,14 @@ tree and the table never coexist in full.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from lightspeed.trace.io.kineto_columns import I32, ChunkColumns, DecodedChunk, Ids, KeptColumns
 from lightspeed.trace.io.kineto_schema import DIMS_DECODER, TYPES_DECODER, Event, EventArgs
 from lightspeed.trace.table import (
     F64,
@@ -33,12 +31,6 @@ from lightspeed.trace.table import (
 NS_TIMESTAMP_THRESHOLD: Final = 1e17
 # |ts| or |dur| (ns) a table can hold: the difference of two such times still fits an int64.
 MAX_ABS_TIME_NS: Final = 4e18  # year 2096 in ns since 1970
-
-# C-level attribute readers: columns are built with map(), not Python loops.
-_TS, _DUR, _CAT, _NAME, _TID, _ARGS = map(attrgetter, ("ts", "dur", "cat", "name", "tid", "args"))
-_STREAM, _CORRELATION, _DEVICE, _FLOPS, _COLLECTIVE = map(
-    attrgetter, ("stream", "correlation", "device", "flops", "collective")
-)
 
 
 @dataclass
@@ -82,81 +74,56 @@ class TableBuilder:
         # (index in traceEvents, field, value, problem) of complete events no clock can place
         self.unplaced: list[tuple[int, str, float, str]] = []
 
-    def add(self, events: list[Event]) -> None:
-        """Append the complete events (with ``ts``, ``dur`` and a category) of one decoded chunk."""
+    def add(self, chunk: ChunkColumns | list[Event]) -> None:
+        """Append the complete events (with ``ts``, ``dur`` and a category) of one chunk (its columns,
+        from the compiled scanner or from msgspec's structs; a list of structs is read as the latter)."""
+        if isinstance(chunk, list):
+            chunk = DecodedChunk(chunk)
         first_index = self._num_seen
-        selected = self._complete(events)
-        self._num_seen += len(events)
+        selected = self._complete(chunk)
+        self._num_seen += chunk.num_events
         if selected is None:
             return
-        kept, rows, ts, dur, category_ids = selected
+        keep, category_ids = selected
+        kept = chunk.kept(keep)
         add = self._chunks.add
-        add("event_index", rows + first_index)
-        name_ids = intern(self.names, list(map(_NAME, kept)))
+        add("event_index", chunk.rows[keep] + first_index)
+        name_ids = _global_ids(self.names, kept.name_strings, kept.name_local)
         add("name_id", name_ids)
         add("category_id", category_ids)
+        ts = chunk.ts[keep]
         add("ts", ts)
-        add("dur", dur)
+        add("dur", chunk.dur[keep])
         if self.time_unit == "ns":  # integer nanoseconds stay exact (float64 holds 2**53 only)
-            whole = set(map(type, map(_TS, kept))) <= {int}
-            exact = (
-                np.fromiter(map(_TS, kept), np.int64, len(kept)) if whole else np.rint(ts).astype(np.int64)
-            )
-            add("ts_int", exact)
-        add("tid", self._id_column(_TID, kept))
-        args = list(map(_ARGS, kept))
-        add("stream", self._id_column(_STREAM, args))
-        add("correlation", np.fromiter(map(_CORRELATION, args), dtype=np.int64, count=len(args)))
-        flop = np.fromiter(map(_FLOPS, args), dtype=np.float64, count=len(args))
-        with_flop = np.flatnonzero(flop > 0)
+            exact = kept.exact_ts()
+            add("ts_int", exact if exact is not None else np.rint(ts).astype(np.int64))
+        add("tid", self._id_column(kept.tid))
+        add("stream", self._id_column(kept.stream))
+        add("correlation", kept.correlation)
+        with_flop = np.flatnonzero(kept.flop > 0)
         add("flop_row", with_flop + self._num_kept)
-        add("flop", flop[with_flop])
-        self._count_devices(category_ids, args)
-        self._collect_collectives(kept, args, name_ids)
-        self._num_kept += len(kept)
+        add("flop", kept.flop[with_flop])
+        self._count_devices(category_ids, kept.device)
+        self._collect_collectives(kept, name_ids)
+        self._num_kept += len(ts)
 
-    def _complete(
-        self, events: list[Event]
-    ) -> tuple[list[Event], I64, F64, F64, npt.NDArray[np.int32]] | None:
-        """The chunk's complete, placeable events: themselves, their rows in the chunk, ts, dur, category ids.
-
-        Events without a ``dur`` (flows, instants, metadata: about 40% of a Kineto trace) are
-        dropped first, so that only complete events pay for their timestamps and categories.
-        """
-        count = len(events)
+    def _complete(self, chunk: ChunkColumns) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int32]] | None:
+        """Which of the chunk's timed events are complete and placeable, and their category ids."""
         if not self._float_timestamps:  # HTA rounds only when its ts column is float (any non-int)
-            self._float_timestamps = not set(map(type, map(_TS, events))) <= {int}
+            self._float_timestamps = chunk.float_timestamps()
         if self.time_unit == "auto":
-            self.time_unit = _guess_time_unit(np.fromiter(map(_TS, events), dtype=np.float64, count=count))
-        dur = np.fromiter(map(_DUR, events), dtype=np.float64, count=count)  # absent: NaN
-        has_dur = ~np.isnan(dur)
-        rows = np.flatnonzero(has_dur)
-        if len(rows) < count:
-            self._note_gpu_without_dur(events, has_dur)
-        timed = list(compress(events, has_dur.tolist()))
-        ts = np.fromiter(map(_TS, timed), dtype=np.float64, count=len(timed))  # absent: NaN
-        dur = dur[rows]
-        category_ids = intern(self.categories, list(map(_CAT, timed)))
+            self.time_unit = _guess_time_unit(chunk.all_ts())
+        # A GPU event (kernel, copy, set) with a start and no dur is as impossible as a negative
+        # one: Kineto writes every GPU activity as a complete event. It is never dropped silently.
+        for row in chunk.gpu_without_dur():
+            self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
+        category_ids = _global_ids(self.categories, chunk.category_strings, chunk.category_local)
         real = np.array([bool(c) and c != "Trace" for c in self.categories], dtype=bool)
         complete = real[category_ids]
-        keep = complete & self._placed(ts, dur, complete, rows)
+        keep = complete & self._placed(chunk.ts, chunk.dur, complete, chunk.rows)
         if not keep.any():
             return None
-        kept = timed if keep.all() else list(compress(timed, keep.tolist()))
-        return kept, rows[keep], ts[keep], dur[keep], category_ids[keep]
-
-    def _note_gpu_without_dur(self, events: list[Event], has_dur: npt.NDArray[np.bool_]) -> None:
-        """A GPU event (kernel, copy, set) with a start and no ``dur`` is as impossible as a negative
-        one: Kineto writes every GPU activity as a complete event. It is never dropped silently.
-        (The events without a ``dur`` are mostly flows: their categories are looked at in one
-        C-level pass, row by row only when a GPU category is among them.)"""
-        without = (~has_dur).tolist()
-        if set(map(_CAT, compress(events, without))).isdisjoint(GPU_CATEGORIES):
-            return
-        rows = np.flatnonzero(~has_dur).tolist()
-        for row, event in zip(rows, compress(events, without), strict=True):
-            if event.cat in GPU_CATEGORIES and not math.isnan(event.ts):
-                self.unplaced.append((self._num_seen + row, "dur", math.nan, "a GPU event without a dur"))
+        return keep, category_ids[keep]
 
     def _placed(self, ts: F64, dur: F64, complete: npt.NDArray[np.bool_], rows: I64) -> npt.NDArray[np.bool_]:
         """Which complete events have a ``ts`` and times a clock can hold; the others are noted
@@ -183,24 +150,25 @@ class TableBuilder:
         """How far rounding moved an event's end (HTA's inward rounding to whole us: up to 1 us)."""
         return 1000 if self.round_to_us and self._float_timestamps and self.time_unit != "ns" else 0
 
-    def _count_devices(self, category_ids: npt.NDArray[np.int32], args: list[EventArgs]) -> None:
+    def _count_devices(self, category_ids: npt.NDArray[np.int32], devices: I64) -> None:
         """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
         on_gpu_category = np.fromiter(
             (c in GPU_CATEGORIES for c in self.categories), bool, len(self.categories)
         )
-        on_gpu = on_gpu_category[category_ids].tolist()  # a lookup per id: no sort, as np.isin does
-        devices = np.fromiter(map(_DEVICE, compress(args, on_gpu)), dtype=np.int64)
-        found, counts = np.unique(devices, return_counts=True)
+        on_gpu = on_gpu_category[category_ids]  # a lookup per id: no sort, as np.isin does
+        found, counts = np.unique(devices[on_gpu], return_counts=True)
         for device, count in zip(found.tolist(), counts.tolist(), strict=True):
             self._device_counts[device] = self._device_counts.get(device, 0) + count
 
-    def _id_column(self, field: Callable[[Any], Any], items: list[Any]) -> I64:
-        """``field`` of each item: integers as int64; strings are parsed (HTA: ``int(s)``) or become
-        stable ids below -1 (one C-level pass when they are all integers, as they usually are)."""
-        try:
-            return np.fromiter(map(field, items), dtype=np.int64, count=len(items))
-        except (TypeError, ValueError, OverflowError):
-            return np.array([self._as_int(v) for v in map(field, items)], dtype=np.int64)
+    def _id_column(self, ids: Ids) -> I64:
+        """Ids as int64: integers as they are; strings are parsed (HTA: ``int(s)``) or become
+        stable ids below -1, numbered in the order they come."""
+        if not ids.others:
+            return ids.values
+        values = ids.values.copy()
+        for position, value in ids.others:
+            values[position] = self._as_int(value)
+        return values
 
     def _as_int(self, value: Any) -> int:
         if isinstance(value, int):
@@ -212,14 +180,11 @@ class TableBuilder:
             # a label such as "0x7f..." or "Spans": a stable negative id, never a real stream
             return -2 - self._text_ids.setdefault(text, len(self._text_ids))
 
-    def _collect_collectives(
-        self, kept: list[Event], args: list[EventArgs], name_ids: npt.NDArray[np.int32]
-    ) -> None:
-        with_args = list(compress(range(len(args)), map(_COLLECTIVE, args)))  # non-empty names
+    def _collect_collectives(self, kept: KeptColumns, name_ids: npt.NDArray[np.int32]) -> None:
         annotation_ids = self._nccl_annotation_ids()
         annotations = np.flatnonzero(np.isin(name_ids, annotation_ids)).tolist() if annotation_ids else []
-        for offset in sorted({*with_args, *annotations}):
-            index, arg = self._num_kept + offset, args[offset]
+        for offset in sorted({*kept.collective_positions, *annotations}):
+            index, arg = self._num_kept + offset, kept.args_at(offset)
             if arg.collective:
                 size = element_bytes(arg.dtype)
                 row = (
@@ -232,7 +197,8 @@ class TableBuilder:
                 )
                 self._collective_rows.append(row)
             elif len(arg.input_dims):
-                self._collective_rows.append(_annotation_row(index, kept[offset].name, arg))
+                name = kept.name_strings[kept.name_local[offset]]
+                self._collective_rows.append(_annotation_row(index, name, arg))
 
     def _nccl_annotation_ids(self) -> list[int]:
         """Ids of the ``nccl:*`` names so far; only names added since the last call are looked at
@@ -338,6 +304,26 @@ class TableBuilder:
             )
         start_ns = np.rint((ts - origin_us) * 1000.0).astype(np.int64)
         return start_ns, np.rint(dur * 1000.0).astype(np.int64), origin_us * 1000
+
+
+def _global_ids(table: dict[Any, int], strings: list[Any], local: I32) -> I32:
+    """The builder's ids (``table``) of a chunk's values, given as the chunk's distinct ``strings`` and
+    each value's index into them (``local``). New values are added in the order they first appear
+    in ``local``, however the chunk numbered them: the table is the same from either source.
+
+    >>> table = {"a": 0}
+    >>> _global_ids(table, ["c", "a", "b"], np.array([2, 1, 0, 2], dtype=np.int32)).tolist(), table
+    ([1, 0, 2, 1], {'a': 0, 'b': 1, 'c': 2})
+    """
+    known = np.fromiter((table.get(s, -1) for s in strings), dtype=np.int32, count=len(strings))
+    ids = known[local]
+    missing = ids < 0
+    if missing.any():
+        unique, first = np.unique(local[missing], return_index=True)
+        new = unique[np.argsort(first)]
+        known[new] = intern(table, [strings[i] for i in new.tolist()])
+        ids = known[local]
+    return ids
 
 
 def _guess_time_unit(ts: F64) -> str:
