@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import random
 from pathlib import Path
@@ -21,7 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lightspeed.trace.io import kineto_columns
+from lightspeed.errors import TraceError
+from lightspeed.trace.io import kineto as kineto_module
+from lightspeed.trace.io import kineto_columns, kineto_parallel, kineto_stream
 from lightspeed.trace.io.kineto import read_kineto
 from lightspeed.trace.io.kineto_columns import DecodedChunk, ScannedChunk, decode_chunk
 from lightspeed.trace.io.kineto_schema import EVENTS_DECODER
@@ -132,8 +135,6 @@ def test_every_repository_trace_gives_the_same_table(
         built.update(origin_ns=trace.origin_ns, unplaced=str(trace.skipped_events), time_unit=trace.time_unit)
         built.update(rounding_ns=0, rank=(rank, source), steps=str(trace.steps), notes=trace.notes)
         return built
-
-    from lightspeed.trace.io import kineto_stream
 
     text_bytes = len(gzip.decompress(path.read_bytes()))
     monkeypatch.setattr(kineto_stream, "CHUNK_BYTES", max(2048, text_bytes // 8))  # the last is msgspec's
@@ -449,8 +450,6 @@ def test_a_whole_trace_file_is_read_alike_in_tiny_chunks(
     real_trace: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Many chunks: names interned across chunks, rows offset, collectives numbered alike."""
-    from lightspeed.trace.io import kineto_stream
-
     path = next(real_trace("nccl_parser_config").glob("*.json.gz"))
     small = tmp_path / "small.json.gz"
     small.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())))
@@ -467,3 +466,58 @@ def test_a_whole_trace_file_is_read_alike_in_tiny_chunks(
         assert np.array_equal(getattr(compiled, name), getattr(python, name)), name
     assert str(compiled.collectives) == str(python.collectives)
     assert len(compiled.collectives.collective) > 0
+
+
+# --- the pipelined read: chunks scanned in a thread ----------------------------------------------
+
+
+def _read(path: Path, monkeypatch: pytest.MonkeyPatch, scanner: Any) -> Any:
+    monkeypatch.setattr(kineto_columns, "compiled_scanner", lambda: scanner)
+    monkeypatch.setattr(kineto_parallel, "compiled_scanner", lambda: scanner)
+    monkeypatch.setattr(kineto_module, "compiled_scanner", lambda: scanner)
+    return read_kineto(path, max_bytes=2**34, time_unit="auto", round_to_us=True)[0]
+
+
+@needs_scanner
+def test_the_pipelined_read_is_the_serial_read(
+    kineto: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Many chunks through the scanning thread; a cut inside a name sends the file to the serial
+    read (same table), and damage gives the serial read's error."""
+    monkeypatch.setattr(kineto_stream, "CHUNK_BYTES", 4096)
+    events = [kineto.kernel(f"k{i % 37}", 10 * i + 0.5, 4.25, correlation=i) for i in range(3000)]
+    events[1000]["tid"] = "thread 7"
+    path = tmp_path / "rank-0.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(kineto.document(events)).encode()))
+    with caplog.at_level(logging.DEBUG, logger="lightspeed.trace.io.kineto_parallel"):
+        piped = _read(path, monkeypatch, scan_module)
+    assert "falls back" not in caplog.text
+    _same_trace(piped, _read(path, monkeypatch, None))
+
+    for event in events[1500:]:  # names full of the text between two events: cuts fall inside them
+        event["name"] += ' }, {"ts": 1} }, {'
+    path.write_bytes(gzip.compress(json.dumps(kineto.document(events)).encode()))
+    with caplog.at_level(logging.DEBUG, logger="lightspeed.trace.io.kineto_parallel"):
+        piped = _read(path, monkeypatch, scan_module)
+    assert "pipelined read of" in caplog.text
+    assert "falls back to serial" in caplog.text
+    _same_trace(piped, _read(path, monkeypatch, None))
+
+    text = json.dumps(kineto.document(events[:1500]))
+    middle = text.index('"name": "k5"', len(text) // 2)
+    damaged = tmp_path / "rank-1.json"
+    damaged.write_text(text[:middle] + "#" + text[middle + 1 :])
+    with pytest.raises(TraceError) as piped_error:
+        _read(damaged, monkeypatch, scan_module)
+    with pytest.raises(TraceError) as serial_error:
+        _read(damaged, monkeypatch, None)
+    assert str(piped_error.value) == str(serial_error.value)
+    assert "not valid JSON" in str(serial_error.value)
+
+
+def _same_trace(a: Any, b: Any) -> None:
+    for name in COLUMNS:
+        left, right = getattr(a.events, name), getattr(b.events, name)
+        assert np.array_equal(left, right) if isinstance(left, np.ndarray) else left == right, name
+    assert str(a.events.collectives) == str(b.events.collectives)
+    assert (a.origin_ns, a.time_unit, a.skipped_events) == (b.origin_ns, b.time_unit, b.skipped_events)

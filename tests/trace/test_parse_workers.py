@@ -18,7 +18,19 @@ def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_bytes(b"x" * 64)
     monkeypatch.setattr(kineto_parallel, "MIN_PARALLEL_BYTES", 32)
     monkeypatch.delenv(kineto_parallel.WORKERS_VARIABLE, raising=False)
+    monkeypatch.setattr(kineto_parallel, "compiled_scanner", lambda: None)  # msgspec holds the GIL
     return path
+
+
+@pytest.mark.parametrize(("asked", "workers"), [("auto", 0), ("2", 2)])
+def test_with_the_compiled_scanner_auto_means_none(
+    large: Path, monkeypatch: pytest.MonkeyPatch, asked: str, workers: int
+) -> None:
+    """The scanner releases the GIL: a thread beside this one beat worker processes (benchmarks)."""
+    monkeypatch.setattr(kineto_parallel, "compiled_scanner", object)
+    monkeypatch.setattr(kineto_parallel, "idle_cores", lambda: 15.0)
+    monkeypatch.setenv(kineto_parallel.WORKERS_VARIABLE, asked)
+    assert kineto_parallel.num_workers(large) == workers
 
 
 @pytest.mark.parametrize(("idle", "workers"), [(0.0, 0), (1.4, 0), (1.6, 2), (2.6, 3), (15.0, 4)])

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from lightspeed.errors import TraceError
 from lightspeed.trace.integrity import BadEvent, check_events
-from lightspeed.trace.io.kineto_parallel import ParallelReadError, num_workers, read_parallel
+from lightspeed.trace.io.kineto_columns import compiled_scanner
+from lightspeed.trace.io.kineto_parallel import ParallelReadError, num_workers, read_parallel, read_pipelined
 from lightspeed.trace.io.kineto_schema import TraceDocument
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
@@ -72,12 +73,19 @@ def read_kineto(
 def _build(
     path: Path, *, max_bytes: float, time_unit: str, round_to_us: bool
 ) -> tuple[TableBuilder, EventStream]:
-    """The filled table builder and the stream it read (in worker processes for a large file)."""
+    """The filled table builder and the stream it read (in worker processes for a large file when
+    asked; with the compiled scanner, chunks are scanned in a thread while this one builds)."""
     workers = num_workers(path)
     if workers:
         builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
         try:
             return builder, read_parallel(path, max_bytes=max_bytes, builder=builder, workers=workers)
+        except ParallelReadError:
+            pass
+    if compiled_scanner() is not None:  # it releases the GIL: scan in a thread, build here
+        builder = TableBuilder(time_unit=time_unit, round_to_us=round_to_us)
+        try:
+            return builder, read_pipelined(path, max_bytes=max_bytes, builder=builder)
         except ParallelReadError:
             pass
     stream = EventStream(path, max_bytes=max_bytes)

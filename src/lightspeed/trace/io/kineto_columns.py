@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from lightspeed.errors import UserInputError
 from lightspeed.trace.io.kineto_schema import EVENTS_DECODER, Event, EventArgs
-from lightspeed.trace.table import F64, GPU_CATEGORIES, I64, intern
+from lightspeed.trace.table import F64, GPU_CATEGORIES, I64
 
 _LOG = logging.getLogger(__name__)
 SCANNER_VARIABLE: Final = "LIGHTSPEED_SCANNER"
@@ -95,18 +95,21 @@ class Ids(NamedTuple):
 class KeptColumns(ABC):
     """The fields of a chunk's kept events (the builder's selection), in chunk order."""
 
-    name_strings: list[str]  # the distinct names ...
-    name_local: I32  # ... and each kept event's index into them
+    name_strings: list[str]  # the distinct names and each kept event's index into them,
+    name_local: I32 | None  # or (None) one name per kept event
     tid: Ids
     stream: Ids
     correlation: I64
-    device: I64
     flop: F64
     collective_positions: list[int]  # kept events with a non-empty collective name
 
     @abstractmethod
     def exact_ts(self) -> I64 | None:
         """The timestamps as exact integers when every one is written as an integer, else None."""
+
+    @abstractmethod
+    def devices(self, which: Mask) -> I64:
+        """The ``device`` of the kept events flagged in ``which`` (GPU events)."""
 
     @abstractmethod
     def args_at(self, position: int) -> EventArgs:
@@ -120,8 +123,8 @@ class ChunkColumns(ABC):
     rows: I64  # each timed event's position in the chunk
     ts: F64  # absent: NaN
     dur: F64
-    category_strings: list[str | None]  # the distinct categories (None: absent or null) ...
-    category_local: I32  # ... and each timed event's index into them
+    category_strings: list[str | None]  # the distinct categories (None: absent or null) and each
+    category_local: I32 | None  # timed event's index into them, or (None) one per timed event
 
     def __len__(self) -> int:
         return self.num_events
@@ -230,9 +233,12 @@ class _ScannedKept(KeptColumns):
         self.tid = self._ids(field("tid", rows), field("tid_text", rows))
         self.stream = self._ids(field("stream", rows), field("stream_text", rows))
         self.correlation = field("correlation", rows)
-        self.device = field("device", rows)
         self.flop = field("flops", rows)
         self.collective_positions = np.flatnonzero(field("collective", rows) >= 0).tolist()
+
+    def devices(self, which: Mask) -> I64:
+        devices: I64 = self._chunk.field("device", self._positions[which])
+        return devices
 
     def _ids(self, values: I64, text_ids: I32) -> Ids:
         positions = np.flatnonzero(text_ids >= 0)
@@ -282,9 +288,8 @@ class DecodedChunk(ChunkColumns):
         timed = self._timed = events if len(self.rows) == count else list(compress(events, has_dur.tolist()))
         self.ts = np.fromiter(map(_TS, timed), dtype=np.float64, count=len(timed))  # absent: NaN
         self.dur = dur[self.rows]
-        local: dict[str | None, int] = {}
-        self.category_local = intern(local, list(map(_CAT, timed)))
-        self.category_strings = list(local)
+        self.category_strings = list(map(_CAT, timed))
+        self.category_local = None
 
     def float_timestamps(self) -> bool:
         return not set(map(type, map(_TS, self._events))) <= {int}
@@ -296,13 +301,12 @@ class DecodedChunk(ChunkColumns):
         """(The events without a ``dur`` are mostly flows: their categories are looked at in one
         C-level pass, row by row only when a GPU category is among them.)"""
         without = (~self._has_dur).tolist()
-        untimed = list(compress(self._events, without))
-        if len(untimed) == 0 or set(map(_CAT, untimed)).isdisjoint(GPU_CATEGORIES):
+        if set(map(_CAT, compress(self._events, without))).isdisjoint(GPU_CATEGORIES):
             return []
         rows = np.flatnonzero(~self._has_dur).tolist()
         return [
             row
-            for row, event in zip(rows, untimed, strict=True)
+            for row, event in zip(rows, compress(self._events, without), strict=True)
             if event.cat in GPU_CATEGORIES and event.ts == event.ts  # not NaN
         ]
 
@@ -314,12 +318,13 @@ class DecodedChunk(ChunkColumns):
         return list(map(_NAME, self._events))
 
 
-def _ids(items: list[Any]) -> Ids:
-    """Integers as int64 in one C-level pass (a second, in Python, only when some are not)."""
+def _ids(items: list[Any], field: attrgetter[Any]) -> Ids:
+    """``field`` of each item: integers as int64 in one C-level pass (then a Python one only when
+    some are not)."""
     try:
-        return Ids(np.fromiter(items, dtype=np.int64, count=len(items)), [])
+        return Ids(np.fromiter(map(field, items), dtype=np.int64, count=len(items)), [])
     except (TypeError, ValueError, OverflowError):
-        pass
+        items = list(map(field, items))
     others = [(i, v) for i, v in enumerate(items) if not (type(v) is int and -(2**63) <= v < 2**63)]
     values = np.array(items, dtype=object)
     values[[i for i, _ in others]] = 0
@@ -330,15 +335,13 @@ class _DecodedKept(KeptColumns):
     def __init__(self, kept: list[Event]) -> None:
         self._kept = kept
         count = len(kept)
-        local: dict[str, int] = {}
-        self.name_local = intern(local, list(map(_NAME, kept)))
-        self.name_strings = list(local)
-        self.tid = _ids(list(map(_TID, kept)))
+        self.name_strings = list(map(_NAME, kept))
+        self.name_local = None
+        self.tid = _ids(kept, _TID)
         args: list[EventArgs] = list(map(_ARGS, kept))
         self._args = args
-        self.stream = _ids(list(map(_STREAM, args)))
+        self.stream = _ids(args, _STREAM)
         self.correlation = np.fromiter(map(_CORRELATION, args), dtype=np.int64, count=count)
-        self.device = np.fromiter(map(_DEVICE, args), dtype=np.int64, count=count)
         self.flop = np.fromiter(map(_FLOPS, args), dtype=np.float64, count=count)
         self.collective_positions = list(compress(range(count), map(_COLLECTIVE, args)))  # non-empty
 
@@ -347,6 +350,9 @@ class _DecodedKept(KeptColumns):
         if not set(map(type, map(_TS, kept))) <= {int}:
             return None
         return np.fromiter(map(_TS, kept), np.int64, len(kept))
+
+    def devices(self, which: Mask) -> I64:
+        return np.fromiter(map(_DEVICE, compress(self._args, which.tolist())), dtype=np.int64)
 
     def args_at(self, position: int) -> EventArgs:
         return self._args[position]

@@ -22,6 +22,12 @@ tiled trace in 3.3-4.1 s against 4.2-4.8 s (docs/benchmarks.md). The trace comma
 the variable is set; a Python program that leaves it unset reads serially, because worker
 processes import the program's main module (``multiprocessing``'s rule: it must guard its top
 level with ``if __name__ == "__main__":``). Never inside the workers of ``--jobs`` or Ray.
+
+With the compiled scanner (:mod:`~lightspeed.trace.io.kineto_columns`) ``auto`` means no worker
+processes: the scanner releases the GIL, so :func:`read_pipelined` scans each chunk in a thread
+while this thread cuts the next and builds columns from the one before, with the gzip thread
+beside them; on the 2M-event tiled trace that measured faster than both the serial read and
+2 worker processes (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -31,14 +37,14 @@ import logging
 import multiprocessing
 import os
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from lightspeed.errors import UserInputError
-from lightspeed.trace.io.kineto_columns import decode_chunk
+from lightspeed.trace.io.kineto_columns import ChunkColumns, compiled_scanner, decode_chunk
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
 
@@ -83,6 +89,9 @@ def num_workers(path: Path) -> int:
                 f"give 0 (read here), 1-{MAX_WORKERS}, or auto"
             )
         return min(MAX_WORKERS, workers)
+    if compiled_scanner() is not None:
+        _LOG.info("%s read in this process: the compiled scanner is faster than worker processes", path.name)
+        return 0
     idle = idle_cores()
     workers = min(MAX_WORKERS, round(idle)) if idle >= MIN_IDLE_CORES else 0
     _LOG.info("parallel read of %s: %d workers (%.1f idle cores)", path.name, workers, idle)
@@ -119,9 +128,10 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 
 @atexit.register
 def _shutdown() -> None:
-    pool = _POOL.pop("pool", None)
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+    for name in ("pool", "thread"):
+        pool = _POOL.pop(name, None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _decode_part(blob: bytes, time_unit: str, round_to_us: bool) -> dict[str, Any] | None:
@@ -168,6 +178,42 @@ def read_parallel(path: Path, *, max_bytes: float, builder: TableBuilder, worker
             future.cancel()
     _LOG.debug("read %s with %d worker processes", path, workers)
     return stream
+
+
+def read_pipelined(path: Path, *, max_bytes: float, builder: TableBuilder) -> EventStream:
+    """Fill ``builder`` from ``path``, each chunk scanned in a thread (the compiled scanner releases
+    the GIL) while this thread cuts the next one and builds the columns of the one before.
+
+    Raises :class:`ParallelReadError` like :func:`read_parallel` (a cut inside a string, damage:
+    anything at all), and the file is then read serially for its exact answer.
+    """
+    stream = EventStream(path, max_bytes=max_bytes)
+    pending: deque[Future[ChunkColumns]] = deque()
+    try:
+        pool = _scanning_thread()
+        for piece in stream.pieces():
+            if isinstance(piece, bytes):
+                pending.append(pool.submit(decode_chunk, piece))
+            while pending and (len(pending) > 1 or not isinstance(piece, bytes)):
+                builder.add(pending.popleft().result())
+            if not isinstance(piece, bytes):  # the last chunk, read by the stream
+                builder.add(piece)
+    except Exception as error:  # anything at all: the serial read gives the answer
+        _LOG.debug("pipelined read of %s falls back to serial: %r", path, error)
+        raise ParallelReadError from None
+    finally:
+        for future in pending:
+            future.cancel()
+    return stream
+
+
+def _scanning_thread() -> ThreadPoolExecutor:
+    """One scanning thread per process (a forked child gets its own: threads do not survive a fork)."""
+    pool = _POOL.get("thread")
+    if pool is None or _POOL.get("thread_pid") != os.getpid():
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lightspeed-scan")
+        _POOL.update(thread=pool, thread_pid=os.getpid())
+    return pool
 
 
 def _drain(pending: deque[Future[dict[str, Any] | None]], builder: TableBuilder, keep: int) -> None:

@@ -103,7 +103,7 @@ class TableBuilder:
         with_flop = np.flatnonzero(kept.flop > 0)
         add("flop_row", with_flop + self._num_kept)
         add("flop", kept.flop[with_flop])
-        self._count_devices(category_ids, kept.device)
+        self._count_devices(category_ids, kept)
         self._collect_collectives(kept, name_ids)
         self._num_kept += len(ts)
 
@@ -150,13 +150,13 @@ class TableBuilder:
         """How far rounding moved an event's end (HTA's inward rounding to whole us: up to 1 us)."""
         return 1000 if self.round_to_us and self._float_timestamps and self.time_unit != "ns" else 0
 
-    def _count_devices(self, category_ids: npt.NDArray[np.int32], devices: I64) -> None:
+    def _count_devices(self, category_ids: npt.NDArray[np.int32], kept: KeptColumns) -> None:
         """GPU events per device id (which GPU of ``deviceProperties`` this rank used)."""
         on_gpu_category = np.fromiter(
             (c in GPU_CATEGORIES for c in self.categories), bool, len(self.categories)
         )
         on_gpu = on_gpu_category[category_ids]  # a lookup per id: no sort, as np.isin does
-        found, counts = np.unique(devices[on_gpu], return_counts=True)
+        found, counts = np.unique(kept.devices(on_gpu), return_counts=True)
         for device, count in zip(found.tolist(), counts.tolist(), strict=True):
             self._device_counts[device] = self._device_counts.get(device, 0) + count
 
@@ -197,7 +197,8 @@ class TableBuilder:
                 )
                 self._collective_rows.append(row)
             elif len(arg.input_dims):
-                name = kept.name_strings[kept.name_local[offset]]
+                local = kept.name_local
+                name = kept.name_strings[offset if local is None else local[offset]]
                 self._collective_rows.append(_annotation_row(index, name, arg))
 
     def _nccl_annotation_ids(self) -> list[int]:
@@ -306,15 +307,18 @@ class TableBuilder:
         return start_ns, np.rint(dur * 1000.0).astype(np.int64), origin_us * 1000
 
 
-def _global_ids(table: dict[Any, int], strings: list[Any], local: I32) -> I32:
+def _global_ids(table: dict[Any, int], strings: list[Any], local: I32 | None) -> I32:
     """The builder's ids (``table``) of a chunk's values, given as the chunk's distinct ``strings`` and
-    each value's index into them (``local``). New values are added in the order they first appear
-    in ``local``, however the chunk numbered them: the table is the same from either source.
+    each value's index into them (``local``), or one string per value (``local`` None). New values
+    are added in the order they first appear, however the chunk numbered them: the table is the
+    same from either source.
 
     >>> table = {"a": 0}
     >>> _global_ids(table, ["c", "a", "b"], np.array([2, 1, 0, 2], dtype=np.int32)).tolist(), table
     ([1, 0, 2, 1], {'a': 0, 'b': 1, 'c': 2})
     """
+    if local is None:
+        return intern(table, strings)
     known = np.fromiter((table.get(s, -1) for s in strings), dtype=np.int32, count=len(strings))
     ids = known[local]
     missing = ids < 0
