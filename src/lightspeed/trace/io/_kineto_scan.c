@@ -128,7 +128,7 @@ static int32_t table_id(Table *t, const char *bytes, size_t size) {
     while (t->slots[j]) {
         if (t->hashes[j] == hash) {
             const Span *span = &spans[t->slots[j] - 1];
-            if (span->length == size && memcmp(t->arena.data + span->offset, bytes, size) == 0)
+            if (span->length == size && (size == 0 || memcmp(t->arena.data + span->offset, bytes, size) == 0))
                 return t->slots[j] - 1;
         }
         j = (j + 1) & (t->capacity - 1);
