@@ -689,13 +689,18 @@ static int scan_member(Scanner *s, Row *row, const char *key, size_t length, uns
     return skip_value(s, 1);
 }
 
+static const Row NEW_ROW = {
+    .ts = NAN, .dur = NAN, .flops = 0.0, .ts_int = 0, .tid = -1, .stream = -1, .correlation = -1,
+    .device = -1, .in_elements = -1, .out_elements = -1, .group_size = -1, .dims_start = 0,
+    .dims_end = 0, .types_start = 0, .types_end = 0, .cat = NO_ID, .name = NO_ID,
+    .collective = NO_ID, .dtype = NO_ID, .tid_text = NO_ID, .stream_text = NO_ID, .flags = 0,
+};
+
+/* One event, read into the next row of s->rows (in place: the buffer has room for it). */
 static int scan_event(Scanner *s) {
-    Row row = {
-        .ts = NAN, .dur = NAN, .flops = 0.0, .ts_int = 0, .tid = -1, .stream = -1, .correlation = -1,
-        .device = -1, .in_elements = -1, .out_elements = -1, .group_size = -1, .dims_start = 0,
-        .dims_end = 0, .types_start = 0, .types_end = 0, .cat = NO_ID, .name = NO_ID,
-        .collective = NO_ID, .dtype = NO_ID, .tid_text = NO_ID, .stream_text = NO_ID, .flags = 0,
-    };
+    if (buf_reserve(&s->rows, sizeof(Row))) return fail(s, "out of memory");
+    Row *row = (Row *)(s->rows.data + s->rows.len); /* stays put: nothing else grows rows */
+    *row = NEW_ROW;
     skip_whitespace(s);
     if (s->p >= s->end || *s->p != '{') return fail(s, "an event is not an object");
     s->p++;
@@ -707,13 +712,14 @@ static int scan_event(Scanner *s) {
         if (status < 0) return -1;
         if (status) break;
         skip_whitespace(s);
-        if (scan_member(s, &row, key, length, &seen)) return -1;
+        if (scan_member(s, row, key, length, &seen)) return -1;
         status = after_member(s);
         if (status < 0) return -1;
         if (status) break;
     }
-    if (!(seen & SEEN_NAME) && (row.name = table_id(&s->names, "", 0)) < 0) return fail(s, "out of memory");
-    return buf_append(&s->rows, &row, sizeof row) ? fail(s, "out of memory") : 0;
+    if (!(seen & SEEN_NAME) && (row->name = table_id(&s->names, "", 0)) < 0) return fail(s, "out of memory");
+    s->rows.len += sizeof(Row);
+    return 0;
 }
 
 static int scan_array(Scanner *s) {
