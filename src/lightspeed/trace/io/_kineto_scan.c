@@ -612,55 +612,69 @@ static int seen_once(Scanner *s, unsigned *seen, unsigned bit) {
     return 0;
 }
 
-static int scan_args(Scanner *s, Row *row) {
-    if (s->p >= s->end || *s->p != '{') return fail(s, "args is not an object");
+/* One member of an event's args (p at its value). */
+static int args_member(Scanner *s, Row *row, const char *key, size_t length, unsigned *seen) {
+    int is_int, rc;
+    if (KEY_IS("stream")) {
+        rc = seen_once(s, seen, 1) || scan_id(s, &row->stream, &row->stream_text);
+    } else if (KEY_IS("correlation")) {
+        rc = seen_once(s, seen, 2) || scan_int(s, &row->correlation);
+    } else if (KEY_IS("device")) {
+        rc = seen_once(s, seen, 4) || scan_int(s, &row->device);
+    } else if (KEY_IS("flops")) {
+        size_t index = s->rows.len / sizeof(Row);
+        rc = seen_once(s, seen, 8) || scan_real(s, index, FIELD_FLOPS, &row->flops, NULL, &is_int);
+    } else if (KEY_IS("Collective name")) {
+        rc = seen_once(s, seen, 16) || scan_interned(s, &s->texts, &row->collective);
+        if (!rc && s->texts.spans.len && ((const Span *)s->texts.spans.data)[row->collective].length == 0)
+            row->collective = NO_ID; /* an empty name is no collective */
+    } else if (KEY_IS("In msg nelems")) {
+        rc = seen_once(s, seen, 32) || scan_int(s, &row->in_elements);
+    } else if (KEY_IS("Out msg nelems")) {
+        rc = seen_once(s, seen, 64) || scan_int(s, &row->out_elements);
+    } else if (KEY_IS("Group size")) {
+        rc = seen_once(s, seen, 128) || scan_int(s, &row->group_size);
+    } else if (KEY_IS("dtype")) {
+        rc = seen_once(s, seen, 256);
+        if (!rc && s->p < s->end && *s->p == 'n') {
+            rc = skip_literal(s, "null", 4);
+            row->dtype = NO_ID;
+        } else if (!rc) {
+            rc = scan_interned(s, &s->texts, &row->dtype);
+        }
+    } else if (KEY_IS("Input Dims")) {
+        rc = seen_once(s, seen, 512) || scan_raw(s, &row->dims_start, &row->dims_end);
+    } else if (KEY_IS("Input type")) {
+        rc = seen_once(s, seen, 1024) || scan_raw(s, &row->types_start, &row->types_end);
+    } else {
+        rc = skip_value(s, 2);
+    }
+    return rc ? -1 : 0;
+}
+
+typedef int (*MemberReader)(Scanner *s, Row *row, const char *key, size_t length, unsigned *seen);
+
+/* An object's members into row (p at its '{'); *seen: the keys read_member saw. */
+static inline int scan_object(Scanner *s, Row *row, MemberReader read_member, unsigned *seen,
+                              const char *what) {
+    if (s->p >= s->end || *s->p != '{') return fail(s, what);
     s->p++;
-    unsigned seen = 0;
+    *seen = 0;
     for (int first = 1;; first = 0) {
         const char *key;
         size_t length;
         int status = next_key(s, &key, &length, first);
         if (status) return status < 0 ? -1 : 0;
         skip_whitespace(s);
-        int is_int, rc;
-        if (KEY_IS("stream")) {
-            rc = seen_once(s, &seen, 1) || scan_id(s, &row->stream, &row->stream_text);
-        } else if (KEY_IS("correlation")) {
-            rc = seen_once(s, &seen, 2) || scan_int(s, &row->correlation);
-        } else if (KEY_IS("device")) {
-            rc = seen_once(s, &seen, 4) || scan_int(s, &row->device);
-        } else if (KEY_IS("flops")) {
-            size_t index = s->rows.len / sizeof(Row);
-            rc = seen_once(s, &seen, 8) || scan_real(s, index, FIELD_FLOPS, &row->flops, NULL, &is_int);
-        } else if (KEY_IS("Collective name")) {
-            rc = seen_once(s, &seen, 16) || scan_interned(s, &s->texts, &row->collective);
-            if (!rc && s->texts.spans.len && ((const Span *)s->texts.spans.data)[row->collective].length == 0)
-                row->collective = NO_ID; /* an empty name is no collective */
-        } else if (KEY_IS("In msg nelems")) {
-            rc = seen_once(s, &seen, 32) || scan_int(s, &row->in_elements);
-        } else if (KEY_IS("Out msg nelems")) {
-            rc = seen_once(s, &seen, 64) || scan_int(s, &row->out_elements);
-        } else if (KEY_IS("Group size")) {
-            rc = seen_once(s, &seen, 128) || scan_int(s, &row->group_size);
-        } else if (KEY_IS("dtype")) {
-            rc = seen_once(s, &seen, 256);
-            if (!rc && s->p < s->end && *s->p == 'n') {
-                rc = skip_literal(s, "null", 4);
-                row->dtype = NO_ID;
-            } else if (!rc) {
-                rc = scan_interned(s, &s->texts, &row->dtype);
-            }
-        } else if (KEY_IS("Input Dims")) {
-            rc = seen_once(s, &seen, 512) || scan_raw(s, &row->dims_start, &row->dims_end);
-        } else if (KEY_IS("Input type")) {
-            rc = seen_once(s, &seen, 1024) || scan_raw(s, &row->types_start, &row->types_end);
-        } else {
-            rc = skip_value(s, 2);
-        }
-        if (rc) return -1;
+        if (read_member(s, row, key, length, seen)) return -1;
         status = after_member(s);
         if (status) return status < 0 ? -1 : 0;
     }
+}
+
+static int scan_args(Scanner *s, Row *row) {
+    unsigned seen;
+    return scan_object(s, row, args_member, &seen, "args is not an object");
 }
 
 enum { SEEN_CAT = 1, SEEN_NAME = 2, SEEN_TID = 4, SEEN_TS = 8, SEEN_DUR = 16, SEEN_ARGS = 32 };
@@ -702,21 +716,8 @@ static int scan_event(Scanner *s) {
     Row *row = (Row *)(s->rows.data + s->rows.len); /* stays put: nothing else grows rows */
     *row = NEW_ROW;
     skip_whitespace(s);
-    if (s->p >= s->end || *s->p != '{') return fail(s, "an event is not an object");
-    s->p++;
-    unsigned seen = 0;
-    for (int first = 1;; first = 0) {
-        const char *key;
-        size_t length;
-        int status = next_key(s, &key, &length, first);
-        if (status < 0) return -1;
-        if (status) break;
-        skip_whitespace(s);
-        if (scan_member(s, row, key, length, &seen)) return -1;
-        status = after_member(s);
-        if (status < 0) return -1;
-        if (status) break;
-    }
+    unsigned seen;
+    if (scan_object(s, row, scan_member, &seen, "an event is not an object")) return -1;
     if (!(seen & SEEN_NAME) && (row->name = table_id(&s->names, "", 0)) < 0) return fail(s, "out of memory");
     s->rows.len += sizeof(Row);
     return 0;

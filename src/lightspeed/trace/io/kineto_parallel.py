@@ -37,7 +37,9 @@ import logging
 import multiprocessing
 import os
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -153,7 +155,7 @@ def read_parallel(path: Path, *, max_bytes: float, builder: TableBuilder, worker
     """
     stream = EventStream(path, max_bytes=max_bytes)
     pending: deque[Future[dict[str, Any] | None]] = deque()
-    try:
+    with _serial_on_failure(path, "parallel", pending):
         pool = _pool(workers)
         first = True
         for piece in stream.pieces():
@@ -167,15 +169,6 @@ def read_parallel(path: Path, *, max_bytes: float, builder: TableBuilder, worker
                 pending.append(pool.submit(_decode_part, piece, builder.time_unit, builder.round_to_us))
                 _drain(pending, builder, 2 * workers)
         _drain(pending, builder, 0)
-    except ParallelReadError:
-        _LOG.debug("parallel read of %s falls back to serial: a chunk did not decode cleanly", path)
-        raise
-    except Exception as error:  # anything at all: the serial read gives the answer
-        _LOG.debug("parallel read of %s falls back to serial: %r", path, error)
-        raise ParallelReadError from None
-    finally:
-        for future in pending:
-            future.cancel()
     _LOG.debug("read %s with %d worker processes", path, workers)
     return stream
 
@@ -189,7 +182,7 @@ def read_pipelined(path: Path, *, max_bytes: float, builder: TableBuilder) -> Ev
     """
     stream = EventStream(path, max_bytes=max_bytes)
     pending: deque[Future[ChunkColumns]] = deque()
-    try:
+    with _serial_on_failure(path, "pipelined", pending):
         pool = _scanning_thread()
         for piece in stream.pieces():
             if isinstance(piece, bytes):
@@ -198,13 +191,24 @@ def read_pipelined(path: Path, *, max_bytes: float, builder: TableBuilder) -> Ev
                 builder.add(pending.popleft().result())
             if not isinstance(piece, bytes):  # the last chunk, read by the stream
                 builder.add(piece)
+    return stream
+
+
+@contextmanager
+def _serial_on_failure(path: Path, how: str, pending: deque[Future[Any]]) -> Iterator[None]:
+    """Any failure of a ``how`` read becomes :class:`ParallelReadError` (the serial read then gives
+    the answer or the exact error); chunks still pending are cancelled either way."""
+    try:
+        yield
+    except ParallelReadError:
+        _LOG.debug("%s read of %s falls back to serial: a chunk did not decode cleanly", how, path)
+        raise
     except Exception as error:  # anything at all: the serial read gives the answer
-        _LOG.debug("pipelined read of %s falls back to serial: %r", path, error)
+        _LOG.debug("%s read of %s falls back to serial: %r", how, path, error)
         raise ParallelReadError from None
     finally:
         for future in pending:
             future.cancel()
-    return stream
 
 
 def _scanning_thread() -> ThreadPoolExecutor:
