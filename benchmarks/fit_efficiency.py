@@ -108,7 +108,7 @@ def _profile_values(report: dict[str, Any], name: str, table: str) -> dict[str, 
 def _serving_values(
     report: dict[str, Any], name: str, fitted_on: dict[str, list[str]], validated: list[str]
 ) -> dict[str, str]:
-    from lightspeed.sol.validation.fitting import adp_group
+    from lightspeed.sol.validation.fitting import adp_group, overhead_group
 
     values, choice = report["values"], report["choice"]
     variant = next(v for v in _variants("infer") if v.name == choice["infer"]["variant"])
@@ -123,12 +123,13 @@ def _serving_values(
     adp_values = values["attention_dp"]
     adp = adp_values.get(adp_key, sorted(adp_values.values())[len(adp_values) // 2] if adp_values else 1.0)
     used = {*fitted_on.get(kernel_key, []), *fitted_on.get(f"attention_dp {adp_key}", [])}
-    used |= set(fitted_on.get(f"iteration_overhead_s {name}", []))
+    overhead_key = overhead_group(name)
+    used |= set(fitted_on.get(f"iteration_overhead_s {overhead_key}", []))
     rows = [row["id"] for row in report["rows"] if row["id"] in used]
     return {
         "kernel_efficiency": f"{kernel:.4g}",
         "attention_dp_efficiency": f"{adp:.4g}",
-        "iteration_overhead_s": f"{values['overhead_s'].get(name, 0.0):g}",
+        "iteration_overhead_s": f"{values['overhead_s'].get(overhead_key, 0.0):g}",
         "fitted_on": _toml_list(rows),
         "validated_on": _toml_list(validated),
     }

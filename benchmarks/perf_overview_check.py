@@ -14,7 +14,11 @@ signed (positive: predicted faster than measured), and split by whether the outp
 longer than the prompts (decode-heavy) or not. The MoE tables of the same page (Llama 4
 Scout and Maverick, Qwen3 235B-A22B and 30B-A3B: 110 rows,
 ``benchmarks/data/trtllm-perf-overview-moe.tsv``, none fitted on) are reported the same way
-and apart.
+and apart. So are TensorRT-LLM's 2023 tables (``benchmarks/data/trtllm-2023-performance.tsv``:
+the v0.6.1 ``performance.md`` peak-throughput tables on H100 FP8 and A100 FP16, its v0.5 L40S
+table and v0.5 first-token latencies at batch 1: 57 rows of GPT-J 6B, Llama 2 7B and 70B and
+Falcon 180B under ``gptSessionBenchmark``'s static batches, none fitted on), which check the
+``trtllm-2023`` profile: its GEMMs, and its decode kernel's reads of a grouped-query KV cache.
 """
 
 from __future__ import annotations
@@ -32,13 +36,18 @@ from lightspeed.workload import load_models
 
 TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-dense.tsv"
 MOE_TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-moe.tsv"
+TABLE_2023 = Path(__file__).parent / "data" / "trtllm-2023-performance.tsv"
 IN_SAMPLE = {"L70-B200-1000-1000", "L70-H200-1000-1000", "L70-H100-1000-1000", "L8-H100-1000-1000"}
+FIRST_TOKEN = "first-token latency (batch 1)"
 
 
-def _lengths(row_id: str) -> tuple[int, int]:
-    """(ISL, OSL) from an id such as ``L70-B200-1000-2000``."""
+def _regime(row_id: str) -> str:
+    """Decode-heavy (outputs longer than prompts), prefill-heavy or even, or a first-token latency,
+    from an id such as ``L70-B200-1000-2000`` or ``L70-H100-TTFT-2048``."""
     parts = row_id.split("-")
-    return int(parts[-2]), int(parts[-1])
+    if parts[-2] == "TTFT":
+        return FIRST_TOKEN
+    return "decode-heavy (OSL > ISL)" if int(parts[-1]) > int(parts[-2]) else "prefill-heavy or even"
 
 
 def _group(row_id: str) -> str:
@@ -72,8 +81,7 @@ def check(table: Path = TABLE) -> dict[str, Any]:
     by_regime: dict[str, list[float]] = defaultdict(list)
     for row_id, error in held_out.items():
         by_group[_group(row_id)].append(error)
-        isl, osl = _lengths(row_id)
-        by_regime["decode-heavy (OSL > ISL)" if osl > isl else "prefill-heavy or even"].append(error)
+        by_regime[_regime(row_id)].append(error)
     return {
         "table": str(table),
         "num_rows": len(rows),
@@ -106,7 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/perf_overview_check.json"))
     args = parser.parse_args()
-    results = {"dense": check(TABLE), "moe": check(MOE_TABLE)}
+    results = {"dense": check(TABLE), "moe": check(MOE_TABLE), "trtllm-2023": check(TABLE_2023)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     for name, result in results.items():

@@ -14,7 +14,12 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stacks
 from lightspeed.sol.core.uncertainty import load_bands
-from lightspeed.sol.validation.fitting import adp_group, inference_variants, training_variants
+from lightspeed.sol.validation.fitting import (
+    adp_group,
+    inference_variants,
+    overhead_group,
+    training_variants,
+)
 from lightspeed.sol.validation.predict_runs import validate_builtin
 from lightspeed.workload import ModelRegistry
 
@@ -86,7 +91,7 @@ def test_the_data_files_hold_the_reported_values(report: dict[str, Any]) -> None
         pace = values["attention_dp"].get(adp_group(serving, stack.name))
         if pace is not None:
             assert stack.attention_dp_efficiency == pytest.approx(pace, abs=5e-5), stack.name
-        overhead = values["overhead_s"].get(stack.name, 0.0)
+        overhead = values["overhead_s"].get(overhead_group(stack.name), 0.0)
         assert stack.iteration_overhead_s == pytest.approx(overhead), stack.name
     bands = load_bands()
     for name, band in report["bands"].items():

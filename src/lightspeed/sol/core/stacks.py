@@ -44,6 +44,7 @@ from lightspeed.sol.core.sharding import (
 FloatArray = npt.NDArray[np.float64]
 ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
 SELECTIVE_POLICIES: Final = ("selective", "op")
+DECODE_KV_READS: Final = ("per_kv_head", "per_query_head")
 FP8_SCALINGS: Final = ("delayed", "current", "block")
 FP8_STORAGE: Final = ("none", "linear-inputs", "linear-and-swiglu-inputs")
 STACKS_SCHEMA_VERSION: Final = 1
@@ -257,7 +258,13 @@ class ServingStack(Record):
     (else it issues each one, ``kernel_launch_s``, ahead of the GPU);
     ``overlap_scheduler``: the host's per-step work (``iteration_overhead_s``) runs
     while the GPU computes the previous step, so it costs only what the GPU time
-    does not cover. Both read from the server's documentation (``launch_source``)."""
+    does not cover. Both read from the server's documentation (``launch_source``).
+    ``versions``: the server's releases the profile stands for (``(0, 5), (0, 6)``; empty: every
+    release of its years), which picks it for a row that names its version.
+    ``decode_kv_reads``: how the decode attention kernel reads a grouped-query (GQA/MQA) KV cache,
+    ``per_kv_head`` (each KV head once for its group of query heads) or ``per_query_head`` (one
+    thread block per query head, each reading its KV head again: the masked MHA kernel of
+    TensorRT-LLM before its XQA kernel), read from the server's documentation (``decode_kv_source``)."""
 
     name: str
     display_name: str
@@ -268,6 +275,9 @@ class ServingStack(Record):
     iteration_overhead_s: float
     source: str
     fit_group: str = ""
+    versions: tuple[tuple[int, int], ...] = ()
+    decode_kv_reads: str = "per_kv_head"
+    decode_kv_source: str = ""
     attention_dp_efficiency: float = 1.0
     two_batch_overlap: bool = False
     overlap_contention: float = 0.0
@@ -286,6 +296,24 @@ class ServingStack(Record):
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
         return fit_note(self.fitted_on, self.validated_on)
+
+    def covers_version(self, version: tuple[int, int]) -> bool:
+        """Whether the profile stands for the server's release ``version`` (``(major, minor)``)."""
+        return not self.versions or self.versions[0] <= version <= self.versions[-1]
+
+    def decode_kv_reads_per_kv_head(self, query_heads: ArrayLike, kv_heads: ArrayLike) -> FloatArray:
+        """How many times decode attention reads each cached KV head: once, or once per query head
+        of its group (``per_query_head``; MLA's latent is read once either way, the caller's rule).
+
+        >>> stack = load_serving_stack("trtllm-2023")
+        >>> float(stack.decode_kv_reads_per_kv_head(16.0, 2.0))  # Llama 2 70B on a TP4 GPU
+        8.0
+        """
+        query = np.asarray(query_heads, dtype=np.float64)
+        if self.decode_kv_reads != "per_query_head":
+            return np.ones_like(query)
+        result: FloatArray = np.maximum(query / np.asarray(kv_heads, dtype=np.float64), 1.0)
+        return result
 
     def host_s(self, sequences: ArrayLike) -> FloatArray:
         """The host's work for one step of a scheduler running ``sequences`` sequences: the fixed
@@ -374,6 +402,11 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         iteration_overhead_s=table.number("iteration_overhead_s", positive=False),
         source=table.string("source"),
         fit_group=table.string("fit_group", ""),
+        versions=_versions(table),
+        decode_kv_reads=_choice(table, "decode_kv_reads", DECODE_KV_READS)
+        if "decode_kv_reads" in table.data
+        else DECODE_KV_READS[0],
+        decode_kv_source=table.string("decode_kv_source", ""),
         attention_dp_efficiency=table.number("attention_dp_efficiency", 1.0),
         two_batch_overlap=table.boolean("two_batch_overlap", False),
         overlap_contention=contention,
@@ -389,6 +422,23 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         host_per_sequence_s=table.number("host_per_sequence_s", 0.0, positive=False),
         host_per_sequence_source=table.string("host_per_sequence_source", ""),
     )
+
+
+def _versions(table: Fields) -> tuple[tuple[int, int], ...]:
+    """``versions = ["0.5", "0.6"]``: the first and last release (major.minor) a profile stands for."""
+    texts = table.strings("versions")
+    parsed = [re.fullmatch(r"(\d+)\.(\d+)", text) for text in texts]
+    if len(texts) not in (0, 2) or not all(parsed):
+        raise DataFileError(
+            table.path,
+            'versions must be ["first major.minor", "last major.minor"]',
+            field="versions",
+            value=texts,
+        )
+    result = tuple((int(match.group(1)), int(match.group(2))) for match in parsed if match)
+    if result and result[0] > result[1]:
+        raise DataFileError(table.path, "versions: the first release comes after the last", field="versions")
+    return result
 
 
 def _gpu_default(table: Fields) -> GpuDefault:
@@ -483,12 +533,17 @@ def load_serving_stack(name: str | None = None) -> ServingStack:
     return stacks[key]
 
 
-def serving_stack_for(text: str, year: int) -> tuple[ServingStack, str]:
-    """(profile, why) for a published inference row: the framework its text names, in its year
-    (the current default when it names none).
+def serving_stack_for(
+    text: str, year: int, version: tuple[int, int] | None = None
+) -> tuple[ServingStack, str]:
+    """(profile, why) for a published inference row: the framework its text names, in its
+    release ``version`` when the row gives one (a profile's ``versions``), else its year (the
+    current default when it names none).
 
-    >>> serving_stack_for("NVIDIA/TensorRT-LLM release/0.5.0 docs", 2023)[0].name
+    >>> serving_stack_for("NVIDIA/TensorRT-LLM release/0.5.0 docs", 2023, (0, 5))[0].name
     'trtllm-2023'
+    >>> serving_stack_for("TensorRT-LLM v0.7a", 2023, (0, 7))[0].name
+    'trtllm-2023-xqa'
     """
     lowered = text.lower()
     stacks = list(load_serving_stacks().values())
@@ -496,6 +551,12 @@ def serving_stack_for(text: str, year: int) -> tuple[ServingStack, str]:
     if not named:
         stack = load_serving_stack()
         return stack, f"serving stack {stack.name}: the row names no server, the current default"
+    if version is not None:
+        released = [stack for stack in named if stack.versions and stack.covers_version(version)]
+        if released:
+            chosen = released[0]
+            number = ".".join(map(str, version))
+            return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]} {number}"
     chosen = min(named, key=lambda stack: (_year_distance(stack, year), stack.name))
     return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]}, {year}"
 

@@ -331,6 +331,11 @@ def _serving_line(inference_hardware: InferenceHardware) -> str:
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
     if serving.host_per_sequence_s > 0:
         line += f", {serving.host_per_sequence_s * 1e6:.3g} us of host work per sequence per step{hidden}"
+    if serving.decode_kv_reads == "per_query_head":
+        line += (
+            ", decode attention reads a grouped-query KV head once per query head "
+            "(one thread block per head: the masked MHA kernel)"
+        )
     return f"{line}; {serving.fit_note()}"
 
 

@@ -360,6 +360,7 @@ def _attention(
     decode_dims, prefill_dims = _attention_head_dims(shapes, model)
     kv_elements = kv_elements_per_token_per_gpu(shapes, model, grid.tp)
     kv_bytes = inference_hardware.precisions.kv_bytes_per_element
+    reads = _decode_kv_reads(shapes, model, inference_hardware, heads, grid.tp)
     sequences = grid.group_sequences
     prompt = grid.group_prefill_tokens
     efficiency = hardware.efficiency
@@ -369,7 +370,7 @@ def _attention(
     for group in attention_groups(model):
         decode_context, prefill_context = attended_contexts(grid, group)
         decode_flop = 2.0 * sequences * grid.query_tokens * decode_context * heads * decode_dims
-        decode_bytes = sequences * decode_context * kv_elements * kv_bytes
+        decode_bytes = sequences * decode_context * kv_elements * kv_bytes * reads
         acc.roofline(
             group.share * decode_flop / rate,
             group.share * decode_bytes / inference_hardware.stream_bytes_per_s,
@@ -383,6 +384,22 @@ def _attention(
         prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
     written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
     acc.roofline(prefill_s, written / inference_hardware.stream_bytes_per_s, "attention_compute", "kv_cache")
+
+
+def _decode_kv_reads(
+    shapes: LayerShapes,
+    model: TransformerSpec,
+    inference_hardware: InferenceHardware,
+    query_heads: Array,
+    tp: Array,
+) -> Array:
+    """How many times a decode step reads each cached KV value on one GPU: once, or once per query
+    head of its group where the server's decode kernel runs one thread block per query head
+    (:meth:`ServingStack.decode_kv_reads_per_kv_head`); MLA's latent is read once."""
+    if model.attention.kind == "mla":
+        return 1.0
+    kv_heads = np.maximum(float(shapes.num_kv_heads) / np.asarray(tp, dtype=np.float64), 1.0)
+    return inference_hardware.serving.decode_kv_reads_per_kv_head(query_heads, kv_heads)
 
 
 def _expert_part(

@@ -397,7 +397,7 @@ def serving_values(values: Values, variant: Variant, row: FitRow) -> tuple[float
     adp = values.attention_dp.get(adp_group(variant, row.profile))
     if adp is None:
         adp = _median_or(values.attention_dp.values(), 1.0)
-    return kernel, adp, values.overhead_s.get(row.profile, 0.0)
+    return kernel, adp, values.overhead_s.get(overhead_group(row.profile), 0.0)
 
 
 def _inference_errors(
@@ -409,6 +409,13 @@ def _inference_errors(
 def _has_host_overhead(profile: str) -> bool:
     stacks = load_serving_stacks()
     return profile in stacks and stacks[profile].to_year <= HOST_OVERHEAD_TO_YEAR
+
+
+def overhead_group(profile: str) -> str:
+    """Whose host time per iteration ``profile`` takes: its ``fit_group``'s (a later release of the
+    same runtime, as TensorRT-LLM 0.7 of 0.5-0.6, is not fitted on its own rows alone)."""
+    stacks = load_serving_stacks()
+    return stacks[profile].group if profile in stacks else profile
 
 
 def fit_inference(
@@ -427,7 +434,9 @@ def fit_inference(
         [] if variant.kernel_from_training else sorted({variant.group(row.profile) for row in dense})
     )
     adp_groups = sorted({adp_group(variant, row.profile) for row in infer if row.attention_dp})
-    overhead_profiles = sorted({row.profile for row in infer if _has_host_overhead(row.profile)})
+    overhead_groups = sorted(
+        {overhead_group(row.profile) for row in infer if _has_host_overhead(row.profile)}
+    )
     for _ in range(passes):
         for group in kernel_groups:
             mine = [row for row in dense if variant.group(row.profile) == group]
@@ -439,10 +448,10 @@ def fit_inference(
             mine = [row for row in infer if row.attention_dp and adp_group(variant, row.profile) == group]
             objective = _objective(mine, values, "attention_dp", group, variant=variant, predictor=predictor)
             values.attention_dp[group] = grid_fit(objective, ADP_GRID)
-        for profile in overhead_profiles:
-            mine = [row for row in infer if row.profile == profile]
-            objective = _objective(mine, values, "overhead_s", profile, variant=variant, predictor=predictor)
-            values.overhead_s[profile] = _search(OVERHEAD_GRID_S, objective)
+        for group in overhead_groups:
+            mine = [row for row in infer if overhead_group(row.profile) == group]
+            objective = _objective(mine, values, "overhead_s", group, variant=variant, predictor=predictor)
+            values.overhead_s[group] = _search(OVERHEAD_GRID_S, objective)
     return values
 
 
@@ -509,7 +518,7 @@ def fitted_rows(rows: Sequence[FitRow], choice: FitChoice) -> dict[str, list[str
         if row.attention_dp:
             result.setdefault(f"attention_dp {adp_group(choice.infer, row.profile)}", []).append(row.id)
         if _has_host_overhead(row.profile):
-            result.setdefault(f"iteration_overhead_s {row.profile}", []).append(row.id)
+            result.setdefault(f"iteration_overhead_s {overhead_group(row.profile)}", []).append(row.id)
     return result
 
 

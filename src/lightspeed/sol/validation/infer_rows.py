@@ -564,13 +564,17 @@ def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
 
 
 def row_serving_stack(row: PublishedRow, year: int) -> tuple[ServingStack, str]:
-    """The serving profile of a row; a TensorRT-LLM version dates it (0.5-0.7: 2023, to 0.16: 2024)."""
+    """The serving profile of a row; a TensorRT-LLM version dates it (0.5-0.7: 2023, to 0.16: 2024)
+    and picks the profile standing for that release where one does (0.5-0.6 and 0.7 differ in
+    decode attention)."""
     source = row.text("source")
     version = _TRT_VERSION.search(source)
+    release = None
     if version:
         minor = int(version.group(1))
         year = 2023 if minor <= 7 else 2024 if minor <= 16 else 2025
-    return serving_stack_for(" ".join((source, row.text("metric"))), year)
+        release = (0, minor)
+    return serving_stack_for(" ".join((source, row.text("metric"))), year, release)
 
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
