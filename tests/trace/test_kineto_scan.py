@@ -521,3 +521,33 @@ def _same_trace(a: Any, b: Any) -> None:
         assert np.array_equal(left, right) if isinstance(left, np.ndarray) else left == right, name
     assert str(a.events.collectives) == str(b.events.collectives)
     assert (a.origin_ns, a.time_unit, a.skipped_events) == (b.origin_ns, b.time_unit, b.skipped_events)
+
+
+# --- choosing the scanner ---------------------------------------------------------------------------
+
+
+def test_the_scanner_variable(
+    run_cli: Any, kineto: Any, write_trace: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python`` forces msgspec (same answer), an unknown name is one line and exit 2, and the doctor's
+    trace line says which scanner reads traces."""
+    from lightspeed.doctor import extra_checks
+
+    path = write_trace("rank-0.json", kineto.document([kineto.kernel("k", 10.5, 4.25)]))
+    compiled = run_cli("trace", "summary", str(path), "--json", "--no-cache")
+    monkeypatch.setenv(kineto_columns.SCANNER_VARIABLE, "python")
+    assert kineto_columns.compiled_scanner() is None
+    (trace_line,) = [check.detail for check in extra_checks() if check.name == "trace"]
+    assert "Kineto events read by msgspec ($LIGHTSPEED_SCANNER=python)" in trace_line
+    python = run_cli("trace", "summary", str(path), "--json", "--no-cache")
+    assert (compiled.code, python.code) == (0, 0)
+    assert python.out == compiled.out
+    monkeypatch.setenv(kineto_columns.SCANNER_VARIABLE, "fast")
+    refused = run_cli("trace", "summary", str(path), "--json", "--no-cache")
+    assert refused.code == 2
+    assert "unknown scanner 'fast' ($LIGHTSPEED_SCANNER); allowed: compiled, python" in refused.err
+    assert len(refused.err.strip().splitlines()) == 1
+    if scan_module is not None:
+        monkeypatch.setenv(kineto_columns.SCANNER_VARIABLE, "compiled")
+        (trace_line,) = [check.detail for check in extra_checks() if check.name == "trace"]
+        assert trace_line.endswith("Kineto events read by the compiled scanner")

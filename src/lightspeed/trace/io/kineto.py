@@ -1,9 +1,11 @@
 """One PyTorch profiler (Kineto) JSON file into a :class:`~lightspeed.trace.model.RankTrace`.
 
-Each file is read with a size bound and its events decoded chunk by chunk as
+Each file is read with a size bound and its events read chunk by chunk as
 the file is read (see :mod:`lightspeed.trace.io.kineto_stream`); each chunk
-goes into numpy columns and its structs are dropped before the next is
-decoded, so the parsed JSON and the table never coexist in full.
+goes into numpy columns and is dropped before the next is read, so the
+parsed JSON and the table never coexist in full. With the compiled scanner
+(:mod:`lightspeed.trace.io.kineto_columns`) chunks are scanned in a thread
+while this one builds the columns of the one before.
 """
 
 from __future__ import annotations

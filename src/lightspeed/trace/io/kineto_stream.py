@@ -1,8 +1,9 @@
 """Streaming a trace's events: decoded chunk by chunk while the file is still being read.
 
 The ``traceEvents`` array is cut into chunks of about ``CHUNK_BYTES`` at a
-``}, {`` between two events, and each chunk is decoded by msgspec as a JSON
-array. A cut that falls inside an event or a string cannot decode (the chunk
+``}, {`` between two events, and each chunk is read as a JSON array (by the
+compiled scanner, else msgspec: :func:`~lightspeed.trace.io.kineto_columns.decode_chunk`).
+A cut that falls inside an event or a string cannot decode (the chunk
 would end inside an unclosed object or string), so a failed decode only means
 "try the next ``}, {``": a decoded chunk is always a run of whole events.
 After a few failed cuts in a row (names full of ``}, {``) each next try is

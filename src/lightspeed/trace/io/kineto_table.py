@@ -1,7 +1,10 @@
 """Kineto events into an :class:`~lightspeed.trace.table.EventTable`, chunk by chunk.
 
-The decoded JSON is dropped chunk by chunk as the columns grow, so the parsed
-tree and the table never coexist in full.
+Each chunk comes as columns (:class:`~lightspeed.trace.io.kineto_columns.ChunkColumns`,
+from the compiled scanner or from msgspec's structs) and is dropped as the table's
+columns grow, so the parsed JSON and the table never coexist in full. Selection,
+interning, placing, rounding, device counts and collectives run here, the same for
+both sources.
 """
 
 from __future__ import annotations
