@@ -96,7 +96,7 @@ def _assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
 
 def _scanned(blob: bytes) -> ScannedChunk:
     assert scan_module is not None
-    return ScannedChunk(blob, *scan_module.scan(blob))
+    return ScannedChunk(blob, scan_module.scan(blob))
 
 
 def _both(blob: bytes, time_unit: str = "auto") -> None:
@@ -141,8 +141,8 @@ def test_every_repository_trace_gives_the_same_table(
     scanned = []
     real_scan = scan_module.scan  # type: ignore[union-attr]
 
-    def counted(blob: bytes) -> Any:
-        result = real_scan(blob)
+    def counted(blob: bytes, *whole: bool) -> Any:
+        result = real_scan(blob, *whole)
         scanned.append(len(blob))
         return result
 
@@ -475,6 +475,7 @@ def _read(path: Path, monkeypatch: pytest.MonkeyPatch, scanner: Any) -> Any:
     monkeypatch.setattr(kineto_columns, "compiled_scanner", lambda: scanner)
     monkeypatch.setattr(kineto_parallel, "compiled_scanner", lambda: scanner)
     monkeypatch.setattr(kineto_module, "compiled_scanner", lambda: scanner)
+    monkeypatch.setattr(kineto_stream, "compiled_scanner", lambda: scanner)
     return read_kineto(path, max_bytes=2**34, time_unit="auto", round_to_us=True)[0]
 
 
@@ -551,3 +552,57 @@ def test_the_scanner_variable(
         monkeypatch.setenv(kineto_columns.SCANNER_VARIABLE, "compiled")
         (trace_line,) = [check.detail for check in extra_checks() if check.name == "trace"]
         assert trace_line.endswith("Kineto events read by the compiled scanner")
+
+
+@needs_scanner
+def test_the_last_chunk_and_the_keys_after_it(
+    kineto: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The last chunk is scanned too, and the keys after the array decoded by msgspec as one document
+    would be; a second traceEvents key (msgspec keeps the last) or damage after the array go to
+    msgspec's whole-tail decode, whose answer or error is the one given."""
+    events = [json.dumps(kineto.kernel(f"k{i}", 10 * i + 0.5, 4.25, correlation=i)) for i in range(5)]
+    after = '"distributedInfo": {"rank": 1, "world_size": 2}, "deviceProperties": [{"id": 0, "name": "X"}]'
+    joined = ", ".join(events)
+    texts = {
+        "keys after": '{"schemaVersion": 1, "traceEvents": [' + joined + "], " + after + "}",
+        "array format": "[" + joined + "]",
+        "two traceEvents": '{"traceEvents": ['
+        + events[0]
+        + '], "traceEvents": ['
+        + ", ".join(events[1:])
+        + "]}",
+        "damage after": '{"traceEvents": [' + joined + '], "distributedInfo": {"rank": 1,}}',
+    }
+    calls: list[bool] = []
+    real_scan = scan_module.scan  # type: ignore[union-attr]
+
+    def counted(blob: bytes, *whole: bool) -> Any:
+        calls.append(bool(whole) and not whole[0])
+        return real_scan(blob, *whole)
+
+    for case, text in texts.items():
+        path = tmp_path / f"rank-0.{case.replace(' ', '_')}.json"
+        path.write_text(text)
+        calls.clear()
+        try:
+            scanned: Any = _read(path, monkeypatch, _Counting(counted))
+        except TraceError as error:
+            scanned = error
+        try:
+            python: Any = _read(path, monkeypatch, None)
+        except TraceError as error:
+            python = error
+        if isinstance(python, Exception):
+            assert str(scanned) == str(python), case
+            assert case == "damage after"
+            continue
+        _same_trace(scanned, python)
+        assert (scanned.rank, scanned.world_size, scanned.device_name) == (
+            python.rank,
+            python.world_size,
+            python.device_name,
+        ), case
+        assert len(scanned.events.start_ns) == (4 if case == "two traceEvents" else 5), case
+        assert calls == [case != "array format"], case  # the tail went through the scanner
+        assert scanned.world_size == (2 if case == "keys after" else None), case

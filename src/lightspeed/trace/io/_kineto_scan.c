@@ -723,7 +723,9 @@ static int scan_event(Scanner *s) {
     return 0;
 }
 
-static int scan_array(Scanner *s) {
+/* The array of events; with `whole`, nothing but whitespace may follow it (else p stops just past
+ * its closing bracket: the rest of a document follows). */
+static int scan_array(Scanner *s, int whole) {
     if (expect(s, '[')) return -1;
     skip_whitespace(s);
     if (s->p < s->end && *s->p == ']') {
@@ -738,6 +740,7 @@ static int scan_array(Scanner *s) {
             if (c != ',') return fail(s, "expected a comma");
         }
     }
+    if (!whole) return 0;
     skip_whitespace(s);
     return s->p == s->end ? 0 : fail(s, "trailing bytes");
 }
@@ -813,12 +816,11 @@ static int convert_slow(Scanner *s) {
     return 0;
 }
 
-static PyObject *scan(PyObject *module, PyObject *chunk) {
+static PyObject *scan(PyObject *module, PyObject *args) {
     (void)module;
-    if (!PyBytes_Check(chunk)) {
-        PyErr_SetString(PyExc_TypeError, "scan() takes bytes");
-        return NULL;
-    }
+    PyObject *chunk;
+    int whole = 1;
+    if (!PyArg_ParseTuple(args, "O!|p:scan", &PyBytes_Type, &chunk, &whole)) return NULL;
     Scanner s;
     memset(&s, 0, sizeof s);
     s.begin = s.p = PyBytes_AS_STRING(chunk);
@@ -827,7 +829,7 @@ static PyObject *scan(PyObject *module, PyObject *chunk) {
     Py_BEGIN_ALLOW_THREADS
     /* room for the rows up front (a Kineto event takes ~200 bytes of JSON): no copies as they grow */
     rc = buf_reserve(&s.rows, ((size_t)(s.end - s.begin) / 128 + 16) * sizeof(Row)) ? fail(&s, "out of memory")
-                                                                                      : scan_array(&s);
+                                                                                      : scan_array(&s, whole);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *names = NULL, *categories = NULL, *texts = NULL;
     Rows *rows = NULL;
@@ -844,7 +846,7 @@ static PyObject *scan(PyObject *module, PyObject *chunk) {
     rows->size = (Py_ssize_t)s.rows.len;
     rows->exports = 0;
     s.rows.data = NULL; /* owned by rows now */
-    result = Py_BuildValue("(OOOO)", (PyObject *)rows, names, categories, texts);
+    result = Py_BuildValue("(OOOOn)", (PyObject *)rows, names, categories, texts, (Py_ssize_t)(s.p - s.begin));
 done:
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
         /* a kept string that is not UTF-8: msgspec words that error */
@@ -860,8 +862,9 @@ done:
 }
 
 static PyMethodDef METHODS[] = {
-    {"scan", scan, METH_O,
-     "scan(chunk: bytes) -> (rows, names, categories, texts): one row per event (see FIELDS).\n"
+    {"scan", scan, METH_VARARGS,
+     "scan(chunk: bytes, whole=True) -> (rows, names, categories, texts, end): one row per event (see\n"
+     "FIELDS); end: the offset just past the array (whole=False: a document may go on after it).\n"
      "Raises ValueError for anything it does not handle exactly as msgspec would."},
     {NULL, NULL, 0, NULL},
 };

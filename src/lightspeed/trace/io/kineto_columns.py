@@ -156,7 +156,7 @@ def decode_chunk(blob: bytes) -> ChunkColumns:
     scanner = compiled_scanner()
     if scanner is not None:
         try:
-            return ScannedChunk(blob, *scanner.scan(blob))
+            return ScannedChunk(blob, scanner.scan(blob))
         except ValueError as error:
             _LOG.debug("chunk decoded by msgspec: the scanner stopped (%s)", error)
     events: list[Event] = EVENTS_DECODER.decode(blob)
@@ -183,10 +183,11 @@ class ScannedChunk(ChunkColumns):
     """A chunk read by the compiled scanner: numpy views of its rows' fields (no copy), and each
     column the builder reads gathered once, field by field, for the events it needs."""
 
-    def __init__(
-        self, blob: bytes, rows: Any, names: list[str], categories: list[str], texts: list[str]
-    ) -> None:
+    def __init__(self, blob: bytes, scanned: tuple[Any, list[str], list[str], list[str], int]) -> None:
+        """``scanned``: what the scanner made of ``blob`` (rows, names, categories, texts, end)."""
+        rows, names, categories, texts, end = scanned
         self._blob = blob  # the spans of Input Dims / Input type point into it
+        self.end = end  # the offset in blob just past the array
         self._rows = np.frombuffer(rows, dtype=_row_dtype())
         self._names = names
         self._texts = texts

@@ -27,7 +27,13 @@ from typing import Any, Final, NoReturn
 import msgspec
 
 from lightspeed.errors import TraceError
-from lightspeed.trace.io.kineto_columns import ChunkColumns, DecodedChunk, decode_chunk
+from lightspeed.trace.io.kineto_columns import (
+    ChunkColumns,
+    DecodedChunk,
+    ScannedChunk,
+    compiled_scanner,
+    decode_chunk,
+)
 from lightspeed.trace.io.kineto_schema import (
     DOCUMENT_DECODER,
     EVENTS_DECODER,
@@ -276,6 +282,12 @@ class EventStream:
         while self._more():
             if len(self._buffer) - cursor > MAX_WINDOW_BYTES:
                 self._window_error(cursor)
+        with memoryview(self._buffer) as view:
+            scanned = self._scanned_tail(view[cursor:])
+        if scanned is not None:
+            self._index += len(scanned)
+            yield scanned
+            return
         opening = b"[" if self._array_format else b'{"traceEvents":['
         rest = memoryview(self._buffer)[cursor:]
         try:
@@ -295,6 +307,27 @@ class EventStream:
             rest.release()
         self._index += len(events)
         yield DecodedChunk(events)
+
+    def _scanned_tail(self, rest: memoryview) -> ScannedChunk | None:
+        """The last events read by the compiled scanner and the keys after them by msgspec; None when
+        either declines (the whole tail is then decoded by msgspec, for its exact answer or error)."""
+        scanner = compiled_scanner()
+        if scanner is None:
+            return None
+        blob = b"".join((b"[", rest))
+        try:
+            chunk = ScannedChunk(blob, scanner.scan(blob, self._array_format))
+        except ValueError:
+            return None
+        if not self._array_format:  # the keys after the array, decoded as they would be with it
+            try:
+                tail = _TAIL_DECODER.decode(b"".join((b'{"traceEvents":[]', memoryview(blob)[chunk.end :])))
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                return None
+            if tail.traceEvents:  # a second traceEvents key: it would win; msgspec reads that
+                return None
+            self.document = _merged(self.document, tail)
+        return chunk
 
 
 def _is_bad_cut(error: msgspec.DecodeError, blob_bytes: int) -> bool:
