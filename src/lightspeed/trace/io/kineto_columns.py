@@ -11,8 +11,8 @@ columns whichever way the chunk was read:
   fields are pulled out into columns with C-level ``map``/``np.fromiter``.
 
 :func:`decode_chunk` tries the scanner first; on anything it does not handle exactly (a
-type msgspec would reject, a string tid or stream, an integer outside int64, damaged bytes,
-deep nesting) the scanner raises and the chunk is decoded by msgspec, which gives the exact
+type msgspec would reject, an integer outside int64, an escaped or repeated key, damaged
+bytes, deep nesting) the scanner raises and the chunk is decoded by msgspec, which gives the exact
 values or the exact error message: results and errors never depend on whether the scanner
 is built. ``LIGHTSPEED_SCANNER=python`` forces the msgspec path.
 """
@@ -56,8 +56,11 @@ def compiled_scanner() -> ModuleType | None:
         raise UserInputError(
             f"unknown scanner {wanted!r} (${SCANNER_VARIABLE}); allowed: {', '.join(SCANNERS)}"
         )
-    if wanted == "python":
-        return None
+    return None if wanted == "python" else _built_scanner()
+
+
+@cache
+def _built_scanner() -> ModuleType | None:
     try:
         from lightspeed.trace.io import _kineto_scan
     except ImportError:
@@ -168,8 +171,9 @@ def decode_chunk(blob: bytes) -> ChunkColumns:
 
 @cache
 def _row_dtype() -> np.dtype[Any]:
-    scanner = compiled_scanner()
-    assert scanner is not None
+    """The scanner's row (its FIELDS) as a numpy dtype: each field a strided view of the rows."""
+    scanner = _built_scanner()
+    assert scanner is not None  # rows exist only where the scanner does
     names, formats, offsets = zip(*scanner.FIELDS, strict=True)
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": scanner.ROW_BYTES})
 
