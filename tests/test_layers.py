@@ -35,6 +35,7 @@ BASE = {
     "lazy",
     "nvml",
     "extras",
+    "clock",
 }
 MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
 DOMAINS = {"cost", "mig", "moe"}

@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from lightspeed.clock import clock_anchor_ns
 from lightspeed.errors import UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.goodput.events import (
@@ -175,7 +176,7 @@ class Tracker:
         self._closed = False
         start_ns = _clock()
         monitor_run = os.environ.get(MONITOR_RUN_ENV) or None
-        anchor_ns = time.time_ns() - _clock()
+        anchor_ns = clock_anchor_ns()  # monitor run's anchor on its host: its samples line up
         self._feed = (
             SinkFeed(
                 sinks,

@@ -32,6 +32,7 @@ from typing import Any, Final, TextIO
 import numpy as np
 
 from lightspeed.catalog import Catalog, load_catalog
+from lightspeed.clock import CLOCK_ANCHOR_ENV, anchor_env_value
 from lightspeed.datafile import check_version, load_json
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.files import check_input
@@ -185,7 +186,14 @@ def run_command(
         monitor.start()
 
     start = time.time()
-    child_env = {**os.environ, **(env or {}), MONITOR_RUN_ENV: str(out_dir.resolve())}
+    child_env = {
+        **os.environ,
+        **(env or {}),
+        MONITOR_RUN_ENV: str(out_dir.resolve()),
+        # the command's trackers stamp with the sampler's anchor: a wall-clock step while it runs
+        # (a restart after an NTP step or a paused VM) cannot move its steps off the samples
+        CLOCK_ANCHOR_ENV: anchor_env_value(monitor.anchor_ns),
+    }
     try:
         ended = run_child(command, env=child_env, stdout=stdout, on_start=started)
     except UserInputError:

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from lightspeed.clock import clock_anchor_ns
 from lightspeed.errors import LightspeedError, UserInputError
 from lightspeed.monitor.backend import Backend, DeviceInfo, Reading
 from lightspeed.monitor.capture import CaptureWriter, Note
@@ -88,7 +89,7 @@ class Monitor:
         self.num_samples = 0
         self.num_late = 0
         self._ring: collections.deque[Sample] = collections.deque(maxlen=max_samples)
-        self._anchor_ns = time.time_ns() - time.perf_counter_ns()
+        self._anchor_ns = clock_anchor_ns()
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -122,6 +123,11 @@ class Monitor:
             self._thread.join(timeout_s)
         if self._error is not None:
             self._raise()
+
+    @property
+    def anchor_ns(self) -> int:
+        """Epoch ns of ``time.perf_counter_ns() == 0`` in this monitor's stamps (``lightspeed.clock``)."""
+        return self._anchor_ns
 
     @property
     def running(self) -> bool:
