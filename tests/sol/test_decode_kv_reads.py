@@ -10,7 +10,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.datafile import Fields
 from lightspeed.errors import DataFileError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.stacks import _versions, serving_stack_for
+from lightspeed.sol.core.stacks import DECODE_KV_READS, _choice, _versions, serving_stack_for
 from lightspeed.workload import ModelRegistry
 
 
@@ -83,3 +83,16 @@ def test_the_xqa_release_is_as_much_faster_as_nvidia_measured(
         ).output_tokens_per_s
 
     assert throughput("trtllm-2023-xqa") / throughput("trtllm-2023") == pytest.approx(2.4, rel=0.15)
+
+
+def test_an_unknown_decode_kv_reads_is_refused_and_an_absent_one_reads_once() -> None:
+    with pytest.raises(DataFileError, match="decode_kv_reads"):
+        _choice(
+            Fields("stacks.toml", {"decode_kv_reads": "per_token"}),
+            "decode_kv_reads",
+            DECODE_KV_READS,
+            "per_kv_head",
+        )
+    assert (
+        _choice(Fields("stacks.toml", {}), "decode_kv_reads", DECODE_KV_READS, "per_kv_head") == "per_kv_head"
+    )

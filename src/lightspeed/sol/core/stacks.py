@@ -349,8 +349,9 @@ def _stacks_file() -> Path:
     return stacks_file()
 
 
-def _choice(table: Fields, key: str, allowed: tuple[str, ...]) -> str:
-    value = table.string(key)
+def _choice(table: Fields, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
+    """``table[key]``, one of ``allowed`` (``default`` where the key is absent, when given)."""
+    value = table.string(key) if default is None else table.string(key, default)
     if value not in allowed:
         raise DataFileError(table.path, f"{key} must be one of {', '.join(allowed)}", field=key, value=value)
     return value
@@ -403,9 +404,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         source=table.string("source"),
         fit_group=table.string("fit_group", ""),
         versions=_versions(table),
-        decode_kv_reads=_choice(table, "decode_kv_reads", DECODE_KV_READS)
-        if "decode_kv_reads" in table.data
-        else DECODE_KV_READS[0],
+        decode_kv_reads=_choice(table, "decode_kv_reads", DECODE_KV_READS, DECODE_KV_READS[0]),
         decode_kv_source=table.string("decode_kv_source", ""),
         attention_dp_efficiency=table.number("attention_dp_efficiency", 1.0),
         two_batch_overlap=table.boolean("two_batch_overlap", False),

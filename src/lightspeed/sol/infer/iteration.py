@@ -307,9 +307,14 @@ def kv_elements_per_token_per_gpu(shapes: LayerShapes, model: TransformerSpec, t
     """
     if model.attention.kind == "mla":
         return np.asarray(shapes.kv_cache_elements_per_token, dtype=np.float64) * np.ones_like(tp)
-    kv_heads = float(shapes.num_kv_heads)
-    per_gpu_heads = np.maximum(kv_heads / tp, 1.0)
-    return 2.0 * per_gpu_heads * shapes.k_head_dim
+    return 2.0 * kv_heads_per_gpu(shapes, tp) * shapes.k_head_dim
+
+
+def kv_heads_per_gpu(shapes: LayerShapes, tp: Array) -> Array:
+    """GQA/MHA KV heads on one GPU of a ``tp`` group: split over TP, one at least (a head is
+    replicated on ``tp / kv_heads`` GPUs when ``tp`` exceeds the KV heads)."""
+    result: Array = np.maximum(float(shapes.num_kv_heads) / np.asarray(tp, dtype=np.float64), 1.0)
+    return result
 
 
 def _attention_head_dims(shapes: LayerShapes, model: TransformerSpec) -> tuple[float, float]:
@@ -398,8 +403,7 @@ def _decode_kv_reads(
     (:meth:`ServingStack.decode_kv_reads_per_kv_head`); MLA's latent is read once."""
     if model.attention.kind == "mla":
         return 1.0
-    kv_heads = np.maximum(float(shapes.num_kv_heads) / np.asarray(tp, dtype=np.float64), 1.0)
-    return inference_hardware.serving.decode_kv_reads_per_kv_head(query_heads, kv_heads)
+    return inference_hardware.serving.decode_kv_reads_per_kv_head(query_heads, kv_heads_per_gpu(shapes, tp))
 
 
 def _expert_part(
