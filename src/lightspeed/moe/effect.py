@@ -374,10 +374,15 @@ def training_load_effect(
 
 
 def _hardware_of(
-    estimate: InferenceEstimate, cluster: Cluster, plan: InferencePlan, efficiency: Any
+    estimate: InferenceEstimate,
+    model: TransformerSpec,
+    cluster: Cluster,
+    plan: InferencePlan,
+    efficiency: Any,
 ) -> InferenceHardware:
     """``plan``'s figures on ``cluster`` under the serving profile ``estimate`` was made with."""
-    return inference_hardware_for(cluster, plan, efficiency, load_serving_stack(estimate.serving or None))
+    serving = load_serving_stack(estimate.serving or None)
+    return inference_hardware_for(cluster, plan, efficiency, serving, model=model)
 
 
 def _iteration_s(
@@ -388,7 +393,7 @@ def _iteration_s(
     efficiency: Any,
 ) -> float:
     """The iteration time of ``plan`` at ``estimate``'s batch and load."""
-    inference_hardware = _hardware_of(estimate, cluster, plan, efficiency)
+    inference_hardware = _hardware_of(estimate, model, cluster, plan, efficiency)
     load = estimate.load
     split = pool_split(plan, inference_hardware, model, load) if plan.disaggregated is not None else None
     ctx = ServingContext(model, inference_hardware, load, plan.speculative)
@@ -417,7 +422,7 @@ def inference_load_effect(
         factor = balance.stage_factor(unbalanced, layout.pp, layout.vpp)
         unbalanced_step = _iteration_s(model, cluster, plain.with_changes(expert_imbalance=factor), estimate,
                                        efficiency)  # fmt: skip
-    inference_hardware = _hardware_of(estimate, cluster, plan, efficiency)
+    inference_hardware = _hardware_of(estimate, model, cluster, plan, efficiency)
     load = ServingLoad(estimate.load.input_tokens, estimate.load.output_tokens)
     weights = deployment_memory(model, inference_hardware, plan, load).weights_bytes[0]
     redundant = float(weights - deployment_memory(model, inference_hardware, plain, load).weights_bytes[0])

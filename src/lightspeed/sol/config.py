@@ -518,6 +518,13 @@ class ServingConfig(ServingJob):
     )
     activation_precision: str | None = setting(None, choices=INFERENCE_PRECISIONS, help="GEMM input format.")
     kv_precision: str | None = setting(None, choices=KV_PRECISIONS, help="KV cache format.")
+    attention_weights: str | None = setting(
+        None,
+        choices=INFERENCE_PRECISIONS,
+        help="Format of the attention projections' weights when the checkpoint keeps them apart "
+        "(default: the model's published checkpoint in --precision, e.g. gpt-oss MXFP4 with BF16 "
+        "attention; see sol/data/checkpoints.toml; else --precision).",
+    )
     kv_replication: bool = setting(False, help="Allow TP above the KV heads by replicating heads.")
     concurrency: int | None = setting(
         None, option_type="SEQUENCES", help="Requests in flight (default: KV-cache limit)."
@@ -550,6 +557,7 @@ class ServingConfig(ServingJob):
             precision=precision,
             activation_precision=self.activation_precision,
             kv_precision=self.kv_precision,
+            attention_weights=self.attention_weights,
             kv_replication=self.kv_replication,
             speculative=self.speculative_decoding(),
             disaggregated=self.disaggregated,

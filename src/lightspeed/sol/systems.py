@@ -332,7 +332,7 @@ def best_infer_result(
         if balance is None
         else balance.inference_effect(estimate=best, model=model, cluster=cluster, efficiency=efficiency)
     )
-    inference_hardware = inference_hardware_for(cluster, best.plan, efficiency)
+    inference_hardware = inference_hardware_for(cluster, best.plan, efficiency, model=model)
     slow = (
         inference_hardware.hardware.fabric.scale_out.name
         if inference_hardware.hardware.fabric.scale_out is not None

@@ -315,6 +315,19 @@ def part_text(part: str, inference_hardware: InferenceHardware, plan: InferenceP
     return label
 
 
+def _attention_weights_text(inference_hardware: InferenceHardware) -> str:
+    """``attention projections bf16 (989 TFLOP/s), `` when they differ from the other weights."""
+    precisions = inference_hardware.precisions
+    if precisions.attention_weights == precisions.weights:
+        return ""
+    peak = inference_hardware.attention_hardware.peak_flop_per_s
+    return (
+        f"attention projections {precisions.attention_weights} "
+        f"({precisions.attention_weight_bytes_per_element:g} B/param, "
+        f"GEMMs on {precisions.attention_compute} {peak / 1e12:,.0f} TFLOP/s), "
+    )
+
+
 def _serving_line(inference_hardware: InferenceHardware) -> str:
     serving = inference_hardware.serving
     line = (
@@ -373,7 +386,8 @@ def _assumptions(
     )
     efficiency = hardware.efficiency
     lines = [
-        f"weights {precisions.weights} ({precisions.weight_bytes_per_element:g} B/param, embeddings and "
+        f"weights {precisions.weights} ({precisions.weight_bytes_per_element:g} B/param, "
+        f"{_attention_weights_text(inference_hardware)}embeddings and "
         f"LM head 16-bit), GEMMs on dense {precisions.compute} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
         f"per GPU, KV cache {precisions.kv_cache}",
@@ -442,7 +456,7 @@ def estimate_inference(
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
     profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
     LOG.debug("estimate on the %s serving profile", profile.name)
-    inference_hardware = inference_hardware_for(cluster, plan, efficiency, profile)
+    inference_hardware = inference_hardware_for(cluster, plan, efficiency, profile, model=model)
     memory = deployment_memory(model, inference_hardware, plan, load)
     if not bool(memory.fits[0]):
         raise_not_fitting(model, inference_hardware, plan, load, memory)

@@ -58,6 +58,7 @@ from lightspeed.sol.core.roofline import (
 )
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.infer.checkpoints import checkpoint_for
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
 from lightspeed.workload.attention import mean_cached_tokens
@@ -121,6 +122,8 @@ class InferenceHardware(Record):
     gemm_model: EfficiencyModel
     serving: ServingStack
     floors: LatencyFloors
+    # the attention projections' GEMMs: ``hardware`` unless they run in another format
+    attention_hardware: Hardware
 
     @property
     def sustained_scale(self) -> float:
@@ -138,6 +141,8 @@ def inference_hardware_for(
     plan: InferencePlan,
     efficiency: EfficiencyModel | None = None,
     serving: ServingStack | None = None,
+    *,
+    model: TransformerSpec | None = None,
 ) -> InferenceHardware:
     """Bundle what an inference estimate needs for ``plan``'s formats on ``cluster``.
 
@@ -147,10 +152,20 @@ def inference_hardware_for(
     ceiling and tile quantization but not the training fit's size factor, which
     amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
     decode step; the fixed GPU time per kernel (``runtime.toml`` ``[launch]``) stands in for it.
+    With ``model``, a plan that does not set ``attention_weights`` takes them from the model's
+    published checkpoint in ``plan.precision`` (:func:`~lightspeed.sol.infer.checkpoints.checkpoint_for`).
     """
     accelerator = cluster.system.accelerator
+    plan, checkpoint_note = _checkpoint_formats(plan, model)
     precisions = resolve_precisions(plan, accelerator)
+    if checkpoint_note:
+        precisions = replace(precisions, notes=(*precisions.notes, checkpoint_note))
     hardware = hardware_for(cluster, precisions.compute, efficiency)
+    attention_hardware = (
+        hardware
+        if precisions.attention_compute == precisions.compute
+        else hardware_for(cluster, precisions.attention_compute, efficiency)
+    )
     kv_row = precisions.kv_cache if precisions.kv_cache in accelerator.compute else None
     attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
     if attention_row not in accelerator.compute:
@@ -170,7 +185,23 @@ def inference_hardware_for(
         gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
         serving=profile,
         floors=load_latency_floors(),
+        attention_hardware=attention_hardware,
     )
+
+
+def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:
+    """``plan`` with the attention weights of ``model``'s published checkpoint in its precision
+    (and a note saying so) when the plan leaves them unset and such a checkpoint exists."""
+    if plan.attention_weights is not None or model is None:
+        return plan, ""
+    checkpoint = checkpoint_for(model.name, plan.precision)
+    if checkpoint is None:
+        return plan, ""
+    note = (
+        f"attention projections in {checkpoint.attention_weights} as {checkpoint.name} ships them, the "
+        f"other linear layers in {plan.precision} (--attention-weights sets them)"
+    )
+    return plan.with_changes(attention_weights=checkpoint.attention_weights), note
 
 
 @dataclass(frozen=True)
@@ -279,13 +310,23 @@ def _gemms(
     *,
     copies: Array = 1.0,
     weight_bytes: float | None = None,
+    attention: bool = False,
 ) -> tuple[Array, Array]:
     """(compute s, memory s) of ``linears`` over ``m`` tokens, split ``tp`` ways, ``copies`` times.
 
-    Weights are read in the deployment's weight format unless ``weight_bytes`` says otherwise.
+    Weights are read in the deployment's weight format (its attention weights' for the
+    ``attention`` projections) unless ``weight_bytes`` says otherwise.
     """
-    hardware, precisions = inference_hardware.hardware, inference_hardware.precisions
-    per_weight = precisions.weight_bytes_per_element if weight_bytes is None else weight_bytes
+    precisions = inference_hardware.precisions
+    if attention:
+        hardware = inference_hardware.attention_hardware
+        stored = precisions.attention_weight_bytes_per_element
+        inputs = precisions.attention_input_bytes_per_element
+    else:
+        hardware = inference_hardware.hardware
+        stored = precisions.weight_bytes_per_element
+        inputs = precisions.input_bytes_per_element
+    per_weight = stored if weight_bytes is None else weight_bytes
     compute = memory = 0.0
     for linear in linears:
         k, n = inference_local_dims(linear, tp)
@@ -294,7 +335,7 @@ def _gemms(
         compute = compute + copies * flop / (
             hardware.peak_flop_per_s * inference_hardware.sustained_scale * efficiency
         )
-        traffic = k * n * per_weight + m * k * precisions.input_bytes_per_element + m * n * ACTIVATION_BYTES
+        traffic = k * n * per_weight + m * k * inputs + m * n * ACTIVATION_BYTES
         memory = memory + copies * traffic / inference_hardware.stream_bytes_per_s
     return compute, memory
 
@@ -498,7 +539,9 @@ def _layer(
     acc = _Acc()
     group_tokens = grid.group_tokens
     acc.roofline(
-        *_gemms(inference_hardware, shapes.attention, group_tokens, grid.tp), "gemm_compute", "weight_reads"
+        *_gemms(inference_hardware, shapes.attention, group_tokens, grid.tp, attention=True),
+        "gemm_compute",
+        "weight_reads",
     )
     _attention(acc, grid, model, shapes, inference_hardware)
     fabric = inference_hardware.hardware.fabric

@@ -93,9 +93,13 @@ def stage_weight_bytes(
 ) -> Array:
     """Weight bytes on one GPU of the busiest stage (see the module docstring); with
     ``physical_experts`` > 0 the stage holds that many routed experts (replicas included)."""
-    weight = inference_hardware.precisions.weight_bytes_per_element
+    precisions = inference_hardware.precisions
+    weight = precisions.weight_bytes_per_element
     num_dense, num_moe = stage_layers(model, pp)
-    attention = _params(shapes.attention, tp) * weight + shapes.num_norm_params * ACTIVATION_BYTES
+    attention = (
+        _params(shapes.attention, tp) * precisions.attention_weight_bytes_per_element
+        + shapes.num_norm_params * ACTIVATION_BYTES
+    )
     dense = attention + _params(shapes.mlp, tp) * weight
     total = num_dense * dense
     if model.moe is not None:

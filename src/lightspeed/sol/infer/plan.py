@@ -140,7 +140,10 @@ class InferencePlan(Record):
     (default: the weights' format when the GPU computes in it, else bf16 as in
     weight-only quantization); ``kv_precision`` the KV cache format (default:
     fp8 when weights are 8-bit or narrower and the GPU has FP8, else the
-    activation format). ``kv_replication`` allows ``tp`` above the number of KV
+    activation format). ``attention_weights`` stores the attention projections in
+    another format than ``precision`` (default: the model's published checkpoint in
+    ``precision`` when it keeps them apart, ``sol/data/checkpoints.toml``, else
+    ``precision``). ``kv_replication`` allows ``tp`` above the number of KV
     heads by storing each head on several GPUs. ``max_batch`` caps sequences
     in flight per replica (the server's ``max_batch_size``). ``expert_imbalance``
     multiplies the routed-expert work of the busiest GPU of a stage (1.0 = balanced;
@@ -157,6 +160,7 @@ class InferencePlan(Record):
     precision: str = "bf16"
     activation_precision: str | None = None
     kv_precision: str | None = None
+    attention_weights: str | None = None
     kv_replication: bool = False
     speculative: SpeculativeDecoding | None = None
     disaggregated: tuple[int, int] | None = None
@@ -179,6 +183,8 @@ class InferencePlan(Record):
             _check_choice("activation precision", self.activation_precision, INFERENCE_PRECISIONS)
         if self.kv_precision is not None:
             _check_choice("KV cache precision", self.kv_precision, KV_PRECISIONS)
+        if self.attention_weights is not None:
+            _check_choice("attention weight precision", self.attention_weights, INFERENCE_PRECISIONS)
         if self.disaggregated is not None:
             prefill, decode = self.disaggregated
             if prefill < 1 or decode < 1:
@@ -229,6 +235,8 @@ class InferencePlan(Record):
         else:
             parts.append(f"x{self.replicas} replica{'s' if self.replicas > 1 else ''}")
         parts.append(self.precision)
+        if self.attention_weights is not None and self.attention_weights != self.precision:
+            parts.append(f"(attention {self.attention_weights})")
         return " ".join(parts)
 
 
@@ -247,6 +255,12 @@ class Precisions(Record):
     weight_bytes_per_element: float
     input_bytes_per_element: float
     kv_bytes_per_element: float
+    # the attention projections' formats (the same as the others unless the plan or the
+    # model's published checkpoint keeps them apart)
+    attention_weights: str
+    attention_compute: str
+    attention_weight_bytes_per_element: float
+    attention_input_bytes_per_element: float
     notes: tuple[str, ...]
 
 
@@ -266,22 +280,19 @@ def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisi
     """
     notes: list[str] = []
     fallback = "bf16" if "bf16" in accelerator.compute else "fp16"
-    if plan.activation_precision is not None:
-        activation = plan.activation_precision
-    elif _compute_row(accelerator, plan.precision) is not None:
-        activation = plan.precision
-    else:
-        activation = fallback
-        notes.append(
-            f"{accelerator.name} has no {compute_precision(plan.precision)} tensor cores: weights stored in "
-            f"{plan.precision}, GEMMs in {fallback} (weight-only quantization)"
-        )
+    activation = _activation(accelerator, plan.precision, plan.activation_precision, fallback, notes)
     if plan.kv_precision is not None:
         kv = plan.kv_precision
     elif bytes_per_element(plan.precision) <= 1.0 and "fp8" in accelerator.compute:
         kv = "fp8"
     else:
         kv = fallback if bytes_per_element(activation) < 2.0 else activation
+    attention = plan.attention_weights or plan.precision
+    attention_activation = (
+        activation
+        if attention == plan.precision
+        else _activation(accelerator, attention, None, fallback, notes)
+    )
     return Precisions(
         weights=plan.precision,
         compute=compute_precision(activation),
@@ -290,7 +301,27 @@ def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisi
         input_bytes_per_element=min(bytes_per_element(activation), 2.0),
         kv_bytes_per_element=bytes_per_element(kv),
         notes=tuple(notes),
+        attention_weights=attention,
+        attention_compute=compute_precision(attention_activation),
+        attention_weight_bytes_per_element=bytes_per_element(attention),
+        attention_input_bytes_per_element=min(bytes_per_element(attention_activation), 2.0),
     )
+
+
+def _activation(
+    accelerator: Accelerator, weights: str, requested: str | None, fallback: str, notes: list[str]
+) -> str:
+    """The format GEMMs on ``weights`` take their inputs in: ``requested``, else the weights'
+    own when the GPU computes in it, else ``fallback`` (weight-only quantization, noted)."""
+    if requested is not None:
+        return requested
+    if _compute_row(accelerator, weights) is not None:
+        return weights
+    notes.append(
+        f"{accelerator.name} has no {compute_precision(weights)} tensor cores: weights stored in "
+        f"{weights}, GEMMs in {fallback} (weight-only quantization)"
+    )
+    return fallback
 
 
 def validate_inference_plan(plan: InferencePlan, model: TransformerSpec, num_gpus: int | None = None) -> None:

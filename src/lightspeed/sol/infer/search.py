@@ -474,7 +474,7 @@ def search_inference(
     )
     profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
     inference_hardware = inference_hardware_for(
-        cluster, InferencePlan(precision=precision), efficiency, profile
+        cluster, InferencePlan(precision=precision), efficiency, profile, model=model
     )
     limit = max_tp or inference_hardware.hardware.domain_size
     points, batch = _space(

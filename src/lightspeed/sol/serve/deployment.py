@@ -190,7 +190,7 @@ def simulated_deployment(
     validate_inference_plan(plan, model, num_gpus)
     check_gpus(plan, cluster)
     profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
-    hardware = inference_hardware_for(cluster, plan, efficiency, profile)
+    hardware = inference_hardware_for(cluster, plan, efficiency, profile, model=model)
     memory = deployment_memory(model, hardware, plan, ServingLoad(1, 1))
     per_token = float(memory.kv_bytes_per_token[0])
     kv_tokens = int(float(memory.kv_capacity_bytes[0]) / per_token) if per_token > 0 else 0

@@ -214,7 +214,7 @@ def fitting_split(
         if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
             continue
         plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
-        hardware = inference_hardware_for(cluster, plan, None, load_serving_stack())
+        hardware = inference_hardware_for(cluster, plan, None, load_serving_stack(), model=model)
         if bool(deployment_memory(model, hardware, plan, one_request).fits[0]):
             if tp == 1:
                 return None
