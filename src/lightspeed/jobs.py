@@ -348,6 +348,7 @@ def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSe
         num_gpus=config.num_gpus,
         expert_balance=resolved.balance,
         serving=config.serving,
+        attention_weights=config.attention_weights,
     )
     effect = _inference_effect(result.best, resolved)
     return ServingSearchPrediction(config=config, result=result, expert_load=effect)

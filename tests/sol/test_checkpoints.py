@@ -11,8 +11,9 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, InvalidPlanError
-from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference
+from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, search_inference
 from lightspeed.sol.infer.checkpoints import checkpoint_for, load_checkpoints
+from lightspeed.sol.serve.goodput_search import plan_from_description
 from lightspeed.workload import ModelRegistry
 
 GIB = 2**30
@@ -133,3 +134,26 @@ def test_two_entries_for_one_model_and_precision_are_refused(tmp_path: Path) -> 
     path.write_text("schema_version = 1\n" + entry + entry, encoding="utf-8")
     with pytest.raises(DataFileError, match="two checkpoints"):
         load_checkpoints(path)
+
+
+def test_a_search_keeps_the_attention_weights(models: ModelRegistry, catalog: Catalog) -> None:
+    model, cluster, load = (
+        models.get("gpt-oss-20b"),
+        catalog.resolve_cluster("dgx-h100", 1),
+        ServingLoad(1024, 256),
+    )
+    default = search_inference(model=model, cluster=cluster, load=load, precision="mxfp4")
+    assert default.best.precisions.attention_weights == "bf16"  # the published checkpoint's
+    requested = search_inference(
+        model=model, cluster=cluster, load=load, precision="mxfp4", attention_weights="fp8"
+    )
+    assert requested.best.plan.attention_weights == "fp8"
+    assert requested.best.precisions.attention_compute == "fp8"
+    assert requested.best.memory_bytes["weights"] < default.best.memory_bytes["weights"]
+
+
+def test_a_described_plan_keeps_its_attention_weights() -> None:
+    plan = InferencePlan(tp=2, replicas=2, precision="mxfp4", attention_weights="bf16")
+    again = plan_from_description(plan.describe())
+    assert (again.tp, again.replicas, again.precision, again.attention_weights) == (2, 2, "mxfp4", "bf16")
+    assert plan_from_description(InferencePlan(precision="fp8").describe()).attention_weights is None

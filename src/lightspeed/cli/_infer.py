@@ -158,6 +158,7 @@ def _goodput_ranking(
         num_gpus=config.num_gpus,
         serving=config.serving,
         analytic=analytic,
+        attention_weights=analytic.best.plan.attention_weights,
     )
 
 

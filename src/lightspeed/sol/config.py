@@ -467,6 +467,13 @@ class ServingJob(JobConfig):
         choices=(*INFERENCE_PRECISIONS, "auto"),
         help="Weight format (nvfp4/mxfp4 include block scales); auto = narrowest the GPU computes in.",
     )
+    attention_weights: str | None = setting(
+        None,
+        choices=INFERENCE_PRECISIONS,
+        help="Format of the attention projections' weights when the checkpoint keeps them apart "
+        "(default: the model's published checkpoint in --precision, e.g. gpt-oss MXFP4 with BF16 "
+        "attention; see sol/data/checkpoints.toml; else --precision).",
+    )
     input_tokens: int = setting(
         1024, flags=("--isl",), option_type="SEQ_LEN", help="Input (prompt) tokens per request."
     )
@@ -518,13 +525,6 @@ class ServingConfig(ServingJob):
     )
     activation_precision: str | None = setting(None, choices=INFERENCE_PRECISIONS, help="GEMM input format.")
     kv_precision: str | None = setting(None, choices=KV_PRECISIONS, help="KV cache format.")
-    attention_weights: str | None = setting(
-        None,
-        choices=INFERENCE_PRECISIONS,
-        help="Format of the attention projections' weights when the checkpoint keeps them apart "
-        "(default: the model's published checkpoint in --precision, e.g. gpt-oss MXFP4 with BF16 "
-        "attention; see sol/data/checkpoints.toml; else --precision).",
-    )
     kv_replication: bool = setting(False, help="Allow TP above the KV heads by replicating heads.")
     concurrency: int | None = setting(
         None, option_type="SEQUENCES", help="Requests in flight (default: KV-cache limit)."

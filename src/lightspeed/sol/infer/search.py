@@ -257,9 +257,10 @@ def _plan_of(
     shapes: _Shapes,
     index: int,
     model: TransformerSpec,
-    precision: str,
+    formats: InferencePlan,
     speculative: SpeculativeDecoding | None,
 ) -> InferencePlan:
+    """The deployment of point ``index``, in the weight formats of ``formats``."""
     tp, dp, ep, pp = (int(getattr(shapes, name)[index]) for name in ("tp", "dp_attention", "ep", "pp"))
     prefill, decode = int(shapes.prefill[index]), int(shapes.decode[index])
     return InferencePlan(
@@ -268,7 +269,8 @@ def _plan_of(
         ep=ep,
         dp_attention=dp,
         replicas=decode if prefill == 0 else 1,
-        precision=precision,
+        precision=formats.precision,
+        attention_weights=formats.attention_weights,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
         speculative=speculative,
         disaggregated=(prefill, decode) if prefill > 0 else None,
@@ -283,7 +285,7 @@ def _unreachable(
     arrays: ServingArrays,
     shapes: _Shapes,
     *,
-    precision: str,
+    formats: InferencePlan,
     bounds: tuple[float | None, float | None],
 ) -> InvalidPlanError:
     """The error when no point meets the bounds: the best TTFT and TPOT any point reaches."""
@@ -297,10 +299,11 @@ def _unreachable(
         )
         if text
     )
-    first_plan = _plan_of(shapes, fastest_first, model, precision, None).describe()
-    token_plan = _plan_of(shapes, fastest_token, model, precision, None).describe()
+    first_plan = _plan_of(shapes, fastest_first, model, formats, None).describe()
+    token_plan = _plan_of(shapes, fastest_token, model, formats, None).describe()
     return InvalidPlanError(
-        f"no deployment of {model.name} on {cluster.name} in {precision} meets {wanted}: the lowest TTFT is "
+        f"no deployment of {model.name} on {cluster.name} in {formats.precision} meets {wanted}: "
+        "the lowest TTFT is "
         f"{format_duration(float(ttft[fastest_first]))} ({first_plan}), "
         f"the lowest TPOT {format_duration(float(tpot[fastest_token]))} ({token_plan}); "
         "relax the bounds, shorten the prompts, or use more or faster GPUs"
@@ -346,6 +349,12 @@ class _Request:
     bounds: tuple[float | None, float | None]
     speculative: SpeculativeDecoding | None
     expert_balance: ExpertBalance | None = None
+    attention_weights: str | None = None
+
+    @property
+    def formats(self) -> InferencePlan:
+        """A plan holding only the weight formats every point of the search shares."""
+        return InferencePlan(precision=self.precision, attention_weights=self.attention_weights)
 
 
 def _space(
@@ -369,7 +378,7 @@ def _space(
     memory = memory_of(model, inference_hardware, shapes, request.load, shapes.physical_experts)
     points, batch = _points(shapes, memory.max_sequences)
     if batch.size == 0:
-        plan = InferencePlan(tp=min(limit, num_gpus), precision=request.precision)
+        plan = request.formats.with_changes(tp=min(limit, num_gpus))
         raise PlanDoesNotFitError(
             f"{model.name} in {request.precision} does not fit any split of the {num_gpus} GPUs of "
             f"{request.cluster.name} with {request.load.input_tokens + request.load.output_tokens} tokens "
@@ -386,7 +395,7 @@ def _frontier(
     per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
     return tuple(
         FrontierPoint(
-            plan=_plan_of(points, int(i), request.model, request.precision, request.speculative).describe(),
+            plan=_plan_of(points, int(i), request.model, request.formats, request.speculative).describe(),
             batch_per_replica=float(batch[i]),
             output_tokens_per_s_per_gpu=float(per_gpu[i]),
             output_tokens_per_s_per_user=1.0 / float(arrays.tpot_s[i]),
@@ -408,7 +417,7 @@ def _select(
     feasible = meets_ttft & (tpot <= max_tpot if max_tpot is not None else True)
     if not feasible.any():
         raise _unreachable(
-            request.model, request.cluster, arrays, points, precision=request.precision, bounds=request.bounds
+            request.model, request.cluster, arrays, points, formats=request.formats, bounds=request.bounds
         )
     best = int(np.argmax(np.where(feasible, per_gpu, -np.inf)))
     front = pareto_front(np.where(meets_ttft, per_gpu, -np.inf), 1.0 / tpot)
@@ -447,6 +456,7 @@ def search_inference(
     frontier_points: int = 24,
     expert_balance: ExpertBalance | None = None,
     serving: str | ServingStack | None = None,
+    attention_weights: str | None = None,
 ) -> InferenceSearchResult:
     """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
 
@@ -456,7 +466,8 @@ def search_inference(
     parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
     single-node cluster (default: every GPU). ``expert_balance`` gives each shape the
     expert imbalance of its EP layout and its redundant experts. ``serving`` names the server
-    profile (``sol/data/stacks.toml``, default the current TensorRT-LLM). Raises
+    profile (``sol/data/stacks.toml``, default the current TensorRT-LLM); ``attention_weights`` the
+    attention projections' format (default: as :class:`InferencePlan`). Raises
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
 
     >>> from lightspeed.catalog import load_catalog
@@ -470,19 +481,25 @@ def search_inference(
     started = time.perf_counter()
     gpus = _gpus(cluster, num_gpus)
     request = _Request(
-        model, cluster, gpus, load, precision, (max_ttft_s, max_tpot_s), speculative, expert_balance
+        model,
+        cluster,
+        gpus,
+        load,
+        precision,
+        (max_ttft_s, max_tpot_s),
+        speculative,
+        expert_balance,
+        attention_weights,
     )
     profile = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
-    inference_hardware = inference_hardware_for(
-        cluster, InferencePlan(precision=precision), efficiency, profile, model=model
-    )
+    inference_hardware = inference_hardware_for(cluster, request.formats, efficiency, profile, model=model)
     limit = max_tp or inference_hardware.hardware.domain_size
     points, batch = _space(
         request, inference_hardware, limit, disaggregated=disaggregated, attention_dp=attention_dp
     )
     arrays = _evaluate(ServingContext(model, inference_hardware, load, speculative), points, batch)
     best, front, num_feasible = _select(request, points, arrays, frontier_points)
-    plan = _plan_of(points, best, model, precision, speculative)
+    plan = _plan_of(points, best, model, request.formats, speculative)
     replicas = plan.disaggregated[1] if plan.disaggregated else plan.replicas
     estimate = estimate_inference(
         model=model,

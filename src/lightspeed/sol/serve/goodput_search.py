@@ -37,7 +37,8 @@ from lightspeed.workload import TransformerSpec
 DEFAULT_FINALISTS: Final = 6
 _DESCRIPTION: Final = re.compile(
     r"tp=(?P<tp>\d+) pp=(?P<pp>\d+)(?: ep=(?P<ep>\d+))?(?: dp-attention=(?P<dp>\d+))?"
-    r"(?: disaggregated (?P<prefill>\d+)P:(?P<decode>\d+)D| x(?P<replicas>\d+) replicas?) (?P<precision>\S+)$"
+    r"(?: disaggregated (?P<prefill>\d+)P:(?P<decode>\d+)D| x(?P<replicas>\d+) replicas?) (?P<precision>\S+)"
+    r"(?: \(attention (?P<attention>\S+)\))?$"
 )
 
 
@@ -59,6 +60,7 @@ def plan_from_description(text: str) -> InferencePlan:
         dp_attention=int(fields["dp"] or 1),
         replicas=int(fields["replicas"] or 1),
         precision=fields["precision"],
+        attention_weights=fields["attention"],
         disaggregated=pools,
     )
 
@@ -126,6 +128,7 @@ def search_goodput(
     num_gpus: int | None = None,
     serving: str | None = None,
     analytic: InferenceSearchResult | None = None,
+    attention_weights: str | None = None,
 ) -> GoodputSearchResult:
     """Rank deployments by goodput per GPU at ``slo`` (see the module docstring); requests of
     ``load``'s lengths, ``num_requests`` per simulation. ``analytic``: the analytic search under
@@ -145,6 +148,7 @@ def search_goodput(
         attention_dp=attention_dp,
         num_gpus=num_gpus,
         serving=serving,
+        attention_weights=attention_weights,
     )
     workload = ServingWorkload(
         input_lengths=LengthDistribution.fixed(load.input_tokens),
