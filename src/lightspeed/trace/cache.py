@@ -14,6 +14,15 @@ again. Entries are written to a temporary folder and renamed, so a reader
 never sees half an entry. The oldest entries are evicted beyond the size
 limit (``$LIGHTSPEED_TRACE_CACHE_MAX_BYTES``, default 10 GiB).
 
+Hashing a large trace costs about as much as reading its entry, so the digest
+of each trace path is remembered in ``<cache>/traces/.digests/`` with the
+file's device, inode, size, modification and change times (ns), and reused
+while all five are unchanged (as git's index does). A record written within
+:data:`RACY_WINDOW_NS` of the file's last change is not trusted (the file
+could change again within the file system's timestamp granularity and keep
+its times), nor is a damaged or foreign one: those files are hashed again.
+The entry stays keyed by the content digest; only the hashing is skipped.
+
 Needs pyarrow (``pip install 'lightspeed[trace]'``); without it the cache is
 off and the trace commands work as before (an INFO log says so once).
 ``$LIGHTSPEED_TRACE_CACHE=off`` turns it off too; ``--no-cache`` for one command.
@@ -25,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -33,6 +43,7 @@ import logging
 import math
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,6 +73,9 @@ CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
 _META_KEY: Final = b"lightspeed"
 _HASH_BLOCK_BYTES: Final = 1 << 22
+DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken for an entry
+# A digest recorded less than this after the file last changed is not reused (git's "racy" files).
+RACY_WINDOW_NS: Final = 2_000_000_000
 # The event columns kept as Parquet columns, with their dtypes.
 _COLUMNS: Final = (
     ("name_id", np.int32),
@@ -137,6 +151,28 @@ def file_digest(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class FileStamp:
+    """What tells a file that has not changed since it was hashed: device, inode, size, and the
+    modification and status-change times (ns); a rewrite changes at least one of them."""
+
+    device: int
+    inode: int
+    size_bytes: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileStamp:
+        """The stamp of ``path`` now (a symbolic link's target)."""
+        status = os.stat(path)
+        return cls(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+    def to_list(self) -> list[int]:
+        """The five numbers, as a digest record keeps them."""
+        return [self.device, self.inode, self.size_bytes, self.mtime_ns, self.ctime_ns]
+
+
+@dataclass(frozen=True)
 class TraceCache:
     """A folder of cached trace tables with a size limit (bytes)."""
 
@@ -157,12 +193,29 @@ class TraceCache:
 
     def key(self, path: Path, options: ReadOptions) -> tuple[str, str]:
         """(entry name, content digest) of ``path`` read with ``options``."""
-        digest = file_digest(path)
+        digest = self.digest(path)
         text = json.dumps(
             {"sha256": digest, "name": path.name, "parser": PARSER_VERSION, "options": options},
             sort_keys=True,
         )
         return hashlib.sha256(text.encode()).hexdigest()[:32], digest
+
+    def digest(self, path: Path) -> str:
+        """SHA-256 of ``path``'s bytes: the recorded one while the file's stamp is unchanged and
+        the record is older than the racy window, else hashed (and recorded) now."""
+        record = self._digest_record(path)
+        stamp = FileStamp.of(path)
+        known = _recorded_digest(record, path, stamp)
+        if known is not None:
+            return known
+        digest = file_digest(path)
+        if FileStamp.of(path) == stamp:  # unchanged while it was read: the digest is of this stamp
+            _write_digest_record(record, path, stamp, digest)
+        return digest
+
+    def _digest_record(self, path: Path) -> Path:
+        name = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()[:32]
+        return self.folder / DIGEST_FOLDER / f"{name}.json"
 
     # -- reading -------------------------------------------------------------
 
@@ -250,7 +303,7 @@ class TraceCache:
         return removed
 
     def clear(self) -> CacheInfo:
-        """Delete every entry (and stray temporary folders); return what was there."""
+        """Delete every entry, the digest records and stray temporary folders; return what was there."""
         before = self.info()
         if self.folder.is_dir():
             for item in self.folder.iterdir():
@@ -267,6 +320,44 @@ class TraceCache:
             total_bytes=sum(_folder_bytes(entry) for entry in entries),
             max_bytes=self.max_bytes,
         )
+
+
+def _recorded_digest(record: Path, path: Path, stamp: FileStamp) -> str | None:
+    """The digest ``record`` holds for ``path`` at ``stamp``; ``None`` when it is missing, damaged,
+    foreign, of another stamp, or written within the racy window of the file's last change."""
+    try:
+        known = json.loads(record.read_bytes())
+        same = known["path"] == os.fsdecode(path.resolve()) and known["stamp"] == stamp.to_list()
+        recorded_ns, digest = int(known["recorded_ns"]), str(known["sha256"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # no record, or one that is not ours: hashed again and rewritten
+    if not same or len(digest) != 64:
+        return None
+    if recorded_ns - max(stamp.mtime_ns, stamp.ctime_ns) < RACY_WINDOW_NS:
+        return None  # the file may have changed after it was hashed and kept its times
+    return digest
+
+
+def _write_digest_record(record: Path, path: Path, stamp: FileStamp, digest: str) -> None:
+    """Keep ``digest`` for ``path`` at ``stamp`` (atomically; a cache that cannot be written is
+    skipped: the next command hashes again)."""
+    text = json.dumps(
+        {
+            "path": os.fsdecode(path.resolve()),
+            "stamp": stamp.to_list(),
+            "recorded_ns": time.time_ns(),
+            "sha256": digest,
+        }
+    )
+    staging = record.with_name(f".{record.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(record)
+    except OSError as error:
+        _LOG.debug("trace cache: cannot record the digest of %s (%s)", path, error)
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
 
 
 def _folder_bytes(folder: Path) -> int:
