@@ -250,7 +250,8 @@ def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[St
     last = int(steps.number[np.argmax(steps.start_ns)]) if steps.num_steps else None
     # every step's unions at once (one sort, not one per step and kind): each GPU event goes to
     # the slot of its step number (events outside every step to none)
-    numbers = np.unique(steps.number)
+    numbers = np.sort(steps.number)  # the distinct step numbers (np.unique would load numpy.ma)
+    numbers = numbers[np.flatnonzero(np.diff(numbers, prepend=numbers[:1] - 1))]
     slot = np.searchsorted(numbers, events.step)
     inside = slot < numbers.size
     inside[inside] = numbers[slot[inside]] == events.step[inside]
