@@ -58,6 +58,7 @@ from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
+from lightspeed.trace.gpu import launch_rows
 from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.model import RankTrace, StepTable
 from lightspeed.trace.table import CollectiveArgs, EventTable
@@ -67,7 +68,7 @@ _LOG = logging.getLogger(__name__)
 ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
 
 # Bump when any reader's output changes for the same input (columns, rounding, notes, steps).
-PARSER_VERSION: Final = "2026.12-1"
+PARSER_VERSION: Final = "2026.12-2"
 CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
@@ -87,6 +88,8 @@ _COLUMNS: Final = (
     ("correlation", np.int64),
     ("event_index", np.int64),
     ("flop", np.float64),
+    # derived once when written: each row's launching CPU row (lightspeed.trace.gpu.launch_rows)
+    ("launch_row", np.int64),
 )
 
 
@@ -430,6 +433,7 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
         "correlation": table.correlation,
         "event_index": index,
         "flop": dense_flop,
+        "launch_row": launch_rows(table, np.arange(table.num_events)),
     }
     arrow = pa.table(
         {
@@ -504,6 +508,9 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
     for ids, known in ((columns["name_id"], names), (columns["category_id"], categories)):
         if ids.size and not 0 <= int(ids.min()) <= int(ids.max()) < len(known):
             raise ValueError("an id outside its name list")
+    launch = columns["launch_row"]
+    if launch.size and not -1 <= int(launch.min()) <= int(launch.max()) < launch.size:
+        raise ValueError("a launch row outside the table")
     flop_row = np.flatnonzero(columns["flop"] > 0)
     index, collective, in_elements, out_elements, group_size, element_bytes = meta["collectives"]
     table = EventTable(
@@ -528,6 +535,7 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
             element_bytes=np.array([np.nan if v is None else v for v in element_bytes], dtype=np.float64),
         ),
         event_index=columns["event_index"] if meta["has_event_index"] else None,
+        launch_row=launch,
     )
     number, start_ns, end_ns = meta["steps"]
     return RankTrace(

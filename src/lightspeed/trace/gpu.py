@@ -105,7 +105,12 @@ def _last_step_start(steps: StepTable) -> int | None:
 
 
 def launch_rows(table: EventTable, rows: I64) -> I64:
-    """For each GPU event row, the row of the CPU launch with the same correlation (-1 if none)."""
+    """For each GPU event row, the row of the CPU launch with the same correlation (-1 if none):
+    the first such launch in the table when several share it. A table read from the cache carries
+    every row's answer (``launch_row``), joined when it was written."""
+    if table.launch_row is not None:
+        joined: I64 = table.launch_row[rows]
+        return joined
     cpu = np.flatnonzero(table.category_mask(LAUNCH_CATEGORIES) & (table.correlation >= 0))
     result = np.full(rows.size, NO_VALUE, dtype=np.int64)
     if cpu.size == 0 or rows.size == 0:
