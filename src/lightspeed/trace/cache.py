@@ -77,7 +77,8 @@ _HASH_BLOCK_BYTES: Final = 1 << 22
 DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken for an entry
 # A digest recorded less than this after the file last changed is not reused (git's "racy" files).
 RACY_WINDOW_NS: Final = 2_000_000_000
-# The event columns kept as Parquet columns, with their dtypes.
+# The event columns kept as Parquet columns, with their dtypes (event_index and flop only where
+# the table has them: no index known, no FLOP counts recorded).
 _COLUMNS: Final = (
     ("name_id", np.int32),
     ("category_id", np.int32),
@@ -403,6 +404,7 @@ def _metadata(item: CachedRank, *, digest: str, part: int, parts: int) -> JsonDi
         "categories": list(table.categories),
         "device_counts": [[device, count] for device, count in table.device_counts.items()],
         "has_event_index": table.event_index is not None,
+        "has_flop": bool(table.flop_row.size),
         "steps": [trace.steps.number.tolist(), trace.steps.start_ns.tolist(), trace.steps.end_ns.tolist()],
         "collectives": [
             args.event_index.tolist(),
@@ -422,7 +424,6 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
     table = item.trace.events
     dense_flop = np.zeros(table.num_events, dtype=np.float64)
     dense_flop[table.flop_row] = table.flop
-    index = table.event_index if table.event_index is not None else np.arange(table.num_events)
     columns = {
         "name_id": table.name_id,
         "category_id": table.category_id,
@@ -431,15 +432,15 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
         "tid": table.tid,
         "stream": table.stream,
         "correlation": table.correlation,
-        "event_index": index,
-        "flop": dense_flop,
+        "event_index": table.event_index,
+        "flop": dense_flop if table.flop_row.size else None,
         "launch_row": launch_rows(table, np.arange(table.num_events)),
     }
-    arrow = pa.table(
+    arrow = pa.table(  # a column the table does not have (no FLOP counts, no event index) is left out
         {
             name: pa.array(np.ascontiguousarray(values, dtype=dtype))
             for name, dtype in _COLUMNS
-            for values in [columns[name]]
+            if (values := columns[name]) is not None
         }
     )
     meta = json.dumps(_metadata(item, digest=digest, part=part, parts=parts), allow_nan=False)
@@ -481,9 +482,11 @@ def _read_rank(file: Path, *, digest: str, path: Path) -> tuple[CachedRank, int]
         raise ValueError(f"written by parser {meta.get('parser')!r}, this is {PARSER_VERSION!r}")
     if meta.get("sha256") != digest:
         raise ValueError("written for other file content")
-    if arrow.num_rows != meta["num_events"] or arrow.column_names != [name for name, _ in _COLUMNS]:
+    optional = {"event_index": meta["has_event_index"], "flop": meta["has_flop"]}
+    expected = [name for name, _ in _COLUMNS if optional.get(name, True)]
+    if arrow.num_rows != meta["num_events"] or arrow.column_names != expected:
         raise ValueError("its columns do not match its metadata")
-    columns = {name: _numpy(arrow.column(name), dtype) for name, dtype in _COLUMNS}
+    columns = {name: _numpy(arrow.column(name), dtype) for name, dtype in _COLUMNS if name in expected}
     return CachedRank(rank=meta["named_rank"], trace=_rank_trace(meta, columns, path)), int(meta["parts"])
 
 
@@ -511,7 +514,8 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
     launch = columns["launch_row"]
     if launch.size and not -1 <= int(launch.min()) <= int(launch.max()) < launch.size:
         raise ValueError("a launch row outside the table")
-    flop_row = np.flatnonzero(columns["flop"] > 0)
+    flop = columns.get("flop")
+    flop_row = np.flatnonzero(flop > 0) if flop is not None else np.zeros(0, dtype=np.int64)
     index, collective, in_elements, out_elements, group_size, element_bytes = meta["collectives"]
     table = EventTable(
         names=names,
@@ -524,7 +528,7 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
         stream=columns["stream"],
         correlation=columns["correlation"],
         flop_row=flop_row,
-        flop=columns["flop"][flop_row],
+        flop=flop[flop_row] if flop is not None else np.zeros(0, dtype=np.float64),
         device_counts={int(device): int(count) for device, count in meta["device_counts"]},
         collectives=CollectiveArgs(
             event_index=np.array(index, dtype=np.int64),
@@ -534,7 +538,7 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
             group_size=np.array(group_size, dtype=np.int64),
             element_bytes=np.array([np.nan if v is None else v for v in element_bytes], dtype=np.float64),
         ),
-        event_index=columns["event_index"] if meta["has_event_index"] else None,
+        event_index=columns.get("event_index"),
         launch_row=launch,
     )
     number, start_ns, end_ns = meta["steps"]
