@@ -58,7 +58,6 @@ from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
-from lightspeed.trace.gpu import launch_rows
 from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.model import RankTrace, StepTable
 from lightspeed.trace.table import CollectiveArgs, EventTable
@@ -420,6 +419,8 @@ def _metadata(item: CachedRank, *, digest: str, part: int, parts: int) -> JsonDi
 def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from lightspeed.trace.gpu import launch_rows  # writing only: `trace cache info` needs no analysis
 
     table = item.trace.events
     dense_flop = np.zeros(table.num_events, dtype=np.float64)
