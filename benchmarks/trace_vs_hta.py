@@ -24,8 +24,12 @@ cache: ``trace summary`` with an empty cache (parse + write) and again (read
 from the cache), in fresh processes, each also timed in-process; the cached
 command's time is split into interpreter start-up (``python -c pass``), imports
 (``-X importtime``), load (hash the file, read and check the entry), catalog,
-summary and the rest (argument parsing, JSON output, exit). lightspeed's
-modules are compiled to bytecode first, as an installed package has them.
+summary and the rest (argument parsing, JSON output, exit). ``-X importtime``
+does not see the modules lazy packages load through ``importlib.import_module``,
+so the same command is also split by phase in one process
+(``cache_second_phases``: start-up, importing the CLI, the command itself, and
+the interpreter's teardown after it). lightspeed's modules are compiled to
+bytecode first, as an installed package has them.
 
 HTA is installed into a separate virtual environment (``--hta-venv``,
 default ``/work/venvs/hta``), created here when absent; it is never a
@@ -88,20 +92,24 @@ def trace_dirs(root: Path) -> list[Path]:
 # launcher rather than from the benchmark process (which holds tiled traces).
 _LAUNCHER = """
 import json, os, sys, time
-started = time.perf_counter()
+started, started_at = time.perf_counter(), time.time()
 pid = os.fork()
 if pid == 0:
     os.execvp(sys.argv[2], sys.argv[2:])
 _, status, usage = os.wait4(pid, 0)
+ended_at = time.time()
 with open(sys.argv[1], "w") as out:
     json.dump({"wall_s": time.perf_counter() - started, "max_rss_kib": usage.ru_maxrss,
-               "cpu_s": usage.ru_utime + usage.ru_stime, "code": os.waitstatus_to_exitcode(status)}, out)
+               "cpu_s": usage.ru_utime + usage.ru_stime, "code": os.waitstatus_to_exitcode(status),
+               "started_at": started_at, "ended_at": ended_at}, out)
 """
 
 # CPU seconds (user + system) of the last process ``measured`` ran: on this shared 2-core machine
 # wall time includes waiting for a core; CPU time is the work, and is what the ratios are also
 # given in (docs/benchmarks.md states the load each run saw).
 LAST_CPU_S: dict[str, float] = {}
+# When (time.time()) the launcher forked the last process ``measured`` ran, and when it had ended.
+LAST_SPAN: dict[str, float] = {}
 
 
 def measured(command: list[str]) -> tuple[str, float, int, int]:
@@ -117,6 +125,7 @@ def measured(command: list[str]) -> tuple[str, float, int, int]:
         usage = json.loads(report.read_text())
     text = done.stdout.decode()
     LAST_CPU_S["cpu_s"] = usage["cpu_s"]
+    LAST_SPAN.update(started_at=usage["started_at"], ended_at=usage["ended_at"])
     if usage["code"] != 0:
         text = text or done.stderr.decode()[-2000:]
     return text, usage["wall_s"], usage["max_rss_kib"] * 1024, usage["code"]
@@ -179,6 +188,47 @@ def time_in_process(folder: Path, mode: str) -> dict[str, float]:
     part (``load_s``, ``catalog_s``, ``summary_s``); ``mode``: parse or cache."""
     timed, _, _, timer_code = measured([sys.executable, "-c", _LIGHTSPEED_TIMER, str(folder), mode])
     return json.loads(timed) if timer_code == 0 else {"wall_s": float("nan")}
+
+
+# The warm command's phases in its own process (the same command as ``python -m lightspeed``):
+# when its first line runs, when the CLI is imported, when the command is done, and when the
+# interpreter's teardown begins (the exit handler registered first runs last).
+_COMMAND_PHASES = """
+import atexit, json, sys, time
+begun = time.time()
+phases = {"begun_at": begun}
+report = sys.argv[1]
+def write():
+    phases["teardown_at"] = time.time()
+    with open(report, "w") as out:
+        json.dump(phases, out)
+atexit.register(write)
+from lightspeed.cli.main import main
+phases["cli_imported_at"] = time.time()
+code = main(sys.argv[2:])
+phases["done_at"] = time.time()
+sys.exit(code)
+"""
+
+
+def command_phases(arguments: list[str]) -> dict[str, float]:
+    """Seconds of a ``lightspeed`` command's phases, all in one fresh process: start-up (fork,
+    interpreter, site), importing the CLI, the command (the modules it loads on first use, its
+    work, its output) and the interpreter's teardown after the command (freeing every module
+    and array, joining library threads); with the whole process's wall time."""
+    with tempfile.TemporaryDirectory() as temp:
+        report = Path(temp) / "phases.json"
+        _, wall_s, _, code = measured([sys.executable, "-c", _COMMAND_PHASES, str(report), *arguments])
+        if code != 0 or not report.exists():
+            return {"wall_s": wall_s}
+        at = json.loads(report.read_text())
+    return {
+        "wall_s": wall_s,
+        "start_up_s": at["begun_at"] - LAST_SPAN["started_at"],
+        "cli_import_s": at["cli_imported_at"] - at["begun_at"],
+        "command_s": at["done_at"] - at["cli_imported_at"],
+        "teardown_s": LAST_SPAN["ended_at"] - at["teardown_at"],
+    }
 
 
 def import_seconds(command: list[str]) -> float:
@@ -372,6 +422,7 @@ def floor_and_cache(folder: Path) -> dict[str, Any]:
             second = run_lightspeed(folder, cache=True)  # both read the entry the command wrote
             command = [sys.executable, "-m", "lightspeed", "trace", "summary", str(folder), "--json"]
             second_imports_s = import_seconds(command)
+            second_phases = command_phases(["trace", "summary", str(folder), "--json"])
         finally:
             os.environ.pop("LIGHTSPEED_CACHE", None)
     same = first["ranks"] == second["ranks"] == parse["ranks"]
@@ -403,6 +454,7 @@ def floor_and_cache(folder: Path) -> dict[str, Any]:
         "second_over_first_parse_wall": second["wall_s"] / parse["wall_s"],
         "cached_answers_identical": same,
         "cache_second_breakdown": breakdown,
+        "cache_second_phases": second_phases,
         "parse_in_process_parts": parse["in_process_parts"],
     }
     print(json.dumps(result, indent=1), file=sys.stderr)

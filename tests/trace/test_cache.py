@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -17,6 +18,8 @@ from lightspeed.records import to_jsonable
 from lightspeed.trace import cache as cache_module
 from lightspeed.trace import load_trace, summarize, top_kernels
 from lightspeed.trace.cache import TraceCache
+from lightspeed.trace.gpu import launch_rows
+from lightspeed.trace.integrity import subset
 from lightspeed.trace.model import RankTrace
 
 
@@ -31,6 +34,8 @@ def _tables_equal(a: RankTrace, b: RankTrace) -> None:
     np.testing.assert_array_equal(left.flop_row, right.flop_row)
     np.testing.assert_array_equal(left.flop, right.flop)
     np.testing.assert_array_equal(left.event_index, right.event_index)
+    every_row = np.arange(left.num_events)  # the cache's launch join is the parse's
+    np.testing.assert_array_equal(launch_rows(left, every_row), launch_rows(right, every_row))
     assert left.device_counts == right.device_counts
     for name in ("event_index", "in_elements", "out_elements", "group_size", "element_bytes"):
         np.testing.assert_array_equal(getattr(left.collectives, name), getattr(right.collectives, name))
@@ -278,9 +283,10 @@ def test_a_cache_hit_loads_nothing_it_does_not_need(folder: Path) -> None:
     """Imports that once cost more than the whole read (0.2-0.5 s each) stay out of a cached
     ``trace summary``: pyarrow's ``read_table`` pulls in ``pyarrow.dataset``, ``to_numpy`` pulls in
     pandas when installed, and the HTML report and its palette pull in jinja2 and the training engine.
-    Nor does it load a parser (the Kineto reader and its worker pool, the Nsight Systems reader) or
-    the ``--jobs``/Ray machinery of ``lightspeed.trace.ranks``: the CLI resolves each analysis when
-    it runs."""
+    Nor does it load a parser (the Kineto reader and its worker pool, the Nsight Systems reader),
+    the ``--jobs``/Ray machinery of ``lightspeed.trace.ranks`` or the other analyses: the CLI
+    resolves each analysis when it runs (together ~25 ms of a 0.5 s command, which
+    ``-X importtime`` does not show: it misses modules loaded by ``importlib.import_module``)."""
     import os
     import subprocess
     import sys
@@ -297,6 +303,13 @@ def test_a_cache_hit_loads_nothing_it_does_not_need(folder: Path) -> None:
         "lightspeed.trace.io.nsys",
         "lightspeed.trace.ranks",
         "concurrent.futures.process",
+        # the other analyses (the summary's report module names their reports for types only),
+        # and numpy.ma (np.unique loads it, ~13 ms)
+        "lightspeed.trace.launch",
+        "lightspeed.trace.kernels",
+        "lightspeed.trace.diff",
+        "lightspeed.trace.comms",
+        "numpy.ma",
     )
     script = (
         "import sys; from lightspeed.cli.main import main; "
@@ -308,3 +321,89 @@ def test_a_cache_hit_loads_nothing_it_does_not_need(folder: Path) -> None:
     )
     assert done.stdout.strip().splitlines()[-1] == "0 []"
     assert done.stderr.count("trace cache hit") == 2  # read from the cache, not parsed
+
+
+def test_the_cached_launch_join_equals_the_join_of_a_parse_on_events_out_of_order(
+    write_trace: Any, kineto: Any
+) -> None:
+    """The cache keeps each row's launching CPU row, joined once when written. On a trace whose
+    launches, kernels and correlations come in no order (two launches sharing a correlation,
+    kernels without a launch, a launch without a kernel) it equals the parse's own join, row by
+    row, and every figure of the summary is the same."""
+    launches = [
+        kineto.launch(300, 4, 9),
+        kineto.launch(100, 4, 5),
+        kineto.launch(200, 4, 7),
+        kineto.launch(150, 4, 5),  # the same correlation as the launch at 100: the first row wins
+        kineto.launch(50, 4, 2),  # launches nothing
+        kineto.launch(400, 4, 11),
+    ]
+    kernels = [
+        kineto.kernel("nccl:all_reduce ncclDevKernel_AllReduce", 330, 40, correlation=11, stream=9),
+        kineto.kernel("gemm_a", 310, 30, correlation=9),
+        kineto.kernel("gemm_b", 120, 60, correlation=5),
+        kineto.kernel("orphan", 500, 10, correlation=42),  # no launch has it
+        kineto.kernel("gemm_c", 210, 50, correlation=7),
+        kineto.kernel("Memcpy DtoH", 260, 20, correlation=-1, cat="gpu_memcpy"),
+    ]
+    steps = [kineto.step(2, 190, 200), kineto.step(1, 40, 150), kineto.step(3, 390, 200)]
+    order = [6, 0, 9, 1, 14, 2, 7, 3, 12, 10, 4, 8, 5, 11, 13]
+    events = [(launches + kernels + steps)[i] for i in order]
+    assert sorted(order) == list(range(len(launches) + len(kernels) + len(steps)))
+    path = write_trace("rank-0.json.gz", kineto.document(events))
+    parsed = load_trace(path, cache=False)
+    load_trace(path)  # parsed and written
+    cached = load_trace(path)
+    table = parsed.ranks[0].events
+    assert table.launch_row is None  # a parse joins when asked
+    rows = np.arange(table.num_events)
+    joined = launch_rows(table, rows)
+    np.testing.assert_array_equal(cached.ranks[0].events.launch_row, joined)
+    np.testing.assert_array_equal(launch_rows(cached.ranks[0].events, rows[::-1]), joined[::-1])
+    start_us = (table.start_ns + parsed.ranks[0].origin_ns) // 1000  # the file's ts
+    name = [table.names[i] for i in table.name_id]
+    launched = {name[row]: int(start_us[joined[row]]) for row in rows if joined[row] >= 0}
+    assert launched["gemm_b"] == 100  # the first of the two launches with correlation 5
+    assert launched["gemm_a"] == 300
+    assert "orphan" not in launched
+    assert "Memcpy DtoH" not in launched
+    keep = np.ones(table.num_events, dtype=bool)
+    keep[0] = False
+    assert subset(cached.ranks[0].events, keep).launch_row is None  # rows renumbered: joined anew
+    assert to_jsonable(summarize(cached)) == to_jsonable(summarize(parsed))
+    assert to_jsonable(summarize(cached, include_last_step=True)) == to_jsonable(
+        summarize(parsed, include_last_step=True)
+    )
+
+
+@pytest.mark.parametrize("flop", [True, False])
+@pytest.mark.parametrize("event_index", [True, False])
+def test_columns_a_table_may_lack_round_trip(
+    write_trace: Any, kineto: Any, flop: bool, event_index: bool
+) -> None:
+    """FLOP counts (``with_flops=True``) and the event index are kept only where the table has
+    them (a dense FLOP column of zeros was 10 MB of every 2M-event entry); both ways the cached
+    table equals the parsed one."""
+    counted = {"flops": 2.5e9} if flop else {}
+    events = [
+        kineto.cpu_op("aten::mm", 10, 30, **counted),
+        kineto.launch(12, 3, 1),
+        kineto.kernel("gemm", 20, 15, correlation=1),
+    ]
+    path = write_trace("rank-0.json", kineto.document(events))
+    parsed = load_trace(path, cache=False).ranks[0]
+    if not event_index:
+        parsed = dataclasses.replace(parsed, events=dataclasses.replace(parsed.events, event_index=None))
+    cache = TraceCache.default()
+    assert cache is not None
+    name, digest = cache.key(path, _options())
+    entry = cache.save(name, digest, path, [cache_module.CachedRank(rank=0, trace=parsed)])
+    assert entry is not None
+    import pyarrow.parquet as pq
+
+    written = pq.read_schema(entry / "rank-0.parquet").names
+    assert ("flop" in written, "event_index" in written) == (flop, event_index)
+    found, _, _ = cache.load(path, _options())
+    assert found is not None
+    _tables_equal(parsed, found[0].trace)
+    assert parsed.events.flop.tolist() == ([2.5e9] if flop else [])

@@ -6,7 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measure
+from lightspeed.trace.intervals import (
+    is_sorted,
+    measure,
+    overlap_measure,
+    sweep_states,
+    union,
+    union_measure,
+    union_measures,
+)
 
 
 def _arrays(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -76,3 +84,38 @@ def test_sweep_states_partition_the_busy_time(a: list, b: list, c: list) -> None
     assert states == expected
     # conservation: the states add up to the union of all layers
     assert sum(states.values()) == (layers[0] | layers[1] | layers[2]).sum()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-50, 60), st.integers(0, 15)), max_size=40))
+def test_union_measures_equal_one_union_per_group_by_brute_force(rows: list) -> None:
+    """Every group's union at once (groups shifted apart in time) equals each group's own
+    union and the covered cells of a brute-force timeline; input in any order."""
+    groups = np.array([g for g, _, _ in rows], dtype=np.int64)
+    starts = np.array([s for _, s, _ in rows], dtype=np.int64)
+    ends = starts + np.array([d for _, _, d in rows], dtype=np.int64)
+    result = union_measures(groups, starts, ends, 6)
+    for group in range(6):
+        chosen = groups == group
+        cells = _covered([(s + 50, e - s) for s, e in zip(starts[chosen], ends[chosen], strict=True)], 130)
+        assert result[group] == union_measure(starts[chosen], ends[chosen]) == cells.sum()
+
+
+def test_union_measures_by_hand_and_where_a_shift_would_overflow() -> None:
+    groups = np.array([1, 0, 1, 0])
+    starts = np.array([30, 0, 35, 5], dtype=np.int64)
+    ends = np.array([40, 10, 45, 8], dtype=np.int64)
+    # group 0: [0,10) holds [5,8): 10; group 1: [30,40) and [35,45) merge into [30,45): 15
+    assert union_measures(groups, starts, ends, 3).tolist() == [10, 15, 0]
+    far = 2**61  # times this large cannot be moved apart by group: merged one group at a time
+    assert union_measures(groups, starts + far, ends + far, 3).tolist() == [10, 15, 0]
+    assert union_measures(groups[:0], starts[:0], ends[:0], 2).tolist() == [0, 0]
+
+
+def test_a_sorted_union_skips_the_sort_and_gives_the_same_answer() -> None:
+    starts, ends = np.array([0, 5, 5, 20]), np.array([10, 3, 12, 30])
+    assert is_sorted(starts)
+    assert is_sorted(starts[:1])
+    assert not is_sorted(starts[::-1])
+    forward, backward = union(starts, ends), union(starts[::-1], ends[::-1])
+    assert [a.tolist() for a in forward] == [b.tolist() for b in backward] == [[0, 20], [12, 30]]

@@ -14,24 +14,23 @@ from typing import TYPE_CHECKING, Any
 
 from lightspeed.records import JsonDict
 from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
-from lightspeed.trace import (
-    CommsReport,
-    IdleReport,
-    KernelReport,
-    LaunchReport,
-    RankSummary,
-    StragglerReport,
-    TraceDiff,
-    TraceSummary,
-    shorten_name,
-)
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_flop_per_s
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the reports are only named here: each analysis loads when its command runs
     from matplotlib.figure import Figure
     from rich.console import Console
 
     from lightspeed.report.html import ReportSection
+    from lightspeed.trace import (
+        CommsReport,
+        IdleReport,
+        KernelReport,
+        LaunchReport,
+        RankSummary,
+        StragglerReport,
+        TraceDiff,
+        TraceSummary,
+    )
     from lightspeed.trace.cache import CacheInfo
 
 US_PER_S = 1e6
@@ -93,6 +92,8 @@ def _number(value: float) -> float | None:
 
 
 def _name(name: str, full: bool) -> str:
+    from lightspeed.trace.kernels import shorten_name  # loaded by the tables that show kernel names
+
     return _escape(name if full else shorten_name(name))
 
 

@@ -24,7 +24,7 @@ from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import TraceError, UnsupportedError
 from lightspeed.records import Record
 from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
-from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measure
+from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measures
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
 from lightspeed.trace.model import RankTrace, Trace
 
@@ -248,29 +248,32 @@ def _kind_overlaps(kind_unions: dict[int, tuple[np.ndarray, np.ndarray]]) -> tup
 def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[StepTime, ...]:
     steps = rank.steps
     last = int(steps.number[np.argmax(steps.start_ns)]) if steps.num_steps else None
-    # each step's events in their original order: one stable sort, then a slice per step
-    # (not a mask over every GPU event per step)
-    order = np.argsort(events.step, kind="stable")
-    sorted_steps = events.step[order]
+    # every step's unions at once (one sort, not one per step and kind): each GPU event goes to
+    # the slot of its step number (events outside every step to none)
+    numbers = np.sort(steps.number)  # the distinct step numbers (np.unique would load numpy.ma)
+    numbers = numbers[np.flatnonzero(np.diff(numbers, prepend=numbers[:1] - 1))]
+    slot = np.searchsorted(numbers, events.step)
+    inside = slot < numbers.size
+    inside[inside] = numbers[slot[inside]] == events.step[inside]
+    slot, kinds = slot[inside], events.kind[inside].astype(np.int64)
+    starts, ends = events.start_ns[inside], events.end_ns[inside]
+    busy = union_measures(slot, starts, ends, numbers.size)
+    by_kind = union_measures(slot * len(KIND_NAMES) + kinds, starts, ends, numbers.size * len(KIND_NAMES))
+    by_kind = by_kind.reshape(numbers.size, len(KIND_NAMES))
     rows: list[StepTime] = []
     for number, start, end in zip(
         steps.number.tolist(), steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True
     ):
-        chosen = order[sorted_steps.searchsorted(number, "left") : sorted_steps.searchsorted(number, "right")]
-        starts, ends, kinds = events.start_ns[chosen], events.end_ns[chosen], events.kind[chosen]
+        index = int(numbers.searchsorted(number))
         rows.append(
             StepTime(
                 step=number,
                 cpu_s=(end - start) * NS,
-                gpu_busy_s=union_measure(starts, ends) * NS,
-                compute_s=union_measure(*_where(kinds == COMPUTATION, starts, ends)) * NS,
-                communication_s=union_measure(*_where(kinds == COMMUNICATION, starts, ends)) * NS,
-                memory_s=union_measure(*_where(kinds == MEMORY, starts, ends)) * NS,
+                gpu_busy_s=int(busy[index]) * NS,
+                compute_s=int(by_kind[index, COMPUTATION]) * NS,
+                communication_s=int(by_kind[index, COMMUNICATION]) * NS,
+                memory_s=int(by_kind[index, MEMORY]) * NS,
                 counted=not (drop_last and number == last),
             )
         )
     return tuple(rows)
-
-
-def _where(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return starts[mask], ends[mask]

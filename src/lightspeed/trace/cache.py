@@ -14,6 +14,15 @@ again. Entries are written to a temporary folder and renamed, so a reader
 never sees half an entry. The oldest entries are evicted beyond the size
 limit (``$LIGHTSPEED_TRACE_CACHE_MAX_BYTES``, default 10 GiB).
 
+Hashing a large trace costs about as much as reading its entry, so the digest
+of each trace path is remembered in ``<cache>/traces/.digests/`` with the
+file's device, inode, size, modification and change times (ns), and reused
+while all five are unchanged (as git's index does). A record written within
+:data:`RACY_WINDOW_NS` of the file's last change is not trusted (the file
+could change again within the file system's timestamp granularity and keep
+its times), nor is a damaged or foreign one: those files are hashed again.
+The entry stays keyed by the content digest; only the hashing is skipped.
+
 Needs pyarrow (``pip install 'lightspeed[trace]'``); without it the cache is
 off and the trace commands work as before (an INFO log says so once).
 ``$LIGHTSPEED_TRACE_CACHE=off`` turns it off too; ``--no-cache`` for one command.
@@ -25,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -33,6 +43,7 @@ import logging
 import math
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,13 +67,17 @@ _LOG = logging.getLogger(__name__)
 ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
 
 # Bump when any reader's output changes for the same input (columns, rounding, notes, steps).
-PARSER_VERSION: Final = "2026.12-1"
+PARSER_VERSION: Final = "2026.12-2"
 CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
 _META_KEY: Final = b"lightspeed"
 _HASH_BLOCK_BYTES: Final = 1 << 22
-# The event columns kept as Parquet columns, with their dtypes.
+DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken for an entry
+# A digest recorded less than this after the file last changed is not reused (git's "racy" files).
+RACY_WINDOW_NS: Final = 2_000_000_000
+# The event columns kept as Parquet columns, with their dtypes (event_index and flop only where
+# the table has them: no index known, no FLOP counts recorded).
 _COLUMNS: Final = (
     ("name_id", np.int32),
     ("category_id", np.int32),
@@ -73,6 +88,8 @@ _COLUMNS: Final = (
     ("correlation", np.int64),
     ("event_index", np.int64),
     ("flop", np.float64),
+    # derived once when written: each row's launching CPU row (lightspeed.trace.gpu.launch_rows)
+    ("launch_row", np.int64),
 )
 
 
@@ -137,6 +154,28 @@ def file_digest(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class FileStamp:
+    """What tells a file that has not changed since it was hashed: device, inode, size, and the
+    modification and status-change times (ns); a rewrite changes at least one of them."""
+
+    device: int
+    inode: int
+    size_bytes: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileStamp:
+        """The stamp of ``path`` now (a symbolic link's target)."""
+        status = os.stat(path)
+        return cls(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+    def to_list(self) -> list[int]:
+        """The five numbers, as a digest record keeps them."""
+        return [self.device, self.inode, self.size_bytes, self.mtime_ns, self.ctime_ns]
+
+
+@dataclass(frozen=True)
 class TraceCache:
     """A folder of cached trace tables with a size limit (bytes)."""
 
@@ -157,12 +196,29 @@ class TraceCache:
 
     def key(self, path: Path, options: ReadOptions) -> tuple[str, str]:
         """(entry name, content digest) of ``path`` read with ``options``."""
-        digest = file_digest(path)
+        digest = self.digest(path)
         text = json.dumps(
             {"sha256": digest, "name": path.name, "parser": PARSER_VERSION, "options": options},
             sort_keys=True,
         )
         return hashlib.sha256(text.encode()).hexdigest()[:32], digest
+
+    def digest(self, path: Path) -> str:
+        """SHA-256 of ``path``'s bytes: the recorded one while the file's stamp is unchanged and
+        the record is older than the racy window, else hashed (and recorded) now."""
+        record = self._digest_record(path)
+        stamp = FileStamp.of(path)
+        known = _recorded_digest(record, path, stamp)
+        if known is not None:
+            return known
+        digest = file_digest(path)
+        if FileStamp.of(path) == stamp:  # unchanged while it was read: the digest is of this stamp
+            _write_digest_record(record, path, stamp, digest)
+        return digest
+
+    def _digest_record(self, path: Path) -> Path:
+        name = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()[:32]
+        return self.folder / DIGEST_FOLDER / f"{name}.json"
 
     # -- reading -------------------------------------------------------------
 
@@ -250,7 +306,7 @@ class TraceCache:
         return removed
 
     def clear(self) -> CacheInfo:
-        """Delete every entry (and stray temporary folders); return what was there."""
+        """Delete every entry, the digest records and stray temporary folders; return what was there."""
         before = self.info()
         if self.folder.is_dir():
             for item in self.folder.iterdir():
@@ -267,6 +323,44 @@ class TraceCache:
             total_bytes=sum(_folder_bytes(entry) for entry in entries),
             max_bytes=self.max_bytes,
         )
+
+
+def _recorded_digest(record: Path, path: Path, stamp: FileStamp) -> str | None:
+    """The digest ``record`` holds for ``path`` at ``stamp``; ``None`` when it is missing, damaged,
+    foreign, of another stamp, or written within the racy window of the file's last change."""
+    try:
+        known = json.loads(record.read_bytes())
+        same = known["path"] == os.fsdecode(path.resolve()) and known["stamp"] == stamp.to_list()
+        recorded_ns, digest = int(known["recorded_ns"]), str(known["sha256"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # no record, or one that is not ours: hashed again and rewritten
+    if not same or len(digest) != 64:
+        return None
+    if recorded_ns - max(stamp.mtime_ns, stamp.ctime_ns) < RACY_WINDOW_NS:
+        return None  # the file may have changed after it was hashed and kept its times
+    return digest
+
+
+def _write_digest_record(record: Path, path: Path, stamp: FileStamp, digest: str) -> None:
+    """Keep ``digest`` for ``path`` at ``stamp`` (atomically; a cache that cannot be written is
+    skipped: the next command hashes again)."""
+    text = json.dumps(
+        {
+            "path": os.fsdecode(path.resolve()),
+            "stamp": stamp.to_list(),
+            "recorded_ns": time.time_ns(),
+            "sha256": digest,
+        }
+    )
+    staging = record.with_name(f".{record.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(record)
+    except OSError as error:
+        _LOG.debug("trace cache: cannot record the digest of %s (%s)", path, error)
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
 
 
 def _folder_bytes(folder: Path) -> int:
@@ -309,6 +403,7 @@ def _metadata(item: CachedRank, *, digest: str, part: int, parts: int) -> JsonDi
         "categories": list(table.categories),
         "device_counts": [[device, count] for device, count in table.device_counts.items()],
         "has_event_index": table.event_index is not None,
+        "has_flop": bool(table.flop_row.size),
         "steps": [trace.steps.number.tolist(), trace.steps.start_ns.tolist(), trace.steps.end_ns.tolist()],
         "collectives": [
             args.event_index.tolist(),
@@ -325,10 +420,11 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from lightspeed.trace.gpu import launch_rows  # writing only: `trace cache info` needs no analysis
+
     table = item.trace.events
     dense_flop = np.zeros(table.num_events, dtype=np.float64)
     dense_flop[table.flop_row] = table.flop
-    index = table.event_index if table.event_index is not None else np.arange(table.num_events)
     columns = {
         "name_id": table.name_id,
         "category_id": table.category_id,
@@ -337,14 +433,15 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
         "tid": table.tid,
         "stream": table.stream,
         "correlation": table.correlation,
-        "event_index": index,
-        "flop": dense_flop,
+        "event_index": table.event_index,
+        "flop": dense_flop if table.flop_row.size else None,
+        "launch_row": launch_rows(table, np.arange(table.num_events)),
     }
-    arrow = pa.table(
+    arrow = pa.table(  # a column the table does not have (no FLOP counts, no event index) is left out
         {
             name: pa.array(np.ascontiguousarray(values, dtype=dtype))
             for name, dtype in _COLUMNS
-            for values in [columns[name]]
+            if (values := columns[name]) is not None
         }
     )
     meta = json.dumps(_metadata(item, digest=digest, part=part, parts=parts), allow_nan=False)
@@ -386,9 +483,11 @@ def _read_rank(file: Path, *, digest: str, path: Path) -> tuple[CachedRank, int]
         raise ValueError(f"written by parser {meta.get('parser')!r}, this is {PARSER_VERSION!r}")
     if meta.get("sha256") != digest:
         raise ValueError("written for other file content")
-    if arrow.num_rows != meta["num_events"] or arrow.column_names != [name for name, _ in _COLUMNS]:
+    optional = {"event_index": meta["has_event_index"], "flop": meta["has_flop"]}
+    expected = [name for name, _ in _COLUMNS if optional.get(name, True)]
+    if arrow.num_rows != meta["num_events"] or arrow.column_names != expected:
         raise ValueError("its columns do not match its metadata")
-    columns = {name: _numpy(arrow.column(name), dtype) for name, dtype in _COLUMNS}
+    columns = {name: _numpy(arrow.column(name), dtype) for name, dtype in _COLUMNS if name in expected}
     return CachedRank(rank=meta["named_rank"], trace=_rank_trace(meta, columns, path)), int(meta["parts"])
 
 
@@ -413,7 +512,11 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
     for ids, known in ((columns["name_id"], names), (columns["category_id"], categories)):
         if ids.size and not 0 <= int(ids.min()) <= int(ids.max()) < len(known):
             raise ValueError("an id outside its name list")
-    flop_row = np.flatnonzero(columns["flop"] > 0)
+    launch = columns["launch_row"]
+    if launch.size and not -1 <= int(launch.min()) <= int(launch.max()) < launch.size:
+        raise ValueError("a launch row outside the table")
+    flop = columns.get("flop")
+    flop_row = np.flatnonzero(flop > 0) if flop is not None else np.zeros(0, dtype=np.int64)
     index, collective, in_elements, out_elements, group_size, element_bytes = meta["collectives"]
     table = EventTable(
         names=names,
@@ -426,7 +529,7 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
         stream=columns["stream"],
         correlation=columns["correlation"],
         flop_row=flop_row,
-        flop=columns["flop"][flop_row],
+        flop=flop[flop_row] if flop is not None else np.zeros(0, dtype=np.float64),
         device_counts={int(device): int(count) for device, count in meta["device_counts"]},
         collectives=CollectiveArgs(
             event_index=np.array(index, dtype=np.int64),
@@ -436,7 +539,8 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
             group_size=np.array(group_size, dtype=np.int64),
             element_bytes=np.array([np.nan if v is None else v for v in element_bytes], dtype=np.float64),
         ),
-        event_index=columns["event_index"] if meta["has_event_index"] else None,
+        event_index=columns.get("event_index"),
+        launch_row=launch,
     )
     number, start_ns, end_ns = meta["steps"]
     return RankTrace(

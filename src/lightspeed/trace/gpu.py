@@ -18,6 +18,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from lightspeed.trace.intervals import is_sorted
 from lightspeed.trace.kinds import classify_ids
 from lightspeed.trace.model import RankTrace, StepTable, Trace
 from lightspeed.trace.table import I64, NO_VALUE, EventTable
@@ -104,18 +105,25 @@ def _last_step_start(steps: StepTable) -> int | None:
 
 
 def launch_rows(table: EventTable, rows: I64) -> I64:
-    """For each GPU event row, the row of the CPU launch with the same correlation (-1 if none)."""
+    """For each GPU event row, the row of the CPU launch with the same correlation (-1 if none):
+    the first such launch in the table when several share it. A table read from the cache carries
+    every row's answer (``launch_row``), joined when it was written."""
+    if table.launch_row is not None:
+        joined: I64 = table.launch_row[rows]
+        return joined
     cpu = np.flatnonzero(table.category_mask(LAUNCH_CATEGORIES) & (table.correlation >= 0))
     result = np.full(rows.size, NO_VALUE, dtype=np.int64)
     if cpu.size == 0 or rows.size == 0:
         return result
-    order = np.argsort(table.correlation[cpu], kind="stable")
-    keys = table.correlation[cpu][order]
+    keys = table.correlation[cpu]
+    if not is_sorted(keys):  # launches usually come in correlation order: then no sort
+        order = np.argsort(keys, kind="stable")
+        keys, cpu = keys[order], cpu[order]
     wanted = table.correlation[rows]
     position = np.searchsorted(keys, wanted)
     found = (position < keys.size) & (wanted >= 0)
     found[found] = keys[position[found]] == wanted[found]
-    result[found] = cpu[order][position[found]]
+    result[found] = cpu[position[found]]
     return result
 
 

@@ -154,6 +154,7 @@ def subset(table: EventTable, keep: npt.NDArray[np.bool_]) -> EventTable:
         flop_row=new_row[table.flop_row[flop_kept]],
         flop=table.flop[flop_kept],
         event_index=None if table.event_index is None else table.event_index[keep],
+        launch_row=None,  # rows renumbered: joined again when asked
         collectives=dataclasses.replace(
             collectives,
             event_index=new_row[collectives.event_index[kept_collectives]],

@@ -88,12 +88,26 @@ def classify_ids(
     """Kind code of each event (see :data:`KIND_NAMES`), classifying each distinct pair once."""
     if name_ids.size == 0:
         return np.zeros(0, dtype=np.int8)
-    pairs = name_ids.astype(np.int64) * max(len(categories), 1) + category_ids
-    unique, inverse = np.unique(pairs, return_inverse=True)
     width = max(len(categories), 1)
-    codes = np.array(
-        [_classify(names[int(pair // width)], categories[int(pair % width)]) for pair in unique],
-        dtype=np.int8,
-    )
-    result: npt.NDArray[np.int8] = codes[inverse.reshape(-1)]
+    pairs = name_ids.astype(np.int64) * width + category_ids
+    size = len(names) * width
+    if size <= 4 * pairs.size + 65_536:  # a code for every possible pair, then one gather: no sort
+        seen = np.zeros(size, dtype=bool)
+        seen[pairs] = True
+        present = np.flatnonzero(seen)
+        table = np.zeros(size, dtype=np.int8)
+        table[present] = _pair_codes(present, names, categories, width)
+        gathered: npt.NDArray[np.int8] = table[pairs]
+        return gathered
+    unique, inverse = np.unique(pairs, return_inverse=True)  # far more names than events
+    result: npt.NDArray[np.int8] = _pair_codes(unique, names, categories, width)[inverse.reshape(-1)]
     return result
+
+
+def _pair_codes(
+    pairs: npt.NDArray[np.int64], names: Sequence[str], categories: Sequence[str], width: int
+) -> npt.NDArray[np.int8]:
+    """Kind code of each distinct (name id * width + category id) pair."""
+    return np.array(
+        [_classify(names[pair // width], categories[pair % width]) for pair in pairs.tolist()], dtype=np.int8
+    )

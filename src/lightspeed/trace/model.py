@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 import numpy as np
@@ -73,10 +74,12 @@ class RankTrace(Record):
         """Impossible events left out of the table (``skip_bad_events``)."""
         return len(self.skipped_events)
 
-    @property
+    @cached_property
     def gpu_mask(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """Which events ran on a GPU (kernels, copies, memsets)."""
-        return self.events.category_mask(GPU_CATEGORIES)
+        """Which events ran on a GPU (kernels, copies, memsets); computed once per rank (read-only)."""
+        mask = self.events.category_mask(GPU_CATEGORIES)
+        mask.flags.writeable = False  # shared by every analysis of this rank
+        return mask
 
     @property
     def has_gpu_events(self) -> bool:

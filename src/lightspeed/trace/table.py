@@ -81,6 +81,9 @@ class EventTable:
     device_counts: dict[int, int]
     collectives: CollectiveArgs
     event_index: I64 | None = None  # each row's index in the file's events (None: not known)
+    # each row's launching CPU row (-1: none), as lightspeed.trace.gpu.launch_rows joins them;
+    # kept by the cache so a cached table skips the join (None: joined when asked)
+    launch_row: I64 | None = None
 
     @classmethod
     def empty(cls) -> EventTable:
