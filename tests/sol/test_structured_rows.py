@@ -184,3 +184,40 @@ def test_validate_refuses_a_file_and_builtin_together(run_cli, tmp_path: Path) -
     assert result.code == 2
     assert "not both" in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def _inference_row(tmp_path: Path, runs: tuple[PublishedRun, ...], extra: str) -> Path:
+    """Row I101 (DeepSeek-R1 in NVFP4 on 8 B200) with ``extra`` lines under its deployment table."""
+    text = dump_runs([run for run in runs if run.id == "I101"])
+    path = tmp_path / "i101.toml"
+    path.write_text(
+        text.replace('precision = "nvfp4"\n', f'precision = "nvfp4"\n{extra}', 1), encoding="utf-8"
+    )
+    return path
+
+
+def test_a_row_names_the_attention_weights_of_its_checkpoint(
+    tmp_path: Path, runs: tuple[PublishedRun, ...], catalog: Catalog, models: ModelRegistry
+) -> None:
+    path = _inference_row(tmp_path, runs, 'attention_weights = "fp8"\n')
+    (row,) = load_published_runs(catalog=catalog, models=models, path=path)
+    assert row.to_dict()["inference"]["plan"]["attention_weights"] == "fp8"
+    copy = tmp_path / "again.toml"
+    copy.write_text(dump_runs([row]), encoding="utf-8")
+    assert [run.to_dict() for run in load_published_runs(catalog=catalog, models=models, path=copy)] == [
+        row.to_dict()
+    ]
+
+
+@pytest.mark.parametrize("extra", ['attention_weights = "fp5"\n', 'kv_precision = "fp5"\n'])
+def test_an_unknown_format_in_a_row_names_its_field(
+    tmp_path: Path, runs: tuple[PublishedRun, ...], catalog: Catalog, models: ModelRegistry, extra: str
+) -> None:
+    key = extra.split(" ", maxsplit=1)[0]
+    text = _inference_row(tmp_path, runs, extra).read_text(encoding="utf-8")
+    if key == "kv_precision":  # the row has one already: the bad one replaces it
+        text = text.replace('kv_precision = "bf16"\n', "", 1)
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataFileError, match=rf"row\[0\]\.deployment\.{key}"):
+        load_published_runs(catalog=catalog, models=models, path=path)

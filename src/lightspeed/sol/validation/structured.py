@@ -46,7 +46,7 @@ from lightspeed.datafile import Fields, load_toml, toml_value
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import load_serving_stacks, load_stacks
-from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, KV_PRECISIONS, InferencePlan, ServingLoad
 from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
 from lightspeed.sol.validation.readings import Reading
@@ -132,6 +132,7 @@ _DEPLOYMENT_KEYS: Final = {
     "replicas",
     "precision",
     "kv_precision",
+    "attention_weights",
     "kv_replication",
 }
 
@@ -227,6 +228,10 @@ def _choice(fields: Fields, key: str, allowed: Iterable[str], default: str | Non
     if value not in options:
         raise _fail(fields, f"must be one of {', '.join(options)}", key, value)
     return value
+
+
+def _optional_choice(fields: Fields, key: str, allowed: Iterable[str]) -> str | None:
+    return _choice(fields, key, allowed) if fields.has(key) else None
 
 
 def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRun:
@@ -419,8 +424,9 @@ def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int
         ep=deployment.integer("ep", 1, minimum=1),
         dp_attention=deployment.integer("dp_attention", 1, minimum=1),
         replicas=deployment.integer("replicas", 1, minimum=1),
-        precision=deployment.string("precision", "bf16"),
-        kv_precision=deployment.string("kv_precision", "") or None,
+        precision=_choice(deployment, "precision", INFERENCE_PRECISIONS, "bf16"),
+        kv_precision=_optional_choice(deployment, "kv_precision", KV_PRECISIONS),
+        attention_weights=_optional_choice(deployment, "attention_weights", INFERENCE_PRECISIONS),
         kv_replication=deployment.boolean("kv_replication", False),
     )
     gpus = plan.tp * plan.pp * plan.dp_attention * plan.replicas
@@ -553,7 +559,9 @@ def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
     deployment = {
         key: getattr(plan, key) for key in ("tp", "pp", "ep", "dp_attention", "replicas", "precision")
     }
-    deployment |= _without_none({"kv_precision": plan.kv_precision}) | {"kv_replication": plan.kv_replication}
+    deployment |= _without_none(
+        {"kv_precision": plan.kv_precision, "attention_weights": plan.attention_weights}
+    ) | {"kv_replication": plan.kv_replication}
     workload = _without_none(
         {
             "input_tokens": load.input_tokens,
