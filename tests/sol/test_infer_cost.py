@@ -156,3 +156,17 @@ def test_mla_latent_cache_is_read_whole_by_every_tp_rank(models: ModelRegistry, 
     # FP8 attention at the fused kernel's forward efficiency, sustained at the serving stack's share
     rate = 1979e12 * hopper.attention_flash_forward_efficiency * load_serving_stack().kernel_efficiency
     assert tp1["attention_compute"] == pytest.approx(flop / rate, rel=0.01)
+
+
+def test_blackwell_fp4_gemm_ceiling_follows_the_cited_measurement() -> None:
+    """The NVFP4 ceiling is vLLM #20646's FP4/BF16 ratio on one SM100 GPU times the BF16 MAMF.
+
+    Hand calculation from the cited table (M=16384, N=6144, K=4096): NVFP4 without the separate
+    activation quantization 3,904 TFLOP/s of a 9,000 dense peak, torch BF16 1,360 of 2,250.
+    """
+    blackwell = default_efficiency("nvidia-blackwell")
+    ratio = (3904 / 9000) / (1360 / 2250)  # 0.718: FP4's share of peak over BF16's
+    assert blackwell.gemm_ceiling("bf16") == pytest.approx(1745 / 2250, abs=0.001)  # B200 MAMF
+    assert blackwell.gemm_ceiling("fp4") == pytest.approx(ratio * 1745 / 2250, abs=0.001)
+    # below the FP8 ceiling, as a younger block-scaled kernel's should be
+    assert blackwell.gemm_ceiling("fp4") < blackwell.gemm_ceiling("fp8")
