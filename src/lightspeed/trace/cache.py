@@ -58,16 +58,24 @@ from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
+from lightspeed.trace.cache_columns import (
+    GPU_TYPES,
+    TABLE_TYPES,
+    CachedEventTable,
+    EntryColumns,
+    StoredColumn,
+    narrow,
+)
 from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.model import RankTrace, StepTable
-from lightspeed.trace.table import CollectiveArgs, EventTable
+from lightspeed.trace.table import CollectiveArgs
 from lightspeed.units import GIB
 
 _LOG = logging.getLogger(__name__)
 ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
 
 # Bump when any reader's output changes for the same input (columns, rounding, notes, steps).
-PARSER_VERSION: Final = "2026.12-2"
+PARSER_VERSION: Final = "2026.12-3"
 CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
@@ -76,21 +84,11 @@ _HASH_BLOCK_BYTES: Final = 1 << 22
 DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken for an entry
 # A digest recorded less than this after the file last changed is not reused (git's "racy" files).
 RACY_WINDOW_NS: Final = 2_000_000_000
-# The event columns kept as Parquet columns, with their dtypes (event_index and flop only where
-# the table has them: no index known, no FLOP counts recorded).
-_COLUMNS: Final = (
-    ("name_id", np.int32),
-    ("category_id", np.int32),
-    ("start_ns", np.int64),
-    ("duration_ns", np.int64),
-    ("tid", np.int64),
-    ("stream", np.int64),
-    ("correlation", np.int64),
-    ("event_index", np.int64),
-    ("flop", np.float64),
-    # derived once when written: each row's launching CPU row (lightspeed.trace.gpu.launch_rows)
-    ("launch_row", np.int64),
-)
+CHECKSUMS_FILE: Final = "checksums.json"  # in each entry: every Parquet file's size and CRC-32
+# Arrow's type names of the stored columns -> numpy's (lightspeed.trace.cache_columns.narrow)
+_NUMPY_TYPES: Final = {
+    name: name for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
+} | {"double": "float64"}
 
 
 @dataclass(frozen=True)
@@ -255,9 +253,8 @@ class TraceCache:
         try:
             staging.mkdir(parents=True)
             for index, item in enumerate(ranks):
-                _write_rank(
-                    staging / f"rank-{index}.parquet", item, digest=digest, part=index, parts=len(ranks)
-                )
+                _write_rank(staging, item, digest=digest, part=index, parts=len(ranks))
+            _write_checksums(staging)
             size = _folder_bytes(staging)
             if size > self.max_bytes:
                 _LOG.info(
@@ -416,16 +413,15 @@ def _metadata(item: CachedRank, *, digest: str, part: int, parts: int) -> JsonDi
     }
 
 
-def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts: int) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from lightspeed.trace.gpu import launch_rows  # writing only: `trace cache info` needs no analysis
+def _write_rank(staging: Path, item: CachedRank, *, digest: str, part: int, parts: int) -> None:
+    """``rank-<part>.parquet``: the rank's table, its metadata and each row's launch; and
+    ``gpu-<part>.parquet``: its GPU events with what the analyses read of them (gathered once)."""
+    from lightspeed.trace.gpu import gpu_rows, launch_rows  # writing only: `trace cache info` needs neither
 
     table = item.trace.events
     dense_flop = np.zeros(table.num_events, dtype=np.float64)
     dense_flop[table.flop_row] = table.flop
-    columns = {
+    columns: dict[str, npt.NDArray[Any] | None] = {
         "name_id": table.name_id,
         "category_id": table.category_id,
         "start_ns": table.start_ns,
@@ -437,45 +433,94 @@ def _write_rank(target: Path, item: CachedRank, *, digest: str, part: int, parts
         "flop": dense_flop if table.flop_row.size else None,
         "launch_row": launch_rows(table, np.arange(table.num_events)),
     }
-    arrow = pa.table(  # a column the table does not have (no FLOP counts, no event index) is left out
-        {
-            name: pa.array(np.ascontiguousarray(values, dtype=dtype))
-            for name, dtype in _COLUMNS
-            if (values := columns[name]) is not None
-        }
-    )
-    meta = json.dumps(_metadata(item, digest=digest, part=part, parts=parts), allow_nan=False)
-    arrow = arrow.replace_schema_metadata({_META_KEY: meta.encode()})
-    # lz4 without dictionaries: the fastest to read back of the codecs measured (docs/trace.md)
-    pq.write_table(
-        arrow,
+    # a column the table does not have (no FLOP counts, no event index) is left out; each is kept
+    # in its narrowest exact type (lightspeed.trace.cache_columns.narrow)
+    stored = {name: narrow(name, values) for name, values in columns.items() if values is not None}
+    gpu = gpu_rows(item.trace)
+    gpu_stored = {name: narrow(name, getattr(gpu, name)) for name in GPU_TYPES}
+    meta = _metadata(item, digest=digest, part=part, parts=parts)
+    meta["scales"] = _scales(stored)
+    meta["gpu"] = {"num_rows": int(gpu.row.size), "scales": _scales(gpu_stored)}
+    _write_parquet(staging / f"rank-{part}.parquet", stored, meta)
+    _write_parquet(staging / f"gpu-{part}.parquet", gpu_stored, None)
+
+
+def _scales(stored: dict[str, StoredColumn]) -> dict[str, int]:
+    return {name: column.scale for name, column in stored.items() if column.scale != 1}
+
+
+def _write_parquet(target: Path, stored: dict[str, StoredColumn], meta: JsonDict | None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.table({name: pa.array(column.values) for name, column in stored.items()})
+    # lz4 without dictionaries: the fastest to read back of the codecs measured (docs/trace.md);
+    # no Arrow schema beside ours (plain integer columns need none: the footer halves)
+    with pq.ParquetWriter(
         target,
+        arrow.schema,
         compression="lz4",
         use_dictionary=False,
         write_page_checksum=True,
         write_statistics=False,
-        row_group_size=max(1, arrow.num_rows),  # one chunk per column: read back without a copy
-    )
+        store_schema=False,
+    ) as writer:
+        writer.write_table(arrow, row_group_size=max(1, arrow.num_rows))  # one chunk per column
+        if meta is not None:
+            writer.add_key_value_metadata({_META_KEY.decode(): json.dumps(meta, allow_nan=False)})
+
+
+def _write_checksums(staging: Path) -> None:
+    """Record each Parquet file's size and CRC-32 in the entry (checked whole before any use)."""
+    sums = {file.name: [file.stat().st_size, _crc32(file.read_bytes())] for file in staging.glob("*.parquet")}
+    (staging / CHECKSUMS_FILE).write_text(json.dumps(sums, sort_keys=True), encoding="utf-8")
+
+
+def _crc32(data: Any) -> int:
+    """CRC-32 of ``data`` by the fastest inflater's library (ISA-L's is ~3x zlib's; same value)."""
+    from lightspeed.trace.io.source import inflater
+
+    return int(inflater().module.crc32(data)) & 0xFFFFFFFF
 
 
 def _read_entry(entry: Path, *, digest: str, path: Path) -> list[CachedRank]:
-    files = sorted(entry.glob("rank-*.parquet"), key=lambda p: int(p.stem.split("-")[1]))
-    if not files:
-        raise ValueError("no Parquet files in the entry")
-    ranks = [_read_rank(file, digest=digest, path=path) for file in files]
-    parts = {meta_parts for _, meta_parts in ranks}
-    if parts != {len(files)}:
-        raise ValueError(f"the entry holds {len(files)} of {parts} parts")
+    sums = json.loads((entry / CHECKSUMS_FILE).read_bytes())
+    num_files = len(list(entry.glob("rank-*.parquet")))
+    names = [f"{kind}-{part}.parquet" for part in range(num_files) for kind in ("rank", "gpu")]
+    if not num_files or sorted(sums) != sorted(names) or len(list(entry.glob("*.parquet"))) != len(names):
+        raise ValueError("its files are not those its checksums name")
+    ranks = [_read_rank(entry, part, sums, digest=digest, path=path) for part in range(num_files)]
+    if {meta_parts for _, meta_parts in ranks} != {num_files}:
+        raise ValueError(f"the entry holds {num_files} parts of another number")
     return [item for item, _ in ranks]
 
 
-def _read_rank(file: Path, *, digest: str, path: Path) -> tuple[CachedRank, int]:
+def _mapped_parquet(file: Path, expected: list[int]) -> Any:
+    """``file`` as a ``ParquetFile`` over its memory map, after checking its size and CRC-32
+    against ``expected`` (so page checksums need not be checked again). The map is a snapshot the
+    analysis reads columns from later: the cache only ever replaces or deletes an entry's files,
+    never rewrites one in place, and a deleted file stays readable while mapped."""
+    import mmap
+
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    size, crc = expected
+    with file.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size != size or size == 0:
+            raise ValueError(f"{file.name} is not the size it was written with")
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if _crc32(mapped) != crc:
+        raise ValueError(f"{file.name} fails its checksum")
     # ParquetFile, not read_table: read_table imports pyarrow.dataset (0.3-0.5 s, more than the read)
-    with pq.ParquetFile(file, page_checksum_verification=True) as parquet:
-        arrow = parquet.read()
-    raw = (arrow.schema.metadata or {}).get(_META_KEY)
+    return pq.ParquetFile(pa.BufferReader(pa.py_buffer(mapped)))
+
+
+def _read_rank(
+    entry: Path, part: int, sums: dict[str, list[int]], *, digest: str, path: Path
+) -> tuple[CachedRank, int]:
+    parquet = _mapped_parquet(entry / f"rank-{part}.parquet", sums[f"rank-{part}.parquet"])
+    raw = (parquet.metadata.metadata or {}).get(_META_KEY)
     if raw is None:
         raise ValueError("no lightspeed metadata")
     meta = json.loads(raw)
@@ -484,52 +529,55 @@ def _read_rank(file: Path, *, digest: str, path: Path) -> tuple[CachedRank, int]
     if meta.get("sha256") != digest:
         raise ValueError("written for other file content")
     optional = {"event_index": meta["has_event_index"], "flop": meta["has_flop"]}
-    expected = [name for name, _ in _COLUMNS if optional.get(name, True)]
-    if arrow.num_rows != meta["num_events"] or arrow.column_names != expected:
-        raise ValueError("its columns do not match its metadata")
-    columns = {name: _numpy(arrow.column(name), dtype) for name, dtype in _COLUMNS if name in expected}
-    return CachedRank(rank=meta["named_rank"], trace=_rank_trace(meta, columns, path)), int(meta["parts"])
+    present = tuple(name for name in TABLE_TYPES if optional.get(name, True))
+    num_rows, gpu = int(meta["num_events"]), meta["gpu"]
+    gpu_parquet = _mapped_parquet(entry / f"gpu-{part}.parquet", sums[f"gpu-{part}.parquet"])
+    for file, rows, names in ((parquet, num_rows, present), (gpu_parquet, gpu["num_rows"], tuple(GPU_TYPES))):
+        if file.metadata.num_rows != rows or tuple(file.schema_arrow.names) != names:
+            raise ValueError("its columns do not match its metadata")
+    ids = {"name_id": (0, len(meta["names"])), "category_id": (0, len(meta["categories"]))}
+    columns = _entry_columns(parquet, path, present, meta["scales"], {**ids, "launch_row": (-1, num_rows)})
+    gpu_bounds = {"row": (0, num_rows), "launch": (-1, num_rows)}
+    gpu_columns = _entry_columns(gpu_parquet, path, tuple(GPU_TYPES), gpu["scales"], {**ids, **gpu_bounds})
+    trace = _rank_trace(meta, columns, gpu_columns, path)
+    return CachedRank(rank=meta["named_rank"], trace=trace), int(meta["parts"])
 
 
-def _numpy(column: Any, dtype: Any) -> npt.NDArray[Any]:
+def _entry_columns(
+    parquet: Any, path: Path, present: tuple[str, ...], scales: JsonDict, bounds: dict[str, tuple[int, int]]
+) -> EntryColumns:
+    return EntryColumns(
+        lambda name: _numpy(parquet.read(columns=[name], use_threads=False).column(0)),
+        path=str(path),
+        num_rows=int(parquet.metadata.num_rows),
+        present=present,
+        scales={str(name): int(scale) for name, scale in scales.items()},
+        bounds=bounds,
+    )
+
+
+def _numpy(column: Any) -> npt.NDArray[Any]:
     """A cached column as a numpy array over Arrow's buffer (no copy). Not ``to_numpy()``: that
     imports pandas when it is installed (0.3-0.5 s, more than reading the whole entry)."""
-    import pyarrow as pa
-
     # one chunk (as written, one row group) is used as is: combine_chunks() would copy it
     array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    expected = np.dtype(dtype)
-    if array.null_count or array.type != pa.from_numpy_dtype(expected):
-        raise ValueError(f"column {column!r:.40} is not {expected} without nulls")
+    arrow_type = str(array.type)
+    if array.null_count or arrow_type not in _NUMPY_TYPES:
+        raise ValueError(f"column {column!r:.40} is not a column of integers or floats without nulls")
+    expected = np.dtype(_NUMPY_TYPES[arrow_type])
     values: npt.NDArray[Any] = np.frombuffer(
         array.buffers()[1], dtype=expected, count=len(array), offset=array.offset * expected.itemsize
     )
     return values
 
 
-def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrace:
-    names, categories = tuple(meta["names"]), tuple(meta["categories"])
-    for ids, known in ((columns["name_id"], names), (columns["category_id"], categories)):
-        if ids.size and not 0 <= int(ids.min()) <= int(ids.max()) < len(known):
-            raise ValueError("an id outside its name list")
-    launch = columns["launch_row"]
-    if launch.size and not -1 <= int(launch.min()) <= int(launch.max()) < launch.size:
-        raise ValueError("a launch row outside the table")
-    flop = columns.get("flop")
-    flop_row = np.flatnonzero(flop > 0) if flop is not None else np.zeros(0, dtype=np.int64)
+def _rank_trace(meta: JsonDict, columns: EntryColumns, gpu_columns: EntryColumns, path: Path) -> RankTrace:
     index, collective, in_elements, out_elements, group_size, element_bytes = meta["collectives"]
-    table = EventTable(
-        names=names,
-        categories=categories,
-        name_id=columns["name_id"],
-        category_id=columns["category_id"],
-        start_ns=columns["start_ns"],
-        duration_ns=columns["duration_ns"],
-        tid=columns["tid"],
-        stream=columns["stream"],
-        correlation=columns["correlation"],
-        flop_row=flop_row,
-        flop=flop[flop_row] if flop is not None else np.zeros(0, dtype=np.float64),
+    table = CachedEventTable.from_entry(
+        columns,
+        gpu_columns,
+        names=tuple(meta["names"]),
+        categories=tuple(meta["categories"]),
         device_counts={int(device): int(count) for device, count in meta["device_counts"]},
         collectives=CollectiveArgs(
             event_index=np.array(index, dtype=np.int64),
@@ -539,8 +587,6 @@ def _rank_trace(meta: JsonDict, columns: dict[str, Any], path: Path) -> RankTrac
             group_size=np.array(group_size, dtype=np.int64),
             element_bytes=np.array([np.nan if v is None else v for v in element_bytes], dtype=np.float64),
         ),
-        event_index=columns.get("event_index"),
-        launch_row=launch,
     )
     number, start_ns, end_ns = meta["steps"]
     return RankTrace(

@@ -73,29 +73,65 @@ def steps_filter_applies(trace: Trace) -> bool:
     return len(numbers) >= 2
 
 
+@dataclass(frozen=True, eq=False)
+class GpuRows:
+    """A rank's GPU events in table order, with what every analysis reads of them: ``row`` in the
+    table, start, duration, name, category, stream, the launching CPU row (``launch``, -1: none)
+    and ``launched_ns``, when the event was launched (its launch's start; its own without one)."""
+
+    row: I64
+    start_ns: I64
+    duration_ns: I64
+    name_id: npt.NDArray[np.int32]
+    category_id: npt.NDArray[np.int32]
+    stream: I64
+    launch: I64
+    launched_ns: I64
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> GpuRows:
+        """The events where ``keep`` is true."""
+        return GpuRows(**{name: getattr(self, name)[keep] for name in self.__dataclass_fields__})
+
+
+def gpu_rows(rank: RankTrace) -> GpuRows:
+    """The GPU events of ``rank`` (all of them; :func:`gpu_events` leaves out the last step's).
+    A table read from the cache holds them, gathered when the entry was written."""
+    table = rank.events
+    stored = table.stored_gpu_rows()
+    if isinstance(stored, GpuRows):
+        return stored
+    rows = np.flatnonzero(rank.gpu_mask)
+    launch = launch_rows(table, rows)
+    start = table.start_ns[rows]
+    return GpuRows(
+        row=rows,
+        start_ns=start,
+        duration_ns=table.duration_ns[rows],
+        name_id=table.name_id[rows],
+        category_id=table.category_id[rows],
+        stream=table.stream[rows],
+        launch=launch,
+        launched_ns=np.where(launch >= 0, table.start_ns[np.maximum(launch, 0)], start),
+    )
+
+
 def gpu_events(rank: RankTrace, *, drop_last_step: bool) -> GpuEvents:
     """The GPU events of ``rank``, without those launched in its last step when ``drop_last_step``."""
     table = rank.events
-    rows = np.flatnonzero(rank.gpu_mask)
-    launch = launch_rows(table, rows)
+    found = gpu_rows(rank)
     cutoff = _last_step_start(rank.steps) if drop_last_step else None
-    if cutoff is not None:
-        launched = launch >= 0
-        keep = launched.copy()
-        keep[launched] = table.start_ns[launch[launched]] < cutoff
-        rows, launch = rows[keep], launch[keep]
-    start = table.start_ns[rows]
-    when = np.where(launch >= 0, table.start_ns[np.maximum(launch, 0)], start)
+    if cutoff is not None:  # an event without a launch is in no step: left out too
+        found = found.subset((found.launch >= 0) & (found.launched_ns < cutoff))
     return GpuEvents(
         rank=rank.rank,
-        row=rows,
-        start_ns=start,
-        end_ns=start + table.duration_ns[rows],
-        kind=classify_ids(table.name_id[rows], table.category_id[rows], table.names, table.categories),
-        stream=table.stream[rows],
-        name_id=table.name_id[rows],
-        launch=launch,
-        step=step_of(rank.steps, when),
+        row=found.row,
+        start_ns=found.start_ns,
+        end_ns=found.start_ns + found.duration_ns,
+        kind=classify_ids(found.name_id, found.category_id, table.names, table.categories),
+        stream=found.stream,
+        name_id=found.name_id,
+        launch=found.launch,
+        step=step_of(rank.steps, found.launched_ns),
         last_step_excluded=cutoff is not None,
     )
 

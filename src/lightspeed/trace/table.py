@@ -14,12 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from lightspeed.datafile import Fields, load_toml
+
+if TYPE_CHECKING:
+    from lightspeed.trace.gpu import GpuRows
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -115,16 +118,26 @@ class EventTable:
         """End of each event (ns from the origin)."""
         return self.start_ns + self.duration_ns
 
+    def stored_gpu_rows(self) -> GpuRows | None:
+        """The GPU rows a cache entry keeps for this table (:func:`lightspeed.trace.gpu.gpu_rows`
+        gathers them when ``None``, as for a parsed table)."""
+        return None
+
     def category_mask(self, categories: Sequence[str]) -> npt.NDArray[np.bool_]:
         """Which events belong to any of ``categories``."""
         # a lookup per category id, indexed by the column: one gather, no sort (np.isin sorts)
         wanted = np.fromiter((name in categories for name in self.categories), bool, len(self.categories))
-        return wanted[self.category_id] if self.num_events else np.zeros(0, dtype=bool)
+        return wanted[self._ids("category_id")] if self.num_events else np.zeros(0, dtype=bool)
 
     def name_mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
         """Which events have a name for which ``predicate(name)`` is true (tested once per name)."""
         hits = np.fromiter((bool(predicate(name)) for name in self.names), dtype=bool, count=len(self.names))
-        return hits[self.name_id] if self.num_events else np.zeros(0, dtype=bool)
+        return hits[self._ids("name_id")] if self.num_events else np.zeros(0, dtype=bool)
+
+    def _ids(self, name: str) -> npt.NDArray[np.integer[Any]]:
+        """An id column, in whatever integer type the table holds it (only to index with)."""
+        ids: npt.NDArray[np.integer[Any]] = getattr(self, name)
+        return ids
 
 
 @lru_cache(maxsize=1)
