@@ -18,7 +18,7 @@ from lightspeed.records import to_jsonable
 from lightspeed.trace import cache as cache_module
 from lightspeed.trace import load_trace, summarize, top_kernels
 from lightspeed.trace.cache import TraceCache
-from lightspeed.trace.gpu import launch_rows
+from lightspeed.trace.gpu import gpu_rows, launch_rows
 from lightspeed.trace.integrity import subset
 from lightspeed.trace.model import RankTrace
 
@@ -367,6 +367,16 @@ def test_the_cached_launch_join_equals_the_join_of_a_parse_on_events_out_of_orde
     assert launched["gemm_a"] == 300
     assert "orphan" not in launched
     assert "Memcpy DtoH" not in launched
+    # the GPU rows the entry keeps (gathered when written) are the parse's, column by column
+    kept, gathered = gpu_rows(cached.ranks[0]), gpu_rows(parsed.ranks[0])
+    assert cached.ranks[0].events.stored_gpu_rows() is kept
+    for field in kept.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(kept, field), getattr(gathered, field))
+        assert getattr(kept, field).dtype == getattr(gathered, field).dtype
+    launched_at = (kept.launched_ns + parsed.ranks[0].origin_ns) // 1000  # the file's ts
+    launched_us = dict(zip([name[row] for row in kept.row], launched_at.tolist(), strict=True))
+    assert launched_us["gemm_b"] == 100
+    assert launched_us["orphan"] == 500  # no launch: its own start
     keep = np.ones(table.num_events, dtype=bool)
     keep[0] = False
     assert subset(cached.ranks[0].events, keep).launch_row is None  # rows renumbered: joined anew

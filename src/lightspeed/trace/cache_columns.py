@@ -15,7 +15,7 @@ GPU events and their launches.
 
 >>> stored = narrow("start_ns", np.array([0, 5_000, 2_000_000], dtype=np.int64))
 >>> stored.values.dtype.name, stored.values.tolist(), stored.scale
-('uint16', [0, 5, 2000], 1000)
+('int16', [0, 5, 2000], 1000)
 >>> widen(stored.values, stored.scale, np.int64).tolist()
 [0, 5000, 2000000]
 """
