@@ -119,3 +119,14 @@ def test_a_sorted_union_skips_the_sort_and_gives_the_same_answer() -> None:
     assert not is_sorted(starts[::-1])
     forward, backward = union(starts, ends), union(starts[::-1], ends[::-1])
     assert [a.tolist() for a in forward] == [b.tolist() for b in backward] == [[0, 20], [12, 30]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_PAIRS, _PAIRS, _PAIRS, st.sampled_from([-1_000, -(2**59), 2**58, 2**60]))
+def test_sweep_states_are_the_same_wherever_the_clock_starts(a: list, b: list, c: list, shift: int) -> None:
+    """The sweep packs each boundary's layer into the low bits of its time: negative times, and
+    times too large to shift (from 2**59 for three layers), which are swept by an argsort instead,
+    give the states of the brute-force-checked sweep near zero."""
+    layers = [union(*_arrays(pairs)) for pairs in (a, b, c)]
+    moved = [(starts + shift, ends + shift) for starts, ends in layers]
+    assert sweep_states(moved) == sweep_states(layers)

@@ -255,10 +255,13 @@ def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[St
     slot = np.searchsorted(numbers, events.step)
     inside = slot < numbers.size
     inside[inside] = numbers[slot[inside]] == events.step[inside]
-    slot, kinds = slot[inside], events.kind[inside].astype(np.int64)
-    starts, ends = events.start_ns[inside], events.end_ns[inside]
+    kinds, starts, ends = events.kind, events.start_ns, events.end_ns
+    if not inside.all():  # copies only where some event is outside every step
+        slot, kinds, starts, ends = slot[inside], kinds[inside], starts[inside], ends[inside]
     busy = union_measures(slot, starts, ends, numbers.size)
-    by_kind = union_measures(slot * len(KIND_NAMES) + kinds, starts, ends, numbers.size * len(KIND_NAMES))
+    slot *= len(KIND_NAMES)  # slot is ours (searchsorted's answer): each step's kinds, in place
+    slot += kinds
+    by_kind = union_measures(slot, starts, ends, numbers.size * len(KIND_NAMES))
     by_kind = by_kind.reshape(numbers.size, len(KIND_NAMES))
     rows: list[StepTime] = []
     for number, start, end in zip(

@@ -165,11 +165,13 @@ def launch_rows(table: EventTable, rows: I64) -> I64:
 
 def step_of(steps: StepTable, when_ns: I64) -> I64:
     """The profiler step number containing each time (-1 outside every step)."""
-    result = np.full(when_ns.size, NO_VALUE, dtype=np.int64)
     if steps.num_steps == 0 or when_ns.size == 0:
-        return result
-    index = np.searchsorted(steps.start_ns, when_ns, side="right") - 1
-    inside = index >= 0
-    inside[inside] = when_ns[inside] < steps.end_ns[index[inside]]
-    result[inside] = steps.number[index[inside]]
+        return np.full(when_ns.size, NO_VALUE, dtype=np.int64)
+    # the last step starting at or before each time, as a slot of tables with a first slot for
+    # "before every step" (which no time is inside): three arrays of the events' length, no more
+    slot = np.searchsorted(steps.start_ns, when_ns, side="right")
+    ends = np.concatenate([[np.iinfo(np.int64).min], steps.end_ns])
+    numbers = np.concatenate([[NO_VALUE], steps.number])
+    result: I64 = numbers[slot]
+    result[when_ns >= ends[slot]] = NO_VALUE
     return result

@@ -89,7 +89,9 @@ def classify_ids(
     if name_ids.size == 0:
         return np.zeros(0, dtype=np.int8)
     width = max(len(categories), 1)
-    pairs = name_ids.astype(np.int64) * width + category_ids
+    pairs = name_ids.astype(np.int64)  # in place from here (fresh memory is slow to touch first)
+    pairs *= width
+    pairs += category_ids
     size = len(names) * width
     if size <= 4 * pairs.size + 65_536:  # a code for every possible pair, then one gather: no sort
         seen = np.zeros(size, dtype=bool)
