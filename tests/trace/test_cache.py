@@ -373,6 +373,12 @@ def test_the_cached_launch_join_equals_the_join_of_a_parse_on_events_out_of_orde
     for field in kept.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(kept, field), getattr(gathered, field))
         assert getattr(kept, field).dtype == getattr(gathered, field).dtype
+    # the last step's cutoff is applied to the narrow columns (microseconds): the same rows for a
+    # cutoff on, just before or just after each launch, whole microsecond or not
+    for cutoff in sorted({int(t) + d for t in gathered.launched_ns for d in (-1, 0, 1, 500)}):
+        narrow_cut, wide_cut = (gpu_rows(t.ranks[0], launched_before=cutoff) for t in (cached, parsed))
+        for field in kept.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(narrow_cut, field), getattr(wide_cut, field))
     launched_at = (kept.launched_ns + parsed.ranks[0].origin_ns) // 1000  # the file's ts
     launched_us = dict(zip([name[row] for row in kept.row], launched_at.tolist(), strict=True))
     assert launched_us["gemm_b"] == 100

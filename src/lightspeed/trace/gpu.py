@@ -93,17 +93,18 @@ class GpuRows:
         return GpuRows(**{name: getattr(self, name)[keep] for name in self.__dataclass_fields__})
 
 
-def gpu_rows(rank: RankTrace) -> GpuRows:
-    """The GPU events of ``rank`` (all of them; :func:`gpu_events` leaves out the last step's).
-    A table read from the cache holds them, gathered when the entry was written."""
+def gpu_rows(rank: RankTrace, *, launched_before: int | None = None) -> GpuRows:
+    """The GPU events of ``rank``; with ``launched_before`` (ns), only those whose launch began
+    before it (an event without a launch is in no step: left out). A table read from the cache
+    holds them, gathered when the entry was written."""
     table = rank.events
-    stored = table.stored_gpu_rows()
-    if isinstance(stored, GpuRows):
+    stored = table.stored_gpu_rows(launched_before)
+    if stored is not None:
         return stored
     rows = np.flatnonzero(rank.gpu_mask)
     launch = launch_rows(table, rows)
     start = table.start_ns[rows]
-    return GpuRows(
+    found = GpuRows(
         row=rows,
         start_ns=start,
         duration_ns=table.duration_ns[rows],
@@ -113,15 +114,16 @@ def gpu_rows(rank: RankTrace) -> GpuRows:
         launch=launch,
         launched_ns=np.where(launch >= 0, table.start_ns[np.maximum(launch, 0)], start),
     )
+    if launched_before is None:
+        return found
+    return found.subset((found.launch >= 0) & (found.launched_ns < launched_before))
 
 
 def gpu_events(rank: RankTrace, *, drop_last_step: bool) -> GpuEvents:
     """The GPU events of ``rank``, without those launched in its last step when ``drop_last_step``."""
     table = rank.events
-    found = gpu_rows(rank)
     cutoff = _last_step_start(rank.steps) if drop_last_step else None
-    if cutoff is not None:  # an event without a launch is in no step: left out too
-        found = found.subset((found.launch >= 0) & (found.launched_ns < cutoff))
+    found = gpu_rows(rank, launched_before=cutoff)
     return GpuEvents(
         rank=rank.rank,
         row=found.row,

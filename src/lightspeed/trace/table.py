@@ -118,9 +118,10 @@ class EventTable:
         """End of each event (ns from the origin)."""
         return self.start_ns + self.duration_ns
 
-    def stored_gpu_rows(self) -> GpuRows | None:
-        """The GPU rows a cache entry keeps for this table (:func:`lightspeed.trace.gpu.gpu_rows`
-        gathers them when ``None``, as for a parsed table)."""
+    def stored_gpu_rows(self, launched_before: int | None = None) -> GpuRows | None:
+        """The GPU rows a cache entry keeps for this table, those launched before
+        ``launched_before`` (ns) when given (:func:`lightspeed.trace.gpu.gpu_rows` gathers them
+        when ``None``, as for a parsed table)."""
         return None
 
     def category_mask(self, categories: Sequence[str]) -> npt.NDArray[np.bool_]:
