@@ -58,8 +58,10 @@ def union_measures(groups: I64, starts: I64, ends: I64, num_groups: int) -> I64:
     with one sort for all groups instead of one per group.
 
     Each group is moved in time by ``g`` times a width larger than all the intervals span, so
-    groups never touch and one union of the moved intervals is every group's union (the move
-    cancels in each length). Where that would overflow int64, the groups are merged one by one.
+    groups never touch and one sort orders every group's intervals. In that order, interval
+    ``i`` adds ``max(e_i, r) - max(s_i, r)`` to its group's union, ``r`` the largest end before
+    it (``r`` is below a group's first start: no interval of another group counts). Where the
+    move would overflow int64, the groups are merged one by one.
     """
     result = np.zeros(num_groups, dtype=np.int64)
     if starts.size == 0:
@@ -71,13 +73,19 @@ def union_measures(groups: I64, starts: I64, ends: I64, num_groups: int) -> I64:
             chosen = groups == group
             result[group] = union_measure(starts[chosen], ends[chosen])
         return result
-    moved_starts = groups.astype(np.int64)  # in place from here: each temporary is fresh memory
+    # in place wherever it can be: each temporary is fresh memory, slow to touch first
+    moved_starts = groups.astype(np.int64)
     moved_starts *= width
     moved_starts += starts
     moved_ends = ends - starts
     moved_ends += moved_starts
-    merged_starts, merged_ends = union(moved_starts, moved_ends)
-    np.add.at(result, (merged_starts - low) // width, merged_ends - merged_starts)
+    order = np.argsort(moved_starts, kind="stable")
+    sorted_starts, running_end = moved_starts[order], moved_ends[order]
+    del moved_starts, moved_ends
+    np.maximum.accumulate(running_end, out=running_end)  # r after each interval
+    np.maximum(running_end[:-1], sorted_starts[1:], out=sorted_starts[1:])  # max(s_i, r before i)
+    running_end -= sorted_starts  # what each interval adds
+    np.add.at(result, groups[order], running_end)
     return result
 
 
