@@ -24,7 +24,7 @@ summary`` reads the categories and the GPU events and nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -106,6 +106,7 @@ def widen(values: npt.NDArray[Any], scale: int, dtype: Any) -> npt.NDArray[Any]:
     return wide
 
 
+@dataclass(frozen=True, eq=False)
 class EntryColumns:
     """Reads one rank's columns from its (verified) Parquet file, each once, on demand.
 
@@ -113,29 +114,19 @@ class EntryColumns:
     ``bounds`` the range ``[low, high)`` of row and id columns (checked when read).
     """
 
-    def __init__(
-        self,
-        read: Callable[[str], npt.NDArray[Any]],
-        *,
-        path: str,
-        num_rows: int,
-        present: tuple[str, ...],
-        scales: dict[str, int],
-        bounds: dict[str, tuple[int, int]],
-    ) -> None:
-        self._read = read
-        self.path = path
-        self.num_rows = num_rows
-        self.present = present
-        self._scales = scales
-        self._bounds = bounds
-        self._stored: dict[str, npt.NDArray[Any]] = {}
+    read: Callable[[str], npt.NDArray[Any]]
+    path: str
+    num_rows: int
+    present: tuple[str, ...]
+    scales: dict[str, int]
+    bounds: dict[str, tuple[int, int]]
+    _stored: dict[str, npt.NDArray[Any]] = field(default_factory=dict, repr=False)
 
     def stored(self, name: str) -> npt.NDArray[Any]:
         """Column ``name`` as stored (read and checked on first use)."""
         if name not in self._stored:
             try:
-                values = self._read(name)
+                values = self.read(name)
             except Exception as error:  # a verified entry that still fails: nothing to trust
                 raise self._error(name, f"cannot be read ({error})") from None
             self._check(name, values)
@@ -144,14 +135,14 @@ class EntryColumns:
 
     def scale(self, name: str) -> int:
         """The unit of column ``name`` as stored, in the table's unit."""
-        return self._scales.get(name, 1)
+        return self.scales.get(name, 1)
 
     def _check(self, name: str, values: npt.NDArray[Any]) -> None:
         if values.size != self.num_rows:
             raise self._error(name, f"holds {values.size} rows, not {self.num_rows}")
-        if name not in self._bounds or not values.size:
+        if name not in self.bounds or not values.size:
             return
-        low, high = self._bounds[name]
+        low, high = self.bounds[name]
         if not low <= int(values.min()) <= int(values.max()) < high:
             raise self._error(name, f"holds a value outside [{low}, {high})")
 
