@@ -458,6 +458,7 @@ def floor_and_cache(folder: Path) -> dict[str, Any]:
         "cache_second_breakdown": breakdown,
         "cache_second_phases": second_phases,
         "parse_in_process_parts": parse["in_process_parts"],
+        "cache_second_in_process_parts": second["in_process_parts"],
     }
     print(json.dumps(result, indent=1), file=sys.stderr)
     return result
