@@ -66,18 +66,18 @@ def _cached(folder: Path) -> EventTable:
 
 
 def test_a_cached_summary_reads_only_the_columns_it_uses(real_trace: Any) -> None:
-    """``trace summary`` needs the GPU events (kept apart in the entry) and the categories (for
-    the GPU mask): a cached table leaves every other column unread, and widens the categories
-    it read only when asked for them (the mask indexes the narrow column)."""
+    """``trace summary`` needs only the GPU events, which the entry keeps apart (their count
+    says whether a rank has any): a cached table leaves every column of the table unread."""
     folder = real_trace("nccl_parser_config")
     parsed = load_trace(folder, cache=False)
     load_trace(folder)
     cached = load_trace(folder)
     assert to_jsonable(summarize(cached)) == to_jsonable(summarize(parsed))
-    for rank in cached.ranks:
-        held = set(vars(rank.events))
-        assert not held & {"name_id", "start_ns", "duration_ns", "tid", "stream", "correlation", "launch_row"}
-        assert "category_id" not in held  # read narrow for the mask, never widened
+    for rank, parsed_rank in zip(cached.ranks, parsed.ranks, strict=True):
+        entry = vars(rank.events)["_entry"]
+        assert vars(entry)["_stored"] == {}  # not a column read, narrow or wide
+        assert rank.has_gpu_events == parsed_rank.has_gpu_events
+        assert rank.events.stored_num_gpu_events() == int(parsed_rank.gpu_mask.sum())
     # any other analysis reads what it needs, and gets what a parse gives
     assert to_jsonable(top_kernels(cached)) == to_jsonable(top_kernels(parsed))
     for a, b in zip(parsed.ranks, cached.ranks, strict=True):
@@ -198,3 +198,15 @@ def _rank(events: EventTable) -> Any:
         events=events,
         steps=StepTable(none, none, none),
     )
+
+
+def test_a_cached_cpu_only_trace_still_has_no_gpu_events(real_trace: Any) -> None:
+    """The kept GPU events' count answers ``has_gpu_events``: zero for a CPU-only trace, whose
+    summary from the cache is the parse's error."""
+    folder = real_trace("cpu_only")
+    load_trace(folder)
+    cached = load_trace(folder)
+    assert [rank.events.stored_num_gpu_events() for rank in cached.ranks] == [0] * len(cached.ranks)
+    assert not any(rank.has_gpu_events for rank in cached.ranks)
+    with pytest.raises(TraceError, match="no GPU events"):
+        summarize(cached)

@@ -12,7 +12,7 @@ time an analysis touches them, and widened then to the table's own types, so a c
 equals a parsed one. The category and name masks index the narrow id columns as they are, and
 the rank's GPU events (:func:`lightspeed.trace.gpu.gpu_rows`, kept beside the table when the
 entry was written) are chosen by the last step's cutoff before they are widened: ``trace
-summary`` reads the categories and the GPU events and nothing else.
+summary`` reads the GPU events and no column of the table.
 
 >>> stored = narrow("start_ns", np.array([0, 5_000, 2_000_000], dtype=np.int64))
 >>> stored.values.dtype.name, stored.values.tolist(), stored.scale
@@ -193,6 +193,11 @@ class CachedEventTable(EventTable):
         table = cls.__new__(cls)
         table.__dict__.update(fields, _entry=columns, _gpu_entry=gpu_columns)
         return table
+
+    def stored_num_gpu_events(self) -> int | None:
+        """How many GPU events the entry keeps (``None`` for a table built otherwise)."""
+        entry: EntryColumns | None = self.__dict__.get("_gpu_entry")
+        return None if entry is None else entry.num_rows
 
     def stored_gpu_rows(self, launched_before: int | None = None) -> GpuRows | None:
         """The GPU events the entry keeps, those launched before ``launched_before`` (ns) when

@@ -84,7 +84,8 @@ class RankTrace(Record):
     @property
     def has_gpu_events(self) -> bool:
         """Whether the rank recorded any GPU activity."""
-        return bool(self.gpu_mask.any())
+        kept = self.events.stored_num_gpu_events()  # a cached table knows without its categories
+        return kept > 0 if kept is not None else bool(self.gpu_mask.any())
 
     def to_dict(self) -> JsonDict:
         """Metadata only (the event columns are not JSON material)."""

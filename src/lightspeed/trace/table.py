@@ -118,6 +118,10 @@ class EventTable:
         """End of each event (ns from the origin)."""
         return self.start_ns + self.duration_ns
 
+    def stored_num_gpu_events(self) -> int | None:
+        """How many GPU events a cache entry keeps for this table (``None``: count them)."""
+        return None
+
     def stored_gpu_rows(self, launched_before: int | None = None) -> GpuRows | None:
         """The GPU rows a cache entry keeps for this table, those launched before
         ``launched_before`` (ns) when given (:func:`lightspeed.trace.gpu.gpu_rows` gathers them
