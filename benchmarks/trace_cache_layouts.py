@@ -10,9 +10,10 @@ fresh processes taking turns (``--rounds``), as a cached analysis reads them:
   ``lightspeed.trace.cache_columns.narrow``);
 - each with ``lz4``, no compression (``none``), ``zstd``, and dictionary encoding of the id
   columns with lz4 (``dict``);
-- read: every column (``all``) or only what ``trace summary`` reads of the table
-  (``summary``: the categories); narrow columns are then widened to the table's types, as
-  the cache does (into Arrow's memory pool).
+- read: every column (``all``, as an analysis of every field would) or one (``one``: the
+  categories, what an analysis's GPU mask reads; ``trace summary`` now reads no column of the
+  table, only the GPU events kept beside it); narrow columns are then widened to the table's
+  types, as the cache does (into Arrow's memory pool).
 
 Then the cached ``trace summary`` (load + catalog + summary, as ``trace_vs_hta.py`` times it)
 under each memory pool pyarrow offers (``ARROW_DEFAULT_MEMORY_POOL`` for that child only).
@@ -112,7 +113,7 @@ def main() -> int:
         pools: dict[str, list[dict[str, float]]] = {}
         for _ in range(args.rounds):
             for name, path in files.items():
-                for columns in ("all", "summary"):
+                for columns in ("all", "one"):
                     chosen = [] if columns == "all" else ["category_id"]
                     reads.setdefault(f"{name} {columns}", []).append(
                         _child(["-c", _READ, str(path), json.dumps(chosen)])
