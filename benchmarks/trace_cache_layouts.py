@@ -13,7 +13,8 @@ fresh processes taking turns (``--rounds``), as a cached analysis reads them:
 - read: every column (``all``, as an analysis of every field would) or one (``one``: the
   categories, what an analysis's GPU mask reads; ``trace summary`` now reads no column of the
   table, only the GPU events kept beside it); narrow columns are then widened to the table's
-  types, as the cache does (into Arrow's memory pool).
+  types, as the cache does (into Arrow's memory pool; and, for narrow lz4, by numpy's
+  ``astype`` too: ``numpy``).
 
 Then the cached ``trace summary`` (load + catalog + summary, as ``trace_vs_hta.py`` times it)
 under each memory pool pyarrow offers (``ARROW_DEFAULT_MEMORY_POOL`` for that child only).
@@ -47,15 +48,15 @@ _READ = """
 import json, resource, sys, time
 import numpy as np, pyarrow as pa, pyarrow.parquet as pq
 from lightspeed.trace.cache_columns import TABLE_TYPES, widen
-path, columns = sys.argv[1], json.loads(sys.argv[2])
+path, columns, by_numpy = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "numpy"
 faults, started = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
 with pq.ParquetFile(path) as parquet:
     for name in columns or parquet.schema_arrow.names:
         array = parquet.read(columns=[name], use_threads=False).column(0).combine_chunks()
         dtype = np.dtype(str(array.type).replace("double", "float64"))
         values = np.frombuffer(array.buffers()[1], dtype=dtype)
-        if values.dtype != TABLE_TYPES[name]:
-            values = widen(values, 1, TABLE_TYPES[name])
+        if values.dtype != TABLE_TYPES[name]:  # numpy's astype: fresh pages; widen: Arrow's pool
+            values = values.astype(TABLE_TYPES[name]) if by_numpy else widen(values, 1, TABLE_TYPES[name])
 print(json.dumps({"s": time.perf_counter() - started,
                   "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults}))
 """
@@ -116,8 +117,12 @@ def main() -> int:
                 for columns in ("all", "one"):
                     chosen = [] if columns == "all" else ["category_id"]
                     reads.setdefault(f"{name} {columns}", []).append(
-                        _child(["-c", _READ, str(path), json.dumps(chosen)])
+                        _child(["-c", _READ, str(path), json.dumps(chosen), "arrow"])
                     )
+            narrow_lz4 = str(files["narrow lz4"])  # widened by numpy instead, as the cache did before
+            reads.setdefault("narrow lz4 all numpy", []).append(
+                _child(["-c", _READ, narrow_lz4, "[]", "numpy"])
+            )
             for pool in ("mimalloc", "jemalloc", "system"):
                 timed = _child(
                     ["-c", _SUMMARY, str(args.trace), "cache"],
@@ -138,7 +143,7 @@ def main() -> int:
     args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     for key, row in record["reads"].items():
         print(
-            f"{key:22s} {sizes[key.rsplit(' ', 1)[0]] / 1e6:6.1f} MB  {row['s_median']:.4f} s "
+            f"{key:22s} {sizes[' '.join(key.split()[:2])] / 1e6:6.1f} MB  {row['s_median']:.4f} s "
             f"(min {row['s_min']:.4f})  {row['faults_median']:.0f} faults",
             file=sys.stderr,
         )
