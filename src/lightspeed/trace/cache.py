@@ -2,16 +2,19 @@
 never parses the file again.
 
 The first read of a trace file writes what the reader made of it (every rank's
-event table, steps, metadata and notes) as one Parquet file per rank, in
+event table, steps, metadata and notes) as Parquet, per rank ``rank-N.parquet``
+(the table, each column in its narrowest exact type: :mod:`lightspeed.trace.cache_columns`)
+and ``gpu-N.parquet`` (the rank's GPU events, :func:`lightspeed.trace.gpu.gpu_rows`), in
 ``<lightspeed cache>/traces/<key>/`` (see :func:`lightspeed.paths.lightspeed_cache`).
 The key is the SHA-256 of the file's bytes, the file name (ranks and notes may
 come from it), the reading options and :data:`PARSER_VERSION`, so a changed
 trace, other options or a newer parser never meet an old entry. An entry is
-checked before it is used: its recorded key, parser version and row counts
-must match, and Parquet's page checksums must verify; anything else (a
-truncated or damaged file, a foreign one) is deleted and the trace parsed
-again. Entries are written to a temporary folder and renamed, so a reader
-never sees half an entry. The oldest entries are evicted beyond the size
+checked whole before it is used: every file's size and CRC-32 (``checksums.json``),
+its recorded key, parser version, columns and row counts must match; anything
+else (a truncated or damaged file, a foreign one) is deleted and the trace
+parsed again. Its columns are then read from the memory-mapped files when an
+analysis first uses them. Entries are written to a temporary folder and renamed,
+so a reader never sees half an entry. The oldest entries are evicted beyond the size
 limit (``$LIGHTSPEED_TRACE_CACHE_MAX_BYTES``, default 10 GiB).
 
 Hashing a large trace costs about as much as reading its entry, so the digest
