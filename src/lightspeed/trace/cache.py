@@ -63,6 +63,7 @@ from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
 from lightspeed.trace.cache_columns import (
     GPU_TYPES,
+    INTEGER_TYPES,
     TABLE_TYPES,
     CachedEventTable,
     EntryColumns,
@@ -88,10 +89,9 @@ DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken
 # A digest recorded less than this after the file last changed is not reused (git's "racy" files).
 RACY_WINDOW_NS: Final = 2_000_000_000
 CHECKSUMS_FILE: Final = "checksums.json"  # in each entry: every Parquet file's size and CRC-32
-# Arrow's type names of the stored columns -> numpy's (lightspeed.trace.cache_columns.narrow)
-_NUMPY_TYPES: Final = {
-    name: name for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
-} | {"double": "float64"}
+# Arrow's type names of the stored columns -> numpy's (the integer types narrow() chooses among
+# are named alike; Arrow calls float64 "double")
+_NUMPY_TYPES: Final = {np.dtype(t).name: np.dtype(t).name for t in INTEGER_TYPES} | {"double": "float64"}
 
 
 @dataclass(frozen=True)

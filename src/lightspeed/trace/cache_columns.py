@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 SCALED_COLUMNS: Final = ("start_ns", "duration_ns", "launched_ns")
 MICROSECOND_NS: Final = 1000
 # The candidates, narrowest first (a column takes the first that holds its smallest and largest value).
-_INTEGER_TYPES: Final = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64)
+INTEGER_TYPES: Final = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64)
 # The table's own type of each column (what a parse gives; a cached table widens to it).
 TABLE_TYPES: Final[dict[str, type[np.generic]]] = {
     "name_id": np.int32,
@@ -85,7 +85,7 @@ def narrow(name: str, values: npt.NDArray[Any]) -> StoredColumn:
     if name in SCALED_COLUMNS and values.size and not (values % MICROSECOND_NS).any():
         scale, values = MICROSECOND_NS, values // MICROSECOND_NS
     low, high = (int(values.min()), int(values.max())) if values.size else (0, 0)
-    chosen = next(t for t in _INTEGER_TYPES if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
+    chosen = next(t for t in INTEGER_TYPES if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
     return StoredColumn(np.ascontiguousarray(values, dtype=chosen), scale)
 
 
