@@ -131,7 +131,9 @@ def test_imbalance_slows_the_expert_gemms_of_inference() -> None:
     cluster = CATALOG.cluster("dgx-h100")
     load = ServingLoad(4096, 256, concurrency=256)  # prefill-heavy: the expert GEMMs are compute-bound
     plan = InferencePlan(tp=8, ep=8, precision="fp8")
-    even = estimate_inference(model=MIXTRAL, cluster=cluster, plan=plan, load=load)
+    even = estimate_inference(
+        model=MIXTRAL, cluster=cluster, plan=plan.with_changes(expert_imbalance=1.0), load=load
+    )
     skewed = estimate_inference(
         model=MIXTRAL, cluster=cluster, plan=plan.with_changes(expert_imbalance=1.5), load=load
     )

@@ -535,6 +535,18 @@ class ServingConfig(ServingJob):
         None, option_type="POOL_SPLIT", help="P prefill and D decode replicas (P:D)."
     )
     max_batch: int | None = setting(None, option_type="SEQUENCES", help="Cap on sequences per replica.")
+    expert_imbalance: float | None = setting(
+        None,
+        option_type="EXPERT_IMBALANCE",
+        help="Busiest EP rank's routed tokens over the mean rank's (default: the routing skew "
+        "measured on DeepSeek-R1 at the plan's EP size, sol/data/routing.toml; 1 = perfectly even; "
+        "--expert-load measures it).",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.expert_load and self.expert_imbalance is not None:
+            raise UserInputError("give --expert-load or --expert-imbalance, not both")
 
     def serving_load(self) -> ServingLoad:
         """The request shape and load."""
@@ -562,6 +574,7 @@ class ServingConfig(ServingJob):
             speculative=self.speculative_decoding(),
             disaggregated=self.disaggregated,
             max_batch=self.max_batch,
+            expert_imbalance=self.expert_imbalance,
         )
 
     def _replicas(self, num_gpus: int) -> int:

@@ -264,7 +264,10 @@ class ServingStack(Record):
     ``decode_kv_reads``: how the decode attention kernel reads a grouped-query (GQA/MQA) KV cache,
     ``per_kv_head`` (each KV head once for its group of query heads) or ``per_query_head`` (one
     thread block per query head, each reading its KV head again: the masked MHA kernel of
-    TensorRT-LLM before its XQA kernel), read from the server's documentation (``decode_kv_source``)."""
+    TensorRT-LLM before its XQA kernel), read from the server's documentation (``decode_kv_source``).
+    ``expert_load_balancer``: the server's published expert-parallel recipes place redundant experts
+    by measured load (EPLB), so the busiest EP rank gets only the measured residual over the mean
+    (``sol/data/routing.toml``); read from those recipes (``expert_load_balancer_source``)."""
 
     name: str
     display_name: str
@@ -292,6 +295,8 @@ class ServingStack(Record):
     validated_on: tuple[str, ...] = ()
     host_per_sequence_s: float = 0.0
     host_per_sequence_source: str = ""
+    expert_load_balancer: bool = False
+    expert_load_balancer_source: str = ""
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
@@ -420,6 +425,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         validated_on=table.strings("validated_on"),
         host_per_sequence_s=table.number("host_per_sequence_s", 0.0, positive=False),
         host_per_sequence_source=table.string("host_per_sequence_source", ""),
+        expert_load_balancer=table.boolean("expert_load_balancer", False),
+        expert_load_balancer_source=table.string("expert_load_balancer_source", ""),
     )
 
 

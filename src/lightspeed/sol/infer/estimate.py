@@ -24,6 +24,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
+from lightspeed.sol.core.routing import busiest_rank_factor, load_routing_skew
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
@@ -128,7 +129,7 @@ def deployments_of(plan: InferencePlan, batch: float | np.ndarray) -> Deployment
         ep=column(plan.ep),
         dp_attention=column(plan.dp_attention),
         batch=np.asarray(batch, dtype=np.float64).reshape(size),
-        expert_imbalance=column(plan.expert_imbalance),
+        expert_imbalance=column(plan.expert_imbalance or 0.0),  # 0: the routing skew
         physical_experts=column(plan.num_physical_experts or 0),
     )
 
@@ -376,6 +377,33 @@ def _floors_line(inference_hardware: InferenceHardware) -> str:
     )
 
 
+def routing_note(
+    model: TransformerSpec, inference_hardware: InferenceHardware, plan: InferencePlan
+) -> tuple[str, ...]:
+    """The line saying how unevenly the routed tokens land on the EP ranks (none without
+    expert parallelism)."""
+    if model.moe is None or plan.ep <= 1:
+        return ()
+    if plan.expert_imbalance is not None:
+        given = plan.expert_imbalance
+        return (f"expert parallelism: the busiest of {plan.ep} EP ranks gets {given:.2f}x the mean tokens",)
+    serving = inference_hardware.serving
+    replicas = (plan.num_physical_experts or 0) > model.moe.num_routed_experts
+    balanced = replicas or serving.expert_load_balancer
+    skew = load_routing_skew()
+    factor = busiest_rank_factor(model.moe.num_routed_experts, plan.ep, skew=skew, balanced=balanced)
+    if balanced:
+        why = "redundant experts placed by load" if replicas else f"{serving.name}'s recipes run EPLB"
+        how = f"the load balancer's measured residual ({why})"
+    else:
+        how = f"routing skew of a contiguous placement (per-expert load CV {skew.per_expert_cv:g})"
+    return (
+        f"expert parallelism: the busiest of {plan.ep} EP ranks gets {factor:.2f}x the mean routed tokens, "
+        f"the {how}, measured on DeepSeek-R1 by TensorRT-LLM (sol/data/routing.toml); "
+        "--expert-imbalance or --expert-load sets it",
+    )
+
+
 def _assumptions(
     inference_hardware: InferenceHardware, plan: InferencePlan, batching: str
 ) -> tuple[str, ...]:
@@ -499,7 +527,10 @@ def estimate_inference(
         usable_memory_bytes=memory.usable_bytes,
         bound=sentence,
         bound_part=part,
-        assumptions=_assumptions(inference_hardware, plan, mode),
+        assumptions=(
+            *_assumptions(inference_hardware, plan, mode),
+            *routing_note(model, inference_hardware, plan),
+        ),
         serving=inference_hardware.serving.name,
         intervals=_intervals(band, ttft=ttft, tpot=tpot, rate=rate * load.output_tokens, gpus=plan.num_gpus),
     )

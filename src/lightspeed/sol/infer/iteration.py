@@ -56,6 +56,7 @@ from lightspeed.sol.core.roofline import (
     KERNELS_PER_MOE_LAYER_FORWARD,
     local_dims,
 )
+from lightspeed.sol.core.routing import routing_factors
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.checkpoints import checkpoint_for
@@ -214,7 +215,9 @@ class IterationGrid:
     chunk belongs to one group). ``group_decode_sequences`` and ``group_decode_context``
     (``None``: the even spread) say what the busiest group decodes when requests do not land
     evenly (the serving simulator places them). ``expert_imbalance`` scales the routed tokens
-    of the busiest GPU; ``physical_experts`` (0: the model's routed experts) counts replicas.
+    of the busiest GPU (0: the routing skew of ``sol/data/routing.toml`` at the plan's EP size,
+    :func:`busiest_rank_imbalance`); ``physical_experts`` (0: the model's routed experts) counts
+    replicas.
     ``decode_context_span``: the decoding sequences' contexts spread evenly over
     ``decode_context +- span / 2`` (what a local-attention layer reads depends on where in its
     window or chunk each sequence is; 0: all at ``decode_context``).
@@ -231,7 +234,7 @@ class IterationGrid:
     prefill_context: Array
     prefill_requests: Array
     group_prefill_tokens: Array
-    expert_imbalance: Array = 1.0
+    expert_imbalance: Array = 0.0
     physical_experts: Array = 0.0
     decode_context_span: Array = 0.0
     group_decode_sequences: Array | None = None
@@ -447,6 +450,20 @@ def _decode_kv_reads(
     return inference_hardware.serving.decode_kv_reads_per_kv_head(query_heads, kv_heads_per_gpu(shapes, tp))
 
 
+def busiest_rank_imbalance(grid: IterationGrid, model: TransformerSpec, serving: ServingStack) -> Array:
+    """The busiest EP rank's routed tokens over the mean rank's: the grid's factor where it has one,
+    else (0) the routing skew at its EP size, or the load balancer's measured residual where the
+    plan places redundant experts or the server's recipes do (``sol/core/routing.py``)."""
+    given = np.asarray(grid.expert_imbalance, dtype=np.float64)
+    if np.all(given > 0.0):
+        return given
+    moe = model.moe
+    assert moe is not None
+    given, ep, physical = np.broadcast_arrays(given, grid.ep, grid.physical_experts)
+    balanced = (physical > moe.num_routed_experts) | serving.expert_load_balancer
+    return np.where(given > 0.0, given, routing_factors(moe.num_routed_experts, ep, balanced))
+
+
 def _expert_part(
     acc: _Acc,
     grid: IterationGrid,
@@ -455,14 +472,16 @@ def _expert_part(
     inference_hardware: InferenceHardware,
 ) -> None:
     """Routed experts of one MoE layer on the busiest GPU: only the experts (replicas) the
-    tokens reach are read, and that GPU computes ``expert_imbalance`` times the mean tokens."""
+    tokens reach are read, and that GPU computes :func:`busiest_rank_imbalance` times the mean
+    tokens."""
     moe = model.moe
     assert moe is not None
     experts = np.where(grid.physical_experts > 0, grid.physical_experts, float(moe.num_routed_experts))
     tokens = grid.tokens
     touched_fraction = 1.0 - (1.0 - moe.top_k / experts) ** tokens
     local_touched = np.ceil(experts / grid.ep) * touched_fraction  # the busiest GPU's slots
-    per_expert = tokens * moe.top_k / (experts * touched_fraction) * grid.expert_imbalance
+    busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
+    per_expert = tokens * moe.top_k / (experts * touched_fraction) * busiest
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched)
     acc.roofline(compute, memory, "gemm_compute", "weight_reads")
@@ -499,8 +518,9 @@ def _moe_comm(
     # Each GPU dispatches its share of the group's tokens to every slice of each chosen expert:
     # top_k x (stage GPUs / ep) copies, at most one per GPU of the stage.
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
-    # the GPU with the busiest experts receives expert_imbalance times the mean share
-    sent = group_tokens / grid.tp * copies * model.hidden_size * grid.expert_imbalance
+    # the GPU with the busiest experts receives that factor times the mean share
+    busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
+    sent = group_tokens / grid.tp * copies * model.hidden_size * busiest
     remote = np.where(grid.group_prefill_tokens > 0, node_dedupe_scale(model.moe), 1.0)
     dispatch = collectives.all_to_all_s(
         fabric, sent * inference_hardware.precisions.input_bytes_per_element, grid.stage_gpus, 1.0, remote

@@ -28,6 +28,7 @@ The serving engine's twin of :mod:`lightspeed.sol.train.plan` (the same concept 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -147,7 +148,8 @@ class InferencePlan(Record):
     heads by storing each head on several GPUs. ``max_batch`` caps sequences
     in flight per replica (the server's ``max_batch_size``). ``expert_imbalance``
     multiplies the routed-expert work of the busiest GPU of a stage (1.0 = balanced;
-    :mod:`lightspeed.moe.effect` derives it from a recorded load);
+    :mod:`lightspeed.moe.effect` derives it from a recorded load; ``None``: the routing skew
+    measured on DeepSeek-R1 at the plan's EP size, ``sol/data/routing.toml``);
     ``num_physical_experts`` counts the routed experts with their redundant replicas
     over a stage's ``ep`` GPUs (``None``: no replicas).
     """
@@ -165,7 +167,7 @@ class InferencePlan(Record):
     speculative: SpeculativeDecoding | None = None
     disaggregated: tuple[int, int] | None = None
     max_batch: int | None = None
-    expert_imbalance: float = 1.0
+    expert_imbalance: float | None = None
     num_physical_experts: int | None = None
 
     def __post_init__(self) -> None:
@@ -194,8 +196,8 @@ class InferencePlan(Record):
                 )
         if self.max_batch is not None and self.max_batch < 1:
             raise InvalidPlanError(f"max batch must be >= 1 (got {self.max_batch})")
-        if not self.expert_imbalance >= 1.0:
-            raise InvalidPlanError("expert_imbalance is a slowdown factor and must be >= 1.0")
+        if self.expert_imbalance is not None and not 1.0 <= self.expert_imbalance < math.inf:
+            raise InvalidPlanError("expert_imbalance is a slowdown factor and must be a finite number >= 1.0")
 
     @property
     def stage_gpus(self) -> int:

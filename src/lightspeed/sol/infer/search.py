@@ -164,8 +164,9 @@ def replica_shapes(
 def _columns(shapes: list[tuple[int, ...]]) -> _Shapes:
     array = np.asarray(shapes, dtype=np.float64).reshape(-1, 6)
     tp, dp_attention, ep, pp, prefill, decode = (array[:, i] for i in range(6))
-    ones, zeros = np.ones(len(array)), np.zeros(len(array))
-    return _Shapes(tp, dp_attention, ep, pp, prefill, decode, expert_imbalance=ones, physical_experts=zeros)
+    zeros = np.zeros(len(array))
+    # expert imbalance 0: the routing skew at each shape's EP size
+    return _Shapes(tp, dp_attention, ep, pp, prefill, decode, expert_imbalance=zeros, physical_experts=zeros)
 
 
 def _with_balance(shapes: _Shapes, balance: ExpertBalance | None, domain_size: int) -> _Shapes:
@@ -274,7 +275,7 @@ def _plan_of(
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
         speculative=speculative,
         disaggregated=(prefill, decode) if prefill > 0 else None,
-        expert_imbalance=float(shapes.expert_imbalance[index]),
+        expert_imbalance=float(shapes.expert_imbalance[index]) or None,  # None: the routing skew
         num_physical_experts=int(shapes.physical_experts[index]) or None,
     )
 

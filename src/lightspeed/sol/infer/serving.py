@@ -55,14 +55,15 @@ BATCHING_MODES = ("continuous", "static", "decode")
 @dataclass(frozen=True)
 class Deployments:
     """Parallel degrees of many deployments, and the sequences in flight per (decode) replica;
-    the busiest GPU's expert-load factor and the physical experts (0: the model's routed ones)."""
+    the busiest GPU's expert-load factor (0: the routing skew at the EP size) and the physical
+    experts (0: the model's routed ones)."""
 
     tp: Array
     pp: Array
     ep: Array
     dp_attention: Array
     batch: Array
-    expert_imbalance: Array = 1.0
+    expert_imbalance: Array = 0.0
     physical_experts: Array = 0.0
 
     def grid(self, *, group_prefill_tokens: Array | None = None, **work: Array) -> IterationGrid:

@@ -24,10 +24,12 @@ parallelism, every shape is looked up whole.
 With attention data parallelism the shape is the busiest rank's: its decoding
 sequences, their context and its prompt tokens set the attention work, the
 whole stage's tokens the MoE layers' (the iteration waits for the slowest rank
-at every MoE dispatch). Where requests land is thus simulated; the serving
-stack's fitted ``attention_dp_efficiency`` still applies on top, because the
-placement explains little of it: on the published DeepSeek-R1 rows (I101, I102)
-the busiest rank's pace is 4-6% below the even spread, the fitted factor 2.5x
+at every MoE dispatch). Where requests land is thus simulated, and so is which
+EP rank gets the most routed tokens (the routing skew of ``sol/core/routing.py``,
+applied by the iteration cost); the serving stack's fitted
+``attention_dp_efficiency`` still applies on top, because the two explain little of
+it: on the published DeepSeek-R1 rows (I101, I102) the busiest rank's pace is 4-6%
+below the even spread and the routing skew moves the fitted pace from 0.5125 to 0.5375
 (``docs/serving.md``).
 """
 
@@ -151,7 +153,7 @@ class IterationTimer:
             prefill_context=prompt_context * ones,
             prefill_requests=np.where(np.asarray(prefill) > 0, 1.0, 0.0) * ones,
             group_prefill_tokens=prefill * ones,
-            expert_imbalance=plan.expert_imbalance * ones,
+            expert_imbalance=(plan.expert_imbalance or 0.0) * ones,  # 0: the routing skew
             physical_experts=float(plan.num_physical_experts or 0) * ones,
             group_decode_sequences=group_decode,
             group_decode_context=None if group_decode is None else context * ones,
