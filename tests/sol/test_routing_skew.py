@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -168,3 +169,16 @@ def test_a_coarser_router_is_the_measured_one_with_its_experts_merged() -> None:
     # so a rank of one coarse expert and a rank of 32 fine ones see about the same skew
     coarse, fine = busiest_rank_factor(8, 8, skew=skew), busiest_rank_factor(256, 8, skew=skew)
     assert coarse == pytest.approx(fine, rel=0.03)
+
+
+def test_the_moe_guide_quotes_the_factors_the_engine_uses() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "moe.md").read_text(encoding="utf-8")
+    header = next(line for line in guide.splitlines() if line.startswith("| EP ranks |"))
+    contiguous = next(line for line in guide.splitlines() if line.startswith("| busiest rank over the mean"))
+    balanced = next(line for line in guide.splitlines() if line.startswith("| with redundant experts"))
+    sizes = [int(cell) for cell in header.strip("|").split("|")[1:]]
+    skew = load_routing_skew()
+    for ep, cell in zip(sizes, contiguous.strip("|").split("|")[1:], strict=True):
+        assert float(cell) == round(busiest_rank_factor(256, ep, skew=skew), 2), ep
+    for ep, cell in zip(sizes, balanced.strip("|").split("|")[1:], strict=True):
+        assert float(cell) == round(busiest_rank_factor(256, ep, skew=skew, balanced=True), 2), ep
