@@ -17,8 +17,11 @@ Scout and Maverick, Qwen3 235B-A22B and 30B-A3B: 110 rows,
 and apart. So are TensorRT-LLM's 2023 tables (``benchmarks/data/trtllm-2023-performance.tsv``:
 the v0.6.1 ``performance.md`` peak-throughput tables on H100 FP8 and A100 FP16, its v0.5 L40S
 table and v0.5 first-token latencies at batch 1: 57 rows of GPT-J 6B, Llama 2 7B and 70B and
-Falcon 180B under ``gptSessionBenchmark``'s static batches, none fitted on), which check the
-``trtllm-2023`` profile: its GEMMs, and its decode kernel's reads of a grouped-query KV cache.
+Falcon 180B under ``gptSessionBenchmark``'s static batches, none fitted on; plus the v0.5.0 blog
+``H100vsA100.md``'s GPT-J rows at batch 64, throughput and first-token latency, 4 rows), which
+check the ``trtllm-2023`` profile: its GEMMs, its decode kernel's reads of a grouped-query KV
+cache, and a prefill of 64 prompts at once (the only published first-token latencies at a batch
+above 1 here).
 """
 
 from __future__ import annotations
@@ -39,14 +42,18 @@ MOE_TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-moe.tsv"
 TABLE_2023 = Path(__file__).parent / "data" / "trtllm-2023-performance.tsv"
 IN_SAMPLE = {"L70-B200-1000-1000", "L70-H200-1000-1000", "L70-H100-1000-1000", "L8-H100-1000-1000"}
 FIRST_TOKEN = "first-token latency (batch 1)"
+FIRST_TOKEN_AT_BATCH = "first-token latency at a batch above 1"
 
 
 def _regime(row_id: str) -> str:
-    """Decode-heavy (outputs longer than prompts), prefill-heavy or even, or a first-token latency,
-    from an id such as ``L70-B200-1000-2000`` or ``L70-H100-TTFT-2048``."""
+    """Decode-heavy (outputs longer than prompts), prefill-heavy or even, or a first-token latency
+    (at batch 1, or at the batch its id names), from an id such as ``L70-B200-1000-2000``,
+    ``L70-H100-TTFT-2048`` or ``GJ-A100-TTFT64-128``."""
     parts = row_id.split("-")
     if parts[-2] == "TTFT":
         return FIRST_TOKEN
+    if parts[-2].startswith("TTFT"):
+        return FIRST_TOKEN_AT_BATCH
     return "decode-heavy (OSL > ISL)" if int(parts[-1]) > int(parts[-2]) else "prefill-heavy or even"
 
 
