@@ -537,6 +537,7 @@ PORT: Final = Integer(minimum=0, maximum=65535, why="the largest TCP port")
 REFRESHES: Final = Integer(minimum=1, maximum=2**31, unit="refreshes")
 MAX_SIMULATED_REQUESTS: Final = 10_000_000  # a day of traffic at over 100 requests/s
 REQUESTS: Final = Integer(minimum=1, maximum=MAX_SIMULATED_REQUESTS, suffixes=True, unit="requests")
+WARMUP_REQUESTS: Final = Integer(minimum=0, maximum=MAX_SIMULATED_REQUESTS, suffixes=True, unit="requests")
 BURSTINESS_CV: Final = Number(minimum=0.0, maximum=1000.0, min_open=True)
 SPREAD_TOKENS: Final = Number(minimum=0.0, maximum=MAX_SEQ_LEN, min_open=True, unit="tokens")
 BLOCK_TOKENS: Final = Integer(minimum=1, maximum=2**20, unit="tokens")

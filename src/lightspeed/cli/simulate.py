@@ -127,6 +127,7 @@ def _workload(
         num_requests=values["num_requests"],
         trace_path=values["trace_path"],
     )
+    generic = replace(generic, warmup_requests=config.warmup_requests)
     if name is None:
         return generic, slo, find_capacity
     benchmark = load_mlperf_workload(name)
@@ -139,6 +140,7 @@ def _workload(
         input_lengths=generic.input_lengths if stated else None,
         output_lengths=generic.output_lengths if stated else None,
     )
+    workload = replace(workload, warmup_requests=config.warmup_requests)
     return workload, slo or benchmark.slo(scenario), find_capacity or (scenario != "offline" and rate is None)
 
 

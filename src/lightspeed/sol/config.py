@@ -502,6 +502,13 @@ class ServingJob(JobConfig):
         help="Requests to simulate (under a load; see docs/serving.md).",
     )
     seed: int = setting(0, option_type="SEED", help="Seed of the simulated request generator.")
+    warmup_requests: int = setting(
+        0,
+        flags=("--warmup",),
+        option_type="WARMUP_REQUESTS",
+        help="Simulated requests that warm the server up and are left out of the figures (the first "
+        "to arrive; a steady-state measurement, as AIPerf's --warmup-request-count).",
+    )
 
     def speculative_decoding(self) -> SpeculativeDecoding | None:
         """The speculation the job names (``None`` without draft tokens)."""

@@ -18,7 +18,7 @@ queue, so the order can change.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.catalog import Cluster
@@ -120,6 +120,7 @@ def search_goodput(
     num_requests: int = 1000,
     seed: int = 0,
     finalists: int = DEFAULT_FINALISTS,
+    warmup_requests: int = 0,
     scheduler: SchedulerConfig | None = None,
     efficiency: EfficiencyModel | None = None,
     speculative: SpeculativeDecoding | None = None,
@@ -131,7 +132,8 @@ def search_goodput(
     attention_weights: str | None = None,
 ) -> GoodputSearchResult:
     """Rank deployments by goodput per GPU at ``slo`` (see the module docstring); requests of
-    ``load``'s lengths, ``num_requests`` per simulation. ``analytic``: the analytic search under
+    ``load``'s lengths, ``num_requests`` per simulation (the first ``warmup_requests`` not
+    measured). ``analytic``: the analytic search under
     the SLO's limits when the caller has run it already (it is not run again)."""
     if finalists < 1:
         raise UserInputError(f"finalists must be >= 1 (got {finalists})")
@@ -154,6 +156,7 @@ def search_goodput(
         input_lengths=LengthDistribution.fixed(load.input_tokens),
         output_lengths=LengthDistribution.fixed(load.output_tokens),
         num_requests=num_requests,
+        warmup_requests=warmup_requests,
     )
     ranked = []
     for plan, analytic_rate in _finalists(analytic, finalists, speculative):
@@ -193,12 +196,7 @@ def _rank(
         rate = capacity.max_rate_per_s
     result = simulate_deployment(
         deployment,
-        ServingWorkload(
-            ArrivalProcess.poisson(max(rate, 1e-9)),
-            workload.input_lengths,
-            workload.output_lengths,
-            workload.num_requests,
-        ),
+        replace(workload, arrivals=ArrivalProcess.poisson(max(rate, 1e-9))),
         seed=seed,
         slo=slo,
     )

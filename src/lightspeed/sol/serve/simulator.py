@@ -65,7 +65,10 @@ class SimulationResult(Record):
     ``attention_dp_balanced_speedup`` what perfect balance would gain (the run's busy time over
     the sum of each iteration's time times its balance: TensorRT-LLM's "SOL TPS" over the
     actual, its tech blog 10). ``slo`` is filled when an SLO was given. ``elapsed_s`` is the
-    wall time the simulation took.
+    wall time the simulation took. With ``num_warmup`` warm-up requests (the workload's
+    ``warmup_requests``), the latencies, throughputs, decode speed and SLO figures count the
+    other requests only, over the run from the first of them to arrive (ITL: the iterations
+    from then on); the counts, queue, KV and time-series figures are the whole run's.
     """
 
     model: str
@@ -106,6 +109,7 @@ class SimulationResult(Record):
     slo: SloResult | None
     series: TimeSeries
     assumptions: tuple[str, ...]
+    num_warmup: int = 0
     _outcome: EngineOutput | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -255,19 +259,24 @@ def _result(
     horizon_s: float | None = None,
 ) -> SimulationResult:
     plan = deployment.plan
-    ttft, tpot, e2e = _per_request(outcome)
-    completed = np.isfinite(outcome.finish_s)
-    start = float(np.nanmin(outcome.arrival_s))
+    measured = _measured(outcome.arrival_s, workload.warmup_requests)
+    ttft, tpot, e2e = (values[measured] for values in _per_request(outcome))
+    finished = np.isfinite(outcome.finish_s)
+    completed = finished & measured
+    counted_arrivals = outcome.arrival_s[measured]
+    first = counted_arrivals if np.isfinite(counted_arrivals).any() else outcome.arrival_s
+    start = float(np.nanmin(first))
     if horizon_s is not None:
         end = horizon_s
     else:
-        end = float(np.nanmax(outcome.finish_s)) if completed.any() else start
+        end = float(np.nanmax(outcome.finish_s)) if finished.any() else start
     arrived = np.isfinite(outcome.arrival_s) & (outcome.arrival_s <= end)
     duration = max(end - start, 1e-12)
     output_tokens = float(outcome.output_tokens[completed].sum())
     total_tokens = output_tokens + float(outcome.input_tokens[completed].sum())
     ttft_stats, tpot_stats = LatencyStats.of(ttft), LatencyStats.of(tpot)
     weights = np.maximum(outcome.iteration_s, 1e-12)
+    counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
     with np.errstate(invalid="ignore", divide="ignore"):
         per_user = float(np.nanmean(1.0 / tpot)) if np.isfinite(tpot).any() else math.nan
     return SimulationResult(
@@ -281,14 +290,14 @@ def _result(
         seed=seed,
         num_requests=int(outcome.arrival_s.size),
         num_arrived=int(arrived.sum()),
-        num_completed=int(completed.sum()),
+        num_completed=int(finished.sum()),
         num_in_flight=outcome.num_in_flight,
         duration_s=duration,
         ttft=ttft_stats,
         tpot=tpot_stats,
         itl=LatencyStats.of(
-            outcome.iteration_s / outcome.iteration_steps,
-            outcome.iteration_decode_sequences * outcome.iteration_steps,
+            (outcome.iteration_s / outcome.iteration_steps)[counted],
+            (outcome.iteration_decode_sequences * outcome.iteration_steps)[counted],
         ),
         e2e=LatencyStats.of(e2e),
         requests_per_s=float(completed.sum()) / duration,
@@ -321,7 +330,9 @@ def _result(
             tpot_s=tpot,
             ttft=ttft_stats,
             tpot=tpot_stats,
-            requests_per_s=_served_rate(outcome, float(completed.sum()) / duration),
+            requests_per_s=_served_rate(
+                outcome.arrival_s[measured], outcome.finish_s[measured], float(completed.sum()) / duration
+            ),
             num_gpus=plan.num_gpus,
         ),
         series=time_series(
@@ -335,16 +346,27 @@ def _result(
             end_s=duration,
         ),
         assumptions=_assumptions(deployment),
+        num_warmup=workload.warmup_requests,
         _outcome=outcome,
     )
 
 
-def _served_rate(outcome: EngineOutput, overall: float) -> float:
+def _measured(arrival_s: Array, warmup: int) -> Array:
+    """Requests that count: all but the first ``warmup`` to arrive (arrival order, ties by index;
+    a request that never arrived has no figures anyway)."""
+    measured = np.ones(arrival_s.shape, dtype=bool)
+    if warmup:
+        order = np.argsort(np.where(np.isfinite(arrival_s), arrival_s, np.inf), kind="stable")
+        measured[order[:warmup]] = False
+    return measured
+
+
+def _served_rate(arrival_s: Array, finish_s: Array, overall: float) -> float:
     """Requests per second the deployment serves: the arrival rate when it keeps up (requests over
     the span of arrivals), the completion rate when it does not (completions over the span of
     completions), whichever is lower; ``overall`` when requests do not arrive over time."""
-    arrival = np.sort(outcome.arrival_s[np.isfinite(outcome.arrival_s)])
-    finish = np.sort(outcome.finish_s[np.isfinite(outcome.finish_s)])
+    arrival = np.sort(arrival_s[np.isfinite(arrival_s)])
+    finish = np.sort(finish_s[np.isfinite(finish_s)])
     if arrival.size < 2 or finish.size < 2 or arrival[-1] <= arrival[0] or finish[-1] <= finish[0]:
         return overall
     offered = (arrival.size - 1) / float(arrival[-1] - arrival[0])

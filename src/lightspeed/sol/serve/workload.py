@@ -222,6 +222,9 @@ class ServingWorkload(Record):
     (vLLM's and SGLang's reported hit rate: cached prompt tokens over prompt
     tokens); those tokens are not prefilled. With a ``trace``, its requests are
     replayed (``num_requests`` of them at most) and the other fields are ignored.
+    ``warmup_requests``: the first requests to arrive are simulated but left out of the
+    latency, throughput and SLO figures (a steady-state measurement, as AIPerf's
+    ``--warmup-request-count`` and other benchmarks' warm-up phases give).
     """
 
     arrivals: ArrivalProcess = field(default_factory=ArrivalProcess)
@@ -231,10 +234,16 @@ class ServingWorkload(Record):
     prefix_hit_rate: float = 0.0
     trace: RequestTrace | None = None
     name: str = ""
+    warmup_requests: int = 0
 
     def __post_init__(self) -> None:
         if self.num_requests < 1:
             raise UserInputError(f"a simulation needs at least 1 request (got {self.num_requests})")
+        if not 0 <= self.warmup_requests < self.num_requests:
+            raise UserInputError(
+                f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than "
+                f"--requests ({self.num_requests})"
+            )
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise UserInputError(
                 f"prefix hit rate {self.prefix_hit_rate} must be in [0, 1): the share of each prompt cached"
@@ -251,6 +260,8 @@ class ServingWorkload(Record):
         )
         if self.prefix_hit_rate:
             text += f", prefix cache hits {self.prefix_hit_rate:.0%}"
+        if self.warmup_requests:
+            text += f", the first {self.warmup_requests:,} not measured (warm-up)"
         return f"{self.name}: {text}" if self.name else text
 
 
