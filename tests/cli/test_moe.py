@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from expect import one_line_error
+from scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 README_LOAD = [
@@ -256,13 +257,7 @@ def test_search_plan_infer_and_compare_take_the_load(run_cli, mixtral_load: Path
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers (dev extra)")
 def test_a_tiny_mixtral_run_records_a_load_that_plan_train_uses(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "record_expert_load", REPO / "examples" / "record_expert_load.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_script("examples/record_expert_load.py")
     path = example.record(tmp_path / "mixtral-tiny.json", steps=3, window=2, batch=2, seq_len=16)
     document = json.loads(path.read_text())
     assert len(document["layers"]) == 32

@@ -5,23 +5,13 @@ docs/benchmarks.md."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[2]
+from scripts import load_script
 
 
 def _benchmark() -> ModuleType:
-    path = REPO / "benchmarks" / "nim_concurrency_check.py"
-    spec = importlib.util.spec_from_file_location("nim_concurrency_check", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/nim_concurrency_check.py")
 
 
 def test_ttft_and_itl_at_every_published_concurrency_land_within_the_issues_bounds() -> None:

@@ -4,23 +4,13 @@ inference target (12%). The per-group figures are in docs/benchmarks.md."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[2]
+from scripts import load_script
 
 
 def _benchmark() -> ModuleType:
-    path = REPO / "benchmarks" / "perf_overview_check.py"
-    spec = importlib.util.spec_from_file_location("perf_overview_check", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/perf_overview_check.py")
 
 
 def test_the_held_out_table_is_read_whole_and_within_the_target() -> None:
