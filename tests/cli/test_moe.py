@@ -11,7 +11,6 @@ import pytest
 from expect import one_line_error
 from scripts import load_script
 
-REPO = Path(__file__).resolve().parents[2]
 README_LOAD = [
     [90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86],
     [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27],
