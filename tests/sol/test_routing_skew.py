@@ -44,6 +44,16 @@ def measured_setting() -> tuple[np.ndarray, np.ndarray]:
     return shares, rank_loads(shares, 32)
 
 
+def test_the_data_file_holds_the_blogs_figures() -> None:
+    skew = load_routing_skew()
+    assert (skew.measured_ep, skew.measured_experts) == (32, 256)
+    assert skew.measured_rank_std_over_mean == pytest.approx(BLOG_RANK_STD_OVER_MEAN, abs=5e-4)
+    assert skew.measured_rank_imbalance_ratio == BLOG_RANK_IMBALANCE_RATIO
+    assert skew.measured_expert_imbalance_ratio == BLOG_EXPERT_IMBALANCE_RATIO
+    assert skew.measured_expert_std_over_mean == pytest.approx(BLOG_EXPERT_STD_OVER_MEAN, abs=5e-4)
+    assert skew.balanced_imbalance_ratio == pytest.approx(sum(BLOG_EPLB_RATIOS) / 2, abs=5e-4)
+
+
 def test_the_calibrated_spread_gives_the_measured_rank_std(measured_setting) -> None:
     _, ranks = measured_setting
     std_over_mean = float(np.mean(ranks.std(axis=1) / ranks.mean(axis=1)))

@@ -224,6 +224,7 @@ def resolve_workload(
     arrivals: ArrivalProcess,
     num_requests: int,
     trace_path: Path | None = None,
+    warmup_requests: int = 0,
 ) -> ServingWorkload:
     """The simulated workload of the options."""
     return ServingWorkload(
@@ -233,6 +234,7 @@ def resolve_workload(
         num_requests=num_requests,
         prefix_hit_rate=prefix_hit_rate,
         trace=load_request_trace(trace_path) if trace_path is not None else None,
+        warmup_requests=warmup_requests,
     )
 
 

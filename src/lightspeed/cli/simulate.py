@@ -126,8 +126,8 @@ def _workload(
         arrivals=arrivals,
         num_requests=values["num_requests"],
         trace_path=values["trace_path"],
+        warmup_requests=config.warmup_requests,
     )
-    generic = replace(generic, warmup_requests=config.warmup_requests)
     if name is None:
         return generic, slo, find_capacity
     benchmark = load_mlperf_workload(name)

@@ -114,6 +114,12 @@ def busiest_rank_factor(num_experts: int, ep: int, *, skew: RoutingSkew, balance
     return _unbalanced_factor(num_experts, min(ep, num_experts), per_expert_cv(num_experts, skew))
 
 
+def balanced_placement(physical_experts: Array, num_routed_experts: int, load_balancer: bool) -> Array:
+    """Whether a deployment places its experts by load: it holds redundant replicas (physical
+    experts above the routed ones), or its server's recipes run a load balancer."""
+    return (np.asarray(physical_experts, dtype=np.float64) > num_routed_experts) | load_balancer
+
+
 def routing_factors(num_experts: int, ep: Array, balanced: Array, skew: RoutingSkew | None = None) -> Array:
     """:func:`busiest_rank_factor` over aligned arrays of EP sizes and balancer flags."""
     chosen = skew or load_routing_skew()
@@ -130,6 +136,7 @@ def routing_factors(num_experts: int, ep: Array, balanced: Array, skew: RoutingS
 
 __all__ = [
     "RoutingSkew",
+    "balanced_placement",
     "busiest_rank_factor",
     "expert_shares",
     "load_routing_skew",

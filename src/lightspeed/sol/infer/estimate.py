@@ -24,7 +24,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.routing import busiest_rank_factor, load_routing_skew
+from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
@@ -388,8 +388,9 @@ def routing_note(
         given = plan.expert_imbalance
         return (f"expert parallelism: the busiest of {plan.ep} EP ranks gets {given:.2f}x the mean tokens",)
     serving = inference_hardware.serving
-    replicas = (plan.num_physical_experts or 0) > model.moe.num_routed_experts
-    balanced = replicas or serving.expert_load_balancer
+    physical, routed = plan.num_physical_experts or 0, model.moe.num_routed_experts
+    replicas = physical > routed  # which reason the line gives
+    balanced = bool(balanced_placement(physical, routed, serving.expert_load_balancer))
     skew = load_routing_skew()
     factor = busiest_rank_factor(model.moe.num_routed_experts, plan.ep, skew=skew, balanced=balanced)
     if balanced:

@@ -56,7 +56,7 @@ from lightspeed.sol.core.roofline import (
     KERNELS_PER_MOE_LAYER_FORWARD,
     local_dims,
 )
-from lightspeed.sol.core.routing import routing_factors
+from lightspeed.sol.core.routing import balanced_placement, routing_factors
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.checkpoints import checkpoint_for
@@ -460,7 +460,7 @@ def busiest_rank_imbalance(grid: IterationGrid, model: TransformerSpec, serving:
     moe = model.moe
     assert moe is not None
     given, ep, physical = np.broadcast_arrays(given, grid.ep, grid.physical_experts)
-    balanced = (physical > moe.num_routed_experts) | serving.expert_load_balancer
+    balanced = balanced_placement(physical, moe.num_routed_experts, serving.expert_load_balancer)
     return np.where(given > 0.0, given, routing_factors(moe.num_routed_experts, ep, balanced))
 
 
@@ -470,17 +470,18 @@ def _expert_part(
     model: TransformerSpec,
     shapes: LayerShapes,
     inference_hardware: InferenceHardware,
+    *,
+    busiest: Array,
 ) -> None:
     """Routed experts of one MoE layer on the busiest GPU: only the experts (replicas) the
-    tokens reach are read, and that GPU computes :func:`busiest_rank_imbalance` times the mean
-    tokens."""
+    tokens reach are read, and that GPU computes ``busiest`` (:func:`busiest_rank_imbalance`)
+    times the mean tokens."""
     moe = model.moe
     assert moe is not None
     experts = np.where(grid.physical_experts > 0, grid.physical_experts, float(moe.num_routed_experts))
     tokens = grid.tokens
     touched_fraction = 1.0 - (1.0 - moe.top_k / experts) ** tokens
     local_touched = np.ceil(experts / grid.ep) * touched_fraction  # the busiest GPU's slots
-    busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
     per_expert = tokens * moe.top_k / (experts * touched_fraction) * busiest
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched)
@@ -500,7 +501,12 @@ def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: Infer
 
 
 def _moe_comm(
-    acc: _Acc, grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+    acc: _Acc,
+    grid: IterationGrid,
+    model: TransformerSpec,
+    inference_hardware: InferenceHardware,
+    *,
+    busiest: Array,
 ) -> None:
     """Combining the MoE output: all-reduce over the stage (tokens are already on every GPU), or,
     with attention DP, an all-to-all dispatch and combine over the stage.
@@ -518,8 +524,7 @@ def _moe_comm(
     # Each GPU dispatches its share of the group's tokens to every slice of each chosen expert:
     # top_k x (stage GPUs / ep) copies, at most one per GPU of the stage.
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
-    # the GPU with the busiest experts receives that factor times the mean share
-    busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
+    # the GPU with the busiest experts receives ``busiest`` times the mean share
     sent = group_tokens / grid.tp * copies * model.hidden_size * busiest
     remote = np.where(grid.group_prefill_tokens > 0, node_dedupe_scale(model.moe), 1.0)
     dispatch = collectives.all_to_all_s(
@@ -570,12 +575,13 @@ def _layer(
     ffn = model.ffn_hidden_size
     if moe:
         assert model.moe is not None
-        _expert_part(acc, grid, model, shapes, inference_hardware)
+        busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
+        _expert_part(acc, grid, model, shapes, inference_hardware, busiest=busiest)
         for linears in (shapes.shared_experts, shapes.router):
             acc.roofline(
                 *_gemms(inference_hardware, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads"
             )
-        _moe_comm(acc, grid, model, inference_hardware)
+        _moe_comm(acc, grid, model, inference_hardware, busiest=busiest)
         ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
     else:
         acc.roofline(
