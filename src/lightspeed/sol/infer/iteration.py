@@ -343,6 +343,17 @@ def _gemms(
     return compute, memory
 
 
+def gemm_time_s(
+    inference_hardware: InferenceHardware, m: Array, n: int, k: int, *, groups: Array = 1.0
+) -> Array:
+    """Seconds the engine charges ``groups`` GEMMs of ``(m x k) @ (k x n)`` run as one kernel (a
+    grouped GEMM when ``groups`` > 1) in the deployment's weight and activation formats: their
+    roofline, as :func:`iteration_cost` prices a projection, plus one kernel's fixed GPU time. For
+    comparing the engine with published kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
+    compute, memory = _gemms(inference_hardware, (Linear("gemm", k, n, "column"),), m, 1.0, copies=groups)
+    return np.maximum(compute, memory) + inference_hardware.floors.gpu_kernel_s
+
+
 def kv_elements_per_token_per_gpu(shapes: LayerShapes, model: TransformerSpec, tp: Array) -> Array:
     """KV-cache values one token adds per layer on one GPU of a ``tp`` group.
 
@@ -679,6 +690,7 @@ __all__ = [
     "IterationGrid",
     "attended_contexts",
     "attention_groups",
+    "gemm_time_s",
     "inference_hardware_for",
     "iteration_cost",
     "kv_elements_per_token_per_gpu",

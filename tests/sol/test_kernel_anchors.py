@@ -1,0 +1,70 @@
+"""The engine's GEMM and MoE all-to-all prices against DeepSeek's published H800 kernel tables
+(benchmarks/kernel_anchors.py; DeepGEMM's first-release README and DeepEP's low-latency table,
+never fitted on). They check the two measured kernels of a wide expert-parallel decode layer, so
+that the fitted attention-DP pace (issue 27) is known not to stand in for either."""
+
+from __future__ import annotations
+
+import statistics
+from types import ModuleType
+
+from scripts import load_script
+
+
+def _benchmark() -> ModuleType:
+    return load_script("benchmarks/kernel_anchors.py")
+
+
+def test_the_table_holds_deepseeks_published_figures() -> None:
+    rows = _benchmark().rows()
+    gemm = {(r["groups"], r["m"], r["n"], r["k"]): float(r["measured"]) for r in rows if r["kind"] == "gemm"}
+    # DeepGEMM README (H800, NVCC 12.8): masked grouped 4 x 256 x 4096 x 7168 at 932 TFLOPS,
+    # dense 64 x 7168 x 16384 at 336, dense 4096 x 7168 x 16384 at 1358.
+    assert gemm[("4", "256", "4096", "7168")] == 932.0
+    assert gemm[("1", "64", "7168", "16384")] == 336.0
+    assert gemm[("1", "4096", "7168", "16384")] == 1358.0
+    assert len(gemm) == 28
+    # DeepEP low-latency, 128 tokens per rank: EP 128 dispatch 192 us, combine 369 us; EP 16 118/195.
+    latency = {(r["kind"], r["ep"]): float(r["measured"]) for r in rows if r["kind"] != "gemm"}
+    assert latency[("dispatch", "128")] == 192.0
+    assert latency[("combine", "128")] == 369.0
+    assert latency[("dispatch", "16")] + latency[("combine", "16")] == 313.0
+
+
+def test_gemms_priced_with_the_deepseek_profile_match_deepgemm_at_decode_shapes() -> None:
+    module = _benchmark()
+    errors = module.gemm_errors(module.rows(), kernel_efficiency=None)
+    assert statistics.median(abs(row["time_error"]) for row in errors) <= 0.15
+    # decode shapes: 64 or 128 tokens, and the masked grouped GEMMs fed by DeepEP
+    decode = [
+        row for row in errors if row["layout"] == "masked" or row["shape"].split(" x ")[1] in ("64", "128")
+    ]
+    assert len(decode) == 18
+    for row in decode:
+        assert abs(row["time_error"]) <= 0.35, row
+
+
+def test_gemms_at_the_hardware_ceilings_are_never_slower_than_the_profile() -> None:
+    module = _benchmark()
+    ceilings = module.gemm_errors(module.rows(), kernel_efficiency=1.0)
+    profile = module.gemm_errors(module.rows(), kernel_efficiency=None)
+    for at_ceiling, profiled in zip(ceilings, profile, strict=True):
+        assert at_ceiling["engine_tflop_per_s"] >= profiled["engine_tflop_per_s"] - 1e-9
+    # a memory-bound decode GEMM streams its weights: the stack's kernel efficiency leaves it be
+    # (64 x 7168 x 16384 in FP8 reads 117 MB)
+    row = next(r for r in profile if r["shape"] == "1 x 64 x 7168 x 16384")
+    same = next(r for r in ceilings if r["shape"] == "1 x 64 x 7168 x 16384")
+    assert row["engine_tflop_per_s"] == same["engine_tflop_per_s"]
+
+
+def test_wide_ep_dispatch_and_combine_match_deepeps_low_latency_kernels() -> None:
+    module = _benchmark()
+    results = module.all_to_all_errors(module.rows())
+    judged = [row for row in results if row["judged"]]
+    assert [row["ep"] for row in judged] == [16, 32, 64, 128, 256]
+    for row in judged:
+        assert abs(row["time_error"]) <= 0.20, row
+    # the latency grows with the EP size and flattens once every peer is across the network
+    engine = [row["engine_us"] for row in judged]
+    assert engine == sorted(engine)
+    assert engine[-1] / engine[-2] < 1.1
