@@ -148,6 +148,15 @@ def test_an_expert_parallel_plan_runs_at_the_skewed_pace_unless_told_otherwise()
     assert any(f"busiest of 8 EP ranks gets {factor:.2f}x" in line for line in default.assumptions)
 
 
+def test_the_fitted_attention_dp_pace_is_named_only_where_the_plan_pays_it() -> None:
+    pace = load_serving_stack("trtllm-2025").attention_dp_efficiency
+    assert pace < 1.0
+    wide = _estimate(InferencePlan(ep=8, dp_attention=8, precision="fp8"))
+    narrow = _estimate(InferencePlan(tp=8, precision="fp8"))
+    assert any(f"at {round(100 * pace)}% of that pace (a fitted factor" in line for line in wide.assumptions)
+    assert not any("attention data parallelism" in line for line in narrow.assumptions)
+
+
 def test_without_expert_parallelism_nothing_changes() -> None:
     plan = InferencePlan(tp=8, precision="fp8")
     assert _estimate(plan).tpot_s == _estimate(dataclasses.replace(plan, expert_imbalance=1.0)).tpot_s

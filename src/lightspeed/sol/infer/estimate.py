@@ -329,16 +329,18 @@ def _attention_weights_text(inference_hardware: InferenceHardware) -> str:
     )
 
 
-def _serving_line(inference_hardware: InferenceHardware) -> str:
+def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
     serving = inference_hardware.serving
     line = (
         f"serving stack '{serving.name}' ({serving.display_name}): kernels at "
         f"{format_percent(serving.kernel_efficiency, 0)} of those ceilings"
     )
-    if serving.attention_dp_efficiency < 1.0:
+    if plan.dp_attention > 1 and serving.attention_dp_efficiency < 1.0:
         line += (
-            f"; with attention data parallelism each layer at "
-            f"{format_percent(serving.attention_dp_efficiency, 0)} of that pace (the slowest rank's)"
+            f"; with attention data parallelism each layer's compute and memory at "
+            f"{format_percent(serving.attention_dp_efficiency, 0)} of that pace (a fitted factor: what "
+            "published wide expert-parallel runs lose beyond the modelled kernels, placement and "
+            "routing skew)"
         )
     hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
     if serving.iteration_overhead_s > 0:
@@ -426,7 +428,7 @@ def _assumptions(
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
-        _serving_line(inference_hardware),
+        _serving_line(inference_hardware, plan),
         _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
         "free memory and reserves input + output tokens per request; prefill chunks of "

@@ -500,11 +500,13 @@ def _expert_part(
 
 
 def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
-    """With attention data parallelism every rank attends its own requests and computes its own
-    experts, and each MoE layer's dispatch waits for the slowest rank: the layer's compute and
-    memory time is divided by the serving stack's ``attention_dp_efficiency``. Collectives are
-    costed from the links (and the all-to-all from the busiest rank's tokens) already, and are
-    left as they are."""
+    """With attention data parallelism the layer's compute and memory time is divided by the
+    serving stack's ``attention_dp_efficiency``, a fitted factor. What it stands in for is not the
+    placement of requests (the simulator prices the busiest rank), the routing skew
+    (:func:`busiest_rank_imbalance`), nor the speed of the kernels that are measured: the engine
+    prices DeepGEMM's and DeepEP's published H800 kernels within their errors
+    (``benchmarks/kernel_anchors.py``). Collectives are costed from the links (and the all-to-all
+    from the busiest rank's tokens) already, and are left as they are."""
     slow = np.where(grid.dp_attention > 1, 1.0 / inference_hardware.serving.attention_dp_efficiency, 1.0)
     for name in ITERATION_PARTS:
         if not name.endswith("_comm"):
