@@ -10,8 +10,9 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   a row on fewer GPUs than one node uses part of it.
 * **Parallelism**: ``TP``/``PP``/``EP`` cells (default 1); the GPUs left over
   are replicas. A row with none of them that says it ran ``a single instance`` (``one
-  replica``) is one TP group over its GPUs (:func:`_one_instance`). A MoE row that names attention data parallelism (``attention
-  DP``, ``ADP``, TensorRT-LLM's ``enable_attention_dp``) runs attention on TP
+  replica``) is one TP group over its GPUs (:func:`_one_instance`). A MoE row that names
+  attention data parallelism (``attention DP``, ``ADP``, TensorRT-LLM's
+  ``enable_attention_dp``) runs attention on TP
   groups of one GPU, as many as the TP cell says (as many as the EP cell when
   the TP cell is 1), with the experts over them.
 * **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
