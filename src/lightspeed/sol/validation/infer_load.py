@@ -178,11 +178,17 @@ def _offline_rate(
 
 
 def mlperf_split(
-    model: TransformerSpec, cluster: Cluster, precision: str, workload: ServingWorkload
+    model: TransformerSpec,
+    cluster: Cluster,
+    precision: str,
+    workload: ServingWorkload,
+    *,
+    num_gpus: int | None = None,
 ) -> tuple[int, str]:
     """(TP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the scale-up
-    domain, replicas filling the GPUs) whose simulated Offline throughput is highest."""
-    gpus = cluster.num_accelerators
+    domain, replicas filling the row's ``num_gpus``, default all of ``cluster``'s) whose simulated
+    Offline throughput is highest."""
+    gpus = num_gpus or cluster.num_accelerators
     best: tuple[float, int] | None = None
     for tp in (1, 2, 4, 8, 16, 32, 64):
         if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
@@ -202,13 +208,19 @@ def mlperf_split(
 
 
 def fitting_split(
-    model: TransformerSpec, cluster: Cluster, precision: str, load: ServingLoad
+    model: TransformerSpec,
+    cluster: Cluster,
+    precision: str,
+    load: ServingLoad,
+    *,
+    num_gpus: int | None = None,
 ) -> tuple[int, str] | None:
     """(TP, note) of a row that names no TP, EP or attention DP and whose model one GPU cannot
     hold with one request of the row's lengths: the smallest TP (a power of two inside the
-    scale-up domain, dividing the GPUs) that can, replicas filling the rest, as an operator
-    sizes a deployment. ``None`` when one GPU holds it (the row keeps tp=1) or no split does."""
-    gpus = cluster.num_accelerators
+    scale-up domain, dividing the row's ``num_gpus``, default all of ``cluster``'s) that can,
+    replicas filling the rest, as an operator sizes a deployment. ``None`` when one GPU holds it
+    (the row keeps tp=1) or no split does."""
+    gpus = num_gpus or cluster.num_accelerators
     one_request = ServingLoad(load.input_tokens, load.output_tokens)
     for tp in (1, 2, 4, 8, 16, 32, 64):
         if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:

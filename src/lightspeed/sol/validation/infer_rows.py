@@ -9,8 +9,10 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Hardware**: the accelerator's default catalog system, as for training rows;
   a row on fewer GPUs than one node uses part of it.
 * **Parallelism**: ``TP``/``PP``/``EP`` cells (default 1); the GPUs left over
-  are replicas. A MoE row that names attention data parallelism (``attention
-  DP``, ``ADP``, TensorRT-LLM's ``enable_attention_dp``) runs attention on TP
+  are replicas. A row with none of them that says it ran ``a single instance`` (``one
+  replica``) is one TP group over its GPUs (:func:`_one_instance`). A MoE row that names
+  attention data parallelism (``attention DP``, ``ADP``, TensorRT-LLM's
+  ``enable_attention_dp``) runs attention on TP
   groups of one GPU, as many as the TP cell says (as many as the EP cell when
   the TP cell is 1), with the experts over them.
 * **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
@@ -20,16 +22,18 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
   the token counts, as do the two lengths said one at a time in one cell, label
   before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
-  ``1024 input / 512 output tokens``: :func:`_input_output`); ``N-token prefill`` is a
+  ``1024 input / 512 output tokens``, ``input size 128 and an output size 128 tokens``,
+  ``512-token input sequence``: :func:`_input_output`); ``N-token prefill`` is a
   prompt of N tokens and one output token. ``offline`` / ``max concurrency`` / ``max load``
   / ``max throughput`` is continuous batching at the KV-cache-limited maximum
   (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
-  of N (``gptSessionBenchmark``, LLM-Viewer); ``concurrency N`` / ``N concurrent`` is
+  of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750); ``concurrency N`` / ``N concurrent`` is
   continuous batching with N requests in flight; nothing stated, a throughput metric is
   the server at its most load and a per-user speed or a latency one request at a time.
 * **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
   ``TPOT``/``ITL``/``inter-token`` the time per output token; another
-  ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); ``req/s`` requests
+  ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); a ``decode`` token rate at one
+  request at a time that request's speed (:func:`_decode_speed`); ``req/s`` requests
   per second; a tokens/s metric ``per user`` is 1/TPOT, ``/GPU`` or ``per GPU``
   output tokens/s per GPU, ``total token`` or ``input`` without ``output``
   input plus output tokens/s; any other tokens/s is output tokens/s for all
@@ -105,15 +109,19 @@ _ISL_OSL = re.compile(
 )
 # Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
 # OSL=2048``, ``input 1024 output 512``, ``input length 1,024 / output length 512``, ``1024 input /
-# 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``. Both halves sit
-# in one cell (no ``|`` between them) and the input comes first.
-_LENGTH_WORD = r"(?:\s+(?:sequence\s+)?(?:length|len|tokens?))?"
+# 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``, ``input size
+# 128 and an output size 128 tokens``, ``input size in tokens 128``, ``512-token input sequence``,
+# ``max input length 1024, max output length 1024``. Both halves sit in one cell (no ``|`` between
+# them) and the input comes first.
+_LENGTH_WORD = r"(?:\s+(?:sequence|size|length|len|tokens?)(?:\s+(?:length|len|size|in\s+tokens))?)?"
 _IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|in)"
 _OUT_LABEL = (
     rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated|max[\s_]new[\s_]tokens|gen|out)"
 )
 _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
-_HALF_SEPARATOR = r"[\s,;/&+()]*(?:and\s+)?"
+# between the halves: punctuation, ``and``, and the articles and caps sources put before a length
+# (``and a fixed 128-token output``, ``, max output length 1024``)
+_HALF_SEPARATOR = r"[\s,;/&+()]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*"
 
 
 def _length_half(label: str, group: str) -> str:
@@ -155,11 +163,13 @@ def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
 _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
 _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(?:tokens)?")
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
-_BATCH = re.compile(r"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(\d+)")
+# a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
+_INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d)"
+_BATCH = re.compile(rf"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*{_INTEGER}")
 # ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``, ``c=64``,
 # ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one request each in flight).
 _CONCURRENCY = re.compile(
-    r"(?:concurrency|\bconc|\bc)\s*[=:]?\s*(\d+)(?![\d.])"
+    rf"(?:concurrency|\bconc|\bc)\s*[=:]?\s*{_INTEGER}"
     r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel )?(?:users|clients)\b)"
 )
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
@@ -227,8 +237,14 @@ _NAMED_FORMATS: Final = {
 }
 
 
+# Formats spelled out as frameworks name their dtypes (``bfloat16``, ``torch.float16``).
+_SPELLED_FORMATS: Final = ((re.compile(r"\bbfloat16\b"), "bf16"), (re.compile(r"\bfloat16\b"), "fp16"))
+
+
 def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
     text = row.text("precision").lower()
+    for spelled, key in _SPELLED_FORMATS:
+        text = spelled.sub(key, text)
     for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
         if key in text:
             return _vendor_format(key, vendor) or (key, f"precision '{row.text('precision')}' -> {key}")
@@ -303,12 +319,37 @@ _POOL_PHRASES = r"saturated {0}|\({0}|{0} phase|{0} pool|{0}[- ]only"
 _MAX_LOAD = re.compile(r"offline|max concurrency(?!\s*[=:]?\s*\d)|max load|max[ -]throughput|peak throughput")
 
 
+# A load of one request at a time: ``one request per time``, ``single request``, ``concurrency 1``,
+# ``batch size 1``, ``bs1``.
+_SINGLE_REQUEST = re.compile(
+    r"\b(?:one|single|1)\s+(?:concurrent\s+)?request|concurrency\s*[=:]?\s*1(?![\d.]|,\d)"
+    r"|\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*1(?![\d.]|,\d)"
+)
+
+
+def _load_cells(row: PublishedRow) -> str:
+    return " | ".join(row.text(column) for column in ("seq", "global_batch")).lower()
+
+
 def _names_pool(row: PublishedRow, phase: str) -> bool:
     """Whether the row's figure is of a ``phase`` ("decode", "prefill") pool on its own: the
-    metric says so, or the sequence or batch cell does in one of :data:`_POOL_PHRASES`."""
-    load_cells = " | ".join(row.text(column) for column in ("seq", "global_batch")).lower()
+    metric says so, or the sequence or batch cell does in one of :data:`_POOL_PHRASES`. A metric
+    naming the phase at one request at a time (``decode tokens/sec at one request per time``) is
+    that request's speed in the phase, not a pool's."""
+    load_cells = _load_cells(row)
     said_in_cells = re.search(_POOL_PHRASES.format(phase), load_cells) is not None
-    return phase in row.text("metric").lower() or said_in_cells
+    said_in_metric = phase in row.text("metric").lower() and not _SINGLE_REQUEST.search(load_cells)
+    return said_in_metric or said_in_cells
+
+
+def _decode_speed(row: PublishedRow, reading: Reading) -> tuple[Reading, str]:
+    """A token rate the metric says is of decode, at one request at a time, is the speed that
+    request sees (1/TPOT, ``output_tokens_per_s_per_user``), with a note; else ``reading``."""
+    decode = "decode" in reading.metric_text.lower()
+    if reading.key != "output_tokens_per_s" or not decode or not _SINGLE_REQUEST.search(_load_cells(row)):
+        return reading, ""
+    note = f"'{reading.metric_text}' at one request at a time: that request's decode speed (1/TPOT)"
+    return replace(reading, key="output_tokens_per_s_per_user", scope="user"), note
 
 
 def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
@@ -355,10 +396,10 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
             "offline maximum load: continuous batching at the KV limit",
         )
     if batch:
-        size = int(batch.group(1))
+        size = int(batch.group(1).replace(",", ""))
         return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
     if concurrency:
-        size = int(concurrency.group(1) or concurrency.group(2))
+        size = int((concurrency.group(1) or concurrency.group(2)).replace(",", ""))
         return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
     if _is_throughput(row) and row_rate(row) is None:
         return (
@@ -457,14 +498,21 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     load, batching, load_note, simulation = _row_load(row)
     split_tp, split_note = None, ""
     if simulation is not None and simulation.mlperf and is_missing(row.text("TP")):
-        split_tp, split_note = mlperf_split(model, cluster, _precision(row, vendor)[0], simulation.workload)
+        split_tp, split_note = mlperf_split(
+            model, cluster, _precision(row, vendor)[0], simulation.workload, num_gpus=num_gpus
+        )
+    elif all(is_missing(row.text(cell)) for cell in ("TP", "PP", "EP", "DP")) and _ONE_INSTANCE.search(
+        row.joined()
+    ):
+        split_tp, split_note = _one_instance(cluster, num_gpus)
     elif all(is_missing(row.text(cell)) for cell in ("TP", "EP", "DP")):
-        fitted = fitting_split(model, cluster, _precision(row, vendor)[0], load)
+        fitted = fitting_split(model, cluster, _precision(row, vendor)[0], load, num_gpus=num_gpus)
         split_tp, split_note = fitted if fitted is not None else (None, "")
     plan, plan_notes = _deployment(row, model, num_gpus, vendor, split_tp)
-    reading = _metric(row, num_gpus, cluster.system.num_accelerators)
+    reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    notes.extend([speed_note] if speed_note else [])
     notes.extend([gpus_note] if gpus_note else [])
     notes.extend([split_note] if split_note else [])
     if _names_speculation(row):
@@ -492,6 +540,19 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
     )
+
+
+# One server instance over all the row's GPUs (``a single instance on all eight GPUs``, ``one
+# replica``): the GPUs are one tensor-parallel group, not replicas.
+_ONE_INSTANCE = re.compile(r"\b(?:single|one)\s+(?:model\s+)?(?:instance|replica|engine)\b")
+
+
+def _one_instance(cluster: Cluster, num_gpus: int) -> tuple[int | None, str]:
+    """(TP, note) of a row running one instance over its ``num_gpus``: all of them in one TP group
+    when the scale-up domain holds them, else ``(None, '')`` (the row's own cells decide)."""
+    if num_gpus <= 1 or num_gpus > cluster.system.scale_up_domain_size:
+        return None, ""
+    return num_gpus, f"one instance over all {num_gpus} GPUs, as the row says: tp={num_gpus}, no replicas"
 
 
 def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation | None]:

@@ -36,7 +36,7 @@ from lightspeed.units import parse_count
 _NUMBER: Final = r"\d[\d,]*(?:\.\d+)?"
 _VALUE: Final = re.compile(
     rf"(?P<approx>~|≈|about\s+)?(?P<low>{_NUMBER})(?:\s*(?:-|–|to)\s*(?P<high>{_NUMBER}))?"
-    r"\s*(?P<unit>%|[kmbt](?![a-z])|pf|tf|ms|us|µs|min|hours?|days?|d\b|h\b|s\b|gib|gb)?",
+    r"\s*(?P<unit>%|[kmbt](?![a-z])|pf|tf|ms|us|µs|ns\b|min|hours?|days?|d\b|h\b|sec\b|s\b|gib|gb)?",
     re.IGNORECASE,
 )
 _SUFFIX: Final = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -44,10 +44,11 @@ _NOT_FINITE: Final = re.compile(r"(?<![a-z])[-+−]?(?:inf(?:inity)?|nan|∞)(?!
 _TIME_UNITS: Final = (
     (re.compile(r"\(ms\)|\bms\b|millisecond"), "ms", 1e-3),
     (re.compile(r"\(us\)|\bus\b|µs|microsecond"), "us", 1e-6),
+    (re.compile(r"\(ns\)|\bns\b|nanosecond"), "ns", 1e-9),
     (re.compile(r"\(min\)|\bmin\b|minutes?"), "min", 60.0),
     (re.compile(r"\(h\)|\bhours?\b|\bh\b"), "h", 3600.0),
     (re.compile(r"\(d\)|\bdays?\b|\bd\b"), "d", 86400.0),
-    (re.compile(r"\(s\)|\bs\b|seconds?"), "s", 1.0),
+    (re.compile(r"\(s\)|\bs\b|\bsecs?\b|seconds?"), "s", 1.0),
 )
 _PER_NODE: Final = re.compile(r"per\s+(?:[\w-]+\s+)?node|/\s*node")
 _NODE_SIZE: Final = re.compile(r"\((\d+)\s*gpus?\)")
@@ -169,8 +170,13 @@ def _time_unit(text: str) -> tuple[str, float] | None:
     return None
 
 
+# A speed one user sees: ``tokens/s/user``, ``per-user``, ``interactivity``, ``perceived tokens per
+# second`` (what a streaming reader perceives, one request's own rate).
+_PER_USER: Final = re.compile(r"/\s*user|\bper[\s-]+user|interactivity|perceived")
+
+
 def _scope(metric: str) -> tuple[str, int | None]:
-    if "/user" in metric or "per user" in metric or "interactivity" in metric:
+    if _PER_USER.search(metric):
         return "user", None
     if _PER_NODE.search(metric):
         size = _NODE_SIZE.search(metric)
@@ -325,6 +331,11 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
 # ``tokens/s``, ``tok/sec``, ``tokens per second``, and the ``TPS`` of serving tables (``TPS/GPU``,
 # ``TPS/user``).
 _RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\btps\b")
+# Requests per second (``req/s``, ``requests/sec``, ``requests per second``, ``RPS``); not a
+# token rate that mentions a request (``tokens/sec at one request per time``).
+_REQUEST_RATE: Final = re.compile(
+    r"\breq(?:uest)?s?\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)|\brps\b"
+)
 _SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per second)|\bqps\b")
 
 
@@ -340,12 +351,12 @@ def infer_key(metric: str) -> str:
         return "tpot_s"
     if "latency" in metric:
         return "request_latency_s"
-    if "req" in metric and ("/s" in metric or "per s" in metric):
+    if _REQUEST_RATE.search(metric):
         return "requests_per_s"
     if _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) per second
         return "requests_per_s"
     if _RATE.search(metric):
-        if "/user" in metric or "per user" in metric or "interactivity" in metric:
+        if _PER_USER.search(metric):
             return "output_tokens_per_s_per_user"
         if "output" not in metric and ("total token" in metric or "input" in metric):
             return "total_tokens_per_s"

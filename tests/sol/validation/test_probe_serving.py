@@ -1,0 +1,143 @@
+"""Published serving rows written by others (``tests/data/validation/probe-serving.tsv``, issue
+27/28): every row is read as its source wrote it, and the rows that cannot be predicted say why.
+
+The expected plans, loads and metrics are read by hand from each row's cells (and its source,
+named in ``tests/data/validation/README.md``); they are not the reader's output pasted back.
+Nothing here checks a prediction's accuracy: these rows probe the reader, they fit nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import LightspeedError
+from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inference_row
+from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.sol.validation.readings import read_cell
+from lightspeed.workload import ModelRegistry
+
+PROBE = Path(__file__).resolve().parents[2] / "data" / "validation" / "probe-serving.tsv"
+
+
+def _rows() -> dict[str, PublishedRow]:
+    return {row.row_id: row for row in read_table(PROBE)}
+
+
+def _read(row_id: str, catalog: Catalog, models: ModelRegistry) -> InferenceRowSpec:
+    return read_inference_row(_rows()[row_id], catalog, models)
+
+
+# id: (TP, replicas, ISL, OSL, requests in flight (None: as many as fit), batching, metric key,
+# value in base units), each read by hand from the row's cells:
+READ_BY_HAND = {
+    # TRT-LLM H200 table: "Batch Size 1024", "TP 1", "Input Length 128, Output Length 128", out tok/s/GPU
+    "P01": (1, 1, 128, 128, 1024, "static", "output_tokens_per_s_per_gpu", 11_819.0),
+    "P02": (2, 1, 128, 2048, 512, "static", "output_tokens_per_s_per_gpu", 1_654.0),
+    # Oracle: "input size 128 and an output size 128 tokens", "a single instance on all eight GPUs"
+    # (one TP group of 8), "Batch Size 32"; the first metric is output tokens/s of the instance
+    "P03": (8, 1, 128, 128, 32, "static", "output_tokens_per_s", 798.0),
+    # "Input size in tokens 128, Output size in tokens 2048", vLLM's offline benchmark_throughput
+    "P04": (8, 1, 128, 2048, None, "continuous", "output_tokens_per_s", 2_794.0),
+    # AMD: TP 8, "Input 128, Output 2048", requests at an infinite rate: the server at its most load
+    "P05": (8, 1, 128, 2048, None, "continuous", "output_tokens_per_s", 13_212.5),
+    "P06": (8, 1, 128, 2048, 1, "static", "request_latency_s", 15.882),
+    # Gaudi: "Input Length 128, Output Length 2,048", "Batch Size 120" on one HPU
+    "P08": (1, 1, 128, 2048, 120, "static", "output_tokens_per_s", 11_294.0),
+    # 70B in fp8 is ~71 GB and a Gaudi 3 holds 128 GB: one per replica, the batch of 600 over all 8
+    "P09": (1, 8, 2048, 2048, 600, "static", "output_tokens_per_s", 8_946.0),
+    "P10": (1, 1, 128, 2048, 768, "static", "output_tokens_per_s", 18_830.0),
+    # Baseten: "512-token input sequence, 128-token output sequence", "single concurrent request",
+    # first metric "time to first token" <- "127ms"
+    "P11": (1, 1, 512, 128, 1, "continuous", "ttft_s", 0.127),
+    # MLPerf Offline on one MI300X (a 192 GB GPU holds 70B in bf16): TP 1, no replicas
+    "P13": (1, 1, None, None, None, "continuous", "output_tokens_per_s", 3_062.72),
+    # L4: "256-token input / 128-token output", "max-concurrency 8", first metric "req/s" <- 10.2
+    "P18": (1, 1, 256, 128, 8, "continuous", "requests_per_s", 10.2),
+    # "fixed 1024-token input and a fixed 128-token output", one request at a time, and the decode
+    # speed that request sees ("about 75" tokens/s)
+    "P19": (1, 1, 1024, 128, 1, "continuous", "output_tokens_per_s_per_user", 75.0),
+    "P22": (8, 1, 128, 128, 1, "static", "request_latency_s", 3.530),
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(READ_BY_HAND))
+def test_every_probe_row_is_read_as_written(catalog: Catalog, models: ModelRegistry, row_id: str) -> None:
+    tp, replicas, isl, osl, in_flight, batching, metric, value = READ_BY_HAND[row_id]
+    spec = _read(row_id, catalog, models)
+    assert (spec.plan.tp, spec.plan.replicas) == (tp, replicas)
+    if isl is not None:  # an MLPerf row's lengths are its benchmark's, not the row's
+        assert (spec.load.input_tokens, spec.load.output_tokens) == (isl, osl)
+    assert spec.load.concurrency == in_flight
+    assert spec.batching == batching
+    assert spec.metric == metric
+    assert spec.measured == pytest.approx(value)
+
+
+def test_the_later_pieces_of_a_row_are_read_too(catalog: Catalog, models: ModelRegistry) -> None:
+    # Baseten's second figure is a per-user speed ("perceived tokens per second" <- 81)
+    p11 = _read("P11", catalog, models)
+    assert p11.plan.precision == "int8"  # "int8 quantization (TensorRT-LLM)"
+    assert [(r.key, r.value) for r in p11.readings][1] == ("output_tokens_per_s_per_user", 81.0)
+    # the L4 row: "req/s; out tok/s; ITL p50 (ms)" <- "10.2; 1312; 5.5"
+    p18 = _read("P18", catalog, models)
+    keys = [(r.key, r.value) for r in p18.readings]
+    assert keys[:2] == [("requests_per_s", 10.2), ("output_tokens_per_s", 1312.0)]
+    assert keys[2][0] == "tpot_s"
+    assert keys[2][1] == pytest.approx(0.0055)
+
+
+def test_spelled_out_formats_and_lengths_that_are_caps(catalog: Catalog, models: ModelRegistry) -> None:
+    # JetStream: "bfloat16" is bf16 as stated (not 'not stated'); "max input length 1024, max output
+    # length 1024" are read as the lengths, "batch size 128" as the batch
+    spec = _read("P12", catalog, models)
+    assert spec.plan.precision == "bf16"
+    assert not any("precision not stated" in note for note in spec.assumptions)
+    assert (spec.load.input_tokens, spec.load.output_tokens, spec.load.concurrency) == (1024, 1024, 128)
+
+
+def test_a_latency_in_nanoseconds() -> None:
+    # MLPerf's summaries give latencies in ns: 539,748,890 ns is 0.5397 s
+    (reading,) = read_cell("99.00 percentile first token latency (ns)", "539748890", kind="infer")
+    assert reading.key == "ttft_s"
+    assert reading.value == pytest.approx(0.539748890)
+
+
+def test_a_batch_with_thousands_separators(tmp_path: Path, catalog: Catalog, models: ModelRegistry) -> None:
+    # Intel's tables write "Batch Size 1,750": a batch of 1750, not of 1
+    path = tmp_path / "rows.tsv"
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    cells = "LLaMA 2 70b\tInput Length 128, Output Length 128\tBatch Size 1,750\t8\tIntel Gaudi 3\tfp8"
+    path.write_text(f"{header}\nR1\tinfer\tx\t{cells}\tThroughput (tokens/sec)\t2,844\n", encoding="utf-8")
+    spec = read_inference_row(read_table(path)[0], catalog, models)
+    assert (spec.load.concurrency, spec.batching) == (1750, "static")
+
+
+# Rows that cannot be predicted, each for a reason the row or the catalog gives:
+REFUSED = {
+    "P07": "no system in the catalog is built from gaudi2",  # two Gaudi 2: how a box wires them is unsourced
+    "P15": "publishes no prompt lengths for Mixtral",  # MLPerf Mixtral: its prompt lengths are not published
+    "P16": "publishes no prompt lengths for Mixtral",
+    "P17": "publishes no prompt lengths for Mixtral",
+    "P20": "names no accelerator in the catalog",  # an NVIDIA A40
+    "P21": "GPUs is not reported",  # SemiAnalysis gives no GPU count for the point
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(REFUSED))
+def test_the_refusals_say_why(catalog: Catalog, models: ModelRegistry, row_id: str) -> None:
+    with pytest.raises(LightspeedError, match=REFUSED[row_id]):
+        _read(row_id, catalog, models)
+
+
+def test_an_mlperf_server_row_without_tp(catalog: Catalog, models: ModelRegistry) -> None:
+    # "Completed tokens per second" <- 21028.23 on 8 MI300X; the TP is the simulated best split
+    spec = _read("P14", catalog, models)
+    assert (spec.metric, spec.measured) == ("output_tokens_per_s", 21028.23)
+    assert spec.plan.tp * spec.plan.replicas == 8
+
+
+def test_every_probe_row_is_either_read_or_refused() -> None:
+    assert set(_rows()) == set(READ_BY_HAND) | set(REFUSED) | {"P12", "P14"}
