@@ -44,6 +44,9 @@ READ_BY_HAND = {
     # AMD: TP 8, "Input 128, Output 2048", requests at an infinite rate: the server at its most load
     "P05": (8, 1, 128, 2048, None, "continuous", "output_tokens_per_s", 13_212.5),
     "P06": (8, 1, 128, 2048, 1, "static", "request_latency_s", 15.882),
+    # Gaudi 2: "Batch Size 1,750", "# HPU 2", no TP cell: 70B in fp8 (~71 GB) fits one 96 GB Gaudi 2,
+    # so two replicas of TP 1 in an HLS-2 box
+    "P07": (1, 2, 128, 128, 1750, "static", "output_tokens_per_s", 2_844.0),
     # Gaudi: "Input Length 128, Output Length 2,048", "Batch Size 120" on one HPU
     "P08": (1, 1, 128, 2048, 120, "static", "output_tokens_per_s", 11_294.0),
     # 70B in fp8 is ~71 GB and a Gaudi 3 holds 128 GB: one per replica, the batch of 600 over all 8
@@ -117,7 +120,6 @@ def test_a_batch_with_thousands_separators(tmp_path: Path, catalog: Catalog, mod
 
 # Rows that cannot be predicted, each for a reason the row or the catalog gives:
 REFUSED = {
-    "P07": "no system in the catalog is built from gaudi2",  # two Gaudi 2: how a box wires them is unsourced
     "P15": "publishes no prompt lengths for Mixtral",  # MLPerf Mixtral: its prompt lengths are not published
     "P16": "publishes no prompt lengths for Mixtral",
     "P17": "publishes no prompt lengths for Mixtral",
