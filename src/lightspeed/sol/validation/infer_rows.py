@@ -29,7 +29,9 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
   of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750); ``concurrency N`` / ``N concurrent`` is
   continuous batching with N requests in flight; nothing stated, a throughput metric is
-  the server at its most load and a per-user speed or a latency one request at a time.
+  the server at its most load and a per-user speed or a latency one request at a time. A
+  stated cap on sequences (``max_batch N [per rank]``, ``Max Num Seqs N``,
+  ``max_running_requests N``) is the plan's ``max_batch`` (:func:`_stated_cap`).
 * **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
   ``TPOT``/``ITL``/``inter-token`` the time per output token; another
   ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); a ``decode`` token rate at one
@@ -165,7 +167,15 @@ _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
 _INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d)"
-_BATCH = re.compile(rf"\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*{_INTEGER}")
+# (not a cap: ``max batch 384``, ``max_batch_size 128`` are :data:`_SEQUENCE_CAP`)
+_BATCH = re.compile(rf"(?<!max[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*{_INTEGER}")
+# A cap on the sequences a server runs at once, as its options say it: ``max_batch 384 per rank``
+# (TensorRT-LLM's ``--max_batch_size``), ``Max Num Seqs 3200`` (vLLM's ``--max-num-seqs``),
+# ``max_running_requests 4096`` (SGLang's ``--max-running-requests``).
+_SEQUENCE_CAP = re.compile(
+    r"max[ _-]?(?:batch(?:[ _-]?size)?|num[ _-]?seqs|running[ _-]?requests)\s*[=:]?\s*"
+    rf"{_INTEGER}(?P<per_rank>\s*(?:per|/)\s*(?:attention\s+)?(?:rank|gpu|dp\s+rank)\b)?"
+)
 # ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``, ``c=64``,
 # ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one request each in flight).
 _CONCURRENCY = re.compile(
@@ -509,6 +519,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         fitted = fitting_split(model, cluster, _precision(row, vendor)[0], load, num_gpus=num_gpus)
         split_tp, split_note = fitted if fitted is not None else (None, "")
     plan, plan_notes = _deployment(row, model, num_gpus, vendor, split_tp)
+    plan, cap_note = _stated_cap(row, plan)
+    plan_notes = [*plan_notes, cap_note] if cap_note else plan_notes
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
@@ -540,6 +552,22 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
     )
+
+
+def _stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, str]:
+    """``plan`` with the cap on sequences its load cells state (:data:`_SEQUENCE_CAP`) as its
+    ``max_batch`` per replica (a cap ``per rank`` counts once per attention rank), and a note;
+    ``plan`` unchanged where the row states none."""
+    cap = _SEQUENCE_CAP.search(_load_cells(row))
+    if cap is None:
+        return plan, ""
+    per_rank = int(cap.group(1).replace(",", ""))
+    if per_rank < 1:
+        return plan, ""
+    ranks = plan.dp_attention if cap.group("per_rank") else 1
+    where = f" x {ranks} attention ranks" if ranks > 1 else ""
+    note = f"server cap of {per_rank} sequences{' per rank' if cap.group('per_rank') else ''}{where}"
+    return replace(plan, max_batch=per_rank * ranks), f"{note}: at most {per_rank * ranks} per replica"
 
 
 # One server instance over all the row's GPUs (``a single instance on all eight GPUs``, ``one

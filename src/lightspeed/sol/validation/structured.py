@@ -134,6 +134,7 @@ _DEPLOYMENT_KEYS: Final = {
     "kv_precision",
     "attention_weights",
     "kv_replication",
+    "max_batch",
 }
 
 
@@ -428,6 +429,7 @@ def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int
         kv_precision=_optional_choice(deployment, "kv_precision", KV_PRECISIONS),
         attention_weights=_optional_choice(deployment, "attention_weights", INFERENCE_PRECISIONS),
         kv_replication=deployment.boolean("kv_replication", False),
+        max_batch=deployment.integer("max_batch", minimum=1) if deployment.has("max_batch") else None,
     )
     gpus = plan.tp * plan.pp * plan.dp_attention * plan.replicas
     if gpus != num_gpus:
@@ -562,6 +564,7 @@ def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
     deployment |= _without_none(
         {"kv_precision": plan.kv_precision, "attention_weights": plan.attention_weights}
     ) | {"kv_replication": plan.kv_replication}
+    deployment |= _without_none({"max_batch": plan.max_batch})
     workload = _without_none(
         {
             "input_tokens": load.input_tokens,
