@@ -1,4 +1,4 @@
-"""Intel Gaudi: the HLS-3 box from Intel's network documentation, and plans on an assumed family."""
+"""Intel Gaudi: the HLS-2 and HLS-3 boxes from Intel's network page, and plans on an assumed family."""
 
 from __future__ import annotations
 
@@ -13,28 +13,33 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
-def test_an_hls3_box_is_intels_wiring(catalog: Catalog) -> None:
-    # Intel: 21 scale-up ports x 25 GB/s = 525 GB/s one way per Gaudi 3;
-    # 3 x 8 x 200 Gbps = 600 GB/s out of the box.
-    box = catalog.system("hls-gaudi3")
+@pytest.mark.parametrize(
+    ("system", "scale_up_bytes_per_s", "box_out_bytes_per_s", "gaudi_out_bytes_per_s"),
+    [
+        # Intel: 21 scale-up ports x 25 GB/s = 525 GB/s one way per Gaudi 3; 3 x 8 x 200 Gbps =
+        # 600 GB/s out of the box, 75 GB/s per Gaudi 3
+        ("hls-gaudi3", 525e9, 600e9, 75e9),
+        # Gaudi 2's network is Gaudi 3's at 100 Gbps: 21 x 12.5 = 262.5 GB/s; 3 x 8 x 12.5 = 300 GB/s
+        ("hls-gaudi2", 262.5e9, 300e9, 37.5e9),
+    ],
+)
+def test_an_hls_box_is_intels_wiring(
+    catalog: Catalog,
+    system: str,
+    scale_up_bytes_per_s: float,
+    box_out_bytes_per_s: float,
+    gaudi_out_bytes_per_s: float,
+) -> None:
+    box = catalog.system(system)
     assert box.scale_up is not None
-    assert box.scale_up.per_direction_bytes_per_s == pytest.approx(525e9)
+    assert box.scale_up.per_direction_bytes_per_s == pytest.approx(scale_up_bytes_per_s)
     assert box.scale_out is not None
-    assert box.scale_out.per_direction_bytes_per_s == pytest.approx(600e9)
-    cluster = catalog.resolve_cluster("hls-gaudi3", num_accelerators=32)
-    assert (cluster.num_nodes, cluster.scale_out_per_accelerator_bytes_per_s()) == (4, pytest.approx(75e9))
-
-
-def test_an_hls2_box_is_intels_wiring_at_100_gbps(catalog: Catalog) -> None:
-    # Intel: Gaudi 2's network is Gaudi 3's at 100 Gbps: 21 x 12.5 GB/s = 262.5 GB/s one way per
-    # Gaudi 2 inside the box; 3 x 100 Gbps = 37.5 GB/s each out of it (3 x 8 x 12.5 = 300 GB/s a box).
-    box = catalog.system("hls-gaudi2")
-    assert box.scale_up is not None
-    assert box.scale_up.per_direction_bytes_per_s == pytest.approx(262.5e9)
-    assert box.scale_out is not None
-    assert box.scale_out.per_direction_bytes_per_s == pytest.approx(300e9)
-    cluster = catalog.resolve_cluster("hls-gaudi2", num_accelerators=16)
-    assert (cluster.num_nodes, cluster.scale_out_per_accelerator_bytes_per_s()) == (2, pytest.approx(37.5e9))
+    assert box.scale_out.per_direction_bytes_per_s == pytest.approx(box_out_bytes_per_s)
+    cluster = catalog.resolve_cluster(system, num_accelerators=32)
+    assert (cluster.num_nodes, cluster.scale_out_per_accelerator_bytes_per_s()) == (
+        4,
+        pytest.approx(gaudi_out_bytes_per_s),
+    )
 
 
 def test_oam_parts_are_not_pcie_cards(catalog: Catalog) -> None:
