@@ -303,6 +303,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "SimulatedDeployment",
         "SimulationResult",
         "SloResult",
+        "SteadyRates",
         "TimeSeries",
         "find_mlperf_workload",
         "generate_requests",
@@ -317,6 +318,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "simulate",
         "simulate_deployment",
         "simulated_deployment",
+        "steady_state_rates",
     ],
     "lightspeed.sol.validation": [
         "ValidationReport",

@@ -7,6 +7,8 @@ shape a request must see, not from the simulator's own output.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,11 @@ from lightspeed.sol.serve import (
     SchedulerConfig,
     ServingWorkload,
     simulate,
+    simulate_deployment,
+    simulated_deployment,
+    steady_state_rates,
 )
+from lightspeed.sol.serve.capacity_at_slo import held_sequences
 from lightspeed.workload import ModelRegistry
 
 PLAN = InferencePlan(tp=1, precision="fp8")
@@ -118,6 +124,28 @@ def test_saturated_throughput_matches_the_analytic_maximum(catalog: Catalog, mod
     steady = (3 * len(finish) // 4 - len(finish) // 4) * 500 / (last - first)
     assert result.max_running == pytest.approx(concurrency, rel=0.01)  # 16-token blocks round up
     assert steady == pytest.approx(analytic.output_tokens_per_s, rel=0.10)
+
+
+def test_the_offline_steady_state_is_the_middle_of_a_long_run(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """``steady_state_rates`` (runs of N and 2N waiting requests, differenced) equals what a long
+    run serves in its middle half (its own finish times, independent of the differencing), within
+    2%, and each run's own mean is below it: part of every run is ramp-up and drain."""
+    model, cluster = models.get("llama-3-8b"), catalog.cluster("dgx-h100")
+    deployment = simulated_deployment(model=model, cluster=cluster, plan=PLAN)
+    waiting = _workload(ArrivalProcess.offline(), 1000, 500, 300)
+    rates = steady_state_rates(deployment, waiting)
+    long = simulate(model=model, cluster=cluster, plan=PLAN, workload=replace(waiting, num_requests=12_000))
+    finish = np.sort(long.outcome.finish_s)
+    first, last = finish[len(finish) // 4], finish[3 * len(finish) // 4]
+    middle = (3 * len(finish) // 4 - len(finish) // 4) * 500 / (last - first)
+    assert rates.output_tokens_per_s == pytest.approx(middle, rel=0.02)
+    assert rates.short_run_requests >= 3 * held_sequences(deployment, waiting) > 300
+    # each run's own mean carries its ramp-up and drain, the difference does not
+    long_run = simulate_deployment(deployment, replace(waiting, num_requests=rates.long_run_requests))
+    assert rates.short_run_output_tokens_per_s < long_run.output_tokens_per_s < rates.output_tokens_per_s
+    assert simulate_deployment(deployment, waiting).output_tokens_per_s < 0.97 * rates.output_tokens_per_s
 
 
 def test_single_server_with_fixed_service_is_m_d_1(catalog: Catalog, models: ModelRegistry) -> None:

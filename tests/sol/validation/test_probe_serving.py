@@ -14,6 +14,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
+from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inference_row
 from lightspeed.sol.validation.published import PublishedRow, read_table
 from lightspeed.sol.validation.readings import read_cell
@@ -120,9 +121,6 @@ def test_a_batch_with_thousands_separators(tmp_path: Path, catalog: Catalog, mod
 
 # Rows that cannot be predicted, each for a reason the row or the catalog gives:
 REFUSED = {
-    "P15": "publishes no prompt lengths for Mixtral",  # MLPerf Mixtral: its prompt lengths are not published
-    "P16": "publishes no prompt lengths for Mixtral",
-    "P17": "publishes no prompt lengths for Mixtral",
     "P20": "names no accelerator in the catalog",  # an NVIDIA A40
     "P21": "GPUs is not reported",  # SemiAnalysis gives no GPU count for the point
 }
@@ -141,5 +139,37 @@ def test_an_mlperf_server_row_without_tp(catalog: Catalog, models: ModelRegistry
     assert spec.plan.tp * spec.plan.replicas == 8
 
 
+@pytest.mark.parametrize(("row_id", "value"), [("P15", 59_022.3), ("P16", 57_177.2)])
+def test_mlperf_mixtral_rows_on_eight_h200(
+    catalog: Catalog, models: ModelRegistry, row_id: str, value: float
+) -> None:
+    # "Tokens per second" (Offline) and "Completed tokens per second" (Server) on H200-SXM-141GBx8:
+    # the benchmark's own length statistics (sol/serve/data/mlperf.toml), TP the simulated best split
+    spec = _read(row_id, catalog, models)
+    assert (spec.metric, spec.measured) == ("output_tokens_per_s", value)
+    assert spec.plan.tp * spec.plan.replicas == 8
+    assert spec.simulation is not None
+    assert spec.simulation.mlperf
+
+
+def test_an_mlperf_server_latency_is_read_but_not_predicted(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # P17, MLPerf Mixtral Server's p99 first-token latency in ns: read (0.54 s), but a Server run is
+    # judged by the rate it sustains under its limits, so validate says why it predicts nothing
+    spec = _read("P17", catalog, models)
+    assert spec.metric == "ttft_s"
+    assert spec.measured == pytest.approx(0.539748890)
+    lines = PROBE.read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "p17.tsv"
+    path.write_text(
+        "\n".join([lines[0], *(line for line in lines if line.startswith("P17\t"))]) + "\n", encoding="utf-8"
+    )
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    (row,) = report.rows
+    assert row.status != "ok"
+    assert "an MLPerf Server row's metric must be a rate" in row.reason
+
+
 def test_every_probe_row_is_either_read_or_refused() -> None:
-    assert set(_rows()) == set(READ_BY_HAND) | set(REFUSED) | {"P12", "P14"}
+    assert set(_rows()) == set(READ_BY_HAND) | set(REFUSED) | {"P12", "P14", "P15", "P16", "P17"}

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from lightspeed.sol.serve.capacity_at_slo import (
         CapacityResult,
         LoadPoint,
+        SteadyRates,
         load_sweep,
         max_rate_at_slo,
         saturation_rate,
+        steady_state_rates,
     )
     from lightspeed.sol.serve.deployment import (
         KV_POLICIES,
@@ -78,6 +80,7 @@ __all__ = [
     "SimulatedDeployment",
     "SimulationResult",
     "SloResult",
+    "SteadyRates",
     "TimeSeries",
     "find_mlperf_workload",
     "generate_requests",
@@ -92,6 +95,7 @@ __all__ = [
     "simulate",
     "simulate_deployment",
     "simulated_deployment",
+    "steady_state_rates",
 ]
 
 if not TYPE_CHECKING:

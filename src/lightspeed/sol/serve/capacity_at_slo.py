@@ -5,8 +5,9 @@ A deployment's capacity at an SLO is DistServe's goodput (Zhong et al., OSDI
 (``attainment``, 90% by default; 99% for MLPerf's Server scenario) meets both
 the TTFT and the TPOT limit. :func:`max_rate_at_slo` brackets it between zero
 and the rate the deployment completes requests at when every request is
-waiting (the simulated Offline throughput) and bisects, each probe a full
-simulation of the same requests' lengths on the same (cached) deployment.
+waiting (the simulated Offline throughput at its steady state,
+:func:`steady_state_rates`) and bisects, each probe a full simulation of the
+same requests' lengths on the same (cached) deployment.
 
 >>> from lightspeed.catalog import load_catalog
 >>> from lightspeed.workload import load_models
@@ -38,6 +39,9 @@ from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
 DEFAULT_RATE_TOLERANCE: Final = 0.02  # bisect until the bracket is within 2% of the rate
 MAX_PROBES: Final = 12
 SWEEP_FRACTIONS: Final = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95, 1.0)
+# Steady-state runs: the shorter holds this many times what the deployment holds at once
+STEADY_WAVES: Final = 3
+MAX_STEADY_REQUESTS: Final = 20_000
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,67 @@ def _at_rate(
     return simulate_deployment(deployment, replace(workload, arrivals=arrivals), seed=seed, slo=slo)
 
 
+@dataclass(frozen=True)
+class SteadyRates(Record):
+    """What a deployment completes per second with every request waiting (MLPerf's Offline), at its
+    steady state (:func:`steady_state_rates`), and the two runs it is measured between."""
+
+    requests_per_s: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    short_run_requests: int
+    long_run_requests: int
+    short_run_output_tokens_per_s: float
+    mean_running: float
+
+
+def held_sequences(deployment: SimulatedDeployment, workload: ServingWorkload) -> int:
+    """Requests the deployment holds at once: each replica's attention ranks at their cap on
+    sequences or at what their KV cache holds of requests of the workload's mean length."""
+    mean_tokens = workload.input_lengths.mean_tokens + workload.output_lengths.mean_tokens
+    per_rank = min(deployment.max_sequences_per_rank, deployment.kv_tokens_per_rank / max(mean_tokens, 1.0))
+    replicas = max(deployment.serving_replicas, deployment.decode_replicas, 1)
+    return int(per_rank * deployment.num_ranks * replicas)
+
+
+def steady_state_rates(
+    deployment: SimulatedDeployment, workload: ServingWorkload, seed: int = 0
+) -> SteadyRates:
+    """Rates with every request waiting from the start, at the steady state.
+
+    A run of a few thousand waiting requests is mostly its ramp-up (every replica filling its
+    batch) and its drain (the last requests finishing at a falling batch); a real Offline run
+    (LoadGen's last at least ten minutes) or a server kept saturated is mostly steady. Runs of N
+    and 2N requests (the same first N, the same ramp and a like drain; N at least
+    :data:`STEADY_WAVES` times what the deployment holds at once, at most :data:`MAX_STEADY_REQUESTS`)
+    differ by N requests at the steady state: each rate is that difference over the time it adds."""
+    held = held_sequences(deployment, workload)
+    count = min(max(workload.num_requests, STEADY_WAVES * held), MAX_STEADY_REQUESTS)
+    offline = replace(workload, arrivals=ArrivalProcess.offline(), num_requests=count, warmup_requests=0)
+    short = simulate_deployment(deployment, offline, seed=seed)
+    long = simulate_deployment(deployment, replace(offline, num_requests=2 * count), seed=seed)
+    added_s = long.duration_s - short.duration_s
+
+    def steady(field: str) -> float:
+        added = getattr(long, field) * long.duration_s - getattr(short, field) * short.duration_s
+        # (both are positive for any finite rate; else the long run's own mean)
+        return added / added_s if added_s > 0.0 and added > 0.0 else float(getattr(long, field))
+
+    return SteadyRates(
+        requests_per_s=steady("requests_per_s"),
+        output_tokens_per_s=steady("output_tokens_per_s"),
+        total_tokens_per_s=steady("total_tokens_per_s"),
+        short_run_requests=short.num_requests,
+        long_run_requests=long.num_requests,
+        short_run_output_tokens_per_s=short.output_tokens_per_s,
+        mean_running=long.mean_running,
+    )
+
+
 def saturation_rate(deployment: SimulatedDeployment, workload: ServingWorkload, seed: int = 0) -> float:
-    """Requests per second the deployment completes with every request waiting from the start."""
-    offline = replace(workload, arrivals=ArrivalProcess.offline())
-    return simulate_deployment(deployment, offline, seed=seed).requests_per_s
+    """Requests per second the deployment completes with every request waiting, at the steady
+    state (:func:`steady_state_rates`)."""
+    return steady_state_rates(deployment, workload, seed).requests_per_s
 
 
 def max_rate_at_slo(
@@ -171,4 +232,13 @@ def load_sweep(
     return tuple(LoadPoint.of(rate, _at_rate(deployment, workload, rate, slo, seed)) for rate in chosen)
 
 
-__all__ = ["CapacityResult", "LoadPoint", "load_sweep", "max_rate_at_slo", "saturation_rate"]
+__all__ = [
+    "CapacityResult",
+    "LoadPoint",
+    "SteadyRates",
+    "held_sequences",
+    "load_sweep",
+    "max_rate_at_slo",
+    "saturation_rate",
+    "steady_state_rates",
+]

@@ -44,8 +44,8 @@ from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.infer.estimate import deployment_memory
 from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
-from lightspeed.sol.serve.deployment import simulated_deployment
+from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_rates
+from lightspeed.sol.serve.deployment import SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
@@ -271,6 +271,37 @@ def _metric_value(result: SimulationResult, metric: str, num_gpus: int, percenti
     return values[metric]
 
 
+# The rates an Offline run's steady state defines (``steady_state_rates``), by metric
+# (``_per_gpu``: divided by the deployment's GPUs).
+_STEADY_RATES: Final = {
+    "output_tokens_per_s": "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu": "output_tokens_per_s",
+    "total_tokens_per_s": "total_tokens_per_s",
+    "total_tokens_per_s_per_gpu": "total_tokens_per_s",
+    "requests_per_s": "requests_per_s",
+}
+
+
+def _steady_offline_rate(
+    deployment: SimulatedDeployment, workload: ServingWorkload, metric: str, num_gpus: int
+) -> tuple[float, JsonDict]:
+    """(``metric``, what the runs reached) of an MLPerf Offline row: LoadGen issues Offline samples
+    for at least ten minutes, so the run is the deployment's steady state
+    (:func:`~lightspeed.sol.serve.capacity_at_slo.steady_state_rates`)."""
+    rates = steady_state_rates(deployment, workload)
+    rate = float(getattr(rates, _STEADY_RATES[metric]))
+    value = rate / num_gpus if metric.endswith("_per_gpu") else rate
+    reached: JsonDict = {
+        "steady_state": (
+            f"difference of runs of {rates.short_run_requests} and {rates.long_run_requests} samples"
+        ),
+        "short_run_output_tokens_per_s": rates.short_run_output_tokens_per_s,
+        "mean_running": rates.mean_running,
+        "num_requests": rates.long_run_requests,
+    }
+    return value, reached
+
+
 def simulate_row(
     simulation: RowSimulation,
     *,
@@ -304,6 +335,8 @@ def simulate_row(
         workload = ServingWorkload(
             ArrivalProcess.offline(), workload.input_lengths, workload.output_lengths, workload.num_requests
         )
+        if metric in _STEADY_RATES:
+            return _steady_offline_rate(deployment, workload, metric, plan.num_gpus)
     result = simulate_deployment(deployment, workload)
     reached = {
         "ttft_s": result.ttft.mean_s,
