@@ -129,6 +129,22 @@ def test_a_command_that_ends_before_the_first_sample_is_still_a_run(tmp_path: Pa
     assert report.run.exit_code == 5
 
 
+def test_a_last_sample_covers_the_commands_last_moments(tmp_path: Path) -> None:
+    # One second of busy work under a 5 s interval: the thread's only tick comes as the command
+    # starts, so without a sample as it ends nothing would cover that second. The last sample is
+    # taken when it has ended but before it is reaped: its CPU seconds still read (about one core).
+    out = tmp_path / "mon"
+    busy = "import time\nend = time.perf_counter() + 1.0\nwhile time.perf_counter() < end: pass"
+    run = run_command(command=[sys.executable, "-c", busy], out_dir=out, interval_s=5.0, backends=["host"])
+    assert run.exit_code == 0
+    (capture_path,) = out.glob("capture-*.jsonl")
+    capture = read_capture(capture_path)
+    cores = capture.series["host"]["process_cpu_cores"]
+    assert capture.num_samples >= 2
+    assert capture.times_s[-1] - capture.times_s[0] >= 0.9  # the last sample is after the busy second
+    assert 0.5 <= cores[-1] <= 1.5
+
+
 def test_a_command_that_cannot_start_leaves_no_folder(tmp_path: Path) -> None:
     from lightspeed.errors import UserInputError
 

@@ -63,8 +63,11 @@ def run_child(
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_exit: Callable[[int], None] | None = None,
 ) -> ChildExit:
-    """Run ``command`` in its own process group until it ends; ``on_start(pid)`` runs once it started.
+    """Run ``command`` in its own process group until it ends; ``on_start(pid)`` runs once it
+    started, ``on_exit(pid)`` once it ended but before it is reaped (its CPU times can still be
+    read: a last sample then covers the command's last moments).
 
     Raises :class:`UserInputError` when the command cannot be started.
     """
@@ -75,11 +78,26 @@ def run_child(
             try:
                 if on_start is not None:
                     on_start(process.pid)
+                if on_exit is not None and _wait_unreaped(process.pid):
+                    on_exit(process.pid)
                 returncode = process.wait()
             except BaseException:
                 _stop(process)
                 raise
     return exit_of(returncode, forwarder.received)
+
+
+def _wait_unreaped(pid: int) -> bool:
+    """Block until process ``pid`` has ended, leaving it to be reaped (``os.waitid`` with
+    ``WNOWAIT``); ``False`` where the platform has no such wait (the caller just reaps it)."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return False
+    try:
+        waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    except ChildProcessError:  # already reaped elsewhere
+        return False
+    return True
 
 
 def exit_of(returncode: int, forwarded: Sequence[str] = ()) -> ChildExit:

@@ -185,6 +185,11 @@ def run_command(
         monitor.meta["watched_pid"] = pid
         monitor.start()
 
+    def ended_now(_pid: int) -> None:
+        # a last sample as the command ends (before it is reaped: its CPU times still read), so that
+        # its last steps are covered whatever the sampling interval
+        monitor.sample_now()
+
     start = time.time()
     child_env = {
         **os.environ,
@@ -195,7 +200,7 @@ def run_command(
         CLOCK_ANCHOR_ENV: anchor_env_value(monitor.anchor_ns),
     }
     try:
-        ended = run_child(command, env=child_env, stdout=stdout, on_start=started)
+        ended = run_child(command, env=child_env, stdout=stdout, on_start=started, on_exit=ended_now)
     except UserInputError:
         if created:
             shutil.rmtree(out_dir, ignore_errors=True)  # the command never ran: leave nothing behind

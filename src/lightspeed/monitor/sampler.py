@@ -97,6 +97,8 @@ class Monitor:
         self._start_ns = 0
         self._open: list[Backend] = []
         self._writer: CaptureWriter | None = None
+        self._tick_lock = threading.Lock()  # the thread's ticks and sample_now() read the backends
+        self._ended = False  # the capture is closed: no more samples
         self._thread = threading.Thread(target=self._run, name="lightspeed-monitor", daemon=True)
 
     # -- the caller's side -------------------------------------------------------
@@ -115,6 +117,14 @@ class Monitor:
         if self._error is not None and not self.devices:
             self._raise()
         return self.devices
+
+    def sample_now(self) -> bool:
+        """Take one sample now, outside the thread's schedule (a watched command has just ended:
+        its last moments get a reading); ``False`` when the monitor is not sampling."""
+        if not self._ready.is_set() or self._stop.is_set() or not self._thread.is_alive() or not self._open:
+            return False
+        self._tick()
+        return True
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop sampling, close the capture and the backends; raise what stopped the thread early."""
@@ -177,8 +187,10 @@ class Monitor:
         except BaseException as error:
             self._error = error
         finally:
-            if self._writer is not None:
-                self._writer.end(self._now_ns(), num_samples=self.num_samples, num_late=self.num_late)
+            with self._tick_lock:  # after any sample_now() in flight, and none after it
+                self._ended = True
+                if self._writer is not None:
+                    self._writer.end(self._now_ns(), num_samples=self.num_samples, num_late=self.num_late)
             self._close()
 
     def _open_backends(self) -> None:
@@ -234,19 +246,22 @@ class Monitor:
                 return
 
     def _tick(self) -> None:
-        t_ns = self._now_ns()
-        reading: Reading = {}
-        for backend in self._open:
-            for device, values in backend.read().items():
-                merged = reading.setdefault(device, {})
-                for metric, value in values.items():
-                    if value is not None or metric not in merged:
-                        merged[metric] = value
-        self._say_missing(t_ns, reading)
-        self._ring.append(Sample(t_epoch_s=t_ns / 1e9, reading=reading))
-        self.num_samples += 1
-        if self._writer is not None:
-            self._writer.sample(t_ns, reading)
+        with self._tick_lock:
+            if self._ended:
+                return
+            t_ns = self._now_ns()
+            reading: Reading = {}
+            for backend in self._open:
+                for device, values in backend.read().items():
+                    merged = reading.setdefault(device, {})
+                    for metric, value in values.items():
+                        if value is not None or metric not in merged:
+                            merged[metric] = value
+            self._say_missing(t_ns, reading)
+            self._ring.append(Sample(t_epoch_s=t_ns / 1e9, reading=reading))
+            self.num_samples += 1
+            if self._writer is not None:
+                self._writer.sample(t_ns, reading)
 
     def _say_missing(self, t_ns: int, reading: Reading) -> None:
         for device, values in reading.items():
