@@ -170,3 +170,18 @@ def test_blackwell_fp4_gemm_ceiling_follows_the_cited_measurement() -> None:
     assert blackwell.gemm_ceiling("fp4") == pytest.approx(ratio * 1745 / 2250, abs=0.001)
     # below the FP8 ceiling, as a younger block-scaled kernel's should be
     assert blackwell.gemm_ceiling("fp4") < blackwell.gemm_ceiling("fp8")
+
+
+def test_cdna3_fp8_gemm_ceiling_follows_amds_own_max_achievable_flops() -> None:
+    """MI300X FP8 keeps AMD's measured FP8/BF16 share of peak, applied to the BF16 MAMF ceiling.
+
+    Hand calculation from AMD's table (ROCm blog "Measuring Max-Achievable FLOPs - Part 2", Table
+    1, hipBLASLt-bench): MI300X BF16 708 TFLOP/s of a 1,307.4 dense peak, FP8 1,273 of 2,614.9;
+    the BF16 MAMF (Bekman's survey) is 668.4 of 1,300.
+    """
+    cdna3 = default_efficiency("amd-cdna3")
+    ratio = (1273 / 2614.9) / (708 / 1307.4)  # 0.899
+    assert cdna3.gemm_ceiling("bf16") == pytest.approx(668.4 / 1300, abs=0.001)
+    assert cdna3.gemm_ceiling("fp8") == pytest.approx(ratio * 668.4 / 1300, abs=0.001)
+    # not Hopper's ratio (0.883), which the family borrowed before
+    assert cdna3.gemm_ceiling("fp8") != pytest.approx(0.514 * 0.709 / 0.803, abs=0.001)
