@@ -56,6 +56,8 @@ from lightspeed.workload import TransformerSpec
 _REQUESTS: Final = re.compile(r"(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 _RATE: Final = re.compile(r"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*(\d+(?:\.\d+)?)")
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
+# An MLPerf Server or Interactive run's LoadGen target (``target_qps 392``, ``target 75 QPS``).
+_TARGET_QPS: Final = re.compile(r"target[_ ]qps\s*[=:]?\s*(\d+(?:\.\d+)?)|target\s*(\d+(?:\.\d+)?)\s*qps\b")
 _MLPERF: Final = re.compile(r"\bml\s*perf\b|\bloadgen\b", re.IGNORECASE)
 _PERCENTILE: Final = re.compile(
     r"\bp(\d{1,2}(?:\.\d+)?)\b|\b(\d{1,2}(?:\.\d+)?)(?:th|st|nd|rd)?[ -]percentile\b"
@@ -78,6 +80,7 @@ class RowSimulation(Record):
     slo: ServiceLevel | None = None
     mlperf: str = ""
     note: str = ""
+    target_rate_per_s: float | None = None
 
 
 def row_requests(row: PublishedRow) -> int | None:
@@ -161,7 +164,9 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
     if load is None and workload.input_assumption:
         note += f" (prompt lengths: {workload.input_assumption})"
     mode = "offline" if scenario == "offline" else "capacity"
-    return RowSimulation(mode, simulated, slo, workload.name, note)
+    qps = _TARGET_QPS.search(text.lower())
+    target_rate = float(qps.group(1) or qps.group(2)) if qps and mode == "capacity" else None
+    return RowSimulation(mode, simulated, slo, workload.name, note, target_rate)
 
 
 def _offline_rate(
@@ -302,6 +307,9 @@ def _steady_offline_rate(
     return value, reached
 
 
+_CAPACITY_RATES: Final = ("requests_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu")
+
+
 def simulate_row(
     simulation: RowSimulation,
     *,
@@ -319,7 +327,14 @@ def simulate_row(
         model=model, cluster=cluster, plan=plan, efficiency=efficiency, serving=serving
     )
     workload = simulation.workload
-    if simulation.mode == "capacity":
+    if simulation.mode == "capacity" and metric not in _CAPACITY_RATES:
+        if simulation.target_rate_per_s is None:
+            raise RowError(
+                f"an MLPerf Server row's metric must be a rate, or the row must state the target QPS "
+                f"its latencies were measured at (got {metric} and no 'target_qps N')"
+            )
+        workload = replace(workload, arrivals=ArrivalProcess.poisson(simulation.target_rate_per_s))
+    elif simulation.mode == "capacity":
         assert simulation.slo is not None
         capacity = max_rate_at_slo(deployment, workload=workload, slo=simulation.slo)
         output_mean = workload.output_lengths.mean_tokens
@@ -328,8 +343,6 @@ def simulate_row(
             "output_tokens_per_s": capacity.max_rate_per_s * output_mean,
             "output_tokens_per_s_per_gpu": capacity.max_rate_per_s * output_mean / plan.num_gpus,
         }
-        if metric not in rates:
-            raise RowError(f"an MLPerf Server row's metric must be a rate (got {metric})")
         return rates[metric], {"max_rate_per_s": capacity.max_rate_per_s, "num_probes": len(capacity.probes)}
     if simulation.mode == "offline":
         workload = ServingWorkload(

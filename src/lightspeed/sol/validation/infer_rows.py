@@ -63,7 +63,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Final
 
-from lightspeed.catalog import Catalog, Cluster
+from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
@@ -251,14 +251,44 @@ _NAMED_FORMATS: Final = {
 _SPELLED_FORMATS: Final = ((re.compile(r"\bbfloat16\b"), "bf16"), (re.compile(r"\bfloat16\b"), "fp16"))
 
 
-def _precision(row: PublishedRow, vendor: str) -> tuple[str, str]:
+def _precision(row: PublishedRow, accelerator: Accelerator, *, mlperf: bool = False) -> tuple[str, str]:
+    """The row's (weight format, note): the precision cell's, else the model name's, else (an
+    MLPerf row, :func:`_mlperf_precision`) its submitters' convention, else bf16."""
+    vendor = accelerator.vendor
     text = row.text("precision").lower()
     for spelled, key in _SPELLED_FORMATS:
         text = spelled.sub(key, text)
     for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
         if key in text:
             return _vendor_format(key, vendor) or (key, f"precision '{row.text('precision')}' -> {key}")
-    return _named_precision(row.text("model"), vendor)
+    named = _named_precision(row.text("model"), vendor)
+    if mlperf and named[1] == _NOT_STATED:
+        return _mlperf_precision(accelerator) or named
+    return named
+
+
+# MLPerf Inference closed LLM submissions quantize to the narrowest float format the accelerator
+# computes: NVIDIA's "LLM submissions use FP8 or FP4 if the NVIDIA accelerator supports that
+# feature" (inference_results_v4.1, closed/NVIDIA/documentation/calibration.md), AMD's v4.1
+# MI300X Llama 2 70B code is ``test_VllmFp8`` (closed/AMD/code/llama2-70b-99.9), and its v5.1
+# MI355X submission introduced FP4. Summaries (``mlperf_log_summary.txt``) do not say it.
+_MLPERF_FORMATS: Final = ("fp4", "fp8")
+
+
+def _mlperf_precision(accelerator: Accelerator) -> tuple[str, str] | None:
+    """An MLPerf row's format when it states none: the narrowest of :data:`_MLPERF_FORMATS` the
+    accelerator has tensor-core rows for, with a note; ``None`` when it has neither."""
+    for key in _MLPERF_FORMATS:
+        if key in accelerator.compute:
+            precision, _ = _vendor_format(key, accelerator.vendor) or (key, "")
+            return precision, (
+                f"precision not stated: {precision}, as MLPerf closed LLM submissions quantize to the "
+                f"narrowest float format the accelerator computes ({key} on {accelerator.name})"
+            )
+    return None
+
+
+_NOT_STATED: Final = "precision not stated: bf16"
 
 
 def _named_precision(model: str, vendor: str) -> tuple[str, str]:
@@ -268,7 +298,7 @@ def _named_precision(model: str, vendor: str) -> tuple[str, str]:
     if key is None:
         if named is not None:
             return "bf16", f"the model name '{model}' states {named} (weight-only 4-bit, not modelled): bf16"
-        return "bf16", "precision not stated: bf16"
+        return "bf16", _NOT_STATED
     precision, note = _vendor_format(key, vendor) or (key, "")
     return precision, f"precision not stated; the model name '{model}' states {named}: {precision}" + (
         f" ({note})" if note else ""
@@ -465,18 +495,21 @@ class InferenceRowSpec(RunSpec):
 
 
 def _deployment(
-    row: PublishedRow, model: TransformerSpec, num_gpus: int, vendor: str, tp: int | None = None
+    row: PublishedRow,
+    model: TransformerSpec,
+    num_gpus: int,
+    precision: tuple[str, str],
+    tp: int | None = None,
 ) -> tuple[InferencePlan, list[str]]:
     """The deployment a row describes (degrees, attention data parallelism, formats) and notes;
-    ``tp`` replaces a missing TP cell."""
+    ``precision`` is the row's (format, note) and ``tp`` replaces a missing TP cell."""
     tp = tp or integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
-    precision, precision_note = _precision(row, vendor)
     kv_precision = _kv_precision(row)
-    notes = [precision_note]
+    notes = [precision[1]]
     attention_groups = 1
     if model.moe is not None and _ATTENTION_DP.search(row.joined()):
         attention_groups, tp = _attention_groups(row, tp, ep)
@@ -491,7 +524,7 @@ def _deployment(
         ep=ep,
         dp_attention=attention_groups,
         replicas=num_gpus // (tp * attention_groups * pp),
-        precision=precision,
+        precision=precision[0],
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
@@ -504,21 +537,22 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     model, model_note = _resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
-    vendor = cluster.system.accelerator.vendor
     load, batching, load_note, simulation = _row_load(row)
+    mlperf = simulation is not None and bool(simulation.mlperf)
+    precision = _precision(row, cluster.system.accelerator, mlperf=mlperf)
     split_tp, split_note = None, ""
-    if simulation is not None and simulation.mlperf and is_missing(row.text("TP")):
+    if simulation is not None and mlperf and is_missing(row.text("TP")):
         split_tp, split_note = mlperf_split(
-            model, cluster, _precision(row, vendor)[0], simulation.workload, num_gpus=num_gpus
+            model, cluster, precision[0], simulation.workload, num_gpus=num_gpus
         )
     elif all(is_missing(row.text(cell)) for cell in ("TP", "PP", "EP", "DP")) and _ONE_INSTANCE.search(
         row.joined()
     ):
         split_tp, split_note = _one_instance(cluster, num_gpus)
     elif all(is_missing(row.text(cell)) for cell in ("TP", "EP", "DP")):
-        fitted = fitting_split(model, cluster, _precision(row, vendor)[0], load, num_gpus=num_gpus)
+        fitted = fitting_split(model, cluster, precision[0], load, num_gpus=num_gpus)
         split_tp, split_note = fitted if fitted is not None else (None, "")
-    plan, plan_notes = _deployment(row, model, num_gpus, vendor, split_tp)
+    plan, plan_notes = _deployment(row, model, num_gpus, precision, split_tp)
     plan, cap_note = _stated_cap(row, plan)
     plan_notes = [*plan_notes, cap_note] if cap_note else plan_notes
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
