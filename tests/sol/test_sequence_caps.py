@@ -15,7 +15,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.stacks import GpuDefault, SequenceCap, ServingStack
+from lightspeed.sol.core.stacks import GpuDefault, SequenceCap, ServingStack, serving_stack_for
 from lightspeed.sol.serve.deployment import simulated_deployment
 from lightspeed.workload import ModelRegistry
 
@@ -140,3 +140,29 @@ def test_each_server_chunks_prompts_by_its_own_default(
     )
     assert deployment.max_batched_tokens_per_rank == expected
     assert deployment.hardware.parameters.prefill_chunk_tokens == expected
+
+
+def test_vllms_v0_engine_caps_sequences_at_256_on_any_gpu(models: ModelRegistry, catalog: Catalog) -> None:
+    # vLLM's V0 engine (0.4-0.7, the 2024 releases): EngineArgs.__post_init__ sets
+    # 'max_num_seqs = 256 if not envs.VLLM_USE_V1 else 1024' (vllm/engine/arg_utils.py @001999d2),
+    # with no per-GPU tiers; the V1 engine (0.8 on) gives an H100 1,024
+    v0, v1 = load_serving_stack("vllm-2024"), load_serving_stack("vllm-2025")
+    assert _batch(models, catalog, "h100", v0) == 256
+    assert _batch(models, catalog, "h200", v0) == 256
+    assert _batch(models, catalog, "h100", v1) == 1024
+
+
+@pytest.mark.parametrize(
+    ("text", "year", "version", "expected"),
+    [
+        ("vLLM benchmark_throughput.py", 2024, None, "vllm-2024"),  # a 2024 row: the V0 engine
+        ("vLLM benchmark_throughput.py", 2025, None, "vllm-2025"),
+        ("vLLM v0.6.3", 2024, (0, 6), "vllm-2024"),
+        ("vLLM v0.10.2", 2024, (0, 10), "vllm-2025"),  # the release, not the year, decides
+        ("vllm bench serve, vLLM v0.23.0", 2025, (0, 23), "vllm-2025"),
+    ],
+)
+def test_a_vllm_row_picks_its_engine_by_release_else_year(
+    text: str, year: int, version: tuple[int, int] | None, expected: str
+) -> None:
+    assert serving_stack_for(text, year, version)[0].name == expected
