@@ -21,9 +21,18 @@ by DeepSeek, neither fitted on:
   has no two-batch overlap). At EP 8 DeepEP's low-latency kernels go over RDMA although the
   GPUs share NVLink; the engine prices NVLink there, so that row is reported but not judged.
 
+``benchmarks/data/flashinfer-moe-b300.tsv`` holds a third, measured on one B300 and published by
+FlashInfer: a whole DeepSeek MoE layer's routed part (routing, FP4 activation quantization, the
+two grouped GEMMs, finalize) with TensorRT-LLM's NVFP4 kernels, 32 local experts of 256 (an EP 8
+rank), 1 to 512 tokens. The engine prices it as one MoE layer's routed experts
+(:func:`~lightspeed.sol.infer.iteration.routed_experts_time_s`: the roofline of the experts the
+tokens reach, plus the fixed time of the kernels a MoE layer adds over a dense one).
+
 What the comparison settles: the two kernels of a wide expert-parallel decode layer that are
 measured are priced within the errors printed, so neither explains the attention-DP pace that
-``sol/data/stacks.toml`` still fits (issue 27).
+``sol/data/stacks.toml`` still fits (issue 27); and a Blackwell NVFP4 MoE layer at decode batch
+sizes is priced within the MoE errors printed, so it is not where DeepSeek-R1's batch-1 decode on
+B200 loses its time either (issue 28).
 """
 
 from __future__ import annotations
@@ -41,10 +50,18 @@ import numpy as np
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan, load_serving_stack
 from lightspeed.sol.core.stacks import ServingStack
-from lightspeed.sol.infer.iteration import IterationGrid, gemm_time_s, inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.iteration import (
+    IterationGrid,
+    gemm_time_s,
+    inference_hardware_for,
+    iteration_cost,
+    routed_experts_time_s,
+)
 from lightspeed.workload import TransformerSpec, load_models
 
 TABLE = Path(__file__).parent / "data" / "deepseek-kernels-h800.tsv"
+MOE_TABLE = Path(__file__).parent / "data" / "flashinfer-moe-b300.tsv"
+MOE_SYSTEM = "dgx-b300"
 RESULTS = Path(__file__).parent / "results" / "kernel_anchors.json"
 SYSTEM = "hgx-h800"
 GPUS_PER_NODE = 8
@@ -144,6 +161,54 @@ def all_to_all_errors(table: list[dict[str, str]]) -> list[dict[str, Any]]:
     return out
 
 
+def _decode_grid(tokens: float, ep: int) -> IterationGrid:
+    """A decode iteration of ``tokens`` sequences over an attention-data-parallel EP group of
+    ``ep`` ranks (one token each, contexts of 1,000), the experts evenly loaded."""
+
+    def one(value: float) -> np.ndarray:
+        return np.asarray([float(value)])
+
+    return IterationGrid(
+        tp=one(1),
+        pp=one(1),
+        ep=one(ep),
+        dp_attention=one(ep),
+        decode_sequences=one(tokens),
+        query_tokens=one(1),
+        decode_context=one(1000),
+        prefill_tokens=one(0),
+        prefill_context=one(0),
+        prefill_requests=one(0),
+        group_prefill_tokens=one(0),
+        expert_imbalance=one(1.0),
+    )
+
+
+def moe_layer_errors(table: Path = MOE_TABLE) -> list[dict[str, Any]]:
+    """Per token count: FlashInfer's measured MoE layer and the engine's routed experts of one
+    DeepSeek-V3 MoE layer on an EP 8 rank of a B300 node, NVFP4 (``trtllm-2025``)."""
+    model = load_models().get("deepseek-v3")
+    plan = InferencePlan(tp=1, ep=8, dp_attention=8, precision="nvfp4")
+    cluster = load_catalog().resolve_cluster(MOE_SYSTEM, 8)
+    hardware = inference_hardware_for(cluster, plan, None, load_serving_stack("trtllm-2025"), model=model)
+    out = []
+    for row in rows(table):
+        tokens = int(row["tokens"])
+        measured_s = float(row["measured"]) * 1e-3
+        # the benchmark routes its tokens over all 256 experts and runs the 32 of one rank: the
+        # same as an EP 8 group whose ranks hold those tokens between them
+        engine_s = float(np.asarray(routed_experts_time_s(_decode_grid(tokens, 8), model, hardware))[0])
+        out.append(
+            {
+                "tokens": tokens,
+                "measured_us": measured_s * 1e6,
+                "engine_us": engine_s * 1e6,
+                "time_error": engine_s / measured_s - 1.0,
+            }
+        )
+    return out
+
+
 def check(table: Path = TABLE) -> dict[str, Any]:
     """Both comparisons and their summaries (see the module docs)."""
     data = rows(table)
@@ -151,11 +216,15 @@ def check(table: Path = TABLE) -> dict[str, Any]:
     profile = gemm_errors(data, kernel_efficiency=None)
     all_to_all = all_to_all_errors(data)
     judged = [row["time_error"] for row in all_to_all if row["judged"]]
+    moe = moe_layer_errors()
     return {
         "gemm_at_ceilings": ceilings,
         "gemm_with_profile": profile,
         "all_to_all": all_to_all,
+        "moe_layer": moe,
         "summary": {
+            "moe_layer_median": statistics.median(row["time_error"] for row in moe),
+            "moe_layer_max_abs": max(abs(row["time_error"]) for row in moe),
             "gemm_at_ceilings_median_abs": statistics.median(abs(row["time_error"]) for row in ceilings),
             "gemm_at_ceilings_median": statistics.median(row["time_error"] for row in ceilings),
             "gemm_with_profile_median": statistics.median(row["time_error"] for row in profile),
@@ -192,6 +261,14 @@ def main() -> None:
             f"| {row['ep']} | {row['measured_us']:.0f} us | {row['engine_us']:.0f} us "
             f"| {row['time_error']:+.1%}{note} |"
         )
+    print()
+    print("| tokens | FlashInfer TRT-LLM NVFP4 MoE layer (B300) | engine routed experts | error |")
+    print("|---:|---:|---:|---:|")
+    for row in result["moe_layer"]:
+        print(
+            f"| {row['tokens']} | {row['measured_us']:.1f} us | {row['engine_us']:.1f} us "
+            f"| {row['time_error']:+.1%} |"
+        )
     summary = result["summary"]
     print()
     print(
@@ -202,6 +279,10 @@ def main() -> None:
     print(
         f"all-to-all, EP >= {JUDGED_MIN_EP}: median time error {summary['all_to_all_median']:+.1%}, "
         f"max |error| {summary['all_to_all_max_abs']:.1%}"
+    )
+    print(
+        f"MoE layer, 1-512 tokens: median time error {summary['moe_layer_median']:+.1%}, "
+        f"max |error| {summary['moe_layer_max_abs']:.1%}"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -499,6 +499,20 @@ def _expert_part(
     acc.roofline(compute, memory, "gemm_compute", "weight_reads")
 
 
+def routed_experts_time_s(
+    grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> Array:
+    """Seconds the engine charges the busiest GPU for one MoE layer's routed experts: their
+    roofline as :func:`iteration_cost` prices it (the experts the grid's tokens reach, evenly
+    loaded) plus the fixed GPU time of the kernels a MoE layer launches beyond a dense one
+    (routing, permutation, grouped GEMMs, finalize). For comparing the engine with published MoE
+    kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
+    acc = _Acc()
+    _expert_part(acc, grid, model, layer_shapes(model), inference_hardware, busiest=np.asarray(1.0))
+    extra_kernels = KERNELS_PER_MOE_LAYER_FORWARD - KERNELS_PER_DENSE_LAYER_FORWARD
+    return sum(acc.parts.values()) + extra_kernels * inference_hardware.floors.gpu_kernel_s
+
+
 def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
     """With attention data parallelism the layer's compute and memory time is divided by the
     serving stack's ``attention_dp_efficiency``, a fitted factor. What it stands in for is not the
@@ -698,6 +712,7 @@ __all__ = [
     "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
     "load_inference_parameters",
+    "routed_experts_time_s",
     "stage_kernels",
     "stage_layers",
 ]
