@@ -6,7 +6,9 @@ v0.1``, ``llama2-70b-99.9`` (MLPerf). :func:`reduce_name` takes off, from the en
 repeatedly (so in any order), the words that name a tuning, a format, a release or an
 MLPerf accuracy target, and the organization before a ``/``; it also writes a family
 word and its number the same way glued or apart (``llama3.1`` = ``llama-3.1``, spaces =
-dashes). Version tags (``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
+dashes), and a family version written with a ``v`` before the size the same as without
+(``LLaMA v3.1 8B`` = ``Llama 3.1 8B``, as TensorRT-LLM's tables write it). Version tags
+(``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
 vocabulary, so a name's version must be one the model lists (:class:`ReducedName`).
 The model twin of :mod:`lightspeed.catalog.names` (the same reduction for hardware names).
 
@@ -40,6 +42,9 @@ MLPERF_TAGS: Final = frozenset({"99", "99.9", "interactive"})
 _DATE: Final = re.compile(r"\d{4}")  # release dates: -2407, -0528, -2501
 _VERSION: Final = re.compile(r"v\d+\.\d+")  # v0.1, v0.3 (not v2/v3: DeepSeek-V3 is a name)
 _GLUE: Final = re.compile(r"(?<=[a-z])-(?=\d)")  # llama-3.1 -> llama3.1, gpt-3 -> gpt3
+# A dotted family version written with a v, after a word and before another token: llama-v3.1-8b
+# (not a trailing version tag, mistral-7b-v0.1, nor an undotted name, deepseek-v3).
+_FAMILY_V: Final = re.compile(r"(?:^|(?<=-))([a-z]+)-v(?=\d+\.\d+-)")
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,12 @@ def reduce_name(name: str) -> ReducedName:
     True
     >>> reduce_name("Qwen3-235B-A22B-Instruct-2507-FP8").base
     'qwen3-235b-a22b'
+    >>> reduce_name("LLaMA v3.1 70B").base == reduce_name("Llama-3.1-70B").base
+    True
     """
     key = normalize_name(name).rsplit("/", 1)[-1]
     key = re.sub(r"^meta-(?=llama)", "", key)
+    key = _FAMILY_V.sub(r"\1-", key)
     tokens = [token for token in key.split("-") if token]
     versions: list[str] = []
     formats: list[str] = []

@@ -4,14 +4,16 @@
 Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
 141GB``: the rules, the same for every row (``docs/sol.md``):
 
+* words end at spaces, punctuation and underscores (MLPerf's system ids, ``8xMI325X_2xEPYC_9575F``);
 * the first run of words, scanning left to right and longest first, that is a
   catalog *system* name or alias (``DGX B200``, ``DGX GB200``, ``GB200
   NVL72``) gives the system; else the first that is an *accelerator* name,
   alias or a dash-prefix of one (``A100-SXM4-80GB``, ``H100 SXM``) gives the
   accelerator, in its default system (the 8-GPU node, else the rack);
 * a memory size in GB that is neither the part's nominal nor its listed size
-  (``96GB`` on an 80 GB H100) and a power figure below its TDP (``@500W``)
-  make a variant (:func:`lightspeed.catalog.variants.derive_variant`);
+  (``96GB`` on an 80 GB H100), nor one the catalog's own names for the part write
+  (``GH200 480GB``, an alias: the superchip's memory with Grace's), and a power figure below
+  its TDP (``@500W``) make a variant (:func:`lightspeed.catalog.variants.derive_variant`);
 * the scale-out fabric from the words the text uses (``NDR``, ``HDR``, ``RoCE
   400G``, ``IB 50GB/s``), else the system's own NICs;
 * a job on part of a rack-scale system spreads over the fewest racks
@@ -57,8 +59,11 @@ FABRIC_KEYWORDS: Final = (
     ("ib 50gb/s", "ib-ndr"),
     ("ib 25gb/s", "ib-hdr"),
 )
-_WORD_SPLIT: Final = re.compile(r"[\s,;()]+")
+# Words end at spaces, punctuation and underscores: MLPerf's system ids glue their parts with
+# ``_`` (``8xMI325X_2xEPYC_9575F``, ``GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT``).
+_WORD_SPLIT: Final = re.compile(r"[\s,;()_]+")
 _MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
+_NAMED_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB\b", re.IGNORECASE)
 _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 MAX_SPAN_WORDS: Final = 4
 # ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
@@ -162,6 +167,10 @@ def _variant_figures(accelerator: Accelerator, text: str) -> tuple[float | None,
         round(accelerator.memory_nominal_bytes / 2**30),
         round(accelerator.memory_usable_bytes / 2**30),
     }
+    # a size the catalog's own names for the part write (``NVIDIA GH200 480GB``, the superchip's
+    # memory with Grace's) names the part, not a variant of it
+    for name in (accelerator.display_name, *accelerator.aliases):
+        listed |= {round(float(size)) for size in _NAMED_MEMORY.findall(name)}
     memory = None
     for match in _MEMORY.finditer(text):
         value = float(match.group(1))

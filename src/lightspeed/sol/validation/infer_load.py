@@ -11,8 +11,13 @@ and decode-pool figures stay with the analytic steady state.
   more than four rounds of the concurrency (longer runs move the throughput by under 1%).
 * **Open loop** (``request rate R``, ``R req/s arrival``; a load with an arrival rate):
   Poisson arrivals, the row's request count or 1,000.
+* **All at once** (an infinite rate, ``QPS INF``, ``--request-rate inf``, with no concurrency
+  stated): the row's request count (``500 requests``) issued together, simulated as an offline
+  run (:func:`all_at_once_simulation`); without a count, the server at its most load.
 * **MLPerf** (a cell names MLPerf and a benchmark of ``sol/serve/data/mlperf.toml``):
-  the workload's published lengths (the row's ISL/OSL override them). Offline is the
+  the workload's published lengths (the row's ISL/OSL override them). A row naming both
+  Interactive and Server is Interactive: MLPerf v5.0 on writes the interactive setting as a
+  benchmark (``llama2-70b-interactive-99``) run in LoadGen's Server scenario. Offline is the
   simulated throughput with every sample waiting; Server and Interactive are the
   highest Poisson rate whose 99th-percentile TTFT and TPOT meet the benchmark's limits
   (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), times the mean output. A row
@@ -55,6 +60,10 @@ from lightspeed.workload import TransformerSpec
 
 _REQUESTS: Final = re.compile(r"(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 _RATE: Final = re.compile(r"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*(\d+(?:\.\d+)?)")
+# A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``): every request sent at once.
+_INFINITE_RATE: Final = re.compile(
+    r"(?:request[ -]rate|arrival[ -]rate|qps|rps)\s*[=:]?\s*(?:inf(?:inite|inity)?|∞)(?![a-z])"
+)
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
 # An MLPerf Server or Interactive run's LoadGen target (``target_qps 392``, ``target 75 QPS``).
 _TARGET_QPS: Final = re.compile(r"target[_ ]qps\s*[=:]?\s*(\d+(?:\.\d+)?)|target\s*(\d+(?:\.\d+)?)\s*qps\b")
@@ -93,6 +102,22 @@ def row_rate(row: PublishedRow) -> float | None:
     """The request rate a row states (``request rate 4``, ``qps 2``), if any."""
     match = _RATE.search(row.joined().lower())
     return float(match.group(1)) if match else None
+
+
+def sends_all_at_once(row: PublishedRow) -> bool:
+    """Whether the row states an infinite request rate (``QPS INF``, ``--request-rate inf``)."""
+    return _INFINITE_RATE.search(row.joined().lower()) is not None
+
+
+def all_at_once_simulation(load: ServingLoad, num_requests: int) -> RowSimulation:
+    """``num_requests`` requests of ``load``'s lengths all sent at once (an infinite request rate):
+    simulated as an offline run, every request waiting from the start."""
+    inputs, outputs = _fixed(load)
+    count = max(1, min(num_requests, MAX_SIMULATED_REQUESTS * 3))
+    workload = ServingWorkload(ArrivalProcess.offline(), inputs, outputs, count)
+    return RowSimulation(
+        "offline", workload, note=f"simulated: {count:,} requests sent at once (infinite rate)"
+    )
 
 
 def _fixed(load: ServingLoad) -> tuple[LengthDistribution, LengthDistribution]:
@@ -141,6 +166,10 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
     if workload is None:
         raise RowError("the row names MLPerf but none of its LLM benchmarks (see sol/serve/data/mlperf.toml)")
     scenarios = {match.group(1) for match in _SCENARIO.finditer(text.lower())}
+    if scenarios == {"interactive", "server"}:
+        # MLPerf v5.0 on names the interactive setting as a benchmark run in LoadGen's Server
+        # scenario (``llama2-70b-interactive-99``, ``Scenario : Server``): its tighter limits hold
+        scenarios = {"interactive"}
     if len(scenarios) != 1:
         raise RowError(
             "an MLPerf row must name one scenario (Offline, Server or Interactive); "
@@ -364,6 +393,7 @@ def simulate_row(
 
 __all__ = [
     "RowSimulation",
+    "all_at_once_simulation",
     "latency_percentile",
     "load_simulation",
     "mlperf_row_simulation",
@@ -371,5 +401,6 @@ __all__ = [
     "names_mlperf",
     "row_rate",
     "row_requests",
+    "sends_all_at_once",
     "simulate_row",
 ]

@@ -28,7 +28,9 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   / ``max throughput`` is continuous batching at the KV-cache-limited maximum
   (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
   of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750); ``concurrency N`` / ``N concurrent`` is
-  continuous batching with N requests in flight; nothing stated, a throughput metric is
+  continuous batching with N requests in flight; an infinite request rate (``QPS INF``,
+  ``--request-rate inf``) without a concurrency every request sent at once (the row's request
+  count simulated as an offline run); nothing stated, a throughput metric is
   the server at its most load and a per-user speed or a latency one request at a time. A
   stated cap on sequences (``max_batch N [per rank]``, ``Max Num Seqs N``,
   ``max_running_requests N``) is the plan's ``max_batch`` (:func:`_stated_cap`).
@@ -49,7 +51,8 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Attention data parallelism** groups: the DP cell's number when it gives one
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
-  TensorRT-LLM version when it gives one (:func:`row_serving_stack`).
+  TensorRT-LLM version when it gives one (``v0.17``, ``release/0.17``, or in words, ``generated
+  using version 0.17``, in a source naming TensorRT-LLM: :func:`row_serving_stack`).
 * **Load-dependent figures** (continuous batching at a concurrency or a request rate,
   MLPerf Server, Interactive and Offline rows) are simulated request by request
   (:mod:`lightspeed.sol.validation.infer_load`); an MLPerf row without a TP cell runs the
@@ -74,6 +77,7 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
+    all_at_once_simulation,
     fitting_split,
     latency_percentile,
     load_simulation,
@@ -82,6 +86,7 @@ from lightspeed.sol.validation.infer_load import (
     names_mlperf,
     row_rate,
     row_requests,
+    sends_all_at_once,
     simulate_row,
 )
 from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, is_missing
@@ -104,9 +109,12 @@ INFERENCE_METRICS = (
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
 _PAIR_LABEL = r"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)"
-# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``; or the pair first: ``128/2048 (ISL/OSL)``
+# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``; a label naming the pair's lengths
+# and the pair said with a comma, ``Input/Output Lengths 2048, 2048`` (TensorRT-LLM's tables); or the
+# pair first: ``128/2048 (ISL/OSL)``
+_PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?"
 _ISL_OSL = re.compile(
-    rf"{_PAIR_LABEL}\s*\)?\s*[=:]?\s*{_COUNT}\s*/\s*{_COUNT}"
+    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*[/,]\s*{_COUNT}"
     rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
 )
 # Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
@@ -165,6 +173,8 @@ def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
 _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
 _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(?:tokens)?")
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
+# ``generated using version 0.17``: a version said in words, read where the source names TensorRT-LLM
+_TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
 _INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d)"
 # (not a cap: ``max batch 384``, ``max_batch_size 128`` are :data:`_SEQUENCE_CAP`)
@@ -441,6 +451,12 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
     if concurrency:
         size = int((concurrency.group(1) or concurrency.group(2)).replace(",", ""))
         return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
+    if sends_all_at_once(row):
+        return (
+            ServingLoad(isl, osl),
+            "continuous",
+            "an infinite request rate: every request sent at once, continuous batching at the KV limit",
+        )
     if _is_throughput(row) and row_rate(row) is None:
         return (
             ServingLoad(isl, osl),
@@ -627,7 +643,11 @@ def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation |
         if rate is not None and batching == "continuous":
             load = replace(load, concurrency=None, arrival_rate_per_s=rate)
             note = f"continuous batching, Poisson arrivals at {rate:g} requests/s"
-        return load, batching, note, load_simulation(load, batching, row_requests(row))
+        requests = row_requests(row)
+        open_ended = batching == "continuous" and load.concurrency is None and rate is None
+        if open_ended and requests and sends_all_at_once(row):
+            return load, batching, note, all_at_once_simulation(load, requests)
+        return load, batching, note, load_simulation(load, batching, requests)
     try:
         stated: ServingLoad | None = _load(row)[0]
     except RowError:
@@ -692,6 +712,8 @@ def row_serving_stack(row: PublishedRow, year: int) -> tuple[ServingStack, str]:
     decode attention)."""
     source = row.text("source")
     version = _TRT_VERSION.search(source)
+    if version is None and "tensorrt" in source.lower():
+        version = _TRT_VERSION_WORD.search(source.lower())
     release = None
     if version:
         minor = int(version.group(1))

@@ -339,15 +339,22 @@ _REQUEST_RATE: Final = re.compile(
 _SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per second)|\bqps\b")
 
 
+# The time per output token as sources word it: ``time per output token``, MLPerf's ``Time to Output
+# Token`` (``Mean Time to Output Token (ns)``, ``99.00 percentile time to output token (ns)``).
+_PER_OUTPUT_TOKEN: Final = re.compile(r"(?:per|to)[\s-]+output[\s-]+token")
+
+
 def infer_key(metric: str) -> str:
     """The inference quantity a lower-case metric piece names ('' if none).
 
     >>> infer_key("bs1, 2048-token prefill, first-token latency"), infer_key("output tokens/s/user")
     ('ttft_s', 'output_tokens_per_s_per_user')
+    >>> infer_key("mean time to output token (ns)")
+    'tpot_s'
     """
     if "first-token" in metric or "first token" in metric or "ttft" in metric:
         return "ttft_s"
-    if "tpot" in metric or "inter-token" in metric or "itl" in metric or "per output token" in metric:
+    if "tpot" in metric or "inter-token" in metric or "itl" in metric or _PER_OUTPUT_TOKEN.search(metric):
         return "tpot_s"
     if "latency" in metric:
         return "request_latency_s"
