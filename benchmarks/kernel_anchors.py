@@ -118,24 +118,7 @@ def _ep_comm_per_layer_s(model: TransformerSpec, ep: int) -> float:
     plan = InferencePlan(tp=1, ep=ep, dp_attention=ep, precision="fp8")
     cluster = load_catalog().resolve_cluster(SYSTEM, ep)
     hardware = inference_hardware_for(cluster, plan, None, load_serving_stack("trtllm-2025"))
-
-    def one(value: float) -> np.ndarray:
-        return np.asarray([float(value)])
-
-    grid = IterationGrid(
-        tp=one(1),
-        pp=one(1),
-        ep=one(ep),
-        dp_attention=one(ep),
-        decode_sequences=one(TOKENS_PER_RANK * ep),
-        query_tokens=one(1),
-        decode_context=one(1000),
-        prefill_tokens=one(0),
-        prefill_context=one(0),
-        prefill_requests=one(0),
-        group_prefill_tokens=one(0),
-        expert_imbalance=one(1.0),
-    )
+    grid = _decode_grid(TOKENS_PER_RANK * ep, ep)
     return float(iteration_cost(grid, model, hardware).parts["ep_comm"][0]) / model.num_layers
 
 
