@@ -23,11 +23,14 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   the token counts, as do the two lengths said one at a time in one cell, label
   before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
   ``1024 input / 512 output tokens``, ``input size 128 and an output size 128 tokens``,
-  ``512-token input sequence``: :func:`_input_output`); ``N-token prefill`` is a
-  prompt of N tokens and one output token. ``offline`` / ``max concurrency`` / ``max load``
+  ``512-token input sequence``, ``Input length: 32 tokens. Output length: 128 tokens.``:
+  :func:`_input_output`); ``N-token prefill`` is a prompt of N tokens and one output token, as is
+  a first-token latency whose sequence cell gives the input length and no output length
+  (``Input Length 128, Output Length -``). ``offline`` / ``max concurrency`` / ``max load``
   / ``max throughput`` is continuous batching at the KV-cache-limited maximum
   (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
-  of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750); ``concurrency N`` / ``N concurrent`` is
+  of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750; ``Batch size: fixed (8)``, as
+  vLLM's latency benchmarks write it); ``concurrency N`` / ``N concurrent`` is
   continuous batching with N requests in flight; an infinite request rate (``QPS INF``,
   ``--request-rate inf``) without a concurrency every request sent at once (the row's request
   count simulated as an offline run); nothing stated, a throughput metric is
@@ -129,22 +132,28 @@ _OUT_LABEL = (
     rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated|max[\s_]new[\s_]tokens|gen|out)"
 )
 _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
-# between the halves: punctuation, ``and``, and the articles and caps sources put before a length
-# (``and a fixed 128-token output``, ``, max output length 1024``)
-_HALF_SEPARATOR = r"[\s,;/&+()]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*"
+# between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
+# length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
+# fixed 128-token output``, ``, max output length 1024``)
+_HALF_SEPARATOR = r"[\s,;/&+().]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*"
+# the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
+_NUMBER_END = r"(?!\d|\.\d)"
 
 
 def _length_half(label: str, group: str) -> str:
     """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
     return (
-        rf"(?:\b{label}\s*[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]})(?![\d.]){_TOKEN_WORD}"
-        rf"|(?P<{group}_b>{_COUNT[1:-1]})(?![\d.]){_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
+        rf"(?:\b{label}\s*[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
+        rf"|(?P<{group}_b>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
     )
 
 
 _LABELLED_LENGTHS = re.compile(
     _length_half(_IN_LABEL, "isl") + _HALF_SEPARATOR + _length_half(_OUT_LABEL, "osl")
 )
+# The input length alone in the sequence cell (``Input Length 128, Output Length -``, ``ISL 2048``):
+# what a first-token latency needs. (Not ``prompts``: ``1200 prompts`` counts requests.)
+_INPUT_LENGTH = re.compile(_length_half(rf"(?:isl|input{_LENGTH_WORD})", "isl"))
 
 
 # A sequence cell that is only a pair, ``1k/1k`` or ``1024 / 128 tokens``: ISL/OSL, the order every
@@ -178,7 +187,8 @@ _TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
 _INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d)"
 # (not a cap: ``max batch 384``, ``max_batch_size 128`` are :data:`_SEQUENCE_CAP`)
-_BATCH = re.compile(rf"(?<!max[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*{_INTEGER}")
+# ``Batch size: fixed (8)`` (vLLM's latency benchmark descriptions) is a static batch of 8 too
+_BATCH = re.compile(rf"(?<!max[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*{_INTEGER}")
 # A cap on the sequences a server runs at once, as its options say it: ``max_batch 384 per rank``
 # (TensorRT-LLM's ``--max_batch_size``), ``Max Num Seqs 3200`` (vLLM's ``--max-num-seqs``),
 # ``max_running_requests 4096`` (SGLang's ``--max-running-requests``).
@@ -417,6 +427,10 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
         isl, osl = lengths
     elif prefill:
         isl, osl = _tokens(prefill.group(1)), 1
+    elif _first_token_only(row) and (prompt := _INPUT_LENGTH.search(row.text("seq").lower())):
+        # a first-token latency with the prompt's length and none for the output (``Output Length -``):
+        # the first token is all it times
+        isl, osl = _tokens(prompt.group("isl_a") or prompt.group("isl_b")), 1
     elif decode and (context := _INPUT_ONLY.search(text)):
         # A decode pool's figure with only the context stated: decode right after the prompt.
         return (
@@ -477,6 +491,12 @@ _THROUGHPUT_KEYS = frozenset(
         "requests_per_s",
     }
 )
+
+
+def _first_token_only(row: PublishedRow) -> bool:
+    """Whether the row's (first) metric is a first-token latency (TTFT), read by the metric reader."""
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
+    return bool(readings) and readings[0].key == "ttft_s"
 
 
 def _is_throughput(row: PublishedRow) -> bool:

@@ -9,7 +9,10 @@ carries its own unit and scope, in the metric text or beside the number:
   (``iteration time (ms)``, ``120.5 ms``, ``84 d``);
 * scope ``per GPU`` / ``/GPU``, ``per node`` (``(8 GPUs)`` in the text gives
   its size, else the row's system does), ``per user``, or the whole job
-  (``aggregate``, ``total``, ``system``, nothing said);
+  (``aggregate``, ``total``, ``system``, nothing said); a metric that names no scope takes the
+  one written beside its number (``24k / node``);
+* inference quantities: ``TTFT``, ``first-token`` and ``1st Token Latency`` the time to the first
+  token (:func:`infer_key`);
 * numbers with thousands separators and K/M/B/T suffixes (``2,288,843``,
   ``2.664M``), a leading ``~`` (approximate), a range ``20-22`` (its
   midpoint), a percent sign (``54.32%``), ``PF``/``TF`` rates;
@@ -309,6 +312,8 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
     if value is not None and key:
         value, unit = _convert(key, value, unit, lowered)
     scope, size = _scope(lowered)
+    if scope == "job":  # the scope written beside the number: ``24k / node``, ``1,650 per GPU``
+        scope, size = _scope(value_text.lower())
     if key in RATE_KEYS and scope == "gpu":
         key += "_per_gpu"
     return Reading(
@@ -344,6 +349,10 @@ _SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per s
 _PER_OUTPUT_TOKEN: Final = re.compile(r"(?:per|to)[\s-]+output[\s-]+token")
 
 
+# The first token as sources write it: ``first-token latency``, ``TTFT``, ``1st Token Latency (ms)``.
+_FIRST_TOKEN: Final = re.compile(r"\b(?:first|1st)[\s-]+token\b|ttft")
+
+
 def infer_key(metric: str) -> str:
     """The inference quantity a lower-case metric piece names ('' if none).
 
@@ -352,7 +361,7 @@ def infer_key(metric: str) -> str:
     >>> infer_key("mean time to output token (ns)")
     'tpot_s'
     """
-    if "first-token" in metric or "first token" in metric or "ttft" in metric:
+    if _FIRST_TOKEN.search(metric):
         return "ttft_s"
     if "tpot" in metric or "inter-token" in metric or "itl" in metric or _PER_OUTPUT_TOKEN.search(metric):
         return "tpot_s"
