@@ -15,20 +15,14 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inference_row
-from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.sol.validation.infer_rows import read_inference_row
+from lightspeed.sol.validation.published import read_table
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.workload import ModelRegistry
+from probes import DATA, probe
 
-PROBE = Path(__file__).resolve().parents[2] / "data" / "validation" / "probe-serving.tsv"
-
-
-def _rows() -> dict[str, PublishedRow]:
-    return {row.row_id: row for row in read_table(PROBE)}
-
-
-def _read(row_id: str, catalog: Catalog, models: ModelRegistry) -> InferenceRowSpec:
-    return read_inference_row(_rows()[row_id], catalog, models)
+PROBE = DATA / "probe-serving.tsv"
+_rows, _read = probe(PROBE.name)
 
 
 # id: (TP, replicas, ISL, OSL, requests in flight (None: as many as fit), batching, metric key,

@@ -1,36 +1,21 @@
-"""A second set of published serving rows written by others (``tests/data/validation/
-probe-serving-2.tsv``, issue 27/28): every row is read as its source wrote it, and the row that
-cannot be predicted says why.
-
-The expected plans, loads and metrics are read by hand from each row's cells (and its source,
-named in ``tests/data/validation/README.md``); they are not the reader's output pasted back.
-Nothing here checks a prediction's accuracy: these rows probe the reader, they fit nothing.
-"""
+"""The second probe of the free-text reader (Q01-Q15, issue 27/28), on the conventions of
+``test_probe_serving.py``: each row read by hand, the refused ones with their reason; no accuracy
+is asserted."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.sol.validation.hardware_text import read_hardware
-from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inference_row
-from lightspeed.sol.validation.published import PublishedRow, read_table
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.workload import ModelRegistry
 from lightspeed.workload.names import reduce_name
+from probes import DATA, assert_mlperf_read, probe
 
-PROBE = Path(__file__).resolve().parents[2] / "data" / "validation" / "probe-serving-2.tsv"
-
-
-def _rows() -> dict[str, PublishedRow]:
-    return {row.row_id: row for row in read_table(PROBE)}
-
-
-def _read(row_id: str, catalog: Catalog, models: ModelRegistry) -> InferenceRowSpec:
-    return read_inference_row(_rows()[row_id], catalog, models)
+PROBE = DATA / "probe-serving-2.tsv"
+_rows, _read = probe(PROBE.name)
 
 
 # id: (model, TP, replicas, ISL, OSL, Poisson rate (None: none stated), metric key, value in base
@@ -121,13 +106,7 @@ MLPERF = {
 
 @pytest.mark.parametrize("row_id", sorted(MLPERF))
 def test_mlperf_v5_summaries(catalog: Catalog, models: ModelRegistry, row_id: str) -> None:
-    system, gpus, metric, value = MLPERF[row_id]
-    spec = _read(row_id, catalog, models)
-    assert (spec.hardware.system, spec.num_gpus) == (system, gpus)
-    assert spec.plan.tp * spec.plan.replicas == gpus
-    assert (spec.metric, spec.measured) == (metric, pytest.approx(value))
-    assert spec.simulation is not None
-    assert spec.simulation.mlperf
+    assert_mlperf_read(_read(row_id, catalog, models), *MLPERF[row_id])
 
 
 def test_mlperf_system_ids_glued_with_underscores(catalog: Catalog, models: ModelRegistry) -> None:

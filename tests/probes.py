@@ -1,0 +1,44 @@
+"""The probe tables of published serving rows (``tests/data/validation/probe-serving*.tsv``),
+shared by their test modules: the rows by id, and one row read as ``validate`` reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inference_row
+from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.workload import ModelRegistry
+
+DATA = Path(__file__).resolve().parent / "data" / "validation"
+
+
+def probe_rows(path: Path) -> dict[str, PublishedRow]:
+    """The table's rows by id."""
+    return {row.row_id: row for row in read_table(path)}
+
+
+def read_probe(path: Path, row_id: str, catalog: Catalog, models: ModelRegistry) -> InferenceRowSpec:
+    """Row ``row_id`` of the table, read by the free-text reader."""
+    return read_inference_row(probe_rows(path)[row_id], catalog, models)
+
+
+def probe(name: str) -> tuple[Callable[[], dict[str, PublishedRow]], Callable[..., InferenceRowSpec]]:
+    """``(rows, read)`` for the probe table ``name``: its rows by id, and ``read(row_id, catalog,
+    models)``."""
+    path = DATA / name
+    return partial(probe_rows, path), partial(read_probe, path)
+
+
+def assert_mlperf_read(spec: InferenceRowSpec, system: str, gpus: int, metric: str, value: float) -> None:
+    """An MLPerf summary row read on ``gpus`` of ``system`` (every GPU in a TP group or a
+    replica), its metric and value as written, and simulated as its MLPerf scenario."""
+    assert (spec.hardware.system, spec.num_gpus) == (system, gpus)
+    assert spec.plan.tp * spec.plan.replicas == gpus
+    assert (spec.metric, spec.measured) == (metric, pytest.approx(value))
+    assert spec.simulation is not None
+    assert spec.simulation.mlperf
