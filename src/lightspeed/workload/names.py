@@ -42,9 +42,9 @@ MLPERF_TAGS: Final = frozenset({"99", "99.9", "interactive"})
 _DATE: Final = re.compile(r"\d{4}")  # release dates: -2407, -0528, -2501
 _VERSION: Final = re.compile(r"v\d+\.\d+")  # v0.1, v0.3 (not v2/v3: DeepSeek-V3 is a name)
 _GLUE: Final = re.compile(r"(?<=[a-z])-(?=\d)")  # llama-3.1 -> llama3.1, gpt-3 -> gpt3
-# A dotted family version written with a v, after a word and before another token: llama-v3.1-8b
-# (not a trailing version tag, mistral-7b-v0.1, nor an undotted name, deepseek-v3).
-_FAMILY_V: Final = re.compile(r"(?:^|(?<=-))([a-z]+)-v(?=\d+\.\d+-)")
+# A dotted family version written with a v, after a word and before the size: llama-v3.1-8b
+# (not a version tag, mistral-7b-instruct-v0.3-fp8, nor an undotted name, deepseek-v3).
+_FAMILY_V: Final = re.compile(r"(?:^|(?<=-))([a-z]+)-v(?=\d+\.\d+-\d+(?:\.\d+)?[bm]\b)")
 
 
 @dataclass(frozen=True)
