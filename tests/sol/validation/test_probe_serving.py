@@ -219,3 +219,15 @@ def test_an_mlperf_row_without_a_precision_takes_the_submitters_convention(
 
 def test_every_probe_row_is_either_read_or_refused() -> None:
     assert set(_rows()) == set(READ_BY_HAND) | set(REFUSED) | {"P12", "P14", "P15", "P16", "P17"}
+
+
+@pytest.mark.parametrize("target", ["nan", "inf", "0", "-1", "1e400", "x"])
+def test_a_target_that_is_not_a_rate_is_refused_not_cut_to_its_digits(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, target: str
+) -> None:
+    # 'target_qps 1e400' was read as 1 query per second (the digits before the 'e')
+    path = _probe_rows(tmp_path, "P17", ("target_qps 392", f"target_qps {target}"))
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    row = {row.id: row for row in report.rows}["X1"]
+    assert row.status != "ok"
+    assert f"target_qps '{target}' is not a rate" in row.reason

@@ -37,6 +37,7 @@ give them), else the mean.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Final
@@ -66,7 +67,8 @@ _INFINITE_RATE: Final = re.compile(
 )
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
 # An MLPerf Server or Interactive run's LoadGen target (``target_qps 392``, ``target 75 QPS``).
-_TARGET_QPS: Final = re.compile(r"target[_ ]qps\s*[=:]?\s*(\d+(?:\.\d+)?)|target\s*(\d+(?:\.\d+)?)\s*qps\b")
+# The value is taken whole (``1e400``, ``-1``, ``nan`` too) and checked, never cut to its digits.
+_TARGET_QPS: Final = re.compile(r"target[_ ]qps\s*[=:]?\s*(?:of\s+)?([^\s,;)]+)|target\s*([^\s,;)]+)\s*qps\b")
 _MLPERF: Final = re.compile(r"\bml\s*perf\b|\bloadgen\b", re.IGNORECASE)
 _PERCENTILE: Final = re.compile(
     r"\bp(\d{1,2}(?:\.\d+)?)\b|\b(\d{1,2}(?:\.\d+)?)(?:th|st|nd|rd)?[ -]percentile\b"
@@ -194,8 +196,21 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
         note += f" (prompt lengths: {workload.input_assumption})"
     mode = "offline" if scenario == "offline" else "capacity"
     qps = _TARGET_QPS.search(text.lower())
-    target_rate = float(qps.group(1) or qps.group(2)) if qps and mode == "capacity" else None
+    target_rate = _target_rate(qps.group(1) or qps.group(2)) if qps and mode == "capacity" else None
     return RowSimulation(mode, simulated, slo, workload.name, note, target_rate)
+
+
+def _target_rate(text: str) -> float:
+    """A stated LoadGen target in queries per second: a finite number above 0."""
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = math.nan
+    if not math.isfinite(rate) or rate <= 0.0:
+        raise RowError(
+            f"target_qps {text!r} is not a rate: write a finite number of queries per second above 0"
+        )
+    return rate
 
 
 def _offline_rate(
