@@ -493,16 +493,20 @@ _THROUGHPUT_KEYS = frozenset(
 )
 
 
-def _first_token_only(row: PublishedRow) -> bool:
-    """Whether the row's (first) metric is a first-token latency (TTFT), read by the metric reader."""
+def _first_metric_key(row: PublishedRow) -> str:
+    """The quantity the row's (first) metric names, read by the metric reader ('' if none)."""
     readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
-    return bool(readings) and readings[0].key == "ttft_s"
+    return readings[0].key if readings else ""
+
+
+def _first_token_only(row: PublishedRow) -> bool:
+    """Whether the row's (first) metric is a first-token latency (TTFT)."""
+    return _first_metric_key(row) == "ttft_s"
 
 
 def _is_throughput(row: PublishedRow) -> bool:
-    """Whether the row's (first) metric is a server's throughput, read by the metric reader."""
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
-    return bool(readings) and readings[0].key in _THROUGHPUT_KEYS
+    """Whether the row's (first) metric is a server's throughput."""
+    return _first_metric_key(row) in _THROUGHPUT_KEYS
 
 
 def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading:
