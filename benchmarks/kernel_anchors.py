@@ -55,12 +55,17 @@ from lightspeed.sol.infer.iteration import (
     gemm_time_s,
     inference_hardware_for,
     iteration_cost,
+    moe_layer_parts,
     routed_experts_time_s,
 )
 from lightspeed.workload import TransformerSpec, load_models
 
 TABLE = Path(__file__).parent / "data" / "deepseek-kernels-h800.tsv"
 MOE_TABLE = Path(__file__).parent / "data" / "flashinfer-moe-b300.tsv"
+LAYER_TABLE = Path(__file__).parent / "data" / "decode-layer-breakdowns.tsv"
+# the serving profile whose design each published configuration ran
+LAYER_STACKS = {"deepseek-profile": "deepseek-2025"}
+LAYER_DEFAULT_STACK = "sglang-2025"
 MOE_SYSTEM = "dgx-b300"
 RESULTS = Path(__file__).parent / "results" / "kernel_anchors.json"
 SYSTEM = "hgx-h800"
@@ -192,6 +197,97 @@ def moe_layer_errors(table: Path = MOE_TABLE) -> list[dict[str, Any]]:
     return out
 
 
+def _layer_grid(row: dict[str, str]) -> IterationGrid:
+    """A decode iteration of the row's configuration: ``requests_per_gpu`` sequences on each of
+    ``ep`` attention-DP ranks, ``query_tokens`` each, at ``context``; DeepSeek's profile routes
+    evenly (its README), SGLang's runs take the engine's routing skew for an EPLB placement."""
+
+    def one(value: float) -> np.ndarray:
+        return np.asarray([float(value)])
+
+    ep = int(row["ep"])
+    balanced = row["config"] == "deepseek-profile"
+    return IterationGrid(
+        tp=one(1),
+        pp=one(1),
+        ep=one(ep),
+        dp_attention=one(ep),
+        decode_sequences=one(int(row["requests_per_gpu"]) * ep),
+        query_tokens=one(int(row["query_tokens"])),
+        decode_context=one(int(row["context"])),
+        prefill_tokens=one(0),
+        prefill_context=one(0),
+        prefill_requests=one(0),
+        group_prefill_tokens=one(0),
+        expert_imbalance=one(1.0 if balanced else 0.0),
+        physical_experts=one(int(row["physical_experts"])),
+    )
+
+
+def _layer_engine_ms(
+    row: dict[str, str], *, two_batch_overlap: bool, fitted_pace: bool = True
+) -> dict[str, float]:
+    """The engine's parts of one MoE layer of the row's configuration, in ms, in the blog's
+    categories (scaled as the figure scales the row); without ``fitted_pace`` the serving
+    profile's attention-DP efficiency is set to 1 (the all-to-all's overlap then has only the
+    kernels to hide behind)."""
+    model = load_models().get("deepseek-v3")
+    ep = int(row["ep"])
+    stack = load_serving_stack(LAYER_STACKS.get(row["config"], LAYER_DEFAULT_STACK))
+    stack = dataclasses.replace(stack, two_batch_overlap=two_batch_overlap)
+    if not fitted_pace:
+        stack = dataclasses.replace(stack, attention_dp_efficiency=1.0)
+    plan = InferencePlan(tp=1, ep=ep, dp_attention=ep, precision="fp8", kv_precision="bf16")
+    cluster = load_catalog().resolve_cluster(row["system"], ep)
+    hardware = inference_hardware_for(cluster, plan, None, stack, model=model)
+    parts = {
+        name: float(np.asarray(value)[0]) * 1e3 * float(row["scale"])
+        for name, value in moe_layer_parts(_layer_grid(row), model, hardware).items()
+    }
+    return {
+        "gemm_and_moe": parts["gemm_compute"] + parts["weight_reads"],
+        "attention": parts["attention_compute"] + parts["kv_cache"],
+        "all_to_all": parts["ep_comm"],
+        "other_and_launch": parts["elementwise"] + parts["launch"],
+        "fitted_slowdown": parts["attention_dp_pace"],
+        "overall": sum(parts.values()),
+    }
+
+
+def decode_layer_errors(table: Path = LAYER_TABLE) -> list[dict[str, Any]]:
+    """Per published configuration: the measured per-layer categories, the engine's (without the
+    fitted attention-DP slowdown, and whole with it), the errors of the engine's layer both ways,
+    and of its all-to-all without overlap against the measured dispatch + combine of the runs
+    without it."""
+    out = []
+    for row in rows(table):
+        overlap = row["two_batch_overlap"] == "yes"
+        engine = _layer_engine_ms(row, two_batch_overlap=overlap, fitted_pace=False)
+        paced = _layer_engine_ms(row, two_batch_overlap=overlap)
+        raw_all_to_all = _layer_engine_ms(row, two_batch_overlap=False)["all_to_all"]
+        measured = {
+            "gemm_and_moe": float(row["gemm"]) + float(row["moe"]),
+            "attention": float(row["attention"]),
+            "all_to_all": float(row["dispatch"]) + float(row["combine"]),
+            "other_and_launch": float(row["other"]) + float(row["launch"]),
+            "overall": float(row["overall"]),
+        }
+        out.append(
+            {
+                "config": row["config"],
+                "two_batch_overlap": overlap,
+                "measured_ms": measured,
+                "engine_ms": engine,
+                "engine_with_slowdown_ms": paced,
+                "engine_all_to_all_without_overlap_ms": raw_all_to_all,
+                "error_without_slowdown": engine["overall"] / measured["overall"] - 1.0,
+                "error_with_slowdown": paced["overall"] / measured["overall"] - 1.0,
+                "all_to_all_error": None if overlap else raw_all_to_all / measured["all_to_all"] - 1.0,
+            }
+        )
+    return out
+
+
 def check(table: Path = TABLE) -> dict[str, Any]:
     """Both comparisons and their summaries (see the module docs)."""
     data = rows(table)
@@ -200,12 +296,23 @@ def check(table: Path = TABLE) -> dict[str, Any]:
     all_to_all = all_to_all_errors(data)
     judged = [row["time_error"] for row in all_to_all if row["judged"]]
     moe = moe_layer_errors()
+    layers = decode_layer_errors()
     return {
         "gemm_at_ceilings": ceilings,
         "gemm_with_profile": profile,
         "all_to_all": all_to_all,
         "moe_layer": moe,
+        "decode_layer": layers,
         "summary": {
+            "decode_layer_without_slowdown_median": statistics.median(
+                row["error_without_slowdown"] for row in layers
+            ),
+            "decode_layer_without_slowdown_max_abs": max(
+                abs(row["error_without_slowdown"]) for row in layers
+            ),
+            "decode_layer_with_slowdown_median": statistics.median(
+                row["error_with_slowdown"] for row in layers
+            ),
             "moe_layer_median": statistics.median(row["time_error"] for row in moe),
             "moe_layer_max_abs": max(abs(row["time_error"]) for row in moe),
             "gemm_at_ceilings_median_abs": statistics.median(abs(row["time_error"]) for row in ceilings),
@@ -252,7 +359,37 @@ def main() -> None:
             f"| {row['tokens']} | {row['measured_us']:.1f} us | {row['engine_us']:.1f} us "
             f"| {row['time_error']:+.1%} |"
         )
+    print()
+    print(
+        "| configuration | GEMMs + experts | attention | all-to-all | other + launch | layer "
+        "| engine, kernels and links | error | + fitted slowdown | error |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in result["decode_layer"]:
+        measured, engine = row["measured_ms"], row["engine_ms"]
+        cells = " | ".join(
+            f"{measured[key]:.3f} / {engine[key]:.3f}"
+            for key in ("gemm_and_moe", "attention", "all_to_all", "other_and_launch")
+        )
+        print(
+            f"| {row['config']} | {cells} | {measured['overall']:.3f} | {engine['overall']:.3f} "
+            f"| {row['error_without_slowdown']:+.1%} | {row['engine_with_slowdown_ms']['overall']:.3f} "
+            f"| {row['error_with_slowdown']:+.1%} |"
+        )
+    for row in result["decode_layer"]:
+        if row["all_to_all_error"] is not None:
+            measured, engine = row["measured_ms"]["all_to_all"], row["engine_all_to_all_without_overlap_ms"]
+            print(
+                f"{row['config']}: dispatch + combine without overlap {measured:.3f} ms, "
+                f"engine {engine:.3f} ms ({row['all_to_all_error']:+.1%})"
+            )
     summary = result["summary"]
+    print(
+        f"decode layer (ms, published / engine): without the fitted attention-DP slowdown median "
+        f"{summary['decode_layer_without_slowdown_median']:+.1%}, max |error| "
+        f"{summary['decode_layer_without_slowdown_max_abs']:.1%}; with it median "
+        f"{summary['decode_layer_with_slowdown_median']:+.1%}"
+    )
     print()
     print(
         f"GEMMs at the hardware's ceilings: median time error {summary['gemm_at_ceilings_median']:+.1%}, "

@@ -8,12 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
+from lightspeed.errors import UnsupportedError
 from lightspeed.sol import InferencePlan, default_efficiency, load_serving_stack
 from lightspeed.sol.infer.iteration import (
     IterationGrid,
     inference_hardware_for,
     iteration_cost,
     load_inference_parameters,
+    moe_layer_parts,
 )
 from lightspeed.workload import ModelRegistry, TransformerSpec, kv_cache_bytes_per_token
 
@@ -185,3 +187,34 @@ def test_cdna3_fp8_gemm_ceiling_follows_amds_own_max_achievable_flops() -> None:
     assert cdna3.gemm_ceiling("fp8") == pytest.approx(ratio * 668.4 / 1300, abs=0.001)
     # not Hopper's ratio (0.883), which the family borrowed before
     assert cdna3.gemm_ceiling("fp8") != pytest.approx(0.514 * 0.709 / 0.803, abs=0.001)
+
+
+def _layer_parts(
+    catalog: Catalog, model: TransformerSpec, plan: InferencePlan, stack: str
+) -> dict[str, float]:
+    hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan, None, load_serving_stack(stack))
+    grid = _grid(plan, decode_sequences=64.0 * plan.dp_attention, decode_context=2000.0)
+    return {name: float(value[0]) for name, value in moe_layer_parts(grid, model, hardware).items()}
+
+
+def test_the_fitted_attention_dp_slowdown_is_its_own_part(models: ModelRegistry, catalog: Catalog) -> None:
+    # The stack's fitted pace e stretches the layer's kernel time K (GEMMs, weight and KV reads,
+    # attention, elementwise) to K / e; the stretch K (1 / e - 1) is reported on its own, so the
+    # kernel parts keep what the hardware prices. trtllm-2025 has no two-batch overlap.
+    model = models.get("deepseek-v3")
+    efficiency = load_serving_stack("trtllm-2025").attention_dp_efficiency
+    parts = _layer_parts(catalog, model, InferencePlan(ep=8, dp_attention=8, precision="fp8"), "trtllm-2025")
+    kernels = sum(
+        parts[name]
+        for name in ("gemm_compute", "weight_reads", "attention_compute", "kv_cache", "elementwise")
+    )
+    assert kernels > 0.0
+    assert parts["attention_dp_pace"] == pytest.approx(kernels * (1.0 / efficiency - 1.0), rel=1e-9)
+    # the same layer without attention DP (TP 8) carries none
+    tensor_parallel = _layer_parts(catalog, model, InferencePlan(tp=8, ep=8, precision="fp8"), "trtllm-2025")
+    assert tensor_parallel["attention_dp_pace"] == 0.0
+
+
+def test_a_dense_model_has_no_moe_layer_to_price(models: ModelRegistry, catalog: Catalog) -> None:
+    with pytest.raises(UnsupportedError, match="no MoE layers"):
+        _layer_parts(catalog, models.get("llama-3-8b"), InferencePlan(), "trtllm-2025")

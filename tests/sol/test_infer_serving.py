@@ -309,3 +309,22 @@ def test_few_output_tokens_are_bound_by_the_prompts_compute(models: ModelRegistr
         rates.append(estimate.requests_per_s)
     assert rates[0] >= rates[1] >= rates[2]
     assert rates[0] == pytest.approx(rates[1], rel=0.05)  # both prefill-bound
+
+
+def test_the_bound_names_the_kernels_and_says_the_fitted_attention_dp_slowdown_apart(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    # DeepSeek-V3 with attention DP 8: the bound's two named parts are priced ones, and the
+    # fitted slowdown is said after them with its share of the iteration.
+    estimate = _estimate(
+        models, catalog, "deepseek-v3", "dgx-h200", InferencePlan(ep=8, dp_attention=8, precision="fp8"),
+        load=ServingLoad(1024, 1024, concurrency=512),
+    )  # fmt: skip
+    parts = estimate.iteration_breakdown_s
+    share = parts["attention_dp_pace"] / sum(parts.values())
+    assert 0.0 < share < 1.0
+    head, tail = estimate.bound.split("; ")
+    assert "slowdown" not in head
+    assert (
+        tail == f"a fitted attention-DP slowdown adds {share:.0%} that no kernel, link or host time explains"
+    )

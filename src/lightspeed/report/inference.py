@@ -40,6 +40,7 @@ PART_NAMES = {
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "PP send",
+    "attention_dp_pace": "attention-DP slowdown (fitted)",
     "launch": "kernel launch/teardown",
     "host": "host overhead",
 }

@@ -55,6 +55,7 @@ PART_LABELS = {
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "pipeline send",
+    "attention_dp_pace": "attention-DP slowdown (fitted, not kernel time)",
     "launch": "kernel launch and teardown",
     "host": "host overhead",
 }
@@ -280,7 +281,8 @@ def raise_not_fitting(
 def bound_sentence(
     parts: dict[str, float], inference_hardware: InferenceHardware, plan: InferencePlan
 ) -> tuple[str, str]:
-    """(sentence, part) naming what bounds the steady iteration."""
+    """(sentence, part) naming what bounds the steady iteration: the largest group of the parts
+    the engine prices from the hardware; the fitted attention-DP slowdown is said after it."""
     total = sum(parts.values())
     groups = {
         "memory-bound": ("weight_reads", "kv_cache", "elementwise"),
@@ -290,7 +292,8 @@ def bound_sentence(
     }
     shares = {name: sum(parts[p] for p in members) / total for name, members in groups.items()}
     kind = max(shares, key=lambda name: shares[name])
-    ranked = sorted(ITERATION_PARTS, key=lambda name: parts[name], reverse=True)
+    priced = [name for name in ITERATION_PARTS if name != "attention_dp_pace"]
+    ranked = sorted(priced, key=lambda name: parts[name], reverse=True)
     top = [name for name in ranked if parts[name] > 0][:2]
     details = ", ".join(
         f"{part_text(name, inference_hardware, plan)} {format_percent(parts[name] / total, 0)}"
@@ -299,6 +302,12 @@ def bound_sentence(
     sentence = f"{kind}: {details} of each iteration"
     if kind == "memory-bound":
         sentence += f" (HBM {format_bytes_per_s(inference_hardware.stream_bytes_per_s)} reached)"
+    pace = parts.get("attention_dp_pace", 0.0)
+    if pace > 0:
+        sentence += (
+            f"; a fitted attention-DP slowdown adds {format_percent(pace / total, 0)} "
+            "that no kernel, link or host time explains"
+        )
     return sentence, top[0]
 
 

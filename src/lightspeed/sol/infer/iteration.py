@@ -75,6 +75,7 @@ ITERATION_PARTS = (
     "tp_comm",
     "ep_comm",
     "pp_comm",
+    "attention_dp_pace",
     "launch",
     "host",
 )
@@ -513,18 +514,40 @@ def routed_experts_time_s(
     return sum(acc.parts.values()) + extra_kernels * inference_hardware.floors.gpu_kernel_s
 
 
+def moe_layer_parts(
+    grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> dict[str, Array]:
+    """Seconds one MoE layer costs the busiest GPU of a stage iteration, by part: what
+    :func:`iteration_cost` sums over the stage's MoE layers, with ``launch`` the fixed GPU time of
+    that layer's kernels (under CUDA graphs; ``host`` is 0). For comparing the engine with
+    published per-layer profiles (``benchmarks/kernel_anchors.py``)."""
+    if model.moe is None:
+        raise UnsupportedError(
+            f"{model.name} has no MoE layers: a dense layer has no routed experts to price"
+        )
+    shape = np.shape(grid.tp)
+    parts = {
+        name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
+        for name, value in _layer(grid, model, layer_shapes(model), inference_hardware, moe=True).items()
+    }
+    parts["launch"] = np.full(shape, KERNELS_PER_MOE_LAYER_FORWARD * inference_hardware.floors.gpu_kernel_s)
+    parts["host"] = np.zeros(shape)
+    return parts
+
+
 def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
-    """With attention data parallelism the layer's compute and memory time is divided by the
-    serving stack's ``attention_dp_efficiency``, a fitted factor. What it stands in for is not the
-    placement of requests (the simulator prices the busiest rank), the routing skew
-    (:func:`busiest_rank_imbalance`), nor the speed of the kernels that are measured: the engine
-    prices DeepGEMM's and DeepEP's published H800 kernels within their errors
-    (``benchmarks/kernel_anchors.py``). Collectives are costed from the links (and the all-to-all
-    from the busiest rank's tokens) already, and are left as they are."""
+    """With attention data parallelism, the time the serving stack's fitted
+    ``attention_dp_efficiency`` adds to the layer's compute and memory time, as its own part
+    (``attention_dp_pace``) so the kernel parts stay what the kernels cost. What it stands in
+    for is not the kernels of a decode layer: against the published per-layer breakdowns of
+    DeepSeek's decode profile and SGLang's (``benchmarks/kernel_anchors.py``) the kernel parts
+    without it come within 3-18% of the measured layer, and with it 7-60% over. Nor is it the
+    placement of requests (the simulator prices the busiest rank) or the routing skew
+    (:func:`busiest_rank_imbalance`). Collectives are costed from the links (and the
+    all-to-all from the busiest rank's tokens) and are left out of it."""
     slow = np.where(grid.dp_attention > 1, 1.0 / inference_hardware.serving.attention_dp_efficiency, 1.0)
-    for name in ITERATION_PARTS:
-        if not name.endswith("_comm"):
-            acc.parts[name] = acc.parts[name] * slow
+    kernels = sum(value for name, value in acc.parts.items() if not name.endswith("_comm"))
+    acc.add("attention_dp_pace", (slow - 1.0) * kernels)
 
 
 def _moe_comm(
@@ -565,18 +588,20 @@ def _moe_comm(
     acc.add("ep_comm", np.where(tp_mode, 0.0, dispatch + combine))
 
 
-def _two_batch_overlap(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
+def _second_micro_batch_reads(acc: _Acc, grid: IterationGrid) -> None:
     """Two-batch overlap (DeepSeek's inference system, SGLang's ``--enable-two-batch-overlap``):
-    with attention data parallelism the batch runs as two micro-batches, and one's dispatch and
-    combine travel while the other computes. The all-to-all then costs only what the layer's
-    other work cannot cover (plus the stack's ``overlap_contention`` share of what it does), and
-    each micro-batch reads the layer's weights again."""
-    wide = grid.dp_attention > 1
-    extra_reads = np.where(wide, acc.parts["weight_reads"], 0.0)
-    others = sum(value for name, value in acc.parts.items() if name != "ep_comm") + extra_reads
+    with attention data parallelism the batch runs as two micro-batches, and each reads the
+    layer's weights."""
+    acc.add("weight_reads", np.where(grid.dp_attention > 1, acc.parts["weight_reads"], 0.0))
+
+
+def _hide_all_to_all(acc: _Acc, grid: IterationGrid, inference_hardware: InferenceHardware) -> None:
+    """Under two-batch overlap one micro-batch's dispatch and combine travel while the other
+    computes: the all-to-all then costs only what the layer's other work cannot cover (plus the
+    stack's ``overlap_contention`` share of what it does)."""
+    others = sum(value for name, value in acc.parts.items() if name != "ep_comm")
     hidden = inference_hardware.serving.exposed_s(acc.parts["ep_comm"], others)
-    acc.parts["ep_comm"] = np.where(wide, hidden, acc.parts["ep_comm"])
-    acc.add("weight_reads", extra_reads)
+    acc.parts["ep_comm"] = np.where(grid.dp_attention > 1, hidden, acc.parts["ep_comm"])
 
 
 def _layer(
@@ -620,9 +645,12 @@ def _layer(
         ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size + passes * ffn / grid.tp
     )
     acc.add("elementwise", elementwise * ACTIVATION_BYTES / inference_hardware.stream_bytes_per_s)
+    overlapped = moe and inference_hardware.serving.two_batch_overlap
+    if overlapped:
+        _second_micro_batch_reads(acc, grid)
     _attention_dp_pace(acc, grid, inference_hardware)
-    if moe and inference_hardware.serving.two_batch_overlap:
-        _two_batch_overlap(acc, grid, inference_hardware)
+    if overlapped:
+        _hide_all_to_all(acc, grid, inference_hardware)
     return acc.parts
 
 
@@ -712,6 +740,7 @@ __all__ = [
     "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
     "load_inference_parameters",
+    "moe_layer_parts",
     "routed_experts_time_s",
     "stage_kernels",
     "stage_layers",

@@ -27,7 +27,8 @@ whole stage's tokens the MoE layers' (the iteration waits for the slowest rank
 at every MoE dispatch). Where requests land is thus simulated, and so is which
 EP rank gets the most routed tokens (the routing skew of ``sol/core/routing.py``,
 applied by the iteration cost); the serving stack's fitted
-``attention_dp_efficiency`` still applies on top, because the two explain little of
+``attention_dp_efficiency`` still applies on top (as its own part of the iteration,
+``attention_dp_pace``), because the two explain little of
 it: on the published DeepSeek-R1 rows (I101, I102) the busiest rank's pace is 4-6%
 below the even spread and the routing skew moves the fitted pace from 0.5125 to 0.5375
 (``docs/serving.md``).
