@@ -238,6 +238,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "calibrate",
         "calibration_path",
         "default_efficiency",
+        "default_serving_stack",
         "default_stack_name",
         "hardware_for",
         "interval_for",

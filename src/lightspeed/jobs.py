@@ -43,7 +43,7 @@ from lightspeed.sol.config import (
     TrainingSearchConfig,
     parse_plan_text,
 )
-from lightspeed.sol.core import EfficiencyModel, default_stack_name, load_calibration, load_serving_stack
+from lightspeed.sol.core import EfficiencyModel, default_serving_stack, default_stack_name, load_calibration
 from lightspeed.sol.infer import (
     InferenceEstimate,
     InferencePlan,
@@ -159,18 +159,21 @@ def _resolve(
                 efficiency.name,
                 efficiency.measured_on,
             )
-    _log_profile(config)
+    _log_profile(config, cluster.system.accelerator.vendor)
     return _Resolved(model, cluster, efficiency, _balance(config, model))
 
 
-def _log_profile(config: JobConfig) -> None:
-    """Which software profile the prediction uses (the user did not always name it)."""
+def _log_profile(config: JobConfig, vendor: str) -> None:
+    """Which software profile the prediction uses (the user did not always name it; the serving
+    default depends on whose accelerators run it)."""
     if isinstance(config, TrainingConfig | TrainingSearchConfig):
         named = config.stack
         LOG.info("training stack profile %s", named or f"{default_stack_name()} (the default)")
     elif isinstance(config, ServingConfig | ServingSearchConfig):
         named = config.serving
-        LOG.info("serving stack profile %s", named or f"{load_serving_stack().name} (the default)")
+        LOG.info(
+            "serving stack profile %s", named or f"{default_serving_stack(vendor)[0].name} (the default)"
+        )
 
 
 def _balance(config: JobConfig, model: TransformerSpec) -> ExpertLoadBalance | None:

@@ -50,6 +50,12 @@ def _refused(result: Any, *fragments: str) -> None:
              "--tp", "8", "--pp", "16", "--vpp", "4", "--global-batch", "2048"),
             ("126 layers", "try vpp=1 with pp=14"),
         ),
+        # TensorRT-LLM runs on NVIDIA GPUs only: its profile used to price an MI300X deployment
+        (
+            ("plan", "infer", "--model", "llama-3-70b", "--system", "mi300x-platform", "--gpus", "8",
+             "--tp", "8", "--serving", "trtllm-2025"),
+            ("trtllm-2025", "does not run on AMD accelerators", "vllm-2025"),
+        ),
     ],
 )  # fmt: skip
 def test_refused_with_the_plan_that_would_do(

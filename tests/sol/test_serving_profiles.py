@@ -10,9 +10,14 @@ import numpy as np
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UnsupportedError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.stacks import ServingStack, load_serving_stacks
+from lightspeed.sol.core.stacks import (
+    ServingStack,
+    default_serving_stack,
+    load_serving_stacks,
+    serving_stack_for,
+)
 from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
 from lightspeed.workload import ModelRegistry
 
@@ -114,3 +119,63 @@ def test_prompt_tokens_cross_the_network_once_per_node_decode_tokens_once_per_ex
         _ep_comm(models, catalog, serving, _grid(0.0, groups * tokens, groups)) for tokens in (256, 512)
     ]
     assert (prefill[1] - prefill[0]) / (decode[1] - decode[0]) == pytest.approx(4 / 8, rel=1e-9)
+
+
+def test_each_server_runs_on_the_accelerators_its_documentation_lists() -> None:
+    stacks = load_serving_stacks()
+    for name, stack in stacks.items():
+        assert stack.vendors, name
+        if "tensorrt-llm" in stack.frameworks:  # NVIDIA's, CUDA only
+            assert stack.vendors == ("NVIDIA",), name
+    assert set(stacks["vllm-2025"].vendors) == {"NVIDIA", "AMD", "Intel", "Google"}
+
+
+@pytest.mark.parametrize(
+    ("vendor", "year", "expected"),
+    [
+        ("NVIDIA", None, "trtllm-2025"),  # unchanged: the current default
+        ("NVIDIA", 2023, "trtllm-2025"),
+        ("AMD", 2024, "vllm-2024"),  # vLLM's V0 engine, the 2024 releases
+        ("AMD", 2025, "vllm-2025"),
+        ("AMD", None, "vllm-2025"),  # the newest without a year
+        ("Intel", 2024, "vllm-2024"),
+        ("Google", 2025, "vllm-2025"),
+    ],
+)
+def test_a_deployment_naming_no_server_takes_one_that_runs_on_its_accelerators(
+    vendor: str, year: int | None, expected: str
+) -> None:
+    stack, why = default_serving_stack(vendor, year)
+    assert stack.name == expected
+    assert vendor in stack.vendors
+    if vendor != "NVIDIA":
+        assert f"does not run on {vendor} accelerators" in why
+
+
+def test_a_row_on_amd_naming_no_server_is_read_as_vllm_and_one_naming_tensorrt_llm_is_refused() -> None:
+    stack, why = serving_stack_for("MLPerf Inference v5.0 closed, AMD", 2025, vendor="AMD")
+    assert stack.name == "vllm-2025"
+    assert "vllm is the server AMD documents" in why
+    # a row naming both servers (a comparison) takes the one that runs there
+    assert serving_stack_for("vLLM 0.6 vs TensorRT-LLM", 2024, vendor="AMD")[0].name == "vllm-2024"
+    with pytest.raises(UnsupportedError, match="names tensorrt-llm, which does not run on AMD accelerators"):
+        serving_stack_for("TensorRT-LLM 0.17 on MI300X", 2025, vendor="AMD")
+
+
+def test_an_estimate_on_amd_runs_a_server_that_runs_there(catalog: Catalog, models: ModelRegistry) -> None:
+    cluster = catalog.resolve_cluster("mi300x-platform", 8)
+    kwargs = {
+        "model": models.get("llama-3-70b"),
+        "cluster": cluster,
+        "plan": InferencePlan(tp=8, precision="fp8"),
+        "load": ServingLoad(1024, 256, concurrency=16),
+    }
+    assert estimate_inference(**kwargs).serving == "vllm-2025"
+    with pytest.raises(UnsupportedError, match="does not run on AMD accelerators"):
+        estimate_inference(**kwargs, serving="trtllm-2025")
+
+
+def test_a_profile_with_an_unknown_vendor_is_refused(tmp_path: Path) -> None:
+    edited = _edited(tmp_path, r'vendors = \["NVIDIA"\]', 'vendors = ["Nvidia"]')
+    with pytest.raises(DataFileError, match="vendors must name at least one of NVIDIA, AMD, Intel, Google"):
+        load_serving_stacks(edited)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from lightspeed.sol.core.stacks import (
         ServingStack,
         Stack,
+        default_serving_stack,
         default_stack_name,
         load_serving_stack,
         load_serving_stacks,
@@ -46,6 +47,7 @@ __all__ = [
     "calibrate",
     "calibration_path",
     "default_efficiency",
+    "default_serving_stack",
     "default_stack_name",
     "hardware_for",
     "interval_for",

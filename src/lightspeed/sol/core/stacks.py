@@ -31,7 +31,7 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.errors import DataFileError, UnknownNameError, UnsupportedError
 from lightspeed.records import Record
 from lightspeed.sol.core.sharding import (
     MemoryRules,
@@ -168,6 +168,8 @@ def _exposed_s(communication_s: ArrayLike, hideable_s: ArrayLike, contention: fl
 
 
 GIB_BYTES: Final = 1024.0**3
+# accelerator vendors as the catalog names them (``Accelerator.vendor``)
+VENDORS: Final = ("NVIDIA", "AMD", "Intel", "Google")
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,8 @@ class ServingStack(Record):
     TensorRT-LLM before its XQA kernel), read from the server's documentation (``decode_kv_source``).
     ``expert_load_balancer``: the server's published expert-parallel recipes place redundant experts
     by measured load (EPLB), so the busiest EP rank gets only the measured residual over the mean
-    (``sol/data/routing.toml``); read from those recipes (``expert_load_balancer_source``)."""
+    (``sol/data/routing.toml``); read from those recipes (``expert_load_balancer_source``).
+    ``vendors``: whose accelerators the server runs on (``NVIDIA``, ``AMD``, ``Intel``, ``Google``)."""
 
     name: str
     display_name: str
@@ -297,6 +300,7 @@ class ServingStack(Record):
     host_per_sequence_source: str = ""
     expert_load_balancer: bool = False
     expert_load_balancer_source: str = ""
+    vendors: tuple[str, ...] = VENDORS
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
@@ -427,7 +431,22 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         host_per_sequence_source=table.string("host_per_sequence_source", ""),
         expert_load_balancer=table.boolean("expert_load_balancer", False),
         expert_load_balancer_source=table.string("expert_load_balancer_source", ""),
+        vendors=_vendors(table),
     )
+
+
+def _vendors(table: Fields) -> tuple[str, ...]:
+    """``vendors = ["NVIDIA", "AMD"]``: at least one, each a known accelerator vendor."""
+    names = table.strings("vendors")
+    unknown = [name for name in names if name not in VENDORS]
+    if not names or unknown:
+        raise DataFileError(
+            table.path,
+            f"vendors must name at least one of {', '.join(VENDORS)}",
+            field="vendors",
+            value=names,
+        )
+    return names
 
 
 def _versions(table: Fields) -> tuple[tuple[int, int], ...]:
@@ -539,22 +558,93 @@ def load_serving_stack(name: str | None = None) -> ServingStack:
     return stacks[key]
 
 
+@functools.lru_cache(maxsize=4)
+def _vendor_defaults(file: Path) -> Mapping[str, str]:
+    fields = Fields(str(file), load_toml(file))
+    table = fields.table("serving_default_by_vendor")
+    assert table is not None
+    defaults = {vendor: table.string(vendor).lower() for vendor in table.data}
+    for vendor, framework in defaults.items():
+        if vendor not in VENDORS:
+            raise DataFileError(
+                table.path, f"unknown vendor (known: {', '.join(VENDORS)})", field=vendor, value=framework
+            )
+    return defaults
+
+
+def default_serving_stack(vendor: str, year: int | None = None) -> tuple[ServingStack, str]:
+    """(profile, why) a deployment on ``vendor``'s accelerators takes when it names no server: the
+    current default where it runs there, else the server ``[serving_default_by_vendor]`` names for
+    the vendor, in the profile nearest ``year`` (the newest without one).
+
+    >>> default_serving_stack("NVIDIA")[0].name
+    'trtllm-2025'
+    >>> default_serving_stack("AMD", 2024)[0].name, default_serving_stack("AMD")[0].name
+    ('vllm-2024', 'vllm-2025')
+    """
+    default = load_serving_stack()
+    if vendor in default.vendors:
+        return default, f"serving stack {default.name}: no server named, the current default"
+    framework = _vendor_defaults(_stacks_file()).get(vendor)
+    stacks = [
+        stack
+        for stack in load_serving_stacks().values()
+        if vendor in stack.vendors and (framework is None or framework in stack.frameworks)
+    ]
+    if framework is None or not stacks:
+        raise UnsupportedError(f"no serving profile runs on {vendor} accelerators (sol/data/stacks.toml)")
+    if year is None:
+        chosen = max(stacks, key=lambda stack: (stack.to_year, stack.from_year, stack.name))
+    else:
+        chosen = min(stacks, key=lambda stack: (_year_distance(stack, year), stack.name))
+    return chosen, (
+        f"serving stack {chosen.name}: no server named; {default.name} does not run on {vendor} "
+        f"accelerators, and {framework} is the server {vendor} documents for them"
+    )
+
+
+def serving_stack_on(serving: str | ServingStack | None, vendor: str) -> ServingStack:
+    """The serving profile ``serving`` names (a profile, its name, or ``None``: the default for
+    ``vendor``'s accelerators, :func:`default_serving_stack`), checked to run on them."""
+    if serving is None:
+        return default_serving_stack(vendor)[0]
+    stack = serving if isinstance(serving, ServingStack) else load_serving_stack(serving)
+    if vendor not in stack.vendors:
+        usable = [name for name, other in load_serving_stacks().items() if vendor in other.vendors]
+        raise UnsupportedError(
+            f"serving stack {stack.name} ({stack.display_name}) does not run on {vendor} accelerators; "
+            f"use one that does: {', '.join(usable) or 'none is known'}"
+        )
+    return stack
+
+
 def serving_stack_for(
-    text: str, year: int, version: tuple[int, int] | None = None
+    text: str, year: int, version: tuple[int, int] | None = None, vendor: str | None = None
 ) -> tuple[ServingStack, str]:
     """(profile, why) for a published inference row: the framework its text names, in its
-    release ``version`` when the row gives one (a profile's ``versions``), else its year (the
-    current default when it names none).
+    release ``version`` when the row gives one (a profile's ``versions``), else its year; when it
+    names none, the default for the ``vendor`` of its accelerators (:func:`default_serving_stack`;
+    the current default without a vendor). A named server that does not run on that vendor's
+    accelerators is refused.
 
     >>> serving_stack_for("NVIDIA/TensorRT-LLM release/0.5.0 docs", 2023, (0, 5))[0].name
     'trtllm-2023'
     >>> serving_stack_for("TensorRT-LLM v0.7a", 2023, (0, 7))[0].name
     'trtllm-2023-xqa'
+    >>> serving_stack_for("MLPerf Inference v5.0 closed, AMD", 2025, vendor="AMD")[0].name
+    'vllm-2025'
     """
     lowered = text.lower()
     stacks = list(load_serving_stacks().values())
-    named = [stack for stack in stacks if any(word in lowered for word in stack.frameworks)]
+    mentioned = [stack for stack in stacks if any(word in lowered for word in stack.frameworks)]
+    named = [stack for stack in mentioned if vendor is None or vendor in stack.vendors]
+    if mentioned and not named:
+        raise UnsupportedError(
+            f"the row names {mentioned[0].frameworks[0]}, which does not run on {vendor} accelerators"
+        )
     if not named:
+        if vendor is not None:
+            return default_serving_stack(vendor, year)
         stack = load_serving_stack()
         return stack, f"serving stack {stack.name}: the row names no server, the current default"
     if version is not None:
@@ -699,6 +789,7 @@ __all__ = [
     "Stack",
     "capped",
     "caps_off",
+    "default_serving_stack",
     "default_stack_name",
     "fit_note",
     "kernel_efficiency_cap",
@@ -707,5 +798,6 @@ __all__ = [
     "load_stack",
     "load_stacks",
     "serving_stack_for",
+    "serving_stack_on",
     "stack_for",
 ]

@@ -58,7 +58,7 @@ from lightspeed.sol.core.roofline import (
 )
 from lightspeed.sol.core.routing import balanced_placement, routing_factors
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
 from lightspeed.sol.infer.checkpoints import checkpoint_for
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
@@ -172,7 +172,7 @@ def inference_hardware_for(
     attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
     if attention_row not in accelerator.compute:
         raise UnsupportedError(f"{accelerator.name} has no {attention_row} compute figure for attention")
-    profile = serving or load_serving_stack()
+    profile = serving_stack_on(serving, accelerator.vendor)
     parameters = load_inference_parameters()
     if profile.token_budget is not None:  # the server's own default prompt-token budget
         budget = profile.token_budget.value(

@@ -46,7 +46,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.estimate import deployment_memory
 from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
@@ -275,7 +275,7 @@ def fitting_split(
         if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
             continue
         plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
-        hardware = inference_hardware_for(cluster, plan, None, load_serving_stack(), model=model)
+        hardware = inference_hardware_for(cluster, plan, None, None, model=model)
         if bool(deployment_memory(model, hardware, plan, one_request).fits[0]):
             if tp == 1:
                 return None

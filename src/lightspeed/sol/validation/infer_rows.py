@@ -70,7 +70,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
-from lightspeed.errors import UserInputError
+from lightspeed.errors import UnsupportedError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
@@ -607,7 +607,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
             "so it is predicted without it"
         )
     year, _ = row_year(row, cluster.system.accelerator)
-    serving, serving_note = row_serving_stack(row, year)
+    serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor)
     notes.append(serving_note)
     return InferenceRowSpec(
         row_id=row.row_id,
@@ -730,10 +730,11 @@ def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
     return tp, 1
 
 
-def row_serving_stack(row: PublishedRow, year: int) -> tuple[ServingStack, str]:
-    """The serving profile of a row; a TensorRT-LLM version dates it (0.5-0.7: 2023, to 0.16: 2024)
-    and picks the profile standing for that release where one does (0.5-0.6 and 0.7 differ in
-    decode attention)."""
+def row_serving_stack(row: PublishedRow, year: int, vendor: str | None = None) -> tuple[ServingStack, str]:
+    """The serving profile of a row on ``vendor``'s accelerators; a TensorRT-LLM version dates it
+    (0.5-0.7: 2023, to 0.16: 2024) and picks the profile standing for that release where one does
+    (0.5-0.6 and 0.7 differ in decode attention); a row naming no server takes the vendor's default
+    (:func:`~lightspeed.sol.core.stacks.default_serving_stack`)."""
     source = row.text("source")
     version = _TRT_VERSION.search(source)
     if version is None and "tensorrt" in source.lower():
@@ -743,7 +744,10 @@ def row_serving_stack(row: PublishedRow, year: int) -> tuple[ServingStack, str]:
         minor = int(version.group(1))
         year = 2023 if minor <= 7 else 2024 if minor <= 16 else 2025
         release = (0, minor)
-    return serving_stack_for(" ".join((source, row.text("metric"))), year, release)
+    try:
+        return serving_stack_for(" ".join((source, row.text("metric"))), year, release, vendor)
+    except UnsupportedError as error:
+        raise RowError(str(error)) from error
 
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
