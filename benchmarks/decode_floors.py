@@ -29,6 +29,14 @@ Rows (tokens/s of one user, batch 1):
   DeepSeek-R1 on 8 x B200, TP 8 with EP 4 (the blog's configuration of that
   table), NVFP4 experts, ISL/OSL 1K/2K, CUDA graphs and PDL: 111 tokens/s.
 
+A second table checks speculative decoding's cost apart from the floors: the same blog's
+"Autoregressive MTP" table gives, for 1 to 5 MTP draft positions on the same deployment, the
+mean tokens a verify pass yields (its "Acceptance Rate" column: 1.92, 2.58, 2.82, 2.99, 3.01)
+and the speed-up over no MTP (1.78x, 2.25x, 2.28x, 2.21x, 2.15x). The engine predicts each with
+an acceptance rate that yields that mean (``SpeculativeDecoding``: independent positions; only
+the mean matters to a batch-1 speed) and the default draft cost (``--draft-cost``, 0.05 of a
+decode step per draft position); the ratio to its own no-MTP speed leaves the floors' error out.
+
 The script prints one line per row and writes the figures (and each
 prediction's iteration breakdown) to ``--out``.
 """
@@ -36,6 +44,7 @@ prediction's iteration breakdown) to ``--out``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 from dataclasses import dataclass
@@ -44,6 +53,7 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference
+from lightspeed.sol.infer.plan import SpeculativeDecoding
 from lightspeed.workload import load_models
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,18 +135,63 @@ ROWS = (
 )
 
 
-def predict(row: DecodeRow) -> dict[str, Any]:
-    """lightspeed's tokens/s of one user for ``row``, and the breakdown of its decode step."""
+# The blog's Autoregressive MTP table: draft positions -> (mean tokens per verify pass, tokens/s of
+# one user); no MTP: 111 tokens/s.
+MTP_TABLE = {1: (1.92, 198.0), 2: (2.58, 250.0), 3: (2.82, 253.0), 4: (2.99, 245.0), 5: (3.01, 239.0)}
+R1_B200 = ROWS[-1]
+
+
+def _estimate(row: DecodeRow, plan: InferencePlan) -> Any:
     catalog, models = load_catalog(), load_models()
-    cluster = catalog.resolve_cluster(row.system)
-    estimate = estimate_inference(
+    return estimate_inference(
         model=models.get(row.model),
-        cluster=cluster,
-        plan=row.plan,
+        cluster=catalog.resolve_cluster(row.system),
+        plan=plan,
         load=ServingLoad(input_tokens=row.input_tokens, output_tokens=row.output_tokens, concurrency=1),
         num_gpus=row.gpus,
         serving=row.serving,
     )
+
+
+def acceptance_for(tokens_per_pass: float, drafts: int) -> float:
+    """The acceptance rate whose ``drafts`` independent positions yield ``tokens_per_pass`` tokens a
+    pass on average (bisection on ``(1 - a^(k+1)) / (1 - a)``, increasing in ``a``)."""
+    low, high = 0.0, 1.0 - 1e-12
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if SpeculativeDecoding(drafts, middle).tokens_per_iteration < tokens_per_pass:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+def mtp_speedups(row: DecodeRow = R1_B200) -> list[dict[str, Any]]:
+    """Per MTP depth of the blog's table: the measured and predicted speed-up over no MTP."""
+    plain = _estimate(row, row.plan).output_tokens_per_s_per_user
+    out = []
+    for drafts, (tokens_per_pass, measured) in MTP_TABLE.items():
+        speculative = SpeculativeDecoding(drafts, acceptance_for(tokens_per_pass, drafts))
+        speculating = dataclasses.replace(row.plan, speculative=speculative)
+        predicted = _estimate(row, speculating).output_tokens_per_s_per_user / plain
+        published = measured / row.measured_tokens_per_s_per_user
+        out.append(
+            {
+                "draft_tokens": drafts,
+                "tokens_per_pass": tokens_per_pass,
+                "acceptance_rate": speculative.acceptance_rate,
+                "draft_cost_fraction": speculative.draft_cost_fraction,
+                "measured_speedup": published,
+                "predicted_speedup": predicted,
+                "error": predicted / published - 1.0,
+            }
+        )
+    return out
+
+
+def predict(row: DecodeRow) -> dict[str, Any]:
+    """lightspeed's tokens/s of one user for ``row``, and the breakdown of its decode step."""
+    estimate = _estimate(row, row.plan)
     predicted = estimate.output_tokens_per_s_per_user
     return {
         "row": row.row_id,
@@ -174,8 +229,19 @@ def main() -> int:
         median, largest = statistics.median(errors), max(errors)
         summary[group] = {"n": len(errors), "median_abs_error": median, "max_abs_error": largest}
         print(f"{group}: {len(errors)} rows, median |error| {median:.1%}, max {largest:.1%}")
+    speedups = mtp_speedups()
+    for entry in speedups:
+        print(
+            f"MTP {entry['draft_tokens']} ({entry['tokens_per_pass']:.2f} tokens a pass): measured "
+            f"{entry['measured_speedup']:.2f}x, predicted {entry['predicted_speedup']:.2f}x "
+            f"({entry['error']:+.1%})"
+        )
+    largest = max(abs(entry["error"]) for entry in speedups)
+    summary["mtp speed-ups"] = {"n": len(speedups), "max_abs_error": largest}
+    print(f"MTP speed-ups: {len(speedups)} depths, max |error| {largest:.1%}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": results, "summary": summary}, indent=1) + "\n", encoding="utf-8")
+    document = {"rows": results, "mtp_speedups": speedups, "summary": summary}
+    args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
