@@ -63,6 +63,8 @@ from lightspeed.workload import TransformerSpec, load_models
 TABLE = Path(__file__).parent / "data" / "deepseek-kernels-h800.tsv"
 MOE_TABLE = Path(__file__).parent / "data" / "flashinfer-moe-b300.tsv"
 LAYER_TABLE = Path(__file__).parent / "data" / "decode-layer-breakdowns.tsv"
+FP4_TABLE = Path(__file__).parent / "data" / "blackwell-fp4-gemm.tsv"
+FP4_SYSTEM = "dgx-b200"
 # the serving profile whose design each published configuration ran
 LAYER_STACKS = {"deepseek-profile": "deepseek-2025"}
 LAYER_DEFAULT_STACK = "sglang-2025"
@@ -197,6 +199,41 @@ def moe_layer_errors(table: Path = MOE_TABLE) -> list[dict[str, Any]]:
     return out
 
 
+def fp4_gemm_errors(table: Path = FP4_TABLE) -> list[dict[str, Any]]:
+    """Each published NVFP4 GEMM on B200: measured TFLOP/s, and the engine's time error at the
+    hardware's ceilings and with the ``trtllm-2025`` profile, each with and without the FP4
+    tile occupancy of ``sol/data/efficiency.toml`` (``fp4_tile_rows`` x ``fp4_tile_columns``)."""
+    cluster = load_catalog().resolve_cluster(FP4_SYSTEM, GPUS_PER_NODE)
+    plan = InferencePlan(precision="nvfp4")
+    stack = load_serving_stack("trtllm-2025")
+    variants = {}
+    for name, kernel_efficiency in (("ceilings", 1.0), ("profile", stack.kernel_efficiency)):
+        for occupancy in (True, False):
+            hardware = inference_hardware_for(
+                cluster, plan, None, dataclasses.replace(stack, kernel_efficiency=kernel_efficiency)
+            )
+            if not occupancy:
+                model = dataclasses.replace(hardware.gemm_model, fp4_tile_rows=0, fp4_tile_columns=0)
+                hardware = dataclasses.replace(hardware, gemm_model=model)
+            variants[(name, occupancy)] = hardware
+    out = []
+    for row in rows(table):
+        m, n, k = (int(row[key]) for key in ("m", "n", "k"))
+        flop = 2.0 * m * n * k
+        measured_s = flop / (float(row["measured"]) * 1e12)
+        entry: dict[str, Any] = {
+            "source": row["source"],
+            "shape": f"{m} x {n} x {k}",
+            "measured_tflop_per_s": float(row["measured"]),
+        }
+        for (name, occupancy), hardware in variants.items():
+            engine_s = float(np.ravel(gemm_time_s(hardware, float(m), n, k))[0])
+            key = f"{name}{'' if occupancy else '_without_occupancy'}"
+            entry[f"{key}_time_error"] = engine_s / measured_s - 1.0
+        out.append(entry)
+    return out
+
+
 def _layer_grid(row: dict[str, str]) -> IterationGrid:
     """A decode iteration of the row's configuration: ``requests_per_gpu`` sequences on each of
     ``ep`` attention-DP ranks, ``query_tokens`` each, at ``context``; DeepSeek's profile routes
@@ -297,13 +334,20 @@ def check(table: Path = TABLE) -> dict[str, Any]:
     judged = [row["time_error"] for row in all_to_all if row["judged"]]
     moe = moe_layer_errors()
     layers = decode_layer_errors()
+    fp4 = fp4_gemm_errors()
     return {
         "gemm_at_ceilings": ceilings,
         "gemm_with_profile": profile,
         "all_to_all": all_to_all,
         "moe_layer": moe,
         "decode_layer": layers,
+        "fp4_gemm": fp4,
         "summary": {
+            "fp4_gemm_profile_median": statistics.median(row["profile_time_error"] for row in fp4),
+            "fp4_gemm_profile_median_abs": statistics.median(abs(row["profile_time_error"]) for row in fp4),
+            "fp4_gemm_profile_without_occupancy_median_abs": statistics.median(
+                abs(row["profile_without_occupancy_time_error"]) for row in fp4
+            ),
             "decode_layer_without_slowdown_median": statistics.median(
                 row["error_without_slowdown"] for row in layers
             ),
@@ -383,7 +427,24 @@ def main() -> None:
                 f"{row['config']}: dispatch + combine without overlap {measured:.3f} ms, "
                 f"engine {engine:.3f} ms ({row['all_to_all_error']:+.1%})"
             )
+    print()
+    print(
+        "| NVFP4 GEMM on B200 (M x N x K) | source | measured TFLOP/s | trtllm-2025 | without occupancy "
+        "| at ceilings | without occupancy |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for row in result["fp4_gemm"]:
+        print(
+            f"| {row['shape']} | {row['source']} | {row['measured_tflop_per_s']:,.1f} "
+            f"| {row['profile_time_error']:+.1%} | {row['profile_without_occupancy_time_error']:+.1%} "
+            f"| {row['ceilings_time_error']:+.1%} | {row['ceilings_without_occupancy_time_error']:+.1%} |"
+        )
     summary = result["summary"]
+    print(
+        f"NVFP4 GEMMs with trtllm-2025: median time error {summary['fp4_gemm_profile_median']:+.1%}, "
+        f"median |error| {summary['fp4_gemm_profile_median_abs']:.1%} "
+        f"(without the tile occupancy {summary['fp4_gemm_profile_without_occupancy_median_abs']:.1%})"
+    )
     print(
         f"decode layer (ms, published / engine): without the fitted attention-DP slowdown median "
         f"{summary['decode_layer_without_slowdown_median']:+.1%}, max |error| "

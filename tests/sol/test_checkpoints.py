@@ -68,8 +68,13 @@ def test_deepseek_fp4_keeps_its_attention_in_bf16(models: ModelRegistry, catalog
     assert shipped.precisions.attention_weights == "bf16"
     assert shipped.precisions.attention_compute == "bf16"
     assert any("nvidia/DeepSeek-R1-FP4" in note for note in shipped.precisions.notes)
-    # one decode step must at least stream the extra bytes at the B200's 8 TB/s
-    assert shipped.tpot_s - all_fp4.tpot_s >= 16.4e9 / 8e12
+    # One decode step: the BF16 projections stream 16.4 GB more per GPU at full bandwidth, but the
+    # NVFP4 ones stream only on the SMs their few output tiles fill (FlashInfer issue #1732: an FP4
+    # GEMV at 1.78 TB/s where FP16 reaches 5-6 TB/s), so at one request BF16 attention costs less
+    # than its bytes: TensorRT-LLM's blog 1 keeps it in BF16 for batch-1 latency ("low-precision
+    # attention computation doesn't help with performance").
+    extra_s = shipped.tpot_s - all_fp4.tpot_s
+    assert 0.0 < extra_s < 16.4e9 / 8e12
 
 
 def test_models_without_such_a_checkpoint_are_unchanged(models: ModelRegistry, catalog: Catalog) -> None:

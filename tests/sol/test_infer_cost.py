@@ -12,6 +12,7 @@ from lightspeed.errors import UnsupportedError
 from lightspeed.sol import InferencePlan, default_efficiency, load_serving_stack
 from lightspeed.sol.infer.iteration import (
     IterationGrid,
+    gemm_time_s,
     inference_hardware_for,
     iteration_cost,
     load_inference_parameters,
@@ -218,3 +219,23 @@ def test_the_fitted_attention_dp_slowdown_is_its_own_part(models: ModelRegistry,
 def test_a_dense_model_has_no_moe_layer_to_price(models: ModelRegistry, catalog: Catalog) -> None:
     with pytest.raises(UnsupportedError, match="no MoE layers"):
         _layer_parts(catalog, models.get("llama-3-8b"), InferencePlan(), "trtllm-2025")
+
+
+def test_an_fp4_gemm_of_few_tiles_streams_its_weights_on_the_sms_it_fills(catalog: Catalog) -> None:
+    # NVFP4 on B200 (148 SMs, efficiency.toml's 128 x 128 output tile, no split-K): one token
+    # through an 8,192 x 8,192 weight is 1 x 64 tiles, so 64 of the 148 SMs stream the weights:
+    # 8192 x 8192 x 0.5625 B (FP4 and its block scales) at 64/148 of the streaming bandwidth.
+    b200 = catalog.resolve_cluster("dgx-b200", 8)
+    hardware = inference_hardware_for(b200, InferencePlan(precision="nvfp4"))
+    stream = 8e12 * load_inference_parameters().stream_memory_efficiency
+    weights = 8192 * 8192 * 0.5625 + 8192 * 0.5625 + 8192 * 2  # weights, the token in, the output
+    expected = weights / (stream * 64 / 148)
+    busy = float(np.ravel(gemm_time_s(hardware, 1.0, 8192, 8192))[0]) - hardware.floors.gpu_kernel_s
+    assert busy == pytest.approx(expected, rel=0.01)
+    # at 2,048 tokens its 16 x 64 = 1,024 tiles fill 7 waves of 148 SMs: 98.8% of them busy
+    occupancy = hardware.gemm_model.fp4_tile_occupancy(2048, 8192, 1, 148)
+    assert float(occupancy) == pytest.approx(1024 / (7 * 148))
+    fp8 = inference_hardware_for(b200, InferencePlan(precision="fp8"))
+    one_fp8 = float(np.ravel(gemm_time_s(fp8, 1.0, 8192, 8192))[0]) - fp8.floors.gpu_kernel_s
+    # FP8 keeps the whole GPU streaming (no tile model for it): 8192 x 8192 x 1 B at full bandwidth
+    assert one_fp8 == pytest.approx((8192 * 8192 + 8192 + 8192 * 2) / stream, rel=0.01)

@@ -52,6 +52,9 @@ class EfficiencyModel(Record):
     family has no measurement of its own. Attention ceilings are per kernel
     (``flash`` = the best fused kernel of the family, ``flash2`` =
     FlashAttention-2), forward and backward, for long sequences.
+    ``fp4_tile_rows`` x ``fp4_tile_columns``: the output tile one SM computes in the family's FP4
+    GEMMs, which do not split K, so a GEMM of few tiles leaves SMs idle
+    (:meth:`fp4_tile_occupancy`; 0 where no kernel table shows it).
     """
 
     name: str
@@ -69,6 +72,8 @@ class EfficiencyModel(Record):
     attention_flash2_forward_efficiency: float = 0.6
     attention_flash2_backward_efficiency: float = 0.5
     attention_half_saturation_tokens: float = 500.0
+    fp4_tile_rows: int = 0
+    fp4_tile_columns: int = 0
     measured_on: str = ""  # the device a calibration measured ("cpu", a catalog name; "" = family defaults)
     other_devices_allowed: bool = False  # --force: apply it to another device anyway
 
@@ -133,6 +138,26 @@ class EfficiencyModel(Record):
         True
         """
         return self.gemm_ceiling(compute_row) * self.gemm_shape_factor(m, n, k)
+
+    def fp4_tile_occupancy(self, m: ArrayLike, n: ArrayLike, groups: ArrayLike, num_sms: int) -> FloatArray:
+        """Share of ``num_sms`` SMs' time that ``groups`` FP4 GEMMs of ``(m x k) @ (k x n)`` run as
+        one kernel keep busy: their ``ceil(m / rows) x ceil(n / columns)`` output tiles per group,
+        one per SM, in whole waves (1 where the family has no tile). Both the tensor-core rate and
+        the weight stream of the GEMM scale with it.
+
+        >>> blackwell = default_efficiency("nvidia-blackwell")
+        >>> round(float(blackwell.fp4_tile_occupancy(1, 8192, 1, 148)), 3)  # 64 tiles on 148 SMs
+        0.432
+        >>> float(blackwell.fp4_tile_occupancy(2048, 8192, 1, 148)) > 0.98  # 1,024 tiles, 7 waves
+        True
+        """
+        if not (self.fp4_tile_rows and self.fp4_tile_columns):
+            return np.ones(np.broadcast(np.asarray(m), np.asarray(n), np.asarray(groups)).shape)
+        rows = np.ceil(np.maximum(np.asarray(m, dtype=np.float64), 1.0) / self.fp4_tile_rows)
+        columns = np.ceil(np.asarray(n, dtype=np.float64) / self.fp4_tile_columns)
+        tiles = np.maximum(np.ceil(np.asarray(groups, dtype=np.float64)), 1.0) * rows * columns
+        occupancy: FloatArray = tiles / (np.ceil(tiles / num_sms) * num_sms)
+        return occupancy
 
     def gemm_shape_factor(self, m: ArrayLike, n: ArrayLike, k: ArrayLike) -> FloatArray:
         """The part of :meth:`gemm_efficiency` that depends on the shape (1 for huge, aligned GEMMs)."""
@@ -210,6 +235,8 @@ def _parse_family(name: str, table: Fields) -> EfficiencyModel:
         collective_bandwidth_efficiency=table.number("collective_bandwidth_efficiency"),
         kernel_launch_s=table.number("kernel_launch_s"),
         source=table.string("source"),
+        fp4_tile_rows=table.integer("fp4_tile_rows", 0, minimum=0),
+        fp4_tile_columns=table.integer("fp4_tile_columns", 0, minimum=0),
         **numbers,
     )
 

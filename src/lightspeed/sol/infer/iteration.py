@@ -336,12 +336,25 @@ def _gemms(
         k, n = inference_local_dims(linear, tp)
         flop = 2.0 * m * n * k
         efficiency = inference_hardware.gemm_model.gemm_efficiency(m, n, k, hardware.compute_row)
+        busy = _fp4_occupancy(inference_hardware, hardware, m, n, copies)
         compute = compute + copies * flop / (
-            hardware.peak_flop_per_s * inference_hardware.sustained_scale * efficiency
+            hardware.peak_flop_per_s * inference_hardware.sustained_scale * efficiency * busy
         )
         traffic = k * n * per_weight + m * k * inputs + m * n * ACTIVATION_BYTES
-        memory = memory + copies * traffic / inference_hardware.stream_bytes_per_s
+        memory = memory + copies * traffic / (inference_hardware.stream_bytes_per_s * busy)
     return compute, memory
+
+
+def _fp4_occupancy(
+    inference_hardware: InferenceHardware, hardware: Hardware, m: Array, n: Array, groups: Array
+) -> Array:
+    """Share of the GPU's SMs an FP4 GEMM's output tiles keep busy
+    (:meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.fp4_tile_occupancy`); 1 for other
+    formats and for GPUs whose SM count the catalog does not give."""
+    sms = hardware.accelerator.num_compute_units
+    if hardware.compute_row != "fp4" or not sms:
+        return 1.0
+    return inference_hardware.gemm_model.fp4_tile_occupancy(m, n, groups, sms)
 
 
 def gemm_time_s(
