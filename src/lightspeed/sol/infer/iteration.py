@@ -553,8 +553,8 @@ def _attention_dp_pace(acc: _Acc, grid: IterationGrid, inference_hardware: Infer
     ``attention_dp_efficiency`` adds to the layer's compute and memory time, as its own part
     (``attention_dp_pace``) so the kernel parts stay what the kernels cost. What it stands in
     for is not the kernels of a decode layer: against the published per-layer breakdowns of
-    DeepSeek's decode profile and SGLang's (``benchmarks/kernel_anchors.py``) the kernel parts
-    without it come within 3-18% of the measured layer, and with it 7-60% over. Nor is it the
+    DeepSeek's decode profile and SGLang's (``benchmarks/kernel_anchors.py``) the kernel and link
+    parts without it come within 4-9% of the measured layer, and with it up to 38% over. Nor is it the
     placement of requests (the simulator prices the busiest rank) or the routing skew
     (:func:`busiest_rank_imbalance`). Collectives are costed from the links (and the
     all-to-all from the busiest rank's tokens) and are left out of it."""
