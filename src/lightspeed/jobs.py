@@ -260,7 +260,12 @@ def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> Training
     return TrainingSearchPrediction(config=config, result=result, expert_load=effect)
 
 
-def _precision(precision: str, cluster: Cluster) -> str:
+def _precision(precision: str, cluster: Cluster, model: TransformerSpec) -> str:
+    """A serving job's weight format: as given, ``auto`` the narrowest the GPU computes in,
+    ``released`` the format ``model``'s checkpoint is published in."""
+    if precision == "released":
+        LOG.info("precision released: %s (the format %s is published in)", model.release_format, model.name)
+        return model.release_format
     if precision != "auto":
         return precision
     chosen = auto_precision(cluster)
@@ -297,7 +302,8 @@ def serving_parts(
 def _serving_plan(config: ServingConfig, resolved: _Resolved) -> InferencePlan:
     cluster = resolved.cluster
     plan = config.inference_plan(
-        num_gpus=config.num_gpus or cluster.num_accelerators, precision=_precision(config.precision, cluster)
+        num_gpus=config.num_gpus or cluster.num_accelerators,
+        precision=_precision(config.precision, cluster, resolved.model),
     )
     if resolved.balance is not None:
         plan = inference_plan_with_load(plan, balance=resolved.balance, cluster=cluster)
@@ -340,7 +346,7 @@ def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSe
         model=resolved.model,
         cluster=cluster,
         load=config.serving_load(),
-        precision=_precision(config.precision, cluster),
+        precision=_precision(config.precision, cluster, resolved.model),
         max_ttft_s=config.max_ttft_s,
         max_tpot_s=config.max_tpot_s,
         efficiency=resolved.efficiency,

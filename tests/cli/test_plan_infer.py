@@ -170,3 +170,41 @@ def test_serving_stack_is_chosen_by_name(run_cli) -> None:  # type: ignore[no-un
     )
     # an empty name is a wrong name, not the default
     one_line_error(run_cli(*PLAN, "--serving", ""), "the serving stack name is empty")
+
+
+def test_a_model_is_served_in_the_format_it_is_released_in(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # DeepSeek-V3 ships FP8 weights (README_WEIGHTS.md): on 8 H200 at TP 8 it fits without
+    # --precision, where BF16 (1.34 TB of weights against 8 x 141 GB) does not.
+    deepseek = ["plan", "infer", "--model", "deepseek-v3", "--system", "dgx-h200", "--gpus", "8", "--tp", "8"]
+    result = run_cli(*deepseek, "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["plan"]["precision"] == "fp8"
+    assert "fp8 is the format DeepSeek-V3 is released in" in " ".join(payload["assumptions"])
+    # By hand: 671.03e9 parameters at 1 B, the embedding table and LM head (129,280 x 7,168 each) at
+    # 2 B, split 8 ways, except MLA's down projections (7,168 x (1,536 + 576) on 61 layers) and the
+    # routers (58 x 256 x 7,168), which every TP rank holds whole.
+    table = 129_280 * 7_168
+    replicated = 61 * 7_168 * (1_536 + 576) + 58 * 256 * 7_168
+    by_hand = (671.03e9 + 2 * table) / 8 + replicated * 7 / 8
+    assert payload["memory_bytes"]["weights"] == pytest.approx(by_hand, rel=0.005)
+    assert payload["memory_bytes"]["kv_cache"] > 0
+    refused = run_cli(*deepseek, "--precision", "bf16")
+    assert refused.code == 2
+    assert "does not fit" in one_line_error(refused)
+
+
+def test_gpt_oss_is_served_in_mxfp4_with_bf16_attention(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "plan", "infer", "--model", "gpt-oss-120b", "--system", "dgx-h100", "--gpus", "1", "--json"
+    )
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    precisions = payload["precisions"]
+    assert (precisions["weights"], precisions["attention_weights"], precisions["compute"]) == (
+        "mxfp4",
+        "bf16",
+        "bf16",
+    )
+    # OpenAI's model card: the checkpoint is 60.8 GiB
+    assert payload["memory_bytes"]["weights"] / 2**30 == pytest.approx(60.8, rel=0.01)

@@ -291,3 +291,55 @@ def test_property_any_edit_gives_a_spec_or_a_data_file_error(
         message = str(path)
         assert parameter_counts(spec).total_params > 0
     assert message.startswith(str(path))
+
+
+@pytest.mark.parametrize(
+    ("folder", "release"),
+    # DeepSeek-V3's config says quant_method 'fp8' (128 x 128 blocks), gpt-oss-120b's 'mxfp4'; Llama
+    # 3 8B's has no quantization_config
+    [("deepseek-v3", "fp8"), ("gpt-oss-120b", "mxfp4"), ("llama-3-8b", "bf16")],
+)
+def test_the_release_format_comes_from_quantization_config(folder: str, release: str) -> None:
+    spec = spec_from_hf_config(HF_CONFIGS / folder)
+    assert spec.release_format == release
+    assert spec.release_format == MODELS.get(folder).release_format
+
+
+@pytest.mark.parametrize(
+    ("block", "release"),
+    [
+        # NVIDIA ModelOpt checkpoints (nvidia/DeepSeek-R1-FP4's hf_quant_config style)
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128}, "int4"),
+        ({"quant_method": "awq", "bits": 4}, "int4"),
+        # compressed-tensors as Kimi K2 Thinking writes it: 4-bit integer weights in groups of 32
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 32}}},
+            },
+            "int4",
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}},
+            },
+            "fp8",
+        ),
+    ],
+)
+def test_quantization_blocks_other_tools_write(tmp_path: Path, block: dict[str, Any], release: str) -> None:
+    data = json.loads((HF_CONFIGS / "llama-3-8b" / "config.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "quantization_config": block}))
+    assert spec_from_hf_config(path).release_format == release
+
+
+def test_a_quantization_block_it_cannot_read_is_said_not_guessed(tmp_path: Path) -> None:
+    data = json.loads((HF_CONFIGS / "llama-3-8b" / "config.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "quantization_config": {"quant_method": "bitsandbytes"}}))
+    spec = spec_from_hf_config(path)
+    assert spec.release_format == "bf16"
+    assert "'bitsandbytes' is not a format lightspeed reads" in spec.release_source

@@ -167,6 +167,14 @@ def test_resolve_accepts_names_and_paths(tmp_path: Path) -> None:
             ["schema_version 2 is not one this lightspeed reads (1)"],
         ),
         (("[attention]", "[attentoin]"), ["unknown field", "attentoin"]),
+        (
+            ("[sources.mine]", '[release]\nweights = "fp7"\nsource = "mine"\n\n[sources.mine]'),
+            ["release.weights", "fp7", "bf16, fp16, fp32, fp8, mxfp4"],
+        ),
+        (
+            ("[sources.mine]", '[release]\nweights = "fp8"\nsource = "card"\n\n[sources.mine]'),
+            ["source not declared", "card"],
+        ),
     ],
 )
 def test_malformed_model_file_names_file_field_value_and_fix(
@@ -231,3 +239,40 @@ def test_property_any_edit_gives_a_model_or_a_data_file_error(edits) -> None:  #
         message = "user.toml: parsed"
         assert parameter_counts(entry.spec).total_params > 0
     assert message.startswith("user.toml: ")
+
+
+# What each publisher says its checkpoint's linear layers ship in: DeepSeek's README_WEIGHTS.md (FP8
+# e4m3, 128 x 128 block scales), Moonshot's Kimi K2 card ("block-fp8 format"), OpenAI's gpt-oss
+# card (MoE weights MXFP4); Meta's Llama 3 and Mistral's Mixtral ship BF16.
+RELEASES = {
+    "deepseek-v3": "fp8",
+    "kimi-k2": "fp8",
+    "gpt-oss-120b": "mxfp4",
+    "gpt-oss-20b": "mxfp4",
+    "llama-3-70b": "bf16",
+    "mixtral-8x7b": "bf16",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_the_release_format_is_the_publishers(name: str) -> None:
+    spec = load_models().get(name)
+    assert spec.release_format == RELEASES[name]
+    # a format other than bf16 says where it comes from
+    assert bool(spec.release_source) == (RELEASES[name] != "bf16")
+
+
+def test_a_user_file_states_its_release(tmp_path: Path) -> None:
+    text = USER_MODEL.replace(
+        "[sources.mine]", '[release]\nweights = "nvfp4"\nsource = "mine"\n\n[sources.mine]'
+    )
+    spec = load_models(extra_paths=[_write(tmp_path, text)]).get("tiny")
+    assert (spec.release_format, spec.release_source) == ("nvfp4", "a test")
+    assert load_models(extra_paths=[_write(tmp_path, USER_MODEL)]).get("tiny").release_format == "bf16"
+
+
+def test_release_formats_are_formats_the_engine_serves() -> None:
+    from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS
+    from lightspeed.workload.spec import RELEASE_FORMATS
+
+    assert set(RELEASE_FORMATS) <= set(INFERENCE_PRECISIONS)

@@ -96,6 +96,11 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
             f"{moe.num_shared_experts} shared, {spec.num_dense_layers} dense layers first, "
             f"{spec.num_moe_layers} MoE layers"
         )
+    if spec.release_source:
+        lines.append(
+            f"released in {spec.release_format} (what serving predictions assume without --precision): "
+            f"{spec.release_source}"
+        )
     return lines
 
 

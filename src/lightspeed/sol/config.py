@@ -463,9 +463,11 @@ class ServingJob(JobConfig):
     """What every serving prediction needs besides the deployment's degrees."""
 
     precision: str = setting(
-        "bf16",
-        choices=(*INFERENCE_PRECISIONS, "auto"),
-        help="Weight format (nvfp4/mxfp4 include block scales); auto = narrowest the GPU computes in.",
+        "released",
+        choices=(*INFERENCE_PRECISIONS, "auto", "released"),
+        help="Weight format (nvfp4/mxfp4 include block scales); released = the format the model's "
+        "checkpoint is published in (DeepSeek-V3 and Kimi K2 fp8, gpt-oss mxfp4, most others bf16; "
+        "'lightspeed model show' says it); auto = the narrowest the GPU computes in.",
     )
     attention_weights: str | None = setting(
         None,

@@ -41,6 +41,7 @@ otherwise. Gemma 3 and Llama 4 multimodal configs are read through their
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -117,12 +118,67 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         text = fields.table("text_config")
         assert text is not None
         fields, model_type = text, _TEXT_CONFIG_TYPES[model_type]
+    release = release_format(data)
     try:
-        return _build(fields, model_type, name)
+        return replace(_build(fields, model_type, name), release_format=release[0], release_source=release[1])
     except UserInputError as error:
         raise DataFileError(
             config_path, str(error), fix="check the config against the published one"
         ) from None
+
+
+# quantization_config.quant_method values that name one weight format
+_QUANT_METHODS: Final = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "mxfp4"}
+# ModelOpt's quant_algo (NVIDIA TensorRT Model Optimizer checkpoints)
+_MODELOPT_ALGOS: Final = {"FP8": "fp8", "FP8_BLOCK_SCALES": "fp8", "NVFP4": "nvfp4", "W4A16_AWQ": "int4"}
+# compressed-tensors weights: (num_bits, type) -> format
+_COMPRESSED_TENSORS: Final = {
+    (8, "float"): "fp8",
+    (8, "int"): "int8",
+    (4, "int"): "int4",
+    (4, "float"): "nvfp4",
+}
+
+
+def release_format(data: dict[str, Any]) -> tuple[str, str]:
+    """(weight format, what says so) of a ``config.json``'s ``quantization_config``: bf16 without
+    one; the format it names (fp8, mxfp4, ModelOpt's FP8/NVFP4, GPTQ/AWQ and compressed-tensors
+    bit widths); bf16 with a note saying the block was not understood otherwise.
+
+    >>> release_format({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})
+    ('fp8', "config.json quantization_config: quant_method 'fp8'")
+    """
+    config = data.get("quantization_config")
+    if not isinstance(config, dict):
+        return "bf16", ""
+    method = str(config.get("quant_method", "")).lower()
+    found = _QUANT_METHODS.get(method)
+    if method == "modelopt":
+        found = _MODELOPT_ALGOS.get(str(config.get("quant_algo", "")).upper())
+    elif method in ("gptq", "awq"):
+        bits = config.get("bits")
+        found = {4: "int4", 8: "int8"}.get(bits) if isinstance(bits, int) else None
+    elif method == "compressed-tensors":
+        found = _compressed_tensors_format(config)
+    if found is None:
+        return "bf16", (
+            f"config.json quantization_config: quant_method {method!r} is not a format lightspeed reads; "
+            "taken as bf16 (pass --precision)"
+        )
+    return found, f"config.json quantization_config: quant_method {method!r}"
+
+
+def _compressed_tensors_format(config: dict[str, Any]) -> str | None:
+    """The weight format of the first config group of a compressed-tensors block."""
+    groups = config.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        return None
+    weights = next(iter(groups.values()))
+    weights = weights.get("weights") if isinstance(weights, dict) else None
+    if not isinstance(weights, dict):
+        return None
+    bits = weights.get("num_bits")
+    return _COMPRESSED_TENSORS.get((bits, str(weights.get("type", "")))) if isinstance(bits, int) else None
 
 
 def _model_name(path: Path, data: dict[str, Any]) -> str:

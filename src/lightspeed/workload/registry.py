@@ -18,6 +18,9 @@ One file per model under ``workload/data/models``::
     [published]                     # totals the authors print, for comparison
     total_params = 8.03e9
     source = "model-card"
+    [release]                       # a checkpoint not in bf16 (DeepSeek-V3: fp8)
+    weights = "fp8"
+    source = "weights-doc"
     [sources.hf-config]
     title = "..."
     url = "..."
@@ -42,7 +45,7 @@ from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.workload.names import reduce_name
-from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
+from lightspeed.workload.spec import RELEASE_FORMATS, AttentionSpec, MoESpec, TransformerSpec
 
 SCHEMA_VERSION: Final = 1
 MODEL_KIND: Final = "model"
@@ -62,6 +65,7 @@ _TOP_KEYS: Final = {
     "attention",
     "moe",
     "published",
+    "release",
     "sources",
 }
 _ARCHITECTURE_KEYS: Final = {
@@ -110,6 +114,7 @@ _MOE_KEYS: Final = {
     "top_k_groups",
 }
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
+_RELEASE_KEYS: Final = {"weights", "source", "note"}
 
 LOG = logging.getLogger(__name__)
 
@@ -376,7 +381,7 @@ def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
     sources = parse_references(fields)
     source_key = fields.check_source("source", sources)
     try:
-        spec = _build_spec(fields, sources[source_key])
+        spec = _build_spec(fields, sources[source_key], _release(fields, sources))
     except UserInputError as error:
         raise DataFileError(
             path, str(error), fix="correct the [architecture]/[attention]/[moe] figures"
@@ -400,7 +405,27 @@ def parse_references(fields: Fields) -> dict[str, Reference]:
     return parse_sources(fields)
 
 
-def _build_spec(fields: Fields, source: Reference) -> TransformerSpec:
+def _release(fields: Fields, sources: Mapping[str, Reference]) -> tuple[str, str]:
+    """(format, where it comes from) of the ``[release]`` table; bf16 without one."""
+    table = fields.table("release", required=False)
+    if table is None:
+        return "bf16", ""
+    _check_keys(table, _RELEASE_KEYS, "release")
+    weights = table.string("weights")
+    if weights not in RELEASE_FORMATS:
+        raise DataFileError(
+            fields.path,
+            "unknown weight format",
+            field="release.weights",
+            value=weights,
+            fix=f"use one of {', '.join(RELEASE_FORMATS)}",
+        )
+    key = table.check_source("source", sources)
+    note = table.string("note", "")
+    return weights, sources[key].citation + (f"; {note}" if note else "")
+
+
+def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> TransformerSpec:
     architecture = _required_table(fields, "architecture", _ARCHITECTURE_KEYS)
     attention = _required_table(fields, "attention", _ATTENTION_KEYS)
     moe = fields.table("moe", required=False)
@@ -426,6 +451,8 @@ def _build_spec(fields: Fields, source: Reference) -> TransformerSpec:
         aliases=tuple(normalize_name(alias) for alias in fields.strings("aliases")),
         source=source.citation,
         note=fields.string("note", ""),
+        release_format=release[0],
+        release_source=release[1],
     )
 
 

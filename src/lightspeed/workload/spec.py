@@ -20,6 +20,9 @@ MLP_KINDS = ("swiglu", "geglu", "gelu", "relu", "relu2")
 GATED_MLP_KINDS = ("swiglu", "geglu")
 POSITION_EMBEDDINGS = ("rope", "learned", "none")
 NORM_KINDS = ("rmsnorm", "layernorm")
+# Weight formats a model's publisher releases its checkpoint in (the serving engine's names; a
+# test keeps them within lightspeed.sol.infer.plan.INFERENCE_PRECISIONS).
+RELEASE_FORMATS = ("bf16", "fp16", "fp32", "fp8", "mxfp4", "nvfp4", "int8", "int4")
 
 
 MAX_HEADS_OR_HEAD_DIM: Final = 2**14
@@ -228,6 +231,10 @@ class TransformerSpec(Record):
     ``tied_embeddings`` shares the input embedding with the LM head.
     ``num_mtp_modules`` counts DeepSeek-style multi-token-prediction modules,
     which are *not* part of the main model's parameter totals.
+    ``release_format`` is the weight format the publisher's checkpoint ships its linear layers in
+    (``fp8`` for DeepSeek-V3, ``mxfp4`` for gpt-oss' experts; ``bf16`` for most models), what a
+    serving prediction assumes when the user names no precision; ``release_source`` says where
+    that comes from.
     """
 
     name: str
@@ -248,6 +255,8 @@ class TransformerSpec(Record):
     aliases: tuple[str, ...] = ()
     source: str = ""
     note: str = ""
+    release_format: str = "bf16"
+    release_source: str = ""
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -273,6 +282,10 @@ class TransformerSpec(Record):
             )
         if self.norm not in NORM_KINDS:
             raise UserInputError(f"norm {self.norm!r} is not one of {', '.join(NORM_KINDS)}")
+        if self.release_format not in RELEASE_FORMATS:
+            raise UserInputError(
+                f"release format {self.release_format!r} is not one of {', '.join(RELEASE_FORMATS)}"
+            )
         if self.moe is not None and self.moe.num_dense_layers > self.num_layers:
             raise UserInputError("MoE num_dense_layers cannot exceed num_layers")
         if self.attention.layer_types and len(self.attention.layer_types) != self.num_layers:

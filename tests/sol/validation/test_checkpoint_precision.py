@@ -8,7 +8,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
-from lightspeed.sol.validation.published import read_table
+from lightspeed.sol.validation.published import RowError, read_table
 from lightspeed.workload import ModelRegistry
 
 LOAD = "ISL/OSL 1024/1024\tconcurrency 64"
@@ -32,6 +32,9 @@ def _setup(
         (("amd/DeepSeek-R1-MXFP4", "MI355X"), ("mxfp4", "mxfp4")),
         (("RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic", "H100 SXM"), ("fp8", "fp8")),
         (("Llama 3.3 70B Instruct", "H100 SXM"), ("bf16", "precision not stated")),
+        # Nothing stated: the format the publisher released (DeepSeek FP8, gpt-oss MXFP4)
+        (("DeepSeek-R1", "H200"), ("fp8", "the format DeepSeek-V3 is released in")),
+        (("gpt-oss-120b", "H100 SXM"), ("mxfp4", "the format gpt-oss-120b is released in")),
         # AWQ is 4-bit weights computed in 16 bits: the engine has no row for it and says so.
         (("Qwen/Qwen2.5-72B-Instruct-AWQ", "H100 SXM"), ("bf16", "weight-only")),
     ],
@@ -62,3 +65,26 @@ def test_a_precision_column_wins_over_the_name(
     setup = inference_row_setup(read_table(path)[0], catalog, models)[0]
     assert setup.plan.precision == "fp8"
     assert setup.model.name == "deepseek-v3"
+
+
+def _sharded(tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: str) -> InferenceRowSetup:
+    path = tmp_path / "rows.tsv"
+    path.write_text(
+        f"{HEADER}\tsharding\tEP\nR1\tinfer\tx\tDeepSeek-R1\t{LOAD}\t8\t16\tH200"
+        f"\ttotal output tokens/s\t10,000\t{cells}\n",
+        encoding="utf-8",
+    )
+    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+
+
+def test_expert_parallelism_without_a_degree_is_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # LMSYS's Kimi K2 row says 'Large-Scale Expert Parallelism' and gives no EP: predicting TP 8
+    # replicas instead would be another deployment than the one measured
+    with pytest.raises(RowError, match=r"names expert parallelism .* no EP degree: fill the EP cell"):
+        _sharded(tmp_path, catalog, models, "PD Disaggregation, Large-Scale Expert Parallelism\t-")
+    with pytest.raises(RowError, match="'wide ep'"):
+        _sharded(tmp_path, catalog, models, "wide EP\t-")
+    setup = _sharded(tmp_path, catalog, models, "Large-Scale Expert Parallelism\t16")
+    assert setup.plan.ep == 16

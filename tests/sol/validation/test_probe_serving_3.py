@@ -8,7 +8,6 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
-from lightspeed.sol.validation.infer_rows import inference_predictor, read_inference_row
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.workload import ModelRegistry
 from probes import DATA, assert_mlperf_read, probe
@@ -104,8 +103,6 @@ def test_a_scope_written_beside_the_number(catalog: Catalog, models: ModelRegist
     # LMSYS's '24k / node': per node of 8 GPUs, 3,000 tokens/s per GPU of a decode pool
     (reading,) = read_cell("Decode Throughput (tokens/sec)", "24k / node", kind="infer")
     assert (reading.scope, reading.per_gpu(8).value) == ("node", pytest.approx(3000.0))
-    spec = read_inference_row(_rows()["R09"], catalog, models)
-    assert (spec.metric, spec.measured, spec.batching) == ("output_tokens_per_s_per_gpu", 3000.0, "decode")
     # a value with no scope beside it keeps the metric's
     (plain,) = read_cell("output tokens/s", "14,451", kind="infer")
     assert (plain.key, plain.scope, plain.value) == ("output_tokens_per_s", "job", 14451.0)
@@ -132,8 +129,12 @@ def test_mlperf_server_latency_at_its_target(catalog: Catalog, models: ModelRegi
     assert spec.simulation.target_rate_per_s == 840.0
 
 
-# Rows that cannot be predicted, each for a reason the row gives (the prediction step for R09):
+# Rows that cannot be predicted, each for a reason the row gives:
 REFUSED = {
+    # LMSYS's Kimi K2 row names 'Large-Scale Expert Parallelism' and pools of 4 and 12 nodes but no
+    # EP degree: any EP the reader picked would predict another deployment (read as TP 8 x 16
+    # replicas in the released FP8 it was predicted at -84%)
+    "R09": "names expert parallelism .* but no EP degree",
     # vLLM's wide-EP post: no GPU count, no lengths
     "R15": "GPUs is not reported",
     # Vultr's Nemotron Super 49B: not in the model registry, no dimensions in the row
@@ -147,13 +148,5 @@ def test_the_refusals_say_why(catalog: Catalog, models: ModelRegistry, row_id: s
         _read(row_id, catalog, models)
 
 
-def test_a_decode_pool_the_row_gives_no_ep_or_precision_for(catalog: Catalog, models: ModelRegistry) -> None:
-    # Kimi K2's row names 'Large-Scale Expert Parallelism' but no EP degree and no precision: read
-    # as bf16 with TP 1, which no GPU holds; the prediction refuses with one line saying so
-    with pytest.raises(LightspeedError, match="does not fit") as refused:
-        inference_predictor()(_rows()["R09"], catalog, models)
-    assert "\n" not in str(refused.value)
-
-
 def test_every_probe_row_is_either_read_or_refused() -> None:
-    assert set(_rows()) == set(READ_BY_HAND) | set(MLPERF) | set(REFUSED) | {"R09"}
+    assert set(_rows()) == set(READ_BY_HAND) | set(MLPERF) | set(REFUSED)

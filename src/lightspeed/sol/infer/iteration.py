@@ -193,17 +193,25 @@ def inference_hardware_for(
 
 def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:
     """``plan`` with the attention weights of ``model``'s published checkpoint in its precision
-    (and a note saying so) when the plan leaves them unset and such a checkpoint exists."""
-    if plan.attention_weights is not None or model is None:
+    (and a note saying so) when the plan leaves them unset and such a checkpoint exists; the note
+    also says when the precision is the one the model is released in."""
+    if model is None:
         return plan, ""
-    checkpoint = checkpoint_for(model.name, plan.precision)
+    released = (
+        f"{plan.precision} is the format {model.display_name} is released in (--precision sets another)"
+        if plan.precision == model.release_format and model.release_source
+        else ""
+    )
+    checkpoint = checkpoint_for(model.name, plan.precision) if plan.attention_weights is None else None
     if checkpoint is None:
-        return plan, ""
+        return plan, released
     note = (
         f"attention projections in {checkpoint.attention_weights} as {checkpoint.name} ships them, the "
         f"other linear layers in {plan.precision} (--attention-weights sets them)"
     )
-    return plan.with_changes(attention_weights=checkpoint.attention_weights), note
+    return plan.with_changes(attention_weights=checkpoint.attention_weights), "; ".join(
+        part for part in (released, note) if part
+    )
 
 
 @dataclass(frozen=True)

@@ -271,9 +271,12 @@ _NAMED_FORMATS: Final = {
 _SPELLED_FORMATS: Final = ((re.compile(r"\bbfloat16\b"), "bf16"), (re.compile(r"\bfloat16\b"), "fp16"))
 
 
-def _precision(row: PublishedRow, accelerator: Accelerator, *, mlperf: bool = False) -> tuple[str, str]:
+def _precision(
+    row: PublishedRow, accelerator: Accelerator, model: TransformerSpec, *, mlperf: bool = False
+) -> tuple[str, str]:
     """The row's (weight format, note): the precision cell's, else the model name's, else (an
-    MLPerf row, :func:`_mlperf_precision`) its submitters' convention, else bf16."""
+    MLPerf row, :func:`_mlperf_precision`) its submitters' convention, else the format the model is
+    released in (bf16 for most)."""
     vendor = accelerator.vendor
     text = row.text("precision").lower()
     for spelled, key in _SPELLED_FORMATS:
@@ -282,9 +285,15 @@ def _precision(row: PublishedRow, accelerator: Accelerator, *, mlperf: bool = Fa
         if key in text:
             return _vendor_format(key, vendor) or (key, f"precision '{row.text('precision')}' -> {key}")
     named = _named_precision(row.text("model"), vendor)
-    if mlperf and named[1] == _NOT_STATED:
-        return _mlperf_precision(accelerator) or named
-    return named
+    if named[1] != _NOT_STATED:
+        return named
+    released = named
+    if model.release_format != "bf16":
+        released = (
+            model.release_format,
+            (f"precision not stated: {model.release_format}, the format {model.display_name} is released in"),
+        )
+    return (_mlperf_precision(accelerator) if mlperf else None) or released
 
 
 # MLPerf Inference closed LLM submissions quantize to the narrowest float format the accelerator
@@ -543,6 +552,7 @@ def _deployment(
 ) -> tuple[InferencePlan, list[str]]:
     """The deployment a row describes (degrees, attention data parallelism, formats) and notes;
     ``precision`` is the row's (format, note) and ``tp`` replaces a missing TP cell."""
+    _check_expert_parallel_degree(row, model)
     tp = tp or integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
     ep = integer_cell(row.text("EP"), 1) or 1
@@ -571,6 +581,26 @@ def _deployment(
     return plan, notes
 
 
+# Words saying a deployment spreads its experts over GPUs (``Large-Scale Expert Parallelism``,
+# ``wide EP``), read in the cells that describe the run (not its source's title).
+_EXPERT_PARALLEL = re.compile(r"\bexpert[ -]parallel(?:ism)?\b|\b(?:wide|large[ -]scale)[ -]ep\b")
+_DEPLOYMENT_CELLS: Final = ("sharding", "TP", "PP", "DP", "global_batch", "seq", "hardware")
+
+
+def _check_expert_parallel_degree(row: PublishedRow, model: TransformerSpec) -> None:
+    """Refuse an MoE row that says its experts are spread over GPUs without saying over how many:
+    any EP the reader chose would predict another deployment than the one measured."""
+    if model.moe is None or not is_missing(row.text("EP")):
+        return
+    cells = " | ".join(row.text(cell) for cell in _DEPLOYMENT_CELLS).lower()
+    named = _EXPERT_PARALLEL.search(cells)
+    if named:
+        raise RowError(
+            f"the row names expert parallelism ('{named.group(0)}') but no EP degree: fill the EP cell "
+            "(and DP for attention data parallelism, GPUs for the pool the figure is of)"
+        )
+
+
 def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
     num_gpus, gpus_note = row_gpus(catalog, row)
@@ -579,7 +609,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
     load, batching, load_note, simulation = _row_load(row)
     mlperf = simulation is not None and bool(simulation.mlperf)
-    precision = _precision(row, cluster.system.accelerator, mlperf=mlperf)
+    precision = _precision(row, cluster.system.accelerator, model, mlperf=mlperf)
     split_tp, split_note = None, ""
     if simulation is not None and mlperf and is_missing(row.text("TP")):
         split_tp, split_note = mlperf_split(
