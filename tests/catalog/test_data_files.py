@@ -91,6 +91,8 @@ COVERAGE = {
     "l4": (121.0, 24.0, 0.3, 72.0),
     "a10": (125.0, 24.0, 0.6, 150.0),
     "a10g": (70.0, 24.0, 0.6, None),
+    # A40 datasheet: BF16 149.7 | 299.4*, 48 GB GDDR6 at 696 GB/s, 300 W
+    "a40": (149.7, 48.0, 0.696, 300.0),
     "tpu-v4": (275.0, 32 * 2**30 / 1e9, 1.2, 192.0),
 }
 # Families the sol engine has no efficiency defaults for (kept for traces from older machines).
@@ -278,6 +280,7 @@ REPORTED_NAMES = {
     "NVIDIA L40S": "l40s",
     "NVIDIA A10": "a10",
     "NVIDIA A10G": "a10g",
+    "NVIDIA A40": "a40",
     "NVIDIA GH200 480GB": "gh200",
 }
 

@@ -28,6 +28,8 @@ PUBLISHED_HARDWARE = [
     ("H100 NVL", "h100-nvl"),
     ("L40S", "l40s"),
     ("NVIDIA L40S 48GB GDDR6", "l40s"),
+    ("NVIDIA A40 48GB GDDR6", "a40"),
+    ("A40", "a40"),
     # 40 GB and 80 GB A100s: the memory size picks the card
     ("A100 40GB", "a100-sxm-40gb"),
     ("A100 80GB", "a100-sxm"),
