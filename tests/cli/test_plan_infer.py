@@ -208,3 +208,24 @@ def test_gpt_oss_is_served_in_mxfp4_with_bf16_attention(run_cli) -> None:  # typ
     )
     # OpenAI's model card: the checkpoint is 60.8 GiB
     assert payload["memory_bytes"]["weights"] / 2**30 == pytest.approx(60.8, rel=0.01)
+
+
+def test_a_config_json_gives_its_release_format(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+    # DeepSeek-V3's config.json says quant_method 'fp8': served in FP8 without --precision
+    result = run_cli(
+        "plan", "infer", "--config", str(fixtures / "deepseek-v3" / "config.json"), "--system", "dgx-h200",
+        "--gpus", "8", "--tp", "8", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["plan"]["precision"] == "fp8"
+    # a quantization block the importer cannot read is said in the assumptions, not guessed silently
+    config = json.loads((fixtures / "llama-3-8b" / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run_cli("plan", "infer", "--config", str(path), "--system", "dgx-h100", "--gpus", "1", "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["plan"]["precision"] == "bf16"
+    assert any("'bitsandbytes' is not a format lightspeed reads" in line for line in payload["assumptions"])

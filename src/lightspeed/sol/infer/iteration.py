@@ -197,11 +197,13 @@ def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> t
     also says when the precision is the one the model is released in."""
     if model is None:
         return plan, ""
-    released = (
-        f"{plan.precision} is the format {model.display_name} is released in (--precision sets another)"
-        if plan.precision == model.release_format and model.release_source
-        else ""
-    )
+    released = ""
+    if plan.precision == model.release_format and model.release_source:
+        released = (
+            f"{plan.precision} is the format {model.display_name} is released in (--precision sets another)"
+            if model.release_format != "bf16"
+            else f"bf16: {model.release_source}"  # a quantization block the importer could not read
+        )
     checkpoint = checkpoint_for(model.name, plan.precision) if plan.attention_weights is None else None
     if checkpoint is None:
         return plan, released
