@@ -229,3 +229,17 @@ def test_a_config_json_gives_its_release_format(run_cli, tmp_path: Path) -> None
     payload = json.loads(result.out)
     assert payload["plan"]["precision"] == "bf16"
     assert any("'bitsandbytes' is not a format lightspeed reads" in line for line in payload["assumptions"])
+
+
+def test_search_infer_searches_the_release_format(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # one node of H200 holds DeepSeek-V3 only in its released FP8 (BF16 needs 1.34 TB): the search
+    # finds deployments without --precision, all in FP8
+    result = run_cli(
+        "search", "infer", "--model", "deepseek-v3", "--system", "dgx-h200", "--isl", "1000", "--osl", "1000",
+        "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["best"]["plan"]["precision"] == "fp8"
+    assert payload["frontier"]
+    assert all(point["plan"].split()[-1] == "fp8" for point in payload["frontier"])
