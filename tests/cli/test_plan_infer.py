@@ -243,3 +243,15 @@ def test_search_infer_searches_the_release_format(run_cli) -> None:  # type: ign
     assert payload["best"]["plan"]["precision"] == "fp8"
     assert payload["frontier"]
     assert all(point["plan"].split()[-1] == "fp8" for point in payload["frontier"])
+
+
+def test_a_server_whose_host_time_is_unpublished_says_so(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # vLLM schedules between GPU steps (async scheduling is opt-in) but no source gives that time:
+    # the assumptions say it is not costed, where TensorRT-LLM's profiles cost theirs
+    args = (*PLAN, "--precision", "fp8", "--concurrency", "8", "--json")
+    said = {
+        name: " ".join(json.loads(run_cli(*args, "--serving", name).out)["assumptions"])
+        for name in ("vllm-2025", "trtllm-2025", "trtllm-2023")
+    }
+    assert "scheduling between steps not costed" in said["vllm-2025"]
+    assert "not costed" not in said["trtllm-2025"] + said["trtllm-2023"]

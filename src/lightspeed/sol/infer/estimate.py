@@ -356,6 +356,9 @@ def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) ->
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
     if serving.host_per_sequence_s > 0:
         line += f", {serving.host_per_sequence_s * 1e6:.3g} us of host work per sequence per step{hidden}"
+    host_priced = serving.iteration_overhead_s > 0 or serving.host_per_sequence_s > 0
+    if not serving.overlap_scheduler and not host_priced:
+        line += ", the host's scheduling between steps not costed (no published figure for this server)"
     if serving.decode_kv_reads == "per_query_head":
         line += (
             ", decode attention reads a grouped-query KV head once per query head "
