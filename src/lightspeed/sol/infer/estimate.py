@@ -25,7 +25,7 @@ from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
+from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
@@ -497,9 +497,8 @@ def estimate_inference(
     exactly ``num_gpus`` GPUs (when given: the GPUs a user asked for).
     """
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
-    profile = serving_stack_on(serving, cluster.system.accelerator.vendor)
-    LOG.debug("estimate on the %s serving profile", profile.name)
-    inference_hardware = inference_hardware_for(cluster, plan, efficiency, profile, model=model)
+    inference_hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)
+    LOG.debug("estimate on the %s serving profile", inference_hardware.serving.name)
     memory = deployment_memory(model, inference_hardware, plan, load)
     if not bool(memory.fits[0]):
         raise_not_fitting(model, inference_hardware, plan, load, memory)

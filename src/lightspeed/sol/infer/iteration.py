@@ -142,7 +142,7 @@ def inference_hardware_for(
     cluster: Cluster,
     plan: InferencePlan,
     efficiency: EfficiencyModel | None = None,
-    serving: ServingStack | None = None,
+    serving: str | ServingStack | None = None,
     *,
     model: TransformerSpec | None = None,
 ) -> InferenceHardware:

@@ -25,7 +25,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import divisors
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
+from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
@@ -492,8 +492,7 @@ def search_inference(
         expert_balance,
         attention_weights,
     )
-    profile = serving_stack_on(serving, cluster.system.accelerator.vendor)
-    inference_hardware = inference_hardware_for(cluster, request.formats, efficiency, profile, model=model)
+    inference_hardware = inference_hardware_for(cluster, request.formats, efficiency, serving, model=model)
     limit = max_tp or inference_hardware.hardware.domain_size
     points, batch = _space(
         request, inference_hardware, limit, disaggregated=disaggregated, attention_dp=attention_dp
@@ -510,7 +509,7 @@ def search_inference(
             load.input_tokens, load.output_tokens, concurrency=max(round(batch[best] * replicas), 1)
         ),
         efficiency=efficiency,
-        serving=profile,
+        serving=inference_hardware.serving,
     )
     return InferenceSearchResult(
         model=model.name,

@@ -31,7 +31,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
+from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.estimate import check_gpus, deployment_memory, pool_split
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays
@@ -189,8 +189,7 @@ def simulated_deployment(
     config = scheduler or SchedulerConfig()
     validate_inference_plan(plan, model, num_gpus)
     check_gpus(plan, cluster)
-    profile = serving_stack_on(serving, cluster.system.accelerator.vendor)
-    hardware = inference_hardware_for(cluster, plan, efficiency, profile, model=model)
+    hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)
     memory = deployment_memory(model, hardware, plan, ServingLoad(1, 1))
     per_token = float(memory.kv_bytes_per_token[0])
     kv_tokens = int(float(memory.kv_capacity_bytes[0]) / per_token) if per_token > 0 else 0
