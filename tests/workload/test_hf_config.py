@@ -343,3 +343,7 @@ def test_a_quantization_block_it_cannot_read_is_said_not_guessed(tmp_path: Path)
     spec = spec_from_hf_config(path)
     assert spec.release_format == "bf16"
     assert "'bitsandbytes' is not a format lightspeed reads" in spec.release_source
+    path.write_text(json.dumps({**data, "quantization_config": [4, 8]}))
+    spec = spec_from_hf_config(path)
+    assert spec.release_format == "bf16"
+    assert "not an object lightspeed reads" in spec.release_source

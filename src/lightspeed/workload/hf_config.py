@@ -149,8 +149,14 @@ def release_format(data: dict[str, Any]) -> tuple[str, str]:
     ('fp8', "config.json quantization_config: quant_method 'fp8'")
     """
     config = data.get("quantization_config")
-    if not isinstance(config, dict):
+    if config is None:
         return "bf16", ""
+    if not isinstance(config, dict):
+        return (
+            "bf16",
+            "config.json quantization_config is not an object lightspeed reads; "
+            "taken as bf16 (pass --precision)",
+        )
     method = str(config.get("quant_method", "")).lower()
     found = _QUANT_METHODS.get(method)
     if method == "modelopt":
