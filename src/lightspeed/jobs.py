@@ -358,6 +358,7 @@ def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSe
         expert_balance=resolved.balance,
         serving=config.serving,
         attention_weights=config.attention_weights,
+        effective_bits=config.effective_bits,
     )
     effect = _inference_effect(result.best, resolved)
     return ServingSearchPrediction(config=config, result=result, expert_load=effect)

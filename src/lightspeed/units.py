@@ -98,6 +98,9 @@ _BYTES_PER_ELEMENT: Final[dict[str, float]] = {
     "mxfp4": 0.5 + 1.0 / 32.0,
 }
 
+# Formats whose stored size includes block scales: the element alone.
+_ELEMENT_BYTES: Final[dict[str, float]] = {"mxfp8": 1.0, "mxfp6": 0.75, "nvfp4": 0.5, "mxfp4": 0.5}
+
 # Which catalog compute row a storage format runs its math on.
 _COMPUTE_PRECISION: Final[dict[str, str]] = {
     "fp64": "fp64",
@@ -133,6 +136,16 @@ def bytes_per_element(precision: str) -> float:
     0.5625
     """
     return _BYTES_PER_ELEMENT[_check_precision(precision)]
+
+
+def element_bits(precision: str) -> float:
+    """Bits of one element of ``precision`` without its block scales, as quantization tools count
+    a format's width (ModelOpt's effective bits: NVFP4 4, FP8 8, BF16 16).
+
+    >>> element_bits("nvfp4"), element_bits("mxfp8")
+    (4.0, 8.0)
+    """
+    return 8.0 * _ELEMENT_BYTES.get(_check_precision(precision), bytes_per_element(precision))
 
 
 def compute_precision(precision: str) -> str:

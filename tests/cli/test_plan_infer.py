@@ -255,3 +255,46 @@ def test_a_server_whose_host_time_is_unpublished_says_so(run_cli) -> None:  # ty
     }
     assert "scheduling between steps not costed" in said["vllm-2025"]
     assert "not costed" not in said["trtllm-2025"] + said["trtllm-2023"]
+
+
+def test_a_mixed_checkpoint_is_priced_from_its_effective_bits(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # NVIDIA's MLPerf Mixtral checkpoint on B200: 7.25 effective bits over NVFP4 and FP8 layers,
+    # 81.25% of the linear weights in FP8. Mixtral's 46.44e9 linear weights (tests/sol/
+    # test_mixed_checkpoints.py) at 0.1875 x 0.5625 + 0.8125 x 1 B instead of 0.5625 B: 16.5e9
+    # bytes more than all-NVFP4.
+    mixtral = ["plan", "infer", "--model", "mixtral-8x7b", "--system", "dgx-b200", "--gpus", "1"]
+    mixtral += ["--isl", "427", "--osl", "145", "--json"]
+    nvfp4 = json.loads(run_cli(*mixtral, "--precision", "nvfp4").out)
+    result = run_cli(*mixtral, "--precision", "nvfp4", "--effective-bits", "7.25")
+    assert result.code == 0, result.err
+    mixed = json.loads(result.out)
+    assert mixed["plan"]["effective_bits"] == 7.25
+    extra = mixed["memory_bytes"]["weights"] - nvfp4["memory_bytes"]["weights"]
+    assert extra == pytest.approx(46.44e9 * (0.1875 * 0.5625 + 0.8125 - 0.5625), rel=0.005)
+    assert mixed["output_tokens_per_s"] < nvfp4["output_tokens_per_s"]
+    assert "81% of those layers (by parameters) kept in fp8" in " ".join(mixed["assumptions"])
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--precision", "nvfp4", "--effective-bits", "9"], ("between 4 and 8", "--precision fp8")),
+        (["--precision", "bf16", "--effective-bits", "6"], ("neither", "--precision nvfp4")),
+        (["--precision", "nvfp4", "--effective-bits", "nan"], ("--effective-bits",)),
+        (["--precision", "nvfp4", "--effective-bits", "20"], ("--effective-bits", "16")),
+    ],
+)
+def test_impossible_effective_bits_are_one_line(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    base = ["plan", "infer", "--model", "mixtral-8x7b", "--system", "dgx-b200", "--gpus", "1"]
+    one_line_error(run_cli(*base, *args), *words)
+
+
+def test_search_infer_keeps_the_mixed_checkpoint(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "search", "infer", "--model", "mixtral-8x7b", "--system", "dgx-b200", "--gpus", "8", "--isl", "427",
+        "--osl", "145", "--precision", "nvfp4", "--effective-bits", "7.25", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["best"]["plan"]["effective_bits"] == 7.25
+    assert all("(7.25 effective bits)" in point["plan"] for point in payload["frontier"])

@@ -160,6 +160,7 @@ def _goodput_ranking(
         serving=config.serving,
         analytic=analytic,
         attention_weights=analytic.best.plan.attention_weights,
+        effective_bits=analytic.best.plan.effective_bits,
     )
 
 

@@ -496,6 +496,7 @@ USD: Final = Number(minimum=0.0, maximum=MAX_USD, min_open=True, unit="USD", why
 VPP: Final = Integer(minimum=1, maximum=1024, unit="chunks")
 ZERO_STAGE: Final = Integer(minimum=0, maximum=3)
 EXPERT_IMBALANCE: Final = Number(minimum=1.0, maximum=1024.0, why="the busiest GPU holding every token")
+EFFECTIVE_BITS: Final = Number(minimum=4.0, maximum=16.0, unit="bits", why="a 4-bit float to 16 bits")
 DRAFT_TOKENS: Final = Integer(minimum=1, maximum=1024, unit="tokens")
 ACCEPTANCE: Final = Number(minimum=0.0, maximum=1.0, max_open=True)  # per draft token, below 1
 POOL_SPLIT: Final = PoolSplit()

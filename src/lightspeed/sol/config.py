@@ -476,6 +476,13 @@ class ServingJob(JobConfig):
         "(default: the model's published checkpoint in --precision, e.g. gpt-oss MXFP4 with BF16 "
         "attention; see sol/data/checkpoints.toml; else --precision).",
     )
+    effective_bits: float | None = setting(
+        None,
+        option_type="EFFECTIVE_BITS",
+        help="A per-layer mixed checkpoint (ModelOpt AutoQuantize): mean bits per linear weight, the "
+        "layers split between --precision and the next wider format (nvfp4/mxfp4 with fp8: 4-8; "
+        "fp8 with 16-bit: 8-16), e.g. 7.25 for NVIDIA's MLPerf Mixtral on B200 (default: none).",
+    )
     input_tokens: int = setting(
         1024, flags=("--isl",), option_type="SEQ_LEN", help="Input (prompt) tokens per request."
     )
@@ -579,6 +586,7 @@ class ServingConfig(ServingJob):
             activation_precision=self.activation_precision,
             kv_precision=self.kv_precision,
             attention_weights=self.attention_weights,
+            effective_bits=self.effective_bits,
             kv_replication=self.kv_replication,
             speculative=self.speculative_decoding(),
             disaggregated=self.disaggregated,

@@ -338,6 +338,22 @@ def _attention_weights_text(inference_hardware: InferenceHardware) -> str:
     )
 
 
+def _mixed_weights_text(inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
+    """``; a mixed checkpoint of 7.25 effective bits: 81% of those layers fp8 (...)`` for a plan
+    with ``effective_bits``, else ``''``."""
+    precisions = inference_hardware.precisions
+    wider = inference_hardware.wider_hardware
+    if plan.effective_bits is None or wider is None:
+        return ""
+    return (
+        f"; a per-layer mixed checkpoint of {plan.effective_bits:g} effective bits: "
+        f"{format_percent(precisions.wider_share, 0)} of those layers (by parameters) kept in "
+        f"{precisions.wider} "
+        f"({precisions.wider_weight_bytes_per_element:g} B/param, GEMMs on {precisions.wider_compute} "
+        f"{wider.peak_flop_per_s / 1e12:,.0f} TFLOP/s), the rest in {precisions.weights}"
+    )
+
+
 def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
     serving = inference_hardware.serving
     line = (
@@ -433,7 +449,7 @@ def _assumptions(
         f"{_attention_weights_text(inference_hardware)}embeddings and "
         f"LM head 16-bit), GEMMs on dense {precisions.compute} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
-        f"per GPU, KV cache {precisions.kv_cache}",
+        f"per GPU, KV cache {precisions.kv_cache}{_mixed_weights_text(inference_hardware, plan)}",
         f"efficiency {efficiency.label}: GEMMs up to "
         f"{format_percent(efficiency.gemm_ceiling(precisions.compute), 0)} of peak, attention up to "
         f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "

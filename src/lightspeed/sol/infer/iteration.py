@@ -126,6 +126,8 @@ class InferenceHardware(Record):
     floors: LatencyFloors
     # the attention projections' GEMMs: ``hardware`` unless they run in another format
     attention_hardware: Hardware
+    # a mixed checkpoint's wider layers (``precisions.wider_compute``); ``None`` without one
+    wider_hardware: Hardware | None = None
 
     @property
     def sustained_scale(self) -> float:
@@ -168,6 +170,9 @@ def inference_hardware_for(
         if precisions.attention_compute == precisions.compute
         else hardware_for(cluster, precisions.attention_compute, efficiency)
     )
+    wider_hardware = (
+        hardware_for(cluster, precisions.wider_compute, efficiency) if precisions.wider_share > 0 else None
+    )
     kv_row = precisions.kv_cache if precisions.kv_cache in accelerator.compute else None
     attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
     if attention_row not in accelerator.compute:
@@ -188,6 +193,7 @@ def inference_hardware_for(
         serving=profile,
         floors=load_latency_floors(),
         attention_hardware=attention_hardware,
+        wider_hardware=wider_hardware,
     )
 
 
@@ -329,7 +335,8 @@ def _gemms(
     """(compute s, memory s) of ``linears`` over ``m`` tokens, split ``tp`` ways, ``copies`` times.
 
     Weights are read in the deployment's weight format (its attention weights' for the
-    ``attention`` projections) unless ``weight_bytes`` says otherwise.
+    ``attention`` projections) unless ``weight_bytes`` says otherwise. A mixed checkpoint's
+    wider layers (``precisions.mixed_share``) take their share of the time in their own format.
     """
     precisions = inference_hardware.precisions
     if attention:
@@ -340,7 +347,30 @@ def _gemms(
         hardware = inference_hardware.hardware
         stored = precisions.weight_bytes_per_element
         inputs = precisions.input_bytes_per_element
+    share = precisions.mixed_share(attention) if weight_bytes is None else 0.0
     per_weight = stored if weight_bytes is None else weight_bytes
+    shape = (linears, m, tp, copies)
+    narrow = _gemm_roofline(inference_hardware, hardware, shape, (per_weight, inputs))
+    if share <= 0.0 or inference_hardware.wider_hardware is None:
+        return narrow
+    wider_bytes = (precisions.wider_weight_bytes_per_element, precisions.wider_input_bytes_per_element)
+    wider = _gemm_roofline(inference_hardware, inference_hardware.wider_hardware, shape, wider_bytes)
+    return (
+        (1.0 - share) * narrow[0] + share * wider[0],
+        (1.0 - share) * narrow[1] + share * wider[1],
+    )
+
+
+def _gemm_roofline(
+    inference_hardware: InferenceHardware,
+    hardware: Hardware,
+    shape: tuple[tuple[Linear, ...], Array, Array, Array],
+    element_bytes: tuple[float, float],
+) -> tuple[Array, Array]:
+    """(compute s, memory s) of ``shape`` = (linears, tokens, tp, copies) all in one format:
+    ``hardware``'s compute row, ``element_bytes`` = (bytes per stored weight, per GEMM input)."""
+    linears, m, tp, copies = shape
+    per_weight, inputs = element_bytes
     compute = memory = 0.0
     for linear in linears:
         k, n = inference_local_dims(linear, tp)

@@ -94,10 +94,10 @@ def stage_weight_bytes(
     """Weight bytes on one GPU of the busiest stage (see the module docstring); with
     ``physical_experts`` > 0 the stage holds that many routed experts (replicas included)."""
     precisions = inference_hardware.precisions
-    weight = precisions.weight_bytes_per_element
+    weight = precisions.stored_bytes_per_element()
     num_dense, num_moe = stage_layers(model, pp)
     attention = (
-        _params(shapes.attention, tp) * precisions.attention_weight_bytes_per_element
+        _params(shapes.attention, tp) * precisions.stored_bytes_per_element(attention=True)
         + shapes.num_norm_params * ACTIVATION_BYTES
     )
     dense = attention + _params(shapes.mlp, tp) * weight

@@ -36,7 +36,7 @@ from lightspeed.catalog import Accelerator
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
-from lightspeed.units import bytes_per_element, compute_precision
+from lightspeed.units import bytes_per_element, compute_precision, element_bits
 from lightspeed.workload import TransformerSpec
 
 INFERENCE_PRECISIONS: Final = (
@@ -52,6 +52,11 @@ INFERENCE_PRECISIONS: Final = (
     "int4",
 )
 KV_PRECISIONS: Final = ("fp32", "bf16", "fp16", "fp8", "int8", "nvfp4", "fp4")
+# Per-layer mixed checkpoints (ModelOpt AutoQuantize): the next wider format a layer can keep,
+# by the width of the narrow one (4-bit floats with FP8 layers, FP8 with 16-bit layers); bits as
+# ModelOpt counts them, the element alone (block scales not counted)
+MIXABLE_PRECISIONS: Final = ("nvfp4", "mxfp4", "fp4", "fp8")
+_WIDER_BITS: Final = {4: 8, 8: 16}
 # deployment families the search tries: TP/EP/PP only, or also attention data parallelism (MoE)
 PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 
@@ -151,7 +156,11 @@ class InferencePlan(Record):
     :mod:`lightspeed.moe.effect` derives it from a recorded load; ``None``: the routing skew
     measured on DeepSeek-R1 at the plan's EP size, ``sol/data/routing.toml``);
     ``num_physical_experts`` counts the routed experts with their redundant replicas
-    over a stage's ``ep`` GPUs (``None``: no replicas).
+    over a stage's ``ep`` GPUs (``None``: no replicas). ``effective_bits`` describes a per-layer
+    mixed checkpoint (ModelOpt AutoQuantize, as NVIDIA's MLPerf Mixtral submissions build): the
+    linear layers stored in ``precision`` average that many bits per weight, a share
+    (:attr:`wider_share`) of them kept in the next wider format (FP8 beside a 4-bit float, 16-bit
+    beside FP8) and computed in it; ``None``: every such layer in ``precision``.
     """
 
     tp: int = 1
@@ -169,6 +178,7 @@ class InferencePlan(Record):
     max_batch: int | None = None
     expert_imbalance: float | None = None
     num_physical_experts: int | None = None
+    effective_bits: float | None = None
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -198,6 +208,18 @@ class InferencePlan(Record):
             raise InvalidPlanError(f"max batch must be >= 1 (got {self.max_batch})")
         if self.expert_imbalance is not None and not 1.0 <= self.expert_imbalance < math.inf:
             raise InvalidPlanError("expert_imbalance is a slowdown factor and must be a finite number >= 1.0")
+        if self.effective_bits is not None:
+            _check_effective_bits(self.precision, self.effective_bits)
+
+    @property
+    def wider_share(self) -> float:
+        """Share of the linear weights stored in ``precision`` that a per-layer mixed checkpoint
+        (``effective_bits``) keeps in the next wider format instead (0 without one): the split of
+        the two formats whose parameter-weighted mean width is ``effective_bits``."""
+        if self.effective_bits is None:
+            return 0.0
+        narrow = element_bits(self.precision)
+        return (self.effective_bits - narrow) / (_WIDER_BITS[round(narrow)] - narrow)
 
     @property
     def stage_gpus(self) -> int:
@@ -237,9 +259,32 @@ class InferencePlan(Record):
         else:
             parts.append(f"x{self.replicas} replica{'s' if self.replicas > 1 else ''}")
         parts.append(self.precision)
+        if self.effective_bits is not None:
+            parts.append(f"({self.effective_bits:g} effective bits)")
         if self.attention_weights is not None and self.attention_weights != self.precision:
             parts.append(f"(attention {self.attention_weights})")
         return " ".join(parts)
+
+
+def _check_effective_bits(precision: str, effective_bits: float) -> None:
+    """Refuse effective bits that no mix of ``precision`` and its next wider format gives."""
+    if precision not in MIXABLE_PRECISIONS:
+        raise InvalidPlanError(
+            f"effective bits mix a 4-bit float format with FP8 layers or FP8 with 16-bit layers "
+            f"(ModelOpt AutoQuantize); precision {precision!r} is neither: use --precision "
+            f"{' or '.join(MIXABLE_PRECISIONS)}, or drop --effective-bits"
+        )
+    narrow = element_bits(precision)
+    wider = _WIDER_BITS[round(narrow)]
+    if not narrow <= effective_bits <= wider:
+        other = (
+            " (a checkpoint of FP8 and 16-bit layers is --precision fp8 with 8 to 16)" if wider == 8 else ""
+        )
+        raise InvalidPlanError(
+            f"effective bits {effective_bits:g} is not between {narrow:g} and {wider:g}, the widths of "
+            f"{precision} and the {'FP8' if wider == 8 else '16-bit'} layers it mixes with: give a "
+            f"value in [{narrow:g}, {wider:g}]{other}"
+        )
 
 
 def _check_choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -264,6 +309,27 @@ class Precisions(Record):
     attention_weight_bytes_per_element: float
     attention_input_bytes_per_element: float
     notes: tuple[str, ...]
+    # a per-layer mixed checkpoint: the share of the linear weights stored in ``weights`` kept in
+    # the wider format ``wider`` (0: none), and the formats those layers compute and read in
+    wider_share: float = 0.0
+    wider: str = ""
+    wider_compute: str = ""
+    wider_weight_bytes_per_element: float = 0.0
+    wider_input_bytes_per_element: float = 0.0
+
+    def stored_bytes_per_element(self, attention: bool = False) -> float:
+        """Mean bytes per weight of the attention projections (``attention``) or the other linear
+        layers, the mixed checkpoint's wider layers included."""
+        narrow = self.attention_weight_bytes_per_element if attention else self.weight_bytes_per_element
+        share = self.mixed_share(attention)
+        return (1.0 - share) * narrow + share * self.wider_weight_bytes_per_element
+
+    def mixed_share(self, attention: bool = False) -> float:
+        """Share of the attention projections (``attention``) or the other linear layers kept in
+        the wider format: the mixed share where they are stored in ``weights``, else 0."""
+        if attention and self.attention_weights != self.weights:
+            return 0.0
+        return self.wider_share
 
 
 def _compute_row(accelerator: Accelerator, precision: str) -> str | None:
@@ -295,6 +361,8 @@ def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisi
         if attention == plan.precision
         else _activation(accelerator, attention, None, fallback, notes)
     )
+    wider = _wider_format(plan, fallback)
+    wider_activation = _activation(accelerator, wider, None, fallback, notes) if wider else ""
     return Precisions(
         weights=plan.precision,
         compute=compute_precision(activation),
@@ -307,7 +375,20 @@ def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisi
         attention_compute=compute_precision(attention_activation),
         attention_weight_bytes_per_element=bytes_per_element(attention),
         attention_input_bytes_per_element=min(bytes_per_element(attention_activation), 2.0),
+        wider_share=plan.wider_share,
+        wider=wider,
+        wider_compute=compute_precision(wider_activation) if wider else "",
+        wider_weight_bytes_per_element=bytes_per_element(wider) if wider else 0.0,
+        wider_input_bytes_per_element=min(bytes_per_element(wider_activation), 2.0) if wider else 0.0,
     )
+
+
+def _wider_format(plan: InferencePlan, sixteen_bit: str) -> str:
+    """The format a mixed checkpoint's wider layers keep: FP8 beside a 4-bit float, the GPU's
+    16-bit format beside FP8; ``''`` for a plan without ``effective_bits``."""
+    if plan.effective_bits is None:
+        return ""
+    return "fp8" if _WIDER_BITS[round(element_bits(plan.precision))] == 8 else sixteen_bit
 
 
 def _activation(

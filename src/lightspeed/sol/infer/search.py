@@ -272,6 +272,7 @@ def _plan_of(
         replicas=decode if prefill == 0 else 1,
         precision=formats.precision,
         attention_weights=formats.attention_weights,
+        effective_bits=formats.effective_bits,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
         speculative=speculative,
         disaggregated=(prefill, decode) if prefill > 0 else None,
@@ -351,11 +352,16 @@ class _Request:
     speculative: SpeculativeDecoding | None
     expert_balance: ExpertBalance | None = None
     attention_weights: str | None = None
+    effective_bits: float | None = None
 
     @property
     def formats(self) -> InferencePlan:
         """A plan holding only the weight formats every point of the search shares."""
-        return InferencePlan(precision=self.precision, attention_weights=self.attention_weights)
+        return InferencePlan(
+            precision=self.precision,
+            attention_weights=self.attention_weights,
+            effective_bits=self.effective_bits,
+        )
 
 
 def _space(
@@ -458,6 +464,7 @@ def search_inference(
     expert_balance: ExpertBalance | None = None,
     serving: str | ServingStack | None = None,
     attention_weights: str | None = None,
+    effective_bits: float | None = None,
 ) -> InferenceSearchResult:
     """Best deployment of ``model`` on ``cluster`` under the latency bounds, and the Pareto frontier.
 
@@ -468,7 +475,8 @@ def search_inference(
     single-node cluster (default: every GPU). ``expert_balance`` gives each shape the
     expert imbalance of its EP layout and its redundant experts. ``serving`` names the server
     profile (``sol/data/stacks.toml``, default the current TensorRT-LLM); ``attention_weights`` the
-    attention projections' format (default: as :class:`InferencePlan`). Raises
+    attention projections' format (default: as :class:`InferencePlan`); ``effective_bits`` a
+    per-layer mixed checkpoint (as :class:`InferencePlan`). Raises
     :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
 
     >>> from lightspeed.catalog import load_catalog
@@ -491,6 +499,7 @@ def search_inference(
         speculative,
         expert_balance,
         attention_weights,
+        effective_bits,
     )
     inference_hardware = inference_hardware_for(cluster, request.formats, efficiency, serving, model=model)
     limit = max_tp or inference_hardware.hardware.domain_size

@@ -38,7 +38,7 @@ DEFAULT_FINALISTS: Final = 6
 _DESCRIPTION: Final = re.compile(
     r"tp=(?P<tp>\d+) pp=(?P<pp>\d+)(?: ep=(?P<ep>\d+))?(?: dp-attention=(?P<dp>\d+))?"
     r"(?: disaggregated (?P<prefill>\d+)P:(?P<decode>\d+)D| x(?P<replicas>\d+) replicas?) (?P<precision>\S+)"
-    r"(?: \(attention (?P<attention>\S+)\))?$"
+    r"(?: \((?P<bits>[\d.]+) effective bits\))?(?: \(attention (?P<attention>\S+)\))?$"
 )
 
 
@@ -61,6 +61,7 @@ def plan_from_description(text: str) -> InferencePlan:
         replicas=int(fields["replicas"] or 1),
         precision=fields["precision"],
         attention_weights=fields["attention"],
+        effective_bits=float(fields["bits"]) if fields["bits"] else None,
         disaggregated=pools,
     )
 
@@ -130,6 +131,7 @@ def search_goodput(
     serving: str | None = None,
     analytic: InferenceSearchResult | None = None,
     attention_weights: str | None = None,
+    effective_bits: float | None = None,
 ) -> GoodputSearchResult:
     """Rank deployments by goodput per GPU at ``slo`` (see the module docstring); requests of
     ``load``'s lengths, ``num_requests`` per simulation (the first ``warmup_requests`` not
@@ -151,6 +153,7 @@ def search_goodput(
         num_gpus=num_gpus,
         serving=serving,
         attention_weights=attention_weights,
+        effective_bits=effective_bits,
     )
     workload = ServingWorkload(
         input_lengths=LengthDistribution.fixed(load.input_tokens),

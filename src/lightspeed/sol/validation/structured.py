@@ -43,7 +43,7 @@ from typing import Any, Final
 
 from lightspeed.catalog import Catalog
 from lightspeed.datafile import Fields, load_toml, toml_value
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import load_serving_stacks, load_stacks
 from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, KV_PRECISIONS, InferencePlan, ServingLoad
@@ -133,6 +133,7 @@ _DEPLOYMENT_KEYS: Final = {
     "precision",
     "kv_precision",
     "attention_weights",
+    "effective_bits",
     "kv_replication",
     "max_batch",
 }
@@ -215,6 +216,21 @@ def _fail(
     fields: Fields, message: str, key: str, value: object = None, fix: str | None = None
 ) -> DataFileError:
     return DataFileError(fields.path, message, field=f"{fields.prefix}{key}", value=value, fix=fix)
+
+
+def _effective_bits(deployment: Fields) -> float | None:
+    """A deployment's ``effective_bits`` (a per-layer mixed checkpoint), checked against its
+    precision where the file says it; ``None`` when absent."""
+    if not deployment.has("effective_bits"):
+        return None
+    bits = deployment.number("effective_bits")
+    try:
+        InferencePlan(
+            precision=_choice(deployment, "precision", INFERENCE_PRECISIONS, "bf16"), effective_bits=bits
+        )
+    except InvalidPlanError as error:
+        raise _fail(deployment, str(error), "effective_bits", bits) from None
+    return bits
 
 
 def _check_keys(fields: Fields, allowed: set[str]) -> None:
@@ -428,6 +444,7 @@ def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int
         precision=_choice(deployment, "precision", INFERENCE_PRECISIONS, "bf16"),
         kv_precision=_optional_choice(deployment, "kv_precision", KV_PRECISIONS),
         attention_weights=_optional_choice(deployment, "attention_weights", INFERENCE_PRECISIONS),
+        effective_bits=_effective_bits(deployment),
         kv_replication=deployment.boolean("kv_replication", False),
         max_batch=deployment.integer("max_batch", minimum=1) if deployment.has("max_batch") else None,
     )
@@ -562,7 +579,11 @@ def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
         key: getattr(plan, key) for key in ("tp", "pp", "ep", "dp_attention", "replicas", "precision")
     }
     deployment |= _without_none(
-        {"kv_precision": plan.kv_precision, "attention_weights": plan.attention_weights}
+        {
+            "kv_precision": plan.kv_precision,
+            "attention_weights": plan.attention_weights,
+            "effective_bits": plan.effective_bits,
+        }
     ) | {"kv_replication": plan.kv_replication}
     deployment |= _without_none({"max_batch": plan.max_batch})
     workload = _without_none(
