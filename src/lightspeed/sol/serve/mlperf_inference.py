@@ -29,13 +29,37 @@ from pathlib import Path
 from typing import Final
 
 from lightspeed.datafile import Fields, load_toml, parse_sources
-from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
+from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError, UserInputError
 from lightspeed.records import Record
+from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
 
 MLPERF_SCENARIOS: Final = ("offline", "server", "interactive")
 MLPERF_PERCENTILE_ATTAINMENT: Final = 0.99  # LoadGen's target_latency_percentile = 99
+
+
+@dataclass(frozen=True)
+class MlperfCheckpoint(Record):
+    """The checkpoint a benchmark's submitters' code builds for one GPU architecture in some
+    rounds (``[[workloads.<name>.checkpoints]]``): its weight format and, for a per-layer mixed
+    checkpoint, its effective bits (see :class:`~lightspeed.sol.infer.plan.InferencePlan`)."""
+
+    architecture: str
+    rounds: tuple[str, ...]
+    precision: str
+    source: str
+    effective_bits: float | None = None
+    accelerators: tuple[str, ...] = ()
+
+    def applies(self, architecture: str, accelerator: str, round_: str) -> bool:
+        """Whether a row of MLPerf round ``round_`` (``5.0``) on ``accelerator`` (a catalog name
+        of ``architecture``) ran this checkpoint."""
+        return (
+            architecture.lower() == self.architecture.lower()
+            and round_ in self.rounds
+            and (not self.accelerators or accelerator in self.accelerators)
+        )
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,14 @@ class MlperfWorkload(Record):
     input_std_tokens: float | None = None
     input_minimum_tokens: int = 1
     output_std_tokens: float | None = None
+    checkpoints: tuple[MlperfCheckpoint, ...] = ()
+
+    def checkpoint(self, architecture: str, accelerator: str, round_: str) -> MlperfCheckpoint | None:
+        """The checkpoint the submitters' code builds for a row of round ``round_`` on
+        ``accelerator`` (of ``architecture``), if the data file knows it."""
+        return next(
+            (item for item in self.checkpoints if item.applies(architecture, accelerator, round_)), None
+        )
 
     def slo(self, scenario: str) -> ServiceLevel | None:
         """The latency limits of ``scenario`` (``None`` for Offline)."""
@@ -187,7 +219,26 @@ def _workload(name: str, table: Fields, sources: Mapping[str, object]) -> Mlperf
         interactive_slo=_slo(table, "interactive"),
         aliases=table.strings("aliases") if table.has("aliases") else (),
         sources=cited,
+        checkpoints=tuple(_checkpoint(item, sources) for item in table.array_of_tables("checkpoints")),
     )
+
+
+def _checkpoint(table: Fields, sources: Mapping[str, object]) -> MlperfCheckpoint:
+    """One ``[[workloads.<name>.checkpoints]]`` entry; its format and effective bits must make a
+    valid deployment (checked by building one)."""
+    checkpoint = MlperfCheckpoint(
+        architecture=table.string("architecture"),
+        rounds=table.strings("rounds"),
+        precision=table.string("precision"),
+        source=table.check_source("source", sources),
+        effective_bits=table.number("effective_bits") if table.has("effective_bits") else None,
+        accelerators=table.strings("accelerators") if table.has("accelerators") else (),
+    )
+    try:
+        InferencePlan(precision=checkpoint.precision, effective_bits=checkpoint.effective_bits)
+    except InvalidPlanError as error:
+        raise DataFileError(table.path, str(error), field=table.prefix.rstrip(".")) from None
+    return checkpoint
 
 
 @functools.lru_cache(maxsize=2)
@@ -223,6 +274,7 @@ def find_mlperf_workload(text: str) -> MlperfWorkload | None:
 
 __all__ = [
     "MLPERF_SCENARIOS",
+    "MlperfCheckpoint",
     "MlperfWorkload",
     "find_mlperf_workload",
     "load_mlperf_workload",

@@ -233,16 +233,18 @@ def mlperf_split(
     workload: ServingWorkload,
     *,
     num_gpus: int | None = None,
+    effective_bits: float | None = None,
 ) -> tuple[int, str]:
     """(TP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the scale-up
     domain, replicas filling the row's ``num_gpus``, default all of ``cluster``'s) whose simulated
-    Offline throughput is highest."""
+    Offline throughput is highest (weights in ``precision``, a mixed checkpoint at
+    ``effective_bits``)."""
     gpus = num_gpus or cluster.num_accelerators
     best: tuple[float, int] | None = None
     for tp in (1, 2, 4, 8, 16, 32, 64):
         if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
             continue
-        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
+        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision, effective_bits=effective_bits)
         try:
             rate = _offline_rate(model, cluster, plan, workload)
         except UserInputError:

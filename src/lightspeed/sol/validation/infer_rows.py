@@ -67,7 +67,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.errors import UnsupportedError, UserInputError
@@ -77,6 +77,7 @@ from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.serve.mlperf_inference import MlperfWorkload, load_mlperf_workload
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
@@ -271,12 +272,32 @@ _NAMED_FORMATS: Final = {
 _SPELLED_FORMATS: Final = ((re.compile(r"\bbfloat16\b"), "bf16"), (re.compile(r"\bfloat16\b"), "fp16"))
 
 
+class RowPrecision(NamedTuple):
+    """A row's weight format, the note saying why, and a per-layer mixed checkpoint's effective
+    bits (``None``: every linear layer in ``format``)."""
+
+    format: str
+    note: str
+    effective_bits: float | None = None
+
+
 def _precision(
-    row: PublishedRow, accelerator: Accelerator, model: TransformerSpec, *, mlperf: bool = False
-) -> tuple[str, str]:
-    """The row's (weight format, note): the precision cell's, else the model name's, else (an
-    MLPerf row, :func:`_mlperf_precision`) its submitters' convention, else the format the model is
-    released in (bf16 for most)."""
+    row: PublishedRow,
+    accelerator: Accelerator,
+    model: TransformerSpec,
+    *,
+    mlperf: MlperfWorkload | None = None,
+) -> RowPrecision:
+    """The row's weight format and note: the precision cell's, else the model name's, else (an
+    MLPerf row of benchmark ``mlperf``) the checkpoint its submitters' code builds
+    (:func:`_mlperf_checkpoint`) or their convention (:func:`_mlperf_precision`), else the format
+    the model is released in (bf16 for most)."""
+    return RowPrecision(*_stated_precision(row, accelerator, model, mlperf=mlperf))
+
+
+def _stated_precision(
+    row: PublishedRow, accelerator: Accelerator, model: TransformerSpec, *, mlperf: MlperfWorkload | None
+) -> tuple[str, str] | RowPrecision:
     vendor = accelerator.vendor
     text = row.text("precision").lower()
     for spelled, key in _SPELLED_FORMATS:
@@ -293,7 +314,37 @@ def _precision(
             model.release_format,
             (f"precision not stated: {model.release_format}, the format {model.display_name} is released in"),
         )
-    return (_mlperf_precision(accelerator) if mlperf else None) or released
+    if mlperf is None:
+        return released
+    return _mlperf_checkpoint(row, accelerator, mlperf) or _mlperf_precision(accelerator) or released
+
+
+# The round an MLPerf row is from (``MLPerf Inference v5.0``, ``inference_results_v5.1``).
+_MLPERF_ROUND = re.compile(r"\b(?:mlperf inference|inference_results)[ _]v(\d+\.\d+)\b")
+
+
+def _mlperf_checkpoint(
+    row: PublishedRow, accelerator: Accelerator, mlperf: MlperfWorkload
+) -> RowPrecision | None:
+    """The checkpoint the benchmark's data file says the submitters' code builds for the row's
+    round and GPU (``sol/serve/data/mlperf.toml``), with a note; ``None`` when it lists none."""
+    found = _MLPERF_ROUND.search(row.joined().lower())
+    if found is None:
+        return None
+    checkpoint = mlperf.checkpoint(accelerator.architecture, accelerator.name, found.group(1))
+    if checkpoint is None:
+        return None
+    mixed = (
+        f" at {checkpoint.effective_bits:g} effective bits (per-layer mixed)"
+        if checkpoint.effective_bits
+        else ""
+    )
+    note = (
+        f"precision not stated: {checkpoint.precision}{mixed}, the checkpoint the MLPerf v{found.group(1)} "
+        f"code builds for {mlperf.display_name} on {accelerator.architecture} ({checkpoint.source}, "
+        "sol/serve/data/mlperf.toml)"
+    )
+    return RowPrecision(checkpoint.precision, note, checkpoint.effective_bits)
 
 
 # MLPerf Inference closed LLM submissions quantize to the narrowest float format the accelerator
@@ -547,11 +598,11 @@ def _deployment(
     row: PublishedRow,
     model: TransformerSpec,
     num_gpus: int,
-    precision: tuple[str, str],
+    precision: RowPrecision,
     tp: int | None = None,
 ) -> tuple[InferencePlan, list[str]]:
     """The deployment a row describes (degrees, attention data parallelism, formats) and notes;
-    ``precision`` is the row's (format, note) and ``tp`` replaces a missing TP cell."""
+    ``precision`` is the row's format and ``tp`` replaces a missing TP cell."""
     _check_expert_parallel_degree(row, model)
     tp = tp or integer_cell(row.text("TP"), 1) or 1
     pp = integer_cell(row.text("PP"), 1) or 1
@@ -574,7 +625,8 @@ def _deployment(
         ep=ep,
         dp_attention=attention_groups,
         replicas=num_gpus // (tp * attention_groups * pp),
-        precision=precision[0],
+        precision=precision.format,
+        effective_bits=precision.effective_bits,
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
     )
@@ -608,12 +660,17 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
     load, batching, load_note, simulation = _row_load(row)
-    mlperf = simulation is not None and bool(simulation.mlperf)
+    mlperf = load_mlperf_workload(simulation.mlperf) if simulation is not None and simulation.mlperf else None
     precision = _precision(row, cluster.system.accelerator, model, mlperf=mlperf)
     split_tp, split_note = None, ""
     if simulation is not None and mlperf and is_missing(row.text("TP")):
         split_tp, split_note = mlperf_split(
-            model, cluster, precision[0], simulation.workload, num_gpus=num_gpus
+            model,
+            cluster,
+            precision.format,
+            simulation.workload,
+            num_gpus=num_gpus,
+            effective_bits=precision.effective_bits,
         )
     elif all(is_missing(row.text(cell)) for cell in ("TP", "PP", "EP", "DP")) and _ONE_INSTANCE.search(
         row.joined()
