@@ -19,6 +19,8 @@ from lightspeed.sol.core.stacks import (
     serving_stack_for,
 )
 from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.validation.infer_rows import row_serving_stack
+from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.workload import ModelRegistry
 
 STACKS_TOML = Path(__file__).parents[2] / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"
@@ -179,3 +181,18 @@ def test_a_profile_with_an_unknown_vendor_is_refused(tmp_path: Path) -> None:
     edited = _edited(tmp_path, r'vendors = \["NVIDIA"\]', 'vendors = ["Nvidia"]')
     with pytest.raises(DataFileError, match="vendors must name at least one of NVIDIA, AMD, Intel, Google"):
         load_serving_stacks(edited)
+
+
+@pytest.mark.parametrize(
+    ("source", "year", "profile"),
+    [
+        # AMD's results page pins its container: rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006 (V1 engine)
+        ("AMD ROCm results (container rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006)", 2024, "vllm-2025"),
+        ("a sweep on A100 (vLLM 0.23.0, vllm bench serve)", 2020, "vllm-2025"),
+        ("MLPerf v4.1 AMD, vllm==0.4.3", 2025, "vllm-2024"),  # the V0 engine, whatever the year says
+        ("vLLM blog, 2025", 2025, "vllm-2025"),  # no version: the year decides
+    ],
+)
+def test_a_pinned_vllm_release_dates_the_server(source: str, year: int, profile: str) -> None:
+    row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": source})
+    assert row_serving_stack(row, year, "NVIDIA")[0].name == profile

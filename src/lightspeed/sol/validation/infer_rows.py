@@ -185,6 +185,8 @@ _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 # ``generated using version 0.17``: a version said in words, read where the source names TensorRT-LLM
 _TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
+# a vLLM release beside its name (``vLLM 0.6.3``, ``vllm==0.8.5``, ``rocm/vllm:..._vllm_0.10.2_...``)
+_VLLM_VERSION = re.compile(r"(?<![a-z])vllm[\s_=:/-]*v?0\.(\d+)")
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
 _INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d)"
 # (not a cap: ``max batch 384``, ``max_batch_size 128`` are :data:`_SEQUENCE_CAP`)
@@ -820,7 +822,8 @@ def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
 def row_serving_stack(row: PublishedRow, year: int, vendor: str | None = None) -> tuple[ServingStack, str]:
     """The serving profile of a row on ``vendor``'s accelerators; a TensorRT-LLM version dates it
     (0.5-0.7: 2023, to 0.16: 2024) and picks the profile standing for that release where one does
-    (0.5-0.6 and 0.7 differ in decode attention); a row naming no server takes the vendor's default
+    (0.5-0.6 and 0.7 differ in decode attention), as a vLLM version does (0.4-0.7: the V0 engine,
+    2024; from 0.8 the V1 engine); a row naming no server takes the vendor's default
     (:func:`~lightspeed.sol.core.stacks.default_serving_stack`)."""
     source = row.text("source")
     version = _TRT_VERSION.search(source)
@@ -831,6 +834,9 @@ def row_serving_stack(row: PublishedRow, year: int, vendor: str | None = None) -
         minor = int(version.group(1))
         year = 2023 if minor <= 7 else 2024 if minor <= 16 else 2025
         release = (0, minor)
+    elif vllm := _VLLM_VERSION.search(source.lower()):
+        minor = int(vllm.group(1))
+        year, release = (2024 if minor <= 7 else 2025), (0, minor)
     try:
         return serving_stack_for(" ".join((source, row.text("metric"))), year, release, vendor)
     except UnsupportedError as error:
