@@ -129,7 +129,10 @@ def test_mlperf_mixtral_checkpoints_are_cited_data() -> None:
     hopper = mixtral.checkpoint("Hopper", "h200-sxm", "5.0")
     assert hopper is not None
     assert (hopper.precision, hopper.effective_bits) == ("fp8", 8.75)
-    assert mixtral.checkpoint("Hopper", "h200-sxm", "4.1") is None  # that round's code is not cited
+    v41 = mixtral.checkpoint("Hopper", "h200-sxm", "4.1")  # v4.1's harness shipped all-FP8
+    assert v41 is not None
+    assert (v41.precision, v41.effective_bits) == ("fp8", None)
+    assert mixtral.checkpoint("Hopper", "h200-sxm", "4.0") is None  # that round's code is not cited
     assert mixtral.checkpoint("Blackwell", "gb200", "5.1") is None  # only the B200 config is
     assert load_mlperf_workload("llama2-70b").checkpoints == ()
 
@@ -145,7 +148,7 @@ def test_a_checkpoint_that_no_plan_can_run_is_refused(tmp_path: Path) -> None:
 
 def _mlperf_rows(path: Path) -> Path:
     """MLPerf Mixtral Offline rows (TP stated, so no split is simulated): v5.0 on B200 and H200
-    (in the data file), v4.1 on H200 (not), and v5.0 on B200 with the precision stated."""
+    (in the data file), v4.1 on H200 (all-FP8 that round), and v5.0 on B200 with the precision stated."""
     columns = [
         "id",
         "kind",
@@ -189,10 +192,11 @@ def test_mlperf_rows_read_the_submitted_checkpoint(
     assert plans == {
         "X1": ("nvfp4", 7.25),  # the B200 config's 7.25 bits
         "X2": ("fp8", 8.75),  # the Hopper config's 8.75 bits
-        "X3": ("fp8", None),  # v4.1: the submitters' convention, FP8 on Hopper
+        "X3": ("fp8", None),  # v4.1: the all-FP8 checkpoint that round's code ships
         "X4": ("fp8", None),  # the row's own cell wins
     }
     assert any("7.25 effective bits (per-layer mixed)" in note for note in specs["X1"].assumptions)
+    assert any("the checkpoint the MLPerf v4.1 code builds" in note for note in specs["X3"].assumptions)
 
 
 def test_a_described_mixed_plan_reads_back() -> None:
