@@ -14,7 +14,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, InvalidPlanError
-from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference
+from lightspeed.sol import InferenceEstimate, InferencePlan, ServingLoad, estimate_inference
 from lightspeed.sol.infer.iteration import gemm_time_s, inference_hardware_for
 from lightspeed.sol.infer.plan import resolve_precisions
 from lightspeed.sol.serve.goodput_search import plan_from_description
@@ -34,7 +34,9 @@ FP8_SHARE = 0.8125
 MIXED_BYTES_PER_WEIGHT = 0.1875 * 0.5625 + 0.8125 * 1.0
 
 
-def _estimate(models: ModelRegistry, catalog: Catalog, load: ServingLoad, **plan: object) -> object:
+def _estimate(
+    models: ModelRegistry, catalog: Catalog, load: ServingLoad, **plan: object
+) -> InferenceEstimate:
     return estimate_inference(
         model=models.get("mixtral-8x7b"),
         cluster=catalog.resolve_cluster("dgx-b200", 1),
@@ -88,9 +90,9 @@ def test_mixed_weights_take_their_share_of_memory(models: ModelRegistry, catalog
     nvfp4 = _estimate(models, catalog, load, precision="nvfp4")
     mixed = _estimate(models, catalog, load, precision="nvfp4", effective_bits=7.25)
     fp8 = _estimate(models, catalog, load, precision="fp8")
-    extra = mixed.memory_bytes["weights"] - nvfp4.memory_bytes["weights"]  # type: ignore[attr-defined]
+    extra = mixed.memory_bytes["weights"] - nvfp4.memory_bytes["weights"]
     assert extra == pytest.approx(MIXTRAL_LINEAR_WEIGHTS * (MIXED_BYTES_PER_WEIGHT - 0.5625), rel=0.002)
-    short = fp8.memory_bytes["weights"] - mixed.memory_bytes["weights"]  # type: ignore[attr-defined]
+    short = fp8.memory_bytes["weights"] - mixed.memory_bytes["weights"]
     assert short == pytest.approx(MIXTRAL_LINEAR_WEIGHTS * 0.1875 * (1.0 - 0.5625), rel=0.002)
 
 
@@ -117,7 +119,7 @@ def test_the_plan_and_its_assumptions_say_the_mix(models: ModelRegistry, catalog
         models, catalog, ServingLoad(512, 128, concurrency=8), precision="nvfp4", effective_bits=7.25
     )
     assert "(7.25 effective bits)" in InferencePlan(precision="nvfp4", effective_bits=7.25).describe()
-    text = " ".join(estimate.assumptions)  # type: ignore[attr-defined]
+    text = " ".join(estimate.assumptions)
     assert "7.25 effective bits: 81% of those layers (by parameters) kept in fp8" in text
 
 
