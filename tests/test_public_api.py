@@ -320,6 +320,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "simulate_deployment",
         "simulated_deployment",
         "steady_state_rates",
+        "steady_state_workload",
     ],
     "lightspeed.sol.validation": [
         "ValidationReport",

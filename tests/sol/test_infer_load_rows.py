@@ -41,6 +41,10 @@ def test_mlperf_rows_are_simulated(catalog: Catalog, models: ModelRegistry) -> N
     assert server.predicted is not None
     assert server.predicted < offline.predicted  # as measured: 21,606 < 24,525 tokens/s
     assert any("MLPerf Llama 2 70B" in line for line in server.assumptions)
+    # LoadGen's Server run lasts ten minutes: every probe is measured after a warm-up
+    assert server.plan["warmup_requests"] > 0
+    assert server.plan["num_requests"] >= 2 * server.plan["warmup_requests"]
+    assert any("steady state" in line for line in server.assumptions)
 
 
 def test_concurrency_rows_are_simulated_and_offline_rows_are_not(

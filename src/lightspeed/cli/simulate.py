@@ -42,6 +42,7 @@ from lightspeed.sol.serve import (
     max_rate_at_slo,
     simulate_deployment,
     simulated_deployment,
+    steady_state_workload,
 )
 
 _SCHEDULER_KEYS = (
@@ -140,7 +141,9 @@ def _workload(
         input_lengths=generic.input_lengths if stated else None,
         output_lengths=generic.output_lengths if stated else None,
     )
-    workload = replace(workload, warmup_requests=config.warmup_requests)
+    # a Server or Interactive search starts from the Offline workload; it is named by its scenario
+    name = f"MLPerf {benchmark.display_name} {scenario}"
+    workload = replace(workload, warmup_requests=config.warmup_requests, name=name)
     return workload, slo or benchmark.slo(scenario), find_capacity or (scenario != "offline" and rate is None)
 
 
@@ -155,6 +158,9 @@ def _run(
     config: ServingConfig,
 ) -> None:
     seed, plot_path = values["seed"], values["plot_path"]
+    if values["mlperf_name"] is not None and values["scenario"] != "offline":
+        # LoadGen measures Server and Interactive runs of ten minutes and more: the steady state
+        workload = steady_state_workload(deployment, workload)
     capacity = None
     if find_capacity:
         if slo is None:

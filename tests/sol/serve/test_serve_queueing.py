@@ -25,8 +25,9 @@ from lightspeed.sol.serve import (
     simulate_deployment,
     simulated_deployment,
     steady_state_rates,
+    steady_state_workload,
 )
-from lightspeed.sol.serve.capacity_at_slo import held_sequences
+from lightspeed.sol.serve.capacity_at_slo import MAX_STEADY_REQUESTS, held_sequences, saturation_rate
 from lightspeed.workload import ModelRegistry
 
 PLAN = InferencePlan(tp=1, precision="fp8")
@@ -146,6 +147,48 @@ def test_the_offline_steady_state_is_the_middle_of_a_long_run(
     long_run = simulate_deployment(deployment, replace(waiting, num_requests=rates.long_run_requests))
     assert rates.short_run_output_tokens_per_s < long_run.output_tokens_per_s < rates.output_tokens_per_s
     assert simulate_deployment(deployment, waiting).output_tokens_per_s < 0.97 * rates.output_tokens_per_s
+
+
+def test_a_server_run_warms_up_on_what_the_deployment_holds(catalog: Catalog, models: ModelRegistry) -> None:
+    """``steady_state_workload``: the first requests, as many as the deployment holds at once (at
+    most 20,000), are not measured; at least as many again and at least the workload's own count
+    are; a workload that brings its own warm-up keeps it."""
+    deployment = simulated_deployment(
+        model=models.get("llama-3-8b"), cluster=catalog.cluster("dgx-h100"), plan=PLAN
+    )
+    workload = _workload(ArrivalProcess.poisson(50.0), 500, 200, 1000)
+    held = held_sequences(deployment, workload)
+    assert 1000 < held < MAX_STEADY_REQUESTS
+    steady = steady_state_workload(deployment, workload)
+    assert (steady.warmup_requests, steady.num_requests) == (held, 2 * held)
+    many = replace(workload, num_requests=5 * held)
+    assert steady_state_workload(deployment, many).num_requests == 6 * held
+    own = replace(workload, warmup_requests=10)
+    assert steady_state_workload(deployment, own) == own
+
+
+def test_a_server_run_near_capacity_is_measured_past_its_ramp(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """At 95% of the saturation rate a run that starts empty is mostly its ramp-up: its median
+    TPOT sits far under what the deployment settles at (the batch never grows to what the rate
+    holds). Measured after the warm-up, the median TPOT is at least a quarter higher, and within
+    20% of a run sixteen times as long (the stationary value; near capacity even ten-minute runs
+    fluctuate by tens of percent, so no tighter)."""
+    deployment = simulated_deployment(
+        model=models.get("llama-3-8b"), cluster=catalog.cluster("dgx-h100"), plan=PLAN
+    )
+    lengths = _workload(ArrivalProcess.offline(), 500, 200, 1000)
+    workload = replace(lengths, arrivals=ArrivalProcess.poisson(0.95 * saturation_rate(deployment, lengths)))
+    steady = steady_state_workload(deployment, workload)
+    cold = simulate_deployment(deployment, workload).tpot.p50_s
+    warm = simulate_deployment(deployment, steady).tpot.p50_s
+    warmup = steady.warmup_requests
+    long = simulate_deployment(
+        deployment, replace(workload, num_requests=32 * warmup, warmup_requests=16 * warmup)
+    )
+    assert warm > 1.25 * cold
+    assert warm == pytest.approx(long.tpot.p50_s, rel=0.20)
 
 
 def test_single_server_with_fixed_service_is_m_d_1(catalog: Catalog, models: ModelRegistry) -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         max_rate_at_slo,
         saturation_rate,
         steady_state_rates,
+        steady_state_workload,
     )
     from lightspeed.sol.serve.deployment import (
         KV_POLICIES,
@@ -96,6 +97,7 @@ __all__ = [
     "simulate_deployment",
     "simulated_deployment",
     "steady_state_rates",
+    "steady_state_workload",
 ]
 
 if not TYPE_CHECKING:

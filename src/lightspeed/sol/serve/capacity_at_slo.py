@@ -169,6 +169,26 @@ def steady_state_rates(
     )
 
 
+def steady_state_workload(deployment: SimulatedDeployment, workload: ServingWorkload) -> ServingWorkload:
+    """``workload`` measured at its steady state, as LoadGen measures a Server or Interactive run.
+
+    LoadGen's runs last at least ten minutes (``min_duration``; NVIDIA's Mixtral Server runs
+    forty), so the first seconds, while an empty deployment fills up, weigh nothing in them; a
+    simulated run of a few thousand requests at the same rate is mostly that ramp-up, and its
+    batch never reaches the size the rate holds at the steady state (near capacity its TPOT and
+    TTFT come out a third to a half of the steady values). The first requests, as many as the
+    deployment holds at once (:func:`held_sequences`: at least one turnover of everything in
+    flight, since the steady in-flight count cannot exceed it), at most
+    :data:`MAX_STEADY_REQUESTS`, warm it up and are not measured (``warmup_requests``); at least as
+    many again, and at least ``workload``'s own count, are. A workload with a warm-up of its own
+    keeps it."""
+    if workload.warmup_requests:
+        return workload
+    warmup = min(held_sequences(deployment, workload), MAX_STEADY_REQUESTS)
+    measured = max(workload.num_requests, warmup)
+    return replace(workload, num_requests=warmup + measured, warmup_requests=warmup)
+
+
 def saturation_rate(deployment: SimulatedDeployment, workload: ServingWorkload, seed: int = 0) -> float:
     """Requests per second the deployment completes with every request waiting, at the steady
     state (:func:`steady_state_rates`)."""
