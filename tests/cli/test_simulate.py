@@ -42,6 +42,41 @@ def test_simulate_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def
     assert payload["slo"]["slo"] == {"ttft_s": 0.5, "tpot_s": 0.03, "attainment": 0.9}
     assert payload["capacity"] is None
     assert len(payload["series"]["time_s"]) == len(payload["series"]["kv_use"])
+    # the band under this load: the same requests at the rate x e^-q and x e^q (q the family's
+    # 80% bound in log speed), latencies scaled back; it holds the run's own figures
+    band = payload["interval_under_load"]
+    assert band["family"].startswith("infer/dense")
+    assert band["fast_scale"] * band["slow_scale"] == pytest.approx(1.0)
+    for key in ("ttft_p50_s", "tpot_p50_s"):
+        low, high = band[key]
+        assert low < payload[key] < high
+
+
+def test_a_closed_loop_has_no_band_under_load_but_plan_infer_at_a_rate_does(run_cli) -> None:  # type: ignore[no-untyped-def]
+    closed = run_cli(
+        *SIMULATE, "--isl", "500", "--osl", "100", "--concurrency", "4", "--requests", "40", "--json"
+    )
+    assert closed.code == 0, closed.err
+    assert json.loads(closed.out)["interval_under_load"] is None
+    plan = [
+        "plan",
+        "infer",
+        *SIMULATE[1:],
+        "--isl",
+        "500",
+        "--osl",
+        "100",
+        "--arrival-rate",
+        "10",
+        "--requests",
+        "200",
+    ]
+    table = run_cli(*plan)
+    assert table.code == 0, table.err
+    assert "under this load" in table.out
+    payload = json.loads(run_cli(*plan, "--json").out)
+    low, high = payload["simulated"]["interval_under_load"]["ttft_p50_s"]
+    assert low < payload["simulated"]["ttft_p50_s"] < high
 
 
 def test_simulate_table_capacity_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -233,3 +268,5 @@ def test_report_draws_a_simulated_run(run_cli, tmp_path: Path) -> None:  # type:
     page = report.read_text()
     assert "Simulated serving: llama-3-8b" in page
     assert "load over the run" in page
+    assert "Error bars under this load" in page  # the run was at an arrival rate
+    assert "family infer/dense/hopper" in page

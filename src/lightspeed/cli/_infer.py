@@ -19,6 +19,7 @@ from lightspeed.report import (
     render_goodput_ranking,
     render_inference_estimate,
     render_inference_search,
+    render_load_band,
     render_simulation,
     save_pareto_plot,
 )
@@ -27,10 +28,13 @@ from lightspeed.sol.serve import (
     ArrivalProcess,
     GoodputSearchResult,
     LengthDistribution,
+    ScaledRuns,
     ServingWorkload,
     SimulationResult,
+    band_under_load,
     search_goodput,
-    simulate,
+    simulate_deployment,
+    simulated_deployment,
 )
 
 # ``--isl`` and ``--osl`` for commands that take a request shape without a whole deployment
@@ -47,23 +51,33 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
     a concurrency or an arrival rate, also the simulated latency percentiles."""
     config = configuration(ServingConfig, values)
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
-    simulated = _simulated_under_load(config, num_requests=config.num_requests, seed=config.seed)
+    under_load = _simulated_under_load(config, num_requests=config.num_requests, seed=config.seed)
+    simulated, band = under_load if under_load is not None else (None, None)
     if as_json:
         payload = with_expert_load(infer_json(prediction.estimate), prediction.expert_load)
         if simulated is not None:
-            payload["simulated"] = {**simulated.summary(), **simulated.to_dict()}
+            payload["simulated"] = {
+                **simulated.summary(),
+                **simulated.to_dict(),
+                "interval_under_load": None if band is None else band.intervals(),
+            }
         print_json({**payload, "config": config.to_file_dict()})
         return
     render_inference_estimate(prediction.estimate)
     if simulated is not None:
         render_simulation(simulated, title="simulated under this load (request by request)")
+    if band is not None:
+        render_load_band(band)
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
 
 
-def _simulated_under_load(config: ServingConfig, *, num_requests: int, seed: int) -> SimulationResult | None:
-    """The deployment simulated at the configuration's concurrency or arrival rate (``None`` without
-    one, or for static batches and decode pools)."""
+def _simulated_under_load(
+    config: ServingConfig, *, num_requests: int, seed: int
+) -> tuple[SimulationResult, ScaledRuns | None] | None:
+    """The deployment simulated at the configuration's concurrency or arrival rate, with the runs
+    that bound its latencies under an arrival rate (``None`` without a load, or for static batches
+    and decode pools)."""
     if config.batching != "continuous" or (config.concurrency is None and config.arrival_rate is None):
         return None
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
@@ -73,16 +87,17 @@ def _simulated_under_load(config: ServingConfig, *, num_requests: int, seed: int
     else:
         arrivals = ArrivalProcess.poisson(float(config.arrival_rate or 0.0))
     lengths = (LengthDistribution.fixed(config.input_tokens), LengthDistribution.fixed(config.output_tokens))
-    return simulate(
+    deployment = simulated_deployment(
         model=parts.model,
         cluster=parts.cluster,
         plan=parts.plan,
-        workload=ServingWorkload(arrivals, *lengths, num_requests, warmup_requests=config.warmup_requests),
-        seed=seed,
         efficiency=parts.efficiency,
         serving=config.serving,
         num_gpus=config.num_gpus,
     )
+    workload = ServingWorkload(arrivals, *lengths, num_requests, warmup_requests=config.warmup_requests)
+    result = simulate_deployment(deployment, workload, seed=seed)
+    return result, band_under_load(deployment, workload, seed=seed)
 
 
 def infer_json(estimate: Any) -> dict[str, Any]:

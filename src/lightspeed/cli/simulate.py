@@ -25,6 +25,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.jobs import serving_parts
 from lightspeed.report import (
     render_capacity,
+    render_load_band,
     render_load_sweep,
     render_simulation,
     save_latency_load_plot,
@@ -37,6 +38,7 @@ from lightspeed.sol.serve import (
     ServiceLevel,
     ServingWorkload,
     SimulatedDeployment,
+    band_under_load,
     load_mlperf_workload,
     load_sweep,
     max_rate_at_slo,
@@ -171,6 +173,7 @@ def _run(
         # the run shown is the one at the highest rate that meets the SLO
         workload = replace(workload, arrivals=ArrivalProcess.poisson(max(capacity.max_rate_per_s, 1e-6)))
     result = simulate_deployment(deployment, workload, seed=seed, slo=slo, horizon_s=values["horizon_s"])
+    band = band_under_load(deployment, workload, seed=seed) if values["horizon_s"] is None else None
     sweep: tuple[LoadPoint, ...] = ()
     if values["sweep"] or plot_path is not None:
         sweep = load_sweep(deployment, workload=workload, slo=slo, seed=seed)
@@ -182,6 +185,7 @@ def _run(
                 **result.summary(),
                 **result.to_dict(),
                 "capacity": None if capacity is None else capacity.to_dict(),
+                "interval_under_load": None if band is None else band.intervals(),
                 "sweep": [point.to_dict() for point in sweep],
                 "plots": [str(path) for path in written],
                 "config": config.to_file_dict(),
@@ -189,6 +193,8 @@ def _run(
         )
         return
     render_simulation(result)
+    if band is not None:
+        render_load_band(band)
     if capacity is not None:
         render_capacity(capacity)
     if sweep:

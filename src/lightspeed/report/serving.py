@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from lightspeed.sol.serve import GoodputSearchResult, LatencyStats, SimulationResult
     from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
+    from lightspeed.sol.serve.load_band import ScaledRuns
 
 
 def _time(value: float) -> str:
@@ -101,6 +102,21 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
     if result.num_in_flight:
         rows.insert(4, ["stopped with", f"{result.num_in_flight:,} requests in flight"])
     return rows
+
+
+def render_load_band(runs: ScaledRuns) -> None:
+    """Print the error bars of a run's latencies under its load (:mod:`lightspeed.sol.serve.load_band`)."""
+    intervals = runs.intervals()
+    parts = []
+    for label, key in (("TTFT p50", "ttft_p50_s"), ("TTFT p99", "ttft_p99_s"), ("TPOT p50", "tpot_p50_s")):
+        low, high = intervals[key]
+        parts.append(f"{label} {_time(low)}-{_time(high)}")
+    make_console().print(
+        f"error bar ({runs.band.level:.0%} of published runs, under this load): {', '.join(parts)} "
+        f"(the run re-simulated at the rate x{runs.fast_scale:.3g} and x{runs.slow_scale:.3g}, "
+        f"family {runs.band.family}, {runs.band.num_rows} rows; near capacity the slow side grows "
+        "far past the family's band, as a queue does)"
+    )
 
 
 def render_slo(result: SimulationResult) -> None:
@@ -287,6 +303,9 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
             f"{format_percent(_number_field(slo, 'attainment'))} of requests met both SLO limits; goodput "
             f"{_number_field(slo, 'goodput_requests_per_s'):,.4g} req/s."
         )
+    band = data.get("interval_under_load")
+    if isinstance(band, Mapping):
+        paragraphs.append(_band_paragraph(band))
     charts: tuple[Chart, ...] = ()
     series = data.get("series")
     if isinstance(series, Mapping) and series.get("time_s"):
@@ -302,6 +321,22 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
     )
 
 
+def _band_paragraph(band: JsonObject) -> str:
+    """The band under load of a ``simulate --json`` result, in one sentence."""
+    parts = []
+    labels = (("median TTFT", "ttft_p50_s"), ("p99 TTFT", "ttft_p99_s"), ("median TPOT", "tpot_p50_s"))
+    for label, key in labels:
+        edges = band.get(key)
+        if isinstance(edges, Sequence) and len(edges) == 2 and all(isinstance(x, int | float) for x in edges):
+            parts.append(f"{label} {_time(float(edges[0]))} to {_time(float(edges[1]))}")
+    return (
+        f"Error bars under this load ({format_percent(_number_field(band, 'level'))} of published runs of "
+        f"family {band.get('family', '?')}, the run re-simulated at the rate times "
+        f"{_number_field(band, 'fast_scale'):.3g} and {_number_field(band, 'slow_scale'):.3g}): "
+        f"{'; '.join(parts)}."
+    )
+
+
 def is_simulation_result(data: JsonObject) -> bool:
     """Whether a JSON object is ``lightspeed simulate --json`` output."""
     return all(key in data for key in ("ttft", "tpot", "series", "workload"))
@@ -312,6 +347,7 @@ __all__ = [
     "latency_load_figure",
     "render_capacity",
     "render_goodput_ranking",
+    "render_load_band",
     "render_load_sweep",
     "render_simulation",
     "render_slo",

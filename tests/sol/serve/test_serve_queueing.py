@@ -7,12 +7,15 @@ shape a request must see, not from the simulator's own output.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.errors import UserInputError
+from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.infer.estimate import estimate_inference
 from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
@@ -28,6 +31,7 @@ from lightspeed.sol.serve import (
     steady_state_workload,
 )
 from lightspeed.sol.serve.capacity_at_slo import MAX_STEADY_REQUESTS, held_sequences, saturation_rate
+from lightspeed.sol.serve.load_band import scaled_runs
 from lightspeed.workload import ModelRegistry
 
 PLAN = InferencePlan(tp=1, precision="fp8")
@@ -209,6 +213,38 @@ def test_single_server_with_fixed_service_is_m_d_1(catalog: Catalog, models: Mod
     expected = rho * service / (2.0 * (1.0 - rho)) + service
     assert result.ttft.mean_s == pytest.approx(expected, rel=0.05)
     assert result.requests_per_s == pytest.approx(rate, rel=0.03)
+
+
+def test_the_band_under_load_is_the_m_d_1_queue_of_a_slower_and_a_faster_server(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """``scaled_runs``: a server k times slower than simulated serves rate r as the simulated one
+    serves r k, k times slower. On the M/D/1 replica above (service D, rate 0.6 / D) with a band
+    of +-0.2 in log speed, the band of the mean TTFT is the Pollaczek-Khinchine value of service
+    D e^-0.2 and of service D e^0.2 at the same rate (utilisations 0.49 and 0.73), within 5%:
+    wider on the slow side, as a queue is."""
+    service = _stage_s(catalog, models, prefill_tokens=512.0, prefill_context=256.0, prefill_requests=1.0)
+    rate = 0.6 / service
+    deployment = simulated_deployment(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        scheduler=SchedulerConfig(max_sequences_per_rank=1),
+    )
+    band = Band("infer", 0.8, -0.2, 0.2, 15)
+    runs = scaled_runs(deployment, _workload(ArrivalProcess.poisson(rate), 512, 1, 30000), band, seed=11)
+    low, high = runs.interval(lambda run: run.ttft.mean_s)
+
+    def md1_ttft(service_s: float) -> float:
+        rho = rate * service_s
+        return rho * service_s / (2.0 * (1.0 - rho)) + service_s
+
+    assert low == pytest.approx(md1_ttft(service * math.exp(-0.2)), rel=0.05)
+    assert high == pytest.approx(md1_ttft(service * math.exp(0.2)), rel=0.05)
+    plain = band.time(md1_ttft(service))
+    assert high > 1.2 * plain[1]  # the queue widens the slow side beyond the family band
+    with pytest.raises(UserInputError, match="no rate to scale"):
+        scaled_runs(deployment, _workload(ArrivalProcess.closed(4), 512, 1, 100), band)
 
 
 def test_no_request_is_lost(catalog: Catalog, models: ModelRegistry) -> None:

@@ -15,6 +15,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.validation.infer_rows import read_inference_row
 from lightspeed.sol.validation.published import read_table
 from lightspeed.sol.validation.readings import read_cell
@@ -181,6 +182,18 @@ def test_an_mlperf_server_latency_is_predicted_at_the_rows_target_qps(
     # seconds, not the tens of milliseconds of a lightly loaded server
     assert rows["X2"].predicted > 1.0
     assert rows["X1"].predicted < 0.2
+    # The band under load (sol/serve/load_band.py): at 100 req/s, a quarter of the capacity, the
+    # latency barely moves with the rate and the band is the family's (the time band of the
+    # prediction) within 15%; at 392 req/s, ~80% of the predicted capacity, the slow side is where
+    # a deployment the band allows to be slower sits past its capacity: many times the family's.
+    family = interval_for("infer", moe=True, architecture="Hopper")
+    for row_id in ("X1", "P17"):
+        assert rows[row_id].interval is not None
+        assert any("band under this load" in line for line in rows[row_id].assumptions)
+    low, high = rows["X1"].interval
+    plain_low, plain_high = family.time(rows["X1"].predicted)
+    assert (low, high) == (pytest.approx(plain_low, rel=0.15), pytest.approx(plain_high, rel=0.15))
+    assert rows["P17"].interval[1] > 3.0 * family.time(rows["P17"].predicted)[1]
 
 
 def test_an_mlperf_server_latency_without_a_target_says_why(

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         simulated_deployment,
     )
     from lightspeed.sol.serve.goodput_search import GoodputSearchResult, RankedDeployment, search_goodput
+    from lightspeed.sol.serve.load_band import ScaledRuns, band_under_load, rate_scaled, scaled_runs
     from lightspeed.sol.serve.mlperf_inference import (
         MLPERF_SCENARIOS,
         MlperfWorkload,
@@ -75,6 +76,7 @@ __all__ = [
     "MlperfWorkload",
     "RankedDeployment",
     "RequestTrace",
+    "ScaledRuns",
     "SchedulerConfig",
     "ServiceLevel",
     "ServingWorkload",
@@ -83,6 +85,7 @@ __all__ = [
     "SloResult",
     "SteadyRates",
     "TimeSeries",
+    "band_under_load",
     "find_mlperf_workload",
     "generate_requests",
     "load_lengths",
@@ -91,7 +94,9 @@ __all__ = [
     "load_request_trace",
     "load_sweep",
     "max_rate_at_slo",
+    "rate_scaled",
     "saturation_rate",
+    "scaled_runs",
     "search_goodput",
     "simulate",
     "simulate_deployment",

@@ -261,7 +261,10 @@ class Predictor:
             self._cache[key] = self._predict(
                 lambda: (
                     predict_inference_setup(
-                        label_of(row.run), dataclasses.replace(setup, serving=serving), cluster
+                        label_of(row.run),
+                        dataclasses.replace(setup, serving=serving),
+                        cluster,
+                        load_bands=False,
                     ).predicted
                 )
             )

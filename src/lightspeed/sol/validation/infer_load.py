@@ -47,11 +47,13 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.infer.estimate import deployment_memory
 from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_rates, steady_state_workload
 from lightspeed.sol.serve.deployment import SimulatedDeployment, simulated_deployment
+from lightspeed.sol.serve.load_band import RATE_ARRIVALS, scaled_runs
 from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
@@ -371,9 +373,13 @@ def simulate_row(
     serving: ServingStack | None,
     efficiency: EfficiencyModel | None = None,
     percentile: float | None = None,
+    band: Band | None = None,
 ) -> tuple[float, JsonDict]:
     """(predicted value of ``metric``, what the run reached) for a load-dependent row; a latency
-    metric is its ``percentile`` over requests when one is given, else the mean."""
+    metric is its ``percentile`` over requests when one is given, else the mean. With ``band``, a
+    latency measured under open-loop arrivals at a rate also gets its band under that load
+    (``interval_under_load``, :mod:`lightspeed.sol.serve.load_band`): near capacity a throughput
+    error moves the queue far more than the latency band of the family says."""
     deployment = simulated_deployment(
         model=model, cluster=cluster, plan=plan, efficiency=efficiency, serving=serving
     )
@@ -410,7 +416,7 @@ def simulate_row(
         if metric in _STEADY_RATES:
             return _steady_offline_rate(deployment, workload, metric, plan.num_gpus)
     result = simulate_deployment(deployment, workload)
-    reached = {
+    reached: JsonDict = {
         "ttft_s": result.ttft.mean_s,
         "tpot_s": result.tpot.mean_s,
         "mean_running": result.mean_running,
@@ -420,6 +426,11 @@ def simulate_row(
         reached["warmup_requests"] = workload.warmup_requests
     if percentile is not None and metric in _LATENCIES:
         reached["percentile"] = percentile
+    if band is not None and metric in _LATENCIES and workload.arrivals.kind in RATE_ARRIVALS:
+        runs = scaled_runs(deployment, workload, band)
+        low, high = runs.interval(lambda run: _metric_value(run, metric, plan.num_gpus, percentile))
+        reached["interval_under_load"] = [low, high]
+        reached["interval_note"] = runs.describe()
     return _metric_value(result, metric, plan.num_gpus, percentile), reached
 
 

@@ -866,10 +866,21 @@ def inference_predictor(
 
 
 def predict_inference_setup(
-    label: RowLabel, setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None = None
+    label: RowLabel,
+    setup: InferenceRowSetup,
+    cluster: Cluster,
+    efficiency: EfficiencyModel | None = None,
+    *,
+    load_bands: bool = True,
 ) -> ValidationRow:
     """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``):
-    simulated when the figure depends on load, else the analytic steady state."""
+    simulated when the figure depends on load, else the analytic steady state. A latency measured
+    at an arrival rate gets its band under that load (:mod:`lightspeed.sol.serve.load_band`: two
+    more runs) unless ``load_bands`` is off (the fit script, which reads only the prediction)."""
+    band = interval_for(
+        "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
+    )
+    interval: tuple[float, float] | None = None
     try:
         if setup.simulation is not None:
             predicted, reached = simulate_row(
@@ -881,10 +892,15 @@ def predict_inference_setup(
                 serving=setup.serving,
                 efficiency=efficiency,
                 percentile=latency_percentile(setup.reading.metric_text) if setup.reading else None,
+                band=band if load_bands else None,
             )
             plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
-            note = setup.simulation.note
-            assumptions = setup.assumptions if note in setup.assumptions else (*setup.assumptions, note)
+            notes = [setup.simulation.note]
+            if "interval_under_load" in reached:
+                low, high = reached["interval_under_load"]
+                interval = (min(low, predicted), max(high, predicted))
+                notes.append(str(reached["interval_note"]))
+            assumptions = (*setup.assumptions, *(note for note in notes if note not in setup.assumptions))
         else:
             predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
     except UserInputError as error:
@@ -899,9 +915,8 @@ def predict_inference_setup(
         assumptions=assumptions,
         reading=setup.reading,
         readings=setup.readings,
-        band=interval_for(
-            "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
-        ),
+        band=band,
+        interval=interval,
         stack=setup.serving.name if setup.serving is not None else "",
     )
 

@@ -192,9 +192,11 @@ def predicted_row(
     readings: tuple[Reading, ...] = (),
     band: Band | None = None,
     stack: str = "",
+    interval: tuple[float, float] | None = None,
 ) -> ValidationRow:
     """The record of a row the engine predicted (relative error against ``measured``), with the
-    error bars of its family around the prediction and whether the measured value fell inside.
+    error bars of its family around the prediction (or ``interval``, where the row's own band is
+    known better: a latency under load) and whether the measured value fell inside.
 
     Raises :class:`RowError` (the row is reported as not predicted) when ``measured`` is not
     a number above zero: a relative error against it means nothing.
@@ -203,7 +205,8 @@ def predicted_row(
         raise RowError(f"measured value {measured:g} is not a number above 0")
     if not math.isfinite(predicted):
         raise RowError(f"the prediction is not a finite number ({predicted:g})")
-    interval = band.of(metric, predicted) if band is not None and metric != "memory_per_gpu_bytes" else None
+    if interval is None and band is not None and metric != "memory_per_gpu_bytes":
+        interval = band.of(metric, predicted)
     return ValidationRow(
         id=label.id,
         kind=kind,
