@@ -105,7 +105,24 @@ REFUSED = [
     ("DeepSeek-V3.2-Exp", "DeepSeek Sparse Attention"),
     ("deepseek-ai/DeepSeek-V3.2-Exp", "DeepSeek Sparse Attention"),
     ("deepseek-ai/DeepSeek-V3.2", "DeepSeek Sparse Attention"),
+    # Llama-Nemotron NAS models (DeciLM): blocks without attention, a FFN width per block
+    ("Nemotron Super 49B", "per-block NAS"),
+    ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "per-block NAS"),
+    ("nvidia/Llama-3_3-Nemotron-Super-49B-v1_5", "per-block NAS"),
+    ("Llama-3.3-Nemotron-Super-49B-v1-FP8", "per-block NAS"),
+    ("nvidia/Llama-3_1-Nemotron-Ultra-253B-v1", "per-block NAS"),
+    ("Llama-3.1-Nemotron-51B-Instruct", "per-block NAS"),
 ]
+
+
+def test_a_nemotron_nas_model_is_not_its_llama_parent_but_the_plain_nemotron_70b_is(
+    registry: ModelRegistry,
+) -> None:
+    """Super 49B and Ultra 253B are searched from Llama 3.3 70B and 3.1 405B block by block, so
+    the parent's shapes would overstate them; Llama-3.1-Nemotron-70B-Instruct is a fine-tune with
+    Llama 3.1 70B's own config and stays an alias."""
+    assert registry.find("Llama-3.3-Nemotron-Super-49B-v1") is None
+    assert registry.get("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF").name == "llama-3-70b"
 
 
 @pytest.mark.parametrize(("name", "feature"), REFUSED)
