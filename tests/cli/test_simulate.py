@@ -10,17 +10,14 @@ import pytest
 from expect import one_line_error
 
 SIMULATE = ["simulate", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "1", "--precision", "fp8"]
+# 500/100-token requests arriving at 10 per second
+AT_TEN_PER_S = ["--isl", "500", "--osl", "100", "--arrival-rate", "10"]
 
 
 def test_simulate_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli(
         *SIMULATE,
-        "--isl",
-        "500",
-        "--osl",
-        "100",
-        "--arrival-rate",
-        "10",
+        *AT_TEN_PER_S,
         "--requests",
         "300",
         "--slo",
@@ -58,19 +55,7 @@ def test_a_closed_loop_has_no_band_under_load_but_plan_infer_at_a_rate_does(run_
     )
     assert closed.code == 0, closed.err
     assert json.loads(closed.out)["interval_under_load"] is None
-    plan = [
-        "plan",
-        "infer",
-        *SIMULATE[1:],
-        "--isl",
-        "500",
-        "--osl",
-        "100",
-        "--arrival-rate",
-        "10",
-        "--requests",
-        "200",
-    ]
+    plan = ["plan", "infer", *SIMULATE[1:], *AT_TEN_PER_S, "--requests", "200"]
     table = run_cli(*plan)
     assert table.code == 0, table.err
     assert "under this load" in table.out
