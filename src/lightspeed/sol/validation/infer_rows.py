@@ -894,12 +894,12 @@ def predict_inference_setup(
                 percentile=latency_percentile(setup.reading.metric_text) if setup.reading else None,
                 band=band if load_bands else None,
             )
-            plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
             notes = [setup.simulation.note]
             if "interval_under_load" in reached:
                 low, high = reached["interval_under_load"]
                 interval = (min(low, predicted), max(high, predicted))
-                notes.append(str(reached["interval_note"]))
+                notes.append(str(reached.pop("interval_note")))
+            plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
             assumptions = (*setup.assumptions, *(note for note in notes if note not in setup.assumptions))
         else:
             predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
