@@ -160,8 +160,9 @@ def _run(
     config: ServingConfig,
 ) -> None:
     seed, plot_path = values["seed"], values["plot_path"]
-    if values["mlperf_name"] is not None and values["scenario"] != "offline":
-        # LoadGen measures Server and Interactive runs of ten minutes and more: the steady state
+    if find_capacity or (values["mlperf_name"] is not None and values["scenario"] != "offline"):
+        # a rate sustained (and LoadGen's Server and Interactive runs of ten minutes and more)
+        # is measured at the steady state, the run shown included
         workload = steady_state_workload(deployment, workload)
     capacity = None
     if find_capacity:

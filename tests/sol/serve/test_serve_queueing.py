@@ -23,7 +23,9 @@ from lightspeed.sol.serve import (
     ArrivalProcess,
     LengthDistribution,
     SchedulerConfig,
+    ServiceLevel,
     ServingWorkload,
+    max_rate_at_slo,
     simulate,
     simulate_deployment,
     simulated_deployment,
@@ -213,6 +215,23 @@ def test_single_server_with_fixed_service_is_m_d_1(catalog: Catalog, models: Mod
     expected = rho * service / (2.0 * (1.0 - rho)) + service
     assert result.ttft.mean_s == pytest.approx(expected, rel=0.05)
     assert result.requests_per_s == pytest.approx(rate, rel=0.03)
+
+
+def test_a_sustained_rate_is_found_at_the_steady_state(catalog: Catalog, models: ModelRegistry) -> None:
+    """``max_rate_at_slo`` probes the workload after its warm-up (``steady_state_workload``); from
+    an empty start, where the 20 ms TPOT limit binds, the batch never grows to what the rate holds
+    and the rate found is higher (70.2 against 65.8 req/s here)."""
+    deployment = simulated_deployment(
+        model=models.get("llama-3-8b"), cluster=catalog.cluster("dgx-h100"), plan=PLAN
+    )
+    workload = _workload(ArrivalProcess.offline(), 500, 200, 500)
+    slo = ServiceLevel(ttft_s=0.3, tpot_s=0.02)
+    steady = max_rate_at_slo(deployment, workload=workload, slo=slo)
+    warmed = steady_state_workload(deployment, workload)
+    assert steady == max_rate_at_slo(deployment, workload=warmed, slo=slo, steady=False)
+    cold = max_rate_at_slo(deployment, workload=workload, slo=slo, steady=False)
+    assert cold.max_rate_per_s > 1.04 * steady.max_rate_per_s
+    assert steady.max_rate_per_s < steady.saturation_rate_per_s
 
 
 def test_the_band_under_load_is_the_m_d_1_queue_of_a_slower_and_a_faster_server(

@@ -202,12 +202,19 @@ def max_rate_at_slo(
     slo: ServiceLevel,
     seed: int = 0,
     tolerance: float = DEFAULT_RATE_TOLERANCE,
+    steady: bool = True,
 ) -> CapacityResult:
     """Bisect for the highest arrival rate whose run meets ``slo`` (see the module docstring).
     ``workload`` gives the lengths and the number of requests per probe (its arrivals are
-    replaced by Poisson ones, or gamma ones with its CV)."""
+    replaced by Poisson ones, or gamma ones with its CV). A rate a deployment *sustains* is a
+    steady-state question, so each probe is measured after a warm-up
+    (:func:`steady_state_workload`) unless ``steady`` is off: from an empty start the batch never
+    grows to what the rate holds, and where a TPOT limit binds the capacity came out 7-11% high
+    (Llama 3 70B on 8 H100 and 8B on one, 2,000/200 and 500/200 tokens)."""
     if not 0.0 < tolerance < 1.0:
         raise UserInputError(f"rate tolerance {tolerance} must be in (0, 1)")
+    if steady:
+        workload = steady_state_workload(deployment, workload)
     ceiling = saturation_rate(deployment, workload, seed)
     low, high, best = 0.0, ceiling, None
     probes: list[LoadPoint] = []
