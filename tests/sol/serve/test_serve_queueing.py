@@ -25,6 +25,7 @@ from lightspeed.sol.serve import (
     SchedulerConfig,
     ServiceLevel,
     ServingWorkload,
+    load_sweep,
     max_rate_at_slo,
     simulate,
     simulate_deployment,
@@ -232,6 +233,11 @@ def test_a_sustained_rate_is_found_at_the_steady_state(catalog: Catalog, models:
     cold = max_rate_at_slo(deployment, workload=workload, slo=slo, steady=False)
     assert cold.max_rate_per_s > 1.04 * steady.max_rate_per_s
     assert steady.max_rate_per_s < steady.saturation_rate_per_s
+    # a latency-load sweep likewise: at 95% of saturation the warmed run's median TPOT is higher
+    rate = (0.95 * steady.saturation_rate_per_s,)
+    (warm,) = load_sweep(deployment, workload=workload, rates=rate)
+    (empty,) = load_sweep(deployment, workload=workload, rates=rate, steady=False)
+    assert warm.tpot_p50_s > 1.1 * empty.tpot_p50_s
 
 
 def test_the_band_under_load_is_the_m_d_1_queue_of_a_slower_and_a_faster_server(

@@ -249,9 +249,13 @@ def load_sweep(
     rates: tuple[float, ...] | None = None,
     slo: ServiceLevel | None = None,
     seed: int = 0,
+    steady: bool = True,
 ) -> tuple[LoadPoint, ...]:
     """Latency and throughput at each of ``rates`` (default: fractions of the saturation rate
-    from 10% to 100%), for a latency-versus-load figure."""
+    from 10% to 100%), for a latency-versus-load figure; each point at its steady state
+    (:func:`steady_state_workload`) unless ``steady`` is off."""
+    if steady:
+        workload = steady_state_workload(deployment, workload)
     chosen = rates
     if chosen is None:
         ceiling = saturation_rate(deployment, workload, seed)
