@@ -27,6 +27,7 @@ from lightspeed.sol.serve import (
     ServingWorkload,
     load_sweep,
     max_rate_at_slo,
+    search_goodput,
     simulate,
     simulate_deployment,
     simulated_deployment,
@@ -238,6 +239,32 @@ def test_a_sustained_rate_is_found_at_the_steady_state(catalog: Catalog, models:
     (warm,) = load_sweep(deployment, workload=workload, rates=rate)
     (empty,) = load_sweep(deployment, workload=workload, rates=rate, steady=False)
     assert warm.tpot_p50_s > 1.1 * empty.tpot_p50_s
+
+
+def test_the_goodput_search_ranks_each_finalist_at_its_steady_state(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """``search_goodput`` at a given rate: the finalist's p99s and share within the SLO are those of
+    its run measured after the warm-up (``steady_state_workload``), not of a run from empty."""
+    model, cluster = models.get("llama-3-8b"), catalog.cluster("dgx-h100", num_accelerators=1)
+    slo = ServiceLevel(ttft_s=0.3, tpot_s=0.02)
+    found = search_goodput(
+        model=model,
+        cluster=cluster,
+        load=ServingLoad(500, 200),
+        slo=slo,
+        rate_per_s=60.0,
+        precision="fp8",
+        num_requests=300,
+        finalists=1,
+    )
+    (entry,) = found.ranking
+    deployment = simulated_deployment(model=model, cluster=cluster, plan=entry.plan)
+    workload = _workload(ArrivalProcess.poisson(60.0), 500, 200, 300)
+    steady = simulate_deployment(deployment, steady_state_workload(deployment, workload), slo=slo)
+    cold = simulate_deployment(deployment, workload, slo=slo)
+    assert (entry.ttft_p99_s, entry.tpot_p99_s) == (steady.ttft.p99_s, steady.tpot.p99_s)
+    assert entry.tpot_p99_s > cold.tpot.p99_s
 
 
 def test_the_band_under_load_is_the_m_d_1_queue_of_a_slower_and_a_faster_server(

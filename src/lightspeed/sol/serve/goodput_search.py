@@ -11,6 +11,9 @@ analytic throughput per GPU first), then simulates each under load:
 * without one: the highest rate each sustains at the SLO
   (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), per GPU.
 
+Each finalist's runs are measured at the steady state
+(:func:`~lightspeed.sol.serve.capacity_at_slo.steady_state_workload`: a warm-up of what it
+holds at once, unless ``warmup_requests`` gives one): a rate served is a sustained rate.
 The analytic model sees a batch of identical requests; the simulator sees the
 queue, so the order can change.
 """
@@ -27,7 +30,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.search import InferenceSearchResult, search_inference
-from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo
+from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_workload
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import simulate_deployment
@@ -193,6 +196,8 @@ def _rank(
     analytic_rate: float,
 ) -> RankedDeployment:
     gpus = deployment.plan.num_gpus
+    # a rate served (given or the highest sustained) is measured at the steady state
+    workload = steady_state_workload(deployment, workload)
     capacity = None
     if rate is None:
         capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed)
