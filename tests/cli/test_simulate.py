@@ -255,3 +255,26 @@ def test_report_draws_a_simulated_run(run_cli, tmp_path: Path) -> None:  # type:
     assert "load over the run" in page
     assert "Error bars under this load" in page  # the run was at an arrival rate
     assert "family infer/dense/hopper" in page
+
+
+def _trace(path: Path) -> Path:
+    """Three requests with their own arrival times (CSV: arrival_s, input and output tokens)."""
+    trace = path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0.0,400,50\n0.1,300,60\n0.25,500,40\n")
+    return trace
+
+
+@pytest.mark.parametrize("search", ["--max-rate-at-slo", "--sweep"])
+def test_a_rate_search_over_a_replayed_trace_is_refused(run_cli, tmp_path: Path, search: str) -> None:  # type: ignore[no-untyped-def]
+    """A trace keeps its own arrival times, so a search over the rate would rerun the same replay
+    at every rate (it printed the same row at each): refused in one line naming the way out."""
+    args = [*SIMULATE, "--trace", str(_trace(tmp_path)), "--slo", "ttft=300ms,tpot=20ms", search]
+    one_line_error(run_cli(*args), "replayed trace keeps its own arrival times", "--isl-dist")
+
+
+def test_a_replayed_trace_runs_as_recorded_with_no_band_under_load(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*SIMULATE, "--trace", str(_trace(tmp_path)), "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["num_requests"] == payload["num_completed"] == 3
+    assert payload["interval_under_load"] is None

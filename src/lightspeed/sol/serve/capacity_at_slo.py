@@ -169,6 +169,16 @@ def steady_state_rates(
     )
 
 
+def _check_no_trace(workload: ServingWorkload, what: str) -> None:
+    """Refuse a rate search over a replayed trace: the trace keeps its own arrival times."""
+    if workload.trace is not None:
+        raise UserInputError(
+            f"{what} varies the arrival rate, but a replayed trace keeps its own arrival times; "
+            "drop --trace (its lengths can come in as --isl-dist/--osl-dist file:PATH:COLUMN) or "
+            "drop --max-rate-at-slo/--sweep"
+        )
+
+
 def steady_state_workload(deployment: SimulatedDeployment, workload: ServingWorkload) -> ServingWorkload:
     """``workload`` measured at its steady state, as LoadGen measures a Server or Interactive run.
 
@@ -182,8 +192,8 @@ def steady_state_workload(deployment: SimulatedDeployment, workload: ServingWork
     :data:`MAX_STEADY_REQUESTS`, warm it up and are not measured (``warmup_requests``); at least as
     many again, and at least ``workload``'s own count, are. A workload with a warm-up of its own
     keeps it."""
-    if workload.warmup_requests:
-        return workload
+    if workload.warmup_requests or workload.trace is not None:
+        return workload  # a replayed trace is the run it records
     warmup = min(held_sequences(deployment, workload), MAX_STEADY_REQUESTS)
     measured = max(workload.num_requests, warmup)
     return replace(workload, num_requests=warmup + measured, warmup_requests=warmup)
@@ -213,6 +223,7 @@ def max_rate_at_slo(
     (Llama 3 70B on 8 H100 and 8B on one, 2,000/200 and 500/200 tokens)."""
     if not 0.0 < tolerance < 1.0:
         raise UserInputError(f"rate tolerance {tolerance} must be in (0, 1)")
+    _check_no_trace(workload, "the highest rate at an SLO")
     if steady:
         workload = steady_state_workload(deployment, workload)
     ceiling = saturation_rate(deployment, workload, seed)
@@ -254,6 +265,7 @@ def load_sweep(
     """Latency and throughput at each of ``rates`` (default: fractions of the saturation rate
     from 10% to 100%), for a latency-versus-load figure; each point at its steady state
     (:func:`steady_state_workload`) unless ``steady`` is off."""
+    _check_no_trace(workload, "a latency-load sweep")
     if steady:
         workload = steady_state_workload(deployment, workload)
     chosen = rates

@@ -103,7 +103,7 @@ def deployment_band(deployment: SimulatedDeployment) -> Band:
 def rate_scaled(workload: ServingWorkload, scale: float) -> ServingWorkload:
     """``workload`` with its Poisson or gamma arrival rate times ``scale`` (the same CV)."""
     arrivals = workload.arrivals
-    if arrivals.kind not in RATE_ARRIVALS or arrivals.rate_per_s is None:
+    if arrivals.kind not in RATE_ARRIVALS or arrivals.rate_per_s is None or workload.trace is not None:
         raise UserInputError(f"{arrivals.kind} arrivals have no rate to scale (give Poisson or gamma)")
     rate = arrivals.rate_per_s * scale
     scaled = (
@@ -135,7 +135,7 @@ def band_under_load(
     """The runs that bound the latencies of ``deployment`` under ``workload``'s load with the band of
     its family (:func:`deployment_band`), or ``None`` when its arrivals have no rate to scale
     (a closed loop scales by the band alone; offline and trace replays are not a load)."""
-    if workload.arrivals.kind not in RATE_ARRIVALS:
+    if workload.arrivals.kind not in RATE_ARRIVALS or workload.trace is not None:
         return None
     return scaled_runs(deployment, workload, deployment_band(deployment), seed=seed)
 
