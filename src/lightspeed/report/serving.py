@@ -106,16 +106,9 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
 
 def render_load_band(runs: ScaledRuns) -> None:
     """Print the error bars of a run's latencies under its load (:mod:`lightspeed.sol.serve.load_band`)."""
-    intervals = runs.intervals()
-    parts = []
-    for label, key in (("TTFT p50", "ttft_p50_s"), ("TTFT p99", "ttft_p99_s"), ("TPOT p50", "tpot_p50_s")):
-        low, high = intervals[key]
-        parts.append(f"{label} {_time(low)}-{_time(high)}")
     make_console().print(
-        f"error bar ({runs.band.level:.0%} of published runs, under this load): {', '.join(parts)} "
-        f"(the run re-simulated at the rate x{runs.fast_scale:.3g} and x{runs.slow_scale:.3g}, "
-        f"family {runs.band.family}, {runs.band.num_rows} rows; near capacity the slow side grows "
-        "far past the family's band, as a queue does)"
+        f"{_band_paragraph(runs.intervals())[:-1]}; near capacity the slow side grows far past the "
+        "family's band, as a queue does."
     )
 
 
@@ -331,7 +324,8 @@ def _band_paragraph(band: JsonObject) -> str:
             parts.append(f"{label} {_time(float(edges[0]))} to {_time(float(edges[1]))}")
     return (
         f"Error bars under this load ({format_percent(_number_field(band, 'level'))} of published runs of "
-        f"family {band.get('family', '?')}, the run re-simulated at the rate times "
+        f"family {band.get('family', '?')}, {_number_field(band, 'num_rows'):,.0f} rows; the run "
+        "re-simulated at the rate times "
         f"{_number_field(band, 'fast_scale'):.3g} and {_number_field(band, 'slow_scale'):.3g}): "
         f"{'; '.join(parts)}."
     )
