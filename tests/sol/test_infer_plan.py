@@ -96,3 +96,32 @@ def test_precisions_follow_the_gpu(catalog: Catalog) -> None:
         InferencePlan(precision="fp8", kv_precision="bf16"), catalog.accelerator("h100-sxm")
     )
     assert explicit.kv_cache == "bf16"
+
+
+def test_weight_only_int8_prefills_at_the_16_bit_rate_and_decodes_at_one_byte(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    # A100: 312 TFLOP/s in BF16, 624 TOPS in INT8. Weight-only INT8 (W8A16) dequantizes its weights
+    # into BF16 GEMMs: a 4,096-token prefill of Llama 3 8B (2 x 8e9 x 4096 = 66 TFLOP, compute-bound)
+    # takes the BF16 time; W8A8 runs its GEMMs on the INT8 tensor cores at most 0.77 x 624 against
+    # 0.87 x 312 (the efficiency ceilings), 1.77x faster, and its attention in BF16 like the others,
+    # so the weight-only prefill is 1.4-1.8x the W8A8 one. A batch-1 decode step streams 1 byte per
+    # weight, as W8A8 does, about half the BF16 step.
+    from lightspeed.sol import estimate_inference
+
+    def run(**plan: str) -> tuple[float, float]:
+        estimate = estimate_inference(
+            model=models.get("llama-3-8b"),
+            cluster=catalog.resolve_cluster("a100-sxm4-80gb", 1),
+            plan=InferencePlan(**plan),  # type: ignore[arg-type]
+            load=ServingLoad(4096, 64, concurrency=1),
+        )
+        return estimate.ttft_s, estimate.tpot_s
+
+    weight_only = run(precision="int8", activation_precision="bf16")
+    w8a8 = run(precision="int8")
+    bf16 = run(precision="bf16")
+    assert weight_only[0] == pytest.approx(bf16[0], rel=0.05)
+    assert 1.4 < weight_only[0] / w8a8[0] < 1.8
+    assert weight_only[1] == pytest.approx(w8a8[1], rel=0.05)
+    assert 0.45 < weight_only[1] / bf16[1] < 0.75

@@ -539,7 +539,12 @@ class ServingConfig(ServingJob):
     replicas: int | None = setting(
         None, option_type="DEGREE", help="Model copies (default: GPUs / replica size)."
     )
-    activation_precision: str | None = setting(None, choices=INFERENCE_PRECISIONS, help="GEMM input format.")
+    activation_precision: str | None = setting(
+        None,
+        choices=INFERENCE_PRECISIONS,
+        help="GEMM input format (default: the weights' own where the GPU computes in it, else its "
+        "16-bit format); bf16 with --precision int8 or int4 is weight-only quantization (W8A16, W4A16).",
+    )
     kv_precision: str | None = setting(None, choices=KV_PRECISIONS, help="KV cache format.")
     kv_replication: bool = setting(False, help="Allow TP above the KV heads by replicating heads.")
     concurrency: int | None = setting(

@@ -35,8 +35,10 @@ def _setup(
         # Nothing stated: the format the publisher released (DeepSeek FP8, gpt-oss MXFP4)
         (("DeepSeek-R1", "H200"), ("fp8", "the format DeepSeek-V3 is released in")),
         (("gpt-oss-120b", "H100 SXM"), ("mxfp4", "the format gpt-oss-120b is released in")),
-        # AWQ is 4-bit weights computed in 16 bits: the engine has no row for it and says so.
-        (("Qwen/Qwen2.5-72B-Instruct-AWQ", "H100 SXM"), ("bf16", "weight-only")),
+        # AWQ and GPTQ are weight-only: 4-bit weights (8 when the name says Int8) whose GEMMs
+        # compute in 16 bits.
+        (("Qwen/Qwen2.5-72B-Instruct-AWQ", "H100 SXM"), ("int4", "weight-only int4: GEMMs in bf16")),
+        (("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", "H100 SXM"), ("int8", "weight-only int8: GEMMs in bf16")),
     ],
 )
 def test_precision_comes_from_the_checkpoint_name(
@@ -49,6 +51,7 @@ def test_precision_comes_from_the_checkpoint_name(
     precision, words = expected
     setup = _setup(tmp_path, catalog, models, *named)
     assert setup.plan.precision == precision
+    assert setup.plan.activation_precision == ("bf16" if "weight-only" in words else None)
     note = next(note for note in setup.assumptions if "precision" in note or "model name" in note)
     assert words in note, setup.assumptions
 
@@ -88,3 +91,46 @@ def test_expert_parallelism_without_a_degree_is_refused(
         _sharded(tmp_path, catalog, models, "wide EP\t-")
     setup = _sharded(tmp_path, catalog, models, "Large-Scale Expert Parallelism\t16")
     assert setup.plan.ep == 16
+
+
+def _with_precision(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: str, cell: str, *, source: str = "x"
+) -> InferenceRowSetup:
+    path = tmp_path / "rows.tsv"
+    path.write_text(
+        f"{HEADER}\tprecision\nR1\tinfer\t{source}\t{model}\t{LOAD}\t1\t1\tA100 SXM4 80GB"
+        f"\ttotal output tokens/s\t1,000\t{cell}\n",
+        encoding="utf-8",
+    )
+    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("INT8 weight-only", ("int8", "bf16")),
+        ("W8A16", ("int8", "bf16")),
+        ("int4 weight only", ("int4", "bf16")),
+        ("W4A16 (AWQ)", ("int4", "bf16")),
+        # SmoothQuant (W8A8) and a bare INT8 on a dense model compute on the INT8 tensor cores
+        ("INT8 SmoothQuant (W8A8)", ("int8", None)),
+        ("int8", ("int8", None)),
+    ],
+)
+def test_weight_only_quantization_computes_in_16_bits(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, cell: str, expected: tuple[str, str | None]
+) -> None:
+    setup = _with_precision(tmp_path, catalog, models, "Llama 3 8B", cell)
+    assert (setup.plan.precision, setup.plan.activation_precision) == expected
+
+
+def test_int8_mixtral_on_tensorrt_llm_is_weight_only(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # TensorRT-LLM's MoE plugin has no INT8-activation runner: INT8 experts are weight-only there,
+    # while vLLM's INT8 (W8A8) MoE kernels keep INT8 inputs.
+    trt = _with_precision(tmp_path, catalog, models, "Mixtral 8x7B", "int8", source="Baseten, TensorRT-LLM")
+    assert trt.plan.activation_precision == "bf16"
+    assert any("MoE plugin is weight-only" in note for note in trt.assumptions)
+    vllm = _with_precision(tmp_path, catalog, models, "Mixtral 8x7B", "int8", source="a vLLM 0.6 benchmark")
+    assert vllm.plan.activation_precision is None

@@ -18,7 +18,11 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
 * **Precision**: ``FP4`` on an NVIDIA GPU is NVFP4 (what ModelOpt and
   TensorRT-LLM ship, 16-value blocks with an FP8 scale), on AMD MXFP4 (32-value
   blocks with an 8-bit exponent scale); otherwise the cell's
-  format (``fp16 (presumed)`` is fp16); none stated is bf16.
+  format (``fp16 (presumed)`` is fp16); none stated is bf16. Weight-only quantization
+  (``INT8 weight-only``, ``W4A16``, ``W8A16``; AWQ, GPTQ and INT4 checkpoints, 4-bit unless
+  they say 8) stores the weights in 8 or 4 bits and runs the GEMMs in 16 bits
+  (:func:`_weight_only`), as does INT8 on an MoE served by TensorRT-LLM, whose MoE plugin
+  has no INT8-activation kernel (:func:`_moe_int8_weight_only`).
 * **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
   the token counts, as do the two lengths said one at a time in one cell, label
   before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
@@ -262,8 +266,9 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
     )
 
 
-# Checkpoint formats a model name states that run as one of the engine's precisions; AWQ, GPTQ,
-# INT4 and W4A16 are weight-only 4-bit formats computed in 16 bits, which the engine has no row for.
+# Checkpoint formats a model name states that run as one of the engine's precisions (AWQ, GPTQ,
+# INT4 and W4A16 name weight-only formats: :func:`_weight_only`).
+_WEIGHT_ONLY_CHECKPOINTS: Final = frozenset({"awq", "gptq", "int4", "w4a16"})
 _NAMED_FORMATS: Final = {
     **{key: key for key in ("fp8", "fp4", "nvfp4", "mxfp4", "int8", "bf16", "fp16")},
     "w8a8": "int8",
@@ -275,12 +280,48 @@ _SPELLED_FORMATS: Final = ((re.compile(r"\bbfloat16\b"), "bf16"), (re.compile(r"
 
 
 class RowPrecision(NamedTuple):
-    """A row's weight format, the note saying why, and a per-layer mixed checkpoint's effective
-    bits (``None``: every linear layer in ``format``)."""
+    """A row's weight format, the note saying why, a per-layer mixed checkpoint's effective
+    bits (``None``: every linear layer in ``format``) and the format its GEMMs take their inputs
+    in (``None``: the engine's rule, the weights' own where the GPU computes in it)."""
 
     format: str
     note: str
     effective_bits: float | None = None
+    activation: str | None = None
+
+
+# Weight-only quantization (TensorRT-LLM docs/source/precision.md, "INT4 and INT8 Weight-Only
+# (W4A16 and W8A16)": weights stored in 8 or 4 bits and dequantized on the fly in the GEMMs,
+# activations in FP16/BF16), as rows and checkpoint names write it: ``INT8 weight-only``,
+# ``W4A16``, an AWQ or GPTQ checkpoint (4-bit unless it says 8: ``GPTQ-Int8``).
+_WEIGHT_ONLY = re.compile(r"weight[- ]?only|\bw[48]a16\b|\bawq\b|\bgptq\b")
+_EIGHT_BIT = re.compile(r"int8|\bw8a16\b|\b8[- ]?bit")
+_FOUR_BIT = re.compile(r"int4|\bw4a16\b|\bawq\b|\bgptq\b|\b4[- ]?bit")
+_WEIGHT_ONLY_SOURCE: Final = (
+    "TensorRT-LLM docs/source/precision.md: weight-only formats dequantize the weights in the GEMMs, "
+    "which compute in FP16/BF16"
+)
+
+
+def sixteen_bit_format(accelerator: Accelerator) -> str:
+    """The 16-bit format an accelerator computes weight-only GEMMs in: bf16 where it has it."""
+    return "bf16" if "bf16" in accelerator.compute else "fp16"
+
+
+def _weight_only(
+    text: str, accelerator: Accelerator, said: str, *, named: bool = False
+) -> RowPrecision | None:
+    """The weight-only format ``text`` (a precision cell, or with ``named`` a checkpoint name whose
+    format tag is a weight-only one) names, with a note quoting ``said``; ``None`` when it names
+    none. 8-bit when it says so, 4-bit when it says so (AWQ and GPTQ are 4-bit), else 8-bit
+    (TensorRT-LLM's default ``--weight_only_precision``)."""
+    lowered = text.lower()
+    if not (named or _WEIGHT_ONLY.search(lowered)):
+        return None
+    bits = 8 if _EIGHT_BIT.search(lowered) or not _FOUR_BIT.search(lowered) else 4
+    weights, inputs = f"int{bits}", sixteen_bit_format(accelerator)
+    note = f"{said} -> weight-only {weights}: GEMMs in {inputs} ({_WEIGHT_ONLY_SOURCE})"
+    return RowPrecision(weights, note, None, inputs)
 
 
 def _precision(
@@ -301,12 +342,22 @@ def _stated_precision(
     row: PublishedRow, accelerator: Accelerator, model: TransformerSpec, *, mlperf: MlperfWorkload | None
 ) -> tuple[str, str] | RowPrecision:
     vendor = accelerator.vendor
-    text = row.text("precision").lower()
+    cell = row.text("precision")
+    weight_only = _weight_only(cell, accelerator, f"precision '{cell}'")
+    if weight_only is not None:
+        return weight_only
+    text = cell.lower()
     for spelled, key in _SPELLED_FORMATS:
         text = spelled.sub(key, text)
     for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
         if key in text:
-            return _vendor_format(key, vendor) or (key, f"precision '{row.text('precision')}' -> {key}")
+            return _vendor_format(key, vendor) or (key, f"precision '{cell}' -> {key}")
+    checkpoint = re.split(r"[(]", row.text("model"))[0]
+    if checkpoint_format(checkpoint) in _WEIGHT_ONLY_CHECKPOINTS:
+        said = f"precision not stated; the model name '{checkpoint.strip()}'"
+        named_weight_only = _weight_only(checkpoint, accelerator, said, named=True)
+        assert named_weight_only is not None
+        return named_weight_only
     named = _named_precision(row.text("model"), vendor)
     if named[1] != _NOT_STATED:
         return named
@@ -379,7 +430,7 @@ def _named_precision(model: str, vendor: str) -> tuple[str, str]:
     key = _NAMED_FORMATS.get(named or "")
     if key is None:
         if named is not None:
-            return "bf16", f"the model name '{model}' states {named} (weight-only 4-bit, not modelled): bf16"
+            return "bf16", f"the model name '{model}' states {named}, a format not modelled: bf16"
         return "bf16", _NOT_STATED
     precision, note = _vendor_format(key, vendor) or (key, "")
     return precision, f"precision not stated; the model name '{model}' states {named}: {precision}" + (
@@ -628,6 +679,7 @@ def _deployment(
         dp_attention=attention_groups,
         replicas=num_gpus // (tp * attention_groups * pp),
         precision=precision.format,
+        activation_precision=precision.activation,
         effective_bits=precision.effective_bits,
         kv_precision=kv_precision,
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
@@ -698,6 +750,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     year, _ = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor)
     notes.append(serving_note)
+    plan, moe_note = _moe_int8_weight_only(plan, model, serving, cluster.system.accelerator)
+    notes.extend([moe_note] if moe_note else [])
     return InferenceRowSpec(
         row_id=row.row_id,
         model=model,
@@ -715,6 +769,32 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
     )
+
+
+# TensorRT-LLM's MoE plugin takes 16-bit (or FP8) activations only: INT8 expert weights run as
+# weight-only GEMMs (CutlassMoeFCRunner<half|bf16, uint8_t>; no INT8-activation runner).
+_MOE_PLUGIN_SOURCE: Final = (
+    "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp "
+    "@3c44cb97, MixtureOfExpertsPlugin::init: FP16/BF16 activations with FP16/BF16, INT8 or INT4 "
+    "weights, no INT8 activations"
+)
+
+
+def _moe_int8_weight_only(
+    plan: InferencePlan, model: TransformerSpec, serving: ServingStack, accelerator: Accelerator
+) -> tuple[InferencePlan, str]:
+    """An INT8 MoE row on TensorRT-LLM as the server runs it: weight-only GEMMs in 16 bits, with a
+    note; ``plan`` unchanged otherwise."""
+    if (
+        plan.precision != "int8"
+        or plan.activation_precision is not None
+        or model.moe is None
+        or "tensorrt-llm" not in serving.frameworks
+    ):
+        return plan, ""
+    inputs = sixteen_bit_format(accelerator)
+    note = f"INT8 on TensorRT-LLM's MoE plugin is weight-only: GEMMs in {inputs} ({_MOE_PLUGIN_SOURCE})"
+    return replace(plan, activation_precision=inputs), note
 
 
 def _stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, str]:
