@@ -86,7 +86,10 @@ MLPERF_SPLIT_REQUESTS: Final = 800  # requests per replica when choosing an MLPe
 @dataclass(frozen=True)
 class RowSimulation(Record):
     """How a load-dependent row is simulated: ``closed``, ``open``, ``offline`` (every request
-    waiting) or ``capacity`` (the highest rate meeting ``slo``)."""
+    waiting) or ``capacity`` (the highest rate meeting ``slo``). ``finite``: an offline run of
+    exactly the workload's requests whose rates are the whole run's, its ramp-up and drain included
+    (a benchmark that sends a stated number of requests at once and divides by the time to the last
+    completion); else an offline run's rates are its steady state's (MLPerf Offline)."""
 
     mode: str
     workload: ServingWorkload
@@ -94,6 +97,7 @@ class RowSimulation(Record):
     mlperf: str = ""
     note: str = ""
     target_rate_per_s: float | None = None
+    finite: bool = False
 
 
 def row_requests(row: PublishedRow) -> int | None:
@@ -115,12 +119,19 @@ def sends_all_at_once(row: PublishedRow) -> bool:
 
 def all_at_once_simulation(load: ServingLoad, num_requests: int) -> RowSimulation:
     """``num_requests`` requests of ``load``'s lengths all sent at once (an infinite request rate):
-    simulated as an offline run, every request waiting from the start."""
+    simulated as an offline run, every request waiting from the start, whose rates are the whole
+    run's (tokens over the time to the last completion, as the benchmarks that send them report)."""
     inputs, outputs = _fixed(load)
     count = max(1, min(num_requests, MAX_SIMULATED_REQUESTS * 3))
     workload = ServingWorkload(ArrivalProcess.offline(), inputs, outputs, count)
     return RowSimulation(
-        "offline", workload, note=f"simulated: {count:,} requests sent at once (infinite rate)"
+        "offline",
+        workload,
+        note=(
+            f"simulated: {count:,} requests sent at once, rates over the whole run "
+            "(ramp-up and drain included)"
+        ),
+        finite=True,
     )
 
 
@@ -413,7 +424,7 @@ def simulate_row(
         workload = ServingWorkload(
             ArrivalProcess.offline(), workload.input_lengths, workload.output_lengths, workload.num_requests
         )
-        if metric in _STEADY_RATES:
+        if metric in _STEADY_RATES and not simulation.finite:
             return _steady_offline_rate(deployment, workload, metric, plan.num_gpus)
     result = simulate_deployment(deployment, workload)
     reached: JsonDict = {

@@ -37,7 +37,8 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   vLLM's latency benchmarks write it); ``concurrency N`` / ``N concurrent`` is
   continuous batching with N requests in flight; an infinite request rate (``QPS INF``,
   ``--request-rate inf``) without a concurrency every request sent at once (the row's request
-  count simulated as an offline run); nothing stated, a throughput metric is
+  count simulated as an offline run, its rates the whole run's: ramp-up and drain included);
+  nothing stated, a throughput metric is
   the server at its most load and a per-user speed or a latency one request at a time. A
   stated cap on sequences (``max_batch N [per rank]``, ``Max Num Seqs N``,
   ``max_running_requests N``) is the plan's ``max_batch`` (:func:`_stated_cap`).
