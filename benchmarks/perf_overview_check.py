@@ -21,7 +21,12 @@ Falcon 180B under ``gptSessionBenchmark``'s static batches, none fitted on; plus
 ``H100vsA100.md``'s GPT-J rows at batch 64, throughput and first-token latency, 4 rows), which
 check the ``trtllm-2023`` profile: its GEMMs, its decode kernel's reads of a grouped-query KV
 cache, and a prefill of 64 prompts at once (the only published first-token latencies at a batch
-above 1 here).
+above 1 here). The fourth table (``benchmarks/data/trtllm-perf-overview-v017.tsv``) is the same
+page at TensorRT-LLM 0.17 (@258c7540, TensorRT engines, January 2025): 207 rows of Llama 3.1 8B,
+70B (TP 1, 2, 4 and 8 on H200; 2, 4 and 8 on H100; 4 and 8 on A100) and 405B, Mistral 7B, Mixtral
+8x7B (TP 1-8) and 8x22B on H200, H100, L40S and A100, none fitted on: the same model at every TP
+on one GPU is what separates the tensor-parallel costs from the rest. Its ids carry the TP
+(``L70tp8-H200-128-4096``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from lightspeed.workload import load_models
 TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-dense.tsv"
 MOE_TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-moe.tsv"
 TABLE_2023 = Path(__file__).parent / "data" / "trtllm-2023-performance.tsv"
+TABLE_V017 = Path(__file__).parent / "data" / "trtllm-perf-overview-v017.tsv"
 IN_SAMPLE = {"L70-B200-1000-1000", "L70-H200-1000-1000", "L70-H100-1000-1000", "L8-H100-1000-1000"}
 FIRST_TOKEN = "first-token latency (batch 1)"
 FIRST_TOKEN_AT_BATCH = "first-token latency at a batch above 1"
@@ -121,7 +127,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/perf_overview_check.json"))
     args = parser.parse_args()
-    results = {"dense": check(TABLE), "moe": check(MOE_TABLE), "trtllm-2023": check(TABLE_2023)}
+    results = {
+        "dense": check(TABLE),
+        "moe": check(MOE_TABLE),
+        "trtllm-2023": check(TABLE_2023),
+        "trtllm-0.17": check(TABLE_V017),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     for name, result in results.items():

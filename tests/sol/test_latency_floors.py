@@ -105,11 +105,11 @@ def test_launch_and_host_worked_example(catalog: Catalog) -> None:
 
 def test_small_decode_all_reduce_pays_base_and_hop_latency(models: ModelRegistry, catalog: Catalog) -> None:
     # Llama 3 70B at TP 8, one sequence: two all-reduces per layer of 8192 x 2 bytes over NVLink 4.
-    # Each: NCCL's 6.6 us + min(ring 14, tree 6) steps x 1 us + 16 KiB at 450 GB/s x 0.8 (NVSwitch
-    # SHARP on a DGX H100 moves each byte once) = 12.65 us; 80 layers: 2.02 ms, where the bytes alone
-    # take 7 us.
+    # Each: NCCL's 6.6 us + min(ring 14, tree 6) steps x 1 us + 16 KiB at 450 GB/s x 0.611 (NVSwitch
+    # SHARP on a DGX H100 moves each byte once, at the ~275 GB/s NCCL measures) = 12.66 us; 80
+    # layers: 2.03 ms, where the bytes alone take 10 us.
     parts = _parts(models.get("llama-3-70b"), catalog, tp=8)
-    per_all_reduce = 6.6e-6 + 6 * 1e-6 + 8192 * 2 / (450e9 * 0.8)
+    per_all_reduce = 6.6e-6 + 6 * 1e-6 + 8192 * 2 / (450e9 * 0.611)
     assert parts["tp_comm"] == pytest.approx(2 * 80 * per_all_reduce, rel=1e-6)
 
 

@@ -64,3 +64,15 @@ def test_a_prefill_of_64_prompts_at_once_lands_within_the_issues_ttft_bound() ->
     for row_id in ("GJ-H100-TTFT64-128", "GJ-A100-TTFT64-128"):
         assert abs(result["rows"][row_id]) <= 0.20, row_id
     assert result["by_regime"]["first-token latency at a batch above 1"]["n"] == 2
+
+
+def test_the_0_17_table_is_read_whole_and_within_the_target() -> None:
+    # The same page at TensorRT-LLM 0.17 (TensorRT engines): 207 rows, none fitted on, with the same
+    # models at TP 1 to 8 on one GPU type. One-GPU dense rows are the engine's best-covered ground.
+    module = _benchmark()
+    result = module.check(module.TABLE_V017)
+    assert result["num_rows"] == 207
+    assert result["refused"] == []
+    assert result["held_out"]["median_abs_error"] <= 0.12
+    for group in ("L8tp1 H200", "L8tp1 H100", "L8tp1 A100", "L8tp1 L40S", "M7tp1 H200"):
+        assert result["by_group"][group]["median_abs_error"] <= 0.10, group

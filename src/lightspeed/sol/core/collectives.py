@@ -76,12 +76,16 @@ class FabricLevel(Record):
 @dataclass(frozen=True)
 class Fabric(Record):
     """The two levels a cluster's GPUs talk over, the efficiency reached on them, and the
-    fixed latency of one collective before its first hop (``base_latency_s``)."""
+    fixed latency of one collective before its first hop (``base_latency_s``).
+    ``reduction_efficiency``: the algorithm bandwidth an all-reduce reduced in the scale-up switches
+    is measured at, over the per-direction link (0: none measured; each byte crosses the link once
+    at ``bandwidth_efficiency``)."""
 
     scale_up: FabricLevel
     scale_out: FabricLevel | None
     bandwidth_efficiency: float
     base_latency_s: float = 0.0
+    reduction_efficiency: float = 0.0
 
     def level_name(self, crosses_domains: bool) -> str:
         """Human name of the level a group uses (for 'bound by' sentences)."""
@@ -96,13 +100,16 @@ def fabric_of(
     scale_out_reduction: bool = False,
     *,
     base_latency_s: float = 0.0,
+    reduction_efficiency: float = 0.0,
 ) -> Fabric:
     """The fabric levels of ``cluster`` from its catalog records.
 
     ``scale_out_reduction`` says the scale-out switches reduce in the network
     (InfiniBand SHARP): the cross-node part of an all-reduce then moves each byte
     once instead of ``2(n-1)/n`` times. ``base_latency_s`` is charged once per
-    collective (NCCL's base latency; the engines pass ``runtime.toml``'s).
+    collective (NCCL's base latency; the engines pass ``runtime.toml``'s);
+    ``reduction_efficiency`` the in-switch all-reduce's measured algorithm bandwidth over the link
+    (the family's ``nvls_all_reduce_efficiency``).
     """
     system = cluster.system
     accelerator = system.accelerator
@@ -131,7 +138,11 @@ def fabric_of(
             in_network_reduction=scale_out_reduction,
         )
     return Fabric(
-        scale_up=up, scale_out=out, bandwidth_efficiency=bandwidth_efficiency, base_latency_s=base_latency_s
+        scale_up=up,
+        scale_out=out,
+        bandwidth_efficiency=bandwidth_efficiency,
+        base_latency_s=base_latency_s,
+        reduction_efficiency=reduction_efficiency,
     )
 
 
@@ -218,16 +229,32 @@ def _nics(local: Array, flat: Array) -> Array:
     return np.where(np.asarray(flat, dtype=bool), 1.0, local)
 
 
+def _in_switch_s(fabric: Fabric, size: Array, b0: Array) -> Array:
+    """Seconds an all-reduce of a ``size``-byte buffer reduced in the scale-up switches (NVLS)
+    takes: each byte crosses the link once each way, at the measured share of the link such
+    all-reduces reach (``reduction_efficiency``), else at the fabric's efficiency (``b0``)."""
+    efficiency = fabric.reduction_efficiency
+    if efficiency <= 0.0:
+        return size / b0
+    result: Array = size / (fabric.scale_up.bandwidth_per_gpu_bytes_per_s * efficiency)
+    return result
+
+
 def all_reduce_s(
     fabric: Fabric, size_bytes: Array, group_size: Array, stride: Array = 1, flat: Array = False
 ) -> Array:
-    """All-reduce of a ``size_bytes`` buffer per rank over ``group_size`` ranks."""
+    """All-reduce of a ``size_bytes`` buffer per rank over ``group_size`` ranks. Inside a scale-up
+    domain whose switches reduce (NVLS) each byte crosses the link once each way, at the share of
+    the link such all-reduces are measured at (``reduction_efficiency``: about 275 GB/s on 8 H100,
+    not the 360 of 80% of the 450 GB/s link); a ring is taken where it is faster (2 GPUs), as
+    NCCL's tuner does."""
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     local = local_size(group, stride, fabric.scale_up.domain_size)
     domains, b0, b1, alpha = _levels(fabric, group, local, stride)
-    nvls = fabric.scale_up.in_network_reduction
-    intra = np.where(nvls & (local > 1), size, 2.0 * (local - 1.0) / local * size) / b0
+    ring = 2.0 * (local - 1.0) / local * size / b0
+    nvls = fabric.scale_up.in_network_reduction & (local > 1)
+    intra = np.where(nvls, np.minimum(ring, _in_switch_s(fabric, size, b0)), ring)
     sharp = fabric.scale_out is not None and fabric.scale_out.in_network_reduction
     passes = 1.0 if sharp else 2.0 * (domains - 1.0) / domains
     inter = np.where(domains > 1.0, passes, 0.0) * size / (_nics(local, flat) * b1)

@@ -55,6 +55,9 @@ class EfficiencyModel(Record):
     ``fp4_tile_rows`` x ``fp4_tile_columns``: the output tile one SM computes in the family's FP4
     GEMMs, which do not split K, so a GEMM of few tiles leaves SMs idle
     (:meth:`fp4_tile_occupancy`; 0 where no kernel table shows it).
+    ``nvls_all_reduce_efficiency``: the algorithm bandwidth (buffer bytes per second) an all-reduce
+    reduced in the NVLink switches (NVLS) reaches, over the per-direction link, where each byte
+    crosses the link once each way (``None``: no measurement, ``collective_bandwidth_efficiency``).
     """
 
     name: str
@@ -74,6 +77,7 @@ class EfficiencyModel(Record):
     attention_half_saturation_tokens: float = 500.0
     fp4_tile_rows: int = 0
     fp4_tile_columns: int = 0
+    nvls_all_reduce_efficiency: float | None = None
     measured_on: str = ""  # the device a calibration measured ("cpu", a catalog name; "" = family defaults)
     other_devices_allowed: bool = False  # --force: apply it to another device anyway
 
@@ -210,6 +214,7 @@ def gemm_shape_factor(
 _OPTIONAL_NUMBERS = (
     "gemm_max_efficiency_fp8",
     "gemm_max_efficiency_fp4",
+    "nvls_all_reduce_efficiency",
 )
 _ATTENTION = (
     "attention_flash_forward_efficiency",

@@ -184,6 +184,7 @@ def hardware_for(
             model.collective_bandwidth_efficiency,
             sharp,
             base_latency_s=load_latency_floors().collective_base_latency_s,
+            reduction_efficiency=model.nvls_all_reduce_efficiency or 0.0,
         ),
         efficiency=model,
         overheads=load_runtime_overheads(),
