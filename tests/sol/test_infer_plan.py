@@ -116,6 +116,8 @@ def test_weight_only_int8_prefills_at_the_16_bit_rate_and_decodes_at_one_byte(
             plan=InferencePlan(**plan),  # type: ignore[arg-type]
             load=ServingLoad(4096, 64, concurrency=1),
         )
+        said = any("weight-only: the int8 weights dequantized" in note for note in estimate.assumptions)
+        assert said == (plan.get("activation_precision") == "bf16"), estimate.assumptions
         return estimate.ttft_s, estimate.tpot_s
 
     weight_only = run(precision="int8", activation_precision="bf16")

@@ -41,7 +41,7 @@ from lightspeed.sol.infer.serving import (
     disaggregated,
     static,
 )
-from lightspeed.units import format_bytes_per_s, format_memory, format_percent
+from lightspeed.units import element_bits, format_bytes_per_s, format_memory, format_percent
 from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at
 
 LOG = logging.getLogger(__name__)
@@ -435,6 +435,14 @@ def routing_note(
     )
 
 
+def _weight_only_text(weights: str, compute: str) -> str:
+    """`` (weight-only: ...)`` where the GEMMs compute in a wider format than the weights are
+    stored in (W8A16, W4A16, FP4 weights on a GPU without FP4 tensor cores); else empty."""
+    if element_bits(weights) >= element_bits(compute):
+        return ""
+    return f" (weight-only: the {weights} weights dequantized into each {compute} GEMM)"
+
+
 def _assumptions(
     inference_hardware: InferenceHardware, plan: InferencePlan, batching: str
 ) -> tuple[str, ...]:
@@ -449,7 +457,8 @@ def _assumptions(
         f"{_attention_weights_text(inference_hardware)}embeddings and "
         f"LM head 16-bit), GEMMs on dense {precisions.compute} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
-        f"per GPU, KV cache {precisions.kv_cache}{_mixed_weights_text(inference_hardware, plan)}",
+        f"per GPU{_weight_only_text(precisions.weights, precisions.compute)}, KV cache "
+        f"{precisions.kv_cache}{_mixed_weights_text(inference_hardware, plan)}",
         f"efficiency {efficiency.label}: GEMMs up to "
         f"{format_percent(efficiency.gemm_ceiling(precisions.compute), 0)} of peak, attention up to "
         f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "
