@@ -15,13 +15,20 @@ LOAD = "ISL/OSL 1024/1024\tconcurrency 64"
 HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tmetric\tmeasured"
 
 
+def _read(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, row: str, *, columns: str = ""
+) -> InferenceRowSetup:
+    """The setup of one row (``columns``: header cells after :data:`HEADER`'s, tab-led)."""
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"{HEADER}{columns}\n{row}\n", encoding="utf-8")
+    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+
+
 def _setup(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: str, hardware: str
 ) -> InferenceRowSetup:
-    path = tmp_path / "rows.tsv"
     row = f"R1\tinfer\tx\t{model}\t{LOAD}\t8\t8\t{hardware}\ttotal output tokens/s\t10,000"
-    path.write_text(f"{HEADER}\n{row}\n", encoding="utf-8")
-    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+    return _read(tmp_path, catalog, models, row)
 
 
 @pytest.mark.parametrize(
@@ -59,25 +66,15 @@ def test_precision_comes_from_the_checkpoint_name(
 def test_a_precision_column_wins_over_the_name(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:
-    path = tmp_path / "rows.tsv"
-    path.write_text(
-        f"{HEADER}\tprecision\nR1\tinfer\tx\tnvidia/DeepSeek-R1-FP4\t{LOAD}\t8\t8\tB200"
-        "\ttotal output tokens/s\t10,000\tFP8\n",
-        encoding="utf-8",
-    )
-    setup = inference_row_setup(read_table(path)[0], catalog, models)[0]
+    row = f"R1\tinfer\tx\tnvidia/DeepSeek-R1-FP4\t{LOAD}\t8\t8\tB200\ttotal output tokens/s\t10,000\tFP8"
+    setup = _read(tmp_path, catalog, models, row, columns="\tprecision")
     assert setup.plan.precision == "fp8"
     assert setup.model.name == "deepseek-v3"
 
 
 def _sharded(tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: str) -> InferenceRowSetup:
-    path = tmp_path / "rows.tsv"
-    path.write_text(
-        f"{HEADER}\tsharding\tEP\nR1\tinfer\tx\tDeepSeek-R1\t{LOAD}\t8\t16\tH200"
-        f"\ttotal output tokens/s\t10,000\t{cells}\n",
-        encoding="utf-8",
-    )
-    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+    row = f"R1\tinfer\tx\tDeepSeek-R1\t{LOAD}\t8\t16\tH200\ttotal output tokens/s\t10,000\t{cells}"
+    return _read(tmp_path, catalog, models, row, columns="\tsharding\tEP")
 
 
 def test_expert_parallelism_without_a_degree_is_refused(
@@ -96,13 +93,8 @@ def test_expert_parallelism_without_a_degree_is_refused(
 def _with_precision(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: str, cell: str, *, source: str = "x"
 ) -> InferenceRowSetup:
-    path = tmp_path / "rows.tsv"
-    path.write_text(
-        f"{HEADER}\tprecision\nR1\tinfer\t{source}\t{model}\t{LOAD}\t1\t1\tA100 SXM4 80GB"
-        f"\ttotal output tokens/s\t1,000\t{cell}\n",
-        encoding="utf-8",
-    )
-    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+    row = f"R1\tinfer\t{source}\t{model}\t{LOAD}\t1\t1\tA100 SXM4 80GB\ttotal output tokens/s\t1,000\t{cell}"
+    return _read(tmp_path, catalog, models, row, columns="\tprecision")
 
 
 @pytest.mark.parametrize(
