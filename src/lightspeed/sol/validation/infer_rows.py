@@ -304,23 +304,18 @@ _WEIGHT_ONLY_SOURCE: Final = (
 )
 
 
-def sixteen_bit_format(accelerator: Accelerator) -> str:
+def _sixteen_bit_format(accelerator: Accelerator) -> str:
     """The 16-bit format an accelerator computes weight-only GEMMs in: bf16 where it has it."""
     return "bf16" if "bf16" in accelerator.compute else "fp16"
 
 
-def _weight_only(
-    text: str, accelerator: Accelerator, said: str, *, named: bool = False
-) -> RowPrecision | None:
-    """The weight-only format ``text`` (a precision cell, or with ``named`` a checkpoint name whose
-    format tag is a weight-only one) names, with a note quoting ``said``; ``None`` when it names
-    none. 8-bit when it says so, 4-bit when it says so (AWQ and GPTQ are 4-bit), else 8-bit
-    (TensorRT-LLM's default ``--weight_only_precision``)."""
+def _weight_only(text: str, accelerator: Accelerator, said: str) -> RowPrecision:
+    """The weight-only format ``text`` (a precision cell or a checkpoint name naming one) stands
+    for, with a note quoting ``said``: 8-bit when it says so, 4-bit when it says so (AWQ and GPTQ
+    are 4-bit), else 8-bit (TensorRT-LLM's default ``--weight_only_precision``)."""
     lowered = text.lower()
-    if not (named or _WEIGHT_ONLY.search(lowered)):
-        return None
     bits = 8 if _EIGHT_BIT.search(lowered) or not _FOUR_BIT.search(lowered) else 4
-    weights, inputs = f"int{bits}", sixteen_bit_format(accelerator)
+    weights, inputs = f"int{bits}", _sixteen_bit_format(accelerator)
     note = f"{said} -> weight-only {weights}: GEMMs in {inputs} ({_WEIGHT_ONLY_SOURCE})"
     return RowPrecision(weights, note, None, inputs)
 
@@ -344,9 +339,8 @@ def _stated_precision(
 ) -> tuple[str, str] | RowPrecision:
     vendor = accelerator.vendor
     cell = row.text("precision")
-    weight_only = _weight_only(cell, accelerator, f"precision '{cell}'")
-    if weight_only is not None:
-        return weight_only
+    if _WEIGHT_ONLY.search(cell.lower()):
+        return _weight_only(cell, accelerator, f"precision '{cell}'")
     text = cell.lower()
     for spelled, key in _SPELLED_FORMATS:
         text = spelled.sub(key, text)
@@ -356,9 +350,7 @@ def _stated_precision(
     checkpoint = re.split(r"[(]", row.text("model"))[0]
     if checkpoint_format(checkpoint) in _WEIGHT_ONLY_CHECKPOINTS:
         said = f"precision not stated; the model name '{checkpoint.strip()}'"
-        named_weight_only = _weight_only(checkpoint, accelerator, said, named=True)
-        assert named_weight_only is not None
-        return named_weight_only
+        return _weight_only(checkpoint, accelerator, said)
     named = _named_precision(row.text("model"), vendor)
     if named[1] != _NOT_STATED:
         return named
@@ -793,7 +785,7 @@ def _moe_int8_weight_only(
         or "tensorrt-llm" not in serving.frameworks
     ):
         return plan, ""
-    inputs = sixteen_bit_format(accelerator)
+    inputs = _sixteen_bit_format(accelerator)
     note = f"INT8 on TensorRT-LLM's MoE plugin is weight-only: GEMMs in {inputs} ({_MOE_PLUGIN_SOURCE})"
     return replace(plan, activation_precision=inputs), note
 
