@@ -40,3 +40,21 @@ def test_one_request_over_the_cap_doubles_the_run(
     one_over = _predicted(tmp_path, catalog, models, 65)
     two_waves = _predicted(tmp_path, catalog, models, 128)
     assert 0.5 < one_over / two_waves < 0.65
+
+
+def test_a_request_count_is_a_whole_number_of_its_own(tmp_path: Path) -> None:
+    # "49,152 requests" is a count; "1e400 requests" is not 400 of them.
+    from lightspeed.sol.validation.infer_load import row_requests
+    from lightspeed.sol.validation.published import read_table
+
+    path = tmp_path / "rows.tsv"
+    path.write_text(
+        f"{HEADER}\nR1\tinfer\tx\tLlama 3.1 8B\tISL/OSL 128/512\t49,152 requests\t1\t1\tH100 SXM\tFP8"
+        "\toutput tokens/s\t1,000\n"
+        "R2\tinfer\tx\tLlama 3.1 8B\tISL/OSL 128/512\t1e400 requests\t1\t1\tH100 SXM\tFP8"
+        "\toutput tokens/s\t1,000\n",
+        encoding="utf-8",
+    )
+    first, second = read_table(path)
+    assert row_requests(first) == 49_152
+    assert row_requests(second) is None

@@ -61,7 +61,7 @@ from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, Se
 from lightspeed.sol.validation.published import PublishedRow, RowError
 from lightspeed.workload import TransformerSpec
 
-_REQUESTS: Final = re.compile(r"(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
+_REQUESTS: Final = re.compile(r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 _RATE: Final = re.compile(r"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*(\d+(?:\.\d+)?)")
 # A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``): every request sent at once.
 _INFINITE_RATE: Final = re.compile(
