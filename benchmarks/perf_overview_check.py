@@ -26,7 +26,11 @@ page at TensorRT-LLM 0.17 (@258c7540, TensorRT engines, January 2025): 207 rows 
 70B (TP 1, 2, 4 and 8 on H200; 2, 4 and 8 on H100; 4 and 8 on A100) and 405B, Mistral 7B, Mixtral
 8x7B (TP 1-8) and 8x22B on H200, H100, L40S and A100, none fitted on: the same model at every TP
 on one GPU is what separates the tensor-parallel costs from the rest. Its ids carry the TP
-(``L70tp8-H200-128-4096``).
+(``L70tp8-H200-128-4096``). The fifth (``benchmarks/data/trtllm-online-serving-v014.tsv``,
+:func:`check_online`) is the page's "Online Serving Measurements" table (TensorRT-LLM 0.14 behind
+Triton, BF16, 500 requests): mean TTFT and ITL of Llama 3.1 70B (TP 4) and 8B on H100 and H200 at
+2 to 32 requests per second and with every request sent at once, 144 figures, none fitted on,
+reported by metric and rate (positive: predicted slower than measured).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-dense.tsv"
 MOE_TABLE = Path(__file__).parent / "data" / "trtllm-perf-overview-moe.tsv"
 TABLE_2023 = Path(__file__).parent / "data" / "trtllm-2023-performance.tsv"
 TABLE_V017 = Path(__file__).parent / "data" / "trtllm-perf-overview-v017.tsv"
+TABLE_ONLINE = Path(__file__).parent / "data" / "trtllm-online-serving-v014.tsv"
 IN_SAMPLE = {"L70-B200-1000-1000", "L70-H200-1000-1000", "L70-H100-1000-1000", "L8-H100-1000-1000"}
 FIRST_TOKEN = "first-token latency (batch 1)"
 FIRST_TOKEN_AT_BATCH = "first-token latency at a batch above 1"
@@ -77,8 +82,8 @@ def _summary(errors: list[float]) -> dict[str, float]:
     }
 
 
-def check(table: Path = TABLE) -> dict[str, Any]:
-    """Predict ``table`` and summarise the errors (see the module docs)."""
+def _errors(table: Path) -> tuple[list[Any], list[str], dict[str, float]]:
+    """(rows, refusals, signed errors by id) of ``table`` predicted by ``validate``."""
     report = validate_published(
         path=table, catalog=load_catalog(), models=load_models(), infer=inference_predictor()
     )
@@ -89,6 +94,32 @@ def check(table: Path = TABLE) -> dict[str, Any]:
         for row in rows
         if row.status == "ok" and row.predicted is not None
     }
+    return rows, refused, errors
+
+
+def check_online(table: Path = TABLE_ONLINE) -> dict[str, Any]:
+    """Predict the online table and summarise by metric and rate (ids end ``-Q{rate}-{metric}``)."""
+    rows, refused, errors = _errors(table)
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row_id, error in errors.items():
+        rate, metric = row_id.split("-")[-2:]
+        groups[f"{metric} {rate}"].append(error)
+        groups[metric].append(error)
+    return {
+        "table": str(table),
+        "num_rows": len(rows),
+        "refused": refused,
+        "held_out": _summary(list(errors.values())),
+        "within_20_percent": sum(abs(error) <= 0.2 for error in errors.values()),
+        "by_group": {name: _summary(values) for name, values in sorted(groups.items())},
+        "by_regime": {},
+        "rows": errors,
+    }
+
+
+def check(table: Path = TABLE) -> dict[str, Any]:
+    """Predict ``table`` and summarise the errors (see the module docs)."""
+    rows, refused, errors = _errors(table)
     held_out = {key: value for key, value in errors.items() if key not in IN_SAMPLE}
     by_group: dict[str, list[float]] = defaultdict(list)
     by_regime: dict[str, list[float]] = defaultdict(list)
@@ -132,6 +163,7 @@ def main() -> None:
         "moe": check(MOE_TABLE),
         "trtllm-2023": check(TABLE_2023),
         "trtllm-0.17": check(TABLE_V017),
+        "online-0.14": check_online(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
