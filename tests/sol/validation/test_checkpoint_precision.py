@@ -104,6 +104,8 @@ def _with_precision(
         ("W8A16", ("int8", "bf16")),
         ("int4 weight only", ("int4", "bf16")),
         ("W4A16 (AWQ)", ("int4", "bf16")),
+        # a float format stored narrow and computed in 16 bits (Marlin's FP8 on Ampere)
+        ("FP8 weight-only", ("fp8", "bf16")),
         # SmoothQuant (W8A8) and a bare INT8 on a dense model compute on the INT8 tensor cores
         ("INT8 SmoothQuant (W8A8)", ("int8", None)),
         ("int8", ("int8", None)),

@@ -309,13 +309,25 @@ def _sixteen_bit_format(accelerator: Accelerator) -> str:
     return "bf16" if "bf16" in accelerator.compute else "fp16"
 
 
+def _weight_only_format(lowered: str, vendor: str) -> str:
+    """The stored format of a weight-only checkpoint ``lowered`` names: a float format it names
+    (``FP8 weight-only``, as Marlin runs FP8 on Ampere; a bare FP4 is the vendor's), else an integer
+    one, 8-bit when it says so, 4-bit when it says so (AWQ and GPTQ are 4-bit), else 8-bit
+    (TensorRT-LLM's default ``--weight_only_precision``)."""
+    for key in ("nvfp4", "mxfp4", "fp8"):
+        if key in lowered:
+            return key
+    if "fp4" in lowered:
+        vendor_format = _vendor_format("fp4", vendor)
+        return vendor_format[0] if vendor_format else "fp4"
+    return "int8" if _EIGHT_BIT.search(lowered) or not _FOUR_BIT.search(lowered) else "int4"
+
+
 def _weight_only(text: str, accelerator: Accelerator, said: str) -> RowPrecision:
-    """The weight-only format ``text`` (a precision cell or a checkpoint name naming one) stands
-    for, with a note quoting ``said``: 8-bit when it says so, 4-bit when it says so (AWQ and GPTQ
-    are 4-bit), else 8-bit (TensorRT-LLM's default ``--weight_only_precision``)."""
-    lowered = text.lower()
-    bits = 8 if _EIGHT_BIT.search(lowered) or not _FOUR_BIT.search(lowered) else 4
-    weights, inputs = f"int{bits}", _sixteen_bit_format(accelerator)
+    """The weight-only checkpoint ``text`` (a precision cell or a checkpoint name naming one)
+    stands for (:func:`_weight_only_format`), with a note quoting ``said``."""
+    weights = _weight_only_format(text.lower(), accelerator.vendor)
+    inputs = _sixteen_bit_format(accelerator)
     note = f"{said} -> weight-only {weights}: GEMMs in {inputs} ({_WEIGHT_ONLY_SOURCE})"
     return RowPrecision(weights, note, None, inputs)
 
