@@ -127,3 +127,24 @@ def test_weight_only_int8_prefills_at_the_16_bit_rate_and_decodes_at_one_byte(
     assert 1.4 < weight_only[0] / w8a8[0] < 1.8
     assert weight_only[1] == pytest.approx(w8a8[1], rel=0.05)
     assert 0.45 < weight_only[1] / bf16[1] < 0.75
+
+
+def test_int8_experts_on_tensorrt_llm_run_weight_only(catalog: Catalog, models: ModelRegistry) -> None:
+    # TensorRT-LLM's MoE plugin has no INT8-activation runner (mixtureOfExpertsPlugin.cpp: FP16/BF16
+    # inputs with INT8 or INT4 weights), so INT8 Mixtral computes in BF16 there; vLLM's INT8 (W8A8)
+    # MoE kernels and a dense model on TensorRT-LLM keep the INT8 tensor cores.
+    from lightspeed.sol.infer.iteration import inference_hardware_for
+
+    cluster = catalog.resolve_cluster("a100-sxm4-80gb", 1)
+
+    def formats(model: str, serving: str) -> tuple[str, tuple[str, ...]]:
+        hardware = inference_hardware_for(
+            cluster, InferencePlan(precision="int8"), serving=serving, model=models.get(model)
+        )
+        return hardware.precisions.compute, hardware.precisions.notes
+
+    compute, notes = formats("mixtral-8x7b", "trtllm-2023")
+    assert compute == "bf16"
+    assert any("MoE plugin is weight-only" in note for note in notes)
+    assert formats("mixtral-8x7b", "vllm-2024")[0] == "int8"
+    assert formats("llama-3-8b", "trtllm-2023")[0] == "int8"

@@ -116,15 +116,3 @@ def test_weight_only_quantization_computes_in_16_bits(
 ) -> None:
     setup = _with_precision(tmp_path, catalog, models, "Llama 3 8B", cell)
     assert (setup.plan.precision, setup.plan.activation_precision) == expected
-
-
-def test_int8_mixtral_on_tensorrt_llm_is_weight_only(
-    tmp_path: Path, catalog: Catalog, models: ModelRegistry
-) -> None:
-    # TensorRT-LLM's MoE plugin has no INT8-activation runner: INT8 experts are weight-only there,
-    # while vLLM's INT8 (W8A8) MoE kernels keep INT8 inputs.
-    trt = _with_precision(tmp_path, catalog, models, "Mixtral 8x7B", "int8", source="Baseten, TensorRT-LLM")
-    assert trt.plan.activation_precision == "bf16"
-    assert any("MoE plugin is weight-only" in note for note in trt.assumptions)
-    vllm = _with_precision(tmp_path, catalog, models, "Mixtral 8x7B", "int8", source="a vLLM 0.6 benchmark")
-    assert vllm.plan.activation_precision is None

@@ -60,7 +60,7 @@ from lightspeed.sol.core.routing import balanced_placement, routing_factors
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
 from lightspeed.sol.infer.checkpoints import checkpoint_for
-from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions
+from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
 from lightspeed.workload.attention import mean_cached_tokens
 
@@ -160,10 +160,13 @@ def inference_hardware_for(
     published checkpoint in ``plan.precision`` (:func:`~lightspeed.sol.infer.checkpoints.checkpoint_for`).
     """
     accelerator = cluster.system.accelerator
+    profile = serving_stack_on(serving, accelerator.vendor)
     plan, checkpoint_note = _checkpoint_formats(plan, model)
+    plan, plugin_note = _moe_plugin_formats(plan, model, profile, sixteen_bit_format(accelerator))
     precisions = resolve_precisions(plan, accelerator)
-    if checkpoint_note:
-        precisions = replace(precisions, notes=(*precisions.notes, checkpoint_note))
+    notes = tuple(note for note in (checkpoint_note, plugin_note) if note)
+    if notes:
+        precisions = replace(precisions, notes=(*precisions.notes, *notes))
     hardware = hardware_for(cluster, precisions.compute, efficiency)
     attention_hardware = (
         hardware
@@ -177,7 +180,6 @@ def inference_hardware_for(
     attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
     if attention_row not in accelerator.compute:
         raise UnsupportedError(f"{accelerator.name} has no {attention_row} compute figure for attention")
-    profile = serving_stack_on(serving, accelerator.vendor)
     parameters = load_inference_parameters()
     if profile.token_budget is not None:  # the server's own default prompt-token budget
         budget = profile.token_budget.value(
@@ -195,6 +197,32 @@ def inference_hardware_for(
         attention_hardware=attention_hardware,
         wider_hardware=wider_hardware,
     )
+
+
+# TensorRT-LLM's MoE plugin takes 16-bit (or FP8) activations only: INT8 expert weights run as
+# weight-only GEMMs (CutlassMoeFCRunner<half|bf16, uint8_t>; no INT8-activation runner).
+_MOE_PLUGIN_SOURCE = (
+    "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp "
+    "@3c44cb97, MixtureOfExpertsPlugin::init: FP16/BF16 activations with FP16/BF16, INT8 or INT4 "
+    "weights, no INT8 activations"
+)
+
+
+def _moe_plugin_formats(
+    plan: InferencePlan, model: TransformerSpec | None, serving: ServingStack, sixteen_bit: str
+) -> tuple[InferencePlan, str]:
+    """``plan`` as TensorRT-LLM runs an INT8 MoE: weight-only GEMMs in ``sixteen_bit``, with a note;
+    unchanged for other formats, dense models, other servers or an explicit GEMM input format."""
+    if (
+        plan.precision != "int8"
+        or plan.activation_precision is not None
+        or model is None
+        or model.moe is None
+        or "tensorrt-llm" not in serving.frameworks
+    ):
+        return plan, ""
+    note = f"INT8 on TensorRT-LLM's MoE plugin is weight-only: GEMMs in {sixteen_bit} ({_MOE_PLUGIN_SOURCE})"
+    return plan.with_changes(activation_precision=sixteen_bit), note
 
 
 def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:

@@ -337,6 +337,12 @@ def _compute_row(accelerator: Accelerator, precision: str) -> str | None:
     return row if row in accelerator.compute else None
 
 
+def sixteen_bit_format(accelerator: Accelerator) -> str:
+    """The 16-bit format ``accelerator`` runs GEMMs in when the weights' own format has no tensor
+    cores there or is weight-only: bf16 where it has it, else fp16."""
+    return "bf16" if "bf16" in accelerator.compute else "fp16"
+
+
 def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisions:
     """Weights, GEMM-input and KV-cache formats of ``plan`` on ``accelerator`` (see
     :class:`InferencePlan` for the defaults); the compute row must exist on the GPU.
@@ -347,7 +353,7 @@ def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisi
     ('fp4', 'fp8', 0.5625)
     """
     notes: list[str] = []
-    fallback = "bf16" if "bf16" in accelerator.compute else "fp16"
+    fallback = sixteen_bit_format(accelerator)
     activation = _activation(accelerator, plan.precision, plan.activation_precision, fallback, notes)
     if plan.kv_precision is not None:
         kv = plan.kv_precision

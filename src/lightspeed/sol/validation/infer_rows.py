@@ -21,8 +21,8 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   format (``fp16 (presumed)`` is fp16); none stated is bf16. Weight-only quantization
   (``INT8 weight-only``, ``W4A16``, ``W8A16``; AWQ, GPTQ and INT4 checkpoints, 4-bit unless
   they say 8) stores the weights in 8 or 4 bits and runs the GEMMs in 16 bits
-  (:func:`_weight_only`), as does INT8 on an MoE served by TensorRT-LLM, whose MoE plugin
-  has no INT8-activation kernel (:func:`_moe_int8_weight_only`).
+  (:func:`_weight_only`); INT8 on an MoE served by TensorRT-LLM is weight-only in the engine
+  itself (its MoE plugin has no INT8-activation kernel).
 * **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
   the token counts, as do the two lengths said one at a time in one cell, label
   before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
@@ -81,7 +81,7 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
-from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, sixteen_bit_format
 from lightspeed.sol.serve.mlperf_inference import MlperfWorkload, load_mlperf_workload
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
@@ -304,11 +304,6 @@ _WEIGHT_ONLY_SOURCE: Final = (
 )
 
 
-def _sixteen_bit_format(accelerator: Accelerator) -> str:
-    """The 16-bit format an accelerator computes weight-only GEMMs in: bf16 where it has it."""
-    return "bf16" if "bf16" in accelerator.compute else "fp16"
-
-
 def _weight_only_format(lowered: str, vendor: str) -> str:
     """The stored format of a weight-only checkpoint ``lowered`` names: a float format it names
     (``FP8 weight-only``, as Marlin runs FP8 on Ampere; a bare FP4 is the vendor's), else an integer
@@ -327,7 +322,7 @@ def _weight_only(text: str, accelerator: Accelerator, said: str) -> RowPrecision
     """The weight-only checkpoint ``text`` (a precision cell or a checkpoint name naming one)
     stands for (:func:`_weight_only_format`), with a note quoting ``said``."""
     weights = _weight_only_format(text.lower(), accelerator.vendor)
-    inputs = _sixteen_bit_format(accelerator)
+    inputs = sixteen_bit_format(accelerator)
     note = f"{said} -> weight-only {weights}: GEMMs in {inputs} ({_WEIGHT_ONLY_SOURCE})"
     return RowPrecision(weights, note, None, inputs)
 
@@ -755,8 +750,6 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     year, _ = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor)
     notes.append(serving_note)
-    plan, moe_note = _moe_int8_weight_only(plan, model, serving, cluster.system.accelerator)
-    notes.extend([moe_note] if moe_note else [])
     return InferenceRowSpec(
         row_id=row.row_id,
         model=model,
@@ -774,32 +767,6 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
     )
-
-
-# TensorRT-LLM's MoE plugin takes 16-bit (or FP8) activations only: INT8 expert weights run as
-# weight-only GEMMs (CutlassMoeFCRunner<half|bf16, uint8_t>; no INT8-activation runner).
-_MOE_PLUGIN_SOURCE: Final = (
-    "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp "
-    "@3c44cb97, MixtureOfExpertsPlugin::init: FP16/BF16 activations with FP16/BF16, INT8 or INT4 "
-    "weights, no INT8 activations"
-)
-
-
-def _moe_int8_weight_only(
-    plan: InferencePlan, model: TransformerSpec, serving: ServingStack, accelerator: Accelerator
-) -> tuple[InferencePlan, str]:
-    """An INT8 MoE row on TensorRT-LLM as the server runs it: weight-only GEMMs in 16 bits, with a
-    note; ``plan`` unchanged otherwise."""
-    if (
-        plan.precision != "int8"
-        or plan.activation_precision is not None
-        or model.moe is None
-        or "tensorrt-llm" not in serving.frameworks
-    ):
-        return plan, ""
-    inputs = _sixteen_bit_format(accelerator)
-    note = f"INT8 on TensorRT-LLM's MoE plugin is weight-only: GEMMs in {inputs} ({_MOE_PLUGIN_SOURCE})"
-    return replace(plan, activation_precision=inputs), note
 
 
 def _stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, str]:
