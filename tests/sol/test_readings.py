@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.validation.readings import parse_value, read_cell
+from lightspeed.sol.validation.readings import impossible_value, parse_value, read_cell
 from lightspeed.workload import ModelRegistry
 
 HEADER = (
@@ -175,3 +175,9 @@ def test_a_formula_row_is_predicted_as_a_throughput(
     assert result.metric == "output_tokens_per_s_per_gpu"
     assert result.rel_error is not None
     assert abs(result.rel_error) < 0.9  # was -98.8%, read as a latency
+
+
+def test_a_measured_value_in_exponent_notation_is_read_whole() -> None:
+    # "1.2e4" is 12,000 (it was read as 1.2), and "1e400" overflows: refused, not read as 1.
+    assert parse_value("1.2e4 tokens/s")[0] == 12_000.0
+    assert impossible_value("1e400") == "not a finite number"

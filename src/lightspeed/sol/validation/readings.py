@@ -29,6 +29,7 @@ reading they can.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -36,7 +37,7 @@ from typing import Final
 from lightspeed.records import Record
 from lightspeed.units import parse_count
 
-_NUMBER: Final = r"\d[\d,]*(?:\.\d+)?"
+_NUMBER: Final = r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?"  # 1.2e4 is 12,000, not 1.2
 _VALUE: Final = re.compile(
     rf"(?P<approx>~|≈|about\s+)?(?P<low>{_NUMBER})(?:\s*(?:-|–|to)\s*(?P<high>{_NUMBER}))?"
     r"\s*(?P<unit>%|[kmbt](?![a-z])|pf|tf|ms|us|µs|ns\b|min|hours?|days?|d\b|h\b|sec\b|s\b|gib|gb)?",
@@ -157,12 +158,14 @@ def impossible_value(text: str) -> str:
     """Why a measured piece cannot be a measurement (``''`` when it can): a word that is not a
     finite number (``inf``, ``nan``), or a negative number.
 
-    >>> [impossible_value(text) for text in ("inf (44%)", "-137", "20-22", "n/r")]
-    ['not a finite number', 'a negative number', '', '']
+    >>> [impossible_value(text) for text in ("inf (44%)", "1e400", "-137", "20-22", "n/r")]
+    ['not a finite number', 'not a finite number', 'a negative number', '', '']
     """
     if _NOT_FINITE.search(text):
         return "not a finite number"
     value = parse_value(text)[0]
+    if value is not None and not math.isfinite(value):  # 1e400 overflows to infinity
+        return "not a finite number"
     return "a negative number" if value is not None and value < 0 else ""
 
 
