@@ -38,15 +38,17 @@ def test_upgrade_table_says_where_the_seed_holds(run_cli) -> None:  # type: igno
 
 
 def test_nvfp4_serving_goes_beyond_the_seeds_2x_per_gpu(run_cli) -> None:  # type: ignore[no-untyped-def]
-    # B200 in NVFP4 against H100 in FP8 serves Llama 3 70B chat at more than 2.5x per GPU; whole
-    # 8-GPU systems round the replacement up, and the verdict is judged on those systems.
+    # B200 against H100 serves Llama 3 70B chat at more than the seed's 2x per GPU in FP8, and more
+    # again in NVFP4, though under 2x FP8's (half the weight bytes, the same KV cache); whole 8-GPU
+    # systems round the replacement up, and the verdict is judged on those systems.
     result = run_cli(
         "cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--prices", EXAMPLE_PRICES, "--json"
     )  # fmt: skip
     assert result.code == 0, result.err
     matches = {match["workload"]: match for match in json.loads(result.out)["upgrade"]["matches"]}
     narrowest, fp8 = matches["llama-3-70b-chat-narrowest"], matches["llama-3-70b-chat"]
-    assert narrowest["per_gpu_ratio"] > 2.5 > fp8["per_gpu_ratio"]
+    assert narrowest["per_gpu_ratio"] > fp8["per_gpu_ratio"] > 2.0
+    assert narrowest["per_gpu_ratio"] < 2.0 * fp8["per_gpu_ratio"]
     assert narrowest["new_gpus"] % 8 == 0
     assert narrowest["new_gpus"] < fp8["new_gpus"]
     holds = abs(narrowest["new_gpus"] / 100 * 2 - 1) <= 0.25  # the seed's ~50 of 100: 40 to 62

@@ -53,11 +53,25 @@ def test_gemms_at_the_hardware_ceilings_are_never_slower_than_the_profile() -> N
     profile = module.gemm_errors(module.rows(), kernel_efficiency=None)
     for at_ceiling, profiled in zip(ceilings, profile, strict=True):
         assert at_ceiling["engine_tflop_per_s"] >= profiled["engine_tflop_per_s"] - 1e-9
-    # a memory-bound decode GEMM streams its weights: the stack's kernel efficiency leaves it be
-    # (64 x 7168 x 16384 in FP8 reads 117 MB)
+    # a memory-bound decode GEMM streams its weights: the stack's kernel efficiency barely moves it
+    # (64 x 7168 x 16384 in FP8 reads 117 MB; its math, a third of the traffic's time, adds about
+    # (1/3)^3 / 3 = 1% where the two combine, EfficiencyModel.kernel_s)
     row = next(r for r in profile if r["shape"] == "1 x 64 x 7168 x 16384")
     same = next(r for r in ceilings if r["shape"] == "1 x 64 x 7168 x 16384")
-    assert row["engine_tflop_per_s"] == same["engine_tflop_per_s"]
+    assert row["engine_tflop_per_s"] == pytest.approx(same["engine_tflop_per_s"], rel=0.02)
+
+
+def test_gemms_at_the_ridge_take_longer_than_the_hard_roofline() -> None:
+    """DeepGEMM's masked grouped GEMMs (256-1,024 rows per expert) sit near H800's FP8 ridge, where
+    a kernel's math and traffic overlap imperfectly: at the hardware ceilings a hard roofline prices
+    them 17-25% fast (median 19%); Hopper's ``roofline_overlap_power`` (3, fitted on this table)
+    brings the median within 12% and the whole table's within 10% (13.7% hard)."""
+    module = _benchmark()
+    errors = module.gemm_errors(module.rows(), kernel_efficiency=1.0)
+    masked = [abs(row["time_error"]) for row in errors if row["layout"] == "masked"]
+    assert len(masked) == 6
+    assert statistics.median(masked) <= 0.12
+    assert statistics.median(abs(row["time_error"]) for row in errors) <= 0.10
 
 
 def test_wide_ep_dispatch_and_combine_match_deepeps_low_latency_kernels() -> None:

@@ -99,7 +99,9 @@ def test_mixed_weights_take_their_share_of_memory(models: ModelRegistry, catalog
 def test_mixed_gemms_take_their_share_of_time(catalog: Catalog) -> None:
     """A long prompt's GEMM is compute-bound in every format: the mixed checkpoint's is the two
     formats' times weighted by their shares (each layer runs in its own format), beside one
-    kernel's fixed GPU time."""
+    kernel's fixed GPU time. Within 0.01%: the mixed GEMM's math and traffic are combined near the
+    ridge as one kernel's (``EfficiencyModel.kernel_s``), and at 8,192 rows the traffic is under a
+    tenth of the math, so the combination adds under (1/10)^3 / 3 of it."""
     cluster = catalog.resolve_cluster("dgx-b200", 1)
     times = {}
     for name, plan in {
@@ -111,7 +113,7 @@ def test_mixed_gemms_take_their_share_of_time(catalog: Catalog) -> None:
         times[name] = float(gemm_time_s(hardware, 8192.0, 14336, 4096)) - hardware.floors.gpu_kernel_s
     assert times["nvfp4"] < times["mixed"] < times["fp8"]
     expected = (1.0 - FP8_SHARE) * times["nvfp4"] + FP8_SHARE * times["fp8"]
-    assert times["mixed"] == pytest.approx(expected, rel=1e-9)
+    assert times["mixed"] == pytest.approx(expected, rel=1e-4)
 
 
 def test_the_plan_and_its_assumptions_say_the_mix(models: ModelRegistry, catalog: Catalog) -> None:

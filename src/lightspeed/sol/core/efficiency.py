@@ -58,6 +58,8 @@ class EfficiencyModel(Record):
     ``nvls_all_reduce_efficiency``: the algorithm bandwidth (buffer bytes per second) an all-reduce
     reduced in the NVLink switches (NVLS) reaches, over the per-direction link, where each byte
     crosses the link once each way (``None``: no measurement, ``collective_bandwidth_efficiency``).
+    ``roofline_overlap_power``: how a kernel's math and memory traffic combine near the ridge point
+    (:meth:`kernel_s`; ``None``: the hard roofline, ``max(compute, memory)``).
     """
 
     name: str
@@ -78,6 +80,7 @@ class EfficiencyModel(Record):
     fp4_tile_rows: int = 0
     fp4_tile_columns: int = 0
     nvls_all_reduce_efficiency: float | None = None
+    roofline_overlap_power: float | None = None
     measured_on: str = ""  # the device a calibration measured ("cpu", a catalog name; "" = family defaults)
     other_devices_allowed: bool = False  # --force: apply it to another device anyway
 
@@ -108,6 +111,27 @@ class EfficiencyModel(Record):
                 return self.gemm_max_efficiency_fp4
             return self.gemm_ceiling("fp8") * FP8_TO_BF16_CEILING
         return self.gemm_max_efficiency
+
+    def kernel_s(self, compute_s: ArrayLike, memory_s: ArrayLike) -> FloatArray:
+        """Time of a kernel that needs ``compute_s`` of math at its ceiling and ``memory_s`` of
+        traffic at its bandwidth: ``(compute^p + memory^p)^(1/p)`` with ``p`` the family's
+        ``roofline_overlap_power`` (the two overlap imperfectly where they are close: a GEMM at the
+        ridge point takes 2^(1/p) of either), else the hard roofline ``max(compute, memory)``.
+
+        >>> hopper = default_efficiency("nvidia-hopper")
+        >>> round(float(hopper.kernel_s(1.0, 1.0)), 3), round(float(hopper.kernel_s(1.0, 0.2)), 3)
+        (1.26, 1.003)
+        """
+        compute = np.asarray(compute_s, dtype=np.float64)
+        memory = np.asarray(memory_s, dtype=np.float64)
+        power = self.roofline_overlap_power
+        if power is None:
+            hard: FloatArray = np.maximum(compute, memory)
+            return hard
+        longer = np.maximum(compute, memory)
+        ratio = np.minimum(compute, memory) / np.where(longer > 0.0, longer, 1.0)
+        smooth: FloatArray = longer * (1.0 + ratio**power) ** (1.0 / power)
+        return smooth
 
     def attention_efficiency(self, kernel: str, *, backward: bool, seq_len: ArrayLike = 1e9) -> FloatArray:
         """Fraction of peak a fused attention kernel reaches at ``seq_len`` (attended tokens).
@@ -215,6 +239,7 @@ _OPTIONAL_NUMBERS = (
     "gemm_max_efficiency_fp8",
     "gemm_max_efficiency_fp4",
     "nvls_all_reduce_efficiency",
+    "roofline_overlap_power",
 )
 _ATTENTION = (
     "attention_flash_forward_efficiency",

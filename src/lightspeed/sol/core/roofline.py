@@ -1,15 +1,14 @@
 """Roofline time of one operation on one GPU, vectorized over plans.
 
-Each operation takes ``max(FLOP / (peak x GEMM efficiency), bytes / (HBM
-bandwidth x memory efficiency))``: the training and inference engines both time
-their GEMMs and streaming kernels here.
+Each operation takes the longer of ``FLOP / (peak x GEMM efficiency)`` and ``bytes / (HBM
+bandwidth x memory efficiency)``, combined near the ridge point as the device family says
+(:meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.kernel_s`): the training and inference
+engines both time their GEMMs and streaming kernels here.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.shapes import Linear
@@ -31,7 +30,7 @@ def gemm_s(hardware: Hardware, m: Array, n: Array, k: Array, compute_row: str | 
     inputs = min(bytes_per_element(row), hardware.activation_bytes_per_element)
     traffic = (m * k + k * n) * inputs + m * n * hardware.activation_bytes_per_element
     memory = traffic / (hardware.memory_bandwidth_bytes_per_s * hardware.efficiency.memory_efficiency)
-    return np.maximum(compute, memory)
+    return hardware.efficiency.kernel_s(compute, memory)
 
 
 def memory_s(hardware: Hardware, num_bytes: Array) -> Array:

@@ -354,6 +354,14 @@ def _mixed_weights_text(inference_hardware: InferenceHardware, plan: InferencePl
     )
 
 
+def _overlap_text(efficiency: EfficiencyModel) -> str:
+    """How a GEMM's math and traffic combine near the ridge point, when not at the hard roofline."""
+    power = efficiency.roofline_overlap_power
+    if power is None:
+        return ""
+    return f"; a GEMM's math and traffic combine as (math^{power:g} + traffic^{power:g})^(1/{power:g})"
+
+
 def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
     serving = inference_hardware.serving
     line = (
@@ -464,7 +472,7 @@ def _assumptions(
         f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
-        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}",
+        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}{_overlap_text(efficiency)}",
         _serving_line(inference_hardware, plan),
         _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "

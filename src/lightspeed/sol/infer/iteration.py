@@ -328,13 +328,20 @@ class IterationCost(Record):
 class _Acc:
     """Accumulates roofline times into the breakdown parts."""
 
-    def __init__(self) -> None:
+    def __init__(self, efficiency: EfficiencyModel) -> None:
         self.parts: dict[str, Array] = dict.fromkeys(ITERATION_PARTS, 0.0)
+        self.efficiency = efficiency
 
-    def roofline(self, compute_s: Array, memory_s: Array, compute_part: str, memory_part: str) -> None:
+    def roofline(
+        self, compute_s: Array, memory_s: Array, compute_part: str, memory_part: str, *, gemm: bool = True
+    ) -> None:
+        """The kernel's time goes to the part that bounds it: a GEMM's as the family combines math
+        and traffic near the ridge (:meth:`EfficiencyModel.kernel_s`, measured on GEMM tables), an
+        attention kernel's at the hard roofline (no ridge-point measurement of one here)."""
         bound_by_compute = compute_s >= memory_s
-        self.parts[compute_part] = self.parts[compute_part] + np.where(bound_by_compute, compute_s, 0.0)
-        self.parts[memory_part] = self.parts[memory_part] + np.where(bound_by_compute, 0.0, memory_s)
+        seconds = self.efficiency.kernel_s(compute_s, memory_s) if gemm else np.maximum(compute_s, memory_s)
+        self.parts[compute_part] = self.parts[compute_part] + np.where(bound_by_compute, seconds, 0.0)
+        self.parts[memory_part] = self.parts[memory_part] + np.where(bound_by_compute, 0.0, seconds)
 
     def add(self, part: str, seconds: Array) -> None:
         self.parts[part] = self.parts[part] + seconds
@@ -433,7 +440,7 @@ def gemm_time_s(
     roofline, as :func:`iteration_cost` prices a projection, plus one kernel's fixed GPU time. For
     comparing the engine with published kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
     compute, memory = _gemms(inference_hardware, (Linear("gemm", k, n, "column"),), m, 1.0, copies=groups)
-    return np.maximum(compute, memory) + inference_hardware.floors.gpu_kernel_s
+    return inference_hardware.gemm_model.kernel_s(compute, memory) + inference_hardware.floors.gpu_kernel_s
 
 
 def kv_elements_per_token_per_gpu(shapes: LayerShapes, model: TransformerSpec, tp: Array) -> Array:
@@ -518,6 +525,7 @@ def _attention(
             group.share * decode_bytes / inference_hardware.stream_bytes_per_s,
             "attention_compute",
             "kv_cache",
+            gemm=False,
         )
         prefill_rate = scale * efficiency.attention_efficiency(
             "flash", backward=False, seq_len=2.0 * prefill_context
@@ -525,7 +533,8 @@ def _attention(
         prefill_flop = 2.0 * prompt * prefill_context * heads * prefill_dims
         prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
     written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
-    acc.roofline(prefill_s, written / inference_hardware.stream_bytes_per_s, "attention_compute", "kv_cache")
+    written_s = written / inference_hardware.stream_bytes_per_s
+    acc.roofline(prefill_s, written_s, "attention_compute", "kv_cache", gemm=False)
 
 
 def _decode_kv_reads(
@@ -589,7 +598,7 @@ def routed_experts_time_s(
     loaded) plus the fixed GPU time of the kernels a MoE layer launches beyond a dense one
     (routing, permutation, grouped GEMMs, finalize). For comparing the engine with published MoE
     kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
-    acc = _Acc()
+    acc = _Acc(inference_hardware.gemm_model)
     _expert_part(acc, grid, model, layer_shapes(model), inference_hardware, busiest=np.asarray(1.0))
     extra_kernels = KERNELS_PER_MOE_LAYER_FORWARD - KERNELS_PER_DENSE_LAYER_FORWARD
     return sum(acc.parts.values()) + extra_kernels * inference_hardware.floors.gpu_kernel_s
@@ -694,7 +703,7 @@ def _layer(
     moe: bool,
 ) -> dict[str, Array]:
     """Breakdown of one dense or MoE layer on one GPU."""
-    acc = _Acc()
+    acc = _Acc(inference_hardware.gemm_model)
     group_tokens = grid.group_tokens
     acc.roofline(
         *_gemms(inference_hardware, shapes.attention, group_tokens, grid.tp, attention=True),
@@ -739,7 +748,7 @@ def _head(
     grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
 ) -> dict[str, Array]:
     """LM head of the last stage over the tokens that sample (16-bit weights, as quantizers leave it)."""
-    acc = _Acc()
+    acc = _Acc(inference_hardware.gemm_model)
     sampled = (grid.decode_sequences * grid.query_tokens + grid.prefill_requests) / grid.dp_attention
     head = (Linear("lm_head", model.hidden_size, model.vocab_size, "column"),)
     compute, memory = _gemms(
