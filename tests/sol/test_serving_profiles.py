@@ -196,3 +196,15 @@ def test_a_profile_with_an_unknown_vendor_is_refused(tmp_path: Path) -> None:
 def test_a_pinned_vllm_release_dates_the_server(source: str, year: int, profile: str) -> None:
     row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": source})
     assert row_serving_stack(row, year, "NVIDIA")[0].name == profile
+
+
+def test_a_profile_chosen_by_a_guessed_year_says_the_year_was_guessed() -> None:
+    """A TensorRT-LLM row on an A100 whose source gives no year is dated 2020 by the hardware,
+    which picks the 2023 profile: the note says the year is that guess, not the source's."""
+    row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": "TensorRT-LLM table, quoted"})
+    stack, note = row_serving_stack(row, 2020, "NVIDIA", "no year in the source: 2020 for Ampere")
+    assert stack.name == "trtllm-2023"
+    assert note.endswith("tensorrt-llm, 2020 (no year in the source: 2020 for Ampere)")
+    # a release in the source dates the row itself: no year note
+    pinned = PublishedRow(row_id="V2", kind="infer", line=2, cells={"source": "TensorRT-LLM release/0.5.0"})
+    assert "(" not in row_serving_stack(pinned, 2020, "NVIDIA", "no year in the source: 2020 for Ampere")[1]

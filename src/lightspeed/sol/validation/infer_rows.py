@@ -747,8 +747,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
             "speculative decoding named but not modelled: the row states no acceptance rate, "
             "so it is predicted without it"
         )
-    year, _ = row_year(row, cluster.system.accelerator)
-    serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor)
+    year, year_note = row_year(row, cluster.system.accelerator)
+    serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor, year_note)
     notes.append(serving_note)
     return InferenceRowSpec(
         row_id=row.row_id,
@@ -871,12 +871,16 @@ def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
     return tp, 1
 
 
-def row_serving_stack(row: PublishedRow, year: int, vendor: str | None = None) -> tuple[ServingStack, str]:
+def row_serving_stack(
+    row: PublishedRow, year: int, vendor: str | None = None, year_note: str = ""
+) -> tuple[ServingStack, str]:
     """The serving profile of a row on ``vendor``'s accelerators; a TensorRT-LLM version dates it
     (0.5-0.7: 2023, to 0.16: 2024) and picks the profile standing for that release where one does
     (0.5-0.6 and 0.7 differ in decode attention), as a vLLM version does (0.4-0.7: the V0 engine,
     2024; from 0.8 the V1 engine); a row naming no server takes the vendor's default
-    (:func:`~lightspeed.sol.core.stacks.default_serving_stack`)."""
+    (:func:`~lightspeed.sol.core.stacks.default_serving_stack`). A profile chosen by ``year``
+    when no version dates the row says where that year came from (``year_note``, e.g. "no year in
+    the source: 2020 for Ampere")."""
     source = row.text("source")
     version = _TRT_VERSION.search(source)
     if version is None and "tensorrt" in source.lower():
@@ -890,9 +894,11 @@ def row_serving_stack(row: PublishedRow, year: int, vendor: str | None = None) -
         minor = int(vllm.group(1))
         year, release = (2024 if minor <= 7 else 2025), (0, minor)
     try:
-        return serving_stack_for(" ".join((source, row.text("metric"))), year, release, vendor)
+        stack, note = serving_stack_for(" ".join((source, row.text("metric"))), year, release, vendor)
     except UnsupportedError as error:
         raise RowError(str(error)) from error
+    dated_by_year = release is None and note.endswith(f", {year}")
+    return stack, f"{note} ({year_note})" if dated_by_year and year_note else note
 
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
