@@ -588,6 +588,31 @@ def _expert_part(
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched)
     acc.roofline(compute, memory, "gemm_compute", "weight_reads")
+    # with attention DP the engine's all-to-all stands for the exchange (DeepEP's decode kernels
+    # land the tokens in the experts' order and sum them back); a local copy some servers make
+    # there too (TensorRT-LLM, DeepEP's prefill kernels) is not priced
+    permutation = _permutation_s(per_expert * local_touched, model, inference_hardware)
+    acc.add("elementwise", np.where(grid.dp_attention <= 1, permutation, 0.0))
+
+
+def _permutation_s(
+    routed_slots: Array, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> Array:
+    """Seconds a MoE layer moves its tokens between the token order and the experts' order on one
+    GPU: each of ``routed_slots`` (a token's copy for one of its experts) is written once in the
+    GEMM input format when the tokens are expanded to the experts' order, and each expert's output
+    row is read back in 16 bits to be weighted and summed into its token (TensorRT-LLM's CUTLASS
+    MoE: ``expandInputRowsKernel`` and ``finalizeMoeRoutingKernel``). Every stack is costed so:
+    vLLM's Triton MoE gathers its rows inside the GEMM (no expanded copy) but reads the outputs
+    back the same way (``moe_sum``), so for it the first copy, a third of this term in FP8, is an
+    over-count. Both copies are of the whole hidden vector: an expert split over TP ranks takes
+    its whole input on each. The GEMMs' own reads and writes of those rows are in their roofline.
+    It matters where experts are small and many are chosen (Qwen3-30B-A3B: 8 of 128, 768 wide; on
+    an 8,192-token prompt 11% of the layer's GEMM time in FP8 on an H200, 19% in NVFP4 on a B200),
+    not for Mixtral (2 of 8, 14,336 wide: under 1%)."""
+    input_bytes = inference_hardware.precisions.input_bytes_per_element
+    moved = routed_slots * model.hidden_size * (input_bytes + ACTIVATION_BYTES)
+    return moved / inference_hardware.stream_bytes_per_s
 
 
 def routed_experts_time_s(
