@@ -51,7 +51,7 @@ PART_LABELS = {
     "weight_reads": "weight reads from HBM",
     "attention_compute": "attention math",
     "kv_cache": "KV-cache reads and writes",
-    "elementwise": "norms, activations and residuals",
+    "elementwise": "norms, activations, residuals (MoE: token copies)",
     "tp_comm": "TP all-reduce",
     "ep_comm": "EP all-to-all",
     "pp_comm": "pipeline send",
