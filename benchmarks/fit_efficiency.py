@@ -362,12 +362,22 @@ def _median(values: list[float]) -> float | None:
 
 
 def table_parameters(report: dict[str, Any]) -> str:
-    """Every fitted number, its value and the rows it is fitted on."""
-    lines = ["| fitted number | value | what | rows it is fitted on |", "|---|---|---|---|"]
+    """Every fitted number, its value, the rows it is fitted on and the rival minimum of its loss
+    (another value nearly as good: the fit could jump there on a small change)."""
+    lines = [
+        "| fitted number | value | what | rows it is fitted on | rival minimum (loss there / at the fit) |",
+        "|---|---|---|---|---|",
+    ]
     for item in report["parameters"]:
         ids = item["fitted_on"]
         shown = ", ".join(ids) if len(ids) <= 8 else f"{', '.join(ids[:8])} and {len(ids) - 8} more"
-        lines.append(f"| {item['name']} | {item['value']:.4g} | {item['what']} | {len(ids)}: {shown} |")
+        rival = item.get("rival")
+        other = (
+            "-" if not rival else f"{rival['value']:.4g} ({rival['loss']:.4f} / {rival['loss_at_fit']:.4f})"
+        )
+        lines.append(
+            f"| {item['name']} | {item['value']:.4g} | {item['what']} | {len(ids)}: {shown} | {other} |"
+        )
     return "\n".join(lines)
 
 

@@ -97,3 +97,18 @@ def test_the_data_files_hold_the_reported_values(report: dict[str, Any]) -> None
     for name, band in report["bands"].items():
         assert (bands[name].low, bands[name].high) == pytest.approx((band["low"], band["high"]), abs=5e-5)
         assert bands[name].num_rows == band["num_rows"]
+
+
+def test_the_attention_dp_pace_is_the_lowest_point_of_its_loss_and_its_rival_is_shown(
+    report: dict[str, Any],
+) -> None:
+    """The pace's loss over its six rows has a second basin (TensorRT-LLM's rows want a slower
+    pace than SGLang's and DeepSeek's): the report names it, with its loss, so a reader sees how
+    near a small change could make the fit jump; and the fitted pace is the lowest point of the
+    fine grid (a rival below it would mean the coarse-then-fine search missed the minimum)."""
+    parameters = {item["name"]: item for item in report["parameters"]}
+    pace = parameters["attention_dp all"]
+    rival = pace["rival"]
+    assert rival is not None
+    assert abs(rival["value"] - pace["value"]) >= 0.05
+    assert rival["loss"] >= rival["loss_at_fit"]

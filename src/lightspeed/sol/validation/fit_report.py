@@ -26,7 +26,15 @@ from lightspeed.sol.validation.crossval import (
     nested_cross_validation,
     num_values,
 )
-from lightspeed.sol.validation.fitting import FitRow, Predictor, fit_rows, fitted_rows, predict
+from lightspeed.sol.validation.fitting import (
+    FitRow,
+    Predictor,
+    attention_dp_landscape,
+    fit_rows,
+    fitted_rows,
+    predict,
+    rival_minimum,
+)
 from lightspeed.sol.validation.structured import load_published_runs
 from lightspeed.workload import ModelRegistry
 
@@ -96,8 +104,29 @@ def _summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _parameters(rows: list[FitRow], final: FinalFit) -> list[dict[str, Any]]:
-    """Every fitted number of the shipped choice with its value and the rows it is fitted on."""
+# a second basin this far from the fitted pace is a different deployment picture, not a finer
+# reading of the same one
+RIVAL_APART = 0.05
+
+
+def _rivals(rows: list[FitRow], final: FinalFit, predictor: Predictor) -> dict[str, dict[str, float]]:
+    """Per attention-DP group, the loss at the fitted pace and the lowest other minimum of its
+    loss (:func:`~lightspeed.sol.validation.fitting.rival_minimum`), where it has one."""
+    values, variant = final.values, final.selection.choice.infer
+    out = {}
+    for group, fitted in values.attention_dp.items():
+        landscape = attention_dp_landscape(rows, values, variant, predictor, group)
+        rival = rival_minimum(landscape, fitted, apart=RIVAL_APART)
+        if rival is None:
+            continue
+        at_fit = min(landscape, key=lambda pair: abs(pair[0] - fitted))[1]
+        out[f"attention_dp {group}"] = {"value": rival[0], "loss": rival[1], "loss_at_fit": at_fit}
+    return out
+
+
+def _parameters(rows: list[FitRow], final: FinalFit, predictor: Predictor) -> list[dict[str, Any]]:
+    """Every fitted number of the shipped choice with its value, the rows it is fitted on and,
+    for the attention-DP pace, the rival minimum of its loss (``rival``; ``None``: none)."""
     values, choice = final.values, final.selection.choice
     fitted_on = fitted_rows(rows, choice)
     listed: list[tuple[str, float | None, str]] = [
@@ -117,8 +146,15 @@ def _parameters(rows: list[FitRow], final: FinalFit) -> list[dict[str, Any]]:
         (f"iteration_overhead_s {name}", value, "host seconds per iteration")
         for name, value in values.overhead_s.items()
     ]
+    rivals = _rivals(rows, final, predictor)
     return [
-        {"name": name, "value": value, "what": what, "fitted_on": fitted_on.get(name, [])}
+        {
+            "name": name,
+            "value": value,
+            "what": what,
+            "fitted_on": fitted_on.get(name, []),
+            "rival": rivals.get(name),
+        }
         for name, value, what in listed
     ]
 
@@ -153,7 +189,7 @@ def fit_report(
             "num_values": {"train": num_values(choice.train), "infer": num_values(choice.infer)},
         },
         "values": asdict(final.values),
-        "parameters": _parameters(rows, final),
+        "parameters": _parameters(rows, final, predictor),
         "bands": {name: band.to_dict() for name, band in final.bands.items()},
         "final_out_of_fold": final.selection.predictions,
         "folds": [fold.to_dict() for fold in nested.folds],

@@ -469,6 +469,44 @@ def _objective(
     return objective
 
 
+def rival_minimum(
+    landscape: Sequence[tuple[float, float]], best: float, *, apart: float
+) -> tuple[float, float] | None:
+    """(value, loss) of the lowest local minimum of a sampled loss ``landscape`` ((value, loss)
+    pairs in increasing value) at least ``apart`` from the fitted ``best``, or ``None``: a second
+    basin that a small change to the rows or the engine could make the fit jump to.
+
+    >>> bowl = [(x / 10, (x - 3) ** 2 * (x - 8) ** 2 / 100 + (0.1 if x > 5 else 0.0)) for x in range(11)]
+    >>> rival_minimum(bowl, 0.3, apart=0.2)
+    (0.8, 0.1)
+    >>> rival_minimum([(0.1, 3.0), (0.2, 2.0), (0.3, 1.0)], 0.3, apart=0.05) is None
+    True
+    """
+    minima = [
+        (value, cost)
+        for index, (value, cost) in enumerate(landscape[1:-1], start=1)
+        if abs(value - best) >= apart and landscape[index - 1][1] > cost <= landscape[index + 1][1]
+    ]
+    return min(minima, key=lambda pair: (pair[1], pair[0])) if minima else None
+
+
+def attention_dp_landscape(
+    rows: Sequence[FitRow], values: Values, variant: Variant, predictor: Predictor, group: str
+) -> list[tuple[float, float]]:
+    """The loss of ``group``'s attention-DP rows at every :data:`FINE_STEP` pace from 0.2 to 1,
+    the other fitted values held: where the fit's minimum sits and what else is nearly as low."""
+    mine = [
+        row
+        for row in rows
+        if row.kind == "infer" and row.attention_dp and adp_group(variant, row.profile) == group
+    ]
+    objective = _objective(mine, values, "attention_dp", group, variant=variant, predictor=predictor)
+    steps = round((1.0 - 0.2) / FINE_STEP)
+    return [
+        (value, objective(value)) for value in (round(0.2 + FINE_STEP * step, 4) for step in range(steps + 1))
+    ]
+
+
 def _with(values: Values, table: str, key: str, value: float) -> Values:
     trial = values.copy()
     getattr(trial, table)[key] = value
@@ -531,6 +569,7 @@ __all__ = [
     "Predictor",
     "Values",
     "Variant",
+    "attention_dp_landscape",
     "fit",
     "fit_inference",
     "fit_rows",
@@ -542,6 +581,7 @@ __all__ = [
     "loss",
     "median_fit",
     "predict",
+    "rival_minimum",
     "serving_values",
     "training_kernel",
     "training_variants",
