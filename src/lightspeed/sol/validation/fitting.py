@@ -448,7 +448,7 @@ def fit_inference(
             )
             values.serving_kernel[group] = grid_fit(objective)
         for group in adp_groups:
-            mine = [row for row in infer if row.attention_dp and adp_group(variant, row.profile) == group]
+            mine = _attention_dp_rows(infer, variant, group)
             objective = _objective(mine, values, "attention_dp", group, variant=variant, predictor=predictor)
             values.attention_dp[group] = grid_fit(objective, ADP_GRID)
         for group in overhead_groups:
@@ -493,17 +493,22 @@ def rival_minimum(
 def attention_dp_landscape(
     rows: Sequence[FitRow], values: Values, variant: Variant, predictor: Predictor, group: str
 ) -> list[tuple[float, float]]:
-    """The loss of ``group``'s attention-DP rows at every :data:`FINE_STEP` pace from 0.2 to 1,
-    the other fitted values held: where the fit's minimum sits and what else is nearly as low."""
-    mine = [
+    """The loss of ``group``'s attention-DP rows at every :data:`FINE_STEP` pace across
+    :data:`ADP_GRID`'s span, the other fitted values held: where the fit's minimum sits and what
+    else is nearly as low."""
+    mine = _attention_dp_rows(rows, variant, group)
+    objective = _objective(mine, values, "attention_dp", group, variant=variant, predictor=predictor)
+    low, high = ADP_GRID[0], ADP_GRID[-1]
+    paces = (round(low + FINE_STEP * step, 4) for step in range(round((high - low) / FINE_STEP) + 1))
+    return [(value, objective(value)) for value in paces]
+
+
+def _attention_dp_rows(rows: Sequence[FitRow], variant: Variant, group: str) -> list[FitRow]:
+    """The inference rows with attention data parallelism whose pace ``group`` fits."""
+    return [
         row
         for row in rows
         if row.kind == "infer" and row.attention_dp and adp_group(variant, row.profile) == group
-    ]
-    objective = _objective(mine, values, "attention_dp", group, variant=variant, predictor=predictor)
-    steps = round((1.0 - 0.2) / FINE_STEP)
-    return [
-        (value, objective(value)) for value in (round(0.2 + FINE_STEP * step, 4) for step in range(steps + 1))
     ]
 
 
