@@ -116,6 +116,7 @@ def test_small_decode_all_reduce_pays_base_and_hop_latency(models: ModelRegistry
 def test_every_serving_profile_says_how_it_launches() -> None:
     stacks = load_serving_stacks()
     assert (stacks["trtllm-2023"].cuda_graphs, stacks["trtllm-2023"].overlap_scheduler) == (False, False)
+    assert (stacks["trtllm-2024"].cuda_graphs, stacks["trtllm-2024"].overlap_scheduler) == (False, False)
     assert (stacks["trtllm-2025"].cuda_graphs, stacks["trtllm-2025"].overlap_scheduler) == (True, True)
     assert (stacks["vllm-2025"].cuda_graphs, stacks["vllm-2025"].overlap_scheduler) == (True, False)
     assert (stacks["sglang-2025"].cuda_graphs, stacks["sglang-2025"].overlap_scheduler) == (True, True)

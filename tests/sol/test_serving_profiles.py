@@ -208,3 +208,25 @@ def test_a_profile_chosen_by_a_guessed_year_says_the_year_was_guessed() -> None:
     # a release in the source dates the row itself: no year note
     pinned = PublishedRow(row_id="V2", kind="infer", line=2, cells={"source": "TensorRT-LLM release/0.5.0"})
     assert "(" not in row_serving_stack(pinned, 2020, "NVIDIA", "no year in the source: 2020 for Ampere")[1]
+
+
+@pytest.mark.parametrize(
+    ("source", "profile", "note_end"),
+    [
+        # trtllm-bench build then throughput on the engine: the C++ executor's profile
+        ("TensorRT-LLM perf-overview, generated using version 0.17", "trtllm-2024", "tensorrt-llm 0.17"),
+        # the same release run with --backend pytorch: the PyTorch backend's profile, dated by it
+        (
+            "TensorRT-LLM v0.19 (trtllm-bench --backend pytorch)",
+            "trtllm-2025",
+            "tensorrt-llm, 2025 (release 0.19 on the PyTorch backend)",
+        ),
+    ],
+)
+def test_a_release_names_the_executor_unless_the_row_names_the_pytorch_backend(
+    source: str, profile: str, note_end: str
+) -> None:
+    row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": source})
+    stack, note = row_serving_stack(row, 2024, "NVIDIA", "no year in the source: 2024 for Hopper")
+    assert stack.name == profile
+    assert note.endswith(note_end)

@@ -68,9 +68,9 @@ def test_a_length_pair_written_with_a_comma(catalog: Catalog, models: ModelRegis
 
 
 def test_a_version_said_in_words_dates_the_server(catalog: Catalog, models: ModelRegistry) -> None:
-    # 'generated using version 0.17' in a TensorRT-LLM source is TensorRT-LLM 0.17 (2025), not the
-    # A100's year
-    assert _read("Q02", catalog, models).serving == "trtllm-2025"
+    # 'generated using version 0.17' in a TensorRT-LLM source is TensorRT-LLM 0.17, the profile of
+    # the releases before 1.0 (TensorRT engines under the C++ executor), not the A100's year's
+    assert _read("Q02", catalog, models).serving == "trtllm-2024"
 
 
 def test_an_infinite_rate_sends_every_request_at_once(catalog: Catalog, models: ModelRegistry) -> None:

@@ -633,6 +633,10 @@ def serving_stack_for(
     'trtllm-2023-xqa'
     >>> serving_stack_for("MLPerf Inference v5.0 closed, AMD", 2025, vendor="AMD")[0].name
     'vllm-2025'
+    >>> serving_stack_for("TensorRT-LLM perf-overview", 2024)[0].name
+    'trtllm-2025'
+    >>> serving_stack_for("TensorRT-LLM v0.17", 2025, (0, 17))[0].name
+    'trtllm-2024'
     """
     lowered = text.lower()
     stacks = list(load_serving_stacks().values())
@@ -653,7 +657,9 @@ def serving_stack_for(
             chosen = released[0]
             number = ".".join(map(str, version))
             return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]} {number}"
-    chosen = min(named, key=lambda stack: (_year_distance(stack, year), stack.name))
+    # nearest the year; of profiles covering it alike, the newer (a release profile inside a later
+    # one's years, as TensorRT-LLM 0.8-0.21's, is picked by its release)
+    chosen = min(named, key=lambda stack: (_year_distance(stack, year), -stack.to_year, stack.name))
     return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]}, {year}"
 
 

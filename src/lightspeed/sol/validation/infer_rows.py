@@ -190,6 +190,9 @@ _INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 # ``generated using version 0.17``: a version said in words, read where the source names TensorRT-LLM
 _TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
+# a TensorRT-LLM row run on the PyTorch backend (``PyTorch backend``, ``--backend pytorch``), which
+# 0.17-0.21 offered beside TensorRT engines: its release dates it but does not pick the engine profile
+_PYTORCH_BACKEND = re.compile(r"pytorch backend|backend[\s=]+pytorch")
 # a vLLM release beside its name (``vLLM 0.6.3``, ``vllm==0.8.5``, ``rocm/vllm:..._vllm_0.10.2_...``)
 _VLLM_VERSION = re.compile(r"(?<![a-z])vllm[\s_=:/-]*v?0\.(\d+)")
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
@@ -876,7 +879,8 @@ def row_serving_stack(
 ) -> tuple[ServingStack, str]:
     """The serving profile of a row on ``vendor``'s accelerators; a TensorRT-LLM version dates it
     (0.5-0.7: 2023, to 0.16: 2024) and picks the profile standing for that release where one does
-    (0.5-0.6 and 0.7 differ in decode attention), as a vLLM version does (0.4-0.7: the V0 engine,
+    (0.5-0.6 and 0.7 differ in decode attention; 0.8-0.21 ran TensorRT engines, unless the row says
+    it ran the PyTorch backend), as a vLLM version does (0.4-0.7: the V0 engine,
     2024; from 0.8 the V1 engine); a row naming no server takes the vendor's default
     (:func:`~lightspeed.sol.core.stacks.default_serving_stack`). A profile chosen by ``year``
     when no version dates the row says where that year came from (``year_note``, e.g. "no year in
@@ -890,6 +894,8 @@ def row_serving_stack(
         minor = int(version.group(1))
         year = 2023 if minor <= 7 else 2024 if minor <= 16 else 2025
         release = (0, minor)
+        if _PYTORCH_BACKEND.search(source.lower()):
+            release, year_note = None, f"release 0.{minor} on the PyTorch backend"
     elif vllm := _VLLM_VERSION.search(source.lower()):
         minor = int(vllm.group(1))
         year, release = (2024 if minor <= 7 else 2025), (0, minor)
