@@ -596,7 +596,7 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
     if year is None:
         chosen = max(stacks, key=lambda stack: (stack.to_year, stack.from_year, stack.name))
     else:
-        chosen = min(stacks, key=lambda stack: (_year_distance(stack, year), stack.name))
+        chosen = _nearest_year(stacks, year)
     return chosen, (
         f"serving stack {chosen.name}: no server named; {default.name} does not run on {vendor} "
         f"accelerators, and {framework} is the server {vendor} documents for them"
@@ -657,9 +657,7 @@ def serving_stack_for(
             chosen = released[0]
             number = ".".join(map(str, version))
             return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]} {number}"
-    # nearest the year; of profiles covering it alike, the newer (a release profile inside a later
-    # one's years, as TensorRT-LLM 0.8-0.21's, is picked by its release)
-    chosen = min(named, key=lambda stack: (_year_distance(stack, year), -stack.to_year, stack.name))
+    chosen = _nearest_year(named, year)
     return chosen, f"serving stack {chosen.name}: the row names {chosen.frameworks[0]}, {year}"
 
 
@@ -749,6 +747,12 @@ def load_stack(name: str | None = None) -> Stack:
 
 def _year_distance(stack: Stack | ServingStack, year: int) -> int:
     return max(stack.from_year - year, year - stack.to_year, 0)
+
+
+def _nearest_year(stacks: list[ServingStack], year: int) -> ServingStack:
+    """The serving profile nearest ``year``; of profiles covering it alike, the newer (a release
+    profile inside a later one's years, as TensorRT-LLM 0.8-0.21's, is picked by its release)."""
+    return min(stacks, key=lambda stack: (_year_distance(stack, year), -stack.to_year, stack.name))
 
 
 def stack_for(text: str, year: int) -> tuple[Stack, str]:
