@@ -18,6 +18,19 @@ def test_h100_figures_per_direction() -> None:
     assert sol.scale_up_bytes_per_s == pytest.approx(450e9)
 
 
+def test_fp64_gemm_ceiling_is_the_tensor_core_row() -> None:
+    # NVIDIA H200 datasheet: FP64 34 TFLOP/s, FP64 Tensor Core 67 TFLOP/s. cuBLAS's DGEMM runs on
+    # the tensor cores: measured on an H200 (docs/benchmarks.md, GPU) at 62.5 TFLOP/s, which the
+    # vector figure would show as 184% of its SOL.
+    sol = sol_from_accelerator(load_catalog().accelerator("h200-sxm"))
+    assert sol.compute("fp64")[0] == pytest.approx(67e12)
+    # AMD MI300X datasheet: FP64 vector 81.7, FP64 matrix 163.4 TFLOP/s
+    mi300x = sol_from_accelerator(load_catalog().accelerator("mi300x"))
+    assert mi300x.compute("fp64")[0] == pytest.approx(163.4e12)
+    # a device without a matrix row keeps its vector figure
+    assert DeviceSol(device_name="x", flop_per_s={"fp64": 5.0}).compute("fp64")[0] == 5.0
+
+
 def test_named_sol_device_and_unknown_name() -> None:
     cpu = BenchDevice(kind="cpu", index=0, name="Some CPU", num_threads=1)
     catalog = load_catalog()
