@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from tests.conftest import FIXTURES
+
 from lightspeed.bench import BenchResult, make_result
 from lightspeed.gate import benchmark_records
 from lightspeed.sol import load_calibration
@@ -136,3 +139,32 @@ def test_results_from_two_devices_make_no_profile(run_cli, tmp_path: Path) -> No
     mixed = run_cli("calibrate", "--from", str(path), "--name", "mixed")
     assert mixed.code == 2
     assert "several devices (cpu, h100-sxm)" in mixed.err
+
+
+def test_a_calibration_from_a_real_h200s_bench_results(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """The suites' JSON as an H200 wrote it (tests/fixtures/h200-bench): the profile takes the
+    measured STREAM triad over the datasheet's 4.8 TB/s, the measured dispatch time, and a GEMM
+    ceiling between the sustained large shapes (0.69-0.73 of the 989.5 TFLOP/s dense peak) and the
+    best one (0.788); it applies to H200 plans and is refused on an H100."""
+    folder = FIXTURES / "h200-bench"
+    membw = json.loads((folder / "membw.json").read_text())
+    triad = next(r for r in membw if r["name"] == "stream triad")["value"]
+    dispatch = next(r for r in json.loads((folder / "launch.json").read_text()) if r["name"] == "dispatch")
+    paths = [str(folder / f"{suite}.json") for suite in ("gemm_bf16", "membw", "launch")]
+    made = run_cli(
+        "calibrate", *(arg for path in paths for arg in ("--from", path)), "--name", "h200", "--json"
+    )
+    assert made.code == 0, made.err
+    calibration = json.loads(made.out)["calibration"]
+    assert calibration["device"] == "h200-sxm"
+    model = calibration["model"]
+    assert model["memory_efficiency"] == pytest.approx(triad / 4.8e12)  # 4.26 / 4.8 = 0.887
+    assert model["kernel_launch_s"] == pytest.approx(dispatch["value"])  # 6.7 us
+    assert 0.69 <= model["gemm_max_efficiency"] <= 0.79
+    h200 = [("dgx-h200" if arg == "dgx-h100" else arg) for arg in TRAIN]
+    planned = run_cli(*h200, "--calibration", "h200")
+    assert planned.code == 0, planned.err
+    assert "efficiency model 'h200'" in planned.out
+    on_h100 = run_cli(*TRAIN, "--calibration", "h200")
+    assert on_h100.code == 2
+    assert "measured on h200-sxm, not on h100-sxm" in on_h100.err
