@@ -71,6 +71,47 @@ def test_idle_gpu_names_the_stretch_and_the_host(make_capture, tmp_path: Path) -
     assert "the host was busy then: suspect data loading" in finding.message
 
 
+def _joined_idle(make_capture, hand_run, tmp_path: Path, idle: range):  # type: ignore[no-untyped-def]
+    """A 20 s capture (samples t = 1..20, each the second before it) whose GPU is idle at the
+    samples in ``idle``, beside a goodput run of 7 one-second steps that starts 13 s into the
+    capture: the run's window is (13, 20] s."""
+    run_dir = tmp_path / "run"
+    log = hand_run(run_dir).start(0.0)
+    for step in range(7):
+        log.step(step, float(step), step + 1.0, tokens=10)
+    log.end(7.0)
+    samples = [{"gpu0": {"gpu_util_ratio": 0.0 if t in idle else 0.95}} for t in range(1, 21)]
+    capture = read_capture(make_capture(tmp_path / "c.jsonl", samples, start_ns=T0_NS - 13 * NS))
+    run = read_run(run_dir)
+    joined = join_counters(run=run, ledger=build_ledger(run=run), captures=[capture])
+    return {f.rule: f for f in diagnose(captures=[capture], joined=joined).findings}
+
+
+def test_idle_before_the_goodput_run_is_start_up_not_a_stall(make_capture, hand_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # idle at t = 1..12: the stretch (0, 12] s ends before the run starts at 13 s (as an H200 run
+    # building a 1B model on the CPU showed: 20 s idle before the tracker, then busy steps)
+    findings = _joined_idle(make_capture, hand_run, tmp_path, range(1, 13))
+    assert set(findings) == {"idle_outside_run"}
+    finding = findings["idle_outside_run"]
+    assert "for 12 s before the goodput run began" in finding.message
+    assert (finding.evidence[0].window_start_s, finding.evidence[0].window_end_s) == (0.0, 12.0)
+    assert (finding.evidence[1].window_start_s, finding.evidence[1].window_end_s) == pytest.approx(
+        (13.0, 20.0)
+    )
+    assert "create the Tracker first" in finding.fix
+
+
+def test_an_idle_stretch_across_the_runs_start_is_cut_there(make_capture, hand_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # idle at t = 8..18: the stretch (7, 18] s; 6 s of it before the run (7-13), 5 s inside (13-18)
+    findings = _joined_idle(make_capture, hand_run, tmp_path, range(8, 19))
+    assert {"idle_gpu", "idle_outside_run"} <= set(findings)
+    inside = findings["idle_gpu"].evidence[0]
+    assert (inside.window_start_s, inside.window_end_s) == pytest.approx((13.0, 18.0))
+    outside = findings["idle_outside_run"].evidence[0]
+    assert (outside.window_start_s, outside.window_end_s) == pytest.approx((7.0, 13.0))
+    assert "for 6 s before the goodput run began" in findings["idle_outside_run"].message
+
+
 def test_idle_gpu_fires_on_the_replay(make_capture, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     replayed = replay(make_capture(tmp_path / "c.jsonl", _idle_samples()), tmp_path / "r.jsonl")
     (finding,) = diagnose(captures=[replayed], thresholds=Thresholds(idle_min_s=0.005)).findings

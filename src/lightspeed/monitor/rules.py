@@ -60,12 +60,16 @@ def diagnose(
     origin = min(capture.start_epoch_s for capture in captures)
     findings: list[Finding] = []
     notes: list[str] = []
+    run_window = None
+    if joined is not None:
+        run_start = joined.origin_epoch_s - origin
+        run_window = (run_start, run_start + joined.ledger.total_s)
     for capture in captures:
         shift = capture.start_epoch_s - origin
         for device in capture.devices:
             if device.kind != "gpu":
                 continue
-            findings.extend(_idle(capture, device, shift, limits))
+            findings.extend(_idle(capture, device, shift, limits, run_window))
             findings.extend(_throttling(capture, device, shift, limits))
             found, note = _links(capture, device, shift, limits, catalog)
             findings.extend(found)
@@ -94,17 +98,74 @@ def _busy(capture: Capture, device: str) -> tuple[str, Any] | None:
     return None
 
 
-def _idle(capture: Capture, device: DeviceInfo, shift: float, limits: Thresholds) -> list[Finding]:
+def _idle(
+    capture: Capture,
+    device: DeviceInfo,
+    shift: float,
+    limits: Thresholds,
+    run_window: tuple[float, float] | None = None,
+) -> list[Finding]:
+    """Stretches of at least ``idle_min_s`` below ``idle_busy_ratio``. With a goodput run joined
+    (``run_window``: its start and end, seconds since the first capture started), the parts of a
+    stretch outside the run are start-up or teardown the tracker did not see, not a stall of the
+    job's steps: they make their own finding, ``idle_outside_run``."""
     busy = _busy(capture, device.device_id)
     if busy is None:
         return []
     metric, values = busy
     idle = values < limits.idle_busy_ratio
     stretches = _runs(capture.times_s, idle, capture.interval_s)
+    outside: list[tuple[float, float]] = []
+    if run_window is not None:
+        stretches, outside = _split_by_window(stretches, (run_window[0] - shift, run_window[1] - shift))
+    findings = []
     long = [(start, end) for start, end in stretches if end - start >= limits.idle_min_s]
-    if not long:
-        return []
+    if long:
+        findings.append(
+            _idle_in_run(capture, device, shift=shift, limits=limits, busy=(metric, values), long=long)
+        )
+    long_outside = [(start, end) for start, end in outside if end - start >= limits.idle_min_s]
+    if long_outside and run_window is not None:
+        findings.append(
+            _idle_outside_run(
+                capture,
+                device,
+                shift=shift,
+                limits=limits,
+                busy=(metric, values),
+                long=long_outside,
+                run_window=run_window,
+            )
+        )
+    return findings
+
+
+def _split_by_window(
+    stretches: Sequence[tuple[float, float]], window: tuple[float, float]
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """Each stretch cut at ``window``'s edges: (the parts inside, the parts before or after)."""
+    inside: list[tuple[float, float]] = []
+    outside: list[tuple[float, float]] = []
+    for start, end in stretches:
+        pieces = ((start, min(end, window[0])), (max(start, window[1]), end))
+        outside.extend((a, b) for a, b in pieces if b > a)
+        if min(end, window[1]) > max(start, window[0]):
+            inside.append((max(start, window[0]), min(end, window[1])))
+    return inside, outside
+
+
+def _idle_in_run(
+    capture: Capture,
+    device: DeviceInfo,
+    *,
+    shift: float,
+    limits: Thresholds,
+    busy: tuple[str, Any],
+    long: Sequence[tuple[float, float]],
+) -> Finding:
+    metric, values = busy
     start, end = max(long, key=lambda span: span[1] - span[0])
+    idle = values < limits.idle_busy_ratio
     inside = (capture.times_s > start) & (capture.times_s <= end) & idle
     observed = float(np.nanmean(values[inside]))
     total = sum(e - s for s, e in long)
@@ -133,23 +194,79 @@ def _idle(capture: Capture, device: DeviceInfo, shift: float, limits: Thresholds
         )
         hint = "the host was busy then: suspect data loading" if host >= 0.5 else hint
     label = _label(device, capture)
-    return [
-        Finding(
-            rule="idle_gpu",
-            title=f"{label} idle for {format_duration(total)}",
-            message=(
-                f"{label} ({device.name}) stayed below {format_percent(limits.idle_busy_ratio)} {metric} for "
-                f"{format_duration(total)} in {len(long)} stretch(es) of at least "
-                f"{format_duration(limits.idle_min_s)}; "
-                f"the longest, {format_duration(end - start)} from t={start + shift:.1f} s, averaged "
-                f"{format_percent(observed)}: {hint}"
+    return Finding(
+        rule="idle_gpu",
+        title=f"{label} idle for {format_duration(total)}",
+        message=(
+            f"{label} ({device.name}) stayed below {format_percent(limits.idle_busy_ratio)} {metric} for "
+            f"{format_duration(total)} in {len(long)} stretch(es) of at least "
+            f"{format_duration(limits.idle_min_s)}; "
+            f"the longest, {format_duration(end - start)} from t={start + shift:.1f} s, averaged "
+            f"{format_percent(observed)}: {hint}"
+        ),
+        evidence=tuple(evidence),
+        fix="overlap data loading with compute (more loader workers, prefetch, pinned memory); "
+        "look for host-side synchronisation (.item(), logging) in the step",
+        device=label,
+    )
+
+
+def _idle_outside_run(
+    capture: Capture,
+    device: DeviceInfo,
+    *,
+    shift: float,
+    limits: Thresholds,
+    busy: tuple[str, Any],
+    long: Sequence[tuple[float, float]],
+    run_window: tuple[float, float],
+) -> Finding:
+    metric, values = busy
+    total = sum(end - start for start, end in long)
+    before = [end + shift <= run_window[0] for _, end in long]
+    where_text = (
+        "before the goodput run began"
+        if all(before)
+        else "after the goodput run ended"
+        if not any(before)
+        else "outside the goodput run (before it began and after it ended)"
+    )
+    start, end = max(long, key=lambda span: span[1] - span[0])
+    inside = (capture.times_s > start) & (capture.times_s <= end)
+    label = _label(device, capture)
+    return Finding(
+        rule="idle_outside_run",
+        title=f"{label} idle for {format_duration(total)} outside the goodput run",
+        message=(
+            f"{label} ({device.name}) stayed below {format_percent(limits.idle_busy_ratio)} {metric} for "
+            f"{format_duration(total)} {where_text} (the longest stretch {format_duration(end - start)} from "
+            f"t={start + shift:.1f} s): start-up or teardown the tracker does not see (imports, building the "
+            "model, moving it to the GPU, saving at exit), which the ledger's wall time leaves out"
+        ),
+        evidence=(
+            _fact(
+                metric,
+                _where(device, capture),
+                (start + shift, end + shift),
+                float(np.nanmean(values[inside])),
+                limits.idle_busy_ratio,
+                comparison="<",
             ),
-            evidence=tuple(evidence),
-            fix="overlap data loading with compute (more loader workers, prefetch, pinned memory); "
-            "look for host-side synchronisation (.item(), logging) in the step",
-            device=label,
-        )
-    ]
+            _fact(
+                "goodput run",
+                "run",
+                run_window,
+                run_window[1] - run_window[0],
+                0.0,
+                comparison="info",
+                unit="s",
+            ),
+        ),
+        fix="create the Tracker first thing in the script so start-up is counted as init badput; build the "
+        "model on the GPU (a torch.device('cuda') context, or meta-device init then to_empty) rather than on "
+        "the CPU and copying it",
+        device=label,
+    )
 
 
 def _throttling(capture: Capture, device: DeviceInfo, shift: float, limits: Thresholds) -> list[Finding]:
