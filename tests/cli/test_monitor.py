@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -230,3 +231,25 @@ def test_the_tiny_gpt_example_under_monitor_run_has_host_counters_per_step_and_a
     assert all(any(e["counter"] == "process_cpu_cores" for e in f["evidence"]) for f in hotspots)
     for finding in report["diagnosis"]["findings"]:
         assert finding["evidence"]  # every finding names its counters
+
+
+def test_report_on_a_real_h200_training_run(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """`monitor run` around benchmarks/gpu_train_step.py (Llama 3.2 1B, 30 steps of 4 x 4,096
+    tokens) on the H200 lent to this project, NVML sampled every 200 ms
+    (tests/fixtures/h200-train): the steps kept the GPU busy, the SW power cap held the clocks
+    down, init took a quarter of the run, and the 29 s the script spent building its model on
+    the CPU before creating its Tracker is start-up outside the run, not an idle stretch in it."""
+    folder = FIXTURES / "h200-train"
+    report = run_cli("monitor", "report", str(folder / "monitor"), "--goodput", str(folder / "run"), "--json")
+    assert report.code == 0, report.err
+    data = json.loads(report.out)
+    findings = {finding["rule"]: finding for finding in data["diagnosis"]["findings"]}
+    assert set(findings) == {"idle_outside_run", "throttling", "badput_hotspot"}
+    assert "before the goodput run began" in findings["idle_outside_run"]["message"]
+    assert "SW power cap" in findings["throttling"]["message"]
+    joined = data["joined"]
+    assert joined["productive_busy_ratio"] >= 0.95
+    tokens = 30 * 4 * 4096
+    assert joined["energy_per_token_j"] == pytest.approx(joined["productive_energy_j"] / tokens)
+    # an H200 at its 700 W cap for ~10 s of steps: between 5 and 7 kJ
+    assert 5_000 <= joined["productive_energy_j"] <= 7_000
