@@ -17,27 +17,43 @@ def result() -> dict:  # type: ignore[type-arg]
     return module.check()
 
 
-def test_the_four_runs_are_predicted_within_15_percent(result: dict) -> None:  # type: ignore[type-arg]
-    # measured medians: 1B 326 ms eager, 277 ms compiled; 3B 409 ms eager, 350 ms compiled
-    rows = {(row["model"], row["compile"]): row for row in result["rows"]}
-    assert rows[("llama-3.2-1b", False)]["measured_step_s"] == pytest.approx(0.326, abs=0.001)
-    assert rows[("llama-3.2-3b", True)]["measured_step_s"] == pytest.approx(0.350, abs=0.001)
-    assert len(rows) == 4
+def _rows(result: dict) -> dict:  # type: ignore[type-arg]
+    return {(row["model"], row["seq"], row["compile"]): row for row in result["rows"]}
+
+
+def test_the_runs_are_predicted_within_10_percent_with_the_best_attention_kernel(result: dict) -> None:  # type: ignore[type-arg]
+    """PyTorch 2.11's SDPA ran causal attention on the H200 at the speed of the device's best
+    fused kernel (``--attention flash``): with it, all seven runs are within 10%."""
+    rows = _rows(result)
+    # measured medians: 1B 326 ms eager at 4 x 4,096 tokens; 3B 986 ms eager at 16,384
+    assert rows[("llama-3.2-1b", 4096, False)]["measured_step_s"] == pytest.approx(0.326, abs=0.001)
+    assert rows[("llama-3.2-3b", 16384, False)]["measured_step_s"] == pytest.approx(0.986, abs=0.001)
+    assert len(rows) == 7
     for row in rows.values():
-        assert abs(row["time_error"]) <= 0.15, row
-    assert result["median_abs_error"] <= 0.08
+        assert abs(row["time_error_best_attention"]) <= 0.10, row
+    assert result["best_attention_median_abs_error"] <= 0.05
+
+
+def test_the_profiles_own_attention_is_right_where_attention_is_small(result: dict) -> None:  # type: ignore[type-arg]
+    """At 4,096 tokens attention is under a tenth of the FLOPs and the profiles (FlashAttention-2,
+    2024-25's SDPA) predict within 15%; at 16,384 they are 17-29% slow (docs/benchmarks.md)."""
+    for (_, seq, _), row in _rows(result).items():
+        if seq == 4096:
+            assert abs(row["time_error"]) <= 0.15, row
+        else:
+            assert row["time_error"] > row["time_error_best_attention"]
 
 
 def test_the_compiled_profile_is_faster_as_measured(result: dict) -> None:  # type: ignore[type-arg]
-    """Compiling each block saved 15% (1B) and 15% (3B) of the step on the H200; the engine's
-    compiled profile (Inductor-fused elementwise kernels) must be faster too, by less than twice
-    that."""
-    rows = {(row["model"], row["compile"]): row for row in result["rows"]}
-    for model in ("llama-3.2-1b", "llama-3.2-3b"):
-        eager, compiled = rows[(model, False)], rows[(model, True)]
+    """Compiling each block saved 15% (1B) and 14% (3B) of the step at 4,096 tokens and 12% (1B)
+    at 16,384 on the H200; the engine's compiled profile (Inductor-fused elementwise kernels)
+    must be faster too, by less than twice that."""
+    rows = _rows(result)
+    for model, seq in (("llama-3.2-1b", 4096), ("llama-3.2-3b", 4096), ("llama-3.2-1b", 16384)):
+        eager, compiled = rows[(model, seq, False)], rows[(model, seq, True)]
         measured_saving = 1.0 - compiled["measured_step_s"] / eager["measured_step_s"]
         engine_saving = 1.0 - compiled["engine_step_s"] / eager["engine_step_s"]
-        assert 0.14 <= measured_saving <= 0.16
+        assert 0.10 <= measured_saving <= 0.16
         assert 0.0 < engine_saving < 2.0 * measured_saving
 
 
