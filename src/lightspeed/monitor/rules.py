@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
 from lightspeed.monitor.backend import DeviceInfo
 from lightspeed.monitor.capture import Capture
-from lightspeed.monitor.findings import Diagnosis, Finding, Thresholds
+from lightspeed.monitor.findings import Diagnosis, Evidence, Finding, Thresholds
 from lightspeed.monitor.findings import fact as _fact
 from lightspeed.monitor.findings import label as _label
 from lightspeed.monitor.findings import where as _where
@@ -98,6 +99,23 @@ def _busy(capture: Capture, device: str) -> tuple[str, Any] | None:
     return None
 
 
+@dataclass(frozen=True)
+class _IdleView:
+    """One GPU's busy counter in one capture, with the capture's shift onto the first capture's
+    clock and the thresholds."""
+
+    capture: Capture
+    device: DeviceInfo
+    shift: float
+    limits: Thresholds
+    metric: str
+    values: Any
+
+    def window(self, start: float, end: float) -> tuple[float, float]:
+        """``(start, end)`` capture seconds on the first capture's clock."""
+        return start + self.shift, end + self.shift
+
+
 def _idle(
     capture: Capture,
     device: DeviceInfo,
@@ -112,31 +130,18 @@ def _idle(
     busy = _busy(capture, device.device_id)
     if busy is None:
         return []
-    metric, values = busy
-    idle = values < limits.idle_busy_ratio
-    stretches = _runs(capture.times_s, idle, capture.interval_s)
+    view = _IdleView(capture, device, shift, limits, *busy)
+    stretches = _runs(capture.times_s, view.values < limits.idle_busy_ratio, capture.interval_s)
     outside: list[tuple[float, float]] = []
     if run_window is not None:
         stretches, outside = _split_by_window(stretches, (run_window[0] - shift, run_window[1] - shift))
     findings = []
     long = [(start, end) for start, end in stretches if end - start >= limits.idle_min_s]
     if long:
-        findings.append(
-            _idle_in_run(capture, device, shift=shift, limits=limits, busy=(metric, values), long=long)
-        )
+        findings.append(_idle_in_run(view, long))
     long_outside = [(start, end) for start, end in outside if end - start >= limits.idle_min_s]
     if long_outside and run_window is not None:
-        findings.append(
-            _idle_outside_run(
-                capture,
-                device,
-                shift=shift,
-                limits=limits,
-                busy=(metric, values),
-                long=long_outside,
-                run_window=run_window,
-            )
-        )
+        findings.append(_idle_outside_run(view, long_outside, run_window))
     return findings
 
 
@@ -154,55 +159,51 @@ def _split_by_window(
     return inside, outside
 
 
-def _idle_in_run(
-    capture: Capture,
-    device: DeviceInfo,
-    *,
-    shift: float,
-    limits: Thresholds,
-    busy: tuple[str, Any],
-    long: Sequence[tuple[float, float]],
-) -> Finding:
-    metric, values = busy
+def _longest_idle(view: _IdleView, long: Sequence[tuple[float, float]]) -> tuple[float, float, Any, Evidence]:
+    """The longest of ``long`` (capture seconds), its idle samples and the evidence of its mean."""
     start, end = max(long, key=lambda span: span[1] - span[0])
-    idle = values < limits.idle_busy_ratio
-    inside = (capture.times_s > start) & (capture.times_s <= end) & idle
-    observed = float(np.nanmean(values[inside]))
+    times = view.capture.times_s
+    inside = (times > start) & (times <= end) & (view.values < view.limits.idle_busy_ratio)
+    evidence = _fact(
+        view.metric,
+        _where(view.device, view.capture),
+        view.window(start, end),
+        float(np.nanmean(view.values[inside])),
+        view.limits.idle_busy_ratio,
+        comparison="<",
+    )
+    return start, end, inside, evidence
+
+
+def _idle_in_run(view: _IdleView, long: Sequence[tuple[float, float]]) -> Finding:
+    start, end, inside, longest = _longest_idle(view, long)
     total = sum(e - s for s, e in long)
-    host = _host_mean(capture, "cpu_util_ratio", inside)
-    evidence = [
-        _fact(
-            metric,
-            _where(device, capture),
-            (start + shift, end + shift),
-            observed,
-            limits.idle_busy_ratio,
-            comparison="<",
-        )
-    ]
+    host = _host_mean(view.capture, "cpu_util_ratio", inside)
+    evidence = [longest]
     hint = "suspect data loading or synchronisation"
     if host is not None:
         evidence.append(
             _fact(
                 "cpu_util_ratio",
-                _where(None, capture),
-                (start + shift, end + shift),
+                _where(None, view.capture),
+                view.window(start, end),
                 host,
                 0.0,
                 comparison="info",
             )
         )
         hint = "the host was busy then: suspect data loading" if host >= 0.5 else hint
-    label = _label(device, capture)
+    label = _label(view.device, view.capture)
+    ratio = format_percent(view.limits.idle_busy_ratio)
     return Finding(
         rule="idle_gpu",
         title=f"{label} idle for {format_duration(total)}",
         message=(
-            f"{label} ({device.name}) stayed below {format_percent(limits.idle_busy_ratio)} {metric} for "
+            f"{label} ({view.device.name}) stayed below {ratio} {view.metric} for "
             f"{format_duration(total)} in {len(long)} stretch(es) of at least "
-            f"{format_duration(limits.idle_min_s)}; "
-            f"the longest, {format_duration(end - start)} from t={start + shift:.1f} s, averaged "
-            f"{format_percent(observed)}: {hint}"
+            f"{format_duration(view.limits.idle_min_s)}; "
+            f"the longest, {format_duration(end - start)} from t={start + view.shift:.1f} s, averaged "
+            f"{format_percent(longest.observed)}: {hint}"
         ),
         evidence=tuple(evidence),
         fix="overlap data loading with compute (more loader workers, prefetch, pinned memory); "
@@ -212,18 +213,10 @@ def _idle_in_run(
 
 
 def _idle_outside_run(
-    capture: Capture,
-    device: DeviceInfo,
-    *,
-    shift: float,
-    limits: Thresholds,
-    busy: tuple[str, Any],
-    long: Sequence[tuple[float, float]],
-    run_window: tuple[float, float],
+    view: _IdleView, long: Sequence[tuple[float, float]], run_window: tuple[float, float]
 ) -> Finding:
-    metric, values = busy
     total = sum(end - start for start, end in long)
-    before = [end + shift <= run_window[0] for _, end in long]
+    before = [end + view.shift <= run_window[0] for _, end in long]
     where_text = (
         "before the goodput run began"
         if all(before)
@@ -231,27 +224,21 @@ def _idle_outside_run(
         if not any(before)
         else "outside the goodput run (before it began and after it ended)"
     )
-    start, end = max(long, key=lambda span: span[1] - span[0])
-    inside = (capture.times_s > start) & (capture.times_s <= end)
-    label = _label(device, capture)
+    start, end, _, longest = _longest_idle(view, long)
+    label = _label(view.device, view.capture)
+    ratio = format_percent(view.limits.idle_busy_ratio)
     return Finding(
         rule="idle_outside_run",
         title=f"{label} idle for {format_duration(total)} outside the goodput run",
         message=(
-            f"{label} ({device.name}) stayed below {format_percent(limits.idle_busy_ratio)} {metric} for "
+            f"{label} ({view.device.name}) stayed below {ratio} {view.metric} for "
             f"{format_duration(total)} {where_text} (the longest stretch {format_duration(end - start)} from "
-            f"t={start + shift:.1f} s): start-up or teardown the tracker does not see (imports, building the "
-            "model, moving it to the GPU, saving at exit), which the ledger's wall time leaves out"
+            f"t={start + view.shift:.1f} s): start-up or teardown the tracker does not see (imports, "
+            "building the model, moving it to the GPU, saving at exit), which the ledger's wall time "
+            "leaves out"
         ),
         evidence=(
-            _fact(
-                metric,
-                _where(device, capture),
-                (start + shift, end + shift),
-                float(np.nanmean(values[inside])),
-                limits.idle_busy_ratio,
-                comparison="<",
-            ),
+            longest,
             _fact(
                 "goodput run",
                 "run",
