@@ -40,6 +40,8 @@ from lightspeed.units import format_duration, format_percent
 
 __all__ = ["Diagnosis", "Finding", "Thresholds", "diagnose"]
 
+Span = tuple[float, float]  # seconds since a capture started
+
 
 def diagnose(
     *,
@@ -121,7 +123,7 @@ def _idle(
     device: DeviceInfo,
     shift: float,
     limits: Thresholds,
-    run_window: tuple[float, float] | None = None,
+    run_window: Span | None = None,
 ) -> list[Finding]:
     """Stretches of at least ``idle_min_s`` below ``idle_busy_ratio``. With a goodput run joined
     (``run_window``: its start and end, seconds since the first capture started), the parts of a
@@ -132,34 +134,42 @@ def _idle(
         return []
     view = _IdleView(capture, device, shift, limits, *busy)
     stretches = _runs(capture.times_s, view.values < limits.idle_busy_ratio, capture.interval_s)
-    outside: list[tuple[float, float]] = []
-    if run_window is not None:
-        stretches, outside = _split_by_window(stretches, (run_window[0] - shift, run_window[1] - shift))
     findings = []
-    long = [(start, end) for start, end in stretches if end - start >= limits.idle_min_s]
+    inside: list[Span] = stretches
+    before: list[Span] = []
+    after: list[Span] = []
+    if run_window is not None:
+        inside, before, after = _split_by_window(stretches, (run_window[0] - shift, run_window[1] - shift))
+    long = _at_least(inside, limits.idle_min_s)
     if long:
         findings.append(_idle_in_run(view, long))
-    long_outside = [(start, end) for start, end in outside if end - start >= limits.idle_min_s]
-    if long_outside and run_window is not None:
-        findings.append(_idle_outside_run(view, long_outside, run_window))
+    long_before, long_after = _at_least(before, limits.idle_min_s), _at_least(after, limits.idle_min_s)
+    if run_window is not None and (long_before or long_after):
+        findings.append(_idle_outside_run(view, long_before, long_after, run_window))
     return findings
 
 
-def _split_by_window(
-    stretches: Sequence[tuple[float, float]], window: tuple[float, float]
-) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
-    """Each stretch cut at ``window``'s edges: (the parts inside, the parts before or after)."""
-    inside: list[tuple[float, float]] = []
-    outside: list[tuple[float, float]] = []
+def _at_least(stretches: Sequence[Span], seconds: float) -> list[Span]:
+    return [(start, end) for start, end in stretches if end - start >= seconds]
+
+
+def _split_by_window(stretches: Sequence[Span], window: Span) -> tuple[list[Span], list[Span], list[Span]]:
+    """Each stretch cut at ``window``'s edges: (the parts inside it, before it, after it)."""
+    inside: list[Span] = []
+    before: list[Span] = []
+    after: list[Span] = []
     for start, end in stretches:
-        pieces = ((start, min(end, window[0])), (max(start, window[1]), end))
-        outside.extend((a, b) for a, b in pieces if b > a)
-        if min(end, window[1]) > max(start, window[0]):
-            inside.append((max(start, window[0]), min(end, window[1])))
-    return inside, outside
+        for part, (a, b) in (
+            (before, (start, min(end, window[0]))),
+            (inside, (max(start, window[0]), min(end, window[1]))),
+            (after, (max(start, window[1]), end)),
+        ):
+            if b > a:
+                part.append((a, b))
+    return inside, before, after
 
 
-def _longest_idle(view: _IdleView, long: Sequence[tuple[float, float]]) -> tuple[float, float, Any, Evidence]:
+def _longest_idle(view: _IdleView, long: Sequence[Span]) -> tuple[float, float, Any, Evidence]:
     """The longest of ``long`` (capture seconds), its idle samples and the evidence of its mean."""
     start, end = max(long, key=lambda span: span[1] - span[0])
     times = view.capture.times_s
@@ -175,7 +185,7 @@ def _longest_idle(view: _IdleView, long: Sequence[tuple[float, float]]) -> tuple
     return start, end, inside, evidence
 
 
-def _idle_in_run(view: _IdleView, long: Sequence[tuple[float, float]]) -> Finding:
+def _idle_in_run(view: _IdleView, long: Sequence[Span]) -> Finding:
     start, end, inside, longest = _longest_idle(view, long)
     total = sum(e - s for s, e in long)
     host = _host_mean(view.capture, "cpu_util_ratio", inside)
@@ -213,16 +223,16 @@ def _idle_in_run(view: _IdleView, long: Sequence[tuple[float, float]]) -> Findin
 
 
 def _idle_outside_run(
-    view: _IdleView, long: Sequence[tuple[float, float]], run_window: tuple[float, float]
+    view: _IdleView, before: Sequence[Span], after: Sequence[Span], run_window: Span
 ) -> Finding:
+    long = [*before, *after]
     total = sum(end - start for start, end in long)
-    before = [end + view.shift <= run_window[0] for _, end in long]
     where_text = (
-        "before the goodput run began"
-        if all(before)
+        "outside the goodput run (before it began and after it ended)"
+        if before and after
+        else "before the goodput run began"
+        if before
         else "after the goodput run ended"
-        if not any(before)
-        else "outside the goodput run (before it began and after it ended)"
     )
     start, end, _, longest = _longest_idle(view, long)
     label = _label(view.device, view.capture)
@@ -450,7 +460,7 @@ def _gpu_stragglers(captures: Sequence[Capture], origin: float, limits: Threshol
 # -- helpers ------------------------------------------------------------------------
 
 
-def _runs(times: Any, condition: Any, interval_s: float) -> list[tuple[float, float]]:
+def _runs(times: Any, condition: Any, interval_s: float) -> list[Span]:
     """Stretches of consecutive samples where ``condition`` holds, as (start, end) seconds.
 
     A stretch starts one interval before its first sample (the period that sample describes).
