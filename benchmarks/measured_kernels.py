@@ -46,6 +46,10 @@ SYSTEM = "dgx-h200"
 STACK = "trtllm-2025"
 KEY = ("kind", "impl", "dtype", "label", "groups", "m", "n", "k")
 FLOOR_FIT_MIN_BYTES = 8 * 2**20
+# one-row kernels this small are all fixed time (0.5 us of traffic at most); eager ones this small
+# are bound by the host's issue of each kernel
+SMALL_KERNEL_MAX_BYTES = 2 * 2**20
+EAGER_HOST_BOUND_MAX_BYTES = 8 * 2**20
 # rows per GEMM (per expert) bounding each regime
 DECODE_MAX_ROWS = 64
 COMPUTE_MIN_ROWS = 4096
@@ -134,9 +138,9 @@ def floor_fit(measured: list[dict[str, Any]]) -> dict[str, float]:
     floor = [c for c in measured if c["kind"] == "floor" and c["impl"] == "graph"]
     big = [c for c in floor if weight_bytes(c) >= FLOOR_FIT_MIN_BYTES]
     slope, intercept = np.polyfit([weight_bytes(c) for c in big], [c["measured_us"] for c in big], 1)
-    small = [c["measured_us"] for c in floor if weight_bytes(c) < 2**20 * 2]
+    small = [c["measured_us"] for c in floor if weight_bytes(c) < SMALL_KERNEL_MAX_BYTES]
     eager = [c for c in measured if c["kind"] == "floor" and c["impl"] == "eager"]
-    host = [c["measured_us"] for c in eager if weight_bytes(c) <= 2**20 * 8]
+    host = [c["measured_us"] for c in eager if weight_bytes(c) <= EAGER_HOST_BOUND_MAX_BYTES]
     return {
         "fixed_us": float(intercept),
         "bandwidth_bytes_per_s": float(1e6 / slope),
