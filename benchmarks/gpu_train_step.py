@@ -7,12 +7,13 @@ Usage (on a machine with a CUDA GPU; ``--device cpu --layers 1 --seq 64`` only c
 The model is built from the shapes of ``lightspeed``'s model registry (the same
 ``TransformerSpec`` the engine prices): token embedding, per layer RMSNorm, bias-free Q/K/V/O
 projections with rotary positions, PyTorch's ``scaled_dot_product_attention`` (causal, grouped
-KV heads: the FlashAttention-2 backend), RMSNorm and a SwiGLU MLP; a final norm and the LM head
-(tied when the registry says so); cross-entropy over the whole vocabulary. Parameters in fp32,
+KV heads: cuDNN attention on Hopper in PyTorch 2.11, FlashAttention-2 in 2024-25), RMSNorm and
+a SwiGLU MLP; a final norm and the LM head (tied when the registry says so); cross-entropy over
+the whole vocabulary. Parameters in fp32,
 matrix work under ``torch.autocast`` in bf16, fused AdamW, random tokens already on the GPU (no
-data stall), no activation recomputation: what the ``torchtitan-2024`` serving of a one-GPU run
-is (eager, SDPA flash), and with ``--compile`` (each block compiled, as torchtitan does) what
-``torchtitan-2024-compile`` is.
+data stall), no activation recomputation: what the ``torchtitan-2026`` profile of a one-GPU run
+is (eager, SDPA), and with ``--compile`` (each block compiled, as torchtitan does) what
+``torchtitan-2026-compile`` is.
 
 Every optimizer step runs inside ``Tracker.step(..., sync=True)`` (``lightspeed.goodput``), so
 ``lightspeed goodput report RUN_DIR`` shows the steps, MFU and badput, and a surrounding

@@ -21,27 +21,29 @@ def _rows(result: dict) -> dict:  # type: ignore[type-arg]
     return {(row["model"], row["seq"], row["compile"]): row for row in result["rows"]}
 
 
-def test_the_runs_are_predicted_within_10_percent_with_the_best_attention_kernel(result: dict) -> None:  # type: ignore[type-arg]
-    """PyTorch 2.11's SDPA ran causal attention on the H200 at the speed of the device's best
-    fused kernel (``--attention flash``): with it, all seven runs are within 10%."""
+def test_the_runs_are_predicted_within_10_percent_on_the_2026_profiles(result: dict) -> None:  # type: ignore[type-arg]
+    """PyTorch 2.11 (2026) runs SDPA on cuDNN attention on Hopper, the device's best fused kernel:
+    with the torchtitan-2026 profiles all seven runs are within 10%."""
     rows = _rows(result)
     # measured medians: 1B 326 ms eager at 4 x 4,096 tokens; 3B 986 ms eager at 16,384
     assert rows[("llama-3.2-1b", 4096, False)]["measured_step_s"] == pytest.approx(0.326, abs=0.001)
     assert rows[("llama-3.2-3b", 16384, False)]["measured_step_s"] == pytest.approx(0.986, abs=0.001)
     assert len(rows) == 7
     for row in rows.values():
-        assert abs(row["time_error_best_attention"]) <= 0.10, row
-    assert result["best_attention_median_abs_error"] <= 0.05
+        assert row["stack"].startswith("torchtitan-2026"), row
+        assert abs(row["time_error"]) <= 0.10, row
+    assert result["median_abs_error"] <= 0.05
 
 
-def test_the_profiles_own_attention_is_right_where_attention_is_small(result: dict) -> None:  # type: ignore[type-arg]
-    """At 4,096 tokens attention is under a tenth of the FLOPs and the profiles (FlashAttention-2,
-    2024-25's SDPA) predict within 15%; at 16,384 they are 17-29% slow (docs/benchmarks.md)."""
+def test_flashattention_2_is_right_only_where_attention_is_small(result: dict) -> None:  # type: ignore[type-arg]
+    """At 4,096 tokens attention is under a tenth of the FLOPs and the 2024-25 profiles
+    (FlashAttention-2, SDPA's kernel then) predict within 15%; at 16,384 they are 17-29% slow
+    (docs/benchmarks.md): the attention kernel is what changed."""
     for (_, seq, _), row in _rows(result).items():
         if seq == 4096:
-            assert abs(row["time_error"]) <= 0.15, row
+            assert abs(row["time_error_2024"]) <= 0.15, row
         else:
-            assert row["time_error"] > row["time_error_best_attention"]
+            assert row["time_error_2024"] > 0.15 > abs(row["time_error"]), row
 
 
 def test_the_compiled_profile_is_faster_as_measured(result: dict) -> None:  # type: ignore[type-arg]
@@ -55,6 +57,18 @@ def test_the_compiled_profile_is_faster_as_measured(result: dict) -> None:  # ty
         engine_saving = 1.0 - compiled["engine_step_s"] / eager["engine_step_s"]
         assert 0.10 <= measured_saving <= 0.16
         assert 0.0 < engine_saving < 2.0 * measured_saving
+
+
+def test_memory_is_within_15_percent_of_the_allocated_peak(result: dict) -> None:  # type: ignore[type-arg]
+    """``torch.cuda.max_memory_allocated`` leaves out the framework reserve the engine counts;
+    without it every run is within 15% of the measured peak. The script keeps its bf16 logits
+    through backward (14 bytes a logit at the peak) where torchtitan frees them (12, the
+    profiles' figure): with the 8 bytes of fp32 logits and their gradient the 1B runs, whose
+    16,384 tokens a step make 2.1 billion logits, were 18-24% under."""
+    for row in _rows(result).values():
+        parts = row["engine_memory_parts_gib"]
+        engine = row["engine_memory_gib"] - parts["reserved"]
+        assert abs(engine / row["measured_peak_memory_gib"] - 1.0) <= 0.15, row
 
 
 @pytest.mark.torch

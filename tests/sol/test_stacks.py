@@ -21,6 +21,10 @@ from lightspeed.workload import ModelRegistry
         ("NVIDIA/dgxc-benchmarking v25.04", 2025, "megatron-core-2025"),
         ("pytorch/torchtitan benchmarks (no compile)", 2024, "torchtitan-2024"),
         ("pytorch/torchtitan benchmarks, FP8 linears, torch.compile", 2024, "torchtitan-2024-compile"),
+        ("pytorch/torchtitan benchmarks (no compile)", 2025, "torchtitan-2024"),
+        # PyTorch 2.10-2.11's SDPA prefers cuDNN attention on Hopper and Blackwell
+        ("pytorch/torchtitan benchmarks (no compile)", 2026, "torchtitan-2026"),
+        ("pytorch/torchtitan, torch.compile", 2026, "torchtitan-2026-compile"),
         ("mosaicml/llm-foundry benchmarking README", 2023, "llm-foundry-2023"),
         # no framework named: the default profile (the median of published runs) from 2023 on,
         # the Megatron profile of its year before
@@ -48,6 +52,7 @@ def test_a_plan_takes_its_stacks_defaults_unless_it_says_otherwise() -> None:
     plan = TrainingPlan(tp=2, recompute="selective")
     assert plan.resolved(titan).recompute == "op"  # torchtitan's "selective" is its per-op policy
     assert plan.resolved(titan).attention_impl == "flash2"  # PyTorch SDPA's flash backend
+    assert plan.resolved(load_stack("torchtitan-2026")).attention_impl == "flash"  # cuDNN's
     assert plan.resolved(megatron).attention_impl == "unfused"
     assert plan.resolved(megatron).sequence_parallel is False  # 2021: before sequence parallelism
     assert plan.resolved(load_stack()).sequence_parallel is True  # stated, never null

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lightspeed.catalog import Catalog
@@ -125,3 +127,32 @@ def test_mixed_precision_adam_is_18_bytes_per_param_and_zero_shards_it(a100: Har
     memory1 = training_memory(grid_from_plans([zero1]), GPT3, shapes, hardware, S)
     state1 = float(memory1.weights_bytes[0] + memory1.gradients_bytes[0] + memory1.optimizer_bytes[0])
     assert state1 == pytest.approx((6 + 12 / 8) * params)  # Megatron distributed optimizer: 6 + 12/DP
+
+
+def _loss_bytes(catalog: Catalog, stack: str, *, tp: int, pp: int) -> float:
+    """Activation bytes of a GPT-3-shaped micro-batch on ``stack``, minus the same with no loss."""
+    cluster = catalog.cluster("dgx-h100", num_nodes=1)
+    shapes = layer_shapes(GPT3)
+
+    def activations(loss_bytes: float | None) -> float:
+        hardware = hardware_for(cluster, "bf16", stack=load_stack(stack))
+        if loss_bytes is not None:
+            hardware = replace(hardware, stack=replace(hardware.stack, loss_bytes_per_logit=loss_bytes))
+        plan = TrainingPlan(
+            tp=tp, pp=pp, global_batch_size=pp, micro_batch_size=1, seq_len=S, recompute="full"
+        ).resolved(hardware.stack)
+        return float(training_memory(grid_from_plans([plan]), GPT3, shapes, hardware, S).activations_bytes[0])
+
+    return activations(None) - activations(0.0)
+
+
+def test_the_loss_peak_is_the_stacks_cross_entropy(catalog: Catalog) -> None:
+    """Megatron's vocab-parallel cross-entropy turns one fp32 copy of the bf16 logits into the
+    softmax and the gradient in place: 4 + 2 bytes a logit; torchtitan's F.cross_entropy on
+    pred.float() frees pred before backward, whose peak holds log-softmax's fp32 output, its
+    gradient and the logits' fp32 gradient: 4 + 4 + 4. Over TP 2 each rank holds half the
+    vocabulary; with pipeline stages the first stage (no logits) sets the peak."""
+    logits = S * 1 * 51200
+    assert _loss_bytes(catalog, "megatron-core-2025", tp=2, pp=1) == pytest.approx(6 * logits / 2)
+    assert _loss_bytes(catalog, "torchtitan-2024", tp=2, pp=1) == pytest.approx(12 * logits / 2)
+    assert _loss_bytes(catalog, "torchtitan-2024", tp=2, pp=2) == 0.0

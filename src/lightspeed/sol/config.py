@@ -284,8 +284,8 @@ class TrainingJob(JobConfig):
     stack: str | None = setting(
         None,
         help="Software-stack profile (kernels, overlaps, recompute policy; sol/data/stacks.toml): "
-        "megatron-2021, megatron-core-2024, megatron-core-2025 (default), torchtitan-2024, "
-        "deepseek-2024, ...",
+        "published-median (default), megatron-2021, megatron-core-2024, megatron-core-2025, "
+        "torchtitan-2024, torchtitan-2026, deepseek-2024, ...",
     )
     sharp: bool = setting(False, help="In-network reduction on the scale-out switches (InfiniBand SHARP).")
 

@@ -83,6 +83,7 @@ class Stack(Record):
     overlap_contention: float = 0.0
     moe_efficiency: float = 1.0
     optimizer_bytes_per_param: float = 12.0
+    loss_bytes_per_logit: float = 8.0
     fp8_weight_copy: bool = True
     context_parallel: bool = True
     pipeline_parallel: bool = True
@@ -392,6 +393,7 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
         overlap_contention=contention,
         moe_efficiency=table.number("moe_efficiency", 1.0),
         optimizer_bytes_per_param=table.number("optimizer_bytes_per_param", 12.0),
+        loss_bytes_per_logit=table.number("loss_bytes_per_logit", 8.0),
         fp8_weight_copy=table.boolean("fp8_weight_copy", True),
         context_parallel=table.boolean("context_parallel", True),
         pipeline_parallel=table.boolean("pipeline_parallel", True),

@@ -348,7 +348,11 @@ def training_memory(
     kept = (num_dense * dense_kept + params.moe_layers_per_stage * moe_kept) * in_flight
     full = (num_dense * dense_full + params.moe_layers_per_stage * moe_full) * in_flight
     tokens = grid.micro_batch_size * seq_len / grid.cp
-    logits = np.where(grid.pp > 1, 0.0, 2.0 * 4.0 * tokens * model.vocab_size / grid.tp)  # fp32 logits + grad
+    # the loss's peak over the vocabulary (the stack's cross-entropy: fp32 copies, saved
+    # softmax or log-probabilities, their gradients), on the last stage only: with pipeline
+    # stages the first one, holding the most micro-batches, sets the peak
+    per_logit = hardware.stack.loss_bytes_per_logit
+    logits = np.where(grid.pp > 1, 0.0, per_logit * tokens * model.vocab_size / grid.tp)
     reserved = np.full_like(weights, hardware.overheads.reserved_of(hardware.usable_memory_bytes))
     free = hardware.usable_memory_bytes - (weights + gradients + optimizer + reserved + logits)
     fraction = _recompute_fraction(grid, kept, full, free, params.layers_per_stage)
