@@ -287,6 +287,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "LENGTH_KINDS",
         "MLPERF_SCENARIOS",
         "PREEMPTION_MODES",
+        "PREFILL_STEPS",
         "ROUTERS",
         "AcceptanceProcess",
         "ArrivalProcess",

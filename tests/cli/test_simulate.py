@@ -234,6 +234,7 @@ def test_search_infer_at_an_slo_ends_with_a_verdict(run_cli, rate: str, verdict:
         (["--isl-dist", "uniform:5"], ("uniform:MIN-MAX",)),
         (["--mlperf", "gpt-9"], ("unknown MLPerf workload",)),
         (["--burstiness", "2"], ("give --arrival-rate too",)),
+        (["--prefill-steps", "interleaved"], ("--prefill-steps", "mixed", "separate")),
     ],
 )
 def test_simulate_bad_input_is_one_line(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
@@ -278,3 +279,17 @@ def test_a_replayed_trace_runs_as_recorded_with_no_band_under_load(run_cli, tmp_
     payload = json.loads(result.out)
     assert payload["num_requests"] == payload["num_completed"] == 3
     assert payload["interval_under_load"] is None
+
+
+def test_simulate_says_how_prompts_are_scheduled(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """vLLM V0 (vllm-2024) on Llama 3 8B (8,192-token context) takes prompts in steps of their
+    own, whole (8,192 tokens a step): the output says so and why; --prefill-steps overrides it."""
+    base = [*SIMULATE, *AT_TEN_PER_S, "--requests", "200", "--serving", "vllm-2024"]
+    default = run_cli(*base)
+    assert default.code == 0, default.err
+    text = " ".join(default.out.split())
+    assert "8,192 tokens per iteration per rank (whole prompts in steps of their own" in text
+    assert "vllm-2024's default for a context of 8,192 tokens on NVIDIA GPUs" in text
+    mixed = run_cli(*base, "--prefill-steps", "mixed", "--json")
+    assert mixed.code == 0, mixed.err
+    assert any("(chunked prefill)" in line for line in json.loads(mixed.out)["assumptions"])

@@ -26,6 +26,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.sol.serve import (
     KV_POLICIES,
     PREEMPTION_MODES,
+    PREFILL_STEPS,
     ROUTERS,
     ArrivalProcess,
     LengthDistribution,
@@ -137,6 +138,13 @@ def scheduler_options(function: F) -> F:
                 "--preemption", type=click.Choice(PREEMPTION_MODES), default="recompute", show_default=True
             ),
             click.option("--router", type=click.Choice(ROUTERS), default="least-loaded", show_default=True),
+            click.option(
+                "--prefill-steps",
+                type=click.Choice(PREFILL_STEPS),
+                help="mixed: prompt chunks share a step with every running decode (chunked prefill); "
+                "separate: a step that takes prompts runs no decode (vLLM V0's default) "
+                "[default: the serving stack's; separate for vllm-2024 below a 32K context or on AMD]",
+            ),
         ],
     )
 
@@ -165,6 +173,7 @@ def resolve_scheduler(
     kv_policy: str,
     preemption: str,
     router: str,
+    prefill_steps: str | None = None,
 ) -> SchedulerConfig:
     """The scheduler of the scheduler options."""
     return SchedulerConfig(
@@ -174,6 +183,7 @@ def resolve_scheduler(
         kv_policy=kv_policy,
         preemption=preemption,
         router=router,
+        prefill_steps=prefill_steps,
     )
 
 

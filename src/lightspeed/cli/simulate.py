@@ -54,6 +54,7 @@ _SCHEDULER_KEYS = (
     "kv_policy",
     "preemption",
     "router",
+    "prefill_steps",
 )
 
 

@@ -45,6 +45,9 @@ FloatArray = npt.NDArray[np.float64]
 ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
 SELECTIVE_POLICIES: Final = ("selective", "op")
 DECODE_KV_READS: Final = ("per_kv_head", "per_query_head")
+# How a server's step takes prompts: beside the running decodes (chunked prefill, in-flight
+# batching) or in steps of their own that pause every decode (vLLM V0's default scheduler)
+PREFILL_STEPS: Final = ("mixed", "separate")
 FP8_SCALINGS: Final = ("delayed", "current", "block")
 FP8_STORAGE: Final = ("none", "linear-inputs", "linear-and-swiglu-inputs")
 STACKS_SCHEMA_VERSION: Final = 1
@@ -271,7 +274,12 @@ class ServingStack(Record):
     ``expert_load_balancer``: the server's published expert-parallel recipes place redundant experts
     by measured load (EPLB), so the busiest EP rank gets only the measured residual over the mean
     (``sol/data/routing.toml``); read from those recipes (``expert_load_balancer_source``).
-    ``vendors``: whose accelerators the server runs on (``NVIDIA``, ``AMD``, ``Intel``, ``Google``)."""
+    ``vendors``: whose accelerators the server runs on (``NVIDIA``, ``AMD``, ``Intel``, ``Google``).
+    ``prefill_steps``: ``mixed`` (a step takes prompt tokens beside every running decode: chunked
+    prefill, in-flight batching) or ``separate`` (a step that admits prompts runs no decode, which
+    waits for the next step: vLLM V0's default scheduler), with ``mixed_steps_above_context``, the
+    model context above which the server mixes them by default on NVIDIA GPUs (0: never), both
+    read from the server's code (``prefill_steps_source``)."""
 
     name: str
     display_name: str
@@ -302,10 +310,30 @@ class ServingStack(Record):
     expert_load_balancer: bool = False
     expert_load_balancer_source: str = ""
     vendors: tuple[str, ...] = VENDORS
+    prefill_steps: str = "mixed"
+    mixed_steps_above_context: int = 0
+    prefill_steps_source: str = ""
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
         return fit_note(self.fitted_on, self.validated_on)
+
+    def separate_prefill_steps(self, context_tokens: int, vendor: str) -> bool:
+        """Whether a step that runs prompts runs no decodes for a model of ``context_tokens``
+        context on ``vendor``'s GPUs: ``prefill_steps = "separate"`` (vLLM V0's default scheduler),
+        unless the server turns chunked prefill on by default, as vLLM V0 does on NVIDIA GPUs for a
+        context above ``mixed_steps_above_context`` (``prefill_steps_source``).
+
+        >>> stack = load_serving_stack("vllm-2024")
+        >>> stack.separate_prefill_steps(4096, "NVIDIA"), stack.separate_prefill_steps(131072, "NVIDIA")
+        (True, False)
+        >>> stack.separate_prefill_steps(131072, "AMD")  # chunked prefill stays off on ROCm
+        True
+        """
+        if self.prefill_steps != "separate":
+            return False
+        chunked_by_default = 0 < self.mixed_steps_above_context < context_tokens and vendor == "NVIDIA"
+        return not chunked_by_default
 
     def covers_version(self, version: tuple[int, int]) -> bool:
         """Whether the profile stands for the server's release ``version`` (``(major, minor)``)."""
@@ -434,6 +462,9 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         expert_load_balancer=table.boolean("expert_load_balancer", False),
         expert_load_balancer_source=table.string("expert_load_balancer_source", ""),
         vendors=_vendors(table),
+        prefill_steps=_choice(table, "prefill_steps", PREFILL_STEPS, PREFILL_STEPS[0]),
+        mixed_steps_above_context=table.integer("mixed_steps_above_context", 0),
+        prefill_steps_source=table.string("prefill_steps_source", ""),
     )
 
 
@@ -797,6 +828,7 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
 __all__ = [
     "ATTENTION_KERNELS",
     "FP8_CAST_BYTES",
+    "PREFILL_STEPS",
     "ServingStack",
     "Stack",
     "capped",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from lightspeed.sol.serve.deployment import (
         KV_POLICIES,
         PREEMPTION_MODES,
+        PREFILL_STEPS,
         ROUTERS,
         SchedulerConfig,
         SimulatedDeployment,
@@ -65,6 +66,7 @@ __all__ = [
     "LENGTH_KINDS",
     "MLPERF_SCENARIOS",
     "PREEMPTION_MODES",
+    "PREFILL_STEPS",
     "ROUTERS",
     "AcceptanceProcess",
     "ArrivalProcess",

@@ -31,7 +31,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.core.stacks import PREFILL_STEPS, ServingStack
 from lightspeed.sol.infer.estimate import check_gpus, deployment_memory, pool_split
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays
@@ -46,6 +46,9 @@ PREEMPTION_MODES: Final = ("recompute", "swap")
 ROUTERS: Final = ("least-loaded", "round-robin")
 # vLLM's default KV block (``--block-size 16``, vllm/config.py CacheConfig)
 DEFAULT_BLOCK_TOKENS: Final = 16
+# vLLM V0 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048)
+# (vllm/config.py SchedulerConfig, _DEFAULT_MAX_NUM_BATCHED_TOKENS): a prompt step takes whole prompts
+SEPARATE_STEP_MIN_TOKENS: Final = 2048
 LONG_CONTEXT: Final = 1 << 20  # tokens: past every local layer's span in the catalog
 
 
@@ -60,6 +63,9 @@ class SchedulerConfig(Record):
     ``MAX_UTILIZATION``), by ``preemption``: ``recompute`` (drop its cache, prefill
     prompt and output again later) or ``swap`` (copy it to host memory and back).
     ``router`` places requests on replicas and on a replica's attention ranks.
+    ``prefill_steps``: ``mixed`` (prompt tokens share a step with every running decode) or
+    ``separate`` (a step that admits prompts runs no decode: vLLM V0's default); ``None``: the
+    serving stack's (:meth:`ServingStack.separate_prefill_steps`).
     """
 
     max_sequences_per_rank: int | None = None
@@ -68,12 +74,14 @@ class SchedulerConfig(Record):
     kv_policy: str = "reserve"
     preemption: str = "recompute"
     router: str = "least-loaded"
+    prefill_steps: str | None = None
 
     def __post_init__(self) -> None:
         for label, value, allowed in (
             ("KV policy", self.kv_policy, KV_POLICIES),
             ("preemption", self.preemption, PREEMPTION_MODES),
             ("router", self.router, ROUTERS),
+            ("prefill steps", self.prefill_steps or PREFILL_STEPS[0], PREFILL_STEPS),
         ):
             if value not in allowed:
                 raise UserInputError(f"{label} {value!r} is not one of {', '.join(allowed)}")
@@ -100,6 +108,7 @@ class SimulatedDeployment:
     kv_bytes_per_token_per_gpu: float
     max_sequences_per_rank: int
     max_batched_tokens_per_rank: int
+    separate_prefill: bool  # a step that runs prompts runs no decode (SchedulerConfig.prefill_steps)
     host_bytes_per_s: float
     transfer_gpus: float  # GPUs of a replica that each send their share of a prompt's KV cache
     transfer_crosses_domains: bool
@@ -170,6 +179,16 @@ def _max_sequences(plan: InferencePlan, config: SchedulerConfig, memory: MemoryA
     return max(min(kv_tokens // config.block_tokens, defaults), 1)  # every sequence holds a block
 
 
+def _separate_prefill(
+    config: SchedulerConfig, serving: ServingStack, model: TransformerSpec, cluster: Cluster
+) -> bool:
+    """Whether prompt steps run apart from decodes: the user's choice, else the serving stack's
+    default for the model's context on the cluster's GPUs."""
+    if config.prefill_steps is not None:
+        return config.prefill_steps == "separate"
+    return serving.separate_prefill_steps(model.max_seq_len, cluster.system.accelerator.vendor)
+
+
 def simulated_deployment(
     *,
     model: TransformerSpec,
@@ -201,7 +220,10 @@ def simulated_deployment(
     if speculation is None and plan.speculative is not None:
         speculation = AcceptanceProcess.from_speculative(plan.speculative)
     max_sequences = _max_sequences(plan, config, memory, kv_tokens)
-    budget = config.max_batched_tokens_per_rank or hardware.parameters.prefill_chunk_tokens
+    separate = _separate_prefill(config, hardware.serving, model, cluster)
+    whole_prompts = max(model.max_seq_len, SEPARATE_STEP_MIN_TOKENS)
+    default_budget = whole_prompts if separate else hardware.parameters.prefill_chunk_tokens
+    budget = config.max_batched_tokens_per_rank or default_budget
     transfer, crosses = 0.0, False
     if plan.disaggregated is not None:
         split = pool_split(plan, hardware, model, ServingLoad(1, 1))
@@ -221,6 +243,7 @@ def simulated_deployment(
         kv_bytes_per_token_per_gpu=per_token,
         max_sequences_per_rank=max_sequences,
         max_batched_tokens_per_rank=budget,
+        separate_prefill=separate,
         host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
         transfer_gpus=transfer,
         transfer_crosses_domains=crosses,
@@ -233,6 +256,7 @@ __all__ = [
     "DEFAULT_BLOCK_TOKENS",
     "KV_POLICIES",
     "PREEMPTION_MODES",
+    "PREFILL_STEPS",
     "ROUTERS",
     "SchedulerConfig",
     "SimulatedDeployment",

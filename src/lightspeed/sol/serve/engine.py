@@ -18,6 +18,13 @@ iteration at a time and forms the next at the end of the last
    chunks over several iterations (chunked prefill);
 3. the iteration lasts what the execution-time model says for that shape.
 
+With **separate prefill steps** (``SimulatedDeployment.separate_prefill``: vLLM
+V0's default scheduler) a step that takes prompts takes them alone: the budget
+is the prompts' (whole prompts, one admitted only while it fits what is left),
+no decode runs or advances in it, and the pause it makes is added to the next
+token gap of every sequence it held back (the ITL, TPOT and end-to-end latency
+all see it).
+
 No per-token state is kept: a replica counts its decode steps, and a decoding
 sequence is (join step, context at join, passes left); its context, the rank's
 context sum and KV use follow from the step count. A request's completion is a
@@ -43,7 +50,7 @@ from lightspeed.sol.serve.workload import Requests
 Array = Any
 WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
 ITERATION_END, KV_ARRIVAL = 0, 1
-RECORD_WIDTH = 9  # values per iteration record (see Engine._record)
+RECORD_WIDTH = 10  # values per iteration record (see Engine._record)
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class EngineOutput:
     iteration_kv_use: Array
     iteration_steps: Array
     iteration_balance: Array
+    iteration_pause_s: Array  # prompt-only steps just before this one that held its decodes back
     num_in_flight: int
     num_preemptions: int
     num_swaps: int
@@ -102,6 +110,7 @@ class _Replica:
         "finishing",
         "in_flight",
         "index",
+        "paused",
         "pending",
         "rank_pointer",
         "ranks",
@@ -125,6 +134,7 @@ class _Replica:
         self.in_flight = 0
         self.pending: list[tuple[int, _Rank]] = []  # prompts that complete in the running iteration
         self.rank_pointer = 0  # the round-robin router's next rank
+        self.paused = 0.0  # seconds of prompt-only steps since its decodes last ran (separate steps)
         self.stride = 1  # decode steps the running iteration stands for
         self.started = 0.0  # when it started, how long it lasts, its record and event version
         self.duration = 0.0
@@ -145,6 +155,7 @@ class Engine:
         self.block = config.block_tokens
         self.local_kv = deployment.local_kv  # admission sized by what local layers really hold
         self.budget = deployment.max_batched_tokens_per_rank
+        self.separate = deployment.separate_prefill
         self.max_sequences = deployment.max_sequences_per_rank
         self.timer = deployment.timer
         self.query = self.timer.query_tokens
@@ -316,7 +327,7 @@ class Engine:
             replica.busy = False
             return
         duration = self.timer.seconds(*shape)
-        steps = 1
+        steps = 0 if self.separate and self.chunks else 1  # a prompt-only step advances no decode
         if not (self.chunks or extra_s or replica.waiting):
             steps, duration = self._stretch(replica, time, duration, shape)
         duration += extra_s
@@ -360,7 +371,7 @@ class Engine:
         self.chunks = []
         replica.pending = []
         for rank in replica.ranks:
-            left = self.budget - rank.num_decoding * self.query
+            left = self.budget - (0.0 if self.separate else rank.num_decoding * self.query)
             for request in rank.prefilling:
                 if left <= 0:
                     break
@@ -393,15 +404,20 @@ class Engine:
             tokens = self.deployment.kv_equivalent_tokens(tokens)
         return float(-(-tokens // block) * block)
 
-    def _pick_rank(self, replica: _Replica, budgets: list[float], need: float) -> int | None:
-        """The rank the router places a request on (``None``: no rank has room for it now)."""
+    def _pick_rank(self, replica: _Replica, budgets: list[float], need: float, prompt: float) -> int | None:
+        """The rank the router places a request on (``None``: no rank has room for it now); with
+        separate prefill steps a rank takes a ``prompt``-token prompt only whole, unless its budget
+        is untouched (a prompt longer than the budget then runs in chunks)."""
         ranks, step, best = replica.ranks, replica.step, None
         transfer = replica.role == "decode"
+        whole = self.separate and not transfer
         count = len(ranks)
         for offset in range(count):
             index = (replica.rank_pointer + offset) % count if self.round_robin else offset
             rank = ranks[index]
             if rank.num_sequences >= self.max_sequences or (budgets[index] <= 0 and not transfer):
+                continue
+            if whole and budgets[index] < min(prompt, self.budget):
                 continue
             if self._kv_used(rank, step + 1) + need > rank.capacity:
                 continue
@@ -418,7 +434,8 @@ class Engine:
         while waiting:
             request = waiting[0]
             need = self._admission_need(replica, request)
-            index = self._pick_rank(replica, budgets, need)
+            prompt = self.prefill_length[request] - self.prefill_done[request]
+            index = self._pick_rank(replica, budgets, need, prompt)
             if index is None:
                 return
             rank = replica.ranks[index]
@@ -462,6 +479,8 @@ class Engine:
                 entry[1] += weighted
         self.prompt_tokens = total_prompt
         self.balance = 1.0
+        if self.separate and total_prompt:
+            return self._prompt_only_shape(ranks, prompt, total_prompt, total_weighted)
         if len(ranks) == 1:
             rank = ranks[0]
             decoding = rank.num_decoding
@@ -488,10 +507,24 @@ class Engine:
         tokens, weighted = prompt[id(busiest)]
         return decoding, context, tokens, (weighted / tokens if tokens else 0.0), total
 
+    def _prompt_only_shape(
+        self,
+        ranks: list[_Rank],
+        prompt: dict[int, list[float]] | None,
+        total_prompt: float,
+        total_weighted: float,
+    ) -> tuple[int, float, float, float, float]:
+        """The shape of a separate prompt step: the busiest rank's prompt tokens, no decode."""
+        if prompt is None:
+            return 0, 0.0, total_prompt, total_weighted / total_prompt, 0.0
+        tokens, weighted = max(prompt.values())
+        self.balance = total_prompt / len(ranks) / tokens
+        return 0, 0.0, tokens, weighted / tokens, total_prompt
+
     def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
         """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
-        running, the fullest rank's KV use, decode steps, attention-DP balance (columns of
-        :class:`EngineOutput`)."""
+        running, the fullest rank's KV use, decode steps, attention-DP balance, the pause that
+        prompt-only steps made just before it (columns of :class:`EngineOutput`)."""
         ranks = replica.ranks
         if len(ranks) == 1:
             rank = ranks[0]
@@ -501,6 +534,12 @@ class Engine:
         else:
             decoding = sum(rank.num_decoding for rank in ranks)
             kv = max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks)
+        pause = 0.0
+        if not steps:  # a separate prompt step: its decodes wait for the next step
+            replica.paused += duration if decoding else 0.0
+            decoding = 0.0
+        else:
+            pause, replica.paused = replica.paused, 0.0
         self.records.extend(
             (
                 time,
@@ -512,6 +551,7 @@ class Engine:
                 kv,
                 steps,
                 self.balance,
+                pause,
             )
         )
 
@@ -681,6 +721,7 @@ class Engine:
             + len(self.waiting_requests()),
             iteration_steps=records[7],
             iteration_balance=records[8],
+            iteration_pause_s=records[9],
             num_preemptions=self.num_preemptions,
             num_swaps=self.num_swaps,
             cost_evaluations=self.timer.evaluations,

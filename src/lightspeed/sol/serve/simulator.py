@@ -177,11 +177,27 @@ def _sequence_cap(deployment: SimulatedDeployment) -> str:
     return f"up to {deployment.max_sequences_per_rank:,} sequences"
 
 
+def _prefill_steps_note(deployment: SimulatedDeployment) -> str:
+    """How the scheduler takes prompts, and why (the user's choice or the serving stack's default)."""
+    if not deployment.separate_prefill:
+        return "chunked prefill"
+    if deployment.scheduler.prefill_steps is not None:
+        why = "--prefill-steps separate"
+    else:
+        vendor = deployment.hardware.hardware.accelerator.vendor
+        why = (
+            f"{deployment.hardware.serving.name}'s default for a context of "
+            f"{deployment.model.max_seq_len:,} tokens on {vendor} GPUs"
+        )
+    return f"whole prompts in steps of their own that pause every decode: {why}"
+
+
 def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
     config = deployment.scheduler
+    steps = _prefill_steps_note(deployment)
     lines = [
         f"scheduler: continuous batching, {_sequence_cap(deployment)} and "
-        f"{deployment.max_batched_tokens_per_rank:,} tokens per iteration per rank (chunked prefill), "
+        f"{deployment.max_batched_tokens_per_rank:,} tokens per iteration per rank ({steps}), "
         f"KV cache {deployment.kv_tokens_per_rank:,} tokens per rank in {config.block_tokens}-token blocks, "
         f"{config.kv_policy} allocation"
         + (f", preemption by {config.preemption}" if config.kv_policy == "on-demand" else ""),
@@ -239,6 +255,19 @@ def simulate_deployment(
     )
 
 
+def _inter_token_latency(outcome: EngineOutput, counted: Array) -> LatencyStats:
+    """The gap between a sequence's tokens, weighted by the sequences that see it: a decode
+    iteration's steps share its time evenly, and its first step also carries the pause of the
+    prompt-only steps just before it (separate prefill steps); prompt-only steps make no gap."""
+    steps = outcome.iteration_steps[counted]
+    decoding = outcome.iteration_decode_sequences[counted]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = outcome.iteration_s[counted] / steps
+    values = np.concatenate((gap + outcome.iteration_pause_s[counted], gap))
+    weights = np.concatenate((decoding, decoding * np.maximum(steps - 1.0, 0.0)))
+    return LatencyStats.of(values, weights)
+
+
 def _per_request(outcome: EngineOutput) -> tuple[Array, Array, Array]:
     """(TTFT, TPOT, end-to-end) per request; TPOT is NaN for one-token outputs."""
     ttft = outcome.first_token_s - outcome.arrival_s
@@ -276,6 +305,7 @@ def _result(
     total_tokens = output_tokens + float(outcome.input_tokens[completed].sum())
     ttft_stats, tpot_stats = LatencyStats.of(ttft), LatencyStats.of(tpot)
     weights = np.maximum(outcome.iteration_s, 1e-12)
+    iterations = np.maximum(outcome.iteration_steps, 1.0)  # a separate prompt step: one, no decode step
     counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
     with np.errstate(invalid="ignore", divide="ignore"):
         per_user = float(np.nanmean(1.0 / tpot)) if np.isfinite(tpot).any() else math.nan
@@ -295,10 +325,7 @@ def _result(
         duration_s=duration,
         ttft=ttft_stats,
         tpot=tpot_stats,
-        itl=LatencyStats.of(
-            (outcome.iteration_s / outcome.iteration_steps)[counted],
-            (outcome.iteration_decode_sequences * outcome.iteration_steps)[counted],
-        ),
+        itl=_inter_token_latency(outcome, counted),
         e2e=LatencyStats.of(e2e),
         requests_per_s=float(completed.sum()) / duration,
         output_tokens_per_s=output_tokens / duration,
@@ -313,11 +340,9 @@ def _result(
         max_kv_use=float(outcome.iteration_kv_use.max(initial=0.0)),
         num_preemptions=outcome.num_preemptions,
         num_swaps=outcome.num_swaps,
-        num_iterations=int(outcome.iteration_steps.sum()),
+        num_iterations=int(iterations.sum()),
         attention_dp_balance=(
-            _weighted_mean(outcome.iteration_balance, outcome.iteration_steps)
-            if outcome.iteration_steps.size
-            else 1.0
+            _weighted_mean(outcome.iteration_balance, iterations) if outcome.iteration_steps.size else 1.0
         ),
         attention_dp_balanced_speedup=_balanced_speedup(outcome.iteration_s, outcome.iteration_balance),
         num_cost_evaluations=outcome.cost_evaluations,

@@ -1,0 +1,153 @@
+"""Separate prefill steps: vLLM V0's default scheduler runs prompts in steps of their own
+(``_schedule_default``: "Don't schedule decodes if prefills are scheduled"), whole, with a
+budget of max(max_model_len, 2048) tokens; chunked prefill, which mixes them, is on by default
+only above a 32K context on NVIDIA GPUs (issue 27, point 1: the vLLM scheduler)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.errors import UserInputError
+from lightspeed.sol.infer.plan import InferencePlan
+from lightspeed.sol.serve import (
+    ArrivalProcess,
+    LengthDistribution,
+    SchedulerConfig,
+    ServingWorkload,
+    SimulatedDeployment,
+    SimulationResult,
+    simulate_deployment,
+    simulated_deployment,
+)
+from lightspeed.sol.serve.workload import Requests
+from lightspeed.workload import ModelRegistry
+
+
+def _deployment(
+    catalog: Catalog, models: ModelRegistry, model: str, system: str = "dgx-h100", **scheduler: object
+) -> SimulatedDeployment:
+    return simulated_deployment(
+        model=models.get(model),
+        cluster=catalog.cluster(system),
+        plan=InferencePlan(tp=1, precision="fp8"),
+        serving="vllm-2024",
+        scheduler=SchedulerConfig(**scheduler),  # type: ignore[arg-type]
+        num_gpus=1,
+    )
+
+
+def _run(
+    deployment: SimulatedDeployment, arrivals: list[float], inputs: list[int], outputs: list[int]
+) -> SimulationResult:
+    count = len(inputs)
+    requests = Requests(
+        arrival_s=np.asarray(arrivals, dtype=np.float64),
+        input_tokens=np.asarray(inputs, dtype=np.int64),
+        output_tokens=np.asarray(outputs, dtype=np.int64),
+        cached_tokens=np.zeros(count),
+        concurrency=None,
+    )
+    workload = ServingWorkload(
+        ArrivalProcess.offline(),
+        LengthDistribution.fixed(inputs[0]),
+        LengthDistribution.fixed(outputs[0]),
+        count,
+    )
+    return simulate_deployment(deployment, workload, requests=requests)
+
+
+def test_vllm_v0_separates_prompt_steps_below_32k_and_always_on_amd(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """Llama 2 70B (4,096-token context) and Llama 3 8B (8,192) run V0's separate steps with a
+    budget of their context; Qwen3 8B (40,960) gets chunked prefill on an H100 (the stack's
+    8,192-token budget) but not on an MI300X, where V0 never turns it on."""
+    llama2 = simulated_deployment(
+        model=models.get("llama-2-70b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=InferencePlan(tp=4, precision="fp8"),
+        serving="vllm-2024",
+        num_gpus=4,
+    )
+    assert (llama2.separate_prefill, llama2.max_batched_tokens_per_rank) == (True, 4096)
+    llama3 = _deployment(catalog, models, "llama-3-8b")
+    assert (llama3.separate_prefill, llama3.max_batched_tokens_per_rank) == (True, 8192)
+    long_h100 = _deployment(catalog, models, "qwen3-8b")
+    assert (long_h100.separate_prefill, long_h100.max_batched_tokens_per_rank) == (False, 8192)
+    long_mi300 = _deployment(catalog, models, "qwen3-8b", system="mi300x-x8")
+    assert (long_mi300.separate_prefill, long_mi300.max_batched_tokens_per_rank) == (True, 40960)
+    # the user's choice wins, and later servers mix
+    assert not _deployment(catalog, models, "llama-3-8b", prefill_steps="mixed").separate_prefill
+    v1 = simulated_deployment(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=InferencePlan(tp=1, precision="fp8"),
+        serving="vllm-2025",
+        num_gpus=1,
+    )
+    assert not v1.separate_prefill
+
+
+def test_a_prompt_step_runs_no_decode_and_advances_none(catalog: Catalog, models: ModelRegistry) -> None:
+    """Request A (100-token prompt, 50 tokens out) is decoding when B (2,000-token prompt, 2 out)
+    arrives halfway. Separate: A's prefill and B's prompt are steps of their own, so the decode
+    steps are A's 49 (B's one decode rides in one of them); mixed: B's prompt shares one of A's
+    steps, and A's own prefill step counts one more: 50. No separate step holds both prompts and
+    decodes; the mixed run has exactly one."""
+    arrivals, inputs, outputs = [0.0, 0.1], [100, 2000], [50, 2]
+    separate = _run(_deployment(catalog, models, "llama-3-8b"), arrivals, inputs, outputs)
+    mixed = _run(_deployment(catalog, models, "llama-3-8b", prefill_steps="mixed"), arrivals, inputs, outputs)
+    both = (separate.outcome.iteration_decode_sequences > 0) & (separate.outcome.iteration_prefill_tokens > 0)
+    assert not both.any()
+    assert separate.outcome.iteration_steps.sum() == 49
+    assert mixed.outcome.iteration_steps.sum() == 50
+    mixed_both = (mixed.outcome.iteration_decode_sequences > 0) & (mixed.outcome.iteration_prefill_tokens > 0)
+    assert mixed_both.sum() == 1
+    assert separate.num_completed == mixed.num_completed == 2
+
+
+def test_the_pause_is_in_the_next_token_gap(catalog: Catalog, models: ModelRegistry) -> None:
+    """A waits through B's prompt step: its longest token gap is that step plus the decode step
+    after it, and its time per output token grows by the step over its 49 gaps."""
+    deployment = _deployment(catalog, models, "llama-3-8b")
+    result = _run(deployment, [0.0, 0.1], [100, 2000], [50, 2])
+    outcome = result.outcome
+    prompt_step = int(np.flatnonzero(outcome.iteration_prefill_tokens == 2000)[0])
+    pause = float(outcome.iteration_s[prompt_step])
+    after = prompt_step + 1
+    gap_after = float(outcome.iteration_s[after] / outcome.iteration_steps[after])
+    assert float(outcome.iteration_pause_s[after]) == pytest.approx(pause)
+    assert result.itl.max_s == pytest.approx(pause + gap_after)
+    alone = _run(deployment, [0.0], [100], [50])
+    tpot_a = (outcome.finish_s[0] - outcome.first_token_s[0]) / 49
+    tpot_alone = (alone.outcome.finish_s[0] - alone.outcome.first_token_s[0]) / 49
+    # B's decode step joins one of A's (two sequences instead of one: a little slower)
+    assert tpot_a - tpot_alone == pytest.approx(pause / 49, rel=0.05)
+
+
+def test_prompts_are_admitted_whole(catalog: Catalog, models: ModelRegistry) -> None:
+    """Five 1,000-token prompts at once under a 4,096-token budget: separate steps take four
+    whole prompts and leave the fifth for the next step (4,000 then 1,000 tokens); chunked
+    prefill fills the budget and splits the fifth (4,096 then 904)."""
+    arrivals, inputs, outputs = [0.0] * 5, [1000] * 5, [1] * 5
+    separate = _run(
+        _deployment(catalog, models, "llama-3-8b", max_batched_tokens_per_rank=4096),
+        arrivals,
+        inputs,
+        outputs,
+    )
+    mixed = _run(
+        _deployment(catalog, models, "llama-3-8b", max_batched_tokens_per_rank=4096, prefill_steps="mixed"),
+        arrivals,
+        inputs,
+        outputs,
+    )
+    assert list(separate.outcome.iteration_prefill_tokens) == [4000.0, 1000.0]
+    assert list(mixed.outcome.iteration_prefill_tokens) == [4096.0, 904.0]
+
+
+def test_an_unknown_prefill_step_mode_is_refused() -> None:
+    with pytest.raises(UserInputError, match="prefill steps 'interleaved' is not one of mixed, separate"):
+        SchedulerConfig(prefill_steps="interleaved")
