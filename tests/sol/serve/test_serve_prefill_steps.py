@@ -26,15 +26,22 @@ from lightspeed.workload import ModelRegistry
 
 
 def _deployment(
-    catalog: Catalog, models: ModelRegistry, model: str, system: str = "dgx-h100", **scheduler: object
+    catalog: Catalog,
+    models: ModelRegistry,
+    model: str,
+    system: str = "dgx-h100",
+    *,
+    tp: int = 1,
+    serving: str = "vllm-2024",
+    **scheduler: object,
 ) -> SimulatedDeployment:
     return simulated_deployment(
         model=models.get(model),
         cluster=catalog.cluster(system),
-        plan=InferencePlan(tp=1, precision="fp8"),
-        serving="vllm-2024",
+        plan=InferencePlan(tp=tp, precision="fp8"),
+        serving=serving,
         scheduler=SchedulerConfig(**scheduler),  # type: ignore[arg-type]
-        num_gpus=1,
+        num_gpus=tp,
     )
 
 
@@ -64,13 +71,7 @@ def test_vllm_v0_separates_prompt_steps_below_32k_and_always_on_amd(
     """Llama 2 70B (4,096-token context) and Llama 3 8B (8,192) run V0's separate steps with a
     budget of their context; Qwen3 8B (40,960) gets chunked prefill on an H100 (the stack's
     8,192-token budget) but not on an MI300X, where V0 never turns it on."""
-    llama2 = simulated_deployment(
-        model=models.get("llama-2-70b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=InferencePlan(tp=4, precision="fp8"),
-        serving="vllm-2024",
-        num_gpus=4,
-    )
+    llama2 = _deployment(catalog, models, "llama-2-70b", tp=4)
     assert (llama2.separate_prefill, llama2.max_batched_tokens_per_rank) == (True, 4096)
     llama3 = _deployment(catalog, models, "llama-3-8b")
     assert (llama3.separate_prefill, llama3.max_batched_tokens_per_rank) == (True, 8192)
@@ -80,14 +81,7 @@ def test_vllm_v0_separates_prompt_steps_below_32k_and_always_on_amd(
     assert (long_mi300.separate_prefill, long_mi300.max_batched_tokens_per_rank) == (True, 40960)
     # the user's choice wins, and later servers mix
     assert not _deployment(catalog, models, "llama-3-8b", prefill_steps="mixed").separate_prefill
-    v1 = simulated_deployment(
-        model=models.get("llama-3-8b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=InferencePlan(tp=1, precision="fp8"),
-        serving="vllm-2025",
-        num_gpus=1,
-    )
-    assert not v1.separate_prefill
+    assert not _deployment(catalog, models, "llama-3-8b", serving="vllm-2025").separate_prefill
 
 
 def test_a_prompt_step_runs_no_decode_and_advances_none(catalog: Catalog, models: ModelRegistry) -> None:
