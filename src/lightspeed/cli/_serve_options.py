@@ -133,7 +133,13 @@ def scheduler_options(function: F) -> F:
                 show_default=True,
                 help="KV-cache block, tokens.",
             ),
-            click.option("--kv-policy", type=click.Choice(KV_POLICIES), default="reserve", show_default=True),
+            click.option(
+                "--kv-policy",
+                type=click.Choice(KV_POLICIES),
+                help="reserve: a request's prompt and output held from admission (TensorRT-LLM); "
+                "on-demand: blocks as sequences grow, preempting the last admitted (vLLM) "
+                "[default: the serving stack's]",
+            ),
             click.option(
                 "--preemption", type=click.Choice(PREEMPTION_MODES), default="recompute", show_default=True
             ),
@@ -170,7 +176,7 @@ def resolve_scheduler(
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
     block_size: int,
-    kv_policy: str,
+    kv_policy: str | None,
     preemption: str,
     router: str,
     prefill_steps: str | None = None,

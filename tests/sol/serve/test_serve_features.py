@@ -44,6 +44,36 @@ def _workload(
 QUIET = ArrivalProcess.poisson(0.001)  # requests never overlap
 
 
+def test_vllm_allocates_the_kv_cache_on_demand_and_tensorrt_llm_reserves_it(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """vLLM (V0 block manager, V1 allocate_slots) takes blocks as sequences grow and preempts the
+    last admitted when they run out; TensorRT-LLM's GUARANTEED_NO_EVICT holds each request's
+    prompt and output from admission. The same load as the test below: under vllm-2025 it
+    preempts, under trtllm-2025 it never does, and --kv-policy overrides the profile."""
+    model, cluster = models.get("llama-3-70b"), catalog.cluster(H100)
+    plan = InferencePlan(tp=2, precision="fp8")
+    workload = _workload(ArrivalProcess.offline(), 2000, 2000, 300)
+
+    def run(serving: str, scheduler: SchedulerConfig | None = None) -> SimulationResult:
+        return simulate(
+            model=model,
+            cluster=cluster,
+            plan=plan,
+            workload=workload,
+            serving=serving,
+            scheduler=scheduler,
+            num_gpus=2,
+        )
+
+    vllm, trtllm = run("vllm-2025"), run("trtllm-2025")
+    assert vllm.num_preemptions > 0
+    assert trtllm.num_preemptions == 0
+    assert "on-demand allocation, preemption by recompute" in " ".join(vllm.assumptions)
+    assert "reserve allocation" in " ".join(trtllm.assumptions)
+    assert run("vllm-2025", SchedulerConfig(kv_policy="reserve")).num_preemptions == 0
+
+
 def test_preemption_happens_only_when_the_kv_cache_runs_short(
     catalog: Catalog, models: ModelRegistry
 ) -> None:

@@ -48,6 +48,9 @@ DECODE_KV_READS: Final = ("per_kv_head", "per_query_head")
 # How a server's step takes prompts: beside the running decodes (chunked prefill, in-flight
 # batching) or in steps of their own that pause every decode (vLLM V0's default scheduler)
 PREFILL_STEPS: Final = ("mixed", "separate")
+# How a server's scheduler holds the KV cache of a request it admits: the whole prompt and
+# output from admission, or blocks as the sequence grows (preempting when they run out)
+KV_ALLOCATIONS: Final = ("reserve", "on-demand")
 FP8_SCALINGS: Final = ("delayed", "current", "block")
 FP8_STORAGE: Final = ("none", "linear-inputs", "linear-and-swiglu-inputs")
 STACKS_SCHEMA_VERSION: Final = 1
@@ -279,7 +282,11 @@ class ServingStack(Record):
     prefill, in-flight batching) or ``separate`` (a step that admits prompts runs no decode, which
     waits for the next step: vLLM V0's default scheduler), with ``mixed_steps_above_context``, the
     model context above which the server mixes them by default on NVIDIA GPUs (0: never), both
-    read from the server's code (``prefill_steps_source``)."""
+    read from the server's code (``prefill_steps_source``).
+    ``kv_allocation``: ``reserve`` (a request's prompt and output are held from admission:
+    TensorRT-LLM's ``GUARANTEED_NO_EVICT``) or ``on-demand`` (blocks as the sequence grows, the
+    last admitted preempted and recomputed when they run out: vLLM), read from the server's code
+    (``kv_allocation_source``)."""
 
     name: str
     display_name: str
@@ -313,6 +320,8 @@ class ServingStack(Record):
     prefill_steps: str = "mixed"
     mixed_steps_above_context: int = 0
     prefill_steps_source: str = ""
+    kv_allocation: str = "reserve"
+    kv_allocation_source: str = ""
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
@@ -465,6 +474,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         prefill_steps=_choice(table, "prefill_steps", PREFILL_STEPS, PREFILL_STEPS[0]),
         mixed_steps_above_context=table.integer("mixed_steps_above_context", 0),
         prefill_steps_source=table.string("prefill_steps_source", ""),
+        kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),
+        kv_allocation_source=table.string("kv_allocation_source", ""),
     )
 
 
@@ -828,6 +839,7 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
 __all__ = [
     "ATTENTION_KERNELS",
     "FP8_CAST_BYTES",
+    "KV_ALLOCATIONS",
     "PREFILL_STEPS",
     "ServingStack",
     "Stack",

@@ -31,7 +31,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import PREFILL_STEPS, ServingStack
+from lightspeed.sol.core.stacks import KV_ALLOCATIONS, PREFILL_STEPS, ServingStack
 from lightspeed.sol.infer.estimate import check_gpus, deployment_memory, pool_split
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays
@@ -41,7 +41,7 @@ from lightspeed.sol.serve.timing import IterationTimer
 from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at, kv_cache_bytes
 
 Array = Any
-KV_POLICIES: Final = ("reserve", "on-demand")
+KV_POLICIES: Final = KV_ALLOCATIONS
 PREEMPTION_MODES: Final = ("recompute", "swap")
 ROUTERS: Final = ("least-loaded", "round-robin")
 # vLLM's default KV block (``--block-size 16``, vllm/config.py CacheConfig)
@@ -56,7 +56,8 @@ LONG_CONTEXT: Final = 1 << 20  # tokens: past every local layer's span in the ca
 class SchedulerConfig(Record):
     """The server's scheduler knobs (see the module docstring for the defaults).
 
-    ``kv_policy``: ``reserve`` holds a request's whole prompt + output in the KV
+    ``kv_policy`` (``None``: the serving stack's ``kv_allocation``, on-demand for vLLM,
+    reserve otherwise): ``reserve`` holds a request's whole prompt + output in the KV
     cache from admission (TensorRT-LLM's default ``GUARANTEED_NO_EVICT``: no
     preemption); ``on-demand`` allocates blocks as sequences grow and preempts the
     most recently admitted one when the cache is full (vLLM, TensorRT-LLM's
@@ -71,14 +72,14 @@ class SchedulerConfig(Record):
     max_sequences_per_rank: int | None = None
     max_batched_tokens_per_rank: int | None = None
     block_tokens: int = DEFAULT_BLOCK_TOKENS
-    kv_policy: str = "reserve"
+    kv_policy: str | None = None
     preemption: str = "recompute"
     router: str = "least-loaded"
     prefill_steps: str | None = None
 
     def __post_init__(self) -> None:
         for label, value, allowed in (
-            ("KV policy", self.kv_policy, KV_POLICIES),
+            ("KV policy", self.kv_policy or KV_POLICIES[0], KV_POLICIES),
             ("preemption", self.preemption, PREEMPTION_MODES),
             ("router", self.router, ROUTERS),
             ("prefill steps", self.prefill_steps or PREFILL_STEPS[0], PREFILL_STEPS),
@@ -109,6 +110,7 @@ class SimulatedDeployment:
     max_sequences_per_rank: int
     max_batched_tokens_per_rank: int
     separate_prefill: bool  # a step that runs prompts runs no decode (SchedulerConfig.prefill_steps)
+    kv_policy: str  # SchedulerConfig.kv_policy, or the serving stack's kv_allocation
     host_bytes_per_s: float
     transfer_gpus: float  # GPUs of a replica that each send their share of a prompt's KV cache
     transfer_crosses_domains: bool
@@ -244,6 +246,7 @@ def simulated_deployment(
         max_sequences_per_rank=max_sequences,
         max_batched_tokens_per_rank=budget,
         separate_prefill=separate,
+        kv_policy=config.kv_policy or hardware.serving.kv_allocation,
         host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
         transfer_gpus=transfer,
         transfer_crosses_domains=crosses,

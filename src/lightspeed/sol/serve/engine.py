@@ -149,7 +149,7 @@ class Engine:
         self.deployment = deployment
         config = deployment.scheduler
         count = requests.num_requests
-        self.reserve = config.kv_policy == "reserve"
+        self.reserve = deployment.kv_policy == "reserve"
         self.swap = config.preemption == "swap"
         self.round_robin = config.router == "round-robin"
         self.block = config.block_tokens

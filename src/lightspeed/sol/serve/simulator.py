@@ -199,8 +199,8 @@ def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
         f"scheduler: continuous batching, {_sequence_cap(deployment)} and "
         f"{deployment.max_batched_tokens_per_rank:,} tokens per iteration per rank ({steps}), "
         f"KV cache {deployment.kv_tokens_per_rank:,} tokens per rank in {config.block_tokens}-token blocks, "
-        f"{config.kv_policy} allocation"
-        + (f", preemption by {config.preemption}" if config.kv_policy == "on-demand" else ""),
+        f"{deployment.kv_policy} allocation"
+        + (f", preemption by {config.preemption}" if deployment.kv_policy == "on-demand" else ""),
         f"router: {config.router} over replicas and attention ranks",
         "iteration time: the inference engine's iteration cost of the batch each iteration forms "
         "(cached by shape: context and prompt tokens within 2.2%)",
