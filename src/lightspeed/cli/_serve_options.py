@@ -148,8 +148,9 @@ def scheduler_options(function: F) -> F:
                 "--prefill-steps",
                 type=click.Choice(PREFILL_STEPS),
                 help="mixed: prompt chunks share a step with every running decode (chunked prefill); "
-                "separate: a step that takes prompts runs no decode (vLLM V0's default) "
-                "[default: the serving stack's; separate for vllm-2024 below a 32K context or on AMD]",
+                "separate: a step that takes prompts runs no decode (vLLM V0's and SGLang's default) "
+                "[default: the serving stack's; separate for sglang-2025, and for vllm-2024 below a "
+                "32K context or on AMD]",
             ),
         ],
     )

@@ -1,7 +1,9 @@
 """Separate prefill steps: vLLM V0's default scheduler runs prompts in steps of their own
 (``_schedule_default``: "Don't schedule decodes if prefills are scheduled"), whole, with a
 budget of max(max_model_len, 2048) tokens; chunked prefill, which mixes them, is on by default
-only above a 32K context on NVIDIA GPUs (issue 27, point 1: the vLLM scheduler)."""
+only above a 32K context on NVIDIA GPUs. SGLang runs a prefill batch whenever it can form one
+and decodes otherwise (mixing needs --enable-mixed-chunk), its prompts cut to the chunk size
+(issue 27, point 1: the vLLM and SGLang schedulers)."""
 
 from __future__ import annotations
 
@@ -75,6 +77,7 @@ def test_vllm_v0_separates_prompt_steps_below_32k_and_always_on_amd(
     assert (llama2.separate_prefill, llama2.max_batched_tokens_per_rank) == (True, 4096)
     llama3 = _deployment(catalog, models, "llama-3-8b")
     assert (llama3.separate_prefill, llama3.max_batched_tokens_per_rank) == (True, 8192)
+    assert llama3.whole_prompts
     long_h100 = _deployment(catalog, models, "qwen3-8b")
     assert (long_h100.separate_prefill, long_h100.max_batched_tokens_per_rank) == (False, 8192)
     long_mi300 = _deployment(catalog, models, "qwen3-8b", system="mi300x-x8")
@@ -140,6 +143,22 @@ def test_prompts_are_admitted_whole(catalog: Catalog, models: ModelRegistry) -> 
     )
     assert list(separate.outcome.iteration_prefill_tokens) == [4000.0, 1000.0]
     assert list(mixed.outcome.iteration_prefill_tokens) == [4096.0, 904.0]
+
+
+def test_sglang_separates_prompt_steps_in_chunks(catalog: Catalog, models: ModelRegistry) -> None:
+    """SGLang's prefill batches run apart from its decode batches but cut prompts to the chunk
+    size (8,192 tokens on an 80 GB H100): five 1,000-token prompts under a 4,096-token chunk run
+    as 4,096 then 904 tokens, and A's decodes still pause for B's prompt (49 decode steps)."""
+    deployment = _deployment(catalog, models, "llama-3-8b", serving="sglang-2025")
+    assert (deployment.separate_prefill, deployment.whole_prompts) == (True, False)
+    assert deployment.max_batched_tokens_per_rank == 8192
+    chunked = _deployment(
+        catalog, models, "llama-3-8b", serving="sglang-2025", max_batched_tokens_per_rank=4096
+    )
+    five = _run(chunked, [0.0] * 5, [1000] * 5, [1] * 5)
+    assert list(five.outcome.iteration_prefill_tokens) == [4096.0, 904.0]
+    interrupted = _run(deployment, [0.0, 0.1], [100, 2000], [50, 2])
+    assert interrupted.outcome.iteration_steps.sum() == 49
 
 
 def test_an_unknown_prefill_step_mode_is_refused() -> None:

@@ -281,8 +281,9 @@ class ServingStack(Record):
     ``prefill_steps``: ``mixed`` (a step takes prompt tokens beside every running decode: chunked
     prefill, in-flight batching) or ``separate`` (a step that admits prompts runs no decode, which
     waits for the next step: vLLM V0's default scheduler), with ``mixed_steps_above_context``, the
-    model context above which the server mixes them by default on NVIDIA GPUs (0: never), both
-    read from the server's code (``prefill_steps_source``).
+    model context above which the server mixes them by default on NVIDIA GPUs (0: never), and
+    ``whole_prompts``: a separate step admits a prompt only whole (vLLM V0) rather than in chunks
+    of the token budget (SGLang), all read from the server's code (``prefill_steps_source``).
     ``kv_allocation``: ``reserve`` (a request's prompt and output are held from admission:
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``) or ``on-demand`` (blocks as the sequence grows, the
     last admitted preempted and recomputed when they run out: vLLM), read from the server's code
@@ -319,6 +320,7 @@ class ServingStack(Record):
     vendors: tuple[str, ...] = VENDORS
     prefill_steps: str = "mixed"
     mixed_steps_above_context: int = 0
+    whole_prompts: bool = False
     prefill_steps_source: str = ""
     kv_allocation: str = "reserve"
     kv_allocation_source: str = ""
@@ -473,6 +475,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         vendors=_vendors(table),
         prefill_steps=_choice(table, "prefill_steps", PREFILL_STEPS, PREFILL_STEPS[0]),
         mixed_steps_above_context=table.integer("mixed_steps_above_context", 0),
+        whole_prompts=table.boolean("whole_prompts", False),
         prefill_steps_source=table.string("prefill_steps_source", ""),
         kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),
         kv_allocation_source=table.string("kv_allocation_source", ""),

@@ -110,6 +110,7 @@ class SimulatedDeployment:
     max_sequences_per_rank: int
     max_batched_tokens_per_rank: int
     separate_prefill: bool  # a step that runs prompts runs no decode (SchedulerConfig.prefill_steps)
+    whole_prompts: bool  # a separate step admits a prompt only whole (vLLM V0), not in chunks
     kv_policy: str  # SchedulerConfig.kv_policy, or the serving stack's kv_allocation
     host_bytes_per_s: float
     transfer_gpus: float  # GPUs of a replica that each send their share of a prompt's KV cache
@@ -223,8 +224,9 @@ def simulated_deployment(
         speculation = AcceptanceProcess.from_speculative(plan.speculative)
     max_sequences = _max_sequences(plan, config, memory, kv_tokens)
     separate = _separate_prefill(config, hardware.serving, model, cluster)
-    whole_prompts = max(model.max_seq_len, SEPARATE_STEP_MIN_TOKENS)
-    default_budget = whole_prompts if separate else hardware.parameters.prefill_chunk_tokens
+    whole = separate and hardware.serving.whole_prompts
+    whole_budget = max(model.max_seq_len, SEPARATE_STEP_MIN_TOKENS)
+    default_budget = whole_budget if whole else hardware.parameters.prefill_chunk_tokens
     budget = config.max_batched_tokens_per_rank or default_budget
     transfer, crosses = 0.0, False
     if plan.disaggregated is not None:
@@ -246,6 +248,7 @@ def simulated_deployment(
         max_sequences_per_rank=max_sequences,
         max_batched_tokens_per_rank=budget,
         separate_prefill=separate,
+        whole_prompts=whole,
         kv_policy=config.kv_policy or hardware.serving.kv_allocation,
         host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
         transfer_gpus=transfer,

@@ -147,16 +147,9 @@ class Engine:
 
     def __init__(self, deployment: SimulatedDeployment, requests: Requests, seed: int) -> None:
         self.deployment = deployment
-        config = deployment.scheduler
         count = requests.num_requests
-        self.reserve = deployment.kv_policy == "reserve"
-        self.swap = config.preemption == "swap"
-        self.round_robin = config.router == "round-robin"
-        self.block = config.block_tokens
+        self._read_scheduler(deployment)
         self.local_kv = deployment.local_kv  # admission sized by what local layers really hold
-        self.budget = deployment.max_batched_tokens_per_rank
-        self.separate = deployment.separate_prefill
-        self.max_sequences = deployment.max_sequences_per_rank
         self.timer = deployment.timer
         self.query = self.timer.query_tokens
         speculation = deployment.speculation
@@ -199,6 +192,18 @@ class Engine:
         self.prompt_tokens = 0.0  # of the iteration being formed
         self.balance = 1.0  # of the iteration being formed: mean tokens per rank over the busiest's
         self.chunks: list[tuple[_Rank, float, float]] = []  # (rank, tokens, attended context x tokens)
+
+    def _read_scheduler(self, deployment: SimulatedDeployment) -> None:
+        """The scheduler's switches and caps (see the module)."""
+        config = deployment.scheduler
+        self.reserve = deployment.kv_policy == "reserve"
+        self.swap = config.preemption == "swap"
+        self.round_robin = config.router == "round-robin"
+        self.block = config.block_tokens
+        self.budget = deployment.max_batched_tokens_per_rank
+        self.max_sequences = deployment.max_sequences_per_rank
+        self.separate = deployment.separate_prefill
+        self.whole = deployment.whole_prompts
 
     def _build_replicas(self) -> None:
         deployment = self.deployment
@@ -406,11 +411,11 @@ class Engine:
 
     def _pick_rank(self, replica: _Replica, budgets: list[float], need: float, prompt: float) -> int | None:
         """The rank the router places a request on (``None``: no rank has room for it now); with
-        separate prefill steps a rank takes a ``prompt``-token prompt only whole, unless its budget
+        whole-prompt steps a rank takes a ``prompt``-token prompt only whole, unless its budget
         is untouched (a prompt longer than the budget then runs in chunks)."""
         ranks, step, best = replica.ranks, replica.step, None
         transfer = replica.role == "decode"
-        whole = self.separate and not transfer
+        whole = self.whole and not transfer
         count = len(ranks)
         for offset in range(count):
             index = (replica.rank_pointer + offset) % count if self.round_robin else offset

@@ -189,7 +189,8 @@ def _prefill_steps_note(deployment: SimulatedDeployment) -> str:
             f"{deployment.hardware.serving.name}'s default for a context of "
             f"{deployment.model.max_seq_len:,} tokens on {vendor} GPUs"
         )
-    return f"whole prompts in steps of their own that pause every decode: {why}"
+    prompts = "whole prompts" if deployment.whole_prompts else "prompt chunks"
+    return f"{prompts} in steps of their own that pause every decode: {why}"
 
 
 def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
