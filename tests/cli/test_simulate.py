@@ -292,4 +292,8 @@ def test_simulate_says_how_prompts_are_scheduled(run_cli) -> None:  # type: igno
     assert "vllm-2024's default for a context of 8,192 tokens on NVIDIA GPUs" in text
     mixed = run_cli(*base, "--prefill-steps", "mixed", "--json")
     assert mixed.code == 0, mixed.err
-    assert any("(chunked prefill)" in line for line in json.loads(mixed.out)["assumptions"])
+    payload = json.loads(mixed.out)
+    assert any("(chunked prefill)" in line for line in payload["assumptions"])
+    # the JSON says how the scheduler ran: the option given, the profile's KV policy (vLLM: on demand)
+    scheduler = payload["scheduler"]
+    assert (scheduler["prefill_steps"], scheduler["kv_policy"]) == ("mixed", "on-demand")

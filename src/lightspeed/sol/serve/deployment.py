@@ -21,7 +21,7 @@ analytic model describes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import numpy as np
@@ -65,8 +65,8 @@ class SchedulerConfig(Record):
     prompt and output again later) or ``swap`` (copy it to host memory and back).
     ``router`` places requests on replicas and on a replica's attention ranks.
     ``prefill_steps``: ``mixed`` (prompt tokens share a step with every running decode) or
-    ``separate`` (a step that admits prompts runs no decode: vLLM V0's default); ``None``: the
-    serving stack's (:meth:`ServingStack.separate_prefill_steps`).
+    ``separate`` (a step that admits prompts runs no decode: the default of vLLM V0 and SGLang);
+    ``None``: the serving stack's (:meth:`ServingStack.separate_prefill_steps`).
     """
 
     max_sequences_per_rank: int | None = None
@@ -117,6 +117,13 @@ class SimulatedDeployment:
     transfer_crosses_domains: bool
     speculation: AcceptanceProcess | None
     timer: IterationTimer
+
+    @property
+    def resolved_scheduler(self) -> SchedulerConfig:
+        """The scheduler as it runs: the KV policy and prefill steps the user left to the serving
+        stack filled in."""
+        steps = PREFILL_STEPS[1] if self.separate_prefill else PREFILL_STEPS[0]
+        return replace(self.scheduler, kv_policy=self.kv_policy, prefill_steps=steps)
 
     @property
     def serving_replicas(self) -> int:

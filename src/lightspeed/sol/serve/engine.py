@@ -18,12 +18,12 @@ iteration at a time and forms the next at the end of the last
    chunks over several iterations (chunked prefill);
 3. the iteration lasts what the execution-time model says for that shape.
 
-With **separate prefill steps** (``SimulatedDeployment.separate_prefill``: vLLM
-V0's default scheduler) a step that takes prompts takes them alone: the budget
-is the prompts' (whole prompts, one admitted only while it fits what is left),
-no decode runs or advances in it, and the pause it makes is added to the next
-token gap of every sequence it held back (the ITL, TPOT and end-to-end latency
-all see it).
+With **separate prefill steps** (``SimulatedDeployment.separate_prefill``: the
+default schedulers of vLLM V0 and SGLang) a step that takes prompts takes them
+alone: the whole budget is the prompts' (``whole_prompts``, vLLM V0: a prompt is
+admitted only while it fits what is left; else chunks of it, SGLang), no decode
+runs or advances in it, and the pause it makes is added to the next token gap of
+every sequence it held back (the ITL, TPOT and end-to-end latency all see it).
 
 No per-token state is kept: a replica counts its decode steps, and a decoding
 sequence is (join step, context at join, passes left); its context, the rank's

@@ -181,14 +181,15 @@ def _prefill_steps_note(deployment: SimulatedDeployment) -> str:
     """How the scheduler takes prompts, and why (the user's choice or the serving stack's default)."""
     if not deployment.separate_prefill:
         return "chunked prefill"
+    serving = deployment.hardware.serving
     if deployment.scheduler.prefill_steps is not None:
         why = "--prefill-steps separate"
-    else:
+    elif serving.mixed_steps_above_context:
         vendor = deployment.hardware.hardware.accelerator.vendor
-        why = (
-            f"{deployment.hardware.serving.name}'s default for a context of "
-            f"{deployment.model.max_seq_len:,} tokens on {vendor} GPUs"
-        )
+        context = deployment.model.max_seq_len
+        why = f"{serving.name}'s default for a context of {context:,} tokens on {vendor} GPUs"
+    else:
+        why = f"{serving.name}'s default"
     prompts = "whole prompts" if deployment.whole_prompts else "prompt chunks"
     return f"{prompts} in steps of their own that pause every decode: {why}"
 
@@ -316,7 +317,7 @@ def _result(
         num_gpus=plan.num_gpus,
         plan=plan,
         workload=workload,
-        scheduler=deployment.scheduler,
+        scheduler=deployment.resolved_scheduler,
         serving=deployment.hardware.serving.name,
         seed=seed,
         num_requests=int(outcome.arrival_s.size),
