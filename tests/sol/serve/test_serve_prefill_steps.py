@@ -71,15 +71,15 @@ def test_vllm_v0_separates_prompt_steps_below_32k_and_always_on_amd(
     catalog: Catalog, models: ModelRegistry
 ) -> None:
     """Llama 2 70B (4,096-token context) and Llama 3 8B (8,192) run V0's separate steps with a
-    budget of their context; Qwen3 8B (40,960) gets chunked prefill on an H100 (the stack's
-    8,192-token budget) but not on an MI300X, where V0 never turns it on."""
+    budget of their context; Qwen3 8B (40,960) gets chunked prefill on an H100 (V0's budget
+    then: 2,048 tokens) but not on an MI300X, where V0 never turns it on."""
     llama2 = _deployment(catalog, models, "llama-2-70b", tp=4)
     assert (llama2.separate_prefill, llama2.max_batched_tokens_per_rank) == (True, 4096)
     llama3 = _deployment(catalog, models, "llama-3-8b")
     assert (llama3.separate_prefill, llama3.max_batched_tokens_per_rank) == (True, 8192)
     assert llama3.whole_prompts
     long_h100 = _deployment(catalog, models, "qwen3-8b")
-    assert (long_h100.separate_prefill, long_h100.max_batched_tokens_per_rank) == (False, 8192)
+    assert (long_h100.separate_prefill, long_h100.max_batched_tokens_per_rank) == (False, 2048)
     long_mi300 = _deployment(catalog, models, "qwen3-8b", system="mi300x-x8")
     assert (long_mi300.separate_prefill, long_mi300.max_batched_tokens_per_rank) == (True, 40960)
     # the user's choice wins, and later servers mix

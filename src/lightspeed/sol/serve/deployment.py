@@ -46,9 +46,9 @@ PREEMPTION_MODES: Final = ("recompute", "swap")
 ROUTERS: Final = ("least-loaded", "round-robin")
 # vLLM's default KV block (``--block-size 16``, vllm/config.py CacheConfig)
 DEFAULT_BLOCK_TOKENS: Final = 16
-# vLLM V0 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048)
-# (vllm/config.py SchedulerConfig, _DEFAULT_MAX_NUM_BATCHED_TOKENS): a prompt step takes whole prompts
-SEPARATE_STEP_MIN_TOKENS: Final = 2048
+# vLLM V0's _DEFAULT_MAX_NUM_BATCHED_TOKENS (vllm/config.py SchedulerConfig): the token budget
+# with chunked prefill on, and without it max(max_model_len, 2048): whole prompts in a step
+V0_BATCHED_TOKENS: Final = 2048
 LONG_CONTEXT: Final = 1 << 20  # tokens: past every local layer's span in the catalog
 
 
@@ -199,6 +199,15 @@ def _separate_prefill(
     return serving.separate_prefill_steps(model.max_seq_len, cluster.system.accelerator.vendor)
 
 
+def _default_budget(hardware: InferenceHardware, model: TransformerSpec, *, separate: bool) -> int:
+    """Tokens per step per rank when the user gives none: a whole-prompt server's (vLLM V0)
+    max(context, 2,048) for its separate steps and 2,048 once it chunks; else the serving
+    stack's prefill chunk for the GPU."""
+    if not hardware.serving.whole_prompts:
+        return hardware.parameters.prefill_chunk_tokens
+    return max(model.max_seq_len, V0_BATCHED_TOKENS) if separate else V0_BATCHED_TOKENS
+
+
 def simulated_deployment(
     *,
     model: TransformerSpec,
@@ -232,9 +241,7 @@ def simulated_deployment(
     max_sequences = _max_sequences(plan, config, memory, kv_tokens)
     separate = _separate_prefill(config, hardware.serving, model, cluster)
     whole = separate and hardware.serving.whole_prompts
-    whole_budget = max(model.max_seq_len, SEPARATE_STEP_MIN_TOKENS)
-    default_budget = whole_budget if whole else hardware.parameters.prefill_chunk_tokens
-    budget = config.max_batched_tokens_per_rank or default_budget
+    budget = config.max_batched_tokens_per_rank or _default_budget(hardware, model, separate=separate)
     transfer, crosses = 0.0, False
     if plan.disaggregated is not None:
         split = pool_split(plan, hardware, model, ServingLoad(1, 1))
