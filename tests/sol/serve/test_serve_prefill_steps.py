@@ -12,7 +12,8 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
-from lightspeed.sol.infer.plan import InferencePlan
+from lightspeed.sol.infer.estimate import estimate_inference
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve import (
     ArrivalProcess,
     LengthDistribution,
@@ -164,3 +165,26 @@ def test_sglang_separates_prompt_steps_in_chunks(catalog: Catalog, models: Model
 def test_an_unknown_prefill_step_mode_is_refused() -> None:
     with pytest.raises(UserInputError, match="prefill steps 'interleaved' is not one of mixed, separate"):
         SchedulerConfig(prefill_steps="interleaved")
+
+
+def test_the_analytic_steady_state_says_it_mixes_where_the_server_does_not(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """plan infer's steady state folds prompt chunks into decode steps; under a profile whose
+    scheduler separates them it says so and points at the simulation, under one that mixes it
+    says nothing."""
+
+    def notes(serving: str) -> str:
+        estimate = estimate_inference(
+            model=models.get("llama-3-8b"),
+            cluster=catalog.cluster("dgx-h100"),
+            plan=InferencePlan(tp=1, precision="fp8"),
+            load=ServingLoad(1000, 200),
+            num_gpus=1,
+            serving=serving,
+        )
+        return " ".join(estimate.assumptions)
+
+    assert "vllm-2024's scheduler runs prompts in steps of their own" in notes("vllm-2024")
+    assert "sglang-2025's scheduler runs prompts in steps of their own" in notes("sglang-2025")
+    assert "steps of their own" not in notes("trtllm-2025")

@@ -483,6 +483,13 @@ def _assumptions(
         f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
         *precisions.notes,
     ]
+    if batching == "continuous" and inference_hardware.serving.prefill_steps == "separate":
+        name = inference_hardware.serving.name
+        lines.append(
+            f"this steady state mixes prompt chunks into decode steps; {name}'s scheduler runs prompts "
+            "in steps of their own that pause the decodes (simulated by 'lightspeed simulate', and by "
+            "'plan infer' at a --concurrency or an --arrival-rate)"
+        )
     if hardware.calibration_note:
         lines.append(hardware.calibration_note)
     if plan.speculative is not None:
