@@ -46,7 +46,7 @@ ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
 SELECTIVE_POLICIES: Final = ("selective", "op")
 DECODE_KV_READS: Final = ("per_kv_head", "per_query_head")
 # How a server's step takes prompts: beside the running decodes (chunked prefill, in-flight
-# batching) or in steps of their own that pause every decode (vLLM V0's default scheduler)
+# batching) or in steps of their own that pause every decode (vLLM V0's and SGLang's defaults)
 PREFILL_STEPS: Final = ("mixed", "separate")
 # How a server's scheduler holds the KV cache of a request it admits: the whole prompt and
 # output from admission, or blocks as the sequence grows (preempting when they run out)
@@ -280,7 +280,7 @@ class ServingStack(Record):
     ``vendors``: whose accelerators the server runs on (``NVIDIA``, ``AMD``, ``Intel``, ``Google``).
     ``prefill_steps``: ``mixed`` (a step takes prompt tokens beside every running decode: chunked
     prefill, in-flight batching) or ``separate`` (a step that admits prompts runs no decode, which
-    waits for the next step: vLLM V0's default scheduler), with ``mixed_steps_above_context``, the
+    waits for the next step: the defaults of vLLM V0 and SGLang), with ``mixed_steps_above_context``, the
     model context above which the server mixes them by default on NVIDIA GPUs (0: never), and
     ``whole_prompts``: a separate step admits a prompt only whole (vLLM V0) rather than in chunks
     of the token budget (SGLang), all read from the server's code (``prefill_steps_source``).
