@@ -169,6 +169,15 @@ def _split_by_window(stretches: Sequence[Span], window: Span) -> tuple[list[Span
     return inside, before, after
 
 
+def _stayed_below(view: _IdleView, total: float) -> tuple[str, str]:
+    """(device label, "<label> (<name>) stayed below <ratio> <metric> for <total>"): how both idle
+    findings open their message."""
+    label = _label(view.device, view.capture)
+    ratio = format_percent(view.limits.idle_busy_ratio)
+    lasted = format_duration(total)
+    return label, f"{label} ({view.device.name}) stayed below {ratio} {view.metric} for {lasted}"
+
+
 def _longest_idle(view: _IdleView, long: Sequence[Span]) -> tuple[float, float, Any, Evidence]:
     """The longest of ``long`` (capture seconds), its idle samples and the evidence of its mean."""
     start, end = max(long, key=lambda span: span[1] - span[0])
@@ -203,14 +212,12 @@ def _idle_in_run(view: _IdleView, long: Sequence[Span]) -> Finding:
             )
         )
         hint = "the host was busy then: suspect data loading" if host >= 0.5 else hint
-    label = _label(view.device, view.capture)
-    ratio = format_percent(view.limits.idle_busy_ratio)
+    label, below = _stayed_below(view, total)
     return Finding(
         rule="idle_gpu",
         title=f"{label} idle for {format_duration(total)}",
         message=(
-            f"{label} ({view.device.name}) stayed below {ratio} {view.metric} for "
-            f"{format_duration(total)} in {len(long)} stretch(es) of at least "
+            f"{below} in {len(long)} stretch(es) of at least "
             f"{format_duration(view.limits.idle_min_s)}; "
             f"the longest, {format_duration(end - start)} from t={start + view.shift:.1f} s, averaged "
             f"{format_percent(longest.observed)}: {hint}"
@@ -235,14 +242,12 @@ def _idle_outside_run(
         else "after the goodput run ended"
     )
     start, end, _, longest = _longest_idle(view, long)
-    label = _label(view.device, view.capture)
-    ratio = format_percent(view.limits.idle_busy_ratio)
+    label, below = _stayed_below(view, total)
     return Finding(
         rule="idle_outside_run",
         title=f"{label} idle for {format_duration(total)} outside the goodput run",
         message=(
-            f"{label} ({view.device.name}) stayed below {ratio} {view.metric} for "
-            f"{format_duration(total)} {where_text} (the longest stretch {format_duration(end - start)} from "
+            f"{below} {where_text} (the longest stretch {format_duration(end - start)} from "
             f"t={start + view.shift:.1f} s): start-up or teardown the tracker does not see (imports, "
             "building the model, moving it to the GPU, saving at exit), which the ledger's wall time "
             "leaves out"
