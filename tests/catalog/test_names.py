@@ -54,11 +54,14 @@ def test_published_hardware_names_resolve(catalog: Catalog, text: str, expected:
 
 
 def test_a_memory_size_the_part_does_not_have_is_no_match(catalog: Catalog) -> None:
-    # An H100 with 96 GB is Meta's Grand Teton part, not the 80 GB record: a variant, not h100-sxm.
-    assert catalog.find_device("H100 SXM 96GB") is None
+    # An H100 with 96 GB is Meta's Grand Teton part (HBM2e), not the 80 GB record; one with
+    # 64 GB is no record at all: the error names the parts whose memory differs.
+    assert catalog.accelerator("H100 SXM 96GB").name == "h100-sxm-96gb-hbm2e"
+    assert catalog.find_device("H100 SXM 64GB") is None
     with pytest.raises(UnknownNameError) as raised:
-        catalog.accelerator("H100 SXM 96GB")
-    assert "h100-sxm has other memory" in str(raised.value)
+        catalog.accelerator("H100 SXM 64GB")
+    assert "has other memory" in str(raised.value)
+    assert "h100-sxm" in str(raised.value)
 
 
 def test_a_system_accepts_its_memory_per_gpu_or_in_total(catalog: Catalog) -> None:

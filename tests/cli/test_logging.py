@@ -11,7 +11,7 @@ import pytest
 from expect import one_line_error
 
 PLAN = ("plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--tp", "2", "--global-batch", "64")
-OVERRIDE = Path(__file__).resolve().parents[2] / "examples" / "catalog" / "h100-96gb-500w.toml"
+OVERRIDE = Path(__file__).resolve().parents[2] / "examples" / "catalog" / "h100-600w.toml"
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ NCU = REPO / "src" / "lightspeed" / "tour" / "data" / "ncu" / "b200_cublaslt_fp8
 LGI = REPO / "tests" / "fixtures" / "mig" / "h100-lgi-dcgm-issue-138.txt"
 WORKLOADS = REPO / "examples" / "mig-workloads.toml"
 PRICES = REPO / "examples" / "prices.toml"
-VARIANT = REPO / "examples" / "catalog" / "h100-96gb-500w.toml"
+VARIANT = REPO / "examples" / "catalog" / "h100-600w.toml"
 HF_CONFIG = REPO / "tests" / "fixtures" / "hf_configs" / "llama-3-8b" / "config.json"
 MLPERF = SHARED / "data/mlperf/training_v4.0/NVIDIA/results/h200_ngc24.04_nemo/llama2_70b_lora/result_0.txt"
 DEV_TSV = SHARED / "validation" / "published-dev.tsv"
@@ -113,9 +113,8 @@ def _kineto_without_dur(folder: Path) -> Path:
 
 def _catalog_bandwidth(folder: Path) -> Path:
     text = VARIANT.read_text(encoding="utf-8")
-    return _write(
-        folder, "gpu.toml", text.replace("[memory]\n", "[memory]\nbandwidth_tb_per_s = 1e-300\n", 1)
-    )
+    assert "[memory]" not in text  # the example overrides the power limit only
+    return _write(folder, "gpu.toml", text + "\n[memory]\nbandwidth_tb_per_s = 1e-300\n")
 
 
 def _config(folder: Path, **changes: object) -> Path:

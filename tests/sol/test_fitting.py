@@ -19,9 +19,11 @@ from lightspeed.sol.validation.crossval import (
 from lightspeed.sol.validation.fitting import (
     FitRow,
     Predictor,
+    central_mean,
     fit_rows,
     fit_training,
     inference_variants,
+    loss,
     training_variants,
 )
 from lightspeed.sol.validation.structured import PublishedRun, load_published_runs
@@ -115,6 +117,24 @@ def test_conformal_bounds_by_hand() -> None:
     bands = bands_from_residuals([("train/dense/hopper", value) for value in twenty])
     assert bands["train"].high == pytest.approx(0.17)
     assert bands["train"].low == -bands["train"].high
+
+
+def test_the_loss_is_the_interquartile_mean_plus_a_quarter_of_the_mean_by_hand() -> None:
+    errors = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 1.0]
+    # middle half: the 3rd to 6th of 8 (0.03 .. 0.06), mean 0.045; the mean of all is 1.28 / 8 = 0.16
+    assert central_mean(errors) == pytest.approx(0.045)
+    assert loss(errors) == pytest.approx(0.045 + 0.25 * 0.16)
+    assert central_mean([0.1, 0.3, 0.8]) == pytest.approx(0.4)  # under four values: all of them
+    assert loss([]) == 0.0
+
+
+def test_the_loss_moves_smoothly_where_a_median_jumps() -> None:
+    # Two clusters of errors: moving one value across the middle moves a median by the gap
+    # between the clusters (0.02 -> 0.08) but the interquartile mean by a quarter of it.
+    low = [0.01, 0.02, 0.02, 0.08, 0.08, 0.09]
+    high = [0.01, 0.02, 0.08, 0.08, 0.08, 0.09]
+    assert central_mean(high) - central_mean(low) == pytest.approx((0.08 - 0.02) / 4)
+    assert sorted(high)[2] - sorted(low)[2] == pytest.approx(0.06)
 
 
 def test_standard_error_of_the_median_by_hand() -> None:

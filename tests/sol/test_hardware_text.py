@@ -12,7 +12,7 @@ from lightspeed.catalog.variants import derive_variant
 from lightspeed.sol.validation.hardware_text import HardwareTextError, resolve_row_cluster
 from lightspeed.sol.validation.published import PublishedRow
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "catalog" / "h100-96gb-500w.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "catalog" / "h100-600w.toml"
 
 
 def _row(hardware: str) -> PublishedRow:
@@ -56,25 +56,49 @@ def test_a_partial_rack_keeps_its_nics_per_gpu(catalog: Catalog) -> None:
 
 
 def test_memory_and_power_in_the_text_make_a_variant(catalog: Catalog) -> None:
-    cluster, notes = resolve_row_cluster(catalog, _row("H100 SXM 96GB HBM2e @500W (Meta Grand Teton)"), 8)
+    # CINECA Leonardo's A100s carry 64 GB; the cap is a what-if below the 400 W TDP
+    cluster, notes = resolve_row_cluster(catalog, _row("A100 SXM4 64GB @300W"), 8)
     accelerator = cluster.system.accelerator
-    assert accelerator.name == "h100-sxm-96gb-500w"
-    assert accelerator.memory_nominal_bytes == 96 * 2**30
-    # (500 / 700)^(1/3): dynamic power ~ f^3 in the DVFS range
-    assert accelerator.clock_fraction == pytest.approx((500 / 700) ** (1 / 3))
-    assert any("variant h100-sxm-96gb-500w" in note for note in notes)
+    assert accelerator.name == "a100-sxm-64gb-300w"
+    assert accelerator.memory_nominal_bytes == 64 * 2**30
+    # (300 / 400)^(1/3): dynamic power ~ f^3 in the DVFS range
+    assert accelerator.clock_fraction == pytest.approx((300 / 400) ** (1 / 3))
+    assert any("variant a100-sxm-64gb-300w" in note for note in notes)
     # Figures the text repeats from the datasheet make no variant (80 GB, the 700 W TDP, 400Gb/s NICs).
     plain, _ = resolve_row_cluster(catalog, _row("H100-80GB 700W, RoCE 400G"), 8)
     assert plain.system.accelerator.name == "h100-sxm"
 
 
-def test_the_derived_variant_equals_the_documented_extends_file(catalog: Catalog) -> None:
-    from_file = load_catalog([EXAMPLE]).accelerator("h100-sxm-96gb-500w")
-    derived = derive_variant(catalog.accelerator("h100-sxm"), memory_gib=96, power_limit_w=500)
-    assert derived.memory_nominal_bytes == from_file.memory_nominal_bytes
-    assert derived.memory_device_bytes == pytest.approx(from_file.memory_device_bytes, rel=1e-6)
-    assert derived.clock_fraction == from_file.clock_fraction
+def test_grand_teton_h100_is_the_hbm2e_part_at_its_500_w_limit(catalog: Catalog) -> None:
+    # torchtitan's benchmark page: 96GB HBM2e at 2.4 TB/sec, the default 500W limit, 700W TDP
+    text = "H100 SXM 96GB HBM2e @500W (Meta Grand Teton, 8/host NVLink, 400Gb/s RDMA per GPU)"
+    cluster, notes = resolve_row_cluster(catalog, _row(text), 16)
+    accelerator = cluster.system.accelerator
+    assert (cluster.system.name, cluster.num_nodes) == ("grand-teton-h100", 2)
+    assert accelerator.memory_bandwidth_bytes_per_s == pytest.approx(2.4e12)
+    assert accelerator.memory_nominal_bytes == 96 * 2**30
+    assert accelerator.clock_fraction == pytest.approx((500 / 700) ** (1 / 3))
+    # the part's own 500 W repeated is no variant; a lower cap still is one
+    assert not any("variant" in note for note in notes)
+    capped, _ = resolve_row_cluster(catalog, _row("H100 SXM 96GB HBM2e @400W"), 8)
+    assert capped.system.accelerator.clock_fraction == pytest.approx((400 / 700) ** (1 / 3))
+
+
+def test_the_derived_variant_equals_the_documented_extends_files(catalog: Catalog) -> None:
+    from_file = load_catalog([EXAMPLE]).accelerator("h100-sxm-600w")
+    derived = derive_variant(catalog.accelerator("h100-sxm"), power_limit_w=600)
+    assert (derived.name, derived.clock_fraction) == (from_file.name, from_file.clock_fraction)
+    assert derived.memory_device_bytes == from_file.memory_device_bytes
     assert derived.compute == from_file.compute
+    # the shipped Grand Teton part is an extends file with memory and a limit: a variant derived
+    # from the same two figures matches it but for the bandwidth, which no row text gives
+    shipped = catalog.accelerator("h100-sxm-96gb-hbm2e")
+    derived = derive_variant(catalog.accelerator("h100-sxm"), memory_gib=96, power_limit_w=500)
+    assert derived.memory_nominal_bytes == shipped.memory_nominal_bytes
+    assert derived.memory_device_bytes == pytest.approx(shipped.memory_device_bytes, rel=1e-6)
+    assert derived.clock_fraction == shipped.clock_fraction
+    assert derived.compute == shipped.compute
+    assert (derived.memory_bandwidth_bytes_per_s, shipped.memory_bandwidth_bytes_per_s) == (3.35e12, 2.4e12)
 
 
 def test_unknown_hardware_says_so(catalog: Catalog) -> None:

@@ -1,24 +1,23 @@
 """Hardware variants: a catalog record with a different memory size or a power cap.
 
-Deployed GPUs are not always the datasheet part: Meta's Grand Teton H100s carry
-96 GB and run capped at 500 W. A variant is what an ``extends`` file produces
-(``docs/catalog.md``)::
+Deployed GPUs are not always the datasheet part: a site caps its H100s at 600 W,
+CINECA's A100s carry 64 GB. A variant is what an ``extends`` file produces
+(``docs/catalog.md``, ``examples/catalog/h100-600w.toml``)::
 
     schema_version = 1
     kind = "accelerator"
-    name = "h100-sxm-96gb-500w"
+    name = "h100-sxm-600w"
     extends = "h100-sxm"
-    [memory]
-    nominal_gib = 96.0
-    [device_memory]
-    reported_mib = 97867.0
     [power]
-    limit_w = 500.0
+    limit_w = 600.0
 
 :func:`derive_variant` builds the same record in code, so that a published row
-saying ``H100 SXM 96GB @500W`` is read without a file: memory as stated
+saying ``A100 SXM4 64GB @300W`` is read without a file: memory as stated
 (HBM stacks are sized in GiB), the driver keeping the same share as on the
 base part, and the cap sustaining :attr:`Accelerator.clock_fraction` of the clock.
+The memory bandwidth stays the base part's (no row text gives one): a part with
+another memory technology, such as Meta's Grand Teton H100 (96 GB of HBM2e at
+2.4 TB/s, ``h100-sxm-96gb-hbm2e``), is a catalog record of its own.
 """
 
 from __future__ import annotations

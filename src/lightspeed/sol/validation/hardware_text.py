@@ -177,10 +177,13 @@ def _variant_figures(accelerator: Accelerator, text: str) -> tuple[float | None,
         if all(abs(value - size) > 0.03 * max(size, 1) for size in listed):
             memory = value
             break
+    # a cap below the part's own limit (its TDP, or the limit a record such as Grand Teton's
+    # 500 W H100 already runs at) makes a variant; the part's own figure repeated does not
+    own_limit_w = accelerator.power_limit_w or accelerator.tdp_w
     power = None
     for match in _POWER.finditer(text):
         watts = float(match.group(1))
-        if accelerator.tdp_w is not None and watts < accelerator.tdp_w:
+        if own_limit_w is not None and watts < own_limit_w:
             power = watts
             break
     return memory, power
