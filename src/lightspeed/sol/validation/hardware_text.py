@@ -11,9 +11,10 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
   alias or a dash-prefix of one (``A100-SXM4-80GB``, ``H100 SXM``) gives the
   accelerator, in its default system (the 8-GPU node, else the rack);
 * a memory size in GB that is neither the part's nominal nor its listed size
-  (``96GB`` on an 80 GB H100), nor one the catalog's own names for the part write
+  (``64GB`` on an 80 GB A100), nor one the catalog's own names for the part write
   (``GH200 480GB``, an alias: the superchip's memory with Grace's), and a power figure below
-  its TDP (``@500W``) make a variant (:func:`lightspeed.catalog.variants.derive_variant`);
+  the part's own limit (its TDP, or the cap a record runs at: Grand Teton's H100 at 500 W)
+  make a variant (:func:`lightspeed.catalog.variants.derive_variant`);
 * the scale-out fabric from the words the text uses (``NDR``, ``HDR``, ``RoCE
   400G``, ``IB 50GB/s``), else the system's own NICs;
 * a job on part of a rack-scale system spreads over the fewest racks
