@@ -60,8 +60,11 @@ def test_a_memory_size_the_part_does_not_have_is_no_match(catalog: Catalog) -> N
     assert catalog.find_device("H100 SXM 64GB") is None
     with pytest.raises(UnknownNameError) as raised:
         catalog.accelerator("H100 SXM 64GB")
-    assert "has other memory" in str(raised.value)
-    assert "h100-sxm" in str(raised.value)
+    assert "h100-sxm, h100-sxm-96gb-hbm2e have other memory" in str(raised.value)
+    # the same text as a --system names the parts too, not only the closest spellings
+    with pytest.raises(UnknownNameError) as as_system:
+        catalog.resolve_cluster("H100 SXM 64GB")
+    assert "h100-sxm, h100-sxm-96gb-hbm2e have other memory" in str(as_system.value)
 
 
 def test_a_system_accepts_its_memory_per_gpu_or_in_total(catalog: Catalog) -> None:

@@ -161,8 +161,9 @@ def unknown_name_error(
         return UnknownNameError(kind, name, candidates, hint=hint)
     near = memory_mismatches(known, name)
     if near:
+        verb = "has" if len(near) == 1 else "have"
         hint = (
-            f"{', '.join(record.name for record in near)} has other memory; for a variant with this "
+            f"{', '.join(record.name for record in near)} {verb} other memory; for a variant with this "
             "memory write a --catalog file (docs/catalog.md, 'Adding or overriding records')"
         )
         return UnknownNameError(kind, name, every, hint=hint)

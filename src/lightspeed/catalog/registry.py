@@ -23,7 +23,7 @@ from lightspeed.catalog.clusters import (
 )
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.mig_profiles import resolve_slice, single_gpu_system, split_slice_name
-from lightspeed.catalog.names import find_by_text, matching_records, unknown_name_error
+from lightspeed.catalog.names import find_by_text, matching_records, memory_mismatches, unknown_name_error
 from lightspeed.catalog.parse import (
     builtin_files,
     parse_accelerator,
@@ -208,8 +208,9 @@ class Catalog:
             cluster = self._slice_cluster(text, *tpu_slice, num_accelerators)
         elif split_slice_name(text) or _find(self.accelerators, text):
             cluster = self.accelerator_cluster(text, num_accelerators or 1)
-        elif len(matching_records(self.accelerators, text)) > 1:
-            raise unknown_name_error(self.accelerators, text, "device", [])
+        elif len(matching_records(self.accelerators, text)) > 1 or memory_mismatches(self.accelerators, text):
+            # several parts, or a part with another memory size (``H100 SXM 64GB``): say which
+            raise unknown_name_error(self.accelerators, text, "device", _names(self.accelerators))
         else:
             cluster = self.parse_cluster(text)
         cluster = described(cluster)
