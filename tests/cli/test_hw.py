@@ -45,6 +45,15 @@ def test_show_accelerator(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert "1830 MHz" in result.out  # the boost-clock conflict
 
 
+def test_show_states_a_power_cap_and_the_clock_it_sustains(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # Grand Teton's H100: a 500 W limit on a 700 W part sustains (500 / 700)^(1/3) = 0.894 of the clock
+    result = run_cli("hw", "show", "h100-sxm-96gb-hbm2e")
+    assert result.code == 0, result.err
+    line = next(line for line in result.out.splitlines() if "power limit (configured cap)" in line)
+    assert "500 W: compute clock x0.894" in line
+    assert "configured cap" not in run_cli("hw", "show", "h100-sxm").out  # no cap, no row
+
+
 def test_show_json_has_every_figure_with_source(run_cli) -> None:  # type: ignore[no-untyped-def]
     payload = json.loads(run_cli("hw", "show", "b300", "--json").out)
     assert payload["kind"] == "accelerator"

@@ -314,6 +314,11 @@ def _accelerator_rows(accelerator: Accelerator) -> list[list[str]]:
     rows.append(
         ["TDP", tdp if accelerator.tdp_w is not None else "not published", escape(accelerator.power_source)]
     )
+    if accelerator.power_limit_w is not None:
+        limit = format_figure(accelerator.power_limit_w, "W")
+        if accelerator.clock_fraction < 1:
+            limit += f": compute clock x{accelerator.clock_fraction:.3f}, (limit / TDP)^(1/3)"
+        rows.append(["power limit (configured cap)", limit, escape(accelerator.power_source)])
     chip = escape(accelerator.chip_source)
     rows += [
         ["L2 cache", format_figure(accelerator.l2_cache_bytes, "B"), chip],
