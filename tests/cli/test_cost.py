@@ -101,6 +101,49 @@ def test_deepseek_scenario_json(run_cli) -> None:  # type: ignore[no-untyped-def
     assert payload["predicted_total_usd"] == pytest.approx(5.576e6, rel=0.15)
 
 
+SITE_POWER = """
+schema_version = 1
+kind = "system-power"
+system = "grand-teton-h100"
+cooling = "air"
+[sources.site]
+title = "our own rack power audit"
+url = ""
+[node]
+max_kw = 6.0
+source = "site"
+[draw]
+training_share = 0.8
+inference_share = 0.8
+source = "site"
+[rack]
+nodes_per_rack = 4
+liquid_heat_share = 0.0
+source = "site"
+"""
+
+
+def test_a_power_file_given_with_catalog_prices_a_system_without_one(  # type: ignore[no-untyped-def]
+    run_cli, tmp_path: Path
+) -> None:
+    # Meta publishes no power figure for Grand Teton: without a file the command says how to add one
+    args = ("cost", "train", "--model", "llama-3.1-8b", "--system", "grand-teton-h100", "--gpus", "8")
+    args += ("--global-batch", "16", "--seq", "8192", "--tokens", "1T", "--json")
+    one_line_error(run_cli(*args), 'add a kind = "system-power" file for it with --catalog')
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "grand-teton-power.toml").write_text(SITE_POWER, encoding="utf-8")
+    result = run_cli("--catalog", str(folder), *args)
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    # one host rated 6 kW, 80% drawn while training: 4.8 kW for the step the engine predicts
+    assert payload["power"]["it_power_w"] == pytest.approx(6000.0 * 0.8)
+    assert payload["energy_per_step_j"] == pytest.approx(4800.0 * payload["step_s"])
+    # the folder is still a catalog folder: the hardware and model loaders skip the power file
+    assert run_cli("--catalog", str(folder), "hw", "show", "grand-teton-h100").code == 0
+    assert run_cli("--catalog", str(folder), "model", "list").code == 0
+
+
 def test_infer_and_fleet_tables(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli(
         "cost", "infer", "--model", "llama-3-70b", "--system", "dgx-h100", "--isl", "2048", "--osl", "512",

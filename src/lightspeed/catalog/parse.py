@@ -37,7 +37,7 @@ from lightspeed.paths import package_data
 SCHEMA_VERSION: Final = 1
 KINDS: Final = ("link", "cpu", "accelerator", "system", "cluster")
 INTEGER_PRECISIONS: Final = frozenset({"int8", "int4"})
-OTHER_KINDS: Final = frozenset({"model", "mig"})
+OTHER_KINDS: Final = frozenset({"model", "mig", "system-power"})
 Named = TypeVar(
     "Named", Accelerator, Cpu, Link, System
 )  # read by other loaders from the same --catalog paths

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from lightspeed.datafile import Fields, Source, load_toml, parse_sources
+from lightspeed.datafile import Fields, Source, expand_paths, load_toml, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
@@ -133,15 +133,22 @@ def builtin_power_files() -> list[Path]:
     return sorted(folder.glob("*.toml"))
 
 
+def user_power_files(extra_paths: Iterable[Path]) -> list[Path]:
+    """The ``system-power`` files among ``extra_paths`` (what ``--catalog`` and
+    ``LIGHTSPEED_CATALOG`` name: files, or folders read recursively); other kinds are skipped."""
+    return [path for path in expand_paths(extra_paths) if load_toml(path).get("kind") == POWER_KIND]
+
+
 def load_power(extra_paths: Iterable[Path] = ()) -> dict[str, SystemPower]:
-    """System power records by system name; files in ``extra_paths`` replace shipped ones.
+    """System power records by system name; ``system-power`` files among ``extra_paths``
+    (:func:`user_power_files`) add records or replace shipped ones.
 
     >>> rack = load_power()["gb200-nvl72"]
     >>> rack.max_power_w / 1e3, rack.liquid_heat_share  # kW: 18 trays x 6 kW + 20 kW
     (128.0, 0.85)
     """
     records: dict[str, SystemPower] = {}
-    for path in [*builtin_power_files(), *extra_paths]:
+    for path in [*builtin_power_files(), *user_power_files(extra_paths)]:
         record = parse_power(path)
         records[record.system] = record
     return records
@@ -151,7 +158,8 @@ def power_of(records: dict[str, SystemPower], system: str) -> SystemPower:
     """The power record of ``system``; an unknown one lists those the catalog has."""
     record = records.get(system)
     if record is None:
-        raise UnknownNameError("system with power data", system, records, hint="see catalog/data/power")
+        hint = f'add a kind = "{POWER_KIND}" file for it with --catalog (docs/cost.md)'
+        raise UnknownNameError("system with power data", system, records, hint=hint)
     return record
 
 
@@ -163,4 +171,5 @@ __all__ = [
     "load_power",
     "parse_power",
     "power_of",
+    "user_power_files",
 ]

@@ -37,6 +37,14 @@ class CliContext:
             self._cache["catalog"] = load_catalog(extra_paths=self.catalog_paths)
         return self._cache["catalog"]
 
+    def power(self) -> Any:
+        """System power records with the user's ``system-power`` files applied (loaded once)."""
+        if "power" not in self._cache:
+            from lightspeed.catalog import load_power
+
+            self._cache["power"] = load_power(extra_paths=self.catalog_paths)
+        return self._cache["power"]
+
     def models(self) -> Any:
         """The model registry with the user's extra files applied (loaded once)."""
         if "models" not in self._cache:

@@ -10,8 +10,7 @@ from typing import Any
 
 import click
 
-from lightspeed.catalog import load_power
-from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
@@ -225,7 +224,7 @@ def _costs(comparison: Any, clusters: list[Any], prices_path: Path | None) -> An
     if prices_path is None:
         return None
     prices = load_prices(prices_path)
-    return system_costs(comparison=comparison, clusters=clusters, power=load_power(), prices=prices)
+    return system_costs(comparison=comparison, clusters=clusters, power=get_context().power(), prices=prices)
 
 
 def comparison_json(comparison: Any, fabric: Any, decomposition: Any) -> dict[str, Any]:

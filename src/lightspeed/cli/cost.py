@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import click
 
-from lightspeed.catalog import load_power, power_of
+from lightspeed.catalog import power_of
 from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
@@ -103,7 +103,7 @@ def _prices(path: Path | None) -> Prices | None:
 
 
 def _power_records() -> Any:
-    return load_power()
+    return get_context().power()
 
 
 @command.command("train")

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from lightspeed.catalog import load_power
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
 from lightspeed.cost import load_prices
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
@@ -76,7 +75,7 @@ def command(
     )
     sections = build_sections(inputs)
     if prices_path is not None and inputs.estimates:
-        catalog, power, prices = get_context().catalog(), load_power(), load_prices(prices_path)
+        catalog, power, prices = get_context().catalog(), get_context().power(), load_prices(prices_path)
         sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
     written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)

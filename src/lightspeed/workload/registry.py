@@ -51,7 +51,7 @@ SCHEMA_VERSION: Final = 1
 MODEL_KIND: Final = "model"
 UNSUPPORTED_KIND: Final = "unsupported-models"
 # Records of these kinds may share --catalog paths with models; the hardware catalog reads them.
-HARDWARE_KINDS: Final = frozenset({"link", "cpu", "accelerator", "system", "cluster"})
+HARDWARE_KINDS: Final = frozenset({"link", "cpu", "accelerator", "system", "cluster", "system-power"})
 
 _TOP_KEYS: Final = {
     "schema_version",
