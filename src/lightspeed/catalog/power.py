@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from lightspeed.datafile import Fields, Source, expand_paths, load_toml, parse_sources
 from lightspeed.errors import DataFileError, UnknownNameError
@@ -92,9 +92,10 @@ def _parts(node: Fields, sources: dict[str, Source]) -> tuple[PowerPart, ...]:
     )
 
 
-def parse_power(path: Path) -> SystemPower:
-    """One ``system-power`` file as a :class:`SystemPower` (errors name the file and field)."""
-    fields = Fields(str(path), load_toml(path))
+def parse_power(path: Path, data: dict[str, Any] | None = None) -> SystemPower:
+    """One ``system-power`` file as a :class:`SystemPower` (errors name the file and field);
+    ``data``: its table when already read."""
+    fields = Fields(str(path), load_toml(path) if data is None else data)
     if fields.string("kind") != POWER_KIND:
         raise DataFileError(path, "not a system-power file", field="kind", fix=f'write kind = "{POWER_KIND}"')
     sources = parse_sources(fields)
@@ -133,25 +134,24 @@ def builtin_power_files() -> list[Path]:
     return sorted(folder.glob("*.toml"))
 
 
-def user_power_files(extra_paths: Iterable[Path]) -> list[Path]:
-    """The ``system-power`` files among ``extra_paths`` (what ``--catalog`` and
-    ``LIGHTSPEED_CATALOG`` name: files, or folders read recursively); other kinds are skipped."""
-    return [path for path in expand_paths(extra_paths) if load_toml(path).get("kind") == POWER_KIND]
+def user_power_records(extra_paths: Iterable[Path]) -> list[SystemPower]:
+    """The ``system-power`` records among ``extra_paths`` (what ``--catalog`` and
+    ``LIGHTSPEED_CATALOG`` name: files, or folders read recursively); other kinds are skipped,
+    and each file is read once."""
+    tables = ((path, load_toml(path)) for path in expand_paths(extra_paths))
+    return [parse_power(path, data) for path, data in tables if data.get("kind") == POWER_KIND]
 
 
 def load_power(extra_paths: Iterable[Path] = ()) -> dict[str, SystemPower]:
     """System power records by system name; ``system-power`` files among ``extra_paths``
-    (:func:`user_power_files`) add records or replace shipped ones.
+    (:func:`user_power_records`) add records or replace shipped ones.
 
     >>> rack = load_power()["gb200-nvl72"]
     >>> rack.max_power_w / 1e3, rack.liquid_heat_share  # kW: 18 trays x 6 kW + 20 kW
     (128.0, 0.85)
     """
-    records: dict[str, SystemPower] = {}
-    for path in [*builtin_power_files(), *user_power_files(extra_paths)]:
-        record = parse_power(path)
-        records[record.system] = record
-    return records
+    shipped = [parse_power(path) for path in builtin_power_files()]
+    return {record.system: record for record in [*shipped, *user_power_records(extra_paths)]}
 
 
 def power_of(records: dict[str, SystemPower], system: str) -> SystemPower:
@@ -171,5 +171,5 @@ __all__ = [
     "load_power",
     "parse_power",
     "power_of",
-    "user_power_files",
+    "user_power_records",
 ]
