@@ -214,7 +214,7 @@ def estimate_from_arrays(
         num_tokens=num_tokens,
         time_to_train_s=time_to_train,
         gpu_hours=time_to_train * gpus / SECONDS_PER_HOUR if time_to_train is not None else None,
-        assumptions=_assumptions(hardware, plan, flops.formula),
+        assumptions=(*_assumptions(hardware, plan, flops.formula), *_stage_notes(arrays, index, plan, model)),
         stack=hardware.stack.name,
         intervals=_intervals(band, step=step, tokens_per_s=tokens / step, mfu=mfu, rate=model_rate / gpus),
     )
@@ -256,6 +256,32 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
         f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",
         f"model FLOPs per token: {formula}",
     )
+
+
+def _stage_notes(
+    arrays: StepArrays, index: int, plan: TrainingPlan, model: TransformerSpec
+) -> tuple[str, ...]:
+    """Where the layers sit on the pipeline and which stage paces the step, and any MTP modules."""
+    notes = []
+    mtp = model.num_mtp_modules
+    modules = f"{mtp} multi-token-prediction module" + ("s" if mtp > 1 else "")
+    if mtp:
+        notes.append(f"{modules} trained, each a block, a 2h->h projection and the LM head again")
+    if plan.pp > 1:
+        split = arrays.split
+        last, other = (int(_at(value, index)) for value in (split.last, split.other))
+        ends = "the LM head and loss" + (f" and {modules}" if mtp else "")
+        paced = "the last" if bool(_at(split.last_paces, index)) else f"a stage of {other} layers"
+        notes.append(
+            f"pipeline: {last} of the {model.num_layers} layers + {ends} on the last stage, up to "
+            f"{other} on each other stage; {paced} paces the step"
+        )
+    return tuple(notes)
+
+
+def _at(value: Any, index: int) -> Any:
+    array = np.asarray(value)
+    return array.reshape(-1)[index] if array.size > 1 else array.reshape(-1)[0]
 
 
 def check_gpu_count(plan: TrainingPlan, cluster: Cluster) -> None:

@@ -208,7 +208,7 @@ def _valid(
     if model.attention.kind != "mla":
         ok &= (np.mod(kv, tp) == 0) | (np.mod(tp, kv) == 0)
     layers = model.num_layers
-    ok &= pp * vpp <= layers  # uneven stages take ceil(L/pp) layers, as Llama 3 405B's 126 on PP16
+    ok &= pp * vpp <= layers  # uneven splits are allowed: the last stage gives up the shortfall (step.py)
     ok &= (vpp == 1) | ((pp > 1) & (np.mod(microbatches, pp) == 0))
     dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
     ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))

@@ -9,7 +9,7 @@ the optimizer step. Every part is kept, so the breakdown sums to the step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ class StepArrays:
     parts: dict[str, Array]
     memory: TrainMemory
     hardware_flop_per_step: Array
+    split: PipelineSplit
 
     @property
     def step_time_s(self) -> Array:
@@ -75,11 +76,14 @@ class _Stage:
     parts_per_microbatch: dict[str, Array]
 
 
-def _combine(dense: LayerCost, moe: LayerCost, num_dense: Array, num_moe: Array) -> dict[str, Array]:
-    def total(field: str) -> Array:
-        return num_dense * getattr(dense, field) + num_moe * getattr(moe, field)
+def _fields(cost: LayerCost) -> dict[str, Array]:
+    return {name: getattr(cost, name) for name in LayerCost.__dataclass_fields__}
 
-    return {name: total(name) for name in LayerCost.__dataclass_fields__}
+
+def _add(*terms: tuple[Array, dict[str, Array]]) -> dict[str, Array]:
+    """Sum of ``count x fields`` over the terms, field by field."""
+    names = LayerCost.__dataclass_fields__
+    return {name: sum(count * fields[name] for count, fields in terms) for name in names}
 
 
 def _head_cost(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_len: int) -> dict[str, Array]:
@@ -88,13 +92,125 @@ def _head_cost(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_l
     head = (Linear("lm_head", model.hidden_size, model.vocab_size, "column"),)
     forward, input_grad, weight_grad, flop = linears_cost(hardware, head, tokens, grid.tp, compute_row="bf16")
     loss_bytes = 4.0 * 4.0 * tokens * model.vocab_size / grid.tp  # write, softmax read/write, grad write
-    return {
-        "compute_forward_s": forward,
-        "compute_backward_s": input_grad + weight_grad,
-        "weight_grad_s": weight_grad,
-        "memory_s": memory_s(hardware, loss_bytes),
-        "flop": 3.0 * flop,
+    return _head_fields(forward, input_grad, weight_grad, flop) | {
+        "memory_backward_s": memory_s(hardware, loss_bytes)
     }
+
+
+def _head_fields(forward: Array, input_grad: Array, weight_grad: Array, flop: Array) -> dict[str, Array]:
+    """A GEMM's times as layer-cost fields (no communication, memory or kernels of its own counted)."""
+    fields: dict[str, Array] = dict.fromkeys(LayerCost.__dataclass_fields__, 0.0)
+    fields.update(
+        compute_forward_s=forward,
+        compute_backward_s=input_grad + weight_grad,
+        weight_grad_s=weight_grad,
+        hardware_flop=3.0 * flop,
+    )
+    return fields
+
+
+def _mtp_cost(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    hardware: Hardware,
+    *,
+    seq_len: int,
+    layer: LayerCost,
+    head: dict[str, Array],
+) -> dict[str, Array]:
+    """One DeepSeek-V3 multi-token-prediction module per micro-batch: the 2h -> h projection of
+    the hidden state and the next token's embedding, one transformer block like the model's last,
+    and the shared LM head with its own loss (DeepSeek-V3 report, section 2.2)."""
+    tokens = grid.micro_batch_size * seq_len / grid.cp
+    proj = (Linear("mtp_proj", 2 * model.hidden_size, model.hidden_size, "column"),)
+    projection = _head_fields(*linears_cost(hardware, proj, tokens, grid.tp))
+    return _add((1.0, projection), (1.0, _fields(layer)), (1.0, head))
+
+
+@dataclass(frozen=True)
+class PipelineSplit:
+    """Layers on the last pipeline stage (which also runs the LM head, the loss and any MTP
+    modules) and on the fullest other stage."""
+
+    last: Array
+    other: Array
+    last_paces: Array = False  # whether the last stage is the slowest (set once both are timed)
+
+
+def pipeline_split(pp: Array, num_layers: int, layer_s: Array, ends_s: Array) -> PipelineSplit:
+    """Where a stack puts the layers: evenly when ``pp`` divides them (the last stage carries
+    the head on top, Megatron's default); otherwise the shortfall ``ceil(L/pp) x pp - L`` leaves
+    the last stage, one layer for each layer-time its head, loss and MTP take, as hand-made
+    splits do: Llama 3 405B's 126 layers on PP16 with one layer off the end stages (Llama 3
+    paper, section 3.3.2), Megatron-Bridge's DeepSeek-V3 layout of 4 layers a stage and
+    1 + MTP + loss on the last of 16, torchtitan's split that gives the end stages fewer."""
+    full = np.ceil(num_layers / pp)
+    shortfall = full * pp - num_layers
+    moved = np.minimum(shortfall, np.round(ends_s / np.maximum(layer_s, 1e-30)))
+    last = full - moved
+    other = np.where(pp > 1, np.ceil((num_layers - last) / np.maximum(pp - 1, 1)), 0.0)
+    return PipelineSplit(last=last, other=other)
+
+
+def _layers(
+    dense: LayerCost, moe: LayerCost, count: Array, num_moe_layers: int
+) -> tuple[tuple[Array, dict[str, Array]], ...]:
+    """``count`` layers of a stage, the MoE ones last (DeepSeek's dense layers come first)."""
+    num_moe = np.minimum(count, float(num_moe_layers))
+    return ((count - num_moe, _fields(dense)), (num_moe, _fields(moe)))
+
+
+def _busy(fields: dict[str, Array]) -> Array:
+    return (
+        fields["compute_forward_s"]
+        + fields["compute_backward_s"]
+        + fields["memory_forward_s"]
+        + fields["memory_backward_s"]
+        + fields["tp_comm_s"]
+        + fields["cp_comm_s"]
+        + fields["ep_comm_s"]
+        + fields["recompute_s"]
+    )
+
+
+def _stage_time(fields: dict[str, Array], hardware: Hardware, pp_comm: Array) -> _Stage:
+    """A stage's parts per micro-batch, from the summed costs of what it runs."""
+    compute = fields["compute_forward_s"] + fields["compute_backward_s"]
+    memory_bound = fields["memory_forward_s"] + fields["memory_backward_s"]
+    launch = fields["num_kernels"] * hardware.efficiency.kernel_launch_s
+    parts = {
+        "compute": compute,
+        "recompute": fields["recompute_s"],
+        "memory_bound": memory_bound,
+        "tp_comm": fields["tp_comm_s"],
+        "cp_comm": fields["cp_comm_s"],
+        "ep_comm": fields["ep_comm_s"],
+        "pp_comm": pp_comm,
+        "other": np.maximum(launch - _busy(fields), 0.0),
+    }
+    total = sum(parts.values())
+    forward = fields["compute_forward_s"] + fields["memory_forward_s"]
+    forward_s = total * forward / np.maximum(compute + memory_bound, 1e-30)
+    return _Stage(forward_s, total - forward_s, fields["weight_grad_s"], parts)
+
+
+def _slower(a: _Stage, b: _Stage) -> tuple[_Stage, Array]:
+    """Plan by plan, the stage that takes longer per micro-batch, and whether it is ``a``."""
+    pick = sum(a.parts_per_microbatch.values()) >= sum(b.parts_per_microbatch.values())
+
+    def choose(x: Array, y: Array) -> Array:
+        return np.where(pick, x, y)
+
+    parts = {
+        name: choose(value, b.parts_per_microbatch[name]) for name, value in a.parts_per_microbatch.items()
+    }
+    stage = _Stage(
+        choose(a.forward_s, b.forward_s),
+        choose(a.backward_s, b.backward_s),
+        choose(a.weight_grad_s, b.weight_grad_s),
+        parts,
+    )
+    return stage, pick
 
 
 def _stage(
@@ -105,10 +221,8 @@ def _stage(
     *,
     seq_len: int,
     recompute: Array,
-    params: StageParams,
-) -> tuple[_Stage, Array]:
-    num_moe = params.moe_layers_per_stage
-    num_dense = params.layers_per_stage - num_moe
+) -> tuple[_Stage, Array, PipelineSplit]:
+    """The bottleneck stage per micro-batch, the hardware FLOP of the whole model, the split."""
     dense = layer_cost(
         grid, model, shapes, hardware, seq_len=seq_len, moe=False, recompute_fraction=recompute
     )
@@ -117,39 +231,26 @@ def _stage(
         if model.moe is not None
         else dense
     )
-    layers = _combine(dense, moe, num_dense, num_moe)
+    last_layer = moe if model.num_moe_layers else dense
     head = _head_cost(grid, model, hardware, seq_len)
-    pp_comm = _pipeline_p2p(grid, model, hardware, seq_len)
-    compute = (
-        layers["compute_forward_s"]
-        + layers["compute_backward_s"]
-        + head["compute_forward_s"]
-        + head["compute_backward_s"]
+    ends = _add(
+        (1.0, head),
+        (
+            float(model.num_mtp_modules),
+            _mtp_cost(grid, model, hardware, seq_len=seq_len, layer=last_layer, head=head),
+        ),
     )
-    memory_bound = layers["memory_forward_s"] + layers["memory_backward_s"] + head["memory_s"]
-    comm = layers["tp_comm_s"] + layers["cp_comm_s"] + layers["ep_comm_s"]
-    busy = compute + memory_bound + comm + layers["recompute_s"]
-    launch = layers["num_kernels"] * hardware.efficiency.kernel_launch_s
-    parts = {
-        "compute": compute,
-        "recompute": layers["recompute_s"],
-        "memory_bound": memory_bound,
-        "tp_comm": layers["tp_comm_s"],
-        "cp_comm": layers["cp_comm_s"],
-        "ep_comm": layers["ep_comm_s"],
-        "pp_comm": pp_comm,
-        "other": np.maximum(launch - busy, 0.0),
-    }
-    total = sum(parts.values())
-    forward = layers["compute_forward_s"] + layers["memory_forward_s"] + head["compute_forward_s"]
-    forward_share = forward / np.maximum(compute + memory_bound, 1e-30)
-    forward_s = total * forward_share
-    backward_s = total - forward_s
-    weight_grad = layers["weight_grad_s"] + head["weight_grad_s"]
+    split = pipeline_split(grid.pp, model.num_layers, _busy(_fields(last_layer)), _busy(ends))
+    pp_comm = _pipeline_p2p(grid, model, hardware, seq_len)
+    last = _stage_time(
+        _add(*_layers(dense, moe, split.last, model.num_moe_layers), (1.0, ends)), hardware, pp_comm
+    )
+    other = _stage_time(_add(*_layers(dense, moe, split.other, model.num_moe_layers)), hardware, pp_comm)
     # Hardware FLOP of the whole model per micro-batch per model replica, summed over its GPUs.
     layer_flop = model.num_dense_layers * dense.hardware_flop + model.num_moe_layers * moe.hardware_flop
-    flop_per_microbatch = (layer_flop + head["flop"]) * grid.tp * grid.cp
-    return _Stage(forward_s, backward_s, weight_grad, parts), flop_per_microbatch
+    flop_per_microbatch = (layer_flop + ends["hardware_flop"]) * grid.tp * grid.cp
+    stage, last_paces = _slower(last, other)
+    return stage, flop_per_microbatch, replace(split, last_paces=last_paces)
 
 
 def _pipeline_p2p(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_len: int) -> Array:
@@ -234,15 +335,15 @@ def evaluate_grid(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, se
     shapes = layer_shapes(model)
     params = stage_params(grid, model, shapes)  # computed once: memory, stage and DP all need it
     memory = training_memory(grid, model, shapes, hardware, seq_len, params=params)
-    stage, flop_per_microbatch = _stage(
-        grid, model, shapes, hardware, seq_len=seq_len, recompute=memory.recompute_fraction, params=params
+    stage, flop_per_microbatch, split = _stage(
+        grid, model, shapes, hardware, seq_len=seq_len, recompute=memory.recompute_fraction
     )
     m = grid.num_microbatches
     parts = {name: m * value for name, value in stage.parts_per_microbatch.items()}
     parts["bubble"] = bubble_s(grid, stage.forward_s, stage.backward_s, stage.weight_grad_s)
     parts["dp_comm"], parts["optimizer"] = _data_parallel(grid, params, hardware, stage)
     flop = flop_per_microbatch * m * grid.dp
-    return StepArrays(parts=parts, memory=memory, hardware_flop_per_step=flop)
+    return StepArrays(parts=parts, memory=memory, hardware_flop_per_step=flop, split=split)
 
 
-__all__ = ["BREAKDOWN_PARTS", "StepArrays", "evaluate_grid", "gemm_s"]
+__all__ = ["BREAKDOWN_PARTS", "PipelineSplit", "StepArrays", "evaluate_grid", "gemm_s", "pipeline_split"]
