@@ -40,6 +40,7 @@ from lightspeed.sol.config import (
     ServingConfig,
     ServingSearchConfig,
     TrainingConfig,
+    TrainingJob,
     TrainingSearchConfig,
     parse_plan_text,
 )
@@ -160,6 +161,8 @@ def _resolve(
                 efficiency.measured_on,
             )
     _log_profile(config, cluster.system.accelerator.vendor)
+    if isinstance(config, TrainingJob):
+        model = config.trained_model(model)
     return _Resolved(model, cluster, efficiency, _balance(config, model))
 
 

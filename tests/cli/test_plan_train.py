@@ -131,3 +131,41 @@ def test_validate_missing_file_is_exit_2(run_cli, tmp_path: Path) -> None:  # ty
     result = run_cli("validate", str(tmp_path / "nope.tsv"))
     assert result.code == 2
     assert "nope.tsv" in result.err
+
+
+def test_mtp_modules_are_the_models_unless_the_plan_says(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """DeepSeek-V3's file declares one MTP module (its report trained depth 1): trained by default,
+    dropped with --mtp-modules 0; a dense model trained with one pays a block, a projection and
+    the head again, which a PP1 plan cannot hide on a lighter stage."""
+
+    def estimate(*args: str) -> dict:  # type: ignore[type-arg]
+        result = run_cli(*args, "--json")
+        assert result.code == 0, result.err
+        return json.loads(result.out)  # type: ignore[no-any-return]
+
+    deepseek = ("plan", "train", "--model", "deepseek-v3", "--system", "dgx-h100", "--gpus", "8", "--ep", "8",
+                "--global-batch", "8", "--no-fit-check")  # fmt: skip
+    trained, dropped = estimate(*deepseek), estimate(*deepseek, "--mtp-modules", "0")
+    assert any("1 multi-token-prediction module trained" in line for line in trained["assumptions"])
+    assert not any("multi-token" in line for line in dropped["assumptions"])
+    assert trained["step_time_s"] > dropped["step_time_s"]
+    assert trained["mfu"] < dropped["mfu"]  # same model FLOPs, more time
+    assert dropped["config"]["mtp_modules"] == 0
+    dense = (
+        "plan",
+        "train",
+        "--model",
+        "llama-3-8b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "8",
+        "--global-batch",
+        "64",
+        "--no-fit-check",
+    )
+    assert estimate(*dense, "--mtp-modules", "1")["step_time_s"] > estimate(*dense)["step_time_s"]
+    bad = run_cli(*dense, "--mtp-modules", "-1")
+    assert bad.code == 2
+    assert bad.err.count("\n") == 1
+    assert "--mtp-modules" in bad.err

@@ -85,6 +85,7 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (TRAIN, "--seq", ()),
     (TRAIN, "--micro-batch", ()),
     (TRAIN, "--expert-imbalance", ()),
+    (TRAIN, "--mtp-modules", ()),
     (INFER, "--arrival-rate", ()),
     (INFER, "--isl", ()),
     (INFER, "--osl", ()),

@@ -90,3 +90,15 @@ def test_an_mtp_module_costs_a_block_a_projection_and_the_head_again(
     assert mtp.step_time_s > plain.step_time_s
     assert mtp.mfu < plain.mfu  # model FLOPs (6N + attention) do not count the MTP module
     assert any("1 multi-token-prediction module trained" in note for note in mtp.assumptions)
+
+
+def test_without_a_pipeline_every_gpu_keeps_the_mtp_module(catalog: Catalog, models: ModelRegistry) -> None:
+    # Llama 3 8B's block by hand: q and o 4096 x 4096, k and v 4096 x 1024, SwiGLU 3 x 4096 x 14336,
+    # two norms of 4096: 218,112,000 weights; the 2h -> h projection 2 x 4096 x 4096 = 33,554,432;
+    # 16-bit weights kept whole under ZeRO-1 at TP1 (the head is shared, not copied)
+    plan = TrainingPlan(tp=1, pp=1, dp=8, global_batch_size=8, seq_len=4096, recompute="none")
+    plain = _estimate(catalog, models, "llama-3-8b", plan)
+    mtp = _estimate(catalog, models, "llama-3-8b", plan, num_mtp_modules=1)
+    extra = mtp.memory_bytes["weights"] - plain.memory_bytes["weights"]
+    assert extra == pytest.approx(2 * (218_112_000 + 33_554_432), rel=1e-9)
+    assert mtp.memory_bytes["activations"] > plain.memory_bytes["activations"]

@@ -15,7 +15,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol import validate_published
 from lightspeed.sol.validation.published import PublishedRow, first_number, read_table
-from lightspeed.sol.validation.rows import parse_metric
+from lightspeed.sol.validation.rows import parse_metric, resolve_model
 from lightspeed.workload import ModelRegistry
 
 
@@ -194,3 +194,21 @@ def test_a_byte_order_mark_and_repeated_setups(
     assert len({row.predicted for row in report.rows}) == 1
     assert report.rows[0].predicted is not None
     assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize(
+    ("text", "modules"),
+    [
+        ("DeepSeek-V3 (w/ MTP)", 1),
+        ("DeepSeek-V3", 1),
+        ("DeepSeek-V3 (w/o MTP)", 0),
+        ("DeepSeek-V3 (671B, no MTP)", 0),
+    ],
+)
+def test_a_row_that_trains_without_mtp_says_so(text: str, modules: int, models: ModelRegistry) -> None:
+    """DeepSeek-V3's file declares one MTP module, trained by default (Megatron-Bridge's 'w/ MTP'
+    rows); a row whose model cell says it ran without them is predicted without them."""
+    row = PublishedRow(row_id="X", kind="train", line=2, cells={"model": text})
+    spec, note = resolve_model(models, row)
+    assert spec.num_mtp_modules == modules
+    assert ("not trained" in note) == (modules == 0)

@@ -58,6 +58,7 @@ from lightspeed.sol.train.plan import (
     TrainingPlan,
     data_parallel_degree,
 )
+from lightspeed.workload import TransformerSpec
 
 SCHEMA_VERSION: Final = 1
 C = TypeVar("C", bound="JobConfig")
@@ -288,6 +289,17 @@ class TrainingJob(JobConfig):
         "torchtitan-2024, torchtitan-2026, deepseek-2024, ...",
     )
     sharp: bool = setting(False, help="In-network reduction on the scale-out switches (InfiniBand SHARP).")
+    mtp_modules: int | None = setting(
+        None, option_type="MTP_MODULES",
+        help="Multi-token-prediction modules trained, on the last pipeline stage (default: the model's, "
+        "1 for DeepSeek-V3; 0 trains none).",
+    )  # fmt: skip
+
+    def trained_model(self, model: TransformerSpec) -> TransformerSpec:
+        """``model`` with the multi-token-prediction modules this job trains."""
+        if self.mtp_modules is None or self.mtp_modules == model.num_mtp_modules:
+            return model
+        return dataclasses.replace(model, num_mtp_modules=self.mtp_modules)
 
 
 @dataclass(frozen=True)

@@ -145,9 +145,12 @@ def _per_gpu(linears: tuple[Linear, ...], tp: Array) -> Array:
 
 
 def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:
-    """(layers, MoE layers) on the busiest pipeline stage."""
-    layers = np.ceil(model.num_layers / grid.pp)
-    moe_layers = np.minimum(layers, float(model.num_moe_layers))
+    """(layers, MoE layers) on the busiest pipeline stage: ``ceil(L/pp)``, the first stage's under
+    the split of :func:`~lightspeed.sol.train.step.pipeline_split`; without a pipeline the one
+    stage also holds the multi-token-prediction blocks (one like the model's last each)."""
+    mtp = np.where(grid.pp == 1, float(model.num_mtp_modules), 0.0)
+    layers = np.ceil(model.num_layers / grid.pp) + mtp
+    moe_layers = np.minimum(layers, float(model.num_moe_layers) + (mtp if model.num_moe_layers else 0.0))
     return layers, moe_layers
 
 
@@ -162,6 +165,8 @@ def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) ->
         embedding = embedding + model.max_seq_len * model.hidden_size
     head_copies = np.where((grid.pp > 1) | (not model.tied_embeddings), 1.0, 0.0)
     ends = np.where(grid.pp > 1, embedding, embedding * (1.0 + head_copies))
+    mtp_projection = 2.0 * model.hidden_size * model.hidden_size / grid.tp  # 2h -> h, column-parallel
+    ends = ends + np.where(grid.pp == 1, model.num_mtp_modules * mtp_projection, 0.0)
     dense = (layers - moe_layers) * dense_layer + moe_layers * moe_layer + ends
     expert = np.zeros_like(dense)
     if model.moe is not None:

@@ -28,6 +28,7 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -228,12 +229,18 @@ def model_from_dims(row: PublishedRow) -> TransformerSpec:
     )
 
 
+_NO_MTP: Final = re.compile(r"\b(?:w/o|without|no)\s+(?:the\s+)?mtp\b", re.IGNORECASE)
+
+
 def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
     """The catalog model a row names (text before any parenthesis), else one built from its dims."""
     name = re.split(r"[(]", row.text("model"))[0].strip()
     found = registry.find(name) if name else None
     if found is not None:
-        return found.spec, f"model '{row.text('model')}' -> catalog model {name}"
+        note = f"model '{row.text('model')}' -> catalog model {name}"
+        if found.spec.num_mtp_modules and _NO_MTP.search(row.text("model")):
+            return dataclasses.replace(found.spec, num_mtp_modules=0), f"{note}, its MTP modules not trained"
+        return found.spec, note
     unsupported = registry.unsupported_model(name) if name else None
     if unsupported is not None:  # never a plain transformer built from its dimensions
         raise RowError(unsupported.refusal(name))
