@@ -86,6 +86,7 @@ class Stack(Record):
     fit_group: str = ""
     compile: bool = False
     zero3_flat_ring: bool = False
+    ep_node_dedupe: bool = False
     overlap_contention: float = 0.0
     moe_efficiency: float = 1.0
     optimizer_bytes_per_param: float = 12.0
@@ -429,6 +430,7 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
         fit_group=table.string("fit_group", ""),
         compile=table.boolean("compile", False),
         zero3_flat_ring=table.boolean("zero3_flat_ring", False),
+        ep_node_dedupe=table.boolean("ep_node_dedupe", False),
         overlap_contention=contention,
         moe_efficiency=table.number("moe_efficiency", 1.0),
         optimizer_bytes_per_param=table.number("optimizer_bytes_per_param", 12.0),

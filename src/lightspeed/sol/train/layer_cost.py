@@ -239,12 +239,14 @@ def cp_ring_s(ctx: _Context, attention_forward_s: Array, attention_backward_s: A
 
 
 def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array) -> tuple[Array, Array]:
-    """Exposed expert-parallel all-to-all (dispatch + combine) of one MoE layer."""
+    """Exposed expert-parallel all-to-all (dispatch + combine) of one MoE layer: a copy of each
+    token per expert it is routed to, or per destination node where the stack's dispatch
+    deduplicates (``ep_node_dedupe``: DeepEP)."""
     grid, hardware = ctx.grid, ctx.hardware
     routed_bytes = routed_tokens(ctx) * ctx.model.hidden_size
     fabric = hardware.fabric
     assert ctx.model.moe is not None
-    remote = node_dedupe_scale(ctx.model.moe)
+    remote = node_dedupe_scale(ctx.model.moe) if hardware.stack.ep_node_dedupe else 1.0
     dispatch = collectives.all_to_all_s(
         fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, 1.0, remote
     )
