@@ -143,27 +143,15 @@ def test_mtp_modules_are_the_models_unless_the_plan_says(run_cli) -> None:  # ty
         assert result.code == 0, result.err
         return json.loads(result.out)  # type: ignore[no-any-return]
 
-    deepseek = ("plan", "train", "--model", "deepseek-v3", "--system", "dgx-h100", "--gpus", "8", "--ep", "8",
-                "--global-batch", "8", "--no-fit-check")  # fmt: skip
+    base = ("plan", "train", "--system", "dgx-h100", "--gpus", "8", "--no-fit-check")
+    deepseek = (*base, "--model", "deepseek-v3", "--ep", "8", "--global-batch", "8")
     trained, dropped = estimate(*deepseek), estimate(*deepseek, "--mtp-modules", "0")
     assert any("1 multi-token-prediction module trained" in line for line in trained["assumptions"])
     assert not any("multi-token" in line for line in dropped["assumptions"])
     assert trained["step_time_s"] > dropped["step_time_s"]
     assert trained["mfu"] < dropped["mfu"]  # same model FLOPs, more time
     assert dropped["config"]["mtp_modules"] == 0
-    dense = (
-        "plan",
-        "train",
-        "--model",
-        "llama-3-8b",
-        "--system",
-        "dgx-h100",
-        "--gpus",
-        "8",
-        "--global-batch",
-        "64",
-        "--no-fit-check",
-    )
+    dense = (*base, "--model", "llama-3-8b", "--global-batch", "64")
     assert estimate(*dense, "--mtp-modules", "1")["step_time_s"] > estimate(*dense)["step_time_s"]
     bad = run_cli(*dense, "--mtp-modules", "-1")
     assert bad.code == 2
