@@ -21,6 +21,7 @@ PLAN_KEYS = (
     "pp",
     "dp",
     "ep",
+    "etp",
     "cp",
     "vpp",
     "zero_stage",

@@ -86,6 +86,7 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (TRAIN, "--micro-batch", ()),
     (TRAIN, "--expert-imbalance", ()),
     (TRAIN, "--mtp-modules", ()),
+    (MOE_TRAIN, "--etp", ()),
     (INFER, "--arrival-rate", ()),
     (INFER, "--isl", ()),
     (INFER, "--osl", ()),

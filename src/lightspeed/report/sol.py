@@ -32,7 +32,8 @@ PART_NAMES = {
 
 
 def _plan_line(plan: TrainingPlan) -> str:
-    degrees = f"tp={plan.tp} pp={plan.pp} dp={plan.dp} ep={plan.ep} cp={plan.cp} vpp={plan.vpp}"
+    etp = f" etp={plan.etp}" if plan.etp > 1 else ""
+    degrees = f"tp={plan.tp} pp={plan.pp} dp={plan.dp} ep={plan.ep}{etp} cp={plan.cp} vpp={plan.vpp}"
     return (
         f"{degrees} zero={plan.zero_stage} schedule={plan.effective_schedule} "
         f"micro-batch={plan.micro_batch_size} global-batch={plan.global_batch_size} seq={plan.seq_len} "

@@ -314,6 +314,11 @@ class TrainingConfig(TrainingJob):
         None, option_type="DEGREE", help="Data parallel size (default: GPUs / (tp x pp x cp))."
     )
     ep: int = setting(1, option_type="DEGREE", help="Expert parallel size.")
+    etp: int = setting(
+        1, option_type="DEGREE",
+        help="Expert tensor parallel size: GPUs each routed expert's weights are split over "
+        "(Megatron-Core's --expert-tensor-parallel-size).",
+    )  # fmt: skip
     cp: int | None = setting(None, option_type="DEGREE", help=f"Context parallel size{_FREE}.")
     vpp: int = setting(1, option_type="VPP", help="Virtual pipeline chunks per GPU.")
     zero_stage: int = setting(
@@ -364,6 +369,7 @@ class TrainingConfig(TrainingJob):
             pp=pp,
             dp=data_parallel_degree(num_gpus, tp=tp, pp=pp, cp=cp, dp=self.dp),
             ep=self.ep,
+            etp=self.etp,
             cp=cp,
             vpp=self.vpp,
             zero_stage=self.zero_stage,
@@ -425,6 +431,7 @@ PLAN_KEYS: Final = {
     "dp": "dp",
     "cp": "cp",
     "ep": "ep",
+    "etp": "etp",
     "vpp": "vpp",
     "zero": "zero_stage",
     "mb": "micro_batch_size",

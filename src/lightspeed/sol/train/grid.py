@@ -57,6 +57,7 @@ class PlanGrid:
     expert_imbalance: FloatArray
     uneven_pipeline: BoolArray
     physical_experts: FloatArray
+    etp: FloatArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -117,6 +118,7 @@ class PlanGrid:
             expert_imbalance=float(self.expert_imbalance[index]),
             uneven_pipeline=bool(self.uneven_pipeline[index]),
             num_physical_experts=int(self.physical_experts[index]) or None,
+            etp=int(self.etp[index]),
         )
 
 
@@ -154,4 +156,5 @@ def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
         expert_imbalance=column([p.expert_imbalance for p in plans]),
         uneven_pipeline=column([p.uneven_pipeline for p in plans], bool),
         physical_experts=column([p.num_physical_experts or 0 for p in plans]),
+        etp=column([p.etp for p in plans]),
     )

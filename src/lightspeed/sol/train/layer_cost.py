@@ -26,6 +26,7 @@ overlap is on and compute can hide it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -177,7 +178,8 @@ def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
     parts["activation"] = (
         passes * model.moe.expert_ffn_hidden_size * routed + passes * shared / grid.tp * ctx.tokens
     ) * act
-    parts["permute"] = 4.0 * hidden * routed * act / ctx.hardware.stack.moe_efficiency
+    gathered = routed * grid.etp  # expert tensor parallelism permutes its group's tokens
+    parts["permute"] = 4.0 * hidden * gathered * act / ctx.hardware.stack.moe_efficiency
     return parts
 
 
@@ -248,53 +250,80 @@ def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array)
     assert ctx.model.moe is not None
     remote = node_dedupe_scale(ctx.model.moe) if hardware.stack.ep_node_dedupe else 1.0
     dispatch = collectives.all_to_all_s(
-        fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, 1.0, remote
+        fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, grid.etp, remote
     )
     combine = collectives.all_to_all_s(
-        fabric, routed_bytes * hardware.activation_bytes_per_element, grid.ep, 1.0, remote
+        fabric, routed_bytes * hardware.activation_bytes_per_element, grid.ep, grid.etp, remote
     )
+    # Expert tensor parallelism: the dispatched tokens all-gathered over the etp group, the
+    # expert outputs reduce-scattered back (and the reverse for their gradients)
+    gathered = grid.etp * routed_bytes * hardware.activation_bytes_per_element
+    etp = 2.0 * collectives.all_gather_s(fabric, gathered, grid.etp, 1.0)
     slow = 1.0 / hardware.stack.moe_efficiency  # the MoE path's dispatch/combine kernels
-    forward = slow * (dispatch + combine)
-    backward = slow * 2.0 * combine
+    forward = slow * (dispatch + combine) + etp
+    backward = slow * 2.0 * combine + etp
     hide = hardware.stack.exposed_s
     exposed_forward = np.where(grid.ep_overlap, hide(forward, forward_compute_s), forward)
     exposed_backward = np.where(grid.ep_overlap, hide(backward, backward_compute_s), backward)
     return exposed_forward, exposed_backward
 
 
-def _block_linears(ctx: _Context, moe: bool) -> list[tuple[tuple[Linear, ...], Array, Array]]:
-    """(linears, tokens per copy, copies) of the attention and MLP/MoE blocks of one layer."""
+@dataclass(frozen=True)
+class _Block:
+    """Linears run on ``tokens`` tokens per copy, ``copies`` times, split ``degree`` ways."""
+
+    linears: tuple[Linear, ...]
+    tokens: Array
+    copies: Array
+    degree: Array
+    routed: bool = False  # the MoE path (routed experts and router): paced by moe_efficiency
+    router: bool = False  # routers stay in 16 bit
+
+
+def _expert_split(linears: tuple[Linear, ...]) -> tuple[Linear, ...]:
+    """A routed expert's linears split over expert tensor parallelism: the up (and gate)
+    projection by its outputs, the down projection by its inputs."""
+    up, down = linears
+    return (dataclasses.replace(up, split="column"), dataclasses.replace(down, split="row"))
+
+
+def _block_linears(ctx: _Context, moe: bool) -> list[_Block]:
+    """The attention and MLP/MoE blocks of one layer."""
     shapes, grid = ctx.shapes, ctx.grid
-    blocks: list[tuple[tuple[Linear, ...], Array, Array]] = [(shapes.attention, ctx.tokens, 1.0)]
+    blocks = [_Block(shapes.attention, ctx.tokens, 1.0, grid.tp)]
     if not moe:
-        return [*blocks, (shapes.mlp, ctx.tokens, 1.0)]
+        return [*blocks, _Block(shapes.mlp, ctx.tokens, 1.0, grid.tp)]
     model = ctx.model
     assert model.moe is not None
     physical = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
     local_experts = physical / grid.ep  # redundant replicas share the GPU's routed tokens
-    blocks.append((shapes.experts, routed_tokens(ctx) / local_experts, local_experts))
-    blocks.append((shapes.shared_experts, ctx.tokens, 1.0))
-    blocks.append((shapes.router, ctx.tokens, 1.0))
+    # under ETP each GPU runs 1/etp of its experts for the tokens its etp group gathered
+    tokens_per_expert = routed_tokens(ctx) * grid.etp / local_experts
+    experts = _expert_split(shapes.experts)
+    blocks.append(_Block(experts, tokens_per_expert, local_experts, grid.etp, routed=True))
+    blocks.append(_Block(shapes.shared_experts, ctx.tokens, 1.0, grid.tp))
+    blocks.append(_Block(shapes.router, ctx.tokens, 1.0, grid.tp, routed=True, router=True))
     return blocks
 
 
 def _gemms(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array, Array]:
     """(forward s, input-grad s, weight-grad s, forward FLOP, FP8 cast s) of one layer's linears."""
     forward = input_grad = weight_grad = flop = cast = 0.0
-    hardware, grid = ctx.hardware, ctx.grid
+    hardware = ctx.hardware
     fp8 = hardware.compute_row == "fp8"
     cast_bytes = hardware.stack.fp8_cast_bytes(hardware.precision)
-    routed = (ctx.shapes.experts, ctx.shapes.router)
-    for linears, tokens, copies in _block_linears(ctx, moe):
-        row = "bf16" if linears is ctx.shapes.router else None  # routers stay in 16 bit
-        part = linears_cost(hardware, linears, tokens, grid.tp, copies, compute_row=row)
-        slow = 1.0 / hardware.stack.moe_efficiency if moe and linears in routed else 1.0
+    for block in _block_linears(ctx, moe):
+        row = "bf16" if block.router else None
+        part = linears_cost(
+            hardware, block.linears, block.tokens, block.degree, block.copies, compute_row=row
+        )
+        slow = 1.0 / hardware.stack.moe_efficiency if block.routed else 1.0
         forward, input_grad = forward + slow * part[0], input_grad + slow * part[1]
         weight_grad, flop = weight_grad + slow * part[2], flop + part[3]
         if fp8 and row is None:
-            for linear in linears:
-                k, n = local_dims(linear, grid.tp)
-                cast = cast + memory_s(hardware, copies * tokens * (k + n) * cast_bytes)
+            for linear in block.linears:
+                k, n = local_dims(linear, block.degree)
+                cast = cast + memory_s(hardware, block.copies * block.tokens * (k + n) * cast_bytes)
     return forward, input_grad, weight_grad, flop, cast
 
 

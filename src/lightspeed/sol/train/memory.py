@@ -172,7 +172,7 @@ def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) ->
     if model.moe is not None:
         per_expert = sum(linear.num_params for linear in shapes.experts)
         experts = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
-        expert = moe_layers * per_expert * experts / grid.ep  # redundant replicas included
+        expert = moe_layers * per_expert * experts / (grid.ep * grid.etp)  # redundant replicas included
     copies = parameter_copies(grid)
     return StageParams(dense * copies, expert * copies, layers, moe_layers)
 
@@ -322,7 +322,7 @@ def training_memory(
     """Peak bytes per GPU of every plan in ``grid`` (``params``: :func:`stage_params`, if known)."""
     params = params or stage_params(grid, model, shapes)
     replicas = grid.dp * grid.cp
-    expert_replicas = grid.tp * grid.cp * grid.dp / grid.ep
+    expert_replicas = grid.tp * grid.cp * grid.dp / (grid.ep * grid.etp)
     weight_bytes = hardware.activation_bytes_per_element
     low_precision = hardware.precision.startswith(("fp8", "mxfp8", "fp4", "nvfp4", "mxfp4"))
     if low_precision and hardware.stack.fp8_weight_copy:

@@ -59,7 +59,10 @@ class TrainingPlan(Record):
     ``dropout=True`` adds hidden and attention dropout. Fields left ``None`` (attention,
     dropout, overlaps) take the software stack's defaults (:meth:`resolved`).
     ``uneven_pipeline`` allows layers not divisible by the pipeline size (the last
-    stages get fewer layers, as Llama 3 405B did).
+    stages get fewer layers, as Llama 3 405B did). ``etp`` splits each routed expert's
+    weights over that many GPUs (Megatron-Core's expert tensor parallelism: the expert-parallel
+    group is ``ep x etp`` GPUs, each holding ``1/etp`` of its ``E/ep`` experts and computing it
+    for the tokens of its ``etp`` neighbours).
     """
 
     tp: int = 1
@@ -85,9 +88,11 @@ class TrainingPlan(Record):
     expert_imbalance: float = 1.0
     uneven_pipeline: bool = False
     num_physical_experts: int | None = None
+    etp: int = 1
 
     def __post_init__(self) -> None:
-        for label, value in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)):
+        degrees = (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep), ("etp", self.etp))
+        for label, value in degrees:
             if value < 1:
                 raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
         for label, value in (("cp", self.cp), ("vpp", self.vpp), ("micro_batch_size", self.micro_batch_size)):
@@ -327,9 +332,13 @@ def _check_batch(plan: TrainingPlan) -> None:
 
 def _check_experts(plan: TrainingPlan, model: TransformerSpec) -> None:
     if model.moe is None:
-        if plan.ep > 1:
-            raise InvalidPlanError(f"ep={plan.ep} needs a mixture-of-experts model; {model.name} is dense")
+        for label, value in (("ep", plan.ep), ("etp", plan.etp)):
+            if value > 1:
+                raise InvalidPlanError(
+                    f"{label}={value} needs a mixture-of-experts model; {model.name} is dense"
+                )
         return
+    _check_expert_tensor_parallel(plan, model.moe.expert_ffn_hidden_size)
     experts = model.moe.num_routed_experts
     if experts % plan.ep:
         raise InvalidPlanError(
@@ -338,10 +347,18 @@ def _check_experts(plan: TrainingPlan, model: TransformerSpec) -> None:
         )
     _check_replicas(plan.num_physical_experts, experts, plan.ep)
     group = plan.tp * plan.cp * plan.dp
-    if group % plan.ep:
+    if group % (plan.ep * plan.etp):
+        what = f"ep={plan.ep}" if plan.etp == 1 else f"ep x etp = {plan.ep} x {plan.etp}"
         raise InvalidPlanError(
-            f"ep={plan.ep} must divide tp x cp x dp = {group} "
-            "(experts are spread over the data-parallel ranks)"
+            f"{what} must divide tp x cp x dp = {group} (experts are spread over the data-parallel ranks)"
+        )
+
+
+def _check_expert_tensor_parallel(plan: TrainingPlan, expert_ffn: int) -> None:
+    if expert_ffn % plan.etp:
+        raise InvalidPlanError(
+            f"etp={plan.etp} does not divide the expert size {expert_ffn}; "
+            f"try etp={nearest(plan.etp, [d for d in divisors(expert_ffn) if d <= 64])}"
         )
 
 

@@ -87,6 +87,7 @@ class TrainingEstimate(Record):
             "pp": plan.pp,
             "dp": plan.dp,
             "ep": plan.ep,
+            "etp": plan.etp,
             "cp": plan.cp,
             "vpp": plan.vpp,
             "zero_stage": plan.zero_stage,

@@ -286,6 +286,7 @@ def _grid(
         expert_imbalance=experts.imbalance(columns, template),
         uneven_pipeline=np.mod(layers, pp * vpp) != 0,
         physical_experts=experts.physical(columns, template),
+        etp=full(1.0),  # the search keeps every expert whole on its GPU
     )
 
 
@@ -293,7 +294,7 @@ def _describe(plan: TrainingPlan) -> str:
     parts = [f"tp={plan.tp}", f"pp={plan.pp}", f"dp={plan.dp}"]
     parts += [
         f"{name}={value}"
-        for name, value in (("ep", plan.ep), ("cp", plan.cp), ("vpp", plan.vpp))
+        for name, value in (("ep", plan.ep), ("etp", plan.etp), ("cp", plan.cp), ("vpp", plan.vpp))
         if value > 1
     ]
     parts += [f"zero={plan.zero_stage}", f"mb={plan.micro_batch_size}", f"recompute={plan.recompute}"]

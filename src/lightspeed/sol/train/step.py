@@ -271,7 +271,7 @@ def _data_parallel(
     fabric = hardware.fabric
     weight_bytes = hardware.activation_bytes_per_element
     replicas = grid.dp * grid.cp
-    expert_replicas = grid.tp * grid.cp * grid.dp / grid.ep
+    expert_replicas = grid.tp * grid.cp * grid.dp / (grid.ep * grid.etp)
     stack = hardware.stack
     rules = sharding_columns(grid, stack)
     flat_ring = rules.gathers_layers & stack.zero3_flat_ring  # one ring per rank through its own NIC
@@ -283,7 +283,7 @@ def _data_parallel(
         return reduce, scatter, gather
 
     dense = traffic(params.dense, replicas, grid.tp)
-    expert = traffic(params.expert, expert_replicas, grid.ep)
+    expert = traffic(params.expert, expert_replicas, grid.ep * grid.etp)
     reduce, scatter, gather = (dense[i] + expert[i] for i in range(3))
     exposed = _exposed_data_parallel(grid, rules, stack, stage, reduce=reduce, scatter=scatter, gather=gather)
     updated = np.where(

@@ -118,6 +118,7 @@ class PlanSpec(Record):
     tp_overlap: bool | None = None
     fsdp_under_pipeline: bool = False
     free_degrees: tuple[str, ...] = ()
+    etp: int = 1
 
 
 @dataclass(frozen=True)
@@ -342,6 +343,10 @@ class _Degrees:
     dp: int
     ep: int
     cp: int
+    etp: int = 1
+
+
+_ETP: Final = re.compile(r"\bETP\s*=?\s*(\d+)", re.IGNORECASE)
 
 
 def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
@@ -361,7 +366,8 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
         if num_gpus % (tp * pp * cp):
             raise RowError(f"{num_gpus} GPUs do not split into TP x PP x CP = {tp * pp * cp}")
         dp = num_gpus // (tp * pp * cp)
-    return _Degrees(tp, pp, dp, ep, cp)
+    etp = _ETP.search(row.text("EP"))  # "8 (ETP 4)": Megatron's expert tensor parallelism
+    return _Degrees(tp, pp, dp, ep, cp, int(etp.group(1)) if etp else 1)
 
 
 def _stated_settings(text: str) -> dict[str, bool]:
@@ -412,6 +418,7 @@ def read_plan(
         recomputes=SEARCHED_RECOMPUTES if is_missing(recompute_text) else (_recompute(recompute_text),),
         fsdp_under_pipeline=degrees.pp > 1 and _is_fsdp(row.text("sharding").lower()),
         free_degrees=(*free, *(() if re.match(r"\s*\d", row.text("DP")) else ("dp",))),
+        etp=degrees.etp,
         **_stated_settings(row.joined()),
     )
     return plan, [zero_note]
@@ -465,6 +472,7 @@ def candidate_plans(
         pp=spec.pp,
         dp=spec.dp,
         ep=spec.ep,
+        etp=spec.etp,
         cp=spec.cp,
         zero_stage=zero_stage,
         schedule=spec.schedule,

@@ -109,6 +109,7 @@ _PLAN_KEYS: Final = {
     "pp",
     "dp",
     "ep",
+    "etp",
     "cp",
     "zero_stage",
     "schedule",
@@ -406,6 +407,7 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
         tp_overlap=_optional_boolean(plan_fields, "tp_overlap"),
         fsdp_under_pipeline=plan_fields.boolean("fsdp_under_pipeline", False),
         free_degrees=_free_degrees(plan_fields),
+        etp=plan_fields.integer("etp", 1, minimum=1),
     )
     gpus = plan.tp * plan.pp * plan.cp * plan.dp
     if gpus != num_gpus:
@@ -552,6 +554,7 @@ def _training_tables(spec: TrainingRowSpec) -> dict[str, Any]:
             "recompute": _one_or_list(plan.recomputes),
         }
         | _without_none({"sequence_parallel": plan.sequence_parallel, "tp_overlap": plan.tp_overlap})
+        | ({"etp": plan.etp} if plan.etp > 1 else {})
         | ({"fsdp_under_pipeline": True} if plan.fsdp_under_pipeline else {})
         | ({"free_degrees": list(plan.free_degrees)} if plan.free_degrees else {}),
         "flops": _without_none(
