@@ -8,8 +8,9 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
-from lightspeed.sol import TrainingPlan, estimate_training
+from lightspeed.sol import TrainingPlan, estimate_training, search_training
 from lightspeed.sol.core.stacks import load_stack
+from lightspeed.sol.train.search import SearchSpace, default_space
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.rows import read_plan
 from lightspeed.workload import ModelRegistry
@@ -75,3 +76,28 @@ def test_a_row_reads_the_etp_written_beside_ep(models: ModelRegistry) -> None:
     assert read("8 (ETP 4)") == (8, 4)
     assert read("64 (ETP 1)") == (64, 1)
     assert read("8") == (8, 1)
+
+
+def test_the_search_splits_experts_over_tp_when_whole_ones_do_not_fit(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """Narrowed to NVIDIA's degrees (TP4, EP8, ZeRO-1, no recompute), only the plan with the
+    experts split over the TP group fits: the search must try it; a dense model never gets ETP."""
+    grok = models.get("grok-1")
+    assert default_space(grok, 128, 8192).expert_tensor_parallel == (False, True)
+    assert default_space(models.get("llama-3-8b"), 128, 8192).expert_tensor_parallel == (False,)
+    space = SearchSpace(
+        tp=(4,), cp=(1,), pp=(1,), ep=(8,), vpp=(1,), micro_batch=(1,), recompute=("none",),
+        zero_stage=(1,), schedules=("1f1b",), expert_tensor_parallel=(False, True),
+    )  # fmt: skip
+    result = search_training(
+        model=grok,
+        cluster=catalog.cluster("gb200-nvl72", num_accelerators=128),
+        global_batch_size=256,
+        seq_len=8192,
+        space=space,
+        stack="megatron-core-2025",
+    )
+    assert (result.num_plans_evaluated, result.num_plans_fitting) == (2, 1)
+    best = result.plans[0]
+    assert (best.plan.ep, best.plan.etp, best.fits) == (8, 4, True)

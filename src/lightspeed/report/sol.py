@@ -191,7 +191,7 @@ def _plan_row(label: str, estimate: TrainingEstimate) -> list[str]:
         str(plan.tp),
         str(plan.pp),
         str(plan.dp),
-        str(plan.ep),
+        str(plan.ep) if plan.etp == 1 else f"{plan.ep} etp{plan.etp}",
         str(plan.cp),
         str(plan.vpp),
         str(plan.zero_stage),

@@ -73,6 +73,7 @@ class SearchSpace(Record):
     recompute: tuple[str, ...]
     zero_stage: tuple[int, ...]
     schedules: tuple[str, ...]
+    expert_tensor_parallel: tuple[bool, ...] = (False,)  # True: experts split over the TP group
 
     @property
     def size(self) -> int:
@@ -87,6 +88,7 @@ class SearchSpace(Record):
             self.recompute,
             self.zero_stage,
             self.schedules,
+            self.expert_tensor_parallel,
         )
         return int(np.prod([len(values) for values in sizes]))
 
@@ -156,6 +158,7 @@ def default_space(
         experts = model.moe.num_routed_experts
         ep = tuple(e for e in range(1, min(experts, num_gpus) + 1) if experts % e == 0 and num_gpus % e == 0)
     return SearchSpace(
+        expert_tensor_parallel=(False, True) if model.moe is not None else (False,),
         tp=tp,
         cp=cp,
         pp=pp,
@@ -179,9 +182,10 @@ def _product(space: SearchSpace) -> dict[str, np.ndarray]:
         np.asarray([RECOMPUTE_CODES[r] for r in space.recompute], float),
         np.asarray(space.zero_stage, float),
         np.asarray([SCHEDULE_CODES[s] for s in space.schedules], float),
+        np.asarray(space.expert_tensor_parallel, float),
     ]
     mesh = np.meshgrid(*axes, indexing="ij")
-    names = ("tp", "cp", "pp", "ep", "vpp", "mb", "recompute", "zero", "schedule")
+    names = ("tp", "cp", "pp", "ep", "vpp", "mb", "recompute", "zero", "schedule", "etp_is_tp")
     return {
         name: np.asarray(grid, dtype=np.float64).reshape(-1) for name, grid in zip(names, mesh, strict=True)
     }
@@ -215,11 +219,20 @@ def _valid(
     ok &= (columns["schedule"] == SCHEDULE_CODES["1f1b"]) | (pp > 1)
     ok &= ~refused_by_stack(stack, columns["zero"], pp)  # the stack's memory rules (validate_plan says why)
     ok &= (cp == 1) | (np.mod(seq_len, 2 * cp) == 0)
+    etp = _etp(columns)
     if model.moe is None:
-        ok &= ep == 1
+        ok &= (ep == 1) & (etp == 1)
     else:
-        ok &= (np.mod(model.moe.num_routed_experts, ep) == 0) & (np.mod(tp * cp * dp, ep) == 0)
+        ok &= (np.mod(model.moe.num_routed_experts, ep) == 0) & (np.mod(tp * cp * dp, ep * etp) == 0)
+        # expert tensor parallelism over the TP group: only where TP splits anything and the
+        # expert size divides
+        ok &= (columns["etp_is_tp"] == 0) | ((tp > 1) & (np.mod(model.moe.expert_ffn_hidden_size, tp) == 0))
     return np.asarray(ok, dtype=bool)
+
+
+def _etp(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Expert tensor parallel size per plan: the TP size where the experts are split over it."""
+    return np.where(columns["etp_is_tp"] > 0, columns["tp"], 1.0)
 
 
 @dataclass(frozen=True)
@@ -286,7 +299,7 @@ def _grid(
         expert_imbalance=experts.imbalance(columns, template),
         uneven_pipeline=np.mod(layers, pp * vpp) != 0,
         physical_experts=experts.physical(columns, template),
-        etp=full(1.0),  # the search keeps every expert whole on its GPU
+        etp=_etp(columns),
     )
 
 
