@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -153,10 +152,6 @@ def bound_sentence(
     return f"{part_label(largest, plan, hardware)}: {format_percent(largest_share, 0)} of the step", largest
 
 
-def _scalar(value: Any) -> float:
-    return float(np.asarray(value).reshape(-1)[0])
-
-
 def estimate_from_arrays(
     *,
     arrays: StepArrays,
@@ -270,19 +265,14 @@ def _stage_notes(
         notes.append(f"{modules} trained, each a block, a 2h->h projection and the LM head again")
     if plan.pp > 1:
         split = arrays.split
-        last, other = (int(_at(value, index)) for value in (split.last, split.other))
+        last, other = (int(np.asarray(value)[index]) for value in (split.last, split.other))
         ends = "the LM head and loss" + (f" and {modules}" if mtp else "")
-        paced = "the last" if bool(_at(split.last_paces, index)) else f"a stage of {other} layers"
+        paced = "the last" if bool(np.asarray(split.last_paces)[index]) else f"a stage of {other} layers"
         notes.append(
             f"pipeline: {last} of the {model.num_layers} layers + {ends} on the last stage, up to "
             f"{other} on each other stage; {paced} paces the step"
         )
     return tuple(notes)
-
-
-def _at(value: Any, index: int) -> Any:
-    array = np.asarray(value)
-    return array.reshape(-1)[index] if array.size > 1 else array.reshape(-1)[0]
 
 
 def check_gpu_count(plan: TrainingPlan, cluster: Cluster) -> None:
