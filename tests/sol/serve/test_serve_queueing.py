@@ -342,6 +342,38 @@ def test_a_closed_loop_with_more_users_than_requests_runs_them_all(
     assert result.max_running == 5
 
 
+def test_a_closed_loop_starts_its_users_one_after_another(catalog: Catalog, models: ModelRegistry) -> None:
+    """Four users of identical requests (500-token prompts, 2 output tokens) on an idle H100: the
+    first request reaches the server first and runs its prefill alone; the other three wait for
+    that iteration and then run their three prompts in one (the engine's iteration cost of each
+    shape, evaluated here). In lockstep all four would share one 2,000-token prefill."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.closed(4), 500, 2, 4),
+    )
+    alone = _stage_s(catalog, models, prefill_tokens=500.0, prefill_context=250.0, prefill_requests=1.0)
+    three = _stage_s(catalog, models, prefill_tokens=1500.0, prefill_context=250.0, prefill_requests=3.0)
+    ttft = result.outcome.first_token_s - result.outcome.arrival_s
+    assert ttft[0] == pytest.approx(alone, rel=0.03)
+    assert ttft[1:] == pytest.approx([alone + three] * 3, rel=0.03)
+
+
+def test_an_open_loop_burst_meets_in_one_scheduling_pass(catalog: Catalog, models: ModelRegistry) -> None:
+    """Every request at once (MLPerf Offline's single query, a trace's burst): the four prompts
+    share the first iteration, 2,000 tokens of prefill."""
+    result = simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=_workload(ArrivalProcess.offline(), 500, 2, 4),
+    )
+    together = _stage_s(catalog, models, prefill_tokens=2000.0, prefill_context=250.0, prefill_requests=4.0)
+    ttft = result.outcome.first_token_s - result.outcome.arrival_s
+    assert ttft == pytest.approx([together] * 4, rel=0.03)
+
+
 def test_same_seed_same_result(catalog: Catalog, models: ModelRegistry) -> None:
     def run(seed: int) -> dict[str, object]:
         result = simulate(

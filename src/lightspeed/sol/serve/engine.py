@@ -247,15 +247,22 @@ class Engine:
         return self._output()
 
     def _arrive_together(self, order: Sequence[int], pointer: int, stop: int, time: float) -> int:
-        """Let in every request arriving at ``time`` before an idle replica forms its iteration
-        (requests sent at the same instant meet in one scheduling pass); the next pointer."""
+        """Let in every request arriving at ``time``; the next pointer. An open loop's requests
+        sent at the same instant (a trace's burst, every request at once, MLPerf Offline's one
+        query) meet in one scheduling pass. A closed loop's users start one after another (a
+        benchmark client opens its streams in turn, each request parsed and tokenized by the
+        server's front end before the next), so an idle replica starts its first iteration on
+        the first of them and the others wait for it: with identical requests the users then
+        keep that offset, as they do on a real server, instead of running in lockstep."""
         arrival, touched = self.arrival, {}
+        one_by_one = self.concurrency is not None
         while pointer < stop and arrival[order[pointer]] == time:
-            replica = self._enter(order[pointer], time, self.front, start=False)
+            replica = self._enter(order[pointer], time, self.front, start=one_by_one)
             touched[replica.index] = replica
             pointer += 1
-        for replica in touched.values():
-            self._wake(replica, time)
+        if not one_by_one:
+            for replica in touched.values():
+                self._wake(replica, time)
         return pointer
 
     def _replica(self, index: int) -> _Replica:
