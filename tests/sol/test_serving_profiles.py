@@ -79,6 +79,39 @@ def test_a_shared_kernel_efficiency_edited_on_one_side_is_refused(tmp_path: Path
         load_serving_stacks(unknown)
 
 
+def test_the_cpp_executor_takes_the_host_time_fitted_on_the_cpp_runtime(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    # TensorRT-LLM 0.8-0.21 (TensorRT engines under the C++ executor) has no fitted rows; its step
+    # loop is serial on the host like the 0.5-0.7 runtime's, whose fitted host time it takes, while
+    # its kernels stay the 2025 profile's.
+    executor, runtime = load_serving_stack("trtllm-2024"), load_serving_stack("trtllm-2023")
+    assert executor.host_group == "trtllm-2023"
+    assert executor.kernel_group == "trtllm-2025"
+    assert executor.iteration_overhead_s == runtime.iteration_overhead_s > 0.0
+    assert load_serving_stack("trtllm-2025").host_group == "trtllm-2025"
+    # a decode step of one sequence pays that host time once, on top of the GPU's work
+    plan = InferencePlan(tp=1, precision="fp8")
+    hardware = inference_hardware_for(catalog.cluster("dgx-h100", num_nodes=1), plan, None, executor)
+    grid = _grid(1.0, 0.0, 1.0)
+    parts = iteration_cost(grid, models.get("llama-3.1-8b"), hardware).parts
+    assert float(parts["host"][0]) == pytest.approx(runtime.iteration_overhead_s)
+
+
+def test_a_shared_host_time_edited_on_one_side_is_refused(tmp_path: Path) -> None:
+    edited = _edited(
+        tmp_path,
+        r"(\[serving\.trtllm-2024\]\n(?:.*\n)*?)iteration_overhead_s = .*\n",
+        r"\1iteration_overhead_s = 0.003\n",
+    )
+    differs = r"trtllm-2024.*iteration_overhead_s 0.003 differs from trtllm-2023"
+    with pytest.raises(DataFileError, match=differs):
+        load_serving_stacks(edited)
+    unknown = _edited(tmp_path, r'host_fit_group = "trtllm-2023"', 'host_fit_group = "trtllm-1999"')
+    with pytest.raises(DataFileError, match="host_fit_group names no serving profile"):
+        load_serving_stacks(unknown)
+
+
 def _grid(decode_sequences: float, prefill_tokens: float, groups: float) -> IterationGrid:
     def one(value: float) -> np.ndarray:
         return np.asarray([value])

@@ -309,6 +309,7 @@ class ServingStack(Record):
     sequence_cap: SequenceCap | None = None
     token_budget: GpuDefault | None = None
     kernel_fit_group: str = ""
+    host_fit_group: str = ""
     cuda_graphs: bool = False
     overlap_scheduler: bool = False
     launch_source: str = ""
@@ -384,6 +385,13 @@ class ServingStack(Record):
         """The profile whose fitted ``kernel_efficiency`` this one shares (``kernel_fit_group``:
         stacks built on the same kernels), while its ``attention_dp_efficiency`` stays its group's own."""
         return self.kernel_fit_group or self.group
+
+    @property
+    def host_group(self) -> str:
+        """The profile whose fitted ``iteration_overhead_s`` this one shares (``host_fit_group``:
+        a server whose step loop does the same serial host work, as TensorRT-LLM's C++ executor of
+        0.8-0.21 does what the 0.5-0.7 C++ runtime did), else its group's."""
+        return self.host_fit_group or self.group
 
     def decode_batch_limit(self, architecture: str) -> int | None:
         """Most decoding sequences one attention-DP rank runs on ``architecture`` in the
@@ -465,6 +473,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         sequence_cap=_sequence_cap(table.table("max_sequences", required=False)),
         token_budget=_token_budget(table.table("max_batched_tokens", required=False)),
         kernel_fit_group=table.string("kernel_fit_group", ""),
+        host_fit_group=table.string("host_fit_group", ""),
         cuda_graphs=table.boolean("cuda_graphs", False),
         overlap_scheduler=table.boolean("overlap_scheduler", False),
         launch_source=table.string("launch_source", ""),
@@ -571,9 +580,10 @@ def _load_serving(file: Path) -> Mapping[str, ServingStack]:
 
 
 def _check_shared_kernels(file: Path, stack: ServingStack, stacks: Mapping[str, ServingStack]) -> None:
-    """A ``fit_group``/``kernel_fit_group`` names a serving profile whose fitted kernel
-    efficiency this one repeats (the fit script writes both; a hand edit must keep them equal)."""
-    for key in ("fit_group", "kernel_fit_group"):
+    """A ``fit_group``/``kernel_fit_group``/``host_fit_group`` names a serving profile whose fitted
+    kernel efficiency (or host time per iteration) this one repeats (the fit script writes both; a
+    hand edit must keep them equal)."""
+    for key in ("fit_group", "kernel_fit_group", "host_fit_group"):
         named = getattr(stack, key)
         if named and named not in stacks:
             raise DataFileError(
@@ -587,6 +597,15 @@ def _check_shared_kernels(file: Path, stack: ServingStack, stacks: Mapping[str, 
             f"{shared.name}'s {shared.kernel_efficiency:g}, whose fitted value it shares",
             field="kernel_efficiency",
             value=stack.kernel_efficiency,
+        )
+    host = stacks[stack.host_group]
+    if not math.isclose(host.iteration_overhead_s, stack.iteration_overhead_s, rel_tol=1e-9, abs_tol=1e-12):
+        raise DataFileError(
+            file,
+            f"[serving.{stack.name}] iteration_overhead_s {stack.iteration_overhead_s:g} differs from "
+            f"{host.name}'s {host.iteration_overhead_s:g}, whose fitted value it shares",
+            field="iteration_overhead_s",
+            value=stack.iteration_overhead_s,
         )
 
 

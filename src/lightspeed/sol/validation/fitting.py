@@ -461,10 +461,11 @@ def _has_host_overhead(profile: str) -> bool:
 
 
 def overhead_group(profile: str) -> str:
-    """Whose host time per iteration ``profile`` takes: its ``fit_group``'s (a later release of the
-    same runtime, as TensorRT-LLM 0.7 of 0.5-0.6, is not fitted on its own rows alone)."""
+    """Whose host time per iteration ``profile`` takes: its ``host_fit_group``'s or ``fit_group``'s
+    (a later release of the same runtime, as TensorRT-LLM 0.7 of 0.5-0.6, is not fitted on its own
+    rows alone; the 0.8-0.21 C++ executor, which has no fitted rows, takes the 0.5-0.7 runtime's)."""
     stacks = load_serving_stacks()
-    return stacks[profile].group if profile in stacks else profile
+    return stacks[profile].host_group if profile in stacks else profile
 
 
 def fit_inference(
