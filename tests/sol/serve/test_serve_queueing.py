@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from lightspeed.sol.serve import (
     SchedulerConfig,
     ServiceLevel,
     ServingWorkload,
+    SimulationResult,
     load_sweep,
     max_rate_at_slo,
     search_goodput,
@@ -47,6 +49,19 @@ def _workload(arrivals: ArrivalProcess, isl: int, osl: int, count: int) -> Servi
         input_lengths=LengthDistribution.fixed(isl),
         output_lengths=LengthDistribution.fixed(osl),
         num_requests=count,
+    )
+
+
+def _run_8b(
+    catalog: Catalog, models: ModelRegistry, workload: ServingWorkload, **options: Any
+) -> SimulationResult:
+    """``workload`` through llama-3-8b on one H100 in fp8 (the deployment of most tests here)."""
+    return simulate(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        plan=PLAN,
+        workload=workload,
+        **options,
     )
 
 
@@ -103,12 +118,7 @@ def test_vanishing_rate_gives_the_unloaded_prefill_and_a_batch_one_decode(
 ) -> None:
     """Requests that never overlap: TTFT is the prompt's prefill alone, TPOT one decode step of one
     sequence (its context grows from 1,001 to 1,050 tokens: the middle is 1,025)."""
-    result = simulate(
-        model=models.get("llama-3-8b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=PLAN,
-        workload=_workload(ArrivalProcess.poisson(0.001), 1000, 50, 20),
-    )
+    result = _run_8b(catalog, models, _workload(ArrivalProcess.poisson(0.001), 1000, 50, 20))
     prefill = _stage_s(catalog, models, prefill_tokens=1000.0, prefill_context=500.0, prefill_requests=1.0)
     decode = _stage_s(catalog, models, decode_sequences=1.0, decode_context=1025.0)
     assert result.ttft.max_s == pytest.approx(prefill, rel=0.03)
@@ -315,12 +325,7 @@ def test_no_request_is_lost(catalog: Catalog, models: ModelRegistry) -> None:
 
 
 def test_closed_loop_keeps_its_concurrency(catalog: Catalog, models: ModelRegistry) -> None:
-    result = simulate(
-        model=models.get("llama-3-8b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=PLAN,
-        workload=_workload(ArrivalProcess.closed(16), 300, 100, 400),
-    )
+    result = _run_8b(catalog, models, _workload(ArrivalProcess.closed(16), 300, 100, 400))
     assert result.num_completed == 400
     assert result.max_running == 16
     # 16 in flight except while the last ones drain
@@ -332,12 +337,7 @@ def test_a_closed_loop_with_more_users_than_requests_runs_them_all(
 ) -> None:
     """64 users, 5 requests (found by the CLI fuzz suite: it indexed past the requests): the five
     start at once and all complete, five in flight at most."""
-    result = simulate(
-        model=models.get("llama-3-8b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=PLAN,
-        workload=_workload(ArrivalProcess.closed(64), 300, 20, 5),
-    )
+    result = _run_8b(catalog, models, _workload(ArrivalProcess.closed(64), 300, 20, 5))
     assert result.num_completed == 5
     assert result.max_running == 5
 
@@ -347,12 +347,7 @@ def test_a_closed_loop_starts_its_users_one_after_another(catalog: Catalog, mode
     first request reaches the server first and runs its prefill alone; the other three wait for
     that iteration and then run their three prompts in one (the engine's iteration cost of each
     shape, evaluated here). In lockstep all four would share one 2,000-token prefill."""
-    result = simulate(
-        model=models.get("llama-3-8b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=PLAN,
-        workload=_workload(ArrivalProcess.closed(4), 500, 2, 4),
-    )
+    result = _run_8b(catalog, models, _workload(ArrivalProcess.closed(4), 500, 2, 4))
     alone = _stage_s(catalog, models, prefill_tokens=500.0, prefill_context=250.0, prefill_requests=1.0)
     three = _stage_s(catalog, models, prefill_tokens=1500.0, prefill_context=250.0, prefill_requests=3.0)
     ttft = result.outcome.first_token_s - result.outcome.arrival_s
@@ -363,12 +358,7 @@ def test_a_closed_loop_starts_its_users_one_after_another(catalog: Catalog, mode
 def test_an_open_loop_burst_meets_in_one_scheduling_pass(catalog: Catalog, models: ModelRegistry) -> None:
     """Every request at once (MLPerf Offline's single query, a trace's burst): the four prompts
     share the first iteration, 2,000 tokens of prefill."""
-    result = simulate(
-        model=models.get("llama-3-8b"),
-        cluster=catalog.cluster("dgx-h100"),
-        plan=PLAN,
-        workload=_workload(ArrivalProcess.offline(), 500, 2, 4),
-    )
+    result = _run_8b(catalog, models, _workload(ArrivalProcess.offline(), 500, 2, 4))
     together = _stage_s(catalog, models, prefill_tokens=2000.0, prefill_context=250.0, prefill_requests=4.0)
     ttft = result.outcome.first_token_s - result.outcome.arrival_s
     assert ttft == pytest.approx([together] * 4, rel=0.03)
