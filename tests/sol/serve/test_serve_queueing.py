@@ -353,6 +353,9 @@ def test_a_closed_loop_starts_its_users_one_after_another(catalog: Catalog, mode
     ttft = result.outcome.first_token_s - result.outcome.arrival_s
     assert ttft[0] == pytest.approx(alone, rel=0.03)
     assert ttft[1:] == pytest.approx([alone + three] * 3, rel=0.03)
+    assert any(
+        line.startswith("closed loop: the users start one after another") for line in result.assumptions
+    )
 
 
 def test_an_open_loop_burst_meets_in_one_scheduling_pass(catalog: Catalog, models: ModelRegistry) -> None:
@@ -362,6 +365,7 @@ def test_an_open_loop_burst_meets_in_one_scheduling_pass(catalog: Catalog, model
     together = _stage_s(catalog, models, prefill_tokens=2000.0, prefill_context=250.0, prefill_requests=4.0)
     ttft = result.outcome.first_token_s - result.outcome.arrival_s
     assert ttft == pytest.approx([together] * 4, rel=0.03)
+    assert not any(line.startswith("closed loop") for line in result.assumptions)
 
 
 def test_same_seed_same_result(catalog: Catalog, models: ModelRegistry) -> None:

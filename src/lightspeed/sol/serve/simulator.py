@@ -194,7 +194,7 @@ def _prefill_steps_note(deployment: SimulatedDeployment) -> str:
     return f"{prompts} in steps of their own that pause every decode: {why}"
 
 
-def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
+def _assumptions(deployment: SimulatedDeployment, workload: ServingWorkload) -> tuple[str, ...]:
     config = deployment.scheduler
     steps = _prefill_steps_note(deployment)
     lines = [
@@ -207,6 +207,11 @@ def _assumptions(deployment: SimulatedDeployment) -> tuple[str, ...]:
         "iteration time: the inference engine's iteration cost of the batch each iteration forms "
         "(cached by shape: context and prompt tokens within 2.2%)",
     ]
+    if workload.arrivals.kind == "closed":
+        lines.append(
+            "closed loop: the users start one after another (an idle replica runs the first request "
+            "alone, the others wait for that iteration); each sends its next request when its last completes"
+        )
     if deployment.num_ranks > 1:
         lines.append(
             f"attention data parallelism: {deployment.num_ranks} ranks; each iteration runs at the pace of "
@@ -372,7 +377,7 @@ def _result(
             kv_use=outcome.iteration_kv_use,
             end_s=duration,
         ),
-        assumptions=_assumptions(deployment),
+        assumptions=_assumptions(deployment, workload),
         num_warmup=workload.warmup_requests,
         _outcome=outcome,
     )
