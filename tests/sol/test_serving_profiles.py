@@ -96,6 +96,16 @@ def test_the_cpp_executor_takes_the_host_time_fitted_on_the_cpp_runtime(
     grid = _grid(1.0, 0.0, 1.0)
     parts = iteration_cost(grid, models.get("llama-3.1-8b"), hardware).parts
     assert float(parts["host"][0]) == pytest.approx(runtime.iteration_overhead_s)
+    # and the plan says whose value it is
+    estimate = estimate_inference(
+        model=models.get("llama-3.1-8b"),
+        cluster=catalog.cluster("dgx-h100", num_nodes=1),
+        plan=plan,
+        load=ServingLoad(128, 128, concurrency=1),
+        serving="trtllm-2024",
+    )
+    said = f"{runtime.iteration_overhead_s * 1e3:g} ms host time per iteration (trtllm-2023's fitted value"
+    assert any(said in line for line in estimate.assumptions)
 
 
 def test_a_shared_host_time_edited_on_one_side_is_refused(tmp_path: Path) -> None:

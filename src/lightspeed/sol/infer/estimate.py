@@ -378,6 +378,8 @@ def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) ->
     hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
     if serving.iteration_overhead_s > 0:
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
+        if serving.host_fit_group:
+            line += f" ({serving.host_fit_group}'s fitted value: a step loop as serial on the host)"
     if serving.host_per_sequence_s > 0:
         line += f", {serving.host_per_sequence_s * 1e6:.3g} us of host work per sequence per step{hidden}"
     host_priced = serving.iteration_overhead_s > 0 or serving.host_per_sequence_s > 0
