@@ -258,11 +258,11 @@ class Engine:
         one_by_one = self.concurrency is not None
         while pointer < stop and arrival[order[pointer]] == time:
             replica = self._enter(order[pointer], time, self.front, start=one_by_one)
-            touched[replica.index] = replica
+            if not one_by_one:
+                touched[replica.index] = replica
             pointer += 1
-        if not one_by_one:
-            for replica in touched.values():
-                self._wake(replica, time)
+        for replica in touched.values():
+            self._wake(replica, time)
         return pointer
 
     def _replica(self, index: int) -> _Replica:
