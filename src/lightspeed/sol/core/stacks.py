@@ -575,11 +575,11 @@ def _load_serving(file: Path) -> Mapping[str, ServingStack]:
         name: _parse_serving(name, table, contention) for name, table in fields.tables("serving").items()
     }
     for stack in stacks.values():
-        _check_shared_kernels(file, stack, stacks)
+        _check_shared_values(file, stack, stacks)
     return stacks
 
 
-def _check_shared_kernels(file: Path, stack: ServingStack, stacks: Mapping[str, ServingStack]) -> None:
+def _check_shared_values(file: Path, stack: ServingStack, stacks: Mapping[str, ServingStack]) -> None:
     """A ``fit_group``/``kernel_fit_group``/``host_fit_group`` names a serving profile whose fitted
     kernel efficiency (or host time per iteration) this one repeats (the fit script writes both; a
     hand edit must keep them equal)."""
