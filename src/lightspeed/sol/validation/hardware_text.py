@@ -49,7 +49,7 @@ from lightspeed.catalog.torus import describe_torus, slice_name
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
-from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell
+from lightspeed.sol.validation.published import PublishedRow, RowError, size_cell
 
 FABRIC_KEYWORDS: Final = (
     ("xdr", "ib-xdr"),
@@ -257,12 +257,34 @@ def _gpus(count: int) -> str:
     return f"{count} GPU" if count == 1 else f"{count} GPUs"
 
 
+# A GPUs cell written as nodes times GPUs per node: ``1024 nodes x 8``, ``2 nodes (8 GPUs
+# each)``, ``128 hosts, 8 GPUs``, ``64x8``.
+_NODES_TIMES_GPUS: Final = re.compile(
+    r"^\s*(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?)\s*(?:[x×*(,]|with)|[x×*])\s*(\d+)(?![\d.])",
+    re.IGNORECASE,
+)
+
+
+def gpu_count(text: str) -> tuple[int | None, str]:
+    """(GPUs, note) a GPUs cell writes: a count (``8,192``; ``16K`` is 16,384, as ML papers
+    count clusters) or nodes times GPUs per node (``1024 nodes x 8`` is 8,192, said in the note).
+
+    >>> gpu_count("1024 nodes x 8"), gpu_count("16K H100s"), gpu_count("n/r")
+    ((8192, "GPUs: '1024 nodes x 8' read as 1024 x 8"), (16384, ''), (None, ''))
+    """
+    product = _NODES_TIMES_GPUS.search(text)
+    if product is not None:
+        nodes, per_node = int(product.group(1).replace(",", "")), int(product.group(2))
+        return nodes * per_node, f"GPUs: '{text.strip()}' read as {nodes} x {per_node}"
+    return size_cell(text), ""
+
+
 def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
-    """(GPUs, note) of a row: its GPUs cell (no note), else the count its hardware cell writes
-    before a part, times the part's GPUs when the part is a system (``2x DGX H100`` is 16)."""
-    cell = integer_cell(row.text("GPUs"))
+    """(GPUs, note) of a row: its GPUs cell (:func:`gpu_count`), else the count its hardware cell
+    writes before a part, times the part's GPUs when the part is a system (``2x DGX H100`` is 16)."""
+    cell, note = gpu_count(row.text("GPUs"))
     if cell:
-        return cell, ""
+        return cell, note
     text = row.text("hardware")
     match = _COUNT_BEFORE_PART.search(text)
     if match is None:

@@ -98,7 +98,14 @@ from lightspeed.sol.validation.infer_load import (
     sends_all_at_once,
     simulate_row,
 )
-from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, is_missing
+from lightspeed.sol.validation.published import (
+    PublishedRow,
+    RowError,
+    format_keys,
+    integer_cell,
+    is_missing,
+    size_cell,
+)
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
@@ -279,10 +286,6 @@ _NAMED_FORMATS: Final = {
 }
 
 
-# Formats spelled out as frameworks name their dtypes (``bfloat16``, ``torch.float16``).
-_SPELLED_FORMATS: Final = ((re.compile(r"\bbfloat16\b"), "bf16"), (re.compile(r"\bfloat16\b"), "fp16"))
-
-
 class RowPrecision(NamedTuple):
     """A row's weight format, the note saying why, a per-layer mixed checkpoint's effective
     bits (``None``: every linear layer in ``format``) and the format its GEMMs take their inputs
@@ -351,9 +354,7 @@ def _stated_precision(
     cell = row.text("precision")
     if _WEIGHT_ONLY.search(cell.lower()):
         return _weight_only(cell, accelerator, f"precision '{cell}'")
-    text = cell.lower()
-    for spelled, key in _SPELLED_FORMATS:
-        text = spelled.sub(key, text)
+    text = format_keys(cell)
     for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
         if key in text:
             return _vendor_format(key, vendor) or (key, f"precision '{cell}' -> {key}")
@@ -481,9 +482,10 @@ def _kv_precision(row: PublishedRow) -> str | None:
 
 def _tokens(text: str) -> int:
     """``1,000`` -> 1000, ``32k`` -> 32768 (a k on a token count is 1024)."""
-    if text.endswith("k"):
-        return round(float(text[:-1].replace(",", "")) * 1024)
-    return int(float(text.replace(",", "")))
+    count = size_cell(text)
+    if count is None:
+        raise RowError(f"{text!r} is not a token count")
+    return count
 
 
 # A decode or prefill pool's figure, said in the sequence or batch cell ("saturated decode",

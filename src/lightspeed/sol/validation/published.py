@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from lightspeed.errors import DataFileError, LightspeedError
 from lightspeed.files import read_text
@@ -26,6 +27,16 @@ MISSING = {"", "n/r", "n/a", "-", "n/p", "?", "none reported"}
 # a sign only where no letter precedes it: "ZeRO-1" holds 1, not -1
 _NUMBER = re.compile(r"(?:(?<![A-Za-z])[-+])?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+_BINARY_SUFFIX: Final = {"k": 1024.0, "m": 1024.0**2}
+# Number formats as frameworks and papers spell them, and the keys the row readers look for:
+# PyTorch's dtypes (``torch.bfloat16``, ``float16``, ``float8_e4m3fn``), torchao's ``Float8``,
+# OCP's element names (``E4M3``, ``E5M2``), ``half precision`` and ``float32``.
+_SPELLED_FORMATS: Final = (
+    (re.compile(r"\bbfloat16\b"), "bf16"),
+    (re.compile(r"\bfloat16\b|^half$|\bhalf[\s-]+precision\b"), "fp16"),
+    (re.compile(r"\bfloat8\w*|\be[45]m[23]\w*"), "fp8"),
+    (re.compile(r"\bfloat32\b"), "fp32"),
+)
 MAX_TABLE_BYTES = 32 * 2**20
 
 
@@ -114,6 +125,19 @@ def is_missing(text: str) -> bool:
     return text.strip().lower() in MISSING or text.strip().lower().startswith("n/r")
 
 
+def format_keys(text: str) -> str:
+    """A precision cell in lower case with its spelled-out number formats replaced by the
+    readers' keys (``float8 rowwise`` -> ``fp8 rowwise``, ``torch.bfloat16`` -> ``torch.bf16``).
+
+    >>> format_keys("Float8 (torchao, tensorwise)"), format_keys("FP8 (E4M3)"), format_keys("half")
+    ('fp8 (torchao, tensorwise)', 'fp8 (fp8)', 'fp16')
+    """
+    lowered = text.strip().lower()
+    for spelled, key in _SPELLED_FORMATS:
+        lowered = spelled.sub(key, lowered)
+    return lowered
+
+
 def first_number(text: str) -> float | None:
     """The first number in ``text``, honoring a K/M/B/T suffix right after it
     (``2.664M`` -> 2.664e6, ``1,513`` -> 1513); ``None`` if there is none."""
@@ -127,6 +151,28 @@ def first_number(text: str) -> float | None:
     if after in _SUFFIX and not text[match.end() : match.end() + 2].lower().endswith(("b/", "bp")):
         value *= _SUFFIX[after]
     return value
+
+
+def size_cell(text: str, default: int | None = None) -> int | None:
+    """A size sources round to powers of two (a sequence length, a token count, a batch, a GPU
+    count): as :func:`integer_cell`, but a K or M right after the number is 1024 or 1024**2
+    (``8K`` -> 8192, ``128k context`` -> 131072, ``16K H100s`` -> 16384).
+
+    >>> size_cell("8K"), size_cell("32k tokens"), size_cell("1,000"), size_cell("n/r", 4096)
+    (8192, 32768, 1000, 4096)
+    """
+    if is_missing(text):
+        return default
+    match = _NUMBER.search(text)
+    if match is None:
+        return default
+    binary = _BINARY_SUFFIX.get(text[match.end() : match.end() + 1].lower())
+    if binary is None:
+        return integer_cell(text, default)
+    value = float(match.group(0).replace(",", "")) * binary
+    if value < 0 or value != int(value):
+        raise RowError(f"{text!r} is not a whole number >= 0")
+    return int(value)
 
 
 def parenthesized_number(text: str) -> float | None:

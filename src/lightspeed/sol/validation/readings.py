@@ -196,7 +196,9 @@ def _scope(metric: str) -> tuple[str, int | None]:
 _PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerator|device|card|[hnx]pu)s?\b")
 
 
-_TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens per second|\bwps\b")
+# A token rate as sources write it: ``tok/s``, ``tokens/sec``, ``tokens per second``, ``TPS``
+# (NVIDIA's blogs, torchtitan's tables), ``WPS`` (torchtitan's older logs).
+_TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\b[tw]ps\b")
 
 
 def _train_key(metric: str) -> str:
@@ -336,9 +338,6 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
     )
 
 
-# ``tokens/s``, ``tok/sec``, ``tokens per second``, and the ``TPS`` of serving tables (``TPS/GPU``,
-# ``TPS/user``).
-_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\btps\b")
 # Requests per second (``req/s``, ``requests/sec``, ``requests per second``, ``RPS``); not a
 # token rate that mentions a request (``tokens/sec at one request per time``).
 _REQUEST_RATE: Final = re.compile(
@@ -374,7 +373,7 @@ def infer_key(metric: str) -> str:
         return "requests_per_s"
     if _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) per second
         return "requests_per_s"
-    if _RATE.search(metric):
+    if _TOKEN_RATE.search(metric):
         if _PER_USER.search(metric):
             return "output_tokens_per_s_per_user"
         if "output" not in metric and ("total token" in metric or "input" in metric):

@@ -50,9 +50,11 @@ from lightspeed.sol.validation.published import (
     PublishedRow,
     RowError,
     first_number,
+    format_keys,
     integer_cell,
     is_missing,
     parenthesized_number,
+    size_cell,
 )
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec
@@ -314,13 +316,17 @@ def _recompute(text: str) -> str:
     return "none"
 
 
-def _precision(text: str) -> str:
-    """The training precision a cell names; block-scaled formats (``MXFP8``) before their family."""
-    lowered = text.lower()
-    for key in ("mxfp8", "nvfp4", "mxfp4", "fp8", "fp4", "fp16", "bf16", "fp32"):
+def _precision(text: str) -> tuple[str, str]:
+    """(training precision, note) a cell names, spelled as frameworks do or not (``torchao
+    Float8``: fp8); block-scaled formats (``MXFP8``) before their family, TF32 before FP32;
+    bf16 where it names none."""
+    lowered = format_keys(text)
+    for key in ("mxfp8", "nvfp4", "mxfp4", "fp8", "fp4", "fp16", "bf16", "tf32", "fp32"):
         if key in lowered:
-            return key
-    return "bf16"
+            return key, f"precision '{text.strip()}' -> {key}"
+    if is_missing(text):
+        return "bf16", "precision not stated: bf16"
+    return "bf16", f"precision '{text.strip()}' names no format lightspeed reads: bf16"
 
 
 def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
@@ -333,7 +339,7 @@ def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
     if "token" in text.lower():
         tokens = first_number(text)
         return round(tokens * 1.048576 / seq_len) if tokens else None  # "16M tokens" is 16 x 2^20
-    return integer_cell(text)
+    return size_cell(text)
 
 
 @dataclass(frozen=True)
@@ -391,7 +397,7 @@ def read_plan(
     """The plan a row reports (ZeRO stage in ``stack``'s terms); for a micro-batch, interleaving
     depth or recompute policy it leaves unsaid, the values searched."""
     degrees = _degrees(row, num_gpus)
-    seq_len = integer_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+    seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
     if batch is None:
         raise RowError("global_batch is not reported; a prediction needs it")
@@ -401,6 +407,7 @@ def read_plan(
     interleaved = "yes" in vpp_text or "interleav" in vpp_text
     recompute_text = row.text("recompute")
     zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
+    precision, precision_note = _precision(row.text("precision"))
     free = [name for name, cell in (("tp", "TP"), ("pp", "PP"), ("cp", "CP")) if is_missing(row.text(cell))]
     plan = PlanSpec(
         tp=degrees.tp,
@@ -412,7 +419,7 @@ def read_plan(
         schedule="dualpipe" if "dualpipe" in vpp_text else "1f1b",
         global_batch_size=batch,
         seq_len=seq_len,
-        precision=_precision(row.text("precision")),
+        precision=precision,
         micro_batch_sizes=(micro,) if micro else SEARCHED_MICRO_BATCH_SIZES,
         vpps=(fixed_vpp,) if fixed_vpp else (SEARCHED_VPPS if interleaved else (1,)),
         recomputes=SEARCHED_RECOMPUTES if is_missing(recompute_text) else (_recompute(recompute_text),),
@@ -421,7 +428,7 @@ def read_plan(
         etp=degrees.etp,
         **_stated_settings(row.joined()),
     )
-    return plan, [zero_note]
+    return plan, [precision_note, zero_note]
 
 
 def _plan_settings(spec: PlanSpec, stack: Stack) -> dict[str, bool]:

@@ -1,0 +1,149 @@
+"""Cells written the way frameworks and papers write them are read as they mean (issue 28,
+reading and coverage): ``torchao Float8`` is FP8 (it was read as no format, so BF16, and
+predicted 24% slow), ``TPS per GPU`` is a token rate (it was refused), ``8K`` tokens of
+context are 8,192 (they were 8,000), ``1024 nodes x 8`` is 8,192 GPUs (it was 1,024, and the
+row refused)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol.validation.hardware_text import gpu_count
+from lightspeed.sol.validation.infer_rows import inference_row_setup
+from lightspeed.sol.validation.published import format_keys, read_table, size_cell
+from lightspeed.workload import ModelRegistry
+
+TRAIN_HEADER = "id\tkind\tsource\tmodel\tsharding\tseq\tglobal_batch\tTP\tPP\tDP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("8K", 8192), ("128k context", 131072), ("1.5k", 1536), ("2M", 2**21), ("1,000", 1000), ("4096", 4096)],
+)
+def test_a_size_takes_k_as_1024(text: str, expected: int) -> None:
+    assert size_cell(text) == expected
+
+
+def test_a_missing_size_is_the_default() -> None:
+    assert size_cell("n/r", 4096) == 4096
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1024 nodes x 8", 8192),
+        ("2 nodes (8 GPUs each)", 16),
+        ("128 hosts, 8 GPUs", 1024),
+        ("64x8", 512),
+        ("16K H100s", 16384),  # Llama 3's "16K H100 GPUs" are 16,384
+        ("8,192", 8192),
+        ("16 (2 nodes)", 16),
+    ],
+)
+def test_a_gpus_cell_counts_nodes_times_gpus(text: str, expected: int) -> None:
+    assert gpu_count(text)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("cell", "key"),
+    [
+        ("torch.float8_e4m3fn", "fp8"),
+        ("Float8 (torchao, rowwise)", "fp8"),
+        ("E4M3", "fp8"),
+        ("torch.bfloat16", "bf16"),
+        ("half", "fp16"),
+        ("half precision", "fp16"),
+        ("float32", "fp32"),
+    ],
+)
+def test_spelled_formats_become_keys(cell: str, key: str) -> None:
+    assert key in format_keys(cell)
+
+
+def test_a_word_that_only_contains_half_names_no_format() -> None:
+    assert "fp16" not in format_keys("FP8 for half the layers, BF16 for the rest").replace("fp8", "")
+
+
+@pytest.mark.parametrize(
+    ("precision", "expected"),
+    [
+        ("torch.float8_e4m3fn", "fp8"),
+        ("Float8", "fp8"),
+        ("E4M3", "fp8"),
+        ("bfloat16", "bf16"),
+        ("half", "fp16"),
+    ],
+)
+def test_an_inference_row_reads_spelled_precisions(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, precision: str, expected: str
+) -> None:
+    path = tmp_path / "rows.tsv"
+    row = (
+        f"R1\tinfer\tTensorRT-LLM 2025\tLlama 3.1 8B\tISL/OSL 1000/1000\tconcurrency 64\t1\t1\tH100 SXM\t"
+        f"{precision}\toutput tokens/s\t5,000"
+    )
+    path.write_text(f"{INFER_HEADER}\n{row}\n", encoding="utf-8")
+    setup = inference_row_setup(read_table(path)[0], catalog, models)[0]
+    assert setup.plan.precision == expected
+
+
+def _train(run_cli: Any, tmp_path: Path, *rows: str) -> list[dict[str, Any]]:
+    """Validate training rows of Llama 3.1 8B on 8 H100s (FSDP, TP 1, PP 1): the JSON rows."""
+    path = tmp_path / "rows.tsv"
+    lines = [
+        f"T{index}\ttrain\ttorchtitan 2024\tLlama 3.1 8B\tFSDP2 full shard\t{cells}"
+        for index, cells in enumerate(rows)
+    ]
+    path.write_text("\n".join((TRAIN_HEADER, *lines)) + "\n", encoding="utf-8")
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    out: list[dict[str, Any]] = json.loads(result.out)["rows"]
+    return out
+
+
+def _tokens_per_step(row: dict[str, Any]) -> float:
+    plan = row["plan"]
+    return float(plan["tokens_per_s"] * plan["step_time_s"])
+
+
+def test_torchao_float8_trains_in_fp8(run_cli: Any, tmp_path: Path) -> None:
+    common = "8192\t16\t1\t1\t8\t8\tH100 SXM"
+    fp8, bf16 = _train(
+        run_cli,
+        tmp_path,
+        f"{common}\ttorchao Float8 (tensorwise)\tTPS per GPU\t7,000",
+        f"{common}\tbfloat16\tTPS per GPU\t6,000",
+    )
+    assert fp8["status"] == bf16["status"] == "ok"
+    assert "precision 'torchao Float8 (tensorwise)' -> fp8" in fp8["assumptions"]
+    assert "precision 'bfloat16' -> bf16" in bf16["assumptions"]
+    # FP8 GEMMs run at twice the BF16 peak: the same plan steps faster
+    assert fp8["plan"]["step_time_s"] < bf16["plan"]["step_time_s"]
+
+
+def test_tps_per_gpu_is_a_token_rate(run_cli: Any, tmp_path: Path) -> None:
+    (row,) = _train(run_cli, tmp_path, "8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\tTPS per GPU\t6,000")
+    assert row["status"] == "ok", row["reason"]
+    assert row["metric"] == "tokens_per_s_per_gpu"
+
+
+def test_8k_of_context_and_a_2k_batch_are_powers_of_two(run_cli: Any, tmp_path: Path) -> None:
+    (row,) = _train(run_cli, tmp_path, "8K\t2K\t1\t1\t\t2048\tH100 SXM\tbf16\tTFLOP/s per GPU\t400")
+    assert row["status"] == "ok", row["reason"]
+    # one step is the global batch of sequences: 2,048 x 8,192 tokens
+    assert _tokens_per_step(row) == pytest.approx(2048 * 8192, rel=1e-9)
+
+
+def test_nodes_times_gpus_count_every_gpu(run_cli: Any, tmp_path: Path) -> None:
+    cells = "8192\t1024\t1\t1\t128\t16 nodes x 8\tH100 SXM\tbf16\tTFLOP/s per GPU\t400"
+    (row,) = _train(run_cli, tmp_path, cells)
+    assert row["status"] == "ok", row["reason"]
+    plan = row["plan"]
+    assert plan["tp"] * plan["pp"] * plan["cp"] * plan["dp"] == 128
+    assert "GPUs: '16 nodes x 8' read as 16 x 8" in row["assumptions"]
