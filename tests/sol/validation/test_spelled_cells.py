@@ -14,11 +14,14 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.hardware_text import gpu_count
-from lightspeed.sol.validation.infer_rows import inference_row_setup
+from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import format_keys, read_table, size_cell
 from lightspeed.workload import ModelRegistry
 
-TRAIN_HEADER = "id\tkind\tsource\tmodel\tsharding\tseq\tglobal_batch\tTP\tPP\tDP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+TRAIN_HEADER = (
+    "id\tkind\tsource\tmodel\tsharding\tseq\tglobal_batch\tTP\tPP\tDP\tGPUs\thardware\tprecision"
+    "\tmetric\tmeasured"
+)
 INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
 
 
@@ -147,3 +150,57 @@ def test_nodes_times_gpus_count_every_gpu(run_cli: Any, tmp_path: Path) -> None:
     plan = row["plan"]
     assert plan["tp"] * plan["pp"] * plan["cp"] * plan["dp"] == 128
     assert "GPUs: '16 nodes x 8' read as 16 x 8" in row["assumptions"]
+
+
+@pytest.mark.parametrize(
+    ("load", "expected"),
+    [
+        ("64 in flight", 64),
+        ("64 requests in-flight", 64),
+        ("64 parallel requests", 64),
+        ("conc. 64", 64),
+        ("concurrency=64", 64),
+    ],
+)
+def test_a_concurrency_is_read_however_it_is_worded(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str, expected: int
+) -> None:
+    setup = _infer_setup(tmp_path, catalog, models, load)
+    assert setup.load.concurrency == expected
+    assert setup.load.arrival_rate_per_s is None
+
+
+@pytest.mark.parametrize("load", ["4 req/s (Poisson)", "4 requests per second", "request rate 4"])
+def test_a_request_rate_in_the_load_cell_is_an_open_loop(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str
+) -> None:
+    setup = _infer_setup(tmp_path, catalog, models, load)
+    assert setup.load.arrival_rate_per_s == 4.0
+    assert setup.load.concurrency is None
+
+
+def test_a_measured_request_rate_is_not_the_load(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # the figure '12 req/s' is what the run reached, not the rate it was sent at
+    setup = _infer_setup(
+        tmp_path, catalog, models, "concurrency 64", metric="request throughput (req/s)", measured="12 req/s"
+    )
+    assert setup.load.concurrency == 64
+    assert setup.load.arrival_rate_per_s is None
+
+
+def _infer_setup(
+    tmp_path: Path,
+    catalog: Catalog,
+    models: ModelRegistry,
+    load: str,
+    *,
+    metric: str = "mean TTFT (ms)",
+    measured: str = "250",
+) -> InferenceRowSetup:
+    path = tmp_path / "rows.tsv"
+    cells = f"ISL/OSL 1000/1000\t{load}\t1\t1\tH100 SXM\tbf16\t{metric}\t{measured}"
+    row = f"R1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}"
+    path.write_text(f"{INFER_HEADER}\n{row}\n", encoding="utf-8")
+    return inference_row_setup(read_table(path)[0], catalog, models)[0]

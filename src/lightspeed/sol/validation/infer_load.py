@@ -106,9 +106,20 @@ def row_requests(row: PublishedRow) -> int | None:
     return int(match.group(1).replace(",", "")) if match else None
 
 
+# A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``); only
+# the load cells are searched, so a measured ``12 req/s`` stays the figure, not the load.
+_RATE_WITH_UNIT: Final = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:req(?:uest)?s?|queries)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
+)
+_LOAD_CELLS: Final = ("seq", "global_batch", "micro_batch")
+
+
 def row_rate(row: PublishedRow) -> float | None:
-    """The request rate a row states (``request rate 4``, ``qps 2``), if any."""
+    """The request rate a row states (``request rate 4``, ``qps 2``; ``4 req/s`` in a load
+    cell), if any."""
     match = _RATE.search(row.joined().lower())
+    if match is None:
+        match = _RATE_WITH_UNIT.search(" | ".join(row.text(cell) for cell in _LOAD_CELLS).lower())
     return float(match.group(1)) if match else None
 
 

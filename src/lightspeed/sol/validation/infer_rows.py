@@ -34,8 +34,9 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   / ``max throughput`` is continuous batching at the KV-cache-limited maximum
   (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
   of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750; ``Batch size: fixed (8)``, as
-  vLLM's latency benchmarks write it); ``concurrency N`` / ``N concurrent`` is
-  continuous batching with N requests in flight; an infinite request rate (``QPS INF``,
+  vLLM's latency benchmarks write it); ``concurrency N`` / ``N concurrent`` / ``N in flight``
+  is continuous batching with N requests in flight; ``request rate R`` / ``R req/s`` Poisson
+  arrivals at R per second; an infinite request rate (``QPS INF``,
   ``--request-rate inf``) without a concurrency every request sent at once (the row's request
   count simulated as an offline run, its rates the whole run's: ramp-up and drain included);
   nothing stated, a throughput metric is
@@ -214,11 +215,13 @@ _SEQUENCE_CAP = re.compile(
     r"max[ _-]?(?:batch(?:[ _-]?size)?|num[ _-]?seqs|running[ _-]?requests)\s*[=:]?\s*"
     rf"{_INTEGER}(?P<per_rank>\s*(?:per|/)\s*(?:attention\s+)?(?:rank|gpu|dp\s+rank)\b)?"
 )
-# ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``, ``c=64``,
-# ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one request each in flight).
+# ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``,
+# ``conc. 64``, ``c=64``, ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one
+# request each in flight), ``64 in flight``, ``64 parallel requests``.
 _CONCURRENCY = re.compile(
-    rf"(?:concurrency|\bconc|\bc)\s*[=:]?\s*{_INTEGER}"
-    r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel )?(?:users|clients)\b)"
+    rf"(?:concurrency|\bconc\.?|\bc)\s*[=:]?\s*{_INTEGER}"
+    r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel )?(?:users|clients)\b"
+    r"|(?:requests?\s+)?in[ -]flight\b|parallel\s+requests\b)"
 )
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 
