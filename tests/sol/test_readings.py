@@ -42,6 +42,20 @@ def test_several_metrics_pair_by_position() -> None:
         ("ITL", "850 us", "tpot_s", 850e-6),
         ("peak memory GiB", "82.4", "memory_per_gpu_bytes", 82.4 * 2**30),
         ("aggregate PFLOP/s", "4.4", "pflop_per_s", 4400.0),
+        # step times as training logs write them
+        ("sec/it", "9.2", "step_time_s", 9.2),
+        ("s/iter", "9.2", "step_time_s", 9.2),
+        ("ms/step", "9,200", "step_time_s", 9.2),
+        ("seconds per iteration", "9.2", "step_time_s", 9.2),
+        ("wall-clock per step", "9.2 s", "step_time_s", 9.2),
+        ("samples/sec", "220", "samples_per_s", 220.0),
+        ("sequences per second", "220", "samples_per_s", 220.0),
+        ("TPS per GPU", "5,762", "tokens_per_s_per_gpu", 5762.0),
+        # a utilization spelled out, as a percentage or as a fraction (0.43 is 43%, not 0.43%)
+        ("Model FLOPs Utilization", "43%", "mfu", 0.43),
+        ("MFU", "43", "mfu", 0.43),
+        ("MFU", "0.43", "mfu", 0.43),
+        ("hardware FLOPs utilisation (%)", "52", "hfu", 0.52),
     ],
 )
 def test_units_in_the_metric_text_or_beside_the_number(

@@ -201,15 +201,30 @@ _PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerat
 _TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\b[tw]ps\b")
 
 
+# The time of one training step as logs and papers word it: ``step time``, ``iteration time``,
+# ``time per step``, ``wall-clock per step``, ``seconds per iteration``, ``sec/it``, ``ms/step``.
+_STEP_TIME: Final = re.compile(
+    r"(?:iteration|step)[\s-]+time|(?:time|wall[\s-]*clock)\s+per\s+(?:step|iter(?:ation)?)\b"
+    r"|\b(?:seconds?|secs?|s|ms|milliseconds?)\s*(?:/|per)\s*(?:step|it(?:er(?:ation)?)?)\b"
+)
+# FLOP utilization spelled out: ``Model FLOPs Utilization``, ``hardware FLOP utilisation``.
+_SPELLED_UTILIZATION: Final = re.compile(r"\b(model|hardware)\s+flops?\s+utili[sz]ation")
+# Training samples per second: ``samples/s``, ``samples/sec``, ``sequences per second``.
+_SAMPLE_RATE_TRAIN: Final = re.compile(
+    r"(?:samples?|sequences?)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
+)
+
+
 def _train_key(metric: str) -> str:
     """The training quantity a lower-case metric piece names ('' if none)."""
     if "gpu-hours" in metric or "gpu hours" in metric:
         return "gpu_hours"
-    if "iteration time" in metric or "step time" in metric or "time per step" in metric:
+    if _STEP_TIME.search(metric):
         return "step_time_s"
-    if "hfu" in metric:
+    spelled = _SPELLED_UTILIZATION.search(metric)
+    if "hfu" in metric or (spelled and spelled.group(1) == "hardware"):
         return "hfu"
-    if "mfu" in metric:
+    if "mfu" in metric or spelled:
         return "mfu"
     if "pflop" in metric or "aggregate pf" in metric:
         return "pflop_per_s"
@@ -219,7 +234,7 @@ def _train_key(metric: str) -> str:
         return "memory_per_gpu_bytes"
     if _TOKEN_RATE.search(metric):
         return "tokens_per_s"
-    if "samples/s" in metric or "sequences/s" in metric:
+    if _SAMPLE_RATE_TRAIN.search(metric):
         return "samples_per_s"
     if _TIME_TO_TRAIN.search(metric) or metric.startswith(("days", "hours")):
         return "time_to_train_s"
@@ -235,6 +250,10 @@ _TIME_TO_TRAIN: Final = re.compile(
 def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
     """``value`` in base units for ``key``, and the unit it was read in."""
     if key in ("mfu", "hfu"):
+        # a utilization is a percentage (``43%``, ``43``) unless written as a fraction (``0.43``):
+        # no published run reaches as little as 1% of peak
+        if unit != "%" and value <= 1.0:
+            return value, "fraction"
         return value / 100.0, "%"
     if key in ("step_time_s", "time_to_train_s", "ttft_s", "tpot_s", "request_latency_s"):
         written = _time_unit(unit) if unit else None
