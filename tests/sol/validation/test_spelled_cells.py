@@ -204,3 +204,25 @@ def _infer_setup(
     row = f"R1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}"
     path.write_text(f"{INFER_HEADER}\n{row}\n", encoding="utf-8")
     return inference_row_setup(read_table(path)[0], catalog, models)[0]
+
+
+@pytest.mark.parametrize(
+    "seq",
+    [
+        "--input-len 1024 --output-len 128",  # vLLM's benchmark flags
+        "random_input_len=1024, random_output_len=128",
+        "input_len=1024, output_len=128",
+        "prompt 1024, max_tokens 128",  # the OpenAI API's cap on the output
+        "context 1024, generate 128",
+        "random 1024/128",  # the dataset's name, then the pair
+        "1024:128",
+    ],
+)
+def test_lengths_are_read_as_benchmarks_write_them(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, seq: str
+) -> None:
+    path = tmp_path / "rows.tsv"
+    cells = f"{seq}\tconcurrency 8\t1\t1\tH100 SXM\tbf16\toutput tokens/s\t1,000"
+    path.write_text(f"{INFER_HEADER}\nR1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}\n", encoding="utf-8")
+    setup = inference_row_setup(read_table(path)[0], catalog, models)[0]
+    assert (setup.load.input_tokens, setup.load.output_tokens) == (1024, 128)

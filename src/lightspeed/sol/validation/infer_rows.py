@@ -140,16 +140,20 @@ _ISL_OSL = re.compile(
 # 128 and an output size 128 tokens``, ``input size in tokens 128``, ``512-token input sequence``,
 # ``max input length 1024, max output length 1024``. Both halves sit in one cell (no ``|`` between
 # them) and the input comes first.
-_LENGTH_WORD = r"(?:\s+(?:sequence|size|length|len|tokens?)(?:\s+(?:length|len|size|in\s+tokens))?)?"
-_IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|in)"
+# (benchmark flags too: vLLM's ``--input-len 1024 --output-len 128``, ``random_input_len=1024``,
+# and the OpenAI API's ``max_tokens 128`` for the output)
+_LENGTH_WORD = r"(?:[\s_-]+(?:sequence|size|length|len|tokens?)(?:\s+(?:length|len|size|in\s+tokens))?)?"
+_IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|context|in)"
 _OUT_LABEL = (
-    rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated|max[\s_]new[\s_]tokens|gen|out)"
+    rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated?|max[\s_-]?(?:new[\s_-])?tokens"
+    r"|gen|out)"
 )
 _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
 # between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
 # length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
-# fixed 128-token output``, ``, max output length 1024``)
-_HALF_SEPARATOR = r"[\s,;/&+().]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*"
+# fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
+# ``--output-len``, ``random_output_len``)
+_HALF_SEPARATOR = r"[\s,;/&+().-]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*(?:[a-z]+_)?"
 # the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
 _NUMBER_END = r"(?!\d|\.\d)"
 
@@ -157,7 +161,7 @@ _NUMBER_END = r"(?!\d|\.\d)"
 def _length_half(label: str, group: str) -> str:
     """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
     return (
-        rf"(?:\b{label}\s*[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
+        rf"(?:(?:\b|(?<=_)){label}\s*[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
         rf"|(?P<{group}_b>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
     )
 
@@ -170,9 +174,10 @@ _LABELLED_LENGTHS = re.compile(
 _INPUT_LENGTH = re.compile(_length_half(rf"(?:isl|input{_LENGTH_WORD})", "isl"))
 
 
-# A sequence cell that is only a pair, ``1k/1k`` or ``1024 / 128 tokens``: ISL/OSL, the order every
+# A sequence cell that is only a pair, ``1k/1k``, ``1024 / 128 tokens``, ``1024:128``, or a pair
+# after the dataset's name (``random 1024/128``, ``sonnet 550/150``): ISL/OSL, the order every
 # serving benchmark writes them in.
-_BARE_PAIR = re.compile(rf"\s*{_COUNT}\s*/\s*{_COUNT}(?:\s*tokens?)?\s*")
+_BARE_PAIR = re.compile(rf"\s*(?:[a-z]+\s+)?{_COUNT}\s*[/:]\s*{_COUNT}(?:\s*tokens?)?\s*")
 
 
 def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
