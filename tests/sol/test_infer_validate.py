@@ -277,7 +277,7 @@ def test_unreadable_rows_are_reported_with_a_reason(
 @given(isl=st.integers(1, 10**6), osl=st.integers(1, 10**5), batch=st.integers(1, 4096))
 def test_load_cells_round_trip(isl: int, osl: int, batch: int) -> None:
     cells = {"seq": f"ISL/OSL {isl:,}/{osl}", "global_batch": f"bs{batch}", "metric": "output tok/s"}
-    load, batching, _ = _load(PublishedRow(row_id="P", kind="infer", line=2, cells=cells))
+    load, batching, *_ = _load(PublishedRow(row_id="P", kind="infer", line=2, cells=cells))
     assert (load.input_tokens, load.output_tokens, load.concurrency, batching) == (isl, osl, batch, "static")
 
 
@@ -309,7 +309,7 @@ def test_metrics_are_read_with_their_units(metric: str, measured: str, key: str,
 )
 def test_load_cells_in_their_other_spellings(seq: str, batch: str, expected: tuple[object, ...]) -> None:
     row = PublishedRow(row_id="L", kind="infer", line=2, cells={"seq": seq, "global_batch": batch})
-    load, batching, _ = _load(row)
+    load, batching, *_ = _load(row)
     assert (load.input_tokens, load.output_tokens, load.concurrency, batching) == expected
 
 

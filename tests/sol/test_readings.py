@@ -56,6 +56,10 @@ def test_several_metrics_pair_by_position() -> None:
         ("MFU", "43", "mfu", 0.43),
         ("MFU", "0.43", "mfu", 0.43),
         ("hardware FLOPs utilisation (%)", "52", "hfu", 0.52),
+        # a serving latency with no unit is in milliseconds, as bench_serving prints it
+        ("Median TTFT", "53.94", "ttft_s", 0.05394),
+        ("mean TPOT", "12", "tpot_s", 0.012),
+        ("TTFT (s)", "1.2", "ttft_s", 1.2),
     ],
 )
 def test_units_in_the_metric_text_or_beside_the_number(
@@ -64,6 +68,15 @@ def test_units_in_the_metric_text_or_beside_the_number(
     kind = "infer" if key in ("ttft_s", "tpot_s") else "train"
     reading = read_cell(metric, measured, kind=kind)[0]
     assert (reading.key, reading.value) == (key, pytest.approx(value))
+
+
+def test_a_latency_read_in_milliseconds_by_default_says_so() -> None:
+    (reading,) = read_cell("Median TTFT", "53.94", kind="infer")
+    assert "no time unit: milliseconds, as serving benchmarks print latencies" in reading.notes
+    (stated,) = read_cell("Median TTFT (ms)", "53.94", kind="infer")
+    assert not any("no time unit" in note for note in stated.notes)
+    (step,) = read_cell("step time", "9.2", kind="train")  # a training step stays in seconds
+    assert step.value == pytest.approx(9.2)
 
 
 def test_per_node_values_become_per_gpu() -> None:

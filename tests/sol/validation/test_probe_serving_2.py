@@ -1,13 +1,11 @@
 """The second probe of the free-text reader (Q01-Q15, issue 27/28), on the conventions of
-``test_probe_serving.py``: each row read by hand, the refused ones with their reason; no accuracy
-is asserted."""
+``test_probe_serving.py``: each row read by hand; no accuracy is asserted."""
 
 from __future__ import annotations
 
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.errors import LightspeedError
 from lightspeed.sol.validation.hardware_text import read_hardware
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.workload import ModelRegistry
@@ -37,6 +35,10 @@ READ_BY_HAND = {
     # 'QPS INF': the 500 requests all sent at once, no Poisson rate
     "Q08": ("llama-3-70b", 4, 1, 467, 256, None, "ttft_s", 9.222),
     "Q09": ("llama-3-8b", 1, 1, 467, 16, 32.0, "tpot_s", 0.010),
+    # SGLang's table of ShareGPT prompts at 'RPS 4': the lengths are the dataset's, which the row
+    # does not give, so vLLM's sample means (202 in, 179 out; sol/serve/data/datasets.toml); its
+    # 'Median TTFT' 53.94 has no unit, milliseconds as bench_serving prints it
+    "Q15": ("llama-3-70b", 4, 1, 202, 179, 4.0, "ttft_s", 0.05394),
 }
 
 
@@ -138,18 +140,6 @@ def test_an_mlperf_interactive_benchmark_run_as_server(catalog: Catalog, models:
     assert (server.slo.ttft_s, server.slo.tpot_s, server.target_rate_per_s) == (2.0, 0.2, 104.2)
 
 
-# Rows that cannot be predicted, each for a reason the row gives:
-REFUSED = {
-    # SGLang's table of ShareGPT prompts: the lengths are the dataset's, which the row does not give
-    "Q15": "gives no ISL/OSL or prompt length",
-}
-
-
-@pytest.mark.parametrize("row_id", sorted(REFUSED))
-def test_the_refusals_say_why(catalog: Catalog, models: ModelRegistry, row_id: str) -> None:
-    with pytest.raises(LightspeedError, match=REFUSED[row_id]):
-        _read(row_id, catalog, models)
-
-
-def test_every_probe_row_is_either_read_or_refused() -> None:
-    assert set(_rows()) == set(READ_BY_HAND) | set(MLPERF) | set(REFUSED)
+def test_every_probe_row_is_read() -> None:
+    # Q15, the one row this probe refused (ShareGPT prompts, no lengths), reads the dataset's means
+    assert set(_rows()) == set(READ_BY_HAND) | set(MLPERF)

@@ -83,6 +83,7 @@ from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, sixteen_bit_format
+from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
 from lightspeed.sol.serve.mlperf_inference import MlperfWorkload, load_mlperf_workload
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_load import (
@@ -538,8 +539,18 @@ def _decode_speed(row: PublishedRow, reading: Reading) -> tuple[Reading, str]:
     return replace(reading, key="output_tokens_per_s_per_user", scope="user"), note
 
 
-def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
-    """(load, batching mode, note) from the row's sequence, batch and metric cells."""
+class _RowLoad(NamedTuple):
+    """A row's load as its cells state it: the load, the batching mode, how the load was read
+    (``note``) and, where the row names a dataset instead of lengths, where they came from."""
+
+    load: ServingLoad
+    batching: str
+    note: str
+    lengths_note: str = ""
+
+
+def _load(row: PublishedRow) -> _RowLoad:
+    """The load the row's sequence, batch and metric cells state (:class:`_RowLoad`)."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     lengths = _input_output(text, row.text("seq"))
     prefill = _PREFILL.search(text)
@@ -559,22 +570,32 @@ def _load(row: PublishedRow) -> tuple[ServingLoad, str, str]:
         isl, osl = _tokens(prompt.group("isl_a") or prompt.group("isl_b")), 1
     elif decode and (context := _INPUT_ONLY.search(text)):
         # A decode pool's figure with only the context stated: decode right after the prompt.
-        return (
+        return _RowLoad(
             ServingLoad(_tokens(context.group(1)), 1),
             "decode",
             f"decode pool on its own at a context of {context.group(1)} tokens, KV-limited batch",
         )
     elif prefill_pool and (context := _INPUT_ONLY.search(text)):
         # A prefill pool's figure: prompts of the stated length, each ending at its first token.
-        return (
+        return _RowLoad(
             ServingLoad(_tokens(context.group(1)), 1),
             "continuous",
             f"prefill pool on its own: {context.group(1)}-token prompts at the most load it holds",
         )
+    elif dataset := find_benchmark_dataset(_load_cells(row)):
+        # a dataset named without lengths (``ShareGPT``): its mean request, said in the assumptions
+        batched = _batching(row, text, dataset.mean_input_tokens, dataset.mean_output_tokens, decode)
+        return _RowLoad(*batched, lengths_note=dataset.note())
     else:
         raise RowError(
             "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
         )
+    return _RowLoad(*_batching(row, text, isl, osl, decode))
+
+
+def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) -> tuple[ServingLoad, str, str]:
+    """(load, batching mode, note) of requests of ``isl`` and ``osl`` tokens under the batch,
+    concurrency or rate the lower-case load ``text`` states (module docs, **Load**)."""
     if decode:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
@@ -816,18 +837,19 @@ def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation |
     request rate the row states makes the load an open loop); a figure that depends on load gets
     the simulation that predicts it."""
     if not names_mlperf(row):
-        load, batching, note = _load(row)
+        load, batching, note, lengths_note = _load(row)
         rate = row_rate(row)
         if rate is not None and batching == "continuous":
             load = replace(load, concurrency=None, arrival_rate_per_s=rate)
             note = f"continuous batching, Poisson arrivals at {rate:g} requests/s"
+        note = "; ".join(part for part in (lengths_note, note) if part)
         requests = row_requests(row)
         open_ended = batching == "continuous" and load.concurrency is None and rate is None
         if open_ended and requests and sends_all_at_once(row):
             return load, batching, note, all_at_once_simulation(load, requests)
         return load, batching, note, load_simulation(load, batching, requests)
     try:
-        stated: ServingLoad | None = _load(row)[0]
+        stated: ServingLoad | None = _load(row).load
     except RowError:
         stated = None  # the benchmark's published lengths
     simulation = mlperf_row_simulation(row, stated)

@@ -247,6 +247,13 @@ _TIME_TO_TRAIN: Final = re.compile(
 )
 
 
+# Serving latencies; written without a unit they are milliseconds, as vLLM's and SGLang's
+# bench_serving, genai-perf and trtllm-bench print them (``Median TTFT (ms)``) and as a table
+# that drops its header's unit still means them.
+SERVING_LATENCY_KEYS: Final = ("ttft_s", "tpot_s", "request_latency_s")
+_UNSTATED_TIME_UNITS: Final = dict.fromkeys(SERVING_LATENCY_KEYS, ("ms", 1e-3))
+
+
 def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
     """``value`` in base units for ``key``, and the unit it was read in."""
     if key in ("mfu", "hfu"):
@@ -255,9 +262,9 @@ def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str
         if unit != "%" and value <= 1.0:
             return value, "fraction"
         return value / 100.0, "%"
-    if key in ("step_time_s", "time_to_train_s", "ttft_s", "tpot_s", "request_latency_s"):
+    if key in ("step_time_s", "time_to_train_s", *SERVING_LATENCY_KEYS):
         written = _time_unit(unit) if unit else None
-        named = written or _time_unit(metric) or ("s", 1.0)
+        named = written or _time_unit(metric) or _UNSTATED_TIME_UNITS.get(key, ("s", 1.0))
         return value * named[1], named[0]
     if key == "pflop_per_s":
         return value * (1e3 if unit != "tf" else 1.0), "TFLOP/s"
@@ -334,7 +341,10 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
     value, unit, notes = parse_value(value_text)
     key = _train_key(lowered) if kind == "train" else infer_key(lowered)
     if value is not None and key:
+        unstated = key in SERVING_LATENCY_KEYS and not (unit and _time_unit(unit)) and not _time_unit(lowered)
         value, unit = _convert(key, value, unit, lowered)
+        if unstated:
+            notes = (*notes, "no time unit: milliseconds, as serving benchmarks print latencies")
     scope, size = _scope(lowered)
     if scope == "job":  # the scope written beside the number: ``24k / node``, ``1,650 per GPU``
         scope, size = _scope(value_text.lower())
