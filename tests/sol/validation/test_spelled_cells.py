@@ -16,6 +16,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.hardware_text import gpu_count
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import format_keys, read_table, size_cell
+from lightspeed.sol.validation.rows import zero_stage_of
 from lightspeed.workload import ModelRegistry
 
 TRAIN_HEADER = (
@@ -226,3 +227,48 @@ def test_lengths_are_read_as_benchmarks_write_them(
     path.write_text(f"{INFER_HEADER}\nR1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}\n", encoding="utf-8")
     setup = inference_row_setup(read_table(path)[0], catalog, models)[0]
     assert (setup.load.input_tokens, setup.load.output_tokens) == (1024, 128)
+
+
+@pytest.mark.parametrize(
+    ("sharding", "stage"),
+    [
+        ("ZeRO stage 3", 3),
+        ("DeepSpeed ZeRO (stage 2)", 2),
+        ("fully_shard", 3),  # FSDP2's API
+        ("HSDP", 3),  # full sharding within each replica group
+        ("FSDP (SHARD_GRAD_OP)", 2),  # parameters stay gathered: ZeRO-2, not 3
+        ("FSDP2 (reshard_after_forward=False)", 2),
+        ("DDP", 0),
+        ("no sharding", 0),
+    ],
+)
+def test_sharding_cells_as_frameworks_name_them(sharding: str, stage: int) -> None:
+    assert zero_stage_of(sharding)[0] == stage
+
+
+@pytest.mark.parametrize(
+    ("recompute", "policy"),
+    [
+        ("activation checkpointing", "full"),  # checkpointing said with no policy: whole blocks
+        ("gradient checkpointing", "full"),  # Hugging Face's name for it
+        ("AC: full", "full"),
+        ("recompute all layers", "full"),
+        ("no AC", "none"),
+        ("selective AC", "selective"),
+    ],
+)
+def test_recompute_cells_as_frameworks_name_them(
+    run_cli: Any, tmp_path: Path, recompute: str, policy: str
+) -> None:
+    path = tmp_path / "rows.tsv"
+    header = f"{TRAIN_HEADER}\trecompute"
+    cells = "FSDP2 full shard\t8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\tTPS per GPU\t6,000"
+    path.write_text(
+        f"{header}\nT1\ttrain\ttorchtitan 2024\tLlama 3.1 8B\t{cells}\t{recompute}\n", encoding="utf-8"
+    )
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    assert row["status"] == "ok", row["reason"]
+    expected = "op" if policy == "selective" else policy  # torchtitan's selective AC is per-op
+    assert row["plan"]["recompute"] == expected

@@ -268,9 +268,15 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
     a bare ``ZeRO`` is 1; ``none`` is 0; unreported 1.
     """
     lowered = text.lower()
-    match = re.search(r"zero-?(\d)", lowered)
+    match = _ZERO_STAGE.search(lowered)
     if match:
         return int(match.group(1)), f"sharding '{text}' -> ZeRO-{match.group(1)}"
+    if _KEEPS_PARAMETERS.search(lowered):
+        # FSDP's SHARD_GRAD_OP, FSDP2's reshard_after_forward=False: parameters stay gathered
+        # between forward and backward, gradients and optimizer state sharded
+        return 2, f"sharding '{text}' -> ZeRO-2 (FSDP keeps parameters gathered)"
+    if _REPLICATED.search(lowered):
+        return 0, f"sharding '{text}' -> ZeRO-0 (DDP: every rank keeps everything)"
     if _is_fsdp(lowered):
         if pp > 1:
             return _fsdp_under_pipeline(text, pp, stack)
@@ -282,13 +288,22 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
     return 1, "sharding not reported -> ZeRO-1"
 
 
+# ``ZeRO-3``, ``ZeRO3``, ``ZeRO stage 3``, ``ZeRO (stage 2)``
+_ZERO_STAGE: Final = re.compile(r"zero[\s-]*(?:\(?\s*stage\s*)?(\d)")
+_KEEPS_PARAMETERS: Final = re.compile(r"shard_grad_op|reshard_after_forward\s*=\s*false")
+# plain data parallelism: ``DDP``, ``no sharding``, ``none`` (``FSDP + DDP`` shards, so not here)
+_REPLICATED: Final = re.compile(r"^\s*(?:ddp|no sharding|none|not sharded)\b(?!.*(?:fsdp|zero|shard_))")
+
+
 def _is_fsdp(lowered: str) -> bool:
-    """Whether a lower-case sharding cell names full FSDP sharding (not ``FSDP=0``, not ZeRO-k)."""
-    if re.search(r"zero-?(\d)", lowered):
+    """Whether a lower-case sharding cell names full FSDP sharding (not ``FSDP=0``, not ZeRO-k):
+    FSDP, FULL_SHARD, FSDP2's ``fully_shard``, or HSDP (full sharding within each replica group)."""
+    if _ZERO_STAGE.search(lowered):
         return False
     sized = re.search(r"fsdp\s*=\s*(\d+)", lowered)
     fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
-    return fsdp or "full_shard" in lowered or "full shard" in lowered
+    named = ("full_shard", "full shard", "fully_shard", "fully shard", "hsdp", "hybrid_shard", "hybrid shard")
+    return fsdp or any(word in lowered for word in named)
 
 
 def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, str]:
@@ -305,15 +320,26 @@ def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, 
 
 
 def _recompute(text: str) -> str:
-    """The policy a recompute cell names (``selective``: the predicting stack's selective one)."""
+    """The policy a recompute cell names (``selective``: the predicting stack's selective one);
+    activation or gradient checkpointing said with no policy is full recomputation (PyTorch's
+    ``checkpoint`` of whole blocks, Hugging Face's ``gradient_checkpointing``)."""
     lowered = text.lower()
     if "per-op" in lowered or "(op" in lowered:
         return "op"
     if "selective" in lowered or "partial" in lowered:
         return "selective"
-    if lowered.startswith("full") or "full activation" in lowered:
+    if _NO_RECOMPUTE.search(lowered):
+        return "none"
+    if re.search(r"\bfull\b", lowered) or _CHECKPOINTING.search(lowered):
         return "full"
     return "none"
+
+
+# ``none``, ``no AC``, ``no recompute``, ``off``, ``disabled``, ``without checkpointing``
+_NO_RECOMPUTE: Final = re.compile(r"^\s*(?:none|no|off|false|disabled?|without)\b")
+# checkpointing or recomputation said without a policy: ``activation checkpointing``, ``AC``,
+# ``gradient checkpointing``, ``recompute all layers``
+_CHECKPOINTING: Final = re.compile(r"checkpoint|\bac\b|recomput|\bremat")
 
 
 def _precision(text: str) -> tuple[str, str]:
