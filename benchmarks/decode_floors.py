@@ -155,15 +155,8 @@ def _estimate(row: DecodeRow, plan: InferencePlan) -> Any:
 
 def acceptance_for(tokens_per_pass: float, drafts: int) -> float:
     """The acceptance rate whose ``drafts`` independent positions yield ``tokens_per_pass`` tokens a
-    pass on average (bisection on ``(1 - a^(k+1)) / (1 - a)``, increasing in ``a``)."""
-    low, high = 0.0, 1.0 - 1e-12
-    for _ in range(200):
-        middle = (low + high) / 2.0
-        if SpeculativeDecoding(drafts, middle).tokens_per_iteration < tokens_per_pass:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2.0
+    pass on average (:meth:`SpeculativeDecoding.from_acceptance_length`)."""
+    return SpeculativeDecoding.from_acceptance_length(drafts, tokens_per_pass).acceptance_rate
 
 
 def mtp_speedups(row: DecodeRow = R1_B200) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.hardware_text import gpu_count
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
-from lightspeed.sol.validation.published import format_keys, read_table, size_cell
+from lightspeed.sol.validation.published import RowError, format_keys, read_table, size_cell
 from lightspeed.sol.validation.rows import zero_stage_of
 from lightspeed.workload import ModelRegistry
 
@@ -272,3 +272,41 @@ def test_recompute_cells_as_frameworks_name_them(
     assert row["status"] == "ok", row["reason"]
     expected = "op" if policy == "selective" else policy  # torchtitan's selective AC is per-op
     assert row["plan"]["recompute"] == expected
+
+
+@pytest.mark.parametrize(
+    ("load", "expected"),
+    [
+        # a rate: the chance each draft token is kept
+        ("concurrency 1; speculative decoding, 4 draft tokens, acceptance rate 0.7", (4, 0.7)),
+        ("concurrency 1; EAGLE-3, num_draft_tokens 3, acceptance 80%", (3, 0.8)),
+        # a length: 1 + a + a^2 + a^3 tokens a pass with 3 drafts; 2.952 is a = 0.8 (hand sum)
+        ("concurrency 1; MTP 3, acceptance length 2.952", (3, 0.8)),
+    ],
+)
+def test_stated_speculation_is_modelled(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str, expected: tuple[int, float]
+) -> None:
+    drafts, rate = expected
+    setup = _infer_setup(tmp_path, catalog, models, load, metric="output tokens/s/user", measured="150")
+    assert setup.plan.speculative is not None
+    assert setup.plan.speculative.num_draft_tokens == drafts
+    assert setup.plan.speculative.acceptance_rate == pytest.approx(rate, abs=1e-6)
+    assert any(line.startswith("speculative decoding as the row states it") for line in setup.assumptions)
+
+
+def test_speculation_without_an_acceptance_is_not_guessed(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # 'MTP 3' alone: how many drafts are kept depends on the data, which the row does not give
+    setup = _infer_setup(tmp_path, catalog, models, "concurrency 1; MTP 3", metric="output tokens/s/user")
+    assert setup.plan.speculative is None
+    assert any("speculative decoding named but not modelled" in line for line in setup.assumptions)
+
+
+def test_an_impossible_acceptance_length_is_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # 3 drafts yield at most 4 tokens a pass
+    with pytest.raises(RowError, match="not possible with 3 draft tokens"):
+        _infer_setup(tmp_path, catalog, models, "concurrency 1; MTP 3, acceptance length 4.5")

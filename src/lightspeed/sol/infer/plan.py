@@ -101,6 +101,31 @@ class SpeculativeDecoding(Record):
         a, k = self.acceptance_rate, self.num_draft_tokens
         return (1.0 - a ** (k + 1)) / (1.0 - a)
 
+    @classmethod
+    def from_acceptance_length(
+        cls, num_draft_tokens: int, tokens_per_pass: float, draft_cost_fraction: float = 0.05
+    ) -> SpeculativeDecoding:
+        """The decoding whose ``num_draft_tokens`` independent positions yield ``tokens_per_pass``
+        tokens a verify pass on average (the "acceptance length" servers report): bisection on
+        :attr:`tokens_per_iteration`, which increases with the rate.
+
+        >>> round(SpeculativeDecoding.from_acceptance_length(3, 2.952).acceptance_rate, 3)
+        0.8
+        """
+        if not 1.0 <= tokens_per_pass < num_draft_tokens + 1.0:
+            raise InvalidPlanError(
+                f"{tokens_per_pass:g} tokens a verify pass is not possible with {num_draft_tokens} draft "
+                f"tokens: it lies between 1 (none accepted) and {num_draft_tokens + 1} (all accepted)"
+            )
+        low, high = 0.0, 1.0 - 1e-12
+        for _ in range(200):
+            middle = (low + high) / 2.0
+            if cls(num_draft_tokens, middle).tokens_per_iteration < tokens_per_pass:
+                low = middle
+            else:
+                high = middle
+        return cls(num_draft_tokens, (low + high) / 2.0, draft_cost_fraction)
+
 
 @dataclass(frozen=True)
 class ServingLoad(Record):

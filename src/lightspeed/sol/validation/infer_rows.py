@@ -76,13 +76,13 @@ from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster
-from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.errors import InvalidPlanError, UnsupportedError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
-from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, sixteen_bit_format
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding, sixteen_bit_format
 from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
 from lightspeed.sol.serve.mlperf_inference import MlperfWorkload, load_mlperf_workload
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
@@ -472,6 +472,63 @@ def _names_speculation(row: PublishedRow) -> bool:
     return any(_SPECULATIVE.search(cell) and not _NOT_SPECULATIVE.search(cell) for cell in row.cells.values())
 
 
+# Draft tokens per step as rows write them: ``MTP 3``, ``MTP=3``, ``3 MTP layers``, ``3 nextn
+# steps``, ``3 draft tokens``, ``num_draft_tokens 3``, ``draft length 4``, ``speculative tokens
+# 5``, SGLang's ``--speculative-num-draft-tokens 4`` (not ``EAGLE-3``, the method's version).
+_DRAFT_TOKENS = re.compile(
+    r"\bmtp\s*[=:]?\s*(\d+)(?![\d.])"
+    r"|\b(\d+)\s*(?:mtp|nextn)\s+(?:layers?|modules?|heads?|steps?|tokens?)\b"
+    r"|\b(\d+)\s*(?:draft|speculative)\s+tokens?\b"
+    r"|(?:num[_ -]?draft[_ -]?tokens|draft[_ -]?(?:len(?:gth)?|tokens)"
+    r"|speculative[_ -](?:num[_ -])?(?:draft[_ -])?tokens|spec(?:ulative)?[_ -]len(?:gth)?)\s*[=:]?\s*(\d+)",
+    re.IGNORECASE,
+)
+# The mean tokens a verify pass yields (``acceptance length 2.5``, ``AL 2.5``, ``accept length``,
+# ``mean accepted tokens 2.5``), or the chance a draft token is kept (``acceptance rate 0.7``,
+# ``acceptance 70%``).
+_ACCEPTANCE_LENGTH = re.compile(
+    r"(?:accept(?:ance|ed)?[_ -]?len(?:gth)?|\bal\b|(?:mean|average|avg)\.?\s+accepted\s+tokens"
+    r"|accepted\s+tokens\s+per\s+(?:step|pass|iteration))\s*[=:]?\s*(\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_ACCEPTANCE_RATE = re.compile(
+    r"accept(?:ance)?(?:[_ -]?rate)?\s*(?:of\s*)?[=:]?\s*(\d+(?:\.\d+)?)\s*(%?)", re.IGNORECASE
+)
+
+
+def _stated_speculation(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, str]:
+    """``plan`` decoding speculatively as the row states it (draft tokens per step and an
+    acceptance rate or length), with its note; where the row names speculation without both,
+    ``plan`` as it is and a note saying it is predicted without."""
+    if not _names_speculation(row):
+        return plan, ""
+    text = row.joined()
+    drafts = _DRAFT_TOKENS.search(text)
+    length = _ACCEPTANCE_LENGTH.search(text)
+    rate = None if length else _ACCEPTANCE_RATE.search(text)
+    if drafts is None or (length is None and rate is None):
+        return plan, (
+            "speculative decoding named but not modelled: the row states no draft tokens per step "
+            "and acceptance rate or length, so it is predicted without it"
+        )
+    count = int(next(group for group in drafts.groups() if group is not None))
+    try:
+        if length is not None:
+            decoding = SpeculativeDecoding.from_acceptance_length(count, float(length.group(1)))
+            said = f"acceptance length {length.group(1)}"
+        else:
+            assert rate is not None
+            value = float(rate.group(1)) / (100.0 if rate.group(2) or float(rate.group(1)) > 1.0 else 1.0)
+            decoding = SpeculativeDecoding(count, value)
+            said = f"acceptance rate {rate.group(1)}{rate.group(2)}"
+    except InvalidPlanError as error:
+        raise RowError(f"speculative decoding as the row states it: {error}") from None
+    note = f"speculative decoding as the row states it: {count} draft tokens a step, {said}"
+    if length is not None:
+        note += f" (each draft token kept with probability {decoding.acceptance_rate:.2f})"
+    return replace(plan, speculative=decoding), note
+
+
 _KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4)"
 # ``bf16/FP16 KV cache``, ``FP8 KV``; ``bf16 attention``, ``bf16 MLA``, ``attention in bf16``: the
 # attention kernels read the cache in the format they compute in
@@ -776,11 +833,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     notes.extend([speed_note] if speed_note else [])
     notes.extend([gpus_note] if gpus_note else [])
     notes.extend([split_note] if split_note else [])
-    if _names_speculation(row):
-        notes.append(
-            "speculative decoding named but not modelled: the row states no acceptance rate, "
-            "so it is predicted without it"
-        )
+    plan, speculation_note = _stated_speculation(row, plan)
+    notes.extend([speculation_note] if speculation_note else [])
     year, year_note = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor, year_note)
     notes.append(serving_note)
