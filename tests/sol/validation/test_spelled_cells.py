@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.validation.hardware_text import gpu_count
+from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import RowError, format_keys, read_table, size_cell
 from lightspeed.sol.validation.rows import zero_stage_of
@@ -310,3 +310,16 @@ def test_an_impossible_acceptance_length_is_refused(
     # 3 drafts yield at most 4 tokens a pass
     with pytest.raises(RowError, match="not possible with 3 draft tokens"):
         _infer_setup(tmp_path, catalog, models, "concurrency 1; MTP 3, acceptance length 4.5")
+
+
+@pytest.mark.parametrize(
+    ("hardware", "system"),
+    [
+        ("64 H100s", "dgx-h100"),
+        ("H100s (Eos)", "dgx-h100"),
+        ("B200s", "dgx-b200"),
+        ("MI300Xs", "mi300x-platform"),
+    ],
+)
+def test_a_part_in_the_plural_is_the_part(catalog: Catalog, hardware: str, system: str) -> None:
+    assert read_hardware(catalog, hardware)[0].system == system

@@ -100,11 +100,19 @@ def _find_system(catalog: Catalog, span: str) -> System | None:
 
 
 def _find_accelerator(catalog: Catalog, span: str) -> Accelerator | None:
+    """The accelerator a span names, its plural too (``H100s``, ``MI300Xs``)."""
     for name in _prefixes(span):
         found = catalog.find_device(name)
+        if found is None and _PLURAL.search(name):
+            found = catalog.find_device(name[:-1])
         if found is not None and "/" not in name:
             return found
     return None
+
+
+# A part written in the plural: a digit or capital before the ``s`` (``H100s``, ``MI300Xs``,
+# ``B200s``), so words that end in ``s`` are not cut.
+_PLURAL: Final = re.compile(r"[0-9A-Z]s$")
 
 
 def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
