@@ -66,25 +66,28 @@ def test_stated_lengths_win_over_the_datasets(
     assert not any("without lengths" in line for line in setup.assumptions)
 
 
-def test_a_dataset_entry_must_cite_a_declared_source(tmp_path: Path) -> None:
-    bad = tmp_path / "datasets.toml"
-    bad.write_text(
+def _data_file(tmp_path: Path, *, mean_input_tokens: int = 10, source: str = "a") -> Path:
+    """A datasets file of one source ``a`` and one dataset citing ``source``."""
+    path = tmp_path / "datasets.toml"
+    path.write_text(
         'schema_version = 1\n[sources.a]\ntitle = "t"\n'
-        '[datasets.x]\ndisplay_name = "x"\naliases = ["x"]\nmean_input_tokens = 10\n'
-        'mean_output_tokens = 10\nsource = "b"\ncited_as = "b"\n',
+        '[datasets.x]\ndisplay_name = "x"\naliases = ["x"]\n'
+        f"mean_input_tokens = {mean_input_tokens}\nmean_output_tokens = 10\n"
+        f'source = "{source}"\ncited_as = "{source}"\n',
         encoding="utf-8",
     )
+    return path
+
+
+def test_a_dataset_entry_must_cite_a_declared_source(tmp_path: Path) -> None:
     with pytest.raises(DataFileError, match="source not declared"):
-        load_benchmark_datasets(bad)
+        load_benchmark_datasets(_data_file(tmp_path, source="b"))
 
 
 def test_a_dataset_needs_a_positive_mean(tmp_path: Path) -> None:
-    bad = tmp_path / "datasets.toml"
-    bad.write_text(
-        'schema_version = 1\n[sources.a]\ntitle = "t"\n'
-        '[datasets.x]\ndisplay_name = "x"\naliases = ["x"]\nmean_input_tokens = 0\n'
-        'mean_output_tokens = 10\nsource = "a"\ncited_as = "a"\n',
-        encoding="utf-8",
-    )
-    with pytest.raises(DataFileError):
-        load_benchmark_datasets(bad)
+    with pytest.raises(DataFileError, match="mean_input_tokens"):
+        load_benchmark_datasets(_data_file(tmp_path, mean_input_tokens=0))
+
+
+def test_a_well_formed_file_loads(tmp_path: Path) -> None:
+    assert load_benchmark_datasets(_data_file(tmp_path))["x"].mean_input_tokens == 10
