@@ -323,3 +323,18 @@ def test_an_impossible_acceptance_length_is_refused(
 )
 def test_a_part_in_the_plural_is_the_part(catalog: Catalog, hardware: str, system: str) -> None:
     assert read_hardware(catalog, hardware)[0].system == system
+
+
+@pytest.mark.parametrize("load", ["request rate 1e400", "QPS 0", "-2 req/s"])
+def test_a_rate_that_is_no_rate_is_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str
+) -> None:
+    # the number is read whole: '1e400' is not a rate of 1 request/s
+    with pytest.raises(RowError, match="is not a finite rate above 0 requests/s"):
+        _infer_setup(tmp_path, catalog, models, load)
+
+
+def test_draft_tokens_alone_name_speculation(tmp_path: Path, catalog: Catalog, models: ModelRegistry) -> None:
+    # no method named, but draft tokens are speculative decoding: an impossible rate is refused
+    with pytest.raises(RowError, match=r"acceptance rate 1\.0 must be in"):
+        _infer_setup(tmp_path, catalog, models, "concurrency 1; 3 draft tokens, acceptance rate 1.0")

@@ -62,7 +62,9 @@ from lightspeed.sol.validation.published import PublishedRow, RowError
 from lightspeed.workload import TransformerSpec
 
 _REQUESTS: Final = re.compile(r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
-_RATE: Final = re.compile(r"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*(\d+(?:\.\d+)?)")
+# The rate's number is taken whole (``1e400``, ``-2`` too) and checked, never cut to its digits.
+_RATE_NUMBER: Final = r"(-?\d[\d.]*(?:e[+-]?\d+)?)"
+_RATE: Final = re.compile(rf"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*{_RATE_NUMBER}")
 # A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``): every request sent at once.
 _INFINITE_RATE: Final = re.compile(
     r"(?:request[ -]rate|arrival[ -]rate|qps|rps)\s*[=:]?\s*(?:inf(?:inite|inity)?|∞)(?![a-z])"
@@ -109,7 +111,7 @@ def row_requests(row: PublishedRow) -> int | None:
 # A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``); only
 # the load cells are searched, so a measured ``12 req/s`` stays the figure, not the load.
 _RATE_WITH_UNIT: Final = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:req(?:uest)?s?|queries)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
+    rf"(?<![\w.]){_RATE_NUMBER}\s*(?:req(?:uest)?s?|queries)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
 )
 _LOAD_CELLS: Final = ("seq", "global_batch", "micro_batch")
 
@@ -120,7 +122,15 @@ def row_rate(row: PublishedRow) -> float | None:
     match = _RATE.search(row.joined().lower())
     if match is None:
         match = _RATE_WITH_UNIT.search(" | ".join(row.text(cell) for cell in _LOAD_CELLS).lower())
-    return float(match.group(1)) if match else None
+    if match is None:
+        return None
+    try:
+        rate = float(match.group(1))
+    except ValueError:
+        rate = math.nan
+    if not (math.isfinite(rate) and rate > 0.0):
+        raise RowError(f"request rate {match.group(1)!r} is not a finite rate above 0 requests/s")
+    return rate
 
 
 def sends_all_at_once(row: PublishedRow) -> bool:

@@ -461,7 +461,7 @@ def _vendor_format(key: str, vendor: str) -> tuple[str, str] | None:
 
 
 # Draft-then-verify decoding the row names (DeepSeek's MTP layers, EAGLE, Medusa, a draft model).
-_SPECULATION = r"(?:mtp|speculative|eagle\d*|medusa|draft model)"
+_SPECULATION = r"(?:mtp|speculative|eagle\d*|medusa|draft model|draft tokens?)"
 _SPECULATIVE = re.compile(rf"\b{_SPECULATION}\b", re.IGNORECASE)
 _NOT_SPECULATIVE = re.compile(rf"\b(?:no|without|w/o|disabled?)\s+{_SPECULATION}", re.IGNORECASE)
 
