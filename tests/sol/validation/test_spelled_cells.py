@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.cli.options import DRAFT_TOKENS
+from lightspeed.sol.infer.plan import MAX_DRAFT_TOKENS
 from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import RowError, format_keys, read_table, size_cell
@@ -338,3 +340,17 @@ def test_draft_tokens_alone_name_speculation(tmp_path: Path, catalog: Catalog, m
     # no method named, but draft tokens are speculative decoding: an impossible rate is refused
     with pytest.raises(RowError, match=r"acceptance rate 1\.0 must be in"):
         _infer_setup(tmp_path, catalog, models, "concurrency 1; 3 draft tokens, acceptance rate 1.0")
+
+
+def test_a_size_too_large_for_a_float_is_refused() -> None:
+    with pytest.raises(RowError, match="too large to be a number"):
+        size_cell("1e400k")
+
+
+def test_the_engine_and_the_cli_bound_draft_tokens_alike(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    assert DRAFT_TOKENS.maximum == MAX_DRAFT_TOKENS
+    # a row's 'MTP 99999999999' is refused, not predicted at a draft tree no method builds
+    with pytest.raises(RowError, match="needs 1 to 1,024 draft tokens"):
+        _infer_setup(tmp_path, catalog, models, "concurrency 1; MTP 99999999999, acceptance 0.5")

@@ -61,6 +61,11 @@ _WIDER_BITS: Final = {4: 8, 8: 16}
 PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 
 
+# The most draft tokens a step speculative decoding is modelled with (the bound of the CLI's
+# --draft-tokens, cli/options.DRAFT_TOKENS; EAGLE-2's widest draft tree holds 60).
+MAX_DRAFT_TOKENS: Final = 1024
+
+
 @dataclass(frozen=True)
 class SpeculativeDecoding(Record):
     """Draft-then-verify decoding (Leviathan et al. 2023, Chen et al. 2023).
@@ -80,9 +85,10 @@ class SpeculativeDecoding(Record):
     draft_cost_fraction: float = 0.05
 
     def __post_init__(self) -> None:
-        if self.num_draft_tokens < 1:
+        if not 1 <= self.num_draft_tokens <= MAX_DRAFT_TOKENS:
             raise InvalidPlanError(
-                f"speculative decoding needs >= 1 draft token (got {self.num_draft_tokens})"
+                f"speculative decoding needs 1 to {MAX_DRAFT_TOKENS:,} draft tokens a step "
+                f"(got {self.num_draft_tokens:,})"
             )
         if not 0.0 <= self.acceptance_rate < 1.0:
             raise InvalidPlanError(

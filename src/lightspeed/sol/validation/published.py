@@ -170,6 +170,8 @@ def size_cell(text: str, default: int | None = None) -> int | None:
     if binary is None:
         return integer_cell(text, default)
     value = float(match.group(0).replace(",", "")) * binary
+    if not math.isfinite(value):
+        raise RowError(f"{match.group(0)!r} is too large to be a number")
     if value < 0 or value != int(value):
         raise RowError(f"{text!r} is not a whole number >= 0")
     return int(value)
