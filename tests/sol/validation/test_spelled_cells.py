@@ -354,3 +354,34 @@ def test_the_engine_and_the_cli_bound_draft_tokens_alike(
     # a row's 'MTP 99999999999' is refused, not predicted at a draft tree no method builds
     with pytest.raises(RowError, match="needs 1 to 1,024 draft tokens"):
         _infer_setup(tmp_path, catalog, models, "concurrency 1; MTP 99999999999, acceptance 0.5")
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        "16M tokens",  # 16 x 2^20 tokens: 2,048 sequences of 8,192
+        "16.8M tokens",  # the same batch rounded to three digits in decimal millions
+        "16,777,216 tokens",  # the exact count, divided as it is (was taken as 2^20-based: 2,147)
+        "2048 x 8192 tokens",  # sequences times their length (was refused)
+        "2K",
+    ],
+)
+def test_a_global_batch_in_tokens_or_sequences(run_cli: Any, tmp_path: Path, batch: str) -> None:
+    # 8 H100 nodes, TP 8, DP 8: 2,048 sequences of 8,192 tokens a step
+    (row,) = _train(run_cli, tmp_path, f"8192\t{batch}\t8\t1\t8\t64\tH100 SXM\tbf16\tTFLOP/s per GPU\t400")
+    assert row["status"] == "ok", row["reason"]
+    assert _tokens_per_step(row) == pytest.approx(2048 * 8192, rel=1e-9)
+
+
+def test_the_schedules_name_is_not_its_depth(run_cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "rows.tsv"
+    header = f"{TRAIN_HEADER}\tVPP"
+    cells = "ZeRO-1\t8192\t256\t1\t4\t2\t8\tH100 SXM\tbf16\tTFLOP/s per GPU\t400"
+    path.write_text(
+        f"{header}\nT1\ttrain\tMegatron-LM 2024\tLlama 3.1 8B\t{cells}\tinterleaved 1F1B (v=4)\n",
+        encoding="utf-8",
+    )
+    result = run_cli("validate", str(path), "--json")
+    (row,) = json.loads(result.out)["rows"]
+    assert row["status"] == "ok", row["reason"]
+    assert row["plan"]["vpp"] == 4  # not the 1 of '1F1B'

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Final
@@ -356,16 +357,58 @@ def _precision(text: str) -> tuple[str, str]:
 
 
 def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
-    per_dp = re.search(r"(\d+)\s*/\s*dp", text.lower())
+    """Sequences a global-batch cell states: ``32/DP`` per replica, ``ramp to N``, sequences
+    times their length (``2048 x 8192 tokens``), a token count (:func:`_sequences_of_tokens`),
+    or a count of sequences (``2K`` is 2,048)."""
+    lowered = text.lower()
+    per_dp = re.search(r"(\d+)\s*/\s*dp", lowered)
     if per_dp:
         return int(per_dp.group(1)) * dp
-    ramp = re.search(r"ramp to (\d+)", text.lower())
+    ramp = re.search(r"ramp to (\d+)", lowered)
     if ramp:
         return int(ramp.group(1))
-    if "token" in text.lower():
-        tokens = first_number(text)
-        return round(tokens * 1.048576 / seq_len) if tokens else None  # "16M tokens" is 16 x 2^20
+    if "token" in lowered:
+        product = _SEQUENCES_TIMES_LENGTH.search(lowered)
+        if product:
+            return int(product.group(1).replace(",", ""))
+        return _sequences_of_tokens(lowered, dp, seq_len)
     return size_cell(text)
+
+
+# ``2048 x 8192 tokens``: sequences times their length
+_SEQUENCES_TIMES_LENGTH: Final = re.compile(r"(\d[\d,]*)\s*[x×*]\s*\d[\d,]*k?\s*(?:-?\s*token)")
+_TOKEN_COUNT: Final = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*([km])?(?![a-z])")
+# how far a token count may sit from a whole batch that splits over DP (a figure rounded to
+# three digits, ``16.8M``, is 0.1% from 2,048 x 8,192)
+_BATCH_ROUNDING: Final = 0.03
+
+
+def _sequences_of_tokens(lowered: str, dp: int, seq_len: int) -> int | None:
+    """Sequences a token count makes at ``seq_len``: ``16M`` read as 16 x 2^20 or 16 x 10^6,
+    whichever gives a batch that splits over ``dp`` within rounding, the rounder in binary first
+    (batches are powers of two or near them: ``16.8M`` at 8,192 is 2,048, not 2,152); an exact
+    count (``16,777,216``) divided as it is."""
+    match = _TOKEN_COUNT.search(lowered)
+    if match is None:
+        return None
+    number = float(match.group(1).replace(",", ""))
+    if not math.isfinite(number) or number <= 0:
+        raise RowError(f"a global batch of {match.group(0)!r} tokens is not a positive number")
+    power = " km".index(match.group(2) or " ")
+    readings = (number * 1024.0**power, number * 1e3**power) if power else (number,)
+    batches = []
+    for tokens in readings:
+        sequences = tokens / seq_len
+        nearest = max(dp, round(sequences / dp) * dp)
+        distance = abs(sequences - nearest) / nearest
+        if distance <= _BATCH_ROUNDING:
+            batches.append((-_twos(nearest), distance, nearest))
+    return min(batches)[2] if batches else round(readings[0] / seq_len)
+
+
+def _twos(count: int) -> int:
+    """How many times 2 divides ``count`` (``2048`` -> 11)."""
+    return (count & -count).bit_length() - 1
 
 
 @dataclass(frozen=True)
@@ -429,7 +472,9 @@ def read_plan(
         raise RowError("global_batch is not reported; a prediction needs it")
     micro = integer_cell(row.text("micro_batch"))
     vpp_text = row.text("VPP").lower()
-    fixed_vpp = integer_cell(vpp_text) if not is_missing(vpp_text) and "yes" not in vpp_text else None
+    # the schedule's name is not the depth: ``interleaved 1F1B (v=6)`` is 6
+    vpp_number = re.sub(r"\b1f1b\b", "", vpp_text)
+    fixed_vpp = integer_cell(vpp_number) if not is_missing(vpp_text) and "yes" not in vpp_text else None
     interleaved = "yes" in vpp_text or "interleav" in vpp_text
     recompute_text = row.text("recompute")
     zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
@@ -534,6 +579,14 @@ def candidate_plans(
     if not plans:
         per_replica = spec.global_batch_size // int(str(bases[0]["dp"]))
         micros = list(spec.micro_batch_sizes)
+        if any(per_replica % micro == 0 for micro in micros):
+            # they divide, but an interleaved schedule needs its micro-batches in whole rounds of PP
+            pp = int(str(bases[0]["pp"]))
+            raise RowError(
+                f"the {per_replica} sequences per replica split into no whole number of rounds of pp={pp} "
+                f"micro-batches, which the interleaved schedule needs (micro-batch sizes {micros}); state "
+                "the batch the run reached or its interleaving depth"
+            )
         raise RowError(f"no micro-batch in {micros} divides the {per_replica} sequences per replica")
     first = plans[0]
     notes.append(
