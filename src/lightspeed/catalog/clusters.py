@@ -51,6 +51,18 @@ DOMAIN_SYSTEM_TYPES: Final = ("rack", "pod")
 MAX_CLUSTER_ACCELERATORS: Final = 10_000_000
 
 
+def _check_cluster_size(num_accelerators: int, system: System, *, nodes: int | None = None) -> None:
+    """Refuse more accelerators than lightspeed models (before any search over their splits)."""
+    if num_accelerators <= MAX_CLUSTER_ACCELERATORS:
+        return
+    counted = f"{nodes:,} x {system.name} = " if nodes is not None else f"{system.name}: "
+    raise InvalidPlanError(
+        f"{counted}{num_accelerators:,} accelerators, above the {MAX_CLUSTER_ACCELERATORS:,} lightspeed "
+        "models (50x the largest cluster built); use fewer "
+        + ("nodes" if nodes is not None else "GPUs")
+    )
+
+
 def build_cluster(
     system: System,
     *,
@@ -68,12 +80,7 @@ def build_cluster(
     """
     if num_nodes < 1:
         raise InvalidPlanError(f"a cluster needs at least one node, not {num_nodes}")
-    if num_nodes * system.num_accelerators > MAX_CLUSTER_ACCELERATORS:
-        raise InvalidPlanError(
-            f"{num_nodes:,} x {system.name} = {num_nodes * system.num_accelerators:,} accelerators, "
-            f"above the {MAX_CLUSTER_ACCELERATORS:,} lightspeed models (50x the largest cluster built); "
-            "use fewer nodes"
-        )
+    _check_cluster_size(num_nodes * system.num_accelerators, system, nodes=num_nodes)
     attachment = system.scale_out
     if link is None and nics_per_accelerator is None and nics_per_node is None:
         if attachment is None and num_nodes > 1:
@@ -207,6 +214,7 @@ def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, 
     >>> used.num_accelerators, used.scale_up_domain_size, domains
     (64, 64, 2)
     """
+    _check_cluster_size(num_accelerators, system)
     size = system.num_accelerators
     if num_accelerators % size == 0:
         return system, num_accelerators // size

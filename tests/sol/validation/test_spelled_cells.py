@@ -14,6 +14,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.cli.options import DRAFT_TOKENS
+from lightspeed.errors import LightspeedError
 from lightspeed.sol.infer.plan import MAX_DRAFT_TOKENS
 from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
@@ -385,3 +386,15 @@ def test_the_schedules_name_is_not_its_depth(run_cli: Any, tmp_path: Path) -> No
     (row,) = json.loads(result.out)["rows"]
     assert row["status"] == "ok", row["reason"]
     assert row["plan"]["vpp"] == 4  # not the 1 of '1F1B'
+
+
+@pytest.mark.parametrize("gpus", ["99999999999", "99999999999 nodes x 8"])
+def test_more_gpus_than_lightspeed_models_are_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, gpus: str
+) -> None:
+    # an odd count no 8-GPU node divides used to search ~1e11 domain counts before refusing
+    path = tmp_path / "rows.tsv"
+    cells = f"ISL/OSL 1000/1000\tconcurrency 1\t1\t{gpus}\tH100 SXM\tbf16\toutput tokens/s\t100"
+    path.write_text(f"{INFER_HEADER}\nR1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}\n", encoding="utf-8")
+    with pytest.raises(LightspeedError, match="above the 10,000,000 lightspeed models"):
+        inference_row_setup(read_table(path)[0], catalog, models)
