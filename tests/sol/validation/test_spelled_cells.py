@@ -100,14 +100,19 @@ def test_an_inference_row_reads_spelled_precisions(
     assert setup.plan.precision == expected
 
 
-def _train(run_cli: Any, tmp_path: Path, *rows: str) -> list[dict[str, Any]]:
-    """Validate training rows of Llama 3.1 8B on 8 H100s (FSDP, TP 1, PP 1): the JSON rows."""
+def _train(
+    run_cli: Any,
+    tmp_path: Path,
+    *rows: str,
+    lead: str = "torchtitan 2024\tLlama 3.1 8B\tFSDP2 full shard",
+    columns: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """Validate training rows (by default Llama 3.1 8B under torchtitan's FSDP2; ``lead``: the
+    source, model and sharding cells; ``columns``: more header cells the rows end with): the JSON
+    rows, each asserted predicted."""
     path = tmp_path / "rows.tsv"
-    lines = [
-        f"T{index}\ttrain\ttorchtitan 2024\tLlama 3.1 8B\tFSDP2 full shard\t{cells}"
-        for index, cells in enumerate(rows)
-    ]
-    path.write_text("\n".join((TRAIN_HEADER, *lines)) + "\n", encoding="utf-8")
+    lines = [f"T{index}\ttrain\t{lead}\t{cells}" for index, cells in enumerate(rows)]
+    path.write_text("\n".join(("\t".join((TRAIN_HEADER, *columns)), *lines)) + "\n", encoding="utf-8")
     result = run_cli("validate", str(path), "--json")
     assert result.code == 0, result.err
     out: list[dict[str, Any]] = json.loads(result.out)["rows"]
@@ -263,15 +268,8 @@ def test_sharding_cells_as_frameworks_name_them(sharding: str, stage: int) -> No
 def test_recompute_cells_as_frameworks_name_them(
     run_cli: Any, tmp_path: Path, recompute: str, policy: str
 ) -> None:
-    path = tmp_path / "rows.tsv"
-    header = f"{TRAIN_HEADER}\trecompute"
-    cells = "FSDP2 full shard\t8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\tTPS per GPU\t6,000"
-    path.write_text(
-        f"{header}\nT1\ttrain\ttorchtitan 2024\tLlama 3.1 8B\t{cells}\t{recompute}\n", encoding="utf-8"
-    )
-    result = run_cli("validate", str(path), "--json")
-    assert result.code == 0, result.err
-    (row,) = json.loads(result.out)["rows"]
+    cells = f"8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\tTPS per GPU\t6,000\t{recompute}"
+    (row,) = _train(run_cli, tmp_path, cells, columns=("recompute",))
     assert row["status"] == "ok", row["reason"]
     expected = "op" if policy == "selective" else policy  # torchtitan's selective AC is per-op
     assert row["plan"]["recompute"] == expected
@@ -375,15 +373,9 @@ def test_a_global_batch_in_tokens_or_sequences(run_cli: Any, tmp_path: Path, bat
 
 
 def test_the_schedules_name_is_not_its_depth(run_cli: Any, tmp_path: Path) -> None:
-    path = tmp_path / "rows.tsv"
-    header = f"{TRAIN_HEADER}\tVPP"
-    cells = "ZeRO-1\t8192\t256\t1\t4\t2\t8\tH100 SXM\tbf16\tTFLOP/s per GPU\t400"
-    path.write_text(
-        f"{header}\nT1\ttrain\tMegatron-LM 2024\tLlama 3.1 8B\t{cells}\tinterleaved 1F1B (v=4)\n",
-        encoding="utf-8",
-    )
-    result = run_cli("validate", str(path), "--json")
-    (row,) = json.loads(result.out)["rows"]
+    cells = "8192\t256\t1\t4\t2\t8\tH100 SXM\tbf16\tTFLOP/s per GPU\t400\tinterleaved 1F1B (v=4)"
+    lead = "Megatron-LM 2024\tLlama 3.1 8B\tZeRO-1"
+    (row,) = _train(run_cli, tmp_path, cells, lead=lead, columns=("VPP",))
     assert row["status"] == "ok", row["reason"]
     assert row["plan"]["vpp"] == 4  # not the 1 of '1F1B'
 
