@@ -58,8 +58,7 @@ def _check_cluster_size(num_accelerators: int, system: System, *, nodes: int | N
     counted = f"{nodes:,} x {system.name} = " if nodes is not None else f"{system.name}: "
     raise InvalidPlanError(
         f"{counted}{num_accelerators:,} accelerators, above the {MAX_CLUSTER_ACCELERATORS:,} lightspeed "
-        "models (50x the largest cluster built); use fewer "
-        + ("nodes" if nodes is not None else "GPUs")
+        "models (50x the largest cluster built); use fewer " + ("nodes" if nodes is not None else "GPUs")
     )
 
 
