@@ -134,6 +134,22 @@ def test_mfu_divides_by_the_peak_the_row_names() -> None:
     assert (reading.key, reading.value, reading.peak_flop_per_s) == ("mfu", pytest.approx(0.4759), 2.45e15)
 
 
+@pytest.mark.parametrize(
+    ("metric", "peak"),
+    [
+        ("MFU (of 1,979 TFLOPS)", 1.979e15),  # an FP8 run's MFU against the FP8 peak
+        ("MFU @ 989 TFLOP/s", 0.989e15),
+        ("MFU (989 TFLOPS peak)", 0.989e15),
+        ("MFU, 989 TFLOP/s dense BF16 peak", 0.989e15),
+        ("BF16 MFU", None),  # no figure: the accelerator's own peak
+    ],
+)
+def test_the_peak_a_utilization_is_taken_against(metric: str, peak: float | None) -> None:
+    (reading,) = read_cell(metric, "43%")
+    assert reading.key == "mfu"
+    assert reading.peak_flop_per_s == (pytest.approx(peak) if peak else None)
+
+
 @settings(max_examples=50, deadline=None)
 @given(values=st.lists(st.integers(1, 10**9), min_size=1, max_size=4))
 def test_thousands_separators_round_trip(values: list[int]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lightspeed.catalog import Catalog
+from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.cli.options import DRAFT_TOKENS
 from lightspeed.errors import LightspeedError
 from lightspeed.sol.infer.plan import MAX_DRAFT_TOKENS
@@ -390,3 +390,12 @@ def test_more_gpus_than_lightspeed_models_are_refused(
     path.write_text(f"{INFER_HEADER}\nR1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}\n", encoding="utf-8")
     with pytest.raises(LightspeedError, match="above the 10,000,000 lightspeed models"):
         inference_row_setup(read_table(path)[0], catalog, models)
+
+
+def test_an_mfu_against_a_named_peak_is_predicted_against_it(run_cli: Any, tmp_path: Path) -> None:
+    common = "8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16"
+    own, named = _train(run_cli, tmp_path, f"{common}\tMFU\t40%", f"{common}\tMFU (of 1,979 TFLOPS)\t20%")
+    assert own["status"] == named["status"] == "ok"
+    # the same run over the named 1,979 TFLOP/s instead of the H100's dense BF16 peak (989.4)
+    dense = load_catalog().accelerator("h100-sxm").dense_flop_per_s("bf16")
+    assert named["predicted"] == pytest.approx(own["predicted"] * dense / 1.979e15, rel=1e-6)

@@ -56,7 +56,13 @@ _TIME_UNITS: Final = (
 )
 _PER_NODE: Final = re.compile(r"per\s+(?:[\w-]+\s+)?node|/\s*node")
 _NODE_SIZE: Final = re.compile(r"\((\d+)\s*gpus?\)")
-_PEAK: Final = re.compile(r"\bvs\.?\s*(" + _NUMBER + r")\s*(pf|tf)", re.IGNORECASE)
+# The peak a utilization is taken against, as metric cells name it: ``MFU vs 989 TF``, ``MFU (of
+# 1,979 TFLOPS)``, ``MFU @ 989 TFLOP/s``, ``MFU (989 TFLOPS peak)``, ``989 TFLOP/s dense BF16 peak``.
+_PEAK: Final = re.compile(
+    r"(?:\bvs\.?|\bof|@|\bagainst)\s*(?P<before>" + _NUMBER + r")\s*(?P<before_unit>pf|tf)"
+    r"|(?P<after>" + _NUMBER + r")\s*(?P<after_unit>pf|tf)[a-z/]*(?:\s+[a-z0-9]+){0,3}\s+peak\b",
+    re.IGNORECASE,
+)
 # Rates that exist per GPU too (``tokens_per_s`` -> ``tokens_per_s_per_gpu``).
 RATE_KEYS: Final = frozenset({"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s"})
 _TOKEN_BUDGET: Final = re.compile(r"(\d[\d.,]*\s*[kmbt]?)\s*tokens", re.IGNORECASE)
@@ -291,11 +297,15 @@ def _token_budget(metric: str) -> float | None:
 
 
 def _peak(metric: str) -> float | None:
+    """The peak FLOP/s the metric text takes a utilization against (:data:`_PEAK`), if it names one."""
     match = _PEAK.search(metric)
     if match is None:
         return None
-    scale = 1e15 if match.group(2).lower() == "pf" else 1e12
-    return float(match.group(1).replace(",", "")) * scale
+    value, unit = (
+        match.group("before") or match.group("after"),
+        match.group("before_unit") or match.group("after_unit"),
+    )
+    return float(value.replace(",", "")) * (1e15 if unit.lower() == "pf" else 1e12)
 
 
 def _flop_basis(metric: str) -> str:
