@@ -16,9 +16,9 @@ from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.cli.options import DRAFT_TOKENS
 from lightspeed.errors import LightspeedError
 from lightspeed.sol.infer.plan import MAX_DRAFT_TOKENS
-from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware
+from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
-from lightspeed.sol.validation.published import RowError, format_keys, read_table, size_cell
+from lightspeed.sol.validation.published import PublishedRow, RowError, format_keys, read_table, size_cell
 from lightspeed.sol.validation.rows import zero_stage_of
 from lightspeed.workload import ModelRegistry
 
@@ -399,3 +399,21 @@ def test_an_mfu_against_a_named_peak_is_predicted_against_it(run_cli: Any, tmp_p
     # the same run over the named 1,979 TFLOP/s instead of the H100's dense BF16 peak (989.4)
     dense = load_catalog().accelerator("h100-sxm").dense_flop_per_s("bf16")
     assert named["predicted"] == pytest.approx(own["predicted"] * dense / 1.979e15, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("hardware", "gpus"),
+    [
+        ("2 nodes of 8 H100", 16),  # was refused
+        ("4 nodes x 8 H100", 32),  # was 8
+        ("2 x 8 H100", 16),  # was 8
+        ("1024 H100s", 1024),  # was refused
+        ("16 H100 GPUs (2 nodes)", 16),  # was refused
+        ("8x A100 (DGX A100)", 8),  # 8 GPUs in one DGX, not 8 DGX (was 64)
+        ("2x DGX H100", 16),  # a count before a system counts systems
+        ("8xH100", 8),
+    ],
+)
+def test_a_hardware_cell_counts_its_gpus(catalog: Catalog, hardware: str, gpus: int) -> None:
+    row = PublishedRow("R1", "infer", 2, {"hardware": hardware})
+    assert row_gpus(catalog, row)[0] == gpus

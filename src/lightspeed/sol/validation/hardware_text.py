@@ -69,6 +69,12 @@ _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 MAX_SPAN_WORDS: Final = 4
 # ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
 _COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
+# nodes times GPUs in a hardware cell: ``2 nodes of 8 H100``, ``4 nodes x 8 H100``, ``2 x 8 H100``
+_NODES_OF_GPUS: Final = re.compile(
+    r"(?<![\w.])(\d+)\s*(?:nodes?|hosts?|servers?)\s*(?:[x×*]|of|with)\s*(\d+)(?![\d.])"
+    r"|(?<![\w.])(\d+)\s*[x×*]\s*(\d+)\s*[x×]?\s*(?=[a-z])",
+    re.IGNORECASE,
+)
 # ``TPU v5e x8``, ``v6e x 256``, ``256 chips``: a count written after the part
 _COUNT_AFTER_PART: Final = re.compile(
     r"(?<=[\w)])\s+[x×]\s*(\d+)(?![\w.])|(?<![\w.])(\d+)\s*(?:chips|gpus|accelerators|cards)\b", re.IGNORECASE
@@ -294,14 +300,30 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     if cell:
         return cell, note
     text = row.text("hardware")
+    nodes = _NODES_OF_GPUS.search(text)
+    if nodes is not None:
+        count, per_node = int(nodes.group(1) or nodes.group(3)), int(nodes.group(2) or nodes.group(4))
+        named_system(catalog, text)  # the cell must name a part
+        return (
+            count * per_node,
+            f"GPUs from the hardware cell: '{nodes.group(0).strip()}' is {count} x {per_node}",
+        )
     match = _COUNT_BEFORE_PART.search(text)
     if match is None:
         return _count_after_part(catalog, text)
     count = int(match.group(1))
     if count < 1:
         raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
-    system, span = named_system(catalog, text[match.end() :])
-    whole = _find_system(catalog, span) is not None and system.system_type != "single-gpu"
+    rest = text[match.end() :]
+    system, span = named_system(catalog, rest)
+    # the part the count stands before decides what it counts: '8x A100 (DGX A100)' is 8 GPUs
+    words = [word for word in _WORD_SPLIT.split(rest) if word]
+    counts_gpus = (
+        bool(words)
+        and _find_accelerator(catalog, words[0]) is not None
+        and _find_system(catalog, " ".join(words[:2])) is None
+    )
+    whole = not counts_gpus and _find_system(catalog, span) is not None and system.system_type != "single-gpu"
     gpus = count * system.num_accelerators if whole else count
     what = f"{count} x {_gpus(system.num_accelerators)}" if whole else _gpus(count)
     return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}"
@@ -316,15 +338,29 @@ def _count_after_part(catalog: Catalog, text: str) -> tuple[int, str]:
             return found[1], f"GPUs from the hardware cell: slice '{span}' is {found[1]} chips"
     match = _COUNT_AFTER_PART.search(text)
     if match is None:
-        raise RowError(
-            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
-            "(e.g. '8x H100')"
-        )
+        return _count_next_to_part(catalog, text)
     count = int(match.group(1) or match.group(2))
     if count < 1:
         raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
     named_system(catalog, text)  # the cell must name a part
     return count, f"GPUs from the hardware cell: '{match.group(0).strip()}' is {_gpus(count)}"
+
+
+def _count_next_to_part(catalog: Catalog, text: str) -> tuple[int, str]:
+    """(GPUs, note) from a count written right before the part with no ``x`` (``1024 H100s``,
+    ``16 H100 GPUs (2 nodes)``); else the cell gives no count."""
+    _, span = named_system(catalog, text)
+    before = text[: text.find(span)] if span in text else ""
+    count = re.search(r"(?<![\w.])(\d[\d,]*)\s*$", before)
+    if count is None:
+        raise RowError(
+            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
+            "(e.g. '8x H100')"
+        )
+    gpus = int(count.group(1).replace(",", ""))
+    if gpus < 1:
+        raise RowError(f"hardware {text!r} counts {gpus} parts; give at least one")
+    return gpus, f"GPUs from the hardware cell: '{count.group(1)} {span}' is {_gpus(gpus)}"
 
 
 def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
