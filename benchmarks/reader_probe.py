@@ -30,7 +30,8 @@ from lightspeed.workload import load_models
 ROWS = Path(__file__).resolve().parents[1] / "tests" / "data" / "shared" / "validation"
 DEFAULT_OUT = Path(__file__).parent / "results" / "reader_probe.json"
 
-# (row id, column, text meaning what the row's cell means)
+# (row id, column, text meaning what the row's cell means; a column of ``+`` joined names takes
+# ``+`` joined texts: ``GPUs+hardware`` moves the GPU count into the hardware cell)
 VARIANTS: tuple[tuple[str, str, str], ...] = (
     # I3: Llama 3.3 70B, one H200, FP8, ISL/OSL 1000/1000 at the most load, output tokens/s
     *(("I3", "precision", text) for text in (
@@ -72,6 +73,11 @@ VARIANTS: tuple[tuple[str, str, str], ...] = (
     *(("T45", "metric", text) for text in (
         "TFLOPS/GPU", "TFLOP/s per GPU", "Throughput per GPU (TFLOP/s)", "achieved TFLOPs per GPU",
     )),
+    # T34: Megatron-Core GPT 1.7B on 48 H100: the count written in the hardware cell instead
+    *(("T34", "GPUs+hardware", f"+{text}") for text in (
+        "48x H100", "48 H100s", "6x DGX H100", "6 nodes of 8 H100", "6 nodes x 8 H100", "6 x 8 H100",
+        "48 H100 GPUs (6 nodes)", "H100 x 48",
+    )),
     # T101: torchtitan, Llama 3.1 8B on 8 H100 (500 W), FSDP2, bf16, tokens/s per GPU
     *(("T101", "precision", text) for text in (
         "bfloat16", "torch.bfloat16", "BF16 mixed precision", "bf16 AMP", "mixed precision (bf16)",
@@ -91,10 +97,11 @@ def _table(rows: dict[str, list[str]], header: list[str], variants: list[tuple[s
     lines = ["\t".join(header)]
     for base in sorted({base for base, _, _ in variants}):
         lines.append("\t".join(rows[base]))
-    for number, (base, name, text) in enumerate(variants):
+    for number, (base, names, texts) in enumerate(variants):
         cells = list(rows[base])
         cells[0] = f"{base}-v{number}"
-        cells[column[name]] = text
+        for name, text in zip(names.split("+"), texts.split("+"), strict=True):
+            cells[column[name]] = text
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
 
