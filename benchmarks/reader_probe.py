@@ -65,6 +65,7 @@ VARIANTS: tuple[tuple[str, str, str], ...] = (
     )),
     *(("T45", "TP", text) for text in ("TP=8", "8-way", "tp8", "TP 8")),
     *(("T45", "PP", text) for text in ("PP=16", "pp16", "16 stages")),
+    *(("T45", "TP+PP", text) for text in ("TP8 PP16+", "TP=8, PP=16+", "tp8/pp16+")),
     *(("T45", "seq", text) for text in ("8K", "8k tokens", "seq len 8192", "8,192", "8192 tokens")),
     *(("T45", "global_batch", text) for text in (
         "2048", "2K", "GBS=2048", "16M tokens", "16.8M tokens", "16,777,216 tokens", "2048 x 8192 tokens",

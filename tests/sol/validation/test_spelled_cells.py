@@ -18,7 +18,14 @@ from lightspeed.errors import LightspeedError
 from lightspeed.sol.infer.plan import MAX_DRAFT_TOKENS
 from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
-from lightspeed.sol.validation.published import PublishedRow, RowError, format_keys, read_table, size_cell
+from lightspeed.sol.validation.published import (
+    PublishedRow,
+    RowError,
+    degree_cell,
+    format_keys,
+    read_table,
+    size_cell,
+)
 from lightspeed.sol.validation.rows import zero_stage_of
 from lightspeed.workload import ModelRegistry
 
@@ -417,3 +424,19 @@ def test_an_mfu_against_a_named_peak_is_predicted_against_it(run_cli: Any, tmp_p
 def test_a_hardware_cell_counts_its_gpus(catalog: Catalog, hardware: str, gpus: int) -> None:
     row = PublishedRow("R1", "infer", 2, {"hardware": hardware})
     assert row_gpus(catalog, row)[0] == gpus
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        ({"TP": "TP8 EP8"}, (8, 1, 8)),  # EP written in the TP cell (was EP 1)
+        ({"TP": "TP=4, PP=2, EP=8"}, (4, 2, 8)),
+        ({"TP": "8", "EP": "8"}, (8, 1, 8)),
+        # a leading number is the cell's degree; a flag in its note is not (I101: '--tp 8')
+        ({"TP": "1 for attention (trtllm --tp 8 --ep 8)", "EP": "8"}, (1, 1, 8)),
+        ({"TP": "", "DP": "dp=2 tp=4"}, (4, 1, 1)),
+    ],
+)
+def test_parallel_degrees_written_in_one_cell(cells: dict[str, str], expected: tuple[int, int, int]) -> None:
+    row = PublishedRow("R1", "infer", 2, cells)
+    assert (degree_cell(row, "TP", 1), degree_cell(row, "PP", 1), degree_cell(row, "EP", 1)) == expected

@@ -103,6 +103,7 @@ from lightspeed.sol.validation.infer_load import (
 from lightspeed.sol.validation.published import (
     PublishedRow,
     RowError,
+    degree_cell,
     format_keys,
     integer_cell,
     is_missing,
@@ -748,9 +749,9 @@ def _deployment(
     """The deployment a row describes (degrees, attention data parallelism, formats) and notes;
     ``precision`` is the row's format and ``tp`` replaces a missing TP cell."""
     _check_expert_parallel_degree(row, model)
-    tp = tp or integer_cell(row.text("TP"), 1) or 1
-    pp = integer_cell(row.text("PP"), 1) or 1
-    ep = integer_cell(row.text("EP"), 1) or 1
+    tp = tp or degree_cell(row, "TP", 1) or 1
+    pp = degree_cell(row, "PP", 1) or 1
+    ep = degree_cell(row, "EP", 1) or 1
     if num_gpus % (tp * pp):
         raise RowError(f"{num_gpus} GPUs do not split into TP x PP = {tp * pp}")
     kv_precision = _kv_precision(row)

@@ -177,6 +177,32 @@ def size_cell(text: str, default: int | None = None) -> int | None:
     return int(value)
 
 
+# The cells a parallel layout is written in; a row may put several degrees in one (``TP8 EP8``).
+_PARALLEL_CELLS: Final = ("TP", "PP", "CP", "DP", "EP", "VPP", "sharding")
+
+
+def degree_cell(row: PublishedRow, column: str, default: int | None = None) -> int | None:
+    """A parallel degree (``TP``, ``PP``, ``CP``, ``EP``): its own cell's leading number (``8``,
+    ``1 for attention (--tp 8 ...)``) or the degree it writes with its label (``TP=8``, ``tp8``),
+    else the degree labelled in another parallel cell (``TP8 EP8`` in the TP cell gives EP 8), else
+    ``default``."""
+    label = re.compile(rf"\b{column}\s*[=:]?\s*(\d+)(?![\d.])", re.IGNORECASE)
+    own = row.text(column)
+    if re.match(r"\s*\d", own):
+        return integer_cell(own, default)
+    found = label.search(own)
+    if found is not None:
+        return int(found.group(1))
+    value = integer_cell(own)
+    if value is not None:
+        return value
+    for other in _PARALLEL_CELLS:
+        found = label.search(row.text(other)) if other != column else None
+        if found is not None:
+            return int(found.group(1))
+    return default
+
+
 def parenthesized_number(text: str) -> float | None:
     """A number inside parentheses (``4h? (8192)`` -> 8192), else ``None``."""
     match = re.search(r"\(([^)]*)\)", text)

@@ -50,6 +50,7 @@ from lightspeed.sol.validation.hardware_text import (
 from lightspeed.sol.validation.published import (
     PublishedRow,
     RowError,
+    degree_cell,
     first_number,
     format_keys,
     integer_cell,
@@ -425,10 +426,10 @@ _ETP: Final = re.compile(r"\bETP\s*=?\s*(\d+)", re.IGNORECASE)
 
 
 def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
-    tp = integer_cell(row.text("TP"), 1) or 1
-    pp = integer_cell(row.text("PP"), 1) or 1
-    cp = integer_cell(row.text("CP"), 1) or 1
-    ep = integer_cell(row.text("EP"), 1) or 1
+    tp = degree_cell(row, "TP", 1) or 1
+    pp = degree_cell(row, "PP", 1) or 1
+    cp = degree_cell(row, "CP", 1) or 1
+    ep = degree_cell(row, "EP", 1) or 1
     dp_text = row.text("DP")
     # a DP cell that starts with a number is the degree; text such as "ZeRO-1" names sharding only
     dp = integer_cell(dp_text, None) if re.match(r"\s*\d", dp_text) else None
