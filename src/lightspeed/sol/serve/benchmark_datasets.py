@@ -72,9 +72,8 @@ def find_benchmark_dataset(text: str) -> BenchmarkDataset | None:
     lowered = text.lower()
     for dataset in load_benchmark_datasets().values():
         for alias in (dataset.name, *dataset.aliases):
-            if re.search(rf"(?<![\w-]){re.escape(alias)}(?![\w-])", lowered) or re.search(
-                rf"(?<![\w-]){re.escape(alias)}[\s_-]?v\d", lowered
-            ):
+            # the name as a word, a version after it too (``ShareGPT V3``, ``sharegpt_v3``)
+            if re.search(rf"(?<![\w-]){re.escape(alias)}(?:[\s_-]?v\d+)?(?![\w-])", lowered):
                 return dataset
     return None
 

@@ -69,12 +69,6 @@ _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 MAX_SPAN_WORDS: Final = 4
 # ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
 _COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
-# nodes times GPUs in a hardware cell: ``2 nodes of 8 H100``, ``4 nodes x 8 H100``, ``2 x 8 H100``
-_NODES_OF_GPUS: Final = re.compile(
-    r"(?<![\w.])(\d+)\s*(?:nodes?|hosts?|servers?)\s*(?:[x×*]|of|with)\s*(\d+)(?![\d.])"
-    r"|(?<![\w.])(\d+)\s*[x×*]\s*(\d+)\s*[x×]?\s*(?=[a-z])",
-    re.IGNORECASE,
-)
 # ``TPU v5e x8``, ``v6e x 256``, ``256 chips``: a count written after the part
 _COUNT_AFTER_PART: Final = re.compile(
     r"(?<=[\w)])\s+[x×]\s*(\d+)(?![\w.])|(?<![\w.])(\d+)\s*(?:chips|gpus|accelerators|cards)\b", re.IGNORECASE
@@ -271,12 +265,22 @@ def _gpus(count: int) -> str:
     return f"{count} GPU" if count == 1 else f"{count} GPUs"
 
 
-# A GPUs cell written as nodes times GPUs per node: ``1024 nodes x 8``, ``2 nodes (8 GPUs
-# each)``, ``128 hosts, 8 GPUs``, ``64x8``.
+# Nodes times GPUs per node, in a GPUs cell or a hardware cell: ``1024 nodes x 8``, ``2 nodes (8
+# GPUs each)``, ``128 hosts, 8 GPUs``, ``2 nodes of 8 H100``, ``64x8``, ``2 x 8 H100`` (a count
+# glued to a part, ``8xH100``, is not a product).
 _NODES_TIMES_GPUS: Final = re.compile(
-    r"^\s*(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?)\s*(?:[x×*(,]|with)|[x×*])\s*(\d+)(?![\d.])",
+    r"(?<![\w.])(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?)\s*(?:[x×*(,]|of|with)|[x×*])\s*(\d+)"
+    r"(?![\d.])",
     re.IGNORECASE,
 )
+
+
+def _nodes_times_gpus(text: str) -> tuple[int, int, str] | None:
+    """(nodes, GPUs per node, the words) a cell writes as a product (:data:`_NODES_TIMES_GPUS`)."""
+    product = _NODES_TIMES_GPUS.search(text)
+    if product is None:
+        return None
+    return int(product.group(1).replace(",", "")), int(product.group(2)), product.group(0).strip()
 
 
 def gpu_count(text: str) -> tuple[int | None, str]:
@@ -286,9 +290,9 @@ def gpu_count(text: str) -> tuple[int | None, str]:
     >>> gpu_count("1024 nodes x 8"), gpu_count("16K H100s"), gpu_count("n/r")
     ((8192, "GPUs: '1024 nodes x 8' read as 1024 x 8"), (16384, ''), (None, ''))
     """
-    product = _NODES_TIMES_GPUS.search(text)
+    product = _nodes_times_gpus(text)
     if product is not None:
-        nodes, per_node = int(product.group(1).replace(",", "")), int(product.group(2))
+        nodes, per_node, _ = product
         return nodes * per_node, f"GPUs: '{text.strip()}' read as {nodes} x {per_node}"
     return size_cell(text), ""
 
@@ -300,14 +304,11 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     if cell:
         return cell, note
     text = row.text("hardware")
-    nodes = _NODES_OF_GPUS.search(text)
-    if nodes is not None:
-        count, per_node = int(nodes.group(1) or nodes.group(3)), int(nodes.group(2) or nodes.group(4))
+    product = _nodes_times_gpus(text)
+    if product is not None:
+        nodes, per_node, written = product
         named_system(catalog, text)  # the cell must name a part
-        return (
-            count * per_node,
-            f"GPUs from the hardware cell: '{nodes.group(0).strip()}' is {count} x {per_node}",
-        )
+        return nodes * per_node, f"GPUs from the hardware cell: '{written}' is {nodes} x {per_node}"
     match = _COUNT_BEFORE_PART.search(text)
     if match is None:
         return _count_after_part(catalog, text)

@@ -26,8 +26,10 @@ REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measur
 MISSING = {"", "n/r", "n/a", "-", "n/p", "?", "none reported"}
 # a sign only where no letter precedes it: "ZeRO-1" holds 1, not -1
 _NUMBER = re.compile(r"(?:(?<![A-Za-z])[-+])?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
-_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-_BINARY_SUFFIX: Final = {"k": 1024.0, "m": 1024.0**2}
+# A count's suffix as a decimal multiple (``2.664M``) and, for sizes rounded to powers of two, as
+# a binary one (``8K`` of context is 8,192).
+DECIMAL_SUFFIXES: Final = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+BINARY_SUFFIXES: Final = {"k": 1024.0, "m": 1024.0**2}
 # Number formats as frameworks and papers spell them, and the keys the row readers look for:
 # PyTorch's dtypes (``torch.bfloat16``, ``float16``, ``float8_e4m3fn``), torchao's ``Float8``,
 # OCP's element names (``E4M3``, ``E5M2``), ``half precision`` and ``float32``.
@@ -148,8 +150,8 @@ def first_number(text: str) -> float | None:
     if not math.isfinite(value):
         raise RowError(f"{match.group(0)!r} is too large to be a number")
     after = text[match.end() : match.end() + 1].lower()
-    if after in _SUFFIX and not text[match.end() : match.end() + 2].lower().endswith(("b/", "bp")):
-        value *= _SUFFIX[after]
+    if after in DECIMAL_SUFFIXES and not text[match.end() : match.end() + 2].lower().endswith(("b/", "bp")):
+        value *= DECIMAL_SUFFIXES[after]
     return value
 
 
@@ -166,7 +168,7 @@ def size_cell(text: str, default: int | None = None) -> int | None:
     match = _NUMBER.search(text)
     if match is None:
         return default
-    binary = _BINARY_SUFFIX.get(text[match.end() : match.end() + 1].lower())
+    binary = BINARY_SUFFIXES.get(text[match.end() : match.end() + 1].lower())
     if binary is None:
         return integer_cell(text, default)
     value = float(match.group(0).replace(",", "")) * binary

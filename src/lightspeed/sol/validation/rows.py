@@ -48,6 +48,8 @@ from lightspeed.sol.validation.hardware_text import (
     row_gpus,
 )
 from lightspeed.sol.validation.published import (
+    BINARY_SUFFIXES,
+    DECIMAL_SUFFIXES,
     PublishedRow,
     RowError,
     degree_cell,
@@ -395,8 +397,8 @@ def _sequences_of_tokens(lowered: str, dp: int, seq_len: int) -> int | None:
     number = float(match.group(1).replace(",", ""))
     if not math.isfinite(number) or number <= 0:
         raise RowError(f"a global batch of {match.group(0)!r} tokens is not a positive number")
-    power = " km".index(match.group(2) or " ")
-    readings = (number * 1024.0**power, number * 1e3**power) if power else (number,)
+    suffix = match.group(2)
+    readings = (number * BINARY_SUFFIXES[suffix], number * DECIMAL_SUFFIXES[suffix]) if suffix else (number,)
     batches = []
     for tokens in readings:
         sequences = tokens / seq_len
