@@ -60,7 +60,7 @@ SYSTEM: Final[dict[str, Schema]] = {
         (
             *COMMON_TOP,
             *("system_type", "accelerator", "num_accelerators", "cpu", "num_cpus", "source"),
-            *("scale_up", "scale_out", "power", "printed_totals", "conflicts"),
+            *("scale_up", "scale_out", "power", "printed_totals", "conflicts", "cloud_provider"),
         ),
         {},
     ),

@@ -469,6 +469,7 @@ def parse_system(
         path=path,
         power_source=power.check_source("source", sources) if power else "",
         conflicts=parse_conflicts(fields, sources),
+        cloud_provider=fields.string("cloud_provider", ""),
         **_torus(scale_up),
     )
 

@@ -25,7 +25,7 @@ from typing import Final, TypeVar
 from lightspeed.paths import lightspeed_cache
 
 LOG = logging.getLogger(__name__)
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 SWITCH_VARIABLE: Final = "LIGHTSPEED_CATALOG_CACHE"
 _UNREADABLE: Final = (
     OSError,

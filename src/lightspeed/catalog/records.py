@@ -255,6 +255,10 @@ class System(Record):
     ``torus_wraparound_unit`` (v5e/v6e: 16, a full pod axis); with
     ``torus_wraparound_whole_slice`` only when every axis is (v4/v5p: whole
     4x4x4 cubes joined by optical switches). See :mod:`lightspeed.catalog.torus`.
+
+    ``cloud_provider`` names the cloud that rents the system as an instance type
+    (``AWS``, ``Google Cloud``, ``Azure``: ``p5.48xlarge``, ``a3-megagpu-8g``); empty for
+    the vendor's own system, which is the one a bare GPU name stands for.
     """
 
     name: str
@@ -280,6 +284,7 @@ class System(Record):
     torus_dimensions: tuple[int, ...] = ()
     torus_wraparound_unit: int = 0
     torus_wraparound_whole_slice: bool = False
+    cloud_provider: str = ""
 
     @property
     def scale_up(self) -> LinkAttachment | None:

@@ -94,6 +94,24 @@ class Catalog:
         list of close names (:meth:`system` builds one for its error)."""
         return _find(self.systems, name)
 
+    def systems_built_from(self, accelerator_name: str) -> list[System]:
+        """The systems built around accelerator ``accelerator_name``, the one a bare GPU name
+        stands for first: the vendor's own 8-GPU node (DGX/HGX, an MI300X platform) before
+        racks and other sizes, and a cloud instance type (``p5.48xlarge``) only after them.
+
+        >>> [system.name for system in load_catalog().systems_built_from("h100-sxm")][:2]
+        ['dgx-h100', 'a3-highgpu-8g']
+        """
+        return sorted(
+            (system for system in self.systems.values() if system.accelerator.name == accelerator_name),
+            key=lambda system: (
+                bool(system.cloud_provider),
+                system.system_type != "node",
+                system.num_accelerators != 8,
+                system.name,
+            ),
+        )
+
     def find_device(self, reported_name: str) -> Accelerator | None:
         """The accelerator a device reports itself as, or ``None`` if no record has that name.
 
@@ -242,8 +260,7 @@ class Catalog:
         if num_accelerators == 1 or split_slice_name(name):
             return build_cluster(single_gpu_system(accelerator), num_nodes=1)
         built = sorted(
-            (system for system in self.systems.values() if system.accelerator.name == accelerator.name),
-            key=lambda system: (not takes_part_of_domain(system), system.name),
+            self.systems_built_from(accelerator.name), key=lambda system: not takes_part_of_domain(system)
         )
         if built and takes_part_of_domain(built[0]):
             system, nodes = spread_over_domains(built[0], num_accelerators)

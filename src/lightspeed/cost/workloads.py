@@ -110,10 +110,7 @@ def system_for(catalog: Catalog, name: str) -> System:
         raise UnknownNameError(
             "system or accelerator", name, [*catalog.systems, *catalog.accelerators]
         ) from None
-    candidates = sorted(
-        (system for system in catalog.systems.values() if system.accelerator.name == accelerator.name),
-        key=lambda system: (system.system_type != "node", system.name),
-    )
+    candidates = catalog.systems_built_from(accelerator.name)
     if not candidates:
         raise UserInputError(f"no catalog system is built from {accelerator.name}; name a system instead")
     return candidates[0]

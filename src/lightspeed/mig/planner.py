@@ -128,11 +128,9 @@ class _Context:
 
 
 def _node_for(catalog: Catalog, accelerator: Accelerator) -> Cluster:
-    """A node of ``accelerator`` with its NVLink domain (the first such system), else the GPU alone."""
-    for system in catalog.systems.values():
-        if system.accelerator.name == accelerator.name:
-            return build_cluster(system, num_nodes=1)
-    return build_cluster(single_gpu_system(accelerator), num_nodes=1)
+    """A node of ``accelerator`` with its NVLink domain (the vendor's own system), else the GPU alone."""
+    built = catalog.systems_built_from(accelerator.name)
+    return build_cluster(built[0] if built else single_gpu_system(accelerator), num_nodes=1)
 
 
 def _slice_capacities(context: _Context, service: MigService) -> list[Capacity]:

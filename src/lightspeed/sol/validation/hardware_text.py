@@ -118,11 +118,8 @@ _PLURAL: Final = re.compile(r"[0-9A-Z]s$")
 def default_system(catalog: Catalog, accelerator: Accelerator) -> System:
     """The catalog's 8-GPU (or rack) system built around ``accelerator``; for a card no catalog
     system is built from (L4, L40S, A10G, H100 PCIe ...), the card on its own (one GPU)."""
-    candidates = [s for s in catalog.systems.values() if s.accelerator.name == accelerator.name]
-    if not candidates:
-        return single_gpu_system(accelerator)
-    candidates.sort(key=lambda s: (s.system_type != "node", s.num_accelerators != 8, s.name))
-    return candidates[0]
+    candidates = catalog.systems_built_from(accelerator.name)
+    return candidates[0] if candidates else single_gpu_system(accelerator)
 
 
 def _system_named(catalog: Catalog, name: str, num_gpus: int) -> System:
