@@ -50,7 +50,7 @@ from lightspeed.sol.serve.workload import Requests
 Array = Any
 WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
 ITERATION_END, KV_ARRIVAL = 0, 1
-RECORD_WIDTH = 10  # values per iteration record (see Engine._record)
+RECORD_WIDTH = 11  # values per iteration record (see Engine._record)
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ class EngineOutput:
     iteration_steps: Array
     iteration_balance: Array
     iteration_pause_s: Array  # prompt-only steps just before this one that held its decodes back
+    # how many of its decoding sequences that pause held back (sequence-seconds held / pause): a
+    # sequence whose prompt ran in the pause waited only for the steps after its own
+    iteration_paused_sequences: Array
     num_in_flight: int
     num_preemptions: int
     num_swaps: int
@@ -111,6 +114,7 @@ class _Replica:
         "in_flight",
         "index",
         "paused",
+        "paused_sequence_s",
         "pending",
         "rank_pointer",
         "ranks",
@@ -135,6 +139,7 @@ class _Replica:
         self.pending: list[tuple[int, _Rank]] = []  # prompts that complete in the running iteration
         self.rank_pointer = 0  # the round-robin router's next rank
         self.paused = 0.0  # seconds of prompt-only steps since its decodes last ran (separate steps)
+        self.paused_sequence_s = 0.0  # the same, summed over the decoding sequences each step held
         self.stride = 1  # decode steps the running iteration stands for
         self.started = 0.0  # when it started, how long it lasts, its record and event version
         self.duration = 0.0
@@ -536,7 +541,8 @@ class Engine:
     def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
         """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
         running, the fullest rank's KV use, decode steps, attention-DP balance, the pause that
-        prompt-only steps made just before it (columns of :class:`EngineOutput`)."""
+        prompt-only steps made just before it and how many of its sequences that pause held back
+        (columns of :class:`EngineOutput`)."""
         ranks = replica.ranks
         if len(ranks) == 1:
             rank = ranks[0]
@@ -546,12 +552,15 @@ class Engine:
         else:
             decoding = sum(rank.num_decoding for rank in ranks)
             kv = max(self._kv_used(rank, replica.step) / rank.capacity for rank in ranks)
-        pause = 0.0
+        pause = held = 0.0
         if not steps:  # a separate prompt step: its decodes wait for the next step
             replica.paused += duration if decoding else 0.0
+            replica.paused_sequence_s += duration * decoding
             decoding = 0.0
         else:
             pause, replica.paused = replica.paused, 0.0
+            held_s, replica.paused_sequence_s = replica.paused_sequence_s, 0.0
+            held = min(held_s / pause, decoding) if pause > 0.0 else 0.0
         self.records.extend(
             (
                 time,
@@ -564,6 +573,7 @@ class Engine:
                 steps,
                 self.balance,
                 pause,
+                held,
             )
         )
 
@@ -734,6 +744,7 @@ class Engine:
             iteration_steps=records[7],
             iteration_balance=records[8],
             iteration_pause_s=records[9],
+            iteration_paused_sequences=records[10],
             num_preemptions=self.num_preemptions,
             num_swaps=self.num_swaps,
             cost_evaluations=self.timer.evaluations,

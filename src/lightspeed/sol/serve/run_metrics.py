@@ -59,11 +59,30 @@ class LatencyStats(Record):
         total = weight.sum()
         if total <= 0:
             return cls(*(math.nan,) * 5)
-        cumulative = np.cumsum(weight) / total
-        p50, p90, p99 = (
-            float(data[min(int(np.searchsorted(cumulative, q)), data.size - 1)]) for q in (0.5, 0.9, 0.99)
-        )
+        p50, p90, p99 = (_sorted_weighted_percentile(data, weight, q) for q in (50.0, 90.0, 99.0))
         return cls(float((data * weight).sum() / total), p50, p90, p99, float(data.max()))
+
+
+def weighted_percentile(values: Array, weights: Array, percentile: float) -> float:
+    """The ``percentile`` (0-100) of ``values`` each counted ``weights`` times: the smallest value
+    whose cumulative weight reaches it (NaN values and no weight: NaN).
+
+    >>> weighted_percentile(np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 2.0]), 50.0)
+    2.0
+    """
+    data = np.asarray(values, dtype=np.float64)
+    weight = np.asarray(weights, dtype=np.float64)
+    keep = np.isfinite(data)
+    data, weight = data[keep], weight[keep]
+    order = np.argsort(data, kind="stable")
+    if not data.size or weight.sum() <= 0:
+        return math.nan
+    return _sorted_weighted_percentile(data[order], weight[order], percentile)
+
+
+def _sorted_weighted_percentile(data: Array, weight: Array, percentile: float) -> float:
+    cumulative = np.cumsum(weight) / weight.sum()
+    return float(data[min(int(np.searchsorted(cumulative, percentile / 100.0)), data.size - 1)])
 
 
 @dataclass(frozen=True)
@@ -215,4 +234,5 @@ __all__ = [
     "in_flight_mean",
     "slo_result",
     "time_series",
+    "weighted_percentile",
 ]

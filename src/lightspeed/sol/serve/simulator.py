@@ -37,6 +37,7 @@ from lightspeed.sol.serve.run_metrics import (
     in_flight_mean,
     slo_result,
     time_series,
+    weighted_percentile,
 )
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.workload import (
@@ -119,13 +120,18 @@ class SimulationResult(Record):
         return self._outcome
 
     def percentile_s(self, latency: str, percentile: float) -> float:
-        """The ``percentile`` (0-100) of ``latency`` (``ttft``, ``tpot`` or ``e2e``) over the
-        requests that have it, seconds (any percentile, not only the reported p50/p90/p99)."""
-        per_request = dict(zip(("ttft", "tpot", "e2e"), _per_request(self.outcome), strict=True))
-        if latency not in per_request:
-            raise UserInputError(f"latency {latency!r} is not one of ttft, tpot, e2e")
+        """The ``percentile`` (0-100) of ``latency``, seconds (any percentile, not only the
+        reported p50/p90/p99): ``ttft``, ``tpot`` or ``e2e`` over the requests that have it,
+        ``itl`` over every gap between two tokens of a stream (as :attr:`itl` weighs them)."""
         if not 0.0 <= percentile <= 100.0:
             raise UserInputError(f"percentile {percentile} is not in 0..100")
+        if latency == "itl":
+            outcome = self.outcome
+            counted = outcome.iteration_start_s >= _measured_start(outcome, self.num_warmup)
+            return weighted_percentile(*_inter_token_gaps(outcome, counted), percentile)
+        per_request = dict(zip(("ttft", "tpot", "e2e"), _per_request(self.outcome), strict=True))
+        if latency not in per_request:
+            raise UserInputError(f"latency {latency!r} is not one of ttft, tpot, itl, e2e")
         values = per_request[latency]
         values = values[np.isfinite(values)]
         return float(np.percentile(values, percentile)) if values.size else math.nan
@@ -262,17 +268,34 @@ def simulate_deployment(
     )
 
 
-def _inter_token_latency(outcome: EngineOutput, counted: Array) -> LatencyStats:
-    """The gap between a sequence's tokens, weighted by the sequences that see it: a decode
-    iteration's steps share its time evenly, and its first step also carries the pause of the
-    prompt-only steps just before it (separate prefill steps); prompt-only steps make no gap."""
+def _inter_token_gaps(outcome: EngineOutput, counted: Array) -> tuple[Array, Array]:
+    """(gap, weight) of the gaps between a sequence's tokens, weighted by the sequences that see
+    them: a decode iteration's steps share its time evenly, and its first step also carries the
+    pause of the prompt-only steps just before it (separate prefill steps) for the sequences that
+    pause held back (one whose prompt ran in it waited only for the steps after its own: counted
+    as not held, the held count as the pause's sequence-seconds over its length, so the gaps add
+    up to the requests' decode times); prompt-only steps make no gap."""
     steps = outcome.iteration_steps[counted]
     decoding = outcome.iteration_decode_sequences[counted]
+    held = outcome.iteration_paused_sequences[counted]
     with np.errstate(invalid="ignore", divide="ignore"):
         gap = outcome.iteration_s[counted] / steps
-    values = np.concatenate((gap + outcome.iteration_pause_s[counted], gap))
-    weights = np.concatenate((decoding, decoding * np.maximum(steps - 1.0, 0.0)))
-    return LatencyStats.of(values, weights)
+    values = np.concatenate((gap + outcome.iteration_pause_s[counted], gap, gap))
+    weights = np.concatenate((held, decoding - held, decoding * np.maximum(steps - 1.0, 0.0)))
+    return values, weights
+
+
+def _inter_token_latency(outcome: EngineOutput, counted: Array) -> LatencyStats:
+    """Statistics of :func:`_inter_token_gaps`."""
+    return LatencyStats.of(*_inter_token_gaps(outcome, counted))
+
+
+def _measured_start(outcome: EngineOutput, num_warmup: int) -> float:
+    """When the measured part of a run starts: the first arrival after ``num_warmup`` warm-up
+    requests (the first arrival when every request is a warm-up one)."""
+    counted_arrivals = outcome.arrival_s[_measured(outcome.arrival_s, num_warmup)]
+    first = counted_arrivals if np.isfinite(counted_arrivals).any() else outcome.arrival_s
+    return float(np.nanmin(first))
 
 
 def _per_request(outcome: EngineOutput) -> tuple[Array, Array, Array]:
@@ -299,9 +322,7 @@ def _result(
     ttft, tpot, e2e = (values[measured] for values in _per_request(outcome))
     finished = np.isfinite(outcome.finish_s)
     completed = finished & measured
-    counted_arrivals = outcome.arrival_s[measured]
-    first = counted_arrivals if np.isfinite(counted_arrivals).any() else outcome.arrival_s
-    start = float(np.nanmin(first))
+    start = _measured_start(outcome, workload.warmup_requests)
     if horizon_s is not None:
         end = horizon_s
     else:
