@@ -49,6 +49,13 @@ VARIANTS: tuple[tuple[str, str, str], ...] = (
     *(("I3", "metric", text) for text in (
         "output throughput (tok/s)", "Output token throughput (tokens/s)", "output tokens per second",
         "generation throughput, tok/s", "output tok/sec", "output TPS", "Output Throughput (tokens/second)",
+        # as benchmark tools label it: genai-perf, trtllm-bench, LLMPerf (snake case), vLLM's log
+        "Output Token Throughput (per sec)", "Total Output Throughput (tokens/sec)",
+        "mean_output_throughput_token_per_s",
+    )),
+    # the unit beside the number only (vLLM's engine log: "Avg generation throughput: 2909.0 tokens/s")
+    *(("I3", "metric+measured", text) for text in (
+        "Avg generation throughput+2909.0 tokens/s", "generation throughput+2,909 tokens/s",
     )),
     *(("I3", "measured", text) for text in ("2909", "2909.0", "~2,909", "2,909 tok/s")),
     *(("I3", "hardware", text) for text in (

@@ -252,7 +252,7 @@ def test_prefill_pools_are_read_as_prompts_ending_at_their_first_token(setups_of
         1,
         "continuous",
     )
-    assert prefill.metric == "total_tokens_per_s_per_gpu"
+    assert prefill.metric == "input_tokens_per_s_per_gpu"  # the prompts' side of the token rate
     assert prefill.measured == pytest.approx(52300 / 8)
 
 
@@ -288,7 +288,7 @@ def test_load_cells_round_trip(isl: int, osl: int, batch: int) -> None:
         ("Total Token Throughput (tokens/sec)", "94,022", "total_tokens_per_s", 94022.0),
         ("Request Throughput (req/sec)", "43.2", "requests_per_s", 43.2),
         ("Average request latency", "75,903 ms", "request_latency_s", 75.903),
-        ("ITL", "850 us", "tpot_s", 850e-6),
+        ("ITL", "850 us", "itl_s", 850e-6),
         ("Output tokens/s per GPU", "1,200", "output_tokens_per_s_per_gpu", 1200.0),
     ],
 )

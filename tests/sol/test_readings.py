@@ -39,7 +39,7 @@ def test_several_metrics_pair_by_position() -> None:
         ("step time (s); aggregate tokens/s; MFU", "14.66; 2,288,843; 54.32%", "step_time_s", 14.66),
         ("days for 300B tokens", "84 d", "time_to_train_s", 84 * 86400.0),
         ("first-token latency", "120.5 ms", "ttft_s", 0.1205),
-        ("ITL", "850 us", "tpot_s", 850e-6),
+        ("ITL", "850 us", "itl_s", 850e-6),
         ("peak memory GiB", "82.4", "memory_per_gpu_bytes", 82.4 * 2**30),
         ("aggregate PFLOP/s", "4.4", "pflop_per_s", 4400.0),
         # step times as training logs write them
@@ -65,7 +65,7 @@ def test_several_metrics_pair_by_position() -> None:
 def test_units_in_the_metric_text_or_beside_the_number(
     metric: str, measured: str, key: str, value: float
 ) -> None:
-    kind = "infer" if key in ("ttft_s", "tpot_s") else "train"
+    kind = "infer" if key in ("ttft_s", "tpot_s", "itl_s") else "train"
     reading = read_cell(metric, measured, kind=kind)[0]
     assert (reading.key, reading.value) == (key, pytest.approx(value))
 

@@ -125,6 +125,11 @@ class SteadyRates(Record):
     short_run_output_tokens_per_s: float
     mean_running: float
 
+    @property
+    def input_tokens_per_s(self) -> float:
+        """Prompt tokens completed per second (the total less the output)."""
+        return self.total_tokens_per_s - self.output_tokens_per_s
+
 
 def held_sequences(deployment: SimulatedDeployment, workload: ServingWorkload) -> int:
     """Requests the deployment holds at once: each replica's attention ranks at their cap on

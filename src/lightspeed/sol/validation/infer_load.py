@@ -78,6 +78,11 @@ _PERCENTILE: Final = re.compile(
     r"\bp(\d{1,2}(?:\.\d+)?)\b|\b(\d{1,2}(?:\.\d+)?)(?:th|st|nd|rd)?[ -]percentile\b"
 )
 _MEDIAN: Final = re.compile(r"\bmedian\b")
+# The largest value a latency column reports (``Max ITL (ms)``, ``ITL max``, ``maximum TTFT``).
+_MAXIMUM: Final = re.compile(
+    r"\bmax(?:imum)?\.?\s+(?:ttft|tpot|itl|e2el?|tbt|latency|inter|time|first|request)"
+    r"|(?:ttft|tpot|itl|e2el?|tbt|latency)\b[^;]*?\bmax(?:imum)?\b"
+)
 MIN_CLOSED_REQUESTS: Final = 1000
 MAX_SIMULATED_REQUESTS: Final = 20_000
 CLOSED_WAVES: Final = 4
@@ -330,15 +335,21 @@ def fitting_split(
 
 def latency_percentile(metric_text: str) -> float | None:
     """The percentile a latency metric names (``median TTFT`` 50, ``P99 TPOT`` 99, ``90th
-    percentile``), ``None`` for a mean (``mean``, ``average`` or nothing said)."""
+    percentile``, ``Max ITL`` 100), ``None`` for a mean (``mean``, ``average`` or nothing said).
+
+    >>> [latency_percentile(text) for text in ("P99 ITL (ms)", "Max ITL (ms)", "ITL (ms) avg")]
+    [99.0, 100.0, None]
+    """
     text = metric_text.lower()
     match = _PERCENTILE.search(text)
     if match is not None:
         return float(match.group(1) or match.group(2))
+    if _MAXIMUM.search(text):
+        return 100.0
     return 50.0 if _MEDIAN.search(text) else None
 
 
-_LATENCIES: Final = {"ttft_s": "ttft", "tpot_s": "tpot", "request_latency_s": "e2e"}
+_LATENCIES: Final = {"ttft_s": "ttft", "tpot_s": "tpot", "itl_s": "itl", "request_latency_s": "e2e"}
 
 
 def _metric_value(result: SimulationResult, metric: str, num_gpus: int, percentile: float | None) -> float:
@@ -351,9 +362,12 @@ def _metric_value(result: SimulationResult, metric: str, num_gpus: int, percenti
         "output_tokens_per_s_per_user": result.output_tokens_per_s_per_user,
         "total_tokens_per_s": result.total_tokens_per_s,
         "total_tokens_per_s_per_gpu": result.total_tokens_per_s / num_gpus,
+        "input_tokens_per_s": result.total_tokens_per_s - output,
+        "input_tokens_per_s_per_gpu": (result.total_tokens_per_s - output) / num_gpus,
         "requests_per_s": result.requests_per_s,
         "ttft_s": result.ttft.mean_s,
         "tpot_s": result.tpot.mean_s,
+        "itl_s": result.itl.mean_s,
         "request_latency_s": result.e2e.mean_s,
     }
     if metric not in values:
@@ -368,6 +382,8 @@ _STEADY_RATES: Final = {
     "output_tokens_per_s_per_gpu": "output_tokens_per_s",
     "total_tokens_per_s": "total_tokens_per_s",
     "total_tokens_per_s_per_gpu": "total_tokens_per_s",
+    "input_tokens_per_s": "input_tokens_per_s",
+    "input_tokens_per_s_per_gpu": "input_tokens_per_s",
     "requests_per_s": "requests_per_s",
 }
 

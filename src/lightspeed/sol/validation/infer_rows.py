@@ -121,9 +121,12 @@ INFERENCE_METRICS = (
     "output_tokens_per_s_per_user",
     "total_tokens_per_s",
     "total_tokens_per_s_per_gpu",
+    "input_tokens_per_s",
+    "input_tokens_per_s_per_gpu",
     "requests_per_s",
     "ttft_s",
     "tpot_s",
+    "itl_s",
     "request_latency_s",
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
@@ -996,9 +999,16 @@ def row_serving_stack(
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:
     load = estimate.load
-    if metric in ("total_tokens_per_s", "total_tokens_per_s_per_gpu"):
-        total = estimate.requests_per_s * (load.input_tokens + load.output_tokens)
-        return total / estimate.num_gpus if metric.endswith("_per_gpu") else total
+    sides = {
+        "total_tokens_per_s": load.input_tokens + load.output_tokens,
+        "input_tokens_per_s": load.input_tokens,
+    }
+    side = sides.get(metric.removesuffix("_per_gpu"))
+    if side is not None:
+        rate = estimate.requests_per_s * side
+        return rate / estimate.num_gpus if metric.endswith("_per_gpu") else rate
+    if metric == "itl_s":  # every gap of a steady batch is one decode iteration
+        return estimate.tpot_s
     if metric == "request_latency_s":
         return estimate.ttft_s + (load.output_tokens - 1) * estimate.tpot_s
     return float(getattr(estimate, metric))

@@ -64,7 +64,9 @@ _PEAK: Final = re.compile(
     re.IGNORECASE,
 )
 # Rates that exist per GPU too (``tokens_per_s`` -> ``tokens_per_s_per_gpu``).
-RATE_KEYS: Final = frozenset({"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s"})
+RATE_KEYS: Final = frozenset(
+    {"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s", "input_tokens_per_s"}
+)
 _TOKEN_BUDGET: Final = re.compile(r"(\d[\d.,]*\s*[kmbt]?)\s*tokens", re.IGNORECASE)
 # The right-hand side of a formula written in a metric cell ("out_tps=OSL*BS/latency/TP").
 _FORMULA: Final = re.compile(r"=[^,;)]*")
@@ -184,7 +186,9 @@ def _time_unit(text: str) -> tuple[str, float] | None:
 
 # A speed one user sees: ``tokens/s/user``, ``per-user``, ``interactivity``, ``perceived tokens per
 # second`` (what a streaming reader perceives, one request's own rate).
-_PER_USER: Final = re.compile(r"/\s*user|\bper[\s-]+user|interactivity|perceived")
+_PER_USER: Final = re.compile(
+    r"/\s*user|\bper[\s-]+(?:user|request)\b|interactivity|perceived|\brequest\s+output\s+throughput"
+)
 
 
 def _scope(metric: str) -> tuple[str, int | None]:
@@ -256,7 +260,7 @@ _TIME_TO_TRAIN: Final = re.compile(
 # Serving latencies; written without a unit they are milliseconds, as vLLM's and SGLang's
 # bench_serving, genai-perf and trtllm-bench print them (``Median TTFT (ms)``) and as a table
 # that drops its header's unit still means them.
-SERVING_LATENCY_KEYS: Final = ("ttft_s", "tpot_s", "request_latency_s")
+SERVING_LATENCY_KEYS: Final = ("ttft_s", "tpot_s", "itl_s", "request_latency_s")
 _UNSTATED_TIME_UNITS: Final = dict.fromkeys(SERVING_LATENCY_KEYS, ("ms", 1e-3))
 
 
@@ -349,7 +353,13 @@ def without_formulas(metric: str) -> str:
 def _reading(metric: str, value_text: str, position: int, count: int, kind: str) -> Reading:
     lowered = without_formulas(metric.lower())
     value, unit, notes = parse_value(value_text)
-    key = _train_key(lowered) if kind == "train" else infer_key(lowered)
+    if kind == "train":
+        key = _train_key(lowered)
+    else:
+        # LLMPerf and JSON exports name metrics in snake case (``inter_token_latency_s``)
+        lowered = lowered.replace("_", " ")
+        # the unit may stand beside the number only (``generation throughput`` <- ``3,500 tokens/s``)
+        key = infer_key(lowered) or infer_key(f"{lowered} {value_text.lower()}")
     if value is not None and key:
         unstated = key in SERVING_LATENCY_KEYS and not (unit and _time_unit(unit)) and not _time_unit(lowered)
         value, unit = _convert(key, value, unit, lowered)
@@ -377,21 +387,49 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
     )
 
 
-# Requests per second (``req/s``, ``requests/sec``, ``requests per second``, ``RPS``); not a
-# token rate that mentions a request (``tokens/sec at one request per time``).
+# Requests per second (``req/s``, ``requests/sec``, ``requests per second``, ``RPS``, genai-perf's
+# ``Request Throughput (per sec)``); not a token rate that mentions a request (``tokens/sec at one
+# request per time``).
 _REQUEST_RATE: Final = re.compile(
-    r"\breq(?:uest)?s?\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)|\brps\b"
+    r"\breq(?:uest)?s?\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)|\brps\b|\brequests?\s+throughput\b"
 )
 _SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per second)|\bqps\b")
 
 
-# The time per output token as sources word it: ``time per output token``, MLPerf's ``Time to Output
-# Token`` (``Mean Time to Output Token (ns)``, ``99.00 percentile time to output token (ns)``).
-_PER_OUTPUT_TOKEN: Final = re.compile(r"(?:per|to)[\s-]+output[\s-]+token")
+# The time per output token as sources write it: ``TPOT``, ``time per output token``, MLPerf's
+# ``Time to Output Token`` (``Mean Time to Output Token (ns)``), ``latency per token``,
+# ``per-token latency``: one request's decode time over its tokens.
+_PER_OUTPUT_TOKEN: Final = re.compile(
+    r"\btpot\b|(?:per|to)[\s-]+output[\s-]+token|(?:latency|time)\s+per\s+token|per[\s-]+token\s+latency"
+)
+# The gap between two tokens of a stream as sources write it: ``ITL`` (vLLM, SGLang, genai-perf's
+# ``Inter Token Latency``), ``inter-token latency``, ``TBT`` / ``time between tokens`` (Sarathi,
+# DistServe), ``token-to-token latency``: its mean and percentiles are over every gap, not over
+# requests (a prompt that stalls a batch makes a long gap for every stream in it).
+_INTER_TOKEN: Final = re.compile(
+    r"\bitl\b|\binter[\s-]*token\b|\btbt\b|time\s+between\s+tokens|token[\s-]+to[\s-]+token"
+)
+# A request's whole latency: ``E2E``, vLLM's ``E2EL``, ``end-to-end``, ``request latency``.
+_END_TO_END: Final = re.compile(r"\be2el?\b|end[\s-]+to[\s-]+end|\blatenc(?:y|ies)\b")
 
 
 # The first token as sources write it: ``first-token latency``, ``TTFT``, ``1st Token Latency (ms)``.
 _FIRST_TOKEN: Final = re.compile(r"\b(?:first|1st)[\s-]+token\b|ttft")
+# Prompt tokens processed per second (``prefill throughput``, vLLM's ``Avg prompt throughput``,
+# SGLang's ``Input token throughput``, ``input tokens/s``): the input side of a token rate, named
+# next to the rate, not as a length (``tokens/s at 1000 input tokens`` is output tokens).
+_INPUT_SIDE: Final = re.compile(r"(?<![\dk]\s)\b(?:input|prompt|prefill)\s+(?:tokens?|tok|throughput)\b")
+# Both sides counted (``Total Token throughput``, ``input+output tokens/s``, ``(input + output) tok/s``).
+_BOTH_SIDES: Final = re.compile(r"\btotal\s+tokens?\b|\binput\s*(?:\+|and|&)\s*output\b")
+# Token rates named without ``/s`` (genai-perf's ``Output Token Throughput (per sec)``, LLMPerf's
+# ``mean_output_throughput_token_per_s``); ``generation`` / ``decode`` throughput is the output side.
+_TOKEN_THROUGHPUT: Final = re.compile(r"\btokens?\s+throughput\b|\btokens?\s+per\s+s\b")
+# Figures no steady-state prediction is: ``goodput`` (the requests within an SLO), a ``peak`` rate
+# over a short window, a benchmark's ``total latency`` or ``duration`` (grows with the request
+# count), ``time to second token``, request counts.
+_NOT_A_SERVING_RATE: Final = re.compile(
+    r"\bgoodput\b|\bpeak\s+(?:output\s+token|concurren)|total\s+latency|\bduration\b|second\s+token|successful\s+requests"
+)
 
 
 def infer_key(metric: str) -> str:
@@ -399,32 +437,73 @@ def infer_key(metric: str) -> str:
 
     >>> infer_key("bs1, 2048-token prefill, first-token latency"), infer_key("output tokens/s/user")
     ('ttft_s', 'output_tokens_per_s_per_user')
-    >>> infer_key("mean time to output token (ns)")
-    'tpot_s'
+    >>> infer_key("mean time to output token (ns)"), infer_key("inter token latency (ms) avg")
+    ('tpot_s', 'itl_s')
+    >>> infer_key("input token throughput (tok/s)"), infer_key("goodput (req/s)")
+    ('input_tokens_per_s', '')
     """
+    if _NOT_A_SERVING_RATE.search(metric):
+        return ""
     if _FIRST_TOKEN.search(metric):
         return "ttft_s"
-    if "tpot" in metric or "inter-token" in metric or "itl" in metric or _PER_OUTPUT_TOKEN.search(metric):
+    if _INTER_TOKEN.search(metric):
+        return "itl_s"
+    if _PER_OUTPUT_TOKEN.search(metric):
         return "tpot_s"
-    if "latency" in metric:
+    if _END_TO_END.search(metric):
         return "request_latency_s"
-    if _REQUEST_RATE.search(metric):
+    if _REQUEST_RATE.search(metric) or _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) too
         return "requests_per_s"
-    if _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) per second
-        return "requests_per_s"
-    if _TOKEN_RATE.search(metric):
-        if _PER_USER.search(metric):
-            return "output_tokens_per_s_per_user"
-        if "output" not in metric and ("total token" in metric or "input" in metric):
-            return "total_tokens_per_s"
-        return "output_tokens_per_s"
+    if _TOKEN_RATE.search(metric) or _TOKEN_THROUGHPUT.search(metric) or "throughput" in metric:
+        return _token_rate_key(metric)
     return ""
+
+
+def _token_rate_key(metric: str) -> str:
+    """Which token rate a metric that names one counts ('' for a ``throughput`` with no token in
+    it: the unit beside the number decides, :func:`_reading`)."""
+    if not (_TOKEN_RATE.search(metric) or _TOKEN_THROUGHPUT.search(metric)):
+        return ""
+    if _PER_USER.search(metric):
+        return "output_tokens_per_s_per_user"
+    if _BOTH_SIDES.search(metric):
+        return "total_tokens_per_s"
+    if _INPUT_SIDE.search(metric) and "output" not in metric:
+        return "input_tokens_per_s"
+    return "output_tokens_per_s"
+
+
+def not_predicted_reason(metric: str) -> str:
+    """Why a metric that names a serving figure is not one a prediction can be judged against
+    (``''`` if it is, or names nothing).
+
+    >>> not_predicted_reason("Goodput (req/s)").startswith("goodput counts only the requests within an SLO")
+    True
+    """
+    match = _NOT_A_SERVING_RATE.search(metric.lower())
+    if match is None:
+        return ""
+    word = match.group(0)
+    if word == "goodput":
+        return (
+            "goodput counts only the requests within an SLO the row must give "
+            "(lightspeed simulate --slo predicts it)"
+        )
+    if word.startswith("peak"):
+        return "a peak over a short window is not a steady rate (give the mean rate)"
+    if "second" in word:
+        return "the time to a second token is not predicted (give TTFT and ITL or TPOT)"
+    return (
+        "a whole benchmark's duration or count depends on how many requests it sent "
+        "(give a rate or a latency)"
+    )
 
 
 __all__ = [
     "RATE_KEYS",
     "Reading",
     "infer_key",
+    "not_predicted_reason",
     "parse_value",
     "read_cell",
     "split_pieces",

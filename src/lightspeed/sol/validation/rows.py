@@ -60,7 +60,7 @@ from lightspeed.sol.validation.published import (
     parenthesized_number,
     size_cell,
 )
-from lightspeed.sol.validation.readings import Reading, read_cell
+from lightspeed.sol.validation.readings import Reading, not_predicted_reason, read_cell
 from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec
 
 METRICS = (
@@ -670,6 +670,9 @@ def choose_reading(
             "a GPU-hours or time-to-train row must name its token budget in the metric "
             "(e.g. 'for 14.8T tokens')"
         )
+    reasons = [reason for r in skipped if (reason := not_predicted_reason(r.metric_text))]
+    if reasons:
+        raise RowError(f"metric {texts} is not predicted: {reasons[0]}")
     raise RowError(f"metric {texts} is not one lightspeed can predict ({', '.join(keys)})")
 
 

@@ -76,9 +76,12 @@ METRIC_UNITS: Final = {
     "output_tokens_per_s_per_user": "tokens/s",
     "total_tokens_per_s": "tokens/s",
     "total_tokens_per_s_per_gpu": "tokens/s",
+    "input_tokens_per_s": "tokens/s",
+    "input_tokens_per_s_per_gpu": "tokens/s",
     "requests_per_s": "requests/s",
     "ttft_s": "s",
     "tpot_s": "s",
+    "itl_s": "s",
     "request_latency_s": "s",
 }
 _ROW_KEYS: Final = {
