@@ -19,6 +19,10 @@ def registry() -> ModelRegistry:
 # Names copied from Hugging Face repositories, MLPerf submissions (v4.1-v5.1 benchmark names),
 # vendor blogs and InferenceMAX/SemiAnalysis tables, with the architecture each one is.
 PUBLISHED_NAMES = [
+    # Ollama's tags (family:size-variant), as local-serving benchmarks name their models
+    ("llama3.1:8b", "llama-3-8b"),
+    ("llama3.1:70b-instruct-fp16", "llama-3-70b"),
+    ("qwen2.5:72b", "qwen2.5-72b"),
     ("Llama-2-70b-chat-hf", "llama-2-70b"),
     ("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b"),
     ("TheBloke/Llama-2-70B-Chat-GPTQ", "llama-2-70b"),

@@ -7,7 +7,8 @@ repeatedly (so in any order), the words that name a tuning, a format, a release 
 MLPerf accuracy target, and the organization before a ``/``; it also writes a family
 word and its number the same way glued or apart (``llama3.1`` = ``llama-3.1``, spaces =
 dashes), and a family version written with a ``v`` before the size the same as without
-(``LLaMA v3.1 8B`` = ``Llama 3.1 8B``, as TensorRT-LLM's tables write it). Version tags
+(``LLaMA v3.1 8B`` = ``Llama 3.1 8B``, as TensorRT-LLM's tables write it), and Ollama's tag
+after a colon as a word (``llama3.1:8b`` = ``llama3.1-8b``). Version tags
 (``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
 vocabulary, so a name's version must be one the model lists (:class:`ReducedName`).
 The model twin of :mod:`lightspeed.catalog.names` (the same reduction for hardware names).
@@ -84,8 +85,10 @@ def reduce_name(name: str) -> ReducedName:
     'qwen3-235b-a22b'
     >>> reduce_name("LLaMA v3.1 70B").base == reduce_name("Llama-3.1-70B").base
     True
+    >>> reduce_name("llama3.1:70b-instruct-fp16").base  # Ollama's tags: family:size-variant
+    'llama3.1-70b'
     """
-    key = normalize_name(name).rsplit("/", 1)[-1]
+    key = normalize_name(name).rsplit("/", 1)[-1].replace(":", "-")
     key = re.sub(r"^meta-(?=llama)", "", key)
     key = _FAMILY_V.sub(r"\1-", key)
     tokens = [token for token in key.split("-") if token]

@@ -176,6 +176,12 @@ def test_nodes_times_gpus_count_every_gpu(run_cli: Any, tmp_path: Path) -> None:
         ("64 parallel requests", 64),
         ("conc. 64", 64),
         ("concurrency=64", 64),
+        # load testers and harnesses (Locust and k6 virtual users, lm-eval's num_concurrent); each
+        # was read as one request at a time
+        ("64 virtual users", 64),
+        ("users=64", 64),
+        ("num_concurrent=64", 64),
+        ("concurrent_requests=64", 64),
     ],
 )
 def test_a_concurrency_is_read_however_it_is_worded(
@@ -186,13 +192,44 @@ def test_a_concurrency_is_read_however_it_is_worded(
     assert setup.load.arrival_rate_per_s is None
 
 
-@pytest.mark.parametrize("load", ["4 req/s (Poisson)", "4 requests per second", "request rate 4"])
+@pytest.mark.parametrize(
+    "load",
+    [
+        "4 req/s (Poisson)",
+        "4 requests per second",
+        "request rate 4",
+        # each of these was read as one request at a time
+        "request_rate=4",
+        "4 QPS",
+        "rate: 4 RPS",
+    ],
+)
 def test_a_request_rate_in_the_load_cell_is_an_open_loop(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str
 ) -> None:
     setup = _infer_setup(tmp_path, catalog, models, load)
     assert setup.load.arrival_rate_per_s == 4.0
     assert setup.load.concurrency is None
+
+
+@pytest.mark.parametrize("load", ["request_rate=inf", "--request_rate -1.0 (gptManagerBenchmark: no delay)"])
+def test_an_infinite_rate_sends_every_request_at_once(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str
+) -> None:
+    setup = _infer_setup(tmp_path, catalog, models, load)
+    assert (setup.load.concurrency, setup.load.arrival_rate_per_s) == (None, None)  # the KV limit
+    assert any("infinite request rate" in note for note in setup.assumptions)
+
+
+def test_a_load_no_rule_reads_is_refused_not_taken_for_one_request(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    with pytest.raises(RowError, match="is not one lightspeed reads"):
+        _infer_setup(tmp_path, catalog, models, "swarm of users")
+    # a load the row states as one request is one request, and says so
+    single = _infer_setup(tmp_path, catalog, models, "single concurrent request")
+    assert single.load.concurrency == 1
+    assert any("as the row says" in note for note in single.assumptions)
 
 
 def test_a_measured_request_rate_is_not_the_load(

@@ -64,10 +64,12 @@ from lightspeed.workload import TransformerSpec
 _REQUESTS: Final = re.compile(r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 # The rate's number is taken whole (``1e400``, ``-2`` too) and checked, never cut to its digits.
 _RATE_NUMBER: Final = r"(-?\d[\d.]*(?:e[+-]?\d+)?)"
-_RATE: Final = re.compile(rf"(?:request[ -]rate|arrival[ -]rate|qps)\s*[=:]?\s*{_RATE_NUMBER}")
-# A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``): every request sent at once.
+_RATE: Final = re.compile(rf"(?:request[ _-]rate|arrival[ _-]rate|qps|rps)\s*[=:]?\s*{_RATE_NUMBER}")
+# A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``; gptManagerBenchmark's
+# ``--request_rate -1``, its flag for "no delay between requests"): every request sent at once.
 _INFINITE_RATE: Final = re.compile(
-    r"(?:request[ -]rate|arrival[ -]rate|qps|rps)\s*[=:]?\s*(?:inf(?:inite|inity)?|∞)(?![a-z])"
+    r"(?:request[ _-]rate|arrival[ _-]rate|qps|rps)\s*[=:]?\s*(?:inf(?:inite|inity)?|∞)(?![a-z])"
+    r"|request_rate\s*[=:]?\s*-1(?:\.0+)?(?![\d.])"
 )
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
 # An MLPerf Server or Interactive run's LoadGen target (``target_qps 392``, ``target 75 QPS``).
@@ -113,17 +115,21 @@ def row_requests(row: PublishedRow) -> int | None:
     return int(match.group(1).replace(",", "")) if match else None
 
 
-# A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``); only
-# the load cells are searched, so a measured ``12 req/s`` stays the figure, not the load.
+# A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``, ``4 QPS``,
+# ``rate: 4 RPS``); only the load cells are searched, so a measured ``12 req/s`` stays the figure,
+# not the load.
 _RATE_WITH_UNIT: Final = re.compile(
-    rf"(?<![\w.]){_RATE_NUMBER}\s*(?:req(?:uest)?s?|queries)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
+    rf"(?<![\w.]){_RATE_NUMBER}\s*(?:(?:req(?:uest)?s?|queries)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
+    r"|(?:qps|rps)\b)"
 )
 _LOAD_CELLS: Final = ("seq", "global_batch", "micro_batch")
 
 
 def row_rate(row: PublishedRow) -> float | None:
     """The request rate a row states (``request rate 4``, ``qps 2``; ``4 req/s`` in a load
-    cell), if any."""
+    cell), if any; ``None`` for an infinite rate (:func:`sends_all_at_once`)."""
+    if sends_all_at_once(row):
+        return None
     match = _RATE.search(row.joined().lower())
     if match is None:
         match = _RATE_WITH_UNIT.search(" | ".join(row.text(cell) for cell in _LOAD_CELLS).lower())

@@ -229,8 +229,9 @@ _SEQUENCE_CAP = re.compile(
 # ``conc. 64``, ``c=64``, ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one
 # request each in flight), ``64 in flight``, ``64 parallel requests``.
 _CONCURRENCY = re.compile(
-    rf"(?:concurrency|\bconc\.?|\bc)\s*[=:]?\s*{_INTEGER}"
-    r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel )?(?:users|clients)\b"
+    rf"(?:concurrency|\bconc\.?|\bc|\b(?:num[ _-]?)?(?:users|clients)|\bnum[ _-]?concurrent"
+    rf"|\bconcurrent[ _-](?:requests|users))\s*[=:]?\s*{_INTEGER}"
+    r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b"
     r"|(?:requests?\s+)?in[ -]flight\b|parallel\s+requests\b)"
 )
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
@@ -686,7 +687,22 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
             "a throughput with no load stated: the server at its most load (continuous batching at the "
             "KV limit), as throughput benchmarks run",
         )
+    stated = " | ".join(row.text(cell) for cell in ("global_batch", "micro_batch"))
+    if _SINGLE_REQUEST.search(stated.lower()):
+        return ServingLoad(isl, osl, concurrency=1), "continuous", "one request at a time, as the row says"
+    if _LOAD_WORDS.search(stated.lower()) and row_rate(row) is None and not names_mlperf(row):
+        raise RowError(
+            f"the load {stated.strip(' |')!r} is not one lightspeed reads; write it as 'concurrency N', "
+            "'request rate R' (per second), 'batch N' (static) or 'offline'"
+        )
     return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
+
+
+# Words that say a load cell states a load (``users``, ``concurrency``, ``rate``, ``QPS``): a cell
+# with one that no rule above read is refused, never taken for one request at a time.
+_LOAD_WORDS = re.compile(
+    r"\b(?:users?|clients?|concurren\w*|rate|qps|rps|in[ -]flight|parallel|arrivals?|poisson)\b"
+)
 
 
 # The metrics a server's load sets from outside (per-user speeds and latencies are read at one request).
@@ -696,6 +712,8 @@ _THROUGHPUT_KEYS = frozenset(
         "output_tokens_per_s_per_gpu",
         "total_tokens_per_s",
         "total_tokens_per_s_per_gpu",
+        "input_tokens_per_s",
+        "input_tokens_per_s_per_gpu",
         "requests_per_s",
     }
 )
