@@ -51,6 +51,17 @@ def test_several_metrics_pair_by_position() -> None:
         ("samples/sec", "220", "samples_per_s", 220.0),
         ("sequences per second", "220", "samples_per_s", 220.0),
         ("TPS per GPU", "5,762", "tokens_per_s_per_gpu", 5762.0),
+        # as training logs name them (each was refused): TGS is tokens per GPU per second; NeMo's
+        # train_step_timing, snake case, tqdm's it/s and Hugging Face's steps per second (the
+        # step time is the inverse: 1 / 0.352 = 2.8409 s)
+        ("TGS", "5,762", "tokens_per_s_per_gpu", 5762.0),
+        ("train_step_timing in s", "2.843", "step_time_s", 2.843),
+        ("time/step (s)", "2.843", "step_time_s", 2.843),
+        ("step_time", "2.843", "step_time_s", 2.843),
+        ("iter time", "2.843 s", "step_time_s", 2.843),
+        ("train_samples_per_second", "5.63", "samples_per_s", 5.63),
+        ("train_steps_per_second", "0.352", "step_time_s", 1 / 0.352),
+        ("it/s", "0.352", "step_time_s", 1 / 0.352),
         # a utilization spelled out, as a percentage or as a fraction (0.43 is 43%, not 0.43%)
         ("Model FLOPs Utilization", "43%", "mfu", 0.43),
         ("MFU", "43", "mfu", 0.43),

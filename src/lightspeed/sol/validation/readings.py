@@ -208,15 +208,19 @@ _PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerat
 
 # A token rate as sources write it: ``tok/s``, ``tokens/sec``, ``tokens per second``, ``TPS``
 # (NVIDIA's blogs, torchtitan's tables), ``WPS`` (torchtitan's older logs).
-_TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\b[tw]ps\b")
+_TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\b[tw]ps\b|\btgs\b")
+# Tokens per GPU per second (``TGS``, as InternEvo's and other logs write it): a per-GPU rate.
+_PER_GPU_TOKEN_RATE: Final = re.compile(r"\btgs\b")
 
 
 # The time of one training step as logs and papers word it: ``step time``, ``iteration time``,
 # ``time per step``, ``wall-clock per step``, ``seconds per iteration``, ``sec/it``, ``ms/step``.
 _STEP_TIME: Final = re.compile(
-    r"(?:iteration|step)[\s-]+time|(?:time|wall[\s-]*clock)\s+per\s+(?:step|iter(?:ation)?)\b"
+    r"(?:iter(?:ation)?|step)[\s-]+tim(?:e|ing)|(?:time|wall[\s-]*clock)\s*(?:per|/)\s*(?:step|iter(?:ation)?)\b"
     r"|\b(?:seconds?|secs?|s|ms|milliseconds?)\s*(?:/|per)\s*(?:step|it(?:er(?:ation)?)?)\b"
 )
+# Steps per second (Hugging Face's ``train_steps_per_second``, tqdm's ``it/s``): a step time's inverse.
+_STEP_RATE: Final = re.compile(r"\b(?:steps?|it(?:er(?:ation)?s?)?)\s*(?:/|per)\s*s(?:ec(?:ond)?)?\b")
 # FLOP utilization spelled out: ``Model FLOPs Utilization``, ``hardware FLOP utilisation``.
 _SPELLED_UTILIZATION: Final = re.compile(r"\b(model|hardware)\s+flops?\s+utili[sz]ation")
 # Training samples per second: ``samples/s``, ``samples/sec``, ``sequences per second``.
@@ -231,6 +235,8 @@ def _train_key(metric: str) -> str:
         return "gpu_hours"
     if _STEP_TIME.search(metric):
         return "step_time_s"
+    if _STEP_RATE.search(metric):
+        return "steps_per_s"
     spelled = _SPELLED_UTILIZATION.search(metric)
     if "hfu" in metric or (spelled and spelled.group(1) == "hardware"):
         return "hfu"
@@ -242,6 +248,8 @@ def _train_key(metric: str) -> str:
         return "tflop_per_s_per_gpu"
     if "memory" in metric and ("gib" in metric or "gb" in metric):
         return "memory_per_gpu_bytes"
+    if _PER_GPU_TOKEN_RATE.search(metric):
+        return "tokens_per_s_per_gpu"
     if _TOKEN_RATE.search(metric):
         return "tokens_per_s"
     if _SAMPLE_RATE_TRAIN.search(metric):
@@ -351,13 +359,16 @@ def without_formulas(metric: str) -> str:
 
 
 def _reading(metric: str, value_text: str, position: int, count: int, kind: str) -> Reading:
-    lowered = without_formulas(metric.lower())
+    # logs and JSON exports name metrics in snake case (``inter_token_latency_s``,
+    # ``train_samples_per_second``)
+    lowered = without_formulas(metric.lower()).replace("_", " ")
     value, unit, notes = parse_value(value_text)
     if kind == "train":
         key = _train_key(lowered)
+        if key == "steps_per_s" and value is not None and value > 0.0:
+            key, value, unit = "step_time_s", 1.0 / value, "s"
+            notes = (*notes, "steps per second: the step time is its inverse")
     else:
-        # LLMPerf and JSON exports name metrics in snake case (``inter_token_latency_s``)
-        lowered = lowered.replace("_", " ")
         # the unit may stand beside the number only (``generation throughput`` <- ``3,500 tokens/s``)
         key = infer_key(lowered) or infer_key(f"{lowered} {value_text.lower()}")
     if value is not None and key:
