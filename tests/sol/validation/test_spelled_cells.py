@@ -226,6 +226,9 @@ def test_a_load_no_rule_reads_is_refused_not_taken_for_one_request(
 ) -> None:
     with pytest.raises(RowError, match="is not one lightspeed reads"):
         _infer_setup(tmp_path, catalog, models, "swarm of users")
+    # a count is read whole: 1e400 users is no 1 user
+    with pytest.raises(RowError, match="is not one lightspeed reads"):
+        _infer_setup(tmp_path, catalog, models, "num_concurrent=1e400")
     # a load the row states as one request is one request, and says so
     single = _infer_setup(tmp_path, catalog, models, "single concurrent request")
     assert single.load.concurrency == 1

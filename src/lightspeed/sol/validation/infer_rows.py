@@ -214,7 +214,8 @@ _PYTORCH_BACKEND = re.compile(r"pytorch backend|backend[\s=]+pytorch")
 # a vLLM release beside its name (``vLLM 0.6.3``, ``vllm==0.8.5``, ``rocm/vllm:..._vllm_0.10.2_...``)
 _VLLM_VERSION = re.compile(r"(?<![a-z])vllm[\s_=:/-]*v?0\.(\d+)")
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
-_INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d)"
+# A whole count: never the first digits of a longer number (``1e400`` is no 1, ``8.5`` no 8).
+_INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d|e[+-]?\d)"
 # (not a cap: ``max batch 384``, ``max_batch_size 128`` are :data:`_SEQUENCE_CAP`)
 # ``Batch size: fixed (8)`` (vLLM's latency benchmark descriptions) is a static batch of 8 too
 _BATCH = re.compile(rf"(?<!max[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*{_INTEGER}")
@@ -688,9 +689,10 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
             "KV limit), as throughput benchmarks run",
         )
     stated = " | ".join(row.text(cell) for cell in ("global_batch", "micro_batch"))
-    if _SINGLE_REQUEST.search(stated.lower()):
+    words = stated.lower().replace("_", " ")
+    if _SINGLE_REQUEST.search(words):
         return ServingLoad(isl, osl, concurrency=1), "continuous", "one request at a time, as the row says"
-    if _LOAD_WORDS.search(stated.lower()) and row_rate(row) is None and not names_mlperf(row):
+    if _LOAD_WORDS.search(words) and row_rate(row) is None and not names_mlperf(row):
         raise RowError(
             f"the load {stated.strip(' |')!r} is not one lightspeed reads; write it as 'concurrency N', "
             "'request rate R' (per second), 'batch N' (static) or 'offline'"
