@@ -45,6 +45,11 @@ VARIANTS: tuple[tuple[str, str, str], ...] = (
         "random_input_len=1000, random_output_len=1000", "prompt 1000, max_tokens 1000",
         "context 1000, generate 1000", "1000:1000", "random 1000/1000", "1000/1000",
         "Input Length 1000 Output Length 1000",
+        # benchmark tools' own flags: vLLM's and SGLang's random dataset, genai-perf's synthetic one
+        "--random-input-len 1000 --random-output-len 1000", "--random-input 1000 --random-output 1000",
+        "--synthetic-input-tokens-mean 1000 --output-tokens-mean 1000",
+        "input_tokens_mean=1000, output_tokens_mean=1000",
+        "--input-sequence-length 1000 --output-sequence-length 1000", "prompt_len=1000 gen_len=1000",
     )),
     *(("I3", "metric", text) for text in (
         "output throughput (tok/s)", "Output token throughput (tokens/s)", "output tokens per second",

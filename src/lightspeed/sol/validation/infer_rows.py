@@ -146,19 +146,24 @@ _ISL_OSL = re.compile(
 # ``max input length 1024, max output length 1024``. Both halves sit in one cell (no ``|`` between
 # them) and the input comes first.
 # (benchmark flags too: vLLM's ``--input-len 1024 --output-len 128``, ``random_input_len=1024``,
-# and the OpenAI API's ``max_tokens 128`` for the output)
-_LENGTH_WORD = r"(?:[\s_-]+(?:sequence|size|length|len|tokens?)(?:\s+(?:length|len|size|in\s+tokens))?)?"
+# ``--random-input-len``, SGLang's ``--random-input 1024 --random-output 128``, genai-perf's
+# ``--synthetic-input-tokens-mean 1024 --output-tokens-mean 128``, ``--input-sequence-length``,
+# ``prompt_len=1024 gen_len=128``, and the OpenAI API's ``max_tokens 128`` for the output)
+_LENGTH_WORD = (
+    r"(?:[\s_-]+(?:sequence|size|length|len|tokens?)(?:[\s_-]+(?:length|len|size|in\s+tokens))?)?"
+    r"(?:[\s_-]+(?:mean|avg|average))?"
+)
 _IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|context|in)"
 _OUT_LABEL = (
     rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated?|max[\s_-]?(?:new[\s_-])?tokens"
-    r"|gen|out)"
+    rf"|gen{_LENGTH_WORD}|out)"
 )
 _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
 # between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
 # length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
 # fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
 # ``--output-len``, ``random_output_len``)
-_HALF_SEPARATOR = r"[\s,;/&+().-]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*(?:[a-z]+_)?"
+_HALF_SEPARATOR = r"[\s,;/&+().-]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*(?:[a-z]+[_-])?"
 # the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
 _NUMBER_END = r"(?!\d|\.\d)"
 
