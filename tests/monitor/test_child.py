@@ -142,7 +142,10 @@ def test_a_last_sample_covers_the_commands_last_moments(tmp_path: Path) -> None:
     cores = capture.series["host"]["process_cpu_cores"]
     assert capture.num_samples >= 2
     assert capture.times_s[-1] - capture.times_s[0] >= 0.9  # the last sample is after the busy second
-    assert 0.5 <= cores[-1] <= 1.5
+    # at most one core; well above none (a sample taken after the reaping reads 0), though on a
+    # machine whose cores are busy with other work the loop gets less than a whole one (0.43 was
+    # seen with the test suite and a CI run sharing two cores)
+    assert 0.2 <= cores[-1] <= 1.5
 
 
 def test_a_command_that_cannot_start_leaves_no_folder(tmp_path: Path) -> None:

@@ -295,6 +295,7 @@ def test_lengths_are_read_as_benchmarks_write_them(
         ("FSDP2 (reshard_after_forward=False)", 2),
         ("DDP", 0),
         ("no sharding", 0),
+        ("FSDP (NO_SHARD)", 0),  # FSDP's strategy that shards nothing (it was read as unreported: 1)
     ],
 )
 def test_sharding_cells_as_frameworks_name_them(sharding: str, stage: int) -> None:
@@ -425,6 +426,17 @@ def test_the_schedules_name_is_not_its_depth(run_cli: Any, tmp_path: Path) -> No
     (row,) = _train(run_cli, tmp_path, cells, lead=lead, columns=("VPP",))
     assert row["status"] == "ok", row["reason"]
     assert row["plan"]["vpp"] == 4  # not the 1 of '1F1B'
+
+
+def test_megatrons_layers_per_virtual_stage_is_not_the_depth(run_cli: Any, tmp_path: Path) -> None:
+    # Llama 3.1 8B's 32 layers over PP 4: 8 a stage; --num-layers-per-virtual-pipeline-stage 2
+    # makes 8 / 2 = 4 chunks a stage (it was read as a depth of 2)
+    flag = "--num-layers-per-virtual-pipeline-stage 2"
+    cells = f"8192\t256\t1\t4\t2\t8\tH100 SXM\tbf16\tTFLOP/s per GPU\t400\t{flag}"
+    lead = "Megatron-LM 2024\tLlama 3.1 8B\tZeRO-1"
+    (row,) = _train(run_cli, tmp_path, cells, lead=lead, columns=("VPP",))
+    assert row["status"] == "ok", row["reason"]
+    assert row["plan"]["vpp"] == 4
 
 
 @pytest.mark.parametrize("gpus", ["99999999999", "99999999999 nodes x 8"])

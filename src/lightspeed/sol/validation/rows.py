@@ -295,8 +295,11 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
 # ``ZeRO-3``, ``ZeRO3``, ``ZeRO stage 3``, ``ZeRO (stage 2)``
 _ZERO_STAGE: Final = re.compile(r"zero[\s-]*(?:\(?\s*stage\s*)?(\d)")
 _KEEPS_PARAMETERS: Final = re.compile(r"shard_grad_op|reshard_after_forward\s*=\s*false")
-# plain data parallelism: ``DDP``, ``no sharding``, ``none`` (``FSDP + DDP`` shards, so not here)
-_REPLICATED: Final = re.compile(r"^\s*(?:ddp|no sharding|none|not sharded)\b(?!.*(?:fsdp|zero|shard_))")
+# plain data parallelism: ``DDP``, ``no sharding``, ``none``, FSDP's ``NO_SHARD`` strategy (``FSDP +
+# DDP`` shards, so not here)
+_REPLICATED: Final = re.compile(
+    r"^\s*(?:ddp|no sharding|none|not sharded)\b(?!.*(?:fsdp|zero|shard_))|\bno_shard\b"
+)
 
 
 def _is_fsdp(lowered: str) -> bool:
@@ -459,6 +462,8 @@ def _stated_settings(text: str) -> dict[str, bool]:
 
 
 SEARCHED_MICRO_BATCH_SIZES: Final = (1, 2, 4, 8, 16)
+# Megatron-LM's ``--num-layers-per-virtual-pipeline-stage`` (layers per model chunk, not chunks)
+_LAYERS_PER_VIRTUAL_STAGE: Final = re.compile(r"layers[\s_-]+per[\s_-]+virtual")
 SEARCHED_VPPS: Final = (2, 3, 4, 6, 8)
 SEARCHED_RECOMPUTES: Final = ("none", "selective", "partial", "full")
 
@@ -478,6 +483,9 @@ def read_plan(
     # the schedule's name is not the depth: ``interleaved 1F1B (v=6)`` is 6
     vpp_number = re.sub(r"\b1f1b\b", "", vpp_text)
     fixed_vpp = integer_cell(vpp_number) if not is_missing(vpp_text) and "yes" not in vpp_text else None
+    if fixed_vpp and _LAYERS_PER_VIRTUAL_STAGE.search(vpp_text):
+        # Megatron's --num-layers-per-virtual-pipeline-stage N: a stage's whole layers in chunks of N
+        fixed_vpp = max(1, model.num_layers // (degrees.pp * fixed_vpp))
     interleaved = "yes" in vpp_text or "interleav" in vpp_text
     recompute_text = row.text("recompute")
     zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
