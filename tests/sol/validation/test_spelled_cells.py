@@ -152,6 +152,16 @@ def test_tps_per_gpu_is_a_token_rate(run_cli: Any, tmp_path: Path) -> None:
     assert row["metric"] == "tokens_per_s_per_gpu"
 
 
+def test_torchtitans_logged_tps_is_per_device(run_cli: Any, tmp_path: Path) -> None:
+    # torchtitan's metric log: tps = tokens / (time x the non-data-parallel size), per device; the
+    # same bare 'tps' from a source that names no such log stays the job's rate
+    cells = "8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\ttps\t6,000"
+    (torchtitan,) = _train(run_cli, tmp_path, cells)
+    assert torchtitan["metric"] == "tokens_per_s_per_gpu"
+    (megatron,) = _train(run_cli, tmp_path, cells, lead="Megatron-LM 2024\tLlama 3.1 8B\tZeRO-1")
+    assert megatron["metric"] == "tokens_per_s"
+
+
 def test_8k_of_context_and_a_2k_batch_are_powers_of_two(run_cli: Any, tmp_path: Path) -> None:
     (row,) = _train(run_cli, tmp_path, "8K\t2K\t1\t1\t\t2048\tH100 SXM\tbf16\tTFLOP/s per GPU\t400")
     assert row["status"] == "ok", row["reason"]

@@ -684,6 +684,28 @@ def choose_reading(
     raise RowError(f"metric {texts} is not one lightspeed can predict ({', '.join(keys)})")
 
 
+# The abbreviations torchtitan's metric log prints (``tps``, its older ``wps``): tokens per second
+# per device (torchtitan/components/metrics.py: tokens / (time x the non-data-parallel size)).
+_LOG_TOKEN_RATE: Final = re.compile(r"^\s*(?:tps|wps)\b(?!.*\b(?:total|global|aggregate|cluster|job)\b)")
+
+
+def _log_rate_per_device(reading: Reading, stack: Stack) -> Reading:
+    """A bare ``tps`` / ``wps`` of a torchtitan row is its log's rate per device, not the job's."""
+    if (
+        reading.key != "tokens_per_s"
+        or not stack.name.startswith("torchtitan")
+        or not _LOG_TOKEN_RATE.search(reading.metric_text.lower())
+        or reading.value is None
+    ):
+        return reading
+    return _replace_reading(
+        reading,
+        "tokens_per_s_per_gpu",
+        reading.value,
+        "torchtitan's log prints tps per device (tokens over time x the non-data-parallel size)",
+    )
+
+
 def _replace_reading(reading: Reading, key: str, value: float, note: str) -> Reading:
     data = reading.to_dict()
     data.update(key=key, value=value, scope="gpu", notes=(*reading.notes, note))
@@ -753,6 +775,7 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
     reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, cluster.system.num_accelerators)
+    reading = _log_rate_per_device(reading, stack)
     assert reading.value is not None
     named = "names no framework" not in stack_note
     convention, recompute, causal, flop_note = flop_convention(row, stack, reading, framework_named=named)
