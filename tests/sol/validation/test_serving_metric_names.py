@@ -58,6 +58,8 @@ from lightspeed.workload import ModelRegistry
         # trtllm-bench
         ("Average time-per-output-token [TPOT] (ms)", "18", "tpot_s", 0.018),
         ("Per User Output Speed (tps/user)", "55", "output_tokens_per_s_per_user", 55.0),
+        # k6: a request's duration is its latency (a benchmark's duration is refused, below)
+        ("http_req_duration avg (ms)", "19000", "request_latency_s", 19.0),
     ],
 )
 def test_metric_names_of_serving_benchmarks(metric: str, measured: str, key: str, value: float) -> None:

@@ -420,8 +420,11 @@ _PER_OUTPUT_TOKEN: Final = re.compile(
 _INTER_TOKEN: Final = re.compile(
     r"\bitl\b|\binter[\s-]*token\b|\btbt\b|time\s+between\s+tokens|token[\s-]+to[\s-]+token"
 )
-# A request's whole latency: ``E2E``, vLLM's ``E2EL``, ``end-to-end``, ``request latency``.
-_END_TO_END: Final = re.compile(r"\be2el?\b|end[\s-]+to[\s-]+end|\blatenc(?:y|ies)\b")
+# A request's whole latency: ``E2E``, vLLM's ``E2EL``, ``end-to-end``, ``request latency``, k6's
+# ``http_req_duration``.
+_END_TO_END: Final = re.compile(
+    r"\be2el?\b|end[\s-]+to[\s-]+end|\blatenc(?:y|ies)\b|\breq(?:uest)?\s+duration\b"
+)
 
 
 # The first token as sources write it: ``first-token latency``, ``TTFT``, ``1st Token Latency (ms)``.
@@ -439,7 +442,8 @@ _TOKEN_THROUGHPUT: Final = re.compile(r"\btokens?\s+throughput\b|\btokens?\s+per
 # over a short window, a benchmark's ``total latency`` or ``duration`` (grows with the request
 # count), ``time to second token``, request counts.
 _NOT_A_SERVING_RATE: Final = re.compile(
-    r"\bgoodput\b|\bpeak\s+(?:output\s+token|concurren)|total\s+latency|\bduration\b|second\s+token|successful\s+requests"
+    r"\bgoodput\b|\bpeak\s+(?:output\s+token|concurren)|total\s+latency"
+    r"|(?:benchmark|total|test|run|wall)\s+duration|second\s+token|successful\s+requests"
 )
 
 
