@@ -481,6 +481,13 @@ def test_an_mfu_against_a_named_peak_is_predicted_against_it(run_cli: Any, tmp_p
         ("8x A100 (DGX A100)", 8),  # 8 GPUs in one DGX, not 8 DGX (was 64)
         ("2x DGX H100", 16),  # a count before a system counts systems
         ("8xH100", 8),
+        # MLPerf's system names glue the count after the memory size (each was refused)
+        ("H200-SXM-141GBx8_TRT", 8),
+        ("DGX-H100_H100-SXM-80GBx1_TRT", 1),
+        # a count in words (were refused); one system is its GPUs
+        ("single H100", 1),
+        ("a single DGX H100", 8),
+        ("one p5.48xlarge", 8),
     ],
 )
 def test_a_hardware_cell_counts_its_gpus(catalog: Catalog, hardware: str, gpus: int) -> None:

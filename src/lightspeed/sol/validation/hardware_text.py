@@ -71,7 +71,10 @@ MAX_SPAN_WORDS: Final = 4
 _COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
 # ``TPU v5e x8``, ``v6e x 256``, ``256 chips``: a count written after the part
 _COUNT_AFTER_PART: Final = re.compile(
-    r"(?<=[\w)])\s+[x×]\s*(\d+)(?![\w.])|(?<![\w.])(\d+)\s*(?:chips|gpus|accelerators|cards)\b", re.IGNORECASE
+    r"(?<=[\w)])\s+[x×]\s*(\d+)(?![\w.])|(?<![\w.])(\d+)\s*(?:chips|gpus|accelerators|cards)\b"
+    # MLPerf's system names: the count glued after the memory size (``H200-SXM-141GBx8_TRT``)
+    r"|(?<=gb)[x×](\d+)(?![\d.])",
+    re.IGNORECASE,
 )
 
 
@@ -337,7 +340,7 @@ def _count_after_part(catalog: Catalog, text: str) -> tuple[int, str]:
     match = _COUNT_AFTER_PART.search(text)
     if match is None:
         return _count_next_to_part(catalog, text)
-    count = int(match.group(1) or match.group(2))
+    count = int(match.group(1) or match.group(2) or match.group(3))
     if count < 1:
         raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
     named_system(catalog, text)  # the cell must name a part
@@ -346,9 +349,14 @@ def _count_after_part(catalog: Catalog, text: str) -> tuple[int, str]:
 
 def _count_next_to_part(catalog: Catalog, text: str) -> tuple[int, str]:
     """(GPUs, note) from a count written right before the part with no ``x`` (``1024 H100s``,
-    ``16 H100 GPUs (2 nodes)``); else the cell gives no count."""
-    _, span = named_system(catalog, text)
+    ``16 H100 GPUs (2 nodes)``, ``a single H100``); else the cell gives no count."""
+    system, span = named_system(catalog, text)
     before = text[: text.find(span)] if span in text else ""
+    if re.search(r"\b(?:a\s+)?(?:single|one)\s*$", before, re.IGNORECASE):
+        # 'one H100' is a GPU, 'a single DGX H100' the system's GPUs
+        whole = _find_system(catalog, span) is not None and system.system_type != "single-gpu"
+        gpus = system.num_accelerators if whole else 1
+        return gpus, f"GPUs from the hardware cell: '{before.strip()} {span}' is {_gpus(gpus)}"
     count = re.search(r"(?<![\w.])(\d[\d,]*)\s*$", before)
     if count is None:
         raise RowError(
