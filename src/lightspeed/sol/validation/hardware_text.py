@@ -324,10 +324,16 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
         and _find_accelerator(catalog, words[0]) is not None
         and _find_system(catalog, " ".join(words[:2])) is None
     )
-    whole = not counts_gpus and _find_system(catalog, span) is not None and system.system_type != "single-gpu"
+    whole = not counts_gpus and _names_whole_system(catalog, system, span)
     gpus = count * system.num_accelerators if whole else count
     what = f"{count} x {_gpus(system.num_accelerators)}" if whole else _gpus(count)
     return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}"
+
+
+def _names_whole_system(catalog: Catalog, system: System, span: str) -> bool:
+    """Whether the words ``span`` name a system of several GPUs (``DGX H100``, ``p5.48xlarge``),
+    so that a count before them counts systems, not GPUs."""
+    return _find_system(catalog, span) is not None and system.system_type != "single-gpu"
 
 
 def _count_after_part(catalog: Catalog, text: str) -> tuple[int, str]:
@@ -354,8 +360,7 @@ def _count_next_to_part(catalog: Catalog, text: str) -> tuple[int, str]:
     before = text[: text.find(span)] if span in text else ""
     if re.search(r"\b(?:a\s+)?(?:single|one)\s*$", before, re.IGNORECASE):
         # 'one H100' is a GPU, 'a single DGX H100' the system's GPUs
-        whole = _find_system(catalog, span) is not None and system.system_type != "single-gpu"
-        gpus = system.num_accelerators if whole else 1
+        gpus = system.num_accelerators if _names_whole_system(catalog, system, span) else 1
         return gpus, f"GPUs from the hardware cell: '{before.strip()} {span}' is {_gpus(gpus)}"
     count = re.search(r"(?<![\w.])(\d[\d,]*)\s*$", before)
     if count is None:

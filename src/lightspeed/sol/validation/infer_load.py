@@ -64,11 +64,14 @@ from lightspeed.workload import TransformerSpec
 _REQUESTS: Final = re.compile(r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 # The rate's number is taken whole (``1e400``, ``-2`` too) and checked, never cut to its digits.
 _RATE_NUMBER: Final = r"(-?\d[\d.]*(?:e[+-]?\d+)?)"
-_RATE: Final = re.compile(rf"(?:request[ _-]rate|arrival[ _-]rate|qps|rps)\s*[=:]?\s*{_RATE_NUMBER}")
+# How a load's rate is labelled: ``request rate``, ``--request-rate``, ``request_rate``, ``arrival
+# rate``, ``QPS``, ``RPS``.
+_RATE_LABEL: Final = r"(?:request[ _-]rate|arrival[ _-]rate|qps|rps)\s*[=:]?\s*"
+_RATE: Final = re.compile(rf"{_RATE_LABEL}{_RATE_NUMBER}")
 # A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``; gptManagerBenchmark's
 # ``--request_rate -1``, its flag for "no delay between requests"): every request sent at once.
 _INFINITE_RATE: Final = re.compile(
-    r"(?:request[ _-]rate|arrival[ _-]rate|qps|rps)\s*[=:]?\s*(?:inf(?:inite|inity)?|∞)(?![a-z])"
+    rf"{_RATE_LABEL}(?:inf(?:inite|inity)?|∞)(?![a-z])"
     r"|request_rate\s*[=:]?\s*-1(?:\.0+)?(?![\d.])"
 )
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")

@@ -207,8 +207,12 @@ _PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerat
 
 
 # A token rate as sources write it: ``tok/s``, ``tokens/sec``, ``tokens per second``, ``TPS``
-# (NVIDIA's blogs, torchtitan's tables), ``WPS`` (torchtitan's older logs).
-_TOKEN_RATE: Final = re.compile(r"tok(?:en)?s?\s*/\s*s|tokens? per second|\b[tw]ps\b|\btgs\b")
+# (NVIDIA's blogs, torchtitan's tables), ``WPS`` (torchtitan's older logs), ``TGS``, and named
+# without ``/s``: genai-perf's ``Output Token Throughput (per sec)``, LLMPerf's
+# ``mean_output_throughput_token_per_s`` (snake case read as words).
+_TOKEN_RATE: Final = re.compile(
+    r"tok(?:en)?s?\s*/\s*s|\btokens?\s+per\s+s(?:ec(?:ond)?)?\b|\b[tw]ps\b|\btgs\b|\btokens?\s+throughput\b"
+)
 # Tokens per GPU per second (``TGS``, as InternEvo's and other logs write it): a per-GPU rate.
 _PER_GPU_TOKEN_RATE: Final = re.compile(r"\btgs\b")
 
@@ -435,9 +439,6 @@ _FIRST_TOKEN: Final = re.compile(r"\b(?:first|1st)[\s-]+token\b|ttft")
 _INPUT_SIDE: Final = re.compile(r"(?<![\dk]\s)\b(?:input|prompt|prefill)\s+(?:tokens?|tok|throughput)\b")
 # Both sides counted (``Total Token throughput``, ``input+output tokens/s``, ``(input + output) tok/s``).
 _BOTH_SIDES: Final = re.compile(r"\btotal\s+tokens?\b|\binput\s*(?:\+|and|&)\s*output\b")
-# Token rates named without ``/s`` (genai-perf's ``Output Token Throughput (per sec)``, LLMPerf's
-# ``mean_output_throughput_token_per_s``); ``generation`` / ``decode`` throughput is the output side.
-_TOKEN_THROUGHPUT: Final = re.compile(r"\btokens?\s+throughput\b|\btokens?\s+per\s+s\b")
 # Figures no steady-state prediction is: ``goodput`` (the requests within an SLO), a ``peak`` rate
 # over a short window, a benchmark's ``total latency`` or ``duration`` (grows with the request
 # count), ``time to second token``, request counts.
@@ -469,7 +470,7 @@ def infer_key(metric: str) -> str:
         return "request_latency_s"
     if _REQUEST_RATE.search(metric) or _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) too
         return "requests_per_s"
-    if _TOKEN_RATE.search(metric) or _TOKEN_THROUGHPUT.search(metric) or "throughput" in metric:
+    if _TOKEN_RATE.search(metric) or "throughput" in metric:
         return _token_rate_key(metric)
     return ""
 
@@ -477,7 +478,7 @@ def infer_key(metric: str) -> str:
 def _token_rate_key(metric: str) -> str:
     """Which token rate a metric that names one counts ('' for a ``throughput`` with no token in
     it: the unit beside the number decides, :func:`_reading`)."""
-    if not (_TOKEN_RATE.search(metric) or _TOKEN_THROUGHPUT.search(metric)):
+    if not _TOKEN_RATE.search(metric):
         return ""
     if _PER_USER.search(metric):
         return "output_tokens_per_s_per_user"
