@@ -241,6 +241,31 @@ def test_a_pinned_vllm_release_dates_the_server(source: str, year: int, profile:
     assert row_serving_stack(row, year, "NVIDIA")[0].name == profile
 
 
+@pytest.mark.parametrize(
+    ("source", "profile", "note_end"),
+    [
+        # SGLang's own comparison page: vLLM is named in the path, the release beside SGLang is
+        # the row's (it was read as vLLM 0.3, the V0 engine, and its v0.3.0 as TensorRT-LLM's)
+        (
+            "sgl-project/sglang benchmark/benchmark_vllm_060/README.md, row RPS 4 SGLang "
+            "(SGLang v0.3.0; sglang.bench_serving --dataset-name sharegpt)",
+            "sglang-2025",
+            "sglang, 2024",
+        ),
+        ("SGLang v0.4.6 against vLLM 0.6.3 on the same node", "sglang-2025", "sglang, 2024"),
+        # of the two releases, the first written is the row's server
+        ("vLLM v0.6.3 against SGLang v0.4.6", "vllm-2024", "vllm 0.6"),
+        ("TRT-LLM v0.7a, against vLLM", "trtllm-2023-xqa", "tensorrt-llm 0.7"),
+    ],
+)
+def test_a_release_belongs_to_the_server_it_is_written_beside(
+    source: str, profile: str, note_end: str
+) -> None:
+    row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": source})
+    stack, note = row_serving_stack(row, 2024, "NVIDIA")
+    assert (stack.name, note.split(": the row names ")[1]) == (profile, note_end)
+
+
 def test_a_profile_chosen_by_a_guessed_year_says_the_year_was_guessed() -> None:
     """A TensorRT-LLM row on an A100 whose source gives no year is dated 2020 by the hardware,
     which picks the 2023 profile: the note says the year is that guess, not the source's."""

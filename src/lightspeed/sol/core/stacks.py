@@ -687,13 +687,19 @@ def serving_stack_on(serving: str | ServingStack | None, vendor: str) -> Serving
 
 
 def serving_stack_for(
-    text: str, year: int, version: tuple[int, int] | None = None, vendor: str | None = None
+    text: str,
+    year: int,
+    version: tuple[int, int] | None = None,
+    vendor: str | None = None,
+    *,
+    server: str | None = None,
 ) -> tuple[ServingStack, str]:
     """(profile, why) for a published inference row: the framework its text names, in its
     release ``version`` when the row gives one (a profile's ``versions``), else its year; when it
     names none, the default for the ``vendor`` of its accelerators (:func:`default_serving_stack`;
     the current default without a vendor). A named server that does not run on that vendor's
-    accelerators is refused.
+    accelerators is refused. Of several servers the text names (a page comparing two), ``server``
+    (a framework name, the one the row's release is written beside) is the row's.
 
     >>> serving_stack_for("NVIDIA/TensorRT-LLM release/0.5.0 docs", 2023, (0, 5))[0].name
     'trtllm-2023'
@@ -709,6 +715,8 @@ def serving_stack_for(
     lowered = text.lower()
     stacks = list(load_serving_stacks().values())
     mentioned = [stack for stack in stacks if any(word in lowered for word in stack.frameworks)]
+    if server is not None and any(server in stack.frameworks for stack in mentioned):
+        mentioned = [stack for stack in mentioned if server in stack.frameworks]
     named = [stack for stack in mentioned if vendor is None or vendor in stack.vendors]
     if mentioned and not named:
         raise UnsupportedError(

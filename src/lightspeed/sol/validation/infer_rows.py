@@ -61,7 +61,8 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
   TensorRT-LLM version when it gives one (``v0.17``, ``release/0.17``, or in words, ``generated
-  using version 0.17``, in a source naming TensorRT-LLM: :func:`row_serving_stack`).
+  using version 0.17``, in a source naming TensorRT-LLM; a release written beside another server,
+  ``SGLang v0.3.0``, is that server's and makes it the row's: :func:`row_serving_stack`).
 * **Load-dependent figures** (continuous batching at a concurrency or a request rate,
   MLPerf Server, Interactive and Offline rows) are simulated request by request
   (:mod:`lightspeed.sol.validation.infer_load`); an MLPerf row without a TP cell runs the
@@ -218,6 +219,12 @@ _TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
 _PYTORCH_BACKEND = re.compile(r"pytorch backend|backend[\s=]+pytorch")
 # a vLLM release beside its name (``vLLM 0.6.3``, ``vllm==0.8.5``, ``rocm/vllm:..._vllm_0.10.2_...``)
 _VLLM_VERSION = re.compile(r"(?<![a-z])vllm[\s_=:/-]*v?0\.(\d+)")
+# a server's name with its release right after it (``SGLang v0.3.0``, ``vllm==0.4.3``, ``TRT-LLM
+# v0.7a``): the release is that server's, never TensorRT-LLM's unless it is TensorRT-LLM, and of
+# the servers a row names (a page comparing two) it is the one the row ran
+_NAMED_RELEASE = re.compile(
+    r"(?<![a-z])(?P<server>tensorrt[-_ ]?llm|trt[-_]?llm|vllm|sglang)[\s_=:/-]*(?:v|version\s*)?0\.\d+"
+)
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
 # A whole count: never the first digits of a longer number (``1e400`` is no 1, ``8.5`` no 8).
 _INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d|e[+-]?\d)"
@@ -989,6 +996,23 @@ def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
     return tp, 1
 
 
+def _server_with_release(source: str) -> tuple[str | None, list[tuple[int, int]]]:
+    """(the server a release is written beside, as ``frameworks`` name it; the spans of releases
+    written beside another server than TensorRT-LLM, which date no TensorRT-LLM row)."""
+    server, foreign = None, []
+    for match in _NAMED_RELEASE.finditer(source.lower()):
+        name = match.group("server")
+        name = name if name in ("vllm", "sglang") else "tensorrt-llm"
+        server = server or name
+        if name != "tensorrt-llm":
+            foreign.append(match.span())
+    return server, foreign
+
+
+def _inside(match: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    return any(start <= match.start() < end for start, end in spans)
+
+
 def row_serving_stack(
     row: PublishedRow, year: int, vendor: str | None = None, year_note: str = ""
 ) -> tuple[ServingStack, str]:
@@ -1001,7 +1025,8 @@ def row_serving_stack(
     when no version dates the row says where that year came from (``year_note``, e.g. "no year in
     the source: 2020 for Ampere")."""
     source = row.text("source")
-    version = _TRT_VERSION.search(source)
+    server, foreign = _server_with_release(source)
+    version = next((match for match in _TRT_VERSION.finditer(source) if not _inside(match, foreign)), None)
     if version is None and "tensorrt" in source.lower():
         version = _TRT_VERSION_WORD.search(source.lower())
     release = None
@@ -1011,11 +1036,13 @@ def row_serving_stack(
         release = (0, minor)
         if _PYTORCH_BACKEND.search(source.lower()):
             release, year_note = None, f"release 0.{minor} on the PyTorch backend"
-    elif vllm := _VLLM_VERSION.search(source.lower()):
+    elif server in (None, "vllm") and (vllm := _VLLM_VERSION.search(source.lower())):
         minor = int(vllm.group(1))
         year, release = (2024 if minor <= 7 else 2025), (0, minor)
     try:
-        stack, note = serving_stack_for(" ".join((source, row.text("metric"))), year, release, vendor)
+        stack, note = serving_stack_for(
+            " ".join((source, row.text("metric"))), year, release, vendor, server=server
+        )
     except UnsupportedError as error:
         raise RowError(str(error)) from error
     dated_by_year = release is None and note.endswith(f", {year}")
