@@ -266,6 +266,40 @@ def test_a_release_belongs_to_the_server_it_is_written_beside(
     assert (stack.name, note.split(": the row names ")[1]) == (profile, note_end)
 
 
+@pytest.mark.parametrize(
+    ("source", "profile"),
+    [
+        # a TensorRT-LLM release as release notes, pip and NGC write it (without a "v" each was
+        # read by the row's year alone: 0.17's TensorRT engines as the PyTorch backend)
+        ("TensorRT-LLM 0.17.0, trtllm-bench", "trtllm-2024"),
+        ("pip install trtllm==0.14.0", "trtllm-2024"),
+        ("tensorrt_llm 0.12.0 (C++ executor)", "trtllm-2024"),  # not even read as TensorRT-LLM
+        ("TensorRT LLM 0.15", "trtllm-2024"),  # the name NVIDIA writes since 2025
+        ("nvcr.io/nvidia/tensorrt-llm/release:0.21.0", "trtllm-2024"),
+        ("TensorRT-LLM 0.6.1 tables", "trtllm-2023"),
+        ("TensorRT-LLM release 0.7", "trtllm-2023-xqa"),
+        # from 1.0 the PyTorch backend, whatever year the row is dated by
+        ("TensorRT-LLM v1.0.0rc4, trtllm-serve", "trtllm-2025"),
+        # vLLM's own image: vllm/vllm-openai:<release>
+        ("vllm/vllm-openai:v0.6.4 on 8 x H100", "vllm-2024"),
+        ("vllm/vllm-openai:v0.8.5 on 8 x H100", "vllm-2025"),
+    ],
+)
+@pytest.mark.parametrize("year", [2023, 2024, 2025])
+def test_a_release_is_read_as_release_notes_pip_and_containers_write_it(
+    source: str, profile: str, year: int
+) -> None:
+    row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": source})
+    assert row_serving_stack(row, year, "NVIDIA")[0].name == profile
+
+
+def test_a_release_from_1_0_says_it_dated_the_row() -> None:
+    row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": "TensorRT LLM 1.1.0"})
+    stack, note = row_serving_stack(row, 2023, "NVIDIA", "no year in the source: 2023 for Hopper")
+    assert stack.name == "trtllm-2025"
+    assert note.endswith("tensorrt-llm, 2025 (release 1.1, the PyTorch backend by default)")
+
+
 def test_a_profile_chosen_by_a_guessed_year_says_the_year_was_guessed() -> None:
     """A TensorRT-LLM row on an A100 whose source gives no year is dated 2020 by the hardware,
     which picks the 2023 profile: the note says the year is that guess, not the source's."""

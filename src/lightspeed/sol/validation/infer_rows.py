@@ -61,8 +61,10 @@ Rules for reading a row (documented in ``docs/inference.md``; the same for every
   (:func:`_attention_groups`); the **KV cache** format the precision cell names
   (:func:`_kv_precision`); the **serving stack** the source names, dated by its
   TensorRT-LLM version when it gives one (``v0.17``, ``release/0.17``, or in words, ``generated
-  using version 0.17``, in a source naming TensorRT-LLM; a release written beside another server,
-  ``SGLang v0.3.0``, is that server's and makes it the row's: :func:`row_serving_stack`).
+  using version 0.17``, in a source naming TensorRT-LLM; beside the name as release notes, pip
+  and containers write it, ``TensorRT-LLM 0.17.0``, ``trtllm==0.14.0``, ``vllm/vllm-openai:v0.8.5``);
+  a release written beside another server, ``SGLang v0.3.0``, is that server's and makes it the
+  row's (:func:`row_serving_stack`).
 * **Load-dependent figures** (continuous batching at a concurrency or a request rate,
   MLPerf Server, Interactive and Offline rows) are simulated request by request
   (:mod:`lightspeed.sol.validation.infer_load`); an MLPerf row without a TP cell runs the
@@ -217,13 +219,14 @@ _TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
 # a TensorRT-LLM row run on the PyTorch backend (``PyTorch backend``, ``--backend pytorch``), which
 # 0.17-0.21 offered beside TensorRT engines: its release dates it but does not pick the engine profile
 _PYTORCH_BACKEND = re.compile(r"pytorch backend|backend[\s=]+pytorch")
-# a vLLM release beside its name (``vLLM 0.6.3``, ``vllm==0.8.5``, ``rocm/vllm:..._vllm_0.10.2_...``)
-_VLLM_VERSION = re.compile(r"(?<![a-z])vllm[\s_=:/-]*v?0\.(\d+)")
-# a server's name with its release right after it (``SGLang v0.3.0``, ``vllm==0.4.3``, ``TRT-LLM
-# v0.7a``): the release is that server's, never TensorRT-LLM's unless it is TensorRT-LLM, and of
-# the servers a row names (a page comparing two) it is the one the row ran
+# a server's name with its release right after it (``SGLang v0.3.0``, ``vllm==0.8.5``,
+# ``rocm/vllm:..._vllm_0.10.2_...``, ``vllm/vllm-openai:v0.8.5``, ``TensorRT-LLM 0.17.0``,
+# ``trtllm==0.14.0``, ``TensorRT LLM 1.0``, NGC's ``tensorrt-llm/release:0.21.0``): the release is
+# that server's, never TensorRT-LLM's unless it is TensorRT-LLM, and of the servers a row names (a
+# page comparing two) the first one written with its release is the one the row ran
 _NAMED_RELEASE = re.compile(
-    r"(?<![a-z])(?P<server>tensorrt[-_ ]?llm|trt[-_]?llm|vllm|sglang)[\s_=:/-]*(?:v|version\s*)?0\.\d+"
+    r"(?<![a-z])(?P<server>tensorrt[-_ ]?llm|trt[-_]?llm|vllm(?:-openai)?|sglang)[\s_=:/-]*"
+    r"(?:(?:version|release)[\s_=:/-]*)?v?(?P<major>\d)\.(?P<minor>\d+)"
 )
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
 # A whole count: never the first digits of a longer number (``1e400`` is no 1, ``8.5`` no 8).
@@ -996,21 +999,34 @@ def _attention_groups(row: PublishedRow, tp: int, ep: int) -> tuple[int, int]:
     return tp, 1
 
 
-def _server_with_release(source: str) -> tuple[str | None, list[tuple[int, int]]]:
-    """(the server a release is written beside, as ``frameworks`` name it; the spans of releases
-    written beside another server than TensorRT-LLM, which date no TensorRT-LLM row)."""
-    server, foreign = None, []
-    for match in _NAMED_RELEASE.finditer(source.lower()):
-        name = match.group("server")
-        name = name if name in ("vllm", "sglang") else "tensorrt-llm"
-        server = server or name
-        if name != "tensorrt-llm":
-            foreign.append(match.span())
-    return server, foreign
+class _Release(NamedTuple):
+    """The first release a source writes beside a server's name: the server as the profiles'
+    ``frameworks`` name it, and the release."""
+
+    server: str | None = None
+    version: tuple[int, int] | None = None
 
 
-def _inside(match: re.Match[str], spans: list[tuple[int, int]]) -> bool:
-    return any(start <= match.start() < end for start, end in spans)
+def _named_release(lowered: str) -> _Release:
+    match = _NAMED_RELEASE.search(lowered)
+    if match is None:
+        return _Release()
+    name = match.group("server")
+    server = "vllm" if name.startswith("vllm") else name if name == "sglang" else "tensorrt-llm"
+    return _Release(server, (int(match.group("major")), int(match.group("minor"))))
+
+
+def _tensorrt_release(source: str, named: _Release) -> tuple[int, int] | None:
+    """The TensorRT-LLM release a source gives: beside the name; else, where no other server's
+    release is written, as a branch (``release/0.5.0``), a bare ``v0.17``, or in words in a source
+    naming TensorRT-LLM (``generated using version 0.17``)."""
+    if named.server is not None:
+        return named.version if named.server == "tensorrt-llm" else None
+    lowered = source.lower()
+    version = _TRT_VERSION.search(source)
+    if version is None and "tensorrt" in lowered:
+        version = _TRT_VERSION_WORD.search(lowered)
+    return None if version is None else (0, int(version.group(1)))
 
 
 def row_serving_stack(
@@ -1025,23 +1041,24 @@ def row_serving_stack(
     when no version dates the row says where that year came from (``year_note``, e.g. "no year in
     the source: 2020 for Ampere")."""
     source = row.text("source")
-    server, foreign = _server_with_release(source)
-    version = next((match for match in _TRT_VERSION.finditer(source) if not _inside(match, foreign)), None)
-    if version is None and "tensorrt" in source.lower():
-        version = _TRT_VERSION_WORD.search(source.lower())
+    named = _named_release(source.lower())
     release = None
-    if version:
-        minor = int(version.group(1))
-        year = 2023 if minor <= 7 else 2024 if minor <= 16 else 2025
-        release = (0, minor)
-        if _PYTORCH_BACKEND.search(source.lower()):
+    if trt := _tensorrt_release(source, named):
+        major, minor = trt
+        year = 2025 if major or minor > 16 else 2024 if minor > 7 else 2023
+        release = None if major else trt
+        if major:  # from 1.0 the PyTorch backend is the default, which no release range picks
+            year_note = f"release {major}.{minor}, the PyTorch backend by default"
+        if not major and _PYTORCH_BACKEND.search(source.lower()):
             release, year_note = None, f"release 0.{minor} on the PyTorch backend"
-    elif server in (None, "vllm") and (vllm := _VLLM_VERSION.search(source.lower())):
-        minor = int(vllm.group(1))
-        year, release = (2024 if minor <= 7 else 2025), (0, minor)
+    elif named.server == "vllm" and named.version is not None:
+        major, minor = named.version
+        year, release = (2024 if not major and minor <= 7 else 2025), (None if major else named.version)
+        if major:
+            year_note = f"release {major}.{minor}"
     try:
         stack, note = serving_stack_for(
-            " ".join((source, row.text("metric"))), year, release, vendor, server=server
+            " ".join((source, row.text("metric"))), year, release, vendor, server=named.server
         )
     except UnsupportedError as error:
         raise RowError(str(error)) from error
