@@ -293,6 +293,23 @@ def test_a_release_is_read_as_release_notes_pip_and_containers_write_it(
     assert row_serving_stack(row, year, "NVIDIA")[0].name == profile
 
 
+@pytest.mark.parametrize(
+    ("text", "profile", "others"),
+    [
+        # a page comparing servers without releases: the one named first is the row's, and the
+        # note says which others it names (the year once chose, whichever profile ran to 2030)
+        ("vLLM 2024 sweep on H100, against SGLang", "vllm-2024", "sglang"),
+        ("SGLang's benchmark page against vLLM and TensorRT-LLM", "sglang-2025", "tensorrt-llm, vllm"),
+    ],
+)
+def test_of_several_servers_without_a_release_the_first_named_is_the_rows(
+    text: str, profile: str, others: str
+) -> None:
+    stack, note = serving_stack_for(text, 2024)
+    assert stack.name == profile
+    assert note.endswith(f"(named first; the text also names {others})")
+
+
 def test_a_release_from_1_0_says_it_dated_the_row() -> None:
     row = PublishedRow(row_id="V1", kind="infer", line=2, cells={"source": "TensorRT LLM 1.1.0"})
     stack, note = row_serving_stack(row, 2023, "NVIDIA", "no year in the source: 2023 for Hopper")

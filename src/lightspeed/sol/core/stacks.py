@@ -715,8 +715,35 @@ def serving_stack_for(
     lowered = text.lower()
     stacks = list(load_serving_stacks().values())
     mentioned = [stack for stack in stacks if any(word in lowered for word in stack.frameworks)]
-    if server is not None and any(server in stack.frameworks for stack in mentioned):
-        mentioned = [stack for stack in mentioned if server in stack.frameworks]
+    mentioned, others = _the_rows_server(mentioned, lowered, server)
+    stack, note = _named_stack(mentioned, year, version, vendor)
+    return stack, f"{note} (named first; the text also names {', '.join(others)})" if others else note
+
+
+def _the_rows_server(
+    mentioned: list[ServingStack], lowered: str, server: str | None
+) -> tuple[list[ServingStack], list[str]]:
+    """(the profiles of the row's server, the other servers the text names): ``server`` when the
+    text names it, else the server named first in the text."""
+    if server is None or not any(server in stack.frameworks for stack in mentioned):
+        if len({stack.frameworks[0] for stack in mentioned}) < 2:
+            return mentioned, []
+        server = min(mentioned, key=lambda stack: _first_mention(stack, lowered)).frameworks[0]
+        others = sorted({stack.frameworks[0] for stack in mentioned} - {server})
+    else:
+        others = []
+    return [stack for stack in mentioned if server in stack.frameworks], others
+
+
+def _first_mention(stack: ServingStack, lowered: str) -> int:
+    return min(lowered.find(word) for word in stack.frameworks if word in lowered)
+
+
+def _named_stack(
+    mentioned: list[ServingStack], year: int, version: tuple[int, int] | None, vendor: str | None
+) -> tuple[ServingStack, str]:
+    """(profile, why) of the server the row names (``mentioned``: its profiles), in its release or
+    year, on ``vendor``'s accelerators; the vendor's default when it names none."""
     named = [stack for stack in mentioned if vendor is None or vendor in stack.vendors]
     if mentioned and not named:
         raise UnsupportedError(
