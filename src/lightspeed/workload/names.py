@@ -34,9 +34,16 @@ TUNE_TAGS: Final = frozenset({"instruct", "chat", "it", "base", "hf", "pt", "thi
 # Checkpoint formats (the weights' precision or quantization method), one word or two.
 FORMAT_TAGS: Final = frozenset(
     {"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "bf16", "fp16"}
-    | {"quantized.w4a16", "quantized.w8a8"}
+    | {"w8a16", "w4a8", "nvfp4a16", "gguf"}
+    | {"quantized.w4a16", "quantized.w8a8", "quantized.w8a16"}
 )
-FORMAT_PAIRS: Final = frozenset({"fp8-dynamic", "fp8-kv", "awq-int4", "gptq-int4", "gptq-int8"})
+# two-word formats: llm-compressor's schemes (``FP8-dynamic``, ``FP8-block``, ``W4A16-G128``),
+# bitsandbytes' ``bnb-4bit`` (Unsloth's uploads)
+FORMAT_PAIRS: Final = frozenset(
+    {"fp8-dynamic", "fp8-kv", "fp8-block", "fp8-static", "awq-int4", "gptq-int4", "gptq-int8"}
+    | {"w4a16-g128", "bnb-4bit", "bnb-8bit", "w8a8-fp8", "w8a8-int8"}
+)
+
 # MLPerf's benchmark names: the accuracy target (99% or 99.9% of the reference) and the
 # interactive (tighter latency) scenario of the same model.
 MLPERF_TAGS: Final = frozenset({"99", "99.9", "interactive"})
@@ -69,6 +76,8 @@ def _trailing_tag(tokens: list[str]) -> tuple[int, str] | None:
     last = tokens[-1]
     if last in FORMAT_TAGS:
         return 1, "format"
+    if "gguf" in tokens[:-1]:  # llama.cpp's type after a GGUF name: ``...-GGUF Q4_K_M``
+        return tokens[::-1].index("gguf"), "other"
     if last in TUNE_TAGS or last in MLPERF_TAGS or _DATE.fullmatch(last):
         return 1, "other"
     if _VERSION.fullmatch(last):
@@ -118,8 +127,10 @@ def checkpoint_format(name: str) -> str | None:
     formats = reduce_name(name).formats
     if not formats:
         return None
-    first = formats[0].split("-")[0]
-    return first.removeprefix("quantized.")
+    scheme, _, second = formats[0].partition("-")
+    if scheme == "w8a8" and second:  # llm-compressor's W8A8-FP8 and W8A8-INT8: the second word
+        return second
+    return scheme.removeprefix("quantized.")
 
 
 __all__ = ["FORMAT_TAGS", "MLPERF_TAGS", "TUNE_TAGS", "ReducedName", "checkpoint_format", "reduce_name"]

@@ -116,7 +116,7 @@ from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
-from lightspeed.workload.names import checkpoint_format
+from lightspeed.workload.names import FORMAT_TAGS, checkpoint_format
 
 INFERENCE_METRICS = (
     "output_tokens_per_s",
@@ -284,7 +284,7 @@ def _spellings(registry: ModelRegistry, name: str) -> tuple[str, ...]:
 
 
 def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
-    stated = re.split(r"[(]", row.text("model"))[0].strip()
+    stated = re.split(r"[(,]", row.text("model"))[0].strip()
     unsupported = registry.unsupported_model(stated) if stated else None
     if unsupported is not None:  # not a near name either: its layers are not modelled
         raise RowError(unsupported.refusal(stated))
@@ -292,7 +292,7 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
         return resolve_model(registry, row)
     except RowError:
         pass
-    name = re.split(r"[(]", row.text("model"))[0].strip().lower()
+    name = re.split(r"[(,]", row.text("model"))[0].strip().lower()
     words = [word for word in re.split(r"[\s_-]+", name) if word and word not in _CHECKPOINT_WORDS]
     candidates = sorted(
         name
@@ -309,7 +309,7 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
 
 # Checkpoint formats a model name states that run as one of the engine's precisions (AWQ, GPTQ,
 # INT4 and W4A16 name weight-only formats: :func:`_weight_only`).
-_WEIGHT_ONLY_CHECKPOINTS: Final = frozenset({"awq", "gptq", "int4", "w4a16"})
+_WEIGHT_ONLY_CHECKPOINTS: Final = frozenset({"awq", "gptq", "int4", "w4a16", "w8a16", "nvfp4a16", "bnb"})
 _NAMED_FORMATS: Final = {
     **{key: key for key in ("fp8", "fp4", "nvfp4", "mxfp4", "int8", "bf16", "fp16")},
     "w8a8": "int8",
@@ -331,7 +331,7 @@ class RowPrecision(NamedTuple):
 # (W4A16 and W8A16)": weights stored in 8 or 4 bits and dequantized on the fly in the GEMMs,
 # activations in FP16/BF16), as rows and checkpoint names write it: ``INT8 weight-only``,
 # ``W4A16``, an AWQ or GPTQ checkpoint (4-bit unless it says 8: ``GPTQ-Int8``).
-_WEIGHT_ONLY = re.compile(r"weight[- ]?only|\bw[48]a16\b|\bawq\b|\bgptq\b")
+_WEIGHT_ONLY = re.compile(r"weight[- ]?only|\bw[48]a16\b|\bawq\b|\bgptq\b|\b4[- ]?bit\b|\bbnb\b|bitsandbytes")
 _EIGHT_BIT = re.compile(r"int8|\bw8a16\b|\b8[- ]?bit")
 _FOUR_BIT = re.compile(r"int4|\bw4a16\b|\bawq\b|\bgptq\b|\b4[- ]?bit")
 _WEIGHT_ONLY_SOURCE: Final = (
@@ -374,7 +374,88 @@ def _precision(
     MLPerf row of benchmark ``mlperf``) the checkpoint its submitters' code builds
     (:func:`_mlperf_checkpoint`) or their convention (:func:`_mlperf_precision`), else the format
     the model is released in (bf16 for most)."""
-    return RowPrecision(*_stated_precision(row, accelerator, model, mlperf=mlperf))
+    precision = RowPrecision(*_stated_precision(row, accelerator, model, mlperf=mlperf))
+    cell = row.text("precision")
+    if precision.note.startswith("precision not stated") and _KV_PRECISION.search(format_keys(cell)):
+        # the cell names the KV cache's format alone: the weights' is the name's or the release's
+        note = precision.note.replace(
+            "precision not stated", f"precision '{cell}' names only the KV cache's", 1
+        )
+        precision = precision._replace(note=note)
+    checkpoint, written = _checkpoint_in_model_cell(row.text("model"))
+    named = _NAME_WEIGHTS.get(written or "", written)
+    if named and named != precision.format and not (named == "fp4" and precision.format.endswith("fp4")):
+        said = f"the model name '{checkpoint.strip()}' states {written}, the precision cell wins"
+        precision = precision._replace(note=f"{precision.note}; {said}")
+    return precision
+
+
+# the weights' format a checkpoint name's format tag stands for, where it is not the tag itself
+_NAME_WEIGHTS: Final = {
+    **dict.fromkeys(("awq", "gptq", "w4a16", "w4a8", "bnb"), "int4"),
+    "w8a16": "int8",
+    "w8a8": "int8",
+    "nvfp4a16": "nvfp4",
+}
+
+
+# W4A8 (TensorRT-LLM's w4a8_awq, docs/source/precision.md: INT4 weights, FP8 activations, on Hopper
+# and later; QServe's W4A8 on GPUs without FP8 runs INT8 activations)
+_W4A8 = re.compile(r"\bw4a8\b")
+# quantization methods a cell names instead of a format: SmoothQuant and bare W8A8 are INT8
+# weights and activations (TensorRT-LLM docs/source/precision.md; llm-compressor's ``W8A8`` is
+# INT8, ``W8A8-FP8`` FP8), vLLM's ``--quantization modelopt`` is ModelOpt's FP8 checkpoint and
+# ``modelopt_fp4`` its NVFP4 one
+_NAMED_METHODS: Final = (
+    (re.compile(r"modelopt[-_ ]?fp4"), "nvfp4"),
+    (re.compile(r"\bsmooth[- ]?quant\b|\bw8a8\b"), "int8"),
+    (re.compile(r"\bmodelopt\b"), "fp8"),
+)
+# 16 bits without a format (``16-bit``, a benchmark table's ``16 (Quantization: 16)``): unquantized
+_SIXTEEN_BITS = re.compile(r"^\s*16\b|\b16[- ]?bits?\b|quanti[sz]ation:?\s*16\b")
+# a format written in a way no reader here takes, which must not pass for an unstated one:
+# ``8-bit`` (INT8 or FP8?), ``W4A4`` (NVFP4, MXFP4 or INT4?), ``FP6``, llama.cpp's GGUF types
+# (``Q4_K_M``, ``Q8_0``), ``mixed``, ``compressed-tensors``
+_UNREAD_FORMAT = re.compile(
+    r"\b\d+[- ]?bits?\b|\bw\d+a\d+\b|\bfp[1-7]\b|\bgguf\b|\bq\d_(?:k|\d)\w*|\bmixed\b"
+    r"|compressed[- ]tensors|quanti[sz]"
+)
+
+
+def _w4a8(accelerator: Accelerator, said: str) -> RowPrecision:
+    """INT4 weights with 8-bit GEMM inputs: FP8 where the GPU computes in it, else INT8."""
+    inputs = "fp8" if "fp8" in accelerator.compute else "int8"
+    note = f"{said} -> int4 weights, GEMMs in {inputs} (W4A8: TensorRT-LLM docs/source/precision.md)"
+    return RowPrecision("int4", note, None, inputs)
+
+
+def _cell_precision(cell: str, accelerator: Accelerator) -> tuple[str, str] | RowPrecision | None:
+    """The weights' format a precision cell states, leaving out the KV cache's (``bf16 weights,
+    fp8 KV cache`` is bf16); ``None`` when it states none. A cell naming a format no reader takes
+    is refused, never read as unstated."""
+    vendor = accelerator.vendor
+    text = format_keys(_KV_PRECISION.sub(" ", format_keys(cell)))
+    said = f"precision '{cell}'"
+    if _W4A8.search(text):
+        return _w4a8(accelerator, said)
+    if _WEIGHT_ONLY.search(text):
+        return _weight_only(text, accelerator, said)
+    for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
+        if key in text:
+            return _vendor_format(key, vendor) or (key, f"{said} -> {key}")
+    for pattern, key in _NAMED_METHODS:
+        if pattern.search(text):
+            return _vendor_format(key, vendor) or (key, f"{said} -> {key}")
+    if _SIXTEEN_BITS.search(text):
+        sixteen = sixteen_bit_format(accelerator)
+        return sixteen, f"{said} -> {sixteen} (16 bits: the GPU's 16-bit float)"
+    unread = _UNREAD_FORMAT.search(text)
+    if unread is not None:
+        raise RowError(
+            f"{said}: '{unread.group(0)}' names a format lightspeed does not read; write the weights' "
+            "format (bf16, fp16, fp8, int8, int4 weight-only, nvfp4, mxfp4) in the cell"
+        )
+    return None
 
 
 def _stated_precision(
@@ -382,17 +463,21 @@ def _stated_precision(
 ) -> tuple[str, str] | RowPrecision:
     vendor = accelerator.vendor
     cell = row.text("precision")
-    if _WEIGHT_ONLY.search(cell.lower()):
-        return _weight_only(cell, accelerator, f"precision '{cell}'")
-    text = format_keys(cell)
-    for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "int4", "fp16", "bf16", "fp32"):
-        if key in text:
-            return _vendor_format(key, vendor) or (key, f"precision '{cell}' -> {key}")
-    checkpoint = re.split(r"[(]", row.text("model"))[0]
-    if checkpoint_format(checkpoint) in _WEIGHT_ONLY_CHECKPOINTS:
-        said = f"precision not stated; the model name '{checkpoint.strip()}'"
+    stated = _cell_precision(cell, accelerator)
+    if stated is not None:
+        return stated
+    checkpoint, written = _checkpoint_in_model_cell(row.text("model"))
+    if written == "gguf":
+        raise RowError(
+            f"model '{row.text('model')}' is a GGUF (llama.cpp) checkpoint, whose block formats and "
+            "kernels lightspeed does not model; name the format it runs in, or leave the row out"
+        )
+    said = f"precision not stated; the model name '{checkpoint.strip()}'"
+    if written == "w4a8":
+        return _w4a8(accelerator, said)
+    if written in _WEIGHT_ONLY_CHECKPOINTS:
         return _weight_only(checkpoint, accelerator, said)
-    named = _named_precision(row.text("model"), vendor)
+    named = _named_precision(checkpoint, written, vendor)
     if named[1] != _NOT_STATED:
         return named
     released = named
@@ -458,18 +543,31 @@ def _mlperf_precision(accelerator: Accelerator) -> tuple[str, str] | None:
 _NOT_STATED: Final = "precision not stated: bf16"
 
 
-def _named_precision(model: str, vendor: str) -> tuple[str, str]:
-    """The precision a model name states (``nvidia/DeepSeek-R1-FP4``), else bf16, with a note."""
-    named = checkpoint_format(re.split(r"[(]", model)[0])
+def _checkpoint_in_model_cell(cell: str) -> tuple[str, str | None]:
+    """(the checkpoint name, the format it states) a model cell writes: the name itself, else a
+    name or bare format in its parentheses or after a comma (``Llama 3.1 70B
+    (amd/Llama-3.1-70B-Instruct-FP8-KV)``, ``Llama-3.1-70B-Instruct (FP8)``, ``Llama 3.3 70B,
+    FP8``); the name and ``None`` when none states one."""
+    name, *rest = re.split(r"[(),]", cell)
+    for part in (name, *rest):
+        bare = part.strip().lower()
+        written = checkpoint_format(part) or (bare if bare in FORMAT_TAGS else None)
+        if written is not None:
+            return part, written
+    return name, None
+
+
+def _named_precision(model: str, named: str | None, vendor: str) -> tuple[str, str]:
+    """The precision ``named`` (the format the checkpoint name ``model`` states, e.g.
+    ``nvidia/DeepSeek-R1-FP4``'s fp4) stands for, else bf16, with a note."""
     key = _NAMED_FORMATS.get(named or "")
     if key is None:
         if named is not None:
             return "bf16", f"the model name '{model}' states {named}, a format not modelled: bf16"
         return "bf16", _NOT_STATED
     precision, note = _vendor_format(key, vendor) or (key, "")
-    return precision, f"precision not stated; the model name '{model}' states {named}: {precision}" + (
-        f" ({note})" if note else ""
-    )
+    said = f"precision not stated; the model name '{model.strip()}' states {named}: {precision}"
+    return precision, said + (f" ({note})" if note else "")
 
 
 def _vendor_format(key: str, vendor: str) -> tuple[str, str] | None:
@@ -551,20 +649,23 @@ def _stated_speculation(row: PublishedRow, plan: InferencePlan) -> tuple[Inferen
 
 
 _KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4)"
-# ``bf16/FP16 KV cache``, ``FP8 KV``; ``bf16 attention``, ``bf16 MLA``, ``attention in bf16``: the
-# attention kernels read the cache in the format they compute in
+# ``bf16/FP16 KV cache``, ``FP8 KV``, ``KV cache fp8``, ``KV cache: fp8``, ``kv cache in fp8``,
+# vLLM's ``--kv-cache-dtype fp8`` (``kv_cache_dtype=fp8``); ``bf16 attention``, ``bf16 MLA``,
+# ``attention in bf16``: the attention kernels read the cache in the format they compute in. None
+# of them is the weights' format.
 _KV_PRECISION = re.compile(
     rf"\b{_KV_FORMAT}\s*(?:/\s*\w+\s*)?(?:kv\w*|attention|mla)\b|\b(?:attention|mla) in {_KV_FORMAT}\b"
+    rf"|(?:--)?\bkv(?:[-_ ]?cache)?(?:[-_ ]?dtype)?\s*(?:[:=]|\bin\b)?\s*{_KV_FORMAT}\b"
 )
 
 
 def _kv_precision(row: PublishedRow) -> str | None:
-    """The KV-cache format the precision cell names (``bf16/FP16 KV cache``, ``FP8 KV``, ``bf16
-    attention``, ``bf16 MLA``), if any."""
-    match = _KV_PRECISION.search(row.text("precision").lower())
+    """The KV-cache format the precision cell names (``bf16/FP16 KV cache``, ``FP8 KV``, ``KV
+    cache: fp8``, ``--kv-cache-dtype fp8``, ``bf16 attention``, ``bf16 MLA``), if any."""
+    match = _KV_PRECISION.search(format_keys(row.text("precision")))
     if match is None:
         return None
-    return match.group(1) or match.group(2)
+    return next(group for group in match.groups() if group)
 
 
 def _tokens(text: str) -> int:
