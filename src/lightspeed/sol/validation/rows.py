@@ -12,11 +12,17 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   (:func:`_stated_settings`).
 * **Unreported micro-batch, interleaving depth or recomputation**: the fastest
   plan that fits among the valid values (published runs report tuned setups).
-* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` -> k, FSDP -> 3 (with PP: 2, or
-  the stage of the predicting stack that keeps as much), ``distributed optimizer`` or a
-  bare ``ZeRO`` -> 1, ``none`` -> 0, unreported -> 1.
+* **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` (or DeepSpeed's ``stage: k``) -> k, FSDP -> 3
+  (with PP: 2, or the stage of the predicting stack that keeps as much; HSDP approximated so, said),
+  ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none``, ``DDP`` -> 0, unreported -> 1.
+* **Parallel degrees** (:func:`_stated_degrees`): a cell's number or label, or a label or
+  framework flag in another parallel cell (``TP4 PP16 CP2``, ``--tensor-model-parallel-size 8``);
+  no GPU count anywhere: the product of the stated degrees (:func:`_row_gpus`).
 * **Unreported TP or PP**: every split of the GPUs (:func:`_free_splits`), the fastest
   that fits kept with the other unreported settings.
+* **Recomputation** (:func:`_recompute`) and **precision** (:func:`_precision`): the policy or
+  format the cell names as frameworks spell it; a precision it leaves unsaid is the
+  accelerator's 16-bit format.
 * **A global batch that does not split over DP** (TP and PP stated): the degrees the row
   leaves unstated (CP, DP cells empty) are searched for a split
   (:func:`lightspeed.sol.train.batch.split_batch`).
@@ -40,7 +46,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import Stack, load_stack, stack_for
 from lightspeed.sol.train.batch import candidate_splits, split_batch
-from lightspeed.sol.train.plan import TrainingPlan
+from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
 from lightspeed.sol.validation.hardware_text import (
     HardwareSpec,
     cluster_of,
@@ -261,54 +267,108 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
 def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[int, str]:
     """(ZeRO stage, note) of a sharding cell.
 
-    ``ZeRO-k`` is k; FSDP (v1's default FULL_SHARD, FSDP2's ``fully_shard``,
-    Megatron-FSDP, ``FSDP=N`` with N > 1) shards everything: 3, except with
+    ``ZeRO-k`` is k, and so is the stage DeepSpeed's config and docs write
+    (``zero_optimization.stage=3``, ``ZeRO-Infinity (stage 3)``: :func:`_written_stage`);
+    FSDP (v1's default FULL_SHARD, FSDP2's ``fully_shard``,
+    Megatron-FSDP, ``FSDP=N`` with N > 1, torchtitan's ``data_parallel_shard_degree`` other than 1)
+    shards everything: 3, except with
     pipeline parallelism, where FSDP keeps parameters gathered across the
     micro-batches (torchtitan's ``reshard_after_forward=False``, Llama 3's
     FSDP) and accumulates fp32 gradients whole until the last one (Llama 3
     paper, section 3.3.2): ZeRO-2 in FSDP's terms, and under a ``stack`` with
     other memory rules the stage that keeps the same (the distributed
-    optimizer's ZeRO-1 in Megatron's); ``FSDP=0``, a distributed optimizer or
-    a bare ``ZeRO`` is 1; ``none`` is 0; unreported 1.
+    optimizer's ZeRO-1 in Megatron's); HSDP is full sharding over every data-parallel rank, said
+    in the note (lightspeed has no shard group); ``FSDP=0``, a distributed optimizer (``DDP +
+    distributed optimizer``, Megatron's ``--use-distributed-optimizer``) or a bare ``ZeRO`` is 1;
+    ``none``, ``DDP`` or a cell that only names what the run did without (``DDP (no ZeRO)``) is 0;
+    unreported 1.
     """
-    lowered = text.lower()
-    match = _ZERO_STAGE.search(lowered)
-    if match:
-        return int(match.group(1)), f"sharding '{text}' -> ZeRO-{match.group(1)}"
-    if _KEEPS_PARAMETERS.search(lowered):
+    stated = _stated_sharding(text)
+    stage = _written_stage(stated)
+    if stage is not None:
+        return stage, f"sharding '{text}' -> ZeRO-{stage}"
+    if _KEEPS_PARAMETERS.search(stated):
         # FSDP's SHARD_GRAD_OP, FSDP2's reshard_after_forward=False: parameters stay gathered
         # between forward and backward, gradients and optimizer state sharded
         return 2, f"sharding '{text}' -> ZeRO-2 (FSDP keeps parameters gathered)"
-    if _REPLICATED.search(lowered):
+    if _REPLICATED.search(stated):
         return 0, f"sharding '{text}' -> ZeRO-0 (DDP: every rank keeps everything)"
-    if _is_fsdp(lowered):
-        if pp > 1:
-            return _fsdp_under_pipeline(text, pp, stack)
-        return 3, f"sharding '{text}' -> ZeRO-3 (FSDP full sharding)"
-    if "distributed optimizer" in lowered or "zero" in lowered or "fsdp" in lowered:
+    if _is_fsdp(stated):
+        stage, note = (
+            _fsdp_under_pipeline(text, pp, stack)
+            if pp > 1
+            else (3, f"sharding '{text}' -> ZeRO-3 (FSDP full sharding)")
+        )
+        return stage, note + (_HYBRID_NOTE if _HYBRID.search(stated) else "")
+    if _DISTRIBUTED_OPTIMIZER.search(stated) or "zero" in stated or "fsdp" in stated:
         return 1, f"sharding '{text}' -> ZeRO-1 (distributed optimizer)"
-    if lowered.startswith("none"):
+    if stated.startswith("none"):
         return 0, "sharding none -> ZeRO-0 (DDP)"
+    if stated != text.lower():  # all the cell names is a sharding the run did without
+        return 0, f"sharding '{text}' -> ZeRO-0 (DDP: no sharding the run used is named)"
+    if not is_missing(text):
+        return 1, f"sharding '{text}' names nothing lightspeed reads -> ZeRO-1, as if not reported"
     return 1, "sharding not reported -> ZeRO-1"
 
 
-# ``ZeRO-3``, ``ZeRO3``, ``ZeRO stage 3``, ``ZeRO (stage 2)``
-_ZERO_STAGE: Final = re.compile(r"zero[\s-]*(?:\(?\s*stage\s*)?(\d)")
+def _stated_sharding(text: str) -> str:
+    """A sharding cell in lower case without the sharding it says the run did without."""
+    return _NEGATED.sub(" ", text.lower()).strip()
+
+
+def _written_stage(lowered: str) -> int | None:
+    """The ZeRO stage a lower-case sharding cell writes (:data:`_ZERO_STAGE`, :data:`_STAGE`)."""
+    match = _ZERO_STAGE.search(lowered) or (_STAGE.search(lowered) if _DEEPSPEED.search(lowered) else None)
+    return int(match.group(1)) if match else None
+
+
+# ``ZeRO-3``, ``ZeRO3``, ``ZeRO stage 3``, ``ZeRO (stage 2)``, ``ZeRO stage-3``, Megatron-DeepSpeed's
+# ``--zero-stage 3``, ``zero_stage: 3``, ``zero_stage=3``
+_ZERO_STAGE: Final = re.compile(r"zero[\s_-]*(?:\(?\s*stage[\s_:=-]*)?(\d)")
+# the stage as DeepSpeed's config and docs write it, in a cell that names ZeRO or DeepSpeed (the
+# ``zero_optimization`` section's ``stage`` key, 0-3, deepspeed/runtime/zero/config.py):
+# ``zero_optimization.stage=3``, ``"zero_optimization": {"stage": 3}``, ``ZeRO-Infinity (stage 3,
+# CPU offload)``, ``ZeRO++ (stage 3)``, ``DeepSpeed stage 3``, ``stage-3 ZeRO``
+_DEEPSPEED: Final = re.compile(r"zero|deepspeed")
+_STAGE: Final = re.compile(r"(?<![a-z])stage[\s_:=\"'-]*(\d)\b")
+# a sharding the cell says the run did without: ``DDP (no ZeRO)``, ``without FSDP``, ``w/o ZeRO-3``,
+# ``use_distributed_optimizer: false``
+_NEGATED: Final = re.compile(
+    r"\b(?:no|without|w/o)\s+(?:zero(?:[\s_-]*\d)?|fsdp\d?)\b|\buse[_-]distributed[_-]optimizer\W*false\b"
+)
 _KEEPS_PARAMETERS: Final = re.compile(r"shard_grad_op|reshard_after_forward\s*=\s*false")
-# plain data parallelism: ``DDP``, ``no sharding``, ``none``, FSDP's ``NO_SHARD`` strategy (``FSDP +
-# DDP`` shards, so not here)
+# plain data parallelism: ``DDP``, ``no sharding``, ``none``, FSDP's ``NO_SHARD`` strategy, torchtitan's
+# ``data_parallel_shard_degree=1`` (``FSDP + DDP`` shards, and ``DDP + distributed optimizer`` shards
+# the optimizer state, so not here)
 _REPLICATED: Final = re.compile(
-    r"^\s*(?:ddp|no sharding|none|not sharded)\b(?!.*(?:fsdp|zero|shard_))|\bno_shard\b"
+    r"^\s*(?:ddp|no sharding|none|not sharded)\b(?!.*(?:fsdp|zero|shard_|distributed[\s_-]optimizer))"
+    r"|\bno_shard\b|\b(?:data_parallel_shard_degree|dp_shard)\s*[=:]\s*1\b"
+)
+# Megatron's distributed optimizer (optimizer state sharded over DP: ZeRO-1): ``distributed optimizer``,
+# ``--use-distributed-optimizer``, ``use_distributed_optimizer: true``
+_DISTRIBUTED_OPTIMIZER: Final = re.compile(r"distributed[\s_-]optimizer")
+# an FSDP degree: Megatron-Bridge's ``FSDP=8`` (``FSDP=0``: off), torchtitan's
+# ``data_parallel_shard_degree=64`` / ``dp_shard=8`` (-1: every rank left, 1: no FSDP)
+_FSDP_DEGREE: Final = re.compile(r"(?:fsdp|data_parallel_shard_degree|dp_shard)\s*[=:]\s*(-?\d+)")
+# hybrid sharding, FSDP within a group and replicas across groups: HSDP, PyTorch FSDP's
+# ``HYBRID_SHARD``, torchtitan's ``data_parallel_replicate_degree`` (``dp_replicate``) above 1
+_HYBRID: Final = re.compile(
+    r"hsdp|hybrid[\s_]shard|(?:dp_replicate|data_parallel_replicate_degree)\s*[=:]\s*(?:[2-9]|\d\d)"
+)
+_HYBRID_NOTE: Final = (
+    "; HSDP approximated as full sharding over every DP rank (lightspeed has no shard group: less "
+    "memory per GPU, parameter gathers over the whole DP group)"
 )
 
 
 def _is_fsdp(lowered: str) -> bool:
     """Whether a lower-case sharding cell names full FSDP sharding (not ``FSDP=0``, not ZeRO-k):
-    FSDP, FULL_SHARD, FSDP2's ``fully_shard``, or HSDP (full sharding within each replica group)."""
-    if _ZERO_STAGE.search(lowered):
+    FSDP, FULL_SHARD, FSDP2's ``fully_shard``, torchtitan's ``data_parallel_shard_degree`` other
+    than 1, or HSDP (full sharding within each replica group)."""
+    if _written_stage(lowered) is not None:
         return False
-    sized = re.search(r"fsdp\s*=\s*(\d+)", lowered)
-    fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) > 1)
+    sized = _FSDP_DEGREE.search(lowered)
+    fsdp = ("fsdp" in lowered and not sized) or (sized is not None and int(sized.group(1)) not in (0, 1))
     named = ("full_shard", "full shard", "fully_shard", "fully shard", "hsdp", "hybrid_shard", "hybrid shard")
     return fsdp or any(word in lowered for word in named)
 
@@ -326,47 +386,153 @@ def _fsdp_under_pipeline(text: str, pp: int, stack: Stack | None) -> tuple[int, 
     )
 
 
-def _recompute(text: str) -> str:
-    """The policy a recompute cell names (``selective``: the predicting stack's selective one);
+def _recompute(text: str) -> tuple[str, str]:
+    """(policy, note) a recompute cell names (``selective``: the predicting stack's selective one;
+    torchtitan's ``SAC`` and Megatron-LM's ``--recompute-activations``, which sets
+    ``recompute_granularity='selective'`` in megatron/training/arguments.py, are selective);
     activation or gradient checkpointing said with no policy is full recomputation (PyTorch's
-    ``checkpoint`` of whole blocks, Hugging Face's ``gradient_checkpointing``)."""
+    ``checkpoint`` of whole blocks, Hugging Face's ``gradient_checkpointing``), said to be off
+    (``AC: none``, ``gradient_checkpointing=False``) none. A fixed count of whole layers
+    (:data:`_BLOCK_METHOD`, :data:`_LAYER_SAC`) is read as the engine's ``partial``, which chooses
+    the count itself: the note says so."""
     lowered = text.lower()
-    if "per-op" in lowered or "(op" in lowered:
-        return "op"
-    if "selective" in lowered or "partial" in lowered:
-        return "selective"
+    if _DISABLED.search(lowered):
+        return "none", ""
+    layer_sac = _LAYER_SAC.search(lowered)
+    if layer_sac and int(layer_sac.group(1)) <= 1:  # every block checkpointed
+        return "full", f"recompute '{text}' -> full (torchtitan's layer SAC of every block)"
+    if layer_sac or _BLOCK_METHOD.search(lowered):
+        return "partial", (
+            f"recompute '{text}' -> partial: the run recomputes a fixed count of whole layers, "
+            "lightspeed's partial policy the fewest per stage that fit memory (none when all fit), "
+            "so recomputation may be undercounted"
+        )
+    if _PER_OP.search(lowered):
+        return "op", ""
+    if _SELECTIVE.search(lowered):
+        return "selective", ""
     if _NO_RECOMPUTE.search(lowered):
-        return "none"
+        return "none", ""
     if re.search(r"\bfull\b", lowered) or _CHECKPOINTING.search(lowered):
-        return "full"
-    return "none"
+        return "full", ""
+    return "none", ""
 
 
 # ``none``, ``no AC``, ``no recompute``, ``off``, ``disabled``, ``without checkpointing``
 _NO_RECOMPUTE: Final = re.compile(r"^\s*(?:none|no|off|false|disabled?|without)\b")
+# checkpointing said to be off: ``AC: none``, ``AC off``, torchtitan's ``activation_checkpoint.mode =
+# "none"``, Hugging Face's ``gradient_checkpointing=False``, ``activation checkpointing disabled``
+_DISABLED: Final = re.compile(
+    r"(?:checkpoint\w*|\bs?ac\b|recomput\w*|\bremat\w*|\bmode\b)[\s:=\"'._-]*(?:none|off|false|disabled?|no)\b"
+)
+# a fixed count of whole layers: Megatron-LM's ``--recompute-method block --recompute-num-layers N``
+# (the first N layers of each pipeline stage, megatron/core/transformer/transformer_block.py);
+# torchtitan's layer SAC ``selective_ac_option=N`` (every Nth block, 1 every block:
+# torchtitan's apply_ac in its models' parallelize.py)
+_BLOCK_METHOD: Final = re.compile(r"recompute[-_]method[\s=:\"']*block")
+_LAYER_SAC: Final = re.compile(r"selective[-_]ac[-_]option[\s=:\"']*(\d+)")
+# torchtitan's per-op selective policy: ``selective (per-op)``, ``selective AC (op)``, ``op-level
+# SAC``, ``selective_ac_option="op"``
+_PER_OP: Final = re.compile(r"per[\s-]*op\b|\(op\b|\bop[\s-]+level\b|[=:]\s*[\"']?op\b")
+# the stack's selective policy: ``selective``, ``partial``, torchtitan's ``SAC``, Megatron-LM's
+# ``--recompute-activations``
+_SELECTIVE: Final = re.compile(r"selective|partial|\bsac\b|recompute[-_]activations")
 # checkpointing or recomputation said without a policy: ``activation checkpointing``, ``AC``,
 # ``gradient checkpointing``, ``recompute all layers``
 _CHECKPOINTING: Final = re.compile(r"checkpoint|\bac\b|recomput|\bremat")
 
 
-def _precision(text: str) -> tuple[str, str]:
+def _precision(text: str, accelerator: Accelerator | None = None) -> tuple[str, str]:
     """(training precision, note) a cell names, spelled as frameworks do or not (``torchao
-    Float8``: fp8); block-scaled formats (``MXFP8``) before their family, TF32 before FP32;
-    bf16 where it names none."""
+    Float8``: fp8; :data:`_FRAMEWORK_PRECISIONS`); block-scaled formats (``MXFP8``) before their
+    family, TF32 before FP32. A cell naming none is the ``accelerator``'s 16-bit format (bf16, fp16
+    where it has no bf16: V100). A block-scaled format on an accelerator without block-scaled tensor
+    cores, or fp64, is refused."""
+    named = _named_precision(text)
+    if named is None:
+        return _unstated_precision(text, accelerator)
+    key, how = named
+    if key not in TRAINING_PRECISIONS:
+        raise RowError(
+            f"precision '{text.strip()}' is {key}{how}, which lightspeed does not model for training"
+        )
+    if accelerator is not None and key in _BLOCK_SCALED and not _has_block_scaled_tensor_cores(accelerator):
+        raise RowError(
+            f"precision '{text.strip()}' is {key}, a block-scaled format: {accelerator.name} "
+            f"({accelerator.architecture}) has no block-scaled tensor cores (Transformer Engine's MXFP8 and "
+            "NVFP4 recipes need Blackwell); write the format the run used"
+        )
+    return key, f"precision '{text.strip()}' -> {key}{how}{_fp32_remark(key, accelerator)}"
+
+
+def _named_precision(text: str) -> tuple[str, str] | None:
+    """(format, how it was named) a precision cell names, ``None`` when it names none."""
     lowered = format_keys(text)
     for key in ("mxfp8", "nvfp4", "mxfp4", "fp8", "fp4", "fp16", "bf16", "tf32", "fp32"):
         if key in lowered:
-            return key, f"precision '{text.strip()}' -> {key}"
+            return key, ""
+    for pattern, key, how in _FRAMEWORK_PRECISIONS:
+        if pattern.search(lowered):
+            return key, f" ({how})"
+    return None
+
+
+# Precisions named by a framework's setting, not a format: PyTorch Lightning's ``precision`` values
+# (``16-mixed``, ``16-true``, ``32-true``, ``64-true``; ``bf16-mixed`` names its format:
+# lightning/fabric/connector.py), apex AMP's opt levels (``O0`` fp32, ``O1``-``O3`` fp16:
+# apex/amp/frontend.py), a bare ``AMP`` or ``autocast`` (torch.autocast's default CUDA dtype is
+# float16: torch/amp/autocast_mode.py)
+_FRAMEWORK_PRECISIONS: Final = (
+    (re.compile(r"(?<![\w.])16-(?:mixed|true)\b"), "fp16", "PyTorch Lightning's 16-bit: float16"),
+    (re.compile(r"(?<![\w.])32-true\b"), "fp32", "PyTorch Lightning's 32-true"),
+    (re.compile(r"(?<![\w.])64-true\b"), "fp64", "PyTorch Lightning's 64-true"),
+    (re.compile(r"\bo0\b"), "fp32", "apex AMP opt level O0"),
+    (re.compile(r"\bo[123]\b"), "fp16", "apex AMP opt levels O1-O3: float16"),
+    (re.compile(r"\b(?:amp|autocast)\b"), "fp16", "AMP: torch.autocast's default CUDA dtype is float16"),
+)
+# formats whose scales are per block of elements (OCP MX's 32, NVFP4's 16), not per tensor
+_BLOCK_SCALED: Final = frozenset({"mxfp8", "mxfp4", "nvfp4"})
+
+
+def _has_block_scaled_tensor_cores(accelerator: Accelerator) -> bool:
+    """Whether the tensor cores take block scales (MXFP8, NVFP4): the generation that brought them
+    brought FP4 too (NVIDIA Blackwell, AMD CDNA 4), so the catalog's parts with an FP4 compute row.
+    Hopper's FP8 takes per-tensor scales only: Transformer Engine's MXFP8BlockScaling recipe asks
+    for compute capability 10.0."""
+    return "fp4" in accelerator.compute
+
+
+def _unstated_precision(text: str, accelerator: Accelerator | None) -> tuple[str, str]:
+    """(16-bit format, note) of a precision cell naming no format: bf16, or fp16 on an accelerator
+    with fp16 but no bf16 compute (V100)."""
+    fp16_only = (
+        accelerator is not None and "bf16" not in accelerator.compute and "fp16" in accelerator.compute
+    )
+    key = "fp16" if fp16_only else "bf16"
+    why = f" ({accelerator.name} has no bf16: its 16-bit format)" if fp16_only and accelerator else ""
     if is_missing(text):
-        return "bf16", "precision not stated: bf16"
-    return "bf16", f"precision '{text.strip()}' names no format lightspeed reads: bf16"
+        return key, f"precision not stated: {key}{why}"
+    return key, f"precision '{text.strip()}' names no format lightspeed reads: {key}{why}"
+
+
+def _fp32_remark(key: str, accelerator: Accelerator | None) -> str:
+    """What an fp32 run is predicted at: the TF32 tensor-core row where the accelerator has one, as
+    :func:`lightspeed.sol.core.hardware.hardware_for` runs fp32 GEMMs (PyTorch's ``allow_tf32``)."""
+    if key != "fp32" or accelerator is None or accelerator.family == "cpu":
+        return ""
+    if "tf32" not in accelerator.compute:
+        return ""
+    return ", predicted at the TF32 tensor-core rate (lightspeed runs fp32 GEMMs in TF32, as allow_tf32 does)"
 
 
 def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
-    """Sequences a global-batch cell states: ``32/DP`` per replica, ``ramp to N``, sequences
-    times their length (``2048 x 8192 tokens``), a token count (:func:`_sequences_of_tokens`),
-    or a count of sequences (``2K`` is 2,048)."""
+    """Sequences a global-batch cell states: labelled (``gbs 512``), ``32/DP`` per replica,
+    ``ramp to N``, sequences times their length (``2048 x 8192 tokens``), a token count
+    (:func:`_sequences_of_tokens`), or a count of sequences (``2K`` is 2,048)."""
     lowered = text.lower()
+    labelled = _LABELLED_GLOBAL_BATCH.search(lowered)
+    if labelled:
+        return int(labelled.group(1))
     per_dp = re.search(r"(\d+)\s*/\s*dp", lowered)
     if per_dp:
         return int(per_dp.group(1)) * dp
@@ -381,8 +547,15 @@ def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
     return size_cell(text)
 
 
-# ``2048 x 8192 tokens``: sequences times their length
-_SEQUENCES_TIMES_LENGTH: Final = re.compile(r"(\d[\d,]*)\s*[x×*]\s*\d[\d,]*k?\s*(?:-?\s*token)")
+# a global batch written with its label: ``gbs 512``, ``GBS=512``, Megatron-LM's ``--global-batch-size
+# 512``, ``global_batch_size: 512`` (not a token count: ``GBS 4M tokens``)
+_LABELLED_GLOBAL_BATCH: Final = re.compile(
+    r"\b(?:gbs|global[_-]batch[_-]size)\b[\s=:]*(\d+)(?![\d.,]|\s*(?:[kmb]\b|tok))"
+)
+# ``2048 x 8192 tokens``, ``512 sequences x 8192 tokens``: sequences times their length
+_SEQUENCES_TIMES_LENGTH: Final = re.compile(
+    r"(\d[\d,]*)\s*(?:(?:sequences?|seqs?|samples?)\s*)?[x×*]\s*\d[\d,]*k?\s*(?:-?\s*token)"
+)
 _TOKEN_COUNT: Final = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*([km])?(?![a-z])")
 # how far a token count may sit from a whole batch that splits over DP (a figure rounded to
 # three digits, ``16.8M``, is 0.1% from 2,048 x 8,192)
@@ -419,25 +592,95 @@ def _twos(count: int) -> int:
 
 @dataclass(frozen=True)
 class _Degrees:
+    """The parallel degrees of a row; ``free``: those of TP, PP, CP and DP no cell states (searched)."""
+
     tp: int
     pp: int
     dp: int
     ep: int
     cp: int
     etp: int = 1
+    free: tuple[str, ...] = ()
 
 
-_ETP: Final = re.compile(r"\bETP\s*=?\s*(\d+)", re.IGNORECASE)
+# The cells a parallel layout is written in; a row may write several degrees in one (``TP8 PP8 CP2``).
+_PLAN_CELLS: Final = ("TP", "PP", "CP", "DP", "EP", "VPP", "sharding")
+# A degree written with a framework's flag or config key, in any of those cells: Megatron-LM's
+# ``--tensor-model-parallel-size 8``, Megatron-Core and NeMo's ``tensor_model_parallel_size=8``
+# (megatron/training/arguments.py), torchtitan's ``tensor_parallel_degree = 8`` (its job config's
+# ``[parallelism]``); ``--expert-tensor-parallel-size`` is ETP, not TP, and the virtual pipeline's
+# size VPP, not PP.
+_DEGREE_FLAGS: Final = {
+    "tp": r"(?<!expert[_-])tensor[_-](?:model[_-])?parallel[_-](?:size|degree)",
+    "pp": r"(?<!virtual[_-])pipeline[_-](?:model[_-])?parallel[_-](?:size|degree)",
+    "cp": r"context[_-]parallel[_-](?:size|degree)",
+    "ep": r"expert[_-](?:model[_-])?parallel[_-](?:size|degree)",
+    "etp": r"expert[_-]tensor[_-](?:model[_-])?parallel[_-](?:size|degree)",
+    "vpp": r"virtual[_-]pipeline[_-](?:model[_-])?parallel[_-](?:size|degree)",
+}
+
+
+def _degree_pattern(name: str) -> re.Pattern[str]:
+    """A degree with its label (``TP8``, ``tp=8``, ``VPP 8``, the ``pp16`` of ``tp4pp16cp2`` and of
+    ``TP4xPP16``) or its flag (:data:`_DEGREE_FLAGS`)."""
+    label = rf"(?:(?<![a-z])|(?<=\dx)){name}\s*[=:]?\s*(\d+)(?![\d.])"
+    flag = _DEGREE_FLAGS.get(name)
+    return re.compile(label + (rf"|(?:{flag})[\s=:\"']*(\d+)" if flag else ""), re.IGNORECASE)
+
+
+_LABELLED_DEGREES: Final = {
+    name: _degree_pattern(name) for name in ("tp", "pp", "cp", "dp", "ep", "etp", "vpp")
+}
+# degrees listed without their names, ``(8,8,2)`` or ``8, 8, 2`` (which is TP, which PP?); a count
+# with thousands separators (``1,024``) is one number
+_UNNAMED_DEGREES: Final = re.compile(r"\d+(?:\s*,\s*\d+)+")
+_THOUSANDS: Final = re.compile(r"\d{1,3}(?:,\d{3})+")
+
+
+def _labelled_degree(row: PublishedRow, name: str) -> int | None:
+    """The degree ``name`` (``tp``, ``vpp`` ...) written with its label or flag in any parallel cell
+    (``TP8 PP8 CP2`` in the TP cell, ``VPP=8`` or ``--expert-model-parallel-size 64`` in the sharding
+    cell), else ``None``."""
+    for column in _PLAN_CELLS:
+        found = _LABELLED_DEGREES[name].search(row.text(column))
+        if found is not None:
+            return int(found.group(1) or found.group(2))
+    return None
+
+
+def _check_named_degrees(row: PublishedRow) -> None:
+    """Refuse degrees listed without their names (:data:`_UNNAMED_DEGREES`): never one number."""
+    for column in ("TP", "PP", "CP", "DP", "EP", "VPP"):
+        text = row.text(column)
+        for run in _UNNAMED_DEGREES.finditer(text):
+            if not _THOUSANDS.fullmatch(run.group(0)):
+                raise RowError(
+                    f"{column} {text!r} lists degrees without their names; write each in its column "
+                    "or with its label (TP8 PP8 CP2)"
+                )
+
+
+def _stated_degrees(row: PublishedRow) -> dict[str, int | None]:
+    """Each degree the row states, ``None`` where it states none: a cell's leading number or
+    label (:func:`lightspeed.sol.validation.published.degree_cell`), else the label or flag written
+    in another parallel cell (:func:`_labelled_degree`). A DP cell is its degree only when it starts
+    with a number (``ZeRO-1`` names sharding)."""
+    _check_named_degrees(row)
+    stated = {
+        name: degree_cell(row, name.upper()) or _labelled_degree(row, name)
+        for name in ("tp", "pp", "cp", "ep")
+    }
+    dp_text = row.text("DP")
+    stated["dp"] = integer_cell(dp_text) if re.match(r"\s*\d", dp_text) else _labelled_degree(row, "dp")
+    stated["etp"] = _labelled_degree(row, "etp")  # Megatron's expert tensor parallelism: "8 (ETP 4)"
+    return stated
 
 
 def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
-    tp = degree_cell(row, "TP", 1) or 1
-    pp = degree_cell(row, "PP", 1) or 1
-    cp = degree_cell(row, "CP", 1) or 1
-    ep = degree_cell(row, "EP", 1) or 1
-    dp_text = row.text("DP")
-    # a DP cell that starts with a number is the degree; text such as "ZeRO-1" names sharding only
-    dp = integer_cell(dp_text, None) if re.match(r"\s*\d", dp_text) else None
+    """The row's degrees (:func:`_stated_degrees`; 1 where unstated, DP what fills the GPUs)."""
+    stated = _stated_degrees(row)
+    tp, pp, cp, ep, etp = (stated[name] or 1 for name in ("tp", "pp", "cp", "ep", "etp"))
+    dp = stated["dp"]
     if dp is not None and tp * pp * cp * dp != num_gpus:
         raise RowError(
             f"TP x PP x CP x DP = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp} GPUs, "
@@ -447,14 +690,48 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
         if num_gpus % (tp * pp * cp):
             raise RowError(f"{num_gpus} GPUs do not split into TP x PP x CP = {tp * pp * cp}")
         dp = num_gpus // (tp * pp * cp)
-    etp = _ETP.search(row.text("EP"))  # "8 (ETP 4)": Megatron's expert tensor parallelism
-    return _Degrees(tp, pp, dp, ep, cp, int(etp.group(1)) if etp else 1)
+    free = tuple(name for name in ("tp", "pp", "cp", "dp") if stated[name] is None)
+    return _Degrees(tp, pp, dp, ep, cp, etp, free)
+
+
+def _gpus_from_degrees(row: PublishedRow) -> tuple[int, str] | None:
+    """(GPUs, note) of a row whose GPUs no cell counts but which states TP, PP, CP and DP: their
+    product; ``None`` when one is unstated."""
+    stated = _stated_degrees(row)
+    degrees = [stated[name] for name in ("tp", "pp", "cp", "dp")]
+    if any(degree is None for degree in degrees):
+        return None
+    product = math.prod(degree or 1 for degree in degrees)
+    written = " x ".join(str(degree) for degree in degrees)
+    return product, f"GPUs not reported: TP x PP x CP x DP = {written} = {product}"
+
+
+def _row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
+    """(GPUs, note) of a training row: :func:`lightspeed.sol.validation.hardware_text.row_gpus`, or
+    with no count in the GPUs and hardware cells the product of the degrees the row states."""
+    try:
+        return row_gpus(catalog, row)
+    except RowError:
+        from_degrees = _gpus_from_degrees(row) if is_missing(row.text("GPUs")) else None
+        if from_degrees is None:
+            raise
+        return from_degrees
+
+
+# sequence parallelism said to be off: ``no sequence parallelism``, ``without SP``,
+# ``sequence_parallel=False``, ``SP off``, ``sequence parallel: disabled``, Megatron's ``--no-...``, and
+# a ``TP all-reduce`` (TP without SP's all-gather and reduce-scatter)
+_NO_SEQUENCE_PARALLEL: Final = re.compile(
+    r"tp all-reduce|\b(?:no|without|w/o)[\s-]+(?:sequence[\s_-]*parallel\w*|sp)\b"
+    r"|\b(?:sequence[\s_-]*parallel\w*|sp)[\s\"':=]*(?:false|off|disabled?)\b"
+)
 
 
 def _stated_settings(text: str) -> dict[str, bool]:
-    """What the row's own words change from its stack's defaults (``TP all-reduce``, ``AsyncTP``)."""
+    """What the row's own words change from its stack's defaults (no sequence parallelism:
+    :data:`_NO_SEQUENCE_PARALLEL`; ``AsyncTP``)."""
     settings = {}
-    if "tp all-reduce" in text:
+    if _NO_SEQUENCE_PARALLEL.search(text):
         settings["sequence_parallel"] = False
     if "asynctp" in text.replace(" ", "").replace("-", "") and "with asynctp" not in text:
         settings["tp_overlap"] = True
@@ -466,31 +743,73 @@ SEARCHED_MICRO_BATCH_SIZES: Final = (1, 2, 4, 8, 16)
 _LAYERS_PER_VIRTUAL_STAGE: Final = re.compile(r"layers[\s_-]+per[\s_-]+virtual")
 SEARCHED_VPPS: Final = (2, 3, 4, 6, 8)
 SEARCHED_RECOMPUTES: Final = ("none", "selective", "partial", "full")
+# a micro-batch written with its label, in the micro-batch or the global-batch cell: ``mbs 1``,
+# ``MBS=1``, Megatron-LM's ``--micro-batch-size 1``, ``micro_batch_size: 1``
+_LABELLED_MICRO_BATCH: Final = re.compile(r"\b(?:mbs|micro[_-]batch[_-]size)\b[\s=:]*(\d+)(?![\d.,])")
+# FSDP's float8 all-gather (torchao's ``enable_fsdp_float8_all_gather``, torchtitan's float8
+# config) and Megatron's ``--fp8-param-gather``: parameters gathered in one byte each
+_FLOAT8_GATHER: Final = re.compile(r"(?:float8|fp8)[\s_-]*(?:all[\s_-]*gather|param[\s_-]*gather)")
+_FLOAT8_GATHER_NOTE: Final = (
+    "float8 parameter all-gather: lightspeed gathers parameters in 16 bits, twice the bytes the run sends"
+)
+
+
+def _micro_batch(row: PublishedRow) -> int | None:
+    """The micro-batch a row states: labelled (:data:`_LABELLED_MICRO_BATCH`) in its micro-batch
+    or global-batch cell, else the micro-batch cell's number."""
+    for column in ("micro_batch", "global_batch"):
+        found = _LABELLED_MICRO_BATCH.search(row.text(column).lower())
+        if found is not None:
+            return int(found.group(1))
+    return integer_cell(row.text("micro_batch"))
+
+
+def _interleaving(row: PublishedRow, model: TransformerSpec, pp: int) -> tuple[tuple[int, ...], str]:
+    """(interleaving depths, schedule): the VPP cell's depth, not the schedule's name
+    (``interleaved 1F1B (v=6)`` is 6), else a depth labelled in another parallel cell (``PP8 VPP8``,
+    ``VPP=8``), else every depth searched when the row says interleaved, else 1."""
+    vpp_text = row.text("VPP").lower()
+    schedule = "dualpipe" if "dualpipe" in vpp_text else "1f1b"
+    if is_missing(vpp_text):
+        labelled = _labelled_degree(row, "vpp")
+        if labelled:
+            return (labelled,), schedule
+        return (SEARCHED_VPPS if "interleav" in row.text("PP").lower() else (1,)), schedule
+    vpp_number = re.sub(r"\b1f1b\b", "", vpp_text)
+    fixed_vpp = integer_cell(vpp_number) if "yes" not in vpp_text else None
+    if fixed_vpp and _LAYERS_PER_VIRTUAL_STAGE.search(vpp_text):
+        # Megatron's --num-layers-per-virtual-pipeline-stage N: a stage's whole layers in chunks of N
+        fixed_vpp = max(1, model.num_layers // (pp * fixed_vpp))
+    if fixed_vpp:
+        return (fixed_vpp,), schedule
+    interleaved = "yes" in vpp_text or "interleav" in vpp_text
+    return (SEARCHED_VPPS if interleaved else (1,)), schedule
 
 
 def read_plan(
-    row: PublishedRow, model: TransformerSpec, num_gpus: int, stack: Stack
+    row: PublishedRow,
+    model: TransformerSpec,
+    num_gpus: int,
+    stack: Stack,
+    accelerator: Accelerator | None = None,
 ) -> tuple[PlanSpec, list[str]]:
-    """The plan a row reports (ZeRO stage in ``stack``'s terms); for a micro-batch, interleaving
-    depth or recompute policy it leaves unsaid, the values searched."""
+    """The plan a row reports (ZeRO stage in ``stack``'s terms, precision on ``accelerator``); for a
+    micro-batch, interleaving depth or recompute policy it leaves unsaid, the values searched."""
     degrees = _degrees(row, num_gpus)
     seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
     if batch is None:
         raise RowError("global_batch is not reported; a prediction needs it")
-    micro = integer_cell(row.text("micro_batch"))
-    vpp_text = row.text("VPP").lower()
-    # the schedule's name is not the depth: ``interleaved 1F1B (v=6)`` is 6
-    vpp_number = re.sub(r"\b1f1b\b", "", vpp_text)
-    fixed_vpp = integer_cell(vpp_number) if not is_missing(vpp_text) and "yes" not in vpp_text else None
-    if fixed_vpp and _LAYERS_PER_VIRTUAL_STAGE.search(vpp_text):
-        # Megatron's --num-layers-per-virtual-pipeline-stage N: a stage's whole layers in chunks of N
-        fixed_vpp = max(1, model.num_layers // (degrees.pp * fixed_vpp))
-    interleaved = "yes" in vpp_text or "interleav" in vpp_text
+    if batch < 1:
+        raise RowError(
+            f"global_batch {row.text('global_batch')!r} is less than one sequence of {seq_len} tokens"
+        )
+    micro = _micro_batch(row)
+    vpps, schedule = _interleaving(row, model, degrees.pp)
     recompute_text = row.text("recompute")
+    recompute, recompute_note = ("", "") if is_missing(recompute_text) else _recompute(recompute_text)
     zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
-    precision, precision_note = _precision(row.text("precision"))
-    free = [name for name, cell in (("tp", "TP"), ("pp", "PP"), ("cp", "CP")) if is_missing(row.text(cell))]
+    precision, precision_note = _precision(row.text("precision"), accelerator)
     plan = PlanSpec(
         tp=degrees.tp,
         pp=degrees.pp,
@@ -498,19 +817,20 @@ def read_plan(
         ep=degrees.ep,
         cp=degrees.cp,
         zero_stage=zero_stage,
-        schedule="dualpipe" if "dualpipe" in vpp_text else "1f1b",
+        schedule=schedule,
         global_batch_size=batch,
         seq_len=seq_len,
         precision=precision,
         micro_batch_sizes=(micro,) if micro else SEARCHED_MICRO_BATCH_SIZES,
-        vpps=(fixed_vpp,) if fixed_vpp else (SEARCHED_VPPS if interleaved else (1,)),
-        recomputes=SEARCHED_RECOMPUTES if is_missing(recompute_text) else (_recompute(recompute_text),),
-        fsdp_under_pipeline=degrees.pp > 1 and _is_fsdp(row.text("sharding").lower()),
-        free_degrees=(*free, *(() if re.match(r"\s*\d", row.text("DP")) else ("dp",))),
+        vpps=vpps,
+        recomputes=(recompute,) if recompute else SEARCHED_RECOMPUTES,
+        fsdp_under_pipeline=degrees.pp > 1 and _is_fsdp(_stated_sharding(row.text("sharding"))),
+        free_degrees=degrees.free,
         etp=degrees.etp,
         **_stated_settings(row.joined()),
     )
-    return plan, [precision_note, zero_note]
+    gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.joined()) else ""
+    return plan, [note for note in (precision_note, zero_note, recompute_note, gathers) if note]
 
 
 def _plan_settings(spec: PlanSpec, stack: Stack) -> dict[str, bool]:
@@ -762,7 +1082,7 @@ def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None
 
 def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> TrainingRowSpec:
     """A training row of a published-results table in typed fields (the rules in the module docs)."""
-    num_gpus, gpus_note = row_gpus(catalog, row)
+    num_gpus, gpus_note = _row_gpus(catalog, row)
     model, model_note = resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
@@ -770,7 +1090,7 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     stack, stack_note = stack_for(
         " ".join((row.text("source"), row.text("sharding"), row.text("precision"))), year
     )
-    plan, plan_notes = read_plan(row, model, num_gpus, stack)
+    plan, plan_notes = read_plan(row, model, num_gpus, stack, cluster.system.accelerator)
     readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
