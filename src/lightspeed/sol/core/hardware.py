@@ -139,6 +139,12 @@ class Hardware(Record):
         return self.fabric.scale_up.domain_size
 
 
+def fp32_runs_on_tf32(accelerator: Accelerator) -> bool:
+    """Whether fp32 GEMMs are priced on ``accelerator``'s TF32 tensor-core row (PyTorch's
+    ``allow_tf32``): where it has one, on GPUs."""
+    return "tf32" in accelerator.compute and accelerator.family != "cpu"
+
+
 def hardware_for(
     cluster: Cluster,
     precision: str,
@@ -159,7 +165,7 @@ def hardware_for(
     """
     accelerator = cluster.system.accelerator
     row = compute_precision(precision)
-    if row == "fp32" and "tf32" in accelerator.compute and accelerator.family != "cpu":
+    if row == "fp32" and fp32_runs_on_tf32(accelerator):
         row = "tf32"
     if row not in accelerator.compute:
         raise UnsupportedError(

@@ -44,6 +44,7 @@ from typing import Final
 from lightspeed.catalog import Accelerator, Catalog, Cluster
 from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
+from lightspeed.sol.core.hardware import fp32_runs_on_tf32
 from lightspeed.sol.core.stacks import Stack, load_stack, stack_for
 from lightspeed.sol.train.batch import candidate_splits, split_batch
 from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
@@ -518,9 +519,7 @@ def _unstated_precision(text: str, accelerator: Accelerator | None) -> tuple[str
 def _fp32_remark(key: str, accelerator: Accelerator | None) -> str:
     """What an fp32 run is predicted at: the TF32 tensor-core row where the accelerator has one, as
     :func:`lightspeed.sol.core.hardware.hardware_for` runs fp32 GEMMs (PyTorch's ``allow_tf32``)."""
-    if key != "fp32" or accelerator is None or accelerator.family == "cpu":
-        return ""
-    if "tf32" not in accelerator.compute:
+    if key != "fp32" or accelerator is None or not fp32_runs_on_tf32(accelerator):
         return ""
     return ", predicted at the TF32 tensor-core rate (lightspeed runs fp32 GEMMs in TF32, as allow_tf32 does)"
 
