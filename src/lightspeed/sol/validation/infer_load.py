@@ -319,11 +319,11 @@ def fitting_split(
     *,
     num_gpus: int | None = None,
 ) -> tuple[int, str] | None:
-    """(TP, note) of a row that names no TP, EP or attention DP and whose model one GPU cannot
-    hold with one request of the row's lengths: the smallest TP (a power of two inside the
-    scale-up domain, dividing the row's ``num_gpus``, default all of ``cluster``'s) that can,
-    replicas filling the rest, as an operator sizes a deployment. ``None`` when one GPU holds it
-    (the row keeps tp=1) or no split does."""
+    """(TP, note) of a row that names no TP, EP or attention DP: the smallest TP (a power of two
+    inside the scale-up domain, dividing the row's ``num_gpus``, default all of ``cluster``'s) whose
+    GPUs hold the model with one request of the row's lengths, replicas filling the rest, as an
+    operator sizes a deployment (``1`` when one GPU holds it: every GPU a replica). ``None`` when no
+    split does."""
     gpus = num_gpus or cluster.num_accelerators
     one_request = ServingLoad(load.input_tokens, load.output_tokens)
     for tp in (1, 2, 4, 8, 16, 32, 64):
@@ -332,13 +332,11 @@ def fitting_split(
         plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
         hardware = inference_hardware_for(cluster, plan, None, None, model=model)
         if bool(deployment_memory(model, hardware, plan, one_request).fits[0]):
+            holds = f"{model.name} in {precision} and a request of the row's lengths"
+            replicas = f"x{gpus // tp} replica{'s' if gpus // tp > 1 else ''}"
             if tp == 1:
-                return None
-            note = (
-                f"row without TP: tp={tp} x{gpus // tp} replicas, the smallest TP whose GPUs hold "
-                f"{model.name} in {precision} and a request of the row's lengths"
-            )
-            return tp, note
+                return tp, f"row without TP: tp=1 {replicas}, one GPU holds {holds}"
+            return tp, f"row without TP: tp={tp} {replicas}, the smallest TP whose GPUs hold {holds}"
     return None
 
 
