@@ -309,3 +309,23 @@ def test_page_ranges_and_sweeps_in_prose_are_no_degrees(
     source = "Proceedings of MLSys, pp 12-25; swept TP 1/2/4/8"
     (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, "TP": "4", "source": source}).values()
     assert _layout(row) == (4, 1, 1, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("cells", "reason"),
+    [
+        # a degree of 0 divided by zero (DEP0) or was taken for a layout; 1e400 was read as 1
+        ({"TP": "2 replicas of TP0"}, "TP 0 runs on no GPUs"),
+        ({"TP": "DEP0"}, "DEP 0 runs on no GPUs"),
+        ({"TP": "TP1e400"}, "too large to be a number"),
+        # a cap no whole number reads was dropped without a word, a cap of 0 ignored
+        ({"micro_batch": "maximum batch size 1e400"}, "is not a whole number of sequences"),
+        ({"sharding": "--max-num-seqs 0"}, "allows no sequence"),
+    ],
+)
+def test_degrees_and_caps_no_gpu_runs_are_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: dict[str, str], reason: str
+) -> None:
+    (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, **cells}).values()
+    assert row.predicted is None
+    assert reason in row.reason

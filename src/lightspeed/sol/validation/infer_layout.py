@@ -57,6 +57,12 @@ _SEQUENCE_CAP = re.compile(
     r"max(?:imum)?[ _-]?(?:batch(?:[ _-]?size)?|num[ _-]?seqs|running[ _-]?requests)\s*[=:]?\s*"
     rf"{INTEGER}(?P<per_rank>\s*(?:per|/)\s*(?:attention\s+)?(?:rank|gpu|dp\s+rank)\b)?"
 )
+# A cap's label with a value no whole number reads (``maximum batch size 1e400``, ``max_num_seqs=-1``,
+# ``max batch nan``): refused, never dropped
+_CAP_VALUE = re.compile(
+    r"max(?:imum)?[ _-]?(?:batch(?:[ _-]?size)?|num[ _-]?seqs|running[ _-]?requests)\s*[=:]?\s*"
+    r"(?:[-+.]?\d|nan\b|inf)\S*"
+)
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 
 
@@ -93,7 +99,7 @@ def _degree_label(name: str) -> re.Pattern[str]:
     a citation's pages ``pp 12-25``)."""
     experts_tp = r"(?<!moe_)" if name == "tp" else ""
     label = rf"(?<![a-z]){experts_tp}{name}(?:[_-]?size)?"
-    number = r"(\d+)(?![\d.])(?!\s*[-–/,]\s*\d)"
+    number = r"(\d+)(?![\d.]|e[+-]?\d)(?!\s*[-–/,]\s*\d)"
     return re.compile(rf"(?:{label}|{_DEGREE_FLAGS[name]})[\"']?\s*[=:]?\s*{number}", re.IGNORECASE)
 
 
@@ -213,10 +219,18 @@ def _stated_degree(row: PublishedRow, name: str) -> tuple[int | None, str]:
 
 
 def stated_layout(row: PublishedRow) -> StatedLayout:
-    """The parallel layout the row's cells state (:class:`StatedLayout`)."""
+    """The parallel layout the row's cells state (:class:`StatedLayout`); a degree or count of 0
+    refuses the row (no GPUs run it)."""
     degrees = {name: _stated_degree(row, name) for name in ("tp", "pp", "ep", "dp")}
     copies = _first_match(row, _REPLICA_COUNT, _LAYOUT_CELLS)
     shorthand = _first_match(row, _SHORTHAND, _LAYOUT_CELLS + _PROSE_CELLS)
+    stated = {name.upper(): degree for name, (degree, _) in degrees.items()}
+    stated["replicas"] = int(copies.group(1)) if copies else None
+    if shorthand:
+        stated[shorthand.group(1).upper() + "EP"] = int(shorthand.group(2))
+    for name, degree in stated.items():
+        if degree is not None and degree < 1:
+            raise RowError(f"{name} {degree} runs on no GPUs: a parallel degree is a whole number >= 1")
     return StatedLayout(
         tp=degrees["tp"][0],
         pp=degrees["pp"][0],
@@ -516,12 +530,16 @@ def stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, s
     """``plan`` with the cap on sequences its cells state (:data:`_SEQUENCE_CAP`, :data:`_CAP_CELLS`) as its
     ``max_batch`` per replica (a cap ``per rank`` counts once per attention rank), and a note;
     ``plan`` unchanged where the row states none."""
-    cap = _SEQUENCE_CAP.search(" | ".join(row.text(cell) for cell in _CAP_CELLS).lower())
+    text = " | ".join(row.text(cell) for cell in _CAP_CELLS).lower()
+    cap = _SEQUENCE_CAP.search(text)
     if cap is None:
+        unread = _CAP_VALUE.search(text)
+        if unread is not None:
+            raise RowError(f"the cap '{unread.group(0)}' is not a whole number of sequences")
         return plan, ""
     per_rank = int(cap.group(1).replace(",", ""))
     if per_rank < 1:
-        return plan, ""
+        raise RowError(f"the cap '{cap.group(0).strip()}' allows no sequence: a cap is a whole number >= 1")
     ranks = plan.dp_attention if cap.group("per_rank") else 1
     where = f" x {ranks} attention ranks" if ranks > 1 else ""
     note = f"server cap of {per_rank} sequences{' per rank' if cap.group('per_rank') else ''}{where}"
