@@ -329,3 +329,23 @@ def test_degrees_and_caps_no_gpu_runs_are_refused(
     (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, **cells}).values()
     assert row.predicted is None
     assert reason in row.reason
+
+
+def test_experts_wider_than_a_replica_say_what_the_row_lacks(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # the engine's own refusal said "try ep=1", which is no deployment the row describes
+    (row,) = _validate(tmp_path, catalog, models, R1={**MOE, "TP": "1", "EP": "EP8"}).values()
+    assert row.predicted is None
+    assert "the row states no attention DP; write DP 8 (attention DP), TP 8, or DEP8/TEP8" in row.reason
+
+
+@pytest.mark.parametrize("cell", ["MTP disabled", "speculative: off", "no MTP"])
+def test_speculation_said_to_be_off_is_no_speculation(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, cell: str
+) -> None:
+    # "MTP disabled" was read as speculation named but not modelled
+    (row,) = _validate(tmp_path, catalog, models, R1={**MOE, "TP": "8", "sharding": cell}).values()
+    assert row.plan is not None
+    assert row.plan["speculative"] is None
+    assert not _said(row, "speculative decoding named")

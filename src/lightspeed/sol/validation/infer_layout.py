@@ -445,6 +445,12 @@ def deployment(
     the figure is of a prefill or decode pool on its own."""
     _check_expert_parallel_degree(row, model, stated)
     tp, pp, ep, groups, layout_notes = _parallel_degrees(row, model, num_gpus, stated, tp)
+    if ep > tp * groups:  # the engine would refuse it with "try ep=1": say what the row lacks
+        raise RowError(
+            f"EP {ep} spreads the experts over more GPUs than a replica's TP x attention groups "
+            f"({tp} x {groups}): the row states no attention DP; write DP {ep} (attention DP), TP {ep}, "
+            f"or DEP{ep}/TEP{ep}"
+        )
     replicas = _replicas(num_gpus, tp, pp, groups, stated)
     pools, pools_note = _pools(row, replicas, tp, one_pool)
     kv_precision = infer_precision.kv_precision(row)
@@ -564,7 +570,12 @@ def _one_instance(cluster: Cluster, num_gpus: int) -> tuple[int | None, str]:
 # (``speculative_config``, ``--speculative-num-steps``).
 _SPECULATION = r"(?:mtp|nextn|speculative|eagle\d*|medusa|draft[ _]model|draft[ _]tokens?)"
 _SPECULATIVE = re.compile(rf"(?<![a-z]){_SPECULATION}(?![a-z])", re.IGNORECASE)
-_NOT_SPECULATIVE = re.compile(rf"\b(?:no|without|w/o|disabled?)\s+{_SPECULATION}", re.IGNORECASE)
+# ... nor says it did not: ``no MTP``, ``without EAGLE``, ``MTP disabled``, ``speculative: off``
+_NOT_SPECULATIVE = re.compile(
+    rf"\b(?:no|without|w/o|disabled?)\s+{_SPECULATION}"
+    rf"|(?<![a-z]){_SPECULATION}[\s:=_-]*(?:disabled?|off|false|none)\b",
+    re.IGNORECASE,
+)
 
 
 def _names_speculation(row: PublishedRow) -> bool:
