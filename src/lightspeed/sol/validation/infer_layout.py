@@ -445,7 +445,7 @@ def deployment(
     the figure is of a prefill or decode pool on its own."""
     _check_expert_parallel_degree(row, model, stated)
     tp, pp, ep, groups, layout_notes = _parallel_degrees(row, model, num_gpus, stated, tp)
-    if ep > tp * groups:  # the engine would refuse it with "try ep=1": say what the row lacks
+    if ep > 1 and tp * groups == 1:  # one-GPU replicas: the engine would say "try ep=1"
         raise RowError(
             f"EP {ep} spreads the experts over more GPUs than a replica's TP x attention groups "
             f"({tp} x {groups}): the row states no attention DP; write DP {ep} (attention DP), TP {ep}, "
