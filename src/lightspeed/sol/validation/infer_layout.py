@@ -44,7 +44,7 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDec
 from lightspeed.sol.validation import infer_precision
 from lightspeed.sol.validation.infer_load import RowSimulation, fitting_split, mlperf_split
 from lightspeed.sol.validation.infer_precision import RowPrecision
-from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, is_missing
+from lightspeed.sol.validation.published import DEGREE_FLAGS, PublishedRow, RowError, integer_cell, is_missing
 from lightspeed.workload import TransformerSpec
 
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
@@ -72,20 +72,6 @@ _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 # its label or flag.
 _LAYOUT_CELLS: Final = ("TP", "PP", "DP", "EP", "sharding")
 _PROSE_CELLS: Final = ("source", "hardware", "precision")
-# A degree's flag or config key spelled out (``-``, ``_`` or spaces between the words): vLLM's
-# ``--tensor-parallel-size`` / ``--pipeline-parallel-size`` / ``--data-parallel-size``
-# (vllm/engine/arg_utils.py; ``tensor_parallel_size=4`` in its Python API), Megatron's ``Tensor
-# Model Parallel Size`` and ``--expert-model-parallel-size``, TensorRT-LLM's LLM API
-# ``moe_expert_parallel_size`` (tensorrt_llm/llmapi/llm_args.py). Not the experts' own TP
-# (TensorRT-LLM's ``moe_tensor_parallel_size``, Megatron's ``--expert-tensor-parallel-size``) nor the
-# virtual pipeline's size.
-_PARALLEL_SIZE = r"parallel(?:ism)?[\s_-]+(?:size|degree)"
-_DEGREE_FLAGS: Final = {
-    "tp": rf"(?<!expert[\s_-])(?<!moe[\s_-])tensor[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
-    "pp": rf"(?<!virtual[\s_-])pipeline[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
-    "ep": rf"expert[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
-    "dp": rf"data[\s_-]+{_PARALLEL_SIZE}",
-}
 
 
 def _degree_label(name: str) -> re.Pattern[str]:
@@ -93,17 +79,17 @@ def _degree_label(name: str) -> re.Pattern[str]:
     ``TP: 4``, the ``pp2`` of ``tp4pp2`` and the ``ep8`` of ``tp8_ep8``; the serving tools' short
     flags (SGLang's ``--tp 4`` / ``--tp-size 4`` / ``--ep-size 8`` / ``--dp 8``, vLLM's ``-tp 4`` /
     ``-pp 2`` / ``-dp 8``, trtllm-serve's ``--tp_size 8`` / ``--ep_size 8``, TensorRT-LLM's
-    ``moe_ep_size``), a JSON key (``"tp": 4``); or its spelled-out flag (:data:`_DEGREE_FLAGS`). Not
+    ``moe_ep_size``), a JSON key (``"tp": 4``); or its spelled-out flag (``published.DEGREE_FLAGS``). Not
     the end of a longer word (``MTP 3``, ``ETP1``, ``steps 3``, ``DEP8``), nor TensorRT-LLM's
     ``moe_tp_size`` (the experts' TP), nor the first of a range or list (a sweep's ``TP 1/2/4/8``,
     a citation's pages ``pp 12-25``)."""
     experts_tp = r"(?<!moe_)" if name == "tp" else ""
     label = rf"(?<![a-z]){experts_tp}{name}(?:[_-]?size)?"
     number = r"(\d+)(?![\d.]|e[+-]?\d)(?!\s*[-–/,]\s*\d)"
-    return re.compile(rf"(?:{label}|{_DEGREE_FLAGS[name]})[\"']?\s*[=:]?\s*{number}", re.IGNORECASE)
+    return re.compile(rf"(?:{label}|{DEGREE_FLAGS[name]})[\"']?\s*[=:]?\s*{number}", re.IGNORECASE)
 
 
-_DEGREE_LABELS: Final = {name: _degree_label(name) for name in _DEGREE_FLAGS}
+_DEGREE_LABELS: Final = {name: _degree_label(name) for name in ("tp", "pp", "ep", "dp")}
 # Two degrees written as a product with their names after or before it: ``4x2 (TPxPP)``, ``TPxPP
 # 4x2``, ``TP/PP = 4/2``.
 _TIMES = r"\s*[x×*/]\s*"

@@ -183,6 +183,27 @@ def size_cell(text: str, default: int | None = None) -> int | None:
 _PARALLEL_CELLS: Final = ("TP", "PP", "CP", "DP", "EP", "VPP", "sharding")
 
 
+# A parallel degree's flag or config key spelled out (``-``, ``_`` or spaces between the words), for
+# training and serving rows alike: Megatron-LM's ``--tensor-model-parallel-size 8`` and
+# ``--expert-model-parallel-size``, Megatron-Core and NeMo's ``tensor_model_parallel_size=8``
+# (megatron/training/arguments.py), torchtitan's ``tensor_parallel_degree = 8`` (its job config's
+# ``[parallelism]``), vLLM's ``--tensor-parallel-size`` / ``--pipeline-parallel-size`` /
+# ``--data-parallel-size`` (vllm/engine/arg_utils.py), a table's ``Tensor Model Parallel Size``,
+# TensorRT-LLM's LLM API ``moe_expert_parallel_size`` (tensorrt_llm/llmapi/llm_args.py). The
+# experts' own TP (Megatron's ``--expert-tensor-parallel-size``, TensorRT-LLM's
+# ``moe_tensor_parallel_size``) is ETP, not TP, and the virtual pipeline's size VPP, not PP.
+_PARALLEL_SIZE = r"parallel(?:ism)?[\s_-]+(?:size|degree)"
+DEGREE_FLAGS: Final = {
+    "tp": rf"(?<!expert[\s_-])(?<!moe[\s_-])tensor[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
+    "pp": rf"(?<!virtual[\s_-])pipeline[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
+    "cp": rf"context[\s_-]+{_PARALLEL_SIZE}",
+    "dp": rf"data[\s_-]+{_PARALLEL_SIZE}",
+    "ep": rf"expert[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
+    "etp": rf"expert[\s_-]+tensor[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
+    "vpp": rf"virtual[\s_-]+pipeline[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
+}
+
+
 def degree_cell(row: PublishedRow, column: str, default: int | None = None) -> int | None:
     """A parallel degree (``TP``, ``PP``, ``CP``, ``EP``): its own cell's leading number (``8``,
     ``1 for attention (--tp 8 ...)``) or the degree it writes with its label (``TP=8``, ``tp8``),

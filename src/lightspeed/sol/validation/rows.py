@@ -57,6 +57,7 @@ from lightspeed.sol.validation.hardware_text import (
 from lightspeed.sol.validation.published import (
     BINARY_SUFFIXES,
     DECIMAL_SUFFIXES,
+    DEGREE_FLAGS,
     PublishedRow,
     RowError,
     degree_cell,
@@ -604,26 +605,13 @@ class _Degrees:
 
 # The cells a parallel layout is written in; a row may write several degrees in one (``TP8 PP8 CP2``).
 _PLAN_CELLS: Final = ("TP", "PP", "CP", "DP", "EP", "VPP", "sharding")
-# A degree written with a framework's flag or config key, in any of those cells: Megatron-LM's
-# ``--tensor-model-parallel-size 8``, Megatron-Core and NeMo's ``tensor_model_parallel_size=8``
-# (megatron/training/arguments.py), torchtitan's ``tensor_parallel_degree = 8`` (its job config's
-# ``[parallelism]``); ``--expert-tensor-parallel-size`` is ETP, not TP, and the virtual pipeline's
-# size VPP, not PP.
-_DEGREE_FLAGS: Final = {
-    "tp": r"(?<!expert[_-])tensor[_-](?:model[_-])?parallel[_-](?:size|degree)",
-    "pp": r"(?<!virtual[_-])pipeline[_-](?:model[_-])?parallel[_-](?:size|degree)",
-    "cp": r"context[_-]parallel[_-](?:size|degree)",
-    "ep": r"expert[_-](?:model[_-])?parallel[_-](?:size|degree)",
-    "etp": r"expert[_-]tensor[_-](?:model[_-])?parallel[_-](?:size|degree)",
-    "vpp": r"virtual[_-]pipeline[_-](?:model[_-])?parallel[_-](?:size|degree)",
-}
 
 
 def _degree_pattern(name: str) -> re.Pattern[str]:
     """A degree with its label (``TP8``, ``tp=8``, ``VPP 8``, the ``pp16`` of ``tp4pp16cp2`` and of
-    ``TP4xPP16``) or its flag (:data:`_DEGREE_FLAGS`)."""
+    ``TP4xPP16``) or its flag (:data:`~lightspeed.sol.validation.published.DEGREE_FLAGS`)."""
     label = rf"(?:(?<![a-z])|(?<=\dx)){name}\s*[=:]?\s*(\d+)(?![\d.])"
-    flag = _DEGREE_FLAGS.get(name)
+    flag = DEGREE_FLAGS.get(name)
     return re.compile(label + (rf"|(?:{flag})[\s=:\"']*(\d+)" if flag else ""), re.IGNORECASE)
 
 
