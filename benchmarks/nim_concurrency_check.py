@@ -7,9 +7,10 @@ Usage:
 Llama 3.3 70B (NIM 1.8.0, TensorRT-LLM backend) on 2 H100 in FP8 with TP 2, 5,000-token prompts
 and 500-token outputs, measured with AIPerf at 1 to 250 concurrent users: mean TTFT, ITL and
 output tokens/s. None of it was fitted on. Each row is simulated as the benchmark runs it: a
-closed loop of that many users (10 requests per user, at least 200), on the default serving
-profile, the first wave of users left out as warm-up (``--warmup`` = the concurrency: the
-published means are steady-state figures, which a run whose users all start at once only
+closed loop of that many users (10 requests per user, at least 200), on the serving profile NIM
+1.8.0 ships (``sol/data/stacks.toml``, ``[serving_package.nim]``: its TensorRT-LLM profiles run
+pre-compiled engines, trtllm-2024), the first wave of users left out as warm-up (``--warmup`` =
+the concurrency: the published means are steady-state figures, which a run whose users all start at once only
 reaches after its first wave; the page does not state its own warm-up). The script prints one
 line per row and writes the figures to ``--out``.
 """
@@ -25,11 +26,15 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan
+from lightspeed.sol.core.serving_packages import package_serving_stack
+from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.serve import ArrivalProcess, LengthDistribution, ServingWorkload, simulate
 from lightspeed.workload import load_models
 
 TABLE = Path(__file__).parent / "data" / "nim-llm-benchmarking.tsv"
 RESULTS = Path(__file__).parent / "results" / "nim_concurrency_check.json"
+RELEASE = "NVIDIA NIM for LLMs 1.8.0"  # the table's container (its header)
+YEAR = 2025
 REQUESTS_PER_USER = 10
 MIN_REQUESTS = 200
 
@@ -38,6 +43,13 @@ def rows(table: Path = TABLE) -> list[dict[str, str]]:
     """The table's rows (comment lines skipped)."""
     lines = [line for line in table.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
     return list(csv.DictReader(lines, delimiter="\t"))
+
+
+def _serving() -> ServingStack:
+    """The serving profile the table's NIM release ships."""
+    packaged = package_serving_stack(RELEASE, YEAR)
+    assert packaged is not None, f"{RELEASE} ships no known serving profile"
+    return packaged[0]
 
 
 def predict(row: dict[str, str]) -> dict[str, Any]:
@@ -56,6 +68,7 @@ def predict(row: dict[str, str]) -> dict[str, Any]:
         plan=InferencePlan(tp=int(row["tp"]), precision=row["precision"]),
         workload=workload,
         num_gpus=int(row["gpus"]),
+        serving=_serving(),
     )
     predicted = {
         "ttft_ms": result.ttft.mean_s * 1e3,

@@ -1,0 +1,154 @@
+"""Servers shipped inside another product (``[serving_package.*]`` in ``sol/data/stacks.toml``).
+
+A published row may name the product instead of the server it ships: NVIDIA's NIM benchmarking
+pages give a NIM release (``Version: 1.8.0``, ``nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.0``),
+never the TensorRT-LLM release or backend inside it. A package maps its releases to the serving
+profile they ship, and a row dated before its release notes say otherwise (``undated_until``) to
+the profile of that era.
+
+>>> stack, note = package_serving_stack("NVIDIA NIM 1.8.0 benchmarking guide", 2025)
+>>> stack.name, note
+('trtllm-2024', 'serving stack trtllm-2024: the row names NVIDIA NIM for LLMs 1.8, which ships it')
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from lightspeed.datafile import Fields, load_toml
+from lightspeed.errors import DataFileError
+from lightspeed.records import Record
+from lightspeed.sol.core.sharding import stacks_file
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stacks
+
+Release = tuple[int, int]
+# words that may stand between a package's name and its release: ``NIM 1.8.0``, ``NIM for LLMs
+# 1.3``, ``NIM LLM container v1.8``, ``NIM release 2.0.1``
+_BETWEEN: Final = r"(?:\s+(?:for|llms?|containers?|microservices?|release|version))*"
+# a release a source labels as such, in a row that names the package and no server of its own
+_LABELLED: Final = re.compile(r"\b(?:version|release)\s*:?\s*v?(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class ServingPackage(Record):
+    """A product that ships a server: the words that name it, its container images' prefix, the
+    profile each range of its releases ships, and the profile of a row without a release dated
+    up to ``undated_until``."""
+
+    name: str
+    display_name: str
+    names: tuple[str, ...]
+    image: str
+    releases: tuple[tuple[Release, Release, str], ...]
+    undated_until: int
+    undated_profile: str
+    source: str
+
+    def named_in(self, lowered: str) -> bool:
+        """Whether a lower-case text names the package (a word of ``names``, or an image)."""
+        return bool(self.image and self.image in lowered) or any(
+            re.search(rf"(?<![\w/.-]){re.escape(word)}(?![\w-])", lowered) for word in self.names
+        )
+
+    def release_in(self, lowered: str) -> Release | None:
+        """The package's release a lower-case text gives: an image tag (``nvcr.io/nim/...:1.8.0``),
+        the name followed by its release (``nim 1.8.0``), else a labelled one (``version: 1.8.0``)."""
+        patterns = [rf"(?<![\w/.-]){re.escape(word)}{_BETWEEN}\s*:?\s*v?(\d+)\.(\d+)" for word in self.names]
+        if self.image:
+            patterns.insert(0, rf"{re.escape(self.image)}[\w./-]*:v?(\d+)\.(\d+)")
+        for pattern in (*patterns, _LABELLED.pattern):
+            match = re.search(pattern, lowered)
+            if match:
+                return int(match.group(1)), int(match.group(2))
+        return None
+
+    def release_text(self, release: Release) -> str:
+        """A release as the package writes it (``1.8``, ``24.05``: calendar releases zero-padded)."""
+        major, minor = release
+        return f"{major}.{minor:02d}" if major >= 20 else f"{major}.{minor}"
+
+    def profile_for(self, release: Release | None, year: int) -> str | None:
+        """The serving profile the package's ``release`` ships (``None``: none listed), or for a
+        row without one, the profile of its era when ``year`` is not after ``undated_until``."""
+        if release is None:
+            return self.undated_profile if year <= self.undated_until else None
+        return next((profile for first, last, profile in self.releases if first <= release <= last), None)
+
+
+def _release(text: str, path: str, field: str) -> Release:
+    match = re.fullmatch(r"(\d+)\.(\d+)", text)
+    if match is None:
+        raise DataFileError(path, "a release must be written major.minor", field=field, value=text)
+    return int(match.group(1)), int(match.group(2))
+
+
+def _releases(table: Fields, profiles: frozenset[str]) -> tuple[tuple[Release, Release, str], ...]:
+    """``releases = [["1.0", "1.14", "trtllm-2024"], ...]``: first and last release, the profile."""
+    entries = table.data.get("releases", [])
+    field = f"{table.prefix}releases"
+    result = []
+    for entry in entries if isinstance(entries, list) else [entries]:
+        if not (isinstance(entry, list) and len(entry) == 3 and all(isinstance(item, str) for item in entry)):
+            expected = 'expected ["first major.minor", "last major.minor", "profile"]'
+            raise DataFileError(table.path, expected, field=field, value=entry)
+        first, last = _release(entry[0], table.path, field), _release(entry[1], table.path, field)
+        if first > last or entry[2] not in profiles:
+            raise DataFileError(
+                table.path, "a release range must run forward to a serving profile", field=field, value=entry
+            )
+        result.append((first, last, entry[2]))
+    return tuple(result)
+
+
+def _parse(name: str, table: Fields, profiles: frozenset[str]) -> ServingPackage:
+    undated = table.name("undated_profile")
+    if undated not in profiles:
+        raise DataFileError(
+            table.path, "names no serving profile", field=f"{table.prefix}undated_profile", value=undated
+        )
+    return ServingPackage(
+        name=name,
+        display_name=table.string("display_name"),
+        names=tuple(word.lower() for word in table.strings("names")),
+        image=table.string("image", "").lower(),
+        releases=_releases(table, profiles),
+        undated_until=table.integer("undated_until", minimum=1990),
+        undated_profile=undated,
+        source=table.string("source"),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def load_serving_packages(path: Path | None = None) -> tuple[ServingPackage, ...]:
+    """Every ``[serving_package.*]`` of the stacks file."""
+    file = path or stacks_file()
+    profiles = frozenset(load_serving_stacks(file))
+    fields = Fields(str(file), load_toml(file))
+    return tuple(_parse(name, table, profiles) for name, table in fields.tables("serving_package").items())
+
+
+def package_serving_stack(text: str, year: int) -> tuple[ServingStack, str] | None:
+    """(profile, why) of a row whose ``text`` names a package that ships a server (see the module
+    docs), or ``None`` when it names none, or one whose release (or year) no range lists."""
+    lowered = text.lower()
+    for package in load_serving_packages():
+        if not package.named_in(lowered):
+            continue
+        release = package.release_in(lowered)
+        profile = package.profile_for(release, year)
+        if profile is None:
+            continue
+        stack = load_serving_stacks()[profile]
+        if release is None:
+            why = f"no release of it given, {year} (up to {package.undated_until} it shipped this)"
+            return stack, f"serving stack {profile}: the row names {package.display_name}, {why}"
+        named = f"{package.display_name} {package.release_text(release)}"
+        return stack, f"serving stack {profile}: the row names {named}, which ships it"
+    return None
+
+
+__all__ = ["ServingPackage", "load_serving_packages", "package_serving_stack"]
