@@ -18,6 +18,15 @@ iteration at a time and forms the next at the end of the last
    chunks over several iterations (chunked prefill);
 3. the iteration lasts what the execution-time model says for that shape.
 
+With an **overlap scheduler** (``ServingStack.overlap_scheduler``: TensorRT-LLM's PyTorch
+backend, SGLang from 0.3.6) the host forms and launches iteration n+1 while the GPU still runs
+iteration n, and handles n's outputs after: a request that arrives while a step runs misses the
+iteration already formed and joins the one after ("The optimization introduces one extra
+decoding step", TensorRT-LLM docs/source/features/overlap-scheduler.md; SGLang pull request #2067,
+"we delayed the processing of the first batch in favor of launching the kernels for the next batch
+first"), so under load its first token comes about one step later than without. An iteration
+formed when the replica was idle, or that would otherwise run nothing, takes every request waiting.
+
 With **separate prefill steps** (``SimulatedDeployment.separate_prefill``: the
 default schedulers of vLLM V0 and SGLang) a step that takes prompts takes them
 alone: the whole budget is the prompts' (``whole_prompts``, vLLM V0: a prompt is
@@ -178,6 +187,7 @@ class Engine:
         self.join_step = [0] * count
         self.join_context = [0.0] * count
         self.replica_of = [0] * count
+        self.entered = [0.0] * count  # when the request last reached a pool's queue
         self.held = [0.0] * count  # KV tokens held from admission (reserve) or for the prompt (on-demand)
         self.rank_for: list[_Rank | None] = [None] * count
         self.transfer_s = (
@@ -209,6 +219,9 @@ class Engine:
         self.max_sequences = deployment.max_sequences_per_rank
         self.separate = deployment.separate_prefill
         self.whole = deployment.whole_prompts
+        # an overlap scheduler forms the next iteration while the GPU runs this one: a request
+        # that comes meanwhile waits for the iteration after (see the module)
+        self.ahead = deployment.timer.overlap
 
     def _build_replicas(self) -> None:
         deployment = self.deployment
@@ -294,6 +307,7 @@ class Engine:
         replica = self._route(pool)
         replica.in_flight += 1
         self.replica_of[request] = replica.index
+        self.entered[request] = time
         replica.waiting.append(request)
         self.num_waiting += 1
         if start:
@@ -330,16 +344,21 @@ class Engine:
         growth = self.growth
         return rank.used + rank.context_base + rank.num_decoding * (step * growth + self.block / 2.0)
 
-    def _start(self, replica: _Replica, time: float) -> None:
-        """Form and launch the next iteration of ``replica`` at ``time`` (idle if nothing to run)."""
+    def _start(self, replica: _Replica, time: float, formed_s: float | None = None) -> None:
+        """Form and launch the next iteration of ``replica`` at ``time`` (idle if nothing to run)
+        from the requests that had come by ``formed_s`` (default ``time``), when an overlap
+        scheduler formed it; with nothing else to run it takes every request there."""
         extra_s = 0.0
         if not self.reserve:
             extra_s += self._make_room(replica)
         if self.swap:
             extra_s += self._resume_swapped(replica)
         budget = self._continue_prompts(replica)
-        self._admit(replica, budget, time)
+        self._admit(replica, budget, time, time if formed_s is None else formed_s)
         shape = self._shape(replica, budget)
+        if shape is None and formed_s is not None and replica.waiting:
+            self._admit(replica, budget, time, time)
+            shape = self._shape(replica, budget)
         if shape is None:
             replica.busy = False
             return
@@ -445,11 +464,14 @@ class Engine:
                 best = index
         return best
 
-    def _admit(self, replica: _Replica, budgets: list[float], time: float) -> None:
-        """Admit waiting requests in arrival order while a rank has room (see the module)."""
-        waiting = replica.waiting
+    def _admit(self, replica: _Replica, budgets: list[float], time: float, formed_s: float) -> None:
+        """Admit waiting requests in arrival order while a rank has room (see the module), those
+        that had come by ``formed_s``."""
+        waiting, entered = replica.waiting, self.entered
         while waiting:
             request = waiting[0]
+            if entered[request] > formed_s:
+                return
             need = self._admission_need(replica, request)
             prompt = self.prefill_length[request] - self.prefill_done[request]
             index = self._pick_rank(replica, budgets, need, prompt)
@@ -591,7 +613,9 @@ class Engine:
         for request, rank in replica.pending:
             self._prompt_done(replica, rank, request, time)
         replica.pending = []
-        self._start(replica, time)
+        # an overlap scheduler formed this iteration when the GPU began the last step
+        formed_s = time - replica.duration / max(replica.stride, 1) if self.ahead else None
+        self._start(replica, time, formed_s)
 
     def _release(self, rank: _Rank, request: int) -> None:
         rank.used -= self.held[request]

@@ -213,6 +213,12 @@ def _assumptions(deployment: SimulatedDeployment, workload: ServingWorkload) -> 
         "iteration time: the inference engine's iteration cost of the batch each iteration forms "
         "(cached by shape: context and prompt tokens within 2.2%)",
     ]
+    if deployment.timer.overlap:
+        lines.append(
+            f"overlap scheduler ({deployment.hardware.serving.name}): the host forms each iteration while "
+            "the GPU runs the one before, so a request that arrives during a step joins the iteration "
+            "after the next (one extra step before its first token under load)"
+        )
     if workload.arrivals.kind == "closed":
         lines.append(
             "closed loop: the users start one after another (an idle replica runs the first request "
