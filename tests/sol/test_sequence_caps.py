@@ -159,7 +159,10 @@ def test_vllms_v0_engine_caps_sequences_at_256_on_any_gpu(models: ModelRegistry,
         ("vLLM benchmark_throughput.py", 2025, None, "vllm-2025"),
         ("vLLM v0.6.3", 2024, (0, 6), "vllm-2024"),
         ("vLLM v0.10.2", 2024, (0, 10), "vllm-2025"),  # the release, not the year, decides
-        ("vllm bench serve, vLLM v0.23.0", 2025, (0, 23), "vllm-2025"),
+        ("vLLM v0.13.0", 2026, (0, 13), "vllm-2025"),
+        # from 0.14 async scheduling is on by default (v0.14.0 release notes, pull request #27614)
+        ("vllm bench serve, vLLM v0.23.0", 2025, (0, 23), "vllm-2026"),
+        ("vLLM benchmark sweep", 2026, None, "vllm-2026"),
     ],
 )
 def test_a_vllm_row_picks_its_engine_by_release_else_year(

@@ -40,7 +40,7 @@ def _profile(source: str, year: int, vendor: str = "NVIDIA") -> tuple[str, str]:
         ("NVIDIA NIM 24.05 (Llama 3 8B)", 2024, "trtllm-2024"),
         ("NIM v1.8 container", 2025, "trtllm-2024"),
         # NIM 2.x ships vLLM only
-        ("nvcr.io/nim/meta/llama-3.3-70b-instruct:2.0.1", 2026, "vllm-2025"),
+        ("nvcr.io/nim/meta/llama-3.3-70b-instruct:2.0.1", 2026, "vllm-2026"),
         # no release: up to 2025 every NIM was a 1.x release with TensorRT-LLM engines
         ("NVIDIA NIM benchmarks, Llama 3.1 8B", 2025, "trtllm-2024"),
         # no release in 2026 (1.15 and later ship PyTorch-backend profiles too, 2.x vLLM): the
@@ -80,6 +80,7 @@ def test_a_server_the_row_names_wins_and_only_the_word_names_nim(source: str, pr
 def test_a_nim_row_on_another_vendors_gpus_is_not_given_nvidias_engines() -> None:
     """The package's profile runs on NVIDIA GPUs only: a row on AMD's takes the vendor's server."""
     assert _profile("NIM 1.8.0 on MI300X", 2025, vendor="AMD")[0] == "vllm-2025"
+    assert _profile("NIM 1.8.0 on MI300X", 2026, vendor="AMD")[0] == "vllm-2026"
 
 
 def _edited(tmp_path: Path, old: str, new: str) -> Path:

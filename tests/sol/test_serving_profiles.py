@@ -182,7 +182,7 @@ def test_each_server_runs_on_the_accelerators_its_documentation_lists() -> None:
         ("NVIDIA", 2023, "trtllm-2025"),
         ("AMD", 2024, "vllm-2024"),  # vLLM's V0 engine, the 2024 releases
         ("AMD", 2025, "vllm-2025"),
-        ("AMD", None, "vllm-2025"),  # the newest without a year
+        ("AMD", None, "vllm-2026"),  # the newest without a year
         ("Intel", 2024, "vllm-2024"),
         ("Google", 2025, "vllm-2025"),
     ],
@@ -215,7 +215,7 @@ def test_an_estimate_on_amd_runs_a_server_that_runs_there(catalog: Catalog, mode
         "plan": InferencePlan(tp=8, precision="fp8"),
         "load": ServingLoad(1024, 256, concurrency=16),
     }
-    assert estimate_inference(**kwargs).serving == "vllm-2025"
+    assert estimate_inference(**kwargs).serving == "vllm-2026"
     with pytest.raises(UnsupportedError, match="does not run on AMD accelerators"):
         estimate_inference(**kwargs, serving="trtllm-2025")
 
@@ -231,7 +231,8 @@ def test_a_profile_with_an_unknown_vendor_is_refused(tmp_path: Path) -> None:
     [
         # AMD's results page pins its container: rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006 (V1 engine)
         ("AMD ROCm results (container rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006)", 2024, "vllm-2025"),
-        ("a sweep on A100 (vLLM 0.23.0, vllm bench serve)", 2020, "vllm-2025"),
+        ("a sweep on A100 (vLLM 0.23.0, vllm bench serve)", 2020, "vllm-2026"),  # async by default
+        ("a sweep on A100 (vLLM 0.13.0, vllm bench serve)", 2026, "vllm-2025"),
         ("MLPerf v4.1 AMD, vllm==0.4.3", 2025, "vllm-2024"),  # the V0 engine, whatever the year says
         ("vLLM blog, 2025", 2025, "vllm-2025"),  # no version: the year decides
     ],

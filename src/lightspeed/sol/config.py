@@ -520,9 +520,9 @@ class ServingJob(JobConfig):
     serving: str | None = setting(
         None,
         help="Serving-stack profile (kernel efficiency, host time, attention-DP pace; sol/data/stacks.toml): "
-        "trtllm-2025 (default), vllm-2025, vllm-2024 (V0), sglang-2025, sglang-2024 (0.1-0.3), "
-        "deepseek-2025, trtllm-2024 (0.8-0.21, TensorRT engines), trtllm-2023 (0.5-0.6), "
-        "trtllm-2023-xqa (0.7)",
+        "trtllm-2025 (default), vllm-2026 (0.14+), vllm-2025 (0.8-0.13), vllm-2024 (V0), sglang-2025, "
+        "sglang-2024 (0.1-0.3), deepseek-2025, trtllm-2024 (0.8-0.21, TensorRT engines), "
+        "trtllm-2023 (0.5-0.6), trtllm-2023-xqa (0.7)",
     )
     num_requests: int = setting(
         DEFAULT_SIMULATED_REQUESTS,

@@ -111,3 +111,28 @@ def test_a_request_arriving_in_the_last_step_runs_next(catalog: Catalog, models:
     prompt_iteration = int(np.flatnonzero(outcome.iteration_prefill_tokens == 512.0)[-1])
     assert outcome.finish_s[0] == pytest.approx(finish)
     assert outcome.iteration_start_s[prompt_iteration] == pytest.approx(finish)
+
+
+def test_vllm_schedules_ahead_from_0_14_except_under_pipeline_parallelism(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """vLLM 0.14 turned async scheduling on by default, "excluding pipeline parallel" (its
+    release notes); 0.8-0.13 scheduled between steps unless asked."""
+    assert not load_serving_stack("vllm-2025").overlap_scheduler
+    vllm = load_serving_stack("vllm-2026")
+    assert vllm.for_pipeline(1).overlap_scheduler
+    assert not vllm.for_pipeline(2).overlap_scheduler
+    assert load_serving_stack("trtllm-2025").for_pipeline(2).overlap_scheduler
+
+    def deployment(pp: int) -> bool:
+        built = simulated_deployment(
+            model=models.get("llama-3-70b"),
+            cluster=catalog.cluster("dgx-h100"),
+            plan=InferencePlan(tp=2, pp=pp, precision="fp8"),
+            serving="vllm-2026",
+            num_gpus=2 * pp,
+        )
+        return bool(built.timer.overlap)
+
+    assert deployment(1)
+    assert not deployment(2)

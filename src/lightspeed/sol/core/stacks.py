@@ -268,7 +268,10 @@ class ServingStack(Record):
     (else it issues each one, ``kernel_launch_s``, ahead of the GPU);
     ``overlap_scheduler``: the host's per-step work (``iteration_overhead_s``) runs
     while the GPU computes the previous step, so it costs only what the GPU time
-    does not cover. Both read from the server's documentation (``launch_source``).
+    does not cover, and a request that arrives during a step joins the iteration after the next
+    (the simulator's engine); ``overlap_with_pipeline`` false: the server turns it off under
+    pipeline parallelism (:meth:`for_pipeline`). Read from the server's documentation
+    (``launch_source``).
     ``versions``: the server's releases the profile stands for (``(0, 5), (0, 6)``; empty: every
     release of its years), which picks it for a row that names its version.
     ``decode_kv_reads``: how the decode attention kernel reads a grouped-query (GQA/MQA) KV cache,
@@ -312,6 +315,7 @@ class ServingStack(Record):
     host_fit_group: str = ""
     cuda_graphs: bool = False
     overlap_scheduler: bool = False
+    overlap_with_pipeline: bool = True
     launch_source: str = ""
     fitted_on: tuple[str, ...] = ()
     validated_on: tuple[str, ...] = ()
@@ -347,6 +351,13 @@ class ServingStack(Record):
             return False
         chunked_by_default = 0 < self.mixed_steps_above_context < context_tokens and vendor == "NVIDIA"
         return not chunked_by_default
+
+    def for_pipeline(self, pp: int) -> ServingStack:
+        """The profile as it runs a plan of ``pp`` pipeline stages: without its overlap scheduler
+        where the server turns that off under pipeline parallelism (``overlap_with_pipeline``)."""
+        if pp > 1 and self.overlap_scheduler and not self.overlap_with_pipeline:
+            return replace(self, overlap_scheduler=False)
+        return self
 
     def covers_version(self, version: tuple[int, int]) -> bool:
         """Whether the profile stands for the server's release ``version`` (``(major, minor)``)."""
@@ -476,6 +487,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         host_fit_group=table.string("host_fit_group", ""),
         cuda_graphs=table.boolean("cuda_graphs", False),
         overlap_scheduler=table.boolean("overlap_scheduler", False),
+        overlap_with_pipeline=table.boolean("overlap_with_pipeline", True),
         launch_source=table.string("launch_source", ""),
         fitted_on=table.strings("fitted_on"),
         validated_on=table.strings("validated_on"),
@@ -648,7 +660,7 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
     >>> default_serving_stack("NVIDIA")[0].name
     'trtllm-2025'
     >>> default_serving_stack("AMD", 2024)[0].name, default_serving_stack("AMD")[0].name
-    ('vllm-2024', 'vllm-2025')
+    ('vllm-2024', 'vllm-2026')
     """
     default = load_serving_stack()
     if vendor in default.vendors:

@@ -376,6 +376,8 @@ def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) ->
             "routing skew)"
         )
     hidden = " behind the GPU step (overlap scheduler)" if serving.overlap_scheduler else ""
+    if plan.pp > 1 and not serving.overlap_with_pipeline:
+        line += "; no overlap scheduler: the server turns it off under pipeline parallelism"
     if serving.iteration_overhead_s > 0:
         line += f", {serving.iteration_overhead_s * 1e3:g} ms host time per iteration{hidden}"
         if serving.host_fit_group:

@@ -160,7 +160,7 @@ def inference_hardware_for(
     published checkpoint in ``plan.precision`` (:func:`~lightspeed.sol.infer.checkpoints.checkpoint_for`).
     """
     accelerator = cluster.system.accelerator
-    profile = serving_stack_on(serving, accelerator.vendor)
+    profile = serving_stack_on(serving, accelerator.vendor).for_pipeline(plan.pp)
     plan, checkpoint_note = _checkpoint_formats(plan, model)
     plan, plugin_note = _moe_plugin_formats(plan, model, profile, sixteen_bit_format(accelerator))
     precisions = resolve_precisions(plan, accelerator)

@@ -667,10 +667,11 @@ def row_serving_stack(
     """The serving profile of a row on ``vendor``'s accelerators; a TensorRT-LLM version dates it
     (0.5-0.7: 2023, to 0.16: 2024) and picks the profile standing for that release where one does
     (0.5-0.6 and 0.7 differ in decode attention; 0.8-0.21 ran TensorRT engines, unless the row says
-    it ran the PyTorch backend), as a vLLM version does (0.4-0.7: the V0 engine,
-    2024; from 0.8 the V1 engine) and an SGLang one (0.1-0.3: no overlap scheduler); a row naming
-    a product that ships a server (NVIDIA NIM) and no server of its own runs what its release
-    ships (:func:`~lightspeed.sol.core.serving_packages.package_serving_stack`); a row naming no
+    it ran the PyTorch backend), as a vLLM version does (0.4-0.7: the V0 engine, 2024; from 0.8
+    the V1 engine; from 0.14, 2026, with async scheduling) and an SGLang one (0.1-0.3: no overlap
+    scheduler); a row naming a product that ships a server (NVIDIA NIM) and no server of its own
+    runs what its release ships
+    (:func:`~lightspeed.sol.core.serving_packages.package_serving_stack`); a row naming no
     server takes the vendor's default
     (:func:`~lightspeed.sol.core.stacks.default_serving_stack`). A profile chosen by ``year``
     when no version dates the row says where that year came from (``year_note``, e.g. "no year in
@@ -692,7 +693,8 @@ def row_serving_stack(
             release, year_note = None, f"release 0.{minor} on the PyTorch backend"
     elif named.server == "vllm" and named.version is not None:
         major, minor = named.version
-        year, release = (2024 if not major and minor <= 7 else 2025), (None if major else named.version)
+        year = 2024 if not major and minor <= 7 else 2025 if not major and minor <= 13 else 2026
+        release = None if major else named.version
         if major:
             year_note = f"release {major}.{minor}"
     elif named.server == "sglang" and named.version is not None:
