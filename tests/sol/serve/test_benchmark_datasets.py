@@ -32,6 +32,8 @@ def test_the_shipped_means_are_the_sources_figures() -> None:
         ("ShareGPT", "sharegpt"),
         ("ShareGPT V3, 500 prompts", "sharegpt"),
         ("sharegpt_v3", "sharegpt"),
+        # the file vLLM's and SGLang's benchmark docs download (it was read as no dataset)
+        ("--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json", "sharegpt"),
         ("sonnet, QPS 4", "sonnet"),
         ("sonnets", None),  # a word that only contains a name is not the dataset
         ("ISL/OSL 1024/128", None),
