@@ -8,7 +8,6 @@ do not have (issue 27: which server ran a published row)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from lightspeed.errors import DataFileError
 from lightspeed.sol.core.serving_packages import load_serving_packages
 from lightspeed.sol.validation.infer_rows import row_serving_stack
 from lightspeed.sol.validation.published import PublishedRow
+from stacks_files import edited_stacks
 
 NIM_PAGE = (
     "NVIDIA NIM LLM benchmarking guide, 'Performance' page "
@@ -83,15 +83,6 @@ def test_a_nim_row_on_another_vendors_gpus_is_not_given_nvidias_engines() -> Non
     assert _profile("NIM 1.8.0 on MI300X", 2026, vendor="AMD")[0] == "vllm-2026"
 
 
-def _edited(tmp_path: Path, old: str, new: str) -> Path:
-    path = Path(__file__).parents[2] / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"
-    text = path.read_text(encoding="utf-8")
-    assert re.search(old, text), old
-    edited = tmp_path / "stacks.toml"
-    edited.write_text(re.sub(old, new, text, count=1), encoding="utf-8")
-    return edited
-
-
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
@@ -106,5 +97,5 @@ def test_a_broken_package_table_is_refused_with_the_field(
     tmp_path: Path, old: str, new: str, message: str
 ) -> None:
     with pytest.raises(DataFileError, match=message) as refused:
-        load_serving_packages(_edited(tmp_path, old, new))
+        load_serving_packages(edited_stacks(tmp_path, old, new))
     assert "serving_package.nim" in str(refused.value)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +21,8 @@ from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for
 from lightspeed.sol.validation.infer_rows import row_serving_stack
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.workload import ModelRegistry
+from stacks_files import edited_stacks
 
-STACKS_TOML = Path(__file__).parents[2] / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"
 WIDE_EP = InferencePlan(tp=1, ep=16, dp_attention=16, precision="fp8")
 
 
@@ -57,24 +56,15 @@ def test_a_dense_deployment_costs_the_same_on_sglang_and_tensorrt_llm(
     assert on["sglang-2025"].output_tokens_per_s == pytest.approx(on["trtllm-2025"].output_tokens_per_s)
 
 
-def _edited(tmp_path: Path, pattern: str, replacement: str) -> Path:
-    """A copy of the shipped stacks.toml with the first match of ``pattern`` replaced."""
-    text, count = re.subn(pattern, replacement, STACKS_TOML.read_text(encoding="utf-8"), count=1)
-    assert count == 1
-    path = tmp_path / "stacks.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def test_a_shared_kernel_efficiency_edited_on_one_side_is_refused(tmp_path: Path) -> None:
-    edited = _edited(
+    edited = edited_stacks(
         tmp_path,
         r"(\[serving\.sglang-2025\]\n(?:.*\n)*?)kernel_efficiency = .*\n",
         r"\1kernel_efficiency = 0.31\n",
     )
     with pytest.raises(DataFileError, match=r"sglang-2025.*kernel_efficiency 0.31 differs from trtllm-2025"):
         load_serving_stacks(edited)
-    unknown = _edited(tmp_path, r'kernel_fit_group = "trtllm-2025"', 'kernel_fit_group = "trtllm-2099"')
+    unknown = edited_stacks(tmp_path, r'kernel_fit_group = "trtllm-2025"', 'kernel_fit_group = "trtllm-2099"')
     with pytest.raises(DataFileError, match="kernel_fit_group names no serving profile"):
         load_serving_stacks(unknown)
 
@@ -109,7 +99,7 @@ def test_the_cpp_executor_takes_the_host_time_fitted_on_the_cpp_runtime(
 
 
 def test_a_shared_host_time_edited_on_one_side_is_refused(tmp_path: Path) -> None:
-    edited = _edited(
+    edited = edited_stacks(
         tmp_path,
         r"(\[serving\.trtllm-2024\]\n(?:.*\n)*?)iteration_overhead_s = .*\n",
         r"\1iteration_overhead_s = 0.003\n",
@@ -117,7 +107,7 @@ def test_a_shared_host_time_edited_on_one_side_is_refused(tmp_path: Path) -> Non
     differs = r"trtllm-2024.*iteration_overhead_s 0.003 differs from trtllm-2023"
     with pytest.raises(DataFileError, match=differs):
         load_serving_stacks(edited)
-    unknown = _edited(tmp_path, r'host_fit_group = "trtllm-2023"', 'host_fit_group = "trtllm-1999"')
+    unknown = edited_stacks(tmp_path, r'host_fit_group = "trtllm-2023"', 'host_fit_group = "trtllm-1999"')
     with pytest.raises(DataFileError, match="host_fit_group names no serving profile"):
         load_serving_stacks(unknown)
 
@@ -221,7 +211,7 @@ def test_an_estimate_on_amd_runs_a_server_that_runs_there(catalog: Catalog, mode
 
 
 def test_a_profile_with_an_unknown_vendor_is_refused(tmp_path: Path) -> None:
-    edited = _edited(tmp_path, r'vendors = \["NVIDIA"\]', 'vendors = ["Nvidia"]')
+    edited = edited_stacks(tmp_path, r'vendors = \["NVIDIA"\]', 'vendors = ["Nvidia"]')
     with pytest.raises(DataFileError, match="vendors must name at least one of NVIDIA, AMD, Intel, Google"):
         load_serving_stacks(edited)
 
