@@ -101,8 +101,10 @@ def test_a_family_and_its_point_release_do_not_collide(registry: ModelRegistry) 
 
 
 def test_a_version_the_model_does_not_list_is_no_match(registry: ModelRegistry) -> None:
-    # Mistral 7B v0.2 is neither v0.1 (32,000-token vocabulary) nor v0.3 (32,768): refused.
-    assert registry.find("mistralai/Mistral-7B-Instruct-v0.2") is None
+    # No file lists a Mistral 7B v0.4: refused, never v0.1, v0.2 or v0.3. v0.2 (no window, like
+    # v0.3, but v0.1's 32,000-token vocabulary) is neither v0.1 nor v0.3: it has its own file.
+    assert registry.find("mistralai/Mistral-7B-Instruct-v0.4") is None
+    assert registry.get("mistralai/Mistral-7B-Instruct-v0.2").name == "mistral-7b-v0.2"
     assert registry.get("Mistral-7B-Instruct-v0.1-FP8").name == "mistral-7b-v0.1"
 
 

@@ -261,6 +261,25 @@ _CHECKPOINT_WORDS = frozenset(
 )
 
 
+# a model name's words: ``codellama-70b`` holds ``codellama`` and ``70b``, not ``llama`` (a row's
+# ``LLaMA 70B`` is a Llama, never a Code Llama)
+_WORD_SPLIT = re.compile(r"[\s_/-]+")
+
+
+def _a_generation_of(words: list[str], spelling: str) -> bool:
+    """Whether a registry spelling is a generation of the family a row's ``words`` name: it holds
+    every word, and its other words only number a version or name a tuning or format
+    (``llama-2-70b`` for ``LLaMA 70B``; not ``code-llama-70b``, another family)."""
+    tokens = [token for token in _WORD_SPLIT.split(spelling) if token]
+    extra = set(tokens) - set(words)
+    return set(words) <= set(tokens) and all(
+        _VERSION_WORD.fullmatch(token) or token in _CHECKPOINT_WORDS for token in extra
+    )
+
+
+_VERSION_WORD = re.compile(r"v?\d+(?:\.\d+)*")
+
+
 def _spellings(registry: ModelRegistry, name: str) -> tuple[str, ...]:
     """A model's canonical name and its aliases (``llama-4-maverick-17b-128e-instruct``)."""
     return (name, *registry.entry(name).spec.aliases)
@@ -276,11 +295,11 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
     except RowError:
         pass
     name = re.split(r"[(,]", row.text("model"))[0].strip().lower()
-    words = [word for word in re.split(r"[\s_-]+", name) if word and word not in _CHECKPOINT_WORDS]
+    words = [word for word in _WORD_SPLIT.split(name) if word and word not in _CHECKPOINT_WORDS]
     candidates = sorted(
         name
         for name in registry.names()
-        if any(all(word in spelling for word in words) for spelling in _spellings(registry, name))
+        if any(_a_generation_of(words, spelling) for spelling in _spellings(registry, name))
     )
     if not candidates:
         raise RowError(f"model {row.text('model')!r} is neither in the registry nor described by the row")
