@@ -18,16 +18,9 @@ from lightspeed.workload import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     layer_attention_kinds,
-    load_models,
     parameter_counts,
 )
 from lightspeed.workload.registry import UnsupportedModelError, unsupported_models
-
-
-@pytest.fixture(scope="module")
-def registry() -> ModelRegistry:
-    return load_models()
-
 
 # (model, published total, published active, which count the card's active figure is)
 CARD_TOTALS = [

@@ -17,15 +17,8 @@ from lightspeed.workload import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     layer_attention_kinds,
-    load_models,
     parameter_counts,
 )
-
-
-@pytest.fixture(scope="module")
-def registry() -> ModelRegistry:
-    return load_models()
-
 
 # (name as published rows and Hugging Face write it, the one model it must resolve to)
 RESOLVES = [

@@ -10,12 +10,6 @@ from lightspeed.errors import UnknownNameError
 from lightspeed.workload import ModelRegistry, load_models
 from lightspeed.workload.names import checkpoint_format, reduce_name
 
-
-@pytest.fixture(scope="module")
-def registry() -> ModelRegistry:
-    return load_models()
-
-
 # Names copied from Hugging Face repositories, MLPerf submissions (v4.1-v5.1 benchmark names),
 # vendor blogs and InferenceMAX/SemiAnalysis tables, with the architecture each one is.
 PUBLISHED_NAMES = [
