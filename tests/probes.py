@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inference_row
 from lightspeed.sol.validation.published import PublishedRow, read_table
+from lightspeed.sol.validation.validate import ValidationRow
 from lightspeed.workload import ModelRegistry
 
 DATA = Path(__file__).resolve().parent / "data" / "validation"
@@ -42,3 +44,14 @@ def assert_mlperf_read(spec: InferenceRowSpec, system: str, gpus: int, metric: s
     assert (spec.metric, spec.measured) == (metric, pytest.approx(value))
     assert spec.simulation is not None
     assert spec.simulation.mlperf
+
+
+def validated_row(
+    tmp_path: Path, header: str, line: str, catalog: Catalog, models: ModelRegistry
+) -> ValidationRow:
+    """One free-text inference row (a TSV ``header`` and one tab-separated ``line``) as
+    ``validate`` predicts it."""
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"{header}\n{line}\n")
+    (row,) = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor()).rows
+    return row

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.workload import ModelRegistry
+from probes import validated_row
 
 HEADER = "id\tkind\tsource\tmodel\tGPUs\thardware\tprecision\tTP\tseq\tglobal_batch\tmetric\tmeasured"
 
@@ -22,9 +22,7 @@ def _model_note(tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: 
         f"M1\tinfer\tTensorRT-LLM release/0.5.0 performance.md\t{model}\t8\tH100\tFP8\t8"
         "\tISL/OSL 128/128\tbatch 64\toutput tokens/s\t3317"
     )
-    path = tmp_path / "rows.tsv"
-    path.write_text(f"{HEADER}\n{line}\n")
-    (row,) = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor()).rows
+    row = validated_row(tmp_path, HEADER, line, catalog, models)
     assert row.status == "ok", row.reason
     return next(note for note in row.assumptions if note.startswith("model "))
 

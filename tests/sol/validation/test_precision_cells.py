@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.validate import ValidationRow
 from lightspeed.workload import ModelRegistry
 from lightspeed.workload.names import checkpoint_format, reduce_name
+from probes import validated_row
 
 HEADER = "id\tkind\tsource\tmodel\tGPUs\thardware\tprecision\tTP\tseq\tglobal_batch\tmetric\tmeasured"
 
@@ -30,10 +30,7 @@ def _validated(
         f"P1\tinfer\tvLLM 0.6.3 benchmark_serving\t{model}\t2\tH100\t{precision}\t2"
         "\tISL/OSL 1000/200\tconcurrency 1\tMean ITL (ms)\t20"
     )
-    path = tmp_path / "rows.tsv"
-    path.write_text(f"{HEADER}\n{line}\n")
-    (row,) = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor()).rows
-    return row
+    return validated_row(tmp_path, HEADER, line, catalog, models)
 
 
 def _formats(row: ValidationRow) -> tuple[object, object, object]:
