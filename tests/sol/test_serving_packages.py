@@ -77,6 +77,32 @@ def test_a_server_the_row_names_wins_and_only_the_word_names_nim(source: str, pr
     assert _profile(source, 2025)[0] == profile
 
 
+@pytest.mark.parametrize(
+    ("source", "year", "profile"),
+    [
+        # Triton's TensorRT-LLM container: its release gives the TensorRT-LLM inside (24.10: 0.14),
+        # whose backend runs engines; the row naming TensorRT-LLM without a release of its own
+        # took the year's profile, the PyTorch backend, before
+        ("nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3, Llama 3 8B", 2024, "trtllm-2024"),
+        ("Triton Inference Server 24.07 with the TensorRT-LLM backend", 2025, "trtllm-2024"),
+        ("Triton Inference Server, TensorRT-LLM backend", 2025, "trtllm-2024"),
+        ("Triton Inference Server, TensorRT-LLM backend", 2026, "trtllm-2025"),
+        # a later container (TensorRT-LLM 1.0 on) is not listed: the year's profile
+        ("nvcr.io/nvidia/tritonserver:25.10-trtllm-python-py3", 2025, "trtllm-2025"),
+        # Triton's vLLM container is vLLM's
+        ("nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3", 2024, "vllm-2024"),
+        # NIM naming TensorRT-LLM without a release: what NIM 1.8 ships (was the year's profile)
+        ("NIM 1.8.0, TensorRT-LLM backend", 2025, "trtllm-2024"),
+        # "Triton" alone is also OpenAI's kernel language: not the server
+        ("OpenAI Triton attention kernels, TensorRT-LLM", 2025, "trtllm-2025"),
+    ],
+)
+def test_a_triton_container_runs_the_tensorrt_llm_release_it_ships(
+    source: str, year: int, profile: str
+) -> None:
+    assert _profile(source, year)[0] == profile
+
+
 def test_a_nim_row_on_another_vendors_gpus_is_not_given_nvidias_engines() -> None:
     """The package's profile runs on NVIDIA GPUs only: a row on AMD's takes the vendor's server."""
     assert _profile("NIM 1.8.0 on MI300X", 2025, vendor="AMD")[0] == "vllm-2025"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -131,9 +132,17 @@ def load_serving_packages(path: Path | None = None) -> tuple[ServingPackage, ...
     return tuple(_parse(name, table, profiles) for name, table in fields.tables("serving_package").items())
 
 
+def _names_another_server(lowered: str, stack: ServingStack, stacks: Iterable[ServingStack]) -> bool:
+    """Whether a lower-case text names a server other than ``stack``'s."""
+    return any(
+        word in lowered for other in stacks for word in other.frameworks if word not in stack.frameworks
+    )
+
+
 def package_serving_stack(text: str, year: int) -> tuple[ServingStack, str] | None:
     """(profile, why) of a row whose ``text`` names a package that ships a server (see the module
-    docs), or ``None`` when it names none, or one whose release (or year) no range lists."""
+    docs), or ``None`` when it names none, one whose release (or year) no range lists, or a server
+    that release does not ship (the row's own server then decides)."""
     lowered = text.lower()
     for package in load_serving_packages():
         if not package.named_in(lowered):
@@ -142,7 +151,10 @@ def package_serving_stack(text: str, year: int) -> tuple[ServingStack, str] | No
         profile = package.profile_for(release, year)
         if profile is None:
             continue
-        stack = load_serving_stacks()[profile]
+        stacks = load_serving_stacks()
+        stack = stacks[profile]
+        if _names_another_server(lowered, stack, stacks.values()):
+            continue  # the row names a server this release does not ship (NIM's vLLM profiles)
         if release is None:
             why = f"no release of it given, {year} (up to {package.undated_until} it shipped this)"
             return stack, f"serving stack {profile}: the row names {package.display_name}, {why}"

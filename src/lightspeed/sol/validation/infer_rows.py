@@ -69,12 +69,7 @@ from lightspeed.errors import UnsupportedError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.stacks import (
-    ServingStack,
-    load_serving_stack,
-    load_serving_stacks,
-    serving_stack_for,
-)
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
 from lightspeed.sol.core.uncertainty import interval_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
@@ -675,11 +670,6 @@ def _tensorrt_release(source: str, named: _Release) -> tuple[int, int] | None:
     return None if version is None else (0, int(version.group(1)))
 
 
-def _names_a_server(lowered: str) -> bool:
-    """Whether a lower-case text names a server a serving profile stands for."""
-    return any(word in lowered for stack in load_serving_stacks().values() for word in stack.frameworks)
-
-
 def row_serving_stack(
     row: PublishedRow, year: int, vendor: str | None = None, year_note: str = ""
 ) -> tuple[ServingStack, str]:
@@ -688,8 +678,9 @@ def row_serving_stack(
     (0.5-0.6 and 0.7 differ in decode attention; 0.8-0.21 ran TensorRT engines, unless the row says
     it ran the PyTorch backend), as a vLLM version does (0.4-0.7: the V0 engine, 2024; from 0.8
     the V1 engine; from 0.14, 2026, with async scheduling) and an SGLang one (0.1-0.3: no overlap
-    scheduler); a row naming a product that ships a server (NVIDIA NIM) and no server of its own
-    runs what its release ships
+    scheduler); a row naming a product that ships a server (NVIDIA NIM, Triton's TensorRT-LLM
+    container) and no release of a server, nor a server the product does not ship, runs what the
+    product's release ships
     (:func:`~lightspeed.sol.core.serving_packages.package_serving_stack`); a row naming no
     server takes the vendor's default
     (:func:`~lightspeed.sol.core.stacks.default_serving_stack`). A profile chosen by ``year``
@@ -697,7 +688,7 @@ def row_serving_stack(
     the source: 2020 for Ampere")."""
     source = row.text("source")
     named = _named_release(source.lower())
-    if named.server is None and not _names_a_server(source.lower()):
+    if named.server is None:  # a package's release dates the server it ships (no other named)
         packaged = package_serving_stack(source, year)
         if packaged is not None and (vendor is None or vendor in packaged[0].vendors):
             return packaged
