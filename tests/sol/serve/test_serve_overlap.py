@@ -8,6 +8,7 @@ the iteration after the next one. Issue 27, point 1 (the schedulers as they run)
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +25,9 @@ from lightspeed.sol.serve import (
     simulated_deployment,
 )
 from lightspeed.sol.serve.workload import Requests
+from lightspeed.sol.validation.validate import ValidationRow
 from lightspeed.workload import ModelRegistry
+from probes import validated_row
 
 
 def _run(
@@ -136,3 +139,50 @@ def test_vllm_schedules_ahead_from_0_14_except_under_pipeline_parallelism(
 
     assert deployment(1)
     assert not deployment(2)
+
+
+HEADER = "id\tkind\tsource\tmodel\tGPUs\thardware\tprecision\tTP\tseq\tglobal_batch\tmetric\tmeasured"
+
+
+def _ttft_row(tmp_path: Path, catalog: Catalog, models: ModelRegistry, source: str) -> ValidationRow:
+    """Llama 3.1 8B on one H100 at 20 requests/s (1,000/200 tokens), mean TTFT, as ``source`` ran it."""
+    cells = (source, "Llama 3.1 8B", "1", "H100", "fp8", "1", "ISL/OSL 1000/200", "request rate 20")
+    line = "\t".join(("A", "infer", *cells, "Mean TTFT (ms)", "50"))
+    return validated_row(tmp_path, HEADER, line, catalog, models)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # vLLM before 0.14 schedules between steps unless asked (--async-scheduling)
+        ("vLLM 0.10.2 bench serve, vllm serve --async-scheduling", "vLLM 0.10.2 bench serve", True),
+        # SGLang from 0.4 schedules ahead unless asked not to
+        ("SGLang 0.4.6 bench_serving, --disable-overlap-schedule", "SGLang 0.4.6 bench_serving", False),
+        # TensorRT-LLM's PyTorch backend, its LLM API option
+        (
+            "TensorRT-LLM 1.0 trtllm-serve, disable_overlap_scheduler: true",
+            "TensorRT-LLM 1.0 trtllm-serve",
+            False,
+        ),
+    ],
+)
+def test_a_rows_scheduler_flags_decide_the_extra_step(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, case: tuple[str, str, bool]
+) -> None:
+    """The flag the row's server ran with turns the extra step on or off, and the row says so
+    (``case``: the source with the flag, without it, whether the flag makes the TTFT longer)."""
+    flagged, plain, longer = case
+    with_flag = _ttft_row(tmp_path, catalog, models, flagged)
+    without = _ttft_row(tmp_path, catalog, models, plain)
+    assert with_flag.predicted is not None
+    assert without.predicted is not None
+    assert (with_flag.predicted > without.predicted) == longer
+    assert any("schedules" in note for note in with_flag.assumptions)
+
+
+def test_a_row_turning_the_scheduler_both_on_and_off_is_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    row = _ttft_row(tmp_path, catalog, models, "vLLM 0.23 --async-scheduling --no-async-scheduling")
+    assert row.predicted is None
+    assert "both on (--async-scheduling) and off (--no-async-scheduling)" in row.reason

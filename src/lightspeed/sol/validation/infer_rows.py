@@ -62,7 +62,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UnsupportedError, UserInputError
@@ -505,13 +505,15 @@ class InferenceRowSpec(RunSpec):
     the server the run used (``docs/inference.md``); ``simulation`` how the TSV reader found a
     load-dependent figure is to be simulated (an MLPerf scenario, a request rate or count), else
     ``None``: :func:`inference_setup` simulates continuous batching at a concurrency or rate from
-    ``load`` alone."""
+    ``load`` alone; ``overlap_scheduler`` the scheduling the row's server flags state
+    (:func:`stated_overlap`), ``None`` where they state none."""
 
     plan: InferencePlan
     load: ServingLoad
     batching: str
     serving: str
     simulation: RowSimulation | None = None
+    overlap_scheduler: bool | None = None  # as the row's server flags set it; None: the profile's
 
 
 def _row_gpus(catalog: Catalog, row: PublishedRow, stated: StatedLayout) -> tuple[int, str]:
@@ -561,6 +563,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     year, year_note = row_year(row, cluster.system.accelerator)
     serving, serving_note = row_serving_stack(row, year, cluster.system.accelerator.vendor, year_note)
     notes.append(serving_note)
+    overlap, overlap_note = stated_overlap(row, serving)
+    notes.extend([overlap_note] if overlap_note else [])
     return InferenceRowSpec(
         row_id=row.row_id,
         model=model,
@@ -574,6 +578,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         measured=reading.value,
         serving=serving.name,
         simulation=simulation,
+        overlap_scheduler=overlap,
         assumptions=tuple(notes),
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
@@ -613,6 +618,8 @@ def inference_setup(
 ) -> tuple[InferenceRowSetup, Cluster]:
     """(setup, cluster) of a typed inference row, on its own serving profile or on ``serving``."""
     chosen = serving or load_serving_stack(spec.serving)
+    if serving is None and spec.overlap_scheduler is not None:
+        chosen = replace(chosen, overlap_scheduler=spec.overlap_scheduler)
     cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
     notes = [*spec.assumptions, *cluster_notes]
     if chosen.name != spec.serving:
@@ -638,6 +645,43 @@ def inference_row_setup(
 ) -> tuple[InferenceRowSetup, Cluster]:
     """(setup, cluster) of an inference row of a table (see the module docstring for the rules)."""
     return inference_setup(read_inference_row(row, catalog, registry), catalog)
+
+
+# Server flags that turn the one-step-ahead scheduler on or off (vLLM's --async-scheduling and
+# --no-async-scheduling, async_scheduling in its config; SGLang's --enable-overlap-schedule, opt-in
+# before 0.3.6, and --disable-overlap-schedule; TensorRT-LLM's disable_overlap_scheduler)
+_OVERLAP_ON: Final = re.compile(
+    r"(?<![\w-])--(?:async-scheduling|enable-overlap-schedule)(?![\w-])"
+    r"|\basync_scheduling\s*[=:]\s*true\b|\bdisable_overlap_scheduler\s*[=:]\s*false\b",
+    re.IGNORECASE,
+)
+_OVERLAP_OFF: Final = re.compile(
+    r"(?<![\w-])--(?:no-async-scheduling|disable-overlap-schedule)(?![\w-])"
+    r"|\basync_scheduling\s*[=:]\s*false\b|\bdisable_overlap_scheduler\s*[=:]\s*true\b",
+    re.IGNORECASE,
+)
+
+
+def stated_overlap(row: PublishedRow, serving: ServingStack) -> tuple[bool | None, str]:
+    """(whether the row's server formed each iteration while the GPU ran the one before, note) as
+    its flags state it (``--async-scheduling``, ``--disable-overlap-schedule``,
+    ``disable_overlap_scheduler: true``), else ``(None, "")``: the profile's default. A row stating
+    both is refused."""
+    text = row.joined()
+    on, off = _OVERLAP_ON.search(text), _OVERLAP_OFF.search(text)
+    if on and off:
+        raise RowError(
+            f"the row turns the overlap scheduler both on ({on.group(0)}) and off ({off.group(0)}); "
+            "keep the flag the run used"
+        )
+    stated = on or off
+    if stated is None:
+        return None, ""
+    if bool(on) == serving.overlap_scheduler:
+        return None, f"{stated.group(0)}: as {serving.name} schedules by default"
+    verb = "forms each iteration while the GPU runs the one before" if on else "schedules between GPU steps"
+    default = "between GPU steps" if on else "ahead"
+    return bool(on), f"{stated.group(0)}: the server {verb} ({serving.name} schedules {default} by default)"
 
 
 class _Release(NamedTuple):
