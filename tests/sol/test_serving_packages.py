@@ -39,6 +39,8 @@ def _profile(source: str, year: int, vendor: str = "NVIDIA") -> tuple[str, str]:
         ("NIM for LLMs 1.14.1 on 8 x H200", 2026, "trtllm-2024"),
         ("NVIDIA NIM 24.05 (Llama 3 8B)", 2024, "trtllm-2024"),
         ("NIM v1.8 container", 2025, "trtllm-2024"),
+        ("NVIDIA NIM (v1.8.0), Llama 3.3 70B", 2026, "trtllm-2024"),  # the release in parentheses
+        ("nim-llm:1.8.0 Helm chart", 2026, "trtllm-2024"),  # NIM LLM's chart and package name
         # NIM 2.x ships vLLM only
         ("nvcr.io/nim/meta/llama-3.3-70b-instruct:2.0.1", 2026, "vllm-2026"),
         # no release: up to 2025 every NIM was a 1.x release with TensorRT-LLM engines

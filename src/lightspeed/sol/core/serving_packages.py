@@ -30,6 +30,8 @@ Release = tuple[int, int]
 # words that may stand between a package's name and its release: ``NIM 1.8.0``, ``NIM for LLMs
 # 1.3``, ``NIM LLM container v1.8``, ``NIM release 2.0.1``
 _BETWEEN: Final = r"(?:\s+(?:for|llms?|containers?|microservices?|release|version))*"
+# what stands between a name and its release: nothing, a colon (an image tag), a parenthesis
+_BEFORE_RELEASE: Final = r"\s*[:(]?\s*v?(\d+)\.(\d+)"
 # a release a source labels as such, in a row that names the package and no server of its own
 _LABELLED: Final = re.compile(r"\b(?:version|release)\s*:?\s*v?(\d+)\.(\d+)")
 
@@ -57,8 +59,9 @@ class ServingPackage(Record):
 
     def release_in(self, lowered: str) -> Release | None:
         """The package's release a lower-case text gives: an image tag (``nvcr.io/nim/...:1.8.0``),
-        the name followed by its release (``nim 1.8.0``), else a labelled one (``version: 1.8.0``)."""
-        patterns = [rf"(?<![\w/.-]){re.escape(word)}{_BETWEEN}\s*:?\s*v?(\d+)\.(\d+)" for word in self.names]
+        the name followed by its release (``nim 1.8.0``, ``nim (v1.8.0)``, ``nim-llm:1.8.0``), else a
+        labelled one (``version: 1.8.0``)."""
+        patterns = [rf"(?<![\w/.-]){re.escape(word)}{_BETWEEN}{_BEFORE_RELEASE}" for word in self.names]
         if self.image:
             patterns.insert(0, rf"{re.escape(self.image)}[\w./-]*:v?(\d+)\.(\d+)")
         for pattern in (*patterns, _LABELLED.pattern):
