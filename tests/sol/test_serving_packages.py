@@ -41,6 +41,10 @@ def _profile(source: str, year: int, vendor: str = "NVIDIA") -> tuple[str, str]:
         ("NIM v1.8 container", 2025, "trtllm-2024"),
         ("NVIDIA NIM (v1.8.0), Llama 3.3 70B", 2026, "trtllm-2024"),  # the release in parentheses
         ("nim-llm:1.8.0 Helm chart", 2026, "trtllm-2024"),  # NIM LLM's chart and package name
+        # a page of the NIM LLM documentation of one release names it; the benchmarking guide's
+        # own version (R01's .../benchmarking/llm/1.0.0/) does not
+        ("https://docs.nvidia.com/nim/large-language-models/1.8.0/benchmarking.html", 2026, "trtllm-2024"),
+        ("https://docs.nvidia.com/nim/large-language-models/2.0.1/release-notes.html", 2026, "vllm-2026"),
         # NIM 2.x ships vLLM only
         ("nvcr.io/nim/meta/llama-3.3-70b-instruct:2.0.1", 2026, "vllm-2026"),
         # no release: up to 2025 every NIM was a 1.x release with TensorRT-LLM engines
@@ -119,6 +123,7 @@ def test_a_nim_row_on_another_vendors_gpus_is_not_given_nvidias_engines() -> Non
         (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["one", "1.14", "trtllm-2024"]', "major.minor"),
         (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["1.0", "trtllm-2024"]', "expected"),
         (r'undated_profile = "trtllm-2024"', 'undated_profile = "nim-engines"', "names no serving profile"),
+        (r'image = "nvcr.io/nim/"', 'imge = "nvcr.io/nim/"', "unknown field"),
     ],
 )
 def test_a_broken_package_table_is_refused_with_the_field(

@@ -38,7 +38,8 @@ _LABELLED: Final = re.compile(r"\b(?:version|release)\s*:?\s*v?(\d+)\.(\d+)")
 
 @dataclass(frozen=True)
 class ServingPackage(Record):
-    """A product that ships a server: the words that name it, its container images' prefix, the
+    """A product that ships a server: the words that name it, its container images' prefix and its
+    documentation's (a path whose next part is the release it documents), the
     profile each range of its releases ships, and the profile of a row without a release dated
     up to ``undated_until``."""
 
@@ -46,24 +47,30 @@ class ServingPackage(Record):
     display_name: str
     names: tuple[str, ...]
     image: str
+    docs: str
     releases: tuple[tuple[Release, Release, str], ...]
     undated_until: int
     undated_profile: str
     source: str
 
     def named_in(self, lowered: str) -> bool:
-        """Whether a lower-case text names the package (a word of ``names``, or an image)."""
-        return bool(self.image and self.image in lowered) or any(
+        """Whether a lower-case text names the package (a word of ``names``, an image, or a page of
+        its documentation)."""
+        prefixes = [prefix for prefix in (self.image, self.docs) if prefix]
+        return any(prefix in lowered for prefix in prefixes) or any(
             re.search(rf"(?<![\w/.-]){re.escape(word)}(?![\w-])", lowered) for word in self.names
         )
 
     def release_in(self, lowered: str) -> Release | None:
-        """The package's release a lower-case text gives: an image tag (``nvcr.io/nim/...:1.8.0``),
+        """The package's release a lower-case text gives: a documentation page's release
+        (``docs.nvidia.com/nim/large-language-models/1.8.0/``), an image tag (``nvcr.io/nim/...:1.8.0``),
         the name followed by its release (``nim 1.8.0``, ``nim (v1.8.0)``, ``nim-llm:1.8.0``), else a
         labelled one (``version: 1.8.0``)."""
         patterns = [rf"(?<![\w/.-]){re.escape(word)}{_BETWEEN}{_BEFORE_RELEASE}" for word in self.names]
         if self.image:
             patterns.insert(0, rf"{re.escape(self.image)}[\w./-]*:v?(\d+)\.(\d+)")
+        if self.docs:  # the documentation of one release: ``.../large-language-models/1.8.0/``
+            patterns.insert(0, rf"{re.escape(self.docs)}v?(\d+)\.(\d+)")
         for pattern in (*patterns, _LABELLED.pattern):
             match = re.search(pattern, lowered)
             if match:
@@ -108,7 +115,20 @@ def _releases(table: Fields, profiles: frozenset[str]) -> tuple[tuple[Release, R
     return tuple(result)
 
 
+_KEYS: Final = frozenset(
+    {"display_name", "names", "image", "docs", "releases", "undated_until", "undated_profile", "source"}
+)
+
+
 def _parse(name: str, table: Fields, profiles: frozenset[str]) -> ServingPackage:
+    unknown = table.unknown_keys(set(_KEYS))
+    if unknown:
+        raise DataFileError(
+            table.path,
+            "unknown field",
+            field=f"{table.prefix}{unknown[0]}",
+            fix=f"use one of: {', '.join(sorted(_KEYS))}",
+        )
     undated = table.name("undated_profile")
     if undated not in profiles:
         raise DataFileError(
@@ -119,6 +139,7 @@ def _parse(name: str, table: Fields, profiles: frozenset[str]) -> ServingPackage
         display_name=table.string("display_name"),
         names=tuple(word.lower() for word in table.strings("names")),
         image=table.string("image", "").lower(),
+        docs=table.string("docs", "").lower(),
         releases=_releases(table, profiles),
         undated_until=table.integer("undated_until", minimum=1990),
         undated_profile=undated,
