@@ -118,8 +118,8 @@ def test_a_nim_row_on_another_vendors_gpus_is_not_given_nvidias_engines() -> Non
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["1.0", "1.14", "tgi-2024"]', "to a serving profile"),
-        (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["1.14", "1.0", "trtllm-2024"]', "run forward"),
+        (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["1.0", "1.14", "tgi-2024"]', "lead to a serving profile"),
+        (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["1.14", "1.0", "trtllm-2024"]', "comes after the last"),
         (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["one", "1.14", "trtllm-2024"]', "major.minor"),
         (r'\["1\.0", "1\.14", "trtllm-2024"\]', '["1.0", "trtllm-2024"]', "expected"),
         (r'undated_profile = "trtllm-2024"', 'undated_profile = "nim-engines"', "names no serving profile"),

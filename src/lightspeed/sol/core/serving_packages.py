@@ -24,9 +24,8 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError
 from lightspeed.records import Record
 from lightspeed.sol.core.sharding import stacks_file
-from lightspeed.sol.core.stacks import ServingStack, load_serving_stacks
+from lightspeed.sol.core.stacks import Release, ServingStack, load_serving_stacks, release_range
 
-Release = tuple[int, int]
 # words that may stand between a package's name and its release: ``NIM 1.8.0``, ``NIM for LLMs
 # 1.3``, ``NIM LLM container v1.8``, ``NIM release 2.0.1``
 _BETWEEN: Final = r"(?:\s+(?:for|llms?|containers?|microservices?|release|version))*"
@@ -90,13 +89,6 @@ class ServingPackage(Record):
         return next((profile for first, last, profile in self.releases if first <= release <= last), None)
 
 
-def _release(text: str, path: str, field: str) -> Release:
-    match = re.fullmatch(r"(\d+)\.(\d+)", text)
-    if match is None:
-        raise DataFileError(path, "a release must be written major.minor", field=field, value=text)
-    return int(match.group(1)), int(match.group(2))
-
-
 def _releases(table: Fields, profiles: frozenset[str]) -> tuple[tuple[Release, Release, str], ...]:
     """``releases = [["1.0", "1.14", "trtllm-2024"], ...]``: first and last release, the profile."""
     entries = table.data.get("releases", [])
@@ -106,10 +98,10 @@ def _releases(table: Fields, profiles: frozenset[str]) -> tuple[tuple[Release, R
         if not (isinstance(entry, list) and len(entry) == 3 and all(isinstance(item, str) for item in entry)):
             expected = 'expected ["first major.minor", "last major.minor", "profile"]'
             raise DataFileError(table.path, expected, field=field, value=entry)
-        first, last = _release(entry[0], table.path, field), _release(entry[1], table.path, field)
-        if first > last or entry[2] not in profiles:
+        first, last = release_range(entry[:2], table.path, field)
+        if entry[2] not in profiles:
             raise DataFileError(
-                table.path, "a release range must run forward to a serving profile", field=field, value=entry
+                table.path, "a release range must lead to a serving profile", field=field, value=entry
             )
         result.append((first, last, entry[2]))
     return tuple(result)

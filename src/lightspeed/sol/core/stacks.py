@@ -42,6 +42,7 @@ from lightspeed.sol.core.sharding import (
 )
 
 FloatArray = npt.NDArray[np.float64]
+Release = tuple[int, int]  # a server's release, major.minor
 ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
 SELECTIVE_POLICIES: Final = ("selective", "op")
 DECODE_KV_READS: Final = ("per_kv_head", "per_query_head")
@@ -519,21 +520,28 @@ def _vendors(table: Fields) -> tuple[str, ...]:
     return names
 
 
+def release_range(texts: tuple[str, ...] | list[str], path: object, field: str) -> tuple[Release, Release]:
+    """``["0.5", "0.6"]``: the first and last release (major.minor) of a range, refused naming
+    ``field`` unless it is two releases in order (the profiles' ``versions`` and the packages'
+    ``releases``)."""
+    parsed = [re.fullmatch(r"(\d+)\.(\d+)", text) for text in texts]
+    if len(texts) != 2 or not all(parsed):
+        raise DataFileError(
+            path,
+            'a release range must be ["first major.minor", "last major.minor"]',
+            field=field,
+            value=texts,
+        )
+    first, last = ((int(match.group(1)), int(match.group(2))) for match in parsed if match)
+    if first > last:
+        raise DataFileError(path, "the first release comes after the last", field=field, value=texts)
+    return first, last
+
+
 def _versions(table: Fields) -> tuple[tuple[int, int], ...]:
     """``versions = ["0.5", "0.6"]``: the first and last release (major.minor) a profile stands for."""
     texts = table.strings("versions")
-    parsed = [re.fullmatch(r"(\d+)\.(\d+)", text) for text in texts]
-    if len(texts) not in (0, 2) or not all(parsed):
-        raise DataFileError(
-            table.path,
-            'versions must be ["first major.minor", "last major.minor"]',
-            field="versions",
-            value=texts,
-        )
-    result = tuple((int(match.group(1)), int(match.group(2))) for match in parsed if match)
-    if result and result[0] > result[1]:
-        raise DataFileError(table.path, "versions: the first release comes after the last", field="versions")
-    return result
+    return release_range(texts, table.path, "versions") if texts else ()
 
 
 def _gpu_default(table: Fields) -> GpuDefault:
