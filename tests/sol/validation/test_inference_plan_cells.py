@@ -75,6 +75,12 @@ def _validate(
     return {row.id: row for row in report.rows}
 
 
+def _one(tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: dict[str, str]) -> ValidationRow:
+    """The validated row of a one-row table of ``cells``."""
+    (row,) = _validate(tmp_path, catalog, models, R1=cells).values()
+    return row
+
+
 def _layout(row: ValidationRow) -> tuple[object, ...]:
     assert row.plan is not None, row.reason
     return tuple(row.plan[key] for key in ("tp", "pp", "ep", "dp_attention", "replicas"))
@@ -113,7 +119,7 @@ def test_a_tp_written_outside_its_cell(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: dict[str, str], where: str
 ) -> None:
     # each was read as TP 1 x 8 replicas without a word
-    (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, **cells}).values()
+    row = _one(tmp_path, catalog, models, {**DENSE, **cells})
     assert _layout(row) == (4, 1, 1, 1, 2)
     assert not where or _said(row, f"TP 4 from the {where} cell")
 
@@ -121,7 +127,7 @@ def test_a_tp_written_outside_its_cell(
 def test_a_row_stating_no_tp_says_which_it_took(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:
-    (row,) = _validate(tmp_path, catalog, models, R1=DENSE).values()
+    row = _one(tmp_path, catalog, models, DENSE)
     assert _layout(row) == (1, 1, 1, 1, 8)
     assert _said(row, "tp=1")
 
@@ -139,7 +145,7 @@ def test_gpus_are_tp_times_pp_times_replicas_when_no_cell_counts_them(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: dict[str, str]
 ) -> None:
     # these were refused "GPUs is not reported"
-    (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, "GPUs": "", **cells}).values()
+    row = _one(tmp_path, catalog, models, {**DENSE, "GPUs": "", **cells})
     assert _layout(row) == (4, 1, 1, 1, 2)
     assert _said(row, "GPUs not reported: TP x PP x replicas = 4 x 1 x 2 = 8")
 
@@ -147,7 +153,7 @@ def test_gpus_are_tp_times_pp_times_replicas_when_no_cell_counts_them(
 def test_replicas_that_do_not_fill_the_gpus_are_refused(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:
-    (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, "TP": "TP4", "DP": "4"}).values()
+    row = _one(tmp_path, catalog, models, {**DENSE, "TP": "TP4", "DP": "4"})
     assert row.predicted is None
     assert "4 replicas" in row.reason
 
@@ -217,7 +223,7 @@ def test_expert_parallel_that_contradicts_the_row_is_refused(
         "EP": "8",
         "sharding": "vllm --data-parallel-size 8 --enable-expert-parallel",
     }
-    (row,) = _validate(tmp_path, catalog, models, R1={**MOE, **cells}).values()
+    row = _one(tmp_path, catalog, models, {**MOE, **cells})
     assert row.predicted is None
     assert "EP 8" in row.reason
 
@@ -295,7 +301,7 @@ def test_a_cap_on_sequences_wherever_the_row_writes_it(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: dict[str, str]
 ) -> None:
     row_cells = {**DENSE, "TP": "1", "metric": "output tokens/s", "measured": "10,000", **cells}
-    (row,) = _validate(tmp_path, catalog, models, R1=row_cells).values()
+    row = _one(tmp_path, catalog, models, row_cells)
     assert row.plan is not None, row.reason
     assert _said(row, "server cap of 64 sequences")
     assert not _said(row, "static batch")
@@ -307,7 +313,7 @@ def test_page_ranges_and_sweeps_in_prose_are_no_degrees(
 ) -> None:
     # a citation's pages and a sweep's list name no degree of this row
     source = "Proceedings of MLSys, pp 12-25; swept TP 1/2/4/8"
-    (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, "TP": "4", "source": source}).values()
+    row = _one(tmp_path, catalog, models, {**DENSE, "TP": "4", "source": source})
     assert _layout(row) == (4, 1, 1, 1, 2)
 
 
@@ -326,7 +332,7 @@ def test_page_ranges_and_sweeps_in_prose_are_no_degrees(
 def test_degrees_and_caps_no_gpu_runs_are_refused(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, cells: dict[str, str], reason: str
 ) -> None:
-    (row,) = _validate(tmp_path, catalog, models, R1={**DENSE, **cells}).values()
+    row = _one(tmp_path, catalog, models, {**DENSE, **cells})
     assert row.predicted is None
     assert reason in row.reason
 
@@ -335,7 +341,7 @@ def test_experts_wider_than_a_replica_say_what_the_row_lacks(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:
     # the engine's own refusal said "try ep=1", which is no deployment the row describes
-    (row,) = _validate(tmp_path, catalog, models, R1={**MOE, "TP": "1", "EP": "EP8"}).values()
+    row = _one(tmp_path, catalog, models, {**MOE, "TP": "1", "EP": "EP8"})
     assert row.predicted is None
     assert "the row states no attention DP; write DP 8 (attention DP), TP 8, or DEP8/TEP8" in row.reason
 
@@ -345,7 +351,7 @@ def test_speculation_said_to_be_off_is_no_speculation(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry, cell: str
 ) -> None:
     # "MTP disabled" was read as speculation named but not modelled
-    (row,) = _validate(tmp_path, catalog, models, R1={**MOE, "TP": "8", "sharding": cell}).values()
+    row = _one(tmp_path, catalog, models, {**MOE, "TP": "8", "sharding": cell})
     assert row.plan is not None
     assert row.plan["speculative"] is None
     assert not _said(row, "speculative decoding named")
