@@ -99,16 +99,17 @@ def test_the_data_files_hold_the_reported_values(report: dict[str, Any]) -> None
         assert bands[name].num_rows == band["num_rows"]
 
 
-def test_the_attention_dp_pace_is_the_lowest_point_of_its_loss_and_its_rival_is_shown(
+def test_the_attention_dp_pace_has_one_basin_once_the_experts_pay_their_row_tiles(
     report: dict[str, Any],
 ) -> None:
-    """The pace's loss over its six rows has a second basin (TensorRT-LLM's rows want a slower
-    pace than SGLang's and DeepSeek's): the report names it, with its loss, so a reader sees how
-    near a small change could make the fit jump; and the fitted pace is the lowest point of the
-    fine grid (a rival below it would mean the coarse-then-fine search missed the minimum)."""
+    """Before the experts' grouped GEMMs paid their partial row tiles (docs/inference.md), the
+    pace's loss over its six rows had a second basin, TensorRT-LLM's rows wanting a slower pace
+    than SGLang's and DeepSeek's (0.6375 at a loss of 0.1061 against 0.1045 at the fitted 0.575),
+    and the report named it. With the padding the rows agree on one basin, which the report says
+    (no rival); the search for a rival is checked on landscapes with and without one by
+    ``fitting.rival_minimum``'s own examples."""
     parameters = {item["name"]: item for item in report["parameters"]}
     pace = parameters["attention_dp all"]
-    rival = pace["rival"]
-    assert rival is not None
-    assert abs(rival["value"] - pace["value"]) >= 0.05
-    assert rival["loss"] >= rival["loss_at_fit"]
+    assert pace["rival"] is None
+    assert pace["fitted_on"] == ["I101", "I102", "I104", "I105", "I106", "I107"]
+    assert 0.5 < pace["value"] < 0.65

@@ -194,6 +194,33 @@ class EfficiencyModel(Record):
             m, n, k, half_saturation_flop=self.gemm_half_saturation_flop, tile=self.gemm_tile
         )
 
+    def grouped_row_padding(self, mean_rows: ArrayLike) -> FloatArray:
+        """What a group of a grouped GEMM (a MoE layer's experts run as one kernel) computes over
+        what :meth:`gemm_efficiency` charges a lone GEMM of ``mean_rows`` rows (``rows + tile / 8``,
+        see :func:`gemm_shape_factor`), at least 1. Each group is tiled on its own, so its last
+        row tile is partial, yet the tensor cores compute it whole; a group's rows are a random
+        count (the tokens an expert draws), so half a tile on average: ``rows + tile / 2``. The
+        kernels pick a smaller row tile for fewer rows (vLLM's fused-MoE configurations:
+        ``BLOCK_SIZE_M`` 16 for a few tokens, 64-128 for many), so the tile is at most the rows:
+        ``rows + min(rows, tile) / 2``. Grouped-GEMM libraries pad so: vLLM's
+        ``moe_align_block_size`` rounds every expert's token count up to ``BLOCK_SIZE_M``, and
+        DeepGEMM's contiguous layout aligns each expert's segment to its 128-row block
+        (``get_m_alignment_for_contiguous_layout``).
+
+        >>> hopper = default_efficiency("nvidia-hopper")
+        >>> round(float(hopper.grouped_row_padding(192)), 4)  # (192 + 64) / (192 + 16)
+        1.2308
+        >>> round(float(hopper.grouped_row_padding(64)), 4)  # (64 + 32) / (64 + 16)
+        1.2
+        >>> float(hopper.grouped_row_padding(8))  # 12 padded rows: below a lone GEMM's 24
+        1.0
+        """
+        rows = np.asarray(mean_rows, dtype=np.float64)
+        tile = float(self.gemm_tile)
+        padded = rows + np.minimum(rows, tile) / 2.0
+        factor: FloatArray = np.maximum(1.0, padded / (rows + tile / 8.0))
+        return factor
+
     def with_overrides(self, **changes: float | str | bool) -> EfficiencyModel:
         """A copy with some parameters replaced (e.g. from a calibration profile)."""
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -366,12 +366,16 @@ def _gemms(
     copies: Array = 1.0,
     weight_bytes: float | None = None,
     attention: bool = False,
+    grouped: bool = False,
 ) -> tuple[Array, Array]:
     """(compute s, memory s) of ``linears`` over ``m`` tokens, split ``tp`` ways, ``copies`` times.
 
     Weights are read in the deployment's weight format (its attention weights' for the
     ``attention`` projections) unless ``weight_bytes`` says otherwise. A mixed checkpoint's
     wider layers (``precisions.mixed_share``) take their share of the time in their own format.
+    ``grouped``: the ``copies`` are the groups of one grouped GEMM and ``m`` their mean rows, each
+    group's last row tile computed whole (:meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.
+    grouped_row_padding`; FP4 GEMMs count their tiles in :func:`_fp4_occupancy` instead).
     """
     precisions = inference_hardware.precisions
     if attention:
@@ -385,11 +389,11 @@ def _gemms(
     share = precisions.mixed_share(attention) if weight_bytes is None else 0.0
     per_weight = stored if weight_bytes is None else weight_bytes
     shape = (linears, m, tp, copies)
-    narrow = _gemm_roofline(inference_hardware, hardware, shape, (per_weight, inputs))
+    narrow = _gemm_roofline(inference_hardware, hardware, shape, (per_weight, inputs), grouped)
     if share <= 0.0 or inference_hardware.wider_hardware is None:
         return narrow
     wider_bytes = (precisions.wider_weight_bytes_per_element, precisions.wider_input_bytes_per_element)
-    wider = _gemm_roofline(inference_hardware, inference_hardware.wider_hardware, shape, wider_bytes)
+    wider = _gemm_roofline(inference_hardware, inference_hardware.wider_hardware, shape, wider_bytes, grouped)
     return (
         (1.0 - share) * narrow[0] + share * wider[0],
         (1.0 - share) * narrow[1] + share * wider[1],
@@ -401,18 +405,23 @@ def _gemm_roofline(
     hardware: Hardware,
     shape: tuple[tuple[Linear, ...], Array, Array, Array],
     element_bytes: tuple[float, float],
+    grouped: bool = False,
 ) -> tuple[Array, Array]:
     """(compute s, memory s) of ``shape`` = (linears, tokens, tp, copies) all in one format:
-    ``hardware``'s compute row, ``element_bytes`` = (bytes per stored weight, per GEMM input)."""
+    ``hardware``'s compute row, ``element_bytes`` = (bytes per stored weight, per GEMM input);
+    ``grouped`` as :func:`_gemms` says."""
     linears, m, tp, copies = shape
     per_weight, inputs = element_bytes
+    padding: Array = 1.0
+    if grouped and hardware.compute_row != "fp4":
+        padding = inference_hardware.gemm_model.grouped_row_padding(m)
     compute = memory = 0.0
     for linear in linears:
         k, n = inference_local_dims(linear, tp)
         flop = 2.0 * m * n * k
         efficiency = inference_hardware.gemm_model.gemm_efficiency(m, n, k, hardware.compute_row)
         busy = _fp4_occupancy(inference_hardware, hardware, m, n, copies)
-        compute = compute + copies * flop / (
+        compute = compute + copies * flop * padding / (
             hardware.peak_flop_per_s * inference_hardware.sustained_scale * efficiency * busy
         )
         traffic = k * n * per_weight + m * k * inputs + m * n * ACTIVATION_BYTES
@@ -586,7 +595,9 @@ def _expert_part(
     local_touched = np.ceil(experts / grid.ep) * touched_fraction  # the busiest GPU's slots
     per_expert = tokens * moe.top_k / (experts * touched_fraction) * busiest
     expert_tp = grid.stage_gpus / grid.ep
-    compute, memory = _gemms(inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched)
+    compute, memory = _gemms(
+        inference_hardware, shapes.experts, per_expert, expert_tp, copies=local_touched, grouped=True
+    )
     acc.roofline(compute, memory, "gemm_compute", "weight_reads")
     # with attention DP the engine's all-to-all stands for the exchange (DeepEP's decode kernels
     # land the tokens in the experts' order and sum them back); a local copy some servers make
