@@ -85,16 +85,20 @@ def test_moe_reads_only_the_experts_the_tokens_reach(models: ModelRegistry, cata
     assert (two - one) * _stream_bytes_per_s() == pytest.approx(extra_experts * expert_bytes / 2, rel=0.01)
 
 
-def test_tp_all_reduce_follows_the_nvls_alpha_beta_model(models: ModelRegistry, catalog: Catalog) -> None:
+def test_tp_all_reduce_of_a_decode_batch_runs_nccls_ll_protocol(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
     model = models.get("llama-3-8b")
     single = _parts(model, catalog, InferencePlan(tp=1), decode_sequences=64.0)
     assert single["tp_comm"] == 0.0
     paired = _parts(model, catalog, InferencePlan(tp=2), decode_sequences=64.0)
-    # NVLink SHARP all-reduce of 64 tokens x 4096 x 2 bytes: S / (450 GB/s x 0.8 link efficiency)
-    # plus NCCL's 6.6 us base latency (tuning.cc, LL) and 2 latency steps of 1 us (tree over 2
-    # ranks), twice per layer, 32 layers.
+    # A 2-GPU ring all-reduce of 64 tokens x 4096 x 2 bytes (512 KiB) on NCCL's LL protocol: its
+    # 6.6 us base latency (tuning.cc) and 2 latency steps of 1 us (tree over 2 ranks), the bytes
+    # (2 x 1/2 of them each way) at half of the ring's 450 GB/s x 0.8 (LL sends a flag with every
+    # word): 11.5 us, under LL128's 17.8 us + and Simple's 15.2 us + of latency alone; twice per
+    # layer, 32 layers.
     size = 64 * 4096 * 2
-    expected = 2 * 32 * (size / (450e9 * 0.8) + 6.6e-6 + 2 * 1e-6)
+    expected = 2 * 32 * (size / (450e9 * 0.8) / 0.5 + 6.6e-6 + 2 * 1e-6)
     assert paired["tp_comm"] == pytest.approx(expected, rel=0.01)
     assert _parts(model, catalog, InferencePlan(pp=2), decode_sequences=64.0)["pp_comm"] > 0.0
 

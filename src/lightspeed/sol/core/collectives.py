@@ -35,7 +35,16 @@ efficiency; the latency term is the fabric's ``base_latency_s`` (what NCCL's
 tuner charges every collective before its first hop: 6.6 us for the LL
 protocol of small messages, ``sol/data/runtime.toml``) plus ``min(ring,
 tree)`` steps times the slowest level's alpha (the link's small-message
-latency): a decode step's all-reduce of a few KiB is all latency. Every
+latency): a decode step's all-reduce of a few KiB is all latency. Inside one
+NVLink domain a ring collective runs the fastest of NCCL's ring protocols
+(:class:`RingProtocols`, NCCL's own tuner constants in ``sol/data/runtime.toml``):
+the small-message protocol above at half the ring's bandwidth (LL), LL128 and
+Simple with their larger fixed latencies and a latency per ring step; a
+message of a few MiB (a prefill chunk's activations, a large decode batch's)
+pays tens of microseconds there, as nccl-tests measure, not the few a pure
+alpha-beta model gives it; an all-reduce the switches reduce in the network
+(NVLS) pays its own measured latency (``in_switch_latency_s``) before its
+bandwidth, so it wins over the rings only from some tens of MiB. Every
 function accepts numpy arrays and broadcasts.
 
 The same concept one layer up, measured: :mod:`lightspeed.bench.collectives` times them on this
@@ -74,18 +83,47 @@ class FabricLevel(Record):
 
 
 @dataclass(frozen=True)
+class RingProtocol(Record):
+    """One of NCCL's ring protocols as its tuner costs it (``src/graph/tuning.cc``): a fixed
+    latency, a latency per ring step on the link, and the share of the ring's bandwidth its
+    transfers carry (LL128 sends 120 of every 128 bytes as data: 0.92)."""
+
+    name: str
+    base_latency_s: float
+    step_latency_s: float
+    bandwidth_share: float
+
+
+@dataclass(frozen=True)
+class RingProtocols(Record):
+    """How NCCL runs a ring collective inside one scale-up domain whose link is one of
+    ``link_families``: the fastest of the small-message protocol (LL: the fabric's base
+    latency and link alpha, at ``ll_bandwidth_share`` of the ring's bandwidth, since half of
+    every LL word is a flag) and ``protocols`` (LL128, Simple). An all-reduce the switches
+    reduce in the network (NVLS) costs ``in_switch_latency_s`` plus its bytes at the in-switch
+    bandwidth (``sol/data/runtime.toml`` [collectives.protocols] cites each)."""
+
+    link_families: tuple[str, ...]
+    ll_bandwidth_share: float
+    protocols: tuple[RingProtocol, ...]
+    in_switch_latency_s: float
+
+
+@dataclass(frozen=True)
 class Fabric(Record):
     """The two levels a cluster's GPUs talk over, the efficiency reached on them, and the
     fixed latency of one collective before its first hop (``base_latency_s``).
     ``reduction_efficiency``: the algorithm bandwidth an all-reduce reduced in the scale-up switches
     is measured at, over the per-direction link (0: none measured; each byte crosses the link once
-    at ``bandwidth_efficiency``)."""
+    at ``bandwidth_efficiency``). ``ring_protocols``: NCCL's ring protocols on the scale-up link
+    (None: one alpha-beta cost at every size, as on links NCCL's constants do not describe)."""
 
     scale_up: FabricLevel
     scale_out: FabricLevel | None
     bandwidth_efficiency: float
     base_latency_s: float = 0.0
     reduction_efficiency: float = 0.0
+    ring_protocols: RingProtocols | None = None
 
     def level_name(self, crosses_domains: bool) -> str:
         """Human name of the level a group uses (for 'bound by' sentences)."""
@@ -101,6 +139,7 @@ def fabric_of(
     *,
     base_latency_s: float = 0.0,
     reduction_efficiency: float = 0.0,
+    ring_protocols: RingProtocols | None = None,
 ) -> Fabric:
     """The fabric levels of ``cluster`` from its catalog records.
 
@@ -109,11 +148,19 @@ def fabric_of(
     once instead of ``2(n-1)/n`` times. ``base_latency_s`` is charged once per
     collective (NCCL's base latency; the engines pass ``runtime.toml``'s);
     ``reduction_efficiency`` the in-switch all-reduce's measured algorithm bandwidth over the link
-    (the family's ``nvls_all_reduce_efficiency``).
+    (the family's ``nvls_all_reduce_efficiency``); ``ring_protocols`` apply where the scale-up
+    link's family is one of theirs.
     """
     system = cluster.system
     accelerator = system.accelerator
     scale_up = accelerator.scale_up
+    protocols = None
+    if (
+        scale_up is not None
+        and ring_protocols is not None
+        and scale_up.link.family in ring_protocols.link_families
+    ):
+        protocols = ring_protocols
     if scale_up is not None and system.scale_up_domain_size > 1:
         up = FabricLevel(
             name=f"{scale_up.link.display_name.split(' (')[0]} ({system.scale_up_domain_size}-GPU domain)",
@@ -143,6 +190,7 @@ def fabric_of(
         bandwidth_efficiency=bandwidth_efficiency,
         base_latency_s=base_latency_s,
         reduction_efficiency=reduction_efficiency,
+        ring_protocols=protocols,
     )
 
 
@@ -240,6 +288,24 @@ def _in_switch_s(fabric: Fabric, size: Array, b0: Array) -> Array:
     return result
 
 
+def _in_domain_ring_s(fabric: Fabric, transfer_s: Array, steps: Array, group: Array, alpha: Array) -> Array:
+    """Seconds a ring collective inside one domain takes, ``transfer_s`` its transfers at the
+    ring's full bandwidth and ``steps`` its ring steps: the small-message latency model without
+    ring protocols, else the fastest of NCCL's protocols on the link (:class:`RingProtocols`)."""
+    small = _latency(fabric, steps, group, alpha)
+    protocols = fabric.ring_protocols
+    if protocols is None:
+        result: Array = transfer_s + small
+        return result
+    best = small + transfer_s / protocols.ll_bandwidth_share
+    for protocol in protocols.protocols:
+        cost = (
+            protocol.base_latency_s + steps * protocol.step_latency_s + transfer_s / protocol.bandwidth_share
+        )
+        best = np.minimum(best, cost)
+    return best
+
+
 def all_reduce_s(
     fabric: Fabric, size_bytes: Array, group_size: Array, stride: Array = 1, flat: Array = False
 ) -> Array:
@@ -247,25 +313,35 @@ def all_reduce_s(
     domain whose switches reduce (NVLS) each byte crosses the link once each way, at the share of
     the link such all-reduces are measured at (``reduction_efficiency``: about 275 GB/s on 8 H100,
     not the 360 of 80% of the 450 GB/s link); a ring is taken where it is faster (2 GPUs), as
-    NCCL's tuner does."""
+    NCCL's tuner does. With ring protocols (:class:`RingProtocols`), a group inside one domain
+    takes the fastest of the protocols' rings and the in-switch reduction after its own
+    latency (``in_switch_latency_s``)."""
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     local = local_size(group, stride, fabric.scale_up.domain_size)
     domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     ring = 2.0 * (local - 1.0) / local * size / b0
     nvls = fabric.scale_up.in_network_reduction & (local > 1)
-    intra = np.where(nvls, np.minimum(ring, _in_switch_s(fabric, size, b0)), ring)
+    in_switch = _in_switch_s(fabric, size, b0)
+    intra = np.where(nvls, np.minimum(ring, in_switch), ring)
     sharp = fabric.scale_out is not None and fabric.scale_out.in_network_reduction
     passes = 1.0 if sharp else 2.0 * (domains - 1.0) / domains
     inter = np.where(domains > 1.0, passes, 0.0) * size / (_nics(local, flat) * b1)
-    time = np.maximum(intra, inter) + _latency(fabric, 2.0 * (group - 1.0), group, alpha)
+    steps = 2.0 * (group - 1.0)
+    time = np.maximum(intra, inter) + _latency(fabric, steps, group, alpha)
+    protocols = fabric.ring_protocols
+    if protocols is not None:
+        rings = _in_domain_ring_s(fabric, ring, steps, group, alpha)
+        switch = np.where(nvls, protocols.in_switch_latency_s + in_switch, np.inf)
+        time = np.where(domains > 1.0, time, np.minimum(rings, switch))
     return np.where(group > 1, time, 0.0)
 
 
 def all_gather_s(
     fabric: Fabric, size_bytes: Array, group_size: Array, stride: Array = 1, flat: Array = False
 ) -> Array:
-    """All-gather whose *whole output* is ``size_bytes`` (reduce-scatter costs the same)."""
+    """All-gather whose *whole output* is ``size_bytes`` (reduce-scatter costs the same); inside
+    one domain, with ring protocols, the fastest protocol's ring of ``g - 1`` steps."""
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     local = local_size(group, stride, fabric.scale_up.domain_size)
@@ -273,6 +349,8 @@ def all_gather_s(
     intra = (local - 1.0) / local * size / b0
     inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
     time = np.maximum(intra, inter) + _latency(fabric, group - 1.0, group, alpha)
+    if fabric.ring_protocols is not None:
+        time = np.where(domains > 1.0, time, _in_domain_ring_s(fabric, intra, group - 1.0, group, alpha))
     return np.where(group > 1, time, 0.0)
 
 

@@ -19,7 +19,7 @@ from lightspeed.errors import UnsupportedError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.sol.core.calibration import check_calibration_device
-from lightspeed.sol.core.collectives import Fabric, fabric_of
+from lightspeed.sol.core.collectives import Fabric, RingProtocol, RingProtocols, fabric_of
 from lightspeed.sol.core.efficiency import EfficiencyModel, FloatArray, default_efficiency
 from lightspeed.sol.core.stacks import Stack, capped, load_stack
 from lightspeed.units import bytes_per_element, compute_precision
@@ -60,12 +60,14 @@ def load_runtime_overheads() -> RuntimeOverheads:
 class LatencyFloors(Record):
     """Fixed costs no bandwidth or FLOP figure covers (``[launch]`` and ``[collectives]`` of
     ``sol/data/runtime.toml``, cited there): the GPU time each kernel costs beyond its
-    roofline, and what every NCCL collective costs before its first hop."""
+    roofline, what every NCCL collective costs before its first hop, and NCCL's ring protocols
+    on an NVLink domain (``[collectives.protocols]``)."""
 
     gpu_kernel_s: float
     collective_base_latency_s: float
     launch_source: str
     collectives_source: str
+    ring_protocols: RingProtocols
 
 
 @functools.lru_cache(maxsize=1)
@@ -85,6 +87,29 @@ def load_latency_floors() -> LatencyFloors:
         collective_base_latency_s=collectives_table.quantity("base_latency", "seconds"),
         launch_source=launch.string("source"),
         collectives_source=collectives_table.string("source"),
+        ring_protocols=_ring_protocols(collectives_table),
+    )
+
+
+def _ring_protocols(collectives_table: Fields) -> RingProtocols:
+    """NCCL's ring protocols of ``[collectives.protocols]`` (LL128 and Simple: ``<name>_base_latency``,
+    ``<name>_step_latency``, ``<name>_bandwidth_share``)."""
+    table = collectives_table.table("protocols")
+    assert table is not None
+    protocols = tuple(
+        RingProtocol(
+            name=name,
+            base_latency_s=table.quantity(f"{name}_base_latency", "seconds"),
+            step_latency_s=table.quantity(f"{name}_step_latency", "seconds"),
+            bandwidth_share=table.number(f"{name}_bandwidth_share"),
+        )
+        for name in table.strings("protocols")
+    )
+    return RingProtocols(
+        link_families=table.strings("link_families"),
+        ll_bandwidth_share=table.number("ll_bandwidth_share"),
+        protocols=protocols,
+        in_switch_latency_s=table.quantity("in_switch_latency", "seconds"),
     )
 
 
@@ -191,6 +216,7 @@ def hardware_for(
             sharp,
             base_latency_s=load_latency_floors().collective_base_latency_s,
             reduction_efficiency=model.nvls_all_reduce_efficiency or 0.0,
+            ring_protocols=load_latency_floors().ring_protocols,
         ),
         efficiency=model,
         overheads=load_runtime_overheads(),

@@ -412,10 +412,22 @@ def _floors_line(inference_hardware: InferenceHardware) -> str:
         else f"no CUDA graphs: the host issues each kernel in "
         f"{inference_hardware.hardware.efficiency.kernel_launch_s * 1e6:g} us"
     )
+    protocols = inference_hardware.hardware.fabric.ring_protocols
+    rings = ""
+    if protocols is not None:
+        named = ", ".join(
+            f"{protocol.name} {protocol.base_latency_s * 1e6:g} us + "
+            f"{protocol.step_latency_s * 1e6:g} us a step"
+            for protocol in protocols.protocols
+        )
+        rings = (
+            f" (inside the NVLink domain the fastest of NCCL's ring protocols: that one at half the "
+            f"bandwidth, {named}; an in-switch all-reduce {protocols.in_switch_latency_s * 1e6:g} us)"
+        )
     return (
         f"latency floors: each kernel {floors.gpu_kernel_s * 1e6:g} us of GPU time beyond its roofline, "
-        f"each collective {floors.collective_base_latency_s * 1e6:g} us plus the link latency per step; "
-        f"{launcher}"
+        f"each collective {floors.collective_base_latency_s * 1e6:g} us plus the link latency per step"
+        f"{rings}; {launcher}"
     )
 
 
