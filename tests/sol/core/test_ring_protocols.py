@@ -10,6 +10,8 @@ import statistics
 from types import ModuleType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.collectives import all_gather_s, all_reduce_s
@@ -116,3 +118,21 @@ def test_the_in_switch_latency_is_the_median_residual_of_the_nvls_tables(check: 
     assert statistics.median(residuals) == pytest.approx(
         load_latency_floors().ring_protocols.in_switch_latency_s / US, abs=2
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.floats(1.0, 2.0**34),
+    ratio=st.floats(1.0, 4.0),
+    group=st.sampled_from([2, 4, 8]),
+)
+def test_an_all_reduce_never_beats_its_bytes_and_grows_with_them(
+    catalog: Catalog, size: float, ratio: float, group: int
+) -> None:
+    # the fastest protocol is still a collective: never under the bytes one GPU must send at the
+    # link's full per-direction bandwidth (the in-switch reduction's once, a ring's 2(g-1)/g
+    # times), and a larger buffer never costs less
+    fabric = hardware_for(catalog.cluster("dgx-h100", num_nodes=1), "bf16").fabric
+    time_s = float(all_reduce_s(fabric, size, group))
+    assert time_s >= size / 450e9
+    assert float(all_reduce_s(fabric, size * ratio, group)) >= time_s
