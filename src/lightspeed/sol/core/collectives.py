@@ -288,16 +288,13 @@ def _in_switch_s(fabric: Fabric, size: Array, b0: Array) -> Array:
     return result
 
 
-def _in_domain_ring_s(fabric: Fabric, transfer_s: Array, steps: Array, group: Array, alpha: Array) -> Array:
-    """Seconds a ring collective inside one domain takes, ``transfer_s`` its transfers at the
-    ring's full bandwidth and ``steps`` its ring steps: the small-message latency model without
-    ring protocols, else the fastest of NCCL's protocols on the link (:class:`RingProtocols`)."""
-    small = _latency(fabric, steps, group, alpha)
-    protocols = fabric.ring_protocols
-    if protocols is None:
-        result: Array = transfer_s + small
-        return result
-    best = small + transfer_s / protocols.ll_bandwidth_share
+def _in_domain_ring_s(
+    fabric: Fabric, protocols: RingProtocols, transfer_s: Array, *, steps: Array, group: Array, alpha: Array
+) -> Array:
+    """Seconds a ring collective inside one domain takes on the fastest of NCCL's ring
+    ``protocols`` (:class:`RingProtocols`), ``transfer_s`` its transfers at the ring's full
+    bandwidth and ``steps`` its ring steps; LL pays the fabric's small-message latency."""
+    best = _latency(fabric, steps, group, alpha) + transfer_s / protocols.ll_bandwidth_share
     for protocol in protocols.protocols:
         cost = (
             protocol.base_latency_s + steps * protocol.step_latency_s + transfer_s / protocol.bandwidth_share
@@ -331,7 +328,7 @@ def all_reduce_s(
     time = np.maximum(intra, inter) + _latency(fabric, steps, group, alpha)
     protocols = fabric.ring_protocols
     if protocols is not None:
-        rings = _in_domain_ring_s(fabric, ring, steps, group, alpha)
+        rings = _in_domain_ring_s(fabric, protocols, ring, steps=steps, group=group, alpha=alpha)
         switch = np.where(nvls, protocols.in_switch_latency_s + in_switch, np.inf)
         time = np.where(domains > 1.0, time, np.minimum(rings, switch))
     return np.where(group > 1, time, 0.0)
@@ -349,8 +346,10 @@ def all_gather_s(
     intra = (local - 1.0) / local * size / b0
     inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
     time = np.maximum(intra, inter) + _latency(fabric, group - 1.0, group, alpha)
-    if fabric.ring_protocols is not None:
-        time = np.where(domains > 1.0, time, _in_domain_ring_s(fabric, intra, group - 1.0, group, alpha))
+    protocols = fabric.ring_protocols
+    if protocols is not None:
+        rings = _in_domain_ring_s(fabric, protocols, intra, steps=group - 1.0, group=group, alpha=alpha)
+        time = np.where(domains > 1.0, time, rings)
     return np.where(group > 1, time, 0.0)
 
 
