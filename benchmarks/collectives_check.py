@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import json
 import statistics
 from collections import defaultdict
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lightspeed.catalog import load_catalog
-from lightspeed.sol.core.collectives import all_reduce_s
+from lightspeed.sol.core.collectives import Fabric, all_reduce_s
 from lightspeed.sol.core.hardware import hardware_for
 
 TABLE = Path(__file__).parent / "data" / "nccl-all-reduce.tsv"
@@ -64,12 +65,17 @@ def measured_rows() -> list[dict[str, Any]]:
     return rows
 
 
+@functools.cache
+def _fabric(system: str) -> Fabric:
+    """The fabric the engines build for one node of ``system`` (read once per system)."""
+    return hardware_for(load_catalog().cluster(system), "bf16").fabric
+
+
 def engine_times_us(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
     """(engine, engine without ring protocols) microseconds per row."""
-    catalog = load_catalog()
     engine, plain = [], []
     for row in rows:
-        fabric = hardware_for(catalog.cluster(row["system"]), "bf16").fabric
+        fabric = _fabric(row["system"])
         alpha_beta = dataclasses.replace(fabric, ring_protocols=None)
         engine.append(float(all_reduce_s(fabric, row["size_bytes"], row["gpus"])) * 1e6)
         plain.append(float(all_reduce_s(alpha_beta, row["size_bytes"], row["gpus"])) * 1e6)
@@ -79,13 +85,12 @@ def engine_times_us(rows: list[dict[str, Any]]) -> tuple[list[float], list[float
 def in_switch_residuals_us(rows: list[dict[str, Any]]) -> list[float]:
     """Measured time minus the bytes at the in-switch bandwidth, NVLS tables, 8 MiB to 1 GiB: the
     figures ``in_switch_latency_us`` is the median of."""
-    catalog = load_catalog()
     out = []
     for row in rows:
         if row["table"] not in ("nd-h100-v5", "nd-h200-v5") or not 8 * MIB <= row["size_bytes"] <= 1024 * MIB:
             continue
-        hardware = hardware_for(catalog.cluster(row["system"]), "bf16")
-        link = hardware.fabric.scale_up.bandwidth_per_gpu_bytes_per_s * hardware.fabric.reduction_efficiency
+        fabric = _fabric(row["system"])
+        link = fabric.scale_up.bandwidth_per_gpu_bytes_per_s * fabric.reduction_efficiency
         out.append(row["time_us"] - row["size_bytes"] / link * 1e6)
     return out
 

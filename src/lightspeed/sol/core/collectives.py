@@ -289,12 +289,13 @@ def _in_switch_s(fabric: Fabric, size: Array, b0: Array) -> Array:
 
 
 def _in_domain_ring_s(
-    fabric: Fabric, protocols: RingProtocols, transfer_s: Array, *, steps: Array, group: Array, alpha: Array
+    protocols: RingProtocols, transfer_s: Array, steps: Array, small_latency_s: Array
 ) -> Array:
     """Seconds a ring collective inside one domain takes on the fastest of NCCL's ring
     ``protocols`` (:class:`RingProtocols`), ``transfer_s`` its transfers at the ring's full
-    bandwidth and ``steps`` its ring steps; LL pays the fabric's small-message latency."""
-    best = _latency(fabric, steps, group, alpha) + transfer_s / protocols.ll_bandwidth_share
+    bandwidth and ``steps`` its ring steps; LL pays the fabric's small-message latency
+    (``small_latency_s``, :func:`_latency`)."""
+    best = small_latency_s + transfer_s / protocols.ll_bandwidth_share
     for protocol in protocols.protocols:
         cost = (
             protocol.base_latency_s + steps * protocol.step_latency_s + transfer_s / protocol.bandwidth_share
@@ -325,10 +326,11 @@ def all_reduce_s(
     passes = 1.0 if sharp else 2.0 * (domains - 1.0) / domains
     inter = np.where(domains > 1.0, passes, 0.0) * size / (_nics(local, flat) * b1)
     steps = 2.0 * (group - 1.0)
-    time = np.maximum(intra, inter) + _latency(fabric, steps, group, alpha)
+    latency = _latency(fabric, steps, group, alpha)
+    time = np.maximum(intra, inter) + latency
     protocols = fabric.ring_protocols
     if protocols is not None:
-        rings = _in_domain_ring_s(fabric, protocols, ring, steps=steps, group=group, alpha=alpha)
+        rings = _in_domain_ring_s(protocols, ring, steps, latency)
         switch = np.where(nvls, protocols.in_switch_latency_s + in_switch, np.inf)
         time = np.where(domains > 1.0, time, np.minimum(rings, switch))
     return np.where(group > 1, time, 0.0)
@@ -345,10 +347,11 @@ def all_gather_s(
     domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     intra = (local - 1.0) / local * size / b0
     inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
-    time = np.maximum(intra, inter) + _latency(fabric, group - 1.0, group, alpha)
+    latency = _latency(fabric, group - 1.0, group, alpha)
+    time = np.maximum(intra, inter) + latency
     protocols = fabric.ring_protocols
     if protocols is not None:
-        rings = _in_domain_ring_s(fabric, protocols, intra, steps=group - 1.0, group=group, alpha=alpha)
+        rings = _in_domain_ring_s(protocols, intra, group - 1.0, latency)
         time = np.where(domains > 1.0, time, rings)
     return np.where(group > 1, time, 0.0)
 
