@@ -303,6 +303,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "SchedulerConfig",
         "ServiceLevel",
         "ServingWorkload",
+        "Settling",
         "SimulatedDeployment",
         "SimulationResult",
         "SloResult",

@@ -39,6 +39,11 @@ def test_simulate_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def
     assert payload["slo"]["slo"] == {"ttft_s": 0.5, "tpot_s": 0.03, "attainment": 0.9}
     assert payload["capacity"] is None
     assert len(payload["series"]["time_s"]) == len(payload["series"]["kv_use"])
+    # 10 requests a second keep about 4 in flight in both halves of the run: settled
+    settled = payload["settling"]
+    assert settled["settled"] is True
+    assert abs(settled["backlog_share"]) <= 0.05
+    assert settled["measured_arrivals"] == 300
     # the band under this load: the same requests at the rate x e^-q and x e^q (q the family's
     # 80% bound in log speed), latencies scaled back; it holds the run's own figures
     band = payload["interval_under_load"]
@@ -55,6 +60,7 @@ def test_a_closed_loop_has_no_band_under_load_but_plan_infer_at_a_rate_does(run_
     )
     assert closed.code == 0, closed.err
     assert json.loads(closed.out)["interval_under_load"] is None
+    assert json.loads(closed.out)["settling"] is None  # a closed loop cannot fall behind its users
     plan = ["plan", "infer", *SIMULATE[1:], *AT_TEN_PER_S, "--requests", "200"]
     table = run_cli(*plan)
     assert table.code == 0, table.err
@@ -62,6 +68,25 @@ def test_a_closed_loop_has_no_band_under_load_but_plan_infer_at_a_rate_does(run_
     payload = json.loads(run_cli(*plan, "--json").out)
     low, high = payload["simulated"]["interval_under_load"]["ttft_p50_s"]
     assert low < payload["simulated"]["ttft_p50_s"] < high
+
+
+def test_a_rate_the_deployment_does_not_sustain_is_flagged(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 400 requests a second of 500/100 tokens is over what one H100 serves Llama 3 8B at: the run
+    # of 300 ends with its queue still growing, and says its latencies are a lower bound
+    over = [*SIMULATE, "--isl", "500", "--osl", "100", "--arrival-rate", "400", "--requests", "300"]
+    table = run_cli(*over)
+    assert table.code == 0, table.err
+    assert "not settled: requests in flight rose from" in " ".join(table.out.split())
+    payload = run_cli(*over, "--json").out
+    settled = json.loads(payload)["settling"]
+    assert settled["settled"] is False
+    assert settled["second_half_in_flight"] > 2 * settled["first_half_in_flight"]
+    assert settled["backlog_share"] > 0.5
+    # the HTML report of that run says so too
+    source, page = tmp_path / "over.json", tmp_path / "over.html"
+    source.write_text(payload)
+    assert run_cli("report", "--from", str(source), "-o", str(page)).code == 0
+    assert "not settled: requests in flight rose from" in page.read_text()
 
 
 def test_simulate_table_capacity_and_plot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -225,6 +250,17 @@ def test_search_infer_at_an_slo_ends_with_a_verdict(run_cli, rate: str, verdict:
     assert verdict in " ".join(result.out.split())
 
 
+@pytest.mark.parametrize(("rate", "settled"), [("0.2", True), ("50", False)])
+def test_search_infer_says_whether_each_finalist_kept_up(run_cli, rate: str, settled: bool) -> None:  # type: ignore[no-untyped-def]
+    # at 0.2 req/s every finalist keeps up; at 50 req/s (four times what the best of them serves,
+    # above) each run ends with its queue still growing, so its latencies are a lower bound
+    result = run_cli(*SEARCH_AT_SLO, "--rate", rate, "--json")
+    assert result.code == 0, result.err
+    ranking = json.loads(result.out)["goodput"]["ranking"]
+    assert [entry["settled"] for entry in ranking] == [settled] * len(ranking)
+    assert "settled" in run_cli(*SEARCH_AT_SLO, "--rate", rate).out
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -256,6 +292,7 @@ def test_report_draws_a_simulated_run(run_cli, tmp_path: Path) -> None:  # type:
     assert "load over the run" in page
     assert "Error bars under this load" in page  # the run was at an arrival rate
     assert "family infer/dense/hopper" in page
+    assert "not settled" not in page  # 5 requests a second keep up
 
 
 def _trace(path: Path) -> Path:

@@ -14,6 +14,7 @@ from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.html import Chart, ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
+from lightspeed.sol.serve.run_metrics import Settling
 from lightspeed.units import format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from lightspeed.sol.serve import GoodputSearchResult, LatencyStats, SimulationResult
     from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
     from lightspeed.sol.serve.load_band import ScaledRuns
+
+
+_SETTLED: dict[bool | None, str] = {None: "-", True: "yes", False: "no"}  # Settling.settled, or none
 
 
 def _time(value: float) -> str:
@@ -58,6 +62,8 @@ def render_simulation(result: SimulationResult, *, title: str | None = None) -> 
         right_align_from=1,
     )
     render_table(None, ["metric", "value"], _throughput_rows(result), console=console)
+    if result.settling is not None and not result.settling.settled:
+        console.print(f"[yellow]{plain(result.settling.describe())}[/yellow]")
     if result.slo is not None:
         render_slo(result)
     for line in result.assumptions:
@@ -139,12 +145,13 @@ def render_load_sweep(points: Sequence[LoadPoint], *, title: str = "latency agai
             _time(point.tpot_p99_s),
             format_count(point.output_tokens_per_s),
             "-" if point.attainment is None else format_percent(point.attainment),
+            _SETTLED[point.settled],
         ]
         for point in points
     ]
     render_table(
         title,
-        ["req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s", "within SLO"],
+        ["req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s", "within SLO", "settled"],
         rows,
         console=make_console(),
         right_align_from=0,
@@ -180,6 +187,7 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
             format_percent(entry.attainment),
             _time(entry.ttft_p99_s),
             _time(entry.tpot_p99_s),
+            _SETTLED[entry.settled],
         ]
         for index, entry in enumerate(result.ranking, start=1)
     ]
@@ -194,6 +202,7 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
             "within SLO",
             "TTFT p99",
             "TPOT p99",
+            "settled",
         ],
         rows,
         console=make_console(),
@@ -296,6 +305,9 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
             f"{format_percent(_number_field(slo, 'attainment'))} of requests met both SLO limits; goodput "
             f"{_number_field(slo, 'goodput_requests_per_s'):,.4g} req/s."
         )
+    settled = data.get("settling")
+    if isinstance(settled, Mapping):
+        paragraphs.extend(_settling_paragraphs(settled))
     band = data.get("interval_under_load")
     if isinstance(band, Mapping):
         paragraphs.append(_band_paragraph(band))
@@ -312,6 +324,21 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         tables=(Table(headers=("latency", "mean", "p50", "p90", "p99", "max"), rows=rows),),
         charts=charts,
     )
+
+
+def _settling_paragraphs(data: JsonObject) -> list[str]:
+    """The warning of a run that did not settle (:class:`Settling`), none for one that did or for
+    figures that are not numbers."""
+    first, second, arrivals = (
+        _number_field(data, key)
+        for key in ("first_half_in_flight", "second_half_in_flight", "measured_arrivals")
+    )
+    if not all(math.isfinite(value) and value >= 0.0 for value in (first, second, arrivals)):
+        return []
+    line = Settling(
+        first_half_in_flight=first, second_half_in_flight=second, measured_arrivals=int(arrivals)
+    ).describe()
+    return [line] if line else []
 
 
 def _band_paragraph(band: JsonObject) -> str:

@@ -182,6 +182,11 @@ def test_an_mlperf_server_latency_is_predicted_at_the_rows_target_qps(
     # seconds, not the tens of milliseconds of a lightly loaded server
     assert rows["X2"].predicted > 1.0
     assert rows["X1"].predicted < 0.2
+    # and the run at 2000 req/s says it fell behind (its requests in flight growing through the
+    # measured window: a lower bound), the one at a quarter of the capacity that it kept up
+    assert (rows["X1"].plan["settled"], rows["X2"].plan["settled"]) == (True, False)
+    assert any(line.startswith("not settled: requests in flight rose") for line in rows["X2"].assumptions)
+    assert not any(line.startswith("not settled") for line in rows["X1"].assumptions)
     # The band under load (sol/serve/load_band.py): at 100 req/s, a quarter of the capacity, the
     # latency barely moves with the rate and the band is the family's (the time band of the
     # prediction) within 15%; at 392 req/s, ~80% of the predicted capacity, the slow side is where

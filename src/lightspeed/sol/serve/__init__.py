@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         load_mlperf_workload,
         load_mlperf_workloads,
     )
-    from lightspeed.sol.serve.run_metrics import LatencyStats, ServiceLevel, SloResult, TimeSeries
+    from lightspeed.sol.serve.run_metrics import LatencyStats, ServiceLevel, Settling, SloResult, TimeSeries
     from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
     from lightspeed.sol.serve.speculation import AcceptanceProcess
     from lightspeed.sol.serve.workload import (
@@ -82,6 +82,7 @@ __all__ = [
     "SchedulerConfig",
     "ServiceLevel",
     "ServingWorkload",
+    "Settling",
     "SimulatedDeployment",
     "SimulationResult",
     "SloResult",

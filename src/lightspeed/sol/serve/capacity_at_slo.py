@@ -46,7 +46,9 @@ MAX_STEADY_REQUESTS: Final = 20_000
 
 @dataclass(frozen=True)
 class LoadPoint(Record):
-    """One simulated arrival rate (requests per second) and what it reached (seconds, per second)."""
+    """One simulated arrival rate (requests per second) and what it reached (seconds, per second);
+    ``settled``: whether the run kept up while it was measured
+    (:class:`~lightspeed.sol.serve.run_metrics.Settling`; ``None`` for a run not at a rate)."""
 
     rate_per_s: float
     ttft_p50_s: float
@@ -58,6 +60,7 @@ class LoadPoint(Record):
     requests_per_s: float
     attainment: float | None
     meets: bool | None
+    settled: bool | None = None
 
     @classmethod
     def of(cls, rate_per_s: float, result: SimulationResult) -> LoadPoint:
@@ -74,6 +77,7 @@ class LoadPoint(Record):
             requests_per_s=result.requests_per_s,
             attainment=None if slo is None else slo.attainment,
             meets=None if slo is None else slo.meets,
+            settled=None if result.settling is None else result.settling.settled,
         )
 
 

@@ -72,7 +72,8 @@ def plan_from_description(text: str) -> InferencePlan:
 @dataclass(frozen=True)
 class RankedDeployment(Record):
     """One finalist: its analytic throughput per GPU, and what the simulation gave at the SLO
-    (good requests per second and per GPU, the share within both limits, the latencies)."""
+    (good requests per second and per GPU, the share within both limits, the latencies, and
+    whether the run kept up while it was measured: :class:`~lightspeed.sol.serve.run_metrics.Settling`)."""
 
     plan: InferencePlan
     analytic_output_tokens_per_s_per_gpu: float
@@ -83,6 +84,7 @@ class RankedDeployment(Record):
     ttft_p99_s: float
     tpot_p99_s: float
     meets: bool
+    settled: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,7 @@ def _rank(
         ttft_p99_s=result.ttft.p99_s,
         tpot_p99_s=result.tpot.p99_s,
         meets=result.slo.meets,
+        settled=None if result.settling is None else result.settling.settled,
     )
 
 

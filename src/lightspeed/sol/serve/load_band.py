@@ -37,16 +37,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Final
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict
 from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
-from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
-
-RATE_ARRIVALS: Final = ("poisson", "gamma")
+from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, ServingWorkload
 
 
 @dataclass(frozen=True)
@@ -140,4 +137,4 @@ def band_under_load(
     return scaled_runs(deployment, workload, deployment_band(deployment), seed=seed)
 
 
-__all__ = ["RATE_ARRIVALS", "ScaledRuns", "band_under_load", "deployment_band", "rate_scaled", "scaled_runs"]
+__all__ = ["ScaledRuns", "band_under_load", "deployment_band", "rate_scaled", "scaled_runs"]

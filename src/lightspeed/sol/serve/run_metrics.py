@@ -25,7 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from lightspeed.errors import UserInputError
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 
 Array = Any
 MAX_SERIES_POINTS: Final = 400
@@ -187,6 +187,84 @@ def in_flight_mean(arrival_s: Array, finish_s: Array, start_s: float, end_s: flo
     return float(np.maximum(finish - begin, 0.0).sum() / (end_s - start_s))
 
 
+# A run is settled when the requests in flight grow (or shrink) between the two halves of its
+# measured arrivals by at most this share of the requests that arrived in a half: runs at up to 80%
+# of the saturation rate, measured after a warm-up as deep as the deployment's batch, stay within
+# 2.3% (six seeds, Llama 3.1 8B and 70B on H100); 2,000 requests from an empty start 10% over
+# saturation fall behind by 15-46%, 30% over by 29-60% (docs/serving.md, tests/sol/serve/test_settling.py).
+SETTLED_BACKLOG: Final = 0.05
+
+
+@dataclass(frozen=True)
+class Settling(Record):
+    """Whether a run under arrivals at a rate reached its steady state while it was measured: the
+    time-averaged requests in flight (arrived, not completed) over the first and the second half of
+    the span of its ``measured_arrivals``. A deployment that keeps up holds about as many in both;
+    one still filling its batch, or offered more than it serves (its queue growing without bound),
+    holds more in the second: ``backlog_share``, that growth over the requests arriving in a half,
+    is the share of the offered load it fell behind by, and its latencies are then those of a run
+    too short to show it (a lower bound)."""
+
+    first_half_in_flight: float
+    second_half_in_flight: float
+    measured_arrivals: int
+
+    @property
+    def backlog_share(self) -> float:
+        """Growth of the requests in flight from the first half to the second, over the requests
+        that arrived in a half (negative: a backlog draining)."""
+        half = max(self.measured_arrivals / 2.0, 1.0)
+        return (self.second_half_in_flight - self.first_half_in_flight) / half
+
+    @property
+    def settled(self) -> bool:
+        """The backlog within :data:`SETTLED_BACKLOG` of the arrivals either way."""
+        return abs(self.backlog_share) <= SETTLED_BACKLOG
+
+    def to_dict(self) -> JsonDict:
+        return {**super().to_dict(), "backlog_share": self.backlog_share, "settled": self.settled}
+
+    def describe(self) -> str:
+        """One line for a run that did not settle (empty for one that did)."""
+        if self.settled:
+            return ""
+        first, second = self.first_half_in_flight, self.second_half_in_flight
+        if second > first:
+            return (
+                f"not settled: requests in flight rose from {first:,.1f} over the first half of the measured "
+                f"arrivals to {second:,.1f} over the second, the deployment falling behind by "
+                f"{self.backlog_share:.0%} of the requests that arrived: the rate is at or above what it "
+                "sustains, or the run is too short to fill its batch; these latencies are a lower bound "
+                "(simulate more requests with --requests and --warmup, or find the rate it sustains with "
+                "--max-rate-at-slo)"
+            )
+        return (
+            f"not settled: requests in flight fell from {first:,.1f} over the first half of the measured "
+            f"arrivals to {second:,.1f} over the second ({-self.backlog_share:.0%} of the requests that "
+            "arrived), a backlog draining; simulate more requests (--requests) for settled percentiles"
+        )
+
+
+def settling(arrival_s: Array, finish_s: Array, measured_arrival_s: Array) -> Settling | None:
+    """:class:`Settling` of a run whose requests arrived at ``arrival_s`` and finished at
+    ``finish_s`` (``inf``: not finished), measured over the span of ``measured_arrival_s``;
+    ``None`` when that span is empty."""
+    measured = measured_arrival_s[np.isfinite(measured_arrival_s)]
+    if measured.size < 2:
+        return None
+    start, end = float(measured.min()), float(measured.max())
+    if end <= start:
+        return None
+    middle = (start + end) / 2.0
+    arrived = np.isfinite(arrival_s)
+    arrivals, finishes = arrival_s[arrived], finish_s[arrived]
+    return Settling(
+        first_half_in_flight=in_flight_mean(arrivals, finishes, start, middle),
+        second_half_in_flight=in_flight_mean(arrivals, finishes, middle, end),
+        measured_arrivals=int(measured.size),
+    )
+
+
 def _slice_means(times: Array, values: Array, weights: Array, edges: Array) -> tuple[float, ...]:
     index = np.clip(np.searchsorted(edges, times, side="right") - 1, 0, edges.size - 2)
     total = np.bincount(index, weights=values * weights, minlength=edges.size - 1)
@@ -227,11 +305,14 @@ def time_series(
 
 __all__ = [
     "DISTSERVE_ATTAINMENT",
+    "SETTLED_BACKLOG",
     "LatencyStats",
     "ServiceLevel",
+    "Settling",
     "SloResult",
     "TimeSeries",
     "in_flight_mean",
+    "settling",
     "slo_result",
     "time_series",
     "weighted_percentile",

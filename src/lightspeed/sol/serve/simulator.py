@@ -32,15 +32,18 @@ from lightspeed.sol.serve.engine import Engine, EngineOutput
 from lightspeed.sol.serve.run_metrics import (
     LatencyStats,
     ServiceLevel,
+    Settling,
     SloResult,
     TimeSeries,
     in_flight_mean,
+    settling,
     slo_result,
     time_series,
     weighted_percentile,
 )
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.workload import (
+    RATE_ARRIVALS,
     ArrivalProcess,
     LengthDistribution,
     Requests,
@@ -60,7 +63,9 @@ class SimulationResult(Record):
     (``1 / TPOT``); ``mean_in_flight`` counts requests arrived and not completed,
     ``mean_running`` / ``max_running`` sequences admitted to a batch, ``mean_queue`` /
     ``max_queue`` requests waiting for admission (time-weighted over iterations);
-    ``max_kv_use`` is the fullest rank's share of its KV cache. With attention data
+    ``max_kv_use`` is the fullest rank's share of its KV cache. ``settling`` (arrivals at a rate,
+    not a replayed trace; else ``None``) says whether the run reached its steady state while it
+    was measured (:class:`~lightspeed.sol.serve.run_metrics.Settling`). With attention data
     parallelism, ``attention_dp_balance`` is TensorRT-LLM's balance ratio (the ranks' mean
     tokens over the busiest rank's, per iteration, averaged over iterations; 1 without it) and
     ``attention_dp_balanced_speedup`` what perfect balance would gain (the run's busy time over
@@ -111,6 +116,7 @@ class SimulationResult(Record):
     series: TimeSeries
     assumptions: tuple[str, ...]
     num_warmup: int = 0
+    settling: Settling | None = None
     _outcome: EngineOutput | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -406,6 +412,11 @@ def _result(
         ),
         assumptions=_assumptions(deployment, workload),
         num_warmup=workload.warmup_requests,
+        settling=(
+            settling(outcome.arrival_s, outcome.finish_s, outcome.arrival_s[measured & arrived])
+            if workload.arrivals.kind in RATE_ARRIVALS and workload.trace is None
+            else None
+        ),
         _outcome=outcome,
     )
 

@@ -43,6 +43,7 @@ from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import Record
 
 ARRIVAL_KINDS: Final = ("poisson", "gamma", "closed", "offline", "trace")
+RATE_ARRIVALS: Final = ("poisson", "gamma")  # arrivals at a rate, whatever the deployment does
 LENGTH_KINDS: Final = ("fixed", "uniform", "lognormal", "empirical")
 MAX_TRACE_REQUESTS: Final = 10_000_000
 MAX_REQUEST_TOKENS: Final = 2**27  # the CLI's longest sequence (docs/limits.md)
@@ -438,6 +439,7 @@ def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
 __all__ = [
     "ARRIVAL_KINDS",
     "LENGTH_KINDS",
+    "RATE_ARRIVALS",
     "ArrivalProcess",
     "LengthDistribution",
     "RequestTrace",

@@ -53,11 +53,11 @@ from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_rates, steady_state_workload
 from lightspeed.sol.serve.deployment import SimulatedDeployment, simulated_deployment
-from lightspeed.sol.serve.load_band import RATE_ARRIVALS, scaled_runs
+from lightspeed.sol.serve.load_band import scaled_runs
 from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
-from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
+from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, LengthDistribution, ServingWorkload
 from lightspeed.sol.validation.published import PublishedRow, RowError
 from lightspeed.workload import TransformerSpec
 
@@ -479,6 +479,10 @@ def simulate_row(
     }
     if workload.warmup_requests:
         reached["warmup_requests"] = workload.warmup_requests
+    if result.settling is not None:
+        reached["settled"] = result.settling.settled
+        if not result.settling.settled:
+            reached["settling_note"] = result.settling.describe()
     if percentile is not None and metric in _LATENCIES:
         reached["percentile"] = percentile
     if band is not None and metric in _LATENCIES and workload.arrivals.kind in RATE_ARRIVALS:

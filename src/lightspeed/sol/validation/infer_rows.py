@@ -822,6 +822,8 @@ def predict_inference_setup(
                 band=band if load_bands else None,
             )
             notes = [setup.simulation.note]
+            if "settling_note" in reached:
+                notes.append(str(reached.pop("settling_note")))
             if "interval_under_load" in reached:
                 low, high = reached["interval_under_load"]
                 interval = (min(low, predicted), max(high, predicted))
