@@ -215,9 +215,15 @@ def goodput_verdict(result: GoodputSearchResult) -> str:
     """One line: the finalist to deploy, or that none meets the SLO at the rate and what to change."""
     best, slo = result.best, result.slo
     if best.meets:
+        caveat = (
+            "; its run fell behind the arrivals (not settled): simulate more requests (--requests) before "
+            "trusting it"
+            if best.settled is False
+            else ""
+        )
         return (
             f"best: {best.plan.describe()}, {best.goodput_requests_per_s_per_gpu:,.4g} good req/s per GPU "
-            f"({format_percent(best.attainment)} within the SLO at {best.rate_per_s:,.4g} req/s)"
+            f"({format_percent(best.attainment)} within the SLO at {best.rate_per_s:,.4g} req/s){caveat}"
         )
     at = f"at {result.rate_per_s:,.4g} req/s" if result.rate_per_s is not None else "at any rate probed"
     return (
