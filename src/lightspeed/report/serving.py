@@ -234,15 +234,27 @@ def goodput_verdict(result: GoodputSearchResult) -> str:
 
 
 def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figure:
-    """TTFT and TPOT (p50 solid, p99 dashed) against the arrival rate, on two axes."""
+    """TTFT and TPOT (p50 solid, p99 dashed) against the arrival rate, on two axes; a rate whose
+    run did not settle (:class:`Settling`: its latencies a lower bound) is ringed in black."""
     figure, axes = new_figure(7.0, 4.5)
     rates = [point.rate_per_s for point in points]
+    unsettled = [index for index, point in enumerate(points) if point.settled is False]
     for key, label, color in (("ttft", "TTFT", "predicted"), ("tpot", "TPOT", "measured")):
         p50 = [getattr(point, f"{key}_p50_s") * 1e3 for point in points]
         p99 = [getattr(point, f"{key}_p99_s") * 1e3 for point in points]
         target = axes if key == "ttft" else axes.twinx()
         target.plot(rates, p50, marker="o", color=category_color(color), label=f"{label} p50")
         target.plot(rates, p99, marker="o", linestyle="--", color=category_color(color), label=f"{label} p99")
+        if unsettled and key == "ttft":
+            target.scatter(
+                [rates[index] for index in unsettled],
+                [p99[index] for index in unsettled],
+                s=120,
+                facecolors="none",
+                edgecolors="black",
+                label="not settled (lower bound)",
+                zorder=3,
+            )
         target.set_ylabel(f"{label} (ms)")
         add_legend(target, fontsize=8, frameon=False, loc="upper left" if key == "ttft" else "upper center")
     axes.set_xlabel("arrival rate (requests/s)")
