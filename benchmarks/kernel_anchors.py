@@ -27,12 +27,19 @@ two grouped GEMMs, finalize) with TensorRT-LLM's NVFP4 kernels, 32 local experts
 rank), 1 to 512 tokens. The engine prices it as one MoE layer's routed experts
 (:func:`~lightspeed.sol.infer.iteration.routed_experts_time_s`: the roofline of the experts the
 tokens reach, plus the fixed time of the kernels a MoE layer adds over a dense one).
+``benchmarks/data/flashinfer-moe-b300-prefill.tsv``, another run of the same benchmark in the same
+pull request, carries it to 16,384 tokens: above 512 tokens the layer steps up to 0.29 ms and
+holds there to 4,096 tokens (TensorRT-LLM's throughput MoE kernels), 1.7-1.95x what the engine
+charges. This is the one measurement of the MoE kernels at the token counts of prefill and of
+big-batch decode; the engine is not changed on it (docs/benchmarks.md, "Blackwell FP4 MoE at
+prefill sizes").
 
 What the comparison settles: the two kernels of a wide expert-parallel decode layer that are
 measured are priced within the errors printed, so neither explains the attention-DP pace that
 ``sol/data/stacks.toml`` still fits (issue 27); and a Blackwell NVFP4 MoE layer at decode batch
 sizes is priced within the MoE errors printed, so it is not where DeepSeek-R1's batch-1 decode on
-B200 loses its time either (issue 28).
+B200 loses its time either (issue 28); above 512 tokens it is priced 40-50% fast, the direction
+in which the engine misses TensorRT-LLM's Blackwell FP4 MoE throughput rows.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ from lightspeed.workload import TransformerSpec, load_models
 
 TABLE = Path(__file__).parent / "data" / "deepseek-kernels-h800.tsv"
 MOE_TABLE = Path(__file__).parent / "data" / "flashinfer-moe-b300.tsv"
+MOE_PREFILL_TABLE = Path(__file__).parent / "data" / "flashinfer-moe-b300-prefill.tsv"
 LAYER_TABLE = Path(__file__).parent / "data" / "decode-layer-breakdowns.tsv"
 FP4_TABLE = Path(__file__).parent / "data" / "blackwell-fp4-gemm.tsv"
 FP4_SYSTEM = "dgx-b200"
@@ -73,6 +81,8 @@ RESULTS = Path(__file__).parent / "results" / "kernel_anchors.json"
 SYSTEM = "hgx-h800"
 GPUS_PER_NODE = 8
 TOKENS_PER_RANK = 128
+# token counts above which the prefill table's TensorRT-LLM NVFP4 MoE layer steps up (512 -> 1,024)
+THROUGHPUT_KERNEL_MIN_TOKENS = 512
 # EP sizes whose DeepEP low-latency traffic takes the path the engine prices (across nodes)
 JUDGED_MIN_EP = 16
 
@@ -333,6 +343,8 @@ def check(table: Path = TABLE) -> dict[str, Any]:
     all_to_all = all_to_all_errors(data)
     judged = [row["time_error"] for row in all_to_all if row["judged"]]
     moe = moe_layer_errors()
+    prefill = moe_layer_errors(MOE_PREFILL_TABLE)
+    throughput = [row for row in prefill if row["tokens"] > THROUGHPUT_KERNEL_MIN_TOKENS]
     layers = decode_layer_errors()
     fp4 = fp4_gemm_errors()
     return {
@@ -340,6 +352,7 @@ def check(table: Path = TABLE) -> dict[str, Any]:
         "gemm_with_profile": profile,
         "all_to_all": all_to_all,
         "moe_layer": moe,
+        "moe_layer_prefill": prefill,
         "decode_layer": layers,
         "fp4_gemm": fp4,
         "summary": {
@@ -359,6 +372,10 @@ def check(table: Path = TABLE) -> dict[str, Any]:
             ),
             "moe_layer_median": statistics.median(row["time_error"] for row in moe),
             "moe_layer_max_abs": max(abs(row["time_error"]) for row in moe),
+            "moe_layer_prefill_median": statistics.median(row["time_error"] for row in throughput),
+            "moe_layer_prefill_measured_over_engine": statistics.median(
+                row["measured_us"] / row["engine_us"] for row in throughput
+            ),
             "gemm_at_ceilings_median_abs": statistics.median(abs(row["time_error"]) for row in ceilings),
             "gemm_at_ceilings_median": statistics.median(row["time_error"] for row in ceilings),
             "gemm_with_profile_median": statistics.median(row["time_error"] for row in profile),
@@ -401,6 +418,16 @@ def main() -> None:
     for row in result["moe_layer"]:
         print(
             f"| {row['tokens']} | {row['measured_us']:.1f} us | {row['engine_us']:.1f} us "
+            f"| {row['time_error']:+.1%} |"
+        )
+    print()
+    print(
+        "| tokens | FlashInfer TRT-LLM NVFP4 MoE layer (B300, prefill run) | engine routed experts | error |"
+    )
+    print("|---:|---:|---:|---:|")
+    for row in result["moe_layer_prefill"]:
+        print(
+            f"| {row['tokens']:,} | {row['measured_us']:.1f} us | {row['engine_us']:.1f} us "
             f"| {row['time_error']:+.1%} |"
         )
     print()
@@ -464,6 +491,11 @@ def main() -> None:
     print(
         f"MoE layer, 1-512 tokens: median time error {summary['moe_layer_median']:+.1%}, "
         f"max |error| {summary['moe_layer_max_abs']:.1%}"
+    )
+    ratio = summary["moe_layer_prefill_measured_over_engine"]
+    print(
+        f"MoE layer, {THROUGHPUT_KERNEL_MIN_TOKENS * 2:,}-16,384 tokens: median time error "
+        f"{summary['moe_layer_prefill_median']:+.1%} (measured {ratio:.2f}x the engine's price)"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
