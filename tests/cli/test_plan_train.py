@@ -122,9 +122,13 @@ def test_validate_json_contract(run_cli, shared: Path) -> None:  # type: ignore[
     result = run_cli("validate", str(shared / "validation/published-dev.tsv"), "--json")
     assert result.code == 0, result.err
     payload = json.loads(result.out)
-    assert set(payload) == {"rows", "summary"}
+    assert set(payload) == {"rows", "summary", "summary_by_metric"}
     assert {"id", "kind", "metric", "measured", "predicted", "rel_error"} <= set(payload["rows"][0])
-    assert set(payload["summary"]["train"]) >= {"n", "median_abs_error", "p90_abs_error"}
+    assert set(payload["summary"]["train"]) >= {"n", "median_abs_error", "p90_abs_error", "num_within"}
+    # the one TTFT row of the file (I14) is its own metric, counted within 20% or not
+    ttft = payload["summary_by_metric"]["infer/ttft_s"]
+    assert ttft["n"] == 1
+    assert ttft["num_within"] == int(ttft["max_abs_error"] <= 0.20)
 
 
 def test_validate_missing_file_is_exit_2(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

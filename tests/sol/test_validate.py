@@ -16,6 +16,7 @@ from lightspeed.errors import DataFileError
 from lightspeed.sol import validate_published
 from lightspeed.sol.validation.published import PublishedRow, first_number, read_table
 from lightspeed.sol.validation.rows import parse_metric, resolve_model
+from lightspeed.sol.validation.validate import ValidationRow, report_of
 from lightspeed.workload import ModelRegistry
 
 
@@ -58,6 +59,43 @@ def test_inference_rows_are_reported_not_dropped(
     assert len(infer) == 7
     assert all(row.status in ("ok", "unsupported", "error") for row in infer)
     assert all(row.reason or row.rel_error is not None for row in infer)
+
+
+def _validated(row_id: str, kind: str, metric: str, rel_error: float | None) -> ValidationRow:
+    return ValidationRow(
+        id=row_id,
+        kind=kind,
+        metric=metric,
+        measured=1.0,
+        predicted=None if rel_error is None else 1.0 + rel_error,
+        rel_error=rel_error,
+        status="ok" if rel_error is not None else "error",
+        reason="" if rel_error is not None else "not read",
+        plan=None,
+        assumptions=(),
+        source="hand",
+    )
+
+
+def test_the_summary_counts_rows_within_twenty_percent_per_kind_and_metric() -> None:
+    rows = (
+        _validated("A", "infer", "ttft_s", 0.22),
+        _validated("B", "infer", "ttft_s", -0.20),  # on the bar: within
+        _validated("C", "infer", "output_tokens_per_s", 0.05),
+        _validated("D", "infer", "bs1, first-token latency", None),  # refused: its metric is free text
+        _validated("E", "train", "mfu", -0.1),
+    )
+    report = report_of("hand.tsv", rows)
+    infer = report.summary["infer"]
+    assert (infer.n, infer.num_within, infer.num_not_predicted) == (3, 2, 1)
+    assert infer.within_error == 0.20
+    # by metric, over the predicted rows only, train first: the TTFT rows are 1 of 2 within
+    assert list(report.by_metric) == ["train/mfu", "infer/output_tokens_per_s", "infer/ttft_s"]
+    ttft = report.by_metric["infer/ttft_s"]
+    assert (ttft.n, ttft.num_within, ttft.num_not_predicted) == (2, 1, 0)
+    assert ttft.median_abs_error == pytest.approx((0.22 + 0.20) / 2)
+    assert ttft.max_abs_error == pytest.approx(0.22)
+    assert report.by_metric["train/mfu"].num_within == 1
 
 
 def test_an_unreadable_row_keeps_its_reason(tmp_path: Path, catalog: Catalog, models: ModelRegistry) -> None:

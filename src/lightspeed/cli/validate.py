@@ -64,6 +64,7 @@ def _show(report: Any, as_json: bool) -> None:
 
 def validation_json(report: Any) -> dict[str, Any]:
     """The documented contract: ``{"rows": [{"id", "kind", "metric", "measured",
-    "predicted", "rel_error", ...}], "summary": {"train": {...}, "infer": {...}}}``."""
+    "predicted", "rel_error", ...}], "summary": {"train": {...}, "infer": {...}},
+    "summary_by_metric": {"infer/ttft_s": {...}, ...}}``."""
     payload = report.to_dict()
-    return {"rows": payload["rows"], "summary": payload["summary"]}
+    return {"rows": payload["rows"], "summary": payload["summary"], "summary_by_metric": payload["by_metric"]}

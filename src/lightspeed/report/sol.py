@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from lightspeed.sol import SearchResult, TrainingEstimate, TrainingPlan, ValidationReport, ValidationRow
+    from lightspeed.sol.validation.validate import ErrorSummary
 
 PART_NAMES = {
     "compute": "compute",
@@ -300,34 +301,50 @@ def render_validation(report: ValidationReport) -> None:
         console=console,
         right_align_from=6,
     )
-    summary_rows = []
-    for kind, summary in report.summary.items():
-
-        def pct(value: float | None) -> str:
-            return "-" if value is None else format_percent(value)
-
-        coverage = "-"
-        if summary.coverage is not None and summary.coverage_level is not None:
-            coverage = (
-                f"{format_percent(summary.coverage, 0)} (nominal {format_percent(summary.coverage_level, 0)})"
-            )
-        summary_rows.append(
-            [
-                kind,
-                str(summary.n),
-                pct(summary.median_abs_error),
-                pct(summary.p90_abs_error),
-                pct(summary.max_abs_error),
-                str(summary.num_not_predicted),
-                coverage,
-            ]
-        )
+    within = f"within {format_percent(report.summary['train'].within_error, 0)}"
     render_table(
         "summary (absolute relative error)",
-        ["kind", "n", "median", "p90", "max", "not predicted", "in interval"],
-        summary_rows,
+        ["kind", "n", "median", "p90", "max", within, "not predicted", "in interval"],
+        [
+            [kind, *_summary_cells(summary), str(summary.num_not_predicted), _coverage_cell(summary)]
+            for kind, summary in report.summary.items()
+        ],
         console=console,
     )
+    by_metric = report.by_metric
+    # one metric per kind would repeat the summary
+    if len(by_metric) > sum(1 for summary in report.summary.values() if summary.n):
+        render_table(
+            "predicted rows by metric",
+            ["kind", "metric", "n", "median", "p90", "max", within, "in interval"],
+            [
+                [*key.split("/", 1), *_summary_cells(summary), _coverage_cell(summary)]
+                for key, summary in by_metric.items()
+            ],
+            console=console,
+            right_align_from=2,
+        )
+
+
+def _summary_cells(summary: ErrorSummary) -> list[str]:
+    """n, median, p90, max and how many are within the bar, of one summary."""
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else format_percent(value)
+
+    return [
+        str(summary.n),
+        pct(summary.median_abs_error),
+        pct(summary.p90_abs_error),
+        pct(summary.max_abs_error),
+        str(summary.num_within) if summary.n else "-",
+    ]
+
+
+def _coverage_cell(summary: ErrorSummary) -> str:
+    if summary.coverage is None or summary.coverage_level is None:
+        return "-"
+    return f"{format_percent(summary.coverage, 0)} (nominal {format_percent(summary.coverage_level, 0)})"
 
 
 class StepBreakdown(Protocol):

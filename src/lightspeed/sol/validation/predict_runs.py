@@ -28,7 +28,7 @@ from lightspeed.sol.validation.validate import (
     ValidationReport,
     ValidationRow,
     predict_training_setup,
-    summarize,
+    report_of,
 )
 from lightspeed.workload import ModelRegistry
 
@@ -85,17 +85,14 @@ def validate_runs(
     efficiency: EfficiencyModel | None = None,
     path: str = "",
 ) -> ValidationReport:
-    """Every structured row predicted (see the module docs), with the summary per kind."""
+    """Every structured row predicted (see the module docs), with the summary per kind and metric."""
     rows = []
     for run in runs:
         try:
             rows.append(predict_run(run, catalog, efficiency=efficiency))
         except LightspeedError as error:
             rows.append(_refused(run, str(error)))
-    predicted = tuple(rows)
-    return ValidationReport(
-        path=path, rows=predicted, summary={kind: summarize(predicted, kind) for kind in ("train", "infer")}
-    )
+    return report_of(path, tuple(rows))
 
 
 def validate_builtin(

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -58,9 +58,16 @@ class ValidationRow(Record):
     stack: str = ""
 
 
+KINDS: Final = ("train", "infer")
+# The |relative error| a row is counted "within" at: issue 27's bar for every TTFT row at a
+# given concurrency, the strictest per-row bar the project is held to.
+WITHIN_ERROR: Final = 0.20
+
+
 @dataclass(frozen=True)
 class ErrorSummary(Record):
-    """Absolute relative error statistics over the predicted rows of one kind."""
+    """Absolute relative error statistics over the predicted rows of one kind (or one metric of
+    it): ``num_within`` of the ``n`` predicted rows are within :data:`WITHIN_ERROR`."""
 
     n: int
     median_abs_error: float | None
@@ -69,15 +76,19 @@ class ErrorSummary(Record):
     num_not_predicted: int
     coverage: float | None = None
     coverage_level: float | None = None
+    num_within: int = 0
+    within_error: float = WITHIN_ERROR
 
 
 @dataclass(frozen=True)
 class ValidationReport(Record):
-    """Every row and the summary per kind (``train``, ``infer``)."""
+    """Every row, the summary per kind (``train``, ``infer``) and, over the predicted rows, per
+    kind and metric (``by_metric``, keyed ``infer/ttft_s``)."""
 
     path: str
     rows: tuple[ValidationRow, ...]
     summary: dict[str, ErrorSummary]
+    by_metric: dict[str, ErrorSummary] = field(default_factory=dict)
 
 
 def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int, Any, Any, TrainingPlan]:
@@ -274,13 +285,15 @@ def _setup_key(row: PublishedRow) -> tuple[str, ...]:
     return (row.kind, *(f"{column}\t{text}" for column, text in sorted(row.cells.items()) if column != "id"))
 
 
-def summarize(rows: tuple[ValidationRow, ...], kind: str) -> ErrorSummary:
-    """Median, p90 and max absolute relative error of the predicted rows of ``kind``."""
-    errors = np.array([abs(r.rel_error) for r in rows if r.kind == kind and r.rel_error is not None])
-    missing = sum(1 for r in rows if r.kind == kind and r.rel_error is None)
+def summarize(rows: tuple[ValidationRow, ...], kind: str, metric: str | None = None) -> ErrorSummary:
+    """Median, p90 and max absolute relative error of the predicted rows of ``kind`` (and of
+    ``metric``, if given), and how many are within :data:`WITHIN_ERROR`."""
+    chosen = [r for r in rows if r.kind == kind and (metric is None or r.metric == metric)]
+    errors = np.array([abs(r.rel_error) for r in chosen if r.rel_error is not None])
+    missing = sum(1 for r in chosen if r.rel_error is None)
     if errors.size == 0:
         return ErrorSummary(0, None, None, None, missing)
-    covered = [r.covered for r in rows if r.kind == kind and r.covered is not None]
+    covered = [r.covered for r in chosen if r.covered is not None]
     return ErrorSummary(
         n=int(errors.size),
         median_abs_error=float(np.median(errors)),
@@ -289,6 +302,23 @@ def summarize(rows: tuple[ValidationRow, ...], kind: str) -> ErrorSummary:
         num_not_predicted=missing,
         coverage=sum(covered) / len(covered) if covered else None,
         coverage_level=LEVEL if covered else None,
+        num_within=int(np.count_nonzero(errors <= WITHIN_ERROR)),
+    )
+
+
+def report_of(path: str, rows: tuple[ValidationRow, ...]) -> ValidationReport:
+    """``rows`` with their summary per kind, and per kind and metric over the predicted rows (a
+    row not predicted counts in its kind's summary: its metric may be unread free text)."""
+    predicted = tuple(row for row in rows if row.rel_error is not None)
+    metrics = sorted(
+        {(row.kind, row.metric) for row in predicted if row.kind in KINDS},
+        key=lambda pair: (KINDS.index(pair[0]), pair[1]),
+    )
+    return ValidationReport(
+        path=path,
+        rows=rows,
+        summary={kind: summarize(rows, kind) for kind in KINDS},
+        by_metric={f"{kind}/{metric}": summarize(predicted, kind, metric) for kind, metric in metrics},
     )
 
 
@@ -316,8 +346,4 @@ def validate_published(
         rows.append(replace(predicted[key], id=row.row_id))
         if progress is not None:
             progress(done, len(table))
-    return ValidationReport(
-        path=str(path),
-        rows=tuple(rows),
-        summary={kind: summarize(tuple(rows), kind) for kind in ("train", "infer")},
-    )
+    return report_of(str(path), tuple(rows))
