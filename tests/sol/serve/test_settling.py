@@ -113,11 +113,13 @@ def test_a_simulated_run_over_saturation_is_flagged_and_one_at_a_third_is_not(ei
     )
     assert light.settling is not None
     assert light.settling.settled
+    assert light.settled is True
     over = simulate_deployment(
         deployment, replace(workload, arrivals=ArrivalProcess.poisson(1.5 * saturation))
     )
     assert over.settling is not None
     assert not over.settling.settled
+    assert over.settled is False
     # offered 1.5 times what it completes, it falls behind by a third of the arrivals at the least
     # once its batch is full; from an empty start, by more than the bound in any case
     assert over.settling.backlog_share > 2 * SETTLED_BACKLOG
@@ -128,3 +130,4 @@ def test_closed_loops_and_offline_runs_have_no_verdict(eight_b) -> None:  # type
     for arrivals in (ArrivalProcess.closed(16), ArrivalProcess.offline()):
         result = simulate_deployment(deployment, replace(workload, arrivals=arrivals, num_requests=64))
         assert result.settling is None
+        assert result.settled is None

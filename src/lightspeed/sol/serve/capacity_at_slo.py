@@ -77,7 +77,7 @@ class LoadPoint(Record):
             requests_per_s=result.requests_per_s,
             attainment=None if slo is None else slo.attainment,
             meets=None if slo is None else slo.meets,
-            settled=None if result.settling is None else result.settling.settled,
+            settled=result.settled,
         )
 
 

@@ -224,7 +224,7 @@ def _rank(
         ttft_p99_s=result.ttft.p99_s,
         tpot_p99_s=result.tpot.p99_s,
         meets=result.slo.meets,
-        settled=None if result.settling is None else result.settling.settled,
+        settled=result.settled,
     )
 
 

@@ -120,6 +120,12 @@ class SimulationResult(Record):
     _outcome: EngineOutput | None = field(default=None, repr=False, compare=False)
 
     @property
+    def settled(self) -> bool | None:
+        """Whether the run kept up while it was measured (:attr:`settling`; ``None`` for a run not
+        at a rate)."""
+        return None if self.settling is None else self.settling.settled
+
+    @property
     def outcome(self) -> EngineOutput:
         """Per-request and per-iteration arrays of the run."""
         assert self._outcome is not None

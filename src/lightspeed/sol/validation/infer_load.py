@@ -480,8 +480,8 @@ def simulate_row(
     if workload.warmup_requests:
         reached["warmup_requests"] = workload.warmup_requests
     if result.settling is not None:
-        reached["settled"] = result.settling.settled
-        if not result.settling.settled:
+        reached["settled"] = result.settled
+        if result.settled is False:
             reached["settling_note"] = result.settling.describe()
     if percentile is not None and metric in _LATENCIES:
         reached["percentile"] = percentile
