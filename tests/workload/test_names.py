@@ -75,6 +75,13 @@ PUBLISHED_NAMES = [
     ("Phi-3.5-MoE-instruct", "phi-3.5-moe"),
     ("microsoft/Phi-3.5-MoE-instruct", "phi-3.5-moe"),
     ("DeepSeek-V3.1", "deepseek-v3"),  # same architecture as V3
+    # Megatron-Bridge's performance summary (docs/performance-summary.md): the family's V glued,
+    # words joined by underscores, the family in capitals
+    ("DeepSeekV3", "deepseek-v3"),
+    ("DeepseekV2", "deepseek-v2"),
+    ("Qwen3_30B_a3B", "qwen3-30b-a3b"),
+    ("LLAMA3.1_405B", "llama-3-405b"),
+    ("GPT OSS 120B", "gpt-oss-120b"),
     ("phi-4", "phi-4"),  # Phi-4 stays Phi-4
 ]
 

@@ -7,7 +7,9 @@ repeatedly (so in any order), the words that name a tuning, a format, a release 
 MLPerf accuracy target, and the organization before a ``/``; it also writes a family
 word and its number the same way glued or apart (``llama3.1`` = ``llama-3.1``, spaces =
 dashes), and a family version written with a ``v`` before the size the same as without
-(``LLaMA v3.1 8B`` = ``Llama 3.1 8B``, as TensorRT-LLM's tables write it), and Ollama's tag
+(``LLaMA v3.1 8B`` = ``Llama 3.1 8B``, as TensorRT-LLM's tables write it), a family's
+undotted ``V`` glued or apart (``DeepSeekV3`` = ``DeepSeek-V3``, as Megatron-Bridge's tables
+write it), and Ollama's tag
 after a colon as a word (``llama3.1:8b`` = ``llama3.1-8b``). Version tags
 (``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
 vocabulary, so a name's version must be one the model lists (:class:`ReducedName`).
@@ -49,7 +51,9 @@ FORMAT_PAIRS: Final = frozenset(
 MLPERF_TAGS: Final = frozenset({"99", "99.9", "interactive"})
 _DATE: Final = re.compile(r"\d{4}")  # release dates: -2407, -0528, -2501
 _VERSION: Final = re.compile(r"v\d+\.\d+")  # v0.1, v0.3 (not v2/v3: DeepSeek-V3 is a name)
-_GLUE: Final = re.compile(r"(?<=[a-z])-(?=\d)")  # llama-3.1 -> llama3.1, gpt-3 -> gpt3
+# llama-3.1 -> llama3.1, gpt-3 -> gpt3, and a family's undotted V glued the same way:
+# deepseek-v3 -> deepseekv3 (Megatron-Bridge's tables write ``DeepSeekV3``)
+_GLUE: Final = re.compile(r"(?<=[a-z])-(?=v?\d)")
 # A dotted family version written with a v, after a word and before the size: llama-v3.1-8b
 # (not a version tag, mistral-7b-instruct-v0.3-fp8, nor an undotted name, deepseek-v3).
 _FAMILY_V: Final = re.compile(r"(?:^|(?<=-))([a-z]+)-v(?=\d+\.\d+-\d+(?:\.\d+)?[bm]\b)")
