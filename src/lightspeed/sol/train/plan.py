@@ -275,11 +275,25 @@ def _check_tensor_parallel(plan: TrainingPlan, model: TransformerSpec) -> None:
         )
 
 
+# Chunks beyond the layers an uneven split may fill: Megatron's
+# --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split count the
+# embedding and the loss as a layer each (Megatron-Bridge's Llama 3.1 405B recipes: 126 layers on
+# PP 16 x VPP 8 = 128 chunks).
+_END_CHUNKS = 2
+
+
 def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
     chunks = plan.pp * plan.vpp
-    if chunks > model.num_layers:
+    most = model.num_layers + (_END_CHUNKS if plan.uneven_pipeline else 0)
+    if chunks > most:
+        if plan.uneven_pipeline:
+            fix = " and its embedding and loss (uneven stages count them as a chunk each)"
+        elif chunks <= model.num_layers + _END_CHUNKS:
+            fix = "; allow uneven stages (--uneven-pipeline) to count its embedding and loss as a chunk each"
+        else:
+            fix = ""
         raise InvalidPlanError(
-            f"pp x vpp = {chunks} pipeline chunks exceed the {model.num_layers} layers of {model.name}"
+            f"pp x vpp = {chunks} pipeline chunks exceed the {model.num_layers} layers of {model.name}{fix}"
         )
     if model.num_layers % chunks and not plan.uneven_pipeline:
         stages = [d // plan.vpp for d in divisors(model.num_layers) if d % plan.vpp == 0]

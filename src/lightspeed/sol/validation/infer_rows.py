@@ -152,8 +152,8 @@ _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
 # between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
 # length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
 # fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
-# ``--output-len``, ``random_output_len``)
-_HALF_SEPARATOR = r"[\s,;/&+().-]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?)\s+)*(?:[a-z]+[_-])?"
+# ``--output-len``, ``random_output_len``; an approximate length, ``~20k input / ~2k output``)
+_HALF_SEPARATOR = r"[\s,;/&+().~≈-]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?|about)\s+)*(?:[a-z]+[_-])?"
 # the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
 _NUMBER_END = r"(?!\d|\.\d)"
 
@@ -321,10 +321,12 @@ _POOL_PHRASES = r"saturated {0}|\({0}|{0} phase|{0} pool|{0}[- ]only"
 _MAX_LOAD = re.compile(r"offline|max concurrency(?!\s*[=:]?\s*\d)|max load|max[ -]throughput|peak throughput")
 
 
-# A load of one request at a time: ``one request per time``, ``single request``, ``concurrency 1``,
-# ``batch size 1``, ``bs1``.
+# A load of one request at a time: ``one request per time``, ``single request``, ``single user``,
+# ``concurrency 1``, ``concurrency of 1``, ``single concurrency`` (TensorRT-LLM's min-latency
+# blogs), ``batch size 1``, ``bs1``.
 _SINGLE_REQUEST = re.compile(
-    r"\b(?:one|single|1)\s+(?:concurrent\s+)?request|concurrency\s*[=:]?\s*1(?![\d.]|,\d)"
+    r"\b(?:one|single|1)\s+(?:concurrent\s+)?(?:request|user\b|client\b|stream\b)"
+    r"|\bsingle[\s-]+concurren|concurrency\s*(?:of\s*)?[=:]?\s*1(?![\d.]|,\d)"
     r"|\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*1(?![\d.]|,\d)"
 )
 
@@ -381,7 +383,8 @@ def _load(row: PublishedRow) -> _RowLoad:
         isl, osl = _tokens(prefill.group(1)), 1
     elif _first_token_only(row) and (prompt := _INPUT_LENGTH.search(row.text("seq").lower())):
         # a first-token latency with the prompt's length and none for the output (``Output Length -``):
-        # the first token is all it times
+        # the first token is all it times, unless other requests decode beside it
+        _no_output_length_under_load(row, text)
         isl, osl = _tokens(prompt.group("isl_a") or prompt.group("isl_b")), 1
     elif decode and (context := _INPUT_ONLY.search(text)):
         # A decode pool's figure with only the context stated: decode right after the prompt.
@@ -406,6 +409,19 @@ def _load(row: PublishedRow) -> _RowLoad:
             "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
         )
     return _RowLoad(*_batching(row, text, isl, osl, decode))
+
+
+def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
+    """Refuse a first-token latency read without an output length when the row's lower-case load
+    ``text`` puts other requests beside it (several users, a request rate): their decoding shares
+    the GPU with each prompt, so the TTFT depends on how long they generate."""
+    concurrency = _CONCURRENCY.search(text)
+    users = next((int(group) for group in concurrency.groups() if group), 1) if concurrency else 1
+    if users > 1 or row_rate(row) is not None or sends_all_at_once(row):
+        raise RowError(
+            "the row's first-token latency is under load but no output length is read, and the "
+            "other requests' decoding sets it: write both lengths, e.g. 'ISL/OSL 20000/2000'"
+        )
 
 
 def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) -> tuple[ServingLoad, str, str]:

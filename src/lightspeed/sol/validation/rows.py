@@ -69,7 +69,7 @@ from lightspeed.sol.validation.published import (
     size_cell,
 )
 from lightspeed.sol.validation.readings import Reading, not_predicted_reason, read_cell
-from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec
+from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec, parameter_counts
 
 METRICS = (
     "tflop_per_s_per_gpu",
@@ -669,6 +669,8 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
     tp, pp, cp, ep, etp = (stated[name] or 1 for name in ("tp", "pp", "cp", "ep", "etp"))
     dp = stated["dp"]
     if dp is not None and tp * pp * cp * dp != num_gpus:
+        dp = _dp_times_fsdp(row, tp * pp * cp, dp, num_gpus)
+    if dp is not None and tp * pp * cp * dp != num_gpus:
         raise RowError(
             f"TP x PP x CP x DP = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp} GPUs, "
             f"not the {num_gpus} GPUs reported"
@@ -679,6 +681,19 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
         dp = num_gpus // (tp * pp * cp)
     free = tuple(name for name in ("tp", "pp", "cp", "dp") if stated[name] is None)
     return _Degrees(tp, pp, dp, ep, cp, etp, free)
+
+
+# a sharding cell's FSDP degree: ``FSDP 8``, ``FSDP=8``, MaxText's ``ici_fsdp_parallelism=8``
+_FSDP_AXIS: Final = re.compile(r"fsdp(?:_parallelism)?\s*[=:]?\s*(\d+)\b")
+
+
+def _dp_times_fsdp(row: PublishedRow, model_parallel: int, dp: int, num_gpus: int) -> int:
+    """The data-parallel size of a row that writes FSDP as a mesh axis of its own beside DP
+    (MaxText's and JAX's ``ici_fsdp_parallelism`` x ``ici_data_parallelism``; both replicate the
+    batch): DP x FSDP when that fills the GPUs, else the DP cell's."""
+    found = _FSDP_AXIS.search(row.text("sharding").lower())
+    fsdp = int(found.group(1)) if found else 0
+    return dp * fsdp if fsdp > 1 and model_parallel * dp * fsdp == num_gpus else dp
 
 
 def _gpus_from_degrees(row: PublishedRow) -> tuple[int, str] | None:
@@ -773,25 +788,58 @@ def _interleaving(row: PublishedRow, model: TransformerSpec, pp: int) -> tuple[t
     return (SEARCHED_VPPS if interleaved else (1,)), schedule
 
 
+# Metrics a run's global batch does not set: rates per GPU or over the job (a step time, the hours
+# or time to a token budget scale with it).
+_BATCH_FREE_METRICS: Final = frozenset(
+    {"tflop_per_s_per_gpu", "mfu", "tokens_per_s", "tokens_per_s_per_gpu", "samples_per_s", "pflop_per_s"}
+)
+
+
+def _unreported_global_batch(micro: int | None, degrees: _Degrees, metric: str | None) -> tuple[int, str]:
+    """(global batch, note) for a row that leaves it out: one micro-batch per data-parallel rank
+    (no gradient accumulation) where that cannot change the figure much, i.e. a rate without
+    pipeline parallelism (no bubble to fill) whose micro-batch the row states; the gradient sync
+    and the optimizer step are then paid on every micro-batch, the slowest reading of the rate."""
+    if metric not in _BATCH_FREE_METRICS:
+        raise RowError(f"global_batch is not reported and the row's {metric or 'figure'} scales with it")
+    if degrees.pp > 1:
+        raise RowError(
+            f"global_batch is not reported; with pipeline parallelism (PP {degrees.pp}) the bubble "
+            "depends on it: write it in the global_batch cell"
+        )
+    if micro is None:
+        raise RowError("global_batch is not reported and neither is the micro-batch; a prediction needs one")
+    batch = micro * degrees.dp
+    return batch, (
+        f"global batch not reported: taken as {batch} (micro-batch {micro} x DP {degrees.dp}, no "
+        "gradient accumulation; without pipeline parallelism the rate barely depends on it, and "
+        "syncing gradients on every micro-batch is its slowest reading)"
+    )
+
+
 def read_plan(
     row: PublishedRow,
     model: TransformerSpec,
     num_gpus: int,
     stack: Stack,
     accelerator: Accelerator | None = None,
+    *,
+    metric: str | None = None,
 ) -> tuple[PlanSpec, list[str]]:
     """The plan a row reports (ZeRO stage in ``stack``'s terms, precision on ``accelerator``); for a
-    micro-batch, interleaving depth or recompute policy it leaves unsaid, the values searched."""
+    micro-batch, interleaving depth or recompute policy it leaves unsaid, the values searched; for a
+    global batch it leaves unsaid, :func:`_unreported_global_batch` (``metric``: the reading's key)."""
     degrees = _degrees(row, num_gpus)
     seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+    micro = _micro_batch(row)
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
+    batch_note = ""
     if batch is None:
-        raise RowError("global_batch is not reported; a prediction needs it")
+        batch, batch_note = _unreported_global_batch(micro, degrees, metric)
     if batch < 1:
         raise RowError(
             f"global_batch {row.text('global_batch')!r} is less than one sequence of {seq_len} tokens"
         )
-    micro = _micro_batch(row)
     vpps, schedule = _interleaving(row, model, degrees.pp)
     recompute_text = row.text("recompute")
     recompute, recompute_note = ("", "") if is_missing(recompute_text) else _recompute(recompute_text)
@@ -817,7 +865,8 @@ def read_plan(
         **_stated_settings(row.joined()),
     )
     gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.joined()) else ""
-    return plan, [note for note in (precision_note, zero_note, recompute_note, gathers) if note]
+    notes = (batch_note, precision_note, zero_note, recompute_note, gathers)
+    return plan, [note for note in notes if note]
 
 
 def _plan_settings(spec: PlanSpec, stack: Stack) -> dict[str, bool]:
@@ -1013,6 +1062,44 @@ def _log_rate_per_device(reading: Reading, stack: Stack) -> Reading:
     )
 
 
+# a job's token rate is labelled so when a source means it (``total``, ``global``, ``aggregate``)
+_JOB_RATE_WORDS: Final = re.compile(r"\b(?:total|global|aggregate|cluster|job|all\s+gpus|combined)\b")
+# model FLOP/s as a share of the GPU's dense BF16 peak: below the first no training run reads; the
+# second bounds what a per-GPU reading may imply
+_IMPLAUSIBLE_MFU: Final = 0.005
+_PLAUSIBLE_MFU: Final = (0.03, 1.0)
+
+
+def _unlabelled_rate_per_gpu(
+    reading: Reading, model: TransformerSpec, num_gpus: int, accelerator: Accelerator
+) -> Reading:
+    """A bare token rate (``tokens/sec``, no word that makes it the job's) that would put the job
+    below half a percent of its GPUs' dense BF16 peak in model FLOPs (6 x active parameters per
+    token), but one GPU at a plausible share of it, is that GPU's rate: torchtitan's and
+    MaxText's tables print their logs' per-device rate under such a label."""
+    peak = accelerator.compute.get("bf16")
+    if (
+        reading.key != "tokens_per_s"
+        or reading.value is None
+        or num_gpus <= 1
+        or peak is None
+        or _JOB_RATE_WORDS.search(reading.metric_text.lower())
+    ):
+        return reading
+    per_gpu_share = 6.0 * parameter_counts(model).active_params * reading.value / peak.dense_per_s
+    low, high = _PLAUSIBLE_MFU
+    if per_gpu_share / num_gpus >= _IMPLAUSIBLE_MFU or not low <= per_gpu_share <= high:
+        return reading
+    return _replace_reading(
+        reading,
+        "tokens_per_s_per_gpu",
+        reading.value,
+        f"'{reading.metric_text}' read per GPU: over the {num_gpus} GPUs it would be "
+        f"{100 * per_gpu_share / num_gpus:.2g}% of their BF16 peak in model FLOPs, on one GPU "
+        f"{100 * per_gpu_share:.0f}%",
+    )
+
+
 def _replace_reading(reading: Reading, key: str, value: float, note: str) -> Reading:
     data = reading.to_dict()
     data.update(key=key, value=value, scope="gpu", notes=(*reading.notes, note))
@@ -1077,13 +1164,14 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     stack, stack_note = stack_for(
         " ".join((row.text("source"), row.text("sharding"), row.text("precision"))), year
     )
-    plan, plan_notes = read_plan(row, model, num_gpus, stack, cluster.system.accelerator)
     readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
     reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, cluster.system.num_accelerators)
     reading = _log_rate_per_device(reading, stack)
+    reading = _unlabelled_rate_per_gpu(reading, model, num_gpus, cluster.system.accelerator)
     assert reading.value is not None
+    plan, plan_notes = read_plan(row, model, num_gpus, stack, cluster.system.accelerator, metric=reading.key)
     named = "names no framework" not in stack_note
     convention, recompute, causal, flop_note = flop_convention(row, stack, reading, framework_named=named)
     return TrainingRowSpec(

@@ -1,0 +1,159 @@
+"""Rows written the way a fifth set of sources writes them (the thirty-first session's probes:
+torchtitan's async-TP table, MaxText's and JAX-Toolbox's tables, the PyTorch FSDP blog, vLLM's
+FP8 KV-cache blog, TensorRT-LLM's min-latency blog, Megatron-Bridge's performance summary). Each
+test is a rule the reader lacked: the row was refused, or read as something it does not say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightspeed.workload import ModelRegistry
+
+TRAIN_HEADER = (
+    "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tVPP\tDP\tsharding\tGPUs\thardware"
+    "\tprecision\tmetric\tmeasured"
+)
+INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+
+
+def _rows(run_cli: Any, tmp_path: Path, header: str, *lines: str) -> list[dict[str, Any]]:
+    path = tmp_path / "rows.tsv"
+    path.write_text("\n".join((header, *lines)) + "\n", encoding="utf-8")
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    rows: list[dict[str, Any]] = json.loads(result.out)["rows"]
+    return rows
+
+
+def _train(
+    run_cli: Any, tmp_path: Path, *cells: str, source: str = "torchtitan 2025"
+) -> list[dict[str, Any]]:
+    lines = [f"T{i}\ttrain\t{source}\t{row}" for i, row in enumerate(cells, 1)]
+    return _rows(run_cli, tmp_path, TRAIN_HEADER, *lines)
+
+
+# Llama 3.1 70B, 8K sequences, micro-batch 2 on 64 H100 with FSDP over all of them
+_FSDP_RUN = "Llama 3.1 70B\t8192\t{gbs}\t2\t1\t{pp}\t\t{dp}\tFSDP=64\t64\tH100 SXM\tbf16\t{metric}\t{value}"
+
+
+def test_a_rate_without_its_global_batch_takes_one_micro_batch_per_rank(run_cli: Any, tmp_path: Path) -> None:
+    # per-GPU throughput without PP barely depends on the global batch: taken as micro-batch x DP
+    (unstated, stated) = _train(
+        run_cli,
+        tmp_path,
+        _FSDP_RUN.format(gbs="n/r", pp=1, dp="", metric="tokens/s/GPU", value=400),
+        _FSDP_RUN.format(gbs=128, pp=1, dp="", metric="tokens/s/GPU", value=400),
+    )
+    assert unstated["status"] == "ok", unstated["reason"]
+    assert any("global batch not reported: taken as 128" in line for line in unstated["assumptions"])
+    assert unstated["predicted"] == pytest.approx(stated["predicted"], rel=1e-9)
+
+
+def test_a_global_batch_the_figure_depends_on_is_still_asked_for(run_cli: Any, tmp_path: Path) -> None:
+    step, piped, no_micro = _train(
+        run_cli,
+        tmp_path,
+        # a step time scales with the batch
+        _FSDP_RUN.format(gbs="n/r", pp=1, dp="", metric="step time (s)", value=10),
+        # with PP the bubble depends on the number of micro-batches
+        _FSDP_RUN.format(gbs="n/r", pp=4, dp="", metric="tokens/s/GPU", value=400).replace("FSDP=64", "DDP"),
+        # nothing to build a batch from
+        _FSDP_RUN.format(gbs="n/r", pp=1, dp="", metric="tokens/s/GPU", value=400).replace(
+            "\t2\t1\t1\t", "\t\t1\t1\t"
+        ),
+    )
+    assert "step_time_s scales with it" in step["reason"]
+    assert "pipeline parallelism (PP 4)" in piped["reason"]
+    assert "neither is the micro-batch" in no_micro["reason"]
+
+
+def test_an_unlabelled_token_rate_too_low_for_the_job_is_one_gpus(run_cli: Any, tmp_path: Path) -> None:
+    # torchtitan's async-TP table: 'Vanilla TP tokens/sec 597.3' on 256 H100 training Llama 3 70B;
+    # over the job that is 0.1% of the GPUs' BF16 peak, on one GPU 26%
+    row = "Llama 3 70B\t8192\t512\t16\t8\t1\t\t32\tFSDP=32\t256\tH100 SXM\tbf16\t{metric}\t597.3"
+    bare, total = _train(
+        run_cli, tmp_path, row.format(metric="Vanilla TP tokens/sec"), row.format(metric="total tokens/sec")
+    )
+    assert bare["reading"]["key"] == "tokens_per_s_per_gpu"
+    assert any("read per GPU" in note for note in bare["reading"]["notes"])
+    assert -0.6 < bare["rel_error"] < 1.0  # a job-level reading was off by about 300x
+    assert total["reading"]["key"] == "tokens_per_s"  # said to be the job's: kept so
+
+
+def test_maxtexts_fsdp_axis_beside_its_dp_axis(run_cli: Any, tmp_path: Path) -> None:
+    # JAX-Toolbox's MaxText table: DP 1 and FSDP 8 on 8 GPUs is data parallelism over all 8
+    cells = "Llama 2 7B\t4096\t16\t2\t1\t\t\t1\tFSDP 8\t8\tH100 SXM\tBF16\tStep Time (s)\t0.721"
+    (row,) = _train(run_cli, tmp_path, cells)
+    assert row["status"] == "ok", row["reason"]
+    assert row["plan"]["dp"] == 8
+    assert row["plan"]["zero"] == 3
+
+
+def _infer(run_cli: Any, tmp_path: Path, *cells: str) -> list[dict[str, Any]]:
+    lines = [f"V{i}\tinfer\tvLLM v0.19.1 blog 2026\t{row}" for i, row in enumerate(cells, 1)]
+    return _rows(run_cli, tmp_path, INFER_HEADER, *lines)
+
+
+def test_approximate_lengths_are_read(run_cli: Any, tmp_path: Path) -> None:
+    # vLLM's FP8 KV-cache blog: '150 requests, ~20k input tokens / ~2k output tokens'; the output
+    # length had been missed and every request read as a 20k-token prompt ending at its first token
+    approximate, exact = _infer(
+        run_cli,
+        tmp_path,
+        "Llama-3.1-8B\t150 requests, ~20k input tokens / ~2k output tokens\tconcurrency 8\t1\t1\tH100\tBF16"
+        "\tMedian TTFT (ms)\t763.6",
+        "Llama-3.1-8B\t150 requests, input 20k tokens, output 2k tokens\tconcurrency 8\t1\t1\tH100\tBF16"
+        "\tMedian TTFT (ms)\t763.6",
+    )
+    assert approximate["status"] == "ok", approximate["reason"]
+    assert approximate["predicted"] == pytest.approx(exact["predicted"], rel=1e-9)
+    assert approximate["plan"]["mean_running"] > 4  # eight users decoding, not prompts queued one by one
+
+
+def test_a_first_token_latency_under_load_needs_the_output_length(run_cli: Any, tmp_path: Path) -> None:
+    loaded, alone = _infer(
+        run_cli,
+        tmp_path,
+        "Llama-3.1-8B\tinput 2048 tokens\tconcurrency 8\t1\t1\tH100\tBF16\tTTFT (ms)\t150",
+        "Llama-3.1-8B\tinput 2048 tokens\tbatch 1\t1\t1\tH100\tBF16\tTTFT (ms)\t150",
+    )
+    assert loaded["status"] != "ok"
+    assert "no output length" in loaded["reason"]
+    assert alone["status"] == "ok", alone["reason"]  # alone, the first token is all it times
+
+
+@pytest.mark.parametrize("load", ["min-latency, single concurrency", "single user", "concurrency of 1"])
+def test_one_request_at_a_time_said_in_words(run_cli: Any, tmp_path: Path, load: str) -> None:
+    said, numeric = _infer(
+        run_cli,
+        tmp_path,
+        f"Llama-3.1-8B\tISL/OSL 1000/1000\t{load}\t1\t1\tH100\tFP8\ttokens/s/user\t150",
+        "Llama-3.1-8B\tISL/OSL 1000/1000\tconcurrency 1\t1\t1\tH100\tFP8\ttokens/s/user\t150",
+    )
+    assert said["status"] == "ok", said["reason"]
+    assert said["predicted"] == pytest.approx(numeric["predicted"], rel=1e-9)
+
+
+def test_names_as_these_sources_write_them(models: ModelRegistry) -> None:
+    assert models.matches("DeepSeek-R1-671B") == ["deepseek-v3"]
+    # hybrid Mamba-2 models are refused with what lightspeed lacks, never matched to a look-alike
+    for name in ("Nemotron_3_Nano", "Nemotron-3-Super-120B-A12B-NVFP4", "Nemotron_3_5_Lightning"):
+        unsupported = models.unsupported_model(name)
+        assert unsupported is not None, name
+        assert "Mamba-2" in unsupported.feature
+
+
+def test_megatron_counts_the_embedding_and_the_loss_as_pipeline_chunks(run_cli: Any, tmp_path: Path) -> None:
+    # Megatron-Bridge's Llama 3.1 405B on 256 GB200: PP 16 x VP 8 = 128 chunks for 126 layers
+    # (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split)
+    row = "LLAMA3.1_405B\t8192\t1536\t1\t4\t16\t{vpp}\t\tn/r\t256\tDGX-GB200\tFP8\tTokens / sec / GPU\t793"
+    source = "NVIDIA-NeMo/Megatron-Bridge performance summary, 26.06 NeMo Container"
+    fits, beyond = _train(run_cli, tmp_path, row.format(vpp=8), row.format(vpp=9), source=source)
+    assert fits["status"] == "ok", fits["reason"]
+    assert (fits["plan"]["pp"], fits["plan"]["vpp"]) == (16, 8)
+    assert beyond["status"] != "ok"
+    assert "144 pipeline chunks exceed" in beyond["reason"]
