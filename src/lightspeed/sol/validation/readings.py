@@ -213,8 +213,11 @@ _PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerat
 _TOKEN_RATE: Final = re.compile(
     r"tok(?:en)?s?\s*/\s*s|\btokens?\s+per\s+s(?:ec(?:ond)?)?\b|\b[tw]ps\b|\btgs\b|\btokens?\s+throughput\b"
 )
-# Tokens per GPU per second (``TGS``, as InternEvo's and other logs write it): a per-GPU rate.
-_PER_GPU_TOKEN_RATE: Final = re.compile(r"\btgs\b")
+# Tokens per GPU per second (``TGS``, as InternEvo's and other logs write it; ``tokens per GPU per
+# second``, ``tokens/GPU/s``, FlagPerf's ``token/p/s``, per processor): a per-GPU rate.
+_PER_GPU_TOKEN_RATE: Final = re.compile(
+    r"\btgs\b|\btok(?:en)?s?\s*(?:/|per)\s*(?:gpu|chip|device|card|p)\s*(?:/|per)\s*s(?:ec(?:ond)?)?\b"
+)
 
 
 # The time of one training step as logs and papers word it: ``step time``, ``iteration time``,

@@ -942,7 +942,9 @@ def candidate_plans(
     recomputes = [
         stack.selective_recompute if policy == "selective" else policy for policy in spec.recomputes
     ]
-    plans = [plan for each in bases for plan in _settings_plans(spec, each, recomputes, stack)]
+    plans = [
+        plan for each in bases for plan in _settings_plans(spec, each, recomputes, stack, model.num_layers)
+    ]
     if not plans:
         per_replica = spec.global_batch_size // int(str(bases[0]["dp"]))
         micros = list(spec.micro_batch_sizes)
@@ -987,13 +989,16 @@ def _free_splits(spec: PlanSpec, base: dict[str, object], model: TransformerSpec
 
 
 def _settings_plans(
-    spec: PlanSpec, base: dict[str, object], recomputes: list[str], stack: Stack
+    spec: PlanSpec, base: dict[str, object], recomputes: list[str], stack: Stack, num_layers: int
 ) -> list[TrainingPlan]:
-    """The plans of one split: every unreported micro-batch, interleaving depth and recompute."""
+    """The plans of one split: every unreported micro-batch, interleaving depth and recompute. A
+    searched depth keeps its chunks within the layers; only a stated one may count the embedding
+    and the loss as chunks of their own (Megatron's accounting, ``_check_pipeline``)."""
     batch, dp, pp = spec.global_batch_size, int(str(base["dp"])), int(str(base["pp"]))
+    searched_vpp = len(spec.vpps) > 1
     plans = []
     for vpp, micro_batch, recompute in itertools.product(spec.vpps, spec.micro_batch_sizes, recomputes):
-        if (batch // dp) % micro_batch:
+        if (batch // dp) % micro_batch or (searched_vpp and pp * vpp > num_layers):
             continue
         if vpp > 1 and (batch // dp // micro_batch) % pp:
             continue

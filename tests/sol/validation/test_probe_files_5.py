@@ -1,0 +1,119 @@
+"""The thirty-first session's probe tables (``tests/data/validation/probe-training.tsv``,
+``probe-serving-5.tsv``) and Megatron-Bridge's published summary
+(``benchmarks/data/megatron-bridge-perf-summary.tsv``), on the conventions of
+``test_probe_serving.py``: rows read by hand from their cells, every refusal with its reason. No
+accuracy is asserted: these rows probe the reader, they fit nothing (their errors are in
+``docs/benchmarks.md``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.sol.validation.validate import ValidationReport, ValidationRow
+from lightspeed.workload import ModelRegistry
+from probes import DATA, probe
+
+BENCHMARK_DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+_serving_rows, _read_serving = probe("probe-serving-5.tsv")
+
+
+def _report(path: Path, catalog: Catalog, models: ModelRegistry) -> ValidationReport:
+    return validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+
+
+@pytest.fixture(scope="module")
+def training_probe(catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    return {row.id: row for row in _report(DATA / "probe-training.tsv", catalog, models).rows}
+
+
+# id: (GPUs, (TP, PP, CP) or None where the row leaves them to the search, metric key), read by
+# hand from the row's cells
+TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int, int] | None, str]] = {
+    # NeMo 24.07: LLAMA3-70B on 64 H100, TP 4 PP 4 CP 2 (DP 2), 'Tokens / sec / GPU' first
+    "U06": (64, (4, 4, 2), "tokens_per_s_per_gpu"),
+    # torchtitan's async-TP table: 256 H100, TP 8 with FSDP over 32; 'Vanilla TP tokens/sec' is a
+    # per-GPU rate (over the job it would be 0.1% of the GPUs' peak)
+    "U14": (256, (8, 1, 1), "tokens_per_s_per_gpu"),
+    # the PyTorch FSDP blog: Llama 2 70B on 128 A100, no TP/PP and no global batch given, a
+    # micro-batch of 2: the split is searched, the batch one micro-batch per DP rank
+    "U17": (128, None, "tokens_per_s_per_gpu"),
+    # JAX-Toolbox's MaxText table: TP 1, DP 1 x FSDP 8 on 8 H100 is data parallelism over all 8
+    "U22": (8, (1, 1, 1), "step_time_s"),
+    # FlagPerf: Llama 2 70B on 32 H800, TP 4 PP 8 DP 1; 'token/p/s' (per processor) comes first
+    "U23": (32, (4, 8, 1), "tokens_per_s_per_gpu"),
+}
+TRAINING_REFUSED = {
+    "U08": "neither is the micro-batch",  # NeMo's long-sequence table gives no batch at all
+    "U20": "neither is the micro-batch",  # MaxText's v6e 8B row: its recipe lives elsewhere
+    "U13": "lacks heads(kv)",  # 'Paxml GPT175B': no catalog model, and the row gives no head count
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(TRAINING_BY_HAND))
+def test_the_training_probe_is_read_as_written(training_probe: dict[str, ValidationRow], row_id: str) -> None:
+    gpus, degrees, metric = TRAINING_BY_HAND[row_id]
+    row = training_probe[row_id]
+    assert row.status == "ok", row.reason
+    assert row.plan is not None
+    plan = row.plan
+    assert plan["tp"] * plan["pp"] * plan["cp"] * plan["dp"] == gpus
+    if degrees is not None:
+        assert (plan["tp"], plan["pp"], plan["cp"]) == degrees
+    assert row.metric == metric
+
+
+def test_the_training_probe_refusals_say_why(training_probe: dict[str, ValidationRow]) -> None:
+    refused = {row_id: row.reason for row_id, row in training_probe.items() if row.status != "ok"}
+    assert set(refused) == set(TRAINING_REFUSED)
+    for row_id, words in TRAINING_REFUSED.items():
+        assert words in refused[row_id]
+
+
+# id: (model, GPUs, ISL, OSL, users in flight, metric key), read by hand from the row's cells
+SERVING_BY_HAND = {
+    # vLLM's FP8 KV-cache blog: '~20k input tokens / ~2k output tokens', 'concurrency 8' on one H100
+    "V06": ("llama-3-8b", 1, 20480, 2048, 8, "ttft_s"),
+    "V07": ("gpt-oss-20b", 1, 20480, 2048, 8, "ttft_s"),
+}
+SERVING_REFUSED = {
+    "V09": "Mamba-2",  # Nemotron 3 Super: a hybrid of Mamba-2 and attention layers
+    "V20": "Mamba-2",  # 'Nemotron Nano 30B' is Nemotron 3 Nano
+    "V10": "DeepSeek Sparse Attention",
+    "V12": "names no accelerator",  # a CPU-only run on Xeon 6980P
+    "V17": "names no accelerator",  # DGX Spark's GB10 is not in the catalog
+    "V08": "both a decode pool and a prefill pool",
+    "V22": "no ISL/OSL",
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(SERVING_BY_HAND))
+def test_the_serving_probe_is_read_as_written(catalog: Catalog, models: ModelRegistry, row_id: str) -> None:
+    model, gpus, isl, osl, users, metric = SERVING_BY_HAND[row_id]
+    spec = _read_serving(row_id, catalog, models)
+    assert (spec.model_name, spec.num_gpus) == (model, gpus)
+    assert (spec.load.input_tokens, spec.load.output_tokens, spec.load.concurrency) == (isl, osl, users)
+    assert spec.metric == metric
+
+
+def test_the_serving_probe_refusals_say_why(catalog: Catalog, models: ModelRegistry) -> None:
+    report = _report(DATA / "probe-serving-5.tsv", catalog, models)
+    reasons = {row.id: row.reason for row in report.rows}
+    for row_id, words in SERVING_REFUSED.items():
+        assert words in reasons[row_id], (row_id, reasons[row_id])
+    assert set(reasons) == set(_serving_rows())
+
+
+def test_megatron_bridges_summary_is_read_but_for_models_lightspeed_lacks(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    report = _report(BENCHMARK_DATA / "megatron-bridge-perf-summary.tsv", catalog, models)
+    refused = [row for row in report.rows if row.status != "ok"]
+    # the refusals are the hybrid Mamba-2 Nemotrons and DeepSeek V4, whose architecture is not in
+    # the catalog; DeepSeekV3, LLAMA3.1_405B on PP 16 x VP 8 and the rest are all predicted
+    assert all("Mamba-2" in row.reason or "DeepSeekV4" in row.reason for row in refused)
+    assert len(report.rows) == 245
+    assert len(report.rows) - len(refused) == 191
