@@ -115,7 +115,18 @@ def test_driver_memory_is_what_the_engines_see(catalog: Catalog) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "card"), [("NVIDIA L4 24GB", "l4"), ("A10G (AWS g5)", "a10g"), ("H200 NVL", "h200-nvl")]
+    ("text", "card"),
+    [
+        ("NVIDIA L4 24GB", "l4"),
+        ("A10G (AWS g5)", "a10g"),
+        ("H200 NVL", "h200-nvl"),
+        # the RTX PRO 6000 Blackwell's two editions differ in memory speed (1,792 / 1,597 GB/s):
+        # the edition written picks the record, the name alone the Workstation Edition
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000-blackwell"),
+        ("RTX PRO 6000", "rtx-pro-6000-blackwell"),
+        ("8 x NVIDIA RTX PRO 6000 Blackwell Server Edition GPUs", "rtx-pro-6000-blackwell-server"),
+        ("AWS g7e (RTX PRO 6000 Blackwell Server Edition)", "rtx-pro-6000-blackwell-server"),
+    ],
 )
 def test_a_card_no_system_is_built_from_runs_on_its_own(catalog: Catalog, text: str, card: str) -> None:
     # PCIe cards have no 8-GPU system in the catalog: a row on one of them runs on the card alone,
@@ -147,3 +158,15 @@ def test_several_cards_make_a_pcie_server(catalog: Catalog, text: str, gpus: int
     assert system.scale_up is not None
     assert system.scale_up.link.name == link
     assert (cluster.num_nodes, system.scale_out) == (1, None)
+
+
+def test_the_rtx_pro_6000_editions_keep_their_own_memory_speed(catalog: Catalog) -> None:
+    # NVIDIA's pages: Workstation Edition 1,792 GB/s and FP32 125 TFLOPS, Server Edition 1,597 GB/s
+    # and 120 TFLOPS; both 96 GB GDDR7, tensor rows printed with 2:4 sparsity (BF16 1 PFLOP)
+    workstation = catalog.accelerator("rtx-pro-6000-blackwell")
+    server = catalog.accelerator("rtx-pro-6000-blackwell-server")
+    assert workstation.memory_bandwidth_bytes_per_s == pytest.approx(1792e9)
+    assert server.memory_bandwidth_bytes_per_s == pytest.approx(1597e9)
+    for card in (workstation, server):
+        assert card.compute["bf16"].dense_per_s == pytest.approx(0.5e15)
+        assert card.compute["fp8"].dense_per_s == pytest.approx(1.0e15)

@@ -66,7 +66,10 @@ _WORD_SPLIT: Final = re.compile(r"[\s,;()_]+")
 _MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
 _NAMED_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB\b", re.IGNORECASE)
 _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
-MAX_SPAN_WORDS: Final = 4
+# the longest name a cell may write for one part: `8x NVIDIA RTX PRO 6000 Blackwell Server Edition`
+# is seven words, and only the whole of it tells the Server Edition from the Workstation Edition
+# (the longest span at each start is tried first)
+MAX_SPAN_WORDS: Final = 8
 # ``4x H100``, ``8×H100``, ``2 x DGX H100``: a count written before the part it counts
 _COUNT_BEFORE_PART: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*(?=[a-z])", re.IGNORECASE)
 # ``TPU v5e x8``, ``v6e x 256``, ``256 chips``: a count written after the part
