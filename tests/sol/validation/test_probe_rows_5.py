@@ -157,3 +157,20 @@ def test_megatron_counts_the_embedding_and_the_loss_as_pipeline_chunks(run_cli: 
     assert (fits["plan"]["pp"], fits["plan"]["vpp"]) == (16, 8)
     assert beyond["status"] != "ok"
     assert "144 pipeline chunks exceed" in beyond["reason"]
+
+
+def test_plain_tp_on_a_page_about_async_tp(run_cli: Any, tmp_path: Path) -> None:
+    # torchtitan's benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md compares the two: its
+    # 'Vanilla TP tokens/sec' runs without the overlap its file name announces
+    source = "pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"
+    row = "Llama 3 8B\t8192\t96\t12\t8\t\t\t\tFSDP=8\t64\tH100 SXM\tbf16\t{metric}\t4378"
+    plain, overlapped = _train(
+        run_cli,
+        tmp_path,
+        row.format(metric="Vanilla TP tokens/sec"),
+        row.format(metric="Async TP tokens/sec"),
+        source=source,
+    )
+    assert any("TP overlap False" in line for line in plain["assumptions"])
+    assert any("TP overlap True" in line for line in overlapped["assumptions"])
+    assert plain["predicted"] < overlapped["predicted"]

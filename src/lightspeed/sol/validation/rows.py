@@ -729,13 +729,21 @@ _NO_SEQUENCE_PARALLEL: Final = re.compile(
 )
 
 
+# TP said to run without overlap: torchtitan's ``Vanilla TP`` (its async-TP table's baseline), ``no
+# async TP``, ``without AsyncTP``
+_PLAIN_TP: Final = re.compile(r"vanilla[\s_-]*tp\b|\b(?:no|without|w/o)[\s_-]+async[\s_-]*tp\b")
+
+
 def _stated_settings(text: str) -> dict[str, bool]:
     """What the row's own words change from its stack's defaults (no sequence parallelism:
-    :data:`_NO_SEQUENCE_PARALLEL`; ``AsyncTP``)."""
+    :data:`_NO_SEQUENCE_PARALLEL`; ``AsyncTP``, unless the figure is said to be plain TP's,
+    :data:`_PLAIN_TP`, as a row from a page comparing the two says)."""
     settings = {}
     if _NO_SEQUENCE_PARALLEL.search(text):
         settings["sequence_parallel"] = False
-    if "asynctp" in text.replace(" ", "").replace("-", "") and "with asynctp" not in text:
+    if _PLAIN_TP.search(text):
+        settings["tp_overlap"] = False
+    elif "asynctp" in text.replace(" ", "").replace("-", "") and "with asynctp" not in text:
         settings["tp_overlap"] = True
     return settings
 
@@ -878,8 +886,8 @@ def _plan_settings(spec: PlanSpec, stack: Stack) -> dict[str, bool]:
         settings["sequence_parallel"] = False
     if spec.zero_stage >= 3:
         settings["dp_overlap"] = True
-    if spec.tp_overlap:
-        settings["tp_overlap"] = True
+    if spec.tp_overlap is not None:
+        settings["tp_overlap"] = spec.tp_overlap
     return settings
 
 
