@@ -174,3 +174,55 @@ def test_plain_tp_on_a_page_about_async_tp(run_cli: Any, tmp_path: Path) -> None
     assert any("TP overlap False" in line for line in plain["assumptions"])
     assert any("TP overlap True" in line for line in overlapped["assumptions"])
     assert plain["predicted"] < overlapped["predicted"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "policy"),
+    [
+        # MaxText's and JAX's remat policies: the ones that save the matmuls recompute the rest
+        ("minimal_flash (Remat Policy); Scan Off; Attention Flash", "selective"),
+        ("remat_policy save_dot_except_mlpwi", "selective"),
+        ("remat_policy custom (decoder_layer_input, q/k/v proj offloaded to host)", "selective"),
+        ("remat_policy: nothing_saveable", "full"),
+        ("remat_policy=full", "full"),
+        ("remat_policy=everything_saveable", "none"),
+    ],
+)
+def test_jax_remat_policies(run_cli: Any, tmp_path: Path, cell: str, policy: str) -> None:
+    # they had all read as full recomputation ('remat' alone is checkpointing without a policy)
+    row = "Llama 2 7B\t4096\t16\t2\t1\t1\t\t8\tFSDP=8\t8\tH100 SXM\tbf16\tStep Time (s)\t0.721"
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"{TRAIN_HEADER}\trecompute\nT1\ttrain\tMaxText 2024\t{row}\t{cell}\n", encoding="utf-8")
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    (read,) = json.loads(result.out)["rows"]
+    assert read["plan"]["recompute"] == policy
+
+
+def test_a_model_named_by_its_framework_or_its_architecture(models: ModelRegistry) -> None:
+    from lightspeed.sol.validation.rows import _architecture_named
+
+    # dgxc-benchmarking's 'Maxtext Llama3 70b'; the PyTorch FSDP blog's 'LlamaT 7B (Llama 2 7B
+    # architecture)'; a parenthesis that names a framework names no architecture
+    assert _architecture_named(models, "Maxtext Llama3 70b")[1] == models.entry("llama-3-70b")
+    assert _architecture_named(models, "LlamaT 7B (Llama 2 7B architecture)")[1] == models.entry("llama-2-7b")
+    assert _architecture_named(models, "Foo 7B (MaxText)")[1] is None
+
+
+def test_a_model_built_from_its_dimensions_keeps_what_its_cells_say(run_cli: Any, tmp_path: Path) -> None:
+    # NeMo's '64 (8 query groups)' is 8 KV heads; an FFN cell saying SwiGLU is a Llama-style block
+    # even with as many KV heads as heads (Llama 2 7B)
+    header = f"{TRAIN_HEADER}\tlayers\thidden\theads(kv)\tffn\tvocab"
+    rows = [
+        "T1\ttrain\tNeMo 2024\tBlock A\t4096\t16\t2\t1\t1\t\t8\tFSDP=8\t8\tH100 SXM\tbf16\tStep Time (s)\t1.0"
+        "\t80\t8192\t64 (8 query groups)\t28672\t128256",
+        "T2\ttrain\tNeMo 2024\tBlock B\t4096\t16\t2\t1\t1\t\t8\tFSDP=8\t8\tH100 SXM\tbf16\tStep Time (s)\t1.0"
+        "\t32\t4096\t32 (32 kv)\t11008 (SwiGLU)\t32000",
+    ]
+    path = tmp_path / "rows.tsv"
+    path.write_text("\n".join((header, *rows)) + "\n", encoding="utf-8")
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    grouped, swiglu = json.loads(result.out)["rows"]
+    assert any("(swiglu, gqa)" in line for line in grouped["assumptions"])
+    assert any("(swiglu, mha)" in line for line in swiglu["assumptions"])

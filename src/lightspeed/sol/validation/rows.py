@@ -69,7 +69,7 @@ from lightspeed.sol.validation.published import (
     size_cell,
 )
 from lightspeed.sol.validation.readings import Reading, not_predicted_reason, read_cell
-from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec, parameter_counts
+from lightspeed.workload import AttentionSpec, ModelEntry, ModelRegistry, TransformerSpec, parameter_counts
 
 METRICS = (
     "tflop_per_s_per_gpu",
@@ -199,8 +199,10 @@ def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
 
 
 def _heads(text: str) -> tuple[int | None, int | None]:
+    """(heads, KV heads) of a heads cell: ``64 (8 kv)``, or NeMo's and Megatron's ``64 (8 query
+    groups)`` (``num_query_groups``: the KV heads)."""
     heads = integer_cell(text)
-    kv_match = re.search(r"\((\d+)\s*kv\)", text)
+    kv_match = re.search(r"\((\d+)\s*(?:kv|query[\s_-]+groups?)\b", text, re.IGNORECASE)
     return heads, (int(kv_match.group(1)) if kv_match else heads)
 
 
@@ -224,6 +226,9 @@ def model_from_dims(row: PublishedRow) -> TransformerSpec:
             f"model {row.text('model')!r} is not in the catalog and the row lacks {', '.join(missing)}"
         )
     gqa = kv_heads is not None and kv_heads != heads
+    # a Llama-style block (SwiGLU, RoPE, RMSNorm) where the heads are grouped or the FFN cell says
+    # SwiGLU (Llama 2 7B has as many KV heads as heads)
+    llama = gqa or bool(_LLAMA_MLP.search(ffn_text.lower()))
     seq = integer_cell(row.text("seq"), 2048) or 2048
     ffn_size = int(ffn) if ffn and ffn > 16 else 4 * hidden
     return TransformerSpec(
@@ -234,23 +239,57 @@ def model_from_dims(row: PublishedRow) -> TransformerSpec:
         ffn_hidden_size=ffn_size,
         vocab_size=int(vocab),
         attention=AttentionSpec(
-            "gqa" if gqa else "mha", heads, kv_heads or heads, hidden // heads, qkv_bias=not gqa
+            "gqa" if gqa else "mha", heads, kv_heads or heads, hidden // heads, qkv_bias=not llama
         ),
-        mlp="swiglu" if gqa else "gelu",
-        position_embedding="rope" if gqa else "learned",
+        mlp="swiglu" if llama else "gelu",
+        position_embedding="rope" if llama else "learned",
         max_seq_len=seq,
-        norm="rmsnorm" if gqa else "layernorm",
-        mlp_bias=not gqa,
+        norm="rmsnorm" if llama else "layernorm",
+        mlp_bias=not llama,
     )
+
+
+_LLAMA_MLP: Final = re.compile(r"swiglu|silu|swish")
 
 
 _NO_MTP: Final = re.compile(r"\b(?:w/o|without|no)\s+(?:the\s+)?mtp\b", re.IGNORECASE)
 
 
-def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
-    """The catalog model a row names (text before any parenthesis), else one built from its dims."""
-    name = re.split(r"[(]", row.text("model"))[0].strip()
+def _architecture_named(registry: ModelRegistry, cell: str) -> tuple[str, ModelEntry | None]:
+    """(name, registry entry) of the model a cell names: the text before any parenthesis, else a
+    catalog model a parenthesis names as the architecture (``LlamaT 7B (Llama 2 7B
+    architecture)``, a run's own name for a known model)."""
+    name = re.split(r"[(]", cell)[0].strip()
     found = registry.find(name) if name else None
+    if found is None and name:  # a framework's name before the model's: ``Maxtext Llama3 70b``
+        bare = _FRAMEWORK_PREFIX.sub("", name).strip()
+        found = registry.find(bare) if bare and bare != name else None
+        name = bare if found is not None else name
+    if found is not None:
+        return name, found
+    for inside in re.findall(r"\(([^)]*)\)", cell):
+        candidate = _ARCHITECTURE_WORDS.sub(" ", inside).strip(" ,;:-")
+        named = registry.find(candidate) if candidate else None
+        if named is not None and _ARCHITECTURE_WORDS.search(inside):
+            return candidate, named
+    return name, None
+
+
+# a training framework's name written before the model's (dgxc-benchmarking's ``Maxtext Llama3
+# 70b``, ``Paxml GPT175B``)
+_FRAMEWORK_PREFIX: Final = re.compile(
+    r"^(?:maxtext|paxml|pax|nemo|megatron(?:[\s-]lm)?|torchtitan|jax)[\s_-]+", re.IGNORECASE
+)
+# words that say a parenthesis names a model's architecture, not a variant or a framework
+_ARCHITECTURE_WORDS: Final = re.compile(
+    r"\b(?:architecture|arch|config|shapes|same\s+as|like)\b", re.IGNORECASE
+)
+
+
+def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[TransformerSpec, str]:
+    """The catalog model a row names (text before any parenthesis, or the architecture a
+    parenthesis names), else one built from its dims."""
+    name, found = _architecture_named(registry, row.text("model"))
     if found is not None:
         note = f"model '{row.text('model')}' -> catalog model {name}"
         if found.spec.num_mtp_modules and _NO_MTP.search(row.text("model")):
@@ -411,6 +450,9 @@ def _recompute(text: str) -> tuple[str, str]:
         )
     if _PER_OP.search(lowered):
         return "op", ""
+    jax_policy = _jax_remat_policy(lowered)
+    if jax_policy is not None:
+        return jax_policy, f"recompute '{text}' -> {jax_policy} (MaxText's / JAX's remat policy)"
     if _SELECTIVE.search(lowered):
         return "selective", ""
     if _NO_RECOMPUTE.search(lowered):
@@ -439,6 +481,26 @@ _PER_OP: Final = re.compile(r"per[\s-]*op\b|\(op\b|\bop[\s-]+level\b|[=:]\s*[\"'
 # the stack's selective policy: ``selective``, ``partial``, torchtitan's ``SAC``, Megatron-LM's
 # ``--recompute-activations``
 _SELECTIVE: Final = re.compile(r"selective|partial|\bsac\b|recompute[-_]activations")
+# MaxText's and JAX's remat policies (``remat_policy``, ``jax.checkpoint_policies``): ``full`` and
+# ``nothing_saveable`` recompute the whole block; ``everything_saveable`` nothing; the policies that
+# save the matmuls' outputs and recompute the rest (``minimal``, ``minimal_flash``, ``save_dot_*``,
+# ``save_qkv_proj``, ``qkv_proj_offloaded``, a ``custom`` one that offloads or saves projections)
+# are selective recomputation
+_JAX_FULL: Final = re.compile(r"\bfull\b|nothing_saveable")
+_JAX_SAVES_MATMULS: Final = re.compile(r"minimal|save_|saveable|offload|custom|qkv|dots")
+
+
+def _jax_remat_policy(lowered: str) -> str | None:
+    """The policy a lower-case cell naming a JAX remat policy means, else ``None``."""
+    if "remat" not in lowered and "checkpoint_policies" not in lowered:
+        return None
+    if _JAX_FULL.search(lowered):
+        return "full"
+    if "everything_saveable" in lowered:
+        return "none"
+    return "selective" if _JAX_SAVES_MATMULS.search(lowered) else None
+
+
 # checkpointing or recomputation said without a policy: ``activation checkpointing``, ``AC``,
 # ``gradient checkpointing``, ``recompute all layers``
 _CHECKPOINTING: Final = re.compile(r"checkpoint|\bac\b|recomput|\bremat")
