@@ -45,10 +45,11 @@ TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int, int] | None, str]] = {
     "U22": (8, (1, 1, 1), "step_time_s"),
     # FlagPerf: Llama 2 70B on 32 H800, TP 4 PP 8 DP 1; 'token/p/s' (per processor) comes first
     "U23": (32, (4, 8, 1), "tokens_per_s_per_gpu"),
+    # NeMo's long-sequence table: Llama 2 7B at 128K on 128 H100, TP 4 CP 4, no batch of any kind:
+    # its TFLOPS/GPU without pipeline parallelism
+    "U08": (128, (4, 1, 4), "tflop_per_s_per_gpu"),
 }
 TRAINING_REFUSED = {
-    "U08": "neither is the micro-batch",  # NeMo's long-sequence table gives no batch at all
-    "U20": "neither is the micro-batch",  # MaxText's v6e 8B row: its recipe lives elsewhere
     "U13": "lacks heads(kv)",  # 'Paxml GPT175B': no catalog model, and the row gives no head count
 }
 

@@ -53,6 +53,22 @@ def test_a_rate_without_its_global_batch_takes_one_micro_batch_per_rank(run_cli:
     assert unstated["predicted"] == pytest.approx(stated["predicted"], rel=1e-9)
 
 
+def test_an_assumed_global_batch_keeps_an_unstated_pp_at_one(run_cli: Any, tmp_path: Path) -> None:
+    # the assumption holds without pipeline parallelism only: a PP the row leaves empty is not
+    # searched (a pipelined split's bubble would hang on the assumed batch); nor is the micro-batch
+    # needed then: the largest searched sets the batch
+    (row,) = _train(
+        run_cli,
+        tmp_path,
+        _FSDP_RUN.format(gbs="n/r", pp="", dp="", metric="MFU", value="40%").replace(
+            "\t2\t1\t\t", "\t\t1\t\t"
+        ),
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert row["plan"]["pp"] == 1
+    assert any("micro-batch not reported" in line for line in row["assumptions"])
+
+
 def test_a_global_batch_the_figure_depends_on_is_still_asked_for(run_cli: Any, tmp_path: Path) -> None:
     step, piped, no_micro = _train(
         run_cli,
@@ -61,14 +77,14 @@ def test_a_global_batch_the_figure_depends_on_is_still_asked_for(run_cli: Any, t
         _FSDP_RUN.format(gbs="n/r", pp=1, dp="", metric="step time (s)", value=10),
         # with PP the bubble depends on the number of micro-batches
         _FSDP_RUN.format(gbs="n/r", pp=4, dp="", metric="tokens/s/GPU", value=400).replace("FSDP=64", "DDP"),
-        # nothing to build a batch from
+        # no micro-batch either
         _FSDP_RUN.format(gbs="n/r", pp=1, dp="", metric="tokens/s/GPU", value=400).replace(
             "\t2\t1\t1\t", "\t\t1\t1\t"
         ),
     )
     assert "step_time_s scales with it" in step["reason"]
     assert "pipeline parallelism (PP 4)" in piped["reason"]
-    assert "neither is the micro-batch" in no_micro["reason"]
+    assert no_micro["status"] == "ok", no_micro["reason"]  # the largest micro-batch searched sets it
 
 
 def test_an_unlabelled_token_rate_too_low_for_the_job_is_one_gpus(run_cli: Any, tmp_path: Path) -> None:

@@ -868,8 +868,9 @@ _BATCH_FREE_METRICS: Final = frozenset(
 def _unreported_global_batch(micro: int | None, degrees: _Degrees, metric: str | None) -> tuple[int, str]:
     """(global batch, note) for a row that leaves it out: one micro-batch per data-parallel rank
     (no gradient accumulation) where that cannot change the figure much, i.e. a rate without
-    pipeline parallelism (no bubble to fill) whose micro-batch the row states; the gradient sync
-    and the optimizer step are then paid on every micro-batch, the slowest reading of the rate."""
+    pipeline parallelism (no bubble to fill); the gradient sync and the optimizer step are then
+    paid on every micro-batch, the slowest reading of the rate. With the micro-batch unreported too,
+    the largest one searched sets the batch and the smaller ones accumulate up to it."""
     if metric not in _BATCH_FREE_METRICS:
         raise RowError(f"global_batch is not reported and the row's {metric or 'figure'} scales with it")
     if degrees.pp > 1:
@@ -878,7 +879,14 @@ def _unreported_global_batch(micro: int | None, degrees: _Degrees, metric: str |
             "depends on it: write it in the global_batch cell"
         )
     if micro is None:
-        raise RowError("global_batch is not reported and neither is the micro-batch; a prediction needs one")
+        # the micro-batches searched all divide the largest one's batch: the largest runs one per
+        # DP rank, the others accumulate up to it
+        batch = max(SEARCHED_MICRO_BATCH_SIZES) * degrees.dp
+        return batch, (
+            f"global batch and micro-batch not reported: the batch taken as {batch} (the largest "
+            f"micro-batch searched, {max(SEARCHED_MICRO_BATCH_SIZES)}, x DP {degrees.dp}); without "
+            "pipeline parallelism the rate barely depends on it"
+        )
     batch = micro * degrees.dp
     return batch, (
         f"global batch not reported: taken as {batch} (micro-batch {micro} x DP {degrees.dp}, no "
@@ -906,6 +914,8 @@ def read_plan(
     batch_note = ""
     if batch is None:
         batch, batch_note = _unreported_global_batch(micro, degrees, metric)
+        # the assumed batch holds without pipeline parallelism only: an unstated PP stays 1
+        degrees = dataclasses.replace(degrees, free=tuple(name for name in degrees.free if name != "pp"))
     if batch < 1:
         raise RowError(
             f"global_batch {row.text('global_batch')!r} is less than one sequence of {seq_len} tokens"
