@@ -242,3 +242,15 @@ def test_a_model_built_from_its_dimensions_keeps_what_its_cells_say(run_cli: Any
     grouped, swiglu = json.loads(result.out)["rows"]
     assert any("(swiglu, gqa)" in line for line in grouped["assumptions"])
     assert any("(swiglu, mha)" in line for line in swiglu["assumptions"])
+
+
+def test_a_latency_written_as_a_token_rate_is_one_requests_speed() -> None:
+    from lightspeed.sol.validation.readings import read_cell
+
+    # an SGLang sweep on 8 B200: 'Latency tok/s (c=1); TPOT (c=1) (ms)' = '145; 6.70' (1000 / 6.70 is
+    # 149 tokens/s): the first piece had read as a request latency of 145 s
+    speed, tpot = read_cell("Latency tok/s (c=1); TPOT (c=1) (ms)", "145; 6.70", kind="infer")
+    assert (speed.key, speed.value) == ("output_tokens_per_s_per_user", 145.0)
+    assert (tpot.key, tpot.value) == ("tpot_s", pytest.approx(0.0067))
+    (latency,) = read_cell("Mean latency (ms)", "2077.5", kind="infer")
+    assert (latency.key, latency.value) == ("request_latency_s", pytest.approx(2.0775))

@@ -460,6 +460,8 @@ def infer_key(metric: str) -> str:
     ('tpot_s', 'itl_s')
     >>> infer_key("input token throughput (tok/s)"), infer_key("goodput (req/s)")
     ('input_tokens_per_s', '')
+    >>> infer_key("latency tok/s (c=1)")  # a latency written as a token rate: one request's speed
+    'output_tokens_per_s_per_user'
     """
     if _NOT_A_SERVING_RATE.search(metric):
         return ""
@@ -470,7 +472,7 @@ def infer_key(metric: str) -> str:
     if _PER_OUTPUT_TOKEN.search(metric):
         return "tpot_s"
     if _END_TO_END.search(metric):
-        return "request_latency_s"
+        return "output_tokens_per_s_per_user" if _TOKEN_RATE.search(metric) else "request_latency_s"
     if _REQUEST_RATE.search(metric) or _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) too
         return "requests_per_s"
     if _TOKEN_RATE.search(metric) or "throughput" in metric:
