@@ -254,3 +254,27 @@ def test_a_latency_written_as_a_token_rate_is_one_requests_speed() -> None:
     assert (tpot.key, tpot.value) == ("tpot_s", pytest.approx(0.0067))
     (latency,) = read_cell("Mean latency (ms)", "2077.5", kind="infer")
     assert (latency.key, latency.value) == ("request_latency_s", pytest.approx(2.0775))
+
+
+def test_a_second_round_of_cells(run_cli: Any, tmp_path: Path, models: ModelRegistry) -> None:
+    from lightspeed.sol.validation.readings import read_cell
+
+    # Fast-LLM counts its micro-batch in tokens ('8k tokens' of 4,096-token sequences is 2) and
+    # scopes its rate by the part ('tokens/s/H100'); MaxText's FSDP axis of -1 takes every chip the
+    # other axes leave ('DP 1 slice' with 'ici_fsdp_parallelism=-1' on 256 chips is DP 256)
+    (per_part,) = read_cell("throughput (tokens/s/H100)", "10,350", kind="train")
+    assert per_part.key == "tokens_per_s_per_gpu"
+    (step,) = read_cell("Time per Global Step (s)", "21.773", kind="train")  # NeMo Automodel
+    assert (step.key, step.value) == ("step_time_s", 21.773)
+    assert models.matches("Qwen3 MoE 30B") == ["qwen3-30b-a3b"]
+    rows = [
+        "Mistral-7B\t4096\t256k tokens\t8k tokens\t1\t1\t\t32\tZeRO stage 2\t32\tH100 SXM\tbf16"
+        "\tthroughput (tokens/s/H100)\t10350",
+        "Llama 2 7B\t2048\t1024\t4 (per_device_batch_size)\t1\t1\t\t1 slice\tici_fsdp_parallelism=-1\t256"
+        "\tTPU v5e\tbfloat16\tTFLOP/sec/chip\t132",
+    ]
+    fast_llm, maxtext = _train(run_cli, tmp_path, *rows, source="2024 benchmark")
+    assert fast_llm["status"] == "ok", fast_llm["reason"]
+    assert fast_llm["plan"]["micro_batch"] == 2
+    assert maxtext["status"] == "ok", maxtext["reason"]
+    assert maxtext["plan"]["dp"] == 256

@@ -202,8 +202,12 @@ def _scope(metric: str) -> tuple[str, int | None]:
     return "job", None
 
 
-# Per accelerator, as sources write it: a GPU, a TPU chip, a Gaudi card, an NPU, a device.
-_PER_ACCELERATOR: Final = re.compile(r"(?:/\s*|\bper[\s-]+)(?:gpu|chip|accelerator|device|card|[hnx]pu)s?\b")
+# Per accelerator, as sources write it: a GPU, a TPU chip, a Gaudi card, an NPU, a device, or the
+# part by name (Fast-LLM's ``tokens/s/H100``, ``per A100``, ``/MI300X``).
+_PER_ACCELERATOR: Final = re.compile(
+    r"(?:/\s*|\bper[\s-]+)"
+    r"(?:gpu|chip|accelerator|device|card|[hnx]pu|g?[abhlv]\d{2,3}|mi\d{3}[ax]?|gaudi\s*\d?)s?\b"
+)
 
 
 # A token rate as sources write it: ``tok/s``, ``tokens/sec``, ``tokens per second``, ``TPS``
@@ -221,9 +225,11 @@ _PER_GPU_TOKEN_RATE: Final = re.compile(
 
 
 # The time of one training step as logs and papers word it: ``step time``, ``iteration time``,
-# ``time per step``, ``wall-clock per step``, ``seconds per iteration``, ``sec/it``, ``ms/step``.
+# ``time per step``, NeMo Automodel's ``Time per Global Step``, ``wall-clock per step``, ``seconds
+# per iteration``, ``sec/it``, ``ms/step``.
 _STEP_TIME: Final = re.compile(
-    r"(?:iter(?:ation)?|step)[\s-]+tim(?:e|ing)|(?:time|wall[\s-]*clock)\s*(?:per|/)\s*(?:step|iter(?:ation)?)\b"
+    r"(?:iter(?:ation)?|step)[\s-]+tim(?:e|ing)"
+    r"|(?:time|wall[\s-]*clock)\s*(?:per|/)\s*(?:(?:global|training|train)\s+)?(?:step|iter(?:ation)?)\b"
     r"|\b(?:seconds?|secs?|s|ms|milliseconds?)\s*(?:/|per)\s*(?:step|it(?:er(?:ation)?)?)\b"
 )
 # Steps per second (Hugging Face's ``train_steps_per_second``, tqdm's ``it/s``): a step time's inverse.

@@ -746,15 +746,18 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
 
 
 # a sharding cell's FSDP degree: ``FSDP 8``, ``FSDP=8``, MaxText's ``ici_fsdp_parallelism=8``
-_FSDP_AXIS: Final = re.compile(r"fsdp(?:_parallelism)?\s*[=:]?\s*(\d+)\b")
+_FSDP_AXIS: Final = re.compile(r"fsdp(?:_parallelism)?\s*[=:]?\s*(-?\d+)\b")
 
 
 def _dp_times_fsdp(row: PublishedRow, model_parallel: int, dp: int, num_gpus: int) -> int:
     """The data-parallel size of a row that writes FSDP as a mesh axis of its own beside DP
     (MaxText's and JAX's ``ici_fsdp_parallelism`` x ``ici_data_parallelism``; both replicate the
-    batch): DP x FSDP when that fills the GPUs, else the DP cell's."""
+    batch, and an axis of -1 takes the devices the others leave): DP x FSDP when that fills the
+    GPUs, else the DP cell's."""
     found = _FSDP_AXIS.search(row.text("sharding").lower())
     fsdp = int(found.group(1)) if found else 0
+    if fsdp == -1 and num_gpus % (model_parallel * dp) == 0:  # MaxText's -1: every chip left over
+        fsdp = num_gpus // (model_parallel * dp)
     return dp * fsdp if fsdp > 1 and model_parallel * dp * fsdp == num_gpus else dp
 
 
@@ -817,7 +820,9 @@ SEARCHED_VPPS: Final = (2, 3, 4, 6, 8)
 SEARCHED_RECOMPUTES: Final = ("none", "selective", "partial", "full")
 # a micro-batch written with its label, in the micro-batch or the global-batch cell: ``mbs 1``,
 # ``MBS=1``, Megatron-LM's ``--micro-batch-size 1``, ``micro_batch_size: 1``
-_LABELLED_MICRO_BATCH: Final = re.compile(r"\b(?:mbs|micro[_-]batch[_-]size)\b[\s=:]*(\d+)(?![\d.,])")
+_LABELLED_MICRO_BATCH: Final = re.compile(r"\b(?:mbs|micro[\s_-]*batch[\s_-]*size)\b[\s=:]*(\d+)(?![\d.,])")
+# a micro-batch written as its tokens (Fast-LLM's ``micro_batch_size`` counts tokens): ``8192 tokens``
+_MICRO_BATCH_TOKENS: Final = re.compile(r"^\s*(\d[\d,]*\s*k?)\s*tokens?\b")
 # FSDP's float8 all-gather (torchao's ``enable_fsdp_float8_all_gather``, torchtitan's float8
 # config) and Megatron's ``--fp8-param-gather``: parameters gathered in one byte each
 _FLOAT8_GATHER: Final = re.compile(r"(?:float8|fp8)[\s_-]*(?:all[\s_-]*gather|param[\s_-]*gather)")
@@ -826,13 +831,23 @@ _FLOAT8_GATHER_NOTE: Final = (
 )
 
 
-def _micro_batch(row: PublishedRow) -> int | None:
+def _micro_batch(row: PublishedRow, seq_len: int) -> int | None:
     """The micro-batch a row states: labelled (:data:`_LABELLED_MICRO_BATCH`) in its micro-batch
-    or global-batch cell, else the micro-batch cell's number."""
+    or global-batch cell, else its tokens over the sequence length when the cell counts tokens
+    (:data:`_MICRO_BATCH_TOKENS`, a whole number of sequences), else the micro-batch cell's number."""
     for column in ("micro_batch", "global_batch"):
         found = _LABELLED_MICRO_BATCH.search(row.text(column).lower())
         if found is not None:
             return int(found.group(1))
+    tokens = _MICRO_BATCH_TOKENS.search(row.text("micro_batch").lower())
+    if tokens is not None:
+        written = tokens.group(1).replace(",", "").replace(" ", "")
+        count = int(written[:-1]) * 1024 if written.endswith("k") else int(written)  # 8k tokens: 8,192
+        if count % seq_len:
+            raise RowError(
+                f"micro_batch {row.text('micro_batch')!r} is not a whole number of {seq_len}-token sequences"
+            )
+        return count // seq_len
     return integer_cell(row.text("micro_batch"))
 
 
@@ -909,7 +924,7 @@ def read_plan(
     global batch it leaves unsaid, :func:`_unreported_global_batch` (``metric``: the reading's key)."""
     degrees = _degrees(row, num_gpus)
     seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
-    micro = _micro_batch(row)
+    micro = _micro_batch(row, seq_len)
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
     batch_note = ""
     if batch is None:
