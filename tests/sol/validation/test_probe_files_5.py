@@ -118,3 +118,68 @@ def test_megatron_bridges_summary_is_read_but_for_models_lightspeed_lacks(
     assert all("Mamba-2" in row.reason or "DeepSeekV4" in row.reason for row in refused)
     assert len(report.rows) == 245
     assert len(report.rows) - len(refused) == 191
+
+
+@pytest.fixture(scope="module")
+def second_training_probe(catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    return {row.id: row for row in _report(DATA / "probe-training-2.tsv", catalog, models).rows}
+
+
+# id: (GPUs, (TP, PP, DP), micro-batch, metric key), read by hand from the row's cells
+SECOND_TRAINING_BY_HAND = {
+    # Fast-LLM: Llama 3.1 8B on 32 H100, DP 32; '8192 tokens' per micro-batch of 4,096-token
+    # sequences ('micro-batch size 2' in its footnote)
+    "W04": (32, (1, 1, 32), 2, "tokens_per_s_per_gpu"),
+    # Fast-LLM's Mistral-7B: '8k tokens' per micro-batch, 'tokens/s/H100' a per-GPU rate
+    "W05": (32, (1, 1, 32), 2, "tokens_per_s_per_gpu"),
+    # MaxText on one v5e-256: 'DP 1 slice' and 'ici_fsdp_parallelism=-1' shard the batch over all 256
+    "W07": (256, (1, 1, 256), 4, "tflop_per_s_per_gpu"),
+    # NeMo Automodel: 'Qwen3 MoE 30B' on 8 H100 with EP 8, 'Time per Global Step (s)' first
+    "W17": (8, (1, 1, 8), 4, "step_time_s"),
+}
+SECOND_TRAINING_REFUSED = {
+    "W01": "GPUs is not reported",  # OLMo-core prints a rate per device and no device count
+    "W02": "GPUs is not reported",
+    "W03": "GPUs is not reported",
+    "W06": "not in the catalog",  # SmolLM2-135M, no dimensions in the row
+    "W13": "names no accelerator",  # Ascend Atlas 800T A2
+    "W14": "names no accelerator",
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(SECOND_TRAINING_BY_HAND))
+def test_the_second_training_probe_is_read_as_written(
+    second_training_probe: dict[str, ValidationRow], row_id: str
+) -> None:
+    gpus, (tp, pp, dp), micro, metric = SECOND_TRAINING_BY_HAND[row_id]
+    row = second_training_probe[row_id]
+    assert row.status == "ok", row.reason
+    assert row.plan is not None
+    assert (row.plan["tp"], row.plan["pp"], row.plan["dp"], row.plan["micro_batch"]) == (tp, pp, dp, micro)
+    assert row.plan["tp"] * row.plan["pp"] * row.plan["dp"] * row.plan["cp"] == gpus
+    assert row.metric == metric
+
+
+def test_the_second_training_probe_refusals_say_why(second_training_probe: dict[str, ValidationRow]) -> None:
+    refused = {row_id: row.reason for row_id, row in second_training_probe.items() if row.status != "ok"}
+    assert set(refused) == set(SECOND_TRAINING_REFUSED)
+    for row_id, words in SECOND_TRAINING_REFUSED.items():
+        assert words in refused[row_id]
+
+
+def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> None:
+    rows = {row.id: row for row in _report(DATA / "probe-serving-6.tsv", catalog, models).rows}
+    # an SGLang sweep on 8 B200: 'Latency tok/s (c=1)' 145 is one request's speed
+    assert (rows["X18"].metric, rows["X18"].measured) == ("output_tokens_per_s_per_user", 145.0)
+    # GPUStack: Qwen3-8B on one H100, ShareGPT at 'max concurrency 4', output tokens/s first
+    assert (rows["X12"].metric, rows["X12"].measured) == ("output_tokens_per_s", pytest.approx(496.88))
+    refusals = {
+        "X16": "longest replies",  # ShareGPT, 1,000 prompts with no concurrency cap
+        "X17": "longest replies",
+        "X01": "names no accelerator",  # Intel Arc Pro B60
+        "X04": "DeepSeek Sparse Attention",
+        "X19": "Mamba-2",
+        "X06": "no ISL/OSL",
+    }
+    for row_id, words in refusals.items():
+        assert words in rows[row_id].reason, (row_id, rows[row_id].reason)

@@ -403,6 +403,19 @@ def _load(row: PublishedRow) -> _RowLoad:
     elif dataset := find_benchmark_dataset(_load_cells(row)):
         # a dataset named without lengths (``ShareGPT``): its mean request, said in the assumptions
         batched = _batching(row, text, dataset.mean_input_tokens, dataset.mean_output_tokens, decode)
+        requests = row_requests(row)
+        users = batched[0].concurrency
+        in_flight_at_once = sends_all_at_once(row) or (
+            users is not None and requests is not None and users >= requests
+        )
+        if in_flight_at_once and _is_throughput(row):
+            # sent at once, the run lasts until its longest reply ends: the spread of the dataset's
+            # lengths, which its means leave out, sets the whole-run rate
+            raise RowError(
+                f"every request is sent at once and the row gives only the {dataset.display_name} dataset: "
+                "its whole-run throughput hangs on the dataset's longest replies, which its mean lengths "
+                "leave out; give the lengths (ISL/OSL), or a concurrency below the request count or a rate"
+            )
         return _RowLoad(*batched, lengths_note=dataset.note())
     else:
         raise RowError(
