@@ -67,11 +67,16 @@ def test_the_training_probe_is_read_as_written(training_probe: dict[str, Validat
     assert row.metric == metric
 
 
-def test_the_training_probe_refusals_say_why(training_probe: dict[str, ValidationRow]) -> None:
-    refused = {row_id: row.reason for row_id, row in training_probe.items() if row.status != "ok"}
-    assert set(refused) == set(TRAINING_REFUSED)
-    for row_id, words in TRAINING_REFUSED.items():
+def _assert_refused_exactly(rows: dict[str, ValidationRow], expected: dict[str, str]) -> None:
+    """The rows refused are exactly ``expected``'s, each reason holding its words."""
+    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
+    assert set(refused) == set(expected)
+    for row_id, words in expected.items():
         assert words in refused[row_id]
+
+
+def test_the_training_probe_refusals_say_why(training_probe: dict[str, ValidationRow]) -> None:
+    _assert_refused_exactly(training_probe, TRAINING_REFUSED)
 
 
 # id: (model, GPUs, ISL, OSL, users in flight, metric key), read by hand from the row's cells
@@ -161,10 +166,7 @@ def test_the_second_training_probe_is_read_as_written(
 
 
 def test_the_second_training_probe_refusals_say_why(second_training_probe: dict[str, ValidationRow]) -> None:
-    refused = {row_id: row.reason for row_id, row in second_training_probe.items() if row.status != "ok"}
-    assert set(refused) == set(SECOND_TRAINING_REFUSED)
-    for row_id, words in SECOND_TRAINING_REFUSED.items():
-        assert words in refused[row_id]
+    _assert_refused_exactly(second_training_probe, SECOND_TRAINING_REFUSED)
 
 
 def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> None:
