@@ -671,8 +671,18 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
     ('vllm-2024', 'vllm-2026')
     """
     default = load_serving_stack()
-    if vendor in default.vendors:
+    if vendor in default.vendors and (year is None or year >= default.from_year):
         return default, f"serving stack {default.name}: no server named, the current default"
+    if vendor in default.vendors and year is not None:
+        older = [
+            stack
+            for stack in load_serving_stacks().values()
+            if vendor in stack.vendors and set(stack.frameworks) & set(default.frameworks)
+        ]
+        chosen = _nearest_year(older, year)
+        return chosen, (
+            f"serving stack {chosen.name}: no server named; the current default's release of {year}"
+        )
     framework = _vendor_defaults(_stacks_file()).get(vendor)
     stacks = [
         stack
