@@ -302,3 +302,21 @@ def test_a_dataset_sent_at_once_needs_its_lengths(
     assert (row["status"] == "ok") is read, row["reason"]
     if not read:
         assert "longest replies" in row["reason"]
+
+
+def test_a_third_round_of_cells(run_cli: Any, tmp_path: Path) -> None:
+    from lightspeed.sol.validation.readings import read_cell
+
+    # Megatron-LM 2019: 'sustained PetaFLOPs across the entire application', 'TeraFLOPs sustained'
+    (peta,) = read_cell("sustained PetaFLOPs across the entire application (aggregate)", "15.1", kind="train")
+    (tera,) = read_cell("TeraFLOPs sustained over the overall training process", "39", kind="train")
+    assert (peta.key, tera.key) == ("pflop_per_s", "tflop_per_s_per_gpu")
+    # BloombergGPT: '4 model copies' of a 'ZeRO stage 3 over 128 GPUs' shard group on 512 GPUs
+    # (MiCS) is data parallelism over all 512
+    row = (
+        "GPT-3 175B\t2048\t2048\t1\t\t\t\t4 model copies\tZeRO stage 3 over 128 GPUs\t512\tA100 40GB\tbf16"
+        "\tTFLOPs\t102"
+    )
+    (read,) = _train(run_cli, tmp_path, row, source="2023 paper")
+    assert read["status"] == "ok", read["reason"]
+    assert (read["plan"]["dp"], read["plan"]["zero"]) == (512, 3)

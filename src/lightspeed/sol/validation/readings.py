@@ -255,9 +255,9 @@ def _train_key(metric: str) -> str:
         return "hfu"
     if "mfu" in metric or spelled:
         return "mfu"
-    if "pflop" in metric or "aggregate pf" in metric:
+    if "pflop" in metric or "petaflop" in metric or "aggregate pf" in metric:
         return "pflop_per_s"
-    if "tflop" in metric:
+    if "tflop" in metric or "teraflop" in metric:
         return "tflop_per_s_per_gpu"
     if "memory" in metric and ("gib" in metric or "gb" in metric):
         return "memory_per_gpu_bytes"

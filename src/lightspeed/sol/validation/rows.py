@@ -745,6 +745,9 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
     return _Degrees(tp, pp, dp, ep, cp, etp, free)
 
 
+# a shard group written with its size beside copies of it in the DP cell (BloombergGPT's ``ZeRO
+# stage 3 over 128 GPUs`` with ``4 model copies``: MiCS)
+_SHARD_GROUP: Final = re.compile(r"(?:zero|fsdp|shard)[^;]*?\bover\s+(\d+)\s+(?:gpus|ranks|devices)\b")
 # a sharding cell's FSDP degree: ``FSDP 8``, ``FSDP=8``, MaxText's ``ici_fsdp_parallelism=8``
 _FSDP_AXIS: Final = re.compile(r"fsdp(?:_parallelism)?\s*[=:]?\s*(-?\d+)\b")
 
@@ -754,7 +757,8 @@ def _dp_times_fsdp(row: PublishedRow, model_parallel: int, dp: int, num_gpus: in
     (MaxText's and JAX's ``ici_fsdp_parallelism`` x ``ici_data_parallelism``; both replicate the
     batch, and an axis of -1 takes the devices the others leave): DP x FSDP when that fills the
     GPUs, else the DP cell's."""
-    found = _FSDP_AXIS.search(row.text("sharding").lower())
+    sharding = row.text("sharding").lower()
+    found = _FSDP_AXIS.search(sharding) or _SHARD_GROUP.search(sharding)
     fsdp = int(found.group(1)) if found else 0
     if fsdp == -1 and num_gpus % (model_parallel * dp) == 0:  # MaxText's -1: every chip left over
         fsdp = num_gpus // (model_parallel * dp)
