@@ -146,6 +146,8 @@ def test_a_card_no_system_is_built_from_runs_on_its_own(catalog: Catalog, text: 
     ("text", "gpus", "link"),
     [
         ("L40S", 2, "pcie-4-x16"),  # no NVLink: the cards talk over their host link
+        ("2x NVIDIA RTX 4090 24GB (PCIe, no NVLink), CUDA 12.1", 2, "pcie-4-x16"),  # MLC's 2023 post
+        ("NVIDIA GeForce RTX 5090", 4, "pcie-5-x16"),
         ("NVIDIA L4 24GB", 8, "pcie-4-x16"),
         ("H200 NVL", 4, "nvlink-4"),  # a 4-way NVLink bridge
         ("H200 NVL", 8, "pcie-5-x16"),  # bridges join at most four cards
@@ -170,3 +172,12 @@ def test_the_rtx_pro_6000_editions_keep_their_own_memory_speed(catalog: Catalog)
     for card in (workstation, server):
         assert card.compute["bf16"].dense_per_s == pytest.approx(0.5e15)
         assert card.compute["fp8"].dense_per_s == pytest.approx(1.0e15)
+
+
+def test_geforce_cards_run_tensor_math_at_the_fp32_accumulate_rate(catalog: Catalog) -> None:
+    # NVIDIA's Ada and RTX Blackwell whitepapers print GeForce BF16/FP16 tensor rates with FP16
+    # accumulate and with FP32 accumulate, the latter half: 4090 BF16 165.2 dense (not 330.3),
+    # 5090 BF16 209.5; frameworks accumulate in FP32
+    assert catalog.accelerator("rtx-4090").compute["bf16"].dense_per_s == pytest.approx(165.2e12)
+    assert catalog.accelerator("rtx-5090").compute["bf16"].dense_per_s == pytest.approx(209.5e12)
+    assert catalog.accelerator("rtx-4090").memory_bandwidth_bytes_per_s == pytest.approx(1008e9)

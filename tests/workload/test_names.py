@@ -82,6 +82,7 @@ PUBLISHED_NAMES = [
     ("Qwen3_30B_a3B", "qwen3-30b-a3b"),
     ("LLAMA3.1_405B", "llama-3-405b"),
     ("GPT OSS 120B", "gpt-oss-120b"),
+    ("Yi-6B-Chat", "yi-6b"),  # community benchmarks on one RTX 4090
     ("phi-4", "phi-4"),  # Phi-4 stays Phi-4
 ]
 
