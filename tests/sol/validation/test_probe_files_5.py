@@ -185,3 +185,26 @@ def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> Non
     }
     for row_id, words in refusals.items():
         assert words in rows[row_id].reason, (row_id, rows[row_id].reason)
+
+
+def test_the_third_round_of_probes(catalog: Catalog, models: ModelRegistry) -> None:
+    training = {row.id: row for row in _report(DATA / "probe-training-3.tsv", catalog, models).rows}
+    # Megatron-LM 2019: 'sustained PetaFLOPs across the entire application' on 512 V100 with TP 8
+    assert training["Y14"].metric == "tflop_per_s_per_gpu"  # aggregate PF/s made per GPU
+    assert training["Y14"].plan is not None
+    assert training["Y14"].plan["tp"] == 8
+    # BloombergGPT: 4 copies of a ZeRO-3 group over 128 GPUs is DP 512
+    assert training["Y13"].plan is not None
+    assert training["Y13"].plan["dp"] == 512
+    for row_id, words in {
+        "Y08": "GPUs is not reported",  # the Llama 2 model card's GPU hours name no cluster
+        "Y10": "names no accelerator",  # MegaScale says only 'NVIDIA Ampere GPUs'
+        "Y17": "GLM-130B",  # not in the catalog, and the row gives no head count or vocabulary
+    }.items():
+        assert words in training[row_id].reason, (row_id, training[row_id].reason)
+    serving = {row.id: row for row in _report(DATA / "probe-serving-7.tsv", catalog, models).rows}
+    # LMDeploy 0.1 (2023) names no server lightspeed knows: 2023's TensorRT-LLM profile, not 2025's
+    assert serving["Z04"].stack == "trtllm-2023"
+    # a community benchmark on one RTX 4090 (the catalog's GeForce record): Yi-6B's TPOT at 4 users
+    assert serving["Z17"].status == "ok", serving["Z17"].reason
+    assert "names no accelerator" in serving["Z12"].reason  # AWS Inferentia2
