@@ -320,3 +320,21 @@ def test_a_third_round_of_cells(run_cli: Any, tmp_path: Path) -> None:
     (read,) = _train(run_cli, tmp_path, row, source="2023 paper")
     assert read["status"] == "ok", read["reason"]
     assert (read["plan"]["dp"], read["plan"]["zero"]) == (512, 3)
+
+
+def test_shared_load_and_sharding_readers(run_cli: Any, tmp_path: Path) -> None:
+    from lightspeed.sol.validation.rows import zero_stage_of
+
+    # one concurrency reader for the load and the first-token guard: '1,000' users is a number
+    (row,) = _infer(
+        run_cli,
+        tmp_path,
+        "Llama-3.1-8B\tinput 2048 tokens\tconcurrency 1,000\t1\t1\tH100\tBF16\tTTFT (ms)\t150",
+    )
+    assert "no output length" in row["reason"]
+    # one FSDP-degree reader: 'FSDP 0' is off like 'FSDP=0'; 'FSDP2' names FSDP's version, not 2
+    assert zero_stage_of("FSDP 0")[0] == zero_stage_of("FSDP=0")[0] == 1
+    assert zero_stage_of("FSDP2 full shard")[0] == 3
+    cells = "Llama 2 7B\t4096\t16\t2\t1\t1\t\t4\tFSDP2 full shard\t8\tH100 SXM\tbf16\tStep Time (s)\t0.7"
+    (fsdp2,) = _train(run_cli, tmp_path, cells)
+    assert "not the 8 GPUs" in fsdp2["reason"]  # DP 4 on 8 GPUs: the version is no FSDP axis

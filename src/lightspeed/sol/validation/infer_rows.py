@@ -424,12 +424,17 @@ def _load(row: PublishedRow) -> _RowLoad:
     return _RowLoad(*_batching(row, text, isl, osl, decode))
 
 
+def _stated_concurrency(text: str) -> int | None:
+    """The requests in flight a lower-case load ``text`` states (:data:`_CONCURRENCY`), if any."""
+    found = _CONCURRENCY.search(text)
+    return int((found.group(1) or found.group(2)).replace(",", "")) if found else None
+
+
 def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
     """Refuse a first-token latency read without an output length when the row's lower-case load
     ``text`` puts other requests beside it (several users, a request rate): their decoding shares
     the GPU with each prompt, so the TTFT depends on how long they generate."""
-    concurrency = _CONCURRENCY.search(text)
-    users = next((int(group) for group in concurrency.groups() if group), 1) if concurrency else 1
+    users = _stated_concurrency(text) or 1
     if users > 1 or row_rate(row) is not None or sends_all_at_once(row):
         raise RowError(
             "the row's first-token latency is under load but no output length is read, and the "
@@ -443,7 +448,7 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
     if decode:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
-    concurrency = _CONCURRENCY.search(text)
+    concurrency = _stated_concurrency(text)
     if _MAX_LOAD.search(text):
         return (
             ServingLoad(isl, osl),
@@ -453,9 +458,12 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
     if batch:
         size = int(batch.group(1).replace(",", ""))
         return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
-    if concurrency:
-        size = int((concurrency.group(1) or concurrency.group(2)).replace(",", ""))
-        return ServingLoad(isl, osl, concurrency=size), "continuous", f"continuous batching, {size} in flight"
+    if concurrency is not None:
+        return (
+            ServingLoad(isl, osl, concurrency=concurrency),
+            "continuous",
+            f"continuous batching, {concurrency} in flight",
+        )
     if sends_all_at_once(row):
         return (
             ServingLoad(isl, osl),

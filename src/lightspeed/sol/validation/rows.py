@@ -388,9 +388,12 @@ _REPLICATED: Final = re.compile(
 # Megatron's distributed optimizer (optimizer state sharded over DP: ZeRO-1): ``distributed optimizer``,
 # ``--use-distributed-optimizer``, ``use_distributed_optimizer: true``
 _DISTRIBUTED_OPTIMIZER: Final = re.compile(r"distributed[\s_-]optimizer")
-# an FSDP degree: Megatron-Bridge's ``FSDP=8`` (``FSDP=0``: off), torchtitan's
-# ``data_parallel_shard_degree=64`` / ``dp_shard=8`` (-1: every rank left, 1: no FSDP)
-_FSDP_DEGREE: Final = re.compile(r"(?:fsdp|data_parallel_shard_degree|dp_shard)\s*[=:]\s*(-?\d+)")
+# an FSDP degree: Megatron-Bridge's ``FSDP=8`` (``FSDP=0``: off), ``FSDP 8``, MaxText's
+# ``ici_fsdp_parallelism=8``, torchtitan's ``data_parallel_shard_degree=64`` / ``dp_shard=8`` (-1:
+# every rank left, 1: no FSDP); never FSDP's version (``FSDP2``)
+_FSDP_DEGREE: Final = re.compile(
+    r"(?:fsdp(?:_parallelism)?|data_parallel_shard_degree|dp_shard)(?:\s*[=:]\s*|\s+)(-?\d+)\b"
+)
 # hybrid sharding, FSDP within a group and replicas across groups: HSDP, PyTorch FSDP's
 # ``HYBRID_SHARD``, torchtitan's ``data_parallel_replicate_degree`` (``dp_replicate``) above 1
 _HYBRID: Final = re.compile(
@@ -748,8 +751,6 @@ def _degrees(row: PublishedRow, num_gpus: int) -> _Degrees:
 # a shard group written with its size beside copies of it in the DP cell (BloombergGPT's ``ZeRO
 # stage 3 over 128 GPUs`` with ``4 model copies``: MiCS)
 _SHARD_GROUP: Final = re.compile(r"(?:zero|fsdp|shard)[^;]*?\bover\s+(\d+)\s+(?:gpus|ranks|devices)\b")
-# a sharding cell's FSDP degree: ``FSDP 8``, ``FSDP=8``, MaxText's ``ici_fsdp_parallelism=8``
-_FSDP_AXIS: Final = re.compile(r"fsdp(?:_parallelism)?\s*[=:]?\s*(-?\d+)\b")
 
 
 def _dp_times_fsdp(row: PublishedRow, model_parallel: int, dp: int, num_gpus: int) -> int:
@@ -758,7 +759,7 @@ def _dp_times_fsdp(row: PublishedRow, model_parallel: int, dp: int, num_gpus: in
     batch, and an axis of -1 takes the devices the others leave): DP x FSDP when that fills the
     GPUs, else the DP cell's."""
     sharding = row.text("sharding").lower()
-    found = _FSDP_AXIS.search(sharding) or _SHARD_GROUP.search(sharding)
+    found = _FSDP_DEGREE.search(sharding) or _SHARD_GROUP.search(sharding)
     fsdp = int(found.group(1)) if found else 0
     if fsdp == -1 and num_gpus % (model_parallel * dp) == 0:  # MaxText's -1: every chip left over
         fsdp = num_gpus // (model_parallel * dp)
@@ -826,7 +827,7 @@ SEARCHED_RECOMPUTES: Final = ("none", "selective", "partial", "full")
 # ``MBS=1``, Megatron-LM's ``--micro-batch-size 1``, ``micro_batch_size: 1``
 _LABELLED_MICRO_BATCH: Final = re.compile(r"\b(?:mbs|micro[\s_-]*batch[\s_-]*size)\b[\s=:]*(\d+)(?![\d.,])")
 # a micro-batch written as its tokens (Fast-LLM's ``micro_batch_size`` counts tokens): ``8192 tokens``
-_MICRO_BATCH_TOKENS: Final = re.compile(r"^\s*(\d[\d,]*\s*k?)\s*tokens?\b")
+_MICRO_BATCH_TOKENS: Final = re.compile(r"^\s*\d[\d,]*\s*k?\s*tokens?\b")
 # FSDP's float8 all-gather (torchao's ``enable_fsdp_float8_all_gather``, torchtitan's float8
 # config) and Megatron's ``--fp8-param-gather``: parameters gathered in one byte each
 _FLOAT8_GATHER: Final = re.compile(r"(?:float8|fp8)[\s_-]*(?:all[\s_-]*gather|param[\s_-]*gather)")
@@ -843,10 +844,9 @@ def _micro_batch(row: PublishedRow, seq_len: int) -> int | None:
         found = _LABELLED_MICRO_BATCH.search(row.text(column).lower())
         if found is not None:
             return int(found.group(1))
-    tokens = _MICRO_BATCH_TOKENS.search(row.text("micro_batch").lower())
-    if tokens is not None:
-        written = tokens.group(1).replace(",", "").replace(" ", "")
-        count = int(written[:-1]) * 1024 if written.endswith("k") else int(written)  # 8k tokens: 8,192
+    cell = row.text("micro_batch")
+    count = size_cell(cell) if _MICRO_BATCH_TOKENS.search(cell.lower()) else None  # 8k tokens: 8,192
+    if count is not None:
         if count % seq_len:
             raise RowError(
                 f"micro_batch {row.text('micro_batch')!r} is not a whole number of {seq_len}-token sequences"
