@@ -338,3 +338,15 @@ def test_shared_load_and_sharding_readers(run_cli: Any, tmp_path: Path) -> None:
     cells = "Llama 2 7B\t4096\t16\t2\t1\t1\t\t4\tFSDP2 full shard\t8\tH100 SXM\tbf16\tStep Time (s)\t0.7"
     (fsdp2,) = _train(run_cli, tmp_path, cells)
     assert "not the 8 GPUs" in fsdp2["reason"]  # DP 4 on 8 GPUs: the version is no FSDP axis
+
+
+@pytest.mark.parametrize("micro", ["0", "0 tokens", "99999999999999999999", "99999999999999999999 tokens"])
+def test_a_micro_batch_out_of_range_is_refused(run_cli: Any, tmp_path: Path, micro: str) -> None:
+    # with the global batch unreported the micro-batch sets it: 1e20 sequences had been predicted,
+    # and 0 read as unreported
+    row = _FSDP_RUN.format(gbs="n/r", pp=1, dp="", metric="tokens/s/GPU", value=400).replace(
+        "\t2\t1\t1\t", f"\t{micro}\t1\t1\t"
+    )
+    (read,) = _train(run_cli, tmp_path, row)
+    assert read["status"] != "ok"
+    assert "write a whole number from 1 to 65,536" in read["reason"]

@@ -837,7 +837,22 @@ _FLOAT8_GATHER_NOTE: Final = (
 
 
 def _micro_batch(row: PublishedRow, seq_len: int) -> int | None:
-    """The micro-batch a row states: labelled (:data:`_LABELLED_MICRO_BATCH`) in its micro-batch
+    """The micro-batch a row states (:func:`_written_micro_batch`), refused outside 1 to
+    :data:`MAX_MICRO_BATCH` sequences (it may set the global batch too: a huge one would pass)."""
+    micro = _written_micro_batch(row, seq_len)
+    if micro is not None and not 1 <= micro <= MAX_MICRO_BATCH:
+        raise RowError(
+            f"micro_batch {row.text('micro_batch')!r} is {micro} sequences; "
+            f"write a whole number from 1 to {MAX_MICRO_BATCH:,}"
+        )
+    return micro
+
+
+MAX_MICRO_BATCH: Final = 65_536
+
+
+def _written_micro_batch(row: PublishedRow, seq_len: int) -> int | None:
+    """The micro-batch a row writes: labelled (:data:`_LABELLED_MICRO_BATCH`) in its micro-batch
     or global-batch cell, else its tokens over the sequence length when the cell counts tokens
     (:data:`_MICRO_BATCH_TOKENS`, a whole number of sequences), else the micro-batch cell's number."""
     for column in ("micro_batch", "global_batch"):
@@ -848,11 +863,9 @@ def _micro_batch(row: PublishedRow, seq_len: int) -> int | None:
     count = size_cell(cell) if _MICRO_BATCH_TOKENS.search(cell.lower()) else None  # 8k tokens: 8,192
     if count is not None:
         if count % seq_len:
-            raise RowError(
-                f"micro_batch {row.text('micro_batch')!r} is not a whole number of {seq_len}-token sequences"
-            )
+            raise RowError(f"micro_batch {cell!r} is not a whole number of {seq_len}-token sequences")
         return count // seq_len
-    return integer_cell(row.text("micro_batch"))
+    return integer_cell(cell)
 
 
 def _interleaving(row: PublishedRow, model: TransformerSpec, pp: int) -> tuple[tuple[int, ...], str]:
