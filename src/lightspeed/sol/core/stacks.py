@@ -692,12 +692,12 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
     if framework is None or not stacks:
         raise UnsupportedError(f"no serving profile runs on {vendor} accelerators (sol/data/stacks.toml)")
     if year is None:
-        chosen = max(stacks, key=lambda stack: (stack.to_year, stack.from_year, stack.name))
+        chosen, when = max(stacks, key=lambda stack: (stack.to_year, stack.from_year, stack.name)), ""
     else:
-        chosen = _nearest_year(stacks, year)
+        chosen, when = _nearest_year(stacks, year), f", its release of {year}"
     return chosen, (
         f"serving stack {chosen.name}: no server named; {default.name} does not run on {vendor} "
-        f"accelerators, and {framework} is the server {vendor} documents for them"
+        f"accelerators, and {framework} is the server {vendor} documents for them{when}"
     )
 
 

@@ -796,7 +796,7 @@ def row_serving_stack(
         )
     except UnsupportedError as error:
         raise RowError(str(error)) from error
-    dated_by_year = release is None and note.endswith(f", {year}")
+    dated_by_year = release is None and note.endswith(str(year))
     return stack, f"{note} ({year_note})" if dated_by_year and year_note else note
 
 

@@ -177,18 +177,29 @@ class TrainingRowSpec(RunSpec):
 
 
 _CONTAINER: Final = re.compile(
-    r"\b(2\d)\.(?:0[1-9]|1[0-2])\s+\w*\s*container|\bv(2\d)\.(?:0[1-9]|1[0-2])\b", re.IGNORECASE
+    r"\b(2\d)\.(?:0[1-9]|1[0-2])(?:\.\d{1,2})?\s+\w*\s*container|\bv(2\d)\.(?:0[1-9]|1[0-2])\b", re.IGNORECASE
+)
+# MLPerf rounds by their version: v1.x in 2021 ... v5.x in 2025 (Inference in spring and late
+# summer, Training in early and late year; each major version within one year).
+_MLPERF_ROUND: Final = re.compile(
+    r"\bMLPerf\s*(?:Inference|Training)?\s*v?([1-9])\.[01]\b|(?:inference|training)_results_v([1-9])\.[01]\b",
+    re.IGNORECASE,
 )
 
 
 def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
     """(year of the software a row ran, where it was read): a ``YY.MM`` release or container
-    (``v25.04``, ``25.11 NeMo Container``), else the first year the source names (``2024-12``,
-    ``SC21``), else 2020 for Ampere/Volta and 2024 for later hardware."""
+    (``v25.04``, ``25.11 NeMo Container``, ``26.02.01 NeMo Container``), else an MLPerf round
+    (``MLPerf Inference v5.0``, ``inference_results_v4.1``: v4.x ran in 2024), else the first year
+    the source names (``2024-12``, ``SC21``), else 2020 for Ampere/Volta and 2024 for later
+    hardware."""
     source = row.text("source")
     release = _CONTAINER.search(source)
     if release:
         return 2000 + int(release.group(1) or release.group(2)), f"release {release.group(0)}"
+    mlperf = _MLPERF_ROUND.search(source)
+    if mlperf:
+        return 2020 + int(mlperf.group(1) or mlperf.group(2)), f"MLPerf round {mlperf.group(0)}"
     match = re.search(r"\b(20[12]\d)\b", source) or re.search(r"\bSC(\d\d)\b", source)
     if match:
         year = int(match.group(1))
