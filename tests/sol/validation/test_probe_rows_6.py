@@ -58,3 +58,45 @@ def test_an_mlperf_round_picks_the_servers_release_of_its_year(run_cli: Any, tmp
     assert row["status"] == "ok", row["reason"]
     assert row["stack"] == "vllm-2025"
     assert any("MLPerf round" in line for line in row["assumptions"])
+
+
+INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+
+
+def _infer(run_cli: Any, tmp_path: Path, *cells: str) -> list[dict[str, Any]]:
+    lines = [f"U{i}\tinfer\tvLLM 0.10 bench serve 2025\t{row}" for i, row in enumerate(cells, 1)]
+    return _rows(run_cli, tmp_path, INFER_HEADER, *lines)
+
+
+def test_a_benchmarks_request_count_written_as_its_flag(run_cli: Any, tmp_path: Path) -> None:
+    # vLLM's and SGLang's benchmark flag, label first: the run is those 16 requests (had been
+    # 1,000 at 10,000 req/s, 45 times the tokens the row's run generated)
+    flagged, words = _infer(
+        run_cli,
+        tmp_path,
+        "Llama 3.1 8B\tISL/OSL 1024/128\t--num-prompts 16 --request-rate 10000\t1\t1\tH100 SXM\tbf16"
+        "\tOutput token throughput (tok/s)\t2000",
+        "Llama 3.1 8B\tISL/OSL 1024/128\tNum Prompts 300, RPS 4\t1\t1\tH100 SXM\tbf16"
+        "\tOutput token throughput (tok/s)\t500",
+    )
+    assert flagged["status"] == "ok", flagged["reason"]
+    assert any("16 requests" in line for line in flagged["assumptions"]), flagged["assumptions"]
+    assert any("300 requests" in line for line in words["assumptions"]), words["assumptions"]
+
+
+def test_a_rate_defined_by_a_formula_over_every_token(run_cli: Any, tmp_path: Path) -> None:
+    # vLLM's offline benchmark prints tokens_per_second = total_num_tokens / elapsed_time: prompt
+    # and generated tokens together (it had been read as output tokens: dstack's 405B rows at
+    # 2048/2048 tokens came out +43% where the rate they report is +187% off)
+    total, output = _infer(
+        run_cli,
+        tmp_path,
+        "Llama 3.1 8B\tinput_len 1024 / output_len 1024\tbatch_size 64 (offline)\t1\t1\tH100 SXM\tbf16"
+        "\ttokens_per_second (= total_num_tokens / elapsed_time)\t8000",
+        "Llama 3.1 8B\tinput_len 1024 / output_len 1024\tbatch_size 64 (offline)\t1\t1\tH100 SXM\tbf16"
+        "\toutput tokens_per_second (= num_generated_tokens / elapsed_time)\t4000",
+    )
+    assert total["reading"]["key"] == "total_tokens_per_s"
+    assert output["reading"]["key"] == "output_tokens_per_s"
+    # the same run: prompt and output counted together is twice the output alone at 1024/1024
+    assert total["predicted"] == pytest.approx(2.0 * output["predicted"], rel=1e-6)

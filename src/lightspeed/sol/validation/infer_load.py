@@ -10,7 +10,8 @@ and decode-pool figures stay with the analytic steady state.
   (``49,152 requests``) or ten times the concurrency (at least 1,000, at most 20,000), and no
   more than four rounds of the concurrency (longer runs move the throughput by under 1%).
 * **Open loop** (``request rate R``, ``R req/s arrival``; a load with an arrival rate):
-  Poisson arrivals, the row's request count or 1,000.
+  Poisson arrivals, the row's request count (``--num-prompts 200``: a benchmark's whole run,
+  its drain included) or 1,000.
 * **All at once** (an infinite rate, ``QPS INF``, ``--request-rate inf``, with no concurrency
   stated): the row's request count (``500 requests``) issued together, simulated as an offline
   run (:func:`all_at_once_simulation`); without a count, the server at its most load.
@@ -61,7 +62,12 @@ from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, LengthD
 from lightspeed.sol.validation.published import PublishedRow, RowError
 from lightspeed.workload import TransformerSpec
 
-_REQUESTS: Final = re.compile(r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
+# A request count: ``49,152 requests``, ``500 prompts``, or by its benchmark flag, label first
+# (vLLM's and SGLang's ``--num-prompts 200``, ``Num Prompts 300``, ``num_requests 256``).
+_REQUESTS: Final = re.compile(
+    r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b"
+    r"|\bnum[_ -]?(?:prompts|requests)\s*[=:]?\s*(\d[\d,]*)(?![\d.])"
+)
 # The rate's number is taken whole (``1e400``, ``-2`` too) and checked, never cut to its digits.
 _RATE_NUMBER: Final = r"(-?\d[\d.]*(?:e[+-]?\d+)?)"
 # How a load's rate is labelled: ``request rate``, ``--request-rate``, ``request_rate``, ``arrival
@@ -115,7 +121,7 @@ class RowSimulation(Record):
 def row_requests(row: PublishedRow) -> int | None:
     """The request count a row states (``49,152 requests``), if any."""
     match = _REQUESTS.search(row.joined().lower())
-    return int(match.group(1).replace(",", "")) if match else None
+    return int((match.group(1) or match.group(2)).replace(",", "")) if match else None
 
 
 # A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``, ``4 QPS``,

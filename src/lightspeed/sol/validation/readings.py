@@ -215,7 +215,7 @@ _PER_ACCELERATOR: Final = re.compile(
 # without ``/s``: genai-perf's ``Output Token Throughput (per sec)``, LLMPerf's
 # ``mean_output_throughput_token_per_s`` (snake case read as words).
 _TOKEN_RATE: Final = re.compile(
-    r"tok(?:en)?s?\s*/\s*s|\btokens?\s+per\s+s(?:ec(?:ond)?)?\b|\b[tw]ps\b|\btgs\b|\btokens?\s+throughput\b"
+    r"tok(?:en)?s?\s*/\s*s|\btokens?[\s_]+per[\s_]+s(?:ec(?:ond)?)?\b|\b[tw]ps\b|\btgs\b|\btokens?\s+throughput\b"
 )
 # Tokens per GPU per second (``TGS``, as InternEvo's and other logs write it; ``tokens per GPU per
 # second``, ``tokens/GPU/s``, FlagPerf's ``token/p/s``, per processor): a per-GPU rate.
@@ -384,6 +384,7 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
     else:
         # the unit may stand beside the number only (``generation throughput`` <- ``3,500 tokens/s``)
         key = infer_key(lowered) or infer_key(f"{lowered} {value_text.lower()}")
+        key = _total_by_formula(key, metric.lower(), lowered)
     if value is not None and key:
         unstated = key in SERVING_LATENCY_KEYS and not (unit and _time_unit(unit)) and not _time_unit(lowered)
         value, unit = _convert(key, value, unit, lowered)
@@ -409,6 +410,16 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         flop_basis=_flop_basis(lowered),
         notes=notes,
     )
+
+
+def _total_by_formula(key: str, metric: str, lowered: str) -> str:
+    """``key``, or the total token rate where a token rate that names no side is defined by a
+    formula counting both (vLLM's offline benchmark: ``tokens_per_second (= total_num_tokens /
+    elapsed_time)``, prompt and generated tokens together)."""
+    if key != "output_tokens_per_s" or re.search(r"output|generat|complet|decode", lowered):
+        return key
+    formulas = " ".join(_FORMULA.findall(metric)).replace("_", " ")
+    return "total_tokens_per_s" if _BOTH_SIDES.search(formulas) else key
 
 
 # Requests per second (``req/s``, ``requests/sec``, ``requests per second``, ``RPS``, genai-perf's
@@ -447,7 +458,11 @@ _FIRST_TOKEN: Final = re.compile(r"\b(?:first|1st)[\s-]+token\b|ttft")
 # next to the rate, not as a length (``tokens/s at 1000 input tokens`` is output tokens).
 _INPUT_SIDE: Final = re.compile(r"(?<![\dk]\s)\b(?:input|prompt|prefill)\s+(?:tokens?|tok|throughput)\b")
 # Both sides counted (``Total Token throughput``, ``input+output tokens/s``, ``(input + output) tok/s``).
-_BOTH_SIDES: Final = re.compile(r"\btotal\s+tokens?\b|\binput\s*(?:\+|and|&)\s*output\b")
+# A rate of prompt and generated tokens together: ``total tokens``, vLLM's offline benchmark's
+# ``total_num_tokens / elapsed_time``, ``input + output``, ``prompt + generated``.
+_BOTH_SIDES: Final = re.compile(
+    r"\btotal[\s_]+(?:num[\s_]+)?tokens?\b|\b(?:input|prompt)\s*(?:\+|and|&)\s*(?:output|generat|completion)"
+)
 # Figures no steady-state prediction is: ``goodput`` (the requests within an SLO), a ``peak`` rate
 # over a short window, a benchmark's ``total latency`` or ``duration`` (grows with the request
 # count), ``time to second token``, request counts.
