@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.validation.published import PublishedRow
+from lightspeed.sol.core.stacks import stack_for
+from lightspeed.sol.validation.hardware_text import gpu_count
+from lightspeed.sol.validation.infer_precision import kv_precision
+from lightspeed.sol.validation.published import PublishedRow, format_keys
+from lightspeed.sol.validation.readings import read_cell
 from lightspeed.sol.validation.rows import row_year
 
 
@@ -100,3 +104,140 @@ def test_a_rate_defined_by_a_formula_over_every_token(run_cli: Any, tmp_path: Pa
     assert output["reading"]["key"] == "output_tokens_per_s"
     # the same run: prompt and output counted together is twice the output alone at 1024/1024
     assert total["predicted"] == pytest.approx(2.0 * output["predicted"], rel=1e-6)
+
+
+# --- a rephrasing probe of the 2025 dev rows and a fourth training probe: cells as sources write them
+
+
+@pytest.mark.parametrize(
+    ("metric", "key", "scope", "gpus"),
+    [
+        ("ms/token", "tpot_s", "job", None),  # a per-token latency in its unit alone
+        ("output tokens/s per tray (4 GPUs)", "output_tokens_per_s", "node", 4),
+        ("output tokens/s per GB200 tray", "output_tokens_per_s", "node", 4),  # NVL72: 4 GPUs a tray
+        ("tokens/s per server (8 GPUs)", "output_tokens_per_s", "node", 8),
+    ],
+)
+def test_serving_metric_cells(metric: str, key: str, scope: str, gpus: int | None) -> None:
+    (reading,) = read_cell(metric, "30,332", kind="infer")
+    assert (reading.key, reading.scope, reading.gpus_per_scope) == (key, scope, gpus)
+
+
+def test_a_per_token_latency_in_its_unit_alone_is_converted() -> None:
+    (reading,) = read_cell("ms/token", "6.325", kind="infer")
+    assert reading.value == pytest.approx(6.325e-3)
+
+
+@pytest.mark.parametrize(("metric", "key"), [("samp/s", "samples_per_s"), ("seq/s", "samples_per_s")])
+def test_training_sample_rates_abbreviated(metric: str, key: str) -> None:
+    (reading,) = read_cell(metric, "17.13", kind="train")
+    assert reading.key == key
+
+
+@pytest.mark.parametrize(
+    ("cell", "gpus"),
+    [
+        ("12 trays x 4 GPUs", 48),  # GB200 NVL72 compute trays
+        ("12 compute trays (4 GPUs each)", 48),
+        ("single GPU", 1),
+        ("one GPU", 1),
+        ("a single H100", 1),
+        ("one node", None),  # a node is not one GPU
+    ],
+)
+def test_gpu_counts_in_words(cell: str, gpus: int | None) -> None:
+    assert gpu_count(cell)[0] == gpus
+
+
+@pytest.mark.parametrize("cell", ["FP8-MX", "MX-FP8", "MX FP8", "FP8 (MX block scaling)", "fp8 mx"])
+def test_mx_formats_as_megatron_bridge_writes_them(cell: str) -> None:
+    # Megatron-Bridge's tables write MXFP8 as 'FP8-MX': it had been read as per-tensor FP8
+    assert "mxfp8" in format_keys(cell)
+
+
+@pytest.mark.parametrize("cell", ["NVFP4 MoE, 16-bit KV cache", "NVFP4, KV cache in 16 bits (bf16)"])
+def test_a_sixteen_bit_kv_cache_in_words(cell: str) -> None:
+    row = PublishedRow(row_id="I1", kind="infer", line=2, cells={"precision": cell})
+    assert kv_precision(row) == "bf16"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["torchtitan bf16, torch.compile off", "torchtitan compile = false", "torchtitan bf16 (compile: off)"],
+)
+def test_compile_said_to_be_off(text: str) -> None:
+    assert stack_for(text, 2025)[0].name == stack_for("torchtitan bf16, no compile", 2025)[0].name
+    assert "compile" not in stack_for(text, 2025)[0].name
+
+
+def test_megatrons_recompute_modules_are_selective(run_cli: Any, tmp_path: Path) -> None:
+    header = (
+        "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tGPUs\thardware\tprecision"
+        "\trecompute\tmetric\tmeasured"
+    )
+    (row,) = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        "T1\ttrain\tMegatron-LM 2025\tLlama 3.1 8B\t8192\t128\t1\t1\t1\t8\tH100 SXM\tbf16"
+        "\tMLP and MLA up projection (--recompute-modules mlp up_proj)\tTFLOP/s/GPU\t400",
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert row["plan"]["recompute"] == "selective"  # had been full: the word 'recompute' alone
+
+
+@pytest.mark.parametrize(
+    ("source", "year"), [("torchao e2e benchmarks @abc (2026-08), pytorch 2.7.0a0", 2025)]
+)
+def test_a_pytorch_release_dates_the_run(catalog: Catalog, source: str, year: int) -> None:
+    # the page's date (2026) is not the software's: PyTorch 2.7 was released in April 2025
+    row = PublishedRow(row_id="T1", kind="train", line=2, cells={"source": source})
+    assert row_year(row, catalog.accelerators["h100-sxm"]) == (year, "PyTorch 2.7")
+
+
+@pytest.mark.parametrize(
+    ("seq", "canonical"),
+    [
+        ("ISL:OSL 1024:2048", "ISL/OSL 1024/2048"),
+        ("ISL 2000 (decode)", "input 2000 tokens (decode)"),
+        ("input length 2,000 (decode)", "input 2000 tokens (decode)"),
+        ("2000-token input (decode)", "input 2000 tokens (decode)"),
+        ("input_len=2000 (decode)", "input 2000 tokens (decode)"),
+    ],
+)
+def test_lengths_as_sources_write_them(run_cli: Any, tmp_path: Path, seq: str, canonical: str) -> None:
+    # each had been refused: "the row gives no ISL/OSL or prompt length"
+    metric = "output tokens/s, decode pool" if "decode" in seq else "output tokens/s"
+    row, reference = _infer(
+        run_cli,
+        tmp_path,
+        *(
+            f"Llama 3.1 8B\t{cell}\tmax load\t1\t1\tH100 SXM\tfp8\t{metric}\t5000"
+            for cell in (seq, canonical)
+        ),
+    )
+    assert row["status"] == reference["status"] == "ok", row["reason"]
+    assert row["predicted"] == pytest.approx(reference["predicted"], rel=1e-9)
+
+
+def test_trtllm_max_batch_size_is_per_attention_rank(run_cli: Any, tmp_path: Path) -> None:
+    # trtllm-bench's --max_batch_size caps each attention-DP rank's batch: 128 x 8 ranks (it had
+    # been 128 for the whole replica: DeepSeek-R1 on 8 H200 read 81% slow)
+    header = (
+        "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tDP\tEP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    )
+    flag, words = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        *(
+            f"I{i}\tinfer\tTensorRT-LLM DeepSeek-R1 blog (trtllm-bench)\tDeepSeek-R1\tISL/OSL 1024/2048"
+            f"\t{load}\t1\t8 (attention DP)\t8\t8\tH200 (HGX, 8 GPUs)\tFP8\ttotal output tokens/s\t11489"
+            for i, load in enumerate(
+                ("--concurrency 1024 --max_batch_size 128", "concurrency 1024; max_batch 128 per rank"), 1
+            )
+        ),
+    )
+    assert flag["status"] == words["status"] == "ok", (flag["reason"], words["reason"])
+    assert any("at most 1024 per replica" in line for line in flag["assumptions"]), flag["assumptions"]
+    assert flag["predicted"] == pytest.approx(words["predicted"], rel=1e-9)

@@ -59,7 +59,12 @@ STACKS_SCHEMA_VERSION: Final = 1
 # column-wise (transposed, for the weight gradient) FP8 copies (1 + 1); current scaling reads
 # the tensor once more for its amax first (2); block scales add a scale byte per 32 values.
 FP8_CAST_BYTES: Final = {"delayed": 4.0, "current": 6.0, "block": 4.0 + 2.0 / 32.0}
-_NO_COMPILE: Final = re.compile(r"\b(?:no|without)\s+(?:torch\.)?compile")
+# torch.compile said to be off: ``no compile``, ``without torch.compile``, ``torch.compile off``,
+# ``compile = false``, ``compile: off``, ``compile disabled``, ``eager mode``.
+_NO_COMPILE: Final = re.compile(
+    r"\b(?:no|without)\s+(?:torch\.)?compile"
+    r"|\bcompile(?:d)?\b[\s\"'_]*(?:[:=]|is)?[\s\"']*(?:off|false|disabled?|none|0)\b"
+)
 
 
 @dataclass(frozen=True)

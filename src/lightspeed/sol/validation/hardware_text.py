@@ -269,11 +269,12 @@ def _gpus(count: int) -> str:
 
 
 # Nodes times GPUs per node, in a GPUs cell or a hardware cell: ``1024 nodes x 8``, ``2 nodes (8
-# GPUs each)``, ``128 hosts, 8 GPUs``, ``2 nodes of 8 H100``, ``64x8``, ``2 x 8 H100`` (a count
-# glued to a part, ``8xH100``, is not a product).
+# GPUs each)``, ``128 hosts, 8 GPUs``, ``2 nodes of 8 H100``, ``64x8``, ``2 x 8 H100``, a
+# rack-scale system's compute trays (``12 trays x 4 GPUs``, ``12 compute trays (4 GPUs each)``)
+# (a count glued to a part, ``8xH100``, is not a product).
 _NODES_TIMES_GPUS: Final = re.compile(
-    r"(?<![\w.])(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?)\s*(?:[x×*(,]|of|with)|[x×*])\s*(\d+)"
-    r"(?![\d.])",
+    r"(?<![\w.])(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?|(?:compute\s+)?trays?)\s*(?:[x×*(,]|of|with)"
+    r"|[x×*])\s*(\d+)(?![\d.])",
     re.IGNORECASE,
 )
 
@@ -290,14 +291,23 @@ def gpu_count(text: str) -> tuple[int | None, str]:
     """(GPUs, note) a GPUs cell writes: a count (``8,192``; ``16K`` is 16,384, as ML papers
     count clusters) or nodes times GPUs per node (``1024 nodes x 8`` is 8,192, said in the note).
 
-    >>> gpu_count("1024 nodes x 8"), gpu_count("16K H100s"), gpu_count("n/r")
-    ((8192, "GPUs: '1024 nodes x 8' read as 1024 x 8"), (16384, ''), (None, ''))
+    >>> gpu_count("1024 nodes x 8"), gpu_count("16K H100s"), gpu_count("n/r"), gpu_count("single GPU")
+    ((8192, "GPUs: '1024 nodes x 8' read as 1024 x 8"), (16384, ''), (None, ''), (1, ''))
     """
     product = _nodes_times_gpus(text)
     if product is not None:
         nodes, per_node, _ = product
         return nodes * per_node, f"GPUs: '{text.strip()}' read as {nodes} x {per_node}"
+    if _ONE_GPU.fullmatch(text.strip()):
+        return 1, ""
     return size_cell(text), ""
+
+
+# One GPU in words: ``single GPU``, ``one GPU``, ``a single H100`` (a part's name has a digit; not
+# ``one node``).
+_ONE_GPU: Final = re.compile(
+    r"(?:a\s+)?(?:single|one)(?:\s+(?:gpu|accelerator|device|card|[a-z]*\d[\w-]*)(?:\s+gpu)?)?", re.IGNORECASE
+)
 
 
 def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:

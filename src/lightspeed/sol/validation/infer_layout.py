@@ -55,8 +55,13 @@ INTEGER = r"(\d{1,3}(?:,\d{3})+|\d+)(?![\d.]|,\d|e[+-]?\d)"
 # ``--max-num-seqs``), ``max_running_requests 4096`` (SGLang's ``--max-running-requests``).
 _SEQUENCE_CAP = re.compile(
     r"max(?:imum)?[ _-]?(?:batch(?:[ _-]?size)?|num[ _-]?seqs|running[ _-]?requests)\s*[=:]?\s*"
-    rf"{INTEGER}(?P<per_rank>\s*(?:per|/)\s*(?:attention\s+)?(?:rank|gpu|dp\s+rank)\b)?"
+    rf"{INTEGER}(?P<per_rank>\s*\(?\s*(?:per|/)\s*(?:attention[ -]?(?:dp\s+)?)?(?:rank|gpu|dp\s+rank)\b)?"
 )
+# TensorRT-LLM's own flag (``--max_batch_size``, trtllm-bench and trtllm-serve): each attention-DP
+# rank schedules its own batch of that many (the DeepSeek-R1 blog's 'concurrency 3072' over eight
+# ranks of ``--max_batch_size 384``)
+_TRTLLM_CAP_FLAG = re.compile(r"max_batch_size")
+_TRTLLM = re.compile(r"tensorrt[ _-]?llm|trt[ _-]?llm|trtllm")
 # A cap's label with a value no whole number reads (``maximum batch size 1e400``, ``max_num_seqs=-1``,
 # ``max batch nan``): refused, never dropped
 _CAP_VALUE = re.compile(
@@ -532,9 +537,12 @@ def stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, s
     per_rank = int(cap.group(1).replace(",", ""))
     if per_rank < 1:
         raise RowError(f"the cap '{cap.group(0).strip()}' allows no sequence: a cap is a whole number >= 1")
-    ranks = plan.dp_attention if cap.group("per_rank") else 1
+    each_rank = bool(cap.group("per_rank")) or bool(
+        _TRTLLM_CAP_FLAG.search(cap.group(0)) and _TRTLLM.search(row.joined())
+    )
+    ranks = plan.dp_attention if each_rank else 1
     where = f" x {ranks} attention ranks" if ranks > 1 else ""
-    note = f"server cap of {per_rank} sequences{' per rank' if cap.group('per_rank') else ''}{where}"
+    note = f"server cap of {per_rank} sequences{' per rank' if each_rank else ''}{where}"
     return replace(plan, max_batch=per_rank * ranks), f"{note}: at most {per_rank * ranks} per replica"
 
 

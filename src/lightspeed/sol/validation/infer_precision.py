@@ -299,8 +299,9 @@ def _vendor_format(key: str, vendor: str) -> tuple[str, str] | None:
     return None
 
 
-_KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4)"
+_KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4|16[\s-]*bits?)"
 # ``bf16/FP16 KV cache``, ``FP8 KV``, ``KV cache fp8``, ``KV cache: fp8``, ``kv cache in fp8``,
+# ``16-bit KV cache``, ``KV cache in 16 bits``,
 # vLLM's ``--kv-cache-dtype fp8`` (``kv_cache_dtype=fp8``); ``bf16 attention``, ``bf16 MLA``,
 # ``attention in bf16``: the attention kernels read the cache in the format they compute in. None
 # of them is the weights' format.
@@ -316,7 +317,8 @@ def kv_precision(row: PublishedRow) -> str | None:
     match = _KV_PRECISION.search(format_keys(row.text("precision")))
     if match is None:
         return None
-    return next(group for group in match.groups() if group)
+    kv = next(group for group in match.groups() if group)
+    return "bf16" if kv.startswith("16") else kv  # ``16-bit KV cache``: the same bytes either way
 
 
 __all__ = [

@@ -120,13 +120,13 @@ INFERENCE_METRICS = (
     "request_latency_s",
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
-_PAIR_LABEL = r"(?:isl\s*/\s*osl|input\s*/\s*output|in\s*/\s*out)"
-# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``; a label naming the pair's lengths
-# and the pair said with a comma, ``Input/Output Lengths 2048, 2048`` (TensorRT-LLM's tables); or the
-# pair first: ``128/2048 (ISL/OSL)``
+_PAIR_LABEL = r"(?:isl\s*[/:]\s*osl|input\s*/\s*output|in\s*/\s*out)"
+# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``, ``ISL:OSL 1024:2048``; a label
+# naming the pair's lengths and the pair said with a comma, ``Input/Output Lengths 2048, 2048``
+# (TensorRT-LLM's tables); or the pair first: ``128/2048 (ISL/OSL)``
 _PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?"
 _ISL_OSL = re.compile(
-    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*[/,]\s*{_COUNT}"
+    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*[/,:]\s*{_COUNT}"
     rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
 )
 # Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
@@ -199,7 +199,15 @@ def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
 
 
 _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
-_INPUT_ONLY = re.compile(rf"(?:input|kv length|context)\s*(?:of\s*)?{_COUNT}\s*(?:tokens)?")
+# A pool's context alone, label before or after the number: ``input 2000 tokens``, ``ISL 2000``,
+# ``ISL=2000``, ``input length 2,000``, ``input_len=2000``, ``2000 input tokens``, ``2000-token
+# input``, ``prompt length 2000``, ``KV length 4096``, ``context of 8k``.
+_INPUT_ONLY = re.compile(
+    _length_half(
+        rf"(?:isl|input{_LENGTH_WORD}|prompt{_LENGTH_WORD}|kv[\s_-]length|context(?:[\s_-]length)?(?:\s+of)?)",
+        "isl",
+    )
+)
 _TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
 # ``generated using version 0.17``: a version said in words, read where the source names TensorRT-LLM
 _TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
@@ -388,17 +396,19 @@ def _load(row: PublishedRow) -> _RowLoad:
         isl, osl = _tokens(prompt.group("isl_a") or prompt.group("isl_b")), 1
     elif decode and (context := _INPUT_ONLY.search(text)):
         # A decode pool's figure with only the context stated: decode right after the prompt.
+        tokens = context.group("isl_a") or context.group("isl_b")
         return _RowLoad(
-            ServingLoad(_tokens(context.group(1)), 1),
+            ServingLoad(_tokens(tokens), 1),
             "decode",
-            f"decode pool on its own at a context of {context.group(1)} tokens, KV-limited batch",
+            f"decode pool on its own at a context of {tokens} tokens, KV-limited batch",
         )
     elif prefill_pool and (context := _INPUT_ONLY.search(text)):
         # A prefill pool's figure: prompts of the stated length, each ending at its first token.
+        tokens = context.group("isl_a") or context.group("isl_b")
         return _RowLoad(
-            ServingLoad(_tokens(context.group(1)), 1),
+            ServingLoad(_tokens(tokens), 1),
             "continuous",
-            f"prefill pool on its own: {context.group(1)}-token prompts at the most load it holds",
+            f"prefill pool on its own: {tokens}-token prompts at the most load it holds",
         )
     elif dataset := find_benchmark_dataset(_load_cells(row)):
         # a dataset named without lengths (``ShareGPT``): its mean request, said in the assumptions

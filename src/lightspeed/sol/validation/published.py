@@ -38,6 +38,10 @@ _SPELLED_FORMATS: Final = (
     (re.compile(r"\bfloat16\b|^half$|\bhalf[\s-]+precision\b"), "fp16"),
     (re.compile(r"\bfloat8\w*|\be[45]m[23]\w*"), "fp8"),
     (re.compile(r"\bfloat32\b"), "fp32"),
+    # MX block-scaled formats as Megatron-Bridge's tables and others write them: ``FP8-MX``,
+    # ``MX-FP8``, ``MX FP8``, ``FP8 (MX block scaling)``
+    (re.compile(r"\bfp8[\s-]*mx\b|\bmx[\s-]+fp8\b|\bfp8\s*\(\s*mx\b[^)]*\)"), "mxfp8"),
+    (re.compile(r"\bfp4[\s-]*mx\b|\bmx[\s-]+fp4\b|\bfp4\s*\(\s*mx\b[^)]*\)"), "mxfp4"),
 )
 MAX_TABLE_BYTES = 32 * 2**20
 
@@ -133,6 +137,8 @@ def format_keys(text: str) -> str:
 
     >>> format_keys("Float8 (torchao, tensorwise)"), format_keys("FP8 (E4M3)"), format_keys("half")
     ('fp8 (torchao, tensorwise)', 'fp8 (fp8)', 'fp16')
+    >>> format_keys("FP8-MX"), format_keys("MX FP8"), format_keys("MXFP8 (FP8-MX)")
+    ('mxfp8', 'mxfp8', 'mxfp8 (mxfp8)')
     """
     lowered = text.strip().lower()
     for spelled, key in _SPELLED_FORMATS:

@@ -54,8 +54,15 @@ _TIME_UNITS: Final = (
     (re.compile(r"\(d\)|\bdays?\b|\bd\b"), "d", 86400.0),
     (re.compile(r"\(s\)|\bs\b|\bsecs?\b|seconds?"), "s", 1.0),
 )
-_PER_NODE: Final = re.compile(r"per\s+(?:[\w-]+\s+)?node|/\s*node")
-_NODE_SIZE: Final = re.compile(r"\((\d+)\s*gpus?\)")
+# Per node, as sources write it: ``per node``, ``/node``, ``per server`` / ``per host``, and a
+# rack-scale system's compute tray (``per GB200 tray (4 GPUs)``).
+_PER_NODE: Final = re.compile(
+    r"per\s+(?:[\w-]+\s+)?(?:node|server|host|(?P<tray>tray))s?\b|/\s*(?:node|server|host)\b"
+)
+_NODE_SIZE: Final = re.compile(r"\((\d+)\s*gpus?(?:\s+each)?\)")
+# A compute tray of GB200 / GB300 NVL72 holds two superchips: four GPUs (NVIDIA GB200 NVL72 product
+# page: 18 compute trays of 72 GPUs).
+TRAY_GPUS: Final = 4
 # The peak a utilization is taken against, as metric cells name it: ``MFU vs 989 TF``, ``MFU (of
 # 1,979 TFLOPS)``, ``MFU @ 989 TFLOP/s``, ``MFU (989 TFLOPS peak)``, ``989 TFLOP/s dense BF16 peak``.
 _PEAK: Final = re.compile(
@@ -194,9 +201,9 @@ _PER_USER: Final = re.compile(
 def _scope(metric: str) -> tuple[str, int | None]:
     if _PER_USER.search(metric):
         return "user", None
-    if _PER_NODE.search(metric):
+    if node := _PER_NODE.search(metric):
         size = _NODE_SIZE.search(metric)
-        return "node", int(size.group(1)) if size else None
+        return "node", int(size.group(1)) if size else TRAY_GPUS if node.group("tray") else None
     if _PER_ACCELERATOR.search(metric):
         return "gpu", 1
     return "job", None
@@ -236,9 +243,10 @@ _STEP_TIME: Final = re.compile(
 _STEP_RATE: Final = re.compile(r"\b(?:steps?|it(?:er(?:ation)?s?)?)\s*(?:/|per)\s*s(?:ec(?:ond)?)?\b")
 # FLOP utilization spelled out: ``Model FLOPs Utilization``, ``hardware FLOP utilisation``.
 _SPELLED_UTILIZATION: Final = re.compile(r"\b(model|hardware)\s+flops?\s+utili[sz]ation")
-# Training samples per second: ``samples/s``, ``samples/sec``, ``sequences per second``.
+# Training samples per second: ``samples/s``, ``samples/sec``, ``samp/s``, ``seq/s``,
+# ``sequences per second``.
 _SAMPLE_RATE_TRAIN: Final = re.compile(
-    r"(?:samples?|sequences?)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
+    r"(?:samp(?:les?)?|seqs?|sequences?)\s*(?:/\s*s(?:ec(?:ond)?)?\b|per\s+sec(?:ond)?\b)"
 )
 
 
@@ -433,9 +441,10 @@ _SAMPLE_RATE: Final = re.compile(r"(?:samples?|quer(?:y|ies))\s*(?:/\s*s\b|per s
 
 # The time per output token as sources write it: ``TPOT``, ``time per output token``, MLPerf's
 # ``Time to Output Token`` (``Mean Time to Output Token (ns)``), ``latency per token``,
-# ``per-token latency``: one request's decode time over its tokens.
+# ``per-token latency``, ``ms/token``: one request's decode time over its tokens.
 _PER_OUTPUT_TOKEN: Final = re.compile(
     r"\btpot\b|(?:per|to)[\s-]+output[\s-]+token|(?:latency|time)\s+per\s+token|per[\s-]+token\s+latency"
+    r"|\b(?:ms|milliseconds?|s|secs?|seconds?)\s*(?:/|per)\s*(?:output\s+)?token\b"
 )
 # The gap between two tokens of a stream as sources write it: ``ITL`` (vLLM, SGLang, genai-perf's
 # ``Inter Token Latency``), ``inter-token latency``, ``TBT`` / ``time between tokens`` (Sarathi,

@@ -187,12 +187,28 @@ _MLPERF_ROUND: Final = re.compile(
 )
 
 
+# The PyTorch a run used (``pytorch 2.7.0a0``, ``torch==2.5.1``, ``PyTorch v2.4``): it dates the
+# software better than a page's date (a 2026 commit of a table measured on 2.7).
+_PYTORCH_RELEASE: Final = re.compile(
+    r"\b(?:py)?torch\s*(?:==|v|version)?\s*([12])\.(\d{1,2})(?![\d])", re.IGNORECASE
+)
+
+
+def _pytorch_year(major: int, minor: int) -> int:
+    """The year PyTorch ``major.minor`` was released: 2.0 and 2.1 in 2023, then four minor releases
+    a year from 2.2 (January 2024; pytorch.org release notes: 2.6 January 2025, 2.10 January 2026);
+    1.8-1.10 in 2021, 1.11-1.13 in 2022."""
+    if major == 1:
+        return 2021 if minor <= 10 else 2022
+    return 2023 if minor < 2 else 2024 + (minor - 2) // 4
+
+
 def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
     """(year of the software a row ran, where it was read): a ``YY.MM`` release or container
     (``v25.04``, ``25.11 NeMo Container``, ``26.02.01 NeMo Container``), else an MLPerf round
-    (``MLPerf Inference v5.0``, ``inference_results_v4.1``: v4.x ran in 2024), else the first year
-    the source names (``2024-12``, ``SC21``), else 2020 for Ampere/Volta and 2024 for later
-    hardware."""
+    (``MLPerf Inference v5.0``, ``inference_results_v4.1``: v4.x ran in 2024), else a PyTorch
+    release (``pytorch 2.7.0a0``: 2025), else the first year the source names (``2024-12``,
+    ``SC21``), else 2020 for Ampere/Volta and 2024 for later hardware."""
     source = row.text("source")
     release = _CONTAINER.search(source)
     if release:
@@ -200,6 +216,10 @@ def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
     mlperf = _MLPERF_ROUND.search(source)
     if mlperf:
         return 2020 + int(mlperf.group(1) or mlperf.group(2)), f"MLPerf round {mlperf.group(0)}"
+    torch = _PYTORCH_RELEASE.search(source)
+    if torch:
+        major, minor = int(torch.group(1)), int(torch.group(2))
+        return _pytorch_year(major, minor), f"PyTorch {major}.{minor}"
     match = re.search(r"\b(20[12]\d)\b", source) or re.search(r"\bSC(\d\d)\b", source)
     if match:
         year = int(match.group(1))
@@ -493,8 +513,9 @@ _LAYER_SAC: Final = re.compile(r"selective[-_]ac[-_]option[\s=:\"']*(\d+)")
 # SAC``, ``selective_ac_option="op"``
 _PER_OP: Final = re.compile(r"per[\s-]*op\b|\(op\b|\bop[\s-]+level\b|[=:]\s*[\"']?op\b")
 # the stack's selective policy: ``selective``, ``partial``, torchtitan's ``SAC``, Megatron-LM's
-# ``--recompute-activations``
-_SELECTIVE: Final = re.compile(r"selective|partial|\bsac\b|recompute[-_]activations")
+# ``--recompute-activations`` and ``--recompute-modules mlp up_proj`` (the modules of selective
+# granularity: megatron/core/transformer/transformer_config.py ``recompute_modules``)
+_SELECTIVE: Final = re.compile(r"selective|partial|\bsac\b|recompute[-_](?:activations|modules)")
 # MaxText's and JAX's remat policies (``remat_policy``, ``jax.checkpoint_policies``): ``full`` and
 # ``nothing_saveable`` recompute the whole block; ``everything_saveable`` nothing; the policies that
 # save the matmuls' outputs and recompute the rest (``minimal``, ``minimal_flash``, ``save_dot_*``,
@@ -1192,9 +1213,10 @@ def _log_rate_per_device(reading: Reading, stack: Stack) -> Reading:
 
 # a job's token rate is labelled so when a source means it (``total``, ``global``, ``aggregate``)
 _JOB_RATE_WORDS: Final = re.compile(r"\b(?:total|global|aggregate|cluster|job|all\s+gpus|combined)\b")
-# model FLOP/s as a share of the GPU's dense BF16 peak: below the first no training run reads; the
-# second bounds what a per-GPU reading may imply
-_IMPLAUSIBLE_MFU: Final = 0.005
+# model FLOP/s as a share of the GPU's dense BF16 peak: below the first no training run reads (no
+# job-level rate of the repository's 1,100 published rows falls under it); the second bounds what a
+# per-GPU reading may imply
+_IMPLAUSIBLE_MFU: Final = 0.05
 _PLAUSIBLE_MFU: Final = (0.03, 1.0)
 
 
@@ -1202,9 +1224,10 @@ def _unlabelled_rate_per_gpu(
     reading: Reading, model: TransformerSpec, num_gpus: int, accelerator: Accelerator
 ) -> Reading:
     """A bare token rate (``tokens/sec``, no word that makes it the job's) that would put the job
-    below half a percent of its GPUs' dense BF16 peak in model FLOPs (6 x active parameters per
-    token), but one GPU at a plausible share of it, is that GPU's rate: torchtitan's and
-    MaxText's tables print their logs' per-device rate under such a label."""
+    below 5% of its GPUs' dense BF16 peak in model FLOPs (6 x active parameters per token), but one
+    GPU at a plausible share of it, is that GPU's rate: torchtitan's, torchao's and MaxText's
+    tables print their logs' per-device rate under such a label (torchao's ``Median
+    tokens/second`` of Llama 3 8B on 8 H100, 6,150: 3.7% of the job's peak, 30% of one GPU's)."""
     peak = accelerator.compute.get("bf16")
     if (
         reading.key != "tokens_per_s"
