@@ -241,3 +241,25 @@ def test_trtllm_max_batch_size_is_per_attention_rank(run_cli: Any, tmp_path: Pat
     assert flag["status"] == words["status"] == "ok", (flag["reason"], words["reason"])
     assert any("at most 1024 per replica" in line for line in flag["assumptions"]), flag["assumptions"]
     assert flag["predicted"] == pytest.approx(words["predicted"], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("server", "tp", "pp"),
+    [("vLLM 0.10 (2025)", 8, 2), ("SGLang 0.4.9 (2025)", 16, 1)],
+)
+def test_a_model_no_node_holds_spans_nodes_as_its_server_does(
+    run_cli: Any, tmp_path: Path, server: str, tp: int, pp: int
+) -> None:
+    # DeepSeek-R1 in FP8 (671 GB) outgrows one 8 x 80 GB H100 node: a row naming no TP had been
+    # refused (tp=1 x16 replicas did not fit). vLLM's distributed-serving guide pipelines across
+    # nodes (TP = a node's GPUs, PP = nodes); SGLang's DeepSeek guide runs --tp 16 --nnodes 2.
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    (row,) = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        f"U1\tinfer\t{server}\tDeepSeek-R1\tISL 128 / OSL 1024\tconcurrency 1\t16\t16 H100 (2 nodes)\tFP8"
+        "\tMedian TPOT (ms)\t23.2",
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert (row["plan"]["tp"], row["plan"]["pp"], row["plan"]["replicas"]) == (tp, pp, 1)

@@ -495,15 +495,16 @@ def unstated_tp(
     load: ServingLoad,
     simulation: RowSimulation | None,
     num_gpus: int,
-) -> tuple[int | None, str]:
-    """(TP, note) of a row whose cells state no TP: an MLPerf row's most productive split
+) -> tuple[int | None, int | None, str]:
+    """(TP, PP, note) of a row whose cells state no TP: an MLPerf row's most productive split
     (:func:`mlperf_split`), a row saying it ran one instance (:func:`_one_instance`), else, where no
-    cell splits or copies the model, the smallest TP that holds it (:func:`fitting_split`);
-    ``(None, '')`` where the stated degrees decide."""
+    cell splits or copies the model, the smallest TP that holds it, pipelined across scale-up
+    domains where none holds it alone (:func:`fitting_split`); ``None`` for what the stated degrees
+    decide."""
     if stated.tp is not None:
-        return None, ""
+        return None, None, ""
     if simulation is not None and simulation.mlperf:
-        return mlperf_split(
+        mlperf_tp, note = mlperf_split(
             model,
             cluster,
             precision.format,
@@ -511,11 +512,18 @@ def unstated_tp(
             num_gpus=num_gpus,
             effective_bits=precision.effective_bits,
         )
+        return mlperf_tp, None, note
     if not stated.splits and stated.pp is None and _ONE_INSTANCE.search(row.joined()):
-        return _one_instance(cluster, num_gpus)
+        one_tp, note = _one_instance(cluster, num_gpus)
+        return one_tp, None, note
     if not stated.splits:
-        return fitting_split(model, cluster, precision.format, load, num_gpus=num_gpus) or (None, "")
-    return None, ""
+        across = "tp" if _SGLANG.search(row.joined()) else "pp"
+        split = fitting_split(model, cluster, precision.format, load, num_gpus=num_gpus, across=across)
+        if split is None:
+            return None, None, ""
+        tp, pp, note = split
+        return tp, (pp if stated.pp is None and pp > 1 else None), note
+    return None, None, ""
 
 
 # The cells a server's cap is written in: the load cells, and a server's options in the sharding
@@ -544,6 +552,12 @@ def stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, s
     where = f" x {ranks} attention ranks" if ranks > 1 else ""
     note = f"server cap of {per_rank} sequences{' per rank' if each_rank else ''}{where}"
     return replace(plan, max_batch=per_rank * ranks), f"{note}: at most {per_rank * ranks} per replica"
+
+
+# SGLang spans nodes with tensor parallelism (its DeepSeek-V3 guide: ``--tp 16 --nnodes 2`` on two
+# 8-GPU H100/H800 nodes); vLLM's distributed-serving guide sets TP to a node's GPUs and PP to the
+# node count, as TensorRT-LLM's multi-node examples pipeline across nodes
+_SGLANG = re.compile(r"\bsglang\b")
 
 
 # One server instance over all the row's GPUs (``a single instance on all eight GPUs``, ``one

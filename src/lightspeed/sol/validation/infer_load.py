@@ -324,26 +324,49 @@ def fitting_split(
     load: ServingLoad,
     *,
     num_gpus: int | None = None,
-) -> tuple[int, str] | None:
-    """(TP, note) of a row that names no TP, EP or attention DP: the smallest TP (a power of two
+    across: str = "pp",
+) -> tuple[int, int, str] | None:
+    """(TP, PP, note) of a row that names no TP, EP or attention DP: the smallest TP (a power of two
     inside the scale-up domain, dividing the row's ``num_gpus``, default all of ``cluster``'s) whose
     GPUs hold the model with one request of the row's lengths, replicas filling the rest, as an
-    operator sizes a deployment (``1`` when one GPU holds it: every GPU a replica). ``None`` when no
-    split does."""
+    operator sizes a deployment (``1`` when one GPU holds it: every GPU a replica); where no scale-up
+    domain holds it, the domain's TP times the fewest pipeline stages across domains that do
+    (DeepSeek-R1 in FP8 on two 8-GPU H100 nodes: TP 8 x PP 2, as vLLM's multi-node guide runs it),
+    or with ``across="tp"`` the fewest domains in one TP group (TP 16: SGLang's ``--tp 16 --nnodes
+    2``). ``None`` when no split does."""
     gpus = num_gpus or cluster.num_accelerators
     one_request = ServingLoad(load.input_tokens, load.output_tokens)
-    for tp in (1, 2, 4, 8, 16, 32, 64):
-        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
-            continue
-        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision)
+    holds = f"{model.name} in {precision} and a request of the row's lengths"
+    domain = min(gpus, cluster.system.scale_up_domain_size)
+    splits = [(tp, 1) for tp in (1, 2, 4, 8, 16, 32, 64) if tp <= domain and not gpus % tp]
+    if across == "tp":
+        splits += [(domain * nodes, 1) for nodes in (2, 4, 8, 16) if not gpus % (domain * nodes)]
+    else:
+        splits += [(domain, pp) for pp in (2, 4, 8, 16) if not gpus % (domain * pp)]
+    for tp, pp in splits:
+        plan = InferencePlan(tp=tp, pp=pp, replicas=gpus // (tp * pp), precision=precision)
         hardware = inference_hardware_for(cluster, plan, None, None, model=model)
         if bool(deployment_memory(model, hardware, plan, one_request).fits[0]):
-            holds = f"{model.name} in {precision} and a request of the row's lengths"
-            replicas = f"x{gpus // tp} replica{'s' if gpus // tp > 1 else ''}"
-            if tp == 1:
-                return tp, f"row without TP: tp=1 {replicas}, one GPU holds {holds}"
-            return tp, f"row without TP: tp={tp} {replicas}, the smallest TP whose GPUs hold {holds}"
+            return tp, pp, _split_note(tp, pp, domain, gpus // (tp * pp), holds)
     return None
+
+
+def _split_note(tp: int, pp: int, domain: int, copies: int, holds: str) -> str:
+    """What :func:`fitting_split` chose, and why."""
+    replicas = f"x{copies} replica{'s' if copies > 1 else ''}"
+    if pp > 1:
+        return (
+            f"row without TP: tp={tp} pp={pp} {replicas}, no scale-up domain of {domain} GPUs holds "
+            f"{holds}: the fewest pipeline stages across domains that do"
+        )
+    if tp > domain:
+        return (
+            f"row without TP: tp={tp} {replicas}, no scale-up domain of {domain} GPUs holds {holds}: "
+            "the fewest domains in one TP group that do (SGLang's multi-node TP)"
+        )
+    if tp == 1:
+        return f"row without TP: tp=1 {replicas}, one GPU holds {holds}"
+    return f"row without TP: tp={tp} {replicas}, the smallest TP whose GPUs hold {holds}"
 
 
 def latency_percentile(metric_text: str) -> float | None:

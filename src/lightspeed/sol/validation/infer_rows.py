@@ -585,7 +585,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     load, batching, load_note, simulation = _row_load(row)
     mlperf = load_mlperf_workload(simulation.mlperf) if simulation is not None and simulation.mlperf else None
     precision = infer_precision.precision(row, cluster.system.accelerator, model, mlperf=mlperf)
-    split_tp, split_note = unstated_tp(
+    split_tp, split_pp, split_note = unstated_tp(
         row,
         stated,
         model=model,
@@ -595,6 +595,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         simulation=simulation,
         num_gpus=num_gpus,
     )
+    if split_pp is not None:  # no scale-up domain holds the model: pipelined across domains
+        stated = stated._replace(pp=split_pp)
     one_pool = batching == "decode" or _names_pool(row, "prefill")
     plan, plan_notes = deployment(row, model, num_gpus, precision, stated, tp=split_tp, one_pool=one_pool)
     plan, cap_note = stated_cap(row, plan)
