@@ -10,9 +10,16 @@ dashes), and a family version written with a ``v`` before the size the same as w
 (``LLaMA v3.1 8B`` = ``Llama 3.1 8B``, as TensorRT-LLM's tables write it), a family's
 undotted ``V`` glued or apart (``DeepSeekV3`` = ``DeepSeek-V3``, as Megatron-Bridge's tables
 write it), and Ollama's tag
-after a colon as a word (``llama3.1:8b`` = ``llama3.1-8b``). Version tags
+after a colon as a word (``llama3.1:8b`` = ``llama3.1-8b``), and a family's two-digit
+version glued before the size as a dotted one (``llama31_405b`` = ``llama-3.1-405b``, as
+Megatron-Bridge's recipes write it). Version tags
 (``v0.1``) are kept apart: Mistral's v0.1 and v0.3 differ in
 vocabulary, so a name's version must be one the model lists (:class:`ReducedName`).
+
+:func:`name_readings` gives the other ways a published cell may name a model (the text
+before a note in parentheses, a bare size with the architecture a parenthesis names, the
+base a known fine-tune family is named after); :func:`split_active` the active-parameter
+word an MoE's name may carry or leave out (``Qwen3-235B-A22B`` = ``Qwen3-235B``).
 The model twin of :mod:`lightspeed.catalog.names` (the same reduction for hardware names).
 
 >>> reduce_name("meta-llama/Llama-2-70b-chat-hf").base
@@ -32,7 +39,7 @@ from typing import Final
 from lightspeed.datafile import normalize_name
 
 # Fine-tunes of one architecture: chat, instruction, reasoning and base checkpoints.
-TUNE_TAGS: Final = frozenset({"instruct", "chat", "it", "base", "hf", "pt", "thinking"})
+TUNE_TAGS: Final = frozenset({"instruct", "chat", "it", "base", "hf", "pt", "thinking", "sft", "dpo"})
 # Checkpoint formats (the weights' precision or quantization method), one word or two.
 FORMAT_TAGS: Final = frozenset(
     {"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "bf16", "fp16"}
@@ -57,6 +64,13 @@ _GLUE: Final = re.compile(r"(?<=[a-z])-(?=v?\d)")
 # A dotted family version written with a v, after a word and before the size: llama-v3.1-8b
 # (not a version tag, mistral-7b-instruct-v0.3-fp8, nor an undotted name, deepseek-v3).
 _FAMILY_V: Final = re.compile(r"(?:^|(?<=-))([a-z]+)-v(?=\d+\.\d+-\d+(?:\.\d+)?[bm]\b)")
+# A family's major and minor version glued undotted, right before the size: llama31-405b ->
+# llama3.1-405b, qwen25-72b -> qwen2.5-72b (Megatron-Bridge's recipe names: ``llama31_405b``,
+# ``llama32_1b``). Exactly two digits and a size next, so ``llama-33b``, ``falcon-40b`` and
+# ``mpt-30b`` (sizes) and ``nllb-200-3.3b`` (three digits) stay as they are.
+_UNDOTTED: Final = re.compile(r"(?:^|(?<=-))([a-z]+)([1-9])(\d)(?=-\d+(?:\.\d+)?[bmt](?:-|$))")
+# An MoE's active-parameter word after its total: qwen3-235b-a22b, deepseekv3-671b-a37b.
+_ACTIVE: Final = re.compile(r"(?<=\d[bt])-(a\d+(?:\.\d+)?b)(?=-|$)")
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,8 @@ def reduce_name(name: str) -> ReducedName:
     True
     >>> reduce_name("llama3.1:70b-instruct-fp16").base  # Ollama's tags: family:size-variant
     'llama3.1-70b'
+    >>> reduce_name("llama31_405b").base  # Megatron-Bridge's recipe names
+    'llama3.1-405b'
     """
     key = normalize_name(name).rsplit("/", 1)[-1].replace(":", "-")
     key = re.sub(r"^meta-(?=llama)", "", key)
@@ -115,8 +131,83 @@ def reduce_name(name: str) -> ReducedName:
             versions.append(removed)
         elif kind == "format":
             formats.append(removed)
-    base = _GLUE.sub("", "-".join(tokens))
+    base = _UNDOTTED.sub(r"\1\2.\3", _GLUE.sub("", "-".join(tokens)))
     return ReducedName(base=base, versions=tuple(sorted(versions)), formats=tuple(reversed(formats)))
+
+
+def split_active(base: str) -> tuple[str, str | None]:
+    """(``base`` without its MoE active-parameter word, that word or ``None``) of a reduced base.
+
+    Tables write an MoE by its total alone (``Qwen3 235B``) or with its active count where the
+    model's own name has none (``DeepSeek-V3 671B-A37B``); the registry compares these once
+    nothing matches the whole name.
+
+    >>> split_active(reduce_name("Qwen3-235B-A22B").base)
+    ('qwen3-235b', 'a22b')
+    >>> split_active("llama3-70b")
+    ('llama3-70b', None)
+    """
+    match = _ACTIVE.search(base)
+    if match is None:
+        return base, None
+    return base[: match.start()] + base[match.end() :], match.group(1)
+
+
+# A bare size, the whole text before a parenthesis that names the architecture: ``70B (Meta Llama3
+# architecture)``.
+_BARE_SIZE: Final = re.compile(r"\d+(?:\.\d+)?\s*[bmt]", re.IGNORECASE)
+_SIZE_WORD: Final = re.compile(r"(?<![a-z0-9.])\d+(?:\.\d+)?\s*[bmt]\b", re.IGNORECASE)
+# words that say a parenthesis names a model's architecture, not a variant or a framework (the
+# same words :mod:`lightspeed.sol.validation.rows` reads)
+_ARCHITECTURE_WORDS: Final = re.compile(
+    r"\b(?:architecture|arch|config|shapes|same\s+as|like)\b", re.IGNORECASE
+)
+# Fine-tune families named after the checkpoint they tune, with its architecture unchanged: Nous
+# Research's Hermes (``Hermes-3-Llama-3.1-405B``, ``Nous-Hermes-2-Mixtral-8x7B-DPO``,
+# ``Hermes-2-Pro-Llama-3-8B``), Teknium's OpenHermes (``OpenHermes-2.5-Mistral-7B``),
+# Cognitive Computations' Dolphin (``dolphin-2.9-llama3-8b``) and AI2's Tulu
+# (``Llama-3.1-Tulu-3-8B``). A list, not a rule for any name that holds a base's name: pruned or
+# searched models (``Llama-3.3-Nemotron-Super-49B``), distillations into another base
+# (``DeepSeek-R1-Distill-Qwen-7B`` is Qwen2.5-Math-7B) and draft heads (``EAGLE3-LLaMA3.1-8B``)
+# name a base whose shapes they do not have.
+_FINE_TUNER: Final = re.compile(
+    r"(?:^|-)(?:(?:nous-)?(?:open)?hermes(?:-?\d+(?:\.\d+)*)?(?:-pro)?|(?:dolphin|tulu)(?:-?\d+(?:\.\d+)*)?)(?=-)"
+)
+
+
+def name_readings(name: str) -> list[str]:
+    """``name`` and the other ways it may name a model, to be tried in order.
+
+    The text before a parenthesis (``Qwen3-235B (MoE, 22B active)``: the note is the row's, not
+    the name's); a bare size with the architecture its parenthesis names (``70B (Meta Llama3
+    architecture)`` = ``Meta Llama3 70B``); a parenthesis that names the architecture with its size
+    (``LlamaT 7B (Llama 2 7B architecture)``); and each of these without a fine-tune family's
+    word (``Hermes-3-Llama-3.1-405B`` = ``Llama-3.1-405B``, :data:`_FINE_TUNER`).
+
+    >>> name_readings("70B (Meta Llama3 architecture)")
+    ['70B (Meta Llama3 architecture)', '70B', 'Meta Llama3 70B']
+    >>> name_readings("NousResearch/Hermes-3-Llama-3.1-405B-FP8")[-1]
+    'llama-3.1-405b-fp8'
+    """
+    readings = [name]
+    before = name.split("(", 1)[0].strip()
+    if before and before != name.strip():
+        readings.append(before)
+        bare_size = _BARE_SIZE.fullmatch(before) is not None
+        for inside in re.findall(r"\(([^)]*)\)", name):
+            architecture = _ARCHITECTURE_WORDS.sub(" ", inside).strip(" ,;:-")
+            if not architecture:
+                continue
+            if bare_size and not _SIZE_WORD.search(architecture):
+                readings.append(f"{architecture} {before}")
+            elif _ARCHITECTURE_WORDS.search(inside) and _SIZE_WORD.search(architecture):
+                readings.append(architecture)
+    for reading in list(readings):
+        tail = normalize_name(reading).rsplit("/", 1)[-1]
+        untuned = _FINE_TUNER.sub("", tail).strip("-")
+        if untuned and untuned != tail:
+            readings.append(untuned)
+    return list(dict.fromkeys(readings))
 
 
 def checkpoint_format(name: str) -> str | None:
@@ -137,4 +228,13 @@ def checkpoint_format(name: str) -> str | None:
     return scheme.removeprefix("quantized.")
 
 
-__all__ = ["FORMAT_TAGS", "MLPERF_TAGS", "TUNE_TAGS", "ReducedName", "checkpoint_format", "reduce_name"]
+__all__ = [
+    "FORMAT_TAGS",
+    "MLPERF_TAGS",
+    "TUNE_TAGS",
+    "ReducedName",
+    "checkpoint_format",
+    "name_readings",
+    "reduce_name",
+    "split_active",
+]

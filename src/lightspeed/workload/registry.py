@@ -44,7 +44,7 @@ from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normali
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
-from lightspeed.workload.names import reduce_name
+from lightspeed.workload.names import name_readings, reduce_name, split_active
 from lightspeed.workload.spec import RELEASE_FORMATS, AttentionSpec, MoESpec, TransformerSpec
 
 SCHEMA_VERSION: Final = 1
@@ -192,7 +192,17 @@ class ModelRegistry:
         found = self.entries.get(key)
         if found is None:
             found = next((entry for entry in self.entries.values() if key in entry.spec.aliases), None)
+        if found is None:  # a model's own display name (``MPT-7B (MosaicML, released checkpoint)``)
+            found = self._display_names.get(key)
         return found
+
+    @cached_property
+    def _display_names(self) -> dict[str, ModelEntry]:
+        """Each model's display name, normalized -> the model (a name two models display: neither)."""
+        owners: dict[str, list[ModelEntry]] = {}
+        for entry in self.entries.values():
+            owners.setdefault(normalize_name(entry.spec.display_name), []).append(entry)
+        return {key: found[0] for key, found in owners.items() if len(found) == 1}
 
     @cached_property
     def _reduced(self) -> dict[tuple[str, tuple[str, ...]], set[str]]:
@@ -204,19 +214,17 @@ class ModelRegistry:
                 index.setdefault((reduced.base, reduced.versions), set()).add(entry.spec.name)
         return index
 
-    def matches(self, name: str) -> list[str]:
-        """The models ``name`` may mean: one exact name or alias (also without organization or
-        fine-tune suffix), else every model one of whose spellings reduces to the same base and
-        version tags (:func:`~lightspeed.workload.names.reduce_name`); sorted.
-
-        >>> load_models().matches("meta-llama/Llama-2-70b-chat-hf")
-        ['llama-2-70b']
-        """
-        exact = next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
-        if exact is not None:
-            return [exact.spec.name]
-        reduced = reduce_name(name)
-        return sorted(self._reduced.get((reduced.base, reduced.versions), set()))
+    @cached_property
+    def _without_active(self) -> dict[tuple[str, tuple[str, ...]], set[tuple[str, str | None]]]:
+        """(reduced base without an MoE's active-parameter word, version tags) of every name and
+        alias -> (model, the active word its spelling has or ``None``)."""
+        index: dict[tuple[str, tuple[str, ...]], set[tuple[str, str | None]]] = {}
+        for entry in self.entries.values():
+            for spelling in (entry.spec.name, *entry.spec.aliases):
+                reduced = reduce_name(spelling)
+                base, active = split_active(reduced.base)
+                index.setdefault((base, reduced.versions), set()).add((entry.spec.name, active))
+        return index
 
     @cached_property
     def _unsupported_index(self) -> dict[tuple[str, tuple[str, ...]], UnsupportedModel]:
@@ -228,16 +236,75 @@ class ModelRegistry:
                 index[(reduced.base, reduced.versions)] = model
         return index
 
+    @cached_property
+    def _unsupported_without_active(self) -> dict[tuple[str, tuple[str, ...]], UnsupportedModel]:
+        """:attr:`_unsupported_index` with the active-parameter word taken off each base."""
+        return {
+            (split_active(base)[0], versions): model
+            for (base, versions), model in self._unsupported_index.items()
+        }
+
+    def _read(self, name: str) -> list[str] | UnsupportedModel | None:
+        """What one reading of a name means: the models it may mean, an unsupported model, or
+        ``None`` (nothing). Tried in order: an exact name, alias or display name (also without
+        organization or fine-tune suffix); the models a spelling of which reduces to the same; an
+        unsupported model so spelled; then both again with an MoE's active-parameter word taken
+        off (``Qwen3-235B`` = ``Qwen3-235B-A22B``; two different active words never meet)."""
+        exact = next((hit for key in _lookup_keys(name) if (hit := self._find(key)) is not None), None)
+        if exact is not None:
+            return [exact.spec.name]
+        reduced = reduce_name(name)
+        key = (reduced.base, reduced.versions)
+        if key in self._reduced:
+            return sorted(self._reduced[key])
+        if key in self._unsupported_index:
+            return self._unsupported_index[key]
+        base, active = split_active(reduced.base)
+        bare = (base, reduced.versions)
+        found = {
+            model
+            for model, written in self._without_active.get(bare, ())
+            if None in (active, written) or active == written
+        }
+        if found:
+            return sorted(found)
+        return self._unsupported_without_active.get(bare)
+
+    def _meaning(self, name: str) -> list[str] | UnsupportedModel | None:
+        """What the first reading of ``name`` that means anything means
+        (:func:`~lightspeed.workload.names.name_readings`)."""
+        return next(
+            (meant for reading in name_readings(name) if (meant := self._read(reading)) is not None), None
+        )
+
+    def matches(self, name: str) -> list[str]:
+        """The models ``name`` may mean: one exact name, alias or display name (also without
+        organization or fine-tune suffix), else every model one of whose spellings reduces to the
+        same base and version tags (:func:`~lightspeed.workload.names.reduce_name`), else the same
+        with an MoE's active-parameter word taken off (``Qwen3 235B``, ``DeepSeek-V3 671B-A37B``);
+        sorted. A name that means none is read again as
+        :func:`~lightspeed.workload.names.name_readings` says (the text before a note in
+        parentheses, a bare size with the architecture its parenthesis names, the base a known
+        fine-tune family is named after); a reading that means an unsupported model ends the search.
+
+        >>> load_models().matches("meta-llama/Llama-2-70b-chat-hf")
+        ['llama-2-70b']
+        >>> load_models().matches("Qwen3 235B (MoE, 22B active)")
+        ['qwen3-235b-a22b']
+        >>> load_models().matches("Hermes-3-Llama-3.1-405B-FP8")
+        ['llama-3-405b']
+        """
+        meant = self._meaning(name)
+        return meant if isinstance(meant, list) else []
+
     def unsupported_model(self, name: str) -> UnsupportedModel | None:
         """The unsupported model ``name`` means, when it names no known model; else ``None``.
 
         >>> load_models().unsupported_model("Qwen/Qwen3-Next-80B-A3B-Instruct").feature
         'Gated DeltaNet linear-attention layers'
         """
-        if self.matches(name):
-            return None
-        reduced = reduce_name(name)
-        return self._unsupported_index.get((reduced.base, reduced.versions))
+        meant = self._meaning(name)
+        return meant if isinstance(meant, UnsupportedModel) else None
 
     def find(self, name: str) -> ModelEntry | None:
         """The entry :meth:`entry` would give, or ``None`` (no model, more than one, or a model

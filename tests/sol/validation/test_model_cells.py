@@ -34,8 +34,8 @@ def _model_note(tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: 
         ("LLaMA 70B", "-> llama-2-70b (registry names holding llama, 70b: llama-2-70b, llama-3-70b;"),
         ("LLaMA 70B FP8", "-> llama-2-70b (registry names holding llama, 70b: llama-2-70b, llama-3-70b;"),
         # Code Llama named as such resolves to its own record through the registry
-        ("Code Llama 70B", "-> catalog model Code Llama 70B"),
-        ("CodeLlama-34b-Instruct-hf", "-> catalog model CodeLlama-34b-Instruct-hf"),
+        ("Code Llama 70B", "-> catalog model codellama-70b"),
+        ("CodeLlama-34b-Instruct-hf", "-> catalog model codellama-34b"),
     ],
 )
 def test_a_family_name_is_a_generation_of_that_family(

@@ -263,3 +263,18 @@ def test_a_model_no_node_holds_spans_nodes_as_its_server_does(
     )
     assert row["status"] == "ok", row["reason"]
     assert (row["plan"]["tp"], row["plan"]["pp"], row["plan"]["replicas"]) == (tp, pp, 1)
+
+
+def test_a_bare_size_and_its_architecture(run_cli: Any, tmp_path: Path) -> None:
+    # Colossal-AI's table names the model by its size and, in a parenthesis, its architecture: had
+    # been refused ("not in the catalog and the row lacks layers ...")
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    (row,) = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        "T1\ttrain\tColossal-AI 2024\t70B (Meta Llama3 architecture)\t8192\t256\t64\tH100 SXM\tbf16"
+        "\tTFLOP/s/GPU\t400",
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert "model '70B (Meta Llama3 architecture)' -> catalog model llama-3-70b" in row["assumptions"]

@@ -303,6 +303,9 @@ def _architecture_named(registry: ModelRegistry, cell: str) -> tuple[str, ModelE
         named = registry.find(candidate) if candidate else None
         if named is not None and _ARCHITECTURE_WORDS.search(inside):
             return candidate, named
+    whole = registry.find(cell)  # a bare size and its architecture: ``70B (Meta Llama3 architecture)``
+    if whole is not None and _ARCHITECTURE_WORDS.search(cell):
+        return cell, whole
     return name, None
 
 
@@ -322,7 +325,7 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     parenthesis names), else one built from its dims."""
     name, found = _architecture_named(registry, row.text("model"))
     if found is not None:
-        note = f"model '{row.text('model')}' -> catalog model {name}"
+        note = f"model '{row.text('model')}' -> catalog model {found.spec.name}"
         if found.spec.num_mtp_modules and _NO_MTP.search(row.text("model")):
             return dataclasses.replace(found.spec, num_mtp_modules=0), f"{note}, its MTP modules not trained"
         return found.spec, note
