@@ -11,7 +11,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import stack_for
-from lightspeed.sol.validation.hardware_text import gpu_count
+from lightspeed.sol.validation.hardware_text import gpu_count, row_gpus
 from lightspeed.sol.validation.infer_precision import kv_precision
 from lightspeed.sol.validation.published import PublishedRow, format_keys
 from lightspeed.sol.validation.readings import read_cell
@@ -278,3 +278,36 @@ def test_a_bare_size_and_its_architecture(run_cli: Any, tmp_path: Path) -> None:
     )
     assert row["status"] == "ok", row["reason"]
     assert "model '70B (Meta Llama3 architecture)' -> catalog model llama-3-70b" in row["assumptions"]
+
+
+@pytest.mark.parametrize(
+    "ep_cell", ["8 (expert TP 4)", "expert parallel 8 (expert tensor parallel 4)", "EP 8, expert TP 4"]
+)
+def test_the_experts_own_tp_in_words(run_cli: Any, tmp_path: Path, ep_cell: str) -> None:
+    # Megatron's expert tensor parallelism said without its flag: it had been ETP 1 (and 'expert TP
+    # 4' must not be read as the TP)
+    header = (
+        "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tEP\tGPUs\thardware\tprecision"
+        "\tmetric\tmeasured"
+    )
+    written, reference = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        *(
+            f"T{i}\ttrain\tMegatron-Bridge 2025\tMixtral 8x7B\t4096\t256\t1\t2\t1\t{cell}\t64\tH100 SXM\tbf16"
+            "\tTFLOP/s/GPU\t400"
+            for i, cell in enumerate((ep_cell, "8 (ETP 4)"), 1)
+        ),
+    )
+    assert written["status"] == reference["status"] == "ok", written["reason"]
+    assert (written["plan"]["etp"], written["plan"]["tp"]) == (4, 2)
+    assert written["predicted"] == pytest.approx(reference["predicted"], rel=1e-9)
+
+
+def test_gpus_counted_before_the_part_with_its_system_in_a_parenthesis(catalog: Catalog) -> None:
+    # '48x GB200 (NVL72)': 48 GPUs of an NVL72 rack, not 48 racks (had been 3,456 GPUs)
+    row = PublishedRow(row_id="I1", kind="infer", line=2, cells={"hardware": "48x GB200 (NVL72)"})
+    assert row_gpus(catalog, row)[0] == 48
+    rack = PublishedRow(row_id="I2", kind="infer", line=2, cells={"hardware": "2x GB200 NVL72"})
+    assert row_gpus(catalog, rack)[0] == 144

@@ -330,8 +330,9 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
         raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
     rest = text[match.end() :]
     system, span = named_system(catalog, rest)
-    # the part the count stands before decides what it counts: '8x A100 (DGX A100)' is 8 GPUs
-    words = [word for word in _WORD_SPLIT.split(rest) if word]
+    # the part the count stands before decides what it counts: '8x A100 (DGX A100)' is 8 GPUs, and
+    # so is '48x GB200 (NVL72)': a parenthesis after the part says where they sit
+    words = [word for word in _WORD_SPLIT.split(rest.split("(", 1)[0]) if word]
     counts_gpus = (
         bool(words)
         and _find_accelerator(catalog, words[0]) is not None

@@ -205,7 +205,8 @@ DEGREE_FLAGS: Final = {
     "cp": rf"context[\s_-]+{_PARALLEL_SIZE}",
     "dp": rf"data[\s_-]+{_PARALLEL_SIZE}",
     "ep": rf"expert[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
-    "etp": rf"expert[\s_-]+tensor[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
+    # also said without "size": ``expert TP 4``, ``expert tensor parallel 4``
+    "etp": rf"expert[\s_-]+(?:tensor[\s_-]+(?:model[\s_-]+)?(?:{_PARALLEL_SIZE}|parallel(?:ism)?)|tp)",
     "vpp": rf"virtual[\s_-]+pipeline[\s_-]+(?:model[\s_-]+)?{_PARALLEL_SIZE}",
 }
 

@@ -710,7 +710,8 @@ _PLAN_CELLS: Final = ("TP", "PP", "CP", "DP", "EP", "VPP", "sharding")
 def _degree_pattern(name: str) -> re.Pattern[str]:
     """A degree with its label (``TP8``, ``tp=8``, ``VPP 8``, the ``pp16`` of ``tp4pp16cp2`` and of
     ``TP4xPP16``) or its flag (:data:`~lightspeed.sol.validation.published.DEGREE_FLAGS`)."""
-    label = rf"(?:(?<![a-z])|(?<=\dx)){name}\s*[=:]?\s*(\d+)(?![\d.])"
+    # (the experts' own TP, ``expert TP 4``, is not TP)
+    label = rf"(?:(?<![a-z])|(?<=\dx))(?<!expert[\s_-]){name}\s*[=:]?\s*(\d+)(?![\d.])"
     flag = DEGREE_FLAGS.get(name)
     return re.compile(label + (rf"|(?:{flag})[\s=:\"']*(\d+)" if flag else ""), re.IGNORECASE)
 
