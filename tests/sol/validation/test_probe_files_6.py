@@ -1,0 +1,120 @@
+"""The thirty-second session's probe tables (``tests/data/validation/probe-training-4.tsv``,
+``probe-serving-8.tsv``), on the conventions of ``test_probe_files_5.py``: rows read by hand from
+their cells, every refusal with its reason. No accuracy is asserted: these rows probe the reader,
+they fit nothing (their errors are in ``docs/benchmarks.md``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.sol.validation.validate import ValidationRow
+from lightspeed.workload import ModelRegistry
+from probes import DATA, probe
+
+_serving_rows, _read_serving = probe("probe-serving-8.tsv")
+
+
+def _rows(path: Path, catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    return {row.id: row for row in report.rows}
+
+
+@pytest.fixture(scope="module")
+def training(catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    return _rows(DATA / "probe-training-4.tsv", catalog, models)
+
+
+# id: (GPUs, (TP, PP) or None where the row leaves them to the search, metric key, recompute or
+# None where the search chooses), read by hand
+TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int] | None, str, str | None]] = {
+    # Megatron-LM's DeepSeek-V3 guide on 256 GB200: TP 1, PP 8, '--recompute-modules mlp up_proj'
+    # (selective, not full)
+    "W02": (256, (1, 8), "tflop_per_s_per_gpu", "selective"),
+    # torchao's table: 'Median tokens/second' of Llama 3 8B on 8 H100 is torchtitan's per-device tps
+    "W11": (8, (1, 1), "tokens_per_s_per_gpu", None),
+    # the PyTorch float8 blog: '70B (Meta Llama3 architecture)' is Llama 3 70B, on 512 H100 with
+    # FSDP2 and no TP stated
+    "W15": (512, None, "tokens_per_s_per_gpu", None),
+    # ms-swift: Qwen2.5-14B with TP 4 on one node of eight A800s
+    "W19": (8, (4, 1), "step_time_s", "selective"),
+}
+TRAINING_REFUSED = {
+    "W03": "global_batch is not reported",  # PP 8 and no batch: the bubble depends on it
+    "W04": "records no NICs",  # four MI355X nodes: the platform names no scale-out NIC
+    "W05": "not in the catalog",  # '7B (Llama-like models)': no architecture
+    "W06": "not in the catalog",
+    "W07": "not in the catalog",
+    "W08": "lacks vocab",  # TinyLlama's dimensions without a vocabulary size
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(TRAINING_BY_HAND))
+def test_the_fourth_training_probe_is_read_as_written(
+    training: dict[str, ValidationRow], row_id: str
+) -> None:
+    gpus, degrees, metric, recompute = TRAINING_BY_HAND[row_id]
+    row = training[row_id]
+    assert row.status == "ok", row.reason
+    assert row.plan is not None
+    if degrees is not None:
+        assert (row.plan["tp"], row.plan["pp"]) == degrees
+    assert row.plan["tp"] * row.plan["pp"] * row.plan["cp"] * row.plan["dp"] == gpus
+    assert row.metric == metric
+    if recompute is not None:
+        assert row.plan["recompute"] == recompute
+
+
+def test_the_fourth_training_probe_refusals_say_why(training: dict[str, ValidationRow]) -> None:
+    refused = {row_id: row.reason for row_id, row in training.items() if row.status != "ok"}
+    assert set(refused) == set(TRAINING_REFUSED)
+    for row_id, words in TRAINING_REFUSED.items():
+        assert words in refused[row_id], (row_id, refused[row_id])
+
+
+# id: (model, GPUs, ISL, OSL, requests simulated or None, metric key), read by hand
+SERVING_BY_HAND: dict[str, tuple[str, int, int, int, int | None, str]] = {
+    # SGLang's H200 table: '--request-rate 16 --num-prompts 200' is a run of those 200 requests
+    "U03": ("deepseek-v3", 8, 1024, 1024, 200, "output_tokens_per_s"),
+    # vLLM's Kimi-K2 recipe: '--num-prompts 16 --request-rate 10000 (all 16 at once)'
+    "U08": ("kimi-k2", 16, 8000, 1000, 16, "output_tokens_per_s"),
+    # vLLM's offline benchmark: tokens_per_second (= total_num_tokens / elapsed_time) counts both
+    "U11": ("llama-3-405b", 8, 128, 2048, None, "total_tokens_per_s"),
+}
+SERVING_REFUSED = {
+    "U19": "no output lengths",  # MLPerf's Llama 3.1 8B: MLCommons publishes no output lengths
+    "U20": "no output lengths",
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(SERVING_BY_HAND))
+def test_the_eighth_serving_probe_is_read_as_written(
+    catalog: Catalog, models: ModelRegistry, row_id: str
+) -> None:
+    model, gpus, isl, osl, requests, metric = SERVING_BY_HAND[row_id]
+    spec = _read_serving(row_id, catalog, models)
+    assert (spec.model_name, spec.num_gpus) == (model, gpus)
+    assert (spec.load.input_tokens, spec.load.output_tokens) == (isl, osl)
+    assert spec.metric == metric
+    if requests is not None:
+        assert spec.simulation is not None
+        assert spec.simulation.workload.num_requests == requests
+
+
+def test_a_model_no_node_holds_runs_its_servers_multi_node_layout(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    # DeepSeek-R1-0528 on 16 H100 under SGLang, no TP stated: one TP group over both nodes
+    spec = _read_serving("U10", catalog, models)
+    assert (spec.plan.tp, spec.plan.pp, spec.plan.replicas) == (16, 1, 1)
+
+
+def test_the_eighth_serving_probe_refusals_say_why(catalog: Catalog, models: ModelRegistry) -> None:
+    rows = _rows(DATA / "probe-serving-8.tsv", catalog, models)
+    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
+    assert set(refused) == set(SERVING_REFUSED)
+    for row_id, words in SERVING_REFUSED.items():
+        assert words in refused[row_id], (row_id, refused[row_id])
