@@ -84,10 +84,7 @@ SERVING_BY_HAND: dict[str, tuple[str, int, int, int, int | None, str]] = {
     # vLLM's offline benchmark: tokens_per_second (= total_num_tokens / elapsed_time) counts both
     "U11": ("llama-3-405b", 8, 128, 2048, None, "total_tokens_per_s"),
 }
-SERVING_REFUSED = {
-    "U19": "no output lengths",  # MLPerf's Llama 3.1 8B: MLCommons publishes no output lengths
-    "U20": "no output lengths",
-}
+SERVING_REFUSED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("row_id", sorted(SERVING_BY_HAND))
@@ -110,6 +107,17 @@ def test_a_model_no_node_holds_runs_its_servers_multi_node_layout(
     # DeepSeek-R1-0528 on 16 H100 under SGLang, no TP stated: one TP group over both nodes
     spec = _read_serving("U10", catalog, models)
     assert (spec.plan.tp, spec.plan.pp, spec.plan.replicas) == (16, 1, 1)
+
+
+def test_an_mlperf_benchmark_without_published_output_lengths_takes_the_runs_own(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    # MLPerf v5.1's Llama 3.1 8B: MLCommons publishes no output lengths (the rows had been refused);
+    # Dell's summary gives 143,904 tokens/s and 1,115.68 samples/s: 129 tokens a sample
+    spec = _read_serving("U19", catalog, models)
+    assert spec.simulation is not None
+    assert spec.simulation.workload.output_lengths.mean_tokens == pytest.approx(129.0)
+    assert any("the run's own tokens per sample" in line for line in spec.assumptions)
 
 
 def test_the_eighth_serving_probe_refusals_say_why(catalog: Catalog, models: ModelRegistry) -> None:

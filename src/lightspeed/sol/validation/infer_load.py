@@ -210,6 +210,34 @@ def load_simulation(
     )
 
 
+# An MLPerf summary's rates as its log writes them, label first (``Samples per second: 1115.68``,
+# ``Completed tokens per second: 31106.28``)
+_FIELD_VALUE: Final = r"\s+per\s+second\s*[:=]\s*(\d[\d,]*(?:\.\d+)?)"
+_SAMPLE_RATE_FIELD: Final = re.compile(r"(?:completed\s+)?samples" + _FIELD_VALUE)
+_TOKEN_RATE_FIELD: Final = re.compile(r"(?:completed\s+)?tokens" + _FIELD_VALUE)
+
+
+def _tokens_per_sample(row: PublishedRow) -> float | None:
+    """The mean output tokens per sample an MLPerf row's own rates give (its tokens per second over
+    its samples per second, both of one run, written as the summary's fields or as the row's
+    metric and measured value), else ``None``."""
+    text = row.joined()
+    samples = _SAMPLE_RATE_FIELD.search(text)
+    tokens = _TOKEN_RATE_FIELD.search(text)
+    metric = row.text("metric").lower()
+    if tokens is None and "tokens per second" in metric and "samples" not in metric:
+        tokens = re.match(r"\s*(\d[\d,]*(?:\.\d+)?)", row.text("measured"))
+    if samples is None and "samples per second" in metric and "tokens" not in metric:
+        samples = re.match(r"\s*(\d[\d,]*(?:\.\d+)?)", row.text("measured"))
+    if samples is None or tokens is None:
+        return None
+    token_rate, sample_rate = (float(found.group(1).replace(",", "")) for found in (tokens, samples))
+    if not sample_rate > 0.0:
+        return None
+    per_sample = token_rate / sample_rate
+    return per_sample if 1.0 <= per_sample <= 1e6 else None
+
+
 def names_mlperf(row: PublishedRow) -> bool:
     """Whether a cell names MLPerf (or LoadGen)."""
     return _MLPERF.search(row.joined()) is not None
@@ -232,7 +260,14 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
             f"found {', '.join(sorted(scenarios)) or 'none'}"
         )
     scenario = scenarios.pop()
-    lengths = _fixed(load) if load is not None else (None, None)
+    lengths: tuple[LengthDistribution | None, LengthDistribution | None] = (
+        _fixed(load) if load is not None else (None, None)
+    )
+    own_output = None
+    if load is None and workload.lengths()[1] is None:
+        own_output = _tokens_per_sample(row)
+        if own_output is not None:
+            lengths = (None, LengthDistribution.fixed(round(own_output)))
     simulated = workload.workload(
         "offline" if scenario == "offline" else "server",
         rate_per_s=1.0,
@@ -253,6 +288,11 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
     )
     if load is None and workload.input_assumption:
         note += f" (prompt lengths: {workload.input_assumption})"
+    if own_output is not None:
+        note += (
+            f" (output: the run's own tokens per sample, {own_output:,.1f}: MLCommons publishes no output "
+            "lengths for this benchmark)"
+        )
     mode = "offline" if scenario == "offline" else "capacity"
     qps = _TARGET_QPS.search(text.lower())
     target_rate = _target_rate(qps.group(1) or qps.group(2)) if qps and mode == "capacity" else None
