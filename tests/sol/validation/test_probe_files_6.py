@@ -39,6 +39,8 @@ TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int] | None, str, str | None]]
     # the PyTorch float8 blog: '70B (Meta Llama3 architecture)' is Llama 3 70B, on 512 H100 with
     # FSDP2 and no TP stated
     "W15": (512, None, "tokens_per_s_per_gpu", None),
+    # TinyLlama: built from its cells, the vocabulary its tokenizer's ('n/r (Llama 2 tokenizer)')
+    "W08": (16, None, "tokens_per_s_per_gpu", None),
     # ms-swift: Qwen2.5-14B with TP 4 on one node of eight A800s
     "W19": (8, (4, 1), "step_time_s", "selective"),
 }
@@ -48,7 +50,6 @@ TRAINING_REFUSED = {
     "W05": "not in the catalog",  # '7B (Llama-like models)': no architecture
     "W06": "not in the catalog",
     "W07": "not in the catalog",
-    "W08": "lacks vocab",  # TinyLlama's dimensions without a vocabulary size
 }
 
 

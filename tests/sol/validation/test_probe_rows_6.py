@@ -13,9 +13,12 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import stack_for
 from lightspeed.sol.validation.hardware_text import gpu_count, row_gpus
 from lightspeed.sol.validation.infer_precision import kv_precision
-from lightspeed.sol.validation.published import PublishedRow, format_keys
+from lightspeed.sol.validation.published import PublishedRow, format_keys, is_missing
 from lightspeed.sol.validation.readings import read_cell
-from lightspeed.sol.validation.rows import row_year
+from lightspeed.sol.validation.rows import _global_batch, _interleaving, _recompute, row_year
+from lightspeed.workload import ModelRegistry, load_models
+
+LLAMA_70B = load_models().get("llama-3-70b")
 
 
 def _rows(run_cli: Any, tmp_path: Path, header: str, *lines: str) -> list[dict[str, Any]]:
@@ -311,3 +314,171 @@ def test_gpus_counted_before_the_part_with_its_system_in_a_parenthesis(catalog: 
     assert row_gpus(catalog, row)[0] == 48
     rack = PublishedRow(row_id="I2", kind="infer", line=2, cells={"hardware": "2x GB200 NVL72"})
     assert row_gpus(catalog, rack)[0] == 144
+
+
+# --- a rephrasing probe of the first dev file and a fifth training probe
+
+
+@pytest.mark.parametrize(
+    ("gpus", "hardware", "expected"),
+    [
+        ("4 DGX A100 nodes", "A100", 32),  # had been 4 GPUs
+        ("64 x DGX A100", "A100 80GB", 512),
+        ("64 nodes", "A100", 512),  # the hardware cell's node
+        ("1 DGX A100 (8 GPUs)", "A100", 8),  # the GPUs it names outright
+        ("64 nodes (512 GPUs)", "A100", 512),  # had been 64 x 512
+        ("64x DGX A100 (8 GPUs each)", "A100", 512),
+        ("8 (source: '1 node, PP8')", "MI300", 8),  # a node in a note is not the count's
+    ],
+)
+def test_a_gpus_cell_counting_nodes(catalog: Catalog, gpus: str, hardware: str, expected: int) -> None:
+    row = PublishedRow(row_id="T1", kind="train", line=2, cells={"GPUs": gpus, "hardware": hardware})
+    assert row_gpus(catalog, row)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("cell", "sequences"),
+    [
+        ("512 (1M tokens)", 512),  # had been refused: 1M tokens read as the batch
+        ("1536 sequences (3.1M tokens)", 1536),
+        ("2048 (4,194,304 tokens)", 2048),
+        ("32 per DP; 16M tokens", 2048),
+        ("3072 -> 15360 (ramp)", 15360),  # the batch the run reached, not its first
+        ("ramped from 3072 to 15360", 15360),
+        ("2 million tokens", 256),
+        ("262,144 tokens (32 GPUs x 8,192)", 32),
+    ],
+)
+def test_global_batches_as_papers_write_them(cell: str, sequences: int) -> None:
+    assert _global_batch(cell, 64, 8192) == sequences
+
+
+@pytest.mark.parametrize(
+    ("seq", "load"),
+    [
+        ("ISL, OSL: 128, 128", "batch 64"),  # TensorRT-LLM's table columns
+        ("128, 128", "batch 64"),
+        ("ISL/OSL 128/128", "64"),  # a load cell holding the batch alone
+        ("ISL/OSL 128/128", "B=64"),
+        ("ISL/OSL 128/128", "64 (static batch)"),
+        ("ISL/OSL 128/128", "static batching, 64"),
+    ],
+)
+def test_inference_cells_as_tables_write_them(run_cli: Any, tmp_path: Path, seq: str, load: str) -> None:
+    row, reference = _infer(
+        run_cli,
+        tmp_path,
+        *(
+            f"Llama 2 70B\t{cells[0]}\t{cells[1]}\t4\t4\tH100 SXM\tfp8\toutput tokens/s\t3317"
+            for cells in ((seq, load), ("ISL/OSL 128/128", "batch 64"))
+        ),
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert "static batch of 64" in row["assumptions"]
+    assert row["predicted"] == pytest.approx(reference["predicted"], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("cell", "policy"),
+    [
+        ("yes", "full"),  # had been none
+        ("enabled", "full"),
+        ("norm, act", "selective"),  # Megatron-Core's recompute modules, listed
+        ("activations_checkpoint_granularity: null", "none"),  # NeMo's null: none (had been full)
+        ("activation checkpointing", "full"),
+    ],
+)
+def test_recompute_cells(cell: str, policy: str) -> None:
+    assert _recompute(cell)[0] == policy
+
+
+@pytest.mark.parametrize("cell", ["not reported", "unknown (recalled full)", "unspecified", "—", "n.r."])
+def test_a_cell_saying_the_source_gives_nothing_is_missing(cell: str) -> None:
+    # a recompute cell 'not reported' had been read as no recomputation: the search never ran
+    assert is_missing(cell)
+
+
+def test_checkpointing_in_words_counts_the_recompute_pass_as_full_does(run_cli: Any, tmp_path: Path) -> None:
+    header = (
+        "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tGPUs\thardware\tprecision"
+        "\trecompute\tmetric\tmeasured"
+    )
+    words, full = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        *(
+            f"T{i}\ttrain\tNarayanan et al. 2021 Megatron-LM\tGPT-3 175B\t2048\t1536\t1\t8\t8\t1024"
+            f"\tA100 SXM 80GB\tfp16\t{cell}\tTFLOP/s per GPU\t140"
+            for i, cell in enumerate(("activation checkpointing", "full"), 1)
+        ),
+    )
+    assert words["status"] == full["status"] == "ok", words["reason"]
+    assert words["predicted"] == pytest.approx(full["predicted"], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("metric", "measured", "key", "value"),
+    [
+        ("Step time (sec); Per GPU TF", "10.1; 245", "tflop_per_s_per_gpu", 245.0),  # 'TF' alone
+        ("GPU-hours for 14.8 trillion tokens", "2.664 million", "gpu_hours", 2.664e6),  # spelled out
+    ],
+)
+def test_training_metric_cells(metric: str, measured: str, key: str, value: float) -> None:
+    reading = next(reading for reading in read_cell(metric, measured, kind="train") if reading.key == key)
+    assert reading.value == pytest.approx(value)
+
+
+def test_model_flops_utilization_spelled_out_is_mfu() -> None:
+    # it had taken the 'model TFLOP/s' basis (6N + causal attention) that "MFU" does not
+    (spelled,) = read_cell("Model FLOPs Utilization (%)", "43", kind="train")
+    (short,) = read_cell("MFU (%)", "43", kind="train")
+    assert (spelled.key, spelled.flop_basis) == (short.key, short.flop_basis) == ("mfu", "")
+
+
+def test_the_token_budget_spelled_out() -> None:
+    (reading,) = read_cell("GPU-hours for 14.8 trillion tokens", "2.664M", kind="train")
+    assert reading.num_tokens == pytest.approx(14.8e12)
+
+
+@pytest.mark.parametrize("cell", ["non-interleaved", "none (non-interleaved)", "no interleaving"])
+def test_a_pipeline_said_not_to_interleave(cell: str) -> None:
+    row = PublishedRow(row_id="T1", kind="train", line=2, cells={"VPP": cell, "PP": "8"})
+    assert _interleaving(row, LLAMA_70B, 8)[0] == (1,)
+
+
+@pytest.mark.parametrize(
+    ("source", "year"),
+    [
+        ("NeMo 24.07-based image (gpu-recipes, 2026)", 2024),
+        ("nvcr.io/nvidia/nemo:24.07, committed 2026", 2024),
+    ],
+)
+def test_a_container_image_dates_the_run(catalog: Catalog, source: str, year: int) -> None:
+    row = PublishedRow(row_id="T1", kind="train", line=2, cells={"source": source})
+    assert row_year(row, catalog.accelerators["h100-sxm"])[0] == year
+
+
+def test_a_vocabulary_named_by_its_tokenizer_and_query_groups_with_a_colon(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    # TinyLlama's README: every dimension but the vocabulary, 'Llama 2 tokenizer' (32,000)
+    header = (
+        "id\tkind\tsource\tmodel\tlayers\thidden\theads(kv)\tffn\tvocab\tseq\tglobal_batch\tGPUs\thardware"
+        "\tprecision\tmetric\tmeasured"
+    )
+    (row,) = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        "T1\ttrain\tTinyLlama 2023\tTinyLlama-1.1B\t22\t2048\t32 (Query Groups: 4)\t5632 (Swiglu)"
+        "\tn/r (Llama 2 tokenizer)\t2048\t2 million tokens\t16\tA100-40G\tbf16\ttokens/s/GPU\t24000",
+    )
+    assert row["status"] == "ok", row["reason"]
+    note = next(line for line in row["assumptions"] if line.startswith("model "))
+    assert "gqa" in note
+    assert "(32,000)" in note
+
+
+def test_deepseek3_is_maxtexts_name_for_deepseek_v3(models: ModelRegistry) -> None:
+    assert models.matches("DeepSeek3-671B (model_type deepseek3-671b)") == ["deepseek-v3"]

@@ -279,12 +279,22 @@ _NODES_TIMES_GPUS: Final = re.compile(
 )
 
 
+# No server holds more GPUs than a DGX-2's 16 (a rack's 72 are counted as the rack's): a number in
+# a node count's parenthesis above it is the whole job's (``64 nodes (512 GPUs)``)
+MAX_GPUS_PER_NODE: Final = 16
+
+
 def _nodes_times_gpus(text: str) -> tuple[int, int, str] | None:
-    """(nodes, GPUs per node, the words) a cell writes as a product (:data:`_NODES_TIMES_GPUS`)."""
+    """(nodes, GPUs per node, the words) a cell writes as a product (:data:`_NODES_TIMES_GPUS`);
+    ``None`` where a parenthesis after the nodes holds the job's GPUs instead (``64 nodes (512
+    GPUs)``: more than :data:`MAX_GPUS_PER_NODE`)."""
     product = _NODES_TIMES_GPUS.search(text)
     if product is None:
         return None
-    return int(product.group(1).replace(",", "")), int(product.group(2)), product.group(0).strip()
+    per_node = int(product.group(2))
+    if "(" in product.group(0) and per_node > MAX_GPUS_PER_NODE:
+        return None
+    return int(product.group(1).replace(",", "")), per_node, product.group(0).strip()
 
 
 def gpu_count(text: str) -> tuple[int | None, str]:
@@ -310,9 +320,46 @@ _ONE_GPU: Final = re.compile(
 )
 
 
+# A GPUs cell that counts nodes: ``4 DGX A100 nodes``, ``64 x DGX A100``, ``64 nodes``, ``1 DGX
+# A100 (8 GPUs)``, ``64 nodes (512 GPUs)``
+_NODE_WORDS: Final = re.compile(r"\b(?:nodes?|servers?|hosts?|systems?)\b|\b[dh]gx\b", re.IGNORECASE)
+# the GPUs such a cell names outright (not ``8 GPUs each``)
+_GPUS_NAMED: Final = re.compile(
+    r"(?<![\w.])(\d[\d,]*)\s*(?:gpus|accelerators|devices|chips)\b(?!\s*(?:each|per|/))", re.IGNORECASE
+)
+
+
+def _gpus_of_nodes(catalog: Catalog, row: PublishedRow) -> tuple[int, str] | None:
+    """(GPUs, note) of a GPUs cell that counts nodes (:data:`_NODE_WORDS`) with no product of nodes
+    and GPUs in it: the GPUs it names outright, else its count times the GPUs of the system it names,
+    or of the hardware cell's (a node system: ``64 nodes`` of DGX A100 is 512); ``None`` otherwise."""
+    text = row.text("GPUs")
+    head = text.split("(", 1)[0]  # the count's own words, not a note's (``8 (source: '1 node')``)
+    if not _NODE_WORDS.search(head) or _nodes_times_gpus(text) is not None:
+        return None
+    named = _GPUS_NAMED.search(text)
+    if named is not None:
+        return int(named.group(1).replace(",", "")), f"GPUs: '{text}' names {named.group(1)} GPUs"
+    count = re.match(r"\s*(\d[\d,]*)(?![\d.])", text)
+    if count is None:
+        return None
+    nodes = int(count.group(1).replace(",", ""))
+    rest = head[count.end() :]
+    systems = [found for span in _spans(rest) if (found := _find_system(catalog, span)) is not None]
+    system = systems[0] if systems else named_system(catalog, row.text("hardware"))[0]
+    if system.system_type != "node":
+        return None
+    per_node = system.num_accelerators
+    return nodes * per_node, f"GPUs: '{text}' read as {nodes} x {per_node} ({system.name})"
+
+
 def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
-    """(GPUs, note) of a row: its GPUs cell (:func:`gpu_count`), else the count its hardware cell
-    writes before a part, times the part's GPUs when the part is a system (``2x DGX H100`` is 16)."""
+    """(GPUs, note) of a row: its GPUs cell (:func:`gpu_count`; nodes counted in it times a node's
+    GPUs, :func:`_gpus_of_nodes`), else the count its hardware cell writes before a part, times the
+    part's GPUs when the part is a system (``2x DGX H100`` is 16)."""
+    counted = _gpus_of_nodes(catalog, row)
+    if counted is not None:
+        return counted
     cell, note = gpu_count(row.text("GPUs"))
     if cell:
         return cell, note

@@ -99,7 +99,7 @@ from lightspeed.sol.validation.infer_load import (
     sends_all_at_once,
     simulate_row,
 )
-from lightspeed.sol.validation.published import PublishedRow, RowError, size_cell
+from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, size_cell
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
@@ -120,8 +120,9 @@ INFERENCE_METRICS = (
     "request_latency_s",
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
-_PAIR_LABEL = r"(?:isl\s*[/:]\s*osl|input\s*/\s*output|in\s*/\s*out)"
-# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``, ``ISL:OSL 1024:2048``; a label
+_PAIR_LABEL = r"(?:isl\s*[/:,]\s*osl|input\s*/\s*output|in\s*/\s*out)"
+# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``, ``ISL:OSL 1024:2048``, ``ISL, OSL:
+# 1000, 1000``; a label
 # naming the pair's lengths and the pair said with a comma, ``Input/Output Lengths 2048, 2048``
 # (TensorRT-LLM's tables); or the pair first: ``128/2048 (ISL/OSL)``
 _PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?"
@@ -174,10 +175,11 @@ _LABELLED_LENGTHS = re.compile(
 _INPUT_LENGTH = re.compile(_length_half(rf"(?:isl|input{_LENGTH_WORD})", "isl"))
 
 
-# A sequence cell that is only a pair, ``1k/1k``, ``1024 / 128 tokens``, ``1024:128``, or a pair
+# A sequence cell that is only a pair, ``1k/1k``, ``1024 / 128 tokens``, ``1024:128``, TensorRT-LLM's
+# table columns ``ISL, OSL`` as ``1000, 1000`` (a space after the comma: ``1,024`` is one number), or a pair
 # after the dataset's name (``random 1024/128``, ``sonnet 550/150``): ISL/OSL, the order every
 # serving benchmark writes them in.
-_BARE_PAIR = re.compile(rf"\s*(?:[a-z]+\s+)?{_COUNT}\s*[/:]\s*{_COUNT}(?:\s*tokens?)?\s*")
+_BARE_PAIR = re.compile(rf"\s*\(?\s*(?:[a-z]+\s+)?{_COUNT}\s*(?:[/:]|,\s)\s*{_COUNT}\s*\)?(?:\s*tokens?)?\s*")
 
 
 def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
@@ -224,10 +226,16 @@ _NAMED_RELEASE = re.compile(
     r"(?:(?:version|release)[\s_=:/-]*)?v?(?P<major>\d)\.(?P<minor>\d+)"
 )
 # (not a cap: ``max batch 384``, ``maximum batch size 64``, ``max_batch_size 128`` are caps, infer_layout)
-# ``Batch size: fixed (8)`` (vLLM's latency benchmark descriptions) is a static batch of 8 too
+# ``Batch size: fixed (8)`` (vLLM's latency benchmark descriptions) is a static batch of 8 too, as
+# are ``B=64``, ``static batching, 64``, ``64 (static batch)``, ``64 (batch size)``, ``64 sequences``
 _BATCH = re.compile(
-    rf"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*{INTEGER}"
+    r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs|b(?=\s*=))\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
+    rf"{INTEGER}"
+    rf"|\bstatic\s+batch(?:ing)?\s*[,:]?\s*(?:of\s+)?{INTEGER}"
+    rf"|(?<![\w.,]){INTEGER}\s*\(?\s*(?:static\s+batch|batch(?:\s*size)?\b|sequences\b)"
 )
+# a load cell holding a number alone: the batch the table's column names (``64``)
+_BARE_COUNT = re.compile(r"\s*\d[\d,]*\s*")
 # ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``,
 # ``conc. 64``, ``c=64``, ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one
 # request each in flight), ``64 in flight``, ``64 parallel requests``.
@@ -458,6 +466,14 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
     if decode:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
+    load_cell = row.text("global_batch")
+    size = (
+        int(next(group for group in batch.groups() if group).replace(",", ""))
+        if batch
+        else integer_cell(load_cell)
+        if _BARE_COUNT.fullmatch(load_cell)
+        else None
+    )
     concurrency = _stated_concurrency(text)
     if _MAX_LOAD.search(text):
         return (
@@ -465,8 +481,7 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
             "continuous",
             "offline maximum load: continuous batching at the KV limit",
         )
-    if batch:
-        size = int(batch.group(1).replace(",", ""))
+    if size is not None:
         return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
     if concurrency is not None:
         return (

@@ -23,7 +23,30 @@ from lightspeed.records import Record
 from lightspeed.sol.validation.readings import impossible_value, split_pieces
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
-MISSING = {"", "n/r", "n/a", "-", "n/p", "?", "none reported"}
+MISSING = {
+    "",
+    "n/r",
+    "n/a",
+    "-",
+    "—",
+    "–",
+    "n/p",
+    "?",
+    "none reported",
+    "n.r.",
+    "nr",
+    "n/s",
+    "not reported",
+    "not stated",
+    "not given",
+    "not specified",
+    "unspecified",
+    "unknown",
+    "undisclosed",
+    "not disclosed",
+}
+# a cell opening with one of these says the source does not give it (``unknown (recalled full)``)
+_MISSING_FIRST: Final = ("n/r", "not reported", "not stated", "unknown", "unspecified", "not specified")
 # a sign only where no letter precedes it: "ZeRO-1" holds 1, not -1
 _NUMBER = re.compile(r"(?:(?<![A-Za-z])[-+])?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
 # A count's suffix as a decimal multiple (``2.664M``) and, for sizes rounded to powers of two, as
@@ -128,7 +151,8 @@ def _rows(reader: csv.DictReader[str]) -> Iterator[PublishedRow]:
 
 def is_missing(text: str) -> bool:
     """Whether a cell says 'not reported' in one of the table's ways."""
-    return text.strip().lower() in MISSING or text.strip().lower().startswith("n/r")
+    lowered = text.strip().lower()
+    return lowered in MISSING or lowered.startswith(_MISSING_FIRST)
 
 
 def format_keys(text: str) -> str:

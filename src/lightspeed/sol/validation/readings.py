@@ -40,10 +40,20 @@ from lightspeed.units import parse_count
 _NUMBER: Final = r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?"  # 1.2e4 is 12,000, not 1.2
 _VALUE: Final = re.compile(
     rf"(?P<approx>~|≈|about\s+)?(?P<low>{_NUMBER})(?:\s*(?:-|–|to)\s*(?P<high>{_NUMBER}))?"
-    r"\s*(?P<unit>%|[kmbt](?![a-z])|pf|tf|ms|us|µs|ns\b|min|hours?|days?|d\b|h\b|sec\b|s\b|gib|gb)?",
+    r"\s*(?P<unit>%|thousand|million|billion|trillion|[kmbt](?![a-z])|pf|tf|ms|us|µs|ns\b|min|hours?|days?|d\b"
+    r"|h\b|sec\b|s\b|gib|gb)?",
     re.IGNORECASE,
 )
-_SUFFIX: Final = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+_SUFFIX: Final = {
+    "k": 1e3,
+    "m": 1e6,
+    "b": 1e9,
+    "t": 1e12,
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+}
 _NOT_FINITE: Final = re.compile(r"(?<![a-z])[-+−]?(?:inf(?:inity)?|nan|∞)(?![a-z])", re.IGNORECASE)
 _TIME_UNITS: Final = (
     (re.compile(r"\(ms\)|\bms\b|millisecond"), "ms", 1e-3),
@@ -74,7 +84,10 @@ _PEAK: Final = re.compile(
 RATE_KEYS: Final = frozenset(
     {"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s", "input_tokens_per_s"}
 )
-_TOKEN_BUDGET: Final = re.compile(r"(\d[\d.,]*\s*[kmbt]?)\s*tokens", re.IGNORECASE)
+_TOKEN_BUDGET: Final = re.compile(
+    r"(\d[\d.,]*\s*(?:[kmbt]|thousand|million|billion|trillion)?)\s*tokens", re.IGNORECASE
+)
+_SPELLED_MAGNITUDES: Final = {"thousand": "K", "million": "M", "billion": "B", "trillion": "T"}
 # The right-hand side of a formula written in a metric cell ("out_tps=OSL*BS/latency/TP").
 _FORMULA: Final = re.compile(r"=[^,;)]*")
 
@@ -265,7 +278,7 @@ def _train_key(metric: str) -> str:
         return "mfu"
     if "pflop" in metric or "petaflop" in metric or "aggregate pf" in metric:
         return "pflop_per_s"
-    if "tflop" in metric or "teraflop" in metric:
+    if "tflop" in metric or "teraflop" in metric or re.search(r"\btf\b(?!\s*32)", metric):
         return "tflop_per_s_per_gpu"
     if "memory" in metric and ("gib" in metric or "gb" in metric):
         return "memory_per_gpu_bytes"
@@ -326,7 +339,10 @@ def _token_budget(metric: str) -> float | None:
     match = _TOKEN_BUDGET.search(metric)
     if match is None or "per 1" in metric[: match.start()]:
         return None
-    return parse_count(match.group(1).replace(" ", "").replace(",", "").upper())
+    count = match.group(1).lower()
+    for word, suffix in _SPELLED_MAGNITUDES.items():
+        count = count.replace(word, suffix)
+    return parse_count(count.replace(" ", "").replace(",", "").upper())
 
 
 def _peak(metric: str) -> float | None:
@@ -342,7 +358,9 @@ def _peak(metric: str) -> float | None:
 
 
 def _flop_basis(metric: str) -> str:
-    if "model tflop" in metric or "model flop" in metric:
+    if ("model tflop" in metric or "model flop" in metric) and not re.search(
+        r"model\s+flops?\s+utili", metric
+    ):
         return "model"
     if "hardware" in metric or "achieved" in metric or "hfu" in metric:
         return "hardware"

@@ -176,8 +176,14 @@ class TrainingRowSpec(RunSpec):
     peak_flop_per_s: float | None = None
 
 
+# a release (``v25.04``), a container or image (``25.11 NeMo Container``, ``26.02.01 NeMo
+# Container``, ``NeMo 24.07-based image``) or an NGC tag (``nvcr.io/nvidia/nemo:24.07``,
+# ``pytorch:24.05-py3``)
 _CONTAINER: Final = re.compile(
-    r"\b(2\d)\.(?:0[1-9]|1[0-2])(?:\.\d{1,2})?\s+\w*\s*container|\bv(2\d)\.(?:0[1-9]|1[0-2])\b", re.IGNORECASE
+    r"\b(2\d)\.(?:0[1-9]|1[0-2])(?:\.\d{1,2})?(?:-based)?\s+\w*\s*(?:container|image)"
+    r"|\bv(2\d)\.(?:0[1-9]|1[0-2])\b"
+    r"|\b(?:nemo|pytorch|nemo-framework|tritonserver|megatron)[:_](2\d)\.(?:0[1-9]|1[0-2])\b",
+    re.IGNORECASE,
 )
 # MLPerf rounds by their version: v1.x in 2021 ... v5.x in 2025 (Inference in spring and late
 # summer, Training in early and late year; each major version within one year).
@@ -212,7 +218,8 @@ def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
     source = row.text("source")
     release = _CONTAINER.search(source)
     if release:
-        return 2000 + int(release.group(1) or release.group(2)), f"release {release.group(0)}"
+        year = next(group for group in release.groups() if group)
+        return 2000 + int(year), f"release {release.group(0)}"
     mlperf = _MLPERF_ROUND.search(source)
     if mlperf:
         return 2020 + int(mlperf.group(1) or mlperf.group(2)), f"MLPerf round {mlperf.group(0)}"
@@ -231,13 +238,39 @@ def row_year(row: PublishedRow, accelerator: Accelerator) -> tuple[int, str]:
 
 def _heads(text: str) -> tuple[int | None, int | None]:
     """(heads, KV heads) of a heads cell: ``64 (8 kv)``, or NeMo's and Megatron's ``64 (8 query
-    groups)`` (``num_query_groups``: the KV heads)."""
+    groups)`` / ``32 (Query Groups: 4)`` (``num_query_groups``: the KV heads)."""
     heads = integer_cell(text)
-    kv_match = re.search(r"\((\d+)\s*(?:kv|query[\s_-]+groups?)\b", text, re.IGNORECASE)
-    return heads, (int(kv_match.group(1)) if kv_match else heads)
+    kv_match = re.search(
+        r"\((\d+)\s*(?:kv|query[\s_-]+groups?)\b|\((?:kv(?:[\s_-]+heads)?|query[\s_-]+groups?)\s*[:=]\s*(\d+)",
+        text,
+        re.IGNORECASE,
+    )
+    return heads, (int(kv_match.group(1) or kv_match.group(2)) if kv_match else heads)
 
 
-def model_from_dims(row: PublishedRow) -> TransformerSpec:
+# a vocabulary named by its tokenizer: ``n/r (Llama 2 tokenizer)``, ``GPT-2 BPE tokenizer``
+_TOKENIZER: Final = re.compile(r"([a-z][\w .-]*?)\s+(?:bpe\s+)?tokenizer", re.IGNORECASE)
+
+
+def _tokenizer_vocab(registry: ModelRegistry, row: PublishedRow) -> int | None:
+    """The vocabulary of the catalog model whose tokenizer the vocab cell names (``n/r (Llama 2
+    tokenizer)``: Llama 2's 32,000), else ``None``."""
+    named = _TOKENIZER.search(row.text("vocab"))
+    if named is None:
+        return None
+    words = re.sub(r"^\W+", "", named.group(1)).strip()
+    family = registry.find(words) or next(
+        (entry for entry in registry.entries.values() if _family(entry.spec.name) == _family(words)), None
+    )
+    return family.spec.vocab_size if family is not None else None
+
+
+def _family(name: str) -> str:
+    """A model name without its size: ``llama-2-7b`` and ``Llama 2`` are ``llama2``."""
+    return re.sub(r"[\s_-]+", "", re.sub(r"[\s_-]*\d+(?:\.\d+)?[bm]\b.*$", "", name.lower()))
+
+
+def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> TransformerSpec:
     """A GPT-style model (MHA, 4h GELU MLP, learned positions, LayerNorm, biases) from a
     row's dimensions, or a Llama-style one (SwiGLU, RoPE, RMSNorm) when the row has KV heads."""
     layers = integer_cell(row.text("layers"))
@@ -246,7 +279,7 @@ def model_from_dims(row: PublishedRow) -> TransformerSpec:
     ffn_text = row.text("ffn")
     ffn = parenthesized_number(ffn_text) or first_number(ffn_text) if not is_missing(ffn_text) else None
     vocab_text = row.text("vocab")
-    vocab = first_number(vocab_text) if not is_missing(vocab_text) else None
+    vocab = first_number(vocab_text) if not is_missing(vocab_text) else vocab_size
     missing = [
         name
         for name, value in (("layers", layers), ("hidden", hidden), ("heads(kv)", heads), ("vocab", vocab))
@@ -332,10 +365,13 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     unsupported = registry.unsupported_model(name) if name else None
     if unsupported is not None:  # never a plain transformer built from its dimensions
         raise RowError(unsupported.refusal(name))
-    spec = model_from_dims(row)
+    tokenizer_vocab = _tokenizer_vocab(registry, row)
+    spec = model_from_dims(row, tokenizer_vocab)
+    vocab_note = f", the vocabulary of its named tokenizer ({tokenizer_vocab:,})" if tokenizer_vocab else ""
     return (
         spec,
-        f"model '{row.text('model')}' built from the row's dimensions ({spec.mlp}, {spec.attention.kind})",
+        f"model '{row.text('model')}' built from the row's dimensions ({spec.mlp}, {spec.attention.kind})"
+        + vocab_note,
     )
 
 
@@ -490,21 +526,31 @@ def _recompute(text: str) -> tuple[str, str]:
     jax_policy = _jax_remat_policy(lowered)
     if jax_policy is not None:
         return jax_policy, f"recompute '{text}' -> {jax_policy} (MaxText's / JAX's remat policy)"
-    if _SELECTIVE.search(lowered):
+    if _SELECTIVE.search(lowered) or _RECOMPUTE_MODULES.fullmatch(lowered):
         return "selective", ""
     if _NO_RECOMPUTE.search(lowered):
         return "none", ""
+    if _SAID_ON.fullmatch(lowered):  # recomputation said to be on, with no policy: full
+        return "full", f"recompute '{text}' -> full (on, with no policy named)"
     if re.search(r"\bfull\b", lowered) or _CHECKPOINTING.search(lowered):
         return "full", ""
     return "none", ""
 
 
+# a cell that only lists Megatron-Core's recompute modules (``norm, act``, ``core_attn, mlp``):
+# the modules of selective granularity (transformer_config.py ``recompute_modules``)
+_RECOMPUTE_MODULES: Final = re.compile(
+    r"\s*(?:(?:core_attn|moe_act|act|layernorm|norm|mla_up_proj|up_proj|mlp|moe|shared_experts)[\s,;/+&]*)+"
+)
+# a cell that only says yes: ``yes``, ``true``, ``on``, ``enabled``
+_SAID_ON: Final = re.compile(r"\s*(?:yes|y|true|on|enabled?)\s*")
 # ``none``, ``no AC``, ``no recompute``, ``off``, ``disabled``, ``without checkpointing``
 _NO_RECOMPUTE: Final = re.compile(r"^\s*(?:none|no|off|false|disabled?|without)\b")
 # checkpointing said to be off: ``AC: none``, ``AC off``, torchtitan's ``activation_checkpoint.mode =
 # "none"``, Hugging Face's ``gradient_checkpointing=False``, ``activation checkpointing disabled``
 _DISABLED: Final = re.compile(
-    r"(?:checkpoint\w*|\bs?ac\b|recomput\w*|\bremat\w*|\bmode\b)[\s:=\"'._-]*(?:none|off|false|disabled?|no)\b"
+    r"(?:checkpoint\w*|\bs?ac\b|recomput\w*|\bremat\w*|\bmode\b|granularity)[\s:=\"'._-]*"
+    r"(?:none|null|off|false|disabled?|no)\b"
 )
 # a fixed count of whole layers: Megatron-LM's ``--recompute-method block --recompute-num-layers N``
 # (the first N layers of each pipeline stage, megatron/core/transformer/transformer_block.py);
@@ -629,16 +675,20 @@ def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
     """Sequences a global-batch cell states: labelled (``gbs 512``), ``32/DP`` per replica,
     ``ramp to N``, sequences times their length (``2048 x 8192 tokens``), a token count
     (:func:`_sequences_of_tokens`), or a count of sequences (``2K`` is 2,048)."""
-    lowered = text.lower()
+    # a magnitude in words as its letter: 2 million -> 2m
+    lowered = _SPELLED_COUNT.sub(lambda found: found.group(1) + found.group(2)[0], text.lower())
     labelled = _LABELLED_GLOBAL_BATCH.search(lowered)
     if labelled:
         return int(labelled.group(1))
-    per_dp = re.search(r"(\d+)\s*/\s*dp", lowered)
+    per_dp = re.search(r"(\d+)\s*(?:/|per)\s*dp\b", lowered)
     if per_dp:
         return int(per_dp.group(1)) * dp
-    ramp = re.search(r"ramp to (\d+)", lowered)
+    ramp = _RAMP.search(lowered)
     if ramp:
-        return int(ramp.group(1))
+        return int(ramp.group(1) or ramp.group(2))
+    first = _SEQUENCES_FIRST.search(lowered)
+    if first and "token" in lowered:  # ``512 (1M tokens)``: the tokens say what the sequences hold
+        return size_cell(first.group(1) + first.group(2))
     if "token" in lowered:
         product = _SEQUENCES_TIMES_LENGTH.search(lowered)
         if product:
@@ -651,6 +701,18 @@ def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
 # 512``, ``global_batch_size: 512`` (not a token count: ``GBS 4M tokens``)
 _LABELLED_GLOBAL_BATCH: Final = re.compile(
     r"\b(?:gbs|global[_-]batch[_-]size)\b[\s=:]*(\d+)(?![\d.,]|\s*(?:[kmb]\b|tok))"
+)
+# a magnitude spelled out after a number: ``2 million tokens``, ``4 thousand``
+_SPELLED_COUNT: Final = re.compile(r"(\d)\s*(thousand|million|billion)\b")
+# a batch ramped up to its final size: ``ramp to 15360``, ``ramped from 3072 to 15360``, ``3072 ->
+# 15360 (ramp)``: the final size, the one the run spent its steps at
+_RAMP: Final = re.compile(
+    r"ramp(?:ed)?(?:[\s-]+up)?\s+(?:from\s+\d[\d,]*\s+)?to\s+(\d+)|\d+\s*(?:->|→|to)\s*(\d+)\s*\(?\s*(?:ramp|warm)"
+)
+# a count of sequences first, the tokens they hold after it: ``512 (1M tokens)``, ``1536 sequences
+# (3.1M tokens)``, ``2048, 4M tokens``
+_SEQUENCES_FIRST: Final = re.compile(
+    r"^\s*(\d{1,3}(?:,\d{3})+|\d+)(?!\d|,\d)(k?)\s*(?:sequences?|seqs?|samples?)?\s*(?:\(|[,;]\s)"
 )
 # ``2048 x 8192 tokens``, ``512 sequences x 8192 tokens``: sequences times their length
 _SEQUENCES_TIMES_LENGTH: Final = re.compile(
@@ -922,8 +984,12 @@ def _interleaving(row: PublishedRow, model: TransformerSpec, pp: int) -> tuple[t
         fixed_vpp = max(1, model.num_layers // (pp * fixed_vpp))
     if fixed_vpp:
         return (fixed_vpp,), schedule
-    interleaved = "yes" in vpp_text or "interleav" in vpp_text
+    interleaved = ("yes" in vpp_text or "interleav" in vpp_text) and not _NOT_INTERLEAVED.search(vpp_text)
     return (SEARCHED_VPPS if interleaved else (1,)), schedule
+
+
+# interleaving said to be off: ``non-interleaved``, ``no interleaving``, ``not interleaved``
+_NOT_INTERLEAVED: Final = re.compile(r"\bnon[\s-]*interleav|\bno(?:t)?\s+interleav")
 
 
 # Metrics a run's global batch does not set: rates per GPU or over the job (a step time, the hours
@@ -1282,7 +1348,8 @@ def flop_convention(
     recompute pass); a row naming no framework counts as PaLM (6N + 12·L·h·s).
     """
     joined = row.joined()
-    full = row.text("recompute").lower().startswith("full")
+    cell = row.text("recompute")
+    full = not is_missing(cell) and _recompute(cell)[0] == "full"
     if "96-form" in joined:
         return "megatron", True, False, "FLOPs by Megatron's 96-form (recompute pass included)"
     if "72-form" in joined:
