@@ -127,3 +127,29 @@ def test_the_eighth_serving_probe_refusals_say_why(catalog: Catalog, models: Mod
     assert set(refused) == set(SERVING_REFUSED)
     for row_id, words in SERVING_REFUSED.items():
         assert words in refused[row_id], (row_id, refused[row_id])
+
+
+def test_the_fifth_training_probe(catalog: Catalog, models: ModelRegistry) -> None:
+    rows = _rows(DATA / "probe-training-5.tsv", catalog, models)
+    # gpu-recipes' A3 Ultra Llama 3 70B: NeMo's 'activations_checkpoint_granularity: null' is no
+    # recomputation, and its '24.07-based image' dates the run (2024), not the repository's commit
+    assert rows["V109"].status == "ok", rows["V109"].reason
+    assert rows["V109"].plan is not None
+    assert rows["V109"].plan["recompute"] == "none"
+    assert rows["V109"].stack == "megatron-core-2024"
+    # MaxText's 'DeepSeek3-671B' is DeepSeek-V3 (it had been built from the cells as a dense model)
+    assert any("catalog model deepseek-v3" in line for line in rows["V106"].assumptions)
+    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
+    assert set(refused) == {"V102", "V121", "V122"}  # scale-out links the catalog lacks (TPU DCN, MI355X)
+    assert all("records no NICs" in reason for reason in refused.values())
+
+
+def test_the_ninth_serving_probe(catalog: Catalog, models: ModelRegistry) -> None:
+    rows = _rows(DATA / "probe-serving-9.tsv", catalog, models)
+    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
+    # LMSYS's GB300 post gives a rate per GPU and never the GPUs it ran on
+    assert set(refused) == {"Z120", "Z121"}
+    assert all("GPUs is not reported" in reason for reason in refused.values())
+    # NVIDIA's table: 'Input | Output Sequence Lengths 2,048 | 128'
+    spec = probe("probe-serving-9.tsv")[1]("Z117", catalog, models)
+    assert (spec.load.input_tokens, spec.load.output_tokens) == (2048, 128)

@@ -13,6 +13,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import stack_for
 from lightspeed.sol.validation.hardware_text import gpu_count, row_gpus
 from lightspeed.sol.validation.infer_precision import kv_precision
+from lightspeed.sol.validation.infer_rows import _input_output
 from lightspeed.sol.validation.published import PublishedRow, format_keys, is_missing
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.sol.validation.rows import _global_batch, _interleaving, _recompute, row_year
@@ -482,3 +483,32 @@ def test_a_vocabulary_named_by_its_tokenizer_and_query_groups_with_a_colon(
 
 def test_deepseek3_is_maxtexts_name_for_deepseek_v3(models: ModelRegistry) -> None:
     assert models.matches("DeepSeek3-671B (model_type deepseek3-671b)") == ["deepseek-v3"]
+
+
+@pytest.mark.parametrize(
+    ("seq", "lengths"),
+    [
+        ("Input | Output Sequence Lengths 2,048 | 128", (2048, 128)),  # NVIDIA's table header
+        ("Input | Output Sequence Lengths 120,000 | 2,048", (120000, 2048)),
+        ("input sequence length of 65,536 tokens and output sequence length of 4,096 tokens", (65536, 4096)),
+    ],
+)
+def test_lengths_in_table_headers_and_prose(seq: str, lengths: tuple[int, int]) -> None:
+    # each had been refused: "the row gives no ISL/OSL or prompt length"
+    assert _input_output(seq.lower(), seq) == lengths
+
+
+def test_an_mlperf_scenario_quoted_in_a_note_is_not_the_rows(run_cli: Any, tmp_path: Path) -> None:
+    # Red Hat's Offline summary, its note quoting the Server figure of the same blog: the row had
+    # been refused for naming two scenarios
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tmetric\tmeasured\tderived_or_check"
+    (row,) = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        "Z1\tinfer\tmlcommons inference_results_v5.1 closed/RedHat\tLlama 3.1 8B"
+        "\tMLPerf Inference v5.1 llama3.1-8b\tScenario : Offline\t1\tH100 SXM\tTokens per second\t5777"
+        "\tSamples per second: 44.9; blog: 5103 tokens/sec (Server)",
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert any("offline" in line for line in row["assumptions"])

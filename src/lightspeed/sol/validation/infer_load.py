@@ -238,6 +238,10 @@ def _tokens_per_sample(row: PublishedRow) -> float | None:
     return per_sample if 1.0 <= per_sample <= 1e6 else None
 
 
+# cells that comment on a row rather than describe its run
+_NOTE_CELLS: Final = ("derived_or_check", "confidence")
+
+
 def names_mlperf(row: PublishedRow) -> bool:
     """Whether a cell names MLPerf (or LoadGen)."""
     return _MLPERF.search(row.joined()) is not None
@@ -249,7 +253,11 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
     workload = find_mlperf_workload(" ".join((row.text("model"), text)))
     if workload is None:
         raise RowError("the row names MLPerf but none of its LLM benchmarks (see sol/serve/data/mlperf.toml)")
-    scenarios = {match.group(1) for match in _SCENARIO.finditer(text.lower())}
+    # the scenario the row's own cells name, not a note quoting another run's (``derived_or_check``)
+    own = " | ".join(value for column, value in row.cells.items() if column not in _NOTE_CELLS).lower()
+    scenarios = {match.group(1) for match in _SCENARIO.finditer(own)} or {
+        match.group(1) for match in _SCENARIO.finditer(text.lower())
+    }
     if scenarios == {"interactive", "server"}:
         # MLPerf v5.0 on names the interactive setting as a benchmark run in LoadGen's Server
         # scenario (``llama2-70b-interactive-99``, ``Scenario : Server``): its tighter limits hold

@@ -120,14 +120,14 @@ INFERENCE_METRICS = (
     "request_latency_s",
 )
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
-_PAIR_LABEL = r"(?:isl\s*[/:,]\s*osl|input\s*/\s*output|in\s*/\s*out)"
+_PAIR_LABEL = r"(?:isl\s*[/:,|]\s*osl|input\s*[/|]\s*output|in\s*/\s*out)"
 # ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``, ``ISL:OSL 1024:2048``, ``ISL, OSL:
-# 1000, 1000``; a label
+# 1000, 1000``, NVIDIA's table headers ``Input | Output Sequence Lengths 2,048 | 128``; a label
 # naming the pair's lengths and the pair said with a comma, ``Input/Output Lengths 2048, 2048``
 # (TensorRT-LLM's tables); or the pair first: ``128/2048 (ISL/OSL)``
 _PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?"
 _ISL_OSL = re.compile(
-    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*[/,:]\s*{_COUNT}"
+    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*(?:[/:|]|,\s?)\s*{_COUNT}"
     rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
 )
 # Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
@@ -162,7 +162,7 @@ _NUMBER_END = r"(?!\d|\.\d)"
 def _length_half(label: str, group: str) -> str:
     """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
     return (
-        rf"(?:(?:\b|(?<=_)){label}\s*[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
+        rf"(?:(?:\b|(?<=_)){label}\s*(?:of\s+)?[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
         rf"|(?P<{group}_b>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
     )
 
