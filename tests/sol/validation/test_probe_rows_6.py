@@ -512,3 +512,39 @@ def test_an_mlperf_scenario_quoted_in_a_note_is_not_the_rows(run_cli: Any, tmp_p
     )
     assert row["status"] == "ok", row["reason"]
     assert any("offline" in line for line in row["assumptions"])
+
+
+@pytest.mark.parametrize(
+    ("load", "words"),
+    [
+        ("--num-prompts 1e400 --request-rate 4", "not a whole number of requests"),  # had been 1 request
+        ("--num-prompts 0 --request-rate 4", "sends none"),  # had been simulated anyway
+        ("0 requests, request rate 4", "sends none"),
+        ("batch 1e400", "not a whole number of sequences"),  # had been dropped: the KV-limited maximum
+        ("batch 99999999999999", "from 1 to 1,073,741,824"),  # had been clamped without a word
+        ("99999999999999", "from 1 to 1,073,741,824"),
+    ],
+)
+def test_a_load_no_run_had_is_refused(run_cli: Any, tmp_path: Path, load: str, words: str) -> None:
+    (row,) = _infer(
+        run_cli,
+        tmp_path,
+        f"Llama 3.1 8B\tISL/OSL 1024/128\t{load}\t1\t1\tH100 SXM\tbf16\toutput tokens/s\t1000",
+    )
+    assert row["status"] != "ok"
+    assert words in row["reason"]
+
+
+def test_a_node_count_or_a_token_budget_no_number_reads_is_refused(run_cli: Any, tmp_path: Path) -> None:
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    nodes, budget = _rows(
+        run_cli,
+        tmp_path,
+        header,
+        # '1e400 nodes' had been 1 node (8 GPUs); '1e400 trillion tokens' had been 400T tokens
+        "T1\ttrain\tMegatron 2025\tLlama 3.1 8B\t8192\t2048\t1e400 nodes\tH100 SXM\tbf16\tTFLOP/s/GPU\t400",
+        "T2\ttrain\tMegatron 2025\tLlama 3.1 8B\t8192\t2048\t64\tH100 SXM\tbf16"
+        "\tGPU-hours for 1e400 trillion tokens\t2.664 million",
+    )
+    assert "not in a whole number" in nodes["reason"]
+    assert "token budget" in budget["reason"]

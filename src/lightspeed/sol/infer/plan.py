@@ -64,6 +64,9 @@ PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 # The most draft tokens a step speculative decoding is modelled with (the bound of the CLI's
 # --draft-tokens, cli/options.DRAFT_TOKENS; EAGLE-2's widest draft tree holds 60).
 MAX_DRAFT_TOKENS: Final = 1024
+# The most requests in flight (a batch, a concurrency) a load may hold; the CLI's --concurrency
+# and --max-batch bound is the same (cli/options.py MAX_SEQUENCES, docs/limits.md).
+MAX_IN_FLIGHT: Final = 2**30
 
 
 @dataclass(frozen=True)
@@ -157,8 +160,11 @@ class ServingLoad(Record):
             )
         if self.concurrency is not None and self.arrival_rate_per_s is not None:
             raise InvalidPlanError("give a concurrency or an arrival rate, not both")
-        if self.concurrency is not None and self.concurrency < 1:
-            raise InvalidPlanError(f"concurrency must be >= 1 (got {self.concurrency})")
+        if self.concurrency is not None and not 1 <= self.concurrency <= MAX_IN_FLIGHT:
+            raise InvalidPlanError(
+                f"concurrency must be a whole number of requests from 1 to {MAX_IN_FLIGHT:,} "
+                f"(got {self.concurrency:,})"
+            )
         if self.arrival_rate_per_s is not None and not self.arrival_rate_per_s > 0:
             raise InvalidPlanError(f"arrival rate must be > 0 requests/s (got {self.arrival_rate_per_s})")
 

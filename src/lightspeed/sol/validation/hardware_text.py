@@ -340,9 +340,11 @@ def _gpus_of_nodes(catalog: Catalog, row: PublishedRow) -> tuple[int, str] | Non
     named = _GPUS_NAMED.search(text)
     if named is not None:
         return int(named.group(1).replace(",", "")), f"GPUs: '{text}' names {named.group(1)} GPUs"
-    count = re.match(r"\s*(\d[\d,]*)(?![\d.])", text)
+    count = re.match(r"\s*(\d[\d,]*)(?![\d.]|e[+-]?\d)", text)
     if count is None:
-        return None
+        raise RowError(
+            f"GPUs '{text}' counts nodes but not in a whole number: write the count of nodes or GPUs"
+        )
     nodes = int(count.group(1).replace(",", ""))
     rest = head[count.end() :]
     systems = [found for span in _spans(rest) if (found := _find_system(catalog, span)) is not None]

@@ -119,9 +119,25 @@ class RowSimulation(Record):
 
 
 def row_requests(row: PublishedRow) -> int | None:
-    """The request count a row states (``49,152 requests``), if any."""
-    match = _REQUESTS.search(row.joined().lower())
-    return int((match.group(1) or match.group(2)).replace(",", "")) if match else None
+    """The request count a row states (``49,152 requests``, ``--num-prompts 200``), if any; a
+    count of none, or a flag whose value is no whole number (``--num-prompts 1e400``), is refused."""
+    text = row.joined().lower()
+    unread = _REQUEST_FLAG.search(text)
+    if unread is not None and not re.fullmatch(r"\d[\d,]*[,)]?", unread.group(1)):
+        raise RowError(f"the request count '{unread.group(0)}' is not a whole number of requests")
+    match = _REQUESTS.search(text)
+    if match is None:
+        return None
+    count = int((match.group(1) or match.group(2)).replace(",", ""))
+    if count < 1:
+        raise RowError(f"the row's run of {count} requests sends none: give the count it sent")
+    return count
+
+
+# a request-count flag and its value as written (checked whole: ``--num-prompts 1e400``)
+_REQUEST_FLAG: Final = re.compile(
+    r"\bnum[_ -]?(?:prompts|requests)\s*[=:]?\s*((?:[-+.]?\d|nan\b|inf)[^\s;|]*)"
+)
 
 
 # A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``, ``4 QPS``,

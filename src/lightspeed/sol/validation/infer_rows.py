@@ -234,6 +234,12 @@ _BATCH = re.compile(
     rf"|\bstatic\s+batch(?:ing)?\s*[,:]?\s*(?:of\s+)?{INTEGER}"
     rf"|(?<![\w.,]){INTEGER}\s*\(?\s*(?:static\s+batch|batch(?:\s*size)?\b|sequences\b)"
 )
+# a batch's label with a value no whole number reads (``batch 1e400``, ``bs=-1``, ``batch nan``):
+# refused, never dropped
+_BATCH_VALUE = re.compile(
+    r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
+    r"(?:[-+.]?\d|nan\b|inf)\S*"
+)
 # a load cell holding a number alone: the batch the table's column names (``64``)
 _BARE_COUNT = re.compile(r"\s*\d[\d,]*\s*")
 # ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``,
@@ -466,6 +472,8 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
     if decode:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
+    if batch is None and (unread := _BATCH_VALUE.search(text)) is not None:
+        raise RowError(f"the batch '{unread.group(0).strip()}' is not a whole number of sequences")
     load_cell = row.text("global_batch")
     size = (
         int(next(group for group in batch.groups() if group).replace(",", ""))

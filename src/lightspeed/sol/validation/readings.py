@@ -85,7 +85,7 @@ RATE_KEYS: Final = frozenset(
     {"tokens_per_s", "samples_per_s", "output_tokens_per_s", "total_tokens_per_s", "input_tokens_per_s"}
 )
 _TOKEN_BUDGET: Final = re.compile(
-    r"(\d[\d.,]*\s*(?:[kmbt]|thousand|million|billion|trillion)?)\s*tokens", re.IGNORECASE
+    r"(?<![\w.+-])(\d[\d.,]*\s*(?:[kmbt]|thousand|million|billion|trillion)?)\s*tokens", re.IGNORECASE
 )
 _SPELLED_MAGNITUDES: Final = {"thousand": "K", "million": "M", "billion": "B", "trillion": "T"}
 # The right-hand side of a formula written in a metric cell ("out_tps=OSL*BS/latency/TP").
