@@ -57,7 +57,7 @@ def test_cluster_bandwidth_per_accelerator(catalog: Catalog) -> None:
         ("9xdgx-h100@ib-ndr:0.3nic", InvalidPlanError, "whole number"),
         ("9xdgx-h100@ib-ndr:1gpu", UserInputError, "[<nodes>x]<system>"),
         ("0xdgx-h100", InvalidPlanError, "at least one node"),
-        ("2xmi300x-platform", InvalidPlanError, "@<link>"),  # no NICs of its own, no link named
+        ("2xgh200-nvl32", InvalidPlanError, "@<link>"),  # no NICs of its own, no link named
         ("@ib-ndr", UserInputError, "cannot read cluster spec"),
     ],
 )
@@ -69,11 +69,12 @@ def test_bad_specs_say_what_is_wrong(
     assert expected in str(info.value)
 
 
-def test_mi300x_platform_without_nics_keeps_no_fabric(catalog: Catalog) -> None:
-    cluster = catalog.parse_cluster("2xmi300x-platform@ethernet-400g")
+def test_a_system_without_nics_keeps_no_fabric(catalog: Catalog) -> None:
+    # GH200 NVL32 records no scale-out NICs (the MI300X platform now does: AMD's 8 x 400G RoCE)
+    cluster = catalog.parse_cluster("2xgh200-nvl32@ib-ndr:1nic")
     assert cluster.fabric is not None
-    assert cluster.fabric.num_links == 8
-    single = catalog.resolve_cluster("mi300x-platform")
+    assert cluster.fabric.num_links == 32
+    single = catalog.resolve_cluster("gh200-nvl32")
     assert single.fabric is None
     assert single.scale_out_per_accelerator_bytes_per_s() == 0.0
 
