@@ -3,9 +3,11 @@ shared by their test modules: the rows by id, and one row read as ``validate`` r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +57,23 @@ def validated_row(
     path.write_text(f"{header}\n{line}\n")
     (row,) = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor()).rows
     return row
+
+
+# the columns a row of a hand-written inference probe fills, in order
+INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+
+
+def cli_rows(run_cli: Any, tmp_path: Path, header: str, *lines: str) -> list[dict[str, Any]]:
+    """Rows (a TSV ``header`` and tab-separated ``lines``) as ``lightspeed validate --json`` gives them."""
+    path = tmp_path / "rows.tsv"
+    path.write_text("\n".join((header, *lines)) + "\n", encoding="utf-8")
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    rows: list[dict[str, Any]] = json.loads(result.out)["rows"]
+    return rows
+
+
+def infer_cli_rows(run_cli: Any, tmp_path: Path, source: str, *cells: str) -> list[dict[str, Any]]:
+    """Inference rows of ``source``, each the cells after the source in :data:`INFER_HEADER`'s order."""
+    lines = [f"R{i}\tinfer\t{source}\t{row}" for i, row in enumerate(cells, 1)]
+    return cli_rows(run_cli, tmp_path, INFER_HEADER, *lines)

@@ -12,28 +12,19 @@ from typing import Any
 import pytest
 
 from lightspeed.workload import ModelRegistry
+from probes import cli_rows, infer_cli_rows
 
 TRAIN_HEADER = (
     "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tVPP\tDP\tsharding\tGPUs\thardware"
     "\tprecision\tmetric\tmeasured"
 )
-INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
-
-
-def _rows(run_cli: Any, tmp_path: Path, header: str, *lines: str) -> list[dict[str, Any]]:
-    path = tmp_path / "rows.tsv"
-    path.write_text("\n".join((header, *lines)) + "\n", encoding="utf-8")
-    result = run_cli("validate", str(path), "--json")
-    assert result.code == 0, result.err
-    rows: list[dict[str, Any]] = json.loads(result.out)["rows"]
-    return rows
 
 
 def _train(
     run_cli: Any, tmp_path: Path, *cells: str, source: str = "torchtitan 2025"
 ) -> list[dict[str, Any]]:
     lines = [f"T{i}\ttrain\t{source}\t{row}" for i, row in enumerate(cells, 1)]
-    return _rows(run_cli, tmp_path, TRAIN_HEADER, *lines)
+    return cli_rows(run_cli, tmp_path, TRAIN_HEADER, *lines)
 
 
 # Llama 3.1 70B, 8K sequences, micro-batch 2 on 64 H100 with FSDP over all of them
@@ -110,8 +101,7 @@ def test_maxtexts_fsdp_axis_beside_its_dp_axis(run_cli: Any, tmp_path: Path) -> 
 
 
 def _infer(run_cli: Any, tmp_path: Path, *cells: str) -> list[dict[str, Any]]:
-    lines = [f"V{i}\tinfer\tvLLM v0.19.1 blog 2026\t{row}" for i, row in enumerate(cells, 1)]
-    return _rows(run_cli, tmp_path, INFER_HEADER, *lines)
+    return infer_cli_rows(run_cli, tmp_path, "vLLM v0.19.1 blog 2026", *cells)
 
 
 def test_approximate_lengths_are_read(run_cli: Any, tmp_path: Path) -> None:

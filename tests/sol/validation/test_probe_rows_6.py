@@ -3,7 +3,6 @@ Each test is a rule the reader lacked: the row was refused, or read as something
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +17,9 @@ from lightspeed.sol.validation.published import PublishedRow, format_keys, is_mi
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.sol.validation.rows import _global_batch, _interleaving, _recompute, row_year
 from lightspeed.workload import ModelRegistry, load_models
+from probes import cli_rows, infer_cli_rows
 
 LLAMA_70B = load_models().get("llama-3-70b")
-
-
-def _rows(run_cli: Any, tmp_path: Path, header: str, *lines: str) -> list[dict[str, Any]]:
-    path = tmp_path / "rows.tsv"
-    path.write_text("\n".join((header, *lines)) + "\n", encoding="utf-8")
-    result = run_cli("validate", str(path), "--json")
-    assert result.code == 0, result.err
-    rows: list[dict[str, Any]] = json.loads(result.out)["rows"]
-    return rows
 
 
 @pytest.mark.parametrize(
@@ -55,7 +46,7 @@ def test_an_mlperf_round_picks_the_servers_release_of_its_year(run_cli: Any, tmp
     # AMD's MLPerf Inference v5.0 Llama 2 70B Offline row on MI325X ran vLLM of 2025: it had been
     # read as a 2024 row for want of a calendar year in its source (vLLM's 2024 profile: -31%)
     header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
-    (row,) = _rows(
+    (row,) = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -68,12 +59,8 @@ def test_an_mlperf_round_picks_the_servers_release_of_its_year(run_cli: Any, tmp
     assert any("MLPerf round" in line for line in row["assumptions"])
 
 
-INFER_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
-
-
 def _infer(run_cli: Any, tmp_path: Path, *cells: str) -> list[dict[str, Any]]:
-    lines = [f"U{i}\tinfer\tvLLM 0.10 bench serve 2025\t{row}" for i, row in enumerate(cells, 1)]
-    return _rows(run_cli, tmp_path, INFER_HEADER, *lines)
+    return infer_cli_rows(run_cli, tmp_path, "vLLM 0.10 bench serve 2025", *cells)
 
 
 def test_a_benchmarks_request_count_written_as_its_flag(run_cli: Any, tmp_path: Path) -> None:
@@ -179,7 +166,7 @@ def test_megatrons_recompute_modules_are_selective(run_cli: Any, tmp_path: Path)
         "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tGPUs\thardware\tprecision"
         "\trecompute\tmetric\tmeasured"
     )
-    (row,) = _rows(
+    (row,) = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -230,7 +217,7 @@ def test_trtllm_max_batch_size_is_per_attention_rank(run_cli: Any, tmp_path: Pat
     header = (
         "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tDP\tEP\tGPUs\thardware\tprecision\tmetric\tmeasured"
     )
-    flag, words = _rows(
+    flag, words = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -258,7 +245,7 @@ def test_a_model_no_node_holds_spans_nodes_as_its_server_does(
     # refused (tp=1 x16 replicas did not fit). vLLM's distributed-serving guide pipelines across
     # nodes (TP = a node's GPUs, PP = nodes); SGLang's DeepSeek guide runs --tp 16 --nnodes 2.
     header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
-    (row,) = _rows(
+    (row,) = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -273,7 +260,7 @@ def test_a_bare_size_and_its_architecture(run_cli: Any, tmp_path: Path) -> None:
     # Colossal-AI's table names the model by its size and, in a parenthesis, its architecture: had
     # been refused ("not in the catalog and the row lacks layers ...")
     header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
-    (row,) = _rows(
+    (row,) = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -294,7 +281,7 @@ def test_the_experts_own_tp_in_words(run_cli: Any, tmp_path: Path, ep_cell: str)
         "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tEP\tGPUs\thardware\tprecision"
         "\tmetric\tmeasured"
     )
-    written, reference = _rows(
+    written, reference = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -404,7 +391,7 @@ def test_checkpointing_in_words_counts_the_recompute_pass_as_full_does(run_cli: 
         "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tPP\tGPUs\thardware\tprecision"
         "\trecompute\tmetric\tmeasured"
     )
-    words, full = _rows(
+    words, full = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -468,7 +455,7 @@ def test_a_vocabulary_named_by_its_tokenizer_and_query_groups_with_a_colon(
         "id\tkind\tsource\tmodel\tlayers\thidden\theads(kv)\tffn\tvocab\tseq\tglobal_batch\tGPUs\thardware"
         "\tprecision\tmetric\tmeasured"
     )
-    (row,) = _rows(
+    (row,) = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -498,11 +485,11 @@ def test_lengths_in_table_headers_and_prose(seq: str, lengths: tuple[int, int]) 
     assert _input_output(seq.lower(), seq) == lengths
 
 
-def test_an_mlperf_scenario_quoted_in_a_note_is_not_the_rows(run_cli: Any, tmp_path: Path) -> None:
+def test_an_mlperf_scenario_quoted_in_a_note_is_not_thecli_rows(run_cli: Any, tmp_path: Path) -> None:
     # Red Hat's Offline summary, its note quoting the Server figure of the same blog: the row had
     # been refused for naming two scenarios
     header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tmetric\tmeasured\tderived_or_check"
-    (row,) = _rows(
+    (row,) = cli_rows(
         run_cli,
         tmp_path,
         header,
@@ -537,7 +524,7 @@ def test_a_load_no_run_had_is_refused(run_cli: Any, tmp_path: Path, load: str, w
 
 def test_a_node_count_or_a_token_budget_no_number_reads_is_refused(run_cli: Any, tmp_path: Path) -> None:
     header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
-    nodes, budget = _rows(
+    nodes, budget = cli_rows(
         run_cli,
         tmp_path,
         header,
