@@ -202,6 +202,15 @@ def name_readings(name: str) -> list[str]:
                 readings.append(f"{architecture} {before}")
             elif _ARCHITECTURE_WORDS.search(inside) and _SIZE_WORD.search(architecture):
                 readings.append(architecture)
+            elif not _SIZE_WORD.search(before) and _SIZE_WORD.match(inside.strip()):
+                # ``Llama 3.3 (70B)``: the family, then its size
+                readings.append(f"{before} {inside.strip()}")
+    for reading in list(readings):
+        # two names of one architecture (``DeepSeek-V3 and R1``, ``DeepSeek-V3 / R1``): the first;
+        # an MoE's word (``DeepSeek-V3 671B MoE``) names no model
+        first = re.split(r"\s+(?:and|&)\s+|\s+/\s+", reading, maxsplit=1)[0].strip()
+        readings.append(first)
+        readings.append(re.sub(r"[\s_-]+moe\b", "", first, flags=re.IGNORECASE).strip())
     for reading in list(readings):
         tail = normalize_name(reading).rsplit("/", 1)[-1]
         untuned = _FINE_TUNER.sub("", tail).strip("-")

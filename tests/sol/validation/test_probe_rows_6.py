@@ -10,9 +10,9 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import stack_for
-from lightspeed.sol.validation.hardware_text import gpu_count, row_gpus
+from lightspeed.sol.validation.hardware_text import cluster_of, gpu_count, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_precision import kv_precision
-from lightspeed.sol.validation.infer_rows import _input_output
+from lightspeed.sol.validation.infer_rows import _INPUT_ONLY, _input_output
 from lightspeed.sol.validation.published import PublishedRow, format_keys, is_missing
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.sol.validation.rows import _global_batch, _interleaving, _recompute, row_year
@@ -535,3 +535,83 @@ def test_a_node_count_or_a_token_budget_no_number_reads_is_refused(run_cli: Any,
     )
     assert "not in a whole number" in nodes["reason"]
     assert "token budget" in budget["reason"]
+
+
+# --- a third rephrasing probe (the inference rows no earlier probe rewrote) and the Grand Teton case
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Llama 3.3 (70B)",
+        "DeepSeek-V3 671B MoE (37B active)",
+        "DeepSeek-V3 and R1 (671B MoE)",
+        "DeepSeek-V3 / R1",
+    ],
+)
+def test_model_names_as_serving_posts_write_them(models: ModelRegistry, name: str) -> None:
+    # each had been refused: "neither in the registry nor described by the row"
+    assert models.matches(name) in (["llama-3-70b"], ["deepseek-v3"])
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "bf16 attn + fp8 moe",
+        "attention: BF16; MoE: FP8",
+        "FP8 (GEMM, dispatch) / BF16 (MLA, combine)",
+        "matrix multiplications and dispatch in FP8; MLA and combine in BF16",
+        "FP8 for matmuls and dispatch, BF16 for core MLA and combine",
+    ],
+)
+def test_a_bf16_attention_said_as_deepseeks_posts_say_it(cell: str) -> None:
+    # the KV cache had fallen back to FP8 with FP8 weights: +29% to +72%
+    row = PublishedRow(row_id="I1", kind="infer", line=2, cells={"precision": cell})
+    assert kv_precision(row) == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("metric", "key", "gpus"),
+    [
+        ("Total Output Throughput", "output_tokens_per_s", None),  # trtllm-bench's label, no unit
+        ("decode throughput per GPU", "output_tokens_per_s_per_gpu", 1),
+        ("tokens/s per 8-GPU H800 node (output, decode, 24 h avg)", "output_tokens_per_s", 8),
+    ],
+)
+def test_serving_metrics_without_their_unit_or_with_a_node_described(
+    metric: str, key: str, gpus: int | None
+) -> None:
+    (reading,) = read_cell(metric, "14,800", kind="infer")
+    assert (reading.key, reading.gpus_per_scope) == (key, gpus)
+
+
+@pytest.mark.parametrize("measured", ["2 909", "2\u202f909", "2\u00a0909"])
+def test_thousands_grouped_by_a_space(measured: str) -> None:
+    # had been read as 2
+    (reading,) = read_cell("output tokens/s", measured, kind="infer")
+    assert reading.value == pytest.approx(2909.0)
+
+
+def test_lengths_with_a_unit_in_the_label_and_a_kv_cache_length() -> None:
+    assert _input_output("isl/osl (tokens) 1000/1000") == (1000, 1000)
+    context = _INPUT_ONLY.search("each output token has a kv cache length of 4,989 tokens on average")
+    assert context is not None
+    assert context.group("isl_a") == "4,989"
+
+
+def test_a_number_glued_to_a_name_is_no_memory_size(catalog: Catalog) -> None:
+    # 'NVL72 GB200' had made a 72 GB variant of the GB200
+    hardware, _ = read_hardware(catalog, "NVL72 GB200")
+    assert hardware.memory_gib is None
+
+
+def test_a_part_named_beside_its_server_is_that_part(catalog: Catalog) -> None:
+    # the Llama 3 paper's 'H100 80GB HBM3 700W' in Meta's Grand Teton: the 80 GB HBM3 part in that
+    # server, not its 96 GB HBM2e 500 W record cut to 80 GB (2.4 TB/s)
+    hardware, _ = read_hardware(catalog, "H100 80GB HBM3 700W (Meta Grand Teton)")
+    cluster, _ = cluster_of(catalog, hardware, 16)
+    assert cluster.system.name.startswith("grand-teton-h100")
+    assert cluster.system.accelerator.name == "h100-sxm"
+    # the server's own part, named as its record names it, stays the record's
+    own, _ = read_hardware(catalog, "H100 SXM 96GB HBM2e @500W (Meta Grand Teton)")
+    assert own.accelerator is None

@@ -63,7 +63,8 @@ FABRIC_KEYWORDS: Final = (
 # Words end at spaces, punctuation and underscores: MLPerf's system ids glue their parts with
 # ``_`` (``8xMI325X_2xEPYC_9575F``, ``GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT``).
 _WORD_SPLIT: Final = re.compile(r"[\s,;()_]+")
-_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
+# (a number glued to a word is a name's, not a size: ``NVL72 GB200`` holds no 72 GB)
+_MEMORY: Final = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s*GB(?!/s|\s*/\s*s)")
 _NAMED_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)\s*GB\b", re.IGNORECASE)
 _POWER: Final = re.compile(r"(\d{3,4})\s*W\b")
 # the longest name a cell may write for one part: `8x NVIDIA RTX PRO 6000 Blackwell Server Edition`
@@ -164,29 +165,23 @@ def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
 @dataclass(frozen=True)
 class HardwareSpec(Record):
     """The hardware of a published run in catalog terms: a system, the variant its accelerator
-    ran as (another memory size, a power cap) and the scale-out fabric (``None``: the system's)."""
+    ran as (another memory size, a power cap), the scale-out fabric (``None``: the system's) and
+    the part in it where the text names another of the system's generation (``None``: the
+    system's own)."""
 
     system: str
     memory_gib: float | None = None
     power_limit_w: float | None = None
     fabric: str | None = None
+    accelerator: str | None = None
 
 
 def _variant_figures(accelerator: Accelerator, text: str) -> tuple[float | None, float | None]:
     """(memory in GB, power cap in W) the text gives where they are not the part's own."""
-    listed = {round(accelerator.memory_nominal_bytes / 1e9), round(accelerator.memory_usable_bytes / 1e9)}
-    listed |= {
-        round(accelerator.memory_nominal_bytes / 2**30),
-        round(accelerator.memory_usable_bytes / 2**30),
-    }
-    # a size the catalog's own names for the part write (``NVIDIA GH200 480GB``, the superchip's
-    # memory with Grace's) names the part, not a variant of it
-    for name in (accelerator.display_name, *accelerator.aliases):
-        listed |= {round(float(size)) for size in _NAMED_MEMORY.findall(name)}
     memory = None
     for match in _MEMORY.finditer(text):
         value = float(match.group(1))
-        if all(abs(value - size) > 0.03 * max(size, 1) for size in listed):
+        if not _own_memory(accelerator, value):
             memory = value
             break
     # a cap below the part's own limit (its TDP, or the limit a record such as Grand Teton's
@@ -199,6 +194,20 @@ def _variant_figures(accelerator: Accelerator, text: str) -> tuple[float | None,
             power = watts
             break
     return memory, power
+
+
+def _own_memory(accelerator: Accelerator, size: float) -> bool:
+    """Whether ``size`` (GB or GiB as written) is the part's own memory: its nominal or usable
+    size in either unit, or a size the catalog's own names for it write (``NVIDIA GH200 480GB``,
+    the superchip's memory with Grace's), within 3%."""
+    listed = {round(accelerator.memory_nominal_bytes / 1e9), round(accelerator.memory_usable_bytes / 1e9)}
+    listed |= {
+        round(accelerator.memory_nominal_bytes / 2**30),
+        round(accelerator.memory_usable_bytes / 2**30),
+    }
+    for name in (accelerator.display_name, *accelerator.aliases):
+        listed |= {round(float(named)) for named in _NAMED_MEMORY.findall(name)}
+    return any(abs(size - listed_size) <= 0.03 * max(listed_size, 1) for listed_size in listed)
 
 
 def _variant(
@@ -228,14 +237,36 @@ def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
     """(hardware, the words that named its system) of a hardware cell (see the module docs)."""
     system, span = named_system(catalog, text)
     memory, power = _variant_figures(system.accelerator, text)
+    part = _named_part(catalog, system, text, memory) if memory is not None else None
+    if part is not None:  # ``H100 80GB HBM3 700W (Meta Grand Teton)``: that part in that server
+        memory, power = _variant_figures(part, text)
+        return HardwareSpec(system.name, memory, power, _fabric(catalog, text), part.name), span
     return HardwareSpec(system.name, memory, power, _fabric(catalog, text)), span
+
+
+def _named_part(catalog: Catalog, system: System, text: str, memory_gb: float) -> Accelerator | None:
+    """A part the text names beside a system, of the system's architecture, whose own memory is the
+    size the text gives (Meta's Grand Teton holds H100 SXM 96GB HBM2e at 500 W, but the Llama 3
+    paper's runs are 'H100 80GB HBM3 700W' in it: the 80 GB part, not a 96 GB one cut to 80)."""
+    for span in _spans(text):
+        part = _find_accelerator(catalog, span)
+        if part is None or part.name == system.accelerator.name:
+            continue
+        if part.architecture == system.accelerator.architecture and _own_memory(part, memory_gb):
+            return part
+    return None
 
 
 def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple[Cluster, list[str]]:
     """The cluster of ``num_gpus`` GPUs of ``hardware`` (a job on part of a rack-scale system
     spreads over the fewest racks), and notes on how it was built."""
     system = _system_named(catalog, hardware.system, num_gpus)
-    accelerator, notes = _variant(system.accelerator, hardware.memory_gib, hardware.power_limit_w)
+    part = (
+        catalog.accelerator(hardware.accelerator) if hardware.accelerator is not None else system.accelerator
+    )
+    accelerator, notes = _variant(part, hardware.memory_gib, hardware.power_limit_w)
+    if hardware.accelerator is not None:
+        notes = [f"{part.name} in {system.name} (the part the cell names)", *notes]
     system = system_with(system, accelerator)
     link = catalog.link(hardware.fabric) if hardware.fabric is not None else None
     if takes_part_of_domain(system) or (

@@ -301,12 +301,15 @@ def _vendor_format(key: str, vendor: str) -> tuple[str, str] | None:
 
 _KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4|16[\s-]*bits?)"
 # ``bf16/FP16 KV cache``, ``FP8 KV``, ``KV cache fp8``, ``KV cache: fp8``, ``kv cache in fp8``,
-# ``16-bit KV cache``, ``KV cache in 16 bits``,
+# ``16-bit KV cache``, ``KV cache in 16 bits``, ``bf16 attn``, ``attention: BF16``, ``MLA and
+# combine in BF16``, ``BF16 (MLA, combine)``, ``BF16 core MLA``,
 # vLLM's ``--kv-cache-dtype fp8`` (``kv_cache_dtype=fp8``); ``bf16 attention``, ``bf16 MLA``,
 # ``attention in bf16``: the attention kernels read the cache in the format they compute in. None
 # of them is the weights' format.
 _KV_PRECISION = re.compile(
-    rf"\b{_KV_FORMAT}\s*(?:/\s*\w+\s*)?(?:kv\w*|attention|mla)\b|\b(?:attention|mla) in {_KV_FORMAT}\b"
+    rf"\b{_KV_FORMAT}\s*(?:/\s*\w+\s*)?(?:kv\w*|attention|attn|(?:core\s+)?mla)\b"
+    rf"|\b(?:attention|attn|mla)(?:\s+and\s+\w+)?\s*(?:in|[:=])\s*{_KV_FORMAT}\b"
+    rf"|\b{_KV_FORMAT}\s*\((?:[^)]*[\s,])?mla\b|\b{_KV_FORMAT}\s+for\s+(?:core\s+)?(?:mla|attention)\b"
     rf"|(?:--)?\bkv(?:[-_ ]?cache)?(?:[-_ ]?dtype)?\s*(?:[:=]|\bin\b)?\s*{_KV_FORMAT}\b"
 )
 

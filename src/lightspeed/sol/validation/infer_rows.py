@@ -125,7 +125,7 @@ _PAIR_LABEL = r"(?:isl\s*[/:,|]\s*osl|input\s*[/|]\s*output|in\s*/\s*out)"
 # 1000, 1000``, NVIDIA's table headers ``Input | Output Sequence Lengths 2,048 | 128``; a label
 # naming the pair's lengths and the pair said with a comma, ``Input/Output Lengths 2048, 2048``
 # (TensorRT-LLM's tables); or the pair first: ``128/2048 (ISL/OSL)``
-_PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?"
+_PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?(?:\s*\(tokens?\))?"
 _ISL_OSL = re.compile(
     rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*(?:[/:|]|,\s?)\s*{_COUNT}"
     rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
@@ -206,7 +206,8 @@ _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
 # input``, ``prompt length 2000``, ``KV length 4096``, ``context of 8k``.
 _INPUT_ONLY = re.compile(
     _length_half(
-        rf"(?:isl|input{_LENGTH_WORD}|prompt{_LENGTH_WORD}|kv[\s_-]length|context(?:[\s_-]length)?(?:\s+of)?)",
+        rf"(?:isl|input{_LENGTH_WORD}|prompt{_LENGTH_WORD}|kv[\s_-](?:cache[\s_-])?length"
+        r"|context(?:[\s_-]length)?(?:\s+of)?)",
         "isl",
     )
 )

@@ -37,7 +37,10 @@ from typing import Final
 from lightspeed.records import Record
 from lightspeed.units import parse_count
 
-_NUMBER: Final = r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?"  # 1.2e4 is 12,000, not 1.2
+# 1.2e4 is 12,000, not 1.2; thousands grouped by a space as SI and some sources write them
+# (``2 909``, with a no-break or narrow no-break space too) are one number
+_NUMBER: Final = r"(?:\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\d,])|\d[\d,]*)(?:\.\d+)?(?:e[+-]?\d+)?"
+_GROUPING: Final = re.compile(r"[,\s\u00a0\u202f]")
 _VALUE: Final = re.compile(
     rf"(?P<approx>~|≈|about\s+)?(?P<low>{_NUMBER})(?:\s*(?:-|–|to)\s*(?P<high>{_NUMBER}))?"
     r"\s*(?P<unit>%|thousand|million|billion|trillion|[kmbt](?![a-z])|pf|tf|ms|us|µs|ns\b|min|hours?|days?|d\b"
@@ -67,9 +70,12 @@ _TIME_UNITS: Final = (
 # Per node, as sources write it: ``per node``, ``/node``, ``per server`` / ``per host``, and a
 # rack-scale system's compute tray (``per GB200 tray (4 GPUs)``).
 _PER_NODE: Final = re.compile(
-    r"per\s+(?:[\w-]+\s+)?(?:node|server|host|(?P<tray>tray))s?\b|/\s*(?:node|server|host)\b"
+    r"per\s+(?:[\w-]+\s+){0,3}(?:node|server|host|(?P<tray>tray))s?\b|/\s*(?:node|server|host)\b"
 )
-_NODE_SIZE: Final = re.compile(r"\((\d+)\s*gpus?(?:\s+each)?\)")
+# a node's GPUs: ``per node (8 GPUs)``, ``per 8-GPU H800 node``
+_NODE_SIZE: Final = re.compile(
+    r"\((\d+)\s*gpus?(?:\s+each)?\)|\b(\d+)[\s-]*gpus?\s+(?:[\w-]+\s+)?(?:node|server)"
+)
 # A compute tray of GB200 / GB300 NVL72 holds two superchips: four GPUs (NVIDIA GB200 NVL72 product
 # page: 18 compute trays of 72 GPUs).
 TRAY_GPUS: Final = 4
@@ -166,10 +172,10 @@ def parse_value(text: str) -> tuple[float | None, str, tuple[str, ...]]:
         return None, "", ()
     notes: list[str] = []
     sign = -1.0 if text[: match.start("low")].rstrip().endswith(("-", "−")) else 1.0
-    low = sign * float(match["low"].replace(",", ""))
+    low = sign * float(_GROUPING.sub("", match["low"]))
     value = low
     if match["high"]:
-        high = sign * float(match["high"].replace(",", ""))
+        high = sign * float(_GROUPING.sub("", match["high"]))
         if high > low:
             value = (low + high) / 2.0
             notes.append(f"range {match['low']}-{match['high']}: midpoint")
@@ -216,7 +222,9 @@ def _scope(metric: str) -> tuple[str, int | None]:
         return "user", None
     if node := _PER_NODE.search(metric):
         size = _NODE_SIZE.search(metric)
-        return "node", int(size.group(1)) if size else TRAY_GPUS if node.group("tray") else None
+        return "node", int(size.group(1) or size.group(2)) if size else TRAY_GPUS if node.group(
+            "tray"
+        ) else None
     if _PER_ACCELERATOR.search(metric):
         return "gpu", 1
     return "job", None
@@ -523,9 +531,16 @@ def infer_key(metric: str) -> str:
         return "output_tokens_per_s_per_user" if _TOKEN_RATE.search(metric) else "request_latency_s"
     if _REQUEST_RATE.search(metric) or _SAMPLE_RATE.search(metric):  # MLPerf's samples (queries) too
         return "requests_per_s"
-    if _TOKEN_RATE.search(metric) or "throughput" in metric:
+    if _TOKEN_RATE.search(metric):
         return _token_rate_key(metric)
-    return ""
+    if _TOKEN_THROUGHPUT.search(metric):  # ``Total Output Throughput``, ``decode throughput per GPU``
+        return "output_tokens_per_s"
+    return _token_rate_key(metric) if "throughput" in metric else ""
+
+
+# a throughput of generated tokens named without its unit: trtllm-bench's ``Total Output
+# Throughput``, ``output throughput per GPU``, ``decode throughput``
+_TOKEN_THROUGHPUT: Final = re.compile(r"\b(?:output|decode|generation)\s+throughput\b")
 
 
 def _token_rate_key(metric: str) -> str:
