@@ -615,3 +615,15 @@ def test_a_part_named_beside_its_server_is_that_part(catalog: Catalog) -> None:
     # the server's own part, named as its record names it, stays the record's
     own, _ = read_hardware(catalog, "H100 SXM 96GB HBM2e @500W (Meta Grand Teton)")
     assert own.accelerator is None
+
+
+@pytest.mark.parametrize("metric", ["tokens/s per 0-GPU H800 node", "tokens/s per 99999999999-GPU H800 node"])
+def test_a_node_of_no_gpus_or_of_billions_is_refused(run_cli: Any, tmp_path: Path, metric: str) -> None:
+    # they had been the system's node (0) and a per-GPU rate of 1e-8 tokens/s, predicted without a word
+    (row,) = _infer(
+        run_cli,
+        tmp_path,
+        f"Llama 3.1 8B\tISL/OSL 1024/128\tconcurrency 8\t1\t1\tH100 SXM\tbf16\t{metric}\t1000",
+    )
+    assert row["status"] != "ok"
+    assert "GPUs a node" in row["reason"]

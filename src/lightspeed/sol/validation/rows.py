@@ -1224,6 +1224,10 @@ def _settings_plans(
 TRAIN_METRICS_NEEDING_TOKENS = ("gpu_hours", "time_to_train_s")
 
 
+# the most GPUs a "node" of a per-node figure may hold: a rack-scale NVLink domain (NVL576)
+MAX_NODE_GPUS: Final = 576
+
+
 def choose_reading(
     readings: tuple[Reading, ...], keys: tuple[str, ...], num_gpus: int, node_gpus: int
 ) -> Reading:
@@ -1234,6 +1238,12 @@ def choose_reading(
     """
     skipped = []
     for reading in readings:
+        size = reading.gpus_per_scope
+        if reading.scope == "node" and size is not None and not 1 <= size <= MAX_NODE_GPUS:
+            raise RowError(
+                f"metric {reading.metric_text!r} counts {size:,} GPUs a node: a node holds 1 to "
+                f"{MAX_NODE_GPUS:,} (an NVL576 rack the most)"
+            )
         reading = reading.per_gpu(node_gpus)
         if reading.value is None or reading.key not in keys:
             skipped.append(reading)
