@@ -44,7 +44,14 @@ from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDec
 from lightspeed.sol.validation import infer_precision
 from lightspeed.sol.validation.infer_load import RowSimulation, fitting_split, mlperf_split
 from lightspeed.sol.validation.infer_precision import RowPrecision
-from lightspeed.sol.validation.published import DEGREE_FLAGS, PublishedRow, RowError, integer_cell, is_missing
+from lightspeed.sol.validation.published import (
+    DEGREE_FLAGS,
+    VALUE_AS_WRITTEN,
+    PublishedRow,
+    RowError,
+    integer_cell,
+    is_missing,
+)
 from lightspeed.workload import TransformerSpec
 
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)
@@ -66,7 +73,7 @@ _TRTLLM = re.compile(r"tensorrt[ _-]?llm|trt[ _-]?llm|trtllm")
 # ``max batch nan``): refused, never dropped
 _CAP_VALUE = re.compile(
     r"max(?:imum)?[ _-]?(?:batch(?:[ _-]?size)?|num[ _-]?seqs|running[ _-]?requests)\s*[=:]?\s*"
-    r"(?:[-+.]?\d|nan\b|inf)\S*"
+    + VALUE_AS_WRITTEN
 )
 _ATTENTION_DP = re.compile(r"attention[ _-]?dp|\badp\b|dp[ _-]attention")
 

@@ -59,15 +59,11 @@ from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
 from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, LengthDistribution, ServingWorkload
-from lightspeed.sol.validation.published import PublishedRow, RowError
+from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, RowError
 from lightspeed.workload import TransformerSpec
 
-# A request count: ``49,152 requests``, ``500 prompts``, or by its benchmark flag, label first
-# (vLLM's and SGLang's ``--num-prompts 200``, ``Num Prompts 300``, ``num_requests 256``).
-_REQUESTS: Final = re.compile(
-    r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b"
-    r"|\bnum[_ -]?(?:prompts|requests)\s*[=:]?\s*(\d[\d,]*)(?![\d.])"
-)
+# A request count: ``49,152 requests``, ``500 prompts`` (or by its flag: :data:`_REQUEST_FLAG`).
+_REQUESTS: Final = re.compile(r"(?<![\w.])(\d[\d,]*)\s*(?:requests|prompts|queries)\b")
 # The rate's number is taken whole (``1e400``, ``-2`` too) and checked, never cut to its digits.
 _RATE_NUMBER: Final = r"(-?\d[\d.]*(?:e[+-]?\d+)?)"
 # How a load's rate is labelled: ``request rate``, ``--request-rate``, ``request_rate``, ``arrival
@@ -122,22 +118,21 @@ def row_requests(row: PublishedRow) -> int | None:
     """The request count a row states (``49,152 requests``, ``--num-prompts 200``), if any; a
     count of none, or a flag whose value is no whole number (``--num-prompts 1e400``), is refused."""
     text = row.joined().lower()
-    unread = _REQUEST_FLAG.search(text)
-    if unread is not None and not re.fullmatch(r"\d[\d,]*[,)]?", unread.group(1)):
-        raise RowError(f"the request count '{unread.group(0)}' is not a whole number of requests")
-    match = _REQUESTS.search(text)
+    match = _REQUEST_FLAG.search(text) or _REQUESTS.search(text)
     if match is None:
         return None
-    count = int((match.group(1) or match.group(2)).replace(",", ""))
+    written = match.group(1).rstrip(",)")
+    if not re.fullmatch(r"\d[\d,]*", written):
+        raise RowError(f"the request count '{match.group(0)}' is not a whole number of requests")
+    count = int(written.replace(",", ""))
     if count < 1:
         raise RowError(f"the row's run of {count} requests sends none: give the count it sent")
     return count
 
 
-# a request-count flag and its value as written (checked whole: ``--num-prompts 1e400``)
-_REQUEST_FLAG: Final = re.compile(
-    r"\bnum[_ -]?(?:prompts|requests)\s*[=:]?\s*((?:[-+.]?\d|nan\b|inf)[^\s;|]*)"
-)
+# a request count by its benchmark's flag, label first (vLLM's and SGLang's ``--num-prompts 200``,
+# ``Num Prompts 300``, ``num_requests 256``), its value as written (checked whole: ``1e400``)
+_REQUEST_FLAG: Final = re.compile(rf"\bnum[_ -]?(?:prompts|requests)\s*[=:]?\s*({VALUE_AS_WRITTEN})")
 
 
 # A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``, ``4 QPS``,

@@ -99,7 +99,13 @@ from lightspeed.sol.validation.infer_load import (
     sends_all_at_once,
     simulate_row,
 )
-from lightspeed.sol.validation.published import PublishedRow, RowError, integer_cell, size_cell
+from lightspeed.sol.validation.published import (
+    VALUE_AS_WRITTEN,
+    PublishedRow,
+    RowError,
+    integer_cell,
+    size_cell,
+)
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
@@ -239,7 +245,7 @@ _BATCH = re.compile(
 # refused, never dropped
 _BATCH_VALUE = re.compile(
     r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
-    r"(?:[-+.]?\d|nan\b|inf)\S*"
+    + VALUE_AS_WRITTEN
 )
 # a load cell holding a number alone: the batch the table's column names (``64``)
 _BARE_COUNT = re.compile(r"\s*\d[\d,]*\s*")

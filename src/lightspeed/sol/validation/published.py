@@ -67,6 +67,9 @@ _SPELLED_FORMATS: Final = (
     (re.compile(r"\bfp4[\s-]*mx\b|\bmx[\s-]+fp4\b|\bfp4\s*\(\s*mx\b[^)]*\)"), "mxfp4"),
 )
 MAX_TABLE_BYTES = 32 * 2**20
+# A number as a cell writes it after its label, whole (``1e400``, ``-1``, ``nan``, ``64,``): what a
+# reader checks before refusing a value no whole number reads, never cut to its first digits.
+VALUE_AS_WRITTEN: Final = r"(?:[-+.]?\d|nan\b|inf)[^\s;|]*"
 
 
 class RowError(LightspeedError):

@@ -93,7 +93,20 @@ RATE_KEYS: Final = frozenset(
 _TOKEN_BUDGET: Final = re.compile(
     r"(?<![\w.+-])(\d[\d.,]*\s*(?:[kmbt]|thousand|million|billion|trillion)?)\s*tokens", re.IGNORECASE
 )
-_SPELLED_MAGNITUDES: Final = {"thousand": "K", "million": "M", "billion": "B", "trillion": "T"}
+# a magnitude spelled out after a number: ``2 million tokens``, ``14.8 trillion``
+_SPELLED_MAGNITUDE: Final = re.compile(r"(\d)\s*(thousand|million|billion|trillion)\b", re.IGNORECASE)
+
+
+def with_magnitude_letters(text: str) -> str:
+    """``text`` with each magnitude spelled after a number as its letter (``2 million`` -> ``2m``,
+    ``14.8 trillion`` -> ``14.8t``), the way the count readers take them.
+
+    >>> with_magnitude_letters("2.664 million GPU-hours for 14.8 Trillion tokens")
+    '2.664m GPU-hours for 14.8t tokens'
+    """
+    return _SPELLED_MAGNITUDE.sub(lambda found: found.group(1) + found.group(2)[0].lower(), text)
+
+
 # The right-hand side of a formula written in a metric cell ("out_tps=OSL*BS/latency/TP").
 _FORMULA: Final = re.compile(r"=[^,;)]*")
 
@@ -347,9 +360,7 @@ def _token_budget(metric: str) -> float | None:
     match = _TOKEN_BUDGET.search(metric)
     if match is None or "per 1" in metric[: match.start()]:
         return None
-    count = match.group(1).lower()
-    for word, suffix in _SPELLED_MAGNITUDES.items():
-        count = count.replace(word, suffix)
+    count = with_magnitude_letters(match.group(1))
     return parse_count(count.replace(" ", "").replace(",", "").upper())
 
 

@@ -68,7 +68,12 @@ from lightspeed.sol.validation.published import (
     parenthesized_number,
     size_cell,
 )
-from lightspeed.sol.validation.readings import Reading, not_predicted_reason, read_cell
+from lightspeed.sol.validation.readings import (
+    Reading,
+    not_predicted_reason,
+    read_cell,
+    with_magnitude_letters,
+)
 from lightspeed.workload import AttentionSpec, ModelEntry, ModelRegistry, TransformerSpec, parameter_counts
 
 METRICS = (
@@ -675,8 +680,7 @@ def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
     """Sequences a global-batch cell states: labelled (``gbs 512``), ``32/DP`` per replica,
     ``ramp to N``, sequences times their length (``2048 x 8192 tokens``), a token count
     (:func:`_sequences_of_tokens`), or a count of sequences (``2K`` is 2,048)."""
-    # a magnitude in words as its letter: 2 million -> 2m
-    lowered = _SPELLED_COUNT.sub(lambda found: found.group(1) + found.group(2)[0], text.lower())
+    lowered = with_magnitude_letters(text.lower())  # ``2 million tokens``: 2m
     labelled = _LABELLED_GLOBAL_BATCH.search(lowered)
     if labelled:
         return int(labelled.group(1))
@@ -702,8 +706,6 @@ def _global_batch(text: str, dp: int, seq_len: int) -> int | None:
 _LABELLED_GLOBAL_BATCH: Final = re.compile(
     r"\b(?:gbs|global[_-]batch[_-]size)\b[\s=:]*(\d+)(?![\d.,]|\s*(?:[kmb]\b|tok))"
 )
-# a magnitude spelled out after a number: ``2 million tokens``, ``4 thousand``
-_SPELLED_COUNT: Final = re.compile(r"(\d)\s*(thousand|million|billion)\b")
 # a batch ramped up to its final size: ``ramp to 15360``, ``ramped from 3072 to 15360``, ``3072 ->
 # 15360 (ramp)``: the final size, the one the run spent its steps at
 _RAMP: Final = re.compile(
