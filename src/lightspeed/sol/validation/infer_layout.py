@@ -326,7 +326,7 @@ def _parallel_degrees(
     if stated.vllm_expert_parallel:
         ep, note = _vllm_expert_parallel(stated, tp)
         notes.append(note)
-    named = _ATTENTION_DP.search(row.joined()) is not None
+    named = _ATTENTION_DP.search(row.described()) is not None
     if not named and not (stated.dp is not None and stated.dp > 1 and ep > tp):
         return tp, pp, ep, 1, notes
     if not named:
@@ -420,7 +420,7 @@ def gpus_from_layout(row: PublishedRow, stated: StatedLayout) -> tuple[int, str]
     if stated.tp is None or copies is None:
         return None
     wide = (stated.ep or 1) > stated.tp or stated.vllm_expert_parallel or stated.shorthand is not None
-    if wide or _ATTENTION_DP.search(row.joined()):
+    if wide or _ATTENTION_DP.search(row.described()):
         return None
     pp = stated.pp or 1
     gpus = stated.tp * pp * copies
@@ -520,11 +520,11 @@ def unstated_tp(
             effective_bits=precision.effective_bits,
         )
         return mlperf_tp, None, note
-    if not stated.splits and stated.pp is None and _ONE_INSTANCE.search(row.joined()):
+    if not stated.splits and stated.pp is None and _ONE_INSTANCE.search(row.described()):
         one_tp, note = _one_instance(cluster, num_gpus)
         return one_tp, None, note
     if not stated.splits:
-        across = "tp" if _SGLANG.search(row.joined()) else "pp"
+        across = "tp" if _SGLANG.search(row.described()) else "pp"
         split = fitting_split(model, cluster, precision.format, load, num_gpus=num_gpus, across=across)
         if split is None:
             return None, None, ""
@@ -553,7 +553,7 @@ def stated_cap(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, s
     if per_rank < 1:
         raise RowError(f"the cap '{cap.group(0).strip()}' allows no sequence: a cap is a whole number >= 1")
     each_rank = bool(cap.group("per_rank")) or bool(
-        _TRTLLM_CAP_FLAG.search(cap.group(0)) and _TRTLLM.search(row.joined())
+        _TRTLLM_CAP_FLAG.search(cap.group(0)) and _TRTLLM.search(row.described())
     )
     ranks = plan.dp_attention if each_rank else 1
     where = f" x {ranks} attention ranks" if ranks > 1 else ""
@@ -594,9 +594,9 @@ _NOT_SPECULATIVE = re.compile(
 
 
 def _names_speculation(row: PublishedRow) -> bool:
-    """Whether a cell says the run decoded speculatively (``MTP 3 layers``), not that it did not
-    (``no MTP``)."""
-    return any(_SPECULATIVE.search(cell) and not _NOT_SPECULATIVE.search(cell) for cell in row.cells.values())
+    """Whether a cell of the run's own says it decoded speculatively (``MTP 3 layers``), not that it
+    did not (``no MTP``); a note quoting another run's (``with MTP 224.2``) is not this run."""
+    return any(_SPECULATIVE.search(cell) and not _NOT_SPECULATIVE.search(cell) for cell in row.own_cells())
 
 
 # Draft tokens per step as rows write them: ``MTP 3``, ``MTP=3``, ``3 MTP layers``, ``3 nextn
@@ -701,7 +701,7 @@ def stated_speculation(row: PublishedRow, plan: InferencePlan) -> tuple[Inferenc
     predicted without."""
     if not _names_speculation(row):
         return plan, ""
-    text = row.joined()
+    text = row.described()
     drafts = _draft_tokens(text)
     try:
         accepted = _acceptance(text, drafts[0]) if drafts is not None else None

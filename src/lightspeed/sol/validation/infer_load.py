@@ -115,9 +115,10 @@ class RowSimulation(Record):
 
 
 def row_requests(row: PublishedRow) -> int | None:
-    """The request count a row states (``49,152 requests``, ``--num-prompts 200``), if any; a
-    count of none, or a flag whose value is no whole number (``--num-prompts 1e400``), is refused."""
-    text = row.joined().lower()
+    """The request count a row's own cells state (``49,152 requests``, ``--num-prompts 200``), if
+    any, never a note's (``60.4 per rank / 2 requests``); a count of none, or a flag whose value is
+    no whole number (``--num-prompts 1e400``), is refused."""
+    text = row.described()
     match = _REQUEST_FLAG.search(text) or _REQUESTS.search(text)
     if match is None:
         return None
@@ -150,7 +151,7 @@ def row_rate(row: PublishedRow) -> float | None:
     cell), if any; ``None`` for an infinite rate (:func:`sends_all_at_once`)."""
     if sends_all_at_once(row):
         return None
-    match = _RATE.search(row.joined().lower())
+    match = _RATE.search(row.described().lower())
     if match is None:
         match = _RATE_WITH_UNIT.search(" | ".join(row.text(cell) for cell in _LOAD_CELLS).lower())
     if match is None:
@@ -166,7 +167,7 @@ def row_rate(row: PublishedRow) -> float | None:
 
 def sends_all_at_once(row: PublishedRow) -> bool:
     """Whether the row states an infinite request rate (``QPS INF``, ``--request-rate inf``)."""
-    return _INFINITE_RATE.search(row.joined().lower()) is not None
+    return _INFINITE_RATE.search(row.described().lower()) is not None
 
 
 def all_at_once_simulation(load: ServingLoad, num_requests: int) -> RowSimulation:
@@ -249,10 +250,6 @@ def _tokens_per_sample(row: PublishedRow) -> float | None:
     return per_sample if 1.0 <= per_sample <= 1e6 else None
 
 
-# cells that comment on a row rather than describe its run
-_NOTE_CELLS: Final = ("derived_or_check", "confidence")
-
-
 def names_mlperf(row: PublishedRow) -> bool:
     """Whether a cell names MLPerf (or LoadGen)."""
     return _MLPERF.search(row.joined()) is not None
@@ -265,7 +262,7 @@ def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSim
     if workload is None:
         raise RowError("the row names MLPerf but none of its LLM benchmarks (see sol/serve/data/mlperf.toml)")
     # the scenario the row's own cells name, not a note quoting another run's (``derived_or_check``)
-    own = " | ".join(value for column, value in row.cells.items() if column not in _NOTE_CELLS).lower()
+    own = row.described()
     scenarios = {match.group(1) for match in _SCENARIO.finditer(own)} or {
         match.group(1) for match in _SCENARIO.finditer(text.lower())
     }

@@ -258,6 +258,13 @@ _CONCURRENCY = re.compile(
     r"|(\d+)\s*(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b"
     r"|(?:requests?\s+)?in[ -]flight\b|parallel\s+requests\b)"
 )
+# a concurrency stated per rank or per GPU (``2 concurrent requests per rank``, ``concurrency 64 per
+# GPU``, as the LMSYS MTP post's tables write an attention-DP deployment's load): each of the row's
+# GPUs holds that many (a rank is one GPU's process)
+_PER_RANK_LOAD = re.compile(
+    r"\s*(?:requests?|users?|sequences?)?\s*(?:per|/|on\s+each)\s*(?:attention[ -]?(?:dp\s+)?)?(?:dp\s+)?"
+    r"(?:rank|gpu)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -395,8 +402,9 @@ class _RowLoad(NamedTuple):
     lengths_note: str = ""
 
 
-def _load(row: PublishedRow) -> _RowLoad:
-    """The load the row's sequence, batch and metric cells state (:class:`_RowLoad`)."""
+def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
+    """The load the row's sequence, batch and metric cells state (:class:`_RowLoad`); a concurrency
+    stated per rank is over the row's ``num_gpus``."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     lengths = _input_output(text, row.text("seq"))
     prefill = _PREFILL.search(text)
@@ -433,7 +441,9 @@ def _load(row: PublishedRow) -> _RowLoad:
         )
     elif dataset := find_benchmark_dataset(_load_cells(row)):
         # a dataset named without lengths (``ShareGPT``): its mean request, said in the assumptions
-        batched = _batching(row, text, dataset.mean_input_tokens, dataset.mean_output_tokens, decode)
+        batched = _batching(
+            row, text, dataset.mean_input_tokens, dataset.mean_output_tokens, decode, num_gpus=num_gpus
+        )
         requests = row_requests(row)
         users = batched[0].concurrency
         in_flight_at_once = sends_all_at_once(row) or (
@@ -452,13 +462,25 @@ def _load(row: PublishedRow) -> _RowLoad:
         raise RowError(
             "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
         )
-    return _RowLoad(*_batching(row, text, isl, osl, decode))
+    return _RowLoad(*_batching(row, text, isl, osl, decode, num_gpus=num_gpus))
 
 
-def _stated_concurrency(text: str) -> int | None:
-    """The requests in flight a lower-case load ``text`` states (:data:`_CONCURRENCY`), if any."""
+def _stated_concurrency(text: str, num_gpus: int = 1) -> int | None:
+    """The requests in flight a lower-case load ``text`` states (:data:`_CONCURRENCY`), if any: the
+    count times ``num_gpus`` where it is stated per rank or per GPU (:data:`_PER_RANK_LOAD`)."""
     found = _CONCURRENCY.search(text)
-    return int((found.group(1) or found.group(2)).replace(",", "")) if found else None
+    if found is None:
+        return None
+    count = int((found.group(1) or found.group(2)).replace(",", ""))
+    return count * num_gpus if _PER_RANK_LOAD.match(text, found.end()) else count
+
+
+def _per_rank_note(text: str, concurrency: int, num_gpus: int) -> str:
+    """How ``concurrency`` was counted where the lower-case load ``text`` states it per rank."""
+    found = _CONCURRENCY.search(text)
+    if found is None or _PER_RANK_LOAD.match(text, found.end()) is None:
+        return ""
+    return f" ({concurrency // num_gpus} per rank on each of {num_gpus} GPUs)"
 
 
 def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
@@ -473,9 +495,12 @@ def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
         )
 
 
-def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) -> tuple[ServingLoad, str, str]:
+def _batching(
+    row: PublishedRow, text: str, isl: int, osl: int, decode: bool, *, num_gpus: int = 1
+) -> tuple[ServingLoad, str, str]:
     """(load, batching mode, note) of requests of ``isl`` and ``osl`` tokens under the batch,
-    concurrency or rate the lower-case load ``text`` states (module docs, **Load**)."""
+    concurrency or rate the lower-case load ``text`` states (module docs, **Load**) on the row's
+    ``num_gpus``."""
     if decode:
         return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
     batch = _BATCH.search(text)
@@ -489,7 +514,7 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
         if _BARE_COUNT.fullmatch(load_cell)
         else None
     )
-    concurrency = _stated_concurrency(text)
+    concurrency = _stated_concurrency(text, num_gpus)
     if _MAX_LOAD.search(text):
         return (
             ServingLoad(isl, osl),
@@ -502,7 +527,7 @@ def _batching(row: PublishedRow, text: str, isl: int, osl: int, decode: bool) ->
         return (
             ServingLoad(isl, osl, concurrency=concurrency),
             "continuous",
-            f"continuous batching, {concurrency} in flight",
+            f"continuous batching, {concurrency} in flight" + _per_rank_note(text, concurrency, num_gpus),
         )
     if sends_all_at_once(row):
         return (
@@ -612,7 +637,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     model, model_note = _resolve_model(registry, row)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
-    load, batching, load_note, simulation = _row_load(row)
+    load, batching, load_note, simulation = _row_load(row, num_gpus)
     mlperf = load_mlperf_workload(simulation.mlperf) if simulation is not None and simulation.mlperf else None
     precision = infer_precision.precision(row, cluster.system.accelerator, model, mlperf=mlperf)
     split_tp, split_pp, split_note = unstated_tp(
@@ -664,12 +689,12 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     )
 
 
-def _row_load(row: PublishedRow) -> tuple[ServingLoad, str, str, RowSimulation | None]:
+def _row_load(row: PublishedRow, num_gpus: int = 1) -> tuple[ServingLoad, str, str, RowSimulation | None]:
     """(load, batching, note, simulation): an MLPerf row's benchmark, else the row's cells (a
     request rate the row states makes the load an open loop); a figure that depends on load gets
     the simulation that predicts it."""
     if not names_mlperf(row):
-        load, batching, note, lengths_note = _load(row)
+        load, batching, note, lengths_note = _load(row, num_gpus)
         rate = row_rate(row)
         if rate is not None and batching == "continuous":
             load = replace(load, concurrency=None, arrival_rate_per_s=rate)
@@ -746,7 +771,7 @@ def stated_overlap(row: PublishedRow, serving: ServingStack) -> tuple[bool | Non
     its flags state it (``--async-scheduling``, ``--disable-overlap-schedule``,
     ``disable_overlap_scheduler: true``), else ``(None, "")``: the profile's default. A row stating
     both is refused."""
-    text = row.joined()
+    text = row.described()
     on, off = _OVERLAP_ON.search(text), _OVERLAP_OFF.search(text)
     if on and off:
         raise RowError(

@@ -23,6 +23,9 @@ from lightspeed.records import Record
 from lightspeed.sol.validation.readings import impossible_value, split_pieces
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
+# The table writer's notes beside a row: a derivation or check of the figure, another run's
+# figures, how sure the reading is.
+NOTE_COLUMNS: Final = ("derived_or_check", "confidence")
 MISSING = {
     "",
     "n/r",
@@ -90,8 +93,20 @@ class PublishedRow(Record):
         return self.cells.get(column, "").strip()
 
     def joined(self) -> str:
-        """All cells in one lower-case string (for keyword rules)."""
+        """All cells in one lower-case string, the table writer's notes included (for rules on how
+        the figure was counted, which a note may say: ``72-form``)."""
         return " | ".join(self.cells.values()).lower()
+
+    def described(self) -> str:
+        """The cells that describe the run, in one lower-case string (for rules on its setup): all
+        but the table writer's notes (:data:`NOTE_COLUMNS`), which check the figure, guess
+        (``rank presumably = GPU (DP attention)``) or quote another run's (``baseline (no overlap,
+        no MTP) 51.0``)."""
+        return " | ".join(self.own_cells()).lower()
+
+    def own_cells(self) -> list[str]:
+        """The texts of the cells that describe the run (:meth:`described`), as written."""
+        return [text for column, text in self.cells.items() if column not in NOTE_COLUMNS]
 
 
 def read_table(path: Path) -> list[PublishedRow]:

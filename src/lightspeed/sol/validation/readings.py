@@ -244,10 +244,11 @@ def _scope(metric: str) -> tuple[str, int | None]:
 
 
 # Per accelerator, as sources write it: a GPU, a TPU chip, a Gaudi card, an NPU, a device, or the
-# part by name (Fast-LLM's ``tokens/s/H100``, ``per A100``, ``/MI300X``).
+# part by name (Fast-LLM's ``tokens/s/H100``, ``per A100``, ``/MI300X``), or a rank (one GPU's
+# process: the LMSYS MTP post's ``Throughput (tokens/sec) Per Rank``).
 _PER_ACCELERATOR: Final = re.compile(
     r"(?:/\s*|\bper[\s-]+)"
-    r"(?:gpu|chip|accelerator|device|card|[hnx]pu|g?[abhlv]\d{2,3}|mi\d{3}[ax]?|gaudi\s*\d?)s?\b"
+    r"(?:gpu|chip|accelerator|device|card|rank|[hnx]pu|g?[abhlv]\d{2,3}|mi\d{3}[ax]?|gaudi\s*\d?)s?\b"
 )
 
 

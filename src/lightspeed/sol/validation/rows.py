@@ -1078,9 +1078,9 @@ def read_plan(
         fsdp_under_pipeline=degrees.pp > 1 and _is_fsdp(_stated_sharding(row.text("sharding"))),
         free_degrees=degrees.free,
         etp=degrees.etp,
-        **_stated_settings(row.joined()),
+        **_stated_settings(row.described()),
     )
-    gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.joined()) else ""
+    gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.described()) else ""
     notes = (batch_note, precision_note, zero_note, recompute_note, gathers)
     return plan, [note for note in notes if note]
 

@@ -1,0 +1,99 @@
+"""Rows written the way a seventh set of sources writes them (the thirty-third session's probes).
+Each test is a rule the reader lacked: the row was read as something its own cells do not say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.validation.infer_layout import _names_speculation
+from lightspeed.sol.validation.infer_load import row_requests
+from lightspeed.sol.validation.infer_rows import _stated_concurrency, stated_overlap
+from lightspeed.sol.validation.published import PublishedRow
+from lightspeed.sol.validation.readings import read_cell
+from probes import INFER_HEADER, cli_rows, infer_cli_rows
+
+# The LMSYS MTP post's small-scale case (lm-sys.github.io blog/2025-07-17-mtp.md, 'Case Study 1'):
+# DeepSeek V3 decoding on two H200 nodes, its load and its figure both per rank.
+_SOURCE = "lm-sys.github.io blog/2025-07-17-mtp.md 'Case Study 1: Small-Scale Deployment', SGLang 2025"
+_CELLS = (
+    "DeepSeek V3\tinput sequence length of 65,536 tokens and output sequence length of 4,096 tokens"
+    "\t2 concurrent requests per rank\t\t16\t16 H200 GPUs (two decoding nodes)\tfp8"
+    "\tThroughput (tokens/sec) Per Rank\t60.4"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "gpus", "in_flight"),
+    [
+        # two on each rank of 16: 2 x 16 = 32 in flight (had been 2 for the whole deployment)
+        ("2 concurrent requests per rank", 16, 32),
+        ("concurrency 64 per gpu", 8, 512),
+        ("concurrency 64/gpu", 8, 512),
+        ("4 users per attention dp rank", 8, 32),
+        # a concurrency of the whole deployment stays whole
+        ("concurrency 64", 8, 64),
+        ("64 concurrent requests, 8 per node", 8, 64),
+    ],
+)
+def test_a_concurrency_per_rank_is_over_every_gpu(text: str, gpus: int, in_flight: int) -> None:
+    assert _stated_concurrency(text, gpus) == in_flight
+
+
+@pytest.mark.parametrize(
+    "metric", ["Throughput (tokens/sec) Per Rank", "output tok/s per rank", "tokens/s/rank"]
+)
+def test_a_token_rate_per_rank_is_per_gpu(metric: str) -> None:
+    (reading,) = read_cell(metric, "60.4", kind="infer")
+    assert reading.key == "output_tokens_per_s_per_gpu"
+    assert reading.value == pytest.approx(60.4)
+
+
+def test_the_per_rank_row_end_to_end(run_cli: Any, tmp_path: Path) -> None:
+    (row,) = infer_cli_rows(run_cli, tmp_path, _SOURCE, _CELLS)
+    assert row["status"] == "ok", row["reason"]
+    assert row["metric"] == "output_tokens_per_s_per_gpu"
+    assert any("32 in flight (2 per rank on each of 16 GPUs)" in line for line in row["assumptions"])
+    # the 32 users' run, not the '2 requests' a note divides by
+    assert any("closed loop of 32 users" in line for line in row["assumptions"]), row["assumptions"]
+
+
+def _row(**cells: str) -> PublishedRow:
+    return PublishedRow(row_id="R1", kind="infer", line=2, cells=cells)
+
+
+def test_a_notes_request_count_is_not_the_runs() -> None:
+    # the table writer's check '60.4 per rank / 2 requests' had been read as a run of 2 requests
+    noted = _row(seq="ISL/OSL 1024/1024", derived_or_check="60.4 per rank / 2 requests = 30.2 tok/s per user")
+    assert row_requests(noted) is None
+    stated = _row(seq="ISL/OSL 1024/1024, 500 requests", derived_or_check="60.4 / 2 requests")
+    assert row_requests(stated) == 500
+
+
+def test_a_notes_guess_or_another_runs_setup_is_not_this_runs() -> None:
+    serving = load_serving_stack("sglang-2025")
+    # a note quoting the baseline run's flag: this run's overlap is the profile's (had been off)
+    quoted = _row(source="SGLang", derived_or_check="baseline (--disable-overlap-schedule): 51.0")
+    assert stated_overlap(quoted, serving) == (None, "")
+    stated, _ = stated_overlap(_row(source="SGLang --disable-overlap-schedule"), serving)
+    assert stated is False
+    # 'MTP 3-token 81.5' in a note is the MTP run beside this one, not this one
+    assert not _names_speculation(_row(source="SGLang, MTP off", derived_or_check="MTP 3-token: 81.5"))
+    assert _names_speculation(_row(source="SGLang, MTP 3-token", derived_or_check="81.5"))
+
+
+def test_a_notes_guess_of_attention_dp_is_not_read(run_cli: Any, tmp_path: Path) -> None:
+    header = f"{INFER_HEADER}\tconfidence"
+    guessed, said = cli_rows(
+        run_cli,
+        tmp_path,
+        header,
+        f"R1\tinfer\t{_SOURCE}\t{_CELLS}\trank presumably = GPU (DP attention)",
+        f"R2\tinfer\t{_SOURCE}, DP attention\t{_CELLS}\tread",
+    )
+    assert guessed["status"] == said["status"] == "ok"
+    assert not any("attention data parallelism" in line for line in guessed["assumptions"])
+    assert any("attention data parallelism" in line for line in said["assumptions"])
