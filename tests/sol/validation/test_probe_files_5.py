@@ -143,9 +143,6 @@ SECOND_TRAINING_BY_HAND = {
     "W17": (8, (1, 1, 8), 4, "step_time_s"),
 }
 SECOND_TRAINING_REFUSED = {
-    "W01": "GPUs is not reported",  # OLMo-core prints a rate per device and no device count
-    "W02": "GPUs is not reported",
-    "W03": "GPUs is not reported",
     "W06": "not in the catalog",  # SmolLM2-135M, no dimensions in the row
     "W13": "names no accelerator",  # Ascend Atlas 800T A2
     "W14": "names no accelerator",

@@ -97,3 +97,45 @@ def test_a_notes_guess_of_attention_dp_is_not_read(run_cli: Any, tmp_path: Path)
     assert guessed["status"] == said["status"] == "ok"
     assert not any("attention data parallelism" in line for line in guessed["assumptions"])
     assert any("attention data parallelism" in line for line in said["assumptions"])
+
+
+_TRAIN_HEADER = (
+    "id\tkind\tsource\tmodel\tseq\tglobal_batch\tmicro_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+)
+
+
+def _train_row(row_id: str, batches: str, tp: str, metric: str, measured: str) -> str:
+    # OLMo-core's README writes its throughput per device and no GPU count (allenai/OLMo-core)
+    return (
+        f"{row_id}\ttrain\tOLMo-core README 2024, HSDP\tLlama 3 8B\t4096\t{batches}\t{tp}\t\t"
+        f"NVIDIA H100\tBF16\t{metric}\t{measured}"
+    )
+
+
+def test_a_per_gpu_figure_without_a_gpu_count_runs_on_the_gpus_its_batch_fills(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    per_gpu, with_tp, whole_job, accumulating, pipelined = cli_rows(
+        run_cli,
+        tmp_path,
+        _TRAIN_HEADER,
+        _train_row("R1", "1024 x 4096 tokens\t2", "", "Throughput (tokens per second per device)", "10,000"),
+        _train_row("R2", "512\t1", "TP2", "TFLOP/s per GPU", "400"),
+        # a step time or the job's rate hangs on the count: still refused
+        _train_row("R3", "1024\t2", "", "step time (s)", "4.2"),
+        _train_row("R4", "1000\t3", "", "TFLOP/s per GPU", "400"),
+        # a pipeline's bubble hangs on the micro-batches each runs, which the count sets
+        _train_row("R5", "512\t1", "TP2 PP4", "TFLOP/s per GPU", "400"),
+    )
+    assert per_gpu["status"] == "ok", per_gpu["reason"]
+    # 1,024 sequences at 2 a GPU: 512 GPUs; at TP 2, 512 at 1 a replica is 1,024 GPUs
+    assert any("predicted on the 512 GPUs" in line for line in per_gpu["assumptions"])
+    assert with_tp["status"] == "ok", with_tp["reason"]
+    assert any("predicted on the 1,024 GPUs" in line for line in with_tp["assumptions"])
+    assert whole_job["status"] != "ok"
+    assert "GPUs is not reported" in whole_job["reason"]
+    # 1,000 does not split into micro-batches of 3
+    assert accumulating["status"] != "ok"
+    assert "GPUs is not reported" in accumulating["reason"]
+    assert pipelined["status"] != "ok"
+    assert "GPUs is not reported" in pipelined["reason"]

@@ -17,7 +17,9 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none``, ``DDP`` -> 0, unreported -> 1.
 * **Parallel degrees** (:func:`_stated_degrees`): a cell's number or label, or a label or
   framework flag in another parallel cell (``TP4 PP16 CP2``, ``--tensor-model-parallel-size 8``);
-  no GPU count anywhere: the product of the stated degrees (:func:`_row_gpus`).
+  no GPU count anywhere: the product of the stated degrees (:func:`_row_gpus`), else, for a
+  figure per GPU, the GPUs that run the global batch at its micro-batch without accumulation
+  (:func:`_gpus_filled_by_batch`, said in the assumptions).
 * **Unreported TP or PP**: every split of the GPUs (:func:`_free_splits`), the fastest
   that fits kept with the other unreported settings.
 * **Recomputation** (:func:`_recompute`) and **precision** (:func:`_precision`): the policy or
@@ -1388,10 +1390,54 @@ def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None
         return None
 
 
+# Figures that one GPU's speed sets, whatever the job's size: a rate or utilization per GPU. A
+# row giving one of them with no GPU count is predicted on the GPUs its batch fills.
+_PER_GPU_METRICS: Final = frozenset({"tflop_per_s_per_gpu", "mfu", "hfu", "tokens_per_s_per_gpu"})
+
+
+def _gpus_filled_by_batch(row: PublishedRow, model: TransformerSpec, unread: RowError) -> tuple[int, str]:
+    """(GPUs, note) of a row no cell counts the GPUs of, whose figure is per GPU
+    (:data:`_PER_GPU_METRICS`) and which states its global batch and micro-batch and no pipeline:
+    the GPUs that run the batch at that micro-batch without accumulation (TP x CP x global / micro,
+    degrees left unstated 1; a pipeline's bubble hangs on how many micro-batches each GPU runs, so
+    a row stating PP above 1 is not guessed). The count moves a per-GPU figure only through the
+    data-parallel traffic and the optimizer shards, so the note says it was assumed. Otherwise
+    ``unread`` is raised."""
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
+    stated = _stated_degrees(row)
+    pipelined = (stated["pp"] or 1) > 1  # a pipeline's bubble hangs on its micro-batches per step
+    per_gpu = bool(readings) and all(reading.key in _PER_GPU_METRICS for reading in readings)
+    if stated["dp"] is not None or pipelined or not per_gpu:
+        raise unread
+    seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+    micro = _micro_batch(row, seq_len)
+    sequences = _global_batch(row.text("global_batch"), 1, seq_len)
+    if micro is None or sequences is None or sequences % micro:
+        raise unread
+    model_parallel = math.prod(stated[name] or 1 for name in ("tp", "cp"))
+    gpus = model_parallel * (sequences // micro)
+    if gpus > MAX_ASSUMED_GPUS:
+        raise unread
+    return gpus, (
+        f"GPUs not reported: the figure is per GPU, predicted on the {gpus:,} GPUs that run the global "
+        f"batch of {sequences:,} at micro-batch {micro} without accumulation (TP x CP "
+        f"{model_parallel} x DP {sequences // micro}; assumed: the count moves a per-GPU figure only "
+        "through the data-parallel traffic and the optimizer's shards)"
+    )
+
+
+# The most GPUs a row's batch may be assumed to fill (the largest published training jobs, about
+# 100,000 GPUs, no further)
+MAX_ASSUMED_GPUS: Final = 131_072
+
+
 def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> TrainingRowSpec:
     """A training row of a published-results table in typed fields (the rules in the module docs)."""
-    num_gpus, gpus_note = _row_gpus(catalog, row)
     model, model_note = resolve_model(registry, row)
+    try:
+        num_gpus, gpus_note = _row_gpus(catalog, row)
+    except RowError as unread:
+        num_gpus, gpus_note = _gpus_filled_by_batch(row, model, unread)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
     year, year_note = row_year(row, cluster.system.accelerator)
