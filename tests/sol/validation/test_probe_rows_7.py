@@ -11,9 +11,11 @@ import pytest
 from lightspeed.sol.core.stacks import load_serving_stack
 from lightspeed.sol.validation.infer_layout import _names_speculation
 from lightspeed.sol.validation.infer_load import row_requests
-from lightspeed.sol.validation.infer_rows import _stated_concurrency, stated_overlap
+from lightspeed.sol.validation.infer_rows import _input_output, _stated_concurrency, stated_overlap
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import read_cell
+from lightspeed.sol.validation.rows import zero_stage_of
+from lightspeed.workload import ModelRegistry
 from probes import INFER_HEADER, cli_rows, infer_cli_rows
 
 # The LMSYS MTP post's small-scale case (lm-sys.github.io blog/2025-07-17-mtp.md, 'Case Study 1'):
@@ -139,3 +141,40 @@ def test_a_per_gpu_figure_without_a_gpu_count_runs_on_the_gpus_its_batch_fills(
     assert "GPUs is not reported" in accumulating["reason"]
     assert pipelined["status"] != "ok"
     assert "GPUs is not reported" in pipelined["reason"]
+
+
+@pytest.mark.parametrize(
+    ("text", "lengths"),
+    [
+        # TensorRT-LLM's ADP blog: means in prose, each with its own label
+        ("average input length: 803 tokens; average output length: 3,653 tokens", (803, 3653)),
+        # llm-d's MI355X table: a shape, 'in × out' (k = 1,024 as for every length)
+        ("decode-heavy (4k in × 4k out)", (4096, 4096)),
+        ("prefill-heavy (32k in x 128 out)", (32768, 128)),
+    ],
+)
+def test_lengths_as_means_or_a_shape(text: str, lengths: tuple[int, int]) -> None:
+    assert _input_output(text) == lengths
+
+
+def test_an_unreported_sharding_cell_with_a_note_is_unreported() -> None:
+    # NeMo 25.02's table has no FSDP column; the writer says so in the cell: that is not 'no FSDP'
+    # (ZeRO-0, every rank's whole optimizer state), it is the stack's unreported default
+    assert zero_stage_of("n/r (no FSDP column in the 25.02 table)")[0] == 1
+    assert zero_stage_of("DDP (no ZeRO)")[0] == 0
+
+
+def test_nemos_name_for_nemotron_4_340b(models: ModelRegistry) -> None:
+    assert models.get("Nemotron-340B").name == "nemotron-4-340b"
+
+
+@pytest.mark.parametrize(
+    ("name", "feature"),
+    [("Qwen3.5-397B-A17B-NVFP4", "Gated DeltaNet"), ("GLM-5.2-NVFP4", "DeepSeek Sparse Attention")],
+)
+def test_models_with_attention_lightspeed_does_not_describe_are_refused_by_name(
+    models: ModelRegistry, name: str, feature: str
+) -> None:
+    unsupported = models.unsupported_model(name)
+    assert unsupported is not None
+    assert feature in unsupported.refusal(name)

@@ -159,8 +159,13 @@ _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
 # between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
 # length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
 # fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
-# ``--output-len``, ``random_output_len``; an approximate length, ``~20k input / ~2k output``)
-_HALF_SEPARATOR = r"[\s,;/&+().~≈-]*(?:and\s+)?(?:(?:an?|the|fixed|max(?:imum)?|about)\s+)*(?:[a-z]+[_-])?"
+# ``--output-len``, ``random_output_len``; an approximate length, ``~20k input / ~2k output``; a
+# mean, ``Average input length: 803 tokens; Average output length: 3,653 tokens``; a shape, ``4k in
+# × 4k out``, ``32k in x 128 out``)
+_HALF_SEPARATOR = (
+    r"[\s,;/&+().~≈×-]*(?:(?:and|x)\s+)?(?:(?:an?|the|fixed|max(?:imum)?|about|average|avg|mean)\s+)*"
+    r"(?:[a-z]+[_-])?"
+)
 # the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
 _NUMBER_END = r"(?!\d|\.\d)"
 

@@ -422,11 +422,11 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
         return 1, f"sharding '{text}' -> ZeRO-1 (distributed optimizer)"
     if stated.startswith("none"):
         return 0, "sharding none -> ZeRO-0 (DDP)"
+    if is_missing(text):  # ``n/r (no FSDP column in the table)``: a note on why, not a setting
+        return 1, "sharding not reported -> ZeRO-1"
     if stated != text.lower():  # all the cell names is a sharding the run did without
         return 0, f"sharding '{text}' -> ZeRO-0 (DDP: no sharding the run used is named)"
-    if not is_missing(text):
-        return 1, f"sharding '{text}' names nothing lightspeed reads -> ZeRO-1, as if not reported"
-    return 1, "sharding not reported -> ZeRO-1"
+    return 1, f"sharding '{text}' names nothing lightspeed reads -> ZeRO-1, as if not reported"
 
 
 def _stated_sharding(text: str) -> str:

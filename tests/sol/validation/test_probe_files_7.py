@@ -1,0 +1,112 @@
+"""The thirty-third session's probe tables (``tests/data/validation/probe-training-6.tsv``,
+``probe-serving-10.tsv``), on the conventions of ``test_probe_files_6.py``: rows read by hand from
+their cells, every refusal with its reason. No accuracy is asserted: these rows probe the reader,
+they fit nothing (their errors are in ``docs/benchmarks.md``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import inference_predictor, validate_published
+from lightspeed.sol.validation.validate import ValidationRow
+from lightspeed.workload import ModelRegistry
+from probes import DATA, probe
+
+_serving_rows, _read_serving = probe("probe-serving-10.tsv")
+
+
+def _rows(path: Path, catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    return {row.id: row for row in report.rows}
+
+
+@pytest.fixture(scope="module")
+def training(catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    return _rows(DATA / "probe-training-6.tsv", catalog, models)
+
+
+# id: (GPUs, (TP, PP, CP), ZeRO stage), read by hand
+TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int, int], int]] = {
+    # NeMo 25.02's DGX-B200 table: LLAMA3-70B TP 2, PP 4, CP 2 on 64 GPUs, 'n/r (no FSDP column in
+    # the 25.02 table)' is unreported sharding (the distributed optimizer's ZeRO-1), not 'no FSDP'
+    # (ZeRO-0, which had priced every rank's whole optimizer state: -12.7% where it is now +9%)
+    "W101": (64, (2, 4, 2), 1),
+    # 'Nemotron-340B' is Nemotron-4 340B (NeMo's tables' name): TP 8, PP 4 on 128 GPUs
+    "W103": (128, (8, 4, 1), 1),
+    "W104": (64, (1, 1, 1), 1),
+}
+TRAINING_REFUSED = {
+    "W113": "Mamba-2",  # Nemotron-H 56B: hybrid Mamba-Transformer
+    "W114": "not in the catalog",  # 'DeepSeek V3 671B DistMoE': torchtitan's word after the name
+    "W115": "not in the catalog",
+    "W116": "not in the catalog",
+    "W119": "global_batch is not reported",  # PP 8 and no batch: the bubble depends on it
+    "W120": "global_batch is not reported",
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(TRAINING_BY_HAND))
+def test_the_sixth_training_probe_is_read_as_written(training: dict[str, ValidationRow], row_id: str) -> None:
+    gpus, degrees, stage = TRAINING_BY_HAND[row_id]
+    row = training[row_id]
+    assert row.status == "ok", row.reason
+    assert row.plan is not None
+    assert (row.plan["tp"], row.plan["pp"], row.plan["cp"]) == degrees
+    assert row.plan["tp"] * row.plan["pp"] * row.plan["cp"] * row.plan["dp"] == gpus
+    assert row.plan["zero_stage"] == stage
+    assert row.metric == "tokens_per_s_per_gpu"
+
+
+def test_the_sixth_training_probe_refusals_say_why(training: dict[str, ValidationRow]) -> None:
+    refused = {row_id: row.reason for row_id, row in training.items() if row.status != "ok"}
+    assert set(refused) == set(TRAINING_REFUSED)
+    for row_id, words in TRAINING_REFUSED.items():
+        assert words in refused[row_id], (row_id, refused[row_id])
+
+
+# id: (GPUs, ISL, OSL, concurrency or None), read by hand
+SERVING_BY_HAND: dict[str, tuple[int, int, int, int | None]] = {
+    # TensorRT-LLM's ADP blog: 'Average input length: 803 tokens; Average output length: 3,653 tokens'
+    "Y101": (8, 803, 3653, None),
+    # llm-d's MI355X table: 'Decode-heavy (4k in × 4k out)', 'Concurrency 32'
+    "Y109": (8, 4096, 4096, 32),
+    "Y110": (8, 32768, 128, 4),
+    "Y111": (8, 16384, 2048, 16),
+}
+SERVING_REFUSED = {
+    "Y102": "DeepSeek Sparse Attention",
+    "Y103": "DeepSeek Sparse Attention",
+    "Y119": "DeepSeek Sparse Attention",
+    "Y116": "Gated DeltaNet",  # Qwen3.5: three linear-attention layers in four
+    "Y117": "DeepSeek Sparse Attention",  # GLM-5.2: MLA with DSA's indexer
+    "Y118": "DeepSeek Sparse Attention",
+    "Y104": "no ISL/OSL",  # a context-only iteration's latency
+    "Y112": "no ISL/OSL",  # a shared system prompt and a question: prefix caching
+    "Y114": "no ISL/OSL",  # the post gives no lengths
+    "Y105": "names no accelerator",  # LMDeploy's page names nodes, not their GPUs
+    "Y106": "names no accelerator",
+    "Y113": "without its pools",  # prefill TP 1 and decode TP 4: pools of different shapes
+    "Y115": "names no accelerator",  # no node count, and the NICs counted in the hardware cell
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(SERVING_BY_HAND))
+def test_the_tenth_serving_probe_is_read_as_written(
+    catalog: Catalog, models: ModelRegistry, row_id: str
+) -> None:
+    gpus, isl, osl, concurrency = SERVING_BY_HAND[row_id]
+    spec = _read_serving(row_id, catalog, models)
+    assert spec.num_gpus == gpus
+    assert (spec.load.input_tokens, spec.load.output_tokens) == (isl, osl)
+    assert spec.load.concurrency == concurrency
+
+
+def test_the_tenth_serving_probe_refusals_say_why(catalog: Catalog, models: ModelRegistry) -> None:
+    rows = _rows(DATA / "probe-serving-10.tsv", catalog, models)
+    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
+    assert set(refused) == set(SERVING_REFUSED)
+    for row_id, words in SERVING_REFUSED.items():
+        assert words in refused[row_id], (row_id, refused[row_id])
