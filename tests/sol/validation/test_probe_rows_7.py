@@ -14,7 +14,7 @@ from lightspeed.sol.validation.infer_load import row_requests
 from lightspeed.sol.validation.infer_rows import _input_output, _stated_concurrency, stated_overlap
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import read_cell
-from lightspeed.sol.validation.rows import zero_stage_of
+from lightspeed.sol.validation.rows import _written_micro_batch, zero_stage_of
 from lightspeed.workload import ModelRegistry
 from probes import INFER_HEADER, cli_rows, infer_cli_rows
 
@@ -178,3 +178,17 @@ def test_models_with_attention_lightspeed_does_not_describe_are_refused_by_name(
     unsupported = models.unsupported_model(name)
     assert unsupported is not None
     assert feature in unsupported.refusal(name)
+
+
+@pytest.mark.parametrize(
+    ("cells", "micro"),
+    [
+        # torchtitan's JobConfig: training.local_batch_size, each data-parallel rank's batch a step
+        ({"micro_batch": "n/r (Local batch size: 10)"}, 10),
+        ({"global_batch": "local_batch_size=8"}, 8),
+        ({"micro_batch": "mbs 2"}, 2),
+    ],
+)
+def test_torchtitans_local_batch_size_is_the_micro_batch(cells: dict[str, str], micro: int) -> None:
+    row = PublishedRow(row_id="R1", kind="train", line=2, cells=cells)
+    assert _written_micro_batch(row, 8192) == micro

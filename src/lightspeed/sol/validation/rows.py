@@ -926,8 +926,12 @@ _LAYERS_PER_VIRTUAL_STAGE: Final = re.compile(r"layers[\s_-]+per[\s_-]+virtual")
 SEARCHED_VPPS: Final = (2, 3, 4, 6, 8)
 SEARCHED_RECOMPUTES: Final = ("none", "selective", "partial", "full")
 # a micro-batch written with its label, in the micro-batch or the global-batch cell: ``mbs 1``,
-# ``MBS=1``, Megatron-LM's ``--micro-batch-size 1``, ``micro_batch_size: 1``
-_LABELLED_MICRO_BATCH: Final = re.compile(r"\b(?:mbs|micro[\s_-]*batch[\s_-]*size)\b[\s=:]*(\d+)(?![\d.,])")
+# ``MBS=1``, Megatron-LM's ``--micro-batch-size 1``, ``micro_batch_size: 1``, torchtitan's
+# ``local_batch_size`` / ``Local batch size: 10`` (its JobConfig's training.local_batch_size, the
+# batch each data-parallel rank runs a step)
+_LABELLED_MICRO_BATCH: Final = re.compile(
+    r"\b(?:mbs|micro[\s_-]*batch[\s_-]*size|local[\s_-]*batch[\s_-]*size)\b[\s=:]*(\d+)(?![\d.,])"
+)
 # a micro-batch written as its tokens (Fast-LLM's ``micro_batch_size`` counts tokens): ``8192 tokens``
 _MICRO_BATCH_TOKENS: Final = re.compile(r"^\s*\d[\d,]*\s*k?\s*tokens?\b")
 # FSDP's float8 all-gather (torchao's ``enable_fsdp_float8_all_gather``, torchtitan's float8
