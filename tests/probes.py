@@ -77,3 +77,17 @@ def infer_cli_rows(run_cli: Any, tmp_path: Path, source: str, *cells: str) -> li
     """Inference rows of ``source``, each the cells after the source in :data:`INFER_HEADER`'s order."""
     lines = [f"R{i}\tinfer\t{source}\t{row}" for i, row in enumerate(cells, 1)]
     return cli_rows(run_cli, tmp_path, INFER_HEADER, *lines)
+
+
+def validated_rows(path: Path, catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
+    """Every row of the table at ``path`` as ``validate`` predicts it, by id."""
+    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
+    return {row.id: row for row in report.rows}
+
+
+def assert_refused_exactly(rows: dict[str, ValidationRow], expected: dict[str, str]) -> None:
+    """The rows refused are exactly ``expected``'s, each reason holding its words."""
+    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
+    assert set(refused) == set(expected)
+    for row_id, words in expected.items():
+        assert words in refused[row_id], (row_id, refused[row_id])

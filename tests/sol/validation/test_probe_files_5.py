@@ -15,7 +15,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.validate import ValidationReport, ValidationRow
 from lightspeed.workload import ModelRegistry
-from probes import DATA, probe
+from probes import DATA, assert_refused_exactly, probe
 
 BENCHMARK_DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
 _serving_rows, _read_serving = probe("probe-serving-5.tsv")
@@ -67,16 +67,8 @@ def test_the_training_probe_is_read_as_written(training_probe: dict[str, Validat
     assert row.metric == metric
 
 
-def _assert_refused_exactly(rows: dict[str, ValidationRow], expected: dict[str, str]) -> None:
-    """The rows refused are exactly ``expected``'s, each reason holding its words."""
-    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
-    assert set(refused) == set(expected)
-    for row_id, words in expected.items():
-        assert words in refused[row_id]
-
-
 def test_the_training_probe_refusals_say_why(training_probe: dict[str, ValidationRow]) -> None:
-    _assert_refused_exactly(training_probe, TRAINING_REFUSED)
+    assert_refused_exactly(training_probe, TRAINING_REFUSED)
 
 
 # id: (model, GPUs, ISL, OSL, users in flight, metric key), read by hand from the row's cells
@@ -163,7 +155,7 @@ def test_the_second_training_probe_is_read_as_written(
 
 
 def test_the_second_training_probe_refusals_say_why(second_training_probe: dict[str, ValidationRow]) -> None:
-    _assert_refused_exactly(second_training_probe, SECOND_TRAINING_REFUSED)
+    assert_refused_exactly(second_training_probe, SECOND_TRAINING_REFUSED)
 
 
 def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> None:

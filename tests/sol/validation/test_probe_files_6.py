@@ -5,27 +5,19 @@ they fit nothing (their errors are in ``docs/benchmarks.md``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.validate import ValidationRow
 from lightspeed.workload import ModelRegistry
-from probes import DATA, probe
+from probes import DATA, assert_refused_exactly, probe, validated_rows
 
 _serving_rows, _read_serving = probe("probe-serving-8.tsv")
 
 
-def _rows(path: Path, catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
-    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
-    return {row.id: row for row in report.rows}
-
-
 @pytest.fixture(scope="module")
 def training(catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
-    return _rows(DATA / "probe-training-4.tsv", catalog, models)
+    return validated_rows(DATA / "probe-training-4.tsv", catalog, models)
 
 
 # id: (GPUs, (TP, PP) or None where the row leaves them to the search, metric key, recompute or
@@ -70,10 +62,7 @@ def test_the_fourth_training_probe_is_read_as_written(
 
 
 def test_the_fourth_training_probe_refusals_say_why(training: dict[str, ValidationRow]) -> None:
-    refused = {row_id: row.reason for row_id, row in training.items() if row.status != "ok"}
-    assert set(refused) == set(TRAINING_REFUSED)
-    for row_id, words in TRAINING_REFUSED.items():
-        assert words in refused[row_id], (row_id, refused[row_id])
+    assert_refused_exactly(training, TRAINING_REFUSED)
 
 
 # id: (model, GPUs, ISL, OSL, requests simulated or None, metric key), read by hand
@@ -122,15 +111,12 @@ def test_an_mlperf_benchmark_without_published_output_lengths_takes_the_runs_own
 
 
 def test_the_eighth_serving_probe_refusals_say_why(catalog: Catalog, models: ModelRegistry) -> None:
-    rows = _rows(DATA / "probe-serving-8.tsv", catalog, models)
-    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
-    assert set(refused) == set(SERVING_REFUSED)
-    for row_id, words in SERVING_REFUSED.items():
-        assert words in refused[row_id], (row_id, refused[row_id])
+    rows = validated_rows(DATA / "probe-serving-8.tsv", catalog, models)
+    assert_refused_exactly(rows, SERVING_REFUSED)
 
 
 def test_the_fifth_training_probe(catalog: Catalog, models: ModelRegistry) -> None:
-    rows = _rows(DATA / "probe-training-5.tsv", catalog, models)
+    rows = validated_rows(DATA / "probe-training-5.tsv", catalog, models)
     # gpu-recipes' A3 Ultra Llama 3 70B: NeMo's 'activations_checkpoint_granularity: null' is no
     # recomputation, and its '24.07-based image' dates the run (2024), not the repository's commit
     assert rows["V109"].status == "ok", rows["V109"].reason
@@ -144,7 +130,7 @@ def test_the_fifth_training_probe(catalog: Catalog, models: ModelRegistry) -> No
 
 
 def test_the_ninth_serving_probe(catalog: Catalog, models: ModelRegistry) -> None:
-    rows = _rows(DATA / "probe-serving-9.tsv", catalog, models)
+    rows = validated_rows(DATA / "probe-serving-9.tsv", catalog, models)
     refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
     # LMSYS's GB300 post gives a rate per GPU and never the GPUs it ran on
     assert set(refused) == {"Z120", "Z121"}

@@ -5,27 +5,19 @@ they fit nothing (their errors are in ``docs/benchmarks.md``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol import inference_predictor, validate_published
 from lightspeed.sol.validation.validate import ValidationRow
 from lightspeed.workload import ModelRegistry
-from probes import DATA, probe
+from probes import DATA, assert_refused_exactly, probe, validated_rows
 
 _serving_rows, _read_serving = probe("probe-serving-10.tsv")
 
 
-def _rows(path: Path, catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
-    report = validate_published(path=path, catalog=catalog, models=models, infer=inference_predictor())
-    return {row.id: row for row in report.rows}
-
-
 @pytest.fixture(scope="module")
 def training(catalog: Catalog, models: ModelRegistry) -> dict[str, ValidationRow]:
-    return _rows(DATA / "probe-training-6.tsv", catalog, models)
+    return validated_rows(DATA / "probe-training-6.tsv", catalog, models)
 
 
 # id: (GPUs, (TP, PP, CP), ZeRO stage), read by hand
@@ -61,10 +53,7 @@ def test_the_sixth_training_probe_is_read_as_written(training: dict[str, Validat
 
 
 def test_the_sixth_training_probe_refusals_say_why(training: dict[str, ValidationRow]) -> None:
-    refused = {row_id: row.reason for row_id, row in training.items() if row.status != "ok"}
-    assert set(refused) == set(TRAINING_REFUSED)
-    for row_id, words in TRAINING_REFUSED.items():
-        assert words in refused[row_id], (row_id, refused[row_id])
+    assert_refused_exactly(training, TRAINING_REFUSED)
 
 
 # id: (GPUs, ISL, OSL, concurrency or None), read by hand
@@ -105,8 +94,5 @@ def test_the_tenth_serving_probe_is_read_as_written(
 
 
 def test_the_tenth_serving_probe_refusals_say_why(catalog: Catalog, models: ModelRegistry) -> None:
-    rows = _rows(DATA / "probe-serving-10.tsv", catalog, models)
-    refused = {row_id: row.reason for row_id, row in rows.items() if row.status != "ok"}
-    assert set(refused) == set(SERVING_REFUSED)
-    for row_id, words in SERVING_REFUSED.items():
-        assert words in refused[row_id], (row_id, refused[row_id])
+    rows = validated_rows(DATA / "probe-serving-10.tsv", catalog, models)
+    assert_refused_exactly(rows, SERVING_REFUSED)
