@@ -10,7 +10,7 @@ import pytest
 
 from lightspeed.sol.core.stacks import load_serving_stack
 from lightspeed.sol.validation.infer_layout import _names_speculation
-from lightspeed.sol.validation.infer_load import row_requests
+from lightspeed.sol.validation.infer_load import names_mlperf, row_requests
 from lightspeed.sol.validation.infer_rows import _input_output, _stated_concurrency, stated_overlap
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import read_cell
@@ -192,3 +192,11 @@ def test_models_with_attention_lightspeed_does_not_describe_are_refused_by_name(
 def test_torchtitans_local_batch_size_is_the_micro_batch(cells: dict[str, str], micro: int) -> None:
     row = PublishedRow(row_id="R1", kind="train", line=2, cells=cells)
     assert _written_micro_batch(row, 8192) == micro
+
+
+def test_a_note_comparing_with_mlperf_does_not_make_an_mlperf_row() -> None:
+    noted = _row(
+        source="vLLM 0.10 bench serve", derived_or_check="MLPerf Server's figure for this GPU: 2,600"
+    )
+    assert not names_mlperf(noted)
+    assert names_mlperf(_row(source="MLPerf Inference v5.0 closed, llama2-70b-99 Server"))

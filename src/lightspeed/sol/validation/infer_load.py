@@ -251,8 +251,9 @@ def _tokens_per_sample(row: PublishedRow) -> float | None:
 
 
 def names_mlperf(row: PublishedRow) -> bool:
-    """Whether a cell names MLPerf (or LoadGen)."""
-    return _MLPERF.search(row.joined()) is not None
+    """Whether a cell of the run's own names MLPerf (or LoadGen); a note comparing with an MLPerf
+    figure does not make the row an MLPerf run."""
+    return _MLPERF.search(row.described()) is not None
 
 
 def mlperf_row_simulation(row: PublishedRow, load: ServingLoad | None) -> RowSimulation:
