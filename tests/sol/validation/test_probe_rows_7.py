@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import load_serving_stack
 from lightspeed.sol.validation.infer_layout import _names_speculation
 from lightspeed.sol.validation.infer_load import names_mlperf, row_requests
@@ -200,3 +201,37 @@ def test_a_note_comparing_with_mlperf_does_not_make_an_mlperf_row() -> None:
     )
     assert not names_mlperf(noted)
     assert names_mlperf(_row(source="MLPerf Inference v5.0 closed, llama2-70b-99 Server"))
+
+
+@pytest.mark.parametrize(
+    ("written", "system"), [("DGXH100", "dgx-h100"), ("DGXA100", "dgx-a100"), ("dgxb200", "dgx-b200")]
+)
+def test_a_dgx_written_without_its_space(catalog: Catalog, written: str, system: str) -> None:
+    # NeMo-Megatron-Launcher's tables write the system 'DGXH100'
+    assert catalog.system(written).name == system
+
+
+_MLPERF_HEADER = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tGPUs\thardware\tprecision\tmetric\tmeasured"
+
+
+def test_an_mlperf_weight_type_with_a_quantization_is_the_type_quantized_from(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    # NVIDIA's MLPerf v4.1 measurements JSON: 'weight_data_types: fp16' beside 'weight_transformations:
+    # quantization'; its documentation says LLM submissions run FP8 where the GPU has it (a fp16
+    # reading had put the Server run far over what 8 H200 sustain: TTFT +2,999%)
+    cell = (
+        "fp16 (weight_data_types in measurements JSON; weight_transformations: quantization, affine fusion)"
+    )
+    quantized, plain = cli_rows(
+        run_cli,
+        tmp_path,
+        _MLPERF_HEADER,
+        f"R1\tinfer\tMLPerf Inference v4.1 closed, Lenovo\tLlama 2 70B\tMLPerf Inference v4.1 llama2-70b-99"
+        f"\tScenario : Offline\t8\t8x H200-SXM-141GB\t{cell}\tTokens per second\t30000",
+        "R2\tinfer\tMLPerf Inference v4.1 closed, Lenovo\tLlama 2 70B\tMLPerf Inference v4.1 llama2-70b-99"
+        "\tScenario : Offline\t8\t8x H200-SXM-141GB\tfp16\tTokens per second\t30000",
+    )
+    assert quantized["status"] == plain["status"] == "ok"
+    assert quantized["plan"]["precision"] == "fp8"
+    assert plain["plan"]["precision"] == "fp16"

@@ -297,7 +297,9 @@ class ServingStack(Record):
     ``kv_allocation``: ``reserve`` (a request's prompt and output are held from admission:
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``) or ``on-demand`` (blocks as the sequence grows, the
     last admitted preempted and recomputed when they run out: vLLM), read from the server's code
-    (``kv_allocation_source``)."""
+    (``kv_allocation_source``); ``admission_watermark``: the share of the KV blocks an on-demand
+    server leaves free when it admits a prompt (vLLM V0's block manager: 1%), so that the running
+    sequences have room to grow (``admission_watermark_source``)."""
 
     name: str
     display_name: str
@@ -336,6 +338,8 @@ class ServingStack(Record):
     prefill_steps_source: str = ""
     kv_allocation: str = "reserve"
     kv_allocation_source: str = ""
+    admission_watermark: float = 0.0
+    admission_watermark_source: str = ""
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
@@ -508,7 +512,23 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         prefill_steps_source=table.string("prefill_steps_source", ""),
         kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),
         kv_allocation_source=table.string("kv_allocation_source", ""),
+        admission_watermark=_watermark(table),
+        admission_watermark_source=table.string("admission_watermark_source", ""),
     )
+
+
+def _watermark(table: Fields) -> float:
+    """``admission_watermark``: a share of the KV blocks, from 0 (none) to below 1."""
+    share = table.number("admission_watermark", 0.0, positive=False)
+    if not 0.0 <= share < 1.0:
+        raise DataFileError(
+            table.path,
+            "expected a share of the KV blocks from 0 to below 1",
+            field="admission_watermark",
+            value=share,
+            fix="write admission_watermark = 0.01 for 1%",
+        )
+    return share
 
 
 def _vendors(table: Fields) -> tuple[str, ...]:

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from lightspeed.errors import InvalidPlanError
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.speculation import verify_passes
 from lightspeed.sol.serve.workload import Requests
@@ -60,6 +61,11 @@ Array = Any
 WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
 ITERATION_END, KV_ARRIVAL = 0, 1
 RECORD_WIDTH = 11  # values per iteration record (see Engine._record)
+# Preemptions a run may make per request before it is called thrashing: a deployment whose KV
+# cache cannot hold the sequences it admits preempts each one over and over (a request is
+# preempted a handful of times at most on a loaded real server); the run stops with the reason
+# instead of simulating without end.
+MAX_PREEMPTIONS_PER_REQUEST = 100
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,9 @@ class Engine:
         """The scheduler's switches and caps (see the module)."""
         config = deployment.scheduler
         self.reserve = deployment.kv_policy == "reserve"
+        # an on-demand server admits a prompt only while a share of its blocks stays free (vLLM V0)
+        watermark = 0.0 if self.reserve else deployment.hardware.serving.admission_watermark
+        self.admit_below = 1.0 - watermark
         self.swap = config.preemption == "swap"
         self.round_robin = config.router == "round-robin"
         self.block = config.block_tokens
@@ -455,7 +464,7 @@ class Engine:
                 continue
             if whole and budgets[index] < min(prompt, self.budget):
                 continue
-            if self._kv_used(rank, step + 1) + need > rank.capacity:
+            if self._kv_used(rank, step + 1) + need > rank.capacity * self.admit_below:
                 continue
             if self.round_robin:
                 replica.rank_pointer = index + 1
@@ -691,6 +700,13 @@ class Engine:
         else:  # pragma: no cover - num_decoding > 0 means a running sequence exists
             raise AssertionError("no running sequence to preempt")
         self.num_preemptions += 1
+        if self.num_preemptions > MAX_PREEMPTIONS_PER_REQUEST * len(self.arrival):
+            raise InvalidPlanError(
+                f"the deployment thrashes under this load: {self.num_preemptions:,} preemptions for "
+                f"{len(self.arrival):,} requests, its KV cache ({rank.capacity:,.0f} tokens per rank) "
+                "preempting what it admits before it can finish; give it more memory (more GPUs per "
+                "replica, a lower precision) or cap the sequences it runs (--max-batch)"
+            )
         self.epoch[victim] += 1
         if state == PREFILL:
             rank.prefilling.remove(victim)

@@ -184,7 +184,7 @@ def _stated_precision(
     vendor = accelerator.vendor
     cell = row.text("precision")
     stated = _cell_precision(cell, accelerator)
-    if stated is not None:
+    if stated is not None and not (mlperf is not None and _QUANTIZED_FROM.search(cell.lower())):
         return stated
     checkpoint, written = _checkpoint_in_model_cell(row.text("model"))
     if written == "gguf":
@@ -209,6 +209,13 @@ def _stated_precision(
     if mlperf is None:
         return released
     return _mlperf_checkpoint(row, accelerator, mlperf) or _mlperf_precision(accelerator) or released
+
+
+# An MLPerf submission's weight type with a quantization among its weight transformations
+# (``fp16 (weight_data_types ...; weight_transformations: quantization, affine fusion)``, as NVIDIA's
+# v4.1 measurements JSON files write it): the type the weights were quantized from, not the one the
+# run computes in, which the benchmark's convention gives (:func:`_mlperf_precision`).
+_QUANTIZED_FROM: Final = re.compile(r"\bquantiz(?:ation|ed)\b")
 
 
 # The round an MLPerf row is from (``MLPerf Inference v5.0``, ``inference_results_v5.1``).
