@@ -74,7 +74,12 @@ SERVING_BY_HAND: dict[str, tuple[str, int, int, int, int | None, str]] = {
     # vLLM's offline benchmark: tokens_per_second (= total_num_tokens / elapsed_time) counts both
     "U11": ("llama-3-405b", 8, 128, 2048, None, "total_tokens_per_s"),
 }
-SERVING_REFUSED: dict[str, str] = {}
+SERVING_REFUSED: dict[str, str] = {
+    # Lambda's vLLM 0.5.4 table: benchmark_serving.py with --num-prompts 320 and no rate is every
+    # request at once (its default --request-rate inf), and ShareGPT alone gives no tail lengths
+    "U01": "every request is sent at once",
+    "U02": "every request is sent at once",
+}
 
 
 @pytest.mark.parametrize("row_id", sorted(SERVING_BY_HAND))

@@ -235,3 +235,21 @@ def test_an_mlperf_weight_type_with_a_quantization_is_the_type_quantized_from(
     assert quantized["status"] == plain["status"] == "ok"
     assert quantized["plan"]["precision"] == "fp8"
     assert plain["plan"]["precision"] == "fp16"
+
+
+def test_vllms_serving_benchmark_sends_every_request_at_once_by_default(run_cli: Any, tmp_path: Path) -> None:
+    # vllm bench serve's --request-rate defaults to inf: with no rate and no concurrency, the 200
+    # requests start together (had been read as the server's steady state at its KV limit)
+    default, capped = infer_cli_rows(
+        run_cli,
+        tmp_path,
+        "vLLM 0.11 vllm bench serve 2025",
+        "Llama 3.1 8B\tISL/OSL 1024/128\t--num-prompts 200\t1\t1\tH100 SXM\tbf16"
+        "\tOutput token throughput (tok/s)\t9000",
+        "Llama 3.1 8B\tISL/OSL 1024/128\t--num-prompts 200 --max-concurrency 16\t1\t1\tH100 SXM\tbf16"
+        "\tOutput token throughput (tok/s)\t2000",
+    )
+    assert default["status"] == capped["status"] == "ok"
+    assert any("default rate (inf): every request sent at once" in line for line in default["assumptions"])
+    assert default["plan"]["simulated"] == "offline"
+    assert any("16 in flight" in line for line in capped["assumptions"])

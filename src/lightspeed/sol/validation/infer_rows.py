@@ -407,10 +407,33 @@ class _RowLoad(NamedTuple):
     lengths_note: str = ""
 
 
+def _load_text(row: PublishedRow) -> str:
+    """The row's sequence, batch and metric cells in one lower-case string: where its load is said."""
+    return " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
+
+
+# vLLM's serving benchmark (``vllm bench serve``, ``benchmarks/benchmark_serving.py``): its
+# ``--request-rate`` defaults to inf ("all the requests are sent at time 0"), so a row naming it
+# with no rate and no concurrency sent every request at once
+_VLLM_SERVING_BENCHMARK = re.compile(r"vllm\s+bench\s+serve|benchmark_serving")
+
+
+def _all_at_once(row: PublishedRow) -> bool:
+    """Whether the row sent every request at once: an infinite rate it states
+    (:func:`sends_all_at_once`), or vLLM's serving benchmark run at its default rate (no rate, no
+    concurrency, no maximum load stated)."""
+    if sends_all_at_once(row):
+        return True
+    if _VLLM_SERVING_BENCHMARK.search(row.described()) is None or row_rate(row) is not None:
+        return False
+    text = _load_text(row)
+    return _stated_concurrency(text) is None and not _MAX_LOAD.search(text) and _BATCH.search(text) is None
+
+
 def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     """The load the row's sequence, batch and metric cells state (:class:`_RowLoad`); a concurrency
     stated per rank is over the row's ``num_gpus``."""
-    text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
+    text = _load_text(row)
     lengths = _input_output(text, row.text("seq"))
     prefill = _PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
@@ -451,7 +474,7 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
         )
         requests = row_requests(row)
         users = batched[0].concurrency
-        in_flight_at_once = sends_all_at_once(row) or (
+        in_flight_at_once = _all_at_once(row) or (
             users is not None and requests is not None and users >= requests
         )
         if in_flight_at_once and _is_throughput(row):
@@ -493,7 +516,7 @@ def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
     ``text`` puts other requests beside it (several users, a request rate): their decoding shares
     the GPU with each prompt, so the TTFT depends on how long they generate."""
     users = _stated_concurrency(text) or 1
-    if users > 1 or row_rate(row) is not None or sends_all_at_once(row):
+    if users > 1 or row_rate(row) is not None or _all_at_once(row):
         raise RowError(
             "the row's first-token latency is under load but no output length is read, and the "
             "other requests' decoding sets it: write both lengths, e.g. 'ISL/OSL 20000/2000'"
@@ -534,11 +557,16 @@ def _batching(
             "continuous",
             f"continuous batching, {concurrency} in flight" + _per_rank_note(text, concurrency, num_gpus),
         )
-    if sends_all_at_once(row):
+    if _all_at_once(row):
+        said = (
+            "an infinite request rate"
+            if sends_all_at_once(row)
+            else "vLLM's serving benchmark at its default rate (inf)"
+        )
         return (
             ServingLoad(isl, osl),
             "continuous",
-            "an infinite request rate: every request sent at once, continuous batching at the KV limit",
+            f"{said}: every request sent at once, continuous batching at the KV limit",
         )
     if _is_throughput(row) and row_rate(row) is None:
         return (
@@ -707,7 +735,7 @@ def _row_load(row: PublishedRow, num_gpus: int = 1) -> tuple[ServingLoad, str, s
         note = "; ".join(part for part in (lengths_note, note) if part)
         requests = row_requests(row)
         open_ended = batching == "continuous" and load.concurrency is None and rate is None
-        if open_ended and requests and sends_all_at_once(row):
+        if open_ended and requests and _all_at_once(row):
             return load, batching, note, all_at_once_simulation(load, requests)
         return load, batching, note, load_simulation(load, batching, requests)
     try:
