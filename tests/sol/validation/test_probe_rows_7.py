@@ -152,6 +152,8 @@ def test_a_per_gpu_figure_without_a_gpu_count_runs_on_the_gpus_its_batch_fills(
         # llm-d's MI355X table: a shape, 'in × out' (k = 1,024 as for every length)
         ("decode-heavy (4k in × 4k out)", (4096, 4096)),
         ("prefill-heavy (32k in x 128 out)", (32768, 128)),
+        # trtllm-bench's own printout (Google's A3 Ultra recipe quotes it)
+        ("average input length (tokens): 128.0000; average output length (tokens): 128.0000", (128, 128)),
     ],
 )
 def test_lengths_as_means_or_a_shape(text: str, lengths: tuple[int, int]) -> None:

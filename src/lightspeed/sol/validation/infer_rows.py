@@ -148,7 +148,7 @@ _ISL_OSL = re.compile(
 # ``prompt_len=1024 gen_len=128``, and the OpenAI API's ``max_tokens 128`` for the output)
 _LENGTH_WORD = (
     r"(?:[\s_-]+(?:sequence|size|length|len|tokens?)(?:[\s_-]+(?:length|len|size|in\s+tokens))?)?"
-    r"(?:[\s_-]+(?:mean|avg|average))?"
+    r"(?:[\s_-]+(?:mean|avg|average))?(?:\s*\(tokens?\))?"
 )
 _IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|context|in)"
 _OUT_LABEL = (
@@ -160,7 +160,8 @@ _TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
 # length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
 # fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
 # ``--output-len``, ``random_output_len``; an approximate length, ``~20k input / ~2k output``; a
-# mean, ``Average input length: 803 tokens; Average output length: 3,653 tokens``; a shape, ``4k in
+# mean, ``Average input length: 803 tokens; Average output length: 3,653 tokens``, trtllm-bench's
+# ``Average Input Length (tokens): 128.0000; Average Output Length (tokens): 128.0000``; a shape, ``4k in
 # × 4k out``, ``32k in x 128 out``)
 _HALF_SEPARATOR = (
     r"[\s,;/&+().~≈×-]*(?:(?:and|x)\s+)?(?:(?:an?|the|fixed|max(?:imum)?|about|average|avg|mean)\s+)*"
