@@ -12,8 +12,9 @@ without it an axis is a line, which halves what a ring collective moves per
 second (the JAX scaling book, "How to think about TPUs", section on ICI).
 
 Slice names: Google counts chips for v5e and v6e (``v5litepod-16``,
-``v6e-256``) and TensorCores for v4 and v5p, two per chip (``v5p-128`` is 64
-chips, ``v4-8`` is 4).
+``v6e-256``) and TensorCores for v4, v5p and TPU7x, two per chip (``v5p-128`` is 64
+chips, ``v4-8`` is 4, ``tpu7x-128`` is 64); a topology counts chips along each axis
+(``tpu7x-4x8x8`` is 256, the device types xpk takes).
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ SLICE_PREFIXES: Final = {
     "v5lite": ("tpu-v5e-pod", 1),
     "v6e": ("tpu-v6e-pod", 1),
     "trillium": ("tpu-v6e-pod", 1),
+    "tpu7x": ("tpu7x-pod", 2),
 }
+# TPU7x only with a dash (``tpu7x-256``): ``TPU7x 256 chips`` counts chips, not TensorCores
 _SLICE_NAME: Final = re.compile(
-    r"^(?:tpu[-_ ]?)?(?P<kind>v4|v5p|v5e|v5litepod|v5lite|v6e|trillium)[-_ ](?P<count>\d+)$", re.IGNORECASE
+    r"^(?:(?:tpu[-_ ]?)?(?P<kind>v4|v5p|v5e|v5litepod|v5lite|v6e|trillium)[-_ ]|(?P<tpu7x>tpu[-_ ]?7x)[-_])"
+    r"(?:(?P<topology>\d+(?:x\d+)+)|(?P<count>\d+))$",
+    re.IGNORECASE,
 )
 
 
@@ -46,16 +51,24 @@ def slice_name(text: str) -> tuple[str, int] | None:
 
     >>> slice_name("v5p-128"), slice_name("v5litepod-16"), slice_name("TPU v6e-256")
     (('tpu-v5p-pod', 64), ('tpu-v5e-pod', 16), ('tpu-v6e-pod', 256))
+    >>> slice_name("tpu7x-128"), slice_name("tpu7x-4x8x8")
+    (('tpu7x-pod', 64), ('tpu7x-pod', 256))
     """
     match = _SLICE_NAME.fullmatch(text.strip())
     if match is None:
         return None
-    system, cores_per_chip = SLICE_PREFIXES[match["kind"].lower()]
+    kind = match["kind"] or match["tpu7x"]
+    system, cores_per_chip = SLICE_PREFIXES["tpu7x" if match["tpu7x"] else kind.lower()]
+    if match["topology"]:  # chips along each axis
+        chips = math.prod(int(size) for size in match["topology"].lower().split("x"))
+        if chips < 1:
+            raise InvalidPlanError(f"{text.strip()!r} has an axis of no chips")
+        return system, chips
     count = int(match["count"])
     if count < 1 or count % cores_per_chip:
         raise InvalidPlanError(
-            f"{text.strip()!r} counts {count} TensorCores, and a {match['kind']} chip has {cores_per_chip}: "
-            f"use an even count (e.g. {match['kind']}-{max(2, count + count % cores_per_chip)})"
+            f"{text.strip()!r} counts {count} TensorCores, and a {kind} chip has {cores_per_chip}: "
+            f"use an even count (e.g. {kind}-{max(2, count + count % cores_per_chip)})"
         )
     return system, count // cores_per_chip
 

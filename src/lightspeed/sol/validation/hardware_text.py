@@ -302,10 +302,10 @@ def _gpus(count: int) -> str:
 # Nodes times GPUs per node, in a GPUs cell or a hardware cell: ``1024 nodes x 8``, ``2 nodes (8
 # GPUs each)``, ``128 hosts, 8 GPUs``, ``2 nodes of 8 H100``, ``64x8``, ``2 x 8 H100``, a
 # rack-scale system's compute trays (``12 trays x 4 GPUs``, ``12 compute trays (4 GPUs each)``)
-# (a count glued to a part, ``8xH100``, is not a product).
+# (a count glued to a part, ``8xH100``, is not a product, nor a TPU topology, ``tpu7x-4x8x8``).
 _NODES_TIMES_GPUS: Final = re.compile(
     r"(?<![\w.])(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?|(?:compute\s+)?trays?)\s*(?:[x×*(,]|of|with)"
-    r"|[x×*])\s*(\d+)(?![\d.])",
+    r"|[x×*])\s*(\d+)(?![\d.])(?!\s*[x×]\s*\d)",
     re.IGNORECASE,
 )
 
