@@ -406,11 +406,7 @@ class _RowLoad(NamedTuple):
     batching: str
     note: str
     lengths_note: str = ""
-
-
-def _load_text(row: PublishedRow) -> str:
-    """The row's sequence, batch and metric cells in one lower-case string: where its load is said."""
-    return " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
+    all_at_once: bool = False  # every request sent at once (an infinite rate, or vLLM's default)
 
 
 # vLLM's serving benchmark (``vllm bench serve``, ``benchmarks/benchmark_serving.py``): its
@@ -419,22 +415,16 @@ def _load_text(row: PublishedRow) -> str:
 _VLLM_SERVING_BENCHMARK = re.compile(r"vllm\s+bench\s+serve|benchmark_serving")
 
 
-def _all_at_once(row: PublishedRow) -> bool:
-    """Whether the row sent every request at once: an infinite rate it states
-    (:func:`sends_all_at_once`), or vLLM's serving benchmark run at its default rate (no rate, no
-    concurrency, no maximum load stated)."""
-    if sends_all_at_once(row):
-        return True
-    if _VLLM_SERVING_BENCHMARK.search(row.described()) is None or row_rate(row) is not None:
-        return False
-    text = _load_text(row)
-    return _stated_concurrency(text) is None and not _MAX_LOAD.search(text) and _BATCH.search(text) is None
+def _at_vllm_default_rate(row: PublishedRow) -> bool:
+    """Whether the row names vLLM's serving benchmark and states no rate: its default, inf (the
+    caller checks that no concurrency, batch or maximum load is stated either)."""
+    return _VLLM_SERVING_BENCHMARK.search(row.described()) is not None and row_rate(row) is None
 
 
 def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     """The load the row's sequence, batch and metric cells state (:class:`_RowLoad`); a concurrency
     stated per rank is over the row's ``num_gpus``."""
-    text = _load_text(row)
+    text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
     lengths = _input_output(text, row.text("seq"))
     prefill = _PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
@@ -474,8 +464,8 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
             row, text, dataset.mean_input_tokens, dataset.mean_output_tokens, decode, num_gpus=num_gpus
         )
         requests = row_requests(row)
-        users = batched[0].concurrency
-        in_flight_at_once = _all_at_once(row) or (
+        users = batched.load.concurrency
+        in_flight_at_once = batched.all_at_once or (
             users is not None and requests is not None and users >= requests
         )
         if in_flight_at_once and _is_throughput(row):
@@ -486,38 +476,41 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
                 "its whole-run throughput hangs on the dataset's longest replies, which its mean lengths "
                 "leave out; give the lengths (ISL/OSL), or a concurrency below the request count or a rate"
             )
-        return _RowLoad(*batched, lengths_note=dataset.note())
+        return batched._replace(lengths_note=dataset.note())
     else:
         raise RowError(
             "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
         )
-    return _RowLoad(*_batching(row, text, isl, osl, decode, num_gpus=num_gpus))
+    return _batching(row, text, isl, osl, decode, num_gpus=num_gpus)
 
 
-def _stated_concurrency(text: str, num_gpus: int = 1) -> int | None:
-    """The requests in flight a lower-case load ``text`` states (:data:`_CONCURRENCY`), if any: the
-    count times ``num_gpus`` where it is stated per rank or per GPU (:data:`_PER_RANK_LOAD`)."""
+def _written_concurrency(text: str) -> tuple[int, bool] | None:
+    """(count, whether per rank) of the concurrency a lower-case load ``text`` writes
+    (:data:`_CONCURRENCY`, :data:`_PER_RANK_LOAD`), if any."""
     found = _CONCURRENCY.search(text)
     if found is None:
         return None
     count = int((found.group(1) or found.group(2)).replace(",", ""))
-    return count * num_gpus if _PER_RANK_LOAD.match(text, found.end()) else count
+    return count, _PER_RANK_LOAD.match(text, found.end()) is not None
 
 
-def _per_rank_note(text: str, concurrency: int, num_gpus: int) -> str:
-    """How ``concurrency`` was counted where the lower-case load ``text`` states it per rank."""
-    found = _CONCURRENCY.search(text)
-    if found is None or _PER_RANK_LOAD.match(text, found.end()) is None:
-        return ""
-    return f" ({concurrency // num_gpus} per rank on each of {num_gpus} GPUs)"
+def _stated_concurrency(text: str, num_gpus: int = 1) -> int | None:
+    """The requests in flight a lower-case load ``text`` states, if any: the count written, times
+    ``num_gpus`` where it is stated per rank or per GPU."""
+    written = _written_concurrency(text)
+    if written is None:
+        return None
+    count, per_rank = written
+    return count * num_gpus if per_rank else count
 
 
 def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
     """Refuse a first-token latency read without an output length when the row's lower-case load
     ``text`` puts other requests beside it (several users, a request rate): their decoding shares
     the GPU with each prompt, so the TTFT depends on how long they generate."""
-    users = _stated_concurrency(text) or 1
-    if users > 1 or row_rate(row) is not None or _all_at_once(row):
+    users = _stated_concurrency(text)
+    at_once = sends_all_at_once(row) or (users is None and _at_vllm_default_rate(row))
+    if (users or 1) > 1 or row_rate(row) is not None or at_once:
         raise RowError(
             "the row's first-token latency is under load but no output length is read, and the "
             "other requests' decoding sets it: write both lengths, e.g. 'ISL/OSL 20000/2000'"
@@ -526,12 +519,11 @@ def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
 
 def _batching(
     row: PublishedRow, text: str, isl: int, osl: int, decode: bool, *, num_gpus: int = 1
-) -> tuple[ServingLoad, str, str]:
-    """(load, batching mode, note) of requests of ``isl`` and ``osl`` tokens under the batch,
-    concurrency or rate the lower-case load ``text`` states (module docs, **Load**) on the row's
-    ``num_gpus``."""
+) -> _RowLoad:
+    """The load of requests of ``isl`` and ``osl`` tokens under the batch, concurrency or rate the
+    lower-case load ``text`` states (module docs, **Load**) on the row's ``num_gpus``."""
     if decode:
-        return ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch"
+        return _RowLoad(ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch")
     batch = _BATCH.search(text)
     if batch is None and (unread := _BATCH_VALUE.search(text)) is not None:
         raise RowError(f"the batch '{unread.group(0).strip()}' is not a whole number of sequences")
@@ -543,34 +535,38 @@ def _batching(
         if _BARE_COUNT.fullmatch(load_cell)
         else None
     )
-    concurrency = _stated_concurrency(text, num_gpus)
+    written = _written_concurrency(text)
     if _MAX_LOAD.search(text):
-        return (
+        return _RowLoad(
             ServingLoad(isl, osl),
             "continuous",
             "offline maximum load: continuous batching at the KV limit",
+            all_at_once=sends_all_at_once(row),
         )
     if size is not None:
-        return ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}"
-    if concurrency is not None:
-        return (
+        return _RowLoad(ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}")
+    if written is not None:
+        count, per_rank = written
+        concurrency = count * num_gpus if per_rank else count
+        on_each = f" ({count} per rank on each of {num_gpus} GPUs)" if per_rank else ""
+        return _RowLoad(
             ServingLoad(isl, osl, concurrency=concurrency),
             "continuous",
-            f"continuous batching, {concurrency} in flight" + _per_rank_note(text, concurrency, num_gpus),
+            f"continuous batching, {concurrency} in flight{on_each}",
         )
-    if _all_at_once(row):
+    stated_inf = sends_all_at_once(row)
+    if stated_inf or _at_vllm_default_rate(row):
         said = (
-            "an infinite request rate"
-            if sends_all_at_once(row)
-            else "vLLM's serving benchmark at its default rate (inf)"
+            "an infinite request rate" if stated_inf else "vLLM's serving benchmark at its default rate (inf)"
         )
-        return (
+        return _RowLoad(
             ServingLoad(isl, osl),
             "continuous",
             f"{said}: every request sent at once, continuous batching at the KV limit",
+            all_at_once=True,
         )
     if _is_throughput(row) and row_rate(row) is None:
-        return (
+        return _RowLoad(
             ServingLoad(isl, osl),
             "continuous",
             "a throughput with no load stated: the server at its most load (continuous batching at the "
@@ -579,13 +575,17 @@ def _batching(
     stated = " | ".join(row.text(cell) for cell in ("global_batch", "micro_batch"))
     words = stated.lower().replace("_", " ")
     if _SINGLE_REQUEST.search(words):
-        return ServingLoad(isl, osl, concurrency=1), "continuous", "one request at a time, as the row says"
+        return _RowLoad(
+            ServingLoad(isl, osl, concurrency=1), "continuous", "one request at a time, as the row says"
+        )
     if _LOAD_WORDS.search(words) and row_rate(row) is None and not names_mlperf(row):
         raise RowError(
             f"the load {stated.strip(' |')!r} is not one lightspeed reads; write it as 'concurrency N', "
             "'request rate R' (per second), 'batch N' (static) or 'offline'"
         )
-    return ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
+    return _RowLoad(
+        ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
+    )
 
 
 # Words that say a load cell states a load (``users``, ``concurrency``, ``rate``, ``QPS``): a cell
@@ -728,15 +728,16 @@ def _row_load(row: PublishedRow, num_gpus: int = 1) -> tuple[ServingLoad, str, s
     request rate the row states makes the load an open loop); a figure that depends on load gets
     the simulation that predicts it."""
     if not names_mlperf(row):
-        load, batching, note, lengths_note = _load(row, num_gpus)
+        loaded = _load(row, num_gpus)
+        load, batching, note = loaded.load, loaded.batching, loaded.note
         rate = row_rate(row)
         if rate is not None and batching == "continuous":
             load = replace(load, concurrency=None, arrival_rate_per_s=rate)
             note = f"continuous batching, Poisson arrivals at {rate:g} requests/s"
-        note = "; ".join(part for part in (lengths_note, note) if part)
+        note = "; ".join(part for part in (loaded.lengths_note, note) if part)
         requests = row_requests(row)
         open_ended = batching == "continuous" and load.concurrency is None and rate is None
-        if open_ended and requests and _all_at_once(row):
+        if open_ended and requests and loaded.all_at_once:
             return load, batching, note, all_at_once_simulation(load, requests)
         return load, batching, note, load_simulation(load, batching, requests)
     try:

@@ -1050,7 +1050,7 @@ def read_plan(
     micro-batch, interleaving depth or recompute policy it leaves unsaid, the values searched; for a
     global batch it leaves unsaid, :func:`_unreported_global_batch` (``metric``: the reading's key)."""
     degrees = _degrees(row, num_gpus)
-    seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+    seq_len = _row_seq_len(row, model)
     micro = _micro_batch(row, seq_len)
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
     batch_note = ""
@@ -1394,12 +1394,19 @@ def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None
         return None
 
 
+def _row_seq_len(row: PublishedRow, model: TransformerSpec) -> int:
+    """The sequence length the row's seq cell states, else the model's longest."""
+    return size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+
+
 # Figures that one GPU's speed sets, whatever the job's size: a rate or utilization per GPU. A
 # row giving one of them with no GPU count is predicted on the GPUs its batch fills.
 _PER_GPU_METRICS: Final = frozenset({"tflop_per_s_per_gpu", "mfu", "hfu", "tokens_per_s_per_gpu"})
 
 
-def _gpus_filled_by_batch(row: PublishedRow, model: TransformerSpec, unread: RowError) -> tuple[int, str]:
+def _gpus_filled_by_batch(
+    row: PublishedRow, model: TransformerSpec, readings: tuple[Reading, ...], unread: RowError
+) -> tuple[int, str]:
     """(GPUs, note) of a row no cell counts the GPUs of, whose figure is per GPU
     (:data:`_PER_GPU_METRICS`) and which states its global batch and micro-batch and no pipeline:
     the GPUs that run the batch at that micro-batch without accumulation (TP x CP x global / micro,
@@ -1407,13 +1414,12 @@ def _gpus_filled_by_batch(row: PublishedRow, model: TransformerSpec, unread: Row
     a row stating PP above 1 is not guessed). The count moves a per-GPU figure only through the
     data-parallel traffic and the optimizer shards, so the note says it was assumed. Otherwise
     ``unread`` is raised."""
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
     stated = _stated_degrees(row)
     pipelined = (stated["pp"] or 1) > 1  # a pipeline's bubble hangs on its micro-batches per step
     per_gpu = bool(readings) and all(reading.key in _PER_GPU_METRICS for reading in readings)
     if stated["dp"] is not None or pipelined or not per_gpu:
         raise unread
-    seq_len = size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+    seq_len = _row_seq_len(row, model)
     micro = _micro_batch(row, seq_len)
     sequences = _global_batch(row.text("global_batch"), 1, seq_len)
     if micro is None or sequences is None or sequences % micro:
@@ -1438,17 +1444,17 @@ MAX_ASSUMED_GPUS: Final = 131_072
 def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> TrainingRowSpec:
     """A training row of a published-results table in typed fields (the rules in the module docs)."""
     model, model_note = resolve_model(registry, row)
+    readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
     try:
         num_gpus, gpus_note = _row_gpus(catalog, row)
     except RowError as unread:
-        num_gpus, gpus_note = _gpus_filled_by_batch(row, model, unread)
+        num_gpus, gpus_note = _gpus_filled_by_batch(row, model, readings, unread)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
     year, year_note = row_year(row, cluster.system.accelerator)
     stack, stack_note = stack_for(
         " ".join((row.text("source"), row.text("sharding"), row.text("precision"))), year
     )
-    readings = read_cell(row.text("metric"), row.text("measured"), kind="train")
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
     reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, cluster.system.num_accelerators)
