@@ -255,3 +255,26 @@ def test_vllms_serving_benchmark_sends_every_request_at_once_by_default(run_cli:
     assert any("default rate (inf): every request sent at once" in line for line in default["assumptions"])
     assert default["plan"]["simulated"] == "offline"
     assert any("16 in flight" in line for line in capped["assumptions"])
+
+
+@pytest.mark.parametrize(
+    "load", ["-1 concurrent requests per rank", "1e400 concurrent requests", "concurrency -1", "nan users"]
+)
+def test_a_concurrency_no_whole_number_reads_is_refused(run_cli: Any, tmp_path: Path, load: str) -> None:
+    # had been dropped: '-1 concurrent' read as 1 per rank, 'concurrency -1' beside a throughput as
+    # the server at its most load
+    (row,) = infer_cli_rows(
+        run_cli,
+        tmp_path,
+        "SGLang 2025",
+        f"Llama 3.1 8B\tISL/OSL 1024/128\t{load}\t1\t16\tH100 SXM\tbf16"
+        "\tOutput token throughput (tok/s)\t2000",
+    )
+    assert row["status"] != "ok"
+    assert "is not a whole number of requests" in row["reason"]
+
+
+def test_vllms_report_of_its_peak_concurrency_is_not_the_load() -> None:
+    # vllm bench serve prints 'Peak concurrent requests: 984.00' after the run: an outcome
+    assert _stated_concurrency("--num-prompts 1000; peak concurrent requests: 984") is None
+    assert _stated_concurrency("concurrent requests: 64") == 64
