@@ -1,6 +1,6 @@
 """Models 2025-26 published rows name (issue 28, coverage): GLM-4.5, GLM-4.5-Air, Phi-3 mini and
 medium, Phi-3.5-MoE; MiniMax-M2 (and M2.1, M2.5), GLM-4.6 / 4.7, Mistral Small 3.1 / 3.2 and the
-Qwen2.5-Coder aliases; and those refused (Qwen3-Next, DeepSeek-V3.2, the Llama-Nemotron NAS models).
+Qwen2.5-Coder aliases; and those refused (Qwen3-Next, Qwen3.5, the Llama-Nemotron NAS models).
 
 Golden values: totals from the model cards, shapes from each config.json (cited in the model
 files), counts written out by hand below.
@@ -109,9 +109,8 @@ REFUSED = [
     ("Qwen3-Next-80B-A3B", "Gated DeltaNet"),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Gated DeltaNet"),
     ("Qwen/Qwen3-Next-80B-A3B-Thinking-FP8", "Gated DeltaNet"),
-    ("DeepSeek-V3.2-Exp", "DeepSeek Sparse Attention"),
-    ("deepseek-ai/DeepSeek-V3.2-Exp", "DeepSeek Sparse Attention"),
-    ("deepseek-ai/DeepSeek-V3.2", "DeepSeek Sparse Attention"),
+    ("Qwen3.5-397B-A17B", "Gated DeltaNet"),
+    ("Qwen/Qwen3.5-397B-A17B", "Gated DeltaNet"),
     # Llama-Nemotron NAS models (DeciLM): blocks without attention, a FFN width per block
     ("Nemotron Super 49B", "per-block NAS"),
     ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "per-block NAS"),
@@ -136,7 +135,7 @@ def test_a_nemotron_nas_model_is_not_its_llama_parent_but_the_plain_nemotron_70b
 def test_unmodelled_architectures_are_refused_naming_the_part(
     registry: ModelRegistry, name: str, feature: str
 ) -> None:
-    assert registry.find(name) is None  # never a look-alike (V3.2 is not deepseek-v3)
+    assert registry.find(name) is None  # never a look-alike (Qwen3.5 is not Qwen3)
     unsupported = registry.unsupported_model(name)
     assert unsupported is not None
     assert feature in unsupported.feature
@@ -161,7 +160,7 @@ def test_the_linear_attention_refusal_states_what_is_missing() -> None:
     reason = unsupported_models()["qwen3-next-80b-a3b"].reason
     assert "recurrent state" in reason
     assert "KV cache" in reason
-    assert "2,048 tokens per query" in unsupported_models()["deepseek-v3.2"].reason
+    assert "Gated DeltaNet" in unsupported_models()["qwen3.5"].feature
 
 
 # Second batch: MiniMax-M2 (and M2.1, M2.5), GLM-4.6 / GLM-4.7, Mistral Small 3.1 / 3.2 and the

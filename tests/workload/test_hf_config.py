@@ -29,6 +29,8 @@ MODELS = load_models()
         ("llama-3-8b", "llama-3-8b"),
         ("mixtral-8x7b", "mixtral-8x7b"),
         ("deepseek-v3", "deepseek-v3"),
+        ("deepseek-v3.2", "deepseek-v3.2"),
+        ("glm-5", "glm-5"),
         ("qwen3-30b-a3b", "qwen3-30b-a3b"),
         ("gemma-2-9b", "gemma-2-9b"),
         ("gemma-3-27b", "gemma-3-27b"),

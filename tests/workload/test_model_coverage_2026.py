@@ -293,6 +293,8 @@ def test_aliased_checkpoints_keep_the_existing_counts(registry: ModelRegistry) -
     ("name", "not_this"),
     [
         ("Mistral-7B-Instruct-v0.2", "mistral-7b-v0.1"),  # v0.1 has the 4,096-token window
+        ("DeepSeek-V3.2-Exp", "deepseek-v3"),  # DeepSeek Sparse Attention: its own model
+        ("zai-org/GLM-5.1", "glm-4.6"),  # GLM-5 is MLA with sparse attention, not GLM-4.x's GQA
         ("Mistral-7B-Instruct-v0.2", "mistral-7b"),  # v0.3: 32,768-token vocabulary
         ("CodeLlama-13b-Python-hf", "codellama-13b"),  # 32,000 vs 32,016 tokens
         ("CodeLlama-7b-Python-hf", "codellama-7b"),
@@ -316,7 +318,6 @@ def test_look_alikes_stay_distinct(registry: ModelRegistry, name: str, not_this:
         "01-ai/Yi-1.5-34B-32K",  # 32,768 positions: not yi-34b
         "Qwen/Qwen2.5-Math-1.5B",  # tied, 4K: neither qwen2.5-1.5b nor the distill
         "microsoft/Phi-3-mini-128k-instruct",  # the 128K Phi-3 is not phi-3-mini
-        "DeepSeek-V3.2-Exp",  # DeepSeek Sparse Attention: refused, not deepseek-v3
     ],
 )
 def test_names_that_stay_unknown(registry: ModelRegistry, name: str) -> None:

@@ -99,7 +99,7 @@ def test_every_unsupported_spelling_stays_refused_with_its_reason(registry: Mode
         ("Qwen3-Next-80B-A3B", "qwen3-next-80b-a3b"),
         # the readings that now match reach the unsupported models too
         ("Qwen3-Next-80B", "qwen3-next-80b-a3b"),
-        ("DeepSeek-V3.2 (nvidia/DeepSeek-V3.2-NVFP4)", "deepseek-v3.2"),
+        ("Qwen3.5-397B-A17B (NVFP4)", "qwen3.5"),
     ],
 )
 def test_unsupported_models_are_refused_in_every_reading(

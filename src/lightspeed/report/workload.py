@@ -17,7 +17,11 @@ from lightspeed.sol import MemoryPlan
 from lightspeed.units import bytes_per_element, format_bytes, format_count
 from lightspeed.workload import ModelRow, ModelSummary, TrainingFlop, TransformerSpec, layer_groups
 
-_LOCAL_WORDS = {"sliding": "within a sliding window", "chunked": "within chunks"}
+_LOCAL_WORDS = {
+    "sliding": "within a sliding window",
+    "chunked": "within chunks",
+    "sparse": "to an indexer's pick",
+}
 
 _COMPONENT_LABELS = {
     "weights": "weights",
@@ -81,6 +85,13 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
         lines.append(
             f"MLA: q_lora_rank {attention.q_lora_rank}, kv_lora_rank {attention.kv_lora_rank}, "
             f"RoPE key {attention.qk_rope_head_dim}"
+        )
+    if attention.index_topk is not None:
+        lines.append(
+            f"DeepSeek Sparse Attention: a lightning indexer of {attention.index_n_heads} heads x "
+            f"{attention.index_head_dim} (FP8) scores every earlier token for the top "
+            f"{attention.index_topk:,}; its key adds {attention.index_key_bytes} B per token per layer "
+            "to the KV cache"
         )
     lines.extend(
         f"{group.num_layers} of {spec.num_layers} layers attend {_LOCAL_WORDS[group.kind]} "

@@ -8,7 +8,11 @@ Every layer of a model is of one kind:
   layers of six; gpt-oss: 128 on every other layer);
 * ``chunked``: to the earlier tokens of its own ``attention_chunk_size``-token
   chunk (Llama 4: 8,192 on three layers of four; the fourth attends to
-  everything, without RoPE).
+  everything, without RoPE);
+* ``sparse``: to the ``index_topk`` earlier tokens a lightning indexer picks
+  (DeepSeek Sparse Attention: DeepSeek-V3.2 and GLM-5, 2,048 on every layer).
+  It keeps every token, as a full layer does, and reads only those it picks; the
+  indexer itself scores every kept token (:func:`indexer_tokens`).
 
 With ``full_attention_interval`` N, layer ``i`` (0-based) is full when
 ``(i + 1) % N == 0``: the placement of the transformers implementations
@@ -21,13 +25,16 @@ TensorRT-LLM's cyclic cache of ``max_attention_window`` tokens, vLLM's sliding-
 window manager and SGLang's SWA pool keep it), ``c mod C`` (chunked: the
 tokens of the current chunk; vLLM frees the earlier chunks). A server that
 never evicts a running request reserves, for a request that will reach ``t``
-tokens, ``t``, ``min(t, W)`` or ``min(t, C)`` per layer (:func:`reserved_tokens`).
+tokens, ``t``, ``min(t, W)`` or ``min(t, C)`` per layer (:func:`reserved_tokens`); a
+sparse layer, as a full one, keeps ``c`` and reserves ``t``.
 
 The tokens a query attends to, averaged over a causal prompt of ``s`` tokens
 (:func:`attended_tokens`), set the attention FLOPs: ``s/2`` (full), ``W - W²/2s``
-(sliding, ``s > W``), about ``C/2`` (chunked, ``s > C``); counted without the
-causal mask (the full-square convention) they are ``s``, ``min(s, W)`` and
-``min(s, C)``. Averages are over a continuum of positions (a token more or less
+(sliding, ``s > W``; sparse, with ``W`` the ``index_topk``), about ``C/2``
+(chunked, ``s > C``); counted without the causal mask (the full-square
+convention) they are ``s``, ``min(s, W)`` and ``min(s, C)``. What a decode step
+reads of a layer (:func:`mean_read_tokens`) is what it keeps, except a sparse
+layer's ``min(c, W)``. Averages are over a continuum of positions (a token more or less
 per layer is below what any estimate resolves).
 
 >>> from lightspeed.workload import load_models
@@ -48,8 +55,7 @@ from numpy.typing import ArrayLike
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
-from lightspeed.units import bytes_per_element
-from lightspeed.workload.counts import kv_values_per_token_per_layer
+from lightspeed.workload.counts import kv_bytes_per_token_per_layer
 from lightspeed.workload.spec import LAYER_ATTENTION_KINDS, TransformerSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -112,6 +118,17 @@ def _tokens(values: ArrayLike, what: str) -> FloatArray:
     return array
 
 
+def _kept(kind: str) -> str:
+    """The kind whose rule says what a layer of ``kind`` keeps: a sparse layer keeps every token."""
+    return "full" if kind == "sparse" else kind
+
+
+def _read(kind: str) -> str:
+    """The kind whose rule says what a query of ``kind`` reads: a sparse layer its top-k, as a
+    window of that many (the same count; which tokens they are does not change the cost)."""
+    return "sliding" if kind == "sparse" else kind
+
+
 def _check_kind(kind: str, span: int | None) -> int:
     if kind not in LAYER_ATTENTION_KINDS:
         raise UserInputError(f"layer kind {kind!r} is not one of {', '.join(LAYER_ATTENTION_KINDS)}")
@@ -130,6 +147,7 @@ def cached_tokens(kind: str, span: int | None, context_tokens: ArrayLike) -> Flo
     """
     window = _check_kind(kind, span)
     context = _tokens(context_tokens, "context_tokens")
+    kind = _kept(kind)
     if kind == "full":
         return context
     if kind == "sliding":
@@ -146,7 +164,7 @@ def reserved_tokens(kind: str, span: int | None, total_tokens: ArrayLike) -> Flo
     """
     window = _check_kind(kind, span)
     total = _tokens(total_tokens, "total_tokens")
-    return total if kind == "full" else np.minimum(total, float(window))
+    return total if _kept(kind) == "full" else np.minimum(total, float(window))
 
 
 def _integral(kind: str, window: float, x: FloatArray) -> FloatArray:
@@ -175,17 +193,48 @@ def mean_cached_tokens(
     last = _tokens(last_tokens, "last_tokens")
     low, high = np.minimum(first, last), np.maximum(first, last)
     width = high - low
-    spread = (_integral(kind, window, high) - _integral(kind, window, low)) / np.where(width > 0, width, 1.0)
+    kept = _kept(kind)
+    spread = (_integral(kept, window, high) - _integral(kept, window, low)) / np.where(width > 0, width, 1.0)
     mean: FloatArray = np.where(width > 0, spread, cached_tokens(kind, span, low))
     return mean
+
+
+def mean_read_tokens(
+    kind: str, span: int | None, first_tokens: ArrayLike, last_tokens: ArrayLike
+) -> FloatArray:
+    """Tokens a query of one layer of ``kind`` reads, averaged over contexts spread evenly from
+    ``first_tokens`` to ``last_tokens``: what the layer keeps (:func:`mean_cached_tokens`),
+    except that a sparse layer reads only its ``index_topk``.
+
+    >>> float(mean_read_tokens("sparse", 2048, 0, 65536)), float(mean_cached_tokens("sparse", 2048, 0, 65536))
+    (2016.0, 32768.0)
+    """
+    return mean_cached_tokens(_read(kind), span, first_tokens, last_tokens)
 
 
 def attended_tokens(kind: str, span: int | None, seq_len: ArrayLike, *, causal: bool) -> FloatArray:
     """Tokens a query of a ``seq_len``-token sequence attends to in one layer of ``kind``, on
     average: causal, over the prompt's positions; without the mask, the full square's row."""
     if causal:
-        return mean_cached_tokens(kind, span, 0.0, seq_len)
-    return reserved_tokens(kind, span, seq_len)
+        return mean_read_tokens(kind, span, 0.0, seq_len)
+    return reserved_tokens(_read(kind), span, seq_len)
+
+
+def indexer_tokens(spec: TransformerSpec, seq_len: ArrayLike, *, causal: bool) -> FloatArray:
+    """Keys a sparse model's lightning indexer scores per query, averaged over positions and
+    layers (0 for a model without one): every key its layers keep, ``s/2`` causal or ``s``
+    without the mask (the attention convention of :func:`mean_attended_tokens`).
+
+    >>> from lightspeed.workload import load_models
+    >>> float(indexer_tokens(load_models().get("deepseek-v3.2"), 65536, causal=True))
+    32768.0
+    """
+    summed = _per_layer_sum(
+        spec,
+        lambda kind, span: attended_tokens("full", None, seq_len, causal=causal) * (kind == "sparse"),
+    )
+    mean: FloatArray = summed / spec.num_layers
+    return mean
 
 
 def _per_layer_sum(spec: TransformerSpec, tokens: Any) -> FloatArray:
@@ -234,14 +283,14 @@ def kv_cache_tokens_per_layer(spec: TransformerSpec, context_tokens: float) -> t
 def kv_cache_bytes(spec: TransformerSpec, precision: str, context_tokens: ArrayLike) -> FloatArray:
     """Bytes of KV cache one sequence of ``context_tokens`` tokens so far holds, all layers,
     in ``precision`` (unsplit: a tensor-parallel group shares it)."""
-    per_token_layer = kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
+    per_token_layer = kv_bytes_per_token_per_layer(spec, precision)
     held: FloatArray = cached_token_layers(spec, context_tokens) * per_token_layer
     return held
 
 
 def kv_cache_reserved_bytes(spec: TransformerSpec, precision: str, total_tokens: ArrayLike) -> FloatArray:
     """Bytes of KV cache a never-evicting server reserves for a request of ``total_tokens``."""
-    per_token_layer = kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
+    per_token_layer = kv_bytes_per_token_per_layer(spec, precision)
     reserved: FloatArray = reserved_token_layers(spec, total_tokens) * per_token_layer
     return reserved
 
@@ -266,6 +315,7 @@ __all__ = [
     "attended_tokens",
     "cached_token_layers",
     "cached_tokens",
+    "indexer_tokens",
     "kv_bytes_per_token_at",
     "kv_cache_bytes",
     "kv_cache_reserved_bytes",
@@ -274,6 +324,7 @@ __all__ = [
     "layer_groups",
     "mean_attended_tokens",
     "mean_cached_tokens",
+    "mean_read_tokens",
     "reserved_token_layers",
     "reserved_tokens",
 ]

@@ -135,7 +135,20 @@ def _mla_params(spec: TransformerSpec) -> int:
     key_value += attention.kv_lora_rank * heads * attention.value_head_dim
     output = heads * attention.value_head_dim * hidden
     biases = (query_bias + latent if attention.qkv_bias else 0) + (hidden if attention.out_bias else 0)
-    return query + key_value + output + biases
+    return query + key_value + output + biases + _indexer_params(spec)
+
+
+def _indexer_params(spec: TransformerSpec) -> int:
+    """A sparse-attention layer's lightning indexer: queries from the query latent, one key from
+    the hidden state with its LayerNorm (scale and bias), and a weight per head from the hidden
+    state (DeepSeek-V3.2-Exp ``inference/model.py``: ``wq_b``, ``wk``, ``k_norm``,
+    ``weights_proj``); 0 without one."""
+    attention = spec.attention
+    if attention.index_head_dim is None or attention.index_n_heads is None:
+        return 0
+    rank = attention.q_lora_rank or 0
+    heads, dim, hidden = attention.index_n_heads, attention.index_head_dim, spec.hidden_size
+    return rank * heads * dim + hidden * dim + 2 * dim + hidden * heads
 
 
 @dataclass(frozen=True)
@@ -251,6 +264,19 @@ def kv_values_per_token_per_layer(spec: TransformerSpec) -> int:
     return 2 * attention.num_kv_heads * attention.head_dim
 
 
+def kv_bytes_per_token_per_layer(spec: TransformerSpec, precision: str) -> float:
+    """Bytes of cache one token adds in one layer that keeps it: its KV values in ``precision``
+    and, for sparse attention, the lightning indexer's key (FP8 whatever ``precision`` is:
+    :attr:`AttentionSpec.index_key_bytes`).
+
+    >>> from lightspeed.workload import load_models
+    >>> kv_bytes_per_token_per_layer(load_models().get("deepseek-v3.2"), "bf16")  # 2 x 576 + 132
+    1284.0
+    """
+    values = kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
+    return float(values + spec.attention.index_key_bytes)
+
+
 def kv_cache_bytes_per_token(spec: TransformerSpec, precision: str) -> float:
     """Bytes of KV cache one token adds, over all layers, in ``precision``.
 
@@ -262,7 +288,7 @@ def kv_cache_bytes_per_token(spec: TransformerSpec, precision: str) -> float:
     >>> kv_cache_bytes_per_token(load_models().get("llama-3-8b"), "bf16")  # 128 KiB
     131072.0
     """
-    return spec.num_layers * kv_values_per_token_per_layer(spec) * bytes_per_element(precision)
+    return spec.num_layers * kv_bytes_per_token_per_layer(spec, precision)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from typing import Final
 
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
-from lightspeed.workload.attention import layer_groups, mean_attended_tokens
+from lightspeed.workload.attention import indexer_tokens, layer_groups, mean_attended_tokens
 from lightspeed.workload.counts import ParameterCounts, parameter_counts
 from lightspeed.workload.spec import TransformerSpec
 
@@ -144,7 +144,9 @@ def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool)
     Per layer ``2·s̄·H·(d_qk + d_v)``, where ``s̄`` is the tokens a query attends to
     (:func:`~lightspeed.workload.mean_attended_tokens`): ``s`` counted as a full
     square, ``s/2`` under the causal mask; local layers stop at their window or
-    chunk (a causal sliding layer attends ``W - W²/2s``).
+    chunk (a causal sliding layer attends ``W - W²/2s``), sparse layers at their
+    top-k, and their lightning indexer adds ``2·s̄_I·H_I·d_I`` over every key it
+    scores (:func:`~lightspeed.workload.attention.indexer_tokens`).
 
     >>> from lightspeed.workload import load_models
     >>> attention_forward_flop(load_models().get("llama-3-8b"), seq_len=8192, causal=False)  # 4·L·s·h
@@ -153,7 +155,16 @@ def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool)
     attention = spec.attention
     context = float(mean_attended_tokens(spec, seq_len, causal=causal))
     per_layer = 2.0 * context * attention.num_heads * (attention.qk_head_dim + attention.value_head_dim)
-    return spec.num_layers * per_layer
+    return spec.num_layers * (per_layer + 2.0 * _indexer_keys_heads_dims(spec, seq_len, causal=causal))
+
+
+def _indexer_keys_heads_dims(spec: TransformerSpec, seq_len: int, *, causal: bool) -> float:
+    """``s̄_I·H_I·d_I`` of a sparse model's lightning indexer per layer (0 without one)."""
+    attention = spec.attention
+    if attention.index_n_heads is None or attention.index_head_dim is None:
+        return 0.0
+    keys = float(indexer_tokens(spec, seq_len, causal=causal))
+    return keys * attention.index_n_heads * attention.index_head_dim
 
 
 @dataclass(frozen=True)
@@ -241,6 +252,13 @@ def _six_n(
         terms.append(
             f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {_number(head)}"
         )
+        if spec.attention.index_n_heads is not None:  # the lightning indexer's scores, d_I whole
+            formula += f" + {factor // 2}·L·s·H_I·d_I"
+            keys = float(indexer_tokens(spec, seq_len, causal=causal)) * (2 if causal else 1)
+            terms.append(
+                f"{factor // 2} × {spec.num_layers} × {_number(keys)} × {spec.attention.index_n_heads} × "
+                f"{spec.attention.index_head_dim}"
+            )
     forward = 2.0 * num_params + attention
     training = 3.0 * forward + (2.0 * layers + attention if recompute else 0.0)
     return _Figures(

@@ -1,5 +1,5 @@
 """Import a Hugging Face ``config.json`` (Llama, Llama 4, Mistral, Mixtral, Qwen2/2.5, Qwen3 dense
-and MoE, DeepSeek-V2/V3, Gemma 2/3, gpt-oss, Nemotron).
+and MoE, DeepSeek-V2/V3/V3.2, GLM-5, Gemma 2/3, gpt-oss, Nemotron).
 
 The file is read as data with :func:`json.loads` (no code, no network): only
 the fields the transformers implementation of each ``model_type`` uses to
@@ -17,7 +17,10 @@ to ``num_experts_per_tok`` of ``num_local_experts`` experts, gpt-oss likewise
 with experts of ``intermediate_size``, Qwen3-MoE to ``num_experts`` experts of
 ``moe_intermediate_size``; DeepSeek-V2/V3 use MLA, dense MLPs in the first
 ``first_k_dense_replace`` layers, shared experts of ``moe_intermediate_size``
-each and (V3) a router expert-bias vector (``topk_method = "noaux_tc"``).
+each and (V3) a router expert-bias vector (``topk_method = "noaux_tc"``);
+DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``) are V3's layout with
+DeepSeek Sparse Attention: ``index_topk``, ``index_n_heads`` and ``index_head_dim``
+give every layer's lightning indexer.
 Llama 4 has a dense MLP of ``intermediate_size_mlp`` and, every
 ``interleave_moe_layer_step``-th layer, ``num_local_experts`` routed experts and
 one shared expert of ``intermediate_size``.
@@ -60,13 +63,16 @@ SUPPORTED_MODEL_TYPES: Final = (
     "qwen3_moe",
     "deepseek_v2",
     "deepseek_v3",
+    "deepseek_v32",
+    "glm_moe_dsa",
     "gemma2",
     "gemma3",
     "gemma3_text",
     "gpt_oss",
     "nemotron",
 )
-_MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3")
+_MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
+_MTP_TYPES: Final = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")  # num_nextn_predict_layers
 _GEMMA_TYPES: Final = ("gemma2", "gemma3_text")
 _QWEN_TYPES: Final = ("qwen2", "qwen3", "qwen3_moe")
 # multimodal wrappers whose decoder is described by text_config
@@ -221,7 +227,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
         mlp_bias=model_type == "llama" and fields.boolean("mlp_bias", False),
-        num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type == "deepseek_v3" else 0,
+        num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type in _MTP_TYPES else 0,
         source=f"Hugging Face config.json ({fields.path})",
     )
 
@@ -404,6 +410,9 @@ def _mla(fields: Fields) -> AttentionSpec:
         qk_nope_head_dim=nope,
         qk_rope_head_dim=rope,
         v_head_dim=fields.integer("v_head_dim", minimum=1),
+        index_topk=_optional(fields, "index_topk"),
+        index_n_heads=_optional(fields, "index_n_heads"),
+        index_head_dim=_optional(fields, "index_head_dim"),
     )
 
 

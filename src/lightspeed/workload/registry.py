@@ -87,6 +87,9 @@ _ATTENTION_INTEGERS: Final = (
     "qk_nope_head_dim",
     "qk_rope_head_dim",
     "v_head_dim",
+    "index_topk",
+    "index_n_heads",
+    "index_head_dim",
 )
 _ATTENTION_KEYS: Final = {
     "kind",
@@ -395,8 +398,8 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
 def unsupported_models() -> dict[str, UnsupportedModel]:
     """The models lightspeed refuses by name (``workload/data/unsupported_models.toml``).
 
-    >>> unsupported_models()["deepseek-v3.2"].feature
-    'DeepSeek Sparse Attention (DSA)'
+    >>> unsupported_models()["qwen3.5"].feature
+    'Gated DeltaNet linear-attention layers'
     """
     path = package_data("workload", "data", "unsupported_models.toml")
     fields = Fields(str(path), load_toml(path, what="unsupported models file"))

@@ -15,7 +15,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-LAYER_ATTENTION_KINDS = ("full", "sliding", "chunked")
+LAYER_ATTENTION_KINDS = ("full", "sliding", "chunked", "sparse")
 MLP_KINDS = ("swiglu", "geglu", "gelu", "relu", "relu2")
 GATED_MLP_KINDS = ("swiglu", "geglu")
 POSITION_EMBEDDINGS = ("rope", "learned", "none")
@@ -50,6 +50,13 @@ class AttentionSpec(Record):
     2, Gemma 3: 6, Llama 4: 4); without it every layer is local. ``layer_types``
     names each layer's kind (``full``, ``sliding``, ``chunked``) where the
     pattern is not periodic.
+
+    DeepSeek Sparse Attention (DSA: DeepSeek-V3.2, GLM-5) is MLA with a lightning
+    indexer on every layer: ``index_n_heads`` heads of ``index_head_dim`` (projected
+    from the query latent, so it needs ``q_lora_rank``, and one key of
+    ``index_head_dim`` per token) score every earlier token, and each query attends
+    to the ``index_topk`` best. Every layer is then ``sparse``: it caches every
+    token (plus the indexer's key) but attends to at most ``index_topk``.
     """
 
     kind: str
@@ -67,6 +74,9 @@ class AttentionSpec(Record):
     full_attention_interval: int | None = None
     attention_chunk_size: int | None = None
     layer_types: tuple[str, ...] = ()
+    index_topk: int | None = None
+    index_n_heads: int | None = None
+    index_head_dim: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -105,6 +115,36 @@ class AttentionSpec(Record):
                 f"({self.qk_head_dim})"
             )
         self._check_local_attention()
+        self._check_sparse_attention()
+
+    def _check_sparse_attention(self) -> None:
+        given = {
+            "index_topk": self.index_topk,
+            "index_n_heads": self.index_n_heads,
+            "index_head_dim": self.index_head_dim,
+        }
+        if all(value is None for value in given.values()):
+            return
+        missing = [label for label, value in given.items() if value is None]
+        if missing:
+            raise UserInputError(
+                f"sparse attention (a lightning indexer) needs index_topk, index_n_heads and "
+                f"index_head_dim; {', '.join(missing)} missing"
+            )
+        for label, value in given.items():
+            if not 1 <= int(value or 0) <= MAX_HEADS_OR_HEAD_DIM * 64:
+                raise UserInputError(f"{label} must be 1 to {MAX_HEADS_OR_HEAD_DIM * 64:,} (got {value})")
+        if self.kind != "mla" or not self.q_lora_rank:
+            raise UserInputError(
+                "sparse attention's indexer projects its queries from MLA's query latent: it needs "
+                "kind 'mla' with a q_lora_rank (DeepSeek-V3.2, GLM-5)"
+            )
+        windowed = (self.sliding_window, self.attention_chunk_size, self.full_attention_interval)
+        if any(value is not None for value in windowed) or self.layer_types:
+            raise UserInputError(
+                "sparse attention (index_topk) is on every layer; drop sliding_window, "
+                "attention_chunk_size, full_attention_interval and layer_types"
+            )
 
     def _check_local_attention(self) -> None:
         for label, value in (
@@ -135,21 +175,36 @@ class AttentionSpec(Record):
         for kind, span, key in (
             ("sliding", self.sliding_window, "sliding_window"),
             ("chunked", self.attention_chunk_size, "attention_chunk_size"),
+            ("sparse", self.index_topk, "index_topk"),
         ):
             if kind in self.layer_types and span is None:
                 raise UserInputError(f"layer_types has {kind} layers but no {key}")
 
     @property
     def local_span(self) -> int | None:
-        """Tokens a local layer reaches: the sliding window or the chunk size (``None``: none)."""
-        return self.sliding_window or self.attention_chunk_size
+        """Tokens a local layer reaches: the sliding window, the chunk size or a sparse layer's
+        ``index_topk`` (``None``: none)."""
+        return self.sliding_window or self.attention_chunk_size or self.index_topk
 
     @property
     def local_kind(self) -> str:
-        """How the local layers attend: ``sliding`` or ``chunked`` (``full`` when there are none)."""
+        """How the layers that do not attend to everything attend: ``sliding``, ``chunked`` or
+        ``sparse`` (``full`` when there are none)."""
         if self.attention_chunk_size is not None:
             return "chunked"
-        return "sliding" if self.sliding_window is not None else "full"
+        if self.sliding_window is not None:
+            return "sliding"
+        return "sparse" if self.index_topk is not None else "full"
+
+    @property
+    def index_key_bytes(self) -> int:
+        """Bytes of the indexer's key cache per token per layer (0 without an indexer): FP8
+        values with one FP32 scale per 128 (DeepSeek-V3.2-Exp ``inference/model.py``: ``k_cache``
+        float8_e4m3fn of ``index_head_dim``, ``k_scale_cache`` float32 of ``index_head_dim //
+        128``; vLLM's and SGLang's indexer caches keep the same 132 bytes for 128)."""
+        if self.index_head_dim is None:
+            return 0
+        return self.index_head_dim + 4 * -(-self.index_head_dim // 128)
 
     @property
     def qk_head_dim(self) -> int:

@@ -80,7 +80,7 @@ SERVING_BY_HAND = {
 SERVING_REFUSED = {
     "V09": "Mamba-2",  # Nemotron 3 Super: a hybrid of Mamba-2 and attention layers
     "V20": "Mamba-2",  # 'Nemotron Nano 30B' is Nemotron 3 Nano
-    "V10": "DeepSeek Sparse Attention",
+    "V10": "no ISL/OSL",  # DeepSeek-V3.2 (refused for its sparse attention until 6 Dec)
     "V12": "names no accelerator",  # a CPU-only run on Xeon 6980P
     "V17": "names no accelerator",  # DGX Spark's GB10 is not in the catalog
     "V08": "both a decode pool and a prefill pool",
@@ -164,11 +164,12 @@ def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> Non
     assert (rows["X18"].metric, rows["X18"].measured) == ("output_tokens_per_s_per_user", 145.0)
     # GPUStack: Qwen3-8B on one H100, ShareGPT at 'max concurrency 4', output tokens/s first
     assert (rows["X12"].metric, rows["X12"].measured) == ("output_tokens_per_s", pytest.approx(496.88))
+    # vLLM's GB300 post: DeepSeek-V3.2 prefill-only, 'prefill throughput TGS (tokens / GPU / second)'
+    assert (rows["X04"].metric, rows["X04"].measured) == ("input_tokens_per_s_per_gpu", 7360.0)
     refusals = {
         "X16": "longest replies",  # ShareGPT, 1,000 prompts with no concurrency cap
         "X17": "longest replies",
         "X01": "names no accelerator",  # Intel Arc Pro B60
-        "X04": "DeepSeek Sparse Attention",
         "X19": "Mamba-2",
         "X06": "no ISL/OSL",
     }

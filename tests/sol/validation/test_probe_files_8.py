@@ -74,8 +74,9 @@ SERVING_REFUSED = {
     "Q215": "every request is sent at once",
     "Q216": "every request is sent at once",
     "Q217": "every request is sent at once",
-    "Q218": "DeepSeek Sparse Attention",
-    "Q219": "DeepSeek Sparse Attention",
+    # DeepSeek-V3.2 (refused for its sparse attention until 6 Dec): ShareGPT sent at once too
+    "Q218": "every request is sent at once",
+    "Q219": "every request is sent at once",
     "Q220": "no ISL/OSL",  # llm-d's shared-prefix workload: a system prompt and questions
 }
 

@@ -13,6 +13,7 @@ from typing import Any
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.shapes import Linear
 from lightspeed.units import bytes_per_element
+from lightspeed.workload import TransformerSpec
 
 Array = Any
 
@@ -20,6 +21,17 @@ Array = Any
 # activation, residual adds; MoE adds routing, permutation and expert GEMMs).
 KERNELS_PER_DENSE_LAYER_FORWARD = 14.0
 KERNELS_PER_MOE_LAYER_FORWARD = 24.0
+# A sparse-attention layer's lightning indexer adds its own: three projection GEMMs, the key's
+# LayerNorm and RoPE, the FP8 quantization and cache store of the key, the query's quantization,
+# the MQA-logits kernel and the top-k (DeepSeek-V3.2-Exp inference/model.py; TensorRT-LLM's
+# DeepSeek-V3.2 blog fuses the key's quantization and store into one kernel).
+KERNELS_PER_INDEXER_FORWARD = 8.0
+
+
+def kernels_per_layer_forward(model: TransformerSpec, *, moe: bool) -> float:
+    """Kernels one layer of ``model`` launches in a forward pass (its indexer's included)."""
+    base = KERNELS_PER_MOE_LAYER_FORWARD if moe else KERNELS_PER_DENSE_LAYER_FORWARD
+    return base + (KERNELS_PER_INDEXER_FORWARD if model.attention.index_n_heads is not None else 0.0)
 
 
 def gemm_s(hardware: Hardware, m: Array, n: Array, k: Array, compute_row: str | None = None) -> Array:

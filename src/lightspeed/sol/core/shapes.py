@@ -63,6 +63,22 @@ def _mlp(
     )
 
 
+def _indexer(model: TransformerSpec) -> tuple[Linear, ...]:
+    """A sparse-attention layer's lightning indexer (none without one): its query, key and
+    head-weight projections, whole on every rank (DeepSeek's reference code keeps them whole
+    beside its column-parallel MLA; TensorRT-LLM's DeepSeek-V3.2 blog: "TP not applied to
+    indexer layers")."""
+    spec = model.attention
+    if spec.index_n_heads is None or spec.index_head_dim is None or not spec.q_lora_rank:
+        return ()
+    heads, dim, hidden = spec.index_n_heads, spec.index_head_dim, model.hidden_size
+    return (
+        Linear("index_q", spec.q_lora_rank, heads * dim, "replicated"),
+        Linear("index_k", hidden, dim, "replicated"),
+        Linear("index_weights", hidden, heads, "replicated"),
+    )
+
+
 def _attention(model: TransformerSpec) -> tuple[tuple[Linear, ...], int, int, int, int]:
     """(linears, q head dim, k head dim, v head dim, KV-cache elements per token)."""
     spec = model.attention
@@ -85,6 +101,7 @@ def _attention(model: TransformerSpec) -> tuple[tuple[Linear, ...], int, int, in
             Linear("kv_up", spec.kv_lora_rank, heads * (spec.qk_nope_head_dim + spec.v_head_dim), "column")
         )
         linears.append(Linear("out", heads * spec.v_head_dim, hidden, "row"))
+        linears.extend(_indexer(model))
         cache = spec.kv_lora_rank + spec.qk_rope_head_dim
         return tuple(linears), qk_dim, qk_dim, spec.v_head_dim, cache
     width = (heads + 2 * spec.num_kv_heads) * spec.head_dim
@@ -146,6 +163,7 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
     num_norm = 2 * hidden * norm_width
     if model.attention.kind == "mla":
         num_norm += (model.attention.kv_lora_rank or 0) + (model.attention.q_lora_rank or 0)
+        num_norm += 2 * (model.attention.index_head_dim or 0)  # the indexer key's LayerNorm
     return LayerShapes(
         attention=attention,
         mlp=mlp,

@@ -36,6 +36,7 @@ its roofline binds, so the parts sum to the iteration time.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, 
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
     KERNELS_PER_MOE_LAYER_FORWARD,
+    kernels_per_layer_forward,
     local_dims,
 )
 from lightspeed.sol.core.routing import balanced_placement, routing_factors
@@ -62,7 +64,7 @@ from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
 from lightspeed.sol.infer.checkpoints import checkpoint_for
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
-from lightspeed.workload.attention import mean_cached_tokens
+from lightspeed.workload.attention import mean_cached_tokens, mean_read_tokens
 
 Array = Any
 
@@ -128,6 +130,13 @@ class InferenceHardware(Record):
     attention_hardware: Hardware
     # a mixed checkpoint's wider layers (``precisions.wider_compute``); ``None`` without one
     wider_hardware: Hardware | None = None
+
+    @property
+    def indexer_peak_flop_per_s(self) -> float:
+        """A sparse-attention indexer's peak: FP8 where the GPU has it (the indexer scores in FP8:
+        DeepSeek-V3.2-Exp's ``fp8_index``, DeepGEMM's ``fp8_mqa_logits``), else the attention's."""
+        rows = self.hardware.accelerator.compute
+        return rows["fp8"].dense_per_s if "fp8" in rows else self.attention_peak_flop_per_s
 
     @property
     def sustained_scale(self) -> float:
@@ -463,6 +472,16 @@ def kv_elements_per_token_per_gpu(shapes: LayerShapes, model: TransformerSpec, t
     return 2.0 * kv_heads_per_gpu(shapes, tp) * shapes.k_head_dim
 
 
+def kv_bytes_per_token_per_gpu(
+    shapes: LayerShapes, model: TransformerSpec, tp: Array, kv_bytes_per_element: float
+) -> Array:
+    """KV-cache bytes one token adds per layer on one GPU of a ``tp`` group: its KV values
+    (:func:`kv_elements_per_token_per_gpu`) and a sparse layer's indexer key, whole on every
+    rank as the indexer is."""
+    values = kv_elements_per_token_per_gpu(shapes, model, tp) * kv_bytes_per_element
+    return values + float(model.attention.index_key_bytes)
+
+
 def kv_heads_per_gpu(shapes: LayerShapes, tp: Array) -> Array:
     """GQA/MHA KV heads on one GPU of a ``tp`` group: split over TP, one at least (a head is
     replicated on ``tp / kv_heads`` GPUs when ``tp`` exceeds the KV heads)."""
@@ -495,13 +514,21 @@ def attended_contexts(grid: IterationGrid, group: LayerGroup) -> tuple[Array, Ar
     """(decode, prefill) tokens a query of a layer of ``group`` attends to: the decoding
     sequences' contexts spread over ``decode_context +- decode_context_span / 2``; a causal
     prompt's queries over positions 0 to ``2 x prefill_context``."""
+    kind, span = group.kind, group.span_tokens
+    return _spread_means(grid, lambda first, last: mean_read_tokens(kind, span, first, last))
+
+
+def _kept_contexts(grid: IterationGrid) -> tuple[Array, Array]:
+    """(decode, prefill) tokens a full layer keeps over the same spreads as
+    :func:`attended_contexts`: what a sparse layer's indexer scores."""
+    return _spread_means(grid, lambda first, last: mean_cached_tokens("full", None, first, last))
+
+
+def _spread_means(grid: IterationGrid, mean: Callable[[Array, Array], Array]) -> tuple[Array, Array]:
     half = np.asarray(grid.decode_context_span, dtype=np.float64) / 2.0
     context = np.asarray(grid.group_context, dtype=np.float64)
-    decode = mean_cached_tokens(
-        group.kind, group.span_tokens, np.maximum(context - half, 0.0), context + half
-    )
-    prefill = mean_cached_tokens(group.kind, group.span_tokens, 0.0, 2.0 * np.asarray(grid.prefill_context))
-    return decode, prefill
+    decode = mean(np.maximum(context - half, 0.0), context + half)
+    return decode, mean(0.0, 2.0 * np.asarray(grid.prefill_context, dtype=np.float64))
 
 
 def _attention(
@@ -539,11 +566,49 @@ def _attention(
         prefill_rate = scale * efficiency.attention_efficiency(
             "flash", backward=False, seq_len=2.0 * prefill_context
         )
-        prefill_flop = 2.0 * prompt * prefill_context * heads * prefill_dims
+        # a sparse layer prefills in MLA's absorbed (MQA) form too: the top-k it gathers are latents
+        # (DeepSeek-V3.2 report, "DSA under MLA's MQA mode"; FlashMLA's sparse prefill kernel)
+        dims = decode_dims if group.kind == "sparse" else prefill_dims
+        prefill_flop = 2.0 * prompt * prefill_context * heads * dims
         prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
-    written = (sequences * grid.query_tokens + prompt) * kv_elements * kv_bytes
+    per_token = kv_bytes_per_token_per_gpu(shapes, model, grid.tp, kv_bytes)
+    written = (sequences * grid.query_tokens + prompt) * per_token
     written_s = written / inference_hardware.stream_bytes_per_s
     acc.roofline(prefill_s, written_s, "attention_compute", "kv_cache", gemm=False)
+    if model.attention.index_n_heads is not None:
+        _indexer(acc, grid, model, inference_hardware)
+
+
+def _indexer(
+    acc: _Acc, grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
+) -> None:
+    """A sparse layer's lightning indexer on one GPU (whole on every rank): every query scores
+    every kept key with ``index_n_heads`` dot products of ``index_head_dim`` in FP8 and writes one
+    FP32 score per key that the top-k selection reads back (DeepSeek-V3.2-Exp's ``fp8_index``
+    then ``topk``); a decode step also reads each sequence's indexer keys once. Decodes and
+    prompts run as separate kernels, each at its roofline: scores at the indexer peak with the
+    FlashAttention efficiency, bytes at the KV stream rate."""
+    attention = model.attention
+    assert attention.index_n_heads is not None
+    assert attention.index_head_dim is not None
+    share = sum(group.share for group in attention_groups(model) if group.kind == "sparse")
+    flop_per_score = 2.0 * attention.index_n_heads * attention.index_head_dim
+    peak = inference_hardware.indexer_peak_flop_per_s * inference_hardware.sustained_scale
+    efficiency = inference_hardware.hardware.efficiency
+    stream = inference_hardware.stream_bytes_per_s
+    decode_keys, prefill_keys = _kept_contexts(grid)
+    decode_scores = grid.group_sequences * grid.query_tokens * decode_keys
+    key_bytes = grid.group_sequences * decode_keys * attention.index_key_bytes
+    prefill_scores = grid.group_prefill_tokens * prefill_keys
+    prefill_rate = peak * efficiency.attention_efficiency("flash", backward=False, seq_len=2.0 * prefill_keys)
+    decode_rate = peak * efficiency.attention_efficiency("flash", backward=False)
+    for scores, read, rate in ((decode_scores, key_bytes, decode_rate), (prefill_scores, 0.0, prefill_rate)):
+        compute_s = share * scores * flop_per_score / rate
+        memory_s = share * (read + scores * _SCORE_BYTES) / stream
+        acc.roofline(compute_s, memory_s, "attention_compute", "kv_cache", gemm=False)
+
+
+_SCORE_BYTES = 8.0  # one FP32 index score written, then read by the top-k selection
 
 
 def _decode_kv_reads(
@@ -656,7 +721,8 @@ def moe_layer_parts(
         name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
         for name, value in _layer(grid, model, layer_shapes(model), inference_hardware, moe=True).items()
     }
-    parts["launch"] = np.full(shape, KERNELS_PER_MOE_LAYER_FORWARD * inference_hardware.floors.gpu_kernel_s)
+    launch = kernels_per_layer_forward(model, moe=True) * inference_hardware.floors.gpu_kernel_s
+    parts["launch"] = np.full(shape, launch)
     parts["host"] = np.zeros(shape)
     return parts
 
@@ -827,7 +893,8 @@ def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
 def stage_kernels(model: TransformerSpec, pp: Array) -> Array:
     """Kernels one iteration of the busiest stage launches."""
     num_dense, num_moe = stage_layers(model, pp)
-    return num_dense * KERNELS_PER_DENSE_LAYER_FORWARD + num_moe * KERNELS_PER_MOE_LAYER_FORWARD
+    dense = kernels_per_layer_forward(model, moe=False)
+    return num_dense * dense + num_moe * kernels_per_layer_forward(model, moe=True)
 
 
 def iteration_cost(
@@ -863,6 +930,7 @@ __all__ = [
     "gemm_time_s",
     "inference_hardware_for",
     "iteration_cost",
+    "kv_bytes_per_token_per_gpu",
     "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
     "load_inference_parameters",

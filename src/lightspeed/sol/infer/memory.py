@@ -34,7 +34,7 @@ from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.infer.iteration import (
     ACTIVATION_BYTES,
     InferenceHardware,
-    kv_elements_per_token_per_gpu,
+    kv_bytes_per_token_per_gpu,
     stage_layers,
 )
 from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
@@ -152,8 +152,8 @@ def inference_memory(
     free = np.maximum(usable - weights - workspace - reserved, 0.0)
     capacity = free * inference_hardware.parameters.kv_cache_memory_fraction
     stage_share = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64)) / model.num_layers
-    per_token_layer = (
-        kv_elements_per_token_per_gpu(shapes, model, tp) * inference_hardware.precisions.kv_bytes_per_element
+    per_token_layer = kv_bytes_per_token_per_gpu(
+        shapes, model, tp, inference_hardware.precisions.kv_bytes_per_element
     )
     per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
     sequences = np.floor(capacity / per_sequence) * dp_attention

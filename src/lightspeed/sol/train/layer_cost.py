@@ -38,8 +38,7 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.experts import node_dedupe_scale
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.roofline import (
-    KERNELS_PER_DENSE_LAYER_FORWARD,
-    KERNELS_PER_MOE_LAYER_FORWARD,
+    kernels_per_layer_forward,
     linears_cost,
     local_dims,
     memory_s,
@@ -47,6 +46,7 @@ from lightspeed.sol.core.roofline import (
 from lightspeed.sol.core.shapes import LayerShapes, Linear
 from lightspeed.sol.train.grid import ATTENTION_CODES, PlanGrid
 from lightspeed.workload import TransformerSpec, mean_attended_tokens
+from lightspeed.workload.attention import indexer_tokens
 
 Array = Any
 
@@ -128,18 +128,33 @@ def _fused_attended(model: TransformerSpec, seq_len: int) -> float:
     return float(mean_attended_tokens(model, seq_len, causal=True))
 
 
+@functools.cache
+def _indexer_flop_per_token(model: TransformerSpec, seq_len: int) -> float:
+    """Forward FLOP per token of a sparse model's lightning indexer in one (average) layer, whole
+    on every tensor-parallel rank: every causal key scored by ``index_n_heads`` dot products of
+    ``index_head_dim`` (0 without an indexer)."""
+    attention = model.attention
+    if attention.index_n_heads is None or attention.index_head_dim is None:
+        return 0.0
+    keys = float(indexer_tokens(model, seq_len, causal=True))
+    return 2.0 * keys * attention.index_n_heads * attention.index_head_dim
+
+
 def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     """(forward s, backward s, forward FLOP, backward FLOP) of softmax(QK^T)V.
 
     Fused kernels skip what the causal mask and a local window or chunk leave out (a query
     attends to :func:`~lightspeed.workload.mean_attended_tokens` keys, averaged over the
-    model's layers); unfused ones compute the whole ``s x s`` score matrix."""
+    model's layers), a sparse model's lightning indexer every causal key; unfused ones compute the
+    whole ``s x s`` score matrix."""
     grid, hardware, shapes = ctx.grid, ctx.hardware, ctx.shapes
     heads = shapes.num_heads / grid.tp
     unfused = grid.unfused_attention
     attended = np.where(unfused, float(ctx.seq_len), _fused_attended(ctx.model, ctx.seq_len))
     head_dims = shapes.q_head_dim + shapes.v_head_dim
-    flop = 2.0 * ctx.tokens * attended * heads * head_dims
+    flop = 2.0 * ctx.tokens * attended * heads * head_dims + ctx.tokens * _indexer_flop_per_token(
+        ctx.model, ctx.seq_len
+    )
     forward_rate, backward_rate = _flash_rates(ctx)
     stacked = ctx.tokens * heads
     gemm_rate = hardware.gemm_flop_per_s(stacked, ctx.seq_len, shapes.q_head_dim, "bf16")
@@ -393,7 +408,7 @@ def layer_cost(
     selective_flop = np.where(grid.uses_recompute("selective") & grid.unfused_attention, core_flop, 0.0)
     extra_flop = selective_flop + gemm_share * gemm_flop
     recompute_flop = recompute_fraction * forward_flop + (1.0 - recompute_fraction) * extra_flop
-    kernels = KERNELS_PER_MOE_LAYER_FORWARD if moe else KERNELS_PER_DENSE_LAYER_FORWARD
+    kernels = kernels_per_layer_forward(ctx.model, moe=moe)
     return LayerCost(
         compute_forward_s=compute_forward,
         compute_backward_s=compute_backward,
