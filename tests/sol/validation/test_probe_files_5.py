@@ -166,6 +166,8 @@ def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> Non
     assert (rows["X12"].metric, rows["X12"].measured) == ("output_tokens_per_s", pytest.approx(496.88))
     # vLLM's GB300 post: DeepSeek-V3.2 prefill-only, 'prefill throughput TGS (tokens / GPU / second)'
     assert (rows["X04"].metric, rows["X04"].measured) == ("input_tokens_per_s_per_gpu", 7360.0)
+    # AMD's GLM-5.2 on MI355X: 'total tok/s per GPU' counts prompt and generated tokens
+    assert (rows["X10"].metric, rows["X10"].measured) == ("total_tokens_per_s_per_gpu", 2386.0)
     refusals = {
         "X16": "longest replies",  # ShareGPT, 1,000 prompts with no concurrency cap
         "X17": "longest replies",

@@ -132,8 +132,13 @@ def row_requests(row: PublishedRow) -> int | None:
 
 
 # a request count by its benchmark's flag, label first (vLLM's and SGLang's ``--num-prompts 200``,
-# ``Num Prompts 300``, ``num_requests 256``), its value as written (checked whole: ``1e400``)
-_REQUEST_FLAG: Final = re.compile(rf"\bnum[_ -]?(?:prompts|requests)\s*[=:]?\s*({VALUE_AS_WRITTEN})")
+# ``Num Prompts 300``, ``num_requests 256``, ``--num-prompt 1000`` (argparse takes the abbreviation),
+# guidellm's ``total_requests: 100``, the serving
+# benchmarks' report ``Successful requests: 100``), its value as written (checked whole: ``1e400``)
+_REQUEST_FLAG: Final = re.compile(
+    rf"\b(?:(?:num|total)[_ -]?(?:prompts?|requests)|successful[_ ]requests)\s*[=:]?\s*({VALUE_AS_WRITTEN})",
+    re.IGNORECASE,
+)
 
 
 # A rate with its unit in a load cell (``4 req/s (Poisson)``, ``2 requests per second``, ``4 QPS``,

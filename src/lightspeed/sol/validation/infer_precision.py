@@ -23,7 +23,7 @@ from typing import Final, NamedTuple
 from lightspeed.catalog import Accelerator
 from lightspeed.sol.infer.plan import sixteen_bit_format
 from lightspeed.sol.serve.mlperf_inference import MlperfWorkload
-from lightspeed.sol.validation.published import PublishedRow, RowError, format_keys
+from lightspeed.sol.validation.published import PublishedRow, RowError, format_keys, is_missing
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.names import FORMAT_TAGS, checkpoint_format
 
@@ -183,7 +183,9 @@ def _stated_precision(
 ) -> tuple[str, str] | RowPrecision:
     vendor = accelerator.vendor
     cell = row.text("precision")
-    stated = _cell_precision(cell, accelerator)
+    # a cell the writer opens with n/r states no format; a format its note names is another run's
+    # (``n/r (the page uses GLM-4.6-FP8 for its FP8 runs)``)
+    stated = None if is_missing(cell) else _cell_precision(cell, accelerator)
     if stated is not None and not (mlperf is not None and _QUANTIZED_FROM.search(cell.lower())):
         return stated
     checkpoint, written = _checkpoint_in_model_cell(row.text("model"))

@@ -430,11 +430,48 @@ def _at_vllm_default_rate(row: PublishedRow) -> bool:
     return _VLLM_SERVING_BENCHMARK.search(row.described()) is not None and row_rate(row) is None
 
 
+# what a serving benchmark reports it sent (vLLM's and SGLang's ``Total input tokens: 1273893``,
+# ``Total generated tokens: 169680``): over the run's request count, the lengths that ran, which
+# differ from the commanded ones where the tool draws them from a range (SGLang's random dataset
+# draws each length up to the one commanded unless ``--random-range-ratio 1``)
+_TOTAL_INPUT: Final = re.compile(r"\btotal\s+input\s+tokens\s*[:=]?\s*(\d[\d,]*)(?![\d.])")
+_TOTAL_OUTPUT: Final = re.compile(r"\btotal\s+(?:generated|output)\s+tokens\s*[:=]?\s*(\d[\d,]*)(?![\d.])")
+
+
+def _run_lengths(row: PublishedRow, text: str) -> tuple[int, int, str] | None:
+    """(input, output, note) mean tokens of the requests the run sent, from the totals its report
+    gives in the lower-case load ``text`` over the row's request count; ``None`` without both."""
+    total_in, total_out = _TOTAL_INPUT.search(text), _TOTAL_OUTPUT.search(text)
+    requests = row_requests(row) if total_in and total_out else None
+    if total_in is None or total_out is None or requests is None:
+        return None
+    tokens_in, tokens_out = (int(found.group(1).replace(",", "")) for found in (total_in, total_out))
+    isl, osl = round(tokens_in / requests), round(tokens_out / requests)
+    if isl < 1 or osl < 1:
+        raise RowError(
+            f"the run's totals ({tokens_in:,} input, {tokens_out:,} generated tokens over {requests:,} "
+            "requests) leave a request no token: check the totals and the request count"
+        )
+    note = (
+        f"lengths: the run's means, {tokens_in:,} input and {tokens_out:,} generated tokens over "
+        f"{requests:,} requests ({isl:,} / {osl:,} tokens)"
+    )
+    return isl, osl, note
+
+
 def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     """The load the row's sequence, batch and metric cells state (:class:`_RowLoad`); a concurrency
-    stated per rank is over the row's ``num_gpus``."""
+    stated per rank is over the row's ``num_gpus``. Where the run's report gives the tokens it sent
+    and the row its request count, their means are the lengths (:func:`_run_lengths`)."""
     text = " | ".join(row.text(column) for column in ("seq", "global_batch", "metric")).lower()
-    lengths = _input_output(text, row.text("seq"))
+    run = _run_lengths(row, text)
+    dataset = find_benchmark_dataset(_load_cells(row))
+    # the run's means stand for the lengths, or beside a dataset for its means (below)
+    lengths: tuple[int, int] | None = None
+    if run is None:
+        lengths = _input_output(text, row.text("seq"))
+    elif dataset is None:
+        lengths = run[0], run[1]
     prefill = _PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
     if decode and prefill_pool:
@@ -467,11 +504,11 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
             "continuous",
             f"prefill pool on its own: {tokens}-token prompts at the most load it holds",
         )
-    elif dataset := find_benchmark_dataset(_load_cells(row)):
-        # a dataset named without lengths (``ShareGPT``): its mean request, said in the assumptions
-        batched = _batching(
-            row, text, dataset.mean_input_tokens, dataset.mean_output_tokens, decode, num_gpus=num_gpus
-        )
+    elif dataset is not None:
+        # a dataset named without lengths (``ShareGPT``): its mean request, said in the assumptions,
+        # or the means of the requests the run sent where its report gives them
+        means = (run[0], run[1]) if run else (dataset.mean_input_tokens, dataset.mean_output_tokens)
+        batched = _batching(row, text, *means, decode, num_gpus=num_gpus)
         requests = row_requests(row)
         users = batched.load.concurrency
         in_flight_at_once = batched.all_at_once or (
@@ -485,12 +522,14 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
                 "its whole-run throughput hangs on the dataset's longest replies, which its mean lengths "
                 "leave out; give the lengths (ISL/OSL), or a concurrency below the request count or a rate"
             )
-        return batched._replace(lengths_note=dataset.note())
+        return batched._replace(lengths_note=run[2] if run else dataset.note())
     else:
         raise RowError(
             "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
         )
-    return _batching(row, text, isl, osl, decode, num_gpus=num_gpus)
+    return _batching(row, text, isl, osl, decode, num_gpus=num_gpus)._replace(
+        lengths_note=run[2] if run else ""
+    )
 
 
 def _written_concurrency(text: str) -> tuple[int, bool] | None:

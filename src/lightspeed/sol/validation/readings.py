@@ -505,10 +505,12 @@ _FIRST_TOKEN: Final = re.compile(r"\b(?:first|1st)[\s-]+token\b|ttft")
 # next to the rate, not as a length (``tokens/s at 1000 input tokens`` is output tokens).
 _INPUT_SIDE: Final = re.compile(r"(?<![\dk]\s)\b(?:input|prompt|prefill)\s+(?:tokens?|tok|throughput)\b")
 # Both sides counted (``Total Token throughput``, ``input+output tokens/s``, ``(input + output) tok/s``).
-# A rate of prompt and generated tokens together: ``total tokens``, vLLM's offline benchmark's
-# ``total_num_tokens / elapsed_time``, ``input + output``, ``prompt + generated``.
+# A rate of prompt and generated tokens together: ``total tokens``, ``total tok/s`` (SGLang's
+# cookbook tables), vLLM's offline benchmark's ``total_num_tokens / elapsed_time``, ``input +
+# output``, ``prompt + generated``.
 _BOTH_SIDES: Final = re.compile(
-    r"\btotal[\s_]+(?:num[\s_]+)?tokens?\b|\b(?:input|prompt)\s*(?:\+|and|&)\s*(?:output|generat|completion)"
+    r"\btotal[\s_]+(?:num[\s_]+)?(?:tokens?|tok)\b"
+    r"|\b(?:input|prompt)\s*(?:\+|and|&)\s*(?:output|generat|completion)"
 )
 # Figures no steady-state prediction is: ``goodput`` (the requests within an SLO), a ``peak`` rate
 # over a short window, a benchmark's ``total latency`` or ``duration`` (grows with the request

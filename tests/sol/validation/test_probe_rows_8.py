@@ -1,0 +1,102 @@
+"""Rows written the way an eighth set of sources writes them (the thirty-fourth session's probe,
+``probe-serving-12.tsv``, and the DeepSeek-V3.2 and GLM-5 rows earlier probes held). Each test is a
+rule the reader lacked: the row was read as something its own cells do not say."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol.validation.infer_load import row_requests
+from lightspeed.sol.validation.infer_precision import precision
+from lightspeed.sol.validation.infer_rows import _load
+from lightspeed.sol.validation.published import PublishedRow, RowError
+from lightspeed.sol.validation.readings import infer_key
+from lightspeed.workload import ModelRegistry
+
+
+def _row(**cells: str) -> PublishedRow:
+    return PublishedRow(row_id="Z1", kind="infer", line=2, cells=cells)
+
+
+@pytest.mark.parametrize(
+    ("metric", "key"),
+    [
+        # AMD's GLM-5.2 on MI355X writes 'total tok/s per GPU' for prompt and generated tokens
+        # together (had been read as generated tokens alone: -91%)
+        ("total tok/s per gpu", "total_tokens_per_s"),
+        ("total tok/s", "total_tokens_per_s"),
+        ("total token throughput (tok/s)", "total_tokens_per_s"),
+        ("total output tok/s", "output_tokens_per_s"),
+        ("output tok/s", "output_tokens_per_s"),
+    ],
+)
+def test_total_tok_per_second_counts_both_sides(metric: str, key: str) -> None:
+    assert infer_key(metric) == key
+
+
+def test_the_runs_token_totals_over_its_requests_are_the_lengths() -> None:
+    """SGLang's cookbook: '--random-input-len 8000 --random-output-len 1000' drew each length up to
+    the one commanded (its random dataset's default range); the report's totals over the 320
+    prompts give the lengths that ran: 1,273,893 / 320 = 3,981 and 169,680 / 320 = 530."""
+    row = _row(
+        seq="--dataset-name random --random-input-len 8000 --random-output-len 1000 "
+        "(Total input tokens: 1273893; Total generated tokens: 169680)",
+        global_batch="--num-prompts 320 --max-concurrency 64 --request-rate inf",
+        metric="Output token throughput (tok/s)",
+    )
+    loaded = _load(row)
+    assert (loaded.load.input_tokens, loaded.load.output_tokens) == (3981, 530)
+    assert loaded.load.concurrency == 64
+    assert "1,273,893 input and 169,680 generated tokens over 320 requests" in loaded.lengths_note
+
+
+def test_totals_without_a_request_count_leave_the_commanded_lengths() -> None:
+    row = _row(
+        seq="ISL/OSL 8000/1000 (Total input tokens: 1273893; Total generated tokens: 169680)",
+        global_batch="concurrency 64",
+        metric="Output token throughput (tok/s)",
+    )
+    loaded = _load(row)
+    assert (loaded.load.input_tokens, loaded.load.output_tokens) == (8000, 1000)
+    assert loaded.lengths_note == ""
+
+
+def test_totals_that_leave_a_request_no_token_are_refused() -> None:
+    row = _row(
+        seq="random (Total input tokens: 50; Total generated tokens: 10)",
+        global_batch="--num-prompts 320, concurrency 8",
+        metric="Output token throughput (tok/s)",
+    )
+    with pytest.raises(RowError, match="leave a request no token"):
+        _load(row)
+
+
+@pytest.mark.parametrize(
+    ("cell", "count"),
+    [
+        ("request_rate: 1, total_requests: 100", 100),  # guidellm's profile
+        ("Successful requests: 1000", 1000),  # the serving benchmarks' report
+        ("--num-prompts 320", 320),
+    ],
+)
+def test_request_counts_as_benchmark_reports_write_them(cell: str, count: int) -> None:
+    assert row_requests(_row(global_batch=cell)) == count
+
+
+def test_an_unreported_precision_cell_with_a_note_states_no_format(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """GPUStack's GLM-4.6 page: the run's precision is not given; the writer's note says FP8
+    checkpoints served other runs of the page. That is not this run's format (it had been read as
+    FP8): the model's release format, BF16, is."""
+    row = _row(
+        model="GLM-4.6 (zai-org/GLM-4.6)",
+        precision="n/r (zai-org/GLM-4.6 checkpoint; the page uses zai-org/GLM-4.6-FP8 for its FP8 runs)",
+    )
+    h200 = catalog.accelerator("h200")
+    read = precision(row, h200, models.get("glm-4.6"))
+    assert read.format == "bf16"
+    assert read.note.startswith("precision not stated")
+    stated = _row(model="GLM-4.6", precision="FP8 (zai-org/GLM-4.6-FP8)")
+    assert precision(stated, h200, models.get("glm-4.6")).format == "fp8"
