@@ -171,6 +171,31 @@ def test_prefill_runs_the_top_k_in_mqa_form_and_the_indexer_in_fp8(
     assert float(parts["attention_compute"][0]) == pytest.approx(expected, rel=0.002)
 
 
+@pytest.mark.parametrize(("serving", "computed_heads"), [("vllm-2026", 64), ("trtllm-2025", 16)])
+def test_vllms_sparse_kernels_pad_a_tensor_parallel_ranks_heads_to_64(
+    models: ModelRegistry, catalog: Catalog, serving: str, computed_heads: int
+) -> None:
+    """At TP 8 a rank holds 16 of DeepSeek-V3.2's 128 heads; vLLM's FlashMLA sparse kernels compute
+    64 (flashmla_sparse.py: 'FP8 decode kernel only supports h_q = 64 or 128, so we need to pad';
+    the BF16 prefill kernel pads too), TensorRT-LLM's own kernel the 16 (its SwapsMmaAb). The
+    indexer, whole on every rank, is the same on both."""
+    plan = InferencePlan(tp=8, ep=8, precision="bf16")
+    inference_hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan, serving=serving)
+    grid = _grid(8.0, prefill_tokens=32768.0, prefill_context=16384.0, prefill_requests=1.0)
+    parts = iteration_cost(grid, models.get("deepseek-v3.2"), inference_hardware).parts
+    attended = 2048 - 2048**2 / (2 * 32768)
+    main = LAYERS * 2 * 32768 * attended * computed_heads * (512 + 64 + 512)
+    indexer = LAYERS * 2 * 32768 * 16384 * 64 * 128
+    hopper = default_efficiency("nvidia-hopper")
+    kernels = inference_hardware.serving.kernel_efficiency
+    main_rate = (
+        H100_BF16 * kernels * hopper.attention_efficiency("flash", backward=False, seq_len=2 * attended)
+    )
+    indexer_rate = H100_FP8 * kernels * hopper.attention_efficiency("flash", backward=False, seq_len=32768)
+    expected = main / main_rate + indexer / indexer_rate
+    assert float(parts["attention_compute"][0]) == pytest.approx(expected, rel=0.002)
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [

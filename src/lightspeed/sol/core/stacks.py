@@ -299,7 +299,10 @@ class ServingStack(Record):
     last admitted preempted and recomputed when they run out: vLLM), read from the server's code
     (``kv_allocation_source``); ``admission_watermark``: the share of the KV blocks an on-demand
     server leaves free when it admits a prompt (vLLM V0's block manager: 1%), so that the running
-    sequences have room to grow (``admission_watermark_source``)."""
+    sequences have room to grow (``admission_watermark_source``). ``sparse_attention_min_heads``:
+    the query heads a rank's sparse-attention kernel computes at least, padding fewer (vLLM's
+    FlashMLA sparse kernels: 64; 0 for none), read from the server's code
+    (``sparse_attention_source``)."""
 
     name: str
     display_name: str
@@ -340,6 +343,8 @@ class ServingStack(Record):
     kv_allocation_source: str = ""
     admission_watermark: float = 0.0
     admission_watermark_source: str = ""
+    sparse_attention_min_heads: int = 0
+    sparse_attention_source: str = ""
 
     def fit_note(self) -> str:
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
@@ -514,6 +519,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         kv_allocation_source=table.string("kv_allocation_source", ""),
         admission_watermark=_watermark(table),
         admission_watermark_source=table.string("admission_watermark_source", ""),
+        sparse_attention_min_heads=table.integer("sparse_attention_min_heads", 0),
+        sparse_attention_source=table.string("sparse_attention_source", ""),
     )
 
 

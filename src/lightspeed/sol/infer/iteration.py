@@ -554,7 +554,13 @@ def _attention(
     prefill_s: Array = 0.0
     for group in attention_groups(model):
         decode_context, prefill_context = attended_contexts(grid, group)
-        decode_flop = 2.0 * sequences * grid.query_tokens * decode_context * heads * decode_dims
+        # a sparse kernel computes at least the server's minimum of heads (FlashMLA's: 64)
+        computed = (
+            np.maximum(heads, inference_hardware.serving.sparse_attention_min_heads)
+            if group.kind == "sparse"
+            else heads
+        )
+        decode_flop = 2.0 * sequences * grid.query_tokens * decode_context * computed * decode_dims
         decode_bytes = sequences * decode_context * kv_elements * kv_bytes * reads
         acc.roofline(
             group.share * decode_flop / rate,
@@ -569,7 +575,7 @@ def _attention(
         # a sparse layer prefills in MLA's absorbed (MQA) form too: the top-k it gathers are latents
         # (DeepSeek-V3.2 report, "DSA under MLA's MQA mode"; FlashMLA's sparse prefill kernel)
         dims = decode_dims if group.kind == "sparse" else prefill_dims
-        prefill_flop = 2.0 * prompt * prefill_context * heads * dims
+        prefill_flop = 2.0 * prompt * prefill_context * computed * dims
         prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
     per_token = kv_bytes_per_token_per_gpu(shapes, model, grid.tp, kv_bytes)
     written = (sequences * grid.query_tokens + prompt) * per_token
