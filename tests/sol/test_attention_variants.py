@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from grids import iteration_grid
 from lightspeed.catalog import Catalog
 from lightspeed.sol import (
     InferencePlan,
@@ -62,21 +63,7 @@ def test_gemma3_27b_on_one_h100_at_32k(models: ModelRegistry, catalog: Catalog) 
 
 
 def _grid(**work: float) -> IterationGrid:
-    values = {
-        "decode_sequences": 0.0,
-        "query_tokens": 1.0,
-        "decode_context": 0.0,
-        "prefill_tokens": 0.0,
-        "prefill_context": 0.0,
-        "prefill_requests": 0.0,
-        "decode_context_span": 0.0,
-    }
-    values.update(work)
-    values["group_prefill_tokens"] = values["prefill_tokens"]
-    ones = np.ones(1)
-    return IterationGrid(
-        tp=ones, pp=ones, ep=ones, dp_attention=ones, **{k: v * ones for k, v in values.items()}
-    )
+    return iteration_grid(ep=1.0, **work)
 
 
 def _parts(model: TransformerSpec, catalog: Catalog, plan: InferencePlan, **work: float) -> dict[str, float]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 
+from grids import iteration_grid
 from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
 from lightspeed.sol import (
@@ -21,7 +21,6 @@ from lightspeed.sol import (
     load_serving_stack,
 )
 from lightspeed.sol.infer.iteration import (
-    IterationGrid,
     inference_hardware_for,
     iteration_cost,
     load_inference_parameters,
@@ -111,24 +110,6 @@ def test_forward_flops_stop_at_the_top_k_and_add_the_indexer(models: ModelRegist
     assert flop == pytest.approx(LAYERS * (main + indexer), rel=1e-12)
 
 
-def _grid(tp: float, **work: float) -> IterationGrid:
-    values = {
-        "decode_sequences": 0.0,
-        "query_tokens": 1.0,
-        "decode_context": 0.0,
-        "prefill_tokens": 0.0,
-        "prefill_context": 0.0,
-        "prefill_requests": 0.0,
-        "decode_context_span": 0.0,
-    }
-    values.update(work)
-    values["group_prefill_tokens"] = values["prefill_tokens"]
-    ones = np.ones(1)
-    return IterationGrid(
-        tp=tp * ones, pp=ones, ep=tp * ones, dp_attention=ones, **{k: v * ones for k, v in values.items()}
-    )
-
-
 def test_decode_reads_the_top_k_latents_and_every_indexer_key(
     models: ModelRegistry, catalog: Catalog
 ) -> None:
@@ -137,7 +118,7 @@ def test_decode_reads_the_top_k_latents_and_every_indexer_key(
     token each step adds is written (708 B a layer). Every one of these kernels is memory-bound."""
     plan = InferencePlan(tp=8, ep=8, precision="fp8")
     inference_hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan)
-    grid = _grid(8.0, decode_sequences=16.0, decode_context=65536.0)
+    grid = iteration_grid(8.0, decode_sequences=16.0, decode_context=65536.0)
     kv = float(iteration_cost(grid, models.get("deepseek-v3.2"), inference_hardware).parts["kv_cache"][0])
     read = 16 * (2048 * LATENT + 65536 * (INDEX_KEY_BYTES + 8))
     written = 16 * (LATENT + INDEX_KEY_BYTES)
@@ -156,7 +137,7 @@ def test_prefill_runs_the_top_k_in_mqa_form_and_the_indexer_in_fp8(
     indexer scores 16,384 keys on average with 64 heads of 128 at the FP8 peak."""
     plan = InferencePlan(precision="bf16")
     inference_hardware = inference_hardware_for(catalog.resolve_cluster("h100-sxm"), plan)
-    grid = _grid(1.0, prefill_tokens=32768.0, prefill_context=16384.0, prefill_requests=1.0)
+    grid = iteration_grid(1.0, prefill_tokens=32768.0, prefill_context=16384.0, prefill_requests=1.0)
     parts = iteration_cost(grid, models.get("deepseek-v3.2"), inference_hardware).parts
     attended = 2048 - 2048**2 / (2 * 32768)
     main = LAYERS * 2 * 32768 * attended * 128 * (512 + 64 + 512)
@@ -181,7 +162,7 @@ def test_vllms_sparse_kernels_pad_a_tensor_parallel_ranks_heads_to_64(
     indexer, whole on every rank, is the same on both."""
     plan = InferencePlan(tp=8, ep=8, precision="bf16")
     inference_hardware = inference_hardware_for(catalog.cluster("dgx-h100"), plan, serving=serving)
-    grid = _grid(8.0, prefill_tokens=32768.0, prefill_context=16384.0, prefill_requests=1.0)
+    grid = iteration_grid(8.0, prefill_tokens=32768.0, prefill_context=16384.0, prefill_requests=1.0)
     parts = iteration_cost(grid, models.get("deepseek-v3.2"), inference_hardware).parts
     attended = 2048 - 2048**2 / (2 * 32768)
     main = LAYERS * 2 * 32768 * attended * computed_heads * (512 + 64 + 512)

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grids import iteration_grid
 from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
 from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.infer.estimate import estimate_inference
-from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.iteration import inference_hardware_for, iteration_cost
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve import (
     ArrivalProcess,
@@ -69,23 +70,7 @@ def _stage_s(catalog: Catalog, models: ModelRegistry, **shape: float) -> float:
     """One stage iteration of llama-3-8b on an H100 in fp8, straight from the engine."""
     model = models.get("llama-3-8b")
     hardware = inference_hardware_for(catalog.cluster("dgx-h100"), PLAN)
-    one = np.ones(1)
-    work = {
-        "decode_sequences": 0.0,
-        "query_tokens": 1.0,
-        "decode_context": 0.0,
-        "prefill_tokens": 0.0,
-        "prefill_context": 0.0,
-        "prefill_requests": 0.0,
-    } | shape
-    grid = IterationGrid(
-        tp=one,
-        pp=one,
-        ep=one,
-        dp_attention=one,
-        group_prefill_tokens=work["prefill_tokens"] * one,
-        **{key: value * one for key, value in work.items()},
-    )
+    grid = iteration_grid(**shape)
     return float(iteration_cost(grid, model, hardware).time_s[0])
 
 
