@@ -66,12 +66,13 @@ SERVING_BY_HAND: dict[str, tuple[int, int, int, int | None]] = {
     "Y111": (8, 16384, 2048, 16),
     # vLLM's DeepSeek-V3.2 recipe on 8 H20: '--random-input 2048 --random-output 1024', rate 10
     "Y119": (8, 2048, 1024, None),
+    # vLLM's GLM-5.2 prefill instance: '8K-token inputs (prefill)', 'TP1 DP4 EP' on 4 B300
+    "Y117": (4, 8192, 1, None),
 }
 SERVING_REFUSED = {
     # (DeepSeek-V3.2's Y102, Y103, Y119 and GLM-5.2's rows were refused for DeepSeek Sparse Attention
     # until 6 Dec, when it was modelled)
     "Y116": "Gated DeltaNet",  # Qwen3.5: three linear-attention layers in four
-    "Y117": "no ISL/OSL",  # GLM-5.2's prefill instance: '8K-token inputs' and no output length
     "Y118": "replicas, but the row's GPUs hold",  # 4 prefill instances of 4 GPUs, 1 decode of 8
     "Y104": "no ISL/OSL",  # a context-only iteration's latency
     "Y112": "no ISL/OSL",  # a shared system prompt and a question: prefix caching

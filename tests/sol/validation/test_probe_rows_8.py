@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.sol.validation.infer_layout import stated_layout
 from lightspeed.sol.validation.infer_load import row_requests
 from lightspeed.sol.validation.infer_precision import precision
 from lightspeed.sol.validation.infer_rows import _load
-from lightspeed.sol.validation.published import PublishedRow, RowError
+from lightspeed.sol.validation.published import PublishedRow, RowError, degree_cell
 from lightspeed.sol.validation.readings import infer_key
 from lightspeed.workload import ModelRegistry
 
@@ -100,3 +101,33 @@ def test_an_unreported_precision_cell_with_a_note_states_no_format(
     assert read.note.startswith("precision not stated")
     stated = _row(model="GLM-4.6", precision="FP8 (zai-org/GLM-4.6-FP8)")
     assert precision(stated, h200, models.get("glm-4.6")).format == "fp8"
+
+
+def test_vllms_short_expert_parallel_flag_and_a_yes_that_holds_other_degrees() -> None:
+    """vLLM's GLM-5.2 post: 'yes (-ep, TP1 DP4 EP)' in the EP cell. '-ep' is vLLM's short
+    --enable-expert-parallel (EP = TP x DP), and the cell's '1' is TP1's, not an EP of 1 (it had
+    been read as EP 1, and the row refused)."""
+    row = _row(
+        TP="1",
+        EP="yes (-ep, TP1 DP4 EP)",
+        sharding="TP1 DP4 EP prefill instance (4 GPUs each per deployment table)",
+        DP="4",
+    )
+    layout = stated_layout(row)
+    assert layout.vllm_expert_parallel
+    assert (layout.tp, layout.ep, layout.dp) == (1, None, 4)
+    assert degree_cell(row, "EP") is None
+    # SGLang's '--ep 8' takes a value: a degree, not vLLM's switch
+    assert not stated_layout(_row(sharding="--tp 8 --ep 8")).vllm_expert_parallel
+
+
+def test_a_prefill_pools_inputs_in_the_plural() -> None:
+    """'8K-token inputs (prefill)' with a prefill-throughput metric: a prefill pool's 8,192-token
+    prompts (had been refused: no lengths)."""
+    row = _row(
+        seq="8K-token inputs (prefill)",
+        global_batch="n/r",
+        metric="prefill throughput (tok/s) of one instance",
+    )
+    loaded = _load(row)
+    assert (loaded.load.input_tokens, loaded.load.output_tokens) == (8192, 1)

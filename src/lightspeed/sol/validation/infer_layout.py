@@ -46,6 +46,7 @@ from lightspeed.sol.validation.infer_load import RowSimulation, fitting_split, m
 from lightspeed.sol.validation.infer_precision import RowPrecision
 from lightspeed.sol.validation.published import (
     DEGREE_FLAGS,
+    LABELLED_DEGREES,
     VALUE_AS_WRITTEN,
     PublishedRow,
     RowError,
@@ -119,9 +120,12 @@ _REPLICA_COUNT = re.compile(
 # --enable_attention_dp``: 8 attention groups of one GPU), ``TEP8`` tensor parallelism over 8 GPUs
 # with the experts over them (``--tp 8 --ep 8``).
 _SHORTHAND = re.compile(r"(?<![a-z])([dt])ep[\s_-]*(\d+)(?![\d.])", re.IGNORECASE)
-# vLLM's ``--enable-expert-parallel`` (``enable_expert_parallel=True``): the experts spread over all
-# the engine's GPUs, EP = TP x DP (docs.vllm.ai, serving/expert_parallel_deployment.md).
-_VLLM_EXPERT_PARALLEL = re.compile(r"enable[\s_-]expert[\s_-]parallel(?!\w|\s*[=:]\s*false)", re.IGNORECASE)
+# vLLM's ``--enable-expert-parallel`` (``enable_expert_parallel=True``, or its short flag ``-ep``: one
+# dash, no value, unlike SGLang's ``--ep 8``): the experts spread over all the engine's GPUs, EP =
+# TP x DP (docs.vllm.ai, serving/expert_parallel_deployment.md).
+_VLLM_EXPERT_PARALLEL = re.compile(
+    r"enable[\s_-]expert[\s_-]parallel(?!\w|\s*[=:]\s*false)|(?<![\w-])-ep\b(?!\s*[=:]?\s*\d)", re.IGNORECASE
+)
 
 
 class StatedLayout(NamedTuple):
@@ -171,14 +175,16 @@ def _paired_degrees(row: PublishedRow) -> dict[str, int]:
 
 def _own_degree(text: str, name: str) -> int | None:
     """The degree a cell of its own states: its leading number (``8``, ``1 for attention (--tp 8
-    ...)``), else its label or flag (``TP=8``), else its only number; counts of copies, products and
-    shorthands set aside (``2 replicas of TP4`` is TP 4)."""
+    ...)``), else its label or flag (``TP=8``), else its only number, not one another degree's
+    label holds; counts of copies, products and shorthands set aside (``2 replicas of TP4`` is TP
+    4)."""
     for phrase in (_REPLICA_COUNT, _SHORTHAND, _PAIR_AFTER, _PAIR_BEFORE):
         text = phrase.sub(" ", text)
     if re.match(r"\s*\d", text):
         return integer_cell(text)
     found = _DEGREE_LABELS[name].search(text)
-    return int(found.group(1)) if found else integer_cell(text)
+    # a number another degree's label holds is not this one's (``yes (-ep, TP1 DP4 EP)`` is no EP 1)
+    return int(found.group(1)) if found else integer_cell(LABELLED_DEGREES.sub(" ", text))
 
 
 def _labelled_degree(row: PublishedRow, name: str, cells: tuple[str, ...]) -> tuple[int, str] | None:

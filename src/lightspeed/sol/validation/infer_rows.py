@@ -215,10 +215,10 @@ def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
 _PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
 # A pool's context alone, label before or after the number: ``input 2000 tokens``, ``ISL 2000``,
 # ``ISL=2000``, ``input length 2,000``, ``input_len=2000``, ``2000 input tokens``, ``2000-token
-# input``, ``prompt length 2000``, ``KV length 4096``, ``context of 8k``.
+# input``, ``8K-token inputs``, ``prompt length 2000``, ``KV length 4096``, ``context of 8k``.
 _INPUT_ONLY = re.compile(
     _length_half(
-        rf"(?:isl|input{_LENGTH_WORD}|prompt{_LENGTH_WORD}|kv[\s_-](?:cache[\s_-])?length"
+        rf"(?:isl|inputs?{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|kv[\s_-](?:cache[\s_-])?length"
         r"|context(?:[\s_-]length)?(?:\s+of)?)",
         "isl",
     )

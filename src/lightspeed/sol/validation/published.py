@@ -253,6 +253,10 @@ DEGREE_FLAGS: Final = {
 }
 
 
+# a parallel degree written with its label (``TP1``, ``dp=4``): a number of that degree, no other
+LABELLED_DEGREES: Final = re.compile(r"\b(?:tp|pp|dp|cp|ep|etp|sp)\s*[=:]?\s*\d+(?![\w.])", re.IGNORECASE)
+
+
 def degree_cell(row: PublishedRow, column: str, default: int | None = None) -> int | None:
     """A parallel degree (``TP``, ``PP``, ``CP``, ``EP``): its own cell's leading number (``8``,
     ``1 for attention (--tp 8 ...)``) or the degree it writes with its label (``TP=8``, ``tp8``),
@@ -265,7 +269,8 @@ def degree_cell(row: PublishedRow, column: str, default: int | None = None) -> i
     found = label.search(own)
     if found is not None:
         return int(found.group(1))
-    value = integer_cell(own)
+    # a number another degree's label holds is not this one's (``yes (-ep, TP1 DP4 EP)`` is no EP 1)
+    value = integer_cell(LABELLED_DEGREES.sub(" ", own))
     if value is not None:
         return value
     for other in _PARALLEL_CELLS:
