@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.sol.core.stacks import load_stack
 from lightspeed.sol.validation.infer_layout import stated_layout
 from lightspeed.sol.validation.infer_load import row_requests
 from lightspeed.sol.validation.infer_precision import precision
 from lightspeed.sol.validation.infer_rows import _load
 from lightspeed.sol.validation.published import PublishedRow, RowError, degree_cell
 from lightspeed.sol.validation.readings import infer_key
+from lightspeed.sol.validation.rows import read_plan
 from lightspeed.workload import ModelRegistry
 
 
@@ -131,3 +133,23 @@ def test_a_prefill_pools_inputs_in_the_plural() -> None:
     )
     loaded = _load(row)
     assert (loaded.load.input_tokens, loaded.load.output_tokens) == (8192, 1)
+
+
+@pytest.mark.parametrize(("accelerator", "micro"), [("tpu7x", 4), ("h100-sxm", 2)])
+def test_maxtexts_per_device_batch_counts_devices(
+    catalog: Catalog, models: ModelRegistry, accelerator: str, micro: int
+) -> None:
+    """tpu-recipes' Ironwood table: 'per_device_batch_size=2' with a global batch of 1,024 on 256
+    chips, 4 sequences a chip: TPU7x shows two JAX devices a chip (two TensorCores, no megacore),
+    so a chip runs 2 x 2 (it had been read as 2, two micro-batches a step); a GPU is one device."""
+    row = PublishedRow(
+        row_id="R1",
+        kind="train",
+        line=2,
+        cells={"seq": "8192", "global_batch": "1024 (GBS)", "micro_batch": "2 (per_device_batch_size=2)"},
+    )
+    plan, notes = read_plan(
+        row, models.get("llama-3-70b"), 256, load_stack("published-median"), catalog.accelerator(accelerator)
+    )
+    assert plan.micro_batch_sizes == (micro,)
+    assert any("per_device_batch_size counts devices" in note for note in notes) == (micro == 4)

@@ -955,6 +955,30 @@ def _micro_batch(row: PublishedRow, seq_len: int) -> int | None:
 
 
 MAX_MICRO_BATCH: Final = 65_536
+# MaxText's ``per_device_batch_size``: sequences per JAX device, and a chip that software sees as
+# several devices (TPU7x: two TensorCores without megacore, JAX's ``ChipVersion`` table) runs that
+# many times as many
+_PER_DEVICE_BATCH: Final = re.compile(r"per[\s_-]*device[\s_-]*batch[\s_-]*size")
+
+
+def _per_device_micro_batch(
+    row: PublishedRow, micro: int | None, accelerator: Accelerator | None
+) -> tuple[int | None, str]:
+    """(micro-batch per GPU or chip, note): a micro-batch written per device (MaxText's
+    ``per_device_batch_size``) times the devices one ``accelerator`` package shows
+    (``num_logical_devices``), else ``micro`` as written."""
+    devices = accelerator.num_logical_devices if accelerator is not None else 1
+    written = any(
+        _PER_DEVICE_BATCH.search(row.text(cell).lower()) for cell in ("micro_batch", "global_batch")
+    )
+    if micro is None or devices == 1 or not written:
+        return micro, ""
+    assert accelerator is not None
+    note = (
+        f"per_device_batch_size counts devices, and a {accelerator.display_name} shows {devices}: "
+        f"{micro} x {devices} = {micro * devices} sequences a chip"
+    )
+    return micro * devices, note
 
 
 def _written_micro_batch(row: PublishedRow, seq_len: int) -> int | None:
@@ -1051,7 +1075,7 @@ def read_plan(
     global batch it leaves unsaid, :func:`_unreported_global_batch` (``metric``: the reading's key)."""
     degrees = _degrees(row, num_gpus)
     seq_len = _row_seq_len(row, model)
-    micro = _micro_batch(row, seq_len)
+    micro, device_note = _per_device_micro_batch(row, _micro_batch(row, seq_len), accelerator)
     batch = _global_batch(row.text("global_batch"), degrees.dp, seq_len)
     batch_note = ""
     if batch is None:
@@ -1087,7 +1111,7 @@ def read_plan(
         **_stated_settings(row.described()),
     )
     gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.described()) else ""
-    notes = (batch_note, precision_note, zero_note, recompute_note, gathers)
+    notes = (device_note, batch_note, precision_note, zero_note, recompute_note, gathers)
     return plan, [note for note in notes if note]
 
 
