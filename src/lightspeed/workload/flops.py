@@ -155,16 +155,18 @@ def attention_forward_flop(spec: TransformerSpec, *, seq_len: int, causal: bool)
     attention = spec.attention
     context = float(mean_attended_tokens(spec, seq_len, causal=causal))
     per_layer = 2.0 * context * attention.num_heads * (attention.qk_head_dim + attention.value_head_dim)
-    return spec.num_layers * (per_layer + 2.0 * _indexer_keys_heads_dims(spec, seq_len, causal=causal))
+    return spec.num_layers * (per_layer + indexer_forward_flop(spec, seq_len, causal=causal))
 
 
-def _indexer_keys_heads_dims(spec: TransformerSpec, seq_len: int, *, causal: bool) -> float:
-    """``s̄_I·H_I·d_I`` of a sparse model's lightning indexer per layer (0 without one)."""
+def indexer_forward_flop(spec: TransformerSpec, seq_len: int, *, causal: bool) -> float:
+    """Forward FLOP per token of a sparse model's lightning indexer in an average layer,
+    ``2·s̄_I·H_I·d_I`` over the keys it scores (:func:`~lightspeed.workload.attention.indexer_tokens`);
+    0 without one."""
     attention = spec.attention
     if attention.index_n_heads is None or attention.index_head_dim is None:
         return 0.0
     keys = float(indexer_tokens(spec, seq_len, causal=causal))
-    return keys * attention.index_n_heads * attention.index_head_dim
+    return 2.0 * keys * attention.index_n_heads * attention.index_head_dim
 
 
 @dataclass(frozen=True)

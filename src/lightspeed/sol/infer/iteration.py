@@ -573,7 +573,8 @@ def _attention(
             "flash", backward=False, seq_len=2.0 * prefill_context
         )
         # a sparse layer prefills in MLA's absorbed (MQA) form too: the top-k it gathers are latents
-        # (DeepSeek-V3.2 report, "DSA under MLA's MQA mode"; FlashMLA's sparse prefill kernel)
+        # (TensorRT-LLM's DeepSeek-V3.2 blog: DSA "operates only in MQA mode for both prefill and
+        # decoding"; FlashMLA's sparse prefill kernel takes the 576-wide latent as well)
         dims = decode_dims if group.kind == "sparse" else prefill_dims
         prefill_flop = 2.0 * prompt * prefill_context * computed * dims
         prefill_s = prefill_s + group.share * prefill_flop / prefill_rate

@@ -46,7 +46,7 @@ from lightspeed.sol.core.roofline import (
 from lightspeed.sol.core.shapes import LayerShapes, Linear
 from lightspeed.sol.train.grid import ATTENTION_CODES, PlanGrid
 from lightspeed.workload import TransformerSpec, mean_attended_tokens
-from lightspeed.workload.attention import indexer_tokens
+from lightspeed.workload.flops import indexer_forward_flop
 
 Array = Any
 
@@ -130,14 +130,9 @@ def _fused_attended(model: TransformerSpec, seq_len: int) -> float:
 
 @functools.cache
 def _indexer_flop_per_token(model: TransformerSpec, seq_len: int) -> float:
-    """Forward FLOP per token of a sparse model's lightning indexer in one (average) layer, whole
-    on every tensor-parallel rank: every causal key scored by ``index_n_heads`` dot products of
-    ``index_head_dim`` (0 without an indexer)."""
-    attention = model.attention
-    if attention.index_n_heads is None or attention.index_head_dim is None:
-        return 0.0
-    keys = float(indexer_tokens(model, seq_len, causal=True))
-    return 2.0 * keys * attention.index_n_heads * attention.index_head_dim
+    """Forward FLOP per token of a sparse model's lightning indexer in one (average) layer under
+    the causal mask, whole on every tensor-parallel rank (cached per model)."""
+    return indexer_forward_flop(model, seq_len, causal=True)
 
 
 def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
