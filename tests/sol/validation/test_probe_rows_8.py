@@ -65,14 +65,21 @@ def test_totals_without_a_request_count_leave_the_commanded_lengths() -> None:
     assert loaded.lengths_note == ""
 
 
-def test_totals_that_leave_a_request_no_token_are_refused() -> None:
+def test_totals_that_leave_a_request_no_token_or_too_many_are_refused() -> None:
     row = _row(
         seq="random (Total input tokens: 50; Total generated tokens: 10)",
         global_batch="--num-prompts 320, concurrency 8",
         metric="Output token throughput (tok/s)",
     )
-    with pytest.raises(RowError, match="leave a request no token"):
+    with pytest.raises(RowError, match="outside 1 to 134,217,728"):
         _load(row)
+    huge = _row(
+        seq="random (Total input tokens: 99999999999999999999999; Total generated tokens: 10)",
+        global_batch="--num-prompts 320, concurrency 8",
+        metric="Output token throughput (tok/s)",
+    )
+    with pytest.raises(RowError, match="check the totals"):
+        _load(huge)
 
 
 @pytest.mark.parametrize(

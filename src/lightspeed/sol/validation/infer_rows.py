@@ -75,6 +75,7 @@ from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload
+from lightspeed.sol.serve.workload import MAX_REQUEST_TOKENS
 from lightspeed.sol.validation import infer_precision
 from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_layout import (
@@ -447,10 +448,11 @@ def _run_lengths(row: PublishedRow, text: str) -> tuple[int, int, str] | None:
         return None
     tokens_in, tokens_out = (int(found.group(1).replace(",", "")) for found in (total_in, total_out))
     isl, osl = round(tokens_in / requests), round(tokens_out / requests)
-    if isl < 1 or osl < 1:
+    if not (1 <= isl <= MAX_REQUEST_TOKENS and 1 <= osl <= MAX_REQUEST_TOKENS):
         raise RowError(
             f"the run's totals ({tokens_in:,} input, {tokens_out:,} generated tokens over {requests:,} "
-            "requests) leave a request no token: check the totals and the request count"
+            f"requests) give a request {isl:,} / {osl:,} tokens, outside 1 to {MAX_REQUEST_TOKENS:,}: "
+            "check the totals and the request count"
         )
     note = (
         f"lengths: the run's means, {tokens_in:,} input and {tokens_out:,} generated tokens over "
