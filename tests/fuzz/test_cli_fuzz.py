@@ -96,6 +96,8 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (INFER, "--draft-tokens", ()),
     (INFER, "--acceptance", ("--draft-tokens", "3")),
     (INFER, "--disaggregated", ()),
+    (INFER, "--prefill-tp", ("--disaggregated", "1:1")),
+    (INFER, "--prefill-dp-attention", ("--disaggregated", "1:1")),
     (CHECKPOINTS, "--checkpoint-write-s", ("--restart-s", "60")),
     (CHECKPOINTS, "--restart-s", ("--checkpoint-write-s", "60")),
     (CHECKPOINTS, "--interval", ("--checkpoint-write-s", "60", "--restart-s", "60")),

@@ -46,6 +46,7 @@ from lightspeed.sol.infer.plan import (
     KV_PRECISIONS,
     PLAN_FAMILIES,
     InferencePlan,
+    PoolShape,
     ServingLoad,
     SpeculativeDecoding,
 )
@@ -575,6 +576,26 @@ class ServingConfig(ServingJob):
     disaggregated: tuple[int, int] | None = setting(
         None, option_type="POOL_SPLIT", help="P prefill and D decode replicas (P:D)."
     )
+    prefill_tp: int | None = setting(
+        None,
+        option_type="DEGREE",
+        help="Prefill replicas' tensor parallel size (default: --tp; with --disaggregated).",
+    )
+    prefill_pp: int | None = setting(
+        None,
+        option_type="DEGREE",
+        help="Prefill replicas' pipeline stages (default: --pp; with --disaggregated).",
+    )
+    prefill_ep: int | None = setting(
+        None,
+        option_type="DEGREE",
+        help="Prefill replicas' expert parallel size (default: --ep; with --disaggregated).",
+    )
+    prefill_dp_attention: int | None = setting(
+        None,
+        option_type="DEGREE",
+        help="Prefill replicas' attention groups per stage (default: --dp-attention; with --disaggregated).",
+    )
     max_batch: int | None = setting(None, option_type="SEQUENCES", help="Cap on sequences per replica.")
     expert_imbalance: float | None = setting(
         None,
@@ -617,6 +638,20 @@ class ServingConfig(ServingJob):
             disaggregated=self.disaggregated,
             max_batch=self.max_batch,
             expert_imbalance=self.expert_imbalance,
+            prefill_shape=self._prefill_shape(),
+        )
+
+    def _prefill_shape(self) -> PoolShape | None:
+        """The prefill replicas' own degrees (``--prefill-tp`` ...), each unset one the decode
+        replicas'; ``None`` when none is set."""
+        given = (self.prefill_tp, self.prefill_pp, self.prefill_ep, self.prefill_dp_attention)
+        if all(value is None for value in given):
+            return None
+        return PoolShape(
+            tp=self.prefill_tp or self.tp,
+            pp=self.prefill_pp or self.pp,
+            ep=self.prefill_ep or self.ep,
+            dp_attention=self.prefill_dp_attention or self.dp_attention,
         )
 
     def _replicas(self, num_gpus: int) -> int:

@@ -144,6 +144,27 @@ def deployment_memory(
     )
 
 
+def check_prefill_pool(
+    model: TransformerSpec, inference_hardware: InferenceHardware, plan: InferencePlan, load: ServingLoad
+) -> None:
+    """A prefill pool of its own shape must hold the weights and one prompt, as the decode replicas
+    are checked (:func:`deployment_memory`); nothing to check where the pools share a shape."""
+    if plan.prefill_shape is None:
+        return
+    prefill_plan = plan.prefill_plan
+    memory = deployment_memory(model, inference_hardware, prefill_plan, ServingLoad(load.input_tokens, 1))
+    if not bool(memory.fits[0]):
+        try:
+            raise_not_fitting(
+                model, inference_hardware, prefill_plan, ServingLoad(load.input_tokens, 1), memory
+            )
+        except InvalidPlanError as error:
+            raise InvalidPlanError(
+                f"the prefill pool: {error} (its degrees: --prefill-tp, --prefill-pp, --prefill-ep, "
+                "--prefill-dp-attention)"
+            ) from None
+
+
 def pool_split(
     plan: InferencePlan, inference_hardware: InferenceHardware, model: TransformerSpec, load: ServingLoad
 ) -> PoolSplit:
@@ -155,15 +176,18 @@ def pool_split(
     """
     assert plan.disaggregated is not None
     prefill, decode = plan.disaggregated
+    shape = plan.prefill_shape
+    senders = plan.tp * plan.pp if shape is None else min(shape.tp * shape.pp, plan.tp * plan.pp)
     return PoolSplit(
         prefill_replicas=prefill,
         decode_replicas=decode,
-        gpus_per_replica=np.asarray([float(plan.tp * plan.pp)]),
+        gpus_per_replica=np.asarray([float(senders)]),
         kv_bytes_per_token_per_replica=np.asarray(
             [kv_bytes_per_token_at(model, inference_hardware.precisions.kv_cache, load.input_tokens)],
             dtype=np.float64,
         ),
         crosses_domains=np.asarray([plan.num_gpus > inference_hardware.hardware.domain_size]),
+        prefill_shape=None if shape is None else (shape.tp, shape.pp, shape.ep, shape.dp_attention),
     )
 
 
@@ -558,6 +582,7 @@ def estimate_inference(
     memory = deployment_memory(model, inference_hardware, plan, load)
     if not bool(memory.fits[0]):
         raise_not_fitting(model, inference_hardware, plan, load, memory)
+    check_prefill_pool(model, inference_hardware, plan, load)
     max_batch = _max_batch(memory, plan)
     split = pool_split(plan, inference_hardware, model, load) if plan.disaggregated is not None else None
     ctx = ServingContext(model, inference_hardware, load, plan.speculative)

@@ -175,6 +175,45 @@ class ServingLoad(Record):
 
 
 @dataclass(frozen=True)
+class PoolShape(Record):
+    """The parallel degrees of one replica of a disaggregated deployment's prefill pool, where it
+    differs from the decode pool's (the plan's own degrees): NVIDIA Dynamo's and vLLM's P/D
+    recipes run prefill at TP 1 or with attention data parallelism beside decode at TP 4 or 8."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("tp", self.tp),
+            ("pp", self.pp),
+            ("ep", self.ep),
+            ("dp_attention", self.dp_attention),
+        ):
+            if not 1 <= value <= MAX_POOL_DEGREE:
+                raise InvalidPlanError(f"prefill {label} must be 1 to {MAX_POOL_DEGREE:,} (got {value})")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one prefill replica."""
+        return self.tp * self.dp_attention * self.pp
+
+    def describe(self) -> str:
+        """``tp=1 pp=1 ep=4 dp-attention=4`` (degrees above 1 only, TP and PP always)."""
+        parts = [f"tp={self.tp}", f"pp={self.pp}"]
+        if self.ep > 1:
+            parts.append(f"ep={self.ep}")
+        if self.dp_attention > 1:
+            parts.append(f"dp-attention={self.dp_attention}")
+        return " ".join(parts)
+
+
+MAX_POOL_DEGREE: Final = 1 << 16
+
+
+@dataclass(frozen=True)
 class InferencePlan(Record):
     """One serving deployment (see the module docstring for what each degree splits).
 
@@ -198,6 +237,8 @@ class InferencePlan(Record):
     linear layers stored in ``precision`` average that many bits per weight, a share
     (:attr:`wider_share`) of them kept in the next wider format (FP8 beside a 4-bit float, 16-bit
     beside FP8) and computed in it; ``None``: every such layer in ``precision``.
+    ``prefill_shape`` gives a disaggregated deployment's prefill replicas degrees of their own
+    (:class:`PoolShape`); ``None``: the plan's, as the decode replicas have.
     """
 
     tp: int = 1
@@ -216,6 +257,7 @@ class InferencePlan(Record):
     expert_imbalance: float | None = None
     num_physical_experts: int | None = None
     effective_bits: float | None = None
+    prefill_shape: PoolShape | None = None
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -241,6 +283,10 @@ class InferencePlan(Record):
                     "disaggregated P:D needs at least one prefill and one decode replica "
                     f"(got {prefill}:{decode})"
                 )
+        if self.prefill_shape is not None and self.disaggregated is None:
+            raise InvalidPlanError(
+                "a prefill pool's own degrees need a disaggregated deployment: give the pools (P:D) too"
+            )
         if self.max_batch is not None and self.max_batch < 1:
             raise InvalidPlanError(f"max batch must be >= 1 (got {self.max_batch})")
         if self.expert_imbalance is not None and not 1.0 <= self.expert_imbalance < math.inf:
@@ -277,8 +323,27 @@ class InferencePlan(Record):
 
     @property
     def num_gpus(self) -> int:
-        """GPUs of the whole deployment."""
+        """GPUs of the whole deployment (a prefill pool of its own shape counted at its size)."""
+        if self.disaggregated is not None and self.prefill_shape is not None:
+            prefill, decode = self.disaggregated
+            return prefill * self.prefill_shape.gpus + decode * self.gpus_per_replica
         return self.gpus_per_replica * self.num_replicas
+
+    @property
+    def prefill_plan(self) -> InferencePlan:
+        """One prefill replica of a disaggregated deployment as a plan of its own: the prefill
+        shape's degrees where it has one, else the plan's."""
+        shape = self.prefill_shape or PoolShape(self.tp, self.pp, self.ep, self.dp_attention)
+        return replace(
+            self,
+            tp=shape.tp,
+            pp=shape.pp,
+            ep=shape.ep,
+            dp_attention=shape.dp_attention,
+            disaggregated=None,
+            prefill_shape=None,
+            replicas=1,
+        )
 
     def with_changes(self, **changes: object) -> InferencePlan:
         """A copy with some fields replaced."""
@@ -293,6 +358,8 @@ class InferencePlan(Record):
             parts.append(f"dp-attention={self.dp_attention}")
         if self.disaggregated is not None:
             parts.append(f"disaggregated {self.disaggregated[0]}P:{self.disaggregated[1]}D")
+            if self.prefill_shape is not None:
+                parts.append(f"(prefill {self.prefill_shape.describe()})")
         else:
             parts.append(f"x{self.replicas} replica{'s' if self.replicas > 1 else ''}")
         parts.append(self.precision)
@@ -457,6 +524,20 @@ def validate_inference_plan(plan: InferencePlan, model: TransformerSpec, num_gpu
     _check_experts(plan, model)
     if plan.pp > model.num_layers:
         raise InvalidPlanError(f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.name}")
+    if plan.prefill_shape is not None:
+        try:
+            validate_inference_plan(plan.prefill_plan, model)
+        except InvalidPlanError as error:
+            raise InvalidPlanError(f"the prefill pool: {error}") from None
+    if num_gpus is not None and plan.num_gpus != num_gpus and plan.prefill_shape is not None:
+        assert plan.disaggregated is not None
+        prefill, decode = plan.disaggregated
+        raise PlanMismatchError(
+            f"the plan uses {plan.num_gpus} GPUs ({prefill} prefill replicas of {plan.prefill_shape.gpus} "
+            f"and {decode} decode replicas of {plan.gpus_per_replica}), not the {num_gpus} requested",
+            nearest_plan=None,
+            no_match_hint="change the prefill and decode replicas (P:D) or the prefill pool's degrees",
+        )
     if num_gpus is not None and plan.num_gpus != num_gpus:
         per_replica = plan.gpus_per_replica
         fits = num_gpus % per_replica == 0 and (plan.disaggregated is None or num_gpus >= 2 * per_replica)
@@ -555,6 +636,7 @@ __all__ = [
     "KV_PRECISIONS",
     "PLAN_FAMILIES",
     "InferencePlan",
+    "PoolShape",
     "Precisions",
     "ServingLoad",
     "SpeculativeDecoding",

@@ -37,7 +37,7 @@ system serves ``min(P x prefill rate, D x decode rate)`` requests per second.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -273,6 +273,15 @@ class PoolSplit(Record):
     gpus_per_replica: Array
     kv_bytes_per_token_per_replica: Array
     crosses_domains: Array
+    # a prefill replica's (tp, pp, ep, dp_attention) where they differ from the decode replicas'
+    prefill_shape: tuple[float, float, float, float] | None = None
+
+    def prefill_pool(self, deployments: Deployments) -> Deployments:
+        """``deployments`` with a prefill replica's degrees (the same where the pools share them)."""
+        if self.prefill_shape is None:
+            return deployments
+        tp, pp, ep, dp_attention = (np.full_like(deployments.tp, value) for value in self.prefill_shape)
+        return replace(deployments, tp=tp, pp=pp, ep=ep, dp_attention=dp_attention)
 
 
 def kv_transfer_s(split: PoolSplit, load: ServingLoad, inference_hardware: InferenceHardware) -> Array:
@@ -291,13 +300,14 @@ def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSpli
     decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
     count, chunk = _chunks(isl, ctx.hardware)
     packed = max(1, ctx.hardware.parameters.prefill_chunk_tokens // isl) if count == 1 else 1
-    group_prompt = np.ceil(packed / deployments.dp_attention) * chunk
+    prefill_pool = split.prefill_pool(deployments)
+    group_prompt = np.ceil(packed / prefill_pool.dp_attention) * chunk
     prefill = _work(
-        deployments, ctx, prompt=packed * chunk, requests=packed / count, group_prompt=group_prompt
+        prefill_pool, ctx, prompt=packed * chunk, requests=packed / count, group_prompt=group_prompt
     ).time_s
     rate = np.minimum(decode_rate, split.prefill_replicas * packed / (count * prefill))
     transfer = kv_transfer_s(split, ctx.load, ctx.hardware)
-    ttft = prefill / 2.0 + (count + pp - 1.0) * prefill + transfer + pp * step / 2.0
+    ttft = prefill / 2.0 + (count + prefill_pool.pp - 1.0) * prefill + transfer + pp * step / 2.0
     return ServingArrays(
         ttft_s=ttft,
         tpot_s=tpot,

@@ -96,6 +96,23 @@ class SchedulerConfig(Record):
 
 
 @dataclass(frozen=True)
+class SimulatedPool:
+    """What the engine needs of the replicas of one pool: their attention ranks, each rank's KV
+    cache and caps, and the iteration timer of their shape."""
+
+    num_ranks: int
+    kv_tokens_per_rank: int
+    max_sequences_per_rank: int
+    max_batched_tokens_per_rank: int
+    timer: IterationTimer
+
+    @property
+    def query_tokens(self) -> float:
+        """Tokens a decoding sequence runs a step (1, or the speculative draft plus one)."""
+        return float(self.timer.query_tokens)
+
+
+@dataclass(frozen=True)
 class SimulatedDeployment:
     """One deployment as the simulator runs it (built by :func:`simulated_deployment`)."""
 
@@ -117,6 +134,18 @@ class SimulatedDeployment:
     transfer_crosses_domains: bool
     speculation: AcceptanceProcess | None
     timer: IterationTimer
+    prefill_pool: SimulatedPool | None = None  # a disaggregated prefill pool of its own shape
+
+    @property
+    def pool(self) -> SimulatedPool:
+        """The (decode, or only) pool's ranks, caps and timer."""
+        return SimulatedPool(
+            num_ranks=self.num_ranks,
+            kv_tokens_per_rank=self.kv_tokens_per_rank,
+            max_sequences_per_rank=self.max_sequences_per_rank,
+            max_batched_tokens_per_rank=self.max_batched_tokens_per_rank,
+            timer=self.timer,
+        )
 
     @property
     def resolved_scheduler(self) -> SchedulerConfig:
@@ -228,6 +257,58 @@ def simulated_deployment(
     validate_inference_plan(plan, model, num_gpus)
     check_gpus(plan, cluster)
     hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)
+    if speculation is None and plan.speculative is not None:
+        speculation = AcceptanceProcess.from_speculative(plan.speculative)
+    separate = _separate_prefill(config, hardware.serving, model, cluster)
+    whole = separate and hardware.serving.whole_prompts
+    pool, per_token = _pool(model, hardware, plan, config, speculation, separate=separate)
+    prefill_pool = None
+    if plan.prefill_shape is not None:
+        try:
+            prefill_pool = _pool(model, hardware, plan.prefill_plan, config, speculation, separate=separate)[
+                0
+            ]
+        except InvalidPlanError as error:
+            raise InvalidPlanError(f"the prefill pool: {error}") from None
+    transfer, crosses = 0.0, False
+    if plan.disaggregated is not None:
+        split = pool_split(plan, hardware, model, ServingLoad(1, 1))
+        transfer = float(split.gpus_per_replica[0])
+        crosses = bool(split.crosses_domains[0])
+    return SimulatedDeployment(
+        model=model,
+        cluster_name=cluster.name,
+        plan=plan,
+        hardware=hardware,
+        scheduler=config,
+        num_ranks=pool.num_ranks,
+        kv_tokens_per_rank=pool.kv_tokens_per_rank,
+        kv_bytes_per_token_per_gpu=per_token,
+        max_sequences_per_rank=pool.max_sequences_per_rank,
+        max_batched_tokens_per_rank=pool.max_batched_tokens_per_rank,
+        separate_prefill=separate,
+        whole_prompts=whole,
+        kv_policy=config.kv_policy or hardware.serving.kv_allocation,
+        host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
+        transfer_gpus=transfer,
+        transfer_crosses_domains=crosses,
+        speculation=speculation,
+        timer=pool.timer,
+        prefill_pool=prefill_pool,
+    )
+
+
+def _pool(
+    model: TransformerSpec,
+    hardware: InferenceHardware,
+    plan: InferencePlan,
+    config: SchedulerConfig,
+    speculation: AcceptanceProcess | None,
+    *,
+    separate: bool,
+) -> tuple[SimulatedPool, float]:
+    """(the pool of ``plan``'s replicas, KV bytes per token per GPU): each rank's KV cache in
+    tokens, its caps and the timer of the plan's shape (see the module docstring)."""
     memory = deployment_memory(model, hardware, plan, ServingLoad(1, 1))
     per_token = float(memory.kv_bytes_per_token[0])
     kv_tokens = int(float(memory.kv_capacity_bytes[0]) / per_token) if per_token > 0 else 0
@@ -236,40 +317,19 @@ def simulated_deployment(
             f"{model.name} leaves no KV cache on {plan.describe()} ({hardware.hardware.accelerator.name}): "
             "use more GPUs per replica or a lower precision"
         )
-    if speculation is None and plan.speculative is not None:
-        speculation = AcceptanceProcess.from_speculative(plan.speculative)
     max_sequences = _max_sequences(plan, config, memory, kv_tokens)
-    separate = _separate_prefill(config, hardware.serving, model, cluster)
-    whole = separate and hardware.serving.whole_prompts
     budget = config.max_batched_tokens_per_rank or _default_budget(hardware, model, separate=separate)
-    transfer, crosses = 0.0, False
-    if plan.disaggregated is not None:
-        split = pool_split(plan, hardware, model, ServingLoad(1, 1))
-        transfer = float(split.gpus_per_replica[0])
-        crosses = bool(split.crosses_domains[0])
     timer = IterationTimer(
         model=model, hardware=hardware, plan=plan, max_sequences=max_sequences, speculation=speculation
     )
-    return SimulatedDeployment(
-        model=model,
-        cluster_name=cluster.name,
-        plan=plan,
-        hardware=hardware,
-        scheduler=config,
+    pool = SimulatedPool(
         num_ranks=plan.dp_attention,
         kv_tokens_per_rank=kv_tokens,
-        kv_bytes_per_token_per_gpu=per_token,
         max_sequences_per_rank=max_sequences,
         max_batched_tokens_per_rank=budget,
-        separate_prefill=separate,
-        whole_prompts=whole,
-        kv_policy=config.kv_policy or hardware.serving.kv_allocation,
-        host_bytes_per_s=_host_bytes_per_s(cluster) if config.preemption == "swap" else 1.0,
-        transfer_gpus=transfer,
-        transfer_crosses_domains=crosses,
-        speculation=speculation,
         timer=timer,
     )
+    return pool, per_token
 
 
 __all__ = [
@@ -280,5 +340,6 @@ __all__ = [
     "ROUTERS",
     "SchedulerConfig",
     "SimulatedDeployment",
+    "SimulatedPool",
     "simulated_deployment",
 ]

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from lightspeed.errors import InvalidPlanError
-from lightspeed.sol.serve.deployment import SimulatedDeployment
+from lightspeed.sol.serve.deployment import SimulatedDeployment, SimulatedPool
 from lightspeed.sol.serve.speculation import verify_passes
 from lightspeed.sol.serve.workload import Requests
 
@@ -131,6 +131,7 @@ class _Replica:
         "paused",
         "paused_sequence_s",
         "pending",
+        "pool",
         "rank_pointer",
         "ranks",
         "record",
@@ -142,10 +143,11 @@ class _Replica:
         "waiting",
     )
 
-    def __init__(self, index: int, role: str, num_ranks: int, capacity: int) -> None:
+    def __init__(self, index: int, role: str, pool: SimulatedPool) -> None:
         self.index = index
         self.role = role  # "both", "prefill", "decode"
-        self.ranks = [_Rank(capacity) for _ in range(num_ranks)]
+        self.pool = pool  # its ranks, KV cache, caps and iteration timer
+        self.ranks = [_Rank(pool.kv_tokens_per_rank) for _ in range(pool.num_ranks)]
         self.waiting: deque[int] = deque()
         self.step = 0
         self.finishing: list[tuple[int, int, int]] = []  # (finish step, epoch, request)
@@ -170,8 +172,6 @@ class Engine:
         count = requests.num_requests
         self._read_scheduler(deployment)
         self.local_kv = deployment.local_kv  # admission sized by what local layers really hold
-        self.timer = deployment.timer
-        self.query = self.timer.query_tokens
         speculation = deployment.speculation
         self.growth = 1.0 if speculation is None else speculation.expected_tokens_per_pass
         decode_tokens = np.maximum(requests.output_tokens - 1, 0)
@@ -224,8 +224,6 @@ class Engine:
         self.swap = config.preemption == "swap"
         self.round_robin = config.router == "round-robin"
         self.block = config.block_tokens
-        self.budget = deployment.max_batched_tokens_per_rank
-        self.max_sequences = deployment.max_sequences_per_rank
         self.separate = deployment.separate_prefill
         self.whole = deployment.whole_prompts
         # an overlap scheduler forms the next iteration while the GPU runs this one: a request
@@ -234,14 +232,15 @@ class Engine:
 
     def _build_replicas(self) -> None:
         deployment = self.deployment
-        ranks, capacity = deployment.num_ranks, deployment.kv_tokens_per_rank
+        pool = deployment.pool
         if deployment.plan.disaggregated is None:
-            self.front = [_Replica(i, "both", ranks, capacity) for i in range(deployment.plan.replicas)]
+            self.front = [_Replica(i, "both", pool) for i in range(deployment.plan.replicas)]
             self.back = self.front
         else:
             prefill, decode = deployment.plan.disaggregated
-            self.front = [_Replica(i, "prefill", ranks, capacity) for i in range(prefill)]
-            self.back = [_Replica(prefill + i, "decode", ranks, capacity) for i in range(decode)]
+            prefill_pool = deployment.prefill_pool or pool
+            self.front = [_Replica(i, "prefill", prefill_pool) for i in range(prefill)]
+            self.back = [_Replica(prefill + i, "decode", pool) for i in range(decode)]
         self.route_counter = {id(self.front): 0, id(self.back): 0}
 
     # --- the loop ---------------------------------------------------------------------------
@@ -371,7 +370,7 @@ class Engine:
         if shape is None:
             replica.busy = False
             return
-        duration = self.timer.seconds(*shape)
+        duration = replica.pool.timer.seconds(*shape)
         steps = 0 if self.separate and self.chunks else 1  # a prompt-only step advances no decode
         if not (self.chunks or extra_s or replica.waiting):
             steps, duration = self._stretch(replica, time, duration, shape)
@@ -406,7 +405,9 @@ class Engine:
         if limit <= 1:
             return 1, duration
         decoding, context, prompt, attended, total = shape
-        last = self.timer.seconds(decoding, context + (limit - 1) * self.growth, prompt, attended, total)
+        last = replica.pool.timer.seconds(
+            decoding, context + (limit - 1) * self.growth, prompt, attended, total
+        )
         return limit, limit * (duration + last) / 2.0
 
     def _continue_prompts(self, replica: _Replica) -> list[float]:
@@ -415,8 +416,11 @@ class Engine:
         budgets = []
         self.chunks = []
         replica.pending = []
+        pool = replica.pool
         for rank in replica.ranks:
-            left = self.budget - (0.0 if self.separate else rank.num_decoding * self.query)
+            left = pool.max_batched_tokens_per_rank - (
+                0.0 if self.separate else rank.num_decoding * pool.query_tokens
+            )
             for request in rank.prefilling:
                 if left <= 0:
                     break
@@ -460,9 +464,11 @@ class Engine:
         for offset in range(count):
             index = (replica.rank_pointer + offset) % count if self.round_robin else offset
             rank = ranks[index]
-            if rank.num_sequences >= self.max_sequences or (budgets[index] <= 0 and not transfer):
+            if rank.num_sequences >= replica.pool.max_sequences_per_rank or (
+                budgets[index] <= 0 and not transfer
+            ):
                 continue
-            if whole and budgets[index] < min(prompt, self.budget):
+            if whole and budgets[index] < min(prompt, replica.pool.max_batched_tokens_per_rank):
                 continue
             if self._kv_used(rank, step + 1) + need > rank.capacity * self.admit_below:
                 continue
@@ -515,6 +521,7 @@ class Engine:
         """(decoding sequences, their mean context, prompt tokens, prompts' attended context,
         stage tokens) of the busiest rank, or ``None`` when the replica has nothing to run."""
         ranks = replica.ranks
+        query = replica.pool.query_tokens
         step = replica.step * self.growth
         prompt = {id(rank): [0.0, 0.0] for rank in ranks} if len(ranks) > 1 else None
         total_prompt, total_weighted = 0.0, 0.0
@@ -541,15 +548,15 @@ class Engine:
         busiest = max(
             ranks,
             key=lambda rank: (
-                prompt[id(rank)][0] + rank.num_decoding * self.query,
+                prompt[id(rank)][0] + rank.num_decoding * query,
                 rank.context_base + rank.num_decoding * step,
             ),
         )
-        total = sum(rank.num_decoding for rank in ranks) * self.query + total_prompt
+        total = sum(rank.num_decoding for rank in ranks) * query + total_prompt
         if not total:
             return None
         # TensorRT-LLM's attention-DP balance ratio: the ranks' mean tokens over the busiest's
-        self.balance = total / len(ranks) / (prompt[id(busiest)][0] + busiest.num_decoding * self.query)
+        self.balance = total / len(ranks) / (prompt[id(busiest)][0] + busiest.num_decoding * query)
         decoding = busiest.num_decoding
         context = (busiest.context_base / decoding + step) if decoding else 0.0
         tokens, weighted = prompt[id(busiest)]
@@ -740,7 +747,7 @@ class Engine:
         extra_s = 0.0
         step = replica.step
         for rank in replica.ranks:
-            while rank.swapped and rank.num_sequences < self.max_sequences:
+            while rank.swapped and rank.num_sequences < replica.pool.max_sequences_per_rank:
                 request = rank.swapped[0]
                 context = self.join_context[request]
                 growth = (rank.num_decoding + 1) * self.growth + self.block
@@ -787,7 +794,10 @@ class Engine:
             iteration_paused_sequences=records[10],
             num_preemptions=self.num_preemptions,
             num_swaps=self.num_swaps,
-            cost_evaluations=self.timer.evaluations,
+            cost_evaluations=sum(
+                timer.evaluations
+                for timer in {id(r.pool.timer): r.pool.timer for r in (*self.front, *self.back)}.values()
+            ),
         )
 
 

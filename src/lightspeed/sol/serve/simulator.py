@@ -186,6 +186,14 @@ def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
             f"{deployment.plan.describe()} ({deployment.kv_tokens_per_rank:,} tokens); shorten the requests, "
             "use more GPUs per replica, or a narrower KV format"
         )
+    prefill = deployment.prefill_pool
+    prompt = int(requests.input_tokens.max())
+    if prefill is not None and -(-prompt // block) * block > prefill.kv_tokens_per_rank:
+        raise InvalidPlanError(
+            f"a prompt of {prompt:,} tokens does not fit the KV cache of one rank of the prefill pool "
+            f"({prefill.kv_tokens_per_rank:,} tokens); shorten the prompts or give the prefill pool more "
+            "GPUs (--prefill-tp, --prefill-pp)"
+        )
 
 
 def _sequence_cap(deployment: SimulatedDeployment) -> str:
@@ -251,8 +259,15 @@ def _assumptions(deployment: SimulatedDeployment, workload: ServingWorkload) -> 
             f"sequence), a draft step at {process.draft_cost_fraction:.0%} of a decode step"
         )
     if deployment.plan.disaggregated is not None:
+        shape = deployment.plan.prefill_shape
         lines.append(
-            "disaggregated: prompts prefill in the prefill pool, their KV cache crosses "
+            (
+                ""
+                if shape is None
+                else f"prefill pool of its own shape ({shape.describe()}; its ranks, KV cache and "
+                "iteration cost its own); "
+            )
+            + "disaggregated: prompts prefill in the prefill pool, their KV cache crosses "
             + ("the scale-out network" if deployment.transfer_crosses_domains else "the scale-up domain")
             + " to the decode pool; the first token reaches the user when the decode pool takes the sequence"
         )

@@ -389,7 +389,8 @@ def _pools(row: PublishedRow, replicas: int, tp: int, one_pool: bool) -> tuple[t
     """(the plan's ``disaggregated``, note): the prefill and decode replicas the row counts, each of
     the row's replica shape; ``None`` where the row counts none or its figure is of one pool. A row
     naming disaggregation without the counts, or counts that are not its replicas, or pools of
-    different TPs, is refused."""
+    different TPs (which the engine models, ``--prefill-tp``, but this reader does not read), is
+    refused."""
     stated = _stated_pools(row)
     if stated is None:
         named = _first_match(row, _DISAGGREGATION, _LAYOUT_CELLS)
@@ -405,8 +406,9 @@ def _pools(row: PublishedRow, replicas: int, tp: int, one_pool: bool) -> tuple[t
     pool_tps = {int(match.group(1)) for match in _DEGREE_LABELS["tp"].finditer(text)}
     if pool_tps - {tp}:
         raise RowError(
-            f"the pools run TP {', '.join(str(value) for value in sorted(pool_tps | {tp}))}; lightspeed "
-            "models prefill and decode pools of one replica shape"
+            f"the pools run TP {', '.join(str(value) for value in sorted(pool_tps | {tp}))}; the row reader "
+            "reads one replica shape for both pools (predict it with plan infer --disaggregated P:D "
+            "--prefill-tp T ...)"
         )
     if prefill + decode != replicas:
         raise RowError(
