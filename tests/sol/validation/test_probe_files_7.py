@@ -73,13 +73,11 @@ SERVING_REFUSED = {
     # (DeepSeek-V3.2's Y102, Y103, Y119 and GLM-5.2's rows were refused for DeepSeek Sparse Attention
     # until 6 Dec, when it was modelled)
     "Y116": "Gated DeltaNet",  # Qwen3.5: three linear-attention layers in four
-    "Y118": "replicas, but the row's GPUs hold",  # 4 prefill instances of 4 GPUs, 1 decode of 8
     "Y104": "no ISL/OSL",  # a context-only iteration's latency
     "Y112": "no ISL/OSL",  # a shared system prompt and a question: prefix caching
     "Y114": "no ISL/OSL",  # the post gives no lengths
     "Y105": "names no accelerator",  # LMDeploy's page names nodes, not their GPUs
     "Y106": "names no accelerator",
-    "Y113": "without its pools",  # prefill TP 1 and decode TP 4: pools of different shapes
     "Y115": "names no accelerator",  # no node count, and the NICs counted in the hardware cell
 }
 

@@ -8,6 +8,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import load_stack
+from lightspeed.sol.infer.plan import PoolShape
 from lightspeed.sol.validation.infer_layout import stated_layout
 from lightspeed.sol.validation.infer_load import row_requests
 from lightspeed.sol.validation.infer_precision import precision
@@ -16,6 +17,9 @@ from lightspeed.sol.validation.published import PublishedRow, RowError, degree_c
 from lightspeed.sol.validation.readings import infer_key
 from lightspeed.sol.validation.rows import read_plan
 from lightspeed.workload import ModelRegistry
+from probes import probe
+
+_rows_10, _read_serving_10 = probe("probe-serving-10.tsv")
 
 
 def _row(**cells: str) -> PublishedRow:
@@ -160,3 +164,26 @@ def test_maxtexts_per_device_batch_counts_devices(
     )
     assert plan.micro_batch_sizes == (micro,)
     assert any("per_device_batch_size counts devices" in note for note in notes) == (micro == 4)
+
+
+# id: (pools P:D, decode (TP, attention groups, EP), the prefill pool's shape), read by hand
+POOLS_BY_HAND: dict[str, tuple[tuple[int, int], tuple[int, int, int], PoolShape]] = {
+    # vLLM's GLM-5.2 post: '4 Prefill (TP1 DP4 EP, 4 GPUs each = 16) + 1 Decode (TP1 DP8 EP = 8)'
+    "Y118": ((4, 1), (1, 8, 8), PoolShape(tp=1, ep=4, dp_attention=4)),
+    # llm-d's gpt-oss report: '8 TP=1 prefills on one 8x H200 node + 2 TP=4 decoders on a second'
+    "Y113": ((8, 2), (4, 1, 1), PoolShape(tp=1)),
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(POOLS_BY_HAND))
+def test_pools_written_each_with_its_own_degrees(
+    catalog: Catalog, models: ModelRegistry, row_id: str
+) -> None:
+    """Both had been refused ('pools of one replica shape'; 'without its pools')."""
+    pools, decode, prefill = POOLS_BY_HAND[row_id]
+    spec = _read_serving_10(row_id, catalog, models)
+    plan = spec.plan
+    assert plan.disaggregated == pools
+    assert (plan.tp, plan.dp_attention, plan.ep) == decode
+    assert plan.prefill_shape == prefill
+    assert plan.num_gpus == spec.num_gpus

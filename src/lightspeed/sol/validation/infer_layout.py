@@ -40,7 +40,7 @@ from typing import Final, NamedTuple
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError
-from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.infer.plan import InferencePlan, PoolShape, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.validation import infer_precision
 from lightspeed.sol.validation.infer_load import RowSimulation, fitting_split, mlperf_split
 from lightspeed.sol.validation.infer_precision import RowPrecision
@@ -436,6 +436,107 @@ def gpus_from_layout(row: PublishedRow, stated: StatedLayout) -> tuple[int, str]
     return gpus, f"GPUs not reported: TP x PP x replicas = {stated.tp} x {pp} x {copies} = {gpus}{unstated}"
 
 
+# Each pool counted with its own degrees, as vLLM's and Dynamo's P/D posts write them: a count and
+# the pool's degrees in parentheses (``4 Prefill (TP1 DP4 EP, 4 GPUs each) + 1 Decode (TP1 DP8 EP)``)
+# or before the pool's name (``8 TP=1 prefills ... + 2 TP=4 decoders``).
+_POOL_WITH_DEGREES: Final = {
+    phase: re.compile(
+        rf"(?<![\w.])(\d+)\s*(?:x\s*)?{phase}\w*\s*\(([^)]*)\)"
+        rf"|(?<![\w.])(\d+)\s*(?:x\s*)?(tp\s*[=:]?\s*\d+)\s+{phase}\w*",
+        re.IGNORECASE,
+    )
+    for phase in ("prefill", "decode")
+}
+
+
+class _PoolDegrees(NamedTuple):
+    """One pool as a row writes it: its replicas and each replica's TP, PP, attention groups, EP."""
+
+    replicas: int
+    tp: int
+    pp: int
+    groups: int
+    ep: int
+
+
+def _pool_degrees(row: PublishedRow, model: TransformerSpec) -> tuple[_PoolDegrees, _PoolDegrees] | None:
+    """(prefill, decode) pools each written with its own degrees (:data:`_POOL_WITH_DEGREES`) in a
+    layout cell; ``None`` where no cell writes both. A pool's DP is attention groups, its experts
+    over TP x DP where it names expert parallelism without a degree (vLLM's ``-ep``), on an MoE
+    only; a dense pool's DP is refused (replicas inside a pool are more pools)."""
+    for _, text in _texts(row, _LAYOUT_CELLS):
+        found = [_POOL_WITH_DEGREES[phase].search(text) for phase in ("prefill", "decode")]
+        if found[0] is None or found[1] is None:
+            continue
+        pools = []
+        for match in found:
+            assert match is not None
+            count, words = (
+                (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            )
+            degrees = {
+                name: (int(hit.group(1)) if (hit := _DEGREE_LABELS[name].search(words)) else None)
+                for name in ("tp", "pp", "ep", "dp")
+            }
+            tp, pp, groups = degrees["tp"] or 1, degrees["pp"] or 1, degrees["dp"] or 1
+            if groups > 1 and model.moe is None:
+                raise RowError(
+                    f"a pool of DP {groups} on dense {model.name} ('{match.group(0)}'): write its replicas "
+                    "as the pool's count"
+                )
+            named_ep = re.search(r"\bep\b|expert", words, re.IGNORECASE) is not None
+            ep = degrees["ep"] or (tp * groups if named_ep and model.moe is not None else 1)
+            pools.append(_PoolDegrees(int(count), tp, pp, groups, ep))
+        return pools[0], pools[1]
+    return None
+
+
+def _pooled_deployment(
+    row: PublishedRow,
+    model: TransformerSpec,
+    num_gpus: int,
+    precision: RowPrecision,
+    pools: tuple[_PoolDegrees, _PoolDegrees],
+) -> tuple[InferencePlan, list[str]]:
+    """The plan of a row whose prefill and decode pools each have their own degrees; their GPUs
+    must be the row's."""
+    prefill, decode = pools
+    prefill_gpus = prefill.tp * prefill.pp * prefill.groups
+    decode_gpus = decode.tp * decode.pp * decode.groups
+    used = prefill.replicas * prefill_gpus + decode.replicas * decode_gpus
+    if used != num_gpus:
+        raise RowError(
+            f"{prefill.replicas} prefill replicas of {prefill_gpus} GPUs and {decode.replicas} decode "
+            f"replicas of {decode_gpus} use {used} GPUs, not the {num_gpus} the row reports"
+        )
+    shape = PoolShape(tp=prefill.tp, pp=prefill.pp, ep=prefill.ep, dp_attention=prefill.groups)
+    decode_shape = PoolShape(tp=decode.tp, pp=decode.pp, ep=decode.ep, dp_attention=decode.groups)
+    kv_precision = infer_precision.kv_precision(row)
+    plan = InferencePlan(
+        tp=decode.tp,
+        pp=decode.pp,
+        ep=decode.ep,
+        dp_attention=decode.groups,
+        disaggregated=(prefill.replicas, decode.replicas),
+        prefill_shape=None if shape == decode_shape else shape,
+        precision=precision.format,
+        activation_precision=precision.activation,
+        effective_bits=precision.effective_bits,
+        kv_precision=kv_precision,
+        kv_replication=model.attention.kind != "mla"
+        and max(decode.tp, prefill.tp) > model.attention.num_kv_heads,
+    )
+    note = (
+        f"disaggregated: {prefill.replicas} prefill replicas ({shape.describe()}) and "
+        f"{decode.replicas} decode replicas ({decode_shape.describe()}), each pool's degrees as the "
+        "row writes them"
+    )
+    notes = [precision[1], note]
+    if kv_precision is not None:
+        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+    return plan, notes
+
+
 def deployment(
     row: PublishedRow,
     model: TransformerSpec,
@@ -449,6 +550,9 @@ def deployment(
     """The deployment a row describes (degrees, attention data parallelism, pools, formats) and
     notes; ``precision`` is the row's format, ``tp`` replaces a TP no cell states, ``one_pool`` says
     the figure is of a prefill or decode pool on its own."""
+    pooled = None if one_pool else _pool_degrees(row, model)
+    if pooled is not None:
+        return _pooled_deployment(row, model, num_gpus, precision, pooled)
     _check_expert_parallel_degree(row, model, stated)
     tp, pp, ep, groups, layout_notes = _parallel_degrees(row, model, num_gpus, stated, tp)
     if ep > 1 and tp * groups == 1:  # one-GPU replicas: the engine would say "try ep=1"
