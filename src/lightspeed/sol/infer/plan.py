@@ -201,13 +201,18 @@ class PoolShape(Record):
         return self.tp * self.dp_attention * self.pp
 
     def describe(self) -> str:
-        """``tp=1 pp=1 ep=4 dp-attention=4`` (degrees above 1 only, TP and PP always)."""
-        parts = [f"tp={self.tp}", f"pp={self.pp}"]
-        if self.ep > 1:
-            parts.append(f"ep={self.ep}")
-        if self.dp_attention > 1:
-            parts.append(f"dp-attention={self.dp_attention}")
-        return " ".join(parts)
+        """``tp=1 pp=1 ep=4 dp-attention=4`` (:func:`_degrees_text`)."""
+        return " ".join(_degrees_text(self.tp, self.pp, self.ep, self.dp_attention))
+
+
+def _degrees_text(tp: int, pp: int, ep: int, dp_attention: int) -> list[str]:
+    """``tp=T``, ``pp=P`` and, above 1, ``ep=E`` and ``dp-attention=A``."""
+    parts = [f"tp={tp}", f"pp={pp}"]
+    if ep > 1:
+        parts.append(f"ep={ep}")
+    if dp_attention > 1:
+        parts.append(f"dp-attention={dp_attention}")
+    return parts
 
 
 MAX_POOL_DEGREE: Final = 1 << 16
@@ -351,11 +356,7 @@ class InferencePlan(Record):
 
     def describe(self) -> str:
         """Compact text such as ``tp=8 pp=2 ep=8 x4 replicas fp8``."""
-        parts = [f"tp={self.tp}", f"pp={self.pp}"]
-        if self.ep > 1:
-            parts.append(f"ep={self.ep}")
-        if self.dp_attention > 1:
-            parts.append(f"dp-attention={self.dp_attention}")
+        parts = _degrees_text(self.tp, self.pp, self.ep, self.dp_attention)
         if self.disaggregated is not None:
             parts.append(f"disaggregated {self.disaggregated[0]}P:{self.disaggregated[1]}D")
             if self.prefill_shape is not None:
