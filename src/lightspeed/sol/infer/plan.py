@@ -186,14 +186,7 @@ class PoolShape(Record):
     dp_attention: int = 1
 
     def __post_init__(self) -> None:
-        for label, value in (
-            ("tp", self.tp),
-            ("pp", self.pp),
-            ("ep", self.ep),
-            ("dp_attention", self.dp_attention),
-        ):
-            if not 1 <= value <= MAX_POOL_DEGREE:
-                raise InvalidPlanError(f"prefill {label} must be 1 to {MAX_POOL_DEGREE:,} (got {value})")
+        _check_degrees("prefill ", tp=self.tp, pp=self.pp, ep=self.ep, dp_attention=self.dp_attention)
 
     @property
     def gpus(self) -> int:
@@ -215,7 +208,11 @@ def _degrees_text(tp: int, pp: int, ep: int, dp_attention: int) -> list[str]:
     return parts
 
 
-MAX_POOL_DEGREE: Final = 1 << 16
+def _check_degrees(prefix: str, **degrees: int) -> None:
+    """Refuse a parallel degree below 1 (``prefix`` names whose, e.g. ``prefill ``)."""
+    for label, value in degrees.items():
+        if value < 1:
+            raise InvalidPlanError(f"{prefix}{label} must be >= 1 (got {value})")
 
 
 @dataclass(frozen=True)
@@ -265,15 +262,9 @@ class InferencePlan(Record):
     prefill_shape: PoolShape | None = None
 
     def __post_init__(self) -> None:
-        for label, value in (
-            ("tp", self.tp),
-            ("pp", self.pp),
-            ("ep", self.ep),
-            ("dp_attention", self.dp_attention),
-            ("replicas", self.replicas),
-        ):
-            if value < 1:
-                raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
+        _check_degrees(
+            "", tp=self.tp, pp=self.pp, ep=self.ep, dp_attention=self.dp_attention, replicas=self.replicas
+        )
         _check_choice("precision", self.precision, INFERENCE_PRECISIONS)
         if self.activation_precision is not None:
             _check_choice("activation precision", self.activation_precision, INFERENCE_PRECISIONS)

@@ -121,11 +121,8 @@ class SimulatedDeployment:
     plan: InferencePlan
     hardware: InferenceHardware
     scheduler: SchedulerConfig
-    num_ranks: int
-    kv_tokens_per_rank: int
+    pool: SimulatedPool  # the (decode, or only) pool's ranks, KV cache, caps and timer
     kv_bytes_per_token_per_gpu: float
-    max_sequences_per_rank: int
-    max_batched_tokens_per_rank: int
     separate_prefill: bool  # a step that runs prompts runs no decode (SchedulerConfig.prefill_steps)
     whole_prompts: bool  # a separate step admits a prompt only whole (vLLM V0), not in chunks
     kv_policy: str  # SchedulerConfig.kv_policy, or the serving stack's kv_allocation
@@ -133,19 +130,32 @@ class SimulatedDeployment:
     transfer_gpus: float  # GPUs of a replica that each send their share of a prompt's KV cache
     transfer_crosses_domains: bool
     speculation: AcceptanceProcess | None
-    timer: IterationTimer
     prefill_pool: SimulatedPool | None = None  # a disaggregated prefill pool of its own shape
 
     @property
-    def pool(self) -> SimulatedPool:
-        """The (decode, or only) pool's ranks, caps and timer."""
-        return SimulatedPool(
-            num_ranks=self.num_ranks,
-            kv_tokens_per_rank=self.kv_tokens_per_rank,
-            max_sequences_per_rank=self.max_sequences_per_rank,
-            max_batched_tokens_per_rank=self.max_batched_tokens_per_rank,
-            timer=self.timer,
-        )
+    def num_ranks(self) -> int:
+        """Attention ranks of a (decode, or only) replica."""
+        return self.pool.num_ranks
+
+    @property
+    def kv_tokens_per_rank(self) -> int:
+        """KV cache of one such rank, in tokens."""
+        return self.pool.kv_tokens_per_rank
+
+    @property
+    def max_sequences_per_rank(self) -> int:
+        """Sequences one such rank admits."""
+        return self.pool.max_sequences_per_rank
+
+    @property
+    def max_batched_tokens_per_rank(self) -> int:
+        """Tokens one such rank runs an iteration."""
+        return self.pool.max_batched_tokens_per_rank
+
+    @property
+    def timer(self) -> IterationTimer:
+        """The iteration timer of the (decode, or only) replicas' shape."""
+        return self.pool.timer
 
     @property
     def resolved_scheduler(self) -> SchedulerConfig:
@@ -281,11 +291,8 @@ def simulated_deployment(
         plan=plan,
         hardware=hardware,
         scheduler=config,
-        num_ranks=pool.num_ranks,
-        kv_tokens_per_rank=pool.kv_tokens_per_rank,
+        pool=pool,
         kv_bytes_per_token_per_gpu=per_token,
-        max_sequences_per_rank=pool.max_sequences_per_rank,
-        max_batched_tokens_per_rank=pool.max_batched_tokens_per_rank,
         separate_prefill=separate,
         whole_prompts=whole,
         kv_policy=config.kv_policy or hardware.serving.kv_allocation,
@@ -293,7 +300,6 @@ def simulated_deployment(
         transfer_gpus=transfer,
         transfer_crosses_domains=crosses,
         speculation=speculation,
-        timer=pool.timer,
         prefill_pool=prefill_pool,
     )
 
