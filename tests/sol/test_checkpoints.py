@@ -13,7 +13,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, InvalidPlanError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, search_inference
 from lightspeed.sol.infer.checkpoints import checkpoint_for, load_checkpoints
-from lightspeed.sol.serve.goodput_search import plan_from_description
+from lightspeed.sol.serve.goodput_search import search_goodput
+from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.workload import ModelRegistry
 
 GIB = 2**30
@@ -157,8 +158,22 @@ def test_a_search_keeps_the_attention_weights(models: ModelRegistry, catalog: Ca
     assert requested.best.memory_bytes["weights"] < default.best.memory_bytes["weights"]
 
 
-def test_a_described_plan_keeps_its_attention_weights() -> None:
-    plan = InferencePlan(tp=2, replicas=2, precision="mxfp4", attention_weights="bf16")
-    again = plan_from_description(plan.describe())
-    assert (again.tp, again.replicas, again.precision, again.attention_weights) == (2, 2, "mxfp4", "bf16")
-    assert plan_from_description(InferencePlan(precision="fp8").describe()).attention_weights is None
+def test_the_goodput_search_simulates_its_finalists_in_their_attention_weights(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    """The finalists the simulator ranks are the frontier's own plans (they were read back from
+    their descriptions, which carry neither the KV replication nor an expert placement)."""
+    found = search_goodput(
+        model=models.get("gpt-oss-20b"),
+        cluster=catalog.resolve_cluster("dgx-h100", 1),
+        load=ServingLoad(1024, 256),
+        slo=ServiceLevel(ttft_s=2.0, tpot_s=0.05),
+        rate_per_s=2.0,
+        precision="mxfp4",
+        attention_weights="fp8",
+        num_requests=40,
+        finalists=2,
+    )
+    assert all(point.deployment.attention_weights == "fp8" for point in found.analytic.frontier)
+    assert all(point.plan == point.deployment.describe() for point in found.analytic.frontier)
+    assert {entry.plan.attention_weights for entry in found.ranking} == {"fp8"}

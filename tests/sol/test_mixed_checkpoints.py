@@ -14,10 +14,15 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, InvalidPlanError
-from lightspeed.sol import InferenceEstimate, InferencePlan, ServingLoad, estimate_inference
+from lightspeed.sol import (
+    InferenceEstimate,
+    InferencePlan,
+    ServingLoad,
+    estimate_inference,
+    search_inference,
+)
 from lightspeed.sol.infer.iteration import gemm_time_s, inference_hardware_for
 from lightspeed.sol.infer.plan import resolve_precisions
-from lightspeed.sol.serve.goodput_search import plan_from_description
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload, load_mlperf_workloads
 from lightspeed.sol.validation.infer_rows import read_inference_row
 from lightspeed.sol.validation.published import read_table
@@ -203,6 +208,12 @@ def test_mlperf_rows_read_the_submitted_checkpoint(
     assert any("the checkpoint the MLPerf v4.1 code builds" in note for note in specs["X3"].assumptions)
 
 
-def test_a_described_mixed_plan_reads_back() -> None:
-    plan = InferencePlan(tp=2, replicas=4, precision="nvfp4", effective_bits=7.25)
-    assert plan_from_description(plan.describe()) == plan
+def test_a_search_keeps_the_mix_in_every_frontier_plan(models: ModelRegistry, catalog: Catalog) -> None:
+    """The frontier's plans (which the goodput search simulates) are mixed as the search was asked."""
+    model, cluster = models.get("llama-2-70b"), catalog.resolve_cluster("dgx-b200")
+    mixed = search_inference(
+        model=model, cluster=cluster, load=ServingLoad(1024, 128), precision="nvfp4", effective_bits=7.25
+    )
+    assert {point.deployment.effective_bits for point in mixed.frontier} == {7.25}
+    assert all(point.plan == point.deployment.describe() for point in mixed.frontier)
+    assert all("(7.25 effective bits)" in point.plan for point in mixed.frontier)

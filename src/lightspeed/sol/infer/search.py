@@ -6,7 +6,10 @@ limit, evaluated in one vectorized pass of the same steady-state model that
 ``plan infer`` uses. A point is *feasible* when it fits and meets the TTFT and
 TPOT bounds; the best maximizes output tokens per second per GPU. The Pareto
 frontier keeps the points no other point beats on both tokens/s per GPU and
-tokens/s per user (``1 / TPOT``).
+tokens/s per user (``1 / TPOT``). Split into prefill and decode pools, a
+decode pool is paired with prefill replicas of its own shape and of each shape on
+the prefill front (:func:`prefill_front`): a pool's prompt rate and prompt time
+depend on its replicas' shape alone.
 
 The serving engine's twin of :mod:`lightspeed.sol.train.search` (the same concept for training).
 """
@@ -14,6 +17,7 @@ The serving engine's twin of :mod:`lightspeed.sol.train.search` (the same concep
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,7 +33,7 @@ from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
-from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.infer.plan import InferencePlan, PoolShape, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.serving import (
     Deployments,
     PoolSplit,
@@ -37,6 +41,7 @@ from lightspeed.sol.infer.serving import (
     ServingContext,
     continuous,
     disaggregated,
+    prefill_pool_arrays,
 )
 from lightspeed.units import format_duration
 from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at
@@ -70,9 +75,11 @@ MAX_PIPELINE = 16
 
 @dataclass(frozen=True)
 class FrontierPoint(Record):
-    """One deployment and batch on the throughput-latency Pareto frontier."""
+    """One deployment and batch on the throughput-latency Pareto frontier: ``plan`` describes
+    ``deployment`` (:meth:`InferencePlan.describe`)."""
 
     plan: str
+    deployment: InferencePlan
     batch_per_replica: float
     output_tokens_per_s_per_gpu: float
     output_tokens_per_s_per_user: float
@@ -98,9 +105,13 @@ class InferenceSearchResult(Record):
     constraints: tuple[str, ...]
 
 
+Stage = tuple[int, int, int, int]  # one replica's (tp, dp_attention, ep, pp)
+
+
 @dataclass(frozen=True)
 class _Shapes:
-    """Replica shapes (one row per shape) as columns."""
+    """Replica shapes (one row per shape) as columns; a prefill replica's degrees where the pools
+    are split (the decode replica's own where they share a shape, and when aggregated)."""
 
     tp: np.ndarray
     dp_attention: np.ndarray
@@ -108,11 +119,31 @@ class _Shapes:
     pp: np.ndarray
     prefill: np.ndarray  # prefill replicas (0: aggregated)
     decode: np.ndarray  # decode replicas, or all replicas when aggregated
+    prefill_tp: np.ndarray
+    prefill_dp_attention: np.ndarray
+    prefill_ep: np.ndarray
+    prefill_pp: np.ndarray
     expert_imbalance: np.ndarray  # busiest GPU's routed-expert load over the mean
     physical_experts: np.ndarray  # routed experts with replicas (0: the model's own)
 
     def select(self, index: np.ndarray) -> _Shapes:
         return _Shapes(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
+
+    @property
+    def prefill_stage(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A prefill replica's (tp, pp, ep, dp_attention), as :class:`PoolSplit` takes them."""
+        return self.prefill_tp, self.prefill_pp, self.prefill_ep, self.prefill_dp_attention
+
+    @property
+    def own_prefill_shape(self) -> np.ndarray:
+        """Whether a point's prefill replicas differ from its decode replicas."""
+        differs = (
+            (self.prefill_tp != self.tp)
+            | (self.prefill_dp_attention != self.dp_attention)
+            | (self.prefill_ep != self.ep)
+            | (self.prefill_pp != self.pp)
+        )
+        return np.asarray((self.prefill > 0) & differs)
 
 
 def _tp_values(model: TransformerSpec, num_gpus: int, max_tp: int) -> list[int]:
@@ -138,11 +169,11 @@ def _expert_values(model: TransformerSpec, stage_gpus: int) -> list[int]:
     ]
 
 
-def replica_shapes(
-    model: TransformerSpec, num_gpus: int, max_tp: int, split_pools: bool, attention_dp: bool = True
-) -> list[tuple[int, ...]]:
-    """Every (tp, dp_attention, ep, pp, prefill replicas, decode replicas) that tiles ``num_gpus``."""
-    shapes: list[tuple[int, ...]] = []
+def replica_stages(
+    model: TransformerSpec, num_gpus: int, max_tp: int, attention_dp: bool = True
+) -> list[Stage]:
+    """Every (tp, dp_attention, ep, pp) of one replica whose GPUs divide ``num_gpus``."""
+    stages: list[Stage] = []
     attention_groups = divisors(num_gpus) if model.moe is not None and attention_dp else [1]
     for tp in _tp_values(model, num_gpus, max_tp):
         for dp in attention_groups:
@@ -152,21 +183,51 @@ def replica_shapes(
             for pp in divisors(num_gpus // stage):
                 if pp > min(model.num_layers, MAX_PIPELINE):
                     continue
-                replicas = num_gpus // (stage * pp)
-                pools = [(0, replicas)]
-                if split_pools:
-                    pools += [(p, replicas - p) for p in range(1, replicas)]
-                for ep in _expert_values(model, stage):
-                    shapes.extend((tp, dp, ep, pp, p, d) for p, d in pools)
+                stages.extend((tp, dp, ep, pp) for ep in _expert_values(model, stage))
+    return stages
+
+
+def _stage_gpus(stage: Stage) -> int:
+    tp, dp, _, pp = stage
+    return tp * dp * pp
+
+
+def replica_shapes(
+    model: TransformerSpec,
+    num_gpus: int,
+    max_tp: int,
+    split_pools: bool,
+    *,
+    attention_dp: bool = True,
+    prefill_stages: Sequence[Stage] = (),
+) -> list[tuple[int, ...]]:
+    """Every (tp, dp_attention, ep, pp, prefill replicas, decode replicas, prefill tp,
+    dp_attention, ep, pp) that tiles ``num_gpus``: one replica shape for every replica, and with
+    ``split_pools`` prefill and decode pools, the prefill replicas of the decode replicas' shape
+    or of any of ``prefill_stages`` that tiles the GPUs the decode pool leaves."""
+    shapes: list[tuple[int, ...]] = []
+    for stage in replica_stages(model, num_gpus, max_tp, attention_dp):
+        gpus = _stage_gpus(stage)
+        replicas = num_gpus // gpus
+        shapes.append((*stage, 0, replicas, *stage))
+        if not split_pools:
+            continue
+        for decode in range(replicas - 1, 0, -1):
+            left = num_gpus - decode * gpus
+            for prefill_stage in [stage, *(other for other in prefill_stages if other != stage)]:
+                if left % _stage_gpus(prefill_stage) == 0:
+                    shapes.append((*stage, left // _stage_gpus(prefill_stage), decode, *prefill_stage))
     return shapes
 
 
 def _columns(shapes: list[tuple[int, ...]]) -> _Shapes:
-    array = np.asarray(shapes, dtype=np.float64).reshape(-1, 6)
-    tp, dp_attention, ep, pp, prefill, decode = (array[:, i] for i in range(6))
+    array = np.asarray(shapes, dtype=np.float64).reshape(-1, 10)
+    tp, dp, ep, pp, prefill, decode, prefill_tp, prefill_dp, prefill_ep, prefill_pp = array.T
     zeros = np.zeros(len(array))
     # expert imbalance 0: the routing skew at each shape's EP size
-    return _Shapes(tp, dp_attention, ep, pp, prefill, decode, expert_imbalance=zeros, physical_experts=zeros)
+    return _Shapes(
+        tp, dp, ep, pp, prefill, decode, prefill_tp, prefill_dp, prefill_ep, prefill_pp, zeros, zeros
+    )
 
 
 def _with_balance(shapes: _Shapes, balance: ExpertBalance | None, domain_size: int) -> _Shapes:
@@ -218,10 +279,13 @@ def _evaluate(ctx: ServingContext, shapes: _Shapes, batch: np.ndarray) -> Servin
     split = PoolSplit(
         prefill_replicas=np.maximum(shapes.prefill, 1.0),
         decode_replicas=shapes.decode,
-        gpus_per_replica=shapes.tp * shapes.pp,
+        # the KV cache leaves over the smaller pool's GPUs (as pool_split has it)
+        gpus_per_replica=np.minimum(shapes.prefill_tp * shapes.prefill_pp, shapes.tp * shapes.pp),
         kv_bytes_per_token_per_replica=np.full(batch.shape, float(prompt_kv)),
-        crosses_domains=(shapes.prefill + shapes.decode) * shapes.tp * shapes.dp_attention * shapes.pp
+        crosses_domains=shapes.prefill * shapes.prefill_tp * shapes.prefill_dp_attention * shapes.prefill_pp
+        + shapes.decode * shapes.tp * shapes.dp_attention * shapes.pp
         > inference_hardware.hardware.domain_size,
+        prefill_shape=shapes.prefill_stage,
     )
     split_arrays = disaggregated(deployments, ctx, split)
     pooled = shapes.prefill > 0
@@ -264,6 +328,14 @@ def _plan_of(
     """The deployment of point ``index``, in the weight formats of ``formats``."""
     tp, dp, ep, pp = (int(getattr(shapes, name)[index]) for name in ("tp", "dp_attention", "ep", "pp"))
     prefill, decode = int(shapes.prefill[index]), int(shapes.decode[index])
+    prefill_shape = None
+    if shapes.own_prefill_shape[index]:
+        prefill_shape = PoolShape(
+            tp=int(shapes.prefill_tp[index]),
+            pp=int(shapes.prefill_pp[index]),
+            ep=int(shapes.prefill_ep[index]),
+            dp_attention=int(shapes.prefill_dp_attention[index]),
+        )
     return InferencePlan(
         tp=tp,
         pp=pp,
@@ -276,6 +348,7 @@ def _plan_of(
         kv_replication=model.attention.kind != "mla" and tp > model.attention.num_kv_heads,
         speculative=speculative,
         disaggregated=(prefill, decode) if prefill > 0 else None,
+        prefill_shape=prefill_shape,
         expert_imbalance=float(shapes.expert_imbalance[index]) or None,  # None: the routing skew
         num_physical_experts=int(shapes.physical_experts[index]) or None,
     )
@@ -313,7 +386,11 @@ def _unreachable(
 
 
 def _constraints(
-    model: TransformerSpec, inference_hardware: InferenceHardware, max_tp: int, num_gpus: int
+    model: TransformerSpec,
+    inference_hardware: InferenceHardware,
+    max_tp: int,
+    num_gpus: int,
+    prefill_stages: Sequence[Stage] = (),
 ) -> tuple[str, ...]:
     fabric = inference_hardware.hardware.fabric
     domain = inference_hardware.hardware.domain_size
@@ -335,6 +412,14 @@ def _constraints(
         lines.append(
             f"EP must divide the {model.moe.num_routed_experts} experts and the GPUs of a stage; "
             "attention data parallelism widens a stage beyond TP"
+        )
+    if prefill_stages:
+        shapes = ", ".join(
+            PoolShape(tp=tp, pp=pp, ep=ep, dp_attention=dp).describe() for tp, dp, ep, pp in prefill_stages
+        )
+        lines.append(
+            "a prefill pool takes the decode replicas' shape or one of those that hold the weights and "
+            f"one prompt and no other beats on both prompts/s per GPU and prompt time: {shapes}"
         )
     return tuple(lines)
 
@@ -364,17 +449,43 @@ class _Request:
         )
 
 
+def prefill_front(ctx: ServingContext, stages: Sequence[Stage]) -> list[Stage]:
+    """The prefill replica shapes worth a pool of their own: of ``stages`` that hold the weights
+    and one prompt, those no other beats on both prompts per second per GPU and a prompt's time
+    in the pool (:func:`~lightspeed.sol.infer.serving.prefill_pool_arrays`), fastest per GPU first.
+    A pool's throughput and TTFT depend on its replicas' shape alone, so no other shape can make a
+    split deployment better on either."""
+    if not stages:
+        return []
+    tp, dp, ep, pp = (np.asarray(column, dtype=np.float64) for column in zip(*stages, strict=True))
+    pools = Deployments(tp=tp, pp=pp, ep=ep, dp_attention=dp, batch=np.ones_like(tp))
+    fits = np.asarray(memory_of(ctx.model, ctx.hardware, pools, ServingLoad(ctx.load.input_tokens, 1)).fits)
+    prefill = prefill_pool_arrays(pools, ctx)
+    per_gpu = np.where(fits, np.asarray(prefill.requests_per_s) / (tp * dp * pp), -np.inf)
+    front = pareto_front(per_gpu, 1.0 / np.asarray(prefill.ttft_s))
+    return [stages[int(index)] for index in front if fits[index]]
+
+
 def _space(
     request: _Request,
-    inference_hardware: InferenceHardware,
+    ctx: ServingContext,
     limit: int,
     *,
     disaggregated: bool,
     attention_dp: bool,
-) -> tuple[_Shapes, np.ndarray]:
-    """Every fitting (replica shape, batch) point, or the error saying why there is none."""
-    model, num_gpus = request.model, request.num_gpus
-    shapes = _columns(replica_shapes(model, num_gpus, limit, disaggregated, attention_dp))
+) -> tuple[_Shapes, np.ndarray, list[Stage]]:
+    """Every fitting (replica shape, batch) point and the prefill shapes tried beside the decode
+    replicas' own (none without a split or with an expert placement, whose EP the pools share),
+    or the error saying why there is none."""
+    model, num_gpus, inference_hardware = request.model, request.num_gpus, ctx.hardware
+    prefill_stages = []
+    if disaggregated and request.expert_balance is None:
+        prefill_stages = prefill_front(ctx, replica_stages(model, num_gpus, limit, attention_dp))
+    shapes = _columns(
+        replica_shapes(
+            model, num_gpus, limit, disaggregated, attention_dp=attention_dp, prefill_stages=prefill_stages
+        )
+    )
     shapes = _with_balance(shapes, request.expert_balance, inference_hardware.hardware.domain_size)
     if shapes.tp.size == 0:
         raise InvalidPlanError(
@@ -393,23 +504,25 @@ def _space(
             nearest_plan=smallest_fitting(model, inference_hardware, plan, request.load),
             no_fit_hint="use more GPUs or a lower precision",
         )
-    return points, batch
+    return points, batch, prefill_stages
 
 
 def _frontier(
     request: _Request, points: _Shapes, batch: np.ndarray, arrays: ServingArrays, front: np.ndarray
 ) -> tuple[FrontierPoint, ...]:
     per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
+    plans = [_plan_of(points, int(i), request.model, request.formats, request.speculative) for i in front]
     return tuple(
         FrontierPoint(
-            plan=_plan_of(points, int(i), request.model, request.formats, request.speculative).describe(),
+            plan=plan.describe(),
+            deployment=plan,
             batch_per_replica=float(batch[i]),
             output_tokens_per_s_per_gpu=float(per_gpu[i]),
             output_tokens_per_s_per_user=1.0 / float(arrays.tpot_s[i]),
             ttft_s=float(arrays.ttft_s[i]),
             tpot_s=float(arrays.tpot_s[i]),
         )
-        for i in front
+        for i, plan in zip(front, plans, strict=True)
     )
 
 
@@ -503,10 +616,11 @@ def search_inference(
     )
     inference_hardware = inference_hardware_for(cluster, request.formats, efficiency, serving, model=model)
     limit = max_tp or inference_hardware.hardware.domain_size
-    points, batch = _space(
-        request, inference_hardware, limit, disaggregated=disaggregated, attention_dp=attention_dp
+    ctx = ServingContext(model, inference_hardware, load, speculative)
+    points, batch, prefill_stages = _space(
+        request, ctx, limit, disaggregated=disaggregated, attention_dp=attention_dp
     )
-    arrays = _evaluate(ServingContext(model, inference_hardware, load, speculative), points, batch)
+    arrays = _evaluate(ctx, points, batch)
     best, front, num_feasible = _select(request, points, arrays, frontier_points)
     plan = _plan_of(points, best, model, request.formats, speculative)
     replicas = plan.disaggregated[1] if plan.disaggregated else plan.replicas
@@ -532,7 +646,7 @@ def search_inference(
         elapsed_s=time.perf_counter() - started,
         best=estimate,
         frontier=_frontier(request, points, batch, arrays, front),
-        constraints=_constraints(model, inference_hardware, limit, request.num_gpus),
+        constraints=_constraints(model, inference_hardware, limit, request.num_gpus, prefill_stages),
     )
 
 
@@ -540,6 +654,8 @@ __all__ = [
     "FrontierPoint",
     "InferenceSearchResult",
     "pareto_front",
+    "prefill_front",
     "replica_shapes",
+    "replica_stages",
     "search_inference",
 ]

@@ -273,8 +273,9 @@ class PoolSplit(Record):
     gpus_per_replica: Array
     kv_bytes_per_token_per_replica: Array
     crosses_domains: Array
-    # a prefill replica's (tp, pp, ep, dp_attention) where they differ from the decode replicas'
-    prefill_shape: tuple[float, float, float, float] | None = None
+    # a prefill replica's (tp, pp, ep, dp_attention) where they differ from the decode replicas':
+    # one value for every deployment, or one each (a search's points)
+    prefill_shape: tuple[Array, Array, Array, Array] | None = None
 
     def prefill_pool(self, deployments: Deployments) -> Deployments:
         """``deployments`` with a prefill replica's degrees (the same where the pools share them)."""
@@ -290,24 +291,44 @@ def kv_transfer_s(split: PoolSplit, load: ServingLoad, inference_hardware: Infer
     return collectives.send_recv_s(inference_hardware.hardware.fabric, per_gpu, split.crosses_domains)
 
 
-def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:
-    """Separate prefill and decode pools (see the module docstring); rates are per deployment."""
-    tau, _ = _tau(ctx.speculative)
-    pp = deployments.pp
-    isl, osl = ctx.load.input_tokens, ctx.load.output_tokens
-    _, decode, step = _decoding(deployments, ctx)
-    tpot = pp * step / tau
-    decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
+@dataclass(frozen=True)
+class PrefillArrays:
+    """What one replica of a prefill pool does with the load's prompts, per deployment: requests
+    it completes per second, and a prompt's time in it (half an iteration's wait for the next to
+    start, then its chunks and the pipeline's fill)."""
+
+    requests_per_s: Array
+    ttft_s: Array
+
+
+def prefill_pool_arrays(prefill_pool: Deployments, ctx: ServingContext) -> PrefillArrays:
+    """:class:`PrefillArrays` of replicas of ``prefill_pool``'s degrees: prompts shorter than the
+    chunk are packed into one iteration, a longer one takes its chunks one after another."""
+    isl = ctx.load.input_tokens
     count, chunk = _chunks(isl, ctx.hardware)
     packed = max(1, ctx.hardware.parameters.prefill_chunk_tokens // isl) if count == 1 else 1
-    prefill_pool = split.prefill_pool(deployments)
     group_prompt = np.ceil(packed / prefill_pool.dp_attention) * chunk
     prefill = _work(
         prefill_pool, ctx, prompt=packed * chunk, requests=packed / count, group_prompt=group_prompt
     ).time_s
-    rate = np.minimum(decode_rate, split.prefill_replicas * packed / (count * prefill))
+    return PrefillArrays(
+        requests_per_s=packed / (count * prefill),
+        ttft_s=prefill / 2.0 + (count + prefill_pool.pp - 1.0) * prefill,
+    )
+
+
+def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:
+    """Separate prefill and decode pools (see the module docstring); rates are per deployment."""
+    tau, _ = _tau(ctx.speculative)
+    pp = deployments.pp
+    osl = ctx.load.output_tokens
+    _, decode, step = _decoding(deployments, ctx)
+    tpot = pp * step / tau
+    decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
+    prefill = prefill_pool_arrays(split.prefill_pool(deployments), ctx)
+    rate = np.minimum(decode_rate, split.prefill_replicas * prefill.requests_per_s)
     transfer = kv_transfer_s(split, ctx.load, ctx.hardware)
-    ttft = prefill / 2.0 + (count + prefill_pool.pp - 1.0) * prefill + transfer + pp * step / 2.0
+    ttft = prefill.ttft_s + transfer + pp * step / 2.0
     return ServingArrays(
         ttft_s=ttft,
         tpot_s=tpot,
@@ -322,11 +343,13 @@ __all__ = [
     "BATCHING_MODES",
     "Deployments",
     "PoolSplit",
+    "PrefillArrays",
     "ServingArrays",
     "ServingContext",
     "continuous",
     "decode_only",
     "disaggregated",
     "kv_transfer_s",
+    "prefill_pool_arrays",
     "static",
 ]

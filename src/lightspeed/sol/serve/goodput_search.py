@@ -20,7 +20,6 @@ queue, so the order can change.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -38,35 +37,6 @@ from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, Se
 from lightspeed.workload import TransformerSpec
 
 DEFAULT_FINALISTS: Final = 6
-_DESCRIPTION: Final = re.compile(
-    r"tp=(?P<tp>\d+) pp=(?P<pp>\d+)(?: ep=(?P<ep>\d+))?(?: dp-attention=(?P<dp>\d+))?"
-    r"(?: disaggregated (?P<prefill>\d+)P:(?P<decode>\d+)D| x(?P<replicas>\d+) replicas?) (?P<precision>\S+)"
-    r"(?: \((?P<bits>[\d.]+) effective bits\))?(?: \(attention (?P<attention>\S+)\))?$"
-)
-
-
-def plan_from_description(text: str) -> InferencePlan:
-    """The plan :meth:`InferencePlan.describe` wrote (``tp=4 pp=1 ep=8 x2 replicas fp8``).
-
-    >>> plan_from_description(InferencePlan(tp=4, ep=4, replicas=2, precision="fp8").describe()).replicas
-    2
-    """
-    match = _DESCRIPTION.match(text.strip())
-    if match is None:
-        raise UserInputError(f"cannot read the deployment {text!r}")
-    fields = match.groupdict()
-    pools = None if fields["prefill"] is None else (int(fields["prefill"]), int(fields["decode"]))
-    return InferencePlan(
-        tp=int(fields["tp"]),
-        pp=int(fields["pp"]),
-        ep=int(fields["ep"] or 1),
-        dp_attention=int(fields["dp"] or 1),
-        replicas=int(fields["replicas"] or 1),
-        precision=fields["precision"],
-        attention_weights=fields["attention"],
-        effective_bits=float(fields["bits"]) if fields["bits"] else None,
-        disaggregated=pools,
-    )
 
 
 @dataclass(frozen=True)
@@ -105,12 +75,14 @@ class GoodputSearchResult(Record):
 def _finalists(
     result: InferenceSearchResult, count: int, speculative: SpeculativeDecoding | None
 ) -> list[tuple[InferencePlan, float]]:
-    chosen: dict[str, float] = {result.best.plan.describe(): result.best.output_tokens_per_s_per_gpu}
+    best = result.best.plan
+    chosen: dict[str, tuple[InferencePlan, float]] = {
+        best.describe(): (best, result.best.output_tokens_per_s_per_gpu)
+    }
     for point in sorted(result.frontier, key=lambda point: -point.output_tokens_per_s_per_gpu):
-        chosen.setdefault(point.plan, point.output_tokens_per_s_per_gpu)
+        chosen.setdefault(point.plan, (point.deployment, point.output_tokens_per_s_per_gpu))
     plans = []
-    for text, rate in list(chosen.items())[:count]:
-        plan = plan_from_description(text)
+    for plan, rate in list(chosen.values())[:count]:
         plans.append((plan.with_changes(speculative=speculative) if speculative else plan, rate))
     return plans
 
@@ -228,4 +200,4 @@ def _rank(
     )
 
 
-__all__ = ["GoodputSearchResult", "RankedDeployment", "plan_from_description", "search_goodput"]
+__all__ = ["GoodputSearchResult", "RankedDeployment", "search_goodput"]
