@@ -123,6 +123,7 @@ class _Rank:
 
 class _Replica:
     __slots__ = (
+        "blocked",
         "busy",
         "duration",
         "finishing",
@@ -149,6 +150,7 @@ class _Replica:
         self.pool = pool  # its ranks, KV cache, caps and iteration timer
         self.ranks = [_Rank(pool.kv_tokens_per_rank) for _ in range(pool.num_ranks)]
         self.waiting: deque[int] = deque()
+        self.blocked = False  # the first waiting request found no rank with room (see _admit)
         self.step = 0
         self.finishing: list[tuple[int, int, int]] = []  # (finish step, epoch, request)
         self.busy = False
@@ -372,7 +374,9 @@ class Engine:
             return
         duration = replica.pool.timer.seconds(*shape)
         steps = 0 if self.separate and self.chunks else 1  # a prompt-only step advances no decode
-        if not (self.chunks or extra_s or replica.waiting):
+        # a queue whose first request found no room waits for a completion (a rank's room only
+        # shrinks as its sequences decode), which ends a stretch anyway
+        if not (self.chunks or extra_s or (replica.waiting and not replica.blocked)):
             steps, duration = self._stretch(replica, time, duration, shape)
         duration += extra_s
         replica.busy = True
@@ -483,6 +487,7 @@ class Engine:
         """Admit waiting requests in arrival order while a rank has room (see the module), those
         that had come by ``formed_s``."""
         waiting, entered = replica.waiting, self.entered
+        replica.blocked = False
         while waiting:
             request = waiting[0]
             if entered[request] > formed_s:
@@ -491,6 +496,7 @@ class Engine:
             prompt = self.prefill_length[request] - self.prefill_done[request]
             index = self._pick_rank(replica, budgets, need, prompt)
             if index is None:
+                replica.blocked = True
                 return
             rank = replica.ranks[index]
             waiting.popleft()
