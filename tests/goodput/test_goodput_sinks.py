@@ -143,6 +143,8 @@ def _wandb_records(path: Path) -> list[Any]:
             continue
         _, length, kind = struct.unpack("<IHB", data[position : position + 7])
         payload = data[position + 7 : position + 7 + length]
+        if len(payload) < length:  # W&B's service is still writing this chunk: read it on the next poll
+            break
         position += 7 + length
         pending += payload
         if kind in (1, 4):
