@@ -271,7 +271,10 @@ class ServingStack(Record):
     """One inference-server profile (``[serving.*]`` in ``sol/data/stacks.toml``).
 
     ``cuda_graphs``: decode steps replay CUDA graphs, so the host issues no kernel
-    (else it issues each one, ``kernel_launch_s``, ahead of the GPU);
+    (else it issues each one, ``kernel_launch_s``, ahead of the GPU); a step that carries prompt
+    tokens replays them only up to ``prefill_graph_tokens`` tokens in the step (vLLM V1's
+    piecewise graphs; 0: never, as SGLang's extend batches and TensorRT-LLM's decode-only graphs),
+    above which the host issues its kernels;
     ``overlap_scheduler``: the host's per-step work (``iteration_overhead_s``) runs
     while the GPU computes the previous step, so it costs only what the GPU time
     does not cover, and a request that arrives during a step joins the iteration after the next
@@ -325,6 +328,8 @@ class ServingStack(Record):
     kernel_fit_group: str = ""
     host_fit_group: str = ""
     cuda_graphs: bool = False
+    prefill_graph_tokens: int = 0
+    prefill_graph_source: str = ""
     overlap_scheduler: bool = False
     overlap_with_pipeline: bool = True
     launch_source: str = ""
@@ -399,6 +404,17 @@ class ServingStack(Record):
         result: FloatArray = self.iteration_overhead_s + self.host_per_sequence_s * np.asarray(
             sequences, dtype=np.float64
         )
+        return result
+
+    def issues_kernels(self, prompt_tokens: ArrayLike, step_tokens: ArrayLike) -> FloatArray:
+        """1.0 where the host issues every kernel of a step with ``prompt_tokens`` prompt tokens
+        among ``step_tokens`` tokens, else 0.0: always without CUDA graphs; with them, a step that
+        carries prompt tokens beyond what the server's graphs cover (``prefill_graph_tokens``)."""
+        if not self.cuda_graphs:
+            return np.ones(np.shape(np.asarray(prompt_tokens)), dtype=np.float64)
+        prompt = np.asarray(prompt_tokens, dtype=np.float64)
+        step = np.asarray(step_tokens, dtype=np.float64)
+        result: FloatArray = ((prompt > 0.0) & (step > self.prefill_graph_tokens)).astype(np.float64)
         return result
 
     @property
@@ -501,6 +517,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         kernel_fit_group=table.string("kernel_fit_group", ""),
         host_fit_group=table.string("host_fit_group", ""),
         cuda_graphs=table.boolean("cuda_graphs", False),
+        prefill_graph_tokens=table.integer("prefill_graph_tokens", 0),
+        prefill_graph_source=table.string("prefill_graph_source", ""),
         overlap_scheduler=table.boolean("overlap_scheduler", False),
         overlap_with_pipeline=table.boolean("overlap_with_pipeline", True),
         launch_source=table.string("launch_source", ""),

@@ -430,8 +430,14 @@ def _sequence_cap_note(inference_hardware: InferenceHardware, plan: InferencePla
 
 def _floors_line(inference_hardware: InferenceHardware) -> str:
     floors, serving = inference_hardware.floors, inference_hardware.serving
+    prompt_steps = (
+        f"steps with over {serving.prefill_graph_tokens} tokens of which some are prompt tokens"
+        if serving.prefill_graph_tokens
+        else "steps with prompt tokens"
+    )
     launcher = (
-        "decode replays CUDA graphs"
+        f"decode replays CUDA graphs; {prompt_steps} run eagerly, the host issuing each kernel in "
+        f"{inference_hardware.hardware.efficiency.kernel_launch_s * 1e6:g} us"
         if serving.cuda_graphs
         else f"no CUDA graphs: the host issues each kernel in "
         f"{inference_hardware.hardware.efficiency.kernel_launch_s * 1e6:g} us"

@@ -868,13 +868,18 @@ def _head(
 
 
 def launch_and_host_s(
-    busy: Array, kernels: Array, inference_hardware: InferenceHardware, sequences: Array = 0.0
+    busy: Array,
+    kernels: Array,
+    inference_hardware: InferenceHardware,
+    sequences: Array = 0.0,
+    issued: Array | None = None,
 ) -> tuple[Array, Array]:
     """(launch, host) seconds a stage iteration of ``busy`` roofline seconds and ``kernels``
-    kernels adds: each kernel's fixed GPU time, plus whatever the host's kernel issue (no
-    CUDA graphs) outlasts the GPU; the serving stack's host time for a step of ``sequences``
-    sequences (:meth:`ServingStack.host_s`), serial or (overlap scheduler) only what the GPU
-    step does not cover.
+    kernels adds: each kernel's fixed GPU time, plus whatever the host's kernel issue outlasts
+    the GPU where the host issues them (``issued``, 1.0 or 0.0 per iteration:
+    :meth:`ServingStack.issues_kernels`; default: where the server runs no CUDA graphs); the
+    serving stack's host time for a step of ``sequences`` sequences (:meth:`ServingStack.host_s`),
+    serial or (overlap scheduler) only what the GPU step does not cover.
 
     With 100 kernels of 2.5 us, 1 ms of GPU work and no graphs at 4 us per launch, the
     GPU needs 1.25 ms and the host 0.4 ms to issue: launch 0.25 ms, the host hidden.
@@ -882,7 +887,9 @@ def launch_and_host_s(
     serving, floors = inference_hardware.serving, inference_hardware.floors
     kernel_s = kernels * floors.gpu_kernel_s
     gpu = busy + kernel_s
-    issue = 0.0 if serving.cuda_graphs else kernels * inference_hardware.hardware.efficiency.kernel_launch_s
+    if issued is None:
+        issued = 0.0 if serving.cuda_graphs else 1.0
+    issue = issued * kernels * inference_hardware.hardware.efficiency.kernel_launch_s
     ready = np.maximum(gpu, issue)
     host = serving.host_s(sequences)
     total = np.maximum(gpu, issue + host) if serving.overlap_scheduler else ready + host
@@ -920,8 +927,9 @@ def iteration_cost(
     parts["pp_comm"] = np.where(grid.pp > 1, collectives.send_recv_s(fabric, boundary, crosses), 0.0)
     kernels = stage_kernels(model, grid.pp)
     busy = sum(parts[name] for name in ITERATION_PARTS)
+    issued = inference_hardware.serving.issues_kernels(grid.group_prefill_tokens, grid.group_tokens)
     parts["launch"], parts["host"] = launch_and_host_s(
-        busy, kernels, inference_hardware, grid.group_sequences
+        busy, kernels, inference_hardware, grid.group_sequences, issued
     )
     return IterationCost(parts={name: np.asarray(value, dtype=np.float64) for name, value in parts.items()})
 

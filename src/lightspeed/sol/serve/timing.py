@@ -112,11 +112,11 @@ class IterationTimer:
         kernels = float(np.asarray(stage_kernels(model, float(self.pp))))
         serving = self.hardware.serving
         self.kernel_s = self.pp * kernels * self.hardware.floors.gpu_kernel_s
-        self.issue_s = (
-            0.0
-            if serving.cuda_graphs
-            else self.pp * kernels * self.hardware.hardware.efficiency.kernel_launch_s
-        )
+        # the host's issue of every kernel, paid where it issues them (ServingStack.issues_kernels:
+        # every step without CUDA graphs, else a step with more prompt tokens than graphs cover)
+        self.issue_s = self.pp * kernels * self.hardware.hardware.efficiency.kernel_launch_s
+        self.serving = serving
+        self.decode_issued = float(serving.issues_kernels(0.0, 1.0))
         self.host_s = self.pp * serving.iteration_overhead_s
         self.host_per_sequence_s = serving.host_per_sequence_s
         self.overlap = serving.overlap_scheduler
@@ -268,18 +268,22 @@ class IterationTimer:
                     + self._lookup((context, 0, 0, 0), micro)
                     - self._lookup((reference, 0, 0, 0), micro)
                 )
-        return self.replica_s(busy, float(decode_sequences))
+        issued = self.decode_issued
+        if prefill_tokens:
+            issued = float(self.serving.issues_kernels(prefill_tokens / pp, micro + prefill_tokens / pp))
+        return self.replica_s(busy, float(decode_sequences), issued)
 
-    def replica_s(self, busy: float, sequences: float = 0.0) -> float:
+    def replica_s(self, busy: float, sequences: float = 0.0, issued: float | None = None) -> float:
         """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) over
         ``sequences`` decoding sequences (the busiest rank's) with the engine's kernel, launch and
         host time: :func:`~lightspeed.sol.infer.iteration.launch_and_host_s` on scalars
         (``tests/sol/serve/test_serve_timing.py`` holds the two equal)."""
         gpu = busy + self.kernel_s
         host = self.host_s + self.host_per_sequence_s * sequences
+        issue = self.issue_s * (self.decode_issued if issued is None else issued)
         if self.overlap:
-            return max(gpu, self.issue_s + host)
-        return max(gpu, self.issue_s) + host
+            return max(gpu, issue + host)
+        return max(gpu, issue) + host
 
 
 __all__ = ["IterationTimer", "bucket", "bucket_center"]
