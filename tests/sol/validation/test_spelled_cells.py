@@ -236,6 +236,28 @@ def test_an_infinite_rate_sends_every_request_at_once(
     assert any("infinite request rate" in note for note in setup.assumptions)
 
 
+@pytest.mark.parametrize(
+    "load",
+    [
+        "Num Prompts 1500, Max Num Seqs 1500 (offline, infinite rate)",  # AMD's MI300X tables
+        "num_requests 256, offline (vLLM benchmarks/benchmark_throughput.py)",  # LLM.generate at once
+        "offline, requests fed at an infinite request rate, 800 requests",
+    ],
+)
+def test_an_offline_run_of_stated_requests_sent_at_once_is_simulated_whole(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str
+) -> None:
+    """An offline run that sends a stated number of requests at once (in words, or vLLM's offline
+    benchmark, which hands every prompt to the engine together) is that run, ramp-up and drain
+    included, not the steady state at the KV limit."""
+    setup = _infer_setup(tmp_path, catalog, models, load, metric="Throughput (tokens/s)", measured="5000")
+    assert setup.simulation is not None
+    assert setup.simulation.mode == "offline"
+    assert setup.simulation.finite
+    assert setup.simulation.workload.num_requests in {1500, 256, 800}
+    assert "requests sent at once" in setup.simulation.note
+
+
 def test_a_load_no_rule_reads_is_refused_not_taken_for_one_request(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:

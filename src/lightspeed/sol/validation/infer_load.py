@@ -71,10 +71,15 @@ _RATE_NUMBER: Final = r"(-?\d[\d.]*(?:e[+-]?\d+)?)"
 _RATE_LABEL: Final = r"(?:request[ _-]rate|arrival[ _-]rate|qps|rps)\s*[=:]?\s*"
 _RATE: Final = re.compile(rf"{_RATE_LABEL}{_RATE_NUMBER}")
 # A rate of infinity (``QPS INF``, ``--request-rate inf``, ``RPS inf``; gptManagerBenchmark's
-# ``--request_rate -1``, its flag for "no delay between requests"): every request sent at once.
+# ``--request_rate -1``, its flag for "no delay between requests"; ``infinite rate``, ``fed at an
+# infinite request rate`` in words), or vLLM's offline throughput benchmark, which hands every
+# prompt to ``LLM.generate`` at once (``benchmark_throughput.py``, ``vllm bench throughput``):
+# every request sent at once.
 _INFINITE_RATE: Final = re.compile(
     rf"{_RATE_LABEL}(?:inf(?:inite|inity)?|∞)(?![a-z])"
     r"|request_rate\s*[=:]?\s*-1(?:\.0+)?(?![\d.])"
+    r"|\binfinite\s+(?:request\s+)?rate\b"
+    r"|benchmark_throughput|vllm\s+bench\s+throughput"
 )
 _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
 # An MLPerf Server or Interactive run's LoadGen target (``target_qps 392``, ``target 75 QPS``).
