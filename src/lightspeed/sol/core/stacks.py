@@ -52,6 +52,10 @@ PREFILL_STEPS: Final = ("mixed", "separate")
 # How a server's scheduler holds the KV cache of a request it admits: the whole prompt and
 # output from admission, or blocks as the sequence grows (preempting when they run out)
 KV_ALLOCATIONS: Final = ("reserve", "on-demand")
+# what the server's memory fraction is of: the memory left after the weights (TensorRT-LLM's
+# kv_cache_free_gpu_mem_fraction) or the whole GPU, weights and activations included (vLLM's
+# gpu_memory_utilization)
+KV_MEMORY_OF: Final = ("free", "total")
 FP8_SCALINGS: Final = ("delayed", "current", "block")
 FP8_STORAGE: Final = ("none", "linear-inputs", "linear-and-swiglu-inputs")
 STACKS_SCHEMA_VERSION: Final = 1
@@ -297,6 +301,11 @@ class ServingStack(Record):
     model context above which the server mixes them by default on NVIDIA GPUs (0: never), and
     ``whole_prompts``: a separate step admits a prompt only whole (vLLM V0) rather than in chunks
     of the token budget (SGLang), all read from the server's code (``prefill_steps_source``).
+    ``kv_memory_of``: what the KV cache's share of memory (``kv_cache_memory_fraction``) is of:
+    ``free``, the memory left after the weights, workspace and runtime (TensorRT-LLM's
+    ``kv_cache_free_gpu_mem_fraction``), or ``total``, the whole GPU's, from which the weights,
+    workspace and runtime are then taken (vLLM's ``gpu_memory_utilization``), read from the
+    server's code (``kv_memory_source``).
     ``kv_allocation``: ``reserve`` (a request's prompt and output are held from admission:
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``) or ``on-demand`` (blocks as the sequence grows, the
     last admitted preempted and recomputed when they run out: vLLM), read from the server's code
@@ -330,6 +339,8 @@ class ServingStack(Record):
     cuda_graphs: bool = False
     prefill_graph_tokens: int = 0
     prefill_graph_source: str = ""
+    kv_memory_of: str = "free"
+    kv_memory_source: str = ""
     overlap_scheduler: bool = False
     overlap_with_pipeline: bool = True
     launch_source: str = ""
@@ -534,6 +545,8 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         whole_prompts=table.boolean("whole_prompts", False),
         prefill_steps_source=table.string("prefill_steps_source", ""),
         kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),
+        kv_memory_of=_choice(table, "kv_memory_of", KV_MEMORY_OF, KV_MEMORY_OF[0]),
+        kv_memory_source=table.string("kv_memory_source", ""),
         kv_allocation_source=table.string("kv_allocation_source", ""),
         admission_watermark=_watermark(table),
         admission_watermark_source=table.string("admission_watermark_source", ""),
@@ -979,6 +992,7 @@ __all__ = [
     "ATTENTION_KERNELS",
     "FP8_CAST_BYTES",
     "KV_ALLOCATIONS",
+    "KV_MEMORY_OF",
     "PREFILL_STEPS",
     "ServingStack",
     "Stack",

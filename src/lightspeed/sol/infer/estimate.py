@@ -428,6 +428,21 @@ def _sequence_cap_note(inference_hardware: InferenceHardware, plan: InferencePla
     return f"; the server's default cap on sequences per {scheduler}: {cap.describe()} (--max-batch sets it)"
 
 
+def _kv_share_text(inference_hardware: InferenceHardware, raised: bool) -> str:
+    """The KV cache's share of memory as the server's fraction reads (``ServingStack.kv_memory_of``),
+    and whether the deployment needed it raised."""
+    share = format_percent(inference_hardware.parameters.kv_cache_memory_fraction, 0)
+    if inference_hardware.serving.kv_memory_of != "total":
+        return f"{share} of the free memory"
+    if raised:
+        return (
+            f"{share} of the free memory: {share} of the GPU's memory (the server's default "
+            "gpu_memory_utilization) leaves no request's cache after the weights, so a run that served "
+            "raised it"
+        )
+    return f"what is left of {share} of the GPU's memory after the weights, workspace and runtime"
+
+
 def _floors_line(inference_hardware: InferenceHardware) -> str:
     floors, serving = inference_hardware.floors, inference_hardware.serving
     prompt_steps = (
@@ -498,7 +513,7 @@ def _weight_only_text(weights: str, compute: str) -> str:
 
 
 def _assumptions(
-    inference_hardware: InferenceHardware, plan: InferencePlan, batching: str
+    inference_hardware: InferenceHardware, plan: InferencePlan, batching: str, raised: bool = False
 ) -> tuple[str, ...]:
     hardware, precisions, parameters = (
         inference_hardware.hardware,
@@ -521,8 +536,8 @@ def _assumptions(
         f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}{_overlap_text(efficiency)}",
         _serving_line(inference_hardware, plan),
         _floors_line(inference_hardware),
-        f"{batching} batching; KV cache gets {format_percent(parameters.kv_cache_memory_fraction, 0)} of the "
-        "free memory and reserves input + output tokens per request; prefill chunks of "
+        f"{batching} batching; KV cache gets {_kv_share_text(inference_hardware, raised)} and reserves "
+        "input + output tokens per request; prefill chunks of "
         f"{parameters.prefill_chunk_tokens} tokens"
         f"{' (the server default for this GPU)' if inference_hardware.serving.token_budget else ''}"
         f"{_sequence_cap_note(inference_hardware, plan)}",
@@ -629,7 +644,7 @@ def estimate_inference(
         bound=sentence,
         bound_part=part,
         assumptions=(
-            *_assumptions(inference_hardware, plan, mode),
+            *_assumptions(inference_hardware, plan, mode, bool(np.asarray(memory.kv_share_raised).any())),
             *routing_note(model, inference_hardware, plan),
         ),
         serving=inference_hardware.serving.name,

@@ -9,7 +9,8 @@ Per GPU of the busiest stage (vectorized over deployments):
   attention data parallelism each hold the attention weights;
 * **workspace**: activations of the largest iteration (the prefill chunk);
 * **reserve**: CUDA context, NCCL buffers and fragmentation (``runtime.toml``);
-* **KV cache**: ``kv_cache_memory_fraction`` of what remains.
+* **KV cache**: ``kv_cache_memory_fraction`` of what remains, or, where the server's share is of
+  the whole GPU (vLLM's ``gpu_memory_utilization``), that share of it less the rest.
 
 The KV-cache-limited batch reserves ``input + output`` tokens for every
 sequence up front, as TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` scheduler
@@ -65,6 +66,9 @@ class MemoryArrays:
     max_sequences: Array
     usable_bytes: float
     kv_sequences: Array = 0.0
+    # where a server whose share is of the whole GPU (vLLM) leaves no request's cache at its
+    # default, so the share of the free memory was taken (a run that served raised it)
+    kv_share_raised: Array = False
 
     @property
     def fits(self) -> Array:
@@ -149,13 +153,20 @@ def inference_memory(
         chunk * (WORKSPACE_ACCESSES_PER_HIDDEN * model.hidden_size + 3.0 * ffn / tp) * ACTIVATION_BYTES
     )
     reserved = hardware.overheads.reserved_of(usable)
-    free = np.maximum(usable - weights - workspace - reserved, 0.0)
-    capacity = free * inference_hardware.parameters.kv_cache_memory_fraction
     stage_share = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64)) / model.num_layers
     per_token_layer = kv_bytes_per_token_per_gpu(
         shapes, model, tp, inference_hardware.precisions.kv_bytes_per_element
     )
     per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
+    fraction = inference_hardware.parameters.kv_cache_memory_fraction
+    capacity = np.maximum(usable - weights - workspace - reserved, 0.0) * fraction
+    raised = np.zeros(np.shape(capacity), dtype=bool)
+    if inference_hardware.serving.kv_memory_of == "total":
+        # the share is of the whole GPU; where it leaves no request's cache the server cannot start
+        # at its default, so a run that served raised it: the share of the free memory stands in
+        whole = np.maximum(fraction * usable - weights - workspace - reserved, 0.0)
+        raised = (whole < per_sequence) & (capacity >= per_sequence)
+        capacity = np.where(raised, capacity, whole)
     sequences = np.floor(capacity / per_sequence) * dp_attention
     kv_sequences = sequences
     cap = inference_hardware.serving.sequence_cap
@@ -185,6 +196,7 @@ def inference_memory(
         max_sequences=np.asarray(sequences, dtype=np.float64),
         usable_bytes=usable,
         kv_sequences=np.asarray(kv_sequences, dtype=np.float64),
+        kv_share_raised=np.asarray(raised),
     )
 
 

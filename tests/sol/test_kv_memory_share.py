@@ -1,0 +1,68 @@
+"""What the server's memory share is of (``ServingStack.kv_memory_of``): TensorRT-LLM's
+``kv_cache_free_gpu_mem_fraction`` (0.9) is of the memory left after the weights; vLLM's
+``gpu_memory_utilization`` (0.9) of the whole GPU, the weights, workspace and runtime then taken
+from it. Hand relations below; the byte counts are the engine's own memory parts."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightspeed.catalog import Catalog
+from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference
+from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.infer.estimate import deployment_memory
+from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.memory import MemoryArrays
+from lightspeed.workload import ModelRegistry
+
+PLAN = InferencePlan(tp=2, precision="fp8")
+LOAD = ServingLoad(1024, 1024)
+
+
+def _memory(
+    catalog: Catalog, models: ModelRegistry, serving: str, deployment: tuple[str, str, InferencePlan]
+) -> MemoryArrays:
+    model, system, plan = deployment
+    hardware = inference_hardware_for(
+        catalog.resolve_cluster(system), plan, serving=load_serving_stack(serving), model=models.get(model)
+    )
+    return deployment_memory(models.get(model), hardware, plan, LOAD)
+
+
+def test_vllms_share_is_of_the_whole_gpu(catalog: Catalog, models: ModelRegistry) -> None:
+    """Llama 2 70B in FP8 on two 48 GB L40S: vLLM's KV cache is 0.9 U - R (U the usable memory, R
+    the weights, workspace and runtime a GPU holds), where a share of the free memory would be
+    0.9 (U - R): a tenth of R less, 3.5 GB of its 35 GB of weights a GPU."""
+    whole = _memory(catalog, models, "vllm-2025", ("llama-2-70b", "l40s", PLAN))
+    taken = float(whole.weights_bytes[0] + whole.workspace_bytes[0] + whole.reserved_bytes[0])
+    assert taken > 30e9
+    assert float(whole.kv_capacity_bytes[0]) == pytest.approx(0.9 * whole.usable_bytes - taken)
+    assert float(whole.kv_capacity_bytes[0]) < 0.9 * (whole.usable_bytes - taken) - 3e9
+    assert not bool(whole.kv_share_raised)
+    free = _memory(catalog, models, "trtllm-2025", ("llama-2-70b", "l40s", PLAN))
+    taken = float(free.weights_bytes[0] + free.workspace_bytes[0] + free.reserved_bytes[0])
+    assert float(free.kv_capacity_bytes[0]) == pytest.approx(0.9 * (free.usable_bytes - taken))
+
+
+def test_a_deployment_vllms_default_cannot_start_takes_the_raised_share_and_says_so(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """Kimi K2 (1T parameters, FP8) on eight H200: 90% of 140 GiB less its 129.5 GB of weights a
+    GPU, the workspace and the runtime holds no request, so vLLM's default leaves no KV cache; a
+    run that served raised gpu_memory_utilization, and the estimate takes the free memory's share
+    and says so."""
+    plan = InferencePlan(tp=8, precision="fp8")
+    whole = _memory(catalog, models, "vllm-2025", ("kimi-k2", "dgx-h200", plan))
+    free = _memory(catalog, models, "trtllm-2025", ("kimi-k2", "dgx-h200", plan))
+    taken = float(whole.weights_bytes[0] + whole.workspace_bytes[0] + whole.reserved_bytes[0])
+    assert 0.9 * whole.usable_bytes - taken < float(whole.kv_bytes_per_sequence[0])
+    assert bool(whole.kv_share_raised)
+    assert float(whole.kv_capacity_bytes[0]) == float(free.kv_capacity_bytes[0])
+    estimate = estimate_inference(
+        model=models.get("kimi-k2"),
+        cluster=catalog.resolve_cluster("dgx-h200"),
+        plan=plan,
+        load=LOAD,
+        serving="vllm-2025",
+    )
+    assert any("a run that served raised it" in note for note in estimate.assumptions)
