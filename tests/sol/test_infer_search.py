@@ -166,3 +166,12 @@ def test_the_prefill_front_keeps_exactly_the_shapes_no_other_beats(
             continue
         assert any(per_gpu[k] >= per_gpu[index] and ttft[k] <= ttft[index] for k in kept), stage
     assert [per_gpu[k] for k in kept] == sorted((per_gpu[k] for k in kept), reverse=True)
+    # a TTFT bound keeps only the shapes whose prompt time meets it
+    bound = float(np.median(ttft[fits]))
+    bounded = prefill_front(ctx, stages, max_ttft_s=bound)
+    assert bounded
+    assert all(ttft[stages.index(stage)] <= bound for stage in bounded)
+    # each decode pool takes its own shape and at most one front shape: the space at most doubles
+    same = replica_shapes(model, 8, 8, split_pools=True)
+    paired = replica_shapes(model, 8, 8, split_pools=True, prefill_stages=front)
+    assert len(same) < len(paired) <= 2 * len(same)

@@ -204,7 +204,10 @@ def replica_shapes(
     """Every (tp, dp_attention, ep, pp, prefill replicas, decode replicas, prefill tp,
     dp_attention, ep, pp) that tiles ``num_gpus``: one replica shape for every replica, and with
     ``split_pools`` prefill and decode pools, the prefill replicas of the decode replicas' shape
-    or of any of ``prefill_stages`` that tiles the GPUs the decode pool leaves."""
+    and of the first of ``prefill_stages`` (in the caller's order of preference: the prefill
+    front's, most prompts per GPU first) that tiles the GPUs the decode pool leaves. The pool's
+    size is fixed by what decode leaves, so its rate grows with its prompts per GPU: the first that
+    tiles is the best there (the space grows at most twofold, not by the front's length)."""
     shapes: list[tuple[int, ...]] = []
     for stage in replica_stages(model, num_gpus, max_tp, attention_dp):
         gpus = _stage_gpus(stage)
@@ -214,9 +217,12 @@ def replica_shapes(
             continue
         for decode in range(replicas - 1, 0, -1):
             left = num_gpus - decode * gpus
-            for prefill_stage in [stage, *(other for other in prefill_stages if other != stage)]:
-                if left % _stage_gpus(prefill_stage) == 0:
-                    shapes.append((*stage, left // _stage_gpus(prefill_stage), decode, *prefill_stage))
+            shapes.append((*stage, left // gpus, decode, *stage))
+            other = next(
+                (other for other in prefill_stages if left % _stage_gpus(other) == 0 and other != stage), None
+            )
+            if other is not None:
+                shapes.append((*stage, left // _stage_gpus(other), decode, *other))
     return shapes
 
 
@@ -418,8 +424,9 @@ def _constraints(
             PoolShape(tp=tp, pp=pp, ep=ep, dp_attention=dp).describe() for tp, dp, ep, pp in prefill_stages
         )
         lines.append(
-            "a prefill pool takes the decode replicas' shape or one of those that hold the weights and "
-            f"one prompt and no other beats on both prompts/s per GPU and prompt time: {shapes}"
+            "a prefill pool takes the decode replicas' shape, or the first that tiles the GPUs decode "
+            "leaves of those that hold the weights and one prompt within the TTFT bound and no other "
+            f"beats on both prompts/s per GPU and prompt time, most prompts/s per GPU first: {shapes}"
         )
     return tuple(lines)
 
@@ -449,20 +456,26 @@ class _Request:
         )
 
 
-def prefill_front(ctx: ServingContext, stages: Sequence[Stage]) -> list[Stage]:
+def prefill_front(
+    ctx: ServingContext, stages: Sequence[Stage], max_ttft_s: float | None = None
+) -> list[Stage]:
     """The prefill replica shapes worth a pool of their own: of ``stages`` that hold the weights
-    and one prompt, those no other beats on both prompts per second per GPU and a prompt's time
-    in the pool (:func:`~lightspeed.sol.infer.serving.prefill_pool_arrays`), fastest per GPU first.
-    A pool's throughput and TTFT depend on its replicas' shape alone, so no other shape can make a
-    split deployment better on either."""
+    and one prompt (and whose prompt time is within ``max_ttft_s``), those no other beats on both
+    prompts per second per GPU and a prompt's time in the pool
+    (:func:`~lightspeed.sol.infer.serving.prefill_pool_arrays`), fastest per GPU first. A pool's
+    throughput and TTFT depend on its replicas' shape alone, so no other shape can make a split
+    deployment better on either."""
     if not stages:
         return []
     tp, dp, ep, pp = (np.asarray(column, dtype=np.float64) for column in zip(*stages, strict=True))
     pools = Deployments(tp=tp, pp=pp, ep=ep, dp_attention=dp, batch=np.ones_like(tp))
     fits = np.asarray(memory_of(ctx.model, ctx.hardware, pools, ServingLoad(ctx.load.input_tokens, 1)).fits)
     prefill = prefill_pool_arrays(pools, ctx)
+    ttft = np.asarray(prefill.ttft_s, dtype=np.float64)
+    if max_ttft_s is not None:
+        fits = fits & (ttft <= max_ttft_s)
     per_gpu = np.where(fits, np.asarray(prefill.requests_per_s) / (tp * dp * pp), -np.inf)
-    front = pareto_front(per_gpu, 1.0 / np.asarray(prefill.ttft_s))
+    front = pareto_front(per_gpu, 1.0 / ttft)
     return [stages[int(index)] for index in front if fits[index]]
 
 
@@ -480,7 +493,8 @@ def _space(
     model, num_gpus, inference_hardware = request.model, request.num_gpus, ctx.hardware
     prefill_stages = []
     if disaggregated and request.expert_balance is None:
-        prefill_stages = prefill_front(ctx, replica_stages(model, num_gpus, limit, attention_dp))
+        stages = replica_stages(model, num_gpus, limit, attention_dp)
+        prefill_stages = prefill_front(ctx, stages, request.bounds[0])
     shapes = _columns(
         replica_shapes(
             model, num_gpus, limit, disaggregated, attention_dp=attention_dp, prefill_stages=prefill_stages
