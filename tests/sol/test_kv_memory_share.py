@@ -5,15 +5,19 @@ from it. Hand relations below; the byte counts are the engine's own memory parts
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.errors import DataFileError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference
-from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.core.stacks import load_serving_stack, load_serving_stacks
 from lightspeed.sol.infer.estimate import deployment_memory
 from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays
 from lightspeed.workload import ModelRegistry
+from stacks_files import edited_stacks
 
 PLAN = InferencePlan(tp=2, precision="fp8")
 LOAD = ServingLoad(1024, 1024)
@@ -66,3 +70,18 @@ def test_a_deployment_vllms_default_cannot_start_takes_the_raised_share_and_says
         serving="vllm-2025",
     )
     assert any("a run that served raised it" in note for note in estimate.assumptions)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "words"),
+    [
+        (r'kv_memory_of = "total"', 'kv_memory_of = "most"', "kv_memory_of"),
+        (r"prefill_graph_tokens = 512", "prefill_graph_tokens = -1", "prefill_graph_tokens"),
+        (r"prefill_graph_tokens = 512", 'prefill_graph_tokens = "many"', "prefill_graph_tokens"),
+    ],
+)
+def test_a_broken_memory_or_graph_field_is_refused_with_its_name(
+    tmp_path: Path, pattern: str, replacement: str, words: str
+) -> None:
+    with pytest.raises(DataFileError, match=words):
+        load_serving_stacks(edited_stacks(tmp_path, pattern, replacement))
