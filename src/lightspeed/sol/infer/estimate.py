@@ -436,9 +436,9 @@ def _kv_share_text(inference_hardware: InferenceHardware, raised: bool) -> str:
         return f"{share} of the free memory"
     if raised:
         return (
-            f"{share} of the free memory: {share} of the GPU's memory (the server's default "
-            "gpu_memory_utilization) leaves no request's cache after the weights, so a run that served "
-            "raised it"
+            f"{share} of the free memory (the server's default gpu_memory_utilization, {share} of the "
+            "GPU's memory, leaves no request's cache after the weights here, so a run that served "
+            "raised it)"
         )
     return f"what is left of {share} of the GPU's memory after the weights, workspace and runtime"
 
