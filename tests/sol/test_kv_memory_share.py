@@ -69,7 +69,7 @@ def test_a_deployment_vllms_default_cannot_start_takes_the_raised_share_and_says
         load=LOAD,
         serving="vllm-2025",
     )
-    assert any("a run that served raised it" in note for note in estimate.assumptions)
+    assert any("it has to be raised" in note for note in estimate.assumptions)
 
 
 @pytest.mark.parametrize(

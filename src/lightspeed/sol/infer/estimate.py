@@ -437,8 +437,8 @@ def _kv_share_text(inference_hardware: InferenceHardware, raised: bool) -> str:
     if raised:
         return (
             f"{share} of the free memory (the server's default gpu_memory_utilization, {share} of the "
-            "GPU's memory, leaves no request's cache after the weights here, so a run that served "
-            "raised it)"
+            "GPU's memory, leaves no request's cache after the weights here: it has to be raised, "
+            "as a run that served did)"
         )
     return f"what is left of {share} of the GPU's memory after the weights, workspace and runtime"
 
