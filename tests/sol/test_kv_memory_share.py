@@ -78,6 +78,9 @@ def test_a_deployment_vllms_default_cannot_start_takes_the_raised_share_and_says
         (r'kv_memory_of = "total"', 'kv_memory_of = "most"', "kv_memory_of"),
         (r"prefill_graph_tokens = 512", "prefill_graph_tokens = -1", "prefill_graph_tokens"),
         (r"prefill_graph_tokens = 512", 'prefill_graph_tokens = "many"', "prefill_graph_tokens"),
+        (r'"8" = 0.81', '"8" = 1.5', "kv_memory_share_by_tp.8"),
+        (r'"8" = 0.81', '"eight" = 0.81', "kv_memory_share_by_tp"),
+        (r'"1" = 0.88\n', "", "start at one GPU"),
     ],
 )
 def test_a_broken_memory_or_graph_field_is_refused_with_its_name(
@@ -85,3 +88,17 @@ def test_a_broken_memory_or_graph_field_is_refused_with_its_name(
 ) -> None:
     with pytest.raises(DataFileError, match=words):
         load_serving_stacks(edited_stacks(tmp_path, pattern, replacement))
+
+
+@pytest.mark.parametrize(
+    ("system", "tp", "share"), [("h100-sxm", 1, 0.88), ("dgx-h100", 2, 0.87), ("dgx-h100", 8, 0.81)]
+)
+def test_sglangs_share_of_the_whole_gpu_falls_with_tp(
+    catalog: Catalog, models: ModelRegistry, system: str, tp: int, share: float
+) -> None:
+    """SGLang's mem_fraction_static (weights and KV pool) defaults by TP in 0.3-0.4's server_args:
+    0.88 at TP 1, 0.87 from 2, 0.85 from 4, 0.81 from 8: Llama 3 8B in FP8 keeps share x U - R."""
+    plan = InferencePlan(tp=tp, precision="fp8")
+    memory = _memory(catalog, models, "sglang-2025", ("llama-3-8b", system, plan))
+    taken = float(memory.weights_bytes[0] + memory.workspace_bytes[0] + memory.reserved_bytes[0])
+    assert float(memory.kv_capacity_bytes[0]) == pytest.approx(share * memory.usable_bytes - taken)

@@ -305,7 +305,9 @@ class ServingStack(Record):
     ``free``, the memory left after the weights, workspace and runtime (TensorRT-LLM's
     ``kv_cache_free_gpu_mem_fraction``), or ``total``, the whole GPU's, from which the weights,
     workspace and runtime are then taken (vLLM's ``gpu_memory_utilization``), read from the
-    server's code (``kv_memory_source``).
+    server's code (``kv_memory_source``); ``kv_memory_share_by_tp``: where the server's default
+    share of the whole GPU depends on the GPUs of a replica's stage (SGLang's
+    ``mem_fraction_static``), the share from each size up (else ``kv_cache_memory_fraction``).
     ``kv_allocation``: ``reserve`` (a request's prompt and output are held from admission:
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``) or ``on-demand`` (blocks as the sequence grows, the
     last admitted preempted and recomputed when they run out: vLLM), read from the server's code
@@ -341,6 +343,7 @@ class ServingStack(Record):
     prefill_graph_source: str = ""
     kv_memory_of: str = "free"
     kv_memory_source: str = ""
+    kv_memory_share_by_tp: tuple[tuple[int, float], ...] = ()
     overlap_scheduler: bool = False
     overlap_with_pipeline: bool = True
     launch_source: str = ""
@@ -427,6 +430,16 @@ class ServingStack(Record):
         step = np.asarray(step_tokens, dtype=np.float64)
         result: FloatArray = ((prompt > 0.0) & (step > self.prefill_graph_tokens)).astype(np.float64)
         return result
+
+    def kv_memory_share(self, stage_gpus: ArrayLike, default: float) -> FloatArray:
+        """The share of memory the KV cache's rule takes (:attr:`kv_memory_of`) for stages of
+        ``stage_gpus`` GPUs: from :attr:`kv_memory_share_by_tp` where the server has one, else
+        ``default`` (``kv_cache_memory_fraction``)."""
+        gpus = np.asarray(stage_gpus, dtype=np.float64)
+        share: FloatArray = np.full(np.shape(gpus), default, dtype=np.float64)
+        for size, value in self.kv_memory_share_by_tp:
+            share = np.where(gpus >= size, value, share)
+        return share
 
     @property
     def group(self) -> str:
@@ -547,6 +560,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),
         kv_memory_of=_choice(table, "kv_memory_of", KV_MEMORY_OF, KV_MEMORY_OF[0]),
         kv_memory_source=table.string("kv_memory_source", ""),
+        kv_memory_share_by_tp=_share_by_tp(table),
         kv_allocation_source=table.string("kv_allocation_source", ""),
         admission_watermark=_watermark(table),
         admission_watermark_source=table.string("admission_watermark_source", ""),
@@ -567,6 +581,43 @@ def _watermark(table: Fields) -> float:
             fix="write admission_watermark = 0.01 for 1%",
         )
     return share
+
+
+def _share_by_tp(table: Fields) -> tuple[tuple[int, float], ...]:
+    """``[serving.X.kv_memory_share_by_tp]``: ``"8" = 0.81`` (from 8 GPUs a stage up, 81% of each
+    GPU for the weights and the KV cache), keys whole numbers >= 1 (1 among them), shares in (0, 1)."""
+    shares = table.table("kv_memory_share_by_tp", required=False)
+    if shares is None:
+        return ()
+    pairs = []
+    for key in shares.data:
+        if not key.isdigit() or int(key) < 1:
+            raise DataFileError(
+                table.path,
+                "expected the GPUs of a stage (a whole number >= 1) as each key",
+                field="kv_memory_share_by_tp",
+                value=key,
+                fix='write "8" = 0.81',
+            )
+        share = shares.number(key)
+        if not 0.0 < share < 1.0:
+            raise DataFileError(
+                table.path,
+                "expected a share of the GPU's memory between 0 and 1",
+                field=f"kv_memory_share_by_tp.{key}",
+                value=share,
+                fix='write "8" = 0.81 for 81%',
+            )
+        pairs.append((int(key), share))
+    if 1 not in dict(pairs):
+        raise DataFileError(
+            table.path,
+            "the shares must start at one GPU a stage",
+            field="kv_memory_share_by_tp",
+            value=sorted(dict(pairs)),
+            fix='add "1" = <share>',
+        )
+    return tuple(sorted(pairs))
 
 
 def _vendors(table: Fields) -> tuple[str, ...]:

@@ -431,9 +431,18 @@ def _sequence_cap_note(inference_hardware: InferenceHardware, plan: InferencePla
 def _kv_share_text(inference_hardware: InferenceHardware, raised: bool) -> str:
     """The KV cache's share of memory as the server's fraction reads (``ServingStack.kv_memory_of``),
     and whether the deployment needed it raised."""
+    serving = inference_hardware.serving
     share = format_percent(inference_hardware.parameters.kv_cache_memory_fraction, 0)
-    if inference_hardware.serving.kv_memory_of != "total":
+    if serving.kv_memory_of != "total":
         return f"{share} of the free memory"
+    if serving.kv_memory_share_by_tp and not raised:
+        shares = ", ".join(
+            f"{format_percent(value, 0)} from {size}" for size, value in serving.kv_memory_share_by_tp
+        )
+        return (
+            f"what is left of the server's share of the GPU's memory after the weights, workspace and "
+            f"runtime (by the GPUs of a stage: {shares})"
+        )
     if raised:
         return (
             f"{share} of the free memory (the server's default gpu_memory_utilization, {share} of the "

@@ -161,10 +161,12 @@ def inference_memory(
     fraction = inference_hardware.parameters.kv_cache_memory_fraction
     capacity = np.maximum(usable - weights - workspace - reserved, 0.0) * fraction
     raised = np.zeros(np.shape(capacity), dtype=bool)
-    if inference_hardware.serving.kv_memory_of == "total":
+    serving = inference_hardware.serving
+    if serving.kv_memory_of == "total":
         # the share is of the whole GPU; where it leaves no request's cache the server cannot start
         # at its default, so a run that served raised it: the share of the free memory stands in
-        whole = np.maximum(fraction * usable - weights - workspace - reserved, 0.0)
+        share = serving.kv_memory_share(np.asarray(tp) * np.asarray(dp_attention), fraction)
+        whole = np.maximum(share * usable - weights - workspace - reserved, 0.0)
         raised = (whole < per_sequence) & (capacity >= per_sequence)
         capacity = np.where(raised, capacity, whole)
     sequences = np.floor(capacity / per_sequence) * dp_attention
