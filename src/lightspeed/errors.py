@@ -220,8 +220,10 @@ def closest_names(name: str, known: Iterable[str], limit: int = 5) -> list[str]:
         by_lower.setdefault(item.lower(), item)
     wanted = name.lower()
     matches = difflib.get_close_matches(wanted, list(by_lower), n=limit, cutoff=0.5)
+    # a name the query begins (``h10`` of ``h100-sxm``) first, shortest first: the query is its start
+    starts = sorted((key for key in by_lower if wanted and key.startswith(wanted)), key=len)
     prefix_hits = [key for key in by_lower if wanted and (wanted in key or key in wanted)]
-    ordered = list(dict.fromkeys([*matches, *sorted(prefix_hits, key=len)]))[:limit]
+    ordered = list(dict.fromkeys([*starts[:2], *matches, *sorted(prefix_hits, key=len)]))[:limit]
     return [by_lower[key] for key in ordered]
 
 

@@ -82,7 +82,7 @@ SERVING_REFUSED = {
     "V20": "Mamba-2",  # 'Nemotron Nano 30B' is Nemotron 3 Nano
     "V10": "no ISL/OSL",  # DeepSeek-V3.2 (refused for its sparse attention until 6 Dec)
     "V12": "names no accelerator",  # a CPU-only run on Xeon 6980P
-    "V17": "names no accelerator",  # DGX Spark's GB10 is not in the catalog
+    "V17": "no ISL/OSL",  # DGX Spark's GB10 (in the catalog since 6 Dec): the row gives no lengths
     "V08": "both a decode pool and a prefill pool",
     "V22": "no ISL/OSL",
 }
