@@ -7,9 +7,10 @@ limit, evaluated in one vectorized pass of the same steady-state model that
 TPOT bounds; the best maximizes output tokens per second per GPU. The Pareto
 frontier keeps the points no other point beats on both tokens/s per GPU and
 tokens/s per user (``1 / TPOT``). Split into prefill and decode pools, a
-decode pool is paired with prefill replicas of its own shape and of each shape on
-the prefill front (:func:`prefill_front`): a pool's prompt rate and prompt time
-depend on its replicas' shape alone.
+decode pool is paired with prefill replicas of its own shape and of the first shape
+on the prefill front (:func:`prefill_front`, most prompts per GPU first) that tiles
+the GPUs it leaves: a pool's prompt rate and prompt time depend on its replicas'
+shape alone.
 
 The serving engine's twin of :mod:`lightspeed.sol.train.search` (the same concept for training).
 """
