@@ -42,6 +42,7 @@ from lightspeed.sol.core.sharding import (
 )
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 Release = tuple[int, int]  # a server's release, major.minor
 ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
 SELECTIVE_POLICIES: Final = ("selective", "op")
@@ -420,16 +421,17 @@ class ServingStack(Record):
         )
         return result
 
-    def issues_kernels(self, prompt_tokens: ArrayLike, step_tokens: ArrayLike) -> FloatArray:
-        """1.0 where the host issues every kernel of a step with ``prompt_tokens`` prompt tokens
-        among ``step_tokens`` tokens, else 0.0: always without CUDA graphs; with them, a step that
-        carries prompt tokens beyond what the server's graphs cover (``prefill_graph_tokens``)."""
+    def issues_kernels(
+        self, prompt_tokens: float | FloatArray, step_tokens: float | FloatArray
+    ) -> bool | BoolArray:
+        """Whether the host issues every kernel of a step with ``prompt_tokens`` prompt tokens
+        among ``step_tokens`` tokens (floats, or arrays of them: a bool or a bool array): always
+        without CUDA graphs; with them, a step that carries prompt tokens beyond what the server's
+        graphs cover (``prefill_graph_tokens``). Plain comparisons, so the simulator's timer calls
+        it per step at the cost of two."""
         if not self.cuda_graphs:
-            return np.ones(np.shape(np.asarray(prompt_tokens)), dtype=np.float64)
-        prompt = np.asarray(prompt_tokens, dtype=np.float64)
-        step = np.asarray(step_tokens, dtype=np.float64)
-        result: FloatArray = ((prompt > 0.0) & (step > self.prefill_graph_tokens)).astype(np.float64)
-        return result
+            return True
+        return (prompt_tokens > 0.0) & (step_tokens > self.prefill_graph_tokens)
 
     def kv_memory_share(self, stage_gpus: ArrayLike, default: float) -> FloatArray:
         """The share of memory the KV cache's rule takes (:attr:`kv_memory_of`) for stages of

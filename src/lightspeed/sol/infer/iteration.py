@@ -876,8 +876,8 @@ def launch_and_host_s(
 ) -> tuple[Array, Array]:
     """(launch, host) seconds a stage iteration of ``busy`` roofline seconds and ``kernels``
     kernels adds: each kernel's fixed GPU time, plus whatever the host's kernel issue outlasts
-    the GPU where the host issues them (``issued``, 1.0 or 0.0 per iteration:
-    :meth:`ServingStack.issues_kernels`; default: where the server runs no CUDA graphs); the
+    the GPU where the host issues them (``issued``, true or false per iteration:
+    :meth:`ServingStack.issues_kernels`; default: as for a decode-only step); the
     serving stack's host time for a step of ``sequences`` sequences (:meth:`ServingStack.host_s`),
     serial or (overlap scheduler) only what the GPU step does not cover.
 
@@ -887,8 +887,8 @@ def launch_and_host_s(
     serving, floors = inference_hardware.serving, inference_hardware.floors
     kernel_s = kernels * floors.gpu_kernel_s
     gpu = busy + kernel_s
-    if issued is None:
-        issued = 0.0 if serving.cuda_graphs else 1.0
+    if issued is None:  # a decode-only step
+        issued = serving.issues_kernels(0.0, 0.0)
     issue = issued * kernels * inference_hardware.hardware.efficiency.kernel_launch_s
     ready = np.maximum(gpu, issue)
     host = serving.host_s(sequences)
