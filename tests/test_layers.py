@@ -222,8 +222,9 @@ def test_store_imports_no_measurement_or_engine() -> None:
 # --- what really loads ---------------------------------------------------------------------------
 
 _LOADED_SCRIPT = r"""
-import json, os, sys
-modules = json.loads(sys.stdin.read())
+import json, os, sys, tempfile
+plan = json.loads(sys.stdin.read())
+modules, parents = plan["modules"], plan["parents"]
 
 
 def third_party(modules):
@@ -256,39 +257,107 @@ for name in third_party(modules):
         __import__(name)
     except BaseException:
         pass
-results = {}
+children = {}
 for module in modules:
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            __import__(module)
-            loaded = sorted(name for name in sys.modules if name.split(".")[0] == "lightspeed")
-            payload = json.dumps({"ok": True, "loaded": loaded})
-        except BaseException as error:  # reported, not raised: the parent asserts on it
-            payload = json.dumps({"ok": False, "error": repr(error)})
-        with os.fdopen(write, "w") as out:
-            out.write(payload)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as inp:
-        results[module] = json.loads(inp.read() or '{"ok": false, "error": "no answer"}')
-    os.waitpid(pid, 0)
+    children.setdefault(parents.get(module) or "", []).append(module)
+folder = tempfile.mkdtemp()
+
+
+def visit(node):
+    # each module imports in a fork of the process that has imported its zygote (see the
+    # fixture): importing the zygote first loads nothing the module would not load itself
+    for module in children.get(node, []):
+        answer = os.path.join(folder, module)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                __import__(module)
+                loaded = sorted(name for name in sys.modules if name.split(".")[0] == "lightspeed")
+                payload = {"ok": True, "loaded": loaded}
+            except BaseException as error:  # reported, not raised: the parent asserts on it
+                payload = {"ok": False, "error": repr(error)}
+            with open(answer, "w") as out:
+                out.write(json.dumps(payload))
+            if payload["ok"]:
+                visit(module)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        if not read(module)["ok"]:
+            visit(module)  # its dependants import it themselves and report the failure
+
+
+def read(module):
+    try:
+        with open(os.path.join(folder, module)) as inp:
+            return json.loads(inp.read())
+    except (OSError, ValueError):
+        return {"ok": False, "error": "no answer"}
+
+
+visit("")
+results = {module: read(module) for module in modules}
+for module in os.listdir(folder):
+    os.remove(os.path.join(folder, module))
+os.rmdir(folder)
 print(json.dumps(results))
 """
+
+
+def _body_imports(name: str) -> list[str]:
+    """The lightspeed modules ``name`` imports in statements of its module body (not under an
+    ``if``, ``try``, function or class): importing ``name`` always imports each of them whole."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+    return [module for module in found if module in MODULES and module != name]
+
+
+def _zygotes(names: list[str]) -> dict[str, str | None]:
+    """For each module, the module its fork starts from: of those it imports in its body, the
+    one that reaches the most modules (None: a fresh interpreter's state). What the fork then
+    loads is what a fresh interpreter would: the zygote's modules are all among the module's own."""
+    graph = module_graph()
+    reach: dict[str, set[str]] = {}
+
+    def reached(name: str) -> set[str]:
+        if name not in reach:
+            reach[name] = {name}.union(*(reached(target) for target in graph.get(name, [])))
+        return reach[name]
+
+    wanted = set(names)
+    return {
+        name: max(
+            (module for module in _body_imports(name) if module in wanted),
+            key=lambda module: (len(reached(module)), module),
+            default=None,
+        )
+        for name in names
+    }
+
+
+def test_a_zygote_is_imported_in_the_body_of_its_module() -> None:
+    zygotes = _zygotes(sorted(name for name in MODULES if name != "lightspeed.__main__"))
+    assert zygotes["lightspeed.lazy"] is None
+    for name, zygote in zygotes.items():
+        assert zygote is None or zygote in _body_imports(name), name
 
 
 @pytest.fixture(scope="module")
 def loaded_modules() -> dict[str, dict[str, Any]]:
     """For every module: the ``lightspeed`` modules in ``sys.modules`` after importing it alone
-    (one fresh forked interpreter per module; the parent never imports lightspeed)."""
+    (the parent never imports lightspeed). Each import runs in a fork of the process that imported
+    its zygote (:func:`_zygotes`), so every module is imported once along each branch, not once
+    per module that needs it."""
     if not hasattr(os, "fork"):
         pytest.skip("needs os.fork (POSIX)")
     names = sorted(name for name in MODULES if name != "lightspeed.__main__")
     result = subprocess.run(
         [sys.executable, "-c", _LOADED_SCRIPT],
-        input=json.dumps(names),
+        input=json.dumps({"modules": names, "parents": _zygotes(names)}),
         capture_output=True,
         text=True,
         check=True,
