@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
+
 import pytest
 
 from lightspeed.errors import (
@@ -35,3 +37,27 @@ def test_data_file_error_names_file_field_value_and_fix() -> None:
 def test_missing_extra_names_the_pip_extra() -> None:
     with pytest.raises(MissingExtraError, match=r"pip install 'lightspeed\[bench\]'"):
         require_extra("surely_not_a_module_xyz", "bench", "GEMM benchmarks")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        DataFileError("/data/table.tsv", "not a tab-separated table", line=1, fix="use tabs"),
+        UnknownNameError("device", "h10", ["h100-sxm", "h200-sxm"]),
+        MissingExtraError("wandb", "wandb", "the W&B sink", problem="protobuf too old"),
+    ],
+    ids=["data-file", "unknown-name", "missing-extra"],
+)
+def test_an_error_crosses_a_process_boundary_as_itself(error: LightspeedError) -> None:
+    # A worker process's exception is pickled; these take other __init__ arguments than the
+    # message, which plain unpickling would pass them (a process pool died on DataFileError).
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(_raise, error)
+        with pytest.raises(type(error)) as raised:
+            future.result()
+    assert str(raised.value) == str(error)
+    assert raised.value.__dict__ == error.__dict__
+
+
+def _raise(error: LightspeedError) -> None:
+    raise error

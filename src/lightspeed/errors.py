@@ -26,7 +26,24 @@ from collections.abc import Callable, Iterable, Mapping
 
 
 class LightspeedError(Exception):
-    """Base class of every error a user can cause or fix."""
+    """Base class of every error a user can cause or fix.
+
+    It crosses a process boundary (a Ray task's, a process pool's) as itself, with its message
+    and fields, even where its ``__init__`` takes other arguments than the message.
+    """
+
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[..., LightspeedError], tuple[type[LightspeedError], str, dict[str, object]]]:
+        return _rebuilt, (type(self), str(self), dict(self.__dict__))
+
+
+def _rebuilt(kind: type[LightspeedError], message: str, state: dict[str, object]) -> LightspeedError:
+    """The error ``kind`` with ``message`` and the fields ``state`` (:meth:`LightspeedError.__reduce__`)."""
+    error = kind.__new__(kind)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 class UserInputError(LightspeedError, ValueError):
