@@ -16,12 +16,15 @@ does (``lightspeed.sol.validation.fitting``, ``.crossval``, ``.fit_report``):
    rows are predicted by the whole procedure (choice, fit, error bands) run
    without them; that is the error and the 80% coverage reported;
 4. with ``--write``: writes the values into ``sol/data/stacks.toml`` (with the
-   rows each profile is fitted and validated on), the error bands from the
-   out-of-fold residuals into ``sol/data/uncertainty.toml``, then checks Meta's
+   rows each profile is fitted and validated on), then checks Meta's
    Llama 3 405B plans and the best Llama 3 70B plan on the default stack, and
    replaces the figures marked ``<!-- fit:KEY -->...<!-- /fit -->`` in README.md,
    docs/benchmarks.md and docs/sol.md with the report's
    (``tests/sol/test_fit_report.py`` checks they match).
+
+The error bands are calibrated after it, on its out-of-fold residuals and the
+held-out tables' rows: ``python benchmarks/calibrate_bands.py --report
+docs/band-calibration.json --write``.
 """
 
 from __future__ import annotations
@@ -38,14 +41,12 @@ from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.sol import search_training
 from lightspeed.sol.core import stacks as stacks_module
 from lightspeed.sol.core.stacks import default_stack_name
-from lightspeed.sol.core.uncertainty import write_uncertainty
 from lightspeed.sol.validation.fit_report import fit_report
 from lightspeed.tour.scenarios import LLAMA3_RUNS, llama3_405b_training
 from lightspeed.workload import ModelRegistry, load_models
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS_FILE = ROOT / "src" / "lightspeed" / "sol" / "data" / "stacks.toml"
-UNCERTAINTY_FILE = ROOT / "src" / "lightspeed" / "sol" / "data" / "uncertainty.toml"
 DOCS = (ROOT / "README.md", ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "sol.md")
 COMMAND = "python benchmarks/fit_efficiency.py --report docs/fit-report.json --write"
 # Llama 3 paper, Table 4: TFLOP/s per GPU of Meta's three runs (8K tokens on 8,192 and 16,384
@@ -180,23 +181,6 @@ def _write_caps(text: str, report: dict[str, Any]) -> str:
     for architecture, cap in caps.items():
         body = re.sub(rf"(?m)^{architecture} = .*$", f"{architecture} = {cap:.4g}", body)
     return text[: block.start(1)] + body + text[block.end(1) :]
-
-
-def write_bands(report: dict[str, Any]) -> None:
-    """The error bars from the out-of-fold residuals of the shipped choice."""
-    lookup = {row["id"]: row for row in report["rows"]}
-    oof = report["final_out_of_fold"]
-    write_uncertainty(
-        [
-            (lookup[key]["family"], lookup[key]["metric"], lookup[key]["measured"], value)
-            for key, value in oof.items()
-        ],
-        source=(
-            f"benchmarks/fit_efficiency.py: symmetric split-conformal bounds of the leave-one-publisher-out "
-            f"residuals of {len(oof)} rows"
-        ),
-        path=UNCERTAINTY_FILE,
-    )
 
 
 # --- checks on the default stack --------------------------------------------------------------
@@ -413,7 +397,6 @@ def main() -> None:
     )
     if args.write:
         write_stacks(report)
-        write_bands(report)
     report["checks"] = checks(catalog, models)
     report["figures"] = figures(report)
     report["command"] = COMMAND

@@ -1,14 +1,19 @@
 """Error bars: how far published runs of the same family land from the engine's predictions.
 
-``benchmarks/fit_efficiency.py --write`` predicts every published row with the
-profiles fitted without its publisher (leave-one-publisher-out) and stores, per
-family, the symmetric split-conformal 80% bound on the speed residual
-``log(measured speed / predicted speed)`` in ``sol/data/uncertainty.toml``. A
-family is ``kind/dense|moe/architecture`` (``train/dense/hopper``); a family
-with fewer than :data:`MIN_ROWS` rows borrows from its parent
-(``train/dense``, then ``train``). Every estimate carries the resulting 80%
-interval on its speeds and times, and ``lightspeed validate`` measures how
-often the published value really falls inside it.
+``benchmarks/calibrate_bands.py --write`` stores, per family, the symmetric
+split-conformal 80% bound on the speed residual ``log(measured speed /
+predicted speed)`` in ``sol/data/uncertainty.toml``, from two kinds of residuals
+no fitted value has seen: the fitted rows predicted without their publisher
+(leave-one-publisher-out, ``benchmarks/fit_efficiency.py``) and the rows of the
+held-out tables in the repository, which nothing is fitted on. Each *source*
+(a publisher of the fitted rows, a held-out table) weighs the same, however many
+rows it has (:func:`weighted_conformal_bound`). A family is
+``kind/dense|moe/architecture`` (``train/dense/hopper``); a family with fewer
+than :data:`MIN_ROWS` rows, or with rows from fewer than :data:`MIN_SOURCES`
+sources, borrows from its parent (``train/dense``, then ``train``). Every
+estimate carries the resulting 80% interval on its speeds and times, and
+``lightspeed validate`` measures how often the published value really falls
+inside it.
 
 >>> band = interval_for("train", moe=False, architecture="Hopper")
 >>> band.level, band.low < 0 < band.high
@@ -19,7 +24,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -33,6 +39,9 @@ from lightspeed.workload import TransformerSpec
 
 UNCERTAINTY_SCHEMA_VERSION: Final = 1
 MIN_ROWS: Final = 5
+# A family's own band needs this many sources: below, level * (S + 1) > S for an 80% level and
+# the weighted bound is just the largest residual of the few sources seen (band_for).
+MIN_SOURCES: Final = 4
 LEVEL: Final = 0.8
 # Metrics that are times (a slower run has a bigger value): their residual flips sign.
 TIME_METRICS: Final = frozenset(
@@ -43,13 +52,15 @@ TIME_METRICS: Final = frozenset(
 @dataclass(frozen=True)
 class Band(Record):
     """An interval on speed: measured speed / predicted speed lies in ``exp([low, high])`` for
-    ``level`` of the published rows of ``family`` (``num_rows`` of them)."""
+    ``level`` of the published rows of ``family`` (``num_rows`` of them, from ``num_sources``
+    publishers and tables)."""
 
     family: str
     level: float
     low: float
     high: float
     num_rows: int
+    num_sources: int = 0
 
     def speed(self, value: float) -> tuple[float, float]:
         """The interval of a speed (tokens/s, FLOP/s, MFU) predicted as ``value``."""
@@ -94,6 +105,7 @@ def load_bands(path: Path | None = None) -> Mapping[str, Band]:
             table.number("low", positive=False),
             table.number("high", positive=False),
             table.integer("n"),
+            table.integer("sources", 0),
         )
         for name, table in fields.tables("family").items()
     }
@@ -106,13 +118,18 @@ def interval_for(kind: str, *, moe: bool, architecture: str) -> Band:
 
 def band_for(bands: Mapping[str, Band], family: str) -> Band:
     """The band of ``family`` among ``bands``, or of its nearest parent with :data:`MIN_ROWS`
-    rows or more (``train/dense/hopper``, ``train/dense``, ``train``)."""
+    rows or more from :data:`MIN_SOURCES` sources or more (``train/dense/hopper``,
+    ``train/dense``, ``train``; a band that records no sources counts its rows)."""
     parts = family.split("/")
     for depth in (3, 2, 1):
         candidate = "/".join(parts[:depth])
         band = bands.get(candidate)
-        if band is not None and band.num_rows >= MIN_ROWS:
-            return Band(candidate, band.level, band.low, band.high, band.num_rows)
+        if (
+            band is not None
+            and band.num_rows >= MIN_ROWS
+            and (band.num_sources or MIN_SOURCES) >= MIN_SOURCES
+        ):
+            return Band(candidate, band.level, band.low, band.high, band.num_rows, band.num_sources)
     return bands.get(parts[0]) or Band(parts[0], LEVEL, -0.3, 0.3, 0)
 
 
@@ -128,29 +145,83 @@ def conformal_bounds(values: Iterable[float], level: float = LEVEL) -> tuple[flo
     >>> conformal_bounds([r / 100 for r in range(100)])
     (-0.8, 0.8)
     """
-    magnitudes = sorted(abs(value) for value in values)
-    count = len(magnitudes)
-    quantile = magnitudes[min(count, math.ceil(level * (count + 1))) - 1]
+    values = list(values)
+    quantile = weighted_conformal_bound(values, [1.0] * len(values), level)
     return -quantile, quantile
+
+
+def weighted_conformal_bound(
+    values: Sequence[float], weights: Sequence[float], level: float = LEVEL
+) -> float:
+    """The smallest magnitude q such that the residuals within +-q carry at least ``level`` of
+    the total weight W plus one more unit (the new row's): ``level * (W + 1)``, the largest
+    magnitude where that exceeds W. With unit weights it is :func:`conformal_bounds`' k-th
+    smallest; with each source's rows weighing 1 in all, it bounds a new *source*'s rows (a new
+    publisher's run is exchangeable with the sources seen, not with their rows).
+
+    >>> weighted_conformal_bound([0.1, 0.2, 0.3, 0.4], [1, 1, 1, 1], 0.6)
+    0.3
+    >>> weighted_conformal_bound([0.1, 0.2, 0.9], [0.5, 0.5, 1.0], 0.6)  # two sources: q is the largest
+    0.9
+    """
+    if len(values) != len(weights) or not values:
+        raise ValueError("weighted_conformal_bound needs one weight per residual, and a residual")
+    pairs = sorted(zip((abs(value) for value in values), weights, strict=True))
+    needed = level * (math.fsum(weights) + 1.0)
+    total = 0.0
+    for magnitude, weight in pairs:
+        total += weight
+        if total >= needed - 1e-12:
+            return magnitude
+    return pairs[-1][0]
+
+
+@dataclass(frozen=True)
+class Residual(Record):
+    """One row's speed residual (:func:`speed_residual`) in its family, from its ``source``: the
+    publisher of a fitted row (its residual out of fold) or the held-out table it comes from."""
+
+    family: str
+    value: float
+    source: str
 
 
 def bands_from_residuals(residuals: Iterable[tuple[str, float]], level: float = LEVEL) -> dict[str, Band]:
     """Bands (:func:`conformal_bounds`) of every family and of its parents from
-    ``(family, speed residual)`` pairs.
+    ``(family, speed residual)`` pairs, each row its own source.
 
     >>> bands = bands_from_residuals([("train/dense/hopper", r / 10) for r in range(-5, 6)])
     >>> round(bands["train"].low, 2), round(bands["train"].high, 2), bands["train"].num_rows
     (-0.5, 0.5, 11)
     """
-    grouped: dict[str, list[float]] = {}
-    for family, residual in residuals:
-        parts = family.split("/")
+    return bands_from_sources(
+        (Residual(family, value, str(index)) for index, (family, value) in enumerate(residuals)), level
+    )
+
+
+def bands_from_sources(residuals: Iterable[Residual], level: float = LEVEL) -> dict[str, Band]:
+    """Bands of every family and of its parents, each source's rows of a family weighing 1 in
+    all (:func:`weighted_conformal_bound`): a table of 200 rows from one publisher counts as
+    much as one of 20 from another.
+
+    >>> rows = [Residual("infer/dense/hopper", 0.05, "big") for _ in range(9)]
+    >>> rows += [Residual("infer/dense/hopper", 0.5, "small"), Residual("infer/dense/hopper", 0.6, "other")]
+    >>> pairs = [(row.family, row.value) for row in rows]
+    >>> bands_from_sources(rows)["infer"].high, bands_from_residuals(pairs)["infer"].high
+    (0.6, 0.5)
+    """
+    grouped: dict[str, list[Residual]] = {}
+    for residual in residuals:
+        parts = residual.family.split("/")
         for depth in range(1, len(parts) + 1):
             grouped.setdefault("/".join(parts[:depth]), []).append(residual)
-    return {
-        name: Band(name, level, *conformal_bounds(values, level), len(values))
-        for name, values in sorted(grouped.items())
-    }
+    bands = {}
+    for name, members in sorted(grouped.items()):
+        per_source = Counter(member.source for member in members)
+        weights = [1.0 / per_source[member.source] for member in members]
+        quantile = weighted_conformal_bound([member.value for member in members], weights, level)
+        bands[name] = Band(name, level, -quantile, quantile, len(members), len(per_source))
+    return bands
 
 
 def speed_residual(metric: str, measured: float, predicted: float) -> float:
@@ -164,21 +235,13 @@ def speed_residual(metric: str, measured: float, predicted: float) -> float:
     return -ratio if metric in TIME_METRICS else ratio
 
 
-def write_uncertainty(
-    rows: Iterable[tuple[str, str, float, float | None]], *, source: str, path: Path | None = None
-) -> Path:
-    """Write the bands of ``(family, metric, measured, predicted)`` rows to ``uncertainty.toml``;
-    the predictions are out-of-fold (each row predicted by values fitted without its publisher)."""
-    residuals = []
-    for family, metric, measured, predicted in rows:
-        if predicted is None or predicted <= 0 or measured <= 0 or metric == "memory_per_gpu_bytes":
-            continue
-        residuals.append((family, speed_residual(metric, measured, predicted)))
-    bands = bands_from_residuals(residuals)
+def write_uncertainty(bands: Mapping[str, Band], *, source: str, path: Path | None = None) -> Path:
+    """Write ``bands`` (:func:`bands_from_sources`) to ``uncertainty.toml``, with what they come from."""
     lines = [
-        "# Error bars of the SOL estimates: speed residuals log(measured / predicted) of the published",
-        "# rows, each predicted with values fitted without its publisher (leave-one-publisher-out).",
-        "# Written by `python benchmarks/fit_efficiency.py --write`; do not edit by hand.",
+        "# Error bars of the SOL estimates: speed residuals log(measured / predicted) of published rows no",
+        "# fitted value has seen (the fitted rows predicted without their publisher, the held-out tables),",
+        "# each source weighing the same. Written by `python benchmarks/calibrate_bands.py --write`; do not",
+        "# edit by hand.",
         f"schema_version = {UNCERTAINTY_SCHEMA_VERSION}",
         f"level = {LEVEL}",
         f'source = "{source}"',
@@ -188,6 +251,7 @@ def write_uncertainty(
             "",
             f'[family."{name}"]',
             f"n = {band.num_rows}",
+            f"sources = {band.num_sources}",
             f"low = {band.low:.4f}",
             f"high = {band.high:.4f}",
         ]
@@ -201,13 +265,16 @@ __all__ = [
     "LEVEL",
     "TIME_METRICS",
     "Band",
+    "Residual",
     "band_for",
     "bands_from_residuals",
+    "bands_from_sources",
     "conformal_bounds",
     "family_name",
     "family_of",
     "interval_for",
     "load_bands",
     "speed_residual",
+    "weighted_conformal_bound",
     "write_uncertainty",
 ]

@@ -70,7 +70,8 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_packages import package_serving_stack
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
-from lightspeed.sol.core.uncertainty import interval_for
+from lightspeed.sol.core.uncertainty import band_for, family_name
+from lightspeed.sol.core.uncertainty import load_bands as shipped_bands
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
@@ -995,9 +996,10 @@ def predict_inference_setup(
     simulated when the figure depends on load, else the analytic steady state. A latency measured
     at an arrival rate gets its band under that load (:mod:`lightspeed.sol.serve.load_band`: two
     more runs) unless ``load_bands`` is off (the fit script, which reads only the prediction)."""
-    band = interval_for(
+    family = family_name(
         "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
     )
+    band = band_for(shipped_bands(), family)
     interval: tuple[float, float] | None = None
     try:
         if setup.simulation is not None:
@@ -1038,6 +1040,7 @@ def predict_inference_setup(
         band=band,
         interval=interval,
         stack=setup.serving.name if setup.serving is not None else "",
+        family=family,
     )
 
 

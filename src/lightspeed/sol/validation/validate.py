@@ -22,7 +22,7 @@ from lightspeed.errors import LightspeedError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
-from lightspeed.sol.core.uncertainty import LEVEL, Band, interval_for
+from lightspeed.sol.core.uncertainty import LEVEL, Band, family_name, interval_for
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.sol.train.result import TrainingEstimate, estimate_from_arrays
@@ -56,6 +56,7 @@ class ValidationRow(Record):
     covered: bool | None = None
     publisher: str = ""
     stack: str = ""
+    family: str = ""
 
 
 KINDS: Final = ("train", "infer")
@@ -186,6 +187,11 @@ def predict_training_setup(
             moe=setup.model.moe is not None,
             architecture=setup.cluster.system.accelerator.architecture,
         ),
+        family=family_name(
+            "train",
+            moe=setup.model.moe is not None,
+            architecture=setup.cluster.system.accelerator.architecture,
+        ),
         stack=setup.stack.name if setup.stack is not None else "",
     )
 
@@ -204,10 +210,12 @@ def predicted_row(
     band: Band | None = None,
     stack: str = "",
     interval: tuple[float, float] | None = None,
+    family: str = "",
 ) -> ValidationRow:
     """The record of a row the engine predicted (relative error against ``measured``), with the
     error bars of its family around the prediction (or ``interval``, where the row's own band is
-    known better: a latency under load) and whether the measured value fell inside.
+    known better: a latency under load) and whether the measured value fell inside; ``family``
+    names the residuals the band comes from (:func:`~lightspeed.sol.core.uncertainty.family_name`).
 
     Raises :class:`RowError` (the row is reported as not predicted) when ``measured`` is not
     a number above zero: a relative error against it means nothing.
@@ -236,6 +244,7 @@ def predicted_row(
         covered=None if interval is None else interval[0] <= measured <= interval[1],
         publisher=label.publisher,
         stack=stack,
+        family=family,
     )
 
 
