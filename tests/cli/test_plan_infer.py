@@ -144,10 +144,12 @@ def test_search_infer_on_part_of_a_node(run_cli) -> None:  # type: ignore[no-unt
 def test_serving_stack_is_chosen_by_name(run_cli) -> None:  # type: ignore[no-untyped-def]
     # TensorRT-LLM 0.5-0.7 ran without CUDA graphs: its profile pays host time every iteration
     # (iteration_overhead_s in stacks.toml), the 2025 default none; an SGLang dense deployment
-    # runs on the same fitted kernels as TensorRT-LLM 2025.
+    # runs on the same fitted kernels as TensorRT-LLM 2025 (the KV cache's format named: SGLang's
+    # default is the model's 16-bit dtype, TensorRT-LLM's FP8).
     from lightspeed.sol import load_serving_stack
 
-    args = (*PLAN, "--precision", "fp8", "--isl", "1000", "--osl", "1000", "--concurrency", "64", "--json")
+    args = (*PLAN, "--precision", "fp8", "--kv-precision", "fp8", "--isl", "1000", "--osl", "1000")
+    args = (*args, "--concurrency", "64", "--json")
     runs = {
         name: json.loads(run_cli(*args, "--serving", name).out) for name in ("trtllm-2023", "sglang-2025")
     }

@@ -20,7 +20,9 @@ from lightspeed.sol.serve.deployment import simulated_deployment
 from lightspeed.workload import ModelRegistry
 
 SHORT = ServingLoad(input_tokens=128, output_tokens=128)
-ONE_GPU = InferencePlan(tp=1, precision="fp8")
+ONE_GPU = InferencePlan(
+    tp=1, precision="fp8", kv_precision="fp8"
+)  # the cache named: servers' defaults differ
 
 
 def _batch(models: ModelRegistry, catalog: Catalog, system: str, serving: ServingStack, **plan: int) -> int:

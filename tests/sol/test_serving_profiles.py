@@ -44,10 +44,11 @@ def test_sglang_and_deepseek_share_the_2025_serving_kernels() -> None:
 def test_a_dense_deployment_costs_the_same_on_sglang_and_tensorrt_llm(
     catalog: Catalog, models: ModelRegistry
 ) -> None:
-    # No MoE path, no attention DP: nothing but the shared kernels decides the step.
+    # No MoE path, no attention DP: nothing but the shared kernels decides the step (the KV cache's
+    # format named: SGLang keeps the model's 16-bit dtype by default, TensorRT-LLM FP8).
     cluster = catalog.cluster("dgx-h100", num_nodes=1)
     load = ServingLoad(1024, 1024, concurrency=64)
-    plan = InferencePlan(tp=1, replicas=8, precision="fp8")
+    plan = InferencePlan(tp=1, replicas=8, precision="fp8", kv_precision="fp8")
     model = models.get("llama-3.1-8b")
     on = {
         name: estimate_inference(model=model, cluster=cluster, plan=plan, load=load, serving=name)

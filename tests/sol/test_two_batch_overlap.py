@@ -112,7 +112,7 @@ def test_wide_ep_decode_batch_stops_at_the_recipes_per_rank_batch(
     assert load_serving_stack("trtllm-2025").decode_batch_limit("hopper") is None
     load = ServingLoad(input_tokens=2000, output_tokens=100)
     cluster = catalog.cluster("dgx-h100", num_nodes=9)
-    wide = InferencePlan(tp=1, ep=72, dp_attention=72, precision="fp8")
+    wide = InferencePlan(tp=1, ep=72, dp_attention=72, precision="fp8", kv_precision="fp8")
 
     def batch(plan: InferencePlan, serving: ServingStack) -> float:
         estimate = estimate_inference(

@@ -114,7 +114,8 @@ def test_a_format_no_reader_takes_is_refused_not_read_as_unstated(
         ("Llama-3.3-70B-Instruct-W8A8-FP8", ("fp8", None, None)),
         # a checkpoint or format in parentheses (dropped before: bf16, "not stated")
         ("Llama-3.1-70B-Instruct (FP8)", ("fp8", None, None)),
-        ("Llama 3.1 70B (amd/Llama-3.1-70B-Instruct-FP8-KV)", ("fp8", None, None)),
+        # AMD's Quark checkpoint named for its FP8 KV cache, which the run's --kv-cache-dtype fp8 uses
+        ("Llama 3.1 70B (amd/Llama-3.1-70B-Instruct-FP8-KV)", ("fp8", "fp8", None)),
         ("Llama 3.1 70B (AWQ)", ("int4", None, "bf16")),
     ],
 )

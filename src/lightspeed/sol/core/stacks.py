@@ -57,6 +57,11 @@ KV_ALLOCATIONS: Final = ("reserve", "on-demand")
 # kv_cache_free_gpu_mem_fraction) or the whole GPU, weights and activations included (vLLM's
 # gpu_memory_utilization)
 KV_MEMORY_OF: Final = ("free", "total")
+# What a server stores the KV cache in when nothing says (InferencePlan.kv_precision unset):
+# ``quantized``, FP8 with 8-bit or narrower weights (TensorRT-LLM's quantized checkpoints carry
+# an FP8 KV cache), or ``model``, the model's 16-bit dtype whatever the weights' format (vLLM's
+# and SGLang's ``--kv-cache-dtype auto``).
+KV_CACHE_DEFAULTS: Final = ("quantized", "model")
 FP8_SCALINGS: Final = ("delayed", "current", "block")
 FP8_STORAGE: Final = ("none", "linear-inputs", "linear-and-swiglu-inputs")
 STACKS_SCHEMA_VERSION: Final = 1
@@ -317,7 +322,10 @@ class ServingStack(Record):
     sequences have room to grow (``admission_watermark_source``). ``sparse_attention_min_heads``:
     the query heads a rank's sparse-attention kernel computes at least, padding fewer (vLLM's
     FlashMLA sparse kernels: 64; 0 for none), read from the server's code
-    (``sparse_attention_source``)."""
+    (``sparse_attention_source``). ``kv_cache_default``: the KV cache's format where nothing
+    names one (:data:`KV_CACHE_DEFAULTS`), except on ``kv_cache_quantized_vendors``' accelerators,
+    whose documented recipe for a quantized model quantizes the cache too, read from the server's
+    code and docs (``kv_cache_source``)."""
 
     name: str
     display_name: str
@@ -344,6 +352,9 @@ class ServingStack(Record):
     prefill_graph_source: str = ""
     kv_memory_of: str = "free"
     kv_memory_source: str = ""
+    kv_cache_default: str = "quantized"
+    kv_cache_quantized_vendors: tuple[str, ...] = ()
+    kv_cache_source: str = ""
     kv_memory_share_by_tp: tuple[tuple[int, float], ...] = ()
     overlap_scheduler: bool = False
     overlap_with_pipeline: bool = True
@@ -562,6 +573,9 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),
         kv_memory_of=_choice(table, "kv_memory_of", KV_MEMORY_OF, KV_MEMORY_OF[0]),
         kv_memory_source=table.string("kv_memory_source", ""),
+        kv_cache_default=_choice(table, "kv_cache_default", KV_CACHE_DEFAULTS, KV_CACHE_DEFAULTS[0]),
+        kv_cache_quantized_vendors=table.strings("kv_cache_quantized_vendors"),
+        kv_cache_source=table.string("kv_cache_source", ""),
         kv_memory_share_by_tp=_share_by_tp(table),
         kv_allocation_source=table.string("kv_allocation_source", ""),
         admission_watermark=_watermark(table),
@@ -1045,6 +1059,7 @@ __all__ = [
     "ATTENTION_KERNELS",
     "FP8_CAST_BYTES",
     "KV_ALLOCATIONS",
+    "KV_CACHE_DEFAULTS",
     "KV_MEMORY_OF",
     "PREFILL_STEPS",
     "ServingStack",

@@ -533,7 +533,7 @@ def _pooled_deployment(
     )
     notes = [precision[1], note]
     if kv_precision is not None:
-        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+        notes.append(f"KV cache {kv_precision} (the row names it)")
     return plan, notes
 
 
@@ -566,7 +566,7 @@ def deployment(
     kv_precision = infer_precision.kv_precision(row)
     notes = [precision[1], *layout_notes, *([pools_note] if pools_note else [])]
     if kv_precision is not None:
-        notes.append(f"KV cache {kv_precision} (the precision cell says so)")
+        notes.append(f"KV cache {kv_precision} (the row names it)")
     plan = InferencePlan(
         tp=tp,
         pp=pp,

@@ -308,27 +308,34 @@ def _vendor_format(key: str, vendor: str) -> tuple[str, str] | None:
     return None
 
 
-_KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4|16[\s-]*bits?)"
+_KV_FORMAT = r"(fp8|fp16|bf16|int8|nvfp4|16[\s-]*bits?)(?:[_-]?e[45]m[23])?"
 # ``bf16/FP16 KV cache``, ``FP8 KV``, ``KV cache fp8``, ``KV cache: fp8``, ``kv cache in fp8``,
 # ``16-bit KV cache``, ``KV cache in 16 bits``, ``bf16 attn``, ``attention: BF16``, ``MLA and
 # combine in BF16``, ``BF16 (MLA, combine)``, ``BF16 core MLA``,
-# vLLM's ``--kv-cache-dtype fp8`` (``kv_cache_dtype=fp8``); ``bf16 attention``, ``bf16 MLA``,
+# vLLM's ``--kv-cache-dtype fp8`` (``kv_cache_dtype=fp8``, SGLang's ``fp8_e4m3``), TensorRT-LLM's
+# ``kv_cache_config dtype: fp8``; ``bf16 attention``, ``bf16 MLA``,
 # ``attention in bf16``: the attention kernels read the cache in the format they compute in. None
 # of them is the weights' format.
 _KV_PRECISION = re.compile(
     rf"\b{_KV_FORMAT}\s*(?:/\s*\w+\s*)?(?:kv\w*|attention|attn|(?:core\s+)?mla)\b"
     rf"|\b(?:attention|attn|mla)(?:\s+and\s+\w+)?\s*(?:in|[:=])\s*{_KV_FORMAT}\b"
     rf"|\b{_KV_FORMAT}\s*\((?:[^)]*[\s,])?mla\b|\b{_KV_FORMAT}\s+for\s+(?:core\s+)?(?:mla|attention)\b"
-    rf"|(?:--)?\bkv(?:[-_ ]?cache)?(?:[-_ ]?dtype)?\s*(?:[:=]|\bin\b)?\s*{_KV_FORMAT}\b"
+    rf"|(?:--)?\bkv(?:[-_ ]?cache)?(?:[-_ ]?config)?(?:[-_ ]?dtype)?\s*(?:[:=]|\bin\b)?\s*{_KV_FORMAT}\b"
 )
+
+
+# A checkpoint named for its FP8 KV cache (AMD's Quark ``amd/Llama-3.1-70B-Instruct-FP8-KV``):
+# its KV-cache scales are what the run's ``--kv-cache-dtype fp8`` uses.
+_FP8_KV_CHECKPOINT: Final = re.compile(r"fp8[-_]kv\b", re.IGNORECASE)
 
 
 def kv_precision(row: PublishedRow) -> str | None:
     """The KV-cache format the precision cell names (``bf16/FP16 KV cache``, ``FP8 KV``, ``KV
-    cache: fp8``, ``--kv-cache-dtype fp8``, ``bf16 attention``, ``bf16 MLA``), if any."""
+    cache: fp8``, ``--kv-cache-dtype fp8``, ``--kv-cache-dtype=fp8_e4m3``, ``bf16 attention``,
+    ``bf16 MLA``), or fp8 where the model cell names an ``-FP8-KV`` checkpoint; else ``None``."""
     match = _KV_PRECISION.search(format_keys(row.text("precision")))
     if match is None:
-        return None
+        return "fp8" if _FP8_KV_CHECKPOINT.search(row.text("model")) else None
     kv = next(group for group in match.groups() if group)
     return "bf16" if kv.startswith("16") else kv  # ``16-bit KV cache``: the same bytes either way
 

@@ -111,6 +111,7 @@ from lightspeed.sol.validation.published import (
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
+from lightspeed.units import bytes_per_element
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
@@ -717,6 +718,16 @@ def _row_gpus(catalog: Catalog, row: PublishedRow, stated: StatedLayout) -> tupl
         return derived
 
 
+# MLPerf closed LLM submissions quantize the KV cache with the weights: NVIDIA's FP8 and FP4
+# TensorRT-LLM engines keep it in FP8, and AMD's Quark checkpoints list "KV Cache Entries" among
+# their quantized tensors (amd/Mixtral-8x7B-Instruct-v0.1_FP8_MLPerf_V3 model card, MLPerf v5.1),
+# which vLLM's default (the model's 16-bit dtype) would not.
+_MLPERF_KV_NOTE: Final = (
+    "KV cache fp8: MLPerf closed submissions quantize it with the weights (NVIDIA's TensorRT-LLM engines; "
+    "AMD's Quark MLPerf checkpoints list KV cache entries among the quantized tensors)"
+)
+
+
 def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
     stated = stated_layout(row)
@@ -743,6 +754,9 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     plan, plan_notes = deployment(row, model, num_gpus, precision, stated, tp=split_tp, one_pool=one_pool)
     plan, cap_note = stated_cap(row, plan)
     plan_notes = [*plan_notes, cap_note] if cap_note else plan_notes
+    if mlperf is not None and plan.kv_precision is None and bytes_per_element(plan.precision) <= 1:
+        plan = plan.with_changes(kv_precision="fp8")
+        plan_notes = [*plan_notes, _MLPERF_KV_NOTE]
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
