@@ -7,7 +7,8 @@ Run it after ``benchmarks/fit_efficiency.py --report docs/fit-report.json --writ
 in the repository (``tests/data/validation/*.tsv``, ``benchmarks/data/*.tsv``; two
 worker processes), then prints, per source, the share of its rows inside
 
-* the bands shipped before this run (``sol/data/uncertainty.toml`` as it was), and
+* the bands of the fitted rows' out-of-fold residuals alone, row by row (how the bands were
+  made before the held-out tables were added to them), and
 * the bands calibrated on every *other* source (leave-one-source-out): what a
   new table or publisher meets (``lightspeed.sol.validation.band_calibration``).
 
@@ -29,7 +30,13 @@ from typing import Any
 from lightspeed.catalog import load_catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.records import to_jsonable
-from lightspeed.sol.core.uncertainty import LEVEL, Residual, bands_from_sources, load_bands, write_uncertainty
+from lightspeed.sol.core.uncertainty import (
+    LEVEL,
+    Residual,
+    bands_from_residuals,
+    bands_from_sources,
+    write_uncertainty,
+)
 from lightspeed.sol.validation.band_calibration import (
     coverage_by_source,
     covered,
@@ -63,8 +70,10 @@ def _kind(source_residuals: Sequence[Residual]) -> str:
 
 
 def coverage_table(residuals: Sequence[Residual]) -> list[dict[str, Any]]:
-    """Per held-out source: rows, covered by the bands shipped before, covered out of source."""
-    before = load_bands()
+    """Per source: rows, covered by the fitted rows' bands (the rule before: their out-of-fold
+    residuals alone, row by row), covered by the bands of every other source."""
+    fitted = [residual for residual in residuals if residual.source.startswith("fit:")]
+    before = bands_from_residuals((residual.family, residual.value) for residual in fitted)
     out_of_source = coverage_by_source(residuals)
     entries = []
     for source, coverage in out_of_source.items():
@@ -89,7 +98,7 @@ def _share(entries: Sequence[dict[str, Any]], key: str) -> str:
 def markdown(entries: Sequence[dict[str, Any]]) -> str:
     """The coverage table docs/benchmarks.md quotes (one line per held-out table, then totals)."""
     lines = [
-        "| source | kind | rows | covered by the bands before | covered out of source |",
+        "| source | kind | rows | covered by the fitted rows' bands | covered out of source |",
         "|---|---|---:|---:|---:|",
     ]
     for entry in entries:
