@@ -12,6 +12,7 @@ or a re-export can load more than the statements say).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import subprocess
@@ -104,11 +105,12 @@ def _imports(path: Path) -> list[str]:
     return [name for name in dict.fromkeys(names) if name.split(".")[0] == "lightspeed"]
 
 
-def _bound_names(package: str) -> set[str]:
+@functools.cache
+def _bound_names(package: str) -> frozenset[str]:
     """Names a package's ``__init__`` binds itself (a function may share a submodule's name)."""
     path = MODULES.get(package)
     if path is None or path.name != "__init__.py":
-        return set()
+        return frozenset()
     tree = ast.parse(path.read_text(encoding="utf-8"))
     bound = {
         alias.asname or alias.name
@@ -116,7 +118,8 @@ def _bound_names(package: str) -> set[str]:
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
-    return bound | {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    return frozenset(bound | defined)
 
 
 def layer_of(module: str) -> str:
@@ -190,6 +193,7 @@ def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
     return found
 
 
+@functools.cache
 def module_graph() -> dict[str, list[str]]:
     return {name: [t for t in _imports(path) if t in MODULES and t != name] for name, path in MODULES.items()}
 
