@@ -125,7 +125,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     args = parser.parse_args()
     started = time.perf_counter()
-    residuals = fit_residuals(json.loads(args.fit_report.read_text(encoding="utf-8")))
+    try:
+        residuals = fit_residuals(json.loads(args.fit_report.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as error:
+        print(
+            f"error: cannot read the fit report {args.fit_report}: {error}; write it with "
+            "python benchmarks/fit_efficiency.py --report docs/fit-report.json",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for path, (found, refused) in zip(TABLES, pool.map(residuals_of, TABLES), strict=True):
             print(f"{path.name}: {len(found)} rows predicted {refused[:80]}", file=sys.stderr)

@@ -87,7 +87,7 @@ def _row(
         plan=None,
         assumptions=(),
         source="",
-        family="infer/dense/hopper",
+        family=family,
     )
 
 
