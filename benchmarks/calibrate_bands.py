@@ -56,9 +56,8 @@ def residuals_of(path: Path) -> tuple[list[Residual], str]:
     """The residuals of one table's predicted rows (run in a worker process), or why the table
     predicts none (the kernel tables, which ``validate`` refuses as a whole)."""
     try:
-        report = validate_published(
-            path=path, catalog=load_catalog(), models=load_models(), infer=inference_predictor()
-        )
+        infer = inference_predictor(load_bands=False)  # the predictions alone
+        report = validate_published(path=path, catalog=load_catalog(), models=load_models(), infer=infer)
     except LightspeedError as error:
         return [], str(error)
     return table_residuals(report.rows, path.name), ""

@@ -987,13 +987,16 @@ def _value(estimate: InferenceEstimate, metric: str) -> float:
 
 
 def inference_predictor(
-    efficiency: EfficiencyModel | None = None,
+    efficiency: EfficiencyModel | None = None, *, load_bands: bool = True
 ) -> Callable[[PublishedRow, Catalog, ModelRegistry], ValidationRow]:
-    """A predictor for :func:`~lightspeed.sol.validation.validate.validate_published`'s ``infer`` argument."""
+    """A predictor for :func:`~lightspeed.sol.validation.validate.validate_published`'s ``infer``
+    argument; ``load_bands`` off skips the two runs that draw a latency under load its band (the
+    family's band is drawn instead), for callers that read only the predictions."""
 
     def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
         setup, cluster = inference_row_setup(row, catalog, registry)
-        return predict_inference_setup(RowLabel(row.row_id, row.text("source")), setup, cluster, efficiency)
+        label = RowLabel(row.row_id, row.text("source"))
+        return predict_inference_setup(label, setup, cluster, efficiency, load_bands=load_bands)
 
     return predict
 
