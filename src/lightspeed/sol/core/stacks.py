@@ -432,6 +432,12 @@ class ServingStack(Record):
         )
         return result
 
+    def kv_cache_default_on(self, vendor: str) -> str:
+        """What the server stores an unnamed KV cache in on ``vendor``'s accelerators
+        (:data:`KV_CACHE_DEFAULTS`): its own default, or ``quantized`` where that vendor's
+        documented recipe quantizes the cache (``kv_cache_quantized_vendors``)."""
+        return "quantized" if vendor in self.kv_cache_quantized_vendors else self.kv_cache_default
+
     def issues_kernels(
         self, prompt_tokens: float | FloatArray, step_tokens: float | FloatArray
     ) -> bool | BoolArray:

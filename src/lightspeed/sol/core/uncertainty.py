@@ -235,6 +235,20 @@ def speed_residual(metric: str, measured: float, predicted: float) -> float:
     return -ratio if metric in TIME_METRICS else ratio
 
 
+def band_residual(metric: str, measured: float | None, predicted: float | None) -> float | None:
+    """The speed residual (:func:`speed_residual`) a band is drawn from, ``None`` for a row that
+    has none: not predicted, a memory figure (bytes, not speed), or a value not above 0.
+
+    >>> band_residual("memory_per_gpu_bytes", 7e10, 6e10), band_residual("ttft_s", 0.2, None)
+    (None, None)
+    """
+    if metric == "memory_per_gpu_bytes" or measured is None or predicted is None:
+        return None
+    if not (measured > 0 and predicted > 0):
+        return None
+    return speed_residual(metric, measured, predicted)
+
+
 def write_uncertainty(bands: Mapping[str, Band], *, source: str, path: Path | None = None) -> Path:
     """Write ``bands`` (:func:`bands_from_sources`) to ``uncertainty.toml``, with what they come from."""
     lines = [
@@ -267,6 +281,7 @@ __all__ = [
     "Band",
     "Residual",
     "band_for",
+    "band_residual",
     "bands_from_residuals",
     "bands_from_sources",
     "conformal_bounds",

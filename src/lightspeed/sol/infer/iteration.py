@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from lightspeed.catalog import Accelerator, Cluster
+from lightspeed.catalog import Cluster
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError
 from lightspeed.paths import package_data
@@ -63,7 +63,6 @@ from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
 from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
 from lightspeed.sol.infer.checkpoints import checkpoint_for
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
-from lightspeed.units import bytes_per_element
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
 from lightspeed.workload.attention import mean_cached_tokens, mean_read_tokens
 
@@ -173,9 +172,10 @@ def inference_hardware_for(
     profile = serving_stack_on(serving, accelerator.vendor).for_pipeline(plan.pp)
     plan, checkpoint_note = _checkpoint_formats(plan, model)
     plan, plugin_note = _moe_plugin_formats(plan, model, profile, sixteen_bit_format(accelerator))
-    plan, kv_note = _kv_cache_format(plan, profile, accelerator)
-    precisions = resolve_precisions(plan, accelerator)
-    notes = tuple(note for note in (checkpoint_note, plugin_note, kv_note) if note)
+    precisions = resolve_precisions(
+        plan, accelerator, kv_cache_default=profile.kv_cache_default_on(accelerator.vendor)
+    )
+    notes = tuple(note for note in (checkpoint_note, plugin_note) if note)
     if notes:
         precisions = replace(precisions, notes=(*precisions.notes, *notes))
     hardware = hardware_for(cluster, precisions.compute, efficiency)
@@ -234,29 +234,6 @@ def _moe_plugin_formats(
         return plan, ""
     note = f"INT8 on TensorRT-LLM's MoE plugin is weight-only: GEMMs in {sixteen_bit} ({_MOE_PLUGIN_SOURCE})"
     return plan.with_changes(activation_precision=sixteen_bit), note
-
-
-def _kv_cache_format(
-    plan: InferencePlan, serving: ServingStack, accelerator: Accelerator
-) -> tuple[InferencePlan, str]:
-    """``plan`` with the KV cache in the model's 16-bit dtype where the server keeps it so by
-    default (``kv_cache_default = "model"``: vLLM's and SGLang's ``--kv-cache-dtype auto``, except
-    on the vendors whose quantized recipe quantizes the cache) and nothing names a format, with a
-    note; unchanged otherwise (a 16-bit model's cache is 16-bit already)."""
-    narrow = bytes_per_element(plan.precision) <= 1
-    if (
-        plan.kv_precision is not None
-        or serving.kv_cache_default != "model"
-        or accelerator.vendor in serving.kv_cache_quantized_vendors
-        or not narrow
-    ):
-        return plan, ""
-    sixteen_bit = sixteen_bit_format(accelerator)
-    note = (
-        f"KV cache {sixteen_bit}: {serving.display_name.split(' (')[0]} keeps the model's dtype unless asked "
-        "(--kv-cache-dtype auto; --kv-precision fp8 for an FP8 cache)"
-    )
-    return plan.with_changes(kv_precision=sixteen_bit), note
 
 
 def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:

@@ -439,9 +439,14 @@ def sixteen_bit_format(accelerator: Accelerator) -> str:
     return "bf16" if "bf16" in accelerator.compute else "fp16"
 
 
-def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisions:
+def resolve_precisions(
+    plan: InferencePlan, accelerator: Accelerator, *, kv_cache_default: str = "quantized"
+) -> Precisions:
     """Weights, GEMM-input and KV-cache formats of ``plan`` on ``accelerator`` (see
-    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU.
+    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU. A server
+    whose ``kv_cache_default`` is ``model`` (``ServingStack.kv_cache_default_on``: vLLM's and
+    SGLang's ``--kv-cache-dtype auto``) keeps an unnamed cache in the 16-bit format beside 8-bit or
+    narrower weights, with a note, where ``quantized`` (TensorRT-LLM's checkpoints) takes FP8.
 
     >>> from lightspeed.catalog import load_catalog
     >>> formats = resolve_precisions(InferencePlan(precision="nvfp4"), load_catalog().accelerator("b200"))
@@ -451,9 +456,16 @@ def resolve_precisions(plan: InferencePlan, accelerator: Accelerator) -> Precisi
     notes: list[str] = []
     fallback = sixteen_bit_format(accelerator)
     activation = _activation(accelerator, plan.precision, plan.activation_precision, fallback, notes)
+    narrow = bytes_per_element(plan.precision) <= 1.0
     if plan.kv_precision is not None:
         kv = plan.kv_precision
-    elif bytes_per_element(plan.precision) <= 1.0 and "fp8" in accelerator.compute:
+    elif narrow and kv_cache_default == "model":
+        kv = fallback
+        notes.append(
+            f"KV cache {fallback}: the server keeps the model's dtype unless asked "
+            "(--kv-cache-dtype auto; --kv-precision fp8 for an FP8 cache)"
+        )
+    elif narrow and "fp8" in accelerator.compute:
         kv = "fp8"
     else:
         kv = fallback if bytes_per_element(activation) < 2.0 else activation

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from lightspeed.records import Record
 from lightspeed.sol.core.uncertainty import (
@@ -34,29 +33,17 @@ from lightspeed.sol.core.uncertainty import (
     Band,
     Residual,
     band_for,
+    band_residual,
     bands_from_sources,
-    speed_residual,
 )
 from lightspeed.sol.validation.validate import ValidationRow
-
-# What a memory row measures is bytes, not speed: no band is drawn on it.
-_NO_BAND_METRICS: Final = frozenset({"memory_per_gpu_bytes"})
-
-
-def _speed_residual(metric: str, measured: float | None, predicted: float | None) -> float | None:
-    """The row's speed residual, or ``None`` where it has none (refused, memory, not above 0)."""
-    if metric in _NO_BAND_METRICS or measured is None or predicted is None:
-        return None
-    if not (measured > 0 and predicted > 0):
-        return None
-    return speed_residual(metric, measured, predicted)
 
 
 def table_residuals(rows: Iterable[ValidationRow], source: str) -> list[Residual]:
     """The residuals of the predicted rows of one held-out table, ``source`` naming it."""
     found = []
     for row in rows:
-        value = _speed_residual(row.metric, row.measured, row.predicted)
+        value = band_residual(row.metric, row.measured, row.predicted)
         if value is not None and row.family:
             found.append(Residual(row.family, value, source))
     return found
@@ -70,7 +57,7 @@ def fit_residuals(report: Mapping[str, object]) -> list[Residual]:
         raise ValueError("a fit report has a list of rows (benchmarks/fit_efficiency.py --report)")
     found = []
     for row in rows:
-        value = _speed_residual(str(row["metric"]), row.get("measured"), row.get("out_of_fold"))
+        value = band_residual(str(row["metric"]), row.get("measured"), row.get("out_of_fold"))
         if value is not None:
             found.append(Residual(str(row["family"]), value, f"fit:{row['publisher']}"))
     return found

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stacks
-from lightspeed.sol.core.uncertainty import LEVEL, Band, band_for, bands_from_residuals, speed_residual
+from lightspeed.sol.core.uncertainty import LEVEL, Band, band_for, band_residual, bands_from_residuals
 from lightspeed.sol.validation.fitting import (
     FitChoice,
     FitRow,
@@ -141,11 +141,9 @@ def residual_bands(rows: Sequence[FitRow], predictions: dict[str, float | None])
     """The bands (:func:`~lightspeed.sol.core.uncertainty.bands_from_residuals`) of out-of-fold
     predictions; rows refused or reporting memory are left out."""
     residuals = [
-        (row.family, speed_residual(row.metric, row.measured, predicted))
+        (row.family, residual)
         for row in rows
-        if (predicted := predictions.get(row.id)) is not None
-        and predicted > 0
-        and row.metric != "memory_per_gpu_bytes"
+        if (residual := band_residual(row.metric, row.measured, predictions.get(row.id))) is not None
     ]
     return bands_from_residuals(residuals)
 

@@ -70,7 +70,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_packages import package_serving_stack
 from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
-from lightspeed.sol.core.uncertainty import band_for, family_name
+from lightspeed.sol.core.uncertainty import band_for, family_of
 from lightspeed.sol.core.uncertainty import load_bands as shipped_bands
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
@@ -1013,9 +1013,7 @@ def predict_inference_setup(
     simulated when the figure depends on load, else the analytic steady state. A latency measured
     at an arrival rate gets its band under that load (:mod:`lightspeed.sol.serve.load_band`: two
     more runs) unless ``load_bands`` is off (the fit script, which reads only the prediction)."""
-    family = family_name(
-        "infer", moe=setup.model.moe is not None, architecture=cluster.system.accelerator.architecture
-    )
+    family = family_of("infer", setup.model, cluster.system.accelerator)
     band = band_for(shipped_bands(), family)
     interval: tuple[float, float] | None = None
     try:

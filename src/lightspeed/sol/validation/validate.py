@@ -22,7 +22,7 @@ from lightspeed.errors import LightspeedError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
-from lightspeed.sol.core.uncertainty import LEVEL, Band, family_name, interval_for
+from lightspeed.sol.core.uncertainty import LEVEL, Band, band_for, family_of, load_bands
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.sol.train.result import TrainingEstimate, estimate_from_arrays
@@ -172,6 +172,7 @@ def predict_training_setup(
         arrays=arrays, index=index, model=setup.model, hardware=hardware, plan=plan
     )
     predicted = _predicted_metric(setup, plan, estimate, _peak_of(setup, hardware.peak_flop_per_s))
+    family = family_of("train", setup.model, setup.cluster.system.accelerator)
     return predicted_row(
         label,
         kind="train",
@@ -182,16 +183,8 @@ def predict_training_setup(
         assumptions=setup.assumptions,
         reading=setup.reading,
         readings=setup.readings,
-        band=interval_for(
-            "train",
-            moe=setup.model.moe is not None,
-            architecture=setup.cluster.system.accelerator.architecture,
-        ),
-        family=family_name(
-            "train",
-            moe=setup.model.moe is not None,
-            architecture=setup.cluster.system.accelerator.architecture,
-        ),
+        band=band_for(load_bands(), family),
+        family=family,
         stack=setup.stack.name if setup.stack is not None else "",
     )
 
