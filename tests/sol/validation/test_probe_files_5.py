@@ -48,10 +48,10 @@ TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int, int] | None, str]] = {
     # NeMo's long-sequence table: Llama 2 7B at 128K on 128 H100, TP 4 CP 4, no batch of any kind:
     # its TFLOPS/GPU without pipeline parallelism
     "U08": (128, (4, 1, 4), "tflop_per_s_per_gpu"),
+    # 'Paxml GPT175B' gives no heads: 96 layers of 12,288 with MHA make 175.2B, the row's 175B
+    "U13": (128, None, "step_time_s"),
 }
-TRAINING_REFUSED = {
-    "U13": "lacks heads(kv)",  # 'Paxml GPT175B': no catalog model, and the row gives no head count
-}
+TRAINING_REFUSED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("row_id", sorted(TRAINING_BY_HAND))
@@ -133,9 +133,10 @@ SECOND_TRAINING_BY_HAND = {
     "W07": (256, (1, 1, 256), 4, "tflop_per_s_per_gpu"),
     # NeMo Automodel: 'Qwen3 MoE 30B' on 8 H100 with EP 8, 'Time per Global Step (s)' first
     "W17": (8, (1, 1, 8), 4, "step_time_s"),
+    # Fast-LLM's SmolLM2-135M (the catalog's record): 8 A100 in data parallelism, micro-batch 60
+    "W06": (8, (1, 1, 8), 60, "tokens_per_s_per_gpu"),
 }
 SECOND_TRAINING_REFUSED = {
-    "W06": "not in the catalog",  # SmolLM2-135M, no dimensions in the row
     "W13": "names no accelerator",  # Ascend Atlas 800T A2
     "W14": "names no accelerator",
 }
@@ -191,9 +192,15 @@ def test_the_third_round_of_probes(catalog: Catalog, models: ModelRegistry) -> N
     for row_id, words in {
         "Y08": "GPUs is not reported",  # the Llama 2 model card's GPU hours name no cluster
         "Y10": "names no accelerator",  # MegaScale says only 'NVIDIA Ampere GPUs'
-        "Y17": "GLM-130B",  # not in the catalog, and the row gives no head count or vocabulary
     }.items():
         assert words in training[row_id].reason, (row_id, training[row_id].reason)
+    # GLM-130B (the catalog's record): TP 4 x PP 8 on 768 A100, 'yes (re-materialization)' is full
+    # recomputation, so its HFU counts the recompute pass (the paper's 43.3% HFU against 32.5% MFU)
+    glm = training["Y17"]
+    assert glm.status == "ok", glm.reason
+    assert glm.plan is not None
+    assert (glm.plan["tp"], glm.plan["pp"], glm.plan["dp"], glm.plan["recompute"]) == (4, 8, 24, "full")
+    assert glm.metric == "hfu"
     serving = {row.id: row for row in _report(DATA / "probe-serving-7.tsv", catalog, models).rows}
     # LMDeploy 0.1 (2023) names no server lightspeed knows: 2023's TensorRT-LLM profile, not 2025's
     assert serving["Z04"].stack == "trtllm-2023"

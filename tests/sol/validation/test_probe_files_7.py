@@ -29,12 +29,14 @@ TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int, int], int]] = {
     # 'Nemotron-340B' is Nemotron-4 340B (NeMo's tables' name): TP 8, PP 4 on 128 GPUs
     "W103": (128, (8, 4, 1), 1),
     "W104": (64, (1, 1, 1), 1),
+    # torchtitan's 'DeepSeek V3 671B DistMoE' on 256 GB300: FSDP256 with
+    # fsdp_reshard_after_forward="never" keeps parameters gathered (ZeRO-2); then PP 2 with FSDP128
+    "W114": (256, (1, 1, 1), 2),
+    "W115": (256, (1, 2, 1), 2),
+    "W116": (256, (1, 2, 1), 2),
 }
 TRAINING_REFUSED = {
     "W113": "Mamba-2",  # Nemotron-H 56B: hybrid Mamba-Transformer
-    "W114": "not in the catalog",  # 'DeepSeek V3 671B DistMoE': torchtitan's word after the name
-    "W115": "not in the catalog",
-    "W116": "not in the catalog",
     "W119": "global_batch is not reported",  # PP 8 and no batch: the bubble depends on it
     "W120": "global_batch is not reported",
 }

@@ -31,9 +31,10 @@ TRAINING_BY_HAND: dict[str, tuple[int, str]] = {
     "R215": (64, "dgx-h100"),
     # tpu-recipes' Ironwood table: '256 (Number of chips)' of TPU7x ('tpu7x-4x8x8' is 4 x 8 x 8)
     "R208": (256, "tpu7x-pod"),
+    # Paxml's GPT 5B gives no heads: 24 layers of 4,096 with MHA make 5.26B, the row's 5B
+    "R205": (64, "dgx-h100"),
 }
 TRAINING_REFUSED = {
-    "R205": "not in the catalog",  # Paxml's GPT 5B: no heads in the row
     "R209": "not a whole number",  # MaxText's per_device_batch_size=0.125 (a fraction of a sequence)
     "R216": "not in the catalog",  # Nemotron-22B
     # MT-NLG as llm-analysis quotes it: ZeRO-3 with 35 pipeline stages, which DeepSpeed refuses

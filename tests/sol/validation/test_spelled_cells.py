@@ -348,6 +348,7 @@ def test_sharding_cells_as_frameworks_name_them(sharding: str, stage: int) -> No
         ("recompute all layers", "full"),
         ("no AC", "none"),
         ("selective AC", "selective"),
+        ("yes (re-materialization)", "full"),  # GLM-130B's paper: on, no policy named
     ],
 )
 def test_recompute_cells_as_frameworks_name_them(

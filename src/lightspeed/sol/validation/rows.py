@@ -292,6 +292,11 @@ def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> Transfo
         for name, value in (("layers", layers), ("hidden", hidden), ("heads(kv)", heads), ("vocab", vocab))
         if value is None
     ]
+    if missing == ["heads(kv)"] and hidden is not None and hidden % _MHA_HEAD_DIM == 0:
+        # an MHA model's weights and FLOPs do not depend on how its width is cut into heads:
+        # taken so when the row's parameter count confirms the shape (_confirmed_mha)
+        heads = kv_heads = hidden // _MHA_HEAD_DIM
+        missing = []
     if missing or layers is None or hidden is None or heads is None or vocab is None:
         raise RowError(
             f"model {row.text('model')!r} is not in the catalog and the row lacks {', '.join(missing)}"
@@ -302,7 +307,7 @@ def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> Transfo
     llama = gqa or bool(_LLAMA_MLP.search(ffn_text.lower()))
     seq = integer_cell(row.text("seq"), 2048) or 2048
     ffn_size = int(ffn) if ffn and ffn > 16 else 4 * hidden
-    return TransformerSpec(
+    spec = TransformerSpec(
         name=row.text("model").lower().replace(" ", "-"),
         display_name=row.text("model"),
         num_layers=layers,
@@ -318,12 +323,49 @@ def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> Transfo
         norm="rmsnorm" if llama else "layernorm",
         mlp_bias=not llama,
     )
+    if is_missing(row.text("heads(kv)")):
+        _confirmed_mha(row, spec)
+    return spec
+
+
+# the head width an MHA model is cut into when a row gives its width but not its heads (GPT-3's,
+# Llama's, Megatron's GPT configurations: 128)
+_MHA_HEAD_DIM: Final = 128
+# how near the row's parameter count the MHA shape built from its dimensions must come
+_PARAMS_AGREE: Final = 0.10
+
+
+def _confirmed_mha(row: PublishedRow, spec: TransformerSpec) -> None:
+    """Refuse a model built without its heads unless the row's parameter count (``params_B``)
+    is the MHA shape's within 10%: grouped KV heads or a gated MLP would count fewer or more."""
+    stated_b = first_number(row.text("params_B")) if not is_missing(row.text("params_B")) else None
+    built_b = parameter_counts(spec).total_params / 1e9
+    if stated_b is None or not math.isfinite(stated_b) or stated_b <= 0:
+        raise RowError(
+            f"model {row.text('model')!r} is not in the catalog and the row lacks heads(kv) and a "
+            "parameter count (params_B) that would confirm multi-head attention"
+        )
+    if abs(built_b / stated_b - 1) > _PARAMS_AGREE:
+        raise RowError(
+            f"model {row.text('model')!r} is not in the catalog and the row lacks heads(kv): with "
+            f"multi-head attention its dimensions make {built_b:.3g}B parameters, not the row's "
+            f"{stated_b:g}B; fill the heads(kv) cell"
+        )
 
 
 _LLAMA_MLP: Final = re.compile(r"swiglu|silu|swish")
 
 
-_NO_MTP: Final = re.compile(r"\b(?:w/o|without|no)\s+(?:the\s+)?mtp\b", re.IGNORECASE)
+_NO_MTP: Final = re.compile(r"\b(?:w/o|without|no)\s+(?:the\s+)?mtp\b|\bmtp\s+disabled\b", re.IGNORECASE)
+
+
+def _mtp_not_trained(row: PublishedRow) -> bool:
+    """Whether the model cell says the run trains no MTP module (``without MTP``), or the source
+    does (torchtitan's table titled ``PP1, MTP disabled``) and the model cell names no MTP."""
+    model = row.text("model")
+    if _NO_MTP.search(model):
+        return True
+    return not re.search(r"\bmtp", model, re.IGNORECASE) and bool(_NO_MTP.search(row.text("source")))
 
 
 def _architecture_named(registry: ModelRegistry, cell: str) -> tuple[str, ModelEntry | None]:
@@ -336,6 +378,10 @@ def _architecture_named(registry: ModelRegistry, cell: str) -> tuple[str, ModelE
         bare = _FRAMEWORK_PREFIX.sub("", name).strip()
         found = registry.find(bare) if bare and bare != name else None
         name = bare if found is not None else name
+    if found is None and name:  # a run's label after the size: ``DeepSeek V3 671B DistMoE, MTP1``
+        sized = _LABEL_AFTER_SIZE.match(name.split(",")[0].strip())
+        found = registry.find(sized.group(1)) if sized else None
+        name = sized.group(1) if sized and found is not None else name
     if found is not None:
         return name, found
     for inside in re.findall(r"\(([^)]*)\)", cell):
@@ -354,6 +400,12 @@ def _architecture_named(registry: ModelRegistry, cell: str) -> tuple[str, ModelE
 _FRAMEWORK_PREFIX: Final = re.compile(
     r"^(?:maxtext|paxml|pax|nemo|megatron(?:[\s-]lm)?|torchtitan|jax)[\s_-]+", re.IGNORECASE
 )
+# a name whose words after its parameter count hold no digit (an implementation's or a run's label,
+# torchtitan's ``DeepSeek V3 671B DistMoE``): group 1 ends at the count, so the label is never read
+# as a smaller model's name (``GPT3 5B`` keeps its ``5B``)
+_LABEL_AFTER_SIZE: Final = re.compile(
+    r"^(.*?\b(?:\d+x)?\d+(?:\.\d+)?[bmt])(?:[\s_-]+[^\d\s_-]+)+$", re.IGNORECASE
+)
 # words that say a parenthesis names a model's architecture, not a variant or a framework
 _ARCHITECTURE_WORDS: Final = re.compile(
     r"\b(?:architecture|arch|config|shapes|same\s+as|like)\b", re.IGNORECASE
@@ -366,7 +418,7 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     name, found = _architecture_named(registry, row.text("model"))
     if found is not None:
         note = f"model '{row.text('model')}' -> catalog model {found.spec.name}"
-        if found.spec.num_mtp_modules and _NO_MTP.search(row.text("model")):
+        if found.spec.num_mtp_modules and _mtp_not_trained(row):
             return dataclasses.replace(found.spec, num_mtp_modules=0), f"{note}, its MTP modules not trained"
         return found.spec, note
     unsupported = registry.unsupported_model(name) if name else None
@@ -375,10 +427,18 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     tokenizer_vocab = _tokenizer_vocab(registry, row)
     spec = model_from_dims(row, tokenizer_vocab)
     vocab_note = f", the vocabulary of its named tokenizer ({tokenizer_vocab:,})" if tokenizer_vocab else ""
+    heads_note = (
+        f"; heads not given: {spec.attention.num_heads} heads of {_MHA_HEAD_DIM} (an MHA model's weights and "
+        f"FLOPs do not depend on its head count; its {parameter_counts(spec).total_params / 1e9:.3g}B "
+        f"parameters match the row's {row.text('params_B')}B)"
+        if is_missing(row.text("heads(kv)"))
+        else ""
+    )
     return (
         spec,
         f"model '{row.text('model')}' built from the row's dimensions ({spec.mlp}, {spec.attention.kind})"
-        + vocab_note,
+        + vocab_note
+        + heads_note,
     )
 
 
@@ -454,7 +514,7 @@ _STAGE: Final = re.compile(r"(?<![a-z])stage[\s_:=\"'-]*(\d)\b")
 _NEGATED: Final = re.compile(
     r"\b(?:no|without|w/o)\s+(?:zero(?:[\s_-]*\d)?|fsdp\d?)\b|\buse[_-]distributed[_-]optimizer\W*false\b"
 )
-_KEEPS_PARAMETERS: Final = re.compile(r"shard_grad_op|reshard_after_forward\s*=\s*false")
+_KEEPS_PARAMETERS: Final = re.compile(r"shard_grad_op|reshard_after_forward\W*(?:false|never)\b")
 # plain data parallelism: ``DDP``, ``no sharding``, ``none``, FSDP's ``NO_SHARD`` strategy, torchtitan's
 # ``data_parallel_shard_degree=1`` (``FSDP + DDP`` shards, and ``DDP + distributed optimizer`` shards
 # the optimizer state, so not here)
@@ -537,7 +597,7 @@ def _recompute(text: str) -> tuple[str, str]:
         return "selective", ""
     if _NO_RECOMPUTE.search(lowered):
         return "none", ""
-    if _SAID_ON.fullmatch(lowered):  # recomputation said to be on, with no policy: full
+    if _SAID_ON.fullmatch(_PARENTHESES.sub("", lowered)):  # said to be on, no policy named: full
         return "full", f"recompute '{text}' -> full (on, with no policy named)"
     if re.search(r"\bfull\b", lowered) or _CHECKPOINTING.search(lowered):
         return "full", ""
@@ -594,7 +654,8 @@ def _jax_remat_policy(lowered: str) -> str | None:
 
 # checkpointing or recomputation said without a policy: ``activation checkpointing``, ``AC``,
 # ``gradient checkpointing``, ``recompute all layers``
-_CHECKPOINTING: Final = re.compile(r"checkpoint|\bac\b|recomput|\bremat")
+_CHECKPOINTING: Final = re.compile(r"checkpoint|\bac\b|recomput|\bremat|\bre-materiali[sz]")
+_PARENTHESES: Final = re.compile(r"\([^)]*\)")
 
 
 def _precision(text: str, accelerator: Accelerator | None = None) -> tuple[str, str]:
