@@ -537,3 +537,35 @@ def test_a_hardware_cell_counts_its_gpus(catalog: Catalog, hardware: str, gpus: 
 def test_parallel_degrees_written_in_one_cell(cells: dict[str, str], expected: tuple[int, int, int]) -> None:
     row = PublishedRow("R1", "infer", 2, cells)
     assert (degree_cell(row, "TP", 1), degree_cell(row, "PP", 1), degree_cell(row, "EP", 1)) == expected
+
+
+@pytest.mark.parametrize(
+    ("note", "refused"),
+    [
+        # Megatron-Bridge's footnote on its GPT-OSS 120B rows of the 26.06.01 container
+        (
+            "the page's footnote: 'Performance regression in GPT-OSS 120B pre-training is a known issue "
+            "(NVIDIA/cudnn-frontend issue 256). It will be resolved with the next container release.'",
+            True,
+        ),
+        ("a known regression of this release", True),
+        ("no regression against 25.11; step time 4.1 s", False),  # a regression test passed
+        ("(derived) 8192 x 16 / 4.1 s", False),
+    ],
+)
+def test_a_figure_its_source_calls_a_known_regression_is_not_compared(
+    run_cli: Any, tmp_path: Path, note: str, refused: bool
+) -> None:
+    # the engine predicts the stack working; a figure its own publisher says is broken would count
+    # a bug it was told about as the engine's error
+    cells = f"8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\tTPS per GPU\t6,000\t{note}"
+    path = tmp_path / "rows.tsv"
+    header = "\t".join((TRAIN_HEADER, "derived_or_check"))
+    path.write_text(f"{header}\nT1\ttrain\ttorchtitan 2024\tLlama 3.1 8B\tFSDP2\t{cells}\n", encoding="utf-8")
+    result = run_cli("validate", str(path), "--json")
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    assert (row["status"] != "ok") == refused, row["reason"]
+    if refused:
+        assert "the source calls this figure a known regression" in row["reason"]
+        assert "in derived_or_check" in row["reason"]
