@@ -49,7 +49,9 @@ from lightspeed.sol.infer import (
     InferenceEstimate,
     InferencePlan,
     InferenceSearchResult,
+    SpeculativeDecoding,
     estimate_inference,
+    search_draft_depths,
     search_inference,
 )
 from lightspeed.sol.systems import auto_precision
@@ -345,24 +347,33 @@ def _inference_effect(estimate: InferenceEstimate, resolved: _Resolved) -> Exper
 
 def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSearchPrediction:
     cluster = resolved.cluster
-    result = search_inference(
-        model=resolved.model,
-        cluster=cluster,
-        load=config.serving_load(),
-        precision=_precision(config.precision, cluster, resolved.model),
-        max_ttft_s=config.max_ttft_s,
-        max_tpot_s=config.max_tpot_s,
-        efficiency=resolved.efficiency,
-        speculative=config.speculative_decoding(),
-        disaggregated=config.disaggregated,
-        attention_dp=config.plan_family == "wide-ep",
-        max_tp=cluster.num_accelerators if config.allow_cross_domain_tp else None,
-        num_gpus=config.num_gpus,
-        expert_balance=resolved.balance,
-        serving=config.serving,
-        attention_weights=config.attention_weights,
-        effective_bits=config.effective_bits,
-    )
+    precision = _precision(config.precision, cluster, resolved.model)
+
+    def search(speculative: SpeculativeDecoding | None) -> InferenceSearchResult:
+        return search_inference(
+            model=resolved.model,
+            cluster=cluster,
+            load=config.serving_load(),
+            precision=precision,
+            max_ttft_s=config.max_ttft_s,
+            max_tpot_s=config.max_tpot_s,
+            efficiency=resolved.efficiency,
+            speculative=speculative,
+            disaggregated=config.disaggregated,
+            attention_dp=config.plan_family == "wide-ep",
+            max_tp=cluster.num_accelerators if config.allow_cross_domain_tp else None,
+            num_gpus=config.num_gpus,
+            expert_balance=resolved.balance,
+            serving=config.serving,
+            attention_weights=config.attention_weights,
+            effective_bits=config.effective_bits,
+        )
+
+    searched = config.searched_speculation()
+    if searched is not None and config.search_draft_tokens is not None:
+        result = search_draft_depths(search, searched, config.search_draft_tokens)
+    else:
+        result = search(config.speculative_decoding())
     effect = _inference_effect(result.best, resolved)
     return ServingSearchPrediction(config=config, result=result, expert_load=effect)
 

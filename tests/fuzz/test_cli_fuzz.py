@@ -95,6 +95,8 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (INFER, "--max-batch", ()),
     (INFER, "--draft-tokens", ()),
     (INFER, "--acceptance", ("--draft-tokens", "3")),
+    (("search", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--max-tpot", "20ms"),
+     "--search-draft-tokens", ()),
     (INFER, "--disaggregated", ()),
     (INFER, "--prefill-tp", ("--disaggregated", "1:1")),
     (INFER, "--prefill-dp-attention", ("--disaggregated", "1:1")),

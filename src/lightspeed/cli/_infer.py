@@ -189,5 +189,6 @@ def search_infer_json(result: Any) -> dict[str, Any]:
         "num_points_feasible": result.num_points_feasible,
         "elapsed_s": result.elapsed_s,
         "constraints": list(result.constraints),
+        "draft_depths": [depth.to_dict() for depth in result.draft_depths],
         "estimate": best.to_dict(),
     }

@@ -498,6 +498,8 @@ ZERO_STAGE: Final = Integer(minimum=0, maximum=3)
 EXPERT_IMBALANCE: Final = Number(minimum=1.0, maximum=1024.0, why="the busiest GPU holding every token")
 EFFECTIVE_BITS: Final = Number(minimum=4.0, maximum=16.0, unit="bits", why="a 4-bit float to 16 bits")
 DRAFT_TOKENS: Final = Integer(minimum=1, maximum=1024, unit="tokens")
+# the deepest a search over speculative depths tries (sol/infer/search.py MAX_SEARCHED_DRAFT_TOKENS)
+SEARCHED_DRAFT_TOKENS: Final = Integer(minimum=1, maximum=16, unit="tokens", why="one search per depth")
 MTP_MODULES: Final = Integer(minimum=0, maximum=16, unit="modules", why="MiniMax-M2 declares 3")
 ACCEPTANCE: Final = Number(minimum=0.0, maximum=1.0, max_open=True)  # per draft token, below 1
 POOL_SPLIT: Final = PoolSplit()

@@ -21,11 +21,13 @@ from lightspeed.units import (
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from rich.console import Console
 
     from lightspeed.sol import (
         AttentionSensitivity,
         FabricFigures,
         InferenceEstimate,
+        InferencePlan,
         InferenceSearchResult,
         RatioDecomposition,
         SystemComparison,
@@ -135,9 +137,12 @@ def render_inference_search(result: InferenceSearchResult) -> None:
         )
     )
     render_inference_estimate(result.best)
+    if result.draft_depths:
+        _render_draft_depths(result, console)
+    depths = bool(result.draft_depths)
     rows = [
         [
-            point.plan,
+            point.plan + (_drafts_of(point.deployment) if depths else ""),
             f"{point.batch_per_replica:g}",
             f"{point.output_tokens_per_s_per_gpu:,.1f}",
             f"{point.output_tokens_per_s_per_user:,.1f}",
@@ -155,6 +160,34 @@ def render_inference_search(result: InferenceSearchResult) -> None:
     )
     for line in result.constraints:
         console.print(f"  constraint: {line}", style="dim")
+
+
+def _drafts_of(plan: InferencePlan) -> str:
+    """A frontier point's speculative depth, where the search tried several."""
+    drafts = plan.speculative.num_draft_tokens if plan.speculative is not None else 0
+    return f", {drafts} draft{'s' if drafts > 1 else ''}" if drafts else ", no drafts"
+
+
+def _render_draft_depths(result: InferenceSearchResult, console: Console) -> None:
+    """Each speculative depth the search tried: its best deployment, or why none met the bounds."""
+    chosen = result.best.plan.speculative.num_draft_tokens if result.best.plan.speculative else 0
+    rows = [
+        [
+            f"{depth.draft_tokens}" + (" (best)" if depth.draft_tokens == chosen else ""),
+            depth.plan or plain(depth.reason),
+            f"{depth.output_tokens_per_s_per_gpu:,.1f}" if depth.output_tokens_per_s_per_gpu else "-",
+            f"{depth.output_tokens_per_s_per_user:,.1f}" if depth.output_tokens_per_s_per_user else "-",
+            format_duration(depth.tpot_s) if depth.tpot_s is not None else "-",
+        ]
+        for depth in result.draft_depths
+    ]
+    render_table(
+        "Speculative depths (draft tokens a step; the best deployment of each)",
+        ["drafts", "deployment", "tok/s/GPU", "tok/s/user", "TPOT"],
+        rows,
+        console=console,
+        right_align_from=2,
+    )
 
 
 def pareto_figure(result: InferenceSearchResult) -> Figure:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         INFERENCE_PRECISIONS,
         KV_PRECISIONS,
         PLAN_FAMILIES,
+        DraftDepth,
         FrontierPoint,
         InferenceEstimate,
         InferencePlan,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
         ServingLoad,
         SpeculativeDecoding,
         estimate_inference,
+        search_draft_depths,
         search_inference,
     )
     from lightspeed.sol.systems import (
@@ -120,6 +122,7 @@ __all__ = [
     "CalibrationInputs",
     "CalibrationResult",
     "CollectivePoint",
+    "DraftDepth",
     "EfficiencyModel",
     "FabricFigures",
     "FrontierPoint",
@@ -177,6 +180,7 @@ __all__ = [
     "plan_memory",
     "read_plan_file",
     "save_calibration",
+    "search_draft_depths",
     "search_inference",
     "search_training",
     "shapley_factors",

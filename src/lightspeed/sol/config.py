@@ -707,10 +707,31 @@ class ServingSearchConfig(ServingJob):
         False, help="Rank by the highest rate each finalist sustains at --slo (the default without --rate)."
     )
     finalists: int = setting(6, option_type="FINALISTS", help="Deployments to simulate.")
+    search_draft_tokens: int | None = setting(
+        None,
+        option_type="SEARCHED_DRAFT_TOKENS",
+        help="Also try speculative decoding with 1 to N draft tokens a step (each accepted at "
+        "--acceptance, drafted at --draft-cost) beside none: the depth whose best deployment has "
+        "the most tokens/s per GPU under the bounds wins.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.search_draft_tokens is not None and self.draft_tokens is not None:
+            raise UserInputError(
+                "give --draft-tokens (one depth) or --search-draft-tokens (every depth up to N), not both"
+            )
 
     def serving_load(self) -> ServingLoad:
         """The request shape (the search finds the batch)."""
         return ServingLoad(self.input_tokens, self.output_tokens)
+
+    def searched_speculation(self) -> SpeculativeDecoding | None:
+        """The speculation whose depths ``--search-draft-tokens`` tries (one draft token, the job's
+        acceptance and draft cost), else ``None``."""
+        if self.search_draft_tokens is None:
+            return None
+        return SpeculativeDecoding(1, self.acceptance, self.draft_cost)
 
 
 CONFIGS: Final[tuple[type[JobConfig], ...]] = (

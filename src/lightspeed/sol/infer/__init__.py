@@ -17,7 +17,13 @@ if TYPE_CHECKING:
         ServingLoad,
         SpeculativeDecoding,
     )
-    from lightspeed.sol.infer.search import FrontierPoint, InferenceSearchResult, search_inference
+    from lightspeed.sol.infer.search import (
+        DraftDepth,
+        FrontierPoint,
+        InferenceSearchResult,
+        search_draft_depths,
+        search_inference,
+    )
     from lightspeed.sol.infer.serving import BATCHING_MODES
 
 
@@ -26,6 +32,7 @@ __all__ = [
     "INFERENCE_PRECISIONS",
     "KV_PRECISIONS",
     "PLAN_FAMILIES",
+    "DraftDepth",
     "FrontierPoint",
     "InferenceEstimate",
     "InferencePlan",
@@ -33,6 +40,7 @@ __all__ = [
     "ServingLoad",
     "SpeculativeDecoding",
     "estimate_inference",
+    "search_draft_depths",
     "search_inference",
 ]
 

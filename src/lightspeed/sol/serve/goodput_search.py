@@ -83,7 +83,9 @@ def _finalists(
         chosen.setdefault(point.plan, (point.deployment, point.output_tokens_per_s_per_gpu))
     plans = []
     for plan, rate in list(chosen.values())[:count]:
-        plans.append((plan.with_changes(speculative=speculative) if speculative else plan, rate))
+        # a plan the search already set a depth on keeps it (a search over speculative depths)
+        own = plan.speculative is not None
+        plans.append((plan.with_changes(speculative=speculative) if speculative and not own else plan, rate))
     return plans
 
 
