@@ -112,3 +112,12 @@ def test_the_cli_searches_depths_and_keeps_each_finalists_own(run_cli: Any) -> N
     assert both.code == 2
     assert "not both" in both.err
     assert "Traceback" not in both.err
+
+
+def test_the_cli_and_the_engine_bound_the_depths_alike() -> None:
+    from lightspeed.cli.options import SEARCHED_DRAFT_TOKENS
+    from lightspeed.sol.infer.search import MAX_SEARCHED_DRAFT_TOKENS
+
+    assert SEARCHED_DRAFT_TOKENS.maximum == MAX_SEARCHED_DRAFT_TOKENS
+    with pytest.raises(InvalidPlanError, match="1 to 16 draft tokens"):
+        search_draft_depths(_search(None), SpeculativeDecoding(1, 0.7), MAX_SEARCHED_DRAFT_TOKENS + 1)
