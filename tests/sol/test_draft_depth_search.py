@@ -121,3 +121,10 @@ def test_the_cli_and_the_engine_bound_the_depths_alike() -> None:
     assert SEARCHED_DRAFT_TOKENS.maximum == MAX_SEARCHED_DRAFT_TOKENS
     with pytest.raises(InvalidPlanError, match="1 to 16 draft tokens"):
         search_draft_depths(_search(None), SpeculativeDecoding(1, 0.7), MAX_SEARCHED_DRAFT_TOKENS + 1)
+
+
+def test_bounds_no_depth_meets_say_the_drafts_were_tried() -> None:
+    with pytest.raises(
+        InvalidPlanError, match="with 1 to 2 draft tokens a step no deployment meets them either"
+    ):
+        search_draft_depths(_search(0.0001), SpeculativeDecoding(1, 0.7), 2)

@@ -738,6 +738,10 @@ def search_draft_depths(
         )
     if not results:
         assert failure is not None
+        if type(failure) is InvalidPlanError:  # the bounds, not the memory: say the drafts were tried
+            raise InvalidPlanError(
+                f"{failure}; with 1 to {max_draft_tokens} draft tokens a step no deployment meets them either"
+            ) from failure
         raise failure
     winner = max(results, key=lambda result: result.best.output_tokens_per_s_per_gpu)
     return replace(
