@@ -104,7 +104,7 @@ def test_a_bad_plan_file_is_one_line(
     [
         ('slo = "ttft=nan"', ("--slo", "cannot read 'nan' as a duration")),
         ('slo = ""', ("--slo", "give a TTFT or a TPOT limit")),
-        ("rate_per_s = 0.0", ("--rate", "not above the minimum")),
+        ("rate_per_s = 0.0", ("--rate", "below the minimum")),  # one request a century at least
         ("finalists = 0", ("--finalists", "below the minimum")),
         ("num_requests = -1", ("--requests", "below the minimum")),
     ],

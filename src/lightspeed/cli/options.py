@@ -62,6 +62,9 @@ MAX_BYTES: Final = 2.0**50  # 1 PiB: above the memory of any machine a benchmark
 MAX_WATTS: Final = 1e10  # 10 GW: above any data-center site
 MAX_RATE_PER_S: Final = 1e9  # requests or tokens per second of one job
 MAX_DURATION_S: Final = 100 * 365.25 * 86400.0  # a century
+# one request (or token) a century: a slower rate's gaps run past any horizon (4.9e-324 req/s gave
+# infinite arrival times and NaN latencies); sol/serve/workload.py MIN_ARRIVAL_RATE_PER_S
+MIN_RATE_PER_S: Final = 1.0 / MAX_DURATION_S
 MAX_THREADS: Final = 8192  # Linux's largest NR_CPUS
 MAX_PROCESSES: Final = 1024  # local ranks one machine can spawn
 MAX_ROWS: Final = 1_000_000  # rows or runs a table lists
@@ -489,7 +492,7 @@ PROBABILITY_OPEN: Final = Number(minimum=0.0, maximum=1.0, min_open=True, max_op
 FRACTION: Final = Number(minimum=0.0, maximum=1.0)
 LATENCY_BOUND: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True)
 CUTOFF: Final = Duration(minimum=0.0, maximum=86400.0, why="one day")
-PER_SECOND: Final = Number(minimum=0.0, maximum=MAX_RATE_PER_S, min_open=True, unit="per s")
+PER_SECOND: Final = Number(minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, unit="per s")
 BANDWIDTH: Final = Rate(minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link")
 POWER_W: Final = Number(minimum=0.0, maximum=MAX_WATTS, min_open=True, unit="W", why="10 GW")
 USD: Final = Number(minimum=0.0, maximum=MAX_USD, min_open=True, unit="USD", why="per GPU-hour")

@@ -34,7 +34,7 @@ from lightspeed.records import Record
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
-from lightspeed.sol.serve.workload import ArrivalProcess, ServingWorkload
+from lightspeed.sol.serve.workload import MIN_ARRIVAL_RATE_PER_S, ArrivalProcess, ServingWorkload
 
 DEFAULT_RATE_TOLERANCE: Final = 0.02  # bisect until the bracket is within 2% of the rate
 MAX_PROBES: Final = 12
@@ -240,6 +240,8 @@ def max_rate_at_slo(
     probes: list[LoadPoint] = []
     for _ in range(MAX_PROBES):
         rate = (low + high) / 2.0
+        if rate < MIN_ARRIVAL_RATE_PER_S:  # below one request a century no rate is left to try
+            break
         result = _at_rate(deployment, workload, rate, slo, seed)
         assert result.slo is not None
         probes.append(LoadPoint.of(rate, result))

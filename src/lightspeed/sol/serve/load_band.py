@@ -43,7 +43,12 @@ from lightspeed.records import JsonDict
 from lightspeed.sol.core.uncertainty import Band, interval_for
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
-from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, ServingWorkload
+from lightspeed.sol.serve.workload import (
+    MIN_ARRIVAL_RATE_PER_S,
+    RATE_ARRIVALS,
+    ArrivalProcess,
+    ServingWorkload,
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,8 @@ def rate_scaled(workload: ServingWorkload, scale: float) -> ServingWorkload:
     arrivals = workload.arrivals
     if arrivals.kind not in RATE_ARRIVALS or arrivals.rate_per_s is None or workload.trace is not None:
         raise UserInputError(f"{arrivals.kind} arrivals have no rate to scale (give Poisson or gamma)")
-    rate = arrivals.rate_per_s * scale
+    # a rate near the floor scaled down stays at it (one request a century: slower is no rate)
+    rate = max(arrivals.rate_per_s * scale, MIN_ARRIVAL_RATE_PER_S)
     scaled = (
         ArrivalProcess.poisson(rate)
         if arrivals.kind == "poisson"

@@ -47,6 +47,9 @@ RATE_ARRIVALS: Final = ("poisson", "gamma")  # arrivals at a rate, whatever the 
 LENGTH_KINDS: Final = ("fixed", "uniform", "lognormal", "empirical")
 MAX_TRACE_REQUESTS: Final = 10_000_000
 MAX_REQUEST_TOKENS: Final = 2**27  # the CLI's longest sequence (docs/limits.md)
+# one request a century (docs/limits.md): slower arrivals' gaps run past any horizon, and a rate
+# such as 4.9e-324 per s overflows its mean gap to infinity
+MIN_ARRIVAL_RATE_PER_S: Final = 1.0 / (100 * 365.25 * 86400.0)
 Array = Any
 
 
@@ -71,6 +74,11 @@ class ArrivalProcess(Record):
             if self.rate_per_s is None:
                 raise UserInputError(f"{self.kind} arrivals need a rate (requests per second)")
             _positive("arrival rate", self.rate_per_s)
+            if self.rate_per_s < MIN_ARRIVAL_RATE_PER_S:
+                raise UserInputError(
+                    f"arrival rate {self.rate_per_s:g} per s is below one request a century "
+                    f"({MIN_ARRIVAL_RATE_PER_S:.3g} per s): its requests would arrive past any horizon"
+                )
         _positive("coefficient of variation", self.cv)
         if self.kind == "closed" and (self.concurrency is None or self.concurrency < 1):
             raise UserInputError("closed-loop arrivals need a concurrency of at least 1")
