@@ -369,9 +369,9 @@ def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSe
             effective_bits=config.effective_bits,
         )
 
-    searched = config.searched_speculation()
-    if searched is not None and config.search_draft_tokens is not None:
-        result = search_draft_depths(search, searched, config.search_draft_tokens)
+    if config.search_draft_tokens is not None:  # every depth at the job's acceptance and draft cost
+        template = SpeculativeDecoding(1, config.acceptance, config.draft_cost)
+        result = search_draft_depths(search, template, config.search_draft_tokens)
     else:
         result = search(config.speculative_decoding())
     effect = _inference_effect(result.best, resolved)

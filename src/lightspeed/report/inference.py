@@ -162,15 +162,20 @@ def render_inference_search(result: InferenceSearchResult) -> None:
         console.print(f"  constraint: {line}", style="dim")
 
 
+def _draft_count(plan: InferencePlan) -> int:
+    """Draft tokens a step of ``plan`` (0 without speculation)."""
+    return plan.speculative.num_draft_tokens if plan.speculative is not None else 0
+
+
 def _drafts_of(plan: InferencePlan) -> str:
     """A frontier point's speculative depth, where the search tried several."""
-    drafts = plan.speculative.num_draft_tokens if plan.speculative is not None else 0
+    drafts = _draft_count(plan)
     return f", {drafts} draft{'s' if drafts > 1 else ''}" if drafts else ", no drafts"
 
 
 def _render_draft_depths(result: InferenceSearchResult, console: Console) -> None:
     """Each speculative depth the search tried: its best deployment, or why none met the bounds."""
-    chosen = result.best.plan.speculative.num_draft_tokens if result.best.plan.speculative else 0
+    chosen = _draft_count(result.best.plan)
     rows = [
         [
             f"{depth.draft_tokens}" + (" (best)" if depth.draft_tokens == chosen else ""),

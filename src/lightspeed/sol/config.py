@@ -726,13 +726,6 @@ class ServingSearchConfig(ServingJob):
         """The request shape (the search finds the batch)."""
         return ServingLoad(self.input_tokens, self.output_tokens)
 
-    def searched_speculation(self) -> SpeculativeDecoding | None:
-        """The speculation whose depths ``--search-draft-tokens`` tries (one draft token, the job's
-        acceptance and draft cost), else ``None``."""
-        if self.search_draft_tokens is None:
-            return None
-        return SpeculativeDecoding(1, self.acceptance, self.draft_cost)
-
 
 CONFIGS: Final[tuple[type[JobConfig], ...]] = (
     TrainingConfig,

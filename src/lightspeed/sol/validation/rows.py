@@ -279,7 +279,9 @@ def _family(name: str) -> str:
 
 def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> TransformerSpec:
     """A GPT-style model (MHA, 4h GELU MLP, learned positions, LayerNorm, biases) from a
-    row's dimensions, or a Llama-style one (SwiGLU, RoPE, RMSNorm) when the row has KV heads."""
+    row's dimensions, or a Llama-style one (SwiGLU, RoPE, RMSNorm) when the row has KV heads;
+    with no heads, MHA of 128-wide heads, which :func:`resolve_model` confirms by the row's
+    parameter count (:func:`_confirmed_mha`)."""
     layers = integer_cell(row.text("layers"))
     hidden = integer_cell(row.text("hidden"))
     heads, kv_heads = _heads(row.text("heads(kv)"))
@@ -307,7 +309,7 @@ def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> Transfo
     llama = gqa or bool(_LLAMA_MLP.search(ffn_text.lower()))
     seq = integer_cell(row.text("seq"), 2048) or 2048
     ffn_size = int(ffn) if ffn and ffn > 16 else 4 * hidden
-    spec = TransformerSpec(
+    return TransformerSpec(
         name=row.text("model").lower().replace(" ", "-"),
         display_name=row.text("model"),
         num_layers=layers,
@@ -323,9 +325,6 @@ def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> Transfo
         norm="rmsnorm" if llama else "layernorm",
         mlp_bias=not llama,
     )
-    if is_missing(row.text("heads(kv)")):
-        _confirmed_mha(row, spec)
-    return spec
 
 
 # the head width an MHA model is cut into when a row gives its width but not its heads (GPT-3's,
@@ -335,9 +334,10 @@ _MHA_HEAD_DIM: Final = 128
 _PARAMS_AGREE: Final = 0.10
 
 
-def _confirmed_mha(row: PublishedRow, spec: TransformerSpec) -> None:
-    """Refuse a model built without its heads unless the row's parameter count (``params_B``)
-    is the MHA shape's within 10%: grouped KV heads or a gated MLP would count fewer or more."""
+def _confirmed_mha(row: PublishedRow, spec: TransformerSpec) -> str:
+    """The note on a model built without its heads (:func:`model_from_dims`), refused unless the
+    row's parameter count (``params_B``) is the MHA shape's within 10%: grouped KV heads or a gated
+    MLP would count fewer or more."""
     stated_b = first_number(row.text("params_B")) if not is_missing(row.text("params_B")) else None
     built_b = parameter_counts(spec).total_params / 1e9
     if stated_b is None or not math.isfinite(stated_b) or stated_b <= 0:
@@ -351,6 +351,11 @@ def _confirmed_mha(row: PublishedRow, spec: TransformerSpec) -> None:
             f"multi-head attention its dimensions make {built_b:.3g}B parameters, not the row's "
             f"{stated_b:g}B; fill the heads(kv) cell"
         )
+    return (
+        f"; heads not given: {spec.attention.num_heads} heads of {_MHA_HEAD_DIM} (an MHA model's weights "
+        f"and FLOPs do not depend on its head count; its {built_b:.3g}B parameters match the row's "
+        f"{stated_b:g}B)"
+    )
 
 
 _LLAMA_MLP: Final = re.compile(r"swiglu|silu|swish")
@@ -427,13 +432,7 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     tokenizer_vocab = _tokenizer_vocab(registry, row)
     spec = model_from_dims(row, tokenizer_vocab)
     vocab_note = f", the vocabulary of its named tokenizer ({tokenizer_vocab:,})" if tokenizer_vocab else ""
-    heads_note = (
-        f"; heads not given: {spec.attention.num_heads} heads of {_MHA_HEAD_DIM} (an MHA model's weights and "
-        f"FLOPs do not depend on its head count; its {parameter_counts(spec).total_params / 1e9:.3g}B "
-        f"parameters match the row's {row.text('params_B')}B)"
-        if is_missing(row.text("heads(kv)"))
-        else ""
-    )
+    heads_note = _confirmed_mha(row, spec) if is_missing(row.text("heads(kv)")) else ""
     return (
         spec,
         f"model '{row.text('model')}' built from the row's dimensions ({spec.mlp}, {spec.attention.kind})"
