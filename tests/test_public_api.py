@@ -107,6 +107,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "FlopConvention",
         "FlopsPerToken",
         "LayerGroup",
+        "MambaSpec",
         "MoESpec",
         "ModelEntry",
         "ModelRegistry",

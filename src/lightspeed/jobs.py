@@ -62,7 +62,7 @@ from lightspeed.sol.train import (
     estimate_training,
     search_training,
 )
-from lightspeed.workload import ModelRegistry, TransformerSpec, spec_from_hf_config
+from lightspeed.workload import ModelRegistry, TransformerSpec, load_model_file, spec_from_hf_config
 
 LOG = logging.getLogger(__name__)
 
@@ -148,7 +148,8 @@ def _resolve(
     config: JobConfig, num_gpus: int | None, catalog: Catalog | None, models: ModelRegistry | None
 ) -> _Resolved:
     if config.model_config is not None:
-        model = spec_from_hf_config(Path(config.model_config))
+        path = Path(config.model_config)  # a model data file, or a Hugging Face config.json
+        model = load_model_file(path).spec if path.suffix == ".toml" else spec_from_hf_config(path)
     else:
         model = (models or default_models()).get(str(config.model))
     assert config.system is not None  # check_complete

@@ -99,13 +99,29 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
         for group in layer_groups(spec)
         if group.kind != "full"
     )
+    if spec.mamba is not None:
+        mamba = spec.mamba
+        lines.append(
+            f"hybrid blocks: {spec.num_mamba_layers} Mamba-2, {spec.num_attention_layers} attention, "
+            f"{spec.num_mlp_layers} MLP, {spec.num_moe_layers} MoE ({spec.block_pattern})"
+        )
+        lines.append(
+            f"Mamba-2: {mamba.num_heads} heads x {mamba.head_dim} (d_inner {mamba.inner_size}), "
+            f"{mamba.num_groups} groups of state {mamba.state_size}, conv {mamba.conv_kernel}, "
+            f"chunk {mamba.chunk_size}; no KV cache: a recurrent state of {mamba.state_values:,} values "
+            "per sequence per block"
+        )
     if spec.moe is not None:
         moe = spec.moe
+        placement = (
+            f"{spec.num_moe_layers} MoE blocks"
+            if spec.is_hybrid
+            else f"{spec.num_dense_layers} dense layers first, {spec.num_moe_layers} MoE layers"
+        )
+        latent = f" on a latent of {moe.latent_size}" if moe.latent_size else ""
         lines.append(
             f"MoE: {moe.num_routed_experts} routed experts (top-{moe.top_k}) "
-            f"of FFN {moe.expert_ffn_hidden_size}, "
-            f"{moe.num_shared_experts} shared, {spec.num_dense_layers} dense layers first, "
-            f"{spec.num_moe_layers} MoE layers"
+            f"of FFN {moe.expert_ffn_hidden_size}{latent}, {moe.num_shared_experts} shared, {placement}"
         )
     if spec.release_source:
         lines.append(
@@ -127,14 +143,22 @@ def _count_rows(summary: ModelSummary) -> list[list[str]]:
         ["attention, all layers", _params(counts.attention_params)],
         ["norms", _params(counts.norm_params)],
     ]
-    if counts.num_dense_layers:
+    if counts.dense_mlp_params:
         rows.insert(-1, ["dense MLP, all dense layers", _params(counts.dense_mlp_params)])
+    if counts.mamba_params:
+        rows.insert(-1, ["Mamba-2, per block", _params(counts.mamba_block_params)])
+        rows.insert(-1, ["Mamba-2, all blocks", _params(counts.mamba_params)])
     if counts.num_moe_layers:
         rows += [
             ["one routed expert", _params(counts.expert_params)],
             ["routed experts, all", _params(counts.routed_expert_params)],
             ["routed experts, active", _params(counts.active_routed_expert_params)],
-            ["routers", _params(counts.router_params)],
+            [
+                "routers and latent projections"
+                if summary.spec.moe and summary.spec.moe.latent_size
+                else "routers",
+                _params(counts.router_params),
+            ],
         ]
         if counts.shared_expert_params:
             rows.insert(-1, ["shared experts", _params(counts.shared_expert_params)])

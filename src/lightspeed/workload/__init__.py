@@ -63,7 +63,7 @@ if TYPE_CHECKING:
         load_model_file,
         load_models,
     )
-    from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
+    from lightspeed.workload.spec import AttentionSpec, MambaSpec, MoESpec, TransformerSpec
     from lightspeed.workload.summary import (
         ModelRow,
         ModelSummary,
@@ -83,6 +83,7 @@ __all__ = [
     "FlopConvention",
     "FlopsPerToken",
     "LayerGroup",
+    "MambaSpec",
     "MoESpec",
     "ModelEntry",
     "ModelRegistry",

@@ -62,7 +62,8 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def layer_attention_kinds(spec: TransformerSpec) -> tuple[str, ...]:
-    """The kind of every layer of ``spec``: ``full``, ``sliding`` or ``chunked``.
+    """The kind of every layer of ``spec`` that attends: ``full``, ``sliding`` or ``chunked``
+    (a hybrid's attention blocks, all ``full``; its Mamba, MLP and MoE blocks keep no KV cache).
 
     >>> from lightspeed.workload import load_models
     >>> layer_attention_kinds(load_models().get("gpt-oss-20b"))[:4]
@@ -71,6 +72,8 @@ def layer_attention_kinds(spec: TransformerSpec) -> tuple[str, ...]:
     attention = spec.attention
     if attention.layer_types:
         return attention.layer_types
+    if spec.is_hybrid:
+        return ("full",) * spec.num_attention_layers
     local = attention.local_kind
     interval = attention.full_attention_interval
     if local == "full":
@@ -82,7 +85,8 @@ def layer_attention_kinds(spec: TransformerSpec) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class LayerGroup(Record):
-    """Layers of one attention kind: how many, what share of the model, and their span."""
+    """Layers of one attention kind: how many, what share of the model's layers (a hybrid's
+    blocks), and their span."""
 
     kind: str
     num_layers: int

@@ -11,8 +11,14 @@ each architecture, weight matrix by weight matrix:
 - MLP: SwiGLU ``3·h·f`` (gate, up, down), GELU ``2·h·f``;
 - MoE layers: every routed expert, every shared expert and the router
   (``h·E``, plus the expert-bias vector of DeepSeek-V3's aux-loss-free router);
+- MoE with a latent width (Nemotron 3 Super): experts of ``latent -> f -> latent`` plus
+  the ``h -> latent`` and ``latent -> h`` projections around them (counted with the router);
+- Mamba-2 blocks (hybrids): ``in_proj`` ``h·(2·d_inner + 2·G·N + H)``, the depthwise
+  convolution ``(d_inner + 2·G·N)·(K + 1)`` (taps and bias), ``A``, ``D`` and the
+  ``dt`` bias (``H`` each), the gated RMSNorm ``d_inner`` and ``out_proj``
+  ``d_inner·h`` (Megatron-Core's ``MambaMixer``, no projection biases);
 - norms: RMSNorm ``h`` weights, LayerNorm ``2h`` (weight and bias), two per
-  layer plus the final one;
+  layer (one per block of a hybrid) plus the final one;
 - embeddings: the token table ``V·h`` (plus ``max_seq_len·h`` for learned
   positions), and an LM head of ``V·h`` unless tied to the token table.
 
@@ -73,6 +79,8 @@ class ParameterCounts(Record):
     num_dense_layers: int
     num_moe_layers: int
     mtp_params: int
+    mamba_block_params: int = 0
+    mamba_params: int = 0
 
 
 def _norm_size(spec: TransformerSpec) -> int:
@@ -80,14 +88,15 @@ def _norm_size(spec: TransformerSpec) -> int:
     return spec.hidden_size if spec.norm == "rmsnorm" else 2 * spec.hidden_size
 
 
-def mlp_params(spec: TransformerSpec, ffn_hidden_size: int) -> int:
-    """Parameters of one MLP (dense layer or one expert) of inner size ``ffn_hidden_size``.
+def mlp_params(spec: TransformerSpec, ffn_hidden_size: int, width: int | None = None) -> int:
+    """Parameters of one MLP (dense layer or one expert) of inner size ``ffn_hidden_size`` on
+    ``width`` features (the hidden size unless given: a latent expert's is its latent size).
 
     >>> from lightspeed.workload import load_models
     >>> mlp_params(load_models().get("llama-3-8b"), 14336)  # SwiGLU: 3·h·f
     176160768
     """
-    hidden = spec.hidden_size
+    hidden = spec.hidden_size if width is None else width
     if spec.gated_mlp:
         weights = 3 * hidden * ffn_hidden_size
         biases = 2 * ffn_hidden_size + hidden
@@ -151,6 +160,22 @@ def _indexer_params(spec: TransformerSpec) -> int:
     return rank * heads * dim + hidden * dim + 2 * dim + hidden * heads
 
 
+def mamba_params(spec: TransformerSpec) -> int:
+    """Parameters of one Mamba-2 block's mixer (0 for a model without one).
+
+    >>> from lightspeed.workload import load_models
+    >>> mamba_params(load_models().get("nemotron-3-nano-30b-a3b"))
+    38742208
+    """
+    mamba = spec.mamba
+    if mamba is None:
+        return 0
+    hidden = spec.hidden_size
+    conv = mamba.conv_channels * (mamba.conv_kernel + 1)  # depthwise taps and a bias per channel
+    per_head = 3 * mamba.num_heads  # A, D and the dt bias
+    return hidden * mamba.in_proj_width + conv + per_head + mamba.inner_size + mamba.inner_size * hidden
+
+
 @dataclass(frozen=True)
 class _MoELayer:
     routed: int
@@ -163,9 +188,10 @@ class _MoELayer:
 def _moe_layer(spec: TransformerSpec) -> _MoELayer:
     moe = spec.moe
     assert moe is not None
-    expert = mlp_params(spec, moe.expert_ffn_hidden_size)
+    expert = mlp_params(spec, moe.expert_ffn_hidden_size, moe.latent_size)
     shared = moe.num_shared_experts * mlp_params(spec, moe.shared_expert_ffn_hidden_size)
     router = spec.hidden_size * moe.num_routed_experts + (moe.num_routed_experts if moe.router_bias else 0)
+    router += 2 * spec.hidden_size * moe.latent_size if moe.latent_size else 0  # down and up to the latent
     return _MoELayer(
         routed=moe.num_routed_experts * expert,
         active_routed=moe.top_k * expert,
@@ -189,13 +215,15 @@ def parameter_counts(spec: TransformerSpec) -> ParameterCounts:
     """
     attention = attention_params(spec)
     dense_mlp = mlp_params(spec, spec.ffn_hidden_size)
-    layer_norms = 2 * _norm_size(spec)
-    num_moe, num_dense = spec.num_moe_layers, spec.num_dense_layers
+    mamba = mamba_params(spec)
+    layer_norms = (1 if spec.is_hybrid else 2) * _norm_size(spec)
+    num_moe, num_dense, num_mlp = spec.num_moe_layers, spec.num_dense_layers, spec.num_mlp_layers
+    num_attention, num_mamba = spec.num_attention_layers, spec.num_mamba_layers
     moe = _moe_layer(spec) if spec.moe is not None else _MoELayer(0, 0, 0, 0, 0)
     embedding = _embedding_params(spec)
     lm_head = 0 if spec.tied_embeddings else spec.vocab_size * spec.hidden_size
     norms = spec.num_layers * layer_norms + _norm_size(spec)
-    shared_layers = spec.num_layers * attention + num_dense * dense_mlp + norms
+    shared_layers = num_attention * attention + num_mamba * mamba + num_mlp * dense_mlp + norms
     moe_fixed = num_moe * (moe.shared + moe.router)
     total = embedding + lm_head + shared_layers + moe_fixed + num_moe * moe.routed
     active = embedding + lm_head + shared_layers + moe_fixed + num_moe * moe.active_routed
@@ -208,9 +236,9 @@ def parameter_counts(spec: TransformerSpec) -> ParameterCounts:
         embedding_params=embedding,
         lm_head_params=lm_head,
         attention_params_per_layer=attention,
-        attention_params=spec.num_layers * attention,
-        dense_mlp_params_per_layer=dense_mlp if num_dense else 0,
-        dense_mlp_params=num_dense * dense_mlp,
+        attention_params=num_attention * attention,
+        dense_mlp_params_per_layer=dense_mlp if num_mlp else 0,
+        dense_mlp_params=num_mlp * dense_mlp,
         expert_params=moe.expert,
         routed_expert_params=num_moe * moe.routed,
         active_routed_expert_params=num_moe * moe.active_routed,
@@ -220,6 +248,8 @@ def parameter_counts(spec: TransformerSpec) -> ParameterCounts:
         num_dense_layers=num_dense,
         num_moe_layers=num_moe,
         mtp_params=spec.num_mtp_modules * _mtp_module_params(spec, attention, dense_mlp, moe),
+        mamba_block_params=mamba,
+        mamba_params=num_mamba * mamba,
     )
 
 
@@ -278,7 +308,7 @@ def kv_bytes_per_token_per_layer(spec: TransformerSpec, precision: str) -> float
 
 
 def kv_cache_bytes_per_token(spec: TransformerSpec, precision: str) -> float:
-    """Bytes of KV cache one token adds, over all layers, in ``precision``.
+    """Bytes of KV cache one token adds, over all (attention) layers, in ``precision``.
 
     A sliding window or a chunk bounds how many tokens a local layer keeps,
     not what one token costs: :func:`lightspeed.workload.kv_cache_bytes` gives
@@ -288,7 +318,7 @@ def kv_cache_bytes_per_token(spec: TransformerSpec, precision: str) -> float:
     >>> kv_cache_bytes_per_token(load_models().get("llama-3-8b"), "bf16")  # 128 KiB
     131072.0
     """
-    return spec.num_layers * kv_bytes_per_token_per_layer(spec, precision)
+    return spec.num_attention_layers * kv_bytes_per_token_per_layer(spec, precision)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ convention         training FLOP per token                      used by
 ``megatron``       ``72·l·h²·(1 + s/(6h) + V/(12·l·h))``         Narayanan et al. 2021 (GPT shapes)
 ================== ============================================ =====================================
 
+A hybrid's Mamba-2 blocks count in ``N`` through their projections; the conventions with an
+attention term add their state-space scan beside it (:func:`mamba_scan_forward_flop`), as
+they add the attention scores, and ``L`` is then the attention blocks.
+
 Training is forward + backward = 3 x forward. ``recompute=True`` (full
 activation recomputation) adds one more forward pass of the transformer
 layers but not of the LM head: the hardware FLOPs (HFU) rather than the
@@ -169,6 +173,28 @@ def indexer_forward_flop(spec: TransformerSpec, seq_len: int, *, causal: bool) -
     return 2.0 * keys * attention.index_n_heads * attention.index_head_dim
 
 
+def mamba_scan_forward_flop(spec: TransformerSpec) -> float:
+    """Forward FLOP per token of the state-space scans of a hybrid's Mamba-2 blocks (0 without).
+
+    The chunked SSD algorithm (Dao & Gu 2024, section 6) per token, with chunks of ``Q``
+    tokens, ``H`` heads of ``P`` channels, ``G`` groups and a state of ``N``: the intra-chunk
+    ``C·Bᵀ`` scores, ``2·G·Q·N``, their product with ``X``, ``2·H·Q·P``, the chunk states
+    ``Bᵀ·X`` and the output from the states ``C·h``, ``2·H·N·P`` each. The kernels compute
+    whole chunks, so the causal mask inside a chunk saves nothing.
+
+    >>> from lightspeed.workload import load_models
+    >>> mamba_scan_forward_flop(load_models().get("nemotron-3-nano-30b-a3b")) / 1e6  # 23 blocks
+    78.381056
+    """
+    mamba = spec.mamba
+    if mamba is None:
+        return 0.0
+    chunk, heads, channels, state = mamba.chunk_size, mamba.num_heads, mamba.head_dim, mamba.state_size
+    per_block = 2.0 * mamba.num_groups * chunk * state + 2.0 * heads * chunk * channels
+    per_block += 4.0 * heads * state * channels
+    return spec.num_mamba_layers * per_block
+
+
 @dataclass(frozen=True)
 class _Figures:
     """What one convention computes; :func:`flops_per_token` wraps it in a record."""
@@ -248,12 +274,21 @@ def _six_n(
         attention = attention_forward_flop(spec, seq_len=seq_len, causal=causal)
         factor = (8 if recompute else 6) if causal else (16 if recompute else 12)
         head = (spec.attention.qk_head_dim + spec.attention.value_head_dim) / 2
-        # the s the formula's factor multiplies: the attended tokens, before the causal halving
-        context = float(mean_attended_tokens(spec, seq_len, causal=causal)) * (2 if causal else 1)
+        # the s the formula's factor multiplies: the tokens an attention layer attends to, before
+        # the causal halving (a hybrid's average over its blocks spread over its attention blocks)
+        spread = spec.num_layers / spec.num_attention_layers
+        context = float(mean_attended_tokens(spec, seq_len, causal=causal)) * (2 if causal else 1) * spread
         formula += f" + {factor}·L·s·H·d"
         terms.append(
-            f"{factor} × {spec.num_layers} × {context} × {spec.attention.num_heads} × {_number(head)}"
+            f"{factor} × {spec.num_attention_layers} × {_number(context)} × {spec.attention.num_heads} × "
+            f"{_number(head)}"
         )
+        scan = mamba_scan_forward_flop(spec)
+        if scan:
+            attention += scan
+            passes = 4 if recompute else 3
+            formula += f" + {passes}·F_scan"
+            terms.append(f"{passes} × {_number(scan)}")
         if spec.attention.index_n_heads is not None:  # the lightning indexer's scores, d_I whole
             formula += f" + {factor // 2}·L·s·H_I·d_I"
             keys = float(indexer_tokens(spec, seq_len, causal=causal)) * (2 if causal else 1)

@@ -50,7 +50,7 @@ from typing import Any, Final
 
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
-from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
+from lightspeed.workload.spec import AttentionSpec, MambaSpec, MoESpec, TransformerSpec
 
 SUPPORTED_MODEL_TYPES: Final = (
     "llama",
@@ -70,6 +70,7 @@ SUPPORTED_MODEL_TYPES: Final = (
     "gemma3_text",
     "gpt_oss",
     "nemotron",
+    "nemotron_h",
 )
 _MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
 _MTP_TYPES: Final = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")  # num_nextn_predict_layers
@@ -207,6 +208,8 @@ def _mlp_kind(model_type: str) -> str:
 
 
 def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
+    if model_type == "nemotron_h":
+        return _nemotron_h(fields, name)
     hidden = fields.integer("hidden_size", minimum=1)
     dense_key = "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size"
     num_layers = fields.integer("num_hidden_layers", minimum=1)
@@ -228,6 +231,62 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
         mlp_bias=model_type == "llama" and fields.boolean("mlp_bias", False),
         num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type in _MTP_TYPES else 0,
+        source=f"Hugging Face config.json ({fields.path})",
+    )
+
+
+def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
+    """A Nemotron-H / Nemotron 3 hybrid (transformers' ``NemotronHConfig``): its blocks follow
+    ``hybrid_override_pattern``; Mamba-2 mixers of ``mamba_num_heads`` x ``mamba_head_dim`` with
+    ``n_groups`` groups of ``ssm_state_size``; MoE blocks when ``n_routed_experts`` is set (with
+    ``moe_latent_size`` for Nemotron 3 Super's LatentMoE); squared-ReLU MLPs; no position embedding."""
+    hidden = fields.integer("hidden_size", minimum=1)
+    heads = fields.integer("num_attention_heads", minimum=1)
+    routed = fields.data.get("n_routed_experts") or 0
+    moe = None
+    if routed:
+        shared = fields.integer("n_shared_experts", 0)
+        moe = MoESpec(
+            num_routed_experts=fields.integer("n_routed_experts", minimum=1),
+            top_k=fields.integer("num_experts_per_tok", minimum=1),
+            expert_ffn_hidden_size=fields.integer("moe_intermediate_size", minimum=1),
+            num_shared_experts=shared,
+            shared_expert_ffn_hidden_size=fields.integer("moe_shared_expert_intermediate_size", 0)
+            if shared
+            else 0,
+            latent_size=_optional(fields, "moe_latent_size"),
+        )
+    return TransformerSpec(
+        name=normalize_name(name),
+        display_name=name,
+        num_layers=fields.integer("num_hidden_layers", minimum=1),
+        block_pattern=fields.string("hybrid_override_pattern"),
+        hidden_size=hidden,
+        ffn_hidden_size=fields.integer("intermediate_size", minimum=1),
+        vocab_size=fields.integer("vocab_size", minimum=1),
+        attention=AttentionSpec(
+            kind="gqa",
+            num_heads=heads,
+            num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
+            head_dim=_optional(fields, "head_dim") or hidden // heads,
+            qkv_bias=fields.boolean("attention_bias", False),
+            out_bias=fields.boolean("attention_bias", False),
+        ),
+        mlp="relu2",
+        moe=moe,
+        mamba=MambaSpec(
+            num_heads=fields.integer("mamba_num_heads", minimum=1),
+            head_dim=fields.integer("mamba_head_dim", minimum=1),
+            state_size=fields.integer("ssm_state_size", minimum=1),
+            num_groups=fields.integer("n_groups", 1, minimum=1),
+            conv_kernel=fields.integer("conv_kernel", 4, minimum=1),
+            chunk_size=fields.integer("chunk_size", 128, minimum=1),
+        ),
+        tied_embeddings=fields.boolean("tie_word_embeddings", False),
+        position_embedding="none",
+        max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        mlp_bias=fields.boolean("mlp_bias", False),
+        num_mtp_modules=fields.integer("num_nextn_predict_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
     )
 

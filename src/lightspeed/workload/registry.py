@@ -15,6 +15,7 @@ One file per model under ``workload/data/models``::
     ...
     [attention]                     # AttentionSpec fields
     [moe]                           # MoESpec fields (MoE models only)
+    [mamba]                         # MambaSpec fields (hybrids with a block_pattern only)
     [published]                     # totals the authors print, for comparison
     total_params = 8.03e9
     source = "model-card"
@@ -45,7 +46,7 @@ from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.workload.names import name_readings, reduce_name, split_active
-from lightspeed.workload.spec import RELEASE_FORMATS, AttentionSpec, MoESpec, TransformerSpec
+from lightspeed.workload.spec import RELEASE_FORMATS, AttentionSpec, MambaSpec, MoESpec, TransformerSpec
 
 SCHEMA_VERSION: Final = 1
 MODEL_KIND: Final = "model"
@@ -64,6 +65,7 @@ _TOP_KEYS: Final = {
     "architecture",
     "attention",
     "moe",
+    "mamba",
     "published",
     "release",
     "sources",
@@ -80,6 +82,7 @@ _ARCHITECTURE_KEYS: Final = {
     "tied_embeddings",
     "mlp_bias",
     "num_mtp_modules",
+    "block_pattern",
 }
 _ATTENTION_INTEGERS: Final = (
     "q_lora_rank",
@@ -115,7 +118,9 @@ _MOE_KEYS: Final = {
     "router_bias",
     "num_expert_groups",
     "top_k_groups",
+    "latent_size",
 }
+_MAMBA_KEYS: Final = {"num_heads", "head_dim", "state_size", "num_groups", "conv_kernel", "chunk_size"}
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
 _RELEASE_KEYS: Final = {"weights", "source", "note"}
 
@@ -454,7 +459,7 @@ def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
         spec = _build_spec(fields, sources[source_key], _release(fields, sources))
     except UserInputError as error:
         raise DataFileError(
-            path, str(error), fix="correct the [architecture]/[attention]/[moe] figures"
+            path, str(error), fix="correct the [architecture]/[attention]/[moe]/[mamba] figures"
         ) from None
     return ModelEntry(spec=spec, sources=sources, published=_parse_published(fields, sources), path=str(path))
 
@@ -501,6 +506,9 @@ def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> 
     moe = fields.table("moe", required=False)
     if moe is not None:
         _check_keys(moe, _MOE_KEYS, "moe")
+    mamba = fields.table("mamba", required=False)
+    if mamba is not None:
+        _check_keys(mamba, _MAMBA_KEYS, "mamba")
     hidden = architecture.integer("hidden_size", minimum=1)
     return TransformerSpec(
         name=normalize_name(fields.string("name")),
@@ -523,6 +531,8 @@ def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> 
         note=fields.string("note", ""),
         release_format=release[0],
         release_source=release[1],
+        mamba=_mamba(mamba) if mamba is not None else None,
+        block_pattern=architecture.string("block_pattern", ""),
     )
 
 
@@ -581,6 +591,18 @@ def _moe(table: Fields) -> MoESpec:
         if table.has("num_expert_groups")
         else None,
         top_k_groups=table.integer("top_k_groups", minimum=1) if table.has("top_k_groups") else None,
+        latent_size=table.optional_integer("latent_size"),
+    )
+
+
+def _mamba(table: Fields) -> MambaSpec:
+    return MambaSpec(
+        num_heads=table.integer("num_heads", minimum=1),
+        head_dim=table.integer("head_dim", minimum=1),
+        state_size=table.integer("state_size", minimum=1),
+        num_groups=table.integer("num_groups", 1, minimum=1),
+        conv_kernel=table.integer("conv_kernel", 4, minimum=1),
+        chunk_size=table.integer("chunk_size", 128, minimum=1),
     )
 
 

@@ -1,8 +1,11 @@
 """Transformer architecture specs: the shapes every count and estimate starts from.
 
 A :class:`TransformerSpec` describes a decoder-only transformer: dense or MoE
-(routed + shared experts, top-k, dense first layers), attention as MHA, GQA,
-MQA or MLA, SwiGLU or GELU MLP, tied or untied embeddings. Counts (parameters,
+(routed + shared experts, top-k, dense first layers, a latent expert width),
+attention as MHA, GQA, MQA or MLA, SwiGLU or GELU MLP, tied or untied
+embeddings; or a hybrid whose blocks follow a Megatron ``block_pattern`` of
+Mamba-2 (:class:`MambaSpec`), attention, MLP and MoE blocks (Nemotron-H,
+Nemotron 3). Counts (parameters,
 FLOPs, bytes) live in :mod:`lightspeed.workload.counts`.
 """
 
@@ -23,6 +26,9 @@ NORM_KINDS = ("rmsnorm", "layernorm")
 # Weight formats a model's publisher releases its checkpoint in (the serving engine's names; a
 # test keeps them within lightspeed.sol.infer.plan.INFERENCE_PRECISIONS).
 RELEASE_FORMATS = ("bf16", "fp16", "fp32", "fp8", "mxfp4", "nvfp4", "int8", "int4")
+# A hybrid model's block kinds, as Megatron-Core's hybrid_layer_pattern writes them
+# (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): each block is one of these.
+BLOCK_SYMBOLS: Final = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 MAX_HEADS_OR_HEAD_DIM: Final = 2**14
@@ -225,6 +231,74 @@ class AttentionSpec(Record):
 
 
 @dataclass(frozen=True)
+class MambaSpec(Record):
+    """A Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", the SSD layer).
+
+    ``num_heads`` heads of ``head_dim`` channels make the inner width ``d_inner``; B and C
+    are shared by ``num_groups`` groups of heads, each with ``state_size`` state channels.
+    One block projects the hidden state to ``z``, ``x``, ``B``, ``C`` and one ``dt`` per
+    head (``in_proj``: ``h -> 2·d_inner + 2·G·N + H``), runs a depthwise causal
+    convolution of ``conv_kernel`` taps over ``x``, ``B``, ``C``, the chunked state-space
+    scan (chunks of ``chunk_size`` tokens), a gated RMSNorm, and projects back
+    (``out_proj``: ``d_inner -> h``). It keeps no per-token cache: a sequence carries
+    a recurrent state of ``H·P·N`` values and the convolution's last ``conv_kernel - 1``
+    inputs, whatever its length.
+    """
+
+    num_heads: int
+    head_dim: int
+    state_size: int
+    num_groups: int = 1
+    conv_kernel: int = 4
+    chunk_size: int = 128
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("num_heads", self.num_heads),
+            ("head_dim", self.head_dim),
+            ("state_size", self.state_size),
+            ("num_groups", self.num_groups),
+            ("conv_kernel", self.conv_kernel),
+            ("chunk_size", self.chunk_size),
+        ):
+            if not 1 <= value <= MAX_HEADS_OR_HEAD_DIM:
+                raise UserInputError(
+                    f"mamba {label} must be 1 to {MAX_HEADS_OR_HEAD_DIM:,} (got {value}); Nemotron-H "
+                    "uses 128 heads of 64 channels, a state of 128 and 8 groups"
+                )
+        if self.num_heads % self.num_groups:
+            raise UserInputError(
+                f"mamba num_heads ({self.num_heads}) must be a multiple of num_groups ({self.num_groups})"
+            )
+
+    @property
+    def inner_size(self) -> int:
+        """``d_inner``: the heads' channels together."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal convolution runs over: ``x``, ``B`` and ``C``."""
+        return self.inner_size + 2 * self.num_groups * self.state_size
+
+    @property
+    def in_proj_width(self) -> int:
+        """Outputs of ``in_proj``: ``z``, ``x``, ``B``, ``C`` and one ``dt`` per head."""
+        return 2 * self.inner_size + 2 * self.num_groups * self.state_size + self.num_heads
+
+    @property
+    def state_values(self) -> int:
+        """Values a sequence carries from token to token: the SSM state (``H·P·N``)."""
+        return self.num_heads * self.head_dim * self.state_size
+
+    @property
+    def conv_state_values(self) -> int:
+        """Values of the convolution's window a sequence carries: the last ``conv_kernel - 1``
+        inputs of every channel."""
+        return (self.conv_kernel - 1) * self.conv_channels
+
+
+@dataclass(frozen=True)
 class MoESpec(Record):
     """Mixture-of-experts feed-forward layers.
 
@@ -237,6 +311,10 @@ class MoESpec(Record):
     ``n_group = 8``, ``topk_group = 4``) experts form ``num_expert_groups`` groups
     and a token may only reach experts in ``top_k_groups`` of them; when each
     group lives on one node, a token crosses the network to at most that many nodes.
+    With ``latent_size`` (Nemotron 3 Super's LatentMoE) a token is projected from the
+    hidden size down to ``latent_size`` before it is dispatched, the routed experts run
+    ``latent_size -> expert_ffn_hidden_size -> latent_size``, and their sum is projected
+    back up; the router and the shared experts see the hidden size.
     """
 
     num_routed_experts: int
@@ -249,8 +327,13 @@ class MoESpec(Record):
     router_bias: bool = False
     num_expert_groups: int | None = None
     top_k_groups: int | None = None
+    latent_size: int | None = None
 
     def __post_init__(self) -> None:
+        if self.latent_size is not None and not 1 <= self.latent_size <= MAX_DIMENSION["hidden_size"]:
+            raise UserInputError(
+                f"MoE latent_size must be 1 to {MAX_DIMENSION['hidden_size']:,} (got {self.latent_size})"
+            )
         if self.expert_ffn_hidden_size < 1 or self.layer_frequency < 1 or self.num_shared_experts < 0:
             raise UserInputError(
                 "MoE needs expert_ffn_hidden_size >= 1, layer_frequency >= 1 and num_shared_experts >= 0"
@@ -290,6 +373,12 @@ class TransformerSpec(Record):
     (``fp8`` for DeepSeek-V3, ``mxfp4`` for gpt-oss' experts; ``bf16`` for most models), what a
     serving prediction assumes when the user names no precision; ``release_source`` says where
     that comes from.
+
+    A hybrid (``block_pattern`` not empty) has ``num_layers`` blocks, block ``i`` of the
+    kind ``block_pattern[i]`` names (:data:`BLOCK_SYMBOLS`, Megatron-Core's letters): ``M`` a
+    Mamba-2 mixer (``mamba``), ``*`` self-attention, ``-`` the dense MLP, ``E`` the MoE
+    layer. Each block has its own norm and residual. Its attention layers attend to
+    the whole context.
     """
 
     name: str
@@ -312,6 +401,8 @@ class TransformerSpec(Record):
     note: str = ""
     release_format: str = "bf16"
     release_source: str = ""
+    mamba: MambaSpec | None = None
+    block_pattern: str = ""
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -348,6 +439,46 @@ class TransformerSpec(Record):
                 f"attention layer_types names {len(self.attention.layer_types)} layers, "
                 f"the model has {self.num_layers}"
             )
+        self._check_blocks()
+
+    def _check_blocks(self) -> None:
+        pattern = self.block_pattern
+        if not pattern:
+            if self.mamba is not None:
+                raise UserInputError(
+                    "a model with a [mamba] mixer needs a block_pattern saying which blocks are Mamba "
+                    "(M), attention (*), MLP (-) and MoE (E), e.g. Nemotron-H's 'M-M-M-M*-...'"
+                )
+            return
+        unknown = sorted(set(pattern) - set(BLOCK_SYMBOLS))
+        if unknown:
+            raise UserInputError(
+                f"block_pattern has {', '.join(map(repr, unknown))}; its letters are M (Mamba-2), "
+                "* (attention), - (MLP) and E (MoE)"
+            )
+        if len(pattern) != self.num_layers:
+            raise UserInputError(
+                f"block_pattern names {len(pattern)} blocks, the model has num_layers = {self.num_layers}"
+            )
+        if ("M" in pattern) != (self.mamba is not None):
+            raise UserInputError(
+                "block_pattern's M blocks need a [mamba] table, and a [mamba] table needs M blocks"
+            )
+        if ("E" in pattern) != (self.moe is not None):
+            raise UserInputError(
+                "block_pattern's E blocks need a [moe] table, and a [moe] table needs E blocks"
+            )
+        if self.moe is not None and (self.moe.num_dense_layers or self.moe.layer_frequency != 1):
+            raise UserInputError(
+                "with a block_pattern the pattern places the MoE blocks: drop num_dense_layers and "
+                "layer_frequency"
+            )
+        attention = self.attention
+        if attention.layer_types or attention.full_attention_interval is not None or attention.local_span:
+            raise UserInputError(
+                "a block_pattern's attention blocks attend to the whole context: drop layer_types, "
+                "full_attention_interval, sliding_window, attention_chunk_size and index_topk"
+            )
 
     @property
     def gated_mlp(self) -> bool:
@@ -359,8 +490,31 @@ class TransformerSpec(Record):
         """Whether any layer routes tokens to experts."""
         return self.moe is not None
 
+    @property
+    def is_hybrid(self) -> bool:
+        """Whether the blocks follow a :attr:`block_pattern` (one mixer or one FFN each)."""
+        return bool(self.block_pattern)
+
+    @property
+    def num_attention_layers(self) -> int:
+        """How many layers (blocks) attend: every layer, or a hybrid's ``*`` blocks."""
+        return self.block_pattern.count("*") if self.block_pattern else self.num_layers
+
+    @property
+    def num_mamba_layers(self) -> int:
+        """How many blocks are Mamba-2 mixers (0 without a block pattern)."""
+        return self.block_pattern.count("M")
+
+    @property
+    def num_mlp_layers(self) -> int:
+        """How many layers (blocks) run the dense MLP: the dense layers, or a hybrid's ``-``
+        blocks."""
+        return self.block_pattern.count("-") if self.block_pattern else self.num_dense_layers
+
     def is_moe_layer(self, layer_index: int) -> bool:
-        """Whether layer ``layer_index`` (0-based) is an MoE layer."""
+        """Whether layer ``layer_index`` (0-based) is an MoE layer (a hybrid's ``E`` block)."""
+        if self.block_pattern:
+            return self.block_pattern[layer_index] == "E"
         if self.moe is None or layer_index < self.moe.num_dense_layers:
             return False
         return (layer_index - self.moe.num_dense_layers) % self.moe.layer_frequency == 0
@@ -372,5 +526,20 @@ class TransformerSpec(Record):
 
     @property
     def num_dense_layers(self) -> int:
-        """How many layers use the dense MLP."""
+        """How many layers are not MoE layers (a hybrid's M, * and - blocks)."""
         return self.num_layers - self.num_moe_layers
+
+    @property
+    def block_shares(self) -> tuple[float, float, float]:
+        """(attention, Mamba, dense MLP) per layer of the engine's average layer: how many of
+        each one layer holds when the model's are spread evenly over its layers, the MLP over
+        its non-MoE layers. A plain transformer's layer holds one attention and, in a dense
+        layer, one MLP: ``(1, 0, 1)``."""
+        if not self.block_pattern:
+            return 1.0, 0.0, 1.0
+        dense = self.num_dense_layers
+        return (
+            self.num_attention_layers / self.num_layers,
+            self.num_mamba_layers / self.num_layers,
+            self.num_mlp_layers / dense if dense else 0.0,
+        )

@@ -78,8 +78,8 @@ SERVING_BY_HAND = {
     "V07": ("gpt-oss-20b", 1, 20480, 2048, 8, "ttft_s"),
 }
 SERVING_REFUSED = {
-    "V09": "Mamba-2",  # Nemotron 3 Super: a hybrid of Mamba-2 and attention layers
-    "V20": "Mamba-2",  # 'Nemotron Nano 30B' is Nemotron 3 Nano
+    "V09": "no ISL/OSL",  # Nemotron 3 Super NVFP4 (in the catalog since 6 Dec): no lengths given
+    "V20": "Mamba-2 blocks",  # 'Nemotron Nano 30B' is Nemotron 3 Nano: trained, not served yet
     "V10": "no ISL/OSL",  # DeepSeek-V3.2 (refused for its sparse attention until 6 Dec)
     "V12": "names no accelerator",  # a CPU-only run on Xeon 6980P
     "V17": "no ISL/OSL",  # DGX Spark's GB10 (in the catalog since 6 Dec): the row gives no lengths
@@ -110,16 +110,16 @@ def test_megatron_bridges_summary_is_read_but_for_models_lightspeed_lacks(
 ) -> None:
     report = _report(BENCHMARK_DATA / "megatron-bridge-perf-summary.tsv", catalog, models)
     refused = [row for row in report.rows if row.status != "ok"]
-    # the refusals are the hybrid Mamba-2 Nemotrons and DeepSeek V4, whose architecture is not in
-    # the catalog, and the two GPT-OSS 120B rows of the 26.06.01 container, whose footnote calls
-    # them a known regression; DeepSeekV3, LLAMA3.1_405B on PP 16 x VP 8 and the rest are predicted
+    # the refusals are Nemotron 3 Ultra and DeepSeek V4, whose shapes no cited source gives, and the
+    # two GPT-OSS 120B rows of the 26.06.01 container, whose footnote calls them a known regression;
+    # the hybrid Mamba-2 Nemotron 3 Nano, Lightning and Super, DeepSeekV3, LLAMA3.1_405B on PP 16 x
+    # VP 8 and the rest are predicted
     regressions = {row.id for row in refused if "known regression" in row.reason}
     assert regressions == {"MB021", "MB022"}
-    assert all(
-        "Mamba-2" in row.reason or "DeepSeekV4" in row.reason for row in refused if row.id not in regressions
-    )
+    others = {row.id: row.reason for row in refused if row.id not in regressions}
+    assert all("Nemotron_3_Ultra" in reason or "DeepSeekV4" in reason for reason in others.values()), others
     assert len(report.rows) == 245
-    assert len(report.rows) - len(refused) == 189
+    assert len(report.rows) - len(refused) == 239
 
 
 @pytest.fixture(scope="module")

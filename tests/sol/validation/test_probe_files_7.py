@@ -36,7 +36,6 @@ TRAINING_BY_HAND: dict[str, tuple[int, tuple[int, int, int], int]] = {
     "W116": (256, (1, 2, 1), 2),
 }
 TRAINING_REFUSED = {
-    "W113": "Mamba-2",  # Nemotron-H 56B: hybrid Mamba-Transformer
     "W119": "global_batch is not reported",  # PP 8 and no batch: the bubble depends on it
     "W120": "global_batch is not reported",
 }
@@ -52,6 +51,18 @@ def test_the_sixth_training_probe_is_read_as_written(training: dict[str, Validat
     assert row.plan["tp"] * row.plan["pp"] * row.plan["cp"] * row.plan["dp"] == gpus
     assert row.plan["zero_stage"] == stage
     assert row.metric == "tokens_per_s_per_gpu"
+
+
+def test_nemotron_h_is_read_as_its_hybrid_blocks(training: dict[str, ValidationRow]) -> None:
+    # Nemotron-H 56B (in the catalog since 6 Dec: 54 Mamba-2, 54 MLP and 10 attention blocks) on
+    # 256 H100, dgxc-benchmarking's step time: TP 8, PP 1, CP 1, DP 32, the distributed optimizer
+    row = training["W113"]
+    assert row.status == "ok", row.reason
+    assert row.plan is not None
+    assert (row.plan["tp"], row.plan["pp"], row.plan["cp"], row.plan["dp"]) == (8, 1, 1, 32)
+    assert row.plan["zero_stage"] == 1
+    assert row.metric == "step_time_s"
+    assert any("nemotron-h-56b" in line for line in row.assumptions)
 
 
 def test_the_sixth_training_probe_refusals_say_why(training: dict[str, ValidationRow]) -> None:

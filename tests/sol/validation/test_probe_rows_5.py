@@ -146,11 +146,20 @@ def test_one_request_at_a_time_said_in_words(run_cli: Any, tmp_path: Path, load:
 
 def test_names_as_these_sources_write_them(models: ModelRegistry) -> None:
     assert models.matches("DeepSeek-R1-671B") == ["deepseek-v3"]
-    # hybrid Mamba-2 models are refused with what lightspeed lacks, never matched to a look-alike
-    for name in ("Nemotron_3_Nano", "Nemotron-3-Super-120B-A12B-NVFP4", "Nemotron_3_5_Lightning"):
-        unsupported = models.unsupported_model(name)
-        assert unsupported is not None, name
-        assert "Mamba-2" in unsupported.feature
+    # the hybrid Mamba-2 Nemotrons as Megatron-Bridge and NVIDIA's model ids write them
+    written = {
+        "Nemotron_3_Nano": "nemotron-3-nano-30b-a3b",
+        "Nemotron-3-Super-120B-A12B-NVFP4": "nemotron-3-super-120b-a12b",
+        "Nemotron_3_Super": "nemotron-3-super-120b-a12b",
+        "Nemotron_3_5_Lightning": "nemotron-3.5-lightning-30b-a3b",
+    }
+    for name, model in written.items():
+        assert models.matches(name) == [model], name
+        assert models.unsupported_model(name) is None, name
+    # Ultra's shapes are in no source lightspeed cites: refused, never matched to Super
+    ultra = models.unsupported_model("Nemotron_3_Ultra")
+    assert ultra is not None
+    assert "no source lightspeed cites" in ultra.reason
 
 
 def test_megatron_counts_the_embedding_and_the_loss_as_pipeline_chunks(run_cli: Any, tmp_path: Path) -> None:

@@ -26,11 +26,24 @@ KERNELS_PER_MOE_LAYER_FORWARD = 24.0
 # the MQA-logits kernel and the top-k (DeepSeek-V3.2-Exp inference/model.py; TensorRT-LLM's
 # DeepSeek-V3.2 blog fuses the key's quantization and store into one kernel).
 KERNELS_PER_INDEXER_FORWARD = 8.0
+# Half a dense layer is its attention block (norm, QKV, RoPE, attention, output, residual, ...),
+# the other half its MLP; the MoE block launches what a dense layer's MLP does not. A Mamba-2
+# block: norm, in_proj, the causal convolution, the five kernels of the chunked scan
+# (mamba_ssm's chunk cumsum, chunk state, state passing, BMM and chunk scan), the gated norm,
+# out_proj and the residual add.
+KERNELS_PER_ATTENTION_BLOCK_FORWARD = KERNELS_PER_DENSE_LAYER_FORWARD / 2.0
+KERNELS_PER_MAMBA_BLOCK_FORWARD = 11.0
 
 
 def kernels_per_layer_forward(model: TransformerSpec, *, moe: bool) -> float:
-    """Kernels one layer of ``model`` launches in a forward pass (its indexer's included)."""
+    """Kernels one layer of ``model`` launches in a forward pass (its indexer's included; a
+    hybrid's average layer: its share of each kind of block)."""
     base = KERNELS_PER_MOE_LAYER_FORWARD if moe else KERNELS_PER_DENSE_LAYER_FORWARD
+    if model.is_hybrid:
+        attention, mamba, mlp = model.block_shares
+        half = KERNELS_PER_ATTENTION_BLOCK_FORWARD
+        ffn = base - half if moe else mlp * half
+        base = attention * half + mamba * KERNELS_PER_MAMBA_BLOCK_FORWARD + ffn
     return base + (KERNELS_PER_INDEXER_FORWARD if model.attention.index_n_heads is not None else 0.0)
 
 

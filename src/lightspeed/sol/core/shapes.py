@@ -33,7 +33,9 @@ class Linear(Record):
 
 @dataclass(frozen=True)
 class LayerShapes(Record):
-    """Linear layers and sizes of one transformer layer of a model."""
+    """Linear layers and sizes of one transformer layer of a model (a hybrid's blocks: its
+    Mamba-2 mixer's ``in_proj`` and ``out_proj`` in ``mamba``; a LatentMoE's projections to
+    and from the latent in ``latent``)."""
 
     attention: tuple[Linear, ...]
     mlp: tuple[Linear, ...]
@@ -47,6 +49,8 @@ class LayerShapes(Record):
     num_heads: int
     num_kv_heads: int
     kv_cache_elements_per_token: int
+    mamba: tuple[Linear, ...] = ()
+    latent: tuple[Linear, ...] = ()
 
     def params(self, group: tuple[Linear, ...]) -> int:
         """Total parameters of a group of linears."""
@@ -136,11 +140,17 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
     experts: tuple[Linear, ...] = ()
     shared: tuple[Linear, ...] = ()
     router: tuple[Linear, ...] = ()
+    latent: tuple[Linear, ...] = ()
     if model.moe is not None:
         moe = model.moe
+        if moe.latent_size:
+            latent = (
+                Linear("latent_down", hidden, moe.latent_size, "replicated"),
+                Linear("latent_up", moe.latent_size, hidden, "replicated"),
+            )
         experts = _mlp(
             "expert_",
-            hidden,
+            moe.latent_size or hidden,
             moe.expert_ffn_hidden_size,
             gated=model.gated_mlp,
             bias=model.mlp_bias,
@@ -160,7 +170,7 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
             )
         router = (Linear("router", hidden, moe.num_routed_experts, "replicated", moe.router_bias),)
     norm_width = 2 if model.norm == "layernorm" else 1  # LayerNorm has a bias beside its scale
-    num_norm = 2 * hidden * norm_width
+    num_norm = (1 if model.is_hybrid else 2) * hidden * norm_width
     if model.attention.kind == "mla":
         num_norm += (model.attention.kv_lora_rank or 0) + (model.attention.q_lora_rank or 0)
         num_norm += 2 * (model.attention.index_head_dim or 0)  # the indexer key's LayerNorm
@@ -177,4 +187,19 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
         num_heads=model.attention.num_heads,
         num_kv_heads=model.attention.num_kv_heads,
         kv_cache_elements_per_token=cache,
+        mamba=_mamba(model),
+        latent=latent,
+    )
+
+
+def _mamba(model: TransformerSpec) -> tuple[Linear, ...]:
+    """A Mamba-2 mixer's projections (none without one): ``in_proj`` split by its outputs over
+    tensor parallelism (each rank holds whole heads and their groups), ``out_proj`` by its inputs,
+    as Megatron-Core's ``MambaMixer`` splits them."""
+    mamba = model.mamba
+    if mamba is None:
+        return ()
+    return (
+        Linear("in_proj", model.hidden_size, mamba.in_proj_width, "column"),
+        Linear("out_proj", mamba.inner_size, model.hidden_size, "row"),
     )

@@ -75,14 +75,18 @@ class Band(Record):
         return self.time(value) if metric in TIME_METRICS else self.speed(value)
 
 
-def family_name(kind: str, *, moe: bool, architecture: str) -> str:
-    """``train/moe/hopper``: the family whose residuals give an estimate its error bars."""
-    return f"{kind}/{'moe' if moe else 'dense'}/{architecture.lower()}"
+def family_name(kind: str, *, moe: bool, architecture: str, hybrid: bool = False) -> str:
+    """``train/moe/hopper``: the family whose residuals give an estimate its error bars; a
+    hybrid Mamba-Transformer's are ``train/hybrid/...``, apart from the transformers'."""
+    middle = "hybrid" if hybrid else ("moe" if moe else "dense")
+    return f"{kind}/{middle}/{architecture.lower()}"
 
 
 def family_of(kind: str, model: TransformerSpec, accelerator: Accelerator) -> str:
     """The family of a model on an accelerator (see :func:`family_name`)."""
-    return family_name(kind, moe=model.moe is not None, architecture=accelerator.architecture)
+    return family_name(
+        kind, moe=model.moe is not None, architecture=accelerator.architecture, hybrid=model.mamba is not None
+    )
 
 
 def _data_file() -> Path:
@@ -111,9 +115,9 @@ def load_bands(path: Path | None = None) -> Mapping[str, Band]:
     }
 
 
-def interval_for(kind: str, *, moe: bool, architecture: str) -> Band:
+def interval_for(kind: str, *, moe: bool, architecture: str, hybrid: bool = False) -> Band:
     """The band of the most specific family with enough rows (``kind/moe/arch``, ``kind/moe``, ``kind``)."""
-    return band_for(load_bands(), family_name(kind, moe=moe, architecture=architecture))
+    return band_for(load_bands(), family_name(kind, moe=moe, architecture=architecture, hybrid=hybrid))
 
 
 def band_for(bands: Mapping[str, Band], family: str) -> Band:

@@ -145,7 +145,8 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     grid, hardware, shapes = ctx.grid, ctx.hardware, ctx.shapes
     heads = shapes.num_heads / grid.tp
     unfused = grid.unfused_attention
-    attended = np.where(unfused, float(ctx.seq_len), _fused_attended(ctx.model, ctx.seq_len))
+    share = ctx.model.block_shares[0]  # a hybrid's attention blocks per layer (the fused figure has it)
+    attended = np.where(unfused, share * ctx.seq_len, _fused_attended(ctx.model, ctx.seq_len))
     head_dims = shapes.q_head_dim + shapes.v_head_dim
     flop = 2.0 * ctx.tokens * attended * heads * head_dims + ctx.tokens * _indexer_flop_per_token(
         ctx.model, ctx.seq_len
@@ -153,7 +154,7 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     forward_rate, backward_rate = _flash_rates(ctx)
     stacked = ctx.tokens * heads
     gemm_rate = hardware.gemm_flop_per_s(stacked, ctx.seq_len, shapes.q_head_dim, "bf16")
-    scores = ctx.tokens * ctx.seq_len * heads
+    scores = share * ctx.tokens * ctx.seq_len * heads
     unfused_forward = flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_FORWARD)
     unfused_backward = 2.0 * flop / gemm_rate + memory_s(hardware, scores * UNFUSED_SCORE_BYTES_BACKWARD)
     forward = np.where(unfused, unfused_forward, flop / forward_rate)
@@ -162,25 +163,78 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     return forward, backward, flop, backward_flop
 
 
+def _mamba_scan(ctx: _Context) -> tuple[Array, Array, Array, Array]:
+    """(forward s, backward s, forward FLOP, backward FLOP) of a hybrid's state-space scans in one
+    (average) layer: :func:`~lightspeed.workload.flops.mamba_scan_forward_flop`'s chunked SSD per
+    token on this rank's heads and groups (tensor parallelism splits both), paced by the fused
+    attention kernel's rate (the scan's chunk products are the same small tensor-core matmuls
+    over a sequence block) or by the bytes it streams, whichever is slower: ``x``, ``B``, ``C``,
+    ``dt`` in and ``y`` out, and each chunk's FP32 state. The backward recomputes the chunk
+    products as a fused attention backward does (2.5x the forward's FLOPs, twice its bytes)."""
+    model, grid = ctx.model, ctx.grid
+    mamba = model.mamba
+    if mamba is None:
+        zero = np.zeros_like(ctx.tokens)
+        return zero, zero, zero, zero
+    share = model.block_shares[1]
+    tp = grid.tp
+    chunk, channels, state = mamba.chunk_size, mamba.head_dim, mamba.state_size
+    heads, groups = mamba.num_heads / tp, mamba.num_groups / tp
+    per_token = 2.0 * groups * chunk * state + 2.0 * heads * chunk * channels + 4.0 * heads * state * channels
+    flop = share * ctx.tokens * per_token
+    act = ctx.hardware.activation_bytes_per_element
+    streamed = (2.0 * mamba.inner_size + 2.0 * mamba.num_groups * state + mamba.num_heads) / tp * act
+    streamed = streamed + heads * channels * state * 4.0 / chunk
+    traffic = share * ctx.tokens * streamed
+    forward_rate, backward_rate = _flash_rates(ctx)
+    kernel_s = ctx.hardware.efficiency.kernel_s
+    forward = kernel_s(flop / forward_rate, memory_s(ctx.hardware, traffic))
+    backward = kernel_s(FLASH_BACKWARD_FACTOR * flop / backward_rate, memory_s(ctx.hardware, 2.0 * traffic))
+    return forward, backward, flop, FLASH_BACKWARD_FACTOR * flop
+
+
+def _mamba_cp_s(ctx: _Context) -> tuple[Array, Array]:
+    """Exposed (forward, backward) context-parallel exchange of a hybrid's Mamba blocks in one
+    (average) layer: Megatron-Core's Mamba context parallelism turns the sequence-split inputs of
+    the convolution and scan into head-split ones and back (an all-to-all of the conv channels in,
+    one of ``d_inner`` out), and the reverse for their gradients; nothing overlaps them."""
+    model, grid, hardware = ctx.model, ctx.grid, ctx.hardware
+    if model.mamba is None:
+        zero = np.zeros_like(ctx.tokens)
+        return zero, zero
+    share = model.block_shares[1]
+    act = hardware.activation_bytes_per_element
+    width = (model.mamba.conv_channels + model.mamba.inner_size) / grid.tp
+    exchange = collectives.all_to_all_s(hardware.fabric, ctx.tokens * width * act, grid.cp, grid.tp)
+    forward = np.where(grid.cp > 1, share * exchange, 0.0)
+    return forward, forward
+
+
 def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
     """Forward HBM bytes of the memory-bound ops by kind (``norm``, ``residual``, ``activation``,
     ``rope``, ``dropout``, ``permute``), before the stack's traffic factor."""
     grid, model, shapes = ctx.grid, ctx.model, ctx.shapes
     act = ctx.hardware.activation_bytes_per_element
     hidden = model.hidden_size
+    attention_share, mamba_share, mlp_share = model.block_shares
+    blocks = 1.0 if model.is_hybrid else 2.0  # a hybrid's block has one norm and one residual add
     parts: dict[str, Array] = {
-        "norm": 4.0 * hidden * ctx.norm_tokens * act,  # two norms, each reads and writes
-        "residual": 6.0 * hidden * ctx.norm_tokens * act,  # two adds, each reads two and writes one
-        "dropout": np.where(grid.dropout, 2.0 * (2.0 * act + 1.0) * hidden * ctx.norm_tokens, 0.0),
+        "norm": 2.0 * blocks * hidden * ctx.norm_tokens * act,  # each norm reads and writes
+        "residual": 3.0 * blocks * hidden * ctx.norm_tokens * act,  # each add reads two, writes one
+        "dropout": np.where(grid.dropout, blocks * (2.0 * act + 1.0) * hidden * ctx.norm_tokens, 0.0),
         "rope": 0.0,
         "permute": 0.0,
+        "mamba": 0.0,
     }
     if model.position_embedding == "rope":
         rotated = 2.0 * (shapes.num_heads + shapes.num_kv_heads) * shapes.q_head_dim / grid.tp
-        parts["rope"] = rotated * ctx.tokens * act
+        parts["rope"] = attention_share * rotated * ctx.tokens * act
+    if model.mamba is not None:  # the causal convolution (in and out) and the gated norm (y, z in; out)
+        streamed = 2.0 * model.mamba.conv_channels + 3.0 * model.mamba.inner_size
+        parts["mamba"] = mamba_share * streamed / grid.tp * ctx.tokens * act
     passes = 3.0 if model.gated_mlp else 2.0
     if not moe:
-        parts["activation"] = passes * model.ffn_hidden_size / grid.tp * ctx.tokens * act
+        parts["activation"] = mlp_share * passes * model.ffn_hidden_size / grid.tp * ctx.tokens * act
         return parts
     assert model.moe is not None
     routed = routed_tokens(ctx)
@@ -189,7 +243,8 @@ def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
         passes * model.moe.expert_ffn_hidden_size * routed + passes * shared / grid.tp * ctx.tokens
     ) * act
     gathered = routed * grid.etp  # expert tensor parallelism permutes its group's tokens
-    parts["permute"] = 4.0 * hidden * gathered * act / ctx.hardware.stack.moe_efficiency
+    width = model.moe.latent_size or hidden  # a LatentMoE dispatches its tokens at the latent width
+    parts["permute"] = 4.0 * width * gathered * act / ctx.hardware.stack.moe_efficiency
     return parts
 
 
@@ -228,7 +283,8 @@ def _tp_comm(ctx: _Context, num_blocks: float, hideable_s: Array) -> tuple[Array
 
 
 def cp_ring_s(ctx: _Context, attention_forward_s: Array, attention_backward_s: Array) -> tuple[Array, Array]:
-    """Exposed (forward, backward) context-parallel ring exchange.
+    """Exposed (forward, backward) context-parallel ring exchange (of a hybrid's attention
+    blocks, their share of the average layer).
 
     ``cp - 1`` steps each send one K/V chunk to the next rank over the level the
     CP group spans, while the attention of the chunk in hand runs (``1/cp`` of
@@ -245,8 +301,9 @@ def cp_ring_s(ctx: _Context, attention_forward_s: Array, attention_backward_s: A
     step = collectives.send_recv_s(hardware.fabric, chunk, crosses)
     steps = grid.cp - 1.0
     hide = hardware.stack.exposed_s
-    forward = steps * hide(step, attention_forward_s / grid.cp)
-    backward = steps * hide(2.0 * step, attention_backward_s / grid.cp)
+    share = ctx.model.block_shares[0]
+    forward = share * steps * hide(step, attention_forward_s / np.maximum(share, 1e-30) / grid.cp)
+    backward = share * steps * hide(2.0 * step, attention_backward_s / np.maximum(share, 1e-30) / grid.cp)
     return np.where(grid.cp > 1, forward, 0.0), np.where(grid.cp > 1, backward, 0.0)
 
 
@@ -255,9 +312,9 @@ def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array)
     token per expert it is routed to, or per destination node where the stack's dispatch
     deduplicates (``ep_node_dedupe``: DeepEP)."""
     grid, hardware = ctx.grid, ctx.hardware
-    routed_bytes = routed_tokens(ctx) * ctx.model.hidden_size
-    fabric = hardware.fabric
     assert ctx.model.moe is not None
+    routed_bytes = routed_tokens(ctx) * (ctx.model.moe.latent_size or ctx.model.hidden_size)
+    fabric = hardware.fabric
     remote = node_dedupe_scale(ctx.model.moe) if hardware.stack.ep_node_dedupe else 1.0
     dispatch = collectives.all_to_all_s(
         fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, grid.etp, remote
@@ -298,13 +355,19 @@ def _expert_split(linears: tuple[Linear, ...]) -> tuple[Linear, ...]:
 
 
 def _block_linears(ctx: _Context, moe: bool) -> list[_Block]:
-    """The attention and MLP/MoE blocks of one layer."""
-    shapes, grid = ctx.shapes, ctx.grid
-    blocks = [_Block(shapes.attention, ctx.tokens, 1.0, grid.tp)]
+    """The attention and MLP/MoE blocks of one layer (a hybrid's average layer: its share of
+    attention, Mamba and MLP blocks)."""
+    shapes, grid, model = ctx.shapes, ctx.grid, ctx.model
+    attention, mamba, mlp = model.block_shares
+    blocks = [_Block(shapes.attention, ctx.tokens, attention, grid.tp)]
+    if shapes.mamba:
+        blocks.append(_Block(shapes.mamba, ctx.tokens, mamba, grid.tp))
     if not moe:
-        return [*blocks, _Block(shapes.mlp, ctx.tokens, 1.0, grid.tp)]
-    model = ctx.model
+        return [*blocks, _Block(shapes.mlp, ctx.tokens, mlp, grid.tp)]
     assert model.moe is not None
+    if shapes.latent:  # to and from the latent, on the tokens this rank routes
+        moe_tokens = np.where(grid.tp > 1, ctx.tokens / grid.tp, ctx.tokens)
+        blocks.append(_Block(shapes.latent, moe_tokens, 1.0, grid.tp))
     physical = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
     local_experts = physical / grid.ep  # redundant replicas share the GPU's routed tokens
     # under ETP each GPU runs 1/etp of its experts for the tokens its etp group gathered
@@ -380,8 +443,9 @@ def layer_cost(
     ctx = _Context(grid, model, shapes, hardware, seq_len)
     gemm_forward, input_grad, weight_grad, gemm_flop, cast_s = _gemms(ctx, moe)
     core_forward, core_backward, core_flop, core_backward_flop = _attention_core(ctx)
-    compute_forward = gemm_forward + core_forward
-    compute_backward = input_grad + weight_grad + core_backward
+    scan_forward, scan_backward, scan_flop, scan_backward_flop = _mamba_scan(ctx)
+    compute_forward = gemm_forward + core_forward + scan_forward
+    compute_backward = input_grad + weight_grad + core_backward + scan_backward
     factor = hardware.stack.elementwise_traffic_factor
     elementwise = {
         name: memory_s(hardware, factor * value) for name, value in elementwise_bytes(ctx, moe).items()
@@ -390,8 +454,12 @@ def layer_cost(
     memory_forward = streamed + 0.5 * cast_s  # inputs cast forward, output gradients backward
     memory_backward = 2.0 * streamed + 0.5 * cast_s
     shared = model.moe is not None and model.moe.num_shared_experts > 0
-    tp_forward, tp_backward = _tp_comm(ctx, 2.0 if (not moe or shared) else 1.0, gemm_forward)
+    attention_share, mamba_share, mlp_share = model.block_shares
+    ffn_blocks = (1.0 if shared else 0.0) if moe else mlp_share
+    tp_forward, tp_backward = _tp_comm(ctx, attention_share + mamba_share + ffn_blocks, gemm_forward)
     cp_forward, cp_backward = cp_ring_s(ctx, core_forward, core_backward)
+    mamba_cp_forward, mamba_cp_backward = _mamba_cp_s(ctx)
+    cp_forward, cp_backward = cp_forward + mamba_cp_forward, cp_backward + mamba_cp_backward
     if moe:
         ep_forward, ep_backward = _ep_comm(ctx, compute_forward, compute_backward)
     else:
@@ -399,7 +467,7 @@ def layer_cost(
     forward_total = compute_forward + memory_forward + tp_forward + cp_forward + ep_forward
     partial_s, gemm_share = _recompute(ctx, core_forward, gemm_forward, elementwise)
     recompute = recompute_fraction * forward_total + (1.0 - recompute_fraction) * partial_s
-    forward_flop = gemm_flop + core_flop
+    forward_flop = gemm_flop + core_flop + scan_flop
     selective_flop = np.where(grid.uses_recompute("selective") & grid.unfused_attention, core_flop, 0.0)
     extra_flop = selective_flop + gemm_share * gemm_flop
     recompute_flop = recompute_fraction * forward_flop + (1.0 - recompute_fraction) * extra_flop
@@ -415,5 +483,9 @@ def layer_cost(
         ep_comm_s=ep_forward + ep_backward,
         recompute_s=recompute,
         num_kernels=3.0 * kernels + kernels * recompute_fraction + np.where(partial_s > 0, 2.0, 0.0),
-        hardware_flop=forward_flop + 2.0 * gemm_flop + core_backward_flop + recompute_flop,
+        hardware_flop=forward_flop
+        + 2.0 * gemm_flop
+        + core_backward_flop
+        + scan_backward_flop
+        + recompute_flop,
     )

@@ -43,6 +43,7 @@ from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
 from lightspeed.workload import TransformerSpec
+from lightspeed.workload.counts import mamba_params
 
 Array = Any
 
@@ -144,6 +145,15 @@ def _per_gpu(linears: tuple[Linear, ...], tp: Array) -> Array:
     return total
 
 
+def _mamba_per_gpu(model: TransformerSpec, shapes: LayerShapes, tp: Array) -> Array:
+    """A Mamba-2 mixer's parameters on one GPU: its projections split by TP, and the rest (the
+    convolution, ``A``, ``D``, the ``dt`` bias, the gated norm) per head, split with the heads."""
+    if model.mamba is None:
+        return 0.0
+    projections = sum(linear.num_params for linear in shapes.mamba)
+    return _per_gpu(shapes.mamba, tp) + (mamba_params(model) - projections) / tp
+
+
 def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:
     """(layers, MoE layers) on the busiest pipeline stage: ``ceil(L/pp)``, the first stage's under
     the split of :func:`~lightspeed.sol.train.step.pipeline_split`; without a pipeline the one
@@ -157,9 +167,12 @@ def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:
 def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) -> StageParams:
     """Parameters per GPU on the busiest stage (with embedding and LM head counted)."""
     layers, moe_layers = stage_layers(grid, model)
-    common = _per_gpu(shapes.attention, grid.tp) + shapes.num_norm_params
-    dense_layer = common + _per_gpu(shapes.mlp, grid.tp)
+    attention, mamba, mlp = model.block_shares  # a hybrid's average layer
+    common = attention * _per_gpu(shapes.attention, grid.tp) + mamba * _mamba_per_gpu(model, shapes, grid.tp)
+    common = common + shapes.num_norm_params
+    dense_layer = common + mlp * _per_gpu(shapes.mlp, grid.tp)
     moe_layer = common + _per_gpu(shapes.shared_experts, grid.tp) + _per_gpu(shapes.router, grid.tp)
+    moe_layer = moe_layer + _per_gpu(shapes.latent, grid.tp)
     embedding = model.vocab_size * model.hidden_size / grid.tp
     if model.position_embedding == "learned":
         embedding = embedding + model.max_seq_len * model.hidden_size
@@ -274,6 +287,21 @@ def _mlp_saved(
     return dispatched, activation + shared_activation + outputs, up + shared_up
 
 
+def _mamba_saved(grid: PlanGrid, model: TransformerSpec, *, tokens: Array, widths: _Widths) -> Array:
+    """Bytes a hybrid's Mamba-2 blocks keep in one (average) layer beyond their normed input: the
+    ``in_proj`` output (``z``, ``x``, ``B``, ``C``, ``dt``), the convolution's output, the scan's
+    output and the gated norm's (``out_proj``'s input), split over TP with the heads, and each
+    chunk's FP32 state (mamba_ssm's chunked scan saves them for its backward)."""
+    mamba = model.mamba
+    if mamba is None:
+        return 0.0 * tokens
+    share = model.block_shares[1]
+    widths_kept = (mamba.in_proj_width + mamba.conv_channels + mamba.inner_size) * widths.act
+    widths_kept += mamba.inner_size * widths.linear_in
+    states = mamba.state_values * 4.0 / mamba.chunk_size
+    return share * tokens * (widths_kept + states) / grid.tp
+
+
 def saved_per_layer(
     grid: PlanGrid,
     model: TransformerSpec,
@@ -294,15 +322,26 @@ def saved_per_layer(
     tokens = grid.micro_batch_size * seq_len / grid.cp
     hidden = model.hidden_size
     split = np.where(grid.sequence_parallel, tokens / grid.tp, tokens)
-    residuals = 2.0 * split * hidden * act  # the layer input and the residual after attention
-    normed = 2.0 * split * hidden * linear_in  # norm outputs: QKV's and the MLP's input
-    masks = np.where(grid.dropout, 2.0 * split * hidden, 0.0)
-    attention = _attention_saved(grid, model, shapes, tokens=tokens, widths=widths)
-    mlp = _mlp_saved(grid, model, tokens=tokens, widths=widths, moe=moe)
+    blocks = 1.0 if model.is_hybrid else 2.0  # a hybrid's layer is one block: one input, one norm
+    residuals = blocks * split * hidden * act  # the layer input and the residual after attention
+    normed = blocks * split * hidden * linear_in  # norm outputs: QKV's and the MLP's input
+    masks = np.where(grid.dropout, blocks * split * hidden, 0.0)
+    attention_share, _, mlp_share = model.block_shares
+    attention = [
+        attention_share * part for part in _attention_saved(grid, model, shapes, tokens=tokens, widths=widths)
+    ]
+    mlp = list(_mlp_saved(grid, model, tokens=tokens, widths=widths, moe=moe))
+    if not moe:
+        mlp = [mlp_share * part for part in mlp]
+    mamba = _mamba_saved(grid, model, tokens=tokens, widths=widths)
     per_score = np.where(grid.dropout, 5.0, 2.0)  # softmax output (2), dropout mask (1) and output (2)
-    scores = np.where(grid.unfused_attention, per_score * tokens * shapes.num_heads / grid.tp * seq_len, 0.0)
+    scores = np.where(
+        grid.unfused_attention,
+        attention_share * per_score * tokens * shapes.num_heads / grid.tp * seq_len,
+        0.0,
+    )
     return _Saved(
-        always=residuals + masks + attention[0] + mlp[0],
+        always=residuals + masks + attention[0] + mlp[0] + mamba,
         light=normed + attention[1] + mlp[1],
         matmul=attention[2] + mlp[2],
         scores=scores,

@@ -183,7 +183,12 @@ def estimate_from_arrays(
     hfu = float(np.asarray(arrays.hardware_flop_per_step)[index]) / step / (gpus * peak)
     sentence, part = bound_sentence(parts, plan, hardware, mfu)
     time_to_train = num_tokens / tokens * step if num_tokens else None
-    band = interval_for("train", moe=model.moe is not None, architecture=hardware.accelerator.architecture)
+    band = interval_for(
+        "train",
+        moe=model.moe is not None,
+        architecture=hardware.accelerator.architecture,
+        hybrid=model.mamba is not None,
+    )
     return TrainingEstimate(
         model=model.name,
         system=hardware.cluster.name,

@@ -145,7 +145,10 @@ def default_space(
     recompute = ("none", profile.selective_recompute, "partial", "full")
     heads = model.attention.num_heads
     tp_limit = min(64, num_gpus, max_tp or num_gpus)
-    tp = tuple(t for t in powers_of_two(tp_limit) if heads % t == 0)
+    groups = model.mamba.num_groups if model.mamba is not None else 1  # a Mamba block splits whole groups
+    tp = tuple(
+        t for t in powers_of_two(tp_limit) if heads % t == 0 and (model.mamba is None or groups % t == 0)
+    )
     cp = tuple(
         c
         for c in DEFAULT_CPS
@@ -462,7 +465,12 @@ def search_training(
     order = np.lexsort((memory, steps, ~fits))[: max(top, 3)]  # fitting first, then fastest, then leanest
     if require_fit and not fits.any():
         _raise_none_fits(model, cluster, num_gpus, float(memory.min()), hardware.usable_memory_bytes)
-    band = interval_for("train", moe=model.moe is not None, architecture=hardware.accelerator.architecture)
+    band = interval_for(
+        "train",
+        moe=model.moe is not None,
+        architecture=hardware.accelerator.architecture,
+        hybrid=model.mamba is not None,
+    )
     tolerance = tolerance_of(band)
     tied = tie_indices(columns, steps, fits, tolerance)
     context = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)

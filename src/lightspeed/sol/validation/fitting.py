@@ -148,7 +148,12 @@ def fit_rows(runs: Iterable[PublishedRun], catalog: Catalog) -> tuple[list[FitRo
 def _fit_row(run: PublishedRun, catalog: Catalog, default: Stack) -> FitRow:
     spec = run.spec
     architecture = catalog.system(spec.hardware.system).accelerator.architecture
-    family = family_name(run.kind, moe=spec.model.moe is not None, architecture=architecture)
+    family = family_name(
+        run.kind,
+        moe=spec.model.moe is not None,
+        architecture=architecture,
+        hybrid=spec.model.mamba is not None,
+    )
     if run.training is not None:
         setup = training_setup(run.training, catalog)
         assert setup.stack is not None
