@@ -76,10 +76,13 @@ SERVING_BY_HAND = {
     # vLLM's FP8 KV-cache blog: '~20k input tokens / ~2k output tokens', 'concurrency 8' on one H100
     "V06": ("llama-3-8b", 1, 20480, 2048, 8, "ttft_s"),
     "V07": ("gpt-oss-20b", 1, 20480, 2048, 8, "ttft_s"),
+    # Vultr's cookbook: Nemotron 3 Nano (a hybrid, served since 6 Dec) on 2 B200, 'input=2048,
+    # output=512 tokens', 'Concurrent 8 (400 prompts)' and 'Concurrent 64'
+    "V20": ("nemotron-3-nano-30b-a3b", 2, 2048, 512, 8, "output_tokens_per_s"),
+    "V21": ("nemotron-3-nano-30b-a3b", 2, 2048, 512, 64, "output_tokens_per_s"),
 }
 SERVING_REFUSED = {
     "V09": "no ISL/OSL",  # Nemotron 3 Super NVFP4 (in the catalog since 6 Dec): no lengths given
-    "V20": "Mamba-2 blocks",  # 'Nemotron Nano 30B' is Nemotron 3 Nano: trained, not served yet
     "V10": "no ISL/OSL",  # DeepSeek-V3.2 (refused for its sparse attention until 6 Dec)
     "V12": "names no accelerator",  # a CPU-only run on Xeon 6980P
     "V17": "no ISL/OSL",  # DGX Spark's GB10 (in the catalog since 6 Dec): the row gives no lengths
@@ -178,11 +181,13 @@ def test_the_sixth_serving_probe(catalog: Catalog, models: ModelRegistry) -> Non
         "X16": "longest replies",  # ShareGPT, 1,000 prompts with no concurrency cap
         "X17": "longest replies",
         "X01": "names no accelerator",  # Intel Arc Pro B60
-        "X19": "Mamba-2",
         "X06": "no ISL/OSL",
     }
     for row_id, words in refusals.items():
         assert words in rows[row_id].reason, (row_id, rows[row_id].reason)
+    # SGLang's Nemotron 3 Nano (a hybrid, served since 6 Dec) at concurrency 1: 'Latency tok/s (c=1)'
+    assert rows["X19"].status == "ok", rows["X19"].reason
+    assert (rows["X19"].metric, rows["X19"].measured) == ("output_tokens_per_s_per_user", 223.0)
 
 
 def test_the_third_round_of_probes(catalog: Catalog, models: ModelRegistry) -> None:

@@ -259,7 +259,14 @@ def test_vllms_serving_benchmark_sends_every_request_at_once_by_default(run_cli:
 
 
 @pytest.mark.parametrize(
-    "load", ["-1 concurrent requests per rank", "1e400 concurrent requests", "concurrency -1", "nan users"]
+    "load",
+    [
+        "-1 concurrent requests per rank",
+        "1e400 concurrent requests",
+        "concurrency -1",
+        "nan users",
+        "Concurrent nan",
+    ],
 )
 def test_a_concurrency_no_whole_number_reads_is_refused(run_cli: Any, tmp_path: Path, load: str) -> None:
     # had been dropped: '-1 concurrent' read as 1 per rank, 'concurrency -1' beside a throughput as

@@ -84,6 +84,12 @@ ITERATION_PARTS = (
 # Norms (read + write) and residual adds (two reads + a write) per token and hidden unit.
 ELEMENTWISE_ACCESSES_PER_HIDDEN = 10.0
 ACTIVATION_BYTES = 2.0  # activations between kernels, logits and collectives stay 16-bit
+# A Mamba-2 block's recurrent state is kept in FP32: Nemotron-H's and Nemotron 3's config.json set
+# mamba_ssm_cache_dtype "float32", which vLLM's --mamba-ssm-cache-dtype "auto" takes
+MAMBA_STATE_BYTES = 4.0
+# A decode step's state update per head channel and state entry: h = exp(dt·A)·h + dt·B·x (two
+# multiply-adds) and y = C·h (one), two FLOP each (mamba_ssm's selective_state_update)
+MAMBA_DECODE_FLOP_PER_STATE = 6.0
 
 
 @dataclass(frozen=True)
@@ -580,12 +586,72 @@ def _attention(
         dims = decode_dims if group.kind == "sparse" else prefill_dims
         prefill_flop = 2.0 * prompt * prefill_context * computed * dims
         prefill_s = prefill_s + group.share * prefill_flop / prefill_rate
-    per_token = kv_bytes_per_token_per_gpu(shapes, model, grid.tp, kv_bytes)
+    per_token = model.block_shares[0] * kv_bytes_per_token_per_gpu(shapes, model, grid.tp, kv_bytes)
     written = (sequences * grid.query_tokens + prompt) * per_token
     written_s = written / inference_hardware.stream_bytes_per_s
     acc.roofline(prefill_s, written_s, "attention_compute", "kv_cache", gemm=False)
     if model.attention.index_n_heads is not None:
         _indexer(acc, grid, model, inference_hardware)
+
+
+def mamba_state_bytes_per_gpu(model: TransformerSpec, tp: Array) -> Array:
+    """Bytes of one Mamba-2 block's state one sequence keeps on one GPU of a ``tp`` group (0
+    without Mamba blocks): the FP32 SSM state of its heads (``H/tp·P·N``) and the convolution's last
+    ``conv_kernel - 1`` inputs of its channels, in 16 bits."""
+    mamba = model.mamba
+    if mamba is None:
+        return 0.0 * np.asarray(tp, dtype=np.float64)
+    split = np.asarray(tp, dtype=np.float64)
+    state = mamba.state_values / split * MAMBA_STATE_BYTES
+    conv = mamba.conv_state_values / split * ACTIVATION_BYTES
+    result: Array = state + conv
+    return result
+
+
+def _mamba(
+    acc: _Acc,
+    grid: IterationGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    inference_hardware: InferenceHardware,
+) -> None:
+    """A hybrid's Mamba-2 blocks in one (average) layer on one GPU: the ``in_proj`` and ``out_proj``
+    GEMMs; each decoding sequence's state read and written back once per step (the update's math,
+    :data:`MAMBA_DECODE_FLOP_PER_STATE` per state entry and token, at the attention kernel's rate);
+    a prompt's chunked scan (:func:`~lightspeed.workload.flops.mamba_scan_forward_flop`'s FLOPs on
+    this rank's heads at the FlashAttention rate) and its final state written once per request."""
+    mamba = model.mamba
+    assert mamba is not None
+    share = model.block_shares[1]
+    compute, memory = _gemms(inference_hardware, shapes.mamba, grid.group_tokens, grid.tp)
+    acc.roofline(share * compute, share * memory, "gemm_compute", "weight_reads")
+    heads, groups = mamba.num_heads / grid.tp, mamba.num_groups / grid.tp
+    state = mamba_state_bytes_per_gpu(model, grid.tp)
+    efficiency = inference_hardware.hardware.efficiency
+    scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
+    rate = scale * efficiency.attention_efficiency("flash", backward=False)
+    sequences = grid.group_sequences
+    entries = heads * mamba.head_dim * mamba.state_size
+    decode_flop = sequences * grid.query_tokens * entries * MAMBA_DECODE_FLOP_PER_STATE
+    stream = inference_hardware.stream_bytes_per_s
+    acc.roofline(
+        share * decode_flop / rate,
+        share * 2.0 * sequences * state / stream,
+        "attention_compute",
+        "kv_cache",
+        gemm=False,
+    )
+    chunk, channels, size = mamba.chunk_size, mamba.head_dim, mamba.state_size
+    per_token = 2.0 * groups * chunk * size + 2.0 * heads * chunk * channels + 4.0 * heads * size * channels
+    prompt = grid.group_prefill_tokens
+    requests = grid.prefill_requests / grid.dp_attention
+    acc.roofline(
+        share * prompt * per_token / rate,
+        share * requests * state / stream,
+        "attention_compute",
+        "kv_cache",
+        gemm=False,
+    )
 
 
 def _indexer(
@@ -696,7 +762,9 @@ def _permutation_s(
     an 8,192-token prompt 11% of the layer's GEMM time in FP8 on an H200, 19% in NVFP4 on a B200),
     not for Mixtral (2 of 8, 14,336 wide: under 1%)."""
     input_bytes = inference_hardware.precisions.input_bytes_per_element
-    moved = routed_slots * model.hidden_size * (input_bytes + ACTIVATION_BYTES)
+    assert model.moe is not None
+    width = model.moe.latent_size or model.hidden_size  # a LatentMoE moves its tokens at the latent width
+    moved = routed_slots * width * (input_bytes + ACTIVATION_BYTES)
     return moved / inference_hardware.stream_bytes_per_s
 
 
@@ -776,7 +844,7 @@ def _moe_comm(
     # top_k x (stage GPUs / ep) copies, at most one per GPU of the stage.
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
     # the GPU with the busiest experts receives ``busiest`` times the mean share
-    sent = group_tokens / grid.tp * copies * model.hidden_size * busiest
+    sent = group_tokens / grid.tp * copies * (model.moe.latent_size or model.hidden_size) * busiest
     remote = np.where(grid.group_prefill_tokens > 0, node_dedupe_scale(model.moe), 1.0)
     dispatch = collectives.all_to_all_s(
         fabric, sent * inference_hardware.precisions.input_bytes_per_element, grid.stage_gpus, 1.0, remote
@@ -813,37 +881,43 @@ def _layer(
     *,
     moe: bool,
 ) -> dict[str, Array]:
-    """Breakdown of one dense or MoE layer on one GPU."""
+    """Breakdown of one dense or MoE layer on one GPU (a hybrid's average layer: its share of
+    attention, Mamba-2 and MLP blocks, :attr:`~lightspeed.workload.TransformerSpec.block_shares`)."""
     acc = _Acc(inference_hardware.gemm_model)
     group_tokens = grid.group_tokens
-    acc.roofline(
-        *_gemms(inference_hardware, shapes.attention, group_tokens, grid.tp, attention=True),
-        "gemm_compute",
-        "weight_reads",
-    )
+    attention_share, mamba_share, mlp_share = model.block_shares
+    compute, memory = _gemms(inference_hardware, shapes.attention, group_tokens, grid.tp, attention=True)
+    acc.roofline(attention_share * compute, attention_share * memory, "gemm_compute", "weight_reads")
     _attention(acc, grid, model, shapes, inference_hardware)
+    if model.mamba is not None:
+        _mamba(acc, grid, model, shapes, inference_hardware)
     fabric = inference_hardware.hardware.fabric
     activation = group_tokens * model.hidden_size * ACTIVATION_BYTES
-    acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
-    ffn = model.ffn_hidden_size
+    mixers = attention_share + mamba_share  # each mixer block all-reduces its output
+    acc.add("tp_comm", mixers * collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
+    ffn = mlp_share * model.ffn_hidden_size
     if moe:
         assert model.moe is not None
         busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
         _expert_part(acc, grid, model, shapes, inference_hardware, busiest=busiest)
-        for linears in (shapes.shared_experts, shapes.router):
+        for linears in (shapes.shared_experts, shapes.router, shapes.latent):
             acc.roofline(
                 *_gemms(inference_hardware, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads"
             )
         _moe_comm(acc, grid, model, inference_hardware, busiest=busiest)
         ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
     else:
-        acc.roofline(
-            *_gemms(inference_hardware, shapes.mlp, group_tokens, grid.tp), "gemm_compute", "weight_reads"
-        )
-        acc.add("tp_comm", collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
+        compute, memory = _gemms(inference_hardware, shapes.mlp, group_tokens, grid.tp)
+        acc.roofline(mlp_share * compute, mlp_share * memory, "gemm_compute", "weight_reads")
+        acc.add("tp_comm", mlp_share * collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     passes = 3.0 if model.gated_mlp else 2.0
+    blocks = 0.5 if model.is_hybrid else 1.0  # a hybrid's block has one norm and one residual add
+    # a Mamba-2 block's causal convolution (in and out) and gated norm (y and z in, out)
+    conv = 0.0 if model.mamba is None else 2.0 * model.mamba.conv_channels + 3.0 * model.mamba.inner_size
     elementwise = group_tokens * (
-        ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size + passes * ffn / grid.tp
+        blocks * ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size
+        + passes * ffn / grid.tp
+        + mamba_share * conv / grid.tp
     )
     acc.add("elementwise", elementwise * ACTIVATION_BYTES / inference_hardware.stream_bytes_per_s)
     overlapped = moe and inference_hardware.serving.two_batch_overlap
@@ -951,6 +1025,7 @@ __all__ = [
     "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
     "load_inference_parameters",
+    "mamba_state_bytes_per_gpu",
     "moe_layer_parts",
     "routed_experts_time_s",
     "stage_kernels",

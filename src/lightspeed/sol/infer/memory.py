@@ -36,12 +36,14 @@ from lightspeed.sol.infer.iteration import (
     ACTIVATION_BYTES,
     InferenceHardware,
     kv_bytes_per_token_per_gpu,
+    mamba_state_bytes_per_gpu,
     stage_layers,
 )
 from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.attention import reserved_token_layers
+from lightspeed.workload.counts import mamba_params
 
 Array = Any
 WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output, MLP output per chunk token
@@ -54,8 +56,9 @@ class MemoryArrays:
     scheduler, its ``max_sequences``, and at its ``decode_batch_per_rank`` for
     attention-data-parallel deployments, where it has them; ``kv_sequences`` is the KV cache's
     limit alone, which a user's own cap replaces those defaults under). ``kv_bytes_per_sequence`` is
-    what one request of the load reserves on a GPU of the busiest stage,
-    ``kv_bytes_per_token`` the same per token of the request."""
+    what one request of the load reserves on a GPU of the busiest stage (a hybrid's Mamba-2 state
+    included: ``state_bytes_per_sequence``, whatever the request's length), ``kv_bytes_per_token``
+    its KV cache per token of the request."""
 
     weights_bytes: Array
     workspace_bytes: Array
@@ -69,6 +72,7 @@ class MemoryArrays:
     # where a server whose share is of the whole GPU (vLLM) leaves no request's cache at its
     # default, so the share of the free memory was taken (a run that served raised it)
     kv_share_raised: Array = False
+    state_bytes_per_sequence: Array = 0.0
 
     @property
     def fits(self) -> Array:
@@ -100,18 +104,25 @@ def stage_weight_bytes(
     precisions = inference_hardware.precisions
     weight = precisions.stored_bytes_per_element()
     num_dense, num_moe = stage_layers(model, pp)
+    attention_share, mamba_share, mlp_share = model.block_shares  # a hybrid's average layer
     attention = (
-        _params(shapes.attention, tp) * precisions.stored_bytes_per_element(attention=True)
+        attention_share * _params(shapes.attention, tp) * precisions.stored_bytes_per_element(attention=True)
         + shapes.num_norm_params * ACTIVATION_BYTES
     )
-    dense = attention + _params(shapes.mlp, tp) * weight
+    if model.mamba is not None:  # the projections in the run's format; conv, A, D, dt and the norm in 16 bits
+        projections = sum(linear.num_params for linear in shapes.mamba)
+        rest = (mamba_params(model) - projections) / tp * ACTIVATION_BYTES
+        attention = attention + mamba_share * (_params(shapes.mamba, tp) * weight + rest)
+    dense = attention + mlp_share * _params(shapes.mlp, tp) * weight
     total = num_dense * dense
     if model.moe is not None:
         expert_tp = tp * dp_attention / ep
         physical = np.where(np.asarray(physical_experts) > 0, physical_experts, model.moe.num_routed_experts)
         slots = np.ceil(physical / np.asarray(ep, dtype=np.float64))  # the busiest GPU's expert slots
         experts = slots * _params(shapes.experts, expert_tp)
-        shared = _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0)
+        shared = (
+            _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0) + _params(shapes.latent, 1.0)
+        )
         total = total + num_moe * (attention + (experts + shared) * weight)
     table = model.vocab_size * model.hidden_size / tp * ACTIVATION_BYTES
     ends = np.where(pp > 1, table, table * (1.0 if model.tied_embeddings else 2.0))
@@ -157,7 +168,10 @@ def inference_memory(
     per_token_layer = kv_bytes_per_token_per_gpu(
         shapes, model, tp, inference_hardware.precisions.kv_bytes_per_element
     )
-    per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
+    kv_per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
+    # a hybrid's Mamba-2 blocks keep a state per sequence, whatever its length
+    state = stage_share * model.num_mamba_layers * mamba_state_bytes_per_gpu(model, tp)
+    per_sequence = kv_per_sequence + state
     fraction = inference_hardware.parameters.kv_cache_memory_fraction
     capacity = np.maximum(usable - weights - workspace - reserved, 0.0) * fraction
     raised = np.zeros(np.shape(capacity), dtype=bool)
@@ -193,8 +207,9 @@ def inference_memory(
         workspace_bytes=np.asarray(workspace, dtype=np.float64),
         reserved_bytes=np.full_like(np.asarray(weights, dtype=np.float64), reserved),
         kv_capacity_bytes=np.asarray(capacity, dtype=np.float64),
-        kv_bytes_per_token=np.asarray(per_sequence / tokens_per_sequence, dtype=np.float64),
+        kv_bytes_per_token=np.asarray(kv_per_sequence / tokens_per_sequence, dtype=np.float64),
         kv_bytes_per_sequence=np.asarray(per_sequence, dtype=np.float64),
+        state_bytes_per_sequence=np.asarray(state, dtype=np.float64),
         max_sequences=np.asarray(sequences, dtype=np.float64),
         usable_bytes=usable,
         kv_sequences=np.asarray(kv_sequences, dtype=np.float64),

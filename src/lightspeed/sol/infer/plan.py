@@ -521,22 +521,9 @@ def _activation(
     return fallback
 
 
-def check_servable(model: TransformerSpec) -> None:
-    """Raise :class:`InvalidPlanError` for a model the serving engine does not describe: a hybrid
-    with Mamba-2 blocks (each sequence carries a fixed recurrent state, and the decode step
-    reads and writes it, which the engine's per-token KV cache and decode step do not model yet)."""
-    if model.mamba is not None:
-        raise InvalidPlanError(
-            f"{model.display_name} has Mamba-2 blocks: lightspeed predicts its training (plan train, "
-            "search train) but not its serving yet: the serving engine has no per-sequence SSM state "
-            "in its KV cache or its decode step, so a figure would be wrong"
-        )
-
-
 def validate_inference_plan(plan: InferencePlan, model: TransformerSpec, num_gpus: int | None = None) -> None:
     """Raise :class:`InvalidPlanError` with the reason and what would work if ``plan``
     cannot serve ``model`` (on exactly ``num_gpus`` GPUs when given)."""
-    check_servable(model)
     _check_heads(plan, model)
     _check_experts(plan, model)
     if plan.pp > model.num_layers:
@@ -657,7 +644,6 @@ __all__ = [
     "Precisions",
     "ServingLoad",
     "SpeculativeDecoding",
-    "check_servable",
     "resolve_precisions",
     "validate_inference_plan",
 ]

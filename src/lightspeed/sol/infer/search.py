@@ -34,13 +34,7 @@ from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
-from lightspeed.sol.infer.plan import (
-    InferencePlan,
-    PoolShape,
-    ServingLoad,
-    SpeculativeDecoding,
-    check_servable,
-)
+from lightspeed.sol.infer.plan import InferencePlan, PoolShape, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.serving import (
     Deployments,
     PoolSplit,
@@ -650,7 +644,6 @@ def search_inference(
         attention_weights,
         effective_bits,
     )
-    check_servable(model)
     inference_hardware = inference_hardware_for(cluster, request.formats, efficiency, serving, model=model)
     limit = max_tp or inference_hardware.hardware.domain_size
     ctx = ServingContext(model, inference_hardware, load, speculative)

@@ -105,6 +105,7 @@ class SimulatedPool:
     max_sequences_per_rank: int
     max_batched_tokens_per_rank: int
     timer: IterationTimer
+    state_tokens_per_sequence: float = 0.0  # a hybrid's Mamba-2 state, in tokens of the KV cache
 
     @property
     def query_tokens(self) -> float:
@@ -328,12 +329,14 @@ def _pool(
     timer = IterationTimer(
         model=model, hardware=hardware, plan=plan, max_sequences=max_sequences, speculation=speculation
     )
+    state = float(np.asarray(memory.state_bytes_per_sequence).reshape(-1)[0])
     pool = SimulatedPool(
         num_ranks=plan.dp_attention,
         kv_tokens_per_rank=kv_tokens,
         max_sequences_per_rank=max_sequences,
         max_batched_tokens_per_rank=budget,
         timer=timer,
+        state_tokens_per_sequence=state / per_token if per_token > 0 else 0.0,
     )
     return pool, per_token
 

@@ -445,7 +445,8 @@ class Engine:
 
     def _admission_need(self, replica: _Replica, request: int) -> float:
         """KV tokens (whole blocks) a request takes on admission: its prompt (on-demand), its
-        prompt and output (reserve); a transferred sequence its context now (+ output: reserve)."""
+        prompt and output (reserve); a transferred sequence its context now (+ output: reserve);
+        and a hybrid's Mamba-2 state, held whatever the length, in tokens of the cache."""
         block = self.block
         if replica.role == "decode":
             tokens = self.input[request] + (self.output[request] if self.reserve else 1)
@@ -455,6 +456,7 @@ class Engine:
             tokens = self.prefill_length[request]
         if self.local_kv:
             tokens = self.deployment.kv_equivalent_tokens(tokens)
+        tokens += replica.pool.state_tokens_per_sequence
         return float(-(-tokens // block) * block)
 
     def _pick_rank(self, replica: _Replica, budgets: list[float], need: float, prompt: float) -> int | None:

@@ -259,20 +259,22 @@ _BATCH_VALUE = re.compile(
 # a load cell holding a number alone: the batch the table's column names (``64``)
 _BARE_COUNT = re.compile(r"\s*\d[\d,]*\s*")
 # ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``,
-# ``conc. 64``, ``c=64``, ``64 concurrent``, ``64 users`` / ``64 clients`` (closed-loop users, one
+# ``conc. 64``, ``c=64``, ``64 concurrent``, ``Concurrent 8`` (Vultr's cookbook tables),
+# ``64 users`` / ``64 clients`` (closed-loop users, one
 # request each in flight), ``64 in flight``, ``64 parallel requests`` (not vLLM's report of the run,
 # ``Peak concurrent requests: 984``); never the digits of a
 # number written otherwise (``-1 concurrent``, ``1e400 users``: refused by the load words below).
 _CONCURRENCY = re.compile(
     rf"(?:concurrency|\bconc\.?|\bc|\b(?:num[ _-]?)?(?:users|clients)|\bnum[ _-]?concurrent"
-    rf"|(?<!peak )\bconcurrent[ _-](?:requests|users))\s*[=:]?\s*{INTEGER}"
+    r"|(?<!peak )\bconcurrent[ _-](?:requests|users)"
+    rf"|(?<!peak )\bconcurrent(?=\s*[=:]?\s*\d))\s*[=:]?\s*{INTEGER}"
     r"|(?<![\w.,+-])(\d+)\s*(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b"
     r"|(?:requests?\s+)?in[ -]flight\b|parallel\s+requests\b)"
 )
 # a concurrency's label with a value no whole number reads (``concurrency -1``, ``1e400 concurrent
 # requests``, ``nan users``): refused, never dropped (a throughput would be read at the most load)
 _CONCURRENCY_VALUE = re.compile(
-    rf"(?:\bconcurrency|(?<!peak )\bconcurrent[ _-](?:requests|users))\s*[=:]?\s*{VALUE_AS_WRITTEN}"
+    rf"(?:\bconcurrency|(?<!peak )\bconcurrent(?:[ _-](?:requests|users))?)\s*[=:]?\s*{VALUE_AS_WRITTEN}"
     rf"|(?<![\w.])[-+]?{VALUE_AS_WRITTEN}\s*"
     r"(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b)"
 )
