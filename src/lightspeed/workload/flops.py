@@ -174,13 +174,8 @@ def indexer_forward_flop(spec: TransformerSpec, seq_len: int, *, causal: bool) -
 
 
 def mamba_scan_forward_flop(spec: TransformerSpec) -> float:
-    """Forward FLOP per token of the state-space scans of a hybrid's Mamba-2 blocks (0 without).
-
-    The chunked SSD algorithm (Dao & Gu 2024, section 6) per token, with chunks of ``Q``
-    tokens, ``H`` heads of ``P`` channels, ``G`` groups and a state of ``N``: the intra-chunk
-    ``C·Bᵀ`` scores, ``2·G·Q·N``, their product with ``X``, ``2·H·Q·P``, the chunk states
-    ``Bᵀ·X`` and the output from the states ``C·h``, ``2·H·N·P`` each. The kernels compute
-    whole chunks, so the causal mask inside a chunk saves nothing.
+    """Forward FLOP per token of the state-space scans of a hybrid's Mamba-2 blocks (0 without):
+    :meth:`~lightspeed.workload.MambaSpec.scan_flop_per_token` of each block.
 
     >>> from lightspeed.workload import load_models
     >>> mamba_scan_forward_flop(load_models().get("nemotron-3-nano-30b-a3b")) / 1e6  # 23 blocks
@@ -189,10 +184,7 @@ def mamba_scan_forward_flop(spec: TransformerSpec) -> float:
     mamba = spec.mamba
     if mamba is None:
         return 0.0
-    chunk, heads, channels, state = mamba.chunk_size, mamba.num_heads, mamba.head_dim, mamba.state_size
-    per_block = 2.0 * mamba.num_groups * chunk * state + 2.0 * heads * chunk * channels
-    per_block += 4.0 * heads * state * channels
-    return spec.num_mamba_layers * per_block
+    return float(spec.num_mamba_layers * mamba.scan_flop_per_token())
 
 
 @dataclass(frozen=True)

@@ -291,6 +291,26 @@ class MambaSpec(Record):
         """Values a sequence carries from token to token: the SSM state (``H·P·N``)."""
         return self.num_heads * self.head_dim * self.state_size
 
+    def scan_flop_per_token(self) -> float:
+        """Forward FLOP per token of one block's chunked SSD scan (Dao & Gu 2024, section 6): the
+        intra-chunk ``C·Bᵀ`` scores (``2·G·Q·N``), their
+        product with ``X`` (``2·H·Q·P``), the chunk states ``Bᵀ·X`` and the output from them
+        ``C·h`` (``2·H·N·P`` each). Kernels compute whole chunks: the causal mask saves nothing.
+        Every term is of heads or groups, so a tensor-parallel rank's is ``1/tp`` of it.
+
+        >>> MambaSpec(num_heads=64, head_dim=64, state_size=128, num_groups=8).scan_flop_per_token()
+        3407872.0
+        """
+        heads, groups = self.num_heads, self.num_groups
+        chunk, channels, state = self.chunk_size, self.head_dim, self.state_size
+        return 2.0 * groups * chunk * state + 2.0 * heads * chunk * channels + 4.0 * heads * state * channels
+
+    @property
+    def streamed_values_per_token(self) -> int:
+        """Values one block's memory-bound kernels move per token: the causal convolution reads
+        and writes its channels, the gated norm reads ``y`` and ``z`` and writes its output."""
+        return 2 * self.conv_channels + 3 * self.inner_size
+
     @property
     def conv_state_values(self) -> int:
         """Values of the convolution's window a sequence carries: the last ``conv_kernel - 1``

@@ -558,7 +558,7 @@ def _attention(
     prompt = grid.group_prefill_tokens
     efficiency = hardware.efficiency
     scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
-    rate = scale * efficiency.attention_efficiency("flash", backward=False)
+    rate = _flash_rate(inference_hardware)
     prefill_s: Array = 0.0
     for group in attention_groups(model):
         decode_context, prefill_context = attended_contexts(grid, group)
@@ -594,6 +594,13 @@ def _attention(
         _indexer(acc, grid, model, inference_hardware)
 
 
+def _flash_rate(inference_hardware: InferenceHardware) -> float:
+    """FLOP/s the FlashAttention forward kernel sustains on the device (no sequence saturation)."""
+    scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
+    efficiency = inference_hardware.hardware.efficiency
+    return float(scale * efficiency.attention_efficiency("flash", backward=False))
+
+
 def mamba_state_bytes_per_gpu(model: TransformerSpec, tp: Array) -> Array:
     """Bytes of one Mamba-2 block's state one sequence keeps on one GPU of a ``tp`` group (0
     without Mamba blocks): the FP32 SSM state of its heads (``H/tp·P·N``) and the convolution's last
@@ -625,13 +632,10 @@ def _mamba(
     share = model.block_shares[1]
     compute, memory = _gemms(inference_hardware, shapes.mamba, grid.group_tokens, grid.tp)
     acc.roofline(share * compute, share * memory, "gemm_compute", "weight_reads")
-    heads, groups = mamba.num_heads / grid.tp, mamba.num_groups / grid.tp
     state = mamba_state_bytes_per_gpu(model, grid.tp)
-    efficiency = inference_hardware.hardware.efficiency
-    scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
-    rate = scale * efficiency.attention_efficiency("flash", backward=False)
+    rate = _flash_rate(inference_hardware)
     sequences = grid.group_sequences
-    entries = heads * mamba.head_dim * mamba.state_size
+    entries = mamba.state_values / grid.tp
     decode_flop = sequences * grid.query_tokens * entries * MAMBA_DECODE_FLOP_PER_STATE
     stream = inference_hardware.stream_bytes_per_s
     acc.roofline(
@@ -641,8 +645,7 @@ def _mamba(
         "kv_cache",
         gemm=False,
     )
-    chunk, channels, size = mamba.chunk_size, mamba.head_dim, mamba.state_size
-    per_token = 2.0 * groups * chunk * size + 2.0 * heads * chunk * channels + 4.0 * heads * size * channels
+    per_token = mamba.scan_flop_per_token() / grid.tp
     prompt = grid.group_prefill_tokens
     requests = grid.prefill_requests / grid.dp_attention
     acc.roofline(
@@ -912,8 +915,7 @@ def _layer(
         acc.add("tp_comm", mlp_share * collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     passes = 3.0 if model.gated_mlp else 2.0
     blocks = 0.5 if model.is_hybrid else 1.0  # a hybrid's block has one norm and one residual add
-    # a Mamba-2 block's causal convolution (in and out) and gated norm (y and z in, out)
-    conv = 0.0 if model.mamba is None else 2.0 * model.mamba.conv_channels + 3.0 * model.mamba.inner_size
+    conv = 0.0 if model.mamba is None else model.mamba.streamed_values_per_token  # conv and gated norm
     elementwise = group_tokens * (
         blocks * ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size
         + passes * ffn / grid.tp

@@ -178,13 +178,12 @@ def _mamba_scan(ctx: _Context) -> tuple[Array, Array, Array, Array]:
         return zero, zero, zero, zero
     share = model.block_shares[1]
     tp = grid.tp
-    chunk, channels, state = mamba.chunk_size, mamba.head_dim, mamba.state_size
-    heads, groups = mamba.num_heads / tp, mamba.num_groups / tp
-    per_token = 2.0 * groups * chunk * state + 2.0 * heads * chunk * channels + 4.0 * heads * state * channels
-    flop = share * ctx.tokens * per_token
+    flop = share * ctx.tokens * mamba.scan_flop_per_token() / tp
     act = ctx.hardware.activation_bytes_per_element
-    streamed = (2.0 * mamba.inner_size + 2.0 * mamba.num_groups * state + mamba.num_heads) / tp * act
-    streamed = streamed + heads * channels * state * 4.0 / chunk
+    streamed = (
+        (2.0 * mamba.inner_size + 2.0 * mamba.num_groups * mamba.state_size + mamba.num_heads) / tp * act
+    )
+    streamed = streamed + mamba.state_values / tp * 4.0 / mamba.chunk_size
     traffic = share * ctx.tokens * streamed
     forward_rate, backward_rate = _flash_rates(ctx)
     kernel_s = ctx.hardware.efficiency.kernel_s
@@ -229,9 +228,8 @@ def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
     if model.position_embedding == "rope":
         rotated = 2.0 * (shapes.num_heads + shapes.num_kv_heads) * shapes.q_head_dim / grid.tp
         parts["rope"] = attention_share * rotated * ctx.tokens * act
-    if model.mamba is not None:  # the causal convolution (in and out) and the gated norm (y, z in; out)
-        streamed = 2.0 * model.mamba.conv_channels + 3.0 * model.mamba.inner_size
-        parts["mamba"] = mamba_share * streamed / grid.tp * ctx.tokens * act
+    if model.mamba is not None:  # the causal convolution and the gated norm
+        parts["mamba"] = mamba_share * model.mamba.streamed_values_per_token / grid.tp * ctx.tokens * act
     passes = 3.0 if model.gated_mlp else 2.0
     if not moe:
         parts["activation"] = mlp_share * passes * model.ffn_hidden_size / grid.tp * ctx.tokens * act
