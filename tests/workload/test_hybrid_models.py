@@ -121,3 +121,12 @@ def test_a_nemotron_h_config_json_imports(registry: ModelRegistry) -> None:
     # the same checkpoint figures as the catalog entry
     counts = parameter_counts(imported)
     assert (counts.total_params, counts.mtp_params) == (123_611_012_096 - 2_942_324_736, 2_942_324_736)
+
+
+def test_model_show_states_what_a_sequence_keeps_in_its_mamba_blocks(registry: ModelRegistry) -> None:
+    from lightspeed.workload import describe_model
+
+    # 23 blocks x (FP32 state of 64 heads x 64 x 128 + 16-bit window of 3 inputs of 6,144 channels)
+    summary = describe_model(registry.entry(NANO))
+    assert summary.mamba_state_bytes_per_sequence == 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2048) * 2)
+    assert describe_model(registry.entry("llama-3-8b")).mamba_state_bytes_per_sequence == 0.0

@@ -239,12 +239,20 @@ def _render_bytes(summary: ModelSummary, console: Console) -> None:
         f"{precision} {format_bytes(value, binary=True)} ({value:,.0f} bytes)"
         for precision, value in summary.kv_cache_bytes_per_token.items()
     )
-    console.print(f"KV cache per token (all layers): {cache}", markup=False)
+    layers = "the attention blocks" if summary.spec.is_hybrid else "all layers"
+    console.print(f"KV cache per token ({layers}): {cache}", markup=False)
     held = ", ".join(
         f"{precision} {format_bytes(value, binary=True)}"
         for precision, value in summary.kv_cache_bytes_per_sequence.items()
     )
     console.print(f"KV cache of one {summary.seq_len:,}-token sequence: {held}", markup=False)
+    if summary.mamba_state_bytes_per_sequence:
+        console.print(
+            f"Mamba-2 state of one sequence, whatever its length: {summary.spec.num_mamba_layers} blocks, "
+            f"{format_bytes(summary.mamba_state_bytes_per_sequence, binary=True)} (FP32 SSM state, "
+            "16-bit conv window)",
+            markup=False,
+        )
 
 
 def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None:

@@ -29,6 +29,11 @@ RELEASE_FORMATS = ("bf16", "fp16", "fp32", "fp8", "mxfp4", "nvfp4", "int8", "int
 # A hybrid model's block kinds, as Megatron-Core's hybrid_layer_pattern writes them
 # (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): each block is one of these.
 BLOCK_SYMBOLS: Final = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+# A Mamba-2 block's recurrent state is kept in FP32: Nemotron-H's and Nemotron 3's config.json set
+# mamba_ssm_cache_dtype "float32", which vLLM's --mamba-ssm-cache-dtype "auto" takes; the
+# convolution's window stays in the activations' 16 bits
+MAMBA_STATE_BYTES: Final = 4.0
+MAMBA_CONV_STATE_BYTES: Final = 2.0
 
 
 MAX_HEADS_OR_HEAD_DIM: Final = 2**14
@@ -310,6 +315,12 @@ class MambaSpec(Record):
         """Values one block's memory-bound kernels move per token: the causal convolution reads
         and writes its channels, the gated norm reads ``y`` and ``z`` and writes its output."""
         return 2 * self.conv_channels + 3 * self.inner_size
+
+    @property
+    def sequence_state_bytes(self) -> float:
+        """Bytes one sequence keeps in one block, whatever its length: the FP32 SSM state and the
+        16-bit convolution window (:data:`MAMBA_STATE_BYTES`, :data:`MAMBA_CONV_STATE_BYTES`)."""
+        return self.state_values * MAMBA_STATE_BYTES + self.conv_state_values * MAMBA_CONV_STATE_BYTES
 
     @property
     def conv_state_values(self) -> int:

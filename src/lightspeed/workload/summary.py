@@ -41,7 +41,9 @@ class ModelSummary(Record):
     ``weight_bytes`` maps a storage precision to the bytes of all weights;
     ``kv_cache_bytes_per_token`` a cache precision to the bytes one token adds,
     ``kv_cache_bytes_per_sequence`` to what one sequence of ``seq_len`` tokens holds
-    (local-attention layers keep only their window or chunk).
+    (local-attention layers keep only their window or chunk);
+    ``mamba_state_bytes_per_sequence`` what a hybrid's Mamba-2 blocks keep per sequence besides,
+    whatever its length (0 for a transformer).
     ``flops_per_token`` holds every convention at ``seq_len`` tokens.
     """
 
@@ -60,6 +62,7 @@ class ModelSummary(Record):
     published: PublishedCounts | None
     sources: Mapping[str, Reference]
     path: str
+    mamba_state_bytes_per_sequence: float = 0.0
 
 
 def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSummary:
@@ -95,6 +98,9 @@ def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSum
         published=entry.published,
         sources=entry.sources,
         path=entry.path,
+        mamba_state_bytes_per_sequence=(
+            spec.num_mamba_layers * spec.mamba.sequence_state_bytes if spec.mamba is not None else 0.0
+        ),
     )
 
 

@@ -84,9 +84,6 @@ ITERATION_PARTS = (
 # Norms (read + write) and residual adds (two reads + a write) per token and hidden unit.
 ELEMENTWISE_ACCESSES_PER_HIDDEN = 10.0
 ACTIVATION_BYTES = 2.0  # activations between kernels, logits and collectives stay 16-bit
-# A Mamba-2 block's recurrent state is kept in FP32: Nemotron-H's and Nemotron 3's config.json set
-# mamba_ssm_cache_dtype "float32", which vLLM's --mamba-ssm-cache-dtype "auto" takes
-MAMBA_STATE_BYTES = 4.0
 # A decode step's state update per head channel and state entry: h = exp(dt·A)·h + dt·B·x (two
 # multiply-adds) and y = C·h (one), two FLOP each (mamba_ssm's selective_state_update)
 MAMBA_DECODE_FLOP_PER_STATE = 6.0
@@ -603,15 +600,10 @@ def _flash_rate(inference_hardware: InferenceHardware) -> float:
 
 def mamba_state_bytes_per_gpu(model: TransformerSpec, tp: Array) -> Array:
     """Bytes of one Mamba-2 block's state one sequence keeps on one GPU of a ``tp`` group (0
-    without Mamba blocks): the FP32 SSM state of its heads (``H/tp·P·N``) and the convolution's last
-    ``conv_kernel - 1`` inputs of its channels, in 16 bits."""
-    mamba = model.mamba
-    if mamba is None:
-        return 0.0 * np.asarray(tp, dtype=np.float64)
+    without Mamba blocks): :attr:`~lightspeed.workload.MambaSpec.sequence_state_bytes` split with
+    the heads and channels."""
     split = np.asarray(tp, dtype=np.float64)
-    state = mamba.state_values / split * MAMBA_STATE_BYTES
-    conv = mamba.conv_state_values / split * ACTIVATION_BYTES
-    result: Array = state + conv
+    result: Array = (0.0 if model.mamba is None else model.mamba.sequence_state_bytes) / split
     return result
 
 
