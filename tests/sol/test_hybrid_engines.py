@@ -145,3 +145,15 @@ def test_the_simulator_holds_each_sequences_state_in_its_cache(
     assert deployment.pool.state_tokens_per_sequence == pytest.approx(
         23 * NANO_STATE_BYTES / (6 * 2 * 2 * 128)
     )
+
+
+def test_a_hybrid_takes_no_transformer_familys_band() -> None:
+    from lightspeed.sol.core.uncertainty import family_name, interval_for
+
+    # its residuals are apart from the MoE transformers' (two sources so far: too few for a band of
+    # its own, so the kind's whole band)
+    assert family_name("train", moe=True, architecture="Hopper", hybrid=True) == "train/hybrid/hopper"
+    for kind in ("train", "infer"):
+        band = interval_for(kind, moe=True, architecture="Hopper", hybrid=True)
+        assert band.family in (f"{kind}/hybrid/hopper", f"{kind}/hybrid", kind)
+        assert band.family != interval_for(kind, moe=True, architecture="Hopper").family

@@ -625,7 +625,10 @@ def estimate_inference(
     sentence, part = bound_sentence(parts, inference_hardware, plan)
     mode = "disaggregated" if split is not None else batching
     band = interval_for(
-        "infer", moe=model.moe is not None, architecture=inference_hardware.hardware.accelerator.architecture
+        "infer",
+        moe=model.moe is not None,
+        architecture=inference_hardware.hardware.accelerator.architecture,
+        hybrid=model.mamba is not None,
     )
     ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
     return InferenceEstimate(

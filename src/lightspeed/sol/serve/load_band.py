@@ -96,10 +96,13 @@ class ScaledRuns:
 
 
 def deployment_band(deployment: SimulatedDeployment) -> Band:
-    """The 80% band of the family of ``deployment``'s model and GPU (inference, dense or MoE, by
-    architecture; :func:`lightspeed.sol.core.uncertainty.interval_for`)."""
+    """The 80% band of the family of ``deployment``'s model and GPU (inference, dense, MoE or
+    hybrid, by architecture; :func:`lightspeed.sol.core.uncertainty.interval_for`)."""
     architecture = deployment.hardware.hardware.accelerator.architecture
-    return interval_for("infer", moe=deployment.model.moe is not None, architecture=architecture)
+    model = deployment.model
+    return interval_for(
+        "infer", moe=model.moe is not None, architecture=architecture, hybrid=model.mamba is not None
+    )
 
 
 def rate_scaled(workload: ServingWorkload, scale: float) -> ServingWorkload:
