@@ -47,6 +47,7 @@ from lightspeed.sol.core.shapes import LayerShapes, Linear
 from lightspeed.sol.train.grid import ATTENTION_CODES, PlanGrid
 from lightspeed.workload import TransformerSpec, mean_attended_tokens
 from lightspeed.workload.flops import indexer_forward_flop
+from lightspeed.workload.spec import MAMBA_STATE_BYTES
 
 Array = Any
 
@@ -183,7 +184,7 @@ def _mamba_scan(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     streamed = (
         (2.0 * mamba.inner_size + 2.0 * mamba.num_groups * mamba.state_size + mamba.num_heads) / tp * act
     )
-    streamed = streamed + mamba.state_values / tp * 4.0 / mamba.chunk_size
+    streamed = streamed + mamba.state_values / tp * MAMBA_STATE_BYTES / mamba.chunk_size
     traffic = share * ctx.tokens * streamed
     forward_rate, backward_rate = _flash_rates(ctx)
     kernel_s = ctx.hardware.efficiency.kernel_s
@@ -211,7 +212,8 @@ def _mamba_cp_s(ctx: _Context) -> tuple[Array, Array]:
 
 def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
     """Forward HBM bytes of the memory-bound ops by kind (``norm``, ``residual``, ``activation``,
-    ``rope``, ``dropout``, ``permute``), before the stack's traffic factor."""
+    ``rope``, ``dropout``, ``permute``, a hybrid's ``mamba`` convolution and gated norm), before the
+    stack's traffic factor."""
     grid, model, shapes = ctx.grid, ctx.model, ctx.shapes
     act = ctx.hardware.activation_bytes_per_element
     hidden = model.hidden_size

@@ -44,6 +44,7 @@ from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.counts import mamba_params
+from lightspeed.workload.spec import MAMBA_STATE_BYTES
 
 Array = Any
 
@@ -282,8 +283,9 @@ def _mlp_saved(
     # The dispatched tokens (the experts' input) are kept; the expert outputs before the weighted
     # combine are kept too unless recomputed (the combine's gradient needs them, and they follow
     # from the recomputed activation output).
-    dispatched = routed * hidden * linear_in
-    outputs = routed * hidden * act
+    dispatch_width = model.moe.latent_size or hidden  # a LatentMoE dispatches at its latent width
+    dispatched = routed * dispatch_width * linear_in
+    outputs = routed * dispatch_width * act
     return dispatched, activation + shared_activation + outputs, up + shared_up
 
 
@@ -298,7 +300,7 @@ def _mamba_saved(grid: PlanGrid, model: TransformerSpec, *, tokens: Array, width
     share = model.block_shares[1]
     widths_kept = (mamba.in_proj_width + mamba.conv_channels + mamba.inner_size) * widths.act
     widths_kept += mamba.inner_size * widths.linear_in
-    states = mamba.state_values * 4.0 / mamba.chunk_size
+    states = mamba.state_values * MAMBA_STATE_BYTES / mamba.chunk_size
     return share * tokens * (widths_kept + states) / grid.tp
 
 
