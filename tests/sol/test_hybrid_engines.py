@@ -157,3 +157,40 @@ def test_a_hybrid_takes_no_transformer_familys_band() -> None:
         band = interval_for(kind, moe=True, architecture="Hopper", hybrid=True)
         assert band.family in (f"{kind}/hybrid/hopper", f"{kind}/hybrid", kind)
         assert band.family != interval_for(kind, moe=True, architecture="Hopper").family
+
+
+def _pure_mamba() -> Any:
+    from lightspeed.workload import AttentionSpec, MambaSpec, TransformerSpec
+
+    return TransformerSpec(
+        name="pure-mamba",
+        display_name="pure Mamba-2",
+        num_layers=4,
+        block_pattern="MMMM",
+        hidden_size=256,
+        ffn_hidden_size=1,
+        vocab_size=1000,
+        attention=AttentionSpec("mha", 1, 1, 64),
+        mamba=MambaSpec(num_heads=8, head_dim=64, state_size=16, num_groups=1),
+        position_embedding="none",
+    )
+
+
+def test_a_model_without_attention_blocks_counts_its_scan_alone() -> None:
+    from lightspeed.workload import flops_per_token
+    from lightspeed.workload.flops import mamba_scan_forward_flop
+
+    model = _pure_mamba()
+    figures = flops_per_token(model, seq_len=4096, convention="6N+causal-attention")  # had divided by 0
+    assert figures.attention_training_flop == pytest.approx(3 * mamba_scan_forward_flop(model))
+    assert figures.training_flop == pytest.approx(6 * figures.num_params + 3 * mamba_scan_forward_flop(model))
+
+
+def test_the_simulator_says_why_it_cannot_hold_a_model_without_attention(catalog: Catalog) -> None:
+    from lightspeed.sol import InferencePlan
+    from lightspeed.sol.serve.deployment import simulated_deployment
+
+    with pytest.raises(InvalidPlanError, match="no attention blocks"):
+        simulated_deployment(
+            model=_pure_mamba(), cluster=catalog.resolve_cluster("h100-sxm"), plan=InferencePlan()
+        )

@@ -268,7 +268,7 @@ def _six_n(
         head = (spec.attention.qk_head_dim + spec.attention.value_head_dim) / 2
         # the s the formula's factor multiplies: the tokens an attention layer attends to, before
         # the causal halving (a hybrid's average over its blocks spread over its attention blocks)
-        spread = spec.num_layers / spec.num_attention_layers
+        spread = spec.num_layers / max(spec.num_attention_layers, 1)  # a hybrid may have none
         context = float(mean_attended_tokens(spec, seq_len, causal=causal)) * (2 if causal else 1) * spread
         formula += f" + {factor}·L·s·H·d"
         terms.append(
