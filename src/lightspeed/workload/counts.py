@@ -171,9 +171,7 @@ def mamba_params(spec: TransformerSpec) -> int:
     if mamba is None:
         return 0
     hidden = spec.hidden_size
-    conv = mamba.conv_channels * (mamba.conv_kernel + 1)  # depthwise taps and a bias per channel
-    per_head = 3 * mamba.num_heads  # A, D and the dt bias
-    return hidden * mamba.in_proj_width + conv + per_head + mamba.inner_size + mamba.inner_size * hidden
+    return hidden * mamba.in_proj_width + mamba.head_params + mamba.inner_size * hidden
 
 
 @dataclass(frozen=True)

@@ -317,6 +317,13 @@ class MambaSpec(Record):
         return 2 * self.conv_channels + 3 * self.inner_size
 
     @property
+    def head_params(self) -> int:
+        """Parameters beside the two projections, split over tensor parallelism with the heads: the
+        depthwise convolution's taps and a bias per channel, ``A``, ``D`` and the ``dt`` bias per
+        head, and the gated norm's ``d_inner`` weights."""
+        return self.conv_channels * (self.conv_kernel + 1) + 3 * self.num_heads + self.inner_size
+
+    @property
     def sequence_state_bytes(self) -> float:
         """Bytes one sequence keeps in one block, whatever its length: the FP32 SSM state and the
         16-bit convolution window (:data:`MAMBA_STATE_BYTES`, :data:`MAMBA_CONV_STATE_BYTES`)."""

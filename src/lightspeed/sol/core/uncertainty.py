@@ -82,11 +82,21 @@ def family_name(kind: str, *, moe: bool, architecture: str, hybrid: bool = False
     return f"{kind}/{middle}/{architecture.lower()}"
 
 
+def _model_family(kind: str, model: TransformerSpec, architecture: str) -> str:
+    return family_name(
+        kind, moe=model.moe is not None, architecture=architecture, hybrid=model.mamba is not None
+    )
+
+
 def family_of(kind: str, model: TransformerSpec, accelerator: Accelerator) -> str:
     """The family of a model on an accelerator (see :func:`family_name`)."""
-    return family_name(
-        kind, moe=model.moe is not None, architecture=accelerator.architecture, hybrid=model.mamba is not None
-    )
+    return _model_family(kind, model, accelerator.architecture)
+
+
+def model_interval(kind: str, model: TransformerSpec, architecture: str) -> Band:
+    """The band of ``model`` run on an accelerator of ``architecture``: its family's, or its
+    nearest parent's with enough rows (:func:`band_for`)."""
+    return band_for(load_bands(), _model_family(kind, model, architecture))
 
 
 def _data_file() -> Path:
@@ -293,6 +303,7 @@ __all__ = [
     "family_of",
     "interval_for",
     "load_bands",
+    "model_interval",
     "speed_residual",
     "weighted_conformal_bound",
     "write_uncertainty",

@@ -26,7 +26,7 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
 from lightspeed.sol.core.stacks import ServingStack
-from lightspeed.sol.core.uncertainty import Band, interval_for
+from lightspeed.sol.core.uncertainty import Band, model_interval
 from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
@@ -624,12 +624,7 @@ def estimate_inference(
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
     sentence, part = bound_sentence(parts, inference_hardware, plan)
     mode = "disaggregated" if split is not None else batching
-    band = interval_for(
-        "infer",
-        moe=model.moe is not None,
-        architecture=inference_hardware.hardware.accelerator.architecture,
-        hybrid=model.mamba is not None,
-    )
+    band = model_interval("infer", model, inference_hardware.hardware.accelerator.architecture)
     ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
     return InferenceEstimate(
         model=model.name,

@@ -43,7 +43,6 @@ from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.attention import reserved_token_layers
-from lightspeed.workload.counts import mamba_params
 
 Array = Any
 WORKSPACE_ACCESSES_PER_HIDDEN = 4.0  # residual, normed input, attention output, MLP output per chunk token
@@ -110,8 +109,7 @@ def stage_weight_bytes(
         + shapes.num_norm_params * ACTIVATION_BYTES
     )
     if model.mamba is not None:  # the projections in the run's format; conv, A, D, dt and the norm in 16 bits
-        projections = sum(linear.num_params for linear in shapes.mamba)
-        rest = (mamba_params(model) - projections) / tp * ACTIVATION_BYTES
+        rest = model.mamba.head_params / tp * ACTIVATION_BYTES
         attention = attention + mamba_share * (_params(shapes.mamba, tp) * weight + rest)
     dense = attention + mlp_share * _params(shapes.mlp, tp) * weight
     total = num_dense * dense

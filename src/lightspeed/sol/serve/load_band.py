@@ -18,7 +18,7 @@ concurrency) has no rate to scale: its latencies scale by ``k`` alone.
 
 >>> from lightspeed.catalog import load_catalog
 >>> from lightspeed.workload import load_models
->>> from lightspeed.sol.core.uncertainty import Band, interval_for
+>>> from lightspeed.sol.core.uncertainty import Band
 >>> from lightspeed.sol.infer.plan import InferencePlan
 >>> from lightspeed.sol.serve.deployment import simulated_deployment
 >>> from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict
-from lightspeed.sol.core.uncertainty import Band, interval_for
+from lightspeed.sol.core.uncertainty import Band, model_interval
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
 from lightspeed.sol.serve.workload import (
@@ -97,12 +97,9 @@ class ScaledRuns:
 
 def deployment_band(deployment: SimulatedDeployment) -> Band:
     """The 80% band of the family of ``deployment``'s model and GPU (inference, dense, MoE or
-    hybrid, by architecture; :func:`lightspeed.sol.core.uncertainty.interval_for`)."""
+    hybrid, by architecture; :func:`lightspeed.sol.core.uncertainty.model_interval`)."""
     architecture = deployment.hardware.hardware.accelerator.architecture
-    model = deployment.model
-    return interval_for(
-        "infer", moe=model.moe is not None, architecture=architecture, hybrid=model.mamba is not None
-    )
+    return model_interval("infer", deployment.model, architecture)
 
 
 def rate_scaled(workload: ServingWorkload, scale: float) -> ServingWorkload:

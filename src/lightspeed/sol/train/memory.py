@@ -43,7 +43,6 @@ from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
 from lightspeed.workload import TransformerSpec
-from lightspeed.workload.counts import mamba_params
 from lightspeed.workload.spec import MAMBA_STATE_BYTES
 
 Array = Any
@@ -151,8 +150,7 @@ def _mamba_per_gpu(model: TransformerSpec, shapes: LayerShapes, tp: Array) -> Ar
     convolution, ``A``, ``D``, the ``dt`` bias, the gated norm) per head, split with the heads."""
     if model.mamba is None:
         return 0.0
-    projections = sum(linear.num_params for linear in shapes.mamba)
-    return _per_gpu(shapes.mamba, tp) + (mamba_params(model) - projections) / tp
+    return _per_gpu(shapes.mamba, tp) + model.mamba.head_params / tp
 
 
 def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:

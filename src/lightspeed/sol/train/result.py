@@ -10,7 +10,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
-from lightspeed.sol.core.uncertainty import Band, interval_for
+from lightspeed.sol.core.uncertainty import Band, model_interval
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
 from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
@@ -183,12 +183,7 @@ def estimate_from_arrays(
     hfu = float(np.asarray(arrays.hardware_flop_per_step)[index]) / step / (gpus * peak)
     sentence, part = bound_sentence(parts, plan, hardware, mfu)
     time_to_train = num_tokens / tokens * step if num_tokens else None
-    band = interval_for(
-        "train",
-        moe=model.moe is not None,
-        architecture=hardware.accelerator.architecture,
-        hybrid=model.mamba is not None,
-    )
+    band = model_interval("train", model, hardware.accelerator.architecture)
     return TrainingEstimate(
         model=model.name,
         system=hardware.cluster.name,

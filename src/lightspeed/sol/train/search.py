@@ -26,7 +26,7 @@ from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.core.stacks import Stack, load_stack
-from lightspeed.sol.core.uncertainty import interval_for
+from lightspeed.sol.core.uncertainty import model_interval
 from lightspeed.sol.train.grid import (
     ATTENTION_CODES,
     RECOMPUTE_CODES,
@@ -465,12 +465,7 @@ def search_training(
     order = np.lexsort((memory, steps, ~fits))[: max(top, 3)]  # fitting first, then fastest, then leanest
     if require_fit and not fits.any():
         _raise_none_fits(model, cluster, num_gpus, float(memory.min()), hardware.usable_memory_bytes)
-    band = interval_for(
-        "train",
-        moe=model.moe is not None,
-        architecture=hardware.accelerator.architecture,
-        hybrid=model.mamba is not None,
-    )
+    band = model_interval("train", model, hardware.accelerator.architecture)
     tolerance = tolerance_of(band)
     tied = tie_indices(columns, steps, fits, tolerance)
     context = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
