@@ -178,12 +178,13 @@ def _pure_mamba() -> Any:
 
 def test_a_model_without_attention_blocks_counts_its_scan_alone() -> None:
     from lightspeed.workload import flops_per_token
-    from lightspeed.workload.flops import mamba_scan_forward_flop
+    from lightspeed.workload.flops import recurrent_scan_forward_flop
 
     model = _pure_mamba()
     figures = flops_per_token(model, seq_len=4096, convention="6N+causal-attention")  # had divided by 0
-    assert figures.attention_training_flop == pytest.approx(3 * mamba_scan_forward_flop(model))
-    assert figures.training_flop == pytest.approx(6 * figures.num_params + 3 * mamba_scan_forward_flop(model))
+    assert figures.attention_training_flop == pytest.approx(3 * recurrent_scan_forward_flop(model))
+    scan = recurrent_scan_forward_flop(model)
+    assert figures.training_flop == pytest.approx(6 * figures.num_params + 3 * scan)
 
 
 def test_the_simulator_says_why_it_cannot_hold_a_model_without_attention(catalog: Catalog) -> None:

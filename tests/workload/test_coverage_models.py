@@ -1,6 +1,7 @@
 """Models 2025-26 published rows name (issue 28, coverage): GLM-4.5, GLM-4.5-Air, Phi-3 mini and
 medium, Phi-3.5-MoE; MiniMax-M2 (and M2.1, M2.5), GLM-4.6 / 4.7, Mistral Small 3.1 / 3.2 and the
-Qwen2.5-Coder aliases; and those refused (Qwen3-Next, Qwen3.5, the Llama-Nemotron NAS models).
+Qwen2.5-Coder aliases; and those refused (the Llama-Nemotron NAS models; Qwen3-Next and Qwen3.5 were
+until their Gated DeltaNet layers were modelled: tests/workload/test_gated_deltanet_models.py).
 
 Golden values: totals from the model cards, shapes from each config.json (cited in the model
 files), counts written out by hand below.
@@ -106,11 +107,6 @@ def test_phi_3_4k_keeps_its_2047_token_window_on_every_layer(registry: ModelRegi
 
 # (name, the part of its architecture lightspeed does not model)
 REFUSED = [
-    ("Qwen3-Next-80B-A3B", "Gated DeltaNet"),
-    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Gated DeltaNet"),
-    ("Qwen/Qwen3-Next-80B-A3B-Thinking-FP8", "Gated DeltaNet"),
-    ("Qwen3.5-397B-A17B", "Gated DeltaNet"),
-    ("Qwen/Qwen3.5-397B-A17B", "Gated DeltaNet"),
     # Llama-Nemotron NAS models (DeciLM): blocks without attention, a FFN width per block
     ("Nemotron Super 49B", "per-block NAS"),
     ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "per-block NAS"),
@@ -156,11 +152,19 @@ def test_no_unsupported_spelling_is_shadowed_by_a_model(registry: ModelRegistry)
         assert model.source
 
 
-def test_the_linear_attention_refusal_states_what_is_missing() -> None:
-    reason = unsupported_models()["qwen3-next-80b-a3b"].reason
-    assert "recurrent state" in reason
-    assert "KV cache" in reason
-    assert "Gated DeltaNet" in unsupported_models()["qwen3.5"].feature
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("Qwen3-Next-80B-A3B", "qwen3-next-80b-a3b"),
+        ("Qwen/Qwen3-Next-80B-A3B-Thinking-FP8", "qwen3-next-80b-a3b"),
+        ("Qwen/Qwen3-Coder-Next", "qwen3-next-80b-a3b"),
+        ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"),
+        ("Qwen3.5-122B-A10B-FP8", "qwen3.5-122b-a10b"),
+    ],
+)
+def test_the_gated_deltanet_hybrids_are_models_now(registry: ModelRegistry, name: str, model: str) -> None:
+    assert registry.unsupported_model(name) is None
+    assert registry.get(name).name == model
 
 
 # Second batch: MiniMax-M2 (and M2.1, M2.5), GLM-4.6 / GLM-4.7, Mistral Small 3.1 / 3.2 and the

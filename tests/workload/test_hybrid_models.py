@@ -16,8 +16,8 @@ from lightspeed.workload import (
     layer_attention_kinds,
     parameter_counts,
 )
-from lightspeed.workload.counts import mamba_params
-from lightspeed.workload.flops import mamba_scan_forward_flop
+from lightspeed.workload.counts import recurrent_mixer_params
+from lightspeed.workload.flops import recurrent_scan_forward_flop
 
 NANO = "nemotron-3-nano-30b-a3b"
 SUPER = "nemotron-3-super-120b-a12b"
@@ -46,7 +46,7 @@ def test_a_mamba_block_counted_by_hand(registry: ModelRegistry) -> None:
     per_head = 3 * 64  # A, D, dt bias
     gated_norm = 4096
     out_proj = 4096 * 2688
-    assert mamba_params(registry.get(NANO)) == in_proj + conv + per_head + gated_norm + out_proj
+    assert recurrent_mixer_params(registry.get(NANO)) == in_proj + conv + per_head + gated_norm + out_proj
 
 
 def test_only_attention_blocks_keep_a_kv_cache(registry: ModelRegistry) -> None:
@@ -61,8 +61,8 @@ def test_only_attention_blocks_keep_a_kv_cache(registry: ModelRegistry) -> None:
 def test_scan_flops_by_hand(registry: ModelRegistry) -> None:
     # chunk 128: C·Bᵀ 2·G·Q·N + (L∘CBᵀ)·X 2·H·Q·P + chunk states and output 4·H·N·P, per block
     per_block = 2 * 8 * 128 * 128 + 2 * 64 * 128 * 64 + 4 * 64 * 128 * 64
-    assert mamba_scan_forward_flop(registry.get(NANO)) == 23 * per_block
-    assert mamba_scan_forward_flop(registry.get("llama-3-8b")) == 0.0
+    assert recurrent_scan_forward_flop(registry.get(NANO)) == 23 * per_block
+    assert recurrent_scan_forward_flop(registry.get("llama-3-8b")) == 0.0
 
 
 def test_a_plain_model_keeps_its_shares(registry: ModelRegistry) -> None:
@@ -128,5 +128,5 @@ def test_model_show_states_what_a_sequence_keeps_in_its_mamba_blocks(registry: M
 
     # 23 blocks x (FP32 state of 64 heads x 64 x 128 + 16-bit window of 3 inputs of 6,144 channels)
     summary = describe_model(registry.entry(NANO))
-    assert summary.mamba_state_bytes_per_sequence == 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2048) * 2)
-    assert describe_model(registry.entry("llama-3-8b")).mamba_state_bytes_per_sequence == 0.0
+    assert summary.recurrent_state_bytes_per_sequence == 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2048) * 2)
+    assert describe_model(registry.entry("llama-3-8b")).recurrent_state_bytes_per_sequence == 0.0

@@ -15,7 +15,15 @@ from rich.markup import escape
 from lightspeed.report.console import make_console, render_table
 from lightspeed.sol import MemoryPlan
 from lightspeed.units import bytes_per_element, format_bytes, format_count
-from lightspeed.workload import ModelRow, ModelSummary, TrainingFlop, TransformerSpec, layer_groups
+from lightspeed.workload import (
+    MambaSpec,
+    ModelRow,
+    ModelSummary,
+    RecurrentMixer,
+    TrainingFlop,
+    TransformerSpec,
+    layer_groups,
+)
 
 _LOCAL_WORDS = {
     "sliding": "within a sliding window",
@@ -99,18 +107,15 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
         for group in layer_groups(spec)
         if group.kind != "full"
     )
-    if spec.mamba is not None:
-        mamba = spec.mamba
+    mixer = spec.recurrent
+    if mixer is not None:
         lines.append(
-            f"hybrid blocks: {spec.num_mamba_layers} Mamba-2, {spec.num_attention_layers} attention, "
-            f"{spec.num_mlp_layers} MLP, {spec.num_moe_layers} MoE ({spec.block_pattern})"
+            f"hybrid blocks: {spec.num_recurrent_layers} {mixer.label}, {spec.num_attention_layers} "
+            f"attention, {spec.num_mlp_layers} MLP, {spec.num_moe_layers} MoE ({spec.block_pattern})"
         )
-        lines.append(
-            f"Mamba-2: {mamba.num_heads} heads x {mamba.head_dim} (d_inner {mamba.inner_size}), "
-            f"{mamba.num_groups} groups of state {mamba.state_size}, conv {mamba.conv_kernel}, "
-            f"chunk {mamba.chunk_size}; no KV cache: a recurrent state of {mamba.state_values:,} values "
-            "per sequence per block"
-        )
+        lines.append(f"{mixer.label}: {_mixer_shape(mixer)}")
+    if spec.attention.output_gate:
+        lines.append("gated attention: a sigmoid gate on each query channel's output (q projection 2x wide)")
     if spec.moe is not None:
         moe = spec.moe
         placement = (
@@ -131,6 +136,20 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
     return lines
 
 
+def _mixer_shape(mixer: RecurrentMixer) -> str:
+    """A recurrent mixer's shapes in one line of ``model show``."""
+    state = f"no KV cache: a recurrent state of {mixer.state_values:,} values per sequence per block"
+    if isinstance(mixer, MambaSpec):
+        return (
+            f"{mixer.num_heads} heads x {mixer.head_dim} (d_inner {mixer.inner_size}), {mixer.num_groups} "
+            f"groups of state {mixer.state_size}, conv {mixer.conv_kernel}, chunk {mixer.chunk_size}; {state}"
+        )
+    return (
+        f"{mixer.num_value_heads} value heads x {mixer.value_head_dim}, {mixer.num_key_heads} "
+        f"query/key heads x {mixer.key_head_dim}, conv {mixer.conv_kernel}, chunk {mixer.chunk_size}; {state}"
+    )
+
+
 def _count_rows(summary: ModelSummary) -> list[list[str]]:
     counts = summary.parameter_counts
     rows = [
@@ -145,9 +164,11 @@ def _count_rows(summary: ModelSummary) -> list[list[str]]:
     ]
     if counts.dense_mlp_params:
         rows.insert(-1, ["dense MLP, all dense layers", _params(counts.dense_mlp_params)])
-    if counts.mamba_params:
-        rows.insert(-1, ["Mamba-2, per block", _params(counts.mamba_block_params)])
-        rows.insert(-1, ["Mamba-2, all blocks", _params(counts.mamba_params)])
+    mixer = summary.spec.recurrent
+    if mixer is not None:
+        label = mixer.label
+        rows.insert(-1, [f"{label}, per block", _params(counts.recurrent_block_params)])
+        rows.insert(-1, [f"{label}, all blocks", _params(counts.recurrent_params)])
     if counts.num_moe_layers:
         rows += [
             ["one routed expert", _params(counts.expert_params)],
@@ -246,10 +267,12 @@ def _render_bytes(summary: ModelSummary, console: Console) -> None:
         for precision, value in summary.kv_cache_bytes_per_sequence.items()
     )
     console.print(f"KV cache of one {summary.seq_len:,}-token sequence: {held}", markup=False)
-    if summary.mamba_state_bytes_per_sequence:
+    mixer = summary.spec.recurrent
+    if mixer is not None and summary.recurrent_state_bytes_per_sequence:
+        state = "FP32 SSM state" if isinstance(mixer, MambaSpec) else "16-bit delta-rule state"
         console.print(
-            f"Mamba-2 state of one sequence, whatever its length: {summary.spec.num_mamba_layers} blocks, "
-            f"{format_bytes(summary.mamba_state_bytes_per_sequence, binary=True)} (FP32 SSM state, "
+            f"{mixer.label} state of one sequence, whatever its length: {summary.spec.num_recurrent_layers} "
+            f"blocks, {format_bytes(summary.recurrent_state_bytes_per_sequence, binary=True)} ({state}, "
             "16-bit conv window)",
             markup=False,
         )

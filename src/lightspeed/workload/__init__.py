@@ -63,7 +63,14 @@ if TYPE_CHECKING:
         load_model_file,
         load_models,
     )
-    from lightspeed.workload.spec import AttentionSpec, MambaSpec, MoESpec, TransformerSpec
+    from lightspeed.workload.spec import (
+        AttentionSpec,
+        GatedDeltaNetSpec,
+        MambaSpec,
+        MoESpec,
+        RecurrentMixer,
+        TransformerSpec,
+    )
     from lightspeed.workload.summary import (
         ModelRow,
         ModelSummary,
@@ -82,6 +89,7 @@ __all__ = [
     "FlopClaimCheck",
     "FlopConvention",
     "FlopsPerToken",
+    "GatedDeltaNetSpec",
     "LayerGroup",
     "MambaSpec",
     "MoESpec",
@@ -92,6 +100,7 @@ __all__ = [
     "OptimizerState",
     "ParameterCounts",
     "PublishedCounts",
+    "RecurrentMixer",
     "Reference",
     "TrainingFlop",
     "TransformerSpec",

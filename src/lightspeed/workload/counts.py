@@ -79,8 +79,8 @@ class ParameterCounts(Record):
     num_dense_layers: int
     num_moe_layers: int
     mtp_params: int
-    mamba_block_params: int = 0
-    mamba_params: int = 0
+    recurrent_block_params: int = 0
+    recurrent_params: int = 0
 
 
 def _norm_size(spec: TransformerSpec) -> int:
@@ -119,7 +119,8 @@ def attention_params(spec: TransformerSpec) -> int:
         return _mla_params(spec)
     q_width = attention.num_heads * attention.head_dim
     kv_width = attention.num_kv_heads * attention.head_dim
-    weights = hidden * q_width + 2 * hidden * kv_width + q_width * hidden
+    gate = q_width if attention.output_gate else 0  # the gated attention's second query half
+    weights = hidden * (q_width + gate) + 2 * hidden * kv_width + q_width * hidden
     biases = (q_width + 2 * kv_width if attention.qkv_bias else 0) + (hidden if attention.out_bias else 0)
     return weights + biases
 
@@ -160,18 +161,19 @@ def _indexer_params(spec: TransformerSpec) -> int:
     return rank * heads * dim + hidden * dim + 2 * dim + hidden * heads
 
 
-def mamba_params(spec: TransformerSpec) -> int:
-    """Parameters of one Mamba-2 block's mixer (0 for a model without one).
+def recurrent_mixer_params(spec: TransformerSpec) -> int:
+    """Parameters of one recurrent mixer block (Mamba-2 or Gated DeltaNet; 0 for a model without
+    one): ``in_proj``, ``out_proj`` and the per-head rest.
 
     >>> from lightspeed.workload import load_models
-    >>> mamba_params(load_models().get("nemotron-3-nano-30b-a3b"))
+    >>> recurrent_mixer_params(load_models().get("nemotron-3-nano-30b-a3b"))
     38742208
     """
-    mamba = spec.mamba
-    if mamba is None:
+    mixer = spec.recurrent
+    if mixer is None:
         return 0
     hidden = spec.hidden_size
-    return hidden * mamba.in_proj_width + mamba.head_params + mamba.inner_size * hidden
+    return hidden * mixer.in_proj_width + mixer.head_params + mixer.inner_size * hidden
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ def _moe_layer(spec: TransformerSpec) -> _MoELayer:
     shared = moe.num_shared_experts * mlp_params(spec, moe.shared_expert_ffn_hidden_size)
     router = spec.hidden_size * moe.num_routed_experts + (moe.num_routed_experts if moe.router_bias else 0)
     router += 2 * spec.hidden_size * moe.latent_size if moe.latent_size else 0  # down and up to the latent
+    router += spec.hidden_size if moe.shared_expert_gate else 0
     return _MoELayer(
         routed=moe.num_routed_experts * expert,
         active_routed=moe.top_k * expert,
@@ -213,15 +216,15 @@ def parameter_counts(spec: TransformerSpec) -> ParameterCounts:
     """
     attention = attention_params(spec)
     dense_mlp = mlp_params(spec, spec.ffn_hidden_size)
-    mamba = mamba_params(spec)
+    recurrent = recurrent_mixer_params(spec)
     layer_norms = (1 if spec.is_hybrid else 2) * _norm_size(spec)
     num_moe, num_dense, num_mlp = spec.num_moe_layers, spec.num_dense_layers, spec.num_mlp_layers
-    num_attention, num_mamba = spec.num_attention_layers, spec.num_mamba_layers
+    num_attention, num_recurrent = spec.num_attention_layers, spec.num_recurrent_layers
     moe = _moe_layer(spec) if spec.moe is not None else _MoELayer(0, 0, 0, 0, 0)
     embedding = _embedding_params(spec)
     lm_head = 0 if spec.tied_embeddings else spec.vocab_size * spec.hidden_size
     norms = spec.num_layers * layer_norms + _norm_size(spec)
-    shared_layers = num_attention * attention + num_mamba * mamba + num_mlp * dense_mlp + norms
+    shared_layers = num_attention * attention + num_recurrent * recurrent + num_mlp * dense_mlp + norms
     moe_fixed = num_moe * (moe.shared + moe.router)
     total = embedding + lm_head + shared_layers + moe_fixed + num_moe * moe.routed
     active = embedding + lm_head + shared_layers + moe_fixed + num_moe * moe.active_routed
@@ -246,8 +249,8 @@ def parameter_counts(spec: TransformerSpec) -> ParameterCounts:
         num_dense_layers=num_dense,
         num_moe_layers=num_moe,
         mtp_params=spec.num_mtp_modules * _mtp_module_params(spec, attention, dense_mlp, moe),
-        mamba_block_params=mamba,
-        mamba_params=num_mamba * mamba,
+        recurrent_block_params=recurrent,
+        recurrent_params=num_recurrent * recurrent,
     )
 
 

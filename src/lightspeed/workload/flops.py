@@ -20,8 +20,9 @@ convention         training FLOP per token                      used by
 ``megatron``       ``72·l·h²·(1 + s/(6h) + V/(12·l·h))``         Narayanan et al. 2021 (GPT shapes)
 ================== ============================================ =====================================
 
-A hybrid's Mamba-2 blocks count in ``N`` through their projections; the conventions with an
-attention term add their state-space scan beside it (:func:`mamba_scan_forward_flop`), as
+A hybrid's recurrent blocks (Mamba-2, Gated DeltaNet) count in ``N`` through their projections;
+the conventions with an attention term add their chunked scan beside it
+(:func:`recurrent_scan_forward_flop`), as
 they add the attention scores, and ``L`` is then the attention blocks.
 
 Training is forward + backward = 3 x forward. ``recompute=True`` (full
@@ -173,18 +174,19 @@ def indexer_forward_flop(spec: TransformerSpec, seq_len: int, *, causal: bool) -
     return 2.0 * keys * attention.index_n_heads * attention.index_head_dim
 
 
-def mamba_scan_forward_flop(spec: TransformerSpec) -> float:
-    """Forward FLOP per token of the state-space scans of a hybrid's Mamba-2 blocks (0 without):
-    :meth:`~lightspeed.workload.MambaSpec.scan_flop_per_token` of each block.
+def recurrent_scan_forward_flop(spec: TransformerSpec) -> float:
+    """Forward FLOP per token of the chunked scans of a hybrid's recurrent blocks (0 without):
+    :meth:`~lightspeed.workload.MambaSpec.scan_flop_per_token` (or the Gated DeltaNet's) of each
+    block.
 
     >>> from lightspeed.workload import load_models
-    >>> mamba_scan_forward_flop(load_models().get("nemotron-3-nano-30b-a3b")) / 1e6  # 23 blocks
+    >>> recurrent_scan_forward_flop(load_models().get("nemotron-3-nano-30b-a3b")) / 1e6  # 23 blocks
     78.381056
     """
-    mamba = spec.mamba
-    if mamba is None:
+    mixer = spec.recurrent
+    if mixer is None:
         return 0.0
-    return float(spec.num_mamba_layers * mamba.scan_flop_per_token())
+    return float(spec.num_recurrent_layers * mixer.scan_flop_per_token())
 
 
 @dataclass(frozen=True)
@@ -275,7 +277,7 @@ def _six_n(
             f"{factor} × {spec.num_attention_layers} × {_number(context)} × {spec.attention.num_heads} × "
             f"{_number(head)}"
         )
-        scan = mamba_scan_forward_flop(spec)
+        scan = recurrent_scan_forward_flop(spec)
         if scan:
             attention += scan
             passes = 4 if recompute else 3

@@ -1,5 +1,5 @@
 """Import a Hugging Face ``config.json`` (Llama, Llama 4, Mistral, Mixtral, Qwen2/2.5, Qwen3 dense
-and MoE, DeepSeek-V2/V3/V3.2, GLM-5, Gemma 2/3, gpt-oss, Nemotron).
+and MoE, Qwen3-Next, Qwen3.5, DeepSeek-V2/V3/V3.2, GLM-5, Gemma 2/3, gpt-oss, Nemotron, Nemotron-H).
 
 The file is read as data with :func:`json.loads` (no code, no network): only
 the fields the transformers implementation of each ``model_type`` uses to
@@ -21,6 +21,14 @@ each and (V3) a router expert-bias vector (``topk_method = "noaux_tc"``);
 DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``) are V3's layout with
 DeepSeek Sparse Attention: ``index_topk``, ``index_n_heads`` and ``index_head_dim``
 give every layer's lightning indexer.
+Qwen3-Next (``qwen3_next``) and Qwen3.5 (``qwen3_5``, ``qwen3_5_moe``, read through their
+``text_config``) are hybrids (:attr:`~lightspeed.workload.TransformerSpec.block_pattern`):
+each layer is a Gated DeltaNet (``layer_types`` ``linear_attention``; ``linear_num_key_heads``,
+``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim``,
+``linear_conv_kernel_dim``) or gated full attention (its query projection twice as wide) block
+followed by an MoE block (``num_experts``, every ``decoder_sparse_step``-th layer not in
+``mlp_only_layers``, a shared expert behind a sigmoid gate) or a dense MLP block; without
+``layer_types`` every ``full_attention_interval``-th layer (default 4) is full attention.
 Llama 4 has a dense MLP of ``intermediate_size_mlp`` and, every
 ``interleave_moe_layer_step``-th layer, ``num_local_experts`` routed experts and
 one shared expert of ``intermediate_size``.
@@ -50,7 +58,7 @@ from typing import Any, Final
 
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
-from lightspeed.workload.spec import AttentionSpec, MambaSpec, MoESpec, TransformerSpec
+from lightspeed.workload.spec import AttentionSpec, GatedDeltaNetSpec, MambaSpec, MoESpec, TransformerSpec
 
 SUPPORTED_MODEL_TYPES: Final = (
     "llama",
@@ -71,13 +79,23 @@ SUPPORTED_MODEL_TYPES: Final = (
     "gpt_oss",
     "nemotron",
     "nemotron_h",
+    "qwen3_next",
+    "qwen3_5",
+    "qwen3_5_moe",
 )
 _MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
 _MTP_TYPES: Final = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")  # num_nextn_predict_layers
 _GEMMA_TYPES: Final = ("gemma2", "gemma3_text")
 _QWEN_TYPES: Final = ("qwen2", "qwen3", "qwen3_moe")
 # multimodal wrappers whose decoder is described by text_config
-_TEXT_CONFIG_TYPES: Final = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+_TEXT_CONFIG_TYPES: Final = {
+    "gemma3": "gemma3_text",
+    "llama4": "llama4_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+}
+# Gated DeltaNet hybrids: transformers' Qwen3NextConfig and the Qwen3.5 text configs
+_GDN_TYPES: Final = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # transformers' defaults where a config leaves sliding_window out (Gemma2Config, Gemma3TextConfig,
 # GptOssConfig)
 _WINDOW_DEFAULTS: Final = {"gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128}
@@ -210,6 +228,8 @@ def _mlp_kind(model_type: str) -> str:
 def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
     if model_type == "nemotron_h":
         return _nemotron_h(fields, name)
+    if model_type in _GDN_TYPES:
+        return _gated_delta_net_hybrid(fields, name)
     hidden = fields.integer("hidden_size", minimum=1)
     dense_key = "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size"
     num_layers = fields.integer("num_hidden_layers", minimum=1)
@@ -289,6 +309,104 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
         num_mtp_modules=fields.integer("num_nextn_predict_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
     )
+
+
+def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
+    """Qwen3-Next or a Qwen3.5 text model (see the module docstring): each layer is two blocks,
+    a mixer (``G`` Gated DeltaNet or ``*`` gated attention) and an FFN (``E`` or ``-``)."""
+    hidden = fields.integer("hidden_size", minimum=1)
+    num_layers = fields.integer("num_hidden_layers", minimum=1)
+    heads = fields.integer("num_attention_heads", minimum=1)
+    experts = fields.integer("num_experts", 0)
+    moe = None
+    if experts:
+        shared = fields.integer("shared_expert_intermediate_size", 0)
+        moe = MoESpec(
+            num_routed_experts=experts,
+            top_k=fields.integer("num_experts_per_tok", minimum=1),
+            expert_ffn_hidden_size=fields.integer("moe_intermediate_size", minimum=1),
+            num_shared_experts=1 if shared else 0,
+            shared_expert_ffn_hidden_size=shared,
+            shared_expert_gate=bool(shared),
+        )
+    mixers, ffns = _gdn_mixers(fields, num_layers), _gdn_ffns(fields, num_layers, experts)
+    pattern = "".join(mixer + ffn for mixer, ffn in zip(mixers, ffns, strict=True))
+    if moe is not None and "E" not in pattern:
+        moe = None
+    dense = fields.integer("intermediate_size", 0)
+    return TransformerSpec(
+        name=normalize_name(name),
+        display_name=name,
+        num_layers=2 * num_layers,
+        block_pattern=pattern,
+        hidden_size=hidden,
+        ffn_hidden_size=dense or (moe.expert_ffn_hidden_size if moe else 1),
+        vocab_size=fields.integer("vocab_size", minimum=1),
+        attention=AttentionSpec(
+            kind="gqa",
+            num_heads=heads,
+            num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
+            head_dim=_optional(fields, "head_dim") or hidden // heads,
+            qkv_bias=fields.boolean("attention_bias", False),
+            output_gate=True,
+        ),
+        moe=moe,
+        gated_delta_net=GatedDeltaNetSpec(
+            num_key_heads=fields.integer("linear_num_key_heads", minimum=1),
+            num_value_heads=fields.integer("linear_num_value_heads", minimum=1),
+            key_head_dim=fields.integer("linear_key_head_dim", minimum=1),
+            value_head_dim=fields.integer("linear_value_head_dim", minimum=1),
+            conv_kernel=fields.integer("linear_conv_kernel_dim", 4, minimum=1),
+        )
+        if "linear_attention" in _gdn_layer_names(fields, num_layers)
+        else None,
+        tied_embeddings=fields.boolean("tie_word_embeddings", False),
+        position_embedding="rope",
+        max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
+        source=f"Hugging Face config.json ({fields.path})",
+    )
+
+
+def _gdn_layer_names(fields: Fields, num_layers: int) -> tuple[str, ...]:
+    """Each layer's ``layer_types`` name (``linear_attention`` or ``full_attention``): the config's
+    own, or every ``full_attention_interval``-th layer full as transformers derives them."""
+    if fields.data.get("layer_types") is not None:
+        names = tuple(fields.strings("layer_types"))
+        allowed = ("linear_attention", "full_attention")
+        if len(names) != num_layers or any(name not in allowed for name in names):
+            raise DataFileError(
+                fields.path,
+                f"layer_types must name {num_layers} layers, each linear_attention or full_attention",
+                field="layer_types",
+                value=len(names),
+                fix="copy layer_types from the published config.json",
+            )
+        return names
+    interval = fields.integer("full_attention_interval", 4, minimum=1)
+    return tuple(
+        "full_attention" if (index + 1) % interval == 0 else "linear_attention" for index in range(num_layers)
+    )
+
+
+def _gdn_mixers(fields: Fields, num_layers: int) -> list[str]:
+    return ["G" if name == "linear_attention" else "*" for name in _gdn_layer_names(fields, num_layers)]
+
+
+def _gdn_ffns(fields: Fields, num_layers: int, experts: int) -> list[str]:
+    """``E`` for the MoE layers (transformers' Qwen3-Next rule), ``-`` for the dense ones."""
+    step = fields.integer("decoder_sparse_step", 1, minimum=1)
+    dense = fields.data.get("mlp_only_layers") or []
+    if not isinstance(dense, list) or any(type(index) is not int for index in dense):
+        raise DataFileError(
+            fields.path,
+            "mlp_only_layers must be a list of layer indices",
+            field="mlp_only_layers",
+            value=str(dense)[:40],
+            fix="copy mlp_only_layers from the published config.json ([] when every layer is MoE)",
+        )
+    moe = [bool(experts) and index not in dense and (index + 1) % step == 0 for index in range(num_layers)]
+    return ["E" if routed else "-" for routed in moe]
 
 
 def _optional(fields: Fields, key: str) -> int | None:

@@ -16,6 +16,7 @@ One file per model under ``workload/data/models``::
     [attention]                     # AttentionSpec fields
     [moe]                           # MoESpec fields (MoE models only)
     [mamba]                         # MambaSpec fields (hybrids with a block_pattern only)
+    [gated_delta_net]               # GatedDeltaNetSpec fields (hybrids with a block_pattern only)
     [published]                     # totals the authors print, for comparison
     total_params = 8.03e9
     source = "model-card"
@@ -46,7 +47,14 @@ from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.workload.names import name_readings, reduce_name, split_active
-from lightspeed.workload.spec import RELEASE_FORMATS, AttentionSpec, MambaSpec, MoESpec, TransformerSpec
+from lightspeed.workload.spec import (
+    RELEASE_FORMATS,
+    AttentionSpec,
+    GatedDeltaNetSpec,
+    MambaSpec,
+    MoESpec,
+    TransformerSpec,
+)
 
 SCHEMA_VERSION: Final = 1
 MODEL_KIND: Final = "model"
@@ -66,6 +74,7 @@ _TOP_KEYS: Final = {
     "attention",
     "moe",
     "mamba",
+    "gated_delta_net",
     "published",
     "release",
     "sources",
@@ -105,6 +114,7 @@ _ATTENTION_KEYS: Final = {
     "full_attention_interval",
     "attention_chunk_size",
     "layer_types",
+    "output_gate",
     *_ATTENTION_INTEGERS,
 }
 _MOE_KEYS: Final = {
@@ -119,8 +129,17 @@ _MOE_KEYS: Final = {
     "num_expert_groups",
     "top_k_groups",
     "latent_size",
+    "shared_expert_gate",
 }
 _MAMBA_KEYS: Final = {"num_heads", "head_dim", "state_size", "num_groups", "conv_kernel", "chunk_size"}
+_GDN_KEYS: Final = {
+    "num_key_heads",
+    "num_value_heads",
+    "key_head_dim",
+    "value_head_dim",
+    "conv_kernel",
+    "chunk_size",
+}
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
 _RELEASE_KEYS: Final = {"weights", "source", "note"}
 
@@ -308,8 +327,8 @@ class ModelRegistry:
     def unsupported_model(self, name: str) -> UnsupportedModel | None:
         """The unsupported model ``name`` means, when it names no known model; else ``None``.
 
-        >>> load_models().unsupported_model("Qwen/Qwen3-Next-80B-A3B-Instruct").feature
-        'Gated DeltaNet linear-attention layers'
+        >>> load_models().unsupported_model("nvidia/Llama-3_3-Nemotron-Super-49B-v1").name
+        'llama-3.3-nemotron-super-49b'
         """
         meant = self._meaning(name)
         return meant if isinstance(meant, UnsupportedModel) else None
@@ -403,8 +422,8 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
 def unsupported_models() -> dict[str, UnsupportedModel]:
     """The models lightspeed refuses by name (``workload/data/unsupported_models.toml``).
 
-    >>> unsupported_models()["qwen3.5"].feature
-    'Gated DeltaNet linear-attention layers'
+    >>> unsupported_models()["nemotron-3-ultra"].feature
+    'block pattern, widths and expert counts'
     """
     path = package_data("workload", "data", "unsupported_models.toml")
     fields = Fields(str(path), load_toml(path, what="unsupported models file"))
@@ -459,7 +478,9 @@ def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
         spec = _build_spec(fields, sources[source_key], _release(fields, sources))
     except UserInputError as error:
         raise DataFileError(
-            path, str(error), fix="correct the [architecture]/[attention]/[moe]/[mamba] figures"
+            path,
+            str(error),
+            fix="correct the [architecture]/[attention]/[moe]/[mamba]/[gated_delta_net] figures",
         ) from None
     return ModelEntry(spec=spec, sources=sources, published=_parse_published(fields, sources), path=str(path))
 
@@ -509,6 +530,9 @@ def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> 
     mamba = fields.table("mamba", required=False)
     if mamba is not None:
         _check_keys(mamba, _MAMBA_KEYS, "mamba")
+    gdn = fields.table("gated_delta_net", required=False)
+    if gdn is not None:
+        _check_keys(gdn, _GDN_KEYS, "gated_delta_net")
     hidden = architecture.integer("hidden_size", minimum=1)
     return TransformerSpec(
         name=normalize_name(fields.string("name")),
@@ -533,6 +557,7 @@ def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> 
         release_source=release[1],
         mamba=_mamba(mamba) if mamba is not None else None,
         block_pattern=architecture.string("block_pattern", ""),
+        gated_delta_net=_gated_delta_net(gdn) if gdn is not None else None,
     )
 
 
@@ -573,6 +598,7 @@ def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
         full_attention_interval=table.optional_integer("full_attention_interval"),
         attention_chunk_size=table.optional_integer("attention_chunk_size"),
         layer_types=table.strings("layer_types"),
+        output_gate=table.boolean("output_gate", False),
         **integers,
     )
 
@@ -592,6 +618,7 @@ def _moe(table: Fields) -> MoESpec:
         else None,
         top_k_groups=table.integer("top_k_groups", minimum=1) if table.has("top_k_groups") else None,
         latent_size=table.optional_integer("latent_size"),
+        shared_expert_gate=table.boolean("shared_expert_gate", False),
     )
 
 
@@ -603,6 +630,17 @@ def _mamba(table: Fields) -> MambaSpec:
         num_groups=table.integer("num_groups", 1, minimum=1),
         conv_kernel=table.integer("conv_kernel", 4, minimum=1),
         chunk_size=table.integer("chunk_size", 128, minimum=1),
+    )
+
+
+def _gated_delta_net(table: Fields) -> GatedDeltaNetSpec:
+    return GatedDeltaNetSpec(
+        num_key_heads=table.integer("num_key_heads", minimum=1),
+        num_value_heads=table.integer("num_value_heads", minimum=1),
+        key_head_dim=table.integer("key_head_dim", minimum=1),
+        value_head_dim=table.integer("value_head_dim", minimum=1),
+        conv_kernel=table.integer("conv_kernel", 4, minimum=1),
+        chunk_size=table.integer("chunk_size", 64, minimum=1),
     )
 
 

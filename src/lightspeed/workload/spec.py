@@ -4,8 +4,8 @@ A :class:`TransformerSpec` describes a decoder-only transformer: dense or MoE
 (routed + shared experts, top-k, dense first layers, a latent expert width),
 attention as MHA, GQA, MQA or MLA, SwiGLU or GELU MLP, tied or untied
 embeddings; or a hybrid whose blocks follow a Megatron ``block_pattern`` of
-Mamba-2 (:class:`MambaSpec`), attention, MLP and MoE blocks (Nemotron-H,
-Nemotron 3). Counts (parameters,
+recurrent mixers (Mamba-2, :class:`MambaSpec`, in Nemotron-H and Nemotron 3; Gated DeltaNet,
+:class:`GatedDeltaNetSpec`, in Qwen3-Next and Qwen3.5), attention, MLP and MoE blocks. Counts (parameters,
 FLOPs, bytes) live in :mod:`lightspeed.workload.counts`.
 """
 
@@ -27,13 +27,27 @@ NORM_KINDS = ("rmsnorm", "layernorm")
 # test keeps them within lightspeed.sol.infer.plan.INFERENCE_PRECISIONS).
 RELEASE_FORMATS = ("bf16", "fp16", "fp32", "fp8", "mxfp4", "nvfp4", "int8", "int4")
 # A hybrid model's block kinds, as Megatron-Core's hybrid_layer_pattern writes them
-# (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): each block is one of these.
-BLOCK_SYMBOLS: Final = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+# (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols): each block is one of these.
+BLOCK_SYMBOLS: Final = {"M": "mamba", "G": "gated_delta_net", "*": "attention", "-": "mlp", "E": "moe"}
+# the letters of the recurrent mixers (a fixed-size state per sequence instead of a KV cache)
+RECURRENT_SYMBOLS: Final = ("M", "G")
 # A Mamba-2 block's recurrent state is kept in FP32: Nemotron-H's and Nemotron 3's config.json set
 # mamba_ssm_cache_dtype "float32", which vLLM's --mamba-ssm-cache-dtype "auto" takes; the
 # convolution's window stays in the activations' 16 bits
 MAMBA_STATE_BYTES: Final = 4.0
 MAMBA_CONV_STATE_BYTES: Final = 2.0
+# A decode step's Mamba-2 state update per head channel and state entry: h = exp(dt·A)·h + dt·B·x
+# (two multiply-adds) and y = C·h (one), two FLOP each (mamba_ssm's selective_state_update)
+MAMBA_DECODE_FLOP_PER_STATE: Final = 6.0
+# A Gated DeltaNet's recurrent state stays in the model's 16 bits when serving: Qwen3-Next's and
+# Qwen3.5's config.json name no cache dtype, and vLLM's --mamba-ssm-cache-dtype "auto" takes the
+# model's; FLA's chunked kernels keep each chunk's state in the inputs' dtype too (chunk_fwd_h:
+# h = k.new_empty(...)). The convolution's window is 16-bit like Mamba's.
+GDN_STATE_BYTES: Final = 2.0
+# A decode step's Gated DeltaNet update per state entry (FLA's fused_recurrent_gated_delta_rule):
+# the decay S·exp(g) (one multiply), the prediction Sᵀk, the rank-one correction k·δᵀ and the
+# output Sᵀq (a multiply-add each)
+GDN_DECODE_FLOP_PER_STATE: Final = 7.0
 
 
 MAX_HEADS_OR_HEAD_DIM: Final = 2**14
@@ -68,6 +82,9 @@ class AttentionSpec(Record):
     ``index_head_dim`` per token) score every earlier token, and each query attends
     to the ``index_topk`` best. Every layer is then ``sparse``: it caches every
     token (plus the indexer's key) but attends to at most ``index_topk``.
+
+    ``output_gate`` (Qwen3-Next's and Qwen3.5's gated attention) makes the query projection
+    twice as wide: half queries, half a sigmoid gate on the attention output of each channel.
     """
 
     kind: str
@@ -88,6 +105,7 @@ class AttentionSpec(Record):
     index_topk: int | None = None
     index_n_heads: int | None = None
     index_head_dim: int | None = None
+    output_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -124,6 +142,11 @@ class AttentionSpec(Record):
             raise UserInputError(
                 f"MLA head_dim ({self.head_dim}) must equal qk_nope_head_dim + qk_rope_head_dim "
                 f"({self.qk_head_dim})"
+            )
+        if self.output_gate and self.kind == "mla":
+            raise UserInputError(
+                "output_gate (a sigmoid gate per query channel, Qwen3-Next's gated attention) is "
+                "modelled for MHA, GQA and MQA, not MLA"
             )
         self._check_local_attention()
         self._check_sparse_attention()
@@ -335,6 +358,180 @@ class MambaSpec(Record):
         inputs of every channel."""
         return (self.conv_kernel - 1) * self.conv_channels
 
+    @property
+    def scan_streamed_values_per_token(self) -> int:
+        """Values the chunked scan reads and writes per token: ``x``, ``B``, ``C``, ``dt`` in and
+        ``y`` out."""
+        return 2 * self.inner_size + 2 * self.num_groups * self.state_size + self.num_heads
+
+    @property
+    def chunk_state_bytes(self) -> float:
+        """Bytes of one entry of the state the chunked scan writes at each chunk's end (FP32 in
+        mamba_ssm's ``_chunk_state_fwd``)."""
+        return MAMBA_STATE_BYTES
+
+    @property
+    def decode_flop_per_state(self) -> float:
+        """FLOP per state entry of one decode step's update (:data:`MAMBA_DECODE_FLOP_PER_STATE`)."""
+        return MAMBA_DECODE_FLOP_PER_STATE
+
+    @property
+    def label(self) -> str:
+        """The mixer's name in messages and reports."""
+        return "Mamba-2"
+
+    @property
+    def split_unit(self) -> tuple[int, str]:
+        """(count, name) of what tensor parallelism must split whole: Megatron-Core's
+        ``MambaMixer`` gives each rank whole groups of heads."""
+        return self.num_groups, "Mamba groups"
+
+
+@dataclass(frozen=True)
+class GatedDeltaNetSpec(Record):
+    """A Gated DeltaNet mixer (Yang, Kautz & Hatamizadeh 2025, "Gated Delta Networks: Improving
+    Mamba2 with Delta Rule", ICLR; the linear-attention layers of Qwen3-Next and Qwen3.5).
+
+    ``num_key_heads`` query and key heads of ``key_head_dim`` and ``num_value_heads`` value heads
+    of ``value_head_dim`` (each query/key head serves ``num_value_heads / num_key_heads`` value
+    heads). One block projects the hidden state to ``q``, ``k``, ``v``, the output gate ``z`` and
+    one decay ``a`` and one write strength ``b`` per value head (``in_proj``:
+    ``h -> 2·Hk·Dk + 2·Hv·Dv + 2·Hv``), runs a depthwise causal convolution of ``conv_kernel``
+    taps (no bias) over ``q``, ``k``, ``v``, normalizes ``q`` and ``k``, runs the chunked
+    gated delta rule (chunks of ``chunk_size`` tokens; FLA's ``chunk_gated_delta_rule``), a gated
+    RMSNorm of one ``value_head_dim`` weight shared by the heads, and projects back
+    (``out_proj``: ``Hv·Dv -> h``). A sequence carries a state of ``Hv·Dk·Dv`` values and the
+    convolution's last ``conv_kernel - 1`` inputs, whatever its length.
+    """
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int = 4
+    chunk_size: int = 64
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("num_key_heads", self.num_key_heads),
+            ("num_value_heads", self.num_value_heads),
+            ("key_head_dim", self.key_head_dim),
+            ("value_head_dim", self.value_head_dim),
+            ("conv_kernel", self.conv_kernel),
+            ("chunk_size", self.chunk_size),
+        ):
+            if not 1 <= value <= MAX_HEADS_OR_HEAD_DIM:
+                raise UserInputError(
+                    f"gated_delta_net {label} must be 1 to {MAX_HEADS_OR_HEAD_DIM:,} (got {value}); "
+                    "Qwen3-Next uses 16 query/key heads and 32 value heads of 128 channels"
+                )
+        if self.num_value_heads % self.num_key_heads:
+            raise UserInputError(
+                f"gated_delta_net num_value_heads ({self.num_value_heads}) must be a multiple of "
+                f"num_key_heads ({self.num_key_heads})"
+            )
+
+    @property
+    def num_heads(self) -> int:
+        """Heads the recurrence runs over: the value heads (queries and keys are repeated)."""
+        return self.num_value_heads
+
+    @property
+    def inner_size(self) -> int:
+        """The value heads' channels together (``out_proj``'s input)."""
+        return self.num_value_heads * self.value_head_dim
+
+    @property
+    def key_size(self) -> int:
+        """The query (or key) heads' channels together."""
+        return self.num_key_heads * self.key_head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal convolution runs over: ``q``, ``k`` and ``v``."""
+        return 2 * self.key_size + self.inner_size
+
+    @property
+    def in_proj_width(self) -> int:
+        """Outputs of ``in_proj``: ``q``, ``k``, ``v``, ``z`` and ``a``, ``b`` per value head."""
+        return 2 * self.key_size + 2 * self.inner_size + 2 * self.num_value_heads
+
+    @property
+    def state_values(self) -> int:
+        """Values a sequence carries from token to token: ``Hv`` matrices of ``Dk x Dv``."""
+        return self.num_value_heads * self.key_head_dim * self.value_head_dim
+
+    @property
+    def conv_state_values(self) -> int:
+        """Values of the convolution's window a sequence carries."""
+        return (self.conv_kernel - 1) * self.conv_channels
+
+    def scan_flop_per_token(self) -> float:
+        """Forward FLOP per token of one block's chunked gated delta rule (Yang et al. 2025,
+        section 3.3: the WY representation computed chunk by chunk), per value head with chunk
+        ``C``, key size ``K`` and value size ``V``: the intra-chunk ``K·Kᵀ`` and ``Q·Kᵀ`` and the
+        WY factor ``W = T·K`` (``2·C·K`` each), the pseudo-values ``U = T·V`` and the intra-chunk
+        output (``2·C·V`` each), the chunk's inverse ``T`` (``2·C³/3`` per chunk, ``2·C²/3`` per
+        token), and three products with the state (``U - W·S``, ``Q·S``, ``Kᵀ·(U - W·S)``,
+        ``2·K·V`` each). Every term is per head, so a tensor-parallel rank's is ``1/tp`` of it.
+
+        >>> GatedDeltaNetSpec(16, 32, 128, 128).scan_flop_per_token()
+        5854549.333333334
+        """
+        chunk, key, value = self.chunk_size, self.key_head_dim, self.value_head_dim
+        per_head = 6.0 * chunk * key + 4.0 * chunk * value + 2.0 * chunk * chunk / 3.0 + 6.0 * key * value
+        return self.num_value_heads * per_head
+
+    @property
+    def streamed_values_per_token(self) -> int:
+        """Values one block's memory-bound kernels move per token: the causal convolution reads and
+        writes its channels, the L2 norms of ``q`` and ``k`` read and write theirs, the gated norm
+        reads the output and ``z`` and writes its own."""
+        return 2 * self.conv_channels + 4 * self.key_size + 3 * self.inner_size
+
+    @property
+    def scan_streamed_values_per_token(self) -> int:
+        """Values the chunked rule reads and writes per token: ``q``, ``k``, ``v``, the decay and
+        write strength in, the output out."""
+        return self.conv_channels + self.inner_size + 2 * self.num_value_heads
+
+    @property
+    def head_params(self) -> int:
+        """Parameters beside the two projections: the convolution's taps (no bias), ``A`` and the
+        decay bias per value head, and the gated norm's ``value_head_dim`` weights."""
+        return self.conv_channels * self.conv_kernel + 2 * self.num_value_heads + self.value_head_dim
+
+    @property
+    def sequence_state_bytes(self) -> float:
+        """Bytes one sequence keeps in one block, whatever its length: the 16-bit state and
+        convolution window (:data:`GDN_STATE_BYTES`)."""
+        return (self.state_values + self.conv_state_values) * GDN_STATE_BYTES
+
+    @property
+    def chunk_state_bytes(self) -> float:
+        """Bytes of one entry of the state kept at each chunk's end (the inputs' 16 bits)."""
+        return GDN_STATE_BYTES
+
+    @property
+    def decode_flop_per_state(self) -> float:
+        """FLOP per state entry of one decode step's update (:data:`GDN_DECODE_FLOP_PER_STATE`)."""
+        return GDN_DECODE_FLOP_PER_STATE
+
+    @property
+    def label(self) -> str:
+        """The mixer's name in messages and reports."""
+        return "Gated DeltaNet"
+
+    @property
+    def split_unit(self) -> tuple[int, str]:
+        """(count, name) of what tensor parallelism must split whole: Megatron-Core's
+        ``GatedDeltaNet`` gives each rank whole query/key heads with their value heads."""
+        return self.num_key_heads, "Gated DeltaNet query/key heads"
+
+
+# A hybrid's recurrent mixer: a fixed-size state per sequence instead of a KV cache
+RecurrentMixer = MambaSpec | GatedDeltaNetSpec
+
 
 @dataclass(frozen=True)
 class MoESpec(Record):
@@ -352,7 +549,9 @@ class MoESpec(Record):
     With ``latent_size`` (Nemotron 3 Super's LatentMoE) a token is projected from the
     hidden size down to ``latent_size`` before it is dispatched, the routed experts run
     ``latent_size -> expert_ffn_hidden_size -> latent_size``, and their sum is projected
-    back up; the router and the shared experts see the hidden size.
+    back up; the router and the shared experts see the hidden size. ``shared_expert_gate``
+    (Qwen2-MoE, Qwen3-Next, Qwen3.5) scales the shared experts' output by a sigmoid of one
+    ``hidden -> 1`` projection.
     """
 
     num_routed_experts: int
@@ -366,6 +565,7 @@ class MoESpec(Record):
     num_expert_groups: int | None = None
     top_k_groups: int | None = None
     latent_size: int | None = None
+    shared_expert_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.latent_size is not None and not 1 <= self.latent_size <= MAX_DIMENSION["hidden_size"]:
@@ -414,9 +614,10 @@ class TransformerSpec(Record):
 
     A hybrid (``block_pattern`` not empty) has ``num_layers`` blocks, block ``i`` of the
     kind ``block_pattern[i]`` names (:data:`BLOCK_SYMBOLS`, Megatron-Core's letters): ``M`` a
-    Mamba-2 mixer (``mamba``), ``*`` self-attention, ``-`` the dense MLP, ``E`` the MoE
-    layer. Each block has its own norm and residual. Its attention layers attend to
-    the whole context.
+    Mamba-2 mixer (``mamba``), ``G`` a Gated DeltaNet mixer (``gated_delta_net``), ``*``
+    self-attention, ``-`` the dense MLP, ``E`` the MoE layer. Each block has its own norm and
+    residual (a transformer layer of mixer and FFN is two blocks: Qwen3-Next's 48 layers are 96).
+    Its attention layers attend to the whole context. One model has one recurrent mixer kind.
     """
 
     name: str
@@ -441,6 +642,7 @@ class TransformerSpec(Record):
     release_source: str = ""
     mamba: MambaSpec | None = None
     block_pattern: str = ""
+    gated_delta_net: GatedDeltaNetSpec | None = None
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -482,29 +684,37 @@ class TransformerSpec(Record):
     def _check_blocks(self) -> None:
         pattern = self.block_pattern
         if not pattern:
-            if self.mamba is not None:
+            if self.recurrent is not None:
                 raise UserInputError(
-                    "a model with a [mamba] mixer needs a block_pattern saying which blocks are Mamba "
-                    "(M), attention (*), MLP (-) and MoE (E), e.g. Nemotron-H's 'M-M-M-M*-...'"
+                    "a model with a [mamba] or [gated_delta_net] mixer needs a block_pattern saying "
+                    "which blocks are Mamba-2 (M), Gated DeltaNet (G), attention (*), MLP (-) and MoE "
+                    "(E), e.g. Nemotron-H's 'M-M-M-M*-...'"
                 )
             return
         unknown = sorted(set(pattern) - set(BLOCK_SYMBOLS))
         if unknown:
             raise UserInputError(
                 f"block_pattern has {', '.join(map(repr, unknown))}; its letters are M (Mamba-2), "
-                "* (attention), - (MLP) and E (MoE)"
+                "G (Gated DeltaNet), * (attention), - (MLP) and E (MoE)"
             )
         if len(pattern) != self.num_layers:
             raise UserInputError(
                 f"block_pattern names {len(pattern)} blocks, the model has num_layers = {self.num_layers}"
             )
-        if ("M" in pattern) != (self.mamba is not None):
+        for letter, table, given in (
+            ("M", "mamba", self.mamba),
+            ("G", "gated_delta_net", self.gated_delta_net),
+            ("E", "moe", self.moe),
+        ):
+            if (letter in pattern) != (given is not None):
+                raise UserInputError(
+                    f"block_pattern's {letter} blocks need a [{table}] table, and a [{table}] table "
+                    f"needs {letter} blocks"
+                )
+        if self.mamba is not None and self.gated_delta_net is not None:
             raise UserInputError(
-                "block_pattern's M blocks need a [mamba] table, and a [mamba] table needs M blocks"
-            )
-        if ("E" in pattern) != (self.moe is not None):
-            raise UserInputError(
-                "block_pattern's E blocks need a [moe] table, and a [moe] table needs E blocks"
+                "block_pattern mixes Mamba-2 (M) and Gated DeltaNet (G) blocks; lightspeed models "
+                "one recurrent mixer kind per model (as Megatron-Core's inference does)"
             )
         if self.moe is not None and (self.moe.num_dense_layers or self.moe.layer_frequency != 1):
             raise UserInputError(
@@ -544,6 +754,16 @@ class TransformerSpec(Record):
         return self.block_pattern.count("M")
 
     @property
+    def recurrent(self) -> RecurrentMixer | None:
+        """The hybrid's recurrent mixer (Mamba-2 or Gated DeltaNet; ``None`` without one)."""
+        return self.mamba if self.mamba is not None else self.gated_delta_net
+
+    @property
+    def num_recurrent_layers(self) -> int:
+        """How many blocks are recurrent mixers (:data:`RECURRENT_SYMBOLS`; 0 without)."""
+        return sum(self.block_pattern.count(letter) for letter in RECURRENT_SYMBOLS)
+
+    @property
     def num_mlp_layers(self) -> int:
         """How many layers (blocks) run the dense MLP: the dense layers, or a hybrid's ``-``
         blocks."""
@@ -569,7 +789,7 @@ class TransformerSpec(Record):
 
     @property
     def block_shares(self) -> tuple[float, float, float]:
-        """(attention, Mamba, dense MLP) per layer of the engine's average layer: how many of
+        """(attention, recurrent mixer, dense MLP) per layer of the engine's average layer: how many of
         each one layer holds when the model's are spread evenly over its layers, the MLP over
         its non-MoE layers. A plain transformer's layer holds one attention and, in a dense
         layer, one MLP: ``(1, 0, 1)``."""
@@ -578,6 +798,6 @@ class TransformerSpec(Record):
         dense = self.num_dense_layers
         return (
             self.num_attention_layers / self.num_layers,
-            self.num_mamba_layers / self.num_layers,
+            self.num_recurrent_layers / self.num_layers,
             self.num_mlp_layers / dense if dense else 0.0,
         )

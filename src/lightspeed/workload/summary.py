@@ -42,7 +42,8 @@ class ModelSummary(Record):
     ``kv_cache_bytes_per_token`` a cache precision to the bytes one token adds,
     ``kv_cache_bytes_per_sequence`` to what one sequence of ``seq_len`` tokens holds
     (local-attention layers keep only their window or chunk);
-    ``mamba_state_bytes_per_sequence`` what a hybrid's Mamba-2 blocks keep per sequence besides,
+    ``recurrent_state_bytes_per_sequence`` what a hybrid's recurrent blocks (Mamba-2, Gated
+    DeltaNet) keep per sequence besides,
     whatever its length (0 for a transformer).
     ``flops_per_token`` holds every convention at ``seq_len`` tokens.
     """
@@ -62,7 +63,7 @@ class ModelSummary(Record):
     published: PublishedCounts | None
     sources: Mapping[str, Reference]
     path: str
-    mamba_state_bytes_per_sequence: float = 0.0
+    recurrent_state_bytes_per_sequence: float = 0.0
 
 
 def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSummary:
@@ -98,10 +99,14 @@ def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSum
         published=entry.published,
         sources=entry.sources,
         path=entry.path,
-        mamba_state_bytes_per_sequence=(
-            spec.num_mamba_layers * spec.mamba.sequence_state_bytes if spec.mamba is not None else 0.0
-        ),
+        recurrent_state_bytes_per_sequence=_recurrent_state_bytes(spec),
     )
+
+
+def _recurrent_state_bytes(spec: TransformerSpec) -> float:
+    """Bytes one sequence keeps in a hybrid's recurrent blocks, whatever its length (0 without)."""
+    mixer = spec.recurrent
+    return 0.0 if mixer is None else spec.num_recurrent_layers * mixer.sequence_state_bytes
 
 
 @dataclass(frozen=True)

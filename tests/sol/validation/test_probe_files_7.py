@@ -85,7 +85,9 @@ SERVING_BY_HAND: dict[str, tuple[int, int, int, int | None]] = {
 SERVING_REFUSED = {
     # (DeepSeek-V3.2's Y102, Y103, Y119 and GLM-5.2's rows were refused for DeepSeek Sparse Attention
     # until 6 Dec, when it was modelled)
-    "Y116": "Gated DeltaNet",  # Qwen3.5: three linear-attention layers in four
+    # Qwen3.5 (refused for its Gated DeltaNet layers until 6 Dec): 4 to 8 prefill endpoints and the
+    # one decode endpoint, which configuration gave the peak not said
+    "Y116": "disaggregated serving",
     "Y104": "no ISL/OSL",  # a context-only iteration's latency
     "Y112": "no ISL/OSL",  # a shared system prompt and a question: prefix caching
     "Y114": "no ISL/OSL",  # the post gives no lengths

@@ -171,17 +171,13 @@ def test_nemos_name_for_nemotron_4_340b(models: ModelRegistry) -> None:
     assert models.get("Nemotron-340B").name == "nemotron-4-340b"
 
 
-@pytest.mark.parametrize(
-    ("name", "feature"),
-    [("Qwen3.5-397B-A17B-NVFP4", "Gated DeltaNet"), ("Qwen3.5-397B-A17B-FP8", "Gated DeltaNet")],
-)
-def test_models_with_attention_lightspeed_does_not_describe_are_refused_by_name(
-    models: ModelRegistry, name: str, feature: str
-) -> None:
-    # (GLM-5.2, refused here for its sparse attention until 6 Dec, is a model now: glm-5)
-    unsupported = models.unsupported_model(name)
-    assert unsupported is not None
-    assert feature in unsupported.refusal(name)
+@pytest.mark.parametrize("name", ["Qwen3.5-397B-A17B-NVFP4", "Qwen3.5-397B-A17B-FP8"])
+def test_the_rows_qwen35_checkpoints_are_the_hybrid(models: ModelRegistry, name: str) -> None:
+    # (refused for its Gated DeltaNet layers until 6 Dec, as GLM-5.2 for its sparse attention)
+    assert models.unsupported_model(name) is None
+    model = models.get(name)
+    assert model.name == "qwen3.5-397b-a17b"
+    assert model.gated_delta_net is not None
 
 
 @pytest.mark.parametrize(

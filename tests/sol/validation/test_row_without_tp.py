@@ -53,13 +53,13 @@ def test_a_model_one_gpu_holds_and_a_named_tp_are_kept(
 def test_a_model_with_unmodelled_layers_is_refused_even_with_dimensions(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:
-    # Qwen3-Next's Gated DeltaNet layers are not a transformer's: the row's layer and width cells
-    # must not turn it into a plain dense model
+    # Llama-3.3-Nemotron-Super-49B's NAS blocks are not alike: the row's layer and width cells must
+    # not turn it into a plain dense model
     columns = ("id", "kind", "source", "model", "layers", "hidden", "heads(kv)", "vocab", "seq")
     header = "\t".join((*columns, "global_batch", "GPUs", "hardware", "metric", "measured"))
-    cells = ("R1", "infer", "x", "Qwen/Qwen3-Next-80B-A3B-Instruct", "48", "2048", "16(2)", "151936")
+    cells = ("R1", "infer", "x", "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "80", "8192", "64(8)", "128256")
     row = "\t".join((*cells, "ISL/OSL 1000/1000", "concurrency 8", "1", "H200", "output tokens/s", "1,000"))
     path = tmp_path / "rows.tsv"
     path.write_text(f"{header}\n{row}\n", encoding="utf-8")
-    with pytest.raises(RowError, match="Gated DeltaNet"):
+    with pytest.raises(RowError, match="per-block NAS"):
         inference_row_setup(read_table(path)[0], catalog, models)

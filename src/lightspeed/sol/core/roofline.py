@@ -33,6 +33,11 @@ KERNELS_PER_INDEXER_FORWARD = 8.0
 # out_proj and the residual add.
 KERNELS_PER_ATTENTION_BLOCK_FORWARD = KERNELS_PER_DENSE_LAYER_FORWARD / 2.0
 KERNELS_PER_MAMBA_BLOCK_FORWARD = 11.0
+# A Gated DeltaNet block: norm, in_proj, the causal convolution, the L2 norms of q and k, the
+# decay and write-strength gates, the six kernels of FLA's chunk_gated_delta_rule (chunk-local
+# cumsum, K·Kᵀ, the triangular solve, W and U, the chunk states, the output), the gated norm,
+# out_proj and the residual add.
+KERNELS_PER_GDN_BLOCK_FORWARD = 15.0
 
 
 def kernels_per_layer_forward(model: TransformerSpec, *, moe: bool) -> float:
@@ -40,10 +45,11 @@ def kernels_per_layer_forward(model: TransformerSpec, *, moe: bool) -> float:
     hybrid's average layer: its share of each kind of block)."""
     base = KERNELS_PER_MOE_LAYER_FORWARD if moe else KERNELS_PER_DENSE_LAYER_FORWARD
     if model.is_hybrid:
-        attention, mamba, mlp = model.block_shares
+        attention, recurrent, mlp = model.block_shares
         half = KERNELS_PER_ATTENTION_BLOCK_FORWARD
         ffn = base - half if moe else mlp * half
-        base = attention * half + mamba * KERNELS_PER_MAMBA_BLOCK_FORWARD + ffn
+        mixer = KERNELS_PER_GDN_BLOCK_FORWARD if model.gated_delta_net else KERNELS_PER_MAMBA_BLOCK_FORWARD
+        base = attention * half + recurrent * mixer + ffn
     return base + (KERNELS_PER_INDEXER_FORWARD if model.attention.index_n_heads is not None else 0.0)
 
 

@@ -34,7 +34,7 @@ class Linear(Record):
 @dataclass(frozen=True)
 class LayerShapes(Record):
     """Linear layers and sizes of one transformer layer of a model (a hybrid's blocks: its
-    Mamba-2 mixer's ``in_proj`` and ``out_proj`` in ``mamba``; a LatentMoE's projections to
+    recurrent mixer's ``in_proj`` and ``out_proj`` in ``recurrent``; a LatentMoE's projections to
     and from the latent in ``latent``)."""
 
     attention: tuple[Linear, ...]
@@ -49,7 +49,7 @@ class LayerShapes(Record):
     num_heads: int
     num_kv_heads: int
     kv_cache_elements_per_token: int
-    mamba: tuple[Linear, ...] = ()
+    recurrent: tuple[Linear, ...] = ()
     latent: tuple[Linear, ...] = ()
 
     def params(self, group: tuple[Linear, ...]) -> int:
@@ -108,7 +108,8 @@ def _attention(model: TransformerSpec) -> tuple[tuple[Linear, ...], int, int, in
         linears.extend(_indexer(model))
         cache = spec.kv_lora_rank + spec.qk_rope_head_dim
         return tuple(linears), qk_dim, qk_dim, spec.v_head_dim, cache
-    width = (heads + 2 * spec.num_kv_heads) * spec.head_dim
+    gate = heads if spec.output_gate else 0  # the gated attention's second query half
+    width = (heads + gate + 2 * spec.num_kv_heads) * spec.head_dim
     linears = [
         Linear("qkv", hidden, width, "column", spec.qkv_bias),
         Linear("out", heads * spec.head_dim, hidden, "row", model.mlp_bias),
@@ -169,6 +170,8 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
                 split_out="row",
             )
         router = (Linear("router", hidden, moe.num_routed_experts, "replicated", moe.router_bias),)
+        if moe.shared_expert_gate:
+            router += (Linear("shared_expert_gate", hidden, 1, "replicated"),)
     norm_width = 2 if model.norm == "layernorm" else 1  # LayerNorm has a bias beside its scale
     num_norm = (1 if model.is_hybrid else 2) * hidden * norm_width
     if model.attention.kind == "mla":
@@ -187,19 +190,20 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
         num_heads=model.attention.num_heads,
         num_kv_heads=model.attention.num_kv_heads,
         kv_cache_elements_per_token=cache,
-        mamba=_mamba(model),
+        recurrent=_recurrent(model),
         latent=latent,
     )
 
 
-def _mamba(model: TransformerSpec) -> tuple[Linear, ...]:
-    """A Mamba-2 mixer's projections (none without one): ``in_proj`` split by its outputs over
-    tensor parallelism (each rank holds whole heads and their groups), ``out_proj`` by its inputs,
-    as Megatron-Core's ``MambaMixer`` splits them."""
-    mamba = model.mamba
-    if mamba is None:
+def _recurrent(model: TransformerSpec) -> tuple[Linear, ...]:
+    """A recurrent mixer's projections (none without one): ``in_proj`` split by its outputs over
+    tensor parallelism (each rank holds whole heads: a Mamba-2 block's with their groups, a Gated
+    DeltaNet's value heads with their query/key head), ``out_proj`` by its inputs, as
+    Megatron-Core's ``MambaMixer`` and ``GatedDeltaNet`` split them."""
+    mixer = model.recurrent
+    if mixer is None:
         return ()
     return (
-        Linear("in_proj", model.hidden_size, mamba.in_proj_width, "column"),
-        Linear("out_proj", mamba.inner_size, model.hidden_size, "row"),
+        Linear("in_proj", model.hidden_size, mixer.in_proj_width, "column"),
+        Linear("out_proj", mixer.inner_size, model.hidden_size, "row"),
     )

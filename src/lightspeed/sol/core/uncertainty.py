@@ -84,7 +84,7 @@ def family_name(kind: str, *, moe: bool, architecture: str, hybrid: bool = False
 
 def _model_family(kind: str, model: TransformerSpec, architecture: str) -> str:
     return family_name(
-        kind, moe=model.moe is not None, architecture=architecture, hybrid=model.mamba is not None
+        kind, moe=model.moe is not None, architecture=architecture, hybrid=model.recurrent is not None
     )
 
 

@@ -84,9 +84,6 @@ ITERATION_PARTS = (
 # Norms (read + write) and residual adds (two reads + a write) per token and hidden unit.
 ELEMENTWISE_ACCESSES_PER_HIDDEN = 10.0
 ACTIVATION_BYTES = 2.0  # activations between kernels, logits and collectives stay 16-bit
-# A decode step's state update per head channel and state entry: h = exp(dt·A)·h + dt·B·x (two
-# multiply-adds) and y = C·h (one), two FLOP each (mamba_ssm's selective_state_update)
-MAMBA_DECODE_FLOP_PER_STATE = 6.0
 
 
 @dataclass(frozen=True)
@@ -598,37 +595,39 @@ def _flash_rate(inference_hardware: InferenceHardware) -> float:
     return float(scale * efficiency.attention_efficiency("flash", backward=False))
 
 
-def mamba_state_bytes_per_gpu(model: TransformerSpec, tp: Array) -> Array:
-    """Bytes of one Mamba-2 block's state one sequence keeps on one GPU of a ``tp`` group (0
-    without Mamba blocks): :attr:`~lightspeed.workload.MambaSpec.sequence_state_bytes` split with
-    the heads and channels."""
+def recurrent_state_bytes_per_gpu(model: TransformerSpec, tp: Array) -> Array:
+    """Bytes of one recurrent block's state one sequence keeps on one GPU of a ``tp`` group (0
+    without recurrent blocks): :attr:`~lightspeed.workload.MambaSpec.sequence_state_bytes` (or
+    the Gated DeltaNet's) split with the heads and channels."""
     split = np.asarray(tp, dtype=np.float64)
-    result: Array = (0.0 if model.mamba is None else model.mamba.sequence_state_bytes) / split
+    mixer = model.recurrent
+    result: Array = (0.0 if mixer is None else mixer.sequence_state_bytes) / split
     return result
 
 
-def _mamba(
+def _recurrent(
     acc: _Acc,
     grid: IterationGrid,
     model: TransformerSpec,
     shapes: LayerShapes,
     inference_hardware: InferenceHardware,
 ) -> None:
-    """A hybrid's Mamba-2 blocks in one (average) layer on one GPU: the ``in_proj`` and ``out_proj``
-    GEMMs; each decoding sequence's state read and written back once per step (the update's math,
-    :data:`MAMBA_DECODE_FLOP_PER_STATE` per state entry and token, at the attention kernel's rate);
-    a prompt's chunked scan (:func:`~lightspeed.workload.flops.mamba_scan_forward_flop`'s FLOPs on
-    this rank's heads at the FlashAttention rate) and its final state written once per request."""
-    mamba = model.mamba
-    assert mamba is not None
+    """A hybrid's recurrent blocks (Mamba-2 or Gated DeltaNet) in one (average) layer on one GPU:
+    the ``in_proj`` and ``out_proj`` GEMMs; each decoding sequence's state read and written back
+    once per step (the update's math, the mixer's ``decode_flop_per_state`` per state entry and
+    token, at the attention kernel's rate); a prompt's chunked scan
+    (:func:`~lightspeed.workload.flops.recurrent_scan_forward_flop`'s FLOPs on this rank's heads
+    at the FlashAttention rate) and its final state written once per request."""
+    mixer = model.recurrent
+    assert mixer is not None
     share = model.block_shares[1]
-    compute, memory = _gemms(inference_hardware, shapes.mamba, grid.group_tokens, grid.tp)
+    compute, memory = _gemms(inference_hardware, shapes.recurrent, grid.group_tokens, grid.tp)
     acc.roofline(share * compute, share * memory, "gemm_compute", "weight_reads")
-    state = mamba_state_bytes_per_gpu(model, grid.tp)
+    state = recurrent_state_bytes_per_gpu(model, grid.tp)
     rate = _flash_rate(inference_hardware)
     sequences = grid.group_sequences
-    entries = mamba.state_values / grid.tp
-    decode_flop = sequences * grid.query_tokens * entries * MAMBA_DECODE_FLOP_PER_STATE
+    entries = mixer.state_values / grid.tp
+    decode_flop = sequences * grid.query_tokens * entries * mixer.decode_flop_per_state
     stream = inference_hardware.stream_bytes_per_s
     acc.roofline(
         share * decode_flop / rate,
@@ -637,7 +636,7 @@ def _mamba(
         "kv_cache",
         gemm=False,
     )
-    per_token = mamba.scan_flop_per_token() / grid.tp
+    per_token = mixer.scan_flop_per_token() / grid.tp
     prompt = grid.group_prefill_tokens
     requests = grid.prefill_requests / grid.dp_attention
     acc.roofline(
@@ -877,18 +876,18 @@ def _layer(
     moe: bool,
 ) -> dict[str, Array]:
     """Breakdown of one dense or MoE layer on one GPU (a hybrid's average layer: its share of
-    attention, Mamba-2 and MLP blocks, :attr:`~lightspeed.workload.TransformerSpec.block_shares`)."""
+    attention, recurrent mixer and MLP blocks, :attr:`~lightspeed.workload.TransformerSpec.block_shares`)."""
     acc = _Acc(inference_hardware.gemm_model)
     group_tokens = grid.group_tokens
-    attention_share, mamba_share, mlp_share = model.block_shares
+    attention_share, recurrent_share, mlp_share = model.block_shares
     compute, memory = _gemms(inference_hardware, shapes.attention, group_tokens, grid.tp, attention=True)
     acc.roofline(attention_share * compute, attention_share * memory, "gemm_compute", "weight_reads")
     _attention(acc, grid, model, shapes, inference_hardware)
-    if model.mamba is not None:
-        _mamba(acc, grid, model, shapes, inference_hardware)
+    if model.recurrent is not None:
+        _recurrent(acc, grid, model, shapes, inference_hardware)
     fabric = inference_hardware.hardware.fabric
     activation = group_tokens * model.hidden_size * ACTIVATION_BYTES
-    mixers = attention_share + mamba_share  # each mixer block all-reduces its output
+    mixers = attention_share + recurrent_share  # each mixer block all-reduces its output
     acc.add("tp_comm", mixers * collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     ffn = mlp_share * model.ffn_hidden_size
     if moe:
@@ -907,11 +906,11 @@ def _layer(
         acc.add("tp_comm", mlp_share * collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     passes = 3.0 if model.gated_mlp else 2.0
     blocks = 0.5 if model.is_hybrid else 1.0  # a hybrid's block has one norm and one residual add
-    conv = 0.0 if model.mamba is None else model.mamba.streamed_values_per_token  # conv and gated norm
+    conv = 0.0 if model.recurrent is None else model.recurrent.streamed_values_per_token  # conv and norms
     elementwise = group_tokens * (
         blocks * ELEMENTWISE_ACCESSES_PER_HIDDEN * model.hidden_size
         + passes * ffn / grid.tp
-        + mamba_share * conv / grid.tp
+        + recurrent_share * conv / grid.tp
     )
     acc.add("elementwise", elementwise * ACTIVATION_BYTES / inference_hardware.stream_bytes_per_s)
     overlapped = moe and inference_hardware.serving.two_batch_overlap
@@ -1019,8 +1018,8 @@ __all__ = [
     "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
     "load_inference_parameters",
-    "mamba_state_bytes_per_gpu",
     "moe_layer_parts",
+    "recurrent_state_bytes_per_gpu",
     "routed_experts_time_s",
     "stage_kernels",
     "stage_layers",

@@ -36,7 +36,7 @@ from lightspeed.sol.infer.iteration import (
     ACTIVATION_BYTES,
     InferenceHardware,
     kv_bytes_per_token_per_gpu,
-    mamba_state_bytes_per_gpu,
+    recurrent_state_bytes_per_gpu,
     stage_layers,
 )
 from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
@@ -103,14 +103,14 @@ def stage_weight_bytes(
     precisions = inference_hardware.precisions
     weight = precisions.stored_bytes_per_element()
     num_dense, num_moe = stage_layers(model, pp)
-    attention_share, mamba_share, mlp_share = model.block_shares  # a hybrid's average layer
+    attention_share, recurrent_share, mlp_share = model.block_shares  # a hybrid's average layer
     attention = (
         attention_share * _params(shapes.attention, tp) * precisions.stored_bytes_per_element(attention=True)
         + shapes.num_norm_params * ACTIVATION_BYTES
     )
-    if model.mamba is not None:  # the projections in the run's format; conv, A, D, dt and the norm in 16 bits
-        rest = model.mamba.head_params / tp * ACTIVATION_BYTES
-        attention = attention + mamba_share * (_params(shapes.mamba, tp) * weight + rest)
+    if model.recurrent is not None:  # the projections in the run's format; conv, decay terms, norm in 16 bits
+        rest = model.recurrent.head_params / tp * ACTIVATION_BYTES
+        attention = attention + recurrent_share * (_params(shapes.recurrent, tp) * weight + rest)
     dense = attention + mlp_share * _params(shapes.mlp, tp) * weight
     total = num_dense * dense
     if model.moe is not None:
@@ -167,8 +167,8 @@ def inference_memory(
         shapes, model, tp, inference_hardware.precisions.kv_bytes_per_element
     )
     kv_per_sequence = stage_share * reserved_token_layers(model, tokens_per_sequence) * per_token_layer
-    # a hybrid's Mamba-2 blocks keep a state per sequence, whatever its length
-    state = stage_share * model.num_mamba_layers * mamba_state_bytes_per_gpu(model, tp)
+    # a hybrid's recurrent blocks keep a state per sequence, whatever its length
+    state = stage_share * model.num_recurrent_layers * recurrent_state_bytes_per_gpu(model, tp)
     per_sequence = kv_per_sequence + state
     fraction = inference_hardware.parameters.kv_cache_memory_fraction
     capacity = np.maximum(usable - weights - workspace - reserved, 0.0) * fraction

@@ -318,7 +318,7 @@ def _pool(
     tokens, its caps and the timer of the plan's shape (see the module docstring)."""
     memory = deployment_memory(model, hardware, plan, ServingLoad(1, 1))
     per_token = float(memory.kv_bytes_per_token[0])
-    if per_token <= 0 and model.mamba is not None:
+    if per_token <= 0 and model.recurrent is not None:
         raise InvalidPlanError(
             f"{model.name} has no attention blocks: the simulator's KV cache counts tokens of attention "
             "blocks, which this model keeps none of (only a state per sequence); predict it with plan infer"

@@ -47,7 +47,6 @@ from lightspeed.sol.core.shapes import LayerShapes, Linear
 from lightspeed.sol.train.grid import ATTENTION_CODES, PlanGrid
 from lightspeed.workload import TransformerSpec, mean_attended_tokens
 from lightspeed.workload.flops import indexer_forward_flop
-from lightspeed.workload.spec import MAMBA_STATE_BYTES
 
 Array = Any
 
@@ -164,27 +163,27 @@ def _attention_core(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     return forward, backward, flop, backward_flop
 
 
-def _mamba_scan(ctx: _Context) -> tuple[Array, Array, Array, Array]:
-    """(forward s, backward s, forward FLOP, backward FLOP) of a hybrid's state-space scans in one
-    (average) layer: :func:`~lightspeed.workload.flops.mamba_scan_forward_flop`'s chunked SSD per
-    token on this rank's heads and groups (tensor parallelism splits both), paced by the fused
-    attention kernel's rate (the scan's chunk products are the same small tensor-core matmuls
-    over a sequence block) or by the bytes it streams, whichever is slower: ``x``, ``B``, ``C``,
-    ``dt`` in and ``y`` out, and each chunk's FP32 state. The backward recomputes the chunk
-    products as a fused attention backward does (2.5x the forward's FLOPs, twice its bytes)."""
+def _recurrent_scan(ctx: _Context) -> tuple[Array, Array, Array, Array]:
+    """(forward s, backward s, forward FLOP, backward FLOP) of a hybrid's recurrent scans in one
+    (average) layer: :func:`~lightspeed.workload.flops.recurrent_scan_forward_flop`'s chunked
+    scan per token (Mamba-2's SSD or Gated DeltaNet's delta rule) on this rank's heads (tensor
+    parallelism splits them), paced by the fused attention kernel's rate (the scan's chunk products
+    are the same small tensor-core matmuls over a sequence block) or by the bytes it streams,
+    whichever is slower: its inputs and output
+    (:attr:`~lightspeed.workload.MambaSpec.scan_streamed_values_per_token`) and each chunk's
+    state. The backward recomputes the chunk products as a fused attention backward does (2.5x
+    the forward's FLOPs, twice its bytes)."""
     model, grid = ctx.model, ctx.grid
-    mamba = model.mamba
-    if mamba is None:
+    mixer = model.recurrent
+    if mixer is None:
         zero = np.zeros_like(ctx.tokens)
         return zero, zero, zero, zero
     share = model.block_shares[1]
     tp = grid.tp
-    flop = share * ctx.tokens * mamba.scan_flop_per_token() / tp
+    flop = share * ctx.tokens * mixer.scan_flop_per_token() / tp
     act = ctx.hardware.activation_bytes_per_element
-    streamed = (
-        (2.0 * mamba.inner_size + 2.0 * mamba.num_groups * mamba.state_size + mamba.num_heads) / tp * act
-    )
-    streamed = streamed + mamba.state_values / tp * MAMBA_STATE_BYTES / mamba.chunk_size
+    streamed = mixer.scan_streamed_values_per_token / tp * act
+    streamed = streamed + mixer.state_values / tp * mixer.chunk_state_bytes / mixer.chunk_size
     traffic = share * ctx.tokens * streamed
     forward_rate, backward_rate = _flash_rates(ctx)
     kernel_s = ctx.hardware.efficiency.kernel_s
@@ -193,18 +192,20 @@ def _mamba_scan(ctx: _Context) -> tuple[Array, Array, Array, Array]:
     return forward, backward, flop, FLASH_BACKWARD_FACTOR * flop
 
 
-def _mamba_cp_s(ctx: _Context) -> tuple[Array, Array]:
-    """Exposed (forward, backward) context-parallel exchange of a hybrid's Mamba blocks in one
-    (average) layer: Megatron-Core's Mamba context parallelism turns the sequence-split inputs of
-    the convolution and scan into head-split ones and back (an all-to-all of the conv channels in,
-    one of ``d_inner`` out), and the reverse for their gradients; nothing overlaps them."""
+def _recurrent_cp_s(ctx: _Context) -> tuple[Array, Array]:
+    """Exposed (forward, backward) context-parallel exchange of a hybrid's recurrent blocks in one
+    (average) layer: Megatron-Core's Mamba and Gated DeltaNet context parallelism turns the
+    sequence-split inputs of the convolution and scan into head-split ones and back (an
+    all-to-all of the conv channels in, one of the heads' output out), and the reverse for their
+    gradients; nothing overlaps them."""
     model, grid, hardware = ctx.model, ctx.grid, ctx.hardware
-    if model.mamba is None:
+    mixer = model.recurrent
+    if mixer is None:
         zero = np.zeros_like(ctx.tokens)
         return zero, zero
     share = model.block_shares[1]
     act = hardware.activation_bytes_per_element
-    width = (model.mamba.conv_channels + model.mamba.inner_size) / grid.tp
+    width = (mixer.conv_channels + mixer.inner_size) / grid.tp
     exchange = collectives.all_to_all_s(hardware.fabric, ctx.tokens * width * act, grid.cp, grid.tp)
     forward = np.where(grid.cp > 1, share * exchange, 0.0)
     return forward, forward
@@ -212,12 +213,12 @@ def _mamba_cp_s(ctx: _Context) -> tuple[Array, Array]:
 
 def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
     """Forward HBM bytes of the memory-bound ops by kind (``norm``, ``residual``, ``activation``,
-    ``rope``, ``dropout``, ``permute``, a hybrid's ``mamba`` convolution and gated norm), before the
+    ``rope``, ``dropout``, ``permute``, a hybrid's ``recurrent`` convolution and norms), before the
     stack's traffic factor."""
     grid, model, shapes = ctx.grid, ctx.model, ctx.shapes
     act = ctx.hardware.activation_bytes_per_element
     hidden = model.hidden_size
-    attention_share, mamba_share, mlp_share = model.block_shares
+    attention_share, recurrent_share, mlp_share = model.block_shares
     blocks = 1.0 if model.is_hybrid else 2.0  # a hybrid's block has one norm and one residual add
     parts: dict[str, Array] = {
         "norm": 2.0 * blocks * hidden * ctx.norm_tokens * act,  # each norm reads and writes
@@ -225,13 +226,14 @@ def elementwise_bytes(ctx: _Context, moe: bool) -> dict[str, Array]:
         "dropout": np.where(grid.dropout, blocks * (2.0 * act + 1.0) * hidden * ctx.norm_tokens, 0.0),
         "rope": 0.0,
         "permute": 0.0,
-        "mamba": 0.0,
+        "recurrent": 0.0,
     }
     if model.position_embedding == "rope":
         rotated = 2.0 * (shapes.num_heads + shapes.num_kv_heads) * shapes.q_head_dim / grid.tp
         parts["rope"] = attention_share * rotated * ctx.tokens * act
-    if model.mamba is not None:  # the causal convolution and the gated norm
-        parts["mamba"] = mamba_share * model.mamba.streamed_values_per_token / grid.tp * ctx.tokens * act
+    if model.recurrent is not None:  # the causal convolution and the norms
+        streamed = model.recurrent.streamed_values_per_token
+        parts["recurrent"] = recurrent_share * streamed / grid.tp * ctx.tokens * act
     passes = 3.0 if model.gated_mlp else 2.0
     if not moe:
         parts["activation"] = mlp_share * passes * model.ffn_hidden_size / grid.tp * ctx.tokens * act
@@ -356,12 +358,12 @@ def _expert_split(linears: tuple[Linear, ...]) -> tuple[Linear, ...]:
 
 def _block_linears(ctx: _Context, moe: bool) -> list[_Block]:
     """The attention and MLP/MoE blocks of one layer (a hybrid's average layer: its share of
-    attention, Mamba and MLP blocks)."""
+    attention, recurrent mixer and MLP blocks)."""
     shapes, grid, model = ctx.shapes, ctx.grid, ctx.model
-    attention, mamba, mlp = model.block_shares
+    attention, recurrent, mlp = model.block_shares
     blocks = [_Block(shapes.attention, ctx.tokens, attention, grid.tp)]
-    if shapes.mamba:
-        blocks.append(_Block(shapes.mamba, ctx.tokens, mamba, grid.tp))
+    if shapes.recurrent:
+        blocks.append(_Block(shapes.recurrent, ctx.tokens, recurrent, grid.tp))
     if not moe:
         return [*blocks, _Block(shapes.mlp, ctx.tokens, mlp, grid.tp)]
     assert model.moe is not None
@@ -443,7 +445,7 @@ def layer_cost(
     ctx = _Context(grid, model, shapes, hardware, seq_len)
     gemm_forward, input_grad, weight_grad, gemm_flop, cast_s = _gemms(ctx, moe)
     core_forward, core_backward, core_flop, core_backward_flop = _attention_core(ctx)
-    scan_forward, scan_backward, scan_flop, scan_backward_flop = _mamba_scan(ctx)
+    scan_forward, scan_backward, scan_flop, scan_backward_flop = _recurrent_scan(ctx)
     compute_forward = gemm_forward + core_forward + scan_forward
     compute_backward = input_grad + weight_grad + core_backward + scan_backward
     factor = hardware.stack.elementwise_traffic_factor
@@ -454,12 +456,12 @@ def layer_cost(
     memory_forward = streamed + 0.5 * cast_s  # inputs cast forward, output gradients backward
     memory_backward = 2.0 * streamed + 0.5 * cast_s
     shared = model.moe is not None and model.moe.num_shared_experts > 0
-    attention_share, mamba_share, mlp_share = model.block_shares
+    attention_share, recurrent_share, mlp_share = model.block_shares
     ffn_blocks = (1.0 if shared else 0.0) if moe else mlp_share
-    tp_forward, tp_backward = _tp_comm(ctx, attention_share + mamba_share + ffn_blocks, gemm_forward)
+    tp_forward, tp_backward = _tp_comm(ctx, attention_share + recurrent_share + ffn_blocks, gemm_forward)
     cp_forward, cp_backward = cp_ring_s(ctx, core_forward, core_backward)
-    mamba_cp_forward, mamba_cp_backward = _mamba_cp_s(ctx)
-    cp_forward, cp_backward = cp_forward + mamba_cp_forward, cp_backward + mamba_cp_backward
+    recurrent_cp_forward, recurrent_cp_backward = _recurrent_cp_s(ctx)
+    cp_forward, cp_backward = cp_forward + recurrent_cp_forward, cp_backward + recurrent_cp_backward
     if moe:
         ep_forward, ep_backward = _ep_comm(ctx, compute_forward, compute_backward)
     else:

@@ -43,7 +43,6 @@ from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
 from lightspeed.workload import TransformerSpec
-from lightspeed.workload.spec import MAMBA_STATE_BYTES
 
 Array = Any
 
@@ -145,12 +144,12 @@ def _per_gpu(linears: tuple[Linear, ...], tp: Array) -> Array:
     return total
 
 
-def _mamba_per_gpu(model: TransformerSpec, shapes: LayerShapes, tp: Array) -> Array:
-    """A Mamba-2 mixer's parameters on one GPU: its projections split by TP, and the rest (the
-    convolution, ``A``, ``D``, the ``dt`` bias, the gated norm) per head, split with the heads."""
-    if model.mamba is None:
+def _recurrent_per_gpu(model: TransformerSpec, shapes: LayerShapes, tp: Array) -> Array:
+    """A recurrent mixer's parameters on one GPU: its projections split by TP, and the rest (the
+    convolution, the per-head decay terms, the gated norm) per head, split with the heads."""
+    if model.recurrent is None:
         return 0.0
-    return _per_gpu(shapes.mamba, tp) + model.mamba.head_params / tp
+    return _per_gpu(shapes.recurrent, tp) + model.recurrent.head_params / tp
 
 
 def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:
@@ -166,8 +165,9 @@ def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:
 def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) -> StageParams:
     """Parameters per GPU on the busiest stage (with embedding and LM head counted)."""
     layers, moe_layers = stage_layers(grid, model)
-    attention, mamba, mlp = model.block_shares  # a hybrid's average layer
-    common = attention * _per_gpu(shapes.attention, grid.tp) + mamba * _mamba_per_gpu(model, shapes, grid.tp)
+    attention, recurrent, mlp = model.block_shares  # a hybrid's average layer
+    common = attention * _per_gpu(shapes.attention, grid.tp)
+    common = common + recurrent * _recurrent_per_gpu(model, shapes, grid.tp)
     common = common + shapes.num_norm_params
     dense_layer = common + mlp * _per_gpu(shapes.mlp, grid.tp)
     moe_layer = common + _per_gpu(shapes.shared_experts, grid.tp) + _per_gpu(shapes.router, grid.tp)
@@ -287,18 +287,18 @@ def _mlp_saved(
     return dispatched, activation + shared_activation + outputs, up + shared_up
 
 
-def _mamba_saved(grid: PlanGrid, model: TransformerSpec, *, tokens: Array, widths: _Widths) -> Array:
-    """Bytes a hybrid's Mamba-2 blocks keep in one (average) layer beyond their normed input: the
-    ``in_proj`` output (``z``, ``x``, ``B``, ``C``, ``dt``), the convolution's output, the scan's
-    output and the gated norm's (``out_proj``'s input), split over TP with the heads, and each
-    chunk's FP32 state (mamba_ssm's chunked scan saves them for its backward)."""
-    mamba = model.mamba
-    if mamba is None:
+def _recurrent_saved(grid: PlanGrid, model: TransformerSpec, *, tokens: Array, widths: _Widths) -> Array:
+    """Bytes a hybrid's recurrent mixer blocks keep in one (average) layer beyond their normed
+    input: the ``in_proj`` output, the convolution's output, the scan's output and the gated
+    norm's (``out_proj``'s input), split over TP with the heads, and each chunk's state (the
+    chunked kernels, mamba_ssm's and FLA's, save them for their backward)."""
+    mixer = model.recurrent
+    if mixer is None:
         return 0.0 * tokens
     share = model.block_shares[1]
-    widths_kept = (mamba.in_proj_width + mamba.conv_channels + mamba.inner_size) * widths.act
-    widths_kept += mamba.inner_size * widths.linear_in
-    states = mamba.state_values * MAMBA_STATE_BYTES / mamba.chunk_size
+    widths_kept = (mixer.in_proj_width + mixer.conv_channels + mixer.inner_size) * widths.act
+    widths_kept += mixer.inner_size * widths.linear_in
+    states = mixer.state_values * mixer.chunk_state_bytes / mixer.chunk_size
     return share * tokens * (widths_kept + states) / grid.tp
 
 
@@ -333,7 +333,7 @@ def saved_per_layer(
     mlp = list(_mlp_saved(grid, model, tokens=tokens, widths=widths, moe=moe))
     if not moe:
         mlp = [mlp_share * part for part in mlp]
-    mamba = _mamba_saved(grid, model, tokens=tokens, widths=widths)
+    recurrent = _recurrent_saved(grid, model, tokens=tokens, widths=widths)
     per_score = np.where(grid.dropout, 5.0, 2.0)  # softmax output (2), dropout mask (1) and output (2)
     scores = np.where(
         grid.unfused_attention,
@@ -341,7 +341,7 @@ def saved_per_layer(
         0.0,
     )
     return _Saved(
-        always=residuals + masks + attention[0] + mlp[0] + mamba,
+        always=residuals + masks + attention[0] + mlp[0] + recurrent,
         light=normed + attention[1] + mlp[1],
         matmul=attention[2] + mlp[2],
         scores=scores,

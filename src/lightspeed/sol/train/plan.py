@@ -268,12 +268,12 @@ def _check_tensor_parallel(plan: TrainingPlan, model: TransformerSpec) -> None:
             f"tp={plan.tp} neither divides nor is a multiple of the {kv_heads} KV heads of "
             f"{model.name}; try tp={nearest(plan.tp, divisors(kv_heads))}"
         )
-    mamba = model.mamba
-    if mamba is not None and mamba.num_groups % plan.tp:
-        fix = nearest(plan.tp, divisors(mamba.num_groups))
+    mixer = model.recurrent
+    units, unit_name = mixer.split_unit if mixer is not None else (heads, "attention heads")
+    if units % plan.tp:
         raise InvalidPlanError(
-            f"tp={plan.tp} does not divide the {mamba.num_groups} Mamba groups of {model.name} "
-            f"(Megatron-Core splits a Mamba block's heads with their groups); try tp={fix}"
+            f"tp={plan.tp} does not divide the {units} {unit_name} of {model.name} "
+            f"(Megatron-Core gives each rank whole ones); try tp={nearest(plan.tp, divisors(units))}"
         )
     if model.ffn_hidden_size % plan.tp:
         raise InvalidPlanError(

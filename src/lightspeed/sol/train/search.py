@@ -145,10 +145,9 @@ def default_space(
     recompute = ("none", profile.selective_recompute, "partial", "full")
     heads = model.attention.num_heads
     tp_limit = min(64, num_gpus, max_tp or num_gpus)
-    groups = model.mamba.num_groups if model.mamba is not None else 1  # a Mamba block splits whole groups
-    tp = tuple(
-        t for t in powers_of_two(tp_limit) if heads % t == 0 and (model.mamba is None or groups % t == 0)
-    )
+    # a recurrent mixer's heads split in whole groups (Mamba-2) or query/key heads (Gated DeltaNet)
+    units = model.recurrent.split_unit[0] if model.recurrent is not None else heads
+    tp = tuple(t for t in powers_of_two(tp_limit) if heads % t == 0 and units % t == 0)
     cp = tuple(
         c
         for c in DEFAULT_CPS

@@ -152,7 +152,7 @@ def _fit_row(run: PublishedRun, catalog: Catalog, default: Stack) -> FitRow:
         run.kind,
         moe=spec.model.moe is not None,
         architecture=architecture,
-        hybrid=spec.model.mamba is not None,
+        hybrid=spec.model.recurrent is not None,
     )
     if run.training is not None:
         setup = training_setup(run.training, catalog)
