@@ -96,9 +96,23 @@ def test_the_delta_rule_flops_and_state(registry: ModelRegistry) -> None:
     # KV only in the 12 attention blocks: K and V of 2 heads of 256 in 16 bits
     assert kv_cache_bytes_per_token(model, "bf16") == 12 * 2 * 2 * 256 * 2
     # a sequence keeps 32 matrices of 128 x 128 and the conv's last 3 inputs of its 8,192 channels,
-    # in 16 bits (vLLM's cache dtype "auto": the model's), in each of the 36 Gated DeltaNet blocks
+    # in 16 bits (its config.json names no mamba_ssm_dtype; vLLM's "auto" takes the model's), in
+    # each of the 36 Gated DeltaNet blocks
     summary = describe_model(registry.entry(NEXT))
     assert summary.recurrent_state_bytes_per_sequence == 36 * (32 * 128 * 128 + 3 * 8192) * 2
+
+
+def test_qwen35_keeps_its_state_in_fp32(registry: ModelRegistry) -> None:
+    # Qwen3.5's config.json: mamba_ssm_dtype float32 (vLLM copies it into its cache dtype): 64
+    # value heads' 128 x 128 matrices in 4 bytes, the conv's last 3 inputs of 2 x 16 x 128 + 64 x
+    # 128 channels in 2, in each of the 45 Gated DeltaNet blocks
+    summary = describe_model(registry.entry("qwen3.5-397b-a17b"))
+    assert summary.recurrent_state_bytes_per_sequence == 45 * (64 * 128 * 128 * 4 + 3 * 12288 * 2)
+    imported = spec_from_hf_config(FIXTURES / "qwen3.5-397b-a17b")
+    assert imported.gated_delta_net is not None
+    assert imported.gated_delta_net.state_dtype == "float32"
+    with pytest.raises(UserInputError, match="state_dtype 'fp8' is not one of"):
+        GatedDeltaNetSpec(16, 32, 128, 128, state_dtype="fp8")
 
 
 def test_config_json_imports_match_the_catalog(registry: ModelRegistry) -> None:

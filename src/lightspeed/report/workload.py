@@ -269,7 +269,7 @@ def _render_bytes(summary: ModelSummary, console: Console) -> None:
     console.print(f"KV cache of one {summary.seq_len:,}-token sequence: {held}", markup=False)
     mixer = summary.spec.recurrent
     if mixer is not None and summary.recurrent_state_bytes_per_sequence:
-        state = "FP32 SSM state" if isinstance(mixer, MambaSpec) else "16-bit delta-rule state"
+        state = "FP32 SSM state" if isinstance(mixer, MambaSpec) else f"{mixer.state_dtype} delta-rule state"
         console.print(
             f"{mixer.label} state of one sequence, whatever its length: {summary.spec.num_recurrent_layers} "
             f"blocks, {format_bytes(summary.recurrent_state_bytes_per_sequence, binary=True)} ({state}, "

@@ -25,7 +25,8 @@ Qwen3-Next (``qwen3_next``) and Qwen3.5 (``qwen3_5``, ``qwen3_5_moe``, read thro
 ``text_config``) are hybrids (:attr:`~lightspeed.workload.TransformerSpec.block_pattern`):
 each layer is a Gated DeltaNet (``layer_types`` ``linear_attention``; ``linear_num_key_heads``,
 ``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim``,
-``linear_conv_kernel_dim``) or gated full attention (its query projection twice as wide) block
+``linear_conv_kernel_dim``; its state kept in ``mamba_ssm_dtype``, else 16-bit) or gated full
+attention (its query projection twice as wide) block
 followed by an MoE block (``num_experts``, every ``decoder_sparse_step``-th layer not in
 ``mlp_only_layers``, a shared expert behind a sigmoid gate) or a dense MLP block; without
 ``layer_types`` every ``full_attention_interval``-th layer (default 4) is full attention.
@@ -357,6 +358,7 @@ def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
             key_head_dim=fields.integer("linear_key_head_dim", minimum=1),
             value_head_dim=fields.integer("linear_value_head_dim", minimum=1),
             conv_kernel=fields.integer("linear_conv_kernel_dim", 4, minimum=1),
+            state_dtype=fields.string("mamba_ssm_dtype", "bfloat16"),
         )
         if "linear_attention" in _gdn_layer_names(fields, num_layers)
         else None,

@@ -139,6 +139,7 @@ _GDN_KEYS: Final = {
     "value_head_dim",
     "conv_kernel",
     "chunk_size",
+    "state_dtype",
 }
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
 _RELEASE_KEYS: Final = {"weights", "source", "note"}
@@ -641,6 +642,7 @@ def _gated_delta_net(table: Fields) -> GatedDeltaNetSpec:
         value_head_dim=table.integer("value_head_dim", minimum=1),
         conv_kernel=table.integer("conv_kernel", 4, minimum=1),
         chunk_size=table.integer("chunk_size", 64, minimum=1),
+        state_dtype=table.string("state_dtype", "bfloat16"),
     )
 
 

@@ -39,11 +39,13 @@ MAMBA_CONV_STATE_BYTES: Final = 2.0
 # A decode step's Mamba-2 state update per head channel and state entry: h = exp(dt·A)·h + dt·B·x
 # (two multiply-adds) and y = C·h (one), two FLOP each (mamba_ssm's selective_state_update)
 MAMBA_DECODE_FLOP_PER_STATE: Final = 6.0
-# A Gated DeltaNet's recurrent state stays in the model's 16 bits when serving: Qwen3-Next's and
-# Qwen3.5's config.json name no cache dtype, and vLLM's --mamba-ssm-cache-dtype "auto" takes the
-# model's; FLA's chunked kernels keep each chunk's state in the inputs' dtype too (chunk_fwd_h:
+# A Gated DeltaNet's recurrent state when serving is kept in the dtype its config.json names
+# (mamba_ssm_dtype: Qwen3.5's say "float32", which vLLM copies into --mamba-ssm-cache-dtype), else
+# in the model's 16 bits (Qwen3-Next's names none and vLLM's "auto" takes the model's); FLA's
+# chunked training kernels keep each chunk's state in the inputs' dtype (chunk_fwd_h:
 # h = k.new_empty(...)). The convolution's window is 16-bit like Mamba's.
-GDN_STATE_BYTES: Final = 2.0
+GDN_STATE_DTYPES: Final = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
+GDN_CHUNK_STATE_BYTES: Final = 2.0
 # A decode step's Gated DeltaNet update per state entry (FLA's fused_recurrent_gated_delta_rule):
 # the decay S·exp(g) (one multiply), the prediction Sᵀk, the rank-one correction k·δᵀ and the
 # output Sᵀq (a multiply-add each)
@@ -401,7 +403,8 @@ class GatedDeltaNetSpec(Record):
     gated delta rule (chunks of ``chunk_size`` tokens; FLA's ``chunk_gated_delta_rule``), a gated
     RMSNorm of one ``value_head_dim`` weight shared by the heads, and projects back
     (``out_proj``: ``Hv·Dv -> h``). A sequence carries a state of ``Hv·Dk·Dv`` values and the
-    convolution's last ``conv_kernel - 1`` inputs, whatever its length.
+    convolution's last ``conv_kernel - 1`` inputs, whatever its length; ``state_dtype`` is the
+    state's format when serving (:data:`GDN_STATE_DTYPES`).
     """
 
     num_key_heads: int
@@ -410,6 +413,7 @@ class GatedDeltaNetSpec(Record):
     value_head_dim: int
     conv_kernel: int = 4
     chunk_size: int = 64
+    state_dtype: str = "bfloat16"
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -425,6 +429,11 @@ class GatedDeltaNetSpec(Record):
                     f"gated_delta_net {label} must be 1 to {MAX_HEADS_OR_HEAD_DIM:,} (got {value}); "
                     "Qwen3-Next uses 16 query/key heads and 32 value heads of 128 channels"
                 )
+        if self.state_dtype not in GDN_STATE_DTYPES:
+            raise UserInputError(
+                f"gated_delta_net state_dtype {self.state_dtype!r} is not one of "
+                f"{', '.join(GDN_STATE_DTYPES)}"
+            )
         if self.num_value_heads % self.num_key_heads:
             raise UserInputError(
                 f"gated_delta_net num_value_heads ({self.num_value_heads}) must be a multiple of "
@@ -503,14 +512,16 @@ class GatedDeltaNetSpec(Record):
 
     @property
     def sequence_state_bytes(self) -> float:
-        """Bytes one sequence keeps in one block, whatever its length: the 16-bit state and
-        convolution window (:data:`GDN_STATE_BYTES`)."""
-        return (self.state_values + self.conv_state_values) * GDN_STATE_BYTES
+        """Bytes one sequence keeps in one block, whatever its length: the state in its
+        ``state_dtype`` and the 16-bit convolution window."""
+        state = self.state_values * GDN_STATE_DTYPES[self.state_dtype]
+        return state + self.conv_state_values * MAMBA_CONV_STATE_BYTES
 
     @property
     def chunk_state_bytes(self) -> float:
-        """Bytes of one entry of the state kept at each chunk's end (the inputs' 16 bits)."""
-        return GDN_STATE_BYTES
+        """Bytes of one entry of the state kept at each chunk's end in training (the inputs' 16
+        bits, :data:`GDN_CHUNK_STATE_BYTES`)."""
+        return GDN_CHUNK_STATE_BYTES
 
     @property
     def decode_flop_per_state(self) -> float:
