@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -290,7 +290,10 @@ class ServingStack(Record):
     does not cover, and a request that arrives during a step joins the iteration after the next
     (the simulator's engine); ``overlap_with_pipeline`` false: the server turns it off under
     pipeline parallelism (:meth:`for_pipeline`). Read from the server's documentation
-    (``launch_source``).
+    (``launch_source``). ``speculative_max_sequences``: the sequence cap the server sets itself
+    when speculative decoding is on and the user sets none, and ``overlap_with_speculation``
+    false: it turns its overlap scheduler off then (:meth:`for_speculation`;
+    ``speculation_source``).
     ``versions``: the server's releases the profile stands for (``(0, 5), (0, 6)``; empty: every
     release of its years), which picks it for a row that names its version.
     ``decode_kv_reads``: how the decode attention kernel reads a grouped-query (GQA/MQA) KV cache,
@@ -358,6 +361,9 @@ class ServingStack(Record):
     kv_memory_share_by_tp: tuple[tuple[int, float], ...] = ()
     overlap_scheduler: bool = False
     overlap_with_pipeline: bool = True
+    speculative_max_sequences: int | None = None
+    overlap_with_speculation: bool = True
+    speculation_source: str = ""
     launch_source: str = ""
     fitted_on: tuple[str, ...] = ()
     validated_on: tuple[str, ...] = ()
@@ -404,6 +410,27 @@ class ServingStack(Record):
         if pp > 1 and self.overlap_scheduler and not self.overlap_with_pipeline:
             return replace(self, overlap_scheduler=False)
         return self
+
+    def for_speculation(self, speculating: bool) -> ServingStack:
+        """The profile as it runs a plan with speculative decoding (``speculating``): the server's
+        own sequence cap for it (``speculative_max_sequences``, in place of its default cap) and
+        without its overlap scheduler where the server turns that off
+        (``overlap_with_speculation``).
+
+        >>> stack = load_serving_stack("sglang-2025").for_speculation(True)
+        >>> stack.overlap_scheduler, int(stack.sequence_cap.limit(kv_tokens=1e6, context_tokens=4096,
+        ...     accelerator="H200", memory_bytes=141e9))
+        (False, 48)
+        """
+        if not speculating:
+            return self
+        changes: dict[str, Any] = {}
+        if self.speculative_max_sequences is not None:
+            cap = self.speculative_max_sequences
+            changes["sequence_cap"] = SequenceCap(GpuDefault((), cap), most=cap)
+        if self.overlap_scheduler and not self.overlap_with_speculation:
+            changes["overlap_scheduler"] = False
+        return replace(self, **changes) if changes else self
 
     def covers_version(self, version: tuple[int, int]) -> bool:
         """Whether the profile stands for the server's release ``version`` (``(major, minor)``)."""
@@ -564,6 +591,9 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         prefill_graph_source=table.string("prefill_graph_source", ""),
         overlap_scheduler=table.boolean("overlap_scheduler", False),
         overlap_with_pipeline=table.boolean("overlap_with_pipeline", True),
+        speculative_max_sequences=table.optional_integer("speculative_max_sequences"),
+        overlap_with_speculation=table.boolean("overlap_with_speculation", True),
+        speculation_source=table.string("speculation_source", ""),
         launch_source=table.string("launch_source", ""),
         fitted_on=table.strings("fitted_on"),
         validated_on=table.strings("validated_on"),

@@ -170,6 +170,7 @@ def inference_hardware_for(
     """
     accelerator = cluster.system.accelerator
     profile = serving_stack_on(serving, accelerator.vendor).for_pipeline(plan.pp)
+    profile = profile.for_speculation(plan.speculative is not None)
     plan, checkpoint_note = _checkpoint_formats(plan, model)
     plan, plugin_note = _moe_plugin_formats(plan, model, profile, sixteen_bit_format(accelerator))
     precisions = resolve_precisions(

@@ -270,6 +270,8 @@ def simulated_deployment(
     hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)
     if speculation is None and plan.speculative is not None:
         speculation = AcceptanceProcess.from_speculative(plan.speculative)
+    elif speculation is not None and plan.speculative is None:  # the server as it runs speculation
+        hardware = replace(hardware, serving=hardware.serving.for_speculation(True))
     separate = _separate_prefill(config, hardware.serving, model, cluster)
     whole = separate and hardware.serving.whole_prompts
     pool, per_token = _pool(model, hardware, plan, config, speculation, separate=separate)

@@ -186,7 +186,7 @@ class IterationTimer:
         )
         if self.draft_steps:
             plain_total = None if total is None else (total - prefill) / self.query_tokens
-            busy = busy + self.draft_steps * self._busy(
+            drafts = self._busy(
                 self._grid(
                     decode,
                     context=context,
@@ -196,6 +196,9 @@ class IterationTimer:
                     total_tokens=plain_total,
                 )
             )
+            # no decoding sequence, no draft: a prompt-only step's row 0 (an empty draft batch is
+            # not a number)
+            busy = busy + self.draft_steps * np.where(decode > 0, drafts, 0.0)
         return [float(value) for value in np.asarray(busy, dtype=np.float64)]
 
     def _lookup(self, key: tuple[int, ...], micro: int) -> float:
