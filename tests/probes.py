@@ -38,6 +38,17 @@ def probe(name: str) -> tuple[Callable[[], dict[str, PublishedRow]], Callable[..
     return partial(probe_rows, path), partial(read_probe, path)
 
 
+def assert_serving_read(
+    spec: InferenceRowSpec, model: str, gpus: int, lengths: tuple[int, int], concurrency: int | None
+) -> None:
+    """A serving row read as ``model`` on ``gpus`` GPUs, at ``lengths`` (input, output tokens) and
+    ``concurrency`` in flight (``None``: arrivals at a rate)."""
+    assert spec.model.name == model
+    assert spec.num_gpus == gpus
+    assert (spec.load.input_tokens, spec.load.output_tokens) == lengths
+    assert spec.load.concurrency == concurrency
+
+
 def assert_mlperf_read(spec: InferenceRowSpec, system: str, gpus: int, metric: str, value: float) -> None:
     """An MLPerf summary row read on ``gpus`` of ``system`` (every GPU in a TP group or a
     replica), its metric and value as written, and simulated as its MLPerf scenario."""

@@ -262,7 +262,6 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
     ``n_groups`` groups of ``ssm_state_size``; MoE blocks when ``n_routed_experts`` is set (with
     ``moe_latent_size`` for Nemotron 3 Super's LatentMoE); squared-ReLU MLPs; no position embedding."""
     hidden = fields.integer("hidden_size", minimum=1)
-    heads = fields.integer("num_attention_heads", minimum=1)
     routed = fields.data.get("n_routed_experts") or 0
     moe = None
     if routed:
@@ -285,14 +284,7 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
         hidden_size=hidden,
         ffn_hidden_size=fields.integer("intermediate_size", minimum=1),
         vocab_size=fields.integer("vocab_size", minimum=1),
-        attention=AttentionSpec(
-            kind="gqa",
-            num_heads=heads,
-            num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
-            head_dim=_optional(fields, "head_dim") or hidden // heads,
-            qkv_bias=fields.boolean("attention_bias", False),
-            out_bias=fields.boolean("attention_bias", False),
-        ),
+        attention=_hybrid_attention(fields, hidden, out_bias=fields.boolean("attention_bias", False)),
         mlp="relu2",
         moe=moe,
         mamba=MambaSpec(
@@ -317,7 +309,6 @@ def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
     a mixer (``G`` Gated DeltaNet or ``*`` gated attention) and an FFN (``E`` or ``-``)."""
     hidden = fields.integer("hidden_size", minimum=1)
     num_layers = fields.integer("num_hidden_layers", minimum=1)
-    heads = fields.integer("num_attention_heads", minimum=1)
     experts = fields.integer("num_experts", 0)
     moe = None
     if experts:
@@ -343,14 +334,7 @@ def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
         hidden_size=hidden,
         ffn_hidden_size=dense or (moe.expert_ffn_hidden_size if moe else 1),
         vocab_size=fields.integer("vocab_size", minimum=1),
-        attention=AttentionSpec(
-            kind="gqa",
-            num_heads=heads,
-            num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
-            head_dim=_optional(fields, "head_dim") or hidden // heads,
-            qkv_bias=fields.boolean("attention_bias", False),
-            output_gate=True,
-        ),
+        attention=_hybrid_attention(fields, hidden, output_gate=True),
         moe=moe,
         gated_delta_net=GatedDeltaNetSpec(
             num_key_heads=fields.integer("linear_num_key_heads", minimum=1),
@@ -367,6 +351,24 @@ def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
         num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
+    )
+
+
+def _hybrid_attention(
+    fields: Fields, hidden: int, *, out_bias: bool = False, output_gate: bool = False
+) -> AttentionSpec:
+    """A hybrid's GQA attention blocks (Nemotron-H, Qwen3-Next, Qwen3.5): ``num_attention_heads``,
+    ``num_key_value_heads`` (default: as many), ``head_dim`` (default ``hidden / heads``),
+    ``attention_bias`` on Q, K and V."""
+    heads = fields.integer("num_attention_heads", minimum=1)
+    return AttentionSpec(
+        kind="gqa",
+        num_heads=heads,
+        num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
+        head_dim=_optional(fields, "head_dim") or hidden // heads,
+        qkv_bias=fields.boolean("attention_bias", False),
+        out_bias=out_bias,
+        output_gate=output_gate,
     )
 
 

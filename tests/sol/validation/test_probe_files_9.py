@@ -11,7 +11,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.validate import ValidationRow
 from lightspeed.workload import ModelRegistry
-from probes import DATA, assert_refused_exactly, probe, validated_rows
+from probes import DATA, assert_refused_exactly, assert_serving_read, probe, validated_rows
 
 _serving_rows, _read_serving = probe("probe-serving-12.tsv")
 
@@ -49,11 +49,7 @@ def test_the_twelfth_serving_probe_is_read_as_written(
     catalog: Catalog, models: ModelRegistry, row_id: str
 ) -> None:
     model, gpus, isl, osl, concurrency = SERVING_BY_HAND[row_id]
-    spec = _read_serving(row_id, catalog, models)
-    assert spec.model.name == model
-    assert spec.num_gpus == gpus
-    assert (spec.load.input_tokens, spec.load.output_tokens) == (isl, osl)
-    assert spec.load.concurrency == concurrency
+    assert_serving_read(_read_serving(row_id, catalog, models), model, gpus, (isl, osl), concurrency)
 
 
 def test_the_twelfth_serving_probe_metrics(serving: dict[str, ValidationRow]) -> None:
