@@ -160,6 +160,7 @@ def test_no_unsupported_spelling_is_shadowed_by_a_model(registry: ModelRegistry)
         ("Qwen/Qwen3-Coder-Next", "qwen3-next-80b-a3b"),
         ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"),
         ("Qwen3.5-122B-A10B-FP8", "qwen3.5-122b-a10b"),
+        ("Qwen/Qwen3.6-35B-A3B", "qwen3.5-35b-a3b"),  # slime: the same topology as Qwen3.5-35B-A3B
     ],
 )
 def test_the_gated_deltanet_hybrids_are_models_now(registry: ModelRegistry, name: str, model: str) -> None:
