@@ -29,12 +29,13 @@ SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 
 
 def _gemm_points(maximum: float, half: float, tile: int = 16, peak: float = 1e12) -> list[GemmPoint]:
-    # Hand-written curve (not the engine's code): eff = max * F / (F + half) * m / (m + tile / 8)
+    # Hand-written curve (not the engine's code): eff = max * P / (P + half) * m / (m + tile / 8),
+    # P = F * (m + tile / 8) / m the padded work beside which the fixed cost is paid once
     # (docs/sol.md: the token dimension is smooth), square sizes on whole tiles.
     points = []
     for size in SIZES:
-        flop = 2.0 * size**3
-        efficiency = maximum * flop / (flop + half) * size / (size + tile / 8)
+        padded = 2.0 * size**3 * (size + tile / 8) / size
+        efficiency = maximum * padded / (padded + half) * size / (size + tile / 8)
         points.append(
             GemmPoint(m=size, n=size, k=size, achieved_flop_per_s=efficiency * peak, peak_flop_per_s=peak)
         )
@@ -55,8 +56,8 @@ def test_gemm_fit_reproduces_any_curve_closely(maximum: float, log_half: float) 
     fitted_max, fitted_half, error = fit_gemm(points, tile=16)
     assert error < 0.03  # the grid is 20 points a decade
     for point in points:
-        flop = 2.0 * point.m**3
-        fitted = fitted_max * flop / (flop + fitted_half) * point.m / (point.m + 2.0)
+        padded = 2.0 * point.m**3 * (point.m + 2.0) / point.m
+        fitted = fitted_max * padded / (padded + fitted_half) * point.m / (point.m + 2.0)
         assert fitted == pytest.approx(point.achieved_flop_per_s / point.peak_flop_per_s, rel=0.05)
 
 

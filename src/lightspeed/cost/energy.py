@@ -264,7 +264,7 @@ def training_cost(
     ...     power=load_power()["hgx-h800"], num_tokens=14.8e12, prices=Prices(electricity_usd_per_kwh=0.1,
     ...     cloud_usd_per_gpu_hour={"h800-sxm": 2.0}))
     >>> round(cost.gpu_hours / 1e6, 2), round(cost.cloud_usd / 1e6, 2)  # M GPU-hours, M$
-    (2.48, 4.95)
+    (2.5, 5.01)
     """
     if not math.isfinite(num_tokens) or num_tokens <= 0:
         raise UserInputError(f"{num_tokens!r} tokens to train: give a positive number")

@@ -239,25 +239,32 @@ def gemm_shape_factor(
     half_saturation_flop: ArrayLike,
     tile: int,
 ) -> FloatArray:
-    """Size saturation x weight-dimension padding x row smoothing of an ``(m x k) @ (k x n)`` GEMM.
+    """Weight-dimension padding x row smoothing x size saturation of an ``(m x k) @ (k x n)`` GEMM.
 
-    ``flop / (flop + half)`` for size; ``n / padded n`` for the weight's output
-    dimension on tiles of ``tile``; the token dimension ``m`` is smooth,
-    ``m / (m + tile / 8)``: cuBLAS picks 64-, 128- or 256-row tiles and split-K by
-    shape, so one more row never costs a whole tile (no 128-row swings).
+    ``n / padded n`` for the weight's output dimension on tiles of ``tile``; the token
+    dimension ``m`` is smooth, ``m / (m + tile / 8)``: cuBLAS picks 64-, 128- or 256-row
+    tiles and split-K by shape, so one more row never costs a whole tile (no 128-row
+    swings). Size saturation is a fixed cost of ``half`` FLOP-equivalents beside the work the
+    tensor cores do, the padded work: ``padded / (padded + half)``. (It had multiplied the
+    fixed cost by the padding too: a ``hidden -> 1`` gate, Qwen3-Next's shared-expert gate,
+    cost 4.4 ms on a B200, a router of 8 experts 16x its fixed cost.)
     Shared by the engine and by calibration's fit.
 
     >>> f = lambda rows: float(gemm_shape_factor(rows, 8192, 8192, half_saturation_flop=0.0, tile=128))
     >>> round(f(128), 3), round(f(136), 3), f(129) < f(136)
     (0.889, 0.895, True)
+    >>> gate = float(gemm_shape_factor(4096, 1, 2048, half_saturation_flop=4.5e10, tile=128))
+    >>> round(2 * 4096 * 2048 / gate / 4.5e10, 2)  # the fixed cost once, beside 128 padded columns
+    1.05
     """
     m_array = np.asarray(m, dtype=np.float64)
     n_array = np.asarray(n, dtype=np.float64)
     k_array = np.asarray(k, dtype=np.float64)
     flop = 2.0 * m_array * n_array * k_array
-    size_factor = flop / (flop + np.asarray(half_saturation_flop, dtype=np.float64))
     padding = n_array / (np.ceil(n_array / tile) * tile)
     rows = m_array / (m_array + tile / 8.0)
+    padded = flop / (padding * rows)
+    size_factor = padded / (padded + np.asarray(half_saturation_flop, dtype=np.float64))
     factor: FloatArray = size_factor * padding * rows
     return factor
 
