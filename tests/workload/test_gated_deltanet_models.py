@@ -237,3 +237,13 @@ def test_model_show_names_the_mixer_and_its_state(run_cli: Any) -> None:
     shown = json.loads(run_cli("model", "show", NEXT, "--json").out)
     assert shown["recurrent_state_bytes_per_sequence"] == 36 * (32 * 128 * 128 + 3 * 8192) * 2
     assert shown["parameter_counts"]["recurrent_block_params"] == GDN_BLOCK
+
+
+def test_model_list_names_each_hybrids_mixer(run_cli: Any) -> None:
+    rows = {row["name"]: row for row in json.loads(run_cli("model", "list", "--json").out)["models"]}
+    assert rows[NEXT]["mixer"] == "gated_delta_net"
+    assert rows["nemotron-3-nano-30b-a3b"]["mixer"] == "mamba"
+    assert rows["llama-3-8b"]["mixer"] == ""
+    table = run_cli("model", "list").out
+    assert "GQA + Gated DeltaNet" in table
+    assert "GQA + Mamba-2" in table

@@ -52,6 +52,10 @@ def _bytes(num_bytes: float) -> str:
     return f"{format_bytes(num_bytes)} ({format_bytes(num_bytes, binary=True)})"
 
 
+# a hybrid's recurrent mixer beside its attention in ``model list``
+_MIXER_WORDS = {"mamba": " + Mamba-2", "gated_delta_net": " + Gated DeltaNet"}
+
+
 def render_model_list(rows: Sequence[ModelRow], console: Console | None = None) -> None:
     """One line per known model: shape, total and active parameters."""
     render_table(
@@ -62,7 +66,7 @@ def render_model_list(rows: Sequence[ModelRow], console: Console | None = None) 
                 escape(row.name),
                 escape(row.display_name),
                 row.kind,
-                row.attention.upper(),
+                row.attention.upper() + _MIXER_WORDS.get(row.mixer, ""),
                 str(row.num_layers),
                 str(row.hidden_size),
                 format_count(row.total_params),

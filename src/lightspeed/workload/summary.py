@@ -111,7 +111,9 @@ def _recurrent_state_bytes(spec: TransformerSpec) -> float:
 
 @dataclass(frozen=True)
 class ModelRow(Record):
-    """One line of ``lightspeed model list``."""
+    """One line of ``lightspeed model list``; ``mixer`` is a hybrid's recurrent mixer
+    (``mamba``, ``gated_delta_net``: :data:`~lightspeed.workload.spec.BLOCK_SYMBOLS`), empty for a
+    transformer."""
 
     name: str
     display_name: str
@@ -125,6 +127,7 @@ class ModelRow(Record):
     max_seq_len: int
     source: str
     path: str
+    mixer: str = ""
 
 
 def list_models(registry: ModelRegistry) -> tuple[ModelRow, ...]:
@@ -153,9 +156,17 @@ def list_models(registry: ModelRegistry) -> tuple[ModelRow, ...]:
                 max_seq_len=spec.max_seq_len,
                 source=spec.source,
                 path=entry.path,
+                mixer=_mixer_name(spec),
             )
         )
     return tuple(rows)
+
+
+def _mixer_name(spec: TransformerSpec) -> str:
+    """A hybrid's recurrent mixer by its block name (empty without one)."""
+    if spec.mamba is not None:
+        return "mamba"
+    return "gated_delta_net" if spec.gated_delta_net is not None else ""
 
 
 def entry_from_hf_config(path: Path) -> ModelEntry:
