@@ -4,6 +4,7 @@ decode step moves, what a request reserves), against hand counts from config.jso
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -24,14 +25,16 @@ NANO = "nemotron-3-nano-30b-a3b"
 SEQ = 8192
 
 
-def test_one_gpu_holds_every_parameter_once(models: ModelRegistry) -> None:
-    # no parallelism: the average layers' shares of attention, Mamba and MoE blocks add up to the
-    # model's blocks, so the GPU holds the parameter count (less the final norm's 2,688 weights)
-    nano = models.get(NANO)
+@pytest.mark.parametrize("name", [NANO, "qwen3-next-80b-a3b"])
+def test_one_gpu_holds_every_parameter_once(models: ModelRegistry, name: str) -> None:
+    # no parallelism (and no MTP layer): the average layers' shares of attention, recurrent-mixer
+    # (Mamba-2, Gated DeltaNet) and MoE blocks add up to the model's blocks, so the GPU holds the
+    # parameter count less the final norm's weights (2,688 for Nano, 2,048 for Qwen3-Next)
+    model = dataclasses.replace(models.get(name), num_mtp_modules=0)
     grid = grid_from_plans([TrainingPlan(seq_len=SEQ, global_batch_size=1)])
-    params = stage_params(grid, nano, layer_shapes(nano))
+    params = stage_params(grid, model, layer_shapes(model))
     held = float((params.dense + params.expert)[0])
-    assert held == pytest.approx(parameter_counts(nano).total_params - nano.hidden_size, rel=1e-12)
+    assert held == pytest.approx(parameter_counts(model).total_params - model.hidden_size, rel=1e-12)
 
 
 def test_the_layers_execute_their_blocks_flops(models: ModelRegistry, catalog: Catalog) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Final
@@ -131,16 +132,9 @@ _MOE_KEYS: Final = {
     "latent_size",
     "shared_expert_gate",
 }
-_MAMBA_KEYS: Final = {"num_heads", "head_dim", "state_size", "num_groups", "conv_kernel", "chunk_size"}
-_GDN_KEYS: Final = {
-    "num_key_heads",
-    "num_value_heads",
-    "key_head_dim",
-    "value_head_dim",
-    "conv_kernel",
-    "chunk_size",
-    "state_dtype",
-}
+# a recurrent mixer's table takes its spec's fields, every one
+_MAMBA_KEYS: Final = {spec_field.name for spec_field in dataclass_fields(MambaSpec)}
+_GDN_KEYS: Final = {spec_field.name for spec_field in dataclass_fields(GatedDeltaNetSpec)}
 _PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
 _RELEASE_KEYS: Final = {"weights", "source", "note"}
 

@@ -260,6 +260,18 @@ class AttentionSpec(Record):
         return self.head_dim
 
 
+def _check_mixer_shape(table: str, mixer: Record, fields: tuple[str, ...], example: str) -> None:
+    """Each of a recurrent mixer's ``fields`` (heads, sizes, taps, chunk) is 1 to
+    :data:`MAX_HEADS_OR_HEAD_DIM`; the error names the ``table``, the field and a real model's
+    shape (``example``)."""
+    for label in fields:
+        value = getattr(mixer, label)
+        if not 1 <= value <= MAX_HEADS_OR_HEAD_DIM:
+            raise UserInputError(
+                f"{table} {label} must be 1 to {MAX_HEADS_OR_HEAD_DIM:,} (got {value}); {example}"
+            )
+
+
 @dataclass(frozen=True)
 class MambaSpec(Record):
     """A Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", the SSD layer).
@@ -283,19 +295,12 @@ class MambaSpec(Record):
     chunk_size: int = 128
 
     def __post_init__(self) -> None:
-        for label, value in (
-            ("num_heads", self.num_heads),
-            ("head_dim", self.head_dim),
-            ("state_size", self.state_size),
-            ("num_groups", self.num_groups),
-            ("conv_kernel", self.conv_kernel),
-            ("chunk_size", self.chunk_size),
-        ):
-            if not 1 <= value <= MAX_HEADS_OR_HEAD_DIM:
-                raise UserInputError(
-                    f"mamba {label} must be 1 to {MAX_HEADS_OR_HEAD_DIM:,} (got {value}); Nemotron-H "
-                    "uses 128 heads of 64 channels, a state of 128 and 8 groups"
-                )
+        _check_mixer_shape(
+            "mamba",
+            self,
+            ("num_heads", "head_dim", "state_size", "num_groups", "conv_kernel", "chunk_size"),
+            "Nemotron-H uses 128 heads of 64 channels, a state of 128 and 8 groups",
+        )
         if self.num_heads % self.num_groups:
             raise UserInputError(
                 f"mamba num_heads ({self.num_heads}) must be a multiple of num_groups ({self.num_groups})"
@@ -416,19 +421,19 @@ class GatedDeltaNetSpec(Record):
     state_dtype: str = "bfloat16"
 
     def __post_init__(self) -> None:
-        for label, value in (
-            ("num_key_heads", self.num_key_heads),
-            ("num_value_heads", self.num_value_heads),
-            ("key_head_dim", self.key_head_dim),
-            ("value_head_dim", self.value_head_dim),
-            ("conv_kernel", self.conv_kernel),
-            ("chunk_size", self.chunk_size),
-        ):
-            if not 1 <= value <= MAX_HEADS_OR_HEAD_DIM:
-                raise UserInputError(
-                    f"gated_delta_net {label} must be 1 to {MAX_HEADS_OR_HEAD_DIM:,} (got {value}); "
-                    "Qwen3-Next uses 16 query/key heads and 32 value heads of 128 channels"
-                )
+        _check_mixer_shape(
+            "gated_delta_net",
+            self,
+            (
+                "num_key_heads",
+                "num_value_heads",
+                "key_head_dim",
+                "value_head_dim",
+                "conv_kernel",
+                "chunk_size",
+            ),
+            "Qwen3-Next uses 16 query/key heads and 32 value heads of 128 channels",
+        )
         if self.state_dtype not in GDN_STATE_DTYPES:
             raise UserInputError(
                 f"gated_delta_net state_dtype {self.state_dtype!r} is not one of "
