@@ -69,6 +69,17 @@ STACKS_SCHEMA_VERSION: Final = 1
 # column-wise (transposed, for the weight gradient) FP8 copies (1 + 1); current scaling reads
 # the tensor once more for its amax first (2); block scales add a scale byte per 32 values.
 FP8_CAST_BYTES: Final = {"delayed": 4.0, "current": 6.0, "block": 4.0 + 2.0 / 32.0}
+# Bytes per element of quantizing a 16-bit tensor to a 4-bit training format: read it (2), write
+# the row-wise and column-wise copies at half a byte with one scale byte per block (16 values for
+# NVFP4's E4M3 scales, 32 for MXFP4's E8M0). NVFP4's second-level FP32 scale is the tensor's amax,
+# so an amax pass reads it first (2), one pass for the amax before and after the random Hadamard
+# transform of the weight-gradient inputs (Transformer Engine's ``quantize_transpose_nvfp4`` casts
+# and transposes in one kernel, its Hadamard amax kernel takes both amaxes in one read). A plain
+# ``fp4`` trains as NVFP4 (the 4-bit recipe Transformer Engine has).
+FP4_CAST_BYTES: Final = {
+    "nvfp4": 2.0 + 2.0 + 2.0 * (0.5 + 1.0 / 16.0),
+    "mxfp4": 2.0 + 2.0 * (0.5 + 1.0 / 32.0),
+}
 # torch.compile said to be off: ``no compile``, ``without torch.compile``, ``torch.compile off``,
 # ``compile = false``, ``compile: off``, ``compile disabled``, ``eager mode``.
 _NO_COMPILE: Final = re.compile(
@@ -138,8 +149,17 @@ class Stack(Record):
         bandwidth from the GEMMs they run beside)."""
         return _exposed_s(communication_s, hideable_s, self.overlap_contention)
 
-    def fp8_cast_bytes(self, precision: str) -> float:
-        """HBM bytes per element of casting a 16-bit tensor to ``precision``'s 8-bit format."""
+    def cast_bytes(self, precision: str) -> float:
+        """HBM bytes per element of quantizing a 16-bit tensor to ``precision`` (an 8- or 4-bit
+        training format: :data:`FP8_CAST_BYTES` under the stack's FP8 scaling, MXFP8's block
+        scaling, :data:`FP4_CAST_BYTES`).
+
+        >>> stack = load_stack("megatron-core-2025")
+        >>> stack.cast_bytes("fp8"), stack.cast_bytes("mxfp8"), stack.cast_bytes("nvfp4")
+        (6.0, 4.0625, 5.125)
+        """
+        if precision in FP4_CAST_BYTES or precision == "fp4":
+            return FP4_CAST_BYTES.get(precision, FP4_CAST_BYTES["nvfp4"])
         scaling = "block" if precision.startswith("mx") else self.fp8_scaling
         return FP8_CAST_BYTES[scaling]
 
@@ -1093,6 +1113,7 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
 
 __all__ = [
     "ATTENTION_KERNELS",
+    "FP4_CAST_BYTES",
     "FP8_CAST_BYTES",
     "KV_ALLOCATIONS",
     "KV_CACHE_DEFAULTS",

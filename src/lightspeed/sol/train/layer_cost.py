@@ -6,7 +6,7 @@ kernel ceiling (MAMF for GEMMs in the precision run, the attention kernel's
 published fraction) times the clock a power cap leaves and the stack's fitted
 ``kernel_efficiency``. GEMMs run forward, then backward as two GEMMs (input
 gradient and weight gradient) of permuted shapes; the LM head stays in BF16
-(Transformer Engine and torchao leave it unquantized), FP8 linears pay the
+(Transformer Engine and torchao leave it unquantized), FP8 and FP4 linears pay the
 stack's cast kernels. Fused attention runs in BF16 at its kernel's forward and
 backward efficiency (the backward does 2.5x the forward's FLOPs: five matmuls
 against two); unfused attention (pre-2022 Megatron) materializes the score
@@ -58,6 +58,8 @@ UNFUSED_SCORE_BYTES_FORWARD = 11.0
 UNFUSED_SCORE_BYTES_BACKWARD = 13.0
 FLASH_BACKWARD_FACTOR = 2.5
 MLA_UP_PROJECTIONS = ("q_up", "kv_up")
+# Compute rows whose linears cast their inputs and output gradients (FP8 and FP4 recipes).
+QUANTIZED_ROWS = ("fp8", "fp4")
 
 
 @dataclass(frozen=True)
@@ -382,11 +384,12 @@ def _block_linears(ctx: _Context, moe: bool) -> list[_Block]:
 
 
 def _gemms(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array, Array]:
-    """(forward s, input-grad s, weight-grad s, forward FLOP, FP8 cast s) of one layer's linears."""
+    """(forward s, input-grad s, weight-grad s, forward FLOP, cast s) of one layer's linears: an
+    8- or 4-bit run quantizes each linear's input forward and its output gradient backward."""
     forward = input_grad = weight_grad = flop = cast = 0.0
     hardware = ctx.hardware
-    fp8 = hardware.compute_row == "fp8"
-    cast_bytes = hardware.stack.fp8_cast_bytes(hardware.precision)
+    quantized = hardware.compute_row in QUANTIZED_ROWS
+    cast_bytes = hardware.stack.cast_bytes(hardware.precision) if quantized else 0.0
     for block in _block_linears(ctx, moe):
         row = "bf16" if block.router else None
         part = linears_cost(
@@ -395,7 +398,7 @@ def _gemms(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array, Array]
         slow = 1.0 / hardware.stack.moe_efficiency if block.routed else 1.0
         forward, input_grad = forward + slow * part[0], input_grad + slow * part[1]
         weight_grad, flop = weight_grad + slow * part[2], flop + part[3]
-        if fp8 and row is None:
+        if quantized and row is None:
             for linear in block.linears:
                 k, n = local_dims(linear, block.degree)
                 cast = cast + memory_s(hardware, block.copies * block.tokens * (k + n) * cast_bytes)
