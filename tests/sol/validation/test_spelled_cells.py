@@ -391,6 +391,53 @@ def test_speculation_without_an_acceptance_is_not_guessed(
     assert any("speculative decoding named but not modelled" in line for line in setup.assumptions)
 
 
+def _noted_setup(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, load: str, check: str
+) -> InferenceRowSetup:
+    path = tmp_path / "rows.tsv"
+    cells = f"ISL/OSL 1000/1000\t{load}\t1\t1\tH100 SXM\tbf16\toutput tokens/s/user\t150\t{check}"
+    path.write_text(
+        f"{INFER_HEADER}\tderived_or_check\nR1\tinfer\tSGLang 2025\tLlama 3.1 8B\t{cells}\n", encoding="utf-8"
+    )
+    return inference_row_setup(read_table(path)[0], catalog, models)[0]
+
+
+def test_an_acceptance_printed_in_the_same_output_is_read(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # SGLang's bench_serving prints "Accept length" beside the throughput; the table writer copies
+    # that output into the check column. 3 steps verified as 4 tokens are 3 drafts; 2.952 tokens a
+    # pass is a = 0.8 (1 + 0.8 + 0.64 + 0.512, by hand).
+    load = "concurrency 1; EAGLE MTP (3 steps, 4 draft tokens)"
+    setup = _noted_setup(
+        tmp_path, catalog, models, load, "same output: Mean TTFT 161.68 ms; Accept length 2.952"
+    )
+    assert setup.plan.speculative is not None
+    assert setup.plan.speculative.num_draft_tokens == 3
+    assert setup.plan.speculative.acceptance_rate == pytest.approx(0.8, abs=1e-6)
+    assert any("from the run's own output" in line for line in setup.assumptions)
+
+
+def test_a_note_that_is_not_the_runs_output_gives_no_acceptance(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # a note quoting another run (or guessing) is not this run's acceptance
+    load = "concurrency 1; EAGLE MTP (3 steps, 4 draft tokens)"
+    setup = _noted_setup(tmp_path, catalog, models, load, "the blog's other run: accept length 2.952")
+    assert setup.plan.speculative is None
+    assert any("speculative decoding named but not modelled" in line for line in setup.assumptions)
+
+
+def test_an_impossible_acceptance_in_a_note_is_said_not_used(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # 2 drafts yield at most 3 tokens a pass: the note's 3.26 does not fit the row's drafts
+    load = "concurrency 1; EAGLE MTP (2 steps, 3 draft tokens)"
+    setup = _noted_setup(tmp_path, catalog, models, load, "same record: Accept length 3.26")
+    assert setup.plan.speculative is None
+    assert any("3.26 tokens a verify pass is not possible with 2" in line for line in setup.assumptions)
+
+
 def test_an_impossible_acceptance_length_is_refused(
     tmp_path: Path, catalog: Catalog, models: ModelRegistry
 ) -> None:

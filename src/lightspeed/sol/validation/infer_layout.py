@@ -735,6 +735,9 @@ _DRAFT_TOKENS = re.compile(
 _SGLANG_STEPS = re.compile(r"speculative[_-]num[_-]steps[\s=:]*(\d+)", re.IGNORECASE)
 _SGLANG_TOPK = re.compile(r"speculative[_-]eagle[_-]topk[\s=:]*(\d+)", re.IGNORECASE)
 _SGLANG_VERIFIED = re.compile(r"speculative[_-]num[_-]draft[_-]tokens[\s=:]*(\d+)", re.IGNORECASE)
+# The same pair in words (``EAGLE MTP (3 steps, 4 draft tokens)``): N steps drafting N tokens that
+# the verify pass takes with the last accepted one, N + 1 "draft tokens" in SGLang's count.
+_SGLANG_STEPS_IN_WORDS = re.compile(r"\b(\d+)\s*steps?\s*,\s*(\d+)\s*draft\s+tokens?\b", re.IGNORECASE)
 # The mean tokens a verify pass yields (``acceptance length 2.5``, ``AL 2.5``, ``accept length``,
 # ``mean accepted tokens 2.5``), or the chance a draft token is kept (``acceptance rate 0.7``,
 # ``acceptance 70%``).
@@ -761,6 +764,10 @@ def _sglang_drafts(text: str) -> tuple[int, str] | None:
     steps = _SGLANG_STEPS.search(text)
     if steps is not None:
         return int(steps.group(1)), f" (SGLang's --speculative-num-steps {steps.group(1)})"
+    in_words = _SGLANG_STEPS_IN_WORDS.search(text)
+    if in_words is not None and int(in_words.group(2)) == int(in_words.group(1)) + 1:
+        steps_said, verified_said = in_words.groups()
+        return int(steps_said), f" (SGLang's {steps_said} steps verified as {verified_said} tokens)"
     verified = _SGLANG_VERIFIED.search(text)
     if verified is None:
         return None
@@ -808,7 +815,8 @@ def _from_length(count: int, length: str, said: str) -> tuple[SpeculativeDecodin
 
 def stated_speculation(row: PublishedRow, plan: InferencePlan) -> tuple[InferencePlan, str]:
     """``plan`` decoding speculatively as the row states it (draft tokens per step,
-    :func:`_draft_tokens`, and an acceptance rate or length, :func:`_acceptance`), with its note;
+    :func:`_draft_tokens`, and an acceptance rate or length, :func:`_acceptance`, in the run's own
+    cells or else in a note quoting its output, :meth:`PublishedRow.same_run_notes`), with its note;
     where the row names speculation without both, ``plan`` as it is and a note saying it is
     predicted without."""
     if not _names_speculation(row):
@@ -819,6 +827,12 @@ def stated_speculation(row: PublishedRow, plan: InferencePlan) -> tuple[Inferenc
         accepted = _acceptance(text, drafts[0]) if drafts is not None else None
     except InvalidPlanError as error:
         raise RowError(f"speculative decoding as the row states it: {error}") from None
+    if drafts is not None and accepted is None:  # printed beside the figure, in the same output
+        try:
+            quoted = _acceptance(row.same_run_notes(), drafts[0])
+        except InvalidPlanError as error:  # a note's figure against the row's drafts: say so, go on
+            return plan, f"speculative decoding named but not modelled: the note's {error}"
+        accepted = None if quoted is None else (quoted[0], f"{quoted[1]}, from the run's own output")
     if drafts is None or accepted is None:
         return plan, (
             "speculative decoding named but not modelled: the row states no draft tokens per step "
