@@ -38,6 +38,7 @@ from lightspeed.records import Record
 from lightspeed.sol.config import (
     JobConfig,
     ServingConfig,
+    ServingJob,
     ServingSearchConfig,
     TrainingConfig,
     TrainingJob,
@@ -166,6 +167,8 @@ def _resolve(
     _log_profile(config, cluster.system.accelerator.vendor)
     if isinstance(config, TrainingJob):
         model = config.trained_model(model)
+    if isinstance(config, ServingJob):
+        model = config.served_model(model)
     return _Resolved(model, cluster, efficiency, _balance(config, model))
 
 

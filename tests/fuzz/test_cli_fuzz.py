@@ -98,6 +98,8 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (("search", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--max-tpot", "20ms"),
      "--search-draft-tokens", ()),
     (INFER, "--disaggregated", ()),
+    (("plan", "infer", "--model", "qwen3.5-35b-a3b", "--system", "dgx-h100", "--gpus", "1"),
+     "--state-precision", ()),
     (INFER, "--prefill-tp", ("--disaggregated", "1:1")),
     (INFER, "--prefill-dp-attention", ("--disaggregated", "1:1")),
     (CHECKPOINTS, "--checkpoint-write-s", ("--restart-s", "60")),

@@ -66,6 +66,8 @@ C = TypeVar("C", bound="JobConfig")
 
 
 DEFAULT_SIMULATED_REQUESTS: Final = 2000  # enough for p99 latencies to settle (docs/serving.md)
+# --state-precision's names and the recurrent-state formats they are (STATE_DTYPES)
+STATE_PRECISIONS: Final = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def setting(
@@ -503,6 +505,13 @@ class ServingJob(JobConfig):
         "layers split between --precision and the next wider format (nvfp4/mxfp4 with fp8: 4-8; "
         "fp8 with 16-bit: 8-16), e.g. 7.25 for NVIDIA's MLPerf Mixtral on B200 (default: none).",
     )
+    state_precision: str | None = setting(
+        None,
+        choices=tuple(STATE_PRECISIONS),
+        help="Format a hybrid's recurrent (Mamba-2, Gated DeltaNet) state is held in: vLLM's "
+        "--mamba-ssm-cache-dtype, SGLang's --mamba-ssm-dtype (default: the model's, from its "
+        "config.json's mamba_ssm_dtype; FP32 for Mamba-2).",
+    )
     input_tokens: int = setting(
         1024, flags=("--isl",), option_type="SEQ_LEN", help="Input (prompt) tokens per request."
     )
@@ -545,6 +554,13 @@ class ServingJob(JobConfig):
         if self.draft_tokens is None:
             return None
         return SpeculativeDecoding(self.draft_tokens, self.acceptance, self.draft_cost)
+
+    def served_model(self, model: TransformerSpec) -> TransformerSpec:
+        """``model`` with its recurrent state in the job's ``state_precision`` (unchanged without
+        one; a model with no recurrent blocks is refused, :meth:`TransformerSpec.with_state_dtype`)."""
+        if self.state_precision is None:
+            return model
+        return model.with_state_dtype(STATE_PRECISIONS[self.state_precision])
 
 
 @dataclass(frozen=True)

@@ -625,6 +625,7 @@ def _mamba(table: Fields) -> MambaSpec:
         num_groups=table.integer("num_groups", 1, minimum=1),
         conv_kernel=table.integer("conv_kernel", 4, minimum=1),
         chunk_size=table.integer("chunk_size", 128, minimum=1),
+        state_dtype=table.string("state_dtype", "float32"),
     )
 
 

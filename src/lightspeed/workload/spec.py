@@ -11,7 +11,7 @@ FLOPs, bytes) live in :mod:`lightspeed.workload.counts`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.errors import UserInputError
@@ -44,7 +44,10 @@ MAMBA_DECODE_FLOP_PER_STATE: Final = 6.0
 # in the model's 16 bits (Qwen3-Next's names none and vLLM's "auto" takes the model's); FLA's
 # chunked training kernels keep each chunk's state in the inputs' dtype (chunk_fwd_h:
 # h = k.new_empty(...)). The convolution's window is 16-bit like Mamba's.
-GDN_STATE_DTYPES: Final = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
+# The formats a recurrent mixer's state may be held in while serving, bytes per entry (vLLM's
+# --mamba-ssm-cache-dtype, SGLang's --mamba-ssm-dtype; a config.json's mamba_ssm_dtype).
+STATE_DTYPES: Final = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
+GDN_STATE_DTYPES: Final = STATE_DTYPES
 GDN_CHUNK_STATE_BYTES: Final = 2.0
 # A decode step's Gated DeltaNet update per state entry (FLA's fused_recurrent_gated_delta_rule):
 # the decay S·exp(g) (one multiply), the prediction Sᵀk, the rank-one correction k·δᵀ and the
@@ -260,6 +263,12 @@ class AttentionSpec(Record):
         return self.head_dim
 
 
+def _check_state_dtype(table: str, dtype: str) -> None:
+    """A recurrent mixer's ``state_dtype`` is one of :data:`STATE_DTYPES`."""
+    if dtype not in STATE_DTYPES:
+        raise UserInputError(f"{table} state_dtype {dtype!r} is not one of {', '.join(STATE_DTYPES)}")
+
+
 def _check_mixer_shape(table: str, mixer: Record, fields: tuple[str, ...], example: str) -> None:
     """Each of a recurrent mixer's ``fields`` (heads, sizes, taps, chunk) is 1 to
     :data:`MAX_HEADS_OR_HEAD_DIM`; the error names the ``table``, the field and a real model's
@@ -284,7 +293,8 @@ class MambaSpec(Record):
     scan (chunks of ``chunk_size`` tokens), a gated RMSNorm, and projects back
     (``out_proj``: ``d_inner -> h``). It keeps no per-token cache: a sequence carries
     a recurrent state of ``H·P·N`` values and the convolution's last ``conv_kernel - 1``
-    inputs, whatever its length.
+    inputs, whatever its length; ``state_dtype`` is the state's format when serving
+    (:data:`STATE_DTYPES`; FP32 as mamba_ssm keeps it).
     """
 
     num_heads: int
@@ -293,6 +303,7 @@ class MambaSpec(Record):
     num_groups: int = 1
     conv_kernel: int = 4
     chunk_size: int = 128
+    state_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         _check_mixer_shape(
@@ -301,6 +312,7 @@ class MambaSpec(Record):
             ("num_heads", "head_dim", "state_size", "num_groups", "conv_kernel", "chunk_size"),
             "Nemotron-H uses 128 heads of 64 channels, a state of 128 and 8 groups",
         )
+        _check_state_dtype("mamba", self.state_dtype)
         if self.num_heads % self.num_groups:
             raise UserInputError(
                 f"mamba num_heads ({self.num_heads}) must be a multiple of num_groups ({self.num_groups})"
@@ -355,9 +367,10 @@ class MambaSpec(Record):
 
     @property
     def sequence_state_bytes(self) -> float:
-        """Bytes one sequence keeps in one block, whatever its length: the FP32 SSM state and the
-        16-bit convolution window (:data:`MAMBA_STATE_BYTES`, :data:`MAMBA_CONV_STATE_BYTES`)."""
-        return self.state_values * MAMBA_STATE_BYTES + self.conv_state_values * MAMBA_CONV_STATE_BYTES
+        """Bytes one sequence keeps in one block, whatever its length: the SSM state in its
+        ``state_dtype`` and the 16-bit convolution window (:data:`MAMBA_CONV_STATE_BYTES`)."""
+        state = self.state_values * STATE_DTYPES[self.state_dtype]
+        return state + self.conv_state_values * MAMBA_CONV_STATE_BYTES
 
     @property
     def conv_state_values(self) -> int:
@@ -409,7 +422,7 @@ class GatedDeltaNetSpec(Record):
     RMSNorm of one ``value_head_dim`` weight shared by the heads, and projects back
     (``out_proj``: ``Hv·Dv -> h``). A sequence carries a state of ``Hv·Dk·Dv`` values and the
     convolution's last ``conv_kernel - 1`` inputs, whatever its length; ``state_dtype`` is the
-    state's format when serving (:data:`GDN_STATE_DTYPES`).
+    state's format when serving (:data:`STATE_DTYPES`).
     """
 
     num_key_heads: int
@@ -434,11 +447,7 @@ class GatedDeltaNetSpec(Record):
             ),
             "Qwen3-Next uses 16 query/key heads and 32 value heads of 128 channels",
         )
-        if self.state_dtype not in GDN_STATE_DTYPES:
-            raise UserInputError(
-                f"gated_delta_net state_dtype {self.state_dtype!r} is not one of "
-                f"{', '.join(GDN_STATE_DTYPES)}"
-            )
+        _check_state_dtype("gated_delta_net", self.state_dtype)
         if self.num_value_heads % self.num_key_heads:
             raise UserInputError(
                 f"gated_delta_net num_value_heads ({self.num_value_heads}) must be a multiple of "
@@ -519,7 +528,7 @@ class GatedDeltaNetSpec(Record):
     def sequence_state_bytes(self) -> float:
         """Bytes one sequence keeps in one block, whatever its length: the state in its
         ``state_dtype`` and the 16-bit convolution window."""
-        state = self.state_values * GDN_STATE_DTYPES[self.state_dtype]
+        state = self.state_values * STATE_DTYPES[self.state_dtype]
         return state + self.conv_state_values * MAMBA_CONV_STATE_BYTES
 
     @property
@@ -773,6 +782,27 @@ class TransformerSpec(Record):
     def recurrent(self) -> RecurrentMixer | None:
         """The hybrid's recurrent mixer (Mamba-2 or Gated DeltaNet; ``None`` without one)."""
         return self.mamba if self.mamba is not None else self.gated_delta_net
+
+    def with_state_dtype(self, dtype: str) -> TransformerSpec:
+        """This model with its recurrent mixer's state held in ``dtype`` (:data:`STATE_DTYPES`), as a
+        server's ``--mamba-ssm-cache-dtype`` (vLLM) or ``--mamba-ssm-dtype`` (SGLang) sets it; a
+        model without recurrent blocks has no such state and is refused.
+
+        >>> from lightspeed.workload import load_models
+        >>> qwen = load_models().get("qwen3.5-35b-a3b")
+        >>> qwen.recurrent.state_dtype, qwen.with_state_dtype("bfloat16").recurrent.state_dtype
+        ('float32', 'bfloat16')
+        """
+        mixer = self.recurrent
+        if mixer is None:
+            raise UserInputError(
+                f"{self.name} has no recurrent (Mamba-2 or Gated DeltaNet) blocks, so no recurrent "
+                "state to store: leave the state precision out"
+            )
+        _check_state_dtype(mixer.label, dtype)
+        if isinstance(mixer, MambaSpec):
+            return replace(self, mamba=replace(mixer, state_dtype=dtype))
+        return replace(self, gated_delta_net=replace(mixer, state_dtype=dtype))
 
     @property
     def num_recurrent_layers(self) -> int:

@@ -485,6 +485,20 @@ def _floors_line(inference_hardware: InferenceHardware) -> str:
     )
 
 
+def state_note(model: TransformerSpec) -> tuple[str, ...]:
+    """The line saying what recurrent state a hybrid's requests hold, and in which format (none
+    for a model without recurrent blocks)."""
+    mixer = model.recurrent
+    if mixer is None:
+        return ()
+    per_sequence = model.num_recurrent_layers * mixer.sequence_state_bytes
+    return (
+        f"recurrent state: {format_memory(per_sequence)} a sequence over {model.num_recurrent_layers} "
+        f"{mixer.label} blocks ({mixer.state_dtype} state, 16-bit convolution window), held for each "
+        "request in flight (--state-precision sets its format)",
+    )
+
+
 def routing_note(
     model: TransformerSpec, inference_hardware: InferenceHardware, plan: InferencePlan
 ) -> tuple[str, ...]:
@@ -653,6 +667,7 @@ def estimate_inference(
         assumptions=(
             *_assumptions(inference_hardware, plan, mode, bool(np.asarray(memory.kv_share_raised).any())),
             *routing_note(model, inference_hardware, plan),
+            *state_note(model),
         ),
         serving=inference_hardware.serving.name,
         intervals=_intervals(band, ttft=ttft, tpot=tpot, rate=rate * load.output_tokens, gpus=plan.num_gpus),

@@ -1,0 +1,115 @@
+"""The format a hybrid's recurrent state is served in: vLLM's ``--mamba-ssm-cache-dtype``, SGLang's
+``--mamba-ssm-dtype``, lightspeed's ``--state-precision``. Qwen3.5 asks for an FP32 state in its
+config.json; held in BF16 it takes half the bytes, and the KV-cache budget holds more requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.workload import ModelRegistry, load_model_file
+
+# Qwen3.5-35B-A3B (its config.json): 30 Gated DeltaNet blocks of 32 value heads, each a 128 x 128
+# state; the causal convolution's window is 3 taps of q, k and v (16 x 128 + 16 x 128 + 32 x 128
+# channels) in 16 bits.
+QWEN_GDN_BLOCKS = 30
+QWEN_STATE_VALUES = 32 * 128 * 128
+QWEN_CONV_VALUES = 3 * (16 * 128 + 16 * 128 + 32 * 128)
+
+
+def test_a_gated_deltanet_state_in_bf16_by_hand(models: ModelRegistry) -> None:
+    qwen = models.get("qwen3.5-35b-a3b")
+    bf16 = qwen.with_state_dtype("bfloat16").recurrent
+    assert bf16 is not None
+    assert bf16.sequence_state_bytes == QWEN_STATE_VALUES * 2 + QWEN_CONV_VALUES * 2
+    fp32 = qwen.recurrent
+    assert fp32 is not None
+    assert fp32.state_dtype == "float32"
+    assert fp32.sequence_state_bytes == QWEN_STATE_VALUES * 4 + QWEN_CONV_VALUES * 2
+
+
+def test_a_mamba_state_in_bf16_by_hand(models: ModelRegistry) -> None:
+    # Nemotron 3 Nano's Mamba-2 blocks: 64 heads of 64 channels, a state of 128; the convolution
+    # runs over x (64 x 64), B and C (8 groups x 128 each), 3 taps kept
+    nano = models.get("nemotron-3-nano-30b-a3b")
+    state_values = 64 * 64 * 128
+    conv_values = 3 * (64 * 64 + 2 * 8 * 128)
+    default = nano.recurrent
+    assert default is not None
+    assert default.state_dtype == "float32"
+    assert default.sequence_state_bytes == state_values * 4 + conv_values * 2
+    bf16 = nano.with_state_dtype("bfloat16").recurrent
+    assert bf16 is not None
+    assert bf16.sequence_state_bytes == state_values * 2 + conv_values * 2
+
+
+def test_a_model_without_recurrent_blocks_has_no_state_to_store(models: ModelRegistry) -> None:
+    with pytest.raises(UserInputError, match=r"no recurrent .* blocks"):
+        models.get("llama-3-8b").with_state_dtype("bfloat16")
+
+
+def test_a_model_file_names_its_mamba_state_format(tmp_path: Path, models: ModelRegistry) -> None:
+    source = Path(__file__).parents[2] / "src/lightspeed/workload/data/models/nemotron-3-nano-30b-a3b.toml"
+    text = source.read_text(encoding="utf-8").replace(
+        "chunk_size = 128\n", 'chunk_size = 128\nstate_dtype = "bfloat16"\n', 1
+    )
+    path = tmp_path / "nano.toml"
+    path.write_text(text, encoding="utf-8")
+    mixer = load_model_file(path).spec.recurrent
+    assert mixer is not None
+    assert mixer.state_dtype == "bfloat16"
+    path.write_text(text.replace('state_dtype = "bfloat16"', 'state_dtype = "fp8"'), encoding="utf-8")
+    with pytest.raises(DataFileError, match="state_dtype 'fp8' is not one of bfloat16, float16, float32"):
+        load_model_file(path)
+
+
+def _plan(run_cli: Any, *extra: str) -> dict[str, Any]:
+    result = run_cli(
+        "plan",
+        "infer",
+        "--model",
+        "qwen3.5-35b-a3b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "1",
+        "--isl",
+        "1000",
+        "--osl",
+        "1000",
+        "--json",
+        *extra,
+    )
+    assert result.code == 0, result.err
+    return dict(json.loads(result.out))
+
+
+def test_plan_infer_holds_the_state_in_the_format_asked(run_cli: Any) -> None:
+    model_default, bf16 = _plan(run_cli), _plan(run_cli, "--state-precision", "bf16")
+    per_request = "kv_cache_per_request"
+    saved = model_default["memory_bytes"][per_request] - bf16["memory_bytes"][per_request]
+    assert saved == QWEN_GDN_BLOCKS * QWEN_STATE_VALUES * 2  # 2 of the FP32 state's 4 bytes
+    assert bf16["batch_per_replica"] > model_default["batch_per_replica"]
+    assert any("bfloat16 state" in line for line in bf16["assumptions"])
+    assert any("float32 state" in line for line in model_default["assumptions"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "llama-3-8b", "--state-precision", "bf16"), "llama-3-8b has no recurrent"),
+        (("--model", "qwen3.5-35b-a3b", "--state-precision", "fp8"), "'fp8' is not one of"),
+    ],
+)
+def test_a_state_precision_that_cannot_apply_is_one_line(
+    run_cli: Any, args: tuple[str, ...], message: str
+) -> None:
+    result = run_cli("plan", "infer", "--system", "dgx-h100", "--gpus", "1", *args)
+    assert result.code == 2
+    assert message in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert not result.out
