@@ -34,6 +34,15 @@ charges. This is the one measurement of the MoE kernels at the token counts of p
 big-batch decode; the engine is not changed on it (docs/benchmarks.md, "Blackwell FP4 MoE at
 prefill sizes").
 
+``benchmarks/data/triton-fused-moe.tsv`` holds the Triton fused-MoE kernel that vLLM and SGLang run
+for tensor-parallel MoE layers, as their own kernel benchmarks time one layer's routed experts
+(six published tables: BF16 and FP8, H100, H200, A100 and B200, 1 to 4,096 tokens). The engine
+prices each as one MoE layer's routed experts on one GPU with the ``vllm-2025`` profile. At
+decode batches (8-128 tokens) it is within about 15% of the kernel, so the Triton kernel is not
+what makes SGLang's and vLLM's MoE serving rows slower than predicted; above that the FP8 table
+plateaus near 190 TFLOP/s on an H100 and the engine prices it 26-67% fast (the BF16 tables within
+16%).
+
 What the comparison settles: the two kernels of a wide expert-parallel decode layer that are
 measured are priced within the errors printed, so neither explains the attention-DP pace that
 ``sol/data/stacks.toml`` still fits (issue 27); and a Blackwell NVFP4 MoE layer at decode batch
@@ -73,6 +82,11 @@ MOE_PREFILL_TABLE = Path(__file__).parent / "data" / "flashinfer-moe-b300-prefil
 LAYER_TABLE = Path(__file__).parent / "data" / "decode-layer-breakdowns.tsv"
 FP4_TABLE = Path(__file__).parent / "data" / "blackwell-fp4-gemm.tsv"
 FP4_SYSTEM = "dgx-b200"
+TRITON_MOE_TABLE = Path(__file__).parent / "data" / "triton-fused-moe.tsv"
+# the serving profile of the servers that run the Triton fused-MoE kernel (vLLM 0.8-0.13)
+TRITON_MOE_STACK = "vllm-2025"
+# a layer of this many tokens or fewer is decode-sized (the running batch of one replica)
+DECODE_MAX_TOKENS = 128
 # the serving profile whose design each published configuration ran
 LAYER_STACKS = {"deepseek-profile": "deepseek-2025"}
 LAYER_DEFAULT_STACK = "sglang-2025"
@@ -203,6 +217,75 @@ def moe_layer_errors(table: Path = MOE_TABLE) -> list[dict[str, Any]]:
                 "tokens": tokens,
                 "measured_us": measured_s * 1e6,
                 "engine_us": engine_s * 1e6,
+                "time_error": engine_s / measured_s - 1.0,
+            }
+        )
+    return out
+
+
+def _one_expert_shape(base: TransformerSpec, row: dict[str, str]) -> TransformerSpec:
+    """``base`` (a MoE model) with every layer a MoE layer of the row's experts, width, hidden size
+    and top-k, no shared expert: the layer the kernel benchmark times."""
+    assert base.moe is not None
+    moe = dataclasses.replace(
+        base.moe,
+        num_routed_experts=int(row["experts"]),
+        top_k=int(row["top_k"]),
+        expert_ffn_hidden_size=int(row["n"]),
+        num_shared_experts=0,
+        num_dense_layers=0,
+    )
+    return dataclasses.replace(base, hidden_size=int(row["k"]), moe=moe)
+
+
+def _tensor_parallel_grid(tokens: float) -> IterationGrid:
+    """A decode iteration of ``tokens`` sequences on one GPU (the benchmark's one rank), no expert
+    parallelism, the experts evenly loaded."""
+
+    def one(value: float) -> np.ndarray:
+        return np.asarray([float(value)])
+
+    return IterationGrid(
+        tp=one(1),
+        pp=one(1),
+        ep=one(1),
+        dp_attention=one(1),
+        decode_sequences=one(tokens),
+        query_tokens=one(1),
+        decode_context=one(1000),
+        prefill_tokens=one(0),
+        prefill_context=one(0),
+        prefill_requests=one(0),
+        group_prefill_tokens=one(0),
+        expert_imbalance=one(1.0),
+    )
+
+
+def triton_moe_errors(table: Path = TRITON_MOE_TABLE) -> list[dict[str, Any]]:
+    """Per published row: the Triton fused-MoE kernel's time for one layer of ``tokens`` tokens
+    and the engine's routed-experts price of the same layer on the row's GPU and format, with
+    the serving profile of the servers that run the kernel (``vllm-2025``). The row's ``n`` is the
+    expert width one rank holds, so the layer is priced on one GPU."""
+    base = load_models().get("mixtral-8x7b")
+    stack = load_serving_stack(TRITON_MOE_STACK)
+    out = []
+    for row in rows(table):
+        model = _one_expert_shape(base, row)
+        plan = InferencePlan(tp=1, precision=row["dtype"])
+        cluster = load_catalog().resolve_cluster(row["system"], 1)
+        hardware = inference_hardware_for(cluster, plan, None, stack, model=model)
+        tokens = int(row["tokens"])
+        engine_s = float(np.asarray(routed_experts_time_s(_tensor_parallel_grid(tokens), model, hardware))[0])
+        measured_s = float(row["measured_us"]) * 1e-6
+        flop = 2.0 * tokens * int(row["top_k"]) * 3 * int(row["n"]) * int(row["k"])
+        out.append(
+            {
+                "table": row["table"],
+                "dtype": row["dtype"],
+                "tokens": tokens,
+                "measured_us": measured_s * 1e6,
+                "engine_us": engine_s * 1e6,
+                "measured_tflop_per_s": flop / measured_s / 1e12,
                 "time_error": engine_s / measured_s - 1.0,
             }
         )
@@ -347,6 +430,14 @@ def check(table: Path = TABLE) -> dict[str, Any]:
     throughput = [row for row in prefill if row["tokens"] > THROUGHPUT_KERNEL_MIN_TOKENS]
     layers = decode_layer_errors()
     fp4 = fp4_gemm_errors()
+    triton = triton_moe_errors()
+    decode_sized = [row["time_error"] for row in triton if row["tokens"] <= DECODE_MAX_TOKENS]
+    fp8_prefill = [
+        row["time_error"] for row in triton if row["tokens"] > DECODE_MAX_TOKENS and row["dtype"] == "fp8"
+    ]
+    bf16_prefill = [
+        row["time_error"] for row in triton if row["tokens"] > DECODE_MAX_TOKENS and row["dtype"] == "bf16"
+    ]
     return {
         "gemm_at_ceilings": ceilings,
         "gemm_with_profile": profile,
@@ -355,7 +446,12 @@ def check(table: Path = TABLE) -> dict[str, Any]:
         "moe_layer_prefill": prefill,
         "decode_layer": layers,
         "fp4_gemm": fp4,
+        "triton_moe": triton,
         "summary": {
+            "triton_moe_decode_median": statistics.median(decode_sized),
+            "triton_moe_decode_median_abs": statistics.median(abs(error) for error in decode_sized),
+            "triton_moe_bf16_prefill_median": statistics.median(bf16_prefill),
+            "triton_moe_fp8_prefill_median": statistics.median(fp8_prefill),
             "fp4_gemm_profile_median": statistics.median(row["profile_time_error"] for row in fp4),
             "fp4_gemm_profile_median_abs": statistics.median(abs(row["profile_time_error"]) for row in fp4),
             "fp4_gemm_profile_without_occupancy_median_abs": statistics.median(
@@ -496,6 +592,23 @@ def main() -> None:
     print(
         f"MoE layer, {THROUGHPUT_KERNEL_MIN_TOKENS * 2:,}-16,384 tokens: median time error "
         f"{summary['moe_layer_prefill_median']:+.1%} (measured {ratio:.2f}x the engine's price)"
+    )
+    print()
+    print(
+        "| table | tokens | Triton fused MoE | engine routed experts (vllm-2025) | error | measured TFLOP/s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in result["triton_moe"]:
+        print(
+            f"| {row['table']} | {row['tokens']:,} | {row['measured_us']:.1f} us | {row['engine_us']:.1f} us "
+            f"| {row['time_error']:+.1%} | {row['measured_tflop_per_s']:.0f} |"
+        )
+    print(
+        f"Triton fused MoE, {DECODE_MAX_TOKENS} tokens or fewer: median time error "
+        f"{summary['triton_moe_decode_median']:+.1%} "
+        f"(median |error| {summary['triton_moe_decode_median_abs']:.1%}); "
+        f"more tokens: BF16 {summary['triton_moe_bf16_prefill_median']:+.1%}, "
+        f"FP8 {summary['triton_moe_fp8_prefill_median']:+.1%}"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

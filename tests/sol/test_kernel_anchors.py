@@ -199,3 +199,44 @@ def test_small_batch_fp4_gemms_are_priced_on_the_sms_their_tiles_fill() -> None:
         assert abs(row["profile_time_error"]) <= 0.20, row
         assert row["profile_without_occupancy_time_error"] < -0.5, row
     assert statistics.median(abs(row["profile_time_error"]) for row in errors) <= 0.15
+
+
+def test_the_triton_moe_table_holds_the_published_figures() -> None:
+    table = _benchmark().rows(_benchmark().TRITON_MOE_TABLE)
+    measured = {(r["table"], int(r["tokens"])): float(r["measured_us"]) for r in table}
+    # vLLM #24700: Mixtral BF16 on H100 at TP 2, tuned, 1,024 tokens 833.72 us; Qwen3-30B-A3B FP8
+    # on H100, 4,096 tokens 1647.57 us. vLLM #44818: the Gemma 4 shape on H200, 4,096 tokens 1189.6
+    # us. SGLang #11730: Qwen3-235B FP8 on H200 at TP 8, one token 31.70 us.
+    assert measured[("mixtral-h100-bf16", 1024)] == 833.72
+    assert measured[("qwen3-30b-h100-fp8", 4096)] == 1647.57
+    assert measured[("gemma4-h200-bf16", 4096)] == 1189.6
+    assert measured[("qwen3-235b-h200-fp8-tp8", 1)] == 31.70
+    assert len(table) == 68
+    shapes = {(r["table"], r["experts"], r["n"], r["k"], r["top_k"]) for r in table}
+    assert ("mixtral-h100-bf16", "8", "7168", "4096", "2") in shapes  # 14,336 / TP 2
+    assert ("qwen3-235b-h200-fp8-tp8", "128", "192", "4096", "8") in shapes  # 1,536 / TP 8
+
+
+def test_vllm_and_sglangs_triton_moe_at_decode_sizes_is_priced_near_its_kernel() -> None:
+    # what rules the MoE kernel out as the cause of the SGLang and vLLM MoE serving rows the
+    # engine predicts 1.6-2.4x fast (docs/benchmarks.md): at a decode batch the engine's price of
+    # the routed experts is within about 15% of the Triton kernel, BF16 or FP8, from 8 tokens (below
+    # that, two tables hold a ~185 us floor at 1-4 tokens that their neighbours do not: the Gemma 4
+    # shape on H200 takes as long for one token as for four)
+    module = _benchmark()
+    decode = [row for row in module.triton_moe_errors() if 8 <= row["tokens"] <= module.DECODE_MAX_TOKENS]
+    assert len(decode) == 30
+    assert statistics.median(abs(row["time_error"]) for row in decode) <= 0.15
+    assert all(abs(row["time_error"]) <= 0.25 for row in decode)
+
+
+def test_above_a_decode_batch_the_fp8_triton_moe_is_slower_than_priced() -> None:
+    # Qwen3-30B-A3B's FP8 layer plateaus near 190 TFLOP/s on an H100 (a tenth of the FP8 peak)
+    # from 1,024 tokens; the engine prices it at its grouped-GEMM rate, 43-67% fast. The BF16
+    # tables at the same sizes are within 16%.
+    errors = _benchmark().triton_moe_errors()
+    fp8 = [row for row in errors if row["table"] == "qwen3-30b-h100-fp8" and row["tokens"] >= 1024]
+    assert all(-0.70 <= row["time_error"] <= -0.40 for row in fp8)
+    assert max(row["measured_tflop_per_s"] for row in fp8) < 200.0
+    bf16 = [row for row in errors if row["dtype"] == "bf16" and row["tokens"] >= 1024]
+    assert all(abs(row["time_error"]) <= 0.16 for row in bf16)
