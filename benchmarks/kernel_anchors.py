@@ -238,29 +238,6 @@ def _one_expert_shape(base: TransformerSpec, row: dict[str, str]) -> Transformer
     return dataclasses.replace(base, hidden_size=int(row["k"]), moe=moe)
 
 
-def _tensor_parallel_grid(tokens: float) -> IterationGrid:
-    """A decode iteration of ``tokens`` sequences on one GPU (the benchmark's one rank), no expert
-    parallelism, the experts evenly loaded."""
-
-    def one(value: float) -> np.ndarray:
-        return np.asarray([float(value)])
-
-    return IterationGrid(
-        tp=one(1),
-        pp=one(1),
-        ep=one(1),
-        dp_attention=one(1),
-        decode_sequences=one(tokens),
-        query_tokens=one(1),
-        decode_context=one(1000),
-        prefill_tokens=one(0),
-        prefill_context=one(0),
-        prefill_requests=one(0),
-        group_prefill_tokens=one(0),
-        expert_imbalance=one(1.0),
-    )
-
-
 def triton_moe_errors(table: Path = TRITON_MOE_TABLE) -> list[dict[str, Any]]:
     """Per published row: the Triton fused-MoE kernel's time for one layer of ``tokens`` tokens
     and the engine's routed-experts price of the same layer on the row's GPU and format, with
@@ -275,7 +252,8 @@ def triton_moe_errors(table: Path = TRITON_MOE_TABLE) -> list[dict[str, Any]]:
         cluster = load_catalog().resolve_cluster(row["system"], 1)
         hardware = inference_hardware_for(cluster, plan, None, stack, model=model)
         tokens = int(row["tokens"])
-        engine_s = float(np.asarray(routed_experts_time_s(_tensor_parallel_grid(tokens), model, hardware))[0])
+        grid = _decode_grid(tokens, 1)  # one GPU: no expert parallelism, no attention groups
+        engine_s = float(np.asarray(routed_experts_time_s(grid, model, hardware))[0])
         measured_s = float(row["measured_us"]) * 1e-6
         flop = 2.0 * tokens * int(row["top_k"]) * 3 * int(row["n"]) * int(row["k"])
         out.append(
