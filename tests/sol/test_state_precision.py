@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.sol.validation.infer_rows import read_inference_row
+from lightspeed.sol.validation.published import read_table
 from lightspeed.workload import ModelRegistry, load_model_file
 
 # Qwen3.5-35B-A3B (its config.json): 30 Gated DeltaNet blocks of 32 value heads, each a 128 x 128
@@ -113,3 +116,30 @@ def test_a_state_precision_that_cannot_apply_is_one_line(
     assert message in result.err
     assert len(result.err.strip().splitlines()) == 1
     assert not result.out
+
+
+def _row_spec(tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: str, precision: str) -> Any:
+    header = "id\tkind\tsource\tmodel\tseq\tglobal_batch\tTP\tGPUs\thardware\tprecision\tmetric\tmeasured"
+    cells = f"ISL/OSL 1000/1000\tconcurrency 8\t1\t1\tH100 SXM\t{precision}\toutput tokens/s\t900"
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"{header}\nR1\tinfer\tvLLM 2026\t{model}\t{cells}\n", encoding="utf-8")
+    return read_inference_row(read_table(path)[0], catalog, models)
+
+
+def test_a_row_that_names_the_servers_state_flag_is_read_so(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    spec = _row_spec(tmp_path, catalog, models, "Qwen3.5-35B-A3B", "bf16; --mamba-ssm-cache-dtype bfloat16")
+    assert spec.model.recurrent.state_dtype == "bfloat16"
+    assert spec.model_name == "qwen3.5-35b-a3b"  # the catalog's model, served with another state
+    assert any("recurrent state bfloat16" in line for line in spec.assumptions)
+    auto = _row_spec(tmp_path, catalog, models, "Qwen3.5-35B-A3B", "bf16; --mamba-ssm-cache-dtype auto")
+    assert auto.model.recurrent.state_dtype == "float32"  # auto: the config.json's own
+
+
+def test_a_state_flag_on_a_model_without_state_is_said_and_left_aside(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    spec = _row_spec(tmp_path, catalog, models, "Llama 3.1 8B", "bf16; --mamba-ssm-cache-dtype bfloat16")
+    assert spec.model.recurrent is None
+    assert any("left aside" in line for line in spec.assumptions)

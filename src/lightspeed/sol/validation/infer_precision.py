@@ -340,8 +340,33 @@ def kv_precision(row: PublishedRow) -> str | None:
     return "bf16" if kv.startswith("16") else kv  # ``16-bit KV cache``: the same bytes either way
 
 
+# A server's flag for the format of a hybrid's recurrent state: vLLM's ``--mamba-ssm-cache-dtype``,
+# SGLang's ``--mamba-ssm-dtype`` (``auto``: the model's own, as if unsaid).
+_STATE_DTYPE_FLAG: Final = re.compile(
+    r"mamba[_-]ssm[_-](?:cache[_-])?dtype[\s=:\"']*(float32|bfloat16|float16|fp32|bf16|fp16|auto)\b",
+    re.IGNORECASE,
+)
+_STATE_DTYPE_NAMES: Final = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def stated_state_dtype(row: PublishedRow, model: TransformerSpec) -> tuple[TransformerSpec, str]:
+    """``model`` with its recurrent state in the format the row's server flag names
+    (:data:`_STATE_DTYPE_FLAG`), with a note; unchanged, with no note, where the row names none or
+    ``auto``; unchanged, with a note saying so, for a model without recurrent blocks."""
+    match = _STATE_DTYPE_FLAG.search(row.described())
+    if match is None or match.group(1).lower() == "auto":
+        return model, ""
+    said = match.group(0).strip()
+    if model.recurrent is None:
+        return model, f"'{said}' left aside: {model.name} has no recurrent state to store"
+    dtype = match.group(1).lower()
+    dtype = _STATE_DTYPE_NAMES.get(dtype, dtype)
+    return model.with_state_dtype(dtype), f"recurrent state {dtype} (the row's '{said}')"
+
+
 __all__ = [
     "RowPrecision",
     "kv_precision",
     "precision",
+    "stated_state_dtype",
 ]

@@ -734,7 +734,8 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
     stated = stated_layout(row)
     num_gpus, gpus_note = _row_gpus(catalog, row, stated)
-    model, model_note = _resolve_model(registry, row)
+    resolved, model_note = _resolve_model(registry, row)
+    model, state_note = infer_precision.stated_state_dtype(row, resolved)
     hardware, span = read_hardware(catalog, row.text("hardware"))
     cluster, _ = cluster_of(catalog, hardware, num_gpus)
     load, batching, load_note, simulation = _row_load(row, num_gpus)
@@ -762,6 +763,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
     assert reading.value is not None
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    notes.extend([state_note] if state_note else [])
     notes.extend([speed_note] if speed_note else [])
     notes.extend([gpus_note] if gpus_note else [])
     notes.extend([split_note] if split_note else [])
@@ -775,7 +777,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     return InferenceRowSpec(
         row_id=row.row_id,
         model=model,
-        model_name=registry_name(registry, model),
+        model_name=registry_name(registry, resolved),
         hardware=hardware,
         num_gpus=num_gpus,
         plan=plan,
