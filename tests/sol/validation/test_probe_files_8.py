@@ -33,10 +33,11 @@ TRAINING_BY_HAND: dict[str, tuple[int, str]] = {
     "R208": (256, "tpu7x-pod"),
     # Paxml's GPT 5B gives no heads: 24 layers of 4,096 with MHA make 5.26B, the row's 5B
     "R205": (64, "dgx-h100"),
+    # the same 24.05 table's Nemotron-22B (NVIDIA's 2023 Nemotron-3 22B, catalog nemotron-3-22b)
+    "R216": (64, "dgx-h100"),
 }
 TRAINING_REFUSED = {
     "R209": "not a whole number",  # MaxText's per_device_batch_size=0.125 (a fraction of a sequence)
-    "R216": "not in the catalog",  # Nemotron-22B
     # MT-NLG as llm-analysis quotes it: ZeRO-3 with 35 pipeline stages, which DeepSpeed refuses
     "R218": "pipeline engine",
     "R219": "pipeline engine",
