@@ -12,9 +12,11 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.sol.config import STATE_PRECISIONS
 from lightspeed.sol.validation.infer_rows import read_inference_row
 from lightspeed.sol.validation.published import read_table
 from lightspeed.workload import ModelRegistry, load_model_file
+from lightspeed.workload.spec import STATE_DTYPES
 
 # Qwen3.5-35B-A3B (its config.json): 30 Gated DeltaNet blocks of 32 value heads, each a 128 x 128
 # state; the causal convolution's window is 3 taps of q, k and v (16 x 128 + 16 x 128 + 32 x 128
@@ -143,3 +145,9 @@ def test_a_state_flag_on_a_model_without_state_is_said_and_left_aside(
     spec = _row_spec(tmp_path, catalog, models, "Llama 3.1 8B", "bf16; --mamba-ssm-cache-dtype bfloat16")
     assert spec.model.recurrent is None
     assert any("left aside" in line for line in spec.assumptions)
+
+
+def test_every_option_name_is_a_state_format() -> None:
+    # --state-precision's fp32/bf16/fp16 are the mixers' float32/bfloat16/float16
+    assert STATE_PRECISIONS == {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+    assert set(STATE_PRECISIONS.values()) == set(STATE_DTYPES)

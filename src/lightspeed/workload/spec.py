@@ -39,15 +39,14 @@ MAMBA_CONV_STATE_BYTES: Final = 2.0
 # A decode step's Mamba-2 state update per head channel and state entry: h = exp(dt·A)·h + dt·B·x
 # (two multiply-adds) and y = C·h (one), two FLOP each (mamba_ssm's selective_state_update)
 MAMBA_DECODE_FLOP_PER_STATE: Final = 6.0
-# A Gated DeltaNet's recurrent state when serving is kept in the dtype its config.json names
-# (mamba_ssm_dtype: Qwen3.5's say "float32", which vLLM copies into --mamba-ssm-cache-dtype), else
-# in the model's 16 bits (Qwen3-Next's names none and vLLM's "auto" takes the model's); FLA's
-# chunked training kernels keep each chunk's state in the inputs' dtype (chunk_fwd_h:
-# h = k.new_empty(...)). The convolution's window is 16-bit like Mamba's.
 # The formats a recurrent mixer's state may be held in while serving, bytes per entry (vLLM's
-# --mamba-ssm-cache-dtype, SGLang's --mamba-ssm-dtype; a config.json's mamba_ssm_dtype).
+# --mamba-ssm-cache-dtype, SGLang's --mamba-ssm-dtype). A Gated DeltaNet's is the dtype its
+# config.json names (mamba_ssm_dtype: Qwen3.5's say "float32", which vLLM copies into
+# --mamba-ssm-cache-dtype), else the model's 16 bits (Qwen3-Next's names none and vLLM's "auto"
+# takes the model's); a Mamba-2 block's is FP32 (MAMBA_STATE_BYTES). FLA's chunked training
+# kernels keep each chunk's state in the inputs' dtype (chunk_fwd_h: h = k.new_empty(...)). The
+# convolution's window is 16-bit like Mamba's.
 STATE_DTYPES: Final = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
-GDN_STATE_DTYPES: Final = STATE_DTYPES
 GDN_CHUNK_STATE_BYTES: Final = 2.0
 # A decode step's Gated DeltaNet update per state entry (FLA's fused_recurrent_gated_delta_rule):
 # the decay S·exp(g) (one multiply), the prediction Sᵀk, the rank-one correction k·δᵀ and the
