@@ -151,3 +151,19 @@ def test_every_option_name_is_a_state_format() -> None:
     # --state-precision's fp32/bf16/fp16 are the mixers' float32/bfloat16/float16
     assert STATE_PRECISIONS == {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
     assert set(STATE_PRECISIONS.values()) == set(STATE_DTYPES)
+
+
+def test_the_simulator_holds_the_state_in_the_format_asked(run_cli: Any) -> None:
+    def simulated(*extra: str) -> dict[str, Any]:
+        result = run_cli(
+            "simulate", "--model", "qwen3.5-35b-a3b", "--system", "dgx-h100", "--gpus", "1",
+            "--concurrency", "16", "--requests", "64", "--isl", "1000", "--osl", "200", "--json", *extra,
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        return dict(json.loads(result.out))
+
+    model_default, bf16 = simulated(), simulated("--state-precision", "bf16")
+    # the same 16 sequences hold half the state bytes: the cache's fullest point is lower
+    assert bf16["max_kv_use"] < model_default["max_kv_use"]
+    assert any("bfloat16 state" in line for line in bf16["assumptions"])
+    assert any("float32 state" in line for line in model_default["assumptions"])

@@ -25,7 +25,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.stacks import ServingStack
-from lightspeed.sol.infer.estimate import routing_note
+from lightspeed.sol.infer.estimate import routing_note, state_note
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.engine import Engine, EngineOutput
@@ -250,6 +250,7 @@ def _assumptions(deployment: SimulatedDeployment, workload: ServingWorkload) -> 
             "the busiest rank (where requests land), times the serving stack's fitted attention_dp_efficiency"
         )
     lines.extend(routing_note(deployment.model, deployment.hardware, deployment.plan))
+    lines.extend(state_note(deployment.model))
     if deployment.speculation is not None:
         process = deployment.speculation
         lines.append(
