@@ -616,3 +616,25 @@ def test_a_figure_its_source_calls_a_known_regression_is_not_compared(
     if refused:
         assert "the source calls this figure a known regression" in row["reason"]
         assert "in derived_or_check" in row["reason"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "gpus"),
+    [
+        # a part's digits are its name, never a count: 'H100 x 8' had been read as 100 GPUs,
+        # 'MI300X x8' as 300, 'RTX 4090' as 4,090
+        ("H100 x 8", 8),
+        ("MI300X x8", 8),
+        ("B200x8", 8),
+        ("8x MI300X", 8),
+        ("4x RTX 4090", 4),
+        ("16K H100s", 16384),  # ML papers' K
+        ("512 H100 GPUs", 512),
+        ("RTX 4090", None),  # no count beside the part: the hardware cell is read for one
+        ("AMD Radeon RX 7900 XTX", None),
+        ("GB200 NVL72", None),
+        ("A100 80GB x 4", 4),  # the part's memory between it and its count
+    ],
+)
+def test_a_part_named_in_the_gpus_cell_is_not_its_count(cell: str, gpus: int | None) -> None:
+    assert gpu_count(cell)[0] == gpus

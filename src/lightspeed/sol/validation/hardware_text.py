@@ -341,7 +341,31 @@ def gpu_count(text: str) -> tuple[int | None, str]:
         return nodes * per_node, f"GPUs: '{text.strip()}' read as {nodes} x {per_node}"
     if _ONE_GPU.fullmatch(text.strip()):
         return 1, ""
+    part = _PART_IN_COUNT.search(text)
+    if part is not None:
+        return _count_beside_part(text, part)
     return size_cell(text), ""
+
+
+# A part's name in a GPUs cell (``H100``, ``MI300X``, ``B200``, ``GB200``, ``RTX 4090``, ``Radeon
+# RX 7900 XTX``): its digits are the part's, never a count (``H100 x 8`` is 8 GPUs, not 100).
+_PART_IN_COUNT: Final = re.compile(
+    r"\b(?:rtx|gtx|quadro|tesla|radeon|instinct|arc)(?:\s+[a-z]+)*\s+\d+\w*"
+    r"|\b[a-z]+\d+[a-z]*(?!\d)",
+    re.IGNORECASE,
+)
+
+
+def _count_beside_part(text: str, part: re.Match[str]) -> tuple[int | None, str]:
+    """(GPUs, note) of a GPUs cell that names a part: the count written after it (``H100 x 8``,
+    ``MI300X x8``, ``B200x8``, ``A100 80GB x 4``) or before it (``8x MI300X``, ``16K H100s``);
+    ``None`` where no count stands beside the part (the hardware cell is read for one)."""
+    after = re.fullmatch(r"(?:\s*\d+\s*[gt]i?b)?\s*[x×*]\s*(\d[\d,]*)\s*", text[part.end() :], re.IGNORECASE)
+    if after is not None:
+        count = int(after.group(1).replace(",", ""))
+        return count, f"GPUs: '{text.strip()}' read as {count} x {part.group(0)}"
+    head = re.sub(r"[\s(]*(?:[x×*]\s*)?$", "", text[: part.start()])
+    return (size_cell(head) if head.strip() else None), ""
 
 
 # One GPU in words: ``single GPU``, ``one GPU``, ``a single H100`` (a part's name has a digit; not
