@@ -60,14 +60,13 @@ from lightspeed.sol.train.plan import (
     data_parallel_degree,
 )
 from lightspeed.workload import TransformerSpec
+from lightspeed.workload.spec import STATE_PRECISIONS
 
 SCHEMA_VERSION: Final = 1
 C = TypeVar("C", bound="JobConfig")
 
 
 DEFAULT_SIMULATED_REQUESTS: Final = 2000  # enough for p99 latencies to settle (docs/serving.md)
-# --state-precision's names and the recurrent-state formats they are (STATE_DTYPES)
-STATE_PRECISIONS: Final = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def setting(

@@ -47,6 +47,8 @@ MAMBA_DECODE_FLOP_PER_STATE: Final = 6.0
 # kernels keep each chunk's state in the inputs' dtype (chunk_fwd_h: h = k.new_empty(...)). The
 # convolution's window is 16-bit like Mamba's.
 STATE_DTYPES: Final = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
+# The same formats by the short names servers' flags and lightspeed's options also take.
+STATE_PRECISIONS: Final = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 GDN_CHUNK_STATE_BYTES: Final = 2.0
 # A decode step's Gated DeltaNet update per state entry (FLA's fused_recurrent_gated_delta_rule):
 # the decay S·exp(g) (one multiply), the prediction Sᵀk, the rank-one correction k·δᵀ and the

@@ -134,6 +134,12 @@ class Hardware(Record):
     calibration_note: str = ""  # set when a calibration from another device is applied by --force
 
     @property
+    def quantized_linears(self) -> bool:
+        """Whether the run's linears compute in an 8- or 4-bit format (FP8, MXFP8, NVFP4, MXFP4
+        recipes): their inputs and output gradients are cast, their weights kept beside a 16-bit copy."""
+        return self.compute_row in ("fp8", "fp4")
+
+    @property
     def sustained_flop_per_s(self) -> float:
         """Peak of the precision run times the clock a power cap leaves and the share of the
         kernel ceilings the stack sustains: the rate every GEMM and attention efficiency multiplies."""

@@ -158,8 +158,9 @@ class Stack(Record):
         >>> stack.cast_bytes("fp8"), stack.cast_bytes("mxfp8"), stack.cast_bytes("nvfp4")
         (6.0, 4.0625, 5.125)
         """
-        if precision in FP4_CAST_BYTES or precision == "fp4":
-            return FP4_CAST_BYTES.get(precision, FP4_CAST_BYTES["nvfp4"])
+        four_bit = "nvfp4" if precision == "fp4" else precision
+        if four_bit in FP4_CAST_BYTES:
+            return FP4_CAST_BYTES[four_bit]
         scaling = "block" if precision.startswith("mx") else self.fp8_scaling
         return FP8_CAST_BYTES[scaling]
 

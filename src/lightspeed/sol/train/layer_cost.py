@@ -58,8 +58,6 @@ UNFUSED_SCORE_BYTES_FORWARD = 11.0
 UNFUSED_SCORE_BYTES_BACKWARD = 13.0
 FLASH_BACKWARD_FACTOR = 2.5
 MLA_UP_PROJECTIONS = ("q_up", "kv_up")
-# Compute rows whose linears cast their inputs and output gradients (FP8 and FP4 recipes).
-QUANTIZED_ROWS = ("fp8", "fp4")
 
 
 @dataclass(frozen=True)
@@ -388,7 +386,7 @@ def _gemms(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array, Array]
     8- or 4-bit run quantizes each linear's input forward and its output gradient backward."""
     forward = input_grad = weight_grad = flop = cast = 0.0
     hardware = ctx.hardware
-    quantized = hardware.compute_row in QUANTIZED_ROWS
+    quantized = hardware.quantized_linears
     cast_bytes = hardware.stack.cast_bytes(hardware.precision) if quantized else 0.0
     for block in _block_linears(ctx, moe):
         row = "bf16" if block.router else None

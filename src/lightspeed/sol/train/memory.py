@@ -363,8 +363,7 @@ def training_memory(
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / (grid.ep * grid.etp)
     weight_bytes = hardware.activation_bytes_per_element
-    low_precision = hardware.precision.startswith(("fp8", "mxfp8", "fp4", "nvfp4", "mxfp4"))
-    if low_precision and hardware.stack.fp8_weight_copy:
+    if hardware.quantized_linears and hardware.stack.fp8_weight_copy:
         weight_bytes += FP8_WEIGHT_COPY_BYTES
     optimizer_per_param = hardware.stack.optimizer_bytes_per_param if weight_bytes < 4.0 else 8.0
 

@@ -26,6 +26,7 @@ from lightspeed.sol.serve.mlperf_inference import MlperfWorkload
 from lightspeed.sol.validation.published import PublishedRow, RowError, format_keys, is_missing
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.names import FORMAT_TAGS, checkpoint_format
+from lightspeed.workload.spec import STATE_PRECISIONS
 
 # Checkpoint formats a model name states that run as one of the engine's precisions (AWQ, GPTQ,
 # INT4 and W4A16 name weight-only formats: :func:`_weight_only`).
@@ -346,7 +347,6 @@ _STATE_DTYPE_FLAG: Final = re.compile(
     r"mamba[_-]ssm[_-](?:cache[_-])?dtype[\s=:\"']*(float32|bfloat16|float16|fp32|bf16|fp16|auto)\b",
     re.IGNORECASE,
 )
-_STATE_DTYPE_NAMES: Final = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def stated_state_dtype(row: PublishedRow, model: TransformerSpec) -> tuple[TransformerSpec, str]:
@@ -360,7 +360,7 @@ def stated_state_dtype(row: PublishedRow, model: TransformerSpec) -> tuple[Trans
     if model.recurrent is None:
         return model, f"'{said}' left aside: {model.name} has no recurrent state to store"
     dtype = match.group(1).lower()
-    dtype = _STATE_DTYPE_NAMES.get(dtype, dtype)
+    dtype = STATE_PRECISIONS.get(dtype, dtype)
     return model.with_state_dtype(dtype), f"recurrent state {dtype} (the row's '{said}')"
 
 
