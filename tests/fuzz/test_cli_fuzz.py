@@ -191,7 +191,7 @@ def _fill(args: Sequence[str], inputs: dict[str, str]) -> list[str]:
     return [inputs.get(arg[1:-1], arg) if arg.startswith("{") else arg for arg in args]
 
 
-@settings(max_examples=800, **FUZZ)
+@settings(max_examples=500, **FUZZ)
 @given(case=st.sampled_from(VALUE_CASES), value=HOSTILE)
 def test_any_option_value(inputs: dict[str, str], case: tuple[Any, str, Any], value: str) -> None:
     before, option, after = case
@@ -330,7 +330,7 @@ SUFFIX = {
 }
 
 
-@settings(max_examples=400, **FUZZ)
+@settings(max_examples=250, **FUZZ)
 @given(
     kind=st.sampled_from(sorted({*FILES, *GENERATED})),
     corruption=CORRUPTIONS,
