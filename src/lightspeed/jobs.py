@@ -204,7 +204,8 @@ def _balance(config: JobConfig, model: TransformerSpec) -> ExpertLoadBalance | N
 
 def _train(config: TrainingConfig, resolved: _Resolved) -> TrainingPrediction:
     num_gpus = config.gpus_asked
-    plan = config.training_plan(num_gpus=num_gpus or resolved.cluster.num_accelerators)
+    kept = config.kept_in_bf16(resolved.model)
+    plan = config.training_plan(num_gpus=num_gpus or resolved.cluster.num_accelerators, bf16_layers=kept)
     if resolved.balance is not None:
         plan = plan_with_load(plan, balance=resolved.balance, cluster=resolved.cluster)
     estimate = estimate_training(
@@ -232,6 +233,18 @@ def _train(config: TrainingConfig, resolved: _Resolved) -> TrainingPrediction:
     return TrainingPrediction(config=config, estimate=estimate, expert_load=effect)
 
 
+def _search_template(config: TrainingSearchConfig, model: TransformerSpec) -> TrainingPlan:
+    """The settings a training search does not vary: overlaps, precision, layers kept in BF16."""
+    start, end = config.kept_in_bf16(model)
+    return TrainingPlan(
+        tp_overlap=config.tp_overlap,
+        dp_overlap=config.dp_overlap,
+        precision=config.precision,
+        bf16_layers_start=start,
+        bf16_layers_end=end,
+    )
+
+
 def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> TrainingSearchPrediction:
     cluster = resolved.cluster
     compare_plan = None
@@ -246,7 +259,7 @@ def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> Training
         top=config.top,
         efficiency=resolved.efficiency,
         num_tokens=config.num_tokens,
-        template=TrainingPlan(tp_overlap=config.tp_overlap, dp_overlap=config.dp_overlap),
+        template=_search_template(config, resolved.model),
         schedules=config.schedule_names(),
         max_tp=None if config.allow_cross_domain_tp else cluster.system.scale_up_domain_size,
         sharp=config.sharp,

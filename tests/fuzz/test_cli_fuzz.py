@@ -87,6 +87,7 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (TRAIN, "--expert-imbalance", ()),
     (TRAIN, "--mtp-modules", ()),
     (MOE_TRAIN, "--etp", ()),
+    ((*TRAIN, "--precision", "fp8"), "--bf16-layers", ()),
     (INFER, "--arrival-rate", ()),
     (INFER, "--isl", ()),
     (INFER, "--osl", ()),

@@ -313,26 +313,33 @@ class Percent(Quantity):
         super().__init__(parse_percent, _format_percent, **bounds)
 
 
-class PoolSplit(NumericType):
-    """``P:D``: prefill and decode replicas of a disaggregated deployment, each >= 1."""
+class Pair(NumericType):
+    """``A:B``: two whole numbers in one option, each from ``minimum`` to ``maximum``
+    (``form`` names them, ``example`` shows one); a plan file writes them as ``[A, B]``.
 
-    name = "pools"
+    >>> ends = Pair(minimum=0, maximum=10_000, unit="layers", form="START:END", what="x", example="0:14")
+    >>> ends.convert("1:14", None, None)
+    (1, 14)
+    """
 
-    def __init__(self) -> None:
-        super().__init__(minimum=1, maximum=MAX_ACCELERATORS, unit="replicas")
+    name = "pair"
+
+    def __init__(self, *, minimum: int, maximum: int, unit: str, form: str, what: str, example: str) -> None:
+        super().__init__(minimum=minimum, maximum=maximum, unit=unit)
+        self.form, self.what, self.example = form, what, example
+        self.name = form.lower()  # click's metavar: START:END, P:D
+        self.counter = Integer(minimum=minimum, maximum=maximum, unit=unit)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        # a plan file writes the split as [P, D]
         parts = [str(part) for part in value] if isinstance(value, tuple | list) else str(value).split(":")
-        counter = Integer(minimum=1, maximum=MAX_ACCELERATORS, unit="replicas")
         try:
             if len(parts) != 2:
                 raise click.BadParameter("two numbers are needed")
-            return tuple(counter.convert(part.strip(), param, ctx) for part in parts)
+            return tuple(self.counter.convert(part.strip(), param, ctx) for part in parts)
         except click.BadParameter as error:
             self.fail(
-                f"{value!r}: write P:D, prefill and decode replicas, each a whole number from 1 to "
-                f"{MAX_ACCELERATORS:,}, e.g. 1:3 ({error.message})",
+                f"{value!r}: write {self.form}, {self.what}, each a whole number from {self.minimum:,} to "
+                f"{self.maximum:,}, e.g. {self.example} ({error.message})",
                 param,
                 ctx,
             )
@@ -505,7 +512,18 @@ DRAFT_TOKENS: Final = Integer(minimum=1, maximum=1024, unit="tokens")
 SEARCHED_DRAFT_TOKENS: Final = Integer(minimum=1, maximum=16, unit="tokens", why="one search per depth")
 MTP_MODULES: Final = Integer(minimum=0, maximum=16, unit="modules", why="MiniMax-M2 declares 3")
 ACCEPTANCE: Final = Number(minimum=0.0, maximum=1.0, max_open=True)  # per draft token, below 1
-POOL_SPLIT: Final = PoolSplit()
+POOL_SPLIT: Final = Pair(
+    minimum=1,
+    maximum=MAX_ACCELERATORS,
+    unit="replicas",
+    form="P:D",
+    what="prefill and decode replicas",
+    example="1:3",
+)
+BF16_LAYERS: Final = Pair(
+    minimum=0, maximum=100_000, unit="layers", form="START:END",
+    what="layers kept in BF16 at the model's start and at its end", example="0:14",
+)  # fmt: skip
 RACKS: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS // 8, unit="racks")
 SYSTEMS_PER_RACK: Final = Integer(minimum=1, maximum=64, unit="systems")
 PUE: Final = Number(minimum=1.0, maximum=5.0, why="facility power / IT power: 1 is a site with no overhead")

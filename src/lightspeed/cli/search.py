@@ -60,4 +60,5 @@ def search_json(result: Any) -> dict[str, Any]:
             "within_uncertainty": result.compared.within_uncertainty,
         },
         "stack": result.plans[0].stack if result.plans else None,
+        "notes": list(result.notes),
     }

@@ -59,6 +59,7 @@ from lightspeed.sol.train.plan import (
     TrainingPlan,
     data_parallel_degree,
 )
+from lightspeed.sol.train.recipes import recipe_for
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.spec import STATE_PRECISIONS
 
@@ -296,6 +297,21 @@ class TrainingJob(JobConfig):
         help="Multi-token-prediction modules trained, on the last pipeline stage (default: the model's, "
         "1 for DeepSeek-V3; 0 trains none).",
     )  # fmt: skip
+    bf16_layers: tuple[int, int] | None = setting(
+        None, option_type="BF16_LAYERS",
+        help="Layers an FP8/FP4 run keeps in BF16 at the model's start and end, START:END (Megatron's "
+        "--num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16; default: the model's published "
+        "recipe, e.g. 0:14 for Nemotron 3 Super in NVFP4, see sol/data/training_recipes.toml; "
+        "0:0 keeps none).",
+    )  # fmt: skip
+
+    def kept_in_bf16(self, model: TransformerSpec) -> tuple[int, int]:
+        """``(start, end)``: the layers this job keeps in BF16, as given, else the model's published
+        recipe in this precision (``sol/data/training_recipes.toml``), else none."""
+        if self.bf16_layers is not None:
+            return self.bf16_layers
+        recipe = recipe_for(model.name, self.precision)
+        return recipe.bf16_layers if recipe is not None else (0, 0)
 
     def trained_model(self, model: TransformerSpec) -> TransformerSpec:
         """``model`` with the multi-token-prediction modules this job trains."""
@@ -362,9 +378,9 @@ class TrainingConfig(TrainingJob):
         if self.expert_load and self.expert_imbalance != 1.0:
             raise UserInputError("give --expert-load or --expert-imbalance, not both")
 
-    def training_plan(self, *, num_gpus: int) -> TrainingPlan:
+    def training_plan(self, *, num_gpus: int, bf16_layers: tuple[int, int] = (0, 0)) -> TrainingPlan:
         """The :class:`TrainingPlan` on ``num_gpus`` GPUs (``dp`` fills them when not set; degrees
-        not set are 1)."""
+        not set are 1), keeping ``bf16_layers`` (:meth:`kept_in_bf16`) in BF16."""
         tp, pp, cp = self.tp or 1, self.pp or 1, self.cp or 1
         return TrainingPlan(
             tp=tp,
@@ -388,6 +404,8 @@ class TrainingConfig(TrainingJob):
             ep_overlap=self.ep_overlap,
             expert_imbalance=self.expert_imbalance,
             uneven_pipeline=self.uneven_pipeline,
+            bf16_layers_start=bf16_layers[0],
+            bf16_layers_end=bf16_layers[1],
         )
 
     @property

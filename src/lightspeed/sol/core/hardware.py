@@ -9,7 +9,7 @@ calibration profile). Nothing here is specific to one validation row.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from numpy.typing import ArrayLike
 
@@ -138,6 +138,18 @@ class Hardware(Record):
         """Whether the run's linears compute in an 8- or 4-bit format (FP8, MXFP8, NVFP4, MXFP4
         recipes): their inputs and output gradients are cast, their weights kept beside a 16-bit copy."""
         return self.compute_row in ("fp8", "fp4")
+
+    def in_bf16(self) -> Hardware:
+        """The same GPU running its linears in BF16: the layers an FP8 or FP4 recipe keeps wide
+        (Megatron's ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``)."""
+        row = "bf16" if "bf16" in self.accelerator.compute else "fp16"
+        return replace(
+            self,
+            precision=row,
+            peak_flop_per_s=self.accelerator.compute[row].dense_per_s,
+            input_bytes_per_element=self.activation_bytes_per_element,
+            compute_row=row,
+        )
 
     @property
     def sustained_flop_per_s(self) -> float:

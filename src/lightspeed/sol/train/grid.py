@@ -33,7 +33,8 @@ class PlanGrid:
     ``RECOMPUTE`` and ``ATTENTION_IMPLEMENTATIONS``; ``schedule`` is the effective
     schedule (1F1B with vpp > 1 is interleaved). Plans are resolved against their
     stack first (:meth:`TrainingPlan.resolved`).
-    ``physical_experts`` is 0 where a plan has no redundant experts.
+    ``physical_experts`` is 0 where a plan has no redundant experts. ``bf16_start`` and
+    ``bf16_end`` count the layers at the model's ends an FP8 or FP4 plan keeps in BF16.
     """
 
     tp: FloatArray
@@ -58,6 +59,8 @@ class PlanGrid:
     uneven_pipeline: BoolArray
     physical_experts: FloatArray
     etp: FloatArray
+    bf16_start: FloatArray
+    bf16_end: FloatArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -80,6 +83,21 @@ class PlanGrid:
     def num_gpus(self) -> FloatArray:
         """GPUs each plan occupies."""
         return self.tp * self.cp * self.dp * self.pp
+
+    def bf16_layers_in(self, first: FloatArray | float, count: FloatArray, num_layers: int) -> FloatArray:
+        """How many of the layers ``[first, first + count)`` each plan keeps in BF16: the model's
+        first ``bf16_start`` and last ``bf16_end`` of its ``num_layers``.
+
+        >>> grid = grid_from_plans([TrainingPlan(precision="nvfp4", bf16_layers_start=1, bf16_layers_end=14)])
+        >>> grid.bf16_layers_in(0.0, np.array([22.0]), 88), grid.bf16_layers_in(66.0, np.array([22.0]), 88)
+        (array([1.]), array([14.]))
+        """
+        stop = first + count
+        end_begin = num_layers - self.bf16_end
+        in_start = np.clip(np.minimum(self.bf16_start, stop) - first, 0.0, count)
+        in_end = np.clip(stop - np.maximum(end_begin, first), 0.0, count)
+        in_both = np.clip(np.minimum(self.bf16_start, stop) - np.maximum(end_begin, first), 0.0, count)
+        return np.asarray(in_start + in_end - in_both, dtype=np.float64)
 
     def select(self, mask: BoolArray | npt.NDArray[np.int64]) -> PlanGrid:
         """The plans where ``mask`` is true (or at the given indices)."""
@@ -119,6 +137,8 @@ class PlanGrid:
             uneven_pipeline=bool(self.uneven_pipeline[index]),
             num_physical_experts=int(self.physical_experts[index]) or None,
             etp=int(self.etp[index]),
+            bf16_layers_start=int(self.bf16_start[index]),
+            bf16_layers_end=int(self.bf16_end[index]),
         )
 
 
@@ -157,4 +177,6 @@ def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
         uneven_pipeline=column([p.uneven_pipeline for p in plans], bool),
         physical_experts=column([p.num_physical_experts or 0 for p in plans]),
         etp=column([p.etp for p in plans]),
+        bf16_start=column([p.bf16_layers_start for p in plans]),
+        bf16_end=column([p.bf16_layers_end for p in plans]),
     )

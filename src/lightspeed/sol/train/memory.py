@@ -362,10 +362,13 @@ def training_memory(
     params = params or stage_params(grid, model, shapes)
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / (grid.ep * grid.etp)
-    weight_bytes = hardware.activation_bytes_per_element
-    if hardware.quantized_linears and hardware.stack.fp8_weight_copy:
-        weight_bytes += FP8_WEIGHT_COPY_BYTES
+    weight_bytes: Array = hardware.activation_bytes_per_element
     optimizer_per_param = hardware.stack.optimizer_bytes_per_param if weight_bytes < 4.0 else 8.0
+    if hardware.quantized_linears and hardware.stack.fp8_weight_copy:
+        # the first stage sets the peak; the layers it keeps in BF16 hold no 8-bit copy
+        first = np.maximum(params.layers_per_stage, 1.0)
+        wide = grid.bf16_layers_in(0.0, params.layers_per_stage, model.num_layers) / first
+        weight_bytes = weight_bytes + FP8_WEIGHT_COPY_BYTES * (1.0 - wide)
 
     rules = sharding_columns(grid, hardware.stack)
 

@@ -62,7 +62,9 @@ class TrainingPlan(Record):
     stages get fewer layers, as Llama 3 405B did). ``etp`` splits each routed expert's
     weights over that many GPUs (Megatron-Core's expert tensor parallelism: the expert-parallel
     group is ``ep x etp`` GPUs, each holding ``1/etp`` of its ``E/ep`` experts and computing it
-    for the tokens of its ``etp`` neighbours).
+    for the tokens of its ``etp`` neighbours). ``bf16_layers_start`` and ``bf16_layers_end``
+    are the transformer layers at the model's start and end an FP8 or FP4 run keeps in BF16
+    (Megatron's ``--num-layers-at-start-in-bf16`` / ``--num-layers-at-end-in-bf16``).
     """
 
     tp: int = 1
@@ -89,6 +91,8 @@ class TrainingPlan(Record):
     uneven_pipeline: bool = False
     num_physical_experts: int | None = None
     etp: int = 1
+    bf16_layers_start: int = 0
+    bf16_layers_end: int = 0
 
     def __post_init__(self) -> None:
         degrees = (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep), ("etp", self.etp))
@@ -112,6 +116,15 @@ class TrainingPlan(Record):
             raise InvalidPlanError("expert_imbalance is a slowdown factor and must be >= 1.0")
         if self.num_physical_experts is not None and self.num_physical_experts < 1:
             raise InvalidPlanError(f"num_physical_experts must be >= 1 (got {self.num_physical_experts})")
+        if self.bf16_layers_start < 0 or self.bf16_layers_end < 0:
+            raise InvalidPlanError(
+                f"bf16 layers must be >= 0 (got {self.bf16_layers_start}:{self.bf16_layers_end})"
+            )
+        if (self.bf16_layers_start or self.bf16_layers_end) and self.compute_precision not in ("fp8", "fp4"):
+            raise InvalidPlanError(
+                f"layers kept in BF16 ({self.bf16_layers_start}:{self.bf16_layers_end}) need an FP8 or FP4 "
+                f"run; a {self.precision} run has none to keep: drop --bf16-layers or choose --precision fp8"
+            )
 
     @property
     def num_gpus(self) -> int:
@@ -214,7 +227,17 @@ def validate_plan(
     _check_batch(plan)
     _check_experts(plan, model)
     _check_context_parallel(plan)
+    _check_bf16_layers(plan, model)
     _check_stack(plan, profile)
+
+
+def _check_bf16_layers(plan: TrainingPlan, model: TransformerSpec) -> None:
+    kept = plan.bf16_layers_start + plan.bf16_layers_end
+    if kept > model.num_layers:
+        raise InvalidPlanError(
+            f"bf16 layers {plan.bf16_layers_start}:{plan.bf16_layers_end} keep {kept} layers of "
+            f"{model.name}'s {model.num_layers}; keep at most {model.num_layers} (or train in bf16)"
+        )
 
 
 def _check_stack(plan: TrainingPlan, stack: Stack) -> None:

@@ -12,6 +12,7 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.uncertainty import Band, model_interval
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
+from lightspeed.sol.train.recipes import bf16_layers_note
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
 from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
 from lightspeed.workload import TransformerSpec
@@ -263,6 +264,9 @@ def _stage_notes(
     modules = f"{mtp} multi-token-prediction module" + ("s" if mtp > 1 else "")
     if mtp:
         notes.append(f"{modules} trained, each a block, a 2h->h projection and the LM head again")
+    kept = bf16_layers_note(plan, model)
+    if kept:
+        notes.append(kept)
     if plan.pp > 1:
         split = arrays.split
         last, other = (int(np.asarray(value)[index]) for value in (split.last, split.other))

@@ -43,6 +43,7 @@ from lightspeed.sol.train.ranking import (
     tie_indices,
     tolerance_of,
 )
+from lightspeed.sol.train.recipes import bf16_layers_note
 from lightspeed.sol.train.result import (
     DEFAULT_FLOP_CONVENTION,
     TrainingEstimate,
@@ -302,6 +303,8 @@ def _grid(
         uneven_pipeline=np.mod(layers, pp * vpp) != 0,
         physical_experts=experts.physical(columns, template),
         etp=_etp(columns),
+        bf16_start=full(float(template.bf16_layers_start)),
+        bf16_end=full(float(template.bf16_layers_end)),
     )
 
 
@@ -486,7 +489,7 @@ def search_training(
         tolerance=tolerance,
         ties=_estimates(context, columns, tied) if tied.size else (),
         compared=compared,
-        notes=(hardware.calibration_note,) if hardware.calibration_note else (),
+        notes=tuple(note for note in (hardware.calibration_note, bf16_layers_note(base, model)) if note),
     )
 
 
@@ -530,6 +533,8 @@ def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainingEstimate:
         global_batch_size=ctx.base.global_batch_size,
         seq_len=ctx.base.seq_len,
         precision=ctx.base.precision,
+        bf16_layers_start=ctx.base.bf16_layers_start,
+        bf16_layers_end=ctx.base.bf16_layers_end,
         uneven_pipeline=plan.uneven_pipeline or ctx.model.num_layers % (plan.pp * plan.vpp) != 0,
     ).resolved(ctx.hardware.stack)
     validate_plan(named, ctx.model, ctx.num_gpus, stack=ctx.hardware.stack)

@@ -152,12 +152,52 @@ def pipeline_split(pp: Array, num_layers: int, layer_s: Array, ends_s: Array) ->
     return PipelineSplit(last=last, other=other)
 
 
+@dataclass(frozen=True)
+class _Kinds:
+    """One dense and one MoE layer's cost, in the run's precision and in BF16 (the layers an
+    FP8 or FP4 recipe keeps wide; the same costs when it keeps none)."""
+
+    dense: LayerCost
+    moe: LayerCost
+    wide_dense: LayerCost
+    wide_moe: LayerCost
+
+
 def _layers(
-    dense: LayerCost, moe: LayerCost, count: Array, num_moe_layers: int
+    kinds: _Kinds, count: Array, num_wide: Array, num_moe_layers: int
 ) -> tuple[tuple[Array, dict[str, Array]], ...]:
-    """``count`` layers of a stage, the MoE ones last (DeepSeek's dense layers come first)."""
+    """``count`` layers of a stage, the MoE ones last (DeepSeek's dense layers come first),
+    ``num_wide`` of them in BF16 (dense and MoE in the stage's own proportion)."""
     num_moe = np.minimum(count, float(num_moe_layers))
-    return ((count - num_moe, _fields(dense)), (num_moe, _fields(moe)))
+    num_dense = count - num_moe
+    wide = num_wide / np.maximum(count, 1.0)
+    return (
+        (num_dense * (1.0 - wide), _fields(kinds.dense)),
+        (num_moe * (1.0 - wide), _fields(kinds.moe)),
+        (num_dense * wide, _fields(kinds.wide_dense)),
+        (num_moe * wide, _fields(kinds.wide_moe)),
+    )
+
+
+def _layer_kinds(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    hardware: Hardware,
+    *,
+    seq_len: int,
+    recompute: Array,
+) -> _Kinds:
+    def cost(on: Hardware, moe: bool) -> LayerCost:
+        return layer_cost(grid, model, shapes, on, seq_len=seq_len, moe=moe, recompute_fraction=recompute)
+
+    dense = cost(hardware, False)
+    moe = cost(hardware, True) if model.moe is not None else dense
+    if not (hardware.quantized_linears and np.any(grid.bf16_start + grid.bf16_end > 0)):
+        return _Kinds(dense, moe, dense, moe)
+    wide = hardware.in_bf16()
+    wide_dense = cost(wide, False)
+    return _Kinds(dense, moe, wide_dense, cost(wide, True) if model.moe is not None else wide_dense)
 
 
 def _busy(fields: dict[str, Array]) -> Array:
@@ -222,15 +262,11 @@ def _stage(
     seq_len: int,
     recompute: Array,
 ) -> tuple[_Stage, Array, PipelineSplit]:
-    """The bottleneck stage per micro-batch, the hardware FLOP of the whole model, the split."""
-    dense = layer_cost(
-        grid, model, shapes, hardware, seq_len=seq_len, moe=False, recompute_fraction=recompute
-    )
-    moe = (
-        layer_cost(grid, model, shapes, hardware, seq_len=seq_len, moe=True, recompute_fraction=recompute)
-        if model.moe is not None
-        else dense
-    )
+    """The bottleneck stage per micro-batch, the hardware FLOP of the whole model, the split.
+    Layers an FP8 or FP4 plan keeps in BF16 sit where the model has them: its first ones on the
+    first stage, its last ones on the last stage and, past it, the stages before."""
+    kinds = _layer_kinds(grid, model, shapes, hardware, seq_len=seq_len, recompute=recompute)
+    dense, moe = kinds.dense, kinds.moe
     last_layer = moe if model.num_moe_layers else dense
     head = _head_cost(grid, model, hardware, seq_len)
     ends = _add(
@@ -242,10 +278,17 @@ def _stage(
     )
     split = pipeline_split(grid.pp, model.num_layers, _busy(_fields(last_layer)), _busy(ends))
     pp_comm = _pipeline_p2p(grid, model, hardware, seq_len)
+    layers = model.num_layers
+    wide_last = grid.bf16_layers_in(layers - split.last, split.last, layers)
+    wide_first = grid.bf16_layers_in(0.0, split.other, layers)
+    wide_before_last = grid.bf16_layers_in(layers - split.last - split.other, split.other, layers)
+    wide_other = np.where(grid.pp > 1, np.maximum(wide_first, wide_before_last), 0.0)
     last = _stage_time(
-        _add(*_layers(dense, moe, split.last, model.num_moe_layers), (1.0, ends)), hardware, pp_comm
+        _add(*_layers(kinds, split.last, wide_last, model.num_moe_layers), (1.0, ends)), hardware, pp_comm
     )
-    other = _stage_time(_add(*_layers(dense, moe, split.other, model.num_moe_layers)), hardware, pp_comm)
+    other = _stage_time(
+        _add(*_layers(kinds, split.other, wide_other, model.num_moe_layers)), hardware, pp_comm
+    )
     # Hardware FLOP of the whole model per micro-batch per model replica, summed over its GPUs.
     layer_flop = model.num_dense_layers * dense.hardware_flop + model.num_moe_layers * moe.hardware_flop
     flop_per_microbatch = (layer_flop + ends["hardware_flop"]) * grid.tp * grid.cp

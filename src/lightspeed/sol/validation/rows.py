@@ -50,6 +50,7 @@ from lightspeed.sol.core.hardware import fp32_runs_on_tf32
 from lightspeed.sol.core.stacks import Stack, load_stack, stack_for
 from lightspeed.sol.train.batch import candidate_splits, split_batch
 from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
+from lightspeed.sol.train.recipes import recipe_for
 from lightspeed.sol.validation.hardware_text import (
     HardwareSpec,
     cluster_of,
@@ -1212,6 +1213,16 @@ def _split(
     return {**base, **changed, "uneven_pipeline": model.num_layers % plan.pp != 0}, split.note
 
 
+def _recipe_layers(model: TransformerSpec, precision: str, notes: list[str]) -> dict[str, object]:
+    """The layers the model's published recipe in ``precision`` keeps in BF16 (none when it has no
+    such recipe), said in ``notes``."""
+    recipe = recipe_for(model.name, precision)
+    if recipe is None:
+        return {}
+    notes.append(f"the published recipe's layers kept in BF16 ({recipe.name})")
+    return {"bf16_layers_start": recipe.bf16_layers_start, "bf16_layers_end": recipe.bf16_layers_end}
+
+
 def candidate_plans(
     spec: PlanSpec, model: TransformerSpec, stack: Stack
 ) -> tuple[list[TrainingPlan], list[str]]:
@@ -1232,6 +1243,7 @@ def candidate_plans(
         precision=spec.precision,
         uneven_pipeline=model.num_layers % spec.pp != 0,
         **_plan_settings(spec, stack),
+        **_recipe_layers(model, spec.precision, notes),
     )
     splits = _free_splits(spec, base, model) if {"tp", "pp"} & set(spec.free_degrees) else []
     if splits:
