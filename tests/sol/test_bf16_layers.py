@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lightspeed.catalog import Catalog
+from lightspeed.errors import DataFileError
 from lightspeed.sol import TrainingPlan, estimate_training
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.memory import FP8_WEIGHT_COPY_BYTES
@@ -148,3 +149,21 @@ def test_every_recipe_names_a_catalog_model_and_keeps_fewer_layers_than_it_has(m
         assert 0 < recipe.bf16_layers_start + recipe.bf16_layers_end < model.num_layers
         assert "Megatron-Bridge" in recipe.source
     assert recipe_for("gpt-oss-20b", "mxfp8") is None
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ('precisions = ["bf16"]\nbf16_layers_start = 0\nbf16_layers_end = 2', "not an FP8 or FP4 format"),
+        ('precisions = ["nvfp4"]\nbf16_layers_start = -1\nbf16_layers_end = 2', "bf16_layers_start"),
+        ('precisions = ["nvfp4", "nvfp4"]\nbf16_layers_start = 0\nbf16_layers_end = 2', "two recipes"),
+    ],
+)
+def test_a_malformed_recipe_file_says_what_is_wrong(tmp_path: Any, entries: str, message: str) -> None:
+    path = tmp_path / "recipes.toml"
+    path.write_text(
+        f'schema_version = 1\n[[recipe]]\nmodel = "m"\nname = "n"\nsource = "s"\n{entries}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(DataFileError, match=message):
+        load_training_recipes(path)
