@@ -242,6 +242,7 @@ def _search_template(config: TrainingSearchConfig, model: TransformerSpec) -> Tr
         precision=config.precision,
         bf16_layers_start=start,
         bf16_layers_end=end,
+        ep_dispatcher=config.ep_dispatcher,
     )
 
 

@@ -53,6 +53,7 @@ from lightspeed.sol.infer.plan import (
 from lightspeed.sol.infer.serving import BATCHING_MODES
 from lightspeed.sol.train.plan import (
     ATTENTION_IMPLEMENTATIONS,
+    EP_DISPATCHERS,
     RECOMPUTE,
     SCHEDULES,
     TRAINING_PRECISIONS,
@@ -297,6 +298,12 @@ class TrainingJob(JobConfig):
         help="Multi-token-prediction modules trained, on the last pipeline stage (default: the model's, "
         "1 for DeepSeek-V3; 0 trains none).",
     )  # fmt: skip
+    ep_dispatcher: str | None = setting(
+        None, choices=EP_DISPATCHERS,
+        help="MoE token dispatcher (Megatron-Core's --moe-token-dispatcher-type alltoall, or flex with "
+        "--moe-flex-dispatcher-backend deepep / hybridep: one copy of a token per destination node; "
+        "default: the stack's).",
+    )  # fmt: skip
     bf16_layers: tuple[int, int] | None = setting(
         None, option_type="BF16_LAYERS",
         help="Layers an FP8/FP4 run keeps in BF16 at the model's start and end, START:END (Megatron's "
@@ -406,6 +413,7 @@ class TrainingConfig(TrainingJob):
             uneven_pipeline=self.uneven_pipeline,
             bf16_layers_start=bf16_layers[0],
             bf16_layers_end=bf16_layers[1],
+            ep_dispatcher=self.ep_dispatcher,
         )
 
     @property

@@ -41,23 +41,34 @@ def expert_nodes(ep: Array, stride: Array, domain_size: int) -> Array:
     return np.maximum(group / local_size(group, stride, domain_size), 1.0)
 
 
-def node_dedupe_scale(moe: MoESpec) -> float:
-    """Cross-node copies per routed token relative to one copy per expert, for dispatch
-    kernels that send a token once per destination node (DeepEP's normal mode).
+def node_dedupe_scale(moe: MoESpec, num_nodes: Array) -> Array:
+    """Cross-node copies per routed token relative to one copy per expert, for dispatch kernels
+    that send a token once per destination node (DeepEP's normal mode, Megatron-Core's HybridEP),
+    over an expert-parallel group spanning ``num_nodes`` nodes (scale-up domains).
 
-    With group-limited routing a token reaches at most ``top_k_groups`` nodes, so about
-    ``top_k_groups x (n-1)/n`` copies cross the network instead of ``top_k x (n-1)/n``
-    (DeepSeek-V3 section 3.2.2); without it no bound is known and every copy is counted.
+    A token's ``top_k`` experts, drawn without replacement from ``E`` spread evenly over ``n``
+    nodes, leave a node untouched with probability C(E - E/n, k) / C(E, k), so it reaches
+    n (1 - that) nodes on average; group-limited routing reaches at most ``top_k_groups`` (DeepSeek-V3
+    section 3.2.2). Both counts cross the network in the share (n - 1) / n, so the ratio is the
+    nodes reached over ``top_k``. Uniform routing is assumed (a skewed load reaches fewer nodes).
 
     >>> from lightspeed.workload import load_models
-    >>> node_dedupe_scale(load_models().get("deepseek-v3").moe)  # top-8 experts on at most 4 nodes
-    0.5
-    >>> node_dedupe_scale(load_models().get("mixtral-8x7b").moe)  # no group-limited routing
-    1.0
+    >>> deepseek = load_models().get("deepseek-v3").moe  # top-8 of 256, at most 4 nodes
+    >>> float(node_dedupe_scale(deepseek, 8.0)), round(float(node_dedupe_scale(deepseek, 2.0)), 3)
+    (0.5, 0.249)
+    >>> round(float(node_dedupe_scale(load_models().get("mixtral-8x7b").moe, 2.0)), 4)  # 2 x 22/28 / 2
+    0.7857
     """
-    if not moe.top_k_groups:
-        return 1.0
-    return float(min(moe.top_k_groups, moe.top_k) / moe.top_k)
+    nodes = np.maximum(np.asarray(num_nodes, dtype=np.float64), 1.0)
+    experts, top_k = float(moe.num_routed_experts), moe.top_k
+    per_node = experts / nodes
+    untouched = np.ones_like(nodes)
+    for drawn in range(top_k):
+        untouched = untouched * np.clip((experts - per_node - drawn) / (experts - drawn), 0.0, 1.0)
+    reached = nodes * (1.0 - untouched)
+    if moe.top_k_groups:
+        reached = np.minimum(reached, float(moe.top_k_groups))
+    return np.asarray(reached / top_k, dtype=np.float64)
 
 
 __all__ = ["ExpertBalance", "expert_nodes", "node_dedupe_scale"]

@@ -50,7 +50,7 @@ from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.experts import node_dedupe_scale
+from lightspeed.sol.core.experts import expert_nodes, node_dedupe_scale
 from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, load_latency_floors
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
@@ -840,7 +840,8 @@ def _moe_comm(
     copies = np.minimum(model.moe.top_k * grid.stage_gpus / grid.ep, grid.stage_gpus)
     # the GPU with the busiest experts receives ``busiest`` times the mean share
     sent = group_tokens / grid.tp * copies * (model.moe.latent_size or model.hidden_size) * busiest
-    remote = np.where(grid.group_prefill_tokens > 0, node_dedupe_scale(model.moe), 1.0)
+    nodes = expert_nodes(grid.stage_gpus, 1.0, fabric.scale_up.domain_size)
+    remote = np.where(grid.group_prefill_tokens > 0, node_dedupe_scale(model.moe, nodes), 1.0)
     dispatch = collectives.all_to_all_s(
         fabric, sent * inference_hardware.precisions.input_bytes_per_element, grid.stage_gpus, 1.0, remote
     )

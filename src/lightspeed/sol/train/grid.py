@@ -15,7 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from lightspeed.sol.core.stacks import load_stack
-from lightspeed.sol.train.plan import ATTENTION_IMPLEMENTATIONS, RECOMPUTE, SCHEDULES, TrainingPlan
+from lightspeed.sol.train.plan import (
+    ATTENTION_IMPLEMENTATIONS,
+    EP_DISPATCHERS,
+    NODE_DEDUPE_DISPATCHERS,
+    RECOMPUTE,
+    SCHEDULES,
+    TrainingPlan,
+)
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -23,6 +30,7 @@ BoolArray = npt.NDArray[np.bool_]
 SCHEDULE_CODES = {name: code for code, name in enumerate(SCHEDULES)}
 RECOMPUTE_CODES = {name: code for code, name in enumerate(RECOMPUTE)}
 ATTENTION_CODES = {name: code for code, name in enumerate(ATTENTION_IMPLEMENTATIONS)}
+DISPATCHER_CODES = {name: code for code, name in enumerate(EP_DISPATCHERS)}
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,8 @@ class PlanGrid:
     schedule (1F1B with vpp > 1 is interleaved). Plans are resolved against their
     stack first (:meth:`TrainingPlan.resolved`).
     ``physical_experts`` is 0 where a plan has no redundant experts. ``bf16_start`` and
-    ``bf16_end`` count the layers at the model's ends an FP8 or FP4 plan keeps in BF16.
+    ``bf16_end`` count the layers at the model's ends an FP8 or FP4 plan keeps in BF16;
+    ``dispatcher`` holds codes into ``EP_DISPATCHERS``.
     """
 
     tp: FloatArray
@@ -61,9 +70,15 @@ class PlanGrid:
     etp: FloatArray
     bf16_start: FloatArray
     bf16_end: FloatArray
+    dispatcher: FloatArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
+
+    @property
+    def ep_dedupe(self) -> BoolArray:
+        """Which plans dispatch a token once per destination node (DeepEP, HybridEP)."""
+        return np.isin(self.dispatcher, [DISPATCHER_CODES[name] for name in NODE_DEDUPE_DISPATCHERS])
 
     @property
     def unfused_attention(self) -> BoolArray:
@@ -139,6 +154,7 @@ class PlanGrid:
             etp=int(self.etp[index]),
             bf16_layers_start=int(self.bf16_start[index]),
             bf16_layers_end=int(self.bf16_end[index]),
+            ep_dispatcher=EP_DISPATCHERS[int(self.dispatcher[index])],
         )
 
 
@@ -179,4 +195,5 @@ def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
         etp=column([p.etp for p in plans]),
         bf16_start=column([p.bf16_layers_start for p in plans]),
         bf16_end=column([p.bf16_layers_end for p in plans]),
+        dispatcher=column([DISPATCHER_CODES[p.ep_dispatcher or "alltoall"] for p in plans]),
     )

@@ -35,7 +35,7 @@ import numpy as np
 
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
-from lightspeed.sol.core.experts import node_dedupe_scale
+from lightspeed.sol.core.experts import expert_nodes, node_dedupe_scale
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.roofline import (
     kernels_per_layer_forward,
@@ -317,7 +317,8 @@ def _ep_comm(ctx: _Context, forward_compute_s: Array, backward_compute_s: Array)
     assert ctx.model.moe is not None
     routed_bytes = routed_tokens(ctx) * (ctx.model.moe.latent_size or ctx.model.hidden_size)
     fabric = hardware.fabric
-    remote = node_dedupe_scale(ctx.model.moe) if hardware.stack.ep_node_dedupe else 1.0
+    nodes = expert_nodes(grid.ep, grid.etp, hardware.domain_size)
+    remote = np.where(grid.ep_dedupe, node_dedupe_scale(ctx.model.moe, nodes), 1.0)
     dispatch = collectives.all_to_all_s(
         fabric, routed_bytes * hardware.input_bytes_per_element, grid.ep, grid.etp, remote
     )

@@ -28,6 +28,10 @@ from lightspeed.workload import TransformerSpec
 SCHEDULES: Final = ("1f1b", "gpipe", "interleaved", "zb1p", "dualpipe", "dualpipev")
 RECOMPUTE: Final = ("none", "selective", "op", "partial", "full")
 ATTENTION_IMPLEMENTATIONS: Final = ("flash", "flash2", "unfused")
+# Megatron-Core's MoE token dispatchers: `alltoall` sends a copy per (token, expert); the flex
+# dispatcher's DeepEP and HybridEP backends send a token once per destination node
+EP_DISPATCHERS: Final = ("alltoall", "deepep", "hybridep")
+NODE_DEDUPE_DISPATCHERS: Final = ("deepep", "hybridep")
 TRAINING_PRECISIONS: Final = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "mxfp8", "nvfp4", "mxfp4")
 GRAD_PRECISIONS: Final = ("fp32", "bf16")
 
@@ -65,6 +69,7 @@ class TrainingPlan(Record):
     for the tokens of its ``etp`` neighbours). ``bf16_layers_start`` and ``bf16_layers_end``
     are the transformer layers at the model's start and end an FP8 or FP4 run keeps in BF16
     (Megatron's ``--num-layers-at-start-in-bf16`` / ``--num-layers-at-end-in-bf16``).
+    ``ep_dispatcher`` is the MoE token dispatcher (``EP_DISPATCHERS``; ``None``: the stack's).
     """
 
     tp: int = 1
@@ -93,6 +98,7 @@ class TrainingPlan(Record):
     etp: int = 1
     bf16_layers_start: int = 0
     bf16_layers_end: int = 0
+    ep_dispatcher: str | None = None
 
     def __post_init__(self) -> None:
         degrees = (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep), ("etp", self.etp))
@@ -108,6 +114,8 @@ class TrainingPlan(Record):
         _check_choice("recompute", self.recompute, RECOMPUTE)
         if self.attention_impl is not None:
             _check_choice("attention_impl", self.attention_impl, ATTENTION_IMPLEMENTATIONS)
+        if self.ep_dispatcher is not None:
+            _check_choice("ep_dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
         _check_choice("precision", self.precision, TRAINING_PRECISIONS)
         _check_choice("grad_reduce_precision", self.grad_reduce_precision, GRAD_PRECISIONS)
         if self.zero_stage not in (0, 1, 2, 3):
@@ -168,7 +176,13 @@ class TrainingPlan(Record):
     @property
     def is_resolved(self) -> bool:
         """Whether every stack-dependent field has a value."""
-        return None not in (self.attention_impl, self.dropout, self.dp_overlap, self.tp_overlap)
+        return None not in (
+            self.attention_impl,
+            self.dropout,
+            self.dp_overlap,
+            self.tp_overlap,
+            self.ep_dispatcher,
+        )
 
     def resolved(self, stack: Stack) -> TrainingPlan:
         """This plan with the fields left ``None`` taken from ``stack``, sequence parallelism and
@@ -185,6 +199,7 @@ class TrainingPlan(Record):
             else stack.sequence_parallel and self.tp > 1,
             ep_overlap=self.overlaps_ep,
             recompute=recompute,
+            ep_dispatcher=self.ep_dispatcher or ("deepep" if stack.ep_node_dedupe else "alltoall"),
         )
 
     def with_changes(self, **changes: object) -> TrainingPlan:

@@ -11,7 +11,7 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.uncertainty import Band, model_interval
-from lightspeed.sol.train.plan import TrainingPlan, validate_plan_gpus
+from lightspeed.sol.train.plan import NODE_DEDUPE_DISPATCHERS, TrainingPlan, validate_plan_gpus
 from lightspeed.sol.train.recipes import bf16_layers_note
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
 from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
@@ -267,6 +267,11 @@ def _stage_notes(
     kept = bf16_layers_note(plan, model)
     if kept:
         notes.append(kept)
+    if model.moe is not None and plan.ep > 1 and plan.ep_dispatcher in NODE_DEDUPE_DISPATCHERS:
+        notes.append(
+            f"MoE tokens dispatched with {plan.ep_dispatcher}: one copy a destination node across nodes "
+            "(the nodes a uniformly routed token reaches), not one a chosen expert"
+        )
     if plan.pp > 1:
         split = arrays.split
         last, other = (int(np.asarray(value)[index]) for value in (split.last, split.other))

@@ -29,6 +29,7 @@ from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.sol.core.uncertainty import model_interval
 from lightspeed.sol.train.grid import (
     ATTENTION_CODES,
+    DISPATCHER_CODES,
     RECOMPUTE_CODES,
     SCHEDULE_CODES,
     PlanGrid,
@@ -305,6 +306,7 @@ def _grid(
         etp=_etp(columns),
         bf16_start=full(float(template.bf16_layers_start)),
         bf16_end=full(float(template.bf16_layers_end)),
+        dispatcher=full(float(DISPATCHER_CODES[template.ep_dispatcher or "alltoall"])),
     )
 
 
@@ -535,6 +537,7 @@ def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainingEstimate:
         precision=ctx.base.precision,
         bf16_layers_start=ctx.base.bf16_layers_start,
         bf16_layers_end=ctx.base.bf16_layers_end,
+        ep_dispatcher=plan.ep_dispatcher or ctx.base.ep_dispatcher,
         uneven_pipeline=plan.uneven_pipeline or ctx.model.num_layers % (plan.pp * plan.vpp) != 0,
     ).resolved(ctx.hardware.stack)
     validate_plan(named, ctx.model, ctx.num_gpus, stack=ctx.hardware.stack)
