@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from lightspeed.sol.core.experts import node_dedupe_scale
+from lightspeed.sol.validation.published import read_table
+from lightspeed.sol.validation.rows import read_training_row
 from lightspeed.workload import ModelRegistry
 
 
@@ -65,3 +67,31 @@ def test_an_unknown_dispatcher_is_one_line(run_cli: Any) -> None:
     assert result.code == 2
     assert "alltoall" in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def _training_row(tmp_path: Any, catalog: Any, models: ModelRegistry, sharding: str, ep: int) -> Any:
+    columns = (
+        "id kind source model seq global_batch TP PP EP sharding GPUs hardware precision metric measured"
+    )
+    header = "\t".join(columns.split())
+    cells = f"4096\t1024\t1\t4\t{ep}\t{sharding}\t256\tH100 SXM\tBF16\tstep time (s)\t8.2"
+    path = tmp_path / "rows.tsv"
+    path.write_text(f"{header}\nR1\ttrain\tAutoModel 2026\tDeepSeek V3 671B\t{cells}\n", encoding="utf-8")
+    return read_training_row(read_table(path)[0], catalog, models)
+
+
+@pytest.mark.parametrize(
+    ("case", "dispatcher"),
+    [
+        (("FSDP 64; kernels TE + DeepEP", 64), "deepep"),
+        (("FSDP 64; HybridEP", 64), "hybridep"),
+        (("distributed optimizer; --moe-token-dispatcher-type alltoall", 64), "alltoall"),
+        (("FSDP 64", 64), None),  # unsaid: the stack's
+        (("FSDP 64; kernels TE + DeepEP", 1), None),  # no expert parallelism, nothing to dispatch
+    ],
+)
+def test_a_row_that_names_its_dispatcher_is_read_so(
+    tmp_path: Any, catalog: Any, models: ModelRegistry, case: tuple[str, int], dispatcher: str | None
+) -> None:
+    sharding, ep = case
+    assert _training_row(tmp_path, catalog, models, sharding, ep).plan.ep_dispatcher == dispatcher

@@ -138,6 +138,7 @@ class PlanSpec(Record):
     recomputes: tuple[str, ...]
     sequence_parallel: bool | None = None
     tp_overlap: bool | None = None
+    ep_dispatcher: str | None = None
     fsdp_under_pipeline: bool = False
     free_degrees: tuple[str, ...] = ()
     etp: int = 1
@@ -967,6 +968,32 @@ _NO_SEQUENCE_PARALLEL: Final = re.compile(
 _PLAIN_TP: Final = re.compile(r"vanilla[\s_-]*tp\b|\b(?:no|without|w/o)[\s_-]+async[\s_-]*tp\b")
 
 
+# the MoE token dispatcher a run names: DeepEP (Megatron-Core's flex dispatcher with its deepep
+# backend, torchtitan's and NeMo-AutoModel's DeepEP kernels), HybridEP, or the plain all-to-all
+_ALL_TO_ALL_DISPATCHER: Final = re.compile(
+    r"(?:dispatcher[\s_-]*(?:type)?[\s\"':=]*|--moe-token-dispatcher-type[\s=]+)all[\s_-]?to[\s_-]?all\b"
+)
+_DISPATCHERS: Final = (
+    ("hybridep", re.compile(r"hybrid[\s_-]?ep\b")),
+    ("deepep", re.compile(r"\bdeep[\s_-]?ep\b")),
+    ("alltoall", _ALL_TO_ALL_DISPATCHER),
+)
+
+
+def stated_dispatcher(text: str) -> str | None:
+    """The MoE token dispatcher the row's own words name (:data:`_DISPATCHERS`), or ``None``.
+
+    >>> stated_dispatcher("fsdp 64 (fsdp2); kernels te + deepep")
+    'deepep'
+    >>> stated_dispatcher("--moe-token-dispatcher-type alltoall"), stated_dispatcher("ep 8")
+    ('alltoall', None)
+    """
+    for name, pattern in _DISPATCHERS:
+        if pattern.search(text):
+            return name
+    return None
+
+
 def _stated_settings(text: str) -> dict[str, bool]:
     """What the row's own words change from its stack's defaults (no sequence parallelism:
     :data:`_NO_SEQUENCE_PARALLEL`; ``AsyncTP``, unless the figure is said to be plain TP's,
@@ -1169,6 +1196,7 @@ def read_plan(
         fsdp_under_pipeline=degrees.pp > 1 and _is_fsdp(_stated_sharding(row.text("sharding"))),
         free_degrees=degrees.free,
         etp=degrees.etp,
+        ep_dispatcher=stated_dispatcher(row.described()) if degrees.ep > 1 else None,
         **_stated_settings(row.described()),
     )
     gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.described()) else ""
@@ -1229,6 +1257,8 @@ def candidate_plans(
     """Every plan ``spec`` allows on ``stack``: reported settings fixed, unreported ones enumerated
     (with TP or PP unreported, every split of the GPUs: :func:`_free_splits`)."""
     zero_stage, notes = _zero_stage(spec, stack)
+    if spec.ep_dispatcher is not None:
+        notes.append(f"MoE dispatcher {spec.ep_dispatcher}, as the row names it")
     base: dict[str, object] = dict(
         tp=spec.tp,
         pp=spec.pp,
@@ -1242,6 +1272,7 @@ def candidate_plans(
         seq_len=spec.seq_len,
         precision=spec.precision,
         uneven_pipeline=model.num_layers % spec.pp != 0,
+        ep_dispatcher=spec.ep_dispatcher,
         **_plan_settings(spec, stack),
         **_recipe_layers(model, spec.precision, notes),
     )

@@ -47,6 +47,7 @@ from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.stacks import load_serving_stacks, load_stacks
 from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, KV_PRECISIONS, InferencePlan, ServingLoad
+from lightspeed.sol.train.plan import EP_DISPATCHERS
 from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
 from lightspeed.sol.validation.readings import Reading
@@ -124,6 +125,7 @@ _PLAN_KEYS: Final = {
     "recompute",
     "sequence_parallel",
     "tp_overlap",
+    "ep_dispatcher",
     "fsdp_under_pipeline",
     "free_degrees",
 }
@@ -388,6 +390,21 @@ def _optional_boolean(fields: Fields, key: str) -> bool | None:
     return fields.boolean(key) if fields.has(key) else None
 
 
+def _dispatcher(fields: Fields) -> str | None:
+    """The run's MoE token dispatcher (``EP_DISPATCHERS``), when the row names one."""
+    if not fields.has("ep_dispatcher"):
+        return None
+    name = fields.string("ep_dispatcher")
+    if name not in EP_DISPATCHERS:
+        raise DataFileError(
+            fields.path,
+            f"unknown MoE dispatcher {name!r}",
+            field=f"{fields.prefix}ep_dispatcher",
+            fix=f"use one of {', '.join(EP_DISPATCHERS)}",
+        )
+    return name
+
+
 def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -> TrainingRowSpec:
     plan_fields, flops = _table(fields, "plan"), _table(fields, "flops")
     _check_keys(plan_fields, _PLAN_KEYS)
@@ -408,6 +425,7 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
         recomputes=_strings(plan_fields, "recompute"),
         sequence_parallel=_optional_boolean(plan_fields, "sequence_parallel"),
         tp_overlap=_optional_boolean(plan_fields, "tp_overlap"),
+        ep_dispatcher=_dispatcher(plan_fields),
         fsdp_under_pipeline=plan_fields.boolean("fsdp_under_pipeline", False),
         free_degrees=_free_degrees(plan_fields),
         etp=plan_fields.integer("etp", 1, minimum=1),
@@ -556,7 +574,13 @@ def _training_tables(spec: TrainingRowSpec) -> dict[str, Any]:
             "vpp": _one_or_list(plan.vpps),
             "recompute": _one_or_list(plan.recomputes),
         }
-        | _without_none({"sequence_parallel": plan.sequence_parallel, "tp_overlap": plan.tp_overlap})
+        | _without_none(
+            {
+                "sequence_parallel": plan.sequence_parallel,
+                "tp_overlap": plan.tp_overlap,
+                "ep_dispatcher": plan.ep_dispatcher,
+            }
+        )
         | ({"etp": plan.etp} if plan.etp > 1 else {})
         | ({"fsdp_under_pipeline": True} if plan.fsdp_under_pipeline else {})
         | ({"free_degrees": list(plan.free_degrees)} if plan.free_degrees else {}),
