@@ -95,3 +95,16 @@ def test_a_row_that_names_its_dispatcher_is_read_so(
 ) -> None:
     sharding, ep = case
     assert _training_row(tmp_path, catalog, models, sharding, ep).plan.ep_dispatcher == dispatcher
+
+
+def test_a_search_says_its_dispatcher_sends_a_token_once_a_node(run_cli: Any) -> None:
+    def notes(*extra: str) -> list[str]:
+        result = run_cli(
+            "search", "train", "--model", "qwen3-30b-a3b", "--system", "2xdgx-h100", "--gpus", "16",
+            "--global-batch", "64", "--seq", "4096", "--top", "1", "--json", *extra,
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        return list(json.loads(result.out)["notes"])
+
+    assert any("dispatched with hybridep" in note for note in notes("--ep-dispatcher", "hybridep"))
+    assert not any("dispatched with" in note for note in notes())

@@ -255,6 +255,17 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
     )
 
 
+def dispatcher_note(plan: TrainingPlan, model: TransformerSpec) -> str:
+    """The sentence that says a MoE plan dispatches a token once per destination node (empty for
+    a dense model or a copy per expert)."""
+    if model.moe is None or plan.ep_dispatcher not in NODE_DEDUPE_DISPATCHERS:
+        return ""
+    return (
+        f"MoE tokens dispatched with {plan.ep_dispatcher}: one copy a destination node across nodes "
+        "(the nodes a uniformly routed token reaches), not one a chosen expert"
+    )
+
+
 def _stage_notes(
     arrays: StepArrays, index: int, plan: TrainingPlan, model: TransformerSpec
 ) -> tuple[str, ...]:
@@ -267,11 +278,9 @@ def _stage_notes(
     kept = bf16_layers_note(plan, model)
     if kept:
         notes.append(kept)
-    if model.moe is not None and plan.ep > 1 and plan.ep_dispatcher in NODE_DEDUPE_DISPATCHERS:
-        notes.append(
-            f"MoE tokens dispatched with {plan.ep_dispatcher}: one copy a destination node across nodes "
-            "(the nodes a uniformly routed token reaches), not one a chosen expert"
-        )
+    dispatch = dispatcher_note(plan, model)
+    if dispatch and plan.ep > 1:
+        notes.append(dispatch)
     if plan.pp > 1:
         split = arrays.split
         last, other = (int(np.asarray(value)[index]) for value in (split.last, split.other))

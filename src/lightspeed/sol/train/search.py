@@ -48,6 +48,7 @@ from lightspeed.sol.train.recipes import bf16_layers_note
 from lightspeed.sol.train.result import (
     DEFAULT_FLOP_CONVENTION,
     TrainingEstimate,
+    dispatcher_note,
     estimate_from_arrays,
     part_label,
 )
@@ -310,6 +311,13 @@ def _grid(
     )
 
 
+def _search_notes(hardware: Hardware, base: TrainingPlan, model: TransformerSpec) -> tuple[str, ...]:
+    """What the search decided that the caller did not ask for: a calibration from another device,
+    the layers a recipe keeps in BF16, a dispatch that sends a token once per node."""
+    notes = (hardware.calibration_note, bf16_layers_note(base, model), dispatcher_note(base, model))
+    return tuple(note for note in notes if note)
+
+
 def _describe(plan: TrainingPlan) -> str:
     parts = [f"tp={plan.tp}", f"pp={plan.pp}", f"dp={plan.dp}"]
     parts += [
@@ -491,7 +499,7 @@ def search_training(
         tolerance=tolerance,
         ties=_estimates(context, columns, tied) if tied.size else (),
         compared=compared,
-        notes=tuple(note for note in (hardware.calibration_note, bf16_layers_note(base, model)) if note),
+        notes=_search_notes(hardware, base, model),
     )
 
 
