@@ -33,6 +33,12 @@ ATTENTION_CODES = {name: code for code, name in enumerate(ATTENTION_IMPLEMENTATI
 DISPATCHER_CODES = {name: code for code, name in enumerate(EP_DISPATCHERS)}
 
 
+def dispatcher_code(plan: TrainingPlan) -> float:
+    """The code of a resolved plan's MoE dispatcher (its stack decided it when the plan did not)."""
+    assert plan.ep_dispatcher is not None, "resolve the plan against its stack first"
+    return float(DISPATCHER_CODES[plan.ep_dispatcher])
+
+
 @dataclass(frozen=True)
 class PlanGrid:
     """Plan fields as aligned arrays (floats for arithmetic, bools for switches).
@@ -195,5 +201,5 @@ def grid_from_plans(plans: Sequence[TrainingPlan]) -> PlanGrid:
         etp=column([p.etp for p in plans]),
         bf16_start=column([p.bf16_layers_start for p in plans]),
         bf16_end=column([p.bf16_layers_end for p in plans]),
-        dispatcher=column([DISPATCHER_CODES[p.ep_dispatcher or "alltoall"] for p in plans]),
+        dispatcher=column([dispatcher_code(p) for p in plans]),
     )

@@ -29,10 +29,10 @@ from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.sol.core.uncertainty import model_interval
 from lightspeed.sol.train.grid import (
     ATTENTION_CODES,
-    DISPATCHER_CODES,
     RECOMPUTE_CODES,
     SCHEDULE_CODES,
     PlanGrid,
+    dispatcher_code,
     grid_from_plans,
 )
 from lightspeed.sol.train.memory import refused_by_stack
@@ -307,7 +307,7 @@ def _grid(
         etp=_etp(columns),
         bf16_start=full(float(template.bf16_layers_start)),
         bf16_end=full(float(template.bf16_layers_end)),
-        dispatcher=full(float(DISPATCHER_CODES[template.ep_dispatcher or "alltoall"])),
+        dispatcher=full(dispatcher_code(template)),
     )
 
 
