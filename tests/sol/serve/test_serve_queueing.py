@@ -152,6 +152,33 @@ def test_the_offline_steady_state_is_the_middle_of_a_long_run(
     assert simulate_deployment(deployment, waiting).output_tokens_per_s < 0.97 * rates.output_tokens_per_s
 
 
+def test_the_steady_state_of_replicas_past_the_cap_is_one_replica_times_their_count(
+    catalog: Catalog, models: ModelRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight replicas holding more waiting requests at once than the bound on a steady-state run
+    (here three times what one replica holds, so the runs stay small; 72 GB200 in nine
+    DeepSeek-R1 replicas hold 44,000 against 20,000) still get the steady state: the middle half
+    of a long run of all eight (its own finish times), within 3%. Differencing runs of the whole
+    deployment at the bound differences two runs that never leave their ramp-up and drain."""
+    import lightspeed.sol.serve.capacity_at_slo as capacity_module
+
+    model, cluster = models.get("llama-3-8b"), catalog.cluster("dgx-h100")
+    plan = InferencePlan(tp=1, replicas=8, precision="fp8", max_batch=32)
+    deployment = simulated_deployment(model=model, cluster=cluster, plan=plan)
+    waiting = _workload(ArrivalProcess.offline(), 1000, 500, 300)
+    monkeypatch.setattr(capacity_module, "MAX_STEADY_REQUESTS", 3 * 32)
+    assert held_sequences(deployment, waiting) == 8 * 32  # the whole is past the bound
+    rates = steady_state_rates(deployment, waiting)
+    long = simulate(
+        model=model, cluster=cluster, plan=plan, workload=replace(waiting, num_requests=8 * 32 * 30)
+    )
+    finish = np.sort(long.outcome.finish_s)
+    first, last = finish[len(finish) // 4], finish[3 * len(finish) // 4]
+    middle = (3 * len(finish) // 4 - len(finish) // 4) * 500 / (last - first)
+    assert rates.output_tokens_per_s == pytest.approx(middle, rel=0.03)
+    assert rates.replicas == 8
+
+
 def test_a_server_run_warms_up_on_what_the_deployment_holds(catalog: Catalog, models: ModelRegistry) -> None:
     """``steady_state_workload``: the first requests, as many as the deployment holds at once (at
     most 20,000), are not measured; at least as many again and at least the workload's own count

@@ -128,6 +128,7 @@ class SteadyRates(Record):
     long_run_requests: int
     short_run_output_tokens_per_s: float
     mean_running: float
+    replicas: int = 1  # the runs are of one replica, each rate multiplied by this many
 
     @property
     def input_tokens_per_s(self) -> float:
@@ -154,18 +155,28 @@ def steady_state_rates(
     (LoadGen's last at least ten minutes) or a server kept saturated is mostly steady. Runs of N
     and 2N requests (the same first N, the same ramp and a like drain; N at least
     :data:`STEADY_WAVES` times what the deployment holds at once, at most :data:`MAX_STEADY_REQUESTS`)
-    differ by N requests at the steady state: each rate is that difference over the time it adds."""
-    held = held_sequences(deployment, workload)
-    count = min(max(workload.num_requests, STEADY_WAVES * held), MAX_STEADY_REQUESTS)
+    differ by N requests at the steady state: each rate is that difference over the time it adds.
+
+    Replicas that share no pool (``plan.replicas`` of an undisaggregated plan) run their waiting
+    requests independently, so one replica is simulated and its rates are multiplied by their
+    count (``replicas``): the bound on N then holds a steady state of one replica where the whole
+    deployment's would not fit (72 GB200 in nine replicas hold 44,000 DeepSeek-R1 requests at once)."""
+    copies = deployment.serving_replicas
+    one = replace(deployment, plan=deployment.plan.with_changes(replicas=1)) if copies > 1 else deployment
+    held = held_sequences(one, workload)
+    requests = -(-workload.num_requests // copies) if copies > 1 else workload.num_requests
+    count = min(max(requests, STEADY_WAVES * held), MAX_STEADY_REQUESTS)
     offline = replace(workload, arrivals=ArrivalProcess.offline(), num_requests=count, warmup_requests=0)
-    short = simulate_deployment(deployment, offline, seed=seed)
-    long = simulate_deployment(deployment, replace(offline, num_requests=2 * count), seed=seed)
+    short = simulate_deployment(one, offline, seed=seed)
+    long = simulate_deployment(one, replace(offline, num_requests=2 * count), seed=seed)
     added_s = long.duration_s - short.duration_s
+    scale = max(copies, 1)
 
     def steady(field: str) -> float:
         added = getattr(long, field) * long.duration_s - getattr(short, field) * short.duration_s
         # (both are positive for any finite rate; else the long run's own mean)
-        return added / added_s if added_s > 0.0 and added > 0.0 else float(getattr(long, field))
+        rate = added / added_s if added_s > 0.0 and added > 0.0 else float(getattr(long, field))
+        return rate * scale
 
     return SteadyRates(
         requests_per_s=steady("requests_per_s"),
@@ -173,8 +184,9 @@ def steady_state_rates(
         total_tokens_per_s=steady("total_tokens_per_s"),
         short_run_requests=short.num_requests,
         long_run_requests=long.num_requests,
-        short_run_output_tokens_per_s=short.output_tokens_per_s,
-        mean_running=long.mean_running,
+        short_run_output_tokens_per_s=short.output_tokens_per_s * scale,
+        mean_running=long.mean_running * scale,
+        replicas=scale,
     )
 
 
