@@ -604,6 +604,17 @@ def _check_expert_parallel_degree(row: PublishedRow, model: TransformerSpec, sta
         )
 
 
+class UnstatedSplit(NamedTuple):
+    """What :func:`unstated_tp` chose for a row that states no TP: TP and PP (``None`` for what
+    the stated degrees decide), DEP's size where an MLPerf row runs attention data parallelism
+    with the experts over the group (``None`` otherwise), and why."""
+
+    tp: int | None = None
+    pp: int | None = None
+    dep: int | None = None
+    note: str = ""
+
+
 def unstated_tp(
     row: PublishedRow,
     stated: StatedLayout,
@@ -614,35 +625,38 @@ def unstated_tp(
     load: ServingLoad,
     simulation: RowSimulation | None,
     num_gpus: int,
-) -> tuple[int | None, int | None, str]:
-    """(TP, PP, note) of a row whose cells state no TP: an MLPerf row's most productive split
-    (:func:`mlperf_split`), a row saying it ran one instance (:func:`_one_instance`), else, where no
-    cell splits or copies the model, the smallest TP that holds it, pipelined across scale-up
-    domains where none holds it alone (:func:`fitting_split`); ``None`` for what the stated degrees
-    decide."""
+) -> UnstatedSplit:
+    """The split of a row whose cells state no TP: an MLPerf row's most productive layout
+    (:func:`mlperf_split`; DEP only where no cell states a degree), a row saying it ran one
+    instance (:func:`_one_instance`), else, where no cell splits or copies the model, the smallest
+    TP that holds it, pipelined across scale-up domains where none holds it alone
+    (:func:`fitting_split`); empty where the stated degrees decide."""
     if stated.tp is not None:
-        return None, None, ""
+        return UnstatedSplit()
     if simulation is not None and simulation.mlperf:
-        mlperf_tp, note = mlperf_split(
+        layout = mlperf_split(
             model,
             cluster,
             precision.format,
             simulation.workload,
             num_gpus=num_gpus,
             effective_bits=precision.effective_bits,
+            expert_layouts=not stated.splits,
         )
-        return mlperf_tp, None, note
+        if layout.groups > 1:
+            return UnstatedSplit(dep=layout.groups, note=layout.note)
+        return UnstatedSplit(tp=layout.tp, note=layout.note)
     if not stated.splits and stated.pp is None and _ONE_INSTANCE.search(row.described()):
         one_tp, note = _one_instance(cluster, num_gpus)
-        return one_tp, None, note
+        return UnstatedSplit(tp=one_tp, note=note)
     if not stated.splits:
         across = "tp" if _SGLANG.search(row.described()) else "pp"
         split = fitting_split(model, cluster, precision.format, load, num_gpus=num_gpus, across=across)
         if split is None:
-            return None, None, ""
+            return UnstatedSplit()
         tp, pp, note = split
-        return tp, (pp if stated.pp is None and pp > 1 else None), note
-    return None, None, ""
+        return UnstatedSplit(tp=tp, pp=pp if stated.pp is None and pp > 1 else None, note=note)
+    return UnstatedSplit()
 
 
 # The cells a server's cap is written in: the load cells, and a server's options in the sharding
@@ -846,6 +860,7 @@ def stated_speculation(row: PublishedRow, plan: InferencePlan) -> tuple[Inferenc
 __all__ = [
     "INTEGER",
     "StatedLayout",
+    "UnstatedSplit",
     "deployment",
     "gpus_from_layout",
     "stated_cap",

@@ -22,8 +22,9 @@ and decode-pool figures stay with the analytic steady state.
   simulated throughput with every sample waiting; Server and Interactive are the
   highest Poisson rate whose 99th-percentile TTFT and TPOT meet the benchmark's limits
   (:func:`~lightspeed.sol.serve.capacity_at_slo.max_rate_at_slo`), times the mean output. A row
-  without a TP cell runs the TP whose simulated Offline throughput is highest
-  (:func:`mlperf_split`), as a submitter tunes it.
+  without a layout runs the TP split whose simulated Offline throughput is highest, or on an MoE
+  no single GPU holds attention data parallelism with the experts over the group where that is
+  faster at its steady state (:func:`mlperf_split`), as a submitter tunes it.
 
 Typed rows (``sol/validation/data/published-runs.toml``) are simulated from their load alone
 (:func:`load_simulation`); the TSV reader also reads a request rate or count and MLPerf from
@@ -41,7 +42,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
@@ -339,10 +340,40 @@ def _target_rate(text: str) -> float:
     return rate
 
 
+class MlperfLayout(NamedTuple):
+    """The layout an MLPerf row without one runs (:func:`mlperf_split`): TP replicas (``groups``
+    1), or on an MoE ``groups`` attention ranks of one GPU each with the experts over them (DEP,
+    ``tp`` 1); and what was chosen over what."""
+
+    tp: int
+    groups: int
+    note: str
+
+
+def _tp_sizes(gpus: int, domain: int) -> list[int]:
+    """TP sizes an MLPerf submitter tunes over: powers of two inside the scale-up domain that
+    divide ``gpus`` (replicas fill the rest)."""
+    return [size for size in (1, 2, 4, 8, 16, 32, 64) if size <= min(gpus, domain) and not gpus % size]
+
+
+def _plan(tp: int, groups: int, gpus: int, precision: str, effective_bits: float | None) -> InferencePlan:
+    """Replicas of ``tp`` GPUs, or of ``groups`` attention ranks with the experts over them."""
+    return InferencePlan(
+        tp=tp,
+        ep=groups,
+        dp_attention=groups,
+        replicas=gpus // (tp * groups),
+        precision=precision,
+        effective_bits=effective_bits,
+    )
+
+
 def _offline_rate(
     model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
 ) -> float:
-    """Simulated Offline output tokens per second of ``plan`` (one replica, scaled, on one node)."""
+    """Simulated Offline output tokens per second of ``plan``, from a run of
+    :data:`MLPERF_SPLIT_REQUESTS` per replica (one replica, scaled, on one node): cheap, and
+    enough to rank TP splits, which hold alike."""
     single = cluster.num_nodes == 1 and plan.replicas > 1
     run = plan.with_changes(replicas=1) if single else plan
     offline = replace(
@@ -350,6 +381,20 @@ def _offline_rate(
     )
     rate = simulate(model=model, cluster=cluster, plan=run, workload=offline).output_tokens_per_s
     return rate * (plan.replicas if single else 1)
+
+
+def _steady_rate(
+    model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
+) -> float:
+    """Simulated Offline output tokens per second of ``plan`` at its steady state
+    (:func:`~lightspeed.sol.serve.capacity_at_slo.steady_state_rates`): what weighs a layout that
+    holds many more requests at once against one that holds few, where a finite run's drain
+    favours the second."""
+    deployment = simulated_deployment(model=model, cluster=cluster, plan=plan)
+    offline = replace(
+        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * plan.replicas
+    )
+    return steady_state_rates(deployment, offline).output_tokens_per_s
 
 
 def mlperf_split(
@@ -360,28 +405,54 @@ def mlperf_split(
     *,
     num_gpus: int | None = None,
     effective_bits: float | None = None,
-) -> tuple[int, str]:
-    """(TP, note) of an MLPerf row without a TP cell: the TP (a power of two inside the scale-up
-    domain, replicas filling the row's ``num_gpus``, default all of ``cluster``'s) whose simulated
-    Offline throughput is highest (weights in ``precision``, a mixed checkpoint at
-    ``effective_bits``)."""
+    expert_layouts: bool = True,
+) -> MlperfLayout:
+    """The layout of an MLPerf row that states none, as its submitter tunes it (replicas filling
+    the row's ``num_gpus``, default all of ``cluster``'s; weights in ``precision``, a mixed
+    checkpoint at ``effective_bits``):
+
+    * the TP split (:func:`_tp_sizes`) with the most simulated Offline throughput
+      (:func:`_offline_rate`);
+    * on an MoE that no single GPU holds (``expert_layouts``: the row states no EP or DP of its
+      own), against it attention data parallelism over the largest of those sizes with the
+      experts over the group (DEP), both at their steady state (:func:`_steady_rate`). NVIDIA's
+      MLPerf v5.1 configs run DeepSeek-R1 so (``closed/NVIDIA/configs/*/Offline/deepseek-r1.py``:
+      ``tensor_parallelism: 8``, ``enable_attention_dp: True``, ``moe_expert_parallelism: 8``) and
+      Mixtral 8x7B, which one GPU holds, as TP1 replicas (``mixtral-8x7b.py``): TP1 replicas
+      exchange nothing, and DEP would share only the experts' memory for an all-to-all a layer.
+    """
     gpus = num_gpus or cluster.num_accelerators
-    best: tuple[float, int] | None = None
-    for tp in (1, 2, 4, 8, 16, 32, 64):
-        if tp > min(gpus, cluster.system.scale_up_domain_size) or gpus % tp:
-            continue
-        plan = InferencePlan(tp=tp, replicas=gpus // tp, precision=precision, effective_bits=effective_bits)
+    sizes = _tp_sizes(gpus, cluster.system.scale_up_domain_size)
+    rates: list[tuple[float, int]] = []
+    for tp in sizes:
         try:
-            rate = _offline_rate(model, cluster, plan, workload)
+            rates.append(
+                (_offline_rate(model, cluster, _plan(tp, 1, gpus, precision, effective_bits), workload), tp)
+            )
         except UserInputError:
             continue
-        if best is None or rate > best[0]:
-            best = (rate, tp)
-    if best is None:
+    if not rates:
         raise RowError(f"{model.name} in {precision} fits no split of {cluster.name}")
-    tp = best[1]
-    note = f"MLPerf row without TP: tp={tp} x{gpus // tp} replicas, the most simulated throughput"
-    return tp, note
+    _, tp = max(rates)
+    note = f"MLPerf row without a layout: tp={tp} x{gpus // tp} replicas, the most simulated throughput"
+    fits_one_gpu = any(size == 1 for _, size in rates)
+    if not expert_layouts or model.moe is None or fits_one_gpu or sizes[-1] < 2:
+        return MlperfLayout(tp, 1, f"{note} of {len(rates)} TP splits")
+    groups = sizes[-1]
+    try:
+        dep = _steady_rate(model, cluster, _plan(1, groups, gpus, precision, effective_bits), workload)
+    except UserInputError:
+        return MlperfLayout(tp, 1, f"{note} of {len(rates)} TP splits (DEP{groups} does not fit)")
+    split = _steady_rate(model, cluster, _plan(tp, 1, gpus, precision, effective_bits), workload)
+    weighed = f"at their steady state: {dep:,.0f} against {split:,.0f} tokens/s"
+    if dep > split:
+        return MlperfLayout(
+            1,
+            groups,
+            f"MLPerf row without a layout: DEP{groups} (attention DP {groups}, EP {groups}) "
+            f"x{gpus // groups} replicas, over the best of {len(rates)} TP splits (tp={tp}) {weighed}",
+        )
+    return MlperfLayout(tp, 1, f"{note} of {len(rates)} TP splits, over DEP{groups} {weighed}")
 
 
 def fitting_split(
@@ -503,6 +574,7 @@ def _steady_offline_rate(
     reached: JsonDict = {
         "steady_state": (
             f"difference of runs of {rates.short_run_requests} and {rates.long_run_requests} samples"
+            + (f" on one of {rates.replicas} replicas, times {rates.replicas}" if rates.replicas > 1 else "")
         ),
         "short_run_output_tokens_per_s": rates.short_run_output_tokens_per_s,
         "mean_running": rates.mean_running,
@@ -590,6 +662,7 @@ def simulate_row(
 
 
 __all__ = [
+    "MlperfLayout",
     "RowSimulation",
     "all_at_once_simulation",
     "latency_percentile",

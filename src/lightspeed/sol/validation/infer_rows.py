@@ -741,7 +741,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     load, batching, load_note, simulation = _row_load(row, num_gpus)
     mlperf = load_mlperf_workload(simulation.mlperf) if simulation is not None and simulation.mlperf else None
     precision = infer_precision.precision(row, cluster.system.accelerator, model, mlperf=mlperf)
-    split_tp, split_pp, split_note = unstated_tp(
+    split = unstated_tp(
         row,
         stated,
         model=model,
@@ -751,10 +751,12 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         simulation=simulation,
         num_gpus=num_gpus,
     )
-    if split_pp is not None:  # no scale-up domain holds the model: pipelined across domains
-        stated = stated._replace(pp=split_pp)
+    if split.pp is not None:  # no scale-up domain holds the model: pipelined across domains
+        stated = stated._replace(pp=split.pp)
+    if split.dep is not None:  # an MLPerf row's most productive layout: attention DP, EP over it
+        stated = stated._replace(shorthand=("dep", split.dep))
     one_pool = batching == "decode" or _names_pool(row, "prefill")
-    plan, plan_notes = deployment(row, model, num_gpus, precision, stated, tp=split_tp, one_pool=one_pool)
+    plan, plan_notes = deployment(row, model, num_gpus, precision, stated, tp=split.tp, one_pool=one_pool)
     plan, cap_note = stated_cap(row, plan)
     plan_notes = [*plan_notes, cap_note] if cap_note else plan_notes
     if mlperf is not None and plan.kv_precision is None and bytes_per_element(plan.precision) <= 1:
@@ -766,7 +768,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     notes.extend([state_note] if state_note else [])
     notes.extend([speed_note] if speed_note else [])
     notes.extend([gpus_note] if gpus_note else [])
-    notes.extend([split_note] if split_note else [])
+    notes.extend([split.note] if split.note else [])
     plan, speculation_note = stated_speculation(row, plan)
     notes.extend([speculation_note] if speculation_note else [])
     year, year_note = row_year(row, cluster.system.accelerator)
