@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload
-from lightspeed.sol.validation.infer_load import _tp_sizes, mlperf_split
+from lightspeed.sol.validation.infer_load import _plan, _tp_sizes, mlperf_kv_precision, mlperf_split
 from lightspeed.workload import ModelRegistry
 from probes import DATA, read_probe
 
@@ -63,3 +63,11 @@ def test_a_row_stating_its_own_expert_or_data_parallelism_is_not_given_dep(
     assert layout.tp in (4, 8)  # 671B parameters in NVFP4 fit no fewer than four B200
     assert "TP splits" in layout.note
     assert "attention-DP" not in layout.note
+
+
+def test_layouts_are_weighed_with_the_kv_cache_the_row_is_predicted_with() -> None:
+    # MLPerf closed submissions keep the KV cache in FP8 beside 8-bit or narrower weights (NVIDIA's
+    # configs: kv_cache_dtype 'fp8'); the layouts are weighed with the cache the row then runs
+    assert [mlperf_kv_precision(weights) for weights in ("nvfp4", "fp8", "bf16")] == ["fp8", "fp8", None]
+    assert _plan(1, 8, 8, "nvfp4", None).kv_precision == "fp8"
+    assert _plan(2, 1, 8, "bf16", None).kv_precision is None

@@ -61,6 +61,7 @@ from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
 from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, LengthDistribution, ServingWorkload
 from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, RowError
+from lightspeed.units import bytes_per_element
 from lightspeed.workload import TransformerSpec
 
 # A request count: ``49,152 requests``, ``500 prompts`` (or by its flag: :data:`_REQUEST_FLAG`).
@@ -356,8 +357,16 @@ def _tp_sizes(gpus: int, domain: int) -> list[int]:
     return [size for size in (1, 2, 4, 8, 16, 32, 64) if size <= min(gpus, domain) and not gpus % size]
 
 
+def mlperf_kv_precision(weights: str) -> str | None:
+    """The KV-cache format of an MLPerf closed submission whose weights are in ``weights``: FP8
+    where the weights are 8 bits or narrower (the submitters quantize it with them), else the
+    model's own (``None``)."""
+    return "fp8" if bytes_per_element(weights) <= 1 else None
+
+
 def _plan(tp: int, groups: int, gpus: int, precision: str, effective_bits: float | None) -> InferencePlan:
-    """Replicas of ``tp`` GPUs, or of ``groups`` attention ranks with the experts over them."""
+    """Replicas of ``tp`` GPUs, or of ``groups`` attention ranks with the experts over them, with
+    the KV cache an MLPerf submission keeps (:func:`mlperf_kv_precision`)."""
     return InferencePlan(
         tp=tp,
         ep=groups,
@@ -365,6 +374,7 @@ def _plan(tp: int, groups: int, gpus: int, precision: str, effective_bits: float
         replicas=gpus // (tp * groups),
         precision=precision,
         effective_bits=effective_bits,
+        kv_precision=mlperf_kv_precision(precision),
     )
 
 
@@ -667,6 +677,7 @@ __all__ = [
     "all_at_once_simulation",
     "latency_percentile",
     "load_simulation",
+    "mlperf_kv_precision",
     "mlperf_row_simulation",
     "mlperf_split",
     "names_mlperf",

@@ -94,6 +94,7 @@ from lightspeed.sol.validation.infer_load import (
     all_at_once_simulation,
     latency_percentile,
     load_simulation,
+    mlperf_kv_precision,
     mlperf_row_simulation,
     names_mlperf,
     row_rate,
@@ -111,7 +112,6 @@ from lightspeed.sol.validation.published import (
 from lightspeed.sol.validation.readings import Reading, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
-from lightspeed.units import bytes_per_element
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
@@ -759,8 +759,9 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     plan, plan_notes = deployment(row, model, num_gpus, precision, stated, tp=split.tp, one_pool=one_pool)
     plan, cap_note = stated_cap(row, plan)
     plan_notes = [*plan_notes, cap_note] if cap_note else plan_notes
-    if mlperf is not None and plan.kv_precision is None and bytes_per_element(plan.precision) <= 1:
-        plan = plan.with_changes(kv_precision="fp8")
+    mlperf_kv = mlperf_kv_precision(plan.precision) if mlperf is not None else None
+    if mlperf_kv is not None and plan.kv_precision is None:
+        plan = plan.with_changes(kv_precision=mlperf_kv)
         plan_notes = [*plan_notes, _MLPERF_KV_NOTE]
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
     assert reading.value is not None
