@@ -407,6 +407,11 @@ def _steady_rate(
     return steady_state_rates(deployment, offline).output_tokens_per_s
 
 
+def _copies(count: int) -> str:
+    """``x8 replicas``, ``x1 replica``."""
+    return f"x{count} replica{'s' if count > 1 else ''}"
+
+
 def mlperf_split(
     model: TransformerSpec,
     cluster: Cluster,
@@ -444,7 +449,7 @@ def mlperf_split(
     if not rates:
         raise RowError(f"{model.name} in {precision} fits no split of {cluster.name}")
     _, tp = max(rates)
-    note = f"MLPerf row without a layout: tp={tp} x{gpus // tp} replicas, the most simulated throughput"
+    note = f"MLPerf row without a layout: tp={tp} {_copies(gpus // tp)}, the most simulated throughput"
     fits_one_gpu = any(size == 1 for _, size in rates)
     if not expert_layouts or model.moe is None or fits_one_gpu or sizes[-1] < 2:
         return MlperfLayout(tp, 1, f"{note} of {len(rates)} TP splits")
@@ -460,7 +465,7 @@ def mlperf_split(
             1,
             groups,
             f"MLPerf row without a layout: DEP{groups} (attention DP {groups}, EP {groups}) "
-            f"x{gpus // groups} replicas, over the best of {len(rates)} TP splits (tp={tp}) {weighed}",
+            f"{_copies(gpus // groups)}, over the best of {len(rates)} TP splits (tp={tp}) {weighed}",
         )
     return MlperfLayout(tp, 1, f"{note} of {len(rates)} TP splits, over DEP{groups} {weighed}")
 
@@ -501,7 +506,7 @@ def fitting_split(
 
 def _split_note(tp: int, pp: int, domain: int, copies: int, holds: str) -> str:
     """What :func:`fitting_split` chose, and why."""
-    replicas = f"x{copies} replica{'s' if copies > 1 else ''}"
+    replicas = _copies(copies)
     if pp > 1:
         return (
             f"row without TP: tp={tp} pp={pp} {replicas}, no scale-up domain of {domain} GPUs holds "
