@@ -12,7 +12,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -154,6 +154,20 @@ class Fields:
         if not isinstance(value, str):
             raise DataFileError(
                 self.path, "expected a string", field=self._name(key), value=value, fix=f'write {key} = "..."'
+            )
+        return value
+
+    def choice(self, key: str, allowed: Sequence[str], what: str) -> str:
+        """A required string that is one of ``allowed``; ``what`` names it in the error
+        (``unknown MoE dispatcher``, with the value and the allowed ones)."""
+        value = self.string(key)
+        if value not in allowed:
+            raise DataFileError(
+                self.path,
+                f"unknown {what}",
+                field=self._name(key),
+                value=value,
+                fix=f"use one of {', '.join(allowed)}",
             )
         return value
 

@@ -89,12 +89,7 @@ class RawRecords:
 
 def _check_header(fields: Fields) -> str:
     fields.schema_version({SCHEMA_VERSION})
-    kind = fields.string("kind")
-    if kind not in KINDS:
-        raise DataFileError(
-            fields.path, "unknown kind", field="kind", value=kind, fix=f"use one of {', '.join(KINDS)}"
-        )
-    return kind
+    return fields.choice("kind", KINDS, "kind")
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

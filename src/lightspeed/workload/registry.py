@@ -502,15 +502,7 @@ def _release(fields: Fields, sources: Mapping[str, Reference]) -> tuple[str, str
     if table is None:
         return "bf16", ""
     _check_keys(table, _RELEASE_KEYS, "release")
-    weights = table.string("weights")
-    if weights not in RELEASE_FORMATS:
-        raise DataFileError(
-            fields.path,
-            "unknown weight format",
-            field="release.weights",
-            value=weights,
-            fix=f"use one of {', '.join(RELEASE_FORMATS)}",
-        )
+    weights = table.choice("weights", RELEASE_FORMATS, "weight format")
     key = table.check_source("source", sources)
     note = table.string("note", "")
     return weights, sources[key].citation + (f"; {note}" if note else "")

@@ -43,15 +43,10 @@ class QuantizedCheckpoint(Record):
 
 
 def _entry(fields: Fields) -> QuantizedCheckpoint:
-    formats = {key: fields.string(key) for key in ("precision", "attention_weights")}
-    for key, value in formats.items():
-        if value not in INFERENCE_PRECISIONS:
-            raise DataFileError(
-                fields.path,
-                f"unknown weight format {value!r}",
-                field=f"{fields.prefix}{key}",
-                fix=f"use one of {', '.join(INFERENCE_PRECISIONS)}",
-            )
+    formats = {
+        key: fields.choice(key, INFERENCE_PRECISIONS, "weight format")
+        for key in ("precision", "attention_weights")
+    }
     gib = fields.number("checkpoint_gib") if fields.has("checkpoint_gib") else None
     return QuantizedCheckpoint(
         model=fields.string("model"),

@@ -392,17 +392,11 @@ def _optional_boolean(fields: Fields, key: str) -> bool | None:
 
 def _dispatcher(fields: Fields) -> str | None:
     """The run's MoE token dispatcher (``EP_DISPATCHERS``), when the row names one."""
-    if not fields.has("ep_dispatcher"):
-        return None
-    name = fields.string("ep_dispatcher")
-    if name not in EP_DISPATCHERS:
-        raise DataFileError(
-            fields.path,
-            f"unknown MoE dispatcher {name!r}",
-            field=f"{fields.prefix}ep_dispatcher",
-            fix=f"use one of {', '.join(EP_DISPATCHERS)}",
-        )
-    return name
+    return (
+        fields.choice("ep_dispatcher", EP_DISPATCHERS, "MoE dispatcher")
+        if fields.has("ep_dispatcher")
+        else None
+    )
 
 
 def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -> TrainingRowSpec:
