@@ -113,7 +113,7 @@ class IterationTimer:
         )
         self.exact = self.ranks > 1 or self.hardware.serving.two_batch_overlap
         row_length = min(max(-(-max_sequences // self.pp), 1), INITIAL_ROW) + 1
-        self.segment = EXACT_SEGMENT if self.exact else row_length
+        self.segment_length = EXACT_SEGMENT if self.exact else row_length
         # launch_and_host_s's constants for a round of pp stage iterations (it is homogeneous:
         # pp stage iterations of busy / pp take pp times its terms), applied per lookup in Python
         kernels = float(np.asarray(stage_kernels(model, float(self.pp))))
@@ -173,15 +173,16 @@ class IterationTimer:
             return _busy_s(iteration_cost(grid, self.model, self.hardware)) * self.pp
 
     def _row(self, key: tuple[int, ...]) -> list[float]:
-        """Busy seconds per replica iteration for ``self.segment`` decoding sequences per
-        micro-batch from ``segment x self.segment`` on, at (context, prompt tokens, attended
+        """Busy seconds per replica iteration for ``self.segment_length`` decoding sequences per
+        micro-batch from ``segment x self.segment_length`` on, at (context, prompt tokens, attended
         context, stage tokens, segment) buckets ``key`` (drafting included)."""
         context_bucket, prompt_bucket, prompt_context_bucket, total_bucket, segment = key
         context = bucket_center(context_bucket, CONTEXT_PER_OCTAVE)
         prefill = bucket_center(prompt_bucket, PROMPT_PER_OCTAVE)
         prompt_context = bucket_center(prompt_context_bucket, PROMPT_CONTEXT_PER_OCTAVE)
         total = bucket_center(total_bucket, PROMPT_PER_OCTAVE) if self.ranks > 1 else None
-        decode = np.arange(segment * self.segment, (segment + 1) * self.segment, dtype=np.float64)
+        first = segment * self.segment_length
+        decode = np.arange(first, first + self.segment_length, dtype=np.float64)
         busy = self._busy(
             self._grid(
                 decode,
@@ -210,7 +211,7 @@ class IterationTimer:
         return [float(value) for value in np.asarray(busy, dtype=np.float64)]
 
     def _lookup(self, key: tuple[int, ...], micro: int) -> float:
-        segment, offset = divmod(micro, self.segment)
+        segment, offset = divmod(micro, self.segment_length)
         at = (*key, segment)
         row = self._rows.get(at)
         if row is None:
@@ -254,7 +255,7 @@ class IterationTimer:
         rows = self._rows
         if not prefill_tokens:
             total = bucket(total_tokens / pp, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
-            segment, offset = divmod(micro, self.segment)
+            segment, offset = divmod(micro, self.segment_length)
             row = rows.get((context, 0, 0, total, segment))
             busy = row[offset] if row is not None else self._lookup((context, 0, 0, total), micro)
         elif self.exact:

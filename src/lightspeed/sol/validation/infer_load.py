@@ -378,6 +378,13 @@ def _plan(tp: int, groups: int, gpus: int, precision: str, effective_bits: float
     )
 
 
+def _waiting(workload: ServingWorkload, plan: InferencePlan) -> ServingWorkload:
+    """``workload`` with :data:`MLPERF_SPLIT_REQUESTS` a replica of ``plan``, all waiting at once."""
+    return replace(
+        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * plan.replicas
+    )
+
+
 def _offline_rate(
     model: TransformerSpec, cluster: Cluster, plan: InferencePlan, workload: ServingWorkload
 ) -> float:
@@ -386,11 +393,8 @@ def _offline_rate(
     enough to rank TP splits, which hold alike."""
     single = cluster.num_nodes == 1 and plan.replicas > 1
     run = plan.with_changes(replicas=1) if single else plan
-    offline = replace(
-        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * run.replicas
-    )
-    rate = simulate(model=model, cluster=cluster, plan=run, workload=offline).output_tokens_per_s
-    return rate * (plan.replicas if single else 1)
+    result = simulate(model=model, cluster=cluster, plan=run, workload=_waiting(workload, run))
+    return result.output_tokens_per_s * (plan.replicas if single else 1)
 
 
 def _steady_rate(
@@ -401,10 +405,7 @@ def _steady_rate(
     holds many more requests at once against one that holds few, where a finite run's drain
     favours the second."""
     deployment = simulated_deployment(model=model, cluster=cluster, plan=plan)
-    offline = replace(
-        workload, arrivals=ArrivalProcess.offline(), num_requests=MLPERF_SPLIT_REQUESTS * plan.replicas
-    )
-    return steady_state_rates(deployment, offline).output_tokens_per_s
+    return steady_state_rates(deployment, _waiting(workload, plan)).output_tokens_per_s
 
 
 def _copies(count: int) -> str:
