@@ -14,7 +14,8 @@ prefill attention); decoding sequences are exact. A miss evaluates a whole row
 vectorized call; where every shape is looked up whole (below), a segment of 32 counts
 around the batch (a run there meets thousands of shapes, each at few batch sizes: the
 DeepSeek-R1 MLPerf Offline run on eight B200 with attention DP evaluates 6,400 segments,
-in a fifth less CPU time than whole rows, to the same figure).
+to the same figure as whole rows in about two thirds of their CPU time:
+``benchmarks/timing_segments.py``).
 
 A decode-only iteration is one row lookup. An iteration with prompt tokens uses
 the engine's own additivity: its parts are sums of per-operation times, so the
