@@ -222,6 +222,62 @@ def test_disaggregated_pools_send_the_kv_cache_over_the_link_between_them(
     assert across.batching == "disaggregated"
 
 
+def test_a_disaggregated_closed_loop_keeps_littles_law_over_both_pools(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    """64 users of Llama 3 70B (FP8, 8,000-token prompts, 500 output tokens) on one TP4 prefill
+    and one TP4 decode replica: the prefill replica bounds the rate, so the users that the decode
+    replica does not hold wait for a prefill, and their TTFT carries that wait."""
+    model = models.get("llama-3-70b")
+    cluster = catalog.resolve_cluster("dgx-h100")
+    plan = InferencePlan(tp=4, precision="fp8", disaggregated=(1, 1))
+    crowded = estimate_inference(
+        model=model, cluster=cluster, plan=plan, load=ServingLoad(8000, 500, concurrency=64)
+    )
+    # one prefill of 8,000 tokens (a whole iteration: the chunk budget packs no second prompt)
+    alone = estimate_inference(
+        model=model,
+        cluster=cluster,
+        plan=InferencePlan(tp=4, precision="fp8"),
+        load=ServingLoad(8000, 1, concurrency=1),
+    )
+    prefill_s = alone.ttft_s
+    # the prefill replica runs one prompt after another: at most 1 / prefill_s requests per second
+    assert crowded.requests_per_s == pytest.approx(1.0 / prefill_s, rel=0.03)
+    # Little's law: users = rate x (TTFT + 499 decode steps)
+    cycle_s = crowded.ttft_s + 499 * crowded.tpot_s
+    assert crowded.requests_per_s * cycle_s == pytest.approx(64.0, rel=1e-6)
+    # the decode replica holds what the rate keeps decoding (Little's law on it alone), not all 64
+    assert crowded.batch_per_replica == pytest.approx(crowded.requests_per_s * 499 * crowded.tpot_s, rel=0.01)
+    assert crowded.batch_per_replica < 32
+    assert crowded.ttft_s > 10.0  # most of the 64 wait in the prefill queue
+    assert crowded.concurrency == 64
+
+
+def test_one_disaggregated_user_never_waits_for_another_prompt(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    """One user's prompt finds both pools idle: TTFT is its own prefill and the KV cache's
+    crossing, as on one replica doing both plus the transfer, and its requests follow each
+    other (Little's law with one user in flight)."""
+    model = models.get("llama-3-70b")
+    cluster = catalog.resolve_cluster("dgx-h100")
+    load = ServingLoad(8000, 500, concurrency=1)
+    split = estimate_inference(
+        model=model,
+        cluster=cluster,
+        plan=InferencePlan(tp=4, precision="fp8", disaggregated=(1, 1)),
+        load=load,
+    )
+    together = estimate_inference(
+        model=model, cluster=cluster, plan=InferencePlan(tp=4, precision="fp8"), load=load
+    )
+    assert split.kv_transfer_s is not None
+    assert split.ttft_s == pytest.approx(together.ttft_s + split.kv_transfer_s, rel=1e-3)
+    assert split.tpot_s == pytest.approx(together.tpot_s, rel=1e-6)
+    assert split.requests_per_s * (split.ttft_s + 499 * split.tpot_s) == pytest.approx(1.0, rel=1e-6)
+
+
 def test_what_does_not_fit_says_what_would(models: ModelRegistry, catalog: Catalog) -> None:
     with pytest.raises(InvalidPlanError, match=r"does not fit.*a plan that fits: tp=2"):
         _estimate(models, catalog, "llama-3-70b", "dgx-h100", InferencePlan(), load=ServingLoad(1000, 1000))

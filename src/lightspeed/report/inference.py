@@ -62,6 +62,7 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         f"{estimate.plan.describe()}, {estimate.batching} batching, "
         f"ISL/OSL {load.input_tokens}/{load.output_tokens}"
     )
+    split = estimate.kv_transfer_s is not None  # separate prefill and decode pools
     rows = [
         ["TTFT", format_duration(estimate.ttft_s)],
         [
@@ -76,8 +77,9 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         ["requests/s", f"{estimate.requests_per_s:,.3g}"],
         [
             "batch per replica",
-            f"{estimate.batch_per_replica:,.4g} in flight of at most {estimate.max_batch:,} (KV cache, "
-            f"server cap); {estimate.concurrency:,.4g} requests over the deployment",
+            f"{estimate.batch_per_replica:,.4g} {'decoding' if split else 'in flight'} of at most "
+            f"{estimate.max_batch:,} (KV cache, server cap); {estimate.concurrency:,.4g} requests over "
+            f"the deployment{' (the rest in the prefill pool or crossing to decode)' if split else ''}",
         ],
     ]
     bars = estimate.intervals

@@ -15,8 +15,9 @@ The serving engine's twin of :mod:`lightspeed.sol.train.estimate` (the same conc
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import numpy as np
 
@@ -192,12 +193,19 @@ def pool_split(
 
 
 def serve(
-    ctx: ServingContext, plan: InferencePlan, batch: Any, batching: str, split: PoolSplit | None
+    ctx: ServingContext,
+    plan: InferencePlan,
+    batch: Any,
+    batching: str,
+    split: PoolSplit | None,
+    *,
+    users: float | None = None,
 ) -> ServingArrays:
-    """Steady state of ``plan`` at ``batch`` sequences per (decode) replica, any batching mode."""
+    """Steady state of ``plan`` at ``batch`` sequences per (decode) replica, any batching mode
+    (``users``: a disaggregated plan's closed loop, see :func:`disaggregated`)."""
     deployments = deployments_of(plan, batch)
     if split is not None:
-        return disaggregated(deployments, ctx, split)
+        return disaggregated(deployments, ctx, split, users)
     if batching == "static":
         return static(deployments, ctx)
     if batching == "decode":
@@ -250,6 +258,49 @@ def _batch_and_queue(
         return max_batch, 0.0
     per_replica = load.concurrency / _decode_replicas(plan)
     return min(per_replica, max_batch), max(per_replica - max_batch, 0.0)
+
+
+# Rounds at most of the fixed point between a disaggregated closed loop's decode batch and its
+# TPOT (each round takes the batch's error down several times; it stops within 0.1%)
+CLOSED_LOOP_ROUNDS: Final = 10
+
+
+@dataclass(frozen=True)
+class _ClosedLoop:
+    """A disaggregated deployment under a closed loop of users: what the decode replicas hold,
+    the steady state at that batch, the requests per second and a user's TTFT."""
+
+    batch: float
+    arrays: ServingArrays
+    requests_per_s: float
+    ttft_s: float
+
+
+def _disaggregated_closed_loop(
+    ctx: ServingContext, plan: InferencePlan, users: float, max_batch: float, split: PoolSplit
+) -> _ClosedLoop:
+    """``users`` requests always in flight over separate prefill and decode pools.
+
+    Each user's request is either in the prefill pool (waiting or running), crossing to the
+    decode pool, or decoding, so Little's law holds over the whole loop: ``users = rate x
+    (TTFT + (OSL - 1) x TPOT)``. The rate is what the loop's cycle allows (a prompt's time in
+    idle-enough pools, then its decode), at most what the pools serve; the decode replicas hold
+    ``rate x (OSL - 1) x TPOT / D`` sequences of it (a fixed point: TPOT falls with that batch),
+    and where the prefill pool bounds the rate the rest queue for a prefill, which their TTFT
+    carries.
+    """
+    decoders = _decode_replicas(plan)
+    decode_steps = max(ctx.load.output_tokens - 1, 1)
+    batch = min(users / decoders, max_batch)
+    for _ in range(CLOSED_LOOP_ROUNDS):
+        arrays = serve(ctx, plan, batch, "continuous", split, users=users)
+        decode_s = decode_steps * _scalar(arrays.tpot_s)
+        rate = min(_scalar(arrays.requests_per_s), users / (_scalar(arrays.ttft_s) + decode_s))
+        decoding = min(users / decoders, max_batch, rate * decode_s / decoders)  # Little's law
+        if math.isclose(decoding, batch, rel_tol=1e-3):
+            break
+        batch = decoding
+    return _ClosedLoop(batch=batch, arrays=arrays, requests_per_s=rate, ttft_s=users / rate - decode_s)
 
 
 def _max_batch(memory: MemoryArrays, plan: InferencePlan) -> float:
@@ -634,12 +685,16 @@ def estimate_inference(
     arrays = serve(ctx, plan, batch, batching, split)
     rate = _scalar(arrays.requests_per_s) * _serving_replicas(plan)
     decoders = _decode_replicas(plan)
+    ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
+    if split is not None and load.concurrency is not None:
+        loop = _disaggregated_closed_loop(ctx, plan, load.concurrency, max_batch, split)
+        batch, waiting = loop.batch, load.concurrency / decoders - loop.batch
+        arrays, rate, ttft = loop.arrays, loop.requests_per_s, loop.ttft_s
     tpot = _scalar(arrays.tpot_s)
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
     sentence, part = bound_sentence(parts, inference_hardware, plan)
     mode = "disaggregated" if split is not None else batching
     band = model_interval("infer", model, inference_hardware.hardware.accelerator.architecture)
-    ttft = _scalar(arrays.ttft_s) + waiting / (rate / decoders)  # queued requests wait for a slot
     return InferenceEstimate(
         model=model.name,
         system=cluster.name,

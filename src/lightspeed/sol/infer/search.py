@@ -653,13 +653,12 @@ def search_inference(
     arrays = _evaluate(ctx, points, batch)
     best, front, num_feasible = _select(request, points, arrays, frontier_points)
     plan = _plan_of(points, best, model, request.formats, speculative)
-    replicas = plan.disaggregated[1] if plan.disaggregated else plan.replicas
     estimate = estimate_inference(
         model=model,
         cluster=cluster,
         plan=plan,
         load=ServingLoad(
-            load.input_tokens, load.output_tokens, concurrency=max(round(batch[best] * replicas), 1)
+            load.input_tokens, load.output_tokens, concurrency=_users(plan, load, arrays, batch, best)
         ),
         efficiency=efficiency,
         serving=inference_hardware.serving,
@@ -678,6 +677,20 @@ def search_inference(
         frontier=_frontier(request, points, batch, arrays, front),
         constraints=_constraints(model, inference_hardware, limit, request.num_gpus, prefill_stages),
     )
+
+
+def _users(
+    plan: InferencePlan, load: ServingLoad, arrays: ServingArrays, batch: np.ndarray, best: int
+) -> int:
+    """Requests in flight at the ``best`` point, as ``plan infer --concurrency`` takes them: the
+    replicas' batches; with separate pools, also those in the prefill pool or crossing to the
+    decode pool (Little's law over the loop: rate x (TTFT + decode time)), so the estimate
+    printed decodes the batch the point was ranked at."""
+    if plan.disaggregated is None:
+        return max(round(float(batch[best]) * plan.replicas), 1)
+    decode_s = max(load.output_tokens - 1, 1) * float(np.asarray(arrays.tpot_s)[best])
+    cycle_s = float(np.asarray(arrays.ttft_s)[best]) + decode_s
+    return max(round(float(np.asarray(arrays.requests_per_s)[best]) * cycle_s), 1)
 
 
 # The most draft tokens a search over speculative depths tries (MTP and EAGLE deployments run 1-7:

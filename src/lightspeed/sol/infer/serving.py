@@ -32,7 +32,12 @@ batch's prefill, throughput ``B x output / (prefill + (output - 1) x TPOT)``.
 chunk budget), D only decode with ``B`` sequences each; the KV cache of each
 prompt crosses the link between the pools (NVLink when both pools fit in one
 scale-up domain, else the scale-out network), each GPU sending its shard. The
-system serves ``min(P x prefill rate, D x decode rate)`` requests per second.
+system serves ``min(P x prefill rate, D x decode rate)`` requests per second; a
+prompt waits for the prefill iteration running as often as the prefill pool is
+busy at that rate (``PrefillArrays.ttft_at``), so one request alone prefills at
+once. A closed loop of users (``plan infer --concurrency``) keeps Little's law
+over both pools: what the decode pool does not hold waits for a prefill
+(:func:`lightspeed.sol.infer.estimate.estimate_inference`).
 """
 
 from __future__ import annotations
@@ -294,11 +299,31 @@ def kv_transfer_s(split: PoolSplit, load: ServingLoad, inference_hardware: Infer
 @dataclass(frozen=True)
 class PrefillArrays:
     """What one replica of a prefill pool does with the load's prompts, per deployment: requests
-    it completes per second, and a prompt's time in it (half an iteration's wait for the next to
-    start, then its chunks and the pipeline's fill)."""
+    it completes per second (``requests_per_s``, its prompts packed up to the chunk budget), and
+    the iterations a prompt takes there: ``iteration_s`` a packed one, ``lone_s`` one holding
+    only this prompt's chunk (the same where a prompt fills the budget), ``chunks`` of them, and
+    ``pp`` stages for the pipeline's fill."""
 
     requests_per_s: Array
-    ttft_s: Array
+    iteration_s: Array
+    lone_s: Array
+    chunks: int
+    pp: Array
+
+    def ttft_at(self, utilization: Array) -> Array:
+        """A prompt's time in the pool busy ``utilization`` of the time (0 to 1): an arrival
+        finds an iteration running that often and waits half of it; its own iterations hold as
+        many other prompts as the load packs into them (none on an idle pool), one after another
+        through the pipeline's fill."""
+        busy = np.clip(utilization, 0.0, 1.0)
+        iteration = self.lone_s + busy * (self.iteration_s - self.lone_s)
+        return busy * self.iteration_s / 2.0 + (self.chunks + self.pp - 1.0) * iteration
+
+    @property
+    def ttft_s(self) -> Array:
+        """A prompt's time in a pool that is always busy: the bound that sizes pools and prunes
+        prefill shapes (:func:`~lightspeed.sol.infer.search.prefill_front`)."""
+        return self.ttft_at(1.0)
 
 
 def prefill_pool_arrays(prefill_pool: Deployments, ctx: ServingContext) -> PrefillArrays:
@@ -311,14 +336,27 @@ def prefill_pool_arrays(prefill_pool: Deployments, ctx: ServingContext) -> Prefi
     prefill = _work(
         prefill_pool, ctx, prompt=packed * chunk, requests=packed / count, group_prompt=group_prompt
     ).time_s
+    lone = prefill
+    if packed > 1:
+        lone = _work(prefill_pool, ctx, prompt=chunk, requests=1.0, group_prompt=chunk).time_s
     return PrefillArrays(
         requests_per_s=packed / (count * prefill),
-        ttft_s=prefill / 2.0 + (count + prefill_pool.pp - 1.0) * prefill,
+        iteration_s=prefill,
+        lone_s=lone,
+        chunks=count,
+        pp=prefill_pool.pp,
     )
 
 
-def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSplit) -> ServingArrays:
-    """Separate prefill and decode pools (see the module docstring); rates are per deployment."""
+def disaggregated(
+    deployments: Deployments, ctx: ServingContext, split: PoolSplit, users: float | None = None
+) -> ServingArrays:
+    """Separate prefill and decode pools (see the module docstring); rates are per deployment.
+
+    A prompt finds the prefill pool busy as often as it is at the rate served (arrivals from
+    outside see the time average); with a closed loop of ``users``, as often as the other
+    ``users - 1`` keep it busy (the arrival theorem of closed queueing networks: one user alone
+    never waits for another's prompt)."""
     tau, _ = _tau(ctx.speculative)
     pp = deployments.pp
     osl = ctx.load.output_tokens
@@ -326,9 +364,15 @@ def disaggregated(deployments: Deployments, ctx: ServingContext, split: PoolSpli
     tpot = pp * step / tau
     decode_rate = split.decode_replicas * deployments.batch / (max(osl - 1, 1) * tpot)
     prefill = prefill_pool_arrays(split.prefill_pool(deployments), ctx)
-    rate = np.minimum(decode_rate, split.prefill_replicas * prefill.requests_per_s)
+    capacity = split.prefill_replicas * prefill.requests_per_s
+    rate = np.minimum(decode_rate, capacity)
     transfer = kv_transfer_s(split, ctx.load, ctx.hardware)
-    ttft = prefill.ttft_s + transfer + pp * step / 2.0
+    # the decode pool takes the sequence at its next round (at once where nothing else decodes)
+    wait = np.where(deployments.batch > 1.0, pp * step / 2.0, 0.0)
+    busy = rate / capacity
+    if users is not None:
+        busy = busy * max(users - 1.0, 0.0) / max(users, 1.0)
+    ttft = prefill.ttft_at(busy) + transfer + wait
     return ServingArrays(
         ttft_s=ttft,
         tpot_s=tpot,
