@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lightspeed.catalog import load_catalog
 from lightspeed.errors import UserInputError
 from lightspeed.sol import plan_memory
+from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.workload import load_models, parameter_counts
 
 MODELS = load_models()
@@ -46,6 +47,24 @@ def test_seed_100t_on_b200_at_180_gb_usable() -> None:
     assert plan.gpus_needed_at_nominal == 1042
     assert plan.nodes_needed_at_nominal == 131
     assert any("180 GB usable of 192 GB nominal" in line for line in plan.assumptions)
+
+
+def test_the_count_at_what_the_driver_reports_is_the_one_plan_sizes_with() -> None:
+    """A B200's driver reports 183,359 MiB (nvidia-smi memory.total), above the listed 180 GB
+    usable: 200,041,174,925,312 bytes / (183,359 x 2^20) = 1,040.4 -> 1,041 GPUs, 131 nodes of 8,
+    beside the listed figure's 1,112 (the lower bound at that figure), and it is the memory the
+    plan commands size deployments with."""
+    b200 = CATALOG.accelerator("b200")
+    plan = plan_memory(model=DENSE_100T, precision="bf16", accelerator=b200)
+    assert plan.memory_device_bytes == 183_359 * 2**20
+    assert plan.gpus_needed_at_device == math.ceil(200_041_174_925_312 / (183_359 * 2**20)) == 1041
+    assert plan.nodes_needed_at_device == 131
+    assert plan.gpus_needed == 1112
+    assert (
+        b200.memory_device_bytes
+        == hardware_for(CATALOG.resolve_cluster("dgx-b200"), "bf16").usable_memory_bytes
+    )
+    assert any("the driver reports 192.3 GB" in line for line in plan.assumptions)
 
 
 def test_seed_100t_on_b300_at_288_gb() -> None:

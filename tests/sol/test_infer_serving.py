@@ -278,6 +278,37 @@ def test_one_disaggregated_user_never_waits_for_another_prompt(
     assert split.requests_per_s * (split.ttft_s + 499 * split.tpot_s) == pytest.approx(1.0, rel=1e-6)
 
 
+def test_fp4_tile_occupancy_is_said_where_it_applies_and_where_it_cannot(
+    models: ModelRegistry, catalog: Catalog
+) -> None:
+    """Llama 3 8B in NVFP4 at batch 1: on a GB200, whose SM count the catalog lacks, the weight
+    reads are the stream of its bytes at 80% of 8 TB/s (4.5 bits a weight and the 16-bit LM head:
+    6.98e9 x 0.5625 + 1.05e9 bytes); on a B200 (148 SMs) a batch of one row fills few
+    of its SMs' tiles and reads slower. Each estimate says which it assumed."""
+    load = ServingLoad(1000, 1000, concurrency=1)
+    plan = InferencePlan(precision="nvfp4")
+    gb200 = _estimate(models, catalog, "llama-3-8b", "gb200-nvl72", plan, load=load, num_gpus=1)
+    b200 = _estimate(models, catalog, "llama-3-8b", "dgx-b200", plan, load=load, num_gpus=1)
+    counts = parameter_counts(models.get("llama-3-8b"))
+    # 6.98e9 layer weights at 4.5 bits (NVFP4: 16 values share an 8-bit scale), the LM head in 16 bits
+    weight_bytes = counts.non_embedding_params * 0.5625 + counts.lm_head_params * 2
+    assert gb200.iteration_breakdown_s["weight_reads"] == pytest.approx(weight_bytes / (0.8 * 8e12), rel=0.02)
+    assert b200.iteration_breakdown_s["weight_reads"] > 1.3 * gb200.iteration_breakdown_s["weight_reads"]
+    assert "no SM count for gb200" in " ".join(gb200.assumptions)
+    assert "on the 148 SMs" in " ".join(b200.assumptions)
+
+
+def test_fp32_says_it_runs_on_the_tf32_tensor_cores(models: ModelRegistry, catalog: Catalog) -> None:
+    """An FP32 plan on an H100 is priced at the TF32 row (494.5 dense TFLOP/s, not FP32's 67):
+    its assumptions say so rather than calling that rate fp32's."""
+    load = ServingLoad(100, 100, concurrency=1)
+    fp32 = _estimate(models, catalog, "llama-3-8b", "dgx-h100", InferencePlan(precision="fp32"), load=load)
+    bf16 = _estimate(models, catalog, "llama-3-8b", "dgx-h100", InferencePlan(precision="bf16"), load=load)
+    assert "GEMMs on dense fp32 on the TF32 tensor cores" in fp32.assumptions[0]
+    assert "494 TFLOP/s" in fp32.assumptions[0]
+    assert "TF32" not in bf16.assumptions[0]
+
+
 def test_what_does_not_fit_says_what_would(models: ModelRegistry, catalog: Catalog) -> None:
     with pytest.raises(InvalidPlanError, match=r"does not fit.*a plan that fits: tp=2"):
         _estimate(models, catalog, "llama-3-70b", "dgx-h100", InferencePlan(), load=ServingLoad(1000, 1000))

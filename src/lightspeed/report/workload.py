@@ -303,13 +303,23 @@ def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None
             f"{plan.gpus_needed:,} x {plan.accelerator} at {format_bytes(plan.memory_usable_bytes)} usable "
             f"= {plan.nodes_needed:,} {nodes} of {plan.gpus_per_node}; "
             f"{plan.gpus_needed_at_nominal:,} at {format_bytes(plan.memory_nominal_bytes)} nominal "
-            f"= {plan.nodes_needed_at_nominal:,} nodes",
+            f"= {plan.nodes_needed_at_nominal:,} nodes{_at_device(plan)}",
             markup=False,
             style="bold",
         )
     console.print("assumptions:", markup=False)
     for line in plan.assumptions:
         console.print(f"  - {line}", markup=False)
+
+
+def _at_device(plan: MemoryPlan) -> str:
+    """The count at what the driver reports, where that differs from the listed usable memory."""
+    if plan.memory_device_bytes is None or plan.memory_device_bytes == plan.memory_usable_bytes:
+        return ""
+    return (
+        f"; {plan.gpus_needed_at_device:,} at the {format_bytes(plan.memory_device_bytes)} the driver "
+        f"reports = {plan.nodes_needed_at_device:,} nodes"
+    )
 
 
 def render_training_flop(result: TrainingFlop, console: Console | None = None) -> None:

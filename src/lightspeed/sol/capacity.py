@@ -51,8 +51,9 @@ class MemoryPlan(Record):
     ``components`` (bytes, over the whole job: every data-parallel replica)
     sum to ``total_bytes``. ``bytes_per_param`` is what one GPU holds per
     parameter of its replica's share (the ZeRO formula). ``gpus_needed`` and
-    ``nodes_needed`` use usable memory, ``*_at_nominal`` the nominal capacity;
-    all four are ``None`` when no device was given. ``device`` is the GPU or
+    ``nodes_needed`` use usable memory, ``*_at_nominal`` the nominal capacity,
+    ``*_at_device`` what the driver reports (the memory ``plan`` and ``search`` use);
+    all are ``None`` when no device was given. ``device`` is the GPU or
     system asked for, ``accelerator`` the GPU whose memory is used.
     """
 
@@ -78,6 +79,11 @@ class MemoryPlan(Record):
     gpus_needed_at_nominal: int | None
     nodes_needed_at_nominal: int | None
     assumptions: tuple[str, ...]
+    # what a process can allocate (the driver's figure where the catalog records it, the memory
+    # `plan` and `search` size deployments with) and the GPUs and nodes that hold the state in it
+    memory_device_bytes: float | None = None
+    gpus_needed_at_device: int | None = None
+    nodes_needed_at_device: int | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,9 @@ def plan_memory(
         bytes_per_gpu=counts.bytes_per_gpu,
         gpus_needed_at_nominal=counts.gpus_needed_at_nominal,
         nodes_needed_at_nominal=counts.nodes_needed_at_nominal,
+        memory_device_bytes=device.memory_device_bytes if device is not None else None,
+        gpus_needed_at_device=counts.gpus_needed_at_device,
+        nodes_needed_at_device=counts.nodes_needed_at_device,
         assumptions=_assumptions(
             model=model,
             num_params=num_params,
@@ -238,6 +247,8 @@ class _GpuCounts:
     bytes_per_gpu: float | None = None
     gpus_needed_at_nominal: int | None = None
     nodes_needed_at_nominal: int | None = None
+    gpus_needed_at_device: int | None = None
+    nodes_needed_at_device: int | None = None
 
 
 def _gpu_counts(replica_bytes: float, dp: int, node_size: int, device: Accelerator | None) -> _GpuCounts:
@@ -245,6 +256,7 @@ def _gpu_counts(replica_bytes: float, dp: int, node_size: int, device: Accelerat
         return _GpuCounts()
     per_replica = _ceil(replica_bytes / device.memory_usable_bytes)
     at_nominal = _ceil(replica_bytes / device.memory_nominal_bytes) * dp
+    at_device = _ceil(replica_bytes / device.memory_device_bytes) * dp
     return _GpuCounts(
         model_parallel_gpus=per_replica,
         gpus_needed=per_replica * dp,
@@ -252,6 +264,8 @@ def _gpu_counts(replica_bytes: float, dp: int, node_size: int, device: Accelerat
         bytes_per_gpu=replica_bytes / per_replica,
         gpus_needed_at_nominal=at_nominal,
         nodes_needed_at_nominal=_ceil(at_nominal / node_size),
+        gpus_needed_at_device=at_device,
+        nodes_needed_at_device=_ceil(at_device / node_size),
     )
 
 
@@ -310,8 +324,14 @@ def _device_lines(device: Accelerator | None, node_size: int, system: System | N
         f"({format_bytes(usable, binary=True)} of {format_bytes(nominal, binary=True)}); "
         "GPU counts use usable memory, nominal is shown for comparison",
         "all usable memory holds model state (nothing reserved for the CUDA context, "
-        "activations or fragmentation): a lower bound",
+        "activations or fragmentation): a lower bound at the listed usable memory",
     ]
+    if device.memory_device_bytes != usable:
+        reported = device.memory_device_bytes
+        lines.append(
+            f"the driver reports {format_bytes(reported)} ({format_bytes(reported, binary=True)}) per "
+            f"GPU, the memory 'plan' and 'search' size deployments with: the count at it is shown too"
+        )
     if system is not None:
         lines.append(f"nodes are {system.name}: {node_size} GPUs each")
     else:

@@ -133,6 +133,17 @@ class Hardware(Record):
     clock_fraction: float = 1.0
     calibration_note: str = ""  # set when a calibration from another device is applied by --force
 
+    def compute_text(self, precision: str) -> str:
+        """The format the GEMMs of a run in ``precision`` compute in, as assumption lines name it:
+        ``fp32 on the TF32 tensor cores`` where FP32 runs at the TF32 rate (PyTorch's
+        ``allow_tf32``; with it off, FP32 GEMMs run far slower), else ``precision`` itself."""
+        if self.compute_row == "tf32" and precision != "tf32":
+            return (
+                f"{precision} on the TF32 tensor cores (PyTorch's allow_tf32; FP32 GEMMs are far "
+                "slower without it)"
+            )
+        return precision
+
     @property
     def quantized_linears(self) -> bool:
         """Whether the run's linears compute in an 8- or 4-bit format (FP8, MXFP8, NVFP4, MXFP4

@@ -586,6 +586,28 @@ def _weight_only_text(weights: str, compute: str) -> str:
     return f" (weight-only: the {weights} weights dequantized into each {compute} GEMM)"
 
 
+def _fp4_tiles_text(inference_hardware: InferenceHardware) -> str:
+    """How FP4 GEMMs fill the GPU
+    (:meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.fp4_tile_occupancy`), or that they are
+    priced without that loss where the catalog has no SM count."""
+    hardware = inference_hardware.hardware
+    gemm = hardware.efficiency
+    if hardware.compute_row != "fp4" or not (gemm.fp4_tile_rows and gemm.fp4_tile_columns):
+        return ""
+    sms = hardware.accelerator.num_compute_units
+    if sms:
+        return (
+            f"; an FP4 GEMM keeps its ceil(M/{gemm.fp4_tile_rows:g}) x ceil(N/{gemm.fp4_tile_columns:g}) "
+            f"output tiles on the {sms} SMs, one each, so a small batch streams its weights on a "
+            "share of them"
+        )
+    return (
+        f"; FP4 GEMMs priced without the loss of tiles too few for the SMs (the catalog gives no SM "
+        f"count for {hardware.accelerator.name}: a GPU with one, the B200, decodes small FP4 batches "
+        "up to 3x slower)"
+    )
+
+
 def _assumptions(
     inference_hardware: InferenceHardware, plan: InferencePlan, batching: str, raised: bool = False
 ) -> tuple[str, ...]:
@@ -598,7 +620,7 @@ def _assumptions(
     lines = [
         f"weights {precisions.weights} ({precisions.weight_bytes_per_element:g} B/param, "
         f"{_attention_weights_text(inference_hardware)}embeddings and "
-        f"LM head 16-bit), GEMMs on dense {precisions.compute} "
+        f"LM head 16-bit), GEMMs on dense {hardware.compute_text(precisions.compute)} "
         f"{hardware.peak_flop_per_s / 1e12:,.0f} TFLOP/s "
         f"per GPU{_weight_only_text(precisions.weights, precisions.compute)}, KV cache "
         f"{precisions.kv_cache}{_mixed_weights_text(inference_hardware, plan)}",
@@ -607,7 +629,8 @@ def _assumptions(
         f"{format_percent(efficiency.attention_flash_forward_efficiency, 0)}, weight/KV streaming at "
         f"{format_percent(parameters.stream_memory_efficiency, 0)} of "
         f"{format_bytes_per_s(hardware.memory_bandwidth_bytes_per_s)}, links "
-        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}{_overlap_text(efficiency)}",
+        f"{format_percent(efficiency.collective_bandwidth_efficiency, 0)}{_overlap_text(efficiency)}"
+        f"{_fp4_tiles_text(inference_hardware)}",
         _serving_line(inference_hardware, plan),
         _floors_line(inference_hardware),
         f"{batching} batching; KV cache gets {_kv_share_text(inference_hardware, raised)} and reserves "

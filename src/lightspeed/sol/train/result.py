@@ -233,7 +233,8 @@ def _intervals(band: Band, *, step: float, tokens_per_s: float, mfu: float, rate
 def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[str, ...]:
     efficiency = hardware.efficiency
     return (
-        f"peak: dense {plan.compute_precision} {hardware.peak_flop_per_s / 1e12:,.1f} TFLOP/s per GPU "
+        f"peak: dense {hardware.compute_text(plan.compute_precision)} "
+        f"{hardware.peak_flop_per_s / 1e12:,.1f} TFLOP/s per GPU "
         f"({hardware.accelerator.display_name})",
         f"efficiency model {efficiency.label}: GEMM up to "
         f"{format_percent(efficiency.gemm_ceiling(plan.compute_precision), 0)} "
