@@ -11,7 +11,7 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration, field_options
 from lightspeed.cli._serve_options import resolve_slo, slo_of_text
-from lightspeed.cli._sol_options import with_expert_load
+from lightspeed.cli._sol_options import refuse_given, refuse_on_dense, with_expert_load
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import run, serving_parts
 from lightspeed.report import (
@@ -50,6 +50,13 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
     """Predict TTFT, TPOT, throughput and the KV-limited batch of one serving deployment; under
     a concurrency or an arrival rate, also the simulated latency percentiles."""
     config = configuration(ServingConfig, values)
+    check_deployment(config)
+    if config.batching != "continuous" or (config.concurrency is None and config.arrival_rate is None):
+        refuse_given(
+            ("num_requests", "seed", "warmup_requests"),
+            "only the run simulated under a load uses {it}, which plan infer makes for continuous "
+            "batching with --concurrency or --arrival-rate: give one, or leave {it} out",
+        )
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
     under_load = _simulated_under_load(config, num_requests=config.num_requests, seed=config.seed)
     simulated, band = under_load if under_load is not None else (None, None)
@@ -70,6 +77,24 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
         render_load_band(band)
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
+
+
+def check_deployment(config: ServingConfig) -> None:
+    """Refuse the deployment settings that would be ignored (``plan infer`` and ``simulate``):
+    speculation's acceptance and draft cost without draft tokens (given on the command line; a
+    plan file holds their defaults), a batching mode beside --disaggregated, and --expert-imbalance
+    on a dense model (as ``--ep``)."""
+    if config.draft_tokens is None:
+        refuse_given(
+            ("acceptance", "draft_cost"),
+            "speculative decoding only: give --draft-tokens K too, or leave {it} out",
+        )
+    if config.disaggregated is not None and config.batching != "continuous":
+        raise UserInputError(
+            f"--batching {config.batching}: a disaggregated deployment (--disaggregated) batches its "
+            "prefill and decode pools itself; leave --batching out"
+        )
+    refuse_on_dense(config, {"--expert-imbalance": config.expert_imbalance is not None})
 
 
 def _simulated_under_load(
@@ -114,6 +139,7 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
     frontier of tokens/s per GPU against tokens/s per user; with --slo, the finalists simulated
     under load and ranked by goodput per GPU (at --rate, or at the highest rate each sustains)."""
     config = configuration(ServingSearchConfig, values)
+    _check_search(config)
     prediction = run(_bounded_by_slo(config), catalog=get_context().catalog(), models=get_context().models())
     result = prediction.result
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
@@ -130,6 +156,24 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
         render_expert_load_effect(prediction.expert_load)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _check_search(config: ServingSearchConfig) -> None:
+    """Refuse the search options that would be ignored (given on the command line: a plan file holds
+    their defaults): speculation's acceptance and draft cost without draft tokens, and the size of
+    the goodput ranking's simulated runs without --slo."""
+    if config.draft_tokens is None and config.search_draft_tokens is None:
+        refuse_given(
+            ("acceptance", "draft_cost"),
+            "speculative decoding only: give --draft-tokens K or --search-draft-tokens N too, "
+            "or leave {it} out",
+        )
+    if config.slo is None:
+        refuse_given(
+            ("num_requests", "seed", "warmup_requests", "finalists"),
+            "only the goodput ranking's simulated runs use {it}, which --slo asks for: give --slo "
+            "too, or leave {it} out",
+        )
 
 
 def _bounded_by_slo(config: ServingSearchConfig) -> ServingSearchConfig:

@@ -101,12 +101,37 @@ def length_options(function: F) -> F:
     )
 
 
+class _ServiceLevel(ServiceLevelSpec):
+    """:class:`ServiceLevelSpec` that also refuses a limit given twice or an empty item
+    (:func:`check_slo_text`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, tuple):
+            check_slo_text(str(value))
+        return super().convert(value, param, ctx)
+
+
+def check_slo_text(text: str) -> None:
+    """One error for an SLO that names a limit twice (``ttft=2s,ttft=3s``: which one?) or holds an
+    empty item; what each limit may be is :class:`ServiceLevelSpec`'s to say."""
+    items = [item.strip() for item in text.split(",")]
+    if text.strip() and not all(items):
+        raise UserInputError(
+            f"--slo {text!r}: an empty item; write the limits separated by single commas, "
+            "e.g. ttft=2s,tpot=50ms"
+        )
+    keys = [item.partition("=")[0].strip().lower() for item in items]
+    repeated = [key for index, key in enumerate(keys) if key in keys[:index]]
+    if repeated:
+        raise UserInputError(f"--slo {text!r}: {repeated[0]} is given twice; give each limit once")
+
+
 def slo_option(function: F) -> F:
     """``--slo ttft=..,tpot=..[,attainment=..]``."""
     return click.option(
         "--slo",
         "slo_spec",
-        type=ServiceLevelSpec(),
+        type=_ServiceLevel(),
         help="Latency SLO, e.g. ttft=2s,tpot=50ms[,attainment=90%] (DistServe: the share meeting both).",
     )(function)
 
@@ -160,6 +185,7 @@ def slo_of_text(text: str | None) -> tuple[float | None, float | None, float] | 
     """The ``(ttft_s, tpot_s, attainment)`` of an SLO as a configuration keeps it (``None``: none)."""
     if text is None:
         return None
+    check_slo_text(text)
     limits: tuple[float | None, float | None, float] = ServiceLevelSpec().convert(text, None, None)
     return limits
 
@@ -243,20 +269,50 @@ def resolve_workload(
     trace_path: Path | None = None,
     warmup_requests: int = 0,
 ) -> ServingWorkload:
-    """The simulated workload of the options."""
+    """The simulated workload of the options; with ``trace_path``, the trace's requests (its own
+    arrivals and lengths: those of the options are refused beside it, ``simulate``), at most
+    ``num_requests`` of them, and the workload says so (arrivals ``trace``, the lengths its own)."""
+    if trace_path is not None:
+        return _trace_workload(
+            trace_path,
+            num_requests=num_requests,
+            prefix_hit_rate=prefix_hit_rate,
+            warmup_requests=warmup_requests,
+        )
     return ServingWorkload(
         arrivals=arrivals,
         input_lengths=resolve_lengths(isl, isl_dist),
         output_lengths=resolve_lengths(osl, osl_dist),
         num_requests=num_requests,
         prefix_hit_rate=prefix_hit_rate,
-        trace=load_request_trace(trace_path) if trace_path is not None else None,
+        warmup_requests=warmup_requests,
+    )
+
+
+def _trace_workload(
+    path: Path, *, num_requests: int, prefix_hit_rate: float, warmup_requests: int
+) -> ServingWorkload:
+    trace = load_request_trace(path)
+    count = min(num_requests, trace.num_requests)
+    if warmup_requests >= count:
+        raise UserInputError(
+            f"--warmup {warmup_requests:,} leaves none of the {count:,} requests replayed from {path} "
+            "to measure: give fewer"
+        )
+    return ServingWorkload(
+        arrivals=ArrivalProcess("trace"),
+        input_lengths=LengthDistribution.empirical(trace.input_tokens[:count]),
+        output_lengths=LengthDistribution.empirical(trace.output_tokens[:count]),
+        num_requests=count,
+        prefix_hit_rate=prefix_hit_rate,
+        trace=trace,
         warmup_requests=warmup_requests,
     )
 
 
 __all__ = [
     "arrival_options",
+    "check_slo_text",
     "length_options",
     "resolve_arrivals",
     "resolve_lengths",

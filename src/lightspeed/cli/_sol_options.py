@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from lightspeed.cli._common import get_context
+from lightspeed.cli._common import get_context, given_flags, refuse_together
 from lightspeed.cli._completion import model_names
 from lightspeed.cli._config import field_options
 from lightspeed.errors import UserInputError
@@ -111,6 +111,39 @@ def resolve_expert_balance(paths: tuple[Path, ...], replicas: int | None, model:
         num_physical_experts=replicas,
         source=", ".join(str(path) for path in paths),
     )
+
+
+def refuse_given(names: tuple[str, ...], reason: str) -> None:
+    """A usage error naming the options among the parameters ``names`` that the user gave on the
+    command line (not a plan file's values, nor defaults); ``{it}`` in ``reason`` becomes it or them."""
+    flags = given_flags(*names)
+    refuse_together(flags, reason.format(it="it" if len(flags) == 1 else "them"))
+
+
+def job_model(config: JobConfig) -> Any:
+    """The model a job configuration names, from the registry or a model file, as :func:`lightspeed.jobs.run`
+    resolves it (an incomplete configuration is the same one-line error run gives)."""
+    from lightspeed.workload import load_model_file, spec_from_hf_config
+
+    config.check_complete()
+    if config.model_config is not None:
+        path = Path(config.model_config)
+        return load_model_file(path).spec if path.suffix == ".toml" else spec_from_hf_config(path)
+    return get_context().models().get(str(config.model))
+
+
+def refuse_on_dense(config: JobConfig, settings: dict[str, bool]) -> None:
+    """Refuse mixture-of-experts settings (``{flag: whether it is set}``) on a dense model, as ``--ep``
+    is refused: they would be ignored. The model is resolved only when one of them is set."""
+    given = [flag for flag, is_set in settings.items() if is_set]
+    if not given:
+        return
+    model = job_model(config)
+    if model.moe is None:
+        raise UserInputError(
+            f"{', '.join(given)}: {'it shapes' if len(given) == 1 else 'they shape'} mixture-of-experts "
+            f"layers and {model.name} is dense: leave {'it' if len(given) == 1 else 'them'} out"
+        )
 
 
 def with_expert_load(payload: dict[str, Any], effect: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import comma_items, get_context, json_option, print_json
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
@@ -43,18 +43,82 @@ from lightspeed.sol import (
     fabric_comparison,
 )
 
+_RAW_ARGS = "compare_systems_args"
+
 
 def _systems(option_values: tuple[str, ...], positional: tuple[str, ...]) -> list[str]:
-    names = [name for value in (*option_values, *positional) for name in value.split(",") if name.strip()]
+    """The systems in the order typed: ``--systems A B C`` is one --systems and two positional names
+    after it (the documented form), so positional names are taken after the --systems values and
+    refused where one comes before a --systems (it would be compared out of the order typed)."""
+    if option_values and positional and _positional_before_option("--systems"):
+        raise click.UsageError(
+            "give the systems one way, in the order to compare them: --systems A B ... (or A B ... alone); "
+            "a SYSTEM before --systems would be compared after it"
+        )
+    names = [
+        name
+        for value in (*option_values, *positional)
+        for name in comma_items(value, "--systems", example="dgx-h100,gb200-nvl72", unique=False)
+    ]
     if not names:
         raise UserInputError(
             "name the systems to compare: --systems A B ... (catalog names or cluster specs)"
         )
-    return [name.strip() for name in names]
+    return names
+
+
+def _positional_before_option(flag: str) -> bool:
+    """Whether a positional argument of the running command comes before the last ``flag`` on its
+    command line (click hands a command its positional values apart from its options)."""
+    ctx = click.get_current_context()
+    args: list[str] = ctx.meta.get(_RAW_ARGS, [])
+    takes_value = {
+        name: not (param.is_flag or param.count)
+        for param in ctx.command.params
+        if isinstance(param, click.Option)
+        for name in (*param.opts, *param.secondary_opts)
+    }
+    positions: list[int] = []
+    last = -1
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            positions.extend(range(index + 1, len(args)))
+            break
+        name = arg.split("=", 1)[0]
+        if arg.startswith("-") and len(arg) > 1:
+            if name == flag:
+                last = index
+            if "=" not in arg and takes_value.get(name, False):
+                index += 1  # the option's value
+        else:
+            positions.append(index)
+        index += 1
+    return any(position < last for position in positions)
+
+
+def _check_rows(systems: list[str], precisions: list[str]) -> None:
+    """The same system in the same format twice is one comparison shown twice (a system twice in
+    two formats, ``--precision fp8,nvfp4``, is a comparison of formats)."""
+    formats = precisions if len(precisions) == len(systems) else [""] * len(systems)
+    rows = list(zip((name.lower() for name in systems), formats, strict=True))
+    repeated = [row for index, row in enumerate(rows) if row in rows[:index]]
+    if repeated:
+        name, precision = repeated[0]
+        what = f"{name} in {precision}" if precision else name
+        raise UserInputError(
+            f"--systems: {what} is given twice; name each system once, or give one --precision per "
+            "system to compare formats"
+        )
 
 
 def _precisions(values: tuple[str, ...]) -> list[str]:
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+    return [
+        item
+        for value in values
+        for item in comma_items(value, "--precision", example="fp8,nvfp4", unique=False)
+    ]
 
 
 def _options(workload: str, **values: Any) -> dict[str, Any]:
@@ -87,6 +151,10 @@ class _SystemsContext(click.Context):
 
 class _SystemsCommand(click.Command):
     context_class = _SystemsContext
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_RAW_ARGS] = list(args)  # the order typed (_positional_before_option)
+        return super().parse_args(ctx, args)
 
 
 @click.command("systems", cls=_SystemsCommand)
@@ -158,7 +226,10 @@ def command(
     """Best plan of the same model and plan family on each system: throughput, collectives on the
     slow fabric level and their share of the step, and the limits each topology puts on TP/EP/PP."""
     model = resolve_model(model_name, config_path)
-    clusters = [resolve_cluster(name, num_gpus) for name in _systems(system_values, more_systems)]
+    names = _systems(system_values, more_systems)
+    precisions = _precisions(precision_values)
+    _check_rows(names, precisions)
+    clusters = [resolve_cluster(name, num_gpus) for name in names]
     if decompose and (workload != "infer" or len(clusters) < 2):
         raise UserInputError("--decompose needs --workload infer and at least two systems")
     options = _options(
@@ -181,7 +252,7 @@ def command(
         model=model,
         clusters=clusters,
         workload=workload,
-        precisions=_precisions(precision_values),
+        precisions=precisions,
         options=options,
         efficiency=efficiency,
     )

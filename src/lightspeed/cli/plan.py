@@ -9,7 +9,8 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration
 from lightspeed.cli._infer import plan_infer
-from lightspeed.cli._sol_options import with_expert_load
+from lightspeed.cli._sol_options import refuse_on_dense, with_expert_load
+from lightspeed.errors import UserInputError
 from lightspeed.jobs import run
 from lightspeed.report import render_expert_load_effect, render_training_estimate
 from lightspeed.sol import TrainingConfig
@@ -29,6 +30,7 @@ command.add_command(plan_infer)
 def train(*, as_json: bool, **values: Any) -> None:
     """Predict step time, its breakdown, memory, MFU and time-to-train of one training plan."""
     config = configuration(TrainingConfig, values)
+    check_training(config)
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
     if as_json:
         payload = with_expert_load(train_json(prediction.estimate), prediction.expert_load)
@@ -37,6 +39,24 @@ def train(*, as_json: bool, **values: Any) -> None:
     render_training_estimate(prediction.estimate)
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
+
+
+def check_training(config: TrainingConfig) -> None:
+    """Refuse the settings a training plan would ignore (from the command line or a plan file alike):
+    virtual pipeline chunks without pipeline stages, and MoE settings on a dense model (as ``--ep``)."""
+    if config.vpp > 1 and (config.pp or 1) == 1:
+        raise UserInputError(
+            f"--vpp {config.vpp} splits each pipeline stage into virtual chunks and pp=1 has none: "
+            "give --pp 2 or more with it, or leave --vpp out"
+        )
+    refuse_on_dense(
+        config,
+        {
+            "--ep-dispatcher": config.ep_dispatcher is not None,
+            "--ep-overlap": config.ep_overlap is not None,
+            "--expert-imbalance": config.expert_imbalance != 1.0,
+        },
+    )
 
 
 # A search's plan summaries carry their intervals under these names; a whole estimate has them in

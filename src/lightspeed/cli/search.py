@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import comma_items, get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration
 from lightspeed.cli._infer import search_infer
-from lightspeed.cli._sol_options import with_expert_load
+from lightspeed.cli._sol_options import refuse_on_dense, with_expert_load
 from lightspeed.jobs import run
 from lightspeed.report import render_expert_load_effect, render_search_result
 from lightspeed.sol import TrainingSearchConfig
@@ -30,6 +30,7 @@ def train(*, as_json: bool, **values: Any) -> None:
     """Every valid training plan, ranked by throughput among those that fit, with why the best wins,
     its margin, the ties within the model's error (simplest first) and a named plan's rank."""
     config = configuration(TrainingSearchConfig, values)
+    check_training_search(config)
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
     if as_json:
         payload = with_expert_load(search_json(prediction.result), prediction.expert_load)
@@ -38,6 +39,14 @@ def train(*, as_json: bool, **values: Any) -> None:
     render_search_result(prediction.result)
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
+
+
+def check_training_search(config: TrainingSearchConfig) -> None:
+    """Refuse what a training search would misread (from the command line or a plan file alike): a
+    schedule named twice or an empty one, and a dispatcher on a dense model (as ``--ep``); a
+    --compare-plan is checked where it is read (:func:`~lightspeed.sol.parse_plan_text`)."""
+    comma_items(config.schedules, "--schedules", example="1f1b,gpipe")
+    refuse_on_dense(config, {"--ep-dispatcher": config.ep_dispatcher is not None})
 
 
 def search_json(result: Any) -> dict[str, Any]:

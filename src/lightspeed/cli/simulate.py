@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, given_flags, json_option, print_json
 from lightspeed.cli._config import config_options, configuration
+from lightspeed.cli._infer import check_deployment
 from lightspeed.cli._serve_options import (
     arrival_options,
     length_options,
@@ -20,6 +21,7 @@ from lightspeed.cli._serve_options import (
     scheduler_options,
     slo_option,
 )
+from lightspeed.cli._sol_options import refuse_given
 from lightspeed.cli.options import SIMULATED_S
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import serving_parts
@@ -35,6 +37,7 @@ from lightspeed.sol.serve import (
     MLPERF_SCENARIOS,
     ArrivalProcess,
     LoadPoint,
+    MlperfWorkload,
     ServiceLevel,
     ServingWorkload,
     SimulatedDeployment,
@@ -87,10 +90,12 @@ def command(*, as_json: bool, **values: Any) -> None:
         raise UserInputError(
             "simulate runs continuous batching; drop --batching (static and decode are analytic)"
         )
+    check_deployment(config)
+    _check_workload_options(values)
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
     assert parts.plan is not None
     slo = resolve_slo(values["slo_spec"])
-    workload, slo, find_capacity = _workload(config, values, slo=slo)
+    workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model)
     deployment = simulated_deployment(
         model=parts.model,
         cluster=parts.cluster,
@@ -103,23 +108,84 @@ def command(*, as_json: bool, **values: Any) -> None:
     _run(deployment, workload, slo, values, find_capacity=find_capacity, as_json=as_json, config=config)
 
 
+def _check_workload_options(values: dict[str, Any]) -> None:
+    """Refuse the workload options given on the command line that the workload would ignore (a plan
+    file's values give way to a --trace or --mlperf): a trace's own arrivals and lengths, an MLPerf
+    scenario's own arrivals, and a --scenario without --mlperf."""
+    mlperf = values["mlperf_name"] is not None
+    if values["trace_path"] is not None:
+        if mlperf:
+            raise click.UsageError("give --trace or --mlperf, not both: each is a whole workload")
+        refuse_given(
+            (
+                "input_tokens",
+                "output_tokens",
+                "isl_dist",
+                "osl_dist",
+                "arrival_rate",
+                "concurrency",
+                "offline",
+                "cv",
+            ),
+            "a --trace replays its own arrival times and token counts: leave {it} out",
+        )
+    if not mlperf:
+        refuse_given(("scenario",), "it picks an MLPerf scenario: give --mlperf NAME too, or leave it out")
+        return
+    refuse_given(
+        ("concurrency", "offline", "cv"),
+        "with --mlperf the --scenario sets the arrivals (offline: every sample at once; server and "
+        "interactive: Poisson at --arrival-rate, else the highest rate that meets the benchmark's SLO): "
+        "leave {it} out",
+    )
+    if values["scenario"] == "offline":
+        refuse_given(
+            ("arrival_rate",),
+            "MLPerf's Offline scenario issues every sample at once: leave it out, or give --scenario server",
+        )
+
+
+def _check_benchmark_model(benchmark: MlperfWorkload, config: ServingConfig, model: Any) -> None:
+    """An MLPerf workload is its model's benchmark: another model named with --model is refused; a
+    model file (whose name may differ from the registry's) runs it with a note saying so."""
+    expected = get_context().models().get(benchmark.model)
+    if model.name == expected.name:
+        return
+    if config.model is not None:
+        raise UserInputError(
+            f"--mlperf {benchmark.name} is MLPerf's {benchmark.display_name} benchmark of {expected.name}, "
+            f"not {model.name}: give --model {expected.name}, or leave --mlperf out and describe the "
+            "workload (--isl, --osl, --arrival-rate ...)"
+        )
+    click.echo(
+        f"lightspeed: note: MLPerf {benchmark.display_name} benchmarks {expected.name}; its workload runs "
+        f"here on {model.name} from {config.model_config}",
+        err=True,
+    )
+
+
 def _workload(
-    config: ServingConfig, values: dict[str, Any], *, slo: ServiceLevel | None
+    config: ServingConfig, values: dict[str, Any], *, slo: ServiceLevel | None, model: Any
 ) -> tuple[ServingWorkload, ServiceLevel | None, bool]:
     """(workload, SLO, whether to search the highest rate at the SLO) of the options; ``--mlperf``
-    brings its lengths (unless ``--isl``/``--osl`` are given) and its scenario's SLO, and a Server
-    or Interactive scenario without ``--arrival-rate`` is the benchmark's own question: the highest rate."""
+    brings its lengths (each side unless ``--isl``/``--isl-dist`` or ``--osl``/``--osl-dist`` are
+    given) and its scenario's SLO, and a Server or Interactive scenario without ``--arrival-rate``
+    is the benchmark's own question: the highest rate."""
     name, scenario = values["mlperf_name"], values["scenario"]
     find_capacity = bool(values["max_rate_at_slo"])
-    arrivals = resolve_arrivals(
-        rate_per_s=config.arrival_rate,
-        cv=values["cv"],
-        offline=values["offline"],
-        concurrency=config.concurrency,
-    )
+    if values["trace_path"] is not None:
+        arrivals = ArrivalProcess("trace")  # the trace's own (the options' are refused beside it)
+    else:
+        arrivals = resolve_arrivals(
+            rate_per_s=config.arrival_rate,
+            cv=values["cv"],
+            offline=values["offline"],
+            concurrency=config.concurrency,
+        )
     source = click.get_current_context().get_parameter_source
-    stated = any(
-        source(key) == click.core.ParameterSource.COMMANDLINE for key in ("input_tokens", "output_tokens")
+    stated_input, stated_output = (
+        any(source(key) == click.core.ParameterSource.COMMANDLINE for key in keys)
+        for keys in (("input_tokens", "isl_dist"), ("output_tokens", "osl_dist"))
     )
     generic = resolve_workload(
         isl=config.input_tokens,
@@ -135,19 +201,41 @@ def _workload(
     if name is None:
         return generic, slo, find_capacity
     benchmark = load_mlperf_workload(name)
+    _check_benchmark_model(benchmark, config, model)
     rate = arrivals.rate_per_s if arrivals.kind in ("poisson", "gamma") else None
     loaded = scenario != "offline" and rate is not None
     workload = benchmark.workload(
         scenario if loaded else "offline",
         rate_per_s=rate if loaded else None,
         num_requests=generic.num_requests,
-        input_lengths=generic.input_lengths if stated else None,
-        output_lengths=generic.output_lengths if stated else None,
+        input_lengths=generic.input_lengths if stated_input else None,
+        output_lengths=generic.output_lengths if stated_output else None,
     )
     # a Server or Interactive search starts from the Offline workload; it is named by its scenario
     name = f"MLPerf {benchmark.display_name} {scenario}"
-    workload = replace(workload, warmup_requests=config.warmup_requests, name=name)
+    workload = replace(
+        workload,
+        warmup_requests=config.warmup_requests,
+        name=name,
+        prefix_hit_rate=generic.prefix_hit_rate,
+    )
     return workload, slo or benchmark.slo(scenario), find_capacity or (scenario != "offline" and rate is None)
+
+
+def _steady(deployment: SimulatedDeployment, workload: ServingWorkload) -> ServingWorkload:
+    """:func:`steady_state_workload`, saying so on stderr when it measures more requests than a
+    --requests given on the command line (the steady state measures at least as many as it warms
+    up; with --warmup N the run is exactly --requests, the first N not measured)."""
+    steady = steady_state_workload(deployment, workload)
+    measured = steady.num_requests - steady.warmup_requests
+    if steady is not workload and measured != workload.num_requests and given_flags("num_requests"):
+        click.echo(
+            f"lightspeed: note: --requests {workload.num_requests:,}: {measured:,} requests measured after "
+            f"{steady.warmup_requests:,} that warm the deployment up, as a sustained rate is measured at "
+            "its steady state (with --warmup N the run is exactly --requests, the first N not measured)",
+            err=True,
+        )
+    return steady
 
 
 def _run(
@@ -161,16 +249,17 @@ def _run(
     config: ServingConfig,
 ) -> None:
     seed, plot_path = values["seed"], values["plot_path"]
+    if find_capacity and slo is None:
+        raise UserInputError(
+            "--max-rate-at-slo needs --slo (or --mlperf with a Server or Interactive scenario)"
+        )
     if find_capacity or (values["mlperf_name"] is not None and values["scenario"] != "offline"):
         # a rate sustained (and LoadGen's Server and Interactive runs of ten minutes and more)
         # is measured at the steady state, the run shown included
-        workload = steady_state_workload(deployment, workload)
+        workload = _steady(deployment, workload)
     capacity = None
     if find_capacity:
-        if slo is None:
-            raise UserInputError(
-                "--max-rate-at-slo needs --slo (or --mlperf with a Server or Interactive scenario)"
-            )
+        assert slo is not None
         capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed)
         # the run shown is the one at the highest rate that meets the SLO
         workload = replace(workload, arrivals=ArrivalProcess.poisson(max(capacity.max_rate_per_s, 1e-6)))

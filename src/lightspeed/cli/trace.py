@@ -16,18 +16,16 @@ import click
 
 import lightspeed.trace as trace_api
 from lightspeed import report  # lazy packages: each command loads only what it uses
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli.options import (
     BANDWIDTH,
     CUTOFF,
     JOBS,
-    MAX_ROWS,
     NUM_LINKS,
     PROBABILITY_OPEN,
     ROWS,
     TRACE_MAX_BYTES,
     WORKER_MEMORY,
-    Integer,
 )
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
@@ -169,19 +167,22 @@ class _Ranks:
         self.skipped_by_rank: dict[int, int] = {}
         if address is not None and engine != "ray":
             raise UserInputError("--address is a Ray cluster's: give it with --engine ray")
-        serial = jobs == 1 and engine == "local"
-        self._trace = _load(paths, options) if serial else None
+        self._serial = jobs == 1 and engine == "local"
+        self._trace: Trace | None = None  # loaded on the first call: after the command checked its options
         self._paths, self._jobs, self._limit = paths, jobs, limit
         self._engine, self._address = engine, address
-        if self._trace is None:
-            self._load = trace_api.LoadOptions(**_load_keywords(options))
+        self._keywords = _load_keywords(options)  # taken out of options: the command's own stay
+        if not self._serial:
+            self._load = trace_api.LoadOptions(**self._keywords)
 
     @property
     def num_skipped_events(self) -> int:
         return sum(self.skipped_by_rank.values())
 
     def __call__(self, analysis: str, **keywords: Any) -> Any:
-        if self._trace is not None:
+        if self._serial:
+            if self._trace is None:
+                self._trace = trace_api.load_trace(self._paths, **self._keywords)
             self.skipped_by_rank = {rank.rank: rank.num_skipped_events for rank in self._trace.ranks}
             return getattr(trace_api, analysis)(self._trace, **keywords)
         skipped: dict[int, tuple[BadEvent, ...]] = {}
@@ -242,6 +243,16 @@ def _ranks(function: F) -> F:
         address: str | None,
         **options: Any,
     ) -> Any:
+        if engine == "ray":
+            refuse_together(
+                given_flags("jobs", "max_worker_memory"),
+                "local worker processes only (--engine local): Ray places its own tasks",
+            )
+        elif jobs == 1:
+            refuse_together(
+                given_flags("max_worker_memory"),
+                "it caps the worker processes of --jobs N (N of 2 or more): give --jobs too, or leave it out",
+            )
         limit = None if max_worker_memory is None else int(max_worker_memory)
         return function(_Ranks(paths, options, jobs, limit, engine=engine, address=address), **options)
 
@@ -412,6 +423,10 @@ def comms_command(
     """Each NCCL collective's size, duration, algbw and busbw against the link SOL."""
     if link_bandwidth_bytes_per_s is not None and link_name is not None:
         raise UserInputError("give --link-bandwidth or --link, not both")
+    if link_name is None:
+        refuse_together(
+            given_flags("num_links"), "it counts the links of --link NAME: give --link too, or leave it out"
+        )
     catalog = get_context().catalog()
     bandwidth = link_bandwidth_bytes_per_s
     if link_name is not None:
@@ -441,7 +456,7 @@ def stragglers_command(ranks: _Ranks, *, as_json: bool, include_last_step: bool)
     "--top",
     default=10,
     show_default=True,
-    type=Integer(minimum=0, maximum=MAX_ROWS),
+    type=ROWS,
     help="Kernels compared.",
 )
 @click.option(

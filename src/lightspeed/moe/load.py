@@ -246,6 +246,13 @@ def _table(rows: Sequence[Sequence[float]], names: Sequence[str], path: Path, **
             f"layers have different numbers of experts ({', '.join(str(w) for w in sorted(widths))})",
             fix="give every layer one count per expert",
         )
+    for name, row in zip(names, rows, strict=True):
+        if not any(row):  # no tokens is no load at all, not an even one (its busiest over mean is 0/0)
+            raise DataFileError(
+                path,
+                f"layer {name} recorded no tokens",
+                fix="record a window in which tokens reach every MoE layer, or leave the layer out",
+            )
     return expert_load_from_array(rows, layer_names=names, source=str(path), **fields)
 
 

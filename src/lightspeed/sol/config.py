@@ -477,14 +477,30 @@ def parse_plan_text(text: str, num_gpus: int) -> JsonDict:
     128
     """
     fields: dict[str, Any] = {}
-    for part in (piece.strip() for piece in text.split(",") if piece.strip()):
+    parts = [piece.strip() for piece in text.split(",")]
+    if not text.strip() or not all(parts):
+        raise UserInputError(
+            f"--compare-plan {text[:80]!r}: {'names no plan' if not text.strip() else 'an empty item'}; "
+            "write key=value pairs separated by single commas, e.g. tp=8,pp=16,vpp=6,mb=1"
+        )
+    named: dict[str, str] = {}
+    for part in parts:
         key, sep, value = part.partition("=")
         name = PLAN_KEYS.get(key.strip().lower())
         if not sep or name is None:
             raise UserInputError(
-                f"--compare-plan: cannot read {part!r}; "
+                f"--compare-plan: cannot read {part[:80]!r}; "
                 f"write key=value pairs with keys {', '.join(PLAN_KEYS)}"
             )
+        if name in named:  # mb and micro-batch are one setting
+            first = named[name]
+            twice = (
+                f"{first} is given twice"
+                if first == key.strip()
+                else f"{first} and {key.strip()} are one setting"
+            )
+            raise UserInputError(f"--compare-plan {text[:80]!r}: {twice}; give each setting once")
+        named[name] = key.strip()
         value = value.strip()
         if name in ("recompute", "schedule"):
             fields[name] = value
@@ -492,6 +508,11 @@ def parse_plan_text(text: str, num_gpus: int) -> JsonDict:
         if not value.isdigit() or int(value) < (0 if name == "zero_stage" else 1):
             raise UserInputError(f"--compare-plan: {key.strip()} must be a whole number >= 1, not {value!r}")
         fields[name] = int(value)
+    if fields.get("vpp", 1) > 1 and fields.get("pp", 1) == 1:
+        raise UserInputError(
+            f"--compare-plan: vpp={fields['vpp']} splits each pipeline stage into virtual chunks and "
+            "pp=1 has none: give pp=2 or more with it, or leave vpp out"
+        )
     other = fields.get("tp", 1) * fields.get("pp", 1) * fields.get("cp", 1)
     if "dp" not in fields:
         if num_gpus % other:
