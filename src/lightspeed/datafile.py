@@ -507,11 +507,43 @@ def load_json(
     except UnicodeDecodeError:
         raise DataFileError(path, "file is not UTF-8 text", fix=fix or "save it as UTF-8 JSON") from None
     except (ValueError, RecursionError) as error:
+        if _is_digit_limit(error):
+            raise too_many_digits(path, data, "JSON") from None
         raise DataFileError(path, f"not valid JSON ({error})", fix=fix or "correct the file") from None
 
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+# Python reads a whole number of at most this many digits (sys.set_int_max_str_digits, 4,300 by
+# default: reading more takes quadratic time); no figure in a data file has more than 20.
+MAX_INTEGER_DIGITS: Final = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
+# a whole number (not a float's digits) longer than that, TOML's 1_000 separators allowed
+_LONG_INTEGER: Final = re.compile(rb"(?<![\d_.])\d(?:_?\d){%d,}(?![\d_.eE])" % MAX_INTEGER_DIGITS)
+
+
+def _is_digit_limit(error: BaseException) -> bool:
+    """Whether ``error`` is Python's refusal of an integer of too many digits (``int("9" * 5000)``)."""
+    return isinstance(error, ValueError) and "integer string conversion" in str(error)
+
+
+def too_many_digits(path: object, data: bytes | str, form: str) -> DataFileError:
+    """The error for a whole number of more digits than Python reads (:data:`MAX_INTEGER_DIGITS`),
+    naming the line of the first such number in ``data`` (``form``: ``JSON``, ``TOML``)."""
+    text = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    strings = _TOML_STRING_OR_COMMENT if form == "TOML" else _JSON_STRING
+    text = strings.sub(lambda match: b"\n" * match.group().count(b"\n"), text)  # lines kept
+    found = _LONG_INTEGER.search(text)
+    line = text.count(b"\n", 0, found.start()) + 1 if found is not None else None
+    digits = f"{len(found.group().replace(b'_', b'')):,} digits" if found is not None else "too many digits"
+    return DataFileError(
+        path,
+        f"not valid {form} (a whole number of {digits}, above the {MAX_INTEGER_DIGITS:,} that can be read)",
+        line=line,
+        fix="write the number the source gives (no figure needs more than 20 digits); check that this is "
+        "the right file",
+    )
 
 
 def toml_value(value: Any, *, wrap_at: int | None = None) -> str:
@@ -557,6 +589,10 @@ def load_toml(path: Path, *, what: str = "data file") -> dict[str, Any]:
         raise DataFileError(path, f"invalid TOML ({error})", fix="correct the syntax at that line") from None
     except UnicodeDecodeError:
         raise DataFileError(path, "file is not UTF-8 text", fix="save it as UTF-8 TOML") from None
+    except ValueError as error:
+        if _is_digit_limit(error):
+            raise too_many_digits(path, data, "TOML") from None
+        raise
     except RecursionError:
         raise DataFileError(
             path, "nested too deeply to parse", fix="check that it is the right file"

@@ -31,6 +31,7 @@ Memory stays within the caller's ``max_bytes`` plus a chunk, whatever the input.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Iterator
@@ -237,6 +238,23 @@ def bounded_lines(
                 fix="check that this is the right file (docs/limits.md lists every input limit)",
             )
         yield number, line
+
+
+MAX_SHOWN_CHARS: Final = 40  # of a bad value in a message: a 5,000-digit number never fills a terminal
+
+
+def excerpt(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``value`` as a message shows it: whole when short, else its first ``limit`` characters and
+    its length (inputs are untrusted: a cell or an option can hold megabytes).
+
+    >>> excerpt("64"), excerpt("9" * 5000, limit=8)
+    ('64', '99999999... (5,000 characters)')
+    """
+    if isinstance(value, int) and value.bit_length() > 4 * limit:  # str() refuses over 4,300 digits
+        digits = int(value.bit_length() * math.log10(2))
+        return f"{'-' if value < 0 else ''}a whole number of about {digits:,} digits"
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def looks_like_path(text: str) -> bool:

@@ -84,7 +84,7 @@ VALUE_CASES: list[tuple[tuple[str, ...], str, tuple[str, ...]]] = [
     (TRAIN, "--dp", ()),
     (TRAIN, "--seq", ()),
     (TRAIN, "--micro-batch", ()),
-    (TRAIN, "--expert-imbalance", ()),
+    (MOE_TRAIN, "--expert-imbalance", ()),
     (TRAIN, "--mtp-modules", ()),
     (MOE_TRAIN, "--etp", ()),
     ((*TRAIN, "--precision", "fp8"), "--bf16-layers", ()),

@@ -38,6 +38,7 @@ from typing import Any, Final
 import click
 
 from lightspeed.errors import UserInputError
+from lightspeed.files import excerpt
 from lightspeed.units import (
     format_bytes,
     format_bytes_per_s,
@@ -71,9 +72,37 @@ MAX_ROWS: Final = 1_000_000  # rows or runs a table lists
 MAX_USD: Final = 1e9  # per GPU-hour
 
 _INTEGER: Final = re.compile(r"[+-]?\d[\d_]*")
-_SUFFIXED: Final = re.compile(r"([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)")
+# one way to split each text (no "[0-9]*[0-9]+"): a run of 5,000 digits is refused in linear time
+_SUFFIXED: Final = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)")
 _HAS_UNIT: Final = re.compile(r"[a-zA-Zµ%]")
 _COUNT_SUFFIX: Final = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, "p": 10**15}
+# Past every bound (the largest is 2^63): an integer beyond is compared as this, never built whole
+# (Python's int() refuses a string of over 4,300 digits).
+_FAR_PAST_BOUNDS: Final = 10**30
+# a decimal number with its exponent apart: Decimal refuses exponents of 19 digits and more
+_DECIMAL: Final = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?)0*(\d+))?")
+# a number and what follows it (a unit), in a text too long for the unit parsers, whose patterns
+# take quadratic time on a long run of digits
+_NUMBER_THEN: Final = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(\S{0,16})\s*")
+_LONG_TEXT: Final = 100  # characters: longer than any number a person types
+
+
+def _exact(number: str) -> Decimal:
+    """``number`` (``1000``, ``-2.5e3``, no ``_``) as an exact :class:`Decimal`: ``Infinity`` (with
+    its sign) for an exponent too large for Decimal (``1e99999999999999999999``), and ``1e-999999``
+    for one too small (a tiny number, not a whole one). Not a number: ``InvalidOperation``.
+
+    >>> _exact("-2.5e3"), _exact("1e99999999999999999999"), len(str(_exact("9" * 5000)))
+    (Decimal('-2.5E+3'), Decimal('Infinity'), 5000)
+    """
+    parts = _DECIMAL.fullmatch(number)
+    if parts is not None and parts.group(4) is not None and len(parts.group(4)) > 9:
+        sign, mantissa, exponent_sign = parts.group(1, 2, 3)
+        if not mantissa.strip(".0"):
+            return Decimal(0)  # zero, whatever its exponent
+        size = Decimal("1e-999999") if exponent_sign == "-" else Decimal("Infinity")
+        return -size if sign == "-" else size
+    return Decimal(number)
 
 
 def _plain(value: float | int) -> str:
@@ -113,9 +142,9 @@ class NumericType(click.ParamType[Any]):
     def parse(self, text: str) -> float | int:
         """The value of ``text`` (raise :class:`UserInputError` when it cannot be read)."""
         try:
-            return float(Decimal(text.replace("_", "")))
+            return float(_exact(text.replace("_", "")))  # past 1.8e308: inf, said to overflow
         except (InvalidOperation, ValueError):
-            raise UserInputError(f"cannot read {text!r} as a number") from None
+            raise UserInputError(f"cannot read {excerpt(text)!r} as a number") from None
 
     def describe(self, value: float | int) -> str:
         """``value`` with its unit, for messages."""
@@ -126,14 +155,14 @@ class NumericType(click.ParamType[Any]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, bool):
             self.fail(f"{value!r} is not a number", param, ctx)
-        text = str(value).strip()
+        text = excerpt(value) if isinstance(value, int) else str(value).strip()
         try:
             number = value if isinstance(value, int | float) else self.parse(text)
         except UserInputError as error:
-            self.fail(f"{error}; {self.allowed()}", param, ctx)
+            self.fail(f"{_bounded(str(error), text)}; {self.allowed()}", param, ctx)
         if isinstance(number, float) and not math.isfinite(number):
             reason = "is not a finite number" if _literal_not_finite(text) else "overflows a 64-bit float"
-            self.fail(f"{text} {reason}; {self.allowed()}", param, ctx)
+            self.fail(f"{excerpt(text)} {reason}; {self.allowed()}", param, ctx)
         problem = self.out_of_range(number)
         if problem:
             self.fail(f"{self._shown(value, text, number)} {problem}", param, ctx)
@@ -143,6 +172,8 @@ class NumericType(click.ParamType[Any]):
         """The value as the user wrote it, with the unit when the text has none."""
         if isinstance(value, int | float):
             return self.describe(number)
+        if len(text) > len(excerpt(text)):
+            return excerpt(text)
         return text if _HAS_UNIT.search(text) else f"{text} {self.unit}".strip()
 
     def out_of_range(self, number: float | int) -> str:
@@ -186,6 +217,11 @@ def _literal_not_finite(text: str) -> bool:
     return text.strip().lower().lstrip("+-") in {"nan", "inf", "infinity", "snan"}
 
 
+def _bounded(message: str, text: str) -> str:
+    """``message`` (a parser's, which quotes the value whole) with a long ``text`` cut short."""
+    return message.replace(repr(text), repr(excerpt(text))) if len(text) > len(excerpt(text)) else message
+
+
 class Integer(NumericType):
     """A whole number, read exactly (no float in between); ``4k``/``16M`` suffixes with ``suffixes``.
 
@@ -201,21 +237,23 @@ class Integer(NumericType):
         self.suffixes = suffixes
 
     def parse(self, text: str) -> int:
-        if _INTEGER.fullmatch(text):
-            return int(text.replace("_", ""))
         match = _SUFFIXED.fullmatch(text)
         suffix = match.group(2).lower() if match else ""
-        if match is None or suffix not in _COUNT_SUFFIX or (suffix and not self.suffixes):
-            raise UserInputError(f"{text!r} is not a whole number")
-        exact = Decimal(match.group(1)) * _COUNT_SUFFIX[suffix]
+        if _INTEGER.fullmatch(text):
+            exact = _exact(text.replace("_", ""))
+        elif match is None or suffix not in _COUNT_SUFFIX or (suffix and not self.suffixes):
+            raise UserInputError(f"{excerpt(text)!r} is not a whole number")
+        else:
+            exact = _exact(match.group(1))
+        if exact.is_infinite() or exact.adjusted() >= 30:  # far past every bound: never build it whole
+            return _FAR_PAST_BOUNDS if exact > 0 else -_FAR_PAST_BOUNDS
+        exact *= _COUNT_SUFFIX[suffix]
         if exact != exact.to_integral_value():
-            raise UserInputError(f"{text!r} is not a whole number")
-        if abs(exact) > Decimal(10) ** 30:  # far past every bound: never build a huge integer
-            return 10**30 if exact > 0 else -(10**30)
+            raise UserInputError(f"{excerpt(text)!r} is not a whole number")
         return int(exact)
 
     def describe(self, value: float | int) -> str:
-        return f"{value} {self.unit}".strip()
+        return f"{excerpt(value)} {self.unit}".strip()
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, float):
@@ -253,7 +291,19 @@ class Quantity(NumericType):
         return self.format_bound(value) if self.formatter is not None else super().describe(value)
 
     def parse(self, text: str) -> float:
+        if len(text) > _LONG_TEXT:
+            return self._parse_long(text)
         return float(self.parser(text))
+
+    def _parse_long(self, text: str) -> float:
+        """A long number with its unit (``999...9 GB``): read exactly, then its unit by the parser."""
+        match = _NUMBER_THEN.fullmatch(text)
+        if match is None:
+            raise UserInputError(f"cannot read {excerpt(text)!r} as a number")
+        number = float(_exact(match.group(1)))
+        if not math.isfinite(number):
+            return number  # said to overflow a 64-bit float
+        return float(self.parser(f"{number!r}{match.group(2)}"))
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         result = super().convert(value, param, ctx)
@@ -338,8 +388,8 @@ class Pair(NumericType):
             return tuple(self.counter.convert(part.strip(), param, ctx) for part in parts)
         except click.BadParameter as error:
             self.fail(
-                f"{value!r}: write {self.form}, {self.what}, each a whole number from {self.minimum:,} to "
-                f"{self.maximum:,}, e.g. {self.example} ({error.message})",
+                f"{excerpt(value)!r}: write {self.form}, {self.what}, each a whole number from "
+                f"{self.minimum:,} to {self.maximum:,}, e.g. {self.example} ({error.message})",
                 param,
                 ctx,
             )
@@ -406,13 +456,13 @@ class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]
             except (click.BadParameter, UserInputError) as error:
                 message = error.message if isinstance(error, click.BadParameter) else str(error)
                 self.fail(
-                    f"{value!r}: write ttft=TIME,tpot=TIME[,attainment=SHARE], e.g. ttft=2s,tpot=50ms "
-                    f"({message})",
+                    f"{excerpt(value)!r}: write ttft=TIME,tpot=TIME[,attainment=SHARE], e.g. "
+                    f"ttft=2s,tpot=50ms ({message})",
                     param,
                     ctx,
                 )
         if "ttft" not in limits and "tpot" not in limits:
-            self.fail(f"{value!r}: give a TTFT or a TPOT limit, e.g. ttft=2s,tpot=50ms", param, ctx)
+            self.fail(f"{excerpt(value)!r}: give a TTFT or a TPOT limit, e.g. ttft=2s,tpot=50ms", param, ctx)
         return (limits.get("ttft"), limits.get("tpot"), limits["attainment"])
 
 
@@ -473,7 +523,7 @@ class LengthSpec(NumericType):
         except (ValueError, click.BadParameter):
             pass
         return self.fail(
-            f"{text!r}: write fixed, uniform:MIN-MAX, lognormal:STD[:MIN-MAX] or file:PATH[:COLUMN]",
+            f"{excerpt(text)!r}: write fixed, uniform:MIN-MAX, lognormal:STD[:MIN-MAX] or file:PATH[:COLUMN]",
             param,
             ctx,
         )

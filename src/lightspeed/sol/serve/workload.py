@@ -38,8 +38,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from lightspeed.datafile import read_text
+from lightspeed.datafile import check_nesting, read_text
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.files import excerpt
 from lightspeed.records import Record
 
 ARRIVAL_KINDS: Final = ("poisson", "gamma", "closed", "offline", "trace")
@@ -50,6 +51,19 @@ MAX_REQUEST_TOKENS: Final = 2**27  # the CLI's longest sequence (docs/limits.md)
 # one request a century (docs/limits.md): slower arrivals' gaps run past any horizon, and a rate
 # such as 4.9e-324 per s overflows its mean gap to infinity
 MIN_ARRIVAL_RATE_PER_S: Final = 1.0 / (100 * 365.25 * 86400.0)
+# A trace's arrival times are seconds. Unix time in seconds (1.7e9 in 2024) is read as written (the
+# arrivals start at zero); in milliseconds (1.7e12), microseconds or nanoseconds it is a unit slip.
+# At 1e10 s a float64 still resolves 2 us (2^-19 s), 500x finer than a ~1 ms decode step; at 1e17
+# it resolves 16 s, and every latency came out 0 with an infinite token rate.
+MAX_ARRIVAL_S: Final = 1e10
+# From the first arrival to the last: over three years (no recorded serving trace runs a year;
+# a longer span is a relative timestamp in ms or us). At 1e8 s a float64 resolves 15 ns.
+MAX_TRACE_SPAN_S: Final = 1e8
+_SECONDS_FIX: Final = (
+    "write arrival times in seconds: divide timestamps in milliseconds by 1e3, in microseconds by 1e6, "
+    "in nanoseconds by 1e9"
+)
+_TOKENS_FIX: Final = f"write token counts as whole numbers from 1 to {MAX_REQUEST_TOKENS:,}"
 Array = Any
 
 
@@ -248,20 +262,29 @@ class ServingWorkload(Record):
     def __post_init__(self) -> None:
         if self.num_requests < 1:
             raise UserInputError(f"a simulation needs at least 1 request (got {self.num_requests})")
-        if not 0 <= self.warmup_requests < self.num_requests:
-            raise UserInputError(
-                f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than "
+        if not 0 <= self.warmup_requests < self.num_simulated:
+            simulated = (
                 f"--requests ({self.num_requests})"
+                if self.trace is None or self.num_requests <= self.trace.num_requests
+                else f"the {self.trace.num_requests:,} requests of the trace {self.trace.path}".rstrip()
+            )
+            raise UserInputError(
+                f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than {simulated}"
             )
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise UserInputError(
                 f"prefix hit rate {self.prefix_hit_rate} must be in [0, 1): the share of each prompt cached"
             )
 
+    @property
+    def num_simulated(self) -> int:
+        """Requests simulated: ``num_requests``, or the trace's requests when it holds fewer."""
+        return self.num_requests if self.trace is None else min(self.num_requests, self.trace.num_requests)
+
     def describe(self) -> str:
         """One line: arrivals, lengths, count."""
         if self.trace is not None:
-            count = min(self.num_requests, self.trace.num_requests)
+            count = self.num_simulated
             return f"{count:,} requests replayed from {self.trace.path}"
         text = (
             f"{self.num_requests:,} requests, {self.arrivals.describe()}, "
@@ -342,16 +365,43 @@ _INPUT_KEYS: Final = ("input_tokens", "input_length", "prompt_tokens", "isl", "i
 _OUTPUT_KEYS: Final = ("output_tokens", "output_length", "generated_tokens", "osl", "output_len")
 
 
-def _pick(record: dict[str, Any], keys: tuple[str, ...], path: Path, line: int) -> float:
+def _pick(
+    record: dict[str, Any],
+    keys: tuple[str, ...],
+    path: Path,
+    line: int,
+    *,
+    fix: str = _TOKENS_FIX,
+    maximum: float = math.inf,
+    unit: str = "",
+) -> float:
+    """The first of ``keys`` in ``record``: a finite number from 0 to ``maximum`` (in ``unit``)."""
     for key in keys:
         if key in record and record[key] not in (None, ""):
+            raw = record[key]
+            shown = raw if isinstance(raw, int | float) else excerpt(raw)
             try:
-                value = float(record[key])
+                value = float(raw)
             except (TypeError, ValueError):
-                raise DataFileError(path, "not a number", field=key, value=record[key], line=line) from None
-            if not math.isfinite(value) or value < 0:
+                raise DataFileError(path, "not a number", field=key, value=shown, line=line) from None
+            if math.isinf(value) and isinstance(raw, str) and not _written_infinite(raw):
                 raise DataFileError(
-                    path, "must be a finite number >= 0", field=key, value=record[key], line=line
+                    path,
+                    "a number too large for a 64-bit float (above 1.8e308)",
+                    field=key,
+                    value=shown,
+                    line=line,
+                    fix=fix,
+                )
+            if not math.isfinite(value) or value < 0:
+                raise DataFileError(path, "must be a finite number >= 0", field=key, value=shown, line=line)
+            if value > maximum:
+                raise DataFileError(
+                    path,
+                    f"{value:g}{unit} is above the limit of {maximum:g}{unit}",
+                    field=key,
+                    line=line,
+                    fix=fix,
                 )
             return value
     raise DataFileError(
@@ -362,6 +412,18 @@ def _pick(record: dict[str, Any], keys: tuple[str, ...], path: Path, line: int) 
     )
 
 
+def _written_infinite(text: str) -> bool:
+    """Whether ``text`` spells infinity itself (``inf``), rather than a number too large for a float."""
+    return text.strip().lower().lstrip("+-") in ("inf", "infinity")
+
+
+def _json_number(text: str) -> float | str:
+    """A JSON number of a trace as a float, or as its text where no float holds it: :func:`_pick`
+    then says it is too large (``int()`` refuses over 4,300 digits, ``float()`` overflows)."""
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
 def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     """(line, record) of a CSV file with a header, or of a JSONL file (one object per line)."""
     if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
@@ -369,8 +431,9 @@ def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            check_nesting(line.encode("utf-8"), path=path, line=number)  # json recurses once a level
             try:
-                record = json.loads(line)
+                record = json.loads(line, parse_int=_json_number, parse_float=_json_number)
             except json.JSONDecodeError as error:
                 raise DataFileError(path, f"not a JSON object ({error.msg})", line=number) from None
             if not isinstance(record, dict):
@@ -378,7 +441,15 @@ def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
             rows.append((number, record))
         return rows
     reader = csv.DictReader(io.StringIO(text))
-    return [(number, dict(row)) for number, row in enumerate(reader, start=2)]
+    try:
+        return [(reader.line_num, dict(row)) for row in reader]
+    except csv.Error as error:  # a cell over the csv module's 131,072 characters
+        raise DataFileError(
+            path,
+            f"not a readable CSV table ({error})",
+            line=reader.line_num + 1,
+            fix="check that line's cells",
+        ) from None
 
 
 def load_request_trace(path: Path) -> RequestTrace:
@@ -395,7 +466,9 @@ def load_request_trace(path: Path) -> RequestTrace:
     inputs: list[int] = []
     outputs: list[int] = []
     for line, record in records:
-        arrival.append(_pick(record, _ARRIVAL_KEYS, path, line))
+        arrival.append(
+            _pick(record, _ARRIVAL_KEYS, path, line, fix=_SECONDS_FIX, maximum=MAX_ARRIVAL_S, unit=" s")
+        )
         for keys, target in ((_INPUT_KEYS, inputs), (_OUTPUT_KEYS, outputs)):
             tokens = _pick(record, keys, path, line)
             if tokens < 1 or tokens > MAX_REQUEST_TOKENS or tokens != int(tokens):
@@ -409,6 +482,14 @@ def load_request_trace(path: Path) -> RequestTrace:
             target.append(int(tokens))
     order = np.argsort(np.asarray(arrival), kind="stable")
     start = min(arrival)
+    if arrival[order[-1]] - start > MAX_TRACE_SPAN_S:
+        raise DataFileError(
+            path,
+            f"the trace spans {arrival[order[-1]] - start:g} s from its first arrival to this one, above "
+            f"the limit of {MAX_TRACE_SPAN_S:g} s (over 3 years)",
+            line=records[order[-1]][0],
+            fix=_SECONDS_FIX,
+        )
     return RequestTrace(
         arrival_s=tuple(float(arrival[i] - start) for i in order),
         input_tokens=tuple(inputs[i] for i in order),
@@ -426,13 +507,22 @@ def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
+            written = line.strip().replace(",", "")
+            if len(written) > 18 and written.lstrip("+-").isdigit():  # int() refuses over 4,300 digits
+                raise DataFileError(
+                    path,
+                    f"above the limit of {MAX_REQUEST_TOKENS:,}",
+                    value=excerpt(written),
+                    line=number,
+                    fix=_TOKENS_FIX,
+                )
             try:
-                values.append(int(line.strip().replace(",", "")))
+                values.append(int(written))
             except ValueError:
                 raise DataFileError(
                     path,
                     "not a whole number",
-                    value=line.strip(),
+                    value=excerpt(line.strip()),
                     line=number,
                     fix="write one token count per line, or name a --column",
                 ) from None

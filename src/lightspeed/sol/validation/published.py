@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from lightspeed.errors import DataFileError, LightspeedError
-from lightspeed.files import read_text
+from lightspeed.files import excerpt, read_text
 from lightspeed.records import Record
 from lightspeed.sol.validation.readings import impossible_value, split_pieces
 
@@ -77,6 +77,16 @@ MAX_TABLE_BYTES = 32 * 2**20
 VALUE_AS_WRITTEN: Final = r"(?:[-+.]?\d|nan\b|inf)[^\s;|]*"
 
 
+class _Reader(Protocol):
+    """What :func:`csv.reader` returns: rows, and the line it has read up to."""
+
+    line_num: int
+
+    def __iter__(self) -> Iterator[list[str]]: ...
+
+    def __next__(self) -> list[str]: ...
+
+
 class RowError(LightspeedError):
     """A row cannot be turned into a prediction; the message says which field and why."""
 
@@ -123,7 +133,12 @@ class PublishedRow(Record):
 
 
 def read_table(path: Path) -> list[PublishedRow]:
-    """Rows of a tab-separated published-results file (blank lines skipped)."""
+    """Rows of a tab-separated published-results file (blank lines skipped).
+
+    Every row has one cell per header column: a row with fewer or more (a file cut short, a tab
+    typed inside a cell) is refused naming its line, as is a NUL byte in a cell (a corrupt or binary
+    file; read on, ``13\\x007`` would be taken for 13).
+    """
     text = read_text(path, max_bytes=MAX_TABLE_BYTES, what="published-results table (TSV)")
     lines = text.splitlines()
     if not lines or "\t" not in lines[0]:
@@ -133,22 +148,49 @@ def read_table(path: Path) -> list[PublishedRow]:
             line=1,
             fix="use the columns of published-dev.tsv, separated by tabs",
         )
-    reader = csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
-    header = reader.fieldnames or []
+    reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = _header(path, reader)
+    if "\x00" in text:
+        _refuse_nul(path, lines, header)
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
         raise DataFileError(
             path, f"missing columns {', '.join(missing)}", line=1, fix="use the header of published-dev.tsv"
         )
     try:
-        rows = list(_rows(reader))
+        # a last line with no line end may be a file cut short (a copy, a download)
+        cut_at = None if text.endswith(("\n", "\r")) else len(lines)
+        rows = list(_rows(path, reader, header, cut_at=cut_at))
     except csv.Error as error:
         raise DataFileError(
-            path, f"not a readable table ({error})", line=reader.line_num + 1, fix="check that line's cells"
+            path, f"not a readable table ({error})", line=reader.line_num, fix="check that line's cells"
         ) from None
     for row in rows:
         _check_measured(path, row)
     return rows
+
+
+def _header(path: Path, reader: _Reader) -> list[str]:
+    """The column names on the table's first line (a :class:`DataFileError` where csv cannot read it)."""
+    try:
+        return next(reader)
+    except csv.Error as error:
+        raise DataFileError(
+            path, f"not a readable table ({error})", line=1, fix="check the header line"
+        ) from None
+
+
+def _refuse_nul(path: Path, lines: list[str], header: list[str]) -> None:
+    """Raise :class:`DataFileError` naming the line and column of the first NUL byte in ``lines``."""
+    number, line = next((number, line) for number, line in enumerate(lines, start=1) if "\x00" in line)
+    cell = line[: line.index("\x00")].count("\t")
+    column = f"column {header[cell]!r}" if number > 1 and cell < len(header) else f"cell {cell + 1}"
+    raise DataFileError(
+        path,
+        f"NUL byte in {column if number > 1 else f'the header ({column})'}",
+        line=number,
+        fix="a NUL byte is not text (a corrupt or binary file): restore the file or delete the byte",
+    )
 
 
 def _check_measured(path: Path, row: PublishedRow) -> None:
@@ -162,22 +204,47 @@ def _check_measured(path: Path, row: PublishedRow) -> None:
                 f"row {row.row_id}: the measured value is {problem}",
                 line=row.line,
                 field="measured",
-                value=piece,
+                value=excerpt(piece),
                 fix="write the value the source reports (a number above 0), or n/r when it reports none",
             )
 
 
-def _rows(reader: csv.DictReader[str]) -> Iterator[PublishedRow]:
-    for index, raw in enumerate(reader, start=2):
-        cells = {key: (value or "") for key, value in raw.items() if key is not None}
-        if not any(value.strip() for value in cells.values()):
+def _rows(path: Path, reader: _Reader, header: list[str], *, cut_at: int | None) -> Iterator[PublishedRow]:
+    """The rows after the header (blank lines skipped). A row whose cell count differs from the
+    header's is a :class:`DataFileError`; ``cut_at``: the last line, when no line end follows it."""
+    for raw in reader:
+        number = reader.line_num  # the file's line: blank lines counted
+        if not any(value.strip() for value in raw):
             continue
+        if len(raw) != len(header):
+            raise _cell_count_error(path, number, len(raw), len(header), cut=number == cut_at)
+        cells = dict(zip(header, raw, strict=True))
         yield PublishedRow(
-            row_id=cells.get("id", "").strip() or f"line{index}",
+            row_id=cells.get("id", "").strip() or f"line{number}",
             kind=cells.get("kind", "").strip().lower(),
-            line=index,
+            line=number,
             cells=cells,
         )
+
+
+def _cell_count_error(path: Path, line: int, found: int, expected: int, *, cut: bool) -> DataFileError:
+    """A row of ``found`` tab-separated cells under a header of ``expected`` (``cut``: the file's
+    last line, with no line end: the file looks cut short)."""
+    if cut and found < expected:
+        return DataFileError(
+            path,
+            f"the last row has {found} cells, the header {expected}, and no line end: the file looks "
+            "cut short",
+            line=line,
+            fix="copy the whole table again",
+        )
+    return DataFileError(
+        path,
+        f"row has {found} cell{'' if found == 1 else 's'}, the header {expected}",
+        line=line,
+        fix="write one cell per header column, separated by single tabs (n/r for a figure not given); "
+        "a tab typed inside a cell splits it",
+    )
 
 
 def is_missing(text: str) -> bool:
@@ -209,7 +276,7 @@ def first_number(text: str) -> float | None:
         return None
     value = float(match.group(0).replace(",", ""))
     if not math.isfinite(value):
-        raise RowError(f"{match.group(0)!r} is too large to be a number")
+        raise RowError(f"{excerpt(match.group(0))!r} is too large to be a number")
     after = text[match.end() : match.end() + 1].lower()
     if after in DECIMAL_SUFFIXES and not text[match.end() : match.end() + 2].lower().endswith(("b/", "bp")):
         value *= DECIMAL_SUFFIXES[after]
@@ -234,9 +301,9 @@ def size_cell(text: str, default: int | None = None) -> int | None:
         return integer_cell(text, default)
     value = float(match.group(0).replace(",", "")) * binary
     if not math.isfinite(value):
-        raise RowError(f"{match.group(0)!r} is too large to be a number")
+        raise RowError(f"{excerpt(match.group(0))!r} is too large to be a number")
     if value < 0 or value != int(value):
-        raise RowError(f"{text!r} is not a whole number >= 0")
+        raise RowError(f"{excerpt(text)!r} is not a whole number >= 0")
     return int(value)
 
 
@@ -281,7 +348,7 @@ def degree_cell(row: PublishedRow, column: str, default: int | None = None) -> i
         return integer_cell(own, default)
     found = label.search(own)
     if found is not None:
-        return int(found.group(1))
+        return _labelled(found.group(1))
     # a number another degree's label holds is not this one's (``yes (-ep, TP1 DP4 EP)`` is no EP 1)
     value = integer_cell(LABELLED_DEGREES.sub(" ", own))
     if value is not None:
@@ -289,8 +356,16 @@ def degree_cell(row: PublishedRow, column: str, default: int | None = None) -> i
     for other in _PARALLEL_CELLS:
         found = label.search(row.text(other)) if other != column else None
         if found is not None:
-            return int(found.group(1))
+            return _labelled(found.group(1))
     return default
+
+
+def _labelled(digits: str) -> int:
+    """A degree written after its label (the ``8`` of ``TP8``), of at most 18 digits: ``int()``
+    refuses a string of over 4,300, and no degree is near 10^18."""
+    if len(digits.lstrip("0")) > 18:
+        raise RowError(f"{excerpt(digits)!r} is too large to be a parallel degree")
+    return int(digits)
 
 
 def parenthesized_number(text: str) -> float | None:
@@ -307,5 +382,5 @@ def integer_cell(text: str, default: int | None = None) -> int | None:
     if value is None:
         return default
     if value < 0 or value != int(value):
-        raise RowError(f"{text!r} is not a whole number >= 0")
+        raise RowError(f"{excerpt(text)!r} is not a whole number >= 0")
     return int(value)
