@@ -137,3 +137,11 @@ def test_every_field_says_how_it_appears_on_the_command_line() -> None:
     for config in (TrainingConfig, TrainingSearchConfig, ServingConfig, ServingSearchConfig):
         for item in dataclasses.fields(config):
             assert item.metadata.get("help"), f"{config.__name__}.{item.name} has no help text"
+
+
+def test_a_plan_text_with_a_number_python_cannot_read_is_one_error() -> None:
+    """A 5,000-digit value (Python reads whole numbers of at most 4,300 digits) in a plan's TOML
+    text read through the library: the data-file error naming its line, not a ValueError."""
+    text = 'kind = "training-plan"\ntp = ' + "9" * 5000
+    with pytest.raises(DataFileError, match=r"plan file:2: not valid TOML \(a whole number of 5,000 digits"):
+        TrainingConfig.from_toml_text(text)

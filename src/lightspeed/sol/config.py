@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Final, TypeVar
 import msgspec
 import tomllib
 
-from lightspeed.datafile import load_json, load_toml, toml_value
+from lightspeed.datafile import load_json, load_toml, toml_value, too_many_digits
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.plan import (
@@ -216,6 +216,8 @@ class JobConfig(Record):
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise DataFileError(Path(where), f"not valid TOML ({error})") from None
+        except ValueError:  # a whole number of more digits than Python reads
+            raise too_many_digits(Path(where), text, "TOML") from None
         return cls.from_mapping(data, where=where)
 
     @classmethod
