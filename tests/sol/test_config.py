@@ -145,3 +145,20 @@ def test_a_plan_text_with_a_number_python_cannot_read_is_one_error() -> None:
     text = 'kind = "training-plan"\ntp = ' + "9" * 5000
     with pytest.raises(DataFileError, match=r"plan file:2: not valid TOML \(a whole number of 5,000 digits"):
         TrainingConfig.from_toml_text(text)
+
+
+@pytest.mark.parametrize(
+    ("schedules", "words"),
+    [
+        ("1f1b,1f1b", "1f1b is given twice"),
+        ("1f1b,gpipe,1F1B", "1F1B is given twice"),
+        ("1f1b,,gpipe", "empty item"),
+    ],
+)
+def test_a_search_refuses_a_schedule_twice_or_an_empty_one(schedules: str, words: str) -> None:
+    """Through the library as through the CLI: a schedule tried twice would rank every plan twice
+    and report a tie with itself; an empty item names nothing."""
+    config = dataclasses.replace(SEARCHES[0], schedules=schedules)
+    with pytest.raises(UserInputError, match=words):
+        config.schedule_names()
+    assert dataclasses.replace(SEARCHES[0], schedules="1f1b, gpipe").schedule_names() == ("1f1b", "gpipe")

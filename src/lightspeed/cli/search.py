@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import comma_items, get_context, json_option, print_json
+from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration
 from lightspeed.cli._infer import search_infer
 from lightspeed.cli._sol_options import refuse_on_dense, with_expert_load
@@ -45,7 +45,7 @@ def check_training_search(config: TrainingSearchConfig) -> None:
     """Refuse what a training search would misread (from the command line or a plan file alike): a
     schedule named twice or an empty one, and a dispatcher on a dense model (as ``--ep``); a
     --compare-plan is checked where it is read (:func:`~lightspeed.sol.parse_plan_text`)."""
-    comma_items(config.schedules, "--schedules", example="1f1b,gpipe")
+    config.schedule_names()  # an empty or repeated schedule is refused before the search
     refuse_on_dense(config, {"--ep-dispatcher": config.ep_dispatcher is not None})
 
 
