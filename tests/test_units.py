@@ -78,3 +78,14 @@ def test_unknown_precision_lists_the_allowed_ones() -> None:
 def test_format_then_parse_bytes_round_trips_within_rounding(value: float) -> None:
     text = format_bytes(value, digits=6).replace(",", "").replace(" ", "")
     assert parse_bytes(text) == pytest.approx(value, rel=1e-5)
+
+
+def test_a_long_run_of_digits_is_refused_by_a_bounded_message() -> None:
+    """20,000 digits and a unit that is not one: one short message quoting the start and the
+    length (the number pattern has one way to split each text, so the refusal is immediate)."""
+    text = "9" * 20_000 + "x GB"
+    with pytest.raises(UserInputError) as raised:
+        parse_bytes(text)
+    message = str(raised.value)
+    assert len(message) < 200
+    assert "(20,004 characters)" in message

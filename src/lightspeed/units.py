@@ -75,7 +75,9 @@ _DURATION_UNITS: Final[dict[str, float]] = {
     "d": SECONDS_PER_DAY,
 }
 
-_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+# one way to split each text (not "[0-9]*\.?[0-9]+", which backtracks quadratically: 8,000 digits
+# and a bad unit took 2.5 s, a megabyte of them hours)
+_NUMBER = r"((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 
 # Bytes per element of each numeric format; floats, never integer division.
 # fp4/fp6 variants carry block-scale overhead: NVFP4 stores one FP8 (E4M3)
@@ -160,7 +162,8 @@ def compute_precision(precision: str) -> str:
 def _split_number(text: str, what: str, pattern: str) -> tuple[float, str]:
     match = re.fullmatch(rf"\s*{_NUMBER}\s*{pattern}\s*", text)
     if match is None:
-        raise UserInputError(f"cannot read {text!r} as {what}")
+        shown = text if len(text) <= 80 else f"{text[:40]}... ({len(text):,} characters)"
+        raise UserInputError(f"cannot read {shown!r} as {what}")
     return float(match.group(1)), match.group(2).lower()
 
 
