@@ -61,3 +61,14 @@ def test_an_error_crosses_a_process_boundary_as_itself(error: LightspeedError) -
 
 def _raise(error: LightspeedError) -> None:
     raise error
+
+
+def test_a_data_file_error_quotes_a_long_value_by_its_start_and_length() -> None:
+    """A cell or field can hold megabytes (or an integer too long for repr): the message stays one
+    short line naming the file, the field and the value's start and size."""
+    long_text = DataFileError("rows.tsv", "not a number", field="measured", value="9" * 100_000, line=3)
+    assert len(str(long_text)) < 200
+    assert "rows.tsv:3: not a number; field 'measured'" in str(long_text)
+    assert "(100,002 characters)" in str(long_text)
+    huge = DataFileError("plan.toml", "above the limit", field="tp", value=10**5000)
+    assert "a whole number of about 5,000 digits" in str(huge)

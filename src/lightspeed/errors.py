@@ -182,11 +182,28 @@ class DataFileError(LightspeedError, ValueError):
         if field is not None:
             parts.append(f"field {field!r}")
         if value is not None:
-            parts.append(f"value {value!r}")
+            parts.append(f"value {_shown(value)}")
         message = "; ".join(parts)
         if fix:
             message += f"; fix: {fix}"
         super().__init__(message)
+
+
+# the most characters of a bad value a message quotes (a cell or a field can hold megabytes)
+_SHOWN_CHARS = 80
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, or its first characters and its length when long (an integer too long for
+    ``repr``, over 4,300 digits, by its size).
+
+    >>> _shown("64"), _shown("9" * 500)[-20:], _shown(10**5000)
+    ("'64'", '... (502 characters)', 'a whole number of about 5,000 digits')
+    """
+    if isinstance(value, int) and value.bit_length() > 4 * _SHOWN_CHARS:
+        return f"a whole number of about {round(value.bit_length() * 0.30103):,} digits"
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[: _SHOWN_CHARS // 2]}... ({len(text):,} characters)"
 
 
 class TraceError(DataFileError):
