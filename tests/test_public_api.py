@@ -200,6 +200,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "auto_precision",
         "calibrate",
         "calibration_path",
+        "check_plan_kind",
         "compare_systems",
         "data_parallel_degree",
         "decompose_ratio",

@@ -82,7 +82,7 @@ def test_unknown_key_names_the_closest_one(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ('pp = "x"', r"Expected `int \| null`, got `str` - at `\$.pp`"),
-        ("schema_version = 9", "schema_version 9 is not supported"),
+        ("schema_version = 9", "schema_version = 9 is not supported"),
         ('kind = "serving-plan"', "is a 'serving-plan' file, not a 'training-plan'.*lightspeed plan infer"),
         ("tp = [", "not valid TOML"),
     ],

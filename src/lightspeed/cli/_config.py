@@ -28,7 +28,7 @@ from lightspeed.cli import options as option_types
 from lightspeed.cli._completion import hardware_names, model_names
 from lightspeed.errors import UserInputError
 from lightspeed.files import check_input
-from lightspeed.sol import JobConfig, plan_file_kind, read_plan_file
+from lightspeed.sol import JobConfig, check_plan_kind, plan_file_kind, read_plan_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=JobConfig)
@@ -129,19 +129,46 @@ def _reader(
             return None
         check_input(path, what="plan file or model config (TOML or config.json)")  # missing, a FIFO, a device
         kind = plan_file_kind(path)
+        if kind is None:
+            check_plan_kind(path, config_type.KIND)  # a plan file with a bad kind says so here
         if kind is None:  # a model config, as --config always took
             ctx.default_map = {**(ctx.default_map or {}), "model_config": str(path)}
             return path
         if kind != config_type.KIND:
             raise UserInputError(f"{path} is a {kind} file, not a {config_type.KIND}")
-        config = config_type.from_mapping(read_plan_file(path), where=str(path))
+        data = read_plan_file(path)
+        config = config_type.from_mapping(data, where=str(path))
         # the values as read (not to_dict(), which turns a NaN into None): the options' types check them
         given = {item.name: getattr(config, item.name) for item in config_type.settings()}
+        _check_values(ctx, path, {k: v for k, v in given.items() if v is not None and k in data})
         ctx.default_map = {**(ctx.default_map or {}), **{k: v for k, v in given.items() if v is not None}}
         ctx.meta[_FILE_KEY] = path
         return path
 
     return read
+
+
+def _check_values(ctx: click.Context, path: Path, given: Mapping[str, Any]) -> None:
+    """Check each value the file gives with its option's type, so that a bad value names the file
+    and its key (not the command-line option the value stands in for)."""
+    for param in ctx.command.params:
+        if param.name not in given or not isinstance(param, click.Option):
+            continue
+        value = given[param.name]
+        try:
+            param.type_cast_value(ctx, value)
+        except click.BadParameter as error:
+            shown = _toml_value(value)
+            flag = param.opts[0] if param.opts else param.name
+            raise UserInputError(f"{path}: {param.name} = {shown} (option {flag}): {error.message}") from None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
 
 
 def configuration(config_type: type[C], values: dict[str, Any]) -> C:

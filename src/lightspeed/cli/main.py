@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import select
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,12 +154,20 @@ def _split_env_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input)."""
+    """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input, 141 the
+    reader of stdout gone)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    stdout_before = _stdout_identity()
     try:
         result = cli.main(args=args, prog_name="lightspeed", standalone_mode=False)
     except click.exceptions.Exit as exit_:
         return int(exit_.exit_code)
+    except SystemExit as exit_:
+        # click (on EPIPE) and rich (Console.on_broken_pipe) end with exit status 1 when the reader
+        # of stdout has gone (``| head``): that is no failure of this command
+        if exit_.code != 0 and _stdout_reader_gone(stdout_before):
+            return _broken_pipe()
+        raise
     except click.UsageError as error:
         return _fail(_usage_message(error))
     except click.ClickException as error:
@@ -171,8 +180,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LightspeedError as error:
         return _fail(str(error))
     except BrokenPipeError:
-        return 0
+        return _broken_pipe()
     return int(result) if isinstance(result, int) else 0
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    """(device, inode) of what file descriptor 1 is now, or ``None`` when there is none."""
+    try:
+        status = os.fstat(1)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _stdout_reader_gone(before: tuple[int, int] | None) -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on the write end),
+    or was swapped for the null device during the run (what rich does on a broken pipe)."""
+    now = _stdout_identity()
+    if before is not None and now is not None and now != before:
+        try:
+            null = os.stat(os.devnull)
+        except OSError:
+            return False
+        return now == (null.st_dev, null.st_ino)
+    poll = getattr(select, "poll", None)
+    if poll is None or now is None:
+        return False
+    poller = poll()
+    poller.register(1, select.POLLOUT)
+    try:
+        events = poller.poll(0)
+    except OSError:
+        return False
+    return any(event & (select.POLLERR | select.POLLHUP) for _, event in events)
+
+
+# The status of a process whose output pipe closed (128 + SIGPIPE, what `yes | head -1` leaves):
+# not 0, which would pass a CI gate whose result was never printed, nor 1 (a regression found)
+BROKEN_PIPE_STATUS = 141
+
+
+def _broken_pipe() -> int:
+    """Exit quietly when the reader of stdout has gone (``lightspeed ... | head -1``) with
+    :data:`BROKEN_PIPE_STATUS`: point stdout at the null device, so that flushing what is still
+    buffered raises nothing at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+    return BROKEN_PIPE_STATUS
 
 
 def plan_flag(name: str, value: int | float | str | bool) -> str:

@@ -32,7 +32,7 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, LightspeedError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, InferencePlan, ServingLoad
 from lightspeed.sol.infer.search import search_inference
 from lightspeed.workload import TransformerSpec
 
@@ -78,10 +78,20 @@ def _service(fields: Fields) -> MigService:
     for key, value in (*tokens.items(), ("requests_per_s", rate)):
         if value > (MAX_RATE_PER_S if key == "requests_per_s" else MAX_TOKENS):
             raise DataFileError(fields.path, "implausibly large", field=f"{fields.prefix}{key}", value=value)
+    name = fields.name("name")
+    precision = fields.string("precision", "bf16")
+    if precision not in INFERENCE_PRECISIONS:
+        raise DataFileError(
+            fields.path,
+            f"service {name!r}: unknown precision",
+            field=f"{fields.prefix}precision",
+            value=precision,
+            fix=f"write one of {', '.join(INFERENCE_PRECISIONS)}",
+        )
     return MigService(
-        name=fields.name("name"),
+        name=name,
         model=fields.name("model"),
-        precision=fields.string("precision", "bf16"),
+        precision=precision,
         input_tokens=tokens["input_tokens"],
         output_tokens=tokens["output_tokens"],
         requests_per_s=rate,

@@ -62,6 +62,7 @@ from lightspeed.sol.train.plan import (
 )
 from lightspeed.sol.train.recipes import recipe_for
 from lightspeed.workload import TransformerSpec
+from lightspeed.workload.registry import HARDWARE_KINDS, MODEL_KIND
 from lightspeed.workload.spec import STATE_PRECISIONS
 
 SCHEMA_VERSION: Final = 1
@@ -253,12 +254,36 @@ def plan_file_kind(path: Path) -> str | None:
     return kind if isinstance(kind, str) and kind in _COMMANDS else None
 
 
+def check_plan_kind(path: Path, plan_kind: str) -> None:
+    """Refuse a TOML file given as a plan whose ``kind`` is missing, not a string, or no plan's
+    (a model or hardware file passes: ``--config`` also takes a model TOML), naming the file and
+    the key, before the options it would have filled are reported missing."""
+    if path.suffix.lower() != ".toml":
+        return  # JSON: a config.json has no kind; a --json output without "config" fails on read
+    data = read_plan_file(path)
+    kind = data.get("kind")
+    if isinstance(kind, str) and (kind in _COMMANDS or kind in (MODEL_KIND, *HARDWARE_KINDS)):
+        return
+    fix = f'write kind = "{plan_kind}" for a plan file (or kind = "model" for a model TOML)'
+    if "kind" not in data:
+        problem = "kind = ... is missing"
+    elif isinstance(kind, dict):
+        problem = "[kind] is a table, not a string"
+    elif not isinstance(kind, str):
+        problem = f"kind = {kind!r} is not a string"
+    else:
+        problem = f"kind = {kind[:80]!r} is not a plan file kind ({', '.join(sorted(_COMMANDS))})"
+    raise DataFileError(path, problem, fix=fix)
+
+
 def _check_header(values: dict[str, Any], kind: str, where: str) -> None:
     version = values.pop("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        shown = f"{version!r} (a string)" if isinstance(version, str) else repr(version)
         raise DataFileError(
             Path(where),
-            f"schema_version {version!r} is not supported (this lightspeed reads {SCHEMA_VERSION})",
+            f"schema_version = {shown} is not supported",
+            fix=f"write schema_version = {SCHEMA_VERSION} (the integer, no quotes)",
         )
     found = values.pop("kind", kind)
     if found != kind:

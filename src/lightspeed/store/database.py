@@ -106,6 +106,18 @@ class ResultsStore:
         self.path: Path | None = backend.location.path
         self.backend = backend.name
 
+    def _where(self) -> str:
+        """The store for a message: its location; for an in-memory store standing in for one
+        that does not exist (a command that reads files too), the store it stands in for."""
+        if self.location != MEMORY_STORE:
+            return f"the results store {self.location}"
+        stood_for = store_location(None)
+        if stood_for.path is None:
+            return f"the results store at the database URL {stood_for.display}, which holds no results"
+        if str(stood_for.path) != MEMORY_STORE and not stood_for.path.exists():
+            return f"the results store {stood_for.display}, which does not exist yet"
+        return "the in-memory results store"
+
     def __enter__(self) -> ResultsStore:
         return self
 
@@ -197,7 +209,7 @@ class ResultsStore:
                 (run_id,),
             ).fetchone()
             if row is None:
-                raise UserInputError(f"no run {run_id!r} in {self.location}; start it with start_run()")
+                raise UserInputError(f"no run {run_id!r} in {self._where()}; start it with start_run()")
             if row[2] is not None:
                 raise UserInputError(f"run {run_id!r} is already complete; start a new run")
             self._insert_records(
@@ -218,7 +230,7 @@ class ResultsStore:
                 (time.time(), run_id),
             )
             if cursor.rowcount != 1:
-                raise UserInputError(f"no unfinished run {run_id!r} in {self.location}")
+                raise UserInputError(f"no unfinished run {run_id!r} in {self._where()}")
 
     def copy_run(self, *, run: RunSummary, fingerprint: JsonObject, records: Sequence[StoredRecord]) -> bool:
         """Copy a complete run from another store, keeping its id and times, in one transaction.
@@ -338,7 +350,7 @@ class ResultsStore:
         if run_id == "latest":
             found = self.runs(limit=1)
             if not found:
-                raise UserInputError(f"the results store {self.location} holds no complete run yet")
+                raise UserInputError(f"{self._where()} holds no complete run yet")
             return found[0]
         # substr() rather than LIKE: a run id may hold '_' or '%', which LIKE would treat as wildcards
         matches = self._runs(["substr(u.run_id, 1, ?) = ?"], [len(run_id), run_id], limit=6)
@@ -348,7 +360,7 @@ class ResultsStore:
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise UserInputError(f"no run {run_id!r} in {self.location}; see 'lightspeed results list'")
+            raise UserInputError(f"no run {run_id!r} in {self._where()}; see 'lightspeed results list'")
         names = ", ".join(run.run_id for run in matches[:5])
         raise UserInputError(f"run id prefix {run_id!r} matches several runs ({names}); give more of it")
 
@@ -397,7 +409,7 @@ class ResultsStore:
         """The environment stored under ``fingerprint_id``."""
         rows = self._read("SELECT payload FROM fingerprints WHERE fingerprint_id = ?", (fingerprint_id,))
         if not rows:
-            raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self.location}")
+            raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self._where()}")
         loaded: JsonObject = _json(rows[0][0])
         return loaded
 

@@ -321,9 +321,17 @@ def check_gpus(plan: InferencePlan, cluster: Cluster) -> None:
             f"the plan needs {plan.num_gpus} GPUs ({plan.describe()}), {cluster.name} has {gpus}; "
             f"use at most {gpus // per_replica} replicas or a bigger cluster"
         )
+    node_gpus = gpus // cluster.num_nodes
+    advice = []
+    if gpus % per_replica == 0:
+        unit = "GPU" if per_replica == 1 else "GPUs"
+        advice.append(f"--gpus {gpus} ({gpus // per_replica} replicas of {per_replica} {unit})")
+    if per_replica <= node_gpus:
+        advice.append(f"--gpus {node_gpus // per_replica * per_replica} or fewer, on one node")
+    fix = " or ".join(advice) if advice else "a cluster whose GPU count is a multiple of the replica's"
     raise InvalidPlanError(
-        f"the plan uses {plan.num_gpus} of the {gpus} GPUs of {cluster.name}; a multi-node cluster is "
-        f"used whole: set --replicas {max(1, gpus // per_replica)} or pass --gpus {plan.num_gpus}"
+        f"the plan uses {plan.num_gpus} of the {gpus} GPUs of {cluster.name} and a multi-node cluster "
+        f"is used whole; fix: pass {fix}"
     )
 
 

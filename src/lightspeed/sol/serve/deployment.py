@@ -326,6 +326,12 @@ def _pool(
             "blocks, which this model keeps none of (only a state per sequence); predict it with plan infer"
         )
     kv_tokens = int(float(memory.kv_capacity_bytes[0]) / per_token) if per_token > 0 else 0
+    if DEFAULT_BLOCK_TOKENS <= kv_tokens < config.block_tokens:  # the block, not the deployment
+        raise InvalidPlanError(
+            f"a KV block of {config.block_tokens:,} tokens (--block-size) is larger than the KV cache of "
+            f"{kv_tokens:,} tokens per rank of {plan.describe()} ({hardware.hardware.accelerator.name}); "
+            f"fix: set --block-size {DEFAULT_BLOCK_TOKENS} (the default) or at most {kv_tokens:,}"
+        )
     if kv_tokens < config.block_tokens:
         raise InvalidPlanError(
             f"{model.name} leaves no KV cache on {plan.describe()} ({hardware.hardware.accelerator.name}): "
