@@ -13,18 +13,8 @@ import pytest
 
 from expect import one_line_error
 
-TRAIN = [
-    "plan",
-    "train",
-    "--model",
-    "llama-3-8b",
-    "--system",
-    "dgx-h100",
-    "--global-batch",
-    "64",
-    "--zero",
-    "3",
-]
+TRAIN = ["plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--global-batch", "64",
+         "--zero", "3"]  # fmt: skip
 INFER = ["plan", "infer", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "1"]
 
 
