@@ -243,7 +243,8 @@ def _cell_count_error(path: Path, line: int, found: int, expected: int, *, cut: 
         f"row has {found} cell{'' if found == 1 else 's'}, the header {expected}",
         line=line,
         fix="write one cell per header column, separated by single tabs (n/r for a figure not given); "
-        "a tab typed inside a cell splits it",
+        "a tab typed inside a cell splits it, and an editor that trims trailing whitespace drops the "
+        "tabs of empty last cells",
     )
 
 
