@@ -28,6 +28,7 @@ PLAN_KEYS = (
     "micro_batch_size",
     "recompute",
     "schedule",
+    "uneven_pipeline",
     "step_time_s",
     "mfu",
     "tokens_per_s",

@@ -29,6 +29,33 @@ def test_search_ranks_fitting_plans_and_matches_single_estimates(
     assert result.why_best[0].startswith("beats #2 (")
 
 
+def test_an_uneven_best_plan_says_so_and_is_the_one_plan_train_prices_with_uneven_stages(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """Llama 3 70B on 64 H100, batch 512 of 8,192 tokens: the best plan runs pp=4 x vpp=3 = 12
+    chunks over 80 layers (80 / 12 is no whole number: the last stage takes fewer). The search
+    marks it uneven (plan summary, note), and that plan with uneven stages is what a single
+    estimate prices identically, while the same degrees with even stages are refused."""
+    model = models.get("llama-3-70b")
+    cluster = catalog.cluster("dgx-h100", num_nodes=8)
+    result = search_training(model=model, cluster=cluster, global_batch_size=512, seq_len=8192, top=5)
+    uneven = [
+        estimate for estimate in result.plans if model.num_layers % (estimate.plan.pp * estimate.plan.vpp)
+    ]
+    assert uneven
+    for estimate in uneven:
+        assert estimate.plan.uneven_pipeline
+        assert estimate.plan_summary()["uneven_pipeline"] is True
+    assert any(
+        note.startswith("* uneven stages: pp x vpp does not divide the 80 layers") for note in result.notes
+    )
+    plan = uneven[0].plan
+    again = estimate_training(model=model, cluster=cluster, plan=plan)
+    assert again.step_time_s == pytest.approx(uneven[0].step_time_s, rel=1e-12)
+    with pytest.raises(InvalidPlanError, match="does not divide the 80 layers"):
+        estimate_training(model=model, cluster=cluster, plan=plan.with_changes(uneven_pipeline=False))
+
+
 def test_search_keeps_tensor_parallel_inside_the_domain_when_asked(
     catalog: Catalog, models: ModelRegistry
 ) -> None:

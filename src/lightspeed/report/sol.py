@@ -36,7 +36,8 @@ def _plan_line(plan: TrainingPlan) -> str:
     etp = f" etp={plan.etp}" if plan.etp > 1 else ""
     degrees = f"tp={plan.tp} pp={plan.pp} dp={plan.dp} ep={plan.ep}{etp} cp={plan.cp} vpp={plan.vpp}"
     return (
-        f"{degrees} zero={plan.zero_stage} schedule={plan.effective_schedule} "
+        f"{degrees} zero={plan.zero_stage} schedule={plan.effective_schedule}"
+        f"{' (uneven stages)' if plan.uneven_pipeline else ''} "
         f"micro-batch={plan.micro_batch_size} global-batch={plan.global_batch_size} seq={plan.seq_len} "
         f"{plan.precision} recompute={plan.recompute}"
     )
@@ -198,7 +199,7 @@ def _plan_row(label: str, estimate: TrainingEstimate) -> list[str]:
         str(plan.zero_stage),
         str(plan.micro_batch_size),
         plan.recompute,
-        plan.effective_schedule,
+        plan.effective_schedule + ("*" if plan.uneven_pipeline else ""),  # * uneven stages (a note says)
         format_duration(estimate.step_time_s),
         format_percent(estimate.mfu),
         format_count(estimate.tokens_per_s),

@@ -94,6 +94,8 @@ class TrainingEstimate(Record):
             "micro_batch_size": plan.micro_batch_size,
             "recompute": plan.recompute,
             "schedule": plan.effective_schedule,
+            # stages of unequal layers (pp x vpp does not divide them): plan train's --uneven-pipeline
+            "uneven_pipeline": plan.uneven_pipeline,
             "step_time_s": self.step_time_s,
             "mfu": self.mfu,
             "tokens_per_s": self.tokens_per_s,

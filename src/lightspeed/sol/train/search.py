@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -482,10 +483,13 @@ def search_training(
     tied = tie_indices(columns, steps, fits, tolerance)
     context = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
     plans = _estimates(context, columns, order)
+    ties = _estimates(context, columns, tied) if tied.size else ()
     compared = None
+    shown = [*plans[:top], *ties]
     if compare_plan is not None:
         named = _named_estimate(context, compare_plan)
         compared = compare(named, steps, fits, tolerance)
+        shown.append(named)
     return SearchResult(
         model=model.name,
         system=cluster.name,
@@ -497,9 +501,23 @@ def search_training(
         why_best=why_best(plans, hardware),
         margin_over_runner_up=margin_over_runner_up(steps, fits),
         tolerance=tolerance,
-        ties=_estimates(context, columns, tied) if tied.size else (),
+        ties=ties,
         compared=compared,
-        notes=_search_notes(hardware, base, model),
+        notes=(*_search_notes(hardware, base, model), *_uneven_note(shown, model)),
+    )
+
+
+def _uneven_note(plans: Sequence[TrainingEstimate], model: TransformerSpec) -> tuple[str, ...]:
+    """A note where a plan shown runs stages of unequal layers (``*`` after its schedule):
+    ``plan train`` takes such a plan with ``--uneven-pipeline``."""
+    uneven = [estimate.plan for estimate in plans if estimate.plan.uneven_pipeline]
+    if not uneven:
+        return ()
+    first = uneven[0]
+    return (
+        f"* uneven stages: pp x vpp does not divide the {model.num_layers} layers of {model.name} "
+        f"(pp={first.pp} vpp={first.vpp}: {first.pp * first.vpp} chunks), so the last stage takes fewer; "
+        "plan train runs such a plan with --uneven-pipeline (Megatron's account-for-embedding/loss splits)",
     )
 
 
