@@ -102,7 +102,31 @@ def utilization(
         hfu=_ratio(tokens * hardware, total_s * capacity) if hardware is not None else None,
         step_hfu=_ratio(tokens * hardware, productive_s * capacity) if hardware is not None else None,
     )
-    return _above_peak_left_out(result, workload.precision)
+    checked = _above_peak_left_out(result, workload.precision)
+    if workload.peak_flop_per_s is None and checked.above_peak_ratio is None:
+        return _above_gemm_ceiling(checked, resolve_accelerator(catalog=catalog, name=device))
+    return checked
+
+
+def _above_gemm_ceiling(result: Utilization, accelerator: Accelerator) -> Utilization:
+    """A step MFU above what the device's best GEMMs reach at the precision (its family's measured
+    ceiling, MAMF) is kept but flagged: no step outruns its GEMMs, so an input (most often the
+    precision: an FP8 run counted against the BF16 peak) does not match the run."""
+    from lightspeed.sol.core.efficiency import default_efficiency  # the engines only where needed
+    from lightspeed.units import compute_precision
+
+    if result.step_mfu is None or result.reason:
+        return result
+    ceiling = default_efficiency(accelerator.family).gemm_ceiling(compute_precision(result.precision))
+    if result.step_mfu <= ceiling:
+        return result
+    return replace(
+        result,
+        reason=f"step MFU {result.step_mfu:.0%} is above the {ceiling:.0%} of the {result.precision} peak "
+        f"that {accelerator.name}'s best GEMMs reach (its family's measured ceiling): no step outruns its "
+        "GEMMs, so the precision (an FP8 run: --precision fp8), the FLOP per token, the model or the "
+        "number of accelerators does not match this run",
+    )
 
 
 def _above_peak_left_out(result: Utilization, precision: str) -> Utilization:
