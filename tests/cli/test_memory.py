@@ -81,3 +81,15 @@ def test_bad_inputs_are_one_line(run_cli) -> None:  # type: ignore[no-untyped-de
     one_line_error(run_cli("memory", "--model", "llama-3-8b", "--training", "--optimizer", "adan"))
     one_line_error(run_cli("memory", "--model", "llama-3-8b", "--gpu", "b200", "--system", "dgx-b200"))
     one_line_error(run_cli("memory", "--model", "llama-3-8b", "--dp", "0"))
+
+
+def test_training_components_are_the_whole_jobs_and_a_row_gives_one_ranks(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """ZeRO-1 over 8 replicas of Llama 3 70B (70,553,706,496 parameters): the components sum over
+    all 8 (the title says so), and one data-parallel rank holds 2 + 2 + 12/8 = 5.5 bytes a
+    parameter: 388,045,385,728 bytes."""
+    result = run_cli("memory", "--model", "llama-3-70b", "--training", "--zero", "1", "--dp", "8")
+    assert result.code == 0
+    assert "over the whole job (all 8 replicas)" in result.out
+    per_rank = round(5.5 * 70_553_706_496)
+    assert "per data-parallel rank" in result.out
+    assert f"{per_rank:,}" in result.out

@@ -288,7 +288,10 @@ def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None
     mode = (
         f"training ({plan.optimizer}, ZeRO-{plan.zero_stage}, dp={plan.dp})" if plan.training else "inference"
     )
-    console.print(f"Memory to hold {plan.model} at {plan.precision}, {mode}", markup=False, style="bold")
+    whole = f", over the whole job (all {plan.dp} replicas)" if plan.dp > 1 else ""
+    console.print(
+        f"Memory to hold {plan.model} at {plan.precision}, {mode}{whole}", markup=False, style="bold"
+    )
     rows = [
         [_COMPONENT_LABELS[name], format_bytes(value), format_bytes(value, binary=True), f"{value:,.0f}"]
         for name, value in plan.components.items()
@@ -296,6 +299,18 @@ def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None
     ]
     total = plan.total_bytes
     rows.append(["total", format_bytes(total), format_bytes(total, binary=True), f"{total:,.0f}"])
+    per_gpu = (
+        plan.bytes_per_param * plan.num_params
+    )  # one replica's share on one GPU, before model parallelism
+    if plan.dp > 1:
+        rows.append(
+            [
+                "per data-parallel rank",
+                format_bytes(per_gpu),
+                format_bytes(per_gpu, binary=True),
+                f"{per_gpu:,.0f}",
+            ]
+        )
     render_table(None, ["component", "decimal", "binary", "bytes"], rows, console=console)
     if plan.gpus_needed is not None and plan.memory_usable_bytes and plan.memory_nominal_bytes:
         nodes = f"{plan.device} nodes" if plan.device != plan.accelerator else "nodes"
