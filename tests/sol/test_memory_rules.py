@@ -61,7 +61,10 @@ def _model_state(catalog: Catalog, stack_name: str, zero: int, pp: int) -> tuple
     memory = training_memory(grid, TINY, layer_shapes(TINY), hardware, 2048, params=params)
     state = float(memory.weights_bytes[0] + memory.gradients_bytes[0] + memory.optimizer_bytes[0])
     total = float(params.dense[0])
-    return state, total, total / float(params.layers_per_stage[0])
+    # a layer's parameters: the stage's less its embedding and untied LM head (32,000 x 1,024 each),
+    # over its 8 layers (ZeRO-3 gathers whole layers, not the ends)
+    ends = 2 * TINY.vocab_size * TINY.hidden_size
+    return state, total, (total - ends) / float(params.layers_per_stage[0])
 
 
 # (stack, ZeRO stage, pipeline size, bytes per parameter at rest with bf16 weights, fp32 grads, Adam 12)

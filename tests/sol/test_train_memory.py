@@ -156,3 +156,21 @@ def test_the_loss_peak_is_the_stacks_cross_entropy(catalog: Catalog) -> None:
     assert _loss_bytes(catalog, "megatron-core-2025", tp=2, pp=1) == pytest.approx(6 * logits / 2)
     assert _loss_bytes(catalog, "torchtitan-2024", tp=2, pp=1) == pytest.approx(12 * logits / 2)
     assert _loss_bytes(catalog, "torchtitan-2024", tp=2, pp=2) == 0.0
+
+
+def test_zero3_gathers_two_layers_not_the_embedding_spread_over_them(catalog: Catalog) -> None:
+    """Llama 3 8B, ZeRO-3 over 8 H100: each GPU rests on an eighth of the 16-bit weights and
+    gathers two whole layers beside them. One layer: attention 4096 x (4096 + 2 x 1024) + 4096 x
+    4096, MLP 3 x 4096 x 14336, two norms of 4096 = 218,112,000 parameters; two of them at 2 bytes
+    = 872,448,000 bytes (spreading the embedding and LM head over the layers had made it 1.004 GB)."""
+    from lightspeed.sol import estimate_training
+    from lightspeed.workload import load_models, parameter_counts
+
+    model = load_models().get("llama-3-8b")
+    cluster = catalog.resolve_cluster("dgx-h100")
+    plan = TrainingPlan(dp=8, zero_stage=3, global_batch_size=64, seq_len=4096, recompute="full")
+    estimate = estimate_training(model=model, cluster=cluster, plan=plan)
+    per_layer = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096
+    assert per_layer == 218_112_000
+    shard = parameter_counts(model).total_params * 2 / 8
+    assert estimate.memory_bytes["weights"] == pytest.approx(shard + 2 * per_layer * 2, rel=1e-6)

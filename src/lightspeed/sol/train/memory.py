@@ -57,6 +57,7 @@ class StageParams(Record):
     expert: Array
     layers_per_stage: Array
     moe_layers_per_stage: Array
+    ends: Array = 0.0  # of ``dense``: the stage's embedding, LM head and MTP projections (no layer's)
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) ->
         experts = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
         expert = moe_layers * per_expert * experts / (grid.ep * grid.etp)  # redundant replicas included
     copies = parameter_copies(grid)
-    return StageParams(dense * copies, expert * copies, layers, moe_layers)
+    return StageParams(dense * copies, expert * copies, layers, moe_layers, ends=ends * copies)
 
 
 @dataclass(frozen=True)
@@ -377,7 +378,8 @@ def training_memory(
         expert = np.where(whole, params.expert, 0.0) + np.where(sharded, params.expert / expert_replicas, 0.0)
         return per_param * (dense + expert)
 
-    layer_params = (params.dense + params.expert) / np.maximum(params.layers_per_stage, 1.0)
+    # a layer's weights (ZeRO-3 and FSDP gather them a layer at a time): not the embedding's or head's
+    layer_params = (params.dense - params.ends + params.expert) / np.maximum(params.layers_per_stage, 1.0)
     weights = placed(weight_bytes, rules.weights_whole, rules.weights_sharded) + np.where(
         rules.gathers_layers, GATHERED_LAYERS * layer_params * weight_bytes, 0.0
     )
