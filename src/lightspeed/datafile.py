@@ -157,10 +157,10 @@ class Fields:
             )
         return value
 
-    def choice(self, key: str, allowed: Sequence[str], what: str) -> str:
-        """A required string that is one of ``allowed``; ``what`` names it in the error
-        (``unknown MoE dispatcher``, with the value and the allowed ones)."""
-        value = self.string(key)
+    def choice(self, key: str, allowed: Sequence[str], what: str, default: str | None = None) -> str:
+        """A required (or defaulted) string that is one of ``allowed``; ``what`` names it in the
+        error (``unknown MoE dispatcher``, with the value and the allowed ones)."""
+        value = self.string(key, default)
         if value not in allowed:
             raise DataFileError(
                 self.path,

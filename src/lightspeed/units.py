@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Final
 
 from lightspeed.errors import UserInputError
@@ -204,6 +205,33 @@ def parse_duration(text: str | float | int) -> float:
     if unit not in _DURATION_UNITS:
         raise UserInputError(f"unknown time unit {unit!r} in {text!r}; use one of ns, us, ms, s, min, h, d")
     return value * _DURATION_UNITS[unit]
+
+
+def parse_items(
+    text: str, flag: str, *, example: str, unique: bool = True, name: Callable[[str], str] = str
+) -> tuple[str, ...]:
+    """The comma-separated items of an option's ``text`` (``1f1b, gpipe``), stripped; one error for
+    no item, an empty one (``a,,b``) or (``unique``) one whose ``name`` (``ttft`` of ``ttft=2s``) is
+    given twice, case aside (a schedule tried twice ranks every plan twice and reports a tie with
+    itself).
+
+    >>> parse_items("1f1b, gpipe", "--schedules", example="1f1b,gpipe")
+    ('1f1b', 'gpipe')
+    """
+    shown = text if len(text) <= 80 else f"{text[:40]}... ({len(text):,} characters)"
+    if not text.strip():
+        raise UserInputError(f"{flag} {shown!r} names nothing: give one or more, e.g. {example}")
+    items = tuple(item.strip() for item in text.split(","))
+    if not all(items):
+        raise UserInputError(
+            f"{flag} {shown!r}: an empty item; write the items separated by single commas, e.g. {example}"
+        )
+    names = [name(item).strip() for item in items]
+    lowered = [item.lower() for item in names]
+    repeated = [item for index, item in enumerate(names) if lowered[index] in lowered[:index]]
+    if unique and repeated:
+        raise UserInputError(f"{flag} {shown!r}: {repeated[0]} is given twice; name each once")
+    return items
 
 
 def parse_percent(text: str | float) -> float:

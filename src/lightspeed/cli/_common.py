@@ -16,7 +16,6 @@ import click
 import msgspec
 from click.core import ParameterSource
 
-from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,21 +131,3 @@ def with_warnings(action: Callable[[], T]) -> T:
     for warning in caught:
         click.echo(f"lightspeed: warning: {warning.message}", err=True)
     return result
-
-
-def comma_items(text: str, flag: str, *, example: str, unique: bool = True) -> list[str]:
-    """The items of a comma-separated option value; one error for an empty item or (``unique``)
-    one named twice (a schedule tried twice ranks every plan twice and reports a tie with itself)."""
-    items = [item.strip() for item in text.split(",")]
-    if not text.strip():
-        raise UserInputError(f"{flag} '' names nothing: give one or more, e.g. {example}")
-    if not all(items):
-        raise UserInputError(
-            f"{flag} {text!r}: an empty item; write the names separated by single commas, e.g. {example}"
-        )
-    repeated = [
-        item for index, item in enumerate(items) if item.lower() in (i.lower() for i in items[:index])
-    ]
-    if unique and repeated:
-        raise UserInputError(f"{flag} {text!r}: {repeated[0]} is given twice; name each once")
-    return items

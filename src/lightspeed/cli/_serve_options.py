@@ -36,6 +36,7 @@ from lightspeed.sol.serve import (
     load_lengths,
     load_request_trace,
 )
+from lightspeed.units import parse_items
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,16 +115,7 @@ class _ServiceLevel(ServiceLevelSpec):
 def check_slo_text(text: str) -> None:
     """One error for an SLO that names a limit twice (``ttft=2s,ttft=3s``: which one?) or holds an
     empty item; what each limit may be is :class:`ServiceLevelSpec`'s to say."""
-    items = [item.strip() for item in text.split(",")]
-    if text.strip() and not all(items):
-        raise UserInputError(
-            f"--slo {text!r}: an empty item; write the limits separated by single commas, "
-            "e.g. ttft=2s,tpot=50ms"
-        )
-    keys = [item.partition("=")[0].strip().lower() for item in items]
-    repeated = [key for index, key in enumerate(keys) if key in keys[:index]]
-    if repeated:
-        raise UserInputError(f"--slo {text!r}: {repeated[0]} is given twice; give each limit once")
+    parse_items(text, "--slo", example="ttft=2s,tpot=50ms", name=lambda item: item.partition("=")[0].lower())
 
 
 def slo_option(function: F) -> F:

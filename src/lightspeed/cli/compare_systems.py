@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import comma_items, get_context, json_option, print_json
+from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._infer import load_options
 from lightspeed.cli._sol_options import (
     calibration_option,
@@ -42,6 +42,7 @@ from lightspeed.sol import (
     decompose_ratio,
     fabric_comparison,
 )
+from lightspeed.units import parse_items
 
 _RAW_ARGS = "compare_systems_args"
 
@@ -58,7 +59,7 @@ def _systems(option_values: tuple[str, ...], positional: tuple[str, ...]) -> lis
     names = [
         name
         for value in (*option_values, *positional)
-        for name in comma_items(value, "--systems", example="dgx-h100,gb200-nvl72", unique=False)
+        for name in parse_items(value, "--systems", example="dgx-h100,gb200-nvl72", unique=False)
     ]
     if not names:
         raise UserInputError(
@@ -117,7 +118,7 @@ def _precisions(values: tuple[str, ...]) -> list[str]:
     return [
         item
         for value in values
-        for item in comma_items(value, "--precision", example="fp8,nvfp4", unique=False)
+        for item in parse_items(value, "--precision", example="fp8,nvfp4", unique=False)
     ]
 
 

@@ -79,15 +79,7 @@ def _service(fields: Fields) -> MigService:
         if value > (MAX_RATE_PER_S if key == "requests_per_s" else MAX_TOKENS):
             raise DataFileError(fields.path, "implausibly large", field=f"{fields.prefix}{key}", value=value)
     name = fields.name("name")
-    precision = fields.string("precision", "bf16")
-    if precision not in INFERENCE_PRECISIONS:
-        raise DataFileError(
-            fields.path,
-            f"service {name!r}: unknown precision",
-            field=f"{fields.prefix}precision",
-            value=precision,
-            fix=f"write one of {', '.join(INFERENCE_PRECISIONS)}",
-        )
+    precision = fields.choice("precision", INFERENCE_PRECISIONS, f"precision of service {name!r}", "bf16")
     return MigService(
         name=name,
         model=fields.name("model"),

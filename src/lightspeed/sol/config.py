@@ -61,6 +61,7 @@ from lightspeed.sol.train.plan import (
     data_parallel_degree,
 )
 from lightspeed.sol.train.recipes import recipe_for
+from lightspeed.units import parse_items
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.registry import HARDWARE_KINDS, MODEL_KIND
 from lightspeed.workload.spec import STATE_PRECISIONS
@@ -476,21 +477,8 @@ class TrainingSearchConfig(TrainingJob):
 
     def schedule_names(self) -> tuple[str, ...]:
         """The schedules to try, from the comma-separated text; an empty item or a schedule named
-        twice is refused (tried twice, it ranks every plan twice and reports a tie with itself)."""
-        names = tuple(part.strip() for part in self.schedules.split(","))
-        if not all(names):
-            problem = "names nothing" if not self.schedules.strip() else "has an empty item"
-            raise UserInputError(
-                f"--schedules {self.schedules[:80]!r} {problem}: write schedules separated by single "
-                "commas, e.g. 1f1b,gpipe"
-            )
-        lowered = [name.lower() for name in names]
-        repeated = [name for index, name in enumerate(names) if lowered[index] in lowered[:index]]
-        if repeated:
-            raise UserInputError(
-                f"--schedules {self.schedules[:80]!r}: {repeated[0]} is given twice; name each once"
-            )
-        return names
+        twice is refused (:func:`~lightspeed.units.parse_items`)."""
+        return parse_items(self.schedules, "--schedules", example="1f1b,gpipe")
 
 
 # keys of a plan written as text (``--compare-plan tp=8,pp=16,...``) -> TrainingPlan fields
