@@ -81,10 +81,6 @@ _COUNT_SUFFIX: Final = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "
 _FAR_PAST_BOUNDS: Final = 10**30
 # a decimal number with its exponent apart: Decimal refuses exponents of 19 digits and more
 _DECIMAL: Final = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?)0*(\d+))?")
-# a number and what follows it (a unit), in a text too long for the unit parsers, whose patterns
-# take quadratic time on a long run of digits
-_NUMBER_THEN: Final = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(\S{0,16})\s*")
-_LONG_TEXT: Final = 100  # characters: longer than any number a person types
 
 
 def _exact(number: str) -> Decimal:
@@ -291,19 +287,7 @@ class Quantity(NumericType):
         return self.format_bound(value) if self.formatter is not None else super().describe(value)
 
     def parse(self, text: str) -> float:
-        if len(text) > _LONG_TEXT:
-            return self._parse_long(text)
         return float(self.parser(text))
-
-    def _parse_long(self, text: str) -> float:
-        """A long number with its unit (``999...9 GB``): read exactly, then its unit by the parser."""
-        match = _NUMBER_THEN.fullmatch(text)
-        if match is None:
-            raise UserInputError(f"cannot read {excerpt(text)!r} as a number")
-        number = float(_exact(match.group(1)))
-        if not math.isfinite(number):
-            return number  # said to overflow a 64-bit float
-        return float(self.parser(f"{number!r}{match.group(2)}"))
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         result = super().convert(value, param, ctx)
