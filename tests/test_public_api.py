@@ -101,6 +101,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "lightspeed.workload": [
         "CONVENTIONS",
+        "MFU_CONVENTION",
         "SUPPORTED_MODEL_TYPES",
         "AttentionSpec",
         "FlopClaimCheck",

@@ -219,6 +219,7 @@ def _train(config: TrainingConfig, resolved: _Resolved) -> TrainingPrediction:
         num_gpus=num_gpus,
         stack=config.stack,
         free_settings=config.free_settings(),
+        flop_convention=config.flop_convention,
     )
     effect = None
     if resolved.balance is not None:
@@ -269,6 +270,7 @@ def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> Training
         expert_balance=resolved.balance,
         stack=config.stack,
         compare_plan=compare_plan,
+        flop_convention=config.flop_convention,
     )
     effect = None
     if resolved.balance is not None and result.plans:

@@ -251,3 +251,67 @@ def test_mfu_above_the_peak_from_given_options_is_refused(run_cli, shared: Path)
     )
     line = one_line_error(result, "MFU would be", "above the peak", "--num-accelerators")
     assert "--system" in line
+
+
+def test_a_precision_the_device_lacks_is_refused(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    # the H200 has no FP4 tensor cores: the report printed MFU as unavailable and exited 0
+    result = run_cli("goodput", "report", str(shared / H200_LORA), "--precision", "fp4")
+    one_line_error(result, "--precision fp4", "h200-sxm has no fp4 compute figure", "fp8")
+
+
+def _llama_3_8b_flop_per_token(*, causal: bool, seq_len: int = 8192) -> float:
+    """Training FLOP per token of Llama 3 8B by hand (32 layers, hidden 4096, 8 KV heads of 128,
+    FFN 14336, vocabulary 128256): 6N plus attention scores and values, 12·L·s·h over the full
+    square, half that under the causal mask. The causal count (Megatron-Core's) multiplies the
+    layers and the LM head; the full-square one (PaLM's) counts every parameter, the embedding too."""
+    hidden, layers, kv, ffn, vocab = 4096, 32, 8 * 128, 14336, 128256
+    per_layer = 2 * hidden * hidden + 2 * hidden * kv + 3 * hidden * ffn + 2 * hidden
+    layers_and_head = layers * per_layer + hidden + vocab * hidden
+    params = layers_and_head + (0 if causal else vocab * hidden)
+    attention = (6 if causal else 12) * layers * seq_len * hidden
+    return 6 * params + attention
+
+
+def test_measured_and_predicted_mfu_count_flops_alike(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """goodput report and plan train default to one convention, so a measured MFU compares with the
+    predicted one; --convention moves both the same way."""
+    run = ("goodput", "report", str(_run_dir(tmp_path)), "--json", "--system", "h100-sxm")
+    run += ("--model", "llama-3-8b", "--seq-len", "8192")
+    plan = ("plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "8", "--tp", "2")
+    plan += ("--global-batch", "8", "--seq", "8192", "--recompute", "full", "--json")
+    measured = json.loads(run_cli(*run).out)["utilization"]
+    predicted = causal_plan = json.loads(run_cli(*plan).out)
+    causal = _llama_3_8b_flop_per_token(causal=True)
+    assert measured["convention"] == predicted["flop_convention"] == "6N+causal-attention"
+    assert measured["model_flop_per_token"] == pytest.approx(causal, rel=1e-9)
+    assert predicted["model_flop_per_token"] == pytest.approx(causal, rel=1e-9)
+    full = _llama_3_8b_flop_per_token(causal=False)
+    measured = json.loads(run_cli(*run, "--convention", "6N+attention").out)["utilization"]
+    predicted = json.loads(run_cli(*plan, "--convention", "6N+attention").out)
+    assert measured["model_flop_per_token"] == pytest.approx(full, rel=1e-9)
+    assert predicted["model_flop_per_token"] == pytest.approx(full, rel=1e-9)
+    # the same step, more FLOPs counted: the MFU moves by the ratio of the counts, HFU not at all
+    assert predicted["mfu"] / causal_plan["mfu"] == pytest.approx(full / causal, rel=1e-9)
+    assert predicted["hfu"] == causal_plan["hfu"]
+
+
+def _mllog_line(key: str, time_ms: int, **metadata: object) -> str:
+    body = {"namespace": "", "time_ms": time_ms, "event_type": "POINT_IN_TIME", "key": key, "value": None}
+    return ":::MLLOG " + json.dumps({**body, "metadata": metadata})
+
+
+def test_outlier_blocks_are_named_in_the_plural(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A first block of 128 samples in 200 ms, then 64-sample blocks of 100 ms and one of 500 ms:
+    scaled to the median size (64) the first takes 100 ms and the last is an outlier."""
+    lines = [_mllog_line("init_start", 0), _mllog_line("init_stop", 10), _mllog_line("run_start", 10)]
+    start_ms, samples = 10, 0
+    for length_ms, size in ((200, 128), (100, 64), (100, 64), (100, 64), (500, 64)):
+        lines.append(_mllog_line("block_start", start_ms))
+        start_ms, samples = start_ms + length_ms, samples + size
+        lines.append(_mllog_line("block_stop", start_ms, samples_count=samples))
+    lines.append(_mllog_line("run_stop", start_ms, status="success"))
+    path = tmp_path / "result_0.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_cli("goodput", "report", str(path))
+    assert result.code == 0, result.err
+    assert "Slowest outlier blocks (scaled)" in result.out

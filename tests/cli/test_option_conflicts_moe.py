@@ -47,3 +47,12 @@ def test_the_other_formats_too(run_cli, tmp_path: Path) -> None:  # type: ignore
 def test_a_layer_with_tokens_on_some_experts_is_a_load(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("moe", "stats", str(_load(tmp_path, [0, 0, 0, 0, 0, 0, 0, 7])), "--json")
     assert result.code == 0, result.err
+
+
+def test_a_skew_on_a_uniform_load_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a uniform draw has no skew: --skew 2 was ignored without a word and the file written
+    out = tmp_path / "load.json"
+    command = ["moe", "synth", "--layers", "2", "--experts", "8", "--out", str(out)]
+    one_line_error(run_cli(*command, "--distribution", "uniform", "--skew", "2"), "--skew", "uniform")
+    assert not out.exists()
+    assert run_cli(*command, "--distribution", "zipf", "--skew", "2").code == 0

@@ -98,11 +98,23 @@ def test_lora_flops_are_two_forwards_plus_attention(shared: Path) -> None:
     from lightspeed.workload import flops_per_token, load_models
 
     ledger = mllog_ledger(log=read_mllog(shared / H200_LORA))
-    full = flops_per_token(load_models().get("llama-2-70b"), seq_len=8192, convention="6N+attention")
+    full = flops_per_token(load_models().get("llama-2-70b"), seq_len=8192, convention="6N+causal-attention")
     attention_forward = full.attention_training_flop / 3
     assert ledger.utilization.model_flop_per_token == pytest.approx(2 * full.forward_flop + attention_forward)
+    # the formula shown names the forward pass as a third of the training count, with both terms
+    assert f"2 x {full.forward_flop:.4g} + {attention_forward:.4g} FLOP" in ledger.utilization.formula
+    assert ledger.utilization.formula.endswith(f"forward = ({full.formula}) / 3")
     # Without weight gradients LoRA costs about 2/3 of full training.
     assert 0.6 < ledger.utilization.model_flop_per_token / full.training_flop < 0.75
+
+
+def test_the_log_system_note_names_only_what_was_taken_from_it(shared: Path) -> None:
+    log = read_mllog(shared / H200_LORA)
+    assert "device and accelerator count taken from the log's :::SYSJSON line" in mllog_ledger(log=log).notes
+    given = mllog_ledger(log=log, device="mi300x", num_accelerators=8)
+    assert not any("SYSJSON" in note for note in given.notes)
+    device_only = mllog_ledger(log=log, device="mi300x")
+    assert "accelerator count taken from the log's :::SYSJSON line" in device_only.notes
 
 
 def test_eos_gpt3_counts_tokens_and_uses_the_system_json(shared: Path) -> None:
@@ -232,6 +244,17 @@ def test_cut_log_is_partial(tmp_path: Path) -> None:
     ledger = mllog_ledger(log=log)
     assert ledger.partial
     assert ledger.total_s == pytest.approx(0.110)
+
+
+def test_a_log_cut_after_an_evaluation_keeps_it(tmp_path: Path) -> None:
+    """Cut after a finished evaluation, the run ends at its last event, not at the last block."""
+    lines = [_line("init_start", 0), _line("init_stop", 10), _line("run_start", 10), _line("block_start", 10)]
+    lines += [_line("block_stop", 110, samples_count=64), _line("eval_start", 110), _line("eval_stop", 140)]
+    ledger = mllog_ledger(log=read_mllog(_write(tmp_path, [*lines, _line("block_start", 140)])))
+    assert ledger.partial
+    assert ledger.total_s == pytest.approx(0.140)  # 0 -> 140 ms
+    assert ledger.badput_s["eval"] == pytest.approx(0.030)  # 110 -> 140 ms
+    assert ledger.productive_s == pytest.approx(0.100)
 
 
 def test_not_an_mllog(tmp_path: Path) -> None:

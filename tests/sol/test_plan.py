@@ -29,6 +29,11 @@ def _plan(**changes: object) -> TrainingPlan:
         ({"ep": 2}, r"ep=2 needs a mixture-of-experts model"),
         ({"schedule": "dualpipe", "pp": 5, "global_batch_size": 640}, r"even pipeline size .* try pp=6"),
         ({"cp": 3}, r"cp=3 needs seq_len divisible by 2 x cp = 6"),
+        # the library priced it as written (the CLI refused it): one stage has nothing to interleave
+        (
+            {"pp": 1, "vpp": 2, "dp": 8},
+            r"vpp=2 .* pp=1 has one stage, .* give pp=2 or more with it, or vpp=1",
+        ),
     ],
 )
 def test_impossible_plans_name_the_reason_and_an_alternative(

@@ -52,7 +52,7 @@ from lightspeed.report import (
     save_goodput_plot,
 )
 from lightspeed.units import PRECISIONS
-from lightspeed.workload import CONVENTIONS
+from lightspeed.workload import CONVENTIONS, MFU_CONVENTION
 
 T = TypeVar("T")
 
@@ -85,9 +85,9 @@ def command() -> None:
 @click.option(
     "--convention",
     type=click.Choice(list(CONVENTIONS)),
-    default="6N+attention",
+    default=MFU_CONVENTION,
     show_default=True,
-    help="FLOP-counting convention.",
+    help="FLOP-counting convention of MFU (plan train predicts in the same one by default).",
 )
 @click.option(
     "--sol-tokens-per-s-per-gpu",
@@ -153,6 +153,7 @@ def report_command(
     _check_names(options)
     ledgers = [with_warnings(functools.partial(_ledger, path, options)) for path in paths]
     _refuse_above_peak(ledgers, options)
+    _refuse_missing_precision(ledgers, options)
     monitors = [_monitors(path, ledger, options) for path, ledger in zip(paths, ledgers, strict=True)]
     if plot_path is not None:
         if len(ledgers) > 1:
@@ -201,6 +202,20 @@ def _refuse_above_peak(ledgers: list[Ledger], options: dict[str, Any]) -> None:
                 f"{ledger.path}: MFU would be {ratio:.0%}, above the peak no run exceeds; check "
                 f"{', '.join(given).replace('--model-flop-per-token', '--flop-per-token')} "
                 f"(the {ledger.utilization.precision} peak of {ledger.utilization.device} is the divisor)"
+            )
+
+
+def _refuse_missing_precision(ledgers: list[Ledger], options: dict[str, Any]) -> None:
+    """A --precision the run's device has no peak for would leave MFU out without a word: refuse."""
+    if options["precision"] is None:
+        return
+    for ledger in ledgers:
+        if (
+            ledger.utilization.peak_flop_per_s is None
+            and " compute figure; it has: " in ledger.utilization.reason
+        ):
+            raise UserInputError(
+                f"{ledger.path}: --precision {options['precision']}: {ledger.utilization.reason}"
             )
 
 

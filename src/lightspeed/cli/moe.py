@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from lightspeed.cli._common import json_option, print_json
+from lightspeed.cli._common import given_flags, json_option, print_json, refuse_together
 from lightspeed.cli.options import (
     DEGREE,
     EXPERT_GROUPS,
@@ -309,6 +309,10 @@ def synth(
     from lightspeed.moe import synthetic_load, write_expert_load
     from lightspeed.report import render_synthetic_load
 
+    if distribution == "uniform":
+        refuse_together(
+            given_flags("skew"), "a uniform load has no skew (use --distribution zipf or dirichlet)"
+        )
     load = synthetic_load(
         num_layers=num_layers,
         num_experts=num_experts,

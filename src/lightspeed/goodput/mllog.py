@@ -109,6 +109,7 @@ class MlperfLog(Record):
     init_stop_s: float | None
     run_start_s: float | None
     run_stop_s: float | None
+    end_s: float  # run_stop, else (a cut log) the last event
     blocks: tuple[MlperfBlock, ...]
     evals: tuple[MlperfEval, ...]
     global_batch_size: int | None
@@ -268,6 +269,7 @@ def _build(path: Path, state: _State) -> MlperfLog:
         init_stop_s=None if init_stop is None else seconds(init_stop),
         run_start_s=run_start_s,
         run_stop_s=None if run_stop is None else seconds(run_stop),
+        end_s=run_end_s,
         blocks=blocks,
         evals=evals,
         global_batch_size=_int_or_none(first.get("global_batch_size")),

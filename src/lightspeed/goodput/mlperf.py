@@ -53,7 +53,11 @@ def mllog_ledger(
     benchmark = _benchmark(log, model, notes)
     used_system = system or log.embedded_system
     if system is None and log.embedded_system is not None:
-        notes.append("system description taken from the log's :::SYSJSON line")
+        taken = [
+            name for name, given in (("device", device), ("accelerator count", num_accelerators)) if not given
+        ]
+        if taken:
+            notes.append(f"{' and '.join(taken)} taken from the log's :::SYSJSON line")
     workload = _workload(
         log=log,
         benchmark=benchmark,
@@ -109,7 +113,7 @@ def mllog_ledger(
 
 def _log_buckets(log: MlperfLog) -> tuple[dict[str, float], float]:
     """(seconds per bucket, end of the run): training blocks productive, evals and init badput."""
-    end_s = log.run_stop_s if log.run_stop_s is not None else max(block.end_s for block in log.blocks)
+    end_s = log.end_s
     intervals: list[Interval] = [(PRODUCTIVE, "", block.start_s, block.end_s) for block in log.blocks]
     intervals += [("eval", "", item.start_s, item.end_s) for item in log.evals if item.end_s > item.start_s]
     if log.init_stop_s is not None:

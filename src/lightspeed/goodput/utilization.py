@@ -16,9 +16,9 @@ from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import LightspeedError, UnknownNameError, UserInputError
 from lightspeed.goodput.reader import Workload
 from lightspeed.records import Record
-from lightspeed.workload import ModelRegistry
+from lightspeed.workload import MFU_CONVENTION, ModelRegistry
 
-DEFAULT_CONVENTION = "6N+attention"  # PaLM's MFU definition (Chowdhery et al. 2022, appendix B)
+DEFAULT_CONVENTION = MFU_CONVENTION  # what plan train predicts MFU in, so the two compare
 
 
 @dataclass(frozen=True)
@@ -190,8 +190,8 @@ def model_flops(
     if workload.training == "lora":
         model = 2.0 * plain.forward_flop + attention_forward
         formula = (
-            f"LoRA: 2 x forward + attention forward, forward = {plain.forward_flop:.4g} FLOP "
-            f"({plain.formula})"
+            f"LoRA: 2 x forward + attention forward = 2 x {plain.forward_flop:.4g} + "
+            f"{attention_forward:.4g} FLOP, forward = ({plain.formula}) / 3"
         )
     else:
         model = plain.training_flop

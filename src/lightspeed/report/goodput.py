@@ -151,7 +151,7 @@ def _render_steps(ledger: Ledger, out: Console) -> None:
     render_table(f"{unit.capitalize()} times", ("statistic", "value"), rows, console=out)
     if steps.outliers:
         render_table(
-            f"Slowest outlier {unit}s",
+            f"Slowest outlier {_plural(unit)}",
             (unit, "rank", "duration", "above ideal"),
             [
                 (
@@ -308,3 +308,9 @@ def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None)
         caption="the three shares add to 100% of the wall time; each is rounded to 0.1% on its own, "
         "so a row may show 99.9% or 100.1%",
     )
+
+
+def _plural(unit: str) -> str:
+    """``blocks (scaled)`` for ``block (scaled)``, ``steps`` for ``step``."""
+    noun, space, qualifier = unit.partition(" ")
+    return f"{noun}s{space}{qualifier}"

@@ -65,7 +65,8 @@ def render_training_estimate(estimate: TrainingEstimate) -> None:
         ],
         [
             "MFU / HFU",
-            f"{format_percent(estimate.mfu)} / {format_percent(estimate.hfu)} ({estimate.flop_convention})",
+            f"{format_percent(estimate.mfu)} ({estimate.flop_convention}) / "
+            f"{format_percent(estimate.hfu)} (FLOPs executed)",
         ],
         [
             "memory per GPU",

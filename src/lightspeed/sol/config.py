@@ -62,7 +62,7 @@ from lightspeed.sol.train.plan import (
 )
 from lightspeed.sol.train.recipes import recipe_for
 from lightspeed.units import parse_items
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import CONVENTIONS, MFU_CONVENTION, TransformerSpec
 from lightspeed.workload.registry import HARDWARE_KINDS, MODEL_KIND
 from lightspeed.workload.spec import STATE_PRECISIONS
 
@@ -321,6 +321,11 @@ class TrainingJob(JobConfig):
         "torchtitan-2024, torchtitan-2026, deepseek-2024, ...",
     )
     sharp: bool = setting(False, help="In-network reduction on the scale-out switches (InfiniBand SHARP).")
+    flop_convention: str = setting(
+        MFU_CONVENTION, flags=("--convention",), choices=tuple(CONVENTIONS),
+        help="FLOP-counting convention of the MFU shown (docs/workload.md); goodput report measures "
+        "MFU in the same one by default.",
+    )  # fmt: skip
     mtp_modules: int | None = setting(
         None, option_type="MTP_MODULES",
         help="Multi-token-prediction modules trained, on the last pipeline stage (default: the model's, "

@@ -303,6 +303,18 @@ def _part_of_node(cluster: Cluster, num_gpus: int | None) -> int | None:
     return None
 
 
+def batch_text(batch_per_replica: float) -> str:
+    """``batch 16``; ``mean batch 39.9`` when sequences in flight average a fraction (a
+    disaggregated plan's decode batch, a pipeline's batch over its stages).
+
+    >>> batch_text(16.0), batch_text(39.9252)
+    ('batch 16', 'mean batch 39.9')
+    """
+    if batch_per_replica == round(batch_per_replica):
+        return f"batch {batch_per_replica:g}"
+    return f"mean batch {batch_per_replica:.1f}"
+
+
 def best_infer_result(
     model: TransformerSpec,
     cluster: Cluster,
@@ -349,7 +361,7 @@ def best_infer_result(
     return _result(
         cluster=cluster,
         precision=precision,
-        plan=f"{best.plan.describe()} batch {best.batch_per_replica:g}",
+        plan=f"{best.plan.describe()} {batch_text(best.batch_per_replica)}",
         rate=best.output_tokens_per_s,
         step=best.iteration_s,
         bound=best.bound,

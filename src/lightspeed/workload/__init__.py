@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from lightspeed.workload.flops import (
         CONVENTIONS,
+        MFU_CONVENTION,
         FlopClaimCheck,
         FlopConvention,
         FlopsPerToken,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONVENTIONS",
+    "MFU_CONVENTION",
     "SUPPORTED_MODEL_TYPES",
     "AttentionSpec",
     "FlopClaimCheck",

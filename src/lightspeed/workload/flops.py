@@ -91,6 +91,11 @@ CONVENTIONS: Final[dict[str, FlopConvention]] = {
     ),
 }
 
+MFU_CONVENTION: Final = "6N+causal-attention"
+"""The convention every MFU lightspeed prints defaults to, predicted (``plan train``) and measured
+(``goodput report``) alike, so the two compare: the FLOPs a causal model executes (the mask halves
+attention), as Megatron-Core counts them. ``--convention`` picks another on both."""
+
 
 @dataclass(frozen=True)
 class FlopsPerToken(Record):

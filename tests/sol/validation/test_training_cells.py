@@ -343,3 +343,13 @@ def test_fp32_says_it_is_predicted_at_the_tf32_rate(catalog: Catalog, models: Mo
     assert any("fp32" in line and "TF32" in line for line in spec.assumptions)
     v100 = _read(catalog, models, LLM_FOUNDRY, precision="fp32", hardware="V100-SXM2-32GB")
     assert not any("TF32" in line for line in v100.assumptions)  # V100 has no TF32 tensor cores
+
+
+def test_an_interleaving_depth_without_pipeline_stages_is_priced_as_one(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """dgxc-benchmarking's Llama 4 Maverick table writes VP 12 with PP 1 (probe-training-6 W111):
+    one stage has nothing to interleave, so the row is priced with vpp=1 and says so."""
+    spec = _read(catalog, models, TORCHTITAN, VPP="12", sharding="distributed optimizer")
+    assert spec.plan.vpps == (1,)
+    assert any("VPP 12 with PP 1" in line and "vpp=1" in line for line in spec.assumptions)

@@ -328,6 +328,11 @@ _END_CHUNKS = 2
 
 
 def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
+    if plan.vpp > 1 and plan.pp == 1:
+        raise InvalidPlanError(
+            f"vpp={plan.vpp} splits each pipeline stage into virtual chunks and pp=1 has one stage, "
+            "nothing to interleave: give pp=2 or more with it, or vpp=1"
+        )
     chunks = plan.pp * plan.vpp
     most = model.num_layers + (_END_CHUNKS if plan.uneven_pipeline else 0)
     if chunks > most:

@@ -16,9 +16,9 @@ from lightspeed.sol.train.recipes import bf16_layers_note
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
 from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
 from lightspeed.workload import TransformerSpec
-from lightspeed.workload.flops import flops_per_token
+from lightspeed.workload.flops import MFU_CONVENTION, flops_per_token
 
-DEFAULT_FLOP_CONVENTION = "6N+causal-attention"
+DEFAULT_FLOP_CONVENTION = MFU_CONVENTION
 
 PART_LABELS = {
     "compute": "compute (GEMMs and attention)",

@@ -1175,6 +1175,10 @@ def read_plan(
             f"global_batch {row.text('global_batch')!r} is less than one sequence of {seq_len} tokens"
         )
     vpps, schedule = _interleaving(row, model, degrees.pp)
+    vpp_note = ""
+    if degrees.pp == 1 and "pp" not in degrees.free and len(vpps) == 1 and vpps[0] > 1:
+        vpp_note = f"VPP {vpps[0]} with PP 1: one pipeline stage has nothing to interleave; priced with vpp=1"
+        vpps = (1,)
     recompute_text = row.text("recompute")
     recompute, recompute_note = ("", "") if is_missing(recompute_text) else _recompute(recompute_text)
     zero_stage, zero_note = zero_stage_of(row.text("sharding"), degrees.pp, stack)
@@ -1200,7 +1204,7 @@ def read_plan(
         **_stated_settings(row.described()),
     )
     gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.described()) else ""
-    notes = (device_note, batch_note, precision_note, zero_note, recompute_note, gathers)
+    notes = (device_note, batch_note, precision_note, zero_note, recompute_note, vpp_note, gathers)
     return plan, [note for note in notes if note]
 
 
@@ -1349,7 +1353,7 @@ def _settings_plans(
     for vpp, micro_batch, recompute in itertools.product(spec.vpps, spec.micro_batch_sizes, recomputes):
         if (batch // dp) % micro_batch or (searched_vpp and pp * vpp > num_layers):
             continue
-        if vpp > 1 and (batch // dp // micro_batch) % pp:
+        if vpp > 1 and (pp == 1 or (batch // dp // micro_batch) % pp):
             continue
         plan = TrainingPlan(vpp=vpp, micro_batch_size=micro_batch, recompute=recompute, **base)  # type: ignore[arg-type]
         plans.append(plan.resolved(stack))
