@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -281,21 +282,33 @@ def test_one_disaggregated_user_never_waits_for_another_prompt(
 def test_fp4_tile_occupancy_is_said_where_it_applies_and_where_it_cannot(
     models: ModelRegistry, catalog: Catalog
 ) -> None:
-    """Llama 3 8B in NVFP4 at batch 1: on a GB200, whose SM count the catalog lacks, the weight
-    reads are the stream of its bytes at 80% of 8 TB/s (4.5 bits a weight and the 16-bit LM head:
-    6.98e9 x 0.5625 + 1.05e9 bytes); on a B200 (148 SMs) a batch of one row fills few
-    of its SMs' tiles and reads slower. Each estimate says which it assumed."""
+    """Llama 3 8B in NVFP4 at batch 1: on a GPU whose SM count the catalog lacks (a GB200 record
+    without its 152), the weight reads are the stream of its bytes at 80% of 8 TB/s (4.5 bits a
+    weight and the 16-bit LM head: 6.98e9 x 0.5625 + 1.05e9 bytes); on a B200 (148 SMs) and the
+    GB200 itself a batch of one row fills few of the SMs' tiles and reads slower. Each estimate
+    says which it assumed."""
     load = ServingLoad(1000, 1000, concurrency=1)
     plan = InferencePlan(precision="nvfp4")
+    cluster = catalog.resolve_cluster("gb200-nvl72", 1)
+    assert cluster.system.accelerator.num_compute_units == 152  # XLA's device dump of a GB200
+    accelerator = dataclasses.replace(cluster.system.accelerator, num_compute_units=None)
+    unknown = dataclasses.replace(
+        cluster, system=dataclasses.replace(cluster.system, accelerator=accelerator)
+    )
+    model = models.get("llama-3-8b")
+    no_count = estimate_inference(model=model, cluster=unknown, plan=plan, load=load, num_gpus=1)
     gb200 = _estimate(models, catalog, "llama-3-8b", "gb200-nvl72", plan, load=load, num_gpus=1)
     b200 = _estimate(models, catalog, "llama-3-8b", "dgx-b200", plan, load=load, num_gpus=1)
-    counts = parameter_counts(models.get("llama-3-8b"))
+    counts = parameter_counts(model)
     # 6.98e9 layer weights at 4.5 bits (NVFP4: 16 values share an 8-bit scale), the LM head in 16 bits
     weight_bytes = counts.non_embedding_params * 0.5625 + counts.lm_head_params * 2
-    assert gb200.iteration_breakdown_s["weight_reads"] == pytest.approx(weight_bytes / (0.8 * 8e12), rel=0.02)
-    assert b200.iteration_breakdown_s["weight_reads"] > 1.3 * gb200.iteration_breakdown_s["weight_reads"]
-    assert "no SM count for gb200" in " ".join(gb200.assumptions)
+    streamed = no_count.iteration_breakdown_s["weight_reads"]
+    assert streamed == pytest.approx(weight_bytes / (0.8 * 8e12), rel=0.02)
+    assert b200.iteration_breakdown_s["weight_reads"] > 1.3 * streamed
+    assert gb200.iteration_breakdown_s["weight_reads"] > 1.3 * streamed
+    assert "no SM count for gb200" in " ".join(no_count.assumptions)
     assert "on the 148 SMs" in " ".join(b200.assumptions)
+    assert "on the 152 SMs" in " ".join(gb200.assumptions)
 
 
 def test_fp32_says_it_runs_on_the_tf32_tensor_cores(models: ModelRegistry, catalog: Catalog) -> None:
