@@ -25,10 +25,12 @@ from lightspeed.bench.runtime import (
     ProgressCallback,
     Timer,
     import_torch,
+    load_average_1min,
     plan_repeats,
     require_memory,
     time_once,
     torch_dtype,
+    with_load_note,
 )
 from lightspeed.bench.sol import DeviceSol
 from lightspeed.errors import UnsupportedError, UserInputError, first_line
@@ -289,9 +291,12 @@ def run_gemm(
     Unsupported dtypes are refused before anything runs. Before the first timed shape of
     each dtype the device runs the sweep's first shape untimed for ``warmup_s`` seconds
     (default: :func:`default_warmup_s`), so that no size is measured cold; the warm-up is
-    never a result.
+    never a result. The SOL is ``sol``'s dense peak of each dtype (for a CPU, of the cores the
+    threads occupy: ``details["sol_scope"]``); a CPU run also records the load average and
+    says when other processes ran (``details["load_note"]``).
     """
     torch = import_torch()
+    load_start = load_average_1min()
     for precision in dtypes:
         check_dtype(torch, device, precision)
     chosen = list(shapes) if shapes is not None else sweep_shapes(quick=quick, gpu=device.is_gpu)
@@ -326,14 +331,25 @@ def run_gemm(
                         sol=peak,
                         sol_note=note,
                         correct=correct,
-                        details={"m": shape.m, "n": shape.n, "k": shape.k, "label": shape.label},
+                        details=_details(shape, device, sol),
+                        above_sol_note=sol.above_note,
                     )
                 )
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous_tf32
     if progress is not None:
         progress("gemm done", total, total)
-    return results
+    return with_load_note(results, device=device, load_start=load_start)
+
+
+def _details(shape: GemmShape, device: BenchDevice, sol: DeviceSol) -> dict[str, object]:
+    """The shape, and on a CPU the threads and which cores the SOL counts (``1 of 2 cores``)."""
+    details: dict[str, object] = {"m": shape.m, "n": shape.n, "k": shape.k, "label": shape.label}
+    if not device.is_gpu:
+        details["num_threads"] = device.num_threads
+    if sol.compute_scope:
+        details["sol_scope"] = sol.compute_scope
+    return details
 
 
 def _require_memory(

@@ -21,7 +21,14 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from lightspeed.bench.results import BenchResult, make_result
-from lightspeed.bench.runtime import BenchDevice, ProgressCallback, Timer, import_torch
+from lightspeed.bench.runtime import (
+    BenchDevice,
+    ProgressCallback,
+    Timer,
+    import_torch,
+    load_average_1min,
+    with_load_note,
+)
 from lightspeed.bench.sol import DeviceSol
 
 _NO_SOL_NOTE: Final = "latency has no catalog SOL; compare with the engine's kernel_launch_s"
@@ -70,6 +77,7 @@ def run_launch(
     *, device: BenchDevice, sol: DeviceSol, quick: bool = False, progress: ProgressCallback | None = None
 ) -> list[BenchResult]:
     """Seconds per tiny op: dispatch (CPU and GPU), launch+sync and CUDA-graph replay (GPU)."""
+    load_start = load_average_1min()
     torch = import_torch()
     timer = Timer(torch, device)
     names = ("dispatch", "launch+sync", "graph") if device.is_gpu else ("dispatch",)
@@ -98,4 +106,4 @@ def run_launch(
         )
     if progress is not None:
         progress("launch done", len(names), len(names))
-    return results
+    return with_load_note(results, device=device, load_start=load_start)

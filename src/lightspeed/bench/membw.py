@@ -25,7 +25,15 @@ from types import ModuleType
 from typing import Any, Final
 
 from lightspeed.bench.results import BenchResult, make_result
-from lightspeed.bench.runtime import BenchDevice, ProgressCallback, Timer, import_torch, require_memory
+from lightspeed.bench.runtime import (
+    BenchDevice,
+    ProgressCallback,
+    Timer,
+    import_torch,
+    load_average_1min,
+    require_memory,
+    with_load_note,
+)
 from lightspeed.bench.sol import DeviceSol
 from lightspeed.errors import UserInputError
 from lightspeed.units import MIB, format_bytes
@@ -38,6 +46,9 @@ LLC_MULTIPLE: Final = 4
 _MINIMUM_ARRAY_BYTES: Final = 64 * MIB
 _CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
 _NUM_CHECKED: Final = 4096
+_ABOVE_NOTE: Final = (
+    "caches held part of the arrays (use a larger --array-size) or the memory figure is too low"
+)
 
 
 def _parse_cache_size(text: str) -> int | None:
@@ -119,7 +130,12 @@ def run_membw(
     quick: bool = False,
     progress: ProgressCallback | None = None,
 ) -> list[BenchResult]:
-    """Bytes/s of each STREAM kernel (best of N) beside the device's memory bandwidth."""
+    """Bytes/s of each STREAM kernel (best of N) beside the device's memory bandwidth.
+
+    The SOL is the whole device's (sockets') bandwidth whatever the threads: the cores share
+    it (``sol``'s memory note says when fewer cores may not reach it).
+    """
+    load_start = load_average_1min()
     unknown = [name for name in kernels if name not in STREAM_KERNELS]
     if unknown:
         raise UserInputError(
@@ -159,6 +175,7 @@ def run_membw(
                 sol=peak,
                 sol_note=note,
                 correct=stream.correct(name),
+                above_sol_note=_ABOVE_NOTE,
                 details={
                     "bytes_moved": moved_bytes,
                     "num_elements": num_elements,
@@ -169,4 +186,4 @@ def run_membw(
         )
     if progress is not None:
         progress("membw done", len(kernels), len(kernels))
-    return results
+    return with_load_note(results, device=device, load_start=load_start)

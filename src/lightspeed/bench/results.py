@@ -10,13 +10,16 @@ nccl-tests' size) or ``num_ops_per_sample`` (kernels per sample for
 ``launch``); the other two are ``None``. JSON output also carries the old
 key ``size`` (whichever is set) as an alias. ``device`` is where it ran
 (``cpu``, ``cuda:0``) and ``sol_device`` the catalog record the SOL came from.
+JSON output also carries ``above_sol``: whether the value beats its SOL (a
+result above a nominal peak is possible; ``details["above_sol_note"]`` says
+why), ``null`` without a SOL.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from lightspeed.errors import UserInputError
@@ -111,13 +114,27 @@ class BenchResult(Record):
         return " ".join(part for part in parts if part)
 
     @property
+    def above_sol(self) -> bool | None:
+        """Whether the value beats its SOL (faster than it for ``s``); ``None`` without a SOL.
+
+        >>> BenchResult(suite="gemm", name="gemm", dtype="fp32", flop_per_call=8, value=178.3e9,
+        ...             unit="FLOP/s", sol=166.2e9, fraction_of_sol=178.3 / 166.2,
+        ...             stats=Stats.of([178.3e9]), correct=True).above_sol
+        True
+        """
+        if self.fraction_of_sol is None:
+            return None
+        return bool(self.fraction_of_sol < 1.0 if self.unit == "s" else self.fraction_of_sol > 1.0)
+
+    @property
     def metric(self) -> str:
         """The stored metric name for ``unit`` (``flop_per_s``, ``bytes_per_s``, ``seconds``)."""
         return {"FLOP/s": "flop_per_s", "B/s": "bytes_per_s", "s": "seconds"}.get(self.unit, self.unit)
 
     def to_dict(self) -> JsonDict:
-        """Every field, plus ``size``: the old name of the swept size, kept as an alias."""
-        return {**super().to_dict(), "size": self.swept_size}
+        """Every field, plus ``size`` (the old name of the swept size, kept as an alias) and
+        ``above_sol`` (derived: recomputed, not read back, when a result is loaded)."""
+        return {**super().to_dict(), "size": self.swept_size, "above_sol": self.above_sol}
 
 
 def size_fields(data: JsonObject) -> dict[str, int | None]:
@@ -162,17 +179,20 @@ def make_result(
     flop_per_call: int | None = None,
     size_bytes: int | None = None,
     num_ops_per_sample: int | None = None,
+    above_sol_note: str = "",
 ) -> BenchResult:
     """Build a result from per-repetition ``samples`` of the value.
 
     Give the swept size as exactly one of ``flop_per_call``, ``size_bytes``
     and ``num_ops_per_sample``. ``best`` picks the headline: ``"max"`` (STREAM's best of N for rates),
     ``"min"`` (lowest latency) or ``"median"`` (robust, used for GEMM and collectives).
+    A result above its SOL keeps ``above_sol_note`` (why the SOL can be beaten) in
+    ``details["above_sol_note"]``.
     """
     stats = Stats.of(samples)
     value = {"max": stats.max, "min": stats.min, "median": stats.median}[best]
     fraction = value / sol if sol is not None and sol > 0 else None
-    return BenchResult(
+    result = BenchResult(
         suite=suite,
         name=name,
         dtype=dtype,
@@ -191,3 +211,7 @@ def make_result(
         size_bytes=None if size_bytes is None else int(size_bytes),
         num_ops_per_sample=None if num_ops_per_sample is None else int(num_ops_per_sample),
     )
+    if result.above_sol:
+        reason = f": {above_sol_note}" if above_sol_note else ""
+        return replace(result, details={**result.details, "above_sol_note": f"above the SOL{reason}"})
+    return result

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, Final
 
+from lightspeed.bench.results import BenchResult
 from lightspeed.errors import UnsupportedError, UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.records import Record
 from lightspeed.units import MIB, format_bytes
 
 L2_FLUSH_BYTES: Final = 256 * MIB
+# CPUs of load from other processes a CPU run tolerates beyond the CPUs it leaves idle
+# (the kernel's own housekeeping) before its figures get a "machine was busy" note.
+BUSY_SLACK_CPUS: Final = 0.5
 DEVICE_CHOICES: Final = ("auto", "cpu", "cuda")
 
 # torch dtype attribute for each lightspeed precision name the suites accept.
@@ -244,3 +248,64 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         return os.cpu_count() or 1
+
+
+def load_average_1min() -> float | None:
+    """The 1-minute load average (runnable and uninterruptible tasks); ``None`` where unknown."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not on Unix
+        return None
+
+
+def busy_note(*, load_start: float | None, load_end: float | None, num_threads: int, num_cpus: int) -> str:
+    """Why a CPU run's figures may be low because other processes ran, or ``""``.
+
+    Other processes' load is the 1-minute load average at the start, or at the end minus the
+    run's own ``num_threads`` (what they add at most), whichever is higher. The run is called
+    busy when that load exceeds the CPUs it left idle (``num_cpus - min(threads, cpus)``) by
+    more than :data:`BUSY_SLACK_CPUS`.
+
+    >>> busy_note(load_start=0.1, load_end=2.2, num_threads=2, num_cpus=2)
+    ''
+    >>> busy_note(load_start=1.6, load_end=3.5, num_threads=1, num_cpus=2)[:21]
+    'the machine was busy:'
+    """
+    loads = [
+        load
+        for load in (load_start, None if load_end is None else load_end - num_threads)
+        if load is not None
+    ]
+    if not loads:
+        return ""
+    other_load = max(loads)
+    idle_cpus = num_cpus - min(num_threads, num_cpus)
+    if other_load <= idle_cpus + BUSY_SLACK_CPUS:
+        return ""
+    start = "?" if load_start is None else f"{load_start:.2f}"
+    end = "?" if load_end is None else f"{load_end:.2f}"
+    return (
+        f"the machine was busy: 1-minute load average {start} at the start and {end} at the end, "
+        f"about {other_load:.1f} CPU(s) of other work beside {num_threads} benchmark thread(s) on "
+        f"{num_cpus} CPU(s); the figures may be low"
+    )
+
+
+def with_load_note(
+    results: Sequence[BenchResult], *, device: BenchDevice, load_start: float | None
+) -> list[BenchResult]:
+    """A CPU run's results with the load averages in ``details`` and :func:`busy_note` when busy.
+
+    ``load_start`` is :func:`load_average_1min` taken before the run; the end is read now.
+    GPU runs are returned unchanged (the host's load does not bound the device's figures).
+    """
+    if device.is_gpu:
+        return list(results)
+    load_end = load_average_1min()
+    note = busy_note(
+        load_start=load_start, load_end=load_end, num_threads=device.num_threads, num_cpus=cpu_count()
+    )
+    extra: dict[str, object] = {"load_average_1min": {"start": load_start, "end": load_end}}
+    if note:
+        extra["load_note"] = note
+    return [replace(result, details={**result.details, **extra}) for result in results]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
 
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, plain, render_table
-from lightspeed.report.palette import category_color
+from lightspeed.report.palette import category_color, series_color
 from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
@@ -24,6 +26,7 @@ from lightspeed.units import (
 )
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -97,8 +100,30 @@ def _spread(result: BenchResult) -> str:
     return f"{low:+.0%} / {high:+.0%}"
 
 
+ABOVE_MARK = "*"  # beside a fraction of SOL above 100%; the table's caption says why
+
+
+def fraction_text(result: BenchResult) -> str:
+    """The fraction of SOL (``56.5%``), marked ``*`` when above it (``107.3% *``), ``-`` without a SOL."""
+    if result.fraction_of_sol is None:
+        return "-"
+    text = format_percent(result.fraction_of_sol)
+    return f"{text} {ABOVE_MARK}" if result.above_sol else text
+
+
+def result_notes(results: Sequence[BenchResult]) -> list[str]:
+    """The distinct notes of ``results``: SOL notes, then why marked results beat the SOL, then the load."""
+    sol_notes = sorted({result.sol_note for result in results if result.sol_note})
+    above = _detail_notes([result for result in results if result.above_sol], "above_sol_note")
+    return [*sol_notes, *(f"{ABOVE_MARK} {note}" for note in above), *_detail_notes(results, "load_note")]
+
+
+def _detail_notes(results: Sequence[BenchResult], key: str) -> list[str]:
+    return sorted({str(result.details[key]) for result in results if result.details.get(key)})
+
+
 def _row(result: BenchResult) -> list[str]:
-    fraction = format_percent(result.fraction_of_sol) if result.fraction_of_sol is not None else "-"
+    fraction = fraction_text(result)
     label = str(result.details.get("label") or "")
     name = label if result.suite == "gemm" and label not in ("", "square", "rectangular") else result.name
     if result.suite == "gemm" and name == result.name:
@@ -123,8 +148,8 @@ def render_results(results: Sequence[BenchResult], *, title: str, device_name: s
     """
     console = make_console()
     headers = ["name", "dtype", "size", "value", "SOL", "of SOL", "min / max", "correct"]
-    notes = sorted({result.sol_note for result in results if result.sol_note})
-    caption = "; ".join(notes) if notes else None
+    notes = result_notes(results)
+    caption = "\n".join(plain(note) for note in notes) if notes else None
     render_table(
         f"{title} on {device_name}",
         headers,
@@ -134,9 +159,10 @@ def render_results(results: Sequence[BenchResult], *, title: str, device_name: s
         console=console,
     )
     for dtype, best in best_per_dtype(results).items():
-        share = (
-            f" ({format_percent(best.fraction_of_sol)} of SOL)" if best.fraction_of_sol is not None else ""
-        )
+        share = ""
+        if best.fraction_of_sol is not None:
+            above = f", above it {ABOVE_MARK}" if best.above_sol else ""
+            share = f" ({format_percent(best.fraction_of_sol)} of SOL{above})"
         console.print(
             f"best {dtype} shape: {format_size(best)} at {format_value(best.value, best.unit)}{share}"
         )
@@ -197,32 +223,63 @@ def _intensity(result: BenchResult) -> tuple[float, float] | None:
     return None
 
 
-def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str) -> Figure:
-    """Measured points on the roofline of ``sol`` (peak of ``precision`` and memory bandwidth)."""
+# Colour index (report/palette.py's series colours) and marker of each GEMM precision on the
+# roofline: precisions are series, not palette categories; the membw suite's green is skipped
+# and the marker tells the precisions apart where colours come close.
+PRECISION_STYLES: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
+    {
+        "fp64": (0, "o"),
+        "fp32": (1, "s"),
+        "tf32": (4, "^"),
+        "bf16": (3, "D"),
+        "fp16": (7, "v"),
+        "fp8": (5, "P"),
+    }
+)
+
+
+def precision_style(precision: str) -> tuple[str, str]:
+    """(colour, marker) of a GEMM precision's roof and points."""
+    index, marker = PRECISION_STYLES.get(precision, (8, "X"))
+    return series_color(index), marker
+
+
+def roof_precisions(results: Sequence[BenchResult]) -> list[str]:
+    """The GEMM precisions among ``results``, in order of first appearance."""
+    found = [result.dtype for result in results if result.suite == "gemm" and result.dtype is not None]
+    return list(dict.fromkeys(found))
+
+
+def roofline_figure(
+    results: Sequence[BenchResult], *, sol: DeviceSol, precision: str = "fp32", title: str
+) -> Figure:
+    """Measured points under one roof per GEMM precision among ``results``.
+
+    Each precision's roof is its peak from ``sol`` (the figure the bench table compares that
+    precision with), capped by the memory bandwidth where ``sol`` has one, drawn in the
+    precision's colour; its points share the colour and marker. STREAM points take the membw
+    colour. ``precision`` is the roof drawn when no GEMM result names one (a membw run).
+    """
     figure, axes = new_figure()
     points = [(result, point) for result in results if (point := _intensity(result)) is not None]
-    peak, _ = sol.compute(precision)
-    bandwidth = sol.memory_bandwidth_bytes_per_s
     intensities = [point[0] for _, point in points] or [0.1, 100.0]
     low, high = min(intensities) / 4.0, max(intensities) * 4.0
-    if peak is not None and bandwidth is not None:
-        ridge = peak / bandwidth
-        xs = [low, ridge, max(high, ridge * 4.0)]
-        axes.plot(
-            xs, [min(peak, bandwidth * x) for x in xs], color=category_color("sol"), label="SOL roofline"
-        )
-    elif peak is not None:
-        axes.axhline(peak, color=category_color("sol"), label=f"{precision} peak")
-    for suite in sorted({result.suite for result, _ in points}):
-        chosen = [point for result, point in points if result.suite == suite]
+    for name in roof_precisions(results) or [precision]:
+        low, high = _draw_roof(axes, name, sol=sol, low=low, high=high)
+    for name in roof_precisions(results):
+        chosen = [point for result, point in points if result.suite == "gemm" and result.dtype == name]
+        color, marker = precision_style(name)
         axes.scatter(
-            [x for x, _ in chosen],
-            [y for _, y in chosen],
-            color=category_color(suite),
-            label=suite,
+            [x for x, _ in chosen], [y for _, y in chosen], color=color, marker=marker, label=f"{name} GEMM"
         )
+    for suite in sorted({result.suite for result, _ in points} - {"gemm"}):
+        chosen = [point for result, point in points if result.suite == suite]
+        axes.scatter([x for x, _ in chosen], [y for _, y in chosen], color=category_color(suite), label=suite)
     axes.set_xscale("log")
     axes.set_yscale("log")
+    axes.set_xlim(low, high)
+    _log_ticks(axes.xaxis, low=low, high=high, formatter=_plain_number_formatter())
+    _log_ticks(axes.yaxis, low=axes.get_ylim()[0], high=axes.get_ylim()[1], formatter=_si_formatter())
     axes.set_xlabel("arithmetic intensity (FLOP per byte)")
     axes.set_ylabel("FLOP/s")
     axes.set_title(title)
@@ -230,10 +287,60 @@ def roofline_figure(results: Sequence[BenchResult], *, sol: DeviceSol, precision
     return figure
 
 
+def _draw_roof(axes: Axes, precision: str, *, sol: DeviceSol, low: float, high: float) -> tuple[float, float]:
+    """Draw ``precision``'s roof (a line at its peak, sloped by memory bandwidth where known).
+
+    Returns the x range widened to show the ridge point (peak / bandwidth) with room on each side.
+    """
+    peak, _ = sol.compute(precision)
+    if peak is None:
+        return low, high
+    color, _ = precision_style(precision)
+    label = f"{precision} roof ({format_flop_per_s(peak)})"
+    bandwidth = sol.memory_bandwidth_bytes_per_s
+    if bandwidth is None:
+        axes.axhline(peak, color=color, linestyle="--", label=label)
+        return low, high
+    ridge = peak / bandwidth
+    low, high = min(low, ridge / 4.0), max(high, ridge * 4.0)
+    xs = [low, ridge, high]
+    axes.plot(xs, [min(peak, bandwidth * x) for x in xs], color=color, label=label)
+    return low, high
+
+
+def _log_ticks(axis: Any, *, low: float, high: float, formatter: Any) -> None:
+    """Labels at 1, 2 and 5 x 10^n (at 10^n only over more than two decades); minor ticks unlabelled.
+
+    matplotlib's default labels minor ticks on short log axes (``3x10^1 4x10^1 ...``), and they overlap.
+    """
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    decades = math.log10(high / low) if 0 < low < high else 1.0
+    subs = (1.0,) if decades > 2.0 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(base=10.0, subs=subs))
+    axis.set_major_formatter(formatter)
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _plain_number_formatter() -> Any:
+    """Tick labels as plain numbers (``0.5``, ``20``, ``1000``)."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _: f"{value:g}")
+
+
+def _si_formatter() -> Any:
+    """Tick labels with SI prefixes (``200G``, ``1T``)."""
+    from matplotlib.ticker import EngFormatter
+
+    return EngFormatter(sep="")
+
+
 def save_roofline(
     results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str, path: Path
 ) -> list[Path]:
-    """Draw :func:`roofline_figure` and write it as ``path`` (PNG and SVG)."""
+    """Draw :func:`roofline_figure` (one roof per GEMM precision; ``precision`` when none) and
+    write it as ``path`` (PNG and SVG)."""
     figure = roofline_figure(results, sol=sol, precision=precision, title=title)
     stem, _ = plot_paths(path, name="roofline", default_formats=("png", "svg"))
     return save_figure(figure, stem, ("png", "svg"))  # both, whatever the suffix (docs/bench.md)

@@ -13,11 +13,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
+from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.gate import MetricHistory
 from lightspeed.goodput import BUCKETS, Ledger
 from lightspeed.monitor import MonitorReport
-from lightspeed.report.bench import format_size, format_value, roofline_figure
+from lightspeed.report.bench import (
+    format_size,
+    format_value,
+    fraction_text,
+    result_notes,
+    roof_precisions,
+    roofline_figure,
+)
 from lightspeed.report.goodput import goodput_waterfall_figure
 from lightspeed.report.html import ReportSection, Table, chart_from_figure, skipped_section
 from lightspeed.report.monitor import monitor_section
@@ -102,9 +109,8 @@ def _number(value: float | None) -> str:
 
 
 def roofline_section(bench: BenchInputs) -> ReportSection:
-    """Every measured point beside its SOL; the roofline of the precision benchmarked most."""
-    best = best_per_dtype(bench.results)
-    precision = next(iter(best), "fp32")
+    """Every measured point beside its SOL, under one roof per GEMM precision measured."""
+    precisions = roof_precisions(bench.results) or ["fp32"]
     device = bench.sol.device_name or "this device"
     rows = tuple(
         (
@@ -113,24 +119,26 @@ def roofline_section(bench: BenchInputs) -> ReportSection:
             format_size(result),
             format_value(result.value, result.unit),
             format_value(result.sol, result.unit),
-            format_percent(result.fraction_of_sol) if result.fraction_of_sol is not None else "-",
+            fraction_text(result),
             "yes" if result.correct else "WRONG",
         )
         for result in bench.results
     )
     figure = roofline_figure(
-        bench.results, sol=bench.sol, precision=precision, title=f"{bench.label} on {device}"
+        bench.results, sol=bench.sol, precision=precisions[0], title=f"{bench.label} on {device}"
     )
-    notes = sorted({result.sol_note for result in bench.results if result.sol_note} | {bench.sol.note} - {""})
+    notes = list(dict.fromkeys([*result_notes(bench.results), *([bench.sol.note] if bench.sol.note else [])]))
+    roofs = ", ".join(precisions)
     return ReportSection(
         key="roofline",
         title=TITLES["roofline"],
         paragraphs=(
-            f"{len(bench.results)} measured point(s) on {device}. The line is the roofline of the "
-            f"device's {precision} peak and memory bandwidth; the gap to it is the SOL not reached.",
+            f"{len(bench.results)} measured point(s) on {device}. Each line is the roofline of one "
+            f"precision ({roofs}): its peak, as in the table, and the memory bandwidth where a STREAM "
+            "result gives one; the gap to it is the SOL not reached.",
             *notes,
         ),
-        charts=(chart_from_figure(figure, name="roofline", title=f"roofline of {device} ({precision})"),),
+        charts=(chart_from_figure(figure, name="roofline", title=f"roofline of {device} ({roofs})"),),
         tables=(
             Table(headers=("benchmark", "dtype", "size", "measured", "SOL", "of SOL", "correct"), rows=rows),
         ),
