@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from expect import one_line_error
 from lightspeed.tour.render import SAMPLE_NCU_CSV
 
 NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
@@ -116,3 +117,55 @@ def test_html_report_reads_nsys_exports(run_cli, tmp_path: Path, shared: Path) -
     keys = [s["key"] for s in json.loads(result.out)["sections"]]
     assert "trace-1" in keys
     assert "A100-PCIE-40GB" in out.read_text()
+
+
+def test_far_above_the_sol_from_given_options_is_refused(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # 2 x 2208 x 2048 x 5608 FLOP / 406.24 us = 124.85 TFLOP/s; the FP64 peak at ncu's clock,
+    # 37 TFLOP/s x 1.2395 / 1.965 GHz = 23.34 TFLOP/s: 535 %, above 105 % -> the inputs are wrong
+    args = ("--device", "b200", "--precision", "fp64", "--gemm", "2208x2048x5608", "--json")
+    result = run_cli("kernels", "report", str(NCU_CSV), *args)
+    one_line_error(
+        result,
+        "535% of the fp64 peak of b200",
+        "its name says fp8: pass --precision fp8",
+        "check --gemm 2208x2048x5608, --precision fp64, --device b200",
+    )
+
+
+def test_just_above_the_sol_is_flagged_not_refused(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # 2 x 1024 x 1024 x 4612 = 9,672,065,024 FLOP / 406.24 us = 23.809 TFLOP/s; of the FP64 peak at
+    # ncu's clock (23.339 TFLOP/s, above) 102.0 %: flagged, within ncu's clock and SKU tolerance (105 %)
+    args = ("--device", "b200", "--precision", "fp64", "--gemm", "1024x1024x4612")
+    result = run_cli("kernels", "report", str(NCU_CSV), *args, "--json")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    [kernel] = payload["kernels"]
+    assert kernel["above_sol"] is True
+    at_clock_flop_per_s = 37e12 * 1239496049.13 / 1.965e9  # 23.339 TFLOP/s
+    expected_pct = 100 * 9_672_065_024 / 406.24e-6 / at_clock_flop_per_s  # 102.01 %
+    assert kernel["sol_at_profiled_clock_pct"] == pytest.approx(expected_pct)
+    assert any("--precision fp8" in note for note in payload["notes"])
+    table = run_cli("kernels", "report", str(NCU_CSV), *args)
+    assert table.code == 0, table.err
+    assert "102.01% (!)" in table.out
+    assert "above 100% of the peak" in table.out
+
+
+def test_a_trace_given_to_kernels_report_says_what_it_is(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    trace = shared / "data" / "traces" / "distributed_info_unavailable" / "distributed_info_not_found.json.gz"
+    one_line_error(
+        run_cli("kernels", "report", str(trace)),
+        "this is a PyTorch profiler (Kineto) trace, not Nsight Compute CSV output",
+        f"'lightspeed trace summary {trace}'",
+        f"--trace {trace}",
+    )
+
+
+def test_an_mlperf_log_given_to_kernels_report_names_goodput(run_cli, shared: Path) -> None:  # type: ignore[no-untyped-def]
+    log = shared / "data" / "mlperf" / "training_v4.0" / "NVIDIA" / "results" / "h200_ngc24.04_nemo"
+    log = log / "llama2_70b_lora" / "result_0.txt"
+    one_line_error(
+        run_cli("kernels", "report", str(log)),
+        "this is an MLPerf Training result log",
+        f"'lightspeed goodput report {log}'",
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from expect import one_line_error
 from lightspeed.store import NewRecord, open_store
 
 
@@ -195,3 +196,25 @@ def test_a_stored_run_whose_folder_is_gone_is_said(run_cli, tmp_path: Path, shar
     assert named.code == 2
     assert named.err.count("\n") == 1
     assert "moved-away" in named.err
+
+
+def test_an_mlperf_log_names_the_command_that_reads_it(run_cli, shared: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = shared / "data" / "mlperf" / "training_v4.0" / "NVIDIA" / "results" / "h200_ngc24.04_nemo"
+    log = folder / "llama2_70b_lora" / "result_0.txt"
+    out = tmp_path / "report.html"
+    one_line_error(
+        run_cli("report", "--from", str(log), "-o", str(out)),
+        f"{log}: this is an MLPerf Training result log, which 'lightspeed report' does not draw",
+        f"'lightspeed goodput report {log}'",
+    )
+    assert not out.exists()
+
+
+def test_an_ncu_report_names_the_conversion(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    binary = tmp_path / "kernels.ncu-rep"
+    binary.write_bytes(b"NVIDIA binary \x00\x01")
+    one_line_error(
+        run_cli("report", "--from", str(binary), "-o", str(tmp_path / "report.html")),
+        "this is an Nsight Compute report",
+        f"'ncu --import {binary} --csv --page details > kernels.csv' and pass --from kernels.csv",
+    )

@@ -253,3 +253,29 @@ def test_an_unknown_device_is_one_line(run_cli: Any) -> None:
     one_line_error(
         run_cli("trace", "summary", TWO_RANKS, "--device", "h900"), "unknown device 'h900'", "hw list"
     )
+
+
+def test_an_mlperf_log_given_to_trace_names_goodput_report(run_cli: Any, tmp_path: Path) -> None:
+    log = tmp_path / "result_0.txt"
+    log.write_text(':::MLLOG {"key": "run_start", "value": null, "time_ms": 1}\n')
+    one_line_error(
+        run_cli("trace", "summary", str(log)),
+        "this is an MLPerf Training result log, not a profiler trace",
+        f"'lightspeed goodput report {log}'",
+    )
+
+
+def test_comms_bandwidths_agree_with_the_size_and_median_time_shown(run_cli: Any) -> None:
+    result = run_cli("trace", "comms", str(TRACES / "nccl_parser_config"), "--device", "a100-sxm", "--json")
+    assert result.code == 0, result.err
+    for group in json.loads(result.out)["groups"]:
+        # two ranks, all_reduce factor 2(n-1)/n = 1 and broadcast 1: busbw = algbw = size / median time
+        assert group["group_size"] == 2
+        assert group["median_algbw_bytes_per_s"] == pytest.approx(
+            group["size_bytes"] / group["median_duration_s"]
+        )
+        assert group["median_busbw_bytes_per_s"] == pytest.approx(group["median_algbw_bytes_per_s"])
+    table = run_cli("trace", "comms", str(TRACES / "nccl_parser_config"), "--device", "a100-sxm")
+    # 8.196 MB / 2.9125 ms = 2.814 GB/s (the median of the two calls' rates would be 2.866 GB/s)
+    assert "8.196 MB │     2 │     2 │ 5.83 ms │     2.91 ms │ 2.814 GB/s" in table.out
+    assert "algbw = size / median time" in table.out

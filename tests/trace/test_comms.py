@@ -117,3 +117,28 @@ def test_groups_collect_calls_of_one_size(write_trace: Any, kineto: Any) -> None
     assert sum(g.count for g in report.groups) == len(report.calls) == 3
     # the longest total first: the 100 us all_reduce
     assert report.groups[0].collective == "all_reduce"
+
+
+def test_group_bandwidths_follow_the_size_and_median_time_shown(write_trace: Any, kineto: Any) -> None:
+    def gather(start_us: float, duration_us: float) -> dict[str, Any]:
+        args = {"Collective name": "allgather", "In msg nelems": 1000, "Out msg nelems": 8000}
+        return kineto.kernel(
+            "ncclDevKernel_AllGather_RING_LL",
+            start_us,
+            duration_us,
+            stream=30,
+            **args,
+            **{"Group size": 8, "dtype": "BFloat16"},
+        )
+
+    content = kineto.document([gather(0, 10), gather(100, 30)], world_size=8)
+    report = collectives(load_trace(write_trace("rank-0.json", content)))
+    (group,) = report.groups
+    # S = 8000 bf16 = 16000 B; calls of 10 us and 30 us: median time 20 us
+    assert group.median_duration_s == pytest.approx(20e-6)
+    # algbw = 16000 B / 20 us = 0.8 GB/s (the median of the per-call rates, 1.6 and 0.533 GB/s,
+    # would be 1.067 GB/s: not what size / median time shows)
+    assert group.median_algbw_bytes_per_s == pytest.approx(0.8e9)
+    # busbw = algbw x (n-1)/n = 0.8 x 7/8 = 0.7 GB/s; H100 SXM SOL 450 GB/s
+    assert group.median_busbw_bytes_per_s == pytest.approx(0.7e9)
+    assert group.busbw_sol_pct == pytest.approx(100 * 0.7e9 / 450e9)

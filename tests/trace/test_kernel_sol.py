@@ -183,3 +183,28 @@ def test_instruction_counts_give_fp32_flop_and_the_device_from_the_raw_page(raw_
 def test_report_json_round_trips(tmp_path: Path) -> None:
     payload = kernel_report(read_ncu(NCU_CSV)).to_dict()
     assert json.loads(json.dumps(payload, allow_nan=False))["kernels"][0]["bound"] == "latency"
+
+
+def test_a_precision_the_kernel_name_contradicts_is_named_and_above_sol_is_flagged() -> None:
+    gemm = parse_gemm_shape("2208x2048x5608")
+    report = kernel_report(read_ncu(NCU_CSV), device="b200", gemm_shapes=[gemm], precision="fp64")
+    [kernel] = report.kernels
+    assert (kernel.precision, kernel.name_precision) == ("fp64", "fp8")  # the name says f8_f8
+    achieved = 2 * 2208 * 2048 * 5608 / 406.24e-6  # 124.85 TFLOP/s
+    # B200 datasheet: FP64 37 TFLOPS dense -> 337.4 %; at ncu's 1.2395 GHz of 1.965: 23.34 TFLOP/s -> 534.9 %
+    assert kernel.sol_flop_pct == pytest.approx(100 * achieved / 37e12)
+    assert kernel.sol_at_profiled_clock_pct == pytest.approx(
+        100 * achieved / (37e12 * 1239496049.13 / 1.965e9)
+    )
+    assert kernel.above_sol
+    assert any("its name says fp8" in note and "--precision fp8" in note for note in report.notes)
+    assert any("337% of the fp64 peak (535% of it at ncu's clock)" in note for note in report.notes)
+
+
+def test_a_kernel_below_its_sol_is_not_flagged() -> None:
+    gemm = parse_gemm_shape("2208x2048x5608")
+    report = kernel_report(read_ncu(NCU_CSV), device="b200", gemm_shapes=[gemm])
+    [kernel] = report.kernels
+    # 124.85 TFLOP/s of FP8's 4.5 PFLOP/s: 2.8 %; 4.4 % at ncu's clock
+    assert (kernel.precision, kernel.name_precision, kernel.above_sol) == ("fp8", "fp8", False)
+    assert not any("above the SOL" in note or "its name says" in note for note in report.notes)

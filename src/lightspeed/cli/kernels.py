@@ -4,19 +4,39 @@
 and prints each kernel's SOL percentages, what bounds it, ncu's findings
 ranked, and FLOP/s beside the catalog's peak; ``--trace`` joins it with a
 Kineto or Nsight Systems trace and ranks kernels by GPU time x headroom.
+
+A kernel above its SOL is no measurement: above 100 % of the peak it is
+flagged (``above_sol`` and a note); above :data:`REFUSE_ABOVE_SOL_PCT` with
+a FLOP count, precision or device the user gave, the command refuses, naming
+those options (as ``goodput report`` refuses an MFU above the peak).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Final
 
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option
 from lightspeed.cli.options import TRACE_MAX_BYTES
+from lightspeed.errors import UserInputError
 from lightspeed.report import render_kernel_report
-from lightspeed.trace import DEFAULT_MAX_BYTES, kernel_report, load_trace, parse_gemm_shape, read_ncu
+from lightspeed.trace import (
+    DEFAULT_MAX_BYTES,
+    KernelSol,
+    KernelSolReport,
+    kernel_report,
+    load_trace,
+    parse_gemm_shape,
+    read_ncu,
+)
 from lightspeed.units import PRECISIONS
+
+# Above this % of the peak (at either clock) from options the user gave, refuse: ncu's clocks and a
+# catalog of another SKU (ncu's SM count) move a real figure a few % at most; 5 % more is an input.
+REFUSE_ABOVE_SOL_PCT: Final = 105.0
 
 
 @click.group("kernels")
@@ -83,4 +103,45 @@ def report_command(
         include_last_step=include_last_step,
         catalog=get_context().catalog(),
     )
+    _refuse_above_sol(result, gemms=gemms, precision=precision, device=device)
     emit(result, as_json, render_kernel_report)
+
+
+def _refuse_above_sol(
+    report: KernelSolReport, *, gemms: tuple[str, ...], precision: str | None, device: str | None
+) -> None:
+    """FLOP/s well above the peak from options the user gave is their mistake to fix: refuse, naming them."""
+    for kernel in report.kernels:
+        pcts = (kernel.sol_flop_pct, kernel.sol_at_profiled_clock_pct)
+        pct = max((value for value in pcts if math.isfinite(value)), default=0.0)
+        given = _given_options(kernel, gemms=gemms, precision=precision, device=device)
+        if pct > REFUSE_ABOVE_SOL_PCT and given:
+            raise UserInputError(
+                f"{report.source}: kernel {kernel.short_name} would run at {pct:.0f}% of the "
+                f"{kernel.precision} peak of {report.accelerator}, above the SOL no kernel exceeds; "
+                f"{_fix(kernel)}check {', '.join(given)}"
+            )
+
+
+def _given_options(
+    kernel: KernelSol, *, gemms: tuple[str, ...], precision: str | None, device: str | None
+) -> list[str]:
+    """The options behind this kernel's FLOP/s that the user gave (as they wrote them)."""
+    given = []
+    for text in gemms if kernel.flop_source.startswith("GEMM") else ():
+        pattern = parse_gemm_shape(text).pattern
+        if pattern is None or pattern in kernel.kernel:
+            given.append(f"--gemm {text}")
+    if kernel.precision_source == "given":
+        given.append(f"--precision {precision}")
+    if device is not None:
+        given.append(f"--device {device}")
+    return given
+
+
+def _fix(kernel: KernelSol) -> str:
+    """The precision the kernel's name states, when it differs from the one the peak is of."""
+    named = kernel.name_precision
+    if named is None or named == kernel.precision:
+        return ""
+    return f"its name says {named}: pass --precision {named}; "

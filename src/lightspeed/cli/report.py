@@ -8,7 +8,9 @@ import click
 
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
 from lightspeed.cost import load_prices
+from lightspeed.errors import UserInputError
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
+from lightspeed.trace import detect_format
 
 
 @click.command("report")
@@ -65,6 +67,7 @@ def command(
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
     measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
     breakdown, kernels against their SOL (Nsight Compute) and a metric's history across runs."""
+    _refuse_unreadable(sources)
     inputs = with_warnings(
         lambda: gather_inputs(
             sources=sources,
@@ -79,3 +82,23 @@ def command(
         sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
     written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)
+
+
+def _refuse_unreadable(sources: tuple[str, ...]) -> None:
+    """A file the report cannot draw but another command reads: say what it is and which command."""
+    for source in sources:
+        path = Path(source)
+        if not path.is_file():
+            continue
+        found = detect_format(path)
+        if found == "mlperf-log":
+            raise UserInputError(
+                f"{path}: this is an MLPerf Training result log, which 'lightspeed report' does not draw; "
+                f"fix: read it with 'lightspeed goodput report {path}'"
+            )
+        if found == "ncu-rep":
+            stem = path.name.split(".")[0]
+            raise UserInputError(
+                f"{path}: this is an Nsight Compute report (.ncu-rep, binary); fix: convert it with "
+                f"'ncu --import {path} --csv --page details > {stem}.csv' and pass --from {stem}.csv"
+            )

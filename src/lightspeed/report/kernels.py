@@ -61,6 +61,11 @@ def _short(name: str, width: int = NAME_WIDTH) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
+def _of_peak(value: float) -> str:
+    """A % of the FLOP/s peak, marked ``(!)`` above 100: no kernel outruns its SOL."""
+    return _pct(value) + (" (!)" if math.isfinite(value) and value > 100.0 else "")
+
+
 def _speedup(value: float, kind: str) -> str:
     return "-" if not math.isfinite(value) else f"{value:.2f}% ({kind or '?'})"
 
@@ -174,13 +179,14 @@ def _render_flop(report: KernelSolReport, out: Console) -> None:
             escape(kernel.flop_source),
             _rate(kernel.achieved_flop_per_s),
             _rate(kernel.peak_flop_per_s),
-            _pct(kernel.sol_flop_pct),
+            _of_peak(kernel.sol_flop_pct),
             _rate(kernel.peak_at_profiled_clock_flop_per_s),
-            _pct(kernel.sol_at_profiled_clock_pct),
+            _of_peak(kernel.sol_at_profiled_clock_pct),
         )
         for kernel in report.kernels
         if math.isfinite(kernel.flop)
     ]
+    above = any(kernel.above_sol for kernel in report.kernels)
     if rows:
         render_table(
             "Achieved FLOP/s beside the catalog's dense peak",
@@ -198,6 +204,10 @@ def _render_flop(report: KernelSolReport, out: Console) -> None:
             right_align_from=3,
             console=out,
             whole=(0,),
+            caption="(!) above 100% of the peak, which no kernel exceeds: the FLOP count, the precision "
+            "or the device does not match the kernel (see the notes)"
+            if above
+            else None,
         )
 
 

@@ -429,6 +429,7 @@ def render_trace_comms(report: CommsReport, *, calls: bool = False, console: Con
     """Print collectives grouped by kind and size (and each call with ``calls``)."""
     out = console or _console()
     sol = f"SOL: {report.sol_source}" if report.sol_source else "SOL: none (device not in the catalog)"
+    sol += "\nalgbw = size / median time; busbw = algbw x nccl-tests' factor; % of SOL = busbw / SOL"
     _render_table(
         "Collectives (busbw as nccl-tests)",
         ("collective", "size", "ranks", "calls", "total", "median time", "algbw", "busbw", "% of SOL"),

@@ -105,7 +105,13 @@ class CollectiveCall(Record):
 
 @dataclass(frozen=True)
 class CollectiveGroup(Record):
-    """Calls of one collective with one size and group size, across ranks (medians)."""
+    """Calls of one collective with one size and group size, across ranks (medians).
+
+    ``median_algbw_bytes_per_s`` is the algbw of the median call time, ``size_bytes`` /
+    ``median_duration_s``, and ``median_busbw_bytes_per_s`` that algbw x the busbw factor, so the
+    figures agree with each other as shown (the median of per-call algbw differs from it when the
+    number of calls is even: it averages two rates, not two times).
+    """
 
     collective: str
     size_bytes: float
@@ -342,7 +348,9 @@ def _groups(calls: list[CollectiveCall]) -> tuple[CollectiveGroup, ...]:
         buckets.setdefault(key, []).append(call)
     groups = []
     for (name, size, group_size), members in buckets.items():
-        busbw = float(np.median([c.busbw_bytes_per_s for c in members]))
+        median_s = float(np.median([c.duration_s for c in members]))
+        algbw = size / median_s if size >= 0 and median_s > 0 else math.nan
+        busbw = algbw * _busbw_factor(name, group_size)
         sol = float(np.median([c.sol_bytes_per_s for c in members]))
         groups.append(
             CollectiveGroup(
@@ -351,8 +359,8 @@ def _groups(calls: list[CollectiveCall]) -> tuple[CollectiveGroup, ...]:
                 group_size=group_size,
                 count=len(members),
                 total_duration_s=float(sum(c.duration_s for c in members)),
-                median_duration_s=float(np.median([c.duration_s for c in members])),
-                median_algbw_bytes_per_s=float(np.median([c.algbw_bytes_per_s for c in members])),
+                median_duration_s=median_s,
+                median_algbw_bytes_per_s=algbw,
                 median_busbw_bytes_per_s=busbw,
                 sol_bytes_per_s=sol,
                 busbw_sol_pct=100.0 * busbw / sol
@@ -361,3 +369,9 @@ def _groups(calls: list[CollectiveCall]) -> tuple[CollectiveGroup, ...]:
             )
         )
     return tuple(sorted(groups, key=lambda g: -g.total_duration_s))
+
+
+def _busbw_factor(collective: str, group_size: int | None) -> float:
+    """busbw / algbw of a group's calls (NaN for an unknown collective or group size)."""
+    kind = collective_kind(collective)
+    return kind.factor(group_size) if kind is not None and group_size else math.nan

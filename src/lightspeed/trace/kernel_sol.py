@@ -14,7 +14,10 @@ For each kernel ncu profiled (launches of one name are pooled, medians):
 - achieved FLOP/s beside the catalog's dense peak of the kernel's precision
   when the FLOP count is known (ncu's floating-point instruction counts, or
   a GEMM shape: 2 M N K), also against the peak at the clock ncu profiled at
-  (ncu locks the SM clock to base by default);
+  (ncu locks the SM clock to base by default); above 100 % of either peak is
+  flagged (``above_sol``, and a note): no kernel outruns its SOL, so the FLOP
+  count, the precision or the device does not match the kernel (a precision
+  other than the one the kernel's name states is named, with the fix);
 - with a trace (Kineto or Nsight Systems): the kernel's total GPU time in the
   real run, joined by name, and the **lever** = that time x headroom. Kernels
   are ranked by lever, biggest first.
@@ -94,6 +97,8 @@ class KernelSol(Record):
     """One kernel against its SOL. Percentages are of peak; NaN where a metric was not collected.
 
     ``lever_s`` = ``trace_gpu_s`` x ``headroom_pct`` / 100 (NaN without a trace).
+    ``name_precision`` is the precision the kernel's name states (None when it states none);
+    ``above_sol`` is set when ``sol_flop_pct`` or ``sol_at_profiled_clock_pct`` is above 100.
     """
 
     kernel: str
@@ -119,6 +124,7 @@ class KernelSol(Record):
     findings: tuple[Finding, ...]
     precision: str | None
     precision_source: str
+    name_precision: str | None
     flop: float
     flop_source: str
     achieved_flop_per_s: float
@@ -126,6 +132,7 @@ class KernelSol(Record):
     sol_flop_pct: float
     peak_at_profiled_clock_flop_per_s: float
     sol_at_profiled_clock_pct: float
+    above_sol: bool
     trace_gpu_s: float
     trace_count: int
     lever_s: float
@@ -488,6 +495,9 @@ def _kernel(
     flop = _flop(first, shape, precision, name)
     peaks = _peaks(accelerator, flop.precision, median("sol.sm_frequency_hz"), name, notes)
     achieved = flop.flop / duration if flop.flop > 0 and duration > 0 else math.nan
+    sol_pct, at_clock_pct = _pct(achieved, peaks[0]), _pct(achieved, peaks[1])
+    named = precision_from_name(name)
+    _check_precision(name, flop, named, (sol_pct, at_clock_pct), notes)
     trace_s, trace_count = trace_time if trace_time is not None else (math.nan, 0)
     return KernelSol(
         kernel=name,
@@ -513,17 +523,63 @@ def _kernel(
         findings=_findings(name, launches),
         precision=flop.precision,
         precision_source=flop.precision_source,
+        name_precision=named,
         flop=flop.flop if flop.flop > 0 else math.nan,
         flop_source=flop.source,
         achieved_flop_per_s=achieved,
         peak_flop_per_s=peaks[0],
-        sol_flop_pct=_pct(achieved, peaks[0]),
+        sol_flop_pct=sol_pct,
         peak_at_profiled_clock_flop_per_s=peaks[1],
-        sol_at_profiled_clock_pct=_pct(achieved, peaks[1]),
+        sol_at_profiled_clock_pct=at_clock_pct,
+        above_sol=_max_finite(sol_pct, at_clock_pct) > 100.0,
         trace_gpu_s=trace_s,
         trace_count=trace_count,
         lever_s=trace_s * headroom / 100.0 if math.isfinite(trace_s) else math.nan,
     )
+
+
+def _max_finite(*values: float) -> float:
+    """The largest finite value, NaN when none is.
+
+    >>> _max_finite(float("nan"), 337.4, 534.9), _max_finite(float("nan"))
+    (534.9, nan)
+    """
+    finite = [value for value in values if math.isfinite(value)]
+    return max(finite) if finite else math.nan
+
+
+def _check_precision(
+    name: str, flop: _Flop, named: str | None, pcts: tuple[float, float], notes: list[str]
+) -> None:
+    """Note a given precision the kernel's name contradicts, and FLOP/s above the SOL (no kernel's)."""
+    short = join_key(name)
+    mismatch = flop.precision_source == "given" and named is not None and named != flop.precision
+    if mismatch:
+        notes.append(
+            f"{short}: its name says {named}, the peak is of --precision {flop.precision}; "
+            f"if it computes in {named}, pass --precision {named}"
+        )
+    if _max_finite(*pcts) > 100.0:
+        fix = _precision_hint(named, flop.precision)
+        at_clock = f" ({pcts[1]:.0f}% of it at ncu's clock)" if math.isfinite(pcts[1]) else ""
+        notes.append(
+            f"{short}: {pcts[0]:.0f}% of the {flop.precision} peak{at_clock}, above the SOL no kernel "
+            f"exceeds: the FLOP count ({flop.source}), the precision ({flop.precision_source}) or the "
+            f"device does not match the kernel ({fix})"
+        )
+
+
+def _precision_hint(named: str | None, precision: str | None) -> str:
+    """Where to look when a kernel comes out above its SOL: the precision its name states, else the rest.
+
+    >>> _precision_hint("fp8", "fp64"), _precision_hint("fp8", "fp8")
+    ('its name says fp8: --precision fp8', 'its name says fp8 too: check the GEMM shape and --device')
+    """
+    if named is None:
+        return "its name states no precision: pass the one it computes in with --precision"
+    if named != precision:
+        return f"its name says {named}: --precision {named}"
+    return f"its name says {named} too: check the GEMM shape and --device"
 
 
 def _pct(part: float, whole: float) -> float:

@@ -29,11 +29,13 @@ from lightspeed.trace.cache import CachedRank, TraceCache
 from lightspeed.trace.integrity import check_events, skipped_note
 from lightspeed.trace.io.formats import (
     KINETO,
+    MLPERF_LOG,
     NCU_CSV,
     NCU_REP,
     NSYS_REP,
     NSYS_SQLITE,
     detect_format,
+    wrong_format,
 )
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
 from lightspeed.trace.model import RankTrace, Trace
@@ -164,6 +166,8 @@ def _load_file(
             fix=f"run 'ncu --import {path} --csv --page details > {path.stem}.csv', "
             f"then 'lightspeed kernels report {path.stem}.csv'",
         )
+    if found == MLPERF_LOG:
+        raise wrong_format(path, found, "a profiler trace")
     raise TraceError(path, f"unsupported trace format {found!r}")
 
 

@@ -21,7 +21,9 @@ NSYS_SQLITE: Final = "nsys-sqlite"
 NSYS_REP: Final = "nsys-rep"
 NCU_CSV: Final = "ncu-csv"
 NCU_REP: Final = "ncu-rep"
-FORMATS: Final = (KINETO, NSYS_SQLITE, NSYS_REP, NCU_CSV, NCU_REP)
+MLPERF_LOG: Final = "mlperf-log"  # no profiler's: told apart so that commands can say who reads it
+FORMATS: Final = (KINETO, NSYS_SQLITE, NSYS_REP, NCU_CSV, NCU_REP, MLPERF_LOG)
+TRACE_FORMATS: Final = (KINETO, NSYS_SQLITE, NSYS_REP)  # timelines load_trace reads
 
 SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -29,20 +31,40 @@ _PEEK_BYTES: Final = 1 << 16
 # The first header cells of `ncu --csv` (details and raw pages) and its message prefix.
 _NCU_HEADER: Final = b'"ID","Process ID"'
 _NCU_PREFIX: Final = b"==PROF=="
+# An MLPerf Training result log holds one ``:::MLLOG {json}`` line per event.
+_MLLOG: Final = b":::MLLOG "
 # Binary reports whose layout lightspeed does not read; they are known by their extension.
 _NSYS_REPORT_SUFFIXES: Final = (".nsys-rep", ".qdrep")
 _NCU_REPORT_SUFFIXES: Final = (".ncu-rep",)
+# What each format is, and the command that reads it ({path}: the file; {stem}: its name less suffix).
+READERS: Final = {
+    KINETO: ("a PyTorch profiler (Kineto) trace", "lightspeed trace summary {path}"),
+    NSYS_SQLITE: ("an Nsight Systems SQLite export", "lightspeed trace summary {path}"),
+    NSYS_REP: ("an Nsight Systems report", "lightspeed trace summary {path}"),
+    NCU_CSV: ("Nsight Compute CSV output", "lightspeed kernels report {path}"),
+    NCU_REP: (
+        "an Nsight Compute report (.ncu-rep, binary)",
+        "ncu --import {path} --csv --page details > {stem}.csv; lightspeed kernels report {stem}.csv",
+    ),
+    MLPERF_LOG: ("an MLPerf Training result log", "lightspeed goodput report {path}"),
+}
 
 
 def detect_format(path: Path) -> str:
     """One of :data:`FORMATS` for the file at ``path``.
 
     SQLite files are Nsight Systems exports (the reader checks their tables),
-    gzip and JSON are Kineto, CSV with ncu's header or ``==PROF==`` lines is
-    Nsight Compute. ``.nsys-rep``/``.qdrep`` and ``.ncu-rep`` reports are told
-    by their extension. Anything else is handed to the Kineto reader, whose
-    errors say what is wrong with it.
+    gzip is Kineto, CSV with ncu's header or ``==PROF==`` lines is Nsight
+    Compute, JSON is Kineto, ``:::MLLOG`` lines are an MLPerf Training result
+    log. ``.nsys-rep``/``.qdrep`` and ``.ncu-rep`` reports are told by their
+    extension. Anything else is handed to the Kineto reader, whose errors say
+    what is wrong with it.
     """
+    return sniff_format(path) or KINETO
+
+
+def sniff_format(path: Path) -> str | None:
+    """What :func:`detect_format` tells from the file, or None where neither content nor name tells."""
     try:
         with open_input(path, what="profiler trace or report", error=TraceError) as handle:
             head = handle.read(_PEEK_BYTES)
@@ -55,13 +77,29 @@ def detect_format(path: Path) -> str:
     if head.startswith(GZIP_MAGIC):
         return KINETO
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if stripped.startswith(_NCU_PREFIX) or _NCU_HEADER in head:
+        return NCU_CSV  # before JSON: a profiled program may print JSON before ncu's table
     if stripped[:1] in (b"{", b"["):
         return KINETO
-    if stripped.startswith(_NCU_PREFIX) or _NCU_HEADER in head:
-        return NCU_CSV
+    if _MLLOG in head:
+        return MLPERF_LOG
     name = path.name.lower()
     if name.endswith(_NSYS_REPORT_SUFFIXES):
         return NSYS_REP
     if name.endswith(_NCU_REPORT_SUFFIXES):
         return NCU_REP
-    return KINETO
+    return None
+
+
+def wrong_format(path: Path, found: str, wanted: str, *, also: str = "") -> TraceError:
+    """The error for a file of format ``found`` handed to a reader of ``wanted``: what it is, who reads
+    it (``also``: another way, appended to the fix).
+
+    >>> str(wrong_format(Path("result_0.txt"), MLPERF_LOG, "Nsight Compute CSV output"))
+    "result_0.txt: this is an MLPerf Training result log, not Nsight Compute CSV output; \
+fix: read it with 'lightspeed goodput report result_0.txt'"
+    """
+    what, command = READERS[found]
+    stem = path.name.split(".")[0] or path.stem
+    fix = f"read it with '{command.format(path=path, stem=stem)}'" + (f" {also}" if also else "")
+    return TraceError(path, f"this is {what}, not {wanted}", fix=fix)

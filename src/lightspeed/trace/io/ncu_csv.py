@@ -31,6 +31,7 @@ from typing import BinaryIO, Final
 
 from lightspeed.errors import TraceError
 from lightspeed.files import MAX_LINE_BYTES, bounded_lines, check_input, open_input
+from lightspeed.trace.io.formats import NCU_CSV, TRACE_FORMATS, sniff_format, wrong_format
 from lightspeed.units import GIB
 
 DEFAULT_MAX_CSV_BYTES: Final = 1 * GIB
@@ -90,6 +91,14 @@ def read_ncu_csv(path: Path, *, max_bytes: float = DEFAULT_MAX_CSV_BYTES) -> Csv
             f"the file is {size / GIB:.3g} GiB, over the {max_bytes / GIB:.3g} GiB limit",
             fix="raise it with --max-bytes if the file is trusted",
         )
+    found = sniff_format(path)
+    if found not in (None, NCU_CSV):  # a trace or a log handed to the wrong command
+        also = (
+            f"or join it with ncu's: 'lightspeed kernels report NCU.csv --trace {path}'"
+            if found in TRACE_FORMATS
+            else ""
+        )
+        raise wrong_format(path, found, "Nsight Compute CSV output (ncu --csv)", also=also)
     with open_input(path, what=what, error=TraceError) as handle:
         lines = _text_lines(path, handle)
         header, skipped = _header(path, lines)
