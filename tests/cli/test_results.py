@@ -62,6 +62,10 @@ def test_show_by_prefix_with_sol_and_environment(run_cli) -> None:  # type: igno
     data = json.loads(run_cli("results", "show", bench, "--json").out)
     assert data["run"]["run_id"] == bench
     assert data["records"][0]["payload"]["samples"] == [1.9e10, 2e10]
+    # the JSON carries the fraction the table and the CSV export show: 2e10 of 4e10
+    exported = json.loads(run_cli("results", "export", bench, "--json").out)
+    assert exported[0]["fraction_of_sol"] == 0.5
+    assert exported[1]["fraction_of_sol"] is None  # no SOL
 
 
 def test_export_csv_escapes_formulas(run_cli) -> None:  # type: ignore[no-untyped-def]

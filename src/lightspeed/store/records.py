@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.errors import UserInputError
-from lightspeed.records import JsonObject, Record
+from lightspeed.records import JsonDict, JsonObject, Record
 
 KIND_PATTERN: Final = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 KNOWN_KINDS: Final = ("benchmark", "prediction", "goodput", "trace", "monitor")
@@ -95,6 +95,10 @@ class StoredRecord(Record):
         if self.value is None or self.sol is None or self.sol <= 0 or not math.isfinite(self.value):
             return None
         return self.value / self.sol
+
+    def to_dict(self) -> JsonDict:
+        """Every field, plus the derived ``fraction_of_sol`` (the CSV export's column of that name)."""
+        return {**super().to_dict(), "fraction_of_sol": self.fraction_of_sol}
 
 
 @dataclass(frozen=True)
