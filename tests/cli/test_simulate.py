@@ -36,7 +36,7 @@ def test_simulate_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def
         "cv": 1.0,
         "concurrency": None,
     }
-    assert payload["slo"]["slo"] == {"ttft_s": 0.5, "tpot_s": 0.03, "attainment": 0.9}
+    assert payload["slo"]["slo"] == {"ttft_s": 0.5, "tpot_s": 0.03, "attainment": 0.9, "per_limit": False}
     assert payload["capacity"] is None
     assert len(payload["series"]["time_s"]) == len(payload["series"]["kv_use"])
     # 10 requests a second keep about 4 in flight in both halves of the run: settled

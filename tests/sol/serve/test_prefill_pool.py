@@ -112,7 +112,9 @@ def test_the_simulator_prefills_on_the_prefill_pools_shape(catalog: Catalog, mod
         + fabric.base_latency_s
     )
     assert float(deployment.kv_transfer_s(8000)) == pytest.approx(transfer, rel=1e-6)
-    assert split.ttft.p50_s == pytest.approx(colocated.ttft.p50_s + transfer, rel=0.01)
+    # to a tenth of the transfer: it reaches the user before the first token (the simulator once
+    # counted it in the decode steps after it)
+    assert split.ttft.p50_s == pytest.approx(colocated.ttft.p50_s + transfer, abs=transfer / 10)
 
 
 def test_the_cli_takes_the_prefill_degrees_and_refuses_them_alone(run_cli) -> None:  # type: ignore[no-untyped-def]

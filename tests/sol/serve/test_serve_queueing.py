@@ -289,6 +289,32 @@ def test_the_goodput_search_ranks_each_finalist_at_its_steady_state(
     assert entry.tpot_p99_s > cold.tpot.p99_s
 
 
+def test_finalists_that_keep_up_with_a_given_rate_tie_on_goodput(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """At a given rate every finalist that keeps up serves that rate: 40 requests/s on 8 GPUs, all
+    of them within the SLO, is 40 / 8 = 5 good requests/s per GPU for each (the search ranked the
+    samples each one's warm-up drew: 5.07 against 5.04), and the tie goes to the one whose 99th
+    percentiles stay furthest inside the limits."""
+    slo = ServiceLevel(ttft_s=0.3, tpot_s=0.02)
+    found = search_goodput(
+        model=models.get("llama-3-8b"),
+        cluster=catalog.cluster("dgx-h100"),
+        load=ServingLoad(500, 100),
+        slo=slo,
+        rate_per_s=40.0,
+        precision="fp8",
+        num_requests=300,
+        finalists=3,
+    )
+    keeping_up = [entry for entry in found.ranking if entry.attainment == 1.0]
+    assert len(keeping_up) >= 2
+    for entry in keeping_up:
+        assert entry.goodput_requests_per_s_per_gpu == pytest.approx(40.0 / entry.plan.num_gpus, rel=1e-12)
+    headroom = [min(0.3 / entry.ttft_p99_s, 0.02 / entry.tpot_p99_s) for entry in keeping_up]
+    assert headroom == sorted(headroom, reverse=True)
+
+
 def test_the_band_under_load_is_the_m_d_1_queue_of_a_slower_and_a_faster_server(
     catalog: Catalog, models: ModelRegistry
 ) -> None:

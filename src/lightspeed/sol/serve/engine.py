@@ -647,9 +647,11 @@ class Engine:
 
     def _prompt_done(self, replica: _Replica, rank: _Rank, request: int, time: float) -> None:
         rank.prefilling.remove(request)
-        if math.isnan(self.first[request]):
-            self.first[request] = time
         finished = self.passes_left[request] == 0
+        # a prefill pool's prompt reaches its user when the decode pool takes it (after the KV
+        # transfer), unless it needs no decode step at all
+        if math.isnan(self.first[request]) and (finished or replica.role != "prefill"):
+            self.first[request] = time
         if not self.reserve or finished or replica.role == "prefill":
             self._release(rank, request)
         if finished:

@@ -20,6 +20,7 @@ queue, so the order can change.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -158,7 +159,10 @@ def search_goodput(
         )
     if not ranked:
         raise InvalidPlanError("no finalist of the analytic search could be simulated")
-    ranked.sort(key=lambda entry: (-entry.goodput_requests_per_s_per_gpu, -entry.attainment))
+    # equal goodput (every finalist keeps up with a given rate): the one furthest inside the limits
+    ranked.sort(
+        key=lambda entry: (-entry.goodput_requests_per_s_per_gpu, -entry.attainment, -_headroom(entry, slo))
+    )
     return GoodputSearchResult(slo=slo, rate_per_s=rate_per_s, ranking=tuple(ranked), analytic=analytic)
 
 
@@ -186,8 +190,15 @@ def _rank(
     )
     assert result.slo is not None
     # at each one's highest rate, DistServe's goodput (that rate times the share within the SLO);
-    # at a given rate, the good share of the rate the run served (lower where it cannot keep up)
-    goodput = capacity.goodput_requests_per_s if capacity is not None else result.slo.goodput_requests_per_s
+    # at a given rate, the good share of that rate where the run keeps up (not of its own sample's
+    # arrivals, which differ with each finalist's warm-up: ranking on them ranks sampling noise),
+    # of what it served where it falls behind
+    if capacity is not None:
+        goodput = capacity.goodput_requests_per_s
+    elif result.settled:
+        goodput = rate * result.slo.attainment
+    else:
+        goodput = min(rate * result.slo.attainment, result.slo.goodput_requests_per_s)
     return RankedDeployment(
         plan=deployment.plan,
         analytic_output_tokens_per_s_per_gpu=analytic_rate,
@@ -200,6 +211,16 @@ def _rank(
         meets=result.slo.meets,
         settled=result.settled,
     )
+
+
+def _headroom(entry: RankedDeployment, slo: ServiceLevel) -> float:
+    """How far inside its limits a deployment's 99th percentiles stay: the smallest of limit / p99."""
+    ratios = [
+        limit / max(p99, 1e-12)
+        for limit, p99 in ((slo.ttft_s, entry.ttft_p99_s), (slo.tpot_s, entry.tpot_p99_s))
+        if limit is not None and math.isfinite(p99)
+    ]
+    return min(ratios, default=0.0)
 
 
 __all__ = ["GoodputSearchResult", "RankedDeployment", "search_goodput"]

@@ -180,7 +180,7 @@ def _slo(table: Fields, prefix: str) -> ServiceLevel | None:
     tpot = table.optional_quantity(f"{prefix}_tpot", "seconds")
     if ttft is None and tpot is None:
         return None
-    return ServiceLevel(ttft_s=ttft, tpot_s=tpot, attainment=MLPERF_PERCENTILE_ATTAINMENT)
+    return ServiceLevel(ttft_s=ttft, tpot_s=tpot, attainment=MLPERF_PERCENTILE_ATTAINMENT, per_limit=True)
 
 
 def _workload(name: str, table: Fields, sources: Mapping[str, object]) -> MlperfWorkload:

@@ -291,10 +291,13 @@ class IterationTimer:
         """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) over
         ``sequences`` decoding sequences (the busiest rank's) with the engine's kernel, launch and
         host time: :func:`~lightspeed.sol.infer.iteration.launch_and_host_s` on scalars
-        (``tests/sol/serve/test_serve_timing.py`` holds the two equal)."""
-        gpu = busy + self.kernel_s
+        (``tests/sol/serve/test_serve_timing.py`` holds the two equal). A step that decodes with
+        drafts also runs the draft steps' kernels (``busy`` holds their roofline work), each at the
+        fixed time and issue of a decode step's kernels times the draft cost fraction."""
+        kernels = 1.0 + self.draft_steps if sequences > 0 else 1.0
+        gpu = busy + self.kernel_s * kernels
         host = self.host_s + self.host_per_sequence_s * sequences
-        issue = self.issue_s * (self.decode_issued if issued is None else issued)
+        issue = self.issue_s * kernels * (self.decode_issued if issued is None else issued)
         if self.overlap:
             return max(gpu, issue + host)
         return max(gpu, issue) + host
