@@ -124,7 +124,8 @@ def slo_option(function: F) -> F:
         "--slo",
         "slo_spec",
         type=_ServiceLevel(),
-        help="Latency SLO, e.g. ttft=2s,tpot=50ms[,attainment=90%] (DistServe: the share meeting both).",
+        help="Latency SLO, each limit with its unit, e.g. ttft=2s,tpot=50ms[,attainment=90%] "
+        "(DistServe: the share meeting both).",
     )(function)
 
 

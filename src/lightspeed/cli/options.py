@@ -334,6 +334,34 @@ class Duration(Quantity):
         super().__init__(parse_duration, format_duration, unit="s", **bounds)
 
 
+class LatencyLimit(Duration):
+    """A latency limit (TTFT, TPOT): a :class:`Duration` that must carry its unit, ``300ms`` or
+    ``0.3s``. A bare ``300`` is refused rather than read: lightspeed's durations read it as seconds,
+    vLLM's ``--goodput ttft:300`` as milliseconds, and either guess is 1000x off for someone. A plan
+    file's number (``max_ttft_s = 0.3``) is seconds by its key's name and passes.
+
+    >>> LatencyLimit(minimum=0.0, maximum=60.0, min_open=True).convert("300ms", None, None)
+    0.3
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and is_bare_number(value):
+            self.fail(f"{excerpt(value.strip())}: {give_a_unit(value)}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def is_bare_number(text: str) -> bool:
+    """Whether ``text`` is a number without a unit (``300``, ``0.3``, ``2e3``; not ``300ms``)."""
+    match = _SUFFIXED.fullmatch(text.strip())
+    return match is not None and not match.group(2)
+
+
+def give_a_unit(text: str) -> str:
+    """What to write instead of the bare latency ``text``: ``give a unit (300ms or 300s)``."""
+    number = excerpt(text.strip())
+    return f"give a unit ({number}ms or {number}s)"
+
+
 def _format_percent(fraction: float) -> str:
     return f"{fraction * 100:,g}%"
 
@@ -413,7 +441,9 @@ class SizeList(ListOf):
 
 class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]):
     """``ttft=2s,tpot=50ms[,attainment=90%]``: latency limits of an SLO and the share of requests
-    that must meet both (default 90%, DistServe's), as ``(ttft_s, tpot_s, attainment)``.
+    that must meet both (default 90%, DistServe's), as ``(ttft_s, tpot_s, attainment)``. Each limit
+    carries its unit (a bare ``ttft=300`` is refused, :class:`LatencyLimit`); the attainment is a
+    share, ``90%`` or ``0.9``.
 
     >>> ServiceLevelSpec().convert("ttft=2s,tpot=50ms", None, None)
     (2.0, 0.05, 0.9)
@@ -428,6 +458,8 @@ class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]
         for part in (piece.strip() for piece in str(value).split(",") if piece.strip()):
             key, _, text = part.partition("=")
             key = key.strip().lower()
+            if key in ("ttft", "tpot") and is_bare_number(text):
+                self.fail(f"{key}={excerpt(text.strip())}: {give_a_unit(text)}", param, ctx)
             try:
                 if key in ("ttft", "tpot"):
                     limits[key] = LATENCY_BOUND.convert(text.strip(), param, ctx)
@@ -531,7 +563,7 @@ FLOP_PER_TOKEN: Final = Count(minimum=0.0, maximum=MAX_FLOP_PER_TOKEN, min_open=
 ROWS: Final = Integer(minimum=1, maximum=MAX_ROWS, unit="rows")
 PROBABILITY_OPEN: Final = Number(minimum=0.0, maximum=1.0, min_open=True, max_open=True)
 FRACTION: Final = Number(minimum=0.0, maximum=1.0)
-LATENCY_BOUND: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True)
+LATENCY_BOUND: Final = LatencyLimit(minimum=0.0, maximum=MAX_DURATION_S, min_open=True)
 CUTOFF: Final = Duration(minimum=0.0, maximum=86400.0, why="one day")
 PER_SECOND: Final = Number(minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, unit="per s")
 BANDWIDTH: Final = Rate(minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link")

@@ -65,7 +65,12 @@ _SCHEDULER_KEYS = (
 @config_options(ServingConfig)
 @arrival_options
 @length_options
-@click.option("--mlperf", "mlperf_name", help="An MLPerf LLM benchmark (llama2-70b, mixtral-8x7b ...).")
+@click.option(
+    "--mlperf",
+    "mlperf_name",
+    help="An MLPerf LLM benchmark (llama2-70b, mixtral-8x7b ...): its model (without --model), lengths, "
+    "SLO and sample count (without --requests).",
+)
 @click.option(
     "--scenario",
     type=click.Choice(MLPERF_SCENARIOS),
@@ -74,7 +79,12 @@ _SCHEDULER_KEYS = (
     help="MLPerf scenario (with --mlperf).",
 )
 @slo_option
-@click.option("--max-rate-at-slo", is_flag=True, help="Find the highest arrival rate that meets --slo.")
+@click.option(
+    "--max-rate-at-slo",
+    is_flag=True,
+    help="Find the highest arrival rate that meets --slo and run at it (not with --arrival-rate, "
+    "--concurrency or --offline; --burstiness keeps its shape).",
+)
 @click.option("--sweep", is_flag=True, help="Latency against load, 10% to 100% of the saturation rate.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the latency-load figure.")
 @click.option("--horizon", "horizon_s", type=SIMULATED_S, help="Stop at this simulated time (e.g. 10min).")
@@ -85,7 +95,8 @@ def command(*, as_json: bool, **values: Any) -> None:
     paged KV cache, preemption, P/D pools, speculation): TTFT, TPOT, ITL and end-to-end
     percentiles, throughput, SLO goodput, queue and KV use over time. The deployment options
     are plan infer's (--arrival-rate: Poisson arrivals; --concurrency: a closed loop)."""
-    config = configuration(ServingConfig, values)
+    benchmark = None if values["mlperf_name"] is None else load_mlperf_workload(values["mlperf_name"])
+    config = configuration(ServingConfig, _with_benchmark_model(values, benchmark))
     if config.batching != "continuous":
         raise UserInputError(
             "simulate runs continuous batching; drop --batching (static and decode are analytic)"
@@ -95,7 +106,7 @@ def command(*, as_json: bool, **values: Any) -> None:
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
     assert parts.plan is not None
     slo = resolve_slo(values["slo_spec"])
-    workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model)
+    workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model, benchmark=benchmark)
     deployment = simulated_deployment(
         model=parts.model,
         cluster=parts.cluster,
@@ -105,7 +116,25 @@ def command(*, as_json: bool, **values: Any) -> None:
         serving=config.serving,
         num_gpus=config.num_gpus,
     )
-    _run(deployment, workload, slo, values, find_capacity=find_capacity, as_json=as_json, config=config)
+    _run(
+        deployment,
+        workload,
+        slo,
+        values,
+        find_capacity=find_capacity,
+        as_json=as_json,
+        config=config,
+        benchmark=benchmark,
+    )
+
+
+def _with_benchmark_model(values: dict[str, Any], benchmark: MlperfWorkload | None) -> dict[str, Any]:
+    """``values`` with the model an MLPerf benchmark names (``model = "llama-2-70b"`` in its data)
+    when neither --model nor --config names one; a model that is named is checked against the
+    benchmark's later (:func:`_check_benchmark_model`)."""
+    if benchmark is None or values.get("model") is not None or values.get("model_config") is not None:
+        return values
+    return {**values, "model": benchmark.model}
 
 
 def _check_workload_options(values: dict[str, Any]) -> None:
@@ -113,6 +142,8 @@ def _check_workload_options(values: dict[str, Any]) -> None:
     file's values give way to a --trace or --mlperf): a trace's own arrivals and lengths, an MLPerf
     scenario's own arrivals, and a --scenario without --mlperf."""
     mlperf = values["mlperf_name"] is not None
+    if values["max_rate_at_slo"]:
+        _check_rate_search(values, mlperf=mlperf)
     if values["trace_path"] is not None:
         if mlperf:
             raise click.UsageError("give --trace or --mlperf, not both: each is a whole workload")
@@ -145,6 +176,21 @@ def _check_workload_options(values: dict[str, Any]) -> None:
         )
 
 
+def _check_rate_search(values: dict[str, Any], *, mlperf: bool) -> None:
+    """Refuse the arrivals --max-rate-at-slo would replace: it searches the rate, and the run shown
+    is the one at the rate it finds (Poisson, gamma with --burstiness)."""
+    refuse_given(
+        ("arrival_rate", "concurrency", "offline"),
+        "--max-rate-at-slo looks for the highest arrival rate that meets --slo and runs at it: leave {it} "
+        "out, or drop --max-rate-at-slo to run at that load",
+    )
+    if mlperf and values["scenario"] == "offline":
+        raise click.UsageError(
+            "--max-rate-at-slo searches an arrival rate, while MLPerf's Offline scenario issues every "
+            "sample at once: give --scenario server or interactive (which search the rate themselves)"
+        )
+
+
 def _check_benchmark_model(benchmark: MlperfWorkload, config: ServingConfig, model: Any) -> None:
     """An MLPerf workload is its model's benchmark: another model named with --model is refused; a
     model file (whose name may differ from the registry's) runs it with a note saying so."""
@@ -164,24 +210,38 @@ def _check_benchmark_model(benchmark: MlperfWorkload, config: ServingConfig, mod
     )
 
 
+def _arrivals(config: ServingConfig, values: dict[str, Any]) -> ArrivalProcess:
+    """The arrivals of the options: a trace's own (the options' are refused beside it), gamma gaps
+    of --burstiness at a rate --max-rate-at-slo replaces, or :func:`resolve_arrivals`."""
+    if values["trace_path"] is not None:
+        return ArrivalProcess("trace")
+    if values["max_rate_at_slo"] and values["cv"] is not None and config.arrival_rate is None:
+        return ArrivalProcess.gamma(1.0, values["cv"])  # the search sets the rate, the CV stays
+    return resolve_arrivals(
+        rate_per_s=config.arrival_rate,
+        cv=values["cv"],
+        offline=values["offline"],
+        concurrency=config.concurrency,
+    )
+
+
 def _workload(
-    config: ServingConfig, values: dict[str, Any], *, slo: ServiceLevel | None, model: Any
+    config: ServingConfig,
+    values: dict[str, Any],
+    *,
+    slo: ServiceLevel | None,
+    model: Any,
+    benchmark: MlperfWorkload | None,
 ) -> tuple[ServingWorkload, ServiceLevel | None, bool]:
     """(workload, SLO, whether to search the highest rate at the SLO) of the options; ``--mlperf``
     brings its lengths (each side unless ``--isl``/``--isl-dist`` or ``--osl``/``--osl-dist`` are
-    given) and its scenario's SLO, and a Server or Interactive scenario without ``--arrival-rate``
-    is the benchmark's own question: the highest rate."""
-    name, scenario = values["mlperf_name"], values["scenario"]
+    given), its sample count (unless ``--requests`` is given: LoadGen issues the benchmark's
+    samples, and the generic default of 2,000 ran Llama 2 70B's Offline 15% slow) and its
+    scenario's SLO, and a Server or Interactive scenario without ``--arrival-rate`` is the
+    benchmark's own question: the highest rate."""
+    scenario = values["scenario"]
     find_capacity = bool(values["max_rate_at_slo"])
-    if values["trace_path"] is not None:
-        arrivals = ArrivalProcess("trace")  # the trace's own (the options' are refused beside it)
-    else:
-        arrivals = resolve_arrivals(
-            rate_per_s=config.arrival_rate,
-            cv=values["cv"],
-            offline=values["offline"],
-            concurrency=config.concurrency,
-        )
+    arrivals = _arrivals(config, values)
     source = click.get_current_context().get_parameter_source
     stated_input, stated_output = (
         any(source(key) == click.core.ParameterSource.COMMANDLINE for key in keys)
@@ -198,16 +258,15 @@ def _workload(
         trace_path=values["trace_path"],
         warmup_requests=config.warmup_requests,
     )
-    if name is None:
+    if benchmark is None:
         return generic, slo, find_capacity
-    benchmark = load_mlperf_workload(name)
     _check_benchmark_model(benchmark, config, model)
     rate = arrivals.rate_per_s if arrivals.kind in ("poisson", "gamma") else None
     loaded = scenario != "offline" and rate is not None
     workload = benchmark.workload(
         scenario if loaded else "offline",
         rate_per_s=rate if loaded else None,
-        num_requests=generic.num_requests,
+        num_requests=generic.num_requests if given_flags("num_requests") else None,
         input_lengths=generic.input_lengths if stated_input else None,
         output_lengths=generic.output_lengths if stated_output else None,
     )
@@ -247,6 +306,7 @@ def _run(
     find_capacity: bool,
     as_json: bool,
     config: ServingConfig,
+    benchmark: MlperfWorkload | None,
 ) -> None:
     seed, plot_path = values["seed"], values["plot_path"]
     if find_capacity and slo is None:
@@ -261,8 +321,8 @@ def _run(
     if find_capacity:
         assert slo is not None
         capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed)
-        # the run shown is the one at the highest rate that meets the SLO
-        workload = replace(workload, arrivals=ArrivalProcess.poisson(max(capacity.max_rate_per_s, 1e-6)))
+        # the run shown is the one at the highest rate that meets the SLO, in the arrivals searched
+        workload = replace(workload, arrivals=_at_rate(workload.arrivals, max(capacity.max_rate_per_s, 1e-6)))
     result = simulate_deployment(deployment, workload, seed=seed, slo=slo, horizon_s=values["horizon_s"])
     band = band_under_load(deployment, workload, seed=seed) if values["horizon_s"] is None else None
     sweep: tuple[LoadPoint, ...] = ()
@@ -270,11 +330,16 @@ def _run(
         sweep = load_sweep(deployment, workload=workload, slo=slo, seed=seed)
     title = f"{deployment.model.name}, {deployment.plan.describe()}"
     written = save_latency_load_plot(sweep, plot_path, title=title) if plot_path is not None else []
+    source, reason = _requests_basis(workload, values, benchmark)
+    if source == "mlperf-samples":
+        click.echo(f"lightspeed: note: {reason}", err=True)
     if as_json:
         print_json(
             {
                 **result.summary(),
                 **result.to_dict(),
+                "num_requests_source": source,
+                "num_requests_reason": reason,
                 "capacity": None if capacity is None else capacity.to_dict(),
                 "interval_under_load": None if band is None else band.intervals(),
                 "sweep": [point.to_dict() for point in sweep],
@@ -292,3 +357,36 @@ def _run(
         render_load_sweep(sweep)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _at_rate(arrivals: ArrivalProcess, rate_per_s: float) -> ArrivalProcess:
+    """``arrivals`` at ``rate_per_s``: gamma gaps keep their CV (--burstiness), others are Poisson
+    (as :func:`max_rate_at_slo` probes them)."""
+    if arrivals.kind == "gamma":
+        return ArrivalProcess.gamma(rate_per_s, arrivals.cv)
+    return ArrivalProcess.poisson(rate_per_s)
+
+
+def _requests_basis(
+    workload: ServingWorkload, values: dict[str, Any], benchmark: MlperfWorkload | None
+) -> tuple[str, str]:
+    """(where the run's request count comes from, a sentence saying how many ran and why):
+    ``--requests``, ``mlperf-samples`` (the benchmark's, as LoadGen issues them), ``trace`` (a
+    replay shorter than --requests), ``plan-file`` or ``default``."""
+    measured = workload.num_requests - workload.warmup_requests
+    ran = f"{measured:,} requests measured" + (
+        f" after {workload.warmup_requests:,} that warm the deployment up" if workload.warmup_requests else ""
+    )
+    source = click.get_current_context().get_parameter_source("num_requests")
+    if given_flags("num_requests"):
+        return "--requests", f"{ran}: --requests {values['num_requests']:,}"
+    if benchmark is not None:
+        return "mlperf-samples", (
+            f"{ran}: MLPerf {benchmark.display_name}'s {benchmark.num_samples:,} samples, as LoadGen "
+            "issues them (--requests N runs another count)"
+        )
+    if values["trace_path"] is not None and workload.num_requests < values["num_requests"]:
+        return "trace", f"{ran}: every request of {values['trace_path']}"
+    if source == click.core.ParameterSource.DEFAULT_MAP:
+        return "plan-file", f"{ran}: the plan file's num_requests = {values['num_requests']:,}"
+    return "default", f"{ran}: --requests defaults to {values['num_requests']:,}"

@@ -772,13 +772,13 @@ class ServingSearchConfig(ServingJob):
         None,
         flags=("--max-ttft",),
         option_type="LATENCY_BOUND",
-        help="Time-to-first-token bound (e.g. 5s, 500ms).",
+        help="Time-to-first-token bound, with its unit (e.g. 5s, 500ms).",
     )
     max_tpot_s: float | None = setting(
         None,
         flags=("--max-tpot",),
         option_type="LATENCY_BOUND",
-        help="Time-per-output-token bound (e.g. 50ms).",
+        help="Time-per-output-token bound, with its unit (e.g. 50ms).",
     )
     disaggregated: bool = setting(False, help="Also try separate prefill and decode pools.")
     plan_family: str = setting(
@@ -790,8 +790,8 @@ class ServingSearchConfig(ServingJob):
     slo: str | None = setting(
         None,
         option_type="SLO_TEXT",
-        help="Latency SLO, e.g. ttft=2s,tpot=50ms[,attainment=90%] (DistServe: the share meeting both): "
-        "the finalists are simulated and ranked by goodput per GPU.",
+        help="Latency SLO, each limit with its unit, e.g. ttft=2s,tpot=50ms[,attainment=90%] (DistServe: "
+        "the share meeting both): the finalists are simulated and ranked by goodput per GPU.",
     )
     rate_per_s: float | None = setting(
         None,
@@ -800,7 +800,9 @@ class ServingSearchConfig(ServingJob):
         help="Rank by goodput per GPU at this rate (req/s).",
     )
     max_rate_at_slo: bool = setting(
-        False, help="Rank by the highest rate each finalist sustains at --slo (the default without --rate)."
+        False,
+        help="Rank by the highest rate each finalist sustains at --slo (the default without --rate; "
+        "not with --rate).",
     )
     finalists: int = setting(6, option_type="FINALISTS", help="Deployments to simulate.")
     search_draft_tokens: int | None = setting(
@@ -816,6 +818,11 @@ class ServingSearchConfig(ServingJob):
         if self.search_draft_tokens is not None and self.draft_tokens is not None:
             raise UserInputError(
                 "give --draft-tokens (one depth) or --search-draft-tokens (every depth up to N), not both"
+            )
+        if self.rate_per_s is not None and self.max_rate_at_slo:
+            raise UserInputError(
+                "give --rate or --max-rate-at-slo, not both: --rate ranks the finalists by goodput at "
+                "that rate, --max-rate-at-slo by the highest rate each sustains at --slo"
             )
 
     def serving_load(self) -> ServingLoad:
