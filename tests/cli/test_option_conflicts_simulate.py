@@ -72,6 +72,9 @@ def test_a_plan_files_lengths_give_way_to_a_trace(run_cli, tmp_path: Path) -> No
         (["--slo", "ttft=2s,ttft=3s"], ("--slo", "ttft is given twice")),
         (["--slo", "ttft=2s,tpot=50ms,TPOT=60ms"], ("--slo", "tpot is given twice")),
         (["--slo", "ttft=2s,,tpot=50ms"], ("--slo", "empty item")),
+        # a run stopped part-way beside whole runs at other rates (the sweep's points ran whole)
+        (["--arrival-rate", "5", "--horizon", "1s", "--sweep"], ("--sweep", "--horizon")),
+        (["--slo", "ttft=1s,tpot=50ms", "--max-rate-at-slo", "--horizon", "1s"], ("--horizon", "whole runs")),
     ],
 )
 def test_simulate_refuses(run_cli, args: list[str], words: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]

@@ -297,6 +297,22 @@ def _steady(deployment: SimulatedDeployment, workload: ServingWorkload) -> Servi
     return steady
 
 
+def _check_horizon(*, find_capacity: bool) -> None:
+    """--horizon stops the one run shown part-way; runs at other rates (a sweep, the rate search)
+    would run whole beside it, and the figures would not be of the same runs."""
+    refuse_given(
+        ("sweep", "plot_path"),
+        "--horizon stops the one run shown part-way, while {it} runs whole runs at other rates: leave {it} "
+        "out, or drop --horizon",
+    )
+    if find_capacity:
+        raise click.UsageError(
+            "--horizon stops the one run shown part-way, while the highest rate at the SLO "
+            "(--max-rate-at-slo, or an MLPerf Server or Interactive scenario without --arrival-rate) is "
+            "found from whole runs: drop --horizon (an MLPerf scenario runs one rate with --arrival-rate)"
+        )
+
+
 def _run(
     deployment: SimulatedDeployment,
     workload: ServingWorkload,
@@ -309,6 +325,8 @@ def _run(
     benchmark: MlperfWorkload | None,
 ) -> None:
     seed, plot_path = values["seed"], values["plot_path"]
+    if values["horizon_s"] is not None:
+        _check_horizon(find_capacity=find_capacity)
     if find_capacity and slo is None:
         raise UserInputError(
             "--max-rate-at-slo needs --slo (or --mlperf with a Server or Interactive scenario)"
