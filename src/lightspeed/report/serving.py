@@ -167,6 +167,12 @@ def render_capacity(capacity: CapacityResult) -> None:
         f"req/s, {capacity.goodput_requests_per_s_per_gpu:,.4g} per GPU; saturation "
         f"{capacity.saturation_rate_per_s:,.4g} req/s; {len(capacity.probes)} simulations)"
     )
+    if capacity.limited_by == "throughput":
+        console.print(
+            f"no latency limit binds: every probe up to the saturation rate met the SLO, so the rate is "
+            f"the deployment's throughput ({capacity.max_rate_per_s / capacity.saturation_rate_per_s:.1%} "
+            "of saturation, the search's tolerance below it)"
+        )
     render_load_sweep(capacity.probes, title="probes (in the order simulated)")
 
 

@@ -102,6 +102,13 @@ def test_capacity_is_the_highest_rate_that_meets_the_slo(catalog: Catalog, model
     best = next(probe for probe in loose.probes if probe.rate_per_s == loose.max_rate_per_s)
     assert loose.goodput_requests_per_s == pytest.approx(loose.max_rate_per_s * best.attainment)
     assert loose.goodput_requests_per_s > 0.9 * loose.max_rate_per_s  # the SLO's 90% is met there
+    assert tight.limited_by == "slo"  # a probe missed it: a latency limit binds
+    # limits no run misses: every probe meets them up to the saturation rate, which bounds the
+    # rate to within the bisection's 2% (the capacity says so rather than naming the SLO)
+    none = max_rate_at_slo(deployment, workload=workload, slo=ServiceLevel(ttft_s=100.0, tpot_s=10.0))
+    assert none.limited_by == "throughput"
+    assert all(probe.meets for probe in none.probes)
+    assert none.max_rate_per_s >= none.saturation_rate_per_s / 1.02 - 1e-9
 
 
 def test_load_sweep_latency_grows_with_load(catalog: Catalog, models: ModelRegistry) -> None:

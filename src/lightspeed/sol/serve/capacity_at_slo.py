@@ -90,7 +90,9 @@ class CapacityResult(Record):
     The goodput is not the probe's completions per second: a finite run also counts the spread of
     its requests' own lengths at the end (the last long answers finish seconds after the last
     arrival), which put a deployment that keeps up at 61.3 req/s at 51 req/s in a 2,000-request
-    MLPerf Server run."""
+    MLPerf Server run. ``limited_by`` says what bounds the rate: ``slo`` where a probe missed it,
+    ``throughput`` where every probe up to the saturation rate met it (no latency limit binds: the
+    rate is the deployment's throughput, found to the bisection's tolerance below it)."""
 
     slo: ServiceLevel
     max_rate_per_s: float
@@ -99,6 +101,7 @@ class CapacityResult(Record):
     saturation_rate_per_s: float
     num_gpus: int
     probes: tuple[LoadPoint, ...]
+    limited_by: str = "slo"
 
 
 def _at_rate(
@@ -278,6 +281,7 @@ def max_rate_at_slo(
         saturation_rate_per_s=ceiling,
         num_gpus=gpus,
         probes=tuple(probes),
+        limited_by="throughput" if probes and all(probe.meets for probe in probes) else "slo",
     )
 
 
