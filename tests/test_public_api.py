@@ -491,6 +491,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "ENGINES",
         "FORMATS",
         "KIND_NAMES",
+        "MLPERF_LOG",
+        "NCU_REP",
         "TIME_UNITS",
         "BadEvent",
         "CacheInfo",
@@ -552,6 +554,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "summarize",
         "summarize_ranks",
         "top_kernels",
+        "wrong_format",
     ],
     "lightspeed.moe": [
         "DISTRIBUTIONS",

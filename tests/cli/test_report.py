@@ -204,8 +204,8 @@ def test_an_mlperf_log_names_the_command_that_reads_it(run_cli, shared: Path, tm
     out = tmp_path / "report.html"
     one_line_error(
         run_cli("report", "--from", str(log), "-o", str(out)),
-        f"{log}: this is an MLPerf Training result log, which 'lightspeed report' does not draw",
-        f"'lightspeed goodput report {log}'",
+        f"{log}: this is an MLPerf Training result log, not a file 'lightspeed report' draws",
+        f"fix: read it with 'lightspeed goodput report {log}'",
     )
     assert not out.exists()
 
@@ -216,5 +216,6 @@ def test_an_ncu_report_names_the_conversion(run_cli, tmp_path: Path) -> None:  #
     one_line_error(
         run_cli("report", "--from", str(binary), "-o", str(tmp_path / "report.html")),
         "this is an Nsight Compute report",
-        f"'ncu --import {binary} --csv --page details > kernels.csv' and pass --from kernels.csv",
+        f"'ncu --import {binary} --csv --page details > kernels.csv; lightspeed kernels report kernels.csv'",
+        "or pass kernels.csv with --from",
     )

@@ -8,9 +8,8 @@ import click
 
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
 from lightspeed.cost import load_prices
-from lightspeed.errors import UserInputError
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
-from lightspeed.trace import detect_format
+from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
 
 
 @click.command("report")
@@ -88,17 +87,8 @@ def _refuse_unreadable(sources: tuple[str, ...]) -> None:
     """A file the report cannot draw but another command reads: say what it is and which command."""
     for source in sources:
         path = Path(source)
-        if not path.is_file():
-            continue
-        found = detect_format(path)
-        if found == "mlperf-log":
-            raise UserInputError(
-                f"{path}: this is an MLPerf Training result log, which 'lightspeed report' does not draw; "
-                f"fix: read it with 'lightspeed goodput report {path}'"
-            )
-        if found == "ncu-rep":
-            stem = path.name.split(".")[0]
-            raise UserInputError(
-                f"{path}: this is an Nsight Compute report (.ncu-rep, binary); fix: convert it with "
-                f"'ncu --import {path} --csv --page details > {stem}.csv' and pass --from {stem}.csv"
-            )
+        found = detect_format(path) if path.is_file() else None
+        if found in (MLPERF_LOG, NCU_REP):
+            stem = path.name.split(".")[0] or path.stem
+            also = f"or pass {stem}.csv with --from" if found == NCU_REP else ""
+            raise wrong_format(path, found, "a file 'lightspeed report' draws", also=also)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lightspeed.trace.effect_sizes import Distribution, MannWhitney, mann_whitney_u
     from lightspeed.trace.idle import IdleReport, IdleSplit, idle_breakdown
     from lightspeed.trace.integrity import BadEvent
-    from lightspeed.trace.io.formats import FORMATS, detect_format
+    from lightspeed.trace.io.formats import FORMATS, MLPERF_LOG, NCU_REP, detect_format, wrong_format
     from lightspeed.trace.io.ncu import (
         LaunchConfig,
         NcuLaunch,
@@ -78,6 +78,8 @@ __all__ = [
     "ENGINES",
     "FORMATS",
     "KIND_NAMES",
+    "MLPERF_LOG",
+    "NCU_REP",
     "TIME_UNITS",
     "BadEvent",
     "CacheInfo",
@@ -139,6 +141,7 @@ __all__ = [
     "summarize",
     "summarize_ranks",
     "top_kernels",
+    "wrong_format",
 ]
 
 if not TYPE_CHECKING:
