@@ -351,9 +351,15 @@ class LatencyLimit(Duration):
 
 
 def is_bare_number(text: str) -> bool:
-    """Whether ``text`` is a number without a unit (``300``, ``0.3``, ``2e3``; not ``300ms``)."""
+    """Whether ``text`` is a latency a unit would make valid, written without one (``300``, ``0.3``,
+    ``2e3``; not ``300ms``, nor ``0``, ``-1`` or ``1e400``, which no unit mends: the range check
+    says why).
+
+    >>> is_bare_number("300"), is_bare_number("300ms"), is_bare_number("-1"), is_bare_number("1e400")
+    (True, False, False, False)
+    """
     match = _SUFFIXED.fullmatch(text.strip())
-    return match is not None and not match.group(2)
+    return match is not None and not match.group(2) and 0.0 < float(match.group(1)) < math.inf
 
 
 def give_a_unit(text: str) -> str:
