@@ -75,3 +75,21 @@ def test_an_unwritable_cache_or_the_switch_leaves_the_command_to_parse(
     monkeypatch.setenv(SWITCH_VARIABLE, "off")
     assert load_catalog().accelerator("b200").name == "b200"
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("loosened", ["entry", "folder"])
+def test_an_entry_others_could_write_is_never_unpickled(
+    loosened: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pickle another user could have planted runs code when loaded (DESIGN: never unpickle
+    what is not ours): a group- or world-writable entry or folder is parsed from TOML instead."""
+    expected = load_catalog()
+    (entry,) = _entries()
+    assert entry.parent.stat().st_mode & 0o777 == 0o700  # made private
+    (entry if loosened == "entry" else entry.parent).chmod(0o666 if loosened == "entry" else 0o777)
+    parsed: list[int] = []
+    original = registry._parse_catalog
+    monkeypatch.setattr(registry, "_parse_catalog", lambda files: parsed.append(1) or original(files))
+    assert load_catalog() == expected
+    assert parsed == [1]

@@ -7,7 +7,10 @@ resolved path, size and modification time, so an edited, added or removed file (
 ``--catalog``) makes a new entry and an old one is never read. An entry that cannot be read
 (truncated, corrupt, written by another version) is ignored and rebuilt; a cache folder that
 cannot be written leaves the command to parse every time. ``$LIGHTSPEED_CATALOG_CACHE=off``
-switches it off. Only lightspeed writes these files, in the user's own cache folder.
+switches it off. Only lightspeed writes these files, in the user's own cache folder, and an entry
+is unpickled only where no one else could have written it: on POSIX the entry and its folder must
+belong to this user and be writable by no group or other user (the folder is made ``0700``); a
+shared or loosened cache folder is parsed from TOML every time, never trusted.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import hashlib
 import logging
 import os
 import pickle
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -69,8 +73,24 @@ def cached(files: Sequence[Path], kind: type[T], build: Callable[[], T]) -> T:
     return value
 
 
+def _only_ours(entry: Path) -> bool:
+    """Whether ``entry`` and its folder could only have been written by this user (always true
+    where the platform has no owners: Windows)."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    for path in (entry, entry.parent):
+        status = path.stat()
+        if status.st_uid != getuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            LOG.info("catalog cache: %s may be written by another user; parsing instead", path)
+            return False
+    return True
+
+
 def _read(entry: Path, kind: type[T]) -> T | None:
     try:
+        if not _only_ours(entry):
+            return None
         with entry.open("rb") as handle:
             value = pickle.load(handle)
     except FileNotFoundError:
@@ -89,7 +109,7 @@ def _write(entry: Path, value: object) -> None:
     """Store ``value`` atomically (a temporary file renamed into place); failures only log."""
     temporary: Path | None = None
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=entry.parent, suffix=".tmp", delete=False) as handle:
             temporary = Path(handle.name)
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
