@@ -1,7 +1,9 @@
 """First-run guidance (``lightspeed doctor``): which optional parts are installed, which backends answer.
 
 One :class:`Check` per extra (its distributions and versions, read from the installed
-metadata without importing them) and per backend: NVML (the driver), DCGM (its host engine),
+metadata, each checked against the version range ``pyproject.toml`` asks for; the quick
+modules of :data:`~lightspeed.extras.IMPORT_PROBED` are also imported, the slow ones such as
+PyTorch are not) and per backend: NVML (the driver), DCGM (its host engine),
 Ray (the cluster at ``RAY_ADDRESS``), PostgreSQL (the results store at ``$LIGHTSPEED_STORE``
 when it is a URL) and a Prometheus exporter (``lightspeed monitor serve``) when one is named.
 A backend is probed the way lightspeed uses it, with a short timeout; a missing part is
@@ -16,6 +18,7 @@ modules (``nvml``, ``dcgm``); everything else is probed for real.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import platform
 import urllib.error
 import urllib.request
@@ -23,11 +26,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from lightspeed import __version__, nvml
 from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, UserInputError, first_line
-from lightspeed.extras import extra_of, import_extra, installed_extras, installed_version
+from lightspeed.extras import (
+    EXTRAS,
+    IMPORT_PROBED,
+    InstalledExtra,
+    extra_of,
+    import_extra,
+    import_problem,
+    installed_extras,
+    installed_version,
+)
 from lightspeed.records import Record
 from lightspeed.store.location import store_location
 
@@ -100,24 +112,50 @@ def run_checks(
 
 
 def extra_checks() -> tuple[Check, ...]:
-    """One check per extra: ``ok`` with each distribution's version, or what is missing and the fix."""
+    """One check per extra: ``ok`` with each distribution's version, or what is missing, too old or
+    not importable, and the fix."""
     checks = []
     for extra in installed_extras():
-        present = ", ".join(f"{name} {version}" for name, version in extra.versions.items() if version)
-        if extra.complete:
+        problems = {**extra.problems, **_import_problems(extra)}
+        present = ", ".join(
+            f"{name} {version}"
+            for name, version in extra.versions.items()
+            if version and name not in problems
+        )
+        if extra.complete and not problems:
             status: Status = "ok"
             detail = present
         else:
             status = "missing"
             missing = ", ".join(extra.missing)
+            fix = "pip install --upgrade" if problems and not missing else "pip install"
             detail = "; ".join(
                 part
-                for part in (present, f"missing {missing}", f"pip install 'lightspeed[{extra.name}]'")
+                for part in (
+                    present,
+                    *problems.values(),
+                    f"missing {missing}" if missing else "",
+                    f"{fix} 'lightspeed[{extra.name}]'",
+                )
                 if part
             )
         detail += f"; {_scanner_line()}" if extra.name == "trace" else ""  # the C scanner is core
         checks.append(Check("extra", extra.name, status, detail, versions=dict(extra.versions)))
     return tuple(checks)
+
+
+def _import_problems(extra: InstalledExtra) -> dict[str, str]:
+    """distribution -> why its module does not import, for the quick ones (``IMPORT_PROBED``)
+    that are installed in a version lightspeed supports."""
+    problems = {}
+    for distribution, module in EXTRAS[extra.name]:
+        version = extra.versions.get(distribution)
+        if version is None or distribution in extra.problems or module not in IMPORT_PROBED:
+            continue
+        problem = import_problem(module)
+        if problem is not None:
+            problems[distribution] = f"{distribution} {version} cannot be imported ({problem})"
+    return problems
 
 
 def check_nvml(module: Any = None) -> Check:
@@ -207,29 +245,63 @@ def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_
 
 
 def check_exporter(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
-    """A Prometheus exporter (``lightspeed monitor serve --port P``) at ``HOST:PORT`` or a URL."""
+    """A Prometheus exporter (``lightspeed monitor serve --port P``) at ``HOST:PORT`` or a URL.
+
+    A malformed address is reported (``unreachable``, with the form to give), never raised.
+    """
     if not address:
         return Check(
             "backend", "Prometheus exporter", "not configured",
             "none named: --exporter HOST:PORT checks a running 'lightspeed monitor serve'",
         )  # fmt: skip
-    url = address if "://" in address else f"http://{address}"
-    if urlsplit(url).scheme not in ("http", "https"):
-        return Check(
-            "backend", "Prometheus exporter", "unreachable", f"{address}: give HOST:PORT or an http:// URL"
-        )
-    if not urlsplit(url).path.strip("/"):
-        url = url.rstrip("/") + "/metrics"
+    try:
+        url = exporter_url(address)
+    except UserInputError as error:
+        return Check("backend", "Prometheus exporter", "unreachable", str(error))
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             text = response.read(1 << 22).decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError, ValueError) as error:
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
         return Check("backend", "Prometheus exporter", "unreachable", f"{url}: {first_line(error)}")
     families = sum(line.startswith("# TYPE ") for line in text.splitlines())
     if not families:
         detail = f"{url} answers, but not with Prometheus metrics"
         return Check("backend", "Prometheus exporter", "unreachable", detail)
     return Check("backend", "Prometheus exporter", "ok", f"{url}: {families} metric families")
+
+
+def exporter_url(address: str) -> str:
+    """The metrics URL of ``--exporter HOST:PORT`` (or an http(s) URL), checked before any request.
+
+    >>> exporter_url("[::1]:9400")
+    'http://[::1]:9400/metrics'
+    >>> exporter_url("127.0.0.1:99999")
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: --exporter '127.0.0.1:99999': the port must be 1 to 65535; \
+give HOST:PORT or an http:// URL (e.g. 127.0.0.1:9400)
+    """
+    text = address.strip()
+    url = text if "://" in text else f"http://{text}"
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError as error:  # "Invalid IPv6 URL", "Port could not be cast ...", "Port out of range"
+        problem = "the port must be 1 to 65535" if "out of range" in str(error) else first_line(error)
+        raise UserInputError(f"--exporter {address!r}: {problem}; {_EXPORTER_FORM}") from None
+    if parts.scheme not in ("http", "https"):
+        raise UserInputError(f"--exporter {address!r}: only http and https are scraped; {_EXPORTER_FORM}")
+    if not host:
+        raise UserInputError(f"--exporter {address!r} names no host; {_EXPORTER_FORM}")
+    if port is None and "://" not in text:
+        raise UserInputError(f"--exporter {address!r} names no port; {_EXPORTER_FORM}")
+    if port == 0:
+        raise UserInputError(f"--exporter {address!r}: the port must be 1 to 65535; {_EXPORTER_FORM}")
+    path = parts.path if parts.path.strip("/") else "/metrics"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+_EXPORTER_FORM: Final = "give HOST:PORT or an http:// URL (e.g. 127.0.0.1:9400)"
 
 
 def _scanner_line() -> str:
@@ -265,6 +337,7 @@ __all__ = [
     "check_nvml",
     "check_postgres",
     "check_ray",
+    "exporter_url",
     "extra_checks",
     "run_checks",
 ]

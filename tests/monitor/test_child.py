@@ -130,9 +130,10 @@ def test_a_command_that_ends_before_the_first_sample_is_still_a_run(tmp_path: Pa
 
 
 def test_a_last_sample_covers_the_commands_last_moments(tmp_path: Path) -> None:
-    # One second of busy work under a 5 s interval: the thread's only tick comes as the command
-    # starts, so without a sample as it ends nothing would cover that second. The last sample is
-    # taken when it has ended but before it is reaped: its CPU seconds still read (about one core).
+    # One second of busy work under a 5 s interval: the thread's first tick would come one
+    # interval after the backends open, so without a sample as the command ends nothing would
+    # cover that second. That sample is taken when it has ended but before it is reaped: its CPU
+    # seconds still read (about one core), measured from the backends' open.
     out = tmp_path / "mon"
     busy = "import time\nend = time.perf_counter() + 1.0\nwhile time.perf_counter() < end: pass"
     run = run_command(command=[sys.executable, "-c", busy], out_dir=out, interval_s=5.0, backends=["host"])
@@ -140,8 +141,8 @@ def test_a_last_sample_covers_the_commands_last_moments(tmp_path: Path) -> None:
     (capture_path,) = out.glob("capture-*.jsonl")
     capture = read_capture(capture_path)
     cores = capture.series["host"]["process_cpu_cores"]
-    assert capture.num_samples >= 2
-    assert capture.times_s[-1] - capture.times_s[0] >= 0.9  # the last sample is after the busy second
+    assert capture.num_samples >= 1
+    assert capture.times_s[-1] >= 0.9  # the last sample is after the busy second
     # at most one core; well above none (a sample taken after the reaping reads 0), though on a
     # machine whose cores are busy with other work the loop gets less than a whole one (0.43 was
     # seen with the test suite and a CI run sharing two cores)

@@ -82,7 +82,7 @@ def test_metrics_use_dcgm_exporter_names_units_and_labels(make_capture, hand_run
     assert families["lightspeed_process_cpu_cores"][0].value == 1.5
     assert families["lightspeed_goodput_ratio"][0].value == pytest.approx(0.4)
     assert families["lightspeed_mfu_ratio"][0].value == pytest.approx(0.4)
-    assert families["lightspeed_steps_total"][0].value == 4
+    assert families["lightspeed_productive_steps"][0].value == 4
     (step,) = families["lightspeed_step_seconds"]
     assert step.value == pytest.approx(1.0)
     assert step.labels == {"run_id": "run-a", "rank": "0"}

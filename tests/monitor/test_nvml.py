@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lightspeed.errors import MissingExtraError, UnsupportedError
+from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError
 from lightspeed.monitor import NvmlBackend
 
 
@@ -193,3 +193,16 @@ def test_real_gpu_counters_are_plausible() -> None:
         assert device.name
     finally:
         backend.close()
+
+
+def test_a_lost_gpu_stops_the_reading_instead_of_vanishing() -> None:
+    """NVML_ERROR_GPU_IS_LOST (15 in nvml.h) is a device gone, not a counter it lacks: reading
+    raises, so the sampler stops and `monitor run`/`serve` say so, where the series used to
+    drop out of the scrape without a word."""
+    nvml = fake_nvml(nvlink_kib=[0.0] * 10)
+    backend = NvmlBackend(nvml=nvml)
+    backend.open()
+    assert backend.read()["gpu0"]["power_w"] == 612.5
+    nvml.nvmlDeviceGetPowerUsage = lambda handle: (_ for _ in ()).throw(NVMLError(15))
+    with pytest.raises(LightspeedError, match="GPU gpu0 is lost"):
+        backend.read()

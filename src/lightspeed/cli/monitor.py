@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import signal
 import sys
 import threading
 import time
 import uuid
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 import click
 
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
-from lightspeed.errors import UserInputError
+from lightspeed.errors import LightspeedError, UnsupportedError, UserInputError, first_line
 from lightspeed.files import check_input, looks_like_path
 from lightspeed.monitor import (
     BACKEND_NAMES,
@@ -27,6 +31,7 @@ from lightspeed.monitor import (
     ReplayBackend,
     analyze_run,
     make_backends,
+    read_capture,
     run_command,
     store_records,
 )
@@ -40,6 +45,8 @@ from lightspeed.report import (
     watch_table,
 )
 from lightspeed.store import NewRecord, open_store
+
+_log = logging.getLogger(__name__)
 
 
 @click.group("monitor")
@@ -103,6 +110,7 @@ def run_cmd(
     SIGINT, SIGTERM and SIGHUP to the monitor are forwarded to the command's process group,
     and monitor.json says why the run stopped.
     """
+    _check_run_options(goodput_run, plot_path)  # before the command: a typo must not cost a long job
     folder = out_dir or _default_out()
     run = run_command(
         command=cmd,
@@ -110,13 +118,48 @@ def run_cmd(
         interval_s=interval_s,
         backends=backend_names or None,
         stdout=sys.__stderr__ if as_json else None,  # the real fd 2: keeps our stdout JSON only
+        on_sampling_stopped=_warn,
     )
-    report = analyze_run(path=folder, goodput_run=goodput_run, catalog=get_context().catalog())
-    stored = None if no_save else _store(report)
-    _finish(report, plot_path, as_json, extra={"stored_run_id": stored})
+    code = run.exit_code if run.exit_code is not None else 0
+    if run.sampling_error:
+        _warn(
+            f"sampling stopped before the command ended ({run.sampling_error}); the counters cover part of it"
+        )
+    try:
+        catalog = get_context().catalog()
+        report = with_warnings(lambda: analyze_run(path=folder, goodput_run=goodput_run, catalog=catalog))
+        stored = None if no_save else _store(report)
+        _finish(report, plot_path, as_json, extra={"stored_run_id": stored})
+    except LightspeedError as error:
+        # the command's exit code is what schedulers and scripts act on: a report that fails after
+        # the command ran is said, not returned in its place
+        _warn(f"the command ended with exit code {code}, but its report failed: {error}")
+        _warn(f"the samples are in {folder}: lightspeed monitor report {folder}")
+        return code
     if not as_json:
         make_console().print(f"run folder: {folder}" + (f"  stored as run {stored}" if stored else ""))
-    return run.exit_code if run.exit_code is not None else 0
+    return code
+
+
+def _warn(text: str) -> None:
+    click.echo(f"lightspeed: warning: {text}", err=True)
+
+
+def _check_run_options(goodput_run: Path | None, plot_path: Path | None) -> None:
+    """Refuse a --goodput that is not a folder and a --plot that cannot be written, before the run."""
+    if goodput_run is not None:
+        check_input(
+            goodput_run,
+            what="goodput run folder",
+            fix="name an existing run, or leave out --goodput: the command's Tracker announces its run",
+            folder_ok=True,
+        )
+        if not goodput_run.is_dir():
+            raise UserInputError(
+                f"--goodput {goodput_run} is not a goodput run folder; name the folder the Tracker writes"
+            )
+    if plot_path is not None:
+        save_monitor_plot(None, plot_path)  # draws nothing: the suffix and a writable folder
 
 
 def _store(report: MonitorReport) -> str | None:
@@ -191,9 +234,51 @@ def _monitor(
     if replay is not None:
         if backend_names:
             raise UserInputError("--replay plays a capture back; leave out --backend")
-        return Monitor(backends=[ReplayBackend(replay, pace="time", loop=loop)], interval_s=interval)
+        # read here, not on the sampler's thread: its warnings (a line cut short) get the house form
+        capture = with_warnings(lambda: read_capture(replay))
+        return Monitor(backends=[ReplayBackend(capture, pace="time", loop=loop)], interval_s=interval)
     chosen, optional = make_backends(backend_names or None, interval_s=interval)
     return Monitor(backends=chosen, interval_s=interval, optional=optional)
+
+
+def _start(monitor: Monitor) -> Any:
+    """Start sampling and wait for the devices (warnings while the backends open: one line each);
+    a backend that cannot open raises its own error here."""
+    try:
+        return with_warnings(lambda: monitor.start().wait_ready())
+    except BaseException:
+        with contextlib.suppress(Exception):  # the error above is the one to show
+            monitor.stop()
+        raise
+
+
+def _stop(monitor: Monitor) -> None:
+    """Stop sampling; an error that stopped the sampler early is one line (its traceback at -vv)."""
+    try:
+        monitor.stop()
+    except LightspeedError as error:
+        raise UnsupportedError(f"sampling stopped: {error}") from None
+    except Exception as error:
+        _log.debug("the sampler stopped on an error", exc_info=error)
+        raise UnsupportedError(
+            f"sampling stopped: {type(error).__name__}: {first_line(error)} (-vv shows the traceback)"
+        ) from None
+
+
+@contextlib.contextmanager
+def _house_warnings() -> Iterator[None]:
+    """While a long command runs, warnings from any thread (a scrape reading a goodput log) are
+    printed at once as ``lightspeed: warning: ...``, as ``with_warnings`` prints them at the end."""
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
+        _warn(str(message))
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
 
 
 @command.command("watch")
@@ -217,20 +302,20 @@ def watch_cmd(
     Example: lightspeed monitor watch --interval 500ms
     """
     monitor = _monitor(interval_s=interval_s, backend_names=backend_names, replay=replay, loop=False)
-    monitor.start()
+    devices = _start(monitor)
     try:
-        devices = monitor.wait_ready()
-        _watch(monitor, devices, count, as_json)
+        with _house_warnings():
+            _watch(monitor, devices, count, as_json)
     except KeyboardInterrupt:
         pass
     finally:
-        monitor.stop()
+        _stop(monitor)
 
 
 def _watch(monitor: Monitor, devices: Any, count: int | None, as_json: bool) -> None:
     console = make_console()
     seen = 0
-    shown = -1
+    shown = 0  # no sample yet: nothing to print (a JSON 'null' line before the first)
     live = None
     if console.is_terminal and not as_json:
         from rich.live import Live
@@ -296,16 +381,24 @@ def serve_cmd(
     if goodput_run is not None and not goodput_run.is_dir():
         raise UserInputError(f"--goodput {goodput_run} is not a goodput run folder")
     monitor = _monitor(interval_s=interval_s, backend_names=backend_names, replay=replay, loop=loop)
-    monitor.start()
+    _start(monitor)
     try:
-        monitor.wait_ready()
-        collector = MonitorCollector(monitor, hostname=_hostname(), goodput_run=goodput_run)
-        server = ExporterServer(collector, host=host, port=port)
-        _announce(server, as_json)
-        _serve_until_stopped(duration_s)
-        server.close()
+        with _house_warnings():
+            collector = MonitorCollector(monitor, hostname=_hostname(), goodput_run=goodput_run)
+            server = ExporterServer(collector, host=host, port=port)
+            try:
+                _announce(server, as_json)
+                ended = _serve_until_stopped(monitor, duration_s)
+            finally:
+                server.close()  # before any error below: Prometheus sees the target down, not stale values
+        if ended:
+            click.echo(
+                f"lightspeed: the replay ended after {monitor.num_samples} samples; stopped serving "
+                "(--loop serves it over and over)",
+                err=True,
+            )
     finally:
-        monitor.stop()
+        _stop(monitor)
 
 
 def _hostname() -> str:
@@ -323,16 +416,41 @@ def _announce(server: ExporterServer, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def _serve_until_stopped(duration_s: float | None) -> None:
+SERVE_POLL_S: Final = 0.25  # how soon serve notices that its sampler stopped
+
+
+def _serve_until_stopped(monitor: Monitor, duration_s: float | None) -> bool:
+    """Serve until Ctrl-C, SIGTERM, ``duration_s`` or the sampler stopping; ``True`` when a replay
+    without --loop reached its end (its last sample is served for one more interval first).
+
+    A sampler that stopped on an error (a GPU lost, a DCGM host engine restarted) ends serving at
+    once, so that Prometheus marks the target down and its series go stale instead of repeating
+    the last values; the caller then raises the error.
+    """
     stop = threading.Event()
 
     def _on_signal(number: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = signal.signal(signal.SIGTERM, _on_signal)
+    deadline = None if duration_s is None else time.monotonic() + duration_s
     try:
-        stop.wait(duration_s)
+        while True:
+            left = SERVE_POLL_S if deadline is None else min(SERVE_POLL_S, deadline - time.monotonic())
+            if left <= 0 or stop.wait(left):
+                return False
+            if monitor.running:
+                continue
+            if monitor.error is not None:
+                return False
+            hold = (
+                monitor.interval_s
+                if deadline is None
+                else min(monitor.interval_s, deadline - time.monotonic())
+            )
+            stop.wait(max(0.0, hold))
+            return True
     except KeyboardInterrupt:
-        pass
+        return False
     finally:
         signal.signal(signal.SIGTERM, previous)

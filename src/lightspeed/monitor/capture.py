@@ -18,7 +18,12 @@ anchored to the wall clock once, like the goodput tracker's, so the two join
 on one host). Metric names are those of :data:`lightspeed.monitor.metrics.METRICS`
 in base SI units; a metric a sample lacks is absent (or ``null``). Readers keep
 metrics they do not know (a newer writer's) and ignore unknown line types.
-A last line cut short by a crash is skipped with a warning.
+A last line cut short by a crash (no newline at its end) is skipped with a
+warning; any other line that is not a JSON object, a number JSON does not
+allow (``NaN``, ``Infinity``, ``1e400``), a sample timed before the capture
+started and a capture without a sample are errors. A cumulative counter that
+goes down (the energy counter after a driver reload or a GPU reset) is kept,
+with a note: it restarted from 0.
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ from lightspeed.datafile import check_version, whole_number
 from lightspeed.errors import DataFileError
 from lightspeed.files import open_input
 from lightspeed.goodput import TruncatedLogWarning
-from lightspeed.goodput.jsonl import decode_object, json_lines
+from lightspeed.goodput.jsonl import decode_object, json_lines, non_finite_number
 from lightspeed.monitor.backend import DeviceInfo, Reading
-from lightspeed.monitor.metrics import out_of_range
+from lightspeed.monitor.metrics import METRICS, out_of_range
 from lightspeed.monitor.windows import FloatArray
 from lightspeed.records import JsonDict, JsonObject, Record
 
@@ -49,6 +54,8 @@ READABLE_VERSIONS: Final = frozenset({1})
 MAX_LINE_BYTES: Final = 1 << 20
 MAX_SAMPLES: Final = 5_000_000  # ~14 hours at 10 ms
 MAX_DEVICES: Final = 4096
+MIN_INTERVAL_S: Final = 1e-6  # no sampler ticks faster (NVML's floor is 10 ms)
+MAX_INTERVAL_S: Final = 86_400.0
 NS_PER_S: Final = 1e9
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -198,6 +205,8 @@ class _Parsed:
     columns: dict[tuple[str, str], array.array[float]]
     notes: list[Note]
     end: dict[str, Any] | None = None
+    last_count: dict[tuple[str, str], float] = field(default_factory=dict)  # of cumulative counters
+    restarted: set[tuple[str, str]] = field(default_factory=set)  # counters already said to restart
 
 
 def read_capture(path: str | Path) -> Capture:
@@ -252,6 +261,9 @@ def _parse(path: Path, handle: BinaryIO) -> _Parsed:
             raise _bad_line(path, pending_bad)
         event = decode_object(line, path=path, number=number)
         if event is None:
+            _refuse_non_finite(path, number, line)
+            if line.endswith(b"\n"):  # a whole line: no crash cut it short
+                raise _bad_line(path, number)
             pending_bad = number
             continue
         if parsed is None:
@@ -266,7 +278,27 @@ def _parse(path: Path, handle: BinaryIO) -> _Parsed:
         warnings.warn(
             f"{path}:{pending_bad}: skipped a line cut short by a crash", TruncatedLogWarning, stacklevel=3
         )
+    if not parsed.times:
+        raise DataFileError(
+            path,
+            "the capture holds no sample (the monitor stopped before its first tick)",
+            fix="pass a capture with samples, or sample for longer",
+        )
     return parsed
+
+
+def _refuse_non_finite(path: Path, number: int, line: bytes) -> None:
+    """A line that is a JSON object but for a number JSON does not allow: say which field."""
+    found = non_finite_number(line)
+    if found is not None:
+        where, literal = found
+        raise DataFileError(
+            path,
+            f"{literal} is not a finite number",
+            line=number,
+            field=where,
+            fix="a counter without a value is left out (or null); check the program that wrote this capture",
+        )
 
 
 def _bad_line(path: Path, line: int) -> DataFileError:
@@ -291,9 +323,18 @@ def _start(path: Path, number: int, event: dict[str, Any]) -> _Parsed:
     check_version(event, READABLE_VERSIONS, path=path, what="capture", line=number)
     _whole(path, number, event, "t_ns")
     interval = event.get("interval_s")
-    if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0 < interval < 86_400:
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, int | float)
+        or not MIN_INTERVAL_S <= interval < MAX_INTERVAL_S
+    ):
         raise DataFileError(
-            path, "expected seconds in (0, 86400)", line=number, field="interval_s", value=interval
+            path,
+            f"expected seconds from {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}",
+            line=number,
+            field="interval_s",
+            value=interval,
+            fix="the header's interval_s is the sampling interval in seconds (lightspeed monitor writes it)",
         )
     devices = event.get("devices")
     if not isinstance(devices, list) or not 0 < len(devices) <= MAX_DEVICES:
@@ -357,6 +398,15 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
     times = parsed.times
     if times and t_ns < times[-1]:
         raise DataFileError(path, "sample time goes backwards", line=number, field="t_ns", value=t_ns)
+    if t_ns < int(parsed.header["t_ns"]):
+        raise DataFileError(
+            path,
+            f"sample timed before the capture started (capture_start t_ns {parsed.header['t_ns']})",
+            line=number,
+            field="t_ns",
+            value=t_ns,
+            fix="pass a capture written by lightspeed monitor; two captures may have been joined",
+        )
     if len(times) >= MAX_SAMPLES:
         raise DataFileError(
             path,
@@ -398,12 +448,38 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
                     value=value,
                     fix="a sampler wrote an impossible value: check the backend that produced this capture",
                 )
+            _note_reset(parsed, device, metric, float(value), t_ns)
             column = parsed.columns.get((device, metric))
             if column is None:
                 column = parsed.columns[(device, metric)] = array.array("d")
             if len(column) < index:
                 column.extend([math.nan] * (index - len(column)))
             column.append(float(value))
+
+
+def _note_reset(parsed: _Parsed, device: str, metric: str, value: float, t_ns: int) -> None:
+    """A cumulative counter that goes down restarted (a driver reload, a GPU reset): said once."""
+    spec = METRICS.get(metric)
+    if spec is None or spec.kind != "counter":
+        return
+    key = (device, metric)
+    last = parsed.last_count.get(key)
+    parsed.last_count[key] = value
+    if last is None or value >= last or key in parsed.restarted:
+        return
+    parsed.restarted.add(key)
+    parsed.notes.append(
+        Note(
+            device=device,
+            metric=metric,
+            text=(
+                f"the counter went down ({last:g} to {value:g} {spec.unit}): it restarted from 0 (a driver "
+                "reload or a GPU reset); increases count its new value after a drop, as Prometheus's "
+                "increase() does, so what it gained just before the reset is missed"
+            ),
+            t_s=(t_ns - int(parsed.header["t_ns"])) / NS_PER_S,
+        )
+    )
 
 
 def _whole(path: Path, number: int, event: dict[str, Any], key: str) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, Final, Protocol
 
-from lightspeed.errors import MissingExtraError, UnsupportedError
+from lightspeed.errors import MissingExtraError, UnsupportedError, first_line
 from lightspeed.monitor.backend import Backend, DeviceInfo, Reading, Values
 
 # lightspeed metric -> DCGM field name (dcgm_fields.h); all are ratios or bytes per second.
@@ -45,18 +45,47 @@ class DcgmReaderLike(Protocol):
         """Disconnect from the host engine."""
 
 
+BINDINGS_DIR: Final = "/usr/local/dcgm/bindings/python3"
+
+
+class MissingDcgmError(MissingExtraError):
+    """DCGM's Python bindings cannot be imported: they come with DCGM, not with a lightspeed extra."""
+
+    def __init__(self, problem: str | None = None) -> None:
+        super().__init__("dcgm_fields", "monitor", "DCGM profiling counters", problem=problem)
+        found = (
+            "are not importable" if problem is None else f"are installed but cannot be imported ({problem})"
+        )
+        message = (
+            f"DCGM profiling counters need DCGM's Python bindings (dcgm_fields, DcgmReader), which {found}; "
+            f"they ship with DCGM (NVIDIA's datacenter-gpu-manager package): install DCGM and put "
+            f"{BINDINGS_DIR} on PYTHONPATH, or leave out --backend dcgm"
+        )
+        self.args = (message,)
+        self.msg = message  # what ImportError.__str__ prints
+
+
 def import_dcgm() -> tuple[Any, Any]:
-    """``(dcgm_fields, DcgmReader class)`` from DCGM's bindings, or one clear error."""
+    """``(dcgm_fields, DcgmReader class)`` from DCGM's bindings, or one clear error saying how to get them.
+
+    >>> import sys; sys.modules["dcgm_fields"] = None  # no DCGM here
+    >>> import_dcgm()
+    Traceback (most recent call last):
+    ...
+    lightspeed.monitor.dcgm.MissingDcgmError: DCGM profiling counters need DCGM's Python bindings \
+(dcgm_fields, DcgmReader), which are not importable; they ship with DCGM (NVIDIA's datacenter-gpu-manager \
+package): install DCGM and put /usr/local/dcgm/bindings/python3 on PYTHONPATH, or leave out --backend dcgm
+    >>> del sys.modules["dcgm_fields"]
+    """
     try:
         fields = importlib.import_module("dcgm_fields")
         reader = importlib.import_module("DcgmReader").DcgmReader
-    except ImportError:
-        raise MissingExtraError(
-            "dcgm_fields",
-            "monitor",
-            "DCGM profiling counters (DCGM's Python bindings, /usr/local/dcgm/bindings/python3 on "
-            "PYTHONPATH)",
-        ) from None
+    except ModuleNotFoundError as error:
+        if error.name in ("dcgm_fields", "DcgmReader"):
+            raise MissingDcgmError() from None
+        raise MissingDcgmError(first_line(error)) from None
+    except Exception as error:  # bindings of another DCGM version raise anything at import
+        raise MissingDcgmError(first_line(error)) from None
     return fields, reader
 
 

@@ -5,35 +5,44 @@ GPU counters keep the names, units and labels of NVIDIA's dcgm-exporter
 ``DCGM_FI_DEV_FB_USED`` in MiB, ``DCGM_FI_DEV_SM_CLOCK`` in MHz,
 ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` in mJ, ``DCGM_FI_PROF_*`` ratios and
 bytes per second; labels ``gpu``, ``UUID``, ``device``, ``modelName``,
-``Hostname``), so dashboards built for it read these unchanged. Every series
-is exposed as a gauge (the energy counter too, as its value; ``rate()``
-works on it). Host counters are ``lightspeed_host_*`` and
-``lightspeed_process_*``. With a goodput run folder the exporter also reads its
-ledger (again at most every ``refresh_s`` seconds) and exposes
+``Hostname``), so dashboards built for it read these unchanged; each HELP line
+names the unit of the value exported (``(in MiB; ...)``, as dcgm-exporter's
+do). Every series is exposed as a gauge (the energy counter too, as its value;
+``rate()`` works on it). Host counters are ``lightspeed_host_*`` and
+``lightspeed_process_*``. A GPU without an NVML index is labelled by its
+device id, so no two series share their labels; a replayed capture is
+labelled with the host that recorded it. With a goodput run folder the
+exporter also reads its logs (again when they change, at most every
+``refresh_s`` seconds, on a thread of its own) and exposes
 ``lightspeed_step_seconds`` (the last productive step, per rank),
 ``lightspeed_goodput_ratio``, ``lightspeed_mfu_ratio`` (when the run records
-a peak), ``lightspeed_tokens_per_second`` and ``lightspeed_steps_total``.
+a peak), ``lightspeed_tokens_per_second`` and ``lightspeed_productive_steps``
+(a gauge: a restart can turn steps already counted into lost progress).
 
-Values come from the sampler's latest sample: a scrape never waits for a
-device.
+Values come from the sampler's latest sample and the last read of the goodput
+run: a scrape never waits for a device or for the run's logs (only the very
+first scrape waits for the run's first read).
 """
 
 from __future__ import annotations
 
+import errno
 import math
+import socket
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.extras import import_extra
-from lightspeed.goodput import Ledger, build_ledger, read_run
-from lightspeed.monitor.backend import DeviceInfo
-from lightspeed.monitor.metrics import METRICS
+from lightspeed.goodput import Ledger, RunLog, build_ledger, read_run
+from lightspeed.monitor.backend import Backend, DeviceInfo
+from lightspeed.monitor.metrics import METRICS, MIB, MetricSpec
+from lightspeed.monitor.replay import ReplayBackend
 from lightspeed.monitor.sampler import Monitor
 from lightspeed.records import Record
 
@@ -42,50 +51,122 @@ if TYPE_CHECKING:
 
 DEFAULT_REFRESH_S: Final = 5.0
 
+# (lightspeed's SI unit, exporter scale) -> the unit of the exported value, as dcgm-exporter's
+# HELP lines name it (default-counters.csv: "GPU utilization (in %)", "SM clock frequency (in MHz)",
+# "Framebuffer memory used (in MiB)", "Total energy consumption since boot (in mJ)").
+_SCALED_UNITS: Final[dict[tuple[str, float], str]] = {
+    ("ratio", 100.0): "%",
+    ("Hz", 1e-6): "MHz",
+    ("B", 1 / MIB): "MiB",
+    ("J", 1e3): "mJ",
+}
+
+
+def exporter_unit(spec: MetricSpec) -> str:
+    """The unit of ``spec``'s value as exported (``spec.exporter_unit`` when set).
+
+    >>> exporter_unit(METRICS["memory_used_bytes"]), exporter_unit(METRICS["power_w"])
+    ('MiB', 'W')
+    """
+    if spec.exporter_unit:
+        return spec.exporter_unit
+    if spec.exporter_scale == 1.0:
+        return spec.unit
+    return _SCALED_UNITS.get((spec.unit, spec.exporter_scale), f"{spec.unit} x {spec.exporter_scale:g}")
+
+
+def _unit_phrase(unit: str) -> str:
+    """``(in MiB)`` for a unit, ``(ratio, 0 to 1)`` for a share, ``(bitmask)`` for what has none."""
+    if unit == "ratio":
+        return "ratio, 0 to 1"
+    return unit if unit in ("bitmask", "count", "code") else f"in {unit}"
+
 
 def import_prometheus() -> Any:
     """The prometheus_client module, or one clear error naming the extra."""
     return import_extra("prometheus_client", extra="monitor", purpose="the Prometheus exporter")
 
 
+@dataclass(frozen=True)
+class _Goodput:
+    """What one read of a goodput run gives the exporter."""
+
+    ledger: Ledger
+    last_step_s: dict[int, float]  # per rank: the duration of its last productive step
+
+
 class _GoodputSource:
-    """A goodput run's ledger, rebuilt when its files change (at most every ``refresh_s``)."""
+    """A goodput run read again when its files change, at most every ``refresh_s``, on a thread.
+
+    :meth:`latest` returns the last read at once (only the first call waits for the first read),
+    so a scrape never waits for a long run's logs to be parsed.
+    """
 
     def __init__(self, run_dir: Path, refresh_s: float) -> None:
         self.run_dir = run_dir
         self.refresh_s = refresh_s
+        self.error = ""
         self._lock = threading.Lock()
         self._checked_s = -math.inf
-        self._stamp: tuple[tuple[str, float, int], ...] = ()
-        self._ledger: Ledger | None = None
-        self.error = ""
+        self._stamp: tuple[tuple[str, int, int], ...] = ()
+        self._latest: _Goodput | None = None
+        self._thread: threading.Thread | None = None
+        self._refresh_if_due()  # the first read starts now, before the first scrape
+        self._first: threading.Thread | None = self._thread
 
-    def ledger(self) -> Ledger | None:
+    def latest(self) -> _Goodput | None:
+        """The last read of the run (``None`` when it cannot be read); starts a due refresh."""
+        first, self._first = self._first, None
+        if first is not None:
+            first.join()  # nothing to show before the first read: only the first scrape waits
+        self._refresh_if_due()
+        return self._latest
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        """Wait for a refresh in flight (tests, and a clean shutdown)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _refresh_if_due(self) -> None:
         with self._lock:
             now = time.monotonic()
-            if now - self._checked_s >= self.refresh_s:
-                self._checked_s = now
-                stamp = tuple(
-                    (path.name, path.stat().st_mtime, path.stat().st_size)
-                    for path in sorted(self.run_dir.glob("rank-*.jsonl"))
-                )
-                if stamp != self._stamp:
-                    self._stamp = stamp
-                    self._rebuild()
-            return self._ledger
+            busy = self._thread is not None and self._thread.is_alive()
+            if busy or now - self._checked_s < self.refresh_s:
+                return
+            self._checked_s = now
+            self._thread = threading.Thread(target=self._refresh, name="lightspeed-goodput", daemon=True)
+            self._thread.start()
 
-    def _rebuild(self) -> None:
+    def _refresh(self) -> None:
+        try:
+            stamp = tuple(
+                (path.name, stat.st_mtime_ns, stat.st_size)
+                for path in sorted(self.run_dir.glob("rank-*.jsonl"))
+                for stat in (path.stat(),)
+            )
+        except OSError as error:  # the folder was removed or cannot be read
+            self.error = f"{self.run_dir}: {error.strerror or error}"
+            return
+        if stamp == self._stamp and (self._latest is not None or self.error):
+            return
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a live run's last line may be half written
-                self._ledger = build_ledger(run=read_run(self.run_dir))
+                run = read_run(self.run_dir)
+                self._latest = _Goodput(ledger=build_ledger(run=run), last_step_s=_last_steps(run))
             self.error = ""
-        except DataFileError as error:
+        except (DataFileError, OSError) as error:  # a log that is not one, or one removed while read
             self.error = str(error)
+        self._stamp = stamp
 
 
 class MonitorCollector:
-    """A prometheus_client collector over a running :class:`Monitor` (and a goodput run)."""
+    """A prometheus_client collector over a running :class:`Monitor` (and a goodput run).
+
+    ``hostname`` labels the devices sampled here; a replayed capture's devices carry the host
+    that recorded them.
+    """
 
     def __init__(
         self,
@@ -108,20 +189,24 @@ class MonitorCollector:
 
         sample = self.monitor.latest()
         devices = {device.device_id: device for device in self.monitor.devices}
+        labels_of = device_labels(
+            self.monitor.devices, hostname=self.hostname, hosts=_replay_hosts(self.monitor.backends)
+        )
         families: dict[str, Any] = {}
         if sample is not None:
             for device_id, values in sample.reading.items():
-                device = devices.get(device_id)
-                if device is None:
+                if device_id not in devices:
                     continue
-                labels = self._labels(device)
+                labels = labels_of[device_id]
                 for metric, value in values.items():
                     spec = METRICS.get(metric)
                     if spec is None or value is None or not math.isfinite(value):
                         continue
                     family = families.get(spec.exporter_name)
                     if family is None:
-                        help_text = f"{spec.description} ({spec.unit}; lightspeed {metric})"
+                        help_text = (
+                            f"{spec.description} ({_unit_phrase(exporter_unit(spec))}; lightspeed {metric})"
+                        )
                         family = families[spec.exporter_name] = gauge(
                             spec.exporter_name, help_text, labels=list(labels)
                         )
@@ -129,57 +214,95 @@ class MonitorCollector:
         yield from families.values()
         yield from self._goodput(gauge)
 
-    def _labels(self, device: DeviceInfo) -> dict[str, str]:
-        if device.kind != "gpu":
-            return {"Hostname": self.hostname}
-        index = "" if device.index is None else str(device.index)
-        return {
-            "gpu": index,
-            "UUID": device.uuid,
-            "device": f"nvidia{index}",
-            "modelName": device.name,
-            "Hostname": self.hostname,
-        }
-
     def _goodput(self, gauge: Any) -> Iterator[Any]:
         if self.goodput is None:
             return
-        ledger = self.goodput.ledger()
-        if ledger is None:
+        latest = self.goodput.latest()
+        if latest is None:
             return
+        ledger = latest.ledger
         run = ledger.run_id
         yield _single(
             gauge,
             "lightspeed_goodput_ratio",
-            "productive share of the run's wall time",
+            "productive share of the run's wall time (ratio)",
             run,
             ledger.goodput_fraction,
         )
         if ledger.mfu is not None:
             yield _single(
-                gauge, "lightspeed_mfu_ratio", "model FLOP utilisation over the wall time", run, ledger.mfu
+                gauge,
+                "lightspeed_mfu_ratio",
+                "model FLOP utilisation over the wall time (ratio)",
+                run,
+                ledger.mfu,
             )
         if ledger.tokens_per_s is not None:
             yield _single(
                 gauge,
                 "lightspeed_tokens_per_second",
-                "tokens per second of wall time",
+                "tokens per second of wall time (in tokens/s)",
                 run,
                 ledger.tokens_per_s,
             )
         yield _single(
             gauge,
-            "lightspeed_steps_total",
-            "productive optimizer steps so far",
+            "lightspeed_productive_steps",
+            "productive optimizer steps so far (a count; a restart can turn some into lost progress)",
             run,
             float(ledger.steps.count),
         )
         steps = gauge(
-            "lightspeed_step_seconds", "duration of the last productive step", labels=["run_id", "rank"]
+            "lightspeed_step_seconds",
+            "duration of the last productive step (in s)",
+            labels=["run_id", "rank"],
         )
-        for rank, seconds in _last_steps(self.goodput.run_dir).items():
+        for rank, seconds in latest.last_step_s.items():
             steps.add_metric([run, str(rank)], seconds)
         yield steps
+
+
+def device_labels(
+    devices: Sequence[DeviceInfo], *, hostname: str, hosts: Mapping[str, str] | None = None
+) -> dict[str, dict[str, str]]:
+    """dcgm-exporter's labels per device id, distinct for every device.
+
+    ``gpu`` is the NVML index; a GPU without one (or sharing one with another) gets its device
+    id instead, so that no two series of a family carry the same labels. ``hosts`` overrides
+    ``hostname`` per device (a replayed capture's own host).
+
+    >>> gpus = [DeviceInfo(device_id=f"gpu{i}", kind="gpu", name="H100", backend="nvml") for i in (0, 1)]
+    >>> [labels["gpu"] for labels in device_labels(gpus, hostname="node1").values()]
+    ['gpu0', 'gpu1']
+    """
+    hosts = hosts or {}
+    gpus = [device for device in devices if device.kind == "gpu"]
+    indexes = [device.index for device in gpus if device.index is not None]
+    labels: dict[str, dict[str, str]] = {}
+    for device in devices:
+        host = hosts.get(device.device_id) or hostname
+        if device.kind != "gpu":
+            labels[device.device_id] = {"Hostname": host}
+            continue
+        unique = device.index is not None and indexes.count(device.index) == 1
+        gpu = str(device.index) if unique else device.device_id
+        labels[device.device_id] = {
+            "gpu": gpu,
+            "UUID": device.uuid,
+            "device": f"nvidia{device.index}" if unique else device.device_id,
+            "modelName": device.name,
+            "Hostname": host,
+        }
+    return labels
+
+
+def _replay_hosts(backends: Sequence[Backend]) -> dict[str, str]:
+    """device id -> the host that recorded it, for replayed captures."""
+    hosts: dict[str, str] = {}
+    for backend in backends:
+        if isinstance(backend, ReplayBackend) and backend.host:
+            hosts.update(dict.fromkeys(backend.device_ids, backend.host))
+    return hosts
 
 
 def _single(gauge: Any, name: str, help_text: str, run_id: str, value: float) -> Any:
@@ -188,13 +311,7 @@ def _single(gauge: Any, name: str, help_text: str, run_id: str, value: float) ->
     return family
 
 
-def _last_steps(run_dir: Path) -> dict[int, float]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            run = read_run(run_dir)
-        except DataFileError:
-            return {}
+def _last_steps(run: RunLog) -> dict[int, float]:
     last = {}
     for rank in run.ranks:
         steps = [step for segment in rank.segments for step in segment.steps if not step.error]
@@ -212,8 +329,17 @@ class Exporter(Record):
 
     @property
     def url(self) -> str:
-        """The metrics address Prometheus scrapes."""
-        return f"http://{self.host}:{self.port}/metrics"
+        """The metrics address Prometheus scrapes (an IPv6 host in brackets).
+
+        >>> Exporter(host="::1", port=9400).url
+        'http://[::1]:9400/metrics'
+        """
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+
+# errors of bind() that are the address's fault, not the port's
+_HOST_ERRNOS: Final = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
 
 
 class ExporterServer:
@@ -226,11 +352,7 @@ class ExporterServer:
         try:
             self._server, self._thread = prometheus.start_http_server(port, addr=host, registry=self.registry)
         except OSError as error:
-            from lightspeed.errors import UserInputError
-
-            raise UserInputError(
-                f"cannot listen on {host}:{port} ({error.strerror or error}); choose another --port"
-            ) from None
+            raise UserInputError(_listen_error(host, port, error)) from None
         self.exporter = Exporter(host=host, port=int(self._server.server_port))
 
     def metrics_text(self) -> str:
@@ -241,3 +363,15 @@ class ExporterServer:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _listen_error(host: str, port: int, error: OSError) -> str:
+    """One line for a failed listen that blames the host or the port, whichever is at fault."""
+    reason = error.strerror or str(error)
+    if isinstance(error, socket.gaierror) or error.errno in _HOST_ERRNOS:
+        return (
+            f"cannot listen on --host {host} ({reason}); give an address of this machine "
+            "(127.0.0.1, 0.0.0.0 for every interface, ::1 or :: for IPv6)"
+        )
+    where = f"[{host}]" if ":" in host else host
+    return f"cannot listen on {where}:{port} ({reason}); choose another --port"

@@ -40,7 +40,13 @@ class Thresholds(Record):
 
 @dataclass(frozen=True)
 class Evidence(Record):
-    """One measured fact behind a finding: ``observed`` compared with ``threshold``."""
+    """One measured fact behind a finding: ``observed`` compared with ``threshold``.
+
+    ``observed`` was measured over ``window_start_s`` .. ``window_end_s``
+    (seconds since the capture started) or, when ``scope`` says so, over only
+    part of it: e.g. *"data_stall time only: 4 stretches, 4 s"* for a ledger
+    bucket, whose pieces lie between the window's ends.
+    """
 
     counter: str
     device: str
@@ -50,6 +56,7 @@ class Evidence(Record):
     threshold: float
     comparison: str
     unit: str
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ def fact(
     *,
     comparison: str,
     unit: str | None = None,
+    scope: str = "",
 ) -> Evidence:
     spec = METRICS.get(counter)
     return Evidence(
@@ -94,6 +102,7 @@ def fact(
         threshold=threshold,
         comparison=comparison,
         unit=unit if unit is not None else (spec.unit if spec is not None else "ratio"),
+        scope=scope,
     )
 
 

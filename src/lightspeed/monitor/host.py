@@ -6,9 +6,19 @@ iowait + steal, the same split ``top`` and nvitop's host panel show. Network
 rates leave out loopback and ``ifb*`` mirror devices (traffic shaping copies
 every packet there). ``process_cpu_cores`` is the CPU seconds per second of the
 watched process and its descendants (the command ``monitor run`` launched):
-1.0 is one core kept busy. The process tree is re-listed at most once a second
-(listing scans all of /proc); the CPU times of known processes are read every
-tick. A process that ends between two ticks loses only its last partial tick.
+1.0 is one core kept busy, and never more than the machine's cores. The
+process tree is re-listed at most once a second (listing scans all of /proc);
+the CPU times of known processes are read every tick. A process found in the
+tree after it started counts from the previous tick: all its CPU seconds when
+it started after that tick, else the share of them that falls after it at
+its average rate over its life (its earlier seconds belong to ticks already
+written, not to this one). A process that ends between two ticks loses only
+its last partial tick; one that has ended but is not reaped yet (a zombie)
+adds its last CPU seconds but no memory, and with every watched process
+ended the process counters have no value. Rates (CPU share, CPU cores,
+network and disk) are measured from one reading to the next, the first from
+:meth:`HostBackend.open`: the CPU share is ``None`` until the kernel has
+counted a tick (10 ms) since then, never the average since boot.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ class HostBackend(Backend):
     >>> devices = backend.open()
     >>> devices[0].device_id, devices[0].details["num_cpus"] == os.cpu_count()
     ('host', True)
+    >>> time.sleep(0.05)  # the CPU share is measured from open(): let the kernel count a few ticks
     >>> 0.0 <= backend.read()["host"]["cpu_util_ratio"] <= 1.0
     True
     """
@@ -53,11 +64,13 @@ class HostBackend(Backend):
         self._psutil: Any = None
         self._last_s = 0.0
         self._cpu: tuple[float, float] | None = None
-        self._cpu_ratio_last = 0.0
+        self._cpu_ratio_last: float | None = None
         self._io: dict[str, float | None] = {}
         self._tree: dict[int, Any] = {}
         self._tree_cpu: dict[int, float] = {}
+        self._tree_ended: set[int] = set()  # ended, not yet reaped (zombies): not listed again
         self._tree_listed_s = -TREE_REFRESH_S
+        self._num_cpus = os.cpu_count() or 1
 
     def watch(self, pid: int) -> None:
         """Watch the tree of process ``pid``, which this program started: it may end before the
@@ -72,13 +85,12 @@ class HostBackend(Backend):
         if self.pid is not None and not self._may_have_ended and not psutil.pid_exists(self.pid):
             raise UserInputError(f"no process with id {self.pid} to watch")
         self._last_s = time.perf_counter()
-        self._cpu = _cpu_split(psutil.cpu_times())
-        busy, total = self._cpu
-        self._cpu_ratio_last = busy / total if total > 0 else 0.0  # since boot, until a tick passes
+        self._cpu = _cpu_split(psutil.cpu_times())  # rates start here: the first reading measures from it
+        self._cpu_ratio_last = None
         self._io = self._io_totals()
-        self._process_cpu_s()
+        self._process_cpu_s(None)
         details = {
-            "num_cpus": os.cpu_count() or 1,
+            "num_cpus": self._num_cpus,
             "num_physical_cpus": psutil.cpu_count(logical=False),
             "watched_pid": self.pid,
         }
@@ -102,22 +114,26 @@ class HostBackend(Backend):
             values[f"{name}_bytes_per_s"] = rate(self._io.get(name), total, elapsed)
         self._io = totals
         if self.pid is not None:
-            cpu_s = self._process_cpu_s()
+            cpu_s = self._process_cpu_s(elapsed)
             alive = bool(self._tree)  # none left: the watched command ended (no figure, not zero)
-            values["process_cpu_cores"] = cpu_s / elapsed if elapsed > 0 and alive else None
+            cores = min(cpu_s / elapsed, float(self._num_cpus)) if elapsed > 0 and alive else None
+            values["process_cpu_cores"] = cores
             values["process_rss_bytes"] = self._process_rss_bytes()
         return {"host": values}
 
     def why_missing(self, device: str, metric: str) -> str | None:
         if metric.startswith("process_") and self.pid is not None and not self._tree:
             return "no value: the watched command had ended (or had not started) when sampled"
+        if metric == "cpu_util_ratio":
+            return "no value: the kernel had not counted a CPU tick (10 ms) since the monitor opened"
         return None
 
     # -- pieces ------------------------------------------------------------
 
-    def _cpu_ratio(self, times: Any) -> float:
+    def _cpu_ratio(self, times: Any) -> float | None:
         """Busy share since the last reading; the kernel counts in ticks (10 ms), so a read
-        within one tick of the last repeats the last share instead of dividing by zero."""
+        within one tick of the last repeats the last share instead of dividing by zero (and
+        has none to repeat before the first share is measured)."""
         busy, total = _cpu_split(times)
         previous = self._cpu
         if previous is None or total <= previous[1]:
@@ -138,8 +154,9 @@ class HostBackend(Backend):
             "disk_write": float(disks.write_bytes) if disks is not None else None,
         }
 
-    def _process_cpu_s(self) -> float:
-        """CPU seconds the watched tree used since the last call (new processes count from 0)."""
+    def _process_cpu_s(self, elapsed_s: float | None) -> float:
+        """CPU seconds the watched tree used in the last ``elapsed_s`` seconds (``None``: at open,
+        where every process found counts from now)."""
         if self.pid is None:
             return 0.0
         now = time.perf_counter()
@@ -155,9 +172,34 @@ class HostBackend(Backend):
                 self._tree_cpu.pop(pid, None)
                 continue
             total = float(times.user + times.system)
-            used += max(0.0, total - self._tree_cpu.get(pid, 0.0))
+            known = self._tree_cpu.get(pid)
+            if known is None:
+                known = (
+                    total if elapsed_s is None else total - self._since_last_tick(process, total, elapsed_s)
+                )
+            used += max(0.0, total - known)
             self._tree_cpu[pid] = total
         return used
+
+    def _since_last_tick(self, process: Any, total_s: float, elapsed_s: float) -> float:
+        """Of the ``total_s`` CPU seconds of a process just found, those after the previous tick:
+        all when it started since, else its average rate over its life times ``elapsed_s``."""
+        try:
+            life_s = self._age_s(process)
+        except self._psutil.Error:
+            return 0.0
+        if life_s <= elapsed_s:
+            return total_s
+        return total_s * elapsed_s / life_s
+
+    def _age_s(self, process: Any) -> float:
+        """Seconds since ``process`` started: on Linux on the clock its start time is counted in
+        (since boot; the epoch time psutil adds is whole seconds and follows clock changes)."""
+        started_s = float(process.create_time())
+        since_boot = getattr(time, "CLOCK_BOOTTIME", None)
+        if since_boot is None:
+            return time.time() - started_s
+        return time.clock_gettime(since_boot) - (started_s - float(self._psutil.boot_time()))
 
     def _relist_tree(self) -> None:
         psutil = self._psutil
@@ -167,15 +209,26 @@ class HostBackend(Backend):
         except psutil.Error:
             members = []
         for process in members:
-            self._tree.setdefault(process.pid, process)
+            if process.pid not in self._tree_ended:
+                self._tree.setdefault(process.pid, process)
 
     def _process_rss_bytes(self) -> float | None:
+        """Resident memory of the tree; a process that reads none has ended (a zombie waiting to be
+        reaped): it leaves the tree, and with none left there is no value, not 0."""
         total = 0.0
-        for process in list(self._tree.values()):
+        for pid, process in list(self._tree.items()):
             try:
-                total += float(process.memory_info().rss)
-            except self._psutil.Error:
+                rss = float(process.memory_info().rss)
+            except self._psutil.NoSuchProcess:
+                rss = 0.0
+            except self._psutil.Error:  # not ours to read (another user's): still running
                 continue
+            if rss > 0:
+                total += rss
+            else:
+                del self._tree[pid]
+                self._tree_cpu.pop(pid, None)
+                self._tree_ended.add(pid)
         return total if self._tree else None
 
 

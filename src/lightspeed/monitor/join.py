@@ -4,13 +4,16 @@ The tracker's events and the monitor's samples carry wall-clock times from
 the same host clock, so a capture lines up with a run by subtracting the
 run's start. Each rank is matched to the capture of its host (the host name
 in its job start) and to that host's GPU with the rank's local index (ranks on
-one host in order, one GPU each; one GPU shared when there is only one). The
+one host in order, one GPU each; with more ranks than GPUs they wrap around,
+and ranks that share a GPU share its energy evenly, so a GPU's energy is
+counted once however many ranks ran on it). The
 ledger's own timeline (:func:`lightspeed.goodput.bucket_timeline`) says which
 bucket each instant went to, so the counters of a bucket are measured over
 exactly the time the ledger gives it.
 
 Energy is the increase of the GPUs' energy counter (NVML's total energy,
-interpolated between samples) and, without it, the integral of power. Energy
+interpolated between samples; after a drop, a reset, the counter counts from
+0) and, without it, the integral of power. Energy
 per step divides productive energy by the number of optimizer steps (steps of
 one rank; all GPUs' energy), energy per token by the tokens the ledger
 counts. "Busy" is SM activity when DCGM sampled it, else NVML utilisation.
@@ -19,7 +22,7 @@ counts. "Busy" is SM activity when DCGM sampled it, else NVML utilisation.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import numpy as np
@@ -92,11 +95,20 @@ class StepCounters(Record):
 
 @dataclass(frozen=True)
 class BucketCounters(Record):
-    """One ledger bucket: its seconds (mean over ranks, as in the ledger) and its counters."""
+    """One ledger bucket: its seconds (mean over ranks, as in the ledger) and its counters.
+
+    The counters are measured over the bucket's own time only: the union of its
+    pieces on every rank, ``num_pieces`` stretches (``union_s`` seconds in all)
+    from ``start_s`` to ``end_s`` (seconds since the run's start).
+    """
 
     bucket: str
     seconds: float
     counters: Counters
+    start_s: float = 0.0
+    end_s: float = 0.0
+    num_pieces: int = 0
+    union_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +154,7 @@ class _Sources:
     gpu: dict[str, Series]
     host: dict[str, Series]
     gpu_id: str | None
+    gpu_share: float = 1.0  # of the GPU's energy: 1 / the number of ranks on that GPU
 
 
 def join_counters(*, run: RunLog, ledger: Ledger, captures: Sequence[Capture]) -> CounterLedger:
@@ -205,7 +218,22 @@ def _rank_sources(run: RunLog, captures: Sequence[Capture]) -> dict[int, _Source
         capture = _capture_of(host, captures)
         for local, number in enumerate(sorted(numbers)):
             sources[number] = _sources(capture, local, run.start_epoch_s)
-    return sources
+    sharing = _ranks_per_gpu(sources)
+    return {
+        rank: replace(source, gpu_share=1.0 / len(sharing[source.gpu_id]))
+        if source.gpu_id is not None
+        else source
+        for rank, source in sources.items()
+    }
+
+
+def _ranks_per_gpu(sources: Mapping[int, _Sources]) -> dict[str, list[int]]:
+    """The ranks reading each GPU (more than one when ranks share it)."""
+    ranks: dict[str, list[int]] = {}
+    for rank, source in sorted(sources.items()):
+        if source.gpu_id is not None:
+            ranks.setdefault(source.gpu_id, []).append(rank)
+    return ranks
 
 
 def _capture_of(host: str, captures: Sequence[Capture]) -> Capture | None:
@@ -294,13 +322,14 @@ def _covered(source: _Sources, starts: Any, ends: Any) -> Any:
 
 
 def _energy(source: _Sources, starts: Any, ends: Any) -> Any:
+    """This rank's share of its GPU's energy over each window (the GPU's, split among its ranks)."""
     counter = source.gpu.get("energy_j")
     if counter is not None:
-        return counter.increase(starts, ends)
+        return counter.increase(starts, ends) * source.gpu_share
     power = source.gpu.get("power_w")
     if power is not None:
         area, covered = power.integral(starts, ends)
-        return np.where(covered > 0, area, np.nan)
+        return np.where(covered > 0, area, np.nan) * source.gpu_share
     return np.full(len(starts), np.nan)
 
 
@@ -360,8 +389,36 @@ def _bucket_counters(
                     )
                 )
         if windows and seconds.get(bucket, 0.0) > 1e-9:
-            rows.append(BucketCounters(bucket=bucket, seconds=seconds[bucket], counters=_aggregate(windows)))
+            starts = np.concatenate([window[1] for window in windows])
+            ends = np.concatenate([window[2] for window in windows])
+            num_pieces, union_s = _union(starts, ends)
+            rows.append(
+                BucketCounters(
+                    bucket=bucket,
+                    seconds=seconds[bucket],
+                    counters=_aggregate(windows),
+                    start_s=float(starts.min()),
+                    end_s=float(ends.max()),
+                    num_pieces=num_pieces,
+                    union_s=union_s,
+                )
+            )
     return tuple(rows)
+
+
+def _union(starts: Any, ends: Any) -> tuple[int, float]:
+    """(number of separate stretches, seconds) of the union of the windows ``[starts, ends]``."""
+    order = np.argsort(starts, kind="stable")
+    count, total = 0, 0.0
+    low = high = -np.inf
+    for start, end in zip(starts[order].tolist(), ends[order].tolist(), strict=True):
+        if start > high:
+            if count:
+                total += high - low
+            count, low, high = count + 1, start, end
+        else:
+            high = max(high, end)
+    return count, total + (high - low if count else 0.0)
 
 
 def _aggregate(windows: Sequence[tuple[_Sources, Any, Any]]) -> Counters:
@@ -413,4 +470,7 @@ def _join_notes(
         )
     if all(not source.gpu for source in sources.values()):
         notes.append("no GPU counters: no energy or GPU activity for this run (host counters only)")
+    for gpu_id, ranks in _ranks_per_gpu(sources).items():
+        if len(ranks) > 1:
+            notes.append(f"ranks {ranks} share {gpu_id}: its energy is counted once, split evenly among them")
     return tuple(notes)

@@ -189,6 +189,12 @@ UNIT_RANGES: Final[dict[str, tuple[float, float]]] = {
 }
 
 
+# Units whose values are whole numbers: NVML holds a bitmask and an XID code in an unsigned
+# 64-bit integer (a fraction, or 1e300, is no reading of either).
+WHOLE_UNITS: Final = frozenset({"bitmask", "code"})
+MAX_WHOLE: Final = 2.0**64
+
+
 def out_of_range(metric: str, value: float) -> str:
     """Why ``value`` cannot be a reading of ``metric`` (``''`` when it can, or the metric is unknown).
 
@@ -196,10 +202,14 @@ def out_of_range(metric: str, value: float) -> str:
     'cpu_util_ratio = -5 (-500%) is outside its range 0 to 1 (0% to 100%)'
     >>> out_of_range("power_w", 612.0)
     ''
+    >>> out_of_range("clock_event_reasons", 0.5)
+    'clock_event_reasons = 0.5 is not a whole number from 0 to 2^64 - 1 (a bitmask)'
     """
     spec = METRICS.get(metric)
     if spec is None or spec.unit not in UNIT_RANGES:
         return ""
+    if spec.unit in WHOLE_UNITS and not (float(value).is_integer() and 0 <= value < MAX_WHOLE):
+        return f"{metric} = {value:g} is not a whole number from 0 to 2^64 - 1 (a {spec.unit})"
     low, high = UNIT_RANGES[spec.unit]
     if low <= value <= high:
         return ""

@@ -11,10 +11,12 @@ data throughput (cumulative KiB counters per link, turned into a rate between
 ticks), volatile ECC error counts, the last XID error (from an NVML event set
 polled without waiting) and the number of MIG GPU instances.
 
-A call the device does not support (``NVML_ERROR_NOT_SUPPORTED``, ``NO_PERMISSION``)
-gives ``None`` for its metrics and is not called again: the sampler says so
-once. Units are converted here: mW to W, mJ to J, MHz to Hz, KB/s and KiB to
-bytes.
+A call the device does not support (``NVML_ERROR_NOT_SUPPORTED``,
+``NO_PERMISSION``) gives ``None`` for its metrics and is not called again: the
+sampler says so once. A GPU that is lost (``NVML_ERROR_GPU_IS_LOST``) raises
+instead: sampling stops and the command says so, rather than its series
+silently vanishing. Units are converted here: mW to W, mJ to J, MHz to Hz,
+KB/s and KiB to bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from lightspeed import nvml as nvml_access
-from lightspeed.errors import UnsupportedError
+from lightspeed.errors import LightspeedError, UnsupportedError
 from lightspeed.monitor.backend import Backend, DeviceInfo, Reading, Values, rate
 
 KIB: Final = 1024.0
@@ -254,6 +256,12 @@ class NvmlBackend(Backend):
         try:
             return function()
         except self._nvml.NVMLError as error:
+            if getattr(error, "value", None) == getattr(self._nvml, "NVML_ERROR_GPU_IS_LOST", _GPU_IS_LOST):
+                # not "this device cannot": the device is gone; stop sampling so the run says so
+                raise LightspeedError(
+                    f"NVML: GPU {device_id} is lost (NVML_ERROR_GPU_IS_LOST: off the bus or dropped by "
+                    "the driver); check the kernel log for an Xid and drain or reset the node"
+                ) from error
             if _is_transient(self._nvml, error):
                 return None
             skipped.add(key)
@@ -264,6 +272,9 @@ class NvmlBackend(Backend):
             return function()
         except self._nvml.NVMLError:
             return None
+
+
+_GPU_IS_LOST: Final = 15  # NVML_ERROR_GPU_IS_LOST in nvml.h
 
 
 def _is_transient(nvml: Any, error: Any) -> bool:

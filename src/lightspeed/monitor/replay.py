@@ -52,6 +52,16 @@ class ReplayBackend(Backend):
             raise UserInputError("open the replay backend before reading it")
         return self._capture
 
+    @property
+    def host(self) -> str:
+        """The host that recorded the capture (``''`` before :meth:`open`, or when it names none)."""
+        return self._capture.host if self._capture is not None else ""
+
+    @property
+    def device_ids(self) -> tuple[str, ...]:
+        """The capture's device ids (none before :meth:`open`)."""
+        return tuple(device.device_id for device in self._capture.devices) if self._capture else ()
+
     def open(self) -> tuple[DeviceInfo, ...]:
         capture = self.source if isinstance(self.source, Capture) else read_capture(self.source)
         if capture.num_samples == 0:

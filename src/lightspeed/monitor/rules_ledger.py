@@ -10,12 +10,34 @@ from collections.abc import Sequence
 from lightspeed.monitor.capture import Capture
 from lightspeed.monitor.findings import Finding, Thresholds
 from lightspeed.monitor.findings import fact as _fact
-from lightspeed.monitor.join import CounterLedger
+from lightspeed.monitor.join import BucketCounters, CounterLedger
 from lightspeed.units import format_duration, format_percent
 
 
 def _run_window(joined: CounterLedger, shift: float) -> tuple[float, float]:
+    """The whole run (seconds since the capture started): the window of a share of its wall time."""
     return shift, shift + joined.ledger.total_s
+
+
+def _bucket_window(item: BucketCounters, shift: float) -> tuple[tuple[float, float], str]:
+    """Where a bucket's counters were measured: from its first piece to its last, and, when it has
+    gaps, the scope that says only the bucket's own time inside counts."""
+    window = (shift + item.start_s, shift + item.end_s)
+    if item.num_pieces <= 1:
+        return window, ""
+    return window, f"{item.bucket} time only: {item.num_pieces} stretches, {format_duration(item.union_s)}"
+
+
+def _steps_window(joined: CounterLedger, rank: int, shift: float) -> tuple[tuple[float, float], str]:
+    """Where a rank's step figures come from: its steps, from the first one's start to the last one's end."""
+    steps = [step for step in joined.steps if step.rank == rank]
+    if not steps:
+        return _run_window(joined, shift), ""
+    start = min(step.start_s for step in steps)
+    end = max(step.end_s for step in steps)
+    busy = sum(step.end_s - step.start_s for step in steps)
+    scope = f"rank {rank}'s {len(steps)} steps only, {format_duration(busy)}" if busy < end - start else ""
+    return (shift + start, shift + end), scope
 
 
 def starvation(joined: CounterLedger, shift: float, limits: Thresholds) -> list[Finding]:
@@ -26,13 +48,13 @@ def starvation(joined: CounterLedger, shift: float, limits: Thresholds) -> list[
     share = stall.seconds / total
     if share < limits.starvation_share:
         return []
-    start, end = _run_window(joined, shift)
     counters = stall.counters
+    window, scope = _bucket_window(stall, shift)
     evidence = [
         _fact(
             "ledger data_stall share",
             "run",
-            (start, end),
+            _run_window(joined, shift),
             share,
             limits.starvation_share,
             comparison=">=",
@@ -47,11 +69,12 @@ def starvation(joined: CounterLedger, shift: float, limits: Thresholds) -> list[
             _fact(
                 joined.busy_counter,
                 "gpus",
-                (start, end),
+                window,
                 busy,
                 limits.starvation_busy_ratio,
                 comparison="<=",
                 unit="ratio",
+                scope=scope,
             )
         )
         where = f"the GPUs were {format_percent(busy)} busy while the job waited for data"
@@ -60,11 +83,19 @@ def starvation(joined: CounterLedger, shift: float, limits: Thresholds) -> list[
     cpu, cores = counters.cpu_util_ratio, counters.process_cpu_cores
     if cpu is not None:
         evidence.append(
-            _fact("cpu_util_ratio", "host", (start, end), cpu, 0.0, comparison="info", unit="ratio")
+            _fact("cpu_util_ratio", "host", window, cpu, 0.0, comparison="info", unit="ratio", scope=scope)
         )
     if cores is not None:
         evidence.append(
-            _fact("process_cpu_cores", "host", (start, end), cores, limits.cpu_bound_cores, comparison="info")
+            _fact(
+                "process_cpu_cores",
+                "host",
+                window,
+                cores,
+                limits.cpu_bound_cores,
+                comparison="info",
+                scope=scope,
+            )
         )
     cpu_text = _loader_cpu_text(cpu, cores, limits)
     return [
@@ -98,7 +129,6 @@ def badput_hotspots(joined: CounterLedger, shift: float, limits: Thresholds) -> 
     """A badput bucket that takes a large share of the wall time, with what the machine did then."""
     total = joined.ledger.total_s
     findings = []
-    start, end = _run_window(joined, shift)
     for item in joined.buckets:
         if item.bucket not in _BADPUT_FIXES or total <= 0:
             continue
@@ -106,11 +136,12 @@ def badput_hotspots(joined: CounterLedger, shift: float, limits: Thresholds) -> 
         if share < limits.badput_share:
             continue
         counters = item.counters
+        window, scope = _bucket_window(item, shift)
         evidence = [
             _fact(
                 f"ledger {item.bucket} share",
                 "run",
-                (start, end),
+                _run_window(joined, shift),
                 share,
                 limits.badput_share,
                 comparison=">=",
@@ -123,11 +154,12 @@ def badput_hotspots(joined: CounterLedger, shift: float, limits: Thresholds) -> 
                 _fact(
                     joined.busy_counter,
                     "gpus",
-                    (start, end),
+                    window,
                     counters.gpu_busy_ratio,
                     0.0,
                     comparison="info",
                     unit="ratio",
+                    scope=scope,
                 )
             )
             said.append(f"the GPUs were {format_percent(counters.gpu_busy_ratio)} busy")
@@ -136,10 +168,11 @@ def badput_hotspots(joined: CounterLedger, shift: float, limits: Thresholds) -> 
                 _fact(
                     "process_cpu_cores",
                     "host",
-                    (start, end),
+                    window,
                     counters.process_cpu_cores,
                     limits.cpu_bound_cores,
                     comparison="info",
+                    scope=scope,
                 )
             )
             cores = counters.process_cpu_cores
@@ -155,11 +188,12 @@ def badput_hotspots(joined: CounterLedger, shift: float, limits: Thresholds) -> 
                 _fact(
                     "cpu_util_ratio",
                     "host",
-                    (start, end),
+                    window,
                     counters.cpu_util_ratio,
                     0.0,
                     comparison="info",
                     unit="ratio",
+                    scope=scope,
                 )
             )
             said.append(f"the host's CPUs were {format_percent(counters.cpu_util_ratio)} busy")
@@ -198,11 +232,11 @@ def _loader_cpu_text(cpu: float | None, cores: float | None, limits: Thresholds)
 def rank_stragglers(joined: CounterLedger, shift: float) -> list[Finding]:
     views = {view.rank: view for view in joined.ledger.ranks}
     findings = []
-    start, end = _run_window(joined, shift)
     for rank in joined.ledger.stragglers:
         view = views.get(rank)
         if view is None:
             continue
+        window, scope = _steps_window(joined, rank, shift)
         others = [
             v.median_step_s for v in joined.ledger.ranks if v.rank != rank and v.median_step_s is not None
         ]
@@ -211,11 +245,12 @@ def rank_stragglers(joined: CounterLedger, shift: float) -> list[Finding]:
             _fact(
                 "median step time",
                 f"rank {rank}",
-                (start, end),
+                window,
                 view.median_step_s or math.nan,
                 typical,
                 comparison=">",
                 unit="s",
+                scope=scope,
             )
         ]
         clock = _rank_clock(joined, rank)
@@ -228,11 +263,12 @@ def rank_stragglers(joined: CounterLedger, shift: float) -> list[Finding]:
                     _fact(
                         "sm_clock_hz",
                         f"rank {rank}",
-                        (start, end),
+                        window,
                         clock,
                         typical_clock,
                         comparison="info",
                         unit="Hz",
+                        scope=scope,
                     )
                 )
                 clock_text = (
@@ -265,7 +301,7 @@ def host_rules(
     if productive is None or productive.seconds <= 0:
         return []
     num_cpus = _num_cpus(captures)
-    start, end = _run_window(joined, shift)
+    window, scope = _bucket_window(productive, shift)
     cores = joined.productive_process_cpu_cores
     cpu = joined.productive_cpu_util_ratio
     findings = []
@@ -289,11 +325,12 @@ def host_rules(
                     _fact(
                         "process_cpu_cores",
                         "host",
-                        (start, end),
+                        window,
                         cores,
                         limits.cpu_bound_cores,
                         comparison=">=",
                         unit="cores",
+                        scope=scope,
                     ),
                 ),
                 fix=(
@@ -322,16 +359,24 @@ def host_rules(
                     ),
                     evidence=(
                         _fact(
-                            "cpu_util_ratio", "host", (start, end), cpu, 0.0, comparison="info", unit="ratio"
+                            "cpu_util_ratio",
+                            "host",
+                            window,
+                            cpu,
+                            0.0,
+                            comparison="info",
+                            unit="ratio",
+                            scope=scope,
                         ),
                         _fact(
                             "other processes' cores",
                             "host",
-                            (start, end),
+                            window,
                             others,
                             limits.contention_cores,
                             comparison=">=",
                             unit="cores",
+                            scope=scope,
                         ),
                     ),
                     fix="run on a quiet machine (or pin the job to its own cores) before comparing "

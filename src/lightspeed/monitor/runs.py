@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import math
 import os
 import shutil
 import socket
+import threading
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -34,7 +36,7 @@ import numpy as np
 from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.clock import CLOCK_ANCHOR_ENV, anchor_env_value
 from lightspeed.datafile import check_version, load_json
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, LightspeedError, UserInputError, first_line
 from lightspeed.files import check_input
 from lightspeed.goodput import MONITOR_RUN_ENV, TRACKERS_FOLDER, Ledger, build_ledger, read_run
 from lightspeed.monitor.backend import Backend
@@ -48,12 +50,15 @@ from lightspeed.monitor.metrics import METRICS
 from lightspeed.monitor.nvml import NvmlBackend
 from lightspeed.monitor.rules import diagnose
 from lightspeed.monitor.sampler import Monitor
+from lightspeed.monitor.windows import Series
 from lightspeed.records import JsonObject, Record
 
 RUN_FILE: Final = "monitor.json"
 RUN_VERSION: Final = 1
 BACKEND_NAMES: Final = ("host", "nvml", "dcgm")
 MAX_RUN_FILE_BYTES: Final = 1 << 20
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,11 +78,20 @@ class MonitorRun(Record):
     signal_name: str | None = None
     forwarded_signals: tuple[str, ...] = ()
     stop_reason: str = ""
+    sampling_error: str | None = None
 
 
 @dataclass(frozen=True)
 class MetricSummary(Record):
-    """One counter of one device over the whole capture."""
+    """One counter of one device over the whole capture, summarised by its kind (``MetricSpec.kind``).
+
+    A ``gauge`` has its ``mean`` (time-weighted: each sample holds over the period before it, as in
+    the joins), ``minimum``, ``maximum`` and ``last``. A cumulative ``counter`` (the energy
+    counter) has its ``increase`` over the capture (a drop is a reset: counting goes on from zero)
+    and its ``last`` reading. A ``bitmask`` (clock event reasons) has ``bits_set`` (every bit set
+    in any sample), ``set_ratio`` (the share of the time with any bit set) and its ``last`` mask.
+    A ``last`` kind (the last XID error) has its ``last`` value only.
+    """
 
     device: str
     metric: str
@@ -87,6 +101,10 @@ class MetricSummary(Record):
     minimum: float | None
     maximum: float | None
     last: float | None
+    kind: str = "gauge"
+    increase: float | None = None
+    bits_set: int | None = None
+    set_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -151,47 +169,100 @@ def run_command(
     backends: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
+    on_sampling_stopped: Callable[[str], None] | None = None,
 ) -> MonitorRun:
     """Run ``command`` while sampling; write the run folder ``out_dir``; return what ran.
 
-    The command runs in its own process group (:mod:`lightspeed.monitor.child`):
-    SIGINT, SIGTERM and SIGHUP sent to the monitor are forwarded to it, and
-    the monitor reaps it and writes ``monitor.json`` with the reason it
-    stopped. A command that ends before the first sample is still a run (its
-    exit code, duration and whatever was sampled). ``LIGHTSPEED_MONITOR_RUN``
-    tells its goodput trackers where to announce themselves. ``stdout``
-    redirects the command's output (a file object; ``sys.stderr`` keeps a
-    caller's own stdout clean for JSON).
+    The backends open before the command starts: one that cannot (no driver,
+    no host engine) raises here, the command never runs and ``out_dir`` is
+    left as it was. The command runs in its own process group
+    (:mod:`lightspeed.monitor.child`): SIGINT, SIGTERM and SIGHUP sent to the
+    monitor are forwarded to it, and the monitor reaps it and writes
+    ``monitor.json`` with the reason it stopped. A command that ends before
+    the first sample is still a run (its exit code, duration and whatever was
+    sampled). ``LIGHTSPEED_MONITOR_RUN`` tells its goodput trackers where to
+    announce themselves. ``stdout`` redirects the command's output (a file
+    object; ``sys.stderr`` keeps a caller's own stdout clean for JSON).
+
+    Sampling that stops while the command runs (a GPU lost, the DCGM host
+    engine restarted) never stops the command nor changes its exit code:
+    ``on_sampling_stopped(message)`` is called at once (from another thread),
+    and the run's ``sampling_error`` says why the samples end early.
     """
     if not command:
         raise UserInputError(
             "give the command to run after --, e.g. lightspeed monitor run -- python train.py"
         )
-    chosen, optional = make_backends(backends, interval_s=interval_s)  # checked before anything starts
+    chosen, optional = make_backends(backends, interval_s=interval_s)
     created = _make_run_folder(out_dir)
     run_id = uuid.uuid4().hex[:12]
+    capture_path = out_dir / f"capture-{_safe(socket.gethostname())}-{os.getpid()}.jsonl"
     monitor = Monitor(
         backends=chosen,
         interval_s=interval_s,
         optional=optional,
-        capture_path=out_dir / f"capture-{_safe(socket.gethostname())}-{os.getpid()}.jsonl",
+        capture_path=capture_path,
         meta={"run_id": run_id, "command": list(command)},
     )
+    _open_before_the_command(monitor, out_dir, capture_path, created)
+    errors: list[str] = []
+    watched: list[int] = []
 
     def started(pid: int) -> None:
+        watched.append(pid)
         for backend in chosen:
             if isinstance(backend, HostBackend):
-                backend.watch(pid)  # the command's process tree, which may end before the first sample
-        monitor.meta["watched_pid"] = pid
-        monitor.start()
+                backend.watch(pid)  # the command's process tree, which may end before the next sample
 
     def ended_now(_pid: int) -> None:
         # a last sample as the command ends (before it is reaped: its CPU times still read), so that
-        # its last steps are covered whatever the sampling interval
-        monitor.sample_now()
+        # its last steps are covered whatever the sampling interval; a failing backend must not
+        # cost the command's exit code
+        try:
+            monitor.sample_now()
+        except Exception as error:
+            errors.append(_describe(error))
 
     start = time.time()
-    child_env = {
+    watch = _SamplingWatch(monitor, on_sampling_stopped, start)
+    try:
+        try:
+            ended = run_child(
+                command,
+                env=_child_env(out_dir, env, monitor),
+                stdout=stdout,
+                on_start=started,
+                on_exit=ended_now,
+            )
+            end = time.time()  # the command's end, before the sampler is stopped
+        finally:
+            watch.close()
+            stopped = _stop_quietly(monitor)
+    except UserInputError:
+        _remove_run(out_dir, capture_path, created)  # the command never ran: leave nothing behind
+        raise
+    run = MonitorRun(
+        path=str(out_dir),
+        run_id=run_id,
+        command=tuple(command),
+        exit_code=ended.exit_code,
+        start_epoch_s=start,
+        end_epoch_s=end,
+        interval_s=interval_s,
+        backends=_opened_backends(capture_path, tuple(backend.name for backend in chosen)),
+        host=socket.gethostname(),
+        goodput_runs=announced_runs(out_dir),
+        signal_name=ended.signal_name,
+        forwarded_signals=ended.forwarded_signals,
+        stop_reason=ended.reason,
+        sampling_error=stopped or (errors[0] if errors else None),
+    )
+    _write_run_file(out_dir, run, monitor.notes, watched_pid=watched[0] if watched else None)
+    return run
+
+
+def _child_env(out_dir: Path, env: Mapping[str, str] | None, monitor: Monitor) -> dict[str, str]:
+    return {
         **os.environ,
         **(env or {}),
         MONITOR_RUN_ENV: str(out_dir.resolve()),
@@ -199,33 +270,91 @@ def run_command(
         # (a restart after an NTP step or a paused VM) cannot move its steps off the samples
         CLOCK_ANCHOR_ENV: anchor_env_value(monitor.anchor_ns),
     }
+
+
+SAMPLING_WATCH_S: Final = 0.25  # how soon a sampler that stopped during the command is reported
+
+
+class _SamplingWatch:
+    """Calls ``callback(message)`` as soon as the sampler's thread stops on an error while the
+    command runs (the error itself is raised only by ``Monitor.stop()``, at the end)."""
+
+    def __init__(self, monitor: Monitor, callback: Callable[[str], None] | None, start_s: float) -> None:
+        self._monitor = monitor
+        self._callback = callback
+        self._start_s = start_s
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        if callback is not None:
+            self._thread = threading.Thread(target=self._watch, name="lightspeed-monitor-watch", daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(SAMPLING_WATCH_S):
+            if self._monitor.running:
+                continue
+            error = self._monitor.error
+            if error is not None and self._callback is not None:
+                elapsed_s = time.time() - self._start_s
+                self._callback(
+                    f"sampling stopped {elapsed_s:.0f} s into the run ({_describe(error)}); the command "
+                    "goes on unmonitored and its exit code is kept"
+                )
+            return
+
+    def close(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _open_before_the_command(monitor: Monitor, out_dir: Path, capture_path: Path, created: bool) -> None:
+    """Start the sampler and wait for its backends: one that cannot open fails before the command."""
     try:
-        ended = run_child(command, env=child_env, stdout=stdout, on_start=started, on_exit=ended_now)
-    except UserInputError:
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)  # the command never ran: leave nothing behind
+        monitor.start()
+        monitor.wait_ready()
+    except BaseException:
+        _stop_quietly(monitor)
+        _remove_run(out_dir, capture_path, created)
         raise
-    end = time.time()
+
+
+def _stop_quietly(monitor: Monitor) -> str | None:
+    """Stop the sampler; what stopped it early (one line), logged with its traceback at DEBUG."""
     try:
         monitor.stop()
-    finally:  # the run file is written whatever the sampler says
-        run = MonitorRun(
-            path=str(out_dir),
-            run_id=run_id,
-            command=tuple(command),
-            exit_code=ended.exit_code,
-            start_epoch_s=start,
-            end_epoch_s=end,
-            interval_s=interval_s,
-            backends=tuple(backend.name for backend in chosen),
-            host=socket.gethostname(),
-            goodput_runs=announced_runs(out_dir),
-            signal_name=ended.signal_name,
-            forwarded_signals=ended.forwarded_signals,
-            stop_reason=ended.reason,
-        )
-        _write_run_file(out_dir, run, monitor.notes)
-    return run
+    except Exception as error:
+        _log.debug("the sampler stopped on an error", exc_info=error)
+        return _describe(error)
+    return None
+
+
+def _describe(error: BaseException) -> str:
+    """One line for an error of the sampler: our own errors say it all, others need their type."""
+    if isinstance(error, LightspeedError):
+        return first_line(error)
+    return f"{type(error).__name__}: {first_line(error)}"
+
+
+def _remove_run(out_dir: Path, capture_path: Path, created: bool) -> None:
+    if created:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    else:  # the user's empty folder: empty again
+        capture_path.unlink(missing_ok=True)
+
+
+def _opened_backends(capture_path: Path, requested: tuple[str, ...]) -> tuple[str, ...]:
+    """The backends that opened, from the capture's header (an optional one that could not open is
+    left out there, with a note); the requested ones where the header cannot be read."""
+    try:
+        with capture_path.open("rb") as handle:
+            header = json.loads(handle.readline(MAX_RUN_FILE_BYTES))
+        names = header["backends"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return requested
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return requested
+    return tuple(names)
 
 
 def _make_run_folder(out_dir: Path) -> bool:
@@ -248,8 +377,15 @@ def _safe(text: str) -> str:
     return "".join(char if char.isalnum() or char in "-_." else "_" for char in text)[:64] or "host"
 
 
-def _write_run_file(out_dir: Path, run: MonitorRun, notes: Sequence[Any]) -> None:
-    payload = {"v": RUN_VERSION, **run.to_dict(), "notes": [note.to_dict() for note in notes]}
+def _write_run_file(
+    out_dir: Path, run: MonitorRun, notes: Sequence[Any], *, watched_pid: int | None = None
+) -> None:
+    payload = {
+        "v": RUN_VERSION,
+        **run.to_dict(),
+        "watched_pid": watched_pid,  # the command's pid (the capture's header is written before it)
+        "notes": [note.to_dict() for note in notes],
+    }
     payload.pop("path")
     (out_dir / RUN_FILE).write_text(json.dumps(payload, indent=2), encoding="utf-8")
 
@@ -290,6 +426,7 @@ def read_monitor_run(path: str | Path) -> MonitorRun | None:
             signal_name=data["signal_name"] if isinstance(data.get("signal_name"), str) else None,
             forwarded_signals=tuple(str(name) for name in data.get("forwarded_signals", ())),
             stop_reason=str(data.get("stop_reason", "")),
+            sampling_error=(data["sampling_error"] if isinstance(data.get("sampling_error"), str) else None),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise DataFileError(
@@ -401,26 +538,77 @@ def _read_quietly(path: Path) -> Any:
 
 
 def summarize_capture(capture: Capture) -> list[MetricSummary]:
-    """Mean, minimum, maximum and last value of every counter of every device."""
+    """Every counter of every device over the whole capture, by its kind (:class:`MetricSummary`)."""
     summaries = []
     for device, metrics in capture.series.items():
         label = f"{capture.host}:{device}" if capture.host else device
         for metric, values in sorted(metrics.items()):
-            finite = values[~np.isnan(values)]
             spec = METRICS.get(metric)
             summaries.append(
-                MetricSummary(
+                _summary(
+                    capture,
+                    values,
                     device=label,
                     metric=metric,
                     unit=spec.unit if spec is not None else "",
-                    num_samples=len(finite),
-                    mean=_finite(np.mean(finite)) if len(finite) else None,
-                    minimum=_finite(np.min(finite)) if len(finite) else None,
-                    maximum=_finite(np.max(finite)) if len(finite) else None,
-                    last=_finite(finite[-1]) if len(finite) else None,
+                    kind=spec.kind if spec is not None else "gauge",
                 )
             )
     return summaries
+
+
+def _summary(
+    capture: Capture, values: Any, *, device: str, metric: str, unit: str, kind: str
+) -> MetricSummary:
+    valid = ~np.isnan(values)
+    finite = values[valid]
+    summary = MetricSummary(
+        device=device,
+        metric=metric,
+        unit=unit,
+        num_samples=len(finite),
+        mean=None,
+        minimum=None,
+        maximum=None,
+        last=_finite(finite[-1]) if len(finite) else None,
+        kind=kind,
+    )
+    if not len(finite):
+        return summary
+    if kind == "counter":
+        return replace(summary, increase=_increase(finite))
+    if kind == "bitmask":
+        masks = finite.astype(np.int64)
+        held = np.where(valid, (values != 0).astype(np.float64), np.nan)
+        return replace(
+            summary,
+            bits_set=int(np.bitwise_or.reduce(masks)),
+            set_ratio=_time_weighted_mean(capture, held),
+        )
+    if kind == "last":
+        return summary
+    return replace(
+        summary,
+        mean=_time_weighted_mean(capture, values),
+        minimum=_finite(np.min(finite)),
+        maximum=_finite(np.max(finite)),
+    )
+
+
+def _time_weighted_mean(capture: Capture, values: Any) -> float | None:
+    """The mean over the time the samples describe (each held over the period before it)."""
+    series = Series(times_s=capture.times_s, values=values, interval_s=capture.interval_s)
+    span = series.covered_span()
+    if span is None:
+        return None
+    return _finite(series.mean(np.array([span[0]]), np.array([span[1]]))[0])
+
+
+def _increase(readings: Any) -> float | None:
+    """How much a cumulative counter rose from its first to its last reading; after a drop (the
+    driver reloaded, the GPU was reset) it counts again from zero."""
+    steps = np.diff(readings)
+    return _finite(np.sum(np.where(steps >= 0, steps, readings[1:])))
 
 
 def _finite(value: Any) -> float | None:

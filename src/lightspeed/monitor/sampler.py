@@ -227,12 +227,17 @@ class Monitor:
     def _loop(self) -> None:
         clock = time.perf_counter
         interval = self.interval_s
-        next_tick = clock()
-        last_flush = next_tick
+        # The first tick comes one interval after the backends opened: rates (CPU share, network,
+        # process cores) are measured from one reading to the next, and open() took the first.
+        next_tick = clock() + interval
+        last_flush = clock()
         while True:
-            self._tick()
-            if all(getattr(backend, "exhausted", False) for backend in self._open):
-                return  # a replay that reached its end
+            stopped = self._stop.wait(max(0.0, next_tick - clock()))
+            if stopped and self.num_samples:
+                return
+            self._tick()  # stopped before the first tick: one sample still, over the time since open
+            if stopped or all(getattr(backend, "exhausted", False) for backend in self._open):
+                return  # stopped, or a replay that reached its end
             next_tick += interval
             now = clock()
             if next_tick < now:
@@ -242,8 +247,6 @@ class Monitor:
             if now - last_flush >= FLUSH_INTERVAL_S and self._writer is not None:
                 self._writer.flush()
                 last_flush = now
-            if self._stop.wait(max(0.0, next_tick - clock())):
-                return
 
     def _tick(self) -> None:
         with self._tick_lock:

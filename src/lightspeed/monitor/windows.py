@@ -7,10 +7,16 @@ a sample's value is held *backwards* over ``(previous sample, this sample]``
 is then piecewise linear in time and one ``np.interp`` gives it at any window
 edge, so the mean over a window shorter than the interval (a 50 ms step
 sampled every second) is the value of the sample that covers it, and means
-over many windows add up to the mean over their union. Cumulative counters
-(the energy counter) are interpolated linearly between samples. A window the
-samples do not reach gives ``NaN``; a window they reach in part is averaged
-over the part they cover (``covered_s``).
+over many windows add up to the mean over their union. A window's peak takes
+the samples whose periods overlap it (a sample taken at a window's start
+describes the time before it and is left out). Cumulative counters (the
+energy counter) are interpolated linearly between samples; a counter that
+goes down restarted from 0 (a driver reload, a GPU reset), so, as
+Prometheus's ``increase()`` does, the reading after a drop counts in full as
+the increase over that period (what the counter gained between the last
+reading before the reset and the reset is lost). A window the samples do not
+reach gives ``NaN``; a window they reach in part is averaged over the part
+they cover (``covered_s``).
 
 >>> import numpy as np
 >>> series = Series(times_s=np.array([1.0, 2.0, 3.0]), values=np.array([0.2, 0.4, 0.8]), interval_s=1.0)
@@ -82,29 +88,42 @@ class Series:
         return np.where(inside, self._values[np.minimum(index, len(sample_times) - 1)], np.nan)
 
     def increase(self, starts: FloatArray, ends: FloatArray) -> FloatArray:
-        """For a cumulative counter: its increase over each window (NaN where not covered)."""
+        """For a cumulative counter: its increase over each window (NaN where not covered); a drop
+        is a restart from 0, so the reading after it counts in full (see :meth:`reset_times`)."""
         times = self._times
         if len(times) < 2:
             return np.full(len(starts), np.nan)
-        values = self._values
+        steps = np.diff(self._values)
+        steps = np.where(steps < 0, self._values[1:], steps)  # restarted from 0: it gained its new value
+        values = np.concatenate(([0.0], np.cumsum(steps)))
         low = np.clip(starts, times[0], times[-1])
         high = np.maximum(np.clip(ends, times[0], times[-1]), low)
         rise = np.interp(high, times, values) - np.interp(low, times, values)
         return np.where(high > low, rise, np.where(np.asarray(ends) > np.asarray(starts), np.nan, 0.0))
 
+    def reset_times(self) -> FloatArray:
+        """For a cumulative counter: the sample times at which it read less than before (it restarted)."""
+        values = self._values
+        return self._times[1:][np.diff(values) < 0] if len(values) > 1 else self._times[:0]
+
     def peak(self, starts: FloatArray, ends: FloatArray) -> FloatArray:
-        """The largest sample whose period meets each window (NaN where none does)."""
+        """The largest sample whose period ``(previous sample, sample]`` overlaps each window
+        ``(start, end]`` (NaN where none does); a window of no length takes the sample covering it."""
         times = self._times
         values = self._values
         peaks = np.full(len(starts), np.nan)
         if len(times) == 0:
             return peaks
-        first = np.searchsorted(times, starts, side="left")
+        # the first sample taken after the window starts, the first taken at or after its end
+        first = np.searchsorted(times, starts, side="right")
         last = np.searchsorted(times, ends, side="left")
         for index, (low, high) in enumerate(zip(first.tolist(), last.tolist(), strict=True)):
             high = min(high, len(times) - 1)
             if low <= high and ends[index] > self._knots[0]:
                 peaks[index] = values[low : high + 1].max()
+        instant = np.asarray(ends) <= np.asarray(starts)
+        if instant.any():
+            peaks = np.where(instant, self.at(np.asarray(starts)), peaks)
         return peaks
 
     def covered_span(self) -> tuple[float, float] | None:

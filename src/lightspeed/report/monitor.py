@@ -31,7 +31,7 @@ from lightspeed.monitor import (
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import new_figure_grid, plot_paths, save_figure
+from lightspeed.report.plots import check_plot_targets, new_figure_grid, plot_paths, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -180,9 +180,12 @@ def render_findings(diagnosis: Diagnosis, console: Console | None = None) -> Non
 
 
 def evidence_text(evidence: Any) -> str:
-    """``counter on device over t=a..b s: observed (vs threshold)``."""
+    """``counter on device over t=a..b s (scope): observed (vs threshold)``; the scope says when
+    the value covers only part of the window (one bucket's stretches)."""
     observed = _evidence_value(evidence.observed, evidence.unit)
     window = f"t={evidence.window_start_s:.1f}..{evidence.window_end_s:.1f} s"
+    if getattr(evidence, "scope", ""):
+        window += f" ({evidence.scope})"
     text = f"{evidence.counter} on {evidence.device} over {window}: {observed}"
     if evidence.comparison != "info":
         text += f" ({evidence.comparison} threshold {_evidence_value(evidence.threshold, evidence.unit)})"
@@ -204,13 +207,15 @@ def _evidence_value(value: float, unit: str) -> str:
 
 
 def summary_rows(summaries: Sequence[MetricSummary]) -> list[tuple[str, ...]]:
-    """One row per device and counter: samples, mean, min, max, last."""
+    """One row per device and counter: samples, then mean, min, max, last by the counter's kind
+    (a cumulative counter's increase in the mean column, a bitmask's union of bits and the share
+    of the time with any set)."""
     return [
         (
             summary.device,
             summary.metric,
             str(summary.num_samples),
-            format_metric(summary.metric, summary.mean),
+            _summary_mean(summary),
             format_metric(summary.metric, summary.minimum),
             format_metric(summary.metric, summary.maximum),
             format_metric(summary.metric, summary.last),
@@ -218,6 +223,32 @@ def summary_rows(summaries: Sequence[MetricSummary]) -> list[tuple[str, ...]]:
         for summary in summaries
         if summary.num_samples
     ]
+
+
+def _summary_mean(summary: MetricSummary) -> str:
+    if summary.kind == "counter":
+        increase = format_metric(summary.metric, summary.increase)
+        return "-" if increase == "-" else f"+{increase}"
+    if summary.kind == "bitmask":
+        if summary.bits_set is None:
+            return "-"
+        share = format_percent(summary.set_ratio) if summary.set_ratio is not None else "-"
+        return f"{format_metric(summary.metric, summary.bits_set)} ({share} set)"
+    return format_metric(summary.metric, summary.mean)
+
+
+SUMMARY_CAPTION: Final = (
+    "mean: time-weighted; a cumulative counter (energy) shows its increase over the capture (+), "
+    "a bitmask (clock event reasons) every bit set and the share of the time with any set"
+)
+
+
+def _backends_line(report: MonitorReport) -> str:
+    """The backends that sampled (from the captures' headers), else those the run asked for."""
+    opened = list(dict.fromkeys(name for capture in report.captures for name in capture.backends))
+    if opened:
+        return ", ".join(opened)
+    return ", ".join(report.run.backends) if report.run is not None else "-"
 
 
 def render_monitor_report(report: MonitorReport, console: Console | None = None) -> None:
@@ -230,11 +261,16 @@ def render_monitor_report(report: MonitorReport, console: Console | None = None)
             escape(
                 f"command: {' '.join(run.command)}  exit code {run.exit_code}  "
                 f"wall {format_duration(run.end_epoch_s - run.start_epoch_s)}  "
-                f"interval {format_duration(run.interval_s)}  backends {', '.join(run.backends)}"
+                f"interval {format_duration(run.interval_s)}  backends {_backends_line(report)}"
             )
         )
         if run.forwarded_signals or run.signal_name:
             out.print(escape(f"stopped: {run.stop_reason}"))
+        if run.sampling_error:
+            out.print(
+                "[yellow]note:[/] "
+                + escape(f"sampling stopped before the command ended: {run.sampling_error}")
+            )
     for capture in report.captures:
         devices = ", ".join(f"{d.device_id} ({d.name})" for d in capture.devices)
         out.print(
@@ -249,6 +285,7 @@ def render_monitor_report(report: MonitorReport, console: Console | None = None)
         summary_rows(report.summaries),
         right_align_from=2,
         console=out,
+        caption=SUMMARY_CAPTION,
     )
     said = [note for capture in report.captures for note in capture.notes]
     for note in said:
@@ -384,10 +421,14 @@ def _shade(axis: Any, joined: CounterLedger | None, origin: float) -> None:
         )
 
 
-def save_monitor_plot(figure: Figure, path: Path) -> list[Path]:
+def save_monitor_plot(figure: Figure | None, path: Path) -> list[Path]:
     """Write ``figure`` to ``path`` (.png, .svg or .pdf; no suffix writes PNG and SVG; a folder
-    gets ``monitor.<format>`` inside it)."""
+    gets ``monitor.<format>`` inside it). ``figure=None`` draws nothing: it checks that the plot
+    can be written there (the suffix, a writable folder) and returns the files it would be, so
+    that ``monitor run`` can refuse a bad ``--plot`` before the command starts."""
     stem, formats = plot_paths(path, name="monitor", default_formats=("png", "svg"))
+    if figure is None:
+        return check_plot_targets(stem, formats)
     return save_figure(figure, stem, formats)
 
 

@@ -11,6 +11,8 @@ matplotlib is imported on first use only: table-only commands never pay for it.
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,20 +94,60 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
 
 def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
     """Write ``path_stem.<format>`` for each format, close the figure, return the paths."""
+    chosen = tuple(formats)
     written: list[Path] = []
+    target = _targets(path_stem, chosen[:1])[0] if chosen else path_stem  # named if mkdir fails
     try:
         path_stem.parent.mkdir(parents=True, exist_ok=True)
-        for extension in formats:
-            path = path_stem.parent / f"{path_stem.name}.{extension}"
-            figure.savefig(path, format=extension, bbox_inches="tight", dpi=120)
-            written.append(path)
+        for extension, target in zip(chosen, _targets(path_stem, chosen), strict=True):
+            figure.savefig(target, format=extension, bbox_inches="tight", dpi=120)
+            written.append(target)
     except OSError as error:
         raise UserInputError(
-            f"cannot write the plot {path_stem} ({error.strerror or error}); choose a writable path"
+            f"cannot write the plot {target} ({error.strerror or error}); choose a writable path"
         ) from None
     finally:
         close_figure(figure)
     return written
+
+
+def check_plot_targets(path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
+    """The files :func:`save_figure` would write, checked before a long job makes the figure: the
+    nearest folder that exists must take a new file (a probe is created and removed), and no
+    target may be a folder or a file that cannot be overwritten. Nothing is left behind.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> check_plot_targets(folder / "sub" / "counters", ("png",)) == [folder / "sub" / "counters.png"]
+    True
+    """
+    targets = _targets(path_stem, formats)
+    for target in targets:
+        if target.is_dir() or (target.exists() and not os.access(target, os.W_OK)):
+            raise UserInputError(
+                f"cannot write the plot {target} (it is a folder or read-only); choose a writable path"
+            )
+    folder = path_stem.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    first = targets[0] if targets else path_stem
+    if not folder.is_dir():
+        raise UserInputError(
+            f"cannot write the plot {first} ({folder} is not a folder); choose a writable path"
+        )
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".lightspeed-probe-")
+    except OSError as error:
+        raise UserInputError(
+            f"cannot write the plot {first} ({error.strerror or error}); choose a writable path"
+        ) from None
+    os.close(handle)
+    os.unlink(probe)
+    return targets
+
+
+def _targets(path_stem: Path, formats: Iterable[str]) -> list[Path]:
+    return [path_stem.parent / f"{path_stem.name}.{extension}" for extension in formats]
 
 
 def close_figure(figure: Figure) -> None:
