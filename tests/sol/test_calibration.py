@@ -88,10 +88,12 @@ def test_calibrate_fits_what_it_can_and_keeps_the_rest() -> None:
     assert model.name == "test"
 
 
-def test_efficiency_above_one_is_flagged() -> None:
-    result = calibrate(
-        inputs=CalibrationInputs(memory_fractions=(1.2,)), base=default_efficiency("cpu"), name="x"
-    )
+def test_efficiency_above_one_is_refused_unless_forced() -> None:
+    # 1.2 of the SOL is beyond the 1.05 a measurement may exceed it by: refused; forced, flagged
+    inputs = CalibrationInputs(memory_fractions=(1.2,))
+    with pytest.raises(UserInputError, match="above the 105%"):
+        calibrate(inputs=inputs, base=default_efficiency("cpu"), name="x")
+    result = calibrate(inputs=inputs, base=default_efficiency("cpu"), name="x", force=True)
     assert any("above 1" in note for note in result.notes)
 
 

@@ -11,9 +11,17 @@ import click
 from lightspeed.bench import GEMM_DTYPES
 from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.errors import UserInputError
+from lightspeed.files import looks_like_path
 from lightspeed.gate import benchmark_payloads, calibration_inputs, check_result_files
 from lightspeed.report import render_calibration
-from lightspeed.sol import EfficiencyModel, calibrate, default_efficiency, list_calibrations, save_calibration
+from lightspeed.sol import (
+    CalibrationResult,
+    EfficiencyModel,
+    calibrate,
+    default_efficiency,
+    list_calibrations,
+    save_calibration,
+)
 from lightspeed.store import MEMORY_STORE, ResultsStore, StoreMissingError, open_store
 
 
@@ -54,6 +62,36 @@ def _default_dtype(payloads: Sequence[Mapping[str, Any]]) -> str:
     return max(sorted(set(dtypes)), key=dtypes.count)
 
 
+def _check_benchmark_runs(store: ResultsStore, sources: Sequence[str]) -> None:
+    """A run id (or ``latest``) among ``sources`` must name a benchmark run: another kind's
+    records (predictions, goodput, traces) hold nothing to calibrate from."""
+    for source in sources:
+        if looks_like_path(source):
+            continue
+        run = store.run(source)
+        if run.kind == "benchmark":
+            continue
+        what = "the newest stored run" if source == "latest" else f"run {source!r}"
+        newest = store.runs(kind="benchmark", limit=1)
+        fix = (
+            f"--from {newest[0].run_id} (the newest benchmark run)" if newest else "'lightspeed bench' first"
+        )
+        raise UserInputError(
+            f"{what} ({run.run_id}, {run.label!r}) is a {run.kind} run, not a benchmark run; "
+            f"calibrate from a benchmark run: {fix}"
+        )
+
+
+_CEILING_ROWS = {"gemm_max_efficiency_fp8": "fp8", "gemm_max_efficiency_fp4": "fp4"}
+
+
+def _shown_base(base: EfficiencyModel, result: CalibrationResult) -> EfficiencyModel:
+    """``base`` with the ceilings the table shows set to what they are (an FP8 or FP4 ceiling the
+    family derives from BF16 is ``None`` in the model)."""
+    derived = {key: base.gemm_ceiling(row) for key, row in _CEILING_ROWS.items() if key in result.num_points}
+    return base.with_overrides(**derived)
+
+
 @click.command("calibrate")
 @click.option(
     "--from",
@@ -75,6 +113,11 @@ def _default_dtype(payloads: Sequence[Mapping[str, Any]]) -> str:
 )
 @click.option("--list", "list_only", is_flag=True, help="List saved profiles and exit.")
 @click.option("--no-save", is_flag=True, help="Show the fit without saving a profile.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Keep efficiencies above 105% of their SOL (a low SOL, a timer off) instead of refusing them.",
+)
 @json_option
 def command(
     sources: tuple[str, ...],
@@ -84,6 +127,7 @@ def command(
     dtype: str | None,
     list_only: bool,
     no_save: bool,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Fit GEMM, memory, collective and launch efficiencies from benchmark results.
@@ -100,23 +144,37 @@ def command(
         return
     check_result_files(sources)  # a mistyped file name is not looked up as a run id
     with _store(sources) as store:
+        _check_benchmark_runs(store, sources)
         payloads, used = benchmark_payloads(store, sources)
     chosen_dtype = dtype or _default_dtype(payloads)
     inputs = calibration_inputs(payloads, dtype=chosen_dtype, sources=used)
     base_model: EfficiencyModel = default_efficiency(_base_family(payloads, base))
-    result = calibrate(inputs=inputs, base=base_model, name=name, device=_measured_device(payloads))
+    result = calibrate(
+        inputs=inputs, base=base_model, name=name, device=_measured_device(payloads), force=force
+    )
     if not result.fitted:
-        raise UserInputError(
-            "nothing to fit: the results hold no GEMM, STREAM, collective or launch result with a known SOL; "
-            "run 'lightspeed bench gemm' and 'lightspeed bench membw' first"
-        )
+        raise UserInputError(_nothing_to_fit(chosen_dtype, inputs.gemm_dtypes_measured))
     path = None if no_save else save_calibration(result)
     if as_json:
         print_json(
             {"calibration": result, "path": None if path is None else str(path), "dtype": chosen_dtype}
         )
     else:
-        render_calibration(result, base=base_model, path=path)
+        render_calibration(result, base=_shown_base(base_model, result), path=path)
+
+
+def _nothing_to_fit(dtype: str, measured_dtypes: Sequence[str]) -> str:
+    others = [other for other in measured_dtypes if other != dtype]
+    if others:
+        return (
+            f"nothing to fit: no {dtype} GEMM results (measured: {', '.join(others)}) and no STREAM, "
+            f"collective or launch result with a known SOL; pick --dtype {others[0]} or run "
+            f"'lightspeed bench gemm --dtype {dtype}'"
+        )
+    return (
+        "nothing to fit: the results hold no GEMM, STREAM, collective or launch result with a known SOL; "
+        "run 'lightspeed bench gemm' and 'lightspeed bench membw' first"
+    )
 
 
 def _store(sources: tuple[str, ...]) -> ResultsStore:

@@ -95,6 +95,10 @@ def _calibration_inputs(
         collectives=collectives,
         launch_s=launch,
         sources=tuple(sources),
+        gemm_dtype=dtype,  # the points fit this format's ceiling (FP8 GEMMs: the FP8 one)
+        gemm_dtypes_measured=tuple(
+            sorted({str(p["dtype"]) for p in payloads if p.get("suite") == "gemm" and p.get("dtype")})
+        ),
     )
 
 

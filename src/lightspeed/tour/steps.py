@@ -5,7 +5,9 @@ GPT on the CPU with the goodput tracker and a profiler trace, analyse that
 trace and a shipped real GPU trace, predict the seed's headline scenarios,
 store everything and write the HTML report. A step that cannot run here (no
 PyTorch, no source checkout for the example) is reported as skipped with the
-reason; nothing is faked.
+reason; one that fails (a user error, the example exiting with an error, a
+file it cannot write) is reported as failed with a one-line reason; nothing is
+faked. An ``--out`` folder the tour cannot write is refused before any step runs.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,7 +31,13 @@ from lightspeed.bench import (
     run_membw,
 )
 from lightspeed.catalog import Catalog, detect_local
-from lightspeed.errors import LightspeedError, MissingExtraError, UnsupportedError, require_extra
+from lightspeed.errors import (
+    LightspeedError,
+    MissingExtraError,
+    UnsupportedError,
+    UserInputError,
+    require_extra,
+)
 from lightspeed.gate import benchmark_records
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report import (
@@ -165,9 +174,11 @@ def step_train(state: TourState) -> list[str]:
         )
     except subprocess.TimeoutExpired:
         raise UnsupportedError(f"the tiny-GPT example took over {EXAMPLE_TIMEOUT_S:.0f} s") from None
-    if completed.returncode != 0:
-        tail = " ".join(completed.stderr.strip().splitlines()[-2:])
-        raise UnsupportedError(f"the tiny-GPT example failed (exit {completed.returncode}): {tail}")
+    if completed.returncode != 0:  # a failure, not a machine that cannot run it: its last word says why
+        last = next((line.strip() for line in reversed(completed.stderr.splitlines()) if line.strip()), "")
+        raise LightspeedError(
+            f"the tiny-GPT example failed (exit {completed.returncode}): {last or 'no error message'}"
+        )
     json.loads(completed.stdout)  # the example's own ledger: proves it finished
     ledger = build_ledger(run=read_run(run_dir))
     state.ledgers.append(ledger)
@@ -314,7 +325,8 @@ STEPS: tuple[tuple[str, str, Callable[[TourState], list[str]]], ...] = (
 
 
 def run_step(key: str, title: str, function: Callable[[TourState], list[str]], state: TourState) -> TourStep:
-    """Run one step; a missing extra or an unsupported machine skips it, a user error fails it."""
+    """Run one step; a missing extra or an unsupported machine skips it, a user error (or a file
+    it cannot read or write) fails it, with a one-line reason."""
     started = time.perf_counter()
     try:
         lines = function(state)
@@ -322,7 +334,30 @@ def run_step(key: str, title: str, function: Callable[[TourState], list[str]], s
         return TourStep(key, title, "skipped", time.perf_counter() - started, reason=str(error))
     except LightspeedError as error:
         return TourStep(key, title, "failed", time.perf_counter() - started, reason=str(error))
+    except OSError as error:
+        where = f": {error.filename}" if error.filename else ""
+        reason = f"{error.strerror or error}{where}"
+        return TourStep(key, title, "failed", time.perf_counter() - started, reason=reason)
     return TourStep(key, title, "ok", time.perf_counter() - started, summary=tuple(lines))
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` the tour cannot write before anything runs; create it (not its
+    parents: a mistyped path makes no folders) when it is missing."""
+    if not out_dir.parent.is_dir():
+        raise UserInputError(
+            f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first or pick "
+            "another --out"
+        )
+    try:
+        out_dir.mkdir(exist_ok=True)
+        with tempfile.TemporaryFile(dir=out_dir):  # a real write: permissions, read-only mounts, /proc
+            pass
+    except OSError as error:
+        raise UserInputError(
+            f"--out {out_dir}: the tour cannot write there ({error.strerror or error}); "
+            "pick a folder you can write"
+        ) from None
 
 
 def run_tour(
@@ -333,7 +368,9 @@ def run_tour(
     quick: bool = False,
     on_step: Callable[[TourStep], None] | None = None,
 ) -> TourResult:
-    """Run every step in order (``on_step`` sees each as it finishes) and return the whole tour."""
+    """Run every step in order (``on_step`` sees each as it finishes) and return the whole tour.
+    An ``out_dir`` the tour cannot write is a :class:`UserInputError` before any step runs."""
+    check_out_dir(out_dir)
     started = time.perf_counter()
     state = TourState(out_dir=out_dir, quick=quick, catalog=catalog, models=models)
     steps = []

@@ -3,18 +3,35 @@
 ``lightspeed calibrate`` turns microbenchmark results into a named
 :class:`~lightspeed.sol.core.efficiency.EfficiencyModel`:
 
-* GEMM: ``gemm_max_efficiency`` and ``gemm_half_saturation_flop`` of
+* GEMM: the ceiling ``max`` and ``gemm_half_saturation_flop`` of
   ``eff = max x flop / (flop + half) x tile quantization``, fitted to the
   measured fraction of peak of every shape by least squares on relative error
-  (a grid over ``half``, the best ``max`` in closed form for each).
-* Memory: ``memory_efficiency`` = the best STREAM triad / the memory SOL.
+  (a grid over ``half``, the best ``max`` in closed form for each). ``max`` is
+  the ceiling of the format measured (``gemm_max_efficiency`` for 16- and
+  32-bit GEMMs, ``gemm_max_efficiency_fp8`` for FP8 and INT8,
+  ``gemm_max_efficiency_fp4`` for FP4: what
+  :meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.gemm_ceiling` reads).
+  The other formats' ceilings are not measured: one the family states is kept;
+  one the family derives (FP8 from BF16, FP4 from FP8, by Hopper's measured
+  ratio, where it has no figure of its own) goes on following the one it is
+  derived from, as the efficiency model defines it. ``half`` is one figure for
+  every format, set on BF16: only 16- and 32-bit GEMMs replace it; FP8 or FP4
+  shapes fit their ceiling with a ``half`` of their own that the profile does
+  not keep (it would move BF16 plans).
+* Memory: ``memory_efficiency`` = the best STREAM triad / the memory SOL. The
+  inference engine's weight/KV streaming efficiency scales with it (measured
+  over the family's; :meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.streaming_efficiency`).
 * Collectives: ``collective_bandwidth_efficiency`` = 1 / (slope x link
   bandwidth) of the alpha-beta line ``time = alpha + bytes x slope`` fitted to
   the bus time of every size (only where the link SOL is known).
 * ``kernel_launch_s`` = the measured per-op dispatch time.
 
 A parameter without measurements keeps the base family's value and the result
-says so. Profiles are TOML files in ``$LIGHTSPEED_HOME/calibrations/NAME.toml``
+says so. A measurement that is not a finite number is refused; so is an
+efficiency (measured or fitted) above :data:`MAX_EFFICIENCY` of its SOL, unless
+forced (no kernel outruns the speed of light: the SOL or the timer is wrong).
+
+Profiles are TOML files in ``$LIGHTSPEED_HOME/calibrations/NAME.toml``
 (this module also decides where ``$LIGHTSPEED_HOME`` is, since profiles are
 the lowest layer that stores anything).
 """
@@ -38,7 +55,13 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import StoreError, UnknownNameError, UserInputError
 from lightspeed.paths import lightspeed_home
 from lightspeed.records import Record
-from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, gemm_shape_factor
+from lightspeed.sol.core.efficiency import (
+    FP8_TO_BF16_CEILING,
+    EfficiencyModel,
+    default_efficiency,
+    gemm_ceiling_parameter,
+    gemm_shape_factor,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +74,19 @@ FITTED_PARAMETERS: Final = (
     "collective_bandwidth_efficiency",
     "kernel_launch_s",
 )
+# The ceilings of the FP8/INT8 and FP4 GEMMs: in a profile when fitted or when the base family
+# states them (absent: derived from the ceiling below them, as the family defaults do).
+OPTIONAL_CEILINGS: Final = ("gemm_max_efficiency_fp8", "gemm_max_efficiency_fp4")
+GEMM_CEILINGS: Final = ("gemm_max_efficiency", *OPTIONAL_CEILINGS)
+# A measured or fitted efficiency above this share of its SOL is refused unless forced, the
+# tolerance 'lightspeed kernels report' allows a kernel above its SOL (105%): clocks above the
+# nominal one and timer noise, no more.
+MAX_EFFICIENCY: Final = 1.05
+_CEILING_FORMATS: Final = {
+    "gemm_max_efficiency": "16- and 32-bit",
+    "gemm_max_efficiency_fp8": "fp8/int8",
+    "gemm_max_efficiency_fp4": "fp4",
+}
 _NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _HALF_SATURATION_GRID: Final = np.logspace(3.0, 16.0, 261)  # 1e3 .. 1e16 FLOP, 20 points a decade
 
@@ -84,6 +120,8 @@ class CalibrationInputs(Record):
     collectives: tuple[CollectivePoint, ...] = ()
     launch_s: tuple[float, ...] = ()
     sources: tuple[str, ...] = ()
+    gemm_dtype: str = "bf16"  # the format of the ``gemm`` points: decides the ceiling they fit
+    gemm_dtypes_measured: tuple[str, ...] = ()  # every GEMM format the results held (for messages)
 
 
 @dataclass(frozen=True)
@@ -99,6 +137,8 @@ class CalibrationResult(Record):
     gemm_rms_relative_error: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
     device: str = ""
+    gemm_dtype: str = ""
+    gemm_ceilings: Mapping[str, str] = field(default_factory=dict)  # each ceiling: fitted, kept or derived
 
 
 def _check_name(name: str) -> str:
@@ -121,13 +161,14 @@ def fit_gemm(points: Sequence[GemmPoint], *, tile: int) -> tuple[float, float, f
     m, n, k = (np.array([getattr(point, axis) for point in points], dtype=np.float64) for axis in "mnk")
     measured = np.array([p.achieved_flop_per_s / p.peak_flop_per_s for p in points], dtype=np.float64)
     best: tuple[float, float, float] | None = None
-    for half in _HALF_SATURATION_GRID:
-        factor = gemm_shape_factor(m, n, k, half_saturation_flop=half, tile=tile)  # the engine's own model
-        shape = factor / measured  # model / measured per unit max efficiency
-        maximum = float(np.sum(shape) / np.sum(shape * shape))  # least squares of (max x shape - 1)
-        error = float(np.sqrt(np.mean((maximum * shape - 1.0) ** 2)))
-        if best is None or error < best[2]:
-            best = (maximum, float(half), error)
+    with np.errstate(all="ignore"):  # absurd fractions give a non-finite fit, refused by the caller
+        for half in _HALF_SATURATION_GRID:
+            factor = gemm_shape_factor(m, n, k, half_saturation_flop=half, tile=tile)  # the engine's own
+            shape = factor / measured  # model / measured per unit max efficiency
+            maximum = float(np.sum(shape) / np.sum(shape * shape))  # least squares of (max x shape - 1)
+            error = float(np.sqrt(np.mean((maximum * shape - 1.0) ** 2)))
+            if best is None or error < best[2] or not math.isfinite(best[2]):
+                best = (maximum, float(half), error)
     assert best is not None
     return best
 
@@ -137,37 +178,163 @@ def fit_collectives(points: Sequence[CollectivePoint]) -> tuple[float, float]:
     sizes = np.array([point.bus_bytes for point in points], dtype=np.float64)
     times = np.array([point.time_s for point in points], dtype=np.float64)
     link = float(np.median([point.link_bytes_per_s for point in points]))
-    weights = 1.0 / times  # relative error: small messages count as much as large ones
-    design = np.stack([np.ones_like(sizes), sizes], axis=1) * weights[:, None]
-    (alpha, slope), *_ = np.linalg.lstsq(design, times * weights, rcond=None)
-    if slope <= 0:
-        raise UserInputError("collective times do not grow with size; measure larger messages")
-    return 1.0 / (float(slope) * link), max(0.0, float(alpha))
+    with np.errstate(all="ignore"):  # absurd values give a non-finite fit, refused by the caller
+        weights = 1.0 / times  # relative error: small messages count as much as large ones
+        design = np.stack([np.ones_like(sizes), sizes], axis=1) * weights[:, None]
+        (alpha, slope), *_ = np.linalg.lstsq(design, times * weights, rcond=None)
+        if slope <= 0:
+            raise UserInputError("collective times do not grow with size; measure larger messages")
+        return 1.0 / (float(slope) * link), max(0.0, float(alpha))
+
+
+def _ceiling_for(dtype: str) -> str:
+    key = gemm_ceiling_parameter(dtype)
+    if key is None:
+        raise UserInputError(
+            f"{dtype} GEMMs have no ceiling of their own to calibrate (the engine derives it); "
+            "calibrate from bf16, fp8 or fp4 GEMMs"
+        )
+    return key
 
 
 def _fit_gemm_into(
     inputs: CalibrationInputs, base: EfficiencyModel, result: dict[str, float]
-) -> float | None:
+) -> tuple[float, float] | None:
+    """Fit the measured format's ceiling into ``result``, and ``half`` where it is the format the
+    family's ``half`` describes (16- and 32-bit); ``(RMS relative error, fitted half)``."""
     usable = [p for p in inputs.gemm if p.peak_flop_per_s > 0 and p.achieved_flop_per_s > 0]
     if len(usable) < 2:
         return None
+    ceiling = _ceiling_for(inputs.gemm_dtype)
     maximum, half, error = fit_gemm(usable, tile=base.gemm_tile)
-    result["gemm_max_efficiency"] = maximum
-    result["gemm_half_saturation_flop"] = half
-    return error
+    result[ceiling] = maximum
+    if ceiling == "gemm_max_efficiency":
+        result["gemm_half_saturation_flop"] = half
+    return error, half
+
+
+def _check_finite(inputs: CalibrationInputs) -> None:
+    """Every measurement is a finite number (a profile cannot hold anything else)."""
+    values = [
+        *(
+            (f"GEMM {p.m}x{p.n}x{p.k} ({inputs.gemm_dtype})", field_name, getattr(p, field_name))
+            for p in inputs.gemm
+            for field_name in ("achieved_flop_per_s", "peak_flop_per_s")
+        ),
+        *(("STREAM", "fraction of SOL", value) for value in inputs.memory_fractions),
+        *(
+            (f"collective of {p.bus_bytes:.3g} bus bytes", field_name, getattr(p, field_name))
+            for p in inputs.collectives
+            for field_name in ("bus_bytes", "time_s", "link_bytes_per_s")
+        ),
+        *(("launch", "dispatch seconds", value) for value in inputs.launch_s),
+    ]
+    for where, what, value in values:
+        if not math.isfinite(value):
+            raise UserInputError(
+                f"{where} in {_sources(inputs)}: {what} is {value}, not a finite number; "
+                "re-run that benchmark or leave its result out of --from"
+            )
+
+
+def _check_measured(inputs: CalibrationInputs, *, force: bool) -> None:
+    """No measured fraction of a SOL above :data:`MAX_EFFICIENCY` (unless forced)."""
+    measured = [
+        (f"GEMM {p.m}x{p.n}x{p.k} ({inputs.gemm_dtype})", p.achieved_flop_per_s / p.peak_flop_per_s)
+        for p in inputs.gemm
+        if p.peak_flop_per_s > 0
+    ]
+    measured += [("STREAM", fraction) for fraction in inputs.memory_fractions]
+    _refuse_above_sol(inputs, measured, force=force)
+
+
+def _check_fitted(inputs: CalibrationInputs, fitted: Mapping[str, float], *, force: bool) -> None:
+    """Every fitted value positive and finite (always), no efficiency above :data:`MAX_EFFICIENCY`
+    (unless forced: a GEMM curve's ceiling extrapolates beyond the shapes measured)."""
+    for key, value in fitted.items():
+        if not (math.isfinite(value) and value > 0):
+            raise UserInputError(
+                f"the fit of {key} from {_sources(inputs)} gives {value:.3g}, not a positive finite "
+                "number; check those results (a SOL or timer far off) and measure again"
+            )
+    efficiencies = [(f"the fitted {key}", value) for key, value in fitted.items() if _is_efficiency(key)]
+    _refuse_above_sol(inputs, efficiencies, force=force)
+
+
+def _refuse_above_sol(
+    inputs: CalibrationInputs, fractions: Sequence[tuple[str, float]], *, force: bool
+) -> None:
+    for where, fraction in fractions:
+        if fraction > MAX_EFFICIENCY and not force:
+            raise UserInputError(
+                f"{where} from {_sources(inputs)} is {fraction * 100:.3g}% of its SOL, above the "
+                f"{MAX_EFFICIENCY * 100:g}% no kernel reaches: check the SOL it was measured against "
+                "and its timing, or pass --force to keep it anyway"
+            )
+
+
+def _is_efficiency(key: str) -> bool:
+    return key in GEMM_CEILINGS or key.endswith("efficiency")
+
+
+def _sources(inputs: CalibrationInputs) -> str:
+    return ", ".join(inputs.sources) or "the measurements"
+
+
+def _gemm_reasons(inputs: CalibrationInputs, ceiling: str, half: float | None) -> dict[str, str]:
+    """Why the GEMM parameters were not fitted, in the measured format's terms (``half``: what the
+    shapes of another format than 16- or 32-bit fit, not saved)."""
+    dtype = inputs.gemm_dtype
+    others = sorted(set(inputs.gemm_dtypes_measured) - {dtype})
+    if not inputs.gemm and others:
+        why = f"no {dtype} GEMM results; measured: {', '.join(others)} (pick one with --dtype)"
+    elif not inputs.gemm:
+        why = f"no {dtype} GEMM results"
+    else:
+        why = f"needs 2+ {dtype} GEMM shapes with a SOL"
+    shared = "shared by every format's GEMMs: fitted from 16- and 32-bit GEMMs only"
+    if half is not None:
+        shared += f" (the {dtype} shapes alone fit {half:.3g})"
+    return {ceiling: why, "gemm_half_saturation_flop": why if ceiling == "gemm_max_efficiency" else shared}
+
+
+def _ceiling_statuses(base: EfficiencyModel, fitted: Mapping[str, float]) -> dict[str, str]:
+    """Each GEMM ceiling: fitted, kept (the family's figure) or derived from the one below it."""
+    statuses = {}
+    below = {
+        "gemm_max_efficiency_fp8": "gemm_max_efficiency",
+        "gemm_max_efficiency_fp4": "gemm_max_efficiency_fp8",
+    }
+    for key in GEMM_CEILINGS:
+        value = getattr(base, key)
+        if key in fitted:
+            statuses[key] = f"fitted from {_CEILING_FORMATS[key]} GEMMs"
+        elif value is None:
+            statuses[key] = (
+                f"derived: {below[key]} x {FP8_TO_BF16_CEILING:.3f} ({base.name} has no "
+                f"{_CEILING_FORMATS[key]} figure of its own)"
+            )
+        else:
+            statuses[key] = f"kept: {base.name}'s {value:.3g} (no {_CEILING_FORMATS[key]} GEMMs measured)"
+    return statuses
 
 
 def calibrate(
-    *, inputs: CalibrationInputs, base: EfficiencyModel, name: str, device: str = ""
+    *, inputs: CalibrationInputs, base: EfficiencyModel, name: str, device: str = "", force: bool = False
 ) -> CalibrationResult:
     """Fit every parameter the inputs allow; keep ``base`` values for the rest (with the reason).
 
     ``device`` names what was measured (``cpu`` or the catalog record of the GPU): a plan on
     another accelerator refuses the profile unless forced (:func:`check_calibration_device`).
+    A non-finite measurement is refused; an efficiency above :data:`MAX_EFFICIENCY` of its SOL
+    too unless ``force``.
     """
     _check_name(name)
+    _check_finite(inputs)
+    _check_measured(inputs, force=force)
+    ceiling = _ceiling_for(inputs.gemm_dtype)
     fitted: dict[str, float] = {}
-    error = _fit_gemm_into(inputs, base, fitted)
+    gemm_fit = _fit_gemm_into(inputs, base, fitted)
     memory = [fraction for fraction in inputs.memory_fractions if fraction > 0]
     if memory:
         fitted["memory_efficiency"] = max(memory)
@@ -175,25 +342,36 @@ def calibrate(
         fitted["collective_bandwidth_efficiency"], _ = fit_collectives(inputs.collectives)
     if inputs.launch_s:
         fitted["kernel_launch_s"] = float(np.median(inputs.launch_s))
+    _check_fitted(inputs, fitted, force=force)
+    num_gemm = sum(p.peak_flop_per_s > 0 and p.achieved_flop_per_s > 0 for p in inputs.gemm)
     counts = {
-        "gemm_max_efficiency": len(inputs.gemm),
-        "gemm_half_saturation_flop": len(inputs.gemm),
+        ceiling: num_gemm,
+        "gemm_half_saturation_flop": num_gemm if ceiling == "gemm_max_efficiency" else 0,
         "memory_efficiency": len(memory),
         "collective_bandwidth_efficiency": len(inputs.collectives),
         "kernel_launch_s": len(inputs.launch_s),
     }
     reasons = {
-        "gemm_max_efficiency": "needs 2+ GEMM shapes with a SOL",
-        "gemm_half_saturation_flop": "needs 2+ GEMM shapes with a SOL",
+        **_gemm_reasons(inputs, ceiling, None if gemm_fit is None else gemm_fit[1]),
         "memory_efficiency": "needs STREAM with a SOL",
         "collective_bandwidth_efficiency": "needs 2+ sizes with a link SOL",
         "kernel_launch_s": "needs a launch result",
     }
     kept = {key: reason for key, reason in reasons.items() if key not in fitted}
-    notes = tuple(f"{key} = {value:.3g} is above 1: the SOL used is below what was measured" for key, value
-                  in fitted.items() if key.endswith("efficiency") and value > 1.0)  # fmt: skip
-    source = f"lightspeed calibrate '{name}' from {', '.join(inputs.sources) or 'measurements'}"
-    model = base.with_overrides(name=name, source=source, measured_on=device, **fitted)
+    statuses = _ceiling_statuses(base, fitted)
+    notes = [f"{key} = {value:.3g} is above 1: the SOL used is below what was measured" for key, value
+             in fitted.items() if _is_efficiency(key) and value > 1.0]  # fmt: skip
+    if ceiling in fitted:
+        others = "; ".join(f"{key} {status}" for key, status in statuses.items() if key != ceiling)
+        notes.append(f"GEMM ceilings: {ceiling} fitted from {inputs.gemm_dtype} GEMMs; {others}")
+    source = f"lightspeed calibrate '{name}' from {_sources(inputs)}"
+    model = base.with_overrides(
+        name=name,
+        source=source,
+        measured_on=device,
+        base_memory_efficiency=base.memory_efficiency,
+        **fitted,
+    )
     return CalibrationResult(
         name=name,
         base=base.name,
@@ -201,9 +379,11 @@ def calibrate(
         fitted=fitted,
         num_points=counts,
         kept=kept,
-        gemm_rms_relative_error=error,
-        notes=notes,
+        gemm_rms_relative_error=None if gemm_fit is None else gemm_fit[0],
+        notes=tuple(notes),
         device=device,
+        gemm_dtype=inputs.gemm_dtype,
+        gemm_ceilings=statuses,
     )
 
 
@@ -233,14 +413,17 @@ def profile_text(result: CalibrationResult) -> str:
         "",
         "[efficiency]",
     ]
-    for key in (*FITTED_PARAMETERS, "gemm_tile"):
-        if hasattr(model, key):
+    for key in (*FITTED_PARAMETERS, *OPTIONAL_CEILINGS, "gemm_tile"):
+        if getattr(model, key, None) is not None:  # an FP8/FP4 ceiling the family derives stays derived
             lines.append(f"{key} = {_toml_value(getattr(model, key))}")
     lines += ["", "[fit]"]
+    if result.gemm_dtype:
+        lines.append(f"gemm_dtype = {_toml_value(result.gemm_dtype)}")
     lines += [f"{key}_points = {count}" for key, count in result.num_points.items()]
     if result.gemm_rms_relative_error is not None:
         lines.append(f"gemm_rms_relative_error = {_toml_value(result.gemm_rms_relative_error)}")
-    lines.append(f"kept = {json.dumps(sorted(result.kept))}")
+    ceilings = [key for key, status in result.gemm_ceilings.items() if status.startswith("kept")]
+    lines.append(f"kept = {json.dumps(sorted({*result.kept, *ceilings}))}")
     return "\n".join(lines) + "\n"
 
 
@@ -270,7 +453,8 @@ def list_calibrations() -> list[str]:
 def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
     """The efficiency model of profile ``name`` (or of a profile TOML file path).
 
-    Parameters the file lacks come from its base family's defaults. The model remembers the
+    Parameters the file lacks come from its base family's defaults (an FP8 or FP4 ceiling it
+    lacks: the family's, or derived as the family derives it). The model remembers the
     device it was measured on (profiles older than that field: ``cpu`` for a CPU base, else
     unknown); ``force`` lets it apply to another accelerator (:func:`check_calibration_device`).
     """
@@ -291,12 +475,14 @@ def load_calibration(name: str, *, force: bool = False) -> EfficiencyModel:
     base_name = fields.string("base")
     base = default_efficiency(base_name)
     overrides: dict[str, float | str] = {key: table.number(key) for key in FITTED_PARAMETERS}
+    overrides.update({key: table.number(key) for key in OPTIONAL_CEILINGS if table.has(key)})
     device = fields.string("device", "cpu" if base_name == "cpu" else "")
     return base.with_overrides(
         name=fields.string("name"),
         source=fields.string("source", ""),
         measured_on=device,
         other_devices_allowed=force,
+        base_memory_efficiency=base.memory_efficiency,
         **overrides,
     )
 

@@ -47,9 +47,10 @@ EFFICIENCY_SCHEMA_VERSION = 2
 class EfficiencyModel(Record):
     """Fractions of peak that the best public kernels reach, for one device family or calibration.
 
-    ``gemm_max_efficiency`` is the best-shape BF16 GEMM (MAMF); the FP8 and FP4
-    ceilings default to it scaled by Hopper's measured FP8/BF16 ratio when the
-    family has no measurement of its own. Attention ceilings are per kernel
+    ``gemm_max_efficiency`` is the best-shape BF16 GEMM (MAMF), the ceiling of every 16- and
+    32-bit row; the FP8 (and INT8) and FP4 ceilings default to it scaled by Hopper's measured
+    FP8/BF16 ratio when the family has no measurement of its own (a calibration fits the one of
+    the format it measured: :func:`gemm_ceiling_parameter`). Attention ceilings are per kernel
     (``flash`` = the best fused kernel of the family, ``flash2`` =
     FlashAttention-2), forward and backward, for long sequences.
     ``fp4_tile_rows`` x ``fp4_tile_columns``: the output tile one SM computes in the family's FP4
@@ -83,6 +84,8 @@ class EfficiencyModel(Record):
     roofline_overlap_power: float | None = None
     measured_on: str = ""  # the device a calibration measured ("cpu", a catalog name; "" = family defaults)
     other_devices_allowed: bool = False  # --force: apply it to another device anyway
+    # a calibration's base family's memory_efficiency (None: family defaults); see streaming_efficiency
+    base_memory_efficiency: float | None = None
 
     @property
     def label(self) -> str:
@@ -111,6 +114,26 @@ class EfficiencyModel(Record):
                 return self.gemm_max_efficiency_fp4
             return self.gemm_ceiling("fp8") * FP8_TO_BF16_CEILING
         return self.gemm_max_efficiency
+
+    def streaming_efficiency(self, default: float) -> float:
+        """The share of HBM bandwidth that weight/KV streaming kernels reach (inference decode),
+        given ``default``, what they reach on the family's defaults (``stream_memory_efficiency``).
+
+        A calibration measures STREAM, not decode kernels: its ``memory_efficiency`` over the
+        family's (``base_memory_efficiency``) scales ``default``, so a machine whose STREAM
+        reaches 0.50 where the family expects 0.85 streams weights at 0.80 x 0.50 / 0.85 = 0.47.
+        Family defaults return ``default`` itself.
+
+        >>> hopper = default_efficiency("nvidia-hopper")
+        >>> hopper.streaming_efficiency(0.8)
+        0.8
+        >>> measured = hopper.with_overrides(memory_efficiency=0.5, base_memory_efficiency=0.85)
+        >>> round(measured.streaming_efficiency(0.8), 4)
+        0.4706
+        """
+        if self.base_memory_efficiency is None or self.memory_efficiency == self.base_memory_efficiency:
+            return default
+        return default * self.memory_efficiency / self.base_memory_efficiency
 
     def kernel_s(self, compute_s: ArrayLike, memory_s: ArrayLike) -> FloatArray:
         """Time of a kernel that needs ``compute_s`` of math at its ceiling and ``memory_s`` of
@@ -226,6 +249,23 @@ class EfficiencyModel(Record):
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+def gemm_ceiling_parameter(compute_row: str) -> str | None:
+    """The :class:`EfficiencyModel` field that :meth:`~EfficiencyModel.gemm_ceiling` reads for
+    GEMMs on ``compute_row``: what a calibration from GEMMs of that format fits (``None`` for a
+    row whose ceiling is only ever derived from another one: fp6).
+
+    >>> gemm_ceiling_parameter("bf16"), gemm_ceiling_parameter("int8"), gemm_ceiling_parameter("fp4")
+    ('gemm_max_efficiency', 'gemm_max_efficiency_fp8', 'gemm_max_efficiency_fp4')
+    """
+    if compute_row in ("fp8", "int8"):
+        return "gemm_max_efficiency_fp8"
+    if compute_row in ("fp4", "int4"):
+        return "gemm_max_efficiency_fp4"
+    if compute_row == "fp6":
+        return None
+    return "gemm_max_efficiency"
+
+
 # Hopper's measured FP8/BF16 best-shape ratio (MAMF: 1402.6/1979 over 794.5/989), used where a
 # family has no FP8 (or FP4) measurement of its own.
 FP8_TO_BF16_CEILING = 0.709 / 0.803
@@ -330,6 +370,7 @@ __all__ = [
     "FP8_TO_BF16_CEILING",
     "EfficiencyModel",
     "default_efficiency",
+    "gemm_ceiling_parameter",
     "gemm_shape_factor",
     "load_efficiency_defaults",
 ]

@@ -165,6 +165,8 @@ def inference_hardware_for(
     ceiling and tile quantization but not the training fit's size factor, which
     amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
     decode step; the fixed GPU time per kernel (``runtime.toml`` ``[launch]``) stands in for it.
+    A calibration's measured HBM efficiency scales the weight/KV streaming efficiency
+    (:meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.streaming_efficiency`).
     With ``model``, a plan that does not set ``attention_weights`` takes them from the model's
     published checkpoint in ``plan.precision`` (:func:`~lightspeed.sol.infer.checkpoints.checkpoint_for`).
     """
@@ -193,6 +195,9 @@ def inference_hardware_for(
     if attention_row not in accelerator.compute:
         raise UnsupportedError(f"{accelerator.name} has no {attention_row} compute figure for attention")
     parameters = load_inference_parameters()
+    streaming = hardware.efficiency.streaming_efficiency(parameters.stream_memory_efficiency)
+    if streaming != parameters.stream_memory_efficiency:  # a calibration's measured HBM efficiency
+        parameters = replace(parameters, stream_memory_efficiency=streaming)
     if profile.token_budget is not None:  # the server's own default prompt-token budget
         budget = profile.token_budget.value(
             accelerator=accelerator.name, memory_bytes=accelerator.memory_usable_bytes
