@@ -136,9 +136,10 @@ def test_a_power_file_given_with_catalog_prices_a_system_without_one(  # type: i
     result = run_cli("--catalog", str(folder), *args)
     assert result.code == 0, result.err
     payload = json.loads(result.out)
-    # one host rated 6 kW, 80% drawn while training: 4.8 kW for the step the engine predicts
+    # one host rated 6 kW, 80% drawn while training: 4.8 kW for the step the engine predicts, at the
+    # facility x the default PUE every cost command uses without prices (1.56, Uptime Institute 2024)
     assert payload["power"]["it_power_w"] == pytest.approx(6000.0 * 0.8)
-    assert payload["energy_per_step_j"] == pytest.approx(4800.0 * payload["step_s"])
+    assert payload["energy_per_step_j"] == pytest.approx(4800.0 * 1.56 * payload["step_s"])
     # the folder is still a catalog folder: the hardware and model loaders skip the power file
     assert run_cli("--catalog", str(folder), "hw", "show", "grand-teton-h100").code == 0
     assert run_cli("--catalog", str(folder), "model", "list").code == 0

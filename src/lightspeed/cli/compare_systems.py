@@ -295,7 +295,7 @@ def _costs(comparison: Any, clusters: list[Any], prices_path: Path | None) -> An
     """The cost and energy columns when ``--prices`` is given, else ``None``."""
     if prices_path is None:
         return None
-    prices = load_prices(prices_path)
+    prices = load_prices(prices_path, catalog=get_context().catalog())
     return system_costs(comparison=comparison, clusters=clusters, power=get_context().power(), prices=prices)
 
 

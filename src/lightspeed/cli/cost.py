@@ -90,7 +90,18 @@ def power_option(function: Any) -> Any:
         "--power-w",
         "power_w",
         type=POWER_W,
-        help="Measured mean IT power of the whole job in W (from monitor data); replaces rated x draw share.",
+        help="Measured mean IT power of the whole job in W (from monitor data); replaces rated x draw share. "
+        "Between 10% of the systems' rated total and that total.",
+    )(function)
+
+
+def pue_option(function: Any) -> Any:
+    """``--pue X``: the site's PUE; one default for every cost command."""
+    return click.option(
+        "--pue",
+        type=PUE,
+        help="The site's PUE (facility / IT power); default: the prices file's, else the 2024 industry "
+        "average (1.56, Uptime Institute).",
     )(function)
 
 
@@ -99,7 +110,15 @@ def _prices(path: Path | None) -> Prices | None:
         return None
     from lightspeed.cost import load_prices
 
-    return load_prices(path)
+    return load_prices(path, catalog=get_context().catalog())
+
+
+def _bought_per_system(cluster: Any) -> int:
+    """GPUs one system of ``cluster`` holds as bought (a job spread over racks uses fewer of each)."""
+    catalog = get_context().catalog()
+    if cluster.system.name not in catalog.systems:  # a system of the user's own, used whole
+        return int(cluster.system.num_accelerators)
+    return int(catalog.systems[cluster.system.name].num_accelerators)
 
 
 def _power_records() -> Any:
@@ -121,6 +140,7 @@ def _power_records() -> Any:
     "--usd-per-gpu-hour", type=USD, help="deepseek-v3: price per GPU-hour (default: prices file, else 2)."
 )
 @prices_option
+@pue_option
 @power_option
 @calibration_option
 @json_option
@@ -137,6 +157,7 @@ def train_command(**options: Any) -> None:
         raise UserInputError(f"cost train needs {', '.join(missing)} (or --scenario deepseek-v3)")
     model = resolve_model(options["model_name"], options["config_path"])
     cluster = resolve_cluster(options["system_text"], options["num_gpus"])
+    efficiency = resolve_efficiency(options["calibration"])
     search = search_training(
         model=model,
         cluster=cluster,
@@ -144,7 +165,7 @@ def train_command(**options: Any) -> None:
         seq_len=options["seq_len"],
         precision=options["precision"],
         top=1,
-        efficiency=resolve_efficiency(options["calibration"]),
+        efficiency=efficiency,
         num_gpus=options["num_gpus"],
         require_fit=True,
     )
@@ -155,6 +176,9 @@ def train_command(**options: Any) -> None:
         num_tokens=options["num_tokens"],
         prices=prices,
         measured_power_w=options["power_w"],
+        pue=options["pue"],
+        efficiency=efficiency,
+        gpus_per_system=_bought_per_system(cluster),
     )
     if options["as_json"]:
         print_json(cost)
@@ -186,15 +210,14 @@ def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> Non
     rate = options["usd_per_gpu_hour"]
     if rate is None:
         rate = prices.cloud_usd_per_gpu_hour.get("h800-sxm", 2.0) if prices is not None else 2.0
-    if prices is None:
-        prices = Prices(electricity_usd_per_kwh=0.0, cloud_usd_per_gpu_hour={"h800-sxm": rate})
-    training = training_cost(
+    training = training_cost(  # without prices: no electricity price, so no electricity cost (null)
         estimate=estimate,
         cluster=cluster,
         power=power_of(power, "hgx-h800"),
         num_tokens=DEEPSEEK_TOKENS,
         prices=prices,
         measured_power_w=options["power_w"],
+        pue=options["pue"],
     )
     result = deepseek_cost(
         training=training, published_pretrain_gpu_hours=DEEPSEEK_PRETRAIN_GPU_HOURS, usd_per_gpu_hour=rate
@@ -214,6 +237,7 @@ def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> Non
 @click.option("--max-tpot", type=LATENCY_BOUND, help="Time-per-output-token bound (e.g. 50ms).")
 @click.option("--precision", default="auto", show_default=True, help="Weight format or auto (the narrowest).")
 @prices_option
+@pue_option
 @power_option
 @calibration_option
 @json_option
@@ -223,6 +247,7 @@ def infer_command(**options: Any) -> None:
     model = resolve_model(options["model_name"], options["config_path"])
     cluster = resolve_cluster(options["system_text"], options["num_gpus"])
     precision = options["precision"]
+    efficiency = resolve_efficiency(options["calibration"])
     search = search_inference(
         model=model,
         cluster=cluster,
@@ -230,7 +255,7 @@ def infer_command(**options: Any) -> None:
         precision=auto_precision(cluster) if precision == "auto" else precision,
         max_ttft_s=options["max_ttft"],
         max_tpot_s=options["max_tpot"],
-        efficiency=resolve_efficiency(options["calibration"]),
+        efficiency=efficiency,
     )
     cost = inference_cost(
         estimate=search.best,
@@ -238,6 +263,9 @@ def infer_command(**options: Any) -> None:
         power=power_of(_power_records(), cluster.system.name),
         prices=prices,
         measured_power_w=options["power_w"],
+        pue=options["pue"],
+        efficiency=efficiency,
+        gpus_per_system=_bought_per_system(cluster),
     )
     if options["as_json"]:
         print_json(cost)
@@ -248,14 +276,11 @@ def infer_command(**options: Any) -> None:
 @command.command("cluster")
 @click.option("--system", "system_text", default="gb200-nvl72", show_default=True, help="Catalog system.")
 @click.option("--racks", type=RACKS, help="Number of racks (full).")
-@click.option("--gpus", "num_gpus", type=GPUS, help="Or: GPUs (whole systems, whole racks).")
-@click.option("--site-kw", type=SITE_KW, help="Site power budget in kW (facility power, IT x PUE).")
 @click.option(
-    "--pue",
-    type=PUE,
-    help="The site's PUE (facility / IT power); default: the prices file's, else the 2024 industry "
-    "average (1.56, Uptime Institute).",
+    "--gpus", "num_gpus", type=GPUS, help="Or: GPUs, rounded up to whole systems (and whole racks)."
 )
+@click.option("--site-kw", type=SITE_KW, help="Site power budget in kW (facility power, IT x PUE).")
+@pue_option
 @click.option("--systems-per-rack", type=SYSTEMS_PER_RACK, help="Override the catalog's systems per rack.")
 @click.option("--workload", type=click.Choice(["train", "infer"]), default="train", show_default=True)
 @prices_option
@@ -270,8 +295,9 @@ def cluster_command(**options: Any) -> None:
     per_rack = options["systems_per_rack"] or record.systems_per_rack
     if options["racks"] is not None and options["num_gpus"] is not None:
         raise UserInputError("give --racks or --gpus, not both")
-    if options["num_gpus"] is not None:
-        cluster = catalog.cluster(system.name, num_accelerators=options["num_gpus"])
+    if options["num_gpus"] is not None:  # whole systems: what is bought, powered and priced
+        nodes = -(-options["num_gpus"] // system.num_accelerators)
+        cluster = catalog.cluster(system.name, num_nodes=nodes)
     else:
         cluster = catalog.cluster(system.name, num_nodes=(options["racks"] or 1) * per_rack)
     site = options["site_kw"] * 1e3 if options["site_kw"] is not None else None
@@ -283,10 +309,11 @@ def cluster_command(**options: Any) -> None:
         pue_source=pue_source,
         site_budget_w=site,
         systems_per_rack=per_rack,
+        num_gpus_requested=options["num_gpus"],
     )
     tco = None
     if prices is not None and system.name in prices.system_purchase_usd:
-        draw = power_for(cluster=cluster, power=record, workload=options["workload"], prices=prices)
+        draw = power_for(cluster=cluster, power=record, workload=options["workload"], prices=prices, pue=pue)
         tco = tco_per_year(power=draw, prices=prices)
     if options["as_json"]:
         print_json({"rack_plan": plan, "tco": tco})
@@ -297,12 +324,13 @@ def cluster_command(**options: Any) -> None:
 
 
 def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple[float | None, str]:
-    """The PUE to use and where it comes from: --pue, the prices file, else the library's sourced default."""
+    """The PUE to use and where it comes from: --pue, the prices file, else (``None``) the
+    library's sourced default."""
     if given is not None:
         return given, "--pue"
     if prices is not None:
-        key = "pue_liquid" if cooling == "liquid" else "pue_air"
-        return prices.pue(cooling), f"{key} in {prices.path or 'the prices'}"
+        site = prices.site_pue(cooling)
+        return site.value, site.source
     return None, ""
 
 
@@ -321,8 +349,13 @@ def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple
     help=f"Named workload (repeatable; default: {', '.join(DEFAULT_UPGRADE_WORKLOADS)}).",
 )
 @prices_option
+@pue_option
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the payback tornado plot (.png/.svg)."
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    help="Write the payback tornado plot to this .png, .svg or .pdf (its folder must exist; "
+    "a folder gets tornado.png).",
 )
 @calibration_option
 @json_option
@@ -338,6 +371,8 @@ def upgrade_command(**options: Any) -> None:
     prices = _prices(options["prices_path"])
     if options["plot_path"] is not None and prices is None:
         raise UserInputError("--plot draws the payback sensitivity: give --prices FILE too")
+    if options["plot_path"] is not None:
+        save_tornado(None, options["plot_path"])  # a bad path is refused before the engine runs
     names = options["workload_names"] or DEFAULT_UPGRADE_WORKLOADS
     upgrade = compare_upgrade(
         catalog=catalog,
@@ -349,6 +384,7 @@ def upgrade_command(**options: Any) -> None:
         power=_power_records(),
         prices=prices,
         efficiency=resolve_efficiency(options["calibration"]),
+        pue=options["pue"],
     )
     written = save_tornado(upgrade, options["plot_path"]) if options["plot_path"] is not None else []
     if options["as_json"]:
@@ -373,6 +409,7 @@ def upgrade_command(**options: Any) -> None:
     "--requests-per-s", type=PER_SECOND, help="Serving target: requests per second at the workload's bounds."
 )
 @prices_option
+@pue_option
 @calibration_option
 @json_option
 def fleet_command(**options: Any) -> None:
@@ -392,6 +429,7 @@ def fleet_command(**options: Any) -> None:
         requests_per_s=options["requests_per_s"],
         prices=_prices(options["prices_path"]),
         efficiency=resolve_efficiency(options["calibration"]),
+        pue=options["pue"],
     )
     if options["as_json"]:
         print_json(sizing)

@@ -9,8 +9,16 @@ import click
 from lightspeed.cli._common import emit, get_context, json_option
 from lightspeed.cli._completion import model_names
 from lightspeed.cli.options import FLOP_TOTAL, SEQ_LEN, TOKENS
+from lightspeed.errors import UserInputError
 from lightspeed.report import render_training_flop
 from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
+
+
+def _whole_tokens(context: click.Context, parameter: click.Parameter, value: float | None) -> float | None:
+    """Tokens are counted whole: 0.5 or 1.5 tokens is a typo, not a budget."""
+    if value is not None and (value < 1 or not float(value).is_integer()):
+        raise click.BadParameter(f"{value:g} is not a whole number of tokens; give 1 or more, e.g. 15e12")
+    return value
 
 
 @click.command("flops")
@@ -22,7 +30,12 @@ from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
     shell_complete=model_names,
 )
 @click.option(
-    "--tokens", "num_tokens", type=TOKENS, required=True, help="Training tokens, e.g. 29e12 or 29T."
+    "--tokens",
+    "num_tokens",
+    type=TOKENS,
+    required=True,
+    callback=_whole_tokens,
+    help="Training tokens (whole, at least 1), e.g. 29e12 or 29T.",
 )
 @click.option("--seq", "seq_len", type=SEQ_LEN, help="Sequence length [default: the model's max_seq_len].")
 @click.option(
@@ -30,7 +43,12 @@ from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
     type=click.Choice(list(CONVENTIONS)),
     help="How FLOPs are counted (docs/workload.md) [default: 6N].",
 )
-@click.option("--causal", is_flag=True, help="Halve the attention term (causal mask).")
+@click.option(
+    "--causal",
+    is_flag=True,
+    help="Halve the attention term (causal mask); only for conventions that count attention "
+    "(6N+attention, megatron; 6N+causal-attention already does).",
+)
 @click.option("--recompute", is_flag=True, help="Add the forward pass of full activation recomputation.")
 @click.option(
     "--claim", "claimed_flop", type=FLOP_TOTAL, help="A published FLOP total to check against, e.g. 1.2e29."
@@ -64,4 +82,10 @@ def command(
         recompute=recompute,
         **{key: value for key, value in options.items() if value is not None},
     )
+    used = result.per_token.convention
+    if causal and CONVENTIONS[used].attention == "none":
+        raise UserInputError(
+            f"--causal halves the attention term, and the {used} convention counts none, so it would "
+            "change nothing; leave it out or pick --convention 6N+attention (or megatron)"
+        )
     emit(result, as_json, render_training_flop)

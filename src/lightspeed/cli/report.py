@@ -77,7 +77,8 @@ def command(
     )
     sections = build_sections(inputs)
     if prices_path is not None and inputs.estimates:
-        catalog, power, prices = get_context().catalog(), get_context().power(), load_prices(prices_path)
+        catalog, power = get_context().catalog(), get_context().power()
+        prices = load_prices(prices_path, catalog=catalog)
         sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
     written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)

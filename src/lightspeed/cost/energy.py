@@ -17,10 +17,12 @@ from typing import Any, Final
 
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import PowerPart, SystemPower
-from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
-from lightspeed.cost.pue import site_pue
+from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
+from lightspeed.cost.pue import SitePue, site_pue
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core.calibration import calibration_device_note
+from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.estimate import InferenceEstimate
 from lightspeed.sol.train.result import TrainingEstimate
 
@@ -30,6 +32,14 @@ DEEPSEEK_CONTEXT_EXTENSION_GPU_HOURS: Final = 119e3
 DEEPSEEK_POST_TRAINING_GPU_HOURS: Final = 5e3
 DEEPSEEK_PUBLISHED_USD: Final = 5.576e6
 DEEPSEEK_USD_PER_GPU_HOUR: Final = 2.0
+# A measured mean below this share of the systems' rated maximum is refused: a working node's
+# CPUs, fans, NICs and idle GPUs alone draw more (the one node measurement the catalog has, an
+# H100 node training, drew 0.82 of its rating). It catches kW typed as W and per-GPU readings.
+MIN_MEASURED_SHARE: Final = 0.1
+WHOLE_SYSTEMS_RULE: Final = (
+    "power and ownership count whole systems (the GPUs a job leaves idle in them too); "
+    "cloud GPU-hours count the GPUs the job uses"
+)
 
 
 def check_power_w(
@@ -47,14 +57,17 @@ class ClusterPower(Record):
     """What ``num_gpus`` GPUs of one system draw, in W.
 
     ``gpus_tdp_w`` counts GPU TDP only (the seed's convention); ``rated_power_w``
-    the systems' rated maximum (``num_systems`` may be fractional: GPUs / GPUs
-    per system); ``it_power_w`` the draw while working; ``facility_power_w``
-    that times the PUE of the system's cooling kind.
+    the systems' rated maximum; ``it_power_w`` the draw while working;
+    ``facility_power_w`` that times the PUE (``pue_source`` says where it comes
+    from). ``num_systems`` is whole (the systems the GPUs occupy, holding
+    ``num_held_gpus``) for a job or a site, fractional (GPUs / GPUs per system)
+    only for a GPU count of a size (``cost upgrade``'s old cluster).
     """
 
     system: str
     num_gpus: int
     num_systems: float
+    num_held_gpus: float
     gpus_tdp_w: float | None
     rated_power_w: float
     it_power_w: float
@@ -63,6 +76,7 @@ class ClusterPower(Record):
     liquid_heat_w: float
     air_heat_w: float
     basis: str
+    pue_source: str = ""
 
 
 def cluster_power(
@@ -72,25 +86,39 @@ def cluster_power(
     num_gpus: int,
     workload: str = "train",
     gpu_tdp_w: float | None = None,
-    pue: float = 1.0,
+    pue: float | SitePue | None = None,
     measured_power_w: float | None = None,
+    num_systems: int | None = None,
 ) -> ClusterPower:
     """The power of ``num_gpus`` GPUs working on ``workload`` (``train`` or ``infer``).
+
+    ``num_systems``: the whole systems the GPUs occupy (each holding
+    ``gpus_per_system``); ``None`` counts a fraction, GPUs / GPUs per system.
+    ``pue`` ``None`` is the sourced industry average of
+    :func:`~lightspeed.cost.pue.default_pue`. A measured mean power above the
+    systems' rating, or under ``MIN_MEASURED_SHARE`` of it, is refused.
 
     >>> from lightspeed.catalog.power import load_power
     >>> draw = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=100, gpu_tdp_w=700.0)
     >>> draw.gpus_tdp_w / 1e3, draw.rated_power_w / 1e3  # kW: 100 x 700 W; 12.5 x 10.2 kW
     (70.0, 127.5)
+    >>> whole = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=100, num_systems=13)
+    >>> whole.rated_power_w / 1e3, whole.num_held_gpus  # kW: 13 whole DGX H100 hold 104 GPUs
+    (132.6, 104)
     """
     if workload not in WORKLOAD_KINDS:
         raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOAD_KINDS)}")
     if num_gpus < 1:
         raise UserInputError(f"{num_gpus} GPUs: give at least 1")
     check_power_w(measured_power_w)
-    systems = num_gpus / gpus_per_system
+    site = pue if isinstance(pue, SitePue) else site_pue(pue)
+    systems: float = num_gpus / gpus_per_system if num_systems is None else num_systems
+    if systems * gpus_per_system < num_gpus:
+        raise UserInputError(f"{num_systems} systems of {gpus_per_system} GPUs do not hold {num_gpus} GPUs")
     rated = systems * power.max_power_w
     share = power.draw_share(workload)
     if measured_power_w is not None:
+        _check_measured(measured_power_w, rated, systems, power.system)
         it_power, basis = measured_power_w, "measured mean power"
     else:
         it_power = rated * share
@@ -100,15 +128,31 @@ def cluster_power(
         system=power.system,
         num_gpus=num_gpus,
         num_systems=systems,
+        num_held_gpus=num_gpus if num_systems is None else num_systems * gpus_per_system,
         gpus_tdp_w=num_gpus * gpu_tdp_w if gpu_tdp_w is not None else None,
         rated_power_w=rated,
         it_power_w=it_power,
-        pue=pue,
-        facility_power_w=it_power * pue,
+        pue=site.value,
+        facility_power_w=it_power * site.value,
         liquid_heat_w=liquid,
         air_heat_w=it_power - liquid,
         basis=basis,
+        pue_source=site.source,
     )
+
+
+def _check_measured(measured_w: float, rated_w: float, systems: float, system: str) -> None:
+    """A measured mean power must lie between ``MIN_MEASURED_SHARE`` of the rating and the rating."""
+    rating = f"the {rated_w / 1e3:,.4g} kW that {systems:g} {system} system(s) are rated for"
+    if measured_w > rated_w * (1.0 + 1e-9):
+        raise UserInputError(
+            f"measured power {measured_w:,.6g} W is above {rating}; give the job's mean draw in W"
+        )
+    if measured_w < MIN_MEASURED_SHARE * rated_w:
+        raise UserInputError(
+            f"measured power {measured_w:,.6g} W is under {MIN_MEASURED_SHARE:.0%} of {rating}, "
+            "less than working systems draw; give the whole job's mean draw in W (not kW, not one GPU's)"
+        )
 
 
 def power_for(
@@ -119,17 +163,34 @@ def power_for(
     workload: str = "train",
     prices: Prices | None = None,
     measured_power_w: float | None = None,
+    pue: float | None = None,
+    gpus_per_system: int | None = None,
 ) -> ClusterPower:
-    """:func:`cluster_power` of ``num_gpus`` (default all) GPUs of ``cluster``; PUE from ``prices``."""
+    """:func:`cluster_power` of ``num_gpus`` (default all) GPUs of ``cluster``, in the whole
+    systems they occupy: a job on 7 GPUs of 8-GPU nodes powers one node, a job on 100 GPUs of
+    GB200 NVL72 two racks. ``gpus_per_system``: the GPUs one system holds as bought (default the
+    cluster's; a job spread over racks uses fewer of each). PUE: ``pue``, else the prices' for
+    the system's cooling, else the sourced default (:func:`~lightspeed.cost.prices.pue_for`).
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.catalog.power import load_power
+    >>> node = load_catalog().cluster("dgx-h100", num_nodes=1)
+    >>> draw = power_for(cluster=node, power=load_power()["dgx-h100"], num_gpus=7)
+    >>> draw.num_systems, draw.num_held_gpus, draw.rated_power_w / 1e3, draw.pue  # one whole node
+    (1, 8, 10.2, 1.56)
+    """
     system = cluster.system
+    used = num_gpus or cluster.num_accelerators
+    per_domain = system.num_accelerators  # as the job uses each system
     return cluster_power(
         power=power,
-        gpus_per_system=system.num_accelerators,
-        num_gpus=num_gpus or cluster.num_accelerators,
+        gpus_per_system=max(per_domain, gpus_per_system or per_domain),
+        num_gpus=used,
         workload=workload,
         gpu_tdp_w=system.accelerator.tdp_w,
-        pue=prices.pue(power.cooling) if prices is not None else 1.0,
+        pue=pue_for(power.cooling, prices=prices, pue=pue),
         measured_power_w=measured_power_w,
+        num_systems=math.ceil(used / per_domain),
     )
 
 
@@ -140,7 +201,7 @@ class Tco(Record):
     capex per year = purchase / depreciation years; electricity = facility
     power x hours per year x utilisation x price per kWh; other opex = a share
     of the purchase price per year. ``usd_per_gpu_hour`` divides the total by
-    the GPU-hours actually worked.
+    the GPU-hours worked by every GPU bought (``num_gpus``: those the systems hold).
     """
 
     system: str
@@ -176,14 +237,14 @@ def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
     return Tco(
         system=power.system,
         num_systems=power.num_systems,
-        num_gpus=power.num_gpus,
+        num_gpus=round(power.num_held_gpus),
         capex_usd=capex,
         capex_per_year_usd=capex / prices.depreciation_years,
         energy_per_year_j=energy,
         electricity_per_year_usd=electricity,
         other_opex_per_year_usd=other,
         total_per_year_usd=total,
-        usd_per_gpu_hour=total / (power.num_gpus * hours),
+        usd_per_gpu_hour=total / (power.num_held_gpus * hours),
         inputs={
             f"system_purchase_usd.{power.system}": purchase,
             "depreciation_years": prices.depreciation_years,
@@ -200,9 +261,12 @@ def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
 class TrainingCost(Record):
     """Time, GPU-hours, energy and money of a training run (``num_tokens`` tokens).
 
-    Energies in J at the facility (IT x PUE); ``cloud_usd`` at the cloud price
-    per GPU-hour, ``owned_usd`` at the owned cluster's TCO per GPU-hour,
+    Energies in J at the facility (IT x PUE) of the whole systems the job
+    occupies; ``cloud_usd`` at the cloud price per GPU-hour of the GPUs used,
+    ``owned_usd`` the owned systems' TCO over the run (every GPU they hold),
     ``electricity_usd`` the electricity alone; ``None`` without prices.
+    ``efficiency_model`` names the efficiency figures the throughput used (a
+    calibration profile or the family defaults); ``assumptions`` says so in words.
     """
 
     model: str
@@ -221,6 +285,39 @@ class TrainingCost(Record):
     cloud_usd: float | None
     owned_usd: float | None
     inputs: JsonDict
+    efficiency_model: str = ""
+    assumptions: tuple[str, ...] = ()
+
+
+def efficiency_sentence(efficiency: EfficiencyModel | None, *, device: str, family: str) -> str:
+    """Which efficiency figures a prediction on ``device`` (of catalog ``family``) used, in words:
+    the calibration profile and the device it was measured on, and whether it was forced onto
+    another; or the family defaults.
+
+    >>> efficiency_sentence(None, device="h100-sxm", family="nvidia-hopper")
+    "efficiency: the family defaults 'nvidia-hopper' (no calibration)"
+    """
+    if efficiency is None:
+        return f"efficiency: the family defaults {family!r} (no calibration)"
+    text = f"efficiency: calibration {efficiency.name!r}"
+    if efficiency.measured_on:
+        text += f", measured on {efficiency.measured_on}"
+    if calibration_device_note(efficiency, device=device, family=family):
+        text += f", applied to {device} anyway (forced)"
+    return text
+
+
+def _assumptions(
+    efficiency: EfficiencyModel | None, cluster: Cluster, draw: ClusterPower, family: str = ""
+) -> tuple[str, ...]:
+    accelerator = cluster.system.accelerator
+    gpus = f"{draw.num_held_gpus:,g} GPUs held, {draw.num_gpus:,} used"
+    held = f"{draw.num_systems:g} whole {draw.system} ({gpus})"
+    return (
+        efficiency_sentence(efficiency, device=accelerator.name, family=family or accelerator.family),
+        f"{held}: {WHOLE_SYSTEMS_RULE}",
+        f"PUE {draw.pue:g}: {draw.pue_source}",
+    )
 
 
 def _money_inputs(prices: Prices | None, accelerator: str, power: ClusterPower) -> dict[str, Any]:
@@ -237,10 +334,11 @@ def _money_inputs(prices: Prices | None, accelerator: str, power: ClusterPower) 
     return inputs
 
 
-def _owned_per_gpu_hour(prices: Prices, power: ClusterPower) -> float | None:
+def _owned_per_hour(prices: Prices, power: ClusterPower) -> float | None:
+    """What owning the whole systems of ``power`` costs per hour worked (every GPU they hold)."""
     if power.system not in prices.system_purchase_usd:
         return None
-    return tco_per_year(power=power, prices=prices).usd_per_gpu_hour
+    return tco_per_year(power=power, prices=prices).usd_per_gpu_hour * power.num_held_gpus
 
 
 def training_cost(
@@ -251,8 +349,15 @@ def training_cost(
     num_tokens: float,
     prices: Prices | None = None,
     measured_power_w: float | None = None,
+    pue: float | None = None,
+    efficiency: EfficiencyModel | None = None,
+    gpus_per_system: int | None = None,
 ) -> TrainingCost:
     """Energy and cost of training on ``num_tokens`` tokens at the estimate's tokens/s.
+
+    Power and ownership are those of the whole systems the job occupies (see
+    :func:`power_for`); ``efficiency`` is the model the estimate was made with
+    (``None``: the family defaults), named in the result.
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.catalog.power import load_power
@@ -275,6 +380,8 @@ def training_cost(
         workload="train",
         prices=prices,
         measured_power_w=measured_power_w,
+        pue=pue,
+        gpus_per_system=gpus_per_system,
     )
     time_s = num_tokens / estimate.tokens_per_s
     gpu_hours = time_s * estimate.num_gpus / 3600.0
@@ -285,8 +392,8 @@ def training_cost(
         electricity = energy / JOULES_PER_KWH * prices.electricity_usd_per_kwh
         if accelerator in prices.cloud_usd_per_gpu_hour:
             cloud = gpu_hours * prices.cloud_usd_per_gpu_hour[accelerator]
-        owned_rate = _owned_per_gpu_hour(prices, draw)
-        owned = gpu_hours * owned_rate if owned_rate is not None else None
+        owned_rate = _owned_per_hour(prices, draw)
+        owned = time_s / 3600.0 * owned_rate if owned_rate is not None else None
     return TrainingCost(
         model=estimate.model,
         system=cluster.system.name,
@@ -304,6 +411,8 @@ def training_cost(
         cloud_usd=cloud,
         owned_usd=owned,
         inputs=_money_inputs(prices, accelerator, draw),
+        efficiency_model=estimate.efficiency_model,
+        assumptions=_assumptions(efficiency, cluster, draw, estimate.efficiency_model),
     )
 
 
@@ -313,7 +422,8 @@ class InferenceCost(Record):
 
     ``cloud_usd_per_million_tokens``: the GPUs rented per hour / output tokens
     per hour x 1e6; ``owned_usd_per_million_tokens`` the same at the owned
-    cluster's TCO per GPU-hour. Energy per output token in J at the facility.
+    whole systems' TCO per hour. Energy per output token in J at the facility.
+    ``efficiency_model`` and ``assumptions`` as in :class:`TrainingCost`.
     """
 
     model: str
@@ -329,6 +439,8 @@ class InferenceCost(Record):
     cloud_usd_per_million_tokens: float | None
     owned_usd_per_million_tokens: float | None
     inputs: JsonDict
+    efficiency_model: str = ""
+    assumptions: tuple[str, ...] = ()
 
 
 def inference_cost(
@@ -338,8 +450,12 @@ def inference_cost(
     power: SystemPower,
     prices: Prices | None = None,
     measured_power_w: float | None = None,
+    pue: float | None = None,
+    efficiency: EfficiencyModel | None = None,
+    gpus_per_system: int | None = None,
 ) -> InferenceCost:
-    """Cost and energy per output token of ``estimate`` (a deployment meeting its bounds)."""
+    """Cost and energy per output token of ``estimate`` (a deployment meeting its bounds), with
+    the power and ownership of the whole systems it occupies (see :func:`training_cost`)."""
     draw = power_for(
         cluster=cluster,
         power=power,
@@ -347,6 +463,8 @@ def inference_cost(
         workload="infer",
         prices=prices,
         measured_power_w=measured_power_w,
+        pue=pue,
+        gpus_per_system=gpus_per_system,
     )
     tokens_per_hour = estimate.output_tokens_per_s * 3600.0
     accelerator = cluster.system.accelerator.name
@@ -354,9 +472,9 @@ def inference_cost(
     if prices is not None:
         if accelerator in prices.cloud_usd_per_gpu_hour:
             cloud = estimate.num_gpus * prices.cloud_usd_per_gpu_hour[accelerator] / tokens_per_hour * 1e6
-        owned_rate = _owned_per_gpu_hour(prices, draw)
+        owned_rate = _owned_per_hour(prices, draw)
         if owned_rate is not None:
-            owned = estimate.num_gpus * owned_rate / tokens_per_hour * 1e6
+            owned = owned_rate / tokens_per_hour * 1e6
     return InferenceCost(
         model=estimate.model,
         system=cluster.system.name,
@@ -371,6 +489,8 @@ def inference_cost(
         cloud_usd_per_million_tokens=cloud,
         owned_usd_per_million_tokens=owned,
         inputs=_money_inputs(prices, accelerator, draw),
+        efficiency_model=efficiency.name if efficiency is not None else cluster.system.accelerator.family,
+        assumptions=_assumptions(efficiency, cluster, draw),
     )
 
 
@@ -381,6 +501,8 @@ class RackPlan(Record):
     ``rack_power_w`` is the rated power of a full rack (the figure to
     provision); ``site_it_power_w`` that of every system; ``site_facility_power_w``
     times the PUE. ``fits_site`` compares the facility power with the budget.
+    ``num_gpus_requested``: the GPU count asked for, when it was rounded up to
+    the whole systems (``num_gpus``) that are bought, powered and priced.
     """
 
     system: str
@@ -400,6 +522,7 @@ class RackPlan(Record):
     fits_site: bool | None
     sources: tuple[str, ...]
     pue_source: str = ""
+    num_gpus_requested: int | None = None
 
 
 def rack_plan(
@@ -410,6 +533,7 @@ def rack_plan(
     pue_source: str = "given",
     site_budget_w: float | None = None,
     systems_per_rack: int | None = None,
+    num_gpus_requested: int | None = None,
 ) -> RackPlan:
     """Racks and rated power for every system of ``cluster`` (whole systems, whole racks).
 
@@ -452,6 +576,7 @@ def rack_plan(
         fits_site=facility <= site_budget_w if site_budget_w is not None else None,
         sources=_part_sources(power),
         pue_source=site.source,
+        num_gpus_requested=num_gpus_requested,
     )
 
 
@@ -502,6 +627,8 @@ def deepseek_cost(
 
 __all__ = [
     "DEEPSEEK_PUBLISHED_USD",
+    "MIN_MEASURED_SHARE",
+    "WHOLE_SYSTEMS_RULE",
     "WORKLOAD_KINDS",
     "ClusterPower",
     "DeepSeekCost",
@@ -512,6 +639,7 @@ __all__ = [
     "check_power_w",
     "cluster_power",
     "deepseek_cost",
+    "efficiency_sentence",
     "inference_cost",
     "power_for",
     "rack_plan",

@@ -61,7 +61,7 @@ def _system_cost(
     owned = None
     if system in prices.system_purchase_usd:
         tco = tco_per_year(power=draw, prices=prices)
-        owned = num_gpus * tco.usd_per_gpu_hour / tokens_per_hour * 1e6
+        owned = draw.num_held_gpus * tco.usd_per_gpu_hour / tokens_per_hour * 1e6  # whole systems owned
         inputs.update(tco.inputs)
     else:
         missing.append(f"system_purchase_usd.{system}")

@@ -10,13 +10,18 @@ figure computed from them carries the inputs it used (``inputs`` in each result)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from lightspeed.cost.pue import SitePue, default_pue, site_pue
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, UserInputError, closest_names
 from lightspeed.records import Record
+
+if TYPE_CHECKING:
+    from lightspeed.catalog import Catalog
 
 PRICES_KIND: Final = "prices"
 HOURS_PER_YEAR: Final = 8766.0  # 365.25 days
@@ -39,13 +44,14 @@ class Prices(Record):
     """What electricity, rooms, cloud hours and systems cost (user inputs, US dollars).
 
     ``pue_air`` and ``pue_liquid``: facility power / IT power for air- and
-    liquid-cooled systems (>= 1). ``utilisation``: share of the year the
-    hardware works (1.0 = 24/7). ``other_opex_share_per_year``: yearly costs
-    other than electricity (support, network, space, staff) as a share of the
-    purchase price.
+    liquid-cooled systems (>= 1); ``None`` (not given) is the sourced industry
+    average every cost command assumes (:func:`~lightspeed.cost.pue.default_pue`).
+    ``utilisation``: share of the year the hardware works (1.0 = 24/7).
+    ``other_opex_share_per_year``: yearly costs other than electricity (support,
+    network, space, staff) as a share of the purchase price.
 
-    >>> Prices(electricity_usd_per_kwh=0.1).pue_air
-    1.3
+    >>> Prices(electricity_usd_per_kwh=0.1).pue("air")
+    1.56
     >>> Prices(electricity_usd_per_kwh=0.1, pue_air=0.9)
     Traceback (most recent call last):
     ...
@@ -53,8 +59,8 @@ class Prices(Record):
     """
 
     electricity_usd_per_kwh: float
-    pue_air: float = 1.3
-    pue_liquid: float = 1.15
+    pue_air: float | None = None
+    pue_liquid: float | None = None
     depreciation_years: float = 4.0
     utilisation: float = 1.0
     other_opex_share_per_year: float = 0.0
@@ -67,7 +73,8 @@ class Prices(Record):
             "electricity_usd_per_kwh", self.electricity_usd_per_kwh, 0.0, 100.0, "give a price in USD per kWh"
         )
         for name in ("pue_air", "pue_liquid"):
-            _check(name, getattr(self, name), 1.0, 5.0, "PUE is facility / IT power, at least 1")
+            if getattr(self, name) is not None:
+                _check(name, getattr(self, name), 1.0, 5.0, "PUE is facility / IT power, at least 1")
         _check(
             "depreciation_years",
             self.depreciation_years,
@@ -87,7 +94,11 @@ class Prices(Record):
 
     def pue(self, cooling: str) -> float:
         """The PUE for a system cooled by ``cooling`` (``air`` or ``liquid``)."""
-        return self.pue_liquid if cooling == "liquid" else self.pue_air
+        return pue_for(cooling, prices=self).value
+
+    def site_pue(self, cooling: str) -> SitePue:
+        """:meth:`pue` and where it comes from (this file's key, or the sourced default)."""
+        return pue_for(cooling, prices=self)
 
     def gpu_hour_usd(self, accelerator: str) -> float:
         """Cloud price of one GPU-hour of ``accelerator``; a missing one says how to add it."""
@@ -96,6 +107,26 @@ class Prices(Record):
     def purchase_usd(self, system: str) -> float:
         """Purchase price of one ``system`` (a node, or a rack for rack-scale systems)."""
         return _lookup(self.system_purchase_usd, system, "system_purchase_usd", self.path)
+
+
+def pue_for(
+    cooling: str, *, prices: Prices | None = None, pue: float | None = None, pue_source: str = "given"
+) -> SitePue:
+    """The PUE of a site cooled by ``cooling`` and where it comes from: ``pue`` (from
+    ``pue_source``), else the prices' ``pue_air``/``pue_liquid``, else the sourced default
+    (one home for every cost command: :func:`~lightspeed.cost.pue.default_pue`).
+
+    >>> pue_for("liquid").value, pue_for("liquid", pue=1.2).value
+    (1.56, 1.2)
+    """
+    if pue is not None:
+        return site_pue(pue, pue_source)
+    if prices is not None:
+        key = "pue_liquid" if cooling == "liquid" else "pue_air"
+        value = getattr(prices, key)
+        if value is not None:
+            return SitePue(value=value, source=f"{key} in {prices.path or 'the prices'}")
+    return default_pue()
 
 
 def _lookup(table: dict[str, float], name: str, key: str, path: str) -> float:
@@ -129,8 +160,12 @@ _TOP_KEYS: Final = {
 }
 
 
-def load_prices(path: Path) -> Prices:
+def load_prices(path: Path, *, catalog: Catalog | None = None) -> Prices:
     """Read a prices file (see ``examples/prices.toml``); a bad figure is one line naming it.
+
+    The names under ``[cloud_usd_per_gpu_hour]`` and ``[system_purchase_usd]``
+    must be ``catalog``'s accelerators and systems (default: the shipped
+    catalog): a typo is refused with the closest names, never priced as nothing.
 
     >>> from pathlib import Path
     >>> import tempfile
@@ -153,18 +188,45 @@ def load_prices(path: Path) -> Prices:
     defaults = Prices(electricity_usd_per_kwh=0.0)
     values = {
         key: fields.number(key, default=getattr(defaults, key), positive=False)
-        for key in ("pue_air", "pue_liquid", "depreciation_years", "utilisation", "other_opex_share_per_year")
+        for key in ("depreciation_years", "utilisation", "other_opex_share_per_year")
     }
+    pue_air, pue_liquid = (  # not given: the sourced default, and the output says so where it is used
+        fields.number(key, positive=False) if key in fields.data else None
+        for key in ("pue_air", "pue_liquid")
+    )
+    if catalog is None:
+        from lightspeed.catalog import load_catalog
+
+        catalog = load_catalog()
+    _check_names(path, fields, "cloud_usd_per_gpu_hour", "accelerator", catalog.accelerators)
+    _check_names(path, fields, "system_purchase_usd", "system", catalog.systems)
     try:
         return Prices(
             electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh"),  # a price: above 0
             cloud_usd_per_gpu_hour=_table(fields, "cloud_usd_per_gpu_hour"),
             system_purchase_usd=_table(fields, "system_purchase_usd"),
             path=str(path),
+            pue_air=pue_air,
+            pue_liquid=pue_liquid,
             **values,
         )
     except UserInputError as error:
         raise DataFileError(path, str(error)) from None
 
 
-__all__ = ["HOURS_PER_YEAR", "JOULES_PER_KWH", "Prices", "load_prices"]
+def _check_names(path: Path, fields: Fields, key: str, kind: str, known: Iterable[str]) -> None:
+    """Every name under ``[key]`` must be a catalog ``kind``: a typo would price nothing, silently."""
+    inner = fields.table(key, required=False)
+    names = sorted(known)
+    for name in inner.data if inner is not None else ():
+        if name not in names:
+            closest = closest_names(name, names) or names[:8]
+            raise DataFileError(
+                path,
+                f"unknown {kind} {name!r}",
+                field=f"{key}.{name}",
+                fix=f"use a catalog {kind} name (closest: {', '.join(closest)}; 'lightspeed hw list')",
+            )
+
+
+__all__ = ["HOURS_PER_YEAR", "JOULES_PER_KWH", "Prices", "load_prices", "pue_for"]

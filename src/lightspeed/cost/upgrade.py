@@ -19,13 +19,16 @@ from typing import Final
 from lightspeed.catalog import Catalog, System
 from lightspeed.catalog.power import SystemPower, power_of
 from lightspeed.cost.energy import ClusterPower, Tco, cluster_power, tco_per_year
-from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices
+from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
+from lightspeed.cost.pue import SitePue
 from lightspeed.cost.workloads import (
+    MAX_SYSTEMS,
     CostWorkload,
     ThroughputPoint,
     best_training_rate,
     serving_point,
     smallest_training_fleet,
+    too_many_systems,
 )
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
@@ -303,8 +306,11 @@ def match_workload(
     power: dict[str, SystemPower],
     prices: Prices | None = None,
     efficiency: EfficiencyModel | None = None,
+    pue: float | None = None,
 ) -> UpgradeMatch:
-    """How many GPUs of ``new_system`` do the work of ``old_gpus`` GPUs of ``old_system`` on ``workload``."""
+    """How many GPUs of ``new_system`` do the work of ``old_gpus`` GPUs of ``old_system`` on ``workload``.
+
+    PUE: ``pue``, else the prices' for each system's cooling, else the sourced default."""
     old_rate, old_point, new_point, new_gpus = _match_points(
         catalog=catalog,
         models=models,
@@ -314,8 +320,8 @@ def match_workload(
         workload=workload,
         efficiency=efficiency,
     )
-    pue_old = prices.pue(power_of(power, old_system.name).cooling) if prices else 1.0
-    pue_new = prices.pue(power_of(power, new_system.name).cooling) if prices else 1.0
+    pue_old = pue_for(power_of(power, old_system.name).cooling, prices=prices, pue=pue)
+    pue_new = pue_for(power_of(power, new_system.name).cooling, prices=prices, pue=pue)
     before = _draw(power, old_system, old_gpus, workload.kind, pue_old)
     after = _draw(power, new_system, new_gpus, workload.kind, pue_new)
     equivalent = old_rate / new_point.tokens_per_s_per_gpu
@@ -348,7 +354,7 @@ def match_workload(
 
 
 def _draw(
-    power: dict[str, SystemPower], system: System, num_gpus: int, kind: str, pue: float
+    power: dict[str, SystemPower], system: System, num_gpus: int, kind: str, pue: SitePue
 ) -> ClusterPower:
     return cluster_power(
         power=power_of(power, system.name),
@@ -371,6 +377,7 @@ def compare_upgrade(
     power: dict[str, SystemPower],
     prices: Prices | None = None,
     efficiency: EfficiencyModel | None = None,
+    pue: float | None = None,
 ) -> Upgrade:
     """:func:`match_workload` for each workload, beside the seed's claim 17.
 
@@ -400,6 +407,7 @@ def compare_upgrade(
             power=power,
             prices=prices,
             efficiency=efficiency,
+            pue=pue,
         )
         for workload in workloads
     )
@@ -455,10 +463,11 @@ def _fleet_option(
     kind: str,
     power: dict[str, SystemPower],
     prices: Prices | None,
+    pue: float | None,
 ) -> FleetOption:
     record = power_of(power, system.name)
     gpus = num_systems * system.num_accelerators
-    draw = _draw(power, system, gpus, kind, prices.pue(record.cooling) if prices else 1.0)
+    draw = _draw(power, system, gpus, kind, pue_for(record.cooling, prices=prices, pue=pue))
     tco = (
         tco_per_year(power=draw, prices=prices)
         if prices and system.name in prices.system_purchase_usd
@@ -494,9 +503,13 @@ def size_fleet(
     requests_per_s: float | None = None,
     prices: Prices | None = None,
     efficiency: EfficiencyModel | None = None,
+    pue: float | None = None,
 ) -> FleetSizing:
     """GPUs, systems, racks, power and cost on each system to reach the target:
-    ``tokens_per_day`` of training or ``requests_per_s`` of serving at the workload's bounds."""
+    ``tokens_per_day`` of training or ``requests_per_s`` of serving at the workload's bounds.
+
+    Both kinds are whole systems, at most ``MAX_SYSTEMS`` of each; PUE: ``pue``, else the
+    prices', else the sourced default."""
     target_rate, target = _target(workload, tokens_per_day, requests_per_s)
     options = []
     for system in systems:
@@ -515,6 +528,8 @@ def size_fleet(
                 catalog=catalog, models=models, system=system, workload=workload, efficiency=efficiency
             )
             count = math.ceil(target_rate / point.tokens_per_s - 1e-9)
+            if count > MAX_SYSTEMS:
+                raise UserInputError(too_many_systems(system.name, target_rate, workload.name))
             rate = count * point.tokens_per_s
         options.append(
             _fleet_option(
@@ -525,6 +540,7 @@ def size_fleet(
                 kind=workload.kind,
                 power=power,
                 prices=prices,
+                pue=pue,
             )
         )
     return FleetSizing(
@@ -540,13 +556,21 @@ def _target(
     workload: CostWorkload, tokens_per_day: float | None, requests_per_s: float | None
 ) -> tuple[float, str]:
     if workload.kind == "train":
-        if tokens_per_day is None or not math.isfinite(tokens_per_day) or not 0 < tokens_per_day <= 1e16:
+        if tokens_per_day is None:
             raise UserInputError(
-                f"training fleets need --tokens-per-day in (0, 1e16]; got {tokens_per_day!r}"
+                f"{workload.name} is a training workload: give its target, --tokens-per-day N (up to 1e16)"
+            )
+        if not math.isfinite(tokens_per_day) or not 0 < tokens_per_day <= 1e16:
+            raise UserInputError(
+                f"training fleets need --tokens-per-day in (0, 1e16]; got {tokens_per_day:g}"
             )
         return tokens_per_day / 86400.0, f"{tokens_per_day:,.0f} training tokens/day"
-    if requests_per_s is None or not math.isfinite(requests_per_s) or not 0 < requests_per_s <= 1e9:
-        raise UserInputError(f"serving fleets need --requests-per-s in (0, 1e9]; got {requests_per_s!r}")
+    if requests_per_s is None:
+        raise UserInputError(
+            f"{workload.name} is a serving workload: give its target, --requests-per-s N (up to 1e9)"
+        )
+    if not math.isfinite(requests_per_s) or not 0 < requests_per_s <= 1e9:
+        raise UserInputError(f"serving fleets need --requests-per-s in (0, 1e9]; got {requests_per_s:g}")
     return (
         requests_per_s * workload.output_tokens,
         f"{requests_per_s:g} requests/s ({workload.output_tokens} output tokens each)",

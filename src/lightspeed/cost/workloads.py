@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -22,10 +21,12 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import ServingLoad
 from lightspeed.sol.infer.search import search_inference
 from lightspeed.sol.systems import auto_precision
+from lightspeed.sol.train.result import TrainingEstimate
 from lightspeed.sol.train.search import search_training
 from lightspeed.workload import ModelRegistry
 
 MAX_SEARCH_STEPS: Final = 48
+MAX_SCANNED_COUNTS: Final = 256  # counts tried below the first one found to reach a target
 MAX_SYSTEMS: Final = 100_000
 
 
@@ -162,6 +163,27 @@ def training_point(
     efficiency: EfficiencyModel | None = None,
 ) -> ThroughputPoint | None:
     """The best fitting training plan on ``num_systems`` systems, ``None`` if no plan fits."""
+    found = _best_training(
+        catalog=catalog,
+        models=models,
+        system=system,
+        num_systems=num_systems,
+        workload=workload,
+        efficiency=efficiency,
+    )
+    return found[0] if found is not None else None
+
+
+def _best_training(
+    *,
+    catalog: Catalog,
+    models: ModelRegistry,
+    system: System,
+    num_systems: int,
+    workload: CostWorkload,
+    efficiency: EfficiencyModel | None,
+) -> tuple[ThroughputPoint, TrainingEstimate] | None:
+    """The best fitting plan's point and its estimate (for its peak and FLOP per token)."""
     cluster = catalog.cluster(system.name, num_nodes=num_systems)
     try:
         result = search_training(
@@ -185,7 +207,7 @@ def training_point(
         if key in ("tp", "pp", "dp", "cp", "ep") and (key == "dp" or value != 1)
     )
     summary += f" mb={best.plan.micro_batch_size} {best.plan.recompute}"
-    return ThroughputPoint(
+    point = ThroughputPoint(
         system=system.name,
         num_systems=num_systems,
         num_gpus=cluster.num_accelerators,
@@ -194,6 +216,7 @@ def training_point(
         tokens_per_s=best.tokens_per_s,
         tokens_per_s_per_gpu=best.tokens_per_s / cluster.num_accelerators,
     )
+    return point, best
 
 
 def serving_point(
@@ -238,26 +261,20 @@ def smallest_training_fleet(
 ) -> ThroughputPoint:
     """The fewest whole systems whose best fitting plan reaches ``target_tokens_per_s``.
 
-    Jumps by the throughput shortfall, then walks back while one system fewer
-    still reaches the target (throughput is not exactly monotonic in the count:
-    batch and layer divisibility change the best plan).
+    Throughput is not monotonic in the system count (batch, layer and head
+    divisibility change the best plan: 28 DGX H100 can beat 35), so stopping
+    at the first count that falls short is wrong. The search jumps by the
+    shortfall to a count that reaches the target, then tries every count
+    below it, fewest first, down to the count the peak allows (no plan beats
+    GPUs x dense peak / FLOP per token); at most ``MAX_SCANNED_COUNTS`` counts
+    are tried, the ones just below the count found.
     """
     if not math.isfinite(target_tokens_per_s) or target_tokens_per_s <= 0:
         raise UserInputError(f"target {target_tokens_per_s!r} tokens/s: give a positive number")
-
-    def measure(count: int) -> ThroughputPoint | None:
-        return training_point(
-            catalog=catalog,
-            models=models,
-            system=system,
-            num_systems=count,
-            workload=workload,
-            efficiency=efficiency,
-        )
-
+    search = _FleetSearch(catalog, models, system, workload, efficiency)
     count, found = 1, None
     for _ in range(MAX_SEARCH_STEPS):
-        point = measure(count)
+        point = search.measure(count)
         if point is not None and point.tokens_per_s >= target_tokens_per_s:
             found = point
             break
@@ -266,24 +283,64 @@ def smallest_training_fleet(
         if count > MAX_SYSTEMS:
             break
     if found is None:
-        raise UserInputError(
-            f"no whole number of {system.name} up to {MAX_SYSTEMS:,} reaches "
-            f"{target_tokens_per_s:,.0f} tokens/s on {workload.name}; lower the target or pick another system"
-        )
-    return _walk_back(found, measure, target_tokens_per_s)
-
-
-def _walk_back(
-    found: ThroughputPoint, measure: Callable[[int], ThroughputPoint | None], target: float
-) -> ThroughputPoint:
-    for _ in range(16):
-        if found.num_systems == 1:
-            break
-        fewer = measure(found.num_systems - 1)
-        if fewer is None or fewer.tokens_per_s < target:
-            break
-        found = fewer
+        raise UserInputError(too_many_systems(system.name, target_tokens_per_s, workload.name))
+    lowest = max(1, found.num_systems - MAX_SCANNED_COUNTS, search.fewest_possible(target_tokens_per_s))
+    for fewer in range(lowest, found.num_systems):
+        point = search.measure(fewer)
+        if point is not None and point.tokens_per_s >= target_tokens_per_s:
+            return point
     return found
+
+
+def too_many_systems(system: str, target_tokens_per_s: float, workload: str) -> str:
+    """The one-line refusal of a target no fleet of up to ``MAX_SYSTEMS`` systems reaches."""
+    return (
+        f"no whole number of {system} up to {MAX_SYSTEMS:,} reaches "
+        f"{target_tokens_per_s:,.0f} tokens/s on {workload}; lower the target or pick another system"
+    )
+
+
+class _FleetSearch:
+    """Training points of one system and workload, each count searched once; and the bound
+    of the peak: tokens/s <= GPUs x dense peak FLOP/s / model FLOP per token (x MFU above 1,
+    which only a calibration above the peak could give)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        models: ModelRegistry,
+        system: System,
+        workload: CostWorkload,
+        efficiency: EfficiencyModel | None,
+    ) -> None:
+        self.catalog, self.models, self.system = catalog, models, system
+        self.workload, self.efficiency = workload, efficiency
+        self._points: dict[int, ThroughputPoint | None] = {}
+        self._peak_per_gpu = 0.0  # tokens/s one GPU could reach at its dense peak
+
+    def measure(self, count: int) -> ThroughputPoint | None:
+        if count not in self._points:
+            found = _best_training(
+                catalog=self.catalog,
+                models=self.models,
+                system=self.system,
+                num_systems=count,
+                workload=self.workload,
+                efficiency=self.efficiency,
+            )
+            self._points[count] = found[0] if found is not None else None
+            if found is not None:
+                estimate = found[1]
+                peak = estimate.peak_flop_per_s / estimate.model_flop_per_token * max(1.0, estimate.mfu)
+                self._peak_per_gpu = max(self._peak_per_gpu, peak)
+        return self._points[count]
+
+    def fewest_possible(self, target_tokens_per_s: float) -> int:
+        """Fewer systems than this cannot reach the target even at the peak (1 without a bound)."""
+        if self._peak_per_gpu <= 0:
+            return 1
+        per_system = self._peak_per_gpu * self.system.num_accelerators
+        return max(1, math.ceil(target_tokens_per_s / per_system * (1.0 - 1e-9)))
 
 
 def best_training_rate(
@@ -326,6 +383,7 @@ def best_training_rate(
 __all__ = [
     "COST_WORKLOADS",
     "DEFAULT_UPGRADE_WORKLOADS",
+    "MAX_SYSTEMS",
     "CostWorkload",
     "ThroughputPoint",
     "best_training_rate",
@@ -334,5 +392,6 @@ __all__ = [
     "serving_point",
     "smallest_training_fleet",
     "system_for",
+    "too_many_systems",
     "training_point",
 ]

@@ -6,6 +6,7 @@ Every money figure is printed with the inputs it used (a caption under its table
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,10 +23,11 @@ from lightspeed.cost import (
     Upgrade,
 )
 from lightspeed.cost.upgrade import UpgradeMatch
+from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import new_figure, plot_paths, save_figure
+from lightspeed.report.plots import PLOT_FORMATS, new_figure, plot_paths, save_figure
 from lightspeed.units import format_count, format_duration
 
 if TYPE_CHECKING:
@@ -85,6 +87,10 @@ def _render_inputs(inputs: JsonObject, console: Console | None = None) -> None:
 
 def _power_rows(power: ClusterPower) -> list[list[str]]:
     return [
+        [
+            "whole systems (GPUs held / used)",
+            f"{power.num_systems:g} x {power.system} ({power.num_held_gpus:g} / {power.num_gpus})",
+        ],
         ["GPU TDP only", kw(power.gpus_tdp_w)],
         ["systems rated", kw(power.rated_power_w)],
         [f"IT draw ({power.basis})", kw(power.it_power_w)],
@@ -108,12 +114,21 @@ def render_training_cost(cost: TrainingCost) -> None:
         ["cloud cost", usd(cost.cloud_usd)],
         ["owned cost (TCO share)", usd(cost.owned_usd)],
     ]
+    console = make_console()
     render_table(
         f"{cost.model} training on {cost.num_gpus} x {cost.system} GPUs",
         ["", "value"],
         rows,
+        console=console,
     )
-    _render_inputs(cost.inputs)
+    _render_inputs(cost.inputs, console)
+    _render_assumptions(cost.assumptions, console)
+
+
+def _render_assumptions(assumptions: Iterable[str], console: Console) -> None:
+    """The ``assumed:`` lines: the efficiency figures used, whole systems, the PUE's source."""
+    for line in assumptions:
+        console.print(f"  assumed: {plain(line)}", style="dim")
 
 
 def render_inference_cost(cost: InferenceCost) -> None:
@@ -127,8 +142,10 @@ def render_inference_cost(cost: InferenceCost) -> None:
         ["cloud $ per million tokens", usd(cost.cloud_usd_per_million_tokens)],
         ["owned $ per million tokens", usd(cost.owned_usd_per_million_tokens)],
     ]
-    render_table(f"{cost.model} served on {cost.system}", ["", "value"], rows)
-    _render_inputs(cost.inputs)
+    console = make_console()
+    render_table(f"{cost.model} served on {cost.system}", ["", "value"], rows, console=console)
+    _render_inputs(cost.inputs, console)
+    _render_assumptions(cost.assumptions, console)
 
 
 def render_tco(tco: Tco) -> None:
@@ -163,8 +180,10 @@ def render_rack_plan(plan: RackPlan) -> None:
             console=console,
         )
     fits = "-" if plan.fits_site is None else ("yes" if plan.fits_site else "NO")
+    asked = plan.num_gpus_requested
     rows = [
         ["GPUs / systems / racks", f"{plan.num_gpus} / {plan.num_systems} / {plan.num_racks}"],
+        *([["GPUs asked (--gpus), in whole systems", f"{asked} -> {plan.num_gpus}"]] if asked else []),
         ["systems per rack", str(plan.systems_per_rack)],
         ["rated power per rack", kw(plan.rack_power_w)],
         ["site IT power", f"{plan.site_it_power_w / 1e6:,.3f} MW"],
@@ -210,6 +229,7 @@ def render_deepseek_cost(result: DeepSeekCost) -> None:
     console = make_console()
     _render_inputs({"usd_per_gpu_hour": rate, "pue": result.training.power.pue}, console)
     console.print(f"  note: {result.note}", style="dim")
+    _render_assumptions(result.training.assumptions, console)
 
 
 def render_upgrade(upgrade: Upgrade) -> None:
@@ -407,7 +427,36 @@ def _capped(value: float | None, base: float) -> float:
     return value
 
 
-def save_tornado(upgrade: Upgrade, path: Path, formats: Iterable[str] = ("png",)) -> list[Path]:
-    """Write the payback tornado plot to ``path`` (suffix chosen by ``formats``)."""
-    stem, chosen = plot_paths(path, name="tornado", default_formats=tuple(formats))
+def save_tornado(upgrade: Upgrade | None, path: Path) -> list[Path]:
+    """Write the payback tornado plot to exactly ``path`` (``.png``, ``.svg`` or ``.pdf``; an
+    existing folder gets ``tornado.png`` inside it). A missing folder, a special file (``/dev/full``)
+    or a name without a plot suffix is refused in one line: the path is never rewritten and no
+    folder is created. ``upgrade=None`` only checks the path (before the engine runs)."""
+    stem, chosen = _tornado_target(path)
+    targets = [stem.parent / f"{stem.name}.{extension}" for extension in chosen]
+    for target in targets:
+        if target.is_dir() or not os.access(target.parent, os.W_OK):
+            raise UserInputError(
+                f"cannot write the plot {target}: a folder, or read-only; choose a writable path"
+            )
+    if upgrade is None:
+        return targets
     return save_figure(tornado_figure(upgrade), stem, chosen)
+
+
+def _tornado_target(path: Path) -> tuple[Path, tuple[str, ...]]:
+    if path.is_dir():
+        return plot_paths(path, name="tornado", default_formats=("png",))
+    if path.exists() and not path.is_file():
+        raise UserInputError(
+            f"cannot write the plot {path}: it is not a regular file; name a .png, .svg or .pdf"
+        )
+    if path.suffix.lower().lstrip(".") not in PLOT_FORMATS:
+        raise UserInputError(
+            f"cannot write the plot {path}: end its name in .png, .svg or .pdf (nothing is appended)"
+        )
+    if not path.parent.is_dir():
+        raise UserInputError(
+            f"cannot write the plot {path}: no folder {path.parent}; create it first or name another path"
+        )
+    return plot_paths(path, name="tornado", default_formats=("png",))
