@@ -65,7 +65,18 @@ CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "memory": (
         ("memory", "--model", "dense-100t", "--gpu", "b200"),
-        ("total_bytes", "bytes_per_gpu", "gpus_needed", "nodes_needed", "memory_usable_bytes", "zero_stage"),
+        (
+            "total_bytes",
+            "bytes_per_gpu",
+            "gpus_needed",
+            "nodes_needed",
+            "memory_usable_bytes",
+            "zero_stage",
+            "memory_listed_bytes",
+            "gpus_needed_at_listed",
+            "memory_device_bytes",
+            "gpus_needed_at_device",
+        ),
     ),
     "flops": (
         ("flops", "--model", "dense-100t", "--tokens", "29e12"),
@@ -246,7 +257,24 @@ CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 # Documented aliases (CHANGELOG 0.2.0): the old name beside the new, both written on purpose.
-ALIASES = {("zero", "zero_stage"), ("micro_batch", "micro_batch_size"), ("size", "size_bytes")}
+# `memory`'s headline counts are at usable memory, what the driver reports; the `*_at_device` pair,
+# which counted at that memory before usable meant it, is kept as their alias (docs/workload.md).
+ALIASES = {
+    ("zero", "zero_stage"),
+    ("micro_batch", "micro_batch_size"),
+    ("size", "size_bytes"),
+    ("gpus_needed", "gpus_needed_at_device"),
+    ("nodes_needed", "nodes_needed_at_device"),
+}
+# Different figures that may coincide, not aliases: `memory`'s counts at the datasheet's listed and
+# at the nominal capacity beside its headline at usable memory (dense-100t on B200: 131 nodes at
+# the driver's 192.27 GB and at the nominal 192 GB, 1,041 and 1,042 GPUs).
+COMPARISONS = {
+    ("gpus_needed", "gpus_needed_at_listed"),
+    ("nodes_needed", "nodes_needed_at_listed"),
+    ("gpus_needed", "gpus_needed_at_nominal"),
+    ("nodes_needed", "nodes_needed_at_nominal"),
+}
 
 
 def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -293,7 +321,7 @@ def _undocumented_aliases(payload: Any) -> Iterator[str]:
         for key, value in item.items():
             for other, twin in item.items():
                 same = value == twin and isinstance(value, int | float | list) and not isinstance(value, bool)
-                if other.startswith(f"{key}_") and same and (key, other) not in ALIASES:
+                if other.startswith(f"{key}_") and same and (key, other) not in ALIASES | COMPARISONS:
                     yield f"{path}: {key} = {other}"
         if "intervals" in item:  # a train estimate's intervals are not repeated beside it
             yield from (f"{path}.{key}" for key in ("step_time_interval_s", "mfu_interval") if key in item)

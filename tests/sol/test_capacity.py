@@ -36,35 +36,44 @@ def test_seed_100t_weights_at_16_bits_are_200_tb() -> None:
     )
 
 
-def test_seed_100t_on_b200_at_180_gb_usable() -> None:
+def test_seed_100t_on_b200_at_the_memory_its_driver_reports() -> None:
     b200 = CATALOG.accelerator("b200")
-    assert b200.memory_usable_bytes == 180e9  # the seed's "180 GB usable"
+    assert b200.memory_usable_bytes == 180e9  # the datasheet's listing (the seed's "180 GB usable")
     plan = plan_memory(model=DENSE_100T, precision="bf16", accelerator=b200)
-    # 200.04 TB / 180 GB = 1111.3 -> 1,112 GPUs -> 139 nodes of 8 (the seed: ~1,000 GPUs, ~125 nodes).
-    assert plan.gpus_needed == math.ceil(plan.total_bytes / 180e9) == 1112
-    assert plan.nodes_needed == 139
-    # At the 192 GB nominal capacity: 1,042 GPUs, 131 nodes.
+    # Usable is what the driver reports, 183,359 MiB = 192,265,846,784 bytes:
+    # 200,041,174,925,312 / 192,265,846,784 = 1,040.4 -> 1,041 GPUs -> 131 nodes of 8
+    # (the seed: ~1,000 GPUs, ~125 nodes).
+    assert plan.memory_usable_bytes == 183_359 * 2**20
+    assert plan.gpus_needed == math.ceil(200_041_174_925_312 / (183_359 * 2**20)) == 1041
+    assert plan.nodes_needed == 131
+    # At the listed 180 GB: 200.04 TB / 180 GB = 1,111.3 -> 1,112 GPUs -> 139 nodes.
+    assert plan.memory_listed_bytes == 180e9
+    assert plan.gpus_needed_at_listed == math.ceil(200_041_174_925_312 / 180e9) == 1112
+    assert plan.nodes_needed_at_listed == 139
+    # At the 192 GB nominal capacity: 1,041.9 -> 1,042 GPUs, 131 nodes.
     assert plan.gpus_needed_at_nominal == 1042
     assert plan.nodes_needed_at_nominal == 131
-    assert any("180 GB usable of 192 GB nominal" in line for line in plan.assumptions)
+    assert any("180 GB (167.6 GiB) listed on the datasheet" in line for line in plan.assumptions)
 
 
 def test_the_count_at_what_the_driver_reports_is_the_one_plan_sizes_with() -> None:
-    """A B200's driver reports 183,359 MiB (nvidia-smi memory.total), above the listed 180 GB
-    usable: 200,041,174,925,312 bytes / (183,359 x 2^20) = 1,040.4 -> 1,041 GPUs, 131 nodes of 8,
-    beside the listed figure's 1,112 (the lower bound at that figure), and it is the memory the
-    plan commands size deployments with."""
+    """A B200's driver reports 183,359 MiB (nvidia-smi memory.total), above the listed 180 GB:
+    200,041,174,925,312 bytes / (183,359 x 2^20) = 1,040.4 -> 1,041 GPUs, 131 nodes of 8. It is
+    the usable memory, the one the plan commands size deployments with, so the headline count
+    and the older ``*_at_device`` fields agree."""
     b200 = CATALOG.accelerator("b200")
     plan = plan_memory(model=DENSE_100T, precision="bf16", accelerator=b200)
-    assert plan.memory_device_bytes == 183_359 * 2**20
+    assert plan.memory_device_bytes == plan.memory_usable_bytes == 183_359 * 2**20
     assert plan.gpus_needed_at_device == math.ceil(200_041_174_925_312 / (183_359 * 2**20)) == 1041
     assert plan.nodes_needed_at_device == 131
-    assert plan.gpus_needed == 1112
+    assert plan.gpus_needed == 1041
     assert (
         b200.memory_device_bytes
         == hardware_for(CATALOG.resolve_cluster("dgx-b200"), "bf16").usable_memory_bytes
     )
-    assert any("the driver reports 192.3 GB" in line for line in plan.assumptions)
+    assert any(
+        "192.3 GB (179.1 GiB) usable per GPU, what the driver reports" in line for line in plan.assumptions
+    )
 
 
 def test_seed_100t_on_b300_at_288_gb() -> None:
@@ -85,7 +94,7 @@ def test_system_brings_its_gpu_and_node_size() -> None:
     assert plan.device == "dgx-b200"
     assert plan.accelerator == "b200"
     assert plan.gpus_per_node == system.num_accelerators == 8
-    assert plan.gpus_needed == 1112
+    assert plan.gpus_needed == 1041  # 200.04 TB / 192.27 GB (the driver's 183,359 MiB) = 1,040.4
 
 
 def test_mixed_precision_adam_is_16_bytes_per_parameter() -> None:
@@ -139,7 +148,7 @@ def test_gpus_needed_by_hand_for_zero_1() -> None:
     plan = plan_memory(
         model=spec, training=True, zero_stage=1, dp=64, accelerator=CATALOG.accelerator("h100-sxm")
     )
-    per_replica = math.ceil((4 + 12 / 64) * num_params / 80e9)
+    per_replica = math.ceil((4 + 12 / 64) * num_params / (81_559 * 2**20))  # the driver's 81,559 MiB
     assert plan.model_parallel_gpus == per_replica
     assert plan.gpus_needed == per_replica * 64
     assert plan.nodes_needed == math.ceil(per_replica * 64 / 8)
@@ -176,11 +185,18 @@ def test_property_gpus_hold_the_state_and_one_fewer_would_not(stage: int, dp: in
     )
     assert plan.model_parallel_gpus is not None
     assert plan.bytes_per_gpu is not None
-    assert plan.bytes_per_gpu <= accelerator.memory_usable_bytes
+    assert plan.bytes_per_gpu <= accelerator.memory_device_bytes
     replica = plan.bytes_per_param * plan.num_params
-    assert replica / (plan.model_parallel_gpus - 1 or 1) > accelerator.memory_usable_bytes or (
+    assert replica / (plan.model_parallel_gpus - 1 or 1) > accelerator.memory_device_bytes or (
         plan.model_parallel_gpus == 1
     )
-    assert plan.gpus_needed_at_nominal is not None
-    assert plan.gpus_needed is not None
-    assert plan.gpus_needed_at_nominal <= plan.gpus_needed
+    # more memory a GPU never needs more GPUs: usable (the driver's), listed and nominal
+    counts = [
+        (plan.memory_usable_bytes, plan.gpus_needed),
+        (plan.memory_listed_bytes, plan.gpus_needed_at_listed),
+        (plan.memory_nominal_bytes, plan.gpus_needed_at_nominal),
+    ]
+    known = [(memory, count) for memory, count in counts if memory is not None and count is not None]
+    assert len(known) == 3
+    for memory, count in known:
+        assert all(count >= other for other_memory, other in known if memory <= other_memory)

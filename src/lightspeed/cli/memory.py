@@ -23,7 +23,10 @@ from lightspeed.workload import resolve_model
     shell_complete=model_names,
 )
 @click.option(
-    "--precision", help="Weight precision: fp32, bf16, fp16, fp8, mxfp4, nvfp4, ... [default: bf16]"
+    "--precision",
+    help="Weight precision: fp32, bf16, fp16, fp8, mxfp4, nvfp4, ...; with --training the precision the "
+    "run computes in (fp8/fp4 runs keep bf16 weights, a 1-byte copy and fp32 gradients, as 'plan train' "
+    "counts) [default: bf16]",
 )
 @click.option("--training", is_flag=True, help="Hold training state: gradients, optimizer, master weights.")
 @click.option("--optimizer", help="Optimizer with --training: adam, adamw, sgd, lion [default: adam].")
@@ -32,7 +35,8 @@ from lightspeed.workload import resolve_model
 )
 @click.option("--dp", type=DEGREE, help="Data-parallel replicas [default: 1].")
 @click.option(
-    "--grad-precision", help="Gradient precision with --training [default: the weights' precision]."
+    "--grad-precision",
+    help="Gradient precision with --training [default: the weights' precision; fp32 for fp8/fp4 runs].",
 )
 @click.option(
     "--gpu",
@@ -59,10 +63,11 @@ def command(
     as_json: bool,
 ) -> None:
     """Bytes by component (weights, gradients, optimizer, master weights) and the GPUs and
-    nodes that hold them, at usable and at nominal memory.
+    nodes that hold them, at usable memory (what the driver reports, as 'plan' and 'search'
+    use), beside the datasheet's listed and the nominal figures.
 
     JSON: {"total_bytes", "components": {name: bytes}, "gpus_needed", "nodes_needed",
-    "assumptions": [...], ...}.
+    "memory_usable_bytes", "gpus_needed_at_listed", "gpus_needed_at_nominal", "assumptions": [...], ...}.
     """
     if not training and (optimizer or zero_stage or grad_precision):
         raise click.UsageError("--optimizer, --zero and --grad-precision apply to --training")

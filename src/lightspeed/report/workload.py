@@ -316,9 +316,9 @@ def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None
         nodes = f"{plan.device} nodes" if plan.device != plan.accelerator else "nodes"
         console.print(
             f"{plan.gpus_needed:,} x {plan.accelerator} at {format_bytes(plan.memory_usable_bytes)} usable "
-            f"= {plan.nodes_needed:,} {nodes} of {plan.gpus_per_node}; "
+            f"= {plan.nodes_needed:,} {nodes} of {plan.gpus_per_node}{_at_listed(plan)}; "
             f"{plan.gpus_needed_at_nominal:,} at {format_bytes(plan.memory_nominal_bytes)} nominal "
-            f"= {plan.nodes_needed_at_nominal:,} nodes{_at_device(plan)}",
+            f"= {plan.nodes_needed_at_nominal:,} nodes",
             markup=False,
             style="bold",
         )
@@ -327,13 +327,14 @@ def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None
         console.print(f"  - {line}", markup=False)
 
 
-def _at_device(plan: MemoryPlan) -> str:
-    """The count at what the driver reports, where that differs from the listed usable memory."""
-    if plan.memory_device_bytes is None or plan.memory_device_bytes == plan.memory_usable_bytes:
+def _at_listed(plan: MemoryPlan) -> str:
+    """The count at the datasheet's listed figure, where that differs from usable memory (the
+    driver's)."""
+    if plan.memory_listed_bytes is None or plan.memory_listed_bytes == plan.memory_usable_bytes:
         return ""
     return (
-        f"; {plan.gpus_needed_at_device:,} at the {format_bytes(plan.memory_device_bytes)} the driver "
-        f"reports = {plan.nodes_needed_at_device:,} nodes"
+        f"; {plan.gpus_needed_at_listed:,} at the {format_bytes(plan.memory_listed_bytes)} listed "
+        f"= {plan.nodes_needed_at_listed:,} nodes"
     )
 
 

@@ -5,7 +5,13 @@ Model state per parameter (REFERENCE.md section 2, the ZeRO paper):
 - inference: the weights in the serving precision;
 - training with a mixed-precision optimizer: weights and gradients in the
   training precision, the optimizer's moments (Adam: 8 bytes) and an FP32
-  master copy of the weights (4 bytes): ``2 + 2 + 12 = 16`` bytes with BF16.
+  master copy of the weights (4 bytes): ``2 + 2 + 12 = 16`` bytes with BF16;
+- training that computes in 8 or 4 bits (FP8, MXFP8, NVFP4, MXFP4 recipes):
+  the training engine's rule (:mod:`lightspeed.sol.train.memory`, what
+  ``plan train`` counts), since no framework stores FP8 weights or gradients:
+  16-bit weights plus the low-precision copy the GEMMs read (1 byte, where the
+  stack keeps one), the plan's main-gradient precision (FP32) and the
+  optimizer with its FP32 master weights: ``2 + 1 + 4 + 12 = 19`` bytes.
 
 ZeRO over ``dp`` data-parallel ranks divides what it shards by ``dp``:
 stage 1 the optimizer state and master weights (``4 + 12/dp`` bytes per
@@ -17,8 +23,10 @@ The GPU count is the fewest GPUs whose memory holds that state when each
 replica is split over model-parallel GPUs (tensor/pipeline parallel) and
 there are ``dp`` replicas: ``ceil(bytes_per_param·N / memory) · dp``. It is a
 lower bound: activations, KV cache, the CUDA context and fragmentation are
-not counted. Counts use the device's *usable* memory; the *nominal* figure
-(the vendor's headline capacity) is given beside it.
+not counted. Counts use the device's *usable* memory: what the driver reports
+(``Accelerator.memory_device_bytes``, the memory ``plan`` and ``search`` size
+deployments with); the *listed* figure (the datasheet's usable memory) and the
+*nominal* one (the vendor's headline capacity) are given beside it.
 
 >>> from lightspeed.catalog import load_catalog
 >>> from lightspeed.workload import load_models
@@ -37,11 +45,18 @@ from dataclasses import dataclass
 from lightspeed.catalog import Accelerator, System
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
-from lightspeed.units import bytes_per_element, format_bytes, format_count
+from lightspeed.sol.core.stacks import load_stack
+from lightspeed.sol.train.memory import FP8_WEIGHT_COPY_BYTES
+from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
+from lightspeed.units import bytes_per_element, compute_precision, format_bytes, format_count
 from lightspeed.workload import TransformerSpec, optimizer_state_bytes, parameter_counts
 
 COMPONENTS = ("weights", "gradients", "optimizer", "master_weights")
 _FULL_PRECISION_BYTES = 4.0  # fp32: such weights need no separate master copy
+# the compute rows whose training recipes keep 16-bit weights beside a low-precision copy (the
+# training engine's ``Hardware.quantized_linears``)
+_LOW_PRECISION_ROWS = ("fp8", "fp4")
+_STORED_WEIGHT_PRECISION = "bf16"  # what such recipes keep the weights in (Transformer Engine, Megatron-Core)
 
 
 @dataclass(frozen=True)
@@ -50,11 +65,16 @@ class MemoryPlan(Record):
 
     ``components`` (bytes, over the whole job: every data-parallel replica)
     sum to ``total_bytes``. ``bytes_per_param`` is what one GPU holds per
-    parameter of its replica's share (the ZeRO formula). ``gpus_needed`` and
-    ``nodes_needed`` use usable memory, ``*_at_nominal`` the nominal capacity,
-    ``*_at_device`` what the driver reports (the memory ``plan`` and ``search`` use);
-    all are ``None`` when no device was given. ``device`` is the GPU or
-    system asked for, ``accelerator`` the GPU whose memory is used.
+    parameter of its replica's share (the ZeRO formula). ``precision`` is the
+    one asked for (the compute precision when training); ``weight_precision``
+    and ``gradient_precision`` what the weights and gradients are stored in.
+    ``gpus_needed`` and ``nodes_needed`` use usable memory
+    (``memory_usable_bytes``: what the driver reports, the memory ``plan`` and
+    ``search`` use, equal to ``memory_device_bytes``; the ``*_at_device``
+    fields are the same counts, kept for older readers), ``*_at_listed`` the
+    datasheet's usable figure (``memory_listed_bytes``), ``*_at_nominal`` the
+    nominal capacity; all are ``None`` when no device was given. ``device`` is
+    the GPU or system asked for, ``accelerator`` the GPU whose memory is used.
     """
 
     model: str
@@ -80,19 +100,28 @@ class MemoryPlan(Record):
     nodes_needed_at_nominal: int | None
     assumptions: tuple[str, ...]
     # what a process can allocate (the driver's figure where the catalog records it, the memory
-    # `plan` and `search` size deployments with) and the GPUs and nodes that hold the state in it
+    # `plan` and `search` size deployments with) and the GPUs and nodes that hold the state in it:
+    # the usable memory and the headline counts above, under their older names
     memory_device_bytes: float | None = None
     gpus_needed_at_device: int | None = None
     nodes_needed_at_device: int | None = None
+    # the datasheet's usable figure (the catalog's `usable` key) and the counts at it
+    memory_listed_bytes: float | None = None
+    gpus_needed_at_listed: int | None = None
+    nodes_needed_at_listed: int | None = None
+    weight_precision: str = ""
+    gradient_precision: str | None = None
 
 
 @dataclass(frozen=True)
 class _PerParam:
-    weights: float
+    weights: float  # in bytes, the low-precision copy included
     gradients: float
     optimizer: float
     master_weights: float
+    weight_precision: str
     gradient_precision: str
+    weight_copy: float = 0.0  # in bytes: the 8- or 4-bit copy an FP8/FP4 recipe keeps beside the weights
 
 
 def _ceil(value: float) -> int:
@@ -122,19 +151,43 @@ def _per_param(
     gradient_precision: str | None,
     master_weights: bool | None,
 ) -> _PerParam:
-    weights = bytes_per_element(precision)
-    gradients_in = gradient_precision or precision
     if not training:
-        return _PerParam(weights, 0.0, 0.0, 0.0, gradients_in)
+        return _PerParam(
+            bytes_per_element(precision), 0.0, 0.0, 0.0, precision, gradient_precision or precision
+        )
+    stored, copy, default_gradients = _training_storage(precision)
+    gradients_in = gradient_precision or default_gradients
+    weights = bytes_per_element(stored)
     keep_master = weights < _FULL_PRECISION_BYTES if master_weights is None else master_weights
     state = optimizer_state_bytes(spec, optimizer=optimizer, master_weights=keep_master)
     return _PerParam(
-        weights=weights,
+        weights=weights + copy,
         gradients=bytes_per_element(gradients_in),
         optimizer=state.state_bytes_per_param,
         master_weights=state.master_weights_bytes_per_param,
+        weight_precision=stored,
         gradient_precision=gradients_in,
+        weight_copy=copy,
     )
+
+
+def _training_storage(precision: str) -> tuple[str, float, str]:
+    """(weights' storage precision, bytes of a low-precision copy, default gradient precision) of a
+    run that trains in ``precision``.
+
+    16 bits and wider store what they compute in, gradients alike. An FP8/FP4 recipe follows the
+    training engine (:func:`lightspeed.sol.train.memory.training_memory`): 16-bit weights plus the
+    copy the GEMMs read where the stack keeps one, and the plan's main gradients (FP32).
+    """
+    if compute_precision(precision) not in _LOW_PRECISION_ROWS:
+        if bytes_per_element(precision) < bytes_per_element(_STORED_WEIGHT_PRECISION):
+            raise UserInputError(
+                f"no training recipe computes in {precision}; training precisions: "
+                f"{', '.join(TRAINING_PRECISIONS)} (or drop --training to hold {precision} weights)"
+            )
+        return precision, 0.0, precision
+    copy = FP8_WEIGHT_COPY_BYTES if load_stack().fp8_weight_copy else 0.0
+    return _STORED_WEIGHT_PRECISION, copy, TrainingPlan.grad_reduce_precision
 
 
 def _components(num_params: int, per: _PerParam, zero_stage: int, dp: int) -> dict[str, float]:
@@ -167,14 +220,20 @@ def plan_memory(
 ) -> MemoryPlan:
     """Bytes of ``model``'s state and the GPUs (of ``accelerator`` or ``system``) that hold it.
 
-    ``precision`` is the weights' storage precision; ``gradient_precision``
-    defaults to it; ``master_weights`` (FP32 copy) defaults to on below FP32.
-    ``gpus_per_node`` applies to a bare ``accelerator``; a ``system`` brings
-    its own count.
+    ``precision`` is the weights' storage precision, or with ``training`` the
+    precision the run computes in: 16 bits and wider store weights and
+    gradients in it, while an 8- or 4-bit run (fp8, mxfp8, nvfp4, mxfp4) keeps
+    16-bit weights, a low-precision copy and FP32 gradients as ``plan train``
+    does. ``gradient_precision`` overrides the gradients' storage;
+    ``master_weights`` (FP32 copy) defaults to on below FP32. GPUs are counted
+    at usable memory, what the driver reports. ``gpus_per_node`` applies to a
+    bare ``accelerator``; a ``system`` brings its own count.
 
     >>> from lightspeed.workload import load_models
     >>> plan_memory(model=load_models().get("dense-100t"), precision="bf16").total_bytes / 1e12  # TB
     200.041174925312
+    >>> plan_memory(model=load_models().get("llama-3-8b"), precision="fp8", training=True).bytes_per_param
+    19.0
     """
     _check(training, zero_stage, dp, gpus_per_node, accelerator is not None and system is not None)
     num_params = parameter_counts(model).total_params
@@ -204,7 +263,7 @@ def plan_memory(
         total_bytes=sum(components.values()),
         device=(system.name if system is not None else accelerator.name if accelerator is not None else None),
         accelerator=device.name if device is not None else None,
-        memory_usable_bytes=device.memory_usable_bytes if device is not None else None,
+        memory_usable_bytes=device.memory_device_bytes if device is not None else None,
         memory_nominal_bytes=device.memory_nominal_bytes if device is not None else None,
         gpus_per_node=node_size,
         model_parallel_gpus=counts.model_parallel_gpus,
@@ -214,8 +273,13 @@ def plan_memory(
         gpus_needed_at_nominal=counts.gpus_needed_at_nominal,
         nodes_needed_at_nominal=counts.nodes_needed_at_nominal,
         memory_device_bytes=device.memory_device_bytes if device is not None else None,
-        gpus_needed_at_device=counts.gpus_needed_at_device,
-        nodes_needed_at_device=counts.nodes_needed_at_device,
+        gpus_needed_at_device=counts.gpus_needed,
+        nodes_needed_at_device=counts.nodes_needed,
+        memory_listed_bytes=device.memory_usable_bytes if device is not None else None,
+        gpus_needed_at_listed=counts.gpus_needed_at_listed,
+        nodes_needed_at_listed=counts.nodes_needed_at_listed,
+        weight_precision=per.weight_precision,
+        gradient_precision=per.gradient_precision if training else None,
         assumptions=_assumptions(
             model=model,
             num_params=num_params,
@@ -247,16 +311,17 @@ class _GpuCounts:
     bytes_per_gpu: float | None = None
     gpus_needed_at_nominal: int | None = None
     nodes_needed_at_nominal: int | None = None
-    gpus_needed_at_device: int | None = None
-    nodes_needed_at_device: int | None = None
+    gpus_needed_at_listed: int | None = None
+    nodes_needed_at_listed: int | None = None
 
 
 def _gpu_counts(replica_bytes: float, dp: int, node_size: int, device: Accelerator | None) -> _GpuCounts:
+    """GPUs and nodes at usable memory (what the driver reports), at the listed and at the nominal."""
     if device is None:
         return _GpuCounts()
-    per_replica = _ceil(replica_bytes / device.memory_usable_bytes)
+    per_replica = _ceil(replica_bytes / device.memory_device_bytes)
     at_nominal = _ceil(replica_bytes / device.memory_nominal_bytes) * dp
-    at_device = _ceil(replica_bytes / device.memory_device_bytes) * dp
+    at_listed = _ceil(replica_bytes / device.memory_usable_bytes) * dp
     return _GpuCounts(
         model_parallel_gpus=per_replica,
         gpus_needed=per_replica * dp,
@@ -264,8 +329,8 @@ def _gpu_counts(replica_bytes: float, dp: int, node_size: int, device: Accelerat
         bytes_per_gpu=replica_bytes / per_replica,
         gpus_needed_at_nominal=at_nominal,
         nodes_needed_at_nominal=_ceil(at_nominal / node_size),
-        gpus_needed_at_device=at_device,
-        nodes_needed_at_device=_ceil(at_device / node_size),
+        gpus_needed_at_listed=at_listed,
+        nodes_needed_at_listed=_ceil(at_listed / node_size),
     )
 
 
@@ -287,13 +352,7 @@ def _assumptions(
     if model.num_mtp_modules:
         lines[0] += f", its {model.num_mtp_modules} multi-token-prediction module(s) excluded"
     if training:
-        total = per.weights + per.gradients + per.optimizer + per.master_weights
-        lines.append(
-            f"mixed-precision training: {per.weights:g} (weights, {precision}) + {per.gradients:g} "
-            f"(gradients, {per.gradient_precision}) + {per.optimizer:g} (optimizer state) + "
-            f"{per.master_weights:g} (fp32 master weights) = {total:g} bytes/parameter"
-        )
-        lines.append("activations and inputs come on top")
+        lines.extend(_training_lines(precision, per))
     else:
         lines.append(f"weights at {precision}: {per.weights:g} bytes/parameter")
         lines.append(
@@ -315,23 +374,57 @@ def _sharding_lines(zero_stage: int, dp: int, per_gpu: float) -> list[str]:
     return [f"ZeRO-{zero_stage} shards the {sharded} over dp={dp}: {per_gpu:.4g} bytes/parameter per GPU"]
 
 
+def _training_lines(precision: str, per: _PerParam) -> list[str]:
+    total = per.weights + per.gradients + per.optimizer + per.master_weights
+    if per.weight_precision == precision:
+        weights = f"{per.weights:g} (weights, {precision})"
+        lines = []
+    else:
+        stored = per.weights - per.weight_copy
+        copy = f" + {per.weight_copy:g} {precision} copy" if per.weight_copy else ""
+        weights = f"{per.weights:g} (weights: {stored:g} {per.weight_precision}{copy})"
+        lines = [
+            f"{precision} training computes in {precision} and stores what 'plan train' counts "
+            f"(Transformer Engine, Megatron-Core): {per.weight_precision} weights"
+            + (f" with the {precision} copy the GEMMs read" if per.weight_copy else "")
+            + f" and {per.gradient_precision} gradients; --grad-precision sets the gradients' storage"
+        ]
+    return [
+        f"mixed-precision training: {weights} + {per.gradients:g} (gradients, {per.gradient_precision}) "
+        f"+ {per.optimizer:g} (optimizer state) + {per.master_weights:g} (fp32 master weights) = "
+        f"{total:g} bytes/parameter",
+        *lines,
+        "activations and inputs come on top",
+    ]
+
+
 def _device_lines(device: Accelerator | None, node_size: int, system: System | None) -> list[str]:
     if device is None:
         return ["no GPU or system given: GPU and node counts not computed"]
-    usable, nominal = device.memory_usable_bytes, device.memory_nominal_bytes
-    lines = [
-        f"{device.name}: {format_bytes(usable)} usable of {format_bytes(nominal)} nominal per GPU "
-        f"({format_bytes(usable, binary=True)} of {format_bytes(nominal, binary=True)}); "
-        "GPU counts use usable memory, nominal is shown for comparison",
+    usable, listed, nominal = (
+        device.memory_device_bytes,
+        device.memory_usable_bytes,
+        device.memory_nominal_bytes,
+    )
+    both = f"{format_bytes(usable)} ({format_bytes(usable, binary=True)}) usable per GPU"
+    if device.memory_reported_bytes:
+        lines = [
+            f"{device.name}: {both}, what the driver reports (nvidia-smi memory.total) and the memory "
+            f"'plan' and 'search' size deployments with; {format_bytes(listed)} "
+            f"({format_bytes(listed, binary=True)}) listed on the datasheet, {format_bytes(nominal)} "
+            f"({format_bytes(nominal, binary=True)}) nominal; GPU counts use usable memory, the "
+            "listed and nominal counts are shown for comparison",
+        ]
+    else:
+        lines = [
+            f"{device.name}: {both}, as listed (the catalog has no driver-reported figure), of "
+            f"{format_bytes(nominal)} ({format_bytes(nominal, binary=True)}) nominal; GPU counts use "
+            "usable memory, nominal is shown for comparison",
+        ]
+    lines.append(
         "all usable memory holds model state (nothing reserved for the CUDA context, "
-        "activations or fragmentation): a lower bound at the listed usable memory",
-    ]
-    if device.memory_device_bytes != usable:
-        reported = device.memory_device_bytes
-        lines.append(
-            f"the driver reports {format_bytes(reported)} ({format_bytes(reported, binary=True)}) per "
-            f"GPU, the memory 'plan' and 'search' size deployments with: the count at it is shown too"
-        )
+        "activations or fragmentation): a lower bound"
+    )
     if system is not None:
         lines.append(f"nodes are {system.name}: {node_size} GPUs each")
     else:
