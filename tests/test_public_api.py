@@ -126,6 +126,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "attention_params",
         "builtin_model_files",
         "cached_tokens",
+        "check_context",
+        "context_note",
         "describe_model",
         "entry_from_hf_config",
         "flops_per_token",

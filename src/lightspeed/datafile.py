@@ -8,11 +8,12 @@ write ``usable_gib = 132`` or ``usable_gb = 141.7`` and both mean what they say.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -97,6 +98,19 @@ class Fields:
     def _name(self, key: str) -> str:
         return f"{self.prefix}{key}"
 
+    # How a file of another form (a JSON config.json) words its errors: what a table is called,
+    # the fix in its own syntax, and a required key that is absent.
+    table_kind = "a table"
+
+    def _fix(self, key: str, toml: str, shape: str) -> str:
+        """The fix for a wrong ``key``: ``toml`` here; a JSON view writes ``"key": shape``."""
+        return toml
+
+    def _absent(self, key: str, shape: str) -> DataFileError | None:
+        """The error for a required ``key`` that is absent where this form calls it missing;
+        ``None`` leaves it to the type check (TOML files)."""
+        return None
+
     def has(self, key: str) -> bool:
         """Whether ``key`` is present."""
         return key in self.data
@@ -106,19 +120,19 @@ class Fields:
         value = self.data.get(key)
         if value is None:
             if required:
-                raise DataFileError(
+                raise self._absent(key, "{...}") or DataFileError(
                     self.path, "missing table", field=self._name(key), fix=f"add a [{self._name(key)}] table"
                 )
             return None
         if not isinstance(value, Mapping):
             raise DataFileError(
                 self.path,
-                "expected a table",
+                f"expected {self.table_kind}",
                 field=self._name(key),
                 value=value,
-                fix=f"write [{self._name(key)}] with keys under it",
+                fix=self._fix(key, f"write [{self._name(key)}] with keys under it", "{...}"),
             )
-        return Fields(self.path, value, prefix=f"{self._name(key)}.")
+        return type(self)(self.path, value, prefix=f"{self._name(key)}.")
 
     def tables(self, key: str) -> dict[str, Fields]:
         """Every sub-table of table ``key`` by name (empty when absent)."""
@@ -150,10 +164,16 @@ class Fields:
         """A required (or defaulted) string."""
         value = self.data.get(key, default)
         if value is None:
-            raise DataFileError(self.path, "missing field", field=self._name(key), fix=f'add {key} = "..."')
+            raise self._absent(key, '"..."') or DataFileError(
+                self.path, "missing field", field=self._name(key), fix=f'add {key} = "..."'
+            )
         if not isinstance(value, str):
             raise DataFileError(
-                self.path, "expected a string", field=self._name(key), value=value, fix=f'write {key} = "..."'
+                self.path,
+                "expected a string",
+                field=self._name(key),
+                value=value,
+                fix=self._fix(key, f'write {key} = "..."', '"..."'),
             )
         return value
 
@@ -189,12 +209,14 @@ class Fields:
                 "expected a list of strings",
                 field=self._name(key),
                 value=value,
-                fix=f'write {key} = ["a", "b"]',
+                fix=self._fix(key, f'write {key} = ["a", "b"]', '["...", "..."]'),
             )
         return tuple(value)
 
     def boolean(self, key: str, default: bool | None = None) -> bool:
         """A required (or defaulted) boolean."""
+        if key not in self.data and default is None and (absent := self._absent(key, "true or false")):
+            raise absent
         value = self.data.get(key, default)
         if not isinstance(value, bool):
             raise DataFileError(
@@ -202,12 +224,14 @@ class Fields:
                 "expected true or false",
                 field=self._name(key),
                 value=value,
-                fix=f"write {key} = true or {key} = false",
+                fix=self._fix(key, f"write {key} = true or {key} = false", "true or false"),
             )
         return value
 
     def integer(self, key: str, default: int | None = None, minimum: int = 0) -> int:
         """A required (or defaulted) integer >= ``minimum``."""
+        if key not in self.data and default is None and (absent := self._absent(key, "<whole number>")):
+            raise absent
         value = self.data.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise DataFileError(
@@ -215,7 +239,7 @@ class Fields:
                 f"expected a whole number >= {minimum}",
                 field=self._name(key),
                 value=value,
-                fix=f"write {key} = <integer>",
+                fix=self._fix(key, f"write {key} = <integer>", f"<whole number >= {minimum}>"),
             )
         return value
 
@@ -400,6 +424,33 @@ def normalize_name(name: str) -> str:
     'llama-3.1-8b'
     """
     return "-".join(name.strip().lower().replace("_", " ").split())
+
+
+def merge_tables(
+    base: Mapping[str, Any],
+    override: Mapping[str, Any],
+    *,
+    quantity: Callable[[str], str | None] | None = None,
+) -> dict[str, Any]:
+    """``base`` with ``override``'s keys laid over it, tables merged key by key (what an
+    ``extends`` record means); neither argument is changed. With ``quantity`` (a key's quantity
+    without its unit, e.g. ``usable`` for ``usable_gib``), an overriding key drops the base's
+    other spellings of the same quantity.
+
+    >>> merge_tables({"a": 1, "t": {"x": 1, "y": 2}}, {"t": {"y": 3}})
+    {'a': 1, 't': {'x': 1, 'y': 3}}
+    """
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        measured = quantity(key) if quantity is not None else None
+        if measured is not None and quantity is not None:
+            for old in [k for k in merged if k != key and quantity(k) == measured]:
+                del merged[old]
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge_tables(merged[key], value, quantity=quantity)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
 
 
 def expand_paths(paths: Iterable[Path]) -> list[Path]:

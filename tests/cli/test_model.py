@@ -29,7 +29,8 @@ def test_show_json_contract(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("model", "show", "llama-3.1-70b", "--json")
     assert result.code == 0
     payload = json.loads(result.out)
-    assert payload["name"] == "llama-3-70b"
+    assert payload["name"] == "llama-3.1-70b"  # Llama 3 70B's shapes, its own 131,072-token context
+    assert (payload["spec"]["max_seq_len"], payload["spec"]["original_max_seq_len"]) == (131_072, 8192)
     assert payload["total_params"] == 70_553_706_496
     assert payload["active_params"] == 70_553_706_496
     assert payload["spec"]["attention"]["num_kv_heads"] == 8

@@ -13,8 +13,14 @@ import pytest
 from expect import one_line_error
 
 SIMULATE = ["simulate", "--model", "llama-3-8b", "--system", "dgx-h100", "--gpus", "1", "--requests", "10"]
-# llama3_1-8b is MLPerf's benchmark of llama-3-8b; it publishes no output lengths (give --osl)
-MLPERF = [*SIMULATE, "--mlperf", "llama3_1-8b", "--osl", "20"]
+# llama3_1-8b is MLPerf's benchmark of llama-3.1-8b; it publishes no output lengths (give --osl)
+MLPERF = [
+    *(arg if arg != "llama-3-8b" else "llama-3.1-8b" for arg in SIMULATE),
+    "--mlperf",
+    "llama3_1-8b",
+    "--osl",
+    "20",
+]
 
 
 def _trace(folder: Path) -> Path:
@@ -99,7 +105,7 @@ def test_an_mlperf_workload_is_its_own_models_benchmark(run_cli, tmp_path: Path)
     one_line_error(other, "--mlperf llama2-70b", "llama-2-70b", "not llama-3-8b", "--model llama-2-70b")
     one_line_error(run_cli(*SIMULATE, "--mlperf", "llama2-70b", "--trace", str(_trace(tmp_path))), "--trace")
     # its own model under another of the registry's names runs it, its sample lengths kept
-    renamed = [arg if arg != "llama-3-8b" else "llama-3.1-8b" for arg in MLPERF]
+    renamed = [arg if arg != "llama-3.1-8b" else "meta-llama/Llama-3.1-8B" for arg in MLPERF]
     own = run_cli(*renamed, "--scenario", "offline", "--json")
     assert own.code == 0, own.err
     workload = json.loads(own.out)["workload"]

@@ -15,7 +15,7 @@ import pytest
 from expect import one_line_error
 
 ONE_H100 = ["--system", "dgx-h100", "--gpus", "1"]
-# llama3_1-8b is MLPerf's benchmark of llama-3-8b; it publishes no output lengths (give --osl)
+# llama3_1-8b is MLPerf's benchmark of llama-3.1-8b; it publishes no output lengths (give --osl)
 LLAMA3_8B_MLPERF = ["simulate", "--mlperf", "llama3_1-8b", "--osl", "20", *ONE_H100]
 SHAPE = ["--isl", "500", "--osl", "100"]
 SIMULATE = ["simulate", "--model", "llama-3-8b", *ONE_H100, *SHAPE, "--requests", "50"]
@@ -68,13 +68,16 @@ def test_mlperf_server_measures_the_benchmarks_samples_after_its_warm_up(run_cli
 
 
 def test_mlperf_without_a_model_runs_the_benchmarks_model(run_cli) -> None:  # type: ignore[no-untyped-def]
-    # mlperf.toml: [workloads.llama3_1-8b] model = "llama-3-8b"
+    # mlperf.toml: [workloads.llama3_1-8b] model = "llama-3.1-8b" (Llama 3 8B's shapes, 128K context)
     payload = _payload(run_cli(*LLAMA3_8B_MLPERF, "--scenario", "offline", "--requests", "50", "--json"))
-    assert payload["model"] == "llama-3-8b"
-    assert payload["config"]["model"] == "llama-3-8b"
-    # another model is still refused
+    assert payload["model"] == "llama-3.1-8b"
+    assert payload["config"]["model"] == "llama-3.1-8b"
+    # another model is still refused, Llama 3 8B (an 8K context) too
     other = run_cli(*LLAMA3_8B_MLPERF, "--model", "llama-2-70b", "--requests", "50")
-    one_line_error(other, "--mlperf llama3_1-8b", "not llama-2-70b", "--model llama-3-8b")
+    one_line_error(other, "--mlperf llama3_1-8b", "not llama-2-70b", "--model llama-3.1-8b")
+    one_line_error(
+        run_cli(*LLAMA3_8B_MLPERF, "--model", "llama-3-8b"), "not llama-3-8b", "--model llama-3.1-8b"
+    )
 
 
 # --- 2. an SLO limit carries its unit ------------------------------------------------------------

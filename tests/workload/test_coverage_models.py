@@ -124,7 +124,7 @@ def test_a_nemotron_nas_model_is_not_its_llama_parent_but_the_plain_nemotron_70b
     the parent's shapes would overstate them; Llama-3.1-Nemotron-70B-Instruct is a fine-tune with
     Llama 3.1 70B's own config and stays an alias."""
     assert registry.find("Llama-3.3-Nemotron-Super-49B-v1") is None
-    assert registry.get("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF").name == "llama-3-70b"
+    assert registry.get("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF").name == "llama-3.1-70b"
 
 
 @pytest.mark.parametrize(("name", "feature"), REFUSED)

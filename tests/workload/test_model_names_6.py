@@ -30,23 +30,23 @@ RESOLVES = [
     ("DeepSeek-V3 671B-A37B", "deepseek-v3"),
     ("DeepSeek-V2 236B-A21B", "deepseek-v2"),
     # Megatron-Bridge's recipe names: the family's version undotted, glued, underscores
-    ("llama31_405b", "llama-3-405b"),
-    ("llama31_70b", "llama-3-70b"),
-    ("llama31_8b", "llama-3-8b"),
+    ("llama31_405b", "llama-3.1-405b"),
+    ("llama31_70b", "llama-3.1-70b"),
+    ("llama31_8b", "llama-3.1-8b"),
     ("llama32_1b", "llama-3.2-1b"),
-    ("llama33_70b", "llama-3-70b"),
+    ("llama33_70b", "llama-3.3-70b"),
     ("qwen25_72b", "qwen2.5-72b"),
     # a bare size, the architecture in parentheses
     ("70B (Meta Llama3 architecture)", "llama-3-70b"),
     ("405B (Meta Llama3 architecture)", "llama-3-405b"),
     # fine-tune families named after their base, whose shapes they keep
-    ("Hermes-3-Llama-3.1-405B-FP8", "llama-3-405b"),
-    ("NousResearch/Hermes-3-Llama-3.1-70B", "llama-3-70b"),
+    ("Hermes-3-Llama-3.1-405B-FP8", "llama-3.1-405b"),
+    ("NousResearch/Hermes-3-Llama-3.1-70B", "llama-3.1-70b"),
     ("NousResearch/Hermes-2-Pro-Llama-3-8B", "llama-3-8b"),
     ("NousResearch/Nous-Hermes-2-Mixtral-8x7B-DPO", "mixtral-8x7b"),
     ("cognitivecomputations/dolphin-2.9-llama3-8b", "llama-3-8b"),
-    ("allenai/Llama-3.1-Tulu-3-8B", "llama-3-8b"),
-    ("allenai/Llama-3.1-Tulu-3-70B-DPO", "llama-3-70b"),
+    ("allenai/Llama-3.1-Tulu-3-8B", "llama-3.1-8b"),
+    ("allenai/Llama-3.1-Tulu-3-70B-DPO", "llama-3.1-70b"),
 ]
 
 
@@ -60,13 +60,13 @@ def test_published_names_resolve_to_their_model(registry: ModelRegistry, name: s
 # Names that matched before and must keep their model: a "contains a base's name" rule would move
 # the distillations (Distill-Qwen-7B is Qwen2.5-Math-7B's shapes, not a "Qwen 7B").
 KEEPS = [
-    ("DeepSeek-R1-Distill-Llama-70B", "llama-3-70b"),
-    ("DeepSeek-R1-Distill-Llama-8B", "llama-3-8b"),
+    ("DeepSeek-R1-Distill-Llama-70B", "llama-3.3-70b"),
+    ("DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
     ("DeepSeek-R1-Distill-Qwen-1.5B", "deepseek-r1-distill-qwen-1.5b"),
     ("DeepSeek-R1-Distill-Qwen-7B", "qwen2.5-7b"),
     ("DeepSeek-R1-Distill-Qwen-32B", "qwen2.5-32b"),
     ("Qwen2.5-Coder-32B", "qwen2.5-32b"),
-    ("Llama-3.1-Nemotron-70B-Instruct", "llama-3-70b"),
+    ("Llama-3.1-Nemotron-70B-Instruct", "llama-3.1-70b"),
     ("llama3_70b", "llama-3-70b"),
     ("llama3_8b", "llama-3-8b"),
     ("Llama-33B", "llama-33b"),  # a size, never a version 3.3

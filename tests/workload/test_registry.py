@@ -102,10 +102,10 @@ def test_every_shipped_model_is_plausible_and_sourced() -> None:
 
 def test_aliases_resolve_to_one_model() -> None:
     registry = load_models()
-    assert registry.get("llama-3.1-8b").name == "llama-3-8b"
-    assert registry.get("Llama-3.3-70B").name == "llama-3-70b"
-    assert registry.get("llama-3.1-405b").name == "llama-3-405b"
-    assert registry.get("LLAMA_3.1_70B").name == "llama-3-70b"
+    assert registry.get("meta-llama-3-8b").name == "llama-3-8b"
+    assert registry.get("Llama-3.3-70B").name == "llama-3.3-70b"
+    assert registry.get("meta-llama-3.1-405b").name == "llama-3.1-405b"
+    assert registry.get("LLAMA_3.1_70B").name == "llama-3.1-70b"
 
 
 def test_unknown_model_lists_the_closest() -> None:
@@ -136,8 +136,8 @@ def test_user_file_replaces_a_shipped_model_by_name(tmp_path: Path) -> None:
     text = USER_MODEL.replace('name = "tiny"', 'name = "llama-3-8b"').replace('["tiny-alias"]', "[]")
     registry = load_models(extra_paths=[_write(tmp_path, text)])
     assert registry.get("llama-3-8b").num_layers == 2
-    with pytest.raises(UnknownNameError):
-        registry.get("llama-3.1-8b")  # the replacement has no aliases
+    assert registry.get("llama-3-8b").aliases == ()  # the replacement has none
+    assert registry.get("llama-3.1-8b").num_layers == 32  # a shipped variant keeps the shipped base
 
 
 def test_resolve_accepts_names_and_paths(tmp_path: Path) -> None:
@@ -276,3 +276,29 @@ def test_release_formats_are_formats_the_engine_serves() -> None:
     from lightspeed.workload.spec import RELEASE_FORMATS
 
     assert set(RELEASE_FORMATS) <= set(INFERENCE_PRECISIONS)
+
+
+def test_a_variant_extends_its_base_with_its_own_context() -> None:
+    """Llama 3.1 8B is Llama 3 8B's weights with RoPE scaled to 131,072 positions (its
+    config.json's max_position_embeddings; Llama 3's is 8,192): same shapes, its own context."""
+    registry = load_models()
+    base, variant = registry.get("llama-3-8b"), registry.get("llama-3.1-8b")
+    assert (base.max_seq_len, variant.max_seq_len) == (8192, 131072)
+    assert (variant.num_layers, variant.hidden_size, variant.ffn_hidden_size) == (32, 4096, 14336)
+    assert variant.attention == base.attention
+    assert registry.get("Qwen3-235B-A22B-Instruct-2507").max_seq_len == 262144
+    # A name that does not say which variant means the base, not a tie between the two.
+    assert registry.get("Qwen3 235B").name == "qwen3-235b-a22b"
+    # ... and a variant's own name under a quantized upload's format tag means the variant.
+    assert registry.get("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").name == "qwen3-235b-a22b-instruct-2507"
+
+
+def test_a_user_variant_extends_a_shipped_model_and_an_unknown_base_is_refused(tmp_path: Path) -> None:
+    variant = 'schema_version = 1\nkind = "model"\nname = "my-8b-1m"\nextends = "llama-3-8b"\n'
+    variant += 'source = "mine"\n[architecture]\nmax_seq_len = 1048576\n'
+    variant += '[sources.mine]\ntitle = "my long-context fine-tune"\nurl = "https://example.org"\n'
+    registry = load_models(extra_paths=[_write(tmp_path, variant)])
+    assert (registry.get("my-8b-1m").max_seq_len, registry.get("my-8b-1m").num_layers) == (1048576, 32)
+    orphan = variant.replace('extends = "llama-3-8b"', 'extends = "no-such-model"')
+    with pytest.raises(DataFileError, match="extends an unknown model"):
+        load_models(extra_paths=[_write(tmp_path, orphan)])

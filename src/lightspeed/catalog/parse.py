@@ -9,7 +9,6 @@ overrides only the keys given (tables merge key by key).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -30,7 +29,15 @@ from lightspeed.catalog.records import (
     System,
 )
 from lightspeed.catalog.totals import TOTAL_KEYS, total_dimension
-from lightspeed.datafile import UNIT_SUFFIXES, Fields, Source, load_toml, normalize_name, parse_sources
+from lightspeed.datafile import (
+    UNIT_SUFFIXES,
+    Fields,
+    Source,
+    load_toml,
+    merge_tables,
+    normalize_name,
+    parse_sources,
+)
 from lightspeed.errors import DataFileError
 from lightspeed.paths import package_data
 
@@ -93,16 +100,8 @@ def _check_header(fields: Fields) -> str:
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        quantity = quantity_base(key)
-        if quantity is not None:  # usable_gib overrides usable_gb: drop the base's other units
-            for old in [k for k in merged if k != key and quantity_base(k) == quantity]:
-                del merged[old]
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
+    """``override`` over ``base`` (usable_gib overrides usable_gb: the base's other units go)."""
+    merged = merge_tables(base, override, quantity=quantity_base)
     merged.pop("extends", None)
     return merged
 

@@ -37,7 +37,12 @@ def _whole_tokens(context: click.Context, parameter: click.Parameter, value: flo
     callback=_whole_tokens,
     help="Training tokens (whole, at least 1), e.g. 29e12 or 29T.",
 )
-@click.option("--seq", "seq_len", type=SEQ_LEN, help="Sequence length [default: the model's max_seq_len].")
+@click.option(
+    "--seq",
+    "seq_len",
+    type=SEQ_LEN,
+    help="Sequence length [default: the length the model was pre-trained at].",
+)
 @click.option(
     "--convention",
     type=click.Choice(list(CONVENTIONS)),

@@ -9,6 +9,7 @@ import click
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.cli._completion import model_names
 from lightspeed.cli.options import SEQ_LEN
+from lightspeed.errors import UserInputError
 from lightspeed.report import render_model_list, render_model_summary
 from lightspeed.workload import (
     describe_model,
@@ -40,17 +41,20 @@ def list_command(as_json: bool) -> None:
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     help="A Hugging Face config.json (or its folder) or a model TOML file instead of a NAME.",
 )
 @click.option(
     "--seq",
     "seq_len",
     type=SEQ_LEN,
-    help="Sequence length (tokens) for FLOPs per token [default: the model's max_seq_len].",
+    help=(
+        "Sequence length (tokens) for FLOPs per token "
+        "[default: the length the model was pre-trained at, before any RoPE scaling]."
+    ),
 )
 @json_option
-def show(name: str | None, config_path: Path | None, seq_len: int | None, as_json: bool) -> None:
+def show(name: str | None, config_path: str | None, seq_len: int | None, as_json: bool) -> None:
     """Shape, total and active parameters, FLOPs per token under each convention, weight and KV bytes.
 
     NAME is a known model (see 'lightspeed model list'), an alias, or a path to a
@@ -59,11 +63,13 @@ def show(name: str | None, config_path: Path | None, seq_len: int | None, as_jso
     if (name is None) == (config_path is None):
         raise click.UsageError("give a model NAME or --config PATH (exactly one)")
     if config_path is not None:
-        entry = (
-            load_model_file(config_path)
-            if config_path.suffix == ".toml"
-            else entry_from_hf_config(config_path)
-        )
+        if not config_path.strip():  # Path("") would be the working folder
+            raise UserInputError(
+                "--config: the path is empty; give a config.json (or its folder) or a model TOML file, "
+                "or a model NAME (see 'lightspeed model list')"
+            )
+        path = Path(config_path)
+        entry = load_model_file(path) if path.suffix == ".toml" else entry_from_hf_config(path)
     else:
         assert name is not None
         entry = resolve_model_entry(name, get_context().models())

@@ -49,6 +49,7 @@ from lightspeed.sol.serve import (
     simulated_deployment,
     steady_state_workload,
 )
+from lightspeed.workload import check_context
 
 _SCHEDULER_KEYS = (
     "max_num_seqs",
@@ -107,6 +108,8 @@ def command(*, as_json: bool, **values: Any) -> None:
     assert parts.plan is not None
     slo = resolve_slo(values["slo_spec"])
     workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model, benchmark=benchmark)
+    longest, what = _longest_request(workload)
+    context = check_context(parts.model, longest, what=what)
     deployment = simulated_deployment(
         model=parts.model,
         cluster=parts.cluster,
@@ -125,7 +128,25 @@ def command(*, as_json: bool, **values: Any) -> None:
         as_json=as_json,
         config=config,
         benchmark=benchmark,
+        context=context,
     )
+
+
+def _longest_request(workload: ServingWorkload) -> tuple[int, str]:
+    """(tokens, what they are) of the workload's longest request, prompt and output together, that
+    the model's context is checked against: a trace's longest, the bounds of fixed, uniform and
+    empirical lengths, the mean of log-normal ones (unbounded unless given)."""
+    if workload.trace is not None:
+        trace = workload.trace
+        pairs = zip(trace.input_tokens, trace.output_tokens, strict=True)
+        return max((prompt + output for prompt, output in pairs), default=0), "the trace's longest request"
+    sides = (workload.input_lengths, workload.output_lengths)
+    if any(side.kind == "lognormal" for side in sides):
+        return round(sum(side.mean_tokens for side in sides)), "a mean request (isl+osl)"
+    longest = sum(side.maximum_tokens for side in sides)
+    return longest, "isl+osl" if all(
+        side.kind == "fixed" for side in sides
+    ) else "the longest request (isl+osl)"
 
 
 def _with_benchmark_model(values: dict[str, Any], benchmark: MlperfWorkload | None) -> dict[str, Any]:
@@ -323,6 +344,7 @@ def _run(
     as_json: bool,
     config: ServingConfig,
     benchmark: MlperfWorkload | None,
+    context: tuple[str, ...] = (),
 ) -> None:
     seed, plot_path = values["seed"], values["plot_path"]
     if values["horizon_s"] is not None:
@@ -342,6 +364,8 @@ def _run(
         # the run shown is the one at the highest rate that meets the SLO, in the arrivals searched
         workload = replace(workload, arrivals=_at_rate(workload.arrivals, max(capacity.max_rate_per_s, 1e-6)))
     result = simulate_deployment(deployment, workload, seed=seed, slo=slo, horizon_s=values["horizon_s"])
+    if context:  # a request longer than the model's context (check_context)
+        result = replace(result, assumptions=(*context, *result.assumptions))
     band = band_under_load(deployment, workload, seed=seed) if values["horizon_s"] is None else None
     sweep: tuple[LoadPoint, ...] = ()
     if values["sweep"] or plot_path is not None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         mean_attended_tokens,
         reserved_tokens,
     )
+    from lightspeed.workload.context import check_context, context_note
     from lightspeed.workload.counts import (
         OptimizerState,
         ParameterCounts,
@@ -110,6 +111,8 @@ __all__ = [
     "attention_params",
     "builtin_model_files",
     "cached_tokens",
+    "check_context",
+    "context_note",
     "describe_model",
     "entry_from_hf_config",
     "flops_per_token",

@@ -46,6 +46,7 @@ from typing import Final
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.workload.attention import indexer_tokens, layer_groups, mean_attended_tokens
+from lightspeed.workload.context import context_note
 from lightspeed.workload.counts import ParameterCounts, parameter_counts
 from lightspeed.workload.spec import TransformerSpec
 
@@ -361,9 +362,9 @@ def _local_notes(spec: TransformerSpec) -> tuple[str, ...]:
 
 
 def _seq_notes(spec: TransformerSpec, seq_len: int) -> tuple[str, ...]:
-    if seq_len > spec.max_seq_len:
-        return (f"seq_len {seq_len} is above {spec.name}'s max_seq_len {spec.max_seq_len}",)
-    return ()
+    """The context rule every command shares (:func:`~lightspeed.workload.context.context_note`)."""
+    note = context_note(spec, seq_len)
+    return (note,) if note else ()
 
 
 @dataclass(frozen=True)
@@ -418,7 +419,8 @@ def training_flop(
     claimed_flop: float | None = None,
     tolerance: float = 0.1,
 ) -> TrainingFlop:
-    """Training FLOPs for ``num_tokens`` tokens (``seq_len`` defaults to the model's max_seq_len).
+    """Training FLOPs for ``num_tokens`` tokens (``seq_len`` defaults to the
+    length the model was pre-trained at, ``spec.pretraining_seq_len``).
 
     ``claimed_flop`` (optional) is a published total to check against this one;
     it agrees when within ``tolerance`` (a fraction).
@@ -432,7 +434,7 @@ def training_flop(
         raise UserInputError(f"num_tokens must be above 0 (got {num_tokens:g})")
     per_token = flops_per_token(
         spec,
-        seq_len=seq_len or spec.max_seq_len,
+        seq_len=seq_len or spec.pretraining_seq_len,
         convention=convention,
         causal=causal,
         recompute=recompute,

@@ -103,6 +103,21 @@ def _trailing_tag(tokens: list[str]) -> tuple[int, str] | None:
     return None
 
 
+def without_formats(name: str) -> str:
+    """``name`` normalized, without the checkpoint-format tags at its end (an exact name under a
+    quantized upload's name).
+
+    >>> without_formats("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8")
+    'qwen/qwen3-235b-a22b-instruct-2507'
+    >>> without_formats("RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic")
+    'redhatai/meta-llama-3.1-70b-instruct'
+    """
+    tokens = normalize_name(name).split("-")
+    while len(tokens) > 1 and (tag := _trailing_tag(tokens)) is not None and tag[1] == "format":
+        del tokens[-tag[0] :]
+    return "-".join(tokens)
+
+
 def reduce_name(name: str) -> ReducedName:
     """``name`` reduced for comparison (see the module docs); the base keeps at least one word.
 
@@ -246,4 +261,5 @@ __all__ = [
     "name_readings",
     "reduce_name",
     "split_active",
+    "without_formats",
 ]

@@ -37,17 +37,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normalize_name, parse_sources
+from lightspeed.datafile import (
+    Fields,
+    Source,
+    expand_paths,
+    load_toml,
+    merge_tables,
+    normalize_name,
+    parse_sources,
+)
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
-from lightspeed.workload.names import name_readings, reduce_name, split_active
+from lightspeed.workload.names import name_readings, reduce_name, split_active, without_formats
 from lightspeed.workload.spec import (
     RELEASE_FORMATS,
     AttentionSpec,
@@ -86,6 +94,7 @@ _ARCHITECTURE_KEYS: Final = {
     "ffn_hidden_size",
     "vocab_size",
     "max_seq_len",
+    "original_max_seq_len",
     "mlp",
     "norm",
     "position_embedding",
@@ -162,6 +171,7 @@ class ModelEntry(Record):
     sources: Mapping[str, Reference]
     published: PublishedCounts | None
     path: str
+    extends: str = ""  # the model this one is a variant of (its file's ``extends``), else ""
 
 
 @dataclass(frozen=True)
@@ -199,8 +209,8 @@ class ModelRegistry:
     models with an architecture lightspeed does not model (``unsupported``) are refused.
 
     >>> registry = load_models()
-    >>> registry.get("llama-3.1-70b").name
-    'llama-3-70b'
+    >>> registry.get("meta-llama/Llama-3.3-70B-Instruct").name
+    'llama-3.3-70b'
     """
 
     entries: Mapping[str, ModelEntry]
@@ -278,7 +288,7 @@ class ModelRegistry:
         reduced = reduce_name(name)
         key = (reduced.base, reduced.versions)
         if key in self._reduced:
-            return sorted(self._reduced[key])
+            return self._bases_first(self._reduced[key], name)
         if key in self._unsupported_index:
             return self._unsupported_index[key]
         base, active = split_active(reduced.base)
@@ -289,8 +299,18 @@ class ModelRegistry:
             if None in (active, written) or active == written
         }
         if found:
-            return sorted(found)
+            return self._bases_first(found, name)
         return self._unsupported_without_active.get(bare)
+
+    def _bases_first(self, models: set[str], name: str) -> list[str]:
+        """``models`` without the variants whose base is among them: a name that does not say
+        which variant (``Qwen3 235B``) means the model the variants extend, not a tie; a variant's
+        own name under a format tag (``Qwen/Qwen3-235B-A22B-Instruct-2507-FP8``) means it."""
+        keys = _lookup_keys(without_formats(name))
+        named = {hit.spec.name for key in keys if (hit := self._find(key)) is not None} & models
+        if len(named) == 1 and self.entries[min(named)].extends:
+            return sorted(named)
+        return sorted(model for model in models if self.entries[model].extends not in models)
 
     def _meaning(self, name: str) -> list[str] | UnsupportedModel | None:
         """What the first reading of ``name`` that means anything means
@@ -314,7 +334,7 @@ class ModelRegistry:
         >>> load_models().matches("Qwen3 235B (MoE, 22B active)")
         ['qwen3-235b-a22b']
         >>> load_models().matches("Hermes-3-Llama-3.1-405B-FP8")
-        ['llama-3-405b']
+        ['llama-3.1-405b']
         """
         meant = self._meaning(name)
         return meant if isinstance(meant, list) else []
@@ -402,13 +422,11 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     True
     """
     entries: dict[str, ModelEntry] = {}
-    for path in [*builtin_model_files(), *expand_paths(extra_paths)]:
-        data = load_toml(path, what="model TOML file")
-        if _is_model(path, data):
-            entry = parse_model(path, data)
-            if entry.spec.name in entries:
-                LOG.info("models: %s replaces model %r", path, entry.spec.name)
-            entries[entry.spec.name] = entry
+    raw: dict[str, dict[str, Any]] = {}
+    # Shipped files first, whole: a shipped variant extends the shipped model even where a user
+    # file replaces that model by name.
+    for paths in (builtin_model_files(), expand_paths(extra_paths)):
+        _add_models([(path, load_toml(path, what="model TOML file")) for path in paths], entries, raw)
     _check_unique_aliases(entries)
     return ModelRegistry(entries=entries, unsupported=unsupported_models())
 
@@ -436,6 +454,53 @@ def unsupported_models() -> dict[str, UnsupportedModel]:
             source=sources[table.check_source("source", sources)].citation,
         )
     return models
+
+
+def _add_models(
+    files: list[tuple[Path, dict[str, Any]]], entries: dict[str, ModelEntry], raw: dict[str, dict[str, Any]]
+) -> None:
+    """Parse the model records of ``files`` into ``entries`` (their merged tables into ``raw``);
+    a variant waits for the model it extends, wherever its file sorts."""
+    pending = [(path, data) for path, data in files if _is_model(path, data)]
+    while pending:
+        waiting = [(path, data) for path, data in pending if not _base_known(data, raw)]
+        if len(waiting) == len(pending):
+            path, data = waiting[0]
+            raise DataFileError(
+                path,
+                "extends an unknown model",
+                field="extends",
+                value=data.get("extends"),
+                fix="name a model that is defined (lightspeed model list) and not a variant of this one",
+            )
+        for path, data in pending:
+            if _base_known(data, raw):
+                base = normalize_name(str(data.get("extends", "")))
+                merged = _extended(data, raw)
+                entry = replace(parse_model(path, merged), extends=base)
+                if entry.spec.name in entries:
+                    LOG.info("models: %s replaces model %r", path, entry.spec.name)
+                entries[entry.spec.name] = entry
+                raw[entry.spec.name] = merged
+        pending = waiting
+
+
+def _base_known(data: Mapping[str, Any], known: Mapping[str, Any]) -> bool:
+    base_name = data.get("extends")
+    return base_name is None or normalize_name(str(base_name)) in known
+
+
+def _extended(data: dict[str, Any], known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """``data`` laid over the model it ``extends`` (a variant: Llama 3.1 8B is Llama 3 8B's
+    weights with a 128K context). The variant names itself; the base's aliases stay the base's."""
+    base_name = data.get("extends")
+    if base_name is None:
+        return data
+    base = known[normalize_name(str(base_name))]
+    merged = merge_tables(base, {key: value for key, value in data.items() if key != "extends"})
+    merged["aliases"] = list(data.get("aliases", []))
+    merged["display_name"] = data.get("display_name", data.get("name", ""))
+    return merged
 
 
 def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
@@ -534,6 +599,11 @@ def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> 
         tied_embeddings=architecture.boolean("tied_embeddings", False),
         position_embedding=architecture.string("position_embedding", "rope"),
         max_seq_len=architecture.integer("max_seq_len", minimum=1),
+        original_max_seq_len=(
+            architecture.integer("original_max_seq_len", minimum=1)
+            if "original_max_seq_len" in architecture.data
+            else None
+        ),
         norm=architecture.string("norm", "rmsnorm"),
         mlp_bias=architecture.boolean("mlp_bias", False),
         num_mtp_modules=architecture.integer("num_mtp_modules", 0),

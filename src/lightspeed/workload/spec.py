@@ -633,6 +633,9 @@ class TransformerSpec(Record):
     ``tied_embeddings`` shares the input embedding with the LM head.
     ``num_mtp_modules`` counts DeepSeek-style multi-token-prediction modules,
     which are *not* part of the main model's parameter totals.
+    ``max_seq_len`` is the context the model accepts (config.json's ``max_position_embeddings``);
+    ``original_max_seq_len`` the one it was pre-trained at before RoPE scaling extended it
+    (Llama 3.1: 8,192 of 131,072), ``None`` where nothing extended it: :attr:`pretraining_seq_len`.
     ``release_format`` is the weight format the publisher's checkpoint ships its linear layers in
     (``fp8`` for DeepSeek-V3, ``mxfp4`` for gpt-oss' experts; ``bf16`` for most models), what a
     serving prediction assumes when the user names no precision; ``release_source`` says where
@@ -669,8 +672,14 @@ class TransformerSpec(Record):
     mamba: MambaSpec | None = None
     block_pattern: str = ""
     gated_delta_net: GatedDeltaNetSpec | None = None
+    original_max_seq_len: int | None = None
 
     def __post_init__(self) -> None:
+        if self.original_max_seq_len is not None and not 1 <= self.original_max_seq_len <= self.max_seq_len:
+            raise UserInputError(
+                f"original_max_seq_len {self.original_max_seq_len:,} must be in [1, max_seq_len "
+                f"{self.max_seq_len:,}] (the context before RoPE scaling extended it)"
+            )
         for label, value in (
             ("num_layers", self.num_layers),
             ("hidden_size", self.hidden_size),
@@ -815,6 +824,12 @@ class TransformerSpec(Record):
         """How many layers (blocks) run the dense MLP: the dense layers, or a hybrid's ``-``
         blocks."""
         return self.block_pattern.count("-") if self.block_pattern else self.num_dense_layers
+
+    @property
+    def pretraining_seq_len(self) -> int:
+        """The sequence length the model was pre-trained at: the default of FLOP figures and of
+        training rows that state none (``original_max_seq_len``, else ``max_seq_len``)."""
+        return self.original_max_seq_len or self.max_seq_len
 
     def is_moe_layer(self, layer_index: int) -> bool:
         """Whether layer ``layer_index`` (0-based) is an MoE layer (a hybrid's ``E`` block)."""

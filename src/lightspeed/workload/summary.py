@@ -67,7 +67,7 @@ class ModelSummary(Record):
 
 
 def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSummary:
-    """Summary of ``entry`` with FLOPs at ``seq_len`` (default: the model's max_seq_len).
+    """Summary of ``entry`` with FLOPs at ``seq_len`` (default: the length the model was pre-trained at).
 
     >>> from lightspeed.workload import load_models
     >>> summary = describe_model(load_models().entry("mixtral-8x7b"))
@@ -75,7 +75,7 @@ def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSum
     (46702792704, 12879925248)
     """
     spec = entry.spec
-    tokens = seq_len or spec.max_seq_len
+    tokens = seq_len or spec.pretraining_seq_len
     counts = parameter_counts(spec)
     return ModelSummary(
         name=spec.name,
@@ -178,6 +178,8 @@ def entry_from_hf_config(path: Path) -> ModelEntry:
 
 
 def _looks_like_path(text: str) -> bool:
+    if not text.strip():  # Path("") is the working folder: an empty name is a name the registry refuses
+        return False
     path = Path(text)
     return text.endswith((".json", ".toml")) or ("/" in text and path.exists()) or path.is_dir()
 

@@ -31,8 +31,14 @@ def _model_note(tmp_path: Path, catalog: Catalog, models: ModelRegistry, model: 
     ("model", "resolved"),
     [
         # the family's generations, earliest first: never Code Llama, another family
-        ("LLaMA 70B", "-> llama-2-70b (registry names holding llama, 70b: llama-2-70b, llama-3-70b;"),
-        ("LLaMA 70B FP8", "-> llama-2-70b (registry names holding llama, 70b: llama-2-70b, llama-3-70b;"),
+        (
+            "LLaMA 70B",
+            "-> llama-2-70b (registry names holding llama, 70b: llama-2-70b, llama-3-70b, llama-3.1",
+        ),
+        (
+            "LLaMA 70B FP8",
+            "-> llama-2-70b (registry names holding llama, 70b: llama-2-70b, llama-3-70b, llama-3.1",
+        ),
         # Code Llama named as such resolves to its own record through the registry
         ("Code Llama 70B", "-> catalog model codellama-70b"),
         ("CodeLlama-34b-Instruct-hf", "-> catalog model codellama-34b"),

@@ -74,7 +74,7 @@ def test_the_training_probe_refusals_say_why(training_probe: dict[str, Validatio
 # id: (model, GPUs, ISL, OSL, users in flight, metric key), read by hand from the row's cells
 SERVING_BY_HAND = {
     # vLLM's FP8 KV-cache blog: '~20k input tokens / ~2k output tokens', 'concurrency 8' on one H100
-    "V06": ("llama-3-8b", 1, 20480, 2048, 8, "ttft_s"),
+    "V06": ("llama-3.1-8b", 1, 20480, 2048, 8, "ttft_s"),
     "V07": ("gpt-oss-20b", 1, 20480, 2048, 8, "ttft_s"),
     # Vultr's cookbook: Nemotron 3 Nano (a hybrid, served since 6 Dec) on 2 B200, 'input=2048,
     # output=512 tokens', 'Concurrent 8 (400 prompts)' and 'Concurrent 64'

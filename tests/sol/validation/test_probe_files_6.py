@@ -72,7 +72,7 @@ SERVING_BY_HAND: dict[str, tuple[str, int, int, int, int | None, str]] = {
     # vLLM's Kimi-K2 recipe: '--num-prompts 16 --request-rate 10000 (all 16 at once)'
     "U08": ("kimi-k2", 16, 8000, 1000, 16, "output_tokens_per_s"),
     # vLLM's offline benchmark: tokens_per_second (= total_num_tokens / elapsed_time) counts both
-    "U11": ("llama-3-405b", 8, 128, 2048, None, "total_tokens_per_s"),
+    "U11": ("llama-3.1-405b", 8, 128, 2048, None, "total_tokens_per_s"),
 }
 SERVING_REFUSED: dict[str, str] = {
     # Lambda's vLLM 0.5.4 table: benchmark_serving.py with --num-prompts 320 and no rate is every

@@ -21,24 +21,24 @@ _rows, _read = probe(PROBE.name)
 READ_BY_HAND = {
     # TensorRT-LLM 0.17's throughput table: 'Runtime Input/Output Lengths' written '2048, 2048',
     # 'Tensor Model Parallel Size' 1, requests at an infinite rate (the server at its most load);
-    # 'LLaMA v3.1 8B' is Llama 3.1 8B (llama-3-8b in the registry); tokens/s are output tokens
-    "Q01": ("llama-3-8b", 1, 1, 2048, 2048, None, "output_tokens_per_s", 2225.27),
-    "Q02": ("llama-3-70b", 4, 1, 500, 2000, None, "output_tokens_per_s", 2275.79),
+    # 'LLaMA v3.1 8B' is Llama 3.1 8B (llama-3.1-8b); tokens/s are output tokens
+    "Q01": ("llama-3.1-8b", 1, 1, 2048, 2048, None, "output_tokens_per_s", 2225.27),
+    "Q02": ("llama-3.1-70b", 4, 1, 500, 2000, None, "output_tokens_per_s", 2275.79),
     "Q03": ("mixtral-8x7b", 1, 1, 1000, 1000, None, "output_tokens_per_s", 8849.18),
-    "Q04": ("llama-3-405b", 8, 1, 20000, 2000, None, "output_tokens_per_s", 535.31),
+    "Q04": ("llama-3.1-405b", 8, 1, 20000, 2000, None, "output_tokens_per_s", 535.31),
     "Q05": ("mixtral-8x22b", 8, 1, 128, 2048, None, "output_tokens_per_s", 25150.03),
     # the online table (TensorRT-LLM 0.14, 500 requests): 'QPS 8' is Poisson arrivals at 8 per
     # second; 'Mean TTFT(ms)' 92 is 0.092 s, 'Output Tput (tok/s)' output tokens/s, 'Mean ITL(ms)'
     # 10 the mean gap between two streamed tokens, 0.010 s
-    "Q06": ("llama-3-70b", 4, 1, 467, 256, 8.0, "ttft_s", 0.092),
-    "Q07": ("llama-3-8b", 1, 1, 202, 214, 16.0, "output_tokens_per_s", 2969.0),
+    "Q06": ("llama-3.1-70b", 4, 1, 467, 256, 8.0, "ttft_s", 0.092),
+    "Q07": ("llama-3.1-8b", 1, 1, 202, 214, 16.0, "output_tokens_per_s", 2969.0),
     # 'QPS INF': the 500 requests all sent at once, no Poisson rate
-    "Q08": ("llama-3-70b", 4, 1, 467, 256, None, "ttft_s", 9.222),
-    "Q09": ("llama-3-8b", 1, 1, 467, 16, 32.0, "itl_s", 0.010),
+    "Q08": ("llama-3.1-70b", 4, 1, 467, 256, None, "ttft_s", 9.222),
+    "Q09": ("llama-3.1-8b", 1, 1, 467, 16, 32.0, "itl_s", 0.010),
     # SGLang's table of ShareGPT prompts at 'RPS 4': the lengths are the dataset's, which the row
     # does not give, so vLLM's sample means (202 in, 179 out; sol/serve/data/datasets.toml); its
     # 'Median TTFT' 53.94 has no unit, milliseconds as bench_serving prints it
-    "Q15": ("llama-3-70b", 4, 1, 202, 179, 4.0, "ttft_s", 0.05394),
+    "Q15": ("llama-3.1-70b", 4, 1, 202, 179, 4.0, "ttft_s", 0.05394),
 }
 
 

@@ -22,10 +22,10 @@ READ_BY_HAND = {
     # NIM's AIPerf tables: '2 x H100 80G' is two H100s, 'fp8 TP2' one TP-2 engine in FP8,
     # '5000 Input Tokens / 500 Output Tokens', 'Concurrency 25' a closed loop of 25 users;
     # 'TTFT (ms)' 688.69 is 0.68869 s; Llama 3.3 70B has Llama 3 70B's architecture
-    "R01": ("llama-3-70b", "dgx-h100", 2, 2, 1, "fp8", 5000, 500, "continuous", 25, "ttft_s", 0.68869),
+    "R01": ("llama-3.3-70b", "dgx-h100", 2, 2, 1, "fp8", 5000, 500, "continuous", 25, "ttft_s", 0.68869),
     # 'Throughput(Tokens/s)' is output tokens/s (51.67 at concurrency 1 is 1 / 18.58 ms ITL)
     "R02": (
-        "llama-3-70b",
+        "llama-3.3-70b",
         "dgx-h100",
         2,
         2,
@@ -38,15 +38,15 @@ READ_BY_HAND = {
         "output_tokens_per_s",
         814.37,
     ),
-    "R03": ("llama-3-70b", "dgx-h100", 2, 2, 1, "fp8", 5000, 500, "continuous", 100, "ttft_s", 7.99625),
+    "R03": ("llama-3.3-70b", "dgx-h100", 2, 2, 1, "fp8", 5000, 500, "continuous", 100, "ttft_s", 7.99625),
     # 'ITL (ms)' at 'Concurrency 1': one request at a time, the gap between its tokens
-    "R04": ("llama-3-70b", "dgx-h100", 2, 2, 1, "fp8", 500, 2000, "continuous", 1, "itl_s", 0.01891),
-    "R05": ("llama-3-70b", "dgx-h100", 2, 2, 1, "fp8", 500, 2000, "continuous", 5, "ttft_s", 0.12653),
+    "R04": ("llama-3.3-70b", "dgx-h100", 2, 2, 1, "fp8", 500, 2000, "continuous", 1, "itl_s", 0.01891),
+    "R05": ("llama-3.3-70b", "dgx-h100", 2, 2, 1, "fp8", 500, 2000, "continuous", 5, "ttft_s", 0.12653),
     # vLLM's CI latency tests: 'Input length: 32 tokens. Output length: 128 tokens.' and 'Batch
     # size: fixed (8).' (benchmark_latency.py: one static batch of 8); 'Mean latency (ms)' is the
     # whole request, 2077.53 ms; no precision stated: bf16; tp4 from the test name, 4 GPUs
     "R06": ("llama-3-70b", "dgx-h200", 4, 4, 1, "bf16", 32, 128, "static", 8, "request_latency_s", 2.07753),
-    "R07": ("llama-3-8b", "dgx-h200", 1, 1, 1, "bf16", 32, 128, "static", 8, "request_latency_s", 0.83353),
+    "R07": ("llama-3.1-8b", "dgx-h200", 1, 1, 1, "bf16", 32, 128, "static", 8, "request_latency_s", 0.83353),
     "R08": ("mixtral-8x7b", "dgx-a100", 2, 2, 1, "bf16", 32, 128, "static", 8, "request_latency_s", 3.68016),
     # TensorRT-LLM 0.5's H100 row: 'Input Length 128, Output Length -' with a '1st Token Latency
     # (ms)' of 7.1 at 'Batch Size 1': a 128-token prompt's first token (OSL 1)

@@ -43,7 +43,7 @@ from lightspeed.sol.infer.serving import (
     static,
 )
 from lightspeed.units import element_bits, format_bytes_per_s, format_memory, format_percent
-from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at
+from lightspeed.workload import TransformerSpec, check_context, kv_bytes_per_token_at
 
 LOG = logging.getLogger(__name__)
 
@@ -703,6 +703,7 @@ def estimate_inference(
     exactly ``num_gpus`` GPUs (when given: the GPUs a user asked for).
     """
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
+    context = check_context(model, load.input_tokens + load.output_tokens, what="isl+osl")
     inference_hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)
     LOG.debug("estimate on the %s serving profile", inference_hardware.serving.name)
     memory = deployment_memory(model, inference_hardware, plan, load)
@@ -751,6 +752,7 @@ def estimate_inference(
         bound=sentence,
         bound_part=part,
         assumptions=(
+            *context,
             *_assumptions(inference_hardware, plan, mode, bool(np.asarray(memory.kv_share_raised).any())),
             *routing_note(model, inference_hardware, plan),
             *state_note(model),

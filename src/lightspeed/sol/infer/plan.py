@@ -443,7 +443,9 @@ def resolve_precisions(
     plan: InferencePlan, accelerator: Accelerator, *, kv_cache_default: str = "quantized"
 ) -> Precisions:
     """Weights, GEMM-input and KV-cache formats of ``plan`` on ``accelerator`` (see
-    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU. A server
+    :class:`InferencePlan` for the defaults); the compute row must exist on the GPU, and so must
+    that of a 4-bit KV cache the plan names (else :class:`InvalidPlanError` names the narrowest
+    the GPU holds). A server
     whose ``kv_cache_default`` is ``model`` (``ServingStack.kv_cache_default_on``: vLLM's and
     SGLang's ``--kv-cache-dtype auto``) keeps an unnamed cache in the 16-bit format beside 8-bit or
     narrower weights, with a note, where ``quantized`` (TensorRT-LLM's checkpoints) takes FP8.
@@ -459,6 +461,7 @@ def resolve_precisions(
     narrow = bytes_per_element(plan.precision) <= 1.0
     if plan.kv_precision is not None:
         kv = plan.kv_precision
+        _check_kv_format(accelerator, kv)
     elif narrow and kv_cache_default == "model":
         kv = fallback
         notes.append(
@@ -494,6 +497,22 @@ def resolve_precisions(
         wider_compute=compute_precision(wider_activation) if wider else "",
         wider_weight_bytes_per_element=bytes_per_element(wider) if wider else 0.0,
         wider_input_bytes_per_element=min(bytes_per_element(wider_activation), 2.0) if wider else 0.0,
+    )
+
+
+def _check_kv_format(accelerator: Accelerator, kv: str) -> None:
+    """Refuse a 4-bit KV cache on a GPU with no compute row for it (the catalog's rule for what a
+    device supports, as ``goodput report --precision`` applies it): only TensorRT-LLM keeps one
+    (NVFP4, Blackwell's FP4 attention kernels); vLLM and SGLang have none. An 8-bit cache passes:
+    vLLM and SGLang dequantize an FP8 cache in their attention kernels on GPUs without FP8 (Ampere)."""
+    if element_bits(kv) > 4 or _compute_row(accelerator, kv) is not None:
+        return
+    held = [name for name in KV_PRECISIONS if _compute_row(accelerator, name) is not None]
+    narrowest = min(held, key=bytes_per_element) if held else sixteen_bit_format(accelerator)
+    raise InvalidPlanError(
+        f"KV cache {kv}: a 4-bit KV cache needs {compute_precision(kv)} support, which "
+        f"{accelerator.name} lacks (it computes in {', '.join(sorted(accelerator.compute))}); its "
+        f"narrowest KV format is {narrowest}: use --kv-precision {narrowest}"
     )
 
 

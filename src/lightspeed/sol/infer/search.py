@@ -45,7 +45,7 @@ from lightspeed.sol.infer.serving import (
     prefill_pool_arrays,
 )
 from lightspeed.units import format_duration
-from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at
+from lightspeed.workload import TransformerSpec, check_context, kv_bytes_per_token_at
 
 BATCH_LADDER = (
     1,
@@ -631,6 +631,9 @@ def search_inference(
     True
     """
     started = time.perf_counter()
+    # a learned position table the requests run past is refused before the search (the best
+    # deployment's estimate notes a context above the model's)
+    check_context(model, load.input_tokens + load.output_tokens, what="isl+osl")
     gpus = _gpus(cluster, num_gpus)
     request = _Request(
         model,

@@ -36,7 +36,7 @@ from lightspeed.sol.train.result import (
 from lightspeed.sol.train.search import search_training
 from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.units import format_memory
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import TransformerSpec, check_context
 
 LOG = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ def estimate_training(
     split = split_batch(plan, model, free=free_settings, stack=profile) if free_settings else None
     plan = split.plan if split is not None else plan
     validate_plan(plan, model, stack=profile)
+    context = check_context(model, plan.seq_len)  # a note past the context (validate_plan refused a table's)
     hardware = hardware_for(cluster, plan.precision, efficiency, sharp, profile)
     arrays = evaluate_grid(grid_from_plans([plan]), model, hardware, plan.seq_len)
     estimate = estimate_from_arrays(
@@ -96,6 +97,8 @@ def estimate_training(
     )
     if split is not None and split.note:
         estimate = replace(estimate, assumptions=(split.note, *estimate.assumptions))
+    if context:
+        estimate = replace(estimate, assumptions=(*context, *estimate.assumptions))
     if check_fit and not estimate.fits:
         raise_not_fitting(estimate, model, cluster, hardware)
     return estimate

@@ -23,7 +23,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
 from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.units import compute_precision
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import TransformerSpec, check_context
 
 SCHEDULES: Final = ("1f1b", "gpipe", "interleaved", "zb1p", "dualpipe", "dualpipev")
 RECOMPUTE: Final = ("none", "selective", "op", "partial", "full")
@@ -234,8 +234,10 @@ def validate_plan(
 ) -> None:
     """Raise :class:`InvalidPlanError` with the reason and a valid alternative if the
     plan cannot run ``model`` (on ``num_gpus`` GPUs when given) under ``stack``'s
-    framework (default: the current profile): its parallelisms and memory rules."""
+    framework (default: the current profile): its parallelisms and memory rules, and a sequence
+    past the end of a learned position table (:func:`~lightspeed.workload.check_context`)."""
     profile = stack or load_stack()
+    check_context(model, plan.seq_len)  # a learned position table cannot run past its end
     _check_gpus(plan, num_gpus)
     _check_tensor_parallel(plan, model)
     _check_pipeline(plan, model)

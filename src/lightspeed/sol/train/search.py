@@ -55,7 +55,7 @@ from lightspeed.sol.train.result import (
 )
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays, evaluate_grid
 from lightspeed.units import format_memory
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import TransformerSpec, check_context
 
 CHUNK_PLANS = 262_144
 DEFAULT_MICRO_BATCHES = (1, 2, 4, 8, 16)
@@ -106,7 +106,8 @@ class SearchResult(Record):
     cannot resolve (half its 80% error band); ``ties`` the fitting plans within
     it, simplest first (the one to start from); ``compared`` the plan the
     caller named, ranked against the rest; ``notes`` what the search decided that
-    the caller did not ask for (a calibration from another device applied by force).
+    the caller did not ask for (a calibration from another device applied by force), a sequence
+    above the model's context, and how many plans the stack refuses, per reason.
     """
 
     model: str
@@ -203,9 +204,8 @@ def _valid(
     num_gpus: int,
     batch: int,
     seq_len: int,
-    *,
-    stack: Stack,
 ) -> np.ndarray:
+    """Which plans of ``columns`` can exist, the stack's refusals aside (:func:`_stack_refusals`)."""
     tp, cp, pp, ep, vpp, mb = (columns[k] for k in ("tp", "cp", "pp", "ep", "vpp", "mb"))
     dp = num_gpus / (tp * cp * pp)
     ok = (dp == np.floor(dp)) & (dp >= 1)
@@ -223,7 +223,6 @@ def _valid(
     dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
     ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))
     ok &= (columns["schedule"] == SCHEDULE_CODES["1f1b"]) | (pp > 1)
-    ok &= ~refused_by_stack(stack, columns["zero"], pp)  # the stack's memory rules (validate_plan says why)
     ok &= (cp == 1) | (np.mod(seq_len, 2 * cp) == 0)
     etp = _etp(columns)
     if model.moe is None:
@@ -398,13 +397,17 @@ def _valid_columns(
     *,
     stack: Stack,
     num_physical_experts: int | None = None,
-) -> dict[str, np.ndarray]:
-    """The plan space as columns, invalid combinations removed; an error if none is left."""
+) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
+    """The plan space as columns, invalid combinations removed, and a note per reason the stack
+    refused some (:func:`_stack_refusals`); an error if none is left."""
     columns = _product(space)
-    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len, stack=stack)
+    valid = _valid(columns, model, num_gpus, global_batch_size, seq_len)
     if num_physical_experts:
         valid &= np.mod(num_physical_experts, columns["ep"]) == 0  # replicas split evenly over EP
     columns = {name: values[valid] for name, values in columns.items()}
+    refused = refused_by_stack(stack, columns["zero"], columns["pp"])  # validate_plan says why
+    notes = _stack_refusals(stack, columns["zero"][refused], columns["pp"][refused])
+    columns = {name: values[~refused] for name, values in columns.items()}
     if columns["tp"].size == 0:
         raise InvalidPlanError(
             f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size} "
@@ -412,7 +415,36 @@ def _valid_columns(
             "data-parallel replicas, divides the model's heads and layers and is one the stack runs; "
             "try a global batch that is a multiple of the GPU count, or widen the search space"
         )
-    return columns
+    return columns, notes
+
+
+def _stack_refusals(stack: Stack, zero_stage: np.ndarray, pp: np.ndarray) -> tuple[str, ...]:
+    """One note per reason the stack refuses plans the search left out (``zero_stage`` and ``pp``
+    of those plans): how many, with which ZeRO stages and pipelines, and why (the reason's first
+    clause, as ``plan train`` gives it whole)."""
+    groups: dict[str, list[tuple[int, bool, int]]] = {}
+    for stage in sorted({int(value) for value in zero_stage}):
+        for pipeline in (False, True):
+            count = int(np.sum((zero_stage == stage) & ((pp > 1) == pipeline)))
+            if count:
+                reason = stack.sharding_rule(stage, pipeline=pipeline).refused.split(";")[0].strip()
+                groups.setdefault(reason, []).append((stage, pipeline, count))
+    notes = []
+    for reason, rows in groups.items():
+        stages = sorted({stage for stage, _, _ in rows})
+        # the pipeline is named only where the stack runs the same stages without (or with) one
+        refused = {
+            pipeline
+            for stage in stages
+            for pipeline in (False, True)
+            if not stack.sharding_rule(stage, pipeline=pipeline).allowed
+        }
+        where = "" if len(refused) == 2 else (" and pp>1" if True in refused else " and pp=1")
+        count = sum(count for _, _, count in rows)
+        plans = "plan" if count == 1 else "plans"
+        zero = "/".join(str(stage) for stage in stages)
+        notes.append(f"{count:,} {plans} with ZeRO-{zero}{where} left out: {reason} (stack {stack.name})")
+    return tuple(notes)
 
 
 def search_training(
@@ -450,6 +482,7 @@ def search_training(
     its redundant experts) instead of the template's scalar.
     """
     started = time.perf_counter()
+    context = check_context(model, seq_len)  # a learned position table cannot run past its end
     num_gpus = _searched_gpus(cluster, num_gpus)
     _check_schedules(schedules)
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
@@ -466,7 +499,7 @@ def search_training(
     hardware = hardware_for(cluster, precision, efficiency, sharp, profile)
     experts = _Experts(expert_balance, hardware.domain_size)
     physical = expert_balance.num_physical_experts if expert_balance else base.num_physical_experts
-    columns = _valid_columns(
+    columns, refusals = _valid_columns(
         space, model, num_gpus, global_batch_size, seq_len, stack=profile, num_physical_experts=physical
     )
     steps, memory, distinct = _evaluate_chunks(
@@ -481,13 +514,13 @@ def search_training(
     band = model_interval("train", model, hardware.accelerator.architecture)
     tolerance = tolerance_of(band)
     tied = tie_indices(columns, steps, fits, tolerance)
-    context = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
-    plans = _estimates(context, columns, order)
-    ties = _estimates(context, columns, tied) if tied.size else ()
+    ctx = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
+    plans = _estimates(ctx, columns, order)
+    ties = _estimates(ctx, columns, tied) if tied.size else ()
     compared = None
     shown = [*plans[:top], *ties]
     if compare_plan is not None:
-        named = _named_estimate(context, compare_plan)
+        named = _named_estimate(ctx, compare_plan)
         compared = compare(named, steps, fits, tolerance)
         shown.append(named)
     return SearchResult(
@@ -503,7 +536,7 @@ def search_training(
         tolerance=tolerance,
         ties=ties,
         compared=compared,
-        notes=(*_search_notes(hardware, base, model), *_uneven_note(shown, model)),
+        notes=(*context, *_search_notes(hardware, base, model), *refusals, *_uneven_note(shown, model)),
     )
 
 

@@ -1526,8 +1526,9 @@ def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None
 
 
 def _row_seq_len(row: PublishedRow, model: TransformerSpec) -> int:
-    """The sequence length the row's seq cell states, else the model's longest."""
-    return size_cell(row.text("seq"), model.max_seq_len) or model.max_seq_len
+    """The sequence length the row's seq cell states, else the one the model was pre-trained at
+    (Llama 3.1's 8,192, not the 131,072 RoPE scaling extends it to)."""
+    return size_cell(row.text("seq"), model.pretraining_seq_len) or model.pretraining_seq_len
 
 
 # Figures that one GPU's speed sets, whatever the job's size: a rate or utilization per GPU. A
