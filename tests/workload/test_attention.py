@@ -93,7 +93,9 @@ def test_token_functions_against_counting_positions() -> None:
         if kind == "sliding":
             assert (cached[5000], cached[100]) == (4096, 100)
         if kind == "chunked":
-            assert (cached[8192], cached[8191], cached[20000]) == (0, 8191, 20000 - 16384)
+            # 8,192 tokens are all in chunk 0 (positions 0..8,191): the whole chunk is held; the
+            # 8,193rd token starts chunk 1 alone
+            assert (cached[8192], cached[8191], cached[20000]) == (8192, 8191, 20000 - 16384)
         # the mean over a range of contexts is the mean of the per-context values
         counted = float(np.mean(cached[10000:30000]))
         assert float(mean_cached_tokens(kind, span, 10000, 29999)) == pytest.approx(counted, rel=1e-3)

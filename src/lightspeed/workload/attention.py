@@ -22,8 +22,9 @@ sliding_window_pattern``, gpt-oss ``layer_types``, Llama 4 ``no_rope_layers``).
 What a layer keeps in its KV cache for a sequence of ``c`` tokens so far
 (:func:`cached_tokens`): ``c`` (full), ``min(c, W)`` (sliding: the window, as
 TensorRT-LLM's cyclic cache of ``max_attention_window`` tokens, vLLM's sliding-
-window manager and SGLang's SWA pool keep it), ``c mod C`` (chunked: the
-tokens of the current chunk; vLLM frees the earlier chunks). A server that
+window manager and SGLang's SWA pool keep it), ``c - C·(⌈c/C⌉ - 1)`` (chunked: the
+tokens of the chunk the last token is in, ``((c - 1) mod C) + 1`` for whole ``c > 0``: ``C`` at
+``c = C``, ``1`` at ``c = C + 1``; vLLM frees the earlier chunks). A server that
 never evicts a running request reserves, for a request that will reach ``t``
 tokens, ``t``, ``min(t, W)`` or ``min(t, C)`` per layer (:func:`reserved_tokens`); a
 sparse layer, as a full one, keeps ``c`` and reserves ``t``.
@@ -146,8 +147,10 @@ def _check_kind(kind: str, span: int | None) -> int:
 def cached_tokens(kind: str, span: int | None, context_tokens: ArrayLike) -> FloatArray:
     """Tokens one layer of ``kind`` keeps for a sequence of ``context_tokens`` tokens so far.
 
-    >>> cached_tokens("sliding", 1024, [512, 32768]).tolist(), cached_tokens("chunked", 8192, 20000).item()
-    ([512.0, 1024.0], 3616.0)
+    >>> cached_tokens("sliding", 1024, [512, 32768]).tolist()
+    [512.0, 1024.0]
+    >>> cached_tokens("chunked", 8192, [8192, 8193, 20000]).tolist()
+    [8192.0, 1.0, 3616.0]
     """
     window = _check_kind(kind, span)
     context = _tokens(context_tokens, "context_tokens")
@@ -156,7 +159,11 @@ def cached_tokens(kind: str, span: int | None, context_tokens: ArrayLike) -> Flo
         return context
     if kind == "sliding":
         return np.minimum(context, float(window))
-    return np.mod(context, float(window))
+    # the tokens of the chunk the last token is in: a context of exactly k chunks holds its whole
+    # last chunk (C at c = C, 1 at c = C + 1), not 0 as c mod C would say
+    completed = np.maximum(np.ceil(context / float(window)) - 1.0, 0.0)
+    held: FloatArray = context - completed * float(window)
+    return held
 
 
 def reserved_tokens(kind: str, span: int | None, total_tokens: ArrayLike) -> FloatArray:

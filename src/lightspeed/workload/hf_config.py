@@ -100,12 +100,53 @@ _GDN_TYPES: Final = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # transformers' defaults where a config leaves sliding_window out (Gemma2Config, Gemma3TextConfig,
 # GptOssConfig)
 _WINDOW_DEFAULTS: Final = {"gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128}
+# transformers' defaults where a config leaves the vocabulary or the context out (the published
+# google/gemma-3-27b-it config.json's text_config has neither): Gemma2Config vocab_size 256000,
+# max_position_embeddings 8192; Gemma3TextConfig 262_208 and 131_072; GptOssConfig 201088 and
+# 131072 (transformers 5.25.0, models/*/configuration_*.py). Types whose defaults are another
+# model's (LlamaConfig's 32000 and 2048 are Llama 1's; Llama4TextConfig's 131072 is neither Scout's
+# nor Maverick's context) get none: a file without the key is refused.
+_SIZE_DEFAULTS: Final[dict[str, dict[str, int]]] = {
+    "gemma2": {"vocab_size": 256_000, "max_position_embeddings": 8192},
+    "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072},
+    "gpt_oss": {"vocab_size": 201_088, "max_position_embeddings": 131_072},
+}
+# the transformers config class of each type that has defaults above (named in the note)
+_CONFIG_CLASSES: Final = {
+    "gemma2": "Gemma2Config",
+    "gemma3_text": "Gemma3TextConfig",
+    "gpt_oss": "GptOssConfig",
+}
 # HF layer_types names -> lightspeed's layer kinds
 _HF_LAYER_KINDS: Final = {
     "full_attention": "full",
     "sliding_attention": "sliding",
     "chunked_attention": "chunked",
 }
+
+
+class _JsonFields(Fields):
+    """A view of one JSON object of a ``config.json``: a missing key is called missing, and each
+    fix is written as JSON (``"vocab_size": <whole number>``), not as TOML."""
+
+    table_kind = "a JSON object"
+
+    def _pair(self, key: str, shape: str) -> str:
+        """``"key": shape``, and the object it belongs in when nested (``in the "text_config"
+        object``)."""
+        inside = self.prefix.rstrip(".")
+        return f'"{key}": {shape}' + (f' in the "{inside}" object' if inside else "")
+
+    def _fix(self, key: str, toml: str, shape: str) -> str:
+        return f"write {self._pair(key, shape)}"
+
+    def _absent(self, key: str, shape: str) -> DataFileError | None:
+        return DataFileError(
+            self.path,
+            "missing key",
+            field=self._name(key),
+            fix=f"add {self._pair(key, shape)} (the published config.json's value)",
+        )
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -128,7 +169,7 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
     """
     config_path = path / "config.json" if path.is_dir() else path
     data = read_config(config_path)
-    fields = Fields(str(config_path), data)
+    fields: Fields = _JsonFields(str(config_path), data)
     model_type = fields.string("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise DataFileError(
@@ -145,12 +186,48 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         assert text is not None
         fields, model_type = text, _TEXT_CONFIG_TYPES[model_type]
     release = release_format(data)
+    fields, defaults = _with_defaults(fields, model_type)
     try:
-        return replace(_build(fields, model_type, name), release_format=release[0], release_source=release[1])
+        spec = _build(fields, model_type, name)
     except UserInputError as error:
         raise DataFileError(
             config_path, str(error), fix="check the config against the published one"
         ) from None
+    note = _defaults_note(spec, model_type, defaults)
+    return replace(spec, release_format=release[0], release_source=release[1], note=note)
+
+
+def _with_defaults(fields: Fields, model_type: str) -> tuple[Fields, dict[str, int]]:
+    """``fields`` with transformers' defaults (``_SIZE_DEFAULTS``, and ``_WINDOW_DEFAULTS`` where
+    the model has sliding layers) filled in for the keys the config leaves out, and those
+    defaults by key (what the spec's note says was assumed)."""
+    used = {
+        key: value
+        for key, value in _SIZE_DEFAULTS.get(model_type, {}).items()
+        if fields.data.get(key) is None
+    }
+    if model_type in _WINDOW_DEFAULTS and fields.data.get("sliding_window") is None:
+        used["sliding_window"] = _WINDOW_DEFAULTS[model_type]
+    if not used:
+        return fields, used
+    filled = _JsonFields(fields.path, {**fields.data, **used}, prefix=fields.prefix)
+    return filled, used
+
+
+def _defaults_note(spec: TransformerSpec, model_type: str, defaults: dict[str, int]) -> str:
+    """What ``model show`` says of the defaults an import assumed (empty when none): ``config.json
+    leaves out vocab_size, max_position_embeddings: assumed 262,208, 131,072, the defaults of
+    transformers' Gemma3TextConfig``."""
+    if spec.attention.sliding_window is None:  # a window default only matters where layers slide
+        defaults = {key: value for key, value in defaults.items() if key != "sliding_window"}
+    if not defaults:
+        return ""
+    values = ", ".join(f"{value:,}" for value in defaults.values())
+    plural = "s" if len(defaults) > 1 else ""
+    return (
+        f"config.json leaves out {', '.join(defaults)}: assumed {values}, the default{plural} of "
+        f"transformers' {_CONFIG_CLASSES[model_type]}"
+    )
 
 
 # quantization_config.quant_method values that name one weight format
@@ -249,6 +326,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         tied_embeddings=fields.boolean("tie_word_embeddings", model_type in _GEMMA_TYPES),
         position_embedding="rope",
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        original_max_seq_len=_original_context(fields),
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
         mlp_bias=model_type == "llama" and fields.boolean("mlp_bias", False),
         num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type in _MTP_TYPES else 0,
@@ -572,6 +650,17 @@ def _llama4_moe(fields: Fields) -> MoESpec:
         shared_expert_ffn_hidden_size=expert,
         layer_frequency=fields.integer("interleave_moe_layer_step", 1, minimum=1),
     )
+
+
+def _original_context(fields: Fields) -> int | None:
+    """The context before RoPE scaling extended it (``rope_scaling.original_max_position_embeddings``:
+    Llama 3.1's 8,192, DeepSeek-V3's 4,096), ``None`` when nothing extended it."""
+    scaling = fields.data.get("rope_scaling")
+    original = scaling.get("original_max_position_embeddings") if isinstance(scaling, dict) else None
+    longest = fields.data.get("max_position_embeddings")
+    if isinstance(original, bool) or not isinstance(original, int) or not isinstance(longest, int):
+        return None
+    return original if 1 <= original < longest else None
 
 
 def _mla(fields: Fields) -> AttentionSpec:

@@ -38,7 +38,12 @@ from lightspeed.sol.infer.memory import MemoryArrays
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, validate_inference_plan
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.sol.serve.timing import IterationTimer
-from lightspeed.workload import TransformerSpec, kv_bytes_per_token_at, kv_cache_bytes
+from lightspeed.workload import (
+    TransformerSpec,
+    kv_bytes_per_token_at,
+    kv_cache_bytes,
+    kv_cache_reserved_bytes,
+)
 
 Array = Any
 KV_POLICIES: Final = KV_ALLOCATIONS
@@ -197,10 +202,20 @@ class SimulatedDeployment:
         )
 
     def kv_equivalent_tokens(self, tokens: float) -> float:
-        """KV cache a sequence of ``tokens`` holds, in tokens of a short sequence (every layer
-        holds every token): ``tokens`` itself unless local layers stop at their span."""
+        """KV cache a sequence of ``tokens`` holds now, in tokens of a short sequence (every layer
+        holds every token): ``tokens`` itself unless local layers stop at their span (a chunked
+        layer holds only the chunk the last token is in)."""
         kv = self.hardware.precisions.kv_cache
         return float(kv_cache_bytes(self.model, kv, tokens) / kv_bytes_per_token_at(self.model, kv, 1))
+
+    def kv_reserved_tokens(self, tokens: float) -> float:
+        """The most KV cache a sequence holds on its way to ``tokens`` (what a server that never
+        evicts it must keep for it), in tokens of a short sequence: per layer ``tokens``, or
+        ``min(tokens, span)`` for a window or chunk. Llama 4 Scout at 9,216 tokens: (12 x 9,216 +
+        36 x 8,192) / 48 = 8,448, where what it holds at 9,216 is (12 x 9,216 + 36 x 1,024) / 48."""
+        kv = self.hardware.precisions.kv_cache
+        reserved = kv_cache_reserved_bytes(self.model, kv, tokens)
+        return float(reserved / kv_bytes_per_token_at(self.model, kv, 1))
 
     def swap_s(self, tokens: float) -> float:
         """Seconds to copy ``tokens`` tokens of one sequence's KV cache over the host link."""

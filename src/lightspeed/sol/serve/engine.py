@@ -102,6 +102,8 @@ class _Rank:
     __slots__ = (
         "capacity",
         "context_base",
+        "kv_base",
+        "kv_slope",
         "num_decoding",
         "num_sequences",
         "prefilling",
@@ -116,6 +118,10 @@ class _Rank:
         self.num_decoding = 0
         self.num_sequences = 0
         self.context_base = 0.0  # sum of (context at join - join step x growth) of decoding sequences
+        # local attention layers (on-demand): the decoding sequences' KV use is kv_base + kv_slope x
+        # step, each sequence counted from what it holds at its join (see Engine._join)
+        self.kv_base = 0.0
+        self.kv_slope = 0.0
         self.prefilling: deque[int] = deque()
         self.running: list[int] = []  # admission order, for last-in-first-out preemption
         self.swapped: deque[int] = deque()
@@ -197,6 +203,9 @@ class Engine:
         self.replica_of = [0] * count
         self.entered = [0.0] * count  # when the request last reached a pool's queue
         self.held = [0.0] * count  # KV tokens held from admission (reserve) or for the prompt (on-demand)
+        self.join_kv = [0.0] * count  # local layers: (KV at join - slope x join step), its slope
+        self.join_slope = [0.0] * count
+        self.reserved_cache: dict[float, float] = {}
         self.rank_for: list[_Rank | None] = [None] * count
         self.transfer_s = (
             deployment.kv_transfer_s(requests.input_tokens).tolist() if deployment.plan.disaggregated else []
@@ -351,8 +360,24 @@ class Engine:
     def _kv_used(self, rank: _Rank, step: int) -> float:
         if self.reserve:
             return rank.used
+        if self.local_kv:
+            return rank.used + rank.kv_base + rank.kv_slope * step + rank.num_decoding * self.block / 2.0
         growth = self.growth
         return rank.used + rank.context_base + rank.num_decoding * (step * growth + self.block / 2.0)
+
+    def _kv_growth(self, rank: _Rank) -> float:
+        """KV tokens a rank's decoding sequences add per step (on-demand)."""
+        return rank.kv_slope if self.local_kv else rank.num_decoding * self.growth
+
+    def _reserved(self, tokens: float) -> float:
+        """The most KV (in tokens of a short sequence) a sequence holds on its way to ``tokens``:
+        ``tokens`` unless local layers stop at their window or chunk."""
+        if not self.local_kv:
+            return tokens
+        reserved = self.reserved_cache.get(tokens)
+        if reserved is None:
+            reserved = self.reserved_cache[tokens] = self.deployment.kv_reserved_tokens(tokens)
+        return reserved
 
     def _start(self, replica: _Replica, time: float, formed_s: float | None = None) -> None:
         """Form and launch the next iteration of ``replica`` at ``time`` (idle if nothing to run)
@@ -403,7 +428,7 @@ class Engine:
         if not self.reserve:
             step = replica.step
             for rank in replica.ranks:
-                grow = rank.num_decoding * self.growth
+                grow = self._kv_growth(rank)
                 if grow > 0:
                     limit = min(limit, 1 + int((rank.capacity - self._kv_used(rank, step + 1)) // grow))
         if limit <= 1:
@@ -446,7 +471,10 @@ class Engine:
     def _admission_need(self, replica: _Replica, request: int) -> float:
         """KV tokens (whole blocks) a request takes on admission: its prompt (on-demand), its
         prompt and output (reserve); a transferred sequence its context now (+ output: reserve);
-        and a hybrid's Mamba-2 state, held whatever the length, in tokens of the cache."""
+        and a hybrid's Mamba-2 state, held whatever the length, in tokens of the cache. Local
+        attention layers count the most they hold on the way to that length (:meth:`_reserved`:
+        a whole chunk of a Llama 4 chunked layer once the length reaches it, not the few tokens
+        of the chunk the last token starts)."""
         block = self.block
         if replica.role == "decode":
             tokens = self.input[request] + (self.output[request] if self.reserve else 1)
@@ -454,8 +482,7 @@ class Engine:
             tokens = self.prefill_length[request] + self.output[request]
         else:
             tokens = self.prefill_length[request]
-        if self.local_kv:
-            tokens = self.deployment.kv_equivalent_tokens(tokens)
+        tokens = self._reserved(tokens)
         tokens += replica.pool.state_tokens_per_sequence
         return float(-(-tokens // block) * block)
 
@@ -667,13 +694,24 @@ class Engine:
             self._join(replica, rank, request, float(self.prefill_length[request]))
 
     def _join(self, replica: _Replica, rank: _Rank, request: int, context: float) -> None:
-        """Start decoding ``request`` on ``rank`` with ``context`` tokens cached."""
+        """Start decoding ``request`` on ``rank`` with ``context`` tokens cached. With local
+        attention layers its KV use starts at what it holds at most up to ``context``
+        (:meth:`_reserved`, as its admission counted it) and grows by what a token adds: on every
+        layer until the context passes the layers' window or chunk, then on the global layers
+        only (a chunked layer stays within the whole chunk counted at the start: an upper bound)."""
         step = replica.step
         self.state[request] = DECODE
         self.join_step[request] = step
         self.join_context[request] = context
         rank.num_decoding += 1
         rank.context_base += context - step * self.growth
+        if self.local_kv:
+            start = self._reserved(context)
+            slope = (self._reserved(context + 1.0) - start) * self.growth
+            self.join_slope[request] = slope
+            self.join_kv[request] = start - step * slope
+            rank.kv_slope += slope
+            rank.kv_base += self.join_kv[request]
         heapq.heappush(replica.finishing, (step + self.passes_left[request], self.epoch[request], request))
 
     def _leave_decode(self, request: int) -> _Rank:
@@ -682,6 +720,9 @@ class Engine:
         rank.num_decoding -= 1
         rank.num_sequences -= 1
         rank.context_base -= self.join_context[request] - self.join_step[request] * self.growth
+        if self.local_kv:
+            rank.kv_slope -= self.join_slope[request]
+            rank.kv_base -= self.join_kv[request]
         self._release(rank, request)
         return rank
 
@@ -706,6 +747,11 @@ class Engine:
             while rank.num_decoding and self._kv_used(rank, step + 1) > rank.capacity:
                 extra_s += self._preempt(replica, rank)
         return extra_s
+
+    def _held(self, context: float) -> float:
+        """KV a sequence of ``context`` tokens holds now (what a swap copies), in tokens of a short
+        sequence."""
+        return self.deployment.kv_equivalent_tokens(context) if self.local_kv else context
 
     def _preempt(self, replica: _Replica, rank: _Rank) -> float:
         running = rank.running
@@ -741,7 +787,7 @@ class Engine:
             self.join_context[victim] = context
             rank.swapped.append(victim)
             self.num_running -= 1
-            return self.deployment.swap_s(context)
+            return self.deployment.swap_s(self._held(context))
         self.prefill_length[victim] = round(context)
         self.prefill_done[victim] = 0
         return self._requeue(replica, victim)
@@ -760,8 +806,8 @@ class Engine:
             while rank.swapped and rank.num_sequences < replica.pool.max_sequences_per_rank:
                 request = rank.swapped[0]
                 context = self.join_context[request]
-                growth = (rank.num_decoding + 1) * self.growth + self.block
-                if self._kv_used(rank, step + 1) + context + growth > rank.capacity:
+                growth = self._kv_growth(rank) + self.growth + self.block
+                if self._kv_used(rank, step + 1) + self._reserved(context) + growth > rank.capacity:
                     break
                 rank.swapped.popleft()
                 rank.num_sequences += 1
@@ -770,7 +816,7 @@ class Engine:
                 self.num_running += 1
                 self.epoch[request] += 1
                 self._join(replica, rank, request, context)
-                extra_s += self.deployment.swap_s(context)
+                extra_s += self.deployment.swap_s(self._held(context))
         return extra_s
 
     def waiting_requests(self) -> list[int]:

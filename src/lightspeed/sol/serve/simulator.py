@@ -177,10 +177,12 @@ def _balanced_speedup(iteration_s: Array, balance: Array) -> float:
 
 
 def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
-    """Every request must fit one rank's KV cache alone, or it could never run."""
+    """Every request must fit one rank's KV cache alone, or it could never run: the most its
+    layers hold on the way to its length (a sliding-window or chunked layer never more than its
+    span), in tokens of a short sequence, rounded up to whole blocks."""
     longest = int((requests.input_tokens + requests.output_tokens).max())
     block = deployment.scheduler.block_tokens
-    if -(-longest // block) * block > deployment.kv_tokens_per_rank:
+    if _blocks_of(deployment.kv_reserved_tokens(longest), block) > deployment.kv_tokens_per_rank:
         raise InvalidPlanError(
             f"a request of {longest:,} tokens (prompt + output) does not fit the KV cache of one rank of "
             f"{deployment.plan.describe()} ({deployment.kv_tokens_per_rank:,} tokens); shorten the requests, "
@@ -188,12 +190,20 @@ def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
         )
     prefill = deployment.prefill_pool
     prompt = int(requests.input_tokens.max())
-    if prefill is not None and -(-prompt // block) * block > prefill.kv_tokens_per_rank:
+    if (
+        prefill is not None
+        and _blocks_of(deployment.kv_reserved_tokens(prompt), block) > prefill.kv_tokens_per_rank
+    ):
         raise InvalidPlanError(
             f"a prompt of {prompt:,} tokens does not fit the KV cache of one rank of the prefill pool "
             f"({prefill.kv_tokens_per_rank:,} tokens); shorten the prompts or give the prefill pool more "
             "GPUs (--prefill-tp, --prefill-pp)"
         )
+
+
+def _blocks_of(tokens: float, block: int) -> int:
+    """``tokens`` rounded up to whole KV blocks of ``block`` tokens."""
+    return math.ceil(tokens / block) * block
 
 
 def _sequence_cap(deployment: SimulatedDeployment) -> str:
