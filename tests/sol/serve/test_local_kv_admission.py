@@ -102,3 +102,25 @@ def test_a_long_request_fits_by_what_its_local_layers_hold(catalog: Catalog, mod
     assert deployment.kv_reserved_tokens(33792) < deployment.kv_tokens_per_rank < 33792
     result = simulate_deployment(deployment, _offline(32768, 1024, 3))
     assert result.num_completed == 3
+
+
+def test_vllm_v0_keeps_whole_prompt_steps_for_an_mla_model_whatever_its_context(
+    catalog: Catalog, models: ModelRegistry
+) -> None:
+    """vLLM V0 turns chunked prefill on by default above a 32K context on NVIDIA GPUs, except for
+    MLA models, where v0.7.1-v0.7.3 force it off ('MLA is enabled; forcing chunked prefill and
+    prefix caching to be disabled'): DeepSeek-R1 (163,840 tokens) keeps separate whole-prompt
+    steps, a dense model of 131,072 tokens (Llama 3.1 8B) mixes."""
+
+    def separate(model: str, gpus: int) -> bool:
+        return simulated_deployment(
+            model=models.get(model),
+            cluster=catalog.cluster("dgx-h200", num_accelerators=gpus),
+            plan=InferencePlan(tp=gpus, precision="fp8"),
+            serving="vllm-2024",
+            num_gpus=gpus,
+        ).separate_prefill
+
+    assert models.get("deepseek-r1").max_seq_len == 163_840
+    assert separate("deepseek-r1", 8)
+    assert not separate("llama-3.1-8b", 1)

@@ -328,7 +328,8 @@ class ServingStack(Record):
     ``prefill_steps``: ``mixed`` (a step takes prompt tokens beside every running decode: chunked
     prefill, in-flight batching) or ``separate`` (a step that admits prompts runs no decode, which
     waits for the next step: the defaults of vLLM V0 and SGLang), with ``mixed_steps_above_context``, the
-    model context above which the server mixes them by default on NVIDIA GPUs (0: never), and
+    model context above which the server mixes them by default on NVIDIA GPUs (0: never),
+    ``mla_separate_steps``: it never mixes them for an MLA model (vLLM 0.7 forced it off), and
     ``whole_prompts``: a separate step admits a prompt only whole (vLLM V0) rather than in chunks
     of the token budget (SGLang), all read from the server's code (``prefill_steps_source``).
     ``kv_memory_of``: what the KV cache's share of memory (``kv_cache_memory_fraction``) is of:
@@ -395,6 +396,7 @@ class ServingStack(Record):
     vendors: tuple[str, ...] = VENDORS
     prefill_steps: str = "mixed"
     mixed_steps_above_context: int = 0
+    mla_separate_steps: bool = False
     whole_prompts: bool = False
     prefill_steps_source: str = ""
     kv_allocation: str = "reserve"
@@ -408,20 +410,25 @@ class ServingStack(Record):
         """Which published rows its fitted values rest on (:func:`fit_note`)."""
         return fit_note(self.fitted_on, self.validated_on)
 
-    def separate_prefill_steps(self, context_tokens: int, vendor: str) -> bool:
+    def separate_prefill_steps(self, context_tokens: int, vendor: str, *, mla: bool = False) -> bool:
         """Whether a step that runs prompts runs no decodes for a model of ``context_tokens``
         context on ``vendor``'s GPUs: ``prefill_steps = "separate"`` (vLLM V0's default scheduler),
         unless the server turns chunked prefill on by default, as vLLM V0 does on NVIDIA GPUs for a
-        context above ``mixed_steps_above_context`` (``prefill_steps_source``).
+        context above ``mixed_steps_above_context`` (``prefill_steps_source``), but not for an MLA
+        model (``mla``) where the server forces it off (``mla_separate_steps``: vLLM 0.7).
 
         >>> stack = load_serving_stack("vllm-2024")
         >>> stack.separate_prefill_steps(4096, "NVIDIA"), stack.separate_prefill_steps(131072, "NVIDIA")
         (True, False)
         >>> stack.separate_prefill_steps(131072, "AMD")  # chunked prefill stays off on ROCm
         True
+        >>> stack.separate_prefill_steps(163840, "NVIDIA", mla=True)  # and for DeepSeek's MLA
+        True
         """
         if self.prefill_steps != "separate":
             return False
+        if mla and self.mla_separate_steps:
+            return True
         chunked_by_default = 0 < self.mixed_steps_above_context < context_tokens and vendor == "NVIDIA"
         return not chunked_by_default
 
@@ -625,6 +632,7 @@ def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
         vendors=_vendors(table),
         prefill_steps=_choice(table, "prefill_steps", PREFILL_STEPS, PREFILL_STEPS[0]),
         mixed_steps_above_context=table.integer("mixed_steps_above_context", 0),
+        mla_separate_steps=table.boolean("mla_separate_steps", False),
         whole_prompts=table.boolean("whole_prompts", False),
         prefill_steps_source=table.string("prefill_steps_source", ""),
         kv_allocation=_choice(table, "kv_allocation", KV_ALLOCATIONS, KV_ALLOCATIONS[0]),

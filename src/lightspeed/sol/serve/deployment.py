@@ -251,7 +251,8 @@ def _separate_prefill(
     default for the model's context on the cluster's GPUs."""
     if config.prefill_steps is not None:
         return config.prefill_steps == "separate"
-    return serving.separate_prefill_steps(model.max_seq_len, cluster.system.accelerator.vendor)
+    vendor = cluster.system.accelerator.vendor
+    return serving.separate_prefill_steps(model.max_seq_len, vendor, mla=model.attention.kind == "mla")
 
 
 def _default_budget(hardware: InferenceHardware, model: TransformerSpec, *, separate: bool) -> int:

@@ -220,6 +220,8 @@ def _prefill_steps_note(deployment: SimulatedDeployment) -> str:
     serving = deployment.hardware.serving
     if deployment.scheduler.prefill_steps is not None:
         why = "--prefill-steps separate"
+    elif serving.mla_separate_steps and deployment.model.attention.kind == "mla":
+        why = f"{serving.name} turns chunked prefill off for MLA models"
     elif serving.mixed_steps_above_context:
         vendor = deployment.hardware.hardware.accelerator.vendor
         context = deployment.model.max_seq_len
