@@ -109,3 +109,7 @@ def test_an_empty_model_name_says_so(run_cli) -> None:  # type: ignore[no-untype
     one_line_error(
         run_cli("model", "show", "--config", ""), "--config: the path is empty", "lightspeed model list"
     )
+    # plan, search and simulate read --model-config through the job config: an empty path says so
+    for command in (("plan", "infer"), ("simulate",), ("search", "train", "--global-batch", "64")):
+        refused = run_cli(*command, "--model-config", " ", "--system", "dgx-h100", "--gpus", "8")
+        one_line_error(refused, "the model config path is empty", "--model-config PATH")

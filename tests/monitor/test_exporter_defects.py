@@ -17,6 +17,7 @@ import pytest
 from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.monitor import Monitor, MonitorCollector, ReplayBackend
 from lightspeed.monitor.exporter import Exporter, ExporterServer
+from lightspeed.monitor.sampler import Sample
 
 pytest.importorskip("prometheus_client")
 
@@ -240,3 +241,21 @@ def test_serve_on_a_foreign_host_is_one_line_naming_the_host(run_cli, make_captu
     assert result.code == 2
     assert result.err.strip().count("\n") == 0
     assert "--host 192.0.2.1" in result.err
+
+
+def test_a_stale_sample_is_not_exported_but_its_age_is(make_capture, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A sampler that hangs in a backend call stays alive with an old sample: past 3 intervals
+    (at least 5 s) the device series are left out, so Prometheus marks them stale instead of a
+    dashboard showing 300 W as live, and lightspeed_sample_age_seconds says how old it is."""
+    capture = make_capture(tmp_path / "c.jsonl", [{"gpu0": GPU}] * 3)
+    monitor, collector = _replayed(capture)
+    monitor.stop()
+    latest = monitor.latest()
+    assert latest is not None
+    fresh = _scrape(collector)
+    assert fresh["DCGM_FI_DEV_POWER_USAGE"].samples[0].value == 300.0
+    assert fresh["lightspeed_sample_age_seconds"].samples[0].value < 5.0
+    monitor._ring.append(Sample(t_epoch_s=latest.t_epoch_s - 60.0, reading=latest.reading))
+    stale = _scrape(collector)
+    assert "DCGM_FI_DEV_POWER_USAGE" not in stale
+    assert stale["lightspeed_sample_age_seconds"].samples[0].value >= 60.0

@@ -50,6 +50,11 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
 DEFAULT_REFRESH_S: Final = 5.0
+# A sample older than this many intervals (and STALE_FLOOR_S) is not exported: the sampler is alive
+# but a backend call hangs (an NVML call that blocks), and a dashboard must not show it as live.
+STALE_AFTER_INTERVALS: Final = 3
+STALE_FLOOR_S: Final = 5.0
+SAMPLE_AGE_METRIC: Final = "lightspeed_sample_age_seconds"
 
 # (lightspeed's SI unit, exporter scale) -> the unit of the exported value, as dcgm-exporter's
 # HELP lines name it (default-counters.csv: "GPU utilization (in %)", "SM clock frequency (in MHz)",
@@ -188,6 +193,9 @@ class MonitorCollector:
         from prometheus_client.core import GaugeMetricFamily as gauge  # noqa: N813 - a factory
 
         sample = self.monitor.latest()
+        age_s = None if sample is None else max(0.0, time.time() - sample.t_epoch_s)
+        if age_s is not None and age_s > max(STALE_AFTER_INTERVALS * self.monitor.interval_s, STALE_FLOOR_S):
+            sample = None  # stale: the device series go (Prometheus marks them stale), the age stays
         devices = {device.device_id: device for device in self.monitor.devices}
         labels_of = device_labels(
             self.monitor.devices, hostname=self.hostname, hosts=_replay_hosts(self.monitor.backends)
@@ -212,6 +220,15 @@ class MonitorCollector:
                         )
                     family.add_metric(list(labels.values()), spec.to_exporter(value))
         yield from families.values()
+        if age_s is not None:
+            age = gauge(
+                SAMPLE_AGE_METRIC,
+                f"Seconds since the last sample (in s); device series are left out once it passes "
+                f"{STALE_AFTER_INTERVALS} sampling intervals (at least {STALE_FLOOR_S:g} s): a backend hangs",
+                labels=["Hostname"],
+            )
+            age.add_metric([self.hostname], age_s)
+            yield age
         yield from self._goodput(gauge)
 
     def _goodput(self, gauge: Any) -> Iterator[Any]:

@@ -149,6 +149,11 @@ class JobConfig(Record):
     def __post_init__(self) -> None:
         if self.model is not None and self.model_config is not None:
             raise UserInputError("give one of model or model_config (--model or --config), not both")
+        if self.model_config is not None and not self.model_config.strip():
+            raise UserInputError(
+                "the model config path is empty: give --model-config PATH (a config.json or a model "
+                "TOML file), or --model NAME (see 'lightspeed model list')"
+            )
 
     # -- generated forms ------------------------------------------------------------------------
 
