@@ -29,6 +29,18 @@ def test_truncated_last_line_is_skipped_with_a_warning(hand_log) -> None:  # typ
     assert run.ranks[0].num_skipped_lines == 1
 
 
+def test_a_quiet_read_skips_the_cut_line_without_a_warning(hand_log) -> None:  # type: ignore[no-untyped-def]
+    # the exporter reads a live run on a background thread, whose last line may be half written:
+    # it asks for no warning instead of changing the process's warning filters from that thread
+    log = hand_log().start(0.0).step(0, 0.0, 1.0).raw('{"v": 1, "seg": "s1", "ty')
+    path = log.write(trailing_newline=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncatedLogWarning)
+        run = read_run(path, quiet=True)
+    assert [step.step for step in run.ranks[0].segments[0].steps] == [0]
+    assert run.ranks[0].num_skipped_lines == 1
+
+
 def test_cut_line_before_a_restart_is_skipped(hand_log) -> None:  # type: ignore[no-untyped-def]
     log = hand_log().start(0.0).step(0, 0.0, 1.0).raw('{"v": 1, "seg": "s1", "ty')
     log.start(5.0, segment="s2").step(1, 5.0, 6.0).end(6.0)

@@ -125,11 +125,11 @@ def _counting_reads(monkeypatch: pytest.MonkeyPatch, block_on: int | None = None
     real = exporter.read_run
     reads = SimpleNamespace(count=0, release=threading.Event(), finished=0)
 
-    def read_run(path: Any) -> Any:
+    def read_run(path: Any, **options: Any) -> Any:
         reads.count += 1
         if reads.count == block_on:
             reads.release.wait(30)  # a safety net only: the test releases it
-        result = real(path)
+        result = real(path, **options)
         reads.finished += 1
         return result
 

@@ -141,8 +141,11 @@ class _RawSegment:
     status: str = "crashed"
 
 
-def read_run(path: str | Path) -> RunLog:
+def read_run(path: str | Path, *, quiet: bool = False) -> RunLog:
     """Read a run directory (``rank-*.jsonl`` files) or one rank's ``.jsonl`` file.
+
+    A line cut short by a crash is skipped with a :class:`TruncatedLogWarning`; ``quiet`` skips it
+    without one (a reader of a live run, whose last line may be half written: the exporter).
 
     >>> import tempfile
     >>> from lightspeed.goodput import Tracker
@@ -156,7 +159,7 @@ def read_run(path: str | Path) -> RunLog:
     """
     source = Path(path)
     files = _rank_files(source)
-    raw = {file: _parse_file(file) for file in files}
+    raw = {file: _parse_file(file, quiet=quiet) for file in files}
     ranks = _check_ranks(raw)
     run_id = _check_run_ids(raw)
     first = next(iter(raw.values()))[0].header
@@ -208,7 +211,7 @@ def _rank_files(source: Path) -> list[Path]:
     return [source]
 
 
-def _parse_file(path: Path) -> list[_RawSegment]:
+def _parse_file(path: Path, *, quiet: bool) -> list[_RawSegment]:
     segments: list[_RawSegment] = []
     pending_bad: int | None = None
     skipped = 0
@@ -225,12 +228,14 @@ def _parse_file(path: Path) -> list[_RawSegment]:
             if pending_bad is not None:
                 if event.get("type") != "job_start":
                     raise _bad_json(path, pending_bad)
-                _warn_skipped(path, pending_bad)
+                if not quiet:
+                    _warn_skipped(path, pending_bad)
                 skipped += 1
                 pending_bad = None
             _apply(path, number, event, segments)
     if pending_bad is not None:
-        _warn_skipped(path, pending_bad)
+        if not quiet:
+            _warn_skipped(path, pending_bad)
         skipped += 1
     if not segments:
         raise DataFileError(path, "no job_start event", fix="the file is empty or not a lightspeed event log")

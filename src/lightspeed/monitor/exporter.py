@@ -31,7 +31,6 @@ import math
 import socket
 import threading
 import time
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,10 +155,8 @@ class _GoodputSource:
         if stamp == self._stamp and (self._latest is not None or self.error):
             return
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a live run's last line may be half written
-                run = read_run(self.run_dir)
-                self._latest = _Goodput(ledger=build_ledger(run=run), last_step_s=_last_steps(run))
+            run = read_run(self.run_dir, quiet=True)  # a live run's last line may be half written
+            self._latest = _Goodput(ledger=build_ledger(run=run), last_step_s=_last_steps(run))
             self.error = ""
         except (DataFileError, OSError) as error:  # a log that is not one, or one removed while read
             self.error = str(error)
