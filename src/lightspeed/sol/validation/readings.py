@@ -7,8 +7,9 @@ carries its own unit and scope, in the metric text or beside the number:
 
 * time units ``ms``, ``us``, ``s``, ``min``, ``h``/``hours``, ``d``/``days``
   (``iteration time (ms)``, ``120.5 ms``, ``84 d``);
-* scope ``per GPU`` / ``/GPU``, ``per node`` (``(8 GPUs)`` in the text gives
-  its size, else the row's system does), ``per user``, or the whole job
+* scope ``per GPU`` / ``/GPU``, ``per node`` / ``per DGX`` (``(8 GPUs)`` in the text gives
+  its size, else the row's system does), a GPU count with no node (``tokens/s (8 GPUs)``),
+  ``per user``, or the whole job
   (``aggregate``, ``total``, ``system``, nothing said); a metric that names no scope takes the
   one written beside its number (``24k / node``);
 * inference quantities: ``TTFT``, ``first-token`` and ``1st Token Latency`` the time to the first
@@ -70,8 +71,11 @@ _TIME_UNITS: Final = (
 # Per node, as sources write it: ``per node``, ``/node``, ``per server`` / ``per host``, and a
 # rack-scale system's compute tray (``per GB200 tray (4 GPUs)``).
 _PER_NODE: Final = re.compile(
-    r"per\s+(?:[\w-]+\s+){0,3}(?:node|server|host|(?P<tray>tray))s?\b|/\s*(?:node|server|host)\b"
+    r"per\s+(?:[\w-]+\s+){0,3}(?:node|server|host|[dh]gx|(?P<tray>tray))s?\b|/\s*(?:node|server|host|[dh]gx)\b"
 )
+# A figure for a number of GPUs the text names, with no node in it: ``tokens/s (8 GPUs)``, ``per 8
+# GPUs``: that many GPUs' figure, whatever the job's count (:meth:`Reading.per_gpu`).
+_GPU_COUNT: Final = re.compile(r"\((\d+)\s*(?:x\s*)?gpus?\)|\bper\s+(\d+)\s*gpus?\b")
 # a node's GPUs: ``per node (8 GPUs)``, ``per 8-GPU H800 node``
 _NODE_SIZE: Final = re.compile(
     r"\((\d+)\s*gpus?(?:\s+each)?\)|\b(\d+)[\s-]*gpus?\s+(?:[\w-]+\s+)?(?:node|server)"
@@ -120,7 +124,10 @@ class Reading(Record):
     ``value`` is in base units (seconds, fractions, tokens/s, FLOP/s in
     TFLOP/s for ``tflop_per_s_per_gpu``, bytes) but still in ``scope``: per
     node values become per GPU once the node size is known
-    (:meth:`per_gpu`). ``position`` counts from 1 among ``num_pieces``.
+    (:meth:`per_gpu`); scope ``gpus`` is a figure for ``gpus_per_scope`` GPUs
+    (``tokens/s (8 GPUs)``). ``position`` counts from 1 among ``num_pieces``.
+    ``problem`` says why the cell cannot be read as a measurement (``''`` if
+    it can); :meth:`per_gpu` refuses the row with it.
     """
 
     key: str
@@ -136,6 +143,7 @@ class Reading(Record):
     num_tokens: float | None = None
     flop_basis: str = ""
     notes: tuple[str, ...] = ()
+    problem: str = ""
 
     def describe(self) -> str:
         """``'tokens/s/GPU' <- '14,451' (1 of 2)``: what was read, from which text."""
@@ -144,17 +152,29 @@ class Reading(Record):
 
     def per_gpu(self, node_gpus: int) -> Reading:
         """This reading with a per-node value divided over the node's GPUs (``node_gpus``
-        unless the text named its own size)."""
-        if self.scope != "node" or self.value is None:
+        unless the text named its own size), and a figure the text gives for a number of GPUs
+        (``tokens/s (8 GPUs)``) over those GPUs.
+
+        Raises :class:`~lightspeed.sol.validation.published.RowError` with :attr:`problem` when
+        the cell cannot be read as a measurement (a metric piece without its value, a
+        utilization above 100%): the reading is never predicted.
+        """
+        if self.problem:
+            # published imports this module: its error is imported where it is raised
+            from lightspeed.sol.validation.published import RowError
+
+            raise RowError(self.problem)
+        if self.scope not in ("node", "gpus") or self.value is None:
             return self
         size = self.gpus_per_scope or node_gpus
+        note = f"per node of {size} GPUs" if self.scope == "node" else f"a figure for {size} GPUs"
         return _replace(
             self,
             key=self.key + "_per_gpu" if self.key in RATE_KEYS else self.key,
             value=self.value / size,
             scope="gpu",
             gpus_per_scope=size,
-            notes=(*self.notes, f"per node of {size} GPUs -> per GPU"),
+            notes=(*self.notes, f"{note} -> per GPU"),
         )
 
 
@@ -194,11 +214,34 @@ def parse_value(text: str) -> tuple[float | None, str, tuple[str, ...]]:
             notes.append(f"range {match['low']}-{match['high']}: midpoint")
     if match["approx"]:
         notes.append("approximate value")
+    notes.extend(_bound_notes(text, match))
     unit = (match["unit"] or "").lower()
     if unit in _SUFFIX:
         value *= _SUFFIX[unit]
         unit = ""
     return value, unit, tuple(notes)
+
+
+# A bound, not a point: ``>1660``, ``≥``, ``at least``, ``over``, ``27000+`` (at least), ``<``,
+# ``≤``, ``up to``, ``at most`` (at most); and a second number after a ``/`` (``1600 / 1700``).
+_LOWER_BOUND_BEFORE: Final = re.compile(r"(?:>=?|≥|\bat\s+least|\bover|\bmore\s+than)\s*$", re.IGNORECASE)
+_UPPER_BOUND_BEFORE: Final = re.compile(r"(?:<=?|≤|\bup\s+to|\bat\s+most|\bless\s+than)\s*$", re.IGNORECASE)
+_SECOND_NUMBER: Final = re.compile(rf"\s*/\s*[~≈]?{_NUMBER}")
+
+
+def _bound_notes(text: str, match: re.Match[str]) -> list[str]:
+    """How a value that is not one point was read: a bound as its number, the first of two."""
+    before, after = text[: match.start("low")], text[match.end() :]
+    written = text[: match.end()].strip()
+    if _LOWER_BOUND_BEFORE.search(before):
+        return [f"lower bound '{written}' read as its number"]
+    if after.startswith("+"):
+        return [f"lower bound '{written}+' read as its number"]
+    if _UPPER_BOUND_BEFORE.search(before):
+        return [f"upper bound '{written}' read as its number"]
+    if _SECOND_NUMBER.match(after):
+        return ["first of two numbers read ('/' separates them)"]
+    return []
 
 
 def impossible_value(text: str) -> str:
@@ -240,6 +283,8 @@ def _scope(metric: str) -> tuple[str, int | None]:
         ) else None
     if _PER_ACCELERATOR.search(metric):
         return "gpu", 1
+    if count := _GPU_COUNT.search(metric):
+        return "gpus", int(count.group(1) or count.group(2))
     return "job", None
 
 
@@ -298,10 +343,13 @@ def _train_key(metric: str) -> str:
         return "hfu"
     if "mfu" in metric or spelled:
         return "mfu"
-    if "pflop" in metric or "petaflop" in metric or "aggregate pf" in metric:
-        return "pflop_per_s"
-    if "tflop" in metric or "teraflop" in metric or re.search(r"\btf\b(?!\s*32)", metric):
-        return "tflop_per_s_per_gpu"
+    if _names_peta(metric):
+        # ``PFLOP/s per GPU`` is one GPU's rate, in PFLOP/s (:func:`_convert`)
+        return "tflop_per_s_per_gpu" if _PER_ACCELERATOR.search(metric) else "pflop_per_s"
+    if _names_tera(metric):
+        # ``TFLOP/s (aggregate)`` is the job's rate, as ``aggregate PFLOP/s`` is
+        aggregate = _AGGREGATE.search(metric) and not _PER_ACCELERATOR.search(metric)
+        return "pflop_per_s" if aggregate else "tflop_per_s_per_gpu"
     if "memory" in metric and ("gib" in metric or "gb" in metric):
         return "memory_per_gpu_bytes"
     if _PER_GPU_TOKEN_RATE.search(metric):
@@ -313,6 +361,17 @@ def _train_key(metric: str) -> str:
     if _TIME_TO_TRAIN.search(metric) or metric.startswith(("days", "hours")):
         return "time_to_train_s"
     return ""
+
+
+_AGGREGATE: Final = re.compile(r"\b(?:aggregate|total|cluster|whole\s+job)\b")
+
+
+def _names_peta(metric: str) -> bool:
+    return "pflop" in metric or "petaflop" in metric or "aggregate pf" in metric
+
+
+def _names_tera(metric: str) -> bool:
+    return "tflop" in metric or "teraflop" in metric or bool(re.search(r"\btf\b(?!\s*32)", metric))
 
 
 # "time to train", "time-to-train", "train(ing) time to/for N tokens", "wall-clock (time) to N tokens"
@@ -340,13 +399,13 @@ def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str
         written = _time_unit(unit) if unit else None
         named = written or _time_unit(metric) or _UNSTATED_TIME_UNITS.get(key, ("s", 1.0))
         return value * named[1], named[0]
-    if key == "pflop_per_s":
-        return value * (1e3 if unit != "tf" else 1.0), "TFLOP/s"
+    if key in ("pflop_per_s", "tflop_per_s_per_gpu"):
+        # in TFLOP/s: the unit beside the number wins (``0.726 PF``), else the one the text names
+        peta = unit == "pf" or (unit != "tf" and _names_peta(metric))
+        return value * (1e3 if peta else 1.0), "TFLOP/s"
     if key == "memory_per_gpu_bytes":
         gib = unit == "gib" or ("gib" in metric and unit != "gb")
         return value * (2.0**30 if gib else 1e9), "GiB" if gib else "GB"
-    if key == "tflop_per_s_per_gpu":
-        return value, "TFLOP/s"
     return value, unit or _UNITS.get(key, "tokens/s")
 
 
@@ -399,13 +458,38 @@ def read_cell(metric_text: str, measured_text: str, *, kind: str = "train") -> t
     """
     metrics = split_pieces(metric_text)
     values = split_pieces(measured_text)
+    problem = _unpaired(metrics, values, kind)
     if len(values) <= 1 or len(metrics) <= 1:
         metrics, values = [metric_text.strip()], [measured_text.strip()]
     count = min(len(metrics), len(values))
-    readings = []
-    for position, (metric, value_text) in enumerate(zip(metrics, values, strict=False), start=1):
-        readings.append(_reading(metric, value_text, position, count, kind))
-    return tuple(readings[:count])
+    readings = [
+        _reading(metric, value_text, position, count, kind)
+        for position, (metric, value_text) in enumerate(zip(metrics, values, strict=False), start=1)
+    ]
+    problem = problem or next((reading.problem for reading in readings if reading.problem), "")
+    # a problem in one piece refuses the row, whichever piece would be predicted
+    return tuple(_replace(reading, problem=problem) if problem else reading for reading in readings)
+
+
+def _unpaired(metrics: list[str], values: list[str], kind: str) -> str:
+    """Why the pieces of a metric cell cannot be paired with the measured cell's values (``''``
+    if they can): two or more pieces name a quantity and the counts differ. One quantity among
+    context pieces (``TFLOPS/GPU (Dispatcher AlltoAll, NCCL backend; 'Baseline')``) goes with the
+    one value."""
+    if len(metrics) <= 1 or len(metrics) == len(values):
+        return ""
+    named = [piece for piece in metrics if _piece_key(piece, kind)]
+    if len(named) < 2:
+        return ""
+    return (
+        f"metric cell has {len(metrics)} pieces (';'), measured cell {len(values)}: "
+        "give one value per piece, in the same order, or n/r"
+    )
+
+
+def _piece_key(metric: str, kind: str) -> str:
+    lowered = without_formulas(metric.lower()).replace("_", " ")
+    return _train_key(lowered) if kind == "train" else infer_key(lowered)
 
 
 def without_formulas(metric: str) -> str:
@@ -436,6 +520,12 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         value, unit = _convert(key, value, unit, lowered)
         if unstated:
             notes = (*notes, "no time unit: milliseconds, as serving benchmarks print latencies")
+    problem = ""
+    if key in ("mfu", "hfu") and value is not None and value > 1.0:
+        problem = (
+            f"{key.upper()} {value_text!r} is {value:.0%} of peak: a utilization is at most 100%; "
+            "fix the value (43% or 0.43) or write n/r"
+        )
     scope, size = _scope(lowered)
     if scope == "job":  # the scope written beside the number: ``24k / node``, ``1,650 per GPU``
         scope, size = _scope(value_text.lower())
@@ -455,6 +545,7 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         num_tokens=_token_budget(metric),
         flop_basis=_flop_basis(lowered),
         notes=notes,
+        problem=problem,
     )
 
 
@@ -580,6 +671,11 @@ def not_predicted_reason(metric: str) -> str:
     """
     match = _NOT_A_SERVING_RATE.search(metric.lower())
     if match is None:
+        if metric.strip() and not _piece_key(metric, "train") and not _piece_key(metric, "infer"):
+            return (
+                f"{metric.strip()!r} names no quantity and unit lightspeed reads: write them in the "
+                "metric cell (e.g. tokens/s/GPU, TFLOP/s/GPU, step time (s), MFU, TTFT (ms))"
+            )
         return ""
     word = match.group(0)
     if word == "goodput":
