@@ -204,8 +204,14 @@ def read_text(
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
+        # the line up to the bad byte is UTF-8 (the first error), so its characters can be counted
+        start = data.rfind(b"\n", 0, error.start) + 1
+        column = len(data[start : error.start].decode("utf-8")) + 1
         raise DataFileError(
-            path, f"not UTF-8 text (byte {error.start:,})", line=line, fix=f"save the {what} as UTF-8"
+            path,
+            f"not UTF-8 text at column {column} (byte 0x{data[error.start]:02x})",
+            line=line,
+            fix=f"save the {what} as UTF-8",
         ) from None
 
 

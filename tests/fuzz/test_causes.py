@@ -202,12 +202,10 @@ CAUSES: dict[str, Cause] = {
         lambda f: _kernels_report(f, "Memory Throughput", "21.68", "-3"),
         fragments=("Memory Throughput = -3 %",),
     ),
-    "validate reads -137 as 137": Cause(
-        lambda f: ["validate", str(_tsv(f, "-137 (44%)"))], fragments=("row T1", "negative", "'measured'")
-    ),
-    "validate reads inf (44%) as 44": Cause(
-        lambda f: ["validate", str(_tsv(f, "inf (44%)"))], fragments=("not a finite number", "'measured'")
-    ),
+    # a row's impossible measured value is that row's error, with its reason in the JSON (exit 0:
+    # tests/sol/validation/test_user_files.py), never read as 137 or 44
+    "validate reads -137 as 137": Cause(lambda f: ["validate", str(_tsv(f, "-137 (44%)"))], code=0),
+    "validate reads inf (44%) as 44": Cause(lambda f: ["validate", str(_tsv(f, "inf (44%)"))], code=0),
     "a catalog bandwidth of 1e-300": Cause(
         lambda f: ["--catalog", str(_catalog_bandwidth(f)), "hw", "list"],
         fragments=("physical range", "memory.bandwidth_tb_per_s"),

@@ -74,7 +74,8 @@ def test_a_row_with_more_cells_than_the_header_is_refused(tmp_path: Path) -> Non
 def test_blank_lines_are_skipped_and_lines_are_the_files(tmp_path: Path) -> None:
     header, cells, _ = _first_row()
     row = "\t".join(cells)
-    rows = read_table(_table(tmp_path, f"{header}\n\n{row}\n\t\t\n{row}"))  # the last line whole
+    other = "\t".join(["other", *cells[1:]])  # its own id: an id two rows share refuses the table
+    rows = read_table(_table(tmp_path, f"{header}\n\n{row}\n\t\t\n{other}"))  # the last line whole
     assert [row.line for row in rows] == [3, 5]
     with pytest.raises(DataFileError, match=r"table.tsv:4: row has 1 cell, the header 28"):
         read_table(_table(tmp_path, f"{header}\n\n{row}\nstray words\n"))

@@ -191,7 +191,7 @@ def test_each_row_shows_how_it_was_read(tmp_path: Path, catalog: Catalog, models
     assert read.interval is not None
     assert read.interval[0] < read.predicted < read.interval[1]
     assert "sparkle rate" in unread.reason
-    assert "is not one lightspeed can predict" in unread.reason
+    assert "names no quantity and unit lightspeed reads" in unread.reason
     assert json.loads(json.dumps(read.to_dict()))["reading"]["position"] == 1
 
 

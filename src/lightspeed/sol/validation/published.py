@@ -137,7 +137,10 @@ def read_table(path: Path) -> list[PublishedRow]:
 
     Every row has one cell per header column: a row with fewer or more (a file cut short, a tab
     typed inside a cell) is refused naming its line, as is a NUL byte in a cell (a corrupt or binary
-    file; read on, ``13\\x007`` would be taken for 13).
+    file; read on, ``13\\x007`` would be taken for 13), as is a table with no row under its header
+    or an id two rows share (the id names the row in the report and its JSON). A row's own values
+    are not checked here: a measured value no measurement has is that row's error
+    (:func:`check_measured`), the other rows are still predicted.
     """
     text = read_text(path, max_bytes=MAX_TABLE_BYTES, what="published-results table (TSV)")
     lines = text.splitlines()
@@ -165,8 +168,15 @@ def read_table(path: Path) -> list[PublishedRow]:
         raise DataFileError(
             path, f"not a readable table ({error})", line=reader.line_num, fix="check that line's cells"
         ) from None
-    for row in rows:
-        _check_measured(path, row)
+    if not rows:
+        raise DataFileError(
+            path,
+            "no rows under the header",
+            line=1,
+            fix="add one row per published run under the header, one cell per column (n/r for a "
+            "figure not given)",
+        )
+    _refuse_repeated_ids(path, rows)
     return rows
 
 
@@ -193,19 +203,32 @@ def _refuse_nul(path: Path, lines: list[str], header: list[str]) -> None:
     )
 
 
-def _check_measured(path: Path, row: PublishedRow) -> None:
-    """Refuse a measured value no measurement can have (``-137``, ``inf (44%)``), naming the row:
-    reading it as 137 or 44 would compare a prediction with a number the source never gave."""
+def _refuse_repeated_ids(path: Path, rows: list[PublishedRow]) -> None:
+    """Refuse a table where two rows share an id, naming both lines: each row is one entry of the
+    report and of its JSON, keyed by its id (a row pasted twice would also count twice)."""
+    first_line: dict[str, int] = {}
+    for row in rows:
+        line = first_line.setdefault(row.row_id, row.line)
+        if line != row.line:
+            raise DataFileError(
+                path,
+                f"id {excerpt(row.row_id)} repeats line {line}",
+                line=row.line,
+                field="id",
+                fix="give each row its own id (delete the row if it is the same run pasted twice)",
+            )
+
+
+def check_measured(row: PublishedRow) -> None:
+    """Raise :class:`RowError` (the row is not predicted, with this reason) for a measured value no
+    measurement can have (``-137``, ``nan``, ``1e400``, ``inf (44%)``): reading it as 137 or 44
+    would compare a prediction with a number the source never gave."""
     for piece in split_pieces(row.text("measured")):
         problem = impossible_value(piece)
         if problem:
-            raise DataFileError(
-                path,
-                f"row {row.row_id}: the measured value is {problem}",
-                line=row.line,
-                field="measured",
-                value=excerpt(piece),
-                fix="write the value the source reports (a number above 0), or n/r when it reports none",
+            raise RowError(
+                f"measured value {excerpt(piece)!r} is {problem}; fix: write the value the source "
+                "reports (a number above 0), or n/r"
             )
 
 
