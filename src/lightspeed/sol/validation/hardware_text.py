@@ -49,7 +49,8 @@ from lightspeed.catalog.torus import describe_torus, slice_name
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
-from lightspeed.sol.validation.published import PublishedRow, RowError, size_cell
+from lightspeed.sol.validation.published import PublishedRow, size_cell
+from lightspeed.sol.validation.readings import RowError
 
 FABRIC_KEYWORDS: Final = (
     ("xdr", "ib-xdr"),

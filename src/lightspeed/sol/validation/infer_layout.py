@@ -49,10 +49,10 @@ from lightspeed.sol.validation.published import (
     LABELLED_DEGREES,
     VALUE_AS_WRITTEN,
     PublishedRow,
-    RowError,
     integer_cell,
     is_missing,
 )
+from lightspeed.sol.validation.readings import RowError
 from lightspeed.workload import TransformerSpec
 
 # a count as tables write it, with or without thousands separators (``Batch Size 1,750``)

@@ -60,7 +60,8 @@ from lightspeed.sol.serve.mlperf_inference import find_mlperf_workload
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate, simulate_deployment
 from lightspeed.sol.serve.workload import RATE_ARRIVALS, ArrivalProcess, LengthDistribution, ServingWorkload
-from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, RowError
+from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow
+from lightspeed.sol.validation.readings import RowError
 from lightspeed.units import bytes_per_element
 from lightspeed.workload import TransformerSpec
 

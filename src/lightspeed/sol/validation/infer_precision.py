@@ -23,7 +23,8 @@ from typing import Final, NamedTuple
 from lightspeed.catalog import Accelerator
 from lightspeed.sol.infer.plan import sixteen_bit_format
 from lightspeed.sol.serve.mlperf_inference import MlperfWorkload
-from lightspeed.sol.validation.published import PublishedRow, RowError, format_keys, is_missing
+from lightspeed.sol.validation.published import PublishedRow, format_keys, is_missing
+from lightspeed.sol.validation.readings import RowError
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.names import FORMAT_TAGS, checkpoint_format
 from lightspeed.workload.spec import STATE_PRECISIONS

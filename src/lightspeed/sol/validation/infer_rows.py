@@ -102,14 +102,8 @@ from lightspeed.sol.validation.infer_load import (
     sends_all_at_once,
     simulate_row,
 )
-from lightspeed.sol.validation.published import (
-    VALUE_AS_WRITTEN,
-    PublishedRow,
-    RowError,
-    integer_cell,
-    size_cell,
-)
-from lightspeed.sol.validation.readings import Reading, read_cell
+from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, integer_cell, size_cell
+from lightspeed.sol.validation.readings import Reading, RowError, read_cell
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
-from lightspeed.errors import DataFileError, LightspeedError
+from lightspeed.errors import DataFileError
 from lightspeed.files import excerpt, read_text
 from lightspeed.records import Record
-from lightspeed.sol.validation.readings import impossible_value, split_pieces
+from lightspeed.sol.validation.readings import RowError, impossible_value, split_pieces
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
 # The table writer's notes beside a row: a derivation or check of the figure, another run's
@@ -85,10 +85,6 @@ class _Reader(Protocol):
     def __iter__(self) -> Iterator[list[str]]: ...
 
     def __next__(self) -> list[str]: ...
-
-
-class RowError(LightspeedError):
-    """A row cannot be turned into a prediction; the message says which field and why."""
 
 
 @dataclass(frozen=True)

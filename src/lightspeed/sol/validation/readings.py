@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from lightspeed.errors import LightspeedError
 from lightspeed.records import Record
 from lightspeed.units import parse_count
 
@@ -115,6 +116,11 @@ def with_magnitude_letters(text: str) -> str:
 _FORMULA: Final = re.compile(r"=[^,;)]*")
 
 
+class RowError(LightspeedError):
+    """A row cannot be turned into a prediction; the message says which field and why (raised
+    here and by the row readers; ``lightspeed.sol.validation.published`` re-exports it)."""
+
+
 @dataclass(frozen=True)
 class Reading(Record):
     """One metric piece of a row paired with its value, converted to base units.
@@ -160,9 +166,6 @@ class Reading(Record):
         utilization above 100%): the reading is never predicted.
         """
         if self.problem:
-            # published imports this module: its error is imported where it is raised
-            from lightspeed.sol.validation.published import RowError
-
             raise RowError(self.problem)
         if self.scope not in ("node", "gpus") or self.value is None:
             return self

@@ -62,7 +62,6 @@ from lightspeed.sol.validation.published import (
     DECIMAL_SUFFIXES,
     DEGREE_FLAGS,
     PublishedRow,
-    RowError,
     degree_cell,
     first_number,
     format_keys,
@@ -73,6 +72,7 @@ from lightspeed.sol.validation.published import (
 )
 from lightspeed.sol.validation.readings import (
     Reading,
+    RowError,
     not_predicted_reason,
     read_cell,
     with_magnitude_letters,

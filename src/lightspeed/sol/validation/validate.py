@@ -28,14 +28,8 @@ from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.sol.train.result import TrainingEstimate, estimate_from_arrays
 from lightspeed.sol.train.step import evaluate_grid
-from lightspeed.sol.validation.published import (
-    NOTE_COLUMNS,
-    PublishedRow,
-    RowError,
-    check_measured,
-    read_table,
-)
-from lightspeed.sol.validation.readings import Reading, read_cell
+from lightspeed.sol.validation.published import NOTE_COLUMNS, PublishedRow, check_measured, read_table
+from lightspeed.sol.validation.readings import Reading, RowError, read_cell
 from lightspeed.sol.validation.rows import RowSetup, row_setup
 from lightspeed.units import SECONDS_PER_HOUR
 from lightspeed.workload import ModelRegistry
