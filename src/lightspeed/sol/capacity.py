@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from lightspeed.catalog import Accelerator, System
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
+from lightspeed.sol.core.hardware import QUANTIZED_LINEAR_ROWS
 from lightspeed.sol.core.stacks import load_stack
 from lightspeed.sol.train.memory import FP8_WEIGHT_COPY_BYTES
 from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
@@ -53,9 +54,6 @@ from lightspeed.workload import TransformerSpec, optimizer_state_bytes, paramete
 
 COMPONENTS = ("weights", "gradients", "optimizer", "master_weights")
 _FULL_PRECISION_BYTES = 4.0  # fp32: such weights need no separate master copy
-# the compute rows whose training recipes keep 16-bit weights beside a low-precision copy (the
-# training engine's ``Hardware.quantized_linears``)
-_LOW_PRECISION_ROWS = ("fp8", "fp4")
 _STORED_WEIGHT_PRECISION = "bf16"  # what such recipes keep the weights in (Transformer Engine, Megatron-Core)
 
 
@@ -179,7 +177,7 @@ def _training_storage(precision: str) -> tuple[str, float, str]:
     training engine (:func:`lightspeed.sol.train.memory.training_memory`): 16-bit weights plus the
     copy the GEMMs read where the stack keeps one, and the plan's main gradients (FP32).
     """
-    if compute_precision(precision) not in _LOW_PRECISION_ROWS:
+    if compute_precision(precision) not in QUANTIZED_LINEAR_ROWS:
         if bytes_per_element(precision) < bytes_per_element(_STORED_WEIGHT_PRECISION):
             raise UserInputError(
                 f"no training recipe computes in {precision}; training precisions: "

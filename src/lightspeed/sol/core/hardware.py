@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import Final
 
 from numpy.typing import ArrayLike
 
@@ -23,6 +24,11 @@ from lightspeed.sol.core.collectives import Fabric, RingProtocol, RingProtocols,
 from lightspeed.sol.core.efficiency import EfficiencyModel, FloatArray, default_efficiency
 from lightspeed.sol.core.stacks import Stack, capped, load_stack
 from lightspeed.units import bytes_per_element, compute_precision
+
+# Compute rows whose training recipes run the linears in 8 or 4 bits and keep the weights in 16
+# bits beside a low-precision copy (FP8, MXFP8, NVFP4, MXFP4): the training engine's rule, which
+# `lightspeed memory --training` counts too.
+QUANTIZED_LINEAR_ROWS: Final = ("fp8", "fp4")
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,7 @@ class Hardware(Record):
     def quantized_linears(self) -> bool:
         """Whether the run's linears compute in an 8- or 4-bit format (FP8, MXFP8, NVFP4, MXFP4
         recipes): their inputs and output gradients are cast, their weights kept beside a 16-bit copy."""
-        return self.compute_row in ("fp8", "fp4")
+        return self.compute_row in QUANTIZED_LINEAR_ROWS
 
     def in_bf16(self) -> Hardware:
         """The same GPU running its linears in BF16: the layers an FP8 or FP4 recipe keeps wide
