@@ -33,3 +33,10 @@ def test_plot_paths(tmp_path: Path) -> None:
     assert plot_paths(tmp_path / "a", name="chart", default_formats=("png",)) == (tmp_path / "a", ("png",))
     with pytest.raises(UserInputError, match="not a plot format"):
         plot_paths(tmp_path / "a.jpg", name="chart", default_formats=("png",))
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_special_file_is_refused_not_rewritten_as_path_png() -> None:
+    # every --plot: /dev/full (a character device) was drawn as /dev/full.png and /dev/full.svg
+    with pytest.raises(UserInputError, match="not a regular file or a folder"):
+        plot_paths(Path("/dev/full"), name="x", default_formats=("png", "svg"))

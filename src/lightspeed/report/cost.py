@@ -6,7 +6,6 @@ Every money figure is printed with the inputs it used (a caption under its table
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import PLOT_FORMATS, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import PLOT_FORMATS, check_plot_targets, new_figure, plot_paths, save_figure
 from lightspeed.units import format_count, format_duration
 
 if TYPE_CHECKING:
@@ -433,24 +432,15 @@ def save_tornado(upgrade: Upgrade | None, path: Path) -> list[Path]:
     or a name without a plot suffix is refused in one line: the path is never rewritten and no
     folder is created. ``upgrade=None`` only checks the path (before the engine runs)."""
     stem, chosen = _tornado_target(path)
-    targets = [stem.parent / f"{stem.name}.{extension}" for extension in chosen]
-    for target in targets:
-        if target.is_dir() or not os.access(target.parent, os.W_OK):
-            raise UserInputError(
-                f"cannot write the plot {target}: a folder, or read-only; choose a writable path"
-            )
+    targets = check_plot_targets(stem, chosen)
     if upgrade is None:
         return targets
     return save_figure(tornado_figure(upgrade), stem, chosen)
 
 
 def _tornado_target(path: Path) -> tuple[Path, tuple[str, ...]]:
-    if path.is_dir():
+    if path.is_dir() or (path.exists() and not path.is_file()):  # plot_paths: a folder, or refused
         return plot_paths(path, name="tornado", default_formats=("png",))
-    if path.exists() and not path.is_file():
-        raise UserInputError(
-            f"cannot write the plot {path}: it is not a regular file; name a .png, .svg or .pdf"
-        )
     if path.suffix.lower().lstrip(".") not in PLOT_FORMATS:
         raise UserInputError(
             f"cannot write the plot {path}: end its name in .png, .svg or .pdf (nothing is appended)"

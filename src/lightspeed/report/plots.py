@@ -73,7 +73,7 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
 
     A suffix (``.png``, ``.svg``, ``.pdf``) picks one format; no suffix writes
     ``default_formats``; an existing folder gets ``NAME.<format>`` inside it
-    (never ``PATH.png`` beside it).
+    (never ``PATH.png`` beside it); a special file (``/dev/full``) is refused.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -82,6 +82,10 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
     """
     if path.is_dir():
         return path / name, default_formats
+    if path.exists() and not path.is_file():  # /dev/full, a FIFO: never rewritten as PATH.png
+        raise UserInputError(
+            f"cannot draw {path}: it is not a regular file or a folder; name a .png, .svg or .pdf file"
+        )
     suffix = path.suffix.lower().lstrip(".")
     if suffix in PLOT_FORMATS:
         return path.with_suffix(""), (suffix,)
