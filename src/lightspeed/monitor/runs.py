@@ -576,7 +576,7 @@ def _summary(
     if not len(finite):
         return summary
     if kind == "counter":
-        return replace(summary, increase=_increase(finite))
+        return replace(summary, increase=_increase(capture.times_s[valid], finite, capture.interval_s))
     if kind == "bitmask":
         masks = finite.astype(np.int64)
         held = np.where(valid, (values != 0).astype(np.float64), np.nan)
@@ -604,11 +604,13 @@ def _time_weighted_mean(capture: Capture, values: Any) -> float | None:
     return _finite(series.mean(np.array([span[0]]), np.array([span[1]]))[0])
 
 
-def _increase(readings: Any) -> float | None:
-    """How much a cumulative counter rose from its first to its last reading; after a drop (the
-    driver reloaded, the GPU was reset) it counts again from zero."""
-    steps = np.diff(readings)
-    return _finite(np.sum(np.where(steps >= 0, steps, readings[1:])))
+def _increase(times_s: Any, readings: Any, interval_s: float) -> float | None:
+    """How much a cumulative counter rose from its first to its last reading, by the windows' rule
+    (:meth:`Series.increase`: after a drop it counts again from zero); 0 for one reading."""
+    if len(readings) < 2:
+        return 0.0
+    series = Series(times_s=times_s, values=readings, interval_s=interval_s)
+    return _finite(series.increase(np.array([times_s[0]]), np.array([times_s[-1]]))[0])
 
 
 def _finite(value: Any) -> float | None:
