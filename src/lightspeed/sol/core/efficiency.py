@@ -105,15 +105,13 @@ class EfficiencyModel(Record):
         >>> hopper.gemm_ceiling("bf16"), hopper.gemm_ceiling("fp8")
         (0.803, 0.709)
         """
-        if compute_row in ("fp8", "int8") and self.gemm_max_efficiency_fp8 is not None:
-            return self.gemm_max_efficiency_fp8
-        if compute_row in ("fp8", "int8", "fp6"):
-            return self.gemm_max_efficiency * FP8_TO_BF16_CEILING
-        if compute_row in ("fp4", "int4"):
-            if self.gemm_max_efficiency_fp4 is not None:
-                return self.gemm_max_efficiency_fp4
+        parameter = gemm_ceiling_parameter(compute_row)
+        own: float | None = getattr(self, parameter) if parameter is not None else None
+        if own is not None:
+            return own
+        if parameter == "gemm_max_efficiency_fp4":  # no FP4 figure: FP8's, scaled as FP8 is from BF16
             return self.gemm_ceiling("fp8") * FP8_TO_BF16_CEILING
-        return self.gemm_max_efficiency
+        return self.gemm_max_efficiency * FP8_TO_BF16_CEILING  # FP8 or FP6 without a figure
 
     def streaming_efficiency(self, default: float) -> float:
         """The share of HBM bandwidth that weight/KV streaming kernels reach (inference decode),
