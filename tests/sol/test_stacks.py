@@ -28,6 +28,10 @@ from lightspeed.workload import ModelRegistry
         ("pytorch/torchtitan benchmarks (no compile)", 2026, "torchtitan-2026"),
         ("pytorch/torchtitan, torch.compile", 2026, "torchtitan-2026-compile"),
         ("mosaicml/llm-foundry benchmarking README", 2023, "llm-foundry-2023"),
+        # DeepSeek's runs by its authorship or by the title of its own report
+        ("DeepSeek-AI 2024, Table 1", 2024, "deepseek-2024"),
+        ("DeepSeek-V3 Technical Report, Table 1", 2024, "deepseek-2024"),
+        ("Megatron-Core's DeepSeek-V3 recipe", 2025, "megatron-core-2025"),
         # no framework named: the default profile (the median of published runs) from 2023 on,
         # the Megatron profile of its year before
         ("Llama Team 2024 (paper text)", 2024, "published-median"),
