@@ -26,7 +26,7 @@ from lightspeed.sol.validation.published import (
     read_table,
     size_cell,
 )
-from lightspeed.sol.validation.rows import zero_stage_of
+from lightspeed.sol.validation.rows import read_training_row, zero_stage_of
 from lightspeed.workload import ModelRegistry
 
 TRAIN_HEADER = (
@@ -568,6 +568,42 @@ def test_an_mfu_against_a_named_peak_is_predicted_against_it(run_cli: Any, tmp_p
 def test_a_hardware_cell_counts_its_gpus(catalog: Catalog, hardware: str, gpus: int) -> None:
     row = PublishedRow("R1", "infer", 2, {"hardware": hardware})
     assert row_gpus(catalog, row)[0] == gpus
+
+
+@pytest.mark.parametrize(
+    ("hardware", "gpus"),
+    [
+        # a system named without a count is one of it (each was refused: "GPUs is not reported")
+        ("DGX B200", 8),
+        ("p5.48xlarge", 8),
+        ("GB200 NVL72", 72),
+        # a GPU first says where the GPUs sit, not how many; clusters and nodes count nothing
+        ("H100 (DGX H100)", None),
+        ("DGX H100 cluster", None),
+        ("DGX H100 SuperPOD", None),
+        ("H100 SXM", None),
+    ],
+)
+def test_a_system_named_without_a_count_is_one_system(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, hardware: str, gpus: int | None
+) -> None:
+    path = tmp_path / "rows.tsv"
+    cells = f"ISL/OSL 1000/1000\tconcurrency 64\t\t\t{hardware}\tbf16\toutput tokens/s\t5,000"
+    path.write_text(f"{INFER_HEADER}\nR1\tinfer\tvLLM 2025\tLlama 3.1 8B\t{cells}\n", encoding="utf-8")
+    if gpus is None:
+        with pytest.raises(RowError, match="GPUs is not reported"):
+            inference_row_setup(read_table(path)[0], catalog, models)
+        return
+    setup = inference_row_setup(read_table(path)[0], catalog, models)[0]
+    counted = [note for note in setup.assumptions if note.startswith("GPUs from the hardware cell")]
+    assert counted == [f"GPUs from the hardware cell: '{hardware}' with no count is one system, {gpus} GPUs"]
+    # a training row that states no degree reads it the same way
+    train = tmp_path / "train.tsv"
+    cells = f"torchtitan 2024\tLlama 3.1 8B\tFSDP2\t8192\t16\t\t\t\t\t{hardware}\tbf16\tTPS per GPU\t9,000"
+    train.write_text(f"{TRAIN_HEADER}\nT1\ttrain\t{cells}\n", encoding="utf-8")
+    spec = read_training_row(read_table(train)[0], catalog, models)
+    assert spec.num_gpus == gpus
+    assert counted[0] in spec.assumptions
 
 
 @pytest.mark.parametrize(

@@ -493,6 +493,32 @@ def _count_next_to_part(catalog: Catalog, text: str) -> tuple[int, str]:
     return gpus, f"GPUs from the hardware cell: '{count.group(1)} {span}' is {_gpus(gpus)}"
 
 
+# words that make a system named without a count many of them, or a slice of one: ``DGX H100
+# cluster``, ``SuperPOD``, ``nodes``, ``racks``
+_MANY_SYSTEMS: Final = re.compile(
+    r"\b(?:clusters?|superpods?|pods?|nodes|hosts|racks|fleet|scalable units?)\b", re.IGNORECASE
+)
+
+
+def one_named_system(catalog: Catalog, row: PublishedRow) -> tuple[int, str] | None:
+    """(GPUs, note) of a row whose hardware cell names a system of several GPUs and counts nothing
+    (``DGX B200``, ``p5.48xlarge``, ``GB200 NVL72``): one such system. ``None`` where the cell
+    starts with a GPU (``H100 (DGX H100)`` says where the GPUs sit, not how many), or speaks of
+    clusters, nodes or racks. Callers ask this last, after every count the row writes."""
+    text = row.text("hardware")
+    head = text.split("(", 1)[0]
+    if _MANY_SYSTEMS.search(text) or not head.strip():
+        return None
+    try:
+        system, span = named_system(catalog, head)
+    except HardwareTextError:
+        return None
+    if not _names_whole_system(catalog, system, span):
+        return None
+    gpus = system.num_accelerators
+    return gpus, f"GPUs from the hardware cell: '{span}' with no count is one system, {_gpus(gpus)}"
+
+
 def resolve_row_cluster(catalog: Catalog, row: PublishedRow, num_gpus: int) -> tuple[Cluster, list[str]]:
     """The cluster of ``num_gpus`` GPUs a row's hardware cell describes, and how it was read."""
     text = row.text("hardware")
@@ -508,6 +534,7 @@ __all__ = [
     "cluster_of",
     "default_system",
     "named_system",
+    "one_named_system",
     "pcie_server",
     "read_hardware",
     "resolve_row_cluster",

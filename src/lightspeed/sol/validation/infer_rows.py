@@ -78,7 +78,7 @@ from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload
 from lightspeed.sol.serve.workload import MAX_REQUEST_TOKENS
 from lightspeed.sol.validation import infer_precision
-from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware, row_gpus
+from lightspeed.sol.validation.hardware_text import cluster_of, one_named_system, read_hardware, row_gpus
 from lightspeed.sol.validation.infer_layout import (
     INTEGER,
     StatedLayout,
@@ -704,11 +704,12 @@ class InferenceRowSpec(RunSpec):
 
 def _row_gpus(catalog: Catalog, row: PublishedRow, stated: StatedLayout) -> tuple[int, str]:
     """(GPUs, note): the GPUs or hardware cell's count (:func:`row_gpus`), else, where neither counts
-    them, what the stated degrees multiply to (:func:`gpus_from_layout`)."""
+    them, what the stated degrees multiply to (:func:`gpus_from_layout`), else one system the
+    hardware cell names (:func:`one_named_system`)."""
     try:
         return row_gpus(catalog, row)
     except RowError:
-        derived = gpus_from_layout(row, stated)
+        derived = gpus_from_layout(row, stated) or one_named_system(catalog, row)
         if derived is None:
             raise
         return derived

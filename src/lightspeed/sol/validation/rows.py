@@ -54,6 +54,7 @@ from lightspeed.sol.train.recipes import recipe_for
 from lightspeed.sol.validation.hardware_text import (
     HardwareSpec,
     cluster_of,
+    one_named_system,
     read_hardware,
     row_gpus,
 )
@@ -944,11 +945,14 @@ def _gpus_from_degrees(row: PublishedRow) -> tuple[int, str] | None:
 
 def _row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     """(GPUs, note) of a training row: :func:`lightspeed.sol.validation.hardware_text.row_gpus`, or
-    with no count in the GPUs and hardware cells the product of the degrees the row states."""
+    with no count in the GPUs and hardware cells the product of the degrees the row states, else one
+    system the hardware cell names (:func:`one_named_system`)."""
     try:
         return row_gpus(catalog, row)
     except RowError:
-        from_degrees = _gpus_from_degrees(row) if is_missing(row.text("GPUs")) else None
+        if not is_missing(row.text("GPUs")):
+            raise
+        from_degrees = _gpus_from_degrees(row) or one_named_system(catalog, row)
         if from_degrees is None:
             raise
         return from_degrees
