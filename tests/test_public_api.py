@@ -711,6 +711,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "render_training_flop",
         "render_upgrade",
         "render_validation",
+        "render_validation_explained",
         "render_written_report",
         "roofline_figure",
         "save_goodput_plot",

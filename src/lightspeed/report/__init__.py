@@ -125,6 +125,7 @@ if TYPE_CHECKING:
         trace_section,
         trace_summary_json,
     )
+    from lightspeed.report.validation_rows import render_validation_explained
     from lightspeed.report.workload import (
         render_memory_plan,
         render_model_list,
@@ -219,6 +220,7 @@ __all__ = [
     "render_training_flop",
     "render_upgrade",
     "render_validation",
+    "render_validation_explained",
     "render_written_report",
     "roofline_figure",
     "save_goodput_plot",

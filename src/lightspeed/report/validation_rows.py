@@ -1,0 +1,152 @@
+"""How ``lightspeed validate --explain ID`` shows one row: what was read from its cells, the plan
+it was predicted with, and every assumption the readers made (the table shows only the verdict)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from lightspeed.errors import UserInputError
+from lightspeed.report.console import make_console, plain
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from lightspeed.sol import ValidationReport, ValidationRow
+
+# ``--explain all``: every row of the table
+EXPLAIN_ALL: Final = "all"
+# ids named in an error about an unknown id
+_IDS_NAMED: Final = 12
+
+
+def read_as_text(row: ValidationRow) -> str:
+    """Which metric piece and value a row was read from, e.g. ``'tokens/s/GPU' <- '14,451' (1 of 2)``."""
+    reading = row.reading
+    if reading is None:
+        return ""
+    where = f" ({reading['position']} of {reading['num_pieces']})" if reading["num_pieces"] > 1 else ""
+    notes = "".join(f"; {note}" for note in reading["notes"])
+    return f"'{reading['metric_text']}' <- '{reading['value_text']}'{where}{notes}"
+
+
+def explained_rows(report: ValidationReport, row_ids: Sequence[str]) -> list[ValidationRow]:
+    """The rows ``row_ids`` name, in the order named (``all``: every row, in table order); an id
+    the table does not have is refused, naming the ids it has."""
+    if EXPLAIN_ALL in row_ids:
+        return list(report.rows)
+    by_id = {row.id: row for row in report.rows}
+    unknown = [row_id for row_id in row_ids if row_id not in by_id]
+    if unknown:
+        known = ", ".join(list(by_id)[:_IDS_NAMED]) + (", ..." if len(by_id) > _IDS_NAMED else "")
+        raise UserInputError(
+            f"--explain {unknown[0]}: no row with that id in {report.path} (its ids: {known}); "
+            f"fix: give an id of the table's first column, or '{EXPLAIN_ALL}'"
+        )
+    return [by_id[row_id] for row_id in dict.fromkeys(row_ids)]
+
+
+def render_validation_explained(
+    report: ValidationReport, row_ids: Sequence[str], *, before: Callable[[], None] | None = None
+) -> None:
+    """Print, for each row ``row_ids`` names, its verdict, source, reading, plan and assumptions;
+    ``before`` (the table) is called once the ids are known to name rows of ``report``."""
+    rows = explained_rows(report, row_ids)
+    if before is not None:
+        before()
+    console = make_console()
+    for row in rows:
+        _explain(console, row)
+
+
+def _explain(console: Console, row: ValidationRow) -> None:
+    console.print()
+    console.print(f"[bold]{plain(row.id)}[/bold] ({row.kind}, {plain(row.metric)}): {plain(_verdict(row))}")
+    lines = [
+        ("source", row.source),
+        ("publisher", row.publisher),
+        ("stack", row.stack),
+        ("read as", read_as_text(row)),
+        *_plan_lines(row.plan),
+    ]
+    for label, text in lines:
+        if text:
+            console.print(f"  {label}: {plain(text)}")
+    if row.assumptions:
+        console.print("  assumptions:")
+        for assumption in row.assumptions:
+            console.print(f"    - {plain(assumption)}")
+
+
+def _verdict(row: ValidationRow) -> str:
+    """``measured 2,664,000, predicted 2,502,738 (-6.1%), interval 1,234,030-5,075,807`` or why not."""
+    if row.status != "ok" or row.predicted is None or row.measured is None:
+        return f"not predicted: {row.reason}"
+    interval = f", interval {interval_text(row)}" if row.interval is not None else ""
+    return (
+        f"measured {number_text(row.measured)}, predicted {number_text(row.predicted)} "
+        f"({error_text(row.rel_error)}){interval}"
+    )
+
+
+def error_text(value: float | None) -> str:
+    """A signed relative error, ``+5.2%``; ``-`` where there is none."""
+    return "-" if value is None else f"{value:+.1%}"
+
+
+def number_text(value: float) -> str:
+    """Thousands grouped from 1,000 up (``2,502,738``), four significant figures below (``0.08292``)."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def interval_text(row: ValidationRow) -> str:
+    """``low-high`` of the prediction's error bars, marked when the measured value is outside."""
+    if row.interval is None:
+        return ""
+    low, high = row.interval
+    return f"{number_text(low)}-{number_text(high)}" + ("" if row.covered else " (outside)")
+
+
+def _plan_lines(plan: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """(label, text) of the plan's settings (whole numbers, names, flags), its predicted figures
+    (the other numbers) and its bound, each as ``key=value`` pairs with the unset ones left out."""
+    if not plan:
+        return []
+    shown = {key: value for key, value in plan.items() if key not in _PLAN_ALIASES and _shown(value)}
+    settings = {key: value for key, value in shown.items() if not isinstance(value, (float, list, tuple))}
+    figures = {key: value for key, value in shown.items() if key not in settings and key != "bound"}
+    lines = [
+        ("plan", ", ".join(f"{key}={_value(value)}" for key, value in settings.items() if key != "bound")),
+        ("predicted", ", ".join(f"{key}={_value(value)}" for key, value in figures.items())),
+        ("bound", str(shown.get("bound", ""))),
+    ]
+    return [(label, text) for label, text in lines if text]
+
+
+# the 0.1 names a training plan's JSON keeps beside zero_stage and micro_batch_size (CHANGELOG.md)
+_PLAN_ALIASES: Final = frozenset({"zero", "micro_batch"})
+
+
+def _shown(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return bool(value)
+    return value is not None and not isinstance(value, dict)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return number_text(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    return str(value)
+
+
+__all__ = [
+    "EXPLAIN_ALL",
+    "error_text",
+    "explained_rows",
+    "interval_text",
+    "number_text",
+    "read_as_text",
+    "render_validation_explained",
+]
