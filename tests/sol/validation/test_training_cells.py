@@ -290,6 +290,8 @@ def test_unreported_gpus_are_the_product_of_the_stated_degrees(
     assert any("GPUs not reported: TP x PP x CP x DP" in line for line in spec.assumptions)
     with pytest.raises(RowError, match="GPUs is not reported"):  # DP unstated: no product
         _read(catalog, models, MEGATRON, GPUs="", DP="")
+    # a DGX H100 named without a count is one system only where the stated degrees fit in it
+    assert _read(catalog, models, MEGATRON, GPUs="", TP="4", PP="2", VPP="", CP="1", DP="").num_gpus == 8
 
 
 # --- precision --------------------------------------------------------------------------------------

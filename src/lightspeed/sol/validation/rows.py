@@ -11,7 +11,8 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   what "selective" recomputation means; the row's own words override
   (:func:`_stated_settings`).
 * **Unreported micro-batch, interleaving depth or recomputation**: the fastest
-  plan that fits among the valid values (published runs report tuned setups).
+  plan that fits among the valid values (published runs report tuned setups); a
+  VPP cell of ``n/a`` or a dash is no interleaving (:func:`_interleaving`).
 * **Sharding** (:func:`zero_stage_of`): ``ZeRO-k`` (or DeepSpeed's ``stage: k``) -> k, FSDP -> 3
   (with PP: 2, or the stage of the predicting stack that keeps as much; HSDP approximated so, said),
   ``distributed optimizer`` or a bare ``ZeRO`` -> 1, ``none``, ``DDP`` -> 0, unreported -> 1.
@@ -946,16 +947,25 @@ def _gpus_from_degrees(row: PublishedRow) -> tuple[int, str] | None:
 def _row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
     """(GPUs, note) of a training row: :func:`lightspeed.sol.validation.hardware_text.row_gpus`, or
     with no count in the GPUs and hardware cells the product of the degrees the row states, else one
-    system the hardware cell names (:func:`one_named_system`)."""
+    system the hardware cell names (:func:`one_named_system`) where the degrees it states fit in it."""
     try:
         return row_gpus(catalog, row)
     except RowError:
         if not is_missing(row.text("GPUs")):
             raise
-        from_degrees = _gpus_from_degrees(row) or one_named_system(catalog, row)
+        from_degrees = _gpus_from_degrees(row) or _one_system_holding_the_degrees(catalog, row)
         if from_degrees is None:
             raise
         return from_degrees
+
+
+def _one_system_holding_the_degrees(catalog: Catalog, row: PublishedRow) -> tuple[int, str] | None:
+    """:func:`one_named_system`, where the degrees the row states divide its GPUs (TP 8 PP 8 CP 2
+    on a DGX H100 ran on more than one of them, how many the row does not say)."""
+    system = one_named_system(catalog, row)
+    degrees = _stated_degrees(row)
+    stated = math.prod(degrees[name] or 1 for name in ("tp", "pp", "cp", "dp"))
+    return system if system is not None and system[0] % stated == 0 else None
 
 
 # sequence parallelism said to be off: ``no sequence parallelism``, ``without SP``,
@@ -1093,14 +1103,19 @@ def _written_micro_batch(row: PublishedRow, seq_len: int) -> int | None:
 def _interleaving(row: PublishedRow, model: TransformerSpec, pp: int) -> tuple[tuple[int, ...], str]:
     """(interleaving depths, schedule): the VPP cell's depth, not the schedule's name
     (``interleaved 1F1B (v=6)`` is 6), else a depth labelled in another parallel cell (``PP8 VPP8``,
-    ``VPP=8``), else every depth searched when the row says interleaved, else 1."""
+    ``VPP=8``), else every depth searched when the row says interleaved, else, with pipeline
+    stages and a depth not reported (``n/r``, an empty cell), every depth and none (the fastest
+    that fits, as for a micro-batch left unsaid), else 1 (``n/a``, ``-``: not used)."""
     vpp_text = row.text("VPP").lower()
     schedule = "dualpipe" if "dualpipe" in vpp_text else "1f1b"
     if is_missing(vpp_text):
         labelled = _labelled_degree(row, "vpp")
         if labelled:
             return (labelled,), schedule
-        return (SEARCHED_VPPS if "interleav" in row.text("PP").lower() else (1,)), schedule
+        if "interleav" in row.text("PP").lower():
+            return SEARCHED_VPPS, schedule
+        unreported = pp > 1 and not _NOT_USED.match(vpp_text) and not _PLAIN_SCHEDULE.search(vpp_text)
+        return ((1, *SEARCHED_VPPS) if unreported else (1,)), schedule
     vpp_number = re.sub(r"\b1f1b\b", "", vpp_text)
     fixed_vpp = integer_cell(vpp_number) if "yes" not in vpp_text else None
     if fixed_vpp and _LAYERS_PER_VIRTUAL_STAGE.search(vpp_text):
@@ -1112,6 +1127,10 @@ def _interleaving(row: PublishedRow, model: TransformerSpec, pp: int) -> tuple[t
     return (SEARCHED_VPPS if interleaved else (1,)), schedule
 
 
+# a VPP cell saying the column does not apply to the row (``n/a``, a dash): no interleaving
+_NOT_USED: Final = re.compile(r"\s*(?:n/a|[-\u2013\u2014])\s*$")
+# a VPP cell naming a schedule that does not interleave (``n/r (PipeDream-Flush)``, ``GPipe``)
+_PLAIN_SCHEDULE: Final = re.compile(r"pipedream|gpipe")
 # interleaving said to be off: ``non-interleaved``, ``no interleaving``, ``not interleaved``
 _NOT_INTERLEAVED: Final = re.compile(r"\bnon[\s-]*interleav|\bno(?:t)?\s+interleav")
 
