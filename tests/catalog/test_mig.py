@@ -17,7 +17,7 @@ import pytest
 from lightspeed.catalog import Catalog, load_mig_geometries, mig_geometry, single_gpu_system
 from lightspeed.catalog.mig_profiles import MigGeometry, parse_mig_geometry
 from lightspeed.datafile import load_toml
-from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.mig import gpu_layouts
 
 # profile: (compute slices of 7, memory slices of 8, NVDEC, JPEG, OFA, copy engines, instances, SMs)
@@ -159,7 +159,8 @@ def test_slice_name_resolves_as_a_one_gpu_system(catalog: Catalog) -> None:
 def test_unknown_profile_and_non_mig_gpu_are_user_errors(catalog: Catalog) -> None:
     with pytest.raises(UnknownNameError, match=r"3g\.40gb"):
         catalog.accelerator("h100-sxm/3g.41gb")
-    with pytest.raises(UnknownNameError, match="MIG-capable"):
+    # a plain user error, no longer an unknown name with "closest" GPUs (whose profiles are not its own)
+    with pytest.raises(UserInputError, match="MIG-capable"):
         mig_geometry(catalog.accelerator("mi300x"))
     with pytest.raises(UnknownNameError):
         catalog.accelerator("no-such-gpu/1g.10gb")

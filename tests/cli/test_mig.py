@@ -79,7 +79,9 @@ def test_plan_infer_on_a_slice(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert result.code == 0, result.err
     payload = json.loads(result.out)
     assert payload["num_gpus"] == 1
-    assert payload["usable_memory_bytes"] == 40e9  # 4 of 8 memory slices of 80 GB
+    # what nvidia-smi reports for 3g.40gb on an H100 80GB (39.50 GiB), the units a whole GPU is sized in
+    # (its reported 79.65 GiB), no longer 4/8 of the listed 80 GB
+    assert payload["usable_memory_bytes"] == pytest.approx(39.50 * 2**30)
 
 
 def test_search_infer_on_a_slice_is_slower_than_the_whole_gpu(run_cli) -> None:  # type: ignore[no-untyped-def]

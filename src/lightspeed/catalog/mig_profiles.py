@@ -10,10 +10,17 @@ source for every figure.
 
 A slice is an accelerator of its own: its compute is the GPU's peak scaled by
 its share of SMs (SM count over the GPU's SMs where the count is recorded, else
-compute slices over 7), its memory, bandwidth and L2 are its share of memory
-slices over 8, and it has no NVLink: MIG instances do not talk to peers over
-NVLink, so a slice serves a model alone. Slices are named
-``<accelerator>/<profile>``, e.g. ``h100-sxm/3g.40gb``.
+compute slices over 7), its bandwidth and L2 are its share of memory slices
+over 8, and it has no NVLink: MIG instances do not talk to peers over NVLink,
+so a slice serves a model alone. Its memory is in the units the engines size a
+whole GPU in (what the driver reports): the profile's memory as ``nvidia-smi``
+reports it where the data file records it, else its share of memory slices of
+the whole GPU's :attr:`~lightspeed.catalog.records.Accelerator.memory_device_bytes`.
+Slices are named ``<accelerator>/<profile>``, e.g. ``h100-sxm/3g.40gb``.
+
+MIG-capable GPUs whose geometry no NVIDIA table gives are listed, with the
+reason, in ``kind = "mig-not-sourced"`` files of the same folder, so that asking
+for their profiles says so rather than offering another GPU's.
 
 >>> from lightspeed.catalog import load_catalog
 >>> part = load_catalog().accelerator("h100-sxm/3g.40gb")
@@ -32,7 +39,7 @@ from typing import Any, Final
 from lightspeed.catalog.keys import check_table
 from lightspeed.catalog.records import Accelerator, System
 from lightspeed.datafile import Fields, Source, expand_paths, load_toml, normalize_name, parse_sources
-from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 
@@ -239,17 +246,56 @@ def _geometries(files: Iterable[Path]) -> dict[str, MigGeometry]:
     return by_accelerator
 
 
+@functools.lru_cache(maxsize=1)
+def not_sourced_mig_gpus() -> dict[str, str]:
+    """MIG-capable GPUs whose geometry is not recorded, each with the reason (``kind = "mig-not-sourced"``).
+
+    >>> "no GB200 table" in not_sourced_mig_gpus()["gb200"]
+    True
+    """
+    reasons: dict[str, str] = {}
+    for path in builtin_mig_files():
+        data = load_toml(path)
+        if data.get("kind") != "mig-not-sourced":
+            continue
+        fields = Fields(str(path), data)
+        check_table(fields, (("schema_version", "kind", "sources", "gpus"), {}))
+        fields.schema_version({1})
+        sources = parse_sources(fields)
+        for entry in fields.array_of_tables("gpus"):
+            check_table(entry, (("name", "reason", "source"), {}))
+            entry.check_source("source", sources)
+            reasons[normalize_name(entry.string("name"))] = entry.string("reason")
+    return reasons
+
+
 def mig_geometry(
     accelerator: Accelerator, geometries: Mapping[str, MigGeometry] | None = None
 ) -> MigGeometry:
-    """The MIG profiles of ``accelerator``; an error naming the MIG-capable ones if it has none."""
+    """The MIG profiles of ``accelerator``; an error saying it has none in the catalog, and why.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> mig_geometry(load_catalog().accelerator("gb200"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: the MIG geometry of gb200 is not in the catalog (not sourced: ...
+    """
     known = _builtin_geometries() if geometries is None else geometries
     found = known.get(accelerator.name)
-    if found is None:
-        raise UnknownNameError(
-            "MIG-capable GPU", accelerator.name, sorted(known), hint="MIG profiles are recorded for these"
+    if found is not None:
+        return found
+    recorded = f"MIG profiles are recorded for {', '.join(sorted(known))}"
+    fix = 'add its profiles from NVIDIA\'s table in a kind = "mig" file passed with --catalog (docs/mig.md)'
+    reason = not_sourced_mig_gpus().get(accelerator.name)
+    if reason is not None:
+        raise UserInputError(
+            f"the MIG geometry of {accelerator.name} is not in the catalog (not sourced: {reason}); "
+            f"{recorded}; {fix}"
         )
-    return found
+    raise UserInputError(
+        f"{accelerator.name} has no MIG geometry in the catalog (not a MIG-capable GPU whose profiles are "
+        f"recorded); {recorded}; {fix}"
+    )
 
 
 def split_slice_name(name: str) -> tuple[str, str] | None:
@@ -277,6 +323,7 @@ def slice_accelerator(accelerator: Accelerator, profile: MigProfile) -> Accelera
     """``accelerator`` cut down to one MIG instance of ``profile`` (see the module docstring)."""
     compute_share = compute_fraction(accelerator, profile)
     memory_share = profile.num_memory_slices / NUM_MEMORY_SLICES
+    device_bytes = profile.memory_bytes or accelerator.memory_device_bytes * memory_share
     compute = {
         row: replace(
             figure,
@@ -294,7 +341,8 @@ def slice_accelerator(accelerator: Accelerator, profile: MigProfile) -> Accelera
         compute=compute,
         memory_nominal_bytes=accelerator.memory_nominal_bytes * memory_share,
         memory_usable_bytes=accelerator.memory_usable_bytes * memory_share,
-        memory_reported_bytes=None,  # the slice's own memory is its share of the listed size
+        # what the engines size it by, in the units of the whole GPU (module docstring)
+        memory_reported_bytes=device_bytes,
         memory_bandwidth_bytes_per_s=accelerator.memory_bandwidth_bytes_per_s * memory_share,
         l2_cache_bytes=None
         if accelerator.l2_cache_bytes is None

@@ -84,7 +84,7 @@ def plan(
     """Partition GPUs for several services, beside whole-GPU serving and time-sharing.
 
     JSON: {"plan": {"layout", "strategies", "choice", "explanation", "capacities", ...},
-    "check": {"matches", "keep", "destroy", "create", "commands"} | null, "plots": [...]}.
+    "check": {"matches", "keep", "destroy", "create", "commands", "gpus"} | null, "plots": [...]}.
     """
     from lightspeed.mig import mig_commands, plan_mig, read_workloads
     from lightspeed.report import render_layout_check, render_mig_plan, save_mig_plot
@@ -92,9 +92,11 @@ def plan(
     if current_path is not None and use_nvml:
         raise click.UsageError("give --current FILE or --nvml, not both")
     accelerator, geometry = _geometry(gpu)
+    if plot_path is not None:
+        save_mig_plot(None, {}, plot_path)  # a path that cannot take the plot fails before planning
     current = _current(geometry, current_path, use_nvml)  # read first: a bad file fails before planning
     result = plan_mig(
-        services=read_workloads(workloads_path),
+        services=read_workloads(workloads_path, get_context().models()),
         accelerator=accelerator,
         catalog=get_context().catalog(),
         models=get_context().models(),

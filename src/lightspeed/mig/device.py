@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from lightspeed import nvml
@@ -26,7 +26,10 @@ _LGI_ROW: Final = re.compile(
 
 @dataclass(frozen=True)
 class GpuInstance(Record):
-    """One row of ``nvidia-smi mig -lgi``: a GPU instance on GPU ``gpu``."""
+    """One row of ``nvidia-smi mig -lgi``: a GPU instance on GPU ``gpu``.
+
+    ``line`` is the row's line number in the saved text (1 first; 0 when read through NVML).
+    """
 
     gpu: int
     profile: str
@@ -34,6 +37,7 @@ class GpuInstance(Record):
     instance_id: int
     start: int
     size: int
+    line: int = field(default=0, compare=False)  # where it was read, not what it is
 
 
 def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
@@ -46,7 +50,7 @@ def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
     if len(text) > MAX_LGI_BYTES:
         raise TraceError(path, f"above {MAX_LGI_BYTES} bytes: not nvidia-smi mig -lgi output")
     rows = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         match = _LGI_ROW.match(line.strip())
         if match is not None:
             rows.append(
@@ -57,6 +61,7 @@ def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
                     instance_id=int(match["instance"]),
                     start=int(match["start"]),
                     size=int(match["size"]),
+                    line=number,
                 )
             )
     if not rows and "No GPU instances found" not in text:

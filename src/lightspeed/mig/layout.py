@@ -14,6 +14,7 @@ profile) onto the fewest GPUs; :func:`mig_commands` prints, never runs, the
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -79,7 +80,8 @@ def check_layout(geometry: MigGeometry, placements: Iterable[MigPlacement]) -> t
 
 def check_current_layout(geometry: MigGeometry, current: Sequence[GpuInstance]) -> None:
     """Refuse a machine's layout (``nvidia-smi mig -lgi``) no GPU can hold: a profile this GPU
-    does not have, a start it may not take, instances sharing slices, or one instance id twice.
+    does not have, a row whose profile ID or size is not the profile's, a start it may not take,
+    instances sharing slices, or one instance id twice.
 
     >>> from lightspeed.catalog import load_mig_geometries
     >>> from lightspeed.mig.device import GpuInstance
@@ -95,9 +97,32 @@ def check_current_layout(geometry: MigGeometry, current: Sequence[GpuInstance]) 
         if len(set(ids)) != len(ids):
             raise InvalidPlanError(f"GPU {gpu}: instance id {max(ids, key=ids.count)} appears twice")
         try:
+            for row in rows:
+                _check_row(geometry, row)
             check_layout(geometry, [MigPlacement(row.start, row.profile) for row in rows])
         except UserInputError as error:
             raise InvalidPlanError(f"GPU {gpu}: {error}") from None
+
+
+def _check_row(geometry: MigGeometry, row: GpuInstance) -> None:
+    """A ``-lgi`` row's profile ID and placement size must be those of its profile.
+
+    >>> from lightspeed.catalog import load_mig_geometries
+    >>> _check_row(load_mig_geometries()["h100-sxm"], GpuInstance(0, "3g.40gb", 9, 2, 4, 3, line=9))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.InvalidPlanError: line 9 (3g.40gb, profile ID 9, at 4:3): ... a placement size of 4 ...
+    """
+    profile = geometry.profile(row.profile)
+    if (row.profile_id, row.size) == (profile.profile_id, profile.num_memory_slices):
+        return
+    where = f"line {row.line} " if row.line else ""
+    raise InvalidPlanError(
+        f"{where}({row.profile}, profile ID {row.profile_id}, at {row.start}:{row.size}): {profile.name} has "
+        f"profile ID {profile.profile_id} and a placement size of {profile.num_memory_slices} memory "
+        "slot(s); the row does not match it"
+    )
 
 
 def gpu_layouts(geometry: MigGeometry) -> tuple[tuple[MigPlacement, ...], ...]:
@@ -158,13 +183,13 @@ def _maximal_configurations(geometry: MigGeometry, profiles: tuple[str, ...]) ->
 @functools.lru_cache(maxsize=16)
 def _layouts_by_counts(
     name: str, profiles: tuple[MigProfile, ...]
-) -> dict[tuple[tuple[str, int], ...], tuple[MigPlacement, ...]]:
-    """The first layout (leftmost slots first) for each count of instances per profile, keyed by
-    the sorted counts: ``mig plan`` asks for thousands of them, and a scan each time took seconds."""
-    index: dict[tuple[tuple[str, int], ...], tuple[MigPlacement, ...]] = {}
+) -> dict[tuple[tuple[str, int], ...], tuple[tuple[MigPlacement, ...], ...]]:
+    """Every layout for each count of instances per profile (leftmost slots first), keyed by the
+    sorted counts: ``mig plan`` asks for thousands of them, and a scan each time took seconds."""
+    index: dict[tuple[tuple[str, int], ...], list[tuple[MigPlacement, ...]]] = {}
     for layout in _layouts(name, profiles):
-        index.setdefault(tuple(sorted(layout_counts(layout).items())), layout)
-    return index
+        index.setdefault(tuple(sorted(layout_counts(layout).items())), []).append(layout)
+    return {counts: tuple(layouts) for counts, layouts in index.items()}
 
 
 def min_gpus(
@@ -205,20 +230,32 @@ def min_gpus(
     return [_layout_for(geometry, dict(zip(profiles, vector, strict=True))) for vector in vectors]
 
 
-def _layout_for(geometry: MigGeometry, counts: Mapping[str, int]) -> tuple[MigPlacement, ...]:
-    """A valid layout holding exactly ``counts`` instances (the first found, leftmost slots first)."""
+def _layout_for(
+    geometry: MigGeometry, counts: Mapping[str, int], prefer: Iterable[MigPlacement] = ()
+) -> tuple[MigPlacement, ...]:
+    """A valid layout holding exactly ``counts`` instances: of those, the one that keeps most of the
+    instances in ``prefer`` (the GPU's current ones) where they are, else the leftmost.
+
+    >>> from lightspeed.catalog.mig_profiles import load_mig_geometries
+    >>> h100 = load_mig_geometries()["h100-sxm"]
+    >>> [p.start for p in _layout_for(h100, {"1g.10gb": 1})], [p.start for p in _layout_for(
+    ...     h100, {"1g.10gb": 1}, prefer=[MigPlacement(5, "1g.10gb")])]
+    ([0], [5])
+    """
     wanted = tuple(sorted((name, count) for name, count in counts.items() if count))
-    layout = _layouts_by_counts(geometry.name, geometry.profiles).get(wanted)
-    if layout is None:  # pragma: no cover - min_gpus asks only for counts some layout has
+    layouts = _layouts_by_counts(geometry.name, geometry.profiles).get(wanted)
+    if not layouts:  # pragma: no cover - min_gpus asks only for counts some layout has
         raise InvalidPlanError(f"no layout of {geometry.display_name} holds {dict(wanted)}")
-    return layout
+    present = set(prefer)
+    return max(layouts, key=lambda layout: len(present.intersection(layout)))  # the first of the best
 
 
 @dataclass(frozen=True)
 class LayoutCheck(Record):
     """How the machine's MIG layout differs from a plan, and the commands that would fix it.
 
-    ``commands`` are printed for the user to run; lightspeed never runs them.
+    ``commands`` are printed for the user to run; lightspeed never runs them. ``gpus`` is the
+    machine's GPU index that each GPU of the plan goes to (plan GPU ``i`` on GPU ``gpus[i]``).
     """
 
     matches: bool
@@ -226,35 +263,43 @@ class LayoutCheck(Record):
     destroy: tuple[str, ...]
     create: tuple[str, ...]
     commands: tuple[str, ...]
+    gpus: tuple[int, ...] = ()
 
 
 def mig_commands(
     geometry: MigGeometry, current: Sequence[GpuInstance], planned: Sequence[Sequence[MigPlacement] | None]
 ) -> LayoutCheck:
-    """Compare the current instances with the planned layouts (GPU i gets ``planned[i]``; ``None``: MIG off).
+    """Compare the current instances with the planned layouts (``None``: a GPU with MIG off).
 
-    Instances already at their planned profile and start are kept; the others
-    are destroyed (compute instances first, ``-dci`` then ``-dgi``) and the
-    missing ones created with ``-cgi <profiles> -C``, largest first, as the
-    guide advises so the driver can still find their slots. GPUs beyond the
-    plan are left alone.
+    The plan's GPU numbering is arbitrary, so each planned GPU goes to the machine's GPU that
+    leaves the fewest instances to destroy and create (an exact minimum-cost matching; then the
+    fewest MIG mode changes, then the plan's own numbering), and each planned layout takes the
+    start slots, among those holding the same instances, that keep most of what that GPU has.
+    Instances already at their planned profile and start are kept; the others are destroyed
+    (compute instances first, ``-dci`` then ``-dgi``) and the missing ones created with
+    ``-cgi <profiles> -C``, largest first, as the guide advises so the driver can still find
+    their slots. GPUs the plan does not take are left alone.
 
     >>> from lightspeed.catalog.mig_profiles import load_mig_geometries
     >>> check = mig_commands(load_mig_geometries()["h100-sxm"], [], [[MigPlacement(0, "7g.80gb")]])
     >>> check.commands[-1]
     'nvidia-smi mig -i 0 -cgi 7g.80gb -C'
     """
+    on_gpu = _instances_by_gpu(current)
+    gpus = _match_gpus(geometry, on_gpu, planned)
     changes = _Changes()
-    for gpu, layout in enumerate(planned):
-        on_gpu = [row for row in current if row.gpu == gpu]
+    for layout, gpu in zip(planned, gpus, strict=True):
+        rows = on_gpu.get(gpu, [])
         if layout is None:
-            _turn_off(changes, gpu, on_gpu)
+            _turn_off(changes, gpu, rows)
         else:
-            _repartition(changes, geometry, gpu, check_layout(geometry, layout), on_gpu)
+            _repartition(
+                changes, geometry, gpu, check_layout(geometry, _replaced(geometry, layout, rows)), rows
+            )
     changes.keep += [
         f"GPU {row.gpu}: {row.profile} at slot {row.start} (GPU not in the plan)"
         for row in current
-        if row.gpu >= len(planned)
+        if row.gpu not in gpus
     ]
     return LayoutCheck(
         matches=not changes.destroy and not changes.create,
@@ -262,7 +307,104 @@ def mig_commands(
         destroy=tuple(changes.destroy),
         create=tuple(changes.create),
         commands=tuple(changes.commands),
+        gpus=tuple(gpus),
     )
+
+
+def _instances_by_gpu(current: Sequence[GpuInstance]) -> dict[int, list[GpuInstance]]:
+    rows: dict[int, list[GpuInstance]] = {}
+    for row in current:
+        rows.setdefault(row.gpu, []).append(row)
+    return rows
+
+
+def _replaced(
+    geometry: MigGeometry, layout: Sequence[MigPlacement], rows: Sequence[GpuInstance]
+) -> tuple[MigPlacement, ...]:
+    """``layout``'s instances at the start slots that keep most of ``rows`` (the GPU's instances)."""
+    if not rows:
+        return tuple(layout)
+    return _layout_for(
+        geometry, layout_counts(layout), [MigPlacement(row.start, row.profile) for row in rows]
+    )
+
+
+def _changes_count(
+    geometry: MigGeometry, layout: Sequence[MigPlacement] | None, rows: Sequence[GpuInstance]
+) -> tuple[int, int]:
+    """(instances destroyed + created, MIG mode changes) to turn ``rows`` into ``layout``."""
+    if layout is None:
+        return len(rows), int(bool(rows))
+    placed = set(_replaced(geometry, layout, rows))
+    kept = sum(1 for row in rows if MigPlacement(row.start, row.profile) in placed)
+    return len(rows) - kept + len(placed) - kept, int(not rows)
+
+
+def _match_gpus(
+    geometry: MigGeometry,
+    on_gpu: Mapping[int, Sequence[GpuInstance]],
+    planned: Sequence[Sequence[MigPlacement] | None],
+) -> list[int]:
+    """The machine's GPU for each planned GPU: the assignment with the fewest instance changes,
+    then MIG mode changes, then GPUs off the plan's numbering. The machine has at least as many
+    GPUs as the plan and as the highest index with instances."""
+    num_gpus = max(len(planned), max(on_gpu, default=-1) + 1)
+    weight = 2 * (len(planned) + 1)  # one instance change outweighs any number of the lesser changes
+    cost = []
+    for index, layout in enumerate(planned):
+        row = []
+        for gpu in range(num_gpus):
+            changes, toggles = _changes_count(geometry, layout, on_gpu.get(gpu, ()))
+            row.append((changes * weight + toggles) * weight + int(gpu != index))
+        cost.append(row)
+    return min_cost_assignment(cost)
+
+
+def min_cost_assignment(cost: Sequence[Sequence[int]]) -> list[int]:
+    """The column of each row that minimises the total cost, no column used twice (rows <= columns;
+    the Hungarian method with potentials, O(rows^2 x columns)).
+
+    >>> min_cost_assignment([[4, 1, 3], [2, 0, 5]])
+    [1, 0]
+    """
+    num_rows, num_columns = len(cost), len(cost[0]) if cost else 0
+    assert num_rows <= num_columns, "more rows than columns"
+    row_potential: list[float] = [0.0] * (num_rows + 1)
+    column_potential: list[float] = [0.0] * (num_columns + 1)
+    owner = [0] * (num_columns + 1)  # 1-based row holding each column; 0: free
+    for row in range(1, num_rows + 1):
+        owner[0], column = row, 0
+        slack = [math.inf] * (num_columns + 1)
+        previous = [0] * (num_columns + 1)
+        used = [False] * (num_columns + 1)
+        while owner[column]:
+            used[column] = True
+            source, delta, nearest = owner[column], math.inf, 0
+            for candidate in range(1, num_columns + 1):
+                if used[candidate]:
+                    continue
+                reduced = (
+                    cost[source - 1][candidate - 1] - row_potential[source] - column_potential[candidate]
+                )
+                if reduced < slack[candidate]:
+                    slack[candidate], previous[candidate] = reduced, column
+                if slack[candidate] < delta:
+                    delta, nearest = slack[candidate], candidate
+            for candidate in range(num_columns + 1):
+                if used[candidate]:
+                    row_potential[owner[candidate]] += delta
+                    column_potential[candidate] -= delta
+                else:
+                    slack[candidate] -= delta
+            column = nearest
+        while column:
+            owner[column] = owner[previous[column]]
+            column = previous[column]
+    assignment = [0] * num_rows
+    for column in range(1, num_columns + 1):
+        if owner[column]:
+            assignment[owner[column] - 1] = column - 1
+    return assignment
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 For each service (model, precision, ISL/OSL, request rate, TTFT/TPOT bounds)
 the inference search finds the most requests/s each target sustains under the
-bounds: every MIG profile of the GPU as a slice (its share of SMs, memory and
-bandwidth, no NVLink) and groups of 1, 2, 4 or 8 whole GPUs joined by NVLink.
+bounds: every MIG profile of the GPU as a slice (its share of SMs and bandwidth,
+the memory ``nvidia-smi`` reports for it, no NVLink) and groups of 1, 2, 4 or 8
+whole GPUs joined by NVLink (memory in the same units: what the driver reports).
 Three ways to serve the mix are then compared:
 
 * **MIG**: each service on copies of one slice profile (or on whole GPUs with
@@ -372,9 +373,10 @@ def _layouts(
 
 
 def _free_bytes(context: _Context, weights_per_gpu_bytes: float) -> float:
-    """Memory per GPU left for KV caches next to the weights and the runtime reserve."""
-    usable = context.accelerator.memory_usable_bytes
-    return usable - load_runtime_overheads().reserved_of(usable) - weights_per_gpu_bytes
+    """Memory per GPU left for KV caches next to the weights and the runtime reserve, of the memory
+    the engines size a GPU by (what the driver reports, else the listed usable figure)."""
+    device = context.accelerator.memory_device_bytes
+    return device - load_runtime_overheads().reserved_of(device) - weights_per_gpu_bytes
 
 
 def _fit_shares(
@@ -438,7 +440,7 @@ def time_sharing_strategy(
             None,
             (),
             reason=f"the weights of the {len(per_model)} models ({sum(per_model.values()) / 1e9:.1f} GB, "
-            f"each loaded once) exceed one GPU's {context.accelerator.memory_usable_bytes / 1e9:.0f} GB with "
+            f"each loaded once) exceed one GPU's {context.accelerator.memory_device_bytes / 1e9:.1f} GB with "
             "the runtime reserve",
         )
     curves = [_share_curve(context, s, w, free) for s, w in zip(services, weights, strict=True)]
@@ -459,16 +461,12 @@ def _share_curve(
     """(share, capacity while running) for each share of time: KV memory and bounds scale with it.
 
     ``weights_bytes`` is one copy of the model, spread over ``num_gpus`` GPUs joined by NVLink;
-    ``free_bytes`` the memory per GPU beside them."""
+    ``free_bytes`` the memory per GPU beside them. The share's memory replaces both figures the
+    engines may size a device by (:func:`_share_device`)."""
     model = context.models[service.model]
     curve = []
     for share in SHARES:
-        device = replace(
-            context.accelerator,
-            name=f"{context.accelerator.name} ({share:.0%} of the time)",
-            memory_usable_bytes=weights_bytes / num_gpus + share * free_bytes,
-            scale_up=context.accelerator.scale_up if num_gpus > 1 else None,
-        )
+        device = _share_device(context, share, weights_bytes / num_gpus + share * free_bytes, num_gpus)
         system = (
             replace(context.node.system, accelerator=device) if num_gpus > 1 else single_gpu_system(device)
         )
@@ -483,6 +481,18 @@ def _share_curve(
         )
         curve.append((share, capacity))
     return curve
+
+
+def _share_device(context: _Context, share: float, memory_bytes: float, num_gpus: int) -> Accelerator:
+    """The GPU as one time-shared service sees it: ``memory_bytes`` in place of its memory (the
+    driver-reported figure too, which the engines prefer), NVLink only when a copy spans GPUs."""
+    return replace(
+        context.accelerator,
+        name=f"{context.accelerator.name} ({share:.0%} of the time)",
+        memory_usable_bytes=memory_bytes,
+        memory_reported_bytes=memory_bytes,
+        scale_up=context.accelerator.scale_up if num_gpus > 1 else None,
+    )
 
 
 def _smallest_share(
@@ -537,8 +547,13 @@ def _at_requested_rate(
     return replace(strategy, assignments=tuple(updated))
 
 
-def _explain(strategies: Sequence[Strategy]) -> tuple[str, tuple[str, ...]]:
+def _explain(strategies: Sequence[Strategy], no_slices: str = "") -> tuple[str, tuple[str, ...]]:
+    """The winning strategy and why. ``no_slices`` says why the MIG plan holds no slice (empty when
+    it holds one): it is then whole GPUs with MIG off, the whole-GPU plan under another name, and
+    loses a tie to it; slices isolate nothing there."""
     order = {"mig": 0, "whole-gpu": 1, "time-sharing": 2}
+    if no_slices:
+        order = {"whole-gpu": 0, "mig": 1, "time-sharing": 2}
     feasible = [s for s in strategies if s.num_gpus is not None]
     if not feasible:
         raise InvalidPlanError(
@@ -551,11 +566,29 @@ def _explain(strategies: Sequence[Strategy]) -> tuple[str, tuple[str, ...]]:
             continue
         if strategy.num_gpus is None:
             lines.append(f"{strategy.name} cannot: {strategy.reason}")
+        elif strategy.name == "mig" and no_slices and strategy.num_gpus == winner.num_gpus:
+            lines.append(
+                f"mig needs {strategy.num_gpus} GPU(s) and is the same plan: {no_slices}, "
+                "so every service runs on whole GPUs with MIG off"
+            )
         else:
             lines.append(f"{strategy.name} needs {strategy.num_gpus} GPU(s)")
-    if winner.name == "mig":
+    if winner.name == "mig" and no_slices:
+        lines.append(f"the mig plan holds no slice ({no_slices}): every service runs on whole GPUs, MIG off")
+    elif winner.name == "mig":
         lines.append("slices are isolated: one service's burst does not stretch another's latency")
     return winner.name, tuple(lines)
+
+
+def _why_no_slices(
+    services: Sequence[MigService], slices: Mapping[str, list[Capacity]], layout: Sequence[GpuLayout]
+) -> str:
+    """Why the MIG plan holds no slice (``""`` when it holds one)."""
+    if any(gpu.mig for gpu in layout):
+        return ""
+    if not any(capacity.serves for service in services for capacity in slices[service.name]):
+        return "no MIG slice serves these services within their bounds"
+    return "no slice serves them on fewer GPUs or compute slices than whole GPUs"
 
 
 def plan_mig(
@@ -608,7 +641,7 @@ def plan_mig(
         ),
         time_sharing_strategy(context, services, whole),
     )
-    choice, explanation = _explain(strategies)
+    choice, explanation = _explain(strategies, _why_no_slices(services, slices, layout))
     return MigPlan(
         accelerator=accelerator.name,
         services=tuple(services),
@@ -622,8 +655,9 @@ def plan_mig(
 
 
 ASSUMPTIONS: Final = (
-    "a slice has its share of SMs (SM count over the GPU's SMs), memory, bandwidth and L2 "
-    "(memory slices / 8) and no NVLink",
+    "a slice has its share of SMs (SM count over the GPU's SMs), bandwidth and L2 (memory slices / 8), "
+    "the memory nvidia-smi reports for its profile (else memory slices / 8 of the whole GPU's) and no NVLink",
+    "memory is sized in the units the engines use for a whole GPU: what the driver reports where recorded",
     "capacity is the inference search's most-loaded deployment that meets both bounds (continuous batching)",
     "each service uses copies of one slice profile, or whole GPUs (TP/PP over NVLink) when that is cheaper",
     "services of one model and precision on whole GPUs may share copies of it (weights loaded once per "

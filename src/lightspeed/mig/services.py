@@ -29,12 +29,12 @@ from typing import Final
 
 from lightspeed.catalog import Cluster
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, LightspeedError
+from lightspeed.errors import DataFileError, LightspeedError, UnknownNameError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, InferencePlan, ServingLoad
 from lightspeed.sol.infer.search import search_inference
-from lightspeed.workload import TransformerSpec
+from lightspeed.workload import ModelRegistry, TransformerSpec
 
 MAX_SERVICES: Final = 16
 MAX_TOKENS: Final = 1_000_000
@@ -92,8 +92,12 @@ def _service(fields: Fields) -> MigService:
     )
 
 
-def read_workloads(path: Path) -> tuple[MigService, ...]:
-    """The services of a ``kind = "mig-workloads"`` file (see the module docstring)."""
+def read_workloads(path: Path, models: ModelRegistry | None = None) -> tuple[MigService, ...]:
+    """The services of a ``kind = "mig-workloads"`` file (see the module docstring).
+
+    With ``models``, a service whose model the registry does not know is refused naming the
+    file, the service and the closest known models.
+    """
     fields = Fields(str(path), load_toml(path, what="MIG workloads file (TOML)"))
     if fields.data.get("kind") != "mig-workloads":
         raise DataFileError(path, "not a workloads file", field="kind", fix='write kind = "mig-workloads"')
@@ -110,7 +114,23 @@ def read_workloads(path: Path) -> tuple[MigService, ...]:
     names = [service.name for service in services]
     if len(set(names)) != len(names):
         raise DataFileError(path, "two services share a name", field="services", value=names)
+    if models is not None:
+        for index, service in enumerate(services):
+            _check_model(path, index, service, models)
     return services
+
+
+def _check_model(path: Path, index: int, service: MigService, models: ModelRegistry) -> None:
+    try:
+        models.get(service.model)
+    except UnknownNameError as error:
+        listing = ", ".join(error.closest) or "none close"
+        raise DataFileError(
+            path,
+            f"service {service.name!r}: unknown model {service.model!r} (closest: {listing})",
+            field=f"services[{index}].model",
+            fix="name a model that 'lightspeed model list' shows, or add one with --catalog",
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -139,8 +159,15 @@ class Capacity(Record):
         return self.requests_per_s > 0
 
     def instances_for(self, requests_per_s: float) -> int | None:
-        """Copies of this target needed for ``requests_per_s`` (``None`` if it serves nothing)."""
-        return math.ceil(requests_per_s / self.requests_per_s - 1e-9) if self.serves else None
+        """Copies of this target needed for ``requests_per_s`` (``None`` if it serves nothing): at
+        least one for any positive rate, however small.
+
+        >>> Capacity("chat", "h100-sxm/1g.20gb", 1, 2.0, None, None, "", None).instances_for(1e-300)
+        1
+        """
+        if not self.serves:
+            return None
+        return max(1, math.ceil(requests_per_s / self.requests_per_s - 1e-9))
 
 
 def slice_capacity(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -10,7 +11,7 @@ from lightspeed.mig import MigPlan
 from lightspeed.mig.layout import LayoutCheck
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import series_color
-from lightspeed.report.plots import new_figure, plot_paths, save_figure
+from lightspeed.report.plots import check_plot_targets, new_figure, plot_paths, save_figure
 from lightspeed.units import format_duration
 
 if TYPE_CHECKING:
@@ -23,16 +24,26 @@ SLOT_WIDTH: Final = 9
 def layout_lines(plan: MigPlan, sizes: dict[str, int]) -> list[str]:
     """One text row per GPU: its 8 memory slots, each instance drawn over the slots it holds.
 
-    ``sizes`` maps a profile name to the memory slots it occupies.
+    ``sizes`` maps a profile name to the memory slots it occupies. An instance shows its profile
+    and service; when some service name does not fit its instance (a 1-slot instance holds 9
+    characters), every instance shows its profile and a one-letter key instead, and a legend of
+    the keys follows the drawing, so every instance's service stays readable.
 
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(index=0, mig=True, placements=(NS(start=0, profile="4g.40gb"),
     ...     NS(start=4, profile="3g.40gb")), services=("big", "small"))
     >>> print(layout_lines(NS(layout=(gpu,)), {"4g.40gb": 4, "3g.40gb": 4})[1])
     GPU 0 |4g.40gb: big                           |3g.40gb: small                         |
+    >>> gpu = NS(index=0, mig=True, placements=(NS(start=0, profile="1g.23gb"),
+    ...     NS(start=1, profile="1g.23gb")), services=("chat", "summarize"))
+    >>> for line in layout_lines(NS(layout=(gpu,)), {"1g.23gb": 1})[1:]:
+    ...     print(line)
+    GPU 0 |1g.23gb A|1g.23gb B|free                                                       |
+    keys: A chat, B summarize
     """
     ruler = "      " + "".join(f"{slot:<{SLOT_WIDTH}}" for slot in range(NUM_SLOTS))
     lines = [ruler.rstrip()]
+    keys = _service_keys(plan, sizes)
     for gpu in plan.layout:
         if not gpu.mig:
             label = f"whole GPU, MIG off: {', '.join(gpu.services)}"
@@ -44,16 +55,48 @@ def layout_lines(plan: MigPlan, sizes: dict[str, int]) -> list[str]:
             if placement.start > slot:
                 cells.append(_cell("free", placement.start - slot))
             size = sizes[placement.profile]
-            cells.append(_cell(f"{placement.profile}: {service}", size))
+            label = f"{placement.profile} {keys[service]}" if keys else f"{placement.profile}: {service}"
+            cells.append(_cell(label, size))
             slot = placement.start + size
         if slot < NUM_SLOTS:
             cells.append(_cell("free", NUM_SLOTS - slot))
         lines.append(f"GPU {gpu.index} |" + "|".join(cells) + "|")
+    if keys:
+        lines.append("keys: " + ", ".join(f"{key} {service}" for service, key in keys.items()))
     return lines
 
 
+def _service_keys(plan: MigPlan, sizes: dict[str, int]) -> dict[str, str]:
+    """A letter per sliced service (in order of appearance) when some instance's label would be cut,
+    else nothing (the labels name the services in full)."""
+    sliced = [
+        (placement, service)
+        for gpu in plan.layout
+        if gpu.mig
+        for placement, service in zip(gpu.placements, gpu.services, strict=True)
+    ]
+    if all(len(f"{p.profile}: {s}") <= _width(sizes[p.profile]) for p, s in sliced):
+        return {}
+    names = list(dict.fromkeys(service for _, service in sliced))
+    return {name: _key(index) for index, name in enumerate(names)}
+
+
+def _key(index: int) -> str:
+    """``A`` ... ``Z``, then ``AA`` ...: a workloads file holds at most 16 services."""
+    letters = string.ascii_uppercase
+    return (
+        letters[index]
+        if index < len(letters)
+        else _key(index // len(letters) - 1) + _key(index % len(letters))
+    )
+
+
+def _width(slots: int) -> int:
+    return slots * SLOT_WIDTH + slots - 1
+
+
 def _cell(text: str, slots: int) -> str:
-    width = slots * SLOT_WIDTH + slots - 1
+    width = _width(slots)
     return f"{text[:width]:<{width}}"
 
 
@@ -112,6 +155,9 @@ def render_layout_check(check: LayoutCheck) -> None:
     console.print(
         "[bold]the machine already has this layout[/bold]" if check.matches else "[bold]changes[/bold]"
     )
+    if list(check.gpus) != list(range(len(check.gpus))):
+        moved = ", ".join(f"plan GPU {index} on GPU {gpu}" for index, gpu in enumerate(check.gpus))
+        console.print(f"  {moved} (the fewest changes)")
     for label, rows in (("keep", check.keep), ("destroy", check.destroy), ("create", check.create)):
         for row in rows:
             console.print(f"  {label:<8} {row}")
@@ -147,9 +193,14 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
     return figure
 
 
-def save_mig_plot(plan: MigPlan, sizes: dict[str, int], path: Path) -> list[Path]:
-    """Write the layout figure as ``path`` (its suffix picks the format; PNG by default)."""
+def save_mig_plot(plan: MigPlan | None, sizes: dict[str, int], path: Path) -> list[Path]:
+    """Write the layout figure as ``path`` (its suffix picks the format; PNG by default; an existing
+    folder gets ``mig-layout.png`` inside it). ``plan=None`` draws nothing: it checks, as every
+    ``--plot`` does (:func:`~lightspeed.report.plots.check_plot_targets`), that the plot can be
+    written there and returns the files it would be, so a bad path is refused before planning."""
     stem, formats = plot_paths(path, name="mig-layout", default_formats=("png",))
+    if plan is None:
+        return check_plot_targets(stem, formats)
     return save_figure(mig_figure(plan, sizes), stem, formats)
 
 
