@@ -129,7 +129,7 @@ def test_text_payloads_become_jsonb_without_loss(postgres_url: str) -> None:
     _schema_2_store(postgres_url)
     with open_store(postgres_url) as store:  # migrates to schema 3
         assert store.schema_version() == 3
-        records = {record.name: record.payload for record in store.records(kind="benchmark")}
+        records = {record.name: record.stored_payload for record in store.records(kind="benchmark")}
     for number, text in enumerate(TEXTS):
         stored = records[f"row {number}"]
         try:

@@ -1,8 +1,9 @@
 """``lightspeed results list|show|export|push``: read the results store, copy runs to a shared one.
 
-Commands that only read a store open it and never create it: a missing store is
-one line naming it (exit 2). ``push`` creates its destination when needed and
-says so on stderr.
+Commands that only read a store open it for reading and never create or change it: a
+missing store is one line naming it (exit 2). ``push`` creates its destination when
+needed and says so on stderr; a run that conflicts with a different one of the same id
+there is one line, exit 2, after the others were pushed.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import records_csv, render_push, render_run, render_runs
 from lightspeed.store import (
+    PushResult,
     ResultsStore,
     StoredRecord,
     StoreLocation,
-    StoreMissingError,
     open_store,
     parse_conditions,
     push_runs,
@@ -35,8 +36,9 @@ def command() -> None:
 
 
 WHERE_HELP = (
-    "Only runs with a record whose payload holds VALUE at KEY (dots for nested fields, env.KEY for the "
-    "environment, kind/label for the run); repeatable, all must hold. E.g. --where model=llama-3-8b"
+    "Only runs with a record whose payload, or whose run's environment, holds VALUE at KEY (dots for "
+    "nested fields; env.KEY for the environment only; kind/label for the run); repeatable, all must "
+    "hold. E.g. --where model=llama-3-8b --where env.host_name=node-7"
 )
 
 
@@ -51,16 +53,20 @@ def list_runs(
 ) -> None:
     """List stored runs, newest first.
 
-    Example: lightspeed results list --where system=dgx-h100 --where git_commit=1a2b3c
+    Example: lightspeed results list --where model=llama-3-8b --where git_commit=FULL_COMMIT_ID
     """
     conditions = parse_conditions(where)
     with open_store(create=False) as store:
         runs = store.runs(kind=kind, limit=limit, include_incomplete=include_incomplete, where=conditions)
         path = store.location
+        empty_store = not runs and store.is_empty()
     if as_json:
         print_json(runs)
-    else:
-        render_runs(runs, store_path=path)
+        return
+    filters = [f"--kind {kind}"] * (kind is not None) + [f"--where {item}" for item in where]
+    if not runs and not empty_store and not filters and not include_incomplete:
+        filters = ["complete (--all shows the incomplete ones)"]
+    render_runs(runs, store_path=path, empty_store=empty_store, filters=filters)
 
 
 @command.command("show")
@@ -157,10 +163,14 @@ def push(
 ) -> None:
     """Copy complete runs (default: all; or RUN_IDs) to another store; runs keep their ids.
 
-    Runs already in the destination are skipped, so pushing again never duplicates.
+    Runs already in the destination (the same content) are skipped, so pushing again never
+    duplicates; a different run under the same id there is a conflict (exit 2, neither changed).
+    With RUN_IDs and --kind, each run named must be of that kind.
     Example: lightspeed results push --to postgresql://ci@perf-db/lightspeed
     """
     target_location = store_location(destination)  # a malformed --to is refused before anything opens
+    with open_store(source, create=False) as origin:
+        origin.select_runs(run_ids, kind)  # a bad id or --kind is refused before the destination is made
     with open_store(source, create=False) as origin, _destination(target_location) as target:
         if origin.location == target.location:
             raise UserInputError(f"--to and --from are the same store ({target.location}); push to another")
@@ -169,13 +179,24 @@ def push(
         print_json(result)
     else:
         render_push(result)
+    _refuse_conflicts(result)
+
+
+def _refuse_conflicts(result: PushResult) -> None:
+    if not result.conflicting:
+        return
+    shown = ", ".join(result.conflicting[:5]) + (" ..." if len(result.conflicting) > 5 else "")
+    raise UserInputError(
+        f"{len(result.conflicting)} run(s) not pushed: {result.destination} holds a different run under "
+        f"the same id ({shown}); neither was changed; fix: compare them with 'lightspeed results show ID' "
+        "on each store (LIGHTSPEED_STORE=...); the source keeps its run, so nothing is lost"
+    )
 
 
 def _destination(location: StoreLocation) -> ResultsStore:
-    """The store pushed to: opened, or created (and said so on stderr) when it does not exist yet."""
-    try:
-        return open_store(location, create=False)
-    except StoreMissingError:
-        store = open_store(location, create=True)
+    """The store pushed to: opened for writing, created (and said so on stderr) when it does not
+    exist yet."""
+    store = open_store(location, create=True)
+    if store.created:
         click.echo(f"created the results store {store.location}", err=True)
-        return store
+    return store

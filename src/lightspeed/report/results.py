@@ -9,10 +9,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from lightspeed.records import JsonObject, to_jsonable
+from lightspeed.records import to_jsonable
 from lightspeed.report.bench import format_value
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.store import PushResult, RunSummary, StoredRecord
+from lightspeed.store.records import StoredJson
 from lightspeed.units import format_percent
 
 CSV_COLUMNS: Final = (
@@ -39,8 +40,15 @@ def _timestamp(seconds: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
 
 
-def render_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
-    """The runs table, newest first (times in UTC)."""
+def render_runs(
+    runs: Sequence[RunSummary],
+    *,
+    store_path: str,
+    empty_store: bool = True,
+    filters: Sequence[str] = (),
+) -> None:
+    """The runs table, newest first (times in UTC). Without runs, the caption says whether the
+    store is empty (``empty_store``) or the ``filters`` (as typed) matched none of its runs."""
     rows = [
         [
             plain(run.run_id),
@@ -54,8 +62,15 @@ def render_runs(runs: Sequence[RunSummary], *, store_path: str) -> None:
         for run in runs
     ]
     headers = ["run", "kind", "label", "created (UTC)", "records", "host", "status"]
-    caption = None if runs else "no runs yet: 'lightspeed bench membw --quick' stores one"
+    caption = None if runs else _empty_caption(empty_store, filters)
     render_table(f"results in {plain(store_path)}", headers, rows, right_align_from=4, caption=caption)
+
+
+def _empty_caption(empty_store: bool, filters: Sequence[str]) -> str:
+    if empty_store:
+        return "no runs yet: 'lightspeed bench membw --quick' stores one"
+    matched = " ".join(filters) or "the filter"
+    return f"no run matches {matched}; the store holds runs: 'lightspeed results list --all' shows them"
 
 
 def render_push(result: PushResult) -> None:
@@ -64,14 +79,16 @@ def render_push(result: PushResult) -> None:
     console.print(
         f"pushed {len(result.copied)} runs ({result.num_records_copied} records) from {result.source} "
         f"to {result.destination}; {len(result.skipped)} already there"
-        + (f"; {len(result.incomplete)} incomplete, left for a later push" if result.incomplete else ""),
+        + (f"; {len(result.incomplete)} incomplete, left for a later push" if result.incomplete else "")
+        + (f"; {len(result.conflicting)} conflicting, not pushed" if result.conflicting else ""),
         highlight=False,
         markup=False,
     )
 
 
-def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: JsonObject) -> None:
-    """One run: its records beside their SOL, then the environment it ran in."""
+def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: StoredJson) -> None:
+    """One run: its records beside their SOL (the fraction of it reached: ``sol / value`` for a
+    time), then the environment it ran in (shown whole when it is not a JSON object)."""
     console = make_console()
     rows = [
         [
@@ -89,8 +106,15 @@ def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: Js
     render_table(
         title, ["name", "metric", "value", "SOL", "of SOL"], rows, right_align_from=2, console=console
     )
-    environment = [[plain(key), plain(_environment_text(value))] for key, value in fingerprint.items()]
+    environment = [[plain(key), plain(_environment_text(value))] for key, value in _fields(fingerprint)]
     render_table(f"environment {plain(run.fingerprint_id)}", ["field", "value"], environment, console=console)
+
+
+def _fields(fingerprint: StoredJson) -> list[tuple[str, Any]]:
+    """The environment's fields; one that is not a JSON object (kept whole) as one row."""
+    if isinstance(fingerprint, dict):
+        return list(fingerprint.items())
+    return [("(not a JSON object, as stored)", fingerprint)]
 
 
 def _environment_text(value: Any) -> str:
@@ -123,7 +147,7 @@ def records_csv(records: Sequence[StoredRecord]) -> str:
             "" if record.sol is None else record.sol,
             "" if record.fraction_of_sol is None else record.fraction_of_sol,
             record.fingerprint_id,
-            json.dumps(to_jsonable(record.payload), sort_keys=True),
+            json.dumps(to_jsonable(record.stored_payload), sort_keys=True),
         ]
         writer.writerow([_safe_cell(cell) for cell in row])
     return buffer.getvalue()

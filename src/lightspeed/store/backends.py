@@ -100,6 +100,10 @@ class Backend(ABC):
             self._rollback()
             raise
 
+    def prepare_for_writing(self) -> None:
+        """Settings a writer needs, applied once the store is known to be lightspeed's (none here)."""
+        return  # PostgreSQL needs none
+
     @abstractmethod
     def _begin(self, *, exclusive: bool) -> None:
         """Start a write transaction (holding the migration lock when ``exclusive``)."""
@@ -134,7 +138,13 @@ class Backend(ABC):
 
 
 class SqliteBackend(Backend):
-    """A SQLite file in write-ahead-log mode; writers queue on its lock for ``timeout_s``."""
+    """A SQLite file in write-ahead-log mode; writers queue on its lock for ``timeout_s``.
+
+    Opened without ``create`` (a command that only reads) the file is never changed: it is
+    opened with ``query_only`` (or ``mode=ro`` when this process may not write it), and no
+    pragma that writes (the journal mode) is set; a writer sets write-ahead logging in
+    :meth:`prepare_for_writing`, after the schema was checked.
+    """
 
     name = "sqlite"
     real_type = "REAL"
@@ -156,26 +166,47 @@ class SqliteBackend(Backend):
         # a store this process may not write (file or folder read-only) is opened read-only, so
         # that reading it works and a write says "read-only" rather than failing obscurely
         self.read_only = exists and not memory and not _writable(path)
+        self.reading = not create and not memory  # a reading command: nothing may change
         if not exists:
             self._make_folder(path)
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _begin).
-            target = f"file:{quote(str(path))}?mode=ro" if self.read_only else str(path)
             self.connection = sqlite3.connect(
-                target, timeout=timeout_s, isolation_level=None, uri=self.read_only
+                self._target(path),
+                timeout=timeout_s,
+                isolation_level=None,
+                uri=self.reading or self.read_only,
             )
         except sqlite3.Error as error:
-            raise self.describe(error) from None
+            raise self.describe(error, read=self.reading) from None
         try:
-            if not self.read_only:
-                self.connection.execute("PRAGMA journal_mode=WAL")
-                self.connection.execute("PRAGMA synchronous=NORMAL")
-            self.connection.execute("PRAGMA foreign_keys=ON")
+            if self.reading and not self.read_only:
+                self.connection.execute("PRAGMA query_only=ON")  # no statement of this connection writes
+            self.connection.execute("PRAGMA foreign_keys=ON")  # a connection setting: the file is untouched
         except sqlite3.Error as error:
             self.connection.close()
-            raise self.describe(error) from None
+            raise self.describe(error, read=self.reading) from None
         if not exists:
             _LOG.info("created the results store %s", location.display)
+
+    def _target(self, path: Any) -> str:
+        """The file to open: a URI that never creates it (``mode=rw``, ``mode=ro``) for a reader."""
+        if self.read_only:
+            return f"file:{quote(str(path))}?mode=ro"
+        if self.reading:
+            return f"file:{quote(str(path))}?mode=rw"
+        return str(path)
+
+    def prepare_for_writing(self) -> None:
+        """Write-ahead logging (readers and one writer at once), set once the file is known to be a
+        lightspeed store or empty."""
+        if self.read_only or self.reading or str(self.location.path) == MEMORY_STORE:
+            return
+        try:
+            self.connection.execute("PRAGMA journal_mode=WAL")
+            self.connection.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as error:
+            raise self.describe(error) from None
 
     @staticmethod
     def _make_folder(path: Any) -> None:
@@ -211,13 +242,34 @@ class SqliteBackend(Backend):
 
     def describe(self, error: BaseException, *, read: bool = False) -> StoreError:
         lowered = str(error).lower()
+        if "not a database" in lowered:
+            return self.store_error(
+                "is not a readable lightspeed store: not a SQLite database (another kind of file, or a "
+                "damaged one)",
+                "check the path (LIGHTSPEED_STORE, --to, --from); lightspeed leaves this file as it is",
+                read=read,
+            )
+        if "malformed json" in lowered:
+            return self.store_error(
+                "holds a payload that is not valid JSON, which SQLite's JSON functions refuse",
+                "find it with SELECT record_id FROM records WHERE NOT json_valid(payload), and keep it "
+                "whole as a JSON string: UPDATE records SET payload = json_quote(payload) WHERE NOT "
+                "json_valid(payload)",
+                read=read,
+            )
+        if "malformed" in lowered:  # "database disk image is malformed": damaged pages
+            return self.store_error(
+                f"is damaged ({error})",
+                "restore it from a backup, or recover its rows with: sqlite3 FILE .recover | sqlite3 NEW",
+                read=read,
+            )
         if "full" in lowered:
             return self.store_error(
                 "is full (no space left on the disk, or its size limit reached)",
                 "free disk space or set LIGHTSPEED_HOME to a folder on another disk",
                 read=read,
             )
-        if self.read_only or "readonly" in lowered or "read-only" in lowered or "permission" in lowered:
+        if "readonly" in lowered or "read-only" in lowered or "permission" in lowered or self.read_only:
             return self.store_error(
                 "is read-only (a read-only file or folder, or missing permission)",
                 "make the folder writable or set LIGHTSPEED_HOME to a writable folder",
@@ -227,12 +279,6 @@ class SqliteBackend(Backend):
             return self.store_error(
                 "stayed locked by another writer past the timeout",
                 "retry when the other writer finishes, or raise the timeout",
-                read=read,
-            )
-        if "not a database" in lowered or "malformed" in lowered:
-            return self.store_error(
-                "is not a readable lightspeed store (corrupt or another kind of file)",
-                "move the file away; a new store is created in its place",
                 read=read,
             )
         return self.store_error(f"failed ({error})", "check the path and the disk", read=read)
@@ -353,6 +399,12 @@ _POSTGRES_PROBLEMS: Final = (
     ("55P03", "stayed locked by another writer past the timeout", "retry, or raise the timeout"),
     ("57014", "took longer than the timeout", "retry, or raise the timeout"),
     ("40", "rolled the transaction back (deadlock or serialization)", "retry the command"),
+    (
+        "22P02",  # only --where on a schema-2 store (TEXT payloads, read without migrating) casts
+        "holds a payload that is not valid JSON, which --where cannot read before migration 3",
+        "migrate the store as a role that may write it (any command that writes to it does, e.g. "
+        "'lightspeed results push --to URL'); such payloads are then kept as JSON strings",
+    ),
 )
 
 
@@ -372,7 +424,8 @@ def _writable(path: Any) -> bool:
 
 
 def connect(location: StoreLocation, *, timeout_s: float, create: bool = True) -> Backend:
-    """Open the backend for ``location`` (a missing SQLite file is created only when ``create``)."""
+    """Open the backend for ``location`` (a missing SQLite file is created only when ``create``;
+    without it the file is opened for reading only and never changed)."""
     if location.backend == "postgresql":
         return PostgresBackend(location, timeout_s=timeout_s)
     return SqliteBackend(location, timeout_s=timeout_s, create=create)

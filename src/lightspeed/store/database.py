@@ -19,6 +19,12 @@ hidden as incomplete until finished. A full disk, a read-only location, a
 corrupt file or an unreachable server raises
 :class:`~lightspeed.errors.StoreError` and rolls back.
 
+A store opened for reading (``create=False``) is never changed: no pragma,
+no migration; an older schema is read as it is (schema-1 benchmark names and
+payloads are converted in memory as migration 2 would). A payload that is
+not JSON is returned whole, as a string (:class:`StoredRecord` says so when
+it is read as an object).
+
 >>> import tempfile, pathlib
 >>> with open_store(pathlib.Path(tempfile.mkdtemp()) / "r.sqlite") as store:
 ...     run_id = store.add_records(kind="benchmark", records=[
@@ -34,19 +40,40 @@ import json
 import math
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 from lightspeed.environment import EnvironmentFingerprint, environment_fingerprint
-from lightspeed.errors import UserInputError
+from lightspeed.errors import StoreError, UserInputError
 from lightspeed.records import JsonObject, to_jsonable
 from lightspeed.store.backends import MEMORY_STORE, Backend, StoreMissingError, connect
 from lightspeed.store.location import StoreLocation, store_location
-from lightspeed.store.migrations import SCHEMA_VERSION, current_version, migrate
-from lightspeed.store.query import Condition, parse_conditions, payload_match, run_filters
-from lightspeed.store.records import NewRecord, RunSummary, StoredRecord, check_kind, check_label
+from lightspeed.store.migrations import (
+    SCHEMA_VERSION,
+    current_version,
+    migrate,
+    refuse_newer,
+    split_benchmark_size,
+)
+from lightspeed.store.provenance import provenance
+from lightspeed.store.query import (
+    Condition,
+    parse_conditions,
+    payload_match,
+    record_or_run_match,
+    run_filters,
+)
+from lightspeed.store.records import (
+    KNOWN_KINDS,
+    NewRecord,
+    RunSummary,
+    StoredJson,
+    StoredRecord,
+    check_kind,
+    check_label,
+)
 
 __all__ = ["SCHEMA_VERSION", "ResultsStore", "new_run_id", "open_store"]
 
@@ -62,16 +89,27 @@ _INSERT_RECORD: Final = (
 )
 
 
+RUN_ID_RANDOM_BYTES: Final = 6  # 48 random bits after the second: a collision is ~1 in 10^14 per pair
+_RUN_ID_TRIES: Final = 5
+
+
 def new_run_id() -> str:
-    """A sortable, unique run id: UTC time then 6 random hex digits (``20260130T101500-1a2b3c``)."""
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    """A sortable, unique run id: UTC time then 12 random hex digits (``20260130T101500-1a2b3c4d5e6f``).
+
+    Ids made before had 6 hex digits; every id stays valid (an id is any text).
+    """
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(RUN_ID_RANDOM_BYTES)
+
+
+class _RunIdTakenError(Exception):
+    """The run id chosen for a new run is already in the store."""
 
 
 def _fingerprint_payload(
     fingerprint: EnvironmentFingerprint | JsonObject | None,
 ) -> tuple[str, str]:
-    if fingerprint is None:
-        fingerprint = environment_fingerprint()
+    if fingerprint is None:  # this machine, and the git commit it runs from
+        fingerprint = {**environment_fingerprint().to_dict(), **provenance()}
     if isinstance(fingerprint, EnvironmentFingerprint):
         return fingerprint.fingerprint_id, json.dumps(fingerprint.to_dict(), sort_keys=True)
     text = json.dumps(to_jsonable(dict(fingerprint)), sort_keys=True, allow_nan=False)
@@ -100,11 +138,13 @@ class ResultsStore:
     is ``sqlite`` or ``postgresql``.
     """
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, *, schema: int = SCHEMA_VERSION, created: bool = False) -> None:
         self._backend = backend
+        self._schema = schema
         self.location = backend.location.display
         self.path: Path | None = backend.location.path
         self.backend = backend.name
+        self.created = created  # this open created the store (its tables)
 
     def _where(self) -> str:
         """The store for a message: its location; for an in-memory store standing in for one
@@ -150,9 +190,9 @@ class ResultsStore:
         check_label(label)
         texts = [_payload_text(record) for record in records]
         fingerprint_id, fingerprint_text = _fingerprint_payload(fingerprint)
-        run = run_id or new_run_id()
         now = time.time()
-        with self._backend.transaction() as backend:
+
+        def write(backend: Backend, run: str) -> None:
             self._insert_run(
                 backend,
                 run_id=run,
@@ -172,7 +212,29 @@ class ResultsStore:
                 created_s=now,
             )
             backend.execute("UPDATE runs SET completed_s = ? WHERE run_id = ?", (time.time(), run))
-        return run
+
+        return self._new_run(write, run_id)
+
+    def _new_run(self, write: Callable[[Backend, str], None], run_id: str | None) -> str:
+        """Run ``write`` in one transaction under ``run_id``, or under a new id (drawn again in
+        the unlikely case that it is taken)."""
+        for _ in range(_RUN_ID_TRIES):
+            run = run_id or new_run_id()
+            try:
+                with self._backend.transaction() as backend:
+                    write(backend, run)
+            except _RunIdTakenError:
+                if run_id is not None:
+                    raise UserInputError(
+                        f"run id {run_id!r} already exists in {self._where()}; give another run_id, "
+                        "or none for a new one"
+                    ) from None
+                continue
+            return run
+        raise StoreError(
+            f"{self._where()} already held each of {_RUN_ID_TRIES} new run ids drawn; nothing was saved "
+            "by this call; fix: check the system clock and random source, then retry"
+        )
 
     def start_run(
         self,
@@ -186,8 +248,8 @@ class ResultsStore:
         check_kind(kind)
         check_label(label)
         fingerprint_id, fingerprint_text = _fingerprint_payload(fingerprint)
-        run = run_id or new_run_id()
-        with self._backend.transaction() as backend:
+
+        def write(backend: Backend, run: str) -> None:
             self._insert_run(
                 backend,
                 run_id=run,
@@ -197,7 +259,8 @@ class ResultsStore:
                 fingerprint_id=fingerprint_id,
                 fingerprint_text=fingerprint_text,
             )
-        return run
+
+        return self._new_run(write, run_id)
 
     def append_records(self, run_id: str, records: Sequence[NewRecord]) -> None:
         """Add records to an unfinished run (one transaction; several processes may append)."""
@@ -232,15 +295,17 @@ class ResultsStore:
             if cursor.rowcount != 1:
                 raise UserInputError(f"no unfinished run {run_id!r} in {self._where()}")
 
-    def copy_run(self, *, run: RunSummary, fingerprint: JsonObject, records: Sequence[StoredRecord]) -> bool:
+    def copy_run(self, *, run: RunSummary, fingerprint: StoredJson, records: Sequence[StoredRecord]) -> bool:
         """Copy a complete run from another store, keeping its id and times, in one transaction.
 
         Returns ``False`` (and writes nothing) when a run with that id is
-        already here. Record ids are this store's own.
+        already here. Record ids are this store's own. ``fingerprint`` and the
+        payloads are copied as they were stored (one that is not a JSON
+        object, or holds NaN, too: as a JSON string, so nothing is lost).
         """
         if run.completed_s is None:
             raise UserInputError(f"run {run.run_id!r} is not complete; only complete runs are copied")
-        fingerprint_text = json.dumps(to_jsonable(dict(fingerprint)), sort_keys=True, allow_nan=False)
+        fingerprint_text = _stored_text(fingerprint)
         rows = [_copied_row(record) for record in records]
         with self._backend.transaction() as backend:
             backend.execute(
@@ -282,7 +347,7 @@ class ResultsStore:
             )
         except backend.driver_errors() as error:
             if backend.is_unique_violation(error):
-                raise UserInputError(f"run id {run_id!r} already exists; omit run_id for a new one") from None
+                raise _RunIdTakenError(run_id) from None
             raise
 
     @staticmethod
@@ -329,9 +394,31 @@ class ResultsStore:
         one of its records matches them all), ``env.KEY=value`` on the run's environment and
         ``kind=``/``label=`` on the run (see :mod:`lightspeed.store.query`).
         """
+        self.check_kind_filter(kind)
         clauses, parameters = _run_filters(kind=kind, include_incomplete=include_incomplete)
-        more, values = run_filters(self.backend, _conditions(where))
+        more, values = run_filters(self.backend, _conditions(where), text_payloads=self._text_payloads)
         return self._runs(clauses + more, parameters + values, limit)
+
+    @property
+    def _text_payloads(self) -> bool:
+        """Whether payload columns are still TEXT on PostgreSQL (schema 2, read without migrating)."""
+        return self.backend == "postgresql" and self._schema < 3
+
+    def kinds(self) -> list[str]:
+        """The kinds of the runs in this store, sorted."""
+        return sorted(str(row[0]) for row in self._read("SELECT DISTINCT kind FROM runs"))
+
+    def check_kind_filter(self, kind: str | None) -> None:
+        """A kind to filter by must be one lightspeed writes or one in the store: a typo
+        (``Benchmark``) would otherwise match nothing, silently."""
+        if kind is None or kind in KNOWN_KINDS:
+            return
+        present = self.kinds()
+        if kind not in present:
+            choices = ", ".join(sorted({*KNOWN_KINDS, *present}))
+            raise UserInputError(
+                f"kind {kind!r} is not a kind of run in {self._where()}; use one of {choices}"
+            )
 
     def _runs(self, clauses: list[str], parameters: list[Any], limit: int | None) -> list[RunSummary]:
         sql = (
@@ -344,6 +431,10 @@ class ResultsStore:
             sql += " LIMIT ?"
             parameters.append(int(limit))
         return [_run_summary(row) for row in self._read(sql, parameters)]
+
+    def is_empty(self) -> bool:
+        """Whether the store holds no run at all (complete or not)."""
+        return not self._read("SELECT 1 FROM runs LIMIT 1")
 
     def run(self, run_id: str) -> RunSummary:
         """One run by id, a unique id prefix, or ``latest``."""
@@ -364,6 +455,25 @@ class ResultsStore:
         names = ", ".join(run.run_id for run in matches[:5])
         raise UserInputError(f"run id prefix {run_id!r} matches several runs ({names}); give more of it")
 
+    def select_runs(self, run_ids: Sequence[str] | None, kind: str | None) -> list[RunSummary]:
+        """The runs a push copies, complete or not: every run (oldest first), or the ``run_ids``
+        named (ids, unique prefixes, ``latest``), of ``kind`` when given. A run named that is
+        not of ``kind`` is a :class:`UserInputError`: both filters apply, none is ignored."""
+        if not run_ids:
+            runs = self.runs(kind=kind, include_incomplete=True)
+            return sorted(runs, key=lambda run: (run.created_s, run.run_id))
+        chosen = {run.run_id: run for run in (self.run(run_id) for run_id in run_ids)}
+        if kind is not None:
+            self.check_kind_filter(kind)
+            other = [run for run in chosen.values() if run.kind != kind]
+            if other:
+                named = ", ".join(f"{run.run_id} ({run.kind})" for run in other)
+                raise UserInputError(
+                    f"--kind {kind} and the runs named disagree: {named} not of kind {kind}; nothing "
+                    "was pushed; fix: drop --kind, or name only runs of that kind"
+                )
+        return list(chosen.values())
+
     def has_run(self, run_id: str) -> bool:
         """Whether a run with exactly this id exists (complete or not)."""
         return bool(self._read("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
@@ -381,14 +491,19 @@ class ResultsStore:
     ) -> list[StoredRecord]:
         """Records matching every filter given, oldest first (exact matches; ``where`` as in
         :meth:`runs`, each record matched on its own payload)."""
+        self.check_kind_filter(kind)
         clauses, parameters = _run_filters(kind=None, include_incomplete=include_incomplete)
         for condition in _conditions(where):
             if condition.scope == "run":
                 clauses.append(f"u.{condition.path[0]} = ?")  # a name from RUN_COLUMNS, not input
                 parameters.append(condition.value)
                 continue
-            column = "f.payload" if condition.scope == "fingerprint" else "r.payload"
-            sql, values = payload_match(self.backend, column, condition)
+            if condition.scope == "fingerprint":
+                sql, values = payload_match(
+                    self.backend, "f.payload", condition, text_payloads=self._text_payloads
+                )
+            else:
+                sql, values = record_or_run_match(self.backend, condition, text_payloads=self._text_payloads)
             clauses.append(sql)
             parameters.extend(values)
         for column, value in (("r.run_id", run_id), ("r.kind", kind), ("r.name", name), ("r.metric", metric)):
@@ -403,23 +518,39 @@ class ResultsStore:
         if limit is not None:
             sql += " LIMIT ?"
             parameters.append(int(limit))
-        return [_stored_record(row) for row in self._read(sql, parameters)]
+        return [_stored_record(row, schema=self._schema) for row in self._read(sql, parameters)]
 
-    def fingerprint(self, fingerprint_id: str) -> JsonObject:
-        """The environment stored under ``fingerprint_id``."""
+    def fingerprint(self, fingerprint_id: str) -> StoredJson:
+        """The environment stored under ``fingerprint_id``: a JSON object, or whatever else was
+        stored (a string for text that is not JSON), returned whole."""
         rows = self._read("SELECT payload FROM fingerprints WHERE fingerprint_id = ?", (fingerprint_id,))
         if not rows:
             raise UserInputError(f"no environment fingerprint {fingerprint_id!r} in {self._where()}")
-        loaded: JsonObject = _json(rows[0][0])
-        return loaded
+        return _json(rows[0][0])
 
     def schema_version(self) -> int:
-        """The schema version of this store (:data:`SCHEMA_VERSION` once opened)."""
-        return int(self._read("SELECT MAX(version) FROM schema_version")[0][0])
+        """The schema version of this store: :data:`SCHEMA_VERSION` once opened by a writer; a store
+        opened for reading keeps the version it has."""
+        return self._schema
+
+
+def record_content(record: StoredRecord) -> tuple[Any, ...]:
+    """What a copy of ``record`` into another store holds (all but the record id): two stores hold
+    the same run when these agree."""
+    return _copied_row(record)
+
+
+def _stored_text(value: StoredJson) -> str:
+    """A stored JSON value as the text to store again, whole: JSON when it is JSON; a value holding
+    NaN or Infinity (not JSON) as a JSON string of its text, as migration 3 keeps it."""
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except ValueError:
+        return json.dumps(json.dumps(value, sort_keys=True))
 
 
 def _copied_row(record: StoredRecord) -> tuple[Any, ...]:
-    payload = json.dumps(to_jsonable(dict(record.payload)), sort_keys=True, allow_nan=False)
+    payload = _stored_text(record.stored_payload)
     return (
         record.run_id,
         record.kind,
@@ -454,13 +585,23 @@ def _conditions(where: Sequence[str | Condition]) -> tuple[Condition, ...]:
     return (*parse_conditions(texts), *(item for item in where if isinstance(item, Condition)))
 
 
-def _json(text: str) -> Any:
-    """A payload column's value (JSON text on SQLite; PostgreSQL's JSONB is fetched as text too)."""
-    return json.loads(text)
+def _json(column: object) -> StoredJson:
+    """A payload column's value (JSON text on SQLite; PostgreSQL's JSONB is fetched as text too).
+
+    Text that is not JSON (hand-edited, damaged) is returned whole, as the string it is: what
+    migration 3 keeps it as on PostgreSQL. Nothing is lost; readers that need an object say so.
+    """
+    text = column if isinstance(column, str) else str(column)  # a driver's own type: by its text
+    try:
+        loaded: StoredJson = json.loads(text)
+    except ValueError:
+        return text
+    return loaded
 
 
 def _run_summary(row: tuple[Any, ...]) -> RunSummary:
     fingerprint = _json(row[7])
+    host_name = fingerprint.get("host_name", "") if isinstance(fingerprint, dict) else ""
     return RunSummary(
         run_id=row[0],
         kind=row[1],
@@ -469,24 +610,29 @@ def _run_summary(row: tuple[Any, ...]) -> RunSummary:
         completed_s=row[4],
         num_records=int(row[5]),
         fingerprint_id=row[6],
-        host_name=str(fingerprint.get("host_name", "")),
+        host_name=str(host_name),
     )
 
 
-def _stored_record(row: tuple[Any, ...]) -> StoredRecord:
+def _stored_record(row: tuple[Any, ...], *, schema: int) -> StoredRecord:
+    name, payload = row[4], _json(row[11])
+    if schema < 2 and row[2] == "benchmark" and isinstance(payload, dict):
+        split = split_benchmark_size(payload)  # a schema-1 store read without migrating it
+        if split is not None:
+            payload, name = split
     return StoredRecord(
         record_id=int(row[0]),
         run_id=row[1],
         kind=row[2],
         created_s=row[3],
-        name=row[4],
+        name=name,
         metric=row[5],
         value=row[6],
         unit=row[7],
         sol=row[8],
         fingerprint_id=row[9],
-        fingerprint=_json(row[10]),
-        payload=_json(row[11]),
+        stored_fingerprint=_json(row[10]),
+        stored_payload=payload,
     )
 
 
@@ -504,8 +650,11 @@ def open_store(
     ``create=False``: a missing store (a SQLite file that is not there, a
     database without lightspeed's tables) is then a
     :class:`~lightspeed.store.backends.StoreMissingError` and nothing is
-    created. A store this process may not write is opened read-only (reads
-    work; a write says it is read-only). A store that is created is logged at
+    created; the store is opened for reading only and never changed (no
+    pragma, no migration: an older schema is read as it is). A database that
+    is not a lightspeed store is refused before anything touches it. A store
+    this process may not write is opened read-only (reads work; a write says
+    it is read-only). A store that is created is logged at
     INFO level with its location. ``timeout_s`` is how long a writer waits for
     another's lock (and, on PostgreSQL, for the connection).
     """
@@ -513,20 +662,22 @@ def open_store(
     create = create or str(where.path) == MEMORY_STORE  # an in-memory store leaves nothing behind
     backend = connect(where, timeout_s=timeout_s, create=create)
     try:
-        _prepare(backend, create=create)
+        found, schema = _prepare(backend, create=create)
     except BaseException:
         backend.close()
         raise
-    return ResultsStore(backend)
+    return ResultsStore(backend, schema=schema, created=create and found == 0)
 
 
-def _prepare(backend: Backend, *, create: bool) -> None:
-    """Migrate the store, except one that must not be created or cannot be written."""
+def _prepare(backend: Backend, *, create: bool) -> tuple[int, int]:
+    """Check that the store is lightspeed's, then migrate it, except one opened for reading or
+    that cannot be written (read as it is). Returns (the version found, the version now)."""
+    try:
+        found = current_version(backend)  # reads only; refuses another program's database
+    except backend.driver_errors() as error:
+        raise backend.describe(error, read=True) from None
+    refuse_newer(backend, found)
     if not create or backend.read_only:
-        try:
-            found = current_version(backend)
-        except backend.driver_errors() as error:
-            raise backend.describe(error, read=True) from None
         if found == 0:
             fix = (
                 "check LIGHTSPEED_STORE; it is created by the first write to it "
@@ -534,10 +685,9 @@ def _prepare(backend: Backend, *, create: bool) -> None:
             )
             where = backend.location.display
             raise StoreMissingError(
-                f"results store {where} holds no lightspeed results (no tables yet); fix: {fix}"
+                f"results store {where} holds no lightspeed results yet (an empty database); fix: {fix}"
             )
-        if backend.read_only:
-            if found > SCHEMA_VERSION:
-                migrate(backend)  # refuses a newer store with its own message
-            return  # an older read-only store is read as it is (every schema reads alike)
+        return found, found  # read as it is: an older schema is not migrated by a reader
+    backend.prepare_for_writing()
     migrate(backend)
+    return found, SCHEMA_VERSION

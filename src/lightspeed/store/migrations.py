@@ -24,8 +24,15 @@ than importing code that may change.
    payload that is not JSON is kept whole as a JSON string, so nothing is
    lost), with a GIN index for ``results list --where`` and expression indexes
    on the fields teams filter by (``system``, ``model``, ``git_commit``); on
-   SQLite (TEXT read by JSON1) the same expression indexes. Both get
+   SQLite (TEXT read by JSON1) the same expression indexes, after the same
+   keeping of non-JSON payloads as JSON strings (an expression index refuses
+   a row that is not JSON; this step, added after release, changes nothing
+   in a store that migrated, since such a store held no such row). Both get
    ``runs(kind)``.
+
+A database that is not a lightspeed store (another program's SQLite file, a
+PostgreSQL database with its own ``runs`` table) is refused by
+:func:`current_version` before anything is written to it.
 """
 
 from __future__ import annotations
@@ -145,6 +152,8 @@ INDEXED_PAYLOAD_FIELDS: Final = ("system", "model", "git_commit")
 def _queryable_payloads(backend: Backend) -> None:
     backend.execute("CREATE INDEX IF NOT EXISTS runs_by_kind ON runs(kind)")
     if isinstance(backend, SqliteBackend):
+        for table, key in (("records", "record_id"), ("fingerprints", "fingerprint_id")):
+            _keep_non_json_as_strings(backend, table, key)
         for field in INDEXED_PAYLOAD_FIELDS:  # constant names, not input
             expression = f"json_extract(payload, '$.{field}')"
             backend.execute(f"CREATE INDEX IF NOT EXISTS records_by_{field} ON records({expression})")
@@ -197,16 +206,6 @@ def _ddl(backend: Backend, template: str) -> str:
     return template.format(real=backend.real_type, identity=backend.identity_type)
 
 
-def _table_exists(backend: Backend, table: str) -> bool:
-    if isinstance(backend, SqliteBackend):
-        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
-    else:
-        # pg_tables, not to_regclass(): a catalog-cache lookup can miss a table that another
-        # migrating process committed while this one waited for the advisory lock.
-        sql = "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = ?"
-    return bool(backend.execute(sql, (table,)).fetchall())
-
-
 def _legacy_version(backend: Backend) -> int:
     """The version of a store without a schema_version table: SQLite's user_version (0 or 1)."""
     if isinstance(backend, SqliteBackend):
@@ -214,15 +213,49 @@ def _legacy_version(backend: Backend) -> int:
     return 0
 
 
+STORE_TABLES: Final = ("fingerprints", "runs", "records", "schema_version")
+
+
+def _tables(backend: Backend) -> set[str]:
+    if isinstance(backend, SqliteBackend):
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+    else:
+        # pg_tables, not to_regclass(): a catalog-cache lookup can miss a table that another
+        # migrating process committed while this one waited for the advisory lock.
+        sql = "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+    return {str(row[0]) for row in backend.execute(sql).fetchall()}
+
+
 def current_version(backend: Backend) -> int:
-    """The schema version of the open store (0 for an empty database)."""
-    if _table_exists(backend, "schema_version"):
+    """The schema version of the open store (0 for an empty database); reads only.
+
+    A database that holds tables but is not a lightspeed store is a
+    :class:`StoreError` saying so (on SQLite any table: the file is another
+    program's; on PostgreSQL, shared with others, a table named like one of
+    the store's).
+    """
+    tables = _tables(backend)  # one look: another process may create the tables meanwhile
+    if "schema_version" in tables:
         found = backend.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
         return int(found or 0)
-    return _legacy_version(backend)
+    ours = {"fingerprints", "runs", "records"}
+    version = _legacy_version(backend)
+    if (version and ours <= tables) or not tables:
+        return version  # a schema-1 SQLite store; or an empty database
+    foreign = sorted(tables if isinstance(backend, SqliteBackend) else tables & ours)
+    if not foreign:
+        return 0  # a PostgreSQL database holding other programs' tables only: the store goes beside them
+    raise backend.store_error(
+        f"is not a lightspeed store: a {backend.name} database with tables {', '.join(foreign)} "
+        "that lightspeed did not create",
+        "point LIGHTSPEED_STORE (or --to, --from) at a lightspeed store or a new path; "
+        "lightspeed leaves this database as it is",
+        read=True,
+    )
 
 
-def _refuse_newer(backend: Backend, version: int) -> None:
+def refuse_newer(backend: Backend, version: int) -> None:
+    """Refuse a store whose schema is newer than this lightspeed (it would be misread)."""
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"results store {backend.location.display} has schema version {version}, newer than this "
@@ -236,12 +269,12 @@ def migrate(backend: Backend) -> int:
         found = current_version(backend)
     except backend.driver_errors() as error:
         raise backend.describe(error, read=True) from None
-    _refuse_newer(backend, found)
+    refuse_newer(backend, found)
     if found == SCHEMA_VERSION:
         return found  # the common case takes no lock
     with backend.transaction(exclusive=True):
         found = current_version(backend)  # another process may have migrated meanwhile
-        _refuse_newer(backend, found)
+        refuse_newer(backend, found)
         backend.execute(_ddl(backend, _SCHEMA_VERSION_TABLE))
         if found and not backend.execute("SELECT 1 FROM schema_version").fetchall():
             _record(backend, found, "applied before the schema_version table existed")

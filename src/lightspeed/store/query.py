@@ -1,15 +1,19 @@
 """Conditions on stored payloads: ``results list --where key=value``, the same on both backends.
 
 A condition ``key=value`` matches a record whose payload holds ``value`` at
-``key`` (a dotted path into nested objects: ``plan.tp=8``); ``env.KEY``
-matches the run's environment fingerprint instead (``env.host_name=node-7``);
-``kind`` and ``label`` match the run's own columns. The value is read as JSON
+``key`` (a dotted path into nested objects: ``plan.tp=8``), or whose run's
+environment fingerprint holds it there (``git_commit=1a2b3c``: the commit of
+the checkout a run was made in); ``env.KEY`` matches the run's environment
+only (``env.host_name=node-7``); ``kind`` and ``label`` match the run's own
+columns. The value is read as JSON
 when it is a number, ``true``, ``false``, ``null`` or a quoted string
 (``model="8"``), else as text, and is compared with its type: ``tp=8`` does not
-match a payload that holds the text ``"8"``. A run matches when one of its
-records matches every payload condition.
+match a payload that holds the text ``"8"``. An integer beyond 64 bits is
+compared exactly, by its digits. A run matches when one of its records
+matches every payload condition.
 
-SQLite answers with its JSON1 functions on the TEXT payload; PostgreSQL with
+SQLite answers with its JSON1 functions on the TEXT payload (a row that is not
+valid JSON matches nothing rather than failing the query); PostgreSQL with
 JSONB containment (``@>``), which its GIN index serves. Keys and values are
 always query parameters, never SQL text.
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -32,6 +37,11 @@ from lightspeed.errors import UserInputError
 JsonScalar = str | int | float | bool | None
 RUN_COLUMNS: Final = ("kind", "label")
 FINGERPRINT_PREFIX: Final = "env."
+# SQLite stores integers in 64 bits; a larger one is compared by its JSON text (the -> operator,
+# SQLite 3.38+), or as a float where the library is older.
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_SQLITE_HAS_ARROW: Final = sqlite3.sqlite_version_info >= (3, 38, 0)
 _KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_][A-Za-z0-9_\-]*)*$")
 
 
@@ -87,23 +97,47 @@ def _nested(path: tuple[str, ...], value: JsonScalar) -> str:
     return json.dumps(document)
 
 
-def payload_match(backend: str, column: str, condition: Condition) -> tuple[str, list[Any]]:
-    """SQL (``?`` placeholders) true when ``column`` holds the condition's value at its path."""
+def payload_match(
+    backend: str, column: str, condition: Condition, *, text_payloads: bool = False
+) -> tuple[str, list[Any]]:
+    """SQL (``?`` placeholders) true when ``column`` holds the condition's value at its path.
+
+    ``text_payloads``: on PostgreSQL, the column is still TEXT (a store at schema 2, read
+    without migrating it) and is cast to JSONB.
+    """
     if backend == "postgresql":
-        return f"{column} @> ?::jsonb", [_nested(condition.path, condition.value)]
+        cast = "::jsonb" if text_payloads else ""
+        return f"{column}{cast} @> ?::jsonb", [_nested(condition.path, condition.value)]
     json_path = "$." + ".".join(f'"{part}"' for part in condition.path)
+    # CASE fixes the order: a row that is not valid JSON is skipped, not an error for the query
+    kind = f"CASE WHEN json_valid({column}) THEN json_type({column}, ?) END"
     value = condition.value
     if isinstance(value, bool) or value is None:
-        return f"json_type({column}, ?) = ?", [json_path, json.dumps(value)]
+        return f"{kind} = ?", [json_path, json.dumps(value)]
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+        if _SQLITE_HAS_ARROW:
+            return f"{kind} = 'integer' AND ({column} -> ?) = ?", [json_path, json_path, str(value)]
+        value = float(value)  # an old SQLite: compared as the nearest float
     if isinstance(value, int | float):
         return (
-            f"json_type({column}, ?) IN ('integer', 'real') AND json_extract({column}, ?) = ?",
+            f"{kind} IN ('integer', 'real') AND json_extract({column}, ?) = ?",
             [json_path, json_path, value],
         )
-    return f"json_type({column}, ?) = 'text' AND json_extract({column}, ?) = ?", [json_path, json_path, value]
+    return f"{kind} = 'text' AND json_extract({column}, ?) = ?", [json_path, json_path, value]
 
 
-def run_filters(backend: str, conditions: Sequence[Condition]) -> tuple[list[str], list[Any]]:
+def record_or_run_match(
+    backend: str, condition: Condition, *, text_payloads: bool = False
+) -> tuple[str, list[Any]]:
+    """SQL true when record ``r``'s payload, or its run's environment ``f``, holds a plain condition."""
+    record_sql, record_values = payload_match(backend, "r.payload", condition, text_payloads=text_payloads)
+    run_sql, run_values = payload_match(backend, "f.payload", condition, text_payloads=text_payloads)
+    return f"(({record_sql}) OR ({run_sql}))", [*record_values, *run_values]
+
+
+def run_filters(
+    backend: str, conditions: Sequence[Condition], *, text_payloads: bool = False
+) -> tuple[list[str], list[Any]]:
     """WHERE clauses (on runs ``u`` joined to fingerprints ``f``) for ``conditions``."""
     clauses: list[str] = []
     parameters: list[Any] = []
@@ -113,13 +147,15 @@ def run_filters(backend: str, conditions: Sequence[Condition]) -> tuple[list[str
             clauses.append(f"u.{condition.path[0]} = ?")  # a name from RUN_COLUMNS, not input
             parameters.append(condition.value)
         elif condition.scope == "fingerprint":
-            sql, values = payload_match(backend, "f.payload", condition)
+            sql, values = payload_match(backend, "f.payload", condition, text_payloads=text_payloads)
             clauses.append(sql)
             parameters.extend(values)
         else:
             records.append(condition)
     if records:
-        parts = [payload_match(backend, "r.payload", condition) for condition in records]
+        parts = [
+            record_or_run_match(backend, condition, text_payloads=text_payloads) for condition in records
+        ]
         clauses.append(
             "EXISTS (SELECT 1 FROM records r WHERE r.run_id = u.run_id AND "
             + " AND ".join(sql for sql, _ in parts)

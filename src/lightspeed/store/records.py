@@ -14,13 +14,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final, TypeAlias
 
-from lightspeed.errors import UserInputError
+from lightspeed.errors import StoreError, UserInputError
 from lightspeed.records import JsonDict, JsonObject, Record
 
+# A JSON value as stored: an object for everything lightspeed writes; a string for text that was
+# not JSON (kept whole by migration 3, or damaged by hand); any other JSON value in principle.
+StoredJson: TypeAlias = JsonObject | list[Any] | str | int | float | bool | None
 KIND_PATTERN: Final = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 KNOWN_KINDS: Final = ("benchmark", "prediction", "goodput", "trace", "monitor")
+# The units whose values are better lower (durations), when a payload does not say.
+LOWER_IS_BETTER_UNITS: Final = ("s",)
 
 
 def check_kind(kind: str) -> str:
@@ -30,6 +35,43 @@ def check_kind(kind: str) -> str:
             f"record kind {kind!r} is not a short lowercase word; use e.g. {', '.join(KNOWN_KINDS)}"
         )
     return kind
+
+
+def check_known_kind(kind: str, *, option: str = "--kind") -> str:
+    """``kind`` if it is one lightspeed writes; else one line listing them (a filter on a typo
+    would silently match nothing)."""
+    if kind not in KNOWN_KINDS:
+        raise UserInputError(f"{option} {kind!r} is not a kind of run; use one of {', '.join(KNOWN_KINDS)}")
+    return kind
+
+
+def lower_is_better(unit: str, payload: StoredJson = None) -> bool:
+    """Whether a smaller value is better: the payload's ``lower_is_better`` when it holds a
+    boolean one, else whether ``unit`` is a duration (``s``).
+
+    >>> (lower_is_better("s"), lower_is_better("B/s"), lower_is_better("s", {"lower_is_better": False}))
+    (True, False, False)
+    """
+    hint = payload.get("lower_is_better") if isinstance(payload, dict) else None
+    return hint if isinstance(hint, bool) else unit in LOWER_IS_BETTER_UNITS
+
+
+def fraction_of_sol(value: float | None, sol: float | None, *, lower_better: bool) -> float | None:
+    """The fraction of the speed of light reached: ``value / sol`` for a rate (higher is better),
+    ``sol / value`` for a time (lower is better), so that it is at most 1 for a physical
+    measurement and above 1 only when the SOL was beaten. ``None`` when either is unknown, not
+    finite or not positive.
+
+    >>> fraction_of_sol(2e10, 4e10, lower_better=False)
+    0.5
+    >>> round(fraction_of_sol(0.42, 0.30, lower_better=True), 4)  # 300 ms of SOL, 420 ms taken
+    0.7143
+    """
+    if value is None or sol is None:
+        return None
+    if not (math.isfinite(value) and math.isfinite(sol)) or value <= 0 or sol <= 0:
+        return None
+    return sol / value if lower_better else value / sol
 
 
 def _check_text(what: str, text: str) -> None:
@@ -72,9 +114,20 @@ class NewRecord(Record):
             _check_text(f"record {label}", text)
 
 
+class UnusablePayloadError(StoreError):
+    """A stored payload that is not a JSON object was asked for as one."""
+
+
 @dataclass(frozen=True)
 class StoredRecord(Record):
-    """One record read back from the store, with its run and environment."""
+    """One record read back from the store, with its run and environment.
+
+    ``payload`` and ``fingerprint`` are the stored JSON objects. A stored value that is not an
+    object (a JSON string kept by migration 3 for text that was not JSON, or text damaged by
+    hand) is kept whole in ``stored_payload`` / ``stored_fingerprint``: exports and pushes carry
+    it as it is, and reading it as an object raises :class:`UnusablePayloadError` naming the run
+    and the record (one line, exit 2 in the CLI).
+    """
 
     record_id: int
     run_id: str
@@ -86,19 +139,53 @@ class StoredRecord(Record):
     unit: str
     sol: float | None
     fingerprint_id: str
-    fingerprint: JsonObject
-    payload: JsonObject
+    stored_fingerprint: StoredJson
+    stored_payload: StoredJson
+
+    @property
+    def payload(self) -> JsonObject:
+        """The payload as a JSON object (:class:`UnusablePayloadError` when it is not one)."""
+        return self._object(self.stored_payload, "payload")
+
+    @property
+    def fingerprint(self) -> JsonObject:
+        """The run's environment as a JSON object (:class:`UnusablePayloadError` when it is not one)."""
+        return self._object(self.stored_fingerprint, f"environment {self.fingerprint_id}")
+
+    def _object(self, value: StoredJson, what: str) -> JsonObject:
+        if isinstance(value, dict):
+            return value
+        raise UnusablePayloadError(
+            f"run {self.run_id} record {self.record_id} ({self.name}): its {what} is not a JSON object "
+            f"but {_shown(value)}, kept as it was stored; fix: leave this run out, or correct that "
+            "row in the database"
+        )
+
+    @property
+    def lower_is_better(self) -> bool:
+        """Whether a smaller value is better (see :func:`lower_is_better`)."""
+        return lower_is_better(self.unit, self.stored_payload)
 
     @property
     def fraction_of_sol(self) -> float | None:
-        """``value / sol`` when both are known and positive, else ``None``."""
-        if self.value is None or self.sol is None or self.sol <= 0 or not math.isfinite(self.value):
-            return None
-        return self.value / self.sol
+        """The fraction of the speed of light reached (see :func:`fraction_of_sol`): ``value / sol``,
+        or ``sol / value`` for a lower-is-better metric such as a time."""
+        return fraction_of_sol(self.value, self.sol, lower_better=self.lower_is_better)
 
     def to_dict(self) -> JsonDict:
-        """Every field, plus the derived ``fraction_of_sol`` (the CSV export's column of that name)."""
-        return {**super().to_dict(), "fraction_of_sol": self.fraction_of_sol}
+        """Every field (``payload`` and ``fingerprint`` as stored), plus the derived
+        ``fraction_of_sol`` (the CSV export's column of that name)."""
+        data = super().to_dict()
+        data["fingerprint"] = data.pop("stored_fingerprint")
+        data["payload"] = data.pop("stored_payload")
+        return {**data, "fraction_of_sol": self.fraction_of_sol}
+
+
+def _shown(value: StoredJson) -> str:
+    """A stored value for a message: its type and the start of its text."""
+    text = value if isinstance(value, str) else repr(value)
+    short = text if len(text) <= 40 else text[:37] + "..."
+    return f"{type(value).__name__} {short!r}"
 
 
 @dataclass(frozen=True)
