@@ -228,9 +228,12 @@ def test_negative_metric_keeps_direction() -> None:
     assert result.ci_low_fraction > 0
 
 
-def test_zero_baseline_is_an_error() -> None:
-    with pytest.raises(UserInputError, match="median 0"):
-        compare_samples(baseline=_series([0.0] * 5), current=_series([1.0] * 5))
+def test_zero_baseline_is_compared_by_its_absolute_change() -> None:
+    # A relative change from a median of 0 is undefined: the absolute change (0 -> 1) is judged.
+    result = compare_samples(baseline=_series([0.0] * 5), current=_series([1.0] * 5))
+    assert result.change_basis == "absolute"
+    assert result.change_absolute == 1.0
+    assert result.verdict == "regression"
 
 
 @pytest.mark.parametrize(

@@ -5,16 +5,45 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
+from typing import Any
 
 import click
 
 from lightspeed.cli._common import DefaultGroup, emit, json_option
-from lightspeed.cli.options import PROBABILITY_OPEN, THRESHOLD, WARMUP
+from lightspeed.cli.options import PROBABILITY_OPEN, THRESHOLD, WARMUP, Percent
 from lightspeed.errors import UnsupportedError
 from lightspeed.gate import compare_runs, load_metric_samples
 from lightspeed.report import render_gate
 
 _SYSTEMS_MODULE = "lightspeed.cli.compare_systems"
+_EXIT_CODES = (
+    "Exit codes of the gate: 0 no regression, 1 regression (or a baseline metric missing from the current "
+    "run), 2 bad input, 70 internal error (a bug in lightspeed)."
+)
+
+
+class _GateThreshold(Percent):
+    """``--threshold``: ``5%`` or ``0.05``; a bare number of 1 or more is refused, as it is ambiguous
+    (``5`` meant as 5% would be 500% and silently disable the gate)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip().endswith("%"):
+            try:
+                bare = float(value)
+            except ValueError:
+                bare = None
+            if bare is not None and math.isfinite(bare) and bare >= 1.0:
+                self.fail(
+                    f"{value.strip()!r} is ambiguous: a bare number is a fraction ({value.strip()} = "
+                    f"{bare:.0%}); write {value.strip()}% or {bare / 100:g}",
+                    param,
+                    ctx,
+                )
+        return super().convert(value, param, ctx)
+
+
+GATE_THRESHOLD = _GateThreshold(minimum=THRESHOLD.minimum, maximum=THRESHOLD.maximum)
 
 
 class _CompareGroup(DefaultGroup):
@@ -40,12 +69,7 @@ def _systems_command() -> click.Command:
     return command
 
 
-@click.group(
-    "compare",
-    cls=_CompareGroup,
-    default_command="runs",
-    epilog="Exit codes of the gate: 0 no regression, 1 regression, 2 bad input.",
-)
+@click.group("compare", cls=_CompareGroup, default_command="runs", epilog=_EXIT_CODES)
 def command() -> None:
     """Regression gate between results (default: 'compare BASELINE CURRENT'), or hardware systems.
 
@@ -54,7 +78,7 @@ def command() -> None:
     """
 
 
-@command.command("runs", epilog="Exit codes: 0 no regression, 1 regression, 2 bad input.")
+@command.command("runs", epilog=_EXIT_CODES)
 @click.argument("baseline")
 @click.argument("current")
 @click.option(
@@ -66,10 +90,10 @@ def command() -> None:
 @click.option(
     "--threshold",
     "threshold_fraction",
-    type=THRESHOLD,
+    type=GATE_THRESHOLD,
     default="5%",
     show_default=True,
-    help="Smallest relative change of the median that counts (e.g. 5% or 0.05).",
+    help="Smallest relative change of the median that counts: 5% or 0.05 (a bare 5 is refused as ambiguous).",
 )
 @click.option(
     "--alpha",
@@ -89,6 +113,18 @@ def command() -> None:
     is_flag=True,
     help="Traces: keep the last ProfilerStep (left out by default, as HTA does: the profiler stops in it).",
 )
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Pass although a metric of the baseline is missing from the current run (by default that fails: "
+    "its benchmark crashed or gave no finite value).",
+)
+@click.option(
+    "--allow-different-hardware",
+    is_flag=True,
+    help="Compare runs measured on another GPU or CPU model (refused by default: a device change is not a "
+    "regression); the differences are still reported.",
+)
 @json_option
 def runs(
     *,
@@ -99,6 +135,8 @@ def runs(
     alpha: float,
     warmup: int | None,
     include_last_step: bool,
+    allow_missing: bool,
+    allow_different_hardware: bool,
     as_json: bool,
 ) -> int:
     """Regression gate: is CURRENT significantly worse than BASELINE?
@@ -106,7 +144,8 @@ def runs(
     BASELINE and CURRENT are sample files ({"metric", "unit", "lower_is_better",
     "samples"}), results-store runs, goodput run folders or profiler traces.
     A change is a regression only when the median moved the bad way by more
-    than --threshold AND the move is statistically significant.
+    than --threshold AND the move is statistically significant. Warnings (environments
+    that differ, directions assumed, metrics missing) go to stderr.
     """
     result = compare_runs(
         baseline=load_metric_samples(baseline, include_last_step=include_last_step),
@@ -115,6 +154,10 @@ def runs(
         threshold_fraction=threshold_fraction,
         alpha=alpha,
         num_warmup=warmup,
+        allow_missing=allow_missing,
+        allow_different_hardware=allow_different_hardware,
     )
     emit(result, as_json, render_gate)
-    return 1 if result.num_regressions else 0
+    for note in result.notes:
+        click.echo(f"lightspeed: warning: {' '.join(note.split())}", err=True)
+    return 0 if result.passed else 1

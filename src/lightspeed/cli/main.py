@@ -3,11 +3,16 @@
 Subcommands live one per module and are imported only when used, so that
 ``lightspeed hw list`` never pays for numpy-heavy analyses it does not run.
 User errors (:class:`lightspeed.errors.LightspeedError` and usage errors) are
-caught here once: one line on stderr, exit code 2, no traceback.
+caught here once: one line on stderr, exit code 2, no traceback. Output that cannot be
+written (a full disk, an I/O error on stdout) is one line and exit code 2 as well; any
+other exception is a bug in lightspeed: one line naming it, exit code 70 (``EX_SOFTWARE``),
+the traceback only at debug level (``-vv``), so that CI never reads a crash as a
+regression found (1) or as bad input (2).
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import logging
@@ -154,12 +159,13 @@ def _split_env_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input, 141 the
-    reader of stdout gone)."""
+    """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input or output
+    that cannot be written, 70 an internal error (a bug), 141 the reader of stdout gone)."""
     args = list(sys.argv[1:] if argv is None else argv)
     stdout_before = _stdout_identity()
     try:
         result = cli.main(args=args, prog_name="lightspeed", standalone_mode=False)
+        sys.stdout.flush()  # a full disk or an I/O error shows here, not at exit
     except click.exceptions.Exit as exit_:
         return int(exit_.exit_code)
     except SystemExit as exit_:
@@ -181,7 +187,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error))
     except BrokenPipeError:
         return _broken_pipe()
+    except OSError as error:
+        if _is_output_error(error):
+            return _output_failed(error)
+        return _internal_error(error)
+    except Exception as error:  # the last resort: a bug, never a verdict
+        return _internal_error(error)
     return int(result) if isinstance(result, int) else 0
+
+
+# errno values of a write to stdout that failed for good (no space, quota, file size, I/O)
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+# The status of an unexpected exception: sysexits.h EX_SOFTWARE, "internal software error",
+# neither 1 (a regression found) nor 2 (bad input)
+INTERNAL_ERROR_STATUS = 70
+
+
+def _is_output_error(error: OSError) -> bool:
+    """Whether ``error`` is a failed write of the output (a stream error names no file)."""
+    return error.errno in _OUTPUT_ERRNOS and error.filename is None
+
+
+def _output_failed(error: OSError) -> int:
+    """One line, exit code 2; stdout pointed at the null device, so that flushing what is still
+    buffered raises nothing at exit (when stdout is the process's own, not a test's stand-in)."""
+    if sys.stdout is sys.__stdout__:
+        _discard_stdout()
+    return _fail(
+        f"cannot write the output: {error.strerror or error} (errno {error.errno}); free space or "
+        "write the output elsewhere"
+    )
+
+
+def _internal_error(error: BaseException) -> int:
+    """One line naming the exception, exit code :data:`INTERNAL_ERROR_STATUS`; the traceback at
+    debug level only."""
+    LOG.debug("internal error, traceback:", exc_info=error)
+    message = " ".join(str(error).split())
+    if len(message) > 300:
+        message = message[:297] + "..."
+    click.echo(
+        f"lightspeed: internal error: {type(error).__name__}: {message} -- this is a bug in lightspeed; "
+        f"run again with -vv (or {LOG_ENVIRONMENT_VARIABLE}=debug) to see the traceback, and report it",
+        err=True,
+    )
+    return INTERNAL_ERROR_STATUS
 
 
 def _stdout_identity() -> tuple[int, int] | None:
@@ -224,13 +274,18 @@ def _broken_pipe() -> int:
     """Exit quietly when the reader of stdout has gone (``lightspeed ... | head -1``) with
     :data:`BROKEN_PIPE_STATUS`: point stdout at the null device, so that flushing what is still
     buffered raises nothing at exit."""
+    _discard_stdout()
+    return BROKEN_PIPE_STATUS
+
+
+def _discard_stdout() -> None:
+    """Point file descriptor 1 at the null device (what is still buffered goes nowhere)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.close(devnull)
     except OSError:
         pass
-    return BROKEN_PIPE_STATUS
 
 
 def plan_flag(name: str, value: int | float | str | bool) -> str:

@@ -18,9 +18,9 @@ import numpy as np
 
 from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.files import check_input, looks_like_path
-from lightspeed.gate.compare import MetricSamples, compare_samples
+from lightspeed.gate.compare import ENVIRONMENT_FIELDS, MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
 from lightspeed.goodput import read_run
 from lightspeed.records import Record
@@ -36,6 +36,13 @@ BENCH_SIZE_FIELDS: Final = ("size", "flop_per_call", "size_bytes", "num_ops_per_
 MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 # A sample file larger than this is not a list of timings; refuse to parse it.
 MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
+# The fields of a record of 'lightspeed results export --json' that the gate reads.
+EXPORTED_RECORD_FIELDS: Final = ("record_id", "run_id", "name", "metric", "unit", "payload")
+# Units that decide which way is better when a record does not say: durations and energies are
+# better lower, rates (per second) higher. Any other unit (a count, a ratio, GPUs, FLOP, bytes)
+# does not decide it: the direction is then assumed, and the gate says so.
+LOWER_IS_BETTER_UNITS: Final = ("s", "ms", "us", "ns", "min", "h", "J", "kJ", "MJ", "Wh", "kWh")
+HIGHER_IS_BETTER_UNIT_SUFFIX: Final = "/s"
 
 
 def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
@@ -44,7 +51,8 @@ def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
     ``{"metric": "step_time_s", "unit": "s", "lower_is_better": true,
     "samples": [0.52, 0.51, ...], "warmup": 2}`` (``warmup`` optional, default 0),
     or ``lightspeed bench --json`` output (one series per benchmark result).
-    Raises :class:`DataFileError` naming the file, field and fix.
+    or ``lightspeed results export --json`` output (one series per stored name and
+    metric, as ``run:ID`` gives). Raises :class:`DataFileError` naming the file, field and fix.
     """
     data = _load_json(path)
     items = data if isinstance(data, list) else [data]
@@ -52,12 +60,19 @@ def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
         raise DataFileError(path, "the file holds an empty list", fix="add at least one metric object")
     if all(isinstance(item, Mapping) and is_bench_result(item) for item in items):
         return _bench_file_samples(items, path)
+    if any(isinstance(item, Mapping) and is_exported_record(item) for item in items):
+        return _exported_samples(items, path)
     return tuple(parse_sample_object(item, path=path, where=f"[{index}]") for index, item in enumerate(items))
 
 
 def is_bench_result(data: Mapping[str, Any]) -> bool:
     """Whether ``data`` looks like a :class:`~lightspeed.bench.BenchResult` as JSON (old or new keys)."""
     return all(key in data for key in BENCH_FIELDS) and any(key in data for key in BENCH_SIZE_FIELDS)
+
+
+def is_exported_record(data: Mapping[str, Any]) -> bool:
+    """Whether ``data`` looks like a record of ``lightspeed results export --json``."""
+    return all(key in data for key in EXPORTED_RECORD_FIELDS)
 
 
 def bench_result_from_dict(data: Mapping[str, Any]) -> BenchResult:
@@ -98,6 +113,99 @@ def _bench_file_samples(items: Sequence[Mapping[str, Any]], path: Path) -> tuple
     return samples_from_records(benchmark_records(results), source=str(path))
 
 
+def _exported_samples(items: Sequence[Any], path: Path) -> tuple[MetricSamples, ...]:
+    """``lightspeed results export --json`` output: the records as ``run:ID`` reads them from the
+    store (the payload's samples and direction), the environment from their fingerprints."""
+    records: list[NewRecord] = []
+    environment: list[tuple[str, str]] = []
+    for index, item in enumerate(items):
+        records.append(_exported_record(item, path, f"[{index}]"))
+        environment += environment_pairs(item.get("fingerprint"))
+    runs = ", ".join(dict.fromkeys(str(item["run_id"]) for item in items))
+    return samples_from_records(
+        records, source=f"{path} (run {runs})", environment=tuple(dict.fromkeys(environment))
+    )
+
+
+def _exported_record(item: object, path: Path, where: str) -> NewRecord:
+    fix = "pass the file 'lightspeed results export --json' wrote, unchanged, or compare run:ID"
+    if not isinstance(item, Mapping) or not is_exported_record(item):
+        fields = ", ".join(EXPORTED_RECORD_FIELDS)
+        raise DataFileError(
+            path, f"entry {where} is not an exported record like the others ({fields})", fix=fix
+        )
+    texts = {key: item[key] for key in ("name", "metric", "unit")}
+    for key, text in texts.items():
+        if not isinstance(text, str):
+            raise DataFileError(path, f"entry {where} needs a string", field=key, value=text, fix=fix)
+    payload, value = item["payload"], item.get("value")
+    if not isinstance(payload, Mapping):
+        raise DataFileError(
+            path,
+            f"entry {where} (run {item['run_id']}) has a payload that is not a JSON object: "
+            "its samples and direction are unknown",
+            field="payload",
+            value=payload,
+            fix="leave that record out of the export (or correct it in the store)",
+        )
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise DataFileError(
+            path, f"entry {where} needs a number or null", field="value", value=value, fix=fix
+        )
+    try:
+        return NewRecord(
+            name=texts["name"],
+            metric=texts["metric"],
+            value=None if value is None else float(value),
+            unit=texts["unit"],
+            payload=dict(payload),
+        )
+    except UserInputError as error:
+        raise DataFileError(path, f"entry {where}: {error}", fix=fix) from None
+
+
+def environment_pairs(fingerprint: object) -> tuple[tuple[str, str], ...]:
+    """The :data:`~lightspeed.gate.compare.ENVIRONMENT_FIELDS` that an environment fingerprint
+    (or a sample file's ``environment`` object) records, as ``(key, value)`` pairs; ``gpus`` (one
+    name per device) as the distinct names joined. Anything else (absent, empty, not text) is
+    left out: a field one side does not record is not compared."""
+    if not isinstance(fingerprint, Mapping):
+        return ()
+    pairs = []
+    for key, _label, _hardware in ENVIRONMENT_FIELDS:
+        value = fingerprint.get(key)
+        if isinstance(value, list | tuple):
+            text = ", ".join(
+                sorted({name.strip() for name in value if isinstance(name, str) and name.strip()})
+            )
+        else:
+            text = value.strip() if isinstance(value, str) else ""
+        if text:
+            pairs.append((key, text))
+    return tuple(pairs)
+
+
+def _file_environment(item: Mapping[str, Any], path: Path | str, where: str) -> tuple[tuple[str, str], ...]:
+    """A sample file entry's optional ``environment``: an object of fingerprint fields."""
+    environment = item.get("environment")
+    if environment is None:
+        return ()
+    fix = 'e.g. {"gpus": ["NVIDIA H100 80GB HBM3"], "cpu_model": "...", "torch_version": "2.5.1"}'
+    if not isinstance(environment, Mapping):
+        raise DataFileError(
+            path, f"entry {where} needs an object", field="environment", value=environment, fix=fix
+        )
+    for key, _label, _hardware in ENVIRONMENT_FIELDS:
+        value = environment.get(key)
+        names = value if key == "gpus" and isinstance(value, list) else [value]
+        if not all(name is None or isinstance(name, str) for name in names):
+            raise DataFileError(
+                path, f"entry {where} needs text (gpus: a list of names)", field=f"environment.{key}",
+                value=value, fix=fix,
+            )  # fmt: skip
+    return environment_pairs(environment)
+
+
 def _load_json(path: Path) -> Any:
     if read_bounded(path, max_bytes=MAX_SAMPLE_FILE_BYTES, what="sample file").strip() == b"":
         raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
@@ -116,7 +224,8 @@ def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> M
     if not isinstance(lower, bool):
         raise DataFileError(
             path, f"entry {where} needs true or false", field="lower_is_better", value=lower,
-            fix="true for times and latencies, false for throughputs",
+            fix="true for times and latencies, false for throughputs (for the output of 'lightspeed "
+            "results export --json', compare the run as run:ID, or pass the file unchanged)",
         )  # fmt: skip
     raw = item.get("samples")
     if not isinstance(raw, list) or not raw:
@@ -128,7 +237,13 @@ def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> M
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise DataFileError(path, f"entry {where} needs a count >= 0", field="warmup", value=warmup)
     return MetricSamples(
-        metric=metric, unit=unit, lower_is_better=lower, samples=samples, num_warmup=warmup, source=str(path)
+        metric=metric,
+        unit=unit,
+        lower_is_better=lower,
+        samples=samples,
+        num_warmup=warmup,
+        source=str(path),
+        environment=_file_environment(item, path, where),
     )
 
 
@@ -208,30 +323,99 @@ def load_metric_samples(
 
 
 def samples_from_records(
-    records: Sequence[StoredRecord] | Sequence[NewRecord], *, source: str
+    records: Sequence[StoredRecord] | Sequence[NewRecord],
+    *,
+    source: str,
+    environment: tuple[tuple[str, str], ...] | None = None,
 ) -> tuple[MetricSamples, ...]:
     """Group records (stored, or about to be) into one series per (name, metric, unit).
 
     A record whose payload has a ``samples`` list contributes those repetitions
     (benchmarks store them); otherwise its ``value`` is one sample. The
     direction comes from the payload's ``lower_is_better`` when present, else
-    from the unit: times (``s``) are better lower, everything else higher.
+    from a unit that decides it (:func:`unit_direction`: durations and energies
+    lower, rates higher); otherwise higher is assumed and the series says so
+    (``direction_assumed``). ``environment`` (default: from the stored records'
+    fingerprints) names the machine for the gate's environment check. A payload
+    that is not a JSON object is refused (its samples and direction are unknown).
     """
     groups: dict[tuple[str, str, str], list[StoredRecord | NewRecord]] = {}
     for record in records:
+        _payload(record, source)
         groups.setdefault((record.name, record.metric, record.unit), []).append(record)
     series: list[MetricSamples] = []
     for (name, metric, unit), members in groups.items():
         samples = [value for record in members for value in _record_samples(record)]
         if not samples:
             continue
-        hint = members[0].payload.get("lower_is_better")
-        lower = hint if isinstance(hint, bool) else unit == "s"
+        lower, assumed = _records_direction(members, unit)
         label = metric if name == metric else f"{name} [{metric}]"
-        series.append(MetricSamples(label, unit, lower, tuple(samples), source=source))
+        series.append(
+            MetricSamples(
+                label,
+                unit,
+                lower,
+                tuple(samples),
+                source=source,
+                direction_assumed=assumed,
+                environment=_records_environment(members) if environment is None else environment,
+            )
+        )
     if not series:
         raise UserInputError(f"{source} holds no record with a finite value to compare")
     return tuple(series)
+
+
+def unit_direction(unit: str) -> bool | None:
+    """``lower_is_better`` as the unit alone decides it: ``True`` for durations and energies
+    (:data:`LOWER_IS_BETTER_UNITS`), ``False`` for rates (``.../s``), ``None`` for any other unit
+    (a count of findings is better lower, a count of tokens higher: the unit cannot say).
+
+    >>> unit_direction("s"), unit_direction("FLOP/s"), unit_direction("count")
+    (True, False, None)
+    """
+    if unit in LOWER_IS_BETTER_UNITS:
+        return True
+    if unit.endswith(HIGHER_IS_BETTER_UNIT_SUFFIX):
+        return False
+    return None
+
+
+def _records_direction(members: Sequence[StoredRecord | NewRecord], unit: str) -> tuple[bool, bool]:
+    """(lower_is_better, assumed): the first stored ``lower_is_better``, else the unit's, else
+    higher is better, assumed."""
+    for record in members:
+        hint = record.payload.get("lower_is_better")
+        if isinstance(hint, bool):
+            return hint, False
+    from_unit = unit_direction(unit)
+    return (False, True) if from_unit is None else (from_unit, False)
+
+
+def _records_environment(members: Sequence[StoredRecord | NewRecord]) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for record in members:
+        if isinstance(record, StoredRecord):
+            try:
+                fingerprint = record.fingerprint
+            except StoreError:  # an environment kept as text (damaged): nothing to compare
+                continue
+            pairs += environment_pairs(fingerprint)
+    return tuple(dict.fromkeys(pairs))
+
+
+def _payload(record: StoredRecord | NewRecord, source: str) -> Mapping[str, Any]:
+    """The record's payload, refused with one line when it is not a JSON object (a JSON string
+    that PostgreSQL migration 3 kept for text that was not JSON)."""
+    payload: object = record.payload
+    if not isinstance(payload, Mapping):
+        where = f"record {record.record_id} " if isinstance(record, StoredRecord) else "a record "
+        raise UserInputError(
+            f"{source}: {where}({record.name} [{record.metric}]) has a payload that is not a JSON object "
+            f"but {type(payload).__name__} {str(payload)[:40]!r}: its samples and direction are unknown; "
+            "compare another run, or correct that row in the store"
+        )
+    return payload
 
 
 def _record_samples(record: StoredRecord | NewRecord) -> list[float]:

@@ -622,18 +622,22 @@ def store_records(report: MonitorReport) -> list[JsonObject]:
     """What ``monitor run`` keeps in the results store: one record per headline figure."""
     joined = report.joined
     label = " ".join(report.run.command)[:200] if report.run is not None else report.path
-    figures: list[tuple[str, float | None, str]] = [
-        ("duration_s", report.run.end_epoch_s - report.run.start_epoch_s if report.run else None, "s"),
-        ("num_findings", float(len(report.findings)), "count"),
+    # (metric, value, unit, lower_is_better): each record says which way is better, as the unit
+    # alone cannot (fewer findings and more goodput are both better); the regression gate reads it
+    figures: list[tuple[str, float | None, str, bool]] = [
+        ("duration_s", report.run.end_epoch_s - report.run.start_epoch_s if report.run else None, "s", True),
+        ("num_findings", float(len(report.findings)), "count", True),
     ]
     if joined is not None:
         figures += [
-            ("energy_j", joined.energy_j, "J"),
-            ("energy_per_step_j", joined.energy_per_step_j, "J"),
-            ("energy_per_token_j", joined.energy_per_token_j, "J"),
-            ("productive_busy_ratio", joined.productive_busy_ratio, "ratio"),
-            ("productive_process_cpu_cores", joined.productive_process_cpu_cores, "cores"),
-            ("goodput_ratio", joined.ledger.goodput_fraction, "ratio"),
+            ("energy_j", joined.energy_j, "J", True),
+            ("energy_per_step_j", joined.energy_per_step_j, "J", True),
+            ("energy_per_token_j", joined.energy_per_token_j, "J", True),
+            ("productive_busy_ratio", joined.productive_busy_ratio, "ratio", False),
+            # host CPU the job burns while its steps are productive: less is better (a GPU job
+            # that needs more host cores for the same steps has grown a CPU bottleneck)
+            ("productive_process_cpu_cores", joined.productive_process_cpu_cores, "cores", True),
+            ("goodput_ratio", joined.ledger.goodput_fraction, "ratio", False),
         ]
     payload = {
         "path": str(Path(report.path).resolve()),
@@ -641,7 +645,13 @@ def store_records(report: MonitorReport) -> list[JsonObject]:
         "findings": [finding.to_dict() for finding in report.findings],
     }
     return [
-        {"name": f"monitor {label}", "metric": metric, "value": value, "unit": unit, "payload": payload}
-        for metric, value, unit in figures
+        {
+            "name": f"monitor {label}",
+            "metric": metric,
+            "value": value,
+            "unit": unit,
+            "payload": {**payload, "lower_is_better": lower_is_better},
+        }
+        for metric, value, unit, lower_is_better in figures
         if value is not None
     ]

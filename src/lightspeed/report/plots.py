@@ -48,6 +48,18 @@ def _house_style(axes: Axes) -> None:
         axes.spines[side].set_visible(False)
 
 
+def plain_text(text: str, max_chars: int = 60) -> str:
+    """A label safe for matplotlib, for every chart text built from a user's or a file's string
+    (model, system, device, kernel and run names): ``$`` would start mathtext (and can raise on
+    untrusted names), and very long names would squeeze the plot.
+
+    >>> print(plain_text("m$x^2$"))
+    m\\$x^2\\$
+    """
+    shortened = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    return shortened.replace("$", r"\$")
+
+
 def add_legend(axes: Axes, **options: Any) -> None:
     """A legend when something on ``axes`` has a label (matplotlib warns on an empty one)."""
     handles, _ = axes.get_legend_handles_labels()

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from lightspeed.gate.compare import GateResult, MetricComparison
+from lightspeed.gate.compare import GateResult, MetricComparison, fraction_text
 from lightspeed.gate.inputs import MetricHistory
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import add_legend, new_figure
+from lightspeed.report.plots import add_legend, new_figure, plain_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,11 +40,25 @@ def _row(item: MetricComparison) -> list[str]:
         direction,
         f"{_value(item.baseline_median)} (n={item.num_baseline})",
         f"{_value(item.current_median)} (n={item.num_current})",
-        f"{item.change_fraction:+.2%}",
-        f"[{item.ci_low_fraction:+.1%}, {item.ci_high_fraction:+.1%}]",
+        _change(item),
+        _interval(item),
         f"{min(item.p_value_worse, item.p_value_better):.3g}",
         verdict,
     ]
+
+
+def _change(item: MetricComparison) -> str:
+    """The median's change as the gate judged it: relative, or in the unit from a baseline of 0."""
+    if item.change_basis == "absolute":
+        return escape(f"{item.change_absolute:+.4g} {item.unit}")
+    return fraction_text(item.change_fraction, 2)
+
+
+def _interval(item: MetricComparison) -> str:
+    """The bootstrap interval; an infinite bound (``null`` in JSON) reads ``unbounded``."""
+    if item.change_basis == "absolute":
+        return f"[{item.ci_low_absolute:+.4g}, {item.ci_high_absolute:+.4g}]"
+    return f"[{fraction_text(item.ci_low_fraction)}, {fraction_text(item.ci_high_fraction)}]"
 
 
 def render_gate(result: GateResult, console: Console | None = None) -> None:
@@ -70,19 +84,21 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
                 f" (warm-up excluded: {item.num_warmup_baseline} baseline, {item.num_warmup_current} current)"
             )
         console.print(f"  {item.metric}: {item.reason}{warmup}", markup=False)
-    if result.skipped_metrics:
-        console.print(f"  only in one run, not compared: {', '.join(result.skipped_metrics)}", markup=False)
-    if result.num_regressions:
-        console.print(f"[bold red]FAIL[/]: {result.num_regressions} regression(s)")
+    if result.missing_from_current:
+        console.print(
+            f"  missing from the current run: {', '.join(result.missing_from_current)}"
+            + (" (allowed)" if result.allow_missing else ""),
+            markup=False,
+        )
+    if result.missing_from_baseline:
+        console.print(f"  only in the current run: {', '.join(result.missing_from_baseline)}", markup=False)
+    if not result.passed:
+        failures = [f"{result.num_regressions} regression(s)"] if result.num_regressions else []
+        if result.num_missing:
+            failures.append(f"{result.num_missing} metric(s) missing from the current run")
+        console.print(f"[bold red]FAIL[/]: {', '.join(failures)}")
     else:
         console.print(f"[green]PASS[/]: no regression ({result.num_improvements} improvement(s))")
-
-
-def plain_text(text: str, max_chars: int = 60) -> str:
-    """A label safe for matplotlib: ``$`` would start mathtext (and can raise on
-    untrusted names), and very long names would squeeze the plot."""
-    shortened = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
-    return shortened.replace("$", r"\$")
 
 
 def history_figure(history: MetricHistory) -> Figure:

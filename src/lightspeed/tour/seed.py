@@ -53,7 +53,16 @@ def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
     model = models.get("dense-100t")
     flop = training_flop(model, num_tokens=29e12).total_flop
     lines = [f"training FLOPs for 29T tokens: {format_flop(flop)} (6ND; the seed says ~1.2e29)"]
-    records = [NewRecord(name="100T training FLOP", metric="flop", value=flop, unit="FLOP")]
+    # every record says which way is better: the gate must not guess it from units like FLOP or GPU
+    records = [
+        NewRecord(
+            name="100T training FLOP",
+            metric="flop",
+            value=flop,
+            unit="FLOP",
+            payload={"lower_is_better": True},
+        )
+    ]
     for device, claim in (("b200-sxm", "~1,000 GPUs, ~125 nodes"), ("b300-sxm", "~700 GPUs, ~86 nodes")):
         plan = plan_memory(model=model, precision="bf16", accelerator=catalog.accelerator(device))
         lines.append(
@@ -67,7 +76,7 @@ def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
                 metric="gpus_needed",
                 value=float(plan.gpus_needed or 0),
                 unit="GPU",
-                payload=plan.to_dict(),
+                payload={**plan.to_dict(), "lower_is_better": True},
             )
         )
     return Scenario("100T-parameter memory plan", tuple(lines), tuple(records))
@@ -87,7 +96,11 @@ def h100_vs_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         lines.append(f"{pair[1]} vs {pair[0]}: {cuts or 'no difference'}; same: {', '.join(same) or '-'}")
         records.extend(
             NewRecord(
-                name=f"{pair[1]} vs {pair[0]} {row.field}", metric="ratio", value=row.ratios[1], unit="1"
+                name=f"{pair[1]} vs {pair[0]} {row.field}",
+                metric="ratio",
+                value=row.ratios[1],
+                unit="1",
+                payload={"lower_is_better": False},  # the H800's figure over the H100's: more is more
             )
             for row in differing
             if row.ratios[1] is not None
@@ -132,7 +145,7 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         metric="gpu_hours",
         value=hours,
         unit="h",
-        payload={"published_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS},
+        payload={"published_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS, "lower_is_better": True},
     )
     step = _estimate_record("deepseek-v3 on 2048 h800 step", estimate)
     return Scenario("DeepSeek-V3 on H800", lines, (record, step), (estimate,))
@@ -181,7 +194,7 @@ def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
                 metric="tokens_per_s_per_gpu",
                 value=result.throughput_tokens_per_s_per_gpu,
                 unit="tokens/s",
-                payload={"plan": result.plan, "precision": result.precision},
+                payload={"plan": result.plan, "precision": result.precision, "lower_is_better": False},
             )
         )
     h100, gb200 = (f"{NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU[key]:g}" for key in ("h100", "gb200"))
