@@ -138,7 +138,7 @@ def test_search_infer_on_part_of_a_node(run_cli) -> None:  # type: ignore[no-unt
     result = run_cli(*SEARCH, "--gpus", "2", "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out)["estimate"]["num_gpus"] == 2
-    one_line_error(run_cli(*SEARCH[:4], "--system", "2xdgx-h100", "--gpus", "9"), "part of a single node")
+    one_line_error(run_cli(*SEARCH[:4], "--system", "2xdgx-h100", "--gpus", "9"), "part of one node")
 
 
 def test_serving_stack_is_chosen_by_name(run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -144,14 +145,17 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
     result = prediction.result
     written = save_pareto_plot(result, plot_path) if plot_path is not None else []
     goodput = _goodput_ranking(config, result)
+    command = None if goodput is None else simulate_command(config, goodput)
     if as_json:
         payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
-        payload["goodput"] = None if goodput is None else goodput.to_dict()
+        payload["goodput"] = None if goodput is None else {**goodput.to_dict(), "simulate_command": command}
         print_json({**with_expert_load(payload, prediction.expert_load), "config": config.to_file_dict()})
         return
     render_inference_search(result)
     if goodput is not None:
         render_goodput_ranking(goodput)
+        if command is not None:
+            click.echo(f"the best finalist's run, to repeat or vary: {command}")
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
     for path in written:
@@ -169,6 +173,8 @@ def _check_search(config: ServingSearchConfig) -> None:
             "or leave {it} out",
         )
     if config.slo is None:
+        if config.rate_per_s is not None or config.max_rate_at_slo:  # before any search runs
+            raise UserInputError("--rate and --max-rate-at-slo rank by goodput at an SLO: give --slo too")
         refuse_given(
             ("num_requests", "seed", "warmup_requests", "finalists"),
             "only the goodput ranking's simulated runs use {it}, which --slo asks for: give --slo "
@@ -196,8 +202,6 @@ def _goodput_ranking(
     ranked by goodput per GPU at ``--slo`` (``None`` without it)."""
     slo = resolve_slo(slo_of_text(config.slo))
     if slo is None:
-        if config.rate_per_s is not None or config.max_rate_at_slo:
-            raise UserInputError("--rate and --max-rate-at-slo rank by goodput at an SLO: give --slo too")
         return None
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
     return search_goodput(
@@ -221,6 +225,81 @@ def _goodput_ranking(
         attention_weights=analytic.best.plan.attention_weights,
         effective_bits=analytic.best.plan.effective_bits,
     )
+
+
+# search infer's settings a simulate run takes as they are (the plan's come from the finalist)
+_SIMULATE_KEEPS = (
+    "model",
+    "model_config",
+    "system",
+    "num_gpus",
+    "calibration",
+    "force_calibration",
+    "expert_replicas",
+    "state_precision",
+    "input_tokens",
+    "output_tokens",
+    "serving",
+)
+
+
+def simulate_command(config: ServingSearchConfig, goodput: GoodputSearchResult) -> str | None:
+    """The ``lightspeed simulate`` command line that repeats the best finalist's run: its plan, its
+    rate, the same requests (warm-up and measured) and seed, at the same SLO (``None`` where no rate
+    was found to run at)."""
+    best = goodput.best
+    if config.slo is None or best.rate_per_s <= 0.0:
+        return None
+    plan = best.plan
+    shape = plan.prefill_shape
+    speculative = plan.speculative
+    serving = ServingConfig(
+        **{name: getattr(config, name) for name in _SIMULATE_KEEPS},
+        precision=plan.precision,
+        attention_weights=plan.attention_weights,
+        effective_bits=plan.effective_bits,
+        draft_tokens=None if speculative is None else speculative.num_draft_tokens,
+        acceptance=config.acceptance if speculative is None else speculative.acceptance_rate,
+        draft_cost=config.draft_cost if speculative is None else speculative.draft_cost_fraction,
+        num_requests=best.warmup_requests + best.measured_requests,
+        warmup_requests=best.warmup_requests,
+        seed=goodput.seed,
+        tp=plan.tp,
+        pp=plan.pp,
+        ep=plan.ep,
+        dp_attention=plan.dp_attention,
+        replicas=plan.replicas,
+        activation_precision=plan.activation_precision,
+        kv_precision=plan.kv_precision,
+        kv_replication=plan.kv_replication,
+        arrival_rate=best.rate_per_s,
+        disaggregated=plan.disaggregated,
+        prefill_tp=None if shape is None else shape.tp,
+        prefill_pp=None if shape is None else shape.pp,
+        prefill_ep=None if shape is None else shape.ep,
+        prefill_dp_attention=None if shape is None else shape.dp_attention,
+        max_batch=plan.max_batch,
+        expert_imbalance=plan.expert_imbalance,
+    )
+    words = ["lightspeed", "simulate", *_options_of(serving), "--slo", config.slo]
+    return shlex.join(words)
+
+
+def _options_of(config: ServingConfig) -> list[str]:
+    """The command-line options that give ``config``'s values other than the defaults."""
+    words: list[str] = []
+    for item in config.settings():
+        value = getattr(config, item.name)
+        if value == item.default or value is None:
+            continue
+        flag = (item.metadata.get("flags") or (f"--{item.name.replace('_', '-')}",))[0]
+        if isinstance(value, bool):
+            words.append(flag)
+        elif isinstance(value, tuple):
+            words.extend([flag, ":".join(str(part) for part in value)])
+        else:
+            words.extend([flag, repr(value) if isinstance(value, float) else str(value)])
+    return words
 
 
 def search_infer_json(result: Any) -> dict[str, Any]:

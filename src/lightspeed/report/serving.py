@@ -4,24 +4,25 @@ and the HTML report's section for a ``lightspeed simulate --json`` result."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.html import Chart, ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
-from lightspeed.sol.serve.run_metrics import Settling
+from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
+from lightspeed.sol.serve.capacity_at_slo import LoadPoint
+from lightspeed.sol.serve.run_metrics import ServiceLevel, Settling, SloResult
 from lightspeed.units import format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from lightspeed.sol.serve import GoodputSearchResult, LatencyStats, SimulationResult
-    from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
+    from lightspeed.sol.serve.capacity_at_slo import CapacityResult
     from lightspeed.sol.serve.load_band import ScaledRuns
 
 
@@ -123,10 +124,17 @@ def render_slo(result: SimulationResult) -> None:
     slo = result.slo
     if slo is None:
         return
-    console = make_console()
     verdict = "[green]met[/green]" if slo.meets else "[red]missed[/red]"
-    console.print(
-        f"SLO {plain(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of requests "
+    make_console().print(slo_text(slo, verdict=verdict, escape_text=plain))
+
+
+def slo_text(slo: SloResult, *, verdict: str = "", escape_text: Callable[[str], str] = str) -> str:
+    """``SLO TTFT <= 80 ms, TPOT <= 14 ms for 90% of requests: missed; 58.7% of requests within
+    both (...); goodput ...; p99s outside the limits`` (terminal and HTML); ``verdict`` replaces
+    the plain ``met`` / ``missed`` (the terminal colours it), ``escape_text`` escapes the limits."""
+    verdict = verdict or ("met" if slo.meets else "missed")
+    return (
+        f"SLO {escape_text(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of requests "
         f"within both (TTFT {format_percent(slo.ttft_attainment)}, "
         f"TPOT {format_percent(slo.tpot_attainment)}); goodput "
         f"{slo.goodput_requests_per_s:,.4g} req/s ({slo.goodput_requests_per_s_per_gpu:,.4g} per GPU); "
@@ -134,9 +142,28 @@ def render_slo(result: SimulationResult) -> None:
     )
 
 
+LOAD_SWEEP_HEADERS = (
+    "req/s",
+    "TTFT p50",
+    "TTFT p99",
+    "TPOT p50",
+    "TPOT p99",
+    "output tok/s",
+    "within SLO",
+    "settled",
+)
+
+
 def render_load_sweep(points: Sequence[LoadPoint], *, title: str = "latency against load") -> None:
     """Print one row per arrival rate."""
-    rows = [
+    render_table(
+        title, list(LOAD_SWEEP_HEADERS), load_sweep_rows(points), console=make_console(), right_align_from=0
+    )
+
+
+def load_sweep_rows(points: Sequence[LoadPoint]) -> list[list[str]]:
+    """One row per arrival rate, under :data:`LOAD_SWEEP_HEADERS` (terminal and HTML)."""
+    return [
         [
             f"{point.rate_per_s:,.4g}",
             _time(point.ttft_p50_s),
@@ -149,13 +176,6 @@ def render_load_sweep(points: Sequence[LoadPoint], *, title: str = "latency agai
         ]
         for point in points
     ]
-    render_table(
-        title,
-        ["req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s", "within SLO", "settled"],
-        rows,
-        console=make_console(),
-        right_align_from=0,
-    )
 
 
 def render_capacity(capacity: CapacityResult) -> None:
@@ -194,6 +214,7 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
             _time(entry.ttft_p99_s),
             _time(entry.tpot_p99_s),
             _SETTLED[entry.settled],
+            f"{entry.warmup_requests:,} + {entry.measured_requests:,}",
         ]
         for index, entry in enumerate(result.ranking, start=1)
     ]
@@ -209,11 +230,17 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
             "TTFT p99",
             "TPOT p99",
             "settled",
+            "warm-up + measured",
         ],
         rows,
         console=make_console(),
         right_align_from=2,
     )
+    if result.num_shapes_infeasible:
+        make_console().print(
+            f"  not simulated: {result.num_shapes_infeasible:,} replica shapes with no analytic point within "
+            f"{plain(result.slo.describe().split(' for ')[0])} at any batch"
+        )
     make_console().print(goodput_verdict(result))
 
 
@@ -265,7 +292,7 @@ def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figu
         add_legend(target, fontsize=8, frameon=False, loc="upper left" if key == "ttft" else "upper center")
     axes.set_xlabel("arrival rate (requests/s)")
     if title:
-        axes.set_title(title, fontsize=10)
+        axes.set_title(plain_text(title, 90), fontsize=10)
     return figure
 
 
@@ -325,29 +352,120 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
     ]
     slo = data.get("slo")
     if isinstance(slo, Mapping):
-        paragraphs.append(
-            f"{format_percent(_number_field(slo, 'attainment'))} of requests met both SLO limits; goodput "
-            f"{_number_field(slo, 'goodput_requests_per_s'):,.4g} req/s."
-        )
+        paragraphs.append(slo_text(_slo_result(slo, source)) + ".")
     settled = data.get("settling")
     if isinstance(settled, Mapping):
         paragraphs.extend(_settling_paragraphs(settled))
     band = data.get("interval_under_load")
     if isinstance(band, Mapping):
         paragraphs.append(_band_paragraph(band))
-    charts: tuple[Chart, ...] = ()
+    charts: list[Chart] = []
+    tables = [Table(headers=("latency", "mean", "p50", "p90", "p99", "max"), rows=rows)]
     series = data.get("series")
     if isinstance(series, Mapping) and series.get("time_s"):
-        charts = (
-            chart_from_figure(series_figure(series), name=f"serving-{index}", title="load over the run"),
+        charts.append(
+            chart_from_figure(series_figure(series), name=f"serving-{index}", title="load over the run")
+        )
+    sweep = data.get("sweep")
+    if isinstance(sweep, Sequence) and not isinstance(sweep, str) and sweep:
+        points = _load_points(sweep, source)
+        tables.append(
+            Table(
+                headers=LOAD_SWEEP_HEADERS,
+                rows=tuple(tuple(row) for row in load_sweep_rows(points)),
+                caption="latency against load (simulate --sweep)",
+            )
+        )
+        charts.append(
+            chart_from_figure(
+                latency_load_figure(points), name=f"sweep-{index}", title="latency against load"
+            )
         )
     return ReportSection(
         key=f"serving-{index}",
         title=f"Simulated serving: {data.get('model', '?')}",
         paragraphs=tuple(paragraphs),
-        tables=(Table(headers=("latency", "mean", "p50", "p90", "p99", "max"), rows=rows),),
-        charts=charts,
+        tables=tuple(tables),
+        charts=tuple(charts),
     )
+
+
+def _optional_number(data: JsonObject, key: str, source: str, where: str) -> float | None:
+    """``data[key]``: ``None`` when absent, else as :func:`_checked_number`."""
+    return None if data.get(key) is None else _checked_number(data, key, source, where)
+
+
+def _checked_number(data: JsonObject, key: str, source: str, where: str) -> float:
+    """``data[key]`` as a finite number, else one error naming the file and the field."""
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataFileError(source, "needs a finite number", field=f"{where}.{key}", value=value)
+    return float(value)
+
+
+def _checked_flag(data: JsonObject, key: str, source: str, where: str) -> bool | None:
+    value = data.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise DataFileError(source, "needs true, false or null", field=f"{where}.{key}", value=value)
+
+
+def _slo_result(data: JsonObject, source: str) -> SloResult:
+    """The ``slo`` object of a ``simulate --json`` result back as a :class:`SloResult`."""
+    limits = data.get("slo")
+    if not isinstance(limits, Mapping):
+        raise DataFileError(source, "the SLO names no limits", field="slo.slo")
+    try:
+        level = ServiceLevel(
+            ttft_s=_optional_number(limits, "ttft_s", source, "slo.slo"),
+            tpot_s=_optional_number(limits, "tpot_s", source, "slo.slo"),
+            attainment=_checked_number(limits, "attainment", source, "slo.slo"),
+            per_limit=bool(_checked_flag(limits, "per_limit", source, "slo.slo")),
+        )
+    except UserInputError as error:
+        if isinstance(error, DataFileError):
+            raise
+        raise DataFileError(source, str(error), field="slo.slo") from None
+    number = {
+        key: _checked_number(data, key, source, "slo")
+        for key in (
+            "ttft_attainment",
+            "tpot_attainment",
+            "attainment",
+            "goodput_requests_per_s",
+            "goodput_requests_per_s_per_gpu",
+        )
+    }
+    return SloResult(
+        slo=level,
+        meets=bool(_checked_flag(data, "meets", source, "slo")),
+        p99_meets=bool(_checked_flag(data, "p99_meets", source, "slo")),
+        **number,
+    )
+
+
+_POINT_TIMES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s")
+
+
+def _load_points(sweep: Sequence[object], source: str) -> list[LoadPoint]:
+    """The ``sweep`` rows of a ``simulate --sweep --json`` result back as :class:`LoadPoint`."""
+    points = []
+    for index, item in enumerate(sweep):
+        where = f"sweep[{index}]"
+        if not isinstance(item, Mapping):
+            raise DataFileError(source, "a sweep row must be an object", field=where, value=item)
+        points.append(
+            LoadPoint(
+                rate_per_s=_checked_number(item, "rate_per_s", source, where),
+                **{key: _checked_number(item, key, source, where) for key in _POINT_TIMES},
+                output_tokens_per_s=_checked_number(item, "output_tokens_per_s", source, where),
+                requests_per_s=_checked_number(item, "requests_per_s", source, where),
+                attainment=_optional_number(item, "attainment", source, where),
+                meets=_checked_flag(item, "meets", source, where),
+                settled=_checked_flag(item, "settled", source, where),
+            )
+        )
+    return points
 
 
 def _settling_paragraphs(data: JsonObject) -> list[str]:
@@ -399,4 +517,5 @@ __all__ = [
     "save_latency_load_plot",
     "series_figure",
     "serving_section",
+    "slo_text",
 ]

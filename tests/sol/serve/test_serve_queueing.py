@@ -243,8 +243,10 @@ def test_single_server_with_fixed_service_is_m_d_1(catalog: Catalog, models: Mod
 
 def test_a_sustained_rate_is_found_at_the_steady_state(catalog: Catalog, models: ModelRegistry) -> None:
     """``max_rate_at_slo`` probes the workload after its warm-up (``steady_state_workload``); from
-    an empty start, where the 20 ms TPOT limit binds, the batch never grows to what the rate holds
-    and the rate found is higher (69.4 against 63.9 req/s here)."""
+    an empty start, where the 20 ms TPOT limit binds, the batch never grows to what the rate holds:
+    such runs met the SLO near capacity while still falling behind, and counted as sustained they
+    put the rate at 69.4 against 63.9 req/s here; a run that did not settle is not a rate sustained,
+    so from empty 500 requests sustain less than the steady state (48.5 req/s)."""
     deployment = simulated_deployment(
         model=models.get("llama-3-8b"), cluster=catalog.cluster("dgx-h100"), plan=PLAN
     )
@@ -254,7 +256,8 @@ def test_a_sustained_rate_is_found_at_the_steady_state(catalog: Catalog, models:
     warmed = steady_state_workload(deployment, workload)
     assert steady == max_rate_at_slo(deployment, workload=warmed, slo=slo, steady=False)
     cold = max_rate_at_slo(deployment, workload=workload, slo=slo, steady=False)
-    assert cold.max_rate_per_s > 1.04 * steady.max_rate_per_s
+    assert any(probe.meets and probe.settled is False for probe in cold.probes)
+    assert cold.max_rate_per_s < steady.max_rate_per_s
     assert steady.max_rate_per_s < steady.saturation_rate_per_s
     # a latency-load sweep likewise: at 95% of saturation the warmed run's median TPOT is higher
     rate = (0.95 * steady.saturation_rate_per_s,)

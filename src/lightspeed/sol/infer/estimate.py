@@ -384,7 +384,13 @@ def bound_sentence(
     )
     sentence = f"{kind}: {details} of each iteration"
     if kind == "memory-bound":
-        sentence += f" (HBM {format_bytes_per_s(inference_hardware.stream_bytes_per_s)} reached)"
+        # the memory parts are bytes at the streaming ceiling: those bytes over the whole step
+        ceiling = inference_hardware.stream_bytes_per_s
+        streamed_s = sum(parts[name] for name in groups["memory-bound"])
+        sentence += (
+            f" (HBM streaming ceiling {format_bytes_per_s(ceiling)}, "
+            f"{format_bytes_per_s(ceiling * streamed_s / total)} sustained over the step)"
+        )
     pace = parts.get("attention_dp_pace", 0.0)
     if pace > 0:
         sentence += (

@@ -119,6 +119,10 @@ class InferenceSearchResult(Record):
     frontier: tuple[FrontierPoint, ...]
     constraints: tuple[str, ...]
     draft_depths: tuple[DraftDepth, ...] = ()
+    # each replica shape's highest tokens/s per GPU within the bounds, best first (at most as many
+    # as the frontier holds), and how many shapes reach no point within them
+    feasible_shapes: tuple[FrontierPoint, ...] = ()
+    num_shapes_infeasible: int = 0
 
 
 Stage = tuple[int, int, int, int]  # one replica's (tp, dp_attention, ep, pp)
@@ -556,15 +560,37 @@ def _frontier(
     )
 
 
+def _feasible(request: _Request, arrays: ServingArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(points within the TTFT bound, points within both bounds)."""
+    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
+    max_ttft, max_tpot = request.bounds
+    meets_ttft = ttft <= max_ttft if max_ttft is not None else np.ones_like(ttft, dtype=bool)
+    return meets_ttft, meets_ttft & (tpot <= max_tpot if max_tpot is not None else True)
+
+
+def _best_per_shape(shapes: _Shapes, per_gpu: np.ndarray, feasible: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each replica shape's feasible point of the most tokens/s per GPU, best first; the number of
+    shapes with no feasible point): a shape is a point's whole row but its batch."""
+    columns = np.stack(
+        [np.asarray(getattr(shapes, name), dtype=np.float64) for name in shapes.__dataclass_fields__]
+    )
+    if not columns.size:
+        return np.asarray([], dtype=np.int64), 0
+    _, shape_of = np.unique(columns.T, axis=0, return_inverse=True)
+    shape_of = np.asarray(shape_of).reshape(-1)
+    order = np.lexsort((-per_gpu, ~feasible, shape_of))  # per shape: feasible first, then fastest
+    first = order[np.r_[True, shape_of[order][1:] != shape_of[order][:-1]]]
+    chosen = first[feasible[first]]
+    return chosen[np.argsort(-per_gpu[chosen], kind="stable")], int(first.size - chosen.size)
+
+
 def _select(
     request: _Request, points: _Shapes, arrays: ServingArrays, frontier_points: int
 ) -> tuple[int, np.ndarray, int]:
     """(index of the best feasible point, indices of the frontier, number feasible)."""
     per_gpu = np.asarray(arrays.output_tokens_per_s) / request.num_gpus
-    ttft, tpot = np.asarray(arrays.ttft_s), np.asarray(arrays.tpot_s)
-    max_ttft, max_tpot = request.bounds
-    meets_ttft = ttft <= max_ttft if max_ttft is not None else np.ones_like(ttft, dtype=bool)
-    feasible = meets_ttft & (tpot <= max_tpot if max_tpot is not None else True)
+    tpot = np.asarray(arrays.tpot_s)
+    meets_ttft, feasible = _feasible(request, arrays)
     if not feasible.any():
         raise _unreachable(
             request.model, request.cluster, arrays, points, formats=request.formats, bounds=request.bounds
@@ -583,10 +609,26 @@ def _gpus(cluster: Cluster, num_gpus: int | None) -> int:
     if num_gpus is None or num_gpus == total:
         return total
     if num_gpus > total or cluster.num_nodes > 1:
-        raise InvalidPlanError(
-            f"{num_gpus} GPUs: a search uses all {total} GPUs of {cluster.name}, or part of a single node"
-        )
+        raise InvalidPlanError(_partial_nodes_message(cluster, num_gpus))
     return num_gpus
+
+
+def _partial_nodes_message(cluster: Cluster, num_gpus: int) -> str:
+    """Why ``num_gpus`` cannot be searched on ``cluster``, with the systems that can hold a search."""
+    system = cluster.system
+    per_node = system.num_accelerators
+    nodes = sorted({max(num_gpus // per_node, 1), -(-num_gpus // per_node)})
+    options = [
+        f"--system {count}x{system.name} without --gpus ({count * per_node} GPUs)"
+        for count in nodes
+        if count > 1
+    ]
+    options.append(f"--system {system.name} --gpus {min(num_gpus, per_node)}")
+    return (
+        f"--gpus {num_gpus}: {num_gpus} GPUs are {num_gpus / per_node:g} {system.name} nodes of "
+        f"{per_node} GPUs, and a serving search places a deployment on every GPU of whole nodes or on "
+        "part of one node; use " + " or ".join(options)
+    )
 
 
 def search_inference(
@@ -655,6 +697,9 @@ def search_inference(
     )
     arrays = _evaluate(ctx, points, batch)
     best, front, num_feasible = _select(request, points, arrays, frontier_points)
+    per_shape, num_infeasible = _best_per_shape(
+        points, np.asarray(arrays.output_tokens_per_s) / request.num_gpus, _feasible(request, arrays)[1]
+    )
     plan = _plan_of(points, best, model, request.formats, speculative)
     estimate = estimate_inference(
         model=model,
@@ -679,6 +724,8 @@ def search_inference(
         best=estimate,
         frontier=_frontier(request, points, batch, arrays, front),
         constraints=_constraints(model, inference_hardware, limit, request.num_gpus, prefill_stages),
+        feasible_shapes=_frontier(request, points, batch, arrays, per_shape[:frontier_points]),
+        num_shapes_infeasible=num_infeasible,
     )
 
 
@@ -767,9 +814,20 @@ def search_draft_depths(
         ),
         num_points_evaluated=sum(result.num_points_evaluated for result in results),
         num_points_feasible=sum(result.num_points_feasible for result in results),
+        feasible_shapes=_best_shapes(
+            [point for result in results for point in result.feasible_shapes], len(winner.feasible_shapes)
+        ),
         elapsed_s=time.perf_counter() - started,
         draft_depths=tuple(depths),
     )
+
+
+def _best_shapes(points: list[FrontierPoint], limit: int) -> tuple[FrontierPoint, ...]:
+    """Each deployment's fastest point of several searches' ``feasible_shapes``, best first."""
+    best: dict[str, FrontierPoint] = {}
+    for point in sorted(points, key=lambda point: -point.output_tokens_per_s_per_gpu):
+        best.setdefault(point.plan, point)
+    return tuple(best.values())[:limit]
 
 
 def _merged_frontier(points: list[FrontierPoint], limit: int) -> tuple[FrontierPoint, ...]:

@@ -80,6 +80,11 @@ class LoadPoint(Record):
             settled=result.settled,
         )
 
+    @property
+    def sustained(self) -> bool:
+        """The run met the SLO and settled (:func:`max_rate_at_slo` keeps only such a rate)."""
+        return bool(self.meets) and self.settled is not False
+
 
 @dataclass(frozen=True)
 class CapacityResult(Record):
@@ -92,7 +97,7 @@ class CapacityResult(Record):
     arrival), which put a deployment that keeps up at 61.3 req/s at 51 req/s in a 2,000-request
     MLPerf Server run. ``limited_by`` says what bounds the rate: ``slo`` where a probe missed it,
     ``throughput`` where every probe up to the saturation rate met it (no latency limit binds: the
-    rate is the deployment's throughput, found to the bisection's tolerance below it)."""
+    rate is the highest at which the deployment keeps up, its run settled)."""
 
     slo: ServiceLevel
     max_rate_per_s: float
@@ -243,7 +248,9 @@ def max_rate_at_slo(
     tolerance: float = DEFAULT_RATE_TOLERANCE,
     steady: bool = True,
 ) -> CapacityResult:
-    """Bisect for the highest arrival rate whose run meets ``slo`` (see the module docstring).
+    """Bisect for the highest arrival rate whose run meets ``slo`` and settled (see the module
+    docstring; a run that did not settle, :class:`~lightspeed.sol.serve.run_metrics.Settling`, is
+    not a rate sustained).
     ``workload`` gives the lengths and the number of requests per probe (its arrivals are
     replaced by Poisson ones, or gamma ones with its CV). A rate a deployment *sustains* is a
     steady-state question, so each probe is measured after a warm-up
@@ -265,7 +272,7 @@ def max_rate_at_slo(
         result = _at_rate(deployment, workload, rate, slo, seed)
         assert result.slo is not None
         probes.append(LoadPoint.of(rate, result))
-        if result.slo.meets:
+        if _sustained(result):
             low, best = rate, result
         else:
             high = rate
@@ -281,8 +288,16 @@ def max_rate_at_slo(
         saturation_rate_per_s=ceiling,
         num_gpus=gpus,
         probes=tuple(probes),
+        # every probe within the SLO: what bounds the rate is keeping up (a probe may not settle)
         limited_by="throughput" if probes and all(probe.meets for probe in probes) else "slo",
     )
+
+
+def _sustained(result: SimulationResult) -> bool:
+    """A probe's rate is sustained where its run meets the SLO and settled: a run still falling
+    behind (or draining) while measured shows latencies of a queue not yet grown (a lower bound)."""
+    assert result.slo is not None
+    return result.slo.meets and result.settled is not False
 
 
 def load_sweep(

@@ -3,8 +3,10 @@
 :func:`search_goodput` runs the vectorized analytic search
 (:func:`~lightspeed.sol.infer.search.search_inference`) with the SLO's limits
 as its bounds, keeps the best deployment and those of the Pareto frontier
-(the finalists: at most ``finalists``, distinct replica shapes, highest
-analytic throughput per GPU first), then simulates each under load:
+(the finalists: at most ``finalists``, distinct replica shapes, each at its highest
+analytic throughput per GPU within the SLO's TTFT and TPOT limits, highest first; a shape
+with no point within them is not a finalist, ``num_shapes_infeasible`` counts them), then
+simulates each under load:
 
 * at a given arrival rate (``rate_per_s``): goodput is the requests per second
   that meet both limits (DistServe), divided by the GPUs;
@@ -14,6 +16,8 @@ analytic throughput per GPU first), then simulates each under load:
 Each finalist's runs are measured at the steady state
 (:func:`~lightspeed.sol.serve.capacity_at_slo.steady_state_workload`: a warm-up of what it
 holds at once, unless ``warmup_requests`` gives one): a rate served is a sustained rate.
+Each finalist records the warm-up and measured request counts it was run with, so that
+``lightspeed simulate --arrival-rate R --requests N --warmup W`` repeats its run.
 The analytic model sees a batch of identical requests; the simulator sees the
 queue, so the order can change.
 """
@@ -29,7 +33,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
-from lightspeed.sol.infer.search import InferenceSearchResult, search_inference
+from lightspeed.sol.infer.search import FrontierPoint, InferenceSearchResult, search_inference
 from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_workload
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.run_metrics import ServiceLevel
@@ -56,16 +60,22 @@ class RankedDeployment(Record):
     tpot_p99_s: float
     meets: bool
     settled: bool | None = None
+    warmup_requests: int = 0  # requests that warmed the run up, left out of its figures
+    measured_requests: int = 0  # requests measured after them
 
 
 @dataclass(frozen=True)
 class GoodputSearchResult(Record):
-    """Finalists ranked by goodput per GPU (best first), the SLO and rate, and the analytic search."""
+    """Finalists ranked by goodput per GPU (best first), the SLO and rate, and the analytic search;
+    ``num_shapes_infeasible``: replica shapes the analytic search found no point of within the
+    SLO's limits (not finalists), ``seed`` the simulations' request seed."""
 
     slo: ServiceLevel
     rate_per_s: float | None
     ranking: tuple[RankedDeployment, ...]
     analytic: InferenceSearchResult
+    num_shapes_infeasible: int = 0
+    seed: int = 0
 
     @property
     def best(self) -> RankedDeployment:
@@ -73,15 +83,27 @@ class GoodputSearchResult(Record):
         return self.ranking[0]
 
 
+def _within(point: FrontierPoint, slo: ServiceLevel) -> bool:
+    """Whether an analytic point meets the SLO's TTFT and TPOT limits."""
+    return (slo.ttft_s is None or point.ttft_s <= slo.ttft_s) and (
+        slo.tpot_s is None or point.tpot_s <= slo.tpot_s
+    )
+
+
 def _finalists(
-    result: InferenceSearchResult, count: int, speculative: SpeculativeDecoding | None
+    result: InferenceSearchResult, count: int, speculative: SpeculativeDecoding | None, slo: ServiceLevel
 ) -> list[tuple[InferencePlan, float]]:
+    """The best deployment and each other replica shape at its highest analytic tokens/s per GPU
+    within the search's bounds and the SLO's limits (a search without per-shape points: its
+    frontier's points within them), highest first, at most ``count``."""
     best = result.best.plan
     chosen: dict[str, tuple[InferencePlan, float]] = {
         best.describe(): (best, result.best.output_tokens_per_s_per_gpu)
     }
-    for point in sorted(result.frontier, key=lambda point: -point.output_tokens_per_s_per_gpu):
-        chosen.setdefault(point.plan, (point.deployment, point.output_tokens_per_s_per_gpu))
+    candidates = result.feasible_shapes or result.frontier
+    for point in sorted(candidates, key=lambda point: -point.output_tokens_per_s_per_gpu):
+        if _within(point, slo):
+            chosen.setdefault(point.plan, (point.deployment, point.output_tokens_per_s_per_gpu))
     plans = []
     for plan, rate in list(chosen.values())[:count]:
         # a plan the search already set a depth on keeps it (a search over speculative depths)
@@ -142,7 +164,7 @@ def search_goodput(
         warmup_requests=warmup_requests,
     )
     ranked = []
-    for plan, analytic_rate in _finalists(analytic, finalists, speculative):
+    for plan, analytic_rate in _finalists(analytic, finalists, speculative, slo):
         try:
             deployment = simulated_deployment(
                 model=model,
@@ -163,7 +185,14 @@ def search_goodput(
     ranked.sort(
         key=lambda entry: (-entry.goodput_requests_per_s_per_gpu, -entry.attainment, -_headroom(entry, slo))
     )
-    return GoodputSearchResult(slo=slo, rate_per_s=rate_per_s, ranking=tuple(ranked), analytic=analytic)
+    return GoodputSearchResult(
+        slo=slo,
+        rate_per_s=rate_per_s,
+        ranking=tuple(ranked),
+        analytic=analytic,
+        num_shapes_infeasible=analytic.num_shapes_infeasible,
+        seed=seed,
+    )
 
 
 def _rank(
@@ -210,6 +239,8 @@ def _rank(
         tpot_p99_s=result.tpot.p99_s,
         meets=result.slo.meets,
         settled=result.settled,
+        warmup_requests=workload.warmup_requests,
+        measured_requests=workload.num_requests - workload.warmup_requests,
     )
 
 

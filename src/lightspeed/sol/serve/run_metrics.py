@@ -8,9 +8,12 @@
   trtllm-bench and MLPerf's LoadGen count it).
 * **Goodput at an SLO** (DistServe, Zhong et al. OSDI 2024): a request is good if
   it meets both its TTFT and its TPOT limit; ``attainment`` is the share of
-  good requests, ``goodput`` the attainment times the rate requests are served at
-  (for arrivals at a rate: the completions while requests still arrive, which is the
-  arrival rate when the deployment keeps up; otherwise completions over the run). MLPerf's Server
+  good requests among every measured request that arrived during the run (one still
+  waiting or decoding when a ``--horizon`` stops the run counts as missing the limit it
+  has not met: no first token misses TTFT, not finished misses TPOT), ``goodput`` the
+  attainment times the rate requests are served at (for arrivals at a rate: the completions
+  while requests still arrive, which is the arrival rate when the deployment keeps up;
+  otherwise completions over the run). MLPerf's Server
   scenario asks instead that the 99th percentiles of TTFT and TPOT meet the limits.
 * **Time series** (queue length, running sequences, requests in flight, KV use)
   at up to :data:`MAX_SERIES_POINTS` times, each the mean over its slice of the run.
@@ -145,20 +148,31 @@ def slo_result(
     tpot: LatencyStats,
     requests_per_s: float,
     num_gpus: int,
+    finished: Array | None = None,
 ) -> SloResult:
-    """Score requests' TTFT and TPOT (aligned arrays; NaN TPOT: one output token) against ``slo``;
-    goodput is the attainment times the rate requests are served at (``requests_per_s``)."""
-    count = max(int(np.isfinite(ttft_s).sum()), 1)
-    ttft_ok = np.ones(ttft_s.shape, dtype=bool) if slo.ttft_s is None else ttft_s <= slo.ttft_s
-    tpot_ok = (
-        np.ones(tpot_s.shape, dtype=bool) if slo.tpot_s is None else ~(tpot_s > slo.tpot_s)  # NaN passes
-    )
-    good = ttft_ok & tpot_ok & np.isfinite(ttft_s)
-    goodput = float(good.sum()) / count * requests_per_s
-    p99 = (slo.ttft_s is None or ttft.p99_s <= slo.ttft_s) and (
-        slo.tpot_s is None or not tpot.p99_s > slo.tpot_s
-    )
+    """Score requests' TTFT and TPOT (aligned arrays over every request the run offered and
+    measures; NaN TTFT: no first token yet, NaN TPOT: one output token or not finished) against
+    ``slo``; ``finished`` marks the requests that completed (default: those with a first token).
+
+    Every share is over all those requests, so each lies in [0, 1]: a request without a first token
+    misses the TTFT limit, one not finished misses the TPOT limit (its TPOT is not known: a run
+    stopped at a horizon counts what it left in flight as failures), and a finished one-token
+    request has no TPOT to miss. Goodput is the attainment times the rate requests are served at
+    (``requests_per_s``); the 99th percentiles meet the limits only where every request finished
+    (a TPOT percentile of none: every output one token)."""
+    ttft_s = np.asarray(ttft_s, dtype=np.float64)
+    tpot_s = np.asarray(tpot_s, dtype=np.float64)
+    done = np.isfinite(ttft_s) if finished is None else np.asarray(finished, dtype=bool)
+    count = max(int(ttft_s.size), 1)
+    ttft_ok = np.isfinite(ttft_s) & (True if slo.ttft_s is None else ttft_s <= slo.ttft_s)
+    tpot_ok = done & (True if slo.tpot_s is None else ~(tpot_s > slo.tpot_s))  # one token: no TPOT to miss
+    good = ttft_ok & tpot_ok
     attainment = float(good.sum()) / count
+    goodput = attainment * requests_per_s
+    # a percentile over the finished requests only says nothing of those left in flight
+    all_done = bool(ttft_s.size) and bool(done.all())
+    tpot_p99_ok = slo.tpot_s is None or not tpot.p99_s > slo.tpot_s  # NaN: every output one token
+    p99 = all_done and (slo.ttft_s is None or ttft.p99_s <= slo.ttft_s) and tpot_p99_ok
     ttft_share, tpot_share = float(ttft_ok.sum()) / count, float(tpot_ok.sum()) / count
     met = min(ttft_share, tpot_share) if slo.per_limit else attainment
     return SloResult(

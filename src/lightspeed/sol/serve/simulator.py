@@ -378,6 +378,9 @@ def _result(
     output_tokens = float(outcome.output_tokens[completed].sum())
     total_tokens = output_tokens + float(outcome.input_tokens[completed].sum())
     ttft_stats, tpot_stats = LatencyStats.of(ttft), LatencyStats.of(tpot)
+    # the SLO scores every measured request the run offered (arrived by its end), finished or not
+    scored = measured & arrived
+    scored_ttft, scored_tpot = (values[scored] for values in _per_request(outcome)[:2])
     weights = np.maximum(outcome.iteration_s, 1e-12)
     iterations = np.maximum(outcome.iteration_steps, 1.0)  # a separate prompt step: one, no decode step
     counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
@@ -425,8 +428,9 @@ def _result(
         if slo is None
         else slo_result(
             slo,
-            ttft_s=ttft,
-            tpot_s=tpot,
+            ttft_s=scored_ttft,
+            tpot_s=scored_tpot,
+            finished=finished[scored],
             ttft=ttft_stats,
             tpot=tpot_stats,
             requests_per_s=_served_rate(

@@ -75,6 +75,16 @@ def bucket(value: float, per_octave: int) -> int:
     return int(math.log(value) * _INVERSE_LN2 * per_octave + 0.5) + 1
 
 
+def stage_tokens(tokens: float, pp: int) -> float:
+    """Tokens one pipeline stage holds per stage iteration: ``tokens / pp``, never below one token
+    where there are any. A micro-batch of a fraction of a token does not exist: a round with fewer
+    tokens than stages runs whole tokens through the stages one after another, each stage iteration
+    on at least one token (0 where there are none)."""
+    if tokens <= 0.0:
+        return 0.0
+    return max(tokens / pp, 1.0)
+
+
 def bucket_center(index: int, per_octave: int) -> float:
     """The value a bucket stands for (0 for bucket 0)."""
     return 0.0 if index == 0 else 2.0 ** ((index - 1) / per_octave)
@@ -253,22 +263,24 @@ class IterationTimer:
         pp = self.pp
         micro = -(-decode_sequences // pp)
         context = bucket(decode_context, CONTEXT_PER_OCTAVE) if decode_sequences else 0
+        stage_prefill = stage_tokens(prefill_tokens, pp)
+        stage_total = stage_tokens(total_tokens, pp) if self.ranks > 1 else 0.0
         rows = self._rows
         if not prefill_tokens:
-            total = bucket(total_tokens / pp, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
+            total = bucket(stage_total, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
             segment, offset = divmod(micro, self.segment_length)
             row = rows.get((context, 0, 0, total, segment))
             busy = row[offset] if row is not None else self._lookup((context, 0, 0, total), micro)
         elif self.exact:
             key = (
                 context,
-                bucket(prefill_tokens / pp, PROMPT_PER_OCTAVE),
+                bucket(stage_prefill, PROMPT_PER_OCTAVE),
                 bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE),
-                bucket(total_tokens / pp, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0,
+                bucket(stage_total, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0,
             )
             busy = self._lookup(key, micro)
         else:
-            prompt = bucket(prefill_tokens / pp, PROMPT_PER_OCTAVE)
+            prompt = bucket(stage_prefill, PROMPT_PER_OCTAVE)
             entry = self._prompt_context.get(prompt) or self._prompt_context_column(prompt)
             column, half = entry
             busy = column[
@@ -284,8 +296,16 @@ class IterationTimer:
                 )
         issued = self.decode_issued
         if prefill_tokens:
-            issued = float(self.serving.issues_kernels(prefill_tokens / pp, micro + prefill_tokens / pp))
-        return self.replica_s(busy, float(decode_sequences), issued)
+            issued = float(self.serving.issues_kernels(stage_prefill, micro + stage_prefill))
+        seconds = self.replica_s(busy, float(decode_sequences), issued)
+        if not math.isfinite(seconds) or seconds <= 0.0:
+            raise FloatingPointError(
+                f"internal error: the iteration cost of {decode_sequences} decoding sequences at context "
+                f"{decode_context:g}, {prefill_tokens:g} prompt tokens attending {prompt_context:g} and "
+                f"{total_tokens:g} stage tokens (tp={self.plan.tp} pp={pp} dp_attention={self.ranks}) is "
+                f"{seconds!r} s, not a positive number of seconds"
+            )
+        return seconds
 
     def replica_s(self, busy: float, sequences: float = 0.0, issued: float | None = None) -> float:
         """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) over
@@ -303,4 +323,4 @@ class IterationTimer:
         return max(gpu, issue) + host
 
 
-__all__ = ["IterationTimer", "bucket", "bucket_center"]
+__all__ = ["IterationTimer", "bucket", "bucket_center", "stage_tokens"]
