@@ -247,15 +247,42 @@ def parse_percent(text: str | float) -> float:
         raise UserInputError(f"cannot read {text!r} as a percentage (e.g. 5% or 0.05)") from None
 
 
+# Past these a figure prints in scientific notation in its base unit (``1e-300 s``), not as a row
+# of zeros: below a thousandth of the smallest unit, or a million of the largest.
+_SMALLEST_SHOWN: Final = 1e-3
+_LARGEST_SHOWN: Final = 1e6
+
+
 def _scaled(value: float, steps: tuple[tuple[float, str], ...], unit: str, digits: int) -> str:
+    """``value`` in the largest of ``steps`` (ascending ``(factor, prefix)``) it reaches once
+    rounded to ``digits``: 999.96e9 B to 4 digits is ``1 TB``, not ``1,000 GB``."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}".strip()
-    magnitude = abs(value)
-    factor, prefix = steps[0]
-    for step_factor, step_prefix in steps:
-        if magnitude >= step_factor:
-            factor, prefix = step_factor, step_prefix
+    index = 0
+    while index + 1 < len(steps):
+        step_ratio = round(steps[index + 1][0] / steps[index][0])
+        if abs(_shown(value / steps[index][0], digits)) < step_ratio:
+            break
+        index += 1
+    factor, prefix = steps[index]
+    shown = abs(_shown(value / factor, digits))
+    if shown < _SMALLEST_SHOWN or (index == len(steps) - 1 and shown >= _LARGEST_SHOWN):
+        return _scientific(value, digits, unit)
     return f"{_round_sig(value / factor, digits)} {prefix}{unit}"
+
+
+def _shown(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` significant digits, as :func:`_round_sig` prints it (the
+    number a reader sees); infinite when ``value`` is."""
+    return float(f"{value:.{max(0, digits - 1)}e}")
+
+
+def _scientific(value: float, digits: int, unit: str) -> str:
+    """``1e-300 s``, ``1.23e+25 B``: ``digits`` significant digits, no trailing zeros."""
+    mantissa, exponent = f"{value:.{max(0, digits - 1)}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{exponent} {unit}".strip()
 
 
 def _round_sig(value: float, digits: int) -> str:
@@ -318,22 +345,36 @@ def format_count(count: float, digits: int = 4) -> str:
     return _scaled(count, steps, "", digits).strip()
 
 
+# (seconds per unit, unit, the shown value at which the next unit takes over)
+_SHOWN_DURATION_UNITS: Final = (
+    (1e-9, "ns", 1000.0),
+    (1e-6, "us", 1000.0),
+    (1e-3, "ms", 1000.0),
+    (1.0, "s", 120.0),
+    (60.0, "min", 120.0),
+    (SECONDS_PER_HOUR, "h", 48.0),
+    (SECONDS_PER_DAY, "d", math.inf),
+)
+
+
 def format_duration(duration_s: float, digits: int = 3) -> str:
-    """Seconds in the most readable unit: ``0.05`` -> ``'50 ms'``, ``90000`` -> ``'1.04 d'``."""
-    magnitude = abs(duration_s)
-    if magnitude == 0 or not math.isfinite(duration_s):
+    """Seconds in the most readable unit: ``0.05`` -> ``'50 ms'``, ``200000`` -> ``'2.31 d'``.
+
+    The unit is chosen after rounding to ``digits``, so 0.9999965 s is ``1 s`` (not ``1,000 ms``);
+    below a thousandth of a nanosecond or above a million days, scientific notation in seconds.
+
+    >>> format_duration(0.9999965), format_duration(0.0009999), format_duration(1e-300)
+    ('1 s', '1 ms', '1e-300 s')
+    """
+    if duration_s == 0 or not math.isfinite(duration_s):
         return f"{duration_s:g} s"
-    for limit_s, factor, unit in (
-        (1e-6, 1e-9, "ns"),
-        (1e-3, 1e-6, "us"),
-        (1.0, 1e-3, "ms"),
-        (120.0, 1.0, "s"),
-        (2 * SECONDS_PER_HOUR, 60.0, "min"),
-        (2 * SECONDS_PER_DAY, SECONDS_PER_HOUR, "h"),
-    ):
-        if magnitude < limit_s:
+    for factor, unit, next_at in _SHOWN_DURATION_UNITS:
+        shown = abs(_shown(duration_s / factor, digits))
+        if shown < next_at:
+            if shown < _SMALLEST_SHOWN or shown >= _LARGEST_SHOWN:
+                return _scientific(duration_s, digits, "s")
             return f"{_round_sig(duration_s / factor, digits)} {unit}"
-    return f"{_round_sig(duration_s / SECONDS_PER_DAY, digits)} d"
+    return _scientific(duration_s, digits, "s")
 
 
 def format_percent(fraction: float, decimals: int = 1) -> str:

@@ -127,7 +127,10 @@ def test_goodput_section_buckets_sum_to_wall_time(tmp_path: Path) -> None:
     ledger = build_ledger(run=read_run(_goodput_dir(tmp_path / "run")))
     section = goodput_section([ledger])
     (table,) = section.tables
-    shares = [float(row[2].rstrip("%")) for row in table.rows]
+    *buckets, total = table.rows  # the last row is the total, as in 'goodput report'
+    assert total[0] == "total"
+    assert total[2] == "100.0%"
+    shares = [float(row[2].rstrip("%")) for row in buckets]
     assert sum(shares) == pytest.approx(100.0, abs=0.5)
     assert table.rows[0][0] == "productive steps"
     assert 40.0 < shares[0] < 90.0  # 120 ms of steps in ~170 ms of wall time

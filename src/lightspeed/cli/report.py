@@ -17,10 +17,11 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
     "--from",
     "sources",
     multiple=True,
-    metavar="RESULTS|RUN_DIR|TRACE|NCU.csv",
+    metavar="RUN:ID|RUN_DIR|TRACE|NCU.csv|JSON",
     help="Input to draw (repeatable): a results-store run (run:ID), a goodput run folder, a monitor "
-    "run folder, a profiler trace (Kineto, Nsight Systems) or Nsight Compute CSV output. Default: the "
-    "newest runs of the results store.",
+    "run folder, a profiler trace (Kineto, Nsight Systems), Nsight Compute CSV output, or JSON written "
+    "by 'lightspeed bench --json', 'plan train --json' or 'simulate --json' (with --sweep too). "
+    "Default: the newest runs of the results store.",
 )
 @click.option(
     "-o",
@@ -46,9 +47,25 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
     is_flag=True,
     help="Leave impossible trace events out (default: stop on the first); the count is shown.",
 )
+@click.option(
+    "--include-last-step",
+    is_flag=True,
+    help="Count a trace's last ProfilerStep (HTA leaves it out), as 'trace summary --include-last-step'.",
+)
+@click.option(
+    "--device",
+    default=None,
+    metavar="NAME",
+    help="Catalog device Nsight Compute kernels ran on, e.g. h100 (ncu's details page names none), for "
+    "their FLOP/s against its peak, as 'kernels report --device'.",
+)
 @click.option("--title", default="lightspeed report", show_default=True, help="Title of the page.")
 @click.option(
-    "--prices", "prices_path", type=click.Path(path_type=Path), help="Add a cost and energy section."
+    "--prices",
+    "prices_path",
+    type=click.Path(path_type=Path),
+    help="Prices file (see examples/prices.toml): add a cost and energy section pricing each predicted "
+    "step (with none, the section says there is nothing to price).",
 )
 @json_option
 def command(
@@ -60,25 +77,35 @@ def command(
     history_metric: str | None,
     title: str,
     skip_bad_events: bool,
+    include_last_step: bool,
+    device: str | None,
     prices_path: Path | None,
     as_json: bool,
 ) -> None:
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
     measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
-    breakdown, kernels against their SOL (Nsight Compute) and a metric's history across runs."""
+    breakdown, kernels against their SOL (Nsight Compute), simulated serving runs, monitor runs, the
+    cost of each plan (--prices) and a metric's history across runs."""
     _refuse_unreadable(sources)
+    # the catalog only where something is read against it: the store's own runs need none, and a
+    # reading command creates no cache beside the store (tests/store/test_open_not_create.py)
+    catalog = get_context().catalog() if sources or device or prices_path is not None else None
+    # a bad prices file is refused before anything is read
+    prices = None if prices_path is None or catalog is None else load_prices(prices_path, catalog=catalog)
     inputs = with_warnings(
         lambda: gather_inputs(
             sources=sources,
             history_name=history_name,
             history_metric=history_metric,
             skip_bad_events=skip_bad_events,
+            include_last_step=include_last_step,
+            device=device,
+            catalog=catalog,
         )
     )
     sections = build_sections(inputs)
-    if prices_path is not None and inputs.estimates:
-        catalog, power = get_context().catalog(), get_context().power()
-        prices = load_prices(prices_path, catalog=catalog)
+    if prices is not None and catalog is not None:
+        power = get_context().power()
         sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
     written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
     bytes_per_element,
@@ -282,7 +282,7 @@ def roofline_figure(
     _log_ticks(axes.yaxis, low=axes.get_ylim()[0], high=axes.get_ylim()[1], formatter=_si_formatter())
     axes.set_xlabel("arithmetic intensity (FLOP per byte)")
     axes.set_ylabel("FLOP/s")
-    axes.set_title(title)
+    axes.set_title(plain_text(title, 90))
     add_legend(axes, loc="lower right")
     return figure
 

@@ -26,7 +26,14 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import PLOT_FORMATS, check_plot_targets, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import (
+    PLOT_FORMATS,
+    check_plot_targets,
+    new_figure,
+    plain_text,
+    plot_paths,
+    save_figure,
+)
 from lightspeed.units import format_count, format_duration
 
 if TYPE_CHECKING:
@@ -400,7 +407,7 @@ def tornado_figure(upgrade: Upgrade, answer: str = "payback vs renting (years)")
             low, high = (_capped(value, base) for value in (row.low_answer, row.high_answer))
             left, right = min(low, high), max(low, high)
             axes.barh(position, right - left, left=left, color=series_color(index))
-            labels.append(f"{match.workload}: {row.input}")
+            labels.append(plain_text(f"{match.workload}: {row.input}"))
             position += 1
         if matches:
             axes.axvline(
@@ -414,7 +421,8 @@ def tornado_figure(upgrade: Upgrade, answer: str = "payback vs renting (years)")
     axes.invert_yaxis()
     axes.set_xlabel(answer)
     axes.set_title(
-        f"{upgrade.old_gpus} x {upgrade.old_system} -> {upgrade.new_system}: sensitivity", loc="left"
+        plain_text(f"{upgrade.old_gpus} x {upgrade.old_system} -> {upgrade.new_system}: sensitivity", 90),
+        loc="left",
     )
     return figure
 

@@ -51,11 +51,11 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
     out = console or make_console()
     partial = " [bold red](partial)[/]" if ledger.partial else ""
     out.print(f"[bold]Goodput of {plain(ledger.path)}[/]{partial}  run {plain(ledger.run_id)}")
-    out.print(plain(_headline(ledger)))
+    out.print(plain(goodput_headline(ledger)))
     render_table(
         "Where the wall time went",
         ("bucket", "time", "share"),
-        _bucket_rows(ledger),
+        bucket_rows(ledger),
         console=out,
         caption="buckets sum to the wall time; goodput = productive share",
     )
@@ -81,14 +81,20 @@ def render_ledger(ledger: Ledger, console: Console | None = None) -> None:
         )
     if len(ledger.ranks) > 1:
         _render_ranks(ledger, out)
-    notes = list(ledger.notes)
-    if ledger.mfu is not None and ledger.utilization.reason:
-        notes.append(ledger.utilization.reason)
-    for note in notes:
+    for note in ledger_notes(ledger):
         out.print(f"[yellow]note:[/] {plain(note)}")
 
 
-def _headline(ledger: Ledger) -> str:
+def ledger_notes(ledger: Ledger) -> list[str]:
+    """The notes under a ledger (terminal and HTML): the ledger's, and why FLOP figures are partial."""
+    notes = list(ledger.notes)
+    if ledger.mfu is not None and ledger.utilization.reason:
+        notes.append(ledger.utilization.reason)
+    return notes
+
+
+def goodput_headline(ledger: Ledger) -> str:
+    """``wall 1 h  goodput 90.0%  ETTR 95.0%  ...``: the ledger's headline figures (terminal and HTML)."""
     flops = ledger.utilization
     parts = [
         f"wall {format_duration(ledger.total_s)}",
@@ -113,7 +119,10 @@ def _headline(ledger: Ledger) -> str:
     return "  ".join(parts)
 
 
-def _bucket_rows(ledger: Ledger) -> list[tuple[str, str, str]]:
+def bucket_rows(ledger: Ledger) -> list[tuple[str, str, str]]:
+    """``(bucket, time, share of wall time)`` rows: productive, each badput bucket with time, a
+    custom bucket's parts, and the total (terminal and HTML)."""
+
     def share(seconds: float) -> str:
         return format_percent(seconds / ledger.total_s) if ledger.total_s > 0 else "-"
 

@@ -36,7 +36,7 @@ from lightspeed import __version__
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.report.console import make_console
-from lightspeed.report.plots import figure_svg
+from lightspeed.report.plots import check_plot_targets, figure_svg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -163,11 +163,30 @@ def _section_view(section: ReportSection) -> dict[str, object]:
     }
 
 
+def _chart_id(section: ReportSection, chart: Chart) -> str:
+    """``<section>-<chart>``: the chart's HTML id (after ``chart-``) and its ``--plots`` file stem."""
+    return f"{_section_key(section.key)}-{chart.name}"
+
+
+def _check_folder(path: Path, what: str) -> None:
+    """The nearest existing folder of ``path`` (a file to write) must be a folder, not a file."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UserInputError(
+            f"cannot write {what} {path}: {folder} is a file, not a folder; choose another path"
+        )
+
+
 def render_html(*, title: str, sections: Sequence[ReportSection], subtitle: str = "") -> str:
     """The whole page as one string (UTF-8, self-contained, no script)."""
     keys = [_section_key(section.key) for section in sections]
     if len(set(keys)) != len(keys):
         raise UserInputError(f"report sections need distinct keys, got {keys}")
+    chart_ids = [_chart_id(section, chart) for section in sections for chart in section.charts]
+    if len(set(chart_ids)) != len(chart_ids):  # an HTML id and a --plots file name each
+        raise UserInputError(f"report charts need distinct names within a section, got {chart_ids}")
     css = _css()
     return (
         _environment()
@@ -193,9 +212,16 @@ def write_report(
 ) -> WrittenReport:
     """Write the report to ``path`` and, with ``plots_dir``, every chart as PNG and SVG.
 
-    Plot files are named ``<section>-<chart>.png`` / ``.svg``.
+    Plot files are named ``<section>-<chart>.png`` / ``.svg``. Every target is checked before
+    anything is written: a bad ``path`` or ``plots_dir`` leaves no half-written output.
     """
     page = render_html(title=title, sections=sections, subtitle=subtitle)
+    _check_folder(path, "the report to")
+    stems = [] if plots_dir is None else [plots_dir / _chart_id(s, c) for s in sections for c in s.charts]
+    if plots_dir is not None and plots_dir.exists() and not plots_dir.is_dir():
+        raise UserInputError(f"cannot write the plots into {plots_dir}: it is a file; name a folder")
+    for stem in stems:
+        check_plot_targets(stem, ("png", "svg"))
     plot_paths: list[Path] = []
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,7 +230,7 @@ def write_report(
             plots_dir.mkdir(parents=True, exist_ok=True)
             for section in sections:
                 for chart in section.charts:
-                    stem = plots_dir / f"{_section_key(section.key)}-{chart.name}"
+                    stem = plots_dir / _chart_id(section, chart)
                     stem.with_suffix(".svg").write_text(chart.svg, encoding="utf-8")
                     stem.with_suffix(".png").write_bytes(chart.png)
                     plot_paths.extend((stem.with_suffix(".png"), stem.with_suffix(".svg")))

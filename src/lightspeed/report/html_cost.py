@@ -12,10 +12,14 @@ from collections.abc import Mapping, Sequence
 from lightspeed.catalog import Catalog, SystemPower
 from lightspeed.cost import Prices, cluster_power
 from lightspeed.report.cost import energy, inputs_caption, kw, usd
-from lightspeed.report.html import ReportSection, Table
+from lightspeed.report.html import ReportSection, Table, skipped_section
 from lightspeed.report.html_sections import PredictedStep
 
 COST_TITLE = "Cost and energy of each predicted step"
+NOTHING_TO_PRICE = (
+    "--prices was given but no predicted step is in this report, so there is nothing to price; pass a "
+    "plan's estimate ('lightspeed plan train ... --json > plan.json', then --from plan.json)"
+)
 
 
 def _catalog_system(text: str, power: Mapping[str, SystemPower]) -> str | None:
@@ -26,9 +30,11 @@ def _catalog_system(text: str, power: Mapping[str, SystemPower]) -> str | None:
 def _row(
     step: PredictedStep, catalog: Catalog, power: Mapping[str, SystemPower], prices: Prices
 ) -> tuple[str, ...]:
-    name = _catalog_system(step.system, power)
+    name = _catalog_system(step.system or "", power)
+    if step.num_gpus is None:
+        return (step.name(), "-", "the plan names no GPU count", "-", "-", "-")
     if name is None:
-        return (f"{step.model} on {step.system}", str(step.num_gpus), "no power data", "-", "-", "-")
+        return (step.name(), str(step.num_gpus), "no power data", "-", "-", "-")
     system = catalog.system(name)
     record = power[name]
     draw = cluster_power(
@@ -43,7 +49,7 @@ def _row(
     per_step = step.num_gpus * rate * step.step_time_s / 3600.0 if rate is not None else None
     per_hour = step.num_gpus * rate if rate is not None else None
     return (
-        f"{step.model} on {step.system}",
+        step.name(),
         str(step.num_gpus),
         kw(draw.facility_power_w),
         energy(draw.facility_power_w * step.step_time_s),
@@ -55,7 +61,10 @@ def _row(
 def cost_section(
     estimates: Sequence[PredictedStep], *, catalog: Catalog, power: Mapping[str, SystemPower], prices: Prices
 ) -> ReportSection:
-    """Facility power, energy per step and cloud cost per step and per hour of each predicted step."""
+    """Facility power, energy per step and cloud cost per step and per hour of each predicted step;
+    without one, a section that says there is nothing to price and how to add a plan."""
+    if not estimates:
+        return skipped_section("cost", COST_TITLE, NOTHING_TO_PRICE)
     rows = tuple(_row(step, catalog, power, prices) for step in estimates)
     used = {
         "electricity_usd_per_kwh": prices.electricity_usd_per_kwh,
@@ -87,4 +96,4 @@ def cost_section(
     )
 
 
-__all__ = ["COST_TITLE", "cost_section"]
+__all__ = ["COST_TITLE", "NOTHING_TO_PRICE", "cost_section"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lightspeed.bench import BenchResult, DeviceSol
+from lightspeed.catalog import Catalog
 from lightspeed.datafile import load_json
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.files import check_input, looks_like_path
@@ -32,6 +33,7 @@ from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.kernels import kernel_section
 from lightspeed.report.serving import is_simulation_result, serving_section
+from lightspeed.report.sol import PART_NAMES
 from lightspeed.report.trace import trace_section
 from lightspeed.store import (
     MEMORY_STORE,
@@ -53,38 +55,115 @@ FOLDER_KINDS: Final = {"goodput": "goodput", "trace": "trace", "monitor": "monit
 FOLDER_KEYS: Final = ("run_dir", "path")
 
 
+# The parts of a predicted step must add up to its step time within this share of it (the engine's
+# step time is their sum; a hand-rounded file keeps 3 digits).
+BREAKDOWN_TOLERANCE: Final = 1e-3
+# More GPUs than any cluster: a larger count is a broken file, not a plan.
+MAX_NUM_GPUS: Final = 10**7
+_PLAN_FIX: Final = "pass the output of this lightspeed's 'lightspeed plan train ... --json'"
+
+
 def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
-    """A :class:`PredictedStep` from a ``plan train --json`` object; checks every field."""
+    """A :class:`PredictedStep` from a ``plan train --json`` object; checks every field.
+
+    ``step_time_s`` and ``breakdown_s`` are required: every part one the report knows
+    (:data:`~lightspeed.report.sol.PART_NAMES`), finite and >= 0, the parts adding up to the step
+    time within :data:`BREAKDOWN_TOLERANCE`. The other fields are optional and shown only when
+    present; present, each is checked (``num_gpus`` a whole number from 1 to :data:`MAX_NUM_GPUS`,
+    ``mfu`` a fraction from 0 to 1, ``fits`` true or false, names strings).
+    """
     breakdown = data.get("breakdown_s")
     if not isinstance(breakdown, Mapping) or not breakdown:
-        raise DataFileError(
-            source,
-            "not a training estimate",
-            field="breakdown_s",
-            fix="pass the output of 'lightspeed plan train ... --json'",
-        )
-    parts = {str(key): _finite(value, source, f"breakdown_s.{key}") for key, value in breakdown.items()}
+        raise DataFileError(source, "not a training estimate", field="breakdown_s", fix=_PLAN_FIX)
     step_s = _finite(data.get("step_time_s"), source, "step_time_s")
     if step_s <= 0:
         raise DataFileError(source, "the step time must be positive", field="step_time_s", value=step_s)
     return PredictedStep(
-        model=str(data.get("model", "model")),
-        system=str(data.get("system", "system")),
-        num_gpus=int(_finite(data.get("num_gpus", 0), source, "num_gpus")),
+        model=_text(data, "model", source),
+        system=_text(data, "system", source),
+        num_gpus=_num_gpus(data, source),
         step_time_s=step_s,
-        breakdown_s=parts,
-        mfu=_finite(data.get("mfu", math.nan), source, "mfu", allow_nan=True),
-        bound=str(data.get("bound", "-")),
-        bound_part=str(data.get("bound_part", "-")),
-        fits=bool(data.get("fits", True)),
+        breakdown_s=_breakdown(breakdown, step_s, source),
+        mfu=_fraction(data, "mfu", source),
+        bound=_text(data, "bound", source),
+        bound_part=_text(data, "bound_part", source),
+        fits=_flag(data, "fits", source),
+        source=Path(source).name,
     )
 
 
-def _finite(value: object, source: str, field: str, allow_nan: bool = False) -> float:
+def _breakdown(breakdown: Mapping[str, Any], step_s: float, source: str) -> dict[str, float]:
+    """The parts of the step: known names, finite and >= 0, adding up to the step time."""
+    parts = {}
+    for key, value in breakdown.items():
+        name = str(key)
+        if name not in PART_NAMES:
+            raise DataFileError(
+                source,
+                f"unknown part of the step {name!r} (known: {', '.join(PART_NAMES)})",
+                field=f"breakdown_s.{name}",
+                fix=f"{_PLAN_FIX} (the file is from another version, or edited)",
+            )
+        part = _finite(value, source, f"breakdown_s.{name}")
+        if part < 0:
+            raise DataFileError(
+                source, "a part of the step cannot be negative", field=f"breakdown_s.{name}", value=value
+            )
+        parts[name] = part
+    total_s = sum(parts.values())
+    if abs(total_s - step_s) > BREAKDOWN_TOLERANCE * step_s:
+        raise DataFileError(
+            source,
+            f"the parts of the step add up to {total_s:.6g} s, not the step time {step_s:.6g} s "
+            f"(within {BREAKDOWN_TOLERANCE:.1%})",
+            field="breakdown_s",
+            fix=_PLAN_FIX,
+        )
+    return parts
+
+
+def _text(data: JsonObject, key: str, source: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataFileError(source, "needs a string", field=key, value=value)
+    return value
+
+
+def _flag(data: JsonObject, key: str, source: str) -> bool | None:
+    value = data.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise DataFileError(source, "needs true or false", field=key, value=value)
+
+
+def _fraction(data: JsonObject, key: str, source: str) -> float | None:
+    if data.get(key) is None:
+        return None
+    value = _finite(data[key], source, key)
+    if not 0.0 <= value <= 1.0:
+        raise DataFileError(source, "needs a fraction from 0 to 1", field=key, value=value)
+    return value
+
+
+def _num_gpus(data: JsonObject, source: str) -> int | None:
+    value = data.get("num_gpus")
+    if value is None:
+        return None
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or not 1 <= value <= MAX_NUM_GPUS:
+        raise DataFileError(
+            source, f"needs a whole number of GPUs from 1 to {MAX_NUM_GPUS:,}", field="num_gpus", value=value
+        )
+    return int(value)
+
+
+def _finite(value: object, source: str, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataFileError(source, "needs a number", field=field, value=value)
     number = float(value)
-    if not math.isfinite(number) and not (allow_nan and math.isnan(number)):
+    if not math.isfinite(number):
         raise DataFileError(source, "needs a finite number", field=field, value=value)
     return number
 
@@ -161,9 +240,23 @@ def _read_json(path: Path) -> Any:
     return load_json(path, max_bytes=MAX_JSON_BYTES, what="results file")
 
 
+@dataclass(frozen=True)
+class SourceOptions:
+    """How sources are read: ``skip_bad_events`` and ``include_last_step`` as ``trace summary``
+    takes them, ``device`` the catalog device Nsight Compute kernels are compared with (as
+    ``kernels report --device``), ``catalog`` the hardware catalog (default: the built-in one)."""
+
+    skip_bad_events: bool = False
+    include_last_step: bool = False
+    device: str | None = None
+    catalog: Catalog | None = None
+
+
 @dataclass
 class _Collected:
-    """Inputs found so far while reading the sources."""
+    """Inputs found so far while reading the sources, and how to read them."""
+
+    options: SourceOptions = field(default_factory=SourceOptions)
 
     bench: BenchInputs | None = None
     steps: list[PredictedStep] = field(default_factory=list)
@@ -182,6 +275,9 @@ def gather_inputs(
     history_name: str | None = None,
     history_metric: str | None = None,
     skip_bad_events: bool = False,
+    include_last_step: bool = False,
+    device: str | None = None,
+    catalog: Catalog | None = None,
 ) -> ReportInputs:
     """Everything the report draws: from ``sources`` when given, else the store's newest runs.
 
@@ -191,17 +287,27 @@ def gather_inputs(
     estimate JSON file, or a store run (``run:ID``).
     The metric history always comes from the store (``history_name`` /
     ``history_metric`` choose it; by default the metric stored in the most runs).
-    ``skip_bad_events`` leaves impossible trace events out (counted in the section's notes).
+    ``skip_bad_events`` leaves impossible trace events out (counted in the section's notes);
+    ``include_last_step`` keeps a trace's last profiler step (left out by default, as HTA);
+    ``device`` names the catalog device Nsight Compute kernels are compared with (for FLOP/s
+    against the SOL; ncu's details page names none); ``catalog`` resolves device names.
     """
-    found = _Collected()
+    found = _Collected(
+        options=SourceOptions(
+            skip_bad_events=skip_bad_events,
+            include_last_step=include_last_step,
+            device=device,
+            catalog=catalog,
+        )
+    )
     reasons: dict[str, str] = {}
     with _reading(store_path, needed=not sources, reasons=reasons) as store:
         for source in sources:
-            _read_source(source, store, found, skip_bad_events)
+            _read_source(source, store, found)
         if not sources:
             found.bench = _latest_bench(store)
             found.steps = _latest_predictions(store)
-            reasons.update(_latest_folders(store, found, skip_bad_events))
+            reasons.update(_latest_folders(store, found))
         history, reason = _history(store, history_name, history_metric)
         if reason:  # no store at all says more than "the empty store holds no metric"
             reasons["history"] = reasons.pop("store", "") or reason
@@ -218,24 +324,16 @@ def gather_inputs(
     )
 
 
-def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_events: bool) -> None:
+def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
     path = Path(source)
     if path.exists():
         if path.resolve() in found.folders:
             return
         found.folders.add(path.resolve())
     if path.is_file() and detect_format(path) == "ncu-csv":
-        section = kernel_section(kernel_report(read_ncu(path)), label=f"{path.name}: Nsight Compute")
-        found.kernels.append(
-            replace(section, key=f"kernels-{len(found.kernels) + 1}", title=f"{section.title}: {path.name}")
-        )
+        _read_ncu(path, found)
     elif is_trace_source(path):
-        summary = summarize(load_trace(path, skip_bad_events=skip_bad_events))
-        section = trace_section(summary, label=f"{path.name}: {len(summary.ranks)} rank(s)")
-        # Several traces in one report: each section needs its own anchor.
-        found.traces.append(
-            replace(section, key=f"trace-{len(found.traces) + 1}", title=f"{section.title}: {path.name}")
-        )
+        _read_trace(path, found)
     elif is_monitor_folder(path):
         found.monitors.append(analyze_run(path=path))
     elif path.is_dir():
@@ -246,7 +344,33 @@ def _read_source(source: str, store: ResultsStore, found: _Collected, skip_bad_e
     elif path.is_file():
         _read_json_source(path, found)
     else:
-        _from_run(store, source, found, skip_bad_events)
+        _from_run(store, source, found)
+
+
+def _read_ncu(path: Path, found: _Collected) -> None:
+    """An Nsight Compute CSV's kernel section (its own key: a report may hold several)."""
+    options = found.options
+    report = kernel_report(read_ncu(path), device=options.device, catalog=options.catalog)
+    section = kernel_section(report, label=f"{path.name}: Nsight Compute")
+    found.kernels.append(
+        replace(section, key=f"kernels-{len(found.kernels) + 1}", title=f"{section.title}: {path.name}")
+    )
+
+
+def _read_trace(path: Path, found: _Collected) -> None:
+    """A profiler trace's section, summarized as ``trace summary`` does with the same options."""
+    options = found.options
+    trace = load_trace(path, skip_bad_events=options.skip_bad_events)
+    summary = summarize(trace, include_last_step=options.include_last_step, catalog=options.catalog)
+    section = trace_section(
+        summary,
+        label=f"{path.name}: {len(summary.ranks)} rank(s)",
+        num_skipped_events=sum(rank.num_skipped_events for rank in trace.ranks),
+    )
+    # Several traces in one report: each section needs its own anchor (and its charts their own ids).
+    found.traces.append(
+        replace(section, key=f"trace-{len(found.traces) + 1}", title=f"{section.title}: {path.name}")
+    )
 
 
 def _read_json_source(path: Path, found: _Collected) -> None:
@@ -317,7 +441,7 @@ def _reading(store_path: str | Path | None, *, needed: bool, reasons: dict[str, 
         return open_store(MEMORY_STORE, create=False)
 
 
-def _from_run(store: ResultsStore, source: str, found: _Collected, skip_bad_events: bool) -> None:
+def _from_run(store: ResultsStore, source: str, found: _Collected) -> None:
     if looks_like_path(source):
         check_input(
             Path(source),
@@ -336,7 +460,7 @@ def _from_run(store: ResultsStore, source: str, found: _Collected, skip_bad_even
         results = bench_results_from_records(records)
         found.bench = _merge_bench(found.bench, results, device=run.host_name or None, label=run.label)
     elif run.kind in FOLDER_KINDS:
-        _read_source(str(stored_folder(run, records)), store, found, skip_bad_events)
+        _read_source(str(stored_folder(run, records)), store, found)
     else:
         raise UserInputError(
             f"run {run.run_id} is a {run.kind!r} run; the report draws {', '.join(_DRAWN_KINDS)} runs"
@@ -368,7 +492,7 @@ def stored_folder(run: RunSummary, records: Sequence[StoredRecord]) -> Path:
     return path
 
 
-def _latest_folders(store: ResultsStore, found: _Collected, skip_bad_events: bool) -> dict[str, str]:
+def _latest_folders(store: ResultsStore, found: _Collected) -> dict[str, str]:
     """The newest goodput, trace and monitor runs, drawn from their folders; a reason per section
     whose newest run's folder is gone."""
     reasons: dict[str, str] = {}
@@ -377,8 +501,7 @@ def _latest_folders(store: ResultsStore, found: _Collected, skip_bad_events: boo
         if not runs:
             continue
         try:
-            _read_source(str(stored_folder(runs[0], store.records(run_id=runs[0].run_id))), store, found,
-                         skip_bad_events)  # fmt: skip
+            _read_source(str(stored_folder(runs[0], store.records(run_id=runs[0].run_id))), store, found)
         except UserInputError as error:
             reasons[section] = str(error)
     return reasons

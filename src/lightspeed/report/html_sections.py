@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.gate import MetricHistory
-from lightspeed.goodput import BUCKETS, Ledger
+from lightspeed.goodput import Ledger
 from lightspeed.monitor import MonitorReport
 from lightspeed.report.bench import (
     format_size,
@@ -25,7 +25,7 @@ from lightspeed.report.bench import (
     roof_precisions,
     roofline_figure,
 )
-from lightspeed.report.goodput import goodput_waterfall_figure
+from lightspeed.report.goodput import bucket_rows, goodput_headline, goodput_waterfall_figure, ledger_notes
 from lightspeed.report.html import ReportSection, Table, chart_from_figure, skipped_section
 from lightspeed.report.monitor import monitor_section
 from lightspeed.report.regression import history_figure
@@ -57,17 +57,25 @@ HOW_TO_GET: dict[str, str] = {
 
 @dataclass(frozen=True)
 class PredictedStep:
-    """The fields of a training estimate the report draws (from a live estimate or its JSON)."""
+    """The fields of a training estimate the report draws (from a live estimate or its JSON);
+    ``None``: the estimate did not say (a field missing from a file is not made up)."""
 
-    model: str
-    system: str
-    num_gpus: int
+    model: str | None
+    system: str | None
+    num_gpus: int | None
     step_time_s: float
     breakdown_s: dict[str, float]
-    mfu: float
-    bound: str
-    bound_part: str
-    fits: bool
+    mfu: float | None
+    bound: str | None
+    bound_part: str | None
+    fits: bool | None
+    source: str = ""  # the file or run it was read from
+
+    def name(self, index: int = 1) -> str:
+        """``model on system (N GPUs)`` from the fields present; ``plan N (source)`` when none names it."""
+        where = f" ({self.source})" if self.source else ""
+        named = " on ".join(part for part in (self.model, self.system) if part) or f"plan {index}{where}"
+        return named + (f" ({self.num_gpus:,} GPUs)" if self.num_gpus is not None else "")
 
 
 @dataclass(frozen=True)
@@ -149,28 +157,34 @@ def step_section(estimates: Sequence[PredictedStep]) -> ReportSection:
     """Each prediction's step time split into compute, communication, bubble and the rest."""
     charts = []
     tables = []
-    for index, estimate in enumerate(estimates):
-        name = f"step-{index + 1}"
-        title = f"{estimate.model} on {estimate.system} ({estimate.num_gpus} GPUs)"
-        charts.append(chart_from_figure(step_breakdown_figure(estimate), name=name, title=title))
+    for index, estimate in enumerate(estimates, start=1):
+        title = estimate.name(index)
+        charts.append(chart_from_figure(step_breakdown_figure(estimate), name=f"step-{index}", title=title))
         rows = tuple(
-            (PART_NAMES.get(part, part), format_duration(value), format_percent(value / estimate.step_time_s))
+            (PART_NAMES[part], format_duration(value), format_percent(value / estimate.step_time_s))
             for part, value in estimate.breakdown_s.items()
             if value > 0
         )
         tables.append(Table(headers=("part", "time per step", "share"), rows=rows, caption=title))
-    lines = tuple(
-        f"{e.model} on {e.system}: step {format_duration(e.step_time_s)}, MFU {format_percent(e.mfu)}, "
-        f"memory {'fits' if e.fits else 'does NOT fit'}; {e.bound}"
-        for e in estimates
-    )
+    lines = tuple(_step_line(estimate, index) for index, estimate in enumerate(estimates, start=1))
     return ReportSection(
         key="step", title=TITLES["step"], paragraphs=lines, charts=tuple(charts), tables=tuple(tables)
     )
 
 
+def _step_line(estimate: PredictedStep, index: int) -> str:
+    """``name: step 2 s, MFU 44.0%, memory fits; bound``: the fields the estimate has, no others."""
+    parts = [f"step {format_duration(estimate.step_time_s)}"]
+    if estimate.mfu is not None:
+        parts.append(f"MFU {format_percent(estimate.mfu)}")
+    if estimate.fits is not None:
+        parts.append(f"memory {'fits' if estimate.fits else 'does NOT fit'}")
+    bound = f"; {estimate.bound}" if estimate.bound else ""
+    return f"{estimate.name(index)}: {', '.join(parts)}{bound}"
+
+
 def goodput_section(ledgers: Sequence[Ledger]) -> ReportSection:
-    """The goodput ledger of each run as a waterfall, with its bucket table."""
+    """The goodput ledger of each run as a waterfall, with its bucket table (as ``goodput report``)."""
     charts = []
     tables = []
     lines = []
@@ -178,23 +192,16 @@ def goodput_section(ledgers: Sequence[Ledger]) -> ReportSection:
         label = ledger.run_id or ledger.path
         figure = goodput_waterfall_figure(ledger)
         charts.append(chart_from_figure(figure, name=f"waterfall-{index + 1}", title=f"goodput of {label}"))
-        rows = [
-            ("productive steps", format_duration(ledger.productive_s), _share(ledger.productive_s, ledger))
-        ]
-        rows += [
-            (bucket, format_duration(ledger.badput_s[bucket]), _share(ledger.badput_s[bucket], ledger))
-            for bucket in BUCKETS
-            if ledger.badput_s.get(bucket, 0.0) > 0.0
-        ]
         tables.append(
-            Table(headers=("bucket", "time", "share of wall time"), rows=tuple(rows), caption=label)
+            Table(
+                headers=("bucket", "time", "share of wall time"),
+                rows=tuple(bucket_rows(ledger)),
+                caption=f"{label}: buckets sum to the wall time; goodput = productive share",
+            )
         )
-        rate = f", {ledger.tokens_per_s:.4g} tokens/s" if ledger.tokens_per_s is not None else ""
-        mfu = f", MFU {format_percent(ledger.mfu)}" if ledger.mfu is not None else ""
-        lines.append(
-            f"{label}: {format_percent(ledger.goodput_fraction)} of {format_duration(ledger.total_s)} "
-            f"wall time productive, ETTR {ledger.ettr:.3f}, {ledger.steps.count} steps{rate}{mfu}"
-        )
+        partial = " (partial)" if ledger.partial else ""
+        lines.append(f"{label}{partial}: {goodput_headline(ledger)}  {ledger.steps.count} steps")
+        lines.extend(f"{label}: note: {note}" for note in ledger_notes(ledger))
     return ReportSection(
         key="goodput",
         title=TITLES["goodput"],
@@ -202,10 +209,6 @@ def goodput_section(ledgers: Sequence[Ledger]) -> ReportSection:
         charts=tuple(charts),
         tables=tuple(tables),
     )
-
-
-def _share(seconds: float, ledger: Ledger) -> str:
-    return format_percent(seconds / ledger.total_s) if ledger.total_s > 0 else "-"
 
 
 def history_section(history: MetricHistory) -> ReportSection:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import re
 import textwrap
+from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -20,7 +22,7 @@ from rich.markup import escape
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import new_figure
+from lightspeed.report.plots import new_figure, plain_text
 from lightspeed.trace import KernelSol, KernelSolReport, shorten_name
 from lightspeed.units import format_bytes, format_duration, format_flop_per_s
 
@@ -171,43 +173,56 @@ def _render_findings(report: KernelSolReport, out: Console) -> None:
         )
 
 
-def _render_flop(report: KernelSolReport, out: Console) -> None:
-    rows = [
+FLOP_HEADERS = (
+    "kernel",
+    "precision",
+    "FLOP from",
+    "achieved",
+    "peak",
+    "of peak",
+    "peak at ncu's clock",
+    "of it",
+)
+FLOP_ABOVE_CAPTION = (
+    "(!) above 100% of the peak, which no kernel exceeds: the FLOP count, the precision or the device "
+    "does not match the kernel (see the notes)"
+)
+
+
+def _flop_rows(report: KernelSolReport, names: Sequence[str]) -> list[tuple[str, ...]]:
+    """FLOP/s beside the catalog's peak of each kernel with a FLOP count (``names``: how each
+    kernel is shown, escaped for rich by the terminal)."""
+    return [
         (
-            escape(kernel.short_name),
+            name,
             kernel.precision or "-",
-            escape(kernel.flop_source),
+            kernel.flop_source,
             _rate(kernel.achieved_flop_per_s),
             _rate(kernel.peak_flop_per_s),
             _of_peak(kernel.sol_flop_pct),
             _rate(kernel.peak_at_profiled_clock_flop_per_s),
             _of_peak(kernel.sol_at_profiled_clock_pct),
         )
-        for kernel in report.kernels
+        for name, kernel in zip(names, report.kernels, strict=True)
         if math.isfinite(kernel.flop)
+    ]
+
+
+def _render_flop(report: KernelSolReport, out: Console) -> None:
+    rows = [
+        (row[0], row[1], escape(row[2]), *row[3:])
+        for row in _flop_rows(report, [escape(kernel.short_name) for kernel in report.kernels])
     ]
     above = any(kernel.above_sol for kernel in report.kernels)
     if rows:
         render_table(
             "Achieved FLOP/s beside the catalog's dense peak",
-            (
-                "kernel",
-                "precision",
-                "FLOP from",
-                "achieved",
-                "peak",
-                "of peak",
-                "peak at ncu's clock",
-                "of it",
-            ),
+            FLOP_HEADERS,
             rows,
             right_align_from=3,
             console=out,
             whole=(0,),
-            caption="(!) above 100% of the peak, which no kernel exceeds: the FLOP count, the precision "
-            "or the device does not match the kernel (see the notes)"
-            if above
-            else None,
+            caption=FLOP_ABOVE_CAPTION if above else None,
         )
 
 
@@ -239,9 +254,38 @@ def _render_levers(report: KernelSolReport, out: Console) -> None:
     )
 
 
-def kernel_sol_figure(report: KernelSolReport) -> Figure:
-    """Horizontal bars per kernel: % of peak of compute, memory, DRAM, L1/TEX, L2; SOL at 100 %."""
-    kernels = report.kernels
+# Kernels drawn in the HTML chart (and whose findings are listed): the report's ranking decides which;
+# the SOL table keeps every kernel.
+MAX_KERNELS_CHARTED = 30
+
+
+def distinct_names(kernels: Sequence[KernelSol]) -> list[str]:
+    """Each kernel's short name, numbered (``name #1``, ``name #2``) where several kernels share it
+    (template arguments stripped: ``elementwise<float>`` and ``elementwise<half>`` look alike).
+
+    >>> from types import SimpleNamespace as K
+    >>> distinct_names([K(short_name="a"), K(short_name="b"), K(short_name="a")])
+    ['a #1', 'b', 'a #2']
+    """
+    counts = Counter(kernel.short_name for kernel in kernels)
+    seen: Counter[str] = Counter()
+    names = []
+    for kernel in kernels:
+        name = kernel.short_name
+        if counts[name] > 1:
+            seen[name] += 1
+            name = f"{name} #{seen[name]}"
+        names.append(name)
+    return names
+
+
+def kernel_sol_figure(report: KernelSolReport, *, max_kernels: int | None = None) -> Figure:
+    """Horizontal bars per kernel: % of peak of compute, memory, DRAM, L1/TEX, L2; SOL at 100 %.
+
+    ``max_kernels`` draws the first kernels of the report's ranking only (a chart of hundreds of
+    rows is unreadable); duplicate short names are numbered as in :func:`distinct_names`."""
+    names = distinct_names(report.kernels)[:max_kernels]
+    kernels = report.kernels[:max_kernels]
     height = max(2.5, 0.5 + 0.9 * len(kernels))
     figure, axes = new_figure(width_in=8.0, height_in=height)
     bar = 0.8 / len(SOL_BARS)
@@ -261,46 +305,83 @@ def kernel_sol_figure(report: KernelSolReport) -> Figure:
     for threshold in (limits.latency_bound_pct, limits.no_bound_pct):
         axes.axvline(threshold, color=category_color("sol"), linewidth=0.8, linestyle="--")
     axes.set_yticks([row + 0.4 - bar / 2 for row in range(len(kernels))])
-    axes.set_yticklabels([_short(kernel.short_name, 40) for kernel in kernels])
+    axes.set_yticklabels([plain_text(_short(name, 40), 40) for name in names])
     axes.invert_yaxis()
     axes.set_xlim(0, 105)
     axes.set_xlabel(
         f"% of peak (dashed: ncu's {limits.latency_bound_pct:g}% latency and "
         f"{limits.no_bound_pct:g}% bound lines)"
     )
+    if len(kernels) > 12:  # a tall chart: the scale on top too, where the first rows are read
+        axes.tick_params(axis="x", top=True, labeltop=True)
     axes.legend(loc="lower right", fontsize=8)
     return figure
 
 
-def kernel_section(report: KernelSolReport, *, label: str = "") -> ReportSection:
-    """The HTML report's kernel section: SOL bars per kernel, the SOL table and the top findings."""
+def kernel_section(
+    report: KernelSolReport, *, label: str = "", max_kernels: int = MAX_KERNELS_CHARTED
+) -> ReportSection:
+    """The HTML report's kernel section: SOL bars per kernel (the first ``max_kernels`` of the
+    ranking), the SOL table (every kernel) and the findings of the charted kernels."""
+    names = distinct_names(report.kernels)
     sol = Table(
         headers=("kernel", "duration", "compute", "memory", "DRAM", "L1/TEX", "L2", "bound", "headroom"),
-        rows=tuple(_sol_row(k, markup=False)[:1] + _sol_row(k, markup=False)[2:] for k in report.kernels),
+        rows=tuple(
+            (name, *_sol_row(kernel, markup=False)[2:])
+            for name, kernel in zip(names, report.kernels, strict=True)
+        ),
         caption="% of peak per unit (ncu GPU Speed Of Light); bound by ncu's SOLBottleneck rule",
     )
+    charted = list(zip(names, report.kernels, strict=True))[:max_kernels]
     findings = Table(
         headers=("kernel", "rule", "estimated speedup", "finding"),
         rows=tuple(
-            (f.kernel, f.rule, _speedup(f.estimated_speedup_pct, f.speedup_type), f.description)
-            for kernel in report.kernels
+            (name, f.rule, _speedup(f.estimated_speedup_pct, f.speedup_type), f.description)
+            for name, kernel in charted
             for f in kernel.findings
         ),
-        caption="ranked: runtime (global) estimates first, then local ones, then findings without one",
+        caption="ranked: runtime (global) estimates first, then local ones, then findings without one"
+        + (f"; of the first {len(charted)} kernels" if len(charted) < len(names) else ""),
     )
     device = report.accelerator or report.device_name or "an unnamed device"
     chart = chart_from_figure(
-        kernel_sol_figure(report), name="kernel-sol", title=label or f"kernels on {device}"
+        kernel_sol_figure(report, max_kernels=max_kernels),
+        name="kernel-sol",
+        title=label or f"kernels on {device}",
     )
     lines = [
         f"{len(report.kernels)} kernel(s) profiled by Nsight Compute on {device}"
         + (f", joined with {report.trace_source}" if report.trace_source else "")
         + f"; ranked by {report.ranked_by}."
     ]
+    if len(charted) < len(names):
+        lines.append(
+            f"The chart shows the top {len(charted)} of {len(names)} kernels (ranked by {report.ranked_by}); "
+            "the SOL table has all."
+        )
+    tables = [sol, findings] if findings.rows else [sol]
+    flop = _flop_rows(report, names)
+    if flop:
+        above = any(kernel.above_sol for kernel in report.kernels)
+        caption = "achieved FLOP/s beside the catalog's dense peak" + (
+            f"; {FLOP_ABOVE_CAPTION}" if above else ""
+        )
+        tables.append(Table(headers=FLOP_HEADERS, rows=tuple(flop), caption=caption))
+    counts = Counter(kernel.short_name for kernel in report.kernels)
+    shared = tuple(
+        (name, kernel.kernel)
+        for name, kernel in zip(names, report.kernels, strict=True)
+        if counts[kernel.short_name] > 1
+    )
+    if shared:
+        lines.append("Kernels that share a short name are numbered; their full names are in the last table.")
+        tables.append(
+            Table(headers=("kernel", "full name"), rows=shared, caption="kernels that share a short name")
+        )
     return ReportSection(
         key="kernels",
         title="Kernels against their speed of light (Nsight Compute)",
         paragraphs=(*lines, *report.notes),
-        tables=(sol, findings) if findings.rows else (sol,),
+        tables=tuple(tables),
         charts=(chart,),
     )

@@ -31,7 +31,7 @@ from lightspeed.monitor import (
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.html import ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import check_plot_targets, new_figure_grid, plot_paths, save_figure
+from lightspeed.report.plots import check_plot_targets, new_figure_grid, plain_text, plot_paths, save_figure
 from lightspeed.units import format_bytes, format_bytes_per_s, format_duration, format_percent
 
 if TYPE_CHECKING:
@@ -165,11 +165,31 @@ def render_counter_ledger(joined: CounterLedger, console: Console | None = None)
         out.print(f"[yellow]note:[/] {escape(note)}")
 
 
+NO_FINDINGS_REASON = "no rule fired (thresholds: lightspeed.monitor.Thresholds)."
+
+
+def monitor_notes(report: MonitorReport) -> list[str]:
+    """Every note the terminal view of a monitor run prints, in its order: per capture (device and
+    counter), of the joined ledger, of the run, of the rules (e.g. host rules that need steps)."""
+    notes = []
+    if report.run is not None and report.run.sampling_error:
+        notes.append(f"sampling stopped before the command ended: {report.run.sampling_error}")
+    notes.extend(
+        f"{f'{note.device} {note.metric}'.strip() or 'monitor'}: {note.text}"
+        for capture in report.captures
+        for note in capture.notes
+    )
+    notes.extend(report.joined.notes if report.joined is not None else ())
+    notes.extend(report.notes)
+    notes.extend(report.diagnosis.notes)
+    return list(dict.fromkeys(notes))
+
+
 def render_findings(diagnosis: Diagnosis, console: Console | None = None) -> None:
     """Each finding with its evidence, or that no rule fired."""
     out = console or make_console()
     if not diagnosis.findings:
-        out.print("[green]No findings[/]: no rule fired (thresholds: lightspeed.monitor.Thresholds).")
+        out.print(f"[green]No findings[/]: {NO_FINDINGS_REASON}")
     for finding in diagnosis.findings:
         out.print(f"[bold red]finding[/] [bold]{escape(finding.rule)}[/]: {escape(finding.message)}")
         for evidence in finding.evidence:
@@ -366,7 +386,7 @@ def monitor_counters_figure(report: MonitorReport) -> Figure:
                     where="pre",
                     linewidth=1.0,
                     color=series_color(index),
-                    label=device.device_id,
+                    label=plain_text(device.device_id),
                 )
                 index += 1
         axis.set_ylabel(label, fontsize=8)
@@ -463,12 +483,17 @@ def monitor_section(reports: Sequence[MonitorReport]) -> ReportSection:
             )
             for finding in report.findings
         )
-        tables.append(
-            Table(headers=("rule", "finding", "evidence", "try"), rows=rows, caption=f"{label}: findings")
-        )
-        lines.append(
-            f"{label}: {len(report.findings)} finding(s)" + "".join(f"; {f.title}" for f in report.findings)
-        )
+        if rows:
+            tables.append(
+                Table(headers=("rule", "finding", "evidence", "try"), rows=rows, caption=f"{label}: findings")
+            )
+            lines.append(
+                f"{label}: {len(report.findings)} finding(s)"
+                + "".join(f"; {f.title}" for f in report.findings)
+            )
+        else:
+            lines.append(f"{label}: no findings: {NO_FINDINGS_REASON}")
+        lines.extend(f"{label}: note: {note}" for note in monitor_notes(report))
     return ReportSection(
         key="monitor",
         title="Monitoring: counters beside the steps, and what they say",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import add_legend, new_figure
+from lightspeed.report.plots import add_legend, new_figure, plain_text
 from lightspeed.units import format_count, format_duration, format_memory, format_percent
 
 if TYPE_CHECKING:
@@ -353,9 +353,9 @@ class StepBreakdown(Protocol):
     """What a step-breakdown chart needs: a training estimate, or a prediction read from JSON."""
 
     @property
-    def model(self) -> str: ...
+    def model(self) -> str | None: ...
     @property
-    def system(self) -> str: ...
+    def system(self) -> str | None: ...
     @property
     def step_time_s(self) -> float: ...
     @property
@@ -363,7 +363,8 @@ class StepBreakdown(Protocol):
 
 
 def step_breakdown_figure(estimate: StepBreakdown) -> Figure:
-    """A horizontal stacked bar of the predicted step-time breakdown (a matplotlib figure)."""
+    """A horizontal stacked bar of the predicted step-time breakdown (a matplotlib figure); every
+    part is one of :data:`PART_NAMES` (a reader of files refuses others first)."""
     figure, axes = new_figure(8.0, 2.2)
     left = 0.0
     for name, value in estimate.breakdown_s.items():
@@ -376,8 +377,8 @@ def step_breakdown_figure(estimate: StepBreakdown) -> Figure:
         left += value
     axes.set_yticks([])
     axes.set_xlabel("seconds per step")
-    axes.set_title(
-        f"{estimate.model} on {estimate.system}: predicted step {format_duration(estimate.step_time_s)}"
-    )
+    named = " on ".join(part for part in (estimate.model, estimate.system) if part)
+    step = f"predicted step {format_duration(estimate.step_time_s)}"
+    axes.set_title(plain_text(f"{named}: {step}" if named else step, 90))
     add_legend(axes, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
     return figure

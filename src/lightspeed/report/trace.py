@@ -257,13 +257,33 @@ def temporal_breakdown_figure(summary: TraceSummary) -> Figure:
         values = [getattr(r, field) for r in ranks]
         axes.bar(positions, values, bottom=bottoms, color=color, label=label, width=0.7)
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
-    axes.set_xticks(positions, [str(r.rank) for r in ranks])
-    axes.set_xlabel("rank")
+    shown = rank_ticks(len(ranks))
+    axes.set_xticks(shown, [str(ranks[index].rank) for index in shown])
+    axes.set_xlabel(
+        "rank" if len(shown) == len(ranks) else f"rank (one label every {shown[1] - shown[0]} ranks)"
+    )
     axes.set_ylabel("% of kernel span")
     axes.set_ylim(0, 100)
     axes.set_title("Temporal breakdown per rank")
     add_legend(axes, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     return figure
+
+
+MAX_RANK_LABELS = 32  # tick labels on the per-rank chart; past it, every k-th rank is labelled
+
+
+def rank_ticks(num_ranks: int, max_labels: int = MAX_RANK_LABELS) -> list[int]:
+    """The bar positions that get a tick label: all of them up to ``max_labels``, else every k-th
+    (a round step: 1, 2, 5, 10, 20, 50 ...) from the first.
+
+    >>> rank_ticks(4), rank_ticks(256)[:3], len(rank_ticks(256))
+    ([0, 1, 2, 3], [0, 10, 20], 26)
+    """
+    if num_ranks <= max_labels:
+        return list(range(num_ranks))
+    needed = math.ceil(num_ranks / max_labels)
+    step = next(m * 10**e for e in range(19) for m in (1, 2, 5) if m * 10**e >= needed)
+    return list(range(0, num_ranks, step))
 
 
 def save_temporal_breakdown(summary: TraceSummary, path: Path) -> list[Path]:
@@ -272,8 +292,12 @@ def save_temporal_breakdown(summary: TraceSummary, path: Path) -> list[Path]:
     return save_figure(temporal_breakdown_figure(summary), stem, formats)
 
 
-def trace_section(summary: TraceSummary, *, label: str = "") -> ReportSection:
-    """The HTML report's trace section: the per-rank chart and the breakdown table."""
+LAST_STEP_NOTE = "last profiler step left out (as HTA); --include-last-step keeps it"
+
+
+def trace_section(summary: TraceSummary, *, label: str = "", num_skipped_events: int = 0) -> ReportSection:
+    """The HTML report's trace section: the per-rank chart and the breakdown table, with the notes
+    ``trace summary`` prints (the last step left out, events skipped by ``--skip-bad-events``)."""
     from lightspeed.report.html import ReportSection, Table, chart_from_figure  # jinja2: only for HTML
 
     rows = tuple(
@@ -296,10 +320,14 @@ def trace_section(summary: TraceSummary, *, label: str = "") -> ReportSection:
     chart = chart_from_figure(
         temporal_breakdown_figure(summary), name="trace-breakdown", title=label or "trace"
     )
+    notes = [LAST_STEP_NOTE] if summary.last_step_excluded else []
+    notes.extend(summary.notes)
+    if num_skipped_events and not any("--skip-bad-events" in note for note in notes):
+        notes.append(f"{num_skipped_events:,} impossible event(s) skipped (--skip-bad-events)")
     return ReportSection(
         key="trace",
         title="Trace temporal breakdown per rank",
-        paragraphs=tuple(dict.fromkeys(summary.notes)),
+        paragraphs=tuple(dict.fromkeys(notes)),
         tables=(table,),
         charts=(chart,),
     )
