@@ -65,9 +65,11 @@ def test_compare_cpus(catalog: Catalog) -> None:
 
 
 def test_compare_needs_one_kind_and_two_names(catalog: Catalog) -> None:
-    with pytest.raises(UnknownNameError) as info:
+    # dgx-h100 is known, as a system: the error says the kinds differ (it used to call it unknown)
+    with pytest.raises(UserInputError) as info:
         compare_hardware(catalog=catalog, names=["h100-sxm", "dgx-h100"])
-    assert "unknown device 'dgx-h100'" in str(info.value)
+    assert "'h100-sxm' is an accelerator and 'dgx-h100' a system" in str(info.value)
+    assert not isinstance(info.value, UnknownNameError)
     with pytest.raises(UserInputError):
         compare_hardware(catalog=catalog, names=["h100-sxm"])
 

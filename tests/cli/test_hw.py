@@ -151,7 +151,8 @@ def test_user_catalog_option_and_environment(  # type: ignore[no-untyped-def]
     [
         (["hw", "show", "h10"], "closest"),
         (["hw", "show", "h10"], "h100"),
-        (["hw", "compare", "h100", "dgx-h100"], "unknown device 'dgx-h100'"),
+        (["hw", "compare", "h100", "dgx-h100"], "'dgx-h100' a system"),
+        (["hw", "compare", "h100", "h100-sxm"], "name the same accelerator"),
         (["hw", "compare", "h100"], "at least two"),
         (["hw", "show", "9xdgx-h100@ib-ndr:0.3nic"], "whole number"),
         (["hw", "show", "2xdgx-h1000"], "dgx-h100"),

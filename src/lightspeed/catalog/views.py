@@ -233,7 +233,45 @@ def system_facts(system: System) -> list[Fact]:
     return facts
 
 
-def _facts(record: HardwareRecord) -> list[Fact]:
+# system totals a cluster replaces with its own fabric's figures
+_NODE_ONLY_TOTALS: Final = ("scale_out_per_direction",)
+
+
+def cluster_facts(cluster: Cluster) -> list[Fact]:
+    """Nodes and accelerators, every total of one node times the nodes, and the scale-out fabric
+    (per accelerator and over all nodes) of a cluster."""
+    nodes = cluster.num_nodes
+    facts = [
+        Fact("num_nodes", "nodes", "nodes", nodes),
+        Fact("num_accelerators", "accelerators", "devices", cluster.num_accelerators),
+        Fact("scale_up_domain_size", "scale-up domain", "devices", cluster.system.scale_up_domain_size),
+    ]
+    facts += [
+        Fact(row.key, row.label, row.unit, None if row.derived is None else nodes * row.derived)
+        for row in derive_totals(system=cluster.system).rows
+        if row.key not in _NODE_ONLY_TOTALS
+    ]
+    fabric = cluster.fabric
+    facts += [
+        Fact(
+            "scale_out_per_accelerator",
+            "scale-out per accelerator, per direction",
+            "B/s",
+            cluster.scale_out_per_accelerator_bytes_per_s() if fabric is not None else None,
+        ),
+        Fact(
+            "scale_out_per_direction",
+            "scale-out NICs of all nodes, per direction",
+            "B/s",
+            nodes * fabric.per_direction_bytes_per_s if fabric is not None else None,
+        ),
+    ]
+    return facts
+
+
+def _facts(record: HardwareRecord | Cluster) -> list[Fact]:
+    if isinstance(record, Cluster):
+        return cluster_facts(record)
     if isinstance(record, Accelerator):
         return accelerator_facts(record)
     if isinstance(record, Link):
@@ -243,8 +281,12 @@ def _facts(record: HardwareRecord) -> list[Fact]:
     return system_facts(record)
 
 
-def _labels(records: Sequence[HardwareRecord]) -> dict[str, tuple[str, ...]]:
-    labels: dict[str, tuple[str, ...]] = {"display_name": tuple(record.display_name for record in records)}
+def _labels(records: Sequence[HardwareRecord | Cluster]) -> dict[str, tuple[str, ...]]:
+    labels: dict[str, tuple[str, ...]] = {"display_name": tuple(_display_name(record) for record in records)}
+    clusters = [record for record in records if isinstance(record, Cluster)]
+    if clusters and len(clusters) == len(records):
+        labels["system"] = tuple(cluster.system.name for cluster in clusters)
+        labels["scale_out_link"] = tuple(c.fabric.link.name if c.fabric else "" for c in clusters)
     if all(isinstance(record, Accelerator) for record in records):
         accelerators = [record for record in records if isinstance(record, Accelerator)]
         for key in ("vendor", "architecture", "form_factor", "family", "memory_type"):
@@ -254,8 +296,11 @@ def _labels(records: Sequence[HardwareRecord]) -> dict[str, tuple[str, ...]]:
     return labels
 
 
-def compare_records(records: Sequence[HardwareRecord]) -> Comparison:
-    """Records of one kind side by side; ratios and deltas are dense figures vs the first record."""
+def compare_records(
+    records: Sequence[HardwareRecord | Cluster], names: Sequence[str] | None = None
+) -> Comparison:
+    """Records of one kind side by side; ratios and deltas are dense figures vs the first record.
+    ``names`` are the column names (default: each record's name; a cluster's spec)."""
     if len(records) < 2:
         raise UserInputError("compare needs at least two records")
     kinds = {kind_of(record) for record in records}
@@ -269,11 +314,19 @@ def compare_records(records: Sequence[HardwareRecord]) -> Comparison:
     rows = tuple(_row([column.get(field) for column in columns]) for field in order)
     return Comparison(
         kind=kinds.pop(),
-        devices=tuple(record.name for record in records),
-        display_names=tuple(record.display_name for record in records),
+        devices=tuple(names) if names is not None else tuple(_column_name(record) for record in records),
+        display_names=tuple(_display_name(record) for record in records),
         labels=_labels(records),
         rows=tuple(row for row in rows if any(value is not None for value in row.values)),
     )
+
+
+def _column_name(record: HardwareRecord | Cluster) -> str:
+    return record.spec if isinstance(record, Cluster) else record.name
+
+
+def _display_name(record: HardwareRecord | Cluster) -> str:
+    return record.name if isinstance(record, Cluster) else record.display_name
 
 
 def _row(facts: Sequence[Fact | None]) -> ComparisonRow:
@@ -311,24 +364,115 @@ def lookup(catalog: Catalog, name: str, kind: str | None = None) -> HardwareReco
 
 
 def compare_hardware(*, catalog: Catalog, names: Sequence[str]) -> Comparison:
-    """Compare records named ``names``; all take the kind of the first name."""
+    """Compare the records named ``names``: all of one kind (the first name's), or clusters (a
+    cluster spec such as ``2xdgx-h100``, a TPU slice, a cluster file: whatever ``hw show`` takes),
+    with a system name among them taken as one node of it. A name given twice, or two names of one
+    record, is refused, as is a name of another kind, saying which kinds they are."""
     if len(names) < 2:
         raise UserInputError("hw compare needs at least two names, e.g. hw compare h100-pcie h800-pcie")
-    first = lookup(catalog, names[0])
+    first = _record_or_cluster(catalog, names[0])
     kind = kind_of(first)
-    return compare_records([first, *(lookup(catalog, name, kind) for name in names[1:])])
+    records = [first, *(_same_kind(catalog, name, kind) for name in names[1:])]
+    kinds = [kind_of(record) for record in records]
+    if "cluster" in kinds and set(kinds) <= {"cluster", "system"}:
+        records = [
+            record if isinstance(record, Cluster) else catalog.resolve_cluster(name)
+            for name, record in zip(names, records, strict=True)
+        ]
+    _refuse_other_kinds(names, records)
+    _refuse_repeats(names, records)
+    return compare_records(
+        records, names=[_compare_name(name, record) for name, record in zip(names, records, strict=True)]
+    )
+
+
+def _record_or_cluster(catalog: Catalog, name: str) -> HardwareRecord | Cluster:
+    """A record of any kind by name, or a cluster (spec, TPU slice, cluster file, a cluster a
+    ``--catalog`` file defines): what ``hw show`` reads."""
+    try:
+        return catalog.any_record(name)
+    except UnknownNameError:
+        known_cluster = normalize_name(name) in catalog.clusters or slice_name(name) is not None
+        if not (looks_like_file(name) or looks_like_spec(name) or known_cluster):
+            raise
+        return catalog.resolve_cluster(name)
+
+
+def _same_kind(catalog: Catalog, name: str, kind: str) -> HardwareRecord | Cluster:
+    """``name`` as a record of ``kind`` where it is one, else as whatever it names."""
+    if kind not in KINDS:
+        return _record_or_cluster(catalog, name)
+    try:
+        return lookup(catalog, name, kind)
+    except UnknownNameError as unknown:
+        try:
+            return _record_or_cluster(catalog, name)
+        except UnknownNameError:
+            raise unknown from None  # its closest names are of the kind asked for
+
+
+_ARTICLES: Final = {"accelerator": "an accelerator", "system": "a system", "link": "a link", "cpu": "a CPU"}
+_EXAMPLES: Final = {
+    "accelerator": "hw compare h100-sxm h200-sxm",
+    "system": "hw compare dgx-h100 dgx-b200",
+    "link": "hw compare nvlink-4 nvlink-5",
+    "cpu": "hw compare xeon-platinum-8480c epyc-9654",
+    "cluster": "hw compare 2xdgx-h100 9xdgx-h100@ib-ndr",
+}
+
+
+def _refuse_other_kinds(names: Sequence[str], records: Sequence[HardwareRecord | Cluster]) -> None:
+    kinds = [kind_of(record) for record in records]
+    other = next((index for index, kind in enumerate(kinds) if kind != kinds[0]), None)
+    if other is None:
+        return
+    first, second = kinds[0], kinds[other]
+    raise UserInputError(
+        f"hw compare takes names of one kind: {names[0]!r} is {_ARTICLES.get(first, 'a ' + first)} and "
+        f"{names[other]!r} {_ARTICLES.get(second, 'a ' + second)}; compare {first}s with {first}s "
+        f"({_EXAMPLES[first]}) or {second}s with {second}s ({_EXAMPLES[second]})"
+        + _accelerator_hint(names, kinds)
+    )
+
+
+def _accelerator_hint(names: Sequence[str], kinds: Sequence[str]) -> str:
+    """Where an accelerator meets a system or cluster: how to see the system's accelerator."""
+    if "accelerator" not in kinds:
+        return ""
+    machine = next(
+        (name for name, kind in zip(names, kinds, strict=True) if kind in ("system", "cluster")), None
+    )
+    return f"; 'hw show {machine}' names its accelerator" if machine is not None else ""
+
+
+def _identity(record: HardwareRecord | Cluster) -> str:
+    return f"{record.spec} {record.name}" if isinstance(record, Cluster) else record.name
+
+
+def _refuse_repeats(names: Sequence[str], records: Sequence[HardwareRecord | Cluster]) -> None:
+    identities = [_identity(record) for record in records]
+    for index, identity in enumerate(identities):
+        if identity not in identities[:index]:
+            continue
+        earlier, name = names[identities.index(identity)], names[index]
+        same = (
+            f"{name!r} is given twice"
+            if earlier.strip() == name.strip()
+            else f"{earlier!r} and {name!r} name the same {kind_of(records[index])} "
+            f"({_column_name(records[index])})"
+        )
+        raise UserInputError(f"hw compare: {same}; name each record once")
+
+
+def _compare_name(name: str, record: HardwareRecord | Cluster) -> str:
+    """A column's name: the record's own name, or for a cluster the name as typed."""
+    return name.strip() if isinstance(record, Cluster) else record.name
 
 
 def describe(*, catalog: Catalog, name: str) -> Description:
     """A record (or a cluster spec such as ``9xdgx-h100@ib-ndr``, a TPU slice such as ``v5e-8``)
     with its derived figures."""
-    try:
-        record: HardwareRecord | Cluster = catalog.any_record(name)
-    except UnknownNameError:
-        known_cluster = normalize_name(name) in catalog.clusters or slice_name(name) is not None
-        if not (looks_like_file(name) or looks_like_spec(name) or known_cluster):
-            raise
-        record = catalog.resolve_cluster(name)
+    record = _record_or_cluster(catalog, name)
     kind = kind_of(record)
     totals = derive_totals(system=record) if isinstance(record, System) else None
     peak = cpu_record_peak(record) if isinstance(record, Cpu) else None

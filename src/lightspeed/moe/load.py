@@ -404,16 +404,99 @@ def _long_csv(
 
 
 def _wide_csv(rows: list[list[str]], path: Path) -> ExpertLoad:
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    if rows and not _numeric(rows[0][-1]):
-        rows = rows[1:]  # a header row
-    labelled = bool(rows) and not _numeric(rows[0][0])
+    """One row per layer (see :func:`_wide_header` for when the first row is a header and
+    :func:`_wide_labelled` for when the first column names the layers)."""
+    lines = [(line, row) for line, row in enumerate(rows, start=1) if any(cell.strip() for cell in row)]
+    header = _wide_header(lines, path)
+    body = lines[1:] if header is not None else lines
+    labelled = _wide_labelled(header, [row for _, row in body])
+    if header is not None and body:
+        _check_header_width(header, body[0][1], labelled, path, lines[0][0])
     names, table = [], []
-    for line, row in enumerate(rows, start=1):
+    for index, (line, row) in enumerate(body):
         cells = row[1:] if labelled else row
-        names.append(row[0].strip() if labelled else str(line - 1))
+        names.append(row[0].strip() if labelled else str(index))
         table.append([_count_cell(cell, path, line) for cell in cells])
     return _table(table, names, path)
+
+
+# first cells of a wide CSV's header row above a column of layer names (``""``: pandas' corner)
+WIDE_LAYER_HEADINGS: Final = ("", *LAYER_COLUMNS, "layer_name", "name")
+
+
+def _wide_header(lines: list[tuple[int, list[str]]], path: Path) -> list[str] | None:
+    """The first row when it is a header, else ``None``. It is one when a cell after its first is
+    text (expert names), when its first cell is empty (pandas' corner), or when its numbers are
+    the expert ids 0..E-1 or 1..E and the file says so: its first cell is a layer heading
+    (``layer``, ``layer_id``, ``name``...), or it is a text label above rows labelled with
+    numbers, or the rows below it have one more cell (their layer names). A row of numbers that
+    are not the ids in order is always a layer's counts; one that is, with none of these signs,
+    could be either and is refused."""
+    if len(lines) < 2:
+        return None
+    line, first = lines[0]
+    cells = [cell.strip() for cell in first]
+    if cells[0] == "" or any(not _numeric(cell) for cell in cells[1:]):
+        return first
+    text_corner = not _numeric(cells[0])
+    if not _expert_ids(cells[1:] if text_corner else cells):
+        return None  # a layer's counts
+    body = [row for _, row in lines[1:]]
+    if text_corner and (
+        cells[0].lower() in WIDE_LAYER_HEADINGS or all(_numeric(row[0].strip()) for row in body)
+    ):
+        return first
+    if not text_corner and all(len(row) == len(first) + 1 for row in body):
+        return first
+    raise DataFileError(
+        path,
+        "the first row reads both as expert ids (a header) and as a layer's counts",
+        line=line,
+        value=",".join(first),
+        fix="start a header with 'layer' (layer,0,1,...) or name the experts (e0,e1,...); "
+        "if the row is a layer's counts, put such a header above it",
+    )
+
+
+def _expert_ids(cells: list[str]) -> bool:
+    """Whether ``cells`` are the numbers 0..E-1 or 1..E in order (expert ids, not counts)."""
+    try:
+        values = [float(cell) for cell in cells]
+    except ValueError:
+        return False
+    return bool(values) and values in (
+        [float(index) for index in range(len(values))],
+        [float(index) for index in range(1, len(values) + 1)],
+    )
+
+
+def _wide_labelled(header: list[str] | None, body: list[list[str]]) -> bool:
+    """Whether the first column holds layer names: text there, or a header that puts a layer
+    heading (or pandas' empty corner) above it, or one cell fewer than the rows."""
+    if not body:
+        return False
+    if not _numeric(body[0][0].strip()):
+        return True
+    if header is None:
+        return False
+    corner = header[0].strip()
+    return (
+        len(body[0]) == len(header) + 1
+        or corner.lower() in WIDE_LAYER_HEADINGS
+        or (not _numeric(corner) and _expert_ids([cell.strip() for cell in header[1:]]))
+    )
+
+
+def _check_header_width(header: list[str], row: list[str], labelled: bool, path: Path, line: int) -> None:
+    """A header has a cell per column, or, above layer names, may leave out the corner."""
+    allowed = {len(row), len(row) - 1} if labelled else {len(row)}
+    if len(header) not in allowed:
+        raise DataFileError(
+            path,
+            f"the header has {len(header)} cells but the rows have {len(row)}",
+            line=line,
+            fix="give the header one cell per expert (and one above the layer names, if any)",
+        )
 
 
 def _numeric(text: str) -> bool:

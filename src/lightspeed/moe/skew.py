@@ -27,8 +27,9 @@ REDUNDANCY_STEPS: Final = (0, 1, 2, 4)  # extra replicas per GPU tried by defaul
 class LayerSkew(Record):
     """One layer's load: hottest expert over the mean expert, coefficient of variation,
     effective experts (``exp`` of the entropy of the shares: the number of equally loaded
-    experts with the same spread), the share of the hottest eighth of the experts, and the
-    three hottest experts."""
+    experts with the same spread), the share of the hottest eighth of the experts
+    (:func:`_top_share`: E/8 experts, a part of one where E/8 is not whole, so 12.5% is an
+    even load for any E), and the three hottest experts."""
 
     layer: str
     num_tokens: float
@@ -78,13 +79,35 @@ class LoadStats(Record):
     replicas: tuple[ReplicaEffect, ...]
 
 
+TOP_FRACTION: Final = 1 / 8  # LayerSkew.top_eighth_share: the hottest eighth of the experts
+
+
+def _top_share(shares_hottest_first: np.ndarray, fraction: float) -> float:
+    """The share of tokens the hottest ``fraction`` of the experts take: ``fraction x E`` experts,
+    the last of them in part where that is not a whole number (the Lorenz curve read at
+    ``1 - fraction``), so an even load gives ``fraction`` whatever E.
+
+    >>> import numpy as np
+    >>> _top_share(np.array([0.75, 0.25, 0.0, 0.0]), 1 / 8)  # half of the hottest of four
+    0.375
+    >>> _top_share(np.full(16, 1 / 16), 1 / 8)  # two of sixteen, even
+    0.125
+    """
+    num_experts = fraction * shares_hottest_first.size
+    whole = int(num_experts)
+    part = num_experts - whole
+    share = float(shares_hottest_first[:whole].sum())
+    if part > 0 and whole < shares_hottest_first.size:
+        share += part * float(shares_hottest_first[whole])
+    return share
+
+
 def _layer_skew(name: str, row: np.ndarray) -> LayerSkew:
     total = float(row.sum())
     if total == 0:
         return LayerSkew(name, 0.0, 1.0, 0.0, float(row.size), 0.0, ())
     shares = row / total
     nonzero = shares[shares > 0]
-    eighth = max(1, row.size // 8)
     ordered = np.argsort(-row, kind="stable")
     return LayerSkew(
         layer=name,
@@ -92,7 +115,7 @@ def _layer_skew(name: str, row: np.ndarray) -> LayerSkew:
         hottest_over_mean=float(row.max() / row.mean()),
         coefficient_of_variation=float(row.std() / row.mean()),
         effective_experts=float(np.exp(-(nonzero * np.log(nonzero)).sum())),
-        top_eighth_share=float(shares[ordered[:eighth]].sum()),
+        top_eighth_share=_top_share(shares[ordered], TOP_FRACTION),
         hottest_experts=tuple(int(e) for e in ordered[:3]),
     )
 

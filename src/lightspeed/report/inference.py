@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import add_legend, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
 from lightspeed.units import (
     format_bytes_per_s,
     format_count,
@@ -46,6 +46,20 @@ PART_NAMES = {
     "launch": "kernel launch/teardown",
     "host": "host overhead",
 }
+
+
+# A per-GPU rate in a system comparison is shown to 4 significant digits and every ratio between
+# such rates to 2 decimals, in the main table, the decomposition and the attention table alike, so
+# the same ratio reads the same everywhere and a ratio is the quotient of the rates printed.
+RATE_DIGITS = 4
+
+
+def _shown_rate(rate_tokens_per_s: float) -> str:
+    return format_significant(rate_tokens_per_s, RATE_DIGITS)
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}x"
 
 
 def _rate(value: float) -> str:
@@ -222,7 +236,7 @@ def pareto_figure(result: InferenceSearchResult) -> Figure:
         )
     axes.set_xlabel("output tokens/s per user (1 / TPOT)")
     axes.set_ylabel("output tokens/s per GPU")
-    axes.set_title(f"{result.model} on {result.system}", fontsize=10)
+    axes.set_title(plain_text(f"{result.model} on {result.system}", 90), fontsize=10)
     add_legend(axes, fontsize=8, frameon=False)
     return figure
 
@@ -238,7 +252,7 @@ def render_system_comparison(comparison: SystemComparison) -> None:
     console = make_console()
     unit = "tokens/s" if comparison.workload == "train" else "output tok/s"
     rows = []
-    per_gpu = [format_significant(result.throughput_tokens_per_s_per_gpu, 4) for result in comparison.results]
+    per_gpu = [_shown_rate(result.throughput_tokens_per_s_per_gpu) for result in comparison.results]
     for result, shown in zip(comparison.results, per_gpu, strict=True):
         rows.append(
             [
@@ -247,7 +261,7 @@ def render_system_comparison(comparison: SystemComparison) -> None:
                 result.plan,
                 format_count(result.throughput_tokens_per_s),
                 shown,
-                f"{quotient_of_shown(shown, per_gpu[0]):.2f}x",  # the quotient of the figures shown
+                _ratio(quotient_of_shown(shown, per_gpu[0])),  # the quotient of the figures shown
                 format_percent(result.communication_share),
                 format_percent(result.slow_level_share),
             ]
@@ -272,30 +286,45 @@ def render_system_comparison(comparison: SystemComparison) -> None:
 
 
 def render_fabric_comparison(figures: Sequence[FabricFigures]) -> None:
-    """Print per-GPU bandwidth, latency and a full-machine all-reduce of each system (seed claim 12)."""
+    """Print per-GPU bandwidth, latency and a full-machine all-reduce of each system (seed claim 12);
+    a system of one GPU shows "-" in the fabric columns and its note below the table."""
     rows = [
         [
             item.system,
             f"{item.scale_up} x{item.domain_size}" + (f" + {item.scale_out}" if item.scale_out else ""),
-            f"{format_bytes_per_s(item.slowest_bytes_per_s)} "
-            f"({format_bytes_per_s(item.slowest_bidirectional_bytes_per_s)} bidir.)",
-            format_duration(item.small_message_latency_s),
-            format_duration(item.small_all_reduce_s),
-            f"{format_duration(item.large_all_reduce_s)} "
-            f"({format_bytes_per_s(item.large_all_reduce_bus_bytes_per_s)} bus)",
+            _either(item.slowest_bytes_per_s, item.slowest_bidirectional_bytes_per_s, _bidirectional),
+            _or_dash(item.small_message_latency_s, format_duration),
+            _or_dash(item.small_all_reduce_s, format_duration),
+            _either(item.large_all_reduce_s, item.large_all_reduce_bus_bytes_per_s, _bus),
         ]
         for item in figures
     ]
+    console = make_console()
     render_table(
         "fabric seen by one GPU when a group spans every GPU",
         ["system", "levels", "per-GPU bandwidth", "hop latency", "8 B all-reduce", "1 GiB all-reduce"],
         rows,
-        console=make_console(),
+        console=console,
     )
+    for item in figures:
+        if item.note:
+            console.print(f"  {plain(item.system)}: {plain(item.note)}", style="dim")
 
 
-def _factor(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+def _or_dash(value: float | None, show: Callable[[float], str]) -> str:
+    return "-" if value is None else show(value)
+
+
+def _either(first: float | None, second: float | None, show: Callable[[float, float], str]) -> str:
+    return "-" if first is None or second is None else show(first, second)
+
+
+def _bidirectional(rate_bytes_per_s: float, bidirectional_bytes_per_s: float) -> str:
+    return f"{format_bytes_per_s(rate_bytes_per_s)} ({format_bytes_per_s(bidirectional_bytes_per_s)} bidir.)"
+
+
+def _bus(duration_s: float, bus_bytes_per_s: float) -> str:
+    return f"{format_duration(duration_s)} ({format_bytes_per_s(bus_bytes_per_s)} bus)"
 
 
 def render_ratio_decomposition(decomposition: RatioDecomposition) -> None:
@@ -303,13 +332,13 @@ def render_ratio_decomposition(decomposition: RatioDecomposition) -> None:
     (Shapley) factor beside what it buys applied first and applied last."""
     console = make_console()
     shown = {
-        c.changes: "-" if c.tokens_per_s_per_gpu is None else format_significant(c.tokens_per_s_per_gpu)
+        c.changes: "-" if c.tokens_per_s_per_gpu is None else _shown_rate(c.tokens_per_s_per_gpu)
         for c in decomposition.coalitions
     }
     base, goal = shown[()], shown[max(shown, key=len)]
     render_table(
         f"{decomposition.target} vs {decomposition.baseline}: {goal} / {base} tok/s per GPU = "
-        f"{quotient_of_shown(goal, base):.1f}x",
+        f"{_ratio(quotient_of_shown(goal, base))}",
         ["changes applied to the baseline", "system", "best plan", "tok/s/GPU"],
         [
             [" + ".join(c.changes) or "none (baseline)", c.system, c.plan or c.reason, shown[c.changes]]
@@ -327,7 +356,7 @@ def render_ratio_decomposition(decomposition: RatioDecomposition) -> None:
                 factor.name,
                 factor.change,
                 _shown_factor(shown.get((factor.name,)), base),
-                f"{factor.factor:.2f}x",
+                _ratio(factor.factor),
                 _shown_factor(goal, shown.get(others)),
             ]
         )
@@ -348,7 +377,32 @@ def _shown_factor(top: str | None, bottom: str | None) -> str:
     """The quotient of two printed rates ('-' when either is missing)."""
     if top is None or bottom is None or "-" in (top, bottom):
         return "-"
-    return f"{quotient_of_shown(top, bottom):.2f}x"
+    return _ratio(quotient_of_shown(top, bottom))
+
+
+def _ratio_spread_text(ratios: Sequence[tuple[str, str]]) -> str:
+    """How far the printed ratios (``'2.65x'``, with the case each is under) move: the lowest and
+    the highest and their quotient, or that they do not move.
+
+    >>> text = _ratio_spread_text([("2.65x", "as catalogued"), ("2.60x", "MHA"), ("2.71x", "MLA")])
+    >>> text.split(": ")[0]
+    'the ratio runs from 2.60x (MHA) to 2.71x (MLA)'
+    >>> text.split(": ")[1]
+    'highest / lowest = 1.04, from the assumption about attention alone'
+    >>> _ratio_spread_text([("0.87x", "as catalogued"), ("0.87x", "MHA")])
+    'the ratio is 0.87x under every attention: the assumption about attention does not move it'
+    """
+    (low, low_name), (high, high_name) = (
+        min(ratios, key=lambda r: float(r[0].rstrip("x"))),
+        max(ratios, key=lambda r: float(r[0].rstrip("x"))),
+    )
+    if low == high:
+        return f"the ratio is {low} under every attention: the assumption about attention does not move it"
+    spread = quotient_of_shown(high.rstrip("x"), low.rstrip("x"))
+    return (
+        f"the ratio runs from {low} ({low_name}) to {high} ({high_name}): "
+        f"highest / lowest = {spread:.2f}, from the assumption about attention alone"
+    )
 
 
 def render_attention_sensitivity(sensitivity: AttentionSensitivity) -> None:
@@ -363,12 +417,12 @@ def render_attention_sensitivity(sensitivity: AttentionSensitivity) -> None:
         if decomposition is None:
             rows.append([label, case.attention, kv, "-", "-", "-", *("-" for _ in names)])
             continue
-        base = format_significant(decomposition.baseline_tokens_per_s_per_gpu)
-        goal = format_significant(decomposition.target_tokens_per_s_per_gpu)
-        ratio = f"{quotient_of_shown(goal, base):.1f}"
+        base = _shown_rate(decomposition.baseline_tokens_per_s_per_gpu)
+        goal = _shown_rate(decomposition.target_tokens_per_s_per_gpu)
+        ratio = _ratio(quotient_of_shown(goal, base))
         ratios.append((ratio, label))
-        factors = [f"{factor.factor:.2f}x" for factor in decomposition.factors] or ["-" for _ in names]
-        rows.append([label, case.attention, kv, base, goal, f"{ratio}x", *factors])
+        factors = [_ratio(factor.factor) for factor in decomposition.factors] or ["-" for _ in names]
+        rows.append([label, case.attention, kv, base, goal, ratio, *factors])
     render_table(
         f"{sensitivity.model}: the ratio under each attention",
         ["attention", "shape", "KV per token", "baseline tok/s/GPU", "target tok/s/GPU", "ratio"]
@@ -378,14 +432,7 @@ def render_attention_sensitivity(sensitivity: AttentionSensitivity) -> None:
         right_align_from=2,
     )
     if len(ratios) > 1:
-        (low, low_name), (high, high_name) = (
-            min(ratios, key=lambda r: float(r[0])),
-            max(ratios, key=lambda r: float(r[0])),
-        )
-        console.print(
-            f"  the ratio runs from {low}x ({low_name}) to {high}x ({high_name}): "
-            f"{quotient_of_shown(high, low):.1f}-fold on an assumption about attention"
-        )
+        console.print(f"  {_ratio_spread_text(ratios)}")
     console.print(f"  {sensitivity.note}", style="dim")
 
 

@@ -69,11 +69,11 @@ class LoadEffects(Protocol):
 
 @dataclass(frozen=True)
 class TopologyLimits(Record):
-    """How a system's fabric constrains parallel group sizes."""
+    """How a system's fabric constrains parallel group sizes (one GPU: no link, bandwidth ``None``)."""
 
     scale_up: str
     domain_size: int
-    scale_up_bytes_per_s: float
+    scale_up_bytes_per_s: float | None
     scale_out: str | None
     scale_out_bytes_per_s: float | None
     rules: tuple[str, ...]
@@ -138,6 +138,15 @@ def topology_limits(cluster: Cluster, efficiency: EfficiencyModel | None = None)
     ).fabric
     up, out = fabric.scale_up, fabric.scale_out
     domain = up.domain_size
+    if cluster.num_accelerators < 2:
+        return TopologyLimits(
+            scale_up=up.name,
+            domain_size=domain,
+            scale_up_bytes_per_s=None,
+            scale_out=None,
+            scale_out_bytes_per_s=None,
+            rules=("one GPU: no TP, EP or PP group spans GPUs and nothing crosses a fabric",),
+        )
     rules = [f"TP and EP groups of up to {domain} GPUs stay on {up.name}"]
     if out is not None:
         rules.append(
@@ -441,36 +450,62 @@ def _precisions(precisions: Sequence[str], clusters: Sequence[Cluster], workload
 
 @dataclass(frozen=True)
 class FabricFigures(Record):
-    """One system's fabric as one GPU sees it (seed claim 12)."""
+    """One system's fabric as one GPU sees it (seed claim 12). A system of one GPU has no fabric:
+    its bandwidth, latency and all-reduce figures are ``None`` and ``note`` says why."""
 
     system: str
     num_gpus: int
     scale_up: str
     domain_size: int
-    scale_up_bytes_per_s: float
+    scale_up_bytes_per_s: float | None
     scale_out: str | None
     scale_out_bytes_per_s: float | None
-    slowest_bytes_per_s: float
-    slowest_bidirectional_bytes_per_s: float
-    small_message_latency_s: float
-    small_all_reduce_s: float
-    large_all_reduce_s: float
-    large_all_reduce_bus_bytes_per_s: float
+    slowest_bytes_per_s: float | None
+    slowest_bidirectional_bytes_per_s: float | None
+    small_message_latency_s: float | None
+    small_all_reduce_s: float | None
+    large_all_reduce_s: float | None
+    large_all_reduce_bus_bytes_per_s: float | None
+    note: str = ""
+
+
+ONE_GPU_NOTE = "one GPU: no other GPU to reach, so no fabric and no all-reduce"
 
 
 def fabric_figures(cluster: Cluster, efficiency: EfficiencyModel | None = None) -> FabricFigures:
     """Per-GPU bandwidth of the slowest level a job over every GPU crosses, its one-hop latency,
-    and an 8-byte and a 1 GiB all-reduce over all GPUs on the collective model.
+    and an 8-byte and a 1 GiB all-reduce over all GPUs on the collective model. A system of one
+    GPU (an accelerator or a MIG slice named as a system) has none of these: they are ``None``.
 
     >>> from lightspeed.catalog import load_catalog
     >>> figures = fabric_figures(load_catalog().resolve_cluster("9xdgx-h100@ib-ndr"))
     >>> figures.slowest_bytes_per_s / 1e9, figures.small_message_latency_s * 1e6  # GB/s, us
     (50.0, 5.0)
+    >>> single = fabric_figures(load_catalog().resolve_cluster("h100-sxm"))
+    >>> single.num_gpus, single.large_all_reduce_s, single.note
+    (1, None, 'one GPU: no other GPU to reach, so no fabric and no all-reduce')
     """
     fabric = hardware_for(cluster, "bf16", efficiency).fabric
     up, out = fabric.scale_up, fabric.scale_out
-    slowest = out if out is not None else up
     gpus = cluster.num_accelerators
+    if gpus < 2:
+        return FabricFigures(
+            system=cluster.name,
+            num_gpus=gpus,
+            scale_up=up.name,
+            domain_size=up.domain_size,
+            scale_up_bytes_per_s=None,
+            scale_out=None,
+            scale_out_bytes_per_s=None,
+            slowest_bytes_per_s=None,
+            slowest_bidirectional_bytes_per_s=None,
+            small_message_latency_s=None,
+            small_all_reduce_s=None,
+            large_all_reduce_s=None,
+            large_all_reduce_bus_bytes_per_s=None,
+            note=ONE_GPU_NOTE,
+        )
+    slowest = out if out is not None else up
     small = float(collectives.all_reduce_s(fabric, SMALL_MESSAGE_BYTES, gpus))
     large = float(collectives.all_reduce_s(fabric, LARGE_MESSAGE_BYTES, gpus))
     return FabricFigures(

@@ -159,6 +159,8 @@ def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
         f"{fabric.system}: slowest link {format_bytes_per_s(fabric.slowest_bidirectional_bytes_per_s)} "
         f"bidirectional per GPU, small-message latency {format_duration(fabric.small_message_latency_s)}"
         for fabric in fabric_comparison(clusters)
+        # both clusters span 72 GPUs: each has a fabric (a one-GPU system's figures are None)
+        if fabric.slowest_bidirectional_bytes_per_s is not None and fabric.small_message_latency_s is not None
     ]
     lines.append("  (seed: 1.8 TB/s vs 20-80 GB/s per GPU, 1-2 us vs 5-10 us)")
     training = nvl72_vs_infiniband_training(catalog, models)
