@@ -358,3 +358,18 @@ def test_a_bad_plot_path_is_refused_before_planning(  # type: ignore[no-untyped-
     monkeypatch.setattr(lightspeed.mig, "plan_mig", never)
     path = target if target.startswith("/") else str(tmp_path / target)
     one_line_error(run_cli("mig", "plan", "--workloads", str(EXAMPLE), "--gpu", "h100-sxm", "--plot", path))
+
+
+def test_a_service_name_with_dollars_is_drawn_as_written(run_cli: Any, tmp_path: Path) -> None:
+    # '$' starts matplotlib's mathtext: an unbalanced one raised ParseSyntaxException in the figure
+    workloads = tmp_path / "dollars.toml"
+    workloads.write_text(
+        'schema_version = 1\nkind = "mig-workloads"\n\n[[services]]\nname = "chat $\\\\frac{$x"\n'
+        'model = "llama-3.1-8b"\nprecision = "fp8"\ninput_tokens = 1024\noutput_tokens = 256\n'
+        "requests_per_s = 1.0\nmax_ttft_ms = 500\nmax_tpot_ms = 40\n",
+        encoding="utf-8",
+    )
+    plot = tmp_path / "layout.png"
+    result = run_cli("mig", "plan", "--workloads", str(workloads), "--gpu", "h100-sxm", "--plot", str(plot))
+    assert result.code == 0, result.err
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,7 @@ from lightspeed.mig import MigPlan
 from lightspeed.mig.layout import LayoutCheck
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import series_color
-from lightspeed.report.plots import check_plot_targets, new_figure, plot_paths, save_figure
+from lightspeed.report.plots import check_plot_targets, new_figure, plain_text, plot_paths, save_figure
 from lightspeed.units import format_duration
 
 if TYPE_CHECKING:
@@ -183,13 +183,14 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
         )
         for start, size, label, service in spans:
             axes.barh(row, size, left=start, height=0.8, color=colors[service], edgecolor="white")
-            axes.text(start + size / 2, row, label, ha="center", va="center", fontsize=7, color="white")
+            text = plain_text(label)  # service names come from the user's workloads file
+            axes.text(start + size / 2, row, text, ha="center", va="center", fontsize=7, color="white")
     axes.set_yticks(range(len(plan.layout)), [f"GPU {gpu.index}" for gpu in plan.layout])
     axes.set_xlim(0, NUM_SLOTS)
     axes.set_xticks(range(NUM_SLOTS + 1))
     axes.set_xlabel("memory slot")
     axes.invert_yaxis()
-    axes.set_title(f"MIG plan on {plan.accelerator}")
+    axes.set_title(plain_text(f"MIG plan on {plan.accelerator}"))
     return figure
 
 
