@@ -418,3 +418,41 @@ def _shown_number(text: str) -> float:
         return float(text.replace(",", "").strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a plain printed number") from None
+
+
+# Units whose smaller value is better (durations, energies); a rate (``.../s``) is better higher
+LOWER_IS_BETTER_UNITS: Final = ("s", "ms", "us", "ns", "min", "h", "J", "kJ", "MJ", "Wh", "kWh")
+HIGHER_IS_BETTER_UNIT_SUFFIX: Final = "/s"
+
+
+def unit_direction(unit: str) -> bool | None:
+    """``lower_is_better`` as the unit alone decides it: ``True`` for durations and energies
+    (:data:`LOWER_IS_BETTER_UNITS`), ``False`` for rates (``.../s``), ``None`` for any other unit
+    (a count of findings is better lower, a count of tokens higher: the unit cannot say).
+
+    >>> unit_direction("s"), unit_direction("FLOP/s"), unit_direction("count")
+    (True, False, None)
+    """
+    if unit in LOWER_IS_BETTER_UNITS:
+        return True
+    if unit.endswith(HIGHER_IS_BETTER_UNIT_SUFFIX):
+        return False
+    return None
+
+
+def fraction_of_sol(value: float | None, sol: float | None, *, lower_better: bool) -> float | None:
+    """The fraction of the speed of light reached: ``value / sol`` for a rate (higher is better),
+    ``sol / value`` for a time (lower is better), so that it is at most 1 for a physical
+    measurement and above 1 only when the SOL was beaten. ``None`` when either is unknown, not
+    finite or not positive.
+
+    >>> fraction_of_sol(2e10, 4e10, lower_better=False)
+    0.5
+    >>> round(fraction_of_sol(0.42, 0.30, lower_better=True), 4)  # 300 ms of SOL, 420 ms taken
+    0.7143
+    """
+    if value is None or sol is None:
+        return None
+    if not (math.isfinite(value) and math.isfinite(sol)) or value <= 0 or sol <= 0:
+        return None
+    return sol / value if lower_better else value / sol

@@ -24,6 +24,7 @@ from typing import Final
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, JsonObject, Record
+from lightspeed.units import fraction_of_sol, unit_direction
 
 # Which field holds each suite's swept size, and the unit that field is in.
 SIZE_FIELD_BY_SUITE: Final = {
@@ -115,7 +116,8 @@ class BenchResult(Record):
 
     @property
     def above_sol(self) -> bool | None:
-        """Whether the value beats its SOL (faster than it for ``s``); ``None`` without a SOL.
+        """Whether the value beats its SOL (``fraction_of_sol`` above 1: faster than it for a time);
+        ``None`` without a SOL.
 
         >>> BenchResult(suite="gemm", name="gemm", dtype="fp32", flop_per_call=8, value=178.3e9,
         ...             unit="FLOP/s", sol=166.2e9, fraction_of_sol=178.3 / 166.2,
@@ -124,7 +126,7 @@ class BenchResult(Record):
         """
         if self.fraction_of_sol is None:
             return None
-        return bool(self.fraction_of_sol < 1.0 if self.unit == "s" else self.fraction_of_sol > 1.0)
+        return self.fraction_of_sol > 1.0
 
     @property
     def metric(self) -> str:
@@ -191,7 +193,8 @@ def make_result(
     """
     stats = Stats.of(samples)
     value = {"max": stats.max, "min": stats.min, "median": stats.median}[best]
-    fraction = value / sol if sol is not None and sol > 0 else None
+    # the share of the SOL reached: sol / value for a time (launch latency), value / sol for a rate
+    fraction = fraction_of_sol(value, sol, lower_better=unit_direction(unit) is True)
     result = BenchResult(
         suite=suite,
         name=name,

@@ -28,6 +28,7 @@ from lightspeed.store.backends import StoreMissingError
 from lightspeed.store.database import ResultsStore, open_store
 from lightspeed.store.records import NewRecord, StoredRecord
 from lightspeed.trace import detect_format, load_trace
+from lightspeed.units import unit_direction
 
 # The fields that make a JSON object a benchmark result (plus one size field: BENCH_SIZE_FIELDS).
 BENCH_FIELDS: Final = ("suite", "name", "value", "unit", "correct")
@@ -38,11 +39,6 @@ MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
 # The fields of a record of 'lightspeed results export --json' that the gate reads.
 EXPORTED_RECORD_FIELDS: Final = ("record_id", "run_id", "name", "metric", "unit", "payload")
-# Units that decide which way is better when a record does not say: durations and energies are
-# better lower, rates (per second) higher. Any other unit (a count, a ratio, GPUs, FLOP, bytes)
-# does not decide it: the direction is then assumed, and the gate says so.
-LOWER_IS_BETTER_UNITS: Final = ("s", "ms", "us", "ns", "min", "h", "J", "kJ", "MJ", "Wh", "kWh")
-HIGHER_IS_BETTER_UNIT_SUFFIX: Final = "/s"
 
 
 def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
@@ -364,21 +360,6 @@ def samples_from_records(
     if not series:
         raise UserInputError(f"{source} holds no record with a finite value to compare")
     return tuple(series)
-
-
-def unit_direction(unit: str) -> bool | None:
-    """``lower_is_better`` as the unit alone decides it: ``True`` for durations and energies
-    (:data:`LOWER_IS_BETTER_UNITS`), ``False`` for rates (``.../s``), ``None`` for any other unit
-    (a count of findings is better lower, a count of tokens higher: the unit cannot say).
-
-    >>> unit_direction("s"), unit_direction("FLOP/s"), unit_direction("count")
-    (True, False, None)
-    """
-    if unit in LOWER_IS_BETTER_UNITS:
-        return True
-    if unit.endswith(HIGHER_IS_BETTER_UNIT_SUFFIX):
-        return False
-    return None
 
 
 def _records_direction(members: Sequence[StoredRecord | NewRecord], unit: str) -> tuple[bool, bool]:

@@ -11,13 +11,13 @@ from) and :mod:`lightspeed.catalog.records` (hardware records).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from lightspeed.errors import StoreError, UserInputError
 from lightspeed.records import JsonDict, JsonObject, Record
+from lightspeed.units import fraction_of_sol, unit_direction
 
 # A JSON value as stored: an object for everything lightspeed writes; a string for text that was
 # not JSON (kept whole by migration 3, or damaged by hand); any other JSON value in principle.
@@ -25,7 +25,6 @@ StoredJson: TypeAlias = JsonObject | list[Any] | str | int | float | bool | None
 KIND_PATTERN: Final = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 KNOWN_KINDS: Final = ("benchmark", "prediction", "goodput", "trace", "monitor")
 # The units whose values are better lower (durations), when a payload does not say.
-LOWER_IS_BETTER_UNITS: Final = ("s",)
 
 
 def check_kind(kind: str) -> str:
@@ -47,31 +46,15 @@ def check_known_kind(kind: str, *, option: str = "--kind") -> str:
 
 def lower_is_better(unit: str, payload: StoredJson = None) -> bool:
     """Whether a smaller value is better: the payload's ``lower_is_better`` when it holds a
-    boolean one, else whether ``unit`` is a duration (``s``).
+    boolean one, else what the unit decides (:func:`unit_direction`), else higher is better.
 
     >>> (lower_is_better("s"), lower_is_better("B/s"), lower_is_better("s", {"lower_is_better": False}))
     (True, False, False)
+    >>> lower_is_better("kWh"), lower_is_better("count")
+    (True, False)
     """
     hint = payload.get("lower_is_better") if isinstance(payload, dict) else None
-    return hint if isinstance(hint, bool) else unit in LOWER_IS_BETTER_UNITS
-
-
-def fraction_of_sol(value: float | None, sol: float | None, *, lower_better: bool) -> float | None:
-    """The fraction of the speed of light reached: ``value / sol`` for a rate (higher is better),
-    ``sol / value`` for a time (lower is better), so that it is at most 1 for a physical
-    measurement and above 1 only when the SOL was beaten. ``None`` when either is unknown, not
-    finite or not positive.
-
-    >>> fraction_of_sol(2e10, 4e10, lower_better=False)
-    0.5
-    >>> round(fraction_of_sol(0.42, 0.30, lower_better=True), 4)  # 300 ms of SOL, 420 ms taken
-    0.7143
-    """
-    if value is None or sol is None:
-        return None
-    if not (math.isfinite(value) and math.isfinite(sol)) or value <= 0 or sol <= 0:
-        return None
-    return sol / value if lower_better else value / sol
+    return hint if isinstance(hint, bool) else unit_direction(unit) is True
 
 
 def _check_text(what: str, text: str) -> None:
