@@ -286,12 +286,34 @@ def settling(arrival_s: Array, finish_s: Array, measured_arrival_s: Array) -> Se
     )
 
 
-def _slice_means(times: Array, values: Array, weights: Array, edges: Array) -> tuple[float, ...]:
-    index = np.clip(np.searchsorted(edges, times, side="right") - 1, 0, edges.size - 2)
-    total = np.bincount(index, weights=values * weights, minlength=edges.size - 1)
-    weight = np.bincount(index, weights=weights, minlength=edges.size - 1)
-    means = np.divide(total, weight, out=np.zeros_like(total), where=weight > 0)
+def _slice_means(starts: Array, values: Array, durations: Array, edges: Array) -> tuple[float, ...]:
+    """Per slice between ``edges``, the mean of ``values`` over the time their records cover in it
+    (a record held from ``starts`` for ``durations``): a record spanning several slices counts in
+    each by its overlap, so a merged run of iterations longer than a slice does not leave the
+    slices after the one it starts in empty; a slice no record covers is 0 (nothing ran)."""
+    ends = starts + durations
+    covered = _held_integral(starts, ends, np.ones_like(values), edges)
+    total = _held_integral(starts, ends, values, edges)
+    means = np.divide(total, covered, out=np.zeros_like(total), where=covered > 1e-15)
     return tuple(float(value) for value in means)
+
+
+def _held_integral(starts: Array, ends: Array, weights: Array, edges: Array) -> Array:
+    """Per slice between ``edges``, the integral of the sum of ``weights`` of the records held
+    then: ``sum_i w_i |[s_i, e_i) & slice|``, from ``sum_i w_i max(t - s_i, 0) - w_i max(t - e_i, 0)``
+    at each edge (sorted sums, O((records + edges) log records))."""
+    at_edges = _ramp_sum(starts, weights, edges) - _ramp_sum(ends, weights, edges)
+    return np.asarray(np.diff(at_edges), dtype=np.float64)
+
+
+def _ramp_sum(points: Array, weights: Array, at: Array) -> Array:
+    """``sum_i weights_i max(at - points_i, 0)`` for each value of ``at``."""
+    order = np.argsort(points, kind="stable")
+    sorted_points, sorted_weights = points[order], weights[order]
+    weight_before = np.concatenate([[0.0], np.cumsum(sorted_weights)])
+    moment_before = np.concatenate([[0.0], np.cumsum(sorted_weights * sorted_points)])
+    count = np.searchsorted(sorted_points, at, side="right")
+    return np.asarray(at * weight_before[count] - moment_before[count], dtype=np.float64)
 
 
 def time_series(
