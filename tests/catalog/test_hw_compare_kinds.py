@@ -9,7 +9,7 @@ import json
 import pytest
 
 from expect import one_line_error
-from lightspeed.catalog import Catalog, compare_hardware
+from lightspeed.catalog import Catalog, compare_hardware, load_catalog
 from lightspeed.errors import UnknownNameError, UserInputError
 
 
@@ -82,3 +82,15 @@ def test_hw_compare_takes_what_hw_show_takes(run_cli) -> None:  # type: ignore[n
     assert rows["num_accelerators"]["values"] == [16, 8]
     one_line_error(run_cli("hw", "compare", "h100-sxm", "dgx-h100"), "'dgx-h100' a system")
     one_line_error(run_cli("hw", "compare", "h100-sxm", "h100-sxm"), "is given twice")
+
+
+def test_nominal_memory_takes_no_ratio_across_vendors_units() -> None:
+    # H100 SXM's nominal 80 GiB and H100 PCIe's printed "80 GB" are the same HBM: a ratio of the
+    # figures as recorded read 0.931x (-7%); the listed and driver-reported rows carry the comparison
+    comparison = compare_hardware(catalog=load_catalog(), names=["h100-sxm", "h100-pcie", "h200-sxm"])
+    nominal = comparison.row("memory_capacity")
+    assert nominal.ratios == (None, None, None)
+    assert nominal.deltas == (None, None, None)
+    assert nominal.values[1] == 80e9  # still shown
+    usable = comparison.row("memory_usable")
+    assert usable.ratios[1:] == pytest.approx((80 / 80, 141 / 80))

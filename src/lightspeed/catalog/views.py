@@ -56,6 +56,9 @@ class Fact:
     printed: float | None
     dense: float | None = None
     sparse: bool | None = None
+    # False where the figures are not in one unit across records, so no ratio is taken (nominal
+    # memory as each vendor prints it: "80GB" that is 80 GiB of HBM, "192 GB" that is 192 GB)
+    comparable: bool = True
 
     @property
     def dense_value(self) -> float | None:
@@ -147,7 +150,13 @@ def _attachment_facts(prefix: str, label: str, attachment: LinkAttachment | None
 def accelerator_facts(accelerator: Accelerator) -> list[Fact]:
     """Every comparable figure of an accelerator, in display order."""
     facts = [
-        Fact("memory_capacity", "memory (nominal)", "B", accelerator.memory_nominal_bytes),
+        Fact(
+            "memory_capacity",
+            "memory (nominal, the vendor's GB or GiB)",
+            "B",
+            accelerator.memory_nominal_bytes,
+            comparable=False,
+        ),
         Fact("memory_usable", "memory (usable, as listed)", "B", accelerator.memory_usable_bytes),
         Fact("memory_reported", "memory (driver-reported)", "B", accelerator.memory_reported_bytes),
         Fact("memory_bandwidth", "memory bandwidth", "B/s", accelerator.memory_bandwidth_bytes_per_s),
@@ -333,8 +342,11 @@ def _row(facts: Sequence[Fact | None]) -> ComparisonRow:
     template = next(fact for fact in facts if fact is not None)
     dense = tuple(fact.dense_value if fact else None for fact in facts)
     base = dense[0]
-    ratios = tuple(value / base if value is not None and base else None for value in dense)
-    deltas = tuple(value - base if value is not None and base is not None else None for value in dense)
+    comparable = all(fact.comparable for fact in facts if fact is not None)
+    ratios = tuple(value / base if value is not None and base and comparable else None for value in dense)
+    deltas = tuple(
+        value - base if value is not None and base is not None and comparable else None for value in dense
+    )
     known = [value for value in dense if value is not None]
     differs = base is not None and any(abs(value - base) > 1e-9 * max(abs(base), 1.0) for value in known)
     return ComparisonRow(
