@@ -111,7 +111,8 @@ def test_driver_memory_is_what_the_engines_see(catalog: Catalog) -> None:
     assert catalog.accelerator("h100-sxm").memory_device_bytes == 81559 * 2**20
     assert catalog.accelerator("b200").memory_device_bytes == 183359 * 2**20
     assert catalog.accelerator("h100-sxm").memory_nominal_bytes == 80 * 2**30  # five 16 GiB HBM3 stacks
-    assert catalog.accelerator("h100-sxm/3g.40gb").memory_device_bytes == 40e9  # a slice: its share
+    # a slice: what nvidia-smi -lgip reports for its profile (39.50 GiB for 3g.40gb, NVIDIA's MIG guide)
+    assert catalog.accelerator("h100-sxm/3g.40gb").memory_device_bytes == 39.5 * 2**30
 
 
 @pytest.mark.parametrize(

@@ -39,8 +39,9 @@ SERVING_BY_HAND: dict[str, tuple[str, int, int, int, int | None]] = {
     "Z309": ("glm-5", 8, 8000, 1024, None),
 }
 SERVING_REFUSED = {
-    # Lambda's GLM-5 page: an 'HGX B200' without the GPUs the deployment used
-    "Z311": "GPUs is not reported",
+    # Lambda's GLM-5 page: one HGX B200 (8 GPUs), the served precision not in the part read: GLM-5's
+    # 744B in BF16 (1.49 TB) is more than 8 B200 hold (8 x 179 GiB = 1.54 TB less the runtime's share)
+    "Z311": "no split of the row's 8 GPUs holds glm-5 in bf16",
 }
 
 

@@ -501,10 +501,11 @@ _MANY_SYSTEMS: Final = re.compile(
 
 
 def one_named_system(catalog: Catalog, row: PublishedRow) -> tuple[int, str] | None:
-    """(GPUs, note) of a row whose hardware cell names a system of several GPUs and counts nothing
-    (``DGX B200``, ``p5.48xlarge``, ``GB200 NVL72``): one such system. ``None`` where the cell
-    starts with a GPU (``H100 (DGX H100)`` says where the GPUs sit, not how many), or speaks of
-    clusters, nodes or racks. Callers ask this last, after every count the row writes."""
+    """(GPUs, note) of a row whose hardware cell names a server of several GPUs and counts nothing
+    (``DGX B200``, ``p5.48xlarge``): one such server. ``None`` where the cell starts with a GPU
+    (``H100 (DGX H100)`` says where the GPUs sit, not how many), speaks of clusters, nodes or
+    racks, or names a rack or pod (``GB200 NVL72``: runs use part of one, and a figure per GPU
+    does not say which part). Callers ask this last, after every count the row writes."""
     text = row.text("hardware")
     head = text.split("(", 1)[0]
     if _MANY_SYSTEMS.search(text) or not head.strip():
@@ -513,7 +514,7 @@ def one_named_system(catalog: Catalog, row: PublishedRow) -> tuple[int, str] | N
         system, span = named_system(catalog, head)
     except HardwareTextError:
         return None
-    if not _names_whole_system(catalog, system, span):
+    if not _names_whole_system(catalog, system, span) or system.system_type != "node":
         return None
     gpus = system.num_accelerators
     return gpus, f"GPUs from the hardware cell: '{span}' with no count is one system, {_gpus(gpus)}"

@@ -653,7 +653,12 @@ def unstated_tp(
         across = "tp" if _SGLANG.search(row.described()) else "pp"
         split = fitting_split(model, cluster, precision.format, load, num_gpus=num_gpus, across=across)
         if split is None:
-            return UnstatedSplit()
+            # no split holds it: a deployment at TP 1 would only fail later, naming a TP the row never ran
+            raise RowError(
+                f"no split of the row's {num_gpus} GPUs holds {model.name} in {precision.format} with a "
+                "request of the row's lengths; state the precision the run served (e.g. fp8) or the "
+                "GPUs and parallel degrees it used"
+            )
         tp, pp, note = split
         return UnstatedSplit(tp=tp, pp=pp if stated.pp is None and pp > 1 else None, note=note)
     return UnstatedSplit()
