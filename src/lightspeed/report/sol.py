@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text
+from lightspeed.report.validation_rows import error_text, interval_text, number_text, read_as_text
 from lightspeed.units import format_count, format_duration, format_memory, format_percent
 
 if TYPE_CHECKING:
@@ -208,32 +209,6 @@ def _plan_row(label: str, estimate: TrainingEstimate) -> list[str]:
     ]
 
 
-def _error_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1%}"
-
-
-def _number(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
-
-
-def _interval_text(row: ValidationRow) -> str:
-    """``[low, high]`` of the prediction's error bars, marked when the measured value is outside."""
-    if row.interval is None:
-        return ""
-    low, high = row.interval
-    return f"{_number(low)}-{_number(high)}" + ("" if row.covered else " (outside)")
-
-
-def _read_as(row: ValidationRow) -> str:
-    """Which metric piece and value a row was read from, e.g. ``'tokens/s/GPU' <- '14,451' (1 of 2)``."""
-    reading = row.reading
-    if reading is None:
-        return ""
-    where = f" ({reading['position']} of {reading['num_pieces']})" if reading["num_pieces"] > 1 else ""
-    notes = "".join(f"; {note}" for note in reading["notes"])
-    return f"'{reading['metric_text']}' <- '{reading['value_text']}'{where}{notes}"
-
-
 MAX_VALIDATION_ROWS_SHOWN = 200
 
 
@@ -266,8 +241,8 @@ def render_validation(report: ValidationReport) -> None:
         )
     rows = []
     for row in (report.rows[index] for index in shown):
-        measured = "-" if row.measured is None else _number(row.measured)
-        predicted = "-" if row.predicted is None else _number(row.predicted)
+        measured = "-" if row.measured is None else number_text(row.measured)
+        predicted = "-" if row.predicted is None else number_text(row.predicted)
         note = row.reason if row.status != "ok" else ""
         rows.append(
             [
@@ -276,11 +251,11 @@ def render_validation(report: ValidationReport) -> None:
                 row.publisher or "-",
                 row.stack or "-",
                 row.metric,
-                _read_as(row),
+                read_as_text(row),
                 measured,
                 predicted,
-                _interval_text(row),
-                _error_text(row.rel_error),
+                interval_text(row),
+                error_text(row.rel_error),
                 note,
             ]
         )
