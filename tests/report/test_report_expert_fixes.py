@@ -249,6 +249,19 @@ def test_kernels_that_differ_in_template_arguments_are_told_apart(tmp_path: Path
     assert {row[1] for row in full.rows} == set(names)
 
 
+def test_the_kernels_table_numbers_alike_names_as_the_report_does(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    names = [
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>>(int)",
+    ]
+    result = run_cli("kernels", "report", str(_ncu_csv(tmp_path / "tmpl.csv", names)))
+    assert result.code == 0, result.err
+    assert "vectorized_elementwise_kernel #1" in result.out
+    assert "vectorized_elementwise_kernel #2" in result.out
+    # each numbered name is followed by the full name it stands for
+    assert f"vectorized_elementwise_kernel #2: {names[1]}" in " ".join(result.out.split())
+
+
 # -- 12, 13: monitor and goodput say what their commands say --------------------------------------
 
 

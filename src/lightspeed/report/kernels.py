@@ -76,10 +76,12 @@ def render_kernel_report(report: KernelSolReport, console: Console | None = None
     """Print every kernel's SOL and bound, ncu's findings ranked, FLOP/s and the levers of a trace."""
     out = console or make_console()
     device = report.accelerator or report.device_name or "device not named"
+    names = distinct_names(report.kernels)
+    named = list(zip(names, report.kernels, strict=True))
     render_table(
         f"Kernels against their speed of light ({escape(device)}; ranked by {report.ranked_by})",
         ("kernel", "launches", "duration", "compute", "memory", "DRAM", "L1/TEX", "L2", "bound", "headroom"),
-        [_sol_row(kernel) for kernel in report.kernels],
+        [(escape(name), *_sol_row(kernel)[1:]) for name, kernel in named],
         right_align_from=1,
         console=out,
         whole=(0,),
@@ -91,11 +93,14 @@ def render_kernel_report(report: KernelSolReport, console: Console | None = None
     render_table(
         "Launch and occupancy",
         ("kernel", "grid", "block", "waves/SM", "registers", "shared mem", "occupancy", "limited by"),
-        [_launch_row(kernel) for kernel in report.kernels],
+        [(escape(name), *_launch_row(kernel)[1:]) for name, kernel in named],
         right_align_from=1,
         console=out,
         whole=(0,),
     )
+    for name, kernel in named:
+        if name != kernel.short_name:  # numbered: kernels whose short names look alike
+            out.print(escape(f"{name}: {kernel.kernel}"), soft_wrap=True)
     _render_findings(report, out)
     _render_flop(report, out)
     if report.trace_source is not None:
