@@ -675,3 +675,40 @@ def test_a_figure_its_source_calls_a_known_regression_is_not_compared(
 )
 def test_a_part_named_in_the_gpus_cell_is_not_its_count(cell: str, gpus: int | None) -> None:
     assert gpu_count(cell)[0] == gpus
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # Llama 3.1 8B (8.03B parameters) on H100 SXM, whose fastest dense peak is FP8's 1,979
+        # TFLOP/s: 1.66M tokens/s per GPU x 6 x 8.03e9 = 80.0 PFLOP/s, 40x it (a job's rate, or M
+        # for k); 16,600 tokens/s per GPU is 0.40x and reads
+        ("tokens/s per GPU", "1,660,000", 6 * 8.03e9 * 1.66e6 / 1979e12),
+        ("TFLOP/s per GPU", "2,500", 2500 / 1979),
+    ],
+)
+def test_a_rate_above_every_peak_of_the_gpu_is_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry, case: tuple[str, str, float]
+) -> None:
+    metric, measured, ratio = case
+    path = tmp_path / "rows.tsv"
+    cells = f"FSDP2\t8192\t16\t1\t1\t8\t8\tH100 SXM\tbf16\t{metric}\t{measured}"
+    path.write_text(f"{TRAIN_HEADER}\nT1\ttrain\ttorchtitan 2024\tLlama 3.1 8B\t{cells}\n", encoding="utf-8")
+    with pytest.raises(RowError, match=r"fastest dense peak \(1,979 TFLOP/s\)") as refused:
+        read_training_row(read_table(path)[0], catalog, models)
+    assert f"is {ratio:.3g}x one h100-sxm's" in str(refused.value)
+
+
+def test_an_output_rate_above_every_peak_is_refused(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # 2 x 8.03e9 FLOPs per output token: 200,000 tokens/s per GPU is 3.21 PFLOP/s, 1.62x the FP8 peak
+    with pytest.raises(RowError, match="2 FLOPs per active parameter per output token") as refused:
+        _infer_setup(
+            tmp_path, catalog, models, "concurrency 64", metric="output tokens/s per GPU", measured="200,000"
+        )
+    assert f"is {2 * 8.03e9 * 2e5 / 1979e12:.3g}x" in str(refused.value)
+    # 20,000 tokens/s per GPU (0.16x) is a rate the engine predicts
+    _infer_setup(
+        tmp_path, catalog, models, "concurrency 64", metric="output tokens/s per GPU", measured="20,000"
+    )

@@ -104,9 +104,17 @@ from lightspeed.sol.validation.infer_load import (
 )
 from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, integer_cell, size_cell
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell
-from lightspeed.sol.validation.rows import RunSpec, choose_reading, registry_name, resolve_model, row_year
+from lightspeed.sol.validation.rows import (
+    SERVE_FLOP_PER_TOKEN_PER_PARAM,
+    RunSpec,
+    check_below_peak,
+    choose_reading,
+    registry_name,
+    resolve_model,
+    row_year,
+)
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
-from lightspeed.workload import ModelRegistry, TransformerSpec
+from lightspeed.workload import ModelRegistry, TransformerSpec, parameter_counts
 
 INFERENCE_METRICS = (
     "output_tokens_per_s",
@@ -725,6 +733,16 @@ _MLPERF_KV_NOTE: Final = (
 )
 
 
+def _output_flop_per_s_per_gpu(reading: Reading, model: TransformerSpec, num_gpus: int) -> float | None:
+    """The FLOP/s per GPU an output-token rate implies at 2 FLOPs per active parameter per token (a
+    speculative token is verified by the target model all the same); ``None`` for other readings
+    (input and total token rates can count prompt tokens a prefix cache served without compute)."""
+    per_gpu = {"output_tokens_per_s": num_gpus, "output_tokens_per_s_per_gpu": 1}.get(reading.key)
+    if per_gpu is None or reading.value is None:
+        return None
+    return reading.value / per_gpu * SERVE_FLOP_PER_TOKEN_PER_PARAM * parameter_counts(model).active_params
+
+
 def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
     stated = stated_layout(row)
@@ -760,6 +778,12 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         plan_notes = [*plan_notes, _MLPERF_KV_NOTE]
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
     assert reading.value is not None
+    check_below_peak(
+        reading,
+        _output_flop_per_s_per_gpu(reading, model, num_gpus),
+        cluster.system.accelerator,
+        "2 FLOPs per active parameter per output token",
+    )
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
     notes.extend([state_note] if state_note else [])
     notes.extend([speed_note] if speed_note else [])

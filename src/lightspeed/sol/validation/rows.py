@@ -1462,6 +1462,51 @@ _IMPLAUSIBLE_MFU: Final = 0.05
 _PLAUSIBLE_MFU: Final = (0.03, 1.0)
 
 
+# FLOPs each token costs at the least: a training step's forward and backward matmuls (6 per active
+# parameter), a served token's forward matmuls (2); attention only adds to them
+TRAIN_FLOP_PER_TOKEN_PER_PARAM: Final = 6.0
+SERVE_FLOP_PER_TOKEN_PER_PARAM: Final = 2.0
+
+
+def check_below_peak(
+    reading: Reading, flop_per_s_per_gpu: float | None, accelerator: Accelerator, flop_basis: str
+) -> None:
+    """Refuse a reading whose rate, at the fewest FLOPs the work can cost (``flop_basis`` says
+    which), is more than one GPU's fastest dense peak in any floating-point format: no run reaches
+    it, so the unit or the scope was misread (a job's rate under a per-GPU label, ``k`` for ``M``).
+    ``flop_per_s_per_gpu`` is ``None`` where the reading is no rate."""
+    peaks = [figure.dense_per_s for key, figure in accelerator.compute.items() if not key.startswith("int")]
+    if flop_per_s_per_gpu is None or not peaks or flop_per_s_per_gpu <= max(peaks):
+        return
+    peak = max(peaks)
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' is {flop_per_s_per_gpu / peak:.3g}x one "
+        f"{accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} TFLOP/s) at {flop_basis}: no run "
+        "reaches that; check the unit and whether the figure is per GPU or the job's"
+    )
+
+
+def _training_flop_per_s_per_gpu(
+    reading: Reading, model: TransformerSpec, num_gpus: int, seq_len: int
+) -> float | None:
+    """The FLOP/s per GPU a training reading implies at 6 FLOPs per active parameter per token
+    (its own figure for TFLOP/s); ``None`` for a reading that is no rate."""
+    value = reading.value
+    if value is None:
+        return None
+    per_token = TRAIN_FLOP_PER_TOKEN_PER_PARAM * parameter_counts(model).active_params
+    per_gpu_tokens = {
+        "tokens_per_s": value / num_gpus,
+        "tokens_per_s_per_gpu": value,
+        "samples_per_s": value * seq_len / num_gpus,
+        "samples_per_s_per_gpu": value * seq_len,
+    }
+    if reading.key == "tflop_per_s_per_gpu":
+        return value * 1e12
+    tokens = per_gpu_tokens.get(reading.key)
+    return None if tokens is None else tokens * per_token
+
+
 def _unlabelled_rate_per_gpu(
     reading: Reading, model: TransformerSpec, num_gpus: int, accelerator: Accelerator
 ) -> Reading:
@@ -1616,6 +1661,8 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     reading = _log_rate_per_device(reading, stack)
     reading = _unlabelled_rate_per_gpu(reading, model, num_gpus, cluster.system.accelerator)
     assert reading.value is not None
+    implied = _training_flop_per_s_per_gpu(reading, model, num_gpus, _row_seq_len(row, model))
+    check_below_peak(reading, implied, cluster.system.accelerator, "6 FLOPs per active parameter per token")
     plan, plan_notes = read_plan(row, model, num_gpus, stack, cluster.system.accelerator, metric=reading.key)
     named = "names no framework" not in stack_note
     convention, recompute, causal, flop_note = flop_convention(row, stack, reading, framework_named=named)
