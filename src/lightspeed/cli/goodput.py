@@ -183,7 +183,7 @@ def report_command(
 def _check_names(options: dict[str, Any]) -> None:
     """A --system or --model the user named must exist (a name the run recorded is the ledger's note)."""
     system, model = options["system"], options["model"]
-    if system is not None and not (system.endswith(".json") or Path(system).is_file()):
+    if system is not None and not _is_system_json(system):
         resolve_accelerator(catalog=options["catalog"], name=system)  # UnknownNameError: exit 2
     if model is not None:
         options["models"].get(model)
@@ -291,13 +291,19 @@ def _where(sink: MetricSink) -> str:
 def _ledger(path: Path, options: dict[str, Any]) -> Ledger:
     if path.is_file() and is_mllog(path):
         return _mlperf(path, options)
+    system, num_accelerators = options["system"], options["num_accelerators"]
+    if _is_system_json(system):
+        # A tracker run takes the accelerator and its count from the description, as an MLPerf log does.
+        description = read_system_json(system)
+        system = description.accelerator_model_name
+        num_accelerators = num_accelerators or description.num_accelerators
     return build_ledger(
         run=read_run(path),
         model=options["model"],
-        system=options["system"],
+        system=system,
         seq_len=options["seq_len"],
         precision=options["precision"],
-        num_accelerators=options["num_accelerators"],
+        num_accelerators=num_accelerators,
         model_flop_per_token=options["model_flop_per_token"],
         sol_tokens_per_s_per_accelerator=options["sol"],
         convention=options["convention"],
@@ -306,11 +312,15 @@ def _ledger(path: Path, options: dict[str, Any]) -> Ledger:
     )
 
 
+def _is_system_json(system: str | None) -> bool:
+    return system is not None and (system.endswith(".json") or Path(system).is_file())
+
+
 def _mlperf(path: Path, options: dict[str, Any]) -> Ledger:
     system = options["system"]
     description = None
     device = None
-    if system is not None and (system.endswith(".json") or Path(system).is_file()):
+    if _is_system_json(system):
         description = read_system_json(system)
     else:
         device = system

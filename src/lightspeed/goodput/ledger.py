@@ -30,7 +30,8 @@ from typing import Any
 
 from lightspeed.catalog import Catalog
 from lightspeed.goodput.events import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
-from lightspeed.goodput.reader import RankLog, RunLog, Segment, StepEvent, Workload
+from lightspeed.goodput.reader import RankLog, RunLog, Segment, StepEvent, Workload, reference_rank
+from lightspeed.goodput.skew import align_clocks
 from lightspeed.goodput.step_times import StepStats, ideal_step_time, median_mad, robust_high, step_stats
 from lightspeed.goodput.timeline import Interval, attribute, partition
 from lightspeed.goodput.utilization import DEFAULT_CONVENTION, Utilization, utilization
@@ -158,6 +159,7 @@ def bucket_timeline(*, run: RunLog) -> tuple[RankTimeline, ...]:
     >>> [piece[0] for piece in timeline[0].pieces if piece[0] == "productive"]
     ['productive']
     """
+    run, _ = align_clocks(run)
     span_start, span_end = _span(run)
     timelines = []
     for rank in run.ranks:
@@ -214,10 +216,17 @@ def build_ledger(
         peak_flop_per_s=peak_flop_per_s,
         sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
     )
+    run, clock_notes = align_clocks(run)
     span_start, span_end = _span(run)
     results = [_rank_ledger(rank, span_start, span_end) for rank in run.ranks]
     return _assemble(
-        run, workload, results, span_end - span_start, catalog=catalog, models=models, convention=convention
+        replace(run, notes=(*run.notes, *clock_notes)),
+        workload,
+        results,
+        span_end - span_start,
+        catalog=catalog,
+        models=models,
+        convention=convention,
     )
 
 
@@ -335,12 +344,9 @@ def _assemble(
     buckets = {key: sum(result.buckets[key] for result in results) / count for key in results[0].buckets}
     custom_names = sorted({name for result in results for name in result.custom})
     custom = {name: sum(result.custom.get(name, 0.0) for result in results) / count for name in custom_names}
-    counted = results if run.tokens_scope == "rank" else results[:1]
-    tokens = sum(result.tokens for result in counted)
-    samples = sum(result.samples for result in counted)
-    wasted_tokens = sum(result.wasted_tokens for result in counted)
+    tokens, samples, wasted_tokens = _counts(results, run.tokens_scope)
     productive_s = buckets[PRODUCTIVE]
-    accelerators = workload.num_accelerators or run.world_size
+    accelerators, accelerator_notes = _accelerators(run, workload)
     flops = utilization(
         tokens=tokens,
         total_s=total_s,
@@ -351,13 +357,14 @@ def _assemble(
         models=models,
         convention=convention,
     )
-    ranks, stragglers = _rank_views(results, total_s)
+    ranks, stragglers, straggler_notes = _rank_views(results, total_s)
     durations = [d for result in results for d in result.durations]
     step_ids = [s for result in results for s in result.step_ids]
     labels = [result.rank for result in results for _ in result.durations]
-    lowest = results[0]
-    failures = sum(view.status in ("crashed", "error") for view in lowest.segments[:-1])
-    failures += lowest.segments[-1].status == "error"
+    reference_index = run.ranks.index(reference_rank(run))
+    reference = results[reference_index]
+    failures = sum(view.status in ("crashed", "error") for view in reference.segments[:-1])
+    failures += reference.segments[-1].status == "error"
     return ledger_from_buckets(
         source="tracker",
         path=run.path,
@@ -372,12 +379,45 @@ def _assemble(
         accelerators=accelerators,
         flops=flops,
         steps=step_stats(durations_s=durations, steps=step_ids, ranks=labels),
-        segments=lowest.segments,
+        segments=reference.segments,
         failures=failures,
         ranks=ranks,
         stragglers=stragglers,
         partial=run.partial,
-        notes=run.notes,
+        notes=(*run.notes, *accelerator_notes, *straggler_notes),
+    )
+
+
+def _counts(results: list[_RankResult], tokens_scope: str) -> tuple[float, float, float]:
+    """Tokens, samples and wasted tokens of the run. Per rank they add up; a global count is logged by
+    one rank or repeated by several, so each step counts the largest any rank logged for it (never a sum),
+    and the wasted tokens are the largest any rank logged."""
+    if tokens_scope == "rank":
+        return (
+            sum(result.tokens for result in results),
+            sum(result.samples for result in results),
+            sum(result.wasted_tokens for result in results),
+        )
+    tokens: dict[int, float] = {}
+    samples: dict[int, float] = {}
+    for result in results:
+        for step in result.productive_steps:
+            tokens[step.step] = max(tokens.get(step.step, 0.0), step.tokens)
+            samples[step.step] = max(samples.get(step.step, 0.0), step.samples)
+    wasted = max(result.wasted_tokens for result in results)
+    return sum(tokens.values()), sum(samples.values()), wasted
+
+
+def _accelerators(run: RunLog, workload: Workload) -> tuple[int, tuple[str, ...]]:
+    """The accelerators the counted tokens ran on: the job's, or for a partial run whose ranks log their
+    own tokens, the logged ranks' share of them (the missing ranks' tokens are not counted either)."""
+    job = workload.num_accelerators or run.world_size
+    if not run.partial or run.tokens_scope != "rank":
+        return job, ()
+    logged = max(1, round(job * len(run.ranks) / run.world_size))
+    return logged, (
+        f"partial: MFU, HFU and SOL efficiency divide by the {logged} accelerator(s) of the "
+        f"{len(run.ranks)} logged rank(s), not the job's {job}",
     )
 
 
@@ -449,7 +489,9 @@ def ledger_from_buckets(
     )
 
 
-def _rank_views(results: list[_RankResult], total_s: float) -> tuple[tuple[RankView, ...], tuple[int, ...]]:
+def _rank_views(
+    results: list[_RankResult], total_s: float
+) -> tuple[tuple[RankView, ...], tuple[int, ...], tuple[str, ...]]:
     medians = [median_mad(result.durations)[0] if result.durations else 0.0 for result in results]
     lags = _start_lags(results)
     typical_step = median_mad([m for m in medians if m > 0])[0] if any(medians) else 0.0
@@ -477,7 +519,16 @@ def _rank_views(results: list[_RankResult], total_s: float) -> tuple[tuple[RankV
                 reason="; ".join(reasons),
             )
         )
-    return tuple(views), tuple(view.rank for view in views if view.straggler)
+    stragglers = tuple(view.rank for view in views if view.straggler)
+    notes = (
+        (
+            "two ranks: no majority to compare with, so the slower rank is flagged when its median step "
+            "(or its growing start lag) exceeds the other's by 5% of a step",
+        )
+        if len(results) == 2 and stragglers
+        else ()
+    )
+    return tuple(views), stragglers, notes
 
 
 def _start_lags(results: list[_RankResult]) -> list[float]:

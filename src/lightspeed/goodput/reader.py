@@ -24,7 +24,7 @@ from lightspeed.goodput.events import (
     READABLE_VERSIONS,
     TOKENS_SCOPES,
 )
-from lightspeed.goodput.jsonl import decode_object, json_lines
+from lightspeed.goodput.jsonl import decode_object, json_lines, non_finite_number
 from lightspeed.records import Record
 
 MAX_LINE_BYTES: Final = 1 << 20
@@ -32,6 +32,9 @@ MAX_LINE_BYTES: Final = 1 << 20
 # between threads that record concurrently before calling the clock backwards.
 CLOCK_TOLERANCE_NS: Final = 1_000_000
 NS_PER_S: Final = 1e9
+
+
+_REWRITE: Final = "the tracker never writes this: the log was edited or corrupted; use the original file"
 
 
 class TruncatedLogWarning(UserWarning):
@@ -136,6 +139,7 @@ class _RawSegment:
     line: int
     steps: list[tuple[int, int, int, float, float, bool, int]] = field(default_factory=list)
     phases: list[tuple[str, str, int, int, int]] = field(default_factory=list)
+    step_ids: dict[int, int] = field(default_factory=dict)  # step index -> line
     last_ns: int = 0
     end_ns: int | None = None
     status: str = "crashed"
@@ -167,14 +171,12 @@ def read_run(path: str | Path, *, quiet: bool = False) -> RunLog:
     world_size = max(segment.header["world_size"] for segments in raw.values() for segment in segments)
     missing = tuple(sorted(set(range(world_size)) - set(ranks)))
     tokens_scope = first.get("tokens_scope", "rank")
-    if tokens_scope == "global":
-        missing = ()  # one rank logs the whole job's tokens
     rank_logs = tuple(
         sorted(
             (_build_rank(file, segments, origin_ns) for file, segments in raw.items()), key=lambda r: r.rank
         )
     )
-    notes = _notes(raw, missing)
+    notes = _notes(raw, missing, tokens_scope)
     return RunLog(
         path=str(source),
         run_id=run_id,
@@ -214,6 +216,7 @@ def _rank_files(source: Path) -> list[Path]:
 def _parse_file(path: Path, *, quiet: bool) -> list[_RawSegment]:
     segments: list[_RawSegment] = []
     pending_bad: int | None = None
+    pending_text = b""
     skipped = 0
     with open_input(path, what="goodput event log (rank-*.jsonl)") as handle:
         for number, line in json_lines(handle, path, MAX_LINE_BYTES):
@@ -222,12 +225,14 @@ def _parse_file(path: Path, *, quiet: bool) -> list[_RawSegment]:
             event = decode_object(line, path=path, number=number)
             if event is None:
                 if pending_bad is not None:
-                    raise _bad_json(path, pending_bad)
-                pending_bad = number
+                    raise _bad_json(path, pending_bad, pending_text)
+                if non_finite_number(line) is not None:
+                    raise _bad_json(path, number, line)
+                pending_bad, pending_text = number, line
                 continue
             if pending_bad is not None:
                 if event.get("type") != "job_start":
-                    raise _bad_json(path, pending_bad)
+                    raise _bad_json(path, pending_bad, pending_text)
                 if not quiet:
                     _warn_skipped(path, pending_bad)
                 skipped += 1
@@ -243,7 +248,16 @@ def _parse_file(path: Path, *, quiet: bool) -> list[_RawSegment]:
     return segments
 
 
-def _bad_json(path: Path, line: int) -> DataFileError:
+def _bad_json(path: Path, line: int, text: bytes) -> DataFileError:
+    literal = non_finite_number(text)
+    if literal is not None:
+        return DataFileError(
+            path,
+            f"{literal[1]} is not a JSON number",
+            line=line,
+            field=literal[0],
+            fix="write a finite number there (the tracker refuses NaN and infinite values)",
+        )
     return DataFileError(
         path,
         "not a JSON object (only the last line of a crashed segment may be cut short)",
@@ -290,8 +304,21 @@ def _start_segment(
     path: Path, number: int, event: dict[str, Any], segments: list[_RawSegment]
 ) -> _RawSegment:
     t_ns = _integer(path, number, event, "t_ns")
-    for key in ("rank", "world_size"):
-        _integer(path, number, event, key)
+    rank = _integer(path, number, event, "rank")
+    world_size = _integer(path, number, event, "world_size")
+    if world_size < 1:
+        raise DataFileError(
+            path, "world_size must be >= 1", line=number, field="world_size", value=world_size, fix=_REWRITE
+        )
+    if not 0 <= rank < world_size:
+        raise DataFileError(
+            path,
+            f"rank {rank} is not in 0..world_size-1 (world_size {world_size})",
+            line=number,
+            field="rank",
+            value=rank,
+            fix=_REWRITE,
+        )
     for key in ("run_id", "seg"):
         if not isinstance(event.get(key), str) or not event[key]:
             raise DataFileError(path, "missing or empty string", line=number, field=key, value=event.get(key))
@@ -314,6 +341,16 @@ def _start_segment(
 def _end_segment(path: Path, number: int, event: dict[str, Any], segment: _RawSegment) -> None:
     t_ns = _integer(path, number, event, "t_ns")
     _check_order(path, number, segment, t_ns, t_ns)
+    if t_ns < segment.last_ns - CLOCK_TOLERANCE_NS:
+        raise DataFileError(
+            path,
+            f"job_end is stamped {(segment.last_ns - t_ns) / NS_PER_S:.3f} s before the segment's last event "
+            "ends: the events after it would be cut off",
+            line=number,
+            field="t_ns",
+            value=t_ns,
+            fix="the log was edited or merged from another run; use the original file",
+        )
     status = event.get("status")
     if status not in JOB_END_STATUSES:
         raise DataFileError(path, "unknown job end status", line=number, field="status", value=status)
@@ -327,9 +364,20 @@ def _add_step(path: Path, number: int, event: dict[str, Any], segment: _RawSegme
     end_ns = _integer(path, number, event, "end_ns")
     _check_order(path, number, segment, start_ns, end_ns)
     step = _integer(path, number, event, "step")
+    if step in segment.step_ids:
+        raise DataFileError(
+            path,
+            f"step {step} is logged twice in one job segment (first on line {segment.step_ids[step]})",
+            line=number,
+            field="step",
+            value=step,
+            fix="give each step its own index (Tracker.step() counts them); a restart starts a new segment",
+        )
     tokens = _number(path, number, event, "tokens")
     samples = _number(path, number, event, "samples")
     error = bool(event.get("error", False))
+    if not error:  # a step that raised may be run again under its index
+        segment.step_ids[step] = number
     segment.steps.append((step, start_ns, end_ns, tokens, samples, error, number))
     segment.last_ns = max(segment.last_ns, end_ns)
 
@@ -474,10 +522,13 @@ def _workload(header: dict[str, Any]) -> Workload:
     return Workload(**values)
 
 
-def _notes(raw: dict[Path, list[_RawSegment]], missing: tuple[int, ...]) -> tuple[str, ...]:
+def _notes(
+    raw: dict[Path, list[_RawSegment]], missing: tuple[int, ...], tokens_scope: str
+) -> tuple[str, ...]:
     notes = []
     if missing:
-        notes.append(f"partial: no log for rank(s) {_ranges(missing)}; their time and tokens are not counted")
+        counted = "time is" if tokens_scope == "global" else "time and tokens are"
+        notes.append(f"partial: no log for rank(s) {_ranges(missing)}; their {counted} not counted")
     counts = {len(segments) for segments in raw.values()}
     if len(counts) > 1:
         notes.append(
@@ -487,6 +538,12 @@ def _notes(raw: dict[Path, list[_RawSegment]], missing: tuple[int, ...]) -> tupl
     if "crashed" in last_status:
         notes.append("the last segment has no job end: the job is still running or was killed")
     return tuple(notes)
+
+
+def reference_rank(run: RunLog) -> RankLog:
+    """The rank with the most job segments (the lowest such rank): restarts hit every rank, but a rank
+    that logged fewer segments missed some, so the one with the most counts each restart once."""
+    return max(run.ranks, key=lambda rank: (len(rank.segments), -rank.rank))
 
 
 def _ranges(values: tuple[int, ...]) -> str:

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from lightspeed.errors import UserInputError
-from lightspeed.goodput.reader import RankLog, RunLog, read_run
+from lightspeed.goodput.reader import read_run, reference_rank
 from lightspeed.records import Record
 from lightspeed.units import SECONDS_PER_DAY
 
@@ -243,7 +243,7 @@ def estimate_failure_rate(*, runs: Iterable[str | Path], num_nodes: int | None =
         run = read_run(path)
         names.append(run.path)
         nodes = num_nodes if num_nodes is not None else run.num_nodes
-        segments = _reference_rank(run).segments
+        segments = reference_rank(run).segments
         num_segments += len(segments)
         failures += sum(segment.status in ("crashed", "error") for segment in segments[:-1])
         failures += segments[-1].status == "error"
@@ -261,8 +261,3 @@ def estimate_failure_rate(*, runs: Iterable[str | Path], num_nodes: int | None =
         num_segments=num_segments,
         runs=tuple(names),
     )
-
-
-def _reference_rank(run: RunLog) -> RankLog:
-    """The lowest logged rank: restarts hit every rank, so one rank counts them once."""
-    return run.ranks[0]

@@ -22,6 +22,8 @@ from lightspeed.records import Record
 
 MAX_LISTED_OUTLIERS = 10
 OUTLIER_MADS = 3.0
+# The least excess over the median that counts, as a share of it (outliers, stragglers).
+MIN_RELATIVE_EXCESS = 0.05
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,13 @@ def ideal_step_time(durations_s: Sequence[float]) -> float | None:
     if len(durations_s) == 0:
         return None
     array = np.asarray(durations_s, dtype=float)
-    median, mad = median_mad(array)
-    return float(array[array <= median + OUTLIER_MADS * mad].mean())
+    return float(array[array <= outlier_threshold(*median_mad(array))].mean())
+
+
+def outlier_threshold(median: float, mad: float) -> float:
+    """Above this a step is an outlier: median + 3 MAD, and at least 5% above the median (identical
+    steps have a MAD of 0, and a few ns of timer jitter is no outlier)."""
+    return median + max(OUTLIER_MADS * mad, MIN_RELATIVE_EXCESS * abs(median))
 
 
 def step_stats(
@@ -84,7 +91,7 @@ def step_stats(
         return StepStats(unit=unit, count=0, total_s=0.0)
     array = np.asarray(durations_s, dtype=float)
     median, mad = median_mad(array)
-    threshold = median + OUTLIER_MADS * mad
+    threshold = outlier_threshold(median, mad)
     ideal = float(array[array <= threshold].mean())
     mean = float(array.mean())
     outlier_index = np.nonzero(array > threshold)[0]
@@ -117,13 +124,23 @@ def step_stats(
     )
 
 
-def robust_high(values: Sequence[float], *, min_relative: float = 0.05, floor: float = 0.0) -> list[bool]:
+def robust_high(
+    values: Sequence[float], *, min_relative: float = MIN_RELATIVE_EXCESS, floor: float = 0.0
+) -> list[bool]:
     """Which values lie above ``median + max(3 MAD, min_relative * |median|, floor)``.
 
-    The floors keep ranks with a tiny spread from being flagged (at least 3 values needed).
+    The floors keep ranks with a tiny spread from being flagged. Two values have no spread to judge
+    by: the higher is flagged when it exceeds the lower by ``max(min_relative * |lower|, floor)``.
+
+    >>> robust_high([1.0, 1.5]), robust_high([1.0, 1.04])
+    ([False, True], [False, False])
     """
-    if len(values) < 3:
+    if len(values) < 2:
         return [False] * len(values)
+    if len(values) == 2:
+        low, high = sorted(values)
+        line = low + max(min_relative * abs(low), floor)
+        return [value == high and value > line for value in values]
     median, mad = median_mad(values)
     line = median + max(OUTLIER_MADS * mad, min_relative * abs(median), floor)
     return [value > line for value in values]

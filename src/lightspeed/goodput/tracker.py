@@ -24,6 +24,8 @@ checkpoint.
 from __future__ import annotations
 
 import atexit
+import math
+import numbers
 import os
 import socket
 import time
@@ -48,6 +50,7 @@ from lightspeed.goodput.events import (
 from lightspeed.goodput.feed import SinkFeed
 from lightspeed.goodput.writer import EventWriter
 from lightspeed.records import JsonDict
+from lightspeed.units import PRECISIONS
 
 if TYPE_CHECKING:
     from lightspeed.goodput.sinks import MetricSink
@@ -166,8 +169,7 @@ class Tracker:
         self.rank = _env_int("RANK", 0) if rank is None else rank
         self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
         _check_arguments(self.rank, self.world_size, tokens_scope, flush_interval_s, recompute)
-        if training not in ("full", "lora"):
-            raise UserInputError(f"training {training!r} is not one of full, lora")
+        _check_workload(precision=precision, training=training, seq_len=seq_len)
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / rank_file_name(self.rank)
         self.segment_id = uuid.uuid4().hex[:12]
@@ -247,6 +249,7 @@ class Tracker:
         for the device (``torch.cuda.synchronize``) before taking the end time.
         """
         index = self._next_step if step is None else step
+        self._check_step(index, tokens=tokens, samples=samples)
         return _Span(self, "step", step=index, tokens=tokens, samples=samples, sync=sync)
 
     def init(self) -> _Span:
@@ -304,6 +307,8 @@ class Tracker:
     ) -> None:
         """Record a step timed elsewhere (framework callbacks) with :meth:`now_ns` stamps."""
         index = self._next_step if step is None else step
+        self._check_step(index, tokens=tokens, samples=samples)
+        _check_stamps(start_ns, end_ns)
         self._next_step = index + 1
         self._append(("step", index, start_ns, end_ns, tokens, samples, False))
 
@@ -311,6 +316,8 @@ class Tracker:
         """Record a phase timed elsewhere (``phase`` is one of init, data_wait, ... custom)."""
         if phase not in PHASES:
             raise UserInputError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
+        self._check_open(f"record_phase({phase!r})")
+        _check_stamps(start_ns, end_ns)
         self._append(("phase", phase, name or "", self._next_step, start_ns, end_ns))
         if phase in FLUSH_PHASES:
             self._writer.request_flush()
@@ -355,7 +362,23 @@ class Tracker:
     # -- internals -------------------------------------------------------------
 
     def _phase(self, phase: str) -> _Span:
+        self._check_open(f"{phase}()")
         return _Span(self, phase, step=self._next_step)
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise UserInputError(
+                f"{call} after the tracker was closed: its job end is written, so the event would be lost; "
+                "open a new Tracker for a new job segment"
+            )
+
+    def _check_step(self, index: int, *, tokens: float, samples: float) -> None:
+        self._check_open("a step")
+        if not _is_whole(index) or index < 0:
+            raise UserInputError(f"step index must be a whole number >= 0, got {index!r}")
+        for name, value in (("tokens", tokens), ("samples", samples)):
+            if not _is_number(value) or not 0 <= value < math.inf:
+                raise UserInputError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 def cuda_synchronizer() -> Callable[[], None]:
@@ -378,6 +401,36 @@ def _check_arguments(
         raise UserInputError(f"flush_interval_s must be > 0 seconds, got {flush_interval_s}")
     if recompute not in ("none", "selective", "full"):
         raise UserInputError(f"recompute {recompute!r} is not one of none, selective, full")
+
+
+def _check_workload(*, precision: str, training: str, seq_len: int | None) -> None:
+    """Refuse what the ledger could not read back (the model name is checked there: the registry is not
+    loaded in a training loop)."""
+    if not isinstance(precision, str) or precision.strip().lower() not in PRECISIONS:
+        raise UserInputError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}")
+    if training not in ("full", "lora"):
+        raise UserInputError(f"training {training!r} is not one of full, lora")
+    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1):
+        raise UserInputError(f"seq_len must be a whole number >= 1, got {seq_len!r}")
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _check_stamps(start_ns: int, end_ns: int) -> None:
+    for name, value in (("start_ns", start_ns), ("end_ns", end_ns)):
+        if not _is_whole(value):
+            raise UserInputError(f"{name} must be a whole number of ns from Tracker.now_ns(), got {value!r}")
+    if end_ns < start_ns:
+        raise UserInputError(
+            f"end_ns {end_ns} is before start_ns {start_ns}: "
+            "take both stamps with Tracker.now_ns(), the start first"
+        )
 
 
 def _env_int(name: str, default: int) -> int:

@@ -136,7 +136,10 @@ def _above_peak_left_out(result: Utilization, precision: str) -> Utilization:
     hfu_high = (result.step_hfu or 0.0) > 1.0
     if not (mfu_high or hfu_high):
         return result
-    name, ratio = ("MFU", result.step_mfu) if mfu_high else ("HFU", result.step_hfu)
+    name, ratio, wall = (
+        ("MFU", result.step_mfu, result.mfu) if mfu_high else ("HFU", result.step_hfu, result.hfu)
+    )
+    over_wall = f", {wall:.0%} over the wall time" if wall is not None else ""
     return replace(
         result,
         mfu=None if mfu_high else result.mfu,
@@ -144,7 +147,8 @@ def _above_peak_left_out(result: Utilization, precision: str) -> Utilization:
         hfu=None,
         step_hfu=None,
         above_peak_ratio=ratio,
-        reason=f"{name} n/a: it comes out at {ratio:.0%} of the {precision} peak, which no run reaches: "
+        reason=f"{name} n/a: the step {name} (over productive step time) comes out at {ratio:.0%} of the "
+        f"{precision} peak{over_wall}, which no run reaches: "
         "the precision (a lower one such as fp8: --precision fp8), the FLOP per token, the model or the "
         "number of accelerators does not match this run",
     )
