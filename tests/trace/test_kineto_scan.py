@@ -606,3 +606,12 @@ def test_the_last_chunk_and_the_keys_after_it(
         assert len(scanned.events.start_ns) == (4 if case == "two traceEvents" else 5), case
         assert calls == [case != "array format"], case  # the tail went through the scanner
         assert scanned.world_size == (2 if case == "keys after" else None), case
+
+
+def test_the_time_unit_of_timestamps_near_the_float_limit() -> None:
+    # hypothesis found two stamps of 8.99e307: the mean of the two middle values overflowed (a
+    # RuntimeWarning, an error under pytest); the lower median is one of the trace's own values
+    from lightspeed.trace.io.kineto_table import _guess_time_unit
+
+    assert _guess_time_unit(np.array([8.98846567431158e307, 8.988465674311579e307])) == "ns"
+    assert _guess_time_unit(np.array([1.0e15, 2.0e15, 3.0e18, 4.0e18])) == "us"  # the lower of the middle two

@@ -23,7 +23,7 @@ import numpy as np
 from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import TraceError, UnsupportedError
 from lightspeed.records import Record
-from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events, step_start
 from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measures
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
 from lightspeed.trace.model import RankTrace, Trace
@@ -45,7 +45,8 @@ class KindTime(Record):
 
 @dataclass(frozen=True)
 class StepTime(Record):
-    """One ``ProfilerStep``: its CPU duration and the GPU time of the work launched in it."""
+    """One ``ProfilerStep``: its CPU duration and the GPU time of the work launched in it (NaN in
+    the step left out, ``counted`` false: its GPU work is not analysed)."""
 
     step: int
     cpu_s: float
@@ -116,11 +117,14 @@ def summarize(
     """
     require_gpu_events(trace)
     catalog = catalog if catalog is not None else load_catalog()
-    drop_last = steps_filter_applies(trace) and not include_last_step
-    ranks = tuple(_summarize_rank(rank, drop_last, catalog) for rank in trace.ranks)
+    dropped = dropped_step(trace, include_last_step=include_last_step)
+    ranks = tuple(_summarize_rank(rank, dropped, catalog) for rank in trace.ranks)
     notes = trace.notes + tuple(n for r in ranks for n in r.notes)
     return TraceSummary(
-        ranks=ranks, last_step_excluded=drop_last, partial=any(r.partial for r in ranks), notes=notes
+        ranks=ranks,
+        last_step_excluded=dropped is not None,
+        partial=any(r.partial for r in ranks),
+        notes=notes,
     )
 
 
@@ -137,8 +141,9 @@ def require_gpu_events(trace: Trace) -> None:
         )
 
 
-def _summarize_rank(rank: RankTrace, drop_last: bool, catalog: Catalog) -> RankSummary:
-    events = gpu_events(rank, drop_last_step=drop_last)
+def _summarize_rank(rank: RankTrace, dropped: int | None, catalog: Catalog) -> RankSummary:
+    """One rank's summary, without its step ``dropped`` (see :func:`~lightspeed.trace.gpu.dropped_step`)."""
+    events = gpu_events(rank, dropped_step=dropped)
     accelerator = catalog.find_device(rank.device_name) if rank.device_name else None
     notes = list(rank.notes)
     if events.size == 0:
@@ -155,7 +160,7 @@ def _summarize_rank(rank: RankTrace, drop_last: bool, catalog: Catalog) -> RankS
     compute = measure(*kind_unions[COMPUTATION])
     communication = measure(*kind_unions[COMMUNICATION])
     overlap = overlap_measure(kind_unions[COMPUTATION], kind_unions[COMMUNICATION])
-    flop = float(rank.events.flop.sum())  # sparse: only events with a FLOP estimate
+    flop = _counted_flop(rank, dropped)
     peak = _peak_flop_per_s(accelerator)
     achieved = flop / (span * NS) if flop > 0 and span > 0 else math.nan
     return RankSummary(
@@ -173,7 +178,7 @@ def _summarize_rank(rank: RankTrace, drop_last: bool, catalog: Catalog) -> RankS
         non_compute_pct=_pct(span - compute - idle, span),
         comm_comp_overlap_pct=_pct(overlap, communication),
         kind_overlaps=_kind_overlaps(kind_unions),
-        steps=_step_times(rank, events, drop_last),
+        steps=_step_times(rank, events, dropped),
         flop=flop,
         achieved_flop_per_s=achieved,
         peak_flop_per_s=peak,
@@ -181,6 +186,17 @@ def _summarize_rank(rank: RankTrace, drop_last: bool, catalog: Catalog) -> RankS
         partial=False,
         notes=tuple(notes),
     )
+
+
+def _counted_flop(rank: RankTrace, dropped: int | None) -> float:
+    """The FLOP estimates of the ops the GPU events counted come from: those that began before the
+    left-out step (the cutoff of the GPU events, :func:`~lightspeed.trace.gpu.gpu_events`)."""
+    table = rank.events
+    flop = table.flop  # sparse: only events with a FLOP estimate, at rows ``flop_row``
+    cutoff = step_start(rank.steps, dropped)
+    if cutoff is not None and flop.size:  # no start read without an estimate (a cached table's column)
+        flop = flop[table.start_ns[table.flop_row] < cutoff]
+    return float(flop.sum())
 
 
 def _empty_summary(rank: RankTrace, accelerator: Accelerator | None, notes: tuple[str, ...]) -> RankSummary:
@@ -245,9 +261,8 @@ def _kind_overlaps(kind_unions: dict[int, tuple[np.ndarray, np.ndarray]]) -> tup
     return tuple(sorted(rows, key=lambda row: -row.time_s))
 
 
-def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[StepTime, ...]:
+def _step_times(rank: RankTrace, events: GpuEvents, dropped: int | None) -> tuple[StepTime, ...]:
     steps = rank.steps
-    last = int(steps.number[np.argmax(steps.start_ns)]) if steps.num_steps else None
     # every step's unions at once (one sort, not one per step and kind): each GPU event goes to
     # the slot of its step number (events outside every step to none)
     numbers = np.sort(steps.number)  # the distinct step numbers (np.unique would load numpy.ma)
@@ -268,15 +283,17 @@ def _step_times(rank: RankTrace, events: GpuEvents, drop_last: bool) -> tuple[St
         steps.number.tolist(), steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True
     ):
         index = int(numbers.searchsorted(number))
+        counted = number != dropped  # the left-out step's GPU work is not analysed: NaN, not 0
+        scale = NS if counted else math.nan
         rows.append(
             StepTime(
                 step=number,
                 cpu_s=(end - start) * NS,
-                gpu_busy_s=int(busy[index]) * NS,
-                compute_s=int(by_kind[index, COMPUTATION]) * NS,
-                communication_s=int(by_kind[index, COMMUNICATION]) * NS,
-                memory_s=int(by_kind[index, MEMORY]) * NS,
-                counted=not (drop_last and number == last),
+                gpu_busy_s=int(busy[index]) * scale,
+                compute_s=int(by_kind[index, COMPUTATION]) * scale,
+                communication_s=int(by_kind[index, COMMUNICATION]) * scale,
+                memory_s=int(by_kind[index, MEMORY]) * scale,
+                counted=counted,
             )
         )
     return tuple(rows)

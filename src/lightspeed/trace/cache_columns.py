@@ -252,7 +252,7 @@ def _gpu_rows(entry: EntryColumns, launched_before: int | None) -> GpuRows:
     chosen: npt.NDArray[np.bool_] | None = None
     if launched_before is not None:  # launched * scale < cutoff exactly when launched < ceil(cutoff / scale)
         bound = -(-launched_before // entry.scale("launched_ns"))
-        chosen = (entry.stored("launch") >= 0) & (entry.stored("launched_ns") < bound)
+        chosen = entry.stored("launched_ns") < bound  # an event without a launch: its own start
     columns = {name: entry.stored(name) for name in GPU_TYPES}
     if chosen is not None:
         columns = {name: values[chosen] for name, values in columns.items()}

@@ -28,7 +28,7 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
-from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events
 from lightspeed.trace.kinds import COMMUNICATION
 from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import GPU_CATEGORIES, NO_VALUE
@@ -171,7 +171,7 @@ def collectives(
         raise UserInputError(f"link bandwidth must be positive, got {link_bandwidth_bytes_per_s} bytes/s")
     require_gpu_events(trace)
     catalog = catalog if catalog is not None else load_catalog()
-    drop_last = steps_filter_applies(trace) and not include_last_step
+    dropped = dropped_step(trace, include_last_step=include_last_step)
     calls: list[CollectiveCall] = []
     notes = list(trace.notes)
     sources: set[str] = set()
@@ -181,8 +181,8 @@ def collectives(
             sources.add(source)
         else:
             notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
-        calls.extend(_rank_calls(rank, gpu_events(rank, drop_last_step=drop_last), sol, notes))
-    return comms_report(calls, notes, sources, drop_last=drop_last)
+        calls.extend(_rank_calls(rank, gpu_events(rank, dropped_step=dropped), sol, notes))
+    return comms_report(calls, notes, sources, drop_last=dropped is not None)
 
 
 def comms_report(

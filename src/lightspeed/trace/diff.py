@@ -23,7 +23,7 @@ from lightspeed.errors import TraceError, UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, summarize
 from lightspeed.trace.effect_sizes import MannWhitney, benjamini_hochberg, mann_whitney_u
-from lightspeed.trace.gpu import gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import dropped_step, gpu_events
 from lightspeed.trace.kinds import KIND_NAMES
 from lightspeed.trace.model import Trace
 
@@ -138,10 +138,10 @@ def _samples(trace: Trace, label: str, include_last_step: bool) -> _Samples:
     steps = {name: np.array([getattr(step, field) for _, step in rows]) for name, field in STEP_METRICS}
     keys = [(rank, step.step) for rank, step in rows]
     kernels: dict[tuple[str, str], dict[tuple[int, int], float]] = defaultdict(lambda: defaultdict(float))
-    drop_last = steps_filter_applies(trace) and not include_last_step
+    dropped = dropped_step(trace, include_last_step=include_last_step)
     wanted = set(keys)
     for rank in trace.ranks:
-        events = gpu_events(rank, drop_last_step=drop_last)
+        events = gpu_events(rank, dropped_step=dropped)
         durations = (events.end_ns - events.start_ns) * NS
         for step, name_id, kind, duration in zip(
             events.step.tolist(),

@@ -5,9 +5,12 @@ time a CPU thread waiting). Each is linked by ``correlation`` to the CPU
 runtime/driver call that launched it and placed in the ``ProfilerStep`` that
 call fell in (its own start time when it has no launch).
 
-As HTA does, when a trace holds two or more profiler steps the last step is
-left out (the profiler usually cuts it short): only GPU events launched
-before the last step began are kept, unless ``include_last_step``.
+As HTA does, when a collection holds two or more profiler step numbers its
+last (highest) step number is left out (the profiler usually cuts it short):
+on every rank that has that step, only GPU events launched before it began
+are kept (an event without a launch by its own start), unless
+``include_last_step``. A rank that lacks that step (it recorded fewer steps)
+keeps all of its steps.
 """
 
 from __future__ import annotations
@@ -67,10 +70,11 @@ class GpuEvents:
         )
 
 
-def steps_filter_applies(trace: Trace) -> bool:
-    """Whether the last step is dropped: the collection holds two or more distinct steps (HTA)."""
+def dropped_step(trace: Trace, *, include_last_step: bool = False) -> int | None:
+    """The profiler step number every analysis leaves out: the collection's highest when it holds
+    two or more distinct step numbers (HTA), ``None`` when none is (or ``include_last_step``)."""
     numbers = {int(n) for rank in trace.ranks for n in rank.steps.number}
-    return len(numbers) >= 2
+    return max(numbers) if len(numbers) >= 2 and not include_last_step else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,8 +98,8 @@ class GpuRows:
 
 
 def gpu_rows(rank: RankTrace, *, launched_before: int | None = None) -> GpuRows:
-    """The GPU events of ``rank``; with ``launched_before`` (ns), only those whose launch began
-    before it (an event without a launch is in no step: left out). A table read from the cache
+    """The GPU events of ``rank``; with ``launched_before`` (ns), only those launched before it
+    (``launched_ns``: an event without a launch by its own start). A table read from the cache
     holds them, gathered when the entry was written."""
     table = rank.events
     stored = table.stored_gpu_rows(launched_before)
@@ -116,13 +120,14 @@ def gpu_rows(rank: RankTrace, *, launched_before: int | None = None) -> GpuRows:
     )
     if launched_before is None:
         return found
-    return found.subset((found.launch >= 0) & (found.launched_ns < launched_before))
+    return found.subset(found.launched_ns < launched_before)
 
 
-def gpu_events(rank: RankTrace, *, drop_last_step: bool) -> GpuEvents:
-    """The GPU events of ``rank``, without those launched in its last step when ``drop_last_step``."""
+def gpu_events(rank: RankTrace, *, dropped_step: int | None) -> GpuEvents:
+    """The GPU events of ``rank``, without those launched in or after its step ``dropped_step``
+    (see :func:`dropped_step`; all of them when the rank has no step of that number)."""
     table = rank.events
-    cutoff = _last_step_start(rank.steps) if drop_last_step else None
+    cutoff = step_start(rank.steps, dropped_step)
     found = gpu_rows(rank, launched_before=cutoff)
     return GpuEvents(
         rank=rank.rank,
@@ -138,8 +143,13 @@ def gpu_events(rank: RankTrace, *, drop_last_step: bool) -> GpuEvents:
     )
 
 
-def _last_step_start(steps: StepTable) -> int | None:
-    return int(steps.start_ns.max()) if steps.num_steps else None
+def step_start(steps: StepTable, number: int | None) -> int | None:
+    """When step ``number`` began (ns; the earliest start if several share it), ``None`` when there
+    is no such step: the cutoff of the GPU events and FLOPs a rank counts."""
+    if number is None:
+        return None
+    starts = steps.start_ns[steps.number == number]
+    return int(starts.min()) if starts.size else None
 
 
 def launch_rows(table: EventTable, rows: I64) -> I64:

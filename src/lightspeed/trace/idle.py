@@ -24,7 +24,7 @@ import numpy as np
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
-from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events
 from lightspeed.trace.intervals import union
 from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import I64
@@ -74,13 +74,13 @@ def idle_breakdown(
     if kernel_wait_threshold_s < 0:
         raise UserInputError(f"kernel wait threshold must be >= 0 s, got {kernel_wait_threshold_s}")
     require_gpu_events(trace)
-    drop_last = steps_filter_applies(trace) and not include_last_step
+    dropped = dropped_step(trace, include_last_step=include_last_step)
     threshold_ns = round(kernel_wait_threshold_s / NS)
     ranks: list[IdleSplit] = []
     streams: list[IdleSplit] = []
     notes = list(trace.notes)
     for rank in trace.ranks:
-        events = gpu_events(rank, drop_last_step=drop_last)
+        events = gpu_events(rank, dropped_step=dropped)
         if events.size == 0:
             notes.append(f"rank {rank.rank}: no GPU events")
             continue
@@ -90,7 +90,7 @@ def idle_breakdown(
         ranks=tuple(ranks),
         streams=tuple(streams),
         kernel_wait_threshold_s=kernel_wait_threshold_s,
-        last_step_excluded=drop_last,
+        last_step_excluded=dropped is not None,
         partial=len(ranks) < len(trace.ranks),
         notes=tuple(notes),
     )

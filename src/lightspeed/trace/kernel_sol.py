@@ -41,7 +41,7 @@ from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError, UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS
-from lightspeed.trace.gpu import gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import dropped_step, gpu_events
 from lightspeed.trace.io.ncu import NcuLaunch, NcuReport, NcuRule
 from lightspeed.trace.kernels import shorten_name
 from lightspeed.trace.model import Trace
@@ -416,10 +416,10 @@ def _check_sm_count(ncu: NcuReport, accelerator: Accelerator, notes: list[str]) 
 
 def _trace_times(trace: Trace, include_last_step: bool) -> dict[str, tuple[float, int]]:
     """Kernel name -> (total GPU seconds, launches) over every rank's counted kernels."""
-    drop_last = steps_filter_applies(trace) and not include_last_step
+    dropped = dropped_step(trace, include_last_step=include_last_step)
     totals: dict[str, tuple[float, int]] = {}
     for rank in trace.ranks:
-        events = gpu_events(rank, drop_last_step=drop_last)
+        events = gpu_events(rank, dropped_step=dropped)
         table = rank.events
         kernel_codes = [code for code, name in enumerate(table.categories) if name in ("kernel", "Kernel")]
         is_kernel = np.isin(table.category_id[events.row], kernel_codes)

@@ -16,7 +16,7 @@ import numpy as np
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
-from lightspeed.trace.gpu import GpuEvents, gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events
 from lightspeed.trace.kinds import KIND_NAMES
 from lightspeed.trace.model import RankTrace, Trace
 
@@ -69,8 +69,8 @@ def top_kernels(
     if unknown:
         raise UserInputError(f"unknown kernel kind {unknown[0]!r}; allowed: {', '.join(KIND_NAMES)}")
     require_gpu_events(trace)
-    drop_last = steps_filter_applies(trace) and not include_last_step
-    per_rank_events = [(rank, gpu_events(rank, drop_last_step=drop_last)) for rank in trace.ranks]
+    dropped = dropped_step(trace, include_last_step=include_last_step)
+    per_rank_events = [(rank, gpu_events(rank, dropped_step=dropped)) for rank in trace.ranks]
     rows: list[KernelStats] = []
     for kind in kinds:
         code = KIND_NAMES.index(kind)
@@ -81,7 +81,9 @@ def top_kernels(
                 )
         else:
             rows.extend(_pooled(per_rank_events, code, kind, top))
-    return KernelReport(kernels=tuple(rows), top=top, last_step_excluded=drop_last, notes=trace.notes)
+    return KernelReport(
+        kernels=tuple(rows), top=top, last_step_excluded=dropped is not None, notes=trace.notes
+    )
 
 
 def _pooled(

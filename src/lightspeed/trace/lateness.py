@@ -22,7 +22,7 @@ import numpy as np
 from lightspeed.errors import TraceError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
-from lightspeed.trace.gpu import gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import dropped_step, gpu_events
 from lightspeed.trace.kinds import COMMUNICATION
 from lightspeed.trace.model import RankTrace, Trace
 
@@ -82,15 +82,15 @@ def stragglers(trace: Trace, *, include_last_step: bool = False) -> StragglerRep
             fix="pass a folder (or several files) holding every rank's trace",
         )
     require_gpu_events(trace)
-    drop_last = steps_filter_applies(trace) and not include_last_step
+    dropped = dropped_step(trace, include_last_step=include_last_step)
     durations: dict[_Key, dict[int, int]] = defaultdict(dict)
     notes = list(trace.notes)
     for rank in trace.ranks:
-        for key, duration in _collective_durations(rank, drop_last).items():
+        for key, duration in _collective_durations(rank, dropped).items():
             durations[key][rank.rank] = duration
         if rank.steps.num_steps == 0:
             notes.append(f"rank {rank.rank}: no ProfilerStep annotations; its collectives cannot be matched")
-    return straggler_report(durations, trace.rank_ids, notes, drop_last=drop_last)
+    return straggler_report(durations, trace.rank_ids, notes, drop_last=dropped is not None)
 
 
 def straggler_report(
@@ -115,8 +115,8 @@ def straggler_report(
     )
 
 
-def _collective_durations(rank: RankTrace, drop_last: bool) -> dict[_Key, int]:
-    events = gpu_events(rank, drop_last_step=drop_last)
+def _collective_durations(rank: RankTrace, dropped: int | None) -> dict[_Key, int]:
+    events = gpu_events(rank, dropped_step=dropped)
     comm = events.subset((events.kind == COMMUNICATION) & (events.step >= 0))
     order = np.lexsort((comm.start_ns, comm.name_id, comm.step))
     seen: dict[tuple[int, int], int] = defaultdict(int)

@@ -26,7 +26,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.effect_sizes import Distribution, distribution
-from lightspeed.trace.gpu import gpu_events, steps_filter_applies
+from lightspeed.trace.gpu import dropped_step, gpu_events
 from lightspeed.trace.model import RankTrace, Trace
 
 LAUNCH_CALLS_FILE: Final = Path(__file__).resolve().parent / "data" / "launch_calls.toml"
@@ -102,12 +102,12 @@ def launch_stats(
         if value < 0:
             raise UserInputError(f"{label} must be >= 0 s, got {value}")
     require_gpu_events(trace)
-    drop_last = steps_filter_applies(trace) and not include_last_step
+    dropped = dropped_step(trace, include_last_step=include_last_step)
     calls = launch_call_names(include_memory)
     ranks = tuple(
         _rank_stats(
             rank,
-            drop_last,
+            dropped,
             calls,
             runtime_cutoff_s=runtime_cutoff_s,
             delay_cutoff_s=launch_delay_cutoff_s,
@@ -120,14 +120,14 @@ def launch_stats(
         runtime_cutoff_s=runtime_cutoff_s,
         launch_delay_cutoff_s=launch_delay_cutoff_s,
         short_kernel_s=short_kernel_s,
-        last_step_excluded=drop_last,
+        last_step_excluded=dropped is not None,
         notes=trace.notes,
     )
 
 
 def _rank_stats(
     rank: RankTrace,
-    drop_last: bool,
+    dropped: int | None,
     calls: frozenset[str],
     *,
     runtime_cutoff_s: float,
@@ -135,7 +135,7 @@ def _rank_stats(
     short_kernel_s: float,
 ) -> LaunchStats:
     table = rank.events
-    events = gpu_events(rank, drop_last_step=drop_last)
+    events = gpu_events(rank, dropped_step=dropped)
     launched = events.launch >= 0
     is_call = table.name_mask(lambda name: name in calls)
     paired = launched.copy()

@@ -15,10 +15,11 @@ analysis returns, equal field for field (the tests check it). With
 or on the cluster at ``address`` (:mod:`lightspeed.trace.ray_engine`); the
 reduction is the same.
 
-What needs every rank is decided after the merge: whether the last
-``ProfilerStep`` is left out depends on the step numbers of all ranks, so a
-worker whose rank alone cannot tell computes its part both ways; ranks must
-be distinct; schema versions must agree (unless allowed).
+What needs every rank is decided after the merge: whether a rank's last
+``ProfilerStep`` is left out depends on the step numbers of all ranks (the
+collection's highest step number is; a rank without it keeps all its steps),
+so a worker, which cannot tell, computes its part both ways; ranks must be
+distinct; schema versions must agree (unless allowed).
 
 Example::
 
@@ -89,7 +90,7 @@ class _RankPart:
     num_steps: int
     device_name: str | None
     skipped_events: tuple[BadEvent, ...] = ()
-    # per-rank result keyed by "last step dropped"
+    # per-rank result keyed by "this rank's last step dropped"
     results: dict[bool, Any] = field(default_factory=dict)
 
 
@@ -122,11 +123,10 @@ def _start_worker(catalog: Catalog, max_worker_bytes: int | None) -> None:
 
 
 def _drop_choices(step_numbers: frozenset[int], include_last_step: bool) -> tuple[bool, ...]:
-    """The last-step decisions this rank's part is needed for (it cannot see the other ranks)."""
+    """The last-step decisions this rank's part is needed for (it cannot see the other ranks: a
+    rank whose last step is not the collection's keeps it)."""
     if include_last_step or not step_numbers:
         return (False,)  # kept, or no step to drop: both decisions give the same part
-    if len(step_numbers) >= 2:
-        return (True,)  # the collection holds two or more steps whatever the others hold
     return (False, True)
 
 
@@ -159,14 +159,15 @@ def _analyse_rank(task: _Task, rank: RankTrace) -> _RankPart:
     numbers = frozenset(int(number) for number in rank.steps.number)
     results: dict[bool, Any] = {}
     for drop in _drop_choices(numbers, task.include_last_step):
+        dropped = max(numbers) if drop else None
         if task.analysis == "summary":
-            results[drop] = _summarize_rank(rank, drop, catalog)
+            results[drop] = _summarize_rank(rank, dropped, catalog)
         elif task.analysis == "stragglers":
-            results[drop] = _collective_durations(rank, drop)
+            results[drop] = _collective_durations(rank, dropped)
         else:
             notes: list[str] = []
             sol, source = _sol(rank, catalog, task.link_bandwidth_bytes_per_s)
-            calls = _rank_calls(rank, gpu_events(rank, drop_last_step=drop), sol, notes)
+            calls = _rank_calls(rank, gpu_events(rank, dropped_step=dropped), sol, notes)
             results[drop] = (calls, source, tuple(notes))
     return _RankPart(
         rank=rank.rank,
@@ -268,8 +269,9 @@ def _gather(
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
     engine: str = "local",
     address: str | None = None,
-) -> tuple[list[_RankPart], tuple[str, ...], bool]:
-    """Analyse every rank file; return the parts (by rank), the trace notes and the global decision."""
+) -> tuple[list[_RankPart], tuple[str, ...], int | None]:
+    """Analyse every rank file; return the parts (by rank), the trace notes and the step number every
+    rank that has it leaves out (``None``: none)."""
     if jobs < 1:
         raise UserInputError(f"jobs must be >= 1, got {jobs}")
     if engine not in ENGINES:
@@ -305,12 +307,14 @@ def _gather(
             fix="profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
         )
     numbers = set().union(*(part.step_numbers for part in parts))
-    drop = len(numbers) >= 2 and not include_last_step
-    return parts, trace_notes, drop
+    dropped = max(numbers) if len(numbers) >= 2 and not include_last_step else None
+    return parts, trace_notes, dropped
 
 
-def _result(part: _RankPart, drop: bool) -> Any:
-    return part.results[drop] if drop in part.results else part.results[False]
+def _result(part: _RankPart, dropped: int | None) -> Any:
+    """The rank's part for the collection's left-out step number ``dropped`` (as
+    :func:`~lightspeed.trace.gpu.dropped_step`): its last step is left out when it has that step."""
+    return part.results[dropped in part.step_numbers]
 
 
 def summarize_ranks(
@@ -333,14 +337,17 @@ def summarize_ranks(
     cluster's; default a local Ray), and ``jobs`` and ``max_worker_bytes`` are
     Ray's to decide.
     """
-    parts, trace_notes, drop = _gather(
+    parts, trace_notes, dropped = _gather(
         paths, analysis="summary", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
         catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped, engine=engine, address=address,
     )  # fmt: skip
-    ranks = tuple(_result(part, drop) for part in parts)
+    ranks = tuple(_result(part, dropped) for part in parts)
     notes = trace_notes + tuple(note for rank in ranks for note in rank.notes)
     return TraceSummary(
-        ranks=ranks, last_step_excluded=drop, partial=any(rank.partial for rank in ranks), notes=notes
+        ranks=ranks,
+        last_step_excluded=dropped is not None,
+        partial=any(rank.partial for rank in ranks),
+        notes=notes,
     )
 
 
@@ -356,7 +363,7 @@ def stragglers_ranks(
     address: str | None = None,
 ) -> StragglerReport:
     """:func:`~lightspeed.trace.lateness` of many rank files, ``jobs`` ranks at a time (or on Ray)."""
-    parts, trace_notes, drop = _gather(
+    parts, trace_notes, dropped = _gather(
         paths, analysis="stragglers", jobs=jobs, load=load or LoadOptions(),
         include_last_step=include_last_step, catalog=None, max_worker_bytes=max_worker_bytes, skipped=skipped,
         engine=engine, address=address,
@@ -370,11 +377,13 @@ def stragglers_ranks(
     durations: dict[Any, dict[int, int]] = defaultdict(dict)
     notes = list(trace_notes)
     for part in parts:
-        for key, duration in _result(part, drop).items():
+        for key, duration in _result(part, dropped).items():
             durations[key][part.rank] = duration
         if part.num_steps == 0:
             notes.append(f"rank {part.rank}: no ProfilerStep annotations; its collectives cannot be matched")
-    return straggler_report(durations, tuple(part.rank for part in parts), notes, drop_last=drop)
+    return straggler_report(
+        durations, tuple(part.rank for part in parts), notes, drop_last=dropped is not None
+    )
 
 
 def collectives_ranks(
@@ -393,7 +402,7 @@ def collectives_ranks(
     """:func:`~lightspeed.trace.collectives` of many rank files, ``jobs`` ranks at a time (or on Ray)."""
     if link_bandwidth_bytes_per_s is not None and not link_bandwidth_bytes_per_s > 0:
         raise UserInputError(f"link bandwidth must be positive, got {link_bandwidth_bytes_per_s} bytes/s")
-    parts, trace_notes, drop = _gather(
+    parts, trace_notes, dropped = _gather(
         paths, analysis="comms", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
         catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped,
         link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, engine=engine, address=address,
@@ -402,11 +411,11 @@ def collectives_ranks(
     notes = list(trace_notes)
     sources: set[str] = set()
     for part in parts:
-        rank_calls, source, rank_notes = _result(part, drop)
+        rank_calls, source, rank_notes = _result(part, dropped)
         if source:
             sources.add(source)
         else:
             notes.append(f"rank {part.rank}: no SOL for {part.device_name or 'an unnamed device'}")
         notes.extend(rank_notes)
         calls.extend(rank_calls)
-    return comms_report(calls, notes, sources, drop_last=drop)
+    return comms_report(calls, notes, sources, drop_last=dropped is not None)

@@ -173,6 +173,10 @@ class EventStream:
         """No top-level traceEvents (in the file, or in its first MAX_WINDOW_BYTES): say why."""
         try:
             document = DOCUMENT_DECODER.decode(self._buffer)
+        except msgspec.ValidationError as error:  # first: a ValidationError is a DecodeError too
+            raise TraceError(
+                self.path, f"unexpected trace layout ({error})", fix="is this a PyTorch profiler trace?"
+            ) from None
         except msgspec.DecodeError as error:
             if not self._eof and "truncated" in str(error):
                 raise TraceError(
@@ -181,10 +185,6 @@ class EventStream:
                     fix="is this a PyTorch profiler (Kineto) JSON trace?",
                 ) from None
             raise _json_error(self.path, error, self._dropped) from None
-        except msgspec.ValidationError as error:
-            raise TraceError(
-                self.path, f"unexpected trace layout ({error})", fix="is this a PyTorch profiler trace?"
-            ) from None
         except RecursionError:
             raise self._too_deep(0) from None
         if isinstance(document, TraceDocument) and document.traceEvents is None:
@@ -263,11 +263,11 @@ class EventStream:
             blob = b"".join((b"[", view[cursor : cursor + MAX_WINDOW_BYTES]))
         try:
             EVENTS_DECODER.decode(blob)
+        except (msgspec.ValidationError, RecursionError):  # first: a ValidationError is a DecodeError
+            pass
         except msgspec.DecodeError as error:
             if "truncated" not in str(error):
                 raise _json_error(self.path, error, self._dropped + cursor - 1) from None
-        except (msgspec.ValidationError, RecursionError):
-            pass
         raise TraceError(
             self.path,
             f"no event ends within {MAX_WINDOW_BYTES >> 20} MiB after byte {self._dropped + cursor} "
@@ -297,10 +297,10 @@ class EventStream:
                 tail = _TAIL_DECODER.decode(b"".join((opening, rest)))
                 events = tail.traceEvents
                 self.document = _merged(self.document, tail)
+        except msgspec.ValidationError as error:  # first: a ValidationError is a DecodeError too
+            raise _event_error(self.path, error, self._index) from None
         except msgspec.DecodeError as error:
             raise _json_error(self.path, error, self._dropped + cursor - len(opening)) from None
-        except msgspec.ValidationError as error:
-            raise _event_error(self.path, error, self._index) from None
         except RecursionError:
             raise self._too_deep(cursor) from None
         finally:

@@ -339,7 +339,8 @@ def _guess_time_unit(ts: F64) -> str:
     The median decides, so that one absurd timestamp cannot turn a whole trace into ns.
     """
     present = np.abs(ts[np.isfinite(ts)])
-    typical = float(np.median(present)) if present.size else 0.0
+    # the lower median: a value of the trace, never the mean of two (which overflows near 1.8e308)
+    typical = float(np.quantile(present, 0.5, method="lower")) if present.size else 0.0
     return "ns" if typical > NS_TIMESTAMP_THRESHOLD else "us"
 
 
