@@ -126,7 +126,7 @@ class BenchResult(Record):
         """
         if self.fraction_of_sol is None:
             return None
-        return self.fraction_of_sol > 1.0
+        return bool(self.fraction_of_sol > 1.0)
 
     @property
     def metric(self) -> str:

@@ -9,6 +9,8 @@ others nor makes them wait), and no rank on its host enters them on time (ranks
 of one host share a clock). Its events are then shifted by the offset, so the
 offset neither flags it as a straggler nor stretches the run's span; a note
 says so. A lag that grows, or steps of another length, stays a straggler.
+
+(Not :mod:`lightspeed.moe.skew`, how skewed an expert load is.)
 """
 
 from __future__ import annotations

@@ -176,6 +176,8 @@ class Tracker:
         self._synchronize = synchronize
         self._next_step = 0
         self._closed = False
+        # the latest end a caller stamped (record_step/record_phase): job_end is never before it
+        self._latest_end_ns = 0
         start_ns = _clock()
         monitor_run = os.environ.get(MONITOR_RUN_ENV) or None
         anchor_ns = clock_anchor_ns()  # monitor run's anchor on its host: its samples line up
@@ -310,6 +312,7 @@ class Tracker:
         self._check_step(index, tokens=tokens, samples=samples)
         _check_stamps(start_ns, end_ns)
         self._next_step = index + 1
+        self._latest_end_ns = max(self._latest_end_ns, end_ns)
         self._append(("step", index, start_ns, end_ns, tokens, samples, False))
 
     def record_phase(self, phase: str, *, start_ns: int, end_ns: int, name: str | None = None) -> None:
@@ -318,6 +321,7 @@ class Tracker:
             raise UserInputError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
         self._check_open(f"record_phase({phase!r})")
         _check_stamps(start_ns, end_ns)
+        self._latest_end_ns = max(self._latest_end_ns, end_ns)
         self._append(("phase", phase, name or "", self._next_step, start_ns, end_ns))
         if phase in FLUSH_PHASES:
             self._writer.request_flush()
@@ -336,7 +340,9 @@ class Tracker:
             return
         self._closed = True
         _OPEN_TRACKERS.discard(self)
-        self._append(("job_end", _clock(), status))
+        # stamps given to record_step may run ahead of the clock (a step timed on the device and
+        # recorded when it is known): the job ends after the last of them, as the reader requires
+        self._append(("job_end", max(_clock(), self._latest_end_ns), status))
         self._writer.close()
         if self._feed is not None:
             self._feed.flush()

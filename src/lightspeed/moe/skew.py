@@ -1,5 +1,7 @@
 """How skewed an expert load is, which experts are hot, and what redundant experts buy.
 
+(Not :mod:`lightspeed.goodput.skew`, the clock offsets between the hosts of a training run.)
+
 >>> from lightspeed.moe.synthetic import synthetic_load
 >>> stats = load_stats(load=synthetic_load(num_layers=2, num_experts=16, skew=1.2), num_gpus=4)
 >>> [effect.num_replicas for effect in stats.replicas]

@@ -1,7 +1,7 @@
 """Where a run was made from: the git commit checked out in the working directory.
 
 Stored in the run's environment fingerprint (``git_commit``), so that
-``lightspeed results list --where git_commit=1a2b3c`` finds the runs of a
+``lightspeed results list --where git_commit=<full id>`` finds the runs of a
 commit. Outside a git checkout, without ``git``, or when ``git`` does not
 answer within ``timeout_s``, there is no commit and the key is left out.
 """
