@@ -52,7 +52,7 @@ def test_a_kernel_wait_threshold_without_a_unit_is_refused(
     result = run_cli("trace", "idle", str(path), "--kernel-wait-threshold", bare)
     assert result.code == 2
     assert result.err.count("\n") == 1
-    assert f"write {bare}us" in result.err
+    assert f"{bare}: give a unit ({bare}us or {bare}ms)" in result.err
 
 
 def test_a_kernel_wait_threshold_with_its_unit_is_read(write_trace: Any, kineto: Any, run_cli: Any) -> None:

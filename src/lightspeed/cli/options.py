@@ -344,9 +344,13 @@ class LatencyLimit(Duration):
     0.3
     """
 
+    def __init__(self, *, units: tuple[str, str] = ("ms", "s"), **bounds: Any) -> None:
+        super().__init__(**bounds)
+        self.units = units  # the two a refusal suggests, the likelier first
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and is_bare_number(value):
-            self.fail(f"{excerpt(value.strip())}: {give_a_unit(value)}", param, ctx)
+            self.fail(f"{excerpt(value.strip())}: {give_a_unit(value, self.units)}", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -362,10 +366,10 @@ def is_bare_number(text: str) -> bool:
     return match is not None and not match.group(2) and 0.0 < float(match.group(1)) < math.inf
 
 
-def give_a_unit(text: str) -> str:
+def give_a_unit(text: str, units: tuple[str, str] = ("ms", "s")) -> str:
     """What to write instead of the bare latency ``text``: ``give a unit (300ms or 300s)``."""
     number = excerpt(text.strip())
-    return f"give a unit ({number}ms or {number}s)"
+    return f"give a unit ({number}{units[0]} or {number}{units[1]})"
 
 
 def _format_percent(fraction: float) -> str:
@@ -571,6 +575,9 @@ PROBABILITY_OPEN: Final = Number(minimum=0.0, maximum=1.0, min_open=True, max_op
 FRACTION: Final = Number(minimum=0.0, maximum=1.0)
 LATENCY_BOUND: Final = LatencyLimit(minimum=0.0, maximum=MAX_DURATION_S, min_open=True)
 CUTOFF: Final = Duration(minimum=0.0, maximum=86400.0, why="one day")
+# trace idle's kernel-wait threshold: HTA's is a bare number of microseconds, lightspeed's durations
+# read one as seconds, so it must carry its unit (a million times off either way)
+KERNEL_WAIT_THRESHOLD: Final = LatencyLimit(minimum=0.0, maximum=86400.0, why="one day", units=("us", "ms"))
 PER_SECOND: Final = Number(minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, unit="per s")
 BANDWIDTH: Final = Rate(minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link")
 POWER_W: Final = Number(minimum=0.0, maximum=MAX_WATTS, min_open=True, unit="W", why="10 GW")

@@ -21,16 +21,14 @@ from lightspeed.cli.options import (
     BANDWIDTH,
     CUTOFF,
     JOBS,
+    KERNEL_WAIT_THRESHOLD,
     NUM_LINKS,
     PROBABILITY_OPEN,
     ROWS,
     TRACE_MAX_BYTES,
     WORKER_MEMORY,
-    Duration,
-    is_bare_number,
 )
 from lightspeed.errors import UserInputError
-from lightspeed.files import excerpt
 from lightspeed.records import to_jsonable
 from lightspeed.trace import DEFAULT_MAX_BYTES, ENGINES, KIND_NAMES, TIME_UNITS
 
@@ -38,23 +36,6 @@ if TYPE_CHECKING:
     from lightspeed.trace import BadEvent, Trace, TraceCache
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _KernelWaitThreshold(Duration):
-    """``--kernel-wait-threshold``: a duration that carries its unit (``30us``). A bare ``30`` is
-    refused rather than read: lightspeed's durations read it as seconds, HTA's threshold is in
-    microseconds, and either guess is a million times off for someone."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and is_bare_number(value):
-            number = excerpt(value.strip())
-            self.fail(
-                f"{number}: give a unit (write {number}us, as HTA's threshold, or {number}ms)", param, ctx
-            )
-        return super().convert(value, param, ctx)
-
-
-KERNEL_WAIT_THRESHOLD = _KernelWaitThreshold(minimum=CUTOFF.minimum, maximum=CUTOFF.maximum, why="one day")
 
 
 def _load_options(function: F) -> F:
