@@ -276,7 +276,7 @@ class Fields:
                 "expected a number",
                 field=self._name(key),
                 value=value,
-                fix=f"write {key} = <number>",
+                fix=self._fix(key, f"write {key} = <number>", "<number>"),
             )
         if positive and value <= 0:
             raise DataFileError(
@@ -284,7 +284,7 @@ class Fields:
                 "expected a positive number",
                 field=self._name(key),
                 value=value,
-                fix=f"write {key} = <number above 0>",
+                fix=self._fix(key, f"write {key} = <number above 0>", "<number above 0>"),
             )
         return float(value)
 
@@ -351,6 +351,32 @@ class Fields:
                 fix=f"add [sources.{source}] with title and url, or use one of: {', '.join(sorted(sources))}",
             )
         return source
+
+
+class JsonFields(Fields):
+    """A view of one JSON object (a ``config.json``, a command's ``--json`` output read back): a
+    missing key is called missing, and each fix is written as JSON (``"vocab_size": <whole
+    number>``), not as TOML."""
+
+    table_kind = "a JSON object"
+
+    def _pair(self, key: str, shape: str) -> str:
+        """``"key": shape``, and the object it belongs in when nested (``in the "text_config"
+        object``)."""
+        inside = self.prefix.rstrip(".")
+        return f'"{key}": {shape}' + (f' in the "{inside}" object' if inside else "")
+
+    def _fix(self, key: str, toml: str, shape: str) -> str:
+        return f"write {self._pair(key, shape)}"
+
+    def _absent(self, key: str, shape: str) -> DataFileError | None:
+        return DataFileError(
+            self.path, "missing key", field=self._name(key), fix=f"add {self._pair(key, shape)}"
+        )
+
+    def present(self, key: str) -> bool:
+        """Whether ``key`` holds a value (JSON writes an absent figure as ``null``)."""
+        return self.data.get(key) is not None
 
 
 MAX_DATA_FILE_BYTES: Final = files.DEFAULT_MAX_BYTES

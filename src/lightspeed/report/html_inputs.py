@@ -13,7 +13,6 @@ field is checked.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any, Final
 
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.catalog import Catalog
-from lightspeed.datafile import load_json
+from lightspeed.datafile import JsonFields, load_json
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate import MetricHistory, metric_history
@@ -75,97 +74,74 @@ def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
     breakdown = data.get("breakdown_s")
     if not isinstance(breakdown, Mapping) or not breakdown:
         raise DataFileError(source, "not a training estimate", field="breakdown_s", fix=_PLAN_FIX)
-    step_s = _finite(data.get("step_time_s"), source, "step_time_s")
-    if step_s <= 0:
-        raise DataFileError(source, "the step time must be positive", field="step_time_s", value=step_s)
+    fields = JsonFields(source, data)
+    step_s = fields.number("step_time_s")
+    present = fields.present
     return PredictedStep(
-        model=_text(data, "model", source),
-        system=_text(data, "system", source),
-        num_gpus=_num_gpus(data, source),
+        model=fields.string("model") if present("model") else None,
+        system=fields.string("system") if present("system") else None,
+        num_gpus=_num_gpus(fields) if present("num_gpus") else None,
         step_time_s=step_s,
-        breakdown_s=_breakdown(breakdown, step_s, source),
-        mfu=_fraction(data, "mfu", source),
-        bound=_text(data, "bound", source),
-        bound_part=_text(data, "bound_part", source),
-        fits=_flag(data, "fits", source),
+        breakdown_s=_breakdown(JsonFields(source, breakdown, prefix="breakdown_s."), step_s),
+        mfu=_fraction(fields, "mfu") if present("mfu") else None,
+        bound=fields.string("bound") if present("bound") else None,
+        bound_part=fields.string("bound_part") if present("bound_part") else None,
+        fits=fields.boolean("fits") if present("fits") else None,
         source=Path(source).name,
     )
 
 
-def _breakdown(breakdown: Mapping[str, Any], step_s: float, source: str) -> dict[str, float]:
+def _breakdown(parts: JsonFields, step_s: float) -> dict[str, float]:
     """The parts of the step: known names, finite and >= 0, adding up to the step time."""
-    parts = {}
-    for key, value in breakdown.items():
-        name = str(key)
+    known = {}
+    for name in map(str, parts.data):
         if name not in PART_NAMES:
             raise DataFileError(
-                source,
+                parts.path,
                 f"unknown part of the step {name!r} (known: {', '.join(PART_NAMES)})",
                 field=f"breakdown_s.{name}",
                 fix=f"{_PLAN_FIX} (the file is from another version, or edited)",
             )
-        part = _finite(value, source, f"breakdown_s.{name}")
-        if part < 0:
+        known[name] = parts.number(name, positive=False)
+        if known[name] < 0:
             raise DataFileError(
-                source, "a part of the step cannot be negative", field=f"breakdown_s.{name}", value=value
+                parts.path,
+                "a part of the step cannot be negative",
+                field=f"breakdown_s.{name}",
+                value=known[name],
             )
-        parts[name] = part
-    total_s = sum(parts.values())
+    total_s = sum(known.values())
     if abs(total_s - step_s) > BREAKDOWN_TOLERANCE * step_s:
         raise DataFileError(
-            source,
+            parts.path,
             f"the parts of the step add up to {total_s:.6g} s, not the step time {step_s:.6g} s "
             f"(within {BREAKDOWN_TOLERANCE:.1%})",
             field="breakdown_s",
             fix=_PLAN_FIX,
         )
-    return parts
+    return known
 
 
-def _text(data: JsonObject, key: str, source: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise DataFileError(source, "needs a string", field=key, value=value)
-    return value
-
-
-def _flag(data: JsonObject, key: str, source: str) -> bool | None:
-    value = data.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    raise DataFileError(source, "needs true or false", field=key, value=value)
-
-
-def _fraction(data: JsonObject, key: str, source: str) -> float | None:
-    if data.get(key) is None:
-        return None
-    value = _finite(data[key], source, key)
+def _fraction(fields: JsonFields, key: str) -> float:
+    value = fields.number(key, positive=False)
     if not 0.0 <= value <= 1.0:
-        raise DataFileError(source, "needs a fraction from 0 to 1", field=key, value=value)
+        raise DataFileError(fields.path, "needs a fraction from 0 to 1", field=key, value=value)
     return value
 
 
-def _num_gpus(data: JsonObject, source: str) -> int | None:
-    value = data.get("num_gpus")
-    if value is None:
-        return None
-    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if isinstance(value, bool) or not whole or not 1 <= value <= MAX_NUM_GPUS:
+def _num_gpus(fields: JsonFields) -> int:
+    value = fields.data["num_gpus"]
+    if isinstance(value, float) and value.is_integer() and value <= MAX_NUM_GPUS:
+        value = int(value)  # JSON writers may print 64 as 64.0
+    gpus = JsonFields(fields.path, {"num_gpus": value}).integer("num_gpus", minimum=1)
+    if gpus > MAX_NUM_GPUS:
         raise DataFileError(
-            source, f"needs a whole number of GPUs from 1 to {MAX_NUM_GPUS:,}", field="num_gpus", value=value
+            fields.path,
+            f"needs a whole number of GPUs from 1 to {MAX_NUM_GPUS:,}",
+            field="num_gpus",
+            value=gpus,
         )
-    return int(value)
-
-
-def _finite(value: object, source: str, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DataFileError(source, "needs a number", field=field, value=value)
-    number = float(value)
-    if not math.isfinite(number):
-        raise DataFileError(source, "needs a finite number", field=field, value=value)
-    return number
+    return gpus
 
 
 def bench_results_from_records(records: Sequence[StoredRecord]) -> list[BenchResult]:

@@ -57,7 +57,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, load_json, normalize_name
+from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.workload.spec import AttentionSpec, GatedDeltaNetSpec, MambaSpec, MoESpec, TransformerSpec
 
@@ -125,20 +125,8 @@ _HF_LAYER_KINDS: Final = {
 }
 
 
-class _JsonFields(Fields):
-    """A view of one JSON object of a ``config.json``: a missing key is called missing, and each
-    fix is written as JSON (``"vocab_size": <whole number>``), not as TOML."""
-
-    table_kind = "a JSON object"
-
-    def _pair(self, key: str, shape: str) -> str:
-        """``"key": shape``, and the object it belongs in when nested (``in the "text_config"
-        object``)."""
-        inside = self.prefix.rstrip(".")
-        return f'"{key}": {shape}' + (f' in the "{inside}" object' if inside else "")
-
-    def _fix(self, key: str, toml: str, shape: str) -> str:
-        return f"write {self._pair(key, shape)}"
+class _JsonFields(JsonFields):
+    """A ``config.json`` object: a missing key's fix is the published config.json's value."""
 
     def _absent(self, key: str, shape: str) -> DataFileError | None:
         return DataFileError(
