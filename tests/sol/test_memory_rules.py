@@ -32,7 +32,7 @@ from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.memory import stage_params, training_memory
 from lightspeed.sol.train.search import SearchSpace
 from lightspeed.sol.train.step import evaluate_grid
-from lightspeed.sol.validation.rows import zero_stage_of
+from lightspeed.sol.validation.train_settings import zero_stage_of
 from lightspeed.workload import AttentionSpec, ModelRegistry, TransformerSpec
 
 TINY = TransformerSpec(

@@ -22,7 +22,8 @@ from lightspeed.sol.validation.published import (
     first_number,
     read_table,
 )
-from lightspeed.sol.validation.rows import parse_metric, resolve_model
+from lightspeed.sol.validation.row_model import resolve_model
+from lightspeed.sol.validation.rows import parse_metric
 from lightspeed.sol.validation.validate import ValidationRow, report_of
 from lightspeed.workload import ModelRegistry
 

@@ -147,7 +147,7 @@ def test_a_row_naming_qwen3_235b_gets_the_moe_not_a_dense_model(registry: ModelR
     # the row that was refused "ep=32 needs a mixture-of-experts model; qwen3-235b is dense": its
     # model cell no longer falls through to a dense model built from its cells
     from lightspeed.sol.validation.published import PublishedRow
-    from lightspeed.sol.validation.rows import resolve_model
+    from lightspeed.sol.validation.row_model import resolve_model
 
     row = PublishedRow("W04", "train", 2, {"model": "Qwen3-235B (Qwen/Qwen3-235B-A22B)", "params(B)": "235"})
     spec, note = resolve_model(registry, row)

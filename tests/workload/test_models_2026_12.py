@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.sol.validation.published import read_table
-from lightspeed.sol.validation.rows import resolve_model
+from lightspeed.sol.validation.row_model import resolve_model
 from lightspeed.workload import ModelRegistry, flops_per_token, parameter_counts
 
 VALIDATION = Path(__file__).parents[1] / "data" / "validation"

@@ -215,13 +215,13 @@ def test_jax_remat_policies(run_cli: Any, tmp_path: Path, cell: str, policy: str
 
 
 def test_a_model_named_by_its_framework_or_its_architecture(models: ModelRegistry) -> None:
-    from lightspeed.sol.validation.rows import _architecture_named
+    from lightspeed.sol.validation.row_model import architecture_named
 
     # dgxc-benchmarking's 'Maxtext Llama3 70b'; the PyTorch FSDP blog's 'LlamaT 7B (Llama 2 7B
     # architecture)'; a parenthesis that names a framework names no architecture
-    assert _architecture_named(models, "Maxtext Llama3 70b")[1] == models.entry("llama-3-70b")
-    assert _architecture_named(models, "LlamaT 7B (Llama 2 7B architecture)")[1] == models.entry("llama-2-7b")
-    assert _architecture_named(models, "Foo 7B (MaxText)")[1] is None
+    assert architecture_named(models, "Maxtext Llama3 70b")[1] == models.entry("llama-3-70b")
+    assert architecture_named(models, "LlamaT 7B (Llama 2 7B architecture)")[1] == models.entry("llama-2-7b")
+    assert architecture_named(models, "Foo 7B (MaxText)")[1] is None
 
 
 def test_a_model_built_from_its_dimensions_keeps_what_its_cells_say(run_cli: Any, tmp_path: Path) -> None:
@@ -322,7 +322,7 @@ def test_a_third_round_of_cells(run_cli: Any, tmp_path: Path) -> None:
 
 
 def test_shared_load_and_sharding_readers(run_cli: Any, tmp_path: Path) -> None:
-    from lightspeed.sol.validation.rows import zero_stage_of
+    from lightspeed.sol.validation.train_settings import zero_stage_of
 
     # one concurrency reader for the load and the first-token guard: '1,000' users is a number
     (row,) = _infer(

@@ -15,7 +15,9 @@ from lightspeed.sol.validation.infer_precision import kv_precision
 from lightspeed.sol.validation.infer_rows import _INPUT_ONLY, _input_output
 from lightspeed.sol.validation.published import PublishedRow, format_keys, is_missing
 from lightspeed.sol.validation.readings import read_cell
-from lightspeed.sol.validation.rows import _global_batch, _interleaving, _recompute, row_year
+from lightspeed.sol.validation.rows import row_year
+from lightspeed.sol.validation.train_degrees import global_batch_of, interleaving_of
+from lightspeed.sol.validation.train_settings import recompute_of
 from lightspeed.workload import ModelRegistry, load_models
 from probes import cli_rows, infer_cli_rows
 
@@ -338,7 +340,7 @@ def test_a_gpus_cell_counting_nodes(catalog: Catalog, gpus: str, hardware: str, 
     ],
 )
 def test_global_batches_as_papers_write_them(cell: str, sequences: int) -> None:
-    assert _global_batch(cell, 64, 8192) == sequences
+    assert global_batch_of(cell, 64, 8192) == sequences
 
 
 @pytest.mark.parametrize(
@@ -377,7 +379,7 @@ def test_inference_cells_as_tables_write_them(run_cli: Any, tmp_path: Path, seq:
     ],
 )
 def test_recompute_cells(cell: str, policy: str) -> None:
-    assert _recompute(cell)[0] == policy
+    assert recompute_of(cell)[0] == policy
 
 
 @pytest.mark.parametrize("cell", ["not reported", "unknown (recalled full)", "unspecified", "—", "n.r."])
@@ -444,7 +446,7 @@ def test_the_token_budget_spelled_out() -> None:
 )
 def test_a_pipeline_said_not_to_interleave(cell: str) -> None:
     row = PublishedRow(row_id="T1", kind="train", line=2, cells={"VPP": cell, "PP": "8"})
-    assert _interleaving(row, LLAMA_70B, 8)[0] == (1,)
+    assert interleaving_of(row, LLAMA_70B, 8)[0] == (1,)
 
 
 @pytest.mark.parametrize("cell", ["n/r", "", "not reported", "unknown"])
@@ -452,9 +454,9 @@ def test_an_unreported_interleaving_depth_is_searched_with_none(cell: str) -> No
     # docs/sol.md: an unreported interleaving depth is searched like an unreported micro-batch
     # (it was priced as no interleaving: Llama 3 405B at TP8 PP16 read -32% against Meta's figure)
     row = PublishedRow(row_id="T1", kind="train", line=2, cells={"VPP": cell, "PP": "16"})
-    assert _interleaving(row, LLAMA_70B, 16)[0] == (1, 2, 3, 4, 6, 8)
+    assert interleaving_of(row, LLAMA_70B, 16)[0] == (1, 2, 3, 4, 6, 8)
     # without pipeline stages there is nothing to interleave
-    assert _interleaving(row, LLAMA_70B, 1)[0] == (1,)
+    assert interleaving_of(row, LLAMA_70B, 1)[0] == (1,)
 
 
 @pytest.mark.parametrize(

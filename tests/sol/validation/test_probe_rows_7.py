@@ -15,7 +15,8 @@ from lightspeed.sol.validation.infer_load import names_mlperf, row_requests
 from lightspeed.sol.validation.infer_rows import _input_output, _stated_concurrency, stated_overlap
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import read_cell
-from lightspeed.sol.validation.rows import _written_micro_batch, zero_stage_of
+from lightspeed.sol.validation.train_degrees import written_micro_batch
+from lightspeed.sol.validation.train_settings import zero_stage_of
 from lightspeed.workload import ModelRegistry
 from probes import INFER_HEADER, cli_rows, infer_cli_rows
 
@@ -191,7 +192,7 @@ def test_the_rows_qwen35_checkpoints_are_the_hybrid(models: ModelRegistry, name:
 )
 def test_torchtitans_local_batch_size_is_the_micro_batch(cells: dict[str, str], micro: int) -> None:
     row = PublishedRow(row_id="R1", kind="train", line=2, cells=cells)
-    assert _written_micro_batch(row, 8192) == micro
+    assert written_micro_batch(row, 8192) == micro
 
 
 def test_a_note_comparing_with_mlperf_does_not_make_an_mlperf_row() -> None:

@@ -26,7 +26,8 @@ from lightspeed.sol.validation.published import (
     read_table,
     size_cell,
 )
-from lightspeed.sol.validation.rows import read_training_row, zero_stage_of
+from lightspeed.sol.validation.rows import read_training_row
+from lightspeed.sol.validation.train_settings import zero_stage_of
 from lightspeed.workload import ModelRegistry
 
 TRAIN_HEADER = (

@@ -15,7 +15,8 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.validation.published import PublishedRow, RowError
-from lightspeed.sol.validation.rows import TrainingRowSpec, read_training_row, zero_stage_of
+from lightspeed.sol.validation.rows import TrainingRowSpec, read_training_row
+from lightspeed.sol.validation.train_settings import zero_stage_of
 from lightspeed.workload import ModelRegistry
 
 # Megatron-Bridge's Llama 3.1 405B on 1,024 H100 (the dev table's T112), every degree in its cell

@@ -15,7 +15,8 @@ import re
 import pytest
 
 from lightspeed.sol.validation.published import PublishedRow, RowError
-from lightspeed.sol.validation.rows import resolve_model, zero_stage_of
+from lightspeed.sol.validation.row_model import resolve_model
+from lightspeed.sol.validation.train_settings import zero_stage_of
 from lightspeed.workload import ModelRegistry, parameter_counts
 
 

@@ -104,13 +104,12 @@ from lightspeed.sol.validation.infer_load import (
 )
 from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, integer_cell, size_cell
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell
+from lightspeed.sol.validation.row_model import registry_name, resolve_model
 from lightspeed.sol.validation.rows import (
     SERVE_FLOP_PER_TOKEN_PER_PARAM,
     RunSpec,
     check_below_peak,
     choose_reading,
-    registry_name,
-    resolve_model,
     row_year,
 )
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
