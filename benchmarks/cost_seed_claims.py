@@ -7,7 +7,8 @@ Three checks, each against an independent figure in the same run:
 1. seed claim 17, "100 H100 -> ~50 Blackwell": the engine's matched B200 count
    for a training and two serving workloads, beside the spreadsheet answer
    (100 x dense peak of H100 / dense peak of B200 at the workload's format)
-   and the seed's 50; GPU TDP before/after beside the seed's 70 -> 50 kW;
+   and the seed's 50, with the engine's per-GPU speed-up beside the ratio of
+   peaks; GPU TDP before/after beside the seed's 70 -> 50 kW;
 2. seed claims 5 and 15: GB200 NVL72 rack power from the catalog's parts
    beside the catalog's printed 120-132 kW (seed claim 5), and 8 racks beside "~1 MW";
 3. DeepSeek-V3: the engine's pre-training GPU-hours + the report's context
@@ -54,6 +55,8 @@ def _upgrade(catalog, models, power) -> list[dict[str, object]]:  # type: ignore
                 "engine_new_gpus": match.new_gpus,
                 "engine_exact_gpus": round(match.new_gpu_equivalent, 1),
                 "peak_ratio_gpus": round(100 * old_peak / new_peak, 1),
+                "engine_per_gpu_ratio": round(match.per_gpu_ratio, 2),
+                "peak_ratio": round(new_peak / old_peak, 2),
                 "seed_gpus": 50,
                 "gpu_tdp_kw": [match.power_before.gpus_tdp_w / 1e3, match.power_after.gpus_tdp_w / 1e3],
                 "seed_kw": [70.0, 50.0],
@@ -90,6 +93,8 @@ def main() -> None:
             "engine": deepseek.predicted_total_usd,
             "published": deepseek.published_total_usd,
             "ratio": deepseek.ratio,
+            "engine_pretrain_gpu_hours": deepseek.predicted_pretrain_gpu_hours,
+            "published_pretrain_gpu_hours": deepseek.published_pretrain_gpu_hours,
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -307,6 +307,15 @@ _SI_STEPS: Final = (
 )
 
 
+def format_si(value: float, unit: str, digits: int = 4) -> str:
+    """``value`` with a decimal SI prefix on ``unit``, to ``digits`` significant digits.
+
+    >>> format_si(12.75e9, "W"), format_si(1.191e14, "Wh"), format_si(0.2549, "J")
+    ('12.75 GW', '119.1 TWh', '0.2549 J')
+    """
+    return _scaled(value, _SI_STEPS, unit, digits)
+
+
 def format_bytes(num_bytes: float, digits: int = 4, binary: bool = False) -> str:
     """``200e12`` -> ``'200 TB'``; ``binary=True`` -> ``'181.9 TiB'``."""
     if binary:

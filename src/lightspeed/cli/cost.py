@@ -207,9 +207,9 @@ def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> Non
     catalog = context.catalog()
     cluster = catalog.cluster("hgx-h800", num_accelerators=2048)
     estimate = deepseek_v3_training(catalog, context.models())
-    rate = options["usd_per_gpu_hour"]
-    if rate is None:
-        rate = prices.cloud_usd_per_gpu_hour.get("h800-sxm", 2.0) if prices is not None else 2.0
+    rate, source = _deepseek_rate(options["usd_per_gpu_hour"], prices, cluster.system.accelerator.name)
+    if prices is not None and rate is not None:  # one rate prices the run: the flag's wins over the file's
+        prices = prices.with_cloud_price(cluster.system.accelerator.name, rate)
     training = training_cost(  # without prices: no electricity price, so no electricity cost (null)
         estimate=estimate,
         cluster=cluster,
@@ -220,12 +220,29 @@ def _deepseek(options: dict[str, Any], prices: Prices | None, power: Any) -> Non
         pue=options["pue"],
     )
     result = deepseek_cost(
-        training=training, published_pretrain_gpu_hours=DEEPSEEK_PRETRAIN_GPU_HOURS, usd_per_gpu_hour=rate
+        training=training,
+        published_pretrain_gpu_hours=DEEPSEEK_PRETRAIN_GPU_HOURS,
+        usd_per_gpu_hour=rate,
+        usd_per_gpu_hour_source=source,
     )
     if options["as_json"]:
         print_json(result)
     else:
         render_deepseek_cost(result)
+
+
+def _deepseek_rate(given: float | None, prices: Prices | None, accelerator: str) -> tuple[float | None, str]:
+    """The rate per GPU-hour DeepSeek-V3 is priced at and where it comes from: the flag, else the
+    prices file's, else (``None``) the report's $2."""
+    if given is not None:
+        return given, "--usd-per-gpu-hour"
+    if prices is not None and accelerator in prices.cloud_usd_per_gpu_hour:
+        rate = prices.cloud_usd_per_gpu_hour[accelerator]
+        return rate, f"cloud_usd_per_gpu_hour.{accelerator} in {prices.path}"
+    return (
+        None,
+        f"the report's rate: no --usd-per-gpu-hour, no cloud_usd_per_gpu_hour.{accelerator} in --prices",
+    )
 
 
 @command.command("infer")
@@ -256,6 +273,7 @@ def infer_command(**options: Any) -> None:
         max_ttft_s=options["max_ttft"],
         max_tpot_s=options["max_tpot"],
         efficiency=efficiency,
+        num_gpus=options["num_gpus"],
     )
     cost = inference_cost(
         estimate=search.best,
@@ -282,12 +300,19 @@ def infer_command(**options: Any) -> None:
 @click.option("--site-kw", type=SITE_KW, help="Site power budget in kW (facility power, IT x PUE).")
 @pue_option
 @click.option("--systems-per-rack", type=SYSTEMS_PER_RACK, help="Override the catalog's systems per rack.")
-@click.option("--workload", type=click.Choice(["train", "infer"]), default="train", show_default=True)
+@click.option(
+    "--workload",
+    type=click.Choice(["train", "infer"]),
+    default="train",
+    show_default=True,
+    help="What the systems run: sets the drawn share of their rating (the drawn rows, and the "
+    "energy the TCO prices).",
+)
 @prices_option
 @json_option
 def cluster_command(**options: Any) -> None:
-    """Racks, kW per rack (from the catalog's parts), site MW, cooling split, fits a site budget;
-    with --prices, the TCO per year."""
+    """Racks, kW per rack (from the catalog's parts), site MW, cooling split, fits a site budget,
+    power drawn under the workload; with --prices, the TCO per year."""
     catalog = get_context().catalog()
     prices = _prices(options["prices_path"])
     record = power_of(_power_records(), catalog.system(options["system_text"]).name)
@@ -310,28 +335,27 @@ def cluster_command(**options: Any) -> None:
         site_budget_w=site,
         systems_per_rack=per_rack,
         num_gpus_requested=options["num_gpus"],
+        workload=options["workload"],
     )
-    tco = None
-    if prices is not None and system.name in prices.system_purchase_usd:
+    tco, notes = None, prices.missing_prices(system=system.name) if prices is not None else ()
+    if prices is not None and not notes:
         draw = power_for(cluster=cluster, power=record, workload=options["workload"], prices=prices, pue=pue)
         tco = tco_per_year(power=draw, prices=prices)
     if options["as_json"]:
-        print_json({"rack_plan": plan, "tco": tco})
+        print_json({"rack_plan": plan, "tco": tco, "notes": list(notes)})
         return
-    render_rack_plan(plan)
+    render_rack_plan(plan, notes=notes)
     if tco is not None:
         render_tco(tco)
 
 
-def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple[float | None, str]:
-    """The PUE to use and where it comes from: --pue, the prices file, else (``None``) the
-    library's sourced default."""
-    if given is not None:
-        return given, "--pue"
-    if prices is not None:
+def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple[float | None, str | None]:
+    """The PUE to use and where it comes from: --pue (the library's spelling of its source), the
+    prices file, else (``None``) the library's sourced default."""
+    if given is None and prices is not None:
         site = prices.site_pue(cooling)
         return site.value, site.source
-    return None, ""
+    return given, None
 
 
 @command.command("upgrade")
@@ -365,7 +389,7 @@ def upgrade_command(**options: Any) -> None:
     context = get_context()
     catalog = context.catalog()
     old_system, old_gpus = parse_fleet(catalog, options["old_text"])
-    new_system, _ = parse_fleet(catalog, options["new_text"])
+    new_system, _ = parse_fleet(catalog, options["new_text"], computed_count_option="--to")
     if old_gpus is None:
         raise UserInputError(f"--from {options['old_text']!r} needs a GPU count, e.g. 100x{old_system.name}")
     prices = _prices(options["prices_path"])
@@ -416,7 +440,11 @@ def fleet_command(**options: Any) -> None:
     """GPUs, systems, racks, power and cost on each candidate system to reach a target."""
     context = get_context()
     catalog = context.catalog()
-    systems = [parse_fleet(catalog, name)[0] for name in options["system_names"].split(",") if name.strip()]
+    systems = [
+        parse_fleet(catalog, name, computed_count_option="--systems")[0]
+        for name in options["system_names"].split(",")
+        if name.strip()
+    ]
     if not systems:
         raise UserInputError("--systems names no system; e.g. --systems dgx-h100,dgx-b200")
     sizing = size_fleet(

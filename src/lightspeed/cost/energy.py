@@ -12,19 +12,20 @@ s, money in US dollars. Facility power = IT power x PUE.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import PowerPart, SystemPower
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
-from lightspeed.cost.pue import SitePue, site_pue
+from lightspeed.cost.pue import GIVEN_PUE_SOURCE, SitePue, site_pue
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.calibration import calibration_device_note
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.estimate import InferenceEstimate
 from lightspeed.sol.train.result import TrainingEstimate
+from lightspeed.units import format_significant
 
 WORKLOAD_KINDS: Final = ("train", "infer")
 # DeepSeek-V3 technical report, Table 1: H800 GPU-hours and cost at $2 per GPU-hour.
@@ -40,6 +41,30 @@ WHOLE_SYSTEMS_RULE: Final = (
     "power and ownership count whole systems (the GPUs a job leaves idle in them too); "
     "cloud GPU-hours count the GPUs the job uses"
 )
+# The catalog's power records hold a rated maximum and the share drawn while working, no idle
+# draw: the hours a prices file's utilisation leaves idle are priced at 0 W, and said so.
+IDLE_HOURS_RULE: Final = (
+    "the idle {idle:.0%} of the year (utilisation {utilisation:g}) is counted at 0 W: lightspeed has "
+    "no sourced idle draw of a powered system, so energy and electricity are a lower bound "
+    "(utilisation = 1 in the prices file prices every hour at the working draw, an upper bound)"
+)
+
+
+def idle_assumption(prices: Prices | None) -> tuple[str, ...]:
+    """The ``assumed:`` line on idle hours when ``prices`` leave part of the year idle (else none).
+
+    >>> idle_assumption(Prices(electricity_usd_per_kwh=0.1, utilisation=0.5))[0][:40]
+    'the idle 50% of the year (utilisation 0.'
+    """
+    if prices is None or prices.utilisation >= 1.0:
+        return ()
+    return (IDLE_HOURS_RULE.format(idle=1.0 - prices.utilisation, utilisation=prices.utilisation),)
+
+
+def price_notes(prices: Prices | None, *, accelerator: str = "", system: str = "") -> tuple[str, ...]:
+    """:meth:`Prices.missing_prices` of ``prices``; none without prices (the priced figures need
+    ``--prices`` and are absent without it)."""
+    return prices.missing_prices(accelerator=accelerator, system=system) if prices is not None else ()
 
 
 def check_power_w(
@@ -216,6 +241,7 @@ class Tco(Record):
     usd_per_gpu_hour: float
     inputs: JsonDict
     currency: str = "USD"  # every *_usd figure (prices files hold US dollars)
+    assumptions: tuple[str, ...] = ()
 
 
 def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
@@ -254,6 +280,7 @@ def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
             "other_opex_share_per_year": prices.other_opex_share_per_year,
             "it_power_w": power.it_power_w,
         },
+        assumptions=idle_assumption(prices),
     )
 
 
@@ -287,6 +314,7 @@ class TrainingCost(Record):
     inputs: JsonDict
     efficiency_model: str = ""
     assumptions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def efficiency_sentence(efficiency: EfficiencyModel | None, *, device: str, family: str) -> str:
@@ -308,19 +336,26 @@ def efficiency_sentence(efficiency: EfficiencyModel | None, *, device: str, fami
 
 
 def _assumptions(
-    efficiency: EfficiencyModel | None, cluster: Cluster, draw: ClusterPower, family: str = ""
+    efficiency: EfficiencyModel | None,
+    cluster: Cluster,
+    draw: ClusterPower,
+    family: str = "",
+    prices: Prices | None = None,
 ) -> tuple[str, ...]:
     accelerator = cluster.system.accelerator
-    gpus = f"{draw.num_held_gpus:,g} GPUs held, {draw.num_gpus:,} used"
-    held = f"{draw.num_systems:g} whole {draw.system} ({gpus})"
+    gpus = f"{format_significant(draw.num_held_gpus, 9)} GPUs held, {draw.num_gpus:,} used"
+    held = f"{format_significant(draw.num_systems, 9)} whole {draw.system} ({gpus})"
+    owned = prices is not None and draw.system in prices.system_purchase_usd
     return (
         efficiency_sentence(efficiency, device=accelerator.name, family=family or accelerator.family),
         f"{held}: {WHOLE_SYSTEMS_RULE}",
         f"PUE {draw.pue:g}: {draw.pue_source}",
+        *(idle_assumption(prices) if owned else ()),
     )
 
 
-def _money_inputs(prices: Prices | None, accelerator: str, power: ClusterPower) -> dict[str, Any]:
+def money_inputs(prices: Prices | None, accelerator: str, power: ClusterPower) -> dict[str, Any]:
+    """The inputs a priced figure of ``power``'s systems uses (the PUE alone without prices)."""
     if prices is None:
         return {"pue": power.pue}
     inputs: dict[str, Any] = {"electricity_usd_per_kwh": prices.electricity_usd_per_kwh, "pue": power.pue}
@@ -373,6 +408,7 @@ def training_cost(
     """
     if not math.isfinite(num_tokens) or num_tokens <= 0:
         raise UserInputError(f"{num_tokens!r} tokens to train: give a positive number")
+    _check_whole_step(num_tokens, estimate)
     draw = power_for(
         cluster=cluster,
         power=power,
@@ -410,10 +446,23 @@ def training_cost(
         electricity_usd=electricity,
         cloud_usd=cloud,
         owned_usd=owned,
-        inputs=_money_inputs(prices, accelerator, draw),
+        inputs=money_inputs(prices, accelerator, draw),
         efficiency_model=estimate.efficiency_model,
-        assumptions=_assumptions(efficiency, cluster, draw, estimate.efficiency_model),
+        assumptions=_assumptions(efficiency, cluster, draw, estimate.efficiency_model, prices),
+        notes=price_notes(prices, accelerator=accelerator, system=draw.system),
     )
+
+
+def _check_whole_step(num_tokens: float, estimate: TrainingEstimate) -> None:
+    """A training budget below one optimizer step's tokens is refused: the run cannot be shorter
+    than a step, and a time in microseconds would read as a prediction."""
+    step_tokens = estimate.tokens_per_step
+    if num_tokens < step_tokens:
+        raise UserInputError(
+            f"{num_tokens:,.6g} tokens to train is less than one optimizer step: a step of this plan "
+            f"trains {step_tokens:,} tokens (global batch x sequence length); give at least "
+            f"{step_tokens:,} tokens (--tokens)"
+        )
 
 
 @dataclass(frozen=True)
@@ -441,6 +490,7 @@ class InferenceCost(Record):
     inputs: JsonDict
     efficiency_model: str = ""
     assumptions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def inference_cost(
@@ -488,9 +538,10 @@ def inference_cost(
         energy_per_token_j=draw.facility_power_w / estimate.output_tokens_per_s,
         cloud_usd_per_million_tokens=cloud,
         owned_usd_per_million_tokens=owned,
-        inputs=_money_inputs(prices, accelerator, draw),
+        inputs=money_inputs(prices, accelerator, draw),
         efficiency_model=efficiency.name if efficiency is not None else cluster.system.accelerator.family,
-        assumptions=_assumptions(efficiency, cluster, draw),
+        assumptions=_assumptions(efficiency, cluster, draw, prices=prices),
+        notes=price_notes(prices, accelerator=accelerator, system=draw.system),
     )
 
 
@@ -499,8 +550,11 @@ class RackPlan(Record):
     """Racks, rated power per rack, site power and the cooling split of a cluster (W).
 
     ``rack_power_w`` is the rated power of a full rack (the figure to
-    provision); ``site_it_power_w`` that of every system; ``site_facility_power_w``
-    times the PUE. ``fits_site`` compares the facility power with the budget.
+    provision); ``site_it_power_w`` that of every system (rated); ``site_facility_power_w``
+    times the PUE. ``fits_site`` compares the rated facility power with the budget.
+    The heat split is of the rated power. ``drawn_it_power_w`` is what the systems draw
+    under ``workload`` (rated x ``draw_share``, the figure energy is priced at) and
+    ``drawn_facility_power_w`` that times the PUE.
     ``num_gpus_requested``: the GPU count asked for, when it was rounded up to
     the whole systems (``num_gpus``) that are bought, powered and priced.
     """
@@ -523,6 +577,10 @@ class RackPlan(Record):
     sources: tuple[str, ...]
     pue_source: str = ""
     num_gpus_requested: int | None = None
+    workload: str = "train"
+    draw_share: float = 0.0
+    drawn_it_power_w: float = 0.0
+    drawn_facility_power_w: float = 0.0
 
 
 def rack_plan(
@@ -530,14 +588,17 @@ def rack_plan(
     cluster: Cluster,
     power: SystemPower,
     pue: float | None = None,
-    pue_source: str = "given",
+    pue_source: str | None = None,
     site_budget_w: float | None = None,
     systems_per_rack: int | None = None,
     num_gpus_requested: int | None = None,
+    workload: str = "train",
 ) -> RackPlan:
-    """Racks and rated power for every system of ``cluster`` (whole systems, whole racks).
+    """Racks and rated power for every system of ``cluster`` (whole systems, whole racks), and
+    what they draw working on ``workload`` (``train`` or ``infer``).
 
-    ``pue`` (facility / IT power) is the site's, ``pue_source`` says where it comes from;
+    ``pue`` (facility / IT power) is the site's, ``pue_source`` says where it comes from (default:
+    given by the user, ``--pue``);
     without one, the industry average of :func:`~lightspeed.cost.pue.default_pue` (1.56,
     Uptime Institute 2024) with its citation, never an unstated 1.
 
@@ -549,7 +610,9 @@ def rack_plan(
     (128.0, 1.024)
     """
     check_power_w(site_budget_w, "site budget", "give the site's facility power budget (--site-kw in kW)")
-    site = site_pue(pue, pue_source)
+    if workload not in WORKLOAD_KINDS:
+        raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOAD_KINDS)}")
+    site = site_pue(pue, pue_source or GIVEN_PUE_SOURCE)
     per_rack = systems_per_rack or power.systems_per_rack
     if per_rack < 1:
         raise UserInputError(f"{per_rack} systems per rack: give at least 1")
@@ -558,6 +621,7 @@ def rack_plan(
     it_power = systems * power.max_power_w
     liquid = it_power * power.liquid_heat_share
     facility = it_power * site.value
+    share = power.draw_share(workload)
     return RackPlan(
         system=power.system,
         cooling=power.cooling,
@@ -577,6 +641,10 @@ def rack_plan(
         sources=_part_sources(power),
         pue_source=site.source,
         num_gpus_requested=num_gpus_requested,
+        workload=workload,
+        draw_share=share,
+        drawn_it_power_w=it_power * share,
+        drawn_facility_power_w=it_power * share * site.value,
     )
 
 
@@ -588,7 +656,14 @@ def _part_sources(power: SystemPower) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DeepSeekCost(Record):
-    """DeepSeek-V3's training cost from the engine's GPU-hours beside the report's (Table 1)."""
+    """DeepSeek-V3's training cost from the engine's GPU-hours beside the report's (Table 1).
+
+    ``published_total_usd`` is the report's total rescaled to ``usd_per_gpu_hour`` (its GPU-hours
+    at this rate, so that ``ratio`` compares GPU-hours); the report's own figure is
+    ``published_report_usd`` at ``published_usd_per_gpu_hour`` ($5.576M at $2).
+    ``usd_per_gpu_hour_source`` says where the rate comes from; ``training``'s cloud cost is
+    priced at the same rate.
+    """
 
     usd_per_gpu_hour: float
     predicted_pretrain_gpu_hours: float
@@ -599,15 +674,37 @@ class DeepSeekCost(Record):
     ratio: float
     training: TrainingCost
     note: str
+    usd_per_gpu_hour_source: str = ""
+    published_report_usd: float = DEEPSEEK_PUBLISHED_USD
+    published_usd_per_gpu_hour: float = DEEPSEEK_USD_PER_GPU_HOUR
 
 
 def deepseek_cost(
-    *, training: TrainingCost, published_pretrain_gpu_hours: float, usd_per_gpu_hour: float = 2.0
+    *,
+    training: TrainingCost,
+    published_pretrain_gpu_hours: float,
+    usd_per_gpu_hour: float | None = DEEPSEEK_USD_PER_GPU_HOUR,
+    usd_per_gpu_hour_source: str = "the report's rate",
 ) -> DeepSeekCost:
     """The engine's pre-training GPU-hours plus the report's context extension (119K) and
-    post-training (5K), at ``usd_per_gpu_hour``, beside the published $5.576M."""
+    post-training (5K), at ``usd_per_gpu_hour`` (``None``: the report's $2), beside the published
+    $5.576M (at its $2; the result also holds it rescaled to ``usd_per_gpu_hour``). One rate
+    prices everything: a ``training`` whose cloud cost used another is refused."""
+    if usd_per_gpu_hour is None:
+        usd_per_gpu_hour = DEEPSEEK_USD_PER_GPU_HOUR
     if not math.isfinite(usd_per_gpu_hour) or usd_per_gpu_hour < 0:
         raise UserInputError(f"{usd_per_gpu_hour!r} USD per GPU-hour: give 0 or more")
+    if training.cloud_usd is not None and not math.isclose(
+        training.cloud_usd, training.gpu_hours * usd_per_gpu_hour, rel_tol=1e-9, abs_tol=1e-9
+    ):
+        raise UserInputError(
+            f"the training run's cloud cost is priced at another rate than {usd_per_gpu_hour:g} USD "
+            "per GPU-hour; price both at one rate (the prices' cloud_usd_per_gpu_hour or the given rate)"
+        )
+    if training.cloud_usd is not None:  # the training's inputs name the rate's source too
+        training = replace(
+            training, inputs={**training.inputs, "usd_per_gpu_hour_source": usd_per_gpu_hour_source}
+        )
     other = DEEPSEEK_CONTEXT_EXTENSION_GPU_HOURS + DEEPSEEK_POST_TRAINING_GPU_HOURS
     predicted = (training.gpu_hours + other) * usd_per_gpu_hour
     published = DEEPSEEK_PUBLISHED_USD * usd_per_gpu_hour / DEEPSEEK_USD_PER_GPU_HOUR
@@ -618,15 +715,23 @@ def deepseek_cost(
         other_gpu_hours=other,
         predicted_total_usd=predicted,
         published_total_usd=published,
-        ratio=predicted / published,
+        ratio=(training.gpu_hours + other) / _published_hours(),  # = predicted / published at any rate
         training=training,
         note="context extension (119K) and post-training (5K GPU-hours) are the report's figures, "
         "not predicted; the published $5.576M excludes research, ablations, data and staff",
+        usd_per_gpu_hour_source=usd_per_gpu_hour_source,
     )
+
+
+def _published_hours() -> float:
+    """The report's total GPU-hours: its $5.576M at its $2 per GPU-hour."""
+    return DEEPSEEK_PUBLISHED_USD / DEEPSEEK_USD_PER_GPU_HOUR
 
 
 __all__ = [
     "DEEPSEEK_PUBLISHED_USD",
+    "DEEPSEEK_USD_PER_GPU_HOUR",
+    "IDLE_HOURS_RULE",
     "MIN_MEASURED_SHARE",
     "WHOLE_SYSTEMS_RULE",
     "WORKLOAD_KINDS",
@@ -640,8 +745,11 @@ __all__ = [
     "cluster_power",
     "deepseek_cost",
     "efficiency_sentence",
+    "idle_assumption",
     "inference_cost",
+    "money_inputs",
     "power_for",
+    "price_notes",
     "rack_plan",
     "tco_per_year",
 ]

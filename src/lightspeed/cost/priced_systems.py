@@ -53,9 +53,9 @@ def _system_cost(
     cloud_rate = prices.cloud_usd_per_gpu_hour.get(accelerator)
     cloud = num_gpus * cloud_rate / tokens_per_hour * 1e6 if cloud_rate is not None else None
     inputs: dict[str, Any] = {f"cloud_usd_per_gpu_hour.{accelerator}": cloud_rate}
-    missing = [] if cloud_rate is not None else [f"cloud_usd_per_gpu_hour.{accelerator}"]
+    missing = list(prices.missing_prices(accelerator=accelerator))
     if power is None:
-        missing.append(f"power data for {system}")
+        missing.append(f"no power data for {system}: energy and owned cost not shown")
         return SystemCost(system, num_gpus, tokens_per_s, None, None, cloud, None, _note(missing), inputs)
     draw = power_for(cluster=cluster, power=power, num_gpus=num_gpus, workload=workload, prices=prices)
     owned = None
@@ -64,7 +64,7 @@ def _system_cost(
         owned = draw.num_held_gpus * tco.usd_per_gpu_hour / tokens_per_hour * 1e6  # whole systems owned
         inputs.update(tco.inputs)
     else:
-        missing.append(f"system_purchase_usd.{system}")
+        missing.extend(prices.missing_prices(system=system))
         inputs.update({"pue": draw.pue, "electricity_usd_per_kwh": prices.electricity_usd_per_kwh})
     return SystemCost(
         system=system,
@@ -80,7 +80,7 @@ def _system_cost(
 
 
 def _note(missing: list[str]) -> str:
-    return f"no {', '.join(missing)}" if missing else ""
+    return "; ".join(missing)
 
 
 def system_costs(

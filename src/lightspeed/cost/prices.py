@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from lightspeed.cost.pue import SitePue, default_pue, site_pue
+from lightspeed.cost.pue import GIVEN_PUE_SOURCE, SitePue, default_pue, site_pue
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError, UserInputError, closest_names
 from lightspeed.records import Record
@@ -102,15 +102,45 @@ class Prices(Record):
 
     def gpu_hour_usd(self, accelerator: str) -> float:
         """Cloud price of one GPU-hour of ``accelerator``; a missing one says how to add it."""
-        return _lookup(self.cloud_usd_per_gpu_hour, accelerator, "cloud_usd_per_gpu_hour", self.path)
+        return _lookup(self, "cloud_usd_per_gpu_hour", accelerator)
+
+    def with_cloud_price(self, accelerator: str, usd_per_gpu_hour: float) -> Prices:
+        """These prices with ``accelerator``'s cloud price replaced (an explicit rate, such as
+        ``--usd-per-gpu-hour``, wins over the file's everywhere a run is priced).
+
+        >>> Prices(electricity_usd_per_kwh=0.1).with_cloud_price("h800-sxm", 3.0).gpu_hour_usd("h800-sxm")
+        3.0
+        """
+        table = {**self.cloud_usd_per_gpu_hour, accelerator: usd_per_gpu_hour}
+        return replace(self, cloud_usd_per_gpu_hour=table)
+
+    def missing_prices(self, *, accelerator: str = "", system: str = "") -> tuple[str, ...]:
+        """What a priced figure cannot show because these prices lack a price, with how to add it:
+        the cloud price of ``accelerator`` and the purchase price of ``system`` (each if named).
+
+        >>> Prices(electricity_usd_per_kwh=0.1).missing_prices(system="dgx-a100")[0][:48]
+        'owned cost (TCO) not shown: the prices have no s'
+        """
+        notes = []
+        if accelerator and accelerator not in self.cloud_usd_per_gpu_hour:
+            notes.append(
+                "cloud cost not shown: " + missing_price(self, "cloud_usd_per_gpu_hour", accelerator)
+            )
+        if system and system not in self.system_purchase_usd:
+            notes.append("owned cost (TCO) not shown: " + missing_price(self, "system_purchase_usd", system))
+        return tuple(notes)
 
     def purchase_usd(self, system: str) -> float:
         """Purchase price of one ``system`` (a node, or a rack for rack-scale systems)."""
-        return _lookup(self.system_purchase_usd, system, "system_purchase_usd", self.path)
+        return _lookup(self, "system_purchase_usd", system)
 
 
 def pue_for(
-    cooling: str, *, prices: Prices | None = None, pue: float | None = None, pue_source: str = "given"
+    cooling: str,
+    *,
+    prices: Prices | None = None,
+    pue: float | None = None,
+    pue_source: str = GIVEN_PUE_SOURCE,
 ) -> SitePue:
     """The PUE of a site cooled by ``cooling`` and where it comes from: ``pue`` (from
     ``pue_source``), else the prices' ``pue_air``/``pue_liquid``, else the sourced default
@@ -129,11 +159,25 @@ def pue_for(
     return default_pue()
 
 
-def _lookup(table: dict[str, float], name: str, key: str, path: str) -> float:
+def missing_price(prices: Prices, key: str, name: str) -> str:
+    """The one wording for a price the file lacks, with how to add it (an error's text and a
+    note's alike): ``examples/prices.toml has no system_purchase_usd.dgx-a100 (has: ...); add
+    dgx-a100 = <USD> under [system_purchase_usd]``. ``key``: ``cloud_usd_per_gpu_hour`` or
+    ``system_purchase_usd``.
+
+    >>> missing_price(Prices(electricity_usd_per_kwh=0.1), "system_purchase_usd", "dgx-a100")[:62]
+    'the prices have no system_purchase_usd.dgx-a100 (has: none); a'
+    """
+    table: dict[str, float] = getattr(prices, key)
+    where = f"{prices.path} has" if prices.path else "the prices have"
+    known = ", ".join(sorted(table)) or "none"
+    return f"{where} no {key}.{name} (has: {known}); add {name} = <USD> under [{key}]"
+
+
+def _lookup(prices: Prices, key: str, name: str) -> float:
+    table: dict[str, float] = getattr(prices, key)
     if name not in table:
-        where = path or "the prices"
-        known = ", ".join(sorted(table)) or "none"
-        raise UserInputError(f"{where} has no {key}.{name} (has: {known}); add {name} = <USD> under [{key}]")
+        raise UserInputError(missing_price(prices, key, name))
     return table[name]
 
 
@@ -229,4 +273,4 @@ def _check_names(path: Path, fields: Fields, key: str, kind: str, known: Iterabl
             )
 
 
-__all__ = ["HOURS_PER_YEAR", "JOULES_PER_KWH", "Prices", "load_prices", "pue_for"]
+__all__ = ["HOURS_PER_YEAR", "JOULES_PER_KWH", "Prices", "load_prices", "missing_price", "pue_for"]

@@ -25,6 +25,9 @@ from lightspeed.records import Record
 PUE_FILE: Final = package_data("cost", "data", "pue.toml")
 MIN_PUE: Final = 1.0
 MAX_PUE: Final = 5.0
+# Where a PUE the user gives comes from: one spelling in every cost command and result (the
+# option's name; the library's ``pue=`` keywords are that option).
+GIVEN_PUE_SOURCE: Final = "--pue"
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ def default_pue() -> SitePue:
     return SitePue(value=value, source=sources[key].citation, note=table.string("note", ""))
 
 
-def site_pue(pue: float | None, source: str = "given") -> SitePue:
+def site_pue(pue: float | None, source: str = GIVEN_PUE_SOURCE) -> SitePue:
     """``pue`` (from ``source``), checked to be a PUE; ``None``: :func:`default_pue`.
 
     >>> site_pue(1.2, "--pue").value, site_pue(None).value
@@ -65,4 +68,4 @@ def site_pue(pue: float | None, source: str = "given") -> SitePue:
     return SitePue(value=pue, source=source)
 
 
-__all__ = ["MAX_PUE", "MIN_PUE", "SitePue", "default_pue", "site_pue"]
+__all__ = ["GIVEN_PUE_SOURCE", "MAX_PUE", "MIN_PUE", "SitePue", "default_pue", "site_pue"]

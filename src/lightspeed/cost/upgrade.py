@@ -18,7 +18,15 @@ from typing import Final
 
 from lightspeed.catalog import Catalog, System
 from lightspeed.catalog.power import SystemPower, power_of
-from lightspeed.cost.energy import ClusterPower, Tco, cluster_power, tco_per_year
+from lightspeed.cost.energy import (
+    ClusterPower,
+    Tco,
+    cluster_power,
+    idle_assumption,
+    money_inputs,
+    price_notes,
+    tco_per_year,
+)
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
 from lightspeed.cost.pue import SitePue
 from lightspeed.cost.workloads import (
@@ -39,6 +47,9 @@ SEED_GPU_RATIO: Final = 2.0  # seed claim 17: 100 H100 -> ~50 Blackwell
 SEED_RATIO_TOLERANCE: Final = 0.25  # "~50": 40 to 62 GPUs for 100 (ratio 1.6 to 2.5)
 SEED_POWER_W: Final = (70e3, 50e3)
 SEED_PAYBACK_YEARS: Final = (1.0, 2.0)
+# The claim's GPUs: 100 x 700 W is the H100 SXM, 50 x 1,000 W the B200 (GB200 is the same GPU).
+SEED_OLD_ACCELERATORS: Final = ("h100-sxm",)
+SEED_NEW_ACCELERATORS: Final = ("b200", "gb200")
 TOP_SENSITIVITIES: Final = 3
 
 
@@ -105,7 +116,9 @@ class UpgradeMatch(Record):
 
 @dataclass(frozen=True)
 class Upgrade(Record):
-    """Every workload's match, beside the seed's claim."""
+    """Every workload's match, beside the seed's claim where it applies (``seed_claim["applies"]``:
+    H100 SXM to a B200-class GPU; elsewhere ``seed_holds`` only tests a ~2x ratio).
+    ``assumptions``: the PUE of each side and its source, and the idle hours' draw."""
 
     old_system: str
     old_gpus: int
@@ -113,6 +126,7 @@ class Upgrade(Record):
     matches: tuple[UpgradeMatch, ...]
     seed_claim: JsonDict
     prices: JsonDict | None
+    assumptions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,10 +170,10 @@ def _payback(site: _Site) -> Payback:
         if saving_keep is not None and saving_keep > 0
         else None,
         inputs={
+            "electricity_usd_per_kwh": site.electricity_usd_per_kwh,
             "old_cloud_usd_per_gpu_hour": site.old_gpu_hour_usd,
             "new_capex_usd": site.new_capex_usd,
             "old_capex_usd": site.old_capex_usd,
-            "electricity_usd_per_kwh": site.electricity_usd_per_kwh,
             "pue_old": site.old_pue,
             "pue_new": site.new_pue,
             "utilisation": site.utilisation,
@@ -245,7 +259,26 @@ def _site(
     )
 
 
-def _verdict(match_ratio: float, per_gpu_ratio: float, holds: bool) -> str:
+def seed_claim_applies(old_system: System, new_system: System) -> bool:
+    """Whether the seed's claim 17 (100 H100 -> ~50 Blackwell) is about this upgrade: H100 SXM to
+    a B200-class GPU.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> catalog = load_catalog()
+    >>> seed_claim_applies(catalog.system("dgx-h100"), catalog.system("dgx-b200"))
+    True
+    >>> seed_claim_applies(catalog.system("dgx-b200"), catalog.system("dgx-h100"))
+    False
+    """
+    return (
+        old_system.accelerator.name in SEED_OLD_ACCELERATORS
+        and new_system.accelerator.name in SEED_NEW_ACCELERATORS
+    )
+
+
+def _verdict(match_ratio: float, per_gpu_ratio: float, holds: bool, applies: bool = True) -> str:
+    if not applies:
+        return f"{match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU at matched size)"
     if holds:
         return f"the seed's ~2x holds: {match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU)"
     side = "more" if match_ratio > SEED_GPU_RATIO else "less"
@@ -349,7 +382,7 @@ def match_workload(
         power_after=after,
         payback=payback,
         sensitivities=sensitivities or (),
-        verdict=_verdict(ratio, per_gpu, holds),
+        verdict=_verdict(ratio, per_gpu, holds, seed_claim_applies(old_system, new_system)),
     )
 
 
@@ -364,6 +397,23 @@ def _draw(
         gpu_tdp_w=system.accelerator.tdp_w,
         pue=pue,
     )
+
+
+def pue_assumptions(powers: Sequence[ClusterPower]) -> tuple[str, ...]:
+    """One ``PUE x (systems): source`` line per distinct PUE and source among ``powers``.
+
+    >>> from lightspeed.catalog.power import load_power
+    >>> draws = [cluster_power(power=load_power()[name], gpus_per_system=8, num_gpus=8, pue=1.2)
+    ...     for name in ("dgx-h100", "dgx-b200")]
+    >>> pue_assumptions(draws)
+    ('PUE 1.2 (dgx-h100, dgx-b200): --pue',)
+    """
+    systems: dict[tuple[float, str], list[str]] = {}
+    for power in powers:
+        names = systems.setdefault((power.pue, power.pue_source), [])
+        if power.system not in names:
+            names.append(power.system)
+    return tuple(f"PUE {pue:g} ({', '.join(names)}): {source}" for (pue, source), names in systems.items())
 
 
 def compare_upgrade(
@@ -411,6 +461,7 @@ def compare_upgrade(
         )
         for workload in workloads
     )
+    pue_lines = pue_assumptions((matches[0].power_before, matches[0].power_after))
     return Upgrade(
         old_system=old_system.name,
         old_gpus=old_gpus,
@@ -423,8 +474,10 @@ def compare_upgrade(
             "power_after_w": SEED_POWER_W[1],
             "payback_years": list(SEED_PAYBACK_YEARS),
             "source": "SEED.md claim 17 (GPU TDP only: 100 x 700 W, 50 x 1,000 W)",
+            "applies": seed_claim_applies(old_system, new_system),
         },
         prices=prices.to_dict() if prices is not None else None,
+        assumptions=(*pue_lines, *idle_assumption(prices)),
     )
 
 
@@ -441,6 +494,8 @@ class FleetOption(Record):
     power: ClusterPower
     tco: Tco | None
     cloud_usd_per_day: float | None
+    inputs: JsonDict | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -489,6 +544,8 @@ def _fleet_option(
         power=draw,
         tco=tco,
         cloud_usd_per_day=cloud,
+        inputs=money_inputs(prices, accelerator, draw),
+        notes=price_notes(prices, accelerator=accelerator, system=system.name),
     )
 
 
@@ -511,6 +568,7 @@ def size_fleet(
     Both kinds are whole systems, at most ``MAX_SYSTEMS`` of each; PUE: ``pue``, else the
     prices', else the sourced default."""
     target_rate, target = _target(workload, tokens_per_day, requests_per_s)
+    _refuse_repeats(systems)
     options = []
     for system in systems:
         if workload.kind == "train":
@@ -552,9 +610,32 @@ def size_fleet(
     )
 
 
+def _refuse_repeats(systems: Sequence[System]) -> None:
+    """A candidate named twice (``dgx-h100,h100-sxm`` are one system) is refused, not printed twice."""
+    if not systems:
+        raise UserInputError("no candidate system; name at least one, e.g. --systems dgx-h100,dgx-b200")
+    names = [system.name for system in systems]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UserInputError(
+            f"the candidate systems (--systems) name {', '.join(repeated)} more than once (an accelerator "
+            "names its system); name each candidate once"
+        )
+
+
 def _target(
     workload: CostWorkload, tokens_per_day: float | None, requests_per_s: float | None
 ) -> tuple[float, str]:
+    if workload.kind == "train" and requests_per_s is not None:
+        raise UserInputError(
+            f"--requests-per-s is for serving workloads; {workload.name} is training: "
+            "give its target as --tokens-per-day N alone"
+        )
+    if workload.kind != "train" and tokens_per_day is not None:
+        raise UserInputError(
+            f"--tokens-per-day is for training workloads; {workload.name} is serving: "
+            "give its target as --requests-per-s N alone"
+        )
     if workload.kind == "train":
         if tokens_per_day is None:
             raise UserInputError(
@@ -587,5 +668,7 @@ __all__ = [
     "UpgradeMatch",
     "compare_upgrade",
     "match_workload",
+    "pue_assumptions",
+    "seed_claim_applies",
     "size_fleet",
 ]

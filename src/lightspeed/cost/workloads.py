@@ -117,8 +117,14 @@ def system_for(catalog: Catalog, name: str) -> System:
     return candidates[0]
 
 
-def parse_fleet(catalog: Catalog, text: str) -> tuple[System, int | None]:
+def parse_fleet(
+    catalog: Catalog, text: str, *, computed_count_option: str | None = None
+) -> tuple[System, int | None]:
     """``100xh100-sxm`` -> (DGX H100, 100 GPUs); ``b200`` -> (DGX B200, None); ``gb200-nvl72`` too.
+
+    ``computed_count_option``: the option ``text`` came from where the command computes how many
+    GPUs are needed (``cost upgrade --to``, ``cost fleet --systems``): a count there would be
+    dropped, so it is refused.
 
     >>> from lightspeed.catalog import load_catalog
     >>> system, gpus = parse_fleet(load_catalog(), "100xh100-sxm")
@@ -129,6 +135,12 @@ def parse_fleet(catalog: Catalog, text: str) -> tuple[System, int | None]:
     if match is None:
         raise UserInputError(f"cannot read {text!r}; write <GPUs>x<accelerator or system>, e.g. 100xh100-sxm")
     count = int(match["count"]) if match["count"] else None
+    if count is not None and computed_count_option is not None:
+        option = computed_count_option
+        raise UserInputError(
+            f"{option} {text.strip()!r}: the command computes how many GPUs do the work, so a count is "
+            f"not used; name the accelerator or system alone, e.g. {option} {match['name']}"
+        )
     if count is not None and not 1 <= count <= 10_000_000:
         raise UserInputError(f"{count} GPUs in {text!r}: give 1 to 10,000,000")
     return system_for(catalog, match["name"]), count

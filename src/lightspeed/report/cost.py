@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lightspeed.cost import (
     ClusterPower,
@@ -21,7 +21,8 @@ from lightspeed.cost import (
     TrainingCost,
     Upgrade,
 )
-from lightspeed.cost.upgrade import UpgradeMatch
+from lightspeed.cost.pue import GIVEN_PUE_SOURCE
+from lightspeed.cost.upgrade import UpgradeMatch, pue_assumptions
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
@@ -34,7 +35,7 @@ from lightspeed.report.plots import (
     plot_paths,
     save_figure,
 )
-from lightspeed.units import format_count, format_duration
+from lightspeed.units import format_count, format_duration, format_si, format_significant
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,8 +45,11 @@ JOULES_PER_KWH = 3.6e6
 
 
 def kw(value_w: float | None) -> str:
-    """``70.0 kW`` (or ``-``)."""
-    return "-" if value_w is None else f"{value_w / 1e3:,.1f} kW"
+    """``70.0 kW`` below a megawatt (one decimal, so that a column lines up), else with its SI
+    prefix: ``1.024 MW``, ``12.75 GW`` (or ``-``)."""
+    if value_w is None:
+        return "-"
+    return f"{value_w / 1e3:,.1f} kW" if abs(value_w) < 1e6 else format_si(value_w, "W")
 
 
 def usd(value: float | None) -> str:
@@ -59,19 +63,25 @@ def usd(value: float | None) -> str:
 
 
 def years(value: float | None) -> str:
-    """``1.5 years`` or ``never`` (savings do not cover the running costs)."""
-    return "never" if value is None else f"{value:.2g} years"
+    """``1.5 years``, ``150 years`` or ``never`` (savings do not cover the running costs)."""
+    return "never" if value is None else f"{format_significant(value, 2)} years"
 
 
 def energy(value_j: float) -> str:
-    """Energy in kWh, MWh or GWh."""
-    kwh = value_j / JOULES_PER_KWH
-    if kwh < 1.0:
-        return f"{value_j / 1e3:,.4g} kJ"
-    for size, unit in ((1e6, "GWh"), (1e3, "MWh")):
-        if kwh >= size:
-            return f"{kwh / size:,.4g} {unit}"
-    return f"{kwh:,.4g} kWh"
+    """Energy from 1 kWh up in Wh with an SI prefix (``589.7 MWh``, ``119.1 TWh``), below it in J
+    (``296.8 kJ``, ``0.2549 J``).
+
+    >>> energy(3.6e6 * 8.465e6), energy(254.9e-3)
+    ('8.465 GWh', '0.2549 J')
+    """
+    if abs(value_j) < JOULES_PER_KWH:
+        return format_si(value_j, "J")
+    return format_si(value_j / 3600.0, "Wh")
+
+
+def _systems(count: float) -> str:
+    """A count of systems or GPUs, whole or fractional, never in scientific notation."""
+    return format_significant(count, 9)
 
 
 def inputs_caption(inputs: JsonObject) -> str:
@@ -95,7 +105,8 @@ def _power_rows(power: ClusterPower) -> list[list[str]]:
     return [
         [
             "whole systems (GPUs held / used)",
-            f"{power.num_systems:g} x {power.system} ({power.num_held_gpus:g} / {power.num_gpus})",
+            f"{_systems(power.num_systems)} x {power.system} "
+            f"({_systems(power.num_held_gpus)} / {power.num_gpus:,})",
         ],
         ["GPU TDP only", kw(power.gpus_tdp_w)],
         ["systems rated", kw(power.rated_power_w)],
@@ -129,12 +140,19 @@ def render_training_cost(cost: TrainingCost) -> None:
     )
     _render_inputs(cost.inputs, console)
     _render_assumptions(cost.assumptions, console)
+    _render_notes(cost.notes, console)
 
 
 def _render_assumptions(assumptions: Iterable[str], console: Console) -> None:
     """The ``assumed:`` lines: the efficiency figures used, whole systems, the PUE's source."""
     for line in assumptions:
         console.print(f"  assumed: {plain(line)}", style="dim")
+
+
+def _render_notes(notes: Iterable[str], console: Console) -> None:
+    """The ``note:`` lines: a figure not shown and why (a price the prices file lacks)."""
+    for line in notes:
+        console.print(f"  note: {plain(line)}")
 
 
 def render_inference_cost(cost: InferenceCost) -> None:
@@ -152,6 +170,7 @@ def render_inference_cost(cost: InferenceCost) -> None:
     render_table(f"{cost.model} served on {cost.system}", ["", "value"], rows, console=console)
     _render_inputs(cost.inputs, console)
     _render_assumptions(cost.assumptions, console)
+    _render_notes(cost.notes, console)
 
 
 def render_tco(tco: Tco) -> None:
@@ -165,16 +184,20 @@ def render_tco(tco: Tco) -> None:
         ["total per year", usd(tco.total_per_year_usd)],
         ["per GPU-hour worked", usd(tco.usd_per_gpu_hour)],
     ]
+    console = make_console()
     render_table(
-        f"TCO per year in {tco.currency}: {tco.num_systems:g} x {tco.system} ({tco.num_gpus} GPUs)",
+        f"TCO per year in {tco.currency}: {_systems(tco.num_systems)} x {tco.system} ({tco.num_gpus:,} GPUs)",
         ["", "value"],
         rows,
+        console=console,
     )
-    _render_inputs(tco.inputs)
+    _render_inputs(tco.inputs, console)
+    _render_assumptions(tco.assumptions, console)
 
 
-def render_rack_plan(plan: RackPlan) -> None:
-    """Print racks, power per rack, site power, the cooling split and the parts the rack sums."""
+def render_rack_plan(plan: RackPlan, notes: Sequence[str] = ()) -> None:
+    """Print racks, power per rack, site power (rated, and drawn under the plan's workload), the
+    cooling split and the parts the rack sums; ``notes``: figures not shown and why."""
     console = make_console()
     if plan.parts:
         parts = [[part.name, str(part.count), kw(part.power_each_w), kw(part.power_w)] for part in plan.parts]
@@ -188,25 +211,31 @@ def render_rack_plan(plan: RackPlan) -> None:
     fits = "-" if plan.fits_site is None else ("yes" if plan.fits_site else "NO")
     asked = plan.num_gpus_requested
     rows = [
-        ["GPUs / systems / racks", f"{plan.num_gpus} / {plan.num_systems} / {plan.num_racks}"],
-        *([["GPUs asked (--gpus), in whole systems", f"{asked} -> {plan.num_gpus}"]] if asked else []),
+        ["GPUs / systems / racks", f"{plan.num_gpus:,} / {plan.num_systems:,} / {plan.num_racks:,}"],
+        *([["GPUs asked (--gpus), in whole systems", f"{asked:,} -> {plan.num_gpus:,}"]] if asked else []),
         ["systems per rack", str(plan.systems_per_rack)],
         ["rated power per rack", kw(plan.rack_power_w)],
-        ["site IT power", f"{plan.site_it_power_w / 1e6:,.3f} MW"],
-        [f"site facility power (x PUE {plan.pue:g})", f"{plan.site_facility_power_w / 1e6:,.3f} MW"],
-        [f"heat to liquid ({plan.cooling} cooled)", kw(plan.liquid_heat_w)],
-        ["heat to air", kw(plan.air_heat_w)],
+        ["site IT power, rated", kw(plan.site_it_power_w)],
+        [f"site facility power, rated (x PUE {plan.pue:g})", kw(plan.site_facility_power_w)],
+        [f"heat to liquid, rated ({plan.cooling} cooled)", kw(plan.liquid_heat_w)],
+        ["heat to air, rated", kw(plan.air_heat_w)],
+        [
+            f"site IT power, drawn (rated x {plan.draw_share:g} under {plan.workload})",
+            kw(plan.drawn_it_power_w),
+        ],
+        [f"site facility power, drawn (x PUE {plan.pue:g})", kw(plan.drawn_facility_power_w)],
         ["site budget", kw(plan.site_budget_w)],
-        ["fits the site budget", fits],
+        ["fits the site budget (rated facility power)", fits],
     ]
     render_table(f"{plan.system}: rack and site power plan", ["", "value"], rows, console=console)
     for source in plan.sources:
         console.print(f"  source: {plain(source)}", style="dim")
     console.print(
         f"  PUE {plan.pue:g}: {plain(plan.pue_source or 'given')}"
-        + ("" if plan.pue_source == "--pue" else "; --pue sets your site's"),
+        + ("" if plan.pue_source == GIVEN_PUE_SOURCE else "; --pue sets your site's"),
         style="dim",
     )
+    _render_notes(notes, console)
 
 
 def render_deepseek_cost(result: DeepSeekCost) -> None:
@@ -223,7 +252,7 @@ def render_deepseek_cost(result: DeepSeekCost) -> None:
             format_count(result.other_gpu_hours),
             format_count(result.other_gpu_hours),
         ],
-        [f"total at ${rate:g}/GPU-hour", usd(result.predicted_total_usd), usd(result.published_total_usd)],
+        *_deepseek_totals(result),
         ["predicted / published", f"{result.ratio:.3f}", ""],
         ["energy of pre-training (engine, facility)", energy(result.training.energy_j), ""],
     ]
@@ -233,15 +262,40 @@ def render_deepseek_cost(result: DeepSeekCost) -> None:
         rows,
     )
     console = make_console()
-    _render_inputs({"usd_per_gpu_hour": rate, "pue": result.training.power.pue}, console)
+    inputs = {"usd_per_gpu_hour": rate, "usd_per_gpu_hour_source": result.usd_per_gpu_hour_source}
+    _render_inputs({**inputs, "pue": result.training.power.pue}, console)
     console.print(f"  note: {result.note}", style="dim")
     _render_assumptions(result.training.assumptions, console)
+
+
+def _deepseek_totals(result: DeepSeekCost) -> list[list[str]]:
+    """The total row at the rate used; at another rate than the report's, the published column
+    is the report's GPU-hours at that rate (said so), and a row gives the report's own figure."""
+    rate, published_rate = result.usd_per_gpu_hour, result.published_usd_per_gpu_hour
+    if math.isclose(rate, published_rate):
+        return [
+            [f"total at ${rate:g}/GPU-hour", usd(result.predicted_total_usd), usd(result.published_total_usd)]
+        ]
+    return [
+        [
+            f"total at ${rate:g}/GPU-hour (published: rescaled)",
+            usd(result.predicted_total_usd),
+            usd(result.published_total_usd),
+        ],
+        [
+            f"published total, at the report's ${published_rate:g}/GPU-hour",
+            "",
+            usd(result.published_report_usd),
+        ],
+    ]
 
 
 def render_upgrade(upgrade: Upgrade) -> None:
     """Print the upgrade comparison beside the seed's claim, each workload's payback and sensitivities."""
     console = make_console()
-    rows = [["seed claim 17", "100", "50", "2.00", "70 -> 50", "", "1-2 y", ""]]
+    rows = []
+    if upgrade.seed_claim.get("applies", True):  # H100 SXM -> B200 class: the claim's own GPUs
+        rows.append(["seed claim 17", "100", "50", "2.00", "70 -> 50", "", "1-2 y", ""])
     for match in upgrade.matches:
         payback = match.payback
         rows.append(
@@ -271,14 +325,18 @@ def render_upgrade(upgrade: Upgrade) -> None:
         rows,
         console=console,
         right_align_from=1,
-        caption="new: whole systems reaching the old throughput (exact: old / new tokens/s per GPU); "
+        caption=_SEED_CAPTION
+        * bool(upgrade.seed_claim.get("applies", True))
+        + "new: whole systems reaching the old throughput (exact: old / new tokens/s per GPU); "
         "GPU TDP: the seed's convention; facility: systems' draw x PUE; payback rent: the purchase "
         "repaid by not renting the old GPUs; keep: repaid by running-cost savings alone",
     )
     for match in upgrade.matches:
         _render_match(console, match)
-    if upgrade.prices is not None:
-        _render_inputs(_price_inputs(upgrade.prices), console)
+    _render_assumptions(upgrade.assumptions, console)
+
+
+_SEED_CAPTION = "seed claim 17: the seed's reference figures for 100 H100 -> ~50 B200 (not computed); "
 
 
 def _kw_pair(before_w: float | None, after_w: float | None) -> str:
@@ -288,17 +346,7 @@ def _kw_pair(before_w: float | None, after_w: float | None) -> str:
 
 
 def _years_short(value: float | None) -> str:
-    return "never" if value is None else f"{value:.2g} y"
-
-
-def _price_inputs(prices: dict[str, Any]) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in prices.items():
-        if isinstance(value, dict):
-            flat.update({f"{key}.{name}": price for name, price in value.items()})
-        elif key != "path":
-            flat[key] = value
-    return flat
+    return "never" if value is None else f"{format_significant(value, 2)} y"
 
 
 def _render_match(console: Console, match: UpgradeMatch) -> None:
@@ -318,10 +366,12 @@ def _render_match(console: Console, match: UpgradeMatch) -> None:
             f"{_answer(row.high_answer)} (base {_answer(row.base_answer)})",
             style="dim",
         )
+    if match.payback is not None:
+        _render_inputs(match.payback.inputs, console)
 
 
 def _answer(value: float | None) -> str:
-    return "never" if value is None else f"{value:.3g}"
+    return "never" if value is None else format_significant(value, 3)
 
 
 def render_fleet(sizing: FleetSizing) -> None:
@@ -341,6 +391,7 @@ def render_fleet(sizing: FleetSizing) -> None:
                 usd(option.cloud_usd_per_day) if option.cloud_usd_per_day is not None else "-",
             ]
         )
+    console = make_console()
     render_table(
         f"fleet for {sizing.target} ({sizing.workload})",
         [
@@ -357,7 +408,18 @@ def render_fleet(sizing: FleetSizing) -> None:
         rows,
         right_align_from=2,
         caption="tokens/s: the engine's best plan on that many systems; TCO and cloud from the prices file",
+        console=console,
     )
+    for option in sizing.options:
+        if "electricity_usd_per_kwh" not in (option.inputs or {}):  # no prices: the PUE line below
+            continue
+        inputs = option.tco.inputs if option.tco is not None else (option.inputs or {})
+        cloud = {key: value for key, value in (option.inputs or {}).items() if key.startswith("cloud_")}
+        _render_inputs({"system": option.system, **inputs, **cloud}, console)
+    idle = (line for option in sizing.options if option.tco is not None for line in option.tco.assumptions)
+    lines = pue_assumptions([option.power for option in sizing.options])
+    _render_assumptions(dict.fromkeys((*lines, *idle)), console)
+    _render_notes((f"{option.system}: {note}" for option in sizing.options for note in option.notes), console)
 
 
 def render_system_costs(costs: Sequence[SystemCost], workload: str) -> None:
