@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import os
 import platform
+import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -94,8 +98,6 @@ def run_checks(
     ``$RAY_ADDRESS``, ``store`` to ``$LIGHTSPEED_STORE``; ``exporter`` is ``HOST:PORT`` or a URL of a
     Prometheus exporter to scrape (none: not checked).
     """
-    import os
-
     backends = (
         check_nvml(nvml),
         check_dcgm(dcgm, hostname=dcgm_host),
@@ -199,37 +201,84 @@ def check_dcgm(modules: tuple[ModuleType, Callable[..., Any]] | None = None, *, 
 
 def check_ray(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
     """Ray: installed (read from its metadata, not imported), and the cluster at ``address``
-    (``RAY_ADDRESS``) answering on its port."""
+    (``RAY_ADDRESS``) answering on its port; ``auto`` is the cluster started on this node, whose
+    address ``ray start`` left in :func:`ray_address_file` (where ``ray.init("auto")`` finds it)."""
     version = installed_version("ray", "ray")
     if version is None:
         return Check(
             "backend", "Ray", "missing", f"ray is not installed; pip install '{_install_name('ray')}'"
         )
-    if not address or address in ("auto", "local"):
+    given = (address or "").strip()
+    if given.removeprefix("ray://") in ("", "local"):
         return Check(
             "backend", "Ray", "not configured",
             f"ray {version}; no cluster address (RAY_ADDRESS): a local Ray starts when a command needs one",
         )  # fmt: skip
+    by_auto = given.removeprefix("ray://") == "auto"
+    found = ray_current_cluster() if by_auto else given
+    if found is None:
+        return Check(
+            "backend", "Ray", "unreachable",
+            f"ray {version}; auto finds no Ray cluster on this node ({ray_address_file()} is missing or "
+            "empty); start one with 'ray start --head' or give the cluster's HOST:PORT",
+        )  # fmt: skip
+    where = f"auto: this node's cluster at {found}" if by_auto else f"the cluster at {found}"
+    port = found.rpartition(":")[2]
+    if port.isdigit() and not 0 < int(port) < 65536:
+        return Check(
+            "backend", "Ray", "unreachable",
+            f"ray {version}; Ray address {found!r}: the port must be 1 to 65535; give HOST:PORT, "
+            "ray://HOST:PORT or auto",
+        )  # fmt: skip
     from lightspeed.trace.ray_engine import check_reachable  # the address grammar of --engine ray
 
     try:
-        check_reachable(address, timeout_s=timeout_s)
+        check_reachable(found, timeout_s=timeout_s)
     except UserInputError as error:
-        return Check("backend", "Ray", "unreachable", f"ray {version}; {error}")
-    return Check("backend", "Ray", "ok", f"ray {version}; the cluster at {address} answers")
+        detail = f"{where}: {error}" if by_auto else str(error)
+        return Check("backend", "Ray", "unreachable", f"ray {version}; {detail}")
+    return Check("backend", "Ray", "ok", f"ray {version}; {where} answers")
+
+
+def ray_address_file() -> Path:
+    """Where ``ray start`` writes the address of the cluster it started on this node, the file
+    ``ray.init(address="auto")`` reads first: ``ray/ray_current_cluster`` under ``$RAY_TMPDIR``,
+    else (on Linux) ``$TMPDIR``, else ``/tmp`` (Ray's ``get_default_ray_temp_dir``)."""
+    folder = os.environ.get("RAY_TMPDIR") or None
+    if folder is None and sys.platform.startswith("linux"):
+        folder = os.environ.get("TMPDIR") or None
+    if folder is None:
+        folder = "/tmp" if sys.platform.startswith(("linux", "darwin")) else tempfile.gettempdir()
+    return Path(folder) / "ray" / "ray_current_cluster"
+
+
+def ray_current_cluster() -> str | None:
+    """The address in :func:`ray_address_file` (None: no file, an empty one, or one that cannot
+    be read)."""
+    try:
+        with ray_address_file().open(encoding="utf-8", errors="replace") as file:
+            text = file.read(1000).strip()
+    except OSError:
+        return None
+    return text or None
 
 
 def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
-    """PostgreSQL: the results store at ``$LIGHTSPEED_STORE`` when it is a ``postgresql://`` URL."""
+    """PostgreSQL: the results store at ``$LIGHTSPEED_STORE`` when it is a ``postgresql://`` URL;
+    otherwise whether the SQLite file the results go to can be written (:func:`sqlite_problem`)."""
     try:
         location = store_location(store)
     except LightspeedError as error:
         return Check("backend", "PostgreSQL", "unreachable", str(error))
     if location.url is None:
-        return Check(
-            "backend", "PostgreSQL", "not configured",
-            f"LIGHTSPEED_STORE is not a postgresql:// URL; results go to the SQLite file {location.display}",
-        )  # fmt: skip
+        where = (
+            f"LIGHTSPEED_STORE is not a postgresql:// URL; results go to the SQLite file {location.display}"
+        )
+        problem = sqlite_problem(location.path) if location.path is not None else None
+        if problem is not None:
+            detail = f"{where}, which cannot be written: {problem}; {_SQLITE_FIX}"
+            return Check("backend", "PostgreSQL", "unreachable", detail)
+        return Check("backend", "PostgreSQL", "not configured", where)
     try:
         psycopg = import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
     except MissingExtraError as error:
@@ -242,6 +291,42 @@ def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_
         return Check("backend", "PostgreSQL", "unreachable", detail)
     major, minor = divmod(int(version), 10000)
     return Check("backend", "PostgreSQL", "ok", f"{location.display}: server {major}.{minor}")
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """Why results cannot be written to the SQLite file ``path`` (None: they can), found without
+    creating anything. An existing file must be a file this process may write, in a folder it may
+    write (write-ahead logging adds files beside it). A missing one is created with its folders
+    (``lightspeed.store``), so the nearest folder that exists must take a new entry: tried with
+    an unnamed temporary file (Linux's ``O_TMPFILE``; elsewhere one removed at once), since
+    ``os.access`` says yes to root under ``/proc``, where nothing can be made."""
+    if str(path) == ":memory:":
+        return None
+    try:
+        if path.exists():
+            if not path.is_file():
+                return f"{path} is not a file"
+            if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+                return f"{path} or its folder is read-only for this user"
+            return None
+        folder = next((parent for parent in path.parents if parent.exists()), None)
+    except OSError as error:  # a folder on the way that this user may not search
+        return f"{error.filename or path} cannot be read ({error.strerror or error})"
+    if folder is None:
+        return f"no folder above {path} exists"
+    if not folder.is_dir():
+        return f"{folder} is not a folder, so nothing can be created under it"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return f"nothing can be created in {folder} ({error.strerror or error})"
+    return None
+
+
+_SQLITE_FIX: Final = (
+    "fix: set LIGHTSPEED_HOME to a folder you can write (or LIGHTSPEED_STORE to a file in one)"
+)
 
 
 def check_exporter(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
@@ -285,9 +370,17 @@ give HOST:PORT or an http:// URL (e.g. 127.0.0.1:9400)
     url = text if "://" in text else f"http://{text}"
     try:
         parts = urlsplit(url)
+    except ValueError as error:  # "Invalid IPv6 URL"
+        raise UserInputError(f"--exporter {address!r}: {first_line(error)}; {_EXPORTER_FORM}") from None
+    try:
         host, port = parts.hostname, parts.port
-    except ValueError as error:  # "Invalid IPv6 URL", "Port could not be cast ...", "Port out of range"
-        problem = "the port must be 1 to 65535" if "out of range" in str(error) else first_line(error)
+    except ValueError:  # urllib's "Port could not be cast to integer ...", "Port out of range 0-65535"
+        port_text = parts.netloc.rpartition(":")[2]
+        problem = (
+            "the port must be 1 to 65535"
+            if port_text.lstrip("+-").isdigit()
+            else f"the port {port_text!r} is not a number"
+        )
         raise UserInputError(f"--exporter {address!r}: {problem}; {_EXPORTER_FORM}") from None
     if parts.scheme not in ("http", "https"):
         raise UserInputError(f"--exporter {address!r}: only http and https are scraped; {_EXPORTER_FORM}")
@@ -339,5 +432,8 @@ __all__ = [
     "check_ray",
     "exporter_url",
     "extra_checks",
+    "ray_address_file",
+    "ray_current_cluster",
     "run_checks",
+    "sqlite_problem",
 ]

@@ -19,7 +19,8 @@ from lightspeed.report import render_doctor
 @click.option(
     "--ray-address",
     metavar="HOST:PORT",
-    help="The Ray cluster to reach (default: $RAY_ADDRESS; none: a local Ray is started when needed).",
+    help="The Ray cluster to reach: HOST:PORT, ray://HOST:PORT or auto (the cluster 'ray start' "
+    "started on this node); default $RAY_ADDRESS; none: a local Ray is started when needed.",
 )
 @click.option("--dcgm-host", default="localhost", show_default=True, help="Where DCGM's nv-hostengine runs.")
 @click.option(

@@ -183,7 +183,8 @@ def step_train(state: TourState) -> list[str]:
     ledger = build_ledger(run=read_run(run_dir))
     state.ledgers.append(ledger)
     state.trace_path = trace if trace.is_file() else None
-    run_id = _store("goodput", _ledger_records(ledger, run_dir), "tour tiny-gpt")
+    name = train_record_name(state.quick)
+    run_id = _store("goodput", _ledger_records(ledger, run_dir, name), f"tour {name}")
     return [
         f"{ledger.steps.count} steps in {format_duration(ledger.total_s)}, {ledger.num_restarts} restart(s): "
         f"goodput {format_percent(ledger.goodput_fraction)}, ETTR {ledger.ettr:.3f}",
@@ -197,7 +198,14 @@ def _top_badput(ledger: Ledger) -> str:
     return ", ".join(f"{name} {format_duration(seconds)}" for name, seconds in worst if seconds > 0) or "none"
 
 
-def _ledger_records(ledger: Ledger, run_dir: Path) -> list[NewRecord]:
+def train_record_name(quick: bool) -> str:
+    """The name the tiny GPT's records are stored and compared under: ``--quick`` trains a
+    smaller model (``examples/train_tiny_gpt.py``: 2 layers x 64 wide, sequences of 32 in batches
+    of 8, against 4 x 128, 64 and 16), so its step time is another metric, never the full run's."""
+    return "tiny-gpt-quick" if quick else "tiny-gpt"
+
+
+def _ledger_records(ledger: Ledger, run_dir: Path, name: str) -> list[NewRecord]:
     durations = [
         step.end_s - step.start_s
         for rank in read_run(run_dir).ranks
@@ -206,14 +214,14 @@ def _ledger_records(ledger: Ledger, run_dir: Path) -> list[NewRecord]:
     ]
     return [
         NewRecord(
-            name="tiny-gpt",
+            name=name,
             metric="goodput_fraction",
             value=ledger.goodput_fraction,
             unit="1",
             payload={"run_dir": str(run_dir), "lower_is_better": False},
         ),
         NewRecord(
-            name="tiny-gpt",
+            name=name,
             metric="step_time_s",
             value=ledger.steps.median_s,
             unit="s",
@@ -293,8 +301,9 @@ def step_predict(state: TourState) -> list[str]:
 
 def step_report(state: TourState) -> list[str]:
     """Everything above in one self-contained HTML file (plus PNG/SVG plots)."""
-    # The tiny GPT's step time is the metric a user re-running the tour can watch regress.
-    name, metric = ("tiny-gpt", "step_time_s") if state.ledgers else (None, None)
+    # The tiny GPT's step time is the metric a user re-running the tour can watch regress, compared
+    # only with runs of the same mode (a --quick run trains a smaller model).
+    name, metric = (train_record_name(state.quick), "step_time_s") if state.ledgers else (None, None)
     history, reason = metric_history_or_reason(name=name, metric=metric)
     inputs = ReportInputs(
         bench=state.bench,
@@ -341,9 +350,16 @@ def run_step(key: str, title: str, function: Callable[[TourState], list[str]], s
     return TourStep(key, title, "ok", time.perf_counter() - started, summary=tuple(lines))
 
 
-def check_out_dir(out_dir: Path) -> None:
+def check_out_dir(out: Path | str) -> Path:
     """Refuse an ``--out`` the tour cannot write before anything runs; create it (not its
-    parents: a mistyped path makes no folders) when it is missing."""
+    parents: a mistyped path makes no folders) when it is missing. An empty ``--out`` (text) is
+    refused too: ``Path("")`` is the current folder, which the tour would fill unasked."""
+    if isinstance(out, str) and not out.strip():
+        raise UserInputError(
+            f"--out {out!r} is empty: name the folder for the report, e.g. --out lightspeed-tour "
+            "(--out . for the current folder)"
+        )
+    out_dir = Path(out)
     if not out_dir.parent.is_dir():
         raise UserInputError(
             f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first or pick "
@@ -358,19 +374,21 @@ def check_out_dir(out_dir: Path) -> None:
             f"--out {out_dir}: the tour cannot write there ({error.strerror or error}); "
             "pick a folder you can write"
         ) from None
+    return out_dir
 
 
 def run_tour(
     *,
-    out_dir: Path,
+    out_dir: Path | str,
     catalog: Catalog,
     models: ModelRegistry,
     quick: bool = False,
     on_step: Callable[[TourStep], None] | None = None,
 ) -> TourResult:
     """Run every step in order (``on_step`` sees each as it finishes) and return the whole tour.
-    An ``out_dir`` the tour cannot write is a :class:`UserInputError` before any step runs."""
-    check_out_dir(out_dir)
+    An ``out_dir`` the tour cannot write (or an empty text) is a :class:`UserInputError` before
+    any step runs."""
+    out_dir = check_out_dir(out_dir)
     started = time.perf_counter()
     state = TourState(out_dir=out_dir, quick=quick, catalog=catalog, models=models)
     steps = []
