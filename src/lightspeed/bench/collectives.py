@@ -220,6 +220,8 @@ def measure_rank(
     return measured
 
 
+NO_LINK_NOTE: Final = "no catalog link figure between these ranks"
+
 RankTimings = Sequence[Sequence[tuple[str, int, Sequence[float], bool]]]
 
 
@@ -229,9 +231,12 @@ def assemble_results(
     """Results from every rank's timings (``per_rank[r]`` as :func:`measure_rank` returned)."""
     num_ranks = len(per_rank)
     peak = sol.scale_up_bytes_per_s if backend == "nccl" else None
-    note = link_note or sol.note
-    if peak is None and not note:
-        note = "no catalog link figure between these ranks"
+    # a known device's note derives its compute peak (or names its record): it goes with its link
+    # figure only; an unknown device's note (why it has no figures at all) holds for the link too
+    if peak is not None:
+        note = link_note or sol.note
+    else:
+        note = link_note or (sol.note if sol.device_name is None else "") or NO_LINK_NOTE
     results: list[BenchResult] = []
     for index, (name, size_bytes, _, _) in enumerate(per_rank[0]):
         rows = [rank_rows[index] for rank_rows in per_rank]

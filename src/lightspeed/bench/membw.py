@@ -9,11 +9,15 @@ add    ``c = a + b``         3 x 8
 triad  ``a = b + q c``       3 x 8
 =====  ====================  ================
 
-float64 arrays each at least 4x the last-level cache (so caches cannot hold
-them), every kernel a single torch call writing into an existing array
-(``out=``, no hidden temporaries that would add uncounted traffic), best of N
-repetitions as STREAM reports, and a check of every kernel's result on sampled
-elements. MB are 1e6 bytes, as in STREAM.
+float64 arrays each at least 4x the sum of the last-level caches of all
+sockets (STREAM's rule, so caches cannot hold them), every kernel a single
+torch call writing into an existing array (``out=``, no hidden temporaries
+that would add uncounted traffic), best of N repetitions as STREAM reports, and
+a check of every kernel's result on sampled elements. MB are 1e6 bytes, as in STREAM.
+
+``--quick`` caps the arrays at :data:`QUICK_MAX_ARRAY_BYTES` (a server's caches
+can ask for gigabytes per array and minutes of setup); where that is below the
+rule, each result says the caches may have held part of the arrays.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ _ARRAYS_PER_KERNEL: Final = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR: Final = 3.0
 LLC_MULTIPLE: Final = 4
 _MINIMUM_ARRAY_BYTES: Final = 64 * MIB
-_CACHE_SIZES = Path("/sys/devices/system/cpu/cpu0/cache")
+QUICK_MAX_ARRAY_BYTES: Final = 256 * MIB
+_CPU_ROOT = Path("/sys/devices/system/cpu")
 _NUM_CHECKED: Final = 4096
 _ABOVE_NOTE: Final = (
     "caches held part of the arrays (use a larger --array-size) or the memory figure is too low"
@@ -59,30 +64,74 @@ def _parse_cache_size(text: str) -> int | None:
 
 
 def last_level_cache_bytes(torch: ModuleType, device: BenchDevice) -> int | None:
-    """The GPU's L2 or the CPU's largest cache (from sysfs), in bytes; ``None`` if unknown."""
+    """The GPU's L2, or the sum of the CPU's last-level caches over every socket (from sysfs), in
+    bytes; ``None`` if unknown."""
     if device.is_gpu:
         properties = torch.cuda.get_device_properties(device.index)
         size = getattr(properties, "L2_cache_size", 0)
         return int(size) if size else None
-    sizes = []
-    for index in sorted(_CACHE_SIZES.glob("index*")):
-        try:
-            size = _parse_cache_size((index / "size").read_text())
-        except OSError:
-            size = None
-        if size:
-            sizes.append(size)
-    return max(sizes) if sizes else None
+    return cpu_last_level_cache_bytes(_CPU_ROOT)
 
 
-def array_elements(*, cache_bytes: int | None, array_bytes: float | None = None) -> int:
-    """Elements per array: ``array_bytes`` if given, else max(4 x LLC, 64 MiB)."""
+def cpu_last_level_cache_bytes(cpu_root: Path) -> int | None:
+    """The sum of the highest-level data or unified caches under ``cpu_root`` (sysfs'
+    ``/sys/devices/system/cpu``), each cache once however many CPUs share it: STREAM's "sum of the
+    last-level caches of all sockets" (several per socket where a socket has several, as AMD's
+    CCDs). ``None`` when sysfs says nothing."""
+    caches: dict[tuple[int, str], int] = {}  # (level, CPUs sharing it) -> bytes
+    for index in sorted(cpu_root.glob("cpu[0-9]*/cache/index[0-9]*")):
+        level, kind, size = (_read(index / name) for name in ("level", "type", "size"))
+        shared = _read(index / "shared_cpu_list") or str(index.parents[1].name)
+        bytes_ = None if size is None else _parse_cache_size(size)
+        if level is None or not level.isdigit() or kind == "Instruction" or not bytes_:
+            continue
+        caches[(int(level), shared)] = bytes_
+    if not caches:
+        return None
+    last = max(level for level, _ in caches)
+    return sum(size for (level, _), size in caches.items() if level == last)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def array_elements(*, cache_bytes: int | None, array_bytes: float | None = None, quick: bool = False) -> int:
+    """Elements per array: ``array_bytes`` if given, else max(4 x LLC, 64 MiB), at most
+    :data:`QUICK_MAX_ARRAY_BYTES` with ``quick``.
+
+    >>> array_elements(cache_bytes=2 * 480 * 2**20) * 8 / 2**20  # STREAM: 4 x (2 x 480 MiB)
+    3840.0
+    >>> array_elements(cache_bytes=2 * 480 * 2**20, quick=True) * 8 / 2**20
+    256.0
+    """
     if array_bytes is not None:
         if array_bytes < 8 * 1024:
             raise UserInputError(f"array size {array_bytes:g} B is too small; use at least 8 KiB")
         return int(array_bytes // BYTES_PER_ELEMENT)
     target = max(LLC_MULTIPLE * (cache_bytes or 0), _MINIMUM_ARRAY_BYTES)
+    if quick:
+        target = min(target, QUICK_MAX_ARRAY_BYTES)
     return int(target // BYTES_PER_ELEMENT)
+
+
+def quick_cache_note(*, array_bytes: int, cache_bytes: int | None) -> str:
+    """Why a result may be above the DRAM figure when ``--quick`` made the arrays smaller than
+    4 x the last-level caches (``""`` when they are not).
+
+    >>> quick_cache_note(array_bytes=256 * 2**20, cache_bytes=32 * 2**20)
+    ''
+    """
+    if cache_bytes is None or array_bytes >= LLC_MULTIPLE * cache_bytes:
+        return ""
+    return (
+        f"--quick: arrays of {format_bytes(array_bytes, binary=True)}, under {LLC_MULTIPLE} x the "
+        f"{format_bytes(cache_bytes, binary=True)} of last-level cache: the caches may hold part of them "
+        "and raise the figures; run without --quick for STREAM's rule"
+    )
 
 
 class _Stream:
@@ -143,7 +192,8 @@ def run_membw(
         )
     torch = import_torch()
     cache_bytes = last_level_cache_bytes(torch, device)
-    num_elements = array_elements(cache_bytes=cache_bytes, array_bytes=array_bytes)
+    num_elements = array_elements(cache_bytes=cache_bytes, array_bytes=array_bytes, quick=quick)
+    small = quick_cache_note(array_bytes=num_elements * BYTES_PER_ELEMENT, cache_bytes=cache_bytes)
     require_memory(
         torch,
         device,
@@ -155,6 +205,8 @@ def run_membw(
     timer = Timer(torch, device, flush_l2=False)  # arrays already dwarf the caches
     repeats = 5 if quick else 10
     peak, note = sol.memory()
+    if small and array_bytes is None:
+        note = f"{note}; {small}" if note else small
     results: list[BenchResult] = []
     for position, name in enumerate(kernels):
         if progress is not None:

@@ -4,6 +4,9 @@ A GPU is looked up by the name the driver reports; a CPU through the catalog's
 local-CPU detection (peak from the microarchitecture table, with its stated
 assumptions). A device the catalog does not know gets no SOL and a note
 saying so and how to name one (``--sol-device``): never a silent guess.
+``--sol-device`` names a catalog accelerator or CPU record; a CPU record's peak
+is derived as detection derives one (its microarchitecture at its base clock,
+this machine's sockets) and scaled by the threads the same way.
 
 A CPU's compute peak counts every core of every socket; a run on fewer threads
 than cores is compared with the share of the cores it could occupy
@@ -16,11 +19,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from lightspeed.bench.runtime import BenchDevice
-from lightspeed.catalog import Accelerator, Catalog, LocalCpu, detect_cpu
+from lightspeed.catalog import (
+    Accelerator,
+    Catalog,
+    Cpu,
+    CpuPeak,
+    LocalCpu,
+    cpu_record_peak,
+    detect_cpu,
+    read_cpu_info,
+)
+from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.units import compute_precision, format_flop_per_s
+
+# How a bench user names a SOL: detection's own hint names an option of 'hw detect' that bench lacks.
+SOL_DEVICE_HINT: Final = "name a catalog device or CPU record with --sol-device ('lightspeed hw list')"
+# Detection's hints name options of 'hw detect' (--memory-bandwidth, --cpu-ghz) that bench lacks.
+_DETECTION_HINTS: Final = (
+    "; measure it with 'lightspeed bench' or pass --memory-bandwidth",
+    " (give one with --cpu-ghz)",
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +54,9 @@ class DeviceSol(Record):
     vendors print. ``compute_scope`` says which part of the device the compute
     peaks count (``1 of 2 cores``; empty: the whole device); ``above_note`` why a
     result can exceed the compute peak (the clock the peak assumes).
+    ``precision_notes`` derive each compute peak where it has its own derivation
+    (a CPU's FP64 lanes, its BF16 matrix path); ``figures_from`` is where the
+    figures come from (named when a precision has none).
     """
 
     device_name: str | None
@@ -43,6 +68,8 @@ class DeviceSol(Record):
     memory_note: str = ""
     compute_scope: str = ""
     above_note: str = ""
+    precision_notes: Mapping[str, str] = field(default_factory=dict)
+    figures_from: str = "the catalog"
 
     def memory(self) -> tuple[float | None, str]:
         """Memory bandwidth SOL and the note that goes with it (why it is unknown, or its basis)."""
@@ -52,19 +79,21 @@ class DeviceSol(Record):
         return self.memory_bandwidth_bytes_per_s, note
 
     def compute(self, precision: str) -> tuple[float | None, str]:
-        """Dense peak FLOP/s a GEMM in ``precision`` can reach, and a note when it is unknown.
+        """Dense peak FLOP/s a GEMM in ``precision`` can reach, and the note that derives it (or
+        says why it is unknown).
 
         A GEMM runs on the matrix units, so where the catalog has a matrix row for the precision
         (``fp64_tensor``: NVIDIA's FP64 tensor cores, AMD's FP64 matrix cores) that row is the
         ceiling, not the vector one: cuBLAS's DGEMM on an H200 runs at about 62 TFLOP/s, 1.8
-        times the 34 TFLOP/s vector figure and 93% of the 67 TFLOP/s tensor-core one."""
+        times the 34 TFLOP/s vector figure and 93% of the 67 TFLOP/s tensor-core one.
+        A device without any compute figure keeps the reason it has none (``note``)."""
         row = compute_precision(precision)
         peak = self.flop_per_s.get(f"{row}_tensor", self.flop_per_s.get(row))
         if peak is not None:
-            return peak, self.note
-        if self.device_name is None:
+            return peak, self.precision_notes.get(row, self.note)
+        if self.device_name is None or (not self.flop_per_s and self.note):
             return None, self.note
-        return None, f"{self.device_name} has no {row} compute figure in the catalog"
+        return None, f"{self.device_name} has no {row} compute figure in {self.figures_from}"
 
     @staticmethod
     def unknown(note: str) -> DeviceSol:
@@ -94,15 +123,41 @@ def sol_from_accelerator(accelerator: Accelerator, note: str = "") -> DeviceSol:
 def device_sol(*, device: BenchDevice, catalog: Catalog, sol_device: str | None = None) -> DeviceSol:
     """The SOL of ``device``: the catalog record ``sol_device`` if named, else detected.
 
-    An explicitly named record that does not exist is an error; a detected
-    device the catalog does not know gives :meth:`DeviceSol.unknown` with the reason.
-    A detected CPU's compute peak is that of the cores ``device.num_threads`` can occupy.
+    ``sol_device`` names an accelerator record or, for a run on the CPU, a CPU record (its peak
+    derived at its base clock for this machine's sockets, scaled to the threads' cores like a
+    detected CPU's). An explicitly named record that does not exist is an error; a detected
+    device the catalog does not know gives :meth:`DeviceSol.unknown` (a CPU: no compute figure)
+    with the reason. A detected CPU's compute peak is that of the cores ``device.num_threads``
+    can occupy; its memory figure is its catalog record's where its model name is in the catalog.
     """
     if sol_device is not None:
-        return sol_from_accelerator(catalog.accelerator(sol_device), note=f"SOL of {sol_device} (named)")
+        return _named_sol(sol_device, device=device, catalog=catalog)
     if device.is_gpu:
         return _gpu_sol(device, catalog)
-    return sol_from_local_cpu(detect_cpu(), num_threads=device.num_threads)
+    return sol_from_local_cpu(detect_cpu(catalog=catalog), num_threads=device.num_threads)
+
+
+def _named_sol(name: str, *, device: BenchDevice, catalog: Catalog) -> DeviceSol:
+    """The SOL of the record ``name``: an accelerator, else (for a CPU run) a CPU."""
+    try:
+        return sol_from_accelerator(catalog.accelerator(name), note=f"SOL of {name} (named)")
+    except UnknownNameError:
+        cpu = catalog.find_cpu(name)
+        if cpu is None:
+            known = [
+                *(name for table in (catalog.accelerators, catalog.cpus) for name in table),
+                *(alias for table in (catalog.accelerators, catalog.cpus) for r in table.values()
+                  for alias in r.aliases),
+            ]  # fmt: skip
+            raise UnknownNameError(
+                "--sol-device record", name, known, hint="a device or CPU of 'lightspeed hw list'"
+            ) from None
+    if device.is_gpu:
+        raise UserInputError(
+            f"--sol-device {name} is a CPU record but the benchmark runs on {device.torch_name} "
+            f"({device.name}); name a GPU record, or run on the CPU with --device cpu"
+        )
+    return sol_from_cpu_record(cpu, num_sockets=read_cpu_info().num_sockets, num_threads=device.num_threads)
 
 
 def _gpu_sol(device: BenchDevice, catalog: Catalog) -> DeviceSol:
@@ -133,53 +188,156 @@ def sol_from_local_cpu(local: LocalCpu, *, num_threads: int | None = None) -> De
     Memory bandwidth is not scaled: the cores share it. Built from
     :func:`lightspeed.catalog.detect_cpu` rather than the CPU-as-accelerator
     record so that a missing bandwidth figure does not hide a known compute peak.
+    A CPU without a peak gets the reason and how to name a record (``--sol-device``).
     """
-    flop: dict[str, float] = {}
-    notes: list[str] = []
-    scope = ""
-    above = ""
-    memory_note = f"memory SOL: {local.memory_bandwidth_note}"
-    if local.peak is None:
-        notes.append(f"no CPU peak: {'; '.join(local.assumptions)}")
-    else:
-        peak = local.peak
-        num_cores = peak.num_sockets * peak.num_cores_per_socket
-        used = num_cores_used(num_threads=num_threads, num_cores=num_cores)
-        share = used / num_cores
-        flop = {"fp64": peak.fp64_flop_per_s * share, "fp32": peak.fp32_flop_per_s * share}
-        if peak.bf16_flop_per_s is not None:
-            flop["bf16"] = peak.bf16_flop_per_s * share
-        scope = f"{used} of {num_cores} cores"
-        notes.append(
-            _cpu_peak_note(
-                peak.formula, used=used, num_cores=num_cores, num_threads=num_threads, fp32=flop["fp32"]
-            )
-        )
-        above = (
-            f"the peak assumes the {peak.clock_hz / 1e9:.3g} GHz clock detected (turbo not counted); "
-            "turbo or a wrong core count can exceed it"
-        )
-        if used < num_cores:
-            memory_note += (
-                f"; not scaled by threads: the cores share it, and {used} of {num_cores} cores may not "
-                "reach it (each core's outstanding cache misses bound its bandwidth)"
-            )
     name = f"local {local.microarchitecture}" if local.microarchitecture else "local cpu"
-    return DeviceSol(
-        device_name=name,
-        flop_per_s=flop,
+    memory_note = f"memory SOL: {_bench_memory_note(local)}"
+    if local.peak is None:
+        return DeviceSol(
+            device_name=name,
+            memory_bandwidth_bytes_per_s=local.memory_bandwidth_bytes_per_s,
+            note=f"no CPU peak: {'; '.join(map(_without_hint, local.assumptions))}; {_record_hint(local)}",
+            memory_note=memory_note,
+            figures_from="the microarchitecture table",
+        )
+    return _cpu_peak_sol(
+        local.peak,
+        name=name,
+        num_threads=num_threads,
         memory_bandwidth_bytes_per_s=local.memory_bandwidth_bytes_per_s,
-        note="; ".join(notes),
         memory_note=memory_note,
-        compute_scope=scope,
-        above_note=above,
+        basis="CPU peak",
     )
 
 
-def _cpu_peak_note(formula: str, *, used: int, num_cores: int, num_threads: int | None, fp32: float) -> str:
-    """``CPU peak for 1 of 2 cores (1 thread): <formula>; x 1/2 = 83.08 GFLOP/s FP32``."""
+def sol_from_cpu_record(cpu: Cpu, *, num_sockets: int = 1, num_threads: int | None = None) -> DeviceSol:
+    """The SOL of catalog CPU ``cpu`` named with ``--sol-device``: its microarchitecture's peak at
+    its base clock for ``num_sockets`` sockets, scaled to the cores ``num_threads`` occupy, and
+    ``num_sockets`` x its memory figure (not scaled: the cores share it)."""
+    bandwidth = cpu.memory_bandwidth_bytes_per_s
+    memory = None if bandwidth is None else num_sockets * bandwidth
+    memory_note = (
+        f"memory SOL: {num_sockets} socket(s) x the {cpu.display_name} figure (SOL of {cpu.name}, named)"
+        if memory is not None
+        else f"memory SOL: unknown: the catalog has no memory bandwidth figure for {cpu.name}"
+    )
+    peak = cpu_record_peak(cpu, num_sockets)
+    if peak is None:
+        return DeviceSol(
+            device_name=cpu.name,
+            memory_bandwidth_bytes_per_s=memory,
+            note=f"no CPU peak: microarchitecture {cpu.microarchitecture!r} of {cpu.name} is not in the table"
+            f"; {SOL_DEVICE_HINT}",
+            memory_note=memory_note,
+            figures_from="the microarchitecture table",
+        )
+    return _cpu_peak_sol(
+        peak,
+        name=cpu.name,
+        num_threads=num_threads,
+        memory_bandwidth_bytes_per_s=memory,
+        memory_note=memory_note,
+        basis=f"SOL of {cpu.name} (named)",
+    )
+
+
+def _cpu_peak_sol(
+    peak: CpuPeak,
+    *,
+    name: str,
+    num_threads: int | None,
+    memory_bandwidth_bytes_per_s: float | None,
+    memory_note: str,
+    basis: str,
+) -> DeviceSol:
+    """A CPU peak scaled to the cores ``num_threads`` occupy, each precision with its derivation."""
+    num_cores = peak.num_sockets * peak.num_cores_per_socket
+    used = num_cores_used(num_threads=num_threads, num_cores=num_cores)
+    share = used / num_cores
+    whole = {"fp64": peak.fp64_flop_per_s, "fp32": peak.fp32_flop_per_s}
+    if peak.bf16_flop_per_s is not None:
+        whole["bf16"] = peak.bf16_flop_per_s
+    flop = {precision: figure * share for precision, figure in whole.items()}
     threads = "" if num_threads is None else f" ({num_threads} thread{'s' if num_threads != 1 else ''})"
-    text = f"CPU peak for {used} of {num_cores} cores{threads}: {formula}"
+    scope = f"{basis} for {used} of {num_cores} cores{threads}"
+    notes = {
+        precision: _scaled(f"{scope}: {formula}", used=used, num_cores=num_cores, figure=flop[precision],
+                           precision=precision)
+        for precision, formula in cpu_peak_formulas(peak).items()
+    }  # fmt: skip
     if used < num_cores:
-        text += f"; x {used}/{num_cores} = {format_flop_per_s(fp32)} FP32"
+        memory_note += (
+            f"; not scaled by threads: the cores share it, and {used} of {num_cores} cores may not "
+            "reach it (each core's outstanding cache misses bound its bandwidth)"
+        )
+    return DeviceSol(
+        device_name=name,
+        flop_per_s=flop,
+        memory_bandwidth_bytes_per_s=memory_bandwidth_bytes_per_s,
+        note=notes["fp32"],
+        memory_note=memory_note,
+        compute_scope=f"{used} of {num_cores} cores",
+        above_note=(
+            f"the peak assumes the {peak.clock_hz / 1e9:.3g} GHz clock detected (turbo not counted); "
+            "turbo or a wrong core count can exceed it"
+        ),
+        precision_notes=notes,
+        figures_from="the microarchitecture table",
+    )
+
+
+def cpu_peak_formulas(peak: CpuPeak) -> dict[str, str]:
+    """How each precision's peak of ``peak`` is derived: FP32 is the catalog's own formula; FP64
+    has half its lanes; BF16 runs on its matrix or dot-product path at that path's FLOP per cycle
+    per core (the quotient of the catalog's BF16 peak by cores x clock).
+
+    >>> from lightspeed.catalog import cpu_peak, load_microarchitectures
+    >>> spr = cpu_peak(microarchitecture=load_microarchitectures()["sapphire-rapids"], flags=None,
+    ...                num_sockets=1, num_cores_per_socket=1, clock_hz=2.6e9, clock_note="doctest")
+    >>> cpu_peak_formulas(spr)["bf16"]
+    'BF16 via amx-bf16: 1 socket(s) x 1 cores x 2.6 GHz x 1,024 FLOP/cycle/core = 2.662 TFLOP/s BF16'
+    """
+    sockets, per_socket, ghz = peak.num_sockets, peak.num_cores_per_socket, peak.clock_hz / 1e9
+    cores = f"{sockets} socket(s) x {per_socket} cores x {ghz:.3g} GHz"
+    formulas = {
+        "fp32": peak.formula,
+        "fp64": (
+            f"{cores} x {peak.fma_units} FMA unit(s) x {peak.vector_bits // 64} FP64 lanes ({peak.isa}) "
+            f"x 2 = {format_flop_per_s(peak.fp64_flop_per_s)} FP64"
+        ),
+    }
+    if peak.bf16_flop_per_s is not None:
+        per_cycle = peak.bf16_flop_per_s / (sockets * per_socket * peak.clock_hz)
+        formulas["bf16"] = (
+            f"BF16 via {peak.bf16_path}: {cores} x {per_cycle:,.0f} FLOP/cycle/core = "
+            f"{format_flop_per_s(peak.bf16_flop_per_s)} BF16"
+        )
+    return formulas
+
+
+def _scaled(text: str, *, used: int, num_cores: int, figure: float, precision: str) -> str:
+    """``<derivation>; x 1/2 = 83.08 GFLOP/s FP32`` when fewer cores than the sockets have run."""
+    if used < num_cores:
+        text += f"; x {used}/{num_cores} = {format_flop_per_s(figure)} {precision.upper()}"
     return text
+
+
+def _bench_memory_note(local: LocalCpu) -> str:
+    """Detection's memory note, its hint replaced by one ``bench`` can follow when the figure is unknown."""
+    note = local.memory_bandwidth_note
+    if local.memory_bandwidth_bytes_per_s is not None:
+        return note
+    return f"{_without_hint(note)}; {_record_hint(local)}"
+
+
+def _without_hint(text: str) -> str:
+    for hint in _DETECTION_HINTS:
+        text = text.removesuffix(hint)
+    return text
+
+
+def _record_hint(local: LocalCpu) -> str:
+    """How to give this CPU a SOL: its own catalog record where its model name has one."""
+    if local.catalog_cpu:
+        return f"name its catalog record with --sol-device {local.catalog_cpu}"
+    return SOL_DEVICE_HINT

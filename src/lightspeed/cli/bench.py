@@ -46,7 +46,12 @@ from lightspeed.store import open_store
 
 
 def _split(values: Sequence[str]) -> list[str]:
-    return [part.strip().lower() for value in values for part in value.split(",") if part.strip()]
+    """Comma-separated values of repeated options, lower-cased, each once in first-given order."""
+    parts = [part.strip().lower() for value in values for part in value.split(",") if part.strip()]
+    return list(dict.fromkeys(parts))
+
+
+PLOTTED_SUITES = ("gemm", "membw")  # the suites with points on a roofline (FLOP/s over FLOP per byte)
 
 
 def _run_suite(
@@ -124,7 +129,8 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
     "--array-size",
     type=ARRAY_SIZE,
     default=None,
-    help="membw: bytes per array (default 4x the last-level cache).",
+    help="membw: bytes per array (default 4x the last-level caches of all sockets; at most 256 MiB "
+    "with --quick).",
 )
 @click.option("--collective", "collectives", multiple=True, help="Collectives to run, comma-separated.")
 @click.option(
@@ -137,7 +143,11 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
 @click.option(
     "--timeout", default=60.0, show_default=True, type=TIMEOUT, help="Seconds for ranks to connect."
 )
-@click.option("--sol-device", default=None, help="Catalog record to use as the SOL instead of detection.")
+@click.option(
+    "--sol-device",
+    default=None,
+    help="Catalog device or CPU record to use as the SOL instead of detection (see 'lightspeed hw list').",
+)
 @click.option("--label", default="", help="Label of the stored run (default: the suite).")
 @click.option("--no-save", is_flag=True, help="Do not write the results to the store.")
 @click.option(
@@ -156,6 +166,8 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
         refuse_together(given_flags("tp", "tokens"), "only with --model NAME (they shape a model's GEMMs)")
     if suite != "membw":
         refuse_together(given_flags("array_size"), "only with the membw suite")
+    if suite not in PLOTTED_SUITES:  # the roofline has no point for a latency, a copy or a collective
+        refuse_together(given_flags("plot_path"), f"only with the {' and '.join(PLOTTED_SUITES)} suites")
     if suite != "collectives":
         refuse_together(
             given_flags("collectives", "sizes", "num_processes", "timeout"),

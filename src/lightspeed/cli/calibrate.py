@@ -15,6 +15,7 @@ from lightspeed.files import looks_like_path
 from lightspeed.gate import benchmark_payloads, calibration_inputs, check_result_files
 from lightspeed.report import render_calibration
 from lightspeed.sol import (
+    CalibrationInputs,
     CalibrationResult,
     EfficiencyModel,
     calibrate,
@@ -42,7 +43,8 @@ def _base_family(payloads: Sequence[Mapping[str, Any]], base: str | None) -> str
 
 def _measured_device(payloads: Sequence[Mapping[str, Any]]) -> str:
     """What the results were measured on: ``cpu``, or the catalog record of the GPU ("" if unknown).
-    Results from several devices cannot make one profile."""
+    Results from several devices cannot make one profile; nor can CPU results measured against
+    a GPU's record (named with --sol-device): their fractions of SOL describe no kernel."""
     devices = {
         "cpu" if str(p.get("device", "")) == "cpu" else str(p.get("sol_device") or "") for p in payloads
     }
@@ -52,7 +54,35 @@ def _measured_device(payloads: Sequence[Mapping[str, Any]]) -> str:
             f"the results come from several devices ({named}); calibrate one device at a time "
             "(pick its runs with --from)"
         )
+    _refuse_several_sols(payloads)
+    accelerators = get_context().catalog().accelerators
+    for payload in payloads:
+        record = accelerators.get(str(payload.get("sol_device") or ""))
+        if str(payload.get("device", "")) == "cpu" and record is not None and record.family != "cpu":
+            raise UserInputError(
+                f"the {payload.get('suite')} results were measured on the CPU against the SOL of "
+                f"{record.name} ({record.family} family, named with --sol-device): calibrate from "
+                "CPU results against the CPU's own SOL (detected, or a CPU record of 'lightspeed hw list')"
+            )
     return devices.pop() if devices else ""
+
+
+def _refuse_several_sols(payloads: Sequence[Mapping[str, Any]]) -> None:
+    """Results measured against different SOL records (``sol_device``) fit nothing together: their
+    fractions are of different peaks (a CPU run against a record named with --sol-device beside
+    one against the CPU's own peak). Results without a SOL (launch latency) do not count."""
+    suites: dict[str, set[str]] = {}
+    for payload in payloads:
+        if payload.get("sol") is not None:
+            name = str(payload.get("sol_device") or "an unnamed SOL")
+            suites.setdefault(name, set()).add(str(payload.get("suite")))
+    if len(suites) > 1:
+        listing = "; ".join(f"{name}: {', '.join(sorted(names))}" for name, names in sorted(suites.items()))
+        raise UserInputError(
+            f"the results were measured against several SOL records ({listing}); calibrate the results "
+            "of one SOL at a time (pick their runs with --from, or re-run the others with the same "
+            "--sol-device)"
+        )
 
 
 def _default_dtype(payloads: Sequence[Mapping[str, Any]]) -> str:
@@ -153,7 +183,7 @@ def command(
         inputs=inputs, base=base_model, name=name, device=_measured_device(payloads), force=force
     )
     if not result.fitted:
-        raise UserInputError(_nothing_to_fit(chosen_dtype, inputs.gemm_dtypes_measured))
+        raise UserInputError(_nothing_to_fit(inputs))
     path = None if no_save else save_calibration(result)
     if as_json:
         print_json(
@@ -163,8 +193,22 @@ def command(
         render_calibration(result, base=_shown_base(base_model, result), path=path)
 
 
-def _nothing_to_fit(dtype: str, measured_dtypes: Sequence[str]) -> str:
-    others = [other for other in measured_dtypes if other != dtype]
+def _nothing_to_fit(inputs: CalibrationInputs) -> str:
+    dtype = inputs.gemm_dtype
+    without_sol = {
+        f"{dtype} GEMM" if suite == "gemm" else {"membw": "STREAM"}.get(suite, "collective"): count
+        for suite, count in inputs.num_without_sol.items()
+        if count
+    }
+    if without_sol:
+        held = " and ".join(f"{count} {what}" for what, count in without_sol.items())
+        why = f" ({inputs.no_sol_note})" if inputs.no_sol_note else ""
+        return (
+            f"nothing to fit: the results hold {held} results but none has a SOL{why}; give one with "
+            f"'lightspeed bench {'/'.join(inputs.num_without_sol)} --sol-device RECORD' (a device or CPU "
+            "of 'lightspeed hw list')"
+        )
+    others = [other for other in inputs.gemm_dtypes_measured if other != dtype]
     if others:
         return (
             f"nothing to fit: no {dtype} GEMM results (measured: {', '.join(others)}) and no STREAM, "

@@ -9,8 +9,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from lightspeed.bench import BenchResult
+from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result
 from lightspeed.records import to_jsonable
-from lightspeed.report.bench import format_value
+from lightspeed.report.bench import format_value, fraction_text, result_notes
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.store import PushResult, RunSummary, StoredRecord
 from lightspeed.store.records import StoredJson
@@ -88,26 +90,63 @@ def render_push(result: PushResult) -> None:
 
 def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: StoredJson) -> None:
     """One run: its records beside their SOL (the fraction of it reached: ``sol / value`` for a
-    time), then the environment it ran in (shown whole when it is not a JSON object)."""
+    time), then the environment it ran in (shown whole when it is not a JSON object).
+
+    Benchmark results are shown as ``lightspeed bench`` showed them: the fraction marked ``*``
+    above the SOL, their correctness, and their notes (SOL, above the SOL, a busy machine)."""
     console = make_console()
+    results = [_bench_result(record) for record in records]
+    benchmarks = [result for result in results if result is not None]
     rows = [
-        [
-            plain(record.name),
-            plain(record.metric),
-            format_value(record.value, record.unit),
-            format_value(record.sol, record.unit),
-            format_percent(record.fraction_of_sol) if record.fraction_of_sol is not None else "-",
-        ]
-        for record in records
+        _record_row(record, result, with_correct=bool(benchmarks))
+        for record, result in zip(records, results, strict=True)
     ]
     title = plain(
         f"run {run.run_id} ({run.kind}, {run.label or 'no label'}, {_timestamp(run.created_s)} UTC)"
     )
+    headers = ["name", "metric", "value", "SOL", "of SOL", *(["correct"] if benchmarks else [])]
+    notes = result_notes(benchmarks)
     render_table(
-        title, ["name", "metric", "value", "SOL", "of SOL"], rows, right_align_from=2, console=console
+        title,
+        headers,
+        rows,
+        right_align_from=2,
+        caption="\n".join(plain(note) for note in notes) if notes else None,
+        console=console,
     )
+    wrong = [result for result in benchmarks if not result.correct]
+    if wrong:
+        console.print(f"[bold red]{len(wrong)} result(s) failed their correctness check[/]")
     environment = [[plain(key), plain(_environment_text(value))] for key, value in _fields(fingerprint)]
     render_table(f"environment {plain(run.fingerprint_id)}", ["field", "value"], environment, console=console)
+
+
+def _bench_result(record: StoredRecord) -> BenchResult | None:
+    """The benchmark result a record holds (``None``: another kind, or a payload it cannot be read from)."""
+    payload = record.stored_payload
+    if record.kind != "benchmark" or not isinstance(payload, dict) or not is_bench_result(payload):
+        return None
+    try:
+        return bench_result_from_dict(payload)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _record_row(record: StoredRecord, result: BenchResult | None, *, with_correct: bool) -> list[str]:
+    if result is None:
+        fraction = format_percent(record.fraction_of_sol) if record.fraction_of_sol is not None else "-"
+    else:
+        fraction = fraction_text(result)
+    row = [
+        plain(record.name),
+        plain(record.metric),
+        format_value(record.value, record.unit),
+        format_value(record.sol, record.unit),
+        fraction,
+    ]
+    if with_correct:
+        row.append("-" if result is None else "yes" if result.correct else "WRONG")
+    return row
 
 
 def _fields(fingerprint: StoredJson) -> list[tuple[str, Any]]:

@@ -82,6 +82,9 @@ GEMM_CEILINGS: Final = ("gemm_max_efficiency", *OPTIONAL_CEILINGS)
 # tolerance 'lightspeed kernels report' allows a kernel above its SOL (105%): clocks above the
 # nominal one and timer noise, no more.
 MAX_EFFICIENCY: Final = 1.05
+# A fitted GEMM ceiling below this share of its SOL is refused unless forced: every BLAS reaches
+# more on its best shapes, so the SOL is not this device's (a GPU record named for a CPU run).
+MIN_GEMM_CEILING: Final = 0.01
 _CEILING_FORMATS: Final = {
     "gemm_max_efficiency": "16- and 32-bit",
     "gemm_max_efficiency_fp8": "fp8/int8",
@@ -122,6 +125,10 @@ class CalibrationInputs(Record):
     sources: tuple[str, ...] = ()
     gemm_dtype: str = "bf16"  # the format of the ``gemm`` points: decides the ceiling they fit
     gemm_dtypes_measured: tuple[str, ...] = ()  # every GEMM format the results held (for messages)
+    # correct results that would fit a parameter but were measured without a SOL, by suite
+    # (``gemm`` of ``gemm_dtype``, ``membw``, ``collectives``), and why one of them has none
+    num_without_sol: Mapping[str, int] = field(default_factory=dict)
+    no_sol_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -259,6 +266,15 @@ def _check_fitted(inputs: CalibrationInputs, fitted: Mapping[str, float], *, for
             )
     efficiencies = [(f"the fitted {key}", value) for key, value in fitted.items() if _is_efficiency(key)]
     _refuse_above_sol(inputs, efficiencies, force=force)
+    for key in GEMM_CEILINGS:
+        ceiling = fitted.get(key)
+        if ceiling is not None and ceiling < MIN_GEMM_CEILING and not force:
+            raise UserInputError(
+                f"the fitted {key} from {_sources(inputs)} is {ceiling * 100:.2g}% of its SOL, below the "
+                f"{MIN_GEMM_CEILING * 100:g}% any GEMM library reaches: the SOL is not this device's "
+                "(check the results' sol_device: a record named with --sol-device for another device?) "
+                "or the timing is wrong; re-run with the device's own SOL, or pass --force to keep it"
+            )
 
 
 def _refuse_above_sol(
@@ -286,7 +302,10 @@ def _gemm_reasons(inputs: CalibrationInputs, ceiling: str, half: float | None) -
     shapes of another format than 16- or 32-bit fit, not saved)."""
     dtype = inputs.gemm_dtype
     others = sorted(set(inputs.gemm_dtypes_measured) - {dtype})
-    if not inputs.gemm and others:
+    without_sol = inputs.num_without_sol.get("gemm", 0)
+    if not inputs.gemm and without_sol:
+        why = _no_sol_reason(f"{dtype} GEMM", without_sol, "gemm")
+    elif not inputs.gemm and others:
         why = f"no {dtype} GEMM results; measured: {', '.join(others)} (pick one with --dtype)"
     elif not inputs.gemm:
         why = f"no {dtype} GEMM results"
@@ -296,6 +315,32 @@ def _gemm_reasons(inputs: CalibrationInputs, ceiling: str, half: float | None) -
     if half is not None:
         shared += f" (the {dtype} shapes alone fit {half:.3g})"
     return {ceiling: why, "gemm_half_saturation_flop": why if ceiling == "gemm_max_efficiency" else shared}
+
+
+_NO_SOL_MARK: Final = "no SOL for them"
+
+
+def _no_sol_reason(what: str, count: int, suite: str, *, sol: str = "SOL") -> str:
+    """Why results that exist fit nothing: they were measured without a SOL.
+
+    >>> _no_sol_reason("fp32 GEMM", 4, "gemm")
+    "4 fp32 GEMM results, no SOL for them: 'bench gemm --sol-device RECORD'"
+    """
+    results = "result" if count == 1 else "results"
+    mark = _NO_SOL_MARK.replace("SOL", sol)
+    return f"{count} {what} {results}, {mark}: 'bench {suite} --sol-device RECORD'"
+
+
+def _half_at_grid_edge(half: float) -> str:
+    """A note when the fitted half-saturation sits at an end of the grid: the shapes do not bound it."""
+    low, high = float(_HALF_SATURATION_GRID[0]), float(_HALF_SATURATION_GRID[-1])
+    if not (math.isclose(half, low) or math.isclose(half, high)):
+        return ""
+    return (
+        f"gemm_half_saturation_flop = {half:.3g} FLOP is at the edge of the fit grid ({low:.0e} .. "
+        f"{high:.0e} FLOP): the shapes measured do not bound it (too few sizes, or a SOL far off); "
+        "measure a wider sweep before trusting it"
+    )
 
 
 def _ceiling_statuses(base: EfficiencyModel, fitted: Mapping[str, float]) -> dict[str, str]:
@@ -351,16 +396,27 @@ def calibrate(
         "collective_bandwidth_efficiency": len(inputs.collectives),
         "kernel_launch_s": len(inputs.launch_s),
     }
+    missing = inputs.num_without_sol
     reasons = {
         **_gemm_reasons(inputs, ceiling, None if gemm_fit is None else gemm_fit[1]),
         "memory_efficiency": "needs STREAM with a SOL",
         "collective_bandwidth_efficiency": "needs 2+ sizes with a link SOL",
         "kernel_launch_s": "needs a launch result",
     }
+    if missing.get("membw") and not memory:
+        reasons["memory_efficiency"] = _no_sol_reason("STREAM", missing["membw"], "membw")
+    if missing.get("collectives") and not inputs.collectives:
+        reasons["collective_bandwidth_efficiency"] = _no_sol_reason(
+            "collective", missing["collectives"], "collectives", sol="link SOL"
+        )
     kept = {key: reason for key, reason in reasons.items() if key not in fitted}
     statuses = _ceiling_statuses(base, fitted)
     notes = [f"{key} = {value:.3g} is above 1: the SOL used is below what was measured" for key, value
              in fitted.items() if _is_efficiency(key) and value > 1.0]  # fmt: skip
+    if gemm_fit is not None and ceiling == "gemm_max_efficiency" and _half_at_grid_edge(gemm_fit[1]):
+        notes.append(_half_at_grid_edge(gemm_fit[1]))
+    if inputs.no_sol_note and any(_NO_SOL_MARK.removeprefix("no") in reason for reason in kept.values()):
+        notes.append(f"results without a SOL: {inputs.no_sol_note}")
     if ceiling in fitted:
         others = "; ".join(f"{key} {status}" for key, status in statuses.items() if key != ceiling)
         notes.append(f"GEMM ceilings: {ceiling} fitted from {inputs.gemm_dtype} GEMMs; {others}")
