@@ -242,7 +242,8 @@ CAUSES: dict[str, Cause] = {
         fragments=("MFU would be", "--num-accelerators"),
     ),
     "a hidden size of 1e30": Cause(
-        lambda f: ["model", "show", "--config", str(_config(f, hidden_size=10**30))], fragments=("at most",)
+        lambda f: ["model", "show", "--config", str(_config(f, hidden_size=10**30))],
+        fragments=("hidden_size", "far past any model built"),
     ),
     # messages
     "schema_version = 9": Cause(

@@ -67,7 +67,7 @@ def render_model_list(rows: Sequence[ModelRow], console: Console | None = None) 
                 escape(row.display_name),
                 row.kind,
                 row.attention.upper() + _MIXER_WORDS.get(row.mixer, ""),
-                str(row.num_layers),
+                _layer_count(row.num_layers, row.num_blocks),
                 str(row.hidden_size),
                 format_count(row.total_params),
                 format_count(row.active_params),
@@ -80,13 +80,43 @@ def render_model_list(rows: Sequence[ModelRow], console: Console | None = None) 
     )
 
 
+def _layer_count(num_layers: int, num_blocks: int) -> str:
+    """``48 (96 blocks)`` where a hybrid's layers are two blocks each, else ``48``."""
+    return (
+        f"{num_layers} ({num_blocks} blocks)" if num_blocks and num_blocks != num_layers else str(num_layers)
+    )
+
+
+def _moe_placement(spec: TransformerSpec) -> str:
+    """Where a model's MoE layers are: ``3 dense layers first, 58 MoE layers``, or where dense and
+    MoE layers alternate, ``every 2nd layer MoE (layers 1, 3, ..., 47): 24 MoE, 24 dense layers``."""
+    if spec.is_hybrid:
+        return f"{spec.num_moe_layers} MoE blocks"
+    moe = spec.moe
+    if moe is None or not spec.moe_interleaved:
+        return f"{spec.num_dense_layers} dense layers first, {spec.num_moe_layers} MoE layers"
+    layers = [index for index in range(spec.num_layers) if spec.is_moe_layer(index)]
+    shown = ", ".join(map(str, layers[:2])) + (f", ..., {layers[-1]}" if len(layers) > 2 else "")
+    first = f"{moe.num_dense_layers} dense layers first, then " if moe.num_dense_layers else ""
+    return (
+        f"{first}every {_ordinal(moe.layer_frequency)} layer MoE (layers {shown}): "
+        f"{spec.num_moe_layers} MoE, {spec.num_dense_layers} dense layers"
+    )
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
 def _shape_lines(spec: TransformerSpec) -> list[str]:
     attention = spec.attention
     positions = {"rope": "RoPE", "learned": "learned positions", "none": "no positions"}[
         spec.position_embedding
     ]
     lines = [
-        f"layers {spec.num_layers} · hidden {spec.hidden_size} · FFN {spec.ffn_hidden_size} ({spec.mlp}) · "
+        f"layers {_layer_count(spec.num_decoder_layers, spec.num_layers)} · hidden {spec.hidden_size} · "
+        f"FFN {spec.ffn_hidden_size} ({spec.mlp}) · "
         f"vocab {spec.vocab_size} · context {spec.max_seq_len} · {spec.norm} · {positions} · "
         f"{'tied' if spec.tied_embeddings else 'untied'} embeddings",
         f"attention {attention.kind.upper()}: {attention.num_heads} heads, "
@@ -122,11 +152,7 @@ def _shape_lines(spec: TransformerSpec) -> list[str]:
         lines.append("gated attention: a sigmoid gate on each query channel's output (q projection 2x wide)")
     if spec.moe is not None:
         moe = spec.moe
-        placement = (
-            f"{spec.num_moe_layers} MoE blocks"
-            if spec.is_hybrid
-            else f"{spec.num_dense_layers} dense layers first, {spec.num_moe_layers} MoE layers"
-        )
+        placement = _moe_placement(spec)
         latent = f" on a latent of {moe.latent_size}" if moe.latent_size else ""
         lines.append(
             f"MoE: {moe.num_routed_experts} routed experts (top-{moe.top_k}) "
@@ -192,15 +218,22 @@ def _count_rows(summary: ModelSummary) -> list[list[str]]:
     return rows
 
 
+# how ``model show`` says which parts a published active figure leaves out
+_ACTIVE_BASIS = {"no-input-embedding": " without the input embedding", "no-embeddings": " without embeddings"}
+
+
 def _published_lines(summary: ModelSummary) -> list[str]:
     published = summary.published
     if published is None:
         return []
+    basis = _ACTIVE_BASIS.get(published.active_counts, "")
+    active = summary.active_params_as_published or summary.active_params
     figures = [
-        f"{label} {format_count(printed)} (computed {format_count(computed)}, {computed / printed - 1:+.2%})"
-        for label, printed, computed in (
-            ("total", published.total_params, summary.total_params),
-            ("active", published.active_params, summary.active_params),
+        f"{label} {format_count(printed)} "
+        f"(computed {format_count(computed)}{words}, {computed / printed - 1:+.2%})"
+        for label, printed, computed, words in (
+            ("total", published.total_params, summary.total_params, ""),
+            ("active", published.active_params, active, basis),
         )
         if printed
     ]
@@ -265,7 +298,19 @@ def _render_bytes(summary: ModelSummary, console: Console) -> None:
         for precision, value in summary.kv_cache_bytes_per_token.items()
     )
     layers = "the attention blocks" if summary.spec.is_hybrid else "all layers"
-    console.print(f"KV cache per token ({layers}): {cache}", markup=False)
+    span = summary.kv_cache_local_span_tokens
+    if span is None:
+        console.print(f"KV cache per token ({layers}): {cache}", markup=False)
+    else:
+        past = ", ".join(
+            f"{precision} {format_bytes(value, binary=True)} ({value:,.0f} bytes)"
+            for precision, value in summary.kv_cache_bytes_per_token_past_span.items()
+        )
+        console.print(f"KV cache per token ({layers}), for the first {span:,} tokens: {cache}", markup=False)
+        console.print(
+            f"KV cache per token past the first {span:,} (the layers that keep every token): {past}",
+            markup=False,
+        )
     held = ", ".join(
         f"{precision} {format_bytes(value, binary=True)}"
         for precision, value in summary.kv_cache_bytes_per_sequence.items()

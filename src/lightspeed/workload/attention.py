@@ -306,6 +306,20 @@ def kv_cache_reserved_bytes(spec: TransformerSpec, precision: str, total_tokens:
     return reserved
 
 
+def kv_bytes_per_token_past_span(spec: TransformerSpec, precision: str) -> float:
+    """KV bytes each token adds once a sequence is past its local layers' span (a sliding window
+    keeps no more, a chunked layer starts its next chunk): the layers that keep every token (full
+    and sparse) only. Equal to :func:`~lightspeed.workload.kv_cache_bytes_per_token` without local
+    layers.
+
+    >>> from lightspeed.workload import load_models
+    >>> kv_bytes_per_token_past_span(load_models().get("gemma-3-27b"), "bf16") / 1024  # 10 x 8 KiB
+    80.0
+    """
+    keeping = sum(_kept(kind) == "full" for kind in layer_attention_kinds(spec))
+    return keeping * kv_bytes_per_token_per_layer(spec, precision)
+
+
 def kv_bytes_per_token_at(spec: TransformerSpec, precision: str, context_tokens: ArrayLike) -> FloatArray:
     """KV bytes per token of context a sequence holds at ``context_tokens`` (all layers): the
     full-attention figure of :func:`~lightspeed.workload.kv_cache_bytes_per_token` where every
@@ -328,6 +342,7 @@ __all__ = [
     "cached_tokens",
     "indexer_tokens",
     "kv_bytes_per_token_at",
+    "kv_bytes_per_token_past_span",
     "kv_cache_bytes",
     "kv_cache_reserved_bytes",
     "kv_cache_tokens_per_layer",

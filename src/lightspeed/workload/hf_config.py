@@ -59,7 +59,16 @@ from typing import Any, Final
 
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
-from lightspeed.workload.spec import AttentionSpec, GatedDeltaNetSpec, MambaSpec, MoESpec, TransformerSpec
+from lightspeed.workload.spec import (
+    DIMENSION_REASON,
+    MAX_DIMENSION,
+    MAX_HEADS_OR_HEAD_DIM,
+    AttentionSpec,
+    GatedDeltaNetSpec,
+    MambaSpec,
+    MoESpec,
+    TransformerSpec,
+)
 
 SUPPORTED_MODEL_TYPES: Final = (
     "llama",
@@ -296,7 +305,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         return _nemotron_h(fields, name)
     if model_type in _GDN_TYPES:
         return _gated_delta_net_hybrid(fields, name)
-    hidden = fields.integer("hidden_size", minimum=1)
+    hidden = _hidden_size(fields)
     dense_key = "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size"
     num_layers = fields.integer("num_hidden_layers", minimum=1)
     return TransformerSpec(
@@ -327,7 +336,7 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
     ``hybrid_override_pattern``; Mamba-2 mixers of ``mamba_num_heads`` x ``mamba_head_dim`` with
     ``n_groups`` groups of ``ssm_state_size``; MoE blocks when ``n_routed_experts`` is set (with
     ``moe_latent_size`` for Nemotron 3 Super's LatentMoE); squared-ReLU MLPs; no position embedding."""
-    hidden = fields.integer("hidden_size", minimum=1)
+    hidden = _hidden_size(fields)
     routed = fields.data.get("n_routed_experts") or 0
     moe = None
     if routed:
@@ -373,7 +382,7 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
 def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
     """Qwen3-Next or a Qwen3.5 text model (see the module docstring): each layer is two blocks,
     a mixer (``G`` Gated DeltaNet or ``*`` gated attention) and an FFN (``E`` or ``-``)."""
-    hidden = fields.integer("hidden_size", minimum=1)
+    hidden = _hidden_size(fields)
     num_layers = fields.integer("num_hidden_layers", minimum=1)
     experts = fields.integer("num_experts", 0)
     moe = None
@@ -415,6 +424,7 @@ def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
         tied_embeddings=fields.boolean("tie_word_embeddings", False),
         position_embedding="rope",
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        original_max_seq_len=_original_context(fields),
         num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
     )
@@ -431,7 +441,7 @@ def _hybrid_attention(
         kind="gqa",
         num_heads=heads,
         num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
-        head_dim=_optional(fields, "head_dim") or hidden // heads,
+        head_dim=_optional(fields, "head_dim") or _derived_head_dim(fields, hidden, heads),
         qkv_bias=fields.boolean("attention_bias", False),
         out_bias=out_bias,
         output_gate=output_gate,
@@ -479,6 +489,47 @@ def _gdn_ffns(fields: Fields, num_layers: int, experts: int) -> list[str]:
     return ["E" if routed else "-" for routed in moe]
 
 
+def _hidden_size(fields: Fields) -> int:
+    """``hidden_size``: a whole number from 1 to :data:`~lightspeed.workload.spec.MAX_DIMENSION`'s
+    bound, refused naming the field (the head size and every width derive from it)."""
+    hidden = fields.integer("hidden_size", minimum=1)
+    limit = MAX_DIMENSION["hidden_size"]
+    if hidden > limit:
+        raise DataFileError(
+            fields.path,
+            f"hidden_size {hidden:,} is above {limit:,}, far past any model built ({DIMENSION_REASON})",
+            field=f"{fields.prefix}hidden_size",
+            value=hidden,
+            fix="copy hidden_size from the published config.json",
+        )
+    return hidden
+
+
+def _derived_head_dim(fields: Fields, hidden: int, num_heads: int) -> int:
+    """``hidden_size / num_attention_heads``, the head size transformers derives without ``head_dim``;
+    refused, naming the fields, where it is not whole or is past any model's."""
+    if hidden % num_heads:
+        raise DataFileError(
+            fields.path,
+            f"hidden_size {hidden:,} is not a multiple of num_attention_heads {num_heads:,}, so the head "
+            "size cannot be derived",
+            field=f"{fields.prefix}num_attention_heads",
+            value=num_heads,
+            fix="add head_dim (the published config.json's) or correct num_attention_heads",
+        )
+    head_dim = hidden // num_heads
+    if head_dim > MAX_HEADS_OR_HEAD_DIM:
+        raise DataFileError(
+            fields.path,
+            f"hidden_size {hidden:,} / num_attention_heads {num_heads:,} gives a head size of {head_dim:,}, "
+            f"above {MAX_HEADS_OR_HEAD_DIM:,} (models use up to 256)",
+            field=f"{fields.prefix}hidden_size",
+            value=hidden,
+            fix="add head_dim (the published config.json's) or correct hidden_size and num_attention_heads",
+        )
+    return head_dim
+
+
 def _optional(fields: Fields, key: str) -> int | None:
     """An integer field that may be absent or ``null``."""
     return None if fields.data.get(key) is None else fields.integer(key, minimum=1)
@@ -495,17 +546,7 @@ def _attention(fields: Fields, model_type: str, hidden: int, num_layers: int) ->
             value=num_kv_heads,
             fix=f"use a divisor of {num_heads} (the published config's value)",
         )
-    head_dim = _optional(fields, "head_dim")
-    if head_dim is None:
-        if hidden % num_heads:
-            raise DataFileError(
-                fields.path,
-                f"hidden_size {hidden} is not a multiple of num_attention_heads {num_heads}",
-                field="num_attention_heads",
-                value=num_heads,
-                fix="add head_dim or correct num_attention_heads",
-            )
-        head_dim = hidden // num_heads
+    head_dim = _optional(fields, "head_dim") or _derived_head_dim(fields, hidden, num_heads)
     kind = "mha" if num_kv_heads == num_heads else "mqa" if num_kv_heads == 1 else "gqa"
     bias = model_type in ("llama", "llama4_text", "gpt_oss", "nemotron") and fields.boolean(
         "attention_bias", False
@@ -641,9 +682,12 @@ def _llama4_moe(fields: Fields) -> MoESpec:
 
 
 def _original_context(fields: Fields) -> int | None:
-    """The context before RoPE scaling extended it (``rope_scaling.original_max_position_embeddings``:
-    Llama 3.1's 8,192, DeepSeek-V3's 4,096), ``None`` when nothing extended it."""
+    """The context before RoPE scaling extended it (``rope_scaling.original_max_position_embeddings``,
+    ``rope_parameters`` in transformers 5's configs: Llama 3.1's 8,192, DeepSeek-V3's 4,096), ``None``
+    when nothing extended it."""
     scaling = fields.data.get("rope_scaling")
+    if not isinstance(scaling, dict):
+        scaling = fields.data.get("rope_parameters")
     original = scaling.get("original_max_position_embeddings") if isinstance(scaling, dict) else None
     longest = fields.data.get("max_position_embeddings")
     if isinstance(original, bool) or not isinstance(original, int) or not isinstance(longest, int):

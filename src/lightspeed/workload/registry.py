@@ -54,7 +54,7 @@ from lightspeed.datafile import (
 )
 from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
-from lightspeed.records import Record
+from lightspeed.records import JsonObject, Record
 from lightspeed.workload.names import name_readings, reduce_name, split_active, without_formats
 from lightspeed.workload.spec import (
     RELEASE_FORMATS,
@@ -79,6 +79,7 @@ _TOP_KEYS: Final = {
     "aliases",
     "source",
     "note",
+    "extends",
     "architecture",
     "attention",
     "moe",
@@ -144,7 +145,15 @@ _MOE_KEYS: Final = {
 # a recurrent mixer's table takes its spec's fields, every one
 _MAMBA_KEYS: Final = {spec_field.name for spec_field in dataclass_fields(MambaSpec)}
 _GDN_KEYS: Final = {spec_field.name for spec_field in dataclass_fields(GatedDeltaNetSpec)}
-_PUBLISHED_KEYS: Final = {"total_params", "active_params", "source", "note"}
+_PUBLISHED_KEYS: Final = {"total_params", "active_params", "active_counts", "source", "note"}
+# What a publisher's active-parameter figure counts (``[published] active_counts``): every weight a
+# token uses (the default), all but the input embedding table (a lookup, not a matrix product:
+# OpenAI's gpt-oss table counts the unembedding and not the embedding), or neither table.
+ACTIVE_COUNTS: Final = ("all", "no-input-embedding", "no-embeddings")
+# The tables whose values shape a model; a variant that changes one is a different model.
+_SHAPE_TABLES: Final = ("architecture", "attention", "moe", "mamba", "gated_delta_net")
+# Keys that change a variant's context, not its weights: the base's published totals still hold.
+_CONTEXT_KEYS: Final = frozenset({"max_seq_len", "original_max_seq_len"})
 _RELEASE_KEYS: Final = {"weights", "source", "note"}
 
 LOG = logging.getLogger(__name__)
@@ -161,6 +170,7 @@ class PublishedCounts(Record):
     active_params: float | None
     source: str
     note: str = ""
+    active_counts: str = "all"  # what active_params counts: one of ACTIVE_COUNTS
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,8 @@ class ModelRegistry:
 
     entries: Mapping[str, ModelEntry]
     unsupported: Mapping[str, UnsupportedModel] = field(default_factory=dict)
+    # each model's TOML tables with its base's merged in (what a file that ``extends`` it extends)
+    tables: Mapping[str, JsonObject] = field(default_factory=dict, repr=False, compare=False)
 
     def names(self) -> list[str]:
         """Canonical names, sorted."""
@@ -428,7 +440,7 @@ def load_models(extra_paths: Iterable[Path] = ()) -> ModelRegistry:
     for paths in (builtin_model_files(), expand_paths(extra_paths)):
         _add_models([(path, load_toml(path, what="model TOML file")) for path in paths], entries, raw)
     _check_unique_aliases(entries)
-    return ModelRegistry(entries=entries, unsupported=unsupported_models())
+    return ModelRegistry(entries=entries, unsupported=unsupported_models(), tables=raw)
 
 
 @cache
@@ -475,9 +487,7 @@ def _add_models(
             )
         for path, data in pending:
             if _base_known(data, raw):
-                base = normalize_name(str(data.get("extends", "")))
-                merged = _extended(data, raw)
-                entry = replace(parse_model(path, merged), extends=base)
+                entry, merged = _parse_extended(path, data, raw)
                 if entry.spec.name in entries:
                     LOG.info("models: %s replaces model %r", path, entry.spec.name)
                 entries[entry.spec.name] = entry
@@ -485,22 +495,54 @@ def _add_models(
         pending = waiting
 
 
+def _parse_extended(
+    path: Path, data: dict[str, Any], known: Mapping[str, Mapping[str, Any]]
+) -> tuple[ModelEntry, dict[str, Any]]:
+    """The entry of the file ``data`` (a variant laid over the model it ``extends``, which
+    ``known`` holds) and its merged tables."""
+    base = normalize_name(str(data.get("extends", "")))
+    merged = _extended(data, known)
+    return replace(parse_model(path, merged), extends=base), merged
+
+
 def _base_known(data: Mapping[str, Any], known: Mapping[str, Any]) -> bool:
     base_name = data.get("extends")
     return base_name is None or normalize_name(str(base_name)) in known
 
 
-def _extended(data: dict[str, Any], known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def _extended(data: dict[str, Any], known: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """``data`` laid over the model it ``extends`` (a variant: Llama 3.1 8B is Llama 3 8B's
-    weights with a 128K context). The variant names itself; the base's aliases stay the base's."""
+    weights with a 128K context). The variant names itself; the base's aliases stay the base's.
+    The base's ``note`` describes the base: a variant that changes any shape or context value keeps
+    it only by writing its own. The base's ``[published]`` totals count the base's weights: a
+    variant that changes any value beside its context (``max_seq_len``, ``original_max_seq_len``)
+    has them only by writing its own (a 16-layer Llama 3 8B was never published)."""
     base_name = data.get("extends")
     if base_name is None:
         return data
-    base = known[normalize_name(str(base_name))]
+    base = dict(known[normalize_name(str(base_name))])
+    changed = _changed_shape_keys(data, base)
+    if changed:
+        base.pop("note", None)
+    if changed - _CONTEXT_KEYS:
+        base.pop("published", None)
     merged = merge_tables(base, {key: value for key, value in data.items() if key != "extends"})
     merged["aliases"] = list(data.get("aliases", []))
     merged["display_name"] = data.get("display_name", data.get("name", ""))
     return merged
+
+
+def _changed_shape_keys(data: Mapping[str, Any], base: Mapping[str, Any]) -> set[str]:
+    """The keys of ``data``'s shape tables (:data:`_SHAPE_TABLES`) whose values differ from
+    ``base``'s (a table the base lacks changes every key it has)."""
+    changed: set[str] = set()
+    for table in _SHAPE_TABLES:
+        given, before = data.get(table), base.get(table)
+        if not isinstance(given, Mapping):
+            continue
+        before = before if isinstance(before, Mapping) else {}
+        changed |= {key for key, value in given.items() if key not in before or before[key] != value}
+    return changed
 
 
 def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
@@ -518,13 +560,27 @@ def _is_model(path: Path, data: Mapping[str, Any]) -> bool:
     )
 
 
-def load_model_file(path: Path) -> ModelEntry:
-    """One model TOML file (``kind = "model"``) read on its own."""
+def load_model_file(path: Path, known: ModelRegistry | None = None) -> ModelEntry:
+    """One model TOML file (``kind = "model"``) read on its own; a variant (``extends = NAME``) is
+    laid over the model ``known`` (default: the shipped models) has by that name or alias."""
     data = load_toml(path, what="model TOML file")
     kind = Fields(str(path), data).string("kind")
     if kind != MODEL_KIND:
         raise DataFileError(path, "not a model file", field="kind", value=kind, fix='write kind = "model"')
-    return parse_model(path, data)
+    if "extends" not in data:
+        return parse_model(path, data)
+    registry = known if known is not None else load_models()
+    base = registry.find(str(data["extends"])) if isinstance(data["extends"], str) else None
+    if base is None or base.spec.name not in registry.tables:
+        raise DataFileError(
+            path,
+            "extends an unknown model",
+            field="extends",
+            value=data["extends"],
+            fix="name a model that is defined (lightspeed model list), or pass the base's file too "
+            "with --catalog",
+        )
+    return _parse_extended(path, {**data, "extends": base.spec.name}, registry.tables)[0]
 
 
 def parse_model(path: Path, data: Mapping[str, Any]) -> ModelEntry:
@@ -640,15 +696,11 @@ def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
     kind = table.string("kind")
     num_heads = table.integer("num_heads", minimum=1)
     integers = {key: table.optional_integer(key) for key in _ATTENTION_INTEGERS}
-    if kind == "mla" and integers["qk_nope_head_dim"] and integers["qk_rope_head_dim"]:
-        default_head = integers["qk_nope_head_dim"] + integers["qk_rope_head_dim"]
-    else:
-        default_head = hidden_size // num_heads
     return AttentionSpec(
         kind=kind,
         num_heads=num_heads,
         num_kv_heads=table.integer("num_kv_heads", num_heads, minimum=1),
-        head_dim=table.integer("head_dim", default_head, minimum=1),
+        head_dim=_head_dim(table, hidden_size, num_heads, integers),
         qkv_bias=table.boolean("qkv_bias", False),
         out_bias=table.boolean("out_bias", False),
         sliding_window=table.optional_integer("sliding_window"),
@@ -658,6 +710,27 @@ def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
         output_gate=table.boolean("output_gate", False),
         **integers,
     )
+
+
+def _head_dim(table: Fields, hidden_size: int, num_heads: int, integers: Mapping[str, int | None]) -> int:
+    """``[attention] head_dim``, else MLA's ``qk_nope_head_dim + qk_rope_head_dim``, else
+    ``hidden_size / num_heads`` where that is whole (as transformers derives it; a model whose
+    heads do not split the hidden size, Gemma 7B's 16 x 256 of 3072, states it)."""
+    if table.has("head_dim"):
+        return table.integer("head_dim", minimum=1)
+    nope, rope = integers["qk_nope_head_dim"], integers["qk_rope_head_dim"]
+    if table.string("kind") == "mla" and nope and rope:
+        return nope + rope
+    if hidden_size % num_heads:
+        raise DataFileError(
+            table.path,
+            f"hidden_size {hidden_size:,} is not a multiple of num_heads {num_heads:,}, so the head size "
+            "cannot be derived",
+            field=f"{table.prefix}num_heads",
+            value=num_heads,
+            fix="add head_dim = ... under [attention] (the published config's head_dim) or correct num_heads",
+        )
+    return hidden_size // num_heads
 
 
 def _moe(table: Fields) -> MoESpec:
@@ -714,6 +787,7 @@ def _parse_published(fields: Fields, sources: Mapping[str, Reference]) -> Publis
         active_params=table.number("active_params") if table.has("active_params") else None,
         source=sources[key].citation,
         note=table.string("note", ""),
+        active_counts=table.choice("active_counts", ACTIVE_COUNTS, "active-parameter basis", default="all"),
     )
 
 

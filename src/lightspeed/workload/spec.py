@@ -564,12 +564,14 @@ class MoESpec(Record):
     """Mixture-of-experts feed-forward layers.
 
     Layers ``0 .. num_dense_layers - 1`` use the dense MLP of
-    ``TransformerSpec.ffn_hidden_size``; every later layer (every
-    ``layer_frequency``-th one) routes each token to ``top_k`` of
+    ``TransformerSpec.ffn_hidden_size``; of the later layers every
+    ``layer_frequency``-th one, the last of each run of ``layer_frequency`` (layers
+    ``num_dense_layers + k·layer_frequency - 1``: Llama 4 Maverick's 1, 3, 5, ..., 47, as
+    transformers' ``moe_layers = range(step - 1, L, step)``), routes each token to ``top_k`` of
     ``num_routed_experts`` experts of ``expert_ffn_hidden_size`` and always
     through ``num_shared_experts`` shared experts of
     ``shared_expert_ffn_hidden_size``. With group-limited routing (DeepSeek-V3:
-    ``n_group = 8``, ``topk_group = 4``) experts form ``num_expert_groups`` groups
+    ``n_group = 8``, ``topk_group = 4``) experts form ``num_expert_groups`` equal groups
     and a token may only reach experts in ``top_k_groups`` of them; when each
     group lives on one node, a token crosses the network to at most that many nodes.
     With ``latent_size`` (Nemotron 3 Super's LatentMoE) a token is projected from the
@@ -609,6 +611,28 @@ class MoESpec(Record):
             )
         if self.num_shared_experts and self.shared_expert_ffn_hidden_size < 1:
             raise UserInputError("shared experts need shared_expert_ffn_hidden_size >= 1")
+        self._check_groups()
+
+    def _check_groups(self) -> None:
+        """Group-limited routing: the groups split the experts evenly (DeepSeek-V3's 256 into 8 of
+        32, as its router's ``view(n_group, -1)`` needs) and a token reaches at most all of them."""
+        groups, reached = self.num_expert_groups, self.top_k_groups
+        if reached is not None and groups is None:
+            raise UserInputError(
+                f"MoE top_k_groups ({reached}) says how many expert groups a token reaches, but no "
+                "num_expert_groups says how many there are; add num_expert_groups or drop top_k_groups"
+            )
+        if groups is None:
+            return
+        if groups < 1 or self.num_routed_experts % groups:
+            raise UserInputError(
+                f"MoE num_expert_groups ({groups}) must divide num_routed_experts "
+                f"({self.num_routed_experts}) into equal groups (DeepSeek-V3: 256 experts in 8 groups)"
+            )
+        if reached is not None and not 1 <= reached <= groups:
+            raise UserInputError(
+                f"MoE top_k_groups ({reached}) must be between 1 and num_expert_groups ({groups})"
+            )
 
 
 # Bounds on a model's dimensions: 64x the largest published (GPT-4-class and Llama 3.1 405B have
@@ -837,7 +861,32 @@ class TransformerSpec(Record):
             return self.block_pattern[layer_index] == "E"
         if self.moe is None or layer_index < self.moe.num_dense_layers:
             return False
-        return (layer_index - self.moe.num_dense_layers) % self.moe.layer_frequency == 0
+        return (layer_index - self.moe.num_dense_layers + 1) % self.moe.layer_frequency == 0
+
+    @property
+    def moe_interleaved(self) -> bool:
+        """Whether MoE and dense layers alternate after the dense ones (``layer_frequency`` > 1:
+        Llama 4 Maverick) rather than every later layer being MoE."""
+        return self.moe is not None and not self.block_pattern and self.moe.layer_frequency > 1
+
+    @property
+    def layers_of_two_blocks(self) -> bool:
+        """Whether a hybrid's blocks pair up into transformer layers of one mixer and one FFN
+        (Qwen3-Next's and Qwen3.5's Gated DeltaNet hybrids: their config.json's
+        ``num_hidden_layers`` counts the pairs); a Nemotron-H block is a layer of its own."""
+        pattern = self.block_pattern
+        if self.gated_delta_net is None or len(pattern) % 2:
+            return False
+        return all(
+            mixer in "MG*" and ffn in "E-" for mixer, ffn in zip(pattern[::2], pattern[1::2], strict=True)
+        )
+
+    @property
+    def num_decoder_layers(self) -> int:
+        """The layer count the model's config.json states (``num_hidden_layers``): :attr:`num_layers`,
+        or half of it where the blocks pair into layers (:attr:`layers_of_two_blocks`: Qwen3-Next's
+        48 layers of 96 blocks). Counts and the engines use :attr:`num_layers`."""
+        return self.num_layers // 2 if self.layers_of_two_blocks else self.num_layers
 
     @property
     def num_moe_layers(self) -> int:

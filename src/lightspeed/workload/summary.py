@@ -10,13 +10,13 @@ weight bytes per precision and KV-cache bytes per token.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from lightspeed.records import Record
 from lightspeed.units import bytes_per_element
-from lightspeed.workload.attention import kv_cache_bytes
+from lightspeed.workload.attention import kv_bytes_per_token_past_span, kv_cache_bytes
 from lightspeed.workload.counts import ParameterCounts, kv_cache_bytes_per_token, parameter_counts
 from lightspeed.workload.flops import CONVENTIONS, FlopsPerToken, flops_per_token
 from lightspeed.workload.hf_config import spec_from_hf_config
@@ -45,6 +45,12 @@ class ModelSummary(Record):
     ``recurrent_state_bytes_per_sequence`` what a hybrid's recurrent blocks (Mamba-2, Gated
     DeltaNet) keep per sequence besides,
     whatever its length (0 for a transformer).
+    With local-attention layers (a sliding window, chunks) ``kv_cache_bytes_per_token`` holds only
+    for a sequence's first ``kv_cache_local_span_tokens`` tokens; past them each token adds
+    ``kv_cache_bytes_per_token_past_span`` (the layers that keep every token). Both are ``None`` and
+    empty without local layers.
+    ``active_params_as_published`` is the active count in the convention the publisher's active
+    figure uses (``published.active_counts``; ``None`` without a published active figure).
     ``flops_per_token`` holds every convention at ``seq_len`` tokens.
     """
 
@@ -64,6 +70,9 @@ class ModelSummary(Record):
     sources: Mapping[str, Reference]
     path: str
     recurrent_state_bytes_per_sequence: float = 0.0
+    kv_cache_local_span_tokens: int | None = None
+    kv_cache_bytes_per_token_past_span: Mapping[str, float] = field(default_factory=dict)
+    active_params_as_published: int | None = None
 
 
 def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSummary:
@@ -77,6 +86,7 @@ def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSum
     spec = entry.spec
     tokens = seq_len or spec.pretraining_seq_len
     counts = parameter_counts(spec)
+    span = _local_span(spec)
     return ModelSummary(
         name=spec.name,
         display_name=spec.display_name,
@@ -100,7 +110,38 @@ def describe_model(entry: ModelEntry, *, seq_len: int | None = None) -> ModelSum
         sources=entry.sources,
         path=entry.path,
         recurrent_state_bytes_per_sequence=_recurrent_state_bytes(spec),
+        kv_cache_local_span_tokens=span,
+        kv_cache_bytes_per_token_past_span={
+            precision: kv_bytes_per_token_past_span(spec, precision) for precision in KV_CACHE_PRECISIONS
+        }
+        if span is not None
+        else {},
+        active_params_as_published=_active_as_published(counts, entry.published),
     )
+
+
+def _local_span(spec: TransformerSpec) -> int | None:
+    """Tokens a local (sliding or chunked) layer keeps at most; ``None`` without such layers (a
+    sparse layer keeps every token)."""
+    attention = spec.attention
+    if spec.is_hybrid or attention.local_kind in ("full", "sparse"):
+        return None
+    if attention.layer_types and not set(attention.layer_types) & {"sliding", "chunked"}:
+        return None
+    return attention.local_span
+
+
+def _active_as_published(counts: ParameterCounts, published: PublishedCounts | None) -> int | None:
+    """The active parameters counted as ``published`` counts its active figure
+    (:data:`~lightspeed.workload.registry.ACTIVE_COUNTS`); ``None`` without that figure."""
+    if published is None or not published.active_params:
+        return None
+    basis = published.active_counts
+    if basis == "no-embeddings":
+        return counts.active_params - counts.embedding_params - counts.lm_head_params
+    if basis == "no-input-embedding" and counts.lm_head_params:  # tied: the table is the LM head
+        return counts.active_params - counts.embedding_params
+    return counts.active_params
 
 
 def _recurrent_state_bytes(spec: TransformerSpec) -> float:
@@ -113,7 +154,10 @@ def _recurrent_state_bytes(spec: TransformerSpec) -> float:
 class ModelRow(Record):
     """One line of ``lightspeed model list``; ``mixer`` is a hybrid's recurrent mixer
     (``mamba``, ``gated_delta_net``: :data:`~lightspeed.workload.spec.BLOCK_SYMBOLS`), empty for a
-    transformer."""
+    transformer. ``num_layers`` is the layer count the model's config states
+    (:attr:`~lightspeed.workload.TransformerSpec.num_decoder_layers`: Qwen3-Next's 48),
+    ``num_blocks`` the blocks the counts use (its 96 mixer and FFN blocks; ``num_layers`` for a
+    transformer)."""
 
     name: str
     display_name: str
@@ -128,6 +172,7 @@ class ModelRow(Record):
     source: str
     path: str
     mixer: str = ""
+    num_blocks: int = 0
 
 
 def list_models(registry: ModelRegistry) -> tuple[ModelRow, ...]:
@@ -149,7 +194,8 @@ def list_models(registry: ModelRegistry) -> tuple[ModelRow, ...]:
                 aliases=spec.aliases,
                 kind="moe" if spec.is_moe else "dense",
                 attention=spec.attention.kind,
-                num_layers=spec.num_layers,
+                num_layers=spec.num_decoder_layers,
+                num_blocks=spec.num_layers,
                 hidden_size=spec.hidden_size,
                 total_params=counts.total_params,
                 active_params=counts.active_params,
@@ -194,7 +240,7 @@ def resolve_model_entry(text: str, registry: ModelRegistry) -> ModelEntry:
         return registry.entry(text)
     path = Path(text)
     if path.suffix == ".toml":
-        return load_model_file(path)
+        return load_model_file(path, registry)
     return entry_from_hf_config(path)
 
 
