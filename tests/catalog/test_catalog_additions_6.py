@@ -211,7 +211,11 @@ def test_aws_printed_totals(catalog: Catalog) -> None:
     p5en = derive_totals(system=catalog.system("p5en.48xlarge"))
     assert p5en.row("memory_capacity").printed == pytest.approx(1128e9)  # 8 x 141 GB
     p6 = derive_totals(system=catalog.system("p6-b200.48xlarge"))
-    assert p6.row("memory_capacity_nominal").printed == pytest.approx(1432 * 2**30)  # 8 x 179 GiB
+    # AWS prints 1,432 GiB = 8 x 179 GiB, what the driver reports per B200 (183,359 MiB = 179.06 GiB)
+    reported = p6.row("memory_capacity_reported")
+    assert reported.printed == pytest.approx(1432 * 2**30)
+    assert reported.derived == pytest.approx(8 * 183_359 * 2**20)
+    assert reported.within_tolerance  # 8 x 183,359 MiB is 0.03% above 1,432 GiB
     assert p6.row("scale_up_bidirectional").printed == pytest.approx(14.4e12)  # AWS P6 page
     assert p6.row("scale_up_bidirectional").derived == pytest.approx(14.4e12)  # 8 x 1.8 TB/s
 

@@ -228,9 +228,11 @@ def test_conflicts_record_both_values_and_the_choice(catalog: Catalog) -> None:
 
 def test_nominal_and_usable_memory_are_kept_apart(catalog: Catalog) -> None:
     # REFERENCE.md section 1: B200 192 nominal vs 180 listed; H200 144 vs 141; B300 288 vs 270.
+    # Nominal is the vendor's HBM "GB" in its binary sense (192 GB of stacks = 192 GiB); the
+    # listed usable figure stays decimal.
     for name, nominal_gb, usable_gb in (("b200", 192, 180), ("h200-sxm", 144, 141), ("b300", 288, 270)):
         accelerator = catalog.accelerator(name)
-        assert accelerator.memory_nominal_bytes == nominal_gb * 1e9
+        assert accelerator.memory_nominal_bytes == nominal_gb * 2**30
         assert accelerator.memory_usable_bytes == usable_gb * 1e9
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.machinery
 import shutil
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
 from lightspeed.catalog import (
     Catalog,
@@ -23,9 +25,10 @@ from lightspeed.catalog import (
     local_system,
     read_cpu_info,
 )
-from lightspeed.catalog.detect import parse_cpuinfo
+from lightspeed.catalog.detect import LocalMachine, parse_cpuinfo
 from lightspeed.catalog.microarch import match_microarchitecture
 from lightspeed.errors import UnsupportedError
+from lightspeed.report.hardware import render_detected_machine
 
 CPUINFO = Path(__file__).resolve().parent / "fixtures" / "cpuinfo"
 
@@ -120,7 +123,7 @@ def test_grace_has_no_bf16_row_and_no_assumed_bandwidth(tmp_path: Path) -> None:
     assert cpu.peak.fp32_flop_per_s == pytest.approx(2 * 3.1e9 * 4 * 4 * 2)
     assert cpu.peak.bf16_flop_per_s is None
     assert cpu.memory_bandwidth_bytes_per_s is None
-    assert "pass --memory-bandwidth" in cpu.memory_bandwidth_note
+    assert cpu.missing == ("memory_bandwidth",)  # hw detect offers --memory-bandwidth for it
     assert any("no core topology" in note for note in cpu.assumptions)
     with pytest.raises(UnsupportedError) as info:
         local_cpu_accelerator(cpu=cpu)
@@ -129,6 +132,22 @@ def test_grace_has_no_bf16_row_and_no_assumed_bandwidth(tmp_path: Path) -> None:
         cpu=detect_cpu(proc_root=proc, sys_root=sys_root, clock_hz=3.1e9, memory_bandwidth_bytes_per_s=400e9)
     )
     assert set(accelerator.compute) == {"fp64", "fp32"}
+
+
+def test_hw_detect_names_its_options_for_what_detection_lacks(tmp_path: Path) -> None:
+    """Detection's notes name no option (bench and the Python API have others); hw detect's
+    rendering adds its own: --memory-bandwidth for the bandwidth, --cpu-ghz for the clock."""
+    proc, sys_root = _machine(tmp_path, "grace.cpuinfo")
+    cpu = detect_cpu(proc_root=proc, sys_root=sys_root, clock_hz=3.1e9)
+    assert "--" not in cpu.memory_bandwidth_note
+    console = Console(record=True, width=200)
+    render_detected_machine(LocalMachine(cpu=cpu, gpus=(), gpu_notes=()), console)
+    assert "pass --memory-bandwidth" in console.export_text()
+    unclocked = dataclasses.replace(cpu, peak=None, missing=("clock",))
+    console = Console(record=True, width=200)
+    render_detected_machine(LocalMachine(cpu=unclocked, gpus=(), gpu_notes=()), console)
+    assert "--cpu-ghz" in console.export_text()
+    assert "pass --memory-bandwidth" not in console.export_text()
 
 
 def test_unknown_cpu_has_no_peak_and_says_why(tmp_path: Path) -> None:

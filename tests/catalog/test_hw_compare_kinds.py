@@ -84,13 +84,14 @@ def test_hw_compare_takes_what_hw_show_takes(run_cli) -> None:  # type: ignore[n
     one_line_error(run_cli("hw", "compare", "h100-sxm", "h100-sxm"), "is given twice")
 
 
-def test_nominal_memory_takes_no_ratio_across_vendors_units() -> None:
-    # H100 SXM's nominal 80 GiB and H100 PCIe's printed "80 GB" are the same HBM: a ratio of the
-    # figures as recorded read 0.931x (-7%); the listed and driver-reported rows carry the comparison
+def test_nominal_memory_compares_in_gib_across_vendors() -> None:
+    # H100 SXM's and H100 PCIe's nominal "80 GB" are the same HBM, both read in the binary sense
+    # (80 GiB), so they compare as equal (not 0.931x); H200 SXM's 144 GiB is 144 / 80 = 1.8x, 64 GiB more
     comparison = compare_hardware(catalog=load_catalog(), names=["h100-sxm", "h100-pcie", "h200-sxm"])
     nominal = comparison.row("memory_capacity")
-    assert nominal.ratios == (None, None, None)
-    assert nominal.deltas == (None, None, None)
-    assert nominal.values[1] == 80e9  # still shown
+    assert nominal.values == (80 * 2**30, 80 * 2**30, 144 * 2**30)
+    assert nominal.ratios == pytest.approx((1, 1, 144 / 80))
+    assert nominal.deltas == pytest.approx((0, 0, (144 - 80) * 2**30))
+    assert nominal.binary_units  # shown in GiB
     usable = comparison.row("memory_usable")
     assert usable.ratios[1:] == pytest.approx((80 / 80, 141 / 80))

@@ -28,7 +28,7 @@ def test_claim_1_h100_pcie_vs_h800_pcie_only_nvlink_and_fp64_differ(catalog: Cat
     }
     # The seed's table, printed values (tensor rows with sparsity), equal on both.
     seed_equal = {
-        "memory_capacity": 80 * GB,
+        "memory_capacity": 80 * 2**30,  # the nominal "80 GB" of HBM, read as 80 GiB on both
         "memory_bandwidth": 2 * TB,
         "fp32": 51 * TFLOP,
         "tf32": 756 * TFLOP,
@@ -41,8 +41,8 @@ def test_claim_1_h100_pcie_vs_h800_pcie_only_nvlink_and_fp64_differ(catalog: Cat
     for field, printed in seed_equal.items():
         row = comparison.row(field)
         assert row.values == (printed, printed), field
-        # nominal memory takes no ratio: vendors print it in GB or GiB (the listed row compares)
-        assert row.ratios[1] == (None if field == "memory_capacity" else 1.0), field
+        # nominal memory compares too: both are read in GiB, 80 GiB / 80 GiB = 1
+        assert row.ratios[1] == 1.0, field
     for field in ("tf32", "bf16", "fp16", "fp8", "int8"):
         row = comparison.row(field)
         assert row.sparse == (True, True), field
@@ -110,9 +110,10 @@ def test_claim_5_hbm_13_5_tb_is_the_older_table(catalog: Catalog) -> None:
 
 
 def test_claim_5_gb300_nvl72_memory(catalog: Catalog) -> None:
-    # Seed: GB300 NVL72 288 GB per GPU, ~20.7 TB HBM3e nominal (72 x 288 GB).
+    # Seed: GB300 NVL72 288 GB per GPU, ~20.7 TB HBM3e nominal (72 x 288 GB); the catalog reads the
+    # nominal "288 GB" of HBM as 288 GiB: 72 x 288 GiB = 20,736 GiB (22.3 TB).
     totals = derive_totals(system=catalog.system("gb300-nvl72"))
-    assert totals.row("memory_capacity_nominal").derived == pytest.approx(72 * 288 * GB)
+    assert totals.row("memory_capacity_nominal").derived == pytest.approx(72 * 288 * 2**30)
     assert totals.row("memory_capacity").within_tolerance  # 72 x 279 GB vs the printed 20 TB
 
 
@@ -134,7 +135,8 @@ def test_claim_8_b200_memory_and_cache(catalog: Catalog) -> None:
     b200 = catalog.accelerator("b200")
     h100 = catalog.accelerator("h100-sxm")
     assert round(b200.memory_bandwidth_bytes_per_s / h100.memory_bandwidth_bytes_per_s, 1) == 2.4
-    assert (b200.memory_nominal_bytes, b200.memory_usable_bytes) == (192 * GB, 180 * GB)
+    # nominal 192 GB of HBM = 192 GiB (binary); the listed 180 GB is decimal
+    assert (b200.memory_nominal_bytes, b200.memory_usable_bytes) == (192 * 2**30, 180 * GB)
     assert (b200.l2_cache_bytes, h100.l2_cache_bytes) == (126e6, 50e6)
 
 

@@ -267,8 +267,8 @@ ALIASES = {
     ("nodes_needed", "nodes_needed_at_device"),
 }
 # Different figures that may coincide, not aliases: `memory`'s counts at the datasheet's listed and
-# at the nominal capacity beside its headline at usable memory (dense-100t on B200: 131 nodes at
-# the driver's 192.27 GB and at the nominal 192 GB, 1,041 and 1,042 GPUs).
+# at the nominal capacity beside its headline at usable memory (dense-100t on B200: 1,041 GPUs on
+# 131 nodes at the driver's 192.27 GB, 971 on 122 at the nominal 192 GiB).
 COMPARISONS = {
     ("gpus_needed", "gpus_needed_at_listed"),
     ("nodes_needed", "nodes_needed_at_listed"),

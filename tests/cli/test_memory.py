@@ -13,11 +13,12 @@ def test_seed_example_on_b200(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert "200 TB" in result.out
     assert "181.9 TiB" in result.out
     # usable is the driver's 183,359 MiB = 192.27 GB: 200.04 TB / 192.27 GB = 1,040.4 -> 1,041 GPUs;
-    # the listed 180 GB: 1,111.3 -> 1,112; the 192 GB nominal: 1,041.9 -> 1,042
+    # the listed 180 GB: 1,111.3 -> 1,112; the nominal 192 GiB (binary):
+    # 200,041,174,925,312 / (192 x 2^30) = 970.3 -> 971 GPUs, 971 / 8 = 121.4 -> 122 nodes
     text = " ".join(result.out.split())
     assert "1,041 x b200 at 192.3 GB usable = 131 nodes of 8" in text
     assert "1,112 at the 180 GB listed = 139 nodes" in text
-    assert "1,042 at 192 GB nominal" in text
+    assert "971 at 192 GiB nominal = 122 nodes" in text
     assert "weights only: activations, optimizer state and inputs come on top" in result.out
     assert "GB = 1e9 bytes" in result.out
 
@@ -30,8 +31,10 @@ def test_seed_example_on_b300_json(run_cli) -> None:  # type: ignore[no-untyped-
         assert key in payload
     assert payload["total_bytes"] == payload["components"]["weights"]
     assert payload["total_bytes"] / 1e12 == 200.041174925312
-    assert payload["gpus_needed_at_nominal"] == 695  # the seed's "~700 GPUs at 288 GB"
-    assert payload["nodes_needed_at_nominal"] == 87
+    # the nominal 288 GB read as 288 GiB: 200,041,174,925,312 / (288 x 2^30) = 646.9 -> 647 GPUs,
+    # 647 / 8 = 80.9 -> 81 nodes (the seed's "~700 GPUs at 288 GB" used decimal GB)
+    assert payload["gpus_needed_at_nominal"] == 647
+    assert payload["nodes_needed_at_nominal"] == 81
     assert isinstance(payload["assumptions"], list)
 
 

@@ -50,9 +50,11 @@ def test_seed_100t_on_b200_at_the_memory_its_driver_reports() -> None:
     assert plan.memory_listed_bytes == 180e9
     assert plan.gpus_needed_at_listed == math.ceil(200_041_174_925_312 / 180e9) == 1112
     assert plan.nodes_needed_at_listed == 139
-    # At the 192 GB nominal capacity: 1,041.9 -> 1,042 GPUs, 131 nodes.
-    assert plan.gpus_needed_at_nominal == 1042
-    assert plan.nodes_needed_at_nominal == 131
+    # At the nominal 192 GB of HBM, read as 192 GiB: 200,041,174,925,312 / (192 x 2^30) = 970.3
+    # -> 971 GPUs; 971 / 8 = 121.4 -> 122 nodes.
+    assert plan.memory_nominal_bytes == 192 * 2**30
+    assert plan.gpus_needed_at_nominal == math.ceil(200_041_174_925_312 / (192 * 2**30)) == 971
+    assert plan.nodes_needed_at_nominal == 122
     assert any("180 GB (167.6 GiB) listed on the datasheet" in line for line in plan.assumptions)
 
 
@@ -78,10 +80,11 @@ def test_the_count_at_what_the_driver_reports_is_the_one_plan_sizes_with() -> No
 
 def test_seed_100t_on_b300_at_288_gb() -> None:
     plan = plan_memory(model=DENSE_100T, precision="bf16", accelerator=CATALOG.accelerator("b300"))
-    # The seed's B300 figure uses 288 GB (nominal): 200.04 TB / 288 GB = 694.6 -> 695 GPUs, 87 nodes.
-    assert plan.memory_nominal_bytes == 288e9
-    assert plan.gpus_needed_at_nominal == 695
-    assert plan.nodes_needed_at_nominal == 87
+    # The seed's B300 figure uses 288 GB (nominal), read as 288 GiB:
+    # 200,041,174,925,312 / (288 x 2^30) = 646.9 -> 647 GPUs; 647 / 8 = 80.9 -> 81 nodes.
+    assert plan.memory_nominal_bytes == 288 * 2**30
+    assert plan.gpus_needed_at_nominal == math.ceil(200_041_174_925_312 / (288 * 2**30)) == 647
+    assert plan.nodes_needed_at_nominal == 81
     # The catalog's listed usable memory is lower, so the usable count is higher.
     assert plan.memory_usable_bytes is not None
     assert plan.memory_usable_bytes < 288e9

@@ -36,13 +36,8 @@ from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.units import compute_precision, format_flop_per_s
 
-# How a bench user names a SOL: detection's own hint names an option of 'hw detect' that bench lacks.
+# How a bench user names a SOL (hw detect names its own options for what detection lacks)
 SOL_DEVICE_HINT: Final = "name a catalog device or CPU record with --sol-device ('lightspeed hw list')"
-# Detection's hints name options of 'hw detect' (--memory-bandwidth, --cpu-ghz) that bench lacks.
-_DETECTION_HINTS: Final = (
-    "; measure it with 'lightspeed bench' or pass --memory-bandwidth",
-    " (give one with --cpu-ghz)",
-)
 
 
 @dataclass(frozen=True)
@@ -196,7 +191,7 @@ def sol_from_local_cpu(local: LocalCpu, *, num_threads: int | None = None) -> De
         return DeviceSol(
             device_name=name,
             memory_bandwidth_bytes_per_s=local.memory_bandwidth_bytes_per_s,
-            note=f"no CPU peak: {'; '.join(map(_without_hint, local.assumptions))}; {_record_hint(local)}",
+            note=f"no CPU peak: {'; '.join(local.assumptions)}; {_record_hint(local)}",
             memory_note=memory_note,
             figures_from="the microarchitecture table",
         )
@@ -327,13 +322,7 @@ def _bench_memory_note(local: LocalCpu) -> str:
     note = local.memory_bandwidth_note
     if local.memory_bandwidth_bytes_per_s is not None:
         return note
-    return f"{_without_hint(note)}; {_record_hint(local)}"
-
-
-def _without_hint(text: str) -> str:
-    for hint in _DETECTION_HINTS:
-        text = text.removesuffix(hint)
-    return text
+    return f"{note}; {_record_hint(local)}"
 
 
 def _record_hint(local: LocalCpu) -> str:

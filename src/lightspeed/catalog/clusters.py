@@ -7,7 +7,14 @@ Spec strings (spaces allowed, case-insensitive)::
 ``9xdgx-h100`` is nine DGX H100 nodes over their own NICs (8 x 400G
 ConnectX-7); ``9xdgx-h100@ib-ndr:1nic`` names the fabric and one NIC per
 accelerator; ``2xgb200-nvl72@ib-xdr:0.5nic`` one 800G port per two GPUs.
-``<k>`` is NICs per accelerator and must give a whole number per node.
+``<k>`` is NICs per accelerator and must give a whole number per node. The
+link must be a NIC (a link of a family in
+:data:`~lightspeed.catalog.records.SCALE_OUT_LINK_FAMILIES`: InfiniBand,
+Ethernet, EFA): NVLink, PCIe, xGMI and TPU ICI join accelerators inside a
+node, never nodes. ``<system>`` may be part of one rack (``64xgb200-nvl72``),
+a TPU slice by Google's name (``v5e-2x4``, ``v5p-128``) or ``<n>x<PCIe card>``
+(``8xl40s``: a server of eight cards), which is how :attr:`Cluster.spec`
+writes such clusters back.
 
 Cluster files hold one ``kind = "cluster"`` record::
 
@@ -31,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from lightspeed.catalog.records import Cluster, Link, LinkAttachment, System
+from lightspeed.catalog.records import SCALE_OUT_LINK_FAMILIES, Cluster, Link, LinkAttachment, System
 from lightspeed.catalog.torus import torus_slice
 from lightspeed.datafile import Fields
 from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
@@ -79,6 +86,8 @@ def build_cluster(
     """
     if num_nodes < 1:
         raise InvalidPlanError(f"a cluster needs at least one node, not {num_nodes}")
+    if link is not None and not link.is_scale_out:
+        _refuse_scale_out_link(link, system, path)
     _check_cluster_size(num_nodes * system.num_accelerators, system, nodes=num_nodes)
     attachment = system.scale_out
     if link is None and nics_per_accelerator is None and nics_per_node is None:
@@ -96,7 +105,24 @@ def build_cluster(
         link = attachment.link
     count = _nics_per_node(system, attachment, link, nics_per_accelerator, nics_per_node)
     fabric = LinkAttachment(link=link, num_links=count, source=link.source)
+    if attachment is not None and (attachment.link.name, attachment.num_links) == (link.name, count):
+        fabric = attachment  # the system's own NICs, named again: the same cluster as without
     return Cluster(system=system, num_nodes=num_nodes, fabric=fabric, label=label, path=path)
+
+
+def _refuse_scale_out_link(link: Link, system: System, path: str) -> None:
+    """A link that joins accelerators inside a node (NVLink, PCIe, xGMI, ICI) named as the network
+    between nodes: one line naming the NIC families and an example."""
+    message = (
+        f"{link.name} (link family {link.family}) joins accelerators inside a node, rack or pod, not "
+        f"nodes; the network between nodes must be a NIC link (family "
+        f"{', '.join(SCALE_OUT_LINK_FAMILIES)}), e.g. 2x{system.name}@ib-ndr:1nic"
+    )
+    if path:
+        raise DataFileError(
+            path, message, field="scale_out.link", value=link.name, fix="name a NIC link, e.g. ib-ndr"
+        )
+    raise UserInputError(message)
 
 
 def _nics_per_node(
@@ -114,7 +140,7 @@ def _nics_per_node(
         same_link = attachment is not None and attachment.link.name == link.name
         return attachment.num_links if same_link and attachment is not None else system.num_accelerators
     count = nics_per_accelerator * system.num_accelerators
-    if count < 1 or abs(count - round(count)) > 1e-9:
+    if round(count) < 1 or abs(count - round(count)) > 1e-9:
         raise InvalidPlanError(
             f"{nics_per_accelerator:g} NICs per accelerator x {system.num_accelerators} accelerators of "
             f"{system.name} is {count:g} NICs per node; use a value giving a whole number of at least 1"
@@ -197,7 +223,9 @@ def takes_part_of_domain(system: System) -> bool:
     return system.system_type in DOMAIN_SYSTEM_TYPES
 
 
-def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, int]:
+def spread_over_domains(
+    system: System, num_accelerators: int, shape: tuple[int, ...] | None = None
+) -> tuple[System, int]:
     """(the system as each domain is used, number of domains) for a job of
     ``num_accelerators`` on a rack-scale system whose size it does not fill.
 
@@ -206,7 +234,8 @@ def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, 
     domains that hold them, so each domain carries ``num_accelerators / domains``
     of them, with its NICs. A count that no number of domains splits evenly takes
     the fewest domains that do (73 GPUs: 73 domains of one). On a TPU pod the
-    chips used form a slice of the torus (:func:`lightspeed.catalog.torus.torus_slice`).
+    chips used form a slice of the torus (:func:`lightspeed.catalog.torus.torus_slice`; ``shape``
+    where a Google topology name gave one).
 
     >>> from lightspeed.catalog import load_catalog
     >>> used, domains = spread_over_domains(load_catalog().system("gb200-nvl72"), 128)
@@ -231,8 +260,9 @@ def spread_over_domains(system: System, num_accelerators: int) -> tuple[System, 
         scale_up_domain_size=min(system.scale_up_domain_size, per_domain),
         scale_out=scale_out,
         display_name=f"{system.display_name}, {per_domain} of its {size} {_unit(system)} used",
+        spec_name=f"{per_domain}x{system.name}",
     )
-    return torus_slice(used, per_domain), domains
+    return torus_slice(used, per_domain, shape), domains
 
 
 def _unit(system: System) -> str:

@@ -76,6 +76,9 @@ class LocalCpu(Record):
     memory_bandwidth_bytes_per_s: float | None
     memory_bandwidth_note: str
     assumptions: tuple[str, ...]
+    # figures detection could not find and a caller can supply: "clock", "memory_bandwidth" (each
+    # command names its own way to give them: hw detect's --cpu-ghz, bench's --sol-device)
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,7 @@ def detect_cpu(
             f"model {info.model}, implementer {info.implementer}, part {info.part}): no peak"
         )
     elif clock is None:
-        assumptions.append("no CPU frequency found: no peak (give one with --cpu-ghz)")
+        assumptions.append("no CPU frequency found: no peak")
     else:
         per_socket = max(1, info.num_physical_cores // info.num_sockets)
         peak = cpu_peak(
@@ -282,6 +285,14 @@ def detect_cpu(
         memory_bandwidth_bytes_per_s=bandwidth,
         memory_bandwidth_note=bandwidth_note,
         assumptions=tuple(assumptions + list(peak.assumptions if peak else ())),
+        missing=tuple(
+            name
+            for name, lacking in (
+                ("clock", arch is not None and clock is None),
+                ("memory_bandwidth", bandwidth is None),
+            )
+            if lacking
+        ),
     )
 
 
@@ -301,7 +312,7 @@ def _memory_bandwidth(
             f"(the platform maximum of {arch.display_name}; fewer or slower DIMMs give less){shared}"
         )
     reason = arch.memory_note if arch is not None and arch.memory_note else "platform unknown"
-    return None, f"unknown: {reason}; measure it with 'lightspeed bench' or pass --memory-bandwidth"
+    return None, f"unknown: {reason}"
 
 
 def detect_gpus(catalog: Catalog | None = None) -> tuple[tuple[LocalGpu, ...], tuple[str, ...]]:
@@ -407,7 +418,8 @@ def local_cpu_accelerator(
     )
     info = local.info
     if local.peak is None:
-        raise UnsupportedError(f"no peak FLOP/s for this CPU: {'; '.join(local.assumptions)}")
+        give = "; pass clock_hz=" if "clock" in local.missing else ""
+        raise UnsupportedError(f"no peak FLOP/s for this CPU: {'; '.join(local.assumptions)}{give}")
     if local.memory_bandwidth_bytes_per_s is None:
         raise UnsupportedError(
             f"no memory bandwidth figure for this CPU ({local.memory_bandwidth_note}); "

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 from lightspeed.catalog.keys import check_record
 from lightspeed.catalog.records import (
     COMPUTE_ROWS,
+    SCALE_OUT_LINK_FAMILIES,
     Accelerator,
     ComputeFigure,
     Conflict,
@@ -221,7 +222,11 @@ def _required_table(fields: Fields, key: str) -> Fields:
 
 
 def _aliases(fields: Fields) -> tuple[str, ...]:
-    return tuple(normalize_name(alias) for alias in fields.strings("aliases"))
+    """The record's aliases, normalized, each once, without its own name (``NVIDIA A10`` and
+    ``nvidia-a10`` are one alias)."""
+    name = normalize_name(fields.string("name"))
+    aliases = (normalize_name(alias) for alias in fields.strings("aliases"))
+    return tuple(dict.fromkeys(alias for alias in aliases if alias != name))
 
 
 def parse_compute(fields: Fields, sources: Mapping[str, Source]) -> dict[str, ComputeFigure]:
@@ -357,8 +362,10 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
     usable = memory.optional_quantity("usable", "bytes")
     device_memory = fields.table("device_memory", required=False)
     reported = device_memory.optional_quantity("reported", "bytes") if device_memory is not None else None
-    if device_memory is not None:
-        device_memory.check_source("source", sources)
+    reported_source = device_memory.check_source("source", sources) if device_memory is not None else ""
+    _check_memory(path, nominal, usable, reported)
+    if power is not None:
+        _check_power_range(power)
     return Accelerator(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -380,6 +387,7 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         tdp_min_w=power.optional_quantity("tdp_min", "watts") if power else None,
         power_limit_w=power.optional_quantity("limit", "watts") if power else None,
         memory_reported_bytes=reported,
+        memory_reported_source=reported_source,
         power_source=power.check_source("source", sources) if power else "",
         scale_up=parse_attachment(fields.table("scale_up", required=False), links, sources),
         host_link=parse_attachment(fields.table("host_link", required=False), links, sources),
@@ -390,6 +398,36 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         num_logical_devices=chip.integer("num_logical_devices", 1, minimum=1) if chip else 1,
         chip_source=chip_source,
     )
+
+
+def _check_memory(path: str, nominal: float, usable: float | None, reported: float | None) -> None:
+    """Usable and driver-reported memory are parts of the nominal capacity, never more than it."""
+    for key, value, what in (
+        ("memory.usable", usable, "the listed usable memory"),
+        ("device_memory.reported", reported, "the driver-reported memory"),
+    ):
+        if value is not None and value > nominal * (1.0 + 1e-12):
+            raise DataFileError(
+                path,
+                f"{what} ({value / 2**30:,.2f} GiB) is above the nominal capacity "
+                f"({nominal / 2**30:,.2f} GiB)",
+                field=key,
+                fix="nominal is what the stacks hold: write it in the vendor's binary meaning "
+                "(nominal_gib: HBM/GDDR 'GB' are GiB) and check both figures",
+            )
+
+
+def _check_power_range(power: Fields) -> None:
+    """``tdp_min`` is the bottom of the TDP range: not above ``tdp``."""
+    tdp = power.optional_quantity("tdp", "watts")
+    tdp_min = power.optional_quantity("tdp_min", "watts")
+    if tdp is not None and tdp_min is not None and tdp_min > tdp:
+        raise DataFileError(
+            power.path,
+            f"tdp_min ({tdp_min:,.0f} W) is above tdp ({tdp:,.0f} W)",
+            field=f"{power.prefix}tdp_min",
+            fix="tdp is the top of the range and tdp_min its bottom: swap them",
+        )
 
 
 def parse_cpu(path: str, data: Mapping[str, Any]) -> Cpu:
@@ -440,6 +478,16 @@ def parse_system(
     cpu: Cpu | None = _resolve(fields, "cpu", cpus) if fields.has("cpu") else None
     scale_up = _required_table(fields, "scale_up")
     power = fields.table("power", required=False)
+    scale_out = parse_attachment(fields.table("scale_out", required=False), links, sources, "nics_per_node")
+    if scale_out is not None and not scale_out.link.is_scale_out:
+        raise DataFileError(
+            path,
+            f"{scale_out.link.name} (link family {scale_out.link.family}) joins accelerators inside a "
+            "node, not nodes",
+            field="scale_out.link",
+            value=scale_out.link.name,
+            fix=f"name a NIC link (family {', '.join(SCALE_OUT_LINK_FAMILIES)}), e.g. ib-ndr",
+        )
     return System(
         name=normalize_name(fields.string("name")),
         display_name=fields.string("display_name", fields.string("name")),
@@ -451,9 +499,7 @@ def parse_system(
         num_cpus=fields.integer("num_cpus", 0),
         scale_up_domain_size=scale_up.integer("domain_size", minimum=1),
         in_network_reduction=scale_up.boolean("in_network_reduction", False),
-        scale_out=parse_attachment(
-            fields.table("scale_out", required=False), links, sources, "nics_per_node"
-        ),
+        scale_out=scale_out,
         power_max_w=power.optional_quantity("max", "watts") if power else None,
         power_min_w=power.optional_quantity("min", "watts") if power else None,
         printed_totals=_printed_totals(fields, sources, accelerator),

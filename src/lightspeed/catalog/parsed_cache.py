@@ -29,7 +29,9 @@ from typing import Final, TypeVar
 from lightspeed.paths import lightspeed_cache
 
 LOG = logging.getLogger(__name__)
-FORMAT_VERSION: Final = 2
+# bumped when the parsed records change shape or meaning (3: System.spec_name,
+# Accelerator.memory_reported_source, aliases each once), so older code's entries are never read
+FORMAT_VERSION: Final = 3
 SWITCH_VARIABLE: Final = "LIGHTSPEED_CATALOG_CACHE"
 _UNREADABLE: Final = (
     OSError,

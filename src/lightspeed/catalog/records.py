@@ -38,6 +38,10 @@ COMPUTE_ROWS: Final = (
     "int4",
 )
 
+# Link families a cluster's scale-out (the network between nodes) may use: NICs. NVLink, NVLink-C2C,
+# PCIe, xGMI and TPU ICI join accelerators inside a node, rack or pod, never nodes to each other.
+SCALE_OUT_LINK_FAMILIES: Final = ("infiniband", "ethernet", "efa")
+
 
 @dataclass(frozen=True)
 class Conflict(Record):
@@ -96,6 +100,11 @@ class Link(Record):
     path: str = ""
     latency_source: str = ""
 
+    @property
+    def is_scale_out(self) -> bool:
+        """Whether this is a NIC link that may join nodes (:data:`SCALE_OUT_LINK_FAMILIES`)."""
+        return self.family in SCALE_OUT_LINK_FAMILIES
+
 
 @dataclass(frozen=True)
 class LinkAttachment(Record):
@@ -120,9 +129,10 @@ class LinkAttachment(Record):
 class Accelerator(Record):
     """A GPU or other accelerator SKU with its speed of light.
 
-    Memory keeps the nominal capacity (what the stacks hold, e.g. B200 192 GB)
-    apart from the usable one the vendor lists (B200 180 GB) and the one the
-    driver reports (``memory_reported_bytes``, B200 183,359 MiB). ``tdp_w`` is
+    Memory keeps the nominal capacity (what the stacks hold, in the binary
+    meaning HBM and GDDR vendors give "GB": B200 192 GiB) apart from the usable
+    one the vendor lists (B200 180 GB) and the one the driver reports
+    (``memory_reported_bytes``, B200 183,359 MiB, never above the nominal). ``tdp_w`` is
     ``None`` where the vendor publishes no power figure (Google TPUs).
     ``num_logical_devices`` is how many devices software reports for one
     package (2 for an MI250X: each GCD appears with half the figures).
@@ -159,6 +169,7 @@ class Accelerator(Record):
     chip_source: str = ""
     power_limit_w: float | None = None
     memory_reported_bytes: float | None = None
+    memory_reported_source: str = ""
 
     @property
     def memory_device_bytes(self) -> float:
@@ -285,6 +296,9 @@ class System(Record):
     torus_wraparound_unit: int = 0
     torus_wraparound_whole_slice: bool = False
     cloud_provider: str = ""
+    # what a cluster spec calls this system where its name would read back as something else: a
+    # TPU slice (``v5e-2x4``), part of a rack (``64xgb200-nvl72``); empty for a whole record
+    spec_name: str = ""
 
     @property
     def scale_up(self) -> LinkAttachment | None:
@@ -347,13 +361,17 @@ class Cluster(Record):
     def spec(self) -> str:
         """The compact spec string that :meth:`Catalog.parse_cluster` reads back.
 
+        A TPU slice is written by its Google topology (``1xv5e-2x4@ethernet-100g:0.25nic``), part of
+        a rack by the GPUs used in each (``2x64xgb200-nvl72@ib-ndr:1nic``): :attr:`System.spec_name`.
+        The NIC count keeps 15 significant digits, so a third reads back as a third.
+
         >>> from lightspeed.catalog import load_catalog
         >>> load_catalog().parse_cluster("9 x DGX-H100 @ ndr").spec
         '9xdgx-h100@ib-ndr:1nic'
         """
-        text = f"{self.num_nodes}x{self.system.name}"
+        text = f"{self.num_nodes}x{self.system.spec_name or self.system.name}"
         if self.fabric is not None:
-            text += f"@{self.fabric.link.name}:{self.nics_per_accelerator:g}nic"
+            text += f"@{self.fabric.link.name}:{self.nics_per_accelerator:.15g}nic"
         return text
 
     def scale_out_per_accelerator_bytes_per_s(self) -> float:

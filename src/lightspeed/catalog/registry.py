@@ -6,12 +6,19 @@ The hardware twin of :mod:`lightspeed.workload.registry` (the same lookup for mo
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
-from lightspeed.catalog.cards import PCIE_SERVER_NIC_LINK, assumed_nics, has_assumed_nics, pcie_servers
+from lightspeed.catalog.cards import (
+    PCIE_SERVER_NIC_LINK,
+    assumed_nics,
+    has_assumed_nics,
+    pcie_server,
+    pcie_servers,
+)
 from lightspeed.catalog.clusters import (
     build_cluster,
     looks_like_file,
@@ -34,11 +41,13 @@ from lightspeed.catalog.parse import (
 )
 from lightspeed.catalog.parsed_cache import cached
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
-from lightspeed.catalog.torus import describe_torus, slice_name
+from lightspeed.catalog.torus import describe_torus, slice_name, slice_topology
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
 from lightspeed.errors import DataFileError, InvalidPlanError
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
+# ``<count>x<name>`` in a cluster spec's system slot: part of a rack, or a server of PCIe cards
+_PART: Final = re.compile(r"(?P<count>\d+)[x×*](?P<name>.+)")
 logger = logging.getLogger(__name__)
 
 
@@ -147,7 +156,9 @@ class Catalog:
         if found is not None:
             return found
         every = [*_names(self.accelerators), *_names(self.systems), *_names(self.links), *_names(self.cpus)]
-        raise unknown_name_error(self.accelerators, name, "hardware name", every)
+        # "unknown hardware name 'h10'", but "the hardware name is empty" (not "... name name ...")
+        kind = "hardware name" if name.strip() else "hardware"
+        raise unknown_name_error(self.accelerators, name, kind, every)
 
     def cluster(
         self,
@@ -180,7 +191,40 @@ class Catalog:
         >>> load_catalog().parse_cluster("9xdgx-h100@ib-ndr:1nic").num_accelerators
         72
         """
-        return parse_spec(text, system_lookup=self.system, link_lookup=self.link)
+        return parse_spec(text, system_lookup=self.spec_system, link_lookup=self.link)
+
+    def spec_system(self, name: str) -> System:
+        """The system a cluster spec names: a system, or what :attr:`Cluster.spec` writes for part of
+        one: a TPU slice by Google's name (``v5e-2x4``, ``v5p-128``), ``<n>x<rack>`` (``64xgb200-nvl72``:
+        64 GPUs of one rack), ``<n>x<PCIe card>`` (``8xl40s``: a server of eight cards).
+
+        >>> catalog = load_catalog()
+        >>> [catalog.spec_system(name).num_accelerators for name in ("v5e-2x4", "64xgb200-nvl72", "8xl40s")]
+        [8, 64, 8]
+        """
+        if (system := _find(self.systems, name)) is not None:
+            return system
+        if (tpu_slice := slice_name(name)) is not None:
+            return self._one_domain(name, self.system(tpu_slice[0]), tpu_slice[1], slice_topology(name))
+        part = _PART.fullmatch("".join(name.split()).lower())
+        if part is not None:
+            count, whole = int(part["count"]), part["name"]
+            if (system := _find(self.systems, whole)) is not None and takes_part_of_domain(system):
+                return self._one_domain(name, system, count, None)
+            if (system is None) and (accelerator := _find(self.accelerators, whole)) is not None:
+                return pcie_server(accelerator, count)
+        return self.system(name)
+
+    def _one_domain(self, name: str, system: System, count: int, shape: tuple[int, ...] | None) -> System:
+        """``count`` accelerators of one rack or pod ``system`` (a spec's system: one node of it)."""
+        used, domains = spread_over_domains(system, count, shape)
+        if domains != 1 or count > system.num_accelerators:
+            raise InvalidPlanError(
+                f"{name.strip()} is {count} accelerators, more than one {system.name} holds "
+                f"({system.num_accelerators}); a spec counts whole ones: "
+                f"{nodes_for(system, count)}x{system.name}"
+            )
+        return used
 
     def load_cluster_file(self, path: Path) -> Cluster:
         """A cluster from a ``kind = "cluster"`` TOML file."""
@@ -284,7 +328,7 @@ class Catalog:
                 f"{text.strip()} is {chips} chips, not the {num_accelerators} asked for; give one of the two "
                 f"(or name the pod, {system_name}, with the chip count)"
             )
-        system, nodes = spread_over_domains(self.system(system_name), chips)
+        system, nodes = spread_over_domains(self.system(system_name), chips, slice_topology(text))
         return build_cluster(system, num_nodes=nodes)
 
 

@@ -27,7 +27,12 @@ DEFAULT_TOLERANCE: Final = 0.05
 # Compute totals are "<precision>_dense" and "<precision>_sparse" (FLOP/s or OP/s).
 TOTAL_KEYS: Final[dict[str, tuple[str, str, str]]] = {
     "memory_capacity": ("bytes", "B", "accelerator memory (usable, as listed)"),
-    "memory_capacity_nominal": ("bytes", "B", "accelerator memory (nominal)"),
+    "memory_capacity_nominal": (
+        "bytes",
+        "B",
+        "accelerator memory (nominal, binary GB)",
+    ),
+    "memory_capacity_reported": ("bytes", "B", "accelerator memory (driver-reported)"),
     "memory_bandwidth": ("bytes_per_s", "B/s", "accelerator memory bandwidth"),
     "scale_up_bidirectional": ("bytes_per_s", "B/s", "scale-up (NVLink/xGMI/ICI) aggregate, bidirectional"),
     "scale_up_per_direction": ("bytes_per_s", "B/s", "scale-up aggregate, per direction"),
@@ -38,6 +43,8 @@ TOTAL_KEYS: Final[dict[str, tuple[str, str, str]]] = {
     "power": ("watts", "W", "power (accelerator + CPU TDP)"),
 }
 COMPUTE_SUFFIXES: Final = ("dense", "sparse")
+# totals of memory sized in powers of two (HBM stacks, what drivers report): shown in GiB/TiB
+BINARY_TOTAL_KEYS: Final = frozenset({"memory_capacity_nominal", "memory_capacity_reported"})
 
 POWER_NOTE: Final = (
     "derived counts accelerator and CPU TDP only; the printed system power also covers switches, "
@@ -51,6 +58,7 @@ class TotalRow(Record):
 
     ``ratio`` is derived / printed. ``within_tolerance`` is ``None`` where no
     printed figure exists or where the two do not count the same things (power).
+    ``binary_units`` marks memory sized in powers of two, shown in GiB/TiB (the bytes are exact).
     """
 
     key: str
@@ -62,6 +70,7 @@ class TotalRow(Record):
     ratio: float | None
     within_tolerance: bool | None
     note: str = ""
+    binary_units: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,7 @@ def _row(key: str, derived: float | None, printed: float | None, source: str, to
         printed_source=source,
         ratio=ratio,
         within_tolerance=within,
+        binary_units=key in BINARY_TOTAL_KEYS,
     )
 
 
@@ -172,6 +182,8 @@ def _derived_values(system: System) -> dict[str, float]:
             values.setdefault(total.key, count * accelerator.compute[precision].sparse_per_s)
     values["memory_capacity"] = count * accelerator.memory_usable_bytes
     values["memory_capacity_nominal"] = count * accelerator.memory_nominal_bytes
+    if accelerator.memory_reported_bytes is not None:
+        values["memory_capacity_reported"] = count * accelerator.memory_reported_bytes
     values["memory_bandwidth"] = count * accelerator.memory_bandwidth_bytes_per_s
     if accelerator.scale_up is not None:
         values["scale_up_bidirectional"] = count * accelerator.scale_up.bidirectional_bytes_per_s

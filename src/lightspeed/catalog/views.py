@@ -56,9 +56,8 @@ class Fact:
     printed: float | None
     dense: float | None = None
     sparse: bool | None = None
-    # False where the figures are not in one unit across records, so no ratio is taken (nominal
-    # memory as each vendor prints it: "80GB" that is 80 GiB of HBM, "192 GB" that is 192 GB)
-    comparable: bool = True
+    # memory sized in powers of two (HBM/GDDR stacks, what drivers report): shown in GiB, bytes exact
+    binary_units: bool = False
 
     @property
     def dense_value(self) -> float | None:
@@ -79,6 +78,7 @@ class ComparisonRow(Record):
     ratios: tuple[float | None, ...]
     deltas: tuple[float | None, ...]
     differs: bool
+    binary_units: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,13 +152,19 @@ def accelerator_facts(accelerator: Accelerator) -> list[Fact]:
     facts = [
         Fact(
             "memory_capacity",
-            "memory (nominal, the vendor's GB or GiB)",
+            "memory (nominal, binary GB)",
             "B",
             accelerator.memory_nominal_bytes,
-            comparable=False,
+            binary_units=True,
         ),
         Fact("memory_usable", "memory (usable, as listed)", "B", accelerator.memory_usable_bytes),
-        Fact("memory_reported", "memory (driver-reported)", "B", accelerator.memory_reported_bytes),
+        Fact(
+            "memory_reported",
+            "memory (driver-reported)",
+            "B",
+            accelerator.memory_reported_bytes,
+            binary_units=True,
+        ),
         Fact("memory_bandwidth", "memory bandwidth", "B/s", accelerator.memory_bandwidth_bytes_per_s),
     ]
     for precision in COMPUTE_ROWS:
@@ -238,7 +244,10 @@ def system_facts(system: System) -> list[Fact]:
         Fact("num_accelerators", "accelerators", "devices", system.num_accelerators),
         Fact("scale_up_domain_size", "scale-up domain", "devices", system.scale_up_domain_size),
     ]
-    facts += [Fact(row.key, row.label, row.unit, row.derived) for row in derive_totals(system=system).rows]
+    facts += [
+        Fact(row.key, row.label, row.unit, row.derived, binary_units=row.binary_units)
+        for row in derive_totals(system=system).rows
+    ]
     return facts
 
 
@@ -256,7 +265,13 @@ def cluster_facts(cluster: Cluster) -> list[Fact]:
         Fact("scale_up_domain_size", "scale-up domain", "devices", cluster.system.scale_up_domain_size),
     ]
     facts += [
-        Fact(row.key, row.label, row.unit, None if row.derived is None else nodes * row.derived)
+        Fact(
+            row.key,
+            row.label,
+            row.unit,
+            None if row.derived is None else nodes * row.derived,
+            binary_units=row.binary_units,
+        )
         for row in derive_totals(system=cluster.system).rows
         if row.key not in _NODE_ONLY_TOTALS
     ]
@@ -342,11 +357,8 @@ def _row(facts: Sequence[Fact | None]) -> ComparisonRow:
     template = next(fact for fact in facts if fact is not None)
     dense = tuple(fact.dense_value if fact else None for fact in facts)
     base = dense[0]
-    comparable = all(fact.comparable for fact in facts if fact is not None)
-    ratios = tuple(value / base if value is not None and base and comparable else None for value in dense)
-    deltas = tuple(
-        value - base if value is not None and base is not None and comparable else None for value in dense
-    )
+    ratios = tuple(value / base if value is not None and base else None for value in dense)
+    deltas = tuple(value - base if value is not None and base is not None else None for value in dense)
     known = [value for value in dense if value is not None]
     differs = base is not None and any(abs(value - base) > 1e-9 * max(abs(base), 1.0) for value in known)
     return ComparisonRow(
@@ -359,6 +371,7 @@ def _row(facts: Sequence[Fact | None]) -> ComparisonRow:
         ratios=ratios,
         deltas=deltas,
         differs=differs,
+        binary_units=template.binary_units,
     )
 
 
@@ -493,9 +506,8 @@ def describe(*, catalog: Catalog, name: str) -> Description:
 
 def _headline(record: HardwareRecord) -> dict[str, float | None]:
     if isinstance(record, Accelerator):
-        bf16 = record.compute.get("bf16") or record.compute.get("fp16")
         return {
-            "bf16_dense_flop_per_s": bf16.dense_per_s if bf16 else None,
+            **_half_precision(record, 1),
             "memory_bytes": record.memory_usable_bytes,
             "memory_bandwidth_bytes_per_s": record.memory_bandwidth_bytes_per_s,
             "scale_up_per_direction_bytes_per_s": (
@@ -514,11 +526,20 @@ def _headline(record: HardwareRecord) -> dict[str, float | None]:
             "clock_hz": record.clock_hz,
             "memory_bandwidth_bytes_per_s": record.memory_bandwidth_bytes_per_s,
         }
-    bf16_row = record.accelerator.compute.get("bf16")
     return {
         "num_accelerators": float(record.num_accelerators),
-        "bf16_dense_flop_per_s": record.num_accelerators * bf16_row.dense_per_s if bf16_row else None,
+        **_half_precision(record.accelerator, record.num_accelerators),
         "memory_bytes": record.num_accelerators * record.accelerator.memory_usable_bytes,
+    }
+
+
+def _half_precision(accelerator: Accelerator, count: int) -> dict[str, float | None]:
+    """Dense BF16 and FP16 peaks of ``count`` accelerators, each ``None`` where the part has no such
+    row (V100 has FP16 tensor cores and no BF16: its BF16 is ``None``, never its FP16 figure)."""
+    rows = {precision: accelerator.compute.get(precision) for precision in ("bf16", "fp16")}
+    return {
+        f"{precision}_dense_flop_per_s": count * figure.dense_per_s if figure else None
+        for precision, figure in rows.items()
     }
 
 

@@ -7,6 +7,7 @@ without markup. Sparse datasheet figures carry a ``*`` and their dense value.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +23,7 @@ from lightspeed.catalog import (
     CpuPeak,
     Description,
     Link,
+    LocalCpu,
     LocalMachine,
     Source,
     System,
@@ -29,20 +31,34 @@ from lightspeed.catalog import (
 )
 from lightspeed.report.bench import format_value
 from lightspeed.report.console import make_console, render_table
-from lightspeed.units import format_bytes, format_percent, format_ratio
+from lightspeed.units import format_bytes, format_memory, format_percent, format_ratio
 
+COMPARE_CAPTION = "Ratios and deltas compare dense values with the first column."
 SPARSE_CAPTION = (
     "* printed with 2:4 structured sparsity; the dense value (what lightspeed divides by) follows in "
-    "parentheses. Ratios and deltas compare dense values with the first column."
+    "parentheses. " + COMPARE_CAPTION
 )
 
 
-def format_figure(value: float | None, unit: str) -> str:
-    """A figure in its unit, readable: ``989.5 TFLOP/s``, ``80 GB``, ``700 W``, ``1,830 MHz``."""
+# how `hw detect` fills what detection could not find (LocalCpu.missing)
+DETECT_HINTS: Final = {
+    "clock": "give the CPU frequency with --cpu-ghz",
+    "memory_bandwidth": "; measure it with 'lightspeed bench' or pass --memory-bandwidth",
+}
+
+
+def _detect_hint(cpu: LocalCpu, figure: str) -> str:
+    """How `hw detect` supplies ``figure`` when detection could not find it, else ``""``."""
+    return DETECT_HINTS[figure] if figure in cpu.missing else ""
+
+
+def format_figure(value: float | None, unit: str, *, binary: bool = False) -> str:
+    """A figure in its unit, readable: ``989.5 TFLOP/s``, ``80 GB``, ``700 W``, ``1,830 MHz``;
+    ``binary`` bytes (memory sized in powers of two) in GiB: ``192 GiB``."""
     if value is None:
         return "-"
     if unit == "B":
-        return format_bytes(value)
+        return format_memory(value) if binary else format_bytes(value)
     if unit == "OP/s":
         return format_value(value, "FLOP/s").replace("FLOP/s", "OP/s")
     if unit == "W":
@@ -54,12 +70,15 @@ def format_figure(value: float | None, unit: str) -> str:
     return format_value(value, unit)
 
 
+BINARY_BYTES = "B (binary)"  # the scale of rows of memory sized in powers of two
+
 # unit -> ((threshold, factor, label), ...) from the largest threshold down; a row takes the
 # scale of its largest value so that its numbers line up as on a datasheet.
 _SCALES: dict[str, tuple[tuple[float, float, str], ...]] = {
     "FLOP/s": ((1e16, 1e15, "PFLOP/s"), (1e11, 1e12, "TFLOP/s"), (0.0, 1e9, "GFLOP/s")),
     "OP/s": ((1e16, 1e15, "POP/s"), (1e11, 1e12, "TOP/s"), (0.0, 1e9, "GOP/s")),
     "B": ((1e13, 1e12, "TB"), (1e9, 1e9, "GB"), (0.0, 1e6, "MB")),
+    BINARY_BYTES: ((10 * 2.0**40, 2.0**40, "TiB"), (2.0**30, 2.0**30, "GiB"), (0.0, 2.0**20, "MiB")),
     "B/s": ((1e12, 1e12, "TB/s"), (0.0, 1e9, "GB/s")),
     "W": ((1e4, 1e3, "kW"), (0.0, 1.0, "W")),
     "Hz": ((1e9, 1e9, "GHz"), (0.0, 1e6, "MHz")),
@@ -110,7 +129,7 @@ def render_hardware_list(entries: Sequence[CatalogEntry], console: Console | Non
             ["name", "display name", *headers],
             [
                 [escape(entry.name), escape(entry.display_name)]
-                + [format_figure(entry.figures.get(key), unit) for key, unit in keys]
+                + [format_figure(_list_figure(entry, key), unit) for key, unit in keys]
                 for entry in rows
             ],
             right_align_from=2,
@@ -119,11 +138,23 @@ def render_hardware_list(entries: Sequence[CatalogEntry], console: Console | Non
     console.print("'lightspeed hw show NAME' for every figure with its source; aliases work everywhere")
 
 
+def _list_figure(entry: CatalogEntry, key: str) -> float | None:
+    """``entry``'s figure ``key``; the BF16 column falls back to FP16 where the part has no BF16
+    (V100), which its header says: ``BF16 (FP16)``."""
+    value = entry.figures.get(key)
+    if value is None and key == _HALF_PRECISION_KEY:
+        return entry.figures.get("fp16_dense_flop_per_s")
+    return value
+
+
+_HALF_PRECISION_KEY = "bf16_dense_flop_per_s"
+_HALF_PRECISION_HEADER = "BF16 (FP16) dense"
+
 _LIST_COLUMNS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
     "accelerator": (
-        ["BF16 (FP16) dense", "memory (usable)", "memory bandwidth", "scale-up per direction"],
+        [_HALF_PRECISION_HEADER, "memory (usable)", "memory bandwidth", "scale-up per direction"],
         [
-            ("bf16_dense_flop_per_s", "FLOP/s"),
+            (_HALF_PRECISION_KEY, "FLOP/s"),
             ("memory_bytes", "B"),
             ("memory_bandwidth_bytes_per_s", "B/s"),
             ("scale_up_per_direction_bytes_per_s", "B/s"),
@@ -138,8 +169,8 @@ _LIST_COLUMNS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
         [("num_cores", "cores"), ("clock_hz", "Hz"), ("memory_bandwidth_bytes_per_s", "B/s")],
     ),
     "system": (
-        ["accelerators", "BF16 dense", "memory (usable)"],
-        [("num_accelerators", "devices"), ("bf16_dense_flop_per_s", "FLOP/s"), ("memory_bytes", "B")],
+        ["accelerators", _HALF_PRECISION_HEADER, "memory (usable)"],
+        [("num_accelerators", "devices"), (_HALF_PRECISION_KEY, "FLOP/s"), ("memory_bytes", "B")],
     ),
 }
 
@@ -153,7 +184,8 @@ def render_hardware_comparison(comparison: Comparison, console: Console | None =
             headers.append(f"{name} vs {comparison.devices[0]}")
     rows = []
     for row in comparison.rows:
-        factor, label = row_scale([*row.values, *row.dense_values], row.unit)
+        unit = BINARY_BYTES if row.binary_units and row.unit == "B" else row.unit
+        factor, label = row_scale([*row.values, *row.dense_values], unit)
         cells = [row.label, label]
         for index in range(len(comparison.devices)):
             cells.append(_printed(row.values[index], row.dense_values[index], row.sparse[index], factor))
@@ -161,24 +193,26 @@ def render_hardware_comparison(comparison: Comparison, console: Console | None =
                 cells.append(_versus(row, index))
         rows.append(cells)
     for key, values in comparison.labels.items():
-        if key != "display_name" and len(set(values)) > 1:
+        if key != "display_name" and len({value.casefold() for value in values}) > 1:
             rows.append([key.replace("_", " "), "", *_label_cells(values)])
+    any_sparse = any(flag for row in comparison.rows for flag in row.sparse)
     render_table(
         f"{comparison.kind}s compared: {', '.join(escape(name) for name in comparison.display_names)}",
         headers,
         rows,
         right_align_from=2,
-        caption=SPARSE_CAPTION,
+        caption=SPARSE_CAPTION if any_sparse else COMPARE_CAPTION,
         console=console,
     )
 
 
 def _label_cells(values: Sequence[str]) -> list[str]:
+    """Each label, and after each later one whether it is the first's (``HBM3e`` is ``HBM3E``)."""
     cells = []
     for index, value in enumerate(values):
         cells.append(escape(value))
         if index > 0:
-            cells.append("same" if value == values[0] else "differs")
+            cells.append("same" if value.casefold() == values[0].casefold() else "differs")
     return cells
 
 
@@ -282,8 +316,8 @@ def _accelerator_rows(accelerator: Accelerator) -> list[list[str]]:
     rows = [
         ["memory type", escape(accelerator.memory_type), escape(accelerator.memory_source)],
         [
-            "memory nominal",
-            format_figure(accelerator.memory_nominal_bytes, "B"),
+            "memory nominal (the vendor's GB, binary)",
+            format_figure(accelerator.memory_nominal_bytes, "B", binary=True),
             escape(accelerator.memory_source),
         ],
         [
@@ -291,6 +325,7 @@ def _accelerator_rows(accelerator: Accelerator) -> list[list[str]]:
             format_figure(accelerator.memory_usable_bytes, "B"),
             escape(accelerator.memory_source),
         ],
+        *_reported_memory_rows(accelerator),
         [
             "memory bandwidth",
             format_figure(accelerator.memory_bandwidth_bytes_per_s, "B/s"),
@@ -328,6 +363,15 @@ def _accelerator_rows(accelerator: Accelerator) -> list[list[str]]:
     if accelerator.num_logical_devices > 1:
         rows.append(["devices per package", str(accelerator.num_logical_devices), chip])
     return rows
+
+
+def _reported_memory_rows(accelerator: Accelerator) -> list[list[str]]:
+    """The driver-reported memory (nvidia-smi ``memory.total``) where the record has it."""
+    reported = accelerator.memory_reported_bytes
+    if reported is None:
+        return []
+    value = f"{reported / 2**20:,.0f} MiB ({format_memory(reported)}, {format_bytes(reported)})"
+    return [["memory driver-reported", value, escape(accelerator.memory_reported_source)]]
 
 
 def _link(link: Link, console: Console) -> None:
@@ -429,8 +473,8 @@ def render_system_totals(totals: SystemTotals, console: Console | None = None) -
         rows.append(
             [
                 row.label,
-                format_figure(row.derived, row.unit),
-                format_figure(row.printed, row.unit),
+                format_figure(row.derived, row.unit, binary=row.binary_units),
+                format_figure(row.printed, row.unit, binary=row.binary_units),
                 escape(row.printed_source) or "-",
                 ratio,
                 verdict,
@@ -453,7 +497,7 @@ def _cluster(cluster: Cluster, console: Console) -> None:
     fabric = cluster.fabric
     lines = [
         f"spec: {cluster.spec}",
-        f"{cluster.num_nodes} x {system.name} = {cluster.num_accelerators} x {system.accelerator.name}",
+        f"{cluster.num_nodes} x {_part_of(system)} = {cluster.num_accelerators} x {system.accelerator.name}",
         f"scale-up domain {system.scale_up_domain_size}",
     ]
     if fabric is not None:
@@ -466,6 +510,14 @@ def _cluster(cluster: Cluster, console: Console) -> None:
     else:
         lines.append("no scale-out fabric")
     _header(console, f"cluster {cluster.name}", lines)
+
+
+def _part_of(system: System) -> str:
+    """``tpu-v5e-pod``, or for a part of one ``v5e-2x4 (8 chips of tpu-v5e-pod)``."""
+    if not system.spec_name:
+        return system.name
+    unit = "chips" if system.torus_dimensions else "GPUs"
+    return f"{system.spec_name} ({system.num_accelerators} {unit} of {system.name})"
 
 
 def _cpu_ids(machine: LocalMachine) -> str:
@@ -491,10 +543,14 @@ def render_detected_machine(machine: LocalMachine, console: Console | None = Non
             f"{info.num_sockets} socket(s), {info.num_physical_cores} physical cores, "
             f"{info.num_logical_cpus} logical CPUs; memory {format_figure(info.memory_total_bytes, 'B')}",
             f"memory bandwidth: {format_figure(cpu.memory_bandwidth_bytes_per_s, 'B/s')} "
-            f"({cpu.memory_bandwidth_note})",
+            f"({cpu.memory_bandwidth_note}{_detect_hint(cpu, 'memory_bandwidth')})",
         ],
     )
-    _peak(cpu.peak, console, cpu.assumptions)
+    _peak(
+        cpu.peak,
+        console,
+        (*cpu.assumptions, *(DETECT_HINTS[name] for name in cpu.missing if name == "clock")),
+    )
     if machine.gpus:
         render_table(
             "GPUs",

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from lightspeed.report.console import make_console, render_table
 from lightspeed.sol import MemoryPlan
-from lightspeed.units import bytes_per_element, format_bytes, format_count
+from lightspeed.units import bytes_per_element, format_bytes, format_count, format_memory
 from lightspeed.workload import (
     MambaSpec,
     ModelRow,
@@ -362,7 +362,7 @@ def render_memory_plan(plan: MemoryPlan, console: Console | None = None) -> None
         console.print(
             f"{plan.gpus_needed:,} x {plan.accelerator} at {format_bytes(plan.memory_usable_bytes)} usable "
             f"= {plan.nodes_needed:,} {nodes} of {plan.gpus_per_node}{_at_listed(plan)}; "
-            f"{plan.gpus_needed_at_nominal:,} at {format_bytes(plan.memory_nominal_bytes)} nominal "
+            f"{plan.gpus_needed_at_nominal:,} at {format_memory(plan.memory_nominal_bytes)} nominal "
             f"= {plan.nodes_needed_at_nominal:,} nodes",
             markup=False,
             style="bold",
