@@ -26,9 +26,11 @@ def test_causal_under_a_convention_without_attention_is_refused(run_cli, convent
     assert full["training_flop"] - halved["training_flop"] == pytest.approx(6 * 32 * 8192 * 4096)
 
 
-@pytest.mark.parametrize("tokens", ["0.5", "1.5", "0.999"])
-def test_tokens_are_whole_and_at_least_one(run_cli, tokens: str) -> None:  # type: ignore[no-untyped-def]
-    one_line_error(run_cli("flops", "--model", "llama-3-8b", "--tokens", tokens), "--tokens", "whole")
+@pytest.mark.parametrize(
+    ("tokens", "said"), [("0.5", "below the minimum"), ("1.5", "whole"), ("0.999", "below the minimum")]
+)
+def test_tokens_are_whole_and_at_least_one(run_cli, tokens: str, said: str) -> None:  # type: ignore[no-untyped-def]
+    one_line_error(run_cli("flops", "--model", "llama-3-8b", "--tokens", tokens), "--tokens", said)
     one = run_cli("flops", "--model", "llama-3-8b", "--tokens", "1", "--json")  # the fewest: one token
     assert one.code == 0, one.err
     assert json.loads(one.out)["num_tokens"] == 1

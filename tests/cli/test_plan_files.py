@@ -77,7 +77,11 @@ def test_the_command_line_wins_over_the_file(run_cli: Any, tmp_path: Path) -> No
 def test_a_file_of_another_command_names_the_right_one(run_cli: Any, tmp_path: Path) -> None:
     saved = tmp_path / "plan.toml"
     _json(run_cli, *TRAIN, "--save-config", str(saved))
-    one_line_error(run_cli("plan", "infer", "--config", str(saved)), "training-plan", "not a serving-plan")
+    one_line_error(
+        run_cli("plan", "infer", "--config", str(saved)),
+        "is a 'training-plan' file, not a 'serving-plan'",
+        "run it with 'lightspeed plan train --config",
+    )
 
 
 @pytest.mark.parametrize(

@@ -270,6 +270,70 @@ CAUSES: dict[str, Cause] = {
         lambda f: ["cost", "cluster", "--prices", str(_prices(f, "kind", "kind", bom=True))], code=0
     ),
     "an empty MIG name": Cause(lambda f: ["mig", "profiles", "--gpu", ""], fragments=("name is empty",)),
+    # the seventh round of expert checks (issues 27, 28)
+    "a link inside a node as the network between nodes": Cause(
+        lambda f: ["hw", "show", "2xdgx-h100@nvlink-c2c"], fragments=("nvlink-c2c",)
+    ),
+    "a TPU slice Google does not offer": Cause(lambda f: ["hw", "show", "v5e-3"], fragments=("v5e",)),
+    "a bare memory bandwidth": Cause(
+        lambda f: ["hw", "detect", "--no-gpu", "--memory-bandwidth", "200"], fragments=("unit",)
+    ),
+    "an empty tour folder": Cause(lambda f: ["tour", "--out", ""], fragments=("--out",)),
+    "a roofline for a suite without one": Cause(
+        lambda f: ["bench", "launch", "--quick", "--no-save", "--plot", str(f / "x.png")],
+        fragments=("--plot",),
+    ),
+    "a count the upgrade computes": Cause(
+        lambda f: [
+            "cost",
+            "upgrade",
+            "--from",
+            "100xh100-sxm",
+            "--to",
+            "7xb200",
+            "--workload",
+            "llama-3-70b-chat",
+            "--prices",
+            str(PRICES),
+        ],
+        fragments=("--to",),
+    ),
+    "a system named twice in a fleet": Cause(
+        lambda f: [
+            "cost",
+            "fleet",
+            "--workload",
+            "llama-3-70b-chat",
+            "--requests-per-s",
+            "5",
+            "--systems",
+            "dgx-h100,h100-sxm",
+        ],
+        fragments=("more than once",),
+    ),
+    "interleaving without virtual stages": Cause(
+        lambda f: [
+            "plan",
+            "train",
+            "--model",
+            "llama-3-8b",
+            "--system",
+            "2xdgx-h100",
+            "--tp",
+            "4",
+            "--pp",
+            "4",
+            "--global-batch",
+            "64",
+            "--schedule",
+            "interleaved",
+        ],
+        fragments=("vpp=2 or more",),
+    ),
+    "half a token": Cause(
+        lambda f: ["plan", "train", "--model", "llama-3-8b", "--system", "dgx-h100", "--tokens", "1.5"],
+        fragments=("whole",),
+    ),
     # open, never create
     "calibrate --from a missing file": Cause(
         lambda f: ["calibrate", "--from", str(f / "typo.json"), "--no-save"], fragments=("no such file",)

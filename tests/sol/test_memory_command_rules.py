@@ -27,15 +27,21 @@ H100_DRIVER_BYTES = 81_559 * 2**20  # nvidia-smi memory.total of an H100 SXM 80G
 H100_LISTED_BYTES = 80e9
 
 
-@pytest.mark.parametrize("precision", ["fp8", "mxfp8", "nvfp4", "mxfp4"])
-def test_low_precision_training_keeps_16_bit_weights_and_fp32_gradients(precision: str) -> None:
+@pytest.mark.parametrize(
+    ("precision", "copy"),
+    # the copy in the run's format, block scales included: MXFP8 1 + 1/32 (an 8-bit scale a 32-element
+    # block), NVFP4 0.5 + 1/16 (an 8-bit scale a 16-element block), MXFP4 0.5 + 1/32
+    [("fp8", 1.0), ("mxfp8", 1.0 + 1 / 32), ("nvfp4", 0.5 + 1 / 16), ("mxfp4", 0.5 + 1 / 32)],
+)
+def test_low_precision_training_keeps_16_bit_weights_and_fp32_gradients(precision: str, copy: float) -> None:
     """An FP8/FP4 recipe (Transformer Engine, Megatron-Core) computes in 8 or 4 bits but stores bf16
-    weights (2 B) plus a 1-byte low-precision copy, fp32 main gradients (4 B), fp32 Adam moments (8 B)
-    and an fp32 master copy (4 B): 2 + 1 + 4 + 8 + 4 = 19 bytes a parameter, not 1 + 1 + 12 = 14."""
+    weights (2 B) plus a low-precision copy in its format (FP8 1 B), fp32 main gradients (4 B), fp32
+    Adam moments (8 B) and an fp32 master copy (4 B): 2 + 1 + 4 + 8 + 4 = 19 bytes a parameter with
+    FP8, not 1 + 1 + 12 = 14."""
     plan = plan_memory(model=MODELS.get("llama-3-8b"), precision=precision, training=True)
-    assert plan.bytes_per_param == 2 + 1 + 4 + 8 + 4
+    assert plan.bytes_per_param == 2 + copy + 4 + 8 + 4
     assert plan.components == {
-        "weights": 3 * LLAMA_8B_PARAMS,
+        "weights": (2 + copy) * LLAMA_8B_PARAMS,
         "gradients": 4 * LLAMA_8B_PARAMS,
         "optimizer": 8 * LLAMA_8B_PARAMS,
         "master_weights": 4 * LLAMA_8B_PARAMS,
@@ -99,7 +105,7 @@ def test_cli_fp8_training_breakdown_names_what_is_stored(run_cli) -> None:  # ty
     payload = json.loads(
         run_cli("memory", "--model", "llama-3-8b", "--training", "--precision", "nvfp4", "--json").out
     )
-    assert payload["bytes_per_param"] == 19
+    assert payload["bytes_per_param"] == 2 + 0.5625 + 4 + 8 + 4  # an NVFP4 copy: 0.5 + 1/16 B
     assert payload["weight_precision"] == "bf16"
     assert payload["gradient_precision"] == "fp32"
 

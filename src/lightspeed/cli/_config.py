@@ -134,9 +134,7 @@ def _reader(
         if kind is None:  # a model config, as --config always took
             ctx.default_map = {**(ctx.default_map or {}), "model_config": str(path)}
             return path
-        if kind != config_type.KIND:
-            raise UserInputError(f"{path} is a {kind} file, not a {config_type.KIND}")
-        data = read_plan_file(path)
+        data = read_plan_file(path)  # a file of another kind is refused there, naming its command
         config = config_type.from_mapping(data, where=str(path))
         # the values as read (not to_dict(), which turns a NaN into None): the options' types check them
         given = {item.name: getattr(config, item.name) for item in config_type.settings()}

@@ -14,13 +14,6 @@ from lightspeed.report import render_training_flop
 from lightspeed.workload import CONVENTIONS, resolve_model, training_flop
 
 
-def _whole_tokens(context: click.Context, parameter: click.Parameter, value: float | None) -> float | None:
-    """Tokens are counted whole: 0.5 or 1.5 tokens is a typo, not a budget."""
-    if value is not None and (value < 1 or not float(value).is_integer()):
-        raise click.BadParameter(f"{value:g} is not a whole number of tokens; give 1 or more, e.g. 15e12")
-    return value
-
-
 @click.command("flops")
 @click.option(
     "--model",
@@ -34,7 +27,6 @@ def _whole_tokens(context: click.Context, parameter: click.Parameter, value: flo
     "num_tokens",
     type=TOKENS,
     required=True,
-    callback=_whole_tokens,
     help="Training tokens (whole, at least 1), e.g. 29e12 or 29T.",
 )
 @click.option(
@@ -51,8 +43,8 @@ def _whole_tokens(context: click.Context, parameter: click.Parameter, value: flo
 @click.option(
     "--causal",
     is_flag=True,
-    help="Halve the attention term (causal mask); only for conventions that count attention "
-    "(6N+attention, megatron; 6N+causal-attention already does).",
+    help="Halve the attention term (causal mask) of 6N+attention or megatron (6N+causal-attention "
+    "halves it already and counts N without the input embedding).",
 )
 @click.option("--recompute", is_flag=True, help="Add the forward pass of full activation recomputation.")
 @click.option(
@@ -88,9 +80,11 @@ def command(
         **{key: value for key, value in options.items() if value is not None},
     )
     used = result.per_token.convention
-    if causal and CONVENTIONS[used].attention == "none":
+    attention = CONVENTIONS[used].attention
+    if causal and attention != "full":
+        counted = "counts none" if attention == "none" else "counts it causal (halved) already"
         raise UserInputError(
-            f"--causal halves the attention term, and the {used} convention counts none, so it would "
+            f"--causal halves the attention term, and the {used} convention {counted}, so it would "
             "change nothing; leave it out or pick --convention 6N+attention (or megatron)"
         )
     emit(result, as_json, render_training_flop)

@@ -25,8 +25,8 @@ from lightspeed.workload import resolve_model
 @click.option(
     "--precision",
     help="Weight precision: fp32, bf16, fp16, fp8, mxfp4, nvfp4, ...; with --training the precision the "
-    "run computes in (fp8/fp4 runs keep bf16 weights, a 1-byte copy and fp32 gradients, as 'plan train' "
-    "counts) [default: bf16]",
+    "run computes in (fp8/fp4 runs keep bf16 weights, a copy in the run's format - 1 byte for fp8, "
+    "0.5625 for nvfp4 - and fp32 gradients, as 'plan train' counts) [default: bf16]",
 )
 @click.option("--training", is_flag=True, help="Hold training state: gradients, optimizer, master weights.")
 @click.option("--optimizer", help="Optimizer with --training: adam, adamw, sgd, lion [default: adam].")
@@ -36,7 +36,8 @@ from lightspeed.workload import resolve_model
 @click.option("--dp", type=DEGREE, help="Data-parallel replicas [default: 1].")
 @click.option(
     "--grad-precision",
-    help="Gradient precision with --training [default: the weights' precision; fp32 for fp8/fp4 runs].",
+    help="Gradient precision with --training: fp64, fp32, tf32, bf16, fp16 or fp8 "
+    "[default: the weights' precision; fp32 for fp8/fp4 runs].",
 )
 @click.option(
     "--gpu",

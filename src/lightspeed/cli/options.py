@@ -303,6 +303,21 @@ class Count(Quantity):
         super().__init__(parse_count, **bounds)
 
 
+class WholeCount(Count):
+    """A count of whole things, with a suffix as :class:`Count` reads it (``15T``, ``2e12``): a
+    fraction (``1.5`` tokens) is a typo, not a count.
+
+    >>> WholeCount(minimum=1.0, maximum=1e18, unit="tokens").convert("15T", None, None)
+    15000000000000.0
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if not float(result).is_integer():
+            self.fail(f"{result:g} is not a whole number of {self.unit}; give e.g. 15e12 or 15T", param, ctx)
+        return result
+
+
 class Size(Quantity):
     """Bytes: ``80GB``, ``141GiB``, ``1e9`` (a bare number is bytes)."""
 
@@ -565,8 +580,9 @@ SEQ_LEN: Final = Integer(
     minimum=1, maximum=MAX_SEQ_LEN, suffixes=True, unit="tokens", why="13x the longest context offered"
 )
 SEQUENCES: Final = Integer(minimum=1, maximum=MAX_SEQUENCES, suffixes=True, unit="sequences")
-TOKENS: Final = Count(
-    minimum=0.0, maximum=MAX_TOKENS, min_open=True, unit="tokens", why="25,000x the largest training budget"
+# a token budget (plan/search train, flops, cost): whole tokens, at least one
+TOKENS: Final = WholeCount(
+    minimum=1.0, maximum=MAX_TOKENS, unit="tokens", why="25,000x the largest training budget"
 )
 FLOP_TOTAL: Final = Count(minimum=0.0, maximum=MAX_FLOP, min_open=True, unit="FLOP")
 FLOP_PER_TOKEN: Final = Count(minimum=0.0, maximum=MAX_FLOP_PER_TOKEN, min_open=True, unit="FLOP")

@@ -123,8 +123,9 @@ def render_search_result(result: SearchResult) -> None:
     )
     for note in result.notes:
         console.print(f"[bold]note:[/bold] {plain(note)}")
+    headers = _plan_headers(result)
     rows = [_plan_row(str(rank), estimate) for rank, estimate in enumerate(result.plans, start=1)]
-    render_table("best plans", _PLAN_HEADERS, rows, console=console, right_align_from=1)
+    render_table("best plans", headers, rows, console=console, right_align_from=1)
     if result.plans:
         console.print(f"[bold]best is bound by:[/bold] {result.plans[0].bound}")
         _print_margins(console, result)
@@ -134,16 +135,14 @@ def render_search_result(result: SearchResult) -> None:
         ties = [_plan_row(str(rank), estimate) for rank, estimate in enumerate(result.ties, start=1)]
         render_table(
             f"ties within {format_percent(result.tolerance)} of the best (the model's error), simplest first",
-            _PLAN_HEADERS,
+            headers,
             ties,
             console=console,
             right_align_from=1,
         )
     if result.compared is not None:
         compared = result.compared
-        render_table(
-            "the named plan", _PLAN_HEADERS, [_plan_row("named", compared.estimate)], console=console
-        )
+        render_table("the named plan", headers, [_plan_row("named", compared.estimate)], console=console)
         rank = (
             "does not fit"
             if compared.rank is None
@@ -188,8 +187,19 @@ _PLAN_HEADERS = [
 ]
 
 
+def _plan_headers(result: SearchResult) -> list[str]:
+    """The columns of a search's tables: with a token budget, its time to train and GPU-hours too."""
+    budget = any(estimate.time_to_train_s is not None for estimate in result.plans)
+    return [*_PLAN_HEADERS, "to train", "GPU-h"] if budget else _PLAN_HEADERS
+
+
 def _plan_row(label: str, estimate: TrainingEstimate) -> list[str]:
     plan = estimate.plan
+    budget = (
+        [format_duration(estimate.time_to_train_s), format_count(estimate.gpu_hours or 0.0)]
+        if estimate.time_to_train_s is not None
+        else []
+    )
     return [
         label,
         str(plan.tp),
@@ -206,6 +216,7 @@ def _plan_row(label: str, estimate: TrainingEstimate) -> list[str]:
         format_percent(estimate.mfu),
         format_count(estimate.tokens_per_s),
         format_memory(estimate.memory_per_gpu_bytes) + ("" if estimate.fits else " (no fit)"),
+        *budget,
     ]
 
 

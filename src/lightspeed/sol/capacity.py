@@ -9,8 +9,9 @@ Model state per parameter (REFERENCE.md section 2, the ZeRO paper):
 - training that computes in 8 or 4 bits (FP8, MXFP8, NVFP4, MXFP4 recipes):
   the training engine's rule (:mod:`lightspeed.sol.train.memory`, what
   ``plan train`` counts), since no framework stores FP8 weights or gradients:
-  16-bit weights plus the low-precision copy the GEMMs read (1 byte, where the
-  stack keeps one), the plan's main-gradient precision (FP32) and the
+  16-bit weights plus the low-precision copy the GEMMs read (in that format:
+  1 byte for FP8, 0.5625 for NVFP4, where the stack keeps one), the plan's
+  main-gradient precision (FP32) and the
   optimizer with its FP32 master weights: ``2 + 1 + 4 + 12 = 19`` bytes.
 
 ZeRO over ``dp`` data-parallel ranks divides what it shards by ``dp``:
@@ -47,7 +48,7 @@ from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import QUANTIZED_LINEAR_ROWS
 from lightspeed.sol.core.stacks import load_stack
-from lightspeed.sol.train.memory import FP8_WEIGHT_COPY_BYTES
+from lightspeed.sol.train.memory import check_gradient_precision, weight_copy_bytes
 from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
 from lightspeed.units import bytes_per_element, compute_precision, format_bytes, format_count
 from lightspeed.workload import TransformerSpec, optimizer_state_bytes, parameter_counts
@@ -155,6 +156,7 @@ def _per_param(
         )
     stored, copy, default_gradients = _training_storage(precision)
     gradients_in = gradient_precision or default_gradients
+    check_gradient_precision(gradients_in)
     weights = bytes_per_element(stored)
     keep_master = weights < _FULL_PRECISION_BYTES if master_weights is None else master_weights
     state = optimizer_state_bytes(spec, optimizer=optimizer, master_weights=keep_master)
@@ -184,7 +186,7 @@ def _training_storage(precision: str) -> tuple[str, float, str]:
                 f"{', '.join(TRAINING_PRECISIONS)} (or drop --training to hold {precision} weights)"
             )
         return precision, 0.0, precision
-    copy = FP8_WEIGHT_COPY_BYTES if load_stack().fp8_weight_copy else 0.0
+    copy = weight_copy_bytes(precision) if load_stack().fp8_weight_copy else 0.0
     return _STORED_WEIGHT_PRECISION, copy, TrainingPlan.grad_reduce_precision
 
 

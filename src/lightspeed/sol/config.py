@@ -210,7 +210,7 @@ class JobConfig(Record):
                 hint = f" (did you mean {close[0]!r}?)" if close else f"; keys: {', '.join(names)}"
                 raise DataFileError(Path(where), f"unknown key {key!r} for a {cls.KIND}{hint}")
         try:
-            return msgspec.convert(values, type=cls, strict=False)
+            return msgspec.convert(values, type=cls, strict=True)  # "2" is no int: docs/plan-files.md
         except msgspec.ValidationError as error:
             raise DataFileError(
                 Path(where), f"{error}", fix="see 'docs/plan-files.md' for each key"

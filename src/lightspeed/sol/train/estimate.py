@@ -42,7 +42,18 @@ LOG = logging.getLogger(__name__)
 
 # The settings of a plan that a "plan that fits" suggestion names, in this order: every parallel
 # dimension (``ep`` for mixture-of-experts models), then what else changes the memory.
-SUGGESTED_SETTINGS = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero_stage", "micro_batch_size", "recompute")
+SUGGESTED_SETTINGS = (
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "vpp",
+    "schedule",
+    "zero_stage",
+    "micro_batch_size",
+    "recompute",
+)
 
 
 def estimate_training(
@@ -76,6 +87,7 @@ def estimate_training(
     """
     if num_gpus is not None:
         validate_plan_gpus(plan, num_gpus)
+    requested = plan  # the settings a "plan that fits" keeps: overlaps, attention, gradient precision ...
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
     LOG.debug("estimate on the %s stack profile", profile.name)
     plan = plan.resolved(profile)
@@ -100,14 +112,26 @@ def estimate_training(
     if context:
         estimate = replace(estimate, assumptions=(*context, *estimate.assumptions))
     if check_fit and not estimate.fits:
-        raise_not_fitting(estimate, model, cluster, hardware)
+        raise_not_fitting(
+            estimate, model, cluster, hardware, template=requested, efficiency=efficiency, sharp=sharp
+        )
     return estimate
 
 
 def raise_not_fitting(
-    estimate: TrainingEstimate, model: TransformerSpec, cluster: Cluster, hardware: Hardware
+    estimate: TrainingEstimate,
+    model: TransformerSpec,
+    cluster: Cluster,
+    hardware: Hardware,
+    *,
+    template: TrainingPlan | None = None,
+    efficiency: EfficiencyModel | None = None,
+    sharp: bool = False,
 ) -> NoReturn:
-    """Raise :class:`PlanDoesNotFitError` naming the biggest memory parts and the best fitting plan."""
+    """Raise :class:`PlanDoesNotFitError` naming the biggest memory parts and the best fitting plan:
+    the fastest that fits on the plan's GPUs under its schedule (interleaving searched through vpp),
+    with the settings of ``template`` not searched (overlaps, attention, gradient precision, expert
+    imbalance), ``efficiency`` and ``sharp`` as the estimate had them, so that it runs as written."""
     parts = sorted(estimate.memory_bytes.items(), key=lambda item: item[1], reverse=True)
     largest = ", ".join(f"{name} {format_memory(value)}" for name, value in parts[:3])
     plan = estimate.plan
@@ -115,6 +139,7 @@ def raise_not_fitting(
         f"plan does not fit: {format_memory(estimate.memory_per_gpu_bytes)} per GPU needed, "
         f"{format_memory(hardware.usable_memory_bytes)} usable on {hardware.accelerator.name} ({largest})"
     )
+    schedule = "1f1b" if plan.effective_schedule == "interleaved" else plan.schedule
     result = search_training(
         model=model,
         cluster=cluster,
@@ -122,15 +147,23 @@ def raise_not_fitting(
         seq_len=plan.seq_len,
         precision=plan.precision,
         top=1,
-        max_tp=cluster.system.scale_up_domain_size,
+        template=template or plan,
+        efficiency=efficiency,
+        schedules=(schedule,),
+        max_tp=max(cluster.system.scale_up_domain_size, plan.tp),
+        sharp=sharp,
+        num_gpus=plan.num_gpus,
         stack=hardware.stack,
     )
     best = result.plans[0] if result.plans else None
     if best is None or not best.fits:
+        named = "" if schedule == "1f1b" else f" with the {schedule} schedule"
         raise PlanDoesNotFitError(
             message,
             nearest_plan=None,
-            no_fit_hint=f"no plan on {cluster.num_accelerators} GPUs fits: use more GPUs or a smaller model",
+            no_fit_hint=f"no plan on {plan.num_gpus} GPUs{named} fits: use more GPUs"
+            + (", another schedule" if named else "")
+            + " or a smaller model",
         )
     raise PlanDoesNotFitError(
         message,
@@ -141,7 +174,8 @@ def raise_not_fitting(
 
 def suggested_settings(plan: TrainingPlan, model: TransformerSpec) -> dict[str, int | str | bool]:
     """The settings that reproduce ``plan`` from the command line: every parallel dimension (EP for
-    MoE models), ZeRO stage, micro-batch and recomputation, and uneven stages when it needs them.
+    MoE models), the pipeline schedule, ZeRO stage, micro-batch and recomputation, and uneven stages
+    when it needs them.
 
     >>> from lightspeed.workload import load_models
     >>> suggested_settings(TrainingPlan(tp=8, ep=8, dp=8), load_models().get("mixtral-8x7b"))["ep"]
@@ -149,6 +183,7 @@ def suggested_settings(plan: TrainingPlan, model: TransformerSpec) -> dict[str, 
     """
     names = [name for name in SUGGESTED_SETTINGS if name != "ep" or model.moe is not None]
     settings: dict[str, int | str | bool] = {name: getattr(plan, name) for name in names}
+    settings["schedule"] = plan.effective_schedule  # 1F1B with vpp > 1 is interleaved
     if plan.uneven_pipeline or model.num_layers % (plan.pp * plan.vpp):
         settings["uneven_pipeline"] = True
     return settings

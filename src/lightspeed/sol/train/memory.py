@@ -8,8 +8,9 @@ memory rule (:mod:`lightspeed.sol.core.sharding`): Megatron-Core's distributed
 optimizer shards only the optimizer state and keeps the fp32 gradient buffer
 whole (``6 + 12/d`` bytes per parameter), FSDP2 under a pipeline keeps its
 parameters gathered and its fp32 gradients unsharded until the last
-micro-batch, ZeRO-3 gathers two layers' weights at a time. FP8 training keeps
-an extra 1-byte weight copy.
+micro-batch, ZeRO-3 gathers two layers' weights at a time. FP8 and FP4 training
+keep an extra copy of the weights in the format the GEMMs read (1 byte a weight for
+FP8, 0.5625 for NVFP4 with its block scales: :func:`weight_copy_bytes`).
 
 Activations per layer generalize Korthikanti et al. 2022 (``sbh(34 + 5as/h)``
 for GPT) to GQA, SwiGLU, MoE and MLA by counting the tensors each block keeps
@@ -31,10 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
+from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.shapes import LayerShapes, Linear
@@ -42,11 +44,35 @@ from lightspeed.sol.core.sharding import GATHERED_LAYERS, ZERO_STAGES, ShardingR
 from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
 from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
+from lightspeed.units import bytes_per_element
 from lightspeed.workload import TransformerSpec
 
 Array = Any
 
-FP8_WEIGHT_COPY_BYTES = 1.0
+FP8_WEIGHT_COPY_BYTES = bytes_per_element("fp8")  # the FP8 recipes' copy; weight_copy_bytes for any
+# Formats gradients are stored in: floating point of 8 bits or more (FP8 with MS-AMP's O2, FP8-LM);
+# no training recipe stores 4-bit or integer gradients.
+GRADIENT_PRECISIONS: Final = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+def weight_copy_bytes(precision: str) -> float:
+    """Bytes a weight's low-precision copy takes in a run computing in ``precision`` (FP8, MXFP8,
+    NVFP4, MXFP4): the format's own size, block scales included (NVFP4 ``0.5 + 1/16``); a plain
+    ``fp4`` run trains as NVFP4, as :meth:`~lightspeed.sol.core.stacks.Stack.cast_bytes` counts it.
+
+    >>> weight_copy_bytes("fp8"), weight_copy_bytes("nvfp4"), weight_copy_bytes("fp4")
+    (1.0, 0.5625, 0.5625)
+    """
+    return bytes_per_element("nvfp4" if precision.strip().lower() == "fp4" else precision)
+
+
+def check_gradient_precision(precision: str) -> None:
+    """Refuse gradients stored in a format no training recipe keeps them in (``int4``, ``nvfp4``)."""
+    if precision.strip().lower() not in GRADIENT_PRECISIONS:
+        raise UserInputError(
+            f"no training recipe stores gradients in {precision}; gradient precisions: "
+            f"{', '.join(GRADIENT_PRECISIONS)} (e.g. --grad-precision fp32)"
+        )
 
 
 @dataclass(frozen=True)
@@ -369,7 +395,7 @@ def training_memory(
         # the first stage sets the peak; the layers it keeps in BF16 hold no 8-bit copy
         first = np.maximum(params.layers_per_stage, 1.0)
         wide = grid.bf16_layers_in(0.0, params.layers_per_stage, model.num_layers) / first
-        weight_bytes = weight_bytes + FP8_WEIGHT_COPY_BYTES * (1.0 - wide)
+        weight_bytes = weight_bytes + weight_copy_bytes(hardware.precision) * (1.0 - wide)
 
     rules = sharding_columns(grid, hardware.stack)
 

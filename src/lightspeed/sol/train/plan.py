@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
+from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
@@ -282,6 +283,31 @@ def validate_plan_gpus(plan: TrainingPlan, num_gpus: int) -> None:
     _check_gpus(plan, num_gpus)
 
 
+def fits_cluster(num_gpus: int, cluster: Cluster) -> bool:
+    """Whether a job may use ``num_gpus`` GPUs of ``cluster``: all of them, or any part of a single
+    node (a node's GPUs need not split evenly: 6 of 8 run a plan of tp=2 dp=3)."""
+    total = cluster.num_accelerators
+    return num_gpus == total or (cluster.num_nodes == 1 and num_gpus < total)
+
+
+def check_cluster_gpus(num_gpus: int, cluster: Cluster) -> None:
+    """Raise :class:`PlanMismatchError` unless :func:`fits_cluster`, naming the count that runs:
+    the whole cluster (a cluster of several nodes runs on all of them)."""
+    if fits_cluster(num_gpus, cluster):
+        return
+    per_node, total = cluster.system.num_accelerators, cluster.num_accelerators
+    if num_gpus % per_node:
+        problem = (
+            f"{num_gpus} GPUs are not a whole number of {cluster.system.name} nodes ({per_node} GPUs each)"
+        )
+    else:
+        problem = (
+            f"{num_gpus} GPUs are not the {total} of {cluster.name}: "
+            "a job takes the whole cluster or part of one node"
+        )
+    raise PlanMismatchError(problem, nearest_plan={"gpus": total})
+
+
 def _check_gpus(plan: TrainingPlan, num_gpus: int | None) -> None:
     if num_gpus is None or plan.num_gpus == num_gpus:
         return
@@ -363,6 +389,7 @@ def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
             f"pp x vpp = {chunks} does not divide the {model.num_layers} layers of {model.name}; "
             f"{fix} or allow uneven stages (--uneven-pipeline)"
         )
+    _check_schedule(plan)
     schedule = plan.effective_schedule
     if schedule in ("dualpipe", "dualpipev"):
         if plan.pp % 2:
@@ -378,6 +405,28 @@ def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
         raise InvalidPlanError(
             f"interleaved 1F1B needs the {plan.num_microbatches} micro-batches "
             f"to be a multiple of pp={plan.pp}"
+        )
+
+
+def _check_schedule(plan: TrainingPlan) -> None:
+    """A schedule other than 1F1B needs pipeline stages to order; interleaving needs virtual chunks
+    (Megatron runs its interleaved schedule only with a virtual pipeline size, and with one chunk a
+    stage it would hold ``2p - 1`` micro-batches where 1F1B holds ``p``); the other schedules
+    have no chunks to interleave (DualPipeV's two are its own)."""
+    if plan.schedule != "1f1b" and plan.pp == 1:
+        raise InvalidPlanError(
+            f"schedule {plan.schedule} orders micro-batches over pipeline stages and pp=1 has one: "
+            "give pp=2 or more with it, or schedule 1f1b"
+        )
+    if plan.schedule == "interleaved" and plan.vpp < 2:
+        raise InvalidPlanError(
+            f"the interleaved schedule needs vpp=2 or more virtual chunks per GPU (pp={plan.pp} vpp=1 is "
+            "plain 1F1B): give vpp=2 or more, or schedule 1f1b"
+        )
+    if plan.vpp > 1 and plan.schedule not in ("1f1b", "interleaved"):
+        raise InvalidPlanError(
+            f"vpp={plan.vpp} interleaves virtual chunks, which only the interleaved schedule runs; "
+            f"{plan.schedule} would ignore them: give vpp=1 with it, or schedule interleaved"
         )
 
 

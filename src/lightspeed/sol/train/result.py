@@ -11,7 +11,13 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.uncertainty import Band, model_interval
-from lightspeed.sol.train.plan import NODE_DEDUPE_DISPATCHERS, TrainingPlan, validate_plan_gpus
+from lightspeed.sol.train.plan import (
+    NODE_DEDUPE_DISPATCHERS,
+    TrainingPlan,
+    check_cluster_gpus,
+    fits_cluster,
+    validate_plan_gpus,
+)
 from lightspeed.sol.train.recipes import bf16_layers_note
 from lightspeed.sol.train.step import BREAKDOWN_PARTS, StepArrays
 from lightspeed.units import SECONDS_PER_HOUR, format_memory, format_percent
@@ -103,6 +109,9 @@ class TrainingEstimate(Record):
             "bound": self.bound,
             "step_time_interval_s": self.intervals.get("step_time_s"),
             "mfu_interval": self.intervals.get("mfu"),
+            # with a token budget (--tokens), else null
+            "time_to_train_s": self.time_to_train_s,
+            "gpu_hours": self.gpu_hours,
             # Names before 0.2 (CHANGELOG.md): kept so existing consumers keep working.
             "zero": plan.zero_stage,
             "micro_batch": plan.micro_batch_size,
@@ -136,23 +145,71 @@ def part_label(part: str, plan: TrainingPlan, hardware: Hardware) -> str:
     return label
 
 
+# What bounds a step (docs/sol.md, "What bounds the step"): compute (GEMMs and attention, their
+# recomputation included) is the bound when it takes this share of the step, or when no overhead
+# takes OVERHEAD_SHARE; its kernels are "far below their ceiling" when, while they run, they reach
+# less than SLOW_KERNELS of the rate the efficiency model and stack allow at best.
+COMPUTE_BOUND_SHARE = 0.6
+OVERHEAD_SHARE = 0.1
+SLOW_KERNELS = 0.5
+
+
 def bound_sentence(
-    parts: dict[str, float], plan: TrainingPlan, hardware: Hardware, mfu: float
+    parts: dict[str, float], plan: TrainingPlan, hardware: Hardware, mfu: float, hfu: float | None = None
 ) -> tuple[str, str]:
-    """(sentence, part) naming what bounds the step."""
+    """(sentence, part) naming what bounds the step, by the rule of ``COMPUTE_BOUND_SHARE``:
+
+    * compute-bound: compute's share, its rate while it runs (``hfu`` over that share) and, where
+      that rate is under ``SLOW_KERNELS`` of its ceiling, that the kernels are the limit (small or
+      thin matrices), not the GPU; then the largest overhead;
+    * otherwise the overheads: the largest single part when an overhead is it, else compute's share
+      beside the overheads' and the largest of them (compute is the largest part, not the bound).
+    """
     step = sum(parts.values())
     compute_share = (parts["compute"] + parts["recompute"]) / step
     overheads = {name: value for name, value in parts.items() if name not in ("compute", "recompute")}
     largest = max(overheads, key=lambda name: overheads[name])
     largest_share = overheads[largest] / step
-    if compute_share >= 0.6 or largest_share < 0.1:
+    next_part = f"{part_label(largest, plan, hardware)} {format_percent(largest_share, 0)}"
+    if compute_share >= COMPUTE_BOUND_SHARE or largest_share < OVERHEAD_SHARE:
+        return _compute_bound(compute_share, plan, hardware, mfu, hfu) + f"; next: {next_part}", "compute"
+    if largest_share >= compute_share:
         return (
-            f"compute-bound: GEMMs and attention take {format_percent(compute_share, 0)} of the step "
-            f"(MFU {format_percent(mfu)}); next: {part_label(largest, plan, hardware)} "
-            f"{format_percent(largest_share, 0)}",
-            "compute",
+            f"{part_label(largest, plan, hardware)}: {format_percent(largest_share, 0)} of the step",
+            largest,
         )
-    return f"{part_label(largest, plan, hardware)}: {format_percent(largest_share, 0)} of the step", largest
+    return (
+        f"overhead-bound: compute (GEMMs and attention) takes {format_percent(compute_share, 0)} of the "
+        f"step and the overheads {format_percent(1.0 - compute_share, 0)}, the largest {next_part}",
+        largest,
+    )
+
+
+def _compute_bound(
+    compute_share: float, plan: TrainingPlan, hardware: Hardware, mfu: float, hfu: float | None
+) -> str:
+    """The compute-bound sentence: the share, the rate while computing, and whether the kernels
+    (not the GPU) are the limit."""
+    share = format_percent(compute_share, 0)
+    if hfu is None:
+        return f"compute-bound: GEMMs and attention take {share} of the step (MFU {format_percent(mfu)})"
+    running = hfu / compute_share  # of the dense peak, while GEMMs and attention run
+    ceiling = (
+        hardware.efficiency.gemm_ceiling(plan.compute_precision)
+        * hardware.stack.kernel_efficiency
+        * hardware.clock_fraction
+    )
+    if running >= SLOW_KERNELS * ceiling:
+        return (
+            f"compute-bound: GEMMs and attention take {share} of the step at "
+            f"{format_percent(running, 0)} of peak while they run (MFU {format_percent(mfu)})"
+        )
+    return (
+        f"compute-bound, kernels far below their ceiling: GEMMs and attention take {share} of the step "
+        f"but run at {format_percent(running, 0)} of peak, under half the {format_percent(ceiling, 0)} "
+        f"they reach on large matrices (small or thin GEMMs: fewer TP ranks or larger micro-batches "
+        f"fill them; MFU {format_percent(mfu)})"
+    )
 
 
 def estimate_from_arrays(
@@ -184,7 +241,7 @@ def estimate_from_arrays(
     model_rate = flops.training_flop * tokens / step
     mfu = model_rate / (gpus * peak)
     hfu = float(np.asarray(arrays.hardware_flop_per_step)[index]) / step / (gpus * peak)
-    sentence, part = bound_sentence(parts, plan, hardware, mfu)
+    sentence, part = bound_sentence(parts, plan, hardware, mfu, hfu)
     time_to_train = num_tokens / tokens * step if num_tokens else None
     band = model_interval("train", model, hardware.accelerator.architecture)
     return TrainingEstimate(
@@ -297,10 +354,12 @@ def _stage_notes(
 
 
 def check_gpu_count(plan: TrainingPlan, cluster: Cluster) -> None:
-    """The plan must use the whole cluster, or part of a single node."""
-    gpus = cluster.num_accelerators
-    if plan.num_gpus == gpus:
+    """The plan must use the whole cluster, or any part of a single node (:func:`check_cluster_gpus`,
+    the check ``search train`` makes); a plan of whole nodes that is not the cluster is told the
+    data-parallel size that fills it."""
+    gpus = plan.num_gpus
+    if fits_cluster(gpus, cluster):
         return
-    single_node = cluster.num_nodes == 1 and plan.num_gpus < gpus and gpus % plan.num_gpus == 0
-    if not single_node:
-        validate_plan_gpus(plan, gpus)
+    if gpus % cluster.system.num_accelerators == 0 or cluster.num_nodes == 1:
+        validate_plan_gpus(plan, cluster.num_accelerators)
+    check_cluster_gpus(gpus, cluster)

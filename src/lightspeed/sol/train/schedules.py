@@ -8,14 +8,17 @@ schedule       bubble                          parameters per GPU     activation
 =============  ==============================  =====================  =============================
 GPipe          ``(p-1)(F+B)``                  1x                     ``m``
 1F1B           ``(p-1)(F+B)``                  1x                     ``min(p, m)``
-interleaved    ``(p-1)(F+B)/v``                1x                     ``p(1 + (p-1)/(p v))``
+interleaved    ``(p-1)(F+B)/v``                1x                     ``p(1 + (p-1)/(p v))``, v >= 2
 ZB1P           ``(p-1)(F+B-2W)``               1x                     ``min(p, m)``
 DualPipe       ``(p/2-1)(F&B + B - 3W)``       2x                     ``p + 1``
 DualPipeV      ``(p/2-1)(F&B + B - 3W)``       1x (2 chunks of L/2p)  ``p + 1``
 =============  ==============================  =====================  =============================
 
 ``F&B`` (a forward and a backward chunk run overlapped) is taken as ``F + B``:
-overlap hides communication, not compute.
+overlap hides communication, not compute. Interleaving needs ``v >= 2`` virtual chunks per GPU
+(Megatron runs it only with a virtual pipeline size; plans refuse it otherwise,
+:mod:`lightspeed.sol.train.plan`); a row with ``v = 1`` is costed as 1F1B, which is what it is
+(the interleaved warm-up formula would hold ``2p - 1`` micro-batches, not ``p``).
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def activations_in_flight(grid: PlanGrid) -> Array:
     return np.select(
         [
             grid.is_schedule("gpipe"),
-            grid.is_schedule("interleaved"),
+            grid.is_schedule("interleaved") & (grid.vpp > 1),
             grid.is_schedule("dualpipe", "dualpipev"),
         ],
         [microbatches, interleaved, stages + 1.0],

@@ -20,7 +20,7 @@ from typing import NoReturn
 import numpy as np
 
 from lightspeed.catalog import Cluster
-from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError, PlanMismatchError
+from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
@@ -37,7 +37,7 @@ from lightspeed.sol.train.grid import (
     grid_from_plans,
 )
 from lightspeed.sol.train.memory import refused_by_stack
-from lightspeed.sol.train.plan import TrainingPlan, validate_plan
+from lightspeed.sol.train.plan import TrainingPlan, check_cluster_gpus, validate_plan
 from lightspeed.sol.train.ranking import (
     PlanComparison,
     compare,
@@ -221,8 +221,10 @@ def _valid(
     ok &= pp * vpp <= layers  # uneven splits are allowed: the last stage gives up the shortfall (step.py)
     ok &= (vpp == 1) | ((pp > 1) & (np.mod(microbatches, pp) == 0))
     dual = np.isin(columns["schedule"], [SCHEDULE_CODES["dualpipe"], SCHEDULE_CODES["dualpipev"]])
-    ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp) & (vpp == 1))
-    ok &= (columns["schedule"] == SCHEDULE_CODES["1f1b"]) | (pp > 1)
+    ok &= ~dual | ((np.mod(pp, 2) == 0) & (microbatches >= 2 * pp))
+    plain = columns["schedule"] == SCHEDULE_CODES["1f1b"]
+    ok &= plain | (pp > 1)  # the other schedules order pipeline stages
+    ok &= plain | (vpp == 1)  # virtual chunks interleave under 1F1B only (validate_plan's rule)
     ok &= (cp == 1) | (np.mod(seq_len, 2 * cp) == 0)
     etp = _etp(columns)
     if model.moe is None:
@@ -332,25 +334,28 @@ def _describe(plan: TrainingPlan) -> str:
 
 
 def why_best(plans: tuple[TrainingEstimate, ...], hardware: Hardware) -> tuple[str, ...]:
-    """One sentence per runner-up: by how much the best is faster, and which parts make it."""
+    """One sentence per runner-up: by how much the best is faster, and which parts make it: the two
+    parts that differ most, then the rest together, so that the parts add up to the difference."""
     if not plans:
         return ()
     best = plans[0]
     sentences = []
     for rank, other in enumerate(plans[1:3], start=2):
         gain = other.step_time_s / best.step_time_s - 1.0
+        difference = best.step_time_s - other.step_time_s
         deltas = sorted(
             ((name, best.breakdown_s[name] - other.breakdown_s[name]) for name in BREAKDOWN_PARTS),
             key=lambda item: abs(item[1]),
             reverse=True,
         )
-        reasons = ", ".join(
-            f"{part_label(name, best.plan, hardware)} {delta:+.3g} s"
-            for name, delta in deltas[:2]
-            if abs(delta) > 0
-        )
+        named = [(name, delta) for name, delta in deltas[:2] if abs(delta) > 0]
+        reasons = [f"{part_label(name, best.plan, hardware)} {delta:+.3g} s" for name, delta in named]
+        rest = difference - sum(delta for _, delta in named)
+        if named and abs(rest) > 1e-9 * max(best.step_time_s, 1e-30):
+            reasons.append(f"the other parts {rest:+.3g} s")
         sentences.append(
-            f"beats #{rank} ({_describe(other.plan)}) by {gain:.1%} per step: {reasons or 'identical'}"
+            f"beats #{rank} ({_describe(other.plan)}) by {gain:.1%} per step ({difference:+.3g} s): "
+            + (", ".join(reasons) or "identical")
         )
     return tuple(sentences)
 
@@ -408,6 +413,8 @@ def _valid_columns(
     refused = refused_by_stack(stack, columns["zero"], columns["pp"])  # validate_plan says why
     notes = _stack_refusals(stack, columns["zero"][refused], columns["pp"][refused])
     columns = {name: values[~refused] for name, values in columns.items()}
+    unsharded = _zero_without_replicas(columns, model, num_gpus)
+    columns = {name: values[~unsharded] for name, values in columns.items()}
     if columns["tp"].size == 0:
         raise InvalidPlanError(
             f"no valid plan for {model.name} on {num_gpus} GPUs with global batch {global_batch_size} "
@@ -416,6 +423,26 @@ def _valid_columns(
             "try a global batch that is a multiple of the GPU count, or widen the search space"
         )
     return columns, notes
+
+
+def _zero_without_replicas(
+    columns: dict[str, np.ndarray], model: TransformerSpec, num_gpus: int
+) -> np.ndarray:
+    """Plans whose ZeRO stage shards over no replica (dp x cp = 1, and for a MoE model one expert
+    replica too), beside the lowest stage searched with the same pipeline: ZeRO at dp=1 is no
+    sharding, so those are one plan, listed once (as the lowest stage)."""
+    tp, cp, pp, ep = (columns[key] for key in ("tp", "cp", "pp", "ep"))
+    dp = np.floor(num_gpus / (tp * cp * pp))
+    alone = dp * cp == 1
+    if model.moe is not None:
+        alone &= tp * cp * dp / (ep * _etp(columns)) == 1
+    zero, pipelined = columns["zero"], pp > 1
+    lowest = np.zeros_like(zero)
+    for flag in (False, True):
+        stages = zero[pipelined == flag]
+        if stages.size:
+            lowest[pipelined == flag] = stages.min()
+    return np.asarray(alone & (zero != lowest), dtype=bool)
 
 
 def _stack_refusals(stack: Stack, zero_stage: np.ndarray, pp: np.ndarray) -> tuple[str, ...]:
@@ -613,17 +640,12 @@ def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainingEstimate:
 
 
 def _searched_gpus(cluster: Cluster, num_gpus: int | None) -> int:
-    """The GPU count to plan for: the request, which must be the cluster or part of one node."""
-    if num_gpus is None or num_gpus == cluster.num_accelerators:
+    """The GPU count to plan for: the request, which must be the cluster or part of one node
+    (:func:`~lightspeed.sol.train.plan.check_cluster_gpus`, the check ``plan train`` makes)."""
+    if num_gpus is None:
         return cluster.num_accelerators
-    if cluster.num_nodes == 1 and num_gpus < cluster.num_accelerators:
-        return num_gpus
-    per_node = cluster.system.num_accelerators
-    whole = -(-num_gpus // per_node) * per_node
-    raise PlanMismatchError(
-        f"{num_gpus} GPUs are not a whole number of {cluster.system.name} nodes ({per_node} GPUs each)",
-        nearest_plan={"gpus": whole},
-    )
+    check_cluster_gpus(num_gpus, cluster)
+    return num_gpus
 
 
 def _raise_none_fits(

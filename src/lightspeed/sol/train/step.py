@@ -320,10 +320,12 @@ def _data_parallel(
     flat_ring = rules.gathers_layers & stack.zero3_flat_ring  # one ring per rank through its own NIC
 
     def traffic(num_params: Array, group: Array, stride: Array) -> tuple[Array, Array, Array]:
+        # no parameters (a dense model's experts), no collective: not even its latency
+        held = np.asarray(num_params) > 0
         reduce = collectives.all_reduce_s(fabric, num_params * grid.grad_bytes, group, stride)
         scatter = collectives.reduce_scatter_s(fabric, num_params * grid.grad_bytes, group, stride, flat_ring)
         gather = collectives.all_gather_s(fabric, num_params * weight_bytes, group, stride, flat_ring)
-        return reduce, scatter, gather
+        return np.where(held, reduce, 0.0), np.where(held, scatter, 0.0), np.where(held, gather, 0.0)
 
     dense = traffic(params.dense, replicas, grid.tp)
     expert = traffic(params.expert, expert_replicas, grid.ep * grid.etp)
