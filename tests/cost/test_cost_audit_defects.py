@@ -172,7 +172,9 @@ def test_train_refuses_fewer_tokens_than_one_step(run_cli) -> None:  # type: ign
         "64",
     )
     step_tokens = 64 * 4096  # global batch x the default 4,096-token sequences: 262,144
-    one_line_error(run_cli(*args, "--tokens", str(step_tokens - 1)), "less than one optimizer step", f"{step_tokens:,}")
+    one_line_error(
+        run_cli(*args, "--tokens", str(step_tokens - 1)), "less than one optimizer step", f"{step_tokens:,}"
+    )
     one_step = _json(run_cli(*args, "--tokens", str(step_tokens), "--json"))
     assert one_step["time_s"] == pytest.approx(one_step["step_s"])  # exactly one step
 
