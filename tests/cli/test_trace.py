@@ -91,6 +91,15 @@ def test_comms_link_options_conflict(run_cli: Any) -> None:
     one_line_error(result, "not both")
 
 
+def test_comms_link_bandwidth_needs_its_unit(run_cli: Any) -> None:
+    """A bare 50 is not 50 B/s (a SOL a billion times too slow): the unit is asked for, as hw detect
+    asks for its memory bandwidth's; 50GB/s is 5e10 bytes per second."""
+    one_line_error(run_cli("trace", "comms", TWO_RANKS, "--link-bandwidth", "50"), "50GB/s", "unit")
+    given = run_cli("trace", "comms", TWO_RANKS, "--link-bandwidth", "50GB/s", "--json")
+    assert given.code == 0, given.err
+    assert json.loads(given.out)["calls"][0]["sol_bytes_per_s"] == 50e9
+
+
 def test_diff_of_a_trace_with_itself(run_cli: Any) -> None:
     result = run_cli("trace", "diff", TWO_RANKS, TWO_RANKS, "--json", "--top", "2")
     assert result.code == 0, result.err

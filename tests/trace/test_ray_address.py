@@ -34,9 +34,16 @@ def test_an_address_where_nothing_listens_is_refused_at_once(
     assert not ray.is_initialized()  # refused before Ray was asked to connect
 
 
-@pytest.mark.parametrize("address", ["nonsense", "host:port", "host:0", ":6379"])
+@pytest.mark.parametrize("address", ["nonsense", "host:port", ":6379"])
 def test_an_address_that_is_not_host_port_is_refused(address: str, real_trace: Any) -> None:
     with pytest.raises(UserInputError, match="is not HOST:PORT, ray://HOST:PORT or auto"):
+        summarize_ranks(real_trace("trace_filter"), engine="ray", address=address)
+
+
+@pytest.mark.parametrize("address", ["host:0", "ray://host:99999", "host:65536"])
+def test_a_port_out_of_range_says_so(address: str, real_trace: Any) -> None:
+    """TCP ports are 1 to 65535: the message says that, not that the address is malformed."""
+    with pytest.raises(UserInputError, match="the port must be 1 to 65535"):
         summarize_ranks(real_trace("trace_filter"), engine="ray", address=address)
 
 

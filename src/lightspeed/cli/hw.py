@@ -13,9 +13,8 @@ from lightspeed.catalog import (
 )
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.cli._completion import any_hardware_names
-from lightspeed.cli.options import CPU_GHZ, MAX_BYTES_PER_S, Rate, give_a_unit, is_bare_number
+from lightspeed.cli.options import BANDWIDTH, CPU_GHZ
 from lightspeed.errors import UnsupportedError
-from lightspeed.files import excerpt
 from lightspeed.report import (
     render_detected_machine,
     render_hardware_comparison,
@@ -24,22 +23,6 @@ from lightspeed.report import (
 )
 
 KIND_CHOICES = ("accelerator", "link", "cpu", "system")
-
-
-class BandwidthWithUnit(Rate):
-    """A memory bandwidth that must carry its unit (``200GB/s``, ``200GB``): a bare ``200`` is refused
-    rather than read as 200 B/s, with the shared refusal of a bare number (the one
-    :class:`lightspeed.cli.options.LatencyLimit` gives latencies)."""
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> object:
-        if isinstance(value, str) and is_bare_number(value):
-            self.fail(f"{excerpt(value.strip())}: {give_a_unit(value, ('GB/s', 'TB/s'))}", param, ctx)
-        return super().convert(value, param, ctx)
-
-
-MEMORY_BANDWIDTH = BandwidthWithUnit(
-    minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link"
-)
 
 
 @click.group("hw")
@@ -90,7 +73,7 @@ def compare_command(names: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--memory-bandwidth",
     "memory_bandwidth_bytes_per_s",
-    type=MEMORY_BANDWIDTH,
+    type=BANDWIDTH,
     default=None,
     help="Memory bandwidth to assume, with its unit: 200GB/s (a measured figure, or one the table lacks).",
 )

@@ -387,6 +387,21 @@ def give_a_unit(text: str, units: tuple[str, str] = ("ms", "s")) -> str:
     return f"give a unit ({number}{units[0]} or {number}{units[1]})"
 
 
+class BandwidthWithUnit(Rate):
+    """A bandwidth that must carry its unit (``200GB/s``, ``200GB``): a bare ``200`` is refused
+    rather than read as 200 B/s, with the shared refusal of a bare number (the one
+    :class:`LatencyLimit` gives latencies).
+
+    >>> BandwidthWithUnit(minimum=0.0).convert("50GB/s", None, None)
+    50000000000.0
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and is_bare_number(value):
+            self.fail(f"{excerpt(value.strip())}: {give_a_unit(value, ('GB/s', 'TB/s'))}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _format_percent(fraction: float) -> str:
     return f"{fraction * 100:,g}%"
 
@@ -595,7 +610,10 @@ CUTOFF: Final = Duration(minimum=0.0, maximum=86400.0, why="one day")
 # read one as seconds, so it must carry its unit (a million times off either way)
 KERNEL_WAIT_THRESHOLD: Final = LatencyLimit(minimum=0.0, maximum=86400.0, why="one day", units=("us", "ms"))
 PER_SECOND: Final = Number(minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, unit="per s")
-BANDWIDTH: Final = Rate(minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link")
+# a memory or link bandwidth given by a user: always with its unit (a bare 200 is not 200 B/s)
+BANDWIDTH: Final = BandwidthWithUnit(
+    minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link"
+)
 POWER_W: Final = Number(minimum=0.0, maximum=MAX_WATTS, min_open=True, unit="W", why="10 GW")
 USD: Final = Number(minimum=0.0, maximum=MAX_USD, min_open=True, unit="USD", why="per GPU-hour")
 VPP: Final = Integer(minimum=1, maximum=1024, unit="chunks")

@@ -96,10 +96,12 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         return
     host, _, port_text = target.rpartition(":")
     host = host.strip("[]")  # an IPv6 host in brackets
-    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not host or not port_text.isdigit():
         raise UserInputError(
             f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
         )
+    if not 0 < int(port_text) < 65536:
+        raise UserInputError(f"--address {address!r}: the port must be 1 to 65535; fix: {_FIX_ADDRESS}")
     try:
         with socket.create_connection((host, int(port_text)), timeout=timeout_s):
             pass
