@@ -34,6 +34,12 @@ def test_data_file_error_names_file_field_value_and_fix() -> None:
     assert str(error) == "a.toml:3: expected a number; field 'memory.usable_gb'; value 'x'; fix: write 80"
 
 
+def test_a_boolean_value_is_spelled_as_data_files_spell_it() -> None:
+    """TOML and JSON both write true/false; Python's True is not what the user wrote."""
+    error = DataFileError("config.json", "expected a whole number", field="hidden_size", value=True)
+    assert str(error) == "config.json: expected a whole number; field 'hidden_size'; value true"
+
+
 def test_missing_extra_names_the_pip_extra() -> None:
     with pytest.raises(MissingExtraError, match=r"pip install 'lightspeed\[bench\]'"):
         require_extra("surely_not_a_module_xyz", "bench", "GEMM benchmarks")

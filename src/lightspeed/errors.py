@@ -195,11 +195,13 @@ _SHOWN_CHARS = 80
 
 def _shown(value: object) -> str:
     """``repr(value)``, or its first characters and its length when long (an integer too long for
-    ``repr``, over 4,300 digits, by its size).
+    ``repr``, over 4,300 digits, by its size); a boolean as the data files (TOML, JSON) write it.
 
-    >>> _shown("64"), _shown("9" * 500)[-20:], _shown(10**5000)
-    ("'64'", '... (502 characters)', 'a whole number of about 5,000 digits')
+    >>> _shown("64"), _shown("9" * 500)[-20:], _shown(10**5000), _shown(True)
+    ("'64'", '... (502 characters)', 'a whole number of about 5,000 digits', 'true')
     """
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, int) and value.bit_length() > 4 * _SHOWN_CHARS:
         return f"a whole number of about {round(value.bit_length() * 0.30103):,} digits"
     text = repr(value)

@@ -150,7 +150,7 @@ def _resolve(
 ) -> _Resolved:
     if config.model_config is not None:
         path = Path(config.model_config)  # a model data file, or a Hugging Face config.json
-        model = load_model_file(path).spec if path.suffix == ".toml" else spec_from_hf_config(path)
+        model = load_model_file(path, models).spec if path.suffix == ".toml" else spec_from_hf_config(path)
     else:
         model = (models or default_models()).get(str(config.model))
     assert config.system is not None  # check_complete

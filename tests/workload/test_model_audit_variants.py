@@ -107,3 +107,23 @@ def test_the_shipped_variants_keep_their_published_totals(registry: ModelRegistr
         entry = registry.entry(name)
         assert entry.published is not None, name
         assert entry.published == registry.entry(entry.extends).published, name
+
+
+def test_a_variant_of_a_catalog_model_works_as_a_path_in_the_cli(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """The CLI reads a variant file against the models of its --catalog, not only the shipped ones."""
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    _variant(catalog, "[architecture]\nmax_seq_len = 16384\n", name="my-base")
+    child = tmp_path / "my-child.toml"
+    child.write_text(
+        (catalog / "my-base.toml")
+        .read_text()
+        .replace('name = "my-base"', 'name = "my-child"')
+        .replace('extends = "llama-3-8b"', 'extends = "my-base"')
+        .replace("16384", "20000")
+    )
+    shown = run_cli("--catalog", str(catalog), "model", "show", "--config", str(child))
+    assert shown.code == 0, shown.err
+    assert "context 20000" in shown.out
+    counted = run_cli("--catalog", str(catalog), "flops", "--model", str(child), "--tokens", "1e12")
+    assert counted.code == 0, counted.err

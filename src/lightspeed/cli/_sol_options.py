@@ -128,7 +128,11 @@ def job_model(config: JobConfig) -> Any:
     config.check_complete()
     if config.model_config is not None:
         path = Path(config.model_config)
-        return load_model_file(path).spec if path.suffix == ".toml" else spec_from_hf_config(path)
+        return (
+            load_model_file(path, get_context().models()).spec
+            if path.suffix == ".toml"
+            else spec_from_hf_config(path)
+        )
     return get_context().models().get(str(config.model))
 
 

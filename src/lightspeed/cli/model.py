@@ -69,7 +69,11 @@ def show(name: str | None, config_path: str | None, seq_len: int | None, as_json
                 "or a model NAME (see 'lightspeed model list')"
             )
         path = Path(config_path)
-        entry = load_model_file(path) if path.suffix == ".toml" else entry_from_hf_config(path)
+        entry = (
+            load_model_file(path, get_context().models())
+            if path.suffix == ".toml"
+            else entry_from_hf_config(path)
+        )
     else:
         assert name is not None
         entry = resolve_model_entry(name, get_context().models())
