@@ -44,6 +44,7 @@ from lightspeed.extras import (
     installed_extras,
     installed_version,
 )
+from lightspeed.files import cannot_create_in
 from lightspeed.records import Record
 from lightspeed.store.location import store_location
 
@@ -316,12 +317,8 @@ def sqlite_problem(path: Path) -> str | None:
         return f"no folder above {path} exists"
     if not folder.is_dir():
         return f"{folder} is not a folder, so nothing can be created under it"
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        return f"nothing can be created in {folder} ({error.strerror or error})"
-    return None
+    reason = cannot_create_in(folder)
+    return None if reason is None else f"nothing can be created in {folder} ({reason})"
 
 
 _SQLITE_FIX: Final = (

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -296,6 +297,22 @@ def check_output(path: Path, *, what: str, example: str = "") -> None:
             else "; name a file"
         )
         raise UserInputError(f"{path} is {special[0]}, not a file to write the {what} to{hint}")
+
+
+def cannot_create_in(folder: Path) -> str | None:
+    """Why nothing can be created in ``folder`` (None: a file can), found by a real write that
+    leaves nothing behind: an unnamed temporary file (Linux's ``O_TMPFILE``; elsewhere one removed
+    at once). ``os.access`` is not enough: it says yes to root under ``/proc``.
+
+    >>> cannot_create_in(Path("/proc")) is not None, cannot_create_in(Path(tempfile.gettempdir()))
+    (True, None)
+    """
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def write_failed(path: Path, what: str, error: OSError) -> UserInputError:

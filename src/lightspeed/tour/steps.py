@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -38,6 +37,7 @@ from lightspeed.errors import (
     UserInputError,
     require_extra,
 )
+from lightspeed.files import cannot_create_in
 from lightspeed.gate import benchmark_records
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report import (
@@ -367,13 +367,16 @@ def check_out_dir(out: Path | str) -> Path:
         )
     try:
         out_dir.mkdir(exist_ok=True)
-        with tempfile.TemporaryFile(dir=out_dir):  # a real write: permissions, read-only mounts, /proc
-            pass
     except OSError as error:
         raise UserInputError(
             f"--out {out_dir}: the tour cannot write there ({error.strerror or error}); "
             "pick a folder you can write"
         ) from None
+    reason = cannot_create_in(out_dir)  # a real write: permissions, read-only mounts, /proc
+    if reason is not None:
+        raise UserInputError(
+            f"--out {out_dir}: the tour cannot write there ({reason}); pick a folder you can write"
+        )
     return out_dir
 
 
