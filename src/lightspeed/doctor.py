@@ -224,17 +224,10 @@ def check_ray(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Chec
             "empty); start one with 'ray start --head' or give the cluster's HOST:PORT",
         )  # fmt: skip
     where = f"auto: this node's cluster at {found}" if by_auto else f"the cluster at {found}"
-    port = found.rpartition(":")[2]
-    if port.isdigit() and not 0 < int(port) < 65536:
-        return Check(
-            "backend", "Ray", "unreachable",
-            f"ray {version}; Ray address {found!r}: the port must be 1 to 65535; give HOST:PORT, "
-            "ray://HOST:PORT or auto",
-        )  # fmt: skip
     from lightspeed.trace.ray_engine import check_reachable  # the address grammar of --engine ray
 
     try:
-        check_reachable(found, timeout_s=timeout_s)
+        check_reachable(found, timeout_s=timeout_s, option="Ray address")
     except UserInputError as error:
         detail = f"{where}: {error}" if by_auto else str(error)
         return Check("backend", "Ray", "unreachable", f"ray {version}; {detail}")

@@ -81,9 +81,10 @@ def ray_map(
             ray.shutdown()
 
 
-def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S, option: str = "--address") -> None:
     """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing answers within
     ``timeout_s``, rather than leave Ray retrying it for minutes; ``auto`` is Ray's to find.
+    ``option`` names the flag the address came from in the messages.
 
     >>> check_reachable("auto")  # Ray finds the cluster of this node itself
     >>> check_reachable("head-node")  # doctest: +ELLIPSIS
@@ -98,10 +99,10 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     host = host.strip("[]")  # an IPv6 host in brackets
     if not host or not port_text.isdigit():
         raise UserInputError(
-            f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
+            f"{option} {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
         )
     if not 0 < int(port_text) < 65536:
-        raise UserInputError(f"--address {address!r}: the port must be 1 to 65535; fix: {_FIX_ADDRESS}")
+        raise UserInputError(f"{option} {address!r}: the port must be 1 to 65535; fix: {_FIX_ADDRESS}")
     try:
         with socket.create_connection((host, int(port_text)), timeout=timeout_s):
             pass
