@@ -45,6 +45,9 @@ from lightspeed.workload import ModelRegistry
 
 SEED_GPU_RATIO: Final = 2.0  # seed claim 17: 100 H100 -> ~50 Blackwell
 SEED_RATIO_TOLERANCE: Final = 0.25  # "~50": 40 to 62 GPUs for 100 (ratio 1.6 to 2.5)
+# "2x+ per GPU, more with FP8/FP4": a ratio above the band is the claim's "more", not a miss
+SEED_LEAST_RATIO: Final = SEED_GPU_RATIO / (1.0 + SEED_RATIO_TOLERANCE)  # 62.5 new GPUs for 100
+SEED_ROOM_RATIO: Final = SEED_GPU_RATIO / (1.0 - SEED_RATIO_TOLERANCE)  # under 37.5 for 100
 SEED_POWER_W: Final = (70e3, 50e3)
 SEED_PAYBACK_YEARS: Final = (1.0, 2.0)
 # The claim's GPUs: 100 x 700 W is the H100 SXM, 50 x 1,000 W the B200 (GB200 is the same GPU).
@@ -279,13 +282,17 @@ def seed_claim_applies(old_system: System, new_system: System) -> bool:
 def _verdict(match_ratio: float, per_gpu_ratio: float, holds: bool, applies: bool = True) -> str:
     if not applies:
         return f"{match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU at matched size)"
-    if holds:
-        return f"the seed's ~2x holds: {match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU)"
-    side = "more" if match_ratio > SEED_GPU_RATIO else "less"
-    return (
-        f"the seed's ~2x does not hold: {match_ratio:.2f} old GPUs per new GPU, {side} than 2 "
-        f"({per_gpu_ratio:.2f}x per GPU at matched size)"
-    )
+    if not holds:
+        return (
+            f"the seed's ~2x does not hold: {match_ratio:.2f} old GPUs per new GPU, less than "
+            f"{SEED_LEAST_RATIO:.1f} ({per_gpu_ratio:.2f}x per GPU at matched size)"
+        )
+    if match_ratio > SEED_ROOM_RATIO:
+        return (
+            f'the seed\'s 2x+ holds with room (its "more with FP8/FP4"): {match_ratio:.2f} old GPUs per '
+            f"new GPU, fewer than its ~50 for 100 ({per_gpu_ratio:.2f}x per GPU at matched size)"
+        )
+    return f"the seed's ~2x holds: {match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU)"
 
 
 def _match_points(
@@ -359,7 +366,7 @@ def match_workload(
     after = _draw(power, new_system, new_gpus, workload.kind, pue_new)
     equivalent = old_rate / new_point.tokens_per_s_per_gpu
     ratio = old_gpus / new_gpus
-    holds = abs(new_gpus / old_gpus * SEED_GPU_RATIO - 1.0) <= SEED_RATIO_TOLERANCE
+    holds = old_gpus / new_gpus >= SEED_LEAST_RATIO  # "2x+ per GPU": at least the band's low end
     payback = sensitivities = None
     if prices is not None:
         site = _site(prices=prices, old=before, new=after, old_system=old_system, new_system=new_system)
