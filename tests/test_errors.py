@@ -40,6 +40,14 @@ def test_a_boolean_value_is_spelled_as_data_files_spell_it() -> None:
     assert str(error) == "config.json: expected a whole number; field 'hidden_size'; value true"
 
 
+def test_a_cut_list_of_known_names_says_how_many_there_are() -> None:
+    """Ten profiles listed as eight read as all of them: the message counts them; none reads so."""
+    names = [f"stack-{index:02d}" for index in range(10)]
+    message = str(UnknownNameError("serving stack", "zzz", names))
+    assert message.endswith("stack-07, ... (10 in all)")
+    assert "known: none yet" in str(UnknownNameError("calibration", "zzz", []))
+
+
 def test_missing_extra_names_the_pip_extra() -> None:
     with pytest.raises(MissingExtraError, match=r"pip install 'lightspeed\[bench\]'"):
         require_extra("surely_not_a_module_xyz", "bench", "GEMM benchmarks")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping
+from typing import Final
 
 
 class LightspeedError(Exception):
@@ -62,7 +63,7 @@ class UnknownNameError(UserInputError):
         self.name = name
         known_list = sorted(set(known))
         self.closest = closest_names(name, known_list) if name.strip() else []
-        listing = ", ".join(self.closest) if self.closest else ", ".join(known_list[:8])
+        listing = ", ".join(self.closest) if self.closest else _first_names(known_list)
         label = "closest" if self.closest else "known"
         message = f"unknown {kind} {name!r}; {label}: {listing}"
         if not name.strip():  # '' or ' ': say so rather than look it up
@@ -70,6 +71,22 @@ class UnknownNameError(UserInputError):
         if hint:
             message += f" ({hint})"
         super().__init__(message)
+
+
+_LISTED_NAMES: Final = 8
+
+
+def _first_names(names: list[str]) -> str:
+    """The first names of a sorted list, saying how many more there are (a cut list must not read as
+    the whole): ``a, b, ... (10 in all)``; ``none yet`` for an empty one.
+
+    >>> _first_names([f"n{index}" for index in range(10)])
+    'n0, n1, n2, n3, n4, n5, n6, n7, ... (10 in all)'
+    """
+    if not names:
+        return "none yet"
+    shown = ", ".join(names[:_LISTED_NAMES])
+    return shown if len(names) <= _LISTED_NAMES else f"{shown}, ... ({len(names)} in all)"
 
 
 class InvalidPlanError(UserInputError):

@@ -203,3 +203,17 @@ def test_property_gpus_hold_the_state_and_one_fewer_would_not(stage: int, dp: in
     assert len(known) == 3
     for memory, count in known:
         assert all(count >= other for other_memory, other in known if memory <= other_memory)
+
+
+def test_quantized_serving_weights_keep_the_tables_and_norms_in_16_bits() -> None:
+    """`memory` sizes weights as `plan infer` holds them: Llama 3 8B in NVFP4 keeps its
+    128,256 x 4,096 embedding and LM head and its 65 x 4,096 norm weights in 16 bits (the hand
+    count), the layers' matrices at 0.5625 bytes (4 bits and a 1-byte scale per 16)."""
+    model = load_models().get("llama-3-8b")
+    tables = 2 * 128_256 * 4_096
+    norms = (2 * 32 + 1) * 4_096
+    layers = 8_030_261_248 - tables - norms
+    expected = layers * 0.5625 + (tables + norms) * 2
+    assert plan_memory(model=model, precision="nvfp4").total_bytes == pytest.approx(expected, rel=1e-12)
+    # 16 bits and wider: every parameter at the format's bytes, as before
+    assert plan_memory(model=model, precision="bf16").total_bytes == 8_030_261_248 * 2

@@ -56,6 +56,7 @@ from lightspeed.workload import TransformerSpec, optimizer_state_bytes, paramete
 COMPONENTS = ("weights", "gradients", "optimizer", "master_weights")
 _FULL_PRECISION_BYTES = 4.0  # fp32: such weights need no separate master copy
 _STORED_WEIGHT_PRECISION = "bf16"  # what such recipes keep the weights in (Transformer Engine, Megatron-Core)
+_SIXTEEN_BIT_BYTES = 2.0  # embeddings, LM head and norms of quantized serving weights
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def _per_param(
 ) -> _PerParam:
     if not training:
         return _PerParam(
-            bytes_per_element(precision), 0.0, 0.0, 0.0, precision, gradient_precision or precision
+            _served_weight_bytes(spec, precision), 0.0, 0.0, 0.0, precision, gradient_precision or precision
         )
     stored, copy, default_gradients = _training_storage(precision)
     gradients_in = gradient_precision or default_gradients
@@ -169,6 +170,19 @@ def _per_param(
         gradient_precision=gradients_in,
         weight_copy=copy,
     )
+
+
+def _served_weight_bytes(spec: TransformerSpec, precision: str) -> float:
+    """Bytes per parameter, on average, of weights held to serve in ``precision``: below 16 bits the
+    embedding table, the LM head and the norms stay in 16 bits, as the serving engine holds them
+    (:func:`lightspeed.sol.infer.memory.stage_weight_bytes`; quantizers leave them so); the
+    layers' matrices take ``precision`` (block scales included)."""
+    narrow = bytes_per_element(precision)
+    if narrow >= _SIXTEEN_BIT_BYTES:
+        return narrow
+    counts = parameter_counts(spec)
+    kept = counts.embedding_params + counts.lm_head_params + counts.norm_params
+    return (narrow * (counts.total_params - kept) + _SIXTEEN_BIT_BYTES * kept) / counts.total_params
 
 
 def _training_storage(precision: str) -> tuple[str, float, str]:
@@ -354,7 +368,7 @@ def _assumptions(
     if training:
         lines.extend(_training_lines(precision, per))
     else:
-        lines.append(f"weights at {precision}: {per.weights:g} bytes/parameter")
+        lines.append(_served_weights_line(precision, per.weights))
         lines.append(
             "weights only: activations, optimizer state and inputs come on top (and a KV cache to serve)"
         )
@@ -362,6 +376,15 @@ def _assumptions(
     lines.extend(_device_lines(device, node_size, system))
     lines.append("units: GB = 1e9 bytes, TB = 1e12; GiB = 2^30, TiB = 2^40")
     return tuple(lines)
+
+
+def _served_weights_line(precision: str, weights: float) -> str:
+    if weights == bytes_per_element(precision):
+        return f"weights at {precision}: {weights:g} bytes/parameter"
+    return (
+        f"weights at {precision} ({bytes_per_element(precision):g} bytes/parameter), the embedding table, "
+        f"LM head and norms in 16 bits as served: {weights:.4g} bytes/parameter on average"
+    )
 
 
 def _sharding_lines(zero_stage: int, dp: int, per_gpu: float) -> list[str]:

@@ -454,7 +454,7 @@ def _overlap_text(efficiency: EfficiencyModel) -> str:
 def _serving_line(inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
     serving = inference_hardware.serving
     line = (
-        f"serving stack '{serving.name}' ({serving.display_name}): kernels at "
+        f"serving stack '{serving.name}' ({serving.display_name}): math kernels (GEMMs, attention) at "
         f"{format_percent(serving.kernel_efficiency, 0)} of those ceilings"
     )
     if plan.dp_attention > 1 and serving.attention_dp_efficiency < 1.0:
