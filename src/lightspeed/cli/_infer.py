@@ -21,10 +21,18 @@ from lightspeed.report import (
     render_inference_estimate,
     render_inference_search,
     render_load_band,
+    render_simulated_against_analytic,
     render_simulation,
     save_pareto_plot,
+    simulated_against_analytic,
 )
-from lightspeed.sol import InferenceSearchResult, ServingConfig, ServingJob, ServingSearchConfig
+from lightspeed.sol import (
+    InferenceEstimate,
+    InferenceSearchResult,
+    ServingConfig,
+    ServingJob,
+    ServingSearchConfig,
+)
 from lightspeed.sol.serve import (
     ArrivalProcess,
     GoodputSearchResult,
@@ -68,16 +76,26 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
                 **simulated.summary(),
                 **simulated.to_dict(),
                 "interval_under_load": None if band is None else band.intervals(),
+                "against_analytic": _against_analytic(prediction.estimate, simulated),
             }
         print_json({**payload, "config": config.to_file_dict()})
         return
     render_inference_estimate(prediction.estimate)
     if simulated is not None:
         render_simulation(simulated, title="simulated under this load (request by request)")
+        render_simulated_against_analytic(_against_analytic(prediction.estimate, simulated))
     if band is not None:
         render_load_band(band)
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
+
+
+def _against_analytic(estimate: InferenceEstimate, simulated: SimulationResult) -> dict[str, float]:
+    return simulated_against_analytic(
+        analytic_ttft_s=estimate.ttft_s,
+        analytic_tokens_per_s=estimate.output_tokens_per_s,
+        simulated=simulated,
+    )
 
 
 def check_deployment(config: ServingConfig) -> None:

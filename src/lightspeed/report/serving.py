@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.records import JsonObject
@@ -109,6 +109,35 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
     if result.num_in_flight:
         rows.insert(4, ["stopped with", f"{result.num_in_flight:,} requests in flight"])
     return rows
+
+
+# beyond this the analytic headline and the simulation of the same load are said to disagree
+LOAD_GAP: Final = 0.2
+
+
+def simulated_against_analytic(
+    *, analytic_ttft_s: float, analytic_tokens_per_s: float, simulated: SimulationResult
+) -> dict[str, float]:
+    """The simulated run's TTFT p50 and throughput over the analytic headline's (``plan infer``
+    prints both): 1.0 where they agree."""
+    return {
+        "ttft_p50_over_analytic": simulated.ttft.p50_s / analytic_ttft_s,
+        "output_tokens_per_s_over_analytic": simulated.output_tokens_per_s / analytic_tokens_per_s,
+    }
+
+
+def render_simulated_against_analytic(ratios: Mapping[str, float]) -> None:
+    """One line where the simulated load and the analytic headline part by more than ``LOAD_GAP``:
+    which to read for this load, and why they differ."""
+    ttft, rate = ratios["ttft_p50_over_analytic"], ratios["output_tokens_per_s_over_analytic"]
+    if abs(ttft - 1.0) <= LOAD_GAP and abs(rate - 1.0) <= LOAD_GAP:
+        return
+    make_console().print(
+        f"note: under this load the simulated TTFT p50 is {ttft:.2f}x and the throughput {rate:.2f}x the "
+        "analytic headline above: the headline prices one steady batch of identical requests, each "
+        "prompt prefilled on its own, while the simulation lets requests that arrive together prefill "
+        "together and wait for each other; read the simulated percentiles for this load."
+    )
 
 
 def render_load_band(runs: ScaledRuns) -> None:
