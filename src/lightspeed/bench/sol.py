@@ -258,7 +258,7 @@ def _cpu_peak_sol(
     notes = {
         precision: _scaled(f"{scope}: {formula}", used=used, num_cores=num_cores, figure=flop[precision],
                            precision=precision)
-        for precision, formula in cpu_peak_formulas(peak).items()
+        for precision, formula in peak.formulas().items()
     }  # fmt: skip
     if used < num_cores:
         memory_note += (
@@ -279,35 +279,6 @@ def _cpu_peak_sol(
         precision_notes=notes,
         figures_from="the microarchitecture table",
     )
-
-
-def cpu_peak_formulas(peak: CpuPeak) -> dict[str, str]:
-    """How each precision's peak of ``peak`` is derived: FP32 is the catalog's own formula; FP64
-    has half its lanes; BF16 runs on its matrix or dot-product path at that path's FLOP per cycle
-    per core (the quotient of the catalog's BF16 peak by cores x clock).
-
-    >>> from lightspeed.catalog import cpu_peak, load_microarchitectures
-    >>> spr = cpu_peak(microarchitecture=load_microarchitectures()["sapphire-rapids"], flags=None,
-    ...                num_sockets=1, num_cores_per_socket=1, clock_hz=2.6e9, clock_note="doctest")
-    >>> cpu_peak_formulas(spr)["bf16"]
-    'BF16 via amx-bf16: 1 socket(s) x 1 cores x 2.6 GHz x 1,024 FLOP/cycle/core = 2.662 TFLOP/s BF16'
-    """
-    sockets, per_socket, ghz = peak.num_sockets, peak.num_cores_per_socket, peak.clock_hz / 1e9
-    cores = f"{sockets} socket(s) x {per_socket} cores x {ghz:.3g} GHz"
-    formulas = {
-        "fp32": peak.formula,
-        "fp64": (
-            f"{cores} x {peak.fma_units} FMA unit(s) x {peak.vector_bits // 64} FP64 lanes ({peak.isa}) "
-            f"x 2 = {format_flop_per_s(peak.fp64_flop_per_s)} FP64"
-        ),
-    }
-    if peak.bf16_flop_per_s is not None:
-        per_cycle = peak.bf16_flop_per_s / (sockets * per_socket * peak.clock_hz)
-        formulas["bf16"] = (
-            f"BF16 via {peak.bf16_path}: {cores} x {per_cycle:,.0f} FLOP/cycle/core = "
-            f"{format_flop_per_s(peak.bf16_flop_per_s)} BF16"
-        )
-    return formulas
 
 
 def _scaled(text: str, *, used: int, num_cores: int, figure: float, precision: str) -> str:

@@ -100,6 +100,33 @@ class CpuPeak(Record):
     formula: str
     assumptions: tuple[str, ...]
 
+    def formulas(self) -> dict[str, str]:
+        """How each precision's peak is derived: FP32 is :attr:`formula`; FP64 has half its lanes;
+        BF16 runs on its matrix or dot-product path at that path's FLOP per cycle per core.
+
+        >>> spr = cpu_peak(microarchitecture=load_microarchitectures()["sapphire-rapids"], flags=None,
+        ...                num_sockets=1, num_cores_per_socket=1, clock_hz=2.6e9, clock_note="doctest")
+        >>> spr.formulas()["bf16"]
+        'BF16 via amx-bf16: 1 socket(s) x 1 cores x 2.6 GHz x 1,024 FLOP/cycle/core = 2.662 TFLOP/s BF16'
+        """
+        cores = self.num_sockets * self.num_cores_per_socket
+        ghz = self.clock_hz / 1e9
+        basis = f"{self.num_sockets} socket(s) x {self.num_cores_per_socket} cores x {ghz:.3g} GHz"
+        formulas = {
+            "fp32": self.formula,
+            "fp64": (
+                f"{basis} x {self.fma_units} FMA unit(s) x {self.vector_bits // 64} FP64 lanes ({self.isa}) "
+                f"x 2 = {format_flop_per_s(self.fp64_flop_per_s)} FP64"
+            ),
+        }
+        if self.bf16_flop_per_s is not None:
+            per_cycle = self.bf16_flop_per_s / (cores * self.clock_hz)
+            formulas["bf16"] = (
+                f"BF16 via {self.bf16_path}: {basis} x {per_cycle:,.0f} FLOP/cycle/core = "
+                f"{format_flop_per_s(self.bf16_flop_per_s)} BF16"
+            )
+        return formulas
+
 
 _Path = TypeVar("_Path", VectorIsa, Bf16Path)
 

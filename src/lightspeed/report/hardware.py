@@ -435,7 +435,8 @@ def _peak(peak: CpuPeak | None, console: Console, assumptions: Sequence[str] | N
         f"FP32 {format_figure(peak.fp32_flop_per_s, 'FLOP/s')}, BF16 {bf16}",
         highlight=False,
     )
-    console.print(f"  formula: {escape(peak.formula)}", highlight=False)
+    for precision, formula in peak.formulas().items():
+        console.print(f"  {precision.upper()}: {escape(formula)}", highlight=False)
     for assumption in peak.assumptions if assumptions is None else assumptions:
         console.print(f"  assumed: {escape(assumption)}", highlight=False)
 
