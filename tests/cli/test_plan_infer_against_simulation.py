@@ -36,3 +36,17 @@ def test_users_that_prefill_together_are_said_to_part_from_the_headline(run_cli:
     assert ratio > 1.2  # eight users' 2,048-token prompts share the 8,192-token prefill chunks
     table = run_cli(*ARGS, "--concurrency", "8").out
     assert f"simulated TTFT p50 is {ratio:.2f}x" in " ".join(table.split())
+
+
+def test_the_headline_shows_the_simulated_ttft_and_its_band(run_cli: Any) -> None:
+    """Beside the analytic TTFT the headline names the simulated p50 of the same load, and the
+    error bar row gives TTFT's band as it gives TPOT's (the JSON always had it)."""
+    payload = _json(run_cli, "--concurrency", "8")
+    table = " ".join(run_cli(*ARGS, "--concurrency", "8").out.split())
+    p50_ms = payload["simulated"]["ttft"]["p50_s"] * 1e3
+    assert f"simulated under this load, below: p50 {p50_ms:.3g} ms" in table
+    low_s, high_s = payload["intervals"]["ttft_s"]
+    assert low_s < payload["ttft_s"] < high_s
+    assert f"TTFT {low_s * 1e3:.3g} ms-{high_s * 1e3:.3g} ms" in table
+    assert "of at most" in table
+    assert "(the KV cache)" in table

@@ -428,3 +428,59 @@ def test_the_bound_names_the_kernels_and_says_the_fitted_attention_dp_slowdown_a
     assert (
         tail == f"a fitted attention-DP slowdown adds {share:.0%} that no kernel, link or host time explains"
     )
+
+
+@pytest.mark.parametrize("rate_per_s", [0.37, 15.0])
+def test_an_arrival_rate_is_served_at_that_rate(
+    models: ModelRegistry, catalog: Catalog, rate_per_s: float
+) -> None:
+    """The batch that serves a rate is inverted from a concave rate curve; a chord between two
+    points of a coarse grid under-reads it, so the deployment served more than asked (15.02 of
+    15 requests/s). The steady state must serve the rate asked."""
+    served = _estimate(
+        models,
+        catalog,
+        "llama-3-8b",
+        "dgx-h100",
+        InferencePlan(precision="fp8"),
+        load=ServingLoad(2048, 256, arrival_rate_per_s=rate_per_s),
+    )
+    assert served.requests_per_s == pytest.approx(rate_per_s, rel=1e-4)
+
+
+def test_the_limit_that_sets_the_most_sequences_is_named(models: ModelRegistry, catalog: Catalog) -> None:
+    """A replica's most sequences is the KV cache's, the server's default cap or --max-batch,
+    whichever is least; the estimate says which one binds."""
+    # Llama 3.2 1B in fp8 keeps 16 layers x 2 x 8 KV heads x 64 x 1 B = 16 KiB a token: 256-token
+    # requests take 4 MiB, so an H200's ~120 GiB of KV room holds ~30,000, far past the
+    # server's default cap of 4,096 sequences (trtllm-bench's heuristic, sol/data/stacks.toml)
+    small = _estimate(
+        models,
+        catalog,
+        "llama-3.2-1b",
+        "dgx-h200",
+        InferencePlan(precision="fp8"),
+        load=ServingLoad(128, 128),
+    )
+    assert (small.max_batch, small.max_batch_limit) == (4096, "server cap")
+    # Llama 3 70B at TP 8 in fp8 with 8K-token requests: 80 x 2 x 1 x 128 x 1 B = 20 KiB a token
+    # per GPU, 160 MiB a request; ~70 GiB of KV room per GPU holds some 450, under the cap
+    large = _estimate(
+        models,
+        catalog,
+        "llama-3-70b",
+        "dgx-h100",
+        InferencePlan(tp=8, precision="fp8"),
+        load=ServingLoad(4096, 4096),
+    )
+    assert large.max_batch_limit == "kv cache"
+    assert 300 < large.max_batch < 600
+    capped = _estimate(
+        models,
+        catalog,
+        "llama-3-70b",
+        "dgx-h100",
+        InferencePlan(tp=8, precision="fp8", max_batch=64),
+        load=ServingLoad(4096, 4096),
+    )
+    assert (capped.max_batch, capped.max_batch_limit) == (64, "max batch")

@@ -80,7 +80,9 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
             }
         print_json({**payload, "config": config.to_file_dict()})
         return
-    render_inference_estimate(prediction.estimate)
+    render_inference_estimate(
+        prediction.estimate, simulated_ttft_p50_s=None if simulated is None else simulated.ttft.p50_s
+    )
     if simulated is not None:
         render_simulation(simulated, title="simulated under this load (request by request)")
         render_simulated_against_analytic(_against_analytic(prediction.estimate, simulated))

@@ -66,8 +66,16 @@ def _rate(value: float) -> str:
     return f"{format_count(value)} tok/s"
 
 
-def render_inference_estimate(estimate: InferenceEstimate) -> None:
-    """Print an inference estimate: headline numbers, iteration breakdown, memory, bound, assumptions."""
+# what sets a replica's most sequences (``InferenceEstimate.max_batch_limit``), as the table says it
+MAX_BATCH_LIMITS = {"kv cache": "the KV cache", "server cap": "the server's cap", "max batch": "--max-batch"}
+
+
+def render_inference_estimate(
+    estimate: InferenceEstimate, *, simulated_ttft_p50_s: float | None = None
+) -> None:
+    """Print an inference estimate: headline numbers, iteration breakdown, memory, bound, assumptions.
+    ``simulated_ttft_p50_s``: the TTFT p50 of the same load simulated request by request, shown
+    beside the analytic TTFT (which prefills each prompt on its own)."""
     console = make_console()
     load = estimate.load
     console.print(
@@ -77,8 +85,11 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         f"ISL/OSL {load.input_tokens}/{load.output_tokens}"
     )
     split = estimate.kv_transfer_s is not None  # separate prefill and decode pools
+    ttft = format_duration(estimate.ttft_s)
+    if simulated_ttft_p50_s is not None:
+        ttft += f" (analytic; simulated under this load, below: p50 {format_duration(simulated_ttft_p50_s)})"
     rows = [
-        ["TTFT", format_duration(estimate.ttft_s)],
+        ["TTFT", ttft],
         [
             "TPOT",
             f"{format_duration(estimate.tpot_s)} "
@@ -92,17 +103,20 @@ def render_inference_estimate(estimate: InferenceEstimate) -> None:
         [
             "batch per replica",
             f"{estimate.batch_per_replica:,.4g} {'decoding' if split else 'in flight'} of at most "
-            f"{estimate.max_batch:,} (KV cache, server cap); {estimate.concurrency:,.4g} requests over "
+            f"{estimate.max_batch:,} ({MAX_BATCH_LIMITS[estimate.max_batch_limit]}); "
+            f"{estimate.concurrency:,.4g} requests over "
             f"the deployment{' (the rest in the prefill pool or crossing to decode)' if split else ''}",
         ],
     ]
     bars = estimate.intervals
     if bars:
+        ttft_low, ttft_high = bars["ttft_s"]
         tpot_low, tpot_high = bars["tpot_s"]
         rate_low, rate_high = bars["output_tokens_per_s"]
         rows.append(
             [
                 f"error bar ({format_percent(bars['level'], 0)} of published runs)",
+                f"TTFT {format_duration(ttft_low)}-{format_duration(ttft_high)}, "
                 f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, "
                 f"{_rate(rate_low)}-{_rate(rate_high)} "
                 f"(family {bars['family']}, {bars['num_rows']} rows)",

@@ -69,7 +69,8 @@ class InferenceEstimate(Record):
 
     Times in seconds, rates per second, memory in bytes per GPU of the busiest
     stage. ``batch_per_replica`` is the mean number of sequences in flight on a
-    (decode) replica, ``max_batch`` the KV-cache-limited most it can hold.
+    (decode) replica, ``max_batch`` the most it can hold and ``max_batch_limit`` what
+    sets that most (``kv cache``, ``server cap`` or ``max batch``: the plan's own).
     ``iteration_breakdown_s`` splits one steady stage iteration (decode with
     prefill riding along, or pure decode) and sums to ``iteration_s``.
     ``intervals`` holds the error bars (``level`` of the published rows of the
@@ -103,6 +104,7 @@ class InferenceEstimate(Record):
     assumptions: tuple[str, ...]
     serving: str = ""
     intervals: JsonDict = field(default_factory=dict)
+    max_batch_limit: str = "kv cache"
 
     def summary(self) -> JsonDict:
         """The ``plan infer --json`` contract's headline keys."""
@@ -113,6 +115,7 @@ class InferenceEstimate(Record):
             "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
             "output_tokens_per_s_per_user": self.output_tokens_per_s_per_user,
             "max_batch": self.max_batch,
+            "max_batch_limit": self.max_batch_limit,
             "bound": self.bound,
             "intervals": self.intervals,
         }
@@ -244,7 +247,16 @@ def _batch_for_rate(
             f"its KV-cache limit of {max_batch:g} sequences per replica); use about {needed} replicas, "
             "more GPUs per replica, or a lower precision"
         )
-    return float(np.interp(wanted, rates, batches))
+    upper = int(np.searchsorted(rates, wanted))
+    if upper == 0:
+        return float(np.interp(wanted, rates, batches))
+    # the rate is concave in the batch, so a chord between two grid points under-reads it: a
+    # finer grid between the two that bracket the wanted rate takes the inversion to 1e-4
+    fine = np.linspace(batches[upper - 1], batches[upper], ARRIVAL_GRID_POINTS)
+    fine_rates = np.maximum.accumulate(
+        np.asarray(serve(ctx, plan, fine, batching, split).requests_per_s) * _serving_replicas(plan)
+    )
+    return float(np.interp(wanted, fine_rates, fine))
 
 
 def _batch_and_queue(
@@ -301,6 +313,14 @@ def _disaggregated_closed_loop(
             break
         batch = decoding
     return _ClosedLoop(batch=batch, arrays=arrays, requests_per_s=rate, ttft_s=users / rate - decode_s)
+
+
+def _max_batch_limit(memory: MemoryArrays, plan: InferencePlan) -> str:
+    """What sets :func:`_max_batch`: the plan's ``max_batch``, the server's own cap or the KV cache."""
+    kv = float(memory.kv_sequences[0])
+    if plan.max_batch is not None:
+        return "max batch" if plan.max_batch < kv else "kv cache"
+    return "server cap" if float(memory.max_sequences[0]) < kv else "kv cache"
 
 
 def _max_batch(memory: MemoryArrays, plan: InferencePlan) -> float:
@@ -743,6 +763,7 @@ def estimate_inference(
         precisions=inference_hardware.precisions,
         batch_per_replica=batch,
         max_batch=int(max_batch),
+        max_batch_limit=_max_batch_limit(memory, plan),
         concurrency=(batch + waiting) * decoders,
         ttft_s=ttft,
         tpot_s=tpot,
