@@ -147,11 +147,10 @@ def llama3_405b_training(catalog: Catalog, models: ModelRegistry) -> list[tuple[
 
 # Seed claim 12: 72 GPUs either way, one NVL72 rack or 9 x 8 H100 over InfiniBand NDR.
 NVL72_VS_INFINIBAND = ("gb200-nvl72", "9xdgx-h100@ib-ndr")
-SEED_FABRIC_CLAIMS = {
-    "bandwidth_bytes_per_s": {"nvl72": 1.8e12, "infiniband": (20e9, 80e9)},
-    "latency_s": {"nvl72": (1e-6, 2e-6), "infiniband": (5e-6, 10e-6)},
-    "overhead_share": {"nvl72": "a few %", "infiniband": "tens of %"},
-}
+# its per-GPU bandwidth and small-message latency, a figure or a (low, high) range, per side
+SeedFigure = float | tuple[float, float]
+SEED_FABRIC_BANDWIDTH_BYTES_PER_S: dict[str, SeedFigure] = {"nvl72": 1.8e12, "infiniband": (20e9, 80e9)}
+SEED_FABRIC_LATENCY_S: dict[str, SeedFigure] = {"nvl72": (1e-6, 2e-6), "infiniband": (5e-6, 10e-6)}
 # Seed claim 10: NVIDIA's GPT-MoE-1.8T comparison ("8x eight-way HGX H100 air-cooled" vs one
 # GB200 NVL72): 32,768 input / 1,024 output tokens, TTFT <= 5 s, 50 ms between tokens.
 GPT_MOE_SYSTEMS = ("8xdgx-h100@ib-ndr", "gb200-nvl72")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from lightspeed.catalog import Catalog, compare_hardware
 from lightspeed.sol import TrainingEstimate, fabric_comparison, plan_memory
@@ -19,6 +20,9 @@ from lightspeed.tour.scenarios import (
     NVIDIA_GPT_MOE_HEADLINE_RATIO,
     NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU,
     NVL72_VS_INFINIBAND,
+    SEED_FABRIC_BANDWIDTH_BYTES_PER_S,
+    SEED_FABRIC_LATENCY_S,
+    SeedFigure,
     deepseek_v3_training,
     gpt_moe_comparison,
     nvl72_vs_infiniband_training,
@@ -33,6 +37,39 @@ from lightspeed.units import (
     quotient_of_shown,
 )
 from lightspeed.workload import ModelRegistry, training_flop
+
+# within this share of the seed's figure the tool's is said to agree with it
+AGREES_WITHIN: Final = 0.15
+# seed claim 4's training FLOPs for 100T dense parameters on 29T tokens
+SEED_100T_FLOP: Final = 1.2e29
+# a figure on the end of a range in floating point (5 us as 4.999... us) is inside it
+RANGE_ROUNDING: Final = 1e-9
+# an exposed-communication share below this is "a few %", at or above it "tens of %"
+TENS_OF_PERCENT: Final = 0.10
+
+
+def verdict(value: float, claimed: SeedFigure) -> str:
+    """How a figure the tool computes stands against the seed's figure or range: ``agrees (+4%)``
+    within :data:`AGREES_WITHIN` of a figure, ``within its range``, or by how much it does not hold."""
+    if isinstance(claimed, tuple):
+        low, high = claimed
+        if low * (1.0 - RANGE_ROUNDING) <= value <= high * (1.0 + RANGE_ROUNDING):
+            return "within its range"
+        if value < low:
+            return f"does not hold: {value / low:.2g}x its low end"
+        return f"does not hold: {value / high:.2g}x its high end"
+    ratio = value / claimed
+    if abs(ratio - 1.0) <= AGREES_WITHIN:
+        return f"agrees ({ratio - 1.0:+.0%})"
+    if ratio < 1.0:
+        return f"does not hold: the seed's figure is {1.0 / ratio:.2g}x this"
+    return f"does not hold: this is {ratio:.2g}x the seed's"
+
+
+def _share_verdict(share: float, *, few: bool) -> str:
+    """The seed's "a few %" (``few``) or "tens of %" against an exposed-communication share."""
+    holds = share < TENS_OF_PERCENT if few else share >= TENS_OF_PERCENT
+    return "holds" if holds else f"does not hold for the best plan ({format_percent(share)})"
 
 
 @dataclass(frozen=True)
@@ -52,7 +89,10 @@ def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
     """Seed claim 4: 100T dense parameters, 29T tokens; weights on B200 and B300."""
     model = models.get("dense-100t")
     flop = training_flop(model, num_tokens=29e12).total_flop
-    lines = [f"training FLOPs for 29T tokens: {format_flop(flop)} (6ND; the seed says ~1.2e29)"]
+    lines = [
+        f"training FLOPs for 29T tokens: {format_flop(flop)} "
+        f"(6ND; the seed's ~1.2e29: {verdict(flop, SEED_100T_FLOP)})"
+    ]
     # every record says which way is better: the gate must not guess it from units like FLOP or GPU
     records = [
         NewRecord(
@@ -63,8 +103,12 @@ def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
             payload={"lower_is_better": True},
         )
     ]
-    for device, claim in (("b200-sxm", "~1,000 GPUs, ~125 nodes"), ("b300-sxm", "~700 GPUs, ~86 nodes")):
+    for device, (gpus, nodes) in (("b200-sxm", (1000, 125)), ("b300-sxm", (700, 86))):
         plan = plan_memory(model=model, precision="bf16", accelerator=catalog.accelerator(device))
+        claim = (
+            f"~{gpus:,} GPUs: {verdict(float(plan.gpus_needed or 0), gpus)}, "
+            f"~{nodes} nodes: {verdict(float(plan.nodes_needed or 0), nodes)}"
+        )
         lines.append(
             f"bf16 weights {format_bytes(plan.total_bytes)} ({format_bytes(plan.total_bytes, binary=True)}) "
             f"on {device}: {plan.gpus_needed} GPUs, {plan.nodes_needed} nodes of {plan.gpus_per_node} "
@@ -137,7 +181,7 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         f"{estimate.system}, PP16 DualPipe, EP64, FP8: step {format_duration(estimate.step_time_s)}, "
         f"MFU {format_percent(estimate.mfu)}, exposed communication {format_percent(_comm_share(estimate))}",
         f"14.8T tokens: {hours / 1e6:.2f}M GPU-hours predicted vs 2.664M published "
-        f"({hours / DEEPSEEK_PRETRAIN_GPU_HOURS - 1:+.0%}); memory {_fits(estimate)}",
+        f"({verdict(hours, DEEPSEEK_PRETRAIN_GPU_HOURS)}); memory {_fits(estimate)}",
         f"bound: {estimate.bound}",
     )
     record = NewRecord(
@@ -155,22 +199,37 @@ def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
     """Seed claim 12: one NVL72 rack vs 9 x 8 H100 over InfiniBand (72 GPUs each): fabric
     figures, then the best Llama-3-70B training plan on each and its exposed communication."""
     clusters = [catalog.resolve_cluster(name) for name in NVL72_VS_INFINIBAND]
-    lines = [
-        f"{fabric.system}: slowest link {format_bytes_per_s(fabric.slowest_bidirectional_bytes_per_s)} "
-        f"bidirectional per GPU, small-message latency {format_duration(fabric.small_message_latency_s)}"
-        for fabric in fabric_comparison(clusters)
+    bandwidths, latencies = SEED_FABRIC_BANDWIDTH_BYTES_PER_S, SEED_FABRIC_LATENCY_S
+    lines = []
+    # NVL72_VS_INFINIBAND names the rack first, the InfiniBand servers second. The seed's 1.8 TB/s
+    # is NVLink's bidirectional figure (its claim 11: 18 ports x 100 GB/s bidirectional); its
+    # 20-80 GB/s matches a 400 Gb/s NIC per GPU each way (50 GB/s), so it is read per direction.
+    for fabric, side in zip(fabric_comparison(clusters), ("nvl72", "infiniband"), strict=True):
+        bandwidth, latency = fabric.slowest_bidirectional_bytes_per_s, fabric.small_message_latency_s
         # both clusters span 72 GPUs: each has a fabric (a one-GPU system's figures are None)
-        if fabric.slowest_bidirectional_bytes_per_s is not None and fabric.small_message_latency_s is not None
-    ]
+        if bandwidth is None or latency is None:
+            continue
+        compared, reading = (bandwidth, "") if side == "nvl72" else (bandwidth / 2, " read per direction")
+        lines.append(
+            f"{fabric.system}: slowest link {format_bytes_per_s(bandwidth)} bidirectional per GPU, "
+            f"{format_bytes_per_s(bandwidth / 2)} each way (seed{reading}: "
+            f"{verdict(compared, bandwidths[side])}), small-message latency {format_duration(latency)} "
+            f"(seed: {verdict(latency, latencies[side])})"
+        )
     lines.append("  (seed: 1.8 TB/s vs 20-80 GB/s per GPU, 1-2 us vs 5-10 us)")
     training = nvl72_vs_infiniband_training(catalog, models)
-    for result in training.results:
+    verdicts = []
+    for result, side in zip(training.results, ("nvl72", "infiniband"), strict=True):
         lines.append(
             f"llama-3-70b best plan on {result.system} ({result.plan}): "
             f"{result.throughput_tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
             f"exposed communication {format_percent(result.communication_share)} of the step"
         )
-    lines.append("  (seed: collective overhead a few % on NVL72 vs tens of % over InfiniBand)")
+        verdicts.append(_share_verdict(result.communication_share, few=side == "nvl72"))
+    lines.append(
+        f"  (seed: collective overhead a few % on NVL72: {verdicts[0]}; tens of % over InfiniBand: "
+        f"{verdicts[1]})"
+    )
     estimates = tuple(result.train for result in training.results if result.train is not None)
     records = tuple(_estimate_record(f"llama-3-70b on {e.system}", e) for e in estimates)
     return Scenario("NVL72 vs InfiniBand servers", tuple(lines), records, estimates)
@@ -201,10 +260,12 @@ def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
         )
     h100, gb200 = (f"{NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU[key]:g}" for key in ("h100", "gb200"))
     ratio = quotient_of_shown(shown[-1], shown[0])
+    claimed = quotient_of_shown(gb200, h100)
     lines.append(
         f"GB200 NVL72 / H100 per GPU: {shown[-1]} / {shown[0]} = {ratio:.1f}x "
-        f"(seed: {h100} vs {gb200} tokens/s per GPU = {quotient_of_shown(gb200, h100):.0f}x; "
-        f"NVIDIA's headline: {NVIDIA_GPT_MOE_HEADLINE_RATIO:g}x, not the quotient of those figures)"
+        f"(seed: {h100} vs {gb200} tokens/s per GPU = {claimed:.0f}x: {verdict(ratio, claimed)} under "
+        f"NVIDIA's bounds; NVIDIA's headline: {NVIDIA_GPT_MOE_HEADLINE_RATIO:g}x, not the quotient of "
+        "those figures)"
     )
     return Scenario("GPT-MoE-1.8T inference: GB200 NVL72 vs H100", tuple(lines), tuple(records))
 
