@@ -30,7 +30,7 @@ TOTAL_KEYS: Final[dict[str, tuple[str, str, str]]] = {
     "memory_capacity_nominal": (
         "bytes",
         "B",
-        "accelerator memory (nominal, binary GB)",
+        "accelerator memory (nominal, read in GiB)",
     ),
     "memory_capacity_reported": ("bytes", "B", "accelerator memory (driver-reported)"),
     "memory_bandwidth": ("bytes_per_s", "B/s", "accelerator memory bandwidth"),

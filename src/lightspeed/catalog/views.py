@@ -152,7 +152,7 @@ def accelerator_facts(accelerator: Accelerator) -> list[Fact]:
     facts = [
         Fact(
             "memory_capacity",
-            "memory (nominal, binary GB)",
+            "memory (nominal)",
             "B",
             accelerator.memory_nominal_bytes,
             binary_units=True,
