@@ -29,12 +29,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lightspeed.catalog import Catalog
+from lightspeed.errors import DataFileError
 from lightspeed.goodput.events import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
 from lightspeed.goodput.reader import RankLog, RunLog, Segment, StepEvent, Workload, reference_rank
 from lightspeed.goodput.skew import align_clocks
 from lightspeed.goodput.step_times import StepStats, ideal_step_time, median_mad, robust_high, step_stats
 from lightspeed.goodput.timeline import Interval, attribute, partition
-from lightspeed.goodput.utilization import DEFAULT_CONVENTION, Utilization, utilization
+from lightspeed.goodput.utilization import (
+    DEFAULT_CONVENTION,
+    Utilization,
+    check_figures,
+    figure_problem,
+    utilization,
+)
 from lightspeed.records import JsonObject, Record
 from lightspeed.workload import ModelRegistry
 
@@ -205,6 +212,14 @@ def build_ledger(
     (default PaLM's ``6N+attention``). ``catalog``/``models`` default to the
     shipped catalog and model registry.
     """
+    check_figures(
+        num_accelerators=num_accelerators,
+        model_flop_per_token=model_flop_per_token,
+        peak_flop_per_s=peak_flop_per_s,
+        sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
+    )
+    if num_accelerators is None:
+        _check_logged_accelerators(run)
     workload = _override(
         run.workload,
         model=model,
@@ -220,7 +235,7 @@ def build_ledger(
     span_start, span_end = _span(run)
     results = [_rank_ledger(rank, span_start, span_end) for rank in run.ranks]
     return _assemble(
-        replace(run, notes=(*run.notes, *clock_notes)),
+        replace(run, notes=(*run.notes, *clock_notes, *_sol_notes(workload))),
         workload,
         results,
         span_end - span_start,
@@ -228,6 +243,27 @@ def build_ledger(
         models=models,
         convention=convention,
     )
+
+
+def _check_logged_accelerators(run: RunLog) -> None:
+    """A job start that records ``num_accelerators`` below 1 is refused (it would divide MFU and the
+    SOL by nothing): one line naming the first rank's file and its job start."""
+    problem = figure_problem("num_accelerators", run.workload.num_accelerators)
+    if problem:
+        first = run.ranks[0]
+        raise DataFileError(
+            first.path,
+            f"job_start: {problem}",
+            line=first.segments[0].line,
+            field="num_accelerators",
+            fix="pass --num-accelerators N (or Tracker(num_accelerators=N) in the next run)",
+        )
+
+
+def _sol_notes(workload: Workload) -> tuple[str, ...]:
+    """Why a token-rate SOL the job start recorded is not used (SOL efficiency left out)."""
+    problem = figure_problem("sol_tokens_per_s_per_accelerator", workload.sol_tokens_per_s_per_accelerator)
+    return (f"SOL efficiency n/a: the job start's {problem}",) if problem else ()
 
 
 def _override(workload: Workload, **values: Any) -> Workload:
@@ -451,7 +487,8 @@ def ledger_from_buckets(
     lost = sum(buckets[key] for key in ETTR_LOSSES)
     tokens_per_s = tokens / total_s if tokens > 0 and total_s > 0 else None
     sol = workload.sol_tokens_per_s_per_accelerator
-    sol_total = sol * accelerators if sol is not None and accelerators else None
+    usable_sol = sol is not None and not figure_problem("sol_tokens_per_s_per_accelerator", sol)
+    sol_total = sol * accelerators if sol is not None and usable_sol and accelerators else None
     return Ledger(
         source=source,
         path=path,

@@ -14,7 +14,11 @@ Submitters log differently, so the reader is lenient where the logs differ:
   ``eval_accuracy`` points (its time is then inside the blocks).
 
 Time to train is ``run_stop - run_start`` (MLPerf's score); init is
-``init_stop - init_start``.
+``init_stop - init_start``. What no real run logs is refused with its line: a
+block or evaluation outside ``run_start .. run_stop`` or ending before it
+starts, blocks that overlap (the clock went backwards), a second
+``block_start`` or ``eval_start`` before the first one's stop. A log with no
+blocks at all trains from ``run_start`` to its end (a note says so).
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ MAX_SYSTEM_JSON_BYTES: Final = 1 << 20
 _Event = tuple[int, int, str, str, Any, dict[str, Any]]
 # Keys whose metadata counts progress (samples, or tokens for gpt3).
 _COUNT_KEYS: Final = ("samples_count", "epoch_num")
+_BLOCK_KEYS: Final = ("block_start", "block_stop")
+# Events that must lie inside the run (run_start .. run_stop).
+_RUN_KEYS: Final = (*_BLOCK_KEYS, "eval_start", "eval_stop", "eval_accuracy")
 
 
 @dataclass(frozen=True)
@@ -248,13 +255,23 @@ def _build(path: Path, state: _State) -> MlperfLog:
         ("run_stop", run_stop),
     ]
     _check_order(path, events, marks)
+    end_ms = run_stop if run_stop is not None else max(e[0] for e in events)
+    _check_inside_run(path, events, run_start, run_stop)
     run_start_s = None if run_start is None else seconds(run_start)
-    run_end_s = seconds(run_stop) if run_stop is not None else seconds(max(e[0] for e in events))
-    blocks = _blocks(events, seconds, run_start_s, run_end_s)
-    notes = []
+    run_end_s = seconds(end_ms)
+    notes = _status_notes(_status(events))
     if run_stop is None:
         notes.append("partial: no run_stop (the run crashed or the log is cut): times end at the last event")
-    evals = _evals(events, seconds)
+    evals = _evals(path, events, seconds)
+    if any(event[2] in _BLOCK_KEYS for event in events):
+        blocks = _blocks(path, events, seconds, run_start, end_ms)
+    else:
+        blocks = _run_as_block(events, seconds, run_start, end_ms)
+        notes.append(
+            "the log marks no training blocks (no block_start/block_stop): the run "
+            f"(run_start to {'run_stop' if run_stop is not None else 'the last event'}) less its "
+            "evaluations is counted as training"
+        )
     if evals and all(item.start_s == item.end_s for item in evals):
         notes.append("evaluation is logged as points only: its time is inside the training blocks")
     system = _system_from_dict(path, state.system, line=state.system_line) if state.system else None
@@ -308,60 +325,127 @@ def _check_order(path: Path, events: list[_Event], marks: list[tuple[str, int | 
         raise DataFileError(path, "no run_start event", fix="pass a complete MLPerf Training result file")
 
 
+def _check_inside_run(path: Path, events: list[_Event], run_start: int | None, run_stop: int | None) -> None:
+    """Blocks and evaluations lie inside the run (``run_start .. run_stop``): a time outside it means
+    the clock went backwards (or the log was edited)."""
+    if run_start is None:
+        return
+    for time_ms, line, key, *_ in events:
+        if key not in _RUN_KEYS:
+            continue
+        if time_ms < run_start:
+            raise _backwards(path, line, f"{key} at {time_ms} ms is before run_start at {run_start} ms")
+        if run_stop is not None and time_ms > run_stop:
+            raise _backwards(path, line, f"{key} at {time_ms} ms is after run_stop at {run_stop} ms")
+
+
+def _backwards(path: Path, line: int, what: str) -> DataFileError:
+    return DataFileError(
+        path, f"{what}: the clock went backwards", line=line, fix="use the original result file"
+    )
+
+
+def _unclosed(path: Path, line: int, kind: str, opened_line: int) -> DataFileError:
+    return DataFileError(
+        path,
+        f"a second {kind}_start: the {kind} started at line {opened_line} has no {kind}_stop",
+        line=line,
+        fix=f"use the original result file: every {kind}_start needs its {kind}_stop",
+    )
+
+
 def _blocks(
+    path: Path,
     events: list[_Event],
     seconds: Any,
-    run_start_s: float | None,
-    run_end_s: float,
+    run_start_ms: int | None,
+    end_ms: int,
 ) -> tuple[MlperfBlock, ...]:
+    """Training blocks in log order; a block_stop with no block_start begins where the previous block
+    or evaluation ended (at run_start for the first). Overlapping or reversed blocks are refused."""
     blocks: list[MlperfBlock] = []
-    open_start: float | None = None
-    boundary = run_start_s if run_start_s is not None else 0.0  # where an unannounced block begins
+    opened: tuple[int, int] | None = None  # (time_ms, line) of the block_start not yet stopped
+    boundary = run_start_ms if run_start_ms is not None else 0  # where an unannounced block begins
+    previous_end = boundary  # the end of the previous block
     for time_ms, line, key, _, _, metadata in events:
         if key == "block_start":
-            open_start = seconds(time_ms)
+            if opened is not None:
+                raise _unclosed(path, line, "block", opened[1])
+            if time_ms < previous_end:
+                raise _backwards(
+                    path,
+                    line,
+                    f"block_start at {time_ms} ms is before the previous block's end at {previous_end} ms",
+                )
+            opened = (time_ms, line)
         elif key == "block_stop":
-            start = open_start if open_start is not None else boundary
-            end = seconds(time_ms)
-            blocks.append(MlperfBlock(start_s=start, end_s=end, end_count=_count(metadata), line=line))
-            open_start = None
-            boundary = end
+            start = opened[0] if opened is not None else boundary
+            if time_ms < start:
+                began = (
+                    f"its block_start at {start} ms (line {opened[1]})"
+                    if opened
+                    else f"its start at {start} ms"
+                )
+                raise _backwards(path, line, f"block_stop at {time_ms} ms is before {began}")
+            blocks.append(
+                MlperfBlock(
+                    start_s=seconds(start), end_s=seconds(time_ms), end_count=_count(metadata), line=line
+                )
+            )
+            opened = None
+            boundary = previous_end = time_ms
         elif key == "eval_stop":
-            boundary = max(boundary, seconds(time_ms))
-    if open_start is not None and run_end_s > open_start:
-        blocks.append(MlperfBlock(start_s=open_start, end_s=run_end_s, end_count=None, line=0))
+            boundary = max(boundary, time_ms)
+    if opened is not None and end_ms > opened[0]:
+        blocks.append(MlperfBlock(start_s=seconds(opened[0]), end_s=seconds(end_ms), end_count=None, line=0))
     return tuple(blocks)
 
 
-def _evals(events: list[_Event], seconds: Any) -> tuple[MlperfEval, ...]:
+def _run_as_block(
+    events: list[_Event], seconds: Any, run_start_ms: int | None, end_ms: int
+) -> tuple[MlperfBlock, ...]:
+    """A log that marks no blocks trains from run_start to its end: one block (evaluations are taken
+    out of it by the ledger, as inside any block)."""
+    if run_start_ms is None or end_ms <= run_start_ms:
+        return ()
+    line = next(event[1] for event in events if event[2] == "run_start")
+    return (MlperfBlock(start_s=seconds(run_start_ms), end_s=seconds(end_ms), end_count=None, line=line),)
+
+
+def _evals(path: Path, events: list[_Event], seconds: Any) -> tuple[MlperfEval, ...]:
     evals: list[MlperfEval] = []
-    open_start: tuple[float, int] | None = None
+    opened: tuple[int, int] | None = None  # (time_ms, line) of the eval_start not yet stopped
     accuracy: float | None = None
     for time_ms, line, key, _, value, metadata in events:
         if key == "eval_start":
-            open_start, accuracy = (seconds(time_ms), line), None
+            if opened is not None:
+                raise _unclosed(path, line, "eval", opened[1])
+            opened, accuracy = (time_ms, line), None
         elif key == "eval_accuracy":
             accuracy = (
                 float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
             )
-            if open_start is None:  # a point: evaluation time is inside a block
+            if opened is None:  # a point: evaluation time is inside a block
                 point = seconds(time_ms)
                 evals.append(
                     MlperfEval(
                         start_s=point, end_s=point, accuracy=accuracy, count=_count(metadata), line=line
                     )
                 )
-        elif key == "eval_stop" and open_start is not None:
+        elif key == "eval_stop" and opened is not None:
+            if time_ms < opened[0]:
+                began = f"its eval_start at {opened[0]} ms (line {opened[1]})"
+                raise _backwards(path, line, f"eval_stop at {time_ms} ms is before {began}")
             evals.append(
                 MlperfEval(
-                    start_s=open_start[0],
+                    start_s=seconds(opened[0]),
                     end_s=seconds(time_ms),
                     accuracy=accuracy,
                     count=_count(metadata),
                     line=line,
                 )
             )
-            open_start = None
+            opened = None
     return tuple(evals)
 
 
@@ -403,6 +487,18 @@ def _status(events: list[_Event]) -> str:
             status = event[5].get("status")
             return str(status) if status else "unknown"
     return "no run_stop"
+
+
+def _status_notes(status: str) -> list[str]:
+    """A run_stop whose status is not success (``aborted``: the run stopped before its quality target)."""
+    if status in ("success", "no run_stop"):
+        return []
+    if status == "unknown":
+        return ["run_stop records no status: whether the run reached its quality target is not known"]
+    return [
+        f"run_stop status is {status!r}, not 'success': the run did not reach its quality target, "
+        "so its time to train is not a valid MLPerf result"
+    ]
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -20,11 +20,18 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import LightspeedError
 from lightspeed.goodput.events import PRODUCTIVE
 from lightspeed.goodput.ledger import Ledger, SegmentView, ledger_from_buckets
-from lightspeed.goodput.mllog import MlperfBenchmark, MlperfLog, MlperfSystem, benchmark_info
+from lightspeed.goodput.mllog import (
+    MlperfBenchmark,
+    MlperfBlock,
+    MlperfEval,
+    MlperfLog,
+    MlperfSystem,
+    benchmark_info,
+)
 from lightspeed.goodput.reader import Workload
 from lightspeed.goodput.step_times import step_stats
 from lightspeed.goodput.timeline import Interval, attribute
-from lightspeed.goodput.utilization import DEFAULT_CONVENTION, Utilization, utilization
+from lightspeed.goodput.utilization import DEFAULT_CONVENTION, Utilization, check_figures, utilization
 from lightspeed.workload import ModelRegistry
 
 
@@ -47,6 +54,7 @@ def mllog_ledger(
     MFU divides by the dense peak of ``precision`` (many v4.0 submissions ran
     FP8: pass ``precision="fp8"`` to divide by that peak).
     """
+    check_figures(num_accelerators=num_accelerators)
     buckets, end_s = _log_buckets(log)
     total_s = end_s - log.init_start_s
     notes = list(log.notes)
@@ -154,13 +162,14 @@ def _details(
 
 
 def _block_durations(log: MlperfLog) -> tuple[list[float], str]:
-    """Block times, scaled to the median block size when blocks train different amounts.
+    """Block training times (a block less the evaluations inside it, which the ledger books as
+    eval), scaled to the median block size when blocks train different amounts.
 
     MLPerf blocks end at evaluations, which need not be evenly spaced (the
     first llama2_70b_lora block trains 1536 samples, later ones 384): raw
     durations would make the first block an outlier for its size alone.
     """
-    durations = [block.end_s - block.start_s for block in log.blocks]
+    durations = [block.end_s - block.start_s - _eval_inside_s(block, log.evals) for block in log.blocks]
     counts = [block.end_count for block in log.blocks]
     if not counts or any(count is None for count in counts):
         return durations, "block"
@@ -172,6 +181,11 @@ def _block_durations(log: MlperfLog) -> tuple[list[float], str]:
     return [
         duration * typical / size for duration, size in zip(durations, sizes, strict=True)
     ], "block (scaled)"
+
+
+def _eval_inside_s(block: MlperfBlock, evals: tuple[MlperfEval, ...]) -> float:
+    """Seconds of ``evals`` that fall inside ``block`` (Intel-HabanaLabs evaluates inside its one block)."""
+    return sum(max(0.0, min(block.end_s, item.end_s) - max(block.start_s, item.start_s)) for item in evals)
 
 
 def _benchmark(log: MlperfLog, model: str | None, notes: list[str]) -> MlperfBenchmark | None:

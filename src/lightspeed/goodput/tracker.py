@@ -48,6 +48,7 @@ from lightspeed.goodput.events import (
     rank_file_name,
 )
 from lightspeed.goodput.feed import SinkFeed
+from lightspeed.goodput.utilization import check_figures
 from lightspeed.goodput.writer import EventWriter
 from lightspeed.records import JsonDict
 from lightspeed.units import PRECISIONS
@@ -170,6 +171,14 @@ class Tracker:
         self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
         _check_arguments(self.rank, self.world_size, tokens_scope, flush_interval_s, recompute)
         _check_workload(precision=precision, training=training, seq_len=seq_len)
+        check_figures(
+            num_nodes=num_nodes,
+            num_accelerators=num_accelerators,
+            model_flop_per_token=model_flop_per_token,
+            hardware_flop_per_token=hardware_flop_per_token,
+            peak_flop_per_s=peak_flop_per_s,
+            sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
+        )
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / rank_file_name(self.rank)
         self.segment_id = uuid.uuid4().hex[:12]

@@ -10,7 +10,10 @@ either is unknown, the figures are ``None`` and ``reason`` says why.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, replace
+from typing import Final
 
 from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import LightspeedError, UnknownNameError, UserInputError
@@ -19,6 +22,29 @@ from lightspeed.records import Record
 from lightspeed.workload import MFU_CONVENTION, ModelRegistry
 
 DEFAULT_CONVENTION = MFU_CONVENTION  # what plan train predicts MFU in, so the two compare
+
+
+_COUNTS: Final = ("num_nodes", "num_accelerators")
+
+
+def figure_problem(name: str, value: object) -> str:
+    """Why ``value`` is no valid ``name`` (``""`` when it is one, or ``None``): counts of nodes and
+    accelerators are whole numbers >= 1, FLOP figures and token rates finite numbers > 0."""
+    if value is None:
+        return ""
+    number = None if isinstance(value, bool) or not isinstance(value, numbers.Real) else float(value)
+    if name in _COUNTS:
+        valid = isinstance(value, numbers.Integral) and number is not None and number >= 1
+        return "" if valid else f"{name} must be a whole number >= 1, got {value!r}"
+    valid = number is not None and 0 < number < math.inf
+    return "" if valid else f"{name} must be a finite number > 0, got {value!r}"
+
+
+def check_figures(**figures: object) -> None:
+    """Refuse the first figure :func:`figure_problem` finds wrong (``UserInputError``)."""
+    for name, value in figures.items():
+        if problem := figure_problem(name, value):
+            raise UserInputError(problem)
 
 
 @dataclass(frozen=True)
@@ -172,6 +198,9 @@ def model_flops(
     0.1% of a 70B model's weights) are left out. Hardware FLOPs add the
     recomputed forward pass (``recompute="full"``) or attention (``"selective"``).
     """
+    for name in ("model_flop_per_token", "hardware_flop_per_token"):
+        if problem := figure_problem(name, getattr(workload, name)):
+            raise UserInputError(f"MFU unavailable: the recorded {problem}")
     if workload.model_flop_per_token is not None:
         hardware = workload.hardware_flop_per_token
         if hardware is None and workload.recompute == "none":
@@ -216,6 +245,8 @@ def model_flops(
 
 def peak_flop_per_s(*, workload: Workload, catalog: Catalog | None = None) -> tuple[float, str]:
     """Dense peak FLOP/s of one accelerator at the run's precision, and the device's name."""
+    if problem := figure_problem("peak_flop_per_s", workload.peak_flop_per_s):
+        raise UserInputError(f"MFU unavailable: the recorded {problem}")
     if workload.peak_flop_per_s is not None:
         return workload.peak_flop_per_s, workload.system or "given"
     if workload.system is None:

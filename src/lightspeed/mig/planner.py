@@ -435,13 +435,15 @@ def time_sharing_strategy(
     per_model = {_model_key(s): w for s, w in zip(services, weights, strict=True)}  # loaded once
     free = _free_bytes(context, sum(per_model.values()))
     if free <= 0:
+        device = context.accelerator.memory_device_bytes
+        reserve = load_runtime_overheads().reserved_of(device)
         return Strategy(
             "time-sharing",
             None,
             (),
             reason=f"the weights of the {len(per_model)} models ({sum(per_model.values()) / 1e9:.1f} GB, "
-            f"each loaded once) exceed one GPU's {context.accelerator.memory_device_bytes / 1e9:.1f} GB with "
-            "the runtime reserve",
+            f"each loaded once) and the runtime reserve ({reserve / 1e9:.1f} GB) exceed one GPU's "
+            f"{device / 1e9:.1f} GB",
         )
     curves = [_share_curve(context, s, w, free) for s, w in zip(services, weights, strict=True)]
     fitted = _fit_shares(services, curves, context.max_gpus)

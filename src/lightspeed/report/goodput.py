@@ -288,7 +288,8 @@ def render_checkpoint_plan(plan: CheckpointPlan, console: Console | None = None)
     estimate = plan.failure_estimate
     if estimate is not None:
         out.print(
-            f"Observed: {estimate.num_failures} failures in {estimate.node_days:.4g} node-days over "
+            f"Observed: {estimate.num_failures} failure{'' if estimate.num_failures == 1 else 's'} in "
+            f"{estimate.node_days:.4g} node-days over "
             f"{estimate.num_runs} run(s), {estimate.num_segments} segment(s) -> "
             f"{estimate.failures_per_node_day:.4g} failures per node-day"
         )

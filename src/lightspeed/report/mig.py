@@ -100,8 +100,17 @@ def _cell(text: str, slots: int) -> str:
     return f"{text[:width]:<{width}}"
 
 
-def _latency(value: float | None) -> str:
-    return "-" if value is None else format_duration(value)
+CAPACITY_MARK: Final = "<="
+CAPACITY_NOTE: Final = (
+    f"{CAPACITY_MARK}: TTFT/TPOT at the capacity point (an upper bound), not at the requested rate; on a "
+    "shared GPU they are the time share's, stretched by 1 / share, and req/s max is what that share serves"
+)
+
+
+def _latency(value: float | None, at_capacity: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{CAPACITY_MARK} {format_duration(value)}" if at_capacity else format_duration(value)
 
 
 def render_mig_plan(plan: MigPlan, sizes: dict[str, int]) -> None:
@@ -126,12 +135,13 @@ def render_mig_plan(plan: MigPlan, sizes: dict[str, int]) -> None:
                 str(a.num_copies),
                 f"{a.requests_per_s:,.3g}",
                 f"{a.capacity_per_copy_requests_per_s * a.num_copies:,.3g}",
-                _latency(a.ttft_s),
-                _latency(a.tpot_s),
+                _latency(a.ttft_s, a.latency_at == "capacity"),
+                _latency(a.tpot_s, a.latency_at == "capacity"),
                 f"{a.share:.0%}",
             ]
             for a in strategy.assignments
         ]
+        at_capacity = any(a.latency_at == "capacity" for a in strategy.assignments)
         if rows:
             render_table(
                 title,
@@ -139,6 +149,7 @@ def render_mig_plan(plan: MigPlan, sizes: dict[str, int]) -> None:
                 rows,
                 console=console,
                 right_align_from=2,
+                caption=CAPACITY_NOTE if at_capacity else None,
             )
         else:
             console.print(f"[bold]{title}[/bold]")
