@@ -175,6 +175,11 @@ def test_balance_scores_the_placement_on_a_later_window(run_cli, tmp_path: Path)
     assert split.code == 0, split.err
     scored = json.loads(split.out)["holdout"]
     assert (scored["num_steps_placed"], scored["num_steps_scored"]) == (3, 1)
+    # 10% of 4 steps rounds to one whole step, 25%: said; 25% asked is what is scored: nothing said
+    base = ("moe", "balance", "--load", str(steps), "--replicas", "8", "--gpus", "4")
+    rounded = run_cli(*base, "--holdout-fraction", "10%").out
+    assert "--holdout-fraction 10% of 4 steps is 1 step (25%)" in " ".join(rounded.split())
+    assert "note: --holdout-fraction" not in run_cli(*base, "--holdout-fraction", "25%").out
     one_line_error(run_cli(*args, "--holdout-fraction", "0.5"), "per-step counts")
     one_line_error(run_cli(*args, "--holdout", str(later), "--holdout-fraction", "0.5"), "not both")
     one_line_error(run_cli(*args, "--holdout-fraction", "1"), "--holdout-fraction")

@@ -15,7 +15,7 @@ import click
 import pytest
 
 from lightspeed.cli.main import cli
-from lightspeed.cli.options import NumericType
+from lightspeed.cli.options import Duration, NumericType
 
 _CLICK_NUMBERS = (click.types.IntParamType, click.types.FloatParamType)
 # Words in an option's name that say it holds a number (a count, a size, a time, a rate...).
@@ -100,3 +100,17 @@ def test_the_classifier_catches_plain_click_numbers() -> None:
 
     flagged = [param.name for param in sample.params if _is_numeric(param)]
     assert flagged == ["gpus", "rate", "cutoff"]
+
+
+@pytest.mark.parametrize("text", ["-5", "-5s", "- 2min"])
+def test_a_negative_quantity_is_below_the_minimum_not_unreadable(text: str) -> None:
+    """``--checkpoint-write-s -5`` said "cannot read '-5' as a duration": the unit parsers read
+    magnitudes, so a minus sign made a plain number unreadable."""
+    with pytest.raises(click.BadParameter, match="is not above the minimum"):
+        Duration(minimum=0.0, min_open=True).convert(text, None, None)
+
+
+@pytest.mark.parametrize("text", ["-", "-abc", "--5"])
+def test_a_minus_before_no_quantity_is_still_unreadable(text: str) -> None:
+    with pytest.raises(click.BadParameter, match=f"cannot read '{text}' as a duration"):
+        Duration(minimum=0.0, min_open=True).convert(text, None, None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -138,6 +138,23 @@ def balance(
     render_expert_placement(placement, load.layer_names)
     if score is not None:
         render_holdout_score(score, load.layer_names)
+        if holdout_fraction is not None:
+            _say_rounded_windows(holdout_fraction, score.num_steps_placed, score.num_steps_scored)
+
+
+# a holdout window this far (as a share of the steps) from the fraction asked is said to be rounded
+ROUNDING_SAID: Final = 0.01
+
+
+def _say_rounded_windows(asked: float, num_placed: int, num_scored: int) -> None:
+    """The windows are whole steps: say so where the scored share is not the fraction asked."""
+    scored = num_scored / (num_placed + num_scored)
+    if abs(scored - asked) > ROUNDING_SAID:
+        click.echo(
+            f"note: --holdout-fraction {asked:.0%} of {num_placed + num_scored} steps is {num_scored} "
+            f"step{'s' if num_scored > 1 else ''} ({scored:.0%}): the windows are whole steps, at least "
+            "one each"
+        )
 
 
 def _windows(

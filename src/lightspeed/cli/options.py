@@ -287,6 +287,13 @@ class Quantity(NumericType):
         return self.format_bound(value) if self.formatter is not None else super().describe(value)
 
     def parse(self, text: str) -> float:
+        """The unit parsers read magnitudes; a leading minus is read here, so that ``-5`` is said to
+        be below the minimum rather than unreadable."""
+        if text.startswith("-") and not text.startswith("--"):
+            try:
+                return -float(self.parser(text[1:].strip()))
+            except UserInputError:
+                pass  # the parser's own words about the whole text
         return float(self.parser(text))
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
