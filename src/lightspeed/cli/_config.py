@@ -9,6 +9,11 @@ the field's metadata names, plus:
   config (Hugging Face ``config.json``, model TOML), as before plan files existed;
 * ``--save-config FILE``: write the configuration as a TOML plan file.
 
+A command with options of its own beside the configuration's (``simulate``: the workload's
+spread, the SLO, the scheduler) keeps them in a table of the plan file (:class:`OptionTable`,
+``[simulate]``), which ``--config`` reads back into those options' defaults, so that a saved
+run re-runs as the same run.
+
 File values go through the same option types as typed values, so a plan file is
 bounded and checked exactly like the command line. The command receives the
 configuration as one object: :func:`configuration`.
@@ -17,6 +22,7 @@ configuration as one object: :func:`configuration`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,17 +32,52 @@ import click
 
 from lightspeed.cli import options as option_types
 from lightspeed.cli._completion import hardware_names, model_names
-from lightspeed.errors import UserInputError
+from lightspeed.datafile import toml_value
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.files import check_input
 from lightspeed.sol import JobConfig, check_plan_kind, plan_file_kind, read_plan_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=JobConfig)
 _FILE_KEY = "_config_file"
+_KEYS_KEY = "_config_keys"
 
 
-def config_options(config_type: type[JobConfig]) -> Callable[[F], F]:
-    """Decorate a click command with the options of ``config_type`` (see the module docstring)."""
+@dataclasses.dataclass(frozen=True)
+class OptionTable:
+    """A command's own options kept in a table of its plan file (see the module docstring).
+
+    ``keys``: each file key's option (its click parameter name) and the Python types its value
+    may have in the file (``bool`` for a flag); ``written``: how an option's value is written when
+    it is not already a file value (the parts of ``--isl-dist`` back to its text)."""
+
+    name: str
+    keys: Mapping[str, tuple[str, tuple[type, ...]]]
+    written: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
+    comment: str = ""
+
+    def file_values(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The table of the options' ``values`` (as click passes them; ``None`` left out)."""
+        table: dict[str, Any] = {}
+        for key, (parameter, _) in self.keys.items():
+            value = values.get(parameter)
+            if value is None:
+                continue
+            write = self.written.get(parameter)
+            table[key] = write(value) if write is not None else _plain(value)
+        return table
+
+    def toml(self, values: Mapping[str, Any]) -> str:
+        """The ``[name]`` table of :meth:`file_values` as TOML lines."""
+        lines = [f"# {self.comment}"] if self.comment else []
+        lines.append(f"[{self.name}]")
+        lines.extend(f"{key} = {toml_value(value)}" for key, value in self.file_values(values).items())
+        return "\n".join(lines) + "\n"
+
+
+def config_options(config_type: type[JobConfig], *, table: OptionTable | None = None) -> Callable[[F], F]:
+    """Decorate a click command with the options of ``config_type`` (see the module docstring);
+    ``table``: the command's own options that its plan files keep (:class:`OptionTable`)."""
     hints = typing.get_type_hints(config_type)
 
     def decorate(function: F) -> F:
@@ -53,7 +94,7 @@ def config_options(config_type: type[JobConfig]) -> Callable[[F], F]:
             "config_file",
             type=click.Path(path_type=Path, dir_okay=False),
             is_eager=True,
-            callback=_reader(config_type),
+            callback=_reader(config_type, table),
             help=f'Plan file (TOML with kind = "{config_type.KIND}", or this command\'s --json output) '
             "whose values the other options override; or a Hugging Face config.json / model TOML.",
         )(function)
@@ -120,9 +161,10 @@ def _is_tuple_of(hint: Any, element: type) -> bool:
 
 
 def _reader(
-    config_type: type[JobConfig],
+    config_type: type[JobConfig], table: OptionTable | None = None
 ) -> Callable[[click.Context, click.Parameter, Path | None], Path | None]:
-    """The ``--config`` callback: a plan file fills the defaults, anything else is a model config."""
+    """The ``--config`` callback: a plan file fills the defaults (its ``table`` those of the
+    command's own options), anything else is a model config."""
 
     def read(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
         if path is None:
@@ -140,15 +182,65 @@ def _reader(
         given = {item.name: getattr(config, item.name) for item in config_type.settings()}
         _check_values(ctx, path, {k: v for k, v in given.items() if v is not None and k in data})
         ctx.default_map = {**(ctx.default_map or {}), **{k: v for k, v in given.items() if v is not None}}
+        ctx.default_map.update(_table_defaults(ctx, path, data, config_type, table))
         ctx.meta[_FILE_KEY] = path
+        ctx.meta[_KEYS_KEY] = frozenset(data)
         return path
 
     return read
 
 
-def _check_values(ctx: click.Context, path: Path, given: Mapping[str, Any]) -> None:
+def _table_defaults(
+    ctx: click.Context,
+    path: Path,
+    data: Mapping[str, Any],
+    config_type: type[JobConfig],
+    table: OptionTable | None,
+) -> dict[str, Any]:
+    """The option defaults a plan file's table gives (each value checked by its option's type, one
+    error naming the file and the key); a table of another command's options is left out, saying so."""
+    for name in config_type.TABLES:
+        if name in data and (table is None or table.name != name):
+            click.echo(
+                f"lightspeed: note: {path}: the [{name}] table holds 'lightspeed {name}' options "
+                f"(its workload and scheduler); {ctx.command_path.partition(' ')[2] or ctx.info_name} "
+                "leaves them out",
+                err=True,
+            )
+    found = data.get(table.name) if table is not None else None
+    if table is None or not isinstance(found, Mapping):
+        return {}
+    defaults: dict[str, Any] = {}
+    for key, value in found.items():
+        if key not in table.keys:
+            close = difflib.get_close_matches(str(key), list(table.keys), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; keys: {', '.join(table.keys)}"
+            raise DataFileError(path, f"unknown key {key!r} in [{table.name}]{hint}")
+        parameter, types = table.keys[key]
+        if value is None:  # JSON null: the option's default
+            continue
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            wanted = " or ".join(_TYPE_WORDS.get(kind, kind.__name__) for kind in types)
+            raise DataFileError(
+                path, f"{table.name}.{key} = {_toml_value(value)} must be {wanted}", fix=_FILE_FIX
+            )
+        defaults[parameter] = value
+    shown = {parameter: f"{table.name}.{key}" for key, (parameter, _) in table.keys.items()}
+    _check_values(ctx, path, defaults, shown)
+    return defaults
+
+
+_TYPE_WORDS: Final = {bool: "true or false", str: "a string", int: "a whole number", float: "a number"}
+_FILE_FIX: Final = "see 'docs/plan-files.md' for each key"
+
+
+def _check_values(
+    ctx: click.Context, path: Path, given: Mapping[str, Any], keys: Mapping[str, str] | None = None
+) -> None:
     """Check each value the file gives with its option's type, so that a bad value names the file
-    and its key (not the command-line option the value stands in for)."""
+    and its key (not the command-line option the value stands in for; ``keys``: the file key of
+    each option, where it is not the option's name)."""
+    keys = keys or {}
     for param in ctx.command.params:
         if param.name not in given or not isinstance(param, click.Option):
             continue
@@ -158,7 +250,8 @@ def _check_values(ctx: click.Context, path: Path, given: Mapping[str, Any]) -> N
         except click.BadParameter as error:
             shown = _toml_value(value)
             flag = param.opts[0] if param.opts else param.name
-            raise UserInputError(f"{path}: {param.name} = {shown} (option {flag}): {error.message}") from None
+            key = keys.get(param.name, param.name)
+            raise UserInputError(f"{path}: {key} = {shown} (option {flag}): {error.message}") from None
 
 
 def _toml_value(value: Any) -> str:
@@ -169,17 +262,25 @@ def _toml_value(value: Any) -> str:
     return repr(value)
 
 
-def configuration(config_type: type[C], values: dict[str, Any]) -> C:
+def configuration(
+    config_type: type[C],
+    values: dict[str, Any],
+    *,
+    table: OptionTable | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> C:
     """The configuration a command's option values describe (``values`` as click passes them; the
-    ``--config``, ``--save-config`` and any other options of the command are left out). Writes the
-    plan file when ``--save-config`` was given."""
+    ``--config``, ``--save-config`` and any other options of the command are left out), with
+    ``changes`` to its fields. Writes the plan file when ``--save-config`` was given, with the
+    ``table`` of the command's own options."""
     names = {item.name for item in config_type.settings()}
     fields = {name: _plain(value) for name, value in values.items() if name in names}
-    config = config_type(**fields)
+    config = config_type(**{**fields, **(changes or {})})
     target = values.get("save_config")
     if isinstance(target, Path):
+        text = config.to_toml() + ("" if table is None else table.toml(values))
         try:
-            target.write_text(config.to_toml(), encoding="utf-8")
+            target.write_text(text, encoding="utf-8")
         except OSError as error:
             raise UserInputError(f"cannot write {target}: {error.strerror or error}") from None
         click.echo(f"wrote {target}", err=True)
@@ -202,4 +303,18 @@ def used_config_file() -> Path | None:
     return found if isinstance(found, Path) else None
 
 
-__all__ = ["config_options", "configuration", "field_options", "used_config_file"]
+def config_file_keys() -> frozenset[str]:
+    """The top-level keys the running command's plan file holds (none without one)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(_KEYS_KEY) if ctx is not None else None
+    return found if isinstance(found, frozenset) else frozenset()
+
+
+__all__ = [
+    "OptionTable",
+    "config_file_keys",
+    "config_options",
+    "configuration",
+    "field_options",
+    "used_config_file",
+]

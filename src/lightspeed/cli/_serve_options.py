@@ -213,6 +213,31 @@ def resolve_scheduler(
     )
 
 
+def length_spec_text(spec: tuple[str, ...]) -> str:
+    """The text of ``--isl-dist``/``--osl-dist`` parts (:class:`LengthSpec`), as it reads back.
+
+    >>> length_spec_text(("uniform", "100", "900")), length_spec_text(("lognormal", "20.0", "1", "9"))
+    ('uniform:100-900', 'lognormal:20.0:1-9')
+    """
+    kind, *parts = spec
+    if kind in ("uniform",) or (kind == "lognormal" and len(parts) == 3):
+        bounds = f"{parts[-2]}-{parts[-1]}"
+        return f"{kind}:{bounds}" if kind == "uniform" else f"{kind}:{parts[0]}:{bounds}"
+    return ":".join(spec)
+
+
+def slo_spec_text(limits: tuple[float | None, float | None, float]) -> str:
+    """The text of ``--slo`` limits (:class:`ServiceLevelSpec`), each number as Python writes it
+    (read back to the last digit).
+
+    >>> slo_spec_text((0.1, 0.01, 0.9))
+    'ttft=0.1s,tpot=0.01s,attainment=0.9'
+    """
+    ttft, tpot, attainment = limits
+    parts = [f"{name}={value!r}s" for name, value in (("ttft", ttft), ("tpot", tpot)) if value is not None]
+    return ",".join([*parts, f"attainment={attainment!r}"])
+
+
 def resolve_lengths(tokens: int, spec: tuple[str, ...]) -> LengthDistribution:
     """``--isl``/``--osl`` spread as ``--isl-dist``/``--osl-dist`` says."""
     kind = spec[0]
@@ -258,13 +283,14 @@ def resolve_workload(
     osl_dist: tuple[str, ...],
     prefix_hit_rate: float,
     arrivals: ArrivalProcess,
-    num_requests: int,
+    num_requests: int | None,
     trace_path: Path | None = None,
     warmup_requests: int = 0,
 ) -> ServingWorkload:
     """The simulated workload of the options; with ``trace_path``, the trace's requests (its own
-    arrivals and lengths: those of the options are refused beside it, ``simulate``), at most
-    ``num_requests`` of them, and the workload says so (arrivals ``trace``, the lengths its own)."""
+    arrivals and lengths: those of the options are refused beside it, ``simulate``), the first
+    ``num_requests`` of them (``None``: all), and the workload says so (arrivals ``trace``, the
+    lengths its own). Without a trace ``num_requests`` is needed."""
     if trace_path is not None:
         return _trace_workload(
             trace_path,
@@ -272,6 +298,8 @@ def resolve_workload(
             prefix_hit_rate=prefix_hit_rate,
             warmup_requests=warmup_requests,
         )
+    if num_requests is None:
+        raise UserInputError("give --requests: how many requests to simulate")
     return ServingWorkload(
         arrivals=arrivals,
         input_lengths=resolve_lengths(isl, isl_dist),
@@ -283,10 +311,11 @@ def resolve_workload(
 
 
 def _trace_workload(
-    path: Path, *, num_requests: int, prefix_hit_rate: float, warmup_requests: int
+    path: Path, *, num_requests: int | None, prefix_hit_rate: float, warmup_requests: int
 ) -> ServingWorkload:
     trace = load_request_trace(path)
-    count = min(num_requests, trace.num_requests)  # a --warmup of them all: ServingWorkload refuses it
+    # a --warmup of them all: ServingWorkload refuses it
+    count = trace.num_requests if num_requests is None else min(num_requests, trace.num_requests)
     return ServingWorkload(
         arrivals=ArrivalProcess("trace"),
         input_lengths=LengthDistribution.empirical(trace.input_tokens[:count]),
@@ -302,6 +331,7 @@ __all__ = [
     "arrival_options",
     "check_slo_text",
     "length_options",
+    "length_spec_text",
     "resolve_arrivals",
     "resolve_lengths",
     "resolve_scheduler",
@@ -310,5 +340,6 @@ __all__ = [
     "scheduler_options",
     "slo_of_text",
     "slo_option",
+    "slo_spec_text",
     "stack_options",
 ]

@@ -9,17 +9,19 @@ from typing import Any
 import click
 
 from lightspeed.cli._common import get_context, given_flags, json_option, print_json
-from lightspeed.cli._config import config_options, configuration
+from lightspeed.cli._config import OptionTable, config_file_keys, config_options, configuration
 from lightspeed.cli._infer import check_deployment
 from lightspeed.cli._serve_options import (
     arrival_options,
     length_options,
+    length_spec_text,
     resolve_arrivals,
     resolve_scheduler,
     resolve_slo,
     resolve_workload,
     scheduler_options,
     slo_option,
+    slo_spec_text,
 )
 from lightspeed.cli._sol_options import refuse_given
 from lightspeed.cli.options import SIMULATED_S
@@ -36,11 +38,13 @@ from lightspeed.sol import ServingConfig
 from lightspeed.sol.serve import (
     MLPERF_SCENARIOS,
     ArrivalProcess,
+    CapacityResult,
     LoadPoint,
     MlperfWorkload,
     ServiceLevel,
     ServingWorkload,
     SimulatedDeployment,
+    SimulationResult,
     band_under_load,
     load_mlperf_workload,
     load_sweep,
@@ -60,10 +64,41 @@ _SCHEDULER_KEYS = (
     "router",
     "prefill_steps",
 )
+_NUMBER = (int, float)
+# simulate's own options in a plan file's [simulate] table (the --json "config" object's "simulate"),
+# so that a saved run re-runs as the same run; --plot and --save-config say where to write, not what
+# to simulate, and are left out (docs/plan-files.md)
+SIMULATE_TABLE = OptionTable(
+    name="simulate",
+    keys={
+        "burstiness": ("cv", _NUMBER),
+        "offline": ("offline", (bool,)),
+        "trace": ("trace_path", (str,)),
+        "isl_dist": ("isl_dist", (str,)),
+        "osl_dist": ("osl_dist", (str,)),
+        "prefix_hit_rate": ("prefix_hit_rate", _NUMBER),
+        "mlperf": ("mlperf_name", (str,)),
+        "scenario": ("scenario", (str,)),
+        "slo": ("slo_spec", (str,)),
+        "max_rate_at_slo": ("max_rate_at_slo", (bool,)),
+        "sweep": ("sweep", (bool,)),
+        "horizon_s": ("horizon_s", _NUMBER),
+        "max_num_seqs": ("max_num_seqs", (int,)),
+        "max_num_batched_tokens": ("max_num_batched_tokens", (int,)),
+        "block_size": ("block_size", (int,)),
+        "kv_policy": ("kv_policy", (str,)),
+        "preemption": ("preemption", (str,)),
+        "router": ("router", (str,)),
+        "prefill_steps": ("prefill_steps", (str,)),
+    },
+    written={"isl_dist": length_spec_text, "osl_dist": length_spec_text, "slo_spec": slo_spec_text},
+    comment="the simulated workload, SLO and scheduler: 'lightspeed simulate --config FILE' runs them "
+    "(plan infer leaves this table out)",
+)
 
 
 @click.command("simulate")
-@config_options(ServingConfig)
+@config_options(ServingConfig, table=SIMULATE_TABLE)
 @arrival_options
 @length_options
 @click.option(
@@ -97,7 +132,8 @@ def command(*, as_json: bool, **values: Any) -> None:
     percentiles, throughput, SLO goodput, queue and KV use over time. The deployment options
     are plan infer's (--arrival-rate: Poisson arrivals; --concurrency: a closed loop)."""
     benchmark = None if values["mlperf_name"] is None else load_mlperf_workload(values["mlperf_name"])
-    config = configuration(ServingConfig, _with_benchmark_model(values, benchmark))
+    named = _with_benchmark_model(values, benchmark)
+    config = configuration(ServingConfig, {**named, "save_config": None})  # written with its count below
     if config.batching != "continuous":
         raise UserInputError(
             "simulate runs continuous batching; drop --batching (static and decode are analytic)"
@@ -108,6 +144,13 @@ def command(*, as_json: bool, **values: Any) -> None:
     assert parts.plan is not None
     slo = resolve_slo(values["slo_spec"])
     workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model, benchmark=benchmark)
+    # the plan file and the JSON keep the count run (an MLPerf benchmark's samples, a whole trace)
+    config = configuration(
+        ServingConfig,
+        named,
+        table=SIMULATE_TABLE,
+        changes={} if _requests_given() else {"num_requests": workload.num_requests},
+    )
     longest, what = _longest_request(workload)
     context = check_context(parts.model, longest, what=what)
     deployment = simulated_deployment(
@@ -156,6 +199,17 @@ def _with_benchmark_model(values: dict[str, Any], benchmark: MlperfWorkload | No
     if benchmark is None or values.get("model") is not None or values.get("model_config") is not None:
         return values
     return {**values, "model": benchmark.model}
+
+
+def _requests_given() -> bool:
+    """Whether the run's request count is the user's: ``--requests``, or the ``num_requests`` of a
+    plan file that names its MLPerf benchmark or trace itself (``simulate --save-config`` writes the
+    count it ran). Otherwise an MLPerf benchmark runs its samples and a trace replays whole."""
+    if given_flags("num_requests"):
+        return True
+    source = click.get_current_context().get_parameter_source
+    from_file = click.core.ParameterSource.DEFAULT_MAP in (source("mlperf_name"), source("trace_path"))
+    return from_file and "num_requests" in config_file_keys()
 
 
 def _check_workload_options(values: dict[str, Any]) -> None:
@@ -275,7 +329,7 @@ def _workload(
         osl_dist=values["osl_dist"],
         prefix_hit_rate=values["prefix_hit_rate"],
         arrivals=arrivals,
-        num_requests=values["num_requests"],
+        num_requests=values["num_requests"] if _requests_given() or values["trace_path"] is None else None,
         trace_path=values["trace_path"],
         warmup_requests=config.warmup_requests,
     )
@@ -287,7 +341,7 @@ def _workload(
     workload = benchmark.workload(
         scenario if loaded else "offline",
         rate_per_s=rate if loaded else None,
-        num_requests=generic.num_requests if given_flags("num_requests") else None,
+        num_requests=generic.num_requests if _requests_given() else None,
         input_lengths=generic.input_lengths if stated_input else None,
         output_lengths=generic.output_lengths if stated_output else None,
     )
@@ -364,6 +418,8 @@ def _run(
         # the run shown is the one at the highest rate that meets the SLO, in the arrivals searched
         workload = replace(workload, arrivals=_at_rate(workload.arrivals, max(capacity.max_rate_per_s, 1e-6)))
     result = simulate_deployment(deployment, workload, seed=seed, slo=slo, horizon_s=values["horizon_s"])
+    if capacity is not None:
+        result = _at_capacity(result, capacity)
     if context:  # a request longer than the model's context (check_context)
         result = replace(result, assumptions=(*context, *result.assumptions))
     band = band_under_load(deployment, workload, seed=seed) if values["horizon_s"] is None else None
@@ -373,7 +429,7 @@ def _run(
     title = f"{deployment.model.name}, {deployment.plan.describe()}"
     written = save_latency_load_plot(sweep, plot_path, title=title) if plot_path is not None else []
     source, reason = _requests_basis(workload, values, benchmark)
-    if source == "mlperf-samples":
+    if source == "mlperf-samples" or (source == "--requests" and workload.trace is not None):
         click.echo(f"lightspeed: note: {reason}", err=True)
     if as_json:
         print_json(
@@ -386,7 +442,7 @@ def _run(
                 "interval_under_load": None if band is None else band.intervals(),
                 "sweep": [point.to_dict() for point in sweep],
                 "plots": [str(path) for path in written],
-                "config": config.to_file_dict(),
+                "config": {**config.to_file_dict(), SIMULATE_TABLE.name: SIMULATE_TABLE.file_values(values)},
             }
         )
         return
@@ -399,6 +455,22 @@ def _run(
         render_load_sweep(sweep)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _at_capacity(result: SimulationResult, capacity: CapacityResult) -> SimulationResult:
+    """The run at the highest rate found, with the capacity's goodput (one goodput per run): the
+    search judged that very run sustained (it met the SLO and settled), so the rate it serves is
+    the rate it was offered, and its goodput that rate times its share within the SLO."""
+    if result.slo is None or capacity.goodput_requests_per_s <= 0:
+        return result
+    served = capacity.max_rate_per_s
+    slo = replace(
+        result.slo,
+        goodput_requests_per_s=capacity.goodput_requests_per_s,
+        goodput_requests_per_s_per_gpu=capacity.goodput_requests_per_s_per_gpu,
+        served_requests_per_s=served,
+    )
+    return replace(result, slo=slo, served_requests_per_s=served)
 
 
 def _at_rate(arrivals: ArrivalProcess, rate_per_s: float) -> ArrivalProcess:
@@ -420,6 +492,15 @@ def _requests_basis(
         f" after {workload.warmup_requests:,} that warm the deployment up" if workload.warmup_requests else ""
     )
     source = click.get_current_context().get_parameter_source("num_requests")
+    trace = workload.trace
+    if trace is not None and workload.num_simulated < trace.num_requests:
+        return "--requests", (
+            f"{ran}: the first {workload.num_simulated:,} of the {trace.num_requests:,} requests of "
+            f"{values['trace_path']} (--requests {values['num_requests']:,}; without it the whole trace "
+            "replays)"
+        )
+    if trace is not None:
+        return "trace", f"{ran}: every request of {values['trace_path']}"
     if given_flags("num_requests"):
         return "--requests", f"{ran}: --requests {values['num_requests']:,}"
     if benchmark is not None:
@@ -427,8 +508,6 @@ def _requests_basis(
             f"{ran}: MLPerf {benchmark.display_name}'s {benchmark.num_samples:,} samples, as LoadGen "
             "issues them (--requests N runs another count)"
         )
-    if values["trace_path"] is not None and workload.num_requests < values["num_requests"]:
-        return "trace", f"{ran}: every request of {values['trace_path']}"
     if source == click.core.ParameterSource.DEFAULT_MAP:
         return "plan-file", f"{ran}: the plan file's num_requests = {values['num_requests']:,}"
     return "default", f"{ran}: --requests defaults to {values['num_requests']:,}"

@@ -14,15 +14,15 @@ from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.html import Chart, ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
-from lightspeed.sol.serve.capacity_at_slo import LoadPoint
+from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
 from lightspeed.sol.serve.run_metrics import ServiceLevel, Settling, SloResult
+from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution
 from lightspeed.units import format_count, format_duration, format_percent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from lightspeed.sol.serve import GoodputSearchResult, LatencyStats, SimulationResult
-    from lightspeed.sol.serve.capacity_at_slo import CapacityResult
     from lightspeed.sol.serve.load_band import ScaledRuns
 
 
@@ -55,8 +55,9 @@ def render_simulation(result: SimulationResult, *, title: str | None = None) -> 
         _stats_row("ITL", result.itl),
         _stats_row("end to end", result.e2e),
     ]
+    counts = completed_text(result.num_completed, result.num_arrived, result.num_requests)
     render_table(
-        f"simulated latencies ({result.num_completed:,} of {result.num_requests:,} requests completed)",
+        f"simulated latencies ({counts})",
         ["latency", "mean", "p50", "p90", "p99", "max"],
         rows,
         console=console,
@@ -71,6 +72,34 @@ def render_simulation(result: SimulationResult, *, title: str | None = None) -> 
         console.print(f"  assumed: {line}", style="dim")
 
 
+def completed_text(completed: int, arrived: int, requested: int) -> str:
+    """``2,000 of 2,000 requests completed``; a run whose horizon stopped the arrivals counts the
+    requests that arrived: ``9 of 9 arrived requests completed; 200 asked, the horizon stopped
+    arrivals``."""
+    if arrived >= requested:
+        return f"{completed:,} of {requested:,} requests completed"
+    return (
+        f"{completed:,} of {arrived:,} arrived requests completed; {requested:,} asked, the horizon "
+        "stopped arrivals"
+    )
+
+
+def _per_user_text(result: SimulationResult) -> str:
+    if not math.isfinite(result.output_tokens_per_s_per_user):
+        return "n/a (one output token: no TPOT)"
+    return f"{result.output_tokens_per_s_per_user:,.1f} tok/s (mean of 1 / TPOT)"
+
+
+def _requests_text(result: SimulationResult) -> str:
+    """Completions per second from the first measured arrival to the last completion, and the rate
+    served while requests arrived where it differs (the rate the SLO's goodput is a share of)."""
+    text = f"{result.requests_per_s:,.4g} over {format_duration(result.duration_s)} to the last completion"
+    served = result.served_requests_per_s
+    if math.isfinite(served) and f"{served:,.4g}" != f"{result.requests_per_s:,.4g}":
+        text += f"; {served:,.4g} served while requests arrived (the drain after the last left out)"
+    return text
+
+
 def _throughput_rows(result: SimulationResult) -> list[list[str]]:
     rows = [
         [
@@ -78,13 +107,13 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
             f"{format_count(result.output_tokens_per_s)} tok/s "
             f"({format_count(result.output_tokens_per_s_per_gpu)} per GPU)",
         ],
-        ["requests/s", f"{result.requests_per_s:,.4g} over {format_duration(result.duration_s)}"],
-        ["per user", f"{result.output_tokens_per_s_per_user:,.1f} tok/s (mean of 1 / TPOT)"],
+        ["requests/s", _requests_text(result)],
+        ["per user", _per_user_text(result)],
         [
             "in flight",
-            f"{result.mean_in_flight:,.1f} mean; running {result.mean_running:,.1f} mean, "
-            f"{result.max_running:,.0f} max; queue {result.mean_queue:,.1f} mean, "
-            f"{result.max_queue:,.0f} max",
+            f"{result.mean_in_flight:,.1f} mean over the run; while the GPUs are busy, running "
+            f"{result.mean_running:,.1f} mean, {result.max_running:,.0f} max, queue "
+            f"{result.mean_queue:,.1f} mean, {result.max_queue:,.0f} max",
         ],
         ["KV cache", f"fullest rank at {format_percent(result.max_kv_use)} at most"],
         [
@@ -119,11 +148,22 @@ def simulated_against_analytic(
     *, analytic_ttft_s: float, analytic_tokens_per_s: float, simulated: SimulationResult
 ) -> dict[str, float]:
     """The simulated run's TTFT p50 and throughput over the analytic headline's (``plan infer``
-    prints both): 1.0 where they agree."""
+    prints both): 1.0 where they agree. The throughput is the one served while requests arrive
+    (:attr:`SimulationResult.served_requests_per_s` times the output tokens per request): a finite
+    run's own rate also counts its drain, the last answers finishing after the last arrival, which
+    a deployment serving the whole rate does not lose."""
     return {
         "ttft_p50_over_analytic": simulated.ttft.p50_s / analytic_ttft_s,
-        "output_tokens_per_s_over_analytic": simulated.output_tokens_per_s / analytic_tokens_per_s,
+        "output_tokens_per_s_over_analytic": served_output_tokens_per_s(simulated) / analytic_tokens_per_s,
     }
+
+
+def served_output_tokens_per_s(result: SimulationResult) -> float:
+    """Output tokens per second at the rate the run serves (its own rate where it serves none)."""
+    served, completed = result.served_requests_per_s, result.requests_per_s
+    if not (math.isfinite(served) and completed > 0):
+        return result.output_tokens_per_s
+    return result.output_tokens_per_s * served / completed
 
 
 def render_simulated_against_analytic(ratios: Mapping[str, float]) -> None:
@@ -133,10 +173,10 @@ def render_simulated_against_analytic(ratios: Mapping[str, float]) -> None:
     if abs(ttft - 1.0) <= LOAD_GAP and abs(rate - 1.0) <= LOAD_GAP:
         return
     make_console().print(
-        f"note: under this load the simulated TTFT p50 is {ttft:.2f}x and the throughput {rate:.2f}x the "
-        "analytic headline above: the headline prices one steady batch of identical requests, each "
-        "prompt prefilled on its own, while the simulation lets requests that arrive together prefill "
-        "together and wait for each other; read the simulated percentiles for this load."
+        f"note: under this load the simulated TTFT p50 is {ttft:.2f}x and the throughput served "
+        f"{rate:.2f}x the analytic headline above: the headline prices one steady batch of identical "
+        "requests, each prompt prefilled on its own, while the simulation lets requests that arrive "
+        "together prefill together and wait for each other; read the simulated percentiles for this load."
     )
 
 
@@ -166,9 +206,16 @@ def slo_text(slo: SloResult, *, verdict: str = "", escape_text: Callable[[str], 
         f"SLO {escape_text(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of requests "
         f"within both (TTFT {format_percent(slo.ttft_attainment)}, "
         f"TPOT {format_percent(slo.tpot_attainment)}); goodput "
-        f"{slo.goodput_requests_per_s:,.4g} req/s ({slo.goodput_requests_per_s_per_gpu:,.4g} per GPU); "
-        f"p99s {'within' if slo.p99_meets else 'outside'} the limits"
+        f"{slo.goodput_requests_per_s:,.4g} req/s ({slo.goodput_requests_per_s_per_gpu:,.4g} per GPU"
+        f"{_served_text(slo)}); p99s {'within' if slo.p99_meets else 'outside'} the limits"
     )
+
+
+def _served_text(slo: SloResult) -> str:
+    """``, 98.9% of the 63.9 req/s served`` (nothing where the served rate is not recorded)."""
+    if not math.isfinite(slo.served_requests_per_s):
+        return ""
+    return f"; {format_percent(slo.attainment)} of the {slo.served_requests_per_s:,.4g} req/s served"
 
 
 LOAD_SWEEP_HEADERS = (
@@ -210,19 +257,34 @@ def load_sweep_rows(points: Sequence[LoadPoint]) -> list[list[str]]:
 def render_capacity(capacity: CapacityResult) -> None:
     """Print the highest rate meeting an SLO and the probes that found it."""
     console = make_console()
-    console.print(
-        f"highest rate meeting {plain(capacity.slo.describe())}: "
-        f"[bold]{capacity.max_rate_per_s:,.4g} req/s[/bold] (goodput {capacity.goodput_requests_per_s:,.4g} "
-        f"req/s, {capacity.goodput_requests_per_s_per_gpu:,.4g} per GPU; saturation "
-        f"{capacity.saturation_rate_per_s:,.4g} req/s; {len(capacity.probes)} simulations)"
-    )
+    for line in capacity_lines(capacity, escape_text=plain, bold=("[bold]", "[/bold]")):
+        console.print(line)
+    render_load_sweep(capacity.probes, title="probes (in the order simulated)")
+
+
+def capacity_lines(
+    capacity: CapacityResult,
+    *,
+    escape_text: Callable[[str], str] = str,
+    bold: tuple[str, str] = ("", ""),
+) -> list[str]:
+    """The highest rate meeting an SLO in a line, and why it stops there where no latency limit
+    binds (terminal and HTML; the probes are a table of :func:`load_sweep_rows`)."""
+    lines = [
+        f"highest rate meeting {escape_text(capacity.slo.describe())}: "
+        f"{bold[0]}{capacity.max_rate_per_s:,.4g} req/s{bold[1]} "
+        f"(goodput {capacity.goodput_requests_per_s:,.4g} req/s, "
+        f"{capacity.goodput_requests_per_s_per_gpu:,.4g} per GPU; saturation "
+        f"{capacity.saturation_rate_per_s:,.4g} req/s; {len(capacity.probes)} simulations, limited by "
+        f"{capacity.limited_by})"
+    ]
     if capacity.limited_by == "throughput":
-        console.print(
+        lines.append(
             f"no latency limit binds: every probe up to the saturation rate met the SLO, so the rate is "
             f"the deployment's throughput ({capacity.max_rate_per_s / capacity.saturation_rate_per_s:.1%} "
             "of saturation, the search's tolerance below it)"
         )
-    render_load_sweep(capacity.probes, title="probes (in the order simulated)")
+    return lines
 
 
 def render_goodput_ranking(result: GoodputSearchResult) -> None:
@@ -379,6 +441,9 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         f"{_number_field(data, 'requests_per_s'):,.4g} req/s, "
         f"{int(_number_field(data, 'num_preemptions') or 0):,} preemptions.",
     ]
+    workload = data.get("workload")
+    if isinstance(workload, Mapping) and workload:  # in the headline's paragraph, as the terminal's
+        paragraphs[0] += f" Workload: {_workload_text(workload)}; seed {data.get('seed', '?')}."
     slo = data.get("slo")
     if isinstance(slo, Mapping):
         paragraphs.append(slo_text(_slo_result(slo, source)) + ".")
@@ -390,6 +455,18 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         paragraphs.append(_band_paragraph(band))
     charts: list[Chart] = []
     tables = [Table(headers=("latency", "mean", "p50", "p90", "p99", "max"), rows=rows)]
+    found = data.get("capacity")
+    if isinstance(found, Mapping):
+        capacity = _capacity(found, source)
+        paragraphs.extend(line + "." for line in capacity_lines(capacity))
+        tables.append(
+            Table(
+                headers=LOAD_SWEEP_HEADERS,
+                rows=tuple(tuple(row) for row in load_sweep_rows(capacity.probes)),
+                caption="probes of the highest rate at the SLO, in the order simulated "
+                "(simulate --max-rate-at-slo)",
+            )
+        )
     series = data.get("series")
     if isinstance(series, Mapping) and series.get("time_s"):
         charts.append(
@@ -419,6 +496,98 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
     )
 
 
+def _workload_text(workload: JsonObject) -> str:
+    """The workload line of a ``simulate --json`` result's ``workload`` object (as
+    :meth:`ServingWorkload.describe` writes it): count, arrivals, lengths, prefix hits, warm-up."""
+    trace = workload.get("trace")
+    number = _number_field(workload, "num_requests")
+    count = f"{number:,.0f}" if math.isfinite(number) else "?"
+    if isinstance(trace, Mapping):
+        text = f"{count} requests replayed from {trace.get('path', '?')}"
+    else:
+        arrivals, lengths = (
+            workload.get("arrivals"),
+            (workload.get(k) for k in ("input_lengths", "output_lengths")),
+        )
+        isl, osl = (_lengths_text(side) for side in lengths)
+        text = f"{count} requests, {_arrivals_text(arrivals)}, ISL {isl}, OSL {osl}"
+    hits = _number_field(workload, "prefix_hit_rate")
+    if math.isfinite(hits) and hits > 0:
+        text += f", prefix cache hits {hits:.0%}"
+    warmup = _number_field(workload, "warmup_requests")
+    if math.isfinite(warmup) and warmup > 0:
+        text += f", the first {warmup:,.0f} not measured (warm-up)"
+    name = workload.get("name")
+    return f"{name}: {text}" if isinstance(name, str) and name else text
+
+
+def _arrivals_text(arrivals: object) -> str:
+    """:meth:`ArrivalProcess.describe` of a JSON ``arrivals`` object (``?`` where it is not one)."""
+    if not isinstance(arrivals, Mapping):
+        return "?"
+    try:
+        return ArrivalProcess(
+            kind=str(arrivals.get("kind")),
+            rate_per_s=_optional_float(arrivals.get("rate_per_s")),
+            cv=_optional_float(arrivals.get("cv")) or 1.0,
+            concurrency=int(arrivals["concurrency"])
+            if isinstance(arrivals.get("concurrency"), int)
+            else None,
+        ).describe()
+    except UserInputError:
+        return "?"
+
+
+def _lengths_text(lengths: object) -> str:
+    """:meth:`LengthDistribution.describe` of a JSON length object (``?`` where it is not one)."""
+    if not isinstance(lengths, Mapping):
+        return "?"
+    numbers = {key: _number_field(lengths, key) for key in ("mean_tokens", "std_tokens")}
+    bounds = {key: _number_field(lengths, key) for key in ("minimum_tokens", "maximum_tokens")}
+    if lengths.get("kind") == "empirical":
+        return f"empirical mean {numbers['mean_tokens']:,.0f}"
+    if not all(math.isfinite(value) for value in (*numbers.values(), *bounds.values())):
+        return "?"
+    try:
+        return LengthDistribution(
+            kind=str(lengths.get("kind")),
+            mean_tokens=numbers["mean_tokens"],
+            std_tokens=numbers["std_tokens"],
+            minimum_tokens=int(bounds["minimum_tokens"]),
+            maximum_tokens=int(bounds["maximum_tokens"]),
+        ).describe()
+    except UserInputError:
+        return "?"
+
+
+def _optional_float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _capacity(data: JsonObject, source: str) -> CapacityResult:
+    """The ``capacity`` object of a ``simulate --max-rate-at-slo --json`` result back as a
+    :class:`CapacityResult` (one error naming the file and the field for a bad one)."""
+    probes = data.get("probes")
+    if not isinstance(probes, Sequence) or isinstance(probes, str):
+        raise DataFileError(source, "needs a list of probes", field="capacity.probes")
+    limited_by = data.get("limited_by", "slo")
+    return CapacityResult(
+        slo=_service_level(data.get("slo"), source, "capacity.slo"),
+        **{
+            key: _checked_number(data, key, source, "capacity")
+            for key in (
+                "max_rate_per_s",
+                "goodput_requests_per_s",
+                "goodput_requests_per_s_per_gpu",
+                "saturation_rate_per_s",
+            )
+        },
+        num_gpus=int(_checked_number(data, "num_gpus", source, "capacity")),
+        probes=tuple(_load_points(probes, source, where="capacity.probes")),
+        limited_by=limited_by if isinstance(limited_by, str) else "slo",
+    )
+
+
 def _optional_number(data: JsonObject, key: str, source: str, where: str) -> float | None:
     """``data[key]``: ``None`` when absent, else as :func:`_checked_number`."""
     return None if data.get(key) is None else _checked_number(data, key, source, where)
@@ -441,20 +610,7 @@ def _checked_flag(data: JsonObject, key: str, source: str, where: str) -> bool |
 
 def _slo_result(data: JsonObject, source: str) -> SloResult:
     """The ``slo`` object of a ``simulate --json`` result back as a :class:`SloResult`."""
-    limits = data.get("slo")
-    if not isinstance(limits, Mapping):
-        raise DataFileError(source, "the SLO names no limits", field="slo.slo")
-    try:
-        level = ServiceLevel(
-            ttft_s=_optional_number(limits, "ttft_s", source, "slo.slo"),
-            tpot_s=_optional_number(limits, "tpot_s", source, "slo.slo"),
-            attainment=_checked_number(limits, "attainment", source, "slo.slo"),
-            per_limit=bool(_checked_flag(limits, "per_limit", source, "slo.slo")),
-        )
-    except UserInputError as error:
-        if isinstance(error, DataFileError):
-            raise
-        raise DataFileError(source, str(error), field="slo.slo") from None
+    level = _service_level(data.get("slo"), source, "slo.slo")
     number = {
         key: _checked_number(data, key, source, "slo")
         for key in (
@@ -465,33 +621,53 @@ def _slo_result(data: JsonObject, source: str) -> SloResult:
             "goodput_requests_per_s_per_gpu",
         )
     }
+    served = _optional_number(data, "served_requests_per_s", source, "slo")
     return SloResult(
         slo=level,
         meets=bool(_checked_flag(data, "meets", source, "slo")),
         p99_meets=bool(_checked_flag(data, "p99_meets", source, "slo")),
+        served_requests_per_s=math.nan if served is None else served,
         **number,
     )
+
+
+def _service_level(limits: object, source: str, where: str) -> ServiceLevel:
+    """An SLO's limits of a ``simulate --json`` result back as a :class:`ServiceLevel`."""
+    if not isinstance(limits, Mapping):
+        raise DataFileError(source, "the SLO names no limits", field=where)
+    try:
+        return ServiceLevel(
+            ttft_s=_optional_number(limits, "ttft_s", source, where),
+            tpot_s=_optional_number(limits, "tpot_s", source, where),
+            attainment=_checked_number(limits, "attainment", source, where),
+            per_limit=bool(_checked_flag(limits, "per_limit", source, where)),
+        )
+    except UserInputError as error:
+        if isinstance(error, DataFileError):
+            raise
+        raise DataFileError(source, str(error), field=where) from None
 
 
 _POINT_TIMES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s")
 
 
-def _load_points(sweep: Sequence[object], source: str) -> list[LoadPoint]:
-    """The ``sweep`` rows of a ``simulate --sweep --json`` result back as :class:`LoadPoint`."""
+def _load_points(sweep: Sequence[object], source: str, *, where: str = "sweep") -> list[LoadPoint]:
+    """The ``sweep`` rows (or the capacity's probes) of a ``simulate --json`` result back as
+    :class:`LoadPoint`."""
     points = []
     for index, item in enumerate(sweep):
-        where = f"sweep[{index}]"
+        where_item = f"{where}[{index}]"
         if not isinstance(item, Mapping):
-            raise DataFileError(source, "a sweep row must be an object", field=where, value=item)
+            raise DataFileError(source, "a sweep row must be an object", field=where_item, value=item)
         points.append(
             LoadPoint(
-                rate_per_s=_checked_number(item, "rate_per_s", source, where),
-                **{key: _checked_number(item, key, source, where) for key in _POINT_TIMES},
-                output_tokens_per_s=_checked_number(item, "output_tokens_per_s", source, where),
-                requests_per_s=_checked_number(item, "requests_per_s", source, where),
-                attainment=_optional_number(item, "attainment", source, where),
-                meets=_checked_flag(item, "meets", source, where),
-                settled=_checked_flag(item, "settled", source, where),
+                rate_per_s=_checked_number(item, "rate_per_s", source, where_item),
+                **{key: _checked_number(item, key, source, where_item) for key in _POINT_TIMES},
+                output_tokens_per_s=_checked_number(item, "output_tokens_per_s", source, where_item),
+                requests_per_s=_checked_number(item, "requests_per_s", source, where_item),
+                attainment=_optional_number(item, "attainment", source, where_item),
+                meets=_checked_flag(item, "meets", source, where_item),
+                settled=_checked_flag(item, "settled", source, where_item),
             )
         )
     return points
@@ -507,7 +683,11 @@ def _settling_paragraphs(data: JsonObject) -> list[str]:
     if not all(math.isfinite(value) and value >= 0.0 for value in (first, second, arrivals)):
         return []
     line = Settling(
-        first_half_in_flight=first, second_half_in_flight=second, measured_arrivals=int(arrivals)
+        first_half_in_flight=first,
+        second_half_in_flight=second,
+        measured_arrivals=int(arrivals),
+        first_half_arrived=_number_field(data, "first_half_arrived"),
+        second_half_arrived=_number_field(data, "second_half_arrived"),
     ).describe()
     return [line] if line else []
 
@@ -519,6 +699,9 @@ def _band_paragraph(band: JsonObject) -> str:
     for label, key in labels:
         edges = band.get(key)
         if isinstance(edges, Sequence) and len(edges) == 2 and all(isinstance(x, int | float) for x in edges):
+            if not any(math.isfinite(float(edge)) for edge in edges):  # a TPOT of one-token outputs
+                parts.append(f"{label} n/a (one output token)")
+                continue
             parts.append(f"{label} {_time(float(edges[0]))} to {_time(float(edges[1]))}")
     return (
         f"Error bars under this load ({format_percent(_number_field(band, 'level'))} of published runs of "
@@ -535,6 +718,8 @@ def is_simulation_result(data: JsonObject) -> bool:
 
 
 __all__ = [
+    "capacity_lines",
+    "completed_text",
     "is_simulation_result",
     "latency_load_figure",
     "render_capacity",
@@ -545,6 +730,7 @@ __all__ = [
     "render_slo",
     "save_latency_load_plot",
     "series_figure",
+    "served_output_tokens_per_s",
     "serving_section",
     "slo_text",
 ]

@@ -109,6 +109,9 @@ class JobConfig(Record):
     """Fields every job has: what model, on what system, with which calibration."""
 
     KIND: ClassVar[str] = ""
+    # tables a plan file of this kind may hold for one command's own options (``[simulate]``: the
+    # simulated workload and scheduler of ``lightspeed simulate``); the configuration sets them aside
+    TABLES: ClassVar[tuple[str, ...]] = ()
 
     model: str | None = setting(None, help="Model name (see 'lightspeed model list').")
     model_config: str | None = setting(
@@ -203,6 +206,11 @@ class JobConfig(Record):
         mistyped (``schema_version`` and ``kind`` are checked when present)."""
         values = dict(data)
         _check_header(values, cls.KIND, where)
+        for table in cls.TABLES:
+            if not isinstance(values.pop(table, {}), Mapping):
+                raise DataFileError(
+                    Path(where), f"{table} must be a table ([{table}] in TOML, an object in JSON)"
+                )
         names = [item.name for item in cls.settings()]
         for key in values:
             if key not in names:
@@ -653,6 +661,7 @@ class ServingConfig(ServingJob):
     """One serving deployment on one system: ``lightspeed plan infer``."""
 
     KIND: ClassVar[str] = "serving-plan"
+    TABLES: ClassVar[tuple[str, ...]] = ("simulate",)
 
     tp: int = setting(1, option_type="DEGREE", help="Tensor parallel size.")
     pp: int = setting(1, option_type="DEGREE", help="Pipeline stages.")

@@ -89,15 +89,17 @@ class LoadPoint(Record):
 @dataclass(frozen=True)
 class CapacityResult(Record):
     """The highest rate meeting ``slo`` (0 when even the lowest probe misses it), the goodput there
-    (DistServe's: that rate times the share of requests within the SLO, per second and per GPU),
+    (DistServe's: that rate times the share of requests within the SLO, per second and per GPU;
+    the run at that rate was judged sustained, so the rate it serves is the rate it was offered),
     the saturation rate that bounded the search, and every probe in the order simulated.
 
     The goodput is not the probe's completions per second: a finite run also counts the spread of
     its requests' own lengths at the end (the last long answers finish seconds after the last
     arrival), which put a deployment that keeps up at 61.3 req/s at 51 req/s in a 2,000-request
-    MLPerf Server run. ``limited_by`` says what bounds the rate: ``slo`` where a probe missed it,
-    ``throughput`` where every probe up to the saturation rate met it (no latency limit binds: the
-    rate is the highest at which the deployment keeps up, its run settled)."""
+    MLPerf Server run. ``limited_by`` says what bounds the
+    rate: ``slo`` where a probe missed it, ``throughput`` where every probe up to the saturation
+    rate met it (no latency limit binds: the rate is the highest at which the deployment keeps up,
+    its run settled)."""
 
     slo: ServiceLevel
     max_rate_per_s: float

@@ -47,7 +47,11 @@ class LatencyStats(Record):
 
     @classmethod
     def of(cls, values: Array, weights: Array | None = None) -> LatencyStats:
-        """Statistics of ``values`` (optionally weighted); NaN values are left out."""
+        """Statistics of ``values`` (optionally weighted); NaN values are left out. Unweighted
+        percentiles are numpy's linear interpolation between the two nearest values (TTFT, TPOT,
+        E2E, as vLLM's benchmark computes them); weighted ones (ITL) the nearest rank, the smallest
+        value whose cumulative weight reaches the percentile (:func:`weighted_percentile`), and the
+        maximum is over the values of weight above 0."""
         data = np.asarray(values, dtype=np.float64)
         keep = np.isfinite(data)
         data = data[keep]
@@ -63,7 +67,8 @@ class LatencyStats(Record):
         if total <= 0:
             return cls(*(math.nan,) * 5)
         p50, p90, p99 = (_sorted_weighted_percentile(data, weight, q) for q in (50.0, 90.0, 99.0))
-        return cls(float((data * weight).sum() / total), p50, p90, p99, float(data.max()))
+        # the largest value that counts: a weightless one (a prompt-only step: no token gap) is none
+        return cls(float((data * weight).sum() / total), p50, p90, p99, float(data[weight > 0].max()))
 
 
 def weighted_percentile(values: Array, weights: Array, percentile: float) -> float:
@@ -127,7 +132,9 @@ def _seconds(value: float) -> str:
 @dataclass(frozen=True)
 class SloResult(Record):
     """How a run meets an SLO: shares of requests within each limit and within both, goodput
-    (good requests per second, and per GPU), and whether the 99th percentiles meet the limits."""
+    (good requests per second, and per GPU: ``attainment`` times ``served_requests_per_s``, the
+    run's :attr:`~lightspeed.sol.serve.simulator.SimulationResult.served_requests_per_s`), and
+    whether the 99th percentiles meet the limits."""
 
     slo: ServiceLevel
     ttft_attainment: float
@@ -137,6 +144,7 @@ class SloResult(Record):
     goodput_requests_per_s_per_gpu: float
     meets: bool
     p99_meets: bool
+    served_requests_per_s: float = math.nan  # the rate the goodput is a share of (NaN: not recorded)
 
 
 def slo_result(
@@ -184,6 +192,7 @@ def slo_result(
         goodput_requests_per_s_per_gpu=goodput / num_gpus,
         meets=met >= slo.attainment,
         p99_meets=bool(p99),
+        served_requests_per_s=requests_per_s,
     )
 
 
@@ -214,6 +223,9 @@ def in_flight_mean(arrival_s: Array, finish_s: Array, start_s: float, end_s: flo
 # 2.3% (six seeds, Llama 3.1 8B and 70B on H100); 2,000 requests from an empty start 10% over
 # saturation fall behind by 15-46%, 30% over by 29-60% (docs/serving.md, tests/sol/serve/test_settling.py).
 SETTLED_BACKLOG: Final = 0.05
+# Fewer measured arrivals say nothing of settling: one request more in flight over a half moves the
+# backlog share by 2 / arrivals, so below 2 / SETTLED_BACKLOG = 40 a single request reads as a backlog
+MIN_SETTLING_ARRIVALS: Final = round(2 / SETTLED_BACKLOG)
 
 
 @dataclass(frozen=True)
@@ -224,17 +236,31 @@ class Settling(Record):
     one still filling its batch, or offered more than it serves (its queue growing without bound),
     holds more in the second: ``backlog_share``, that growth over the requests arriving in a half,
     is the share of the offered load it fell behind by, and its latencies are then those of a run
-    too short to show it (a lower bound)."""
+    too short to show it (a lower bound).
+
+    ``first_half_arrived`` and ``second_half_arrived`` are the same time averages of the requests
+    arrived (completed or not): their growth is what the requests in flight would grow by were none
+    completed (completions only lower the second half's count more than the first's), so the growth
+    in flight over the larger of it and the requests arriving in a half is a share of the arrivals,
+    at most 1. Arrivals at an even pace grow it by about the requests arriving in a half, the
+    measure the settling threshold was set on; arrivals bunched late grow it more, and a run that
+    completed nothing over them read above 100% (NaN: not recorded, the half alone)."""
 
     first_half_in_flight: float
     second_half_in_flight: float
     measured_arrivals: int
+    first_half_arrived: float = math.nan
+    second_half_arrived: float = math.nan
 
     @property
     def backlog_share(self) -> float:
-        """Growth of the requests in flight from the first half to the second, over the requests
-        that arrived in a half (negative: a backlog draining)."""
+        """Growth of the requests in flight from the first half to the second, over the larger of the
+        requests that arrived in a half and the growth of the requests arrived (negative: a backlog
+        draining; at most 1, nothing completing)."""
         half = max(self.measured_arrivals / 2.0, 1.0)
+        arrived = self.second_half_arrived - self.first_half_arrived
+        if math.isfinite(arrived):
+            half = max(half, arrived)
         return (self.second_half_in_flight - self.first_half_in_flight) / half
 
     @property
@@ -254,8 +280,9 @@ class Settling(Record):
             return (
                 f"not settled: requests in flight rose from {first:,.1f} over the first half of the measured "
                 f"arrivals to {second:,.1f} over the second, the deployment falling behind by "
-                f"{self.backlog_share:.0%} of the requests that arrived: the rate is at or above what it "
-                "sustains, or the run is too short to fill its batch; these latencies are a lower bound "
+                f"{self.backlog_share:.0%} of the requests that arrived (100%: none completing): the rate "
+                "is at or above what it sustains, or the run is too short to fill its batch; these "
+                "latencies are a lower bound "
                 "(simulate more requests with --requests and --warmup, or find the rate it sustains with "
                 "--max-rate-at-slo)"
             )
@@ -269,9 +296,9 @@ class Settling(Record):
 def settling(arrival_s: Array, finish_s: Array, measured_arrival_s: Array) -> Settling | None:
     """:class:`Settling` of a run whose requests arrived at ``arrival_s`` and finished at
     ``finish_s`` (``inf``: not finished), measured over the span of ``measured_arrival_s``;
-    ``None`` when that span is empty."""
+    ``None`` when that span is empty or holds fewer than :data:`MIN_SETTLING_ARRIVALS` arrivals."""
     measured = measured_arrival_s[np.isfinite(measured_arrival_s)]
-    if measured.size < 2:
+    if measured.size < max(MIN_SETTLING_ARRIVALS, 2):
         return None
     start, end = float(measured.min()), float(measured.max())
     if end <= start:
@@ -279,10 +306,13 @@ def settling(arrival_s: Array, finish_s: Array, measured_arrival_s: Array) -> Se
     middle = (start + end) / 2.0
     arrived = np.isfinite(arrival_s)
     arrivals, finishes = arrival_s[arrived], finish_s[arrived]
+    never = np.full(arrivals.shape, np.inf)  # the requests arrived, as if none completed
     return Settling(
         first_half_in_flight=in_flight_mean(arrivals, finishes, start, middle),
         second_half_in_flight=in_flight_mean(arrivals, finishes, middle, end),
         measured_arrivals=int(measured.size),
+        first_half_arrived=in_flight_mean(arrivals, never, start, middle),
+        second_half_arrived=in_flight_mean(arrivals, never, middle, end),
     )
 
 
@@ -348,6 +378,7 @@ def time_series(
 
 __all__ = [
     "DISTSERVE_ATTAINMENT",
+    "MIN_SETTLING_ARRIVALS",
     "SETTLED_BACKLOG",
     "LatencyStats",
     "ServiceLevel",

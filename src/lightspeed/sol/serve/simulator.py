@@ -71,7 +71,13 @@ class SimulationResult(Record):
     ``attention_dp_balanced_speedup`` what perfect balance would gain (the run's busy time over
     the sum of each iteration's time times its balance: TensorRT-LLM's "SOL TPS" over the
     actual, its tech blog 10). ``slo`` is filled when an SLO was given. ``elapsed_s`` is the
-    wall time the simulation took. With ``num_warmup`` warm-up requests (the workload's
+    wall time the simulation took. ``requests_per_s`` counts the measured completions from the
+    first measured arrival to the last completion (the drain after the last arrival included);
+    ``served_requests_per_s`` is the rate the deployment serves (:func:`_served_rate`: the arrival
+    rate where it keeps up, its completion rate where it does not, without that drain), the rate the
+    SLO's goodput is a share of. ``mean_in_flight`` is averaged over the wall time from the first
+    measured arrival to the end, ``mean_running`` and ``mean_queue`` over the iterations' time (the
+    time the GPUs are busy). With ``num_warmup`` warm-up requests (the workload's
     ``warmup_requests``), the latencies, throughputs, decode speed and SLO figures count the
     other requests only, over the run from the first of them to arrive (ITL: the iterations
     from then on); the counts, queue, KV and time-series figures are the whole run's.
@@ -117,6 +123,7 @@ class SimulationResult(Record):
     assumptions: tuple[str, ...]
     num_warmup: int = 0
     settling: Settling | None = None
+    served_requests_per_s: float = math.nan
     _outcome: EngineOutput | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -251,6 +258,8 @@ def _assumptions(deployment: SimulatedDeployment, workload: ServingWorkload) -> 
             "the GPU runs the one before, so a request that arrives during a step joins the iteration "
             "after the next (one extra step before its first token under load)"
         )
+    if workload.trace is not None and workload.trace.describe_arrivals():
+        lines.append(workload.trace.describe_arrivals())
     if workload.arrivals.kind == "closed":
         lines.append(
             "closed loop: the users start one after another (an idle replica runs the first request "
@@ -386,6 +395,9 @@ def _result(
     counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
     with np.errstate(invalid="ignore", divide="ignore"):
         per_user = float(np.nanmean(1.0 / tpot)) if np.isfinite(tpot).any() else math.nan
+    served = _served_rate(
+        outcome.arrival_s[measured], outcome.finish_s[measured], float(completed.sum()) / duration
+    )
     return SimulationResult(
         model=deployment.model.name,
         system=deployment.cluster_name,
@@ -433,9 +445,7 @@ def _result(
             finished=finished[scored],
             ttft=ttft_stats,
             tpot=tpot_stats,
-            requests_per_s=_served_rate(
-                outcome.arrival_s[measured], outcome.finish_s[measured], float(completed.sum()) / duration
-            ),
+            requests_per_s=served,
             num_gpus=plan.num_gpus,
         ),
         series=time_series(
@@ -450,6 +460,7 @@ def _result(
         ),
         assumptions=_assumptions(deployment, workload),
         num_warmup=workload.warmup_requests,
+        served_requests_per_s=served,
         settling=(
             settling(outcome.arrival_s, outcome.finish_s, outcome.arrival_s[measured & arrived])
             if workload.arrivals.kind in RATE_ARRIVALS and workload.trace is None

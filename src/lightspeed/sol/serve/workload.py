@@ -63,6 +63,10 @@ _SECONDS_FIX: Final = (
     "write arrival times in seconds: divide timestamps in milliseconds by 1e3, in microseconds by 1e6, "
     "in nanoseconds by 1e9"
 )
+_MILLISECONDS_FIX: Final = (
+    "a Mooncake trace's timestamp is milliseconds from the trace's start: write it so, or name the "
+    "column arrival_s for seconds"
+)
 _TOKENS_FIX: Final = f"write token counts as whole numbers from 1 to {MAX_REQUEST_TOKENS:,}"
 Array = Any
 
@@ -211,25 +215,63 @@ class LengthDistribution(Record):
             drawn = rng.choice(np.asarray(self.values, dtype=np.int64), size=count)
         return np.clip(drawn, max(self.minimum_tokens, 1), self.maximum_tokens).astype(np.int64)
 
+    def clipped(self) -> tuple[float, float]:
+        """(share of draws clipped to the bounds, mean after clipping) of a log-normal distribution,
+        from its closed form (a draw is rounded to whole tokens too, which moves the mean by less
+        than a token): with ``ln X ~ N(mu, s^2)``, ``E[X; a <= X <= b] = e^(mu + s^2/2) (Phi(beta -
+        s) - Phi(alpha - s))`` for ``alpha, beta`` the standardized log bounds."""
+        sigma2 = math.log1p((self.std_tokens / self.mean_tokens) ** 2)
+        sigma, mu = math.sqrt(sigma2), math.log(self.mean_tokens) - sigma2 / 2.0
+        low, high = float(max(self.minimum_tokens, 1)), float(self.maximum_tokens)
+        alpha, beta = ((math.log(bound) - mu) / sigma for bound in (low, high))
+        below, above = _normal_cdf(alpha), 1.0 - _normal_cdf(beta)
+        inside = self.mean_tokens * (_normal_cdf(beta - sigma) - _normal_cdf(alpha - sigma))
+        return below + above, low * below + high * above + inside
+
     def describe(self) -> str:
-        """``1000``, ``uniform 100-300``, ``lognormal mean 294 (sd 210)``, ``empirical (24,576 values)``."""
+        """``1000``, ``uniform 100-300``, ``lognormal mean 294 (sd 210)`` (with bounds: ``... before
+        clipping to 1-1500: 16.9% clipped, mean 632 after``), ``empirical (24,576 values)``."""
         if self.kind == "fixed":
             return f"{self.mean_tokens:g}"
         if self.kind == "uniform":
             return f"uniform {self.minimum_tokens}-{self.maximum_tokens}"
         if self.kind == "lognormal":
-            return f"lognormal mean {self.mean_tokens:g} (sd {self.std_tokens:g})"
+            text = f"lognormal mean {self.mean_tokens:g} (sd {self.std_tokens:g})"
+            if self.minimum_tokens <= 1 and self.maximum_tokens >= MAX_REQUEST_TOKENS:
+                return text
+            clipped_share, clipped_mean = self.clipped()
+            return (
+                f"{text} before clipping to {self.minimum_tokens}-{self.maximum_tokens}: "
+                f"{clipped_share:.1%} clipped, mean {clipped_mean:,.0f} after"
+            )
         return f"empirical mean {self.mean_tokens:.0f} ({len(self.values):,} values)"
+
+
+def _normal_cdf(value: float) -> float:
+    """The standard normal distribution function."""
+    return 0.5 * math.erfc(-value / math.sqrt(2.0))
 
 
 @dataclass(frozen=True)
 class RequestTrace(Record):
-    """Requests read from a file: arrival seconds (from the first), prompt and output tokens."""
+    """Requests read from a file: arrival seconds (from the first), prompt and output tokens;
+    ``arrival_unit``: the unit the file's arrival times were written in (``s``, or ``ms`` for
+    Mooncake's ``timestamp``, :func:`load_request_trace`)."""
 
     arrival_s: tuple[float, ...]
     input_tokens: tuple[int, ...]
     output_tokens: tuple[int, ...]
     path: str = ""
+    arrival_unit: str = "s"
+
+    def describe_arrivals(self) -> str:
+        """How the file's arrival times were read, for a run's assumptions (empty for seconds)."""
+        if self.arrival_unit != "ms":
+            return ""
+        return (
+            f"trace {self.path}: Mooncake's key set (timestamp, input_length, output_length), its "
+            "timestamp read as milliseconds (Mooncake's and AIPerf's mooncake_trace unit)"
+        )
 
     @property
     def num_requests(self) -> int:
@@ -284,8 +326,9 @@ class ServingWorkload(Record):
     def describe(self) -> str:
         """One line: arrivals, lengths, count."""
         if self.trace is not None:
-            count = self.num_simulated
-            return f"{count:,} requests replayed from {self.trace.path}"
+            count, held = self.num_simulated, self.trace.num_requests
+            cut = f" (the first {count:,} of its {held:,})" if count < held else ""
+            return f"{count:,} requests replayed from {self.trace.path}{cut}"
         text = (
             f"{self.num_requests:,} requests, {self.arrivals.describe()}, "
             f"ISL {self.input_lengths.describe()}, OSL {self.output_lengths.describe()}"
@@ -363,6 +406,11 @@ def _arrival_times(
 _ARRIVAL_KEYS: Final = ("arrival_s", "arrival_time", "timestamp", "time_s", "time")
 _INPUT_KEYS: Final = ("input_tokens", "input_length", "prompt_tokens", "isl", "input_len", "context_tokens")
 _OUTPUT_KEYS: Final = ("output_tokens", "output_length", "generated_tokens", "osl", "output_len")
+# Mooncake's traces (and AIPerf's and NVIDIA Dynamo's mooncake_trace format) write each request as
+# {"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}: a file whose arrival
+# key is timestamp beside those two token keys has its timestamps in milliseconds
+_MOONCAKE_KEYS: Final = frozenset({"timestamp", "input_length", "output_length"})
+_MS_PER_S: Final = 1e3
 
 
 def _pick(
@@ -379,6 +427,16 @@ def _pick(
     for key in keys:
         if key in record and record[key] not in (None, ""):
             raw = record[key]
+            if isinstance(raw, bool):  # JSON true is no count (Python's float(True) is 1.0)
+                shown_bool = "true" if raw else "false"
+                raise DataFileError(
+                    path,
+                    "not a number",
+                    field=key,
+                    value=shown_bool,
+                    line=line,
+                    fix="write a number, not true or false",
+                )
             shown = raw if isinstance(raw, int | float) else excerpt(raw)
             try:
                 value = float(raw)
@@ -404,6 +462,9 @@ def _pick(
                     fix=fix,
                 )
             return value
+    empty = next((key for key in keys if key in record), None)
+    if empty is not None:  # the column is there, this row's cell is not
+        raise DataFileError(path, "an empty cell", field=empty, line=line, fix="give every request a value")
     raise DataFileError(
         path,
         f"no {keys[0]} column",
@@ -442,7 +503,7 @@ def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         return rows
     reader = csv.DictReader(io.StringIO(text))
     try:
-        return [(reader.line_num, dict(row)) for row in reader]
+        rows = [(reader.line_num, dict(row)) for row in reader]
     except csv.Error as error:  # a cell over the csv module's 131,072 characters
         raise DataFileError(
             path,
@@ -450,25 +511,53 @@ def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
             line=reader.line_num + 1,
             fix="check that line's cells",
         ) from None
+    columns = len(reader.fieldnames or ())
+    for row_line, row in rows:
+        cells = _cells(row, columns)
+        if cells != columns:
+            raise DataFileError(
+                path,
+                f"{cells} cells where the header names {columns} columns",
+                line=row_line,
+                fix="give each row one cell per column",
+            )
+    return rows
+
+
+def _cells(row: dict[Any, Any], columns: int) -> int:
+    """Cells in a row of :class:`csv.DictReader` (extra cells under the key ``None``, missing ones
+    ``None`` values) whose header names ``columns`` columns."""
+    extra = len(row.get(None) or ())
+    missing = sum(1 for key, value in row.items() if key is not None and value is None)
+    return columns + extra - missing
+
+
+def _is_mooncake(records: list[tuple[int, dict[str, Any]]]) -> bool:
+    """Whether a trace is in Mooncake's format (:data:`_MOONCAKE_KEYS`, no other arrival key): its
+    timestamps are milliseconds."""
+    keys = set(records[0][1])
+    return keys >= _MOONCAKE_KEYS and not keys & (set(_ARRIVAL_KEYS) - {"timestamp"})
 
 
 def load_request_trace(path: Path) -> RequestTrace:
     """Read a trace of requests: CSV with a header, or JSONL, with an arrival time in seconds
     (``arrival_s``, ``timestamp`` ...), prompt tokens (``input_tokens``, ``prompt_tokens``, ``isl``
-    ...) and output tokens (``output_tokens``, ``osl`` ...) per request. Arrivals are sorted and
-    shifted to start at zero."""
+    ...) and output tokens (``output_tokens``, ``osl`` ...) per request; a trace in Mooncake's
+    format (``timestamp``, ``input_length``, ``output_length``) has its timestamps in milliseconds.
+    Arrivals are sorted and shifted to start at zero."""
     records = _records(path, read_text(path, what="request trace"))
     if not records:
         raise DataFileError(path, "the trace holds no requests", fix="write one request per line")
     if len(records) > MAX_TRACE_REQUESTS:
         raise DataFileError(path, f"more than {MAX_TRACE_REQUESTS:,} requests", fix="split the trace")
+    per_s = _MS_PER_S if _is_mooncake(records) else 1.0
+    unit, fix = (" ms", _MILLISECONDS_FIX) if per_s != 1.0 else (" s", _SECONDS_FIX)
     arrival: list[float] = []
     inputs: list[int] = []
     outputs: list[int] = []
     for line, record in records:
-        arrival.append(
-            _pick(record, _ARRIVAL_KEYS, path, line, fix=_SECONDS_FIX, maximum=MAX_ARRIVAL_S, unit=" s")
-        )
+        written = _pick(record, _ARRIVAL_KEYS, path, line, fix=fix, maximum=MAX_ARRIVAL_S * per_s, unit=unit)
+        arrival.append(written / per_s)
         for keys, target in ((_INPUT_KEYS, inputs), (_OUTPUT_KEYS, outputs)):
             tokens = _pick(record, keys, path, line)
             if tokens < 1 or tokens > MAX_REQUEST_TOKENS or tokens != int(tokens):
@@ -495,7 +584,15 @@ def load_request_trace(path: Path) -> RequestTrace:
         input_tokens=tuple(inputs[i] for i in order),
         output_tokens=tuple(outputs[i] for i in order),
         path=str(path),
+        arrival_unit="ms" if per_s != 1.0 else "s",
     )
+
+
+def _length(tokens: int, path: Path, line: int, column: str | None = None) -> int:
+    """``tokens`` of a length file's ``line``, refused outside 1 to :data:`MAX_REQUEST_TOKENS`."""
+    if not 1 <= tokens <= MAX_REQUEST_TOKENS:
+        raise DataFileError(path, "out of range", field=column, value=tokens, line=line, fix=_TOKENS_FIX)
+    return tokens
 
 
 def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
@@ -517,7 +614,7 @@ def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
                     fix=_TOKENS_FIX,
                 )
             try:
-                values.append(int(written))
+                count = int(written)
             except ValueError:
                 raise DataFileError(
                     path,
@@ -526,11 +623,21 @@ def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
                     line=number,
                     fix="write one token count per line, or name a --column",
                 ) from None
+            values.append(_length(count, path, number))
     else:
         for row, record in _records(path, text):
-            values.append(int(_pick(record, (column,), path, row)))
-    if not values or min(values) < 1 or max(values) > MAX_REQUEST_TOKENS:
-        raise DataFileError(path, f"lengths must be whole numbers from 1 to {MAX_REQUEST_TOKENS:,}")
+            written_count = _pick(record, (column,), path, row)
+            if written_count != int(written_count):
+                raise DataFileError(
+                    path, "not a whole number", field=column, value=written_count, line=row, fix=_TOKENS_FIX
+                )
+            values.append(_length(int(written_count), path, row, column))
+    if not values:
+        raise DataFileError(
+            path,
+            "holds no lengths",
+            fix="write one token count per line (or a CSV/JSONL column, file:PATH:COLUMN)",
+        )
     return LengthDistribution.empirical(values)
 
 
