@@ -160,28 +160,79 @@ def compute_precision(precision: str) -> str:
     return _COMPUTE_PRECISION[_check_precision(precision)]
 
 
-def _split_number(text: str, what: str, pattern: str) -> tuple[float, str]:
+def _split_number(text: str, what: str, pattern: str, *, lower: bool = True) -> tuple[float, str]:
     match = re.fullmatch(rf"\s*{_NUMBER}\s*{pattern}\s*", text)
     if match is None:
-        shown = text if len(text) <= 80 else f"{text[:40]}... ({len(text):,} characters)"
-        raise UserInputError(f"cannot read {shown!r} as {what}")
-    return float(match.group(1)), match.group(2).lower()
+        raise UserInputError(f"cannot read {_excerpt(text)!r} as {what}")
+    return float(match.group(1)), match.group(2).lower() if lower else match.group(2)
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= 80 else f"{text[:40]}... ({len(text):,} characters)"
+
+
+def _bits_or_bytes(unit: str) -> tuple[str, float]:
+    """A unit's multiplier prefix (``G``, ``Gi``, empty) and the bytes one of it holds: a lowercase
+    ``b`` or ``bit`` is a bit (1/8 byte), an uppercase ``B`` a byte; ``""`` when it names neither.
+
+    >>> _bits_or_bytes("Gb"), _bits_or_bytes("GB"), _bits_or_bytes("Gbit"), _bits_or_bytes("GiB")
+    (('G', 0.125), ('G', 1.0), ('G', 0.125), ('Gi', 1.0))
+    """
+    for ending, size in (("bits", 1 / BITS_PER_BYTE), ("bit", 1 / BITS_PER_BYTE)):
+        if unit.lower().endswith(ending):
+            return unit[: -len(ending)], size
+    if unit.endswith("b"):
+        return unit[:-1], 1 / BITS_PER_BYTE
+    if unit.endswith("B"):
+        return unit[:-1], 1.0
+    return "", 0.0
 
 
 def parse_bytes(text: str | float | int) -> float:
     """Parse a size such as ``80GB``, ``141 GiB`` or ``1e12`` into bytes.
 
-    A bare number is bytes. ``GB`` is 1e9 and ``GiB`` 2**30.
+    A bare number is bytes. ``GB`` is 1e9 and ``GiB`` 2**30. ``80Gb`` is refused: a lowercase
+    ``b`` after a capital prefix reads as bits (a link's ``400Gb/s``), and a size is bytes.
     """
     if isinstance(text, int | float):
         return float(text)
-    value, unit = _split_number(text, "a size (e.g. 80GB, 141GiB, 1e9)", r"([a-zA-Z]*)")
-    unit = unit or "b"
+    value, written = _split_number(text, "a size (e.g. 80GB, 141GiB, 1e9)", r"([a-zA-Z]*)", lower=False)
+    prefix = written[:-1]
+    if written.endswith("b") and prefix != prefix.lower() and f"{prefix.lower()}b" in _BYTE_UNITS:
+        spellings = (f"{prefix}B",) if prefix.endswith("i") else (f"{prefix}B", f"{prefix}iB")
+        raise UserInputError(
+            f"size {_excerpt(text)!r}: a lowercase b is a bit and a size is bytes; "
+            f"write {' or '.join(f'{value:g}{unit}' for unit in spellings)}"
+        )
+    unit = written.lower() or "b"
     if unit not in _BYTE_UNITS:
         raise UserInputError(
             f"unknown size unit {unit!r} in {text!r}; use one of B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
         )
     return value * _BYTE_UNITS[unit]
+
+
+def parse_bandwidth(text: str | float | int) -> float:
+    """Parse a bandwidth into bytes per second: ``50GB/s``, ``50GB``, ``50 GBps`` (bytes) or a NIC's
+    ``400Gb/s``, ``400Gbit/s``, ``400Gbps`` (bits: a lowercase ``b`` or ``bit``, divided by 8).
+
+    >>> parse_bandwidth("400Gb/s"), parse_bandwidth("50GB/s"), parse_bandwidth("1.6 Tbps")
+    (50000000000.0, 50000000000.0, 200000000000.0)
+    """
+    if isinstance(text, int | float):
+        return float(text)
+    example = "a bandwidth (e.g. 50GB/s in bytes, 400Gb/s in bits)"
+    value, written = _split_number(text, example, r"([a-zA-Z]*?)\s*(?:/\s*s|ps)?", lower=False)
+    if not written:
+        return value  # a bare number is bytes per second, as a bare size is bytes
+    prefix, bytes_each = _bits_or_bytes(written)
+    multiplier = _BYTE_UNITS.get(f"{prefix.lower()}b") if bytes_each else None
+    if multiplier is None:
+        raise UserInputError(
+            f"unknown bandwidth unit {written!r} in {_excerpt(text)!r}; write e.g. 50GB/s or 50GiB/s "
+            "(bytes, capital B) or 400Gb/s, 400Gbit/s, 400Gbps (bits)"
+        )
+    return value * multiplier * bytes_each
 
 
 def parse_count(text: str | float | int) -> float:
@@ -218,7 +269,7 @@ def parse_items(
     >>> parse_items("1f1b, gpipe", "--schedules", example="1f1b,gpipe")
     ('1f1b', 'gpipe')
     """
-    shown = text if len(text) <= 80 else f"{text[:40]}... ({len(text):,} characters)"
+    shown = _excerpt(text)
     if not text.strip():
         raise UserInputError(f"{flag} {shown!r} names nothing: give one or more, e.g. {example}")
     items = tuple(item.strip() for item in text.split(","))

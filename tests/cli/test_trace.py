@@ -82,7 +82,7 @@ def test_comms_with_a_catalog_link(run_cli: Any) -> None:
     result = run_cli("trace", "comms", TWO_RANKS, "--link", "ib-ndr", "--json")
     assert result.code == 0, result.err
     payload = json.loads(result.out)
-    assert payload["sol_source"].startswith("given:")
+    assert payload["sol_source"] == "ib-ndr x 1 (catalog): 50 GB/s per direction"  # NDR: 400 Gb/s
     assert payload["calls"][0]["sol_bytes_per_s"] > 0
 
 

@@ -209,7 +209,10 @@ def test_the_plot_error_names_the_file_with_its_suffix(tmp_path: Path) -> None:
 
 
 def test_checking_a_plot_path_writes_nothing(tmp_path: Path) -> None:
-    assert save_monitor_plot(None, tmp_path / "new" / "c.svg") == [tmp_path / "new" / "c.svg"]
+    # a plot into a folder that does not exist is refused (no folder is made), as every --plot is
+    with pytest.raises(UserInputError, match="no folder"):
+        save_monitor_plot(None, tmp_path / "new" / "c.svg")
+    assert save_monitor_plot(None, tmp_path / "c.svg") == [tmp_path / "c.svg"]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -45,8 +45,10 @@ from lightspeed.report import (
     watch_table,
 )
 from lightspeed.store import NewRecord, open_store
+from lightspeed.trace import detect_format, wrong_format
 
 _log = logging.getLogger(__name__)
+CAPTURE_FORMAT: Final = "monitor-capture"  # what lightspeed.trace.detect_format calls a capture
 
 
 @click.group("monitor")
@@ -200,6 +202,7 @@ def report_cmd(*, run: str, goodput_run: Path | None, plot_path: Path | None, as
     Example: lightspeed monitor report ~/.local/share/lightspeed/monitor/RUN --plot counters.png
     """
     path = _run_path(run)
+    _refuse_other_format(path)
     catalog = get_context().catalog()
     report = with_warnings(lambda: analyze_run(path=path, goodput_run=goodput_run, catalog=catalog))
     _finish(report, plot_path, as_json)
@@ -227,6 +230,15 @@ def _run_path(run: str) -> Path:
     return Path(folder)
 
 
+def _refuse_other_format(path: Path) -> None:
+    """A file another command reads (a profiler trace, Nsight output, a goodput or MLPerf log) given
+    as a capture: say what it is and which command reads it."""
+    if path.is_file():
+        found = detect_format(path, unknown="")
+        if found and found != CAPTURE_FORMAT:
+            raise wrong_format(path, found, "a lightspeed monitor capture (capture-*.jsonl)")
+
+
 def _monitor(
     *, interval_s: float, backend_names: tuple[str, ...], replay: Path | None, loop: bool
 ) -> Monitor:
@@ -235,6 +247,7 @@ def _monitor(
         if backend_names:
             raise UserInputError("--replay plays a capture back; leave out --backend")
         # read here, not on the sampler's thread: its warnings (a line cut short) get the house form
+        _refuse_other_format(replay)
         capture = with_warnings(lambda: read_capture(replay))
         return Monitor(backends=[ReplayBackend(capture, pace="time", loop=loop)], interval_s=interval)
     chosen, optional = make_backends(backend_names or None, interval_s=interval)

@@ -43,6 +43,7 @@ from lightspeed.units import (
     format_bytes,
     format_bytes_per_s,
     format_duration,
+    parse_bandwidth,
     parse_bytes,
     parse_count,
     parse_duration,
@@ -335,16 +336,13 @@ class Size(Quantity):
 
 
 class Rate(Quantity):
-    """Bytes per second: ``200GB/s`` or ``200GB`` (the ``/s`` is optional)."""
+    """Bytes per second: ``200GB/s`` or ``200GB`` (the ``/s`` is optional), or a NIC's bits,
+    ``400Gb/s``, ``400Gbit/s``, ``400Gbps`` (a lowercase ``b``: 50 GB/s)."""
 
     name = "rate"
 
     def __init__(self, **bounds: Any) -> None:
-        super().__init__(_parse_rate, format_bytes_per_s, unit="B/s", **bounds)
-
-
-def _parse_rate(text: str) -> float:
-    return parse_bytes(text.strip().removesuffix("/s"))
+        super().__init__(parse_bandwidth, format_bytes_per_s, unit="B/s", **bounds)
 
 
 class Duration(Quantity):

@@ -407,7 +407,10 @@ def launch_command(
     "--link-bandwidth",
     "link_bandwidth_bytes_per_s",
     type=BANDWIDTH,
-    help="SOL per direction, e.g. 50GB/s for a 400G NIC (default: the device's scale-up link, catalog).",
+    help=(
+        "SOL per direction: 50GB/s (bytes) or a NIC's 400Gb/s (lowercase b: bits, the same 50 GB/s) "
+        "(default: the device's scale-up link, catalog)."
+    ),
 )
 @click.option("--link", "link_name", help="SOL from a catalog link record (per direction), e.g. ib-ndr.")
 @click.option("--num-links", default=1, show_default=True, type=NUM_LINKS, help="Links of --link.")
@@ -430,12 +433,15 @@ def comms_command(
             given_flags("num_links"), "it counts the links of --link NAME: give --link too, or leave it out"
         )
     catalog = get_context().catalog()
-    bandwidth = link_bandwidth_bytes_per_s
+    bandwidth, label = link_bandwidth_bytes_per_s, None
     if link_name is not None:
-        bandwidth = catalog.link(link_name).per_direction_bytes_per_s * num_links
+        link = catalog.link(link_name)
+        bandwidth = link.per_direction_bytes_per_s * num_links
+        label = f"{link.name} x {num_links} (catalog)"
     result = ranks(
         "collectives",
         link_bandwidth_bytes_per_s=bandwidth,
+        link_label=label,
         include_last_step=include_last_step,
         catalog=catalog,
     )

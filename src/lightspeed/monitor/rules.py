@@ -74,7 +74,7 @@ def diagnose(
                 continue
             findings.extend(_idle(capture, device, shift, limits, run_window))
             findings.extend(_throttling(capture, device, shift, limits))
-            found, note = _links(capture, device, shift, limits, catalog)
+            found, note = _links(capture, device, shift, limits, catalog, run_window=run_window)
             findings.extend(found)
             notes.extend(note)
     findings.extend(_gpu_stragglers(captures, origin, limits))
@@ -341,8 +341,17 @@ def _throttling(capture: Capture, device: DeviceInfo, shift: float, limits: Thre
 
 
 def _links(
-    capture: Capture, device: DeviceInfo, shift: float, limits: Thresholds, catalog: Catalog | None
+    capture: Capture,
+    device: DeviceInfo,
+    shift: float,
+    limits: Thresholds,
+    catalog: Catalog | None,
+    *,
+    run_window: Span | None = None,
 ) -> tuple[list[Finding], list[str]]:
+    """Link throughput at ``link_sol_ratio`` of the catalog SOL in at least ``link_min_share`` of
+    the samples: of those in the joined goodput run (``run_window``, as :func:`_idle` takes it) when
+    the capture has some there, since idle start-up before the run would dilute a saturated run."""
     metrics = [
         m
         for m in (
@@ -369,6 +378,11 @@ def _links(
             continue
         peak = np.nanmax(np.vstack(present), axis=0) / sol
         valid = ~np.isnan(peak)
+        in_run = _in_window(capture, shift, run_window)
+        if (valid & in_run).any():
+            valid &= in_run
+        else:
+            in_run = None  # the capture has no sample in the run: judge it whole
         near = valid & (peak >= limits.link_sol_ratio)
         share = float(near.sum() / valid.sum()) if valid.any() else 0.0
         if share < limits.link_min_share:
@@ -378,6 +392,7 @@ def _links(
         observed = float(np.mean(peak[near]))
         label = _label(device, capture)
         name = "NVLink" if link == "nvlink" else "PCIe"
+        samples = "the samples" if in_run is None else "the samples during the goodput run"
         findings.append(
             Finding(
                 rule="communication_bound",
@@ -385,8 +400,8 @@ def _links(
                 message=(
                     f"{label} ({device.name}) moved {format_percent(observed)} of its {name} SOL "
                     f"({sol / 1e9:.0f} GB/s per direction, catalog {accelerator.name}) in "
-                    f"{format_percent(share)} of "
-                    f"the samples (threshold {format_percent(limits.link_sol_ratio)} of SOL in "
+                    f"{format_percent(share)} of {samples} "
+                    f"(threshold {format_percent(limits.link_sol_ratio)} of SOL in "
                     f"{format_percent(limits.link_min_share)}), t={start + shift:.1f}..{end + shift:.1f} s: "
                     "communication is the bottleneck there"
                 ),
@@ -408,6 +423,15 @@ def _links(
             )
         )
     return findings, []
+
+
+def _in_window(capture: Capture, shift: float, window: Span | None) -> Any:
+    """Which samples of ``capture`` lie in ``window`` (seconds on the first capture's clock; all
+    when None): those whose period, the interval before each sample, has its middle inside."""
+    middles = capture.times_s - capture.interval_s / 2 + shift
+    if window is None:
+        return np.ones(middles.shape, dtype=bool)
+    return (middles >= window[0]) & (middles <= window[1])
 
 
 def _gpu_stragglers(captures: Sequence[Capture], origin: float, limits: Thresholds) -> list[Finding]:

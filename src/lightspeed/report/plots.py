@@ -85,7 +85,8 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
 
     A suffix (``.png``, ``.svg``, ``.pdf``) picks one format; no suffix writes
     ``default_formats``; an existing folder gets ``NAME.<format>`` inside it
-    (never ``PATH.png`` beside it); a special file (``/dev/full``) is refused.
+    (never ``PATH.png`` beside it); a special file (``/dev/full``) and a path
+    whose folder does not exist are refused (no folder is ever created).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -98,6 +99,10 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
         raise UserInputError(
             f"cannot draw {path}: it is not a regular file or a folder; name a .png, .svg or .pdf file"
         )
+    if not path.parent.is_dir():
+        raise UserInputError(
+            f"cannot write the plot {path}: no folder {path.parent}; create it first or name another path"
+        )
     suffix = path.suffix.lower().lstrip(".")
     if suffix in PLOT_FORMATS:
         return path.with_suffix(""), (suffix,)
@@ -109,12 +114,12 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
 
 
 def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
-    """Write ``path_stem.<format>`` for each format, close the figure, return the paths."""
+    """Write ``path_stem.<format>`` for each format (into an existing folder: none is created),
+    close the figure, return the paths."""
     chosen = tuple(formats)
     written: list[Path] = []
-    target = _targets(path_stem, chosen[:1])[0] if chosen else path_stem  # named if mkdir fails
+    target = _targets(path_stem, chosen[:1])[0] if chosen else path_stem  # named if nothing was tried
     try:
-        path_stem.parent.mkdir(parents=True, exist_ok=True)
         for extension, target in zip(chosen, _targets(path_stem, chosen), strict=True):
             figure.savefig(target, format=extension, bbox_inches="tight", dpi=120)
             written.append(target)

@@ -79,7 +79,7 @@ _LOG = logging.getLogger(__name__)
 ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
 
 # Bump when any reader's output changes for the same input (columns, rounding, notes, steps).
-PARSER_VERSION: Final = "2026.12-3"
+PARSER_VERSION: Final = "2026.12-4"
 CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
@@ -396,6 +396,7 @@ def _metadata(item: CachedRank, *, digest: str, part: int, parts: int) -> JsonDi
                 bad.field,
                 bad.value if math.isfinite(bad.value) else repr(bad.value),
                 bad.problem,
+                bad.where,
             ]
             for bad in trace.skipped_events
         ],
@@ -610,7 +611,7 @@ def _rank_trace(meta: JsonDict, columns: EntryColumns, gpu_columns: EntryColumns
         notes=tuple(meta["notes"]),
         source_format=str(meta["source_format"]),
         skipped_events=tuple(
-            BadEvent(int(index), str(field), float(value), str(problem))
-            for index, field, value, problem in meta["skipped_events"]
+            BadEvent(int(index), str(field), float(value), str(problem), str(where))
+            for index, field, value, problem, where in meta["skipped_events"]
         ),
     )

@@ -33,6 +33,7 @@ from lightspeed.trace.kinds import COMMUNICATION
 from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import GPU_CATEGORIES, NO_VALUE
 
+GIVEN_LINK: Final = "given"  # how a link bandwidth given as a number is named in the SOL source
 COLLECTIVES_FILE: Final = Path(__file__).resolve().parent / "data" / "collectives.toml"
 _FACTORS: Final[dict[str, Callable[[int], float]]] = {
     "2(n-1)/n": lambda n: 2.0 * (n - 1) / n,
@@ -153,11 +154,13 @@ def collectives(
     link_bandwidth_bytes_per_s: float | None = None,
     include_last_step: bool = False,
     catalog: Catalog | None = None,
+    link_label: str | None = None,
 ) -> CommsReport:
     """Size, duration, algbw and busbw of every NCCL collective, against the link SOL.
 
-    ``link_bandwidth_bytes_per_s`` overrides the SOL (per direction, bytes/s);
-    otherwise each rank's device is looked up in ``catalog`` and its
+    ``link_bandwidth_bytes_per_s`` overrides the SOL (per direction, bytes/s),
+    ``link_label`` says where it came from (default ``given``; the CLI names a
+    catalog link ``ib-ndr x 1 (catalog)``); otherwise each rank's device is looked up in ``catalog`` and its
     scale-up bandwidth per direction is used ("no SOL for <device>" when the
     device is unknown).
 
@@ -176,7 +179,7 @@ def collectives(
     notes = list(trace.notes)
     sources: set[str] = set()
     for rank in trace.ranks:
-        sol, source = _sol(rank, catalog, link_bandwidth_bytes_per_s)
+        sol, source = _sol(rank, catalog, link_bandwidth_bytes_per_s, link_label)
         if source:
             sources.add(source)
         else:
@@ -210,9 +213,11 @@ def comms_report(
     )
 
 
-def _sol(rank: RankTrace, catalog: Catalog, override: float | None) -> tuple[float, str]:
+def _sol(
+    rank: RankTrace, catalog: Catalog, override: float | None, label: str | None = None
+) -> tuple[float, str]:
     if override is not None:
-        return override, f"given: {override / 1e9:g} GB/s per direction"
+        return override, f"{label or GIVEN_LINK}: {override / 1e9:g} GB/s per direction"
     accelerator: Accelerator | None = catalog.find_device(rank.device_name) if rank.device_name else None
     if accelerator is None or accelerator.scale_up is None:
         return math.nan, ""

@@ -36,6 +36,8 @@ from lightspeed.errors import TraceError
 from lightspeed.records import Record
 from lightspeed.trace.table import EventTable
 
+FLAG: Final = "--skip-bad-events"
+POLICY_WHERES: Final = frozenset({"traceEvents", "row"})  # where the policy finds events (Kineto, Nsight)
 MIN_SPAN_NS: Final = 1_000_000_000  # a span shorter than a second still allows events a second long
 FAR_FACTOR: Final = 1000.0  # three orders of magnitude beyond the span
 SPAN_QUANTILES: Final = (25.0, 75.0)  # quartiles: robust to a quarter of the events being wild
@@ -47,12 +49,14 @@ FIX: Final = (
 
 @dataclass(frozen=True)
 class BadEvent(Record):
-    """One impossible event: its index in ``traceEvents``, the field and value, and why."""
+    """One impossible event: its index in ``where`` (Kineto's ``traceEvents``, an Nsight Systems
+    export's table or ``row``), the field and value, and why."""
 
     event_index: int
     field: str
     value: float
     problem: str
+    where: str = "traceEvents"
 
 
 def impossible_events(
@@ -89,6 +93,7 @@ def check_events(
     *,
     path: object,
     reader_bad: Sequence[BadEvent] = (),
+    left_out: Sequence[BadEvent] = (),
     skip_bad_events: bool = False,
     time_unit: str = "us",
     origin_ns: int = 0,
@@ -98,7 +103,9 @@ def check_events(
     """Apply the policy to one rank's table: raise on the first impossible event, or drop them all.
 
     ``reader_bad`` are events the reader could not even place (no ``ts``, a value no clock
-    holds). ``origin_ns`` and ``time_unit`` let messages show values as the file wrote them;
+    holds); ``left_out`` are rows a reader always leaves out (an Nsight Systems row that ends
+    before it starts), returned among the events left out whatever ``skip_bad_events`` says.
+    ``origin_ns`` and ``time_unit`` let messages show values as the file wrote them;
     ``events_field`` names where the file keeps its events (Kineto's ``traceEvents``).
     Returns the (filtered) table and the events left out, lowest index first.
     """
@@ -112,12 +119,13 @@ def check_events(
             value=float(table.duration_ns[row] if field == "dur" else table.start_ns[row] + origin_ns)
             * scale,
             problem=problem,
+            where=events_field,
         )
         for row, field, problem in rows
     ]
     bad = tuple(sorted((*reader_bad, *found), key=lambda event: event.event_index))
     if not bad:
-        return table, ()
+        return table, tuple(left_out)
     if not skip_bad_events:
         first = bad[0]
         more = f" ({len(bad) - 1} more)" if len(bad) > 1 else ""
@@ -130,7 +138,7 @@ def check_events(
         )
     keep = np.ones(table.num_events, dtype=bool)
     keep[[row for row, _, _ in rows]] = False
-    return subset(table, keep), bad
+    return subset(table, keep), (*left_out, *bad)
 
 
 def subset(table: EventTable, keep: npt.NDArray[np.bool_]) -> EventTable:
@@ -168,11 +176,17 @@ def subset(table: EventTable, keep: npt.NDArray[np.bool_]) -> EventTable:
 
 
 def skipped_note(skipped: dict[int, tuple[BadEvent, ...]]) -> str:
-    """The note every figure carries when events were skipped: the count per rank and the first."""
+    """The note every figure carries when events were skipped: the count per rank and the first;
+    why they were left out (``--skip-bad-events``, or an export's rows its reader always leaves out).
+    """
     total = sum(len(events) for events in skipped.values())
     per_rank = ", ".join(f"rank {rank}: {len(events)}" for rank, events in sorted(skipped.items()) if events)
     first = next(events[0] for _, events in sorted(skipped.items()) if events)
+    wheres = {event.where for events in skipped.values() for event in events}
+    reasons = [FLAG] if wheres & POLICY_WHERES else []
+    if wheres - POLICY_WHERES:
+        reasons.append("export rows that end before they start or lack a time")
     return (
-        f"{total} impossible event{'s' if total != 1 else ''} skipped (--skip-bad-events; {per_rank}); "
-        f"first: traceEvents[{first.event_index}].{first.field} = {first.value:g}, {first.problem}"
+        f"{total} impossible event{'s' if total != 1 else ''} skipped ({' and '.join(reasons)}; {per_rank}); "
+        f"first: {first.where}[{first.event_index}].{first.field} = {first.value:g}, {first.problem}"
     )

@@ -169,6 +169,7 @@ class KernelSolReport(Record):
 class _Rules:
     thresholds: Thresholds
     precisions: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]
+    families: dict[str, str]  # compute capability ("9.0") -> the catalog's GPU family
 
 
 @lru_cache(maxsize=1)
@@ -186,7 +187,10 @@ def _rules() -> _Rules:
         (entry.string("name"), tuple(re.compile(p, re.IGNORECASE) for p in entry.strings("patterns")))
         for entry in fields.array_of_tables("precision")
     )
-    return _Rules(thresholds=thresholds, precisions=precisions)
+    capabilities = fields.table("compute_capability")
+    assert capabilities is not None
+    families = {key: capabilities.string(key) for key in capabilities.data if key != "source"}
+    return _Rules(thresholds=thresholds, precisions=precisions, families=families)
 
 
 def parse_gemm_shape(text: str) -> GemmShape:
@@ -298,6 +302,7 @@ def kernel_report(
     notes = list(ncu.notes)
     accelerator, device_name, device_source = _device(ncu, trace, device, catalog, notes)
     if accelerator is not None:
+        _check_compute_capability(ncu, accelerator, device_source, notes)
         _check_sm_count(ncu, accelerator, notes)
     times = _trace_times(trace, include_last_step) if trace is not None else {}
     matched, joined = _join(list(groups), times, notes)
@@ -400,6 +405,26 @@ def _device(
         "FLOP/s against the catalog's peak"
     )
     return None, None, "unknown"
+
+
+def _check_compute_capability(
+    ncu: NcuReport, accelerator: Accelerator, source: str, notes: list[str]
+) -> None:
+    """Refuse a ``device`` given for a CSV profiled on another GPU family (its CC column says which);
+    a device named by the trace or ncu that disagrees gets a note."""
+    families = _rules().families
+    seen = sorted({launch.compute_capability for launch in ncu.launches if launch.compute_capability})
+    other = [(cc, families[cc]) for cc in seen if cc in families and families[cc] != accelerator.family]
+    if not other:
+        return
+    capability, family = other[0]
+    problem = (
+        f"the CSV's kernels ran on compute capability {capability} ({family}), and "
+        f"{accelerator.name} is {accelerator.family}"
+    )
+    if source == "given":
+        raise UserInputError(f"{problem}: name the GPU that was profiled with --device")
+    notes.append(f"{problem} (named by the {source}): its peaks may not be the profiled GPU's; pass --device")
 
 
 def _check_sm_count(ncu: NcuReport, accelerator: Accelerator, notes: list[str]) -> None:

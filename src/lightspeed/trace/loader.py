@@ -28,8 +28,10 @@ from lightspeed.errors import TraceError, UserInputError
 from lightspeed.trace.cache import CachedRank, TraceCache
 from lightspeed.trace.integrity import check_events, skipped_note
 from lightspeed.trace.io.formats import (
+    GOODPUT_LOG,
     KINETO,
     MLPERF_LOG,
+    MONITOR_CAPTURE,
     NCU_CSV,
     NCU_REP,
     NSYS_REP,
@@ -166,7 +168,7 @@ def _load_file(
             fix=f"run 'ncu --import {path} --csv --page details > {path.stem}.csv', "
             f"then 'lightspeed kernels report {path.stem}.csv'",
         )
-    if found == MLPERF_LOG:
+    if found in (MLPERF_LOG, MONITOR_CAPTURE, GOODPUT_LOG):
         raise wrong_format(path, found, "a profiler trace")
     raise TraceError(path, f"unsupported trace format {found!r}")
 
@@ -176,6 +178,7 @@ def _checked(trace: RankTrace, path: Path, skip_bad: bool) -> RankTrace:
     table, skipped = check_events(
         trace.events,
         path=path,
+        left_out=trace.skipped_events,  # rows the reader left out (an end before the start)
         skip_bad_events=skip_bad,
         time_unit="ns",
         origin_ns=trace.origin_ns,

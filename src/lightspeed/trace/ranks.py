@@ -75,6 +75,7 @@ class _Task:
     load: LoadOptions
     include_last_step: bool
     link_bandwidth_bytes_per_s: float | None
+    link_label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def _analyse_rank(task: _Task, rank: RankTrace) -> _RankPart:
             results[drop] = _collective_durations(rank, dropped)
         else:
             notes: list[str] = []
-            sol, source = _sol(rank, catalog, task.link_bandwidth_bytes_per_s)
+            sol, source = _sol(rank, catalog, task.link_bandwidth_bytes_per_s, task.link_label)
             calls = _rank_calls(rank, gpu_events(rank, dropped_step=dropped), sol, notes)
             results[drop] = (calls, source, tuple(notes))
     return _RankPart(
@@ -266,6 +267,7 @@ def _gather(
     catalog: Catalog | None,
     max_worker_bytes: int | None,
     link_bandwidth_bytes_per_s: float | None = None,
+    link_label: str | None = None,
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
     engine: str = "local",
     address: str | None = None,
@@ -282,7 +284,7 @@ def _gather(
         raise UserInputError(f"unknown time unit {load.time_unit!r}; allowed: auto, us, ns")
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     tasks = [
-        _Task(path, analysis, load, include_last_step, link_bandwidth_bytes_per_s)
+        _Task(path, analysis, load, include_last_step, link_bandwidth_bytes_per_s, link_label)
         for path in trace_files(items)
     ]
     parts = _map(
@@ -398,6 +400,7 @@ def collectives_ranks(
     skipped: dict[int, tuple[BadEvent, ...]] | None = None,
     engine: str = "local",
     address: str | None = None,
+    link_label: str | None = None,
 ) -> CommsReport:
     """:func:`~lightspeed.trace.collectives` of many rank files, ``jobs`` ranks at a time (or on Ray)."""
     if link_bandwidth_bytes_per_s is not None and not link_bandwidth_bytes_per_s > 0:
@@ -405,7 +408,8 @@ def collectives_ranks(
     parts, trace_notes, dropped = _gather(
         paths, analysis="comms", jobs=jobs, load=load or LoadOptions(), include_last_step=include_last_step,
         catalog=catalog, max_worker_bytes=max_worker_bytes, skipped=skipped,
-        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, engine=engine, address=address,
+        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, link_label=link_label, engine=engine,
+        address=address,
     )  # fmt: skip
     calls: list[CollectiveCall] = []
     notes = list(trace_notes)

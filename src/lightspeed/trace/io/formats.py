@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Final
 
@@ -22,7 +23,9 @@ NSYS_REP: Final = "nsys-rep"
 NCU_CSV: Final = "ncu-csv"
 NCU_REP: Final = "ncu-rep"
 MLPERF_LOG: Final = "mlperf-log"  # no profiler's: told apart so that commands can say who reads it
-FORMATS: Final = (KINETO, NSYS_SQLITE, NSYS_REP, NCU_CSV, NCU_REP, MLPERF_LOG)
+MONITOR_CAPTURE: Final = "monitor-capture"  # lightspeed's own JSON-lines files, told apart likewise
+GOODPUT_LOG: Final = "goodput-log"
+FORMATS: Final = (KINETO, NSYS_SQLITE, NSYS_REP, NCU_CSV, NCU_REP, MLPERF_LOG, MONITOR_CAPTURE, GOODPUT_LOG)
 TRACE_FORMATS: Final = (KINETO, NSYS_SQLITE, NSYS_REP)  # timelines load_trace reads
 
 SQLITE_MAGIC: Final = b"SQLite format 3\x00"
@@ -33,6 +36,10 @@ _NCU_HEADER: Final = b'"ID","Process ID"'
 _NCU_PREFIX: Final = b"==PROF=="
 # An MLPerf Training result log holds one ``:::MLLOG {json}`` line per event.
 _MLLOG: Final = b":::MLLOG "
+# The first line of lightspeed's JSON-lines files: a monitor capture opens with its header event
+# (monitor/capture.py), a goodput event log with the job_start of a segment, "seg" (goodput/writer.py).
+_CAPTURE_FIRST_TYPE: Final = "capture_start"
+_GOODPUT_FIRST_TYPE: Final = "job_start"
 # Binary reports whose layout lightspeed does not read; they are known by their extension.
 _NSYS_REPORT_SUFFIXES: Final = (".nsys-rep", ".qdrep")
 _NCU_REPORT_SUFFIXES: Final = (".ncu-rep",)
@@ -47,20 +54,25 @@ READERS: Final = {
         "ncu --import {path} --csv --page details > {stem}.csv; lightspeed kernels report {stem}.csv",
     ),
     MLPERF_LOG: ("an MLPerf Training result log", "lightspeed goodput report {path}"),
+    MONITOR_CAPTURE: ("a lightspeed monitor capture", "lightspeed monitor report {path}"),
+    GOODPUT_LOG: ("a lightspeed goodput event log", "lightspeed goodput report {path}"),
 }
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, *, unknown: str = KINETO) -> str:
     """One of :data:`FORMATS` for the file at ``path``.
 
     SQLite files are Nsight Systems exports (the reader checks their tables),
     gzip is Kineto, CSV with ncu's header or ``==PROF==`` lines is Nsight
-    Compute, JSON is Kineto, ``:::MLLOG`` lines are an MLPerf Training result
+    Compute, JSON lines that open with a ``capture_start`` are a lightspeed
+    monitor capture and with a segment's ``job_start`` a goodput event log,
+    other JSON is Kineto, ``:::MLLOG`` lines are an MLPerf Training result
     log. ``.nsys-rep``/``.qdrep`` and ``.ncu-rep`` reports are told by their
-    extension. Anything else is handed to the Kineto reader, whose errors say
-    what is wrong with it.
+    extension. Anything else is ``unknown``: by default Kineto, whose reader's
+    errors say what is wrong with it (a reader of another format passes ``""``
+    and keeps its own errors).
     """
-    return sniff_format(path) or KINETO
+    return sniff_format(path) or unknown
 
 
 def sniff_format(path: Path) -> str | None:
@@ -80,7 +92,7 @@ def sniff_format(path: Path) -> str | None:
     if stripped.startswith(_NCU_PREFIX) or _NCU_HEADER in head:
         return NCU_CSV  # before JSON: a profiled program may print JSON before ncu's table
     if stripped[:1] in (b"{", b"["):
-        return KINETO
+        return _json_lines_format(stripped) or KINETO
     if _MLLOG in head:
         return MLPERF_LOG
     name = path.name.lower()
@@ -88,6 +100,26 @@ def sniff_format(path: Path) -> str | None:
         return NSYS_REP
     if name.endswith(_NCU_REPORT_SUFFIXES):
         return NCU_REP
+    return None
+
+
+def _json_lines_format(head: bytes) -> str | None:
+    """:data:`MONITOR_CAPTURE` or :data:`GOODPUT_LOG` when the first line of ``head`` is the event
+    either file opens with; None for anything else (Kineto JSON, whose first line is rarely a whole
+    object)."""
+    first, newline, _ = head.partition(b"\n")
+    if not newline:
+        return None  # one line, or a first line longer than the peek: not a JSON-lines log
+    try:
+        event = json.loads(first)
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; nesting past the stack
+        return None
+    if not isinstance(event, dict):
+        return None
+    if event.get("type") == _CAPTURE_FIRST_TYPE:
+        return MONITOR_CAPTURE
+    if event.get("type") == _GOODPUT_FIRST_TYPE and "seg" in event:
+        return GOODPUT_LOG
     return None
 
 

@@ -57,7 +57,9 @@ class TableBuilder:
     Chrome/Kineto trace, ``ns`` for tools that write nanoseconds, ``auto`` to
     decide from the first chunk: ``ns`` when timestamps exceed 1e17).
     ``round_to_us`` reproduces HTA 0.5: when any timestamp is fractional it
-    rounds each event inwards to whole microseconds (start up, end down).
+    rounds each event inwards to whole microseconds (start up, end down); an
+    event shorter than that rounding (one inside a single microsecond) ends where
+    it starts, with duration 0, where HTA would give it a negative one.
     """
 
     def __init__(self, *, time_unit: str, round_to_us: bool) -> None:
@@ -299,7 +301,7 @@ class TableBuilder:
         if self.round_to_us and self._float_timestamps:
             # HTA 0.5 (trace_parser.round_down_time_stamps): ceil the start, floor the end, in float64 us
             start_us = np.ceil(ts)
-            end_us = np.floor(ts + dur)
+            end_us = np.maximum(np.floor(ts + dur), start_us)  # never before its start: duration >= 0
             start_ns = ((start_us - origin_us) * 1000.0).astype(np.int64)
             return (
                 start_ns,

@@ -221,7 +221,10 @@ def _launch(page: CsvPage, launch_id: int, rows: list[CsvRow], notes: list[str])
     first = rows[0].cells
     metrics = _details_metrics(rows) if page.page == DETAILS else _raw_metrics(page, rows[0])
     values = _field_values(
-        metrics, notes, functools.partial(_check_range, page=page, launch_id=launch_id, rows=rows)
+        metrics,
+        notes,
+        functools.partial(_check_range, page=page, launch_id=launch_id, rows=rows),
+        functools.partial(_line_of, rows=rows),
     )
     by_name = {metric.name: metric for metric in metrics}
     device_name = by_name[DEVICE_NAME_METRIC].text.strip() if DEVICE_NAME_METRIC in by_name else None
@@ -298,15 +301,26 @@ def _metric(section: str, name: str, unit: str, text: str) -> NcuMetric:
 
 
 def _field_values(
-    metrics: list[NcuMetric], notes: list[str], check: Callable[[NcuMetric, str, float], None]
+    metrics: list[NcuMetric],
+    notes: list[str],
+    check: Callable[[NcuMetric, str, float], None],
+    line_of: Callable[[NcuMetric], int],
 ) -> dict[str, float]:
     """Field name -> value in base units, the first metric of the map found for each field
-    (``check(metric, kind, value)`` refuses one out of range)."""
+    (``check(metric, kind, value)`` refuses one out of range; a value that is no finite number,
+    ``abc`` or ``inf``, is left out with a note naming the metric and its line, ``line_of``)."""
     mapping = _mapping().fields
     values: dict[str, float] = {}
     for metric in metrics:
         found = mapping.get(f"{metric.section}/{metric.name}") or mapping.get(metric.name)
-        if found is None or found[0] in values or math.isnan(metric.value):
+        if found is None or found[0] in values:
+            continue
+        if math.isnan(metric.value):
+            if metric.text.lower() not in _NOT_AVAILABLE:
+                notes.append(
+                    f"line {line_of(metric)}: {metric.name} = {metric.text[:40]!r} is not a finite number; "
+                    "the value is left out"
+                )
             continue
         field, kind = found
         value = to_base(metric.value, metric.unit, kind)
@@ -321,6 +335,7 @@ def _field_values(
 # ncu's % of peak is at most 100; it rounds, and a sub-unit's sustained peak can be beaten by a
 # hair, so up to 101 is measurement noise (documented in docs/kernels.md); 250% is not.
 MAX_PERCENT_OF_PEAK: Final = 101.0
+_NOT_AVAILABLE: Final = frozenset({"", "n/a"})  # what ncu writes for a metric it did not collect
 
 
 def _check_range(
@@ -329,16 +344,22 @@ def _check_range(
     """Refuse a value no profiler measures: a negative time, count or size, a % of peak above 100."""
     if value >= 0 and not (kind == "pct" and value > MAX_PERCENT_OF_PEAK):
         return
-    named = (row.line for row in rows if row.cells.get("Metric Name", "").strip() == metric.name)
     shown = f"{metric.text} {metric.unit}".strip()
     raise TraceError(
         page.path,
         f"kernel launch ID {launch_id}: {metric.name} = {shown} is outside "
         + ("0% to 100% of peak" if kind == "pct" else "0 or more"),
-        line=next(named, rows[0].line),
+        line=_line_of(metric, rows=rows),
         field=f"{metric.section}/{metric.name}".lstrip("/"),
         fix="the CSV was edited or damaged: export it again with ncu --csv",
     )
+
+
+def _line_of(metric: NcuMetric, *, rows: list[CsvRow]) -> int:
+    """The CSV line of ``metric`` among a launch's ``rows`` (details page: its own row; raw page: the
+    launch's one row)."""
+    named = (row.line for row in rows if row.cells.get("Metric Name", "").strip() == metric.name)
+    return next(named, rows[0].line)
 
 
 def _flop(by_name: Mapping[str, NcuMetric]) -> dict[str, float]:

@@ -27,6 +27,7 @@ rank; its device name comes from ``TARGET_INFO_CUDA_GPU``,
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import shutil
 import subprocess
@@ -43,6 +44,7 @@ import numpy.typing as npt
 
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import TraceError
+from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.io.nsys_devices import device_names
 from lightspeed.trace.io.nsys_sqlite import Export, check_header, open_export
 from lightspeed.trace.io.source import rank_from_file_name
@@ -105,6 +107,8 @@ class _Rows:
     parts: dict[str, list[npt.NDArray[np.int64]]] = field(default_factory=dict)
     # table -> rows left out because they end before they start or lack a time (said in notes)
     left_out: dict[str, int] = field(default_factory=dict)
+    # each such row, with its process (globalPid, 0 when unknown): counted among the skipped events
+    left_out_rows: list[tuple[int, BadEvent]] = field(default_factory=list)
 
     def add(self, category: str, name_ids: npt.NDArray[np.int64], columns: dict[str, I64]) -> None:
         """Append rows of one category (``columns``: start, end, tid, stream, correlation, device, pid)."""
@@ -201,16 +205,32 @@ def _gpu_rows(export: Export, table: str, extra: list[tuple[str, int]], with_pid
     """start, end, device, stream, correlation, globalPid and ``extra`` columns of a GPU table."""
     columns = [('"start"', 0), ('"end"', 0), ('"deviceId"', -1), ('"streamId"', -1), ('"correlationId"', -1)]
     columns.append(('"globalPid"', 0) if with_pid else ("0", 0))
-    _count_left_out(export, table, _VALID_TIMES, rows)
+    _count_left_out(export, table, _VALID_TIMES, rows, '"globalPid"' if with_pid else "0")
     return export.integers(table, [*columns, *extra], _VALID_TIMES)
 
 
-def _count_left_out(export: Export, table: str, valid: str, rows: _Rows) -> None:
-    """Count the rows ``valid`` leaves out (a time missing, an end before the start): never silently."""
-    found = export.fetchall(f'SELECT COUNT(*) FROM "{table}" WHERE NOT ({valid})')
-    count = found[0][0] if found else 0
-    if isinstance(count, int) and count > 0:
-        rows.left_out[table] = count
+def _count_left_out(export: Export, table: str, valid: str, rows: _Rows, process: str) -> None:
+    """Count the rows ``valid`` leaves out (a time missing, an end before the start): never silently;
+    each is kept as a :class:`BadEvent` of its process (``process``: the SQL of its globalPid)."""
+    found = export.fetchall(
+        f'SELECT rowid, "start", "end", {process} FROM "{table}" WHERE NOT ({valid}) ORDER BY rowid'
+    )
+    if found:
+        rows.left_out[table] = len(found)
+    for rowid, start, end, pid in found:
+        event = _left_out_row(table, rowid, start, end)
+        rows.left_out_rows.append((pid if isinstance(pid, int) else 0, event))
+
+
+def _left_out_row(table: str, rowid: object, start: object, end: object) -> BadEvent:
+    """The :class:`BadEvent` of one row an export's reader leaves out."""
+    index = rowid if isinstance(rowid, int) else -1
+    if isinstance(start, int) and isinstance(end, int):
+        return BadEvent(
+            index, "dur", float(end - start), f"an end {start - end:,} ns before its start", where=table
+        )
+    missing = "start" if not isinstance(start, int) else "end"
+    return BadEvent(index, missing, math.nan, f"no {missing} time", where=table)
 
 
 def _gpu_columns(data: I64) -> dict[str, I64]:
@@ -291,7 +311,8 @@ def _runtime_calls(export: Export, rows: _Rows, with_pid: bool) -> None:
         return
     export.require(RUNTIME, ("start", "end", "globalTid", "correlationId", "nameId"))
     has_class = "eventClass" in export.columns(RUNTIME)
-    _count_left_out(export, RUNTIME, f'{_VALID_TIMES} AND "globalTid" IS NOT NULL', rows)
+    process = f'("globalTid" >> {_TID_BITS}) << {_TID_BITS}' if with_pid else "0"
+    _count_left_out(export, RUNTIME, f'{_VALID_TIMES} AND "globalTid" IS NOT NULL', rows, process)
     data = export.integers(
         RUNTIME,
         [
@@ -393,6 +414,12 @@ def _ranks(
         chosen = np.flatnonzero(pid == process) if len(processes) > 1 else np.arange(pid.size)
         table, origin = _table(rows, chosen, names, categories)
         rank, rank_notes = _rank_of(path, index, len(processes), process)
+        # a left-out row of a process without GPU work is counted on the first rank
+        left_out = tuple(
+            event
+            for pid, event in rows.left_out_rows
+            if len(processes) == 1 or pid == process or (index == 0 and pid not in processes)
+        )
         trace = RankTrace(
             rank=0 if rank is None else rank,
             path=str(path),
@@ -406,6 +433,7 @@ def _ranks(
             steps=step_table(table, pattern=NVTX_STEP, exclude_categories=NOT_STEP_CATEGORIES),
             notes=(*notes, *rank_notes),
             source_format="nsys",
+            skipped_events=left_out,
         )
         result.append((trace, rank))
     return result
