@@ -151,6 +151,12 @@ NVL72_VS_INFINIBAND = ("gb200-nvl72", "9xdgx-h100@ib-ndr")
 SeedFigure = float | tuple[float, float]
 SEED_FABRIC_BANDWIDTH_BYTES_PER_S: dict[str, SeedFigure] = {"nvl72": 1.8e12, "infiniband": (20e9, 80e9)}
 SEED_FABRIC_LATENCY_S: dict[str, SeedFigure] = {"nvl72": (1e-6, 2e-6), "infiniband": (5e-6, 10e-6)}
+# the seed's whole claim, as the example prints it (the figures above and its words on overhead)
+SEED_FABRIC_CLAIMS: dict[str, object] = {
+    "bandwidth_bytes_per_s": SEED_FABRIC_BANDWIDTH_BYTES_PER_S,
+    "latency_s": SEED_FABRIC_LATENCY_S,
+    "overhead_share": {"nvl72": "a few %", "infiniband": "tens of %"},
+}
 # Seed claim 10: NVIDIA's GPT-MoE-1.8T comparison ("8x eight-way HGX H100 air-cooled" vs one
 # GB200 NVL72): 32,768 input / 1,024 output tokens, TTFT <= 5 s, 50 ms between tokens.
 GPT_MOE_SYSTEMS = ("8xdgx-h100@ib-ndr", "gb200-nvl72")
