@@ -60,10 +60,11 @@ SYSTEM: Final[dict[str, Schema]] = {
         (
             *COMMON_TOP,
             *("system_type", "accelerator", "num_accelerators", "cpu", "num_cpus", "source"),
-            *("scale_up", "scale_out", "power", "printed_totals", "conflicts", "cloud_provider"),
+            *("scale_up", "scale_out", "power", "printed_totals", "conflicts", "cloud_provider", "node"),
         ),
         {},
     ),
+    "node": (("accelerators", *FIGURE), {}),
     "scale_up": (
         (
             *("domain_size", "in_network_reduction", "topology", "torus_dimensions"),

@@ -510,8 +510,27 @@ def parse_system(
         power_source=power.check_source("source", sources) if power else "",
         conflicts=parse_conflicts(fields, sources),
         cloud_provider=fields.string("cloud_provider", ""),
+        **_node(fields, sources),
         **_torus(scale_up),
     )
+
+
+def _node(fields: Fields, sources: Mapping[str, Source]) -> dict[str, Any]:
+    """A rack's ``[node]`` table: the accelerators of one node inside it (a compute tray), which a
+    per-node figure divides by; none for a record that is itself one node."""
+    node = fields.table("node", required=False)
+    if node is None:
+        return {}
+    count = node.integer("accelerators", minimum=1)
+    if count > fields.integer("num_accelerators", minimum=1) or fields.integer("num_accelerators") % count:
+        raise DataFileError(
+            fields.path,
+            "a node's accelerators must divide the system's",
+            field="node.accelerators",
+            value=count,
+            fix="write how many accelerators one node (a compute tray, a server) of the rack holds",
+        )
+    return {"accelerators_per_node": count, "node_source": node.check_source("source", sources)}
 
 
 def _torus(scale_up: Fields) -> dict[str, Any]:

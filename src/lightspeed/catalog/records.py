@@ -296,6 +296,10 @@ class System(Record):
     torus_wraparound_unit: int = 0
     torus_wraparound_whole_slice: bool = False
     cloud_provider: str = ""
+    # a rack's node (a compute tray, a server inside it): its accelerators and their source; 0 where
+    # the record is itself one node, or where no source counts the node inside it
+    accelerators_per_node: int = 0
+    node_source: str = ""
     # what a cluster spec calls this system where its name would read back as something else: a
     # TPU slice (``v5e-2x4``), part of a rack (``64xgb200-nvl72``); empty for a whole record
     spec_name: str = ""

@@ -452,7 +452,12 @@ def _system(system: System, totals: SystemTotals | None, console: Console) -> No
         console,
         f"{system.display_name} ({system.name})",
         [
-            f"{system.num_accelerators} x {system.accelerator.name}, {cpu}",
+            f"{system.num_accelerators} x {system.accelerator.name}, {cpu}"
+            + (
+                f"; nodes of {system.accelerators_per_node} accelerators (source: {system.node_source})"
+                if system.accelerators_per_node
+                else ""
+            ),
             f"scale-up domain {system.scale_up_domain_size} accelerators"
             f"{', in-network reduction' if system.in_network_reduction else ''}; scale-out {fabric}",
             f"aliases: {', '.join(system.aliases) or '-'}",

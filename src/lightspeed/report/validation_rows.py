@@ -83,8 +83,9 @@ def _verdict(row: ValidationRow) -> str:
     if row.status != "ok" or row.predicted is None or row.measured is None:
         return f"not predicted: {row.reason}"
     interval = f", interval {interval_text(row)}" if row.interval is not None else ""
+    counted = f" (FLOPs as {row.flop_convention})" if row.flop_convention else ""
     return (
-        f"measured {number_text(row.measured)}, predicted {number_text(row.predicted)} "
+        f"measured {number_text(row.measured)}, predicted {number_text(row.predicted)}{counted} "
         f"({error_text(row.rel_error)}){interval}"
     )
 
@@ -112,19 +113,29 @@ def _plan_lines(plan: dict[str, Any] | None) -> list[tuple[str, str]]:
     (the other numbers) and its bound, each as ``key=value`` pairs with the unset ones left out."""
     if not plan:
         return []
-    shown = {key: value for key, value in plan.items() if key not in _PLAN_ALIASES and _shown(value)}
+    convention = str(plan.get(_MFU_CONVENTION) or "")
+    shown = {key: value for key, value in plan.items() if key not in _NOT_SHOWN and _shown(value)}
     settings = {key: value for key, value in shown.items() if not isinstance(value, (float, list, tuple))}
     figures = {key: value for key, value in shown.items() if key not in settings and key != "bound"}
+    bound = str(shown.get("bound", ""))
+    if convention:  # the engine's MFU beside a row's figure counted in another convention
+        figures = {
+            (f"{key} ({convention})" if key == "mfu" else key): value for key, value in figures.items()
+        }
+        bound = bound.replace("(MFU ", f"(MFU as {convention}: ")
     lines = [
         ("plan", ", ".join(f"{key}={_value(value)}" for key, value in settings.items() if key != "bound")),
         ("predicted", ", ".join(f"{key}={_value(value)}" for key, value in figures.items())),
-        ("bound", str(shown.get("bound", ""))),
+        ("bound", bound),
     ]
     return [(label, text) for label, text in lines if text]
 
 
 # the 0.1 names a training plan's JSON keeps beside zero_stage and micro_batch_size (CHANGELOG.md)
 _PLAN_ALIASES: Final = frozenset({"zero", "micro_batch"})
+# how the plan's own ``mfu`` counts FLOPs (the engine's convention), shown beside that figure
+_MFU_CONVENTION: Final = "mfu_convention"
+_NOT_SHOWN: Final = _PLAN_ALIASES | {_MFU_CONVENTION}
 
 
 def _shown(value: Any) -> bool:

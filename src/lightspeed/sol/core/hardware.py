@@ -231,7 +231,7 @@ def hardware_for(
         raise UnsupportedError(
             f"{accelerator.name} has no {row} compute figure "
             f"(it has {', '.join(sorted(accelerator.compute))}); "
-            "choose another --precision"
+            "choose another precision"
         )
     model = efficiency or default_efficiency(accelerator.family)
     note = check_calibration_device(model, device=accelerator.name, family=accelerator.family)

@@ -9,7 +9,6 @@ every fitted number with the rows it is fitted on.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -36,13 +35,15 @@ from lightspeed.sol.validation.fitting import (
     rival_minimum,
 )
 from lightspeed.sol.validation.structured import load_published_runs
+from lightspeed.sol.validation.validate import p90_of
 from lightspeed.workload import ModelRegistry
 
 FIT_REPORT_SCHEMA_VERSION = 1
 
 
 def error_summary(errors: Sequence[float | None]) -> dict[str, float | int | None]:
-    """``n``, median, p90 and max of the absolute relative errors (``None`` entries: not predicted).
+    """``n``, median, p90 (:func:`~lightspeed.sol.validation.validate.p90_of`, as ``validate``
+    prints it) and max of the absolute relative errors (``None`` entries: not predicted).
 
     >>> error_summary([0.1, -0.2, None])["median_abs_error"]
     0.15000000000000002
@@ -50,12 +51,11 @@ def error_summary(errors: Sequence[float | None]) -> dict[str, float | int | Non
     absolute = sorted(abs(error) for error in errors if error is not None)
     if not absolute:
         return {"n": 0, "num_not_predicted": len(errors), "median_abs_error": None, "p90_abs_error": None}
-    p90 = absolute[min(len(absolute) - 1, math.ceil(0.9 * len(absolute)) - 1)]
     return {
         "n": len(absolute),
         "num_not_predicted": len(errors) - len(absolute),
         "median_abs_error": statistics.median(absolute),
-        "p90_abs_error": p90,
+        "p90_abs_error": p90_of(absolute),
         "max_abs_error": absolute[-1],
     }
 

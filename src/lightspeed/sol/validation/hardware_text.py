@@ -296,6 +296,20 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
     return cluster, [head, *notes]
 
 
+def node_gpus(system: System) -> int | None:
+    """The GPUs of one node of ``system``, which a per-node figure divides by: an HGX/DGX node's
+    (the job's GPUs where it uses part of one), a rack's node where its record counts one (a GB200
+    NVL72's compute tray of 4 GPUs, ``[node]`` in the catalog), ``None`` for a rack or a pod whose
+    record counts none, never the job's GPUs in the rack."""
+    if system.accelerators_per_node:
+        return system.accelerators_per_node
+    return None if system.system_type in _NODELESS_SYSTEMS else system.num_accelerators
+
+
+# system types whose catalog record is no node: a rack-scale NVLink domain, a TPU pod
+_NODELESS_SYSTEMS: Final = frozenset({"rack", "pod"})
+
+
 def _gpus(count: int) -> str:
     return f"{count} GPU" if count == 1 else f"{count} GPUs"
 

@@ -78,7 +78,13 @@ from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload
 from lightspeed.sol.serve.workload import MAX_REQUEST_TOKENS
 from lightspeed.sol.validation import infer_precision
-from lightspeed.sol.validation.hardware_text import cluster_of, one_named_system, read_hardware, row_gpus
+from lightspeed.sol.validation.hardware_text import (
+    cluster_of,
+    node_gpus,
+    one_named_system,
+    read_hardware,
+    row_gpus,
+)
 from lightspeed.sol.validation.infer_layout import (
     INTEGER,
     StatedLayout,
@@ -592,7 +598,10 @@ def _batching(
     )
     written = _written_concurrency(text)
     if written is None and (unread := _CONCURRENCY_VALUE.search(text)) is not None:
-        raise RowError(f"the concurrency '{unread.group(0).strip()}' is not a whole number of requests")
+        raise RowError(
+            f"the concurrency '{unread.group(0).strip()}' is not a whole number of requests written in "
+            "digits (e.g. 64)"
+        )
     if _MAX_LOAD.search(text):
         return _RowLoad(
             ServingLoad(isl, osl),
@@ -682,13 +691,13 @@ def _is_throughput(row: PublishedRow) -> bool:
     return _first_metric_key(row) in _THROUGHPUT_KEYS
 
 
-def _metric(row: PublishedRow, num_gpus: int = 1, node_gpus: int = 8) -> Reading:
+def _metric(row: PublishedRow, num_gpus: int = 1, node_size: int | None = 8) -> Reading:
     """The first inference metric of the row's cells (paired by position, units and scope
     read, per-node values made per GPU)."""
     readings = read_cell(row.text("metric"), row.text("measured"), kind="infer")
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
-    return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_gpus)
+    return choose_reading(readings, INFERENCE_METRICS, num_gpus, node_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -775,7 +784,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     if mlperf_kv is not None and plan.kv_precision is None:
         plan = plan.with_changes(kv_precision=mlperf_kv)
         plan_notes = [*plan_notes, _MLPERF_KV_NOTE]
-    reading, speed_note = _decode_speed(row, _metric(row, num_gpus, cluster.system.num_accelerators))
+    reading, speed_note = _decode_speed(row, _metric(row, num_gpus, node_gpus(cluster.system)))
     assert reading.value is not None
     check_below_peak(
         reading,
@@ -1062,7 +1071,10 @@ def predict_inference_setup(
                 interval = (min(low, predicted), max(high, predicted))
                 notes.append(str(reached.pop("interval_note")))
             plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
-            assumptions = (*setup.assumptions, *(note for note in notes if note not in setup.assumptions))
+            # the engine's own assumptions (weights and GEMMs, KV cache, efficiency), as plan infer
+            # prints them for the same plan: the simulation prices its steps with that engine
+            engine = _engine_assumptions(setup, cluster, efficiency)
+            assumptions = tuple(dict.fromkeys((*setup.assumptions, *notes, *engine)))
         else:
             predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
     except UserInputError as error:
@@ -1084,10 +1096,11 @@ def predict_inference_setup(
     )
 
 
-def _analytic(
+def _estimate(
     setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
-) -> tuple[float, dict[str, object], tuple[str, ...]]:
-    estimate = estimate_inference(
+) -> InferenceEstimate:
+    """The analytic steady state of the row's plan and load."""
+    return estimate_inference(
         model=setup.model,
         cluster=cluster,
         plan=setup.plan,
@@ -1096,6 +1109,26 @@ def _analytic(
         batching=setup.batching,
         serving=setup.serving,
     )
+
+
+def _engine_assumptions(
+    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
+) -> tuple[str, ...]:
+    """The engine's assumptions on the row's plan (weights and GEMMs, KV cache, efficiency), with
+    which the simulation prices its steps. A load the steady state refuses (an arrival rate above
+    what the plan serves, which the simulation queues) is taken at the plan's own batch: these
+    assumptions do not depend on it."""
+    try:
+        return _estimate(setup, cluster, efficiency).assumptions
+    except UserInputError:
+        unloaded = replace(setup.load, arrival_rate_per_s=None, concurrency=None)
+        return _estimate(replace(setup, load=unloaded), cluster, efficiency).assumptions
+
+
+def _analytic(
+    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
+) -> tuple[float, dict[str, object], tuple[str, ...]]:
+    estimate = _estimate(setup, cluster, efficiency)
     plan = {
         **setup.plan.to_dict(),
         "batch_per_replica": estimate.batch_per_replica,

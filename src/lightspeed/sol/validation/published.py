@@ -10,6 +10,7 @@ Defaults for unreported settings are documented in ``docs/sol.md``.
 from __future__ import annotations
 
 import csv
+import difflib
 import math
 import re
 from collections.abc import Iterator
@@ -23,6 +24,72 @@ from lightspeed.records import Record
 from lightspeed.sol.validation.readings import RowError, impossible_value, split_pieces
 
 REQUIRED_COLUMNS = ("id", "kind", "model", "GPUs", "hardware", "metric", "measured")
+# Every column the readers read, as ``published-dev.tsv`` spells them (docs/sol.md).
+KNOWN_COLUMNS: Final = (
+    "id",
+    "kind",
+    "source",
+    "model",
+    "params_B",
+    "layers",
+    "hidden",
+    "heads(kv)",
+    "ffn",
+    "vocab",
+    "seq",
+    "global_batch",
+    "micro_batch",
+    "TP",
+    "PP",
+    "VPP",
+    "CP",
+    "DP",
+    "EP",
+    "sharding",
+    "GPUs",
+    "hardware",
+    "precision",
+    "recompute",
+    "metric",
+    "measured",
+    "derived_or_check",
+    "confidence",
+)
+# Other names a header gives a known column, as written after :func:`column_key` (``Seq Len``,
+# ``global batch size``, ``tensor parallel``, ``num_gpus``).
+COLUMN_ALIASES: Final = {
+    "seq_len": "seq",
+    "seqlen": "seq",
+    "sequence": "seq",
+    "sequence_length": "seq",
+    "gbs": "global_batch",
+    "global_batch_size": "global_batch",
+    "batch": "global_batch",
+    "batch_size": "global_batch",
+    "mbs": "micro_batch",
+    "micro_batch_size": "micro_batch",
+    "microbatch": "micro_batch",
+    "tensor_parallel": "TP",
+    "pipeline_parallel": "PP",
+    "virtual_pipeline": "VPP",
+    "context_parallel": "CP",
+    "data_parallel": "DP",
+    "expert_parallel": "EP",
+    "gpu": "GPUs",
+    "num_gpus": "GPUs",
+    "gpu_count": "GPUs",
+    "heads": "heads(kv)",
+    "heads_kv": "heads(kv)",
+    "params": "params_B",
+    "params_b": "params_B",
+    "parameters": "params_B",
+    "num_layers": "layers",
+    "hidden_size": "hidden",
+    "ffn_hidden_size": "ffn",
+    "vocab_size": "vocab",
+    "dtype": "precision",
+    "value": "measured",
+}
 # The table writer's notes beside a row: a derivation or check of the figure, another run's
 # figures, how sure the reading is.
 NOTE_COLUMNS: Final = ("derived_or_check", "confidence")
@@ -151,6 +218,7 @@ def read_table(path: Path) -> list[PublishedRow]:
     header = _header(path, reader)
     if "\x00" in text:
         _refuse_nul(path, lines, header)
+    header = known_columns(path, header)
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
         raise DataFileError(
@@ -186,6 +254,59 @@ def _header(path: Path, reader: _Reader) -> list[str]:
         ) from None
 
 
+def column_key(name: str) -> str:
+    """A header name as the columns are matched: lower case, spaces, hyphens and underscores alike,
+    a parenthesis a separator (``Global Batch`` and ``global-batch`` are ``global_batch``,
+    ``Heads (KV)`` is ``heads_kv``).
+
+    >>> column_key(" Global  Batch "), column_key("heads(kv)"), column_key("Params-B")
+    ('global_batch', 'heads_kv', 'params_b')
+    """
+    return "_".join(re.findall(r"[a-z0-9/]+", name.lower()))
+
+
+_COLUMN_KEYS: Final = {column_key(column): column for column in KNOWN_COLUMNS} | COLUMN_ALIASES
+
+
+def known_columns(path: Path, header: list[str]) -> list[str]:
+    """``header`` with each name as the readers spell its column (:data:`KNOWN_COLUMNS`), matched
+    by :func:`column_key` or an alias (:data:`COLUMN_ALIASES`). A name no column has is refused,
+    naming the nearest one and listing them all: its cells would be read by nothing, and a
+    setting written under it (``Sequence Length 32K``) silently predicted at a default. So is a
+    column named twice (``seq`` and ``Seq``: which one holds the run's?)."""
+    columns: list[str] = []
+    for position, name in enumerate(header, start=1):
+        column = _COLUMN_KEYS.get(column_key(name))
+        if column is None:
+            raise _unknown_column(path, position, name)
+        if column in columns:
+            first = header[columns.index(column)]
+            raise DataFileError(
+                path,
+                f"column {excerpt(name)!r} (column {position}) is {column}, as {excerpt(first)!r} "
+                f"(column {columns.index(column) + 1}) is",
+                line=1,
+                fix="keep one of them",
+            )
+        columns.append(column)
+    return columns
+
+
+def _unknown_column(path: Path, position: int, name: str) -> DataFileError:
+    """The error for a header ``name`` (at ``position``) no column has."""
+    close = difflib.get_close_matches(column_key(name), list(_COLUMN_KEYS), n=1, cutoff=0.6)
+    hint = f"did you mean {_COLUMN_KEYS[close[0]]!r}? " if close else ""
+    written = excerpt(name) if name.strip() else ""
+    what = f"unknown column {written!r}" if written else "a column with no name"
+    return DataFileError(
+        path,
+        f"{what} (column {position})",
+        line=1,
+        fix=f"{hint}name each column one of {', '.join(KNOWN_COLUMNS)} (case, spaces and '_' "
+        "alike), or delete it",
+    )
+
+
 def _refuse_nul(path: Path, lines: list[str], header: list[str]) -> None:
     """Raise :class:`DataFileError` naming the line and column of the first NUL byte in ``lines``."""
     number, line = next((number, line) for number, line in enumerate(lines, start=1) if "\x00" in line)
@@ -218,7 +339,8 @@ def _refuse_repeated_ids(path: Path, rows: list[PublishedRow]) -> None:
 def check_measured(row: PublishedRow) -> None:
     """Raise :class:`RowError` (the row is not predicted, with this reason) for a measured value no
     measurement can have (``-137``, ``nan``, ``1e400``, ``inf (44%)``): reading it as 137 or 44
-    would compare a prediction with a number the source never gave."""
+    would compare a prediction with a number the source never gave; then for a setting cell no
+    reader can take (:func:`check_cells`)."""
     for piece in split_pieces(row.text("measured")):
         problem = impossible_value(piece)
         if problem:
@@ -226,6 +348,187 @@ def check_measured(row: PublishedRow) -> None:
                 f"measured value {excerpt(piece)!r} is {problem}; fix: write the value the source "
                 "reports (a number above 0), or n/r"
             )
+    check_cells(row)
+
+
+@dataclass(frozen=True)
+class _Count:
+    """What a cell holding one whole number counts: its words in the error's fix, an example, and
+    the least value a run can have."""
+
+    what: str
+    example: str
+    least: int = 0
+
+
+# The cells that hold one whole number (its first, where text follows: ``8 (attention)``), in
+# every row; a training row's sequence and batch cells too (an inference row writes its load in
+# words there: ``ISL/OSL 1000/1000``, ``max throughput``).
+_COUNT_CELLS: Final = {
+    "TP": _Count("the tensor-parallel degree", "8"),
+    "PP": _Count("the pipeline-parallel degree", "2"),
+    "VPP": _Count("the virtual pipeline stages per GPU", "2"),
+    "CP": _Count("the context-parallel degree", "2"),
+    "DP": _Count("the data-parallel degree", "8"),
+    "EP": _Count("the expert-parallel degree", "8"),
+    "GPUs": _Count("how many GPUs ran", "64", least=1),
+    "layers": _Count("the layer count", "80"),
+    "hidden": _Count("the hidden size", "8192"),
+    "heads(kv)": _Count("the attention heads", "64 (8 kv)"),
+    "micro_batch": _Count("the micro-batch in sequences", "1"),
+}
+_TRAIN_COUNT_CELLS: Final = {
+    "seq": _Count("the sequence length in tokens", "8192 or 8K", least=1),
+    "global_batch": _Count("the global batch in sequences", "512"),
+}
+# A count cell's opening number as written: a sign, digits, a fraction or exponent, a K/M suffix.
+_OPENING_NUMBER: Final = re.compile(
+    r"\s*[~≈]?\s*(?P<number>[-+−]?\d[\d,]*(?:\.\d*)?(?:e[-+]?\d+)?)(?P<suffix>[km](?![a-z]))?", re.IGNORECASE
+)
+# One word in a count cell that says the setting is off or unused, or the GPUs cell's one GPU
+# (``single``); any other word alone is no number a reader takes (``eight``, ``banana``).
+_NO_COUNT_WORDS: Final = frozenset(
+    {"none", "no", "off", "disabled", "false", "na", "null", "nil", "yes", "on", "enabled", "true", "auto"}
+    | {"dualpipe"}  # VPP: DeepSeek's bidirectional schedule, no virtual stages
+)
+_ONE_GPU_WORDS: Final = frozenset({"one", "single"})
+_SPELLED_NUMBERS: Final = {
+    name: value
+    for value, name in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+        ]
+    )
+}
+# Number formats as precision cells write them (``FP8``, ``int4``, ``bfloat16``, ``float8_e4m3fn``),
+# and the ones that exist: a format of other bits (``int3``, ``fp12``) names none.
+_FORMAT_TOKEN: Final = re.compile(r"(?<![a-z0-9])(?:u?int|fp|bf|mxfp|nvfp|b?float)\d+(?!\d)")
+_KNOWN_FORMATS: Final = frozenset(
+    {"fp4", "fp6", "fp8", "fp16", "fp32", "fp64", "bf16", "tf32", "mxfp4", "mxfp6", "mxfp8", "nvfp4"}
+    | {"int2", "int4", "int8", "int16", "int32", "uint4", "uint8"}
+    | {"float8", "float16", "float32", "float64", "bfloat16"}
+)
+# Input and output lengths written as labels and numbers in pairs (``ISL/OSL 1000/1000``).
+_LENGTH_PAIRS: Final = re.compile(
+    r"(?P<labels>[a-z]+(?:\s*/\s*[a-z]+)+)\s*[=:]?\s*"
+    r"(?P<values>\d[\d,.]*\s*[km]?(?![a-z])(?:\s*/\s*\d[\d,.]*\s*[km]?(?![a-z]))+)"
+)
+
+
+def check_cells(row: PublishedRow) -> None:
+    """Raise :class:`RowError` naming the column, the cell and what to write for a setting cell
+    no reader can take, where the readers would otherwise predict at a default as if the source
+    had not given it (an empty, ``n/r`` or ``-`` cell is not given; a cell written but unreadable
+    is not): a count cell (:data:`_COUNT_CELLS`) opening with a negative or fractional number, 0
+    GPUs or a training row's sequence of 0 tokens, or holding one word that is no number
+    (``eight``, ``banana``); a precision naming a format no number format is (``int3``); an
+    inference row's lengths with more or fewer numbers than labels (``ISL/OSL 1000/1000/1000``).
+    """
+    cells = _COUNT_CELLS | _TRAIN_COUNT_CELLS if row.kind == "train" else _COUNT_CELLS
+    for column, count in cells.items():
+        _check_count(column, row.text(column), count)
+    _check_formats(row.text("precision"))
+    if row.kind == "infer":
+        _check_length_pairs(row.text("seq"))
+
+
+def _check_count(column: str, text: str, count: _Count) -> None:
+    """Refuse a count cell's ``text`` no count is (:func:`check_cells`)."""
+    if is_missing(text):
+        return
+    opening = _OPENING_NUMBER.match(text)
+    if opening is None:
+        _check_word(column, text, count)
+        return
+    number = opening["number"].replace(",", "").replace("−", "-")
+    value = float(number)
+    scales = (1.0,) if not opening["suffix"] else _suffix_scales(opening["suffix"])
+    problem = (
+        "not a whole number >= 0 (negative)"
+        if value < 0
+        else ""
+        if not math.isfinite(value) or any(value * scale == int(value * scale) for scale in scales)
+        else "not a whole number >= 0 (a fraction)"
+    )
+    if not problem and value < count.least:
+        problem = f"{value:g}, and a run has at least {count.least}"
+    if problem:
+        raise RowError(
+            f"{column} {excerpt(text)!r} is {problem}; write {count.what} as a whole number"
+            f"{' >= 1' if count.least else ''} (e.g. {count.example}), or n/r where the source "
+            "does not give it"
+        )
+
+
+def _suffix_scales(suffix: str) -> tuple[float, ...]:
+    """The values a K or M after a count may mean: decimal (``2.664M``) or binary (``8K``)."""
+    letter = suffix.lower()
+    return (DECIMAL_SUFFIXES[letter], BINARY_SUFFIXES[letter])
+
+
+def _check_word(column: str, text: str, count: _Count) -> None:
+    """Refuse a count cell that is one word no count is (``eight``, ``banana``); prose (``DP
+    attention``, ``multi-NUMA TP (size not stated)``) is left to the readers."""
+    word = text.strip().lower()
+    if not word.isalpha() or not word.isascii() or word in _NO_COUNT_WORDS:
+        return
+    if column == "GPUs" and word in _ONE_GPU_WORDS:
+        return
+    spelled = _SPELLED_NUMBERS.get(word)
+    digits = f" ({spelled})" if spelled is not None else ""
+    raise RowError(
+        f"{column} {excerpt(text)!r} is not a number; write {count.what} in digits{digits}"
+        f"{'' if digits else f' (e.g. {count.example})'}, or n/r where the source does not give it"
+    )
+
+
+def _check_formats(text: str) -> None:
+    """Refuse a precision cell that names a number format of bits no format has (``int3``)."""
+    if is_missing(text):
+        return
+    for token in _FORMAT_TOKEN.findall(text.lower()):
+        if token not in _KNOWN_FORMATS:
+            raise RowError(
+                f"precision {excerpt(text)!r} names {token!r}, no number format lightspeed knows; "
+                "write the run's format (bf16, fp16, fp8, fp4, nvfp4, mxfp8, mxfp4, int8, int4, "
+                "fp32), or n/r where the source does not give it"
+            )
+
+
+def _check_length_pairs(text: str) -> None:
+    """Refuse an inference row's ``seq`` cell that pairs labels and lengths unevenly
+    (``ISL/OSL 1000/1000/1000``) or writes a length that is no whole token count (``1000.5``, 0)."""
+    for pair in _LENGTH_PAIRS.finditer(text.lower()):
+        labels = [label.strip() for label in pair["labels"].split("/")]
+        values = [value.strip() for value in pair["values"].split("/")]
+        if len(labels) != len(values):
+            raise RowError(
+                f"seq {excerpt(text)!r} gives {len(values)} numbers for {len(labels)} labels "
+                f"({'/'.join(labels).upper()}); write one length per label (e.g. ISL/OSL 1024/256)"
+            )
+        for value in values:
+            number = float(value.rstrip("km ").replace(",", "") or "nan")
+            if value[-1:].isdigit() and (number != int(number) or number < 1):
+                raise RowError(
+                    f"seq {excerpt(text)!r}: {value!r} is not a whole number of tokens >= 1; write "
+                    "each length in tokens (e.g. ISL/OSL 1024/256)"
+                )
 
 
 def _rows(path: Path, reader: _Reader, header: list[str], *, cut_at: int | None) -> Iterator[PublishedRow]:

@@ -10,8 +10,10 @@ carries its own unit and scope, in the metric text or beside the number:
 * scope ``per GPU`` / ``/GPU``, ``per node`` / ``per DGX`` (``(8 GPUs)`` in the text gives
   its size, else the row's system does), a GPU count with no node (``tokens/s (8 GPUs)``),
   ``per user``, or the whole job
-  (``aggregate``, ``total``, ``system``, nothing said); a metric that names no scope takes the
-  one written beside its number (``24k / node``);
+  (``aggregate``, ``total``, ``system``); a metric that names no scope takes the
+  one written beside its number (``24k / node``), else its quantity's: one GPU's for a FLOP rate
+  (``TFLOP/s``, ``TFLOPS``, ``TF``: papers write it per GPU), ``TGS`` and memory, one user's for
+  a per-user speed, the job's for the rest (token, sample and request rates, times, GPU-hours);
 * inference quantities: ``TTFT``, ``first-token`` and ``1st Token Latency`` the time to the first
   token (:func:`infer_key`);
 * numbers with thousands separators and K/M/B/T suffixes (``2,288,843``,
@@ -534,6 +536,7 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         scope, size = _scope(value_text.lower())
     if key in RATE_KEYS and scope == "gpu":
         key += "_per_gpu"
+    scope, size = _scope_of_key(key, scope, size)
     return Reading(
         key=key,
         value=value,
@@ -550,6 +553,17 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         notes=notes,
         problem=problem,
     )
+
+
+def _scope_of_key(key: str, scope: str, size: int | None) -> tuple[str, int | None]:
+    """(scope, GPUs in it) of a reading whose text names no scope but whose key is one GPU's or one
+    user's (``TGS``, a bare ``TFLOP/s``, ``memory (GB)``, ``latency tok/s``): that GPU's or user's,
+    as the value is taken, never the job's."""
+    if scope != "job":
+        return scope, size
+    if "_per_gpu" in key:  # a rate per GPU, ``memory_per_gpu_bytes``
+        return "gpu", 1
+    return ("user", None) if key.endswith("_per_user") else (scope, size)
 
 
 def _total_by_formula(key: str, metric: str, lowered: str) -> str:

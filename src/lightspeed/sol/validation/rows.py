@@ -34,8 +34,9 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   (:func:`lightspeed.sol.train.batch.split_batch`).
 * **FLOP convention** of a TFLOP/s or MFU figure (:func:`flop_convention`):
   ``96-form`` -> Megatron's with the recompute pass, ``72-form`` -> without,
-  ``model TFLOP/s`` -> 6N + causal attention; else as the named stack counts its
-  own figures; a row naming no framework -> 6N + 12·L·h·s (PaLM).
+  ``model TFLOP/s`` -> 6N + causal attention, ``6N``/``6ND`` or ``without attention`` in the
+  metric -> 6N (``non-embedding``: Kaplan's); else as the named stack counts its own figures; a
+  row naming no framework -> 6N + 12·L·h·s (PaLM).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from lightspeed.sol.core.stacks import Stack, load_stack, stack_for
 from lightspeed.sol.train.batch import candidate_splits, split_batch
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.train.recipes import recipe_for
-from lightspeed.sol.validation.hardware_text import HardwareSpec, cluster_of, read_hardware
+from lightspeed.sol.validation.hardware_text import HardwareSpec, cluster_of, node_gpus, read_hardware
 from lightspeed.sol.validation.published import PublishedRow, is_missing, size_cell
 from lightspeed.sol.validation.readings import (
     Reading,
@@ -150,6 +151,8 @@ class PlanSpec(Record):
     fsdp_under_pipeline: bool = False
     free_degrees: tuple[str, ...] = ()
     etp: int = 1
+    # the row leaves its global batch out: this many sequences per DP replica, whatever the split
+    batch_per_replica: int | None = None
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,7 @@ def read_plan(
     micro, device_note = per_device_micro_batch(row, micro_batch_of(row, seq_len), accelerator)
     batch = global_batch_of(row.text("global_batch"), degrees.dp, seq_len)
     batch_note = ""
+    assumed_batch = batch is None
     if batch is None:
         batch, batch_note = unreported_global_batch(micro, degrees, metric)
         # the assumed batch holds without pipeline parallelism only: an unstated PP stays 1
@@ -312,6 +316,7 @@ def read_plan(
         fsdp_under_pipeline=degrees.pp > 1 and is_fsdp(stated_sharding(row.text("sharding"))),
         free_degrees=degrees.free,
         etp=degrees.etp,
+        batch_per_replica=batch // degrees.dp if assumed_batch else None,
         ep_dispatcher=stated_dispatcher(row.described()) if degrees.ep > 1 else None,
         **stated_settings(row.described()),
     )
@@ -394,7 +399,7 @@ def candidate_plans(
     )
     splits = _free_splits(spec, base, model) if {"tp", "pp"} & set(spec.free_degrees) else []
     if splits:
-        bases = [{**base, **split} for split in splits]
+        bases = [{**base, **split, **_split_batch(spec, split)} for split in splits]
         notes.append(
             f"TP/PP not reported: {len(splits)} splits of the GPUs searched (the batch dividing DP); "
             "the fastest that fits"
@@ -436,6 +441,14 @@ def candidate_plans(
     return plans, notes
 
 
+def _split_batch(spec: PlanSpec, split: dict[str, object]) -> dict[str, object]:
+    """The global batch of a split where the row leaves it out: its sequences per replica x the
+    split's DP (no gradient accumulation in any split), else nothing to change."""
+    if spec.batch_per_replica is None:
+        return {}
+    return {"global_batch_size": spec.batch_per_replica * int(str(split["dp"]))}
+
+
 def _free_splits(spec: PlanSpec, base: dict[str, object], model: TransformerSpec) -> list[dict[str, object]]:
     """The degrees of every split of the GPUs a row leaving TP or PP unstated allows
     (:func:`lightspeed.sol.train.batch.candidate_splits` over its free degrees; the plans a
@@ -459,7 +472,7 @@ def _settings_plans(
     """The plans of one split: every unreported micro-batch, interleaving depth and recompute. A
     searched depth keeps its chunks within the layers; only a stated one may count the embedding
     and the loss as chunks of their own (Megatron's accounting, ``_check_pipeline``)."""
-    batch, dp, pp = spec.global_batch_size, int(str(base["dp"])), int(str(base["pp"]))
+    batch, dp, pp = int(str(base["global_batch_size"])), int(str(base["dp"])), int(str(base["pp"]))
     searched_vpp = len(spec.vpps) > 1
     plans = []
     for vpp, micro_batch, recompute in itertools.product(spec.vpps, spec.micro_batch_sizes, recomputes):
@@ -480,9 +493,11 @@ MAX_NODE_GPUS: Final = 576
 
 
 def choose_reading(
-    readings: tuple[Reading, ...], keys: tuple[str, ...], num_gpus: int, node_gpus: int
+    readings: tuple[Reading, ...], keys: tuple[str, ...], num_gpus: int, node_gpus: int | None
 ) -> Reading:
-    """The first reading whose quantity the engine predicts (per-node values made per GPU).
+    """The first reading whose quantity the engine predicts (per-node values made per GPU over
+    ``node_gpus``, :func:`~lightspeed.sol.validation.hardware_text.node_gpus`; ``None``: the system's
+    node is not known, and a per-node figure must say its GPUs).
 
     Readings of a token-budget metric without the budget in the text are skipped
     (a GPU-hours figure needs ``for 14.8T tokens``); aggregate PFLOP/s becomes TFLOP/s per GPU.
@@ -495,7 +510,7 @@ def choose_reading(
                 f"metric {reading.metric_text!r} counts {size:,} GPUs a node: a node holds 1 to "
                 f"{MAX_NODE_GPUS:,} (an NVL576 rack the most)"
             )
-        reading = reading.per_gpu(node_gpus)
+        reading = reading.per_gpu(_node_size(reading, node_gpus))
         if reading.value is None or reading.key not in keys:
             skipped.append(reading)
             continue
@@ -518,6 +533,20 @@ def choose_reading(
     if reasons:
         raise RowError(f"metric {texts} is not predicted: {reasons[0]}")
     raise RowError(f"metric {texts} is not one lightspeed can predict ({', '.join(keys)})")
+
+
+def _node_size(reading: Reading, node_gpus: int | None) -> int:
+    """The GPUs a per-node ``reading`` divides by: its own (``per 4-GPU node``), else the node's;
+    a rack's or pod's node, which the catalog does not count, is refused (never the job's GPUs)."""
+    if reading.scope != "node" or reading.gpus_per_scope is not None:
+        return reading.gpus_per_scope or node_gpus or 1
+    if node_gpus is None:
+        raise RowError(
+            f"metric {reading.metric_text!r} is per node, and the row's system is a rack or pod whose "
+            "node the catalog does not count (a GB200 NVL72 compute tray holds 4 GPUs); write the "
+            "node's GPUs ('per 4-GPU node') or the figure per GPU"
+        )
+    return node_gpus
 
 
 # The abbreviations torchtitan's metric log prints (``tps``, its older ``wps``): tokens per second
@@ -660,6 +689,9 @@ def flop_convention(
         return "megatron", True, False, "FLOPs by Megatron's 96-form (recompute pass included)"
     if "72-form" in joined:
         return "megatron", False, "non-causal" not in joined, "FLOPs by Megatron's 72-form"
+    stated = _stated_6n(reading.metric_text if reading is not None else row.text("metric"))
+    if stated is not None:
+        return stated, False, False, f"FLOPs as the row states them: {_STATED_6N_NOTES[stated]}"
     if reading is not None and reading.flop_basis == "model":
         return "6N+causal-attention", False, False, "model FLOPs: 6N + causal attention (Megatron's count)"
     if framework_named:
@@ -674,10 +706,44 @@ def flop_convention(
     return "6N+attention", False, False, "FLOPs as 6N + 12·L·h·s (PaLM convention; the row states none)"
 
 
+# A FLOP count a metric states as 6N (or 6ND) with no attention term: ``MFU (6N, without
+# attention)``, ``MFU (6ND, no attention FLOPs)``, ``6N MFU``; ``6N + 12LHs`` / ``6N+attention`` add one
+_SIX_N: Final = re.compile(r"\b6\s*[nN]\s*[dD]?\b(?!\s*[+(])")
+_NO_ATTENTION: Final = re.compile(
+    r"\b(?:without|no|excluding|excl\.?|w/o|ignoring)\s+(?:the\s+)?attention\b", re.IGNORECASE
+)
+_NON_EMBEDDING: Final = re.compile(r"non[\s-]?embedding", re.IGNORECASE)
+_STATED_6N_NOTES: Final = {
+    "6N": "6N, no attention term (N all active parameters)",
+    "6N-nonembedding": "6N over the non-embedding parameters, no attention term (Kaplan et al.)",
+}
+
+
+def _stated_6n(metric_text: str) -> str | None:
+    """The convention of a metric that counts FLOPs as ``6N`` with no attention term (``MFU (6N,
+    without attention)``; ``6N-nonembedding`` where it says non-embedding), else ``None``."""
+    if not (_SIX_N.search(metric_text) or _NO_ATTENTION.search(metric_text)):
+        return None
+    if re.search(r"\+\s*(?:12|6)\s*\W?\s*[lL]|\battention\s+(?:included|term)|\+\s*attention", metric_text):
+        return None
+    return "6N-nonembedding" if _NON_EMBEDDING.search(metric_text) else "6N"
+
+
 def _row_seq_len(row: PublishedRow, model: TransformerSpec) -> int:
     """The sequence length the row's seq cell states, else the one the model was pre-trained at
     (Llama 3.1's 8,192, not the 131,072 RoPE scaling extends it to)."""
-    return size_cell(row.text("seq"), model.pretraining_seq_len) or model.pretraining_seq_len
+    seq_len = size_cell(row.text("seq"), model.pretraining_seq_len) or model.pretraining_seq_len
+    if seq_len > MAX_SEQ_LEN:
+        raise RowError(
+            f"seq {seq_len:,} is beyond {model.name}'s context of {model.max_seq_len:,} tokens and any "
+            f"model's (none trains past {MAX_SEQ_LEN:,}); write the sequence length the run used"
+        )
+    return seq_len
+
+
+# The longest sequence a row may state: 16 Mi tokens, above the longest context of any model
+# (Llama 4 Scout's 10,485,760, the registry's longest); beyond it the cell was misread or mistyped
+MAX_SEQ_LEN: Final = 2**24
 
 
 # Figures that one GPU's speed sets, whatever the job's size: a rate or utilization per GPU. A
@@ -738,7 +804,7 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     )
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
-    reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, cluster.system.num_accelerators)
+    reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, node_gpus(cluster.system))
     reading = _log_rate_per_device(reading, stack)
     reading = _unlabelled_rate_per_gpu(reading, model, num_gpus, cluster.system.accelerator)
     assert reading.value is not None

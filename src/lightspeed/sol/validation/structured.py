@@ -5,6 +5,7 @@ inference runs lightspeed is validated and fitted on, one ``[[row]]`` each,
 nothing left to read from free text (the schema is documented at the top of
 that file and in ``docs/sol.md``)::
 
+    schema_version = 1
     [[row]]
     id = "T45"
     kind = "train"                     # train | infer
@@ -22,7 +23,13 @@ that file and in ``docs/sol.md``)::
     num_gpus = 8192
     [row.plan]                         # training: TrainingPlan fields; a list is "not reported:
     tp = 8                             # searched over these, the fastest that fits wins"
+    pp = 16
+    dp = 64
     vpp = [2, 3, 4, 6, 8]
+    global_batch_size = 2048           # required, as are seq_len, micro_batch_size, recompute
+    seq_len = 8192
+    micro_batch_size = [1, 2, 4, 8, 16]
+    recompute = ["none", "selective", "full"]
     [row.flops]                        # how the publisher counted FLOPs
     convention = "6N+attention"
 
@@ -206,6 +213,7 @@ def load_published_runs(
     """
     file = path or builtin_runs_file()
     fields = Fields(str(file), load_toml(file))
+    _require(fields, "schema_version", f"schema_version = {SCHEMA_VERSION}, the file's first line")
     version = fields.integer("schema_version", minimum=1)
     if version != SCHEMA_VERSION:
         raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
@@ -356,11 +364,24 @@ def _hardware(fields: Fields, catalog: Catalog) -> tuple[HardwareSpec, int]:
         raise _fail(fields, "not a link of the catalog", "fabric", fabric, fix="see 'lightspeed hw list'")
     memory = fields.number("memory_gib") if fields.has("memory_gib") else None
     power = fields.number("power_limit_w") if fields.has("power_limit_w") else None
-    return HardwareSpec(system, memory, power, fabric), fields.integer("num_gpus", minimum=1)
+    return HardwareSpec(system, memory, power, fabric), _whole(fields, "num_gpus", "64")
+
+
+def _require(fields: Fields, key: str, example: str) -> None:
+    """Refuse a table that lacks the required ``key``, saying so (not that the absent value has
+    the wrong type); ``example``: the fix, a line to add."""
+    if not fields.has(key):
+        raise _fail(fields, "missing field", key, fix=f"add {example}")
 
 
 def _integers(fields: Fields, key: str, default: int | None = None) -> tuple[int, ...]:
     """One integer, or a list of them (a setting the source left unsaid: the values searched)."""
+    if default is None:
+        _require(
+            fields,
+            key,
+            f"{key} = 1, or the values to search where the source does not say ({key} = [1, 2, 4])",
+        )
     value = fields.data.get(key, default)
     values = value if isinstance(value, list) else [value]
     if not values or not all(
@@ -370,12 +391,26 @@ def _integers(fields: Fields, key: str, default: int | None = None) -> tuple[int
     return tuple(values)
 
 
-def _strings(fields: Fields, key: str) -> tuple[str, ...]:
+def _strings(fields: Fields, key: str, examples: tuple[str, str]) -> tuple[str, ...]:
+    """One name, or a list of them (the values searched); ``examples``: two names, for the fix."""
+    first, second = examples
+    _require(
+        fields,
+        key,
+        f'{key} = "{second}", or the names to search where the source does not say '
+        f'({key} = ["{first}", "{second}"])',
+    )
     value = fields.data.get(key)
     values = value if isinstance(value, list) else [value]
     if not values or not all(isinstance(item, str) and item for item in values):
         raise _fail(fields, "expected a name or a list of names", key, value)
     return tuple(values)
+
+
+def _whole(fields: Fields, key: str, example: str) -> int:
+    """A required whole number >= 1 (``missing`` where the table lacks it)."""
+    _require(fields, key, f"{key} = {example}")
+    return fields.integer(key, minimum=1)
 
 
 def _free_degrees(fields: Fields) -> tuple[str, ...]:
@@ -411,12 +446,12 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
         cp=plan_fields.integer("cp", 1, minimum=1),
         zero_stage=plan_fields.integer("zero_stage", 1),
         schedule=plan_fields.string("schedule", "1f1b"),
-        global_batch_size=plan_fields.integer("global_batch_size", minimum=1),
-        seq_len=plan_fields.integer("seq_len", minimum=1),
+        global_batch_size=_whole(plan_fields, "global_batch_size", "2048"),
+        seq_len=_whole(plan_fields, "seq_len", "8192"),
         precision=plan_fields.string("precision", "bf16"),
         micro_batch_sizes=_integers(plan_fields, "micro_batch_size"),
         vpps=_integers(plan_fields, "vpp", 1),
-        recomputes=_strings(plan_fields, "recompute"),
+        recomputes=_strings(plan_fields, "recompute", ("selective", "full")),
         sequence_parallel=_optional_boolean(plan_fields, "sequence_parallel"),
         tp_overlap=_optional_boolean(plan_fields, "tp_overlap"),
         ep_dispatcher=_dispatcher(plan_fields),

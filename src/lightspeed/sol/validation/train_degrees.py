@@ -379,18 +379,32 @@ def unreported_global_batch(micro: int | None, degrees: Degrees, metric: str | N
             f"global_batch is not reported; with pipeline parallelism (PP {degrees.pp}) the bubble "
             "depends on it: write it in the global_batch cell"
         )
+    # an unstated TP has every split of the GPUs searched (rows.candidate_plans), each with its own
+    # DP: the batch follows each split's
+    per_split = "tp" in degrees.free
+    searched = " and ".join(name.upper() for name in ("tp", "cp") if name in degrees.free)
+    largest = max(SEARCHED_MICRO_BATCH_SIZES)
     if micro is None:
         # the micro-batches searched all divide the largest one's batch: the largest runs one per
         # DP rank, the others accumulate up to it
-        batch = max(SEARCHED_MICRO_BATCH_SIZES) * degrees.dp
+        batch = largest * degrees.dp
+        taken = (
+            f"the largest micro-batch searched, {largest}, x each split's DP ({searched} searched)"
+            if per_split
+            else f"{batch} (the largest micro-batch searched, {largest}, x DP {degrees.dp})"
+        )
         return batch, (
-            f"global batch and micro-batch not reported: the batch taken as {batch} (the largest "
-            f"micro-batch searched, {max(SEARCHED_MICRO_BATCH_SIZES)}, x DP {degrees.dp}); without "
+            f"global batch and micro-batch not reported: the batch taken as {taken}; without "
             "pipeline parallelism the rate barely depends on it"
         )
     batch = micro * degrees.dp
+    taken = (
+        f"micro-batch {micro} x each split's DP ({searched} searched),"
+        if per_split
+        else f"{batch} (micro-batch {micro} x DP {degrees.dp},"
+    )
     return batch, (
-        f"global batch not reported: taken as {batch} (micro-batch {micro} x DP {degrees.dp}, no "
-        "gradient accumulation; without pipeline parallelism the rate barely depends on it, and "
-        "syncing gradients on every micro-batch is its slowest reading)"
+        f"global batch not reported: taken as {taken} no gradient accumulation; without pipeline "
+        "parallelism the rate barely depends on it, and syncing gradients on every micro-batch is its "
+        "slowest reading" + ("" if per_split else ")")
     )

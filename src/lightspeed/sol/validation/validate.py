@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -31,8 +31,8 @@ from lightspeed.sol.train.step import evaluate_grid
 from lightspeed.sol.validation.published import NOTE_COLUMNS, PublishedRow, check_measured, read_table
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell
 from lightspeed.sol.validation.rows import RowSetup, row_setup
-from lightspeed.units import SECONDS_PER_HOUR
-from lightspeed.workload import ModelRegistry
+from lightspeed.units import GIB, SECONDS_PER_HOUR
+from lightspeed.workload import ModelRegistry, context_note, parameter_counts
 from lightspeed.workload.flops import flops_per_token
 
 
@@ -58,6 +58,7 @@ class ValidationRow(Record):
     publisher: str = ""
     stack: str = ""
     family: str = ""
+    flop_convention: str = ""
 
 
 KINDS: Final = ("train", "infer")
@@ -93,8 +94,21 @@ class ValidationReport(Record):
     by_metric: dict[str, ErrorSummary] = field(default_factory=dict)
 
 
-def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int, Any, Any, TrainingPlan]:
-    """Evaluate the candidate plans; keep the fastest that fits (else the one needing least memory)."""
+# The fewest bytes a trained parameter takes on the GPUs at any moment: its 16-bit weight (gradients,
+# master weights and optimizer moments may be sharded further, recomputed or offloaded to the host)
+MIN_TRAINED_BYTES_PER_PARAM: Final = 2.0
+
+
+def _best_plan(
+    setup: RowSetup, efficiency: EfficiencyModel | None
+) -> tuple[int, Any, Any, TrainingPlan, tuple[str, ...]]:
+    """Evaluate the candidate plans; keep the fastest that fits, and the notes on the choice.
+
+    Where none fits, the row is refused (:class:`RowError`) if its 16-bit weights alone, spread
+    over all its GPUs, overflow them: no sharding, recomputation or offload runs it. Otherwise the
+    run kept less than any plan lightspeed prices (a sharding, offload or recomputation its row does
+    not state, or the memory model's error): the least-memory plan is kept, and the note says so.
+    """
     plans = []
     for plan in setup.plans:
         try:
@@ -106,11 +120,38 @@ def _best_plan(setup: RowSetup, efficiency: EfficiencyModel | None) -> tuple[int
         validate_plan(setup.plans[0], setup.model, stack=setup.stack)  # raises with the reason
     hardware = hardware_for(setup.cluster, plans[0].precision, efficiency, stack=setup.stack)
     arrays = evaluate_grid(grid_from_plans(plans), setup.model, hardware, plans[0].seq_len)
-    step = np.asarray(arrays.step_time_s)
+    # the fastest: the least time per sequence (splits of an assumed batch differ in their batch)
+    per_sequence = np.asarray(arrays.step_time_s) / np.array([plan.global_batch_size for plan in plans])
     memory = np.asarray(arrays.memory.total_bytes)
     fits = memory <= hardware.usable_memory_bytes
-    index = int(np.argmin(np.where(fits, step, np.inf))) if fits.any() else int(np.argmin(memory))
-    return index, arrays, hardware, plans[index]
+    if fits.any():
+        index = int(np.argmin(np.where(fits, per_sequence, np.inf)))
+        return index, arrays, hardware, plans[index], ()
+    index = int(np.argmin(memory))
+    note = _memory_shortfall(plans[index], float(memory[index]), hardware.usable_memory_bytes, setup)
+    return index, arrays, hardware, plans[index], (note,)
+
+
+def _memory_shortfall(plan: TrainingPlan, least_bytes: float, usable_bytes: float, setup: RowSetup) -> str:
+    """The note on a row none of whose plans fits (see :func:`_best_plan`), or :class:`RowError`
+    where its weights alone cannot fit its GPUs."""
+    gpus = plan.num_gpus
+    accelerator = setup.cluster.system.accelerator.name
+    need = (
+        f"no plan of its {gpus:,} GPUs fits: the least needs {least_bytes / GIB:,.1f} GiB per GPU of "
+        f"{usable_bytes / GIB:,.1f} usable on {accelerator}"
+    )
+    weights = MIN_TRAINED_BYTES_PER_PARAM * parameter_counts(setup.model).total_params / gpus
+    if weights > usable_bytes:
+        raise RowError(
+            f"{need}; its 16-bit weights alone, spread over all {gpus:,}, take {weights / GIB:,.1f} GiB "
+            "each: use more GPUs or check the model and GPU cells"
+        )
+    return (
+        f"{need} ({least_bytes / usable_bytes - 1:+.0%}): the run kept less (a sharding, offload or "
+        "recomputation the row does not state, or lightspeed's memory model errs), so it is "
+        "predicted on that least-memory plan, not one that fits"
+    )
 
 
 def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEstimate, peak: float) -> float:
@@ -122,7 +163,7 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEst
     if setup.metric == "memory_per_gpu_bytes":
         return estimate.memory_per_gpu_bytes
     if setup.metric == "hfu":
-        return estimate.hfu * estimate.peak_flop_per_s / peak
+        return _hfu_in_row_convention(setup, plan, estimate, peak)
     if setup.metric in ("gpu_hours", "time_to_train_s"):
         assert setup.num_tokens is not None
         seconds = setup.num_tokens / tokens * step_s
@@ -132,6 +173,12 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEst
         return tokens / step_s * per_gpu
     if setup.metric.startswith("samples_per_s"):
         return plan.global_batch_size / step_s * per_gpu
+    rate_per_gpu = _row_flop_per_s_per_gpu(setup, plan, estimate)
+    return rate_per_gpu / 1e12 if setup.metric == "tflop_per_s_per_gpu" else rate_per_gpu / peak
+
+
+def _row_flop_per_s_per_gpu(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEstimate) -> float:
+    """The model FLOP/s per GPU of ``estimate`` counted as the row counts them (its convention)."""
     flops = flops_per_token(
         setup.model,
         seq_len=plan.seq_len,
@@ -139,8 +186,38 @@ def _predicted_metric(setup: RowSetup, plan: TrainingPlan, estimate: TrainingEst
         causal=setup.flop_causal,
         recompute=setup.flop_recompute,
     )
-    rate_per_gpu = flops.training_flop * tokens / step_s / gpus
-    return rate_per_gpu / 1e12 if setup.metric == "tflop_per_s_per_gpu" else rate_per_gpu / peak
+    return flops.training_flop * plan.tokens_per_step / estimate.step_time_s / plan.num_gpus
+
+
+def _hfu_in_row_convention(
+    setup: RowSetup, plan: TrainingPlan, estimate: TrainingEstimate, peak: float
+) -> float:
+    """HFU counted as the row counts its model FLOPs: the row's MFU plus the FLOPs the hardware runs
+    beyond the engine's own model count (recomputation), so HFU >= MFU in one convention. A count
+    that already includes the recompute pass (Megatron's 96-form) is the hardware's as it stands."""
+    row_mfu = _row_flop_per_s_per_gpu(setup, plan, estimate) / peak
+    if setup.flop_recompute:
+        return row_mfu
+    recomputed = max(0.0, estimate.hfu - estimate.mfu) * estimate.peak_flop_per_s / peak
+    return row_mfu + recomputed
+
+
+# The figures a row counts in FLOPs, each in the row's own convention (RowSetup.flop_convention)
+FLOP_METRICS: Final = frozenset({"mfu", "hfu", "tflop_per_s_per_gpu"})
+
+
+def _convention_notes(setup: RowSetup, estimate: TrainingEstimate) -> tuple[str, ...]:
+    """The sentence that tells a FLOP figure counted as the row counts them from the plan's ``mfu``
+    and its bound, which count them as the engine does, where the two conventions differ."""
+    row = setup.flop_convention + (", recompute pass included" if setup.flop_recompute else "")
+    if setup.metric not in FLOP_METRICS or (
+        setup.flop_convention == estimate.flop_convention and not setup.flop_recompute
+    ):
+        return ()
+    return (
+        f"the predicted {setup.metric} counts FLOPs as the row does ({row}); the plan's mfu and its "
+        f"bound count them as the engine does ({estimate.flop_convention})",
+    )
 
 
 def _peak_of(setup: RowSetup, hardware_peak: float) -> float:
@@ -168,20 +245,27 @@ def predict_training_setup(
     label: RowLabel, setup: RowSetup, efficiency: EfficiencyModel | None = None
 ) -> ValidationRow:
     """The prediction of a training row from its setup (the fit script swaps ``setup.stack``)."""
-    index, arrays, hardware, plan = _best_plan(setup, efficiency)
+    index, arrays, hardware, plan, fit_notes = _best_plan(setup, efficiency)
     estimate = estimate_from_arrays(
         arrays=arrays, index=index, model=setup.model, hardware=hardware, plan=plan
     )
     predicted = _predicted_metric(setup, plan, estimate, _peak_of(setup, hardware.peak_flop_per_s))
     family = family_of("train", setup.model, setup.cluster.system.accelerator)
+    context = context_note(setup.model, plan.seq_len)
     return predicted_row(
         label,
         kind="train",
         metric=setup.metric,
         measured=setup.measured,
         predicted=predicted,
-        plan=estimate.plan_summary(),
-        assumptions=setup.assumptions,
+        plan={**estimate.plan_summary(), "mfu_convention": estimate.flop_convention},
+        assumptions=(
+            *setup.assumptions,
+            *fit_notes,
+            *([context] if context else []),
+            *_convention_notes(setup, estimate),
+        ),
+        flop_convention=setup.flop_convention if setup.metric in FLOP_METRICS else "",
         reading=setup.reading,
         readings=setup.readings,
         band=band_for(load_bands(), family),
@@ -205,11 +289,13 @@ def predicted_row(
     stack: str = "",
     interval: tuple[float, float] | None = None,
     family: str = "",
+    flop_convention: str = "",
 ) -> ValidationRow:
     """The record of a row the engine predicted (relative error against ``measured``), with the
     error bars of its family around the prediction (or ``interval``, where the row's own band is
     known better: a latency under load) and whether the measured value fell inside; ``family``
-    names the residuals the band comes from (:func:`~lightspeed.sol.core.uncertainty.family_name`).
+    names the residuals the band comes from (:func:`~lightspeed.sol.core.uncertainty.family_name`);
+    ``flop_convention`` how a FLOP figure (MFU, HFU, TFLOP/s) was counted, ``''`` for other figures.
 
     Raises :class:`RowError` (the row is reported as not predicted) when ``measured`` is not
     a number above zero: a relative error against it means nothing.
@@ -239,6 +325,7 @@ def predicted_row(
         publisher=label.publisher,
         stack=stack,
         family=family,
+        flop_convention=flop_convention,
     )
 
 
@@ -309,6 +396,16 @@ def _setup_key(row: PublishedRow) -> tuple[str, ...]:
     return (row.kind, *(f"{column}\t{text}" for column, text in sorted(row.cells.items()) if column != "id"))
 
 
+def p90_of(values: Sequence[float] | np.ndarray) -> float:
+    """The 90th percentile of ``values``, linear between the closest ranks (numpy's default): the one
+    definition of every p90 of absolute errors ``validate`` and the fit report print.
+
+    >>> p90_of([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1])
+    1.0
+    """
+    return float(np.percentile(np.asarray(values, dtype=float), 90))
+
+
 def summarize(rows: tuple[ValidationRow, ...], kind: str, metric: str | None = None) -> ErrorSummary:
     """Median, p90 and max absolute relative error of the predicted rows of ``kind`` (and of
     ``metric``, if given), and how many are within :data:`WITHIN_ERROR`."""
@@ -321,7 +418,7 @@ def summarize(rows: tuple[ValidationRow, ...], kind: str, metric: str | None = N
     return ErrorSummary(
         n=int(errors.size),
         median_abs_error=float(np.median(errors)),
-        p90_abs_error=float(np.percentile(errors, 90)),
+        p90_abs_error=p90_of(errors),
         max_abs_error=float(errors.max()),
         num_not_predicted=missing,
         coverage=sum(covered) / len(covered) if covered else None,
