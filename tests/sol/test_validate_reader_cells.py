@@ -266,3 +266,15 @@ def test_the_docs_say_a_bare_flop_rate_is_one_gpus() -> None:
     text = " ".join(DOCS.read_text(encoding="utf-8").split())
     assert "`TFLOP/s` 400 is 400 per GPU" in text
     assert "`system`, nothing said)" not in text
+
+
+def test_a_notes_column_is_the_writers_and_not_a_setting(tmp_path: Path) -> None:
+    """A user's `Notes` or `URL` column is the table writer's, as derived_or_check is: the file
+    loads, and what the note says (TP 4 here) is no setting of the run's (TP 8 is)."""
+    text = LEAN.replace("\tPrecision\n", "\tPrecision\tNotes\tURL\n", 1).replace(
+        "\tFP8\n", "\tFP8\tan earlier run used TP 4\thttps://example.org/run\n", 1
+    )
+    (row,) = read_table(_table(tmp_path, text))
+    assert row.text("notes") == "an earlier run used TP 4"
+    assert "tp 4" not in row.described()
+    assert row.text("TP") == "8"

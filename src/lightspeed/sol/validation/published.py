@@ -54,6 +54,8 @@ KNOWN_COLUMNS: Final = (
     "measured",
     "derived_or_check",
     "confidence",
+    "notes",
+    "url",
 )
 # Other names a header gives a known column, as written after :func:`column_key` (``Seq Len``,
 # ``global batch size``, ``tensor parallel``, ``num_gpus``).
@@ -89,10 +91,15 @@ COLUMN_ALIASES: Final = {
     "vocab_size": "vocab",
     "dtype": "precision",
     "value": "measured",
+    "note": "notes",
+    "comment": "notes",
+    "comments": "notes",
+    "remarks": "notes",
+    "link": "url",
 }
 # The table writer's notes beside a row: a derivation or check of the figure, another run's
 # figures, how sure the reading is.
-NOTE_COLUMNS: Final = ("derived_or_check", "confidence")
+NOTE_COLUMNS: Final = ("derived_or_check", "confidence", "notes", "url")
 # A note that quotes the measured run's own printed figures (PublishedRow.same_run_notes).
 _SAME_RUN: Final = re.compile(r"same\s+(?:output|record|run)\s*:", re.IGNORECASE)
 MISSING = {
