@@ -15,6 +15,8 @@ from lightspeed.errors import DataFileError
 def test_rack_nodes_are_counted_where_a_source_counts_them(catalog: Catalog) -> None:
     # GB200 NVL72: 18 compute trays of 2 superchips (2 GPUs each) = 72 GPUs, 4 a tray
     assert catalog.system("gb200-nvl72").accelerators_per_node == 72 // 18
+    # GB300 NVL72: the same rack of 18 trays (NVIDIA's NVKE guide: four GPUs a tray)
+    assert catalog.system("gb300-nvl72").accelerators_per_node == 72 // 18
     # GH200 NVL32: 16 MGX nodes of two GH200 superchips (NVIDIA's blog)
     assert catalog.system("gh200-nvl32").accelerators_per_node == 32 // 16
     # a DGX is itself one node; a TPU pod's host is not counted by its record

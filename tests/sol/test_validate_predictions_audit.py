@@ -136,7 +136,7 @@ def test_a_per_node_figure_on_a_rack_is_not_divided_by_the_jobs_gpus(
                 f"C19\ttrain\t{LLAMA70}\tGB200 NVL72\tBF16\ttokens/s per node\t6400",
                 f"C20\ttrain\t{LLAMA70}\tGB200 NVL72\tBF16\ttokens/s per 4-GPU node\t6400",
                 f"C21\ttrain\t{LLAMA70}\tH100 SXM\tBF16\ttokens/s per node\t6400",
-                f"C22\ttrain\t{LLAMA70}\tGB300 NVL72\tBF16\ttokens/s per node\t6400",
+                f"C22\ttrain\t{LLAMA70}\tTPU v5p pod\tBF16\ttokens/s per node\t6400",
             ],
         )
     )
