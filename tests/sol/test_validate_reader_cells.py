@@ -157,6 +157,7 @@ def _row(kind: str = "train", **cells: str) -> PublishedRow:
         ("infer", "seq", "ISL/OSL 1000/1000/1000", "gives 3 numbers for 2 labels (ISL/OSL)"),
         ("infer", "seq", "ISL/OSL 1000.5/1000", "'1000.5' is not a whole number of tokens"),
         ("infer", "TP", "eight", "TP 'eight' is not a number"),
+        ("train", "seq", "1e400", "seq '1e400' is too large to be a number; write the sequence length"),
     ],
 )
 def test_an_unreadable_cell_refuses_its_row_naming_the_column(

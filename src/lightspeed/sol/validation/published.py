@@ -467,10 +467,12 @@ def _check_count(column: str, text: str, count: _Count) -> None:
     value = float(number)
     scales = (1.0,) if not opening["suffix"] else _suffix_scales(opening["suffix"])
     problem = (
-        "not a whole number >= 0 (negative)"
+        "too large to be a number"
+        if not math.isfinite(value)
+        else "not a whole number >= 0 (negative)"
         if value < 0
         else ""
-        if not math.isfinite(value) or any(value * scale == int(value * scale) for scale in scales)
+        if any(value * scale == int(value * scale) for scale in scales)
         else "not a whole number >= 0 (a fraction)"
     )
     if not problem and value < count.least:
