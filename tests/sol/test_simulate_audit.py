@@ -131,6 +131,11 @@ def test_a_clipped_lognormal_says_what_clipping_does() -> None:
             "arrival_s,input_tokens,output_tokens\n0,500,\n",
             ("empty.csv:2", "empty cell", "output_tokens"),
         ),
+        (  # the field as the file names it, not lightspeed's own name for it
+            "zero.jsonl",
+            '{"timestamp": 0, "input_length": 0, "output_length": 50}\n',
+            ("zero.jsonl:1", "field 'input_length'"),
+        ),
     ],
 )
 def test_bad_trace_rows_name_the_file_line_and_column(

@@ -564,7 +564,7 @@ def load_request_trace(path: Path) -> RequestTrace:
                 raise DataFileError(
                     path,
                     f"token counts must be whole numbers from 1 to {MAX_REQUEST_TOKENS:,}",
-                    field=keys[0],
+                    field=next((key for key in keys if key in record), keys[0]),  # as the file names it
                     value=tokens,
                     line=line,
                 )
