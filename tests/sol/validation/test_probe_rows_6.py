@@ -557,7 +557,9 @@ def test_a_node_count_or_a_token_budget_no_number_reads_is_refused(run_cli: Any,
         "T2\ttrain\tMegatron 2025\tLlama 3.1 8B\t8192\t2048\t64\tH100 SXM\tbf16"
         "\tGPU-hours for 1e400 trillion tokens\t2.664 million",
     )
-    assert "not in a whole number" in nodes["reason"]
+    # refused, naming the column and the cell (the words changed when unreadable counts got one message)
+    assert nodes["status"] != "ok" and "GPUs '1e400 nodes'" in nodes["reason"]
+    assert "too large to be a number" in nodes["reason"]
     assert "token budget" in budget["reason"]
 
 
