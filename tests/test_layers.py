@@ -37,6 +37,7 @@ BASE = {
     "nvml",
     "extras",
     "clock",
+    "limits",
 }
 MEASUREMENT = {"bench", "goodput", "trace", "monitor"}
 DOMAINS = {"cost", "mig", "moe"}

@@ -39,6 +39,26 @@ import click
 
 from lightspeed.errors import UserInputError
 from lightspeed.files import excerpt
+from lightspeed.limits import (
+    MAX_ACCELERATORS,
+    MAX_BYTES,
+    MAX_BYTES_PER_S,
+    MAX_CPU_HZ,
+    MAX_DURATION_S,
+    MAX_FLOP,
+    MAX_FLOP_PER_TOKEN,
+    MAX_NODES,
+    MAX_PROCESSES,
+    MAX_RATE_PER_S,
+    MAX_ROWS,
+    MAX_SEQ_LEN,
+    MAX_SEQUENCES,
+    MAX_THREADS,
+    MAX_TOKENS,
+    MAX_USD,
+    MAX_WATTS,
+    MIN_RATE_PER_S,
+)
 from lightspeed.units import (
     format_bytes,
     format_bytes_per_s,
@@ -50,27 +70,7 @@ from lightspeed.units import (
     parse_percent,
 )
 
-# --- bounds (documented in docs/limits.md) -----------------------------------------------------
-MAX_ACCELERATORS: Final = 10_000_000  # 50x xAI Colossus (200,000 GPUs, 2025), the largest built
-MAX_NODES: Final = MAX_ACCELERATORS
-MAX_SEQ_LEN: Final = 2**27  # 134M tokens; the longest context windows offered hold 10M
-MAX_SEQUENCES: Final = 2**30  # sequences in a batch, requests in flight
-MAX_TOKENS: Final = 1e18  # 25,000x the largest published pretraining budget (36T, Qwen3)
-MAX_FLOP: Final = 1e35  # a total: 1e8x the largest training run (~5e26 FLOP, 2025)
-MAX_FLOP_PER_TOKEN: Final = 1e18  # 6 x a quadrillion parameters
-MAX_CPU_HZ: Final = 10e9  # the CPU clock record is 9.1 GHz, on liquid helium
-MAX_BYTES_PER_S: Final = 1e15  # 1 PB/s: above the memory of any chip (HBM3e: 8 TB/s per GPU)
-MAX_BYTES: Final = 2.0**50  # 1 PiB: above the memory of any machine a benchmark runs on
-MAX_WATTS: Final = 1e10  # 10 GW: above any data-center site
-MAX_RATE_PER_S: Final = 1e9  # requests or tokens per second of one job
-MAX_DURATION_S: Final = 100 * 365.25 * 86400.0  # a century
-# one request (or token) a century: a slower rate's gaps run past any horizon (4.9e-324 req/s gave
-# infinite arrival times and NaN latencies); sol/serve/workload.py MIN_ARRIVAL_RATE_PER_S
-MIN_RATE_PER_S: Final = 1.0 / MAX_DURATION_S
-MAX_THREADS: Final = 8192  # Linux's largest NR_CPUS
-MAX_PROCESSES: Final = 1024  # local ranks one machine can spawn
-MAX_ROWS: Final = 1_000_000  # rows or runs a table lists
-MAX_USD: Final = 1e9  # per GPU-hour
+# --- bounds: documented in docs/limits.md, one home in lightspeed.limits (the Python API's too)
 
 _INTEGER: Final = re.compile(r"[+-]?\d[\d_]*")
 # one way to split each text (no "[0-9]*[0-9]+"): a run of 5,000 digits is refused in linear time
