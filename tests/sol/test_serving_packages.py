@@ -14,7 +14,7 @@ import pytest
 
 from lightspeed.errors import DataFileError
 from lightspeed.sol.core.serving_packages import load_serving_packages
-from lightspeed.sol.validation.infer_rows import row_serving_stack
+from lightspeed.sol.validation.infer_stack import row_serving_stack
 from lightspeed.sol.validation.published import PublishedRow
 from stacks_files import edited_stacks
 

@@ -19,7 +19,7 @@ from lightspeed.sol.core.stacks import (
     serving_stack_for,
 )
 from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
-from lightspeed.sol.validation.infer_rows import row_serving_stack
+from lightspeed.sol.validation.infer_stack import row_serving_stack
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.workload import ModelRegistry
 from stacks_files import edited_stacks

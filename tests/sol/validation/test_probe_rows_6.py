@@ -11,8 +11,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import stack_for
 from lightspeed.sol.validation.hardware_text import cluster_of, gpu_count, read_hardware, row_gpus
+from lightspeed.sol.validation.infer_lengths import INPUT_ONLY, input_output
 from lightspeed.sol.validation.infer_precision import kv_precision
-from lightspeed.sol.validation.infer_rows import _INPUT_ONLY, _input_output
 from lightspeed.sol.validation.published import PublishedRow, format_keys, is_missing
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.sol.validation.rows import row_year
@@ -506,7 +506,7 @@ def test_deepseek3_is_maxtexts_name_for_deepseek_v3(models: ModelRegistry) -> No
 )
 def test_lengths_in_table_headers_and_prose(seq: str, lengths: tuple[int, int]) -> None:
     # each had been refused: "the row gives no ISL/OSL or prompt length"
-    assert _input_output(seq.lower(), seq) == lengths
+    assert input_output(seq.lower(), seq) == lengths
 
 
 def test_an_mlperf_scenario_quoted_in_a_note_is_not_thecli_rows(run_cli: Any, tmp_path: Path) -> None:
@@ -558,7 +558,8 @@ def test_a_node_count_or_a_token_budget_no_number_reads_is_refused(run_cli: Any,
         "\tGPU-hours for 1e400 trillion tokens\t2.664 million",
     )
     # refused, naming the column and the cell (the words changed when unreadable counts got one message)
-    assert nodes["status"] != "ok" and "GPUs '1e400 nodes'" in nodes["reason"]
+    assert nodes["status"] != "ok"
+    assert "GPUs '1e400 nodes'" in nodes["reason"]
     assert "too large to be a number" in nodes["reason"]
     assert "token budget" in budget["reason"]
 
@@ -619,8 +620,8 @@ def test_thousands_grouped_by_a_space(measured: str) -> None:
 
 
 def test_lengths_with_a_unit_in_the_label_and_a_kv_cache_length() -> None:
-    assert _input_output("isl/osl (tokens) 1000/1000") == (1000, 1000)
-    context = _INPUT_ONLY.search("each output token has a kv cache length of 4,989 tokens on average")
+    assert input_output("isl/osl (tokens) 1000/1000") == (1000, 1000)
+    context = INPUT_ONLY.search("each output token has a kv cache length of 4,989 tokens on average")
     assert context is not None
     assert context.group("isl_a") == "4,989"
 

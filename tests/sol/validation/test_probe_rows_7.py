@@ -11,8 +11,9 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.stacks import load_serving_stack
 from lightspeed.sol.validation.infer_layout import _names_speculation
+from lightspeed.sol.validation.infer_lengths import input_output, stated_concurrency
 from lightspeed.sol.validation.infer_load import names_mlperf, row_requests
-from lightspeed.sol.validation.infer_rows import _input_output, _stated_concurrency, stated_overlap
+from lightspeed.sol.validation.infer_stack import stated_overlap
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import read_cell
 from lightspeed.sol.validation.train_degrees import written_micro_batch
@@ -44,7 +45,7 @@ _CELLS = (
     ],
 )
 def test_a_concurrency_per_rank_is_over_every_gpu(text: str, gpus: int, in_flight: int) -> None:
-    assert _stated_concurrency(text, gpus) == in_flight
+    assert stated_concurrency(text, gpus) == in_flight
 
 
 @pytest.mark.parametrize(
@@ -158,7 +159,7 @@ def test_a_per_gpu_figure_without_a_gpu_count_runs_on_the_gpus_its_batch_fills(
     ],
 )
 def test_lengths_as_means_or_a_shape(text: str, lengths: tuple[int, int]) -> None:
-    assert _input_output(text) == lengths
+    assert input_output(text) == lengths
 
 
 def test_an_unreported_sharding_cell_with_a_note_is_unreported() -> None:
@@ -281,5 +282,5 @@ def test_a_concurrency_no_whole_number_reads_is_refused(run_cli: Any, tmp_path: 
 
 def test_vllms_report_of_its_peak_concurrency_is_not_the_load() -> None:
     # vllm bench serve prints 'Peak concurrent requests: 984.00' after the run: an outcome
-    assert _stated_concurrency("--num-prompts 1000; peak concurrent requests: 984") is None
-    assert _stated_concurrency("concurrent requests: 64") == 64
+    assert stated_concurrency("--num-prompts 1000; peak concurrent requests: 984") is None
+    assert stated_concurrency("concurrent requests: 64") == 64

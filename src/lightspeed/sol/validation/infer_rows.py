@@ -3,7 +3,9 @@
 Rules for reading a row (documented in ``docs/inference.md``; the same for every row). The parallel
 layout and serving plan (parallelism, attention data parallelism, batch caps, speculative
 decoding) are read by :mod:`lightspeed.sol.validation.infer_layout`, the weights', activations' and
-KV cache's formats by :mod:`lightspeed.sol.validation.infer_precision`; this module reads the rest:
+KV cache's formats by :mod:`lightspeed.sol.validation.infer_precision`, the phrases of token lengths,
+batches and concurrency by :mod:`lightspeed.sol.validation.infer_lengths`, the serving stack and its
+release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the rest:
 
 * **Model**: the registry model the name gives, else one built from the row's
   dimensions; a name the registry lacks (``LLaMA 70B``) resolves to the
@@ -16,7 +18,8 @@ KV cache's formats by :mod:`lightspeed.sol.validation.infer_precision`; this mod
   before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
   ``1024 input / 512 output tokens``, ``input size 128 and an output size 128 tokens``,
   ``512-token input sequence``, ``Input length: 32 tokens. Output length: 128 tokens.``:
-  :func:`_input_output`); ``N-token prefill`` is a prompt of N tokens and one output token, as is
+  :func:`~lightspeed.sol.validation.infer_lengths.input_output`); ``N-token prefill`` is a prompt
+  of N tokens and one output token, as is
   a first-token latency whose sequence cell gives the input length and no output length
   (``Input Length 128, Output Length -``). ``offline`` / ``max concurrency`` / ``max load``
   / ``max throughput`` is continuous batching at the KV-cache-limited maximum
@@ -65,11 +68,10 @@ from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
 from lightspeed.catalog import Catalog, Cluster
-from lightspeed.errors import UnsupportedError, UserInputError
+from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.stacks import ServingStack, load_serving_stack, serving_stack_for
+from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
 from lightspeed.sol.core.uncertainty import band_for, family_of
 from lightspeed.sol.core.uncertainty import load_bands as shipped_bands
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
@@ -86,7 +88,6 @@ from lightspeed.sol.validation.hardware_text import (
     row_gpus,
 )
 from lightspeed.sol.validation.infer_layout import (
-    INTEGER,
     StatedLayout,
     deployment,
     gpus_from_layout,
@@ -94,6 +95,19 @@ from lightspeed.sol.validation.infer_layout import (
     stated_layout,
     stated_speculation,
     unstated_tp,
+)
+from lightspeed.sol.validation.infer_lengths import (
+    BARE_COUNT,
+    BATCH,
+    BATCH_VALUE,
+    CONCURRENCY_VALUE,
+    INPUT_LENGTH,
+    INPUT_ONLY,
+    PREFILL,
+    input_output,
+    stated_concurrency,
+    token_count,
+    written_concurrency,
 )
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
@@ -108,7 +122,8 @@ from lightspeed.sol.validation.infer_load import (
     sends_all_at_once,
     simulate_row,
 )
-from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, PublishedRow, integer_cell, size_cell
+from lightspeed.sol.validation.infer_stack import row_serving_stack, stated_overlap
+from lightspeed.sol.validation.published import PublishedRow, integer_cell
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell
 from lightspeed.sol.validation.row_model import registry_name, resolve_model
 from lightspeed.sol.validation.rows import (
@@ -134,163 +149,6 @@ INFERENCE_METRICS = (
     "tpot_s",
     "itl_s",
     "request_latency_s",
-)
-_COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
-_PAIR_LABEL = r"(?:isl\s*[/:,|]\s*osl|input\s*[/|]\s*output|in\s*/\s*out)"
-# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``, ``ISL:OSL 1024:2048``, ``ISL, OSL:
-# 1000, 1000``, NVIDIA's table headers ``Input | Output Sequence Lengths 2,048 | 128``; a label
-# naming the pair's lengths and the pair said with a comma, ``Input/Output Lengths 2048, 2048``
-# (TensorRT-LLM's tables); or the pair first: ``128/2048 (ISL/OSL)``
-_PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?(?:\s*\(tokens?\))?"
-_ISL_OSL = re.compile(
-    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*(?:[/:|]|,\s?)\s*{_COUNT}"
-    rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
-)
-# Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
-# OSL=2048``, ``input 1024 output 512``, ``input length 1,024 / output length 512``, ``1024 input /
-# 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``, ``input size
-# 128 and an output size 128 tokens``, ``input size in tokens 128``, ``512-token input sequence``,
-# ``max input length 1024, max output length 1024``. Both halves sit in one cell (no ``|`` between
-# them) and the input comes first.
-# (benchmark flags too: vLLM's ``--input-len 1024 --output-len 128``, ``random_input_len=1024``,
-# ``--random-input-len``, SGLang's ``--random-input 1024 --random-output 128``, genai-perf's
-# ``--synthetic-input-tokens-mean 1024 --output-tokens-mean 128``, ``--input-sequence-length``,
-# ``prompt_len=1024 gen_len=128``, and the OpenAI API's ``max_tokens 128`` for the output)
-_LENGTH_WORD = (
-    r"(?:[\s_-]+(?:sequence|size|length|len|tokens?)(?:[\s_-]+(?:length|len|size|in\s+tokens))?)?"
-    r"(?:[\s_-]+(?:mean|avg|average))?(?:\s*\(tokens?\))?"
-)
-_IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|context|in)"
-_OUT_LABEL = (
-    rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated?|max[\s_-]?(?:new[\s_-])?tokens"
-    rf"|gen{_LENGTH_WORD}|out)"
-)
-_TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
-# between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
-# length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
-# fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
-# ``--output-len``, ``random_output_len``; an approximate length, ``~20k input / ~2k output``; a
-# mean, ``Average input length: 803 tokens; Average output length: 3,653 tokens``, trtllm-bench's
-# ``Average Input Length (tokens): 128.0000; Average Output Length (tokens): 128.0000``; a shape, ``4k in
-# × 4k out``, ``32k in x 128 out``)
-_HALF_SEPARATOR = (
-    r"[\s,;/&+().~≈×-]*(?:(?:and|x)\s+)?(?:(?:an?|the|fixed|max(?:imum)?|about|average|avg|mean)\s+)*"
-    r"(?:[a-z]+[_-])?"
-)
-# the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
-_NUMBER_END = r"(?!\d|\.\d)"
-
-
-def _length_half(label: str, group: str) -> str:
-    """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
-    return (
-        rf"(?:(?:\b|(?<=_)){label}\s*(?:of\s+)?[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
-        rf"|(?P<{group}_b>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
-    )
-
-
-_LABELLED_LENGTHS = re.compile(
-    _length_half(_IN_LABEL, "isl") + _HALF_SEPARATOR + _length_half(_OUT_LABEL, "osl")
-)
-# The input length alone in the sequence cell (``Input Length 128, Output Length -``, ``ISL 2048``):
-# what a first-token latency needs. (Not ``prompts``: ``1200 prompts`` counts requests.)
-_INPUT_LENGTH = re.compile(_length_half(rf"(?:isl|input{_LENGTH_WORD})", "isl"))
-
-
-# A sequence cell that is only a pair, ``1k/1k``, ``1024 / 128 tokens``, ``1024:128``, TensorRT-LLM's
-# table columns ``ISL, OSL`` as ``1000, 1000`` (a space after the comma: ``1,024`` is one number), or a pair
-# after the dataset's name (``random 1024/128``, ``sonnet 550/150``): ISL/OSL, the order every
-# serving benchmark writes them in.
-_BARE_PAIR = re.compile(rf"\s*\(?\s*(?:[a-z]+\s+)?{_COUNT}\s*(?:[/:]|,\s)\s*{_COUNT}\s*\)?(?:\s*tokens?)?\s*")
-
-
-def _input_output(text: str, seq: str = "") -> tuple[int, int] | None:
-    """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any; a
-    ``seq`` cell holding only ``N/M`` reads as ISL/OSL."""
-    bare = _BARE_PAIR.fullmatch(seq.lower())
-    if bare:
-        return _tokens(bare.group(1)), _tokens(bare.group(2))
-    match = _ISL_OSL.search(text)
-    if match:
-        isl, osl = (group for group in match.groups() if group is not None)
-        return _tokens(isl), _tokens(osl)
-    labelled = _LABELLED_LENGTHS.search(text)
-    if labelled is None:
-        return None
-    isl = labelled.group("isl_a") or labelled.group("isl_b")
-    osl = labelled.group("osl_a") or labelled.group("osl_b")
-    return _tokens(isl), _tokens(osl)
-
-
-_PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
-# A pool's context alone, label before or after the number: ``input 2000 tokens``, ``ISL 2000``,
-# ``ISL=2000``, ``input length 2,000``, ``input_len=2000``, ``2000 input tokens``, ``2000-token
-# input``, ``8K-token inputs``, ``prompt length 2000``, ``KV length 4096``, ``context of 8k``.
-_INPUT_ONLY = re.compile(
-    _length_half(
-        rf"(?:isl|inputs?{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|kv[\s_-](?:cache[\s_-])?length"
-        r"|context(?:[\s_-]length)?(?:\s+of)?)",
-        "isl",
-    )
-)
-_TRT_VERSION = re.compile(r"(?:release/|\bv)0\.(\d+)")
-# ``generated using version 0.17``: a version said in words, read where the source names TensorRT-LLM
-_TRT_VERSION_WORD = re.compile(r"\bversion\s+0\.(\d+)")
-# a TensorRT-LLM row run on the PyTorch backend (``PyTorch backend``, ``--backend pytorch``), which
-# 0.17-0.21 offered beside TensorRT engines: its release dates it but does not pick the engine profile
-_PYTORCH_BACKEND = re.compile(r"pytorch backend|backend[\s=]+pytorch")
-# a server's name with its release right after it (``SGLang v0.3.0``, ``vllm==0.8.5``,
-# ``rocm/vllm:..._vllm_0.10.2_...``, ``vllm/vllm-openai:v0.8.5``, ``TensorRT-LLM 0.17.0``,
-# ``trtllm==0.14.0``, ``TensorRT LLM 1.0``, NGC's ``tensorrt-llm/release:0.21.0``): the release is
-# that server's, never TensorRT-LLM's unless it is TensorRT-LLM, and of the servers a row names (a
-# page comparing two) the first one written with its release is the one the row ran
-_NAMED_RELEASE = re.compile(
-    r"(?<![a-z])(?P<server>tensorrt[-_ ]?llm|trt[-_]?llm|vllm(?:-openai)?|sglang)[\s_=:/-]*"
-    r"(?:(?:version|release)[\s_=:/-]*)?v?(?P<major>\d)\.(?P<minor>\d+)"
-)
-# (not a cap: ``max batch 384``, ``maximum batch size 64``, ``max_batch_size 128`` are caps, infer_layout)
-# ``Batch size: fixed (8)`` (vLLM's latency benchmark descriptions) is a static batch of 8 too, as
-# are ``B=64``, ``static batching, 64``, ``64 (static batch)``, ``64 (batch size)``, ``64 sequences``
-_BATCH = re.compile(
-    r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs|b(?=\s*=))\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
-    rf"{INTEGER}"
-    rf"|\bstatic\s+batch(?:ing)?\s*[,:]?\s*(?:of\s+)?{INTEGER}"
-    rf"|(?<![\w.,]){INTEGER}\s*\(?\s*(?:static\s+batch|batch(?:\s*size)?\b|sequences\b)"
-)
-# a batch's label with a value no whole number reads (``batch 1e400``, ``bs=-1``, ``batch nan``):
-# refused, never dropped
-_BATCH_VALUE = re.compile(
-    r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
-    + VALUE_AS_WRITTEN
-)
-# a load cell holding a number alone: the batch the table's column names (``64``)
-_BARE_COUNT = re.compile(r"\s*\d[\d,]*\s*")
-# ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``,
-# ``conc. 64``, ``c=64``, ``64 concurrent``, ``Concurrent 8`` (Vultr's cookbook tables),
-# ``64 users`` / ``64 clients`` (closed-loop users, one
-# request each in flight), ``64 in flight``, ``64 parallel requests`` (not vLLM's report of the run,
-# ``Peak concurrent requests: 984``); never the digits of a
-# number written otherwise (``-1 concurrent``, ``1e400 users``: refused by the load words below).
-_CONCURRENCY = re.compile(
-    rf"(?:concurrency|\bconc\.?|\bc|\b(?:num[ _-]?)?(?:users|clients)|\bnum[ _-]?concurrent"
-    r"|(?<!peak )\bconcurrent[ _-](?:requests|users)"
-    rf"|(?<!peak )\bconcurrent(?=\s*[=:]?\s*\d))\s*[=:]?\s*{INTEGER}"
-    r"|(?<![\w.,+-])(\d+)\s*(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b"
-    r"|(?:requests?\s+)?in[ -]flight\b|parallel\s+requests\b)"
-)
-# a concurrency's label with a value no whole number reads (``concurrency -1``, ``1e400 concurrent
-# requests``, ``nan users``): refused, never dropped (a throughput would be read at the most load)
-_CONCURRENCY_VALUE = re.compile(
-    rf"(?:\bconcurrency|(?<!peak )\bconcurrent(?:[ _-](?:requests|users))?)\s*[=:]?\s*{VALUE_AS_WRITTEN}"
-    rf"|(?<![\w.])[-+]?{VALUE_AS_WRITTEN}\s*"
-    r"(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b)"
-)
-# a concurrency stated per rank or per GPU (``2 concurrent requests per rank``, ``concurrency 64 per
-# GPU``, as the LMSYS MTP post's tables write an attention-DP deployment's load): each of the row's
-# GPUs holds that many (a rank is one GPU's process)
-_PER_RANK_LOAD = re.compile(
-    r"\s*(?:requests?|users?|sequences?)?\s*(?:per|/|on\s+each)\s*(?:attention[ -]?(?:dp\s+)?)?(?:dp\s+)?"
-    r"(?:rank|gpu)\b"
 )
 
 
@@ -365,14 +223,6 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
         f"model '{row.text('model')}' -> {candidates[0]} (registry names holding {', '.join(words)}: "
         f"{', '.join(candidates)}; earliest generation)"
     )
-
-
-def _tokens(text: str) -> int:
-    """``1,000`` -> 1000, ``32k`` -> 32768 (a k on a token count is 1024)."""
-    count = size_cell(text)
-    if count is None:
-        raise RowError(f"{text!r} is not a token count")
-    return count
 
 
 # A decode or prefill pool's figure, said in the sequence or batch cell ("saturated decode",
@@ -482,10 +332,10 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     # the run's means stand for the lengths, or beside a dataset for its means (below)
     lengths: tuple[int, int] | None = None
     if run is None:
-        lengths = _input_output(text, row.text("seq"))
+        lengths = input_output(text, row.text("seq"))
     elif dataset is None:
         lengths = run[0], run[1]
-    prefill = _PREFILL.search(text)
+    prefill = PREFILL.search(text)
     decode, prefill_pool = _names_pool(row, "decode"), _names_pool(row, "prefill")
     if decode and prefill_pool:
         raise RowError(
@@ -495,25 +345,25 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     if lengths:
         isl, osl = lengths
     elif prefill:
-        isl, osl = _tokens(prefill.group(1)), 1
-    elif _first_token_only(row) and (prompt := _INPUT_LENGTH.search(row.text("seq").lower())):
+        isl, osl = token_count(prefill.group(1)), 1
+    elif _first_token_only(row) and (prompt := INPUT_LENGTH.search(row.text("seq").lower())):
         # a first-token latency with the prompt's length and none for the output (``Output Length -``):
         # the first token is all it times, unless other requests decode beside it
         _no_output_length_under_load(row, text)
-        isl, osl = _tokens(prompt.group("isl_a") or prompt.group("isl_b")), 1
-    elif decode and (context := _INPUT_ONLY.search(text)):
+        isl, osl = token_count(prompt.group("isl_a") or prompt.group("isl_b")), 1
+    elif decode and (context := INPUT_ONLY.search(text)):
         # A decode pool's figure with only the context stated: decode right after the prompt.
         tokens = context.group("isl_a") or context.group("isl_b")
         return _RowLoad(
-            ServingLoad(_tokens(tokens), 1),
+            ServingLoad(token_count(tokens), 1),
             "decode",
             f"decode pool on its own at a context of {tokens} tokens, KV-limited batch",
         )
-    elif prefill_pool and (context := _INPUT_ONLY.search(text)):
+    elif prefill_pool and (context := INPUT_ONLY.search(text)):
         # A prefill pool's figure: prompts of the stated length, each ending at its first token.
         tokens = context.group("isl_a") or context.group("isl_b")
         return _RowLoad(
-            ServingLoad(_tokens(tokens), 1),
+            ServingLoad(token_count(tokens), 1),
             "continuous",
             f"prefill pool on its own: {tokens}-token prompts at the most load it holds",
         )
@@ -545,31 +395,11 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     )
 
 
-def _written_concurrency(text: str) -> tuple[int, bool] | None:
-    """(count, whether per rank) of the concurrency a lower-case load ``text`` writes
-    (:data:`_CONCURRENCY`, :data:`_PER_RANK_LOAD`), if any."""
-    found = _CONCURRENCY.search(text)
-    if found is None:
-        return None
-    count = int((found.group(1) or found.group(2)).replace(",", ""))
-    return count, _PER_RANK_LOAD.match(text, found.end()) is not None
-
-
-def _stated_concurrency(text: str, num_gpus: int = 1) -> int | None:
-    """The requests in flight a lower-case load ``text`` states, if any: the count written, times
-    ``num_gpus`` where it is stated per rank or per GPU."""
-    written = _written_concurrency(text)
-    if written is None:
-        return None
-    count, per_rank = written
-    return count * num_gpus if per_rank else count
-
-
 def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
     """Refuse a first-token latency read without an output length when the row's lower-case load
     ``text`` puts other requests beside it (several users, a request rate): their decoding shares
     the GPU with each prompt, so the TTFT depends on how long they generate."""
-    users = _stated_concurrency(text)
+    users = stated_concurrency(text)
     at_once = sends_all_at_once(row) or (users is None and _at_vllm_default_rate(row))
     if (users or 1) > 1 or row_rate(row) is not None or at_once:
         raise RowError(
@@ -585,19 +415,19 @@ def _batching(
     lower-case load ``text`` states (module docs, **Load**) on the row's ``num_gpus``."""
     if decode:
         return _RowLoad(ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch")
-    batch = _BATCH.search(text)
-    if batch is None and (unread := _BATCH_VALUE.search(text)) is not None:
+    batch = BATCH.search(text)
+    if batch is None and (unread := BATCH_VALUE.search(text)) is not None:
         raise RowError(f"the batch '{unread.group(0).strip()}' is not a whole number of sequences")
     load_cell = row.text("global_batch")
     size = (
         int(next(group for group in batch.groups() if group).replace(",", ""))
         if batch
         else integer_cell(load_cell)
-        if _BARE_COUNT.fullmatch(load_cell)
+        if BARE_COUNT.fullmatch(load_cell)
         else None
     )
-    written = _written_concurrency(text)
-    if written is None and (unread := _CONCURRENCY_VALUE.search(text)) is not None:
+    written = written_concurrency(text)
+    if written is None and (unread := CONCURRENCY_VALUE.search(text)) is not None:
         raise RowError(
             f"the concurrency '{unread.group(0).strip()}' is not a whole number of requests written in "
             "digits (e.g. 64)"
@@ -885,122 +715,6 @@ def inference_row_setup(
 ) -> tuple[InferenceRowSetup, Cluster]:
     """(setup, cluster) of an inference row of a table (see the module docstring for the rules)."""
     return inference_setup(read_inference_row(row, catalog, registry), catalog)
-
-
-# Server flags that turn the one-step-ahead scheduler on or off (vLLM's --async-scheduling and
-# --no-async-scheduling, async_scheduling in its config; SGLang's --enable-overlap-schedule, opt-in
-# before 0.3.6, and --disable-overlap-schedule; TensorRT-LLM's disable_overlap_scheduler)
-_OVERLAP_ON: Final = re.compile(
-    r"(?<![\w-])--(?:async-scheduling|enable-overlap-schedule)(?![\w-])"
-    r"|\basync_scheduling\s*[=:]\s*true\b|\bdisable_overlap_scheduler\s*[=:]\s*false\b",
-    re.IGNORECASE,
-)
-_OVERLAP_OFF: Final = re.compile(
-    r"(?<![\w-])--(?:no-async-scheduling|disable-overlap-schedule)(?![\w-])"
-    r"|\basync_scheduling\s*[=:]\s*false\b|\bdisable_overlap_scheduler\s*[=:]\s*true\b",
-    re.IGNORECASE,
-)
-
-
-def stated_overlap(row: PublishedRow, serving: ServingStack) -> tuple[bool | None, str]:
-    """(whether the row's server formed each iteration while the GPU ran the one before, note) as
-    its flags state it (``--async-scheduling``, ``--disable-overlap-schedule``,
-    ``disable_overlap_scheduler: true``), else ``(None, "")``: the profile's default. A row stating
-    both is refused."""
-    text = row.described()
-    on, off = _OVERLAP_ON.search(text), _OVERLAP_OFF.search(text)
-    if on and off:
-        raise RowError(
-            f"the row turns the overlap scheduler both on ({on.group(0)}) and off ({off.group(0)}); "
-            "keep the flag the run used"
-        )
-    stated = on or off
-    if stated is None:
-        return None, ""
-    if bool(on) == serving.overlap_scheduler:
-        return None, f"{stated.group(0)}: as {serving.name} schedules by default"
-    verb = "forms each iteration while the GPU runs the one before" if on else "schedules between GPU steps"
-    default = "between GPU steps" if on else "ahead"
-    return bool(on), f"{stated.group(0)}: the server {verb} ({serving.name} schedules {default} by default)"
-
-
-class _Release(NamedTuple):
-    """The first release a source writes beside a server's name: the server as the profiles'
-    ``frameworks`` name it, and the release."""
-
-    server: str | None = None
-    version: tuple[int, int] | None = None
-
-
-def _named_release(lowered: str) -> _Release:
-    match = _NAMED_RELEASE.search(lowered)
-    if match is None:
-        return _Release()
-    name = match.group("server")
-    server = "vllm" if name.startswith("vllm") else name if name == "sglang" else "tensorrt-llm"
-    return _Release(server, (int(match.group("major")), int(match.group("minor"))))
-
-
-def _tensorrt_release(source: str, named: _Release) -> tuple[int, int] | None:
-    """The TensorRT-LLM release a source gives: beside the name; else, where no other server's
-    release is written, as a branch (``release/0.5.0``), a bare ``v0.17``, or in words in a source
-    naming TensorRT-LLM (``generated using version 0.17``)."""
-    if named.server is not None:
-        return named.version if named.server == "tensorrt-llm" else None
-    lowered = source.lower()
-    version = _TRT_VERSION.search(source)
-    if version is None and "tensorrt" in lowered:
-        version = _TRT_VERSION_WORD.search(lowered)
-    return None if version is None else (0, int(version.group(1)))
-
-
-def row_serving_stack(
-    row: PublishedRow, year: int, vendor: str | None = None, year_note: str = ""
-) -> tuple[ServingStack, str]:
-    """The serving profile of a row on ``vendor``'s accelerators; a TensorRT-LLM version dates it
-    (0.5-0.7: 2023, to 0.16: 2024) and picks the profile standing for that release where one does
-    (0.5-0.6 and 0.7 differ in decode attention; 0.8-0.21 ran TensorRT engines, unless the row says
-    it ran the PyTorch backend), as a vLLM version does (0.4-0.7: the V0 engine, 2024; from 0.8
-    the V1 engine; from 0.14, 2026, with async scheduling) and an SGLang one (0.1-0.3: no overlap
-    scheduler); a row naming a product that ships a server (NVIDIA NIM, Triton's TensorRT-LLM
-    container) and no release of a server, nor a server the product does not ship, runs what the
-    product's release ships
-    (:func:`~lightspeed.sol.core.serving_packages.package_serving_stack`); a row naming no
-    server takes the vendor's default
-    (:func:`~lightspeed.sol.core.stacks.default_serving_stack`). A profile chosen by ``year``
-    when no version dates the row says where that year came from (``year_note``, e.g. "no year in
-    the source: 2020 for Ampere")."""
-    source = row.text("source")
-    named = _named_release(source.lower())
-    if named.server is None:  # a package's release dates the server it ships (no other named)
-        packaged = package_serving_stack(source, year)
-        if packaged is not None and (vendor is None or vendor in packaged[0].vendors):
-            return packaged
-    release = None
-    if trt := _tensorrt_release(source, named):
-        major, minor = trt
-        year = 2025 if major or minor > 16 else 2024 if minor > 7 else 2023
-        release = None if major else trt
-        if major:  # from 1.0 the PyTorch backend is the default, which no release range picks
-            year_note = f"release {major}.{minor}, the PyTorch backend by default"
-        if not major and _PYTORCH_BACKEND.search(source.lower()):
-            release, year_note = None, f"release 0.{minor} on the PyTorch backend"
-    elif named.server == "vllm" and named.version is not None:
-        major, minor = named.version
-        year = 2024 if not major and minor <= 7 else 2025 if not major and minor <= 13 else 2026
-        release = None if major else named.version
-        if major:
-            year_note = f"release {major}.{minor}"
-    elif named.server == "sglang" and named.version is not None:
-        release = named.version  # 0.1-0.3: scheduling between GPU steps (sglang-2024)
-    try:
-        stack, note = serving_stack_for(
-            " ".join((source, row.text("metric"))), year, release, vendor, server=named.server
-        )
-    except UnsupportedError as error:
-        raise RowError(str(error)) from error
-    dated_by_year = release is None and note.endswith(str(year))
-    return stack, f"{note} ({year_note})" if dated_by_year and year_note else note
 
 
 def _value(estimate: InferenceEstimate, metric: str) -> float:

@@ -1,0 +1,190 @@
+"""The token lengths and load a published inference row writes, as sources write them.
+
+Read from a row's text by :mod:`lightspeed.sol.validation.infer_rows` (its module docs, **Load**,
+give the rules with examples): the input and output lengths (``ISL/OSL 1024/2048``, ``input 1024
+output 512``, a bare ``1k/1k`` sequence cell, benchmark flags such as ``--input-len``), a prompt
+alone (``2000-token prefill``), a static batch (``batch 64``, ``bs=8``) and a concurrency
+(``concurrency 64``, ``64 users``, per rank or per GPU). A label whose value no whole number reads
+(``batch nan``, ``1e400 users``) is matched too, so the row is refused rather than read at another
+load.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lightspeed.sol.validation.infer_layout import INTEGER
+from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, size_cell
+from lightspeed.sol.validation.readings import RowError
+
+_COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
+_PAIR_LABEL = r"(?:isl\s*[/:,|]\s*osl|input\s*[/|]\s*output|in\s*/\s*out)"
+# ``ISL/OSL 1024/2048``, ``(ISL/OSL) 128/128``, ``ISL/OSL=1k/2k``, ``ISL:OSL 1024:2048``, ``ISL, OSL:
+# 1000, 1000``, NVIDIA's table headers ``Input | Output Sequence Lengths 2,048 | 128``; a label
+# naming the pair's lengths and the pair said with a comma, ``Input/Output Lengths 2048, 2048``
+# (TensorRT-LLM's tables); or the pair first: ``128/2048 (ISL/OSL)``
+_PAIR_WORD = r"(?:\s*(?:sequence\s+)?(?:lengths?|lens?|sizes?))?(?:\s*\(tokens?\))?"
+_ISL_OSL = re.compile(
+    rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*(?:[/:|]|,\s?)\s*{_COUNT}"
+    rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
+)
+# Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
+# OSL=2048``, ``input 1024 output 512``, ``input length 1,024 / output length 512``, ``1024 input /
+# 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``, ``input size
+# 128 and an output size 128 tokens``, ``input size in tokens 128``, ``512-token input sequence``,
+# ``max input length 1024, max output length 1024``. Both halves sit in one cell (no ``|`` between
+# them) and the input comes first.
+# (benchmark flags too: vLLM's ``--input-len 1024 --output-len 128``, ``random_input_len=1024``,
+# ``--random-input-len``, SGLang's ``--random-input 1024 --random-output 128``, genai-perf's
+# ``--synthetic-input-tokens-mean 1024 --output-tokens-mean 128``, ``--input-sequence-length``,
+# ``prompt_len=1024 gen_len=128``, and the OpenAI API's ``max_tokens 128`` for the output)
+_LENGTH_WORD = (
+    r"(?:[\s_-]+(?:sequence|size|length|len|tokens?)(?:[\s_-]+(?:length|len|size|in\s+tokens))?)?"
+    r"(?:[\s_-]+(?:mean|avg|average))?(?:\s*\(tokens?\))?"
+)
+_IN_LABEL = rf"(?:isl|input{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|context|in)"
+_OUT_LABEL = (
+    rf"(?:osl|output{_LENGTH_WORD}|generation(?:\s+length)?|generated?|max[\s_-]?(?:new[\s_-])?tokens"
+    rf"|gen{_LENGTH_WORD}|out)"
+)
+_TOKEN_WORD = r"(?:\s*-?\s*tokens?)?"
+# between the halves: punctuation (a sentence's full stop too: ``Input length: 32 tokens. Output
+# length: 128 tokens.``), ``and``, and the articles and caps sources put before a length (``and a
+# fixed 128-token output``, ``, max output length 1024``; a flag's dashes and dataset prefix,
+# ``--output-len``, ``random_output_len``; an approximate length, ``~20k input / ~2k output``; a
+# mean, ``Average input length: 803 tokens; Average output length: 3,653 tokens``, trtllm-bench's
+# ``Average Input Length (tokens): 128.0000; Average Output Length (tokens): 128.0000``; a shape, ``4k in
+# × 4k out``, ``32k in x 128 out``)
+_HALF_SEPARATOR = (
+    r"[\s,;/&+().~≈×-]*(?:(?:and|x)\s+)?(?:(?:an?|the|fixed|max(?:imum)?|about|average|avg|mean)\s+)*"
+    r"(?:[a-z]+[_-])?"
+)
+# the end of a number: no digit after it, and no decimal point (a full stop ending a sentence is not one)
+_NUMBER_END = r"(?!\d|\.\d)"
+
+
+def _length_half(label: str, group: str) -> str:
+    """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
+    return (
+        rf"(?:(?:\b|(?<=_)){label}\s*(?:of\s+)?[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
+        rf"|(?P<{group}_b>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
+    )
+
+
+_LABELLED_LENGTHS = re.compile(
+    _length_half(_IN_LABEL, "isl") + _HALF_SEPARATOR + _length_half(_OUT_LABEL, "osl")
+)
+# The input length alone in the sequence cell (``Input Length 128, Output Length -``, ``ISL 2048``):
+# what a first-token latency needs. (Not ``prompts``: ``1200 prompts`` counts requests.)
+INPUT_LENGTH = re.compile(_length_half(rf"(?:isl|input{_LENGTH_WORD})", "isl"))
+
+
+# A sequence cell that is only a pair, ``1k/1k``, ``1024 / 128 tokens``, ``1024:128``, TensorRT-LLM's
+# table columns ``ISL, OSL`` as ``1000, 1000`` (a space after the comma: ``1,024`` is one number), or a pair
+# after the dataset's name (``random 1024/128``, ``sonnet 550/150``): ISL/OSL, the order every
+# serving benchmark writes them in.
+_BARE_PAIR = re.compile(rf"\s*\(?\s*(?:[a-z]+\s+)?{_COUNT}\s*(?:[/:]|,\s)\s*{_COUNT}\s*\)?(?:\s*tokens?)?\s*")
+
+
+def input_output(text: str, seq: str = "") -> tuple[int, int] | None:
+    """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any; a
+    ``seq`` cell holding only ``N/M`` reads as ISL/OSL."""
+    bare = _BARE_PAIR.fullmatch(seq.lower())
+    if bare:
+        return token_count(bare.group(1)), token_count(bare.group(2))
+    match = _ISL_OSL.search(text)
+    if match:
+        isl, osl = (group for group in match.groups() if group is not None)
+        return token_count(isl), token_count(osl)
+    labelled = _LABELLED_LENGTHS.search(text)
+    if labelled is None:
+        return None
+    isl = labelled.group("isl_a") or labelled.group("isl_b")
+    osl = labelled.group("osl_a") or labelled.group("osl_b")
+    return token_count(isl), token_count(osl)
+
+
+PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
+# A pool's context alone, label before or after the number: ``input 2000 tokens``, ``ISL 2000``,
+# ``ISL=2000``, ``input length 2,000``, ``input_len=2000``, ``2000 input tokens``, ``2000-token
+# input``, ``8K-token inputs``, ``prompt length 2000``, ``KV length 4096``, ``context of 8k``.
+INPUT_ONLY = re.compile(
+    _length_half(
+        rf"(?:isl|inputs?{_LENGTH_WORD}|prompts?{_LENGTH_WORD}|kv[\s_-](?:cache[\s_-])?length"
+        r"|context(?:[\s_-]length)?(?:\s+of)?)",
+        "isl",
+    )
+)
+
+# (not a cap: ``max batch 384``, ``maximum batch size 64``, ``max_batch_size 128`` are caps, infer_layout)
+# ``Batch size: fixed (8)`` (vLLM's latency benchmark descriptions) is a static batch of 8 too, as
+# are ``B=64``, ``static batching, 64``, ``64 (static batch)``, ``64 (batch size)``, ``64 sequences``
+BATCH = re.compile(
+    r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs|b(?=\s*=))\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
+    rf"{INTEGER}"
+    rf"|\bstatic\s+batch(?:ing)?\s*[,:]?\s*(?:of\s+)?{INTEGER}"
+    rf"|(?<![\w.,]){INTEGER}\s*\(?\s*(?:static\s+batch|batch(?:\s*size)?\b|sequences\b)"
+)
+# a batch's label with a value no whole number reads (``batch 1e400``, ``bs=-1``, ``batch nan``):
+# refused, never dropped
+BATCH_VALUE = re.compile(
+    r"(?<!max[ _-])(?<!maximum[ _-])\b(?:batch(?:\s*size)?|bs)\s*[=:]?\s*(?:fixed\s*)?\(?\s*"
+    + VALUE_AS_WRITTEN
+)
+# a load cell holding a number alone: the batch the table's column names (``64``)
+BARE_COUNT = re.compile(r"\s*\d[\d,]*\s*")
+# ``concurrency 64``, ``max concurrency 256`` (vLLM's ``--max-concurrency``), ``conc=64``,
+# ``conc. 64``, ``c=64``, ``64 concurrent``, ``Concurrent 8`` (Vultr's cookbook tables),
+# ``64 users`` / ``64 clients`` (closed-loop users, one
+# request each in flight), ``64 in flight``, ``64 parallel requests`` (not vLLM's report of the run,
+# ``Peak concurrent requests: 984``); never the digits of a
+# number written otherwise (``-1 concurrent``, ``1e400 users``: refused by the load words below).
+_CONCURRENCY = re.compile(
+    rf"(?:concurrency|\bconc\.?|\bc|\b(?:num[ _-]?)?(?:users|clients)|\bnum[ _-]?concurrent"
+    r"|(?<!peak )\bconcurrent[ _-](?:requests|users)"
+    rf"|(?<!peak )\bconcurrent(?=\s*[=:]?\s*\d))\s*[=:]?\s*{INTEGER}"
+    r"|(?<![\w.,+-])(\d+)\s*(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b"
+    r"|(?:requests?\s+)?in[ -]flight\b|parallel\s+requests\b)"
+)
+# a concurrency's label with a value no whole number reads (``concurrency -1``, ``1e400 concurrent
+# requests``, ``nan users``): refused, never dropped (a throughput would be read at the most load)
+CONCURRENCY_VALUE = re.compile(
+    rf"(?:\bconcurrency|(?<!peak )\bconcurrent(?:[ _-](?:requests|users))?)\s*[=:]?\s*{VALUE_AS_WRITTEN}"
+    rf"|(?<![\w.])[-+]?{VALUE_AS_WRITTEN}\s*"
+    r"(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b)"
+)
+# a concurrency stated per rank or per GPU (``2 concurrent requests per rank``, ``concurrency 64 per
+# GPU``, as the LMSYS MTP post's tables write an attention-DP deployment's load): each of the row's
+# GPUs holds that many (a rank is one GPU's process)
+_PER_RANK_LOAD = re.compile(
+    r"\s*(?:requests?|users?|sequences?)?\s*(?:per|/|on\s+each)\s*(?:attention[ -]?(?:dp\s+)?)?(?:dp\s+)?"
+    r"(?:rank|gpu)\b"
+)
+
+
+def token_count(text: str) -> int:
+    """``1,000`` -> 1000, ``32k`` -> 32768 (a k on a token count is 1024)."""
+    count = size_cell(text)
+    if count is None:
+        raise RowError(f"{text!r} is not a token count")
+    return count
+
+
+def written_concurrency(text: str) -> tuple[int, bool] | None:
+    """(count, whether per rank) of the concurrency a lower-case load ``text`` writes
+    (:data:`_CONCURRENCY`, :data:`_PER_RANK_LOAD`), if any."""
+    found = _CONCURRENCY.search(text)
+    if found is None:
+        return None
+    count = int((found.group(1) or found.group(2)).replace(",", ""))
+    return count, _PER_RANK_LOAD.match(text, found.end()) is not None
+
+
+def stated_concurrency(text: str, num_gpus: int = 1) -> int | None:
+    """The requests in flight a lower-case load ``text`` states, if any: the count written, times
+    ``num_gpus`` where it is stated per rank or per GPU."""
+    written = written_concurrency(text)
+    if written is None:
+        return None
+    count, per_rank = written
+    return count * num_gpus if per_rank else count
