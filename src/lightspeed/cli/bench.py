@@ -32,7 +32,6 @@ from lightspeed.cli._common import get_context, given_flags, json_option, print_
 from lightspeed.cli.options import (
     ARRAY_SIZE,
     GEMM_ROWS,
-    MAX_BYTES,
     PROCESSES,
     THREADS,
     TIMEOUT,
@@ -41,6 +40,7 @@ from lightspeed.cli.options import (
 )
 from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_records
+from lightspeed.limits import MAX_BYTES
 from lightspeed.report import progress_bar, render_results, save_roofline
 from lightspeed.store import open_store
 

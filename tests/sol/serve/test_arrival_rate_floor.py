@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lightspeed.cli.options import MAX_DURATION_S, MIN_RATE_PER_S
 from lightspeed.errors import UserInputError
+from lightspeed.limits import MAX_DURATION_S, MIN_RATE_PER_S
 from lightspeed.sol.serve.workload import MIN_ARRIVAL_RATE_PER_S, ArrivalProcess
 
 
