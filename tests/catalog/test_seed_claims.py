@@ -85,7 +85,6 @@ def test_claim_5_gb200_nvl72_rack_totals(catalog: Catalog) -> None:
         "fp4_sparse": 1440 * PFLOP,
         "fp4_dense": 720 * PFLOP,
         "fp8_sparse": 720 * PFLOP,
-        "bf16_dense": 180 * PFLOP,
         "memory_bandwidth": 576 * TB,
         "scale_up_bidirectional": 130 * TB,
         "memory_capacity": 13.4 * TB,
@@ -94,6 +93,9 @@ def test_claim_5_gb200_nvl72_rack_totals(catalog: Catalog) -> None:
         row = totals.row(key)
         assert row.printed == printed, key
         assert row.within_tolerance, key
+    # NVIDIA prints BF16 only with sparsity (360 PF): the dense 180 PF is derived, never "printed"
+    assert totals.row("bf16_dense").derived == pytest.approx(180 * PFLOP)
+    assert totals.row("bf16_dense").printed is None
     # ~30 TB "fast memory" = HBM3e + Grace LPDDR5X (36 x 480 GB).
     assert totals.row("fast_memory_capacity").derived == pytest.approx(13.392 * TB + 36 * 480 * GB)
     # 120-132 kW for the rack; GPUs and CPUs alone draw 72 x 1.2 kW + 36 x 0.25 kW.

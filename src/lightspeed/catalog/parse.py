@@ -40,12 +40,24 @@ from lightspeed.datafile import (
     parse_sources,
 )
 from lightspeed.errors import DataFileError
+from lightspeed.limits import MAX_BYTES, MAX_BYTES_PER_S
 from lightspeed.paths import package_data
 
 SCHEMA_VERSION: Final = 1
 KINDS: Final = ("link", "cpu", "accelerator", "system", "cluster")
 INTEGER_PRECISIONS: Final = frozenset({"int8", "int4"})
 OTHER_KINDS: Final = frozenset({"model", "mig", "system-power"})
+# One device's peak: 50x the highest any vendor prints (GB300 FP4 with sparsity, 20 PFLOP/s per GPU).
+MAX_DEVICE_OP_PER_S: Final = 1e18
+# What one device (a GPU, a CPU socket, a link port) can hold or move, far above any built; a figure
+# above is a unit slip (bandwidth_tb_per_s = 3350 for 3,350 GB/s is 3.35 PB/s)
+DEVICE_CEILINGS: Final[dict[str, tuple[float, str, str]]] = {
+    "bytes_per_s": (MAX_BYTES_PER_S, "B/s", "1 PB/s (HBM3e moves 8 TB/s per GPU)"),
+    "per_s": (MAX_DEVICE_OP_PER_S, "FLOP/s", "1 EFLOP/s (GB300's sparse FP4 is 20 PFLOP/s)"),
+    "bytes": (MAX_BYTES, "B", "1 PiB"),
+}
+# 2:4 structured sparsity doubles the dense rate; vendors' rounding prints the L40S at 733 | 362.05
+MAX_SPARSE_TO_DENSE: Final = 2.05
 Named = TypeVar(
     "Named", Accelerator, Cpu, Link, System
 )  # read by other loaders from the same --catalog paths
@@ -191,6 +203,9 @@ def parse_link(path: str, data: Mapping[str, Any]) -> Link:
     latency = _required_table(fields, "latency")
     per_direction = bandwidth.quantity("per_direction", "bytes_per_s")
     bidirectional = bandwidth.quantity("bidirectional", "bytes_per_s")
+    record = normalize_name(fields.string("name"))
+    for base in ("per_direction", "bidirectional"):
+        check_ceiling(bandwidth, base, "bytes_per_s", record)
     if bidirectional < per_direction:
         raise DataFileError(
             path,
@@ -232,6 +247,7 @@ def _aliases(fields: Fields) -> tuple[str, ...]:
 def parse_compute(fields: Fields, sources: Mapping[str, Source]) -> dict[str, ComputeFigure]:
     """``[compute.<precision>]`` rows: printed value, sparsity flag, dense value, source."""
     rows: dict[str, ComputeFigure] = {}
+    record = normalize_name(fields.string("name"))
     for precision, row in fields.tables("compute").items():
         if precision not in COMPUTE_ROWS:
             raise DataFileError(
@@ -242,11 +258,12 @@ def parse_compute(fields: Fields, sources: Mapping[str, Source]) -> dict[str, Co
             )
         printed = row.quantity("printed", "per_s")
         sparse = row.boolean("printed_with_sparsity")
+        check_ceiling(row, "printed", "per_s", record)
         rows[precision] = ComputeFigure(
             precision=precision,
             printed_per_s=printed,
             printed_with_sparsity=sparse,
-            dense_per_s=_dense_value(row, printed, sparse),
+            dense_per_s=_dense_value(row, printed, sparse, record),
             unit="OP/s" if precision in INTEGER_PRECISIONS else "FLOP/s",
             source=row.check_source("source", sources),
             note=row.string("note", ""),
@@ -254,7 +271,7 @@ def parse_compute(fields: Fields, sources: Mapping[str, Source]) -> dict[str, Co
     return rows
 
 
-def _dense_value(row: Fields, printed: float, sparse: bool) -> float:
+def _dense_value(row: Fields, printed: float, sparse: bool, record: str) -> float:
     """The dense figure of one compute row; checks it against the printed one."""
     dense = row.optional_quantity("dense", "per_s")
     where = row.prefix.rstrip(".")
@@ -283,7 +300,32 @@ def _dense_value(row: Fields, printed: float, sparse: bool) -> float:
             value=dense,
             fix="the dense figure is at most the sparse one (half of it for 2:4 sparsity)",
         )
+    if sparse and printed > MAX_SPARSE_TO_DENSE * dense:
+        raise DataFileError(
+            row.path,
+            f"record {record!r}: the printed sparse figure is {printed / dense:.3g}x the dense one",
+            field=where,
+            fix="2:4 structured sparsity doubles the dense rate: sparse/dense is 2 (up to 2.05 with "
+            "the vendor's rounding; below 2 where the vendor prints it so); check both figures and units",
+        )
     return dense
+
+
+def check_ceiling(table: Fields | None, base: str, dimension: str, record: str) -> None:
+    """Refuse a ``base_<unit>`` figure of one device above :data:`DEVICE_CEILINGS` (a unit slip),
+    naming the record, the key as written and the plausible range."""
+    value = table.optional_quantity(base, dimension) if table is not None else None
+    ceiling, unit, words = DEVICE_CEILINGS[dimension]
+    if table is None or value is None or value <= ceiling:
+        return
+    key = next(f"{base}_{suffix}" for suffix in UNIT_SUFFIXES[dimension] if f"{base}_{suffix}" in table.data)
+    raise DataFileError(
+        table.path,
+        f"record {record!r}: {value:.3g} {unit} is more than one device can reach",
+        field=f"{table.prefix}{key}",
+        value=table.data[key],
+        fix=f"the plausible range is above 0 up to {words}; check the number against its unit suffix",
+    )
 
 
 def parse_attachment(
@@ -363,6 +405,14 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
     device_memory = fields.table("device_memory", required=False)
     reported = device_memory.optional_quantity("reported", "bytes") if device_memory is not None else None
     reported_source = device_memory.check_source("source", sources) if device_memory is not None else ""
+    record = normalize_name(fields.string("name"))
+    for table, base, dimension in (
+        (memory, "bandwidth", "bytes_per_s"),
+        (memory, "nominal", "bytes"),
+        (memory, "usable", "bytes"),
+        (device_memory, "reported", "bytes"),
+    ):
+        check_ceiling(table, base, dimension, record)
     _check_memory(path, nominal, usable, reported)
     if power is not None:
         _check_power_range(power)
@@ -439,6 +489,11 @@ def parse_cpu(path: str, data: Mapping[str, Any]) -> Cpu:
     compute = fields.table("compute", required=False)
     power = fields.table("power", required=False)
     memory.check_source("source", sources)
+    record = normalize_name(fields.string("name"))
+    check_ceiling(memory, "bandwidth", "bytes_per_s", record)
+    check_ceiling(memory, "capacity", "bytes", record)
+    for base in ("fp64", "fp32"):
+        check_ceiling(compute, base, "per_s", record)
     for table in (compute, power):
         if table is not None:
             table.check_source("source", sources)

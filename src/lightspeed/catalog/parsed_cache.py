@@ -30,8 +30,9 @@ from lightspeed.paths import lightspeed_cache
 
 LOG = logging.getLogger(__name__)
 # bumped when the parsed records change shape or meaning (3: System.spec_name,
-# Accelerator.memory_reported_source, aliases each once), so older code's entries are never read
-FORMAT_VERSION: Final = 3
+# Accelerator.memory_reported_source, aliases each once; 4: per-device ceilings and the sparse/dense
+# ratio refuse figures that older code accepted), so older code's entries are never read
+FORMAT_VERSION: Final = 4
 SWITCH_VARIABLE: Final = "LIGHTSPEED_CATALOG_CACHE"
 _UNREADABLE: Final = (
     OSError,

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from lightspeed.catalog import Cluster
+from lightspeed.catalog import Accelerator, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
@@ -48,7 +48,12 @@ MLA_SHAPES: Final = {
 }
 GQA_KV_HEADS: Final = 8
 _COMPUTE_FIELDS: Final = ("compute", "family", "num_compute_units")
-_MEMORY_FIELDS: Final = ("memory_usable_bytes", "memory_nominal_bytes", "memory_bandwidth_bytes_per_s")
+# every memory figure of the record, read from it so that a new one cannot be missed: the planner
+# sizes memory from ``memory_device_bytes``, the driver's reported figure where there is one, so
+# swapping only the listed and nominal capacities left the baseline's capacity in place
+_MEMORY_FIELDS: Final = tuple(
+    field.name for field in dataclasses.fields(Accelerator) if field.name.startswith("memory_")
+)
 
 
 def shapley_factors(names: Sequence[str], value: Callable[[frozenset[str]], float]) -> dict[str, float]:
