@@ -93,7 +93,8 @@ def command() -> None:
     type=GATE_THRESHOLD,
     default="5%",
     show_default=True,
-    help="Smallest relative change of the median that counts: 5% or 0.05 (a bare 5 is refused as ambiguous).",
+    help="Smallest relative change of the median that counts: 5% or 0.05 (a bare 5 is refused as ambiguous); "
+    "below 100% when a metric is better higher (it can fall 100% at most).",
 )
 @click.option(
     "--alpha",

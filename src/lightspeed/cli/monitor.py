@@ -20,7 +20,7 @@ import click
 
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
-from lightspeed.errors import LightspeedError, UnsupportedError, UserInputError, first_line
+from lightspeed.errors import DataFileError, LightspeedError, UnsupportedError, UserInputError, first_line
 from lightspeed.files import check_input, looks_like_path
 from lightspeed.monitor import (
     BACKEND_NAMES,
@@ -394,10 +394,11 @@ def serve_cmd(
     if goodput_run is not None and not goodput_run.is_dir():
         raise UserInputError(f"--goodput {goodput_run} is not a goodput run folder")
     monitor = _monitor(interval_s=interval_s, backend_names=backend_names, replay=replay, loop=loop)
+    collector = MonitorCollector(monitor, hostname=_hostname(), goodput_run=goodput_run)
+    _check_goodput(collector)  # before sampling and listening: a run it cannot read is refused
     _start(monitor)
     try:
         with _house_warnings():
-            collector = MonitorCollector(monitor, hostname=_hostname(), goodput_run=goodput_run)
             server = ExporterServer(collector, host=host, port=port)
             try:
                 _announce(server, as_json)
@@ -412,6 +413,18 @@ def serve_cmd(
             )
     finally:
         _stop(monitor)
+
+
+def _check_goodput(collector: MonitorCollector) -> None:
+    """The --goodput run's first read, refused with one line when it fails (an empty folder, logs
+    that are not goodput logs): serving without its series would look like a run with none."""
+    try:
+        collector.check_goodput()
+    except DataFileError as error:
+        raise UserInputError(
+            f"--goodput cannot be exported: {error}; or start serving once the Tracker has written "
+            "its first log lines ('lightspeed goodput report FOLDER' reads the same logs)"
+        ) from None
 
 
 def _hostname() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Final
 
 import click
 
@@ -21,6 +22,7 @@ from lightspeed.report import records_csv, render_push, render_run, render_runs
 from lightspeed.store import (
     PushResult,
     ResultsStore,
+    RunSummary,
     StoredRecord,
     StoreLocation,
     open_store,
@@ -58,15 +60,30 @@ def list_runs(
     conditions = parse_conditions(where)
     with open_store(create=False) as store:
         runs = store.runs(kind=kind, limit=limit, include_incomplete=include_incomplete, where=conditions)
+        num_matching = len(runs)
+        if len(runs) == limit:  # there may be more: count them (the table and stderr say so)
+            num_matching = len(store.runs(kind=kind, include_incomplete=include_incomplete, where=conditions))
         path = store.location
         empty_store = not runs and store.is_empty()
+        only_incomplete = not runs and not empty_store and not store.runs(limit=1)
     if as_json:
-        print_json(runs)
+        print_json(runs)  # a list, as always: how many runs it leaves out goes to stderr
+        if num_matching > len(runs):
+            click.echo(
+                f"lightspeed: note: the newest {len(runs)} of {num_matching} runs; "
+                f"--limit {num_matching} lists them all",
+                err=True,
+            )
         return
     filters = [f"--kind {kind}"] * (kind is not None) + [f"--where {item}" for item in where]
-    if not runs and not empty_store and not filters and not include_incomplete:
-        filters = ["complete (--all shows the incomplete ones)"]
-    render_runs(runs, store_path=path, empty_store=empty_store, filters=filters)
+    render_runs(
+        runs,
+        store_path=path,
+        empty_store=empty_store,
+        filters=filters,
+        only_incomplete=only_incomplete,
+        num_matching=num_matching,
+    )
 
 
 @command.command("show")
@@ -75,7 +92,7 @@ def list_runs(
 def show(run_id: str, as_json: bool) -> None:
     """Show one run's records beside their SOL (RUN_ID, a unique prefix, or 'latest')."""
     with open_store(create=False) as store:
-        run = store.run(run_id)
+        run = _run(store, run_id)
         records = store.records(run_id=run.run_id, include_incomplete=True)
         fingerprint = store.fingerprint(run.fingerprint_id)
     if as_json:
@@ -84,20 +101,78 @@ def show(run_id: str, as_json: bool) -> None:
         render_run(run, records, fingerprint)
 
 
+# The most run ids a message lists (an ambiguous prefix, record names).
+MAX_LISTED: Final = 5
+
+
+def _run(store: ResultsStore, run_id: str) -> RunSummary:
+    """``store.run(run_id)``; a prefix of several runs is refused saying how many it matches."""
+    try:
+        return store.run(run_id)
+    except UserInputError:
+        matches = [run.run_id for run in store.runs(include_incomplete=True) if run.run_id.startswith(run_id)]
+        if len(matches) <= 1:
+            raise
+        shown = ", ".join(matches[:MAX_LISTED])
+        first = f"first {MAX_LISTED}: " if len(matches) > MAX_LISTED else ""
+        raise UserInputError(
+            f"run id prefix {run_id!r} matches {len(matches)} runs ({first}{shown}); give more of it "
+            "('lightspeed results list' shows the ids)"
+        ) from None
+
+
 def _select(
     run_ids: tuple[str, ...], kind: str | None, name: str | None, where: tuple[str, ...]
 ) -> list[StoredRecord]:
+    """The records export writes. A --kind that a run named is not of, or a --name that no record
+    of the selection has, is refused (as push refuses them), not exported as an empty list."""
     conditions = parse_conditions(where)
     with open_store(create=False) as store:
         if not run_ids:
-            return store.records(kind=kind, name=name, where=conditions)
-        selected: list[StoredRecord] = []
-        for run_id in run_ids:
-            run = store.run(run_id)
+            selected = store.records(kind=kind, name=name, where=conditions)
+            if name is not None and not selected and not store.records(kind=kind, name=name, limit=1):
+                of_kind = f" of kind {kind}" if kind is not None else ""
+                raise UserInputError(
+                    f"no complete run{of_kind} in {store.location} has a record named {name!r}; "
+                    "'lightspeed results show RUN' lists a run's record names"
+                )
+            return selected
+        runs = [_run(store, run_id) for run_id in run_ids]
+        _refuse_other_kind(runs, kind)
+        selected = []
+        for run in runs:
             selected += store.records(
                 run_id=run.run_id, kind=kind, name=name, include_incomplete=True, where=conditions
             )
+        if name is not None and not selected:
+            _refuse_unknown_name(store, runs, name)
         return selected
+
+
+def _refuse_other_kind(runs: list[RunSummary], kind: str | None) -> None:
+    other = [run for run in runs if kind is not None and run.kind != kind]
+    if other:
+        named = ", ".join(f"{run.run_id} ({run.kind})" for run in other)
+        raise UserInputError(
+            f"--kind {kind} and the runs named disagree: {named} not of kind {kind}; nothing was "
+            "exported; fix: drop --kind, or name only runs of that kind"
+        )
+
+
+def _refuse_unknown_name(store: ResultsStore, runs: list[RunSummary], name: str) -> None:
+    """Refuse a --name no record of ``runs`` has (one a --where excluded exports as nothing)."""
+    names: dict[str, None] = {}
+    for run in runs:
+        names.update(dict.fromkeys(r.name for r in store.records(run_id=run.run_id, include_incomplete=True)))
+    if name in names:
+        return
+    listed = ", ".join(repr(known) for known in list(names)[:MAX_LISTED])
+    more = f" ({len(names)} in all)" if len(names) > MAX_LISTED else ""
+    ids = ", ".join(run.run_id for run in runs)
+    raise UserInputError(
+        f"no record named {name!r} in run {ids}; its names: {listed or 'none'}{more}; nothing was "
+        "exported; fix: give one of them (exactly), or drop --name"
+    )
 
 
 @command.command("export")

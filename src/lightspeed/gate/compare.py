@@ -324,6 +324,7 @@ def compare_samples(
         raise UserInputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha}")
     if threshold_fraction < 0.0:
         raise UserInputError(f"the threshold must be 0% or more, got {threshold_fraction:.1%}")
+    _refuse_threshold_out_of_reach(baseline.metric, threshold_fraction, lower_is_better=lower_is_better)
     warm_base = baseline.num_warmup if num_warmup is None else num_warmup
     warm_cur = current.num_warmup if num_warmup is None else num_warmup
     base = _check_series(baseline, "baseline", warm_base)
@@ -379,6 +380,20 @@ def compare_samples(
         ci_low_absolute=intervals.absolute[0],
         ci_high_absolute=intervals.absolute[1],
         direction_assumed=direction_assumed,
+    )
+
+
+# A metric that is better higher can fall by 100% of its baseline at most (to 0).
+MAX_FALL_FRACTION: Final = 1.0
+
+
+def _refuse_threshold_out_of_reach(metric: str, threshold_fraction: float, *, lower_is_better: bool) -> None:
+    """A threshold of 100% or more could never flag a throughput that fell: refuse it."""
+    if lower_is_better or threshold_fraction < MAX_FALL_FRACTION:
+        return
+    raise UserInputError(
+        f"the threshold {threshold_fraction:.1%} can never flag {metric!r}: it is better higher, so it "
+        f"can fall by {MAX_FALL_FRACTION:.0%} at most (to 0); choose a threshold below 100% (e.g. 50%)"
     )
 
 

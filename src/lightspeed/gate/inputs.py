@@ -39,6 +39,12 @@ MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
 # The fields of a record of 'lightspeed results export --json' that the gate reads.
 EXPORTED_RECORD_FIELDS: Final = ("record_id", "run_id", "name", "metric", "unit", "payload")
+# Records older writers stored in another form, read as today's writers store them:
+# (metric, unit) -> (metric, unit, scale to today's unit, lower_is_better). The tour stored a
+# trace's idle share as idle_pct in % without a direction; it stores idle_fraction now.
+LEGACY_METRICS: Final[dict[tuple[str, str], tuple[str, str, float, bool]]] = {
+    ("idle_pct", "%"): ("idle_fraction", "1", 0.01, True),
+}
 
 
 def read_sample_file(path: Path) -> tuple[MetricSamples, ...]:
@@ -102,6 +108,12 @@ def bench_result_from_dict(data: Mapping[str, Any]) -> BenchResult:
 
 def _bench_file_samples(items: Sequence[Mapping[str, Any]], path: Path) -> tuple[MetricSamples, ...]:
     """``lightspeed bench --json`` output: one series per result, its repetitions as samples."""
+    for index, item in enumerate(items):
+        if not isinstance(item["correct"], bool):
+            raise DataFileError(
+                path, f"entry [{index}] needs true or false", field="correct", value=item["correct"],
+                fix="pass the file 'lightspeed bench --json' wrote, unchanged",
+            )  # fmt: skip
     try:
         results = [bench_result_from_dict(item) for item in items]
     except (TypeError, ValueError, KeyError) as error:
@@ -327,22 +339,30 @@ def samples_from_records(
     """Group records (stored, or about to be) into one series per (name, metric, unit).
 
     A record whose payload has a ``samples`` list contributes those repetitions
-    (benchmarks store them); otherwise its ``value`` is one sample. The
+    (benchmarks store them), the first ``warmup`` of them (payload, default 0) as warm-up
+    (as a sample file's ``warmup``); otherwise its ``value`` is one sample. The
     direction comes from the payload's ``lower_is_better`` when present, else
     from a unit that decides it (:func:`unit_direction`: durations and energies
     lower, rates higher); otherwise higher is assumed and the series says so
     (``direction_assumed``). ``environment`` (default: from the stored records'
-    fingerprints) names the machine for the gate's environment check. A payload
-    that is not a JSON object is refused (its samples and direction are unknown).
+    fingerprints) names the machine for the gate's environment check. A record stored in an
+    older form (:data:`LEGACY_METRICS`) is read in today's (``idle_pct`` in % as
+    ``idle_fraction``, lower is better), so old runs compare with new ones. A payload
+    that is not a JSON object is refused (its samples and direction are unknown), and so
+    is a result that failed its correctness check (``"correct": false``: no measurement).
     """
     groups: dict[tuple[str, str, str], list[StoredRecord | NewRecord]] = {}
     for record in records:
         _payload(record, source)
-        groups.setdefault((record.name, record.metric, record.unit), []).append(record)
+        _refuse_wrong_result(record, source)
+        metric, unit, _scale, _lower = _current_form(record)
+        groups.setdefault((record.name, metric, unit), []).append(record)
     series: list[MetricSamples] = []
     for (name, metric, unit), members in groups.items():
-        samples = [value for record in members for value in _record_samples(record)]
-        if not samples:
+        per_record = [_record_samples(record, source) for record in members]
+        warmup = [value for samples, num_warmup in per_record for value in samples[:num_warmup]]
+        measured = [value for samples, num_warmup in per_record for value in samples[num_warmup:]]
+        if not warmup + measured:
             continue
         lower, assumed = _records_direction(members, unit)
         label = metric if name == metric else f"{name} [{metric}]"
@@ -351,7 +371,8 @@ def samples_from_records(
                 label,
                 unit,
                 lower,
-                tuple(samples),
+                tuple(warmup + measured),
+                num_warmup=len(warmup),
                 source=source,
                 direction_assumed=assumed,
                 environment=_records_environment(members) if environment is None else environment,
@@ -362,13 +383,24 @@ def samples_from_records(
     return tuple(series)
 
 
+def _current_form(record: StoredRecord | NewRecord) -> tuple[str, str, float, bool | None]:
+    """(metric, unit, scale, lower_is_better) as today's writers store the record: its own, or
+    the :data:`LEGACY_METRICS` entry for an older form (``None``: the record says or the unit)."""
+    legacy = LEGACY_METRICS.get((record.metric, record.unit))
+    return legacy if legacy is not None else (record.metric, record.unit, 1.0, None)
+
+
 def _records_direction(members: Sequence[StoredRecord | NewRecord], unit: str) -> tuple[bool, bool]:
-    """(lower_is_better, assumed): the first stored ``lower_is_better``, else the unit's, else
-    higher is better, assumed."""
+    """(lower_is_better, assumed): the first stored ``lower_is_better``, else a legacy form's,
+    else the unit's, else higher is better, assumed."""
     for record in members:
         hint = record.payload.get("lower_is_better")
         if isinstance(hint, bool):
             return hint, False
+    for record in members:
+        legacy_lower = _current_form(record)[3]
+        if legacy_lower is not None:
+            return legacy_lower, False
     from_unit = unit_direction(unit)
     return (False, True) if from_unit is None else (from_unit, False)
 
@@ -399,16 +431,49 @@ def _payload(record: StoredRecord | NewRecord, source: str) -> Mapping[str, Any]
     return payload
 
 
-def _record_samples(record: StoredRecord | NewRecord) -> list[float]:
+def failed_correctness(record: StoredRecord | NewRecord) -> bool:
+    """Whether the record holds a benchmark result that failed its correctness check."""
+    payload: object = record.payload
+    return isinstance(payload, Mapping) and payload.get("correct") is False
+
+
+def _refuse_wrong_result(record: StoredRecord | NewRecord, source: str) -> None:
+    """A wrong result is no measurement: comparing its speed would pass a broken kernel as fast."""
+    if not failed_correctness(record):
+        return
+    where = f"record {record.record_id} " if isinstance(record, StoredRecord) else "the result "
+    raise UserInputError(
+        f"{source}: {where}({record.name} [{record.metric}]) failed its correctness check "
+        "(correct: false), so its speed is no measurement to compare; fix what computes it wrong and "
+        "run the benchmark again (or leave that result out of the file)"
+    )
+
+
+def _record_samples(record: StoredRecord | NewRecord, source: str) -> tuple[list[float], int]:
+    """The record's samples and how many of the first are warm-up (the payload's ``warmup``)."""
+    scale = _current_form(record)[2]
     raw = record.payload.get("samples")
     if isinstance(raw, list) and raw:
         values = [float(v) for v in raw if isinstance(v, int | float) and not isinstance(v, bool)]
-        finite = [v for v in values if math.isfinite(v)]
+        finite = [v * scale for v in values if math.isfinite(v)]
         if finite:
-            return finite
+            return finite, _record_warmup(record, source, len(finite))
     if record.value is not None and math.isfinite(record.value):
-        return [float(record.value)]
-    return []
+        return [float(record.value) * scale], 0
+    return [], 0
+
+
+def _record_warmup(record: StoredRecord | NewRecord, source: str, num_samples: int) -> int:
+    """The payload's ``warmup`` (default 0): a count below the number of samples."""
+    warmup = record.payload.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < num_samples:
+        where = f"record {record.record_id} " if isinstance(record, StoredRecord) else "a record "
+        raise UserInputError(
+            f"{source}: {where}({record.name} [{record.metric}]) has warmup {warmup!r}: it must be a "
+            f"count from 0 to {num_samples - 1} (leading samples of its {num_samples} to leave out); "
+            "correct that record or compare another run"
+        )
+    return warmup
 
 
 def is_trace_source(path: Path) -> bool:
@@ -522,9 +587,11 @@ def metric_history(
     runs is chosen (ties: measurements before predictions, then the most
     recent). Each point after the first carries the regression gate's
     verdict against the previous run (``'first run'`` for the first;
-    ``'too few samples'`` when a run stored a single value).
+    ``'too few samples'`` when a run stored a single value). Results that failed their
+    correctness check are left out, as calibration leaves them out.
     """
-    records = [r for r in store.records(name=name, metric=metric) if r.value is not None]
+    stored = store.records(name=name, metric=metric)
+    records = [r for r in stored if r.value is not None and not failed_correctness(r)]
     if not records:
         wanted = " ".join(part for part in (name, metric) if part) or "any metric"
         raise UserInputError(f"the results store {store.location} holds no record of {wanted}")
@@ -570,7 +637,7 @@ def _history_point(
     verdict = "first run"
     if previous is not None:
         verdict = compare_samples(baseline=previous, current=current).verdict
-    values = current.samples
+    values = current.measured()
     return HistoryPoint(
         run_id=group[0].run_id,
         created_s=group[0].created_s,

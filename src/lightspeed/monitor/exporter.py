@@ -21,7 +21,10 @@ a peak), ``lightspeed_tokens_per_second`` and ``lightspeed_productive_steps``
 
 Values come from the sampler's latest sample and the last read of the goodput
 run: a scrape never waits for a device or for the run's logs (only the very
-first scrape waits for the run's first read).
+first scrape waits for the run's first read). A run whose first read fails is
+refused (:meth:`MonitorCollector.check_goodput`: ``monitor serve`` exits 2 before
+it listens); a later read that fails keeps the last values exported and warns once
+(:class:`GoodputReadWarning`) until a read succeeds again.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ import math
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, UserInputError, first_line
 from lightspeed.extras import import_extra
 from lightspeed.goodput import Ledger, RunLog, build_ledger, read_run
 from lightspeed.monitor.backend import Backend, DeviceInfo
@@ -91,6 +95,10 @@ def import_prometheus() -> Any:
     return import_extra("prometheus_client", extra="monitor", purpose="the Prometheus exporter")
 
 
+class GoodputReadWarning(UserWarning):
+    """A goodput run the exporter read before cannot be read now (its series keep their last values)."""
+
+
 @dataclass(frozen=True)
 class _Goodput:
     """What one read of a goodput run gives the exporter."""
@@ -109,7 +117,9 @@ class _GoodputSource:
     def __init__(self, run_dir: Path, refresh_s: float) -> None:
         self.run_dir = run_dir
         self.refresh_s = refresh_s
-        self.error = ""
+        self.error = ""  # why the last read failed ("" when it succeeded)
+        self._first_error: DataFileError | None = None
+        self._warned = False  # the current run of failed reads was warned about
         self._lock = threading.Lock()
         self._checked_s = -math.inf
         self._stamp: tuple[tuple[str, int, int], ...] = ()
@@ -125,6 +135,14 @@ class _GoodputSource:
             first.join()  # nothing to show before the first read: only the first scrape waits
         self._refresh_if_due()
         return self._latest
+
+    def check_first_read(self) -> None:
+        """Wait for the first read and raise why it failed (:class:`DataFileError`), if it did."""
+        first, self._first = self._first, None
+        if first is not None:
+            first.join()
+        if self._latest is None and self._first_error is not None:
+            raise self._first_error
 
     def wait(self, timeout_s: float | None = None) -> None:
         """Wait for a refresh in flight (tests, and a clean shutdown)."""
@@ -150,17 +168,35 @@ class _GoodputSource:
                 for stat in (path.stat(),)
             )
         except OSError as error:  # the folder was removed or cannot be read
-            self.error = f"{self.run_dir}: {error.strerror or error}"
+            self._failed(DataFileError(self.run_dir, f"cannot be read ({error.strerror or error})"))
             return
         if stamp == self._stamp and (self._latest is not None or self.error):
             return
         try:
             run = read_run(self.run_dir, quiet=True)  # a live run's last line may be half written
             self._latest = _Goodput(ledger=build_ledger(run=run), last_step_s=_last_steps(run))
-            self.error = ""
-        except (DataFileError, OSError) as error:  # a log that is not one, or one removed while read
-            self.error = str(error)
+            self.error, self._warned = "", False
+        except DataFileError as error:  # a log that is not one
+            self._failed(error)
+        except OSError as error:  # one removed while read
+            self._failed(DataFileError(self.run_dir, f"cannot be read ({error.strerror or error})"))
         self._stamp = stamp
+
+    def _failed(self, error: DataFileError) -> None:
+        """Keep why a read failed: the first read's error is raised by :meth:`check_first_read`,
+        a later one warned about once (until a read succeeds again)."""
+        self.error = str(error)
+        if self._latest is None:
+            self._first_error = self._first_error or error
+            return
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"the goodput run can no longer be read ({first_line(error)}); its series keep "
+                "the values of the last read until it can be read again",
+                GoodputReadWarning,
+                stacklevel=1,
+            )
 
 
 class MonitorCollector:
@@ -181,6 +217,12 @@ class MonitorCollector:
         self.monitor = monitor
         self.hostname = hostname
         self.goodput = _GoodputSource(goodput_run, refresh_s) if goodput_run is not None else None
+
+    def check_goodput(self) -> None:
+        """Wait for the goodput run's first read; raise :class:`DataFileError` (naming the folder and
+        the fix) when it cannot be read: an empty folder, logs that are not goodput logs."""
+        if self.goodput is not None:
+            self.goodput.check_first_read()
 
     def describe(self) -> list[Metric]:
         return []  # families depend on what the devices report: no registration-time collect

@@ -32,6 +32,9 @@ CSV_COLUMNS: Final = (
     "fingerprint_id",
     "payload",
 )
+# Units of numbers without a dimension: '1' (goodput_fraction, ratios of figures), 'ratio' (shares
+# from 0 to 1, as monitor runs store them).
+DIMENSIONLESS_UNITS: Final = ("1", "ratio", "")
 # A cell starting with one of these is a formula in spreadsheet programs (CSV injection).
 _FORMULA_PREFIXES: Final = ("=", "+", "-", "@", "\t", "\r")
 
@@ -48,9 +51,13 @@ def render_runs(
     store_path: str,
     empty_store: bool = True,
     filters: Sequence[str] = (),
+    only_incomplete: bool = False,
+    num_matching: int | None = None,
 ) -> None:
     """The runs table, newest first (times in UTC). Without runs, the caption says whether the
-    store is empty (``empty_store``) or the ``filters`` (as typed) matched none of its runs."""
+    store is empty (``empty_store``), holds only runs still being written (``only_incomplete``:
+    ``--all`` shows them) or the ``filters`` (as typed) excluded its runs. ``num_matching``
+    (runs the filters match, when more than shown) makes the caption say ``50 of 240 runs``."""
     rows = [
         [
             plain(run.run_id),
@@ -64,15 +71,38 @@ def render_runs(
         for run in runs
     ]
     headers = ["run", "kind", "label", "created (UTC)", "records", "host", "status"]
-    caption = None if runs else _empty_caption(empty_store, filters)
+    if runs:
+        caption = _more_caption(len(runs), num_matching)
+    else:
+        caption = _empty_caption(empty_store, filters, only_incomplete=only_incomplete)
     render_table(f"results in {plain(store_path)}", headers, rows, right_align_from=4, caption=caption)
 
 
-def _empty_caption(empty_store: bool, filters: Sequence[str]) -> str:
+def _more_runs_note(num_shown: int, num_matching: int | None) -> str | None:
+    """``50 of 240 runs (newest first); --limit 240 shows them all``, or ``None`` when all are shown."""
+    if num_matching is None or num_matching <= num_shown:
+        return None
+    return f"{num_shown} of {num_matching} runs (newest first); --limit {num_matching} shows them all"
+
+
+def _more_caption(num_shown: int, num_matching: int | None) -> str | None:
+    note = _more_runs_note(num_shown, num_matching)
+    return None if note is None else plain(note)
+
+
+def _empty_caption(empty_store: bool, filters: Sequence[str], *, only_incomplete: bool) -> str:
     if empty_store:
         return "no runs yet: 'lightspeed bench membw --quick' stores one"
-    matched = " ".join(filters) or "the filter"
-    return f"no run matches {matched}; the store holds runs: 'lightspeed results list --all' shows them"
+    listing = "'lightspeed results list --all'" if only_incomplete else "'lightspeed results list'"
+    if not filters:
+        return f"no complete run yet (a writer still running, or one that died): {listing} shows the others"
+    matched = plain(" ".join(filters))
+    if only_incomplete:
+        return f"no run matches {matched}, and the store holds only incomplete runs: {listing} shows them"
+    return (
+        f"no run matches {matched}: the filters excluded all of the store's runs "
+        f"({listing} without them lists them)"
+    )
 
 
 def render_push(result: PushResult) -> None:
@@ -140,13 +170,23 @@ def _record_row(record: StoredRecord, result: BenchResult | None, *, with_correc
     row = [
         plain(record.name),
         plain(record.metric),
-        format_value(record.value, record.unit),
-        format_value(record.sol, record.unit),
+        plain(_value_text(record.value, record.unit, record.metric)),
+        plain(_value_text(record.sol, record.unit, record.metric)),
         fraction,
     ]
     if with_correct:
         row.append("-" if result is None else "yes" if result.correct else "WRONG")
     return row
+
+
+def _value_text(value: float | None, unit: str, metric: str) -> str:
+    """A stored value for reading: a share (unit ``ratio``, or ``1`` for a ``*_fraction`` metric) as
+    a percent, another dimensionless number bare (``0.03077``, not ``0.03077 1``), else in its unit."""
+    if value is None or unit not in DIMENSIONLESS_UNITS:
+        return format_value(value, unit)
+    if unit == "ratio" or metric.endswith("fraction"):
+        return format_percent(value, decimals=2)
+    return f"{value:.4g}"
 
 
 def _fields(fingerprint: StoredJson) -> list[tuple[str, Any]]:

@@ -9,12 +9,15 @@ is one of
   three slashes then a relative path, four for an absolute one);
 
 and when neither is set, ``$LIGHTSPEED_HOME/results.sqlite``. A password in a
-URL is never printed: :attr:`StoreLocation.display` replaces it with ``***``
-(``PGPASSWORD`` and ``~/.pgpass`` keep it out of the URL altogether).
+URL is never printed: :attr:`StoreLocation.display` replaces it with ``***``, in the
+user part and in the query (libpq's ``password=`` and ``sslpassword=``); ``PGPASSWORD``
+and ``~/.pgpass`` keep it out of the URL altogether.
 
 >>> where = store_location("postgresql://ci:s3cret@db.example:5433/perf")
 >>> (where.backend, where.display)
 ('postgresql', 'postgresql://ci:***@db.example:5433/perf')
+>>> store_location("postgresql://ci@db.example/perf?password=s3cret&sslmode=require").display
+'postgresql://ci@db.example/perf?password=***&sslmode=require'
 >>> store_location("/tmp/r.sqlite").backend
 'sqlite'
 """
@@ -26,7 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from lightspeed.errors import UserInputError
 from lightspeed.paths import lightspeed_home
@@ -42,7 +45,10 @@ class StoreLocation:
 
     ``backend`` is ``sqlite`` or ``postgresql``; ``path`` the SQLite file
     (``None`` for a server); ``url`` the full PostgreSQL URL (secret: never
-    print it); ``display`` what messages show (the password masked).
+    print it); ``display`` what messages show (every password masked);
+    ``password`` the user part's password; ``secrets`` every secret the URL
+    holds (that password and the query's ``password=``/``sslpassword=`` values,
+    as written and decoded).
     """
 
     backend: str
@@ -50,16 +56,18 @@ class StoreLocation:
     path: Path | None = None
     url: str | None = None
     password: str | None = None
+    secrets: tuple[str, ...] = ()
 
     def __repr__(self) -> str:  # the URL may hold a password: show only the masked form
         return f"StoreLocation(backend={self.backend!r}, display={self.display!r})"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the URL and its password masked (for messages built from driver errors)."""
+        """``text`` with the URL and its passwords masked (for messages built from driver errors)."""
         if self.url:
             text = text.replace(self.url, self.display)
-        if self.password:
-            text = text.replace(self.password, "***")
+        secrets = {*self.secrets, *((self.password,) if self.password else ())}
+        for secret in sorted(secrets, key=len, reverse=True):  # a longer secret may hold a shorter one
+            text = text.replace(secret, "***")
         return text
 
 
@@ -126,11 +134,45 @@ def _postgres_url(text: str) -> StoreLocation:
         )
     password = unquote(parts.password) if parts.password else None
     return StoreLocation(
-        backend="postgresql", display=mask_password(text), url=text, password=password or None
+        backend="postgresql",
+        display=mask_password(text),
+        url=text,
+        password=password or None,
+        secrets=_url_secrets(text, parts),
     )
 
 
 _USER_PASSWORD: Final = re.compile(r"(://[^:/@\[\]]*:)[^@]*@")
+# libpq connection parameters whose values are secrets (the others name files, hosts, modes)
+SECRET_QUERY_KEYS: Final = frozenset({"password", "sslpassword"})
+
+
+def _url_secrets(url: str, parts: SplitResult) -> tuple[str, ...]:
+    """Every secret in the URL, as written and percent-decoded, to scrub from driver messages."""
+    found = [parts.password] if parts.password else []
+    query = url.partition("?")[2]
+    found += [value for key, value in _query_fields(query) if _is_secret_key(key) and value]
+    return tuple(sorted({form for value in found for form in (value, unquote(value)) if form}))
+
+
+def _query_fields(query: str) -> list[tuple[str, str]]:
+    """``key=value`` pairs of a URL query as written (not decoded)."""
+    return [(field.partition("=")[0], field.partition("=")[2]) for field in query.split("&") if field]
+
+
+def _is_secret_key(key: str) -> bool:
+    return unquote(key).strip().lower() in SECRET_QUERY_KEYS
+
+
+def _mask_query(query: str) -> str:
+    """``query`` with the value of every secret parameter replaced by ``***``."""
+    fields = query.split("&")
+    return "&".join(
+        f"{field.partition('=')[0]}=***"
+        if "=" in field and _is_secret_key(field.partition("=")[0])
+        else field
+        for field in fields
+    )
 
 
 def _masked(text: str) -> str:
@@ -138,18 +180,21 @@ def _masked(text: str) -> str:
     try:
         return mask_password(text)
     except ValueError:
-        return _USER_PASSWORD.sub(r"\1***@", text)
+        base, mark, query = _USER_PASSWORD.sub(r"\1***@", text).partition("?")
+        return base + mark + _mask_query(query) if mark else base
 
 
 def mask_password(url: str) -> str:
-    """``url`` with the password of its user part replaced by ``***``.
+    """``url`` with the password of its user part and of its query replaced by ``***``.
 
     >>> mask_password("postgresql://me:pw@host/db")
     'postgresql://me:***@host/db'
+    >>> mask_password("postgresql://me@host/db?sslmode=require&sslpassword=pw")
+    'postgresql://me@host/db?sslmode=require&sslpassword=***'
     """
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+    base, mark, query = url.partition("?")  # all after '?' is the query: a '#' in a value hides nothing
+    parts = urlsplit(base)
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{parts.netloc.rsplit('@', 1)[1]}"
+        base = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return base + mark + _mask_query(query)

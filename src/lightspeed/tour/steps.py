@@ -13,6 +13,7 @@ faked. An ``--out`` folder the tour cannot write is refused before any step runs
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -39,6 +40,7 @@ from lightspeed.errors import (
 )
 from lightspeed.files import cannot_create_in
 from lightspeed.gate import benchmark_records
+from lightspeed.gate.inputs import goodput_step_samples
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.report import (
     BenchInputs,
@@ -62,6 +64,7 @@ from lightspeed.workload import ModelRegistry
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "train_tiny_gpt.py"
 # Whole-tour budget on a 2-core machine is 3 minutes; the example takes ~15 s.
 EXAMPLE_TIMEOUT_S = 150.0
+PERCENT = 100.0  # a trace summary's shares are in percent; the store keeps fractions (unit "1")
 
 
 @dataclass
@@ -206,12 +209,11 @@ def train_record_name(quick: bool) -> str:
 
 
 def _ledger_records(ledger: Ledger, run_dir: Path, name: str) -> list[NewRecord]:
-    durations = [
-        step.end_s - step.start_s
-        for rank in read_run(run_dir).ranks
-        for segment in rank.segments
-        for step in segment.steps
-    ]
+    """The run's goodput and its step times. The step times are those the regression gate reads
+    from the run folder (the ledger's productive steps, one per step number, the slowest rank's,
+    a step redone after a restart once), with the folder's warm-up (the first step): the stored
+    value is their median after it, so the value, ``compare run:ID`` and ``compare RUN_DIR`` agree."""
+    steps = goodput_step_samples(run_dir)[0]
     return [
         NewRecord(
             name=name,
@@ -223,9 +225,9 @@ def _ledger_records(ledger: Ledger, run_dir: Path, name: str) -> list[NewRecord]
         NewRecord(
             name=name,
             metric="step_time_s",
-            value=ledger.steps.median_s,
+            value=statistics.median(steps.measured()),
             unit="s",
-            payload={"samples": durations, "lower_is_better": True},
+            payload={"samples": list(steps.samples), "warmup": steps.num_warmup, "lower_is_better": True},
         ),
     ]
 
@@ -260,10 +262,10 @@ def step_trace(state: TourState) -> list[str]:
     records = [  # the path lets 'lightspeed report' draw this run again from the store
         NewRecord(
             name=f"sample trace rank {r.rank}",
-            metric="idle_pct",
-            value=r.idle_pct,
-            unit="%",
-            payload={"path": str(SAMPLE_TRACE_DIR)},
+            metric="idle_fraction",
+            value=r.idle_pct / PERCENT,  # NaN (no span) is stored as NULL
+            unit="1",
+            payload={"path": str(SAMPLE_TRACE_DIR), "lower_is_better": True},
         )
         for r in summary.ranks
     ]
