@@ -111,7 +111,7 @@ def test_filters_and_run_lookup(store_url: str) -> None:
         assert store.run("latest").run_id in {bench, predicted}
         with pytest.raises(UserInputError, match="no run"):
             store.run("19990101")
-        with pytest.raises(UserInputError, match="several runs"):
+        with pytest.raises(UserInputError, match="matches 2 runs"):
             store.run(bench[:4])  # both runs start with this year
         # '%' and '_' are not wildcards in a prefix
         assert store.has_run(bench)

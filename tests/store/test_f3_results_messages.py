@@ -119,3 +119,11 @@ def test_an_ambiguous_prefix_says_how_many_runs_it_matches(store_path: Path, run
     assert sum(run_id in line for run_id in ids) == 5
     two = one_line_error(run_cli("results", "export", prefix), "matches 7 runs")
     assert "first 5" in two
+
+
+def test_compare_names_how_many_runs_an_ambiguous_prefix_matches(store_path: Path, run_cli: Any) -> None:
+    # the store's own refusal (compare run:PREFIX, push) counted at most 6 and listed 5 without a count
+    ids = [_add(store_path) for _ in range(7)]
+    refused = run_cli("compare", f"run:{ids[0][:4]}", f"run:{ids[-1]}")
+    line = one_line_error(refused, "matches 7 runs", "first 5:")
+    assert sum(run_id in line for run_id in ids) == 5

@@ -92,7 +92,7 @@ def list_runs(
 def show(run_id: str, as_json: bool) -> None:
     """Show one run's records beside their SOL (RUN_ID, a unique prefix, or 'latest')."""
     with open_store(create=False) as store:
-        run = _run(store, run_id)
+        run = store.run(run_id)
         records = store.records(run_id=run.run_id, include_incomplete=True)
         fingerprint = store.fingerprint(run.fingerprint_id)
     if as_json:
@@ -103,22 +103,6 @@ def show(run_id: str, as_json: bool) -> None:
 
 # The most run ids a message lists (an ambiguous prefix, record names).
 MAX_LISTED: Final = 5
-
-
-def _run(store: ResultsStore, run_id: str) -> RunSummary:
-    """``store.run(run_id)``; a prefix of several runs is refused saying how many it matches."""
-    try:
-        return store.run(run_id)
-    except UserInputError:
-        matches = [run.run_id for run in store.runs(include_incomplete=True) if run.run_id.startswith(run_id)]
-        if len(matches) <= 1:
-            raise
-        shown = ", ".join(matches[:MAX_LISTED])
-        first = f"first {MAX_LISTED}: " if len(matches) > MAX_LISTED else ""
-        raise UserInputError(
-            f"run id prefix {run_id!r} matches {len(matches)} runs ({first}{shown}); give more of it "
-            "('lightspeed results list' shows the ids)"
-        ) from None
 
 
 def _select(
@@ -137,7 +121,7 @@ def _select(
                     "'lightspeed results show RUN' lists a run's record names"
                 )
             return selected
-        runs = [_run(store, run_id) for run_id in run_ids]
+        runs = [store.run(run_id) for run_id in run_ids]
         _refuse_other_kind(runs, kind)
         selected = []
         for run in runs:

@@ -444,7 +444,7 @@ class ResultsStore:
                 raise UserInputError(f"{self._where()} holds no complete run yet")
             return found[0]
         # substr() rather than LIKE: a run id may hold '_' or '%', which LIKE would treat as wildcards
-        matches = self._runs(["substr(u.run_id, 1, ?) = ?"], [len(run_id), run_id], limit=6)
+        matches = self._runs(["substr(u.run_id, 1, ?) = ?"], [len(run_id), run_id], limit=None)
         exact = [run for run in matches if run.run_id == run_id]
         if exact:
             return exact[0]
@@ -453,7 +453,11 @@ class ResultsStore:
         if not matches:
             raise UserInputError(f"no run {run_id!r} in {self._where()}; see 'lightspeed results list'")
         names = ", ".join(run.run_id for run in matches[:5])
-        raise UserInputError(f"run id prefix {run_id!r} matches several runs ({names}); give more of it")
+        first = "first 5: " if len(matches) > 5 else ""
+        raise UserInputError(
+            f"run id prefix {run_id!r} matches {len(matches)} runs ({first}{names}); give more of it "
+            "('lightspeed results list' shows the ids)"
+        )
 
     def select_runs(self, run_ids: Sequence[str] | None, kind: str | None) -> list[RunSummary]:
         """The runs a push copies, complete or not: every run (oldest first), or the ``run_ids``
