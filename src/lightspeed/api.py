@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, Cpu, Link, System, load_catalog
+from lightspeed.errors import UserInputError
+from lightspeed.sol.train.plan import check_cluster_gpus
 from lightspeed.workload import ModelRegistry, TransformerSpec, load_models
 
 CATALOG_ENVIRONMENT_VARIABLE = "LIGHTSPEED_CATALOG"
@@ -58,17 +60,26 @@ def model(name: str) -> TransformerSpec:
     >>> model("llama-3-70b").num_layers
     80
     """
+    if not isinstance(name, str):
+        raise UserInputError(
+            f"a model name is text such as 'llama-3-70b' (got {name!r:.40}, not text); "
+            "see 'lightspeed model list'"
+        )
     return default_models().get(name)
 
 
 def cluster(system: str, *, num_gpus: int | None = None) -> Cluster:
     """A cluster from a system name, a spec such as ``9xdgx-h100@ib-ndr`` or a cluster file;
-    ``num_gpus`` picks enough nodes of a system (or part of one node).
+    ``num_gpus`` picks enough nodes of a system (or part of one node); a count that is neither
+    part of one node nor whole nodes is refused, as ``--gpus`` is.
 
     >>> cluster("dgx-h100", num_gpus=64).num_nodes
     8
     """
-    return default_catalog().resolve_cluster(system, num_accelerators=num_gpus)
+    found = default_catalog().resolve_cluster(system, num_accelerators=num_gpus)
+    if num_gpus is not None:
+        check_cluster_gpus(num_gpus, found)  # 12 GPUs of dgx-h100 are no whole number of nodes
+    return found
 
 
 __all__ = ["cluster", "default_catalog", "default_models", "hardware", "model"]

@@ -133,6 +133,11 @@ def run(
 ) -> TrainingPrediction | TrainingSearchPrediction | ServingPrediction | ServingSearchPrediction:
     """The prediction of ``config`` (see the module docstring); ``catalog`` and ``models`` default to
     the shipped records plus ``$LIGHTSPEED_CATALOG`` files."""
+    if not isinstance(config, JobConfig):
+        raise UserInputError(
+            f"run takes a job configuration, not a {type(config).__name__}: build one with "
+            "TrainingConfig(**settings) or ServingConfig(**settings) (a plan file: TrainingConfig.from_file)"
+        )
     config.check_complete()
     if isinstance(config, TrainingConfig):
         return _train(config, _resolve(config, config.gpus_asked, catalog, models))

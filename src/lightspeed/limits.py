@@ -123,3 +123,17 @@ def check_number(
     if not math.isfinite(number) or low or (maximum is not None and number > maximum):
         raise error(f"{wanted} (got {_shown(value)})")
     return number
+
+
+def check_kind(label: str, value: object, kind: type, hint: str) -> None:
+    """Refuse a ``value`` that is not a ``kind`` with one line naming ``label`` and how to make
+    one (``hint``): a model's name where the engine takes the model itself is the likely slip.
+
+    >>> check_kind("model", "llama-3-70b", int, "ls.model('llama-3-70b')")
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: model must be a int (ls.model('llama-3-70b')), not the str 'llama-3-70b'
+    """
+    if not isinstance(value, kind):
+        shown = f"the {type(value).__name__} {_shown(value)}"
+        raise UserInputError(f"{label} must be a {kind.__name__} ({hint}), not {shown}")

@@ -177,7 +177,12 @@ def _reader(
             ctx.default_map = {**(ctx.default_map or {}), "model_config": str(path)}
             return path
         data = read_plan_file(path)  # a file of another kind is refused there, naming its command
-        config = config_type.from_mapping(data, where=str(path))
+        try:
+            config = config_type.from_mapping(data, where=str(path))
+        except UserInputError:  # the types are right and a value is not: say it as its option would
+            names = {item.name for item in config_type.settings()}
+            _check_values(ctx, path, {k: _plain(v) for k, v in data.items() if k in names and v is not None})
+            raise
         # the values as read (not to_dict(), which turns a NaN into None): the options' types check them
         given = {item.name: getattr(config, item.name) for item in config_type.settings()}
         _check_values(ctx, path, {k: v for k, v in given.items() if v is not None and k in data})
@@ -278,7 +283,9 @@ def configuration(
     config = config_type(**{**fields, **(changes or {})})
     target = values.get("save_config")
     if isinstance(target, Path):
-        text = config.to_toml() + ("" if table is None else table.toml(values))
+        ctx = click.get_current_context(silent=True)
+        command = ctx.command_path.partition(" ")[2] if ctx is not None else ""
+        text = config.to_toml(command=command or None) + ("" if table is None else table.toml(values))
         try:
             target.write_text(text, encoding="utf-8")
         except OSError as error:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from lightspeed.catalog import Accelerator, System
 from lightspeed.errors import UserInputError
+from lightspeed.limits import MAX_ACCELERATORS, check_kind, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import QUANTIZED_LINEAR_ROWS
 from lightspeed.sol.core.stacks import load_stack
@@ -130,14 +131,13 @@ def _ceil(value: float) -> int:
 
 
 def _check(training: bool, zero_stage: int, dp: int, gpus_per_node: int, has_both: bool) -> None:
-    if zero_stage not in (0, 1, 2, 3):
-        raise UserInputError(f"ZeRO stage must be 0, 1, 2 or 3 (got {zero_stage})")
+    """The bounds of ``memory``'s options (docs/limits.md): ZeRO stage 0 to 3, ``dp`` and
+    ``gpus_per_node`` whole numbers from 1 to the most accelerators."""
+    check_whole("zero_stage (the ZeRO stage)", zero_stage, minimum=0, maximum=3)
     if zero_stage and not training:
         raise UserInputError("ZeRO shards training state (gradients, optimizer): plan with training")
-    if dp < 1 or gpus_per_node < 1:
-        raise UserInputError(
-            f"dp and GPUs per node must be >= 1 (got dp={dp}, gpus_per_node={gpus_per_node})"
-        )
+    check_whole("dp", dp, maximum=MAX_ACCELERATORS)
+    check_whole("gpus_per_node", gpus_per_node, maximum=MAX_ACCELERATORS)
     if has_both:
         raise UserInputError("give a GPU or a system, not both (the system names its GPU)")
 
@@ -249,6 +249,7 @@ def plan_memory(
     >>> plan_memory(model=load_models().get("llama-3-8b"), precision="fp8", training=True).bytes_per_param
     19.0
     """
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
     _check(training, zero_stage, dp, gpus_per_node, accelerator is not None and system is not None)
     num_params = parameter_counts(model).total_params
     per = _per_param(

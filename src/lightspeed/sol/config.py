@@ -17,6 +17,9 @@ declared once:
 Fields left ``None`` take the engine's defaults (the data-parallel size fills
 the GPUs, the stack's overlaps apply). A file is validated like the command
 line: unknown keys and wrong types are one error naming the key and the file.
+Every numeric field is held to the bounds of its option type at construction
+(:data:`OPTION_BOUNDS`, the bounds of :mod:`lightspeed.limits`), so ``tp=0`` from
+Python is refused as ``--tp 0`` is; ``None`` in an optional field means "unset".
 
 >>> config = TrainingConfig(model="llama-3-70b", system="dgx-h100", num_gpus=64, tp=8, pp=2,
 ...                         global_batch_size=256)
@@ -32,6 +35,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any, ClassVar, Final, TypeVar
 
@@ -39,17 +43,32 @@ import msgspec
 import tomllib
 
 from lightspeed.datafile import load_json, load_toml, toml_value, too_many_digits
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
+from lightspeed.files import check_input
+from lightspeed.limits import (
+    MAX_ACCELERATORS,
+    MAX_DURATION_S,
+    MAX_RATE_PER_S,
+    MAX_ROWS,
+    MAX_SEQ_LEN,
+    MAX_SEQUENCES,
+    MAX_TOKENS,
+    MIN_RATE_PER_S,
+    check_number,
+    check_whole,
+)
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.plan import (
     INFERENCE_PRECISIONS,
     KV_PRECISIONS,
+    MAX_DRAFT_TOKENS,
     PLAN_FAMILIES,
     InferencePlan,
     PoolShape,
     ServingLoad,
     SpeculativeDecoding,
 )
+from lightspeed.sol.infer.search import MAX_SEARCHED_DRAFT_TOKENS
 from lightspeed.sol.infer.serving import BATCHING_MODES
 from lightspeed.sol.train.plan import (
     ATTENTION_IMPLEMENTATIONS,
@@ -71,6 +90,66 @@ C = TypeVar("C", bound="JobConfig")
 
 
 DEFAULT_SIMULATED_REQUESTS: Final = 2000  # enough for p99 latencies to settle (docs/serving.md)
+MAX_SIMULATED_REQUESTS: Final = 10_000_000  # a day of traffic at over 100 requests/s
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The bounds of one option type of :mod:`lightspeed.cli.options`, for a field's value from
+    Python or a file: a whole number (``whole``) or a finite number from ``minimum`` to
+    ``maximum`` (``above``: a strict lower bound); ``pair``: two such numbers (``P:D``)."""
+
+    whole: bool
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    pair: bool = False
+
+    def check(self, label: str, value: object) -> object:
+        """``value`` checked (:func:`~lightspeed.limits.check_whole` or
+        :func:`~lightspeed.limits.check_number`)."""
+        if self.pair:
+            if not isinstance(value, tuple | list) or len(value) != 2:
+                raise UserInputError(f"{label} must be two whole numbers, e.g. (1, 3) (got {value!r:.40})")
+            single = dataclasses.replace(self, pair=False)
+            return tuple(single.check(f"{label}[{index}]", item) for index, item in enumerate(value))
+        if self.whole:
+            return check_whole(label, value, minimum=int(self.minimum or 0), maximum=_whole(self.maximum))
+        return check_number(label, value, minimum=self.minimum, maximum=self.maximum, above=self.above)
+
+
+def _whole(bound: float | None) -> int | None:
+    return None if bound is None else int(bound)
+
+
+# The bounds of each option type a field names: the same as cli/options.py gives the option (a test,
+# tests/sol/test_f4_config_bounds.py, compares the two), so that Python and the command line agree.
+OPTION_BOUNDS: Final[Mapping[str, Bounds]] = {
+    "GPUS": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS),
+    "DEGREE": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS),
+    "PHYSICAL_EXPERTS": Bounds(whole=True, minimum=1, maximum=2**24),
+    "SEQ_LEN": Bounds(whole=True, minimum=1, maximum=MAX_SEQ_LEN),
+    "SEQUENCES": Bounds(whole=True, minimum=1, maximum=MAX_SEQUENCES),
+    "TOKENS": Bounds(whole=False, minimum=1.0, maximum=MAX_TOKENS),
+    "MTP_MODULES": Bounds(whole=True, minimum=0, maximum=16),
+    "VPP": Bounds(whole=True, minimum=1, maximum=1024),
+    "ZERO_STAGE": Bounds(whole=True, minimum=0, maximum=3),
+    "EXPERT_IMBALANCE": Bounds(whole=False, minimum=1.0, maximum=1024.0),
+    "EFFECTIVE_BITS": Bounds(whole=False, minimum=4.0, maximum=16.0),
+    "DRAFT_TOKENS": Bounds(whole=True, minimum=1, maximum=MAX_DRAFT_TOKENS),
+    "SEARCHED_DRAFT_TOKENS": Bounds(whole=True, minimum=1, maximum=MAX_SEARCHED_DRAFT_TOKENS),
+    "ACCEPTANCE": Bounds(whole=False, minimum=0.0, maximum=1.0),  # and below 1: SpeculativeDecoding
+    "FRACTION": Bounds(whole=False, minimum=0.0, maximum=1.0),
+    "REQUESTS": Bounds(whole=True, minimum=1, maximum=MAX_SIMULATED_REQUESTS),
+    "WARMUP_REQUESTS": Bounds(whole=True, minimum=0, maximum=MAX_SIMULATED_REQUESTS),
+    "SEED": Bounds(whole=True, minimum=0, maximum=2**63 - 1),
+    "PER_SECOND": Bounds(whole=False, minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S),
+    "LATENCY_BOUND": Bounds(whole=False, above=0.0, maximum=MAX_DURATION_S),
+    "ROWS": Bounds(whole=True, minimum=1, maximum=MAX_ROWS),
+    "FINALISTS": Bounds(whole=True, minimum=1, maximum=64),
+    "POOL_SPLIT": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS, pair=True),
+    "BF16_LAYERS": Bounds(whole=True, minimum=0, maximum=100_000, pair=True),
+}
 
 
 def setting(
@@ -150,6 +229,7 @@ class JobConfig(Record):
     )
 
     def __post_init__(self) -> None:
+        self._check_bounds()
         if self.model is not None and self.model_config is not None:
             raise UserInputError("give one of model or model_config (--model or --config), not both")
         if self.model_config is not None and not self.model_config.strip():
@@ -157,6 +237,18 @@ class JobConfig(Record):
                 "the model config path is empty: give --model-config PATH (a config.json or a model "
                 "TOML file), or --model NAME (see 'lightspeed model list')"
             )
+
+    def _check_bounds(self) -> None:
+        """Hold each numeric field to its option type's bounds (:data:`OPTION_BOUNDS`; ``None`` is
+        "unset" where the field is optional); a NumPy integer is kept as an ``int``."""
+        for item in self.settings():
+            bounds = OPTION_BOUNDS.get(item.metadata.get("option_type", ""))
+            value = getattr(self, item.name)
+            if bounds is None or (value is None and item.default is None):
+                continue
+            checked = bounds.check(item.name, value)
+            if checked != value or type(checked) is not type(value):
+                object.__setattr__(self, item.name, checked)  # 2 -> 2.0 for a float field, [1, 3] -> (1, 3)
 
     # -- generated forms ------------------------------------------------------------------------
 
@@ -192,9 +284,12 @@ class JobConfig(Record):
         values = {key: value for key, value in self.to_dict().items() if value is not None and value != []}
         return {"schema_version": SCHEMA_VERSION, "kind": self.KIND, **values}
 
-    def to_toml(self) -> str:
-        """The configuration as a TOML plan file (``None`` fields left out: TOML has no null)."""
-        lines = [f"# lightspeed {self.KIND}: run it with 'lightspeed {_command_of(self.KIND)} --config FILE'"]
+    def to_toml(self, *, command: str | None = None) -> str:
+        """The configuration as a TOML plan file (``None`` fields left out: TOML has no null);
+        ``command``: the command that runs it again (default: the plan or search command of its
+        kind; ``simulate`` saves a serving plan too)."""
+        rerun = command or _command_of(self.KIND)
+        lines = [f"# lightspeed {self.KIND}: run it with 'lightspeed {rerun} --config FILE'"]
         lines.extend(f"{key} = {toml_value(value)}" for key, value in self.to_file_dict().items())
         return "\n".join(lines) + "\n"
 
@@ -220,6 +315,8 @@ class JobConfig(Record):
         try:
             return msgspec.convert(values, type=cls, strict=True)  # "2" is no int: docs/plan-files.md
         except msgspec.ValidationError as error:
+            if isinstance(error.__cause__, UserInputError):  # the types are right, a value is not
+                raise type(error.__cause__)(f"{where}: {error.__cause__}") from None
             raise DataFileError(
                 Path(where), f"{error}", fix="see 'docs/plan-files.md' for each key"
             ) from None
@@ -236,9 +333,14 @@ class JobConfig(Record):
         return cls.from_mapping(data, where=where)
 
     @classmethod
-    def from_file(cls: type[C], path: Path) -> C:
-        """A configuration from a plan file: TOML, or the JSON a command printed with ``--json``."""
-        return cls.from_mapping(read_plan_file(path), where=str(path))
+    def from_file(cls: type[C], path: str | PathLike[str]) -> C:
+        """A configuration from a plan file (a path or its text): TOML, or the JSON a command
+        printed with ``--json``; a missing file, a folder or a device is one error naming it."""
+        if not isinstance(path, str | PathLike):
+            raise UserInputError(f"from_file takes a path to a plan file (got a {type(path).__name__})")
+        found = Path(path)
+        check_input(found, what="plan file (TOML, or a command's --json output)")
+        return cls.from_mapping(read_plan_file(found), where=str(found))
 
 
 def read_plan_file(path: Path) -> JsonDict:
@@ -395,7 +497,12 @@ class TrainingConfig(TrainingJob):
     zero_stage: int = setting(
         1, flags=("--zero-stage", "--zero"), option_type="ZERO_STAGE", help="ZeRO stage (3 = FSDP)."
     )
-    schedule: str = setting("1f1b", choices=SCHEDULES, help="Pipeline schedule.")
+    schedule: str | None = setting(
+        None,
+        choices=SCHEDULES,
+        help="Pipeline schedule (default: 1f1b, or interleaved when --vpp is above 1; 1f1b named with "
+        "--vpp above 1 is refused: it runs one chunk per stage).",
+    )
     micro_batch_size: int | None = setting(
         None,
         flags=("--micro-batch-size", "--micro-batch"),
@@ -430,6 +537,11 @@ class TrainingConfig(TrainingJob):
         super().__post_init__()
         if self.expert_load and self.expert_imbalance != 1.0:
             raise UserInputError("give --expert-load or --expert-imbalance, not both")
+        if self.schedule == "1f1b" and self.vpp > 1:
+            raise InvalidPlanError(
+                f"schedule 1f1b runs one chunk per pipeline stage and vpp={self.vpp} splits each stage "
+                "into virtual chunks: give schedule interleaved (or leave the schedule unset), or vpp=1"
+            )
 
     def training_plan(self, *, num_gpus: int, bf16_layers: tuple[int, int] = (0, 0)) -> TrainingPlan:
         """The :class:`TrainingPlan` on ``num_gpus`` GPUs (``dp`` fills them when not set; degrees
@@ -444,7 +556,7 @@ class TrainingConfig(TrainingJob):
             cp=cp,
             vpp=self.vpp,
             zero_stage=self.zero_stage,
-            schedule=self.schedule,
+            schedule=self.schedule or "1f1b",  # unset: 1F1B, interleaved when vpp > 1
             micro_batch_size=self.micro_batch_size or 1,
             global_batch_size=self.global_batch_size or 1,
             seq_len=self.seq_len,
@@ -641,6 +753,11 @@ class ServingJob(JobConfig):
         help="Simulated requests that warm the server up and are left out of the figures (the first "
         "to arrive; a steady-state measurement, as AIPerf's --warmup-request-count).",
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # the acceptance and draft cost as speculative decoding holds them (acceptance below 1)
+        SpeculativeDecoding(self.draft_tokens or 1, self.acceptance, self.draft_cost)
 
     def speculative_decoding(self) -> SpeculativeDecoding | None:
         """The speculation the job names (``None`` without draft tokens)."""

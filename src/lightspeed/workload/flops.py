@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from lightspeed.errors import UnknownNameError, UserInputError
+from lightspeed.limits import MAX_FLOP, MAX_SEQ_LEN, MAX_TOKENS, check_number, check_whole
 from lightspeed.records import Record
 from lightspeed.workload.attention import indexer_tokens, layer_groups, mean_attended_tokens
 from lightspeed.workload.context import context_note
@@ -430,11 +431,16 @@ def training_flop(
     >>> f"{result.total_flop:.3g}"
     '1.74e+28'
     """
-    if num_tokens <= 0:
-        raise UserInputError(f"num_tokens must be above 0 (got {num_tokens:g})")
+    # the bounds of the flops command's --tokens, --seq and --claim (docs/limits.md)
+    check_number("num_tokens", num_tokens, above=0.0, maximum=MAX_TOKENS)
+    if seq_len is not None:
+        check_whole("seq_len", seq_len, maximum=MAX_SEQ_LEN)
+    if claimed_flop is not None:
+        check_number("claimed_flop", claimed_flop, above=0.0, maximum=MAX_FLOP)
+    check_number("tolerance", tolerance, minimum=0.0)
     per_token = flops_per_token(
         spec,
-        seq_len=seq_len or spec.pretraining_seq_len,
+        seq_len=seq_len if seq_len is not None else spec.pretraining_seq_len,
         convention=convention,
         causal=causal,
         recompute=recompute,

@@ -47,7 +47,7 @@ def test_the_plan_counts_each_pool_at_its_size() -> None:
     assert (prefill.tp, prefill.dp_attention, prefill.ep, prefill.disaggregated) == (1, 4, 4, None)
     with pytest.raises(InvalidPlanError, match="need a disaggregated deployment"):
         InferencePlan(tp=4, prefill_shape=PoolShape(tp=2))
-    with pytest.raises(InvalidPlanError, match="prefill tp must be >= 1"):
+    with pytest.raises(InvalidPlanError, match="prefill tp must be a whole number >= 1"):
         PoolShape(tp=0)
 
 

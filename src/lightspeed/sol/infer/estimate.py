@@ -23,6 +23,7 @@ import numpy as np
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
+from lightspeed.limits import check_kind
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
@@ -728,6 +729,10 @@ def estimate_inference(
     arrival rate; :class:`~lightspeed.errors.PlanMismatchError` if it does not use
     exactly ``num_gpus`` GPUs (when given: the GPUs a user asked for).
     """
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
+    check_kind("cluster", cluster, Cluster, "lightspeed.cluster('dgx-h100', num_gpus=8)")
+    check_kind("plan", plan, InferencePlan, "lightspeed.InferencePlan(tp=8)")
+    check_kind("load", load, ServingLoad, "lightspeed.ServingLoad(input_tokens=1024, output_tokens=128)")
     _check(model, cluster, plan, load, batching, num_gpus=num_gpus)
     context = check_context(model, load.input_tokens + load.output_tokens, what="isl+osl")
     inference_hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)

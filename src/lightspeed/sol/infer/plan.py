@@ -34,6 +34,15 @@ from typing import Final
 
 from lightspeed.catalog import Accelerator
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
+from lightspeed.limits import (
+    MAX_ACCELERATORS,
+    MAX_RATE_PER_S,
+    MAX_SEQ_LEN,
+    MAX_SEQUENCES,
+    MIN_RATE_PER_S,
+    check_number,
+    check_whole,
+)
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
 from lightspeed.units import bytes_per_element, compute_precision, element_bits
@@ -65,8 +74,8 @@ PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 # --draft-tokens, cli/options.DRAFT_TOKENS; EAGLE-2's widest draft tree holds 60).
 MAX_DRAFT_TOKENS: Final = 1024
 # The most requests in flight (a batch, a concurrency) a load may hold; the CLI's --concurrency
-# and --max-batch bound is the same (cli/options.py MAX_SEQUENCES, docs/limits.md).
-MAX_IN_FLIGHT: Final = 2**30
+# and --max-batch bound is the same (docs/limits.md).
+MAX_IN_FLIGHT: Final = MAX_SEQUENCES
 
 
 @dataclass(frozen=True)
@@ -154,19 +163,21 @@ class ServingLoad(Record):
     arrival_rate_per_s: float | None = None
 
     def __post_init__(self) -> None:
-        if self.input_tokens < 1 or self.output_tokens < 1:
-            raise InvalidPlanError(
-                f"input and output tokens must be >= 1 (got {self.input_tokens}/{self.output_tokens})"
-            )
+        # the bounds of --isl/--osl, --concurrency and --arrival-rate (docs/limits.md)
+        for label in ("input_tokens", "output_tokens"):
+            check_whole(label, getattr(self, label), maximum=MAX_SEQ_LEN, error=InvalidPlanError)
         if self.concurrency is not None and self.arrival_rate_per_s is not None:
             raise InvalidPlanError("give a concurrency or an arrival rate, not both")
-        if self.concurrency is not None and not 1 <= self.concurrency <= MAX_IN_FLIGHT:
-            raise InvalidPlanError(
-                f"concurrency must be a whole number of requests from 1 to {MAX_IN_FLIGHT:,} "
-                f"(got {self.concurrency:,})"
+        if self.concurrency is not None:
+            check_whole("concurrency", self.concurrency, maximum=MAX_IN_FLIGHT, error=InvalidPlanError)
+        if self.arrival_rate_per_s is not None:
+            check_number(
+                "arrival_rate_per_s",
+                self.arrival_rate_per_s,
+                minimum=MIN_RATE_PER_S,
+                maximum=MAX_RATE_PER_S,
+                error=InvalidPlanError,
             )
-        if self.arrival_rate_per_s is not None and not self.arrival_rate_per_s > 0:
-            raise InvalidPlanError(f"arrival rate must be > 0 requests/s (got {self.arrival_rate_per_s})")
 
     @property
     def offline(self) -> bool:
@@ -209,10 +220,10 @@ def _degrees_text(tp: int, pp: int, ep: int, dp_attention: int) -> list[str]:
 
 
 def _check_degrees(prefix: str, **degrees: int) -> None:
-    """Refuse a parallel degree below 1 (``prefix`` names whose, e.g. ``prefill ``)."""
+    """Refuse a parallel degree that is not a whole number from 1 to the most accelerators
+    (``prefix`` names whose, e.g. ``prefill ``)."""
     for label, value in degrees.items():
-        if value < 1:
-            raise InvalidPlanError(f"{prefix}{label} must be >= 1 (got {value})")
+        check_whole(f"{prefix}{label}", value, maximum=MAX_ACCELERATORS, error=InvalidPlanError)
 
 
 @dataclass(frozen=True)
@@ -283,8 +294,8 @@ class InferencePlan(Record):
             raise InvalidPlanError(
                 "a prefill pool's own degrees need a disaggregated deployment: give the pools (P:D) too"
             )
-        if self.max_batch is not None and self.max_batch < 1:
-            raise InvalidPlanError(f"max batch must be >= 1 (got {self.max_batch})")
+        if self.max_batch is not None:
+            check_whole("max_batch", self.max_batch, maximum=MAX_IN_FLIGHT, error=InvalidPlanError)
         if self.expert_imbalance is not None and not 1.0 <= self.expert_imbalance < math.inf:
             raise InvalidPlanError("expert_imbalance is a slowdown factor and must be a finite number >= 1.0")
         if self.effective_bits is not None:

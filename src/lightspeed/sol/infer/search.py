@@ -26,6 +26,7 @@ import numpy as np
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
+from lightspeed.limits import MAX_ACCELERATORS, MAX_DURATION_S, check_number, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
@@ -631,6 +632,19 @@ def _partial_nodes_message(cluster: Cluster, num_gpus: int) -> str:
     )
 
 
+def _check_bounds(
+    *, max_ttft_s: float | None, max_tpot_s: float | None, max_tp: int | None, num_gpus: int | None
+) -> None:
+    """The latency bounds as ``--max-ttft``/``--max-tpot`` hold them (finite, above 0, at most a
+    century: ``None`` is no bound, ``inf`` is refused), the degrees as ``--gpus`` (docs/limits.md)."""
+    for label, bound in (("max_ttft_s", max_ttft_s), ("max_tpot_s", max_tpot_s)):
+        if bound is not None:
+            check_number(label, bound, above=0.0, maximum=MAX_DURATION_S, error=InvalidPlanError)
+    for label, count in (("max_tp", max_tp), ("num_gpus", num_gpus)):
+        if count is not None:
+            check_whole(label, count, maximum=MAX_ACCELERATORS, error=InvalidPlanError)
+
+
 def search_inference(
     *,
     model: TransformerSpec,
@@ -661,8 +675,10 @@ def search_inference(
     expert imbalance of its EP layout and its redundant experts. ``serving`` names the server
     profile (``sol/data/stacks.toml``, default the current TensorRT-LLM); ``attention_weights`` the
     attention projections' format (default: as :class:`InferencePlan`); ``effective_bits`` a
-    per-layer mixed checkpoint (as :class:`InferencePlan`). Raises
-    :class:`~lightspeed.errors.InvalidPlanError` when nothing fits or meets the bounds.
+    per-layer mixed checkpoint (as :class:`InferencePlan`). ``max_ttft_s``/``max_tpot_s`` are
+    seconds, finite and above 0, ``None`` for no bound (``nan``, ``0`` and ``inf`` are refused, as
+    ``--max-ttft`` refuses them). Raises :class:`~lightspeed.errors.InvalidPlanError` when a bound
+    or a degree is out of range, or nothing fits or meets the bounds.
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.workload import load_models
@@ -673,6 +689,7 @@ def search_inference(
     True
     """
     started = time.perf_counter()
+    _check_bounds(max_ttft_s=max_ttft_s, max_tpot_s=max_tpot_s, max_tp=max_tp, num_gpus=num_gpus)
     # a learned position table the requests run past is refused before the search (the best
     # deployment's estimate notes a context above the model's)
     check_context(model, load.input_tokens + load.output_tokens, what="isl+osl")

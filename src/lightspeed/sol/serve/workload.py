@@ -41,6 +41,7 @@ import numpy as np
 from lightspeed.datafile import check_nesting, read_text
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.files import excerpt
+from lightspeed.limits import check_number, check_whole
 from lightspeed.records import Record
 
 ARRIVAL_KINDS: Final = ("poisson", "gamma", "closed", "offline", "trace")
@@ -150,6 +151,8 @@ class LengthDistribution(Record):
     def __post_init__(self) -> None:
         if self.kind not in LENGTH_KINDS:
             raise UserInputError(f"length distribution {self.kind!r} is not one of {', '.join(LENGTH_KINDS)}")
+        for label in ("minimum_tokens", "maximum_tokens"):
+            check_whole(label, getattr(self, label), maximum=MAX_REQUEST_TOKENS)
         if not 1 <= self.minimum_tokens <= self.maximum_tokens <= MAX_REQUEST_TOKENS:
             raise UserInputError(
                 f"token bounds {self.minimum_tokens}..{self.maximum_tokens} must satisfy "
@@ -164,8 +167,9 @@ class LengthDistribution(Record):
 
     @classmethod
     def fixed(cls, tokens: int) -> LengthDistribution:
-        """Every request ``tokens`` long."""
-        return cls("fixed", mean_tokens=float(tokens), minimum_tokens=1, maximum_tokens=max(int(tokens), 1))
+        """Every request ``tokens`` long (a whole number of tokens, as ``--isl``)."""
+        whole = check_whole("tokens", tokens, maximum=MAX_REQUEST_TOKENS)
+        return cls("fixed", mean_tokens=float(whole), minimum_tokens=1, maximum_tokens=whole)
 
     @classmethod
     def uniform(cls, minimum_tokens: int, maximum_tokens: int) -> LengthDistribution:
@@ -302,16 +306,19 @@ class ServingWorkload(Record):
     warmup_requests: int = 0
 
     def __post_init__(self) -> None:
-        if self.num_requests < 1:
-            raise UserInputError(f"a simulation needs at least 1 request (got {self.num_requests})")
-        if not 0 <= self.warmup_requests < self.num_simulated:
+        # the bounds of --requests and --warmup (docs/limits.md)
+        check_whole("num_requests", self.num_requests, maximum=MAX_TRACE_REQUESTS)
+        check_whole("warmup_requests", self.warmup_requests, minimum=0, maximum=MAX_TRACE_REQUESTS)
+        check_number("prefix_hit_rate", self.prefix_hit_rate, minimum=0.0, maximum=1.0)
+        if self.warmup_requests >= self.num_simulated:
             simulated = (
                 f"--requests ({self.num_requests})"
                 if self.trace is None or self.num_requests <= self.trace.num_requests
                 else f"the {self.trace.num_requests:,} requests of the trace {self.trace.path}".rstrip()
             )
             raise UserInputError(
-                f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than {simulated}"
+                f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than "
+                f"{simulated} (warmup_requests below num_requests from Python)"
             )
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise UserInputError(

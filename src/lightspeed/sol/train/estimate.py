@@ -21,6 +21,7 @@ from typing import NoReturn
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import PlanDoesNotFitError
+from lightspeed.limits import check_kind
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, hardware_for
 from lightspeed.sol.core.stacks import Stack, load_stack
@@ -56,6 +57,13 @@ SUGGESTED_SETTINGS = (
 )
 
 
+def _check_arguments(model: object, cluster: object, plan: object) -> None:
+    """A name where the engine takes the thing itself is refused in one line saying how to make it."""
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
+    check_kind("cluster", cluster, Cluster, "lightspeed.cluster('dgx-h100', num_gpus=64)")
+    check_kind("plan", plan, TrainingPlan, "lightspeed.TrainingPlan(global_batch_size=256, seq_len=8192)")
+
+
 def estimate_training(
     *,
     model: TransformerSpec,
@@ -85,6 +93,7 @@ def estimate_training(
     plan whose batch does (:func:`~lightspeed.sol.train.batch.split_batch`), and the
     estimate's assumptions say what was chosen.
     """
+    _check_arguments(model, cluster, plan)
     if num_gpus is not None:
         validate_plan_gpus(plan, num_gpus)
     requested = plan  # the settings a "plan that fits" keeps: overlaps, attention, gradient precision ...
