@@ -46,6 +46,15 @@ BoolArray = npt.NDArray[np.bool_]
 Release = tuple[int, int]  # a server's release, major.minor
 ATTENTION_KERNELS: Final = ("unfused", "flash2", "flash")
 SELECTIVE_POLICIES: Final = ("selective", "op")
+# What a stack's ``selective`` recomputation may rerun in backward instead of keeping
+# (Megatron-Core's ``recompute_modules``, in lightspeed's words): core attention (its score
+# matrix when unfused; a fused kernel keeps nothing the checkpoint frees but its softmax
+# statistics), the norms' outputs, the activation functions' outputs (the MoE expert outputs
+# before the combine follow from them), MLA's up-projected Q/K/V.
+SELECTIVE_MODULES: Final = ("core_attention", "norms", "activations", "mla_up_projections")
+# The pipeline schedules lightspeed prices (a stack's ``pipeline_schedules`` names those its
+# framework runs; ``interleaved`` is 1F1B over virtual chunks)
+PIPELINE_SCHEDULES: Final = ("1f1b", "gpipe", "interleaved", "zb1p", "dualpipe", "dualpipev")
 DECODE_KV_READS: Final = ("per_kv_head", "per_query_head")
 # How a server's step takes prompts: beside the running decodes (chunked prefill, in-flight
 # batching) or in steps of their own that pause every decode (vLLM V0's and SGLang's defaults)
@@ -124,11 +133,36 @@ class Stack(Record):
     memory_rules: str = "megatron"
     fitted_on: tuple[str, ...] = ()
     validated_on: tuple[str, ...] = ()
+    selective_recompute_modules: tuple[str, ...] = ("core_attention",)
+    pipeline_schedules: tuple[str, ...] = PIPELINE_SCHEDULES
 
     @property
     def group(self) -> str:
         """The profile whose fitted ``kernel_efficiency`` this one shares (itself by default)."""
         return self.fit_group or self.name
+
+    def recomputes_selectively(self, module: str) -> bool:
+        """Whether the stack's ``selective`` recomputation reruns ``module`` (one of
+        :data:`SELECTIVE_MODULES`) rather than keep its output for backward: Megatron-Core's
+        default is core attention alone (its 2025 recipes name the memory-bound modules);
+        DeepSeek-V3 recomputes norms, SwiGLU outputs and MLA up-projections; a per-op (``op``)
+        stack's rule is its own (:mod:`lightspeed.sol.train.memory`).
+
+        >>> stack = load_stack("megatron-core-2024")
+        >>> stack.recomputes_selectively("core_attention"), stack.recomputes_selectively("norms")
+        (True, False)
+        """
+        assert module in SELECTIVE_MODULES, module
+        return module in self.selective_recompute_modules
+
+    def runs_schedule(self, schedule: str) -> bool:
+        """Whether the stack's framework runs the pipeline ``schedule`` (DeepSpeed's pipeline
+        engine runs 1F1B only).
+
+        >>> load_stack("megatron-deepspeed-2022").runs_schedule("interleaved")
+        False
+        """
+        return schedule in self.pipeline_schedules
 
     @property
     def sharding(self) -> MemoryRules:
@@ -589,7 +623,29 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
         memory_rules=table.string("memory_rules", "megatron"),
         fitted_on=table.strings("fitted_on"),
         validated_on=table.strings("validated_on"),
+        selective_recompute_modules=_choices(table, "selective_recompute_modules", SELECTIVE_MODULES),
+        pipeline_schedules=_choices(table, "pipeline_schedules", PIPELINE_SCHEDULES, PIPELINE_SCHEDULES),
     )
+
+
+def _choices(
+    table: Fields, key: str, allowed: tuple[str, ...], default: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """``table[key]``, a list of names each one of ``allowed`` (``default`` where the key is
+    absent, when given; else the list is required and may not be empty)."""
+    if key not in table.data and default is not None:
+        return default
+    values = table.strings(key)
+    if not values:
+        raise DataFileError(
+            table.path, f"{key} must name at least one of {', '.join(allowed)}", field=key, value=[]
+        )
+    unknown = [value for value in values if value not in allowed]
+    if unknown:
+        raise DataFileError(
+            table.path, f"{key} must name only {', '.join(allowed)}", field=key, value=unknown[0]
+        )
+    return values
 
 
 def _parse_serving(name: str, table: Fields, contention: float) -> ServingStack:
@@ -1127,7 +1183,9 @@ __all__ = [
     "KV_ALLOCATIONS",
     "KV_CACHE_DEFAULTS",
     "KV_MEMORY_OF",
+    "PIPELINE_SCHEDULES",
     "PREFILL_STEPS",
+    "SELECTIVE_MODULES",
     "ServingStack",
     "Stack",
     "capped",

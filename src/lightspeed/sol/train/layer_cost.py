@@ -406,27 +406,37 @@ def _gemms(ctx: _Context, moe: bool) -> tuple[Array, Array, Array, Array, Array]
 
 def _recompute(
     ctx: _Context, core_forward: Array, gemm_forward: Array, elementwise_s: dict[str, Array]
-) -> tuple[Array, Array]:
-    """(seconds, fraction of the linear forward FLOP) recomputed beyond whole recomputed layers.
+) -> tuple[Array, Array, Array]:
+    """(seconds, fraction of the linear forward FLOP, whether core attention reruns) recomputed
+    beyond whole recomputed layers.
 
-    ``selective``: core attention when it is unfused; with fused attention the
-    memory-bound modules (norms, activation functions) and MLA's up-projections.
-    ``op`` (torchtitan): the same plus every other matmul.
+    ``selective``: the modules the stack's selective recomputation reruns
+    (:meth:`~lightspeed.sol.core.stacks.Stack.recomputes_selectively`, the rule memory follows):
+    core attention (Megatron-Core's default: the attention kernel runs forward again, fused or
+    not), or norms, activation functions and MLA's up-projections with RoPE (DeepSeek-V3,
+    torchtitan, the default profile). ``op`` (torchtitan): the elementwise modules plus every
+    other matmul.
     """
-    grid = ctx.grid
-    light = elementwise_s["norm"] + elementwise_s["activation"] + elementwise_s["rope"]
+    grid, stack = ctx.grid, ctx.hardware.stack
     up = 0.0
     if ctx.model.attention.kind == "mla":
         linears = tuple(linear for linear in ctx.shapes.attention if linear.name in MLA_UP_PROJECTIONS)
         up = linears_cost(ctx.hardware, linears, ctx.tokens, grid.tp)[0]
-    selective = np.where(grid.unfused_attention, core_forward, light + up)
+    light = elementwise_s["norm"] + elementwise_s["activation"] + elementwise_s["rope"]
+    modules = (
+        elementwise_s["norm"] * stack.recomputes_selectively("norms")
+        + elementwise_s["activation"] * stack.recomputes_selectively("activations")
+        + (elementwise_s["rope"] + up) * stack.recomputes_selectively("mla_up_projections")
+    )
+    core = stack.recomputes_selectively("core_attention")
+    selective = core_forward * core + modules
     seconds = np.select(
         [grid.uses_recompute("selective"), grid.uses_recompute("op")],
         [selective, light + 0.5 * gemm_forward],
         0.0,
     )
     fraction = np.where(grid.uses_recompute("op"), 0.5, 0.0)
-    return seconds, fraction
+    return seconds, fraction, grid.uses_recompute("selective") & core
 
 
 def layer_cost(
@@ -469,10 +479,10 @@ def layer_cost(
     else:
         ep_forward = ep_backward = np.zeros_like(compute_forward)
     forward_total = compute_forward + memory_forward + tp_forward + cp_forward + ep_forward
-    partial_s, gemm_share = _recompute(ctx, core_forward, gemm_forward, elementwise)
+    partial_s, gemm_share, core_rerun = _recompute(ctx, core_forward, gemm_forward, elementwise)
     recompute = recompute_fraction * forward_total + (1.0 - recompute_fraction) * partial_s
     forward_flop = gemm_flop + core_flop + scan_flop
-    selective_flop = np.where(grid.uses_recompute("selective") & grid.unfused_attention, core_flop, 0.0)
+    selective_flop = np.where(core_rerun, core_flop, 0.0)
     extra_flop = selective_flop + gemm_share * gemm_flop
     recompute_flop = recompute_fraction * forward_flop + (1.0 - recompute_fraction) * extra_flop
     kernels = kernels_per_layer_forward(ctx.model, moe=moe)

@@ -19,11 +19,27 @@ parallelism splits them), Q/K/V and attention output, MLP intermediates, the
 score matrix for unfused attention, dropout masks (1 byte) when dropout is on;
 MoE layers keep the dispatched tokens and expert outputs of their routed
 tokens, MLA its latents and (unless recomputed) the expanded Q/K/V. Stacks that
-keep FP8 linear inputs (Transformer Engine) store those at 1 byte. Megatron's
-selective recomputation drops the score matrix of unfused attention, or with
-fused attention the outputs of norms, activation functions and MLA
-up-projections; torchtitan's per-op policy also every other matmul output;
-full recomputation keeps only each layer's input.
+keep FP8 linear inputs (Transformer Engine) store those at 1 byte.
+
+What ``selective`` recomputation drops is the stack's
+(``selective_recompute_modules`` in ``sol/data/stacks.toml``,
+:meth:`~lightspeed.sol.core.stacks.Stack.recomputes_selectively`), module by module:
+``core_attention`` the score matrix of unfused attention (a fused kernel keeps no
+score matrix, so with FlashAttention or cuDNN it frees nothing counted here),
+``norms`` the norms' outputs, ``activations`` the activation functions' outputs
+(and the MoE expert outputs before the combine), ``mla_up_projections`` MLA's
+expanded Q/K/V. Per stack: Megatron-LM 2021-22, Megatron-DeepSpeed, Megatron-Core
+2024 and llm-foundry recompute core attention only (Korthikanti et al. 2022;
+Megatron-Core's ``recompute_modules`` default, ``["core_attn"]``), so with fused
+attention their ``selective`` keeps what ``none`` keeps; DeepSeek's recomputes
+norms, SwiGLU outputs and MLA up-projections (DeepSeek-V3 sections 3.2.3 and 3.3),
+and so do Megatron-Core 2025 (whose recipes name ``layernorm``, ``moe_act`` and
+``mla_up_proj``), the default ``published-median`` profile and torchtitan's. torchtitan's
+per-op policy (``op``) drops its stack's modules, an unfused attention's score
+matrix (only matmul outputs and fused attention kernels are saved) and every other
+matmul output. Full recomputation keeps each layer's input, plus, at the backward peak,
+the working set of the one layer being recomputed (everything it keeps without
+recomputation, for one micro-batch: Korthikanti et al. 2022, section 5).
 
 The training engine's twin of :mod:`lightspeed.sol.infer.memory` (the same concept for serving).
 """
@@ -221,20 +237,38 @@ class _Saved:
     """Bytes one layer keeps for backward per micro-batch, by what can drop them."""
 
     always: Array  # layer and block inputs, attention inputs/outputs, GEMM inputs not recomputed
-    light: Array  # outputs of norms, activation functions, MLA up-projections (selective drops them)
+    norms: Array  # norm outputs (QKV's and the MLP's inputs)
+    activations: Array  # activation-function outputs (and MoE expert outputs before the combine)
+    mla_up: Array  # MLA's up-projected Q/K/V
     matmul: Array  # matmul outputs that torchtitan's per-op policy recomputes every other one of
-    scores: Array  # the score matrix of unfused attention (any recompute drops it)
+    scores: Array  # the score matrix of unfused attention (core-attention recompute drops it)
     checkpoint: Array  # what a fully recomputed layer keeps: its input
+    stack: Stack  # whose selective recomputation decides what ``kept`` drops
+
+    @property
+    def whole(self) -> Array:
+        """Everything the layer keeps without recomputation (its working set when recomputed)."""
+        return self.always + self.norms + self.activations + self.mla_up + self.matmul + self.scores
 
     def kept(self, grid: PlanGrid) -> Array:
-        """Bytes kept under each plan's recompute policy (full/partial handled by the caller)."""
-        selective = grid.uses_recompute("selective")
+        """Bytes kept under each plan's recompute policy: ``selective`` and ``op`` drop the
+        modules the stack recomputes (``op`` also an unfused attention's score matrix and every
+        other matmul output); ``none`` and the layers ``partial`` leaves alone keep everything
+        (full/partial handled by the caller)."""
+        chooses = grid.uses_recompute("selective") | grid.uses_recompute("op")
+
+        def unless_recomputed(module: str, value: Array) -> Array:
+            return np.where(chooses & self.stack.recomputes_selectively(module), 0.0, value)
+
         op = grid.uses_recompute("op")
-        fused = ~grid.unfused_attention
-        light = np.where((selective & fused) | op, 0.0, self.light)
-        matmul = np.where(op, 0.5 * self.matmul, self.matmul)
-        scores = np.where(grid.uses_recompute("none"), self.scores, 0.0)
-        return self.always + light + matmul + scores
+        kept = (
+            self.always
+            + unless_recomputed("norms", self.norms)
+            + unless_recomputed("activations", self.activations)
+            + unless_recomputed("mla_up_projections", self.mla_up)
+            + np.where(op, 0.0, unless_recomputed("core_attention", self.scores))
+        )
+        return kept + np.where(op, 0.5 * self.matmul, self.matmul)
 
 
 @dataclass(frozen=True)
@@ -369,10 +403,13 @@ def saved_per_layer(
     )
     return _Saved(
         always=residuals + masks + attention[0] + mlp[0] + recurrent,
-        light=normed + attention[1] + mlp[1],
+        norms=normed,
+        activations=mlp[1],
+        mla_up=attention[1],
         matmul=attention[2] + mlp[2],
         scores=scores,
         checkpoint=split * hidden * act,
+        stack=hardware.stack,
     )
 
 
@@ -412,15 +449,15 @@ def training_memory(
     gradients = placed(grid.grad_bytes, ~rules.gradients_sharded, rules.gradients_sharded)
     optimizer = placed(optimizer_per_param, ~rules.optimizer_sharded, rules.optimizer_sharded)
     dense = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=False)
-    dense_kept, dense_full = dense.kept(grid), dense.checkpoint
-    moe_kept, moe_full = dense_kept, dense_full
+    moe_saved = dense
     if model.moe is not None:
         moe_saved = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=True)
-        moe_kept, moe_full = moe_saved.kept(grid), moe_saved.checkpoint
     num_dense = params.layers_per_stage - params.moe_layers_per_stage
+    num_moe = params.moe_layers_per_stage
     in_flight = activations_in_flight(grid)
-    kept = (num_dense * dense_kept + params.moe_layers_per_stage * moe_kept) * in_flight
-    full = (num_dense * dense_full + params.moe_layers_per_stage * moe_full) * in_flight
+    kept = (num_dense * dense.kept(grid) + num_moe * moe_saved.kept(grid)) * in_flight
+    full = (num_dense * dense.checkpoint + num_moe * moe_saved.checkpoint) * in_flight
+    working_set = _recompute_working_set(dense, moe_saved, num_dense, num_moe)
     tokens = grid.micro_batch_size * seq_len / grid.cp
     # the loss's peak over the vocabulary (the stack's cross-entropy: fp32 copies, saved
     # softmax or log-probabilities, their gradients), on the last stage only: with pipeline
@@ -429,9 +466,20 @@ def training_memory(
     logits = np.where(grid.pp > 1, 0.0, per_logit * tokens * model.vocab_size / grid.tp)
     reserved = np.full_like(weights, hardware.overheads.reserved_of(hardware.usable_memory_bytes))
     free = hardware.usable_memory_bytes - (weights + gradients + optimizer + reserved + logits)
-    fraction = _recompute_fraction(grid, kept, full, free, params.layers_per_stage)
-    activations = (1.0 - fraction) * kept + fraction * full + logits
+    fraction = _recompute_fraction(grid, kept, full, free - working_set, params.layers_per_stage)
+    recomputing = np.where(fraction > 0.0, working_set, 0.0)
+    activations = (1.0 - fraction) * kept + fraction * full + recomputing + logits
     return TrainMemory(weights, gradients, optimizer, activations, reserved, fraction)
+
+
+def _recompute_working_set(dense: _Saved, moe: _Saved, num_dense: Array, num_moe: Array) -> Array:
+    """Bytes live beside the checkpoints while one recomputed layer runs its backward: the
+    largest layer of the stage's whole activations for one micro-batch, less its input (already
+    a checkpoint). Korthikanti et al. 2022 (section 5): full recomputation needs ``2sbhL`` for
+    the layer inputs plus one layer's ``sbh(34 + 5as/h)``."""
+    dense_set = np.where(num_dense > 0, dense.whole - dense.checkpoint, 0.0)
+    moe_set = np.where(num_moe > 0, moe.whole - moe.checkpoint, 0.0)
+    return np.maximum(dense_set, moe_set)
 
 
 def _recompute_fraction(grid: PlanGrid, kept: Array, full: Array, free: Array, layers: Array) -> Array:

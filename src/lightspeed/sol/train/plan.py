@@ -20,13 +20,14 @@ from typing import Final
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
+from lightspeed.limits import MAX_ACCELERATORS, MAX_SEQ_LEN, MAX_SEQUENCES, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.factors import divisors, nearest
-from lightspeed.sol.core.stacks import Stack, load_stack
+from lightspeed.sol.core.stacks import PIPELINE_SCHEDULES, Stack, load_stack
 from lightspeed.units import compute_precision
 from lightspeed.workload import TransformerSpec, check_context
 
-SCHEDULES: Final = ("1f1b", "gpipe", "interleaved", "zb1p", "dualpipe", "dualpipev")
+SCHEDULES: Final = PIPELINE_SCHEDULES
 RECOMPUTE: Final = ("none", "selective", "op", "partial", "full")
 ATTENTION_IMPLEMENTATIONS: Final = ("flash", "flash2", "unfused")
 # Megatron-Core's MoE token dispatchers: `alltoall` sends a copy per (token, expert); the flex
@@ -102,15 +103,7 @@ class TrainingPlan(Record):
     ep_dispatcher: str | None = None
 
     def __post_init__(self) -> None:
-        degrees = (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep), ("etp", self.etp))
-        for label, value in degrees:
-            if value < 1:
-                raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
-        for label, value in (("cp", self.cp), ("vpp", self.vpp), ("micro_batch_size", self.micro_batch_size)):
-            if value < 1:
-                raise InvalidPlanError(f"{label} must be >= 1 (got {value})")
-        if self.global_batch_size < 1 or self.seq_len < 1:
-            raise InvalidPlanError("global_batch_size and seq_len must be >= 1")
+        self._check_counts()
         _check_choice("schedule", self.schedule, SCHEDULES)
         _check_choice("recompute", self.recompute, RECOMPUTE)
         if self.attention_impl is not None:
@@ -119,20 +112,33 @@ class TrainingPlan(Record):
             _check_choice("ep_dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
         _check_choice("precision", self.precision, TRAINING_PRECISIONS)
         _check_choice("grad_reduce_precision", self.grad_reduce_precision, GRAD_PRECISIONS)
-        if self.zero_stage not in (0, 1, 2, 3):
-            raise InvalidPlanError(f"zero_stage must be 0, 1, 2 or 3 (got {self.zero_stage})")
         if not self.expert_imbalance >= 1.0:
             raise InvalidPlanError("expert_imbalance is a slowdown factor and must be >= 1.0")
-        if self.num_physical_experts is not None and self.num_physical_experts < 1:
-            raise InvalidPlanError(f"num_physical_experts must be >= 1 (got {self.num_physical_experts})")
-        if self.bf16_layers_start < 0 or self.bf16_layers_end < 0:
-            raise InvalidPlanError(
-                f"bf16 layers must be >= 0 (got {self.bf16_layers_start}:{self.bf16_layers_end})"
-            )
         if (self.bf16_layers_start or self.bf16_layers_end) and self.compute_precision not in ("fp8", "fp4"):
             raise InvalidPlanError(
                 f"layers kept in BF16 ({self.bf16_layers_start}:{self.bf16_layers_end}) need an FP8 or FP4 "
                 f"run; a {self.precision} run has none to keep: drop --bf16-layers or choose --precision fp8"
+            )
+
+    def _check_counts(self) -> None:
+        """Every count a whole number within its bound (:mod:`lightspeed.limits`): ``tp=1.5``,
+        ``tp=True``, ``tp="8"`` and ``seq_len=10**30`` are refused with one line."""
+        for label in ("tp", "pp", "dp", "ep", "etp", "cp", "vpp"):
+            check_whole(label, getattr(self, label), maximum=MAX_ACCELERATORS, error=InvalidPlanError)
+        for label in ("micro_batch_size", "global_batch_size"):
+            check_whole(label, getattr(self, label), maximum=MAX_SEQUENCES, error=InvalidPlanError)
+        check_whole("seq_len", self.seq_len, maximum=MAX_SEQ_LEN, error=InvalidPlanError)
+        check_whole("zero_stage", self.zero_stage, minimum=0, maximum=3, error=InvalidPlanError)
+        if self.num_physical_experts is not None:
+            check_whole(
+                "num_physical_experts",
+                self.num_physical_experts,
+                maximum=MAX_ACCELERATORS,
+                error=InvalidPlanError,
+            )
+        for label in ("bf16_layers_start", "bf16_layers_end"):
+            check_whole(
+                label, getattr(self, label), minimum=0, maximum=MAX_ACCELERATORS, error=InvalidPlanError
             )
 
     @property
@@ -259,11 +265,19 @@ def _check_bf16_layers(plan: TrainingPlan, model: TransformerSpec) -> None:
 
 
 def _check_stack(plan: TrainingPlan, stack: Stack) -> None:
-    """Refuse what the stack's framework cannot run: a parallelism it lacks, a ZeRO stage its
-    memory rules refuse (DeepSpeed's pipeline engine and ZeRO-2/3, FSDP and ZeRO-1, ...)."""
+    """Refuse what the stack's framework cannot run: a parallelism or pipeline schedule it lacks
+    (DeepSpeed's pipeline engine runs 1F1B only), a ZeRO stage its memory rules refuse
+    (DeepSpeed's pipeline engine and ZeRO-2/3, FSDP and ZeRO-1, ...)."""
     if plan.pp > 1 and not stack.pipeline_parallel:
         raise InvalidPlanError(
             f"pp={plan.pp}: {stack.display_name} has no pipeline parallelism; use --pp 1 or another --stack"
+        )
+    schedule = plan.effective_schedule
+    if plan.pp > 1 and not stack.runs_schedule(schedule):
+        raise InvalidPlanError(
+            f"schedule {schedule}{f' (vpp={plan.vpp})' if plan.vpp > 1 else ''}: {stack.display_name} "
+            f"runs only {', '.join(stack.pipeline_schedules)} pipelines; use --schedule "
+            f"{stack.pipeline_schedules[0]} --vpp 1 or another --stack"
         )
     if plan.cp > 1 and not stack.context_parallel:
         raise InvalidPlanError(

@@ -8,7 +8,7 @@ schedule       bubble                          parameters per GPU     activation
 =============  ==============================  =====================  =============================
 GPipe          ``(p-1)(F+B)``                  1x                     ``m``
 1F1B           ``(p-1)(F+B)``                  1x                     ``min(p, m)``
-interleaved    ``(p-1)(F+B)/v``                1x                     ``p(1 + (p-1)/(p v))``, v >= 2
+interleaved    ``(p-1)(F+B)/v``                1x                     ``min(p + (p-1)/v, m)``, v >= 2
 ZB1P           ``(p-1)(F+B-2W)``               1x                     ``min(p, m)``
 DualPipe       ``(p/2-1)(F&B + B - 3W)``       2x                     ``p + 1``
 DualPipeV      ``(p/2-1)(F&B + B - 3W)``       1x (2 chunks of L/2p)  ``p + 1``
@@ -19,6 +19,13 @@ overlap hides communication, not compute. Interleaving needs ``v >= 2`` virtual 
 (Megatron runs it only with a virtual pipeline size; plans refuse it otherwise,
 :mod:`lightspeed.sol.train.plan`); a row with ``v = 1`` is costed as 1F1B, which is what it is
 (the interleaved warm-up formula would hold ``2p - 1`` micro-batches, not ``p``).
+
+Interleaved in-flight activations, in micro-batches of a whole stage: Megatron's first rank
+runs ``(p-1)*2 + (v-1)*p`` warm-up chunks (``forward_backward_pipelining_with_interleaving``),
+one more before its first backward, each ``1/v`` of the stage's layers:
+``((p-1)*2 + (v-1)*p + 1) / v = p + (p-1)/v``. It never holds more than all of its step's
+``m*v`` chunks (with ``m = p`` it runs every forward first), which are ``m`` micro-batches'
+worth: the cap is ``m`` micro-batches, not ``m*v``.
 """
 
 from __future__ import annotations
@@ -54,11 +61,12 @@ def bubble_s(grid: PlanGrid, forward_s: Array, backward_s: Array, weight_grad_s:
 
 
 def activations_in_flight(grid: PlanGrid) -> Array:
-    """Micro-batches whose activations the first stage holds at its peak."""
+    """Micro-batches (each a whole stage's activations) the first stage holds at its peak."""
     stages = grid.pp
     microbatches = grid.num_microbatches
     one_f_one_b = np.minimum(stages, microbatches)
-    interleaved = np.minimum(stages * (1.0 + (stages - 1.0) / (stages * grid.vpp)), microbatches * grid.vpp)
+    # warm-up chunks plus one, at 1/v of a stage each; at most the step's m micro-batches
+    interleaved = np.minimum(stages + (stages - 1.0) / grid.vpp, microbatches)
     return np.select(
         [
             grid.is_schedule("gpipe"),

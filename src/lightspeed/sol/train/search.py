@@ -21,6 +21,7 @@ import numpy as np
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
+from lightspeed.limits import MAX_ROWS, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
@@ -37,7 +38,7 @@ from lightspeed.sol.train.grid import (
     grid_from_plans,
 )
 from lightspeed.sol.train.memory import refused_by_stack
-from lightspeed.sol.train.plan import TrainingPlan, check_cluster_gpus, validate_plan
+from lightspeed.sol.train.plan import SCHEDULES, TrainingPlan, check_cluster_gpus, validate_plan
 from lightspeed.sol.train.ranking import (
     PlanComparison,
     compare,
@@ -279,7 +280,6 @@ def _grid(
         return np.full(size, value)
 
     tp, cp, pp, vpp = columns["tp"], columns["cp"], columns["pp"], columns["vpp"]
-    interleaved = (vpp > 1) & (columns["schedule"] == SCHEDULE_CODES["1f1b"])
     return PlanGrid(
         tp=tp,
         pp=pp,
@@ -290,7 +290,7 @@ def _grid(
         zero_stage=columns["zero"],
         micro_batch_size=columns["mb"],
         global_batch_size=full(float(template.global_batch_size)),
-        schedule=np.where(interleaved, float(SCHEDULE_CODES["interleaved"]), columns["schedule"]),
+        schedule=_effective_schedules(columns),
         recompute=columns["recompute"],
         sequence_parallel=(tp > 1) & bool(template.sequence_parallel),
         attention=full(float(ATTENTION_CODES[template.attention_impl or "flash"])),
@@ -413,6 +413,12 @@ def _valid_columns(
     refused = refused_by_stack(stack, columns["zero"], columns["pp"])  # validate_plan says why
     notes = _stack_refusals(stack, columns["zero"][refused], columns["pp"][refused])
     columns = {name: values[~refused] for name, values in columns.items()}
+    schedules = _effective_schedules(columns)
+    unscheduled = (columns["pp"] > 1) & ~np.isin(
+        schedules, [SCHEDULE_CODES[s] for s in stack.pipeline_schedules]
+    )
+    notes = (*notes, *_schedule_refusals(stack, schedules[unscheduled]))
+    columns = {name: values[~unscheduled] for name, values in columns.items()}
     unsharded = _zero_without_replicas(columns, model, num_gpus)
     columns = {name: values[~unsharded] for name, values in columns.items()}
     if columns["tp"].size == 0:
@@ -423,6 +429,25 @@ def _valid_columns(
             "try a global batch that is a multiple of the GPU count, or widen the search space"
         )
     return columns, notes
+
+
+def _effective_schedules(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Each plan's schedule code, 1F1B over virtual chunks (vpp > 1) counted as interleaved."""
+    interleaved = (columns["vpp"] > 1) & (columns["schedule"] == SCHEDULE_CODES["1f1b"])
+    return np.where(interleaved, float(SCHEDULE_CODES["interleaved"]), columns["schedule"])
+
+
+def _schedule_refusals(stack: Stack, schedules: np.ndarray) -> tuple[str, ...]:
+    """One note for the plans left out because the stack's framework does not run their pipeline
+    schedule (``schedules``: their codes), as :func:`_stack_refusals` notes the ZeRO stages."""
+    if schedules.size == 0:
+        return ()
+    names = sorted({SCHEDULES[int(code)] for code in schedules}, key=SCHEDULES.index)
+    plans = "plan" if schedules.size == 1 else "plans"
+    return (
+        f"{schedules.size:,} {plans} with the {'/'.join(names)} schedule left out: {stack.display_name} "
+        f"runs only {', '.join(stack.pipeline_schedules)} pipelines (stack {stack.name})",
+    )
 
 
 def _zero_without_replicas(
@@ -509,6 +534,7 @@ def search_training(
     its redundant experts) instead of the template's scalar.
     """
     started = time.perf_counter()
+    check_whole("top", top, maximum=MAX_ROWS, error=InvalidPlanError)
     context = check_context(model, seq_len)  # a learned position table cannot run past its end
     num_gpus = _searched_gpus(cluster, num_gpus)
     _check_schedules(schedules)

@@ -433,12 +433,21 @@ def candidate_plans(
         f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}"
     )
     if len(plans) > 1:
+        searched = _searched(plans)
         notes.append(
-            f"unreported settings searched over {len(plans)} plans (micro-batch "
-            f"{list(spec.micro_batch_sizes)}, vpp {list(spec.vpps)}, recompute {recomputes}): "
-            "the fastest that fits"
+            f"unreported settings searched over {len(plans)} plans ({searched}): the fastest that fits"
         )
     return plans, notes
+
+
+def _searched(plans: list[TrainingPlan]) -> str:
+    """The values the searched plans take: ``micro-batch [1, 2, 4], vpp [1], recompute
+    ['selective']`` (a value no split admits is not named; recompute in the order tried)."""
+
+    micro_batches = sorted({plan.micro_batch_size for plan in plans})
+    vpps = sorted({plan.vpp for plan in plans})
+    recomputes = list(dict.fromkeys(plan.recompute for plan in plans))
+    return f"micro-batch {micro_batches}, vpp {vpps}, recompute {recomputes}"
 
 
 def _split_batch(spec: PlanSpec, split: dict[str, object]) -> dict[str, object]:
