@@ -22,6 +22,9 @@ does (``lightspeed.sol.validation.fitting``, ``.crossval``, ``.fit_report``):
    docs/benchmarks.md and docs/sol.md with the report's
    (``tests/sol/test_fit_report.py`` checks they match).
 
+``--markers-only`` rewrites those figures from an existing report (``--report``, by default
+docs/fit-report.json) without fitting anything.
+
 The error bands are calibrated after it, on its out-of-fold residuals and the
 held-out tables' rows: ``python benchmarks/calibrate_bands.py --report
 docs/band-calibration.json --write``.
@@ -35,7 +38,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.sol import search_training
@@ -55,7 +58,15 @@ LLAMA3_TFLOPS = (430.0, 400.0, 380.0)
 # The highest MFU published for a BF16 run on H100 among the rows: NVIDIA dgxc-benchmarking
 # v25.04, Llama 3.1 70B on 2,048 H100, 54.32% (row T108).
 MAX_PUBLISHED_H100_BF16_MFU = 0.5432
-MARKER = re.compile(r"<!-- fit:(?P<key>[\w-]+) -->(?P<text>.*?)<!-- /fit -->", re.DOTALL)
+
+
+def marker(family: str) -> re.Pattern[str]:
+    """The documentation's generated figures of ``family``: ``<!-- FAMILY:KEY -->...<!-- /FAMILY -->``
+    (``fit`` from this script's report, ``bands`` from benchmarks/calibrate_bands.py's)."""
+    return re.compile(rf"<!-- {family}:(?P<key>[\w-]+) -->(?P<text>.*?)<!-- /{family} -->", re.DOTALL)
+
+
+MARKER = marker("fit")
 
 
 # --- writing the data files ------------------------------------------------------------------
@@ -255,6 +266,10 @@ def figures(report: dict[str, Any]) -> dict[str, str]:
         "train_oof_coverage": _pct(train["out_of_fold_coverage"], 0),
         "infer_oof_coverage": _pct(infer["out_of_fold_coverage"], 0),
         "all_oof_coverage": _pct(everything["out_of_fold_coverage"], 0),
+        "train_oof_covered": _covered(report, "train"),
+        "infer_oof_covered": _covered(report, "infer"),
+        "train_oof_outside": _outside(report, "train"),
+        "infer_oof_outside": _outside(report, "infer"),
         "share_predicted": _pct(everything["share_predicted"], 0),
         "num_parameters": str(len(report["parameters"])),
         "train_variant": report["choice"]["train"]["variant"],
@@ -272,6 +287,24 @@ def figures(report: dict[str, Any]) -> dict[str, str]:
         "table_publishers": table_publishers(report),
         "table_parameters": table_parameters(report),
     }
+
+
+def _with_interval(report: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [row for row in report["rows"] if row["kind"] == kind and row["out_of_fold_interval"] is not None]
+
+
+def _covered(report: dict[str, Any], kind: str) -> str:
+    """``31 of 40``: the rows of ``kind`` inside their out-of-fold 80% interval."""
+    rows = _with_interval(report, kind)
+    return f"{sum(1 for row in rows if row['out_of_fold_covered'])} of {len(rows)}"
+
+
+def _outside(report: dict[str, Any], kind: str) -> str:
+    """``T18, T25 and T34``: the rows of ``kind`` outside their out-of-fold 80% interval."""
+    ids = [row["id"] for row in _with_interval(report, kind) if not row["out_of_fold_covered"]]
+    if not ids:
+        return "none"
+    return ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} and {ids[-1]}"
 
 
 def _kernel_values(report: dict[str, Any]) -> str:
@@ -365,18 +398,42 @@ def table_parameters(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def replace_figures(text: str, numbers: dict[str, str]) -> str:
-    """``text`` with every ``<!-- fit:KEY -->...<!-- /fit -->`` holding ``numbers[KEY]``."""
+def fail(message: str) -> NoReturn:
+    """One line on stderr and exit status 2 (bad input: a report or a marker)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def replace_figures(text: str, numbers: dict[str, str], family: str = "fit") -> str:
+    """``text`` with every ``<!-- FAMILY:KEY -->...<!-- /FAMILY -->`` holding ``numbers[KEY]``."""
 
     def fill(match: re.Match[str]) -> str:
         key = match.group("key")
         if key not in numbers:
-            raise SystemExit(f"no figure {key!r} in the report")
+            fail(f"no figure {key!r} in the report for <!-- {family}:{key} -->; name one it holds")
         value = numbers[key]
         body = f"\n{value}\n" if "\n" in value else value
-        return f"<!-- fit:{key} -->{body}<!-- /fit -->"
+        return f"<!-- {family}:{key} -->{body}<!-- /{family} -->"
 
-    return MARKER.sub(fill, text)
+    return marker(family).sub(fill, text)
+
+
+def write_figures(numbers: dict[str, str], family: str = "fit") -> None:
+    """Every ``FAMILY:KEY`` figure of README.md, docs/benchmarks.md and docs/sol.md from ``numbers``."""
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        replaced = replace_figures(text, numbers, family)
+        if replaced != text:
+            path.write_text(replaced, encoding="utf-8")
+            print(f"rewrote the {family}: figures of {path.relative_to(ROOT)}", file=sys.stderr)
+
+
+def figures_of_file(path: Path) -> dict[str, str]:
+    """The documented figures of the report saved at ``path`` (nothing is fitted)."""
+    try:
+        return figures(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
+        fail(f"cannot read the fit report {path}: {error!r}; write it with {COMMAND}")
 
 
 # --- main ---------------------------------------------------------------------------------------
@@ -385,11 +442,22 @@ def replace_figures(text: str, numbers: dict[str, str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=Path, help="structured rows (default: the shipped ones)")
-    parser.add_argument("--report", type=Path, help="write the report here (JSON)")
+    parser.add_argument(
+        "--report", type=Path, help="write the report here (JSON); with --markers-only, read it from here"
+    )
     parser.add_argument(
         "--write", action="store_true", help="write the data files and the documented figures"
     )
+    parser.add_argument(
+        "--markers-only",
+        action="store_true",
+        help="fit nothing: rewrite the documented fit: figures from the existing report "
+        "(--report, default docs/fit-report.json)",
+    )
     args = parser.parse_args()
+    if args.markers_only:
+        write_figures(figures_of_file(args.report or ROOT / "docs" / "fit-report.json"))
+        return
     started = time.perf_counter()
     catalog, models = load_catalog(), load_models()
     report = fit_report(
@@ -401,10 +469,7 @@ def main() -> None:
     report["figures"] = figures(report)
     report["command"] = COMMAND
     if args.write:
-        for path in DOCS:
-            path.write_text(
-                replace_figures(path.read_text(encoding="utf-8"), report["figures"]), encoding="utf-8"
-            )
+        write_figures(report["figures"])
     if args.report:
         args.report.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     summary = {key: value for key, value in report["figures"].items() if not key.startswith("table_")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -19,6 +20,7 @@ from lightspeed.sol.core.uncertainty import (
 )
 from lightspeed.sol.validation.band_calibration import coverage_by_source, fit_residuals, table_residuals
 from lightspeed.sol.validation.validate import ValidationRow
+from scripts import load_script
 
 REPORT = Path(__file__).resolve().parents[2] / "docs" / "band-calibration.json"
 
@@ -130,3 +132,104 @@ def test_the_shipped_bands_are_the_calibration_reports() -> None:
     held = [entry for entry in report["coverage"] if not entry["source"].startswith("fit:")]
     mean = sum(entry["covered_out_of_source"] / entry["rows"] for entry in held) / len(held)
     assert mean >= 0.78
+
+
+# --- the figures the documentation quotes from the report (between <!-- bands:KEY --> markers) --
+
+REPO = REPORT.parents[1]
+# What README's "Accuracy and speed", docs/sol.md "Error bars" and docs/benchmarks.md "Error bands
+# a new source meets" must quote from the report.
+README_BAND_FIGURES = {"num_tables", "mean_coverage"}
+SOL_BAND_FIGURES = README_BAND_FIGURES | {
+    "mean_coverage_before",
+    "band_infer_moe_hopper",
+    "band_infer_moe_blackwell",
+    "band_infer_dense_hopper",
+    "band_train_dense_hopper",
+}
+BENCHMARK_BAND_FIGURES = {"num_tables", "mean_coverage", "table_coverage", "table_bands"}
+
+
+@pytest.fixture(scope="module")
+def fit_script() -> ModuleType:
+    """benchmarks/fit_efficiency.py: the markers' pattern and writer, which both scripts use."""
+    return load_script("benchmarks/fit_efficiency.py")
+
+
+@pytest.fixture(scope="module")
+def calibrate(fit_script: ModuleType) -> ModuleType:
+    return load_script("benchmarks/calibrate_bands.py")  # after its sibling, which it imports by name
+
+
+@pytest.mark.parametrize(
+    ("document", "required"),
+    [
+        ("README.md", README_BAND_FIGURES),
+        ("docs/sol.md", SOL_BAND_FIGURES),
+        ("docs/benchmarks.md", BENCHMARK_BAND_FIGURES),
+    ],
+)
+def test_documented_band_figures_equal_the_report(
+    fit_script: ModuleType, calibrate: ModuleType, document: str, required: set[str]
+) -> None:
+    text = (REPO / document).read_text(encoding="utf-8")
+    markers = list(fit_script.marker("bands").finditer(text))
+    assert len(markers) == text.count("<!-- bands:"), f"{document}: a bands: marker the pattern misses"
+    assert {match["key"] for match in markers} >= required
+    made = calibrate.figures(json.loads(REPORT.read_text(encoding="utf-8")))
+    for match in markers:
+        assert match["text"].strip() == made[match["key"]].strip(), (document, match["key"])
+
+
+def test_the_documented_coverage_is_the_mean_over_the_held_out_tables() -> None:
+    # counted here from the report, apart from the script: each held-out table's share of rows
+    # covered out of source, averaged with each table weighing the same
+    report = json.loads(REPORT.read_text(encoding="utf-8"))
+    held = [entry for entry in report["coverage"] if not entry["source"].startswith("fit:")]
+    shares = [entry["covered_out_of_source"] / entry["rows"] for entry in held]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"<!-- bands:num_tables -->{len(held)}<!-- /bands --> held-out tables" in readme
+    percent = round(100 * sum(shares) / len(shares))
+    assert f"<!-- bands:mean_coverage -->{percent}%<!-- /bands --> of its rows on average" in readme
+
+
+def test_band_figures_from_a_small_report(calibrate: ModuleType) -> None:
+    # two held-out tables: 3 of 4 rows covered (75%) and 1 of 3 (33.3%): mean 54.2%, 4 of 7 rows;
+    # before: 1 of 4 and 2 of 3, mean (25% + 66.7%) / 2 = 45.8%
+    report = {
+        "num_sources": 7,
+        "coverage": [
+            {"source": "fit:Meta", "kind": "train", "rows": 9, "covered_before": 9,
+             "covered_out_of_source": 9},
+            {"source": "a.tsv", "kind": "infer", "rows": 4, "covered_before": 1, "covered_out_of_source": 3},
+            {"source": "b.tsv", "kind": "train", "rows": 3, "covered_before": 2, "covered_out_of_source": 1},
+        ],
+        "bands": {
+            # 20 rows from 5 sources: a band of its own, exp(log 1.25) = x1.25
+            "train": {"level": 0.8, "low": -math.log(1.25), "high": math.log(1.25), "num_rows": 20,
+                      "num_sources": 5},
+            # 3 sources: below MIN_SOURCES, it borrows train's and is quoted nowhere
+            "train/dense/hopper": {"level": 0.8, "low": -1.0, "high": 1.0, "num_rows": 12, "num_sources": 3},
+        },
+    }  # fmt: skip
+    numbers = calibrate.figures(report)
+    assert (numbers["num_tables"], numbers["held_rows"], numbers["held_covered"]) == ("2", "7", "4")
+    assert (numbers["mean_coverage"], numbers["mean_coverage_before"]) == ("54%", "46%")
+    assert numbers["worst_tables"] == "`b` (33%), `a` (75%)"
+    assert numbers["band_train"] == "x1.25"
+    assert "band_train_dense_hopper" not in numbers
+    assert "| train | 20 | 5 | x1.25 |" in numbers["table_bands"]
+    assert "hopper" not in numbers["table_bands"]
+    assert "| a.tsv | infer | 4 | 25% | 75% |" in numbers["table_coverage"]
+
+
+def test_a_marker_holds_the_figure_it_names(fit_script: ModuleType) -> None:
+    text = "covers <!-- bands:mean_coverage -->84%<!-- /bands --> of <!-- fit:num_rows -->5<!-- /fit -->"
+    replaced = fit_script.replace_figures(text, {"mean_coverage": "82%"}, "bands")
+    assert (
+        replaced
+        == "covers <!-- bands:mean_coverage -->82%<!-- /bands --> of <!-- fit:num_rows -->5<!-- /fit -->"
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        fit_script.replace_figures(text, {}, "bands")
+    assert exit_info.value.code == 2
