@@ -21,8 +21,10 @@ lightspeed.errors.UserInputError: max_ttft_s must be a finite number > 0 (got na
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from typing import Final
+from typing import Any, Final
 
 from lightspeed.errors import UserInputError
 
@@ -46,9 +48,21 @@ MAX_THREADS: Final = 8192  # Linux's largest NR_CPUS
 MAX_PROCESSES: Final = 1024  # local ranks one machine can spawn
 MAX_ROWS: Final = 1_000_000  # rows or runs a table lists
 MAX_USD: Final = 1e9  # per GPU-hour
+MAX_VPP: Final = 1024  # virtual pipeline chunks per stage
+MAX_DRAFT_TOKENS: Final = 1024  # tokens a draft proposes per step
+MAX_SEARCHED_DRAFT_TOKENS: Final = 16  # the deepest a search over speculative depths tries
+MAX_MTP_MODULES: Final = 16  # MiniMax-M2 declares 3
+MAX_PHYSICAL_EXPERTS: Final = 2**24
+MAX_EXPERT_IMBALANCE: Final = 1024.0  # the busiest GPU holding every token
+MAX_SIMULATED_REQUESTS: Final = 10_000_000  # a day of traffic at over 100 requests/s
+MAX_FINALISTS: Final = 64  # deployments a goodput search simulates
+MAX_BF16_LAYERS: Final = 100_000
+MAX_SEED: Final = 2**63 - 1
 
 
-def _bounds(minimum: float | None, maximum: float | None, above: float | None) -> str:
+def _bounds(
+    minimum: float | None, maximum: float | None, above: float | None, below: float | None = None
+) -> str:
     parts = []
     if above is not None:
         parts.append(f"> {above:g}")
@@ -56,6 +70,8 @@ def _bounds(minimum: float | None, maximum: float | None, above: float | None) -
         parts.append(f">= {minimum:,}" if isinstance(minimum, int) else f">= {minimum:g}")
     if maximum is not None:
         parts.append(f"<= {maximum:,}" if isinstance(maximum, int) else f"<= {maximum:g}")
+    if below is not None:
+        parts.append(f"< {below:g}")
     return " and ".join(parts)
 
 
@@ -102,10 +118,11 @@ def check_number(
     minimum: float | None = None,
     maximum: float | None = None,
     above: float | None = None,
+    below: float | None = None,
     error: type[UserInputError] = UserInputError,
 ) -> float:
     """``value`` as a ``float`` when it is a finite real number within the bounds (``above``
-    is a strict lower bound), else ``error`` naming ``label``, the value and the bounds.
+    and ``below`` are strict bounds), else ``error`` naming ``label``, the value and the bounds.
 
     >>> check_number("arrival_rate_per_s", 2, above=0.0)
     2.0
@@ -114,13 +131,14 @@ def check_number(
     ...
     lightspeed.errors.UserInputError: arrival_rate_per_s must be a finite number > 0 (got '2', a str)
     """
-    bounds = _bounds(minimum, maximum, above)
+    bounds = _bounds(minimum, maximum, above, below)
     wanted = f"{label} must be a finite number" + (f" {bounds}" if bounds else "")
     if isinstance(value, bool) or not isinstance(value, Real):
         raise error(f"{wanted} (got {_shown(value)}, a {type(value).__name__})")
     number = float(value)
     low = (minimum is not None and number < minimum) or (above is not None and number <= above)
-    if not math.isfinite(number) or low or (maximum is not None and number > maximum):
+    high = (maximum is not None and number > maximum) or (below is not None and number >= below)
+    if not math.isfinite(number) or low or high:
         raise error(f"{wanted} (got {_shown(value)})")
     return number
 
@@ -137,3 +155,81 @@ def check_kind(label: str, value: object, kind: type, hint: str) -> None:
     if not isinstance(value, kind):
         shown = f"the {type(value).__name__} {_shown(value)}"
         raise UserInputError(f"{label} must be a {kind.__name__} ({hint}), not {shown}")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The bounds of one numeric option type (:data:`OPTION_BOUNDS`): a whole number (``whole``)
+    or a finite one from ``minimum`` to ``maximum``, ``above``/``below`` strict ends; ``pair``:
+    two such numbers (``P:D``). The CLI's option types take theirs from here
+    (:meth:`click_bounds`) and the Python configurations check their fields with :meth:`check`.
+
+    >>> OPTION_BOUNDS["ACCEPTANCE"].check("acceptance", 1.0)
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: acceptance must be a finite number >= 0 and < 1 (got 1.0)
+    """
+
+    whole: bool
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    pair: bool = False
+
+    def check(self, label: str, value: object) -> object:
+        """``value`` checked (:func:`check_whole` or :func:`check_number`); a pair as a tuple."""
+        if self.pair:
+            if not isinstance(value, tuple | list) or len(value) != 2:
+                raise UserInputError(f"{label} must be two whole numbers, e.g. (1, 3) (got {_shown(value)})")
+            single = replace(self, pair=False)
+            return tuple(single.check(f"{label}[{index}]", item) for index, item in enumerate(value))
+        if self.whole:
+            maximum = None if self.maximum is None else int(self.maximum)
+            return check_whole(label, value, minimum=int(self.minimum or 0), maximum=maximum)
+        return check_number(
+            label, value, minimum=self.minimum, maximum=self.maximum, above=self.above, below=self.below
+        )
+
+    def click_bounds(self) -> dict[str, Any]:
+        """The keyword arguments of a :mod:`lightspeed.cli.options` type: ``minimum``,
+        ``maximum`` and, for a strict end, ``min_open``/``max_open``."""
+        bounds: dict[str, Any] = {
+            "minimum": self.above if self.above is not None else self.minimum,
+            "maximum": self.below if self.below is not None else self.maximum,
+        }
+        if self.above is not None:
+            bounds["min_open"] = True
+        if self.below is not None:
+            bounds["max_open"] = True
+        return bounds
+
+
+# The bounds of the option types a configuration field names (sol/config.py ``option_type``):
+# one table for the command line and Python (docs/limits.md).
+OPTION_BOUNDS: Final[Mapping[str, Bounds]] = {
+    "GPUS": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS),
+    "DEGREE": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS),
+    "PHYSICAL_EXPERTS": Bounds(whole=True, minimum=1, maximum=MAX_PHYSICAL_EXPERTS),
+    "SEQ_LEN": Bounds(whole=True, minimum=1, maximum=MAX_SEQ_LEN),
+    "SEQUENCES": Bounds(whole=True, minimum=1, maximum=MAX_SEQUENCES),
+    "TOKENS": Bounds(whole=False, minimum=1.0, maximum=MAX_TOKENS),
+    "MTP_MODULES": Bounds(whole=True, minimum=0, maximum=MAX_MTP_MODULES),
+    "VPP": Bounds(whole=True, minimum=1, maximum=MAX_VPP),
+    "ZERO_STAGE": Bounds(whole=True, minimum=0, maximum=3),
+    "EXPERT_IMBALANCE": Bounds(whole=False, minimum=1.0, maximum=MAX_EXPERT_IMBALANCE),
+    "EFFECTIVE_BITS": Bounds(whole=False, minimum=4.0, maximum=16.0),
+    "DRAFT_TOKENS": Bounds(whole=True, minimum=1, maximum=MAX_DRAFT_TOKENS),
+    "SEARCHED_DRAFT_TOKENS": Bounds(whole=True, minimum=1, maximum=MAX_SEARCHED_DRAFT_TOKENS),
+    "ACCEPTANCE": Bounds(whole=False, minimum=0.0, below=1.0),
+    "FRACTION": Bounds(whole=False, minimum=0.0, maximum=1.0),
+    "REQUESTS": Bounds(whole=True, minimum=1, maximum=MAX_SIMULATED_REQUESTS),
+    "WARMUP_REQUESTS": Bounds(whole=True, minimum=0, maximum=MAX_SIMULATED_REQUESTS),
+    "SEED": Bounds(whole=True, minimum=0, maximum=MAX_SEED),
+    "PER_SECOND": Bounds(whole=False, minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S),
+    "LATENCY_BOUND": Bounds(whole=False, above=0.0, maximum=MAX_DURATION_S),
+    "ROWS": Bounds(whole=True, minimum=1, maximum=MAX_ROWS),
+    "FINALISTS": Bounds(whole=True, minimum=1, maximum=MAX_FINALISTS),
+    "POOL_SPLIT": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS, pair=True),
+    "BF16_LAYERS": Bounds(whole=True, minimum=0, maximum=MAX_BF16_LAYERS, pair=True),
+}

@@ -16,8 +16,8 @@ import pytest
 from lightspeed.cli import options as option_types
 from lightspeed.errors import InvalidPlanError, LightspeedError, UserInputError
 from lightspeed.jobs import run
+from lightspeed.limits import OPTION_BOUNDS
 from lightspeed.sol import ServingConfig, ServingSearchConfig, TrainingConfig, TrainingSearchConfig
-from lightspeed.sol.config import OPTION_BOUNDS
 
 TRAIN: dict[str, Any] = {
     "model": "llama-3-70b",
@@ -42,7 +42,8 @@ def test_option_bounds_match_the_cli_option_types() -> None:
     for name, bounds in OPTION_BOUNDS.items():
         option = getattr(option_types, name)
         low = bounds.above if option.min_open else bounds.minimum
-        assert (low, bounds.maximum) == (option.minimum, option.maximum), name
+        high = bounds.below if option.max_open else bounds.maximum
+        assert (low, high) == (option.minimum, option.maximum), name
         assert bounds.whole == isinstance(option, option_types.Integer | option_types.Pair), name
 
 
@@ -72,8 +73,8 @@ def test_option_bounds_match_the_cli_option_types() -> None:
         (ServingConfig, {"disaggregated": (0, 3)}, "disaggregated[0] must be a whole number >= 1"),
         (ServingConfig, {"disaggregated": (1,)}, "disaggregated must be two whole numbers"),
         (ServingConfig, {"num_requests": 1.5}, "num_requests must be a whole number"),
-        (ServingConfig, {"acceptance": 1.5}, "acceptance must be a finite number >= 0 and <= 1"),
-        (ServingConfig, {"acceptance": 1.0}, "must be in [0, 1)"),  # as --acceptance 1: below 1
+        (ServingConfig, {"acceptance": 1.5}, "acceptance must be a finite number >= 0 and < 1"),
+        (ServingConfig, {"acceptance": 1.0}, "acceptance must be a finite number >= 0 and < 1"),
         (ServingSearchConfig, {"max_ttft_s": 0.0}, "max_ttft_s must be a finite number > 0"),
         (ServingSearchConfig, {"max_tpot_s": math.inf}, "max_tpot_s must be a finite number > 0"),
         (ServingSearchConfig, {"finalists": 0}, "finalists must be a whole number >= 1"),

@@ -49,15 +49,11 @@ from lightspeed.limits import (
     MAX_FLOP_PER_TOKEN,
     MAX_NODES,
     MAX_PROCESSES,
-    MAX_RATE_PER_S,
-    MAX_ROWS,
     MAX_SEQ_LEN,
-    MAX_SEQUENCES,
     MAX_THREADS,
-    MAX_TOKENS,
     MAX_USD,
     MAX_WATTS,
-    MIN_RATE_PER_S,
+    OPTION_BOUNDS,
 )
 from lightspeed.units import (
     format_bytes,
@@ -591,55 +587,58 @@ class LengthSpec(NumericType):
 
 
 # --- the option types commands share -----------------------------------------------------------
-GPUS: Final = Integer(
-    minimum=1, maximum=MAX_ACCELERATORS, suffixes=True, unit="GPUs", why="50x the largest cluster built"
-)
+def _limits(name: str) -> dict[str, Any]:
+    """The bounds of the option type ``name``, from :data:`lightspeed.limits.OPTION_BOUNDS` (the
+    Python configurations check their fields against the same table)."""
+    return OPTION_BOUNDS[name].click_bounds()
+
+
+GPUS: Final = Integer(**_limits("GPUS"), suffixes=True, unit="GPUs", why="50x the largest cluster built")
 NODES: Final = Integer(minimum=1, maximum=MAX_NODES, suffixes=True, unit="nodes")
-DEGREE: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS, unit="GPUs")  # tp, pp, dp, ep, cp, replicas
+DEGREE: Final = Integer(**_limits("DEGREE"), unit="GPUs")  # tp, pp, dp, ep, cp, replicas
 SEQ_LEN: Final = Integer(
-    minimum=1, maximum=MAX_SEQ_LEN, suffixes=True, unit="tokens", why="13x the longest context offered"
+    **_limits("SEQ_LEN"), suffixes=True, unit="tokens", why="13x the longest context offered"
 )
-SEQUENCES: Final = Integer(minimum=1, maximum=MAX_SEQUENCES, suffixes=True, unit="sequences")
+SEQUENCES: Final = Integer(**_limits("SEQUENCES"), suffixes=True, unit="sequences")
 # a token budget (plan/search train, flops, cost): whole tokens, at least one
-TOKENS: Final = WholeCount(
-    minimum=1.0, maximum=MAX_TOKENS, unit="tokens", why="25,000x the largest training budget"
-)
+TOKENS: Final = WholeCount(**_limits("TOKENS"), unit="tokens", why="25,000x the largest training budget")
 FLOP_TOTAL: Final = Count(minimum=0.0, maximum=MAX_FLOP, min_open=True, unit="FLOP")
 FLOP_PER_TOKEN: Final = Count(minimum=0.0, maximum=MAX_FLOP_PER_TOKEN, min_open=True, unit="FLOP")
-ROWS: Final = Integer(minimum=1, maximum=MAX_ROWS, unit="rows")
+ROWS: Final = Integer(**_limits("ROWS"), unit="rows")
 PROBABILITY_OPEN: Final = Number(minimum=0.0, maximum=1.0, min_open=True, max_open=True)
-FRACTION: Final = Number(minimum=0.0, maximum=1.0)
-LATENCY_BOUND: Final = LatencyLimit(minimum=0.0, maximum=MAX_DURATION_S, min_open=True)
+FRACTION: Final = Number(**_limits("FRACTION"))
+LATENCY_BOUND: Final = LatencyLimit(**_limits("LATENCY_BOUND"))
 CUTOFF: Final = Duration(minimum=0.0, maximum=86400.0, why="one day")
 # trace idle's kernel-wait threshold: HTA's is a bare number of microseconds, lightspeed's durations
 # read one as seconds, so it must carry its unit (a million times off either way)
 KERNEL_WAIT_THRESHOLD: Final = LatencyLimit(minimum=0.0, maximum=86400.0, why="one day", units=("us", "ms"))
-PER_SECOND: Final = Number(minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, unit="per s")
+PER_SECOND: Final = Number(**_limits("PER_SECOND"), unit="per s")
 # a memory or link bandwidth given by a user: always with its unit (a bare 200 is not 200 B/s)
 BANDWIDTH: Final = BandwidthWithUnit(
     minimum=0.0, maximum=MAX_BYTES_PER_S, min_open=True, why="above any memory or link"
 )
 POWER_W: Final = Number(minimum=0.0, maximum=MAX_WATTS, min_open=True, unit="W", why="10 GW")
 USD: Final = Number(minimum=0.0, maximum=MAX_USD, min_open=True, unit="USD", why="per GPU-hour")
-VPP: Final = Integer(minimum=1, maximum=1024, unit="chunks")
-ZERO_STAGE: Final = Integer(minimum=0, maximum=3)
-EXPERT_IMBALANCE: Final = Number(minimum=1.0, maximum=1024.0, why="the busiest GPU holding every token")
-EFFECTIVE_BITS: Final = Number(minimum=4.0, maximum=16.0, unit="bits", why="a 4-bit float to 16 bits")
-DRAFT_TOKENS: Final = Integer(minimum=1, maximum=1024, unit="tokens")
+VPP: Final = Integer(**_limits("VPP"), unit="chunks")
+ZERO_STAGE: Final = Integer(**_limits("ZERO_STAGE"))
+EXPERT_IMBALANCE: Final = Number(**_limits("EXPERT_IMBALANCE"), why="the busiest GPU holding every token")
+EFFECTIVE_BITS: Final = Number(**_limits("EFFECTIVE_BITS"), unit="bits", why="a 4-bit float to 16 bits")
+DRAFT_TOKENS: Final = Integer(**_limits("DRAFT_TOKENS"), unit="tokens")
 # the deepest a search over speculative depths tries (sol/infer/search.py MAX_SEARCHED_DRAFT_TOKENS)
-SEARCHED_DRAFT_TOKENS: Final = Integer(minimum=1, maximum=16, unit="tokens", why="one search per depth")
-MTP_MODULES: Final = Integer(minimum=0, maximum=16, unit="modules", why="MiniMax-M2 declares 3")
-ACCEPTANCE: Final = Number(minimum=0.0, maximum=1.0, max_open=True)  # per draft token, below 1
+SEARCHED_DRAFT_TOKENS: Final = Integer(
+    **_limits("SEARCHED_DRAFT_TOKENS"), unit="tokens", why="one search per depth"
+)
+MTP_MODULES: Final = Integer(**_limits("MTP_MODULES"), unit="modules", why="MiniMax-M2 declares 3")
+ACCEPTANCE: Final = Number(**_limits("ACCEPTANCE"))  # per draft token, below 1
 POOL_SPLIT: Final = Pair(
-    minimum=1,
-    maximum=MAX_ACCELERATORS,
+    **_limits("POOL_SPLIT"),
     unit="replicas",
     form="P:D",
     what="prefill and decode replicas",
     example="1:3",
 )
 BF16_LAYERS: Final = Pair(
-    minimum=0, maximum=100_000, unit="layers", form="START:END",
+    **_limits("BF16_LAYERS"), unit="layers", form="START:END",
     what="layers kept in BF16 at the model's start and at its end", example="0:14",
 )  # fmt: skip
 RACKS: Final = Integer(minimum=1, maximum=MAX_ACCELERATORS // 8, unit="racks")
@@ -663,7 +662,7 @@ PROCESSES: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="processes")
 JOBS: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="worker processes")
 WORKER_MEMORY: Final = Size(minimum=2.0**28, maximum=MAX_BYTES, why="the address space one worker may take")
 EXPERTS: Final = Integer(minimum=1, maximum=2**16, unit="experts")  # 65,536: 256x DeepSeek-V3's
-PHYSICAL_EXPERTS: Final = Integer(minimum=1, maximum=2**24, unit="physical experts")
+PHYSICAL_EXPERTS: Final = Integer(**_limits("PHYSICAL_EXPERTS"), unit="physical experts")
 PHYSICAL_EXPERT_LIST: Final = ListOf(PHYSICAL_EXPERTS, example="256,288")
 EXPERT_GROUPS: Final = Integer(minimum=1, maximum=2**16, unit="groups")
 MOE_LAYERS: Final = Integer(minimum=1, maximum=4096, unit="layers")
@@ -672,18 +671,17 @@ TOKENS_PER_LAYER: Final = Integer(minimum=1, maximum=10**12, suffixes=True, unit
 HOLDOUT_FRACTION: Final = Percent(minimum=0.0, maximum=1.0, min_open=True, max_open=True)
 LOAD_STEPS: Final = Integer(minimum=1, maximum=10_000, unit="steps")
 LOAD_SKEW: Final = Number(minimum=0.0, maximum=1e6)
-SEED: Final = Integer(minimum=0, maximum=2**63 - 1)
+SEED: Final = Integer(**_limits("SEED"))
 TOP_ROWS: Final = Integer(minimum=1, maximum=2**16, unit="rows")
 TIMEOUT: Final = Duration(minimum=0.0, maximum=86400.0, min_open=True, why="one day")
 SAMPLE_INTERVAL: Final = Duration(minimum=0.0, maximum=3600.0, min_open=True, why="one hour")
 PORT: Final = Integer(minimum=0, maximum=65535, why="the largest TCP port")
 REFRESHES: Final = Integer(minimum=1, maximum=2**31, unit="refreshes")
-MAX_SIMULATED_REQUESTS: Final = 10_000_000  # a day of traffic at over 100 requests/s
-REQUESTS: Final = Integer(minimum=1, maximum=MAX_SIMULATED_REQUESTS, suffixes=True, unit="requests")
-WARMUP_REQUESTS: Final = Integer(minimum=0, maximum=MAX_SIMULATED_REQUESTS, suffixes=True, unit="requests")
+REQUESTS: Final = Integer(**_limits("REQUESTS"), suffixes=True, unit="requests")
+WARMUP_REQUESTS: Final = Integer(**_limits("WARMUP_REQUESTS"), suffixes=True, unit="requests")
 BURSTINESS_CV: Final = Number(minimum=0.0, maximum=1000.0, min_open=True)
 SPREAD_TOKENS: Final = Number(minimum=0.0, maximum=MAX_SEQ_LEN, min_open=True, unit="tokens")
 BLOCK_TOKENS: Final = Integer(minimum=1, maximum=2**20, unit="tokens")
-FINALISTS: Final = Integer(minimum=1, maximum=64, unit="deployments")
+FINALISTS: Final = Integer(**_limits("FINALISTS"), unit="deployments")
 SLO_TEXT: Final = ServiceLevelText()
 SIMULATED_S: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True, why="a century")

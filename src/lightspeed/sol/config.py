@@ -18,7 +18,7 @@ Fields left ``None`` take the engine's defaults (the data-parallel size fills
 the GPUs, the stack's overlaps apply). A file is validated like the command
 line: unknown keys and wrong types are one error naming the key and the file.
 Every numeric field is held to the bounds of its option type at construction
-(:data:`OPTION_BOUNDS`, the bounds of :mod:`lightspeed.limits`), so ``tp=0`` from
+(:data:`lightspeed.limits.OPTION_BOUNDS`, the bounds of the CLI's option types), so ``tp=0`` from
 Python is refused as ``--tp 0`` is; ``None`` in an optional field means "unset".
 
 >>> config = TrainingConfig(model="llama-3-70b", system="dgx-h100", num_gpus=64, tp=8, pp=2,
@@ -45,30 +45,17 @@ import tomllib
 from lightspeed.datafile import load_json, load_toml, toml_value, too_many_digits
 from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.files import check_input
-from lightspeed.limits import (
-    MAX_ACCELERATORS,
-    MAX_DURATION_S,
-    MAX_RATE_PER_S,
-    MAX_ROWS,
-    MAX_SEQ_LEN,
-    MAX_SEQUENCES,
-    MAX_TOKENS,
-    MIN_RATE_PER_S,
-    check_number,
-    check_whole,
-)
+from lightspeed.limits import OPTION_BOUNDS
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.infer.plan import (
     INFERENCE_PRECISIONS,
     KV_PRECISIONS,
-    MAX_DRAFT_TOKENS,
     PLAN_FAMILIES,
     InferencePlan,
     PoolShape,
     ServingLoad,
     SpeculativeDecoding,
 )
-from lightspeed.sol.infer.search import MAX_SEARCHED_DRAFT_TOKENS
 from lightspeed.sol.infer.serving import BATCHING_MODES
 from lightspeed.sol.train.plan import (
     ATTENTION_IMPLEMENTATIONS,
@@ -90,66 +77,6 @@ C = TypeVar("C", bound="JobConfig")
 
 
 DEFAULT_SIMULATED_REQUESTS: Final = 2000  # enough for p99 latencies to settle (docs/serving.md)
-MAX_SIMULATED_REQUESTS: Final = 10_000_000  # a day of traffic at over 100 requests/s
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The bounds of one option type of :mod:`lightspeed.cli.options`, for a field's value from
-    Python or a file: a whole number (``whole``) or a finite number from ``minimum`` to
-    ``maximum`` (``above``: a strict lower bound); ``pair``: two such numbers (``P:D``)."""
-
-    whole: bool
-    minimum: float | None = None
-    maximum: float | None = None
-    above: float | None = None
-    pair: bool = False
-
-    def check(self, label: str, value: object) -> object:
-        """``value`` checked (:func:`~lightspeed.limits.check_whole` or
-        :func:`~lightspeed.limits.check_number`)."""
-        if self.pair:
-            if not isinstance(value, tuple | list) or len(value) != 2:
-                raise UserInputError(f"{label} must be two whole numbers, e.g. (1, 3) (got {value!r:.40})")
-            single = dataclasses.replace(self, pair=False)
-            return tuple(single.check(f"{label}[{index}]", item) for index, item in enumerate(value))
-        if self.whole:
-            return check_whole(label, value, minimum=int(self.minimum or 0), maximum=_whole(self.maximum))
-        return check_number(label, value, minimum=self.minimum, maximum=self.maximum, above=self.above)
-
-
-def _whole(bound: float | None) -> int | None:
-    return None if bound is None else int(bound)
-
-
-# The bounds of each option type a field names: the same as cli/options.py gives the option (a test,
-# tests/sol/test_f4_config_bounds.py, compares the two), so that Python and the command line agree.
-OPTION_BOUNDS: Final[Mapping[str, Bounds]] = {
-    "GPUS": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS),
-    "DEGREE": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS),
-    "PHYSICAL_EXPERTS": Bounds(whole=True, minimum=1, maximum=2**24),
-    "SEQ_LEN": Bounds(whole=True, minimum=1, maximum=MAX_SEQ_LEN),
-    "SEQUENCES": Bounds(whole=True, minimum=1, maximum=MAX_SEQUENCES),
-    "TOKENS": Bounds(whole=False, minimum=1.0, maximum=MAX_TOKENS),
-    "MTP_MODULES": Bounds(whole=True, minimum=0, maximum=16),
-    "VPP": Bounds(whole=True, minimum=1, maximum=1024),
-    "ZERO_STAGE": Bounds(whole=True, minimum=0, maximum=3),
-    "EXPERT_IMBALANCE": Bounds(whole=False, minimum=1.0, maximum=1024.0),
-    "EFFECTIVE_BITS": Bounds(whole=False, minimum=4.0, maximum=16.0),
-    "DRAFT_TOKENS": Bounds(whole=True, minimum=1, maximum=MAX_DRAFT_TOKENS),
-    "SEARCHED_DRAFT_TOKENS": Bounds(whole=True, minimum=1, maximum=MAX_SEARCHED_DRAFT_TOKENS),
-    "ACCEPTANCE": Bounds(whole=False, minimum=0.0, maximum=1.0),  # and below 1: SpeculativeDecoding
-    "FRACTION": Bounds(whole=False, minimum=0.0, maximum=1.0),
-    "REQUESTS": Bounds(whole=True, minimum=1, maximum=MAX_SIMULATED_REQUESTS),
-    "WARMUP_REQUESTS": Bounds(whole=True, minimum=0, maximum=MAX_SIMULATED_REQUESTS),
-    "SEED": Bounds(whole=True, minimum=0, maximum=2**63 - 1),
-    "PER_SECOND": Bounds(whole=False, minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S),
-    "LATENCY_BOUND": Bounds(whole=False, above=0.0, maximum=MAX_DURATION_S),
-    "ROWS": Bounds(whole=True, minimum=1, maximum=MAX_ROWS),
-    "FINALISTS": Bounds(whole=True, minimum=1, maximum=64),
-    "POOL_SPLIT": Bounds(whole=True, minimum=1, maximum=MAX_ACCELERATORS, pair=True),
-    "BF16_LAYERS": Bounds(whole=True, minimum=0, maximum=100_000, pair=True),
-}
 
 
 def setting(
@@ -239,8 +166,9 @@ class JobConfig(Record):
             )
 
     def _check_bounds(self) -> None:
-        """Hold each numeric field to its option type's bounds (:data:`OPTION_BOUNDS`; ``None`` is
-        "unset" where the field is optional); a NumPy integer is kept as an ``int``."""
+        """Hold each numeric field to its option type's bounds
+        (:data:`lightspeed.limits.OPTION_BOUNDS`; ``None`` is "unset" where the field is
+        optional); a NumPy integer is kept as an ``int``."""
         for item in self.settings():
             bounds = OPTION_BOUNDS.get(item.metadata.get("option_type", ""))
             value = getattr(self, item.name)

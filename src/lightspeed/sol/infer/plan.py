@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Final
 
+from lightspeed import limits
 from lightspeed.catalog import Accelerator
 from lightspeed.errors import InvalidPlanError, PlanMismatchError
 from lightspeed.limits import (
@@ -72,7 +73,7 @@ PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 
 # The most draft tokens a step speculative decoding is modelled with (the bound of the CLI's
 # --draft-tokens, cli/options.DRAFT_TOKENS; EAGLE-2's widest draft tree holds 60).
-MAX_DRAFT_TOKENS: Final = 1024
+MAX_DRAFT_TOKENS: Final = limits.MAX_DRAFT_TOKENS
 # The most requests in flight (a batch, a concurrency) a load may hold; the CLI's --concurrency
 # and --max-batch bound is the same (docs/limits.md).
 MAX_IN_FLIGHT: Final = MAX_SEQUENCES

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from lightspeed import limits
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.limits import MAX_ACCELERATORS, MAX_DURATION_S, check_number, check_whole
@@ -762,7 +763,7 @@ def _users(
 
 # The most draft tokens a search over speculative depths tries (MTP and EAGLE deployments run 1-7:
 # SGLang's DeepSeek recipes 1-3 steps, TensorRT-LLM's MTP up to 3, EAGLE-3 trees 6-7 deep).
-MAX_SEARCHED_DRAFT_TOKENS: Final = 16
+MAX_SEARCHED_DRAFT_TOKENS: Final = limits.MAX_SEARCHED_DRAFT_TOKENS
 
 
 def search_draft_depths(
