@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from lightspeed.catalog import Accelerator, Catalog, Cluster, Cpu, Link, System, load_catalog
-from lightspeed.errors import UserInputError
+from lightspeed.limits import check_kind
 from lightspeed.sol.train.plan import check_cluster_gpus
 from lightspeed.workload import ModelRegistry, TransformerSpec, load_models
 
@@ -60,11 +60,7 @@ def model(name: str) -> TransformerSpec:
     >>> model("llama-3-70b").num_layers
     80
     """
-    if not isinstance(name, str):
-        raise UserInputError(
-            f"a model name is text such as 'llama-3-70b' (got {name!r:.40}, not text); "
-            "see 'lightspeed model list'"
-        )
+    check_kind("a model name", name, str, "such as 'llama-3-70b'; see 'lightspeed model list'", what="text")
     return default_models().get(name)
 
 

@@ -23,6 +23,7 @@ from typing import overload
 from lightspeed.api import default_catalog, default_models
 from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
+from lightspeed.limits import check_kind
 from lightspeed.moe import (
     ExpertLoadBalance,
     ExpertLoadEffect,
@@ -133,11 +134,13 @@ def run(
 ) -> TrainingPrediction | TrainingSearchPrediction | ServingPrediction | ServingSearchPrediction:
     """The prediction of ``config`` (see the module docstring); ``catalog`` and ``models`` default to
     the shipped records plus ``$LIGHTSPEED_CATALOG`` files."""
-    if not isinstance(config, JobConfig):
-        raise UserInputError(
-            f"run takes a job configuration, not a {type(config).__name__}: build one with "
-            "TrainingConfig(**settings) or ServingConfig(**settings) (a plan file: TrainingConfig.from_file)"
-        )
+    check_kind(
+        "run's configuration",
+        config,
+        JobConfig,
+        "TrainingConfig(**settings) or ServingConfig(**settings); a plan file: TrainingConfig.from_file",
+        what="a job configuration",
+    )
     config.check_complete()
     if isinstance(config, TrainingConfig):
         return _train(config, _resolve(config, config.gpus_asked, catalog, models))

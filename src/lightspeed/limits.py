@@ -143,18 +143,27 @@ def check_number(
     return number
 
 
-def check_kind(label: str, value: object, kind: type, hint: str) -> None:
-    """Refuse a ``value`` that is not a ``kind`` with one line naming ``label`` and how to make
-    one (``hint``): a model's name where the engine takes the model itself is the likely slip.
+def check_kind(
+    label: str, value: object, kind: type | tuple[type, ...], hint: str, *, what: str | None = None
+) -> None:
+    """Refuse a ``value`` that is not a ``kind`` with one line naming ``label``, what it must be
+    (``what``, default "a" and the type's name) and how to make one (``hint``): a model's name
+    where the engine takes the model itself is the likely slip, a number where a name belongs.
 
     >>> check_kind("model", "llama-3-70b", int, "ls.model('llama-3-70b')")
     Traceback (most recent call last):
     ...
     lightspeed.errors.UserInputError: model must be a int (ls.model('llama-3-70b')), not the str 'llama-3-70b'
+    >>> check_kind("a hardware name", 123, str, "such as 'h100-sxm'", what="text")
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: a hardware name must be text (such as 'h100-sxm'), not the int 123
     """
     if not isinstance(value, kind):
+        names = (kind,) if isinstance(kind, type) else kind
+        wanted = what if what is not None else " or ".join(f"a {name.__name__}" for name in names)
         shown = f"the {type(value).__name__} {_shown(value)}"
-        raise UserInputError(f"{label} must be a {kind.__name__} ({hint}), not {shown}")
+        raise UserInputError(f"{label} must be {wanted} ({hint}), not {shown}")
 
 
 @dataclass(frozen=True)

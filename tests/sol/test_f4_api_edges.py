@@ -76,12 +76,12 @@ def test_warmup_that_leaves_nothing_names_the_python_fields_too() -> None:
 @pytest.mark.parametrize(
     ("call", "words"),
     [
-        (lambda: ls.hardware(None), "a hardware name is text"),
-        (lambda: ls.hardware(123), "(got 123, not text)"),
-        (lambda: ls.model(None), "a model name is text"),
-        (lambda: ls.cluster(8), "a cluster is a system name"),
-        (lambda: ls.run({"model": "llama-3-8b"}), "run takes a job configuration, not a dict"),
-        (lambda: ls.run(None), "run takes a job configuration, not a NoneType"),
+        (lambda: ls.hardware(None), "a hardware name must be text (such as 'h100-sxm'"),
+        (lambda: ls.hardware(123), "not the int 123"),
+        (lambda: ls.model(None), "a model name must be text (such as 'llama-3-70b'"),
+        (lambda: ls.cluster(8), "a cluster must be a system name (a spec such as 9xdgx-h100@ib-ndr"),
+        (lambda: ls.run({"model": "llama-3-8b"}), "run's configuration must be a job configuration"),
+        (lambda: ls.run(None), "must be a job configuration (TrainingConfig(**settings)"),
     ],
 )
 def test_a_wrong_type_is_one_line_not_a_python_error(call: Any, words: str) -> None:

@@ -43,8 +43,8 @@ from lightspeed.catalog.parsed_cache import cached
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.catalog.torus import describe_torus, slice_name, slice_topology
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
-from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
-from lightspeed.limits import MAX_ACCELERATORS, check_whole
+from lightspeed.errors import DataFileError, InvalidPlanError
+from lightspeed.limits import MAX_ACCELERATORS, check_kind, check_whole
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
 # ``<count>x<name>`` in a cluster spec's system slot: part of a rack, or a server of PCIe cards
@@ -146,11 +146,7 @@ class Catalog:
 
     def any_record(self, name: str) -> Accelerator | Cpu | Link | System:
         """A record of any kind (accelerators first, MIG slices too, then systems, links, CPUs)."""
-        if not isinstance(name, str):
-            raise UserInputError(
-                f"a hardware name is text such as 'h100-sxm' (got {name!r:.40}, not text); "
-                "see 'lightspeed hw list'"
-            )
+        check_kind("a hardware name", name, str, "such as 'h100-sxm'; see 'lightspeed hw list'", what="text")
         if split_slice_name(name) is not None:
             return self.accelerator(name)
         found: Accelerator | Cpu | Link | System | None = (
@@ -261,11 +257,13 @@ class Catalog:
         >>> load_catalog().resolve_cluster("dgx-h100", num_accelerators=100).num_nodes
         13
         """
-        if not isinstance(text_or_path, str | Path):
-            raise UserInputError(
-                f"a cluster is a system name, a spec such as 9xdgx-h100@ib-ndr or a cluster file "
-                f"(got a {type(text_or_path).__name__})"
-            )
+        check_kind(
+            "a cluster",
+            text_or_path,
+            (str, Path),
+            "a spec such as 9xdgx-h100@ib-ndr, or a cluster file's path",
+            what="a system name",
+        )
         if num_accelerators is not None:  # the bound of --gpus (docs/limits.md)
             num_accelerators = check_whole(
                 "num_gpus", num_accelerators, maximum=MAX_ACCELERATORS, error=InvalidPlanError

@@ -278,7 +278,6 @@ def command(
         print_json({**payload, "costs": costs})
         return
     render_system_comparison(comparison)
-    _echo_assumptions(comparison)
     for result in comparison.results:
         if isinstance(result.expert_load, ExpertLoadEffect):
             click.echo(f"{result.system}:")
@@ -290,28 +289,6 @@ def command(
         render_ratio_decomposition(decomposition)
     if sensitivity is not None:
         render_attention_sensitivity(sensitivity)
-
-
-def _echo_assumptions(comparison: Any) -> None:
-    """Each system's best plan's assumptions, as ``plan infer`` / ``plan train`` print them: a
-    format the GPU cannot compute in (A100 "fp8": FP8 weights, BF16 GEMMs) is said where it is
-    shown. A line every system shares is printed once, under "every system"."""
-    shown = [
-        (result, estimate.assumptions)
-        for result in comparison.results
-        if (estimate := result.infer if result.infer is not None else result.train) is not None
-    ]
-    shared = set.intersection(*(set(lines) for _, lines in shown)) if len(shown) > 1 else set()
-    if shared:
-        click.echo("every system:")
-        for line in (line for line in shown[0][1] if line in shared):
-            click.echo(f"  assumed: {line}")
-    for result, lines in shown:
-        own = [line for line in lines if line not in shared]
-        if own:
-            click.echo(f"{result.system} ({result.precision}, {result.plan}):")
-            for line in own:
-                click.echo(f"  assumed: {line}")
 
 
 def _costs(comparison: Any, clusters: list[Any], prices_path: Path | None) -> Any:

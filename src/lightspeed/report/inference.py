@@ -297,6 +297,28 @@ def render_system_comparison(comparison: SystemComparison) -> None:
             )
         for rule in result.limits.rules:
             console.print(f"  limit: {rule}", style="dim")
+    _render_comparison_assumptions(comparison, console)
+
+
+def _render_comparison_assumptions(comparison: SystemComparison, console: Console) -> None:
+    """Each system's best plan's assumptions, as ``plan infer`` / ``plan train`` print them (a
+    format the GPU cannot compute in, A100 "fp8": FP8 weights, BF16 GEMMs); a line every system
+    shares is printed once, under "every system"."""
+    shown = [
+        (result, estimate.assumptions)
+        for result in comparison.results
+        if (estimate := result.infer if result.infer is not None else result.train) is not None
+    ]
+    shared = set.intersection(*(set(lines) for _, lines in shown)) if len(shown) > 1 else set()
+    groups = [("every system", [line for line in shown[0][1] if line in shared])] if shared else []
+    for result, lines in shown:
+        own = [line for line in lines if line not in shared]
+        groups.append((f"{result.system} ({result.precision}, {result.plan})", own))
+    for title, listed in groups:
+        if listed:
+            console.print(f"[bold]{plain(title)}[/bold]:")
+        for line in listed:
+            console.print(f"  assumed: {plain(line)}", style="dim")
 
 
 def render_fabric_comparison(figures: Sequence[FabricFigures]) -> None:
