@@ -157,7 +157,7 @@ def test_a_saved_plan_names_the_command_that_runs_it() -> None:
 
 def test_run_refuses_what_is_not_a_configuration() -> None:
     for wrong in ({"model": "llama-3-8b"}, None):
-        with pytest.raises(UserInputError, match="run takes a job configuration"):
+        with pytest.raises(UserInputError, match="must be a job configuration"):
             run(wrong)  # type: ignore[call-overload]
 
 
