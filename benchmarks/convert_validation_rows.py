@@ -132,6 +132,10 @@ Schema (version 1; lightspeed.sol.validation.structured, docs/sol.md "Validation
                    input_tokens, output_tokens, concurrency, batching (continuous | static | decode)
   [row.deployment] inference: InferencePlan fields (tp, pp, ep, dp_attention, replicas,
                    precision, kv_precision, kv_replication)
+  [[row.also]]     training: each other figure the source publishes beside the row's own
+                   (a peak memory beside a throughput), predicted from the same plan: metric,
+                   unit, value, metric_text / value_text, num_tokens of a GPU-hours or
+                   time-to-train figure
 
 Converted once from the free-text tables published-dev.tsv and published-dev-2025.tsv by
 benchmarks/convert_validation_rows.py and checked by hand against them; edit rows here."""

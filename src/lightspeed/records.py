@@ -76,9 +76,11 @@ def _mapping(value: Mapping[Any, Any]) -> JsonDict:
 
 
 def _counted(key: str, value: Any) -> Any:
-    """``value`` with byte counts (a key ending in ``_bytes``) as whole numbers: bytes are whole,
-    and a model's reserve of 5.5% of 80 GB is 4,713,107,948 bytes, not 4,713,107,947.52."""
-    return whole_numbers(value) if key.endswith("_bytes") else value
+    """``value`` with byte counts (a field whose name ends in ``_bytes``) as whole numbers: bytes
+    are whole, and a model's reserve of 5.5% of 80 GB is 4,713,107,948 bytes, not 4,713,107,947.52.
+    A key that is not a name is a label, not a field (``train/memory_per_gpu_bytes`` keys the error
+    summary of that metric: fractions, never rounded)."""
+    return whole_numbers(value) if key.endswith("_bytes") and key.isidentifier() else value
 
 
 def whole_numbers(value: Any) -> Any:

@@ -89,6 +89,9 @@ def test_the_rows_equal_the_free_text_reading_of_the_tables(
                     read.flops,
                     read.num_tokens,
                 )
+                assert [(f.key, f.value, f.num_tokens) for f in shipped.also] == [
+                    (f.key, f.value, f.num_tokens) for f in read.also
+                ], row.row_id
             else:
                 read_infer = read_inference_row(row, catalog, models)
                 assert run.inference is not None

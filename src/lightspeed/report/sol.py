@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Protocol
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text
-from lightspeed.report.validation_rows import error_text, interval_text, number_text, read_as_text
+from lightspeed.report.validation_rows import (
+    error_text,
+    figure_text,
+    interval_text,
+    number_text,
+    read_as_text,
+)
 from lightspeed.units import format_count, format_duration, format_memory, format_percent
 
 if TYPE_CHECKING:
@@ -289,6 +295,7 @@ def render_validation(report: ValidationReport) -> None:
         console=console,
         right_align_from=6,
     )
+    _render_other_figures(report, console)
     within = f"within {format_percent(report.summary['train'].within_error, 0)}"
     render_table(
         "summary (absolute relative error)",
@@ -311,6 +318,31 @@ def render_validation(report: ValidationReport) -> None:
             ],
             console=console,
             right_align_from=2,
+        )
+
+
+def _render_other_figures(report: ValidationReport, console: Console) -> None:
+    """The figures rows publish beside their own metric (a peak memory beside a throughput),
+    predicted from the plan of the row's own prediction; nothing where no row has one."""
+    rows = [
+        [
+            row.id,
+            figure.metric,
+            figure.read_as,
+            figure_text(figure.metric, figure.measured),
+            figure_text(figure.metric, figure.predicted),
+            error_text(figure.rel_error),
+        ]
+        for row in report.rows
+        for figure in row.also
+    ]
+    if rows:
+        render_table(
+            "other figures the rows publish, predicted from the same plan",
+            ["id", "metric", "read as", "measured", "predicted", "error"],
+            rows,
+            console=console,
+            right_align_from=3,
         )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lightspeed.errors import UserInputError
 from lightspeed.report.console import make_console, plain
+from lightspeed.units import format_duration, format_memory
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,6 +99,20 @@ def error_text(value: float | None) -> str:
 def number_text(value: float) -> str:
     """Thousands grouped from 1,000 up (``2,502,738``), four significant figures below (``0.08292``)."""
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def figure_text(metric: str, value: float) -> str:
+    """A figure in its metric's most readable unit: bytes in GiB, seconds in the unit that suits
+    them, fractions and rates as :func:`number_text` writes them.
+
+    >>> figure_text("memory_per_gpu_bytes", 88476326297.6), figure_text("time_to_train_s", 7257600.0)
+    ('82.4 GiB', '84 d')
+    """
+    if metric.endswith("_bytes"):
+        return format_memory(value)
+    if metric.endswith("_s"):
+        return format_duration(value)
+    return number_text(value)
 
 
 def interval_text(row: ValidationRow) -> str:

@@ -121,6 +121,7 @@ class RowSetup(Record):
     readings: tuple[Reading, ...] = ()
     stack: Stack | None = None
     peak_flop_per_s: float | None = None
+    also: tuple[Reading, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,13 +188,15 @@ class RunSpec(Record):
 class TrainingRowSpec(RunSpec):
     """A published training run in typed fields, nothing left to read from text: what the
     structured rows hold and what the TSV reader makes of a row. ``stack`` names the profile of
-    the software the run used (``docs/sol.md``)."""
+    the software the run used (``docs/sol.md``); ``also``: the other figures the run publishes
+    that the engine predicts from the same plan (a peak memory beside a throughput), per GPU."""
 
     plan: PlanSpec
     flops: FlopCount
     stack: str
     num_tokens: float | None = None
     peak_flop_per_s: float | None = None
+    also: tuple[Reading, ...] = ()
 
 
 # a release (``v25.04``), a container or image (``25.11 NeMo Container``, ``26.02.01 NeMo
@@ -513,24 +516,10 @@ def choose_reading(
     """
     skipped = []
     for reading in readings:
-        size = reading.gpus_per_scope
-        if reading.scope == "node" and size is not None and not 1 <= size <= MAX_NODE_GPUS:
-            raise RowError(
-                f"metric {reading.metric_text!r} counts {size:,} GPUs a node: a node holds 1 to "
-                f"{MAX_NODE_GPUS:,} (an NVL576 rack the most)"
-            )
-        reading = reading.per_gpu(_node_size(reading, node_gpus))
-        if reading.value is None or reading.key not in keys:
-            skipped.append(reading)
-            continue
-        if reading.key in TRAIN_METRICS_NEEDING_TOKENS and reading.num_tokens is None:
-            skipped.append(reading)
-            continue
-        if reading.key == "pflop_per_s":
-            return _replace_reading(
-                reading, "tflop_per_s_per_gpu", reading.value / num_gpus, "aggregate / GPUs"
-            )
-        return reading
+        normalized = _predictable(reading, keys, num_gpus, node_gpus)
+        if normalized is not None:
+            return normalized
+        skipped.append(reading)
     texts = "; ".join(f"'{r.metric_text}'" for r in skipped) or "(empty)"
     needs_budget = [r for r in skipped if r.key in TRAIN_METRICS_NEEDING_TOKENS]
     if needs_budget and len(needs_budget) == len(skipped):
@@ -542,6 +531,48 @@ def choose_reading(
     if reasons:
         raise RowError(f"metric {texts} is not predicted: {reasons[0]}")
     raise RowError(f"metric {texts} is not one lightspeed can predict ({', '.join(keys)})")
+
+
+def other_readings(
+    readings: tuple[Reading, ...],
+    chosen: Reading,
+    keys: tuple[str, ...],
+    num_gpus: int,
+    node_gpus: int | None,
+) -> tuple[Reading, ...]:
+    """The readings beside ``chosen`` whose quantity the engine also predicts from the same plan
+    (a peak memory published beside a throughput: ``tokens/s per GPU; peak memory GiB``), each
+    made per GPU as :func:`choose_reading` makes its own; a piece of another quantity is left out."""
+    others = []
+    for reading in readings:
+        if reading.position == chosen.position:
+            continue
+        normalized = _predictable(reading, keys, num_gpus, node_gpus)
+        if normalized is not None and normalized.key != chosen.key:
+            others.append(normalized)
+    return tuple(others)
+
+
+def _predictable(
+    reading: Reading, keys: tuple[str, ...], num_gpus: int, node_gpus: int | None
+) -> Reading | None:
+    """``reading`` per GPU, in a quantity of ``keys`` (aggregate PFLOP/s as TFLOP/s per GPU), or
+    ``None`` where the engine cannot predict it (no value, another quantity, a token-budget figure
+    without its budget). Raises :class:`RowError` for a node of an impossible size."""
+    size = reading.gpus_per_scope
+    if reading.scope == "node" and size is not None and not 1 <= size <= MAX_NODE_GPUS:
+        raise RowError(
+            f"metric {reading.metric_text!r} counts {size:,} GPUs a node: a node holds 1 to "
+            f"{MAX_NODE_GPUS:,} (an NVL576 rack the most)"
+        )
+    reading = reading.per_gpu(_node_size(reading, node_gpus))
+    if reading.value is None or reading.key not in keys:
+        return None
+    if reading.key in TRAIN_METRICS_NEEDING_TOKENS and reading.num_tokens is None:
+        return None
+    if reading.key == "pflop_per_s":
+        return _replace_reading(reading, "tflop_per_s_per_gpu", reading.value / num_gpus, "aggregate / GPUs")
+    return reading
 
 
 def _node_size(reading: Reading, node_gpus: int | None) -> int:
@@ -813,7 +844,14 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     )
     if not readings or all(reading.value is None for reading in readings):
         raise RowError(f"measured value {row.text('measured')!r} has no number")
-    reading = choose_reading(readings, (*METRICS, "pflop_per_s"), num_gpus, node_gpus(cluster.system))
+    keys, node = (*METRICS, "pflop_per_s"), node_gpus(cluster.system)
+    reading = choose_reading(readings, keys, num_gpus, node)
+    also = tuple(
+        _unlabelled_rate_per_gpu(
+            _log_rate_per_device(other, stack), model, num_gpus, cluster.system.accelerator
+        )
+        for other in other_readings(readings, reading, keys, num_gpus, node)
+    )
     reading = _log_rate_per_device(reading, stack)
     reading = _unlabelled_rate_per_gpu(reading, model, num_gpus, cluster.system.accelerator)
     assert reading.value is not None
@@ -845,6 +883,7 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
         ),
         reading=reading,
         readings=readings,
+        also=also,
     )
 
 
@@ -871,6 +910,7 @@ def training_setup(spec: TrainingRowSpec, catalog: Catalog, *, stack: Stack | No
         readings=spec.readings,
         stack=chosen,
         peak_flop_per_s=spec.peak_flop_per_s,
+        also=spec.also,
     )
 
 

@@ -43,7 +43,7 @@ produces), :func:`dump_runs` writes rows back in this format.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -58,7 +58,15 @@ from lightspeed.sol.train.plan import EP_DISPATCHERS
 from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
 from lightspeed.sol.validation.readings import Reading
-from lightspeed.sol.validation.rows import FlopCount, PlanSpec, TrainingRowSpec
+from lightspeed.sol.validation.rows import (
+    METRICS as TRAIN_METRICS,
+)
+from lightspeed.sol.validation.rows import (
+    TRAIN_METRICS_NEEDING_TOKENS,
+    FlopCount,
+    PlanSpec,
+    TrainingRowSpec,
+)
 from lightspeed.workload import ModelRegistry, TransformerSpec
 from lightspeed.workload.flops import get_convention
 from lightspeed.workload.registry import parse_model
@@ -114,6 +122,7 @@ _ROW_KEYS: Final = {
     "flops",
     "deployment",
     "workload",
+    "also",
 }
 _PLAN_KEYS: Final = {
     "tp",
@@ -302,7 +311,10 @@ def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRu
     }
     if kind == "train":
         stack = _choice(fields, "stack", load_stacks())
+        base["also"] = _also(fields, reading)
         return PublishedRun(**common, training=_training(fields, base, stack, num_gpus))
+    if fields.has("also"):
+        raise _fail(fields, "other figures are read of training rows only", "also", fix="remove [[row.also]]")
     serving = _choice(fields, "stack", load_serving_stacks())
     return PublishedRun(**common, inference=_inference(fields, base, serving, num_gpus))
 
@@ -313,8 +325,17 @@ def _table(fields: Fields, key: str) -> Fields:
     return table
 
 
-def _reading(metric: str, unit: str, value: float, metric_text: str, value_text: str) -> Reading:
-    scope = "gpu" if metric.endswith("_per_gpu") else "user" if metric.endswith("_per_user") else "job"
+def _reading(
+    metric: str,
+    unit: str,
+    value: float,
+    metric_text: str,
+    value_text: str,
+    *,
+    position: int = 1,
+    count: int = 1,
+) -> Reading:
+    scope = "gpu" if "_per_gpu" in metric else "user" if metric.endswith("_per_user") else "job"
     return Reading(
         key=metric,
         value=value,
@@ -322,9 +343,38 @@ def _reading(metric: str, unit: str, value: float, metric_text: str, value_text:
         value_text=value_text or f"{value:g}",
         unit=unit,
         scope=scope,
-        position=1,
-        num_pieces=1,
+        position=position,
+        num_pieces=count,
     )
+
+
+# The figures a training row may publish beside its own metric (a GPU-hours or time-to-train
+# figure with the token budget it counts, ``num_tokens``)
+ALSO_METRICS: Final = tuple(metric for metric in TRAIN_METRICS if metric in METRIC_UNITS)
+
+
+def _also(fields: Fields, reading: Reading) -> tuple[Reading, ...]:
+    """A training row's ``[[row.also]]`` entries: the other figures its source publishes (a peak
+    memory beside a throughput), each in the unit of its metric, per GPU where the metric says so."""
+    entries = fields.array_of_tables("also")
+    readings = []
+    for position, entry in enumerate(entries, start=2):
+        _check_keys(entry, {"metric", "unit", "value", "metric_text", "value_text", "num_tokens"})
+        metric = _choice(entry, "metric", ALSO_METRICS)
+        if metric in TRAIN_METRICS_NEEDING_TOKENS and not entry.has("num_tokens"):
+            raise _fail(entry, f"a {metric} figure needs its token budget", "num_tokens")
+        if metric == reading.key:
+            raise _fail(entry, "the row's own metric again", "metric", metric, fix="give each figure once")
+        unit = entry.string("unit")
+        if unit != METRIC_UNITS[metric]:
+            raise _fail(entry, f"{metric} is written in {METRIC_UNITS[metric]}", "unit", unit)
+        value = _positive(entry, "value")
+        texts = entry.string("metric_text", ""), entry.string("value_text", "")
+        figure = _reading(metric, unit, value, *texts, position=position, count=len(entries) + 1)
+        if entry.has("num_tokens"):
+            figure = replace(figure, num_tokens=_positive(entry, "num_tokens"))
+        readings.append(figure)
+    return tuple(readings)
 
 
 def _model(fields: Fields, models: ModelRegistry, source: str) -> tuple[TransformerSpec, str | None]:
@@ -405,6 +455,14 @@ def _strings(fields: Fields, key: str, examples: tuple[str, str]) -> tuple[str, 
     if not values or not all(isinstance(item, str) and item for item in values):
         raise _fail(fields, "expected a name or a list of names", key, value)
     return tuple(values)
+
+
+def _positive(fields: Fields, key: str) -> float:
+    """A required number above 0."""
+    value = fields.number(key)
+    if not value > 0:
+        raise _fail(fields, "must be above 0", key, value)
+    return value
 
 
 def _whole(fields: Fields, key: str, example: str) -> int:
@@ -624,6 +682,18 @@ def _training_tables(spec: TrainingRowSpec) -> dict[str, Any]:
     }
     if spec.num_tokens is not None:
         tables["workload"] = {"num_tokens": spec.num_tokens}
+    if spec.also:
+        tables["also"] = [
+            {
+                "metric": figure.key,
+                "unit": METRIC_UNITS[figure.key],
+                "value": figure.value,
+                "metric_text": figure.metric_text,
+                "value_text": figure.value_text,
+            }
+            | ({} if figure.num_tokens is None else {"num_tokens": figure.num_tokens})
+            for figure in spec.also
+        ]
     return tables
 
 
@@ -659,15 +729,20 @@ def _inference_tables(spec: InferenceRowSpec) -> dict[str, Any]:
 
 def _toml_table(name: str, table: Mapping[str, Any]) -> list[str]:
     lines = [f"[{name}]" if not name.endswith("]]") else name]
-    nested = []
+    nested: list[tuple[str, Mapping[str, Any]]] = []
+    arrays: list[tuple[str, Mapping[str, Any]]] = []
     for key, value in table.items():
         if isinstance(value, Mapping):
             nested.append((key, value))
+        elif isinstance(value, list) and value and all(isinstance(item, Mapping) for item in value):
+            arrays += [(key, item) for item in value]
         else:
             lines.append(f"{key} = {toml_value(value, wrap_at=100)}")
     base = name.strip("[]")
     for key, value in nested:
         lines += _toml_table(f"{base}.{key}", value)
+    for key, value in arrays:
+        lines += _toml_table(f"[[{base}.{key}]]", value)
     return lines
 
 

@@ -37,8 +37,22 @@ from lightspeed.workload.flops import flops_per_token
 
 
 @dataclass(frozen=True)
+class OtherFigure(Record):
+    """A figure a row publishes beside its own metric (a peak memory beside a throughput),
+    predicted from the same plan; ``read_as`` says which words and number it was read from."""
+
+    metric: str
+    measured: float
+    predicted: float
+    rel_error: float
+    read_as: str
+
+
+@dataclass(frozen=True)
 class ValidationRow(Record):
-    """One published row: measured, predicted, relative error, or why it was not predicted."""
+    """One published row: measured, predicted, relative error, or why it was not predicted;
+    ``also``: the other figures it publishes, predicted from the same plan (never in the
+    summary of its kind, which counts each row's own metric once; in the one of their metric)."""
 
     id: str
     kind: str
@@ -59,6 +73,7 @@ class ValidationRow(Record):
     stack: str = ""
     family: str = ""
     flop_convention: str = ""
+    also: tuple[OtherFigure, ...] = ()
 
 
 KINDS: Final = ("train", "infer")
@@ -252,7 +267,7 @@ def predict_training_setup(
     predicted = _predicted_metric(setup, plan, estimate, _peak_of(setup, hardware.peak_flop_per_s))
     family = family_of("train", setup.model, setup.cluster.system.accelerator)
     context = context_note(setup.model, plan.seq_len)
-    return predicted_row(
+    row = predicted_row(
         label,
         kind="train",
         metric=setup.metric,
@@ -272,6 +287,28 @@ def predict_training_setup(
         family=family,
         stack=setup.stack.name if setup.stack is not None else "",
     )
+    return replace(row, also=_other_figures(setup, plan, estimate, hardware.peak_flop_per_s))
+
+
+def _other_figures(
+    setup: RowSetup, plan: TrainingPlan, estimate: TrainingEstimate, hardware_peak: float
+) -> tuple[OtherFigure, ...]:
+    """The row's other published figures (``setup.also``), each predicted from the plan and
+    estimate its own metric was predicted on; a measured value that is not above 0 is left out."""
+    figures = []
+    for reading in setup.also:
+        if reading.value is None or not (reading.value > 0 and math.isfinite(reading.value)):
+            continue
+        other = replace(
+            setup,
+            metric=reading.key,
+            peak_flop_per_s=reading.peak_flop_per_s or setup.peak_flop_per_s,
+            num_tokens=reading.num_tokens or setup.num_tokens,
+        )
+        predicted = _predicted_metric(other, plan, estimate, _peak_of(other, hardware_peak))
+        error = (predicted - reading.value) / reading.value
+        figures.append(OtherFigure(reading.key, reading.value, predicted, error, reading.describe()))
+    return tuple(figures)
 
 
 def predicted_row(
@@ -408,9 +445,19 @@ def p90_of(values: Sequence[float] | np.ndarray) -> float:
 
 def summarize(rows: tuple[ValidationRow, ...], kind: str, metric: str | None = None) -> ErrorSummary:
     """Median, p90 and max absolute relative error of the predicted rows of ``kind`` (and of
-    ``metric``, if given), and how many are within :data:`WITHIN_ERROR`."""
+    ``metric``, if given: with the figures of that metric rows publish beside their own, ``also``),
+    and how many are within :data:`WITHIN_ERROR`."""
     chosen = [r for r in rows if r.kind == kind and (metric is None or r.metric == metric)]
-    errors = np.array([abs(r.rel_error) for r in chosen if r.rel_error is not None])
+    others = [
+        f.rel_error
+        for r in rows
+        if r.kind == kind
+        for f in r.also
+        if metric is not None and f.metric == metric
+    ]
+    errors = np.array(
+        [abs(r.rel_error) for r in chosen if r.rel_error is not None] + [abs(e) for e in others]
+    )
     missing = sum(1 for r in chosen if r.rel_error is None)
     if errors.size == 0:
         return ErrorSummary(0, None, None, None, missing)
@@ -428,11 +475,13 @@ def summarize(rows: tuple[ValidationRow, ...], kind: str, metric: str | None = N
 
 
 def report_of(path: str, rows: tuple[ValidationRow, ...]) -> ValidationReport:
-    """``rows`` with their summary per kind, and per kind and metric over the predicted rows (a
-    row not predicted counts in its kind's summary: its metric may be unread free text)."""
+    """``rows`` with their summary per kind, and per kind and metric over the predicted rows and
+    the figures they publish beside their own (a row not predicted counts in its kind's summary:
+    its metric may be unread free text)."""
     predicted = tuple(row for row in rows if row.rel_error is not None)
     metrics = sorted(
-        {(row.kind, row.metric) for row in predicted if row.kind in KINDS},
+        {(row.kind, row.metric) for row in predicted if row.kind in KINDS}
+        | {(row.kind, figure.metric) for row in predicted if row.kind in KINDS for figure in row.also},
         key=lambda pair: (KINDS.index(pair[0]), pair[1]),
     )
     return ValidationReport(
