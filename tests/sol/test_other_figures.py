@@ -138,3 +138,12 @@ def test_an_inference_row_refuses_other_figures(
     path.write_text(text + extra, encoding="utf-8")
     with pytest.raises(DataFileError, match=r"training rows only"):
         load_published_runs(catalog=catalog, models=models, path=path)
+
+
+def test_explain_names_each_other_figure(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", "--explain", "T101")
+    assert result.code == 0, result.err
+    explained = result.out.split("\nT101 (train, ", 1)[1]
+    line = next(line for line in explained.splitlines() if line.strip().startswith("also:"))
+    assert "memory_per_gpu_bytes 82.4 GiB, predicted " in line
+    assert line.rstrip().endswith("from 'peak memory GiB' <- '82.4' (2 of 2)")

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from lightspeed.sol import ValidationReport, ValidationRow
+    from lightspeed.sol.validation.validate import OtherFigure
 
 # ``--explain all``: every row of the table
 EXPLAIN_ALL: Final = "all"
@@ -69,6 +70,7 @@ def _explain(console: Console, row: ValidationRow) -> None:
         ("stack", row.stack),
         ("read as", read_as_text(row)),
         *_plan_lines(row.plan),
+        *(("also", _other_figure_text(figure)) for figure in row.also),
     ]
     for label, text in lines:
         if text:
@@ -77,6 +79,15 @@ def _explain(console: Console, row: ValidationRow) -> None:
         console.print("  assumptions:")
         for assumption in row.assumptions:
             console.print(f"    - {plain(assumption)}")
+
+
+def _other_figure_text(figure: OtherFigure) -> str:
+    """``memory_per_gpu_bytes 82.4 GiB, predicted 73.18 GiB (-11.2%), from 'peak memory GiB' <- '82.4'``."""
+    return (
+        f"{figure.metric} {figure_text(figure.metric, figure.measured)}, predicted "
+        f"{figure_text(figure.metric, figure.predicted)} ({error_text(figure.rel_error)}), "
+        f"from {figure.read_as}"
+    )
 
 
 def _verdict(row: ValidationRow) -> str:
@@ -171,6 +182,7 @@ __all__ = [
     "EXPLAIN_ALL",
     "error_text",
     "explained_rows",
+    "figure_text",
     "interval_text",
     "number_text",
     "read_as_text",
