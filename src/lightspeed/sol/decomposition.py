@@ -12,7 +12,11 @@ logarithm of what that change multiplies the throughput by. The factors are then
 of the order they are listed in and multiply exactly to the ratio. Beside it each factor's
 ``alone`` (applied first, to the baseline) and ``last`` (applied last, to everything else)
 bound it: the Shapley factor is a weighted geometric mean of the factors over all orders,
-which run from one to the other when the changes interact monotonically.
+which run from one to the other when the changes interact monotonically. Where adding one change
+to some combination lowers the best throughput, :class:`RatioDrop` names the combination and the
+cause read from the two best deployments (a GPU count the plans must fill, GEMMs in another
+format: NVFP4 weights dequantized into 16-bit GEMMs without FP4 tensor cores, or FP4 GEMMs whose
+few output tiles leave SMs idle at decode batches).
 
 :func:`attention_sensitivity` repeats the decomposition with the model's attention replaced
 by MHA, GQA with 8 KV heads and an MLA-like latent, to show how much of the answer rests on an
@@ -32,7 +36,9 @@ from lightspeed.catalog import Accelerator, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.systems import best_infer_result
+from lightspeed.sol.core.hardware import hardware_for
+from lightspeed.sol.systems import SystemResult, best_infer_result
+from lightspeed.units import element_bits
 from lightspeed.workload import AttentionSpec, TransformerSpec
 from lightspeed.workload.counts import kv_cache_bytes_per_token
 
@@ -97,7 +103,10 @@ def shapley_factors(names: Sequence[str], value: Callable[[frozenset[str]], floa
 @dataclass(frozen=True)
 class Coalition(Record):
     """The baseline with some of the target's changes: the best deployment the search finds
-    (``tokens_per_s_per_gpu`` ``None`` with ``reason`` when none meets the bounds)."""
+    (``tokens_per_s_per_gpu`` ``None`` with ``reason`` when none meets the bounds).
+    ``num_gpus``: the GPUs the per-GPU rate divides by; ``gemm_format``: the tensor-core row its
+    GEMMs run on (``bf16`` for NVFP4 weights on a GPU without FP4 tensor cores);
+    ``fp4_tiles``: whether those are FP4 GEMMs priced by their output tiles per SM."""
 
     changes: tuple[str, ...]
     system: str
@@ -105,6 +114,21 @@ class Coalition(Record):
     plan: str
     tokens_per_s_per_gpu: float | None
     reason: str = ""
+    num_gpus: int = 0
+    gemm_format: str = ""
+    fp4_tiles: bool = False
+
+
+@dataclass(frozen=True)
+class RatioDrop(Record):
+    """Adding ``added`` to the changes ``before`` lowers the best tokens/s per GPU (the changes do
+    not interact monotonically there), and the ``cause`` read from the two best deployments."""
+
+    added: str
+    before: tuple[str, ...]
+    tokens_per_s_per_gpu_before: float
+    tokens_per_s_per_gpu_after: float
+    cause: str
 
 
 @dataclass(frozen=True)
@@ -152,6 +176,7 @@ class RatioDecomposition(Record):
     steps: tuple[RatioStep, ...]
     coalitions: tuple[Coalition, ...]
     note: str
+    drops: tuple[RatioDrop, ...] = ()
 
 
 def _with_accelerator(cluster: Cluster, **changes: Any) -> Cluster:
@@ -215,9 +240,87 @@ def _search_coalitions(
             except UserInputError as error:
                 found[chosen] = Coalition(ordered, name, precision, "", None, str(error))
                 continue
-            rate = result.throughput_tokens_per_s_per_gpu
-            found[chosen] = Coalition(ordered, name, precision, result.plan, rate)
+            found[chosen] = _coalition(ordered, name, result, cluster, efficiency)
     return found
+
+
+def _coalition(
+    changes: tuple[str, ...],
+    name: str,
+    result: SystemResult,
+    cluster: Cluster,
+    efficiency: EfficiencyModel | None,
+) -> Coalition:
+    """One searched combination, with what :func:`_drop_cause` compares."""
+    assert result.infer is not None
+    gemm_format = result.infer.precisions.compute
+    hardware = hardware_for(cluster, gemm_format, efficiency)
+    tiles = hardware.efficiency.fp4_tile_rows and hardware.efficiency.fp4_tile_columns
+    return Coalition(
+        changes=changes,
+        system=name,
+        precision=result.precision,
+        plan=result.plan,
+        tokens_per_s_per_gpu=result.throughput_tokens_per_s_per_gpu,
+        num_gpus=result.num_gpus,
+        gemm_format=gemm_format,
+        fp4_tiles=gemm_format == "fp4" and bool(tiles and cluster.system.accelerator.num_compute_units),
+    )
+
+
+def _drop_cause(before: Coalition, after: Coalition) -> str:
+    """Why ``after`` (one change more) serves fewer tokens per GPU than ``before``."""
+    causes = []
+    if after.num_gpus != before.num_gpus:
+        causes.append(
+            f"every plan must fill {after.num_gpus} GPUs instead of {before.num_gpus} and tokens/s per "
+            "GPU counts them all"
+        )
+    if after.gemm_format != before.gemm_format:
+        causes.append(_format_cause(before, after))
+    return "; ".join(causes) or f"the best plan changes ({before.plan} -> {after.plan})"
+
+
+def _format_cause(before: Coalition, after: Coalition) -> str:
+    """What running the GEMMs on another tensor-core row costs."""
+    text = f"GEMMs on {after.gemm_format} instead of {before.gemm_format} tensor cores"
+    if after.fp4_tiles:
+        return (
+            f"{text}: an FP4 GEMM keeps one output tile per SM, so at decode batches its weights "
+            f"stream on a share of the SMs, where {before.precision} weights in {before.gemm_format} "
+            "GEMMs stream on all"
+        )
+    if element_bits(after.gemm_format) > element_bits(after.precision):
+        return (
+            f"{text}: without {after.precision} tensor cores its weights are dequantized into "
+            f"{after.gemm_format} GEMMs, whose prompt math is slower than {before.gemm_format}'s"
+        )
+    return text
+
+
+def _drops(coalitions: Mapping[frozenset[str], Coalition], factors: Sequence[str]) -> tuple[RatioDrop, ...]:
+    """Every (combination, change) where adding the change lowers the best rate."""
+    drops = []
+    for chosen, before in coalitions.items():
+        for name in (factor for factor in factors if factor not in chosen):
+            after = coalitions[chosen | {name}]
+            low, high = after.tokens_per_s_per_gpu, before.tokens_per_s_per_gpu
+            if low is not None and high is not None and low < high:
+                drops.append(RatioDrop(name, before.changes, high, low, _drop_cause(before, after)))
+    return tuple(drops)
+
+
+def _drops_text(drops: Sequence[RatioDrop]) -> str:
+    """The drops in one sentence for the note (empty without any)."""
+    if not drops:
+        return ""
+    each = [
+        f"{drop.added} added to {' + '.join(drop.before) or 'the baseline'} lowers "
+        f"{drop.tokens_per_s_per_gpu_before:.4g} to {drop.tokens_per_s_per_gpu_after:.4g} tok/s/GPU "
+        f"({drop.cause})"
+        for drop in drops
+    ]
+    return "; not monotonic: " + "; ".join(each)
 
 
 def _rate(coalitions: Mapping[frozenset[str], Coalition], chosen: frozenset[str]) -> float | None:
@@ -307,6 +410,8 @@ def decompose_ratio(
         "Shapley factors: each change's mean log-factor over every order of applying the changes; "
         "they multiply to the ratio whatever the order"
     )
+    drops = _drops(coalitions, factors)
+    note += _drops_text(drops)
     if infeasible:
         note = f"no deployment meets the bounds with the changes {'; '.join(infeasible)}: no factors"
     return RatioDecomposition(
@@ -320,6 +425,7 @@ def decompose_ratio(
         steps=_steps(coalitions, factors, changes),
         coalitions=tuple(coalitions.values()),
         note=note,
+        drops=drops,
     )
 
 
@@ -455,6 +561,7 @@ __all__ = [
     "AttentionSensitivity",
     "Coalition",
     "RatioDecomposition",
+    "RatioDrop",
     "RatioFactor",
     "RatioStep",
     "attention_sensitivity",
