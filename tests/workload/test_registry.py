@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightspeed.errors import DataFileError, UnknownNameError
+from lightspeed.paths import package_data
 from lightspeed.workload import (
     builtin_model_files,
     load_model_file,
@@ -302,3 +304,21 @@ def test_a_user_variant_extends_a_shipped_model_and_an_unknown_base_is_refused(t
     orphan = variant.replace('extends = "llama-3-8b"', 'extends = "no-such-model"')
     with pytest.raises(DataFileError, match="extends an unknown model"):
         load_models(extra_paths=[_write(tmp_path, orphan)])
+
+
+def test_shipped_variants_are_parsed_once_and_a_users_file_replaces_by_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a variant whose base sorted before it was parsed twice, and `-v` said every shipped
+    # Llama 3.1 file "replaces" the model it defines
+    with caplog.at_level(logging.INFO, logger="lightspeed"):
+        load_models()
+    assert not [record for record in caplog.records if "replaces model" in record.getMessage()]
+    caplog.clear()
+    shipped = package_data("workload", "data", "models", "llama-3.1-8b.toml")
+    (tmp_path / "mine.toml").write_text(shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="lightspeed"):
+        registry = load_models([tmp_path / "mine.toml"])
+    replaced = [record.getMessage() for record in caplog.records if "replaces model" in record.getMessage()]
+    assert replaced == [f"models: {tmp_path / 'mine.toml'} replaces model 'llama-3.1-8b'"]
+    assert registry.get("llama-3.1-8b").max_seq_len == 131072

@@ -475,7 +475,17 @@ def _add_models(
     a variant waits for the model it extends, wherever its file sorts."""
     pending = [(path, data) for path, data in files if _is_model(path, data)]
     while pending:
-        waiting = [(path, data) for path, data in pending if not _base_known(data, raw)]
+        # a variant whose base is parsed earlier in this same pass is parsed in it too, once
+        waiting = []
+        for path, data in pending:
+            if not _base_known(data, raw):
+                waiting.append((path, data))
+                continue
+            entry, merged = _parse_extended(path, data, raw)
+            if entry.spec.name in entries:
+                LOG.info("models: %s replaces model %r", path, entry.spec.name)
+            entries[entry.spec.name] = entry
+            raw[entry.spec.name] = merged
         if len(waiting) == len(pending):
             path, data = waiting[0]
             raise DataFileError(
@@ -485,13 +495,6 @@ def _add_models(
                 value=data.get("extends"),
                 fix="name a model that is defined (lightspeed model list) and not a variant of this one",
             )
-        for path, data in pending:
-            if _base_known(data, raw):
-                entry, merged = _parse_extended(path, data, raw)
-                if entry.spec.name in entries:
-                    LOG.info("models: %s replaces model %r", path, entry.spec.name)
-                entries[entry.spec.name] = entry
-                raw[entry.spec.name] = merged
         pending = waiting
 
 
