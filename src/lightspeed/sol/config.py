@@ -440,7 +440,7 @@ class TrainingConfig(TrainingJob):
     recompute: str = setting("none", choices=RECOMPUTE, help="Activation recomputation.")
     sequence_parallel: bool | None = setting(
         None,
-        help="Megatron sequence parallelism (default: on whenever tp > 1).",
+        help="Megatron sequence parallelism with tp > 1 (default: the stack's; docs/sol.md lists them).",
     )
     ep_overlap: bool | None = setting(None, help="Hide EP all-to-all (default: only with DualPipe).")
     expert_imbalance: float = setting(
