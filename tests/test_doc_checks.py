@@ -23,9 +23,6 @@ LINE_COUNT_TOLERANCE = 0.10
 # README commands that run past their model's context on purpose: NVIDIA's GPT-MoE-1.8T claim is
 # 32,768 prompt + 1,024 output tokens (its product page), while the model file's max_seq_len
 # (32,768) is an assumption NVIDIA does not publish
-CONTEXT_EXCEPTIONS = frozenset({"gpt-moe-1.8t"})
-
-
 def _documents(*, with_log: bool) -> list[Path]:
     """README.md and docs/*.md; docs/benchmarks.md (a log of past sessions) only when asked."""
     documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -196,8 +193,6 @@ def test_readme_requests_fit_their_models_context() -> None:
     for line, command in _readme_commands():
         name, isl, osl = (_option(command, flag) for flag in ("--model", "--isl", "--osl"))
         if name is None or isl is None or osl is None or not (isl.isdigit() and osl.isdigit()):
-            continue
-        if name in CONTEXT_EXCEPTIONS:
             continue
         context = ls.model(name).max_seq_len
         checked += 1
