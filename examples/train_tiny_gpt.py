@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -63,15 +64,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--mlflow", default=None, help="MLflow tracking URI or a local folder (sink)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    check_args(parser, args)
     if args.quick:
         args.steps = min(args.steps, 24)
         args.checkpoint_every = min(args.checkpoint_every, 6)
         args.eval_every = min(args.eval_every, 12)
     if args.crash_at is None:
-        args.crash_at = max(2, (args.steps * 3) // 5)
-    if not 1 <= args.crash_at < args.steps:
-        parser.error(f"--crash-at must be between 1 and --steps - 1 ({args.steps - 1})")
+        args.crash_at = min(max(2, (args.steps * 3) // 5), args.steps - 1)
+    elif not 1 <= args.crash_at < args.steps:
+        capped = f", --quick runs {args.steps} steps at most" if args.quick else ""
+        parser.error(
+            f"--crash-at must be between 1 and --steps - 1 ({args.steps - 1}{capped}), got {args.crash_at}"
+        )
     return args
+
+
+# The fewest steps of a run: the first child dies after step 1 at the earliest, the second resumes.
+MIN_STEPS = 2
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before any training, what the run cannot use (``parser.error``: one line, exit 2)."""
+    if args.steps < MIN_STEPS:
+        parser.error(
+            f"--steps must be {MIN_STEPS} or more (a run killed after a step, then resumed), got {args.steps}"
+        )
+    for option, value in (("--checkpoint-every", args.checkpoint_every), ("--eval-every", args.eval_every)):
+        if value < 1:
+            parser.error(f"{option} must be 1 or more (steps between them), got {value}")
+    if args.peak_tflops is not None and not 0 < args.peak_tflops < math.inf:
+        parser.error(
+            f"--peak-tflops must be a finite number > 0 (this machine's peak), got {args.peak_tflops}"
+        )
 
 
 def model_config(quick: bool) -> dict[str, int]:

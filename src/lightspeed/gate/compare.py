@@ -33,15 +33,18 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 
 from lightspeed.errors import UserInputError
+from lightspeed.limits import check_kind, check_number, check_whole
 from lightspeed.records import Record
 from lightspeed.stats import Alternative, mann_whitney_u
+from lightspeed.units import HIGHER_IS_BETTER_UNIT_SUFFIX, LOWER_IS_BETTER_UNITS
 
 Verdict = Literal["regression", "improvement", "unchanged", "not significant", "too few samples"]
 # What the threshold and the interval measure: the median's relative change, or its change in the
@@ -84,9 +87,42 @@ class MetricSamples(Record):
     direction_assumed: bool = False
     environment: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        _check_text("metric", self.metric, "the metric's name, e.g. 'step_time_s'")
+        _check_text("unit", self.unit, "e.g. 's', 'B/s', or '1' for a fraction")
+        check_kind(
+            f"lower_is_better of {self.metric!r}", self.lower_is_better, bool,
+            "True for times and sizes, False for throughputs", what="True or False",
+        )  # fmt: skip
+        object.__setattr__(self, "samples", _checked_samples(self.samples, self.metric))
+        check_whole(f"num_warmup of {self.metric!r}", self.num_warmup, minimum=0)
+
     def measured(self) -> tuple[float, ...]:
         """The samples after the warm-up ones."""
         return self.samples[self.num_warmup :]
+
+
+_SAMPLES_HINT: Final = "ls.MetricSamples(metric=..., unit=..., lower_is_better=..., samples=...)"
+
+
+def _check_text(field: str, value: object, hint: str) -> None:
+    """Refuse a ``MetricSamples`` field that is not a non-empty string."""
+    check_kind(f"MetricSamples {field}", value, str, hint, what="text")
+    if not str(value).strip():
+        raise UserInputError(f"MetricSamples {field} must be non-empty text ({hint}), not {value!r}")
+
+
+def _checked_samples(samples: object, metric: str) -> tuple[float, ...]:
+    """``samples`` as a tuple of floats: a list, a tuple or a 1-D NumPy array (not text) of finite
+    real numbers (not bools)."""
+    label = f"{metric!r} samples"
+    if isinstance(samples, np.ndarray):
+        samples = samples.tolist()
+    check_kind(label, samples, (list, tuple), "e.g. (1.02, 0.98, 1.01)", what="a list or tuple of numbers")
+    values = cast("list[object] | tuple[object, ...]", samples)
+    if all(type(value) is float for value in values) and bool(np.isfinite(np.asarray(values)).all()):
+        return tuple(cast("list[float] | tuple[float, ...]", values))  # the common case, in one pass
+    return tuple(check_number(f"{label}[{index}]", value) for index, value in enumerate(values))
 
 
 @dataclass(frozen=True)
@@ -292,7 +328,30 @@ def _check_series(samples: MetricSamples, role: str, num_warmup: int) -> np.ndar
             f"{role} {samples.metric!r} ({samples.source or 'input'}) holds a sample of {odd[0]:g}, outside "
             f"the 1e-100 .. 1e100 any measurement falls in (ratios of such values overflow); check the input"
         )
+    every = np.asarray(samples.samples, dtype=float)  # warm-up included: a negative time is never measured
+    negative = every[every < 0]
+    if len(negative) and is_non_negative_unit(samples.unit):
+        raise UserInputError(
+            f"{role} {samples.metric!r} ({samples.source or 'input'}) holds a sample of {negative[0]:g} "
+            f"{samples.unit}: a time, size or rate is 0 or more; give the measurements themselves "
+            "(a change is what the gate computes from two runs)"
+        )
     return measured
+
+
+# Units whose values cannot be negative, besides durations and energies (LOWER_IS_BETTER_UNITS) and
+# rates (".../s"): sizes in bytes.
+_BYTE_UNITS: Final = ("B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB", "bytes")
+
+
+def is_non_negative_unit(unit: str) -> bool:
+    """Whether a measurement in ``unit`` is 0 or more: a duration or energy, a size in bytes or a
+    rate (``.../s``). A unitless value (``1``, ``ratio``, a count of a change) may be negative.
+
+    >>> is_non_negative_unit("ms"), is_non_negative_unit("GB/s"), is_non_negative_unit("1")
+    (True, True, False)
+    """
+    return unit in LOWER_IS_BETTER_UNITS or unit in _BYTE_UNITS or unit.endswith(HIGHER_IS_BETTER_UNIT_SUFFIX)
 
 
 # No measured quantity in base SI comes near these (FLOP totals of training runs are ~1e27,
@@ -319,7 +378,11 @@ def compare_samples(
     interval of the absolute change decide. ``num_warmup`` overrides both series' own
     warm-up counts when given.
     """
+    for role, side in (("baseline", baseline), ("current", current)):
+        check_kind(role, side, MetricSamples, _SAMPLES_HINT)
     lower_is_better, direction_assumed = _check_compatible(baseline, current)
+    check_number("alpha", alpha)  # a number first: the bounds below say what it may be
+    check_number("threshold_fraction", threshold_fraction)
     if not 0.0 < alpha < 1.0:
         raise UserInputError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha}")
     if threshold_fraction < 0.0:
@@ -531,10 +594,16 @@ def compare_runs(
     fingerprints name another GPU or CPU model are refused unless
     ``allow_different_hardware``; other differences are listed and noted.
     """
+    for role, side in (("baseline", baseline), ("current", current)):
+        for entry in side:
+            check_kind(f"each {role} series", entry, MetricSamples, _SAMPLES_HINT)
     differences = environment_differences(baseline=baseline, current=current)
     _refuse_other_hardware(differences, allowed=allow_different_hardware)
     base_by_name = _by_metric(baseline, "baseline", num_warmup)
     cur_by_name = _by_metric(current, "current", num_warmup)
+    matches = _match_by_metric(base_by_name, cur_by_name)
+    renamed = {match.bare: match.named for match in matches}
+    metrics = [renamed.get(name, name) for name in metrics]
     shared = [name for name in base_by_name if name in cur_by_name]
     if metrics:
         for name in metrics:
@@ -564,7 +633,9 @@ def compare_runs(
     )
     missing_current = tuple(sorted(set(base_by_name) - set(cur_by_name) - set(selected)))
     missing_baseline = tuple(sorted(set(cur_by_name) - set(base_by_name) - set(selected)))
-    gated_missing = () if metrics or allow_missing else missing_current
+    # a run folder or a trace matched by metric with a stored run cannot hold the stored run's other metrics
+    folder_matched = [match.bare for match in matches if match.bare_role == "current"]
+    gated_missing = () if metrics or allow_missing or folder_matched else missing_current
     num_regressions = sum(c.verdict == "regression" for c in comparisons)
     return GateResult(
         baseline_source=_sources(baseline),
@@ -581,8 +652,15 @@ def compare_runs(
         environment_differences=differences,
         notes=(
             *(_difference_note(difference) for difference in differences),
+            *(_match_note(match) for match in matches),
             *(_direction_note(item) for item in comparisons if item.direction_assumed),
-            *(() if metrics else _missing_notes(missing_current, missing_baseline, allow_missing)),
+            *(
+                ()
+                if metrics
+                else _missing_notes(
+                    missing_current, missing_baseline, _missing_outcome(allow_missing, folder_matched)
+                )
+            ),
         ),
     )
 
@@ -601,6 +679,60 @@ def _by_metric(
         previous = table.get(item.metric)
         table[item.metric] = item if previous is None else _pooled(previous, item)
     return table
+
+
+# The label of a named series of a results store (a job's name and its metric), as
+# :func:`series_label` writes it.
+_NAMED_LABEL: Final = re.compile(r"^.+ \[(?P<metric>[^\[\]]+)\]$")
+
+
+def series_label(name: str, metric: str) -> str:
+    """The label the gate gives series ``metric`` of the job ``name`` of a results store:
+    ``NAME [METRIC]``, or the metric alone when the record's name is the metric.
+
+    >>> series_label("tiny-gpt", "step_time_s"), series_label("step_time_s", "step_time_s")
+    ('tiny-gpt [step_time_s]', 'step_time_s')
+    """
+    return metric if name == metric else f"{name} [{metric}]"
+
+
+def label_metric(label: str) -> str:
+    """The metric of a series label (:func:`series_label`): ``step_time_s`` of ``tiny-gpt [step_time_s]``."""
+    match = _NAMED_LABEL.match(label)
+    return match["metric"] if match else label
+
+
+@dataclass(frozen=True)
+class _Match:
+    """A series keyed by its metric alone (``bare``, from the ``bare_role`` side) compared with
+    the other side's one series of that metric (``named``)."""
+
+    bare: str
+    named: str
+    bare_role: str
+
+
+def _match_by_metric(baseline: dict[str, MetricSamples], current: dict[str, MetricSamples]) -> list[_Match]:
+    """Pair a series that carries only its metric's name on one side (a run folder's or a trace's
+    ``step_time_s``) with the series of that metric on the other side (a stored run's
+    ``tiny-gpt [step_time_s]``) when each side holds one series of that metric and neither label
+    is on both sides: the bare series is keyed and named as the named one (in place)."""
+    matches: list[_Match] = []
+    for role, bare_side, named_side in (("baseline", baseline, current), ("current", current, baseline)):
+        for label in [key for key in bare_side if key not in named_side and label_metric(key) == key]:
+            named = [key for key in named_side if key not in bare_side and label_metric(key) == label]
+            if len(named) != 1 or sum(label_metric(key) == label for key in bare_side) != 1:
+                continue
+            bare_side[named[0]] = replace(bare_side.pop(label), metric=named[0])
+            matches.append(_Match(bare=label, named=named[0], bare_role=role))
+    return matches
+
+
+def _match_note(match: _Match) -> str:
+    return (
+        f"{match.named}: compared with the {match.bare_role} input's {match.bare}, the one series of "
+        "that metric on each side (a stored run and a run folder, trace or sample file of one job)"
+    )
 
 
 def _pooled(first: MetricSamples, second: MetricSamples) -> MetricSamples:
@@ -673,12 +805,21 @@ def _direction_note(item: MetricComparison) -> str:
     )
 
 
+def _missing_outcome(allow_missing: bool, folder_matched: Sequence[str]) -> str:
+    """What a metric missing from the current run does to the gate."""
+    if allow_missing:
+        return "allowed by --allow-missing"
+    if folder_matched:
+        return (
+            f"not gated: the current input's {', '.join(folder_matched)} was matched by metric (a run "
+            "folder, a trace or a sample file, which does not record the stored run's other metrics)"
+        )
+    return "this fails the gate (--allow-missing accepts it)"
+
+
 def _missing_notes(
-    missing_current: Sequence[str], missing_baseline: Sequence[str], allow_missing: bool
+    missing_current: Sequence[str], missing_baseline: Sequence[str], outcome: str
 ) -> list[str]:
-    outcome = (
-        "allowed by --allow-missing" if allow_missing else "this fails the gate (--allow-missing accepts it)"
-    )
     return [
         *(
             f"{name}: in the baseline but missing from the current run (did its benchmark crash or "

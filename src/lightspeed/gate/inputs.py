@@ -20,7 +20,7 @@ from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.files import check_input, looks_like_path
-from lightspeed.gate.compare import ENVIRONMENT_FIELDS, MetricSamples, compare_samples
+from lightspeed.gate.compare import ENVIRONMENT_FIELDS, MetricSamples, compare_samples, series_label
 from lightspeed.gate.history import benchmark_records
 from lightspeed.goodput import read_run
 from lightspeed.records import Record
@@ -365,7 +365,7 @@ def samples_from_records(
         if not warmup + measured:
             continue
         lower, assumed = _records_direction(members, unit)
-        label = metric if name == metric else f"{name} [{metric}]"
+        label = series_label(name, metric)
         series.append(
             MetricSamples(
                 label,

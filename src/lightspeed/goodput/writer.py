@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -42,6 +43,7 @@ from lightspeed.goodput.events import RUN_FILE, SCHEMA_VERSION
 
 _STOP: Final = ("stop",)
 _ENCODER: Final = msgspec.json.Encoder()
+_LOG = logging.getLogger(__name__)
 
 
 class EventWriter:
@@ -110,11 +112,23 @@ class EventWriter:
                 self._wake.clear()
         except OSError as error:  # disk full, permissions: the training job must go on
             self.error = f"{self.path}: {error.strerror or error}"
-            self._pending.clear()
+            _report_write_error(self.error)
+            self._drop_until_stop()
         finally:
             if handle is not None:
                 with contextlib.suppress(OSError):
                     handle.close()
+
+    def _drop_until_stop(self) -> None:
+        """After a write failure, drop each batch as it comes until ``close``: the training keeps
+        recording, and what it records must not pile up in memory for the rest of the job."""
+        pending = self._pending
+        while True:
+            while pending:
+                if pending.popleft() is _STOP:
+                    return
+            self._wake.wait(self.flush_interval_s)
+            self._wake.clear()
 
     def _announce(self, run_id: str) -> None:
         """Tell the ``lightspeed monitor run`` that launched this job where its log is.
@@ -180,6 +194,17 @@ class EventWriter:
         else:
             line.update(t_ns=anchor + item[1], status=item[2])
         return _ENCODER.encode(line) + b"\n"
+
+
+def _report_write_error(reason: str) -> None:
+    """Log once, when the writer stops, that the run's events are lost (a log record, not a Python
+    warning: this runs on the writer thread, where a warning turned into an error would be lost
+    and ``warnings.catch_warnings`` in the training loop does not reach)."""
+    _LOG.warning(
+        "goodput tracker: cannot write the event log (%s); the training goes on but its steps and "
+        "phases are not recorded; give the Tracker a run_dir it can write",
+        reason,
+    )
 
 
 def _terminate_partial_line(handle: Any, path: Path) -> None:
