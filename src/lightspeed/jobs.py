@@ -64,7 +64,13 @@ from lightspeed.sol.train import (
     estimate_training,
     search_training,
 )
-from lightspeed.workload import ModelRegistry, TransformerSpec, load_model_file, spec_from_hf_config
+from lightspeed.workload import (
+    ModelRegistry,
+    TransformerSpec,
+    load_model_file,
+    resolve_model,
+    spec_from_hf_config,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -160,7 +166,7 @@ def _resolve(
         path = Path(config.model_config)  # a model data file, or a Hugging Face config.json
         model = load_model_file(path, models).spec if path.suffix == ".toml" else spec_from_hf_config(path)
     else:
-        model = (models or default_models()).get(str(config.model))
+        model = resolve_model(str(config.model), models or default_models())  # a name or a path
     assert config.system is not None  # check_complete
     cluster = (catalog or default_catalog()).resolve_cluster(config.system, num_accelerators=num_gpus)
     efficiency = None

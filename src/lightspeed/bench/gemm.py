@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, Final
 
@@ -35,6 +35,8 @@ from lightspeed.bench.runtime import (
 from lightspeed.bench.sol import DeviceSol
 from lightspeed.errors import UnsupportedError, UserInputError, first_line
 from lightspeed.records import Record
+from lightspeed.sol.core.shapes import Linear, layer_shapes
+from lightspeed.sol.infer.iteration import inference_local_dims
 from lightspeed.workload import TransformerSpec
 
 GEMM_DTYPES: Final = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
@@ -80,36 +82,92 @@ def sweep_shapes(*, quick: bool, gpu: bool) -> list[GemmShape]:
 
 
 def model_shapes(model: TransformerSpec, *, tp: int = 1, num_tokens: int = 4096) -> list[GemmShape]:
-    """The GEMMs of one transformer layer and the LM head, per tensor-parallel rank.
+    """The GEMMs of the model's layers and its LM head, per tensor-parallel rank.
 
-    ``num_tokens`` rows (micro-batch x sequence); column-parallel layers split
-    their outputs by ``tp``, row-parallel layers their inputs (Megatron).
+    The linear layers are the engines' own (:func:`lightspeed.sol.core.shapes.layer_shapes`):
+    attention (MLA's query and key/value down-projections, whole on every rank as Megatron-Core
+    and vLLM keep them; a sparse-attention indexer's projections; a gated attention's doubled
+    query), a hybrid's recurrent mixer, the dense
+    MLP where the model has dense MLP layers, and an MoE layer's router, routed experts and
+    shared experts. ``num_tokens`` rows (micro-batch x sequence) go through every GEMM but the
+    routed experts', which get ``ceil(num_tokens x top_k / num_routed_experts)`` rows each: the
+    rows one expert receives when routing is even (a real router is uneven: the busiest expert
+    gets more). Column-parallel layers split their outputs by ``tp``, row-parallel layers their
+    inputs (Megatron); experts split their inner size by ``tp`` (expert tensor parallelism equal
+    to ``tp``, no expert parallelism), as the inference engine splits them.
     """
     if tp < 1:
         raise UserInputError(f"tensor parallel size must be >= 1 (got {tp})")
-    hidden = model.hidden_size
-    attention = model.attention
-    shapes: list[tuple[str, int, int]] = []  # (label, n, k)
-    if attention.kind == "mla":
-        shapes += _mla_shapes(model)
-    else:
-        qkv = (attention.num_heads + 2 * attention.num_kv_heads) * attention.head_dim
-        shapes += [("qkv", qkv, hidden), ("attention out", hidden, attention.num_heads * attention.head_dim)]
-    ffn = model.ffn_hidden_size
-    up = 2 * ffn if model.gated_mlp else ffn
-    shapes += [("mlp up", up, hidden), ("mlp down", hidden, ffn), ("lm head", model.vocab_size, hidden)]
     result: list[GemmShape] = []
-    for label, n, k in shapes:
-        column_parallel = label in ("qkv", "mlp up", "lm head", "q", "kv up")
-        split = n if column_parallel else k
-        if split % tp:  # a rank cannot hold a fraction of a column: Megatron refuses such a TP too
-            raise UserInputError(
-                f"tp={tp} does not divide the {split:,} {'columns' if column_parallel else 'rows'} of the "
-                f"{label} GEMM of {model.name}; use a TP that divides it (e.g. {_divisor_near(split, tp)})"
-            )
-        n_rank, k_rank = (n // tp, k) if column_parallel else (n, k // tp)
-        result.append(GemmShape(m=num_tokens, n=n_rank, k=k_rank, label=f"{model.name} {label} tp={tp}"))
+    for gemm in _model_gemms(model, num_tokens):
+        n_rank, k_rank = _rank_dims(model, gemm, tp)
+        label = f"{model.name} {gemm.label} tp={tp}{gemm.note}"
+        result.append(GemmShape(m=gemm.rows, n=n_rank, k=k_rank, label=label))
     return result
+
+
+@dataclass(frozen=True)
+class _ModelGemm:
+    """One linear layer of a model as a GEMM: its rows, its label and a note on the rows."""
+
+    linear: Linear
+    label: str
+    rows: int
+    note: str = ""
+
+
+# the engines' linear names as the GEMM labels say them
+_LABELS: Final = {
+    "out": "attention out",
+    "up": "mlp up",
+    "down": "mlp down",
+    "shared_up": "shared expert up",
+    "shared_down": "shared expert down",
+    "expert_up": "routed expert up",
+    "expert_down": "routed expert down",
+    "lm_head": "lm head",
+}
+
+
+def _model_gemms(model: TransformerSpec, num_tokens: int) -> list[_ModelGemm]:
+    """Every GEMM kind the model runs, each once, in the order a layer runs them."""
+    shapes = layer_shapes(model)
+
+    def gemms(linears: Sequence[Linear], rows: int = num_tokens, note: str = "") -> list[_ModelGemm]:
+        return [_ModelGemm(linear, _LABELS.get(linear.name, linear.name.replace("_", " ")), rows, note)
+                for linear in linears]  # fmt: skip
+
+    found = gemms(shapes.attention if model.num_attention_layers else ())
+    if model.recurrent is not None:
+        found += [replace(gemm, label=f"{model.recurrent.label} {gemm.linear.name}")
+                  for gemm in gemms(shapes.recurrent)]  # fmt: skip
+    found += gemms(shapes.mlp if model.num_mlp_layers else ())
+    if model.moe is not None and model.num_moe_layers:
+        moe = model.moe
+        per_expert = -(-num_tokens * moe.top_k // moe.num_routed_experts)  # ceil
+        routing = (
+            f" (even routing: {num_tokens:,} x top-{moe.top_k} / {moe.num_routed_experts} experts = "
+            f"{per_expert:,} row{'s' if per_expert != 1 else ''} each)"
+        )
+        found += gemms((*shapes.router, *shapes.latent))
+        found += gemms(shapes.experts, per_expert, routing)
+        found += gemms(shapes.shared_experts)
+    return found + gemms((Linear("lm_head", model.hidden_size, model.vocab_size, "column"),))
+
+
+def _rank_dims(model: TransformerSpec, gemm: _ModelGemm, tp: int) -> tuple[int, int]:
+    """(n, k) of ``gemm`` on one of ``tp`` ranks; a TP that splits it into fractions is refused
+    (a rank cannot hold a fraction of a column: Megatron refuses such a TP too)."""
+    k_rank, n_rank = inference_local_dims(gemm.linear, tp)
+    n, k = gemm.linear.out_features, gemm.linear.in_features
+    if float(n_rank).is_integer() and float(k_rank).is_integer():
+        return int(n_rank), int(k_rank)
+    columns = n_rank != n
+    split = n if columns else k
+    raise UserInputError(
+        f"tp={tp} does not divide the {split:,} {'columns' if columns else 'rows'} of the "
+        f"{gemm.label} GEMM of {model.name}; use a TP that divides it (e.g. {_divisor_near(split, tp)})"
+    )
 
 
 def _divisor_near(size: int, tp: int) -> int:
@@ -118,22 +176,6 @@ def _divisor_near(size: int, tp: int) -> int:
     while power * 2 <= tp and size % (power * 2) == 0:
         power *= 2
     return power
-
-
-def _mla_shapes(model: TransformerSpec) -> list[tuple[str, int, int]]:
-    attention = model.attention
-    nope = attention.qk_nope_head_dim or 0
-    rope = attention.qk_rope_head_dim or 0
-    value = attention.v_head_dim or 0
-    latent = attention.kv_lora_rank or 0
-    heads = attention.num_heads
-    query_in = attention.q_lora_rank or model.hidden_size
-    return [
-        ("q", heads * (nope + rope), query_in),
-        ("kv down", latent + rope, model.hidden_size),
-        ("kv up", heads * (nope + value), latent),
-        ("attention out", model.hidden_size, heads * value),
-    ]
 
 
 def gemm_bytes(shape: GemmShape, precision: str) -> float:

@@ -202,7 +202,16 @@ def sol_from_local_cpu(local: LocalCpu, *, num_threads: int | None = None) -> De
         memory_bandwidth_bytes_per_s=local.memory_bandwidth_bytes_per_s,
         memory_note=memory_note,
         basis="CPU peak",
+        clock_source=_local_clock_source(local),
     )
+
+
+def _local_clock_source(local: LocalCpu) -> str:
+    """Where a local CPU's peak clock comes from: detection (with how it was read) or the caller."""
+    assert local.peak is not None
+    if local.info.clock_hz == local.peak.clock_hz:
+        return f"clock detected ({local.info.clock_note})"
+    return "clock given by the user"
 
 
 def sol_from_cpu_record(cpu: Cpu, *, num_sockets: int = 1, num_threads: int | None = None) -> DeviceSol:
@@ -233,6 +242,7 @@ def sol_from_cpu_record(cpu: Cpu, *, num_sockets: int = 1, num_threads: int | No
         memory_bandwidth_bytes_per_s=memory,
         memory_note=memory_note,
         basis=f"SOL of {cpu.name} (named)",
+        clock_source=f"base clock of the {cpu.name} record named with --sol-device, not this machine's",
     )
 
 
@@ -244,8 +254,11 @@ def _cpu_peak_sol(
     memory_bandwidth_bytes_per_s: float | None,
     memory_note: str,
     basis: str,
+    clock_source: str,
 ) -> DeviceSol:
-    """A CPU peak scaled to the cores ``num_threads`` occupy, each precision with its derivation."""
+    """A CPU peak scaled to the cores ``num_threads`` occupy, each precision with its derivation;
+    ``clock_source`` says where the clock the peak assumes comes from (detected, or a named
+    record's base clock), for results that beat it."""
     num_cores = peak.num_sockets * peak.num_cores_per_socket
     used = num_cores_used(num_threads=num_threads, num_cores=num_cores)
     share = used / num_cores
@@ -273,8 +286,8 @@ def _cpu_peak_sol(
         memory_note=memory_note,
         compute_scope=f"{used} of {num_cores} cores",
         above_note=(
-            f"the peak assumes the {peak.clock_hz / 1e9:.3g} GHz clock detected (turbo not counted); "
-            "turbo or a wrong core count can exceed it"
+            f"the peak assumes the {peak.clock_hz / 1e9:.3g} GHz {clock_source}; a higher clock (turbo) "
+            "or a wrong core count can exceed it"
         ),
         precision_notes=notes,
         figures_from="the microarchitecture table",

@@ -13,6 +13,8 @@ from lightspeed.cli._completion import model_names
 from lightspeed.cli._config import field_options
 from lightspeed.errors import UserInputError
 from lightspeed.sol import JobConfig, ServingJob, TrainingJob
+from lightspeed.workload import load_model_file, spec_from_hf_config
+from lightspeed.workload import resolve_model as resolve_workload_model
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,7 +28,11 @@ def model_options(function: F) -> F:
         help="Hugging Face config.json or model TOML file.",
     )(function)
     return click.option(
-        "--model", "model_name", help="Model name (see 'lightspeed model list').", shell_complete=model_names
+        "--model",
+        "model_name",
+        help="Model name (see 'lightspeed model list'), or a path to a config.json, its folder or a "
+        "model TOML.",
+        shell_complete=model_names,
     )(function)
 
 
@@ -62,14 +68,19 @@ expert_load_options = field_options(
 
 
 def resolve_model(model_name: str | None, config_path: Path | None) -> Any:
-    """The model named, or read from a config file."""
-    from lightspeed.workload import spec_from_hf_config
-
+    """The model ``--model`` names (a known name or alias, or a path to a Hugging Face config.json,
+    its folder or a model TOML, as ``model show`` and ``memory`` take it), or read from ``--config``."""
     if (model_name is None) == (config_path is None):
         raise UserInputError("give exactly one of --model NAME or --config PATH")
     if config_path is not None:
         return spec_from_hf_config(config_path)
-    return get_context().models().get(model_name)
+    return model_by_name_or_path(str(model_name))
+
+
+def model_by_name_or_path(text: str) -> Any:
+    """The model a ``--model`` value names: a registry name or alias, or a path to a Hugging Face
+    config.json (or its folder) or a model TOML (:func:`lightspeed.workload.resolve_model`)."""
+    return resolve_workload_model(text, get_context().models())
 
 
 def resolve_cluster(system_text: str, num_gpus: int | None) -> Any:
@@ -123,8 +134,6 @@ def refuse_given(names: tuple[str, ...], reason: str) -> None:
 def job_model(config: JobConfig) -> Any:
     """The model a job configuration names, from the registry or a model file, as :func:`lightspeed.jobs.run`
     resolves it (an incomplete configuration is the same one-line error run gives)."""
-    from lightspeed.workload import load_model_file, spec_from_hf_config
-
     config.check_complete()
     if config.model_config is not None:
         path = Path(config.model_config)
@@ -133,7 +142,7 @@ def job_model(config: JobConfig) -> Any:
             if path.suffix == ".toml"
             else spec_from_hf_config(path)
         )
-    return get_context().models().get(str(config.model))
+    return model_by_name_or_path(str(config.model))
 
 
 def refuse_on_dense(config: JobConfig, settings: dict[str, bool]) -> None:

@@ -29,6 +29,7 @@ from lightspeed.bench import (
     torchrun_rank,
 )
 from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
+from lightspeed.cli._sol_options import model_by_name_or_path
 from lightspeed.cli.options import (
     ARRAY_SIZE,
     GEMM_ROWS,
@@ -62,10 +63,7 @@ def _run_suite(
         dtypes = _split(options["dtypes"]) or ["fp32" if not device.is_gpu else "bf16"]
         if "all" in dtypes:
             dtypes = supported_dtypes(device)
-        shapes = None
-        if options["model"]:
-            spec = get_context().models().get(options["model"])
-            shapes = model_shapes(spec, tp=options["tp"], num_tokens=options["tokens"])
+        shapes = options["model_shapes"]  # None: the sweep
         return run_gemm(device=device, sol=sol, dtypes=dtypes, shapes=shapes, quick=quick, progress=progress)
     if suite == "membw":
         return run_membw(
@@ -115,7 +113,10 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
     help=f"GEMM dtypes, comma-separated ({', '.join(GEMM_DTYPES)}), or 'all' that the device supports.",
 )
 @click.option(
-    "--model", default=None, help="GEMM: benchmark this model's own GEMM shapes instead of the sweep."
+    "--model",
+    default=None,
+    help="GEMM: benchmark this model's own GEMM shapes instead of the sweep (a model name, or a path to "
+    "a config.json, its folder or a model TOML).",
 )
 @click.option(
     "--tp",
@@ -124,7 +125,13 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
     type=Integer(minimum=1, maximum=1024),
     help="GEMM: tensor-parallel size.",
 )
-@click.option("--tokens", default=4096, show_default=True, type=GEMM_ROWS, help="GEMM: rows (tokens).")
+@click.option(
+    "--tokens",
+    default=4096,
+    show_default=True,
+    type=GEMM_ROWS,
+    help="GEMM: rows (tokens); each routed expert's GEMMs get tokens x top-k / experts (even routing).",
+)
 @click.option(
     "--array-size",
     type=ARRAY_SIZE,
@@ -173,10 +180,12 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
             given_flags("collectives", "sizes", "num_processes", "timeout"),
             "only with the collectives suite",
         )
-    if options["model"]:  # shapes first: a TP that does not split the model fails before any timing
-        model_shapes(
-            get_context().models().get(options["model"]), tp=options["tp"], num_tokens=options["tokens"]
-        )
+    # shapes first: a model that does not load or a TP that does not split it fails before any timing
+    options["model_shapes"] = (
+        model_shapes(model_by_name_or_path(options["model"]), tp=options["tp"], num_tokens=options["tokens"])
+        if options["model"]
+        else None
+    )
     device = resolve_device(options["device"], num_threads=options["threads"])
     sol = device_sol(device=device, catalog=get_context().catalog(), sol_device=options["sol_device"])
     with progress_bar(enabled=not as_json, title=f"bench {suite}") as progress:

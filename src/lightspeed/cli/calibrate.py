@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -176,8 +178,11 @@ def command(
     with _store(sources) as store:
         _check_benchmark_runs(store, sources)
         payloads, used = benchmark_payloads(store, sources)
+        suite_sources = _suite_sources(store, payloads, used)
     chosen_dtype = dtype or _default_dtype(payloads)
-    inputs = calibration_inputs(payloads, dtype=chosen_dtype, sources=used)
+    inputs = replace(
+        calibration_inputs(payloads, dtype=chosen_dtype, sources=used), suite_sources=suite_sources
+    )
     base_model: EfficiencyModel = default_efficiency(_base_family(payloads, base))
     result = calibrate(
         inputs=inputs, base=base_model, name=name, device=_measured_device(payloads), force=force
@@ -191,6 +196,28 @@ def command(
         )
     else:
         render_calibration(result, base=_shown_base(base_model, result), path=path)
+
+
+def _suite_sources(
+    store: ResultsStore, payloads: Sequence[Mapping[str, Any]], used: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """Which of the sources ``used`` (run ids, files) hold the results of each suite among
+    ``payloads``, so that a refused point names its own runs, not every run read. Each source's
+    results are read again and matched to ``payloads`` by content."""
+    if len(used) < 2:  # one source holds everything
+        return {}
+    held: dict[str, list[str]] = {}
+    chosen = {_payload_key(payload): str(payload.get("suite")) for payload in payloads}
+    for source in used:
+        theirs, _ = benchmark_payloads(store, [source])
+        for suite in dict.fromkeys(chosen[key] for key in map(_payload_key, theirs) if key in chosen):
+            held.setdefault(suite, []).append(source)
+    return {suite: tuple(names) for suite, names in held.items()}
+
+
+def _payload_key(payload: Mapping[str, Any]) -> str:
+    """A result's content as one comparable string (NaN included, unlike ``==`` on dicts)."""
+    return json.dumps(payload, sort_keys=True, default=str)
 
 
 def _nothing_to_fit(inputs: CalibrationInputs) -> str:

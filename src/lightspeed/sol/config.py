@@ -119,7 +119,11 @@ class JobConfig(Record):
     # simulated workload and scheduler of ``lightspeed simulate``); the configuration sets them aside
     TABLES: ClassVar[tuple[str, ...]] = ()
 
-    model: str | None = setting(None, help="Model name (see 'lightspeed model list').")
+    model: str | None = setting(
+        None,
+        help="Model name (see 'lightspeed model list'), or a path to a config.json, its folder or a "
+        "model TOML.",
+    )
     model_config: str | None = setting(
         None,
         flags=("--model-config",),

@@ -123,6 +123,10 @@ class CalibrationInputs(Record):
     collectives: tuple[CollectivePoint, ...] = ()
     launch_s: tuple[float, ...] = ()
     sources: tuple[str, ...] = ()
+    # the sources (run ids, files) that hold each suite's results (``gemm``, ``membw``,
+    # ``collectives``, ``launch``), so that a refusal names the runs of the point it refuses; a suite
+    # missing here is blamed on every source
+    suite_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     gemm_dtype: str = "bf16"  # the format of the ``gemm`` points: decides the ceiling they fit
     gemm_dtypes_measured: tuple[str, ...] = ()  # every GEMM format the results held (for messages)
     # correct results that would fit a parameter but were measured without a SOL, by suite
@@ -224,22 +228,22 @@ def _check_finite(inputs: CalibrationInputs) -> None:
     """Every measurement is a finite number (a profile cannot hold anything else)."""
     values = [
         *(
-            (f"GEMM {p.m}x{p.n}x{p.k} ({inputs.gemm_dtype})", field_name, getattr(p, field_name))
+            ("gemm", f"GEMM {p.m}x{p.n}x{p.k} ({inputs.gemm_dtype})", field_name, getattr(p, field_name))
             for p in inputs.gemm
             for field_name in ("achieved_flop_per_s", "peak_flop_per_s")
         ),
-        *(("STREAM", "fraction of SOL", value) for value in inputs.memory_fractions),
+        *(("membw", "STREAM", "fraction of SOL", value) for value in inputs.memory_fractions),
         *(
-            (f"collective of {p.bus_bytes:.3g} bus bytes", field_name, getattr(p, field_name))
+            ("collectives", f"collective of {p.bus_bytes:.3g} bus bytes", field_name, getattr(p, field_name))
             for p in inputs.collectives
             for field_name in ("bus_bytes", "time_s", "link_bytes_per_s")
         ),
-        *(("launch", "dispatch seconds", value) for value in inputs.launch_s),
+        *(("launch", "launch", "dispatch seconds", value) for value in inputs.launch_s),
     ]
-    for where, what, value in values:
+    for suite, where, what, value in values:
         if not math.isfinite(value):
             raise UserInputError(
-                f"{where} in {_sources(inputs)}: {what} is {value}, not a finite number; "
+                f"{where} in {_sources(inputs, suite)}: {what} is {value}, not a finite number; "
                 "re-run that benchmark or leave its result out of --from"
             )
 
@@ -247,11 +251,11 @@ def _check_finite(inputs: CalibrationInputs) -> None:
 def _check_measured(inputs: CalibrationInputs, *, force: bool) -> None:
     """No measured fraction of a SOL above :data:`MAX_EFFICIENCY` (unless forced)."""
     measured = [
-        (f"GEMM {p.m}x{p.n}x{p.k} ({inputs.gemm_dtype})", p.achieved_flop_per_s / p.peak_flop_per_s)
+        ("gemm", f"GEMM {p.m}x{p.n}x{p.k} ({inputs.gemm_dtype})", p.achieved_flop_per_s / p.peak_flop_per_s)
         for p in inputs.gemm
         if p.peak_flop_per_s > 0
     ]
-    measured += [("STREAM", fraction) for fraction in inputs.memory_fractions]
+    measured += [("membw", "STREAM", fraction) for fraction in inputs.memory_fractions]
     _refuse_above_sol(inputs, measured, force=force)
 
 
@@ -261,29 +265,36 @@ def _check_fitted(inputs: CalibrationInputs, fitted: Mapping[str, float], *, for
     for key, value in fitted.items():
         if not (math.isfinite(value) and value > 0):
             raise UserInputError(
-                f"the fit of {key} from {_sources(inputs)} gives {value:.3g}, not a positive finite "
-                "number; check those results (a SOL or timer far off) and measure again"
+                f"the fit of {key} from {_sources(inputs, _FITTED_FROM[key])} gives {value:.3g}, not a "
+                "positive finite number; check those results (a SOL or timer far off) and measure again"
             )
-    efficiencies = [(f"the fitted {key}", value) for key, value in fitted.items() if _is_efficiency(key)]
+    efficiencies = [
+        (_FITTED_FROM[key], f"the fitted {key}", value)
+        for key, value in fitted.items()
+        if _is_efficiency(key)
+    ]
     _refuse_above_sol(inputs, efficiencies, force=force)
     for key in GEMM_CEILINGS:
         ceiling = fitted.get(key)
         if ceiling is not None and ceiling < MIN_GEMM_CEILING and not force:
             raise UserInputError(
-                f"the fitted {key} from {_sources(inputs)} is {ceiling * 100:.2g}% of its SOL, below the "
-                f"{MIN_GEMM_CEILING * 100:g}% any GEMM library reaches: the SOL is not this device's "
-                "(check the results' sol_device: a record named with --sol-device for another device?) "
-                "or the timing is wrong; re-run with the device's own SOL, or pass --force to keep it"
+                f"the fitted {key} from {_sources(inputs, 'gemm')} is {ceiling * 100:.2g}% of its SOL, "
+                f"below the {MIN_GEMM_CEILING * 100:g}% any GEMM library reaches: the SOL is not this "
+                "device's (check the results' sol_device: a record named with --sol-device for another "
+                "device?) or the timing is wrong; re-run with the device's own SOL, or pass --force to "
+                "keep it"
             )
 
 
 def _refuse_above_sol(
-    inputs: CalibrationInputs, fractions: Sequence[tuple[str, float]], *, force: bool
+    inputs: CalibrationInputs, fractions: Sequence[tuple[str, str, float]], *, force: bool
 ) -> None:
-    for where, fraction in fractions:
+    """Refuse the first ``(suite, what, fraction of SOL)`` above :data:`MAX_EFFICIENCY` (unless
+    forced), naming the runs of its suite."""
+    for suite, where, fraction in fractions:
         if fraction > MAX_EFFICIENCY and not force:
             raise UserInputError(
-                f"{where} from {_sources(inputs)} is {fraction * 100:.3g}% of its SOL, above the "
+                f"{where} from {_sources(inputs, suite)} is {fraction * 100:.3g}% of its SOL, above the "
                 f"{MAX_EFFICIENCY * 100:g}% no kernel reaches: check the SOL it was measured against "
                 "and its timing, or pass --force to keep it anyway"
             )
@@ -293,8 +304,26 @@ def _is_efficiency(key: str) -> bool:
     return key in GEMM_CEILINGS or key.endswith("efficiency")
 
 
-def _sources(inputs: CalibrationInputs) -> str:
-    return ", ".join(inputs.sources) or "the measurements"
+# the suite whose results each fitted parameter comes from
+_FITTED_FROM: Final = {
+    **dict.fromkeys(GEMM_CEILINGS, "gemm"),
+    "gemm_half_saturation_flop": "gemm",
+    "memory_efficiency": "membw",
+    "collective_bandwidth_efficiency": "collectives",
+    "kernel_launch_s": "launch",
+}
+
+
+def _sources(inputs: CalibrationInputs, suite: str | None = None) -> str:
+    """Where the results of ``suite`` came from (every source when ``suite`` is ``None`` or the
+    inputs do not say which sources hold it).
+
+    >>> inputs = CalibrationInputs(sources=("run-a", "run-b"), suite_sources={"gemm": ("run-a",)})
+    >>> _sources(inputs, "gemm"), _sources(inputs, "membw"), _sources(inputs)
+    ('run-a', 'run-a, run-b', 'run-a, run-b')
+    """
+    held = inputs.suite_sources.get(suite, ()) if suite is not None else ()
+    return ", ".join(held or inputs.sources) or "the measurements"
 
 
 def _gemm_reasons(inputs: CalibrationInputs, ceiling: str, half: float | None) -> dict[str, str]:
