@@ -489,7 +489,8 @@ class Engine:
     def _pick_rank(self, replica: _Replica, budgets: list[float], need: float, prompt: float) -> int | None:
         """The rank the router places a request on (``None``: no rank has room for it now); with
         whole-prompt steps a rank takes a ``prompt``-token prompt only whole, unless its budget
-        is untouched (a prompt longer than the budget then runs in chunks)."""
+        is untouched (a prompt longer than the budget then runs in chunks: ``simulate`` refuses
+        such a prompt before it runs, as vLLM V0 does)."""
         ranks, step, best = replica.ranks, replica.step, None
         transfer = replica.role == "decode"
         whole = self.whole and not transfer

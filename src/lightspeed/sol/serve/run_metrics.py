@@ -11,9 +11,11 @@
   good requests among every measured request that arrived during the run (one still
   waiting or decoding when a ``--horizon`` stops the run counts as missing the limit it
   has not met: no first token misses TTFT, not finished misses TPOT), ``goodput`` the
-  attainment times the rate requests are served at (for arrivals at a rate: the completions
-  while requests still arrive, which is the arrival rate when the deployment keeps up;
-  otherwise completions over the run). MLPerf's Server
+  attainment times the rate requests are served at (``served_requests_per_s``: for requests
+  arriving over time, the arrival rate where the run kept up, else the completions over a span
+  as long as the arrivals', lagged by the first request's latency, and at a ``--horizon`` what
+  completed by it; for a closed loop, the users over their mean latency while every user is busy,
+  Little's law; otherwise completions over the run). MLPerf's Server
   scenario asks instead that the 99th percentiles of TTFT and TPOT meet the limits.
 * **Time series** (queue length, running sequences, requests in flight, KV use)
   at up to :data:`MAX_SERIES_POINTS` times, each the mean over its slice of the run.

@@ -73,14 +73,18 @@ class SimulationResult(Record):
     actual, its tech blog 10). ``slo`` is filled when an SLO was given. ``elapsed_s`` is the
     wall time the simulation took. ``requests_per_s`` counts the measured completions from the
     first measured arrival to the last completion (the drain after the last arrival included);
-    ``served_requests_per_s`` is the rate the deployment serves (:func:`_served_rate`: the arrival
-    rate where it keeps up, its completion rate where it does not, without that drain), the rate the
-    SLO's goodput is a share of. ``mean_in_flight`` is averaged over the wall time from the first
-    measured arrival to the end, ``mean_running`` and ``mean_queue`` over the iterations' time (the
-    time the GPUs are busy). With ``num_warmup`` warm-up requests (the workload's
-    ``warmup_requests``), the latencies, throughputs, decode speed and SLO figures count the
-    other requests only, over the run from the first of them to arrive (ITL: the iterations
-    from then on); the counts, queue, KV and time-series figures are the whole run's.
+    ``served_requests_per_s`` is the rate the deployment serves, the rate the SLO's goodput is a
+    share of: for requests that arrive over time, the arrival rate where the run settled, else the
+    lower of it and the completions over a span as long as the arrivals', lagged by the first
+    request's latency (:func:`_open_loop_rate`; at a horizon, what completed by it); for a closed
+    loop, the rate while every user is busy (:func:`_closed_loop_rate`: Little's law, the users over
+    their mean latency, the start's queue and the drain left out). ``mean_in_flight`` is averaged
+    over the wall time from the first measured arrival to the end, ``mean_running`` and
+    ``mean_queue`` over the iterations' time (the time the GPUs are busy). With ``num_warmup``
+    warm-up requests (the workload's ``warmup_requests``), the latencies, throughputs, decode
+    speed and SLO figures count the other requests only, over the run from the first of them to
+    arrive (ITL: the iterations from then on); the counts, queue, KV and time-series figures are
+    the whole run's.
     """
 
     model: str
@@ -206,6 +210,26 @@ def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
             f"({prefill.kv_tokens_per_rank:,} tokens); shorten the prompts or give the prefill pool more "
             "GPUs (--prefill-tp, --prefill-pp)"
         )
+    _check_whole_prompts(deployment, prompt)
+
+
+def _check_whole_prompts(deployment: SimulatedDeployment, prompt: int) -> None:
+    """A server that takes prompts only whole in steps of their own (vLLM V0 without chunked
+    prefill) cannot run a prompt longer than its tokens per step: V0 refuses to start with
+    ``max_num_batched_tokens`` below ``max_model_len`` and ignores a longer prompt
+    (``vllm/config.py``, ``vllm/core/scheduler.py`` ``_get_prompt_limit``)."""
+    budget = (deployment.prefill_pool or deployment.pool).max_batched_tokens_per_rank
+    if not deployment.whole_prompts or prompt <= budget:
+        return
+    serving = deployment.hardware.serving.name
+    given = deployment.scheduler.max_batched_tokens_per_rank is not None
+    source = "--max-num-batched-tokens" if given else f"{serving}'s default for this model"
+    why = "--prefill-steps separate" if deployment.scheduler.prefill_steps else f"{serving}'s default here"
+    raise InvalidPlanError(
+        f"a prompt of {prompt:,} tokens is longer than the {budget:,} tokens per step ({source}) of "
+        f"prefill steps that take prompts only whole ({why}; vLLM V0 refuses such a prompt); raise "
+        f"--max-num-batched-tokens to at least {prompt:,}, or use --prefill-steps mixed (chunked prefill)"
+    )
 
 
 def _blocks_of(tokens: float, block: int) -> int:
@@ -395,9 +419,25 @@ def _result(
     counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
     with np.errstate(invalid="ignore", divide="ignore"):
         per_user = float(np.nanmean(1.0 / tpot)) if np.isfinite(tpot).any() else math.nan
-    served = _served_rate(
-        outcome.arrival_s[measured], outcome.finish_s[measured], float(completed.sum()) / duration
+    run_settling = (
+        settling(outcome.arrival_s, outcome.finish_s, outcome.arrival_s[measured & arrived])
+        if workload.arrivals.kind in RATE_ARRIVALS and workload.trace is None
+        else None
     )
+    overall = float(completed.sum()) / duration
+    if workload.arrivals.kind == "closed" and workload.trace is None:
+        assert workload.arrivals.concurrency is not None
+        served = _closed_loop_rate(
+            outcome.arrival_s,
+            outcome.finish_s,
+            concurrency=workload.arrivals.concurrency,
+            start_s=start,
+            end_s=end,
+            overall=overall,
+        )
+    else:
+        settled = None if run_settling is None else run_settling.settled
+        served = _open_loop_rate(outcome.arrival_s[scored], outcome.finish_s[scored], settled, overall)
     return SimulationResult(
         model=deployment.model.name,
         system=deployment.cluster_name,
@@ -461,11 +501,7 @@ def _result(
         assumptions=_assumptions(deployment, workload),
         num_warmup=workload.warmup_requests,
         served_requests_per_s=served,
-        settling=(
-            settling(outcome.arrival_s, outcome.finish_s, outcome.arrival_s[measured & arrived])
-            if workload.arrivals.kind in RATE_ARRIVALS and workload.trace is None
-            else None
-        ),
+        settling=run_settling,
         _outcome=outcome,
     )
 
@@ -480,17 +516,62 @@ def _measured(arrival_s: Array, warmup: int) -> Array:
     return measured
 
 
-def _served_rate(arrival_s: Array, finish_s: Array, overall: float) -> float:
-    """Requests per second the deployment serves: the arrival rate when it keeps up (requests over
-    the span of arrivals), the completion rate when it does not (completions over the span of
-    completions), whichever is lower; ``overall`` when requests do not arrive over time."""
+def _open_loop_rate(arrival_s: Array, finish_s: Array, settled: bool | None, overall: float) -> float:
+    """Requests per second a deployment serves requests that arrive over time (the measured requests
+    that arrived; ``finish_s`` ``inf`` for one not finished): the rate they arrive at (the arrivals
+    after the first over the span of arrivals) where the run settled (kept up: :class:`Settling`);
+    else the lower of that and the rate they complete at over a span as long, lagged by the time the
+    first of them took to complete (none completes sooner: the deployment filling), counted the same
+    way. A run stopped at a horizon so counts what completed by then over the span from the first
+    arrival, and the drain after the last arrival is left out. ``overall`` when requests do not
+    arrive over time.
+
+    >>> _open_loop_rate(np.array([0.0, 1.0, 2.0, 3.0]), np.array([5.0, 6.0, np.inf, np.inf]), False, 0.5)
+    0.3333333333333333
+    """
     arrival = np.sort(arrival_s[np.isfinite(arrival_s)])
-    finish = np.sort(finish_s[np.isfinite(finish_s)])
-    if arrival.size < 2 or finish.size < 2 or arrival[-1] <= arrival[0] or finish[-1] <= finish[0]:
+    if arrival.size < 2 or arrival[-1] <= arrival[0]:
         return overall
-    offered = (arrival.size - 1) / float(arrival[-1] - arrival[0])
-    completing = (finish.size - 1) / float(finish[-1] - finish[0])
-    return min(offered, completing)
+    span = float(arrival[-1] - arrival[0])
+    offered = (arrival.size - 1) / span
+    finish = finish_s[np.isfinite(finish_s)]
+    if settled or not finish.size:
+        return offered if settled else 0.0
+    lag = float(finish.min() - arrival[0])
+    completed = np.count_nonzero(finish <= arrival[-1] + lag)  # none before arrival[0] + lag
+    return float(min(offered, (completed - 1) / span))
+
+
+def _closed_loop_rate(
+    arrival_s: Array, finish_s: Array, *, concurrency: int, start_s: float, end_s: float, overall: float
+) -> float:
+    """Requests per second a closed loop of ``concurrency`` users serves while every user is busy:
+    from ``start_s``, or from when every user's first request has completed where that is later
+    (sent all at once, the first requests queue for admission together), to the last send (after
+    it users drop out). Each request counts the share of its latency inside that window (one not
+    finished at ``end_s``, a horizon, as if it finished then), so every user's cycles count whole
+    however the sends and completions bunch into waves: with every user busy this is Little's law,
+    the users over their requests' mean latency. (Completions over their own span count the waves
+    at both ends of it, up to 1 / (waves - 1) too many.) ``overall`` where no request was sent
+    after the start.
+
+    >>> arrival = np.array([0.0, 0.0, 2.0, 2.0, 4.0, 4.0])
+    >>> _closed_loop_rate(arrival, arrival + 2.0, concurrency=2, start_s=0.0, end_s=6.0, overall=1.0)
+    1.0
+    """
+    sent = np.isfinite(arrival_s)
+    last_send = float(np.max(arrival_s[sent], initial=-np.inf))
+    done = np.sort(finish_s[np.isfinite(finish_s)])
+    first_done = float(done[concurrency - 1]) if done.size >= concurrency else math.inf
+    begin = max(start_s, first_done) if max(start_s, first_done) < last_send else start_s
+    if last_send <= begin:
+        return overall
+    arrival = arrival_s[sent]
+    finish = np.minimum(finish_s[sent], end_s)
+    latency = finish - arrival
+    inside = np.clip(np.minimum(finish, last_send) - np.maximum(arrival, begin), 0.0, None)
+    share = np.divide(inside, latency, out=np.zeros_like(inside), where=latency > 0)
+    return float(share.sum()) / (last_send - begin)
 
 
 def _weighted_mean(values: Array, weights: Array) -> float:

@@ -173,9 +173,22 @@ class LengthDistribution(Record):
 
     @classmethod
     def uniform(cls, minimum_tokens: int, maximum_tokens: int) -> LengthDistribution:
-        """Uniform whole numbers from ``minimum_tokens`` to ``maximum_tokens``."""
+        """Uniform whole numbers from ``minimum_tokens`` to ``maximum_tokens`` (both included, as
+        :meth:`sample` draws them): of ``n`` equally likely values, the standard deviation is
+        ``sqrt((n^2 - 1) / 12)``.
+
+        >>> round(LengthDistribution.uniform(100, 3000).std_tokens, 2)
+        837.45
+        """
         mean = (minimum_tokens + maximum_tokens) / 2.0
-        return cls("uniform", mean_tokens=mean, minimum_tokens=minimum_tokens, maximum_tokens=maximum_tokens)
+        count = maximum_tokens - minimum_tokens + 1
+        return cls(
+            "uniform",
+            mean_tokens=mean,
+            std_tokens=math.sqrt(max(count * count - 1, 0) / 12.0),
+            minimum_tokens=minimum_tokens,
+            maximum_tokens=maximum_tokens,
+        )
 
     @classmethod
     def lognormal(
