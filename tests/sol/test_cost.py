@@ -188,7 +188,7 @@ def test_upgrade_payback_by_hand(upgrade) -> None:  # type: ignore[no-untyped-de
     rent = 100 * 2.0 * HOURS_PER_YEAR
     assert match.payback.vs_renting_years == pytest.approx(capex / (rent - opex))
     assert 1.0 <= match.payback.vs_renting_years <= 2.0  # seed: 1-2 years for 24/7 work, at these prices
-    old_opex = match.power_before.it_power_w / 1e3 * 1.3 * HOURS_PER_YEAR * 0.10 + 0.05 * 12.5 * 250_000.0
+    old_opex = match.power_before.it_power_w / 1e3 * 1.3 * HOURS_PER_YEAR * 0.10 + 0.05 * 13 * 250_000.0
     assert match.payback.vs_keeping_years == pytest.approx(capex / (old_opex - opex))
     assert match.payback.vs_keeping_years > 10  # power savings alone do not pay back a new cluster fast
 

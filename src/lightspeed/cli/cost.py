@@ -376,8 +376,8 @@ def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple
 @pue_option
 @click.option(
     "--plot",
-    "plot_path",
-    type=click.Path(path_type=Path),
+    "plot_text",
+    type=click.Path(),
     help="Write the payback tornado plot to this .png, .svg or .pdf (its folder must exist; "
     "a folder gets tornado.png).",
 )
@@ -393,10 +393,11 @@ def upgrade_command(**options: Any) -> None:
     if old_gpus is None:
         raise UserInputError(f"--from {options['old_text']!r} needs a GPU count, e.g. 100x{old_system.name}")
     prices = _prices(options["prices_path"])
-    if options["plot_path"] is not None and prices is None:
+    plot_path = _plot_path(options["plot_text"])
+    if plot_path is not None and prices is None:
         raise UserInputError("--plot draws the payback sensitivity: give --prices FILE too")
-    if options["plot_path"] is not None:
-        save_tornado(None, options["plot_path"])  # a bad path is refused before the engine runs
+    if plot_path is not None:
+        save_tornado(None, plot_path)  # a bad path is refused before the engine runs
     names = options["workload_names"] or DEFAULT_UPGRADE_WORKLOADS
     upgrade = compare_upgrade(
         catalog=catalog,
@@ -410,13 +411,25 @@ def upgrade_command(**options: Any) -> None:
         efficiency=resolve_efficiency(options["calibration"]),
         pue=options["pue"],
     )
-    written = save_tornado(upgrade, options["plot_path"]) if options["plot_path"] is not None else []
+    written = save_tornado(upgrade, plot_path) if plot_path is not None else []
     if options["as_json"]:
         print_json({"upgrade": upgrade, "plots": [str(path) for path in written]})
         return
     render_upgrade(upgrade)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _plot_path(text: str | None) -> Path | None:
+    """``--plot``'s path; an empty one is refused (``Path("")`` would be the current folder)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise UserInputError(
+            "--plot is empty; name the plot file (.png, .svg or .pdf) or an existing folder, "
+            "e.g. --plot tornado.png"
+        )
+    return Path(text)
 
 
 @command.command("fleet")
@@ -428,7 +441,12 @@ def upgrade_command(**options: Any) -> None:
     show_default=True,
     help="Candidate systems or accelerators, comma-separated.",
 )
-@click.option("--tokens-per-day", type=TOKENS, help="Training target: tokens per day.")
+@click.option(
+    "--tokens-per-day",
+    type=TOKENS,
+    help="Training target: tokens per day, up to 1e16 (made in the working hours of the prices "
+    "file's utilisation).",
+)
 @click.option(
     "--requests-per-s", type=PER_SECOND, help="Serving target: requests per second at the workload's bounds."
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from lightspeed.catalog import Cluster
+from lightspeed.catalog.clusters import takes_part_of_domain
 from lightspeed.catalog.power import PowerPart, SystemPower
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
 from lightspeed.cost.pue import GIVEN_PUE_SOURCE, SitePue, site_pue
@@ -37,6 +38,7 @@ DEEPSEEK_USD_PER_GPU_HOUR: Final = 2.0
 # CPUs, fans, NICs and idle GPUs alone draw more (the one node measurement the catalog has, an
 # H100 node training, drew 0.82 of its rating). It catches kW typed as W and per-GPU readings.
 MIN_MEASURED_SHARE: Final = 0.1
+MEASURED_BASIS: Final = "measured mean power"
 WHOLE_SYSTEMS_RULE: Final = (
     "power and ownership count whole systems (the GPUs a job leaves idle in them too); "
     "cloud GPU-hours count the GPUs the job uses"
@@ -48,6 +50,41 @@ IDLE_HOURS_RULE: Final = (
     "no sourced idle draw of a powered system, so energy and electricity are a lower bound "
     "(utilisation = 1 in the prices file prices every hour at the working draw, an upper bound)"
 )
+
+
+# The shipped records' drawn share (0.82) is the PEAK an H100 node drew training (8.4 of 10.2 kW,
+# Latif et al.); priced as the mean draw over a run or a year, it bounds energy from above.
+DRAWN_SHARE_RULE: Final = (
+    "IT draw = rated x {share:g} under {workload}, priced as the mean draw: the shipped records' 0.82 "
+    "is the peak an H100 node drew training (8.4 of 10.2 kW, Latif et al., arXiv 2412.08602), so "
+    "energy and electricity are an upper bound (--power-w W: a measured mean)"
+)
+# A job on part of a system: the held system's draw counts its idle GPUs as working ones.
+IDLE_GPUS_RULE: Final = (
+    "the {idle:,g} GPUs held but not used are counted at the working draw (the whole {system} at "
+    "rated x {share:g}), an upper bound; hours a prices file's utilisation leaves idle are counted "
+    "at 0 W, a lower bound: lightspeed has no sourced idle draw of a GPU or a system"
+)
+
+
+def drawn_share_assumptions(power: ClusterPower) -> tuple[str, ...]:
+    """The ``assumed:`` lines on the estimated draw of ``power`` (none for a measured mean): the
+    drawn share is a peak used as the mean (an upper bound), and the held GPUs a job leaves idle
+    are counted at it.
+
+    >>> from lightspeed.catalog.power import load_power
+    >>> draw = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=2, num_systems=1)
+    >>> [line[:40] for line in drawn_share_assumptions(replace(draw, workload="infer"))]
+    ['IT draw = rated x 0.82 under infer, pric', 'the 6 GPUs held but not used are counted']
+    """
+    if power.basis == MEASURED_BASIS or power.rated_power_w <= 0:
+        return ()
+    share = power.it_power_w / power.rated_power_w
+    lines = [DRAWN_SHARE_RULE.format(share=share, workload=power.workload)]
+    idle = power.num_held_gpus - power.num_gpus
+    if idle > 0:
+        lines.append(IDLE_GPUS_RULE.format(idle=idle, system=power.system, share=share))
+    return tuple(lines)
 
 
 def idle_assumption(prices: Prices | None) -> tuple[str, ...]:
@@ -85,8 +122,8 @@ class ClusterPower(Record):
     the systems' rated maximum; ``it_power_w`` the draw while working;
     ``facility_power_w`` that times the PUE (``pue_source`` says where it comes
     from). ``num_systems`` is whole (the systems the GPUs occupy, holding
-    ``num_held_gpus``) for a job or a site, fractional (GPUs / GPUs per system)
-    only for a GPU count of a size (``cost upgrade``'s old cluster).
+    ``num_held_gpus``) in every command; :func:`cluster_power` without
+    ``num_systems`` counts a fraction (GPUs / GPUs per system) for a caller of its own.
     """
 
     system: str
@@ -102,6 +139,7 @@ class ClusterPower(Record):
     air_heat_w: float
     basis: str
     pue_source: str = ""
+    workload: str = "train"
 
 
 def cluster_power(
@@ -144,7 +182,7 @@ def cluster_power(
     share = power.draw_share(workload)
     if measured_power_w is not None:
         _check_measured(measured_power_w, rated, systems, power.system)
-        it_power, basis = measured_power_w, "measured mean power"
+        it_power, basis = measured_power_w, MEASURED_BASIS
     else:
         it_power = rated * share
         basis = f"rated {power.max_power_w / 1e3:g} kW per system x {share:g} drawn under {workload}"
@@ -163,6 +201,7 @@ def cluster_power(
         air_heat_w=it_power - liquid,
         basis=basis,
         pue_source=site.source,
+        workload=workload,
     )
 
 
@@ -280,7 +319,7 @@ def tco_per_year(*, power: ClusterPower, prices: Prices) -> Tco:
             "other_opex_share_per_year": prices.other_opex_share_per_year,
             "it_power_w": power.it_power_w,
         },
-        assumptions=idle_assumption(prices),
+        assumptions=(*idle_assumption(prices), *drawn_share_assumptions(power)),
     )
 
 
@@ -350,6 +389,7 @@ def _assumptions(
         efficiency_sentence(efficiency, device=accelerator.name, family=family or accelerator.family),
         f"{held}: {WHOLE_SYSTEMS_RULE}",
         f"PUE {draw.pue:g}: {draw.pue_source}",
+        *drawn_share_assumptions(draw),
         *(idle_assumption(prices) if owned else ()),
     )
 
@@ -616,6 +656,12 @@ def rack_plan(
     per_rack = systems_per_rack or power.systems_per_rack
     if per_rack < 1:
         raise UserInputError(f"{per_rack} systems per rack: give at least 1")
+    if per_rack > 1 and takes_part_of_domain(cluster.system):
+        raise UserInputError(
+            f"{per_rack} systems per rack (--systems-per-rack): one {cluster.system.name} is a whole "
+            f"{cluster.system.system_type} of {cluster.system.num_accelerators} GPUs, so a rack holds "
+            "one; leave --systems-per-rack out or give 1"
+        )
     systems = cluster.num_nodes
     racks = math.ceil(systems / per_rack)
     it_power = systems * power.max_power_w
@@ -731,6 +777,8 @@ def _published_hours() -> float:
 __all__ = [
     "DEEPSEEK_PUBLISHED_USD",
     "DEEPSEEK_USD_PER_GPU_HOUR",
+    "DRAWN_SHARE_RULE",
+    "IDLE_GPUS_RULE",
     "IDLE_HOURS_RULE",
     "MIN_MEASURED_SHARE",
     "WHOLE_SYSTEMS_RULE",
@@ -744,6 +792,7 @@ __all__ = [
     "check_power_w",
     "cluster_power",
     "deepseek_cost",
+    "drawn_share_assumptions",
     "efficiency_sentence",
     "idle_assumption",
     "inference_cost",

@@ -19,6 +19,7 @@ from typing import Final
 from lightspeed.catalog import Catalog, System
 from lightspeed.catalog.power import SystemPower, power_of
 from lightspeed.cost.energy import (
+    WHOLE_SYSTEMS_RULE,
     ClusterPower,
     Tco,
     cluster_power,
@@ -34,6 +35,7 @@ from lightspeed.cost.workloads import (
     CostWorkload,
     ThroughputPoint,
     best_training_rate,
+    search_training_fleet,
     serving_point,
     smallest_training_fleet,
     too_many_systems,
@@ -54,6 +56,11 @@ SEED_PAYBACK_YEARS: Final = (1.0, 2.0)
 SEED_OLD_ACCELERATORS: Final = ("h100-sxm",)
 SEED_NEW_ACCELERATORS: Final = ("b200", "gb200")
 TOP_SENSITIVITIES: Final = 3
+# The most training tokens a day a fleet is sized for: 1e16 a day is 1.16e11 tokens/s, over 27,000
+# optimizer steps a second of the named workload's 1,024 x 4,096-token batch (no plan steps in
+# under 37 us); the CLI's --tokens-per-day is checked against the same figure.
+MAX_TOKENS_PER_DAY: Final = 1e16
+MAX_TOKENS_PER_DAY_TEXT: Final = f"{MAX_TOKENS_PER_DAY:.0e}".replace("e+", "e")  # 1e16, as --help writes it
 
 
 @dataclass(frozen=True)
@@ -279,9 +286,25 @@ def seed_claim_applies(old_system: System, new_system: System) -> bool:
     )
 
 
-def _verdict(match_ratio: float, per_gpu_ratio: float, holds: bool, applies: bool = True) -> str:
+def _verdict(
+    match_ratio: float,
+    per_gpu_ratio: float,
+    holds: bool,
+    applies: bool = True,
+    *,
+    rounding: tuple[float, int, int] | None = None,
+) -> str:
+    """The verdict on the seed's ~2x; ``rounding``: (exact new GPUs, new GPUs bought, GPUs per
+    system) where whole systems, not the per-GPU speed, take the ratio below the band."""
     if not applies:
         return f"{match_ratio:.2f} old GPUs per new GPU ({per_gpu_ratio:.2f}x per GPU at matched size)"
+    if holds and match_ratio < SEED_LEAST_RATIO and rounding is not None:
+        exact, bought, per_system = rounding
+        return (
+            f"the seed's ~2x per GPU holds: {per_gpu_ratio:.2f}x per GPU ({exact:.1f} new GPUs do the "
+            f"work); whole systems of {per_system} GPUs round {exact:.1f} up to {bought}, "
+            f"{match_ratio:.2f} old GPUs per new GPU bought"
+        )
     if not holds:
         return (
             f"the seed's ~2x does not hold: {match_ratio:.2f} old GPUs per new GPU, less than "
@@ -366,12 +389,14 @@ def match_workload(
     after = _draw(power, new_system, new_gpus, workload.kind, pue_new)
     equivalent = old_rate / new_point.tokens_per_s_per_gpu
     ratio = old_gpus / new_gpus
-    holds = old_gpus / new_gpus >= SEED_LEAST_RATIO  # "2x+ per GPU": at least the band's low end
+    per_gpu = new_point.tokens_per_s_per_gpu / (old_rate / old_gpus)  # = old GPUs / exact new GPUs
+    # "2x+ per GPU": at least the band's low end per GPU, at the exact count; whole systems only
+    # round it down (a 72-GPU rack is the smallest purchase: 42 exact GPUs are bought as 72)
+    holds = per_gpu >= SEED_LEAST_RATIO
     payback = sensitivities = None
     if prices is not None:
         site = _site(prices=prices, old=before, new=after, old_system=old_system, new_system=new_system)
         payback, sensitivities = _payback(site), _sensitivities(site)
-    per_gpu = new_point.tokens_per_s_per_gpu / (old_rate / old_gpus)
     return UpgradeMatch(
         workload=workload.name,
         kind=workload.kind,
@@ -389,13 +414,20 @@ def match_workload(
         power_after=after,
         payback=payback,
         sensitivities=sensitivities or (),
-        verdict=_verdict(ratio, per_gpu, holds, seed_claim_applies(old_system, new_system)),
+        verdict=_verdict(
+            ratio,
+            per_gpu,
+            holds,
+            seed_claim_applies(old_system, new_system),
+            rounding=(equivalent, new_gpus, new_system.num_accelerators),
+        ),
     )
 
 
 def _draw(
     power: dict[str, SystemPower], system: System, num_gpus: int, kind: str, pue: SitePue
 ) -> ClusterPower:
+    """The power of ``num_gpus`` GPUs in the whole systems that hold them (100 H100: 13 DGX H100)."""
     return cluster_power(
         power=power_of(power, system.name),
         gpus_per_system=system.num_accelerators,
@@ -403,6 +435,21 @@ def _draw(
         workload=kind,
         gpu_tdp_w=system.accelerator.tdp_w,
         pue=pue,
+        num_systems=math.ceil(num_gpus / system.num_accelerators),
+    )
+
+
+def whole_systems_assumption(power: ClusterPower) -> str:
+    """The ``assumed:`` line of GPUs counted in whole systems (``100 H100 are 13 whole dgx-h100``).
+
+    >>> from lightspeed.catalog.power import load_power
+    >>> draw = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=100, num_systems=13)
+    >>> whole_systems_assumption(draw)[:58]
+    '100 GPUs are 13 whole dgx-h100 (104 GPUs held): power and '
+    """
+    return (
+        f"{power.num_gpus:,} GPUs are {power.num_systems:,g} whole {power.system} "
+        f"({power.num_held_gpus:,g} GPUs held): {WHOLE_SYSTEMS_RULE}"
     )
 
 
@@ -469,6 +516,9 @@ def compare_upgrade(
         for workload in workloads
     )
     pue_lines = pue_assumptions((matches[0].power_before, matches[0].power_after))
+    held = [whole_systems_assumption(matches[0].power_before)]
+    if matches[0].power_before.num_held_gpus == old_gpus:
+        held = []  # the old GPUs fill whole systems
     return Upgrade(
         old_system=old_system.name,
         old_gpus=old_gpus,
@@ -484,7 +534,7 @@ def compare_upgrade(
             "applies": seed_claim_applies(old_system, new_system),
         },
         prices=prices.to_dict() if prices is not None else None,
-        assumptions=(*pue_lines, *idle_assumption(prices)),
+        assumptions=(*held, *pue_lines, *idle_assumption(prices)),
     )
 
 
@@ -506,14 +556,31 @@ class FleetOption(Record):
 
 
 @dataclass(frozen=True)
+class FleetShortfall(Record):
+    """A candidate no fleet of up to ``MAX_SYSTEMS`` systems sizes for the target, and why."""
+
+    system: str
+    reason: str
+    best_tokens_per_s: float | None = None
+
+
+@dataclass(frozen=True)
 class FleetSizing(Record):
-    """Every candidate sized for one target."""
+    """Every candidate sized for one target; ``unreachable``: the candidates that cannot reach it.
+
+    ``target_tokens_per_s`` is the rate while the fleet works: a prices file's ``utilisation``
+    is the share of each day it works, so a day's training tokens are made in those hours.
+    ``assumptions``: that rule, in words, where the utilisation is below 1.
+    """
 
     workload: str
     kind: str
     target: str
     target_tokens_per_s: float
     options: tuple[FleetOption, ...]
+    unreachable: tuple[FleetShortfall, ...] = ()
+    utilisation: float = 1.0
+    assumptions: tuple[str, ...] = ()
 
 
 def _fleet_option(
@@ -536,8 +603,8 @@ def _fleet_option(
         else None
     )
     accelerator = system.accelerator.name
-    cloud = (
-        gpus * prices.cloud_usd_per_gpu_hour[accelerator] * 24.0
+    cloud = (  # the GPUs rented for the hours they work: the work the TCO's energy prices
+        gpus * prices.cloud_usd_per_gpu_hour[accelerator] * 24.0 * prices.utilisation
         if prices and accelerator in prices.cloud_usd_per_gpu_hour
         else None
     )
@@ -572,30 +639,26 @@ def size_fleet(
     """GPUs, systems, racks, power and cost on each system to reach the target:
     ``tokens_per_day`` of training or ``requests_per_s`` of serving at the workload's bounds.
 
-    Both kinds are whole systems, at most ``MAX_SYSTEMS`` of each; PUE: ``pue``, else the
-    prices', else the sourced default."""
-    target_rate, target = _target(workload, tokens_per_day, requests_per_s)
+    Both kinds are whole systems (at least one), at most ``MAX_SYSTEMS`` of each; a candidate that
+    cannot reach the target is listed in ``unreachable`` with the reason, and the other candidates
+    are still sized (every candidate unreachable is refused in one line). PUE: ``pue``, else the
+    prices', else the sourced default.
+
+    Utilisation (the prices' share of hours worked, 1 without prices): the fleet works that share
+    of each day. ``requests_per_s`` is the rate it serves while working; ``tokens_per_day`` are
+    made in the working hours, at ``tokens_per_day / (utilisation x 86,400 s)``. The TCO prices
+    the energy of the working hours (idle ones at 0 W) and the cloud column rents the GPUs for
+    the same hours, so both columns price the same work."""
+    utilisation = prices.utilisation if prices is not None else 1.0
+    target_rate, target = _target(workload, tokens_per_day, requests_per_s, utilisation)
     _refuse_repeats(systems)
-    options = []
+    options, unreachable = [], []
     for system in systems:
-        if workload.kind == "train":
-            point = smallest_training_fleet(
-                catalog=catalog,
-                models=models,
-                system=system,
-                workload=workload,
-                target_tokens_per_s=target_rate,
-                efficiency=efficiency,
-            )
-            count, rate = point.num_systems, point.tokens_per_s
-        else:
-            point = serving_point(
-                catalog=catalog, models=models, system=system, workload=workload, efficiency=efficiency
-            )
-            count = math.ceil(target_rate / point.tokens_per_s - 1e-9)
-            if count > MAX_SYSTEMS:
-                raise UserInputError(too_many_systems(system.name, target_rate, workload.name))
-            rate = count * point.tokens_per_s
+        sized = _fleet_size(catalog, models, system, workload, target_rate=target_rate, efficiency=efficiency)
+        if isinstance(sized, FleetShortfall):
+            unreachable.append(sized)
+            continue
+        point, count, rate = sized
         options.append(
             _fleet_option(
                 system=system,
@@ -608,12 +671,67 @@ def size_fleet(
                 pue=pue,
             )
         )
+    if not options:
+        raise UserInputError(unreachable[0].reason)
     return FleetSizing(
         workload=workload.name,
         kind=workload.kind,
         target=target,
         target_tokens_per_s=target_rate,
         options=tuple(options),
+        unreachable=tuple(unreachable),
+        utilisation=utilisation,
+        assumptions=_working_hours(workload, utilisation, target_rate),
+    )
+
+
+def _fleet_size(
+    catalog: Catalog,
+    models: ModelRegistry,
+    system: System,
+    workload: CostWorkload,
+    *,
+    target_rate: float,
+    efficiency: EfficiencyModel | None,
+) -> tuple[ThroughputPoint, int, float] | FleetShortfall:
+    """(point, whole systems, tokens/s) reaching ``target_rate`` on ``system``, or why none does."""
+    if workload.kind == "train":
+        found = search_training_fleet(
+            catalog=catalog,
+            models=models,
+            system=system,
+            workload=workload,
+            target_tokens_per_s=target_rate,
+            efficiency=efficiency,
+        )
+        if found.point is None:
+            best = found.best.tokens_per_s if found.best is not None else None
+            return FleetShortfall(system=system.name, reason=found.refusal, best_tokens_per_s=best)
+        return found.point, found.point.num_systems, found.point.tokens_per_s
+    point = serving_point(
+        catalog=catalog, models=models, system=system, workload=workload, efficiency=efficiency
+    )
+    count = max(1, math.ceil(target_rate / point.tokens_per_s - 1e-9))  # a fleet is at least one system
+    if count > MAX_SYSTEMS:
+        return FleetShortfall(
+            system=system.name, reason=too_many_systems(system.name, target_rate, workload.name)
+        )
+    return point, count, count * point.tokens_per_s
+
+
+def _working_hours(workload: CostWorkload, utilisation: float, target_rate: float) -> tuple[str, ...]:
+    """The ``assumed:`` line of a fleet that works part of each day (none at utilisation 1)."""
+    if utilisation >= 1.0:
+        return ()
+    hours = 24.0 * utilisation
+    sized = (
+        f"the day's tokens are made in those hours ({target_rate:,.0f} tokens/s while working)"
+        if workload.kind == "train"
+        else "it serves the target rate while working"
+    )
+    return (
+        f"utilisation {utilisation:g}: the fleet works {hours:.3g} h a day and {sized}; the TCO's "
+        f"energy and the cloud column price the same {hours:.3g} working hours a day",
     )
 
 
@@ -631,8 +749,13 @@ def _refuse_repeats(systems: Sequence[System]) -> None:
 
 
 def _target(
-    workload: CostWorkload, tokens_per_day: float | None, requests_per_s: float | None
+    workload: CostWorkload,
+    tokens_per_day: float | None,
+    requests_per_s: float | None,
+    utilisation: float = 1.0,
 ) -> tuple[float, str]:
+    """The rate while the fleet works, and the target in words (``utilisation``: the share of
+    each day it works; a day's training tokens are made in those hours)."""
     if workload.kind == "train" and requests_per_s is not None:
         raise UserInputError(
             f"--requests-per-s is for serving workloads; {workload.name} is training: "
@@ -646,13 +769,15 @@ def _target(
     if workload.kind == "train":
         if tokens_per_day is None:
             raise UserInputError(
-                f"{workload.name} is a training workload: give its target, --tokens-per-day N (up to 1e16)"
+                f"{workload.name} is a training workload: give its target, --tokens-per-day N "
+                f"(up to {MAX_TOKENS_PER_DAY_TEXT})"
             )
-        if not math.isfinite(tokens_per_day) or not 0 < tokens_per_day <= 1e16:
+        if not math.isfinite(tokens_per_day) or not 0 < tokens_per_day <= MAX_TOKENS_PER_DAY:
             raise UserInputError(
-                f"training fleets need --tokens-per-day in (0, 1e16]; got {tokens_per_day:g}"
+                f"training fleets need --tokens-per-day in (0, {MAX_TOKENS_PER_DAY_TEXT}]; "
+                f"got {tokens_per_day:g}"
             )
-        return tokens_per_day / 86400.0, f"{tokens_per_day:,.0f} training tokens/day"
+        return tokens_per_day / (86400.0 * utilisation), f"{tokens_per_day:,.0f} training tokens/day"
     if requests_per_s is None:
         raise UserInputError(
             f"{workload.name} is a serving workload: give its target, --requests-per-s N (up to 1e9)"
@@ -666,8 +791,11 @@ def _target(
 
 
 __all__ = [
+    "MAX_TOKENS_PER_DAY",
+    "MAX_TOKENS_PER_DAY_TEXT",
     "SEED_GPU_RATIO",
     "FleetOption",
+    "FleetShortfall",
     "FleetSizing",
     "Payback",
     "Sensitivity",
@@ -678,4 +806,5 @@ __all__ = [
     "pue_assumptions",
     "seed_claim_applies",
     "size_fleet",
+    "whole_systems_assumption",
 ]

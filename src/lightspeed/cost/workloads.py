@@ -262,6 +262,25 @@ def serving_point(
     )
 
 
+@dataclass(frozen=True)
+class FleetSearch(Record):
+    """What the search for the fewest systems reaching a target found: ``point`` (``None`` where no
+    whole number up to ``MAX_SYSTEMS`` reaches it), and the fastest plan it tried (``best``)."""
+
+    system: str
+    workload: str
+    target_tokens_per_s: float
+    point: ThroughputPoint | None
+    best: ThroughputPoint | None
+
+    @property
+    def refusal(self) -> str:
+        """Why no fleet is given (empty where one is)."""
+        if self.point is not None:
+            return ""
+        return too_many_systems(self.system, self.target_tokens_per_s, self.workload, best=self.best)
+
+
 def smallest_training_fleet(
     *,
     catalog: Catalog,
@@ -271,31 +290,80 @@ def smallest_training_fleet(
     target_tokens_per_s: float,
     efficiency: EfficiencyModel | None = None,
 ) -> ThroughputPoint:
-    """The fewest whole systems whose best fitting plan reaches ``target_tokens_per_s``.
+    """The fewest whole systems whose best fitting plan reaches ``target_tokens_per_s``; a target
+    no count up to ``MAX_SYSTEMS`` reaches is refused in one line (see :func:`search_training_fleet`)."""
+    found = search_training_fleet(
+        catalog=catalog,
+        models=models,
+        system=system,
+        workload=workload,
+        target_tokens_per_s=target_tokens_per_s,
+        efficiency=efficiency,
+    )
+    if found.point is None:
+        raise UserInputError(found.refusal)
+    return found.point
+
+
+def search_training_fleet(
+    *,
+    catalog: Catalog,
+    models: ModelRegistry,
+    system: System,
+    workload: CostWorkload,
+    target_tokens_per_s: float,
+    efficiency: EfficiencyModel | None = None,
+) -> FleetSearch:
+    """The fewest whole systems whose best fitting plan reaches ``target_tokens_per_s``, or
+    ``point=None`` where no count up to ``MAX_SYSTEMS`` does.
 
     Throughput is not monotonic in the system count (batch, layer and head
-    divisibility change the best plan: 28 DGX H100 can beat 35), so stopping
-    at the first count that falls short is wrong. The search jumps by the
-    shortfall to a count that reaches the target, then tries every count
-    below it, fewest first, down to the count the peak allows (no plan beats
-    GPUs x dense peak / FLOP per token); at most ``MAX_SCANNED_COUNTS`` counts
-    are tried, the ones just below the count found.
+    divisibility change the best plan: 28 DGX H100 can beat 35), and some
+    counts hold no plan at all (above 80 DGX B200, no odd count: the
+    1,024-sequence batch and the layers do not divide over its GPUs). So the
+    search climbs, never down, by the shortfall; a count with no plan is
+    replaced by the first count above it rounded up to a multiple of 2, 4, 8,
+    ... (up to the next power of two) that holds one. Once a count reaches the target it tries
+    every count below it, fewest first, down to the count the peak allows (no
+    plan beats GPUs x dense peak / FLOP per token); at most
+    ``MAX_SCANNED_COUNTS`` counts are tried, the ones just below the count found.
     """
     if not math.isfinite(target_tokens_per_s) or target_tokens_per_s <= 0:
         raise UserInputError(f"target {target_tokens_per_s!r} tokens/s: give a positive number")
     search = _FleetSearch(catalog, models, system, workload, efficiency)
-    count, found = 1, None
+    found = _climb(search, target_tokens_per_s)
+    if found is not None:
+        found = _fewest_below(search, found, target_tokens_per_s)
+    return FleetSearch(
+        system=system.name,
+        workload=workload.name,
+        target_tokens_per_s=target_tokens_per_s,
+        point=found,
+        best=search.best,
+    )
+
+
+def _climb(search: _FleetSearch, target_tokens_per_s: float) -> ThroughputPoint | None:
+    """A count that reaches the target, climbing by the shortfall (``None``: none up to the cap)."""
+    count = 1
     for _ in range(MAX_SEARCH_STEPS):
-        point = search.measure(count)
+        point = search.measure_from(count)
         if point is not None and point.tokens_per_s >= target_tokens_per_s:
-            found = point
-            break
-        shortfall = target_tokens_per_s / point.tokens_per_s if point is not None else 2.0
-        count = max(count + 1, math.ceil(count * shortfall))
+            return point
+        if point is not None:
+            count = max(
+                point.num_systems + 1, math.ceil(point.num_systems * target_tokens_per_s / point.tokens_per_s)
+            )
+        else:  # no count from here to the next power of two holds a plan
+            count = 2 * plan_counts(count)[-1]
         if count > MAX_SYSTEMS:
-            break
-    if found is None:
-        raise UserInputError(too_many_systems(system.name, target_tokens_per_s, workload.name))
+            return None
+    return None
+
+
+def _fewest_below(
+    search: _FleetSearch, found: ThroughputPoint, target_tokens_per_s: float
+) -> ThroughputPoint:
     lowest = max(1, found.num_systems - MAX_SCANNED_COUNTS, search.fewest_possible(target_tokens_per_s))
     for fewer in range(lowest, found.num_systems):
         point = search.measure(fewer)
@@ -304,18 +372,42 @@ def smallest_training_fleet(
     return found
 
 
-def too_many_systems(system: str, target_tokens_per_s: float, workload: str) -> str:
-    """The one-line refusal of a target no fleet of up to ``MAX_SYSTEMS`` systems reaches."""
+def plan_counts(count: int) -> list[int]:
+    """``count`` and the counts above it that hold a plan more often: rounded up to a multiple of
+    2, 4, 8, ... up to the next power of two (GPU totals that divide a power-of-two batch).
+
+    >>> plan_counts(117), plan_counts(1), plan_counts(64)
+    ([117, 118, 120, 128], [1], [64])
+    """
+    counts, step = [count], 2
+    while counts[-1] & (counts[-1] - 1):  # not yet a power of two
+        rounded = -(-count // step) * step
+        if rounded != counts[-1]:
+            counts.append(rounded)
+        step *= 2
+    return counts
+
+
+def too_many_systems(
+    system: str, target_tokens_per_s: float, workload: str, *, best: ThroughputPoint | None = None
+) -> str:
+    """The one-line refusal of a target no fleet of up to ``MAX_SYSTEMS`` systems reaches, with
+    the fastest plan the search found (``best``) where it tried any."""
+    most = (
+        f" (the fastest plan found: {best.tokens_per_s:,.0f} tokens/s on {best.num_systems:,} systems)"
+        if best is not None
+        else ""
+    )
     return (
         f"no whole number of {system} up to {MAX_SYSTEMS:,} reaches "
-        f"{target_tokens_per_s:,.0f} tokens/s on {workload}; lower the target or pick another system"
+        f"{target_tokens_per_s:,.0f} tokens/s on {workload}{most}; lower the target or pick another system"
     )
 
 
 class _FleetSearch:
-    """Training points of one system and workload, each count searched once; and the bound
-    of the peak: tokens/s <= GPUs x dense peak FLOP/s / model FLOP per token (x MFU above 1,
-    which only a calibration above the peak could give)."""
+    """Training points of one system and workload, each count searched once; the fastest found;
+    and the bound of the peak: tokens/s <= GPUs x dense peak FLOP/s / model FLOP per token (x MFU
+    above 1, which only a calibration above the peak could give)."""
 
     def __init__(
         self,
@@ -329,6 +421,7 @@ class _FleetSearch:
         self.workload, self.efficiency = workload, efficiency
         self._points: dict[int, ThroughputPoint | None] = {}
         self._peak_per_gpu = 0.0  # tokens/s one GPU could reach at its dense peak
+        self.best: ThroughputPoint | None = None
 
     def measure(self, count: int) -> ThroughputPoint | None:
         if count not in self._points:
@@ -342,10 +435,21 @@ class _FleetSearch:
             )
             self._points[count] = found[0] if found is not None else None
             if found is not None:
-                estimate = found[1]
+                point, estimate = found
                 peak = estimate.peak_flop_per_s / estimate.model_flop_per_token * max(1.0, estimate.mfu)
                 self._peak_per_gpu = max(self._peak_per_gpu, peak)
+                if self.best is None or point.tokens_per_s > self.best.tokens_per_s:
+                    self.best = point
         return self._points[count]
+
+    def measure_from(self, count: int) -> ThroughputPoint | None:
+        """The point of the first of :func:`plan_counts` (``count`` or a rounder count above it)
+        that holds a plan; ``None`` where none does."""
+        for candidate in plan_counts(count):
+            point = self.measure(candidate)
+            if point is not None:
+                return point
+        return None
 
     def fewest_possible(self, target_tokens_per_s: float) -> int:
         """Fewer systems than this cannot reach the target even at the peak (1 without a bound)."""
@@ -397,10 +501,13 @@ __all__ = [
     "DEFAULT_UPGRADE_WORKLOADS",
     "MAX_SYSTEMS",
     "CostWorkload",
+    "FleetSearch",
     "ThroughputPoint",
     "best_training_rate",
     "cost_workload",
     "parse_fleet",
+    "plan_counts",
+    "search_training_fleet",
     "serving_point",
     "smallest_training_fleet",
     "system_for",

@@ -391,6 +391,11 @@ def render_fleet(sizing: FleetSizing) -> None:
                 usd(option.cloud_usd_per_day) if option.cloud_usd_per_day is not None else "-",
             ]
         )
+    # a candidate that cannot reach the target: its row says so, and a note says why
+    rows.extend(
+        [shortfall.system, "-", "-", "-", "-", "not reached", "-", "-", "-"]
+        for shortfall in sizing.unreachable
+    )
     console = make_console()
     render_table(
         f"fleet for {sizing.target} ({sizing.workload})",
@@ -407,7 +412,7 @@ def render_fleet(sizing: FleetSizing) -> None:
         ],
         rows,
         right_align_from=2,
-        caption="tokens/s: the engine's best plan on that many systems; TCO and cloud from the prices file",
+        caption=_fleet_caption(sizing),
         console=console,
     )
     for option in sizing.options:
@@ -416,10 +421,24 @@ def render_fleet(sizing: FleetSizing) -> None:
         inputs = option.tco.inputs if option.tco is not None else (option.inputs or {})
         cloud = {key: value for key, value in (option.inputs or {}).items() if key.startswith("cloud_")}
         _render_inputs({"system": option.system, **inputs, **cloud}, console)
-    idle = (line for option in sizing.options if option.tco is not None for line in option.tco.assumptions)
+    tco_lines = (
+        line for option in sizing.options if option.tco is not None for line in option.tco.assumptions
+    )
     lines = pue_assumptions([option.power for option in sizing.options])
-    _render_assumptions(dict.fromkeys((*lines, *idle)), console)
+    _render_assumptions(dict.fromkeys((*lines, *sizing.assumptions, *tco_lines)), console)
     _render_notes((f"{option.system}: {note}" for option in sizing.options for note in option.notes), console)
+    _render_notes((f"{shortfall.system}: {shortfall.reason}" for shortfall in sizing.unreachable), console)
+
+
+def _fleet_caption(sizing: FleetSizing) -> str:
+    """What the columns are; without a prices file, that the money columns need one."""
+    priced = any(option.inputs and "electricity_usd_per_kwh" in option.inputs for option in sizing.options)
+    money = (
+        "TCO/year and cloud/day from the prices file, for the same working hours"
+        if priced
+        else "TCO/year and cloud/day need --prices FILE"
+    )
+    return f"tokens/s: the engine's best plan on that many systems; {money}"
 
 
 def render_system_costs(costs: Sequence[SystemCost], workload: str) -> None:
