@@ -102,11 +102,15 @@ def test_rope_scaled_records_declare_their_original_length(
 
 def test_a_record_citing_an_original_length_declares_it(registry: ModelRegistry) -> None:
     """The rule both ways: a record whose sources quote ``original_max_position_embeddings N``
-    declares ``original_max_seq_len = N``; one that declares it quotes where it comes from."""
+    (or a report's "pre-trained with NK sequences") declares ``original_max_seq_len = N``; one
+    that declares it quotes where it comes from."""
     pattern = re.compile(r"original_max_position_embeddings (\d+)")
+    reported = re.compile(r"pre-trained with (\d+)K sequences")  # a report's words (Gemma 3: 32K)
     for name in registry.names():
         entry = registry.entry(name)
-        quoted = {int(found) for source in entry.sources.values() for found in pattern.findall(source.title)}
+        titles = [source.title for source in entry.sources.values()]
+        quoted = {int(found) for title in titles for found in pattern.findall(title)}
+        quoted |= {int(found) * 1024 for title in titles for found in reported.findall(title)}
         declared = entry.spec.original_max_seq_len
         assert quoted == ({declared} if declared else set()), name
 

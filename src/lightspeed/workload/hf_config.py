@@ -12,7 +12,8 @@ Architecture facts per type (from the transformers modeling files): all use
 RoPE; all but Nemotron RMSNorm and a gated MLP (SwiGLU; GeGLU for Gemma);
 Nemotron a squared-ReLU MLP and LayerNorm. Qwen2 has biases on Q, K and V but
 not on the output projection, Qwen3 none (it normalizes Q and K instead);
-gpt-oss biases on every attention projection. Mixtral routes every layer's MLP
+gpt-oss biases on every attention projection and on its experts' projections.
+Mixtral routes every layer's MLP
 to ``num_experts_per_tok`` of ``num_local_experts`` experts, gpt-oss likewise
 with experts of ``intermediate_size``, Qwen3-MoE to ``num_experts`` experts of
 ``moe_intermediate_size``; DeepSeek-V2/V3 use MLA, dense MLPs in the first
@@ -45,6 +46,12 @@ RoPE layers of ``no_rope_layers`` (default: all but every
 ``no_rope_layer_interval``-th, 4). Gemma ties its embeddings unless told
 otherwise. Gemma 3 and Llama 4 multimodal configs are read through their
 ``text_config``.
+
+The pre-training context is ``rope_scaling.original_max_position_embeddings`` (a wrongly typed
+or impossible value, one above ``max_position_embeddings``, is refused naming the field); Gemma 3's
+configs scale RoPE without stating it, and its report's 32,768 applies. An imported model is named
+by the config's ``_name_or_path``, else by the file's stem (``llama3-8b.json``), or by its
+folder for a file called ``config.json``.
 
 >>> from pathlib import Path
 >>> spec_from_hf_config(Path("tests/fixtures/hf_configs/llama-3-8b/config.json")).attention.kind
@@ -97,6 +104,9 @@ _MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"
 _MTP_TYPES: Final = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")  # num_nextn_predict_layers
 _GEMMA_TYPES: Final = ("gemma2", "gemma3_text")
 _QWEN_TYPES: Final = ("qwen2", "qwen3", "qwen3_moe")
+# types whose MLPs always carry biases, whatever the config says: gpt-oss' experts (transformers'
+# GptOssExperts: gate_up_proj_bias of 2 x intermediate_size and down_proj_bias of hidden_size)
+_EXPERT_BIAS_TYPES: Final = ("gpt_oss",)
 # multimodal wrappers whose decoder is described by text_config
 _TEXT_CONFIG_TYPES: Final = {
     "gemma3": "gemma3_text",
@@ -126,6 +136,12 @@ _CONFIG_CLASSES: Final = {
     "gemma3_text": "Gemma3TextConfig",
     "gpt_oss": "GptOssConfig",
 }
+# Pre-training contexts a config.json does not state, from the model's report, used where the
+# config scales RoPE (a factor above 1) without original_max_position_embeddings: Gemma 3 4B, 12B
+# and 27B were pre-trained on 32K sequences, then scaled to 128K at the end of pre-training with
+# RoPE rescaling of factor 8 (Gemma 3 Technical Report, arXiv 2503.19786, section 2 "Long context");
+# their config.json says only rope_scaling {"rope_type": "linear", "factor": 8.0}.
+_REPORTED_PRETRAINING_CONTEXT: Final = {"gemma3_text": (32_768, "the Gemma 3 Technical Report")}
 # HF layer_types names -> lightspeed's layer kinds
 _HF_LAYER_KINDS: Final = {
     "full_attention": "full",
@@ -190,7 +206,8 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         raise DataFileError(
             config_path, str(error), fix="check the config against the published one"
         ) from None
-    note = _defaults_note(spec, model_type, defaults)
+    notes = (_defaults_note(spec, model_type, defaults), _reported_context_note(spec, fields, model_type))
+    note = "; ".join(part for part in notes if part)
     return replace(spec, release_format=release[0], release_source=release[1], note=note)
 
 
@@ -224,6 +241,19 @@ def _defaults_note(spec: TransformerSpec, model_type: str, defaults: dict[str, i
     return (
         f"config.json leaves out {', '.join(defaults)}: assumed {values}, the default{plural} of "
         f"transformers' {_CONFIG_CLASSES[model_type]}"
+    )
+
+
+def _reported_context_note(spec: TransformerSpec, fields: Fields, model_type: str) -> str:
+    """What ``model show`` says of a pre-training context taken from the model's report (empty when
+    none was): ``pre-trained at 32,768 positions before RoPE scaling (the Gemma 3 Technical
+    Report; config.json states no original_max_position_embeddings)``."""
+    reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
+    if reported is None or spec.original_max_seq_len != reported[0] or _stated_original(fields):
+        return ""
+    return (
+        f"pre-trained at {reported[0]:,} positions before RoPE scaling ({reported[1]}; config.json "
+        "states no original_max_position_embeddings)"
     )
 
 
@@ -288,10 +318,21 @@ def _compressed_tensors_format(config: dict[str, Any]) -> str | None:
 
 
 def _model_name(path: Path, data: dict[str, Any]) -> str:
+    """The config's ``_name_or_path``; else the file's stem (``llama3-8b.json`` names
+    ``llama3-8b``), or its folder's name for a file called ``config.json`` (as a Hugging Face
+    download keeps it: ``Meta-Llama-3-8B/config.json``)."""
     declared = data.get("_name_or_path")
     if isinstance(declared, str) and declared.strip():
         return declared.strip()
-    return path.parent.name or path.stem
+    if path.name == "config.json":
+        return path.absolute().parent.name or path.stem
+    return path.stem
+
+
+def _mlp_bias(fields: Fields, model_type: str) -> bool:
+    """Whether the MLPs carry biases: always for :data:`_EXPERT_BIAS_TYPES` (gpt-oss' experts),
+    as ``mlp_bias`` says for Llama, never for the other types."""
+    return model_type in _EXPERT_BIAS_TYPES or (model_type == "llama" and fields.boolean("mlp_bias", False))
 
 
 def _mlp_kind(model_type: str) -> str:
@@ -304,7 +345,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
     if model_type == "nemotron_h":
         return _nemotron_h(fields, name)
     if model_type in _GDN_TYPES:
-        return _gated_delta_net_hybrid(fields, name)
+        return _gated_delta_net_hybrid(fields, model_type, name)
     hidden = _hidden_size(fields)
     dense_key = "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size"
     num_layers = fields.integer("num_hidden_layers", minimum=1)
@@ -323,9 +364,9 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         tied_embeddings=fields.boolean("tie_word_embeddings", model_type in _GEMMA_TYPES),
         position_embedding="rope",
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
-        original_max_seq_len=_original_context(fields),
+        original_max_seq_len=_original_context(fields, model_type),
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
-        mlp_bias=model_type == "llama" and fields.boolean("mlp_bias", False),
+        mlp_bias=_mlp_bias(fields, model_type),
         num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type in _MTP_TYPES else 0,
         source=f"Hugging Face config.json ({fields.path})",
     )
@@ -379,7 +420,7 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
     )
 
 
-def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
+def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> TransformerSpec:
     """Qwen3-Next or a Qwen3.5 text model (see the module docstring): each layer is two blocks,
     a mixer (``G`` Gated DeltaNet or ``*`` gated attention) and an FFN (``E`` or ``-``)."""
     hidden = _hidden_size(fields)
@@ -424,7 +465,7 @@ def _gated_delta_net_hybrid(fields: Fields, name: str) -> TransformerSpec:
         tied_embeddings=fields.boolean("tie_word_embeddings", False),
         position_embedding="rope",
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
-        original_max_seq_len=_original_context(fields),
+        original_max_seq_len=_original_context(fields, model_type),
         num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
     )
@@ -681,18 +722,48 @@ def _llama4_moe(fields: Fields) -> MoESpec:
     )
 
 
-def _original_context(fields: Fields) -> int | None:
-    """The context before RoPE scaling extended it (``rope_scaling.original_max_position_embeddings``,
-    ``rope_parameters`` in transformers 5's configs: Llama 3.1's 8,192, DeepSeek-V3's 4,096), ``None``
-    when nothing extended it."""
-    scaling = fields.data.get("rope_scaling")
-    if not isinstance(scaling, dict):
-        scaling = fields.data.get("rope_parameters")
-    original = scaling.get("original_max_position_embeddings") if isinstance(scaling, dict) else None
-    longest = fields.data.get("max_position_embeddings")
-    if isinstance(original, bool) or not isinstance(original, int) or not isinstance(longest, int):
+def _rope_scaling(fields: Fields) -> Fields | None:
+    """The config's RoPE scaling object (``rope_scaling``, or ``rope_parameters`` in transformers 5's
+    configs); ``None`` without one, refused naming the field when it is not an object."""
+    key = "rope_scaling" if fields.data.get("rope_scaling") is not None else "rope_parameters"
+    return fields.table(key, required=False)
+
+
+def _stated_original(fields: Fields) -> bool:
+    """Whether the RoPE scaling object states ``original_max_position_embeddings``."""
+    scaling = _rope_scaling(fields)
+    return scaling is not None and scaling.data.get("original_max_position_embeddings") is not None
+
+
+def _original_context(fields: Fields, model_type: str) -> int | None:
+    """The context before RoPE scaling extended it: the scaling object's
+    ``original_max_position_embeddings`` (Llama 3.1's 8,192, DeepSeek-V3's 4,096), else the one the
+    model's report gives where the config scales RoPE without it
+    (:data:`_REPORTED_PRETRAINING_CONTEXT`: Gemma 3's 32,768); ``None`` when nothing extended it
+    (no scaling, or an original equal to ``max_position_embeddings``).
+
+    Refused naming the field: a scaling block that is not an object, a ``factor`` that is not a
+    positive number, an original context that is not a whole number or is above
+    ``max_position_embeddings`` (scaling extends a context, it never shortens one)."""
+    scaling = _rope_scaling(fields)
+    if scaling is None:
         return None
-    return original if 1 <= original < longest else None
+    factor = scaling.number("factor") if scaling.data.get("factor") is not None else 1.0
+    longest = fields.integer("max_position_embeddings", minimum=1)
+    if not _stated_original(fields):
+        reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
+        return reported[0] if reported is not None and factor > 1 and reported[0] < longest else None
+    original = scaling.integer("original_max_position_embeddings", minimum=1)
+    if original > longest:
+        raise DataFileError(
+            fields.path,
+            f"original_max_position_embeddings {original:,} is above max_position_embeddings {longest:,}: "
+            "RoPE scaling extends the pre-training context, it never shortens it",
+            field=f"{scaling.prefix}original_max_position_embeddings",
+            value=original,
+            fix="copy rope_scaling and max_position_embeddings from the published config.json",
+        )
+    return original if original < longest else None
 
 
 def _mla(fields: Fields) -> AttentionSpec:
