@@ -37,7 +37,7 @@ def test_a_saved_run_reruns_as_the_same_run(run_cli, tmp_path: Path) -> None:  #
     plan = tmp_path / "p.toml"
     args = [
         *SIMULATE,
-        "--isl", "500", "--osl", "50", "--requests", "200", "--arrival-rate", "5", "--burstiness", "3",
+        "--osl", "50", "--requests", "200", "--arrival-rate", "5", "--burstiness", "3",
         "--isl-dist", "uniform:100-900", "--osl-dist", "lognormal:20:1-90", "--prefix-hit-rate", "0.3",
         "--slo", "ttft=100ms,tpot=10ms,attainment=85%", "--max-num-seqs", "64",
         "--max-num-batched-tokens", "4096", "--block-size", "32", "--kv-policy", "on-demand",

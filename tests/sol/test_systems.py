@@ -68,11 +68,11 @@ def test_h100_per_gpu_throughput_matches_nvidias_figure(gpt_moe: dict[str, Any])
     assert h100.tpot_s <= 0.050
 
 
-def test_gb200_wins_by_an_order_of_magnitude_but_not_thirty_times(gpt_moe: dict[str, Any]) -> None:
+def test_gb200_wins_several_fold_but_not_thirty_times(gpt_moe: dict[str, Any]) -> None:
     # NVIDIA's headline is ~30x; the seed's figures, 150 vs 3.4 tokens/s per GPU, are 44x. The engine
-    # finds the NVL72 ahead by more than 6x but below 30x: with the catalog's MHA attention the KV
+    # finds the NVL72 ahead several-fold but far below 30x: with the catalog's MHA attention the KV
     # cache caps the batch (docs/inference.md, "GPT-MoE-1.8T: where the model disagrees").
-    assert 30 / 5 < gpt_moe["ratio"] < 30
+    assert 30 / 10 < gpt_moe["ratio"] < 30
     assert 150 / 6 < gpt_moe["gb200_tokens_per_s_per_gpu"] < 150
     gb200 = gpt_moe["comparison"].results[1].infer
     assert gb200.ttft_s <= 5.0

@@ -97,6 +97,8 @@ def _against_analytic(estimate: InferenceEstimate, simulated: SimulationResult) 
         analytic_ttft_s=estimate.ttft_s,
         analytic_tokens_per_s=estimate.output_tokens_per_s,
         simulated=simulated,
+        analytic_tpot_s=estimate.tpot_s,
+        analytic_in_flight=estimate.concurrency,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from lightspeed.cli._common import given_flags
 from lightspeed.cli.options import (
     BLOCK_TOKENS,
     BURSTINESS_CV,
@@ -251,6 +252,27 @@ def resolve_lengths(tokens: int, spec: tuple[str, ...]) -> LengthDistribution:
     return load_lengths(Path(spec[1]), spec[2] if len(spec) == 3 else None)
 
 
+# length distributions that draw every length themselves: --isl/--osl beside them would be ignored
+# (fixed is --isl itself, lognormal centres on it)
+_OWN_LENGTHS = ("uniform", "file")
+
+
+def check_lengths_used(isl_dist: tuple[str, ...], osl_dist: tuple[str, ...]) -> None:
+    """Refuse an ``--isl`` (``--osl``) given on the command line beside an ``--isl-dist``
+    (``--osl-dist``) that draws every length itself (uniform, file), which would ignore it; the
+    default (not given) is fine. Outside a command nothing is refused."""
+    if click.get_current_context(silent=True) is None:
+        return
+    sides = (("input_tokens", "--isl", isl_dist), ("output_tokens", "--osl", osl_dist))
+    for name, flag, spec in sides:
+        if spec[0] in _OWN_LENGTHS and given_flags(name):
+            raise click.UsageError(
+                f"{flag}: {flag}-dist {length_spec_text(spec)} draws every length itself, so {flag} "
+                f"would be ignored: leave {flag} out, or give {flag}-dist lognormal:STD to spread "
+                f"lengths around {flag}"
+            )
+
+
 def resolve_arrivals(
     *, rate_per_s: float | None, cv: float | None, offline: bool, concurrency: int | None
 ) -> ArrivalProcess:
@@ -300,6 +322,7 @@ def resolve_workload(
         )
     if num_requests is None:
         raise UserInputError("give --requests: how many requests to simulate")
+    check_lengths_used(isl_dist, osl_dist)
     return ServingWorkload(
         arrivals=arrivals,
         input_lengths=resolve_lengths(isl, isl_dist),
@@ -329,6 +352,7 @@ def _trace_workload(
 
 __all__ = [
     "arrival_options",
+    "check_lengths_used",
     "check_slo_text",
     "length_options",
     "length_spec_text",

@@ -45,6 +45,7 @@ PART_NAMES = {
     "attention_dp_pace": "attention-DP slowdown (fitted)",
     "launch": "kernel launch/teardown",
     "host": "host overhead",
+    "draft": "draft steps (speculative decoding)",
 }
 
 
@@ -90,11 +91,7 @@ def render_inference_estimate(
         ttft += f" (analytic; simulated under this load, below: p50 {format_duration(simulated_ttft_p50_s)})"
     rows = [
         ["TTFT", ttft],
-        [
-            "TPOT",
-            f"{format_duration(estimate.tpot_s)} "
-            f"({estimate.output_tokens_per_s_per_user:,.1f} tok/s per user)",
-        ],
+        ["TPOT", _tpot_text(estimate)],
         [
             "output tokens/s",
             f"{_rate(estimate.output_tokens_per_s)} ({_rate(estimate.output_tokens_per_s_per_gpu)} per GPU)",
@@ -117,8 +114,12 @@ def render_inference_estimate(
             [
                 f"error bar ({format_percent(bars['level'], 0)} of published runs)",
                 f"TTFT {format_duration(ttft_low)}-{format_duration(ttft_high)}, "
-                f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, "
-                f"{_rate(rate_low)}-{_rate(rate_high)} "
+                + (
+                    f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, "
+                    if load.output_tokens > 1
+                    else ""
+                )
+                + f"{_rate(rate_low)}-{_rate(rate_high)} "
                 f"(family {bars['family']}, {bars['num_rows']} rows)",
             ]
         )
@@ -143,6 +144,14 @@ def render_inference_estimate(
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
         console.print(f"  assumed: {line}", style="dim")
+
+
+def _tpot_text(estimate: InferenceEstimate) -> str:
+    """``7.02 ms (142.4 tok/s per user)``; a request of one output token has no time between
+    tokens, so none is shown for it (its one token's time is the TTFT)."""
+    if estimate.load.output_tokens <= 1:
+        return "n/a (1 output token: no time between tokens)"
+    return f"{format_duration(estimate.tpot_s)} ({estimate.output_tokens_per_s_per_user:,.1f} tok/s per user)"
 
 
 def render_inference_search(result: InferenceSearchResult) -> None:

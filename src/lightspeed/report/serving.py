@@ -145,17 +145,28 @@ LOAD_GAP: Final = 0.2
 
 
 def simulated_against_analytic(
-    *, analytic_ttft_s: float, analytic_tokens_per_s: float, simulated: SimulationResult
+    *,
+    analytic_ttft_s: float,
+    analytic_tokens_per_s: float,
+    simulated: SimulationResult,
+    analytic_tpot_s: float | None = None,
+    analytic_in_flight: float | None = None,
 ) -> dict[str, float]:
-    """The simulated run's TTFT p50 and throughput over the analytic headline's (``plan infer``
-    prints both): 1.0 where they agree. The throughput is the one served while requests arrive
-    (:attr:`SimulationResult.served_requests_per_s` times the output tokens per request): a finite
+    """The simulated run's figures over the analytic headline's (``plan infer`` prints both): 1.0
+    where they agree. TTFT p50; the throughput served while requests arrive
+    (:attr:`SimulationResult.served_requests_per_s` times the output tokens per request: a finite
     run's own rate also counts its drain, the last answers finishing after the last arrival, which
-    a deployment serving the whole rate does not lose."""
-    return {
+    a deployment serving the whole rate does not lose); and, where the headline's are given, the
+    mean TPOT and the requests in flight over the deployment (the headline's steady batch)."""
+    ratios = {
         "ttft_p50_over_analytic": simulated.ttft.p50_s / analytic_ttft_s,
         "output_tokens_per_s_over_analytic": served_output_tokens_per_s(simulated) / analytic_tokens_per_s,
     }
+    if analytic_tpot_s is not None and analytic_tpot_s > 0:
+        ratios["tpot_mean_over_analytic"] = simulated.tpot.mean_s / analytic_tpot_s
+    if analytic_in_flight is not None and analytic_in_flight > 0:
+        ratios["in_flight_over_analytic"] = simulated.mean_in_flight / analytic_in_flight
+    return ratios
 
 
 def served_output_tokens_per_s(result: SimulationResult) -> float:
@@ -166,18 +177,67 @@ def served_output_tokens_per_s(result: SimulationResult) -> float:
     return result.output_tokens_per_s * served / completed
 
 
-def render_simulated_against_analytic(ratios: Mapping[str, float]) -> None:
-    """One line where the simulated load and the analytic headline part by more than ``LOAD_GAP``:
-    which to read for this load, and why they differ."""
-    ttft, rate = ratios["ttft_p50_over_analytic"], ratios["output_tokens_per_s_over_analytic"]
-    if abs(ttft - 1.0) <= LOAD_GAP and abs(rate - 1.0) <= LOAD_GAP:
-        return
-    make_console().print(
-        f"note: under this load the simulated TTFT p50 is {ttft:.2f}x and the throughput served "
-        f"{rate:.2f}x the analytic headline above: the headline prices one steady batch of identical "
-        "requests, each prompt prefilled on its own, while the simulation lets requests that arrive "
-        "together prefill together and wait for each other; read the simulated percentiles for this load."
+# the figures compared (simulated_against_analytic's keys), as the note names them
+_COMPARED: Final = (
+    ("ttft_p50_over_analytic", "TTFT p50"),
+    ("tpot_mean_over_analytic", "mean TPOT"),
+    ("output_tokens_per_s_over_analytic", "throughput served"),
+    ("in_flight_over_analytic", "requests in flight"),
+)
+
+
+def _apart(ratio: float | None) -> int:
+    """+1 where the simulated figure is more than ``LOAD_GAP`` above the headline's, -1 below, else 0
+    (and for a figure not compared or not finite)."""
+    if ratio is None or not math.isfinite(ratio) or abs(ratio - 1.0) <= LOAD_GAP:
+        return 0
+    return 1 if ratio > 1.0 else -1
+
+
+def against_analytic_text(ratios: Mapping[str, float]) -> str | None:
+    """The note where the simulated load and the analytic headline part by more than ``LOAD_GAP``
+    (``None`` where every figure compared agrees): each figure that parts and by how much, and a
+    cause only where the direction of the gap implies one. A simulated TTFT above the headline's is
+    waiting the headline leaves out (behind other prompts, for iterations already formed); fewer
+    (more) requests in flight with a faster (slower) TPOT at the same load is Little's law (in
+    flight = rate x time in the system), a consequence of the TPOT gap, not a cause of it. Other gaps
+    are stated without a cause."""
+    parted = [(key, label) for key, label in _COMPARED if _apart(ratios.get(key))]
+    if not parted:
+        return None
+    said = [
+        f"{label}{' is' if index == 0 else ''} {ratios[key]:.2f}x"
+        for index, (key, label) in enumerate(parted)
+    ]
+    figures = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+    causes = []
+    if _apart(ratios.get("ttft_p50_over_analytic")) > 0:
+        causes.append(
+            "a longer simulated TTFT is time before the first token that the headline does not price: "
+            "it prices evenly spaced requests joining a steady batch, while the simulation schedules each "
+            "arrival as the server does (behind other prompts, after the iterations already formed)"
+        )
+    in_flight, tpot = (
+        _apart(ratios.get("in_flight_over_analytic")),
+        _apart(ratios.get("tpot_mean_over_analytic")),
     )
+    if in_flight and in_flight == tpot:
+        causes.append(
+            f"{'fewer' if in_flight < 0 else 'more'} requests are in flight because each decodes "
+            f"{'faster' if tpot < 0 else 'slower'} (Little's law: in flight = rate x time in the system)"
+        )
+    cause = f"; {'; '.join(causes)}" if causes else ""
+    return (
+        f"note: under this load the simulated {figures} the analytic headline above{cause}; read the "
+        "simulated percentiles for this load."
+    )
+
+
+def render_simulated_against_analytic(ratios: Mapping[str, float]) -> None:
+    """The note of :func:`against_analytic_text`, where there is one."""
+    text = against_analytic_text(ratios)
+    if text is not None:
+        make_console().print(text)
 
 
 def render_load_band(runs: ScaledRuns) -> None:
@@ -718,6 +778,7 @@ def is_simulation_result(data: JsonObject) -> bool:
 
 
 __all__ = [
+    "against_analytic_text",
     "capacity_lines",
     "completed_text",
     "is_simulation_result",

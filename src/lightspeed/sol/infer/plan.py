@@ -29,12 +29,13 @@ The serving engine's twin of :mod:`lightspeed.sol.train.plan` (the same concept 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed import limits
 from lightspeed.catalog import Accelerator
-from lightspeed.errors import InvalidPlanError, PlanMismatchError
+from lightspeed.errors import InvalidPlanError, PlanMismatchError, UserInputError
 from lightspeed.limits import (
     MAX_ACCELERATORS,
     MAX_RATE_PER_S,
@@ -44,7 +45,7 @@ from lightspeed.limits import (
     check_number,
     check_whole,
 )
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.factors import divisors, nearest
 from lightspeed.units import bytes_per_element, compute_precision, element_bits
 from lightspeed.workload import TransformerSpec
@@ -79,23 +80,56 @@ MAX_DRAFT_TOKENS: Final = limits.MAX_DRAFT_TOKENS
 MAX_IN_FLIGHT: Final = MAX_SEQUENCES
 
 
+def check_acceptance_rate(rate: object, *, error: type[UserInputError] = InvalidPlanError) -> float:
+    """``rate`` as a float where it is a chance a draft token is kept that speculation can model:
+    0 to 1, 1 itself excluded (every draft kept makes a verify pass of ``k + 1`` tokens a certainty,
+    which no draft model reaches), else ``error`` saying so.
+
+    >>> check_acceptance_rate(1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.InvalidPlanError: acceptance rate 1.0 must be in [0, 1): ...
+    """
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate < 1.0:
+        raise error(f"acceptance rate {rate!r} must be in [0, 1): the chance that one draft token is kept")
+    return float(rate)
+
+
+def _check_rates_count(rates: tuple[float, ...], num_draft_tokens: int) -> None:
+    """Refuse rates per draft position whose count is neither 1 (every position alike) nor
+    ``num_draft_tokens`` (none: one rate for all)."""
+    if len(rates) in (0, 1, num_draft_tokens):
+        return
+    raise InvalidPlanError(
+        f"{len(rates)} acceptance rates for {num_draft_tokens} draft tokens: give one rate (every "
+        f"position alike) or one per draft position ({num_draft_tokens})"
+    )
+
+
 @dataclass(frozen=True)
 class SpeculativeDecoding(Record):
-    """Draft-then-verify decoding (Leviathan et al. 2023, Chen et al. 2023).
+    """Draft-then-verify decoding (Leviathan et al. 2023, Chen et al. 2023), and MTP.
 
     Each iteration drafts ``num_draft_tokens`` tokens per sequence, each draft
     step costing ``draft_cost_fraction`` of one target decode step at the same
-    batch, then the target model verifies all of them in one pass. Each draft
-    token is accepted with probability ``acceptance_rate`` (independently), so an
-    iteration yields ``(1 - a^(k+1)) / (1 - a)`` tokens per sequence.
+    batch, then the target model verifies all of them in one pass. Draft position
+    ``i`` is kept with probability ``a_i`` given that every position before it was
+    kept (EAGLE's and DeepSeek's MTP papers report acceptance so, falling with the
+    position): ``acceptance_rates`` holds one rate per position, or is empty for
+    ``acceptance_rate`` (the first position's) at every one. An iteration yields
+    ``1 + sum_i prod_{j<=i} a_j`` tokens per sequence, ``(1 - a^(k+1)) / (1 - a)``
+    at one rate.
 
     >>> round(SpeculativeDecoding(num_draft_tokens=3, acceptance_rate=0.8).tokens_per_iteration, 3)
     2.952
+    >>> round(SpeculativeDecoding.per_position((0.8, 0.6, 0.4)).tokens_per_iteration, 3)
+    2.472
     """
 
     num_draft_tokens: int
     acceptance_rate: float
     draft_cost_fraction: float = 0.05
+    acceptance_rates: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_draft_tokens <= MAX_DRAFT_TOKENS:
@@ -103,10 +137,14 @@ class SpeculativeDecoding(Record):
                 f"speculative decoding needs 1 to {MAX_DRAFT_TOKENS:,} draft tokens a step "
                 f"(got {self.num_draft_tokens:,})"
             )
-        if not 0.0 <= self.acceptance_rate < 1.0:
+        for rate in (self.acceptance_rate, *self.acceptance_rates):
+            check_acceptance_rate(rate, error=InvalidPlanError)
+        _check_rates_count(self.acceptance_rates, self.num_draft_tokens)
+        if self.acceptance_rates and self.acceptance_rates[0] != self.acceptance_rate:
             raise InvalidPlanError(
-                f"acceptance rate {self.acceptance_rate} must be in [0, 1): "
-                "the chance that one draft token is kept"
+                f"acceptance rate {self.acceptance_rate:g} is the first draft position's, and the rates per "
+                f"position start at {self.acceptance_rates[0]:g}: give the same first rate "
+                "(SpeculativeDecoding.per_position builds both from the list)"
             )
         if not 0.0 <= self.draft_cost_fraction <= 1.0:
             raise InvalidPlanError(
@@ -114,11 +152,42 @@ class SpeculativeDecoding(Record):
                 "(one draft step relative to one target decode step)"
             )
 
+    @classmethod
+    def per_position(
+        cls, rates: Sequence[float], num_draft_tokens: int | None = None, draft_cost_fraction: float = 0.05
+    ) -> SpeculativeDecoding:
+        """The decoding whose draft positions are kept at ``rates`` (each given the ones before it
+        were): one rate for every one of ``num_draft_tokens`` positions, or one per position
+        (``num_draft_tokens`` then defaults to their count; another count is refused)."""
+        values = tuple(float(rate) for rate in rates)
+        if not values:
+            raise InvalidPlanError(
+                "speculative decoding needs an acceptance rate: give one, or one per draft token"
+            )
+        count = len(values) if num_draft_tokens is None else num_draft_tokens
+        return cls(count, values[0], draft_cost_fraction, values if len(values) > 1 else ())
+
+    @property
+    def position_rates(self) -> tuple[float, ...]:
+        """The acceptance rate of each draft position, first to last (``num_draft_tokens`` values)."""
+        if len(self.acceptance_rates) == self.num_draft_tokens:
+            return self.acceptance_rates
+        return (self.acceptance_rate,) * self.num_draft_tokens
+
     @property
     def tokens_per_iteration(self) -> float:
-        """Expected tokens each sequence gains per verify pass (accepted drafts + one)."""
-        a, k = self.acceptance_rate, self.num_draft_tokens
-        return (1.0 - a ** (k + 1)) / (1.0 - a)
+        """Expected tokens each sequence gains per verify pass (accepted drafts + one):
+        ``1 + sum_i P(the first i drafts kept)``."""
+        kept, total = 1.0, 1.0
+        for rate in self.position_rates:
+            kept *= rate
+            total += kept
+        return total
+
+    def to_dict(self) -> JsonDict:
+        """The record, with ``acceptance_rates`` one rate per draft position (the same value at
+        every position where one rate was given)."""
+        return {**super().to_dict(), "acceptance_rates": list(self.position_rates)}
 
     @classmethod
     def from_acceptance_length(
@@ -675,6 +744,7 @@ __all__ = [
     "Precisions",
     "ServingLoad",
     "SpeculativeDecoding",
+    "check_acceptance_rate",
     "resolve_precisions",
     "validate_inference_plan",
 ]

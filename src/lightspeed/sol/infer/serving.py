@@ -9,11 +9,16 @@ then decode iterations of ``tau`` tokens: 1, or the expected accepted drafts
 plus one under speculative decoding), so each of its decode iterations
 carries ``(B - 1) / n`` prompts of the *other* requests beside the decoding
 sequences: prefill rides along with decode and shares its weight reads, and a
-request never pays for its own prompt twice. Then
+request never pays for its own prompt twice. The routed experts an iteration
+reads grow concavely with its tokens, so a MoE model's are priced as the
+iterations run them: the decode tokens' own, plus each prompt chunk's (decode
+and that chunk) amortized over the iterations it rides along
+(``_folded_prefill_experts``), not a blend of a prompt's fraction into every
+step. Then
 
 * ``TPOT = pp x t_iteration / tau`` (plus ``k x draft_cost_fraction`` decode
-  steps of drafting per iteration under speculation); one request in flight
-  decodes alone;
+  steps of drafting per iteration under speculation, the iteration's ``draft``
+  part); one request in flight decodes alone;
 * ``TTFT`` = half a round of waiting for the running iteration, then the
   prompt's chunks (``prefill_chunk_tokens`` each), one per round, beside the
   other sequences' decode;
@@ -49,7 +54,14 @@ import numpy as np
 
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
-from lightspeed.sol.infer.iteration import InferenceHardware, IterationCost, IterationGrid, iteration_cost
+from lightspeed.sol.infer.iteration import (
+    InferenceHardware,
+    IterationCost,
+    IterationGrid,
+    iteration_cost,
+    routed_experts_time_s,
+    stage_layers,
+)
 from lightspeed.sol.infer.plan import ServingLoad, SpeculativeDecoding
 from lightspeed.workload import TransformerSpec
 
@@ -159,6 +171,76 @@ def _draft_s(deployments: Deployments, micro: Array, context: float, ctx: Servin
     return speculative.num_draft_tokens * speculative.draft_cost_fraction * plain
 
 
+def _with_draft(cost: IterationCost, draft_s: Array) -> IterationCost:
+    """``cost`` with the iteration's drafting as a part of its own (``draft``), so that the parts
+    add up to the step a sequence waits for (0 without speculation)."""
+    draft = np.broadcast_to(np.asarray(draft_s, dtype=np.float64), np.shape(cost.time_s)).copy()
+    return IterationCost(parts={**cost.parts, "draft": draft})
+
+
+def _routed_expert_s(
+    deployments: Deployments, ctx: ServingContext, *, decode: Array, query: float, prompt: Array
+) -> Array:
+    """Seconds the stage's MoE layers spend on routed experts in an iteration of ``decode``
+    sequences of ``query`` tokens beside ``prompt`` prompt tokens (0 for a dense model):
+    :func:`~lightspeed.sol.infer.iteration.routed_experts_time_s` over the stage's MoE layers."""
+    if ctx.model.moe is None:
+        return np.zeros(np.shape(deployments.tp))
+    grid = deployments.grid(
+        decode_sequences=decode,
+        query_tokens=query,
+        decode_context=0.0,
+        prefill_tokens=prompt,
+        prefill_context=0.0,
+        prefill_requests=0.0,
+    )
+    _, num_moe = stage_layers(ctx.model, deployments.pp)
+    return num_moe * routed_experts_time_s(grid, ctx.model, ctx.hardware)
+
+
+def _folded_prefill_experts(
+    deployments: Deployments,
+    ctx: ServingContext,
+    steady: IterationCost,
+    *,
+    decode: Array,
+    query: float,
+    chunks_per_iteration: Array,
+    chunk: float,
+) -> IterationCost:
+    """``steady`` (decode with ``chunks_per_iteration`` prompt chunks of ``chunk`` tokens spread
+    over every iteration) with its routed-expert reads priced as the iterations run them.
+
+    The experts a step reads grow concavely with its tokens (``1 - (1 - k/E)^tokens`` of them),
+    so a blend of a fraction of a prompt into every decode step reads far more experts than the
+    decode steps and the occasional step that carries a whole chunk do on average: at 4 sequences
+    a DeepSeek-V3 decode step reaches ~12% of the experts, a step blending 15 prompt tokens
+    into it ~45%, while one step in 66 carrying a 1,000-token chunk reaches them all. The decode
+    steps' experts are priced from their own tokens, and each chunk's as one step of decode plus
+    that chunk (the experts it adds), amortized over the steps it rides along: ``E(d) + c x
+    (E(d + chunk) - E(d))``. Where chunks fill every step (``c >= 1``) the blend stands. The
+    change goes to the weight reads (twice under two-batch overlap, which reads the layer's
+    weights per micro-batch) and the fitted attention-DP slowdown scales it as it scales the
+    layer. Dense models are unchanged (no routed experts)."""
+    if ctx.model.moe is None:
+        return steady
+    blended = _routed_expert_s(
+        deployments, ctx, decode=decode, query=query, prompt=chunks_per_iteration * chunk
+    )
+    alone = _routed_expert_s(deployments, ctx, decode=decode, query=query, prompt=0.0)
+    with_chunk = _routed_expert_s(deployments, ctx, decode=decode, query=query, prompt=chunk)
+    folded = alone + chunks_per_iteration * (with_chunk - alone)
+    change = np.minimum(folded - blended, 0.0)
+    serving = ctx.hardware.serving
+    attention_dp = deployments.dp_attention > 1
+    reads = change * np.where(attention_dp & serving.two_batch_overlap, 2.0, 1.0)
+    pace = reads * np.where(attention_dp, 1.0 / serving.attention_dp_efficiency - 1.0, 0.0)
+    parts = dict(steady.parts)
+    parts["weight_reads"] = parts["weight_reads"] + reads
+    parts["attention_dp_pace"] = parts["attention_dp_pace"] + pace
+    return IterationCost(parts=parts)
+
+
 def _chunks(input_tokens: int, inference_hardware: InferenceHardware) -> tuple[int, float]:
     """(number of prefill chunks of one prompt, tokens per chunk)."""
     count = -(-input_tokens // inference_hardware.parameters.prefill_chunk_tokens)
@@ -166,12 +248,14 @@ def _chunks(input_tokens: int, inference_hardware: InferenceHardware) -> tuple[i
 
 
 def _decoding(deployments: Deployments, ctx: ServingContext) -> tuple[Array, IterationCost, Array]:
-    """(sequences per micro-batch, pure decode iteration, its time with drafting) at the batch."""
+    """(sequences per micro-batch, pure decode iteration with its drafting as the ``draft`` part,
+    its time with drafting) at the batch."""
     _, query = _tau(ctx.speculative)
     micro = np.maximum(np.maximum(deployments.batch, 1.0) / deployments.pp, 1.0)
     context = ctx.load.input_tokens + ctx.load.output_tokens / 2.0
     decode = _work(deployments, ctx, decode=micro, query=query, context=context)
-    return micro, decode, decode.time_s + _draft_s(deployments, micro, context, ctx)
+    draft = _draft_s(deployments, micro, context, ctx)
+    return micro, _with_draft(decode, draft), decode.time_s + draft
 
 
 def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
@@ -193,7 +277,7 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
     slot_iterations = (osl - 1) / tau + count
     others = np.maximum(micro - 1.0, 0.0) / slot_iterations  # other requests' prompts per iteration
     context = isl + osl / 2.0
-    steady = _work(
+    blended = _work(
         deployments,
         ctx,
         decode=micro - others,
@@ -202,7 +286,17 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
         prompt=others * isl,
         requests=others,
     )
-    step = steady.time_s + _draft_s(deployments, micro - others, context, ctx)
+    steady = _folded_prefill_experts(
+        deployments,
+        ctx,
+        blended,
+        decode=micro - others,
+        query=query,
+        chunks_per_iteration=others * count,
+        chunk=chunk,
+    )
+    draft = _draft_s(deployments, micro - others, context, ctx)
+    step = steady.time_s + draft
     own = _work(
         deployments,
         ctx,
@@ -224,7 +318,7 @@ def continuous(deployments: Deployments, ctx: ServingContext) -> ServingArrays:
         tpot_s=tpot,
         output_tokens_per_s=rate * osl,
         requests_per_s=rate,
-        iteration=steady,
+        iteration=_with_draft(steady, draft),
         kv_transfer_s=np.zeros_like(step),
     )
 

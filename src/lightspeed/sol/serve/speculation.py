@@ -31,7 +31,7 @@ import numpy as np
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
-from lightspeed.sol.infer.plan import SpeculativeDecoding
+from lightspeed.sol.infer.plan import SpeculativeDecoding, check_acceptance_rate
 
 Array = Any
 PASSES_PER_DRAW = 64  # verify passes drawn at once per still-running request
@@ -47,17 +47,16 @@ class AcceptanceProcess(Record):
     def __post_init__(self) -> None:
         if not self.acceptance:
             raise UserInputError("speculative decoding needs at least one draft position")
-        for rate in self.acceptance:
-            if not 0.0 <= rate <= 1.0:
-                raise UserInputError(f"acceptance {rate} of a draft position must be in [0, 1]")
+        for rate in self.acceptance:  # the plan's bounds: [0, 1), as SpeculativeDecoding's
+            check_acceptance_rate(rate, error=UserInputError)
         if not 0.0 <= self.draft_cost_fraction <= 1.0:
             raise UserInputError(f"draft cost fraction {self.draft_cost_fraction} must be in [0, 1]")
 
     @classmethod
     def from_speculative(cls, speculative: SpeculativeDecoding) -> AcceptanceProcess:
-        """Every position kept at the plan's one acceptance rate (its independence assumption)."""
+        """Each position kept at the plan's rate for it (one rate: the same at every position)."""
         return cls(
-            acceptance=(speculative.acceptance_rate,) * speculative.num_draft_tokens,
+            acceptance=speculative.position_rates,
             draft_cost_fraction=speculative.draft_cost_fraction,
         )
 
