@@ -129,7 +129,8 @@ Schema (version 1; lightspeed.sol.validation.structured, docs/sol.md "Validation
   [row.flops]      training: how the publisher counted FLOPs (convention, counts_recompute,
                    causal, peak_flop_per_s of an MFU figure when the source names one)
   [row.workload]   training: num_tokens of a GPU-hours or time-to-train figure; inference:
-                   input_tokens, output_tokens, concurrency, batching (continuous | static | decode)
+                   input_tokens, output_tokens, concurrency or arrival_rate_per_s (requests/s),
+                   batching (continuous | static | decode)
   [row.deployment] inference: InferencePlan fields (tp, pp, ep, dp_attention, replicas,
                    precision, kv_precision, kv_replication)
   [[row.also]]     training: each other figure the source publishes beside the row's own

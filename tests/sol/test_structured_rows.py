@@ -108,6 +108,8 @@ def test_the_rows_equal_the_free_text_reading_of_the_tables(
                 read.hardware,
                 read.num_gpus,
             ), row.row_id
+            # what a user reads of the row is what the reader says of it today (the notes went stale)
+            assert spec.assumptions == read.assumptions, row.row_id
             assert spec.model.num_layers == read.model.num_layers
             assert spec.model.hidden_size == read.model.hidden_size
             assert spec.model_name == read.model_name
