@@ -20,9 +20,8 @@ SOURCE = ROOT / "src" / "lightspeed"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 # a "~N lines" figure may drift this far from `wc -l` before the document must say so
 LINE_COUNT_TOLERANCE = 0.10
-# README commands that run past their model's context on purpose: NVIDIA's GPT-MoE-1.8T claim is
-# 32,768 prompt + 1,024 output tokens (its product page), while the model file's max_seq_len
-# (32,768) is an assumption NVIDIA does not publish
+
+
 def _documents(*, with_log: bool) -> list[Path]:
     """README.md and docs/*.md; docs/benchmarks.md (a log of past sessions) only when asked."""
     documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
