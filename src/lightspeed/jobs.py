@@ -404,7 +404,9 @@ def _search_serve(config: ServingSearchConfig, resolved: _Resolved) -> ServingSe
         )
 
     if config.search_draft_tokens is not None:  # every depth at the job's acceptance and draft cost
-        template = SpeculativeDecoding(1, config.acceptance, config.draft_cost)
+        # one rate for every depth (the configuration refuses rates per position beside a search)
+        (rate,) = config.acceptance
+        template = SpeculativeDecoding(1, rate, config.draft_cost)
         result = search_draft_depths(search, template, config.search_draft_tokens)
     else:
         result = search(config.speculative_decoding())

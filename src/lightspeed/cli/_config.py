@@ -260,11 +260,12 @@ def _check_values(
 
 
 def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    return repr(value)
+    """``value`` as the plan file writes it (``[0.8, 0.6]``, not a Python tuple); a value TOML
+    cannot hold (NaN) as Python writes it, since the message is about it."""
+    try:
+        return toml_value(value)
+    except (UserInputError, TypeError):
+        return repr(value)
 
 
 def configuration(

@@ -32,6 +32,7 @@ from lightspeed.sol import (
     ServingConfig,
     ServingJob,
     ServingSearchConfig,
+    SpeculativeDecoding,
 )
 from lightspeed.sol.serve import (
     ArrivalProcess,
@@ -149,8 +150,19 @@ def _simulated_under_load(
 
 
 def infer_json(estimate: Any) -> dict[str, Any]:
-    """``plan infer --json``: the headline keys, then the whole estimate."""
-    return {**estimate.summary(), **estimate.to_dict()}
+    """``plan infer --json``: the headline keys, then the whole estimate. A request of one output
+    token has no time between tokens: its TPOT and tokens/s per user (and their error bars) are
+    null, as the table shows n/a (its one token's time is the TTFT)."""
+    payload = {**estimate.summary(), **estimate.to_dict()}
+    if estimate.load.output_tokens <= 1:
+        payload.update(dict.fromkeys(_BETWEEN_TOKENS))
+        if isinstance(payload.get("intervals"), dict):
+            payload["intervals"] = {**payload["intervals"], **dict.fromkeys(_BETWEEN_TOKENS)}
+    return payload
+
+
+# the figures of the time between output tokens, which a one-token request does not have
+_BETWEEN_TOKENS = ("tpot_s", "output_tokens_per_s_per_user")
 
 
 @click.command("infer")
@@ -281,7 +293,7 @@ def simulate_command(config: ServingSearchConfig, goodput: GoodputSearchResult) 
         attention_weights=plan.attention_weights,
         effective_bits=plan.effective_bits,
         draft_tokens=None if speculative is None else speculative.num_draft_tokens,
-        acceptance=config.acceptance if speculative is None else speculative.acceptance_rate,
+        acceptance=config.acceptance if speculative is None else _rates_of(speculative),
         draft_cost=config.draft_cost if speculative is None else speculative.draft_cost_fraction,
         num_requests=best.warmup_requests + best.measured_requests,
         warmup_requests=best.warmup_requests,
@@ -307,8 +319,16 @@ def simulate_command(config: ServingSearchConfig, goodput: GoodputSearchResult) 
     return shlex.join(words)
 
 
+def _rates_of(speculative: SpeculativeDecoding) -> tuple[float, ...]:
+    """The acceptance as ``--acceptance`` gives it: one rate, or one per draft position where they
+    differ (:attr:`SpeculativeDecoding.position_rates`)."""
+    rates = speculative.position_rates
+    return rates if len(set(rates)) > 1 else (speculative.acceptance_rate,)
+
+
 def _options_of(config: ServingConfig) -> list[str]:
-    """The command-line options that give ``config``'s values other than the defaults."""
+    """The command-line options that give ``config``'s values other than the defaults (a pair as
+    ``P:D``, values per position as ``A1,A2,...``)."""
     words: list[str] = []
     for item in config.settings():
         value = getattr(config, item.name)
@@ -318,10 +338,15 @@ def _options_of(config: ServingConfig) -> list[str]:
         if isinstance(value, bool):
             words.append(flag)
         elif isinstance(value, tuple):
-            words.extend([flag, ":".join(str(part) for part in value)])
+            separator = "," if isinstance(item.default, tuple) else ":"
+            words.extend([flag, separator.join(_option_text(part) for part in value)])
         else:
-            words.extend([flag, repr(value) if isinstance(value, float) else str(value)])
+            words.extend([flag, _option_text(value)])
     return words
+
+
+def _option_text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def search_infer_json(result: Any) -> dict[str, Any]:

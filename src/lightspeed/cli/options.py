@@ -471,6 +471,55 @@ class ListOf(NumericType):
         return tuple(self.item.convert(part, param, ctx) for part in parts)
 
 
+class PerPosition(NumericType):
+    """One value, or one per position separated by single commas (``0.8,0.6,0.4``), as a tuple of
+    ``item`` values: an empty item (``0.8,``, ``0.8,,0.6``) is refused, and a bad one is named by its
+    ``what`` and place, 1 the first (a plan file's number or list is checked the same way).
+
+    >>> PerPosition(Number(minimum=0.0, maximum=1.0), what="draft position", example="0.8,0.6").convert(
+    ...     "0.8, 0.6", None, None)
+    (0.8, 0.6)
+    """
+
+    name = "rates"
+
+    def __init__(self, item: NumericType, *, what: str, example: str) -> None:
+        super().__init__(
+            minimum=item.minimum,
+            maximum=item.maximum,
+            min_open=item.min_open,
+            max_open=item.max_open,
+            unit=item.unit,
+            why=item.why,
+        )
+        self.item, self.what, self.example = item, what, example
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple | list):
+            parts: list[Any] = list(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            parts = [value]
+        else:
+            parts = str(value).split(",")
+        if not parts or all(isinstance(part, str) and not part.strip() for part in parts):
+            self.fail(f"give one value, or one per {self.what}, e.g. {self.example}", param, ctx)
+        values = []
+        for place, part in enumerate(parts, 1):
+            if isinstance(part, str) and not part.strip():
+                self.fail(
+                    f"{excerpt(value)!r}: {self.what} {place} is empty; separate the values with single "
+                    f"commas, e.g. {self.example}",
+                    param,
+                    ctx,
+                )
+            try:
+                values.append(self.item.convert(part.strip() if isinstance(part, str) else part, param, ctx))
+            except click.BadParameter as error:
+                where = f"{self.what} {place}: " if len(parts) > 1 else ""
+                self.fail(f"{where}{error.message}", param, ctx)
+        return tuple(values)
+
+
 class SizeList(ListOf):
     """Comma-separated sizes (``1MiB,64MiB``) as a tuple of bytes."""
 
@@ -629,7 +678,8 @@ SEARCHED_DRAFT_TOKENS: Final = Integer(
     **_limits("SEARCHED_DRAFT_TOKENS"), unit="tokens", why="one search per depth"
 )
 MTP_MODULES: Final = Integer(**_limits("MTP_MODULES"), unit="modules", why="MiniMax-M2 declares 3")
-ACCEPTANCE: Final = Number(**_limits("ACCEPTANCE"))  # per draft token, below 1
+# per draft position (each kept given the ones before it were), below 1: one rate or one per position
+ACCEPTANCE: Final = PerPosition(Number(**_limits("ACCEPTANCE")), what="draft position", example="0.8,0.6,0.4")
 POOL_SPLIT: Final = Pair(
     **_limits("POOL_SPLIT"),
     unit="replicas",

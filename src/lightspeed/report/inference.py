@@ -124,7 +124,7 @@ def render_inference_estimate(
             ]
         )
     if estimate.kv_transfer_s is not None:
-        rows.append(["KV transfer per request", format_duration(estimate.kv_transfer_s)])
+        rows.append(["KV transfer per request", _kv_transfer_text(estimate)])
     render_table(None, ["metric", "value"], rows, console=console)
     step = estimate.iteration_s
     breakdown = [
@@ -144,6 +144,18 @@ def render_inference_estimate(
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
         console.print(f"  assumed: {line}", style="dim")
+
+
+def _kv_transfer_text(estimate: InferenceEstimate) -> str:
+    """``2.11 ms over InfiniBand NDR (scale-out) at 50 GB/s per GPU``: the link a prompt's KV cache
+    crosses from its prefill to its decode replica, where the estimate names it."""
+    text = format_duration(estimate.kv_transfer_s or 0.0)
+    if estimate.kv_transfer_link is None:
+        return text
+    text += f" over {estimate.kv_transfer_link}"
+    if estimate.kv_transfer_link_bytes_per_s is not None:
+        text += f" at {format_bytes_per_s(estimate.kv_transfer_link_bytes_per_s)} per GPU"
+    return text
 
 
 def _tpot_text(estimate: InferenceEstimate) -> str:

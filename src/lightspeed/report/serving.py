@@ -91,13 +91,28 @@ def _per_user_text(result: SimulationResult) -> str:
 
 
 def _requests_text(result: SimulationResult) -> str:
-    """Completions per second from the first measured arrival to the last completion, and the rate
-    served while requests arrived where it differs (the rate the SLO's goodput is a share of)."""
-    text = f"{result.requests_per_s:,.4g} over {format_duration(result.duration_s)} to the last completion"
+    """Completions per second from the first measured arrival to the last completion (to the horizon
+    where one stopped the run), and the rate served where it differs (the rate the SLO's goodput is a
+    share of): for a closed loop, while all its users were busy; else while requests arrived."""
+    stopped = _stopped_at_horizon(result)
+    end = "the horizon" if stopped else "the last completion"
+    text = f"{result.requests_per_s:,.4g} over {format_duration(result.duration_s)} to {end}"
     served = result.served_requests_per_s
     if math.isfinite(served) and f"{served:,.4g}" != f"{result.requests_per_s:,.4g}":
-        text += f"; {served:,.4g} served while requests arrived (the drain after the last left out)"
+        users = result.workload.arrivals.concurrency
+        if result.workload.arrivals.kind == "closed" and result.workload.trace is None and users:
+            text += f"; {served:,.4g} served while all {users:,} users were busy (users / mean latency)"
+        elif stopped:
+            text += f"; {served:,.4g} served while requests arrived (what completed by the horizon)"
+        else:
+            text += f"; {served:,.4g} served while requests arrived (the drain after the last left out)"
     return text
+
+
+def _stopped_at_horizon(result: SimulationResult) -> bool:
+    """Whether a horizon stopped the run before it served every request (some not arrived or left
+    in flight)."""
+    return result.num_in_flight > 0 or result.num_arrived < result.num_requests
 
 
 def _throughput_rows(result: SimulationResult) -> list[list[str]]:
@@ -272,10 +287,19 @@ def slo_text(slo: SloResult, *, verdict: str = "", escape_text: Callable[[str], 
 
 
 def _served_text(slo: SloResult) -> str:
-    """``, 98.9% of the 63.9 req/s served`` (nothing where the served rate is not recorded)."""
-    if not math.isfinite(slo.served_requests_per_s):
+    """``; 98.9% of the 63.9 req/s served`` where the run served what it was offered; for one that
+    fell behind, ``; 41.7% of the 39.4 req/s offered`` or, where that is more than it served, ``; the
+    16.42 req/s served, short of 41.7% of the 39.4 req/s offered`` (nothing where the served rate
+    is not recorded)."""
+    served, offered = slo.served_requests_per_s, slo.offered_requests_per_s
+    if not math.isfinite(served):
         return ""
-    return f"; {format_percent(slo.attainment)} of the {slo.served_requests_per_s:,.4g} req/s served"
+    share = format_percent(slo.attainment)
+    if not math.isfinite(offered) or f"{offered:,.4g}" == f"{served:,.4g}":
+        return f"; {share} of the {served:,.4g} req/s served"
+    if slo.attainment * offered > served:
+        return f"; the {served:,.4g} req/s served, short of {share} of the {offered:,.4g} req/s offered"
+    return f"; {share} of the {offered:,.4g} req/s offered ({served:,.4g} served)"
 
 
 LOAD_SWEEP_HEADERS = (
@@ -682,11 +706,13 @@ def _slo_result(data: JsonObject, source: str) -> SloResult:
         )
     }
     served = _optional_number(data, "served_requests_per_s", source, "slo")
+    offered = _optional_number(data, "offered_requests_per_s", source, "slo")
     return SloResult(
         slo=level,
         meets=bool(_checked_flag(data, "meets", source, "slo")),
         p99_meets=bool(_checked_flag(data, "p99_meets", source, "slo")),
         served_requests_per_s=math.nan if served is None else served,
+        offered_requests_per_s=math.nan if offered is None else offered,
         **number,
     )
 

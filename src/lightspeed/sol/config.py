@@ -178,7 +178,10 @@ class JobConfig(Record):
             value = getattr(self, item.name)
             if bounds is None or (value is None and item.default is None):
                 continue
-            checked = bounds.check(item.name, value)
+            if _takes_a_list(item):
+                checked: object = _checked_list(item.name, value, bounds)
+            else:
+                checked = bounds.check(item.name, value)
             if checked != value or type(checked) is not type(value):
                 object.__setattr__(self, item.name, checked)  # 2 -> 2.0 for a float field, [1, 3] -> (1, 3)
 
@@ -239,6 +242,9 @@ class JobConfig(Record):
                     Path(where), f"{table} must be a table ([{table}] in TOML, an object in JSON)"
                 )
         names = [item.name for item in cls.settings()]
+        for item in cls.settings():  # one number where a list is taken: an older file's acceptance = 0.7
+            if _takes_a_list(item) and _is_number(values.get(item.name)):
+                values[item.name] = [values[item.name]]
         for key in values:
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
@@ -273,6 +279,28 @@ class JobConfig(Record):
         found = Path(path)
         check_input(found, what="plan file (TOML, or a command's --json output)")
         return cls.from_mapping(read_plan_file(found), where=str(found))
+
+
+def _takes_a_list(item: dataclasses.Field[Any]) -> bool:
+    """Whether a numeric field takes one value or a list of them (its default a tuple, its bounds
+    one number's: ``acceptance``, one rate per draft position)."""
+    bounds = OPTION_BOUNDS.get(item.metadata.get("option_type", ""))
+    return isinstance(item.default, tuple) and bounds is not None and not bounds.pair
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _checked_list(name: str, value: object, bounds: Any) -> tuple[Any, ...]:
+    """``value`` (a number, or a list or tuple of them) as a tuple, each held to ``bounds``: a
+    single value is named as the field, one of several by its index (``acceptance[1]``)."""
+    values = (value,) if _is_number(value) else value
+    if not isinstance(values, tuple | list) or not values:
+        raise UserInputError(f"{name} must be a number or a non-empty list of numbers (got {value!r})")
+    if len(values) == 1:
+        return (bounds.check(name, values[0]),)
+    return tuple(bounds.check(f"{name}[{index}]", item) for index, item in enumerate(values))
 
 
 def read_plan_file(path: Path) -> JsonDict:
@@ -658,8 +686,11 @@ class ServingJob(JobConfig):
     draft_tokens: int | None = setting(
         None, option_type="DRAFT_TOKENS", help="Speculative decoding: draft tokens per iteration."
     )
-    acceptance: float = setting(
-        0.7, option_type="ACCEPTANCE", help="Probability that each draft token is accepted."
+    acceptance: tuple[float, ...] = setting(
+        (0.7,),
+        option_type="ACCEPTANCE",
+        help="Chance each draft token is kept given the ones before it were: one rate, or one per "
+        "draft position (e.g. 0.8,0.6,0.4).",
     )
     draft_cost: float = setting(
         0.05, option_type="FRACTION", help="Cost of one draft step relative to one decode step."
@@ -688,14 +719,28 @@ class ServingJob(JobConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        count = len(self.acceptance)
+        if self.draft_tokens is not None and count not in (1, self.draft_tokens):
+            raise UserInputError(
+                f"--acceptance gives {count} rates and --draft-tokens is {self.draft_tokens}: give one "
+                f"rate (every draft position alike) or {self.draft_tokens}, one per draft position"
+            )
         # the acceptance and draft cost as speculative decoding holds them (acceptance below 1)
-        SpeculativeDecoding(self.draft_tokens or 1, self.acceptance, self.draft_cost)
+        SpeculativeDecoding.per_position(self.acceptance, self.draft_tokens, self.draft_cost)
+
+    def to_dict(self) -> JsonDict:
+        """The fields, a single acceptance rate as a number (as plan files have always held it),
+        rates per draft position as a list."""
+        data = super().to_dict()
+        if len(self.acceptance) == 1:
+            data["acceptance"] = self.acceptance[0]
+        return data
 
     def speculative_decoding(self) -> SpeculativeDecoding | None:
         """The speculation the job names (``None`` without draft tokens)."""
         if self.draft_tokens is None:
             return None
-        return SpeculativeDecoding(self.draft_tokens, self.acceptance, self.draft_cost)
+        return SpeculativeDecoding.per_position(self.acceptance, self.draft_tokens, self.draft_cost)
 
     def served_model(self, model: TransformerSpec) -> TransformerSpec:
         """``model`` with its recurrent state in the job's ``state_precision`` (unchanged without
@@ -872,7 +917,7 @@ class ServingSearchConfig(ServingJob):
         None,
         option_type="SEARCHED_DRAFT_TOKENS",
         help="Also try speculative decoding with 1 to N draft tokens a step (each accepted at "
-        "--acceptance, drafted at --draft-cost) beside none: the depth whose best deployment has "
+        "one --acceptance rate, drafted at --draft-cost) beside none: the depth whose best deployment has "
         "the most tokens/s per GPU under the bounds wins.",
     )
 
@@ -881,6 +926,12 @@ class ServingSearchConfig(ServingJob):
         if self.search_draft_tokens is not None and self.draft_tokens is not None:
             raise UserInputError(
                 "give --draft-tokens (one depth) or --search-draft-tokens (every depth up to N), not both"
+            )
+        if self.search_draft_tokens is not None and len(self.acceptance) > 1:
+            rates = ",".join(f"{rate:g}" for rate in self.acceptance)
+            raise UserInputError(
+                f"--search-draft-tokens tries every depth at one --acceptance rate, not one per draft "
+                f"position ({rates}): give one rate, or --draft-tokens {len(self.acceptance)} for these"
             )
         if self.rate_per_s is not None and self.max_rate_at_slo:
             raise UserInputError(

@@ -382,16 +382,26 @@ def all_to_all_s(
     return np.where(group > 1, time, 0.0)
 
 
-def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Array:
-    """Point-to-point transfer of ``size_bytes`` inside a domain or across domains."""
-    size = np.asarray(size_bytes, dtype=np.float64)
-    efficiency = fabric.bandwidth_efficiency
+def send_recv_link_bytes_per_s(fabric: Fabric, crosses_domains: Array) -> Array:
+    """The link bandwidth one GPU sends to another at, one way (bytes/s, before the fabric's
+    efficiency): inside a domain its scale-up link (two ports of a torus), across domains its share
+    of the scale-out network (the scale-up link where there is none)."""
     up = fabric.scale_up
     out = fabric.scale_out or up
-    inside_bandwidth = 2.0 * up.port_bytes_per_s if up.torus_dimensions else up.bandwidth_per_gpu_bytes_per_s
-    inside = size / (inside_bandwidth * efficiency) + up.latency_s + fabric.base_latency_s
-    across = size / (out.bandwidth_per_gpu_bytes_per_s * efficiency) + out.latency_s + fabric.base_latency_s
-    return np.where(np.asarray(crosses_domains, dtype=bool), across, inside)
+    inside = 2.0 * up.port_bytes_per_s if up.torus_dimensions else up.bandwidth_per_gpu_bytes_per_s
+    return np.where(np.asarray(crosses_domains, dtype=bool), out.bandwidth_per_gpu_bytes_per_s, inside)
+
+
+def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Array:
+    """Point-to-point transfer of ``size_bytes`` inside a domain or across domains: the bytes at
+    :func:`send_recv_link_bytes_per_s` times the fabric's efficiency, plus the link's latency and the
+    fabric's base latency."""
+    size = np.asarray(size_bytes, dtype=np.float64)
+    crosses = np.asarray(crosses_domains, dtype=bool)
+    out = fabric.scale_out or fabric.scale_up
+    latency = np.where(crosses, out.latency_s, fabric.scale_up.latency_s) + fabric.base_latency_s
+    bandwidth = send_recv_link_bytes_per_s(fabric, crosses) * fabric.bandwidth_efficiency
+    return size / bandwidth + latency
 
 
 def crosses_domains(fabric: Fabric, group_size: Array, stride: Array) -> Array:

@@ -25,13 +25,20 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.limits import check_kind
 from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
 from lightspeed.sol.core.stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band, model_interval
 from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
-from lightspeed.sol.infer.plan import InferencePlan, Precisions, ServingLoad, validate_inference_plan
+from lightspeed.sol.infer.plan import (
+    InferencePlan,
+    Precisions,
+    ServingLoad,
+    SpeculativeDecoding,
+    validate_inference_plan,
+)
 from lightspeed.sol.infer.serving import (
     BATCHING_MODES,
     Deployments,
@@ -76,7 +83,10 @@ class InferenceEstimate(Record):
     prefill riding along, or pure decode) and sums to ``iteration_s``.
     ``intervals`` holds the error bars (``level`` of the published rows of the
     same family landed inside them) of TTFT, TPOT and the throughputs;
-    ``serving`` names the server profile assumed.
+    ``serving`` names the server profile assumed. A disaggregated deployment's
+    ``kv_transfer_s`` moves one prompt's KV cache from a prefill to a decode replica over
+    ``kv_transfer_link`` (the fabric level the split crosses), whose one-way bandwidth per GPU is
+    ``kv_transfer_link_bytes_per_s`` (before the fabric's efficiency).
     """
 
     model: str
@@ -106,6 +116,8 @@ class InferenceEstimate(Record):
     serving: str = ""
     intervals: JsonDict = field(default_factory=dict)
     max_batch_limit: str = "kv cache"
+    kv_transfer_link: str | None = None
+    kv_transfer_link_bytes_per_s: float | None = None
 
     def summary(self) -> JsonDict:
         """The ``plan infer --json`` contract's headline keys."""
@@ -423,8 +435,6 @@ def bound_sentence(
 
 def part_text(part: str, inference_hardware: InferenceHardware, plan: InferencePlan) -> str:
     """A readable name for an iteration part, with the fabric level a collective uses."""
-    from lightspeed.sol.core import collectives
-
     label = PART_LABELS[part]
     fabric = inference_hardware.hardware.fabric
     groups = {"tp_comm": (plan.tp, 1), "ep_comm": (plan.stage_gpus, 1), "pp_comm": (plan.pp, plan.stage_gpus)}
@@ -688,11 +698,19 @@ def _assumptions(
     if plan.speculative is not None:
         spec = plan.speculative
         lines.append(
-            f"speculative decoding: {spec.num_draft_tokens} drafts accepted at {spec.acceptance_rate:g} each "
+            f"speculative decoding: {spec.num_draft_tokens} drafts accepted at {_acceptance_text(spec)} "
             f"({spec.tokens_per_iteration:.2f} tokens per verify pass), a draft step costs "
             f"{format_percent(spec.draft_cost_fraction, 0)} of a decode step"
         )
     return tuple(lines)
+
+
+def _acceptance_text(spec: SpeculativeDecoding) -> str:
+    """``0.8 each``, or ``0.8, 0.6, 0.4 by position (each given the ones before it kept)``."""
+    rates = spec.position_rates
+    if len(set(rates)) <= 1:
+        return f"{spec.acceptance_rate:g} each"
+    return f"{', '.join(f'{rate:g}' for rate in rates)} by position (each given the ones before it kept)"
 
 
 def _memory_parts(
@@ -779,6 +797,8 @@ def estimate_inference(
         iteration_s=sum(parts.values()),
         iteration_breakdown_s=parts,
         kv_transfer_s=_scalar(arrays.kv_transfer_s) if split is not None else None,
+        kv_transfer_link=None if split is None else _kv_link(split, inference_hardware)[0],
+        kv_transfer_link_bytes_per_s=None if split is None else _kv_link(split, inference_hardware)[1],
         memory_bytes=_memory_parts(memory, batch, plan, load),
         usable_memory_bytes=memory.usable_bytes,
         bound=sentence,
@@ -792,6 +812,14 @@ def estimate_inference(
         serving=inference_hardware.serving.name,
         intervals=_intervals(band, ttft=ttft, tpot=tpot, rate=rate * load.output_tokens, gpus=plan.num_gpus),
     )
+
+
+def _kv_link(split: PoolSplit, inference_hardware: InferenceHardware) -> tuple[str, float]:
+    """The fabric level a prompt's KV cache crosses from its prefill to its decode replica, and that
+    level's one-way bandwidth per GPU (:func:`~lightspeed.sol.infer.serving.kv_transfer_s`)."""
+    fabric = inference_hardware.hardware.fabric
+    crosses = bool(np.asarray(split.crosses_domains).ravel()[0])
+    return fabric.level_name(crosses), float(collectives.send_recv_link_bytes_per_s(fabric, crosses))
 
 
 def _intervals(band: Band, *, ttft: float, tpot: float, rate: float, gpus: int) -> JsonDict:

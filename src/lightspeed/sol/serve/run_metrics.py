@@ -11,11 +11,19 @@
   good requests among every measured request that arrived during the run (one still
   waiting or decoding when a ``--horizon`` stops the run counts as missing the limit it
   has not met: no first token misses TTFT, not finished misses TPOT), ``goodput`` the
-  attainment times the rate requests are served at (``served_requests_per_s``: for requests
-  arriving over time, the arrival rate where the run kept up, else the completions over a span
-  as long as the arrivals', lagged by the first request's latency, and at a ``--horizon`` what
-  completed by it; for a closed loop, the users over their mean latency while every user is busy,
-  Little's law; otherwise completions over the run). MLPerf's Server
+  requests per second that meet both limits: the attainment times the rate requests are offered
+  at (``offered_requests_per_s``, the measured requests' arrival rate), at most the rate they are
+  served at (``served_requests_per_s``: for requests arriving over time, the arrival rate where the
+  run kept up, else the completions over a span as long as the arrivals', lagged by the first
+  request's latency, and at a ``--horizon`` what completed by it; for a closed loop, the users
+  over their mean latency while every user is busy, Little's law; otherwise completions over the
+  run). A run that keeps up serves what it is offered, so its goodput is the attainment times that
+  rate; one that falls behind is not penalised twice (its late requests count as misses in the
+  attainment, and the served rate leaves them out too): its goodput is the good requests per second
+  of the arrivals' span, at most what it served, the rule
+  :func:`~lightspeed.sol.serve.goodput_search.search_goodput` ranks a given rate by. Without an
+  offered rate (a closed loop, whose users send as fast as they are served) the attainment times
+  the served rate. MLPerf's Server
   scenario asks instead that the 99th percentiles of TTFT and TPOT meet the limits.
 * **Time series** (queue length, running sequences, requests in flight, KV use)
   at up to :data:`MAX_SERIES_POINTS` times, each the mean over its slice of the run.
@@ -134,9 +142,10 @@ def _seconds(value: float) -> str:
 @dataclass(frozen=True)
 class SloResult(Record):
     """How a run meets an SLO: shares of requests within each limit and within both, goodput
-    (good requests per second, and per GPU: ``attainment`` times ``served_requests_per_s``, the
-    run's :attr:`~lightspeed.sol.serve.simulator.SimulationResult.served_requests_per_s`), and
-    whether the 99th percentiles meet the limits."""
+    (good requests per second, and per GPU: ``attainment`` times ``offered_requests_per_s``, at
+    most ``served_requests_per_s``, the run's
+    :attr:`~lightspeed.sol.serve.simulator.SimulationResult.served_requests_per_s`; the attainment
+    times that where no offered rate is recorded), and whether the 99th percentiles meet the limits."""
 
     slo: ServiceLevel
     ttft_attainment: float
@@ -146,7 +155,8 @@ class SloResult(Record):
     goodput_requests_per_s_per_gpu: float
     meets: bool
     p99_meets: bool
-    served_requests_per_s: float = math.nan  # the rate the goodput is a share of (NaN: not recorded)
+    served_requests_per_s: float = math.nan  # the most the goodput can be (NaN: not recorded)
+    offered_requests_per_s: float = math.nan  # the rate the goodput is a share of (NaN: not recorded)
 
 
 def slo_result(
@@ -159,6 +169,7 @@ def slo_result(
     requests_per_s: float,
     num_gpus: int,
     finished: Array | None = None,
+    offered_requests_per_s: float | None = None,
 ) -> SloResult:
     """Score requests' TTFT and TPOT (aligned arrays over every request the run offered and
     measures; NaN TTFT: no first token yet, NaN TPOT: one output token or not finished) against
@@ -167,9 +178,12 @@ def slo_result(
     Every share is over all those requests, so each lies in [0, 1]: a request without a first token
     misses the TTFT limit, one not finished misses the TPOT limit (its TPOT is not known: a run
     stopped at a horizon counts what it left in flight as failures), and a finished one-token
-    request has no TPOT to miss. Goodput is the attainment times the rate requests are served at
-    (``requests_per_s``); the 99th percentiles meet the limits only where every request finished
-    (a TPOT percentile of none: every output one token)."""
+    request has no TPOT to miss. Goodput is the attainment times the rate the requests were offered
+    at (``offered_requests_per_s``, :func:`offered_rate` of their arrivals), at most the rate they
+    are served at (``requests_per_s``): the good requests per second, each miss counted once (a run
+    that falls behind leaves its late requests out of the served rate as well as the attainment);
+    without an offered rate, the attainment times the served rate. The 99th percentiles meet the
+    limits only where every request finished (a TPOT percentile of none: every output one token)."""
     ttft_s = np.asarray(ttft_s, dtype=np.float64)
     tpot_s = np.asarray(tpot_s, dtype=np.float64)
     done = np.isfinite(ttft_s) if finished is None else np.asarray(finished, dtype=bool)
@@ -178,7 +192,7 @@ def slo_result(
     tpot_ok = done & (True if slo.tpot_s is None else ~(tpot_s > slo.tpot_s))  # one token: no TPOT to miss
     good = ttft_ok & tpot_ok
     attainment = float(good.sum()) / count
-    goodput = attainment * requests_per_s
+    goodput = _goodput(attainment, requests_per_s, offered_requests_per_s)
     # a percentile over the finished requests only says nothing of those left in flight
     all_done = bool(ttft_s.size) and bool(done.all())
     tpot_p99_ok = slo.tpot_s is None or not tpot.p99_s > slo.tpot_s  # NaN: every output one token
@@ -195,7 +209,35 @@ def slo_result(
         meets=met >= slo.attainment,
         p99_meets=bool(p99),
         served_requests_per_s=requests_per_s,
+        offered_requests_per_s=math.nan if offered_requests_per_s is None else offered_requests_per_s,
     )
+
+
+def _goodput(attainment: float, served_per_s: float, offered_per_s: float | None) -> float:
+    """Good requests per second: ``attainment`` of the offered rate, at most the served rate
+    (:func:`slo_result`).
+
+    >>> _goodput(0.5, 30.0, 40.0), _goodput(0.5, 15.0, 40.0), _goodput(0.5, 30.0, None)
+    (20.0, 15.0, 15.0)
+    """
+    if offered_per_s is None or not math.isfinite(offered_per_s):
+        return attainment * served_per_s
+    return min(attainment * offered_per_s, served_per_s)
+
+
+def offered_rate(arrival_s: Array) -> float:
+    """The rate requests arrive at: the arrivals after the first over the span from the first to
+    the last (NaN for fewer than two, or all at once).
+
+    >>> offered_rate(np.array([0.0, 1.0, 2.0, 4.0]))
+    0.75
+    """
+    arrival = np.asarray(arrival_s, dtype=np.float64)
+    arrival = arrival[np.isfinite(arrival)]
+    if arrival.size < 2:
+        return math.nan
+    span = float(arrival.max() - arrival.min())
+    return (arrival.size - 1) / span if span > 0 else math.nan
 
 
 @dataclass(frozen=True)
@@ -388,6 +430,7 @@ __all__ = [
     "SloResult",
     "TimeSeries",
     "in_flight_mean",
+    "offered_rate",
     "settling",
     "slo_result",
     "time_series",

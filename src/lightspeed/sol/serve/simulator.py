@@ -36,6 +36,7 @@ from lightspeed.sol.serve.run_metrics import (
     SloResult,
     TimeSeries,
     in_flight_mean,
+    offered_rate,
     settling,
     slo_result,
     time_series,
@@ -425,6 +426,7 @@ def _result(
         else None
     )
     overall = float(completed.sum()) / duration
+    offered: float | None = None  # a closed loop's users send as fast as they are served
     if workload.arrivals.kind == "closed" and workload.trace is None:
         assert workload.arrivals.concurrency is not None
         served = _closed_loop_rate(
@@ -438,6 +440,7 @@ def _result(
     else:
         settled = None if run_settling is None else run_settling.settled
         served = _open_loop_rate(outcome.arrival_s[scored], outcome.finish_s[scored], settled, overall)
+        offered = offered_rate(outcome.arrival_s[scored])
     return SimulationResult(
         model=deployment.model.name,
         system=deployment.cluster_name,
@@ -487,6 +490,7 @@ def _result(
             tpot=tpot_stats,
             requests_per_s=served,
             num_gpus=plan.num_gpus,
+            offered_requests_per_s=offered,
         ),
         series=time_series(
             arrival_s=outcome.arrival_s[arrived] - start,
