@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from lightspeed.errors import LightspeedError, UserInputError, first_line
 from lightspeed.extras import import_extra
+from lightspeed.files import cannot_create_in
 from lightspeed.goodput.events import BUCKETS, PHASES
 from lightspeed.goodput.ledger import Ledger
 from lightspeed.goodput.reader import RunLog
@@ -210,6 +211,8 @@ class WandbSink(MetricSink):
         if mode not in ("offline", "online"):
             raise UserInputError(f"W&B mode {mode!r} is not one of offline, online")
         wandb = import_extra("wandb", extra="wandb", purpose="the Weights & Biases sink")
+        if directory is not None:
+            _check_wandb_folder(Path(directory))
         settings = wandb.Settings(silent=True, console="off", disable_git=True, x_disable_stats=True)
         try:
             self._run = wandb.init(
@@ -241,6 +244,32 @@ class WandbSink(MetricSink):
         if not self._closed:
             self._closed = True
             self._run.finish()
+
+
+def _check_wandb_folder(directory: Path) -> None:
+    """Make ``directory`` (``mkdir -p``) and check a file can be created in it, before
+    ``wandb.init``: W&B itself only warns and writes the run to a temporary folder instead.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as file:  # doctest: +ELLIPSIS
+    ...     _check_wandb_folder(Path(file.name))
+    Traceback (most recent call last):
+    ...
+    lightspeed.goodput.sinks.SinkError: cannot write a W&B run in ... (it is a file, not a folder); ...
+    """
+    if directory.exists() and not directory.is_dir():
+        reason: str | None = "it is a file, not a folder"
+    else:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            reason = error.strerror or str(error)
+        else:
+            reason = cannot_create_in(directory)
+    if reason is not None:
+        raise SinkError(
+            f"cannot write a W&B run in {directory} ({reason}); give --wandb a folder you can write"
+        )
 
 
 def mlflow_store_kind(uri: str) -> str:

@@ -407,7 +407,7 @@ class ExporterServer:
         self.registry.register(collector)
         try:
             self._server, self._thread = prometheus.start_http_server(port, addr=host, registry=self.registry)
-        except OSError as error:
+        except (OSError, UnicodeError) as error:  # UnicodeError: a host name IDNA cannot encode (a..b)
             raise UserInputError(_listen_error(host, port, error)) from None
         self.exporter = Exporter(host=host, port=int(self._server.server_port))
 
@@ -421,13 +421,26 @@ class ExporterServer:
         self._server.server_close()
 
 
-def _listen_error(host: str, port: int, error: OSError) -> str:
-    """One line for a failed listen that blames the host or the port, whichever is at fault."""
-    reason = error.strerror or str(error)
-    if isinstance(error, socket.gaierror) or error.errno in _HOST_ERRNOS:
+def _listen_error(host: str, port: int, error: OSError | UnicodeError) -> str:
+    """One line for a failed listen that blames the host or the port, whichever is at fault (a host
+    name IDNA cannot encode, with an empty label or one over 63 characters, is the host's)."""
+    reason = _bad_name(error) if isinstance(error, UnicodeError) else error.strerror or str(error)
+    if isinstance(error, UnicodeError | socket.gaierror) or error.errno in _HOST_ERRNOS:
         return (
             f"cannot listen on --host {host} ({reason}); give an address of this machine "
             "(127.0.0.1, 0.0.0.0 for every interface, ::1 or :: for IPv6)"
         )
     where = f"[{host}]" if ":" in host else host
     return f"cannot listen on {where}:{port} ({reason}); choose another --port"
+
+
+def _bad_name(error: UnicodeError) -> str:
+    """Why IDNA refused a host name, from Python's "encoding with 'idna' codec failed (UnicodeError:
+    label empty or too long)".
+
+    >>> _bad_name(UnicodeError("encoding with 'idna' codec failed (UnicodeError: label empty or too long)"))
+    'not a valid host name: label empty or too long'
+    """
+    text = str(error)
+    inner = text[text.find("(") + 1 : -1] if text.endswith(")") and "(" in text else text
+    return f"not a valid host name: {inner.removeprefix('UnicodeError: ')}"

@@ -32,6 +32,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -615,43 +616,17 @@ def _length(tokens: int, path: Path, line: int, column: str | None = None) -> in
     return tokens
 
 
+# a count written with thousands separators: 1,024 or 12,345,678 (groups of exactly three digits
+# after the first); any other comma separates values, as on a CSV line
+_GROUPED_COUNT: Final = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+_COLUMN_FIX: Final = "write one token count per line, or pick a CSV/JSONL column with file:PATH:COLUMN"
+
+
 def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
-    """An empirical distribution from a file of lengths: one whole number per line, or a
-    CSV/JSONL column (``column``, e.g. ``input_tokens``)."""
+    """An empirical distribution from a file of lengths: one whole number per line (``1,024``
+    grouped in thousands is 1024), or a CSV/JSONL column (``column``, e.g. ``input_tokens``)."""
     text = read_text(path, what="length file")
-    values: list[int] = []
-    if column is None:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            written = line.strip().replace(",", "")
-            if len(written) > 18 and written.lstrip("+-").isdigit():  # int() refuses over 4,300 digits
-                raise DataFileError(
-                    path,
-                    f"above the limit of {MAX_REQUEST_TOKENS:,}",
-                    value=excerpt(written),
-                    line=number,
-                    fix=_TOKENS_FIX,
-                )
-            try:
-                count = int(written)
-            except ValueError:
-                raise DataFileError(
-                    path,
-                    "not a whole number",
-                    value=excerpt(line.strip()),
-                    line=number,
-                    fix="write one token count per line, or name a --column",
-                ) from None
-            values.append(_length(count, path, number))
-    else:
-        for row, record in _records(path, text):
-            written_count = _pick(record, (column,), path, row)
-            if written_count != int(written_count):
-                raise DataFileError(
-                    path, "not a whole number", field=column, value=written_count, line=row, fix=_TOKENS_FIX
-                )
-            values.append(_length(int(written_count), path, row, column))
+    values = _plain_lengths(path, text) if column is None else _column_lengths(path, text, column)
     if not values:
         raise DataFileError(
             path,
@@ -659,6 +634,60 @@ def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
             fix="write one token count per line (or a CSV/JSONL column, file:PATH:COLUMN)",
         )
     return LengthDistribution.empirical(values)
+
+
+def _plain_lengths(path: Path, text: str) -> list[int]:
+    """The counts of a file of one count per line (blank lines and ``#`` comments skipped)."""
+    return [
+        _line_length(line.strip(), path, number)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
+def _line_length(written: str, path: Path, line: int) -> int:
+    """The count ``written`` on ``line`` of a plain length file; a comma that does not group
+    thousands (``100,20``) makes it a line of several values, refused rather than run together."""
+    digits = written
+    if "," in written:
+        if not _GROUPED_COUNT.fullmatch(written):
+            raise DataFileError(
+                path,
+                "the line holds several comma-separated values, not one token count",
+                value=excerpt(written),
+                line=line,
+                fix="write one count per line, or name a column of a CSV with a header row as "
+                "file:PATH:COLUMN (e.g. file:lengths.csv:input_tokens)",
+            )
+        digits = written.replace(",", "")
+    if len(digits) > 18 and digits.lstrip("+-").isdigit():  # int() refuses over 4,300 digits
+        raise DataFileError(
+            path,
+            f"above the limit of {MAX_REQUEST_TOKENS:,}",
+            value=excerpt(digits),
+            line=line,
+            fix=_TOKENS_FIX,
+        )
+    try:
+        count = int(digits)
+    except ValueError:
+        raise DataFileError(
+            path, "not a whole number", value=excerpt(written), line=line, fix=_COLUMN_FIX
+        ) from None
+    return _length(count, path, line)
+
+
+def _column_lengths(path: Path, text: str, column: str) -> list[int]:
+    """The counts in ``column`` of a CSV (with a header) or JSONL file."""
+    values = []
+    for row, record in _records(path, text):
+        written_count = _pick(record, (column,), path, row)
+        if written_count != int(written_count):
+            raise DataFileError(
+                path, "not a whole number", field=column, value=written_count, line=row, fix=_TOKENS_FIX
+            )
+        values.append(_length(int(written_count), path, row, column))
+    return values
 
 
 __all__ = [
