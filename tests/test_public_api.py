@@ -583,6 +583,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "load_stats",
         "plan_with_load",
         "read_expert_load",
+        "read_expert_loads",
         "split_steps",
         "synthetic_load",
         "training_load_effect",

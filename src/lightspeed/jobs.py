@@ -27,12 +27,11 @@ from lightspeed.limits import check_kind
 from lightspeed.moe import (
     ExpertLoadBalance,
     ExpertLoadEffect,
-    combine_loads,
     expert_load_balance,
     inference_load_effect,
     inference_plan_with_load,
     plan_with_load,
-    read_expert_load,
+    read_expert_loads,
     training_load_effect,
 )
 from lightspeed.records import Record
@@ -206,7 +205,7 @@ def _balance(config: JobConfig, model: TransformerSpec) -> ExpertLoadBalance | N
             raise UserInputError("--expert-replicas needs --expert-load FILE (the load to balance)")
         return None
     experts = model.moe.num_routed_experts if model.moe is not None else None
-    load = combine_loads([read_expert_load(Path(path), num_experts=experts) for path in config.expert_load])
+    load = read_expert_loads(config.expert_load, num_experts=experts)
     LOG.info("expert load from %s", ", ".join(config.expert_load))
     return expert_load_balance(
         load=load.array(),

@@ -275,3 +275,12 @@ def test_a_tiny_mixtral_run_records_a_load_that_plan_train_uses(run_cli, tmp_pat
     assert effect["source"] == str(path)
     assert effect["expert_imbalance"] >= 1.0
     assert len(effect["layer_imbalance"]) == 32
+
+
+def test_plan_refuses_an_expert_load_file_named_twice(run_cli, mixtral_load: Path) -> None:  # type: ignore[no-untyped-def]
+    # each file is a rank's load: one named twice (here once through another path) counts its tokens twice
+    again = mixtral_load.parent / "." / mixtral_load.name
+    result = run_cli(*PLAN_TRAIN, "--expert-load", str(mixtral_load), "--expert-load", str(again))
+    assert result.code == 2
+    assert "the same file is named twice" in result.err
+    assert len(result.err.strip().splitlines()) == 1

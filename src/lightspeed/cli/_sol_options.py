@@ -112,10 +112,10 @@ def resolve_expert_balance(paths: tuple[Path, ...], replicas: int | None, model:
         if replicas is not None:
             raise UserInputError("--expert-replicas needs --expert-load FILE (the load to balance)")
         return None
-    from lightspeed.moe import combine_loads, expert_load_balance, read_expert_load
+    from lightspeed.moe import expert_load_balance, read_expert_loads
 
     experts = model.moe.num_routed_experts if model.moe is not None else None
-    load = combine_loads([read_expert_load(path, num_experts=experts) for path in paths])
+    load = read_expert_loads(paths, num_experts=experts)
     return expert_load_balance(
         load=load.array(),
         model=model,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,7 +24,6 @@ from lightspeed.cli.options import (
     TOP_K,
     TOP_ROWS,
 )
-from lightspeed.errors import DataFileError
 
 
 @click.group("moe")
@@ -34,23 +32,11 @@ def command() -> None:
 
 
 def _load(paths: tuple[Path, ...], num_experts: int | None, how: str = "--load FILE") -> Any:
-    from lightspeed.moe import combine_loads, read_expert_load
+    from lightspeed.moe import read_expert_loads
 
     if not paths:
         raise click.UsageError(f"give an expert-load file ({how})")
-    _refuse_repeats(paths)
-    return combine_loads([read_expert_load(path, num_experts=num_experts) for path in paths])
-
-
-def _refuse_repeats(paths: tuple[Path, ...]) -> None:
-    """The files are added as ranks: one named twice (also as ``./load.json`` or through a link)
-    would count its tokens twice, so it is refused as ``trace summary`` refuses it."""
-    seen: set[str] = set()
-    for path in paths:
-        resolved = os.path.realpath(path)  # Path.resolve raises on a symlink loop: reading says why
-        if resolved in seen:
-            raise DataFileError(path, "the same file is named twice", fix="name each file once")
-        seen.add(resolved)
+    return read_expert_loads(paths, num_experts=num_experts)
 
 
 def _load_option(function: Any) -> Any:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         expert_load_document,
         expert_load_from_array,
         read_expert_load,
+        read_expert_loads,
         split_steps,
         write_expert_load,
     )
@@ -80,6 +81,7 @@ __all__ = [
     "load_stats",
     "plan_with_load",
     "read_expert_load",
+    "read_expert_loads",
     "split_steps",
     "synthetic_load",
     "training_load_effect",

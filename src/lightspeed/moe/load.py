@@ -548,6 +548,19 @@ def read_expert_load(path: Path, *, num_experts: int | None = None) -> ExpertLoa
     return load
 
 
+def read_expert_loads(paths: Sequence[Path | str], *, num_experts: int | None = None) -> ExpertLoad:
+    """Several ranks' expert-load files read (:func:`read_expert_load`) and added
+    (:func:`combine_loads`). A file named twice, also as ``./load.json`` or through a link, is
+    refused: its tokens would count twice."""
+    seen: set[str] = set()
+    for path in paths:
+        resolved = os.path.realpath(path)  # Path.resolve raises on a symlink loop: reading says why
+        if resolved in seen:
+            raise DataFileError(Path(path), "the same file is named twice", fix="name each file once")
+        seen.add(resolved)
+    return combine_loads([read_expert_load(Path(path), num_experts=num_experts) for path in paths])
+
+
 def combine_loads(loads: Sequence[ExpertLoad]) -> ExpertLoad:
     """Several ranks' loads of the same layers and steps, added (each rank counts its own tokens).
 
