@@ -31,6 +31,7 @@ Memory stays within the caller's ``max_bytes`` plus a chunk, whatever the input.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import stat
@@ -53,6 +54,49 @@ _SPECIAL_KINDS: Final = (
     (stat.S_ISBLK, "a block device", "pass a regular file"),
     (stat.S_ISSOCK, "a socket", "pass a regular file"),
 )
+
+
+# errno values of a path the system refuses by its name alone, whatever is (or is not) there
+_NAME_PROBLEMS: Final = {
+    errno.ENAMETOOLONG: "name too long: a path component is at most 255 bytes (the whole path 4,096)",
+    errno.ELOOP: "too many levels of symbolic links (a link that points back at itself?)",
+}
+
+
+def name_problem(error: OSError) -> str | None:
+    """What is wrong with a path's name when the system refused it by its name alone (too long,
+    a loop of links); ``None`` for any other error (missing, no permission).
+
+    >>> name_problem(OSError(errno.ENAMETOOLONG, "File name too long"))
+    'name too long: a path component is at most 255 bytes (the whole path 4,096)'
+    """
+    return _NAME_PROBLEMS.get(error.errno) if error.errno is not None else None
+
+
+def unusable_path(path: object, error: OSError, *, fix: str = "shorten it") -> UserInputError | None:
+    """The one-line error for ``path`` when the system refused its name (:func:`name_problem`),
+    the path cut short; ``None`` for any other error."""
+    problem = name_problem(error)
+    if problem is None:
+        return None
+    return UserInputError(f"{excerpt(str(path))}: {problem}; fix: {fix}")
+
+
+def exists(path: Path) -> bool:
+    """Whether something (even a broken link) is at ``path``: an error naming the path, not a
+    traceback, when the system refuses the name itself (:func:`name_problem`).
+
+    >>> exists(Path("/")), exists(Path("/no/such/thing"))
+    (True, False)
+    """
+    try:
+        os.lstat(path)
+    except OSError as error:
+        refusal = unusable_path(path, error)
+        if refusal is not None:
+            raise refusal from None
+        return False
+    return True
 
 
 def with_article(what: str) -> str:
@@ -98,6 +142,8 @@ def check_input(
             path, f"a part of this path is not a folder (expected {expected})", fix="check the path"
         ) from None
     except OSError as problem:
+        if name_problem(problem) is not None:
+            raise error(path, f"{name_problem(problem)} (expected {expected})", fix="shorten it") from None
         raise error(
             path,
             f"cannot read {expected} here ({problem.strerror or problem})",
@@ -287,7 +333,10 @@ def check_output(path: Path, *, what: str, example: str = "") -> None:
     """
     try:
         info = path.stat()
-    except OSError:
+    except OSError as error:
+        refusal = unusable_path(path, error, fix=f"choose a shorter path to write the {what} to")
+        if refusal is not None:
+            raise refusal from None
         return  # absent (or unreachable: the write itself says why)
     special = kind_of(info.st_mode)
     if special is not None:

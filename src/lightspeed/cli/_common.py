@@ -6,8 +6,9 @@ through :mod:`lightspeed.report`. Nothing here computes.
 
 from __future__ import annotations
 
+import copy
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +17,8 @@ import click
 import msgspec
 from click.core import ParameterSource
 
+from lightspeed.cli.options import flag_of
+from lightspeed.files import excerpt
 from lightspeed.records import to_jsonable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,3 +134,73 @@ def with_warnings(action: Callable[[], T]) -> T:
     for warning in caught:
         click.echo(f"lightspeed: warning: {warning.message}", err=True)
     return result
+
+
+def refuse_repeated_options(command: click.Command, ctx: click.Context, args: Sequence[str]) -> None:
+    """A usage error when an option that takes one value is given different values anywhere along
+    ``args`` (the words after ``command``, through every subcommand they name): ``--tp 2 --tp 4``
+    would otherwise run with the last. The same text twice (``--tp 2 --tp 2``) leaves no doubt and
+    passes; options that are repeatable (``multiple``), counts (``-vv``) and flags (``--json
+    --json``) are left alone; words click cannot parse are left to the real parse, which says what
+    is wrong with them."""
+    level: click.Command | None = command
+    parent, name, words = ctx.parent, ctx.info_name, list(args)
+    while level is not None and words:
+        probe = click.Context(level, info_name=name, parent=parent, resilient_parsing=True)
+        parser = level.make_parser(probe)
+        checked = [param for param in level.get_params(probe) if _single_valued(param)]
+        for param in checked:
+            every = copy.copy(param)
+            every.multiple = True  # the parser keeps every value, not the last
+            every.add_to_parser(parser, probe)
+        try:
+            given, rest, _ = parser.parse_args(args=list(words))
+        except click.UsageError:
+            return
+        if given.get("help"):
+            return
+        for param in checked:
+            values = given.get(param.name) or []
+            if len(set(map(str, values))) > 1:  # the same text twice leaves no doubt which was meant
+                raise click.UsageError(_repeated(param, values), ctx=probe)
+        level, parent, name, words = _subcommand(level, probe, rest)
+
+
+def refuse_repeated_values(flag: str, values: Sequence[Any], show: Callable[[Any], str] = str) -> None:
+    """A usage error when a repeatable option (``--interval``) is given the same value twice
+    (``1h`` and ``3600`` are one value once read): each value would be answered twice."""
+    seen: set[Any] = set()
+    for value in values:
+        if value in seen:
+            raise click.UsageError(f"{flag} {show(value)} given twice: give each value once")
+        seen.add(value)
+
+
+def _single_valued(param: click.Parameter) -> bool:
+    """Whether ``param`` is an option that takes one value (neither repeatable, a count nor a flag)."""
+    return isinstance(param, click.Option) and not (param.multiple or param.count or param.is_flag)
+
+
+def _repeated(param: click.Parameter, values: list[Any]) -> str:
+    """``--tp given twice (2, then 4): give it once``."""
+    texts = [" ".join(map(str, value)) if isinstance(value, tuple) else str(value) for value in values]
+    shown = [excerpt(text) if text.strip() else repr(text) for text in texts]
+    times = "twice" if len(values) == 2 else f"{len(values)} times"
+    flag = flag_of(param)
+    return f"{flag} given {times} ({', then '.join(shown)}): give it once"
+
+
+def _subcommand(
+    group: click.Command, ctx: click.Context, words: list[str]
+) -> tuple[click.Command | None, click.Context, str | None, list[str]]:
+    """The subcommand ``words`` name under ``group`` (its default one when the first word names
+    none, as :class:`DefaultGroup` reads it), with the words after its name."""
+    if not isinstance(group, click.Group) or not words:
+        return None, ctx, None, []
+    sub = group.get_command(ctx, words[0])
+    if sub is not None:
+        return sub, ctx, words[0], words[1:]
+    default = getattr(group, "default_command", None)
+    if isinstance(default, str):
+        return group.get_command(ctx, default), ctx, default, words
+    return None, ctx, None, []

@@ -84,7 +84,7 @@ def config_options(config_type: type[JobConfig], *, table: OptionTable | None = 
         function = click.option(
             "--save-config",
             "save_config",
-            type=click.Path(path_type=Path, dir_okay=False),
+            type=option_types.OutputPath(dir_okay=False, example="plan.toml"),
             help="Write this configuration as a TOML plan file (run it again with --config).",
         )(function)
         for item in reversed(config_type.settings()):
@@ -92,7 +92,7 @@ def config_options(config_type: type[JobConfig], *, table: OptionTable | None = 
         return click.option(
             "--config",
             "config_file",
-            type=click.Path(path_type=Path, dir_okay=False),
+            type=option_types.OutputPath(dir_okay=False, example="plan.toml"),
             is_eager=True,
             callback=_reader(config_type, table),
             help=f'Plan file (TOML with kind = "{config_type.KIND}", or this command\'s --json output) '

@@ -13,6 +13,7 @@ from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration, field_options
 from lightspeed.cli._serve_options import resolve_slo, slo_of_text
 from lightspeed.cli._sol_options import refuse_given, refuse_on_dense, with_expert_load
+from lightspeed.cli.options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import run, serving_parts
 from lightspeed.report import (
@@ -167,7 +168,9 @@ _BETWEEN_TOKENS = ("tpot_s", "output_tokens_per_s_per_user")
 
 @click.command("infer")
 @config_options(ServingSearchConfig)
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the Pareto plot (PNG/SVG).")
+@click.option(
+    "--plot", "plot_path", type=OutputPath(example="pareto.png"), help="Write the Pareto plot (PNG/SVG)."
+)
 @json_option
 def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> None:
     """Best deployment (TP/EP/PP per replica, replicas, batch) under latency bounds, and the Pareto

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import click
@@ -33,10 +32,12 @@ from lightspeed.cli._sol_options import model_by_name_or_path
 from lightspeed.cli.options import (
     ARRAY_SIZE,
     GEMM_ROWS,
+    NAME,
     PROCESSES,
     THREADS,
     TIMEOUT,
     Integer,
+    OutputPath,
     SizeList,
 )
 from lightspeed.errors import UserInputError
@@ -114,6 +115,7 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
 )
 @click.option(
     "--model",
+    type=NAME,
     default=None,
     help="GEMM: benchmark this model's own GEMM shapes instead of the sweep (a model name, or a path to "
     "a config.json, its folder or a model TOML).",
@@ -158,7 +160,7 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
 @click.option("--label", default="", help="Label of the stored run (default: the suite).")
 @click.option("--no-save", is_flag=True, help="Do not write the results to the store.")
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), default=None, help="Roofline chart file."
+    "--plot", "plot_path", type=OutputPath(example="roofline.png"), default=None, help="Roofline chart file."
 )
 @json_option
 def command(suite: str, as_json: bool, **options: Any) -> int:

@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from lightspeed.bench import GEMM_DTYPES
-from lightspeed.cli._common import get_context, json_option, print_json
+from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
+from lightspeed.cli.options import NAME
 from lightspeed.errors import UserInputError
 from lightspeed.files import looks_like_path
 from lightspeed.gate import benchmark_payloads, calibration_inputs, check_result_files
@@ -129,13 +130,21 @@ def _shown_base(base: EfficiencyModel, result: CalibrationResult) -> EfficiencyM
     "--from",
     "sources",
     multiple=True,
+    type=NAME,
     help="Run id, 'latest', or a JSON file from 'bench --json' (repeatable; default: newest run per suite).",
 )
 @click.option(
-    "--name", default="local", show_default=True, help="Profile name (saved under $LIGHTSPEED_HOME)."
+    "--name",
+    type=NAME,
+    default="local",
+    show_default=True,
+    help="Profile name (saved under $LIGHTSPEED_HOME).",
 )
 @click.option(
-    "--base", default=None, help="Device family for unfitted parameters (default: from the results)."
+    "--base",
+    type=NAME,
+    default=None,
+    help="Device family for unfitted parameters (default: from the results).",
 )
 @click.option(
     "--dtype",
@@ -168,6 +177,8 @@ def command(
     'lightspeed plan train ... --calibration NAME'.
     """
     if list_only:
+        ignored = given_flags("sources", "name", "base", "dtype", "no_save", "force")
+        refuse_together(ignored, "--list only lists the saved profiles; drop them, or drop --list")
         names = list_calibrations()
         if as_json:
             print_json(names)

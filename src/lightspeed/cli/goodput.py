@@ -10,7 +10,14 @@ from typing import Any, TypeVar
 import click
 from rich.markup import escape
 
-from lightspeed.cli._common import emit, get_context, json_option, print_json, with_warnings
+from lightspeed.cli._common import (
+    emit,
+    get_context,
+    json_option,
+    print_json,
+    refuse_repeated_values,
+    with_warnings,
+)
 from lightspeed.cli.options import (
     CHECKPOINT_S,
     FAILURE_RATE,
@@ -20,6 +27,7 @@ from lightspeed.cli.options import (
     PER_SECOND,
     RESTART_S,
     SEQ_LEN,
+    OutputPath,
 )
 from lightspeed.errors import UserInputError
 from lightspeed.goodput import (
@@ -51,7 +59,7 @@ from lightspeed.report import (
     render_ledgers,
     save_goodput_plot,
 )
-from lightspeed.units import PRECISIONS
+from lightspeed.units import PRECISIONS, format_duration
 from lightspeed.workload import CONVENTIONS, MFU_CONVENTION
 
 T = TypeVar("T")
@@ -95,12 +103,15 @@ def command() -> None:
     help="Token-rate SOL of one accelerator, given directly (efficiency = goodput / (SOL x accelerators)).",
 )
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the ledger waterfall (.png/.svg)."
+    "--plot",
+    "plot_path",
+    type=OutputPath(example="ledger.png"),
+    help="Write the ledger waterfall (.png/.svg).",
 )
 @click.option(
     "--tensorboard",
     "tensorboard_dir",
-    type=click.Path(path_type=Path),
+    type=OutputPath(example="tensorboard/"),
     help="Also write the steps and the ledger as TensorBoard events into this folder (extra: tensorboard).",
 )
 @click.option(
@@ -111,7 +122,7 @@ def command() -> None:
 @click.option(
     "--wandb",
     "wandb_dir",
-    type=click.Path(path_type=Path),
+    type=OutputPath(example="wandb/"),
     help="Also log them to an offline W&B run in this folder; 'wandb sync' uploads it (extra: wandb).",
 )
 @json_option
@@ -366,7 +377,7 @@ def _mlperf(path: Path, options: dict[str, Any]) -> Ledger:
     help="Run directories whose restarts estimate the failure rate (repeatable).",
 )
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write ETTR vs interval (.png/.svg)."
+    "--plot", "plot_path", type=OutputPath(example="ettr.png"), help="Write ETTR vs interval (.png/.svg)."
 )
 @json_option
 def plan_command(
@@ -385,6 +396,7 @@ def plan_command(
     Example: lightspeed goodput plan-checkpoints --nodes 128 --failures-per-node-day 0.0065
     --checkpoint-write-s 60 --restart-s 10min --plot ettr.png
     """
+    refuse_repeated_values("--interval", intervals, format_duration)
     estimate = None
     if runs:
         estimate = with_warnings(functools.partial(estimate_failure_rate, runs=runs, num_nodes=nodes))

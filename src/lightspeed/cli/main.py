@@ -24,11 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from lightspeed import __version__
-from lightspeed.cli._common import CliContext
+from lightspeed.cli._common import CliContext, refuse_repeated_options
 from lightspeed.cli._logging import LOG_ENVIRONMENT_VARIABLE, LOG_LEVELS, configure_logging
+from lightspeed.cli.options import flag_of
 from lightspeed.errors import LightspeedError, PlanDoesNotFitError, PlanMismatchError
+from lightspeed.files import excerpt, unusable_path
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -94,6 +97,12 @@ class LazyGroup(click.Group):
             if name.startswith(incomplete)
         ]
         return names + click.Command.shell_complete(self, ctx, incomplete)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an option given twice (one place for every command) before parsing as click does."""
+        if not ctx.resilient_parsing:
+            refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, SUBCOMMANDS[name][1]) for name in self.list_commands(ctx)]
@@ -174,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exit_.code != 0 and _stdout_reader_gone(stdout_before):
             return _broken_pipe()
         raise
+    except click.BadParameter as error:
+        return _fail(_usage_message(error, _from_environment(error)))
     except click.UsageError as error:
         return _fail(_usage_message(error))
     except click.ClickException as error:
@@ -190,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         if _is_output_error(error):
             return _output_failed(error)
+        refusal = unusable_path(error.filename or "a path", error)  # too long: any reader or writer
+        if refusal is not None:
+            return _fail(str(refusal))
         return _internal_error(error)
     except Exception as error:  # the last resort: a bug, never a verdict
         return _internal_error(error)
@@ -296,14 +310,51 @@ def plan_flag(name: str, value: int | float | str | bool) -> str:
     return f"{flag} {value}"
 
 
-def _usage_message(error: click.UsageError) -> str:
+def _usage_message(error: click.UsageError, message: str | None = None) -> str:
     command = error.ctx.command_path if error.ctx is not None else "lightspeed"
-    return f"{error.format_message()} (see '{command} --help')"
+    return f"{message or error.format_message()} (see '{command} --help')"
+
+
+def _from_environment(error: click.BadParameter) -> str | None:
+    """``LIGHTSPEED_LOG='verbose' (for --log-level): ...`` when the bad value came from an
+    environment variable (the option was not on the command line); ``None`` otherwise."""
+    param, ctx = error.param, error.ctx
+    if param is None or ctx is None or param.name is None:
+        return None
+    if ctx.get_parameter_source(param.name) is not ParameterSource.ENVIRONMENT:
+        return None
+    names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+    given = [name for name in names if name in os.environ]
+    if not given:
+        return None
+    flag = flag_of(param)
+    value = excerpt(os.environ[given[0]])
+    problem = error.message.rstrip(".")
+    return (
+        f"{given[0]}={value!r} (for {flag}): {problem}; fix: set {given[0]} to an allowed value or unset it"
+    )
+
+
+# a word of a message longer than this is cut short (an option's value can hold megabytes)
+_MAX_WORD_CHARS = 120
 
 
 def _fail(message: str) -> int:
-    click.echo(f"lightspeed: error: {' '.join(message.split())}", err=True)
+    click.echo(f"lightspeed: error: {' '.join(map(_cut_short, message.split()))}", err=True)
     return 2
+
+
+def _cut_short(word: str) -> str:
+    """``word`` of a message, a long one cut short (its quotes and punctuation kept around it).
+
+    >>> _cut_short("'" + "y" * 500 + "',")
+    "'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy... (500 characters)',"
+    """
+    core = word.strip("'\"(),.:;")
+    if len(core) <= _MAX_WORD_CHARS:
+        return word
+    start = word.index(core)
+    return word[:start] + excerpt(core) + word[start + len(core) :]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,7 @@ import click
 
 from lightspeed.cli._common import emit, get_context, json_option
 from lightspeed.cli._completion import hardware_names, model_names
-from lightspeed.cli.options import DEGREE, ZERO_STAGE
+from lightspeed.cli.options import DEGREE, NAME, ZERO_STAGE
 from lightspeed.report import render_memory_plan
 from lightspeed.sol import plan_memory
 from lightspeed.workload import resolve_model
@@ -36,16 +36,19 @@ from lightspeed.workload import resolve_model
 @click.option("--dp", type=DEGREE, help="Data-parallel replicas [default: 1].")
 @click.option(
     "--grad-precision",
+    type=NAME,
     help="Gradient precision with --training: fp64, fp32, tf32, bf16, fp16 or fp8 "
     "[default: the weights' precision; fp32 for fp8/fp4 runs].",
 )
 @click.option(
     "--gpu",
+    type=NAME,
     help="Accelerator whose memory holds the state (see 'lightspeed hw list').",
     shell_complete=hardware_names,
 )
 @click.option(
     "--system",
+    type=NAME,
     help="A node or rack (e.g. dgx-b200): its GPU and its GPUs per node.",
     shell_complete=hardware_names,
 )

@@ -9,7 +9,7 @@ import click
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
-from lightspeed.cli.options import Integer
+from lightspeed.cli.options import Integer, OutputPath
 
 MAX_LGI_BYTES = 1 << 20  # the -lgi table of a 8-GPU node is a few KiB
 
@@ -57,7 +57,7 @@ def profiles(*, gpu: str, as_json: bool) -> None:
     help="Most GPUs any plan may use [default: 64].",
 )
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the layout figure (PNG/SVG)."
+    "--plot", "plot_path", type=OutputPath(example="layout.png"), help="Write the layout figure (PNG/SVG)."
 )
 @click.option(
     "--current",

@@ -19,7 +19,7 @@ from typing import Any, Final
 import click
 
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
-from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
+from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT, OutputPath
 from lightspeed.errors import DataFileError, LightspeedError, UnsupportedError, UserInputError, first_line
 from lightspeed.files import check_input, looks_like_path
 from lightspeed.monitor import (
@@ -87,10 +87,12 @@ def _default_out() -> Path:
 @_interval_option
 @_backend_option
 @click.option(
-    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Run folder to write."
+    "--out", "out_dir", type=OutputPath(file_okay=False, example="runs/monitor"), help="Run folder to write."
 )
 @click.option("--goodput", "goodput_run", type=click.Path(path_type=Path), help="Join this goodput run.")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write counters over time.")
+@click.option(
+    "--plot", "plot_path", type=OutputPath(example="counters.png"), help="Write counters over time."
+)
 @click.option("--no-save", is_flag=True, help="Do not keep the run in the results store.")
 @json_option
 def run_cmd(
@@ -192,7 +194,10 @@ def _finish(
 @click.argument("run", metavar="RUN")
 @click.option("--goodput", "goodput_run", type=click.Path(path_type=Path), help="Join this goodput run.")
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write counters over time (.png/.svg)."
+    "--plot",
+    "plot_path",
+    type=OutputPath(example="counters.png"),
+    help="Write counters over time (.png/.svg).",
 )
 @json_option
 def report_cmd(*, run: str, goodput_run: Path | None, plot_path: Path | None, as_json: bool) -> None:

@@ -30,6 +30,7 @@ See docs/limits.md for every bound and how new commands adopt these types.
 from __future__ import annotations
 
 import math
+import pathlib
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
@@ -635,6 +636,54 @@ class LengthSpec(NumericType):
         )
 
 
+def flag_of(param: click.Parameter | None) -> str:
+    """The option as messages name it, its long form (``--plot``); ``the option`` without one."""
+    if param is None or not param.opts:
+        return "the option"
+    return max(param.opts, key=len)
+
+
+class OutputPath(click.Path):
+    """A file or folder a command writes (``--plot``, ``--out``, ``--save-config``), as a
+    :class:`~pathlib.Path`: an empty or blank value is refused, naming the option, since
+    ``Path("")`` is the current folder (default-named files would land there) and ``Path(" ")``
+    a file named by a space. The other checks are :class:`click.Path`'s (``file_okay``, ...).
+
+    >>> OutputPath().convert("ttft.png", None, None)
+    PosixPath('ttft.png')
+    """
+
+    def __init__(self, *, example: str = "plot.png", **checks: Any) -> None:
+        super().__init__(path_type=pathlib.Path, **checks)
+        self.example = example  # what the refusal suggests
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            flag = flag_of(param)
+            what = "an empty value" if not value else f"a blank value ({value!r})"
+            self.fail(f"{what} names nothing to write; give a path, e.g. {flag} {self.example}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class NonEmptyText(click.ParamType[str]):
+    """A name given to an option (a system, a model, a precision): an empty or blank value is
+    refused, naming the option, rather than read as if the option were left out.
+
+    >>> NonEmptyText().convert("dgx-h100", None, None)
+    'dgx-h100'
+    """
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if not text.strip():
+            flag = flag_of(param)
+            what = "an empty value" if not text else f"a blank value ({text!r})"
+            self.fail(f"{what} names nothing; give a value or leave {flag} out", param, ctx)
+        return text
+
+
 # --- the option types commands share -----------------------------------------------------------
 def _limits(name: str) -> dict[str, Any]:
     """The bounds of the option type ``name``, from :data:`lightspeed.limits.OPTION_BOUNDS` (the
@@ -734,4 +783,5 @@ SPREAD_TOKENS: Final = Number(minimum=0.0, maximum=MAX_SEQ_LEN, min_open=True, u
 BLOCK_TOKENS: Final = Integer(minimum=1, maximum=2**20, unit="tokens")
 FINALISTS: Final = Integer(**_limits("FINALISTS"), unit="deployments")
 SLO_TEXT: Final = ServiceLevelText()
+NAME: Final = NonEmptyText()
 SIMULATED_S: Final = Duration(minimum=0.0, maximum=MAX_DURATION_S, min_open=True, why="a century")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
+from lightspeed.cli.options import OutputPath
 from lightspeed.cost import load_prices
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
 from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
@@ -26,7 +27,7 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(dir_okay=False, example="report.html"),
     default=Path("lightspeed-report.html"),
     show_default=True,
     help="Where to write the HTML file.",
@@ -34,7 +35,7 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
 @click.option(
     "--plots",
     "plots_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=OutputPath(file_okay=False, example="plots/"),
     default=None,
     help="Also write every chart as PNG and SVG into this folder.",
 )

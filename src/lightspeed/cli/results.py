@@ -15,7 +15,7 @@ from typing import Final
 import click
 
 from lightspeed.cli._common import json_option, print_json
-from lightspeed.cli.options import ROWS
+from lightspeed.cli.options import ROWS, OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.report import records_csv, render_push, render_run, render_runs
@@ -172,7 +172,9 @@ def _refuse_unknown_name(store: ResultsStore, runs: list[RunSummary], name: str)
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON list of records (the default).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV, one row per record, payload as a JSON cell.")
-@click.option("--output", type=click.Path(path_type=Path), default=None, help="Write to a file, not stdout.")
+@click.option(
+    "--output", type=OutputPath(example="results.json"), default=None, help="Write to a file, not stdout."
+)
 def export(
     run_ids: tuple[str, ...],
     *,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -24,7 +23,7 @@ from lightspeed.cli._serve_options import (
     slo_spec_text,
 )
 from lightspeed.cli._sol_options import refuse_given
-from lightspeed.cli.options import SIMULATED_S
+from lightspeed.cli.options import SIMULATED_S, OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import serving_parts
 from lightspeed.report import (
@@ -122,7 +121,9 @@ SIMULATE_TABLE = OptionTable(
     "--concurrency or --offline; --burstiness keeps its shape).",
 )
 @click.option("--sweep", is_flag=True, help="Latency against load, 10% to 100% of the saturation rate.")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write the latency-load figure.")
+@click.option(
+    "--plot", "plot_path", type=OutputPath(example="latency.png"), help="Write the latency-load figure."
+)
 @click.option("--horizon", "horizon_s", type=SIMULATED_S, help="Stop at this simulated time (e.g. 10min).")
 @scheduler_options
 @json_option

@@ -27,6 +27,7 @@ from lightspeed.cli.options import (
     ROWS,
     TRACE_MAX_BYTES,
     WORKER_MEMORY,
+    OutputPath,
 )
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
@@ -273,7 +274,7 @@ def command() -> None:
 @command.command("summary")
 @_ranks
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the per-rank chart (.png/.svg)."
+    "--plot", "plot_path", type=OutputPath(example="ranks.png"), help="Write the per-rank chart (.png/.svg)."
 )
 def summary_command(ranks: _Ranks, *, as_json: bool, include_last_step: bool, plot_path: Path | None) -> None:
     """Temporal breakdown per rank (idle, compute, non-compute), kernel kinds, overlap, steps.

@@ -21,12 +21,14 @@ import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
 from lightspeed.errors import StoreError
 from lightspeed.extras import import_extra
-from lightspeed.store.location import StoreLocation
+from lightspeed.files import excerpt, kind_of, name_problem
+from lightspeed.store.location import STORE_ENVIRONMENT_VARIABLE, StoreLocation, default_store_path
 
 _LOG = logging.getLogger(__name__)
 MEMORY_STORE: Final = ":memory:"  # a SQLite store that lives in memory only (nothing on disk)
@@ -156,11 +158,9 @@ class SqliteBackend(Backend):
         assert location.path is not None, "a SQLite location has a path"
         path = location.path
         memory = str(path) == MEMORY_STORE
-        exists = memory or path.exists()
-        if exists and not memory and not path.is_file():
-            raise StoreError(
-                f"results store {location.display} is not a file (a folder?); fix: {_HOW_TO_CREATE}"
-            )
+        exists = memory or _stat_store(location) is not None
+        if exists and not memory:
+            _refuse_special(location)
         if not exists and not create:
             raise StoreMissingError(f"results store {location.display} does not exist; fix: {_HOW_TO_CREATE}")
         # a store this process may not write (file or folder read-only) is opened read-only, so
@@ -209,13 +209,13 @@ class SqliteBackend(Backend):
             raise self.describe(error) from None
 
     @staticmethod
-    def _make_folder(path: Any) -> None:
+    def _make_folder(path: Path) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StoreError(
                 f"cannot create the results store folder {path.parent} ({error.strerror}); "
-                "fix: set LIGHTSPEED_HOME to a writable folder"
+                f"fix: {_where_to_store(path)}"
             ) from None
 
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
@@ -416,6 +416,41 @@ def _connection_problem(text: str) -> tuple[str, str] | None:
     if "database " in text and missing:
         return _POSTGRES_PROBLEMS[2][1], _POSTGRES_PROBLEMS[2][2]
     return None
+
+
+def _stat_store(location: StoreLocation) -> os.stat_result | None:
+    """The ``stat`` of a SQLite store's file, ``None`` when nothing is there; a path the system
+    refuses by its name (too long, a loop of links) is a :class:`StoreError` naming the variable."""
+    assert location.path is not None, "a SQLite location has a path"
+    try:
+        return location.path.stat()
+    except OSError as error:
+        problem = name_problem(error)
+        if problem is None:
+            return None
+        raise StoreError(
+            f"results store {excerpt(location.display)}: {problem}; fix: {_where_to_store(location.path)}"
+        ) from None
+
+
+def _refuse_special(location: StoreLocation) -> None:
+    """A :class:`StoreError` when the store's path holds a folder, a FIFO, a device or a socket."""
+    info = _stat_store(location)
+    special = kind_of(info.st_mode) if info is not None else None
+    if special is not None:
+        raise StoreError(
+            f"results store {location.display} is {special[0]}, not a SQLite file; fix: {_HOW_TO_CREATE}"
+        )
+
+
+def _where_to_store(path: Path) -> str:
+    """How to point the store somewhere writable: the variable that chose ``path``."""
+    chosen = os.environ.get(STORE_ENVIRONMENT_VARIABLE, "").strip()
+    if chosen and Path(chosen).expanduser() == path:
+        return f"set {STORE_ENVIRONMENT_VARIABLE} to a path in a writable folder"
+    if path == default_store_path():
+        return f"set LIGHTSPEED_HOME (or {STORE_ENVIRONMENT_VARIABLE}) to a writable folder"
+    return "give a path in a writable folder"
 
 
 def _writable(path: Any) -> bool:

@@ -59,6 +59,8 @@ import numpy.typing as npt
 
 from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.extras import import_extra
+from lightspeed.files import excerpt
+from lightspeed.limits import MAX_BYTES
 from lightspeed.paths import lightspeed_cache
 from lightspeed.records import JsonDict, Record
 from lightspeed.trace.cache_columns import (
@@ -73,7 +75,7 @@ from lightspeed.trace.cache_columns import (
 from lightspeed.trace.integrity import BadEvent
 from lightspeed.trace.model import RankTrace, StepTable
 from lightspeed.trace.table import CollectiveArgs
-from lightspeed.units import GIB
+from lightspeed.units import GIB, parse_bytes
 
 _LOG = logging.getLogger(__name__)
 ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
@@ -83,6 +85,9 @@ PARSER_VERSION: Final = "2026.12-4"
 CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
+MAX_CACHE_BYTES: Final = MAX_BYTES  # 1 PiB: above any disk a cache folder lives on
+_SWITCH_OFF: Final = frozenset({"off", "0", "no", "false"})
+_SWITCH_ON: Final = frozenset({"", "on", "1", "yes", "true"})
 _META_KEY: Final = b"lightspeed"
 _HASH_BLOCK_BYTES: Final = 1 << 22
 DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken for an entry
@@ -137,12 +142,29 @@ def cache_limit_bytes() -> int:
     if not text:
         return DEFAULT_CACHE_MAX_BYTES
     try:
-        value = int(float(text))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise UserInputError(f"${CACHE_LIMIT_VARIABLE} must be a number of bytes >= 0, got {text!r}")
-    return value
+        value = parse_bytes(text)
+    except UserInputError:
+        value = math.nan
+    if not (math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_CACHE_BYTES):
+        raise UserInputError(
+            f"{CACHE_LIMIT_VARIABLE}={excerpt(text)!r} is not a size the trace cache can keep; give a "
+            f"whole number of bytes from 0 to {MAX_CACHE_BYTES:,.0f} (1 PiB), e.g. 10GiB or 10737418240"
+        )
+    return int(value)
+
+
+def cache_switch_on() -> bool:
+    """Whether ``$LIGHTSPEED_TRACE_CACHE`` leaves the cache on (unset, on/1/yes/true) or turns it
+    off (off/0/no/false); any other value is a :class:`UserInputError` naming the variable."""
+    text = os.environ.get(CACHE_SWITCH_VARIABLE, "").strip().lower()
+    if text in _SWITCH_OFF:
+        return False
+    if text in _SWITCH_ON:
+        return True
+    raise UserInputError(
+        f"{CACHE_SWITCH_VARIABLE}={excerpt(text)!r} is neither on nor off; give off (or 0, no, false) "
+        "to turn the trace cache off, on (or 1, yes, true) or nothing to keep it"
+    )
 
 
 def file_digest(path: Path) -> str:
@@ -187,7 +209,7 @@ class TraceCache:
     def default(cls) -> TraceCache | None:
         """The cache in the lightspeed cache folder; ``None`` when pyarrow is missing or
         ``$LIGHTSPEED_TRACE_CACHE`` is ``off``."""
-        if os.environ.get(CACHE_SWITCH_VARIABLE, "").strip().lower() in ("off", "0", "no", "false"):
+        if not cache_switch_on():
             return None
         if not pyarrow_available():
             return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from lightspeed.files import exists
 from lightspeed.records import Record
 from lightspeed.units import bytes_per_element
 from lightspeed.workload.attention import kv_bytes_per_token_past_span, kv_cache_bytes
@@ -226,8 +227,14 @@ def entry_from_hf_config(path: Path) -> ModelEntry:
 def _looks_like_path(text: str) -> bool:
     if not text.strip():  # Path("") is the working folder: an empty name is a name the registry refuses
         return False
-    path = Path(text)
-    return text.endswith((".json", ".toml")) or ("/" in text and path.exists()) or path.is_dir()
+    if text.endswith((".json", ".toml")):
+        return True
+    if "/" in text:
+        return exists(Path(text))  # a name the system refuses (too long) is said so, one line
+    try:
+        return Path(text).is_dir()
+    except OSError:  # too long to name a folder: a model's name (the registry says if it knows it)
+        return False
 
 
 def resolve_model_entry(text: str, registry: ModelRegistry) -> ModelEntry:

@@ -46,6 +46,7 @@ from typing import Any, Final
 import msgspec
 
 from lightspeed.errors import UserInputError
+from lightspeed.files import excerpt
 from lightspeed.trace.io.kineto_columns import ChunkColumns, compiled_scanner, decode_chunk
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
@@ -73,24 +74,15 @@ def num_workers(path: Path) -> int:
     """How many worker processes to read ``path`` with (0: read it serially)."""
     if _IN_WORKER or multiprocessing.current_process().daemon:
         return 0
+    asked = asked_workers()  # checked whatever the file's size: a typo is said at once
     try:
         large = path.stat().st_size >= MIN_PARALLEL_BYTES
     except OSError:
         return 0
     if not large:
         return 0
-    asked = os.environ.get(WORKERS_VARIABLE, "").strip().lower()
-    if asked != AUTO:
-        try:
-            workers = int(asked or 0)
-        except ValueError:
-            workers = -1
-        if workers < 0:
-            raise UserInputError(
-                f"{WORKERS_VARIABLE}={asked!r} is not a number of worker processes; "
-                f"give 0 (read here), 1-{MAX_WORKERS}, or auto"
-            )
-        return min(MAX_WORKERS, workers)
+    if asked is not None:
+        return asked
     if compiled_scanner() is not None:
         _LOG.info("%s read in this process: the compiled scanner is faster than worker processes", path.name)
         return 0
@@ -98,6 +90,23 @@ def num_workers(path: Path) -> int:
     workers = min(MAX_WORKERS, round(idle)) if idle >= MIN_IDLE_CORES else 0
     _LOG.info("parallel read of %s: %d workers (%.1f idle cores)", path.name, workers, idle)
     return workers
+
+
+def asked_workers() -> int | None:
+    """The workers ``$LIGHTSPEED_PARSE_WORKERS`` asks for (at most :data:`MAX_WORKERS`; unset: 0),
+    ``None`` for ``auto``; anything else is a :class:`UserInputError` naming the variable."""
+    asked = os.environ.get(WORKERS_VARIABLE, "").strip().lower()
+    if asked == AUTO:
+        return None
+    if not asked:
+        return 0
+    if not (asked.isascii() and asked.isdigit()):
+        raise UserInputError(
+            f"{WORKERS_VARIABLE}={excerpt(asked)!r} is not a number of worker processes; "
+            f"give 0 (read here), 1-{MAX_WORKERS} (more read as {MAX_WORKERS}), or auto"
+        )
+    digits = asked.lstrip("0")
+    return MAX_WORKERS if len(digits) > len(str(MAX_WORKERS)) else min(MAX_WORKERS, int(digits or 0))
 
 
 def idle_cores() -> float:
