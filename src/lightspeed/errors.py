@@ -65,7 +65,7 @@ class UnknownNameError(UserInputError):
         self.closest = closest_names(name, known_list) if name.strip() else []
         listing = ", ".join(self.closest) if self.closest else _first_names(known_list)
         label = "closest" if self.closest else "known"
-        message = f"unknown {kind} {name!r}; {label}: {listing}"
+        message = f"unknown {kind} {_shown_name(name)}; {label}: {listing}"
         if not name.strip():  # '' or ' ': say so rather than look it up
             message = f"the {kind} name is empty; name one of: {listing}"
         if hint:
@@ -74,6 +74,20 @@ class UnknownNameError(UserInputError):
 
 
 _LISTED_NAMES: Final = 8
+# a name longer than this is shown by its start and length (no name is; a typed value can be
+# megabytes); paths stay whole in messages below 400 characters
+_SHOWN_NAME_CHARS: Final = 80
+
+
+def _shown_name(name: str) -> str:
+    """``name`` quoted as a message shows it; a long one by its start and its length.
+
+    >>> _shown_name("h10"), _shown_name("x" * 300)
+    ("'h10'", "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (300 characters)")
+    """
+    if len(name) <= _SHOWN_NAME_CHARS:
+        return repr(name)
+    return f"{name[: _SHOWN_NAME_CHARS // 2] + '...'!r} ({len(name):,} characters)"
 
 
 def _first_names(names: list[str]) -> str:

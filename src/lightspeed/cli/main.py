@@ -335,8 +335,9 @@ def _from_environment(error: click.BadParameter) -> str | None:
     )
 
 
-# a word of a message longer than this is cut short (an option's value can hold megabytes)
-_MAX_WORD_CHARS = 120
+# a word of a message longer than this is cut short (an option's value can hold megabytes); a
+# path a user wrote, even a deep one, stays whole below it: it says where the problem is
+_MAX_WORD_CHARS = 400
 
 
 def _fail(message: str) -> int:
@@ -349,6 +350,8 @@ def _cut_short(word: str) -> str:
 
     >>> _cut_short("'" + "y" * 500 + "',")
     "'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy... (500 characters)',"
+    >>> len(_cut_short("/data/" + "d" * 200 + "/trace.json"))  # a deep path stays whole
+    217
     """
     core = word.strip("'\"(),.:;")
     if len(core) <= _MAX_WORD_CHARS:
