@@ -295,8 +295,9 @@ def test_c_an_empty_plot_path_is_refused_and_writes_nothing(run_cli, tmp_path: P
     os.chdir(tmp_path)
     try:
         args = ("cost", "upgrade", "--from", "100xh100-sxm", "--to", "b200", "--prices", EXAMPLE_PRICES)
-        one_line_error(run_cli(*args, "--workload", "llama-3-70b-chat", "--plot", ""), "--plot is empty")
-        one_line_error(run_cli(*args, "--workload", "llama-3-70b-chat", "--plot", " "), "--plot is empty")
+        args = (*args, "--workload", "llama-3-70b-chat")
+        one_line_error(run_cli(*args, "--plot", ""), "an empty value names nothing to write")
+        one_line_error(run_cli(*args, "--plot", " "), "a blank value (' ') names nothing to write")
     finally:
         os.chdir(here)
     assert list(tmp_path.iterdir()) == []

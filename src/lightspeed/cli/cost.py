@@ -35,6 +35,7 @@ from lightspeed.cli.options import (
     SYSTEMS_PER_RACK,
     TOKENS,
     USD,
+    OutputPath,
 )
 from lightspeed.cost import (
     COST_WORKLOADS,
@@ -376,8 +377,8 @@ def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple
 @pue_option
 @click.option(
     "--plot",
-    "plot_text",
-    type=click.Path(),
+    "plot_path",
+    type=OutputPath(example="tornado.png"),
     help="Write the payback tornado plot to this .png, .svg or .pdf (its folder must exist; "
     "a folder gets tornado.png).",
 )
@@ -393,7 +394,7 @@ def upgrade_command(**options: Any) -> None:
     if old_gpus is None:
         raise UserInputError(f"--from {options['old_text']!r} needs a GPU count, e.g. 100x{old_system.name}")
     prices = _prices(options["prices_path"])
-    plot_path = _plot_path(options["plot_text"])
+    plot_path = options["plot_path"]
     if plot_path is not None and prices is None:
         raise UserInputError("--plot draws the payback sensitivity: give --prices FILE too")
     if plot_path is not None:
@@ -418,18 +419,6 @@ def upgrade_command(**options: Any) -> None:
     render_upgrade(upgrade)
     for path in written:
         click.echo(f"wrote {path}")
-
-
-def _plot_path(text: str | None) -> Path | None:
-    """``--plot``'s path; an empty one is refused (``Path("")`` would be the current folder)."""
-    if text is None:
-        return None
-    if not text.strip():
-        raise UserInputError(
-            "--plot is empty; name the plot file (.png, .svg or .pdf) or an existing folder, "
-            "e.g. --plot tornado.png"
-        )
-    return Path(text)
 
 
 @command.command("fleet")
