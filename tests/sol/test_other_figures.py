@@ -109,13 +109,16 @@ def _t101(tmp_path: Path, runs: tuple[PublishedRun, ...], old: str, new: str) ->
     return path
 
 
+MEMORY = 'metric = "memory_per_gpu_bytes"\nunit = "bytes"'
+
+
 @pytest.mark.parametrize(
     "case",
     [
-        ('metric = "memory_per_gpu_bytes"', 'metric = "tokens_per_s_per_gpu"', r"own metric again"),
+        (MEMORY, 'metric = "tokens_per_s_per_gpu"\nunit = "tokens/s"', r"own metric again"),
         ('unit = "bytes"', 'unit = "GiB"', r"memory_per_gpu_bytes is written in bytes"),
         ("value = 88476326297.6", "value = -1.0", r"row\[0\]\.also\[0\]\.value.*above 0"),
-        ('metric = "memory_per_gpu_bytes"', 'metric = "gpu_hours"', r"needs its token budget"),
+        (MEMORY, 'metric = "gpu_hours"\nunit = "GPU-hours"', r"needs its token budget"),
         ('metric = "memory_per_gpu_bytes"', 'metric = "ttft_s"', r"row\[0\]\.also\[0\]\.metric"),
     ],
 )

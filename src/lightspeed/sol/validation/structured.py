@@ -277,10 +277,7 @@ def _optional_choice(fields: Fields, key: str, allowed: Iterable[str]) -> str | 
 def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRun:
     _check_keys(fields, _ROW_KEYS)
     kind = _choice(fields, "kind", KINDS)
-    metric = _choice(fields, "metric", METRIC_UNITS)
-    unit = fields.string("unit")
-    if unit != METRIC_UNITS[metric]:
-        raise _fail(fields, f"{metric} is written in {METRIC_UNITS[metric]}", "unit", unit)
+    metric, unit = _metric_and_unit(fields, METRIC_UNITS)
     source = fields.string("source")
     common: dict[str, Any] = {
         "id": fields.string("id"),
@@ -353,6 +350,15 @@ def _reading(
 ALSO_METRICS: Final = tuple(metric for metric in TRAIN_METRICS if metric in METRIC_UNITS)
 
 
+def _metric_and_unit(fields: Fields, allowed: Iterable[str]) -> tuple[str, str]:
+    """The table's ``metric`` (one of ``allowed``) and its ``unit``, which must be the metric's."""
+    metric = _choice(fields, "metric", allowed)
+    unit = fields.string("unit")
+    if unit != METRIC_UNITS[metric]:
+        raise _fail(fields, f"{metric} is written in {METRIC_UNITS[metric]}", "unit", unit)
+    return metric, unit
+
+
 def _also(fields: Fields, reading: Reading) -> tuple[Reading, ...]:
     """A training row's ``[[row.also]]`` entries: the other figures its source publishes (a peak
     memory beside a throughput), each in the unit of its metric, per GPU where the metric says so."""
@@ -360,14 +366,11 @@ def _also(fields: Fields, reading: Reading) -> tuple[Reading, ...]:
     readings = []
     for position, entry in enumerate(entries, start=2):
         _check_keys(entry, {"metric", "unit", "value", "metric_text", "value_text", "num_tokens"})
-        metric = _choice(entry, "metric", ALSO_METRICS)
+        metric, unit = _metric_and_unit(entry, ALSO_METRICS)
         if metric in TRAIN_METRICS_NEEDING_TOKENS and not entry.has("num_tokens"):
             raise _fail(entry, f"a {metric} figure needs its token budget", "num_tokens")
         if metric == reading.key:
             raise _fail(entry, "the row's own metric again", "metric", metric, fix="give each figure once")
-        unit = entry.string("unit")
-        if unit != METRIC_UNITS[metric]:
-            raise _fail(entry, f"{metric} is written in {METRIC_UNITS[metric]}", "unit", unit)
         value = _positive(entry, "value")
         texts = entry.string("metric_text", ""), entry.string("value_text", "")
         figure = _reading(metric, unit, value, *texts, position=position, count=len(entries) + 1)
