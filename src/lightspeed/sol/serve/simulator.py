@@ -533,16 +533,17 @@ def _open_loop_rate(arrival_s: Array, finish_s: Array, settled: bool | None, ove
     >>> _open_loop_rate(np.array([0.0, 1.0, 2.0, 3.0]), np.array([5.0, 6.0, np.inf, np.inf]), False, 0.5)
     0.3333333333333333
     """
-    arrival = np.sort(arrival_s[np.isfinite(arrival_s)])
-    if arrival.size < 2 or arrival[-1] <= arrival[0]:
+    offered = offered_rate(arrival_s)
+    if not math.isfinite(offered):
         return overall
-    span = float(arrival[-1] - arrival[0])
-    offered = (arrival.size - 1) / span
+    arrival = arrival_s[np.isfinite(arrival_s)]
+    first, last = float(arrival.min()), float(arrival.max())
+    span = last - first
     finish = finish_s[np.isfinite(finish_s)]
     if settled or not finish.size:
         return offered if settled else 0.0
-    lag = float(finish.min() - arrival[0])
-    completed = np.count_nonzero(finish <= arrival[-1] + lag)  # none before arrival[0] + lag
+    lag = float(finish.min()) - first
+    completed = np.count_nonzero(finish <= last + lag)  # none before first + lag
     return float(min(offered, (completed - 1) / span))
 
 
