@@ -65,7 +65,7 @@ import numpy as np
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan, load_serving_stack
-from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.infer.iteration import (
     IterationGrid,
     gemm_time_s,

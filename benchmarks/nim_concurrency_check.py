@@ -27,7 +27,7 @@ from typing import Any
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan
 from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.serve import ArrivalProcess, LengthDistribution, ServingWorkload, simulate
 from lightspeed.workload import load_models
 

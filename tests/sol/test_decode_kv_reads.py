@@ -10,7 +10,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.datafile import Fields
 from lightspeed.errors import DataFileError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.stacks import DECODE_KV_READS, _choice, _versions, serving_stack_for
+from lightspeed.sol.core.serving_stacks import DECODE_KV_READS, _versions, serving_stack_for
+from lightspeed.sol.core.stacks import choice_of
 from lightspeed.workload import ModelRegistry
 
 
@@ -87,12 +88,11 @@ def test_the_xqa_release_is_as_much_faster_as_nvidia_measured(
 
 def test_an_unknown_decode_kv_reads_is_refused_and_an_absent_one_reads_once() -> None:
     with pytest.raises(DataFileError, match="decode_kv_reads"):
-        _choice(
+        choice_of(
             Fields("stacks.toml", {"decode_kv_reads": "per_token"}),
             "decode_kv_reads",
             DECODE_KV_READS,
             "per_kv_head",
         )
-    assert (
-        _choice(Fields("stacks.toml", {}), "decode_kv_reads", DECODE_KV_READS, "per_kv_head") == "per_kv_head"
-    )
+    absent = choice_of(Fields("stacks.toml", {}), "decode_kv_reads", DECODE_KV_READS, "per_kv_head")
+    assert absent == "per_kv_head"

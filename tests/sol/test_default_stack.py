@@ -10,7 +10,8 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import search_training
-from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stack, load_stacks
+from lightspeed.sol.core.serving_stacks import load_serving_stacks
+from lightspeed.sol.core.stacks import default_stack_name, load_stack, load_stacks
 from lightspeed.sol.core.uncertainty import speed_residual
 from lightspeed.sol.validation.predict_runs import predict_run
 from lightspeed.sol.validation.structured import PublishedRun, load_published_runs

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stacks
+from lightspeed.sol.core.serving_stacks import load_serving_stacks
+from lightspeed.sol.core.stacks import default_stack_name, load_stacks
 from lightspeed.sol.validation.fitting import (
     adp_group,
     inference_variants,

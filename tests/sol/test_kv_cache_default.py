@@ -12,7 +12,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad
-from lightspeed.sol.core.stacks import load_serving_stack, load_serving_stacks
+from lightspeed.sol.core.serving_stacks import load_serving_stack, load_serving_stacks
 from lightspeed.sol.infer.estimate import deployment_memory
 from lightspeed.sol.infer.iteration import inference_hardware_for
 from lightspeed.sol.validation.infer_precision import kv_precision

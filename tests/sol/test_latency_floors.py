@@ -10,7 +10,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, load_serving_stack
 from lightspeed.sol.core.hardware import load_latency_floors
-from lightspeed.sol.core.stacks import load_serving_stacks
+from lightspeed.sol.core.serving_stacks import load_serving_stacks
 from lightspeed.sol.infer.iteration import (
     IterationGrid,
     inference_hardware_for,

@@ -26,7 +26,7 @@ from lightspeed.sol.core.routing import (
     per_expert_cv,
     rank_loads,
 )
-from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.core.serving_stacks import load_serving_stack
 from lightspeed.sol.infer.iteration import IterationGrid, busiest_rank_imbalance
 from lightspeed.workload import load_models
 

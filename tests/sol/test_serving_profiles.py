@@ -12,7 +12,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, UnsupportedError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.stacks import (
+from lightspeed.sol.core.serving_stacks import (
     ServingStack,
     default_serving_stack,
     load_serving_stacks,

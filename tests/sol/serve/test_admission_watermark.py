@@ -11,7 +11,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
-from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.core.serving_stacks import load_serving_stack
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve import (
     ArrivalProcess,

@@ -12,7 +12,7 @@ import pytest
 
 from grids import iteration_grid
 from lightspeed.catalog import Catalog
-from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.core.serving_stacks import load_serving_stack
 from lightspeed.sol.infer.iteration import inference_hardware_for, iteration_cost, stage_kernels
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.timing import IterationTimer

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.core.stacks import load_serving_stack
+from lightspeed.sol.core.serving_stacks import load_serving_stack
 from lightspeed.sol.validation.infer_layout import _names_speculation
 from lightspeed.sol.validation.infer_lengths import input_output, stated_concurrency
 from lightspeed.sol.validation.infer_load import names_mlperf, row_requests

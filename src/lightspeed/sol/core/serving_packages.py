@@ -23,8 +23,8 @@ from typing import Final
 from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import DataFileError
 from lightspeed.records import Record
+from lightspeed.sol.core.serving_stacks import Release, ServingStack, load_serving_stacks, release_range
 from lightspeed.sol.core.sharding import stacks_file
-from lightspeed.sol.core.stacks import Release, ServingStack, load_serving_stacks, release_range
 
 # words that may stand between a package's name and its release: ``NIM 1.8.0``, ``NIM for LLMs
 # 1.3``, ``NIM LLM container v1.8``, ``NIM release 2.0.1``

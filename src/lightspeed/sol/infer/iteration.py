@@ -59,8 +59,8 @@ from lightspeed.sol.core.roofline import (
     local_dims,
 )
 from lightspeed.sol.core.routing import balanced_placement, routing_factors
+from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_on
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_on
 from lightspeed.sol.infer.checkpoints import checkpoint_for
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups

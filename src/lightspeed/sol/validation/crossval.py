@@ -28,7 +28,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lightspeed.records import Record
-from lightspeed.sol.core.stacks import default_stack_name, load_serving_stacks, load_stacks
+from lightspeed.sol.core.serving_stacks import load_serving_stacks
+from lightspeed.sol.core.stacks import default_stack_name, load_stacks
 from lightspeed.sol.core.uncertainty import LEVEL, Band, band_for, band_residual, bands_from_residuals
 from lightspeed.sol.validation.fitting import (
     FitChoice,

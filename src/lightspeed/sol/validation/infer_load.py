@@ -48,7 +48,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack
+from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.infer.estimate import deployment_memory
 from lightspeed.sol.infer.iteration import inference_hardware_for

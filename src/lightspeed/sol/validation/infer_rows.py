@@ -71,7 +71,7 @@ from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.stacks import ServingStack, load_serving_stack
+from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stack
 from lightspeed.sol.core.uncertainty import band_for, family_of
 from lightspeed.sol.core.uncertainty import load_bands as shipped_bands
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference

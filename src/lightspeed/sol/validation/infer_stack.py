@@ -16,7 +16,7 @@ from typing import Final, NamedTuple
 
 from lightspeed.errors import UnsupportedError
 from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_for
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import RowError
 
@@ -117,7 +117,7 @@ def row_serving_stack(
     product's release ships
     (:func:`~lightspeed.sol.core.serving_packages.package_serving_stack`); a row naming no
     server takes the vendor's default
-    (:func:`~lightspeed.sol.core.stacks.default_serving_stack`). A profile chosen by ``year``
+    (:func:`~lightspeed.sol.core.serving_stacks.default_serving_stack`). A profile chosen by ``year``
     when no version dates the row says where that year came from (``year_note``, e.g. "no year in
     the source: 2020 for Ampere")."""
     source = row.text("source")

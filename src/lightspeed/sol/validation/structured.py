@@ -52,7 +52,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.datafile import Fields, load_toml, toml_value
 from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.records import Record
-from lightspeed.sol.core.stacks import load_serving_stacks, load_stacks
+from lightspeed.sol.core.serving_stacks import load_serving_stacks
+from lightspeed.sol.core.stacks import load_stacks
 from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, KV_PRECISIONS, InferencePlan, ServingLoad
 from lightspeed.sol.train.plan import EP_DISPATCHERS
 from lightspeed.sol.validation.hardware_text import HardwareSpec
