@@ -40,7 +40,7 @@ from typing import Any
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import ServingLoad, inference_predictor, search_inference, validate_published
-from lightspeed.sol.infer import iteration as infer_cost_module
+from lightspeed.sol.infer import inference_hardware as infer_cost_module
 from lightspeed.sol.validation import ValidationReport, validate_builtin
 from lightspeed.sol.validation.published import first_number, read_table
 from lightspeed.sol.validation.structured import load_published_runs

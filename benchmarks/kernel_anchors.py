@@ -66,10 +66,10 @@ import numpy as np
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan, load_serving_stack
 from lightspeed.sol.core.serving_stacks import ServingStack
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.iteration import (
     IterationGrid,
     gemm_time_s,
-    inference_hardware_for,
     iteration_cost,
     moe_layer_parts,
     routed_experts_time_s,

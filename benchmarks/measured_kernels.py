@@ -38,7 +38,8 @@ import numpy as np
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import InferencePlan, load_serving_stack
-from lightspeed.sol.infer.iteration import InferenceHardware, gemm_time_s, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.iteration import gemm_time_s
 
 DATA = Path(__file__).parent / "data" / "h200-kernels"
 RESULTS = Path(__file__).parent / "results" / "measured_kernels.json"

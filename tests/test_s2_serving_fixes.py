@@ -16,7 +16,7 @@ from lightspeed.jobs import run, serving_parts
 from lightspeed.report.serving import against_analytic_text
 from lightspeed.sol import ServingConfig
 from lightspeed.sol.infer.estimate import deployments_of, estimate_inference
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.plan import ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.serving import ServingContext, continuous
 from lightspeed.sol.serve.speculation import AcceptanceProcess

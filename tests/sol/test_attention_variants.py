@@ -20,12 +20,8 @@ from lightspeed.sol import (
 )
 from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.sol.core.shapes import layer_shapes
-from lightspeed.sol.infer.iteration import (
-    IterationGrid,
-    inference_hardware_for,
-    iteration_cost,
-    load_inference_parameters,
-)
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for, load_inference_parameters
+from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.layer_cost import FLASH_BACKWARD_FACTOR, layer_cost
 from lightspeed.sol.train.plan import TrainingPlan

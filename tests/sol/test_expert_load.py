@@ -28,7 +28,7 @@ from lightspeed.sol import (
     search_training,
 )
 from lightspeed.sol.core.shapes import layer_shapes
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.memory import stage_weight_bytes
 from lightspeed.sol.train.grid import grid_from_plans
 from lightspeed.sol.train.memory import stage_params

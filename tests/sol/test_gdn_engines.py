@@ -61,7 +61,7 @@ def test_tensor_parallelism_splits_whole_query_key_heads(models: ModelRegistry, 
 
 
 def _stream_bytes_per_s() -> float:
-    from lightspeed.sol.infer.iteration import load_inference_parameters
+    from lightspeed.sol.infer.inference_hardware import load_inference_parameters
 
     return 3.35e12 * load_inference_parameters().stream_memory_efficiency  # H100 SXM datasheet HBM
 
@@ -69,7 +69,8 @@ def _stream_bytes_per_s() -> float:
 def test_a_decode_step_reads_and_writes_each_sequences_state(models: ModelRegistry, catalog: Catalog) -> None:
     from grids import iteration_grid
     from lightspeed.sol import InferencePlan
-    from lightspeed.sol.infer.iteration import inference_hardware_for, iteration_cost
+    from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+    from lightspeed.sol.infer.iteration import iteration_cost
 
     plan = InferencePlan(precision="fp8", kv_precision="fp8")
     hardware = inference_hardware_for(catalog.resolve_cluster("h100-sxm"), plan)

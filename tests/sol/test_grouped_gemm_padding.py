@@ -10,7 +10,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, default_efficiency
 from lightspeed.sol.core.shapes import layer_shapes
-from lightspeed.sol.infer.iteration import _gemms, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import _gemms
 from lightspeed.workload import ModelRegistry
 
 

@@ -93,7 +93,7 @@ def test_plan_infer_serves_a_hybrid(run_cli: Any) -> None:
 
 
 def _stream_bytes_per_s() -> float:
-    from lightspeed.sol.infer.iteration import load_inference_parameters
+    from lightspeed.sol.infer.inference_hardware import load_inference_parameters
 
     return 3.35e12 * load_inference_parameters().stream_memory_efficiency  # H100 SXM datasheet HBM
 
@@ -106,7 +106,8 @@ NANO_STATE_BYTES = 64 * 64 * 128 * 4 + 3 * (4096 + 2 * 8 * 128) * 2
 def test_a_decode_step_reads_and_writes_each_sequences_state(models: ModelRegistry, catalog: Catalog) -> None:
     from grids import iteration_grid
     from lightspeed.sol import InferencePlan
-    from lightspeed.sol.infer.iteration import inference_hardware_for, iteration_cost
+    from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+    from lightspeed.sol.infer.iteration import iteration_cost
 
     nano = models.get(NANO)
     plan = InferencePlan(precision="fp8", kv_precision="fp8")

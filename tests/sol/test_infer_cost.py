@@ -10,14 +10,8 @@ from hypothesis import strategies as st
 from lightspeed.catalog import Catalog
 from lightspeed.errors import UnsupportedError
 from lightspeed.sol import InferencePlan, default_efficiency, load_serving_stack
-from lightspeed.sol.infer.iteration import (
-    IterationGrid,
-    gemm_time_s,
-    inference_hardware_for,
-    iteration_cost,
-    load_inference_parameters,
-    moe_layer_parts,
-)
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for, load_inference_parameters
+from lightspeed.sol.infer.iteration import IterationGrid, gemm_time_s, iteration_cost, moe_layer_parts
 from lightspeed.workload import ModelRegistry, TransformerSpec, kv_cache_bytes_per_token
 
 H100_BANDWIDTH = 3.35e12  # B/s, H100 SXM datasheet

@@ -133,7 +133,7 @@ def test_int8_experts_on_tensorrt_llm_run_weight_only(catalog: Catalog, models: 
     # TensorRT-LLM's MoE plugin has no INT8-activation runner (mixtureOfExpertsPlugin.cpp: FP16/BF16
     # inputs with INT8 or INT4 weights), so INT8 Mixtral computes in BF16 there; vLLM's INT8 (W8A8)
     # MoE kernels and a dense model on TensorRT-LLM keep the INT8 tensor cores.
-    from lightspeed.sol.infer.iteration import inference_hardware_for
+    from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 
     cluster = catalog.resolve_cluster("a100-sxm4-80gb", 1)
 

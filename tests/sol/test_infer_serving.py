@@ -20,7 +20,7 @@ from lightspeed.sol import (
     estimate_inference,
     load_serving_stack,
 )
-from lightspeed.sol.infer.iteration import load_inference_parameters
+from lightspeed.sol.infer.inference_hardware import load_inference_parameters
 from lightspeed.workload import ModelRegistry, kv_cache_bytes_per_token, parameter_counts
 
 H100_USABLE = 81559 * 2**20  # bytes: nvidia-smi memory.total of an H100 SXM 80GB (81,559 MiB)

@@ -14,7 +14,7 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad
 from lightspeed.sol.core.serving_stacks import load_serving_stack, load_serving_stacks
 from lightspeed.sol.infer.estimate import deployment_memory
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.validation.infer_precision import kv_precision
 from lightspeed.sol.validation.infer_rows import read_inference_row
 from lightspeed.sol.validation.published import PublishedRow, read_table

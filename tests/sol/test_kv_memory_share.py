@@ -14,7 +14,7 @@ from lightspeed.errors import DataFileError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference
 from lightspeed.sol.core.serving_stacks import load_serving_stack, load_serving_stacks
 from lightspeed.sol.infer.estimate import deployment_memory
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays
 from lightspeed.workload import ModelRegistry
 from stacks_files import edited_stacks

@@ -11,12 +11,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, load_serving_stack
 from lightspeed.sol.core.hardware import load_latency_floors
 from lightspeed.sol.core.serving_stacks import load_serving_stacks
-from lightspeed.sol.infer.iteration import (
-    IterationGrid,
-    inference_hardware_for,
-    iteration_cost,
-    launch_and_host_s,
-)
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost, launch_and_host_s
 from lightspeed.workload import ModelRegistry, TransformerSpec
 from specs import tiny_spec
 

@@ -21,7 +21,8 @@ from lightspeed.sol import (
     estimate_inference,
     search_inference,
 )
-from lightspeed.sol.infer.iteration import gemm_time_s, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import gemm_time_s
 from lightspeed.sol.infer.plan import resolve_precisions
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload, load_mlperf_workloads
 from lightspeed.sol.validation.infer_rows import read_inference_row

@@ -10,7 +10,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol.infer.estimate import bound_sentence
-from lightspeed.sol.infer.iteration import ITERATION_PARTS, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import ITERATION_PARTS
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.infer.search import _best_per_shape, _columns, search_inference
 from lightspeed.sol.serve.goodput_search import _finalists

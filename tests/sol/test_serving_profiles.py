@@ -18,7 +18,8 @@ from lightspeed.sol.core.serving_stacks import (
     load_serving_stacks,
     serving_stack_for,
 )
-from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost
 from lightspeed.sol.validation.infer_stack import row_serving_stack
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.workload import ModelRegistry

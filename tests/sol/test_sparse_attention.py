@@ -20,11 +20,8 @@ from lightspeed.sol import (
     estimate_inference,
     load_serving_stack,
 )
-from lightspeed.sol.infer.iteration import (
-    inference_hardware_for,
-    iteration_cost,
-    load_inference_parameters,
-)
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for, load_inference_parameters
+from lightspeed.sol.infer.iteration import iteration_cost
 from lightspeed.workload import (
     AttentionSpec,
     ModelRegistry,

@@ -10,7 +10,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
 from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_for
-from lightspeed.sol.infer.iteration import IterationGrid, inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 WIDE_EP = InferencePlan(tp=1, ep=16, dp_attention=16, precision="fp8")

@@ -36,7 +36,7 @@ from lightspeed.bench.sol import DeviceSol
 from lightspeed.errors import UnsupportedError, UserInputError, first_line
 from lightspeed.records import Record
 from lightspeed.sol.core.shapes import Linear, layer_shapes
-from lightspeed.sol.infer.iteration import inference_local_dims
+from lightspeed.sol.infer.per_gpu import inference_local_dims
 from lightspeed.workload import TransformerSpec
 
 GEMM_DTYPES: Final = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")

@@ -42,7 +42,7 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import expert_nodes
 from lightspeed.sol.core.serving_stacks import load_serving_stack
 from lightspeed.sol.infer.estimate import InferenceEstimate, deployment_memory, pool_split, serve
-from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.infer.serving import ServingContext
 from lightspeed.sol.train.estimate import estimate_training

@@ -26,7 +26,7 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
 from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.plan import PLAN_FAMILIES
 from lightspeed.sol.infer.search import search_inference
 from lightspeed.sol.train.result import TrainingEstimate, part_label

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve import capacity_at_slo
 from lightspeed.sol.serve.capacity_at_slo import LoadPoint, max_rate_at_slo

@@ -13,7 +13,9 @@ import pytest
 from grids import iteration_grid
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.serving_stacks import load_serving_stack
-from lightspeed.sol.infer.iteration import inference_hardware_for, iteration_cost, stage_kernels
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import iteration_cost
+from lightspeed.sol.infer.per_gpu import stage_kernels
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.timing import IterationTimer
 from lightspeed.workload import ModelRegistry

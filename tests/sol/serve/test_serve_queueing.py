@@ -19,7 +19,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import UserInputError
 from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.infer.estimate import estimate_inference
-from lightspeed.sol.infer.iteration import inference_hardware_for, iteration_cost
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import iteration_cost
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve import (
     ArrivalProcess,

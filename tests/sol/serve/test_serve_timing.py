@@ -7,13 +7,9 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.serving_stacks import load_serving_stack
-from lightspeed.sol.infer.iteration import (
-    IterationGrid,
-    inference_hardware_for,
-    iteration_cost,
-    launch_and_host_s,
-    stage_kernels,
-)
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost, launch_and_host_s
+from lightspeed.sol.infer.per_gpu import stage_kernels
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.timing import IterationTimer, bucket, bucket_center
 from lightspeed.workload import ModelRegistry

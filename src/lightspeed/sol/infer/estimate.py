@@ -30,7 +30,8 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band, model_interval
-from lightspeed.sol.infer.iteration import ITERATION_PARTS, InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.iteration import ITERATION_PARTS
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import (
     InferencePlan,

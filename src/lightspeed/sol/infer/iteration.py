@@ -37,32 +37,35 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lightspeed.catalog import Cluster
-from lightspeed.datafile import Fields, load_toml
 from lightspeed.errors import UnsupportedError
-from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import expert_nodes, node_dedupe_scale
-from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, load_latency_floors
+from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
     KERNELS_PER_MOE_LAYER_FORWARD,
     kernels_per_layer_forward,
-    local_dims,
 )
 from lightspeed.sol.core.routing import balanced_placement, routing_factors
-from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_on
+from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.infer.checkpoints import checkpoint_for
-from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
+from lightspeed.sol.infer.inference_hardware import InferenceHardware
+from lightspeed.sol.infer.per_gpu import (
+    inference_local_dims,
+    kv_bytes_per_token_per_gpu,
+    kv_elements_per_token_per_gpu,
+    kv_heads_per_gpu,
+    recurrent_state_bytes_per_gpu,
+    stage_kernels,
+    stage_layers,
+)
 from lightspeed.workload import LayerGroup, TransformerSpec, layer_groups
 from lightspeed.workload.attention import mean_cached_tokens, mean_read_tokens
 
@@ -84,187 +87,6 @@ ITERATION_PARTS = (
 # Norms (read + write) and residual adds (two reads + a write) per token and hidden unit.
 ELEMENTWISE_ACCESSES_PER_HIDDEN = 10.0
 ACTIVATION_BYTES = 2.0  # activations between kernels, logits and collectives stay 16-bit
-
-
-@dataclass(frozen=True)
-class InferenceParameters(Record):
-    """Global serving parameters from the ``[inference]`` table of ``sol/data/efficiency.toml``."""
-
-    kv_cache_memory_fraction: float
-    prefill_chunk_tokens: int
-    stream_memory_efficiency: float
-    source: str
-
-
-def _data_file() -> Path:
-    return package_data("sol", "data", "efficiency.toml")
-
-
-@functools.lru_cache(maxsize=4)
-def load_inference_parameters(path: Path | None = None) -> InferenceParameters:
-    """The documented serving defaults (read once)."""
-    file = path or _data_file()
-    fields = Fields(str(file), load_toml(file))
-    table = fields.table("inference")
-    assert table is not None
-    return InferenceParameters(
-        kv_cache_memory_fraction=table.number("kv_cache_memory_fraction"),
-        prefill_chunk_tokens=table.integer("prefill_chunk_tokens", minimum=1),
-        stream_memory_efficiency=table.number("stream_memory_efficiency"),
-        source=table.string("source"),
-    )
-
-
-@dataclass(frozen=True)
-class InferenceHardware(Record):
-    """A cluster's figures for one deployment's formats (compute peak, HBM, fabric, efficiencies)."""
-
-    hardware: Hardware
-    precisions: Precisions
-    parameters: InferenceParameters
-    attention_peak_flop_per_s: float
-    gemm_model: EfficiencyModel
-    serving: ServingStack
-    floors: LatencyFloors
-    # the attention projections' GEMMs: ``hardware`` unless they run in another format
-    attention_hardware: Hardware
-    # a mixed checkpoint's wider layers (``precisions.wider_compute``); ``None`` without one
-    wider_hardware: Hardware | None = None
-
-    @property
-    def indexer_peak_flop_per_s(self) -> float:
-        """A sparse-attention indexer's peak: FP8 where the GPU has it (the indexer scores in FP8:
-        DeepSeek-V3.2-Exp's ``fp8_index``, DeepGEMM's ``fp8_mqa_logits``), else the attention's."""
-        rows = self.hardware.accelerator.compute
-        return rows["fp8"].dense_per_s if "fp8" in rows else self.attention_peak_flop_per_s
-
-    @property
-    def sustained_scale(self) -> float:
-        """Clock under a power cap times the serving stack's share of the kernel ceilings."""
-        return self.hardware.clock_fraction * self.serving.kernel_efficiency
-
-    @property
-    def stream_bytes_per_s(self) -> float:
-        """HBM bandwidth that streaming kernels reach."""
-        return self.hardware.memory_bandwidth_bytes_per_s * self.parameters.stream_memory_efficiency
-
-
-def inference_hardware_for(
-    cluster: Cluster,
-    plan: InferencePlan,
-    efficiency: EfficiencyModel | None = None,
-    serving: str | ServingStack | None = None,
-    *,
-    model: TransformerSpec | None = None,
-) -> InferenceHardware:
-    """Bundle what an inference estimate needs for ``plan``'s formats on ``cluster``.
-
-    The GEMM peak is the dense figure of the activation format's compute row;
-    attention runs in the KV cache's format when the GPU computes in it (FP8
-    attention over an FP8 cache), else in bf16. Inference GEMMs use the family's
-    ceiling and tile quantization but not the training fit's size factor, which
-    amounts to a fixed cost per GEMM (tens of microseconds at bf16) that would swamp a
-    decode step; the fixed GPU time per kernel (``runtime.toml`` ``[launch]``) stands in for it.
-    A calibration's measured HBM efficiency scales the weight/KV streaming efficiency
-    (:meth:`~lightspeed.sol.core.efficiency.EfficiencyModel.streaming_efficiency`).
-    With ``model``, a plan that does not set ``attention_weights`` takes them from the model's
-    published checkpoint in ``plan.precision`` (:func:`~lightspeed.sol.infer.checkpoints.checkpoint_for`).
-    """
-    accelerator = cluster.system.accelerator
-    profile = serving_stack_on(serving, accelerator.vendor).for_pipeline(plan.pp)
-    profile = profile.for_speculation(plan.speculative is not None)
-    plan, checkpoint_note = _checkpoint_formats(plan, model)
-    plan, plugin_note = _moe_plugin_formats(plan, model, profile, sixteen_bit_format(accelerator))
-    precisions = resolve_precisions(
-        plan, accelerator, kv_cache_default=profile.kv_cache_default_on(accelerator.vendor)
-    )
-    notes = tuple(note for note in (checkpoint_note, plugin_note) if note)
-    if notes:
-        precisions = replace(precisions, notes=(*precisions.notes, *notes))
-    hardware = hardware_for(cluster, precisions.compute, efficiency)
-    attention_hardware = (
-        hardware
-        if precisions.attention_compute == precisions.compute
-        else hardware_for(cluster, precisions.attention_compute, efficiency)
-    )
-    wider_hardware = (
-        hardware_for(cluster, precisions.wider_compute, efficiency) if precisions.wider_share > 0 else None
-    )
-    kv_row = precisions.kv_cache if precisions.kv_cache in accelerator.compute else None
-    attention_row = kv_row if kv_row in ("fp8", "bf16", "fp16") else "bf16"
-    if attention_row not in accelerator.compute:
-        raise UnsupportedError(f"{accelerator.name} has no {attention_row} compute figure for attention")
-    parameters = load_inference_parameters()
-    streaming = hardware.efficiency.streaming_efficiency(parameters.stream_memory_efficiency)
-    if streaming != parameters.stream_memory_efficiency:  # a calibration's measured HBM efficiency
-        parameters = replace(parameters, stream_memory_efficiency=streaming)
-    if profile.token_budget is not None:  # the server's own default prompt-token budget
-        budget = profile.token_budget.value(
-            accelerator=accelerator.name, memory_bytes=accelerator.memory_usable_bytes
-        )
-        parameters = replace(parameters, prefill_chunk_tokens=budget)
-    return InferenceHardware(
-        hardware=hardware,
-        precisions=precisions,
-        parameters=parameters,
-        attention_peak_flop_per_s=accelerator.compute[attention_row].dense_per_s,
-        gemm_model=hardware.efficiency.with_overrides(gemm_half_saturation_flop=0.0),
-        serving=profile,
-        floors=load_latency_floors(),
-        attention_hardware=attention_hardware,
-        wider_hardware=wider_hardware,
-    )
-
-
-# TensorRT-LLM's MoE plugin takes 16-bit (or FP8) activations only: INT8 expert weights run as
-# weight-only GEMMs (CutlassMoeFCRunner<half|bf16, uint8_t>; no INT8-activation runner).
-_MOE_PLUGIN_SOURCE = (
-    "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp "
-    "@3c44cb97, MixtureOfExpertsPlugin::init: FP16/BF16 activations with FP16/BF16, INT8 or INT4 "
-    "weights, no INT8 activations"
-)
-
-
-def _moe_plugin_formats(
-    plan: InferencePlan, model: TransformerSpec | None, serving: ServingStack, sixteen_bit: str
-) -> tuple[InferencePlan, str]:
-    """``plan`` as TensorRT-LLM runs an INT8 MoE: weight-only GEMMs in ``sixteen_bit``, with a note;
-    unchanged for other formats, dense models, other servers or an explicit GEMM input format."""
-    if (
-        plan.precision != "int8"
-        or plan.activation_precision is not None
-        or model is None
-        or model.moe is None
-        or "tensorrt-llm" not in serving.frameworks
-    ):
-        return plan, ""
-    note = f"INT8 on TensorRT-LLM's MoE plugin is weight-only: GEMMs in {sixteen_bit} ({_MOE_PLUGIN_SOURCE})"
-    return plan.with_changes(activation_precision=sixteen_bit), note
-
-
-def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:
-    """``plan`` with the attention weights of ``model``'s published checkpoint in its precision
-    (and a note saying so) when the plan leaves them unset and such a checkpoint exists; the note
-    also says when the precision is the one the model is released in."""
-    if model is None:
-        return plan, ""
-    released = ""
-    if plan.precision == model.release_format and model.release_source:
-        released = (
-            f"{plan.precision} is the format {model.display_name} is released in (--precision sets another)"
-            if model.release_format != "bf16"
-            else f"bf16: {model.release_source}"  # a quantization block the importer could not read
-        )
-    checkpoint = checkpoint_for(model.name, plan.precision) if plan.attention_weights is None else None
-    if checkpoint is None:
-        return plan, released
-    note = (
-        f"attention projections in {checkpoint.attention_weights} as {checkpoint.name} ships them, the "
-        f"other linear layers in {plan.precision} (--attention-weights sets them)"
-    )
-    return plan.with_changes(attention_weights=checkpoint.attention_weights), "; ".join(
-        part for part in (released, note) if part
-    )
 
 
 @dataclass(frozen=True)
@@ -367,13 +189,6 @@ class _Acc:
         return {name: value * factor for name, value in self.parts.items()}
 
 
-def inference_local_dims(linear: Linear, tp: Array) -> tuple[Array, Array]:
-    """(k, n) of a linear on one GPU; an expert's up projection splits like a column, its down like a row."""
-    if linear.split == "expert":
-        linear = replace(linear, split="column" if linear.name.endswith("up") else "row")
-    return local_dims(linear, tp)
-
-
 def _gemms(
     inference_hardware: InferenceHardware,
     linears: tuple[Linear, ...],
@@ -467,34 +282,6 @@ def gemm_time_s(
     comparing the engine with published kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
     compute, memory = _gemms(inference_hardware, (Linear("gemm", k, n, "column"),), m, 1.0, copies=groups)
     return inference_hardware.gemm_model.kernel_s(compute, memory) + inference_hardware.floors.gpu_kernel_s
-
-
-def kv_elements_per_token_per_gpu(shapes: LayerShapes, model: TransformerSpec, tp: Array) -> Array:
-    """KV-cache values one token adds per layer on one GPU of a ``tp`` group.
-
-    GQA/MHA heads split over TP (a head replicated on ``tp / kv_heads`` GPUs when
-    ``tp`` exceeds the KV heads); MLA's latent is not split: every TP rank holds it.
-    """
-    if model.attention.kind == "mla":
-        return np.asarray(shapes.kv_cache_elements_per_token, dtype=np.float64) * np.ones_like(tp)
-    return 2.0 * kv_heads_per_gpu(shapes, tp) * shapes.k_head_dim
-
-
-def kv_bytes_per_token_per_gpu(
-    shapes: LayerShapes, model: TransformerSpec, tp: Array, kv_bytes_per_element: float
-) -> Array:
-    """KV-cache bytes one token adds per layer on one GPU of a ``tp`` group: its KV values
-    (:func:`kv_elements_per_token_per_gpu`) and a sparse layer's indexer key, whole on every
-    rank as the indexer is."""
-    values = kv_elements_per_token_per_gpu(shapes, model, tp) * kv_bytes_per_element
-    return values + float(model.attention.index_key_bytes)
-
-
-def kv_heads_per_gpu(shapes: LayerShapes, tp: Array) -> Array:
-    """GQA/MHA KV heads on one GPU of a ``tp`` group: split over TP, one at least (a head is
-    replicated on ``tp / kv_heads`` GPUs when ``tp`` exceeds the KV heads)."""
-    result: Array = np.maximum(float(shapes.num_kv_heads) / np.asarray(tp, dtype=np.float64), 1.0)
-    return result
 
 
 def _attention_head_dims(shapes: LayerShapes, model: TransformerSpec) -> tuple[float, float]:
@@ -599,16 +386,6 @@ def _flash_rate(inference_hardware: InferenceHardware) -> float:
     scale = inference_hardware.attention_peak_flop_per_s * inference_hardware.sustained_scale
     efficiency = inference_hardware.hardware.efficiency
     return float(scale * efficiency.attention_efficiency("flash", backward=False))
-
-
-def recurrent_state_bytes_per_gpu(model: TransformerSpec, tp: Array) -> Array:
-    """Bytes of one recurrent block's state one sequence keeps on one GPU of a ``tp`` group (0
-    without recurrent blocks): :attr:`~lightspeed.workload.MambaSpec.sequence_state_bytes` (or
-    the Gated DeltaNet's) split with the heads and channels."""
-    split = np.asarray(tp, dtype=np.float64)
-    mixer = model.recurrent
-    result: Array = (0.0 if mixer is None else mixer.sequence_state_bytes) / split
-    return result
 
 
 def _recurrent(
@@ -973,20 +750,6 @@ def launch_and_host_s(
     return launch, total - ready
 
 
-def stage_layers(model: TransformerSpec, pp: Array) -> tuple[Array, Array]:
-    """(dense, MoE) layers on the busiest stage: ``ceil(layers / pp)`` in the model's mix."""
-    layers = np.ceil(model.num_layers / np.asarray(pp, dtype=np.float64))
-    moe_share = model.num_moe_layers / model.num_layers
-    return layers * (1.0 - moe_share), layers * moe_share
-
-
-def stage_kernels(model: TransformerSpec, pp: Array) -> Array:
-    """Kernels one iteration of the busiest stage launches."""
-    num_dense, num_moe = stage_layers(model, pp)
-    dense = kernels_per_layer_forward(model, moe=False)
-    return num_dense * dense + num_moe * kernels_per_layer_forward(model, moe=True)
-
-
 def iteration_cost(
     grid: IterationGrid, model: TransformerSpec, inference_hardware: InferenceHardware
 ) -> IterationCost:
@@ -1012,22 +775,13 @@ def iteration_cost(
 
 __all__ = [
     "ITERATION_PARTS",
-    "InferenceHardware",
-    "InferenceParameters",
     "IterationCost",
     "IterationGrid",
     "attended_contexts",
     "attention_groups",
     "gemm_time_s",
-    "inference_hardware_for",
     "iteration_cost",
-    "kv_bytes_per_token_per_gpu",
-    "kv_elements_per_token_per_gpu",
     "launch_and_host_s",
-    "load_inference_parameters",
     "moe_layer_parts",
-    "recurrent_state_bytes_per_gpu",
     "routed_experts_time_s",
-    "stage_kernels",
-    "stage_layers",
 ]

@@ -32,14 +32,14 @@ import numpy as np
 
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.infer.iteration import (
-    ACTIVATION_BYTES,
-    InferenceHardware,
+from lightspeed.sol.infer.inference_hardware import InferenceHardware
+from lightspeed.sol.infer.iteration import ACTIVATION_BYTES
+from lightspeed.sol.infer.per_gpu import inference_local_dims as local_dims
+from lightspeed.sol.infer.per_gpu import (
     kv_bytes_per_token_per_gpu,
     recurrent_state_bytes_per_gpu,
     stage_layers,
 )
-from lightspeed.sol.infer.iteration import inference_local_dims as local_dims
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.attention import reserved_token_layers

@@ -34,7 +34,7 @@ from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import divisors
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
-from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import InferencePlan, PoolShape, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.serving import (

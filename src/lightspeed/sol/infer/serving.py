@@ -54,14 +54,9 @@ import numpy as np
 
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
-from lightspeed.sol.infer.iteration import (
-    InferenceHardware,
-    IterationCost,
-    IterationGrid,
-    iteration_cost,
-    routed_experts_time_s,
-    stage_layers,
-)
+from lightspeed.sol.infer.inference_hardware import InferenceHardware
+from lightspeed.sol.infer.iteration import IterationCost, IterationGrid, iteration_cost, routed_experts_time_s
+from lightspeed.sol.infer.per_gpu import stage_layers
 from lightspeed.sol.infer.plan import ServingLoad, SpeculativeDecoding
 from lightspeed.workload import TransformerSpec
 

@@ -33,7 +33,7 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import KV_ALLOCATIONS, PREFILL_STEPS, ServingStack
 from lightspeed.sol.infer.estimate import check_gpus, deployment_memory, pool_split
-from lightspeed.sol.infer.iteration import InferenceHardware, inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, validate_inference_plan
 from lightspeed.sol.serve.speculation import AcceptanceProcess

@@ -46,13 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from lightspeed.sol.infer.iteration import (
-    InferenceHardware,
-    IterationCost,
-    IterationGrid,
-    iteration_cost,
-    stage_kernels,
-)
+from lightspeed.sol.infer.inference_hardware import InferenceHardware
+from lightspeed.sol.infer.iteration import IterationCost, IterationGrid, iteration_cost
+from lightspeed.sol.infer.per_gpu import stage_kernels
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.speculation import AcceptanceProcess
 from lightspeed.workload import TransformerSpec

@@ -51,7 +51,7 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.infer.estimate import deployment_memory
-from lightspeed.sol.infer.iteration import inference_hardware_for
+from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_rates, steady_state_workload
 from lightspeed.sol.serve.deployment import SimulatedDeployment, simulated_deployment
