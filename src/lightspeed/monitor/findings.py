@@ -93,17 +93,29 @@ def fact(
     scope: str = "",
 ) -> Evidence:
     spec = METRICS.get(counter)
+    start_s, end_s = capture_window(window)
     return Evidence(
         counter=counter,
         device=device,
-        window_start_s=window[0],
-        window_end_s=window[1],
+        window_start_s=start_s,
+        window_end_s=end_s,
         observed=observed,
         threshold=threshold,
         comparison=comparison,
         unit=unit if unit is not None else (spec.unit if spec is not None else "ratio"),
         scope=scope,
     )
+
+
+def capture_window(window: tuple[float, float]) -> tuple[float, float]:
+    """``window`` (seconds since the capture started) cut at the capture's start: the first sample
+    describes the interval before it, which can reach back before t=0, when nothing was captured.
+
+    >>> capture_window((-0.2, 20.4))
+    (0.0, 20.4)
+    """
+    start_s, end_s = window
+    return max(start_s, 0.0), max(end_s, 0.0)
 
 
 def where(device: DeviceInfo | None, capture: Capture) -> str:

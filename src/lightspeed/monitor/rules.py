@@ -499,7 +499,7 @@ def _runs(times: Any, condition: Any, interval_s: float) -> list[Span]:
     previous = math.nan
     for time_s, flag in zip(times.tolist(), condition.tolist(), strict=True):
         if flag and start is None:
-            start = time_s - interval_s
+            start = max(time_s - interval_s, 0.0)
         elif not flag and start is not None:
             stretches.append((start, previous))
             start = None

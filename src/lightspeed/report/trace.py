@@ -156,6 +156,8 @@ def _rank_json(rank: RankSummary, summary: TraceSummary) -> JsonDict:
             "achieved_flop_per_s": _number(rank.achieved_flop_per_s),
             "peak_flop_per_s": _number(rank.peak_flop_per_s),
             "sol_pct": _number(rank.sol_pct),
+            "peak_precision": None if rank.peak_precision is None else f"dense {rank.peak_precision}",
+            "above_sol": rank.above_sol,
         },
     }
 
@@ -216,10 +218,20 @@ def render_trace_summary(summary: TraceSummary, console: Console | None = None) 
 
 
 def _sol_cell(rank: RankSummary) -> str:
+    """The SOL column of ``trace summary`` (rich markup escaped)."""
+    return _escape(sol_text(rank))
+
+
+def sol_text(rank: RankSummary) -> str:
+    """The SOL column of a rank, as plain text (the table and the HTML report show the same)."""
     if rank.accelerator is None:
-        return "no SOL for " + _escape(rank.device_name or "unnamed device")
+        return "no SOL for " + (rank.device_name or "unnamed device")
     if math.isfinite(rank.sol_pct):
-        return f"{format_flop_per_s(rank.achieved_flop_per_s)} = {rank.sol_pct:.1f}% of {rank.accelerator}"
+        above = " (above SOL)" if rank.above_sol else ""
+        return (
+            f"{format_flop_per_s(rank.achieved_flop_per_s)} = {rank.sol_pct:.1f}% of {rank.accelerator} "
+            f"dense {rank.peak_precision}{above}"
+        )
     return f"{rank.accelerator} (no FLOP counts in trace)"
 
 
@@ -309,11 +321,23 @@ def trace_section(summary: TraceSummary, *, label: str = "", num_skipped_events:
             _pct(r.compute_pct),
             _pct(r.non_compute_pct),
             _pct(r.comm_comp_overlap_pct),
+            str(r.num_gpu_events),
+            sol_text(r),
         )
         for r in summary.ranks
     )
     table = Table(
-        headers=("rank", "device", "kernel span", "idle", "compute", "non-compute", "comm/comp overlap"),
+        headers=(
+            "rank",
+            "device",
+            "kernel span",
+            "idle",
+            "compute",
+            "non-compute",
+            "comm/comp overlap",
+            "GPU events",
+            "SOL",
+        ),
         rows=rows,
         caption="% of the kernel span (HTA definitions)" + ("; PARTIAL" if summary.partial else ""),
     )
@@ -423,7 +447,7 @@ def render_trace_launch(report: LaunchReport, console: Console | None = None) ->
                 )
             )
     _render_table(
-        "Kernel launches",
+        "GPU event launches " + ("(kernels, copies, memsets)" if report.include_memory else "(kernels)"),
         ("rank", "quantity", "count", "mean", "median", "p95", "max"),
         rows,
         right_align_from=2,
@@ -431,13 +455,13 @@ def render_trace_launch(report: LaunchReport, console: Console | None = None) ->
         caption=_caption(False, report.notes),
     )
     _render_table(
-        "Launch outliers and short kernels",
+        "Launch outliers and short GPU events",
         (
             "rank",
             f"runtime > {format_duration(report.runtime_cutoff_s)}",
             f"delay > {format_duration(report.launch_delay_cutoff_s)}",
             "GPU shorter than its launch",
-            f"kernels < {format_duration(report.short_kernel_s)}",
+            f"GPU events < {format_duration(report.short_kernel_s)}",
         ),
         [
             (
@@ -456,7 +480,7 @@ def render_trace_launch(report: LaunchReport, console: Console | None = None) ->
 def render_trace_comms(report: CommsReport, *, calls: bool = False, console: Console | None = None) -> None:
     """Print collectives grouped by kind and size (and each call with ``calls``)."""
     out = console or _console()
-    sol = f"SOL: {report.sol_source}" if report.sol_source else "SOL: none (device not in the catalog)"
+    sol = f"SOL: {report.sol_source}" if report.sol_source else _no_sol(report.device_names)
     sol += "\nalgbw = size / median time; busbw = algbw x nccl-tests' factor; % of SOL = busbw / SOL"
     _render_table(
         "Collectives (busbw as nccl-tests)",
@@ -501,6 +525,17 @@ def render_trace_comms(report: CommsReport, *, calls: bool = False, console: Con
         )
 
 
+def _no_sol(device_names: Sequence[str]) -> str:
+    """Why the collectives have no SOL, and what to pass."""
+    if not device_names:
+        return (
+            "SOL: none (the trace names no device: pass --device NAME, e.g. --device h100, "
+            "or --link NIC / --link-bandwidth)"
+        )
+    names = ", ".join(device_names)
+    return f"SOL: none ({names} not in the catalog: pass --device NAME, or --link NIC / --link-bandwidth)"
+
+
 def _bytes(value: float) -> str:
     return "-" if not math.isfinite(value) else format_bytes(value)
 
@@ -529,8 +564,13 @@ def render_trace_stragglers(report: StragglerReport, console: Console | None = N
         caption=_caption(
             report.partial,
             report.notes,
-            f"{report.num_matched_collectives} collectives matched on every rank; "
-            "lateness = longest duration among ranks - this rank's duration",
+            f"{report.num_matched_collectives} collectives matched on every rank"
+            + (
+                f" ({report.num_mismatched_collectives} more left out: not the same call on every rank)"
+                if report.num_mismatched_collectives
+                else ""
+            )
+            + "; lateness = longest duration among ranks - this rank's duration",
         ),
     )
     _render_table(

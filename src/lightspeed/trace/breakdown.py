@@ -23,7 +23,7 @@ import numpy as np
 from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import TraceError, UnsupportedError
 from lightspeed.records import Record
-from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events, step_start
+from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, gpu_events, step_start
 from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measures
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
 from lightspeed.trace.model import RankTrace, Trace
@@ -87,6 +87,8 @@ class RankSummary(Record):
     sol_pct: float
     partial: bool
     notes: tuple[str, ...]
+    peak_precision: str | None = None  # the peak's precision, dense: "bf16" (fp16 where no bf16)
+    above_sol: bool = False  # achieved above the peak: the FLOP counts or the precision assumed are off
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,9 @@ def _summarize_rank(rank: RankTrace, dropped: int | None, catalog: Catalog) -> R
         return _empty_summary(rank, accelerator, tuple(notes))
     if accelerator is None:
         notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
+    several = devices_note(rank)
+    if several is not None:
+        notes.append(several)
     all_union = union(events.start_ns, events.end_ns)
     span = int(all_union[1][-1] - all_union[0][0])
     idle = span - measure(*all_union)
@@ -161,8 +166,15 @@ def _summarize_rank(rank: RankTrace, dropped: int | None, catalog: Catalog) -> R
     communication = measure(*kind_unions[COMMUNICATION])
     overlap = overlap_measure(kind_unions[COMPUTATION], kind_unions[COMMUNICATION])
     flop = _counted_flop(rank, dropped)
-    peak = _peak_flop_per_s(accelerator)
+    peak, precision = peak_flop_per_s(accelerator)
     achieved = flop / (span * NS) if flop > 0 and span > 0 else math.nan
+    sol_pct = 100.0 * achieved / peak if math.isfinite(achieved) and math.isfinite(peak) else math.nan
+    if sol_pct > 100.0:
+        notes.append(
+            f"rank {rank.rank}: {sol_pct:.1f}% of the dense {precision} peak: above the SOL, so the "
+            "profiler's FLOP estimates count more than ran, or the work ran at a faster precision "
+            "(fp8, sparsity) than the peak assumed"
+        )
     return RankSummary(
         rank=rank.rank,
         device_name=rank.device_name,
@@ -182,9 +194,11 @@ def _summarize_rank(rank: RankTrace, dropped: int | None, catalog: Catalog) -> R
         flop=flop,
         achieved_flop_per_s=achieved,
         peak_flop_per_s=peak,
-        sol_pct=100.0 * achieved / peak if math.isfinite(achieved) and math.isfinite(peak) else math.nan,
+        sol_pct=sol_pct,
         partial=False,
         notes=tuple(notes),
+        peak_precision=precision,
+        above_sol=sol_pct > 100.0,
     )
 
 
@@ -201,6 +215,7 @@ def _counted_flop(rank: RankTrace, dropped: int | None) -> float:
 
 def _empty_summary(rank: RankTrace, accelerator: Accelerator | None, notes: tuple[str, ...]) -> RankSummary:
     nan = math.nan
+    peak, precision = peak_flop_per_s(accelerator)
     return RankSummary(
         rank=rank.rank,
         device_name=rank.device_name,
@@ -219,10 +234,11 @@ def _empty_summary(rank: RankTrace, accelerator: Accelerator | None, notes: tupl
         steps=(),
         flop=nan,
         achieved_flop_per_s=nan,
-        peak_flop_per_s=_peak_flop_per_s(accelerator),
+        peak_flop_per_s=peak,
         sol_pct=nan,
         partial=True,
         notes=notes,
+        peak_precision=precision,
     )
 
 
@@ -235,16 +251,17 @@ def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else math.nan
 
 
-def _peak_flop_per_s(accelerator: Accelerator | None) -> float:
-    """Dense bf16 peak (fp16 on devices without bf16, e.g. V100); NaN if unknown."""
+def peak_flop_per_s(accelerator: Accelerator | None) -> tuple[float, str | None]:
+    """(dense peak, its precision): bf16, else fp16 on devices without bf16 (e.g. V100); (NaN, None)
+    if unknown."""
     if accelerator is None:
-        return math.nan
+        return math.nan, None
     for precision in PEAK_PRECISIONS:
         try:
-            return accelerator.dense_flop_per_s(precision)
+            return accelerator.dense_flop_per_s(precision), precision
         except UnsupportedError:
             continue
-    return math.nan
+    return math.nan, None
 
 
 def _kind_overlaps(kind_unions: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[KindTime, ...]:

@@ -7,8 +7,14 @@ the collective named in the kernel name. Bandwidths follow nccl-tests
 (``trace/data/collectives.toml``): algbw = S / t, busbw = algbw x factor(n).
 
 The SOL is the device's scale-up bandwidth per direction from the catalog
-(e.g. A100 SXM: 12 NVLink-3 links, 300 GB/s): collectives between nodes are
-bounded by the NIC instead, so pass ``link_bandwidth_bytes_per_s`` for them.
+(e.g. A100 SXM: 12 NVLink-3 links, 300 GB/s) for a group that fits in the
+device's scale-up domain (the NVLink domain of the catalog system built from it:
+8 GPUs in an HGX node, 72 in an NVL72 rack). A larger group crosses domains:
+its SOL is the busbw bound of lightspeed's collective model
+(:mod:`lightspeed.sol.core.collectives`, at full link efficiency and no
+latency) on that many GPUs of the system over the system's own NICs, for
+all-reduce, all-gather, reduce-scatter and all-to-all; other collectives of such
+a group get none (a note says so). ``link_bandwidth_bytes_per_s`` overrides both.
 """
 
 from __future__ import annotations
@@ -16,17 +22,26 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 
-from lightspeed.catalog import Accelerator, Catalog, load_catalog
+from lightspeed.catalog import Accelerator, Catalog, System, load_catalog
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.errors import DataFileError, LightspeedError, UserInputError
 from lightspeed.records import Record
+from lightspeed.sol.core.collectives import (
+    Array,
+    Fabric,
+    all_gather_s,
+    all_reduce_s,
+    all_to_all_s,
+    fabric_of,
+    reduce_scatter_s,
+)
 from lightspeed.trace.breakdown import NS, require_gpu_events
 from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events
 from lightspeed.trace.kinds import COMMUNICATION
@@ -41,6 +56,17 @@ _FACTORS: Final[dict[str, Callable[[int], float]]] = {
     "1": lambda n: 1.0,
 }
 _KERNEL_COLLECTIVE: Final = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
+# the collectives whose cost across scale-up domains lightspeed's collective model gives: seconds of
+# one byte (S as collectives.toml defines it) on a fabric, for a group of n ranks
+_CROSS_DOMAIN_COST: Final[dict[str, Callable[[Fabric, Array, Array], Array]]] = {
+    "all_reduce": all_reduce_s,
+    "all_gather": all_gather_s,
+    "reduce_scatter": reduce_scatter_s,
+    "all_to_all": all_to_all_s,
+}
+_PASS_A_LINK: Final = "pass --link NIC --num-links N, or --link-bandwidth"
+# collectives whose group size says nothing about where their two ends are
+_POINT_TO_POINT: Final = frozenset({"send_recv"})
 
 
 @dataclass(frozen=True)
@@ -128,7 +154,8 @@ class CollectiveGroup(Record):
 
 @dataclass(frozen=True)
 class CommsReport(Record):
-    """Every collective call and their groups; ``sol_source`` says where the SOL came from."""
+    """Every collective call and their groups; ``sol_source`` says where the SOL came from;
+    ``device_names`` the devices the ranks' traces name (empty: none names one)."""
 
     calls: tuple[CollectiveCall, ...]
     groups: tuple[CollectiveGroup, ...]
@@ -136,6 +163,126 @@ class CommsReport(Record):
     last_step_excluded: bool
     partial: bool
     notes: tuple[str, ...]
+    device_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RankSol:
+    """Where the SOL of one rank's collectives comes from (bytes/s per direction, compared with busbw).
+
+    ``bandwidth_bytes_per_s`` is the link given (``given``) or the device's scale-up link, ``source``
+    says which. ``system`` is the catalog system the device is built into (its scale-up domain, its
+    NICs): a group larger than its domain gets the bound of lightspeed's collective model over the
+    system's NICs instead (:meth:`of`). ``crossing`` counts, per (collective, group size), the calls
+    that crossed domains, and ``cross_sources`` what their SOL came from (for the notes).
+    """
+
+    bandwidth_bytes_per_s: float
+    source: str
+    given: bool = False
+    system: System | None = None
+    catalog: Catalog | None = None
+    crossing: dict[tuple[str, int], int] = field(default_factory=dict)
+    cross_sources: dict[tuple[str, int], str] = field(default_factory=dict)
+    cross_sols: dict[tuple[str, int], float] = field(default_factory=dict)
+
+    @property
+    def domain_size(self) -> int | None:
+        """GPUs that share the device's scale-up link (None: the catalog builds no system of it)."""
+        return self.system.scale_up_domain_size if self.system is not None else None
+
+    def of(self, kind: CollectiveKind | None, group: int) -> float:
+        """The SOL of one call of ``kind`` over ``group`` ranks (NaN: none known)."""
+        domain = self.domain_size
+        if (
+            self.given
+            or domain is None
+            or group <= domain
+            or kind is None
+            or kind.name in _POINT_TO_POINT
+            or not math.isfinite(self.bandwidth_bytes_per_s)
+        ):
+            return self.bandwidth_bytes_per_s
+        key = (kind.name, group)
+        self.crossing[key] = self.crossing.get(key, 0) + 1
+        if key not in self.cross_sols:
+            self.cross_sols[key], self.cross_sources[key] = _cross_domain_sol(
+                self.catalog, self.system, kind, group
+            )
+        return self.cross_sols[key]
+
+    def crossing_notes(self) -> list[str]:
+        """What the calls that crossed the scale-up domain were compared with: one note per group
+        size, and one per collective that got no SOL there."""
+        if self.system is None:
+            return []
+        notes = [
+            f"groups of {group} ranks cross the {self.domain_size}-GPU scale-up domain of "
+            f"{self.system.name}: their SOL is lightspeed's collective-model bound over the nodes' NICs "
+            "(busbw; every GPU of each node in the group), not the scale-up link; --link or "
+            "--link-bandwidth sets another"
+            for group in sorted({group for (_, group), sol in self.cross_sols.items() if math.isfinite(sol)})
+        ]
+        notes.extend(
+            f"{name} over {group} ranks: {self.cross_sources[(name, group)]}"
+            for (name, group), sol in sorted(self.cross_sols.items())
+            if not math.isfinite(sol)
+        )
+        return notes
+
+    def sources(self) -> list[str]:
+        """Every SOL source used: the scale-up link's, and per group size that crossed domains the
+        cross-domain bounds of its collectives (``over 16 ranks (...): all_reduce 321.4 GB/s, ...``)."""
+        found = [self.source] if self.source else []
+        by_group: dict[int, list[str]] = {}
+        for (name, group), sol in sorted(self.cross_sols.items()):
+            if math.isfinite(sol):
+                by_group.setdefault(group, []).append(f"{name} {sol / 1e9:.4g} GB/s")
+        found.extend(
+            f"over {group} ranks ({self._cluster_text(group)}): {', '.join(bounds)} busbw"
+            for group, bounds in by_group.items()
+        )
+        return found
+
+    def _cluster_text(self, group: int) -> str:
+        return next(
+            self.cross_sources[key]
+            for key, sol in self.cross_sols.items()
+            if key[1] == group and math.isfinite(sol)
+        )
+
+
+def _cross_domain_sol(
+    catalog: Catalog | None, system: System | None, kind: CollectiveKind, group: int
+) -> tuple[float, str]:
+    """(busbw SOL, the cluster it was found on, or why there is none) of ``kind`` over ``group``
+    GPUs of ``system``: nccl-tests' busbw of the time lightspeed's collective model gives it on that
+    many GPUs over the system's own NICs, at full link efficiency and no latency (a bandwidth bound,
+    as the scale-up SOL is)."""
+    cost = _CROSS_DOMAIN_COST.get(kind.name)
+    refuse = (
+        "no SOL across scale-up domains (lightspeed's collective model covers all-reduce, all-gather, "
+        f"reduce-scatter and all-to-all there): {_PASS_A_LINK}"
+    )
+    if cost is None or catalog is None or system is None:
+        return math.nan, refuse
+    try:
+        cluster = catalog.cluster(system.name, num_accelerators=group)
+    except LightspeedError as error:
+        return math.nan, f"no SOL ({error}): {_PASS_A_LINK}"
+    fabric = fabric_of(cluster, 1.0)
+    if fabric.scale_out is None:
+        return math.nan, f"no SOL ({system.name} records no NICs): {_PASS_A_LINK}"
+    fabric = replace(
+        fabric,
+        scale_up=replace(fabric.scale_up, latency_s=0.0),
+        scale_out=replace(fabric.scale_out, latency_s=0.0),
+    )
+    seconds_per_byte = float(cost(fabric, 1.0, group))
+    sol = kind.factor(group) / seconds_per_byte
+    nics = cluster.fabric
+    over = f"{nics.num_links} x {nics.link.name} per node" if nics is not None else "its NICs"
+    return sol, f"collective model, {cluster.num_nodes} x {cluster.system.name}, {over}"
 
 
 @dataclass(frozen=True)
@@ -179,17 +326,46 @@ def collectives(
     notes = list(trace.notes)
     sources: set[str] = set()
     for rank in trace.ranks:
-        sol, source = _sol(rank, catalog, link_bandwidth_bytes_per_s, link_label)
-        if source:
-            sources.add(source)
-        else:
-            notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
-        calls.extend(_rank_calls(rank, gpu_events(rank, dropped_step=dropped), sol, notes))
-    return comms_report(calls, notes, sources, drop_last=dropped is not None)
+        rank_calls, source = rank_collectives(
+            rank,
+            gpu_events(rank, dropped_step=dropped),
+            catalog,
+            notes,
+            override=link_bandwidth_bytes_per_s,
+            label=link_label,
+        )
+        sources.update(filter(None, source.split("; ")))
+        calls.extend(rank_calls)
+    names = tuple(dict.fromkeys(rank.device_name for rank in trace.ranks if rank.device_name))
+    return comms_report(calls, notes, sources, drop_last=dropped is not None, device_names=names)
+
+
+def rank_collectives(
+    rank: RankTrace,
+    events: GpuEvents,
+    catalog: Catalog,
+    notes: list[str],
+    *,
+    override: float | None,
+    label: str | None,
+) -> tuple[list[CollectiveCall], str]:
+    """One rank's collective calls and the SOL sources they used (``; ``-joined; empty: no SOL),
+    with its notes added to ``notes`` (shared with the parallel analysis in ``ranks``)."""
+    sol = _sol(rank, catalog, override, label)
+    if not sol.source:
+        notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
+    calls = _rank_calls(rank, events, sol, notes)
+    notes.extend(sol.crossing_notes())
+    return calls, "; ".join(sol.sources())
 
 
 def comms_report(
-    calls: list[CollectiveCall], notes: list[str], sources: set[str], *, drop_last: bool
+    calls: list[CollectiveCall],
+    notes: list[str],
+    sources: set[str],
+    *,
+    drop_last: bool,
+    device_names: tuple[str, ...] = (),
 ) -> CommsReport:
     """The report of every rank's calls (shared with the parallel analysis in ``ranks``)."""
     if not calls:
@@ -210,35 +386,51 @@ def comms_report(
         last_step_excluded=drop_last,
         partial=unknown > 0,
         notes=tuple(dict.fromkeys(notes)),
+        device_names=device_names,
     )
 
 
-def _sol(
-    rank: RankTrace, catalog: Catalog, override: float | None, label: str | None = None
-) -> tuple[float, str]:
+def _sol(rank: RankTrace, catalog: Catalog, override: float | None, label: str | None = None) -> RankSol:
     if override is not None:
-        return override, f"{label or GIVEN_LINK}: {override / 1e9:g} GB/s per direction"
+        return RankSol(override, f"{label or GIVEN_LINK}: {override / 1e9:g} GB/s per direction", given=True)
     accelerator: Accelerator | None = catalog.find_device(rank.device_name) if rank.device_name else None
     if accelerator is None or accelerator.scale_up is None:
-        return math.nan, ""
+        return RankSol(math.nan, "")
     attachment = accelerator.scale_up
     bandwidth = attachment.per_direction_bytes_per_s
-    return bandwidth, (
+    built = catalog.systems_built_from(accelerator.name)
+    return RankSol(
+        bandwidth,
         f"{accelerator.name} scale-up: {attachment.num_links} x {attachment.link.name}, "
         f"{bandwidth / 1e9:g} GB/s per direction"
+        + (f" (groups of up to {built[0].scale_up_domain_size} GPUs, {built[0].name})" if built else ""),
+        system=built[0] if built else None,
+        catalog=catalog,
     )
 
 
-def _rank_calls(rank: RankTrace, events: GpuEvents, sol: float, notes: list[str]) -> list[CollectiveCall]:
+def _rank_calls(rank: RankTrace, events: GpuEvents, sol: RankSol, notes: list[str]) -> list[CollectiveCall]:
     comm = events.subset(events.kind == COMMUNICATION)
     table = rank.events
-    finder = _ParamFinder(rank)
+    finder = ParamFinder(rank)
     calls: list[CollectiveCall] = []
     for index in range(comm.size):
         kernel = table.names[int(comm.name_id[index])]
         params = finder.find(int(comm.row[index]), int(comm.launch[index]), kernel)
         calls.append(_call(rank, comm, index, kernel=kernel, params=params, sol=sol, notes=notes))
     return calls
+
+
+def described(rank: RankTrace, params: _Params, notes: list[str]) -> tuple[CollectiveKind | None, int, float]:
+    """(kind, group size or NO_VALUE, size S in bytes or NaN) of a collective with ``params``; a
+    group size the trace does not give is taken as the world size (noted in ``notes``)."""
+    kind = collective_kind(params.collective)
+    group = params.group_size if params.group_size > 0 else (rank.world_size or NO_VALUE)
+    if params.group_size <= 0 and rank.world_size:
+        notes.append(
+            f"rank {rank.rank}: group size not in the trace; assumed the world size ({rank.world_size})"
+        )
+    return kind, group, _size_bytes(kind, params, group)
 
 
 def _call(
@@ -248,19 +440,14 @@ def _call(
     *,
     kernel: str,
     params: _Params,
-    sol: float,
+    sol: RankSol,
     notes: list[str],
 ) -> CollectiveCall:
     duration_s = float(comm.end_ns[index] - comm.start_ns[index]) * NS
-    kind = collective_kind(params.collective)
-    group = params.group_size if params.group_size > 0 else (rank.world_size or NO_VALUE)
-    if params.group_size <= 0 and rank.world_size:
-        notes.append(
-            f"rank {rank.rank}: group size not in the trace; assumed the world size ({rank.world_size})"
-        )
-    size = _size_bytes(kind, params, group)
+    kind, group, size = described(rank, params, notes)
     algbw = size / duration_s if duration_s > 0 else math.nan
     busbw = algbw * kind.factor(group) if kind is not None and group > 0 else math.nan
+    link = sol.of(kind, group)
     return CollectiveCall(
         rank=rank.rank,
         step=int(comm.step[index]),
@@ -272,8 +459,8 @@ def _call(
         group_size=group if group > 0 else None,
         algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=busbw,
-        sol_bytes_per_s=sol,
-        busbw_sol_pct=100.0 * busbw / sol if math.isfinite(busbw) and math.isfinite(sol) else math.nan,
+        sol_bytes_per_s=link,
+        busbw_sol_pct=100.0 * busbw / link if math.isfinite(busbw) and math.isfinite(link) else math.nan,
         size_source=params.source,
     )
 
@@ -292,7 +479,7 @@ def _size_bytes(kind: CollectiveKind | None, params: _Params, group: int) -> flo
     return params.elements_in * params.element_bytes
 
 
-class _ParamFinder:
+class ParamFinder:
     """Finds a communication kernel's collective parameters in one rank's table."""
 
     def __init__(self, rank: RankTrace) -> None:

@@ -30,6 +30,18 @@ from lightspeed.trace.table import I64, NO_VALUE, EventTable
 LAUNCH_CATEGORIES: Final = ("cuda_runtime", "cuda_driver", "Runtime", "Driver")
 
 
+def devices_note(rank: RankTrace) -> str | None:
+    """A note when one rank's GPU events ran on two or more devices (``args.device``): the
+    analyses treat a rank as one GPU, so its figures are the devices' union, not either's."""
+    used = sorted(device for device, count in rank.events.device_counts.items() if device >= 0 and count)
+    if len(used) < 2:
+        return None
+    return (
+        f"rank {rank.rank}: GPU events on {len(used)} devices ({', '.join(map(str, used))}) in one trace; "
+        "the breakdown is their union (one trace per device gives each its own)"
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class GpuEvents:
     """One rank's counted GPU events as columns (ns from the rank's origin).

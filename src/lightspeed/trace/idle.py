@@ -24,7 +24,7 @@ import numpy as np
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
-from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events
+from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, gpu_events
 from lightspeed.trace.intervals import union
 from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import I64
@@ -84,6 +84,9 @@ def idle_breakdown(
         if events.size == 0:
             notes.append(f"rank {rank.rank}: no GPU events")
             continue
+        several = devices_note(rank)
+        if several is not None:
+            notes.append(several)
         ranks.append(_whole_gpu(rank, events, threshold_ns))
         streams.extend(_per_stream(rank, events, threshold_ns))
     return IdleReport(

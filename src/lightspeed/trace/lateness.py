@@ -10,18 +10,32 @@ at one collective is therefore
 which needs no clock synchronisation between hosts (unlike comparing start
 times). A rank's lateness in a step is the sum over the step's collectives;
 the step's straggler is the rank with the largest.
+
+Where the trace gives collectives' sizes (see :mod:`lightspeed.trace.comms`), a
+match is checked: every rank must name the same collective, and, for collectives
+whose buffer is the same size on every rank (all-reduce, all-gather,
+reduce-scatter, broadcast, reduce), the same size. A match that fails is not
+the same call on every rank (the order within the step differs, or a rank's
+trace lost a call): it is left out of the lateness and counted in a note. An
+all-to-all, send/recv, gather or scatter may carry different sizes on different
+ranks: it is kept, and a note counts those whose sizes differ (their lateness
+includes the time the larger buffers took).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from lightspeed.errors import TraceError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
+from lightspeed.trace.comms import ParamFinder, described
 from lightspeed.trace.gpu import dropped_step, gpu_events
 from lightspeed.trace.kinds import COMMUNICATION
 from lightspeed.trace.model import RankTrace, Trace
@@ -61,9 +75,26 @@ class StragglerReport(Record):
     last_step_excluded: bool
     partial: bool
     notes: tuple[str, ...]
+    # matched on every rank but not the same call: another collective or, where every rank's buffer
+    # is the same size, another size on some rank; left out of the lateness
+    num_mismatched_collectives: int = 0
+    # kept, though their sizes differ across ranks (all-to-all, send/recv, gather, scatter may)
+    num_uneven_collectives: int = 0
 
 
 _Key = tuple[int, str, int]  # (step, kernel name, order within the step)
+# collectives whose buffer may differ in size from rank to rank (uneven all-to-all splits, a pair's
+# two ends, a root's gathered or scattered buffer); every other collective's is the same on every rank
+UNEVEN_SIZES: Final = frozenset({"all_to_all", "send_recv", "gather", "scatter"})
+
+
+class Arrival(NamedTuple):
+    """One rank's call of one matched collective: its duration, and what it was (the collective's
+    name, and its size S in bytes, NaN where the trace does not give it)."""
+
+    duration_ns: int
+    collective: str
+    size_bytes: float
 
 
 def stragglers(trace: Trace, *, include_last_step: bool = False) -> StragglerReport:
@@ -83,7 +114,7 @@ def stragglers(trace: Trace, *, include_last_step: bool = False) -> StragglerRep
         )
     require_gpu_events(trace)
     dropped = dropped_step(trace, include_last_step=include_last_step)
-    durations: dict[_Key, dict[int, int]] = defaultdict(dict)
+    durations: dict[_Key, dict[int, Arrival]] = defaultdict(dict)
     notes = list(trace.notes)
     for rank in trace.ranks:
         for key, duration in _collective_durations(rank, dropped).items():
@@ -94,39 +125,105 @@ def stragglers(trace: Trace, *, include_last_step: bool = False) -> StragglerRep
 
 
 def straggler_report(
-    durations: dict[_Key, dict[int, int]], rank_ids: tuple[int, ...], notes: list[str], *, drop_last: bool
+    durations: dict[_Key, dict[int, Arrival]], rank_ids: tuple[int, ...], notes: list[str], *, drop_last: bool
 ) -> StragglerReport:
-    """The report of every rank's collective durations (shared with the parallel analysis in ``ranks``)."""
-    matched = {key: by_rank for key, by_rank in durations.items() if len(by_rank) == len(rank_ids)}
-    unmatched = sum(len(by_rank) for key, by_rank in durations.items() if key not in matched)
+    """The report of every rank's collective calls (shared with the parallel analysis in ``ranks``)."""
+    on_every_rank = {key: by_rank for key, by_rank in durations.items() if len(by_rank) == len(rank_ids)}
+    unmatched = sum(len(by_rank) for key, by_rank in durations.items() if key not in on_every_rank)
+    mismatched = {key: by_rank for key, by_rank in on_every_rank.items() if _mismatch(by_rank.values())}
+    matched = {key: by_rank for key, by_rank in on_every_rank.items() if key not in mismatched}
+    uneven = sum(1 for by_rank in matched.values() if _sizes_differ(by_rank.values()))
     if not matched:
         notes.append("no collective appears on every rank in the same step: nothing to compare")
     if unmatched:
         notes.append(f"{unmatched} collective calls are missing on some ranks and were left out")
-    steps = _rank_steps(matched, rank_ids)
+    if mismatched:
+        notes.append(_mismatch_note(mismatched))
+    if uneven:
+        notes.append(
+            f"{uneven} matched collective(s) ({_names(matched, uneven_only=True)}) carry different sizes on "
+            "different ranks, as all-to-all and send/recv may: kept, and their lateness includes the "
+            "time the larger buffers took"
+        )
+    durations_ns = {
+        key: {rank: arrival.duration_ns for rank, arrival in by_rank.items()}
+        for key, by_rank in matched.items()
+    }
+    steps = _rank_steps(durations_ns, rank_ids)
     return StragglerReport(
         steps=steps,
         ranks=_rank_totals(steps),
         num_matched_collectives=len(matched),
         num_unmatched_collectives=unmatched,
         last_step_excluded=drop_last,
-        partial=unmatched > 0 or not matched,
+        partial=unmatched > 0 or not matched or bool(mismatched),
         notes=tuple(notes),
+        num_mismatched_collectives=len(mismatched),
+        num_uneven_collectives=uneven,
     )
 
 
-def _collective_durations(rank: RankTrace, dropped: int | None) -> dict[_Key, int]:
+def _mismatch(arrivals: Iterable[Arrival]) -> bool:
+    """Whether the ranks' calls matched by position are not one collective: another collective
+    name, or, for one whose buffer is the same on every rank, another known size."""
+    calls = list(arrivals)
+    if len({call.collective for call in calls}) > 1:
+        return True
+    return calls[0].collective not in UNEVEN_SIZES and _sizes_differ(calls)
+
+
+def _sizes_differ(arrivals: Iterable[Arrival]) -> bool:
+    """Whether two of the known sizes differ (an unknown size, NaN, is not compared)."""
+    sizes = {call.size_bytes for call in arrivals if not math.isnan(call.size_bytes)}
+    return len(sizes) > 1
+
+
+def _names(found: dict[_Key, dict[int, Arrival]], *, uneven_only: bool = False) -> str:
+    """The collectives of ``found`` with their counts: ``all_reduce x 2, all_to_all x 1``."""
+    counts: dict[str, int] = defaultdict(int)
+    for by_rank in found.values():
+        if not uneven_only or _sizes_differ(by_rank.values()):
+            counts[" / ".join(sorted({call.collective for call in by_rank.values()}))] += 1
+    return ", ".join(f"{name} x {count}" for name, count in sorted(counts.items()))
+
+
+def _mismatch_note(mismatched: dict[_Key, dict[int, Arrival]]) -> str:
+    """The note on matches that are not one call: how many, which, and the first one's sizes."""
+    (step, _, _), first = min(mismatched.items())
+    shown = ", ".join(
+        f"rank {rank} {call.collective} {_size_text(call.size_bytes)}" for rank, call in sorted(first.items())
+    )
+    return (
+        f"{len(mismatched)} collective(s) matched by their order in the step are not the same call on "
+        f"every rank ({_names(mismatched)}; e.g. step {step}: {shown}): left out of the lateness"
+    )
+
+
+def _size_text(size_bytes: float) -> str:
+    return "size unknown" if math.isnan(size_bytes) else f"{size_bytes:,.0f} B"
+
+
+def _collective_durations(rank: RankTrace, dropped: int | None) -> dict[_Key, Arrival]:
     events = gpu_events(rank, dropped_step=dropped)
     comm = events.subset((events.kind == COMMUNICATION) & (events.step >= 0))
     order = np.lexsort((comm.start_ns, comm.name_id, comm.step))
     seen: dict[tuple[int, int], int] = defaultdict(int)
-    result: dict[_Key, int] = {}
+    result: dict[_Key, Arrival] = {}
     names = rank.events.names
+    finder = ParamFinder(rank)
+    ignored: list[str] = []  # the notes of comms (an assumed group size) are its to give
     for index in order.tolist():
         step, name_id = int(comm.step[index]), int(comm.name_id[index])
         ordinal = seen[(step, name_id)]
         seen[(step, name_id)] += 1
-        result[(step, names[name_id], ordinal)] = int(comm.end_ns[index] - comm.start_ns[index])
+        kernel = names[name_id]
+        params = finder.find(int(comm.row[index]), int(comm.launch[index]), kernel)
+        kind, _, size = described(rank, params, ignored)
+        result[(step, kernel, ordinal)] = Arrival(
+            duration_ns=int(comm.end_ns[index] - comm.start_ns[index]),
+            collective=kind.name if kind is not None else (params.collective or kernel),
+            size_bytes=size,
+        )
     return result
 
 

@@ -33,6 +33,7 @@ LAUNCH_CALLS_FILE: Final = Path(__file__).resolve().parent / "data" / "launch_ca
 DEFAULT_RUNTIME_CUTOFF_S: Final = 50e-6  # HTA's runtime_cutoff
 DEFAULT_LAUNCH_DELAY_CUTOFF_S: Final = 100e-6  # HTA's launch_delay_cutoff
 DEFAULT_SHORT_KERNEL_S: Final = 10e-6
+NS_PER_S: Final = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class LaunchReport(Record):
     short_kernel_s: float
     last_step_excluded: bool
     notes: tuple[str, ...]
+    include_memory: bool = True  # the GPU events counted: copies and memsets too, or kernels only
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +103,9 @@ def launch_stats(
     ):
         if value < 0:
             raise UserInputError(f"{label} must be >= 0 s, got {value}")
+    runtime_cutoff_ns = whole_ns(runtime_cutoff_s)
+    delay_cutoff_ns = whole_ns(launch_delay_cutoff_s)
+    short_kernel_ns = whole_ns(short_kernel_s)
     require_gpu_events(trace)
     dropped = dropped_step(trace, include_last_step=include_last_step)
     calls = launch_call_names(include_memory)
@@ -109,20 +114,32 @@ def launch_stats(
             rank,
             dropped,
             calls,
-            runtime_cutoff_s=runtime_cutoff_s,
-            delay_cutoff_s=launch_delay_cutoff_s,
-            short_kernel_s=short_kernel_s,
+            runtime_cutoff_ns=runtime_cutoff_ns,
+            delay_cutoff_ns=delay_cutoff_ns,
+            short_kernel_ns=short_kernel_ns,
         )
         for rank in trace.ranks
     )
     return LaunchReport(
         ranks=ranks,
-        runtime_cutoff_s=runtime_cutoff_s,
-        launch_delay_cutoff_s=launch_delay_cutoff_s,
-        short_kernel_s=short_kernel_s,
+        runtime_cutoff_s=runtime_cutoff_ns / NS_PER_S,
+        launch_delay_cutoff_s=delay_cutoff_ns / NS_PER_S,
+        short_kernel_s=short_kernel_ns / NS_PER_S,
         last_step_excluded=dropped is not None,
         notes=trace.notes,
+        include_memory=include_memory,
     )
+
+
+def whole_ns(seconds: float) -> int:
+    """``seconds`` as whole nanoseconds, the unit of the trace's times: the cut-offs are compared
+    with integer durations, so ``100us`` (9.999999999999999e-05 s once parsed) and ``0.1ms``
+    (1e-04 s) are the same 100,000 ns and count the same events.
+
+    >>> whole_ns(100 * 1e-6), whole_ns(0.1 * 1e-3), whole_ns(1e-4)
+    (100000, 100000, 100000)
+    """
+    return round(seconds * NS_PER_S)
 
 
 def _rank_stats(
@@ -130,9 +147,9 @@ def _rank_stats(
     dropped: int | None,
     calls: frozenset[str],
     *,
-    runtime_cutoff_s: float,
-    delay_cutoff_s: float,
-    short_kernel_s: float,
+    runtime_cutoff_ns: int,
+    delay_cutoff_ns: int,
+    short_kernel_ns: int,
 ) -> LaunchStats:
     table = rank.events
     events = gpu_events(rank, dropped_step=dropped)
@@ -142,17 +159,17 @@ def _rank_stats(
     paired[launched] = is_call[events.launch[launched]]
     launch = events.launch[paired]
     call_end = table.start_ns[launch] + table.duration_ns[launch]
-    delay = np.maximum(events.start_ns[paired] - call_end, 0) * NS
-    runtime = table.duration_ns[launch] * NS
-    gpu = (events.end_ns[paired] - events.start_ns[paired]) * NS
+    delay_ns = np.maximum(events.start_ns[paired] - call_end, 0)
+    runtime_ns = table.duration_ns[launch]
+    gpu_ns = events.end_ns[paired] - events.start_ns[paired]
     return LaunchStats(
         rank=rank.rank,
         num_launches=int(launch.size),
-        launch_delay=distribution(delay),
-        runtime=distribution(runtime),
-        gpu_duration=distribution(gpu),
-        num_runtime_over_cutoff=int((runtime > runtime_cutoff_s).sum()),
-        num_launch_delay_over_cutoff=int((delay > delay_cutoff_s).sum()),
-        num_gpu_shorter_than_launch=int((gpu < runtime).sum()),
-        num_short_kernels=int((gpu < short_kernel_s).sum()),
+        launch_delay=distribution(delay_ns * NS),
+        runtime=distribution(runtime_ns * NS),
+        gpu_duration=distribution(gpu_ns * NS),
+        num_runtime_over_cutoff=int((runtime_ns > runtime_cutoff_ns).sum()),
+        num_launch_delay_over_cutoff=int((delay_ns > delay_cutoff_ns).sum()),
+        num_gpu_shorter_than_launch=int((gpu_ns < runtime_ns).sum()),
+        num_short_kernels=int((gpu_ns < short_kernel_ns).sum()),
     )

@@ -44,12 +44,12 @@ from typing import Any
 from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.errors import LightspeedError, TraceError, UserInputError
 from lightspeed.trace.breakdown import TraceSummary, _summarize_rank
-from lightspeed.trace.comms import CollectiveCall, CommsReport, _rank_calls, _sol, comms_report
+from lightspeed.trace.comms import CollectiveCall, CommsReport, comms_report, rank_collectives
 from lightspeed.trace.gpu import gpu_events
 from lightspeed.trace.integrity import BadEvent, skipped_note
 from lightspeed.trace.io.kineto_parallel import forbid_in_this_process
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_files
-from lightspeed.trace.lateness import StragglerReport, _collective_durations, straggler_report
+from lightspeed.trace.lateness import Arrival, StragglerReport, _collective_durations, straggler_report
 from lightspeed.trace.loader import check_schema_versions, load_trace
 from lightspeed.trace.model import RankTrace
 from lightspeed.trace.ray_engine import ENGINES, ray_map
@@ -167,8 +167,14 @@ def _analyse_rank(task: _Task, rank: RankTrace) -> _RankPart:
             results[drop] = _collective_durations(rank, dropped)
         else:
             notes: list[str] = []
-            sol, source = _sol(rank, catalog, task.link_bandwidth_bytes_per_s, task.link_label)
-            calls = _rank_calls(rank, gpu_events(rank, dropped_step=dropped), sol, notes)
+            calls, source = rank_collectives(
+                rank,
+                gpu_events(rank, dropped_step=dropped),
+                catalog,
+                notes,
+                override=task.link_bandwidth_bytes_per_s,
+                label=task.link_label,
+            )
             results[drop] = (calls, source, tuple(notes))
     return _RankPart(
         rank=rank.rank,
@@ -376,11 +382,11 @@ def stragglers_ranks(
             "straggler analysis compares ranks, and this trace has one",
             fix="pass a folder (or several files) holding every rank's trace",
         )
-    durations: dict[Any, dict[int, int]] = defaultdict(dict)
+    durations: dict[Any, dict[int, Arrival]] = defaultdict(dict)
     notes = list(trace_notes)
     for part in parts:
-        for key, duration in _result(part, dropped).items():
-            durations[key][part.rank] = duration
+        for key, arrival in _result(part, dropped).items():
+            durations[key][part.rank] = arrival
         if part.num_steps == 0:
             notes.append(f"rank {part.rank}: no ProfilerStep annotations; its collectives cannot be matched")
     return straggler_report(
@@ -416,10 +422,8 @@ def collectives_ranks(
     sources: set[str] = set()
     for part in parts:
         rank_calls, source, rank_notes = _result(part, dropped)
-        if source:
-            sources.add(source)
-        else:
-            notes.append(f"rank {part.rank}: no SOL for {part.device_name or 'an unnamed device'}")
+        sources.update(filter(None, source.split("; ")))
         notes.extend(rank_notes)
         calls.extend(rank_calls)
-    return comms_report(calls, notes, sources, drop_last=dropped is not None)
+    names = tuple(dict.fromkeys(part.device_name for part in parts if part.device_name))
+    return comms_report(calls, notes, sources, drop_last=dropped is not None, device_names=names)

@@ -97,7 +97,8 @@ def _build(
     return builder, stream
 
 
-def _as_int(value: int | str | None) -> int | None:
+def _as_int(value: int | float | str | None) -> int | None:
+    """An integer field of the trace's metadata (a whole-number float was made an int on decoding)."""
     if isinstance(value, int):
         return value
     if isinstance(value, str) and value.strip().isdigit():
