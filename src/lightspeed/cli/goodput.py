@@ -59,7 +59,7 @@ from lightspeed.report import (
     render_ledgers,
     save_goodput_plot,
 )
-from lightspeed.units import PRECISIONS, format_duration
+from lightspeed.units import PRECISIONS, format_duration, format_flop_per_s
 from lightspeed.workload import CONVENTIONS, MFU_CONVENTION
 
 T = TypeVar("T")
@@ -212,8 +212,20 @@ def _refuse_above_peak(ledgers: list[Ledger], options: dict[str, Any]) -> None:
             raise UserInputError(
                 f"{ledger.path}: MFU would be {ratio:.0%}, above the peak no run exceeds; check "
                 f"{', '.join(given).replace('--model-flop-per-token', '--flop-per-token')} "
-                f"(the {ledger.utilization.precision} peak of {ledger.utilization.device} is the divisor)"
+                f"({_divisor(ledger)})"
             )
+
+
+def _divisor(ledger: Ledger) -> str:
+    """The peak MFU divided by, as the refusal names it: the catalog device's or the recorded one."""
+    flops = ledger.utilization
+    peak = format_flop_per_s(flops.peak_flop_per_s) if flops.peak_flop_per_s else "?"
+    if flops.peak_source == "catalog":
+        return f"the divisor is the {flops.precision} dense peak of {flops.device}, {peak} per accelerator"
+    return (
+        f"the divisor is the peak the run recorded, {peak} per accelerator; --system NAME divides by "
+        "a catalog device's peak instead"
+    )
 
 
 def _refuse_missing_precision(ledgers: list[Ledger], options: dict[str, Any]) -> None:

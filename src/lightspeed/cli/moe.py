@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import filecmp
+import os
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,6 +26,7 @@ from lightspeed.cli.options import (
     TOP_K,
     TOP_ROWS,
 )
+from lightspeed.errors import DataFileError
 
 
 @click.group("moe")
@@ -170,10 +173,28 @@ def _windows(
         raise click.UsageError("give --holdout FILE or --holdout-fraction F, not both")
     load = _load(load_paths, num_experts)
     if holdout_paths:
-        return load, _load(holdout_paths, num_experts, "--holdout FILE")
+        later = _load(holdout_paths, num_experts, "--holdout FILE")
+        _refuse_same_window(load_paths, holdout_paths)
+        return load, later
     if holdout_fraction is not None:
         return split_steps(load, holdout_fraction=holdout_fraction)
     return load, None
+
+
+def _refuse_same_window(load_paths: tuple[Path, ...], holdout_paths: tuple[Path, ...]) -> None:
+    """A --holdout file that is a --load file (by another name, through a link, or a byte-for-byte
+    copy) would score the placement in-sample as if out-of-sample: refused, as --load named twice is."""
+    for later in holdout_paths:
+        for placed in load_paths:
+            same_file = os.path.realpath(later) == os.path.realpath(placed)
+            if same_file or filecmp.cmp(later, placed, shallow=False):
+                raise DataFileError(
+                    later,
+                    f"the --holdout window is the --load file {placed} (the same file or the same content), "
+                    "so out-of-sample would be in-sample",
+                    fix="give --holdout a later window's load file, or --holdout-fraction F to split one "
+                    "load with per-step counts",
+                )
 
 
 def _holdout_json(score: Any) -> dict[str, Any] | None:

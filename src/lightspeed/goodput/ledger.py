@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lightspeed.catalog import Catalog
-from lightspeed.errors import DataFileError
+from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.goodput.events import BUCKETS, ETTR_LOSSES, PHASES, PRODUCTIVE
 from lightspeed.goodput.reader import RankLog, RunLog, Segment, StepEvent, Workload, reference_rank
 from lightspeed.goodput.skew import align_clocks
@@ -208,8 +208,13 @@ def build_ledger(
     Keyword arguments override what the tracker recorded at job start
     (``model``, ``system``, ``seq_len``, ``precision``, ``num_accelerators``,
     FLOP per token, peak FLOP/s per accelerator, token-rate SOL per
-    accelerator). ``convention`` names the workload's FLOP-counting convention
-    (default PaLM's ``6N+attention``). ``catalog``/``models`` default to the
+    accelerator). A ``model`` or ``seq_len`` given replaces the FLOP per token
+    the job start recorded (counted from the model instead), a ``system`` or
+    ``precision`` given replaces its recorded peak (the catalog's dense peak
+    instead), unless those figures are given too; one that cannot (no model,
+    or no device, to count from) is refused. ``convention`` names the
+    workload's FLOP-counting convention (default ``6N+causal-attention``, the
+    one ``plan train`` predicts MFU in). ``catalog``/``models`` default to the
     shipped catalog and model registry.
     """
     check_figures(
@@ -231,6 +236,8 @@ def build_ledger(
         peak_flop_per_s=peak_flop_per_s,
         sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
     )
+    workload = _recount_flops(run, workload, model=model, seq_len=seq_len, given=model_flop_per_token)
+    workload = _repeak(run, workload, system=system, precision=precision, given=peak_flop_per_s)
     run, clock_notes = align_clocks(run)
     span_start, span_end = _span(run)
     results = [_rank_ledger(rank, span_start, span_end) for rank in run.ranks]
@@ -268,6 +275,40 @@ def _sol_notes(workload: Workload) -> tuple[str, ...]:
 
 def _override(workload: Workload, **values: Any) -> Workload:
     return replace(workload, **{key: value for key, value in values.items() if value is not None})
+
+
+def _recount_flops(
+    run: RunLog, workload: Workload, *, model: str | None, seq_len: int | None, given: float | None
+) -> Workload:
+    """A model or sequence length given (and no FLOP per token) drops the FLOP per token the job start
+    recorded, so MFU counts it from the model; with no model to count from, that is refused."""
+    recorded = run.workload.model_flop_per_token
+    if given is not None or recorded is None or (model is None and seq_len is None):
+        return workload
+    if workload.model is None:
+        raise UserInputError(
+            f"{run.path}: seq_len={seq_len} (--seq-len) changes nothing: the run recorded "
+            f"model_flop_per_token={recorded:.4g} and no model; also give model= (--model NAME) to count "
+            "the FLOP per token at that length, or model_flop_per_token= (--flop-per-token F)"
+        )
+    return replace(workload, model_flop_per_token=None, hardware_flop_per_token=None)
+
+
+def _repeak(
+    run: RunLog, workload: Workload, *, system: str | None, precision: str | None, given: float | None
+) -> Workload:
+    """A system or precision given (and no peak) drops the peak FLOP/s the job start recorded, so MFU
+    divides by the catalog's dense peak of that device; with no device to look up, that is refused."""
+    recorded = run.workload.peak_flop_per_s
+    if given is not None or recorded is None or (system is None and precision is None):
+        return workload
+    if workload.system is None:
+        raise UserInputError(
+            f"{run.path}: precision={precision} (--precision) changes nothing: the run recorded "
+            f"peak_flop_per_s={recorded:.4g} and no device; also give system= (--system NAME) to divide "
+            f"by that device's {precision} peak"
+        )
+    return replace(workload, peak_flop_per_s=None)
 
 
 def _rank_ledger(rank: RankLog, span_start: float, span_end: float) -> _RankResult:

@@ -64,6 +64,7 @@ class Utilization(Record):
     convention: str = ""
     formula: str = ""
     peak_flop_per_s: float | None = None
+    peak_source: str = ""  # "catalog" (the device's dense peak) or "given" (recorded at job start or passed)
     num_accelerators: int | None = None
     reason: str = ""
     above_peak_ratio: float | None = None  # set (and the figures left out) when MFU/HFU came out above 100%
@@ -114,7 +115,8 @@ def utilization(
         peak, device = peak_flop_per_s(workload=workload, catalog=catalog)
     except LightspeedError as error:
         return replace(base, reason=str(error))
-    base = replace(base, device=device, peak_flop_per_s=peak)
+    source = "given" if workload.peak_flop_per_s is not None else "catalog"
+    base = replace(base, device=device, peak_flop_per_s=peak, peak_source=source)
     if tokens <= 0:
         return replace(base, reason="no tokens were recorded (pass tokens= to tracker.step)")
     if not num_accelerators:

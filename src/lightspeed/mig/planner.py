@@ -187,15 +187,16 @@ def _assignment(service: MigService, capacity: Capacity, copies: int, share: flo
     )
 
 
-def _model_key(service: MigService) -> str:
-    """Services with the same key can share one copy of the weights (same model and precision)."""
-    return f"{service.model} {service.precision}"
+def _model_key(context: _Context, service: MigService) -> str:
+    """Services with the same key can share one copy of the weights (same model and precision): the
+    registry's name of the model, so an alias (a Hugging Face name) is the model it names."""
+    return f"{context.models[service.model].name} {service.precision}"
 
 
-def _by_model(services: Sequence[MigService]) -> dict[str, list[MigService]]:
+def _by_model(context: _Context, services: Sequence[MigService]) -> dict[str, list[MigService]]:
     groups: dict[str, list[MigService]] = {}
     for service in services:
-        groups.setdefault(_model_key(service), []).append(service)
+        groups.setdefault(_model_key(context, service), []).append(service)
     return groups
 
 
@@ -218,15 +219,15 @@ def _best_whole(service: MigService, whole: list[Capacity]) -> Assignment | None
 
 
 def whole_gpu_strategy(
+    context: _Context,
     services: Sequence[MigService],
     whole: dict[str, list[Capacity]],
-    max_gpus: int = DEFAULT_MAX_GPUS,
     shared: Mapping[str, tuple[Assignment, ...]] | None = None,
 ) -> Strategy:
     """Each model on its own whole GPUs (NVLink groups of 1-8): its services on GPUs of their own,
     or on the ``shared`` engine of their model (one copy of the weights) when that needs fewer."""
     assignments: list[Assignment] = []
-    for key, group in _by_model(services).items():
+    for key, group in _by_model(context, services).items():
         separate = [_best_whole(service, whole[service.name]) for service in group]
         merged = (shared or {}).get(key)
         if None in separate and merged is None:
@@ -241,8 +242,8 @@ def whole_gpu_strategy(
     order = {service.name: index for index, service in enumerate(services)}
     assignments.sort(key=lambda a: order[a.service])
     total = count_gpus(assignments)
-    if total > max_gpus:
-        return Strategy("whole-gpu", None, (), reason=f"needs {total} GPUs, more than {max_gpus}")
+    if total > context.max_gpus:
+        return Strategy("whole-gpu", None, (), reason=f"needs {total} GPUs, more than {context.max_gpus}")
     return Strategy("whole-gpu", total, tuple(assignments))
 
 
@@ -303,7 +304,7 @@ def _choices(
 ) -> list[list[tuple[Assignment, ...]]] | str:
     """Per model, the ways to serve its services: each on its own slices or GPUs (the cheapest
     few combinations), or all on the model's shared engine. A string says which service cannot."""
-    groups = list(_by_model(services).items())
+    groups = list(_by_model(context, services).items())
     options = {s.name: _options(s, slices[s.name], _best_whole(s, whole[s.name])) for s in services}
     trimmed = dict(zip(options, _trim(context.geometry, list(options.values())), strict=True))
     choices = []
@@ -432,7 +433,7 @@ def time_sharing_strategy(
     if missing:
         return Strategy("time-sharing", None, (), reason=f"{', '.join(missing)} does not fit one GPU alone")
     weights = [c.weights_bytes or 0.0 for c in solo if c is not None]
-    per_model = {_model_key(s): w for s, w in zip(services, weights, strict=True)}  # loaded once
+    per_model = {_model_key(context, s): w for s, w in zip(services, weights, strict=True)}  # loaded once
     free = _free_bytes(context, sum(per_model.values()))
     if free <= 0:
         device = context.accelerator.memory_device_bytes
@@ -631,7 +632,7 @@ def plan_mig(
     whole = {s.name: _whole_capacities(context, s) for s in services}
     shared = {
         key: engine
-        for key, group in _by_model(services).items()
+        for key, group in _by_model(context, services).items()
         if len(group) > 1 and (engine := shared_engine(context, group, whole)) is not None
     }
     mig, layout = mig_strategy(context, services, slices, whole, shared)
@@ -639,7 +640,7 @@ def plan_mig(
     strategies = (
         _at_requested_rate(context, services, mig, capacities),
         _at_requested_rate(
-            context, services, whole_gpu_strategy(services, whole, context.max_gpus, shared), capacities
+            context, services, whole_gpu_strategy(context, services, whole, shared), capacities
         ),
         time_sharing_strategy(context, services, whole),
     )

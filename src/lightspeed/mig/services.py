@@ -76,8 +76,7 @@ def _service(fields: Fields) -> MigService:
     tokens = {key: fields.integer(key, minimum=1) for key in ("input_tokens", "output_tokens")}
     rate = fields.number("requests_per_s")
     for key, value in (*tokens.items(), ("requests_per_s", rate)):
-        if value > (MAX_RATE_PER_S if key == "requests_per_s" else MAX_TOKENS):
-            raise DataFileError(fields.path, "implausibly large", field=f"{fields.prefix}{key}", value=value)
+        _check_at_most(fields, key, value)
     name = fields.name("name")
     precision = fields.choice("precision", INFERENCE_PRECISIONS, f"precision of service {name!r}", "bf16")
     return MigService(
@@ -90,6 +89,22 @@ def _service(fields: Fields) -> MigService:
         max_ttft_s=fields.quantity("max_ttft", "seconds"),
         max_tpot_s=fields.quantity("max_tpot", "seconds"),
     )
+
+
+def _check_at_most(fields: Fields, key: str, value: float) -> None:
+    """A token count above :data:`MAX_TOKENS` or a rate above :data:`MAX_RATE_PER_S` is refused with
+    the limit and what to write instead."""
+    rate = key == "requests_per_s"
+    limit = MAX_RATE_PER_S if rate else MAX_TOKENS
+    if value > limit:
+        kind = "number above 0" if rate else "whole number >= 1"
+        raise DataFileError(
+            fields.path,
+            f"implausibly large (the limit is {limit:,.0f})",
+            field=f"{fields.prefix}{key}",
+            value=value,
+            fix=f"write {key} = <{kind}, at most {limit:,.0f}>",
+        )
 
 
 def read_workloads(path: Path, models: ModelRegistry | None = None) -> tuple[MigService, ...]:
