@@ -17,11 +17,12 @@ from lightspeed.cli._common import given_flags
 from lightspeed.cli.options import (
     BLOCK_TOKENS,
     BURSTINESS_CV,
-    FRACTION,
     SEQUENCES,
     TOKENS_PER_LAYER,
     LengthSpec,
+    Number,
     ServiceLevelSpec,
+    flag_of,
 )
 from lightspeed.errors import UserInputError
 from lightspeed.sol.serve import (
@@ -40,6 +41,9 @@ from lightspeed.sol.serve import (
 from lightspeed.units import parse_items
 
 F = TypeVar("F", bound=Callable[..., Any])
+# a share of each prompt cached, from 0 up to but not including 1: the library's one bound
+PREFIX_HIT_RATE = Number(**ServingWorkload.PREFIX_HIT_RATE.click_bounds())
+_LOAD_FLAGS = "--arrival-rate, --concurrency, --offline or --trace"
 
 
 def stack_options(function: F, options: Sequence[Callable[[Any], Any]]) -> F:
@@ -61,12 +65,18 @@ def arrival_options(function: F) -> F:
                 type=BURSTINESS_CV,
                 help="Gamma arrivals: coefficient of variation of the gaps (1 = Poisson; above 1 bursty).",
             ),
-            click.option("--offline", is_flag=True, help="Every request at time zero (MLPerf Offline)."),
+            click.option(
+                "--offline",
+                is_flag=True,
+                help="Every request at time zero (MLPerf Offline); also the default when none of "
+                "--arrival-rate, --concurrency or --trace is given.",
+            ),
             click.option(
                 "--trace",
                 "trace_path",
                 type=click.Path(dir_okay=False, path_type=Path),
-                help="Replay a CSV/JSONL trace of arrival time, input and output tokens.",
+                help="Replay a CSV/JSONL trace of arrival time (seconds; Mooncake's JSONL "
+                "timestamp: milliseconds), input and output tokens.",
             ),
         ],
     )
@@ -80,27 +90,46 @@ def length_options(function: F) -> F:
         [
             click.option(
                 "--isl-dist",
-                type=LengthSpec(),
+                type=_Lengths(),
                 default="fixed",
                 show_default=True,
                 help=f"Prompt lengths: {spread}.",
             ),
             click.option(
                 "--osl-dist",
-                type=LengthSpec(),
+                type=_Lengths(),
                 default="fixed",
                 show_default=True,
                 help=f"Output lengths: {spread}.",
             ),
             click.option(
                 "--prefix-hit-rate",
-                type=FRACTION,
+                type=PREFIX_HIT_RATE,
                 default=0.0,
                 show_default=True,
-                help="Share of each prompt found in the prefix cache.",
+                help="Share of each prompt found in the prefix cache, from 0 to below 1 (the last "
+                "prompt token always runs).",
             ),
         ],
     )
+
+
+class _Lengths(LengthSpec):
+    """:class:`LengthSpec` that also refuses bounds written largest first (``uniform:900-100``),
+    naming the option and the bounds that would run."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        spec: tuple[str, ...] = super().convert(value, param, ctx)
+        bounded = spec[0] == "uniform" or (spec[0] == "lognormal" and len(spec) == 4)
+        if bounded and int(spec[-2]) > int(spec[-1]):
+            swapped = (*spec[:-2], spec[-1], spec[-2])
+            self.fail(
+                f"{length_spec_text(spec)}: the minimum {spec[-2]} is above the maximum {spec[-1]}; "
+                f"write the smaller bound first, e.g. {flag_of(param)} {length_spec_text(swapped)}",
+                param,
+                ctx,
+            )
+        return spec
 
 
 class _ServiceLevel(ServiceLevelSpec):
@@ -274,9 +303,17 @@ def check_lengths_used(isl_dist: tuple[str, ...], osl_dist: tuple[str, ...]) -> 
 
 
 def resolve_arrivals(
-    *, rate_per_s: float | None, cv: float | None, offline: bool, concurrency: int | None
+    *,
+    rate_per_s: float | None,
+    cv: float | None,
+    offline: bool,
+    concurrency: int | None,
+    slo_judged: bool = False,
 ) -> ArrivalProcess:
-    """One arrival process from the options (a closed loop when only ``--concurrency`` is given)."""
+    """One arrival process from the options (a closed loop when only ``--concurrency`` is given;
+    offline, every request at time zero, when no load is given). ``slo_judged``: an SLO judges the
+    run at the arrivals returned (not a search of the highest rate), so an offline run by default
+    says on stderr that it is one and how to give a load."""
     given = [
         name
         for name, value in (
@@ -294,6 +331,13 @@ def resolve_arrivals(
         return ArrivalProcess.gamma(rate_per_s, cv) if cv is not None else ArrivalProcess.poisson(rate_per_s)
     if concurrency is not None:
         return ArrivalProcess.closed(concurrency)
+    if slo_judged and not offline:
+        click.echo(
+            f"lightspeed: note: no {_LOAD_FLAGS}: the run is offline, every request arriving at time "
+            "zero, so --slo judges them all queued at once; give --arrival-rate R (requests/s) or "
+            "--concurrency C for a load, or --max-rate-at-slo for the highest rate that meets the SLO",
+            err=True,
+        )
     return ArrivalProcess.offline()
 
 
@@ -339,6 +383,12 @@ def _trace_workload(
     trace = load_request_trace(path)
     # a --warmup of them all: ServingWorkload refuses it
     count = trace.num_requests if num_requests is None else min(num_requests, trace.num_requests)
+    if num_requests is not None and num_requests > trace.num_requests:
+        click.echo(
+            f"lightspeed: note: the trace {path} holds {trace.num_requests:,} requests; "
+            f"--requests {num_requests:,} runs them all once",
+            err=True,
+        )
     return ServingWorkload(
         arrivals=ArrivalProcess("trace"),
         input_lengths=LengthDistribution.empirical(trace.input_tokens[:count]),

@@ -35,14 +35,14 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
 from lightspeed.datafile import check_nesting, read_text
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.files import excerpt
-from lightspeed.limits import check_number, check_whole
+from lightspeed.limits import Bounds, check_whole
 from lightspeed.records import Record
 
 ARRIVAL_KINDS: Final = ("poisson", "gamma", "closed", "offline", "trace")
@@ -70,6 +70,12 @@ _MILLISECONDS_FIX: Final = (
     "column arrival_s for seconds"
 )
 _TOKENS_FIX: Final = f"write token counts as whole numbers from 1 to {MAX_REQUEST_TOKENS:,}"
+# a CSV trace whose columns are Mooncake's: Mooncake writes JSONL with timestamps in milliseconds,
+# while a CSV trace's arrival times are seconds, and either reading is 1000x off for someone
+_MOONCAKE_CSV_FIX: Final = (
+    "name the column arrival_s and write it in seconds (milliseconds divided by 1e3), or write the "
+    "trace as JSONL, Mooncake's format, whose timestamp is milliseconds"
+)
 Array = Any
 
 
@@ -296,6 +302,11 @@ class RequestTrace(Record):
         """Requests in the trace."""
         return len(self.arrival_s)
 
+    def replayed_text(self, count: int) -> str:
+        """``60 requests replayed from t.csv``, ``(the first 50 of its 60)`` when ``count`` is fewer."""
+        cut = f" (the first {count:,} of its {self.num_requests:,})" if count < self.num_requests else ""
+        return f"{count:,} requests replayed from {self.path}{cut}"
+
 
 @dataclass(frozen=True)
 class ServingWorkload(Record):
@@ -310,6 +321,10 @@ class ServingWorkload(Record):
     ``--warmup-request-count`` and other benchmarks' warm-up phases give).
     """
 
+    # the one check of a prefix hit rate, from 0 up to but not including 1 (the last prompt token
+    # always runs: it samples the first output token); --prefix-hit-rate takes its bounds from here
+    PREFIX_HIT_RATE: ClassVar[Bounds] = Bounds(whole=False, minimum=0.0, below=1.0)
+
     arrivals: ArrivalProcess = field(default_factory=ArrivalProcess)
     input_lengths: LengthDistribution = field(default_factory=lambda: LengthDistribution.fixed(1024))
     output_lengths: LengthDistribution = field(default_factory=lambda: LengthDistribution.fixed(1024))
@@ -323,7 +338,10 @@ class ServingWorkload(Record):
         # the bounds of --requests and --warmup (docs/limits.md)
         check_whole("num_requests", self.num_requests, maximum=MAX_TRACE_REQUESTS)
         check_whole("warmup_requests", self.warmup_requests, minimum=0, maximum=MAX_TRACE_REQUESTS)
-        check_number("prefix_hit_rate", self.prefix_hit_rate, minimum=0.0, maximum=1.0)
+        try:
+            self.PREFIX_HIT_RATE.check("prefix_hit_rate", self.prefix_hit_rate)
+        except UserInputError as error:
+            raise UserInputError(f"{error}: the prefix hit rate, the share of each prompt cached") from None
         if self.warmup_requests >= self.num_simulated:
             simulated = (
                 f"--requests ({self.num_requests})"
@@ -334,10 +352,6 @@ class ServingWorkload(Record):
                 f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than "
                 f"{simulated} (warmup_requests below num_requests from Python)"
             )
-        if not 0.0 <= self.prefix_hit_rate < 1.0:
-            raise UserInputError(
-                f"prefix hit rate {self.prefix_hit_rate} must be in [0, 1): the share of each prompt cached"
-            )
 
     @property
     def num_simulated(self) -> int:
@@ -345,20 +359,20 @@ class ServingWorkload(Record):
         return self.num_requests if self.trace is None else min(self.num_requests, self.trace.num_requests)
 
     def describe(self) -> str:
-        """One line: arrivals, lengths, count."""
-        if self.trace is not None:
-            count, held = self.num_simulated, self.trace.num_requests
-            cut = f" (the first {count:,} of its {held:,})" if count < held else ""
-            return f"{count:,} requests replayed from {self.trace.path}{cut}"
-        text = (
-            f"{self.num_requests:,} requests, {self.arrivals.describe()}, "
-            f"ISL {self.input_lengths.describe()}, OSL {self.output_lengths.describe()}"
-        )
+        """One line: count, arrivals and lengths (or the trace replayed), prefix hits, warm-up."""
+        text = self._drawn_text() if self.trace is None else self.trace.replayed_text(self.num_simulated)
         if self.prefix_hit_rate:
             text += f", prefix cache hits {self.prefix_hit_rate:.0%}"
         if self.warmup_requests:
             text += f", the first {self.warmup_requests:,} not measured (warm-up)"
         return f"{self.name}: {text}" if self.name else text
+
+    def _drawn_text(self) -> str:
+        """``2,000 requests, Poisson 4 req/s, ISL 1000, OSL 200``."""
+        return (
+            f"{self.num_requests:,} requests, {self.arrivals.describe()}, "
+            f"ISL {self.input_lengths.describe()}, OSL {self.output_lengths.describe()}"
+        )
 
 
 @dataclass(frozen=True)
@@ -506,9 +520,14 @@ def _json_number(text: str) -> float | str:
     return value if math.isfinite(value) else text
 
 
+def _is_jsonl(path: Path) -> bool:
+    """Whether a trace or length file is read as JSONL (one object per line) rather than CSV."""
+    return path.suffix.lower() in (".jsonl", ".json", ".ndjson")
+
+
 def _records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     """(line, record) of a CSV file with a header, or of a JSONL file (one object per line)."""
-    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+    if _is_jsonl(path):
         rows = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -560,18 +579,38 @@ def _is_mooncake(records: list[tuple[int, dict[str, Any]]]) -> bool:
     return keys >= _MOONCAKE_KEYS and not keys & (set(_ARRIVAL_KEYS) - {"timestamp"})
 
 
+def _arrivals_per_s(path: Path, records: list[tuple[int, dict[str, Any]]]) -> float:
+    """Arrival-time units a second in the trace at ``path``: 1000 for Mooncake's JSONL (its
+    timestamps are milliseconds), 1 otherwise; a CSV with Mooncake's columns is refused, since
+    Mooncake writes JSONL while a CSV trace's times are seconds (either reading is 1000x off for
+    someone, as a converted Mooncake trace or a CSV written in seconds)."""
+    if not _is_mooncake(records):
+        return 1.0
+    if _is_jsonl(path):
+        return _MS_PER_S
+    raise DataFileError(
+        path,
+        "the columns timestamp, input_length and output_length are Mooncake's, whose timestamp is "
+        "milliseconds, but Mooncake writes JSONL and a CSV trace's arrival times are seconds",
+        field="timestamp",
+        line=1,
+        fix=_MOONCAKE_CSV_FIX,
+    )
+
+
 def load_request_trace(path: Path) -> RequestTrace:
     """Read a trace of requests: CSV with a header, or JSONL, with an arrival time in seconds
     (``arrival_s``, ``timestamp`` ...), prompt tokens (``input_tokens``, ``prompt_tokens``, ``isl``
-    ...) and output tokens (``output_tokens``, ``osl`` ...) per request; a trace in Mooncake's
-    format (``timestamp``, ``input_length``, ``output_length``) has its timestamps in milliseconds.
-    Arrivals are sorted and shifted to start at zero."""
+    ...) and output tokens (``output_tokens``, ``osl`` ...) per request; a JSONL trace in
+    Mooncake's format (``timestamp``, ``input_length``, ``output_length``) has its timestamps in
+    milliseconds, and a CSV with those columns is refused (:func:`_arrivals_per_s`). Arrivals are
+    sorted and shifted to start at zero."""
     records = _records(path, read_text(path, what="request trace"))
     if not records:
         raise DataFileError(path, "the trace holds no requests", fix="write one request per line")
     if len(records) > MAX_TRACE_REQUESTS:
         raise DataFileError(path, f"more than {MAX_TRACE_REQUESTS:,} requests", fix="split the trace")
-    per_s = _MS_PER_S if _is_mooncake(records) else 1.0
+    per_s = _arrivals_per_s(path, records)
     unit, fix = (" ms", _MILLISECONDS_FIX) if per_s != 1.0 else (" s", _SECONDS_FIX)
     arrival: list[float] = []
     inputs: list[int] = []
