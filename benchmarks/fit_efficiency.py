@@ -42,6 +42,7 @@ from typing import Any, NoReturn
 
 from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.sol import search_training
+from lightspeed.sol.core import serving_stacks as serving_stacks_module
 from lightspeed.sol.core import stacks as stacks_module
 from lightspeed.sol.core.stacks import default_stack_name
 from lightspeed.sol.validation.fit_report import fit_report
@@ -174,7 +175,7 @@ def write_stacks(report: dict[str, Any]) -> None:
         text = text[: block.start(1)] + body + text[block.end(1) :]
     STACKS_FILE.write_text(_write_caps(text, report), encoding="utf-8")
     stacks_module._load.cache_clear()
-    stacks_module._load_serving.cache_clear()
+    serving_stacks_module._load_serving.cache_clear()
     stacks_module._load_caps.cache_clear()
 
 

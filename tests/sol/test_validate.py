@@ -176,7 +176,7 @@ def test_impossible_rows_are_not_predicted(tmp_path: Path, catalog: Catalog, mod
         "Z1\ttrain\tnone\tllama-3-8b\t-8\tH100\titeration time (s)\t1.0\t4096\t64\t1\t-",  # was accepted
         "Z2\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t1.0\t4096\t64\t2\t8",  # 16 GPUs, not 8
         "Z3\ttrain\tnone\tllama-3-8b\t8\tH100\titeration time (s)\t1.0\t4096\t64\t3\t-",  # 8 / 3
-        "Z4\ttrain\tnone\tllama-3-8b\t6\tH100\titeration time (s)\t1.0\t4096\t64\t1\t6",  # 64 / 6
+        "Z4\ttrain\tnone\tllama-3-8b\t6\tH100\titeration time (s)\t10.0\t4096\t64\t1\t6",  # 64 / 6
     ]
     table.write_text("\n".join([header, *rows]) + "\n")
     report = validate_published(path=table, catalog=catalog, models=models)

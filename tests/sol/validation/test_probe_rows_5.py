@@ -226,11 +226,13 @@ def test_a_model_named_by_its_framework_or_its_architecture(models: ModelRegistr
 
 def test_a_model_built_from_its_dimensions_keeps_what_its_cells_say(run_cli: Any, tmp_path: Path) -> None:
     # NeMo's '64 (8 query groups)' is 8 KV heads; an FFN cell saying SwiGLU is a Llama-style block
-    # even with as many KV heads as heads (Llama 2 7B)
+    # even with as many KV heads as heads (Llama 2 7B); the 70B-shaped block takes 10 s a step (16 x
+    # 4096 tokens x ~4.6e11 FLOP/token / 8 GPUs / 10 s = 377 TFLOP/s per GPU: a step of 1 s would be
+    # above an H100's fastest peak and refused)
     header = f"{TRAIN_HEADER}\tlayers\thidden\theads(kv)\tffn\tvocab"
     rows = [
-        "T1\ttrain\tNeMo 2024\tBlock A\t4096\t16\t2\t1\t1\t\t8\tFSDP=8\t8\tH100 SXM\tbf16\tStep Time (s)\t1.0"
-        "\t80\t8192\t64 (8 query groups)\t28672\t128256",
+        "T1\ttrain\tNeMo 2024\tBlock A\t4096\t16\t2\t1\t1\t\t8\tFSDP=8\t8\tH100 SXM\tbf16\tStep Time (s)"
+        "\t10.0\t80\t8192\t64 (8 query groups)\t28672\t128256",
         "T2\ttrain\tNeMo 2024\tBlock B\t4096\t16\t2\t1\t1\t\t8\tFSDP=8\t8\tH100 SXM\tbf16\tStep Time (s)\t1.0"
         "\t32\t4096\t32 (32 kv)\t11008 (SwiGLU)\t32000",
     ]

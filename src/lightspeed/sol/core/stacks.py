@@ -399,6 +399,18 @@ def year_distance(stack: _Years, year: int) -> int:
     return max(stack.from_year - year, year - stack.to_year, 0)
 
 
+def _no_profile(lowered: str) -> str:
+    """``names no framework``, or ``names Colossal-AI, which has no profile`` when the text names a
+    framework of ``unprofiled_frameworks`` (``sol/data/stacks.toml``)."""
+    known = [name for name in _unprofiled(stacks_file()) if name.lower() in lowered]
+    return f"names {known[0]}, which has no profile" if known else "names no framework"
+
+
+@functools.lru_cache(maxsize=4)
+def _unprofiled(file: Path) -> tuple[str, ...]:
+    return Fields(str(file), load_toml(file)).strings("unprofiled_frameworks")
+
+
 def stack_for(text: str, year: int) -> tuple[Stack, str]:
     """(profile, why) for a published row: the framework its ``text`` names, in its ``year``.
 
@@ -410,6 +422,8 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
 
     >>> stack_for("pytorch/torchtitan benchmarks ... no compile", 2024)[0].name
     'torchtitan-2024'
+    >>> stack_for("Colossal-AI benchmark", 2024)[1]
+    'stack published-median: the row names Colossal-AI, which has no profile, 2024: the default profile'
     """
     lowered = text.lower()
     stacks = list(load_stacks().values())
@@ -424,10 +438,10 @@ def stack_for(text: str, year: int) -> tuple[Stack, str]:
         reason = "names " + next(w for w in candidates[0].frameworks if w in lowered and len(w) == longest)
     elif year >= load_stack().from_year:
         default = load_stack()
-        return default, f"stack {default.name}: the row names no framework, {year}: the default profile"
+        return default, f"stack {default.name}: the row {_no_profile(lowered)}, {year}: the default profile"
     else:
         candidates = [stack for stack in stacks if "megatron" in stack.frameworks]
-        reason = "names no framework: the Megatron profile of its year"
+        reason = f"{_no_profile(lowered)}: the Megatron profile of its year"
     compiled = "compile" in lowered and not _NO_COMPILE.search(lowered)
     matching = [stack for stack in candidates if stack.compile == compiled] or candidates
     chosen = min(matching, key=lambda stack: (year_distance(stack, year), stack.name))

@@ -47,7 +47,7 @@ from lightspeed.catalog.cards import (
 from lightspeed.catalog.clusters import build_cluster, spread_over_domains, takes_part_of_domain
 from lightspeed.catalog.torus import describe_torus, slice_name
 from lightspeed.catalog.variants import derive_variant, system_with
-from lightspeed.errors import LightspeedError
+from lightspeed.errors import LightspeedError, closest_names
 from lightspeed.records import Record
 from lightspeed.sol.validation.published import PublishedRow, size_cell
 from lightspeed.sol.validation.readings import RowError
@@ -159,8 +159,17 @@ def named_system(catalog: Catalog, text: str) -> tuple[System, str]:
         if accelerator is not None:
             return default_system(catalog, accelerator), span
     raise HardwareTextError(
-        f"hardware {text!r} names no accelerator in the catalog (see 'lightspeed hw list')"
+        f"hardware {text!r} names no accelerator in the catalog{_closest_parts(catalog, text)} (see "
+        "'lightspeed hw list')"
     )
+
+
+def _closest_parts(catalog: Catalog, text: str) -> str:
+    """``; closest: h100-sxm, ...``: the catalog's accelerators and systems nearest a hardware cell
+    that names none (as an unknown name in a structured row is answered), ``''`` where none is near."""
+    wanted = "-".join(text.split("(", 1)[0].split())
+    closest = closest_names(wanted, [*catalog.accelerators, *catalog.systems]) if wanted else []
+    return f"; closest: {', '.join(closest)}" if closest else ""
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,44 @@ def written_concurrency(text: str) -> tuple[int, bool] | None:
     return count, _PER_RANK_LOAD.match(text, found.end()) is not None
 
 
+def concurrencies_written(text: str, num_gpus: int = 1) -> dict[int, str]:
+    """Every concurrency a lower-case load ``text`` writes (:data:`_CONCURRENCY`), as requests in
+    flight over the row's ``num_gpus`` (one stated per rank is on each GPU), to the words that state
+    it, first written first: more than one is a row contradicting itself."""
+    found: dict[int, str] = {}
+    for match in _CONCURRENCY.finditer(text):
+        count = int((match.group(1) or match.group(2)).replace(",", ""))
+        per_rank = _PER_RANK_LOAD.match(text, match.end()) is not None
+        found.setdefault(count * num_gpus if per_rank else count, match.group(0).strip())
+    return found
+
+
+# a batch's label and a range of them (``BS 1-256``, ``batch 8 - 64``): a sweep, no one batch
+_RANGE_AFTER = re.compile(r"\s*[-–]\s*\d[\d,]*")
+
+
+def batches_written(text: str) -> dict[int, str]:
+    """Every static batch a lower-case load ``text`` writes (:data:`BATCH`) to the words that state
+    it, first written first; a range (``BS 1-256``, a sweep of runs) is none of them
+    (:func:`batch_ranges`)."""
+    found: dict[int, str] = {}
+    for match in BATCH.finditer(text):
+        if not _RANGE_AFTER.match(text, match.end()):
+            size = int(next(group for group in match.groups() if group).replace(",", ""))
+            found.setdefault(size, match.group(0).strip())
+    return found
+
+
+def batch_ranges(text: str) -> list[str]:
+    """The batch ranges a lower-case load ``text`` writes (``BS 1-256``): runs over many batches."""
+    ranges: list[str] = []
+    for match in BATCH.finditer(text):
+        after = _RANGE_AFTER.match(text, match.end())
+        if after is not None:
+            ranges.append(text[match.start() : after.end()].strip())
+    return ranges
+
+
 def stated_concurrency(text: str, num_gpus: int = 1) -> int | None:
     """The requests in flight a lower-case load ``text`` states, if any: the count written, times
     ``num_gpus`` where it is stated per rank or per GPU."""

@@ -33,8 +33,10 @@ the row's text.
 Metrics: throughputs over the whole run (first arrival to last completion, as the
 benchmarks count them), per-user speed the mean of each request's ``1 / TPOT``,
 TTFT/TPOT/latency the statistic the metric names (``median TTFT``, ``P99 TPOT``, ``p95``,
-``90th percentile``: that percentile over requests, as vLLM's and trtllm-bench's reports
-give them), else the mean.
+``90th percentile``, vLLM's result keys ``p99_ttft_ms`` and ``median_ttft_ms``, ``p999`` (99.9),
+``99%ile``, ``(99th)``, ``99th pct``: that percentile over requests, as vLLM's and trtllm-bench's
+reports give them), else the mean; a percentile that cannot be read (``p125``, ``percentile``
+without a number), two in one metric, or a standard deviation (``std_ttft_ms``) is refused.
 """
 
 from __future__ import annotations
@@ -89,10 +91,22 @@ _SCENARIO: Final = re.compile(r"\b(offline|server|interactive)\b")
 # The value is taken whole (``1e400``, ``-1``, ``nan`` too) and checked, never cut to its digits.
 _TARGET_QPS: Final = re.compile(r"target[_ ]qps\s*[=:]?\s*(?:of\s+)?([^\s,;)]+)|target\s*([^\s,;)]+)\s*qps\b")
 _MLPERF: Final = re.compile(r"\bml\s*perf\b|\bloadgen\b", re.IGNORECASE)
-_PERCENTILE: Final = re.compile(
-    r"\bp(\d{1,2}(?:\.\d+)?)\b|\b(\d{1,2}(?:\.\d+)?)(?:th|st|nd|rd)?[ -]percentile\b"
+# A latency's percentile as tools and papers write it, read after snake case is split into words
+# (vLLM's result keys ``p99_ttft_ms``, ``median_ttft_ms``): ``p99``, ``P99.9``, ``p999`` (the digits
+# of the quantile 0.999: 99.9), ``99th percentile``, ``99.9-percentile``, ``99th pct``, ``99%ile``,
+# ``(99th)``, ``percentile 99``; ``median`` is 50 (:func:`latency_percentile`).
+_P_PERCENTILE: Final = r"\bp(?P<p>\d+(?:\.\d+)?)(?:(?=ms\b|us\b|s\b)|(?![a-z\d]|\.\d))"
+_WORD_PERCENTILE: Final = (
+    r"(?<![\w.])(?P<n>\d+(?:\.\d+)?)\s*(?:th|st|nd|rd)?[\s-]*(?:percentile|pctl?|perc|%\s*ile)\b"
+    r"|\((?P<o>\d+(?:\.\d+)?)(?:th|st|nd|rd)\)"
+    r"|\b(?:percentile|pctl)\s*[=:]?\s*(?P<a>\d+(?:\.\d+)?)(?![\d.])"
 )
-_MEDIAN: Final = re.compile(r"\bmedian\b")
+_PERCENTILE: Final = re.compile(rf"{_P_PERCENTILE}|{_WORD_PERCENTILE}|(?P<median>\bmedian\b)")
+# What still looks like a percentile once the forms above are read (``p99x``, ``p125``, ``TTFT
+# percentile (ms)``, ``%ile``, ``quantile``): refused, never dropped for the mean.
+_PERCENTILE_LOOK: Final = re.compile(r"\bp\d+(?:\.\d+)?(?![a-z\d.])|percentile|%\s*ile|\bpctl\b|quantile")
+# A spread of latencies, not a latency (vLLM's ``std_ttft_ms``, ``TTFT stdev``): refused.
+_SPREAD: Final = re.compile(r"\bstd\b|\bstdev\b|\bstd\.?\s*dev|standard\s+deviation")
 # The largest value a latency column reports (``Max ITL (ms)``, ``ITL max``, ``maximum TTFT``).
 _MAXIMUM: Final = re.compile(
     r"\bmax(?:imum)?\.?\s+(?:ttft|tpot|itl|e2el?|tbt|latency|inter|time|first|request)"
@@ -525,19 +539,69 @@ def _split_note(tp: int, pp: int, domain: int, copies: int, holds: str) -> str:
 
 
 def latency_percentile(metric_text: str) -> float | None:
-    """The percentile a latency metric names (``median TTFT`` 50, ``P99 TPOT`` 99, ``90th
-    percentile``, ``Max ITL`` 100), ``None`` for a mean (``mean``, ``average`` or nothing said).
+    """The percentile a latency metric names (``median TTFT`` 50, ``P99 TPOT`` 99, ``p99_ttft_ms``
+    99, ``TTFT p999 ms`` 99.9, ``90th percentile``, ``TTFT 99%ile``, ``Max ITL`` 100), ``None`` for a
+    mean (``mean``, ``average`` or nothing said). A percentile that cannot be read (``p125``, ``TTFT
+    percentile``), or two that differ (``p50/p99``), is refused with the reason: never the mean.
 
     >>> [latency_percentile(text) for text in ("P99 ITL (ms)", "Max ITL (ms)", "ITL (ms) avg")]
     [99.0, 100.0, None]
+    >>> [latency_percentile(text) for text in ("p99_ttft_ms", "TTFT p999 ms", "TTFT (99th) ms")]
+    [99.0, 99.9, 99.0]
     """
-    text = metric_text.lower()
-    match = _PERCENTILE.search(text)
-    if match is not None:
-        return float(match.group(1) or match.group(2))
-    if _MAXIMUM.search(text):
-        return 100.0
-    return 50.0 if _MEDIAN.search(text) else None
+    text = metric_text.lower().replace("_", " ")
+    if _SPREAD.search(text):
+        raise RowError(
+            f"the metric '{metric_text}' is a spread of latencies (a standard deviation), which lightspeed "
+            "does not predict: give the mean, the median or a percentile"
+        )
+    read: dict[float, str] = {}
+    for match in _PERCENTILE.finditer(text):
+        read.setdefault(_percentile_value(match, metric_text), match.group(0).strip())
+    unread = _PERCENTILE_LOOK.search(_PERCENTILE.sub(" ", text))
+    if unread is not None:
+        raise RowError(
+            f"the percentile '{unread.group(0)}' in the metric '{metric_text}' is not one lightspeed reads: "
+            "write it as p99, p99.9 (or p999), median, or 99th percentile"
+        )
+    if len(read) > 1:
+        named = " and ".join(f"'{words}' ({value:g})" for value, words in read.items())
+        raise RowError(
+            f"the metric '{metric_text}' names two percentiles, {named}: give one per metric "
+            "(split the cell with ';' and give a value for each)"
+        )
+    if read:
+        return next(iter(read))
+    return 100.0 if _MAXIMUM.search(text) else None
+
+
+def _percentile_value(match: re.Match[str], metric_text: str) -> float:
+    """The percentile one :data:`_PERCENTILE` match reads: ``median`` 50; ``p`` and two digits at
+    most that number (``p5``, ``p99.9``), more digits the quantile's (``p999`` 99.9, ``p9999``
+    99.99; ``p100`` the maximum); refused outside 0-100 or written otherwise (``p125``)."""
+    if match.group("median"):
+        return 50.0
+    written = match.group("p")
+    if written is None:
+        number = float(next(group for group in match.group("n", "o", "a") if group))
+    elif "." in written or len(written) <= 2 or written == "100":
+        number = float(written)
+    elif written.startswith("9"):
+        number = float(f"{written[:2]}.{written[2:]}")
+    else:
+        number = math.nan
+    if not 0.0 <= number <= 100.0:
+        raise RowError(
+            f"the percentile '{match.group(0).strip()}' in the metric '{metric_text}' is not one between "
+            "0 and 100: write it as p99, p99.9 (or p999), median, or 99th percentile"
+        )
+    return number
+
+
+def reading_percentile(metric: str, metric_text: str) -> float | None:
+    """The percentile of a latency ``metric`` its text names (:func:`latency_percentile`); ``None``
+    for other metrics (a throughput's text is not read for one)."""
+    return latency_percentile(metric_text) if metric in _LATENCIES else None
 
 
 _LATENCIES: Final = {"ttft_s": "ttft", "tpot_s": "tpot", "itl_s": "itl", "request_latency_s": "e2e"}
@@ -688,6 +752,7 @@ __all__ = [
     "mlperf_row_simulation",
     "mlperf_split",
     "names_mlperf",
+    "reading_percentile",
     "row_rate",
     "row_requests",
     "sends_all_at_once",

@@ -23,7 +23,10 @@ release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the r
   a first-token latency whose sequence cell gives the input length and no output length
   (``Input Length 128, Output Length -``). ``offline`` / ``max concurrency`` / ``max load``
   / ``max throughput`` is continuous batching at the KV-cache-limited maximum
-  (``trtllm-bench throughput``); ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
+  (``trtllm-bench throughput``) unless the row states a batch or a concurrency, which wins
+  (``offline`` at a stated batch is that fixed batch; the note says so); two different loads in one
+  row (``concurrency 16`` and a metric ``at 64 concurrent``) are refused, naming both, and a batch
+  range (``BS 1-256``, a sweep) is no batch; ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
   of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750; ``Batch size: fixed (8)``, as
   vLLM's latency benchmarks write it); ``concurrency N`` / ``N concurrent`` / ``N in flight``
   is continuous batching with N requests in flight; ``request rate R`` / ``R req/s`` Poisson
@@ -36,7 +39,9 @@ release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the r
   (:func:`~lightspeed.sol.validation.infer_layout.stated_cap`), never a static batch.
 * **Metric**: ``first-token latency``/``TTFT`` is the TTFT of that load;
   ``TPOT``/``ITL``/``inter-token`` the time per output token; another
-  ``latency`` the whole request (TTFT + (OSL - 1) x TPOT); a ``decode`` token rate at one
+  ``latency`` the whole request (TTFT + (OSL - 1) x TPOT), each the percentile the metric names
+  (:func:`~lightspeed.sol.validation.infer_load.latency_percentile`: ``p99_ttft_ms``, ``p999``,
+  ``99%ile``) where the figure is simulated, else the mean; a ``decode`` token rate at one
   request at a time that request's speed (:func:`_decode_speed`); ``req/s`` requests
   per second; a tokens/s metric ``per user`` is 1/TPOT, ``/GPU`` or ``per GPU``
   output tokens/s per GPU, ``total token`` or ``input`` without ``output``
@@ -98,12 +103,14 @@ from lightspeed.sol.validation.infer_layout import (
 )
 from lightspeed.sol.validation.infer_lengths import (
     BARE_COUNT,
-    BATCH,
     BATCH_VALUE,
     CONCURRENCY_VALUE,
     INPUT_LENGTH,
     INPUT_ONLY,
     PREFILL,
+    batch_ranges,
+    batches_written,
+    concurrencies_written,
     input_output,
     stated_concurrency,
     token_count,
@@ -112,27 +119,26 @@ from lightspeed.sol.validation.infer_lengths import (
 from lightspeed.sol.validation.infer_load import (
     RowSimulation,
     all_at_once_simulation,
-    latency_percentile,
     load_simulation,
     mlperf_kv_precision,
     mlperf_row_simulation,
     names_mlperf,
+    reading_percentile,
     row_rate,
     row_requests,
     sends_all_at_once,
     simulate_row,
 )
 from lightspeed.sol.validation.infer_stack import row_serving_stack, stated_overlap
-from lightspeed.sol.validation.published import PublishedRow, integer_cell
-from lightspeed.sol.validation.readings import Reading, RowError, read_cell
-from lightspeed.sol.validation.row_model import registry_name, resolve_model
-from lightspeed.sol.validation.rows import (
+from lightspeed.sol.validation.plausibility import (
     SERVE_FLOP_PER_TOKEN_PER_PARAM,
-    RunSpec,
     check_below_peak,
-    choose_reading,
-    row_year,
+    check_serving_figure,
 )
+from lightspeed.sol.validation.published import PublishedRow, integer_cell
+from lightspeed.sol.validation.readings import Reading, RowError, read_cell, split_pieces
+from lightspeed.sol.validation.row_model import registry_name, resolve_model
+from lightspeed.sol.validation.rows import RunSpec, choose_reading, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec, parameter_counts
 
@@ -415,40 +421,42 @@ def _batching(
     lower-case load ``text`` states (module docs, **Load**) on the row's ``num_gpus``."""
     if decode:
         return _RowLoad(ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch")
-    batch = BATCH.search(text)
-    if batch is None and (unread := BATCH_VALUE.search(text)) is not None:
-        raise RowError(f"the batch '{unread.group(0).strip()}' is not a whole number of sequences")
-    load_cell = row.text("global_batch")
-    size = (
-        int(next(group for group in batch.groups() if group).replace(",", ""))
-        if batch
-        else integer_cell(load_cell)
-        if BARE_COUNT.fullmatch(load_cell)
-        else None
-    )
+    batches, ranges = batches_written(text), batch_ranges(text)
+    size = _static_batch(row, text, batches, ranges)
     written = written_concurrency(text)
     if written is None and (unread := CONCURRENCY_VALUE.search(text)) is not None:
         raise RowError(
             f"the concurrency '{unread.group(0).strip()}' is not a whole number of requests written in "
             "digits (e.g. 64)"
         )
-    if _MAX_LOAD.search(text):
+    _refuse_two_loads(row, batches, concurrencies_written(text, num_gpus))
+    most = _MAX_LOAD.search(text)
+    if ranges and size is None and written is None and most is None:
+        raise RowError(
+            f"the batch '{ranges[0]}' is a range of runs, not the batch the figure was measured at: "
+            "write that batch ('batch 64'), or 'offline' for the server at its most load"
+        )
+    # a batch or concurrency the row states wins over words of the most load ('offline', 'max
+    # throughput'): offline with a stated batch is that fixed batch
+    if size is not None:
+        beside = _over_most_load(most, "batch")
+        return _RowLoad(ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}{beside}")
+    if written is not None:
+        count, per_rank = written
+        concurrency = count * num_gpus if per_rank else count
+        on_each = f" ({count} per rank on each of {num_gpus} GPUs)" if per_rank else ""
+        beside = _over_most_load(most, "concurrency")
+        return _RowLoad(
+            ServingLoad(isl, osl, concurrency=concurrency),
+            "continuous",
+            f"continuous batching, {concurrency} in flight{on_each}{beside}",
+        )
+    if most:
         return _RowLoad(
             ServingLoad(isl, osl),
             "continuous",
             "offline maximum load: continuous batching at the KV limit",
             all_at_once=sends_all_at_once(row),
-        )
-    if size is not None:
-        return _RowLoad(ServingLoad(isl, osl, concurrency=size), "static", f"static batch of {size}")
-    if written is not None:
-        count, per_rank = written
-        concurrency = count * num_gpus if per_rank else count
-        on_each = f" ({count} per rank on each of {num_gpus} GPUs)" if per_rank else ""
-        return _RowLoad(
-            ServingLoad(isl, osl, concurrency=concurrency),
-            "continuous",
-            f"continuous batching, {concurrency} in flight{on_each}",
         )
     stated_inf = sends_all_at_once(row)
     if stated_inf or _at_vllm_default_rate(row):
@@ -482,6 +490,34 @@ def _batching(
     return _RowLoad(
         ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
     )
+
+
+def _static_batch(row: PublishedRow, text: str, batches: dict[int, str], ranges: list[str]) -> int | None:
+    """The static batch the lower-case load ``text`` states (the first of ``batches``, else a load
+    cell holding a number alone), if any; a batch label whose value no whole number reads is
+    refused (a range, ``BS 1-256``, is a sweep, not such a value)."""
+    if not batches and not ranges and (unread := BATCH_VALUE.search(text)) is not None:
+        raise RowError(f"the batch '{unread.group(0).strip()}' is not a whole number of sequences")
+    load_cell = row.text("global_batch")
+    if batches:
+        return next(iter(batches))
+    return integer_cell(load_cell) if BARE_COUNT.fullmatch(load_cell) else None
+
+
+def _over_most_load(most: re.Match[str] | None, stated: str) -> str:
+    """What a note adds where the row also says it ran at the most load (``offline``)."""
+    return f" ('{most.group(0)}' with a stated {stated}: that {stated}, not the KV limit)" if most else ""
+
+
+def _refuse_two_loads(row: PublishedRow, batches: dict[int, str], concurrencies: dict[int, str]) -> None:
+    """Refuse a row whose load cells and metric state two different loads (``concurrency 16`` and a
+    metric ``at 64 concurrent``; two batches; a batch and another concurrency), naming both; a
+    metric cell of several pieces (``c=1: TTFT; c=4: total tok/s``) states one load a piece."""
+    if len(split_pieces(row.text("metric"))) > 1:
+        return
+    if len(set(batches) | set(concurrencies)) > 1:
+        stated = " and ".join(f"'{words}'" for words in (*batches.values(), *concurrencies.values()))
+        raise RowError(f"the row states two loads, {stated}: keep the one its figure was measured at")
 
 
 # Words that say a load cell states a load (``users``, ``concurrency``, ``rate``, ``QPS``): a cell
@@ -616,12 +652,14 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         plan_notes = [*plan_notes, _MLPERF_KV_NOTE]
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, node_gpus(cluster.system)))
     assert reading.value is not None
+    reading_percentile(reading.key, reading.metric_text)  # a percentile it cannot read is refused here
     check_below_peak(
         reading,
         _output_flop_per_s_per_gpu(reading, model, num_gpus),
         cluster.system.accelerator,
         "2 FLOPs per active parameter per output token",
     )
+    check_serving_figure(reading, model, cluster.system.accelerator, plan, load)
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
     notes.extend([state_note] if state_note else [])
     notes.extend([speed_note] if speed_note else [])
@@ -766,6 +804,9 @@ def predict_inference_setup(
     interval: tuple[float, float] | None = None
     try:
         if setup.simulation is not None:
+            percentile = (
+                reading_percentile(setup.metric, setup.reading.metric_text) if setup.reading else None
+            )
             predicted, reached = simulate_row(
                 setup.simulation,
                 model=setup.model,
@@ -774,10 +815,15 @@ def predict_inference_setup(
                 metric=setup.metric,
                 serving=setup.serving,
                 efficiency=efficiency,
-                percentile=latency_percentile(setup.reading.metric_text) if setup.reading else None,
+                percentile=percentile,
                 band=band if load_bands else None,
             )
             notes = [setup.simulation.note]
+            if percentile is not None and setup.reading is not None:
+                notes.append(
+                    f"'{setup.reading.metric_text}': percentile {percentile:g} of the simulated requests' "
+                    f"{setup.metric}, not their mean"
+                )
             if "settling_note" in reached:
                 notes.append(str(reached.pop("settling_note")))
             if "interval_under_load" in reached:

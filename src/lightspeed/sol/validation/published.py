@@ -372,12 +372,13 @@ class _Count:
 # every row; a training row's sequence and batch cells too (an inference row writes its load in
 # words there: ``ISL/OSL 1000/1000``, ``max throughput``).
 _COUNT_CELLS: Final = {
-    "TP": _Count("the tensor-parallel degree", "8"),
-    "PP": _Count("the pipeline-parallel degree", "2"),
+    # a degree of 0 is no layout (none is 1, or n/r where the source does not say): never unstated
+    "TP": _Count("the tensor-parallel degree", "8", least=1),
+    "PP": _Count("the pipeline-parallel degree", "2", least=1),
     "VPP": _Count("the virtual pipeline stages per GPU", "2"),
-    "CP": _Count("the context-parallel degree", "2"),
-    "DP": _Count("the data-parallel degree", "8"),
-    "EP": _Count("the expert-parallel degree", "8"),
+    "CP": _Count("the context-parallel degree", "2", least=1),
+    "DP": _Count("the data-parallel degree", "8", least=1),
+    "EP": _Count("the expert-parallel degree", "8", least=1),
     "GPUs": _Count("how many GPUs ran", "64", least=1),
     "layers": _Count("the layer count", "80"),
     "hidden": _Count("the hidden size", "8192"),

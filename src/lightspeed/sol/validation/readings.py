@@ -392,12 +392,50 @@ SERVING_LATENCY_KEYS: Final = ("ttft_s", "tpot_s", "itl_s", "request_latency_s")
 _UNSTATED_TIME_UNITS: Final = dict.fromkeys(SERVING_LATENCY_KEYS, ("ms", 1e-3))
 
 
+UTILIZATION_KEYS: Final = ("mfu", "hfu")
+# a percentage the metric's own words state: ``MFU (%)``, ``MFU %``, ``MFU in percent``
+_PERCENT_IN_METRIC: Final = re.compile(r"%|\bper\s*cent(?:age)?\b")
+
+
+def _in_percent(unit: str, metric: str) -> bool:
+    """Whether a utilization is written in percent: beside its number (``43%``) or in its metric."""
+    return unit == "%" or bool(_PERCENT_IN_METRIC.search(metric))
+
+
+def utilization_problem(key: str, fraction: float | None, value_text: str, *, ambiguous: bool = False) -> str:
+    """Why a utilization reading (``key`` ``mfu`` or ``hfu``, ``fraction`` of peak) cannot be a
+    measurement (``''`` if it can, and for every other key): a value between 1 and 2 written with no
+    percent sign (``1.41``: 1.41%, or 141% mistyped?), or 100% of peak or more (no run reaches its
+    GPUs' peak: the value or its unit was misread). One check for table and structured rows.
+
+    >>> utilization_problem("mfu", 0.43, "43%"), utilization_problem("tokens_per_s", 5.0, "5")
+    ('', '')
+    >>> utilization_problem("mfu", 1.0, "100%").split(":")[0]
+    "MFU '100%' is 100% of peak"
+    """
+    if key not in UTILIZATION_KEYS or fraction is None:
+        return ""
+    name = key.upper()
+    if ambiguous:
+        written = value_text.strip()
+        return (
+            f"{name} {written!r} is ambiguous: {written}% of peak, or {written} as a fraction (over "
+            f"100%, which no run reaches); write {written}% or {fraction:g}, or n/r"
+        )
+    if fraction >= 1.0:
+        return (
+            f"{name} {value_text!r} is {fraction:.0%} of peak: a utilization is at most 100%, and no run "
+            "reaches its GPUs' peak; fix the value (43% or 0.43) or write n/r"
+        )
+    return ""
+
+
 def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
     """``value`` in base units for ``key``, and the unit it was read in."""
-    if key in ("mfu", "hfu"):
-        # a utilization is a percentage (``43%``, ``43``) unless written as a fraction (``0.43``):
-        # no published run reaches as little as 1% of peak
-        if unit != "%" and value <= 1.0:
+    if key in UTILIZATION_KEYS:
+        # a utilization is a percentage (``43%``, ``43``, ``MFU (%)`` over ``0.9``) unless written
+        # as a fraction (``0.43``): no published run reaches as little as 1% of peak
+        if not _in_percent(unit, metric) and value <= 1.0:
             return value, "fraction"
         return value / 100.0, "%"
     if key in ("step_time_s", "time_to_train_s", *SERVING_LATENCY_KEYS):
@@ -520,17 +558,17 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         # the unit may stand beside the number only (``generation throughput`` <- ``3,500 tokens/s``)
         key = infer_key(lowered) or infer_key(f"{lowered} {value_text.lower()}")
         key = _total_by_formula(key, metric.lower(), lowered)
+    ambiguous = False
     if value is not None and key:
         unstated = key in SERVING_LATENCY_KEYS and not (unit and _time_unit(unit)) and not _time_unit(lowered)
+        ambiguous = key in UTILIZATION_KEYS and 1.0 < value < 2.0 and not _in_percent(unit, lowered)
+        in_metric = _time_unit(lowered) if key in SERVING_LATENCY_KEYS else None
         value, unit = _convert(key, value, unit, lowered)
         if unstated:
             notes = (*notes, "no time unit: milliseconds, as serving benchmarks print latencies")
-    problem = ""
-    if key in ("mfu", "hfu") and value is not None and value > 1.0:
-        problem = (
-            f"{key.upper()} {value_text!r} is {value:.0%} of peak: a utilization is at most 100%; "
-            "fix the value (43% or 0.43) or write n/r"
-        )
+        elif in_metric and unit != in_metric[0]:
+            notes = (*notes, f"the value's own unit ({unit}) wins over the metric's ({in_metric[0]})")
+    problem = utilization_problem(key, value, value_text, ambiguous=ambiguous)
     scope, size = _scope(lowered)
     if scope == "job":  # the scope written beside the number: ``24k / node``, ``1,650 per GPU``
         scope, size = _scope(value_text.lower())
@@ -718,5 +756,6 @@ __all__ = [
     "parse_value",
     "read_cell",
     "split_pieces",
+    "utilization_problem",
     "without_formulas",
 ]

@@ -9,7 +9,7 @@ import math
 import re
 from typing import Final
 
-from lightspeed.errors import UserInputError
+from lightspeed.errors import UserInputError, closest_names
 from lightspeed.sol.validation.published import (
     PublishedRow,
     first_number,
@@ -55,7 +55,9 @@ def _family(name: str) -> str:
     return re.sub(r"[\s_-]+", "", re.sub(r"[\s_-]*\d+(?:\.\d+)?[bm]\b.*$", "", name.lower()))
 
 
-def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> TransformerSpec:
+def model_from_dims(
+    row: PublishedRow, vocab_size: int | None = None, *, closest: str = ""
+) -> TransformerSpec:
     """A GPT-style model (MHA, 4h GELU MLP, learned positions, LayerNorm, biases) from a
     row's dimensions, or a Llama-style one (SwiGLU, RoPE, RMSNorm) when the row has KV heads;
     with no heads, MHA of 128-wide heads, which :func:`resolve_model` confirms by the row's
@@ -79,7 +81,8 @@ def model_from_dims(row: PublishedRow, vocab_size: int | None = None) -> Transfo
         missing = []
     if missing or layers is None or hidden is None or heads is None or vocab is None:
         raise RowError(
-            f"model {row.text('model')!r} is not in the catalog and the row lacks {', '.join(missing)}"
+            f"model {row.text('model')!r} is not in the catalog{closest} and the row lacks "
+            + ", ".join(missing)
         )
     gqa = kv_heads is not None and kv_heads != heads
     # a Llama-style block (SwiGLU, RoPE, RMSNorm) where the heads are grouped or the FFN cell says
@@ -208,7 +211,7 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
     if unsupported is not None:  # never a plain transformer built from its dimensions
         raise RowError(unsupported.refusal(name))
     tokenizer_vocab = _tokenizer_vocab(registry, row)
-    spec = model_from_dims(row, tokenizer_vocab)
+    spec = model_from_dims(row, tokenizer_vocab, closest=_closest_models(registry, name or row.text("model")))
     vocab_note = f", the vocabulary of its named tokenizer ({tokenizer_vocab:,})" if tokenizer_vocab else ""
     heads_note = _confirmed_mha(row, spec) if is_missing(row.text("heads(kv)")) else ""
     return (
@@ -217,6 +220,14 @@ def resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transform
         + vocab_note
         + heads_note,
     )
+
+
+def _closest_models(registry: ModelRegistry, text: str) -> str:
+    """`` (closest: llama-3-70b, ...)``: the catalog models nearest a name it lacks (as an unknown
+    name in a structured row is answered), ``''`` where none is near."""
+    wanted = "-".join(text.lower().split())
+    closest = closest_names(wanted, registry.names()) if wanted else []
+    return f" (closest: {', '.join(closest)})" if closest else ""
 
 
 def registry_name(registry: ModelRegistry, model: TransformerSpec) -> str | None:

@@ -56,6 +56,7 @@ from lightspeed.sol.train.batch import candidate_splits, split_batch
 from lightspeed.sol.train.plan import TrainingPlan
 from lightspeed.sol.train.recipes import recipe_for
 from lightspeed.sol.validation.hardware_text import HardwareSpec, cluster_of, node_gpus, read_hardware
+from lightspeed.sol.validation.plausibility import check_training_figure
 from lightspeed.sol.validation.published import PublishedRow, is_missing, size_cell
 from lightspeed.sol.validation.readings import (
     Reading,
@@ -200,12 +201,15 @@ class TrainingRowSpec(RunSpec):
 
 
 # a release (``v25.04``), a container or image (``25.11 NeMo Container``, ``26.02.01 NeMo
-# Container``, ``NeMo 24.07-based image``) or an NGC tag (``nvcr.io/nvidia/nemo:24.07``,
-# ``pytorch:24.05-py3``)
+# Container``, ``NeMo 24.07-based image``), an NGC tag (``nvcr.io/nvidia/nemo:24.07``,
+# ``pytorch:24.05-py3``) or a framework's YY.MM release after its name (``NeMo 25.04``, ``PyTorch
+# 24.05``: NVIDIA's containers are numbered so; YY 19-30, MM 01-12, so ``PyTorch 2.7`` is no date)
 _CONTAINER: Final = re.compile(
     r"\b(2\d)\.(?:0[1-9]|1[0-2])(?:\.\d{1,2})?(?:-based)?\s+\w*\s*(?:container|image)"
     r"|\bv(2\d)\.(?:0[1-9]|1[0-2])\b"
-    r"|\b(?:nemo|pytorch|nemo-framework|tritonserver|megatron)[:_](2\d)\.(?:0[1-9]|1[0-2])\b",
+    r"|\b(?:nemo|pytorch|nemo-framework|tritonserver|megatron)[:_](2\d)\.(?:0[1-9]|1[0-2])\b"
+    r"|\b(?:nemo(?:[\s-]framework)?|megatron(?:-lm)?|pytorch|tritonserver|jax|paxml)\s+"
+    r"(19|2\d|30)\.(?:0[1-9]|1[0-2])(?:\.\d{1,2})?(?![\d.])",
     re.IGNORECASE,
 )
 # MLPerf rounds by their version: v1.x in 2021 ... v5.x in 2025 (Inference in spring and late
@@ -500,6 +504,12 @@ def _settings_plans(
 TRAIN_METRICS_NEEDING_TOKENS = ("gpu_hours", "time_to_train_s")
 
 
+def tokens_per_step(plan: PlanSpec) -> float | None:
+    """The tokens one step of ``plan`` trains on, ``None`` where its batch was assumed (the row
+    leaves it out: no step time is checked against a batch the run may not have had)."""
+    return None if plan.batch_per_replica is not None else float(plan.global_batch_size * plan.seq_len)
+
+
 # the most GPUs a "node" of a per-node figure may hold: a rack-scale NVLink domain (NVL576)
 MAX_NODE_GPUS: Final = 576
 
@@ -618,51 +628,6 @@ _JOB_RATE_WORDS: Final = re.compile(r"\b(?:total|global|aggregate|cluster|job|al
 # per-GPU reading may imply
 _IMPLAUSIBLE_MFU: Final = 0.05
 _PLAUSIBLE_MFU: Final = (0.03, 1.0)
-
-
-# FLOPs each token costs at the least: a training step's forward and backward matmuls (6 per active
-# parameter), a served token's forward matmuls (2); attention only adds to them
-TRAIN_FLOP_PER_TOKEN_PER_PARAM: Final = 6.0
-SERVE_FLOP_PER_TOKEN_PER_PARAM: Final = 2.0
-
-
-def check_below_peak(
-    reading: Reading, flop_per_s_per_gpu: float | None, accelerator: Accelerator, flop_basis: str
-) -> None:
-    """Refuse a reading whose rate, at the fewest FLOPs the work can cost (``flop_basis`` says
-    which), is more than one GPU's fastest dense peak in any floating-point format: no run reaches
-    it, so the unit or the scope was misread (a job's rate under a per-GPU label, ``k`` for ``M``).
-    ``flop_per_s_per_gpu`` is ``None`` where the reading is no rate."""
-    peaks = [figure.dense_per_s for key, figure in accelerator.compute.items() if not key.startswith("int")]
-    if flop_per_s_per_gpu is None or not peaks or flop_per_s_per_gpu <= max(peaks):
-        return
-    peak = max(peaks)
-    raise RowError(
-        f"'{reading.metric_text}' = '{reading.value_text}' is {flop_per_s_per_gpu / peak:.3g}x one "
-        f"{accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} TFLOP/s) at {flop_basis}: no run "
-        "reaches that; check the unit and whether the figure is per GPU or the job's"
-    )
-
-
-def _training_flop_per_s_per_gpu(
-    reading: Reading, model: TransformerSpec, num_gpus: int, seq_len: int
-) -> float | None:
-    """The FLOP/s per GPU a training reading implies at 6 FLOPs per active parameter per token
-    (its own figure for TFLOP/s); ``None`` for a reading that is no rate."""
-    value = reading.value
-    if value is None:
-        return None
-    per_token = TRAIN_FLOP_PER_TOKEN_PER_PARAM * parameter_counts(model).active_params
-    per_gpu_tokens = {
-        "tokens_per_s": value / num_gpus,
-        "tokens_per_s_per_gpu": value,
-        "samples_per_s": value * seq_len / num_gpus,
-        "samples_per_s_per_gpu": value * seq_len,
-    }
-    if reading.key == "tflop_per_s_per_gpu":
-        return value * 1e12
-    tokens = per_gpu_tokens.get(reading.key)
-    return None if tokens is None else tokens * per_token
 
 
 def _unlabelled_rate_per_gpu(
@@ -855,10 +820,17 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
     reading = _log_rate_per_device(reading, stack)
     reading = _unlabelled_rate_per_gpu(reading, model, num_gpus, cluster.system.accelerator)
     assert reading.value is not None
-    implied = _training_flop_per_s_per_gpu(reading, model, num_gpus, _row_seq_len(row, model))
-    check_below_peak(reading, implied, cluster.system.accelerator, "6 FLOPs per active parameter per token")
     plan, plan_notes = read_plan(row, model, num_gpus, stack, cluster.system.accelerator, metric=reading.key)
-    named = "names no framework" not in stack_note
+    check_training_figure(
+        reading,
+        model,
+        cluster.system.accelerator,
+        num_gpus,
+        seq_len=plan.seq_len,
+        tokens_per_step=tokens_per_step(plan),
+    )
+    # a framework with no profile (stack_for's "which has no profile") counts as PaLM, as none named
+    named = "names no framework" not in stack_note and "has no profile" not in stack_note
     convention, recompute, causal, flop_note = flop_convention(row, stack, reading, framework_named=named)
     return TrainingRowSpec(
         row_id=row.row_id,
@@ -889,6 +861,8 @@ def read_training_row(row: PublishedRow, catalog: Catalog, registry: ModelRegist
 
 def training_setup(spec: TrainingRowSpec, catalog: Catalog, *, stack: Stack | None = None) -> RowSetup:
     """Cluster and candidate plans of a typed training row, on its own stack or on ``stack``."""
+    if spec.reading is not None and spec.reading.problem:  # a structured row's figure no run reaches
+        raise RowError(spec.reading.problem)
     chosen = stack or load_stack(spec.stack)
     cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
     plans, plan_notes = candidate_plans(spec.plan, spec.model, chosen)

@@ -24,7 +24,7 @@ that file and in ``docs/sol.md``)::
     [row.plan]                         # training: TrainingPlan fields; a list is "not reported:
     tp = 8                             # searched over these, the fastest that fits wins"
     pp = 16
-    dp = 64
+    dp = 64                            # omitted: the GPUs over tp x pp x cp
     vpp = [2, 3, 4, 6, 8]
     global_batch_size = 2048           # required, as are seq_len, micro_batch_size, recompute
     seq_len = 8192
@@ -35,20 +35,25 @@ that file and in ``docs/sol.md``)::
 
 Inference rows have ``[row.deployment]`` (InferencePlan fields) and
 ``[row.workload]`` (``input_tokens``, ``output_tokens``, ``concurrency`` or
-``arrival_rate_per_s``, ``batching``) instead of a plan. :func:`load_published_runs` turns each row into
-the typed spec the engines predict (the same one the free-text TSV reader
-produces), :func:`dump_runs` writes rows back in this format.
+``arrival_rate_per_s``, ``batching``) instead of a plan; a latency's percentile is read from
+``metric_text`` (``TTFT p99``; none said: the mean), as a table's metric cell is. A row whose figure
+no run reaches (the checks a table's row gets) or whose value is not a number above 0 is read with
+that problem on its reading and refused alone; a schema error refuses the file, naming the row by
+its id and position (``runs.toml: row 'S2': ...; field 'row[1].unit'``).
+:func:`load_published_runs` turns each row into the typed spec the engines predict (the same one the
+free-text TSV reader produces), :func:`dump_runs` writes rows back in this format.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from lightspeed.catalog import Catalog
+from lightspeed.catalog import Accelerator, Catalog
 from lightspeed.datafile import Fields, load_toml, toml_value
 from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.records import Record
@@ -58,21 +63,22 @@ from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, KV_PRECISIONS, Infer
 from lightspeed.sol.train.plan import EP_DISPATCHERS
 from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
-from lightspeed.sol.validation.readings import Reading
-from lightspeed.sol.validation.rows import (
-    METRICS as TRAIN_METRICS,
-)
+from lightspeed.sol.validation.plausibility import check_serving_figure, check_training_figure
+from lightspeed.sol.validation.readings import Reading, RowError, utilization_problem
+from lightspeed.sol.validation.rows import METRICS as TRAIN_METRICS
 from lightspeed.sol.validation.rows import (
     TRAIN_METRICS_NEEDING_TOKENS,
     FlopCount,
     PlanSpec,
     TrainingRowSpec,
+    tokens_per_step,
 )
 from lightspeed.workload import ModelRegistry, TransformerSpec
 from lightspeed.workload.flops import get_convention
 from lightspeed.workload.registry import parse_model
 
 SCHEMA_VERSION: Final = 1
+_Spec = TypeVar("_Spec", TrainingRowSpec, InferenceRowSpec)
 KINDS: Final = ("train", "infer")
 BATCHING: Final = ("continuous", "static", "decode")
 # The unit each metric's value is written in (base units but for TFLOP/s and GPU-hours).
@@ -227,13 +233,34 @@ def load_published_runs(
     version = fields.integer("schema_version", minimum=1)
     if version != SCHEMA_VERSION:
         raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
-    runs = [_run(row, catalog, models) for row in fields.array_of_tables("row")]
-    seen: set[str] = set()
-    for run in runs:
-        if run.id in seen:
-            raise DataFileError(file, "the same id twice", field="row.id", value=run.id, fix="give ids once")
-        seen.add(run.id)
+    rows = fields.array_of_tables("row")
+    runs = [_named_run(row, catalog, models) for row in rows]
+    first: dict[str, int] = {}
+    for index, run in enumerate(runs):
+        if run.id in first:
+            raise DataFileError(
+                file,
+                f"the same id as row[{first[run.id]}]",
+                field=f"{rows[index].prefix}id",
+                value=run.id,
+                fix="give each row an id of its own",
+            )
+        first[run.id] = index
     return tuple(runs)
+
+
+def _named_run(row: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRun:
+    """:func:`_run`, whose file error names the row by its id as well as its position
+    (``runs.toml: row 'S1': missing field; field 'row[0].plan.seq_len'``)."""
+    try:
+        return _run(row, catalog, models)
+    except DataFileError as error:
+        row_id = row.data.get("id")
+        if not isinstance(row_id, str) or not row_id.strip():
+            raise
+        named = DataFileError(error.path, f"row {row_id!r}: {str(error).removeprefix(f'{error.path}: ')}")
+        named.field, named.line = error.field, error.line
+        raise named from None
 
 
 def _fail(
@@ -294,7 +321,7 @@ def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRu
     }
     model, model_name = _model(_table(fields, "model"), models, source)
     hardware, num_gpus = _hardware(_table(fields, "hardware"), catalog)
-    reading = _reading(metric, unit, fields.number("value"), common["metric_text"], common["value_text"])
+    reading = _reading(metric, unit, _value(fields), common["metric_text"], common["value_text"])
     base: dict[str, Any] = {
         "row_id": common["id"],
         "model": model,
@@ -307,14 +334,67 @@ def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRu
         "reading": reading,
         "readings": (reading,),
     }
+    accelerator = catalog.system(hardware.system).accelerator
     if kind == "train":
         stack = _choice(fields, "stack", load_stacks())
         base["also"] = _also(fields, reading)
-        return PublishedRun(**common, training=_training(fields, base, stack, num_gpus))
+        training = _training(fields, base, stack, num_gpus)
+        return PublishedRun(**common, training=_checked_training(training, accelerator))
     if fields.has("also"):
         raise _fail(fields, "other figures are read of training rows only", "also", fix="remove [[row.also]]")
     serving = _choice(fields, "stack", load_serving_stacks())
-    return PublishedRun(**common, inference=_inference(fields, base, serving, num_gpus))
+    inference = _inference(fields, base, serving, num_gpus)
+    return PublishedRun(**common, inference=_checked_inference(inference, accelerator))
+
+
+def _value(fields: Fields) -> float:
+    """The row's ``value``: a number (anything else is the file's error); one that is no
+    measurement (not finite, not above 0) is the row's (:func:`_reading` says why)."""
+    value = fields.data.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return fields.number("value")  # raises: missing, or not a number
+    return float(value)
+
+
+def _with_problem(spec: _Spec, problem: str) -> _Spec:
+    """``spec`` whose reading carries ``problem`` (the row is refused with it, the file is read)."""
+    reading = spec.reading
+    if not problem or reading is None or reading.problem:
+        return spec
+    refused = replace(reading, problem=problem)
+    return replace(spec, reading=refused, readings=(refused,))
+
+
+def _checked_training(spec: TrainingRowSpec, accelerator: Accelerator) -> TrainingRowSpec:
+    """``spec``, refused (its reading's problem) where its figure is one no run reaches: the check
+    a table's row gets (:func:`~lightspeed.sol.validation.plausibility.check_training_figure`)."""
+    assert spec.reading is not None
+    also = next((figure.problem for figure in spec.also if figure.problem), "")
+    if also:
+        return _with_problem(spec, also)
+    try:
+        check_training_figure(
+            spec.reading,
+            spec.model,
+            accelerator,
+            spec.num_gpus,
+            seq_len=spec.plan.seq_len,
+            tokens_per_step=tokens_per_step(spec.plan),
+        )
+    except RowError as error:
+        return _with_problem(spec, str(error))
+    return spec
+
+
+def _checked_inference(spec: InferenceRowSpec, accelerator: Accelerator) -> InferenceRowSpec:
+    """``spec``, refused where its figure is one no run reaches, as a table's row is
+    (:func:`~lightspeed.sol.validation.plausibility.check_serving_figure`)."""
+    assert spec.reading is not None
+    try:
+        check_serving_figure(spec.reading, spec.model, accelerator, spec.plan, spec.load)
+    except RowError as error:
+        return _with_problem(spec, str(error))
+    return spec
 
 
 def _table(fields: Fields, key: str) -> Fields:
@@ -334,15 +414,22 @@ def _reading(
     count: int = 1,
 ) -> Reading:
     scope = "gpu" if "_per_gpu" in metric else "user" if metric.endswith("_per_user") else "job"
+    written = value_text or f"{value:g}"
+    problem = (
+        f"value {value:g} is not a number above 0; fix: write the value the source reports"
+        if not (math.isfinite(value) and value > 0)
+        else utilization_problem(metric, value, written)
+    )
     return Reading(
         key=metric,
         value=value,
         metric_text=metric_text or metric,
-        value_text=value_text or f"{value:g}",
+        value_text=written,
         unit=unit,
         scope=scope,
         position=position,
         num_pieces=count,
+        problem=problem,
     )
 
 
@@ -475,6 +562,28 @@ def _whole(fields: Fields, key: str, example: str) -> int:
     return fields.integer(key, minimum=1)
 
 
+def _dp(plan: Fields, num_gpus: int) -> int:
+    """The plan's ``dp``, else (omitted) the GPUs over tp x pp x cp, as a table's row is read."""
+    if plan.has("dp"):
+        return plan.integer("dp", minimum=1)
+    model_parallel = math.prod(plan.integer(name, 1, minimum=1) for name in ("tp", "pp", "cp"))
+    if num_gpus % model_parallel:
+        raise _fail(
+            plan,
+            f"dp is omitted and tp x pp x cp = {model_parallel} does not divide the row's {num_gpus} GPUs",
+            "dp",
+            fix=_gpus_fix(model_parallel, num_gpus),
+        )
+    return num_gpus // model_parallel
+
+
+def _gpus_fix(model_parallel: int, num_gpus: int) -> str:
+    """The fix for degrees that do not fill the row's GPUs."""
+    if num_gpus % model_parallel == 0:
+        return f"write dp = {num_gpus // model_parallel} (the {num_gpus} GPUs over tp x pp x cp), or omit it"
+    return f"make tp x pp x cp divide hardware.num_gpus ({num_gpus}), or correct num_gpus"
+
+
 def _free_degrees(fields: Fields) -> tuple[str, ...]:
     degrees = fields.strings("free_degrees")
     unknown = [name for name in degrees if name not in _FREE_DEGREES]
@@ -503,7 +612,7 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
     plan = PlanSpec(
         tp=plan_fields.integer("tp", 1, minimum=1),
         pp=plan_fields.integer("pp", 1, minimum=1),
-        dp=plan_fields.integer("dp", 1, minimum=1),
+        dp=_dp(plan_fields, num_gpus),
         ep=plan_fields.integer("ep", 1, minimum=1),
         cp=plan_fields.integer("cp", 1, minimum=1),
         zero_stage=plan_fields.integer("zero_stage", 1),
@@ -523,7 +632,14 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
     )
     gpus = plan.tp * plan.pp * plan.cp * plan.dp
     if gpus != num_gpus:
-        raise _fail(plan_fields, f"tp x pp x cp x dp = {gpus}, not the row's {num_gpus} GPUs", "dp", plan.dp)
+        model_parallel = plan.tp * plan.pp * plan.cp
+        raise _fail(
+            plan_fields,
+            f"tp x pp x cp x dp = {gpus}, not the row's {num_gpus} GPUs",
+            "dp",
+            plan.dp,
+            fix=_gpus_fix(model_parallel, num_gpus),
+        )
     convention = flops.string("convention", "6N+attention")
     try:
         get_convention(convention)

@@ -168,13 +168,19 @@ def stated_degrees(row: PublishedRow) -> dict[str, int | None]:
     in another parallel cell (:func:`_labelled_degree`). A DP cell is its degree only when it starts
     with a number (``ZeRO-1`` names sharding)."""
     _check_named_degrees(row)
-    stated = {
-        name: degree_cell(row, name.upper()) or _labelled_degree(row, name)
-        for name in ("tp", "pp", "cp", "ep")
-    }
+    stated: dict[str, int | None] = {}
+    for name in ("tp", "pp", "cp", "ep"):
+        cell = degree_cell(row, name.upper())
+        stated[name] = cell if cell is not None else _labelled_degree(row, name)
     dp_text = row.text("DP")
     stated["dp"] = integer_cell(dp_text) if re.match(r"\s*\d", dp_text) else _labelled_degree(row, "dp")
     stated["etp"] = _labelled_degree(row, "etp")  # Megatron's expert tensor parallelism: "8 (ETP 4)"
+    zero = next((name for name, degree in stated.items() if degree == 0), None)
+    if zero is not None:  # ``TP0`` written in another cell: no layout, never an unstated degree
+        raise RowError(
+            f"{zero.upper()} is 0: a parallel degree is at least 1; write the degree the run used "
+            "(1 where it did not split), or n/r where the source does not give it"
+        )
     return stated
 
 

@@ -335,8 +335,11 @@ def predicted_row(
     ``flop_convention`` how a FLOP figure (MFU, HFU, TFLOP/s) was counted, ``''`` for other figures.
 
     Raises :class:`RowError` (the row is reported as not predicted) when ``measured`` is not
-    a number above zero: a relative error against it means nothing.
+    a number above zero (a relative error against it means nothing), or with ``reading``'s problem
+    (a structured row read with one: :func:`~lightspeed.sol.validation.structured.load_published_runs`).
     """
+    if reading is not None and reading.problem:  # a structured row's figure no run reaches
+        raise RowError(reading.problem)
     if not measured > 0 or not math.isfinite(measured):
         raise RowError(f"measured value {measured:g} is not a number above 0")
     if not math.isfinite(predicted):

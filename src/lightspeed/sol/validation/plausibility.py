@@ -1,0 +1,236 @@
+"""Whether a published figure is one a run can reach: the checks every row passes before it is
+predicted, table and structured rows alike.
+
+A training rate above one GPU's fastest dense peak at 6 FLOPs per active parameter per token, or a
+time shorter than that rate takes, and a serving latency far under its physical floor (the active
+weights streamed once per token, the prompt at the fastest peak) mean the unit or the scope was
+misread: the row is refused with the ratio, never predicted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from lightspeed.catalog import Accelerator
+from lightspeed.records import Record
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
+from lightspeed.sol.validation.readings import Reading, RowError
+from lightspeed.units import bytes_per_element
+from lightspeed.workload import TransformerSpec, parameter_counts
+
+# FLOPs each token costs at the least: a training step's forward and backward matmuls (6 per active
+# parameter), a served token's forward matmuls (2); attention only adds to them
+TRAIN_FLOP_PER_TOKEN_PER_PARAM: Final = 6.0
+
+
+SERVE_FLOP_PER_TOKEN_PER_PARAM: Final = 2.0
+
+
+def fastest_dense_peak(accelerator: Accelerator) -> float | None:
+    """One GPU's fastest dense peak in any floating-point format (FLOP/s), the ceiling every
+    figure is checked against; ``None`` where the catalog gives none."""
+    peaks = [figure.dense_per_s for key, figure in accelerator.compute.items() if not key.startswith("int")]
+    return max(peaks) if peaks else None
+
+
+# figures that are times: a rate too fast is written as a time too short
+_TIME_KEYS: Final = frozenset({"step_time_s", "time_to_train_s", "gpu_hours"})
+
+
+def check_below_peak(
+    reading: Reading, flop_per_s_per_gpu: float | None, accelerator: Accelerator, flop_basis: str
+) -> None:
+    """Refuse a reading whose rate, at the fewest FLOPs the work can cost (``flop_basis`` says
+    which), is more than one GPU's fastest dense peak in any floating-point format: no run reaches
+    it, so the unit or the scope was misread (a job's rate under a per-GPU label, ``k`` for ``M``).
+    A time (a step time, a time to train) is checked as the rate it implies. ``flop_per_s_per_gpu``
+    is ``None`` where the reading implies no rate."""
+    peak = fastest_dense_peak(accelerator)
+    if flop_per_s_per_gpu is None or peak is None or flop_per_s_per_gpu <= peak:
+        return
+    time = reading.key in _TIME_KEYS
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' {'implies' if time else 'is'} "
+        f"{flop_per_s_per_gpu / peak:.3g}x one {accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} "
+        f"TFLOP/s) at {flop_basis}: no run reaches that; check the unit and "
+        + ("the tokens it counts" if time else "whether the figure is per GPU or the job's")
+    )
+
+
+def check_training_figure(
+    reading: Reading,
+    model: TransformerSpec,
+    accelerator: Accelerator,
+    num_gpus: int,
+    *,
+    seq_len: int,
+    tokens_per_step: float | None,
+) -> None:
+    """Refuse a training figure no run reaches, the one check of table and structured rows: a
+    reading's own problem (a utilization of 100% or more, :func:`~.readings.utilization_problem`),
+    and a rate above one GPU's fastest dense peak at 6 FLOPs per active parameter per token, or a
+    time below the one that rate takes (a step of ``tokens_per_step`` tokens, ``None`` where the
+    batch was assumed; a time to train or GPU-hours of the tokens the reading counts)."""
+    if reading.problem:
+        raise RowError(reading.problem)
+    implied = _training_flop_per_s_per_gpu(reading, model, num_gpus, seq_len, tokens_per_step)
+    check_below_peak(reading, implied, accelerator, "6 FLOPs per active parameter per token")
+
+
+def _training_flop_per_s_per_gpu(
+    reading: Reading,
+    model: TransformerSpec,
+    num_gpus: int,
+    seq_len: int,
+    tokens_per_step: float | None = None,
+) -> float | None:
+    """The FLOP/s per GPU a training reading implies at 6 FLOPs per active parameter per token (its
+    own figure for TFLOP/s, the tokens over the time for a time); ``None`` for a reading that
+    implies no rate."""
+    value = reading.value
+    if value is None or not value > 0:
+        return None
+    if reading.key == "tflop_per_s_per_gpu":
+        return value * 1e12
+    tokens = _training_tokens_per_s_per_gpu(
+        reading.key,
+        value,
+        num_gpus,
+        seq_len=seq_len,
+        tokens_per_step=tokens_per_step,
+        num_tokens=reading.num_tokens,
+    )
+    return (
+        None
+        if tokens is None
+        else tokens * TRAIN_FLOP_PER_TOKEN_PER_PARAM * parameter_counts(model).active_params
+    )
+
+
+def _training_tokens_per_s_per_gpu(
+    key: str,
+    value: float,
+    num_gpus: int,
+    *,
+    seq_len: int,
+    tokens_per_step: float | None,
+    num_tokens: float | None,
+) -> float | None:
+    """Tokens per second per GPU a training figure ``value`` of ``key`` states (``None``: none)."""
+    rates = {
+        "tokens_per_s": value / num_gpus,
+        "tokens_per_s_per_gpu": value,
+        "samples_per_s": value * seq_len / num_gpus,
+        "samples_per_s_per_gpu": value * seq_len,
+    }
+    if key in rates:
+        return rates[key]
+    if key == "step_time_s" and tokens_per_step is not None:
+        return tokens_per_step / value / num_gpus
+    if key == "time_to_train_s" and num_tokens is not None:
+        return num_tokens / value / num_gpus
+    if key == "gpu_hours" and num_tokens is not None:
+        return num_tokens / (value * 3600.0)
+    return None
+
+
+# How far under its physical floor a serving latency may be before it is refused: a decode step can
+# emit several tokens of one stream (speculative decoding's accepted drafts: EAGLE-3 reports
+# acceptance lengths of up to about 6.5, DeepSeek-V3's MTP about 1.8) and the floors take the
+# fastest peak and the fewest bytes; 10 covers them, and a unit misread (ms for s, us for ms) is
+# 1,000 times off
+LATENCY_FLOOR_TOLERANCE: Final = 10.0
+
+
+_SERVING_TIME_KEYS: Final = frozenset({"ttft_s", "tpot_s", "itl_s", "request_latency_s"})
+
+
+@dataclass(frozen=True)
+class ServingFloor(Record):
+    """The least time (s) one request's first token and each later token take on a deployment:
+    ``step_s`` streams the active weights once from the HBM of one replica's GPUs, ``prefill_s``
+    computes the prompt at their fastest dense peak (2 FLOPs per active parameter per token)."""
+
+    step_s: float
+    prefill_s: float
+    output_tokens: int
+
+    def of(self, key: str) -> float | None:
+        """The floor of a latency ``key`` (s), ``None`` for another quantity."""
+        first = max(self.step_s, self.prefill_s)
+        floors = {
+            "ttft_s": first,
+            "tpot_s": self.step_s,
+            "itl_s": self.step_s,
+            "request_latency_s": first + max(self.output_tokens - 1, 0) * self.step_s,
+        }
+        return floors.get(key)
+
+
+def serving_floor(
+    model: TransformerSpec, accelerator: Accelerator, plan: InferencePlan, load: ServingLoad
+) -> ServingFloor | None:
+    """The :class:`ServingFloor` of ``model`` served as ``plan`` (one replica's GPUs share the work;
+    its weights in the fewer bytes of its precision and ``effective_bits``) at ``load``'s lengths;
+    ``None`` where the catalog lacks a figure."""
+    peak = fastest_dense_peak(accelerator)
+    bandwidth = accelerator.memory_bandwidth_bytes_per_s
+    if peak is None or not bandwidth:
+        return None
+    weight_bytes = bytes_per_element(plan.precision)
+    if plan.effective_bits is not None:
+        weight_bytes = min(weight_bytes, plan.effective_bits / 8.0)
+    replica_gpus = plan.tp * plan.pp * plan.dp_attention
+    active = parameter_counts(model).active_params
+    return ServingFloor(
+        step_s=active * weight_bytes / (replica_gpus * bandwidth),
+        prefill_s=SERVE_FLOP_PER_TOKEN_PER_PARAM * active * load.input_tokens / (replica_gpus * peak),
+        output_tokens=load.output_tokens,
+    )
+
+
+def check_serving_figure(
+    reading: Reading, model: TransformerSpec, accelerator: Accelerator, plan: InferencePlan, load: ServingLoad
+) -> None:
+    """Refuse a serving latency more than :data:`LATENCY_FLOOR_TOLERANCE` times under its
+    :func:`serving_floor` (a one-user speed as the time per token it implies), the one check of
+    table and structured rows, as a rate above the peak is refused (:func:`check_below_peak`):
+    the unit was misread (a latency with no unit is read in milliseconds)."""
+    if reading.problem:
+        raise RowError(reading.problem)
+    floor = serving_floor(model, accelerator, plan, load)
+    value = reading.value
+    if floor is None or value is None or not value > 0 or not math.isfinite(value):
+        return
+    per_user = reading.key == "output_tokens_per_s_per_user"
+    least = floor.step_s if per_user else floor.of(reading.key)
+    seconds = 1.0 / value if per_user else value
+    if least is None or seconds * LATENCY_FLOOR_TOLERANCE >= least:
+        return
+    what = (
+        f"the {1.0 / least:,.0f} tokens/s one stream reaches"
+        if per_user
+        else f"the least {reading.key.removesuffix('_s').upper()} of {least * 1e3:.3g} ms"
+    )
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' is {least / seconds:,.3g}x "
+        f"{'above' if per_user else 'under'} {what} on {accelerator.name} (the active weights streamed "
+        "once per token from the replica's HBM, the prompt at the fastest dense peak): no run is "
+        f"more than {LATENCY_FLOOR_TOLERANCE:g}x past it; check the unit (a latency with none is read "
+        "in ms) and the GPUs"
+    )
+
+
+__all__ = [
+    "LATENCY_FLOOR_TOLERANCE",
+    "SERVE_FLOP_PER_TOKEN_PER_PARAM",
+    "TRAIN_FLOP_PER_TOKEN_PER_PARAM",
+    "ServingFloor",
+    "check_below_peak",
+    "check_serving_figure",
+    "check_training_figure",
+    "fastest_dense_peak",
+    "serving_floor",
+]
