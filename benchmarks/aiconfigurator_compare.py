@@ -6,9 +6,11 @@ Usage:
 
 What it does, in one run on this machine:
 
-1. Creates a virtual environment under ``OUT/venv`` (first run only) and installs
-   ``aiconfigurator==VERSION`` from PyPI into it with pip: the peer runs as a program
-   (``aiconfigurator cli estimate``), its code and data never enter this repository.
+1. Creates a virtual environment under ``OUT/venv`` (first run only, or again when it
+   cannot import the peer) and installs ``aiconfigurator==VERSION`` from PyPI into it with
+   pip: the peer runs as a program (``aiconfigurator cli estimate``), its code and data
+   never enter this repository. When it cannot be installed the script says so in one
+   line and exits with code 2, before predicting anything.
 2. Predicts every inference row (``kind = infer``) of the tables with lightspeed
    (``validate_published`` with the shipped defaults; load-dependent rows simulated).
 3. Asks the peer for the same deployment: the row's model (the peer's bundled config of
@@ -32,9 +34,16 @@ import re
 import statistics
 import subprocess
 import sys
-import venv
 from pathlib import Path
 from typing import Any
+
+from _peers import (  # a sibling script
+    MissingPrerequisiteError,
+    PeerUnavailableError,
+    PythonPeer,
+    python_peer,
+    run_main,
+)
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import inference_predictor, validate_published
@@ -76,13 +85,15 @@ _FIELDS = {
 
 
 def peer_program(out: Path, version: str) -> Path:
-    """The peer's command, in its own virtual environment under ``out`` (created once)."""
-    environment = out / "venv"
-    program = environment / "bin" / "aiconfigurator"
+    """The peer's command, in its own virtual environment under ``out`` (created once, made again
+    when it cannot import the peer)."""
+    peer = PythonPeer(f"aiconfigurator {version}", f"aiconfigurator=={version}", "aiconfigurator.main")
+    python = python_peer(peer, out / "venv", venv_option="--out")
+    program = python.parent / "aiconfigurator"
     if not program.exists():
-        venv.create(environment, with_pip=True)
-        subprocess.run(
-            [str(environment / "bin" / "pip"), "install", "-q", f"aiconfigurator=={version}"], check=True
+        raise PeerUnavailableError(
+            f"{peer.name} installed no 'aiconfigurator' program in {program.parent}; "
+            f"remove {out / 'venv'} to install it again"
         )
     return program
 
@@ -289,6 +300,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/aiconfigurator_compare"))
     parser.add_argument("--version", default="0.12.0")
     args = parser.parse_args()
+    missing = [str(table) for table in args.tables if not table.is_file()]
+    if missing:
+        raise MissingPrerequisiteError(
+            f"no table {', '.join(missing)}; pass the published tables with --tables"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     program = peer_program(args.out, args.version)
     result = compare(list(args.tables), program)
@@ -300,4 +316,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

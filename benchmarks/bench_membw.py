@@ -4,7 +4,8 @@
 
 The peer is Debian's ``mbw`` (MEMCPY test). If ``mbw`` is not on PATH the
 script installs it with ``apt-get install -y mbw`` (it says so; needs root
-and a Debian/Ubuntu package mirror) and records that it did.
+and a Debian/Ubuntu package mirror) and records that it did; when that cannot
+be done it says so in one line and exits with code 2, before timing anything.
 
 Fair comparison: both single-threaded (mbw has no threads; lightspeed runs
 with ``torch.set_num_threads(1)``), both on arrays of ``--array-mib`` MiB
@@ -23,11 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import torch
+from _peers import PeerUnavailableError, last_line, run_main, system_program  # a sibling script
 
 from lightspeed.bench import DeviceSol, resolve_device, run_membw
 
@@ -36,30 +37,18 @@ MIB = 2**20
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_membw.json"
 
 
-def ensure_mbw() -> tuple[str, bool]:
-    """Path of mbw, installing the Debian package when it is missing; (path, installed now)."""
-    found = shutil.which("mbw")
-    if found:
-        return found, False
-    print("mbw not found: installing Debian's mbw package with apt-get (needs root)")
-    subprocess.run(["apt-get", "update", "-qq"], check=False)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "mbw"], check=True)
-    found = shutil.which("mbw")
-    if not found:
-        raise SystemExit("mbw is still missing after apt-get install")
-    return found, True
-
-
 def mbw_copy_traffic_bytes_per_s(mbw: str, array_mib: int) -> float:
     """Best MEMCPY round of mbw, as read+write traffic in bytes/s."""
-    output = subprocess.run(
-        [mbw, "-q", "-n", "10", "-t", "0", str(array_mib)], capture_output=True, text=True, check=True
-    ).stdout
+    done = subprocess.run(
+        [mbw, "-q", "-n", "10", "-t", "0", str(array_mib)], capture_output=True, text=True, check=False
+    )
     rates = [
-        float(value) for value in re.findall(r"^\d+\s+Method: MEMCPY.*Copy: ([0-9.]+) MiB/s", output, re.M)
+        float(value)
+        for value in re.findall(r"^\d+\s+Method: MEMCPY.*Copy: ([0-9.]+) MiB/s", done.stdout, re.M)
     ]
-    if not rates:
-        raise SystemExit(f"could not read mbw output:\n{output}")
+    if done.returncode != 0 or not rates:
+        why = last_line(done.stderr) or last_line(done.stdout) or f"exit code {done.returncode}"
+        raise PeerUnavailableError(f"{mbw} gave no MEMCPY rate ({why}); check that it runs: {mbw} -q 16")
     return 2.0 * max(rates) * MIB
 
 
@@ -78,7 +67,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    mbw, installed = ensure_mbw()
+    mbw, installed = system_program("mbw", "mbw")
     torch.set_num_threads(1)
     ours: list[dict[str, float]] = []
     peer: list[float] = []
@@ -115,4 +104,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peers import run_main
 from moe_balance import README_LOAD, load_eplb  # a sibling script, not a package
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,4 +157,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -1,7 +1,7 @@
 """Inference validation accuracy against published rows, beside two peer estimators, in one run.
 
 Usage:
-    python benchmarks/inference_validation.py [--table FILE.tsv]
+    python benchmarks/inference_validation.py [--table FILE.tsv] [--no-peer]
         [--out benchmarks/results/inference_validation.json]
 
 Measures, in one run on this machine:
@@ -14,6 +14,10 @@ Measures, in one run on this machine:
    express: static batches on GPUs it knows (A100, H100), twice: with its
    default efficiencies (1.0) and with lightspeed's family defaults (GEMM
    ceiling, streaming efficiency), so that the comparison is of models, not knobs.
+   The environment is created (or made again) before anything runs; when
+   llm-analysis cannot be installed or run the script says so in one line and
+   exits with code 2. ``--no-peer`` leaves it out, and the record then says no
+   peer was compared (``"peer_compared": false``).
 3. Peer LLM-Viewer, as quoted in the rows' ``derived`` field (the table's
    ``derived_or_check`` column).
 4. Sensitivity: the median error when each of the two inference parameters that
@@ -30,13 +34,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import re
 import statistics
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from _peers import LLM_ANALYSIS, PeerUnavailableError, last_line, python_peer, run_main  # a sibling script
+from _peers import LLM_ANALYSIS_VENV as PEER_VENV
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import ServingLoad, inference_predictor, search_inference, validate_published
@@ -46,7 +52,6 @@ from lightspeed.sol.validation.published import first_number, read_table
 from lightspeed.sol.validation.structured import load_published_runs
 from lightspeed.workload import load_models
 
-PEER_VENV = Path(os.environ.get("PEER_VENV", "/work/venvs/llm-analysis"))
 # Rows llm-analysis can express: (row id, its model config, its GPU, its dtype, tp, batch, ISL, OSL, metric).
 PEER_ROWS = (
     ("I11", "upstage_Llama-2-70b-instruct-v2", "h100-sxm-80gb", "w8a8e16", 4, 64, 128, 128, "total"),
@@ -113,11 +118,12 @@ def llm_viewer_rows(table: Path | None) -> dict[str, float]:
     return _quoted({row.row_id: row.text("derived_or_check") for row in rows if row.kind == "infer"})
 
 
-def llm_analysis_rows(measured: dict[str, float]) -> dict[str, Any]:
-    """llm-analysis on the rows it can express, with its defaults and with lightspeed's efficiencies."""
-    python = PEER_VENV / "bin" / "python"
-    if not python.exists():
-        return {"skipped": f"no peer environment at {PEER_VENV} (pip install llm-analysis==0.2.2 there)"}
+WITHOUT_PEER = "pass --no-peer to leave it out"
+
+
+def llm_analysis_rows(python: Path, measured: dict[str, float]) -> dict[str, Any]:
+    """llm-analysis (run by ``python``, its environment's) on the rows it can express, with its
+    defaults and with lightspeed's efficiencies."""
     ours = {"A100": (0.80, 0.80), "H100": (0.55, 0.80)}  # family GEMM ceiling, streaming efficiency
     efficiencies = {
         row[0]: {
@@ -130,8 +136,13 @@ def llm_analysis_rows(measured: dict[str, float]) -> dict[str, Any]:
         [str(python), "-c", PEER_SCRIPT, json.dumps(PEER_ROWS), json.dumps(efficiencies)],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
     )
+    if completed.returncode != 0:
+        raise PeerUnavailableError(
+            f"{LLM_ANALYSIS.name} failed in {python} ({last_line(completed.stderr) or 'no message'}); "
+            f"remove {PEER_VENV} to install it again or {WITHOUT_PEER}"
+        )
     predicted = json.loads(completed.stdout.strip().splitlines()[-1])
     return {
         row_id: {
@@ -193,7 +204,18 @@ def main() -> None:
     parser.add_argument("--table", type=Path, help="a free-text table (default: the shipped structured rows)")
     parser.add_argument("--out", type=Path, default=root / "benchmarks/results/inference_validation.json")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="leave llm-analysis out (the record says no peer was compared)",
+    )
     args = parser.parse_args()
+    # the peer first: a missing one stops the run before anything is measured
+    python = (
+        None
+        if args.no_peer
+        else python_peer(LLM_ANALYSIS, PEER_VENV, venv_option="PEER_VENV", without=WITHOUT_PEER)
+    )
     ours = lightspeed_rows(args.table)
     measured = {row_id: row["measured"] for row_id, row in ours["rows"].items()}
     viewer = llm_viewer_rows(args.table)
@@ -204,7 +226,10 @@ def main() -> None:
             row_id: {"predicted": value, "error": (value - measured[row_id]) / measured[row_id]}
             for row_id, value in viewer.items()
         },
-        "llm_analysis": llm_analysis_rows(measured),
+        "peer_compared": python is not None,
+        "llm_analysis": {"skipped": "not run (--no-peer)"}
+        if python is None
+        else llm_analysis_rows(python, measured),
         "sensitivity_abs_error": sensitivity(args.table),
         "search_speed": search_speed(args.repeats),
     }
@@ -214,4 +239,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -38,6 +38,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+from _peers import PeerUnavailableError, run_main  # a sibling script
 
 from lightspeed.moe import balance_experts, synthetic_load
 from lightspeed.moe.placement import gpu_loads, replicate
@@ -59,7 +60,9 @@ SKEWS = (("zipf", 0.6), ("zipf", 0.8), ("zipf", 1.0), ("zipf", 1.2), ("dirichlet
 def load_eplb(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("eplb_peer", path)
     if spec is None or spec.loader is None or not path.is_file():
-        raise SystemExit(f"EPLB not found at {path} (pass --eplb PATH to deepseek-ai/EPLB's eplb.py)")
+        raise PeerUnavailableError(
+            f"EPLB not found at {path}; pass --eplb PATH to deepseek-ai/EPLB's eplb.py"
+        )
     module = importlib.util.module_from_spec(spec)
     sys.modules["eplb_peer"] = module
     spec.loader.exec_module(module)
@@ -200,4 +203,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -1,6 +1,6 @@
 """What the monitor costs: CPU time per sample, and the slowdown of a CPU training loop beside it.
 
-    python benchmarks/monitor_overhead.py [--repeats 7] [--steps 60] [--out FILE.json]
+    python benchmarks/monitor_overhead.py [--repeats 7] [--steps 60] [--no-peer] [--out FILE.json]
 
 Part 1, CPU time per sample (thread CPU clock, best of 5 runs of 200 samples each):
 
@@ -10,7 +10,7 @@ Part 1, CPU time per sample (thread CPU clock, best of 5 runs of 200 samples eac
   capture line encoded and written), measured with the thread's own CPU clock
   (``pthread_getcpuclockid``) while a real :class:`Monitor` samples at 50 ms;
 - peer: nvitop's host panel poll (``nvitop.host``: cpu_percent, virtual_memory,
-  swap_memory, load_average: what its TUI reads per refresh), when nvitop is installed;
+  swap_memory, load_average: what its TUI reads per refresh);
 - peer: dcgm-exporter-style polling (every DCGM_FI_DEV_* field through NVML) and
   lightspeed's ``NvmlBackend.read()``: only where NVML finds a GPU.
 
@@ -20,22 +20,36 @@ process) at 1 s and 100 ms, and beside an nvitop-style polling thread at 1 s
 and 100 ms; configurations are interleaved ``--repeats`` times and the median
 step time of each is compared with the bare loop's.
 
+The peer runs in this process (its poll's CPU time and the slowdown it causes are
+measured here): nvitop is imported from this environment when it has it, else from
+its own virtual environment (``--peer-venv``, default ``/work/venvs/nvitop``,
+created with nvitop 1.7.2 before anything is timed), whose packages come after this
+environment's, so that both tools read through the same psutil. When nvitop cannot
+be had the script says so in one line and exits with code 2; ``--no-peer`` measures
+lightspeed alone and the record says no peer was compared (``"peer_compared": false``).
+
 Writes ``benchmarks/results/monitor_overhead.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _peers import PeerUnavailableError, PythonPeer, python_peer, run_main, site_packages  # a sibling script
 
 from lightspeed.errors import LightspeedError
 from lightspeed.monitor import HostBackend, Monitor, NvmlBackend
@@ -52,16 +66,29 @@ def cpu_per_call_s(call: Callable[[], Any], *, calls: int = 200, repeats: int = 
     return best / calls
 
 
-def nvitop_poll() -> Callable[[], Any] | None:
+NVITOP = PythonPeer("nvitop 1.7.2", "nvitop==1.7.2", "nvitop.host")
+WITHOUT_PEER = "pass --no-peer to measure lightspeed alone"
+
+
+def nvitop_poll(venv: Path) -> tuple[Callable[[], Any], str]:
+    """nvitop's host-panel poll, imported into this process, and nvitop's version: from this
+    environment when it has nvitop, else from its own environment ``venv`` (installed there
+    when absent), whose packages are searched after this environment's."""
+    if importlib.util.find_spec("nvitop") is None:
+        python = python_peer(NVITOP, venv, venv_option="--peer-venv", without=WITHOUT_PEER)
+        sys.path.append(str(site_packages(python)))
     try:
-        from nvitop import host
-    except ImportError:
-        return None
+        host = importlib.import_module("nvitop.host")
+    except ImportError as error:
+        raise PeerUnavailableError(
+            f"nvitop cannot be imported in this process ({error}); remove {venv} to install it "
+            f"again or {WITHOUT_PEER}"
+        ) from error
 
     def poll() -> Any:
         return (host.cpu_percent(), host.virtual_memory(), host.swap_memory(), host.load_average())
 
-    return poll
+    return poll, importlib.metadata.version("nvitop")
 
 
 def sampler_tick_cpu_s(interval_s: float = 0.05, duration_s: float = 4.0) -> tuple[float, int]:
@@ -158,10 +185,9 @@ class Poller:
         self.thread.join()
 
 
-def slowdowns(steps: int, repeats: int) -> dict[str, dict[str, float]]:
+def slowdowns(steps: int, repeats: int, poll: Callable[[], Any] | None) -> dict[str, dict[str, float]]:
     run = training_loop(steps)
     run()  # warm up
-    poll = nvitop_poll()
     configs: dict[str, Callable[[], Any]] = {
         "bare": _Null,
         "lightspeed 1 s": lambda: Monitor(backends=[HostBackend(pid=os.getpid())], interval_s=1.0),
@@ -203,7 +229,20 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "monitor_overhead.json"
     )
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=Path("/work/venvs/nvitop"),
+        help="nvitop's virtual environment, used when this one lacks nvitop (created when absent)",
+    )
+    parser.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="measure lightspeed alone, without nvitop (the record says no peer was compared)",
+    )
     args = parser.parse_args()
+    # the peer first: a missing one stops the run before anything is timed
+    poll, peer = (None, "not run (--no-peer)") if args.no_peer else nvitop_poll(args.peer_venv)
     host = HostBackend()
     host.open()
     tree = HostBackend(pid=os.getpid())
@@ -215,8 +254,7 @@ def main() -> None:
     tick, ticks = sampler_tick_cpu_s()
     per_sample["lightspeed_sampler_tick_s"] = tick
     per_sample["sampler_ticks_measured"] = ticks
-    poll = nvitop_poll()
-    per_sample["nvitop_host_poll_s"] = cpu_per_call_s(poll) if poll is not None else "nvitop not installed"
+    per_sample["nvitop_host_poll_s"] = cpu_per_call_s(poll) if poll is not None else "not run (--no-peer)"
     per_sample["gpu"] = gpu_polls()
     result = {
         "machine": {
@@ -224,8 +262,10 @@ def main() -> None:
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
         },
+        "peer_compared": poll is not None,
+        "peer": peer if poll is None else f"nvitop {peer}",
         "cpu_per_sample": per_sample,
-        "training_loop": slowdowns(args.steps, args.repeats),
+        "training_loop": slowdowns(args.steps, args.repeats, poll),
         "steps": args.steps,
         "repeats": args.repeats,
     }
@@ -235,4 +275,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -20,8 +20,10 @@ small file) and the largest peak resident memory (``os.wait4``):
 Both compute each kernel's total GPU time; the run checks that they agree
 (nsys-tui rounds to the microsecond). nsys-tui lives in its own virtual
 environment (``--peer-venv``, default ``/work/venvs/nsys-tui``), created here
-when absent; it is never a dependency of lightspeed. (nsys2prv 0.5.8, the other
-PyPI reader tried, needs columns these exports lack, such as greenContext.)
+when absent (or made again when it cannot import nsys-tui), before anything is timed;
+it is never a dependency of lightspeed. When nsys-tui cannot be installed or run the
+script says so in one line and exits with code 2. (nsys2prv 0.5.8, the other PyPI
+reader tried, needs columns these exports lack, such as greenContext.)
 
 Usage::
 
@@ -42,9 +44,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _peers import PeerUnavailableError, PythonPeer, input_files, last_line, python_peer, run_main
+
 REPO = Path(__file__).resolve().parents[1]
 NSYS_DIR = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared")) / "data" / "nsight" / "nsys"
 PEER_REQUIREMENT = "nsys-tui==0.1.5"
+PEER = PythonPeer("nsys-tui 0.1.5", PEER_REQUIREMENT, "nsys_tui.profile")
 TILE_SOURCE = "concurrent.s16.sqlite"
 TILED_TABLES = (
     "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -105,16 +110,6 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def ensure_peer(venv: Path) -> Path:
-    """The peer's virtual environment's python, creating it when absent."""
-    python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv} with {PEER_REQUIREMENT}", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", PEER_REQUIREMENT], check=True)
-    return python
-
-
 def measured(command: list[str]) -> tuple[dict[str, Any], int]:
     """Run ``command`` (it prints one JSON object); return that object and the peak RSS in bytes."""
     with tempfile.TemporaryDirectory() as temp:
@@ -124,7 +119,7 @@ def measured(command: list[str]) -> tuple[dict[str, Any], int]:
         )
         usage = json.loads(report.read_text())
     if usage["code"] != 0:
-        raise RuntimeError(f"{command[0]} failed: {done.stderr.decode()[-2000:]}")
+        raise RuntimeError(f"{command[0]} failed: {last_line(done.stderr.decode()) or 'no message'}")
     return json.loads(done.stdout), usage["max_rss_kib"] * 1024
 
 
@@ -183,11 +178,16 @@ def main() -> int:
     )
     parser.add_argument("--copies", type=int, default=4000, help="copies of the tiled export's rows")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--peer-venv", type=Path, default=Path("/work/venvs/nsys-tui"))
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=Path("/work/venvs/nsys-tui"),
+        help="nsys-tui's virtual environment (created, or made again, when it cannot import nsys-tui)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "nsys_load.json")
     args = parser.parse_args()
-    peer = str(ensure_peer(args.peer_venv))
-    largest = max(NSYS_DIR.glob("*.sqlite"), key=lambda p: p.stat().st_size)
+    largest = max(input_files(NSYS_DIR, "*.sqlite", "Nsight Systems exports"), key=lambda p: p.stat().st_size)
+    peer = str(python_peer(PEER, args.peer_venv, venv_option="--peer-venv"))
     results = []
     with tempfile.TemporaryDirectory() as temp:
         tiled = Path(temp) / f"tiled-{args.copies}.sqlite"
@@ -198,7 +198,12 @@ def main() -> int:
         ]
         for label, path, what in inputs:
             ours = run(sys.executable, _LIGHTSPEED, path, args.repeats)
-            theirs = run(peer, _PEER, path, args.repeats)
+            try:
+                theirs = run(peer, _PEER, path, args.repeats)
+            except RuntimeError as error:
+                raise PeerUnavailableError(
+                    f"{PEER.name} failed on {label} ({error}); remove {args.peer_venv} to install it again"
+                ) from error
             results.append(
                 {
                     "input": label,
@@ -229,4 +234,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

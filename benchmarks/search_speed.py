@@ -1,7 +1,7 @@
 """Plan-search speed: lightspeed's vectorized search vs a per-plan loop and vs a peer.
 
 Usage:
-    python benchmarks/search_speed.py [--repeats 5] [--out benchmarks/results/search_speed.json]
+    python benchmarks/search_speed.py [--repeats 5] [--no-peer] [--out benchmarks/results/search_speed.json]
 
 Measures, in one run on this machine:
 
@@ -16,6 +16,11 @@ Measures, in one run on this machine:
    configurations: configurations per second. Calculon, the other peer REFERENCE.md
    cites (~384 plans/s on 2 cores), is not on PyPI; its published figure is quoted.
 
+The peer is set up and timed first: when it cannot be installed or run, the script
+says so in one line and exits with code 2 before timing anything. ``--no-peer``
+times lightspeed alone; the record then says no peer was compared
+(``"peer_compared": false``).
+
 Target (issue 3): >= 100,000 plans/s.
 """
 
@@ -26,15 +31,18 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from _peers import LLM_ANALYSIS as PEER  # a sibling script
+from _peers import LLM_ANALYSIS_VENV as PEER_VENV
+from _peers import PeerUnavailableError, last_line, python_peer, run_main
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import TrainingPlan, estimate_training, search_training
 from lightspeed.workload import load_models
 
-PEER_VENV = Path(os.environ.get("PEER_VENV", "/work/venvs/llm-analysis"))
+WITHOUT_PEER = "pass --no-peer to time lightspeed alone"
 PEER_SCRIPT = """
 import logging, time
 from llm_analysis.analysis import train
@@ -98,18 +106,17 @@ def per_plan_loop(sample: int) -> float:
     return len(plans) / (time.perf_counter() - started)
 
 
-def peer_rate() -> float | None:
-    python = PEER_VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "llm-analysis==0.2.2"], check=True)
+def peer_rate(python: Path) -> float:
+    """llm-analysis's configurations per second, run by ``python`` (its environment's)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     completed = subprocess.run(
         [str(python), "-c", PEER_SCRIPT], capture_output=True, text=True, env=env, check=False
     )
     if completed.returncode != 0:
-        print(f"llm-analysis failed: {completed.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-        return None
+        raise PeerUnavailableError(
+            f"{PEER.name} failed in {python} ({last_line(completed.stderr) or 'no message'}); "
+            f"remove {PEER_VENV} to install it again or {WITHOUT_PEER}"
+        )
     return float(completed.stdout.strip().splitlines()[-1])
 
 
@@ -117,14 +124,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "search_speed.json")
+    parser.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="time lightspeed alone, without llm-analysis (the record says no peer was compared)",
+    )
     args = parser.parse_args()
+    peer = None  # set up and timed first: a missing peer stops the run before lightspeed is timed
+    if not args.no_peer:
+        peer = peer_rate(python_peer(PEER, PEER_VENV, venv_option="PEER_VENV", without=WITHOUT_PEER))
     search = vectorized(args.repeats)
     loop = per_plan_loop(120)
-    peer = peer_rate()
     result = {
         "machine": {"cpus": os.cpu_count()},
         "lightspeed_search": search,
         "lightspeed_per_plan_loop_plans_per_s": loop,
+        "peer_compared": peer is not None,
+        "peer": "not run (--no-peer)" if peer is None else PEER.requirement,
         "llm_analysis_configs_per_s": peer,
         "calculon_published_plans_per_s": 384.0,
         "target_plans_per_s": 100_000.0,
@@ -136,8 +152,10 @@ def main() -> None:
     print(f"lightspeed plan-by-plan loop: {loop:,.0f} plans/s ({rate / loop:,.0f}x slower)")
     if peer is not None:
         print(f"llm-analysis 0.2.2: {peer:,.0f} configurations/s ({rate / peer:,.0f}x slower)")
+    else:
+        print("llm-analysis: not run (--no-peer); no peer compared in this run")
     print(f"Calculon (published): 384 plans/s ({rate / 384:,.0f}x slower); target 100,000 plans/s")
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

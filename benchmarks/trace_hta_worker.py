@@ -9,10 +9,14 @@ dependency. Modes:
 - ``golden``: every analysis lightspeed is compared with in its tests.
 
 Usage: ``/work/venvs/hta/bin/python benchmarks/trace_hta_worker.py MODE TRACE_DIR``
+
+Run by a Python without HTA it says so in one line and exits with code 2.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import logging
 import math
@@ -20,16 +24,29 @@ import resource
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
-warnings.filterwarnings("ignore")
-logging.disable(logging.CRITICAL)
+from _peers import HTA, PeerUnavailableError, run_main  # a sibling script (standard library only)
 
-from hta.common.trace import Trace  # noqa: E402
-from hta.trace_analysis import TraceAnalysis  # noqa: E402
-from hta.version import __version_tuple__  # noqa: E402
 
-HTA_VERSION = ".".join(str(part) for part in __version_tuple__)
+def hta_module(name: str) -> Any:
+    """HTA's module ``name``; :class:`PeerUnavailableError` when this Python lacks HTA."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise PeerUnavailableError(
+            f"HTA cannot be imported by {sys.executable} ({error}); run this worker with the python of "
+            f"HTA's environment (python benchmarks/trace_vs_hta.py makes it), or install it with "
+            f"`{sys.executable} -m pip install '{HTA.requirement}'`"
+        ) from error
+
+
+def import_hta() -> str:
+    """Import the HTA modules the analyses use (before any clock starts) and return HTA's version."""
+    hta_module("hta.common.trace")
+    hta_module("hta.trace_analysis")
+    return ".".join(str(part) for part in hta_module("hta.version").__version_tuple__)
 
 
 def _number(value: Any) -> Any:
@@ -39,11 +56,12 @@ def _number(value: Any) -> Any:
     return number if math.isfinite(number) else None
 
 
-def _load(trace_dir: str) -> TraceAnalysis:
+def _load(trace_dir: str) -> Any:
     """HTA's TraceAnalysis, parsed in this process only (no fork pool), so one RSS measures it."""
-    trace = Trace(trace_dir=trace_dir)
+    trace = hta_module("hta.common.trace").Trace(trace_dir=trace_dir)
     trace.load_traces(include_last_profiler_step=False, use_multiprocessing=False)
-    analysis = TraceAnalysis.__new__(TraceAnalysis)
+    trace_analysis = hta_module("hta.trace_analysis").TraceAnalysis
+    analysis = trace_analysis.__new__(trace_analysis)
     analysis.t = trace
     return analysis
 
@@ -55,7 +73,7 @@ def _guarded(results: dict[str, Any], errors: dict[str, str], key: str, function
         errors[key] = f"{type(error).__name__}: {error}"[:300]
 
 
-def temporal(analysis: TraceAnalysis) -> list[dict[str, Any]]:
+def temporal(analysis: Any) -> list[dict[str, Any]]:
     frame = analysis.get_temporal_breakdown(visualize=False)
     return [
         {
@@ -72,7 +90,7 @@ def temporal(analysis: TraceAnalysis) -> list[dict[str, Any]]:
     ]
 
 
-def overlap(analysis: TraceAnalysis) -> list[dict[str, Any]]:
+def overlap(analysis: Any) -> list[dict[str, Any]]:
     frame = analysis.get_comm_comp_overlap(visualize=False)
     return [
         {"rank": int(row["rank"]), "comm_comp_overlap_pct": _number(row["comp_comm_overlap_pctg"])}
@@ -80,10 +98,9 @@ def overlap(analysis: TraceAnalysis) -> list[dict[str, Any]]:
     ]
 
 
-def kernel_types(analysis: TraceAnalysis) -> dict[str, Any]:
-    from hta.analyzers.breakdown_analysis import BreakdownAnalysis
-
-    types, kernels = BreakdownAnalysis.get_gpu_kernel_breakdown(
+def kernel_types(analysis: Any) -> dict[str, Any]:
+    breakdown = hta_module("hta.analyzers.breakdown_analysis").BreakdownAnalysis
+    types, kernels = breakdown.get_gpu_kernel_breakdown(
         analysis.t, visualize=False, duration_ratio=1.0, num_kernels=10**9, include_memory_kernels=True
     )
     return {
@@ -106,7 +123,7 @@ def kernel_types(analysis: TraceAnalysis) -> dict[str, Any]:
     }
 
 
-def idle(analysis: TraceAnalysis) -> list[dict[str, Any]]:
+def idle(analysis: Any) -> list[dict[str, Any]]:
     frame, _ = analysis.get_idle_time_breakdown(ranks=analysis.t.get_ranks(), visualize=False)
     return [
         {
@@ -119,7 +136,7 @@ def idle(analysis: TraceAnalysis) -> list[dict[str, Any]]:
     ]
 
 
-def launch(analysis: TraceAnalysis) -> list[dict[str, Any]]:
+def launch(analysis: Any) -> list[dict[str, Any]]:
     frames = analysis.get_cuda_kernel_launch_stats(ranks=analysis.t.get_ranks(), visualize=False)
     rows = []
     for rank, frame in frames.items():
@@ -139,10 +156,21 @@ def launch(analysis: TraceAnalysis) -> list[dict[str, Any]]:
     return rows
 
 
-def main(argv: list[str]) -> int:
-    mode, trace_dir = argv[1], argv[2]
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "mode", choices=("summary", "golden"), help="summary: the analyses timed; golden: every analysis"
+    )
+    parser.add_argument("trace_dir", type=Path, help="a folder of one trace's rank files")
+    args = parser.parse_args()
+    mode, trace_dir = args.mode, str(args.trace_dir)
+    warnings.filterwarnings("ignore")  # HTA's, from its import on
+    logging.disable(logging.CRITICAL)
+    version = import_hta()  # before the clock; without HTA, one line and exit 2
     started = time.perf_counter()
-    results: dict[str, Any] = {"hta_version": HTA_VERSION}
+    results: dict[str, Any] = {"hta_version": version}
     errors: dict[str, str] = {}
     try:
         analysis = _load(trace_dir)
@@ -164,4 +192,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run_main(main)

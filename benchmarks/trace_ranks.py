@@ -17,7 +17,9 @@ Three commands run on the same folder, each in its own process tree:
   Parquet) and with that cache warm (a second analysis);
 - HTA 0.5.0: ``TraceAnalysis(trace_dir=DIR)`` (its own multi-rank parse, with its
   multiprocessing pool) then ``get_temporal_breakdown()``, in HTA's own virtual
-  environment (``--hta-venv``, created when absent, as ``trace_vs_hta.py`` does).
+  environment (``--hta-venv``, created when absent, as ``trace_vs_hta.py`` does, before anything
+  is timed). When HTA cannot be installed the script says so in one line and exits with code 2;
+  ``--skip-hta`` leaves it out, and the record then says no peer was compared.
 
 For each: wall time, the peak resident memory of the whole process tree
 (sampled every 20 ms from /proc: parent, pool and workers added up), of its
@@ -47,12 +49,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _peers import HTA, input_files, python_peer, run_main
 from trace_vs_hta import _shifted  # the same time tiling as the single-trace benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared")) / "data" / "traces"
 SOURCES = ("trace_filter/sampled_rank-0.json.gz", "trace_filter/sampled_rank-1.json.gz")
-HTA_REQUIREMENT = "holistictraceanalysis==0.5.0"
 COMPARED = ("idle_pct", "compute_pct", "non_compute_pct")
 
 # HTA's own multi-rank path: TraceAnalysis parses every rank (with its process pool), then the
@@ -175,15 +177,6 @@ def measured(command: list[str]) -> dict[str, Any]:
     }
 
 
-def ensure_hta(venv: Path) -> Path:
-    python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv} with {HTA_REQUIREMENT}", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", HTA_REQUIREMENT], check=True)
-    return python
-
-
 def _summary(run: dict[str, Any]) -> dict[str, Any]:
     keys = ("wall_s", "cpu_s", "peak_tree_rss_bytes", "max_process_rss_bytes", "num_processes", "code")
     return {key: run[key] for key in keys if key in run}
@@ -217,13 +210,24 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=64)
     parser.add_argument("--tiles", type=int, default=10, help="copies in time of each real rank")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--hta-venv", type=Path, default=Path("/work/venvs/hta"))
-    parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument(
+        "--hta-venv",
+        type=Path,
+        default=Path("/work/venvs/hta"),
+        help="HTA's virtual environment (created, or made again, when it cannot import HTA)",
+    )
+    parser.add_argument(
+        "--skip-hta", action="store_true", help="leave HTA out (the record says no peer was compared)"
+    )
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="lightspeed runs of each kind, alternated")
     parser.add_argument("--folder", type=Path, default=None, help="generate into (or reuse) this folder")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_ranks.json")
     args = parser.parse_args()
+    for source in SOURCES:
+        input_files(SHARED_TRACES, source, "real ranks to copy")
+    # the peer first: a missing one stops the run before anything is timed
+    hta_python = None if args.skip_hta else python_peer(HTA, args.hta_venv, venv_option="--hta-venv")
     load_at_start = os.getloadavg()[0]  # the machine is shared: say how busy it was
     lightspeed = [sys.executable, "-m", "lightspeed", "trace", "summary"]
     with tempfile.TemporaryDirectory(prefix="lightspeed-ranks-") as temp:
@@ -249,11 +253,7 @@ def main() -> int:
         serial, parallel = _median_run(serial_runs), _median_run(parallel_runs)
         ray = _median_run(ray_runs) if ray_runs else None
         ray_cached = None if args.skip_ray else _ray_with_cache(lightspeed, folder)
-        hta = (
-            None
-            if args.skip_hta
-            else measured([str(ensure_hta(args.hta_venv)), "-c", _HTA_SCRIPT, str(folder)])
-        )
+        hta = None if hta_python is None else measured([str(hta_python), "-c", _HTA_SCRIPT, str(folder)])
         if hta is not None:
             print(f"HTA: {_summary(hta)}", file=sys.stderr)
     for name, run in (("serial", serial), ("parallel", parallel), ("ray", ray), ("hta", hta)):
@@ -284,6 +284,7 @@ def main() -> int:
         "lightspeed_jobs": {"jobs": args.jobs, **_summary(parallel), "all_wall_s": parallel["all_wall_s"]},
         "lightspeed_ray": None if ray is None else {**_summary(ray), "all_wall_s": ray["all_wall_s"]},
         "lightspeed_ray_cache": ray_cached,
+        "peer_compared": hta is not None,
         "hta_multirank": None if hta is None else _summary(hta),
         "parallel_equals_serial": identical,
         "ray_equals_serial": ray_identical,
@@ -300,4 +301,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

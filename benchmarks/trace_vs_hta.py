@@ -32,8 +32,10 @@ the interpreter's teardown after it). lightspeed's modules are compiled to
 bytecode first, as an installed package has them.
 
 HTA is installed into a separate virtual environment (``--hta-venv``,
-default ``/work/venvs/hta``), created here when absent; it is never a
-dependency of lightspeed. ``--write-golden`` also stores HTA's numbers for
+default ``/work/venvs/hta``), created here when absent (or made again when it
+cannot import HTA) before anything is timed; it is never a dependency of
+lightspeed. When HTA cannot be installed the script says so in one line and
+exits with code 2. ``--write-golden`` also stores HTA's numbers for
 every trace as test fixtures (``tests/fixtures/traces/hta_expected``).
 
 Usage::
@@ -55,11 +57,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _peers import HTA, input_files, python_peer, run_main  # a sibling script
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(os.environ.get("LIGHTSPEED_SHARED", REPO.parent / "shared")) / "data" / "traces"
 WORKER = REPO / "benchmarks" / "trace_hta_worker.py"
 GOLDEN_DIR = REPO / "tests" / "fixtures" / "traces" / "hta_expected"
-HTA_REQUIREMENT = "holistictraceanalysis==0.5.0"
 TILE_SOURCE = "negative_queue_length_values_check/rank0.json.gz"
 COMPARED = ("idle_pct", "compute_pct", "non_compute_pct", "comm_comp_overlap_pct")
 
@@ -70,16 +73,6 @@ def compile_bytecode() -> None:
     lightspeed process would otherwise compile every module it imports again (~0.1-0.15 s, a fifth
     of a cached command). Python reads bytecode that exists whatever that variable says."""
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "lightspeed")], check=True)
-
-
-def ensure_hta(venv: Path) -> Path:
-    """The HTA virtual environment's python, creating the environment when absent."""
-    python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv} with {HTA_REQUIREMENT}", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", HTA_REQUIREMENT], check=True)
-    return python
 
 
 def trace_dirs(root: Path) -> list[Path]:
@@ -467,7 +460,10 @@ def floor_and_cache(folder: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--hta-venv", type=Path, default=Path(os.environ.get("LIGHTSPEED_HTA_VENV", "/work/venvs/hta"))
+        "--hta-venv",
+        type=Path,
+        default=Path(os.environ.get("LIGHTSPEED_HTA_VENV", "/work/venvs/hta")),
+        help="HTA's virtual environment (created, or made again, when it cannot import HTA)",
     )
     parser.add_argument("--events", type=int, default=2_000_000, help="events of the tiled trace")
     parser.add_argument("--skip-large", action="store_true", help="only the traces of ../shared")
@@ -477,7 +473,8 @@ def main() -> int:
     parser.add_argument("--only-large", action="store_true", help="only the tiled trace")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "trace_vs_hta.json")
     args = parser.parse_args()
-    python = ensure_hta(args.hta_venv)
+    input_files(SHARED_TRACES, "**/*.json.gz", "traces")
+    python = python_peer(HTA, args.hta_venv, venv_option="--hta-venv")
     compile_bytecode()
     load_at_start = os.getloadavg()[0]
     if args.write_golden:
@@ -513,4 +510,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
