@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 EXPLAIN_ALL: Final = "all"
 # ids named in an error about an unknown id
 _IDS_NAMED: Final = 12
+# how a rate's metric name ends (``tokens_per_s``); a name ending ``_s`` otherwise is a time
+_PER_SECOND: Final = "_per_s"
 
 
 def read_as_text(row: ValidationRow) -> str:
@@ -114,16 +116,23 @@ def number_text(value: float) -> str:
 
 def figure_text(metric: str, value: float) -> str:
     """A figure in its metric's most readable unit: bytes in GiB, seconds in the unit that suits
-    them, fractions and rates as :func:`number_text` writes them.
+    them, fractions and rates (``*_per_s``, ``*_per_s_per_gpu``) as :func:`number_text` writes them.
 
     >>> figure_text("memory_per_gpu_bytes", 88476326297.6), figure_text("time_to_train_s", 7257600.0)
     ('82.4 GiB', '84 d')
+    >>> figure_text("tokens_per_s", 2288843.0)
+    '2,288,843'
     """
     if metric.endswith("_bytes"):
         return format_memory(value)
-    if metric.endswith("_s"):
+    if _is_duration(metric):
         return format_duration(value)
     return number_text(value)
+
+
+def _is_duration(metric: str) -> bool:
+    """A time in seconds (``step_time_s``, ``ttft_s``), not a rate per second (``tokens_per_s``)."""
+    return metric.endswith("_s") and not metric.endswith(_PER_SECOND)
 
 
 def interval_text(row: ValidationRow) -> str:
