@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,17 +29,21 @@ pytestmark = pytest.mark.slow  # a local Ray takes a few seconds to start
 
 
 @pytest.fixture(scope="module")
-def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One local Ray for the module: 2 CPUs, a small object store, no dashboard."""
+def local_ray() -> Iterator[None]:
+    """One local Ray for the module: 2 CPUs, a small object store, no dashboard. Its folder is a
+    short one under the system's temporary folder: Ray's sockets live below it and a Unix socket's
+    path may not exceed 107 bytes (pytest's numbered base folders grow past that)."""
+    folder = tempfile.mkdtemp(prefix="ray-")
     ray.init(
         num_cpus=2,
         object_store_memory=100 << 20,
         include_dashboard=False,
         log_to_driver=False,
-        _temp_dir=str(tmp_path_factory.mktemp("ray")),
+        _temp_dir=folder,
     )
     yield
     ray.shutdown()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _same(serial: Any, on_ray: Any) -> None:
