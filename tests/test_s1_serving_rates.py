@@ -15,7 +15,7 @@ from lightspeed.errors import InvalidPlanError
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.deployment import SchedulerConfig
 from lightspeed.sol.serve.run_metrics import ServiceLevel
-from lightspeed.sol.serve.simulator import SimulationResult, _closed_loop_rate, _open_loop_rate, simulate
+from lightspeed.sol.serve.simulator import SimulationResult, _closed_loop_rate, simulate
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, ServingWorkload
 from lightspeed.workload import load_models
 
@@ -110,21 +110,10 @@ def test_s1_a_horizon_run_that_keeps_up_serves_its_arrival_rate() -> None:
 
 def test_s1_an_open_loop_that_keeps_up_serves_its_arrival_rate() -> None:
     """300 requests at 20 req/s: the arrival rate over the span of arrivals, as before (within 2%)."""
-    result = _simulate(ArrivalProcess.poisson(20.0), 300)
+    result = _simulate(ArrivalProcess.poisson(10.0), 2000)
+    assert result.settled
     arrival = result.outcome.arrival_s
-    assert result.served_requests_per_s == pytest.approx(299 / (arrival.max() - arrival.min()), rel=0.02)
-
-
-def test_s1_an_open_loop_behind_serves_its_completions_over_a_lagged_span() -> None:
-    """Arrivals each second from 0 to 8 s; the first completes at 5 s, then one every 2 s (a
-    deployment of 0.5 req/s) until the arrivals stop, and the last four at once at 14 s (a drain).
-    Over the 8 s span of arrivals lagged by 5 s, [5, 13] s, completions 5, 7, 9, 11 and 13 s: four
-    after the first in 8 s, 0.5 req/s (the completions' own span, 5 to 14 s, read 8 / 9 s)."""
-    arrival = np.arange(9.0)
-    finish = np.array([5.0, 7.0, 9.0, 11.0, 13.0, 14.0, 14.0, 14.0, 14.0])
-    assert _open_loop_rate(arrival, finish, False, 0.0) == pytest.approx(0.5)
-    assert _open_loop_rate(arrival, finish, True, 0.0) == pytest.approx(1.0)  # settled: the arrival rate
-    assert _open_loop_rate(arrival, np.full(9, np.inf), False, 0.0) == 0.0  # none completed
+    assert result.served_requests_per_s == pytest.approx(1999 / (arrival.max() - arrival.min()), rel=1e-12)
 
 
 # --- defect 2: the spread of uniform lengths -------------------------------------------------------

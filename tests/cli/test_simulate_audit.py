@@ -157,7 +157,8 @@ def test_the_highest_rate_run_has_the_capacity_goodput_and_the_report_shows_it( 
     )  # fmt: skip
     capacity = payload["capacity"]
     assert payload["slo"]["goodput_requests_per_s"] == capacity["goodput_requests_per_s"]
-    assert payload["slo"]["served_requests_per_s"] == capacity["max_rate_per_s"]
+    assert payload["slo"]["served_requests_per_s"] <= payload["slo"]["offered_requests_per_s"]
+    assert capacity["offered_requests_per_s"] == payload["slo"]["offered_requests_per_s"]
     source = tmp_path / "cap.json"
     source.write_text(json.dumps(payload))
     page = tmp_path / "report.html"

@@ -187,6 +187,8 @@ def test_whole_report_renders_in_chromium(tmp_path: Path, chromium_page) -> None
     inputs = gather_inputs(
         sources=[str(plan), str(run_dir), str(SAMPLE_TRACE_DIR), str(NCU_CSV), "run:latest"],
         store_path=store_path,
+        # beside given inputs, a stored history is drawn only when named
+        history_metric=gather_inputs(sources=[], store_path=store_path).history.metric,  # type: ignore[union-attr]
     )
     written = write_report(
         path=tmp_path / "report.html", title="all sections", sections=build_sections(inputs)
@@ -216,8 +218,38 @@ def test_traces_as_sources_get_one_section_each(tmp_path: Path) -> None:
     assert [row[0] for row in folder_table.rows] == ["0", "1"]  # both ranks of the folder
     idle_pct = summarize(load_trace(SAMPLE_TRACE_DIR)).ranks[0].idle_pct
     assert folder_table.rows[0][3] == f"{idle_pct:.2f}%"  # the analysis' number reaches the page
-    keys = [section.key for section in build_sections(inputs)]
-    assert keys == ["roofline", "step", "goodput", "trace-1", "trace-2", "kernels", "history"]
+    sections = build_sections(inputs)
+    assert [section.key for section in sections] == [
+        "roofline",
+        "step",
+        "goodput",
+        "trace-1",
+        "trace-2",
+        "kernels",
+        "history",
+    ]
+    # given inputs make a report of those inputs: the store's metric history is not drawn unless named
+    history = next(section for section in sections if section.key == "history")
+    assert history.skipped_reason is not None
+    assert "--history" in history.skipped_reason
+
+
+def test_a_report_of_given_inputs_draws_a_named_history_only(tmp_path: Path) -> None:
+    store_path = tmp_path / "s.sqlite"
+    with open_store(store_path) as store:
+        for _ in range(2):
+            store.add_records(kind="benchmark", records=benchmark_records(_bench_results()), label="gemm")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(ESTIMATE))
+    from_store = gather_inputs(sources=[], store_path=store_path)  # no inputs given: the store's report
+    assert from_store.history is not None
+    given = gather_inputs(sources=[str(plan)], store_path=store_path)
+    assert given.history is None
+    named = gather_inputs(
+        sources=[str(plan)], store_path=store_path, history_metric=from_store.history.metric
+    )
+    assert named.history is not None
+    assert named.history.metric == from_store.history.metric
 
 
 def test_cpu_only_trace_is_a_clear_error(tmp_path: Path) -> None:

@@ -39,7 +39,12 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
     default=None,
     help="Also write every chart as PNG and SVG into this folder.",
 )
-@click.option("--history", "history_name", default=None, help="Stored record name whose history to plot.")
+@click.option(
+    "--history",
+    "history_name",
+    default=None,
+    help="Stored record name whose history to plot (beside --from inputs, drawn only when named).",
+)
 @click.option(
     "--history-metric", default=None, help="Stored metric whose history to plot (e.g. step_time_s)."
 )

@@ -261,8 +261,9 @@ def gather_inputs(
     ``lightspeed monitor run`` folder, a profiler trace (a file, or a folder of
     per-rank files; Kineto or Nsight Systems), Nsight Compute CSV output, a plan
     estimate JSON file, or a store run (``run:ID``).
-    The metric history always comes from the store (``history_name`` /
-    ``history_metric`` choose it; by default the metric stored in the most runs).
+    The metric history comes from the store (``history_name`` / ``history_metric``
+    choose it; by default the metric stored in the most runs), with ``sources`` only
+    where one of them names it (a report of given inputs is of those inputs).
     ``skip_bad_events`` leaves impossible trace events out (counted in the section's notes);
     ``include_last_step`` keeps a trace's last profiler step (left out by default, as HTA);
     ``device`` names the catalog device Nsight Compute kernels are compared with (for FLOP/s
@@ -284,9 +285,16 @@ def gather_inputs(
             found.bench = _latest_bench(store)
             found.steps = _latest_predictions(store)
             reasons.update(_latest_folders(store, found))
-        history, reason = _history(store, history_name, history_metric)
-        if reason:  # no store at all says more than "the empty store holds no metric"
-            reasons["history"] = reasons.pop("store", "") or reason
+        history, reason = None, ""
+        if not sources or history_name is not None or history_metric is not None:
+            history, reason = _history(store, history_name, history_metric)
+            if reason:  # no store at all says more than "the empty store holds no metric"
+                reasons["history"] = reasons.pop("store", "") or reason
+        else:  # a report of given inputs draws those; a stored metric's history only when named
+            reasons.pop("store", None)
+            reasons["history"] = (
+                "not drawn beside --from inputs; --history NAME or --history-metric METRIC adds it"
+            )
     return ReportInputs(
         bench=found.bench,
         estimates=tuple(found.steps),

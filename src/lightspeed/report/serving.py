@@ -14,7 +14,7 @@ from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.html import Chart, ReportSection, Table, chart_from_figure
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
-from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
+from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint, SeedCheck
 from lightspeed.sol.serve.run_metrics import ServiceLevel, Settling, SloResult
 from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution
 from lightspeed.units import format_count, format_duration, format_percent
@@ -92,27 +92,87 @@ def _per_user_text(result: SimulationResult) -> str:
 
 def _requests_text(result: SimulationResult) -> str:
     """Completions per second from the first measured arrival to the last completion (to the horizon
-    where one stopped the run), and the rate served where it differs (the rate the SLO's goodput is a
-    share of): for a closed loop, while all its users were busy; else while requests arrived."""
+    where one stopped the run), then the rate served and the rate offered where they differ from it
+    (:func:`rates_text`)."""
     stopped = _stopped_at_horizon(result)
     end = "the horizon" if stopped else "the last completion"
     text = f"{result.requests_per_s:,.4g} over {format_duration(result.duration_s)} to {end}"
-    served = result.served_requests_per_s
-    if math.isfinite(served) and f"{served:,.4g}" != f"{result.requests_per_s:,.4g}":
-        users = result.workload.arrivals.concurrency
-        if result.workload.arrivals.kind == "closed" and result.workload.trace is None and users:
-            text += f"; {served:,.4g} served while all {users:,} users were busy (users / mean latency)"
-        elif stopped:
-            text += f"; {served:,.4g} served while requests arrived (what completed by the horizon)"
-        else:
-            text += f"; {served:,.4g} served while requests arrived (the drain after the last left out)"
-    return text
+    arrivals = result.workload.arrivals
+    closed = arrivals.kind == "closed" and result.workload.trace is None
+    return text + rates_text(
+        completed_per_s=result.requests_per_s,
+        served_per_s=result.served_requests_per_s,
+        offered_per_s=result.offered_requests_per_s,
+        kept_up=result.settled,
+        users=arrivals.concurrency if closed else None,
+        stopped=stopped,
+        trace=result.workload.trace is not None,
+        warmup=result.num_warmup > 0,
+    )
+
+
+def rates_text(
+    *,
+    completed_per_s: float,
+    served_per_s: float,
+    offered_per_s: float,
+    kept_up: bool | None,
+    users: int | None = None,
+    stopped: bool = False,
+    trace: bool = False,
+    warmup: bool = False,
+) -> str:
+    """What follows the completions per second on the requests/s line (terminal and HTML): the
+    rate served and why, where it differs from them or from the rate offered, then the rate
+    offered where it differs from the rate served. The served rate of a closed loop is its users
+    over their mean latency; of a run that kept up, the rate its requests arrived at; of one that
+    did not (or too short to tell), its completions over the whole run, the warm-up's included.
+
+    >>> rates_text(completed_per_s=48.2, served_per_s=49.39, offered_per_s=49.39, kept_up=True)[:57]
+    '; 49.39 served while requests arrived (their arrival rate'
+    >>> rates_text(completed_per_s=3.831, served_per_s=3.831, offered_per_s=4.31, kept_up=False)[-41:]
+    'completion: it fell behind); 4.31 offered'
+    """
+    if not math.isfinite(served_per_s):
+        return ""
+    why = _served_why(kept_up, users=users, stopped=stopped, trace=trace, warmup=warmup)
+    offered = math.isfinite(offered_per_s) and f"{offered_per_s:,.4g}" != f"{served_per_s:,.4g}"
+    if f"{served_per_s:,.4g}" != f"{completed_per_s:,.4g}":
+        text = f"; {served_per_s:,.4g} served{why}"
+    elif offered:
+        text = f"; that rate served{why}"
+    else:
+        return ""
+    return text + (f"; {offered_per_s:,.4g} offered" if offered else "")
+
+
+def _served_why(kept_up: bool | None, *, users: int | None, stopped: bool, trace: bool, warmup: bool) -> str:
+    if users:
+        return f" while all {users:,} users were busy (users / mean latency)"
+    if kept_up:
+        drain = "requests still decoding at the horizon" if stopped else "the drain after the last"
+        return f" while requests arrived (their arrival rate: the run kept up; {drain} left out)"
+    if kept_up is False:
+        why = "it fell behind"
+    else:
+        why = "a replayed trace is not judged settled" if trace else "too few arrivals to tell if it kept up"
+    counted = (
+        "what completed by the horizon from the first arrival"
+        if stopped
+        else ("every completion from the first arrival to the last completion")
+    )
+    return f" ({counted}{', warm-up included' if warmup else ''}: {why})"
 
 
 def _stopped_at_horizon(result: SimulationResult) -> bool:
     """Whether a horizon stopped the run before it served every request (some not arrived or left
     in flight)."""
     return result.num_in_flight > 0 or result.num_arrived < result.num_requests
+
+
+def _window(result: SimulationResult) -> str:
+    """What the load figures cover: the measured window after a warm-up, else the run."""
+    return "measured window" if result.num_warmup else "run"
 
 
 def _throughput_rows(result: SimulationResult) -> list[list[str]]:
@@ -126,7 +186,7 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
         ["per user", _per_user_text(result)],
         [
             "in flight",
-            f"{result.mean_in_flight:,.1f} mean over the run; while the GPUs are busy, running "
+            f"{result.mean_in_flight:,.1f} mean over the {_window(result)}; while the GPUs are busy, running "
             f"{result.mean_running:,.1f} mean, {result.max_running:,.0f} max, queue "
             f"{result.mean_queue:,.1f} mean, {result.max_queue:,.0f} max",
         ],
@@ -352,13 +412,15 @@ def capacity_lines(
     escape_text: Callable[[str], str] = str,
     bold: tuple[str, str] = ("", ""),
 ) -> list[str]:
-    """The highest rate meeting an SLO in a line, and why it stops there where no latency limit
-    binds (terminal and HTML; the probes are a table of :func:`load_sweep_rows`)."""
+    """The highest rate meeting an SLO in a line (its goodput is its run's: the share within the
+    SLO of the rate that run's arrivals came at, a Poisson sample of the rate), why it stops there
+    where no latency limit binds, and how it holds on other seeds (terminal and HTML; the probes are
+    a table of :func:`load_sweep_rows`)."""
     lines = [
         f"highest rate meeting {escape_text(capacity.slo.describe())}: "
         f"{bold[0]}{capacity.max_rate_per_s:,.4g} req/s{bold[1]} "
         f"(goodput {capacity.goodput_requests_per_s:,.4g} req/s, "
-        f"{capacity.goodput_requests_per_s_per_gpu:,.4g} per GPU; saturation "
+        f"{capacity.goodput_requests_per_s_per_gpu:,.4g} per GPU{_sample_text(capacity)}; saturation "
         f"{capacity.saturation_rate_per_s:,.4g} req/s; {len(capacity.probes)} simulations, limited by "
         f"{capacity.limited_by})"
     ]
@@ -368,7 +430,40 @@ def capacity_lines(
             f"the deployment's throughput ({capacity.max_rate_per_s / capacity.saturation_rate_per_s:.1%} "
             "of saturation, the search's tolerance below it)"
         )
+    if capacity.seed_checks:
+        lines.append(seed_checks_text(capacity))
     return lines
+
+
+def _sample_text(capacity: CapacityResult) -> str:
+    """``, its seed-0 run's arrivals coming at 63.52 req/s`` (the goodput is a share of that rate)
+    where that differs from the rate found."""
+    offered = capacity.offered_requests_per_s
+    if not math.isfinite(offered) or f"{offered:,.4g}" == f"{capacity.max_rate_per_s:,.4g}":
+        return ""
+    return f", its seed-{capacity.seed} run's arrivals coming at {offered:,.4g} req/s"
+
+
+def seed_checks_text(capacity: CapacityResult) -> str:
+    """How the rate found holds on other seeds: it is one sample of the arrival process."""
+    checks = capacity.seed_checks
+    seeds = " and ".join(str(check.seed) for check in checks)
+    unsettled = " (not settled)"
+    shares = " and ".join(
+        format_percent(check.attainment) + (unsettled if check.meets and check.settled is False else "")
+        for check in checks
+    )
+    held = sum(check.sustained for check in checks)
+    verdict = (
+        ("sustained on both" if len(checks) == 2 else f"sustained on all {len(checks)}")
+        if held == len(checks)
+        else f"sustained on {held} of {len(checks)}: expect a rate a few percent lower on other draws"
+    )
+    return (
+        f"the rate is one sample of the arrivals (seed {capacity.seed}); rerun at "
+        f"{capacity.max_rate_per_s:,.4g} req/s with seed{'s' if len(checks) > 1 else ''} {seeds}, "
+        f"{shares} of requests within the SLO ({verdict}; --seed draws another sample)"
+    )
 
 
 def render_goodput_ranking(result: GoodputSearchResult) -> None:
@@ -522,7 +617,7 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
     paragraphs = [
         f"{data.get('model', '?')} on {data.get('system', '?')} ({source}): "
         f"{format_count(_number_field(data, 'output_tokens_per_s'))} output tok/s, "
-        f"{_number_field(data, 'requests_per_s'):,.4g} req/s, "
+        f"{_rates_from(data)}, "
         f"{int(_number_field(data, 'num_preemptions') or 0):,} preemptions.",
     ]
     workload = data.get("workload")
@@ -577,6 +672,36 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         paragraphs=tuple(paragraphs),
         tables=tuple(tables),
         charts=tuple(charts),
+    )
+
+
+def _rates_from(data: JsonObject) -> str:
+    """``3.831 req/s completed over the run; 4.31 offered`` of a ``simulate --json`` result, as the
+    terminal's requests/s line says them (:func:`rates_text`; the offered rate is the SLO's in
+    results written before the run recorded its own)."""
+    completed = _number_field(data, "requests_per_s")
+    settling = data.get("settling")
+    kept_up = settling.get("settled") if isinstance(settling, Mapping) else None
+    slo = data.get("slo")
+    offered = _number_field(data, "offered_requests_per_s")
+    if not math.isfinite(offered) and isinstance(slo, Mapping):
+        offered = _number_field(slo, "offered_requests_per_s")
+    workload = data.get("workload")
+    arrivals = workload.get("arrivals") if isinstance(workload, Mapping) else None
+    closed = isinstance(arrivals, Mapping) and arrivals.get("kind") == "closed"
+    users = arrivals.get("concurrency") if closed and isinstance(arrivals, Mapping) else None
+    stopped = _number_field(data, "num_in_flight") > 0 or _number_field(data, "num_arrived") < _number_field(
+        data, "num_requests"
+    )
+    return f"{completed:,.4g} req/s completed over the run" + rates_text(
+        completed_per_s=completed,
+        served_per_s=_number_field(data, "served_requests_per_s"),
+        offered_per_s=offered,
+        kept_up=kept_up if isinstance(kept_up, bool) else None,
+        users=users if isinstance(users, int) and not isinstance(users, bool) else None,
+        stopped=stopped,
+        trace=isinstance(workload, Mapping) and isinstance(workload.get("trace"), Mapping),
+        warmup=_number_field(data, "num_warmup") > 0,
     )
 
 
@@ -655,6 +780,8 @@ def _capacity(data: JsonObject, source: str) -> CapacityResult:
     if not isinstance(probes, Sequence) or isinstance(probes, str):
         raise DataFileError(source, "needs a list of probes", field="capacity.probes")
     limited_by = data.get("limited_by", "slo")
+    offered = _optional_number(data, "offered_requests_per_s", source, "capacity")
+    seed = _optional_number(data, "seed", source, "capacity")
     return CapacityResult(
         slo=_service_level(data.get("slo"), source, "capacity.slo"),
         **{
@@ -669,7 +796,34 @@ def _capacity(data: JsonObject, source: str) -> CapacityResult:
         num_gpus=int(_checked_number(data, "num_gpus", source, "capacity")),
         probes=tuple(_load_points(probes, source, where="capacity.probes")),
         limited_by=limited_by if isinstance(limited_by, str) else "slo",
+        offered_requests_per_s=math.nan if offered is None else offered,
+        seed=0 if seed is None else int(seed),
+        seed_checks=_seed_checks(data.get("seed_checks"), source),
     )
+
+
+def _seed_checks(checks: object, source: str) -> tuple[SeedCheck, ...]:
+    """The ``capacity.seed_checks`` of a ``simulate --max-rate-at-slo --json`` result (none in
+    results written before they were)."""
+    if checks is None:
+        return ()
+    if not isinstance(checks, Sequence) or isinstance(checks, str):
+        raise DataFileError(source, "needs a list of seed checks", field="capacity.seed_checks")
+    found = []
+    for index, item in enumerate(checks):
+        where = f"capacity.seed_checks[{index}]"
+        if not isinstance(item, Mapping):
+            raise DataFileError(source, "a seed check must be an object", field=where, value=item)
+        found.append(
+            SeedCheck(
+                seed=int(_checked_number(item, "seed", source, where)),
+                attainment=_checked_number(item, "attainment", source, where),
+                meets=bool(_checked_flag(item, "meets", source, where)),
+                settled=_checked_flag(item, "settled", source, where),
+                sustained=bool(_checked_flag(item, "sustained", source, where)),
+            )
+        )
+    return tuple(found)
 
 
 def _optional_number(data: JsonObject, key: str, source: str, where: str) -> float | None:
@@ -789,11 +943,13 @@ def _band_paragraph(band: JsonObject) -> str:
                 parts.append(f"{label} n/a (one output token)")
                 continue
             parts.append(f"{label} {_time(float(edges[0]))} to {_time(float(edges[1]))}")
+    measured = _number_field(band, "measured_requests")
+    on = f" on {measured:,.0f} measured requests" if math.isfinite(measured) else ""
     return (
         f"Error bars under this load ({format_percent(_number_field(band, 'level'))} of published runs of "
         f"family {band.get('family', '?')}, {_number_field(band, 'num_rows'):,.0f} rows; the run "
         "re-simulated at the rate times "
-        f"{_number_field(band, 'fast_scale'):.3g} and {_number_field(band, 'slow_scale'):.3g}): "
+        f"{_number_field(band, 'fast_scale'):.3g} and {_number_field(band, 'slow_scale'):.3g}{on}): "
         f"{'; '.join(parts)}."
     )
 
@@ -809,6 +965,7 @@ __all__ = [
     "completed_text",
     "is_simulation_result",
     "latency_load_figure",
+    "rates_text",
     "render_capacity",
     "render_goodput_ranking",
     "render_load_band",
@@ -816,6 +973,7 @@ __all__ = [
     "render_simulation",
     "render_slo",
     "save_latency_load_plot",
+    "seed_checks_text",
     "series_figure",
     "served_output_tokens_per_s",
     "serving_section",

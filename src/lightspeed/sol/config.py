@@ -773,7 +773,10 @@ class ServingConfig(ServingJob):
     kv_precision: str | None = setting(None, choices=KV_PRECISIONS, help="KV cache format.")
     kv_replication: bool = setting(False, help="Allow TP above the KV heads by replicating heads.")
     concurrency: int | None = setting(
-        None, option_type="SEQUENCES", help="Requests in flight (default: KV-cache limit)."
+        None,
+        option_type="SEQUENCES",
+        help="Requests in flight, a closed loop (plan infer: default the KV-cache limit; simulate: "
+        "without it or --arrival-rate the run is offline).",
     )
     arrival_rate: float | None = setting(None, option_type="PER_SECOND", help="Requests per second.")
     batching: str = setting("continuous", choices=BATCHING_MODES, help="Batching of requests.")

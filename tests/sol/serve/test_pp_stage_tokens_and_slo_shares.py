@@ -193,7 +193,9 @@ def test_an_unsettled_probe_is_not_a_rate_sustained(monkeypatch: pytest.MonkeyPa
     def probe(deployment: Any, workload: Any, rate: float, slo: Any, seed: int) -> Any:
         latency = LatencyStats(0.1, 0.1, 0.1, 0.1, 0.1)
         return SimpleNamespace(
-            slo=SimpleNamespace(meets=True, attainment=1.0),
+            slo=SimpleNamespace(
+                meets=True, attainment=1.0, goodput_requests_per_s=rate, offered_requests_per_s=rate
+            ),
             ttft=latency,
             tpot=latency,
             e2e=latency,

@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -87,19 +88,38 @@ class LoadPoint(Record):
 
 
 @dataclass(frozen=True)
+class SeedCheck(Record):
+    """The run at the highest rate found, drawn again with another ``seed`` (other arrival times
+    and lengths): its share of requests within the SLO, whether it met the SLO, whether it settled,
+    and whether that rate is sustained on it (met and settled)."""
+
+    seed: int
+    attainment: float
+    meets: bool
+    settled: bool | None
+    sustained: bool
+
+
+@dataclass(frozen=True)
 class CapacityResult(Record):
-    """The highest rate meeting ``slo`` (0 when even the lowest probe misses it), the goodput there
-    (DistServe's: that rate times the share of requests within the SLO, per second and per GPU;
-    the run at that rate was judged sustained, so the rate it serves is the rate it was offered),
+    """The highest rate meeting ``slo`` (0 when even the lowest probe misses it), the goodput there,
     the saturation rate that bounded the search, and every probe in the order simulated.
 
-    The goodput is not the probe's completions per second: a finite run also counts the spread of
-    its requests' own lengths at the end (the last long answers finish seconds after the last
-    arrival), which put a deployment that keeps up at 61.3 req/s at 51 req/s in a 2,000-request
-    MLPerf Server run. ``limited_by`` says what bounds the
-    rate: ``slo`` where a probe missed it, ``throughput`` where every probe up to the saturation
-    rate met it (no latency limit binds: the rate is the highest at which the deployment keeps up,
-    its run settled)."""
+    The goodput (per second and per GPU) is the run's at that rate, the same seed's
+    (:attr:`~lightspeed.sol.serve.run_metrics.SloResult.goodput_requests_per_s`: its share of
+    requests within the SLO times the rate its arrivals came at, ``offered_requests_per_s``, a
+    Poisson sample of ``max_rate_per_s``, at most the rate it served), so ``simulate
+    --arrival-rate`` at that rate with that seed and warm-up shows the same goodput. It is not the
+    probe's completions per second: a finite run also counts the spread of its requests' own
+    lengths at the end (the last long answers finish seconds after the last arrival), which put a
+    deployment that keeps up at 61.3 req/s at 51 req/s in a 2,000-request MLPerf Server run.
+
+    The rate is one sample of the arrival process: another seed draws other arrivals and finds a
+    rate a few percent away. ``seed_checks`` reruns the run at the rate found with the next seeds
+    (:class:`SeedCheck`), so the output can say whether the rate holds on them. ``limited_by`` says
+    what bounds the rate: ``slo`` where a probe missed it, ``throughput`` where every probe up to
+    the saturation rate met it (no latency limit binds: the rate is the highest at which the
+    deployment keeps up, its run settled)."""
 
     slo: ServiceLevel
     max_rate_per_s: float
@@ -109,6 +129,9 @@ class CapacityResult(Record):
     num_gpus: int
     probes: tuple[LoadPoint, ...]
     limited_by: str = "slo"
+    offered_requests_per_s: float = math.nan  # the found run's arrivals' own rate (NaN: none found)
+    seed: int = 0
+    seed_checks: tuple[SeedCheck, ...] = ()
 
 
 def _at_rate(
@@ -249,6 +272,7 @@ def max_rate_at_slo(
     seed: int = 0,
     tolerance: float = DEFAULT_RATE_TOLERANCE,
     steady: bool = True,
+    seed_checks: int = 0,
 ) -> CapacityResult:
     """Bisect for the highest arrival rate whose run meets ``slo`` and settled (see the module
     docstring; a run that did not settle, :class:`~lightspeed.sol.serve.run_metrics.Settling`, is
@@ -258,9 +282,13 @@ def max_rate_at_slo(
     steady-state question, so each probe is measured after a warm-up
     (:func:`steady_state_workload`) unless ``steady`` is off: from an empty start the batch never
     grows to what the rate holds, and where a TPOT limit binds the capacity came out 7-11% high
-    (Llama 3 70B on 8 H100 and 8B on one, 2,000/200 and 500/200 tokens)."""
+    (Llama 3 70B on 8 H100 and 8B on one, 2,000/200 and 500/200 tokens). The rate found is one
+    sample of the arrivals: ``seed_checks`` more seeds (``seed + 1`` on) rerun the run at it
+    (:class:`SeedCheck`; ``simulate --max-rate-at-slo`` asks for two)."""
     if not 0.0 < tolerance < 1.0:
         raise UserInputError(f"rate tolerance {tolerance} must be in (0, 1)")
+    if seed_checks < 0:
+        raise UserInputError(f"seed checks {seed_checks} must be 0 or more")
     _check_no_trace(workload, "the highest rate at an SLO")
     if steady:
         workload = steady_state_workload(deployment, workload)
@@ -280,8 +308,11 @@ def max_rate_at_slo(
             high = rate
         if high - low <= tolerance * max(low, 1e-9):
             break
-    goodput = 0.0 if best is None or best.slo is None else low * best.slo.attainment
+    # the found run's own goodput: what simulate at that rate, seed and warm-up shows
+    found = None if best is None else best.slo
+    goodput = 0.0 if found is None else found.goodput_requests_per_s
     gpus = deployment.plan.num_gpus
+    checks = _seed_checks(deployment, workload, low, slo, seed=seed, count=seed_checks if best else 0)
     return CapacityResult(
         slo=slo,
         max_rate_per_s=low,
@@ -292,7 +323,36 @@ def max_rate_at_slo(
         probes=tuple(probes),
         # every probe within the SLO: what bounds the rate is keeping up (a probe may not settle)
         limited_by="throughput" if probes and all(probe.meets for probe in probes) else "slo",
+        offered_requests_per_s=math.nan if found is None else found.offered_requests_per_s,
+        seed=seed,
+        seed_checks=checks,
     )
+
+
+def _seed_checks(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    rate: float,
+    slo: ServiceLevel,
+    *,
+    seed: int,
+    count: int,
+) -> tuple[SeedCheck, ...]:
+    """The run at ``rate`` drawn again with seeds ``seed + 1`` to ``seed + count``."""
+    checks = []
+    for other in range(seed + 1, seed + 1 + count):
+        result = _at_rate(deployment, workload, rate, slo, other)
+        assert result.slo is not None
+        checks.append(
+            SeedCheck(
+                seed=other,
+                attainment=result.slo.attainment,
+                meets=result.slo.meets,
+                settled=result.settled,
+                sustained=_sustained(result),
+            )
+        )
+    return tuple(checks)
 
 
 def _sustained(result: SimulationResult) -> bool:
@@ -327,6 +387,7 @@ def load_sweep(
 __all__ = [
     "CapacityResult",
     "LoadPoint",
+    "SeedCheck",
     "SteadyRates",
     "held_sequences",
     "load_sweep",

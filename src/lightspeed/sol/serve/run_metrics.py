@@ -12,15 +12,16 @@
   waiting or decoding when a ``--horizon`` stops the run counts as missing the limit it
   has not met: no first token misses TTFT, not finished misses TPOT), ``goodput`` the
   requests per second that meet both limits: the attainment times the rate requests are offered
-  at (``offered_requests_per_s``, the measured requests' arrival rate), at most the rate they are
-  served at (``served_requests_per_s``: for requests arriving over time, the arrival rate where the
-  run kept up, else the completions over a span as long as the arrivals', lagged by the first
-  request's latency, and at a ``--horizon`` what completed by it; for a closed loop, the users
-  over their mean latency while every user is busy, Little's law; otherwise completions over the
-  run). A run that keeps up serves what it is offered, so its goodput is the attainment times that
-  rate; one that falls behind is not penalised twice (its late requests count as misses in the
-  attainment, and the served rate leaves them out too): its goodput is the good requests per second
-  of the arrivals' span, at most what it served, the rule
+  at (``offered_requests_per_s``, :func:`offered_rate` of the measured requests' arrivals), at most
+  the rate they are served at (``served_requests_per_s``, never above the offered rate: for
+  requests arriving over time, the offered rate where the run kept up (settled), else the lower of
+  it and the run's completions per second from its first arrival to its end, warm-up included; for
+  a closed loop, the users over their mean latency while every user is busy, Little's law;
+  otherwise completions over the run), so never more than the run served. A run that keeps up
+  serves what it is offered, so its goodput is the attainment times that rate; one that falls
+  behind is not penalised twice (its late requests count as misses in the attainment, and the
+  served rate is what it completed): its goodput is the good requests per second of the arrivals'
+  span, at most what it served, the rule
   :func:`~lightspeed.sol.serve.goodput_search.search_goodput` ranks a given rate by. Without an
   offered rate (a closed loop, whose users send as fast as they are served) the attainment times
   the served rate. MLPerf's Server

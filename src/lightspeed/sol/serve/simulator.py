@@ -75,17 +75,23 @@ class SimulationResult(Record):
     wall time the simulation took. ``requests_per_s`` counts the measured completions from the
     first measured arrival to the last completion (the drain after the last arrival included);
     ``served_requests_per_s`` is the rate the deployment serves, the rate the SLO's goodput is a
-    share of: for requests that arrive over time, the arrival rate where the run settled, else the
-    lower of it and the completions over a span as long as the arrivals', lagged by the first
-    request's latency (:func:`_open_loop_rate`; at a horizon, what completed by it); for a closed
-    loop, the rate while every user is busy (:func:`_closed_loop_rate`: Little's law, the users over
-    their mean latency, the start's queue and the drain left out). ``mean_in_flight`` is averaged
-    over the wall time from the first measured arrival to the end, ``mean_running`` and
-    ``mean_queue`` over the iterations' time (the time the GPUs are busy). With ``num_warmup``
-    warm-up requests (the workload's ``warmup_requests``), the latencies, throughputs, decode
-    speed and SLO figures count the other requests only, over the run from the first of them to
-    arrive (ITL: the iterations from then on); the counts, queue, KV and time-series figures are
-    the whole run's.
+    share of: for requests that arrive over time (:func:`_open_loop_rate`), the rate they arrived
+    at (:func:`~lightspeed.sol.serve.run_metrics.offered_rate`) where the run kept up (it settled),
+    else the lower of that and the rate the run completed requests at over its whole busy span
+    (every completion, warm-up ones included, from the first arrival to the last completion or the
+    horizon: a deployment that falls behind is busy throughout, so this is near its capacity); for
+    a closed loop, the rate while every user is busy (:func:`_closed_loop_rate`: Little's law, the
+    users over their mean latency, the start's queue and the drain left out). It is never above
+    ``offered_requests_per_s``, the rate the measured requests arrived at (their count after the
+    first over the span of their arrivals; NaN for a closed loop, whose users send as fast as they
+    are served, and where fewer than two arrived). With ``num_warmup`` warm-up requests (the
+    workload's ``warmup_requests``), the latencies, throughputs, decode speed and SLO figures
+    count the other requests only, and the load figures (``mean_in_flight``, ``mean_running``,
+    ``max_running``, ``mean_queue``, ``max_queue``, ``max_kv_use``) and the time series cover the
+    measured window, from the first of them to arrive to the end (ITL: the iterations from then
+    on); ``mean_in_flight`` is averaged over the wall time of that window, ``mean_running`` and
+    ``mean_queue`` over its iterations' time (the time the GPUs are busy). The counts (requests,
+    completions, preemptions, iterations) are the whole run's.
     """
 
     model: str
@@ -129,6 +135,7 @@ class SimulationResult(Record):
     num_warmup: int = 0
     settling: Settling | None = None
     served_requests_per_s: float = math.nan
+    offered_requests_per_s: float = math.nan
     _outcome: EngineOutput | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -415,7 +422,6 @@ def _result(
     # the SLO scores every measured request the run offered (arrived by its end), finished or not
     scored = measured & arrived
     scored_ttft, scored_tpot = (values[scored] for values in _per_request(outcome)[:2])
-    weights = np.maximum(outcome.iteration_s, 1e-12)
     iterations = np.maximum(outcome.iteration_steps, 1.0)  # a separate prompt step: one, no decode step
     counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -438,9 +444,15 @@ def _result(
             overall=overall,
         )
     else:
-        settled = None if run_settling is None else run_settling.settled
-        served = _open_loop_rate(outcome.arrival_s[scored], outcome.finish_s[scored], settled, overall)
         offered = offered_rate(outcome.arrival_s[scored])
+        served = _open_loop_rate(
+            offered,
+            kept_up=None if run_settling is None else run_settling.settled,
+            busy_per_s=_busy_rate(outcome.arrival_s, outcome.finish_s, end),
+            overall=overall,
+        )
+    # the load figures cover the measured window, as the latencies do (a warm-up's ramp left out)
+    load = _MeasuredLoad.of(outcome, counted)
     return SimulationResult(
         model=deployment.model.name,
         system=deployment.cluster_name,
@@ -465,11 +477,11 @@ def _result(
         output_tokens_per_s_per_user=per_user,
         total_tokens_per_s=total_tokens / duration,
         mean_in_flight=in_flight_mean(outcome.arrival_s[arrived], outcome.finish_s[arrived], start, end),
-        mean_running=_weighted_mean(outcome.iteration_running, weights),
-        max_running=float(outcome.iteration_running.max(initial=0.0)),
-        mean_queue=_weighted_mean(outcome.iteration_queue, weights),
-        max_queue=float(outcome.iteration_queue.max(initial=0.0)),
-        max_kv_use=float(outcome.iteration_kv_use.max(initial=0.0)),
+        mean_running=load.mean_running,
+        max_running=load.max_running,
+        mean_queue=load.mean_queue,
+        max_queue=load.max_queue,
+        max_kv_use=load.max_kv_use,
         num_preemptions=outcome.num_preemptions,
         num_swaps=outcome.num_swaps,
         num_iterations=int(iterations.sum()),
@@ -505,6 +517,7 @@ def _result(
         assumptions=_assumptions(deployment, workload),
         num_warmup=workload.warmup_requests,
         served_requests_per_s=served,
+        offered_requests_per_s=math.nan if offered is None else offered,
         settling=run_settling,
         _outcome=outcome,
     )
@@ -520,31 +533,38 @@ def _measured(arrival_s: Array, warmup: int) -> Array:
     return measured
 
 
-def _open_loop_rate(arrival_s: Array, finish_s: Array, settled: bool | None, overall: float) -> float:
-    """Requests per second a deployment serves requests that arrive over time (the measured requests
-    that arrived; ``finish_s`` ``inf`` for one not finished): the rate they arrive at (the arrivals
-    after the first over the span of arrivals) where the run settled (kept up: :class:`Settling`);
-    else the lower of that and the rate they complete at over a span as long, lagged by the time the
-    first of them took to complete (none completes sooner: the deployment filling), counted the same
-    way. A run stopped at a horizon so counts what completed by then over the span from the first
-    arrival, and the drain after the last arrival is left out. ``overall`` when requests do not
-    arrive over time.
+def _open_loop_rate(offered: float, *, kept_up: bool | None, busy_per_s: float, overall: float) -> float:
+    """Requests per second a deployment serves requests that arrive over time: the rate they were
+    ``offered`` at (:func:`~lightspeed.sol.serve.run_metrics.offered_rate`) where the run kept up
+    (``kept_up``: it settled, :class:`~lightspeed.sol.serve.run_metrics.Settling`), else the lower
+    of that and ``busy_per_s`` (:func:`_busy_rate`: a deployment that falls behind is busy from the
+    first arrival to the end, so that is about its capacity, and one whose settling is not known
+    is not credited with more than it completed); ``overall`` where requests do not arrive over
+    time. Never above the offered rate: a run cannot serve more than it is offered.
 
-    >>> _open_loop_rate(np.array([0.0, 1.0, 2.0, 3.0]), np.array([5.0, 6.0, np.inf, np.inf]), False, 0.5)
-    0.3333333333333333
+    >>> _open_loop_rate(1.0, kept_up=True, busy_per_s=0.8, overall=0.7)
+    1.0
+    >>> _open_loop_rate(1.0, kept_up=False, busy_per_s=0.8, overall=0.7)
+    0.8
+    >>> _open_loop_rate(1.0, kept_up=False, busy_per_s=1.3, overall=0.7)  # a backlog draining
+    1.0
     """
-    offered = offered_rate(arrival_s)
     if not math.isfinite(offered):
         return overall
-    arrival = arrival_s[np.isfinite(arrival_s)]
-    first, last = float(arrival.min()), float(arrival.max())
-    span = last - first
-    finish = finish_s[np.isfinite(finish_s)]
-    if settled or not finish.size:
-        return offered if settled else 0.0
-    lag = float(finish.min()) - first
-    completed = np.count_nonzero(finish <= last + lag)  # none before first + lag
-    return float(min(offered, (completed - 1) / span))
+    return offered if kept_up else min(offered, busy_per_s)
+
+
+def _busy_rate(arrival_s: Array, finish_s: Array, end_s: float) -> float:
+    """Completions per second of every request (warm-up ones too) from the first arrival to
+    ``end_s`` (the last completion, or the horizon; ``finish_s`` ``inf`` for one not finished).
+
+    >>> _busy_rate(np.array([0.0, 1.0, 2.0]), np.array([3.0, 4.0, np.inf]), 4.0)
+    0.5
+    """
+    arrived = arrival_s[np.isfinite(arrival_s)]
+    span = end_s - float(arrived.min()) if arrived.size else 0.0
+    done = np.count_nonzero(np.isfinite(finish_s) & (finish_s <= end_s))
+    return float(done) / span if span > 0 else math.nan
 
 
 def _closed_loop_rate(
@@ -581,6 +601,31 @@ def _closed_loop_rate(
 
 def _weighted_mean(values: Array, weights: Array) -> float:
     return float((values * weights).sum() / weights.sum()) if values.size else 0.0
+
+
+@dataclass(frozen=True)
+class _MeasuredLoad:
+    """Sequences running, requests waiting (means weighted by iteration time, and maxima) and the
+    fullest rank's KV use over the iterations of the measured window."""
+
+    mean_running: float
+    max_running: float
+    mean_queue: float
+    max_queue: float
+    max_kv_use: float
+
+    @classmethod
+    def of(cls, outcome: EngineOutput, counted: Array) -> _MeasuredLoad:
+        """The load over the iterations ``counted`` (those from the first measured arrival on)."""
+        weights = np.maximum(outcome.iteration_s[counted], 1e-12)
+        running, queue = outcome.iteration_running[counted], outcome.iteration_queue[counted]
+        return cls(
+            mean_running=_weighted_mean(running, weights),
+            max_running=float(running.max(initial=0.0)),
+            mean_queue=_weighted_mean(queue, weights),
+            max_queue=float(queue.max(initial=0.0)),
+            max_kv_use=float(outcome.iteration_kv_use[counted].max(initial=0.0)),
+        )
 
 
 def simulate(
