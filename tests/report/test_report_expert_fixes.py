@@ -22,7 +22,7 @@ from lightspeed.report.html_inputs import predicted_step
 from lightspeed.report.html_sections import goodput_section, step_section
 from lightspeed.report.kernels import FLOP_HEADERS, kernel_section, kernel_sol_figure
 from lightspeed.report.plots import close_figure
-from lightspeed.report.serving import serving_section
+from lightspeed.report.simulation_section import serving_section
 from lightspeed.report.sol import PART_NAMES, step_breakdown_figure
 from lightspeed.report.trace import temporal_breakdown_figure
 from lightspeed.sol.train.step import BREAKDOWN_PARTS

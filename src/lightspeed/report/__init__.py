@@ -93,7 +93,6 @@ if TYPE_CHECKING:
     from lightspeed.report.regression import render_gate
     from lightspeed.report.results import records_csv, render_push, render_run, render_runs
     from lightspeed.report.serving import (
-        is_simulation_result,
         latency_load_figure,
         render_capacity,
         render_goodput_ranking,
@@ -103,10 +102,9 @@ if TYPE_CHECKING:
         render_simulation,
         render_slo,
         save_latency_load_plot,
-        series_figure,
-        serving_section,
         simulated_against_analytic,
     )
+    from lightspeed.report.simulation_section import is_simulation_result, series_figure, serving_section
     from lightspeed.report.sol import (
         render_search_result,
         render_training_estimate,

@@ -31,7 +31,7 @@ from lightspeed.records import JsonObject
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.kernels import kernel_section
-from lightspeed.report.serving import is_simulation_result, serving_section
+from lightspeed.report.simulation_section import is_simulation_result, serving_section
 from lightspeed.report.sol import PART_NAMES
 from lightspeed.report.trace import trace_section
 from lightspeed.store import (

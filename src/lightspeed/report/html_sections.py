@@ -93,7 +93,7 @@ class ReportInputs:
 
     ``reasons`` maps a section key to why its data is missing (overrides
     :data:`HOW_TO_GET`); ``trace_sections`` and ``kernel_sections`` are built by
-    ``report/trace.py`` and ``report/kernels.py``; ``serving_sections`` by ``report/serving.py``
+    ``report/trace.py`` and ``report/kernels.py``; ``serving_sections`` by ``report/simulation_section.py``
     from ``lightspeed simulate --json`` output.
     """
 
