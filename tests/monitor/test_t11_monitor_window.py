@@ -3,6 +3,8 @@ before it, which can reach back before the capture began (t=0)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lightspeed.monitor.findings import capture_window, fact
 
 
@@ -14,3 +16,13 @@ def test_evidence_window_starts_no_earlier_than_the_capture() -> None:
 
 def test_window_inside_the_capture_is_kept() -> None:
     assert capture_window((32.4, 42.4)) == (32.4, 42.4)
+
+
+def test_a_finding_from_the_first_sample_starts_at_the_capture(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # the H200 capture idles from its first sample (t=0.0, 0.2 s after the sampler started): the
+    # finding's stretch is 0.0..20.4 s, 20.4 s long, not 20.6 s from t=-0.2 s
+    capture = Path(__file__).parents[1] / "fixtures" / "h200-train" / "monitor" / "capture-vm-597.jsonl"
+    result = run_cli("monitor", "report", str(capture))
+    assert result.code == 0, result.err
+    assert "t=-" not in result.out
+    assert "20.4 s from t=0.0 s" in result.out
