@@ -193,7 +193,8 @@ def concurrencies_written(text: str, num_gpus: int = 1) -> dict[int, str]:
 
 
 # a batch's label and a range of them (``BS 1-256``, ``batch 8 - 64``): a sweep, no one batch
-_RANGE_AFTER = re.compile(r"\s*[-–]\s*\d[\d,]*")
+# ``1-256``, ``1 to 256``, ``1..256``: the rest of a range after its first batch
+_RANGE_AFTER = re.compile(r"\s*(?:[-–]|to\b|\.\.)\s*\d[\d,]*")
 
 
 def batches_written(text: str) -> dict[int, str]:
@@ -209,7 +210,12 @@ def batches_written(text: str) -> dict[int, str]:
 
 
 def batch_ranges(text: str) -> list[str]:
-    """The batch ranges a lower-case load ``text`` writes (``BS 1-256``): runs over many batches."""
+    """The batch ranges a lower-case load ``text`` writes (``BS 1-256``, ``batch size 1 to 256``):
+    runs over many batches.
+
+    >>> batch_ranges("batch size 1 to 256"), batch_ranges("bs 1-256"), batch_ranges("batch 64")
+    (['batch size 1 to 256'], ['bs 1-256'], [])
+    """
     ranges: list[str] = []
     for match in BATCH.finditer(text):
         after = _RANGE_AFTER.match(text, match.end())

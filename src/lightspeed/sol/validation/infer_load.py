@@ -100,6 +100,8 @@ _WORD_PERCENTILE: Final = (
     r"(?<![\w.])(?P<n>\d+(?:\.\d+)?)\s*(?:th|st|nd|rd)?[\s-]*(?:percentile|pctl?|perc|%\s*ile)\b"
     r"|\((?P<o>\d+(?:\.\d+)?)(?:th|st|nd|rd)\)"
     r"|\b(?:percentile|pctl)\s*[=:]?\s*(?P<a>\d+(?:\.\d+)?)(?![\d.])"
+    r"|(?<![\w.])(?P<q>\d{2}(?:\.\d+)?)p\b"  # ``99p TTFT``
+    r"|\bp-(?P<h>\d{1,2}(?:\.\d+)?)(?![\d.])"  # ``p-99``
 )
 _PERCENTILE: Final = re.compile(rf"{_P_PERCENTILE}|{_WORD_PERCENTILE}|(?P<median>\bmedian\b)")
 # What still looks like a percentile once the forms above are read (``p99x``, ``p125``, ``TTFT
@@ -548,6 +550,8 @@ def latency_percentile(metric_text: str) -> float | None:
     [99.0, 100.0, None]
     >>> [latency_percentile(text) for text in ("p99_ttft_ms", "TTFT p999 ms", "TTFT (99th) ms")]
     [99.0, 99.9, 99.0]
+    >>> [latency_percentile(text) for text in ("99p TTFT (ms)", "p-99 TTFT (ms)", "TTFT p-50")]
+    [99.0, 99.0, 50.0]
     """
     text = metric_text.lower().replace("_", " ")
     if _SPREAD.search(text):
@@ -583,7 +587,7 @@ def _percentile_value(match: re.Match[str], metric_text: str) -> float:
         return 50.0
     written = match.group("p")
     if written is None:
-        number = float(next(group for group in match.group("n", "o", "a") if group))
+        number = float(next(group for group in match.group("n", "o", "a", "q", "h") if group))
     elif "." in written or len(written) <= 2 or written == "100":
         number = float(written)
     elif written.startswith("9"):

@@ -544,6 +544,9 @@ def without_formulas(metric: str) -> str:
     return _FORMULA.sub("", metric)
 
 
+_FRACTION_WORD: Final = re.compile(r"\bfraction\b")
+
+
 def _reading(metric: str, value_text: str, position: int, count: int, kind: str) -> Reading:
     # logs and JSON exports name metrics in snake case (``inter_token_latency_s``,
     # ``train_samples_per_second``)
@@ -569,6 +572,13 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         elif in_metric and unit != in_metric[0]:
             notes = (*notes, f"the value's own unit ({unit}) wins over the metric's ({in_metric[0]})")
     problem = utilization_problem(key, value, value_text, ambiguous=ambiguous)
+    stated_fraction = "%" not in value_text and _FRACTION_WORD.search(lowered)
+    if not problem and key in UTILIZATION_KEYS and unit == "%" and stated_fraction:
+        # ``MFU (fraction)`` over ``45``: the metric says a fraction, the value is a percentage
+        problem = (
+            f"{key.upper()} {value_text.strip()!r} is above 1 under a metric that says it is a fraction "
+            f"('{metric}'): write {value:g} as the fraction, or the value as {value_text.strip()}%"
+        )
     scope, size = _scope(lowered)
     if scope == "job":  # the scope written beside the number: ``24k / node``, ``1,650 per GPU``
         scope, size = _scope(value_text.lower())
