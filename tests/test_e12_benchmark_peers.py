@@ -138,13 +138,24 @@ def test_search_speed_without_its_peer_fails_before_timing_and_again_on_the_next
         ("nsys_load.py", ["--peer-venv", "{tmp}/peer", "--out", "{tmp}/out.json"], "nsys-tui"),
         ("trace_vs_hta.py", ["--hta-venv", "{tmp}/peer", "--out", "{tmp}/out.json"], "HTA"),
         ("trace_ranks.py", ["--hta-venv", "{tmp}/peer", "--out", "{tmp}/out.json"], "HTA"),
-        ("aiconfigurator_compare.py", ["--out", "{tmp}/out"], "aiconfigurator"),
+        (
+            "aiconfigurator_compare.py",
+            # the repository's copies of the published tables (a clone has no ../shared beside it)
+            [
+                "--out",
+                "{tmp}/out",
+                "--tables",
+                "{repo}/tests/data/shared/validation/published-dev.tsv",
+                "{repo}/tests/data/shared/validation/published-dev-2025.tsv",
+            ],
+            "aiconfigurator",
+        ),
     ],
 )
 def test_a_script_whose_python_peer_cannot_be_installed_exits_2_in_one_line(
     script: str, args: list[str], needle: str, tmp_path: Path
 ) -> None:
-    done = _run(script, *[arg.format(tmp=tmp_path) for arg in args], env=_offline_env())
+    done = _run(script, *[arg.format(tmp=tmp_path, repo=REPO) for arg in args], env=_offline_env())
     _assert_one_line_failure(done, script, needle, "is not available")
     assert not (tmp_path / "out.json").exists()
     assert not (tmp_path / "out" / "compare.json").exists()
