@@ -26,7 +26,7 @@ from lightspeed.report.html_sections import (
     roofline_section,
     step_section,
 )
-from lightspeed.store import NewRecord, open_store
+from lightspeed.store import NewRecord, StoreMissingError, open_store
 from lightspeed.tour.render import SAMPLE_NCU_CSV
 
 NCU_CSV = SAMPLE_NCU_CSV  # real ncu output shipped with the tour (superbenchmark, MIT)
@@ -281,3 +281,15 @@ def test_malformed_stored_benchmark_is_a_store_error(tmp_path: Path) -> None:
         )
         with pytest.raises(StoreError, match="malformed payload"):
             bench_results_from_records(store.records(run_id=run_id))
+
+
+def test_a_named_history_without_a_store_says_the_store_is_missing(tmp_path: Path) -> None:
+    # beside given inputs a missing store is fine (no history drawn), but naming a history needs it:
+    # the error is the missing store, not "the results store :memory: holds no record of nosuch"
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(ESTIMATE))
+    missing = tmp_path / "none.sqlite"
+    assert gather_inputs(sources=[str(plan)], store_path=missing).history is None
+    with pytest.raises(StoreMissingError, match="does not exist"):
+        gather_inputs(sources=[str(plan)], store_path=missing, history_name="nosuch")
+    assert not missing.exists()

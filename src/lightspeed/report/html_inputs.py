@@ -278,7 +278,9 @@ def gather_inputs(
         )
     )
     reasons: dict[str, str] = {}
-    with _reading(store_path, needed=not sources, reasons=reasons) as store:
+    named_history = history_name is not None or history_metric is not None
+    # a history named needs the store: its absence is the error, not an empty store's "no record"
+    with _reading(store_path, needed=not sources or named_history, reasons=reasons) as store:
         for source in sources:
             _read_source(source, store, found)
         if not sources:
@@ -286,7 +288,7 @@ def gather_inputs(
             found.steps = _latest_predictions(store)
             reasons.update(_latest_folders(store, found))
         history, reason = None, ""
-        if not sources or history_name is not None or history_metric is not None:
+        if not sources or named_history:
             history, reason = _history(store, history_name, history_metric)
             if reason:  # no store at all says more than "the empty store holds no metric"
                 reasons["history"] = reasons.pop("store", "") or reason

@@ -362,7 +362,7 @@ class ServingWorkload(Record):
         """One line: count, arrivals and lengths (or the trace replayed), prefix hits, warm-up."""
         text = self._drawn_text() if self.trace is None else self.trace.replayed_text(self.num_simulated)
         if self.prefix_hit_rate:
-            text += f", prefix cache hits {self.prefix_hit_rate:.0%}"
+            text += f", prefix cache hits {_share_text(self.prefix_hit_rate)}"
         if self.warmup_requests:
             text += f", the first {self.warmup_requests:,} not measured (warm-up)"
         return f"{self.name}: {text}" if self.name else text
@@ -727,6 +727,18 @@ def _column_lengths(path: Path, text: str, column: str) -> list[int]:
             )
         values.append(_length(int(written_count), path, row, column))
     return values
+
+
+def _share_text(share: float) -> str:
+    """A share below 1 as a percentage that never rounds up to 100% (or down to 0%).
+
+    >>> _share_text(0.5), _share_text(0.999999), _share_text(0.0004)
+    ('50%', '99.9999%', '0.04%')
+    """
+    whole = f"{share:.0%}"
+    if whole not in ("100%", "0%"):
+        return whole
+    return f"{share * 100:.6g}%"
 
 
 __all__ = [
