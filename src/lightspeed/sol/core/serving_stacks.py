@@ -651,10 +651,14 @@ def _vendor_defaults(file: Path) -> Mapping[str, str]:
     return defaults
 
 
-def default_serving_stack(vendor: str, year: int | None = None) -> tuple[ServingStack, str]:
-    """(profile, why) a deployment on ``vendor``'s accelerators takes when it names no server: the
-    current default where it runs there, else the server ``[serving_default_by_vendor]`` names for
-    the vendor, in the profile nearest ``year`` (the newest without one).
+def default_serving_stack(
+    vendor: str, year: int | None = None, *, unprofiled: str = ""
+) -> tuple[ServingStack, str]:
+    """(profile, why) a deployment on ``vendor``'s accelerators takes when it names no server with
+    a profile: the current default where it runs there, else the server
+    ``[serving_default_by_vendor]`` names for the vendor, in the profile nearest ``year`` (the newest
+    without one). ``unprofiled`` says why no profile was named where a server was (``the row names
+    LMDeploy, which has no serving profile``); the note says ``no server named`` without it.
 
     >>> default_serving_stack("NVIDIA")[0].name
     'trtllm-2025'
@@ -662,8 +666,9 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
     ('vllm-2024', 'vllm-2026')
     """
     default = load_serving_stack()
+    unnamed = unprofiled or "no server named"
     if vendor in default.vendors and (year is None or year >= default.from_year):
-        return default, f"serving stack {default.name}: no server named, the current default"
+        return default, f"serving stack {default.name}: {unnamed}, the current default"
     if vendor in default.vendors and year is not None:
         older = [
             stack
@@ -671,9 +676,7 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
             if vendor in stack.vendors and set(stack.frameworks) & set(default.frameworks)
         ]
         chosen = _nearest_year(older, year)
-        return chosen, (
-            f"serving stack {chosen.name}: no server named; the current default's release of {year}"
-        )
+        return chosen, f"serving stack {chosen.name}: {unnamed}; the current default's release of {year}"
     framework = _vendor_defaults(stacks_file()).get(vendor)
     stacks = [
         stack
@@ -687,7 +690,7 @@ def default_serving_stack(vendor: str, year: int | None = None) -> tuple[Serving
     else:
         chosen, when = _nearest_year(stacks, year), f", its release of {year}"
     return chosen, (
-        f"serving stack {chosen.name}: no server named; {default.name} does not run on {vendor} "
+        f"serving stack {chosen.name}: {unnamed}; {default.name} does not run on {vendor} "
         f"accelerators, and {framework} is the server {vendor} documents for them{when}"
     )
 
@@ -714,11 +717,13 @@ def serving_stack_for(
     vendor: str | None = None,
     *,
     server: str | None = None,
+    unprofiled: str = "",
 ) -> tuple[ServingStack, str]:
     """(profile, why) for a published inference row: the framework its text names, in its
     release ``version`` when the row gives one (a profile's ``versions``), else its year; when it
     names none, the default for the ``vendor`` of its accelerators (:func:`default_serving_stack`;
-    the current default without a vendor). A named server that does not run on that vendor's
+    the current default without a vendor), the note saying ``unprofiled`` (why a server the row
+    names has no profile) where it is given. A named server that does not run on that vendor's
     accelerators is refused. Of several servers the text names (a page comparing two), ``server``
     (a framework name, the one the row's release is written beside) is the row's.
 
@@ -737,7 +742,7 @@ def serving_stack_for(
     stacks = list(load_serving_stacks().values())
     mentioned = [stack for stack in stacks if any(word in lowered for word in stack.frameworks)]
     mentioned, others = _the_rows_server(mentioned, lowered, server)
-    stack, note = _named_stack(mentioned, year, version, vendor)
+    stack, note = _named_stack(mentioned, year, version, vendor, unprofiled)
     return stack, f"{note} (named first; the text also names {', '.join(others)})" if others else note
 
 
@@ -761,10 +766,15 @@ def _first_mention(stack: ServingStack, lowered: str) -> int:
 
 
 def _named_stack(
-    mentioned: list[ServingStack], year: int, version: tuple[int, int] | None, vendor: str | None
+    mentioned: list[ServingStack],
+    year: int,
+    version: tuple[int, int] | None,
+    vendor: str | None,
+    unprofiled: str = "",
 ) -> tuple[ServingStack, str]:
     """(profile, why) of the server the row names (``mentioned``: its profiles), in its release or
-    year, on ``vendor``'s accelerators; the vendor's default when it names none."""
+    year, on ``vendor``'s accelerators; the vendor's default when it names none (``unprofiled``:
+    why a server it names has no profile, :func:`serving_stack_for`)."""
     named = [stack for stack in mentioned if vendor is None or vendor in stack.vendors]
     if mentioned and not named:
         raise UnsupportedError(
@@ -772,9 +782,10 @@ def _named_stack(
         )
     if not named:
         if vendor is not None:
-            return default_serving_stack(vendor, year)
+            return default_serving_stack(vendor, year, unprofiled=unprofiled)
         stack = load_serving_stack()
-        return stack, f"serving stack {stack.name}: the row names no server, the current default"
+        unnamed = unprofiled or "the row names no server"
+        return stack, f"serving stack {stack.name}: {unnamed}, the current default"
     if version is not None:
         released = [stack for stack in named if stack.versions and stack.covers_version(version)]
         if released:

@@ -11,7 +11,9 @@ load.
 
 from __future__ import annotations
 
+import itertools
 import re
+from typing import Final
 
 from lightspeed.sol.validation.infer_layout import INTEGER
 from lightspeed.sol.validation.published import VALUE_AS_WRITTEN, size_cell
@@ -222,6 +224,55 @@ def batch_ranges(text: str) -> list[str]:
         if after is not None:
             ranges.append(text[match.start() : after.end()].strip())
     return ranges
+
+
+# A list of runs where a load is written (``batch sizes 1, 8 and 64``, ``BS 1/8/64``, ``concurrency
+# 1, 4, 16, 64``, ``concurrencies 8 and 16``, ``1, 8 or 64 users``): a sweep, one figure a run, never
+# the load of the one figure a row holds. A number followed by a unit is no load (``bs1, 2048-token
+# prefill``, ``concurrency 1, 10 requests``, ``batch 32 and 1024 input tokens``).
+_LIST_UNIT: Final = r"k|tokens?|requests?|prompts?|input|output|in|out|gpus?|nodes?|x"
+_LIST_NUMBER: Final = rf"(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?![\d.]|\s*-?\s*(?:(?:{_LIST_UNIT})\b|%))"
+_LIST_AND: Final = r"\s*,?\s*(?:and|or|&)\s+"
+_LIST_SEP: Final = rf"(?:{_LIST_AND}|\s*,\s*|\s*/\s*)"
+_LIST_OF: Final = rf"{_LIST_NUMBER}(?:{_LIST_SEP}{_LIST_NUMBER})+"
+_LOAD_LIST: Final = re.compile(
+    r"(?P<label>\bbatch(?:es|\s*sizes?)?|\bbs|\bconcurrenc(?:y|ies)(?:\s+levels?)?|\bconc\.?)"
+    rf"\s*(?:of\s+)?[=:]?\s*(?P<list>{_LIST_OF})"
+    rf"|(?<![\w.,])(?P<users>{_LIST_OF})\s*(?:concurrent|users|clients)\b"
+)
+# a label in the plural names several runs whatever their separators (``batch sizes 1, 8``)
+_PLURAL_LABEL: Final = re.compile(r"batches|sizes|concurrencies|levels")
+
+
+def load_list(text: str) -> tuple[str, str] | None:
+    """(the words, ``batch size`` or ``concurrency``) of a list of runs a lower-case load ``text``
+    writes where one load belongs (:data:`_LOAD_LIST`), if any: two or more numbers under a label in
+    the plural or joined by ``and``/``or``, or three or more with one separator, rising or falling
+    (``BS 1/8/64``; not ``BS 64, 1024/1024``, a batch and its lengths).
+
+    >>> load_list("batch sizes 1, 8 and 64"), load_list("bs 1/8/64"), load_list("batch 64")
+    (('batch sizes 1, 8 and 64', 'batch size'), ('bs 1/8/64', 'batch size'), None)
+    >>> load_list("1, 8 or 64 users"), load_list("bs1, 2048-token prefill"), load_list("batch 1,024")
+    (('1, 8 or 64 users', 'concurrency'), None, None)
+    """
+    for match in _LOAD_LIST.finditer(text):
+        numbers = match.group("list") or match.group("users")
+        if _is_run_list(numbers, plural=bool(_PLURAL_LABEL.search(match.group("label") or ""))):
+            label = match.group("label") or ""
+            what = "batch size" if label.startswith(("batch", "bs")) else "concurrency"
+            return match.group(0).strip(), what
+    return None
+
+
+def _is_run_list(numbers: str, *, plural: bool) -> bool:
+    """Whether ``numbers`` (two or more, :data:`_LIST_OF`) is a list of runs (:func:`load_list`)."""
+    if plural or re.search(_LIST_AND, numbers):
+        return True
+    values = [int(value.replace(",", "")) for value in re.findall(_LIST_NUMBER, numbers)]
+    separators = set(re.findall(r"\s*([,/])\s*(?=\d)", re.sub(r"(?<=\d),(?=\d{3}\b)", "", numbers)))
+    rising = all(a < b for a, b in itertools.pairwise(values))
+    falling = all(a > b for a, b in itertools.pairwise(values))
+    return len(values) >= 3 and len(separators) == 1 and (rising or falling)
 
 
 def stated_concurrency(text: str, num_gpus: int = 1) -> int | None:

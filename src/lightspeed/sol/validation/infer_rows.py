@@ -112,6 +112,7 @@ from lightspeed.sol.validation.infer_lengths import (
     batches_written,
     concurrencies_written,
     input_output,
+    load_list,
     stated_concurrency,
     token_count,
     written_concurrency,
@@ -130,17 +131,13 @@ from lightspeed.sol.validation.infer_load import (
     simulate_row,
 )
 from lightspeed.sol.validation.infer_stack import row_serving_stack, stated_overlap
-from lightspeed.sol.validation.plausibility import (
-    SERVE_FLOP_PER_TOKEN_PER_PARAM,
-    check_below_peak,
-    check_serving_figure,
-)
+from lightspeed.sol.validation.plausibility import check_serving_figure
 from lightspeed.sol.validation.published import PublishedRow, integer_cell
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell, split_pieces
 from lightspeed.sol.validation.row_model import registry_name, resolve_model
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, row_year
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
-from lightspeed.workload import ModelRegistry, TransformerSpec, parameter_counts
+from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
     "output_tokens_per_s",
@@ -421,6 +418,13 @@ def _batching(
     lower-case load ``text`` states (module docs, **Load**) on the row's ``num_gpus``."""
     if decode:
         return _RowLoad(ServingLoad(isl, osl), "decode", "decode pool on its own, KV-limited batch")
+    runs = load_list(text)
+    if runs is not None:
+        words, what = runs
+        raise RowError(
+            f"the row names several runs, '{words}': a row holds the figure of one run; write one row "
+            f"per {what}, each with its own measured value"
+        )
     batches, ranges = batches_written(text), batch_ranges(text)
     size = _static_batch(row, text, batches, ranges)
     written = written_concurrency(text)
@@ -607,16 +611,6 @@ _MLPERF_KV_NOTE: Final = (
 )
 
 
-def _output_flop_per_s_per_gpu(reading: Reading, model: TransformerSpec, num_gpus: int) -> float | None:
-    """The FLOP/s per GPU an output-token rate implies at 2 FLOPs per active parameter per token (a
-    speculative token is verified by the target model all the same); ``None`` for other readings
-    (input and total token rates can count prompt tokens a prefix cache served without compute)."""
-    per_gpu = {"output_tokens_per_s": num_gpus, "output_tokens_per_s_per_gpu": 1}.get(reading.key)
-    if per_gpu is None or reading.value is None:
-        return None
-    return reading.value / per_gpu * SERVE_FLOP_PER_TOKEN_PER_PARAM * parameter_counts(model).active_params
-
-
 def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> InferenceRowSpec:
     """An inference row of a published-results table in typed fields (the rules in the module docs)."""
     stated = stated_layout(row)
@@ -653,13 +647,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, node_gpus(cluster.system)))
     assert reading.value is not None
     reading_percentile(reading.key, reading.metric_text)  # a percentile it cannot read is refused here
-    check_below_peak(
-        reading,
-        _output_flop_per_s_per_gpu(reading, model, num_gpus),
-        cluster.system.accelerator,
-        "2 FLOPs per active parameter per output token",
-    )
-    check_serving_figure(reading, model, cluster.system.accelerator, plan, load)
+    check_serving_figure(reading, model, cluster.system.accelerator, plan, load, num_gpus=num_gpus)
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
     notes.extend([state_note] if state_note else [])
     notes.extend([speed_note] if speed_note else [])

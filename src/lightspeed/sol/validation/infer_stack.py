@@ -4,7 +4,9 @@ A server named with its release (``SGLang v0.3.0``, ``vllm==0.8.5``, ``TensorRT-
 NGC's ``tensorrt-llm/release:0.21.0``) dates the row and picks the serving profile standing for
 that release (:func:`row_serving_stack`); a product that ships a server (NVIDIA NIM, Triton's
 TensorRT-LLM container) runs what its release ships; a row naming no server takes the vendor's
-default. The overlap scheduler's flags (``--async-scheduling``, ``--disable-overlap-schedule``)
+default, and so does a row naming a server with no profile (LMDeploy, TGI; a name a label gives,
+``framework: SuperServe 3.1``), its note saying which server it named (:func:`unprofiled_server`).
+The overlap scheduler's flags (``--async-scheduling``, ``--disable-overlap-schedule``)
 override the profile's default (:func:`stated_overlap`). Used by
 :mod:`lightspeed.sol.validation.infer_rows`.
 """
@@ -14,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from lightspeed.errors import UnsupportedError
+from lightspeed.errors import UnsupportedError, closest_names
 from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stacks, serving_stack_for
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import RowError
 
@@ -35,6 +37,72 @@ _NAMED_RELEASE = re.compile(
     r"(?<![a-z])(?P<server>tensorrt[-_ ]?llm|trt[-_]?llm|vllm(?:-openai)?|sglang)[\s_=:/-]*"
     r"(?:(?:version|release)[\s_=:/-]*)?v?(?P<major>\d)\.(?P<minor>\d+)"
 )
+
+
+# Serving frameworks that publish results but have no serving profile (sol/data/stacks.toml), by
+# the words sources write them in: a row naming one is predicted on the default profile, as a row
+# naming no server is, and its note says which server it named (the serving counterpart of the
+# training stacks' ``unprofiled_frameworks``)
+_UNPROFILED_SERVERS: Final = (
+    ("LMDeploy", re.compile(r"\blmdeploy\b|\bturbomind\b")),
+    ("TGI", re.compile(r"\btgi\b|text[\s_-]generation[\s_-]inference")),
+    ("MLC LLM", re.compile(r"\bmlc[\s_-]?llm\b|\bmlcengine\b|\bmlc[\s_-]ai\b")),
+    ("JetStream", re.compile(r"\bjetstream\b")),
+    ("DeepSpeed-FastGen", re.compile(r"\bdeepspeed[\s_-]?(?:fastgen|mii)\b|\bfastgen\b")),
+    ("llama.cpp", re.compile(r"\bllama\.cpp\b|\bllama-server\b")),
+    ("Ollama", re.compile(r"\bollama\b")),
+    ("LightLLM", re.compile(r"\blightllm\b")),
+    ("KTransformers", re.compile(r"\bktransformers\b")),
+    ("ExLlama", re.compile(r"\bexllama(?:v2)?\b")),
+    ("CTranslate2", re.compile(r"\bctranslate2\b")),
+    ("FasterTransformer", re.compile(r"\bfastertransformer\b")),
+    ("OpenVINO", re.compile(r"\bopenvino\b")),
+    ("transformers-neuronx", re.compile(r"\btransformers[\s_-]neuronx\b")),
+)
+# A server the source names by a label (``framework: SuperServe 3.1``, ``serving engine=foo``,
+# ``inference server: bar``): the name, up to a separator or a flag, whatever it is (not a unit,
+# ``Server: tokens/s``)
+_LABELLED_SERVER: Final = re.compile(
+    r"\b(?:(?:serving|inference)[\s_-]+)?(?:framework|server|engine)\s*[:=]\s*"
+    r"(?P<name>[a-z][\w.+-]*(?![\w.+/-])(?:\s+v?\d[\w.+-]*)?)",
+    re.IGNORECASE,
+)
+# a release after a name (``SuperServe 3.1``, ``foo v2``): not part of the name compared
+_TRAILING_RELEASE: Final = re.compile(r"\s+v?\d[\w.+-]*$")
+
+
+def unprofiled_server(text: str) -> str:
+    """Why a server the source ``text`` names has no serving profile (``''`` where it names none):
+    one lightspeed knows (:data:`_UNPROFILED_SERVERS`), or a name a label gives it that no profile
+    and no known server has, with the closest known names (:func:`~lightspeed.errors.closest_names`).
+    ``''`` too where the text names a server with a profile (that profile is the row's).
+
+    >>> unprofiled_server("InternLM/lmdeploy docs, LMDeploy v0.1.0a1 TurboMind")
+    'the row names LMDeploy, which has no serving profile'
+    >>> unprofiled_server("my bench (framework: SuperServe 3.1)").split(" (")[0]
+    "the row names the server 'SuperServe 3.1', which lightspeed does not know"
+    >>> unprofiled_server("a vendor blog"), unprofiled_server("server: python -m sglang.launch_server")
+    ('', '')
+    """
+    lowered = text.lower()
+    stacks = load_serving_stacks().values()
+    if any(word in lowered for stack in stacks for word in stack.frameworks):
+        return ""
+    known = next((name for name, words in _UNPROFILED_SERVERS if words.search(lowered)), None)
+    if known is not None:
+        return f"the row names {known}, which has no serving profile"
+    labelled = _LABELLED_SERVER.search(text)
+    if labelled is None:
+        return ""
+    name = labelled.group("name").strip(" .,")
+    profiled = sorted({stack.frameworks[0] for stack in stacks if stack.frameworks})
+    closest = closest_names(
+        _TRAILING_RELEASE.sub("", name), [*profiled, *(server for server, _ in _UNPROFILED_SERVERS)]
+    )
+    listing = (
+        f"closest: {', '.join(closest)}" if closest else f"servers with a profile: {', '.join(profiled)}"
+    )
+    return f"the row names the server {name!r}, which lightspeed does not know ({listing})"
 
 
 # Server flags that turn the one-step-ahead scheduler on or off (vLLM's --async-scheduling and
@@ -91,13 +159,16 @@ def _named_release(lowered: str) -> _Release:
     return _Release(server, (int(match.group("major")), int(match.group("minor"))))
 
 
-def _tensorrt_release(source: str, named: _Release) -> tuple[int, int] | None:
+def _tensorrt_release(source: str, named: _Release, *, other_server: bool = False) -> tuple[int, int] | None:
     """The TensorRT-LLM release a source gives: beside the name; else, where no other server's
     release is written, as a branch (``release/0.5.0``), a bare ``v0.17``, or in words in a source
-    naming TensorRT-LLM (``generated using version 0.17``)."""
+    naming TensorRT-LLM (``generated using version 0.17``); a bare release in a source naming
+    ``other_server`` (one with no profile, ``LMDeploy v0.6``) and not TensorRT-LLM is that server's."""
     if named.server is not None:
         return named.version if named.server == "tensorrt-llm" else None
     lowered = source.lower()
+    if other_server and "tensorrt" not in lowered:
+        return None
     version = _TRT_VERSION.search(source)
     if version is None and "tensorrt" in lowered:
         version = _TRT_VERSION_WORD.search(lowered)
@@ -121,13 +192,15 @@ def row_serving_stack(
     when no version dates the row says where that year came from (``year_note``, e.g. "no year in
     the source: 2020 for Ampere")."""
     source = row.text("source")
+    text = " ".join((source, row.text("metric")))
+    unprofiled = unprofiled_server(text)
     named = _named_release(source.lower())
     if named.server is None:  # a package's release dates the server it ships (no other named)
         packaged = package_serving_stack(source, year)
         if packaged is not None and (vendor is None or vendor in packaged[0].vendors):
             return packaged
     release = None
-    if trt := _tensorrt_release(source, named):
+    if trt := _tensorrt_release(source, named, other_server=bool(unprofiled)):
         major, minor = trt
         year = 2025 if major or minor > 16 else 2024 if minor > 7 else 2023
         release = None if major else trt
@@ -145,7 +218,7 @@ def row_serving_stack(
         release = named.version  # 0.1-0.3: scheduling between GPU steps (sglang-2024)
     try:
         stack, note = serving_stack_for(
-            " ".join((source, row.text("metric"))), year, release, vendor, server=named.server
+            text, year, release, vendor, server=named.server, unprofiled=unprofiled
         )
     except UnsupportedError as error:
         raise RowError(str(error)) from error

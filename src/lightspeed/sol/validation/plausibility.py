@@ -2,9 +2,12 @@
 predicted, table and structured rows alike.
 
 A training rate above one GPU's fastest dense peak at 6 FLOPs per active parameter per token, or a
-time shorter than that rate takes, and a serving latency far under its physical floor (the active
-weights streamed once per token, the prompt at the fastest peak) mean the unit or the scope was
-misread: the row is refused with the ratio, never predicted.
+time shorter than that rate takes, a serving throughput above that peak at 2 FLOPs per active
+parameter per output token (a rate of prompt tokens or requests by the output tokens of the requests
+it counts), a serving latency far under its physical floor (the active weights streamed once per
+token, the prompt at the fastest peak) or over a day, mean the unit or the scope was misread: the row
+is refused with the ratio, never predicted. The fix is said in the syntax of the row's format
+(:class:`~lightspeed.sol.validation.readings.RowSyntax`: a table's cells, a structured row's fields).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Final
 from lightspeed.catalog import Accelerator
 from lightspeed.records import Record
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.validation.readings import Reading, RowError
+from lightspeed.sol.validation.readings import TABLE_ROW, Reading, RowError, RowSyntax
 from lightspeed.units import bytes_per_element
 from lightspeed.workload import TransformerSpec, parameter_counts
 
@@ -40,13 +43,18 @@ _TIME_KEYS: Final = frozenset({"step_time_s", "time_to_train_s", "gpu_hours"})
 
 
 def check_below_peak(
-    reading: Reading, flop_per_s_per_gpu: float | None, accelerator: Accelerator, flop_basis: str
+    reading: Reading,
+    flop_per_s_per_gpu: float | None,
+    accelerator: Accelerator,
+    flop_basis: str,
+    *,
+    syntax: RowSyntax = TABLE_ROW,
 ) -> None:
     """Refuse a reading whose rate, at the fewest FLOPs the work can cost (``flop_basis`` says
     which), is more than one GPU's fastest dense peak in any floating-point format: no run reaches
     it, so the unit or the scope was misread (a job's rate under a per-GPU label, ``k`` for ``M``).
     A time (a step time, a time to train) is checked as the rate it implies. ``flop_per_s_per_gpu``
-    is ``None`` where the reading implies no rate."""
+    is ``None`` where the reading implies no rate; the fix is said in the row format's ``syntax``."""
     peak = fastest_dense_peak(accelerator)
     if flop_per_s_per_gpu is None or peak is None or flop_per_s_per_gpu <= peak:
         return
@@ -54,8 +62,8 @@ def check_below_peak(
     raise RowError(
         f"'{reading.metric_text}' = '{reading.value_text}' {'implies' if time else 'is'} "
         f"{flop_per_s_per_gpu / peak:.3g}x one {accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} "
-        f"TFLOP/s) at {flop_basis}: no run reaches that; check the unit and "
-        + ("the tokens it counts" if time else "whether the figure is per GPU or the job's")
+        f"TFLOP/s) at {flop_basis}: no run reaches that; check {syntax.unit} and "
+        + ("the tokens it counts" if time else syntax.scope)
     )
 
 
@@ -67,16 +75,18 @@ def check_training_figure(
     *,
     seq_len: int,
     tokens_per_step: float | None,
+    syntax: RowSyntax = TABLE_ROW,
 ) -> None:
     """Refuse a training figure no run reaches, the one check of table and structured rows: a
     reading's own problem (a utilization of 100% or more, :func:`~.readings.utilization_problem`),
     and a rate above one GPU's fastest dense peak at 6 FLOPs per active parameter per token, or a
     time below the one that rate takes (a step of ``tokens_per_step`` tokens, ``None`` where the
-    batch was assumed; a time to train or GPU-hours of the tokens the reading counts)."""
+    batch was assumed; a time to train or GPU-hours of the tokens the reading counts); the fix is
+    said in the row format's ``syntax``."""
     if reading.problem:
         raise RowError(reading.problem)
     implied = _training_flop_per_s_per_gpu(reading, model, num_gpus, seq_len, tokens_per_step)
-    check_below_peak(reading, implied, accelerator, "6 FLOPs per active parameter per token")
+    check_below_peak(reading, implied, accelerator, "6 FLOPs per active parameter per token", syntax=syntax)
 
 
 def _training_flop_per_s_per_gpu(
@@ -144,6 +154,14 @@ def _training_tokens_per_s_per_gpu(
 LATENCY_FLOOR_TOLERANCE: Final = 10.0
 
 
+# The longest a served request's latency may be: a day (86,400 s). The benchmarks the rows quote
+# (vLLM's and SGLang's bench_serving, trtllm-bench, genai-perf, MLPerf's LoadGen, whose runs last
+# about ten minutes) time requests that end inside their run, and the slowest serving published, a
+# 175B model streamed from host memory and disk to one GPU (FlexGen's offloading runs), takes hours
+# per batch, not days; a latency over a day (a TTFT of 1e30 ms) is a misread unit or exponent. The
+# floors below bound a latency from under; this bounds it from over, whatever the catalog knows.
+LATENCY_CEILING_S: Final = 86_400.0
+
 _SERVING_TIME_KEYS: Final = frozenset({"ttft_s", "tpot_s", "itl_s", "request_latency_s"})
 
 
@@ -191,22 +209,73 @@ def serving_floor(
     )
 
 
+def _output_share(key: str, load: ServingLoad) -> float | None:
+    """The output tokens one unit of a serving throughput ``key`` (with no ``_per_gpu``) counts, at
+    ``load``'s requests of ``input_tokens`` -> ``output_tokens``: a prefix cache may serve a prompt
+    without compute, never a request's output tokens, each at least one forward pass of the active
+    weights. ``None`` for a key that is no throughput."""
+    isl, osl = load.input_tokens, load.output_tokens
+    shares = {
+        "output_tokens_per_s": 1.0,
+        "input_tokens_per_s": osl / isl,
+        "total_tokens_per_s": osl / (isl + osl),
+        "requests_per_s": float(osl),
+    }
+    return shares.get(key)
+
+
+def _output_tokens_per_s_per_gpu(reading: Reading, load: ServingLoad, num_gpus: int) -> float | None:
+    """The output tokens per second per GPU a serving throughput implies at ``load``'s lengths on
+    the row's ``num_gpus`` (:func:`_output_share`); ``None`` for a reading that is no throughput."""
+    value = reading.value
+    base = reading.key.removesuffix("_per_gpu")
+    share = _output_share(base, load)
+    if share is None or value is None:
+        return None
+    per_gpu = value if base != reading.key else value / num_gpus
+    return per_gpu * share
+
+
+def _throughput_basis(reading: Reading, load: ServingLoad) -> str:
+    """How :func:`check_below_peak` counts a serving throughput's FLOPs, in words."""
+    basis = "2 FLOPs per active parameter per output token"
+    if reading.key.startswith("output_tokens"):
+        return basis
+    return f"{basis}, {load.output_tokens:,} output tokens per request of {load.input_tokens:,} prompt tokens"
+
+
 def check_serving_figure(
-    reading: Reading, model: TransformerSpec, accelerator: Accelerator, plan: InferencePlan, load: ServingLoad
+    reading: Reading,
+    model: TransformerSpec,
+    accelerator: Accelerator,
+    plan: InferencePlan,
+    load: ServingLoad,
+    *,
+    num_gpus: int | None = None,
+    syntax: RowSyntax = TABLE_ROW,
 ) -> None:
-    """Refuse a serving latency more than :data:`LATENCY_FLOOR_TOLERANCE` times under its
-    :func:`serving_floor` (a one-user speed as the time per token it implies), the one check of
-    table and structured rows, as a rate above the peak is refused (:func:`check_below_peak`):
-    the unit was misread (a latency with no unit is read in milliseconds)."""
+    """Refuse a serving figure no run reaches, the one check of table and structured rows: a
+    throughput above one GPU's fastest dense peak at 2 FLOPs per active parameter per output token
+    (:func:`check_below_peak`; a rate of prompt tokens or requests by the output tokens of the
+    requests it counts, at ``load``'s lengths on the row's ``num_gpus``, ``None``: the plan's), a
+    reading's own problem, a latency more than :data:`LATENCY_FLOOR_TOLERANCE` times under its
+    :func:`serving_floor` or over :data:`LATENCY_CEILING_S` (a one-user speed as the time per token
+    it implies): the unit was misread. The fix is said in the row format's ``syntax``."""
+    output_rate = _output_tokens_per_s_per_gpu(reading, load, plan.num_gpus if num_gpus is None else num_gpus)
+    flop_rate = None if output_rate is None else output_rate * SERVE_FLOP_PER_TOKEN_PER_PARAM * _active(model)
+    check_below_peak(reading, flop_rate, accelerator, _throughput_basis(reading, load), syntax=syntax)
     if reading.problem:
         raise RowError(reading.problem)
-    floor = serving_floor(model, accelerator, plan, load)
     value = reading.value
-    if floor is None or value is None or not value > 0 or not math.isfinite(value):
+    if value is None or not value > 0 or not math.isfinite(value):
         return
     per_user = reading.key == "output_tokens_per_s_per_user"
-    least = floor.step_s if per_user else floor.of(reading.key)
+    if reading.key not in _SERVING_TIME_KEYS and not per_user:
+        return
     seconds = 1.0 / value if per_user else value
+    _check_under_a_day(reading, seconds, per_user=per_user, syntax=syntax)
+    floor = serving_floor(model, accelerator, plan, load)
+    least = None if floor is None else floor.step_s if per_user else floor.of(reading.key)
     if least is None or seconds * LATENCY_FLOOR_TOLERANCE >= least:
         return
     what = (
@@ -218,12 +287,30 @@ def check_serving_figure(
         f"'{reading.metric_text}' = '{reading.value_text}' is {least / seconds:,.3g}x "
         f"{'above' if per_user else 'under'} {what} on {accelerator.name} (the active weights streamed "
         "once per token from the replica's HBM, the prompt at the fastest dense peak): no run is "
-        f"more than {LATENCY_FLOOR_TOLERANCE:g}x past it; check the unit (a latency with none is read "
-        "in ms) and the GPUs"
+        f"more than {LATENCY_FLOOR_TOLERANCE:g}x past it; check {syntax.latency_unit} and the GPUs"
+    )
+
+
+def _active(model: TransformerSpec) -> float:
+    return float(parameter_counts(model).active_params)
+
+
+def _check_under_a_day(reading: Reading, seconds: float, *, per_user: bool, syntax: RowSyntax) -> None:
+    """Refuse a latency (or a one-user speed's time per token, ``seconds``) over
+    :data:`LATENCY_CEILING_S`."""
+    if seconds <= LATENCY_CEILING_S:
+        return
+    what = "one token every" if per_user else "a latency of"
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' is {what} {seconds:,.3g} s, "
+        f"{seconds / LATENCY_CEILING_S:,.3g}x a day: no served request waits more than a day "
+        f"({LATENCY_CEILING_S:,.0f} s; benchmarks time requests that end inside a run of minutes); "
+        f"check {syntax.latency_unit}"
     )
 
 
 __all__ = [
+    "LATENCY_CEILING_S",
     "LATENCY_FLOOR_TOLERANCE",
     "SERVE_FLOP_PER_TOKEN_PER_PARAM",
     "TRAIN_FLOP_PER_TOKEN_PER_PARAM",

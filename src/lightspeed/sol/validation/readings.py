@@ -392,6 +392,42 @@ SERVING_LATENCY_KEYS: Final = ("ttft_s", "tpot_s", "itl_s", "request_latency_s")
 _UNSTATED_TIME_UNITS: Final = dict.fromkeys(SERVING_LATENCY_KEYS, ("ms", 1e-3))
 
 
+@dataclass(frozen=True)
+class RowSyntax(Record):
+    """How rows of one input format write a figure, for the fix a refused row is given: ``value``
+    names where the number is written, ``unit`` how its unit is set (``latency_unit`` a latency's),
+    ``scope`` how it is said to be one GPU's or the whole job's, and ``omit`` how a figure the
+    source does not give is written."""
+
+    value: str
+    unit: str
+    latency_unit: str
+    scope: str
+    omit: str
+
+
+# A table's rows (``validate FILE.tsv``): the measured and metric cells, ``n/r`` for a figure not given
+TABLE_ROW: Final = RowSyntax(
+    value="the measured cell",
+    unit="the unit in the metric or measured cell",
+    latency_unit="the unit in the metric or measured cell (a latency with none is read in ms)",
+    scope="whether the figure is per GPU or the job's (the metric cell's scope)",
+    omit="write n/r",
+)
+# Structured rows (``validate FILE.toml``): typed fields, the unit the metric's own; a row holds only
+# a figure the source gives, so one not given is left out, never written as not reported
+STRUCTURED_ROW: Final = RowSyntax(
+    value="field 'value'",
+    unit="field 'value' (in the unit its metric names)",
+    latency_unit="field 'value' (in seconds: a latency metric's unit is s)",
+    scope="whether 'metric' is the per-GPU one (its name ends in _per_gpu) or the job's",
+    omit=(
+        "remove the row where the source does not give the figure (a structured row has no field for "
+        "a figure not reported)"
+    ),
+)
+
+
 UTILIZATION_KEYS: Final = ("mfu", "hfu")
 # a percentage the metric's own words state: ``MFU (%)``, ``MFU %``, ``MFU in percent``
 _PERCENT_IN_METRIC: Final = re.compile(r"%|\bper\s*cent(?:age)?\b")
@@ -402,11 +438,19 @@ def _in_percent(unit: str, metric: str) -> bool:
     return unit == "%" or bool(_PERCENT_IN_METRIC.search(metric))
 
 
-def utilization_problem(key: str, fraction: float | None, value_text: str, *, ambiguous: bool = False) -> str:
+def utilization_problem(
+    key: str,
+    fraction: float | None,
+    value_text: str,
+    *,
+    ambiguous: bool = False,
+    syntax: RowSyntax = TABLE_ROW,
+) -> str:
     """Why a utilization reading (``key`` ``mfu`` or ``hfu``, ``fraction`` of peak) cannot be a
     measurement (``''`` if it can, and for every other key): a value between 1 and 2 written with no
     percent sign (``1.41``: 1.41%, or 141% mistyped?), or 100% of peak or more (no run reaches its
-    GPUs' peak: the value or its unit was misread). One check for table and structured rows.
+    GPUs' peak: the value or its unit was misread). One check for table and structured rows, the fix
+    said in the ``syntax`` of the row's format (:data:`TABLE_ROW`, :data:`STRUCTURED_ROW`).
 
     >>> utilization_problem("mfu", 0.43, "43%"), utilization_problem("tokens_per_s", 5.0, "5")
     ('', '')
@@ -416,16 +460,17 @@ def utilization_problem(key: str, fraction: float | None, value_text: str, *, am
     if key not in UTILIZATION_KEYS or fraction is None:
         return ""
     name = key.upper()
-    if ambiguous:
+    if ambiguous:  # only a table's cell can be: a structured row's unit is the metric's
         written = value_text.strip()
         return (
             f"{name} {written!r} is ambiguous: {written}% of peak, or {written} as a fraction (over "
             f"100%, which no run reaches); write {written}% or {fraction:g}, or n/r"
         )
     if fraction >= 1.0:
+        example = "43% or 0.43" if syntax == TABLE_ROW else "0.43 for 43%"
         return (
             f"{name} {value_text!r} is {fraction:.0%} of peak: a utilization is at most 100%, and no run "
-            "reaches its GPUs' peak; fix the value (43% or 0.43) or write n/r"
+            f"reaches its GPUs' peak; fix {syntax.value} ({example}) or {syntax.omit}"
         )
     return ""
 
@@ -760,7 +805,10 @@ def not_predicted_reason(metric: str) -> str:
 
 __all__ = [
     "RATE_KEYS",
+    "STRUCTURED_ROW",
+    "TABLE_ROW",
     "Reading",
+    "RowSyntax",
     "infer_key",
     "not_predicted_reason",
     "parse_value",

@@ -64,7 +64,7 @@ from lightspeed.sol.train.plan import EP_DISPATCHERS
 from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
 from lightspeed.sol.validation.plausibility import check_serving_figure, check_training_figure
-from lightspeed.sol.validation.readings import Reading, RowError, utilization_problem
+from lightspeed.sol.validation.readings import STRUCTURED_ROW, Reading, RowError, utilization_problem
 from lightspeed.sol.validation.rows import METRICS as TRAIN_METRICS
 from lightspeed.sol.validation.rows import (
     TRAIN_METRICS_NEEDING_TOKENS,
@@ -380,6 +380,7 @@ def _checked_training(spec: TrainingRowSpec, accelerator: Accelerator) -> Traini
             spec.num_gpus,
             seq_len=spec.plan.seq_len,
             tokens_per_step=tokens_per_step(spec.plan),
+            syntax=STRUCTURED_ROW,
         )
     except RowError as error:
         return _with_problem(spec, str(error))
@@ -391,7 +392,15 @@ def _checked_inference(spec: InferenceRowSpec, accelerator: Accelerator) -> Infe
     (:func:`~lightspeed.sol.validation.plausibility.check_serving_figure`)."""
     assert spec.reading is not None
     try:
-        check_serving_figure(spec.reading, spec.model, accelerator, spec.plan, spec.load)
+        check_serving_figure(
+            spec.reading,
+            spec.model,
+            accelerator,
+            spec.plan,
+            spec.load,
+            num_gpus=spec.num_gpus,
+            syntax=STRUCTURED_ROW,
+        )
     except RowError as error:
         return _with_problem(spec, str(error))
     return spec
@@ -401,6 +410,14 @@ def _table(fields: Fields, key: str) -> Fields:
     table = fields.table(key)
     assert table is not None  # required tables raise instead
     return table
+
+
+# How a [[row.also]] entry's figure is fixed: its own value, or the entry left out
+_ALSO_ENTRY: Final = replace(
+    STRUCTURED_ROW,
+    value="field 'value' of its [[row.also]] entry",
+    omit="remove that entry where the source does not give the figure",
+)
 
 
 def _reading(
@@ -415,10 +432,12 @@ def _reading(
 ) -> Reading:
     scope = "gpu" if "_per_gpu" in metric else "user" if metric.endswith("_per_user") else "job"
     written = value_text or f"{value:g}"
+    syntax = STRUCTURED_ROW if position == 1 else _ALSO_ENTRY
     problem = (
-        f"value {value:g} is not a number above 0; fix: write the value the source reports"
+        f"value {value:g} is not a number above 0; fix {syntax.value}: write the value the source "
+        f"reports, or {syntax.omit}"
         if not (math.isfinite(value) and value > 0)
-        else utilization_problem(metric, value, written)
+        else utilization_problem(metric, value, written, syntax=syntax)
     )
     return Reading(
         key=metric,
