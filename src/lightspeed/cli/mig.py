@@ -103,6 +103,7 @@ def plan(
         max_gpus=max_gpus,
         efficiency=resolve_efficiency(calibration),
         geometry=geometry,
+        source=str(workloads_path),
     )
     sizes = {profile.name: profile.num_memory_slices for profile in geometry.profiles}
     planned = [gpu.placements if gpu.mig else None for gpu in result.layout]

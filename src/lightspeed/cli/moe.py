@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import filecmp
-import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import click
 
@@ -174,27 +172,49 @@ def _windows(
     load = _load(load_paths, num_experts)
     if holdout_paths:
         later = _load(holdout_paths, num_experts, "--holdout FILE")
-        _refuse_same_window(load_paths, holdout_paths)
+        _refuse_same_window(load_paths, holdout_paths, num_experts=num_experts, load=load, later=later)
         return load, later
     if holdout_fraction is not None:
         return split_steps(load, holdout_fraction=holdout_fraction)
     return load, None
 
 
-def _refuse_same_window(load_paths: tuple[Path, ...], holdout_paths: tuple[Path, ...]) -> None:
-    """A --holdout file that is a --load file (by another name, through a link, or a byte-for-byte
-    copy) would score the placement in-sample as if out-of-sample: refused, as --load named twice is."""
-    for later in holdout_paths:
-        for placed in load_paths:
-            same_file = os.path.realpath(later) == os.path.realpath(placed)
-            if same_file or filecmp.cmp(later, placed, shallow=False):
-                raise DataFileError(
-                    later,
-                    f"the --holdout window is the --load file {placed} (the same file or the same content), "
-                    "so out-of-sample would be in-sample",
-                    fix="give --holdout a later window's load file, or --holdout-fraction F to split one "
-                    "load with per-step counts",
-                )
+def _refuse_same_window(
+    load_paths: tuple[Path, ...],
+    holdout_paths: tuple[Path, ...],
+    *,
+    num_experts: int | None,
+    load: Any,
+    later: Any,
+) -> None:
+    """A --holdout window with the counts of the --load window or of one --load file (the same file
+    by another name or through a link, a copy, or the same numbers written in another format or
+    layout) would score the placement in-sample as if out-of-sample: refused, as --load named twice is.
+    """
+    from lightspeed.moe import read_expert_load
+
+    if later.same_counts(load):
+        _same_window(" + ".join(map(str, holdout_paths)), " + ".join(map(str, load_paths)), load)
+    if len(load_paths) == 1 and len(holdout_paths) == 1:
+        return  # the windows are the files: compared above
+    placed = [(path, read_expert_load(path, num_experts=num_experts)) for path in load_paths]
+    for path in holdout_paths:
+        scored = read_expert_load(path, num_experts=num_experts)
+        for placed_path, placed_load in placed:
+            if scored.same_counts(placed_load):
+                _same_window(str(path), str(placed_path), placed_load)
+
+
+def _same_window(later: str, placed: str, load: Any) -> NoReturn:
+    files = "files" if " + " in placed else "file"
+    raise DataFileError(
+        later,
+        f"the --holdout window is the --load {files} {placed}: the same counts ({load.num_layers} layers x "
+        f"{load.num_experts} experts, every count equal, whatever the file's format or layout), so "
+        "out-of-sample would be in-sample",
+        fix="give --holdout a later window's load file (recorded after the --load window), or "
+        "--holdout-fraction F to split one load with per-step counts",
+    )
 
 
 def _holdout_json(score: Any) -> dict[str, Any] | None:

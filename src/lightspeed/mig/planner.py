@@ -42,12 +42,16 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import load_runtime_overheads
 from lightspeed.sol.infer.estimate import estimate_inference
 from lightspeed.sol.infer.plan import ServingLoad
+from lightspeed.units import bytes_per_element
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 GROUP_SIZES: Final = (1, 2, 4, 8)
 SHARES: Final = tuple(index / 20 for index in range(1, 21))
 MAX_COMBINATIONS: Final = 50_000
 DEFAULT_MAX_GPUS: Final = 64
+# narrower weight formats a refusal suggests, widest first (the next one below a service's precision)
+SMALLER_PRECISIONS: Final = ("bf16", "fp8", "int4")
+NARROWER_AT_MOST: Final = 0.75  # a suggested format saves at least a quarter of the weights' bytes
 
 
 @dataclass(frozen=True)
@@ -558,10 +562,7 @@ def _explain(strategies: Sequence[Strategy], no_slices: str = "") -> tuple[str, 
     if no_slices:
         order = {"whole-gpu": 0, "mig": 1, "time-sharing": 2}
     feasible = [s for s in strategies if s.num_gpus is not None]
-    if not feasible:
-        raise InvalidPlanError(
-            "no strategy serves the mix: " + "; ".join(f"{s.name}: {s.reason}" for s in strategies)
-        )
+    assert feasible, "plan_mig refuses a mix no strategy serves before explaining"
     winner = min(feasible, key=lambda s: (s.num_gpus or 0, order[s.name]))
     lines = [f"{winner.name} serves every service within its bounds on {winner.num_gpus} GPU(s)"]
     for strategy in strategies:
@@ -581,6 +582,66 @@ def _explain(strategies: Sequence[Strategy], no_slices: str = "") -> tuple[str, 
     elif winner.name == "mig":
         lines.append("slices are isolated: one service's burst does not stretch another's latency")
     return winner.name, tuple(lines)
+
+
+def _unserved(
+    context: _Context,
+    services: Sequence[MigService],
+    whole: Mapping[str, list[Capacity]],
+    strategies: Sequence[Strategy],
+    source: str,
+) -> InvalidPlanError:
+    """No strategy serves the mix: why each cannot, where the mix came from and what to change."""
+    where = f"{source}: " if source else ""
+    reasons = "; ".join(f"{s.name}: {s.reason}" for s in strategies)
+    return InvalidPlanError(
+        f"{where}no strategy serves the mix of {len(services)} service(s) on {context.accelerator.name} "
+        f"(at most {context.max_gpus} GPUs): {reasons}; fix: {_mix_fix(context, services, whole)}"
+    )
+
+
+def _mix_fix(context: _Context, services: Sequence[MigService], whole: Mapping[str, list[Capacity]]) -> str:
+    """What to change, by why the services fail: a service whose model fits no group of whole GPUs
+    needs a smaller precision or a larger GPU; one no group serves within its bounds, looser bounds
+    or a faster GPU; when each is served alone, the mix needs more GPUs than allowed."""
+    too_big = [s for s in services if whole[s.name] and all(c.does_not_fit for c in whole[s.name])]
+    too_tight = [s for s in services if s not in too_big and not any(c.serves for c in whole[s.name])]
+    fixes = []
+    for service in too_big:
+        largest = max(c.num_gpus for c in whole[service.name])
+        smaller = _smaller_precision(service.precision)
+        narrower = (
+            f"give it a smaller precision than {service.precision} (e.g. {smaller}) or " if smaller else ""
+        )
+        fixes.append(
+            f"{service.model} ({service.name!r}) fits no {largest} x {context.accelerator.name} in "
+            f"{service.precision}: {narrower}plan on a larger GPU (more memory per GPU)"
+        )
+    if too_tight:
+        names = ", ".join(repr(s.name) for s in too_tight)
+        fixes.append(
+            f"no GPU group meets the bounds of {names}: relax their max_ttft_ms / max_tpot_ms "
+            "(or shorten the prompts), or plan on a faster GPU"
+        )
+    if not fixes:  # every service is served alone: together they need more GPUs than allowed
+        more = (
+            f"allow more GPUs (--gpus, now {context.max_gpus}) or "
+            if context.max_gpus < DEFAULT_MAX_GPUS
+            else ""
+        )
+        fixes.append(f"{more}lighten the mix (fewer services, lower requests_per_s), or plan on a faster GPU")
+    return "; ".join(fixes)
+
+
+def _smaller_precision(precision: str) -> str | None:
+    """The widest common weight format at most :data:`NARROWER_AT_MOST` of ``precision``'s bytes
+    (``None`` from 4 bits down: nothing meaningfully narrower).
+
+    >>> [_smaller_precision(p) for p in ("fp32", "bf16", "fp8", "mxfp8", "nvfp4")]
+    ['bf16', 'fp8', 'int4', 'int4', None]
+    """
+    limit = NARROWER_AT_MOST * bytes_per_element(precision)
+    return next((p for p in SMALLER_PRECISIONS if bytes_per_element(p) <= limit), None)
 
 
 def _why_no_slices(
@@ -603,11 +664,13 @@ def plan_mig(
     max_gpus: int | None = None,
     efficiency: EfficiencyModel | None = None,
     geometry: MigGeometry | None = None,
+    source: str = "",
 ) -> MigPlan:
     """Plan MIG partitions for ``services`` on ``accelerator`` GPUs and compare the alternatives.
 
     ``max_gpus`` caps the GPUs any strategy may use (default 64); ``geometry``
     replaces the shipped MIG profiles of the accelerator (user data files).
+    ``source`` (the workloads file) is named when no strategy serves the mix, with what to change.
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.workload import load_models
@@ -644,6 +707,8 @@ def plan_mig(
         ),
         time_sharing_strategy(context, services, whole),
     )
+    if all(strategy.num_gpus is None for strategy in strategies):
+        raise _unserved(context, services, whole, strategies, source)
     choice, explanation = _explain(strategies, _why_no_slices(services, slices, layout))
     return MigPlan(
         accelerator=accelerator.name,

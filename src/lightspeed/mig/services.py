@@ -29,7 +29,7 @@ from typing import Final
 
 from lightspeed.catalog import Cluster
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, LightspeedError, UnknownNameError
+from lightspeed.errors import DataFileError, LightspeedError, PlanDoesNotFitError, UnknownNameError
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import INFERENCE_PRECISIONS, InferencePlan, ServingLoad
@@ -154,7 +154,8 @@ class Capacity(Record):
 
     ``target`` is a slice (``h100-sxm/3g.40gb``) or whole GPUs (``2 x h100-sxm``);
     ``requests_per_s`` is 0 with ``reason`` when the model does not fit or no
-    batch meets the bounds. TTFT/TPOT are at that most-loaded feasible point.
+    batch meets the bounds (``does_not_fit`` tells the first: no split of the
+    model fits the target's memory). TTFT/TPOT are at that most-loaded feasible point.
     """
 
     service: str
@@ -167,6 +168,7 @@ class Capacity(Record):
     weights_bytes: float | None  # one replica's weights, all its GPUs together
     reason: str = ""
     deployment: InferencePlan | None = None
+    does_not_fit: bool = False
 
     @property
     def serves(self) -> bool:
@@ -221,7 +223,18 @@ def slice_capacity(
             num_gpus=num_gpus,
         )
     except LightspeedError as error:
-        return Capacity(service.name, target, num_gpus, 0.0, None, None, "", None, reason=str(error))
+        return Capacity(
+            service.name,
+            target,
+            num_gpus,
+            0.0,
+            None,
+            None,
+            "",
+            None,
+            reason=str(error),
+            does_not_fit=isinstance(error, PlanDoesNotFitError),
+        )
     best = result.best
     return Capacity(
         service=service.name,

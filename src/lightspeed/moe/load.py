@@ -67,6 +67,9 @@ LAYER_COLUMNS: Final = ("layer", "layer_id", "layer_idx", "layer_index")
 EXPERT_COLUMNS: Final = ("expert", "expert_id", "expert_idx", "expert_index")
 COUNT_COLUMNS: Final = ("count", "tokens", "load", "num_tokens")
 TABLE_KEYS: Final = ("counts", "weight", "load", "expert_load", "tokens_per_expert")
+# counts this close (relative) are the same numbers written another way (a CSV of six significant
+# digits, 1234 as 1.234e3): two windows of real routing never agree this closely in every cell
+SAME_COUNTS_RELATIVE: Final = 1e-6
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,22 @@ class ExpertLoad(Record):
     def steps_array(self) -> npt.NDArray[np.float64]:
         """Each step's counts, ``[steps, layers, experts]`` (empty when they were not kept)."""
         return np.asarray(self.step_counts, dtype=np.float64)
+
+    def same_counts(self, other: ExpertLoad) -> bool:
+        """Whether ``other`` holds the same counts (the same layers x experts, every cell equal to
+        :data:`SAME_COUNTS_RELATIVE`), whatever file format, layout or layer names either was read
+        from: one window written twice is no later window.
+
+        >>> load = expert_load_from_array([[6, 2, 4, 4]])
+        >>> load.same_counts(expert_load_from_array([[6.0, 2.0, 4.0, 4.0]], layer_names=("gate",)))
+        True
+        >>> load.same_counts(expert_load_from_array([[6, 6, 2, 2]]))
+        False
+        """
+        counts, others = self.array(), other.array()
+        if counts.shape != others.shape:
+            return False
+        return bool(np.allclose(counts, others, rtol=SAME_COUNTS_RELATIVE, atol=0.0))
 
 
 def _check_steps(steps: npt.NDArray[np.float64], total: npt.NDArray[np.float64], num_steps: int) -> None:

@@ -21,7 +21,7 @@ from typing import Final
 import numpy as np
 
 from lightspeed.catalog import Accelerator, Catalog, load_catalog
-from lightspeed.errors import TraceError, UnsupportedError
+from lightspeed.errors import TraceError, UnsupportedError, UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, gpu_events, step_start
 from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measures
@@ -29,9 +29,42 @@ from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMOR
 from lightspeed.trace.model import RankTrace, Trace
 
 NS: Final = 1e-9
+NS_PER_S: Final = 1_000_000_000
+# a cut-off this close to a whole number of ns (absolute, in ns, plus a trillionth of the value) is
+# that number written in another unit: 100us parses to 9.999999999999999e-05 s, 99999.99999999999 ns
+WHOLE_NS_TOLERANCE_NS: Final = 1e-6
+WHOLE_NS_TOLERANCE_RELATIVE: Final = 1e-12
 # Kinds in HTA's overlap breakdown, in HTA's bit order (computation 1, communication 2, memory 4).
 OVERLAP_KINDS: Final = (COMPUTATION, COMMUNICATION, MEMORY)
 PEAK_PRECISIONS: Final = ("bf16", "fp16")
+
+
+def whole_ns(seconds: float, *, what: str) -> int:
+    """``seconds`` as whole nanoseconds, the unit of a trace's times: cut-offs are compared with
+    integer durations, so ``100us`` (9.999999999999999e-05 s once parsed) and ``0.1ms`` (1e-04 s)
+    are the same 100,000 ns and count the same events. A cut-off between two whole ns (``0.5ns``,
+    ``1.5ns``) would be rounded and count other events than the ones asked for: it is refused, as is
+    one below 0. ``what`` names the setting in the refusal.
+
+    >>> [whole_ns(seconds, what="the cut-off") for seconds in (100 * 1e-6, 0.1 * 1e-3, 0.0)]
+    [100000, 100000, 0]
+    >>> whole_ns(1.5e-9, what="the cut-off")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: the cut-off is 1.5 ns: ... e.g. 1ns or 2ns
+    """
+    if not math.isfinite(seconds) or seconds < 0:
+        raise UserInputError(f"{what} must be >= 0 s, got {seconds}")
+    ns = seconds * NS_PER_S
+    whole = round(ns)
+    if abs(ns - whole) <= WHOLE_NS_TOLERANCE_NS + WHOLE_NS_TOLERANCE_RELATIVE * ns:
+        return whole
+    below, above = math.floor(ns), math.ceil(ns)
+    written = "1ns (or 0)" if below == 0 else f"{below}ns or {above}ns"
+    raise UserInputError(
+        f"{what} is {ns:.9g} ns: a trace's times are whole nanoseconds, so it would be rounded to "
+        f"another cut-off; give a whole number of ns, e.g. {written}"
+    )
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ from typing import Final
 
 import numpy as np
 
-from lightspeed.errors import UserInputError
 from lightspeed.records import Record
-from lightspeed.trace.breakdown import NS, require_gpu_events
+from lightspeed.trace.breakdown import NS, require_gpu_events, whole_ns
 from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, gpu_events
 from lightspeed.trace.intervals import union
 from lightspeed.trace.model import RankTrace, Trace
@@ -71,11 +70,11 @@ def idle_breakdown(
         report.ranks[0].host_wait_s
         # -> 0.0087
     """
-    if kernel_wait_threshold_s < 0:
-        raise UserInputError(f"kernel wait threshold must be >= 0 s, got {kernel_wait_threshold_s}")
+    threshold_ns = whole_ns(
+        kernel_wait_threshold_s, what="the kernel-wait threshold (--kernel-wait-threshold)"
+    )
     require_gpu_events(trace)
     dropped = dropped_step(trace, include_last_step=include_last_step)
-    threshold_ns = round(kernel_wait_threshold_s / NS)
     ranks: list[IdleSplit] = []
     streams: list[IdleSplit] = []
     notes = list(trace.notes)

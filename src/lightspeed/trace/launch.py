@@ -22,9 +22,8 @@ from typing import Final
 import numpy as np
 
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import UserInputError
 from lightspeed.records import Record
-from lightspeed.trace.breakdown import NS, require_gpu_events
+from lightspeed.trace.breakdown import NS, NS_PER_S, require_gpu_events, whole_ns
 from lightspeed.trace.effect_sizes import Distribution, distribution
 from lightspeed.trace.gpu import dropped_step, gpu_events
 from lightspeed.trace.model import RankTrace, Trace
@@ -33,7 +32,6 @@ LAUNCH_CALLS_FILE: Final = Path(__file__).resolve().parent / "data" / "launch_ca
 DEFAULT_RUNTIME_CUTOFF_S: Final = 50e-6  # HTA's runtime_cutoff
 DEFAULT_LAUNCH_DELAY_CUTOFF_S: Final = 100e-6  # HTA's launch_delay_cutoff
 DEFAULT_SHORT_KERNEL_S: Final = 10e-6
-NS_PER_S: Final = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -96,16 +94,9 @@ def launch_stats(
         report.ranks[0].launch_delay.median_s
         # -> 1.2e-05
     """
-    for label, value in (
-        ("runtime cutoff", runtime_cutoff_s),
-        ("launch delay cutoff", launch_delay_cutoff_s),
-        ("short kernel", short_kernel_s),
-    ):
-        if value < 0:
-            raise UserInputError(f"{label} must be >= 0 s, got {value}")
-    runtime_cutoff_ns = whole_ns(runtime_cutoff_s)
-    delay_cutoff_ns = whole_ns(launch_delay_cutoff_s)
-    short_kernel_ns = whole_ns(short_kernel_s)
+    runtime_cutoff_ns = whole_ns(runtime_cutoff_s, what="the runtime cut-off (--runtime-cutoff)")
+    delay_cutoff_ns = whole_ns(launch_delay_cutoff_s, what="the launch delay cut-off (--delay-cutoff)")
+    short_kernel_ns = whole_ns(short_kernel_s, what="the short-kernel cut-off (--short-kernel)")
     require_gpu_events(trace)
     dropped = dropped_step(trace, include_last_step=include_last_step)
     calls = launch_call_names(include_memory)
@@ -129,17 +120,6 @@ def launch_stats(
         notes=trace.notes,
         include_memory=include_memory,
     )
-
-
-def whole_ns(seconds: float) -> int:
-    """``seconds`` as whole nanoseconds, the unit of the trace's times: the cut-offs are compared
-    with integer durations, so ``100us`` (9.999999999999999e-05 s once parsed) and ``0.1ms``
-    (1e-04 s) are the same 100,000 ns and count the same events.
-
-    >>> whole_ns(100 * 1e-6), whole_ns(0.1 * 1e-3), whole_ns(1e-4)
-    (100000, 100000, 100000)
-    """
-    return round(seconds * NS_PER_S)
 
 
 def _rank_stats(

@@ -15,8 +15,8 @@ from pathlib import Path
 from lightspeed.errors import TraceError
 from lightspeed.trace.integrity import BadEvent, check_events
 from lightspeed.trace.io.kineto_columns import compiled_scanner
+from lightspeed.trace.io.kineto_metadata import TraceMetadata, trace_metadata
 from lightspeed.trace.io.kineto_parallel import ParallelReadError, num_workers, read_parallel, read_pipelined
-from lightspeed.trace.io.kineto_schema import TraceDocument
 from lightspeed.trace.io.kineto_stream import EventStream
 from lightspeed.trace.io.kineto_table import TableBuilder
 from lightspeed.trace.io.source import rank_from_file_name
@@ -37,7 +37,7 @@ def read_kineto(
         # -> 'distributedInfo'
     """
     builder, stream = _build(path, max_bytes=max_bytes, time_unit=time_unit, round_to_us=round_to_us)
-    document = stream.document
+    metadata = trace_metadata(stream.document, path)
     table, origin_ns = builder.finish()
     table, skipped = check_events(
         table,
@@ -48,20 +48,19 @@ def read_kineto(
         origin_ns=origin_ns,
         rounding_ns=builder.rounding_ns,
     )
-    rank, rank_source = _rank_of(path, document)
+    rank, rank_source = _rank_of(path, metadata)
     notes = (
         [] if rank_source == "distributedInfo" else [f"{path.name}: no distributedInfo.rank; {rank_source}"]
     )
-    if document.schemaVersion is None:
+    if metadata.schema_version is None:
         notes.append(f"{path.name}: no schemaVersion")
-    info = document.distributedInfo
     trace = RankTrace(
         rank=rank if rank is not None else 0,
         path=str(path),
-        schema_version="" if document.schemaVersion is None else str(document.schemaVersion),
-        world_size=_as_int(info.world_size) if info else None,
-        backend=info.backend if info else None,
-        device_name=_device_name(document, table),
+        schema_version="" if metadata.schema_version is None else str(metadata.schema_version),
+        world_size=metadata.world_size,
+        backend=metadata.backend,
+        device_name=_device_name(metadata, table),
         origin_ns=origin_ns,
         time_unit=builder.time_unit,
         events=table,
@@ -97,20 +96,9 @@ def _build(
     return builder, stream
 
 
-def _as_int(value: int | float | str | None) -> int | None:
-    """An integer field of the trace's metadata (a whole-number float was made an int on decoding)."""
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
-
-
-def _rank_of(path: Path, document: TraceDocument) -> tuple[int | None, str]:
-    info = document.distributedInfo
-    rank = _as_int(info.rank) if info is not None else None
+def _rank_of(path: Path, metadata: TraceMetadata) -> tuple[int | None, str]:
+    rank, world_size = metadata.rank, metadata.world_size
     if rank is not None:
-        world_size = _as_int(info.world_size) if info is not None else None
         if rank < 0 or (world_size is not None and not 0 <= rank < world_size):
             raise TraceError(
                 path,
@@ -126,9 +114,9 @@ def _rank_of(path: Path, document: TraceDocument) -> tuple[int | None, str]:
     return None, "rank unknown"
 
 
-def _device_name(document: TraceDocument, table: EventTable) -> str | None:
+def _device_name(metadata: TraceMetadata, table: EventTable) -> str | None:
     """The name of the GPU this rank's kernels ran on (``deviceProperties``)."""
-    devices = [d for d in document.deviceProperties or [] if d.name]
+    devices = [d for d in metadata.devices if d.name]
     if not devices:
         return None
     used = {device: count for device, count in table.device_counts.items() if device >= 0}

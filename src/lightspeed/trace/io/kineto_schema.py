@@ -51,68 +51,29 @@ class Event(msgspec.Struct, gc=False):
     args: EventArgs = NO_ARGS
 
 
-def whole_number(value: Any, field: str) -> Any:
-    """``value`` with a whole-number float (``85000000000.0``, as some JSON writers put every number)
-    read as the integer it is; a fraction is refused, naming ``field`` (msgspec adds the path).
-
-    >>> whole_number(85000000000.0, "totalGlobalMem"), whole_number("3", "rank")
-    (85000000000, '3')
-    """
-    if not isinstance(value, float):
-        return value
-    if not value.is_integer():
-        raise ValueError(f"{field} must be a whole number, got {value!r}")
-    return int(value)
-
-
-class DistributedInfo(msgspec.Struct):
-    """``distributedInfo``: the rank and the job's world size (whole-number floats read as integers)."""
-
-    rank: int | float | str | None = None
-    world_size: int | float | str | None = None
-    backend: str | None = None
-
-    def __post_init__(self) -> None:
-        self.rank = whole_number(self.rank, "rank")
-        self.world_size = whole_number(self.world_size, "world_size")
-
-
-class DeviceProperties(msgspec.Struct):
-    """One entry of ``deviceProperties`` (whole-number floats read as integers)."""
-
-    id: int | float | None = None
-    name: str | None = None
-    totalGlobalMem: int | float | None = None  # noqa: N815 - the trace's own key
-
-    def __post_init__(self) -> None:
-        self.id = whole_number(self.id, "id")
-        self.totalGlobalMem = whole_number(self.totalGlobalMem, "totalGlobalMem")
-
-
 class TraceDocument(msgspec.Struct):
-    """The top level of a Kineto trace; events stay raw until decoded in chunks."""
+    """The top level of a Kineto trace; events stay raw until decoded in chunks.
 
-    schemaVersion: int | float | str | None = None  # noqa: N815 - the trace's own key
-    distributedInfo: DistributedInfo | None = None  # noqa: N815
-    deviceProperties: list[DeviceProperties] | None = None  # noqa: N815
-    displayTimeUnit: str | None = None  # noqa: N815
+    The metadata keys are decoded as plain JSON values and checked by
+    :func:`~lightspeed.trace.io.kineto_metadata.trace_metadata`, which names the key that is wrong
+    (msgspec's error would name only ``traceEvents`` for a key after the events).
+    """
+
+    schemaVersion: Any = None  # noqa: N815 - the trace's own key
+    distributedInfo: Any = None  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
     traceEvents: list[msgspec.Raw] | None = None  # noqa: N815
-
-    def __post_init__(self) -> None:
-        self.schemaVersion = whole_number(self.schemaVersion, "schemaVersion")
 
 
 class TraceTail(msgspec.Struct):
     """The end of a trace: its last events and the top-level keys written after them."""
 
-    schemaVersion: int | float | str | None = None  # noqa: N815 - the trace's own key
-    distributedInfo: DistributedInfo | None = None  # noqa: N815
-    deviceProperties: list[DeviceProperties] | None = None  # noqa: N815
-    displayTimeUnit: str | None = None  # noqa: N815
+    schemaVersion: Any = None  # noqa: N815 - the trace's own key
+    distributedInfo: Any = None  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
     traceEvents: list[Event] = []  # noqa: N815 - msgspec copies mutable defaults
-
-    def __post_init__(self) -> None:
-        self.schemaVersion = whole_number(self.schemaVersion, "schemaVersion")
 
 
 EVENTS_DECODER = msgspec.json.Decoder(list[Event])

@@ -34,6 +34,7 @@ from lightspeed.trace.io.kineto_columns import (
     compiled_scanner,
     decode_chunk,
 )
+from lightspeed.trace.io.kineto_metadata import trace_metadata
 from lightspeed.trace.io.kineto_schema import (
     DOCUMENT_DECODER,
     EVENTS_DECODER,
@@ -144,11 +145,12 @@ class EventStream:
             for match in _EVENTS_KEY.finditer(self._buffer, max(0, searched - 64)):
                 prefix = bytes(self._buffer[: match.start()]) + b'"traceEvents":[]}'
                 try:
-                    self.document = _PREFIX_DECODER.decode(prefix)
+                    document = _PREFIX_DECODER.decode(prefix)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     continue  # the key text sits inside a string or a nested object
                 except RecursionError:
                     raise self._too_deep(0) from None
+                self._keep(document)
                 return match.end()
             searched = len(self._buffer)
             if searched > MAX_WINDOW_BYTES or not self._more():
@@ -191,6 +193,11 @@ class EventStream:
             raise TraceError(
                 self.path, "no traceEvents array", fix="is this a PyTorch profiler (Kineto) JSON trace?"
             )
+
+    def _keep(self, document: TraceDocument) -> None:
+        """Keep the keys read so far, checked at once: a wrong one is refused naming that key."""
+        trace_metadata(document, self.path)
+        self.document = document
 
     # --- cutting between events ------------------------------------------------------------------
 
@@ -296,7 +303,6 @@ class EventStream:
             else:
                 tail = _TAIL_DECODER.decode(b"".join((opening, rest)))
                 events = tail.traceEvents
-                self.document = _merged(self.document, tail)
         except msgspec.ValidationError as error:  # first: a ValidationError is a DecodeError too
             raise _event_error(self.path, error, self._index) from None
         except msgspec.DecodeError as error:
@@ -305,6 +311,8 @@ class EventStream:
             raise self._too_deep(cursor) from None
         finally:
             rest.release()
+        if not self._array_format:
+            self._keep(_merged(self.document, tail))
         self._index += len(events)
         yield DecodedChunk(events)
 
@@ -326,7 +334,7 @@ class EventStream:
                 return None
             if tail.traceEvents:  # a second traceEvents key: it would win; msgspec reads that
                 return None
-            self.document = _merged(self.document, tail)
+            self._keep(_merged(self.document, tail))
         return chunk
 
 
