@@ -320,7 +320,9 @@ PUBLIC_API: dict[str, list[str]] = {
         "SloResult",
         "SteadyRates",
         "TimeSeries",
+        "UnloadedLatency",
         "band_under_load",
+        "check_slo_reachable",
         "find_mlperf_workload",
         "generate_requests",
         "load_lengths",
@@ -338,6 +340,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "simulated_deployment",
         "steady_state_rates",
         "steady_state_workload",
+        "unloaded_latency",
     ],
     "lightspeed.sol.validation": [
         "ValidationReport",

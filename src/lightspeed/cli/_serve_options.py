@@ -7,6 +7,8 @@ typed deployment configuration can generate them from one place.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +27,7 @@ from lightspeed.cli.options import (
     flag_of,
 )
 from lightspeed.errors import UserInputError
+from lightspeed.files import excerpt
 from lightspeed.sol.serve import (
     KV_POLICIES,
     PREEMPTION_MODES,
@@ -115,10 +118,15 @@ def length_options(function: F) -> F:
 
 
 class _Lengths(LengthSpec):
-    """:class:`LengthSpec` that also refuses bounds written largest first (``uniform:900-100``),
-    naming the option and the bounds that would run."""
+    """:class:`LengthSpec` that says what is wrong with a length of no tokens (``uniform:0-100``), a
+    spread of none or below none (``lognormal:0``) or a file not named (``file:``), and refuses
+    bounds written largest first (``uniform:900-100``), naming the option and what would run."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, tuple):
+            problem = _length_spec_problem(str(value).strip(), flag_of(param))
+            if problem is not None:
+                self.fail(problem, param, ctx)
         spec: tuple[str, ...] = super().convert(value, param, ctx)
         bounded = spec[0] == "uniform" or (spec[0] == "lognormal" and len(spec) == 4)
         if bounded and int(spec[-2]) > int(spec[-1]):
@@ -130,6 +138,72 @@ class _Lengths(LengthSpec):
                 ctx,
             )
         return spec
+
+
+# whole-number bounds as written, signs kept (``0-100``, ``-5-10``): what LengthSpec refuses whole
+_BOUNDS = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+def _length_spec_problem(text: str, flag: str) -> str | None:
+    """What is wrong with an ``--isl-dist``/``--osl-dist`` that gives no lengths to draw (``None``
+    where nothing here is: :class:`LengthSpec` checks the rest): a bound under 1 token, a log-normal
+    spread of 0 or below, ``file:`` without a path."""
+    kind, _, rest = text.partition(":")
+    kind = kind.lower()
+    shown = repr(excerpt(text))
+    if kind == "file" and not rest.partition(":")[0].strip():
+        return (
+            f"{shown} names no file; write file:PATH (one length a line) or file:PATH:COLUMN, "
+            f"e.g. {flag} file:lengths.txt"
+        )
+    if kind == "uniform":
+        return _bounds_problem(shown, rest, flag, lambda bounds: f"uniform:{bounds}")
+    if kind != "lognormal":
+        return None
+    std, _, bounds = rest.partition(":")
+    spread = _spread_problem(shown, std.strip(), flag)
+    if spread is not None or not bounds:
+        return spread
+    return _bounds_problem(shown, bounds, flag, lambda written: f"lognormal:{std.strip()}:{written}")
+
+
+def _bounds_problem(shown: str, bounds: str, flag: str, written: Callable[[str], str]) -> str | None:
+    """A ``MIN-MAX`` with a bound under 1 token: every request has at least one (``shown``: the
+    spec as the message quotes it; ``written``: the spec of the bounds raised to 1, suggested)."""
+    match = _BOUNDS.match(bounds)
+    if match is None:
+        return None
+    low, high = (int(bound) for bound in match.groups())
+    if min(low, high) >= 1:
+        return None
+    side = "output" if flag.startswith("--osl") else "input" if flag.startswith("--isl") else "a"
+    tokens = "token" if side == "a" else f"{side} token"
+    raised = written(f"{max(low, 1)}-{max(high, 1)}")
+    return (
+        f"{shown}: a length of {min(low, high)} tokens: every request needs at least 1 {tokens}; "
+        f"write {raised}"
+    )
+
+
+def _spread_problem(shown: str, std: str, flag: str) -> str | None:
+    """A log-normal STD of 0 or below (a spread is above 0 tokens; 0 is no spread: ``fixed``, every
+    length the ``--isl``/``--osl`` that ``flag``, the ``-dist`` option, spreads)."""
+    try:
+        spread = float(std)
+    except ValueError:
+        return None
+    if not math.isfinite(spread) or spread > 0.0:
+        return None
+    if spread == 0.0:
+        length = flag.removesuffix("-dist") if flag.endswith("-dist") else "--isl/--osl"
+        return (
+            f"{shown}: a spread (STD) of 0 tokens is no spread: write fixed for every length at "
+            f"{length}, or a STD above 0 tokens, e.g. lognormal:100"
+        )
+    return (
+        f"{shown}: a spread (STD) of {std} tokens: STD is the lengths' standard deviation, above 0 "
+        f"tokens; write e.g. lognormal:{std.lstrip('-')}"
+    )
 
 
 class _ServiceLevel(ServiceLevelSpec):

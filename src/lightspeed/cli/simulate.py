@@ -43,6 +43,7 @@ from lightspeed.sol.serve import (
     ServingWorkload,
     SimulatedDeployment,
     band_under_load,
+    check_slo_reachable,
     load_mlperf_workload,
     load_sweep,
     max_rate_at_slo,
@@ -413,6 +414,9 @@ def _run(
         raise UserInputError(
             "--max-rate-at-slo needs --slo (or --mlperf with a Server or Interactive scenario)"
         )
+    if find_capacity:
+        assert slo is not None  # a limit no rate meets is refused before the steady state's note
+        check_slo_reachable(deployment, workload, slo, source=_slo_source(values, benchmark), seed=seed)
     if find_capacity or (values["mlperf_name"] is not None and values["scenario"] != "offline"):
         # a rate sustained (and LoadGen's Server and Interactive runs of ten minutes and more)
         # is measured at the steady state, the run shown included
@@ -420,7 +424,13 @@ def _run(
     capacity = None
     if find_capacity:
         assert slo is not None
-        capacity = max_rate_at_slo(deployment, workload=workload, slo=slo, seed=seed, seed_checks=SEED_CHECKS)
+        capacity = max_rate_at_slo(
+            deployment,
+            workload=workload,
+            slo=slo,
+            seed=seed,
+            seed_checks=SEED_CHECKS,
+        )
         # the run shown is the search's own run at the highest rate that meets the SLO (the same
         # arrivals, seed and warm-up: its goodput is the capacity's), in the arrivals searched
         workload = replace(workload, arrivals=_at_rate(workload.arrivals, max(capacity.max_rate_per_s, 1e-6)))
@@ -460,6 +470,13 @@ def _run(
         render_load_sweep(sweep)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _slo_source(values: dict[str, Any], benchmark: MlperfWorkload | None) -> str:
+    """The SLO as a refusal names it: ``--slo``, or the MLPerf scenario's own."""
+    if values["slo_spec"] is not None or benchmark is None:
+        return "--slo"
+    return f"MLPerf {benchmark.display_name} {values['scenario']}'s SLO"
 
 
 def _at_rate(arrivals: ArrivalProcess, rate_per_s: float) -> ArrivalProcess:

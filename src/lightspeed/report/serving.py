@@ -125,12 +125,13 @@ def rates_text(
     rate served and why, where it differs from them or from the rate offered, then the rate
     offered where it differs from the rate served. The served rate of a closed loop is its users
     over their mean latency; of a run that kept up, the rate its requests arrived at; of one that
-    did not (or too short to tell), its completions over the whole run, the warm-up's included.
+    did not (or too short to tell), the higher of its completions over the whole run (the
+    warm-up's included) and its flow through decoding between the ramp and the drain.
 
     >>> rates_text(completed_per_s=48.2, served_per_s=49.39, offered_per_s=49.39, kept_up=True)[:57]
     '; 49.39 served while requests arrived (their arrival rate'
-    >>> rates_text(completed_per_s=3.831, served_per_s=3.831, offered_per_s=4.31, kept_up=False)[-41:]
-    'completion: it fell behind); 4.31 offered'
+    >>> rates_text(completed_per_s=3.831, served_per_s=3.831, offered_per_s=4.31, kept_up=False)[-47:]
+    ' last arrival: it did not settle); 4.31 offered'
     """
     if not math.isfinite(served_per_s):
         return ""
@@ -152,15 +153,16 @@ def _served_why(kept_up: bool | None, *, users: int | None, stopped: bool, trace
         drain = "requests still decoding at the horizon" if stopped else "the drain after the last"
         return f" while requests arrived (their arrival rate: the run kept up; {drain} left out)"
     if kept_up is False:
-        why = "it fell behind"
+        why = "it did not settle"
     else:
         why = "a replayed trace is not judged settled" if trace else "too few arrivals to tell if it kept up"
+    end = "the horizon" if stopped else "the last completion"
     counted = (
-        "what completed by the horizon from the first arrival"
-        if stopped
-        else ("every completion from the first arrival to the last completion")
+        f"the higher of every completion from the first arrival to {end}"
+        f"{', warm-up included' if warmup else ''}, and the flow through decoding from the first "
+        "completion to the last arrival"
     )
-    return f" ({counted}{', warm-up included' if warmup else ''}: {why})"
+    return f" ({counted}: {why})"
 
 
 def _stopped_at_horizon(result: SimulationResult) -> bool:
@@ -337,11 +339,23 @@ def slo_text(slo: SloResult, *, verdict: str = "", escape_text: Callable[[str], 
     the plain ``met`` / ``missed`` (the terminal colours it), ``escape_text`` escapes the limits."""
     verdict = verdict or ("met" if slo.meets else "missed")
     return (
-        f"SLO {escape_text(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of requests "
+        f"SLO {escape_text(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of "
+        f"{'the scored ' if slo.num_unscored else ''}requests "
         f"within both (TTFT {format_percent(slo.ttft_attainment)}, "
         f"TPOT {format_percent(slo.tpot_attainment)}); goodput "
         f"{slo.goodput_requests_per_s:,.4g} req/s ({slo.goodput_requests_per_s_per_gpu:,.4g} per GPU"
         f"{_served_text(slo)}); p99s {'within' if slo.p99_meets else 'outside'} the limits"
+        f"{_unscored_text(slo)}"
+    )
+
+
+def _unscored_text(slo: SloResult) -> str:
+    """``; 812 requests in flight at the horizon not scored`` (none: empty)."""
+    if not slo.num_unscored:
+        return ""
+    return (
+        f"; {slo.num_unscored:,} request{'s' if slo.num_unscored != 1 else ''} in flight at the horizon, "
+        "within the limits so far, not scored"
     )
 
 

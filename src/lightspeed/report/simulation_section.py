@@ -317,12 +317,18 @@ def _slo_result(data: JsonObject, source: str) -> SloResult:
     }
     served = _optional_number(data, "served_requests_per_s", source, "slo")
     offered = _optional_number(data, "offered_requests_per_s", source, "slo")
+    unscored = _optional_number(data, "num_unscored", source, "slo")
+    if unscored is not None and not (unscored >= 0 and unscored.is_integer()):
+        raise DataFileError(
+            source, "needs a whole number, 0 or more", field="slo.num_unscored", value=unscored
+        )
     return SloResult(
         slo=level,
         meets=bool(_checked_flag(data, "meets", source, "slo")),
         p99_meets=bool(_checked_flag(data, "p99_meets", source, "slo")),
         served_requests_per_s=math.nan if served is None else served,
         offered_requests_per_s=math.nan if offered is None else offered,
+        num_unscored=0 if unscored is None else int(unscored),
         **number,
     )
 

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
         CapacityResult,
         LoadPoint,
         SteadyRates,
+        UnloadedLatency,
+        check_slo_reachable,
         load_sweep,
         max_rate_at_slo,
         saturation_rate,
         steady_state_rates,
         steady_state_workload,
+        unloaded_latency,
     )
     from lightspeed.sol.serve.deployment import (
         KV_POLICIES,
@@ -88,7 +91,9 @@ __all__ = [
     "SloResult",
     "SteadyRates",
     "TimeSeries",
+    "UnloadedLatency",
     "band_under_load",
+    "check_slo_reachable",
     "find_mlperf_workload",
     "generate_requests",
     "load_lengths",
@@ -106,6 +111,7 @@ __all__ = [
     "simulated_deployment",
     "steady_state_rates",
     "steady_state_workload",
+    "unloaded_latency",
 ]
 
 if not TYPE_CHECKING:

@@ -35,7 +35,13 @@ from lightspeed.records import Record
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import SimulationResult, simulate_deployment
-from lightspeed.sol.serve.workload import MIN_ARRIVAL_RATE_PER_S, ArrivalProcess, ServingWorkload
+from lightspeed.sol.serve.workload import (
+    MIN_ARRIVAL_RATE_PER_S,
+    ArrivalProcess,
+    LengthDistribution,
+    ServingWorkload,
+)
+from lightspeed.units import format_duration
 
 DEFAULT_RATE_TOLERANCE: Final = 0.02  # bisect until the bracket is within 2% of the rate
 MAX_PROBES: Final = 12
@@ -43,6 +49,9 @@ SWEEP_FRACTIONS: Final = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95, 1.0)
 # Steady-state runs: the shorter holds this many times what the deployment holds at once
 STEADY_WAVES: Final = 3
 MAX_STEADY_REQUESTS: Final = 20_000
+# a limit is out of reach only where the floor exceeds it by more than float rounding: a request
+# arriving at an idle deployment later than time zero has the same TTFT to the last few bits
+FLOOR_RELATIVE_SLACK: Final = 1e-9
 
 
 @dataclass(frozen=True)
@@ -238,6 +247,88 @@ def _check_no_trace(workload: ServingWorkload, what: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class UnloadedLatency(Record):
+    """The TTFT and TPOT (seconds) of the workload's shortest request (``input_tokens`` prompt,
+    ``output_tokens`` output) alone on an idle deployment: under any load a request waits for or
+    shares its iterations with others, so no arrival rate brings a request below them. ``tpot_s``
+    is NaN for a one-token output (no decode step)."""
+
+    ttft_s: float
+    tpot_s: float
+    input_tokens: int
+    output_tokens: int
+
+    def describe(self) -> str:
+        """``one request of 500 prompt and 200 output tokens alone``."""
+        return f"one request of {self.input_tokens:,} prompt and {self.output_tokens:,} output tokens alone"
+
+
+def unloaded_latency(
+    deployment: SimulatedDeployment, workload: ServingWorkload, seed: int = 0
+) -> UnloadedLatency:
+    """The latency floor of ``workload`` on ``deployment`` (:class:`UnloadedLatency`): one request
+    of its shortest lengths (a fixed length itself, else the lower bound), simulated alone with the
+    workload's prefix hits (the same scheduler, timer and P/D transfer as every probe of a search)."""
+    shortest = (workload.input_lengths.shortest_tokens, workload.output_lengths.shortest_tokens)
+    alone = replace(
+        workload,
+        arrivals=ArrivalProcess.offline(),
+        input_lengths=LengthDistribution.fixed(shortest[0]),
+        output_lengths=LengthDistribution.fixed(shortest[1]),
+        num_requests=1,
+        warmup_requests=0,
+        trace=None,
+    )
+    result = simulate_deployment(deployment, alone, seed=seed)
+    return UnloadedLatency(
+        ttft_s=result.ttft.p50_s,
+        tpot_s=result.tpot.p50_s,
+        input_tokens=shortest[0],
+        output_tokens=shortest[1],
+    )
+
+
+def check_slo_reachable(
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    slo: ServiceLevel,
+    *,
+    source: str = "the SLO",
+    seed: int = 0,
+) -> UnloadedLatency:
+    """Refuse an SLO with a limit under the deployment's unloaded floor (:func:`unloaded_latency`),
+    which no arrival rate meets, before a search spends its probes finding a rate of 0; ``source``
+    names the SLO in the message (``--slo``). Under speculative decoding a request's TPOT depends on
+    its drafts' acceptance draws, so only the TTFT limit is checked there. A trace is refused as
+    :func:`max_rate_at_slo` refuses it. Returns the floor."""
+    _check_no_trace(workload, "the highest rate at an SLO")
+    floor = unloaded_latency(deployment, workload, seed=seed)
+    tpot_floor = math.nan if deployment.speculation is not None else floor.tpot_s
+    missed = [
+        (name, limit, floor_s)
+        for name, limit, floor_s in (("ttft", slo.ttft_s, floor.ttft_s), ("tpot", slo.tpot_s, tpot_floor))
+        if limit is not None and math.isfinite(floor_s) and floor_s > limit * (1.0 + FLOOR_RELATIVE_SLACK)
+    ]
+    if not missed:
+        return floor
+    limits = ",".join(f"{name}={_duration_text(limit)}" for name, limit, _ in missed)
+    floors = " and ".join(f"{name.upper()} of {format_duration(floor_s)}" for name, _, floor_s in missed)
+    raised = " and ".join(f"{name} above {format_duration(floor_s)}" for name, _, floor_s in missed)
+    shorter = ", or shorter prompts (--isl)" if any(name == "ttft" for name, _, _ in missed) else ""
+    verb, it = ("is", "it") if len(missed) == 1 else ("are", "them")
+    raise UserInputError(
+        f"{source} {limits} {verb} under this deployment's unloaded {floors} ({floor.describe()}): no "
+        f"arrival rate meets {it}; raise {raised}, or give a faster deployment (e.g. a higher --tp, a "
+        f"lower --precision){shorter}"
+    )
+
+
+def _duration_text(duration_s: float) -> str:
+    """A limit as ``--slo`` reads it back: ``1ns``, ``50ms``."""
+    return format_duration(duration_s).replace(" ", "")
+
+
 def steady_state_workload(deployment: SimulatedDeployment, workload: ServingWorkload) -> ServingWorkload:
     """``workload`` measured at its steady state, as LoadGen measures a Server or Interactive run.
 
@@ -273,6 +364,8 @@ def max_rate_at_slo(
     tolerance: float = DEFAULT_RATE_TOLERANCE,
     steady: bool = True,
     seed_checks: int = 0,
+    check_floor: bool = False,
+    slo_source: str = "the SLO",
 ) -> CapacityResult:
     """Bisect for the highest arrival rate whose run meets ``slo`` and settled (see the module
     docstring; a run that did not settle, :class:`~lightspeed.sol.serve.run_metrics.Settling`, is
@@ -284,12 +377,17 @@ def max_rate_at_slo(
     grows to what the rate holds, and where a TPOT limit binds the capacity came out 7-11% high
     (Llama 3 70B on 8 H100 and 8B on one, 2,000/200 and 500/200 tokens). The rate found is one
     sample of the arrivals: ``seed_checks`` more seeds (``seed + 1`` on) rerun the run at it
-    (:class:`SeedCheck`; ``simulate --max-rate-at-slo`` asks for two)."""
+    (:class:`SeedCheck`; ``simulate --max-rate-at-slo`` asks for two). ``check_floor`` refuses a
+    limit under the deployment's unloaded latency before any probe (:func:`check_slo_reachable`,
+    the SLO named ``slo_source``); without it such an SLO is searched and its rate is 0 (a ranking
+    of deployments keeps the ones that miss it)."""
     if not 0.0 < tolerance < 1.0:
         raise UserInputError(f"rate tolerance {tolerance} must be in (0, 1)")
     if seed_checks < 0:
         raise UserInputError(f"seed checks {seed_checks} must be 0 or more")
     _check_no_trace(workload, "the highest rate at an SLO")
+    if check_floor:
+        check_slo_reachable(deployment, workload, slo, source=slo_source, seed=seed)
     if steady:
         workload = steady_state_workload(deployment, workload)
     ceiling = saturation_rate(deployment, workload, seed)
@@ -389,9 +487,12 @@ __all__ = [
     "LoadPoint",
     "SeedCheck",
     "SteadyRates",
+    "UnloadedLatency",
+    "check_slo_reachable",
     "held_sequences",
     "load_sweep",
     "max_rate_at_slo",
     "saturation_rate",
     "steady_state_rates",
+    "unloaded_latency",
 ]

@@ -135,15 +135,20 @@ class _Replica:
         "finishing",
         "in_flight",
         "index",
+        "max_batched_tokens",
+        "max_sequences",
         "paused",
         "paused_sequence_s",
         "pending",
         "pool",
+        "query_tokens",
         "rank_pointer",
         "ranks",
         "record",
         "role",
+        "seconds",
         "started",
+        "state_tokens",
         "step",
         "stride",
         "version",
@@ -154,6 +159,12 @@ class _Replica:
         self.index = index
         self.role = role  # "both", "prefill", "decode"
         self.pool = pool  # its ranks, KV cache, caps and iteration timer
+        # the pool's figures the scheduler reads every iteration, read once
+        self.seconds = pool.timer.seconds  # one iteration of a batch shape
+        self.query_tokens = pool.query_tokens
+        self.max_sequences = pool.max_sequences_per_rank
+        self.max_batched_tokens = pool.max_batched_tokens_per_rank
+        self.state_tokens = pool.state_tokens_per_sequence
         self.ranks = [_Rank(pool.kv_tokens_per_rank) for _ in range(pool.num_ranks)]
         self.waiting: deque[int] = deque()
         self.blocked = False  # the first waiting request found no rank with room (see _admit)
@@ -397,7 +408,7 @@ class Engine:
         if shape is None:
             replica.busy = False
             return
-        duration = replica.pool.timer.seconds(*shape)
+        duration = replica.seconds(*shape)
         steps = 0 if self.separate and self.chunks else 1  # a prompt-only step advances no decode
         # a queue whose first request found no room waits for a completion (a rank's room only
         # shrinks as its sequences decode), which ends a stretch anyway
@@ -434,9 +445,7 @@ class Engine:
         if limit <= 1:
             return 1, duration
         decoding, context, prompt, attended, total = shape
-        last = replica.pool.timer.seconds(
-            decoding, context + (limit - 1) * self.growth, prompt, attended, total
-        )
+        last = replica.seconds(decoding, context + (limit - 1) * self.growth, prompt, attended, total)
         return limit, limit * (duration + last) / 2.0
 
     def _continue_prompts(self, replica: _Replica) -> list[float]:
@@ -445,11 +454,10 @@ class Engine:
         budgets = []
         self.chunks = []
         replica.pending = []
-        pool = replica.pool
+        budget, query = replica.max_batched_tokens, replica.query_tokens
+        separate = self.separate
         for rank in replica.ranks:
-            left = pool.max_batched_tokens_per_rank - (
-                0.0 if self.separate else rank.num_decoding * pool.query_tokens
-            )
+            left = budget - (0.0 if separate else rank.num_decoding * query)
             for request in rank.prefilling:
                 if left <= 0:
                     break
@@ -482,8 +490,9 @@ class Engine:
             tokens = self.prefill_length[request] + self.output[request]
         else:
             tokens = self.prefill_length[request]
-        tokens = self._reserved(tokens)
-        tokens += replica.pool.state_tokens_per_sequence
+        if self.local_kv:
+            tokens = self._reserved(tokens)
+        tokens += replica.state_tokens
         return float(-(-tokens // block) * block)
 
     def _pick_rank(self, replica: _Replica, budgets: list[float], need: float, prompt: float) -> int | None:
@@ -494,19 +503,19 @@ class Engine:
         ranks, step, best = replica.ranks, replica.step, None
         transfer = replica.role == "decode"
         whole = self.whole and not transfer
+        max_sequences, round_robin, admit_below = replica.max_sequences, self.round_robin, self.admit_below
+        whole_prompt = min(prompt, replica.max_batched_tokens) if whole else 0.0
         count = len(ranks)
         for offset in range(count):
-            index = (replica.rank_pointer + offset) % count if self.round_robin else offset
+            index = (replica.rank_pointer + offset) % count if round_robin else offset
             rank = ranks[index]
-            if rank.num_sequences >= replica.pool.max_sequences_per_rank or (
-                budgets[index] <= 0 and not transfer
-            ):
+            if rank.num_sequences >= max_sequences or (budgets[index] <= 0 and not transfer):
                 continue
-            if whole and budgets[index] < min(prompt, replica.pool.max_batched_tokens_per_rank):
+            if whole and budgets[index] < whole_prompt:
                 continue
-            if self._kv_used(rank, step + 1) + need > rank.capacity * self.admit_below:
+            if self._kv_used(rank, step + 1) + need > rank.capacity * admit_below:
                 continue
-            if self.round_robin:
+            if round_robin:
                 replica.rank_pointer = index + 1
                 return index
             if best is None or rank.num_sequences < ranks[best].num_sequences:
@@ -557,7 +566,7 @@ class Engine:
         """(decoding sequences, their mean context, prompt tokens, prompts' attended context,
         stage tokens) of the busiest rank, or ``None`` when the replica has nothing to run."""
         ranks = replica.ranks
-        query = replica.pool.query_tokens
+        query = replica.query_tokens
         step = replica.step * self.growth
         prompt = {id(rank): [0.0, 0.0] for rank in ranks} if len(ranks) > 1 else None
         total_prompt, total_weighted = 0.0, 0.0
@@ -804,7 +813,7 @@ class Engine:
         extra_s = 0.0
         step = replica.step
         for rank in replica.ranks:
-            while rank.swapped and rank.num_sequences < replica.pool.max_sequences_per_rank:
+            while rank.swapped and rank.num_sequences < replica.max_sequences:
                 request = rank.swapped[0]
                 context = self.join_context[request]
                 growth = self._kv_growth(rank) + self.growth + self.block

@@ -158,6 +158,7 @@ class SloResult(Record):
     p99_meets: bool
     served_requests_per_s: float = math.nan  # the most the goodput can be (NaN: not recorded)
     offered_requests_per_s: float = math.nan  # the rate the goodput is a share of (NaN: not recorded)
+    num_unscored: int = 0  # requests in flight at a horizon, neither met nor missed yet: not scored
 
 
 def slo_result(
@@ -171,23 +172,30 @@ def slo_result(
     num_gpus: int,
     finished: Array | None = None,
     offered_requests_per_s: float | None = None,
+    undecided: Array | None = None,
 ) -> SloResult:
     """Score requests' TTFT and TPOT (aligned arrays over every request the run offered and
     measures; NaN TTFT: no first token yet, NaN TPOT: one output token or not finished) against
     ``slo``; ``finished`` marks the requests that completed (default: those with a first token).
 
     Every share is over all those requests, so each lies in [0, 1]: a request without a first token
-    misses the TTFT limit, one not finished misses the TPOT limit (its TPOT is not known: a run
-    stopped at a horizon counts what it left in flight as failures), and a finished one-token
-    request has no TPOT to miss. Goodput is the attainment times the rate the requests were offered
-    at (``offered_requests_per_s``, :func:`offered_rate` of their arrivals), at most the rate they
-    are served at (``requests_per_s``): the good requests per second, each miss counted once (a run
-    that falls behind leaves its late requests out of the served rate as well as the attainment);
-    without an offered rate, the attainment times the served rate. The 99th percentiles meet the
-    limits only where every request finished (a TPOT percentile of none: every output one token)."""
+    misses the TTFT limit, one not finished misses the TPOT limit (its TPOT is not known), and a
+    finished one-token request has no TPOT to miss. Goodput is the attainment times the rate the
+    requests were offered at (``offered_requests_per_s``, :func:`offered_rate` of their arrivals),
+    at most the rate they are served at (``requests_per_s``): the good requests per second, each
+    miss counted once (a run that falls behind leaves its late requests out of the served rate as
+    well as the attainment); without an offered rate, the attainment times the served rate. The 99th
+    percentiles meet the limits only where every request finished (a TPOT percentile of none: every
+    output one token). ``undecided`` marks requests a run stopped at a horizon left in flight that
+    have missed no limit yet (a first token in time, or none but not yet waited longer than the TTFT
+    limit): they are left out of every share (``num_unscored``), as neither met nor missed; the SLO
+    is ``meets`` only where it holds with each of them a miss (a horizon too short to tell says
+    missed)."""
     ttft_s = np.asarray(ttft_s, dtype=np.float64)
     tpot_s = np.asarray(tpot_s, dtype=np.float64)
     done = np.isfinite(ttft_s) if finished is None else np.asarray(finished, dtype=bool)
+    scored = np.ones(ttft_s.shape, dtype=bool) if undecided is None else ~np.asarray(undecided, dtype=bool)
+    ttft_s, tpot_s, done = ttft_s[scored], tpot_s[scored], done[scored]
     count = max(int(ttft_s.size), 1)
     ttft_ok = np.isfinite(ttft_s) & (True if slo.ttft_s is None else ttft_s <= slo.ttft_s)
     tpot_ok = done & (True if slo.tpot_s is None else ~(tpot_s > slo.tpot_s))  # one token: no TPOT to miss
@@ -200,6 +208,7 @@ def slo_result(
     p99 = all_done and (slo.ttft_s is None or ttft.p99_s <= slo.ttft_s) and tpot_p99_ok
     ttft_share, tpot_share = float(ttft_ok.sum()) / count, float(tpot_ok.sum()) / count
     met = min(ttft_share, tpot_share) if slo.per_limit else attainment
+    met *= count / (count + int((~scored).sum()))  # met only if it holds with every unscored request a miss
     return SloResult(
         slo=slo,
         ttft_attainment=ttft_share,
@@ -211,6 +220,7 @@ def slo_result(
         p99_meets=bool(p99),
         served_requests_per_s=requests_per_s,
         offered_requests_per_s=math.nan if offered_requests_per_s is None else offered_requests_per_s,
+        num_unscored=int((~scored).sum()),
     )
 
 
@@ -289,13 +299,21 @@ class Settling(Record):
     in flight over the larger of it and the requests arriving in a half is a share of the arrivals,
     at most 1. Arrivals at an even pace grow it by about the requests arriving in a half, the
     measure the settling threshold was set on; arrivals bunched late grow it more, and a run that
-    completed nothing over them read above 100% (NaN: not recorded, the half alone)."""
+    completed nothing over them read above 100% (NaN: not recorded, the half alone).
+
+    ``first_half_queue`` and ``second_half_queue`` are the requests waiting for admission (not yet
+    in a batch), averaged over the iterations' time in each half: a deployment offered more than it
+    serves fills its batch and then queues the rest, so its queue grows (``falling_behind``); one
+    whose requests in flight grow while none wait longer is still filling its batch (the run is too
+    short for its steady state) but admits every request it is offered (NaN: not recorded)."""
 
     first_half_in_flight: float
     second_half_in_flight: float
     measured_arrivals: int
     first_half_arrived: float = math.nan
     second_half_arrived: float = math.nan
+    first_half_queue: float = math.nan
+    second_half_queue: float = math.nan
 
     @property
     def backlog_share(self) -> float:
@@ -309,24 +327,69 @@ class Settling(Record):
         return (self.second_half_in_flight - self.first_half_in_flight) / half
 
     @property
+    def queue_growth_share(self) -> float:
+        """Growth of the requests waiting for admission from the first half to the second, over the
+        same requests as :attr:`backlog_share` (NaN: the queue not recorded)."""
+        half = max(self.measured_arrivals / 2.0, 1.0)
+        arrived = self.second_half_arrived - self.first_half_arrived
+        if math.isfinite(arrived):
+            half = max(half, arrived)
+        return (self.second_half_queue - self.first_half_queue) / half
+
+    @property
+    def falling_behind(self) -> bool | None:
+        """Whether the queue for admission grew by more than :data:`SETTLED_BACKLOG` of the arrivals
+        (``None``: the queue not recorded). A run that did not settle without it was filling its
+        batch: it served every request it was offered, at latencies that still grow."""
+        growth = self.queue_growth_share
+        return None if math.isnan(growth) else growth > SETTLED_BACKLOG
+
+    @property
     def settled(self) -> bool:
         """The backlog within :data:`SETTLED_BACKLOG` of the arrivals either way."""
         return abs(self.backlog_share) <= SETTLED_BACKLOG
 
+    @property
+    def kept_up(self) -> bool:
+        """Whether the deployment served every request it was offered: it settled, or its queue for
+        admission did not grow (its batch still filling, or a backlog draining)."""
+        return self.settled or self.falling_behind is False
+
     def to_dict(self) -> JsonDict:
-        return {**super().to_dict(), "backlog_share": self.backlog_share, "settled": self.settled}
+        return {
+            **super().to_dict(),
+            "backlog_share": self.backlog_share,
+            "settled": self.settled,
+            "queue_growth_share": self.queue_growth_share,
+            "falling_behind": self.falling_behind,
+        }
 
     def describe(self) -> str:
         """One line for a run that did not settle (empty for one that did)."""
         if self.settled:
             return ""
         first, second = self.first_half_in_flight, self.second_half_in_flight
+        if second > first and self.falling_behind is False:
+            return (
+                f"not settled: requests in flight rose from {first:,.1f} over the first half of the measured "
+                f"arrivals to {second:,.1f} over the second ({self.backlog_share:.0%} of the requests that "
+                f"arrived) while the queue for admission held {self.first_half_queue:,.1f} then "
+                f"{self.second_half_queue:,.1f}: the deployment admitted every request and was still filling "
+                "its batch, so the run is too short for its steady state and these latencies are a lower "
+                "bound (simulate more requests with --requests and --warmup)"
+            )
         if second > first:
+            queue = (
+                f"; requests waiting for admission rose from {self.first_half_queue:,.1f} to "
+                f"{self.second_half_queue:,.1f}"
+                if self.falling_behind
+                else ""
+            )
             return (
                 f"not settled: requests in flight rose from {first:,.1f} over the first half of the measured "
                 f"arrivals to {second:,.1f} over the second, the deployment falling behind by "
-                f"{self.backlog_share:.0%} of the requests that arrived (100%: none completing): the rate "
-                "is at or above what it sustains, or the run is too short to fill its batch; these "
+                f"{self.backlog_share:.0%} of the requests that arrived (100%: none completing){queue}: "
+                "the rate is at or above what it sustains, or the run is too short to fill its batch; these "
                 "latencies are a lower bound "
                 "(simulate more requests with --requests and --warmup, or find the rate it sustains with "
                 "--max-rate-at-slo)"
@@ -338,10 +401,17 @@ class Settling(Record):
         )
 
 
-def settling(arrival_s: Array, finish_s: Array, measured_arrival_s: Array) -> Settling | None:
+def settling(
+    arrival_s: Array,
+    finish_s: Array,
+    measured_arrival_s: Array,
+    *,
+    queue: tuple[Array, Array, Array] | None = None,
+) -> Settling | None:
     """:class:`Settling` of a run whose requests arrived at ``arrival_s`` and finished at
     ``finish_s`` (``inf``: not finished), measured over the span of ``measured_arrival_s``;
-    ``None`` when that span is empty or holds fewer than :data:`MIN_SETTLING_ARRIVALS` arrivals."""
+    ``None`` when that span is empty or holds fewer than :data:`MIN_SETTLING_ARRIVALS` arrivals.
+    ``queue``: the iterations' starts, seconds and requests waiting, for the queue's growth."""
     measured = measured_arrival_s[np.isfinite(measured_arrival_s)]
     if measured.size < max(MIN_SETTLING_ARRIVALS, 2):
         return None
@@ -358,7 +428,30 @@ def settling(arrival_s: Array, finish_s: Array, measured_arrival_s: Array) -> Se
         measured_arrivals=int(measured.size),
         first_half_arrived=in_flight_mean(arrivals, never, start, middle),
         second_half_arrived=in_flight_mean(arrivals, never, middle, end),
+        **_half_queues(queue, start, middle, end),
     )
+
+
+def _half_queues(
+    queue: tuple[Array, Array, Array] | None, start: float, middle: float, end: float
+) -> dict[str, float]:
+    """The mean requests waiting over the iterations' time in ``[start, middle]`` and in
+    ``[middle, end]`` (:class:`Settling`; none without ``queue``, or where no iteration ran).
+
+    >>> starts, seconds, waiting = np.array([0.0, 1.0, 2.0, 3.0]), np.ones(4), np.array([0.0, 2.0, 4.0, 6.0])
+    >>> _half_queues((starts, seconds, waiting), 0.0, 2.0, 4.0)
+    {'first_half_queue': 1.0, 'second_half_queue': 5.0}
+    """
+    if queue is None:
+        return {}
+    starts, seconds, waiting = queue
+    edges = np.array([start, middle, end])
+    busy = _held_integral(starts, starts + seconds, np.ones_like(waiting), edges)
+    held = _held_integral(starts, starts + seconds, waiting, edges)
+    if not (busy > 0).all():
+        return {}
+    first, second = held / busy
+    return {"first_half_queue": float(first), "second_half_queue": float(second)}
 
 
 def _slice_means(starts: Array, values: Array, durations: Array, edges: Array) -> tuple[float, ...]:

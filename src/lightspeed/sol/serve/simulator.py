@@ -61,7 +61,8 @@ class SimulationResult(Record):
     """What one simulated run reached (times in seconds, rates per second).
 
     ``output_tokens_per_s_per_user`` is the mean over requests of their decode speed
-    (``1 / TPOT``); ``mean_in_flight`` counts requests arrived and not completed,
+    (``1 / TPOT``); ``mean_in_flight`` counts measured requests arrived and not completed (the
+    warm-up's left out, so it is the measured throughput times their mean latency: Little's law),
     ``mean_running`` / ``max_running`` sequences admitted to a batch, ``mean_queue`` /
     ``max_queue`` requests waiting for admission (time-weighted over iterations);
     ``max_kv_use`` is the fullest rank's share of its KV cache. ``settling`` (arrivals at a rate,
@@ -77,9 +78,11 @@ class SimulationResult(Record):
     ``served_requests_per_s`` is the rate the deployment serves, the rate the SLO's goodput is a
     share of: for requests that arrive over time (:func:`_open_loop_rate`), the rate they arrived
     at (:func:`~lightspeed.sol.serve.run_metrics.offered_rate`) where the run kept up (it settled),
-    else the lower of that and the rate the run completed requests at over its whole busy span
-    (every completion, warm-up ones included, from the first arrival to the last completion or the
-    horizon: a deployment that falls behind is busy throughout, so this is near its capacity); for
+    else the lower of that and the higher of two measures of its capacity: the rate the run
+    completed requests at over its whole busy span (every completion, warm-up ones included, from
+    the first arrival to the last completion or the horizon: a deployment that falls behind is busy
+    throughout), and the rate requests flowed through decoding from the first completion to the last
+    measured arrival (:func:`_decode_flow_rate`: the ramp and the drain left out); for
     a closed loop, the rate while every user is busy (:func:`_closed_loop_rate`: Little's law, the
     users over their mean latency, the start's queue and the drain left out). It is never above
     ``offered_requests_per_s``, the rate the measured requests arrived at (their count after the
@@ -427,7 +430,12 @@ def _result(
     with np.errstate(invalid="ignore", divide="ignore"):
         per_user = float(np.nanmean(1.0 / tpot)) if np.isfinite(tpot).any() else math.nan
     run_settling = (
-        settling(outcome.arrival_s, outcome.finish_s, outcome.arrival_s[measured & arrived])
+        settling(
+            outcome.arrival_s,
+            outcome.finish_s,
+            outcome.arrival_s[measured & arrived],
+            queue=(outcome.iteration_start_s, outcome.iteration_s, outcome.iteration_queue),
+        )
         if workload.arrivals.kind in RATE_ARRIVALS and workload.trace is None
         else None
     )
@@ -448,7 +456,15 @@ def _result(
         served = _open_loop_rate(
             offered,
             kept_up=None if run_settling is None else run_settling.settled,
-            busy_per_s=_busy_rate(outcome.arrival_s, outcome.finish_s, end),
+            busy_per_s=max(
+                _busy_rate(outcome.arrival_s, outcome.finish_s, end),
+                _decode_flow_rate(
+                    outcome.first_token_s,
+                    outcome.finish_s,
+                    start_s=start,
+                    end_s=float(outcome.arrival_s[scored].max(initial=start)),
+                ),
+            ),
             overall=overall,
         )
     # the load figures cover the measured window, as the latencies do (a warm-up's ramp left out)
@@ -476,7 +492,7 @@ def _result(
         output_tokens_per_s_per_gpu=output_tokens / duration / plan.num_gpus,
         output_tokens_per_s_per_user=per_user,
         total_tokens_per_s=total_tokens / duration,
-        mean_in_flight=in_flight_mean(outcome.arrival_s[arrived], outcome.finish_s[arrived], start, end),
+        mean_in_flight=in_flight_mean(outcome.arrival_s[scored], outcome.finish_s[scored], start, end),
         mean_running=load.mean_running,
         max_running=load.max_running,
         mean_queue=load.mean_queue,
@@ -503,6 +519,9 @@ def _result(
             requests_per_s=served,
             num_gpus=plan.num_gpus,
             offered_requests_per_s=offered,
+            undecided=None
+            if horizon_s is None
+            else _undecided(slo, scored_ttft, finished[scored], horizon_s - outcome.arrival_s[scored]),
         ),
         series=time_series(
             arrival_s=outcome.arrival_s[arrived] - start,
@@ -521,6 +540,21 @@ def _result(
         settling=run_settling,
         _outcome=outcome,
     )
+
+
+def _undecided(slo: ServiceLevel, ttft_s: Array, finished: Array, waited_s: Array) -> Array:
+    """Requests in flight at a horizon that have missed no limit yet: a first token within the TTFT
+    limit (their TPOT not known until they finish), or none yet after waiting ``waited_s``, no
+    longer than that limit.
+
+    >>> slo = ServiceLevel(ttft_s=1.0, tpot_s=0.1)
+    >>> ttft, waited = np.array([0.5, 2.0, np.nan, np.nan, 0.5]), np.array([9.0, 9.0, 0.5, 3.0, 9.0])
+    >>> _undecided(slo, ttft, np.array([False, False, False, False, True]), waited).tolist()
+    [True, False, True, False, False]
+    """
+    limit = math.inf if slo.ttft_s is None else slo.ttft_s
+    in_time = np.where(np.isfinite(ttft_s), ttft_s <= limit, waited_s <= limit)
+    return np.asarray(~finished & in_time, dtype=bool)
 
 
 def _measured(arrival_s: Array, warmup: int) -> Array:
@@ -565,6 +599,30 @@ def _busy_rate(arrival_s: Array, finish_s: Array, end_s: float) -> float:
     span = end_s - float(arrived.min()) if arrived.size else 0.0
     done = np.count_nonzero(np.isfinite(finish_s) & (finish_s <= end_s))
     return float(done) / span if span > 0 else math.nan
+
+
+def _decode_flow_rate(first_token_s: Array, finish_s: Array, *, start_s: float, end_s: float) -> float:
+    """Requests per second through decoding from the first completion after ``start_s`` to
+    ``end_s`` (the last measured arrival, or the horizon): each request counts the share of its
+    decode (first token to completion) inside that window, so the ramp before anything completes,
+    the drain after the arrivals stop and the waves of requests that started together are left out
+    (Little's law over the window: the mean decoding over the mean decode time). A request not
+    finished counts nothing; one output token counts whole where its first token falls inside.
+
+    >>> first = np.array([0.0, 1.0, 2.0, 3.0, 4.0])  # decodes of 2 s; window [2, 5]: 0 + 0.5 + 1 + 1 + 0.5
+    >>> _decode_flow_rate(first, first + 2.0, start_s=0.0, end_s=5.0)
+    1.0
+    """
+    finish, first = finish_s, first_token_s
+    done = np.isfinite(finish)
+    begin = max(start_s, float(finish[done].min(initial=np.inf)))
+    if not end_s > begin:
+        return math.nan
+    decode = np.where(done, finish - first, np.nan)
+    inside = np.clip(np.minimum(finish, end_s) - np.maximum(first, begin), 0.0, None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(decode > 0, inside / decode, ((first >= begin) & (first <= end_s)).astype(float))
+    return float(np.sum(share[done])) / (end_s - begin)
 
 
 def _closed_loop_rate(

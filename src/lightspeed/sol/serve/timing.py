@@ -17,12 +17,13 @@ DeepSeek-R1 MLPerf Offline run on eight B200 with attention DP evaluates 6,400 s
 to the same figure as whole rows in about two thirds of their CPU time:
 ``benchmarks/timing_segments.py``).
 
-A decode-only iteration is one row lookup. An iteration with prompt tokens uses
-the engine's own additivity: its parts are sums of per-operation times, so the
-time is the engine's launch and host time on top of ``busy`` = the row of its prompt
-tokens at a reference context, plus what its decode context changes (from the
-decode rows), plus what its prompts' attended context changes (prefill
-attention, computed per prompt bucket). Where the parts do not add (two-batch
+A decode-only iteration is one row lookup, its seconds then kept by shape (its
+buckets and its exact decoding sequences), so most iterations cost one dict lookup.
+An iteration with prompt tokens uses the engine's own additivity: its parts are sums
+of per-operation times, so the time is the engine's launch and host time on top of
+``busy`` = the row of its prompt tokens at a reference context, plus what its decode
+context changes (from the decode rows), plus what its prompts' attended context
+changes (prefill attention, computed per prompt bucket). Where the parts do not add (two-batch
 overlap hides the all-to-all behind the rest) and with attention data
 parallelism, every shape is looked up whole.
 
@@ -135,8 +136,17 @@ class IterationTimer:
         self.host_per_sequence_s = serving.host_per_sequence_s
         self.overlap = serving.overlap_scheduler
         self.reference_bucket = bucket(REFERENCE_CONTEXT, CONTEXT_PER_OCTAVE)
+        # replica_s's kernel and issue seconds of a step without and with decoding sequences (these
+        # run the draft steps' kernels too), derived once: seconds() asks them on every call
+        decoding_kernels = 1.0 + self.draft_steps
+        self._kernel_s = (self.kernel_s, self.kernel_s * decoding_kernels)
+        self._issue_s = (self.issue_s, self.issue_s * decoding_kernels)
+        self._issues_kernels = serving.issues_kernels
         self._rows: dict[tuple[int, ...], list[float]] = {}
         self._prompt_context: dict[int, tuple[list[float], int]] = {}
+        # a decode-only iteration's seconds by (context bucket, stage-token bucket, decoding
+        # sequences): the whole answer of most calls, looked up once bucketed
+        self._decode_seconds: dict[tuple[int, int, int], float] = {}
         self.lookups = 0
         self.evaluations = 0
 
@@ -220,10 +230,12 @@ class IterationTimer:
     def _lookup(self, key: tuple[int, ...], micro: int) -> float:
         segment, offset = divmod(micro, self.segment_length)
         at = (*key, segment)
-        row = self._rows.get(at)
-        if row is None:
-            row = self._rows[at] = self._row(at)
-        return row[offset]
+        return (self._rows.get(at) or self._stored_row(at))[offset]
+
+    def _stored_row(self, at: tuple[int, ...]) -> list[float]:
+        """:meth:`_row` of ``at``, kept for the lookups after (a row is never empty)."""
+        row = self._rows[at] = self._row(at)
+        return row
 
     def _prompt_context_column(self, prompt_bucket: int) -> tuple[list[float], int]:
         """(busy seconds of a prompt bucket alone at every attended-context bucket, the bucket of
@@ -256,52 +268,59 @@ class IterationTimer:
         ``decode_context``, beside ``prefill_tokens`` prompt tokens attending ``prompt_context`` on
         average; ``total_tokens`` is the whole stage's token count (attention DP only)."""
         self.lookups += 1
-        pp = self.pp
-        micro = -(-decode_sequences // pp)
         context = bucket(decode_context, CONTEXT_PER_OCTAVE) if decode_sequences else 0
-        stage_prefill = stage_tokens(prefill_tokens, pp)
-        stage_total = stage_tokens(total_tokens, pp) if self.ranks > 1 else 0.0
-        rows = self._rows
+        total = bucket(stage_tokens(total_tokens, self.pp), PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
+        micro = -(-decode_sequences // self.pp)  # decoding sequences per micro-batch
+        key = None  # of a decode-only shape, whose seconds are kept
         if not prefill_tokens:
-            total = bucket(stage_total, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
-            segment, offset = divmod(micro, self.segment_length)
-            row = rows.get((context, 0, 0, total, segment))
-            busy = row[offset] if row is not None else self._lookup((context, 0, 0, total), micro)
-        elif self.exact:
-            key = (
-                context,
-                bucket(stage_prefill, PROMPT_PER_OCTAVE),
-                bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE),
-                bucket(stage_total, PROMPT_PER_OCTAVE) if self.ranks > 1 else 0,
-            )
-            busy = self._lookup(key, micro)
+            decode_key = (context, total, decode_sequences)
+            answer = self._decode_seconds.get(decode_key)
+            if answer is not None:
+                return answer
+            key = decode_key
+            busy = self._lookup((context, 0, 0, total), micro)
+            issued = self.decode_issued
         else:
+            stage_prefill = stage_tokens(prefill_tokens, self.pp)
             prompt = bucket(stage_prefill, PROMPT_PER_OCTAVE)
-            entry = self._prompt_context.get(prompt) or self._prompt_context_column(prompt)
-            column, half = entry
-            busy = column[
-                min(bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE), MAX_PROMPT_CONTEXT_BUCKET - 1)
-            ]
-            if micro:
-                reference = self.reference_bucket
-                busy += (
-                    self._lookup((reference, prompt, half, 0), micro)
-                    - column[half]
-                    + self._lookup((context, 0, 0, 0), micro)
-                    - self._lookup((reference, 0, 0, 0), micro)
-                )
-        issued = self.decode_issued
-        if prefill_tokens:
-            issued = float(self.serving.issues_kernels(stage_prefill, micro + stage_prefill))
+            if self.exact:
+                at = (context, prompt, bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE), total)
+                busy = self._lookup(at, micro)
+            else:
+                busy = self._prompt_busy(micro, context, prompt, prompt_context)
+            issued = float(self._issues_kernels(stage_prefill, micro + stage_prefill))
         seconds = self.replica_s(busy, float(decode_sequences), issued)
-        if not math.isfinite(seconds) or seconds <= 0.0:
+        if not 0.0 < seconds < math.inf:  # NaN fails both comparisons
             raise FloatingPointError(
                 f"internal error: the iteration cost of {decode_sequences} decoding sequences at context "
                 f"{decode_context:g}, {prefill_tokens:g} prompt tokens attending {prompt_context:g} and "
-                f"{total_tokens:g} stage tokens (tp={self.plan.tp} pp={pp} dp_attention={self.ranks}) is "
-                f"{seconds!r} s, not a positive number of seconds"
+                f"{total_tokens:g} stage tokens (tp={self.plan.tp} pp={self.pp} dp_attention={self.ranks}) "
+                f"is {seconds!r} s, not a positive number of seconds"
             )
+        if key is not None:
+            self._decode_seconds[key] = seconds
         return seconds
+
+    def _prompt_busy(self, micro: int, context: int, prompt: int, prompt_context: float) -> float:
+        """Busy seconds of an iteration with prompt tokens where the parts add (see the module):
+        the prompt bucket ``prompt`` alone at its attended context, plus what ``micro`` decoding
+        sequences per micro-batch at context bucket ``context`` add beside it."""
+        entry = self._prompt_context.get(prompt) or self._prompt_context_column(prompt)
+        column, half = entry
+        busy = column[min(bucket(prompt_context, PROMPT_CONTEXT_PER_OCTAVE), MAX_PROMPT_CONTEXT_BUCKET - 1)]
+        if micro:  # three rows at the same decode count: one segment, one offset
+            segment, offset = divmod(micro, self.segment_length)
+            reference, rows, stored = self.reference_bucket, self._rows, self._stored_row
+            prompt_at = (reference, prompt, half, 0, segment)
+            decode_at = (context, 0, 0, 0, segment)
+            reference_at = (reference, 0, 0, 0, segment)
+            busy += (
+                (rows.get(prompt_at) or stored(prompt_at))[offset]
+                - column[half]
+                + (rows.get(decode_at) or stored(decode_at))[offset]
+                - (rows.get(reference_at) or stored(reference_at))[offset]
+            )
+        return busy
 
     def replica_s(self, busy: float, sequences: float = 0.0, issued: float | None = None) -> float:
         """A replica iteration of ``busy`` roofline seconds (``pp`` stage iterations) over
@@ -310,10 +329,10 @@ class IterationTimer:
         (``tests/sol/serve/test_serve_timing.py`` holds the two equal). A step that decodes with
         drafts also runs the draft steps' kernels (``busy`` holds their roofline work), each at the
         fixed time and issue of a decode step's kernels times the draft cost fraction."""
-        kernels = 1.0 + self.draft_steps if sequences > 0 else 1.0
-        gpu = busy + self.kernel_s * kernels
+        decoding = sequences > 0
+        gpu = busy + self._kernel_s[decoding]
         host = self.host_s + self.host_per_sequence_s * sequences
-        issue = self.issue_s * kernels * (self.decode_issued if issued is None else issued)
+        issue = self._issue_s[decoding] * (self.decode_issued if issued is None else issued)
         if self.overlap:
             return max(gpu, issue + host)
         return max(gpu, issue) + host

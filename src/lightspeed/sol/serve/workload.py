@@ -225,6 +225,19 @@ class LengthDistribution(Record):
             values=items,
         )
 
+    @property
+    def shortest_tokens(self) -> int:
+        """The fewest tokens :meth:`sample` draws: a fixed length itself, else the lower bound
+        draws are clipped to (1 for a log-normal without bounds).
+
+        >>> fixed, uniform = LengthDistribution.fixed(500), LengthDistribution.uniform(100, 300)
+        >>> fixed.shortest_tokens, uniform.shortest_tokens
+        (500, 100)
+        """
+        if self.kind == "fixed":
+            return round(self.mean_tokens)
+        return max(self.minimum_tokens, 1)
+
     def sample(self, rng: np.random.Generator, count: int) -> Array:
         """``count`` lengths (int64), at least 1 each."""
         if self.kind == "fixed":
