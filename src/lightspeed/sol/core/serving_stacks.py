@@ -651,6 +651,31 @@ def _vendor_defaults(file: Path) -> Mapping[str, str]:
     return defaults
 
 
+@functools.lru_cache(maxsize=4)
+def unprofiled_servers(path: Path | None = None) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(name, the words sources write it in) of each server with no serving profile
+    (``[unprofiled_servers]`` in ``sol/data/stacks.toml``): a separator in a word (space, ``-``,
+    ``_``) matches any of them or none, each word whole.
+
+    >>> names = dict(unprofiled_servers())
+    >>> bool(names["TGI"].search("text-generation-inference 2.0")), bool(names["TGI"].search("tgis"))
+    (True, False)
+    """
+    file = path or stacks_file()
+    table = Fields(str(file), load_toml(file)).table("unprofiled_servers")
+    assert table is not None
+    servers = []
+    for name in table.data:
+        words = [re.escape(word.lower()) for word in table.strings(name)]
+        if not words:
+            raise DataFileError(
+                table.path, "lists no words a source writes the server in", field=name, value=[]
+            )
+        spelled = (re.sub(r"(?:\\ |\\-|_)", r"[\\s_-]?", word) for word in words)
+        servers.append((name, re.compile(r"\b(?:" + "|".join(spelled) + r")\b")))
+    return tuple(servers)
+
+
 def default_serving_stack(
     vendor: str, year: int | None = None, *, unprofiled: str = ""
 ) -> tuple[ServingStack, str]:
@@ -820,4 +845,5 @@ __all__ = [
     "release_range",
     "serving_stack_for",
     "serving_stack_on",
+    "unprofiled_servers",
 ]

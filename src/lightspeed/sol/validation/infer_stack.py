@@ -18,7 +18,12 @@ from typing import Final, NamedTuple
 
 from lightspeed.errors import UnsupportedError, closest_names
 from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stacks, serving_stack_for
+from lightspeed.sol.core.serving_stacks import (
+    ServingStack,
+    load_serving_stacks,
+    serving_stack_for,
+    unprofiled_servers,
+)
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import RowError
 
@@ -39,26 +44,6 @@ _NAMED_RELEASE = re.compile(
 )
 
 
-# Serving frameworks that publish results but have no serving profile (sol/data/stacks.toml), by
-# the words sources write them in: a row naming one is predicted on the default profile, as a row
-# naming no server is, and its note says which server it named (the serving counterpart of the
-# training stacks' ``unprofiled_frameworks``)
-_UNPROFILED_SERVERS: Final = (
-    ("LMDeploy", re.compile(r"\blmdeploy\b|\bturbomind\b")),
-    ("TGI", re.compile(r"\btgi\b|text[\s_-]generation[\s_-]inference")),
-    ("MLC LLM", re.compile(r"\bmlc[\s_-]?llm\b|\bmlcengine\b|\bmlc[\s_-]ai\b")),
-    ("JetStream", re.compile(r"\bjetstream\b")),
-    ("DeepSpeed-FastGen", re.compile(r"\bdeepspeed[\s_-]?(?:fastgen|mii)\b|\bfastgen\b")),
-    ("llama.cpp", re.compile(r"\bllama\.cpp\b|\bllama-server\b")),
-    ("Ollama", re.compile(r"\bollama\b")),
-    ("LightLLM", re.compile(r"\blightllm\b")),
-    ("KTransformers", re.compile(r"\bktransformers\b")),
-    ("ExLlama", re.compile(r"\bexllama(?:v2)?\b")),
-    ("CTranslate2", re.compile(r"\bctranslate2\b")),
-    ("FasterTransformer", re.compile(r"\bfastertransformer\b")),
-    ("OpenVINO", re.compile(r"\bopenvino\b")),
-    ("transformers-neuronx", re.compile(r"\btransformers[\s_-]neuronx\b")),
-)
 # A server the source names by a label (``framework: SuperServe 3.1``, ``serving engine=foo``,
 # ``inference server: bar``): the name, up to a separator or a flag, whatever it is (not a unit,
 # ``Server: tokens/s``)
@@ -73,8 +58,9 @@ _TRAILING_RELEASE: Final = re.compile(r"\s+v?\d[\w.+-]*$")
 
 def unprofiled_server(text: str) -> str:
     """Why a server the source ``text`` names has no serving profile (``''`` where it names none):
-    one lightspeed knows (:data:`_UNPROFILED_SERVERS`), or a name a label gives it that no profile
-    and no known server has, with the closest known names (:func:`~lightspeed.errors.closest_names`).
+    one lightspeed knows (``[unprofiled_servers]`` in ``sol/data/stacks.toml``), or a name a label
+    gives it that no profile and no known server has, with the closest known names
+    (:func:`~lightspeed.errors.closest_names`).
     ``''`` too where the text names a server with a profile (that profile is the row's).
 
     >>> unprofiled_server("InternLM/lmdeploy docs, LMDeploy v0.1.0a1 TurboMind")
@@ -88,7 +74,7 @@ def unprofiled_server(text: str) -> str:
     stacks = load_serving_stacks().values()
     if any(word in lowered for stack in stacks for word in stack.frameworks):
         return ""
-    known = next((name for name, words in _UNPROFILED_SERVERS if words.search(lowered)), None)
+    known = next((name for name, words in unprofiled_servers() if words.search(lowered)), None)
     if known is not None:
         return f"the row names {known}, which has no serving profile"
     labelled = _LABELLED_SERVER.search(text)
@@ -97,7 +83,7 @@ def unprofiled_server(text: str) -> str:
     name = labelled.group("name").strip(" .,")
     profiled = sorted({stack.frameworks[0] for stack in stacks if stack.frameworks})
     closest = closest_names(
-        _TRAILING_RELEASE.sub("", name), [*profiled, *(server for server, _ in _UNPROFILED_SERVERS)]
+        _TRAILING_RELEASE.sub("", name), [*profiled, *(server for server, _ in unprofiled_servers())]
     )
     listing = (
         f"closest: {', '.join(closest)}" if closest else f"servers with a profile: {', '.join(profiled)}"
