@@ -5,11 +5,22 @@ left are in docs/benchmarks.md."""
 
 from __future__ import annotations
 
+from functools import partial
+
+import pytest
+
+from lightspeed.sol import inference_predictor
 from scripts import load_script
 
 
-def test_the_online_table_is_read_whole_and_a_queue_of_every_request_lands_within_20_percent() -> None:
-    result = load_script("benchmarks/perf_overview_check.py").check_online()
+def test_the_online_table_is_read_whole_and_a_queue_of_every_request_lands_within_20_percent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = load_script("benchmarks/perf_overview_check.py")
+    # the predictions alone: the two more runs per row that draw a latency under load its band
+    # (load_bands) change no predicted value and no refusal, and were two thirds of the time
+    monkeypatch.setattr(script, "inference_predictor", partial(inference_predictor, load_bands=False))
+    result = script.check_online()
     assert result["num_rows"] == 144
     assert result["refused"] == []
     # 500 requests sent at once: the mean TTFT is mostly the queue ahead of each prompt, which
