@@ -3,40 +3,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-HEADER = (
-    "id\tkind\tsource\tmodel\tparams_B\tlayers\thidden\theads(kv)\tffn\tvocab\tseq\tglobal_batch\t"
-    "micro_batch\tTP\tPP\tVPP\tCP\tDP\tEP\tsharding\tGPUs\thardware\tprecision\trecompute\tmetric\t"
-    "measured\tderived_or_check\tconfidence"
-)
-
-
-def _serving_row(row_id: str, load: str, metric: str, value: str) -> str:
-    return (
-        f"{row_id}\tinfer\tvLLM 0.6.3 benchmark_serving.py\tLlama 3.1 8B\t\t\t\t\t\t\t"
-        f"input 1024, output 128\t{load}\t\t1\t\t\t\t\t\t\t1\tH100 SXM\tBF16\t\t{metric}\t{value}\t\tread"
-    )
-
-
-def _rows(run_cli: Any, tmp_path: Path, *rows: str) -> dict[str, Any]:
-    path = tmp_path / "rows.tsv"
-    path.write_text("\n".join((HEADER, *rows)) + "\n", encoding="utf-8")
-    result = run_cli("validate", str(path), "--json")
-    assert result.code == 0, result.err
-    return {row["id"]: row for row in json.loads(result.out)["rows"]}
+from user_rows import serving_row, validated_rows
 
 
 def test_99p_and_p_dash_99_predict_the_p99(run_cli: Any, tmp_path: Path) -> None:
-    rows = _rows(
+    rows = validated_rows(
         run_cli,
         tmp_path,
-        _serving_row("A", "--max-concurrency 16", "P99 TTFT (ms)", "120"),
-        _serving_row("B", "--max-concurrency 16", "99p TTFT (ms)", "120"),
-        _serving_row("C", "--max-concurrency 16", "p-99 TTFT (ms)", "120"),
-        _serving_row("D", "--max-concurrency 16", "Mean TTFT (ms)", "120"),
+        serving_row("A", "--max-concurrency 16", "P99 TTFT (ms)", "120"),
+        serving_row("B", "--max-concurrency 16", "99p TTFT (ms)", "120"),
+        serving_row("C", "--max-concurrency 16", "p-99 TTFT (ms)", "120"),
+        serving_row("D", "--max-concurrency 16", "Mean TTFT (ms)", "120"),
     )
     p99 = rows["A"]["predicted"]
     assert rows["B"]["predicted"] == p99
@@ -45,10 +25,10 @@ def test_99p_and_p_dash_99_predict_the_p99(run_cli: Any, tmp_path: Path) -> None
 
 
 def test_a_batch_range_written_with_to_is_refused_as_runs(run_cli: Any, tmp_path: Path) -> None:
-    rows = _rows(
+    rows = validated_rows(
         run_cli,
         tmp_path,
-        _serving_row("R", "Batch Size 1 to 256", "Output token throughput (tok/s)", "2000"),
+        serving_row("R", "Batch Size 1 to 256", "Output token throughput (tok/s)", "2000"),
     )
     assert rows["R"]["predicted"] is None
     assert "is a range of runs" in rows["R"]["reason"]
@@ -59,7 +39,7 @@ def test_a_fraction_metric_over_one_is_refused(run_cli: Any, tmp_path: Path) -> 
         "T\ttrain\tNVIDIA dgxc-benchmarking v25.05 NeMo\tNemotron4 15b\t15\t32\t6144\t48 (8 query groups)\t"
         "24576\t256000\t4096\t64\t2\t2\t1\tNA\t1\t8\tNA\tn/r\t16\tH100\tBF16\tn/r\tMFU (fraction)\t{}\t\tread"
     )
-    rows = _rows(run_cli, tmp_path, row.format("45").replace("T\t", "F\t", 1), row.format("0.45"))
+    rows = validated_rows(run_cli, tmp_path, row.format("45").replace("T\t", "F\t", 1), row.format("0.45"))
     assert rows["F"]["predicted"] is None
     assert "says it is a fraction" in rows["F"]["reason"]
     assert rows["T"]["predicted"] is not None  # 0.45 under the same metric is 45%

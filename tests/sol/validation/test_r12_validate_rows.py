@@ -10,7 +10,6 @@ Hand figures used below (public sources):
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -23,34 +22,12 @@ from lightspeed.sol.validation.plausibility import check_serving_figure
 from lightspeed.sol.validation.readings import Reading, RowError
 from lightspeed.sol.validation.structured import load_published_runs
 from lightspeed.workload import ModelRegistry
+from user_rows import serving_row, validated_rows
 
 LLAMA_8B_PARAMS = 8.03e9
 LLAMA_70B_PARAMS = 70.6e9
 H100_FASTEST_PEAK = 1979e12  # FLOP/s, dense FP8
 DAY_S = 86_400.0
-
-HEADER = (
-    "id\tkind\tsource\tmodel\tparams_B\tlayers\thidden\theads(kv)\tffn\tvocab\tseq\tglobal_batch\t"
-    "micro_batch\tTP\tPP\tVPP\tCP\tDP\tEP\tsharding\tGPUs\thardware\tprecision\trecompute\tmetric\t"
-    "measured\tderived_or_check\tconfidence"
-)
-
-
-def _serving_row(
-    row_id: str, load: str, metric: str, value: str, *, source: str = "vLLM 0.6.3 benchmark_serving.py"
-) -> str:
-    return (
-        f"{row_id}\tinfer\t{source}\tLlama 3.1 8B\t\t\t\t\t\t\t"
-        f"input 1024, output 128\t{load}\t\t1\t\t\t\t\t\t\t1\tH100 SXM\tBF16\t\t{metric}\t{value}\t\tread"
-    )
-
-
-def _rows(run_cli: Any, tmp_path: Path, *rows: str) -> dict[str, Any]:
-    path = tmp_path / "rows.tsv"
-    path.write_text("\n".join((HEADER, *rows)) + "\n", encoding="utf-8")
-    result = run_cli("validate", str(path), "--json")
-    assert result.code == 0, result.err
-    return {row["id"]: row for row in json.loads(result.out)["rows"]}
 
 
 def _ratio(message: str) -> float:
@@ -74,19 +51,21 @@ def _ratio(message: str) -> float:
 def test_a_load_naming_several_runs_is_refused(run_cli: Any, tmp_path: Path, load: str, per: str) -> None:
     # before: 'batch sizes ...' was no load (the throughput predicted at the most load) and
     # 'BS 1/8/64' or 'concurrency 1, 4, ...' its first number
-    rows = _rows(run_cli, tmp_path, _serving_row("R", load, "Output token throughput (tok/s)", "2000"))
+    rows = validated_rows(
+        run_cli, tmp_path, serving_row("R", load, "Output token throughput (tok/s)", "2000")
+    )
     assert rows["R"]["predicted"] is None
     assert "names several runs" in rows["R"]["reason"]
     assert f"write one row per {per}" in rows["R"]["reason"]
 
 
 def test_one_load_beside_other_numbers_is_still_read(run_cli: Any, tmp_path: Path) -> None:
-    rows = _rows(
+    rows = validated_rows(
         run_cli,
         tmp_path,
-        _serving_row("A", "batch 1,024", "Output token throughput (tok/s)", "20000"),  # a thousands comma
-        _serving_row("B", "concurrency 16, 500 requests", "Output token throughput (tok/s)", "2000"),
-        _serving_row("C", "batch 64", "Output token throughput (tok/s)", "5000"),
+        serving_row("A", "batch 1,024", "Output token throughput (tok/s)", "20000"),  # a thousands comma
+        serving_row("B", "concurrency 16, 500 requests", "Output token throughput (tok/s)", "2000"),
+        serving_row("C", "batch 64", "Output token throughput (tok/s)", "5000"),
     )
     for row_id in ("A", "B", "C"):
         assert rows[row_id]["predicted"] is not None, rows[row_id]["reason"]
@@ -98,11 +77,11 @@ def test_one_load_beside_other_numbers_is_still_read(run_cli: Any, tmp_path: Pat
 
 
 def test_a_latency_over_a_day_is_refused_naming_the_day(run_cli: Any, tmp_path: Path) -> None:
-    rows = _rows(
+    rows = validated_rows(
         run_cli,
         tmp_path,
-        _serving_row("T", "concurrency 1", "TTFT (ms)", "1e30"),
-        _serving_row("E", "concurrency 1", "request latency (s)", "1e9"),
+        serving_row("T", "concurrency 1", "TTFT (ms)", "1e30"),
+        serving_row("E", "concurrency 1", "request latency (s)", "1e9"),
     )
     # 1e30 ms = 1e27 s = 1.157e22 days; 1e9 s = 11,574 days
     assert rows["T"]["predicted"] is None
@@ -113,11 +92,11 @@ def test_a_latency_over_a_day_is_refused_naming_the_day(run_cli: Any, tmp_path: 
 
 
 def test_a_prompt_token_rate_above_the_peak_is_refused(run_cli: Any, tmp_path: Path) -> None:
-    rows = _rows(
+    rows = validated_rows(
         run_cli,
         tmp_path,
-        _serving_row("I", "concurrency 64", "input tokens/s", "1e30"),
-        _serving_row("Q", "concurrency 64", "requests/s", "1e6"),
+        serving_row("I", "concurrency 64", "input tokens/s", "1e30"),
+        serving_row("Q", "concurrency 64", "requests/s", "1e6"),
     )
     # every request computes its 128 output tokens at 2 x 8.03e9 FLOPs each: 1e30 prompt tokens/s
     # of 1,024-token prompts are 1e30 x 128 / 1024 output tokens/s on one H100
@@ -243,13 +222,13 @@ def _stack_note(rows: dict[str, Any], row_id: str) -> str:
 
 def test_a_server_with_no_profile_is_named_with_the_profile_used(run_cli: Any, tmp_path: Path) -> None:
     throughput = "Output token throughput (tok/s)"
-    rows = _rows(
+    rows = validated_rows(
         run_cli,
         tmp_path,
-        _serving_row("U", "batch 8", throughput, "5000", source="my bench (framework: SuperServe 3.1), 2025"),
-        _serving_row("K", "batch 8", throughput, "5000", source="LMDeploy v0.6 TurboMind blog, 2024"),
-        _serving_row("T", "batch 8", throughput, "5000", source="my bench (server: LMDepoy 0.5), 2025"),
-        _serving_row("N", "batch 8", throughput, "5000", source="a vendor blog, 2025"),
+        serving_row("U", "batch 8", throughput, "5000", source="my bench (framework: SuperServe 3.1), 2025"),
+        serving_row("K", "batch 8", throughput, "5000", source="LMDeploy v0.6 TurboMind blog, 2024"),
+        serving_row("T", "batch 8", throughput, "5000", source="my bench (server: LMDepoy 0.5), 2025"),
+        serving_row("N", "batch 8", throughput, "5000", source="a vendor blog, 2025"),
     )
     unknown = _stack_note(rows, "U")
     assert "no server named" not in unknown
@@ -293,6 +272,6 @@ def test_a_tables_utilization_over_peak_keeps_the_tables_fix(run_cli: Any, tmp_p
         "T\ttrain\tNVIDIA dgxc-benchmarking v25.05 NeMo\tNemotron4 15b\t15\t32\t6144\t48 (8 query groups)\t"
         "24576\t256000\t4096\t64\t2\t2\t1\tNA\t1\t8\tNA\tn/r\t16\tH100\tBF16\tn/r\tMFU\t120%\t\tread"
     )
-    reason = _rows(run_cli, tmp_path, row)["T"]["reason"]
+    reason = validated_rows(run_cli, tmp_path, row)["T"]["reason"]
     assert "or write n/r" in reason
     assert "field 'value'" not in reason
