@@ -37,9 +37,6 @@ from lightspeed.moe import (
 from lightspeed.records import Record
 from lightspeed.sol.config import (
     JobConfig,
-    ServingConfig,
-    ServingJob,
-    ServingSearchConfig,
     TrainingConfig,
     TrainingJob,
     TrainingSearchConfig,
@@ -55,6 +52,7 @@ from lightspeed.sol.infer import (
     search_draft_depths,
     search_inference,
 )
+from lightspeed.sol.serving_config import ServingConfig, ServingJob, ServingSearchConfig
 from lightspeed.sol.systems import auto_precision
 from lightspeed.sol.train import (
     SearchResult,

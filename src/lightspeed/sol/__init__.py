@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from lightspeed.sol.capacity import MemoryPlan, plan_memory
     from lightspeed.sol.config import (
         JobConfig,
-        ServingConfig,
-        ServingJob,
-        ServingSearchConfig,
         TrainingConfig,
         TrainingJob,
         TrainingSearchConfig,
@@ -76,6 +73,7 @@ if TYPE_CHECKING:
         search_draft_depths,
         search_inference,
     )
+    from lightspeed.sol.serving_config import ServingConfig, ServingJob, ServingSearchConfig
     from lightspeed.sol.systems import (
         WORKLOADS,
         FabricFigures,
