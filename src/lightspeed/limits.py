@@ -41,6 +41,7 @@ MAX_BYTES: Final = 2.0**50  # 1 PiB: above the memory of any machine a benchmark
 MAX_WATTS: Final = 1e10  # 10 GW: above any data-center site
 MAX_RATE_PER_S: Final = 1e9  # requests or tokens per second of one job
 MAX_DURATION_S: Final = 100 * 365.25 * 86400.0  # a century
+MAX_HEADS_OR_HEAD_DIM: Final = 2**14  # attention heads, head width or mixer heads of one model
 # one request (or token) a century: a slower rate's gaps run past any horizon (4.9e-324 req/s gave
 # infinite arrival times and NaN latencies); sol/serve/workload.py MIN_ARRIVAL_RATE_PER_S
 MIN_RATE_PER_S: Final = 1.0 / MAX_DURATION_S

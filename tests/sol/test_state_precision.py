@@ -15,7 +15,7 @@ from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.sol.validation.infer_rows import read_inference_row
 from lightspeed.sol.validation.published import read_table
 from lightspeed.workload import ModelRegistry, load_model_file
-from lightspeed.workload.spec import STATE_DTYPES, STATE_PRECISIONS
+from lightspeed.workload.recurrent import STATE_DTYPES, STATE_PRECISIONS
 
 # Qwen3.5-35B-A3B (its config.json): 30 Gated DeltaNet blocks of 32 value heads, each a 128 x 128
 # state; the causal convolution's window is 3 taps of q, k and v (16 x 128 + 16 x 128 + 32 x 128

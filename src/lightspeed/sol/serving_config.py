@@ -22,7 +22,7 @@ from lightspeed.sol.infer.plan import (
 )
 from lightspeed.sol.infer.serving import BATCHING_MODES
 from lightspeed.workload import TransformerSpec
-from lightspeed.workload.spec import STATE_PRECISIONS
+from lightspeed.workload.recurrent import STATE_PRECISIONS
 
 DEFAULT_SIMULATED_REQUESTS: Final = 2000  # enough for p99 latencies to settle (docs/serving.md)
 

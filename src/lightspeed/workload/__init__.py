@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         training_flop,
     )
     from lightspeed.workload.hf_config import SUPPORTED_MODEL_TYPES, spec_from_hf_config
+    from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec, RecurrentMixer
     from lightspeed.workload.registry import (
         ModelEntry,
         ModelRegistry,
@@ -65,14 +66,7 @@ if TYPE_CHECKING:
         load_model_file,
         load_models,
     )
-    from lightspeed.workload.spec import (
-        AttentionSpec,
-        GatedDeltaNetSpec,
-        MambaSpec,
-        MoESpec,
-        RecurrentMixer,
-        TransformerSpec,
-    )
+    from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
     from lightspeed.workload.summary import (
         ModelRow,
         ModelSummary,

@@ -66,13 +66,12 @@ from typing import Any, Final
 
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
+from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM
+from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec
 from lightspeed.workload.spec import (
     DIMENSION_REASON,
     MAX_DIMENSION,
-    MAX_HEADS_OR_HEAD_DIM,
     AttentionSpec,
-    GatedDeltaNetSpec,
-    MambaSpec,
     MoESpec,
     TransformerSpec,
 )

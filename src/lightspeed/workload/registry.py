@@ -56,14 +56,8 @@ from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
 from lightspeed.paths import package_data
 from lightspeed.records import JsonObject, Record
 from lightspeed.workload.names import name_readings, reduce_name, split_active, without_formats
-from lightspeed.workload.spec import (
-    RELEASE_FORMATS,
-    AttentionSpec,
-    GatedDeltaNetSpec,
-    MambaSpec,
-    MoESpec,
-    TransformerSpec,
-)
+from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec
+from lightspeed.workload.spec import RELEASE_FORMATS, AttentionSpec, MoESpec, TransformerSpec
 
 SCHEMA_VERSION: Final = 1
 MODEL_KIND: Final = "model"

@@ -27,7 +27,7 @@ from lightspeed.sol.validation.published import PublishedRow, format_keys, is_mi
 from lightspeed.sol.validation.readings import RowError
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.names import FORMAT_TAGS, checkpoint_format
-from lightspeed.workload.spec import STATE_PRECISIONS
+from lightspeed.workload.recurrent import STATE_PRECISIONS
 
 # Checkpoint formats a model name states that run as one of the engine's precisions (AWQ, GPTQ,
 # INT4 and W4A16 name weight-only formats: :func:`_weight_only`).
