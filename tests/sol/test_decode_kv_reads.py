@@ -10,7 +10,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.datafile import Fields
 from lightspeed.errors import DataFileError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.serving_stacks import DECODE_KV_READS, _versions, serving_stack_for
+from lightspeed.sol.core.serving_choice import serving_stack_for
+from lightspeed.sol.core.serving_stacks import DECODE_KV_READS, _versions
 from lightspeed.sol.core.stacks import choice_of
 from lightspeed.workload import ModelRegistry
 

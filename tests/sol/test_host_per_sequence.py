@@ -9,7 +9,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.serving_stacks import serving_stack_for
+from lightspeed.sol.core.serving_choice import serving_stack_for
 from lightspeed.sol.infer.estimate import InferenceEstimate
 from lightspeed.workload import ModelRegistry
 

@@ -15,7 +15,8 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.serving_stacks import GpuDefault, SequenceCap, ServingStack, serving_stack_for
+from lightspeed.sol.core.serving_choice import serving_stack_for
+from lightspeed.sol.core.serving_stacks import GpuDefault, SequenceCap, ServingStack
 from lightspeed.sol.serve.deployment import simulated_deployment
 from lightspeed.workload import ModelRegistry
 

@@ -12,12 +12,8 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError, UnsupportedError
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.serving_stacks import (
-    ServingStack,
-    default_serving_stack,
-    load_serving_stacks,
-    serving_stack_for,
-)
+from lightspeed.sol.core.serving_choice import default_serving_stack, serving_stack_for
+from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stacks
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost
 from lightspeed.sol.validation.infer_stack import row_serving_stack

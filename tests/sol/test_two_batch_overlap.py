@@ -9,7 +9,8 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import InferencePlan, ServingLoad, estimate_inference, load_serving_stack
-from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_for
+from lightspeed.sol.core.serving_choice import serving_stack_for
+from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.iteration import IterationGrid, iteration_cost
 from lightspeed.workload import ModelRegistry, TransformerSpec

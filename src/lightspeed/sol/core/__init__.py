@@ -21,12 +21,8 @@ if TYPE_CHECKING:
     )
     from lightspeed.sol.core.efficiency import EfficiencyModel, default_efficiency, load_efficiency_defaults
     from lightspeed.sol.core.hardware import Hardware, hardware_for
-    from lightspeed.sol.core.serving_stacks import (
-        ServingStack,
-        default_serving_stack,
-        load_serving_stack,
-        load_serving_stacks,
-    )
+    from lightspeed.sol.core.serving_choice import default_serving_stack
+    from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stack, load_serving_stacks
     from lightspeed.sol.core.stacks import Stack, default_stack_name, load_stack, load_stacks
     from lightspeed.sol.core.uncertainty import Band, interval_for
 

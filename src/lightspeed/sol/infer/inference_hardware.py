@@ -22,7 +22,8 @@ from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, load_latency_floors
-from lightspeed.sol.core.serving_stacks import ServingStack, serving_stack_on
+from lightspeed.sol.core.serving_choice import serving_stack_on
+from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.infer.checkpoints import checkpoint_for
 from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
 from lightspeed.workload import TransformerSpec

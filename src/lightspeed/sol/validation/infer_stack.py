@@ -17,13 +17,9 @@ import re
 from typing import Final, NamedTuple
 
 from lightspeed.errors import UnsupportedError, closest_names
+from lightspeed.sol.core.serving_choice import serving_stack_for, unprofiled_servers
 from lightspeed.sol.core.serving_packages import package_serving_stack
-from lightspeed.sol.core.serving_stacks import (
-    ServingStack,
-    load_serving_stacks,
-    serving_stack_for,
-    unprofiled_servers,
-)
+from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stacks
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import RowError
 
