@@ -68,6 +68,7 @@ def search_json(result: Any) -> dict[str, Any]:
             "rank": result.compared.rank,
             "within_uncertainty": result.compared.within_uncertainty,
         },
+        "compared_refused": result.compared_refused,
         "stack": result.plans[0].stack if result.plans else None,
         "notes": list(result.notes),
     }

@@ -149,15 +149,40 @@ def render_search_result(result: SearchResult) -> None:
     if result.compared is not None:
         compared = result.compared
         render_table("the named plan", headers, [_plan_row("named", compared.estimate)], console=console)
-        rank = (
-            "does not fit"
-            if compared.rank is None
-            else f"ranks {compared.rank:,} of {result.num_plans_fitting:,}"
+        console.print(f"[bold]named plan:[/bold] {plain(named_plan_verdict(result))}")
+    if result.compared_refused is not None:
+        console.print(f"[bold]named plan:[/bold] {plain(result.compared_refused)}")
+
+
+def named_plan_verdict(result: SearchResult) -> str:
+    """The named plan against the search's best: its rank and the best's margin, or, for a plan that
+    does not fit, its memory against the GPU's and how fast it would be (no error band: it cannot run).
+
+    The sign is said in words: ``the best is 5.0% faster per step``, ``it would be 5.5% faster``."""
+    compared = result.compared
+    if compared is None:
+        return ""
+    estimate = compared.estimate
+    if compared.rank is None:
+        speed = _named_speed(compared.margin, "would be")
+        return (
+            f"does not fit: needs {format_memory(estimate.memory_per_gpu_bytes)} per GPU, "
+            f"{format_memory(estimate.usable_memory_bytes)} usable; {speed}"
         )
-        within = "within the model's error" if compared.within_uncertainty else "beyond the model's error"
-        console.print(
-            f"[bold]named plan:[/bold] {rank}; the best is {compared.margin:+.1%} faster per step ({within})"
-        )
+    within = "within the model's error" if compared.within_uncertainty else "beyond the model's error"
+    rank = f"ranks {compared.rank:,} of {result.num_plans_fitting:,}"
+    return f"{rank}; {_named_speed(compared.margin, 'is')} ({within})"
+
+
+def _named_speed(margin: float, verb: str) -> str:
+    """``margin`` (the named plan's step over the best's, minus one) as a sentence with its sign in
+    words: a negative margin is the named plan's lead (1/(1+margin) - 1 faster)."""
+    if margin < 0.0:
+        faster = 1.0 / (1.0 + margin) - 1.0
+        return f"it {verb} {faster:.1%} faster per step than the best (a step {-margin:.1%} shorter)"
+    if margin == 0.0:
+        return f"it {verb} as fast as the best"
+    return f"the best is {margin:.1%} faster per step"
 
 
 def _print_margins(console: Console, result: SearchResult) -> None:

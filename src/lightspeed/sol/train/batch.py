@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from lightspeed.errors import InvalidPlanError
 from lightspeed.records import Record
-from lightspeed.sol.core.factors import divisors, powers_of_two
+from lightspeed.sol.core.factors import divisors, nearest, powers_of_two
 from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.plan import TrainingPlan, validate_plan
 from lightspeed.workload import TransformerSpec
@@ -124,23 +124,47 @@ def _distance(plan: TrainingPlan, candidate: TrainingPlan) -> tuple[int, float, 
 
 
 def _no_split(plan: TrainingPlan, free: set[str]) -> str:
-    batch, dp = plan.global_batch_size, plan.dp
+    """Why no plan's batch splits, naming the real cause: the global batch over the replicas, or
+    (when that splits) the micro-batch over each replica's share; and the fixes that remain."""
+    batch, dp, micro = plan.global_batch_size, plan.dp, plan.micro_batch_size
+    per_replica, remainder = divmod(batch, dp)
     searched = (
-        f"and no value of the settings left free ({', '.join(sorted(free))}) "
-        f"on {plan.num_gpus} GPUs splits it"
+        f"no value of the settings left free ({', '.join(sorted(free))}) on {plan.num_gpus} GPUs"
         if free - {"micro_batch_size"}
-        else "and no parallel degree was left free to search"
+        else "no parallel degree was left free to search"
     )
+    # a batch that splits over the replicas, and into the pinned micro-batch, takes a multiple of both
+    unit = dp if "micro_batch_size" in free else dp * micro
+    example = unit * max(1, round(batch / unit))
+    if remainder == 0:  # the replicas' shares are whole: the micro-batch is what does not divide
+        return (
+            f"micro-batch {micro} does not divide the {per_replica} sequences per replica "
+            f"(global batch {batch} over dp={dp}), and {searched} gives a share it divides; "
+            f"try micro-batch size {nearest(micro, divisors(per_replica))} or a global batch that is "
+            f"a multiple of {unit} (e.g. {example})"
+        )
     return (
         f"global batch {batch} does not split over dp={dp} ({batch / dp:.4g} sequences per replica), "
-        f"{searched}; use a global batch that is a multiple of {dp} (e.g. {dp * max(1, batch // dp)}) "
-        "or leave a degree free"
+        f"and {searched} splits it; use a global batch that is a multiple of {unit} (e.g. {example})"
+        f"{_other_fix(plan, free)}"
     )
+
+
+def _other_fix(plan: TrainingPlan, free: set[str]) -> str:
+    """The fix besides the batch: free a pinned setting, or (every one free already) fewer GPUs."""
+    pinned = [_shown(name) for name in FREE_SETTINGS if name not in free]
+    if pinned:
+        return f", or leave {' or '.join(pinned)} free"
+    return f", or fewer than {plan.num_gpus} GPUs (every setting was left free)"
+
+
+def _shown(name: str) -> str:
+    """A setting as the messages write it: ``micro-batch`` for ``micro_batch_size``."""
+    return "micro-batch" if name == "micro_batch_size" else name
 
 
 def _note(plan: TrainingPlan, chosen: TrainingPlan, changed: dict[str, int]) -> str:
-    names = {"micro_batch_size": "micro-batch"}
-    settings = ", ".join(f"{names.get(name, name)}={value}" for name, value in changed.items())
+    settings = ", ".join(f"{_shown(name)}={value}" for name, value in changed.items())
     per_replica = chosen.global_batch_size // chosen.dp
     return (
         f"global batch {plan.global_batch_size} does not split over dp={plan.dp} "

@@ -11,11 +11,13 @@ fitting plans and the best plan's margin over it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError, PlanMismatchError, format_setting
 from lightspeed.records import Record
 from lightspeed.sol.core.uncertainty import Band
 from lightspeed.sol.train.grid import RECOMPUTE_CODES, SCHEDULE_CODES
@@ -97,4 +99,42 @@ def compare(estimate: TrainingEstimate, steps: Array, fits: Array, tolerance: fl
     )
 
 
-__all__ = ["PlanComparison", "compare", "complexity", "margin_over_runner_up", "tie_indices", "tolerance_of"]
+# the plan train flags a refusal may name that a --compare-plan writes as key=value (its keys)
+COMPARE_PLAN_FLAGS = (
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "etp",
+    "vpp",
+    "zero",
+    "micro-batch",
+    "recompute",
+    "schedule",
+)
+_FLAG = re.compile(rf"--({'|'.join(COMPARE_PLAN_FLAGS)}) ([\w.]+)")
+
+
+def compare_plan_reason(error: InvalidPlanError) -> str:
+    """Why a named plan cannot run, its fix written as ``--compare-plan`` writes a plan
+    (``dp=16``, ``zero=1``), not as the ``plan train`` flags the engine's messages name.
+
+    >>> compare_plan_reason(InvalidPlanError("with PP use --zero 1, or --pp 1 with ZeRO-3"))
+    'with PP use zero=1, or pp=1 with ZeRO-3'
+    """
+    if isinstance(error, PlanMismatchError | PlanDoesNotFitError):
+        return error.describe(format_setting)
+    return _FLAG.sub(r"\1=\2", str(error))
+
+
+__all__ = [
+    "COMPARE_PLAN_FLAGS",
+    "PlanComparison",
+    "compare",
+    "compare_plan_reason",
+    "complexity",
+    "margin_over_runner_up",
+    "tie_indices",
+    "tolerance_of",
+]

@@ -42,6 +42,7 @@ from lightspeed.sol.train.plan import SCHEDULES, TrainingPlan, check_cluster_gpu
 from lightspeed.sol.train.ranking import (
     PlanComparison,
     compare,
+    compare_plan_reason,
     margin_over_runner_up,
     tie_indices,
     tolerance_of,
@@ -106,7 +107,8 @@ class SearchResult(Record):
     the best's, minus one; ``tolerance`` the relative difference the model
     cannot resolve (half its 80% error band); ``ties`` the fitting plans within
     it, simplest first (the one to start from); ``compared`` the plan the
-    caller named, ranked against the rest; ``notes`` what the search decided that
+    caller named, ranked against the rest (``compared_refused`` instead says why that plan cannot
+    run, its fix in ``--compare-plan`` syntax); ``notes`` what the search decided that
     the caller did not ask for (a calibration from another device applied by force), a sequence
     above the model's context, and how many plans the stack refuses, per reason.
     """
@@ -124,6 +126,7 @@ class SearchResult(Record):
     ties: tuple[TrainingEstimate, ...] = ()
     compared: PlanComparison | None = None
     notes: tuple[str, ...] = ()
+    compared_refused: str | None = None
 
     @property
     def plans_per_s(self) -> float:
@@ -369,9 +372,8 @@ def _evaluate_chunks(
     num_gpus: int,
     experts: _Experts,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(step time, memory per GPU, distinct) of every plan; ``distinct`` is false for
-    'partial' recomputation that recomputes nothing (the same plan as 'none')."""
-    steps, memories, distinct = [], [], []
+    """(step time, memory per GPU, share of layers fully recomputed) of every plan."""
+    steps, memories, fractions = [], [], []
     size = columns["tp"].shape[0]
     for start in range(0, size, CHUNK_PLANS):
         chunk = {name: values[start : start + CHUNK_PLANS] for name, values in columns.items()}
@@ -379,9 +381,33 @@ def _evaluate_chunks(
         arrays = evaluate_grid(grid, model, hardware, template.seq_len)
         steps.append(np.asarray(arrays.step_time_s))
         memories.append(np.asarray(arrays.memory.total_bytes))
-        partial = chunk["recompute"] == RECOMPUTE_CODES["partial"]
-        distinct.append(~(partial & (np.asarray(arrays.memory.recompute_fraction) == 0.0)))
-    return np.concatenate(steps), np.concatenate(memories), np.concatenate(distinct)
+        fractions.append(np.asarray(arrays.memory.recompute_fraction))
+    return np.concatenate(steps), np.concatenate(memories), np.concatenate(fractions)
+
+
+def _partial_twins(
+    recompute: np.ndarray, fraction: np.ndarray, policies: Sequence[str]
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Which plans to keep (``recompute``: their policy codes, ``fraction``: the share of layers each
+    recomputes whole), and a note on those merged. 'partial' recomputation that recomputes no layer
+    is the same plan as 'none', and one that recomputes every layer the same as 'full' (the same step
+    and memory, to the byte): where that policy is searched too, the plan is listed once, as it,
+    like ZeRO over a single replica (:func:`_zero_without_replicas`)."""
+    partial = recompute == RECOMPUTE_CODES["partial"]
+    keep = np.ones(recompute.shape, dtype=bool)
+    merged = []
+    for twin, share in (("none", 0.0), ("full", 1.0)):
+        same = partial & (fraction == share) if twin in policies else np.zeros_like(keep)
+        keep &= ~same
+        if same.any():
+            every = "no layer" if share == 0.0 else "every layer"
+            merged.append(f"{int(same.sum()):,} as recompute={twin} (partial recomputes {every} there)")
+    if not merged:
+        return keep, ()
+    return keep, (
+        f"recompute=partial merged where it is the same plan as another policy (same step and memory): "
+        f"{', '.join(merged)}",
+    )
 
 
 def _check_schedules(schedules: tuple[str, ...]) -> None:
@@ -555,9 +581,10 @@ def search_training(
     columns, refusals = _valid_columns(
         space, model, num_gpus, global_batch_size, seq_len, stack=profile, num_physical_experts=physical
     )
-    steps, memory, distinct = _evaluate_chunks(
+    steps, memory, fractions = _evaluate_chunks(
         columns, base, model, hardware, num_gpus=num_gpus, experts=experts
     )
+    distinct, merged = _partial_twins(columns["recompute"], fractions, space.recompute)
     columns = {name: values[distinct] for name, values in columns.items()}
     steps, memory = steps[distinct], memory[distinct]
     fits = memory <= hardware.usable_memory_bytes
@@ -570,12 +597,16 @@ def search_training(
     ctx = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
     plans = _estimates(ctx, columns, order)
     ties = _estimates(ctx, columns, tied) if tied.size else ()
-    compared = None
+    compared, refused = None, None
     shown = [*plans[:top], *ties]
     if compare_plan is not None:
-        named = _named_estimate(ctx, compare_plan)
-        compared = compare(named, steps, fits, tolerance)
-        shown.append(named)
+        try:
+            named = _named_estimate(ctx, compare_plan)
+        except InvalidPlanError as error:  # refused beside the results, not instead of them
+            refused = f"--compare-plan refused: {compare_plan_reason(error)}"
+        else:
+            compared = compare(named, steps, fits, tolerance)
+            shown.append(named)
     return SearchResult(
         model=model.name,
         system=cluster.name,
@@ -589,7 +620,14 @@ def search_training(
         tolerance=tolerance,
         ties=ties,
         compared=compared,
-        notes=(*context, *_search_notes(hardware, base, model), *refusals, *_uneven_note(shown, model)),
+        notes=(
+            *context,
+            *_search_notes(hardware, base, model),
+            *refusals,
+            *merged,
+            *_uneven_note(shown, model),
+        ),
+        compared_refused=refused,
     )
 
 
