@@ -438,6 +438,22 @@ def _in_percent(unit: str, metric: str) -> bool:
     return unit == "%" or bool(_PERCENT_IN_METRIC.search(metric))
 
 
+def _fraction_in_percent_column(key: str, value: float, unit: str, metric: str) -> bool:
+    """Whether a utilization is a fraction written under a metric that says percent (``MFU %``
+    over ``0.57``): at most 1 with no percent sign of its own, where as a percentage it would be
+    at most 1% of peak, below any published run (a percent sign beside the number is kept)."""
+    return key in UTILIZATION_KEYS and 0.0 < value <= 1.0 and unit != "%" and _in_percent(unit, metric)
+
+
+def _fraction_in_percent_note(value_text: str, fraction: float) -> str:
+    """The note of a reading :func:`_fraction_in_percent_column` took as the fraction."""
+    written = value_text.strip()
+    return (
+        f"{written!r} under a percent metric read as the fraction {fraction:g} ({fraction * 100:g}%): "
+        f"{written}% of peak is below any published run"
+    )
+
+
 def utilization_problem(
     key: str,
     fraction: float | None,
@@ -478,9 +494,12 @@ def utilization_problem(
 def _convert(key: str, value: float, unit: str, metric: str) -> tuple[float, str]:
     """``value`` in base units for ``key``, and the unit it was read in."""
     if key in UTILIZATION_KEYS:
-        # a utilization is a percentage (``43%``, ``43``, ``MFU (%)`` over ``0.9``) unless written
-        # as a fraction (``0.43``): no published run reaches as little as 1% of peak
-        if not _in_percent(unit, metric) and value <= 1.0:
+        # a utilization is a percentage (``43%``, ``43``, ``MFU (%)`` over ``43``) unless written
+        # as a fraction (``0.43``, ``MFU (%)`` over ``0.43``): no published run reaches as little
+        # as 1% of peak
+        if (not _in_percent(unit, metric) and value <= 1.0) or _fraction_in_percent_column(
+            key, value, unit, metric
+        ):
             return value, "fraction"
         return value / 100.0, "%"
     if key in ("step_time_s", "time_to_train_s", *SERVING_LATENCY_KEYS):
@@ -611,6 +630,8 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         unstated = key in SERVING_LATENCY_KEYS and not (unit and _time_unit(unit)) and not _time_unit(lowered)
         ambiguous = key in UTILIZATION_KEYS and 1.0 < value < 2.0 and not _in_percent(unit, lowered)
         in_metric = _time_unit(lowered) if key in SERVING_LATENCY_KEYS else None
+        if _fraction_in_percent_column(key, value, unit, lowered):
+            notes = (*notes, _fraction_in_percent_note(value_text, value))
         value, unit = _convert(key, value, unit, lowered)
         if unstated:
             notes = (*notes, "no time unit: milliseconds, as serving benchmarks print latencies")
