@@ -262,7 +262,9 @@ def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> Training
     cluster = resolved.cluster
     compare_plan = None
     if config.compare_plan is not None:
-        compare_plan = TrainingPlan(**parse_plan_text(config.compare_plan, cluster.num_accelerators))
+        compare_plan = TrainingPlan(
+            **parse_plan_text(config.compare_plan, cluster.num_accelerators, stack=config.stack)
+        )
     result = search_training(
         model=resolved.model,
         cluster=cluster,

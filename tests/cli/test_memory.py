@@ -59,11 +59,11 @@ def test_training_with_zero_json(run_cli) -> None:  # type: ignore[no-untyped-de
     num_params = 70_553_706_496
     assert payload["components"] == {
         "weights": 2 * num_params,
-        "gradients": 2 * num_params,
+        "gradients": 4 * num_params,  # fp32 main gradients, as plan train counts
         "optimizer": 8 * num_params,
         "master_weights": 4 * num_params,
     }
-    assert payload["bytes_per_param"] == 1.0  # 16 / dp
+    assert payload["bytes_per_param"] == 1.125  # 18 / dp
     assert payload["gpus_needed"] == 16
     assert payload["nodes_needed"] == 2
 
@@ -92,11 +92,11 @@ def test_bad_inputs_are_one_line(run_cli) -> None:  # type: ignore[no-untyped-de
 
 def test_training_components_are_the_whole_jobs_and_a_row_gives_one_ranks(run_cli) -> None:  # type: ignore[no-untyped-def]
     """ZeRO-1 over 8 replicas of Llama 3 70B (70,553,706,496 parameters): the components sum over
-    all 8 (the title says so), and one data-parallel rank holds 2 + 2 + 12/8 = 5.5 bytes a
-    parameter: 388,045,385,728 bytes."""
+    all 8 (the title says so), and one data-parallel rank holds 2 + 4 + 12/8 = 7.5 bytes a
+    parameter (fp32 main gradients): 529,152,798,720 bytes."""
     result = run_cli("memory", "--model", "llama-3-70b", "--training", "--zero", "1", "--dp", "8")
     assert result.code == 0
     assert "over the whole job (all 8 replicas)" in result.out
-    per_rank = round(5.5 * 70_553_706_496)
+    per_rank = round(7.5 * 70_553_706_496)
     assert "per data-parallel rank" in result.out
     assert f"{per_rank:,}" in result.out

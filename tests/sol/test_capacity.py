@@ -100,27 +100,34 @@ def test_system_brings_its_gpu_and_node_size() -> None:
     assert plan.gpus_needed == 1041  # 200.04 TB / 192.27 GB (the driver's 183,359 MiB) = 1,040.4
 
 
-def test_mixed_precision_adam_is_16_bytes_per_parameter() -> None:
+def test_mixed_precision_adam_is_18_bytes_per_parameter() -> None:
+    # Megatron-Core (plan train's default stack): bf16 weights 2 + fp32 main gradients 4 + Adam 12
     spec = MODELS.get("llama-3-70b")
     num_params = parameter_counts(spec).total_params
     plan = plan_memory(model=spec, precision="bf16", training=True, optimizer="adam")
-    assert plan.bytes_per_param == 16  # ZeRO paper: 2 + 2 + 12
+    assert plan.bytes_per_param == 18
     assert plan.components == {
         "weights": 2 * num_params,
-        "gradients": 2 * num_params,
+        "gradients": 4 * num_params,
         "optimizer": 8 * num_params,
         "master_weights": 4 * num_params,
     }
-    assert plan.total_bytes == 16 * num_params
+    assert plan.total_bytes == 18 * num_params
+
+
+def test_bf16_gradients_asked_for_give_the_zero_papers_16_bytes() -> None:
+    plan = plan_memory(model=MODELS.get("llama-3-8b"), training=True, gradient_precision="bf16")
+    assert plan.bytes_per_param == 16  # ZeRO paper: 2 + 2 + 12
 
 
 @pytest.mark.parametrize(
     ("stage", "formula"),
     [
-        (0, lambda n: 16.0),
-        (1, lambda n: 4 + 12 / n),  # REFERENCE.md section 2
-        (2, lambda n: 2 + 14 / n),
-        (3, lambda n: 16 / n),
+        # Megatron-Core's rules with fp32 main gradients (sol/data/stacks.toml): 18, 6 + 12/d, ...
+        (0, lambda n: 18.0),
+        (1, lambda n: 6 + 12 / n),
+        (2, lambda n: 2 + 16 / n),
+        (3, lambda n: 18 / n),
     ],
 )
 @pytest.mark.parametrize("dp", [1, 8, 64])
@@ -151,7 +158,7 @@ def test_gpus_needed_by_hand_for_zero_1() -> None:
     plan = plan_memory(
         model=spec, training=True, zero_stage=1, dp=64, accelerator=CATALOG.accelerator("h100-sxm")
     )
-    per_replica = math.ceil((4 + 12 / 64) * num_params / (81_559 * 2**20))  # the driver's 81,559 MiB
+    per_replica = math.ceil((6 + 12 / 64) * num_params / (81_559 * 2**20))  # the driver's 81,559 MiB
     assert plan.model_parallel_gpus == per_replica
     assert plan.gpus_needed == per_replica * 64
     assert plan.nodes_needed == math.ceil(per_replica * 64 / 8)

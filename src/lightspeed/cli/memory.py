@@ -38,7 +38,7 @@ from lightspeed.workload import resolve_model
     "--grad-precision",
     type=NAME,
     help="Gradient precision with --training: fp64, fp32, tf32, bf16, fp16 or fp8 "
-    "[default: the weights' precision; fp32 for fp8/fp4 runs].",
+    "[default: fp32, the main gradients 'plan train' keeps (the weights' precision where wider)].",
 )
 @click.option(
     "--gpu",

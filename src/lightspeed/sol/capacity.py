@@ -3,22 +3,27 @@
 Model state per parameter (REFERENCE.md section 2, the ZeRO paper):
 
 - inference: the weights in the serving precision;
-- training with a mixed-precision optimizer: weights and gradients in the
-  training precision, the optimizer's moments (Adam: 8 bytes) and an FP32
-  master copy of the weights (4 bytes): ``2 + 2 + 12 = 16`` bytes with BF16;
+- training with a mixed-precision optimizer: the weights in the training
+  precision, the main gradients ``plan train`` keeps under the default stack
+  (FP32, the plan's ``grad_reduce_precision``: Megatron-Core's contiguous
+  gradient buffer; weights wider than that keep gradients in their own
+  precision), the optimizer's moments (Adam: 8 bytes) and an FP32 master copy
+  of the weights (4 bytes): ``2 + 4 + 12 = 18`` bytes with BF16, Megatron's
+  figure (``gradient_precision="bf16"`` gives the ZeRO paper's 16);
 - training that computes in 8 or 4 bits (FP8, MXFP8, NVFP4, MXFP4 recipes):
   the training engine's rule (:mod:`lightspeed.sol.train.memory`, what
   ``plan train`` counts), since no framework stores FP8 weights or gradients:
   16-bit weights plus the low-precision copy the GEMMs read (in that format:
-  1 byte for FP8, 0.5625 for NVFP4, where the stack keeps one), the plan's
-  main-gradient precision (FP32) and the
-  optimizer with its FP32 master weights: ``2 + 1 + 4 + 12 = 19`` bytes.
+  1 byte for FP8, 0.5625 for NVFP4, where the stack keeps one), the same FP32
+  main gradients and the optimizer with its FP32 master weights:
+  ``2 + 1 + 4 + 12 = 19`` bytes, one more than BF16.
 
-ZeRO over ``dp`` data-parallel ranks divides what it shards by ``dp``:
-stage 1 the optimizer state and master weights (``4 + 12/dp`` bytes per
-parameter per GPU with BF16 Adam), stage 2 also the gradients
-(``2 + 14/dp``), stage 3 also the weights (``16/dp``). Without ZeRO each
-replica holds everything.
+ZeRO over ``dp`` data-parallel ranks divides what it shards by ``dp``, as the
+default stack's memory rules do (Megatron-Core's distributed optimizer and
+Megatron-FSDP): stage 1 the optimizer state and master weights
+(``6 + 12/dp`` bytes per parameter per GPU with BF16 Adam), stage 2 also the
+gradients (``2 + 16/dp``), stage 3 also the weights (``18/dp``). Without ZeRO
+each replica holds everything.
 
 The GPU count is the fewest GPUs whose memory holds that state when each
 replica is split over model-parallel GPUs (tensor/pipeline parallel) and
@@ -112,6 +117,9 @@ class MemoryPlan(Record):
     nodes_needed_at_listed: int | None = None
     weight_precision: str = ""
     gradient_precision: str | None = None
+    # training: the stack profile whose rule gave the default gradients and weight copy (the
+    # default stack, what `plan train` uses unless told otherwise); None when serving
+    stack: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,7 @@ class _PerParam:
     weight_precision: str
     gradient_precision: str
     weight_copy: float = 0.0  # in bytes: the 8- or 4-bit copy an FP8/FP4 recipe keeps beside the weights
+    gradients_given: bool = False  # the gradients' precision was asked for (else plan train's default)
 
 
 def _ceil(value: float) -> int:
@@ -169,6 +178,7 @@ def _per_param(
         weight_precision=stored,
         gradient_precision=gradients_in,
         weight_copy=copy,
+        gradients_given=gradient_precision is not None,
     )
 
 
@@ -187,11 +197,12 @@ def _served_weight_bytes(spec: TransformerSpec, precision: str) -> float:
 
 def _training_storage(precision: str) -> tuple[str, float, str]:
     """(weights' storage precision, bytes of a low-precision copy, default gradient precision) of a
-    run that trains in ``precision``.
+    run that trains in ``precision``, as the training engine counts it under the default stack
+    (:func:`lightspeed.sol.train.memory.training_memory`).
 
-    16 bits and wider store what they compute in, gradients alike. An FP8/FP4 recipe follows the
-    training engine (:func:`lightspeed.sol.train.memory.training_memory`): 16-bit weights plus the
-    copy the GEMMs read where the stack keeps one, and the plan's main gradients (FP32).
+    16 bits and wider store the weights in what they compute in; an FP8/FP4 recipe keeps 16-bit
+    weights plus the copy the GEMMs read where the stack keeps one. The gradients are the plan's
+    main gradients (FP32, :func:`_main_gradients`) in both.
     """
     if compute_precision(precision) not in QUANTIZED_LINEAR_ROWS:
         if bytes_per_element(precision) < bytes_per_element(_STORED_WEIGHT_PRECISION):
@@ -199,9 +210,17 @@ def _training_storage(precision: str) -> tuple[str, float, str]:
                 f"no training recipe computes in {precision}; training precisions: "
                 f"{', '.join(TRAINING_PRECISIONS)} (or drop --training to hold {precision} weights)"
             )
-        return precision, 0.0, precision
+        return precision, 0.0, _main_gradients(precision)
     copy = weight_copy_bytes(precision) if load_stack().fp8_weight_copy else 0.0
-    return _STORED_WEIGHT_PRECISION, copy, TrainingPlan.grad_reduce_precision
+    return _STORED_WEIGHT_PRECISION, copy, _main_gradients(_STORED_WEIGHT_PRECISION)
+
+
+def _main_gradients(stored: str) -> str:
+    """The gradients' precision ``plan train`` counts for weights stored in ``stored``: the plan's
+    main gradients (:attr:`TrainingPlan.grad_reduce_precision`, FP32), or the weights' own precision
+    where it is wider (FP64 weights keep FP64 gradients)."""
+    main = TrainingPlan.grad_reduce_precision
+    return stored if bytes_per_element(stored) > bytes_per_element(main) else main
 
 
 def _components(num_params: int, per: _PerParam, zero_stage: int, dp: int) -> dict[str, float]:
@@ -295,6 +314,7 @@ def plan_memory(
         nodes_needed_at_listed=counts.nodes_needed_at_listed,
         weight_precision=per.weight_precision,
         gradient_precision=per.gradient_precision if training else None,
+        stack=load_stack().name if training else None,
         assumptions=_assumptions(
             model=model,
             num_params=num_params,
@@ -418,8 +438,22 @@ def _training_lines(precision: str, per: _PerParam) -> list[str]:
         f"+ {per.optimizer:g} (optimizer state) + {per.master_weights:g} (fp32 master weights) = "
         f"{total:g} bytes/parameter",
         *lines,
+        _stack_line(per),
         "activations and inputs come on top",
     ]
+
+
+def _stack_line(per: _PerParam) -> str:
+    """Which stack's rule the training state follows: the default profile, what ``plan train`` and
+    ``search train`` use unless ``--stack`` names another."""
+    stack = load_stack()
+    rules = f"'plan train's default stack, {stack.name} ({stack.sharding.display_name})"
+    if per.gradients_given:
+        return f"gradients in {per.gradient_precision} as --grad-precision asks; ZeRO stages as under {rules}"
+    return (
+        f"gradients in {per.gradient_precision}: the main gradients kept under {rules}, whose ZeRO "
+        "stages these follow too; --grad-precision bf16 stores 16-bit gradients (the ZeRO paper's count)"
+    )
 
 
 def _device_lines(device: Accelerator | None, node_size: int, system: System | None) -> list[str]:

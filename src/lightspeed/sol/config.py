@@ -47,6 +47,7 @@ from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.files import check_input
 from lightspeed.limits import OPTION_BOUNDS
 from lightspeed.records import JsonDict, Record
+from lightspeed.sol.core.stacks import Stack, load_stack
 from lightspeed.sol.train.plan import (
     ATTENTION_IMPLEMENTATIONS,
     EP_DISPATCHERS,
@@ -447,9 +448,12 @@ class TrainingConfig(TrainingJob):
     )  # fmt: skip
     cp: int | None = setting(None, option_type="DEGREE", help=f"Context parallel size{_FREE}.")
     vpp: int = setting(1, option_type="VPP", help="Virtual pipeline chunks per GPU.")
-    zero_stage: int = setting(
-        1, flags=("--zero-stage", "--zero"), option_type="ZERO_STAGE", help="ZeRO stage (3 = FSDP)."
-    )
+    zero_stage: int | None = setting(
+        None, flags=("--zero-stage", "--zero"), option_type="ZERO_STAGE",
+        help="ZeRO stage (3 = FSDP full sharding; default: the stack's own sharding: 1, the distributed "
+        "optimizer, under Megatron-Core and DeepSpeed stacks; 3, full sharding, under FSDP stacks "
+        "(torchtitan, llm-foundry), 2 there with --pp above 1, torchtitan's policy under a pipeline).",
+    )  # fmt: skip
     schedule: str | None = setting(
         None,
         choices=SCHEDULES,
@@ -498,8 +502,12 @@ class TrainingConfig(TrainingJob):
 
     def training_plan(self, *, num_gpus: int, bf16_layers: tuple[int, int] = (0, 0)) -> TrainingPlan:
         """The :class:`TrainingPlan` on ``num_gpus`` GPUs (``dp`` fills them when not set; degrees
-        not set are 1), keeping ``bf16_layers`` (:meth:`kept_in_bf16`) in BF16."""
+        not set are 1; the ZeRO stage not set is the stack's own, :func:`default_zero_stage`),
+        keeping ``bf16_layers`` (:meth:`kept_in_bf16`) in BF16."""
         tp, pp, cp = self.tp or 1, self.pp or 1, self.cp or 1
+        zero_stage = self.zero_stage
+        if zero_stage is None:
+            zero_stage = default_zero_stage(load_stack(self.stack), pipeline=pp > 1)
         return TrainingPlan(
             tp=tp,
             pp=pp,
@@ -508,7 +516,7 @@ class TrainingConfig(TrainingJob):
             etp=self.etp,
             cp=cp,
             vpp=self.vpp,
-            zero_stage=self.zero_stage,
+            zero_stage=zero_stage,
             schedule=self.schedule or "1f1b",  # unset: 1F1B, interleaved when vpp > 1
             micro_batch_size=self.micro_batch_size or 1,
             global_batch_size=self.global_batch_size or 1,
@@ -539,6 +547,32 @@ class TrainingConfig(TrainingJob):
         data-parallel size (:func:`~lightspeed.sol.train.estimate.estimate_training`)."""
         names = ("tp", "pp", "cp", "micro_batch_size", "dp")
         return tuple(name for name in names if getattr(self, name) is None)
+
+
+# The ZeRO stage a plan takes when none is given, the first of these its stack runs: optimizer-only
+# sharding where the framework has it, else the most sharded stage it runs.
+_DEFAULT_ZERO_ORDER: Final = (1, 3, 2, 0)
+
+
+def default_zero_stage(stack: Stack, *, pipeline: bool) -> int:
+    """The ZeRO stage a plan runs under ``stack`` when none is given: the framework's own sharding.
+
+    ZeRO-1 where it shards the optimizer alone (Megatron-Core's distributed optimizer, DeepSpeed's
+    ZeRO-1); else the most sharded stage its memory rules let it run: FSDP's full sharding
+    (torchtitan's ``fully_shard``, llm-foundry's ``FULL_SHARD``), and under a pipeline
+    (``pipeline``: pp above 1) torchtitan's default of keeping parameters gathered, ZeRO-2.
+
+    >>> default_zero_stage(load_stack("megatron-core-2025"), pipeline=True)
+    1
+    >>> default_zero_stage(load_stack("torchtitan-2024"), pipeline=False)
+    3
+    >>> default_zero_stage(load_stack("torchtitan-2024"), pipeline=True)
+    2
+    """
+    for stage in _DEFAULT_ZERO_ORDER:
+        if stack.sharding_rule(stage, pipeline=pipeline).allowed:
+            return stage
+    raise AssertionError(f"stack {stack.name} runs no ZeRO stage")  # stacks.toml: every family runs ZeRO-0
 
 
 @dataclass(frozen=True)
@@ -581,12 +615,17 @@ PLAN_KEYS: Final = {
 }
 
 
-def parse_plan_text(text: str, num_gpus: int) -> JsonDict:
+def parse_plan_text(text: str, num_gpus: int, *, stack: str | None = None) -> JsonDict:
     """Plan fields from ``tp=8,pp=16,cp=1,vpp=6,mb=1,recompute=partial`` (``dp`` defaults to the
-    GPUs left over); one clear error naming the bad part otherwise.
+    GPUs left over); one clear error naming the bad part otherwise. With ``stack`` (a profile
+    name), a plan that names no ``zero`` takes that stack's own stage (:func:`default_zero_stage`:
+    3 under FSDP, where ZeRO-1 does not exist); without it ``zero_stage`` is left to
+    :class:`TrainingPlan` (1, the default stack's).
 
     >>> parse_plan_text("tp=8,pp=16,vpp=6,mb=1,recompute=selective", 16384)["dp"]
     128
+    >>> parse_plan_text("tp=2", 8, stack="torchtitan-2024")["zero_stage"]
+    3
     """
     fields: dict[str, Any] = {}
     parts = [piece.strip() for piece in text.split(",")]
@@ -632,6 +671,8 @@ def parse_plan_text(text: str, num_gpus: int) -> JsonDict:
                 f"--compare-plan: tp x pp x cp = {other} does not divide the {num_gpus} GPUs"
             )
         fields["dp"] = num_gpus // other
+    if stack is not None and "zero_stage" not in fields:
+        fields["zero_stage"] = default_zero_stage(load_stack(stack), pipeline=fields.get("pp", 1) > 1)
     return fields
 
 
@@ -644,6 +685,7 @@ __all__ = [
     "TrainingConfig",
     "TrainingJob",
     "TrainingSearchConfig",
+    "default_zero_stage",
     "parse_plan_text",
     "plan_file_kind",
     "read_plan_file",
