@@ -97,6 +97,22 @@ def _run_collectives(device: BenchDevice, sol: DeviceSol, options: dict[str, Any
     )
 
 
+def _saves(suite: str, options: dict[str, Any]) -> bool:
+    """Whether this process writes the results: not with --no-save, and of a collectives run under
+    torchrun only rank 0 (the others return no results)."""
+    if options["no_save"]:
+        return False
+    world = torchrun_rank()  # (rank, world size, local rank) under torchrun
+    return suite != "collectives" or world is None or world[0] == 0
+
+
+def _check_store() -> None:
+    """Open (creating it if needed) the store the results go to, before anything is timed: a store
+    that cannot be opened fails in one line at once, not after minutes of measuring."""
+    with open_store(create=True):
+        pass
+
+
 def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
     with open_store(create=True) as store:
         return store.add_records(kind="benchmark", records=benchmark_records(results), label=label or suite)
@@ -190,20 +206,26 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
     )
     device = resolve_device(options["device"], num_threads=options["threads"])
     sol = device_sol(device=device, catalog=get_context().catalog(), sol_device=options["sol_device"])
+    saves = _saves(suite, options)
+    if saves:
+        _check_store()
     with progress_bar(enabled=not as_json, title=f"bench {suite}") as progress:
         results = _run_suite(suite, device, sol, options, progress)
     if not results:  # a non-zero torchrun rank: rank 0 reports
         return 0
-    run_id = None if options["no_save"] else _save(results, suite, options["label"])
+    # what was measured is shown first: a store that fails to take it (the disk filled up during
+    # the run) costs the saving, not the minutes of measurements
     if as_json:
         print_json(results)
     else:
         render_results(results, title=f"bench {suite}", device_name=device.name)
-        if run_id is not None:
-            click.echo(f"saved as run {run_id} (lightspeed results show {run_id})")
     if options["plot_path"] is not None:
         precision = results[0].dtype if suite == "gemm" and results[0].dtype else "fp32"
         written = save_roofline(results, sol=sol, precision=precision, title=f"{suite} on {device.name}",
                                 path=options["plot_path"])  # fmt: skip
         click.echo(f"roofline written to {', '.join(str(path) for path in written)}", err=as_json)
+    if saves:
+        run_id = _save(results, suite, options["label"])
+        if not as_json:
+            click.echo(f"saved as run {run_id} (lightspeed results show {run_id})")
     return 0 if all(result.correct for result in results) else 1

@@ -21,7 +21,7 @@ import click
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
 from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT, OutputPath
 from lightspeed.errors import DataFileError, LightspeedError, UnsupportedError, UserInputError, first_line
-from lightspeed.files import check_input, looks_like_path
+from lightspeed.files import check_input, looks_like_path, open_input
 from lightspeed.monitor import (
     BACKEND_NAMES,
     ExporterServer,
@@ -48,6 +48,7 @@ from lightspeed.store import NewRecord, open_store
 from lightspeed.trace import detect_format, wrong_format
 
 _log = logging.getLogger(__name__)
+_PEEK_BYTES: Final = 1 << 16  # enough of a file to see its first line
 CAPTURE_FORMAT: Final = "monitor-capture"  # what lightspeed.trace.detect_format calls a capture
 
 
@@ -237,11 +238,28 @@ def _run_path(run: str) -> Path:
 
 def _refuse_other_format(path: Path) -> None:
     """A file another command reads (a profiler trace, Nsight output, a goodput or MLPerf log) given
-    as a capture: say what it is and which command reads it."""
+    as a capture: say what it is and which command reads it. A JSON document no command reads as a
+    capture (a gate sample file) is said to be no capture, not a bad first line to repair."""
     if path.is_file():
         found = detect_format(path, unknown="")
         if found and found != CAPTURE_FORMAT:
             raise wrong_format(path, found, "a lightspeed monitor capture (capture-*.jsonl)")
+        if not found and _opens_a_json_document(path):
+            raise DataFileError(
+                path,
+                "not a lightspeed monitor capture (a JSON document; a capture has one JSON object a line, "
+                "the first a capture_start)",
+                fix="pass a capture written by lightspeed monitor (capture-*.jsonl) or its run folder",
+            )
+
+
+def _opens_a_json_document(path: Path) -> bool:
+    """Whether the file opens as a JSON document does (a lone ``{`` or ``[`` line, as indented JSON
+    starts, or a list) rather than with one JSON object, as each line of a capture is."""
+    with open_input(path, what="monitor capture (capture-*.jsonl)") as handle:
+        head = handle.read(_PEEK_BYTES)
+    first = head.lstrip(b"\xef\xbb\xbf \t\r\n").partition(b"\n")[0].strip()
+    return first in (b"{", b"[") or first.startswith(b"[")
 
 
 def _monitor(

@@ -73,6 +73,8 @@ _INTEGER: Final = re.compile(r"[+-]?\d[\d_]*")
 # one way to split each text (no "[0-9]*[0-9]+"): a run of 5,000 digits is refused in linear time
 _SUFFIXED: Final = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)")
 _HAS_UNIT: Final = re.compile(r"[a-zA-Zµ%]")
+# NaN or infinity as written (any unit after it: ``nan%``, ``-inf GiB``); no finite number starts so
+_NOT_FINITE_LITERAL: Final = re.compile(r"[+-]?\s*(?:nan|snan|inf)", re.IGNORECASE)
 _COUNT_SUFFIX: Final = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, "p": 10**15}
 # Past every bound (the largest is 2^63): an integer beyond is compared as this, never built whole
 # (Python's int() refuses a string of over 4,300 digits).
@@ -208,7 +210,10 @@ class NumericType(click.ParamType[Any]):
 
 
 def _literal_not_finite(text: str) -> bool:
-    return text.strip().lower().lstrip("+-") in {"nan", "inf", "infinity", "snan"}
+    """Whether ``text`` (which read as NaN or infinity) was written as one (``nan``, ``-inf%``,
+    ``inf GiB``), not as a number too large for a float (``1e400``): no such number starts with
+    these letters, whatever unit follows."""
+    return _NOT_FINITE_LITERAL.match(text.strip()) is not None
 
 
 def _bounded(message: str, text: str) -> str:

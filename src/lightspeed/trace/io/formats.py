@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +41,13 @@ _MLLOG: Final = b":::MLLOG "
 # (monitor/capture.py), a goodput event log with the job_start of a segment, "seg" (goodput/writer.py).
 _CAPTURE_FIRST_TYPE: Final = "capture_start"
 _GOODPUT_FIRST_TYPE: Final = "job_start"
+# The top-level keys of a PyTorch profiler (Kineto) trace, one of which opens every file it writes
+# (schemaVersion and deviceProperties come first; older exports open with traceEvents), and the
+# phase key of each event of a trace written as a bare list of events. Other JSON (a gate sample
+# file, a capture whose first line is not its header) is no profiler's: its reader says what is
+# wrong with it.
+_KINETO_KEY: Final = re.compile(rb'"(?:traceEvents|schemaVersion|deviceProperties)"\s*:')
+_EVENT_PHASE_KEY: Final = re.compile(rb'"ph"\s*:')
 # Binary reports whose layout lightspeed does not read; they are known by their extension.
 _NSYS_REPORT_SUFFIXES: Final = (".nsys-rep", ".qdrep")
 _NCU_REPORT_SUFFIXES: Final = (".ncu-rep",)
@@ -66,11 +74,13 @@ def detect_format(path: Path, *, unknown: str = KINETO) -> str:
     gzip is Kineto, CSV with ncu's header or ``==PROF==`` lines is Nsight
     Compute, JSON lines that open with a ``capture_start`` are a lightspeed
     monitor capture and with a segment's ``job_start`` a goodput event log,
-    other JSON is Kineto, ``:::MLLOG`` lines are an MLPerf Training result
-    log. ``.nsys-rep``/``.qdrep`` and ``.ncu-rep`` reports are told by their
-    extension. Anything else is ``unknown``: by default Kineto, whose reader's
-    errors say what is wrong with it (a reader of another format passes ``""``
-    and keeps its own errors).
+    other JSON with Kineto's keys (``traceEvents``, ``schemaVersion``,
+    ``deviceProperties``; a list of events with their ``ph``) is Kineto,
+    ``:::MLLOG`` lines are an MLPerf Training result log. ``.nsys-rep``/``.qdrep``
+    and ``.ncu-rep`` reports are told by their extension. Anything else (other
+    JSON included) is ``unknown``: by default Kineto, whose reader's errors say
+    what is wrong with it (a reader of another format passes ``""`` and keeps
+    its own errors).
     """
     return sniff_format(path) or unknown
 
@@ -92,7 +102,7 @@ def sniff_format(path: Path) -> str | None:
     if stripped.startswith(_NCU_PREFIX) or _NCU_HEADER in head:
         return NCU_CSV  # before JSON: a profiled program may print JSON before ncu's table
     if stripped[:1] in (b"{", b"["):
-        return _json_lines_format(stripped) or KINETO
+        return _json_lines_format(stripped) or _kineto_json(stripped)
     if _MLLOG in head:
         return MLPERF_LOG
     name = path.name.lower()
@@ -121,6 +131,13 @@ def _json_lines_format(head: bytes) -> str | None:
     if event.get("type") == _GOODPUT_FIRST_TYPE and "seg" in event:
         return GOODPUT_LOG
     return None
+
+
+def _kineto_json(head: bytes) -> str | None:
+    """:data:`KINETO` when the JSON in ``head`` has a Kineto trace's keys (an object) or events (a
+    list); None for other JSON, which no profiler wrote."""
+    key = _EVENT_PHASE_KEY if head.startswith(b"[") else _KINETO_KEY
+    return KINETO if key.search(head) else None
 
 
 def wrong_format(path: Path, found: str, wanted: str, *, also: str = "") -> TraceError:
